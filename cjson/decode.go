@@ -1,0 +1,343 @@
+package cjson
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// MaxDepth bounds container nesting: the root container is at depth 0 and a
+// container at depth MaxDepth or deeper is rejected. Pinned so that every
+// implementation agrees instead of failing at its own stack limit.
+const MaxDepth = 128
+
+// Decode parses JSON text strictly into the value model of this package:
+// map[string]any for objects, []any for arrays, string, int64, bool and nil.
+// It rejects everything flrh-cjson/1 rejects (see the package comment), and
+// also duplicate object keys, which plain JSON tolerates. It never panics.
+func Decode(text []byte) (any, error) {
+	d := decoder{src: text}
+	if len(text) >= 3 && text[0] == 0xEF && text[1] == 0xBB && text[2] == 0xBF {
+		return nil, errAt(CodeInvalidUTF8, "/", 0, "byte order mark is not allowed")
+	}
+	d.skipSpace()
+	v, err := d.value("", 0)
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.src) {
+		return nil, errAt(CodeTrailingData, "/", d.pos, "unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+type decoder struct {
+	src []byte
+	pos int
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.src) {
+		switch d.src[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) syntax(ptr, format string, args ...any) *Error {
+	return errAt(CodeSyntax, ptr, d.pos, format, args...)
+}
+
+func (d *decoder) value(ptr string, depth int) (any, error) {
+	if d.pos >= len(d.src) {
+		return nil, d.syntax(ptr, "unexpected end of input")
+	}
+	switch c := d.src[d.pos]; {
+	case c == '{':
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, d.pos, "nesting depth reaches %d", MaxDepth)
+		}
+		return d.object(ptr, depth)
+	case c == '[':
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, d.pos, "nesting depth reaches %d", MaxDepth)
+		}
+		return d.array(ptr, depth)
+	case c == '"':
+		start := d.pos
+		s, err := d.str(ptr)
+		if err != nil {
+			return nil, err
+		}
+		if !norm.NFC.IsNormalString(s) {
+			return nil, errAt(CodeNonNFC, ptr, start, "string is not in Unicode NFC")
+		}
+		return s, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		return d.number(ptr)
+	case c == 't':
+		return true, d.literal(ptr, "true")
+	case c == 'f':
+		return false, d.literal(ptr, "false")
+	case c == 'n':
+		return nil, d.literal(ptr, "null")
+	case c == 'N' || c == 'I':
+		return nil, errAt(CodeFloat, ptr, d.pos, "NaN and Infinity are floating-point values")
+	default:
+		return nil, d.syntax(ptr, "unexpected character %q", rune(c))
+	}
+}
+
+func (d *decoder) literal(ptr, word string) error {
+	if !strings.HasPrefix(string(d.src[d.pos:min(len(d.src), d.pos+len(word))]), word) {
+		return d.syntax(ptr, "invalid literal")
+	}
+	d.pos += len(word)
+	return nil
+}
+
+func (d *decoder) object(ptr string, depth int) (any, error) {
+	d.pos++ // '{'
+	obj := map[string]any{}
+	d.skipSpace()
+	if d.pos < len(d.src) && d.src[d.pos] == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		d.skipSpace()
+		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+			return nil, d.syntax(ptr, "expected a string object key")
+		}
+		keyStart := d.pos
+		key, err := d.str(ptr)
+		if err != nil {
+			return nil, err
+		}
+		child := ptr + "/" + EscapePointer(key)
+		if err := checkKey(key, child, keyStart); err != nil {
+			return nil, err
+		}
+		if _, dup := obj[key]; dup {
+			return nil, errAt(CodeDuplicateKey, child, keyStart, "object key %q appears twice", key)
+		}
+		d.skipSpace()
+		if d.pos >= len(d.src) || d.src[d.pos] != ':' {
+			return nil, d.syntax(child, "expected ':' after object key")
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value(child, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = v
+		d.skipSpace()
+		if d.pos >= len(d.src) {
+			return nil, d.syntax(ptr, "unterminated object")
+		}
+		switch d.src[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			return obj, nil
+		default:
+			return nil, d.syntax(ptr, "expected ',' or '}' in object")
+		}
+	}
+}
+
+func (d *decoder) array(ptr string, depth int) (any, error) {
+	d.pos++ // '['
+	arr := []any{}
+	d.skipSpace()
+	if d.pos < len(d.src) && d.src[d.pos] == ']' {
+		d.pos++
+		return arr, nil
+	}
+	for i := 0; ; i++ {
+		d.skipSpace()
+		v, err := d.value(ptr+"/"+strconv.Itoa(i), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.skipSpace()
+		if d.pos >= len(d.src) {
+			return nil, d.syntax(ptr, "unterminated array")
+		}
+		switch d.src[d.pos] {
+		case ',':
+			d.pos++
+		case ']':
+			d.pos++
+			return arr, nil
+		default:
+			return nil, d.syntax(ptr, "expected ',' or ']' in array")
+		}
+	}
+}
+
+func (d *decoder) number(ptr string) (any, error) {
+	start := d.pos
+	if d.src[d.pos] == '-' {
+		d.pos++
+	}
+	digits := d.pos
+	for d.pos < len(d.src) && d.src[d.pos] >= '0' && d.src[d.pos] <= '9' {
+		d.pos++
+	}
+	if d.pos == digits {
+		return nil, errAt(CodeSyntax, ptr, start, "a number needs digits")
+	}
+	if d.pos < len(d.src) {
+		if c := d.src[d.pos]; c == '.' || c == 'e' || c == 'E' {
+			return nil, errAt(CodeFloat, ptr, start, "floating-point numbers are not allowed; use a scaled integer")
+		}
+	}
+	text := string(d.src[start:d.pos])
+	if d.pos-digits > 1 && d.src[digits] == '0' {
+		return nil, errAt(CodeSyntax, ptr, start, "leading zero in %s", text)
+	}
+	if text == "-0" {
+		return nil, errAt(CodeNegativeZero, ptr, start, "negative zero is not allowed")
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return nil, errAt(CodeIntRange, ptr, start, "%s is outside the signed int64 range", text)
+	}
+	return n, nil
+}
+
+// str reads a string literal at d.pos and returns its value.
+func (d *decoder) str(ptr string) (string, error) {
+	start := d.pos
+	d.pos++ // opening quote
+	var b strings.Builder
+	for {
+		if d.pos >= len(d.src) {
+			return "", errAt(CodeSyntax, ptr, start, "unterminated string")
+		}
+		c := d.src[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return b.String(), nil
+		case c == '\\':
+			r, err := d.escape(ptr)
+			if err != nil {
+				return "", err
+			}
+			b.WriteRune(r)
+		case c < 0x20:
+			return "", errAt(CodeSyntax, ptr, d.pos, "control character U+%04X must be escaped", c)
+		case c < utf8.RuneSelf:
+			b.WriteByte(c)
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.src[d.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", errAt(CodeInvalidUTF8, ptr, d.pos, "invalid UTF-8 byte 0x%02x", c)
+			}
+			b.WriteRune(r)
+			d.pos += size
+		}
+	}
+}
+
+// escape decodes one backslash escape (including a surrogate pair).
+func (d *decoder) escape(ptr string) (rune, error) {
+	at := d.pos
+	if d.pos+1 >= len(d.src) {
+		return 0, errAt(CodeSyntax, ptr, at, "unterminated escape")
+	}
+	c := d.src[d.pos+1]
+	d.pos += 2
+	switch c {
+	case '"', '\\', '/':
+		return rune(c), nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+		r, ok := d.hex4()
+		if !ok {
+			return 0, errAt(CodeSyntax, ptr, at, "invalid \\u escape")
+		}
+		if utf16.IsSurrogate(r) {
+			if r >= 0xDC00 || d.pos+1 >= len(d.src) || d.src[d.pos] != '\\' || d.src[d.pos+1] != 'u' {
+				return 0, errAt(CodeNonScalar, ptr, at, "lone surrogate \\u%04x", r)
+			}
+			d.pos += 2
+			r2, ok := d.hex4()
+			if !ok {
+				return 0, errAt(CodeSyntax, ptr, at, "invalid \\u escape")
+			}
+			combined := utf16.DecodeRune(r, r2)
+			if combined == utf8.RuneError {
+				return 0, errAt(CodeNonScalar, ptr, at, "invalid surrogate pair \\u%04x\\u%04x", r, r2)
+			}
+			return combined, nil
+		}
+		return r, nil
+	default:
+		return 0, errAt(CodeSyntax, ptr, at, "invalid escape \\%c", c)
+	}
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if d.pos+4 > len(d.src) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d.src[d.pos : d.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			r |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	d.pos += 4
+	return r, true
+}
+
+// checkKey applies the key rule: protocol member names are ASCII, which also
+// makes them NFC, so the reference's NFC check on keys can never fire after
+// this one.
+func checkKey(key, ptr string, off int) error {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return errAt(CodeNonASCIIKey, ptr, off, "object keys must be ASCII")
+		}
+	}
+	return nil
+}
+
+// EscapePointer escapes one reference token of a JSON Pointer (RFC 6901).
+func EscapePointer(token string) string {
+	if !strings.ContainsAny(token, "~/") {
+		return token
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
+}

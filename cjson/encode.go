@@ -1,0 +1,254 @@
+package cjson
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// setLikePaths names, per root object kind, the exact JSON Pointers whose
+// arrays are sets: sorted by element canonical bytes, duplicates rejected.
+// A same-named array elsewhere (say inside an application payload) keeps its
+// order, because order there may mean something.
+var setLikePaths = map[string][]string{
+	"EffectProposal":      {"/preconditions"},
+	"EligibilityVerdict":  {"/support_derivation_ids"},
+	"StableProposalBatch": {"/proposal_ids", "/eligibility_verdict_ids"},
+	"EffectIntent":        {"/preconditions"},
+	"GraphEnvelope":       {"/provenance_refs"},
+	"GraphDelta":          {"/causal_parent_delta_ids"},
+	"ActionReceipt":       {"/output_digests"},
+}
+
+// SetLikePaths returns the set-like JSON Pointers for a root kind (nil when
+// the kind has none). The result is a copy.
+func SetLikePaths(kind string) []string { return slices.Clone(setLikePaths[kind]) }
+
+// Canonicalize parses JSON text strictly and returns its canonical bytes.
+func Canonicalize(text []byte) ([]byte, error) {
+	v, err := Decode(text)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(v)
+}
+
+// Encode returns the canonical bytes of a value of this package's model
+// (map[string]any, []any, string, int64, bool, nil; other Go values are
+// first converted as [Marshal] does). Set-like arrays are chosen by the
+// root object's string "kind" member.
+func Encode(v any) ([]byte, error) {
+	v, err := normalize(v, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	if obj, ok := v.(map[string]any); ok {
+		if k, ok := obj["kind"].(string); ok {
+			paths = setLikePaths[k]
+		}
+	}
+	e := encoder{setLike: paths}
+	return e.encode(nil, v, "")
+}
+
+// Marshal returns the canonical bytes of any Go value that has a canonical
+// form: structs (through their json tags), maps with string keys, slices,
+// arrays, pointers, strings, booleans and integers. Floating-point values,
+// channels, functions and complex numbers are rejected, whatever their value.
+func Marshal(v any) ([]byte, error) { return Encode(v) }
+
+// Digest returns "sha256:" and the lowercase hex SHA-256 of canonical bytes.
+func Digest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HexDigest returns the bare 64-character lowercase hex SHA-256, for ids of
+// the form "prefix:<hex>".
+func HexDigest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// DigestOf marshals v canonically and returns its digest.
+func DigestOf(v any) (string, error) {
+	b, err := Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return Digest(b), nil
+}
+
+// ValidDigest reports whether s has the form sha256:<64 lowercase hex>.
+func ValidDigest(s string) bool {
+	if len(s) != 7+64 || s[:7] != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxIDLength is the longest identifier the protocol admits.
+const MaxIDLength = 128
+
+// ValidID reports whether s is a protocol identifier: it matches
+// ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ and has at most MaxIDLength characters.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+type encoder struct {
+	setLike []string
+}
+
+func (e *encoder) encode(dst []byte, v any, ptr string) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		if x {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case int64:
+		return strconv.AppendInt(dst, x, 10), nil
+	case string:
+		return AppendString(dst, x), nil
+	case []any:
+		if slices.Contains(e.setLike, ptr) {
+			return e.encodeSet(dst, x, ptr)
+		}
+		dst = append(dst, '[')
+		for i, item := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = e.encode(dst, item, ptr+"/"+strconv.Itoa(i)); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = e.encode(dst, x[k], ptr+"/"+EscapePointer(k)); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return nil, errAt(CodeUnsupportedType, ptr, -1, "value of type %T has no canonical form", v)
+}
+
+func (e *encoder) encodeSet(dst []byte, items []any, ptr string) ([]byte, error) {
+	encoded := make([][]byte, len(items))
+	for i, item := range items {
+		b, err := e.encode(nil, item, ptr+"/"+strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		encoded[i] = b
+	}
+	slices.SortFunc(encoded, bytes.Compare)
+	dst = append(dst, '[')
+	for i, b := range encoded {
+		if i > 0 {
+			if bytes.Equal(encoded[i-1], b) {
+				return nil, errAt(CodeDuplicateSet, ptr, -1, "duplicate set-like element %s", b)
+			}
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, ']'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends the canonical encoding of s. It does not check NFC:
+// callers on hot paths use it for strings they already validated (or built
+// from ASCII); [Encode] checks every string before it gets here.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendInt appends the canonical encoding of n.
+func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }
+
+// CheckString reports whether s may appear in a canonical value: valid
+// UTF-8 (no surrogates) and in NFC. ptr names where s sits, for the error.
+func CheckString(s, ptr string) error {
+	if !utf8.ValidString(s) {
+		return errAt(CodeInvalidUTF8, ptr, -1, "string is not valid UTF-8")
+	}
+	if !norm.NFC.IsNormalString(s) {
+		return errAt(CodeNonNFC, ptr, -1, "string is not in Unicode NFC")
+	}
+	return nil
+}

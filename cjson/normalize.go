@@ -1,0 +1,309 @@
+package cjson
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+var (
+	marshalerType = reflect.TypeFor[json.Marshaler]()
+	numberType    = reflect.TypeFor[json.Number]()
+)
+
+// normalize converts any Go value into the value model (map[string]any,
+// []any, string, int64, bool, nil), checking every rule that does not depend
+// on the root kind. depth counts enclosing containers.
+func normalize(v any, ptr string, depth int) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		return x, nil
+	case int64:
+		return x, nil
+	case int:
+		return int64(x), nil
+	case string:
+		return x, checkStringAt(x, ptr)
+	case map[string]any:
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			child := ptr + "/" + EscapePointer(k)
+			if err := checkKey(k, child, -1); err != nil {
+				return nil, err
+			}
+			n, err := normalize(item, child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case []any:
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		out := make([]any, len(x))
+		for i, item := range x {
+			n, err := normalize(item, ptr+"/"+strconv.Itoa(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	return normalizeReflect(reflect.ValueOf(v), ptr, depth)
+}
+
+func checkStringAt(s, ptr string) error {
+	if !utf8.ValidString(s) {
+		return errAt(CodeInvalidUTF8, ptr, -1, "string is not valid UTF-8")
+	}
+	if !norm.NFC.IsNormalString(s) {
+		return errAt(CodeNonNFC, ptr, -1, "string is not in Unicode NFC")
+	}
+	return nil
+}
+
+func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
+	if !rv.IsValid() {
+		return nil, nil
+	}
+	t := rv.Type()
+	if t == numberType {
+		n, err := strconv.ParseInt(rv.String(), 10, 64)
+		if err != nil {
+			return nil, errAt(CodeFloat, ptr, -1, "json.Number %q is not a signed int64", rv.String())
+		}
+		return n, nil
+	}
+	if t.Implements(marshalerType) && (rv.Kind() != reflect.Pointer || !rv.IsNil()) {
+		b, err := rv.Interface().(json.Marshaler).MarshalJSON()
+		if err != nil {
+			return nil, errAt(CodeUnsupportedType, ptr, -1, "MarshalJSON of %s failed: %v", t, err)
+		}
+		v, err := Decode(b)
+		if err != nil {
+			if ce, ok := err.(*Error); ok {
+				ce.Pointer = joinPointer(ptr, ce.Pointer)
+				ce.Offset = -1
+			}
+			return nil, err
+		}
+		return normalize(v, ptr, depth)
+	}
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil, nil
+		}
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		return normalizeReflect(rv.Elem(), ptr, depth)
+	case reflect.Bool:
+		return rv.Bool(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > 1<<63-1 {
+			return nil, errAt(CodeIntRange, ptr, -1, "%d is outside the signed int64 range", u)
+		}
+		return int64(u), nil
+	case reflect.Float32, reflect.Float64:
+		return nil, errAt(CodeFloat, ptr, -1, "floating-point values are not allowed; use a scaled integer")
+	case reflect.String:
+		s := rv.String()
+		return s, checkStringAt(s, ptr)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return nil, errAt(CodeNonStringKey, ptr, -1, "map key type %s is not a string", t.Key())
+		}
+		if rv.IsNil() {
+			return nil, nil
+		}
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		out := make(map[string]any, rv.Len())
+		iter := rv.MapRange()
+		for iter.Next() {
+			k := iter.Key().String()
+			child := ptr + "/" + EscapePointer(k)
+			if err := checkKey(k, child, -1); err != nil {
+				return nil, err
+			}
+			n, err := normalizeReflect(iter.Value(), child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return nil, nil
+		}
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil, errAt(CodeUnsupportedType, ptr, -1, "byte slices have no canonical form; encode them as a string")
+		}
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		out := make([]any, rv.Len())
+		for i := range out {
+			n, err := normalizeReflect(rv.Index(i), ptr+"/"+strconv.Itoa(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case reflect.Struct:
+		if depth >= MaxDepth {
+			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
+		}
+		out := map[string]any{}
+		for _, f := range structFields(t) {
+			fv := rv.FieldByIndex(f.index)
+			if (f.omitEmpty && isEmpty(fv)) || (f.omitZero && fv.IsZero()) {
+				continue
+			}
+			child := ptr + "/" + EscapePointer(f.name)
+			if err := checkKey(f.name, child, -1); err != nil {
+				return nil, err
+			}
+			n, err := normalizeReflect(fv, child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[f.name] = n
+		}
+		return out, nil
+	}
+	return nil, errAt(CodeUnsupportedType, ptr, -1, "value of type %s has no canonical form", t)
+}
+
+func joinPointer(base, rel string) string {
+	if rel == "/" {
+		if base == "" {
+			return "/"
+		}
+		return base
+	}
+	return base + rel
+}
+
+type field struct {
+	name      string
+	index     []int
+	depth     int
+	omitEmpty bool
+	omitZero  bool
+	tagged    bool
+}
+
+// structFields lists the JSON members of a struct type the way encoding/json
+// does: exported fields, json tags, embedded structs flattened, a shallower
+// field hiding a deeper one of the same name, equal-depth ambiguity dropping
+// both unless exactly one is tagged.
+func structFields(t reflect.Type) []field {
+	var all []field
+	var walk func(t reflect.Type, index []int, depth int)
+	walk = func(t reflect.Type, index []int, depth int) {
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			idx := append(append([]int(nil), index...), i)
+			ft := sf.Type
+			if sf.Anonymous && name == "" {
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct && depth < 16 {
+					walk(ft, idx, depth+1)
+					continue
+				}
+			}
+			if !sf.IsExported() {
+				continue
+			}
+			f := field{name: name, index: idx, depth: depth, tagged: name != ""}
+			if f.name == "" {
+				f.name = sf.Name
+			}
+			for _, o := range strings.Split(opts, ",") {
+				switch o {
+				case "omitempty":
+					f.omitEmpty = true
+				case "omitzero":
+					f.omitZero = true
+				}
+			}
+			all = append(all, f)
+		}
+	}
+	walk(t, nil, 0)
+	byName := map[string][]field{}
+	var order []string
+	for _, f := range all {
+		if _, seen := byName[f.name]; !seen {
+			order = append(order, f.name)
+		}
+		byName[f.name] = append(byName[f.name], f)
+	}
+	var out []field
+	for _, name := range order {
+		fs := byName[name]
+		best := fs[0]
+		ambiguous := false
+		for _, f := range fs[1:] {
+			switch {
+			case f.depth < best.depth:
+				best, ambiguous = f, false
+			case f.depth == best.depth:
+				if f.tagged && !best.tagged {
+					best, ambiguous = f, false
+				} else if f.tagged == best.tagged {
+					ambiguous = true
+				}
+			}
+		}
+		if !ambiguous {
+			out = append(out, best)
+		}
+	}
+	return out
+}
+
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}

@@ -135,28 +135,28 @@ type ControlEvent struct {
 // Projection is a successful projection: exactly one of Intent and
 // ApprovalRequest is set.
 type Projection struct {
-	Kind             string           `json:"kind"`
-	SchemaVersion    string           `json:"schema_version"`
-	ContractVersion  string           `json:"contract_version"`
-	CommandDigest    string           `json:"command_digest"`
-	Event            string           `json:"event"`
-	ControlEvent     ControlEvent     `json:"control_event"`
-	NextControlState string           `json:"next_control_state"`
-	Intent           *protocol.EffectIntent    `json:"intent"`
-	ApprovalRequest  *ApprovalRequest `json:"approval_request"`
-	ProjectionDigest string           `json:"projection_digest"`
+	Kind             string                 `json:"kind"`
+	SchemaVersion    string                 `json:"schema_version"`
+	ContractVersion  string                 `json:"contract_version"`
+	CommandDigest    string                 `json:"command_digest"`
+	Event            string                 `json:"event"`
+	ControlEvent     ControlEvent           `json:"control_event"`
+	NextControlState string                 `json:"next_control_state"`
+	Intent           *protocol.EffectIntent `json:"intent"`
+	ApprovalRequest  *ApprovalRequest       `json:"approval_request"`
+	ProjectionDigest string                 `json:"projection_digest"`
 }
 
 type projectionPreimage struct {
-	Kind             string           `json:"kind"`
-	SchemaVersion    string           `json:"schema_version"`
-	ContractVersion  string           `json:"contract_version"`
-	CommandDigest    string           `json:"command_digest"`
-	Event            string           `json:"event"`
-	ControlEvent     ControlEvent     `json:"control_event"`
-	NextControlState string           `json:"next_control_state"`
-	Intent           *protocol.EffectIntent    `json:"intent"`
-	ApprovalRequest  *ApprovalRequest `json:"approval_request"`
+	Kind             string                 `json:"kind"`
+	SchemaVersion    string                 `json:"schema_version"`
+	ContractVersion  string                 `json:"contract_version"`
+	CommandDigest    string                 `json:"command_digest"`
+	Event            string                 `json:"event"`
+	ControlEvent     ControlEvent           `json:"control_event"`
+	NextControlState string                 `json:"next_control_state"`
+	Intent           *protocol.EffectIntent `json:"intent"`
+	ApprovalRequest  *ApprovalRequest       `json:"approval_request"`
 }
 
 // ProjectIntentJSON decodes a command strictly and projects it. A command
@@ -651,10 +651,10 @@ func parsePublished(v any, profile string) (*published, *Rejection) {
 		return nil, r
 	}
 	wantPub := mustDigest(object{
-		"kind":                        "M3PublishedBatchPreimage",
-		"contract_version":            reactiveContract,
-		"batch":                       bm,
-		"ordered_effect_proposals":    []any{prm},
+		"kind":                         "M3PublishedBatchPreimage",
+		"contract_version":             reactiveContract,
+		"batch":                        bm,
+		"ordered_effect_proposals":     []any{prm},
 		"ordered_eligibility_verdicts": []any{vm},
 	})
 	if r := same(out.digest, wantPub, "PUBLISHED_BATCH_DIGEST_MISMATCH", root+"/published_batch_digest"); r != nil {

@@ -1,0 +1,69 @@
+package control
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sharedTraces locates the shared conformance vectors: walk up from the
+// package directory to the module root (the directory holding go.mod), then
+// ../shared/conformance. The file lives beside the module, not inside it.
+func sharedTraces(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the package directory")
+		}
+		dir = parent
+	}
+	return filepath.Join(dir, "..", "shared", "conformance", "run-fsm-traces.v1.json")
+}
+
+// TestSharedConformanceTraces runs every case of the reference run-FSM trace
+// vectors through the machine. All 18 must pass. A missing file fails the
+// test: conformance is not optional unless FLRH_SKIP_SHARED=1 says so.
+func TestSharedConformanceTraces(t *testing.T) {
+	path := sharedTraces(t)
+	text, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv("FLRH_SKIP_SHARED") == "1" {
+			t.Skipf("shared conformance vectors unavailable (%v); skipped because FLRH_SKIP_SHARED=1", err)
+		}
+		t.Fatalf("shared conformance vectors are required: %v (set FLRH_SKIP_SHARED=1 to skip)", err)
+	}
+	tf, err := DecodeTraces(text)
+	if err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	if len(tf.Cases) != 18 {
+		t.Errorf("got %d cases, the reference corpus has 18", len(tf.Cases))
+	}
+	m := Default()
+	finals := map[string]bool{}
+	for _, tc := range tf.Cases {
+		res, err := m.RunCase(tc)
+		if err != nil {
+			t.Errorf("case %s: %v", tc.ID, err)
+			continue
+		}
+		if !res.Passed {
+			t.Errorf("%s", res)
+		}
+		finals[res.Final] = true
+	}
+	// The corpus exercises every final state; if it passes, so must we.
+	for _, s := range m.States() {
+		if s.Final() && !finals[s.ID] {
+			t.Errorf("no case ends in final state %s", s.ID)
+		}
+	}
+}

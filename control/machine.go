@@ -1,0 +1,389 @@
+package control
+
+import (
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// RecordFormat marks a step record; it is a member of every record so that
+// record digests are domain-separated.
+const RecordFormat = "flrh-control-record/1"
+
+// Configuration is everything Step needs besides the event: where the run is,
+// which interrupts are pending, and the guard context for the next event.
+//
+// The zero Configuration is a run that has not started: Step treats an empty
+// State as the initial state. Context is consumed by every accepted event (the
+// next configuration's Context is empty), so a guard never passes on a fact
+// that was asserted for an earlier event; the runner asserts the facts it has
+// evidence for right before each Step.
+type Configuration struct {
+	Table   string          `json:"table,omitempty"`    // digest of the table this configuration belongs to
+	State   string          `json:"state"`              // current state
+	Pending []string        `json:"pending_interrupts"` // deferred interrupts, sorted, no duplicates
+	Context map[string]bool `json:"context,omitempty"`  // guard inputs for the next event
+	Seq     int64           `json:"seq"`                // accepted control events so far
+}
+
+// Event is a typed control event. Its fields follow the reference event
+// schema: a declared type, an actor role and capability that must form an
+// authority pair of the table, an event id, and a payload object (nil is the
+// empty object).
+type Event struct {
+	Type       string         `json:"type"`
+	ActorRole  string         `json:"actor_role"`
+	Capability string         `json:"capability"`
+	EventID    string         `json:"event_id"`
+	Payload    map[string]any `json:"payload"`
+}
+
+// Reason says why an event was refused. It is the reason member of the
+// audit effect.
+type Reason string
+
+// Refusal reasons. Each is reject-and-audit: the configuration does not
+// change and the rejection effect is emitted.
+const (
+	ReasonSchema        Reason = "schema_failure"        // the event does not match the event schema
+	ReasonAuthority     Reason = "authority_failure"     // (actor role, capability) is not a pair for this event
+	ReasonTerminal      Reason = "terminal_state"        // the run is already in a final state
+	ReasonNoTransition  Reason = "no_transition"         // no transition leaves this state on this event
+	ReasonGuardFalse    Reason = "guard_false"           // the transition's guard is false
+	ReasonNotPending    Reason = "interrupt_not_pending" // an honoring event for an interrupt that is not pending
+	ReasonPending       Reason = "interrupts_pending"    // the resume event while interrupts are pending
+	ReasonEvidence      Reason = "evidence_missing"      // strict evidence: a required evidence digest is absent
+	ReasonConfiguration Reason = "configuration_invalid" // the configuration is not one this machine produces
+)
+
+// Effect is a command or audit record emitted by Step, for the shell to
+// persist (and, for commands, act on) after the step.
+type Effect struct {
+	Name    string            `json:"name"`
+	Kind    string            `json:"kind"`
+	Payload map[string]string `json:"payload"`
+}
+
+// Rejection describes a refused event.
+type Rejection struct {
+	Reason  Reason
+	State   string
+	Event   string
+	EventID string
+	Detail  string
+}
+
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("control: %s rejected in %s (%s): %s", r.Event, r.State, r.Reason, r.Detail)
+}
+
+// Record is the audit record of one step, accepted or refused: the data a
+// trace line and the durable transition log are made of.
+type Record struct {
+	Format           string            `json:"format"`
+	Table            string            `json:"table"`
+	Seq              int64             `json:"seq"`
+	Accepted         bool              `json:"accepted"`
+	Reason           Reason            `json:"reason,omitempty"`
+	Detail           string            `json:"detail,omitempty"`
+	EventID          string            `json:"event_id"`
+	Event            string            `json:"event"`
+	ActorRole        string            `json:"actor_role"`
+	Capability       string            `json:"capability"`
+	From             string            `json:"from"`
+	To               string            `json:"to"`
+	Transition       string            `json:"transition,omitempty"`
+	Guard            string            `json:"guard,omitempty"`
+	GuardInputs      map[string]bool   `json:"guard_inputs,omitempty"`
+	EvidenceRequired []string          `json:"evidence_required,omitempty"`
+	Evidence         map[string]string `json:"evidence,omitempty"`
+	Pending          []string          `json:"pending_interrupts"`
+	Effects          []string          `json:"effects"`
+}
+
+// Result is the outcome of Step. When Rejection is nil the event was
+// accepted; otherwise Next equals the input configuration and Effects holds
+// the single audit effect.
+type Result struct {
+	Next      Configuration
+	Effects   []Effect
+	Record    Record
+	Rejection *Rejection
+}
+
+// Accepted reports whether the event was accepted.
+func (r Result) Accepted() bool { return r.Rejection == nil }
+
+// EffectNames lists the names of the emitted effects in order.
+func (r Result) EffectNames() []string {
+	out := make([]string, len(r.Effects))
+	for i, e := range r.Effects {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// Initial returns the configuration of a run that has not started.
+func (m *Machine) Initial() Configuration {
+	return Configuration{Table: m.digest, State: m.initial, Pending: []string{}}
+}
+
+// Outcome returns the outcome category of a final configuration, or "".
+func (m *Machine) Outcome(c Configuration) string {
+	s, _ := m.State(c.State)
+	return s.Outcome
+}
+
+// Transition interrupt labels used in records for global-interrupt steps.
+const (
+	labelInterrupt = "interrupt:"
+	labelDefer     = "defer:"
+)
+
+// Step reduces one event against a configuration. It is pure: the same
+// configuration and event always give the same result, and neither input is
+// modified. The order of checks follows the table's action order: event
+// schema, then authority, then the state (final, interrupt, transition,
+// pending interrupts, guard, evidence). A refused event changes nothing and
+// emits exactly the table's rejection effect.
+func (m *Machine) Step(c Configuration, ev Event) Result {
+	c = cloneConfiguration(c)
+	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
+		c.State = m.initial
+	}
+	if c.Pending == nil {
+		c.Pending = []string{}
+	}
+	if detail := m.checkConfiguration(c); detail != "" {
+		return m.reject(c, ev, ReasonConfiguration, detail)
+	}
+	if detail := m.checkEvent(ev); detail != "" {
+		return m.reject(c, ev, ReasonSchema, detail)
+	}
+	if !m.Authorized(ev.Type, ev.ActorRole, ev.Capability) {
+		return m.reject(c, ev, ReasonAuthority, fmt.Sprintf("(%s, %s) may not issue %s", ev.ActorRole, ev.Capability, ev.Type))
+	}
+	if m.Final(c.State) {
+		return m.reject(c, ev, ReasonTerminal, fmt.Sprintf("%s is final", c.State))
+	}
+	if i, ok := m.interruptOf[ev.Type]; ok {
+		return m.interrupt(c, ev, m.interrupts[i])
+	}
+	ti, ok := m.byEdge[edge{c.State, ev.Type}]
+	if !ok {
+		return m.reject(c, ev, ReasonNoTransition, fmt.Sprintf("no transition leaves %s on %s", c.State, ev.Type))
+	}
+	t := m.transitions[ti]
+	next := Configuration{Table: m.digest, State: t.To, Pending: c.Pending, Seq: c.Seq + 1}
+	if i, honors := m.honoredBy[ev.Type]; honors {
+		irq := m.interrupts[i].Event
+		if !slices.Contains(c.Pending, irq) {
+			return m.reject(c, ev, ReasonNotPending, fmt.Sprintf("%s honors %s, which is not pending", ev.Type, irq))
+		}
+		next.Pending = slices.DeleteFunc(slices.Clone(c.Pending), func(p string) bool { return p == irq })
+	}
+	if ev.Type == m.resumeEvent && len(c.Pending) > 0 {
+		return m.reject(c, ev, ReasonPending, fmt.Sprintf("interrupts %v are pending", c.Pending))
+	}
+	rec := m.record(c, ev)
+	if t.Guard != "" {
+		g := m.guards[t.Guard]
+		rec.Guard = t.Guard
+		rec.GuardInputs = map[string]bool{}
+		pass := true
+		for _, f := range g.AllTrue {
+			v := c.Context[f]
+			rec.GuardInputs[f] = v
+			pass = pass && v
+		}
+		if !pass {
+			r := m.reject(c, ev, ReasonGuardFalse, fmt.Sprintf("guard %s is false", t.Guard))
+			r.Record.Guard, r.Record.GuardInputs = rec.Guard, rec.GuardInputs
+			return r
+		}
+	}
+	evidence, missing := evidenceOf(ev.Payload, t.Evidence)
+	if m.strictEvidence && missing != "" {
+		return m.reject(c, ev, ReasonEvidence, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing))
+	}
+	effects := make([]Effect, len(t.Emit))
+	for i, name := range t.Emit {
+		effects[i] = m.effect(name, c, ev, "", "")
+	}
+	rec.Seq = next.Seq
+	rec.Accepted = true
+	rec.To = next.State
+	rec.Transition = t.ID
+	rec.EvidenceRequired = slices.Clone(t.Evidence)
+	rec.Evidence = evidence
+	rec.Pending = slices.Clone(next.Pending)
+	rec.Effects = slices.Clone(t.Emit)
+	return Result{Next: next, Effects: effects, Record: rec}
+}
+
+// interrupt handles a global interrupt in a non-final state: deferred (state
+// kept, interrupt made pending) inside the effect-critical states, immediate
+// (straight to the interrupt's final state) elsewhere.
+func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
+	rec := m.record(c, ev)
+	next := Configuration{Table: m.digest, Seq: c.Seq + 1}
+	var effect Effect
+	if m.deferredIn[c.State] {
+		next.State = c.State
+		next.Pending = slices.Clone(c.Pending)
+		if !slices.Contains(next.Pending, in.Event) {
+			next.Pending = append(next.Pending, in.Event)
+			slices.Sort(next.Pending)
+		}
+		effect = m.effect(m.deferredEffect, c, ev, in.Event, "")
+		rec.Transition = labelDefer + in.Event
+	} else {
+		next.State = in.To
+		next.Pending = []string{}
+		effect = m.effect(m.immediateEffect, c, ev, in.Event, "")
+		rec.Transition = labelInterrupt + in.Event
+	}
+	rec.Seq = next.Seq
+	rec.Accepted = true
+	rec.To = next.State
+	rec.Pending = slices.Clone(next.Pending)
+	rec.Effects = []string{effect.Name}
+	return Result{Next: next, Effects: []Effect{effect}, Record: rec}
+}
+
+func (m *Machine) reject(c Configuration, ev Event, reason Reason, detail string) Result {
+	rec := m.record(c, ev)
+	rec.Reason = reason
+	rec.Detail = detail
+	rec.Effects = []string{m.rejectEffect}
+	return Result{
+		Next:      c,
+		Effects:   []Effect{m.effect(m.rejectEffect, c, ev, "", reason)},
+		Record:    rec,
+		Rejection: &Rejection{Reason: reason, State: c.State, Event: ev.Type, EventID: ev.EventID, Detail: detail},
+	}
+}
+
+func (m *Machine) record(c Configuration, ev Event) Record {
+	return Record{
+		Format:     RecordFormat,
+		Table:      m.digest,
+		Seq:        c.Seq,
+		EventID:    ev.EventID,
+		Event:      ev.Type,
+		ActorRole:  ev.ActorRole,
+		Capability: ev.Capability,
+		From:       c.State,
+		To:         c.State,
+		Pending:    slices.Clone(c.Pending),
+	}
+}
+
+// effect builds an effect's payload from exactly the fields its spec names.
+func (m *Machine) effect(name string, c Configuration, ev Event, interrupt string, reason Reason) Effect {
+	spec := m.effects[name]
+	p := make(map[string]string, len(spec.Fields))
+	for _, f := range spec.Fields {
+		switch f {
+		case FieldEventID:
+			p[f] = ev.EventID
+		case FieldInterrupt:
+			p[f] = interrupt
+		case FieldState:
+			p[f] = c.State
+		case FieldEvent:
+			p[f] = ev.Type
+		case FieldActorRole:
+			p[f] = ev.ActorRole
+		case FieldReason:
+			p[f] = string(reason)
+		}
+	}
+	return Effect{Name: name, Kind: spec.Kind, Payload: p}
+}
+
+// checkEvent applies the event schema; it returns "" when the event is valid.
+func (m *Machine) checkEvent(ev Event) string {
+	if _, ok := m.eventIdx[ev.Type]; !ok {
+		return fmt.Sprintf("event type %q is not declared", ev.Type)
+	}
+	if !reRole.MatchString(ev.ActorRole) {
+		return fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole)
+	}
+	if !reCapability.MatchString(ev.Capability) {
+		return fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability)
+	}
+	if !cjson.ValidID(ev.EventID) {
+		return fmt.Sprintf("event_id %q is not a protocol identifier", ev.EventID)
+	}
+	return ""
+}
+
+// checkConfiguration returns "" when c is a configuration this machine can
+// have produced.
+func (m *Machine) checkConfiguration(c Configuration) string {
+	if c.Table != "" && c.Table != m.digest {
+		return fmt.Sprintf("configuration belongs to table %s, not %s", c.Table, m.digest)
+	}
+	if _, ok := m.State(c.State); !ok {
+		return fmt.Sprintf("state %q is not declared", c.State)
+	}
+	if c.Seq < 0 {
+		return "seq is negative"
+	}
+	for i, p := range c.Pending {
+		if _, ok := m.interruptOf[p]; !ok {
+			return fmt.Sprintf("pending interrupt %q is not declared", p)
+		}
+		if i > 0 && c.Pending[i-1] >= p {
+			return "pending interrupts are not sorted and unique"
+		}
+	}
+	if len(c.Pending) > 0 && !m.deferredIn[c.State] && !m.Final(c.State) {
+		return fmt.Sprintf("interrupts are pending outside the deferral states, in %s", c.State)
+	}
+	for _, k := range sortedKeys(c.Context) {
+		if !m.contextSet[k] {
+			return fmt.Sprintf("context field %q is not declared", k)
+		}
+	}
+	return ""
+}
+
+// evidenceOf collects the required evidence digests found under
+// payload.evidence and names the first required one that is missing.
+func evidenceOf(payload map[string]any, required []string) (map[string]string, string) {
+	var have map[string]any
+	if e, ok := payload["evidence"].(map[string]any); ok {
+		have = e
+	}
+	var out map[string]string
+	missing := ""
+	for _, name := range required {
+		d, ok := have[name].(string)
+		if !ok || !cjson.ValidDigest(d) {
+			if missing == "" {
+				missing = name
+			}
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = d
+	}
+	return out, missing
+}
+
+func cloneConfiguration(c Configuration) Configuration {
+	c.Pending = slices.Clone(c.Pending)
+	if c.Context != nil {
+		ctx := make(map[string]bool, len(c.Context))
+		for _, k := range sortedKeys(c.Context) {
+			ctx[k] = c.Context[k]
+		}
+		c.Context = ctx
+	}
+	return c
+}

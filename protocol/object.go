@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // Object is a free-form JSON object carried inside a wire object (an event
@@ -17,7 +18,7 @@ type Object map[string]any
 
 // UnmarshalJSON decodes a JSON object into the flrh-cjson/1 data model.
 func (o *Object) UnmarshalJSON(data []byte) error {
-	v, err := decodeValue(data)
+	v, err := cjson.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -31,52 +32,6 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	}
 	*o = Object(m)
 	return nil
-}
-
-// decodeValue decodes one JSON value into map[string]any, []any, string,
-// int64, bool or nil. Numbers must be integers within int64.
-func decodeValue(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("protocol: trailing data after JSON value")
-	}
-	return intsOnly(raw)
-}
-
-func intsOnly(v any) (any, error) {
-	switch t := v.(type) {
-	case json.Number:
-		n, err := strconv.ParseInt(string(t), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("protocol: number %s is not an int64 integer", t)
-		}
-		return n, nil
-	case map[string]any:
-		for k, e := range t {
-			c, err := intsOnly(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-		return t, nil
-	case []any:
-		for i, e := range t {
-			c, err := intsOnly(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-		return t, nil
-	default:
-		return v, nil
-	}
 }
 
 // NullableID is an identifier member that may be absent, null, or a value.
@@ -112,4 +67,24 @@ func (n *NullableID) UnmarshalJSON(data []byte) error {
 	}
 	n.Value = &s
 	return nil
+}
+
+// IDSet is a set-like array of identifiers. Canonical form sorts it and
+// rejects duplicates; a nil IDSet encodes as the empty array, never null.
+type IDSet []string
+
+// MarshalJSON encodes the set, nil as [].
+func (s IDSet) MarshalJSON() ([]byte, error) { return marshalStrings(s) }
+
+// DigestSet is a set-like array of digests, encoded like IDSet.
+type DigestSet []string
+
+// MarshalJSON encodes the set, nil as [].
+func (s DigestSet) MarshalJSON() ([]byte, error) { return marshalStrings(s) }
+
+func marshalStrings(s []string) ([]byte, error) {
+	if s == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(s)
 }

@@ -137,34 +137,34 @@ type EffectProposal struct {
 	GoalID            string          `json:"goal_id"`
 	ObligationID      string          `json:"obligation_id"`
 	DeclaredRiskHint  string          `json:"declared_risk_hint"`
-	Preconditions     []string        `json:"preconditions"`
+	Preconditions     IDSet           `json:"preconditions"`
 	Versions          VersionEnvelope `json:"versions"`
 }
 
 // EligibilityVerdict is L's judgement of one proposal, with the derivations
 // that support it.
 type EligibilityVerdict struct {
-	Kind                 string   `json:"kind"`
-	VerdictID            string   `json:"verdict_id"`
-	ProposalID           string   `json:"proposal_id"`
-	Status               string   `json:"status"`
-	SupportDerivationIDs []string `json:"support_derivation_ids"`
-	CauseID              string   `json:"cause_id"`
-	RuleSetVersion       string   `json:"rule_set_version"`
+	Kind                 string `json:"kind"`
+	VerdictID            string `json:"verdict_id"`
+	ProposalID           string `json:"proposal_id"`
+	Status               string `json:"status"`
+	SupportDerivationIDs IDSet  `json:"support_derivation_ids"`
+	CauseID              string `json:"cause_id"`
+	RuleSetVersion       string `json:"rule_set_version"`
 }
 
 // StableProposalBatch is R's atomic publication of the proposals and
 // verdicts of one epoch whose frontier has passed.
 type StableProposalBatch struct {
-	Kind                  string   `json:"kind"`
-	BatchID               string   `json:"batch_id"`
-	LogicalTime           int64    `json:"logical_time"`
-	LowWatermark          int64    `json:"low_watermark"`
-	ProposalIDs           []string `json:"proposal_ids"`
-	EligibilityVerdictIDs []string `json:"eligibility_verdict_ids"`
-	BatchDigest           string   `json:"batch_digest"`
-	CauseID               string   `json:"cause_id"`
-	DataflowVersion       string   `json:"dataflow_version"`
+	Kind                  string `json:"kind"`
+	BatchID               string `json:"batch_id"`
+	LogicalTime           int64  `json:"logical_time"`
+	LowWatermark          int64  `json:"low_watermark"`
+	ProposalIDs           IDSet  `json:"proposal_ids"`
+	EligibilityVerdictIDs IDSet  `json:"eligibility_verdict_ids"`
+	BatchDigest           string `json:"batch_digest"`
+	CauseID               string `json:"cause_id"`
+	DataflowVersion       string `json:"dataflow_version"`
 }
 
 // EffectIntent is H's durable, authorised decision to perform one effect.
@@ -189,7 +189,7 @@ type EffectIntent struct {
 	AssessedRisk      string          `json:"assessed_risk"`
 	ApprovalRequired  bool            `json:"approval_required"`
 	ApprovalDigest    *string         `json:"approval_digest"`
-	Preconditions     []string        `json:"preconditions"`
+	Preconditions     IDSet           `json:"preconditions"`
 	Versions          VersionEnvelope `json:"versions"`
 }
 
@@ -198,29 +198,29 @@ type EffectIntent struct {
 // checked against its intent without trusting the adapter (see
 // CheckReceiptBinding).
 type ActionReceipt struct {
-	Kind              string   `json:"kind"`
-	IntentID          string   `json:"intent_id"`
-	ActionDigest      string   `json:"action_digest"`
-	CommandDigest     string   `json:"command_digest"`
-	InputRootDigest   string   `json:"input_root_digest"`
-	PlatformDigest    string   `json:"platform_digest"`
-	CauseID           string   `json:"cause_id"`
-	CorrelationID     string   `json:"correlation_id"`
-	Capability        string   `json:"capability"`
-	AuthorityDigest   string   `json:"authority_digest"`
-	DestinationDigest string   `json:"destination_digest"`
-	GoalID            string   `json:"goal_id"`
-	ObligationID      string   `json:"obligation_id"`
-	AdapterVersion    string   `json:"adapter_version"`
-	AssessedRisk      string   `json:"assessed_risk"`
-	ApprovalRequired  bool     `json:"approval_required"`
-	ApprovalDigest    *string  `json:"approval_digest"`
-	AttemptID         string   `json:"attempt_id"`
-	IdempotencyKey    string   `json:"idempotency_key"`
-	OutputDigests     []string `json:"output_digests"`
-	Outcome           string   `json:"outcome"`
-	TraceRef          *string  `json:"trace_ref"`
-	RecordedAt        string   `json:"recorded_at"`
+	Kind              string    `json:"kind"`
+	IntentID          string    `json:"intent_id"`
+	ActionDigest      string    `json:"action_digest"`
+	CommandDigest     string    `json:"command_digest"`
+	InputRootDigest   string    `json:"input_root_digest"`
+	PlatformDigest    string    `json:"platform_digest"`
+	CauseID           string    `json:"cause_id"`
+	CorrelationID     string    `json:"correlation_id"`
+	Capability        string    `json:"capability"`
+	AuthorityDigest   string    `json:"authority_digest"`
+	DestinationDigest string    `json:"destination_digest"`
+	GoalID            string    `json:"goal_id"`
+	ObligationID      string    `json:"obligation_id"`
+	AdapterVersion    string    `json:"adapter_version"`
+	AssessedRisk      string    `json:"assessed_risk"`
+	ApprovalRequired  bool      `json:"approval_required"`
+	ApprovalDigest    *string   `json:"approval_digest"`
+	AttemptID         string    `json:"attempt_id"`
+	IdempotencyKey    string    `json:"idempotency_key"`
+	OutputDigests     DigestSet `json:"output_digests"`
+	Outcome           string    `json:"outcome"`
+	TraceRef          *string   `json:"trace_ref"`
+	RecordedAt        string    `json:"recorded_at"`
 }
 
 // CanonicalizationProfile names how a graph's envelope or content was
@@ -250,22 +250,22 @@ type GraphEnvelope struct {
 	ContentCanonicalization  CanonicalizationProfile `json:"content_canonicalization"`
 	ContentDigest            string                  `json:"content_digest"`
 	SourceSnapshotDigest     string                  `json:"source_snapshot_digest"`
-	ProvenanceRefs           []string                `json:"provenance_refs"`
+	ProvenanceRefs           IDSet                   `json:"provenance_refs"`
 }
 
 // GraphDelta moves a graph from one revision to the next.
 type GraphDelta struct {
-	Kind                 string   `json:"kind"`
-	DeltaID              string   `json:"delta_id"`
-	GraphID              string   `json:"graph_id"`
-	BaseRevisionID       string   `json:"base_revision_id"`
-	NewRevisionID        string   `json:"new_revision_id"`
-	AdditionsDigest      string   `json:"additions_digest"`
-	DeletionsDigest      string   `json:"deletions_digest"`
-	CausalParentDeltaIDs []string `json:"causal_parent_delta_ids"`
-	ProducerID           string   `json:"producer_id"`
-	IdempotencyKey       string   `json:"idempotency_key"`
-	LogicalTime          int64    `json:"logical_time"`
+	Kind                 string `json:"kind"`
+	DeltaID              string `json:"delta_id"`
+	GraphID              string `json:"graph_id"`
+	BaseRevisionID       string `json:"base_revision_id"`
+	NewRevisionID        string `json:"new_revision_id"`
+	AdditionsDigest      string `json:"additions_digest"`
+	DeletionsDigest      string `json:"deletions_digest"`
+	CausalParentDeltaIDs IDSet  `json:"causal_parent_delta_ids"`
+	ProducerID           string `json:"producer_id"`
+	IdempotencyKey       string `json:"idempotency_key"`
+	LogicalTime          int64  `json:"logical_time"`
 }
 
 // ResolvedCompositionReceipt records that a production composition and its

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/control"
+)
+
+func init() {
+	fsmCmd := &cobra.Command{
+		Use:   "fsm",
+		Short: "Inspect the run FSM and check trace vectors against it",
+		Long: "The run FSM is the sole authority over a run's lifecycle: every state change of a run\n" +
+			"is one of its transitions. These commands show the table and run trace vectors through it.",
+	}
+	fsmCmd.AddCommand(newFSMCheckCmd(), newFSMTableCmd())
+	rootCmd.AddCommand(fsmCmd)
+}
+
+// loadMachine returns the embedded machine, or the one in path when set.
+func loadMachine(path string) (*control.Machine, error) {
+	if path == "" {
+		return control.Default(), nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("read table: %v", err)
+	}
+	m, err := control.Load(text)
+	if err != nil {
+		var ce *control.Error
+		if errors.As(err, &ce) {
+			c := *ce
+			c.File = path
+			return nil, usagef("%v", &c)
+		}
+		return nil, usagef("%s: %v", path, err)
+	}
+	return m, nil
+}
+
+func newFSMCheckCmd() *cobra.Command {
+	var asJSON bool
+	var tablePath string
+	cmd := &cobra.Command{
+		Use:   "check FILE...",
+		Short: "Run trace vectors (run-fsm-traces/v1) through the run FSM",
+		Long: "check reads trace vector files in the flrh-run-fsm-traces/v1 format, runs every case from\n" +
+			"the initial state, and compares the state and the emitted effects after every step.\n" +
+			"It prints one line per case and a final line \"N passed, M failed\".\n\n" +
+			"Exit status: 0 when every case passes, 1 when any fails, 2 when a file is unreadable or\n" +
+			"malformed (nothing is run then).",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := loadMachine(tablePath)
+			if err != nil {
+				return err
+			}
+			type fileCases struct {
+				path string
+				tf   *control.TraceFile
+			}
+			var files []fileCases
+			for _, path := range args {
+				text, err := readLimited(path, control.MaxTraceFileBytes)
+				if err != nil {
+					return usagef("%s: %v", path, err)
+				}
+				tf, err := control.DecodeTraces(text)
+				if err != nil {
+					return usagef("%s: %v", path, err)
+				}
+				files = append(files, fileCases{path, tf})
+			}
+			type caseJSON struct {
+				File string `json:"file"`
+				control.CaseResult
+			}
+			var results []caseJSON
+			passed, failed := 0, 0
+			for _, f := range files {
+				for _, tc := range f.tf.Cases {
+					res, err := m.RunCase(tc)
+					if err != nil {
+						return usagef("%s: %v", f.path, err)
+					}
+					if res.Passed {
+						passed++
+					} else {
+						failed++
+					}
+					results = append(results, caseJSON{f.path, res})
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{
+					"table": m.Digest(), "cases": results, "passed": passed, "failed": failed,
+				}); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range results {
+					if len(files) > 1 {
+						fmt.Fprintf(out, "%s: %s\n", r.File, r.CaseResult)
+					} else {
+						fmt.Fprintln(out, r.CaseResult)
+					}
+				}
+				fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
+			}
+			if failed > 0 {
+				return errChecksFailed
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON report instead of lines")
+	cmd.Flags().StringVar(&tablePath, "table", "", "check against this control table instead of the built-in one")
+	return cmd
+}
+
+func newFSMTableCmd() *cobra.Command {
+	var asJSON bool
+	var tablePath string
+	cmd := &cobra.Command{
+		Use:   "table",
+		Short: "Validate and summarise the run FSM table (built-in, or --table FILE)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := loadMachine(tablePath)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				type state struct {
+					ID      string `json:"id"`
+					Outcome string `json:"outcome,omitempty"`
+				}
+				var states []state
+				for _, s := range m.States() {
+					states = append(states, state{s.ID, s.Outcome})
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{
+					"digest": m.Digest(), "machine": m.ID(), "initial": m.InitialState(),
+					"states": states, "transitions": len(m.Transitions()), "events": len(m.Events()),
+					"deferred_in": m.DeferredIn(),
+				})
+			}
+			atomic, final := 0, 0
+			for _, s := range m.States() {
+				if s.Final() {
+					final++
+				} else {
+					atomic++
+				}
+			}
+			fmt.Fprintf(out, "machine %s: valid\n", m.ID())
+			fmt.Fprintf(out, "digest  %s\n", m.Digest())
+			fmt.Fprintf(out, "states  %d atomic, %d final; initial %s\n", atomic, final, m.InitialState())
+			fmt.Fprintf(out, "events  %d; transitions %d; interrupts %d deferred in %v\n",
+				len(m.Events()), len(m.Transitions()), len(m.Interrupts()), m.DeferredIn())
+			for _, t := range m.Transitions() {
+				guard := ""
+				if t.Guard != "" {
+					guard = " [" + t.Guard + "]"
+				}
+				fmt.Fprintf(out, "  %-28s %s --%s%s--> %s\n", t.ID, t.From, t.Event, guard, t.To)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&tablePath, "table", "", "validate this control table instead of the built-in one")
+	return cmd
+}
+
+// readLimited reads at most limit bytes of path and refuses larger files.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("file is larger than %d bytes", limit)
+	}
+	return b, nil
+}

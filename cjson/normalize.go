@@ -3,6 +3,8 @@ package cjson
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,7 +37,10 @@ func normalize(v any, ptr string, depth int) (any, error) {
 			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
 		}
 		out := make(map[string]any, len(x))
-		for k, item := range x {
+		// Visit keys in order so that, of several bad members, the one
+		// reported is the same on every run.
+		for _, k := range sortedKeys(x) {
+			item := x[k]
 			child := ptr + "/" + EscapePointer(k)
 			if err := checkKey(k, child, -1); err != nil {
 				return nil, err
@@ -62,6 +67,15 @@ func normalize(v any, ptr string, depth int) (any, error) {
 		return out, nil
 	}
 	return normalizeReflect(reflect.ValueOf(v), ptr, depth)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func checkStringAt(s, ptr string) error {
@@ -136,14 +150,15 @@ func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
 			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
 		}
 		out := make(map[string]any, rv.Len())
-		iter := rv.MapRange()
-		for iter.Next() {
-			k := iter.Key().String()
+		keys := rv.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, kv := range keys {
+			k := kv.String()
 			child := ptr + "/" + EscapePointer(k)
 			if err := checkKey(k, child, -1); err != nil {
 				return nil, err
 			}
-			n, err := normalizeReflect(iter.Value(), child, depth+1)
+			n, err := normalizeReflect(rv.MapIndex(kv), child, depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -1,0 +1,137 @@
+package frontier
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+)
+
+// This file holds the small flrh-cjson/1 writer the kernel uses for its own
+// objects. Every object is written with its keys already in sorted order, so
+// the bytes are canonical by construction and no intermediate tree is built;
+// tests check each writer against an independent canonicalizer.
+
+// appendString appends s as a JSON string the way flrh-cjson/1 spells it: the
+// quotation mark, the reverse solidus and control characters are escaped,
+// everything else is copied as UTF-8.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			const hexDigits = "0123456789abcdef"
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendKey appends a member name and its colon, preceded by a comma unless
+// the member opens its object.
+func appendKey(b []byte, key string, first bool) []byte {
+	if !first {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+func appendInt(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }
+
+// appendNullableInt writes null for an absent watermark.
+func appendNullableInt(b []byte, v int64, ok bool) []byte {
+	if !ok {
+		return append(b, "null"...)
+	}
+	return appendInt(b, v)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// digestOf returns the sha256:<hex> form of canonical bytes.
+func digestOf(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return digestString(sum)
+}
+
+func digestString(sum [32]byte) string {
+	var out [7 + 64]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], sum[:])
+	return string(out[:])
+}
+
+// hexOf strips the "sha256:" prefix of a digest.
+func hexOf(digest string) string { return digest[len("sha256:"):] }
+
+// validID reports whether s is a protocol identifier:
+// ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ and at most 128 bytes.
+func validID(s string) bool { return validToken(s, false) }
+
+// validVersion is validID that also admits '+'.
+func validVersion(s string) bool { return validToken(s, true) }
+
+func validToken(s string, plus bool) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i == 0:
+			return false
+		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-':
+		case plus && c == '+':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validDigest reports whether s is sha256:<64 lowercase hex>.
+func validDigest(s string) bool {
+	if len(s) != 71 || s[:7] != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

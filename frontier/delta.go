@@ -1,0 +1,268 @@
+package frontier
+
+import "slices"
+
+// ValueDelta is one sealed RValueDelta: a signed delivery of a value from a
+// declared source at a logical time. Its value digest, delivery id and delta
+// digest are derived once, when it is built, exactly as the contract says;
+// callers cannot choose them.
+type ValueDelta struct {
+	sourceID    string
+	logicalTime int64
+	diff        int8
+	dataflow    string
+	value       Value
+	deliveryID  string
+	digest      string // sha256 over the canonical RValueDelta
+}
+
+// NewValueDelta builds the delta that delivers v from sourceID at
+// logicalTime with diff +1 (insert) or -1 (retract).
+func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion string, v Value) (ValueDelta, *Rejection) {
+	switch {
+	case !validID(sourceID):
+		return ValueDelta{}, reject(CodeUnknownFrontierSource, "/source_id")
+	case logicalTime < 0:
+		return ValueDelta{}, reject(CodeMalformedValueDelta, "/logical_time")
+	case diff != 1 && diff != -1:
+		return ValueDelta{}, reject(CodeMalformedValueDelta, "/diff")
+	case !validVersion(dataflowVersion):
+		return ValueDelta{}, reject(CodeMalformedValueDelta, "/dataflow_version")
+	case v.canon == nil:
+		return ValueDelta{}, reject(CodeMalformedValueDelta, "/value")
+	}
+	d := ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v}
+	d.deliveryID = DeliveryID(sourceID, logicalTime, dataflowVersion, v.kind, v.digest)
+	d.digest = digestOf(d.appendCanonical(make([]byte, 0, len(v.canon)+512)))
+	return d, nil
+}
+
+// SourceID names the source frontier the delta belongs to.
+func (d ValueDelta) SourceID() string { return d.sourceID }
+
+// LogicalTime is the delta's epoch.
+func (d ValueDelta) LogicalTime() int64 { return d.logicalTime }
+
+// Diff is +1 or -1.
+func (d ValueDelta) Diff() int { return int(d.diff) }
+
+// Value is the carried protocol value.
+func (d ValueDelta) Value() Value { return d.value }
+
+// DeliveryID is delivery:<hex of the M3DeliveryPreimage digest>.
+func (d ValueDelta) DeliveryID() string { return d.deliveryID }
+
+// Digest is the sha256 of the canonical RValueDelta.
+func (d ValueDelta) Digest() string { return d.digest }
+
+// Retraction returns the -1 delta that retracts d's delivery.
+func (d ValueDelta) Retraction() ValueDelta {
+	r, _ := NewValueDelta(d.sourceID, d.logicalTime, -1, d.dataflow, d.value)
+	return r
+}
+
+// DeliveryID derives the delivery identity from its preimage.
+func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind ValueKind, valueDigest string) string {
+	var arr [512]byte
+	b := append(arr[:0], '{')
+	b = appendKey(b, "contract_version", true)
+	b = appendString(b, ContractVersion)
+	b = appendKey(b, "dataflow_version", false)
+	b = appendString(b, dataflowVersion)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "M3DeliveryPreimage")
+	b = appendKey(b, "logical_time", false)
+	b = appendInt(b, logicalTime)
+	b = appendKey(b, "source_id", false)
+	b = appendString(b, sourceID)
+	b = appendKey(b, "value_digest", false)
+	b = appendString(b, valueDigest)
+	b = appendKey(b, "value_kind", false)
+	b = appendString(b, string(kind))
+	b = append(b, '}')
+	return "delivery:" + hexOf(digestOf(b))
+}
+
+func (d *ValueDelta) appendCanonical(b []byte) []byte {
+	b = append(b, '{')
+	b = appendKey(b, "dataflow_version", true)
+	b = appendString(b, d.dataflow)
+	b = appendKey(b, "delivery_id", false)
+	b = appendString(b, d.deliveryID)
+	b = appendKey(b, "diff", false)
+	b = appendInt(b, int64(d.diff))
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "RValueDelta")
+	b = appendKey(b, "logical_time", false)
+	b = appendInt(b, d.logicalTime)
+	b = appendKey(b, "schema_version", false)
+	b = appendString(b, ValueDeltaSchema)
+	b = appendKey(b, "source_id", false)
+	b = appendString(b, d.sourceID)
+	b = appendKey(b, "value", false)
+	b = append(b, d.value.canon...)
+	b = appendKey(b, "value_digest", false)
+	b = appendString(b, d.value.digest)
+	b = appendKey(b, "value_kind", false)
+	b = appendString(b, string(d.value.kind))
+	return append(b, '}')
+}
+
+// MarshalJSON writes the canonical RValueDelta.
+func (d ValueDelta) MarshalJSON() ([]byte, error) { return d.appendCanonical(nil), nil }
+
+// Command is one of ApplyDeltaBatch, AdvanceFrontier or GrantDemand.
+type Command interface {
+	commandKind() string
+	base() (profileDigest, dataflowVersion string)
+}
+
+// ApplyDeltaBatch (RApplyDeltaBatch) applies signed value deltas. The order
+// of Deltas never matters: the batch is a set.
+type ApplyDeltaBatch struct {
+	ProfileDigest   string
+	DataflowVersion string
+	Deltas          []ValueDelta
+}
+
+// AdvanceFrontier (RAdvanceFrontier) asserts that SourceID will deliver
+// nothing earlier than LowWatermark.
+type AdvanceFrontier struct {
+	ProfileDigest   string
+	DataflowVersion string
+	SourceID        string
+	LowWatermark    int64
+}
+
+// GrantDemand (RGrantDemand) lets a consumer take Batches more whole batches.
+type GrantDemand struct {
+	ProfileDigest   string
+	DataflowVersion string
+	Batches         int64
+}
+
+func (ApplyDeltaBatch) commandKind() string { return "RApplyDeltaBatch" }
+func (AdvanceFrontier) commandKind() string { return "RAdvanceFrontier" }
+func (GrantDemand) commandKind() string     { return "RGrantDemand" }
+
+func (c ApplyDeltaBatch) base() (string, string) { return c.ProfileDigest, c.DataflowVersion }
+func (c AdvanceFrontier) base() (string, string) { return c.ProfileDigest, c.DataflowVersion }
+func (c GrantDemand) base() (string, string)     { return c.ProfileDigest, c.DataflowVersion }
+
+// appendCommandPreimage writes the M3CommandPreimage. For a delta batch the
+// caller passes the sorted, de-duplicated delta digests.
+func appendCommandPreimage(b []byte, c Command, deltaDigests []string) []byte {
+	pd, df := c.base()
+	b = append(b, '{')
+	if g, ok := c.(GrantDemand); ok {
+		b = appendKey(b, "batches", true)
+		b = appendInt(b, g.Batches)
+		b = appendKey(b, "command_kind", false)
+	} else {
+		b = appendKey(b, "command_kind", true)
+	}
+	b = appendString(b, c.commandKind())
+	b = appendKey(b, "contract_version", false)
+	b = appendString(b, ContractVersion)
+	b = appendKey(b, "dataflow_version", false)
+	b = appendString(b, df)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "M3CommandPreimage")
+	switch x := c.(type) {
+	case ApplyDeltaBatch:
+		b = appendKey(b, "ordered_value_delta_digests", false)
+		b = appendStrings(b, deltaDigests)
+		b = appendKey(b, "profile_digest", false)
+		b = appendString(b, pd)
+	case AdvanceFrontier:
+		b = appendKey(b, "low_watermark", false)
+		b = appendInt(b, x.LowWatermark)
+		b = appendKey(b, "profile_digest", false)
+		b = appendString(b, pd)
+		b = appendKey(b, "source_id", false)
+		b = appendString(b, x.SourceID)
+	default:
+		b = appendKey(b, "profile_digest", false)
+		b = appendString(b, pd)
+	}
+	return append(b, '}')
+}
+
+// AppendCanonical appends the canonical wire form of the command. Deltas are
+// written in canonical (digest-sorted) order.
+func appendCommand(b []byte, c Command) []byte {
+	pd, df := c.base()
+	b = append(b, '{')
+	switch x := c.(type) {
+	case ApplyDeltaBatch:
+		b = appendKey(b, "dataflow_version", true)
+		b = appendString(b, df)
+		b = appendKey(b, "deltas", false)
+		ds := slices.Clone(x.Deltas)
+		slices.SortFunc(ds, func(a, b ValueDelta) int { return compareDeltaCanon(&a, &b) })
+		b = append(b, '[')
+		for i := range ds {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = ds[i].appendCanonical(b)
+		}
+		b = append(b, ']')
+	case AdvanceFrontier:
+		b = appendKey(b, "dataflow_version", true)
+		b = appendString(b, df)
+	case GrantDemand:
+		b = appendKey(b, "batches", true)
+		b = appendInt(b, x.Batches)
+		b = appendKey(b, "dataflow_version", false)
+		b = appendString(b, df)
+	}
+	b = appendKey(b, "kind", false)
+	b = appendString(b, c.commandKind())
+	if x, ok := c.(AdvanceFrontier); ok {
+		b = appendKey(b, "low_watermark", false)
+		b = appendInt(b, x.LowWatermark)
+	}
+	b = appendKey(b, "profile_digest", false)
+	b = appendString(b, pd)
+	b = appendKey(b, "schema_version", false)
+	b = appendString(b, CommandSchema)
+	if x, ok := c.(AdvanceFrontier); ok {
+		b = appendKey(b, "source_id", false)
+		b = appendString(b, x.SourceID)
+	}
+	return append(b, '}')
+}
+
+// compareDeltaCanon orders deltas by canonical bytes. Every canonical
+// RValueDelta starts with its dataflow version then its delivery id, and
+// the diff follows; within one dataflow version that prefix decides.
+func compareDeltaCanon(a, b *ValueDelta) int {
+	if c := compareCanonString(a.dataflow, b.dataflow); c != 0 {
+		return c
+	}
+	if a.deliveryID != b.deliveryID {
+		if a.deliveryID < b.deliveryID {
+			return -1
+		}
+		return 1
+	}
+	// "-1" sorts before "1".
+	return int(a.diff) - int(b.diff)
+}
+
+// compareCanonString orders two id-or-version strings by their canonical
+// encodings. Both alphabets sort above the closing quote, so plain byte
+// order agrees with encoded order.
+func compareCanonString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// EncodeCommand returns the canonical wire bytes of c.
+func EncodeCommand(c Command) []byte { return appendCommand(nil, c) }

@@ -1,0 +1,492 @@
+package frontier
+
+import (
+	"slices"
+)
+
+// Backpressure is an RBackpressure report: the next state's occupancy next
+// to the profile's limits.
+type Backpressure struct {
+	OpenEpochCount    int64
+	ActiveValueCount  int64
+	ReadyBatchCount   int64
+	OutstandingDemand int64
+	Limits            Limits
+}
+
+// Stats are the per-transition RStats counters.
+type Stats struct {
+	AcceptedDeltaCount   int64
+	RetractedDeltaCount  int64
+	StabilizedEpochCount int64
+	PublishedBatchCount  int64
+}
+
+// Transition is an accepted RTransition.
+type Transition struct {
+	ProfileDigest    string
+	PriorStateDigest string
+	CommandDigest    string
+	Next             *State
+	Published        []*PublishedBatch // publication order
+	Backpressure     Backpressure
+	Stats            Stats
+	Digest           string // transition_digest
+}
+
+// Step is step_r: it applies one command to prior under profile and returns
+// the next state and whatever was published, or a typed rejection. A nil
+// prior means the initial state. Step never modifies prior, and a rejection
+// carries no state at all, so a refused command changes nothing.
+func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) {
+	t, rej := step(prior, &profile, cmd)
+	if rej != nil {
+		if profile.digest != "" {
+			rej.ProfileDigest = profile.digest
+		}
+		return nil, rej
+	}
+	return t, nil
+}
+
+func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
+	if p.digest == "" {
+		return nil, reject(CodeMalformedDataflowProfile, "/profile")
+	}
+	if prior == nil {
+		prior = InitialState(*p)
+	}
+	if prior.profileDigest != p.digest {
+		return nil, reject(CodeProfileMismatch, "/prior_state/profile_digest")
+	}
+	if prior.dataflow != p.dataflow {
+		return nil, reject(CodeDataflowVersionMismatch, "/prior_state/dataflow_version")
+	}
+	if cmd == nil {
+		return nil, reject(CodeMalformedCommand, "/command")
+	}
+	pd, df := cmd.base()
+	if pd != p.digest {
+		return nil, reject(CodeProfileMismatch, "/command/profile_digest")
+	}
+	if df != p.dataflow {
+		return nil, reject(CodeDataflowVersionMismatch, "/command/dataflow_version")
+	}
+	next := &State{
+		profileDigest: prior.profileDigest,
+		dataflow:      prior.dataflow,
+		sources:       prior.sources,
+		marks:         prior.marks,
+		known:         prior.known,
+		demand:        prior.demand,
+		epochs:        prior.epochs,
+		ready:         prior.ready,
+	}
+	var (
+		stats     Stats
+		published []*PublishedBatch
+		digests   []string
+		rej       *Rejection
+	)
+	switch c := cmd.(type) {
+	case ApplyDeltaBatch:
+		digests, rej = applyDeltas(p, prior, next, c, &stats)
+	case AdvanceFrontier:
+		published, rej = advance(p, prior, next, c, &stats)
+	case GrantDemand:
+		published, rej = grant(p, prior, next, c, &stats)
+	default:
+		return nil, reject(CodeMalformedCommand, "/command/kind")
+	}
+	if rej != nil {
+		return nil, rej
+	}
+	next.seal()
+	t := &Transition{
+		ProfileDigest:    p.digest,
+		PriorStateDigest: prior.digest,
+		CommandDigest:    digestOf(appendCommandPreimage(nil, cmd, digests)),
+		Next:             next,
+		Published:        published,
+		Stats:            stats,
+		Backpressure: Backpressure{
+			OpenEpochCount:    int64(len(next.epochs)),
+			ActiveValueCount:  int64(next.ActiveValueCount()),
+			ReadyBatchCount:   int64(len(next.ready)),
+			OutstandingDemand: next.demand,
+			Limits:            p.limits,
+		},
+	}
+	t.Digest = t.computeDigest()
+	return t, nil
+}
+
+// applyDeltas validates a delta batch against the prior state and builds
+// the next open epochs. It returns the sorted, de-duplicated delta digests
+// the command digest binds.
+func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats) ([]string, *Rejection) {
+	n := len(c.Deltas)
+	if n == 0 {
+		return nil, reject(CodeMalformedCommand, "/command/deltas")
+	}
+	if int64(n) > p.limits.MaxDeltasPerCommand {
+		return nil, reject(CodeInputLimitExceeded, "/command/deltas").limit(p.limits.MaxDeltasPerCommand, int64(n))
+	}
+	// Per-delta checks run in the caller's order so the reported pointer
+	// names the caller's index.
+	for i := range c.Deltas {
+		d := &c.Deltas[i]
+		if d.digest == "" {
+			return nil, reject(CodeMalformedValueDelta, deltaPath(i, ""))
+		}
+		si := p.sourceIndex(d.sourceID)
+		if si < 0 {
+			r := reject(CodeUnknownFrontierSource, deltaPath(i, "/source_id"))
+			r.Context.SourceID = d.sourceID
+			return nil, r
+		}
+		if d.dataflow != p.dataflow {
+			return nil, reject(CodeDataflowVersionMismatch, deltaPath(i, "/dataflow_version"))
+		}
+		if d.value.kind == KindEffectProposal && d.value.proposal.Versions.Dataflow != p.dataflow {
+			return nil, reject(CodeDataflowVersionMismatch, deltaPath(i, "/value/versions/dataflow"))
+		}
+		if prior.known[si] && d.logicalTime < prior.marks[si] {
+			r := reject(CodeLateDelta, deltaPath(i, "/logical_time")).at(d.logicalTime)
+			r.Context.SourceID = d.sourceID
+			return nil, r
+		}
+	}
+	// Normalize the batch as a set: one member per delivery id, ordered by
+	// (logical time, delivery id) so each epoch is merged once.
+	order := make([]*ValueDelta, n)
+	for i := range c.Deltas {
+		order[i] = &c.Deltas[i]
+	}
+	slices.SortFunc(order, func(a, b *ValueDelta) int {
+		if c := compareCanonString(a.deliveryID, b.deliveryID); c != 0 {
+			return c
+		}
+		return int(a.diff) - int(b.diff)
+	})
+	norm := make([]*ValueDelta, 0, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && order[j].deliveryID == order[i].deliveryID {
+			j++
+		}
+		group := order[i:j]
+		removals := 0
+		for _, d := range group {
+			if d.diff < 0 {
+				removals++
+			}
+		}
+		if removals > 1 || (removals == 1 && len(group) > 1) {
+			r := reject(CodeAmbiguousDeltaBatch, "/command/deltas").at(group[0].logicalTime)
+			r.Context.DeliveryID = group[0].deliveryID
+			return nil, r
+		}
+		for _, d := range group[1:] {
+			if d.digest != group[0].digest {
+				r := reject(CodeValueIdentityConflict, "/command/deltas").at(group[0].logicalTime)
+				r.Context.DeliveryID = group[0].deliveryID
+				return nil, r
+			}
+		}
+		norm = append(norm, group[0])
+		i = j
+	}
+	digests := make([]string, len(norm))
+	for i, d := range norm {
+		digests[i] = d.digest
+	}
+	slices.Sort(digests)
+
+	// Check every member against the active deliveries before building.
+	for _, d := range norm {
+		e := findEpoch(prior.epochs, d.logicalTime)
+		var have *storedValue
+		if e != nil {
+			if k := e.find(d.deliveryID); k >= 0 {
+				have = e.values[k]
+			}
+		}
+		switch {
+		case d.diff < 0 && have == nil:
+			r := reject(CodeUnknownDelivery, "/command/deltas").at(d.logicalTime)
+			r.Context.DeliveryID = d.deliveryID
+			return nil, r
+		case have != nil && (have.value.digest != d.value.digest || have.sourceID != d.sourceID):
+			r := reject(CodeValueIdentityConflict, "/command/deltas").at(d.logicalTime)
+			r.Context.DeliveryID = d.deliveryID
+			return nil, r
+		}
+	}
+
+	slices.SortFunc(norm, func(a, b *ValueDelta) int {
+		switch {
+		case a.logicalTime < b.logicalTime:
+			return -1
+		case a.logicalTime > b.logicalTime:
+			return 1
+		}
+		return compareCanonString(a.deliveryID, b.deliveryID)
+	})
+	epochs := make([]*epoch, 0, len(prior.epochs)+1)
+	pi := 0 // next prior epoch to copy
+	for i := 0; i < len(norm); {
+		t := norm[i].logicalTime
+		j := i + 1
+		for j < len(norm) && norm[j].logicalTime == t {
+			j++
+		}
+		for pi < len(prior.epochs) && prior.epochs[pi].time < t {
+			epochs = append(epochs, prior.epochs[pi])
+			pi++
+		}
+		var old *epoch
+		if pi < len(prior.epochs) && prior.epochs[pi].time == t {
+			old = prior.epochs[pi]
+			pi++
+		}
+		if e := mergeEpoch(old, t, norm[i:j], stats); len(e.values) > 0 {
+			epochs = append(epochs, e)
+		}
+		i = j
+	}
+	epochs = append(epochs, prior.epochs[pi:]...)
+	next.epochs = epochs
+
+	active := int64(next.ActiveValueCount())
+	if active > p.limits.MaxActiveValues {
+		return nil, reject(CodeQueueCapacityExceeded, "/command/deltas").limit(p.limits.MaxActiveValues, active)
+	}
+	if int64(len(epochs)) > p.limits.MaxOpenEpochs {
+		return nil, reject(CodeQueueCapacityExceeded, "/command/deltas").limit(p.limits.MaxOpenEpochs, int64(len(epochs)))
+	}
+	return digests, nil
+}
+
+// mergeEpoch returns a new epoch holding old's values with the deltas (all
+// at time t, in delivery-id order, already checked) applied.
+func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
+	var prev []*storedValue
+	if old != nil {
+		prev = old.values
+	}
+	vals := make([]*storedValue, 0, len(prev)+len(ds))
+	var added []storedValue
+	k := 0
+	for _, d := range ds {
+		for k < len(prev) && prev[k].deliveryID < d.deliveryID {
+			vals = append(vals, prev[k])
+			k++
+		}
+		present := k < len(prev) && prev[k].deliveryID == d.deliveryID
+		switch {
+		case d.diff < 0:
+			k++ // drop the retracted delivery
+			stats.RetractedDeltaCount++
+		case present:
+			vals = append(vals, prev[k]) // an exact repeat is idempotent
+			k++
+		default:
+			if added == nil {
+				added = make([]storedValue, 0, len(ds))
+			}
+			added = append(added, storedValue{deliveryID: d.deliveryID, sourceID: d.sourceID, logicalTime: t, value: d.value})
+			vals = append(vals, &added[len(added)-1])
+			stats.AcceptedDeltaCount++
+		}
+	}
+	vals = append(vals, prev[k:]...)
+	return &epoch{time: t, values: vals}
+}
+
+func findEpoch(es []*epoch, t int64) *epoch {
+	i, ok := slices.BinarySearchFunc(es, t, func(e *epoch, t int64) int {
+		switch {
+		case e.time < t:
+			return -1
+		case e.time > t:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return nil
+	}
+	return es[i]
+}
+
+func deltaPath(i int, sub string) string {
+	return "/command/deltas/" + string(appendInt(nil, int64(i))) + sub
+}
+
+// advance moves one source's low watermark and stabilizes every open epoch
+// the new global watermark strictly passes.
+func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats) ([]*PublishedBatch, *Rejection) {
+	si := p.sourceIndex(c.SourceID)
+	if si < 0 {
+		r := reject(CodeUnknownFrontierSource, "/command/source_id")
+		if validID(c.SourceID) {
+			r.Context.SourceID = c.SourceID
+		}
+		return nil, r
+	}
+	if c.LowWatermark < 0 {
+		return nil, reject(CodeMalformedCommand, "/command/low_watermark")
+	}
+	if prior.known[si] && c.LowWatermark < prior.marks[si] {
+		r := reject(CodeFrontierRegression, "/command/low_watermark").expect(prior.marks[si], c.LowWatermark)
+		r.Context.SourceID = c.SourceID
+		return nil, r
+	}
+	marks := slices.Clone(prior.marks)
+	known := slices.Clone(prior.known)
+	marks[si], known[si] = c.LowWatermark, true
+	next.marks, next.known = marks, known
+
+	low, ok := globalMark(marks, known)
+	closing := 0
+	if ok {
+		for closing < len(prior.epochs) && prior.epochs[closing].time < low {
+			closing++
+		}
+	}
+	ready := slices.Clone(prior.ready)
+	for _, e := range prior.epochs[:closing] {
+		b, rej := buildBatch(p, e, low)
+		if rej != nil {
+			return nil, rej
+		}
+		ready = append(ready, b)
+	}
+	ready, demand, published := drain(ready, prior.demand)
+	if int64(len(ready)) > p.limits.MaxReadyBatches {
+		return nil, reject(CodeQueueCapacityExceeded, "/prior_state/ready_batches").limit(p.limits.MaxReadyBatches, int64(len(ready)))
+	}
+	next.epochs = prior.epochs[closing:]
+	next.ready, next.demand = ready, demand
+	stats.StabilizedEpochCount = int64(closing)
+	stats.PublishedBatchCount = int64(len(published))
+	return published, nil
+}
+
+// grant adds whole-batch demand and publishes what it allows.
+func grant(p *Profile, prior, next *State, c GrantDemand, stats *Stats) ([]*PublishedBatch, *Rejection) {
+	if c.Batches < 1 {
+		return nil, reject(CodeMalformedCommand, "/command/batches")
+	}
+	if c.Batches > p.limits.MaxDemandPerCommand {
+		return nil, reject(CodeDemandLimitExceeded, "/command/batches").limit(p.limits.MaxDemandPerCommand, c.Batches)
+	}
+	// Both operands are bounded by the profile ceilings, so the sum cannot
+	// overflow; it is still checked against the outstanding limit first.
+	granted := prior.demand + c.Batches
+	if granted > p.limits.MaxOutstandingDemand {
+		return nil, reject(CodeDemandLimitExceeded, "/command/batches").limit(p.limits.MaxOutstandingDemand, granted)
+	}
+	ready, demand, published := drain(slices.Clone(prior.ready), granted)
+	next.ready, next.demand = ready, demand
+	stats.PublishedBatchCount = int64(len(published))
+	return published, nil
+}
+
+// drain publishes ready batches in order, one per unit of demand; unused
+// demand stays outstanding.
+func drain(ready []*PublishedBatch, demand int64) (rest []*PublishedBatch, left int64, published []*PublishedBatch) {
+	slices.SortFunc(ready, comparePublished)
+	n := int64(len(ready))
+	if demand < n {
+		n = demand
+	}
+	return ready[n:], demand - n, ready[:n:n]
+}
+
+// computeDigest hashes the M3TransitionPreimage.
+func (t *Transition) computeDigest() string {
+	h := newHasher()
+	h.str(`{"contract_version":"` + ContractVersion + `","kind":"M3TransitionPreimage","transition_without_transition_digest":`)
+	b := t.appendBody(make([]byte, 0, t.bodySize()))
+	h.bytes(b)
+	h.str(`}`)
+	return h.digest()
+}
+
+func (t *Transition) bodySize() int {
+	n := 1024 + t.Next.canonicalSize()
+	for _, p := range t.Published {
+		n += len(p.canon) + 1
+	}
+	return n
+}
+
+// appendBody writes the transition without its digest.
+func (t *Transition) appendBody(b []byte) []byte {
+	b = append(b, '{')
+	b = appendKey(b, "backpressure", true)
+	bp := &t.Backpressure
+	b = append(b, '{')
+	b = appendKey(b, "active_value_count", true)
+	b = appendInt(b, bp.ActiveValueCount)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "RBackpressure")
+	b = appendKey(b, "limits", false)
+	b = bp.Limits.appendCanonical(b)
+	b = appendKey(b, "open_epoch_count", false)
+	b = appendInt(b, bp.OpenEpochCount)
+	b = appendKey(b, "outstanding_demand", false)
+	b = appendInt(b, bp.OutstandingDemand)
+	b = appendKey(b, "ready_batch_count", false)
+	b = appendInt(b, bp.ReadyBatchCount)
+	b = append(b, '}')
+	b = appendKey(b, "command_digest", false)
+	b = appendString(b, t.CommandDigest)
+	b = appendKey(b, "contract_version", false)
+	b = appendString(b, ContractVersion)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "RTransition")
+	b = appendKey(b, "next_state", false)
+	b = t.Next.AppendCanonical(b)
+	b = appendKey(b, "prior_state_digest", false)
+	b = appendString(b, t.PriorStateDigest)
+	b = appendKey(b, "profile_digest", false)
+	b = appendString(b, t.ProfileDigest)
+	b = appendKey(b, "published_batches", false)
+	b = append(b, '[')
+	for i, p := range t.Published {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.canon...)
+	}
+	b = append(b, ']')
+	b = appendKey(b, "schema_version", false)
+	b = appendString(b, ResultSchema)
+	b = appendKey(b, "stats", false)
+	st := &t.Stats
+	b = append(b, '{')
+	b = appendKey(b, "accepted_delta_count", true)
+	b = appendInt(b, st.AcceptedDeltaCount)
+	b = appendKey(b, "published_batch_count", false)
+	b = appendInt(b, st.PublishedBatchCount)
+	b = appendKey(b, "retracted_delta_count", false)
+	b = appendInt(b, st.RetractedDeltaCount)
+	b = appendKey(b, "stabilized_epoch_count", false)
+	b = appendInt(b, st.StabilizedEpochCount)
+	return append(b, '}', '}')
+}
+
+// MarshalJSON writes the canonical RTransition.
+func (t *Transition) MarshalJSON() ([]byte, error) { return t.AppendCanonical(nil), nil }
+
+// AppendCanonical appends the canonical RTransition bytes to b.
+func (t *Transition) AppendCanonical(b []byte) []byte {
+	b = t.appendBody(b)
+	b = b[:len(b)-1]
+	b = appendKey(b, "transition_digest", false)
+	b = appendString(b, t.Digest)
+	return append(b, '}')
+}

@@ -1,0 +1,280 @@
+package frontier
+
+import (
+	"slices"
+)
+
+// ValueKind names which protocol value an RValueDelta carries.
+type ValueKind string
+
+// The two value kinds R transports.
+const (
+	KindEffectProposal     ValueKind = "effect_proposal"
+	KindEligibilityVerdict ValueKind = "eligibility_verdict"
+)
+
+// Versions is the protocol VersionEnvelope of an EffectProposal.
+type Versions struct {
+	Workflow           string `json:"workflow"`
+	StateSchema        string `json:"state_schema"`
+	EventSchema        string `json:"event_schema"`
+	GraphSchema        string `json:"graph_schema"`
+	RuleSet            string `json:"rule_set"`
+	Dataflow           string `json:"dataflow"`
+	Canonicalization   string `json:"canonicalization"`
+	Tool               string `json:"tool"`
+	Model              string `json:"model"`
+	Oracle             string `json:"oracle"`
+	Gate               string `json:"gate"`
+	Resolver           string `json:"resolver"`
+	CompositionProfile string `json:"composition_profile"`
+}
+
+// EffectProposal is the protocol EffectProposal: something an upstream step
+// would like to happen. R carries it unchanged.
+type EffectProposal struct {
+	ProposalID        string   `json:"proposal_id"`
+	EffectType        string   `json:"effect_type"`
+	ActionDigest      string   `json:"action_digest"`
+	CauseID           string   `json:"cause_id"`
+	CorrelationID     string   `json:"correlation_id"`
+	ProposalDedupKey  string   `json:"proposal_dedup_key"`
+	DestinationDigest string   `json:"destination_digest"`
+	GoalID            string   `json:"goal_id"`
+	ObligationID      string   `json:"obligation_id"`
+	DeclaredRiskHint  string   `json:"declared_risk_hint"`
+	Preconditions     []string `json:"preconditions"` // a set
+	Versions          Versions `json:"versions"`
+}
+
+// EligibilityVerdict is the protocol EligibilityVerdict for one proposal.
+type EligibilityVerdict struct {
+	VerdictID            string   `json:"verdict_id"`
+	ProposalID           string   `json:"proposal_id"`
+	Status               string   `json:"status"` // eligible, ineligible or conflicted
+	SupportDerivationIDs []string `json:"support_derivation_ids"`
+	CauseID              string   `json:"cause_id"`
+	RuleSetVersion       string   `json:"rule_set_version"`
+}
+
+// Value is one validated, normalized protocol value with its canonical bytes
+// and M3 value digest computed once. A Value is immutable: its accessors
+// return copies.
+type Value struct {
+	kind     ValueKind
+	proposal EffectProposal
+	verdict  EligibilityVerdict
+	canon    []byte // canonical bytes of the bare value
+	digest   string // sha256 of the M3ValuePreimage
+}
+
+// Kind reports which protocol value v holds.
+func (v Value) Kind() ValueKind { return v.kind }
+
+// Proposal returns a copy of the proposal; ok is false for a verdict.
+func (v Value) Proposal() (EffectProposal, bool) {
+	p := v.proposal
+	p.Preconditions = slices.Clone(p.Preconditions)
+	return p, v.kind == KindEffectProposal
+}
+
+// Verdict returns a copy of the verdict; ok is false for a proposal.
+func (v Value) Verdict() (EligibilityVerdict, bool) {
+	e := v.verdict
+	e.SupportDerivationIDs = slices.Clone(e.SupportDerivationIDs)
+	return e, v.kind == KindEligibilityVerdict
+}
+
+// Digest is the value_digest: sha256 over the M3ValuePreimage.
+func (v Value) Digest() string { return v.digest }
+
+// CanonicalJSON returns the value's flrh-cjson/1 bytes.
+func (v Value) CanonicalJSON() []byte { return slices.Clone(v.canon) }
+
+// id is the nested protocol identity: proposal_id or verdict_id.
+func (v Value) id() string {
+	if v.kind == KindEffectProposal {
+		return v.proposal.ProposalID
+	}
+	return v.verdict.VerdictID
+}
+
+var riskHints = map[string]bool{"read_only": true, "reversible": true, "high_risk_external": true, "unknown": true}
+var verdictStatuses = map[string]bool{"eligible": true, "ineligible": true, "conflicted": true}
+
+// NewProposalValue validates p, sorts its precondition set, and seals it.
+// A malformed proposal is MALFORMED_VALUE_DELTA at path (relative to the value).
+func NewProposalValue(p EffectProposal) (Value, *Rejection) {
+	return newProposalValue(p, "")
+}
+
+func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
+	bad := func(sub string) (Value, *Rejection) {
+		return Value{}, reject(CodeMalformedValueDelta, path+sub)
+	}
+	for _, id := range []string{p.ProposalID, p.EffectType, p.CauseID, p.CorrelationID, p.ProposalDedupKey, p.GoalID, p.ObligationID} {
+		if !validID(id) {
+			return bad("")
+		}
+	}
+	if !validDigest(p.ActionDigest) || !validDigest(p.DestinationDigest) {
+		return bad("")
+	}
+	if !riskHints[p.DeclaredRiskHint] {
+		return bad("/declared_risk_hint")
+	}
+	pre, ok := sortedIDSet(p.Preconditions)
+	if !ok {
+		return bad("/preconditions")
+	}
+	ver := p.Versions
+	for _, s := range []string{ver.Workflow, ver.StateSchema, ver.EventSchema, ver.GraphSchema, ver.RuleSet, ver.Dataflow, ver.Canonicalization, ver.Tool, ver.Model, ver.Oracle, ver.Gate, ver.Resolver, ver.CompositionProfile} {
+		if !validVersion(s) {
+			return bad("/versions")
+		}
+	}
+	p.Preconditions = pre
+	v := Value{kind: KindEffectProposal, proposal: p}
+	v.canon = appendProposal(nil, &v.proposal)
+	v.digest = valueDigest(v.kind, v.canon)
+	return v, nil
+}
+
+// NewVerdictValue validates e, sorts its support set, and seals it.
+func NewVerdictValue(e EligibilityVerdict) (Value, *Rejection) {
+	return newVerdictValue(e, "")
+}
+
+func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
+	if !validID(e.VerdictID) || !validID(e.ProposalID) || !validID(e.CauseID) {
+		return Value{}, reject(CodeMalformedValueDelta, path)
+	}
+	if !verdictStatuses[e.Status] {
+		return Value{}, reject(CodeMalformedValueDelta, path+"/status")
+	}
+	sup, ok := sortedIDSet(e.SupportDerivationIDs)
+	if !ok {
+		return Value{}, reject(CodeMalformedValueDelta, path+"/support_derivation_ids")
+	}
+	if !validVersion(e.RuleSetVersion) {
+		return Value{}, reject(CodeMalformedValueDelta, path+"/rule_set_version")
+	}
+	e.SupportDerivationIDs = sup
+	v := Value{kind: KindEligibilityVerdict, verdict: e}
+	v.canon = appendVerdict(nil, &v.verdict)
+	v.digest = valueDigest(v.kind, v.canon)
+	return v, nil
+}
+
+// sortedIDSet returns a sorted copy of ids, or ok=false if one is not an id
+// or two are equal. For identifiers, byte order of the strings equals the
+// order of their canonical encodings.
+func sortedIDSet(ids []string) ([]string, bool) {
+	out := make([]string, len(ids))
+	copy(out, ids)
+	for _, s := range out {
+		if !validID(s) {
+			return nil, false
+		}
+	}
+	slices.Sort(out)
+	for i := 1; i < len(out); i++ {
+		if out[i] == out[i-1] {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+func appendProposal(b []byte, p *EffectProposal) []byte {
+	b = append(b, '{')
+	b = appendKey(b, "action_digest", true)
+	b = appendString(b, p.ActionDigest)
+	b = appendKey(b, "cause_id", false)
+	b = appendString(b, p.CauseID)
+	b = appendKey(b, "correlation_id", false)
+	b = appendString(b, p.CorrelationID)
+	b = appendKey(b, "declared_risk_hint", false)
+	b = appendString(b, p.DeclaredRiskHint)
+	b = appendKey(b, "destination_digest", false)
+	b = appendString(b, p.DestinationDigest)
+	b = appendKey(b, "effect_type", false)
+	b = appendString(b, p.EffectType)
+	b = appendKey(b, "goal_id", false)
+	b = appendString(b, p.GoalID)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "EffectProposal")
+	b = appendKey(b, "obligation_id", false)
+	b = appendString(b, p.ObligationID)
+	b = appendKey(b, "preconditions", false)
+	b = appendStrings(b, p.Preconditions)
+	b = appendKey(b, "proposal_dedup_key", false)
+	b = appendString(b, p.ProposalDedupKey)
+	b = appendKey(b, "proposal_id", false)
+	b = appendString(b, p.ProposalID)
+	b = appendKey(b, "versions", false)
+	v := &p.Versions
+	b = append(b, '{')
+	b = appendKey(b, "canonicalization", true)
+	b = appendString(b, v.Canonicalization)
+	b = appendKey(b, "composition_profile", false)
+	b = appendString(b, v.CompositionProfile)
+	b = appendKey(b, "dataflow", false)
+	b = appendString(b, v.Dataflow)
+	b = appendKey(b, "event_schema", false)
+	b = appendString(b, v.EventSchema)
+	b = appendKey(b, "gate", false)
+	b = appendString(b, v.Gate)
+	b = appendKey(b, "graph_schema", false)
+	b = appendString(b, v.GraphSchema)
+	b = appendKey(b, "model", false)
+	b = appendString(b, v.Model)
+	b = appendKey(b, "oracle", false)
+	b = appendString(b, v.Oracle)
+	b = appendKey(b, "resolver", false)
+	b = appendString(b, v.Resolver)
+	b = appendKey(b, "rule_set", false)
+	b = appendString(b, v.RuleSet)
+	b = appendKey(b, "state_schema", false)
+	b = appendString(b, v.StateSchema)
+	b = appendKey(b, "tool", false)
+	b = appendString(b, v.Tool)
+	b = appendKey(b, "workflow", false)
+	b = appendString(b, v.Workflow)
+	return append(b, '}', '}')
+}
+
+func appendVerdict(b []byte, e *EligibilityVerdict) []byte {
+	b = append(b, '{')
+	b = appendKey(b, "cause_id", true)
+	b = appendString(b, e.CauseID)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "EligibilityVerdict")
+	b = appendKey(b, "proposal_id", false)
+	b = appendString(b, e.ProposalID)
+	b = appendKey(b, "rule_set_version", false)
+	b = appendString(b, e.RuleSetVersion)
+	b = appendKey(b, "status", false)
+	b = appendString(b, e.Status)
+	b = appendKey(b, "support_derivation_ids", false)
+	b = appendStrings(b, e.SupportDerivationIDs)
+	b = appendKey(b, "verdict_id", false)
+	b = appendString(b, e.VerdictID)
+	return append(b, '}')
+}
+
+// valueDigest hashes the M3ValuePreimage around a value's canonical bytes.
+func valueDigest(kind ValueKind, canon []byte) string {
+	b := make([]byte, 0, len(canon)+128)
+	b = append(b, '{')
+	b = appendKey(b, "contract_version", true)
+	b = appendString(b, ContractVersion)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, "M3ValuePreimage")
+	b = appendKey(b, "value", false)
+	b = append(b, canon...)
+	b = appendKey(b, "value_kind", false)
+	b = appendString(b, string(kind))
+	b = append(b, '}')
+	return digestOf(b)
+}

@@ -1,0 +1,506 @@
+package authority
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/mrp"
+)
+
+// TicketVersion names the Action Ticket profile; it is part of every ticket
+// preimage so a change of ticket semantics changes every digest.
+const TicketVersion = "flrh-action-ticket/1"
+
+// SideEffect is one declared consequence class of an action.
+type SideEffect string
+
+// The side-effect vocabulary. NONE must stand alone.
+const (
+	SideEffectNone         SideEffect = "NONE"
+	SideEffectRead         SideEffect = "READ"
+	SideEffectWrite        SideEffect = "WRITE"
+	SideEffectExternal     SideEffect = "EXTERNAL"
+	SideEffectIrreversible SideEffect = "IRREVERSIBLE"
+)
+
+var sideEffectRank = map[SideEffect]int{SideEffectNone: 0, SideEffectRead: 1, SideEffectWrite: 2, SideEffectExternal: 3, SideEffectIrreversible: 4}
+
+// Ticket statuses. EXECUTED means authorized dispatch crossed the commit
+// boundary; it does not claim the external effect succeeded.
+const (
+	StatusDraft                = "DRAFT"
+	StatusAwaitingPreview      = "AWAITING_PREVIEW"
+	StatusAwaitingConfirmation = "AWAITING_CONFIRMATION"
+	StatusReady                = "READY"
+	StatusExecuted             = "EXECUTED"
+	StatusRefused              = "REFUSED"
+	StatusExpired              = "EXPIRED"
+	StatusCanceled             = "CANCELED"
+)
+
+// Completeness values.
+const (
+	Complete   = "COMPLETE"
+	Incomplete = "INCOMPLETE"
+)
+
+// TicketError is the typed refusal of a malformed ticket or an illegal
+// ticket change. Field is a JSON pointer into the ticket.
+type TicketError struct {
+	Code  string
+	Field string
+	Msg   string
+}
+
+func (e *TicketError) Error() string { return fmt.Sprintf("ticket: %s at %s: %s", e.Code, e.Field, e.Msg) }
+
+// ValidateSideEffects checks a side-effect set: known values, no
+// duplicates, at least one member, and NONE only on its own.
+func ValidateSideEffects(set []SideEffect) error {
+	if len(set) == 0 {
+		return &TicketError{"SIDE_EFFECTS_EMPTY", "/side_effects", "a ticket declares at least one side-effect class (NONE for none)"}
+	}
+	seen := map[SideEffect]bool{}
+	for i, s := range set {
+		if _, ok := sideEffectRank[s]; !ok {
+			return &TicketError{"SIDE_EFFECT_UNKNOWN", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q is not a side-effect class", s)}
+		}
+		if seen[s] {
+			return &TicketError{"SIDE_EFFECT_DUPLICATE", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q appears twice", s)}
+		}
+		seen[s] = true
+	}
+	if seen[SideEffectNone] && len(set) > 1 {
+		return &TicketError{"SIDE_EFFECT_NONE_NOT_ALONE", "/side_effects", "NONE cannot stand beside another side-effect class"}
+	}
+	return nil
+}
+
+// ToolManifest is what a tool (an effect type's adapter) declares about
+// itself. It is operator configuration, never model output.
+type ToolManifest struct {
+	EffectType  string       `json:"effect_type"`
+	SideEffects []SideEffect `json:"side_effects"`
+	// Idempotent is recorded for the adapter; it has no bearing on
+	// whether the tool is verification-class.
+	Idempotent bool `json:"idempotent"`
+	// RequiredParameters are the parameter names a complete ticket for
+	// this effect type must carry.
+	RequiredParameters []string `json:"required_parameters"`
+	DeclaredRisk       string   `json:"declared_risk"`
+}
+
+// VerificationClass reports whether a tool may run in TEST and in Degraded
+// Safe Mode: exactly when its manifest declares side_effects = [NONE].
+// Idempotence alone is not enough.
+func VerificationClass(m ToolManifest) bool {
+	return len(m.SideEffects) == 1 && m.SideEffects[0] == SideEffectNone
+}
+
+// Constraint is one narrowing a SHAPE decision applies to a ticket: a
+// numeric parameter capped at Max, or the scope replaced by a narrower one.
+type Constraint struct {
+	Gate  string `json:"gate"`
+	Rule  string `json:"rule"`
+	Field string `json:"field"` // "parameters/<name>" or "scope"
+	Max   *int64 `json:"max"`
+	Scope string `json:"scope"`
+}
+
+// Ticket is an Action Ticket: the accountable statement of what would
+// happen if the system were allowed to act. It is a value; every change
+// returns a new ticket with its digests recomputed.
+type Ticket struct {
+	Kind                 string         `json:"kind"`
+	TicketVersion        string         `json:"ticket_version"`
+	TicketID             string         `json:"ticket_id"`
+	Action               string         `json:"action"`
+	Destination          string         `json:"destination"`
+	Scope                string         `json:"scope"`
+	Parameters           map[string]any `json:"parameters"`
+	ActionDigest         string         `json:"action_digest"`
+	Preview              string         `json:"preview"`
+	PreviewDigest        string         `json:"preview_digest"`
+	SideEffects          []SideEffect   `json:"side_effects"`
+	DeclaredRisk         string         `json:"declared_risk"`
+	AssessedRisk         string         `json:"assessed_risk"`
+	Completeness         string         `json:"ticket_completeness"`
+	MissingFields        []string       `json:"missing_fields"`
+	PreviewRequired      bool           `json:"preview_required"`
+	PreviewShown         bool           `json:"preview_shown"`
+	ConfirmationRequired bool           `json:"confirmation_required"`
+	ConfirmationReceived bool           `json:"confirmation_received"`
+	Constraints          []Constraint   `json:"constraints"`
+	Status               string         `json:"ticket_status"`
+	TicketDigest         string         `json:"ticket_digest"`
+}
+
+// TicketSpec is what a ticket is drafted from. Parameters must be in the
+// canonical value model (as from cjson.Decode: strings, int64, bools, nil,
+// []any, map[string]any).
+type TicketSpec struct {
+	TicketID     string
+	Action       string
+	Destination  string
+	Scope        string
+	Parameters   map[string]any
+	SideEffects  []SideEffect
+	DeclaredRisk string
+	AssessedRisk string
+	// RequiredParameters lists the parameter names the tool's manifest
+	// requires; a missing one makes the ticket INCOMPLETE.
+	RequiredParameters []string
+}
+
+// DraftTicket builds a ticket from a spec: it validates what must be valid
+// (identifiers, side effects, risk vocabulary, canonical parameters),
+// records what is missing rather than rejecting it, derives the preview
+// and confirmation requirements from risk and side effects, renders the
+// preview and computes every digest.
+func DraftTicket(s TicketSpec) (Ticket, error) {
+	if !ValidID(s.TicketID) {
+		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/ticket_id", "ticket id is not a protocol id"}
+	}
+	for _, f := range []struct{ v, ptr string }{{s.Action, "/action"}, {s.Destination, "/destination"}, {s.Scope, "/scope"}} {
+		if f.v != "" && !ValidID(f.v) {
+			return Ticket{}, &TicketError{"MALFORMED_TICKET", f.ptr, fmt.Sprintf("%q is not a protocol id", f.v)}
+		}
+	}
+	if err := ValidateSideEffects(s.SideEffects); err != nil {
+		return Ticket{}, err
+	}
+	for _, r := range []struct{ v, ptr string }{{s.DeclaredRisk, "/declared_risk"}, {s.AssessedRisk, "/assessed_risk"}} {
+		switch r.v {
+		case "", RiskReadOnly, RiskReversible, RiskHighRiskExternal:
+		default:
+			return Ticket{}, &TicketError{"MALFORMED_TICKET", r.ptr, fmt.Sprintf("%q is not a risk class", r.v)}
+		}
+	}
+	params := s.Parameters
+	if params == nil {
+		params = map[string]any{}
+	}
+	if _, err := cjson.Encode(params); err != nil {
+		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/parameters", err.Error()}
+	}
+	t := Ticket{
+		Kind: "ActionTicket", TicketVersion: TicketVersion, TicketID: s.TicketID,
+		Action: s.Action, Destination: s.Destination, Scope: s.Scope,
+		Parameters: params, SideEffects: sortedEffects(s.SideEffects),
+		DeclaredRisk: s.DeclaredRisk, AssessedRisk: s.AssessedRisk,
+		Constraints: []Constraint{}, Status: StatusDraft,
+	}
+	t.MissingFields = missingFields(t, s.RequiredParameters)
+	t.Completeness = Complete
+	if len(t.MissingFields) > 0 {
+		t.Completeness = Incomplete
+	}
+	t.PreviewRequired, t.ConfirmationRequired = requirements(t)
+	return t.seal(), nil
+}
+
+func sortedEffects(in []SideEffect) []SideEffect {
+	out := append([]SideEffect(nil), in...)
+	sort.Slice(out, func(i, j int) bool { return sideEffectRank[out[i]] < sideEffectRank[out[j]] })
+	return out
+}
+
+func missingFields(t Ticket, required []string) []string {
+	var missing []string
+	if t.Action == "" {
+		missing = append(missing, "action")
+	}
+	if t.Destination == "" {
+		missing = append(missing, "destination")
+	}
+	if t.Scope == "" {
+		missing = append(missing, "scope")
+	}
+	if t.AssessedRisk == "" {
+		missing = append(missing, "assessed_risk")
+	}
+	req := append([]string(nil), required...)
+	sort.Strings(req)
+	for i, name := range req {
+		if i > 0 && req[i-1] == name {
+			continue
+		}
+		if v, ok := t.Parameters[name]; !ok || v == nil || v == "" {
+			missing = append(missing, "parameters/"+name)
+		}
+	}
+	if missing == nil {
+		missing = []string{}
+	}
+	return missing
+}
+
+// requirements: anything that leaves the process, or cannot be undone,
+// must be previewed; anything high-risk or irreversible must also be
+// confirmed by a person.
+func requirements(t Ticket) (preview, confirm bool) {
+	for _, s := range t.SideEffects {
+		switch s {
+		case SideEffectExternal:
+			preview = true
+		case SideEffectIrreversible:
+			preview, confirm = true, true
+		}
+	}
+	if t.AssessedRisk == RiskHighRiskExternal {
+		preview, confirm = true, true
+	}
+	return preview, confirm
+}
+
+// status derives the live status from completeness and the outstanding
+// preview and confirmation; terminal statuses are kept.
+func (t Ticket) status() string {
+	switch t.Status {
+	case StatusExecuted, StatusRefused, StatusExpired, StatusCanceled:
+		return t.Status
+	}
+	switch {
+	case t.Completeness != Complete:
+		return StatusDraft
+	case t.PreviewRequired && !t.PreviewShown:
+		return StatusAwaitingPreview
+	case t.ConfirmationRequired && !t.ConfirmationReceived:
+		return StatusAwaitingConfirmation
+	}
+	return StatusReady
+}
+
+// seal recomputes the derived members: action digest, preview, preview
+// digest, status and ticket digest.
+func (t Ticket) seal() Ticket {
+	t.ActionDigest = t.computeActionDigest()
+	t.Preview = RenderPreview(t)
+	t.PreviewDigest = mustDigest(struct {
+		Kind          string `json:"kind"`
+		TicketVersion string `json:"ticket_version"`
+		TicketID      string `json:"ticket_id"`
+		ActionDigest  string `json:"action_digest"`
+		Preview       string `json:"preview"`
+	}{"ActionTicketPreviewPreimage", TicketVersion, t.TicketID, t.ActionDigest, t.Preview})
+	t.Status = t.status()
+	t.TicketDigest = ""
+	t.TicketDigest = t.computeTicketDigest()
+	return t
+}
+
+// computeActionDigest binds exactly what would happen: action, destination,
+// scope and the canonical parameters.
+func (t Ticket) computeActionDigest() string {
+	return mustDigest(map[string]any{
+		"kind": "ActionTicketActionPreimage", "ticket_version": TicketVersion,
+		"action": t.Action, "destination": t.Destination, "scope": t.Scope, "parameters": t.Parameters,
+	})
+}
+
+func (t Ticket) computeTicketDigest() string {
+	c := t
+	c.TicketDigest = ""
+	b, err := cjson.Marshal(ticketPreimage(c))
+	if err != nil {
+		panic("authority: ticket not canonical: " + err.Error())
+	}
+	return cjson.Digest(b)
+}
+
+func ticketPreimage(t Ticket) map[string]any {
+	se := make([]any, len(t.SideEffects))
+	for i, s := range t.SideEffects {
+		se[i] = string(s)
+	}
+	mf := make([]any, len(t.MissingFields))
+	for i, s := range t.MissingFields {
+		mf[i] = s
+	}
+	cs := make([]any, len(t.Constraints))
+	for i, c := range t.Constraints {
+		var max any
+		if c.Max != nil {
+			max = *c.Max
+		}
+		cs[i] = map[string]any{"gate": c.Gate, "rule": c.Rule, "field": c.Field, "max": max, "scope": c.Scope}
+	}
+	return map[string]any{
+		"kind": "ActionTicketPreimage", "ticket_version": TicketVersion, "ticket_id": t.TicketID,
+		"action": t.Action, "destination": t.Destination, "scope": t.Scope, "parameters": t.Parameters,
+		"action_digest": t.ActionDigest, "preview_digest": t.PreviewDigest, "side_effects": se,
+		"declared_risk": t.DeclaredRisk, "assessed_risk": t.AssessedRisk,
+		"ticket_completeness": t.Completeness, "missing_fields": mf,
+		"preview_required": t.PreviewRequired, "preview_shown": t.PreviewShown,
+		"confirmation_required": t.ConfirmationRequired, "confirmation_received": t.ConfirmationReceived,
+		"constraints": cs, "ticket_status": t.Status,
+	}
+}
+
+// Verify recomputes every derived member and reports the first that
+// disagrees: a ticket read back from anywhere is checked before use.
+func (t Ticket) Verify() error {
+	want := t.seal()
+	switch {
+	case t.ActionDigest != want.ActionDigest:
+		return &TicketError{"TICKET_DIGEST_MISMATCH", "/action_digest", "action digest does not match the ticket's content"}
+	case t.Preview != want.Preview || t.PreviewDigest != want.PreviewDigest:
+		return &TicketError{"TICKET_DIGEST_MISMATCH", "/preview_digest", "preview does not match the ticket's content"}
+	case t.Status != want.Status:
+		return &TicketError{"TICKET_STATUS_MISMATCH", "/ticket_status", fmt.Sprintf("status %s, derived %s", t.Status, want.Status)}
+	case t.TicketDigest != want.TicketDigest:
+		return &TicketError{"TICKET_DIGEST_MISMATCH", "/ticket_digest", "ticket digest does not match the ticket"}
+	}
+	return nil
+}
+
+// RenderPreview renders the human-readable preview of a ticket. It is a
+// pure function of the ticket's content: the same ticket always previews
+// to the same bytes, so the preview can be digested and approved.
+func RenderPreview(t Ticket) string {
+	var b strings.Builder
+	orDash := func(s string) string {
+		if s == "" {
+			return "(missing)"
+		}
+		return s
+	}
+	fmt.Fprintf(&b, "Action: %s\n", orDash(t.Action))
+	fmt.Fprintf(&b, "Destination: %s\n", orDash(t.Destination))
+	fmt.Fprintf(&b, "Scope: %s\n", orDash(t.Scope))
+	effects := make([]string, len(t.SideEffects))
+	for i, s := range t.SideEffects {
+		effects[i] = string(s)
+	}
+	fmt.Fprintf(&b, "Side effects: %s\n", strings.Join(effects, ", "))
+	fmt.Fprintf(&b, "Risk: declared %s, assessed %s\n", orDash(t.DeclaredRisk), orDash(t.AssessedRisk))
+	b.WriteString("Parameters:\n")
+	keys := sortedKeys(t.Parameters)
+	if len(keys) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, k := range keys {
+		enc, _ := cjson.Encode(t.Parameters[k])
+		fmt.Fprintf(&b, "  %s = %s\n", k, enc)
+	}
+	for _, c := range t.Constraints {
+		switch {
+		case c.Max != nil:
+			fmt.Fprintf(&b, "Constrained by %s (%s): %s limited to %d\n", c.Gate, c.Rule, c.Field, *c.Max)
+		case c.Field == "scope":
+			fmt.Fprintf(&b, "Constrained by %s (%s): scope narrowed to %s\n", c.Gate, c.Rule, c.Scope)
+		}
+	}
+	if len(t.MissingFields) > 0 {
+		fmt.Fprintf(&b, "Incomplete: missing %s\n", strings.Join(t.MissingFields, ", "))
+	}
+	fmt.Fprintf(&b, "Action digest: %s\n", t.computeActionDigest())
+	return b.String()
+}
+
+// Shape applies SHAPE constraints and returns the constrained ticket. A
+// numeric cap lowers a parameter that exceeds it (never raises one); a
+// scope constraint replaces the scope. The shaped ticket is a different
+// action: its action digest changes, the constraint is visible in the
+// preview, and any preview already shown must be shown again.
+func Shape(t Ticket, cs ...Constraint) (Ticket, error) {
+	if len(cs) == 0 {
+		return t, nil
+	}
+	params := make(map[string]any, len(t.Parameters))
+	for k, v := range t.Parameters {
+		params[k] = v
+	}
+	t.Parameters = params
+	t.Constraints = append(append([]Constraint(nil), t.Constraints...), cs...)
+	for i, c := range cs {
+		switch {
+		case c.Field == "scope":
+			if !ValidID(c.Scope) {
+				return Ticket{}, &TicketError{"MALFORMED_CONSTRAINT", fmt.Sprintf("/constraints/%d/scope", i), "scope constraint needs a narrower scope id"}
+			}
+			t.Scope = c.Scope
+		case strings.HasPrefix(c.Field, "parameters/") && c.Max != nil:
+			name := strings.TrimPrefix(c.Field, "parameters/")
+			cur, ok := params[name].(int64)
+			if !ok {
+				return Ticket{}, &TicketError{"MALFORMED_CONSTRAINT", fmt.Sprintf("/constraints/%d/field", i), fmt.Sprintf("parameter %q is not an integer", name)}
+			}
+			if cur > *c.Max {
+				params[name] = *c.Max
+			}
+		default:
+			return Ticket{}, &TicketError{"MALFORMED_CONSTRAINT", fmt.Sprintf("/constraints/%d", i), "a constraint caps an integer parameter or narrows the scope"}
+		}
+	}
+	t.PreviewShown, t.ConfirmationReceived = false, false
+	return t.seal(), nil
+}
+
+// Ticket lifecycle events.
+const (
+	TicketShowPreview = "SHOW_PREVIEW"
+	TicketConfirm     = "CONFIRM"
+	TicketExecute     = "EXECUTE"
+	TicketRefuse      = "REFUSE"
+	TicketExpire      = "EXPIRE"
+	TicketCancel      = "CANCEL"
+)
+
+// Advance applies one lifecycle event. A preview must be shown before a
+// confirmation counts; only a READY ticket may be executed; terminal
+// tickets accept nothing.
+func Advance(t Ticket, event string) (Ticket, error) {
+	switch t.Status {
+	case StatusExecuted, StatusRefused, StatusExpired, StatusCanceled:
+		return t, &TicketError{"TICKET_TERMINAL", "/ticket_status", fmt.Sprintf("ticket is %s", t.Status)}
+	}
+	switch event {
+	case TicketShowPreview:
+		if t.Completeness != Complete {
+			return t, &TicketError{"TICKET_INCOMPLETE", "/ticket_completeness", "an incomplete ticket cannot be previewed for approval"}
+		}
+		t.PreviewShown = true
+	case TicketConfirm:
+		if t.PreviewRequired && !t.PreviewShown {
+			return t, &TicketError{"PREVIEW_NOT_SHOWN", "/preview_shown", "confirmation before the preview was shown"}
+		}
+		if t.Completeness != Complete {
+			return t, &TicketError{"TICKET_INCOMPLETE", "/ticket_completeness", "an incomplete ticket cannot be confirmed"}
+		}
+		t.ConfirmationReceived = true
+	case TicketExecute:
+		if t.Status != StatusReady {
+			return t, &TicketError{"TICKET_NOT_READY", "/ticket_status", fmt.Sprintf("ticket is %s", t.Status)}
+		}
+		t.Status = StatusExecuted
+	case TicketRefuse:
+		t.Status = StatusRefused
+	case TicketExpire:
+		t.Status = StatusExpired
+	case TicketCancel:
+		t.Status = StatusCanceled
+	default:
+		return t, &TicketError{"UNKNOWN_TICKET_EVENT", "/", fmt.Sprintf("%q is not a ticket event", event)}
+	}
+	return t.seal(), nil
+}
+
+// Reduced returns the reduced interface MRP reads.
+func (t Ticket) Reduced() mrp.TicketView {
+	return mrp.TicketView{
+		TicketID:             t.TicketID,
+		TicketDigest:         t.TicketDigest,
+		Complete:             t.Completeness == Complete,
+		MissingFields:        append([]string(nil), t.MissingFields...),
+		PreviewRequired:      t.PreviewRequired,
+		PreviewShown:         t.PreviewShown,
+		ConfirmationRequired: t.ConfirmationRequired,
+		ConfirmationReceived: t.ConfirmationReceived,
+		Status:               t.Status,
+		VerificationOnly:     len(t.SideEffects) == 1 && t.SideEffects[0] == SideEffectNone,
+	}
+}

@@ -1,0 +1,218 @@
+package authority
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/determinism"
+	"pgregory.net/rapid"
+)
+
+func baseSpec() TicketSpec {
+	return TicketSpec{
+		TicketID: "ticket:1", Action: "payment.send", Destination: "dest:bank", Scope: "scope:team",
+		Parameters:   map[string]any{"amount": int64(500), "memo": "rent"},
+		SideEffects:  []SideEffect{SideEffectExternal, SideEffectWrite},
+		DeclaredRisk: RiskHighRiskExternal, AssessedRisk: RiskHighRiskExternal,
+		RequiredParameters: []string{"amount", "memo"},
+	}
+}
+
+func TestValidateSideEffects(t *testing.T) {
+	cases := []struct {
+		set  []SideEffect
+		code string
+	}{
+		{[]SideEffect{SideEffectNone}, ""},
+		{[]SideEffect{SideEffectRead, SideEffectWrite}, ""},
+		{[]SideEffect{SideEffectNone, SideEffectRead}, "SIDE_EFFECT_NONE_NOT_ALONE"},
+		{[]SideEffect{SideEffectRead, SideEffectNone}, "SIDE_EFFECT_NONE_NOT_ALONE"},
+		{nil, "SIDE_EFFECTS_EMPTY"},
+		{[]SideEffect{"DELETE"}, "SIDE_EFFECT_UNKNOWN"},
+		{[]SideEffect{SideEffectWrite, SideEffectWrite}, "SIDE_EFFECT_DUPLICATE"},
+	}
+	for _, c := range cases {
+		err := ValidateSideEffects(c.set)
+		var te *TicketError
+		switch {
+		case c.code == "" && err != nil:
+			t.Errorf("%v: unexpected %v", c.set, err)
+		case c.code != "" && (!errors.As(err, &te) || te.Code != c.code):
+			t.Errorf("%v: got %v, want %s", c.set, err, c.code)
+		}
+	}
+}
+
+func TestVerificationClass(t *testing.T) {
+	cases := []struct {
+		m    ToolManifest
+		want bool
+	}{
+		{ToolManifest{SideEffects: []SideEffect{SideEffectNone}}, true},
+		{ToolManifest{SideEffects: []SideEffect{SideEffectRead}}, false},
+		// Idempotence is not enough.
+		{ToolManifest{SideEffects: []SideEffect{SideEffectWrite}, Idempotent: true}, false},
+		{ToolManifest{SideEffects: nil, Idempotent: true}, false},
+		{ToolManifest{SideEffects: []SideEffect{SideEffectNone, SideEffectRead}}, false},
+	}
+	for i, c := range cases {
+		if got := VerificationClass(c.m); got != c.want {
+			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+	}
+}
+
+func TestDraftTicketCompleteness(t *testing.T) {
+	tk, err := DraftTicket(baseSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Completeness != Complete || len(tk.MissingFields) != 0 {
+		t.Fatalf("complete spec drafted as %s %v", tk.Completeness, tk.MissingFields)
+	}
+	if !tk.PreviewRequired || !tk.ConfirmationRequired || tk.Status != StatusAwaitingPreview {
+		t.Fatalf("high-risk ticket: preview %v confirm %v status %s", tk.PreviewRequired, tk.ConfirmationRequired, tk.Status)
+	}
+	s := baseSpec()
+	s.Destination = ""
+	delete(s.Parameters, "memo")
+	tk, err = DraftTicket(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Completeness != Incomplete || strings.Join(tk.MissingFields, ",") != "destination,parameters/memo" || tk.Status != StatusDraft {
+		t.Fatalf("incomplete: %s %v %s", tk.Completeness, tk.MissingFields, tk.Status)
+	}
+	if !strings.Contains(tk.Preview, "Incomplete: missing destination, parameters/memo") {
+		t.Errorf("preview hides what is missing:\n%s", tk.Preview)
+	}
+	if ok, why := tk.Reduced().Decidable(); ok || why != "ticket incomplete" {
+		t.Errorf("incomplete ticket decidable=%v (%s)", ok, why)
+	}
+}
+
+func TestDraftTicketRejectsMalformed(t *testing.T) {
+	cases := map[string]func(*TicketSpec){
+		"bad id":          func(s *TicketSpec) { s.TicketID = " x" },
+		"bad action":      func(s *TicketSpec) { s.Action = "pay ment" },
+		"none not alone":  func(s *TicketSpec) { s.SideEffects = []SideEffect{SideEffectNone, SideEffectWrite} },
+		"bad risk":        func(s *TicketSpec) { s.AssessedRisk = "medium" },
+		"float parameter": func(s *TicketSpec) { s.Parameters = map[string]any{"amount": 1.5} },
+	}
+	for name, mutate := range cases {
+		s := baseSpec()
+		mutate(&s)
+		if _, err := DraftTicket(s); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestTicketLifecycleAndReducedInterface(t *testing.T) {
+	tk, _ := DraftTicket(baseSpec())
+	if _, err := Advance(tk, TicketConfirm); err == nil {
+		t.Fatal("confirmation accepted before the preview was shown")
+	}
+	if _, err := Advance(tk, TicketExecute); err == nil {
+		t.Fatal("executed while awaiting preview")
+	}
+	tk, _ = Advance(tk, TicketShowPreview)
+	if tk.Status != StatusAwaitingConfirmation {
+		t.Fatalf("after preview: %s", tk.Status)
+	}
+	if ok, why := tk.Reduced().Decidable(); ok || why != "confirmation not received" {
+		t.Fatalf("decidable=%v %s", ok, why)
+	}
+	tk, _ = Advance(tk, TicketConfirm)
+	if tk.Status != StatusReady {
+		t.Fatalf("after confirm: %s", tk.Status)
+	}
+	if ok, _ := tk.Reduced().Decidable(); !ok {
+		t.Fatal("ready ticket not decidable")
+	}
+	tk, _ = Advance(tk, TicketExecute)
+	if tk.Status != StatusExecuted {
+		t.Fatal(tk.Status)
+	}
+	if _, err := Advance(tk, TicketCancel); err == nil {
+		t.Fatal("terminal ticket accepted an event")
+	}
+	if err := tk.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShapeIsVisibleAndChangesTheAction(t *testing.T) {
+	tk, _ := DraftTicket(baseSpec())
+	tk, _ = Advance(tk, TicketShowPreview)
+	limit := int64(100)
+	shaped, err := Shape(tk, Constraint{Gate: "G2", Rule: "g2.cap", Field: "parameters/amount", Max: &limit}, Constraint{Gate: "G3", Rule: "g3.narrow", Field: "scope", Scope: "scope:self"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shaped.Parameters["amount"] != int64(100) || shaped.Scope != "scope:self" {
+		t.Fatalf("not shaped: %v %s", shaped.Parameters, shaped.Scope)
+	}
+	if tk.Parameters["amount"] != int64(500) {
+		t.Fatal("Shape mutated its input")
+	}
+	if shaped.ActionDigest == tk.ActionDigest || shaped.PreviewDigest == tk.PreviewDigest {
+		t.Fatal("shaped ticket kept the original digests")
+	}
+	for _, want := range []string{"Constrained by G2 (g2.cap): parameters/amount limited to 100", "Constrained by G3 (g3.narrow): scope narrowed to scope:self", "amount = 100"} {
+		if !strings.Contains(shaped.Preview, want) {
+			t.Errorf("preview lacks %q:\n%s", want, shaped.Preview)
+		}
+	}
+	if shaped.PreviewShown {
+		t.Error("a shaped ticket must be previewed again")
+	}
+	if err := shaped.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTicketVerifyDetectsTampering(t *testing.T) {
+	tk, _ := DraftTicket(baseSpec())
+	bad := tk
+	bad.Parameters = map[string]any{"amount": int64(5000), "memo": "rent"}
+	if err := bad.Verify(); err == nil {
+		t.Error("changed parameters not detected")
+	}
+	bad = tk
+	bad.Preview = strings.Replace(tk.Preview, "500", "5", 1)
+	if err := bad.Verify(); err == nil {
+		t.Error("changed preview not detected")
+	}
+	bad = tk
+	bad.Status = StatusReady
+	if err := bad.Verify(); err == nil {
+		t.Error("forged status not detected")
+	}
+}
+
+func TestTicketPropertiesRapid(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		amount := rapid.Int64Range(0, 1_000_000).Draw(rt, "amount")
+		limit := rapid.Int64Range(0, 1_000_000).Draw(rt, "limit")
+		s := baseSpec()
+		s.Parameters = map[string]any{"amount": amount, "memo": rapid.StringMatching(`[a-z]{0,8}`).Draw(rt, "memo")}
+		a, err := DraftTicket(s)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		b := determinism.Check(t, s, func(s TicketSpec) Ticket { tk, _ := DraftTicket(s); return tk })
+		if a.TicketDigest != b.TicketDigest || a.Preview != b.Preview {
+			rt.Fatal("drafting is not deterministic")
+		}
+		shaped, err := Shape(a, Constraint{Gate: "G2", Rule: "r", Field: "parameters/amount", Max: &limit})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		got := shaped.Parameters["amount"].(int64)
+		if got > amount || got > limit || (amount <= limit && got != amount) {
+			rt.Fatalf("shape %d under cap %d gave %d", amount, limit, got)
+		}
+	})
+}

@@ -55,7 +55,9 @@ type TicketError struct {
 	Msg   string
 }
 
-func (e *TicketError) Error() string { return fmt.Sprintf("ticket: %s at %s: %s", e.Code, e.Field, e.Msg) }
+func (e *TicketError) Error() string {
+	return fmt.Sprintf("ticket: %s at %s: %s", e.Code, e.Field, e.Msg)
+}
 
 // ValidateSideEffects checks a side-effect set: known values, no
 // duplicates, at least one member, and NONE only on its own.

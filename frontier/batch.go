@@ -3,20 +3,13 @@ package frontier
 import (
 	"bytes"
 	"slices"
+
+	"flrh.dev/flrh/protocol"
 )
 
-// StableProposalBatch is the protocol StableProposalBatch: the id-only
-// record of one stabilized epoch.
-type StableProposalBatch struct {
-	BatchID               string   `json:"batch_id"`
-	LogicalTime           int64    `json:"logical_time"`
-	LowWatermark          int64    `json:"low_watermark"`
-	ProposalIDs           []string `json:"proposal_ids"`
-	EligibilityVerdictIDs []string `json:"eligibility_verdict_ids"`
-	BatchDigest           string   `json:"batch_digest"`
-	CauseID               string   `json:"cause_id"`
-	DataflowVersion       string   `json:"dataflow_version"`
-}
+// StableProposalBatch is the protocol's id-only record of one stabilized
+// epoch.
+type StableProposalBatch = protocol.StableProposalBatch
 
 // PublishedBatch is an RPublishedBatch: a stable batch together with the
 // exact proposals and verdicts it names. It is immutable.
@@ -156,6 +149,7 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	suffix := hexOf(digest)
 	pb := &PublishedBatch{
 		batch: StableProposalBatch{
+			Kind:                  protocol.KindStableProposalBatch,
 			BatchID:               "batch:" + suffix,
 			LogicalTime:           t,
 			LowWatermark:          low,

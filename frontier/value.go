@@ -2,6 +2,8 @@ package frontier
 
 import (
 	"slices"
+
+	"flrh.dev/flrh/protocol"
 )
 
 // ValueKind names which protocol value an RValueDelta carries.
@@ -13,49 +15,13 @@ const (
 	KindEligibilityVerdict ValueKind = "eligibility_verdict"
 )
 
-// Versions is the protocol VersionEnvelope of an EffectProposal.
-type Versions struct {
-	Workflow           string `json:"workflow"`
-	StateSchema        string `json:"state_schema"`
-	EventSchema        string `json:"event_schema"`
-	GraphSchema        string `json:"graph_schema"`
-	RuleSet            string `json:"rule_set"`
-	Dataflow           string `json:"dataflow"`
-	Canonicalization   string `json:"canonicalization"`
-	Tool               string `json:"tool"`
-	Model              string `json:"model"`
-	Oracle             string `json:"oracle"`
-	Gate               string `json:"gate"`
-	Resolver           string `json:"resolver"`
-	CompositionProfile string `json:"composition_profile"`
-}
-
-// EffectProposal is the protocol EffectProposal: something an upstream step
-// would like to happen. R carries it unchanged.
-type EffectProposal struct {
-	ProposalID        string   `json:"proposal_id"`
-	EffectType        string   `json:"effect_type"`
-	ActionDigest      string   `json:"action_digest"`
-	CauseID           string   `json:"cause_id"`
-	CorrelationID     string   `json:"correlation_id"`
-	ProposalDedupKey  string   `json:"proposal_dedup_key"`
-	DestinationDigest string   `json:"destination_digest"`
-	GoalID            string   `json:"goal_id"`
-	ObligationID      string   `json:"obligation_id"`
-	DeclaredRiskHint  string   `json:"declared_risk_hint"`
-	Preconditions     []string `json:"preconditions"` // a set
-	Versions          Versions `json:"versions"`
-}
-
-// EligibilityVerdict is the protocol EligibilityVerdict for one proposal.
-type EligibilityVerdict struct {
-	VerdictID            string   `json:"verdict_id"`
-	ProposalID           string   `json:"proposal_id"`
-	Status               string   `json:"status"` // eligible, ineligible or conflicted
-	SupportDerivationIDs []string `json:"support_derivation_ids"`
-	CauseID              string   `json:"cause_id"`
-	RuleSetVersion       string   `json:"rule_set_version"`
-}
+// The protocol wire objects R carries. They are the protocol package's
+// types; R never rewrites, enriches or interprets them.
+type (
+	Versions           = protocol.VersionEnvelope
+	EffectProposal     = protocol.EffectProposal
+	EligibilityVerdict = protocol.EligibilityVerdict
+)
 
 // Value is one validated, normalized protocol value with its canonical bytes
 // and M3 value digest computed once. A Value is immutable: its accessors
@@ -112,6 +78,13 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 	bad := func(sub string) (Value, *Rejection) {
 		return Value{}, reject(CodeMalformedValueDelta, path+sub)
 	}
+	switch p.Kind {
+	case "":
+		p.Kind = protocol.KindEffectProposal // a Go caller may leave it implied
+	case protocol.KindEffectProposal:
+	default:
+		return bad("/kind")
+	}
 	for _, id := range []string{p.ProposalID, p.EffectType, p.CauseID, p.CorrelationID, p.ProposalDedupKey, p.GoalID, p.ObligationID} {
 		if !validID(id) {
 			return bad("")
@@ -146,6 +119,13 @@ func NewVerdictValue(e EligibilityVerdict) (Value, *Rejection) {
 }
 
 func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
+	switch e.Kind {
+	case "":
+		e.Kind = protocol.KindEligibilityVerdict
+	case protocol.KindEligibilityVerdict:
+	default:
+		return Value{}, reject(CodeMalformedValueDelta, path+"/kind")
+	}
 	if !validID(e.VerdictID) || !validID(e.ProposalID) || !validID(e.CauseID) {
 		return Value{}, reject(CodeMalformedValueDelta, path)
 	}

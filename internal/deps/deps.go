@@ -9,5 +9,6 @@ import (
 	_ "github.com/spf13/cobra"
 	_ "golang.org/x/text/unicode/norm"
 	_ "golang.org/x/tools/go/analysis"
+	_ "modernc.org/sqlite"
 	_ "pgregory.net/rapid"
 )

@@ -1,0 +1,619 @@
+package logic
+
+import (
+	"fmt"
+	"math"
+)
+
+// Limits bound an evaluation. A zero field means "no limit". Exceeding a
+// limit aborts the evaluation with a typed error and no result.
+type Limits struct {
+	MaxInputs  int   // base facts given at once (INPUT_BUDGET_EXHAUSTED)
+	MaxFirings int64 // rule instantiations that reach the head (RULE_BUDGET_EXHAUSTED)
+	MaxDepth   int   // semi-naive rounds within one stratum (DERIVATION_DEPTH_EXCEEDED)
+	MaxTuples  int64 // live tuples over all relations (TUPLE_BUDGET_EXHAUSTED)
+}
+
+// StratumStats describes the evaluation of one stratum.
+type StratumStats struct {
+	Relations  []string
+	Recursive  bool
+	Iterations int
+	Firings    int64
+	NewTuples  int64
+}
+
+// Stats describes the last evaluation or update of a materialization.
+type Stats struct {
+	Strata  []StratumStats
+	Firings int64
+	Tuples  int64 // live tuples after the evaluation
+}
+
+// Materialization is the evaluated state of a program over some base facts:
+// for every relation its positive and negative tuples, plus the base
+// supports that feed them. Queries on it are read-only and safe to call
+// concurrently; [Materialization.Apply] and [Solve] consume it.
+type Materialization struct {
+	c        *Compiled
+	syms     []string
+	symID    map[string]int64
+	tables   []*table
+	base     []map[int32]int32 // per table: row -> number of base supports
+	ledger   map[string]ledgerEntry
+	round    uint32
+	epoch    uint32
+	lim      Limits
+	stats    Stats
+	live     int64
+	consumed bool
+	// valid only while an update runs
+	start []int32
+}
+
+// Program returns the compiled program the materialization belongs to.
+func (m *Materialization) Program() *Compiled { return m.c }
+
+// Stats returns statistics of the evaluation or update that produced m.
+func (m *Materialization) Stats() Stats { return m.stats }
+
+func newMaterialization(c *Compiled, lim Limits) *Materialization {
+	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim}
+	m.syms = append([]string(nil), c.consts...)
+	for i, s := range m.syms {
+		m.symID[s] = int64(i)
+	}
+	m.tables = make([]*table, len(c.rels)*2)
+	m.base = make([]map[int32]int32, len(m.tables))
+	for t := range m.tables {
+		m.tables[t] = newTable(len(c.rels[t/2].types), c.indexes[t])
+		m.base[t] = map[int32]int32{}
+	}
+	return m
+}
+
+func (m *Materialization) internSym(s string) int64 {
+	if id, ok := m.symID[s]; ok {
+		return id
+	}
+	id := int64(len(m.syms))
+	m.syms = append(m.syms, s)
+	m.symID[s] = id
+	return id
+}
+
+// encode converts a fact to its table and tuple, interning symbols when
+// intern is set (otherwise an unknown symbol means the fact is absent,
+// reported by ok=false with a nil error).
+func (m *Materialization) encode(f Fact, intern bool) (int, []int64, bool, error) {
+	ri, found := m.c.relByName[f.Rel]
+	if !found {
+		return 0, nil, false, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", f.Rel)
+	}
+	rel := m.c.rels[ri]
+	if len(f.Args) != len(rel.types) {
+		return 0, nil, false, errorf(ArityMismatch, Pos{}, "%s has %d argument(s) but is declared with %d", f.Rel, len(f.Args), len(rel.types))
+	}
+	t := ri * 2
+	if f.Neg {
+		t++
+	}
+	tup := make([]int64, len(f.Args))
+	ok := true
+	for i, a := range f.Args {
+		want := rel.types[i]
+		if a.sym != (want == TypeSymbol) {
+			return 0, nil, false, errorf(TypeMismatch, Pos{}, "argument %d (%s) of %s must be a %s, got %s", i+1, rel.attrs[i], f.Rel, want, a)
+		}
+		if a.sym {
+			if intern {
+				tup[i] = m.internSym(a.s)
+			} else if id, ok2 := m.symID[a.s]; ok2 {
+				tup[i] = id
+			} else {
+				ok = false
+			}
+		} else {
+			tup[i] = a.n
+		}
+	}
+	return t, tup, ok, nil
+}
+
+func (m *Materialization) decode(t int, tup []int64) Fact {
+	rel := m.c.rels[t/2]
+	f := Fact{Rel: rel.name, Neg: t%2 == 1, Args: make([]Value, len(tup))}
+	for i, v := range tup {
+		if rel.types[i] == TypeSymbol {
+			f.Args[i] = Sym(m.syms[v])
+		} else {
+			f.Args[i] = Num(v)
+		}
+	}
+	return f
+}
+
+// Evaluate computes the materialization of a program over base facts from
+// scratch. Facts may carry either sign; a relation with rules may also have
+// base facts. Facts repeated are one base support.
+func Evaluate(c *Compiled, facts []Fact, lim Limits) (*Materialization, error) {
+	if lim.MaxInputs > 0 && len(facts) > lim.MaxInputs {
+		return nil, errorf(InputBudgetExceeded, Pos{}, "%d base facts exceed the input budget of %d", len(facts), lim.MaxInputs)
+	}
+	m := newMaterialization(c, lim)
+	for i, f := range facts {
+		t, tup, _, err := m.encode(f, true)
+		if err != nil {
+			e := err.(*Error)
+			e.Msg = fmt.Sprintf("base fact %d: %s", i+1, e.Msg)
+			return nil, e
+		}
+		r, added := m.tables[t].insert(tup, 0)
+		if added {
+			m.live++
+			m.base[t][r] = 1
+		}
+	}
+	if err := m.checkTuples(); err != nil {
+		return nil, err
+	}
+	if err := m.evalAll(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Materialization) checkTuples() *Error {
+	if m.lim.MaxTuples > 0 && m.live > m.lim.MaxTuples {
+		return errorf(TupleBudgetExceeded, Pos{}, "more than %d tuples: the tuple budget is exhausted", m.lim.MaxTuples)
+	}
+	return nil
+}
+
+func (m *Materialization) evalAll() error {
+	m.stats = Stats{}
+	for si := range m.c.strata {
+		if err := m.evalStratum(si); err != nil {
+			return err
+		}
+	}
+	m.stats.Tuples = m.live
+	return nil
+}
+
+// view selects the rows one body atom reads.
+type view struct {
+	useList bool
+	list    []int32
+	useRng  bool
+	lo, hi  int32 // range (useRng) or upper bound (rows < hi)
+	old     bool  // incremental: the state before the current update
+}
+
+// evalStratum runs stratified semi-naive evaluation of one stratum from
+// scratch (its tables hold only base facts so far).
+func (m *Materialization) evalStratum(si int) error {
+	s := m.c.strata[si]
+	if len(s.rules) == 0 {
+		return nil
+	}
+	st := StratumStats{Recursive: s.recursive}
+	for _, t := range s.tables {
+		st.Relations = append(st.Relations, tableName(m.c, t))
+	}
+	x := m.newExec()
+	x.mode = emitInsert
+	inStratum := func(t int) bool { return m.c.tstratum[t] == si }
+	hi := make([]int32, len(m.tables))
+	snap := func() {
+		for t, tb := range m.tables {
+			hi[t] = tb.n
+		}
+	}
+	lo := make([]int32, len(m.tables))
+	snap()
+	m.round++
+	st.Iterations = 1
+	before := m.live
+	for _, ri := range s.rules {
+		r := m.c.rules[ri]
+		for ai := range r.atoms {
+			x.views[ai] = view{hi: hi[r.atoms[ai].table]}
+		}
+		if err := x.runRule(r, r.plans[0]); err != nil {
+			return err
+		}
+	}
+	if s.recursive {
+		copy(lo, hi)
+		for {
+			snap()
+			any := false
+			for _, t := range s.tables {
+				if hi[t] > lo[t] {
+					any = true
+				}
+			}
+			if !any {
+				break
+			}
+			m.round++
+			st.Iterations++
+			if m.lim.MaxDepth > 0 && st.Iterations > m.lim.MaxDepth {
+				return errorf(DepthExceeded, Pos{}, "stratum %d (%s) needs more than %d rounds: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
+			}
+			for _, ri := range s.rules {
+				r := m.c.rules[ri]
+				for d := 0; d < r.npos; d++ {
+					dt := r.atoms[d].table
+					if !inStratum(dt) || hi[dt] == lo[dt] {
+						continue
+					}
+					for ai := range r.atoms {
+						t := r.atoms[ai].table
+						switch {
+						case ai == d:
+							x.views[ai] = view{useRng: true, lo: lo[t], hi: hi[t]}
+						case ai < d && ai < r.npos && inStratum(t):
+							x.views[ai] = view{hi: lo[t]}
+						default:
+							x.views[ai] = view{hi: hi[t]}
+						}
+					}
+					if err := x.runRule(r, r.plans[1+d]); err != nil {
+						return err
+					}
+				}
+			}
+			copy(lo, hi)
+		}
+	}
+	st.Firings = x.firings
+	st.NewTuples = m.live - before
+	m.stats.Firings += x.firings
+	m.stats.Strata = append(m.stats.Strata, st)
+	return nil
+}
+
+type emitMode uint8
+
+const (
+	emitInsert  emitMode = iota // add the head tuple to its table
+	emitCollect                 // call onMatch for every instantiation
+)
+
+// exec runs plans. It is reused across rules so registers and key buffers
+// are allocated once per stratum, not per tuple.
+type exec struct {
+	m       *Materialization
+	r       *rule
+	p       *plan
+	regs    []int64
+	views   []view
+	keys    [][]int64
+	head    []int64
+	rows    []int32 // per atom: the row matched (for supports)
+	target  []int64 // stHead: the tuple the head must equal
+	mode    emitMode
+	onMatch func(regs []int64) bool // emitCollect; false stops
+	added   []int32                 // rows inserted (when trackAdded)
+	track   bool
+	firings int64
+	err     error
+}
+
+func (m *Materialization) newExec() *exec {
+	maxAtoms, maxRegs, maxSteps, maxArity := 1, 1, 1, 1
+	for _, r := range m.c.rules {
+		maxAtoms = max(maxAtoms, len(r.atoms))
+		for _, p := range append(r.plans, r.headPlan) {
+			maxRegs = max(maxRegs, p.nregs)
+			maxSteps = max(maxSteps, len(p.steps))
+		}
+	}
+	for _, rel := range m.c.rels {
+		maxArity = max(maxArity, len(rel.types))
+	}
+	x := &exec{m: m, regs: make([]int64, maxRegs), views: make([]view, maxAtoms), rows: make([]int32, maxAtoms), head: make([]int64, maxArity)}
+	x.keys = make([][]int64, maxSteps)
+	for i := range x.keys {
+		x.keys[i] = make([]int64, maxArity)
+	}
+	return x
+}
+
+func (x *exec) runRule(r *rule, p *plan) error {
+	x.r, x.p = r, p
+	x.run(0)
+	return x.err
+}
+
+func (x *exec) fail(err *Error) bool {
+	if x.err == nil {
+		x.err = err
+	}
+	return false
+}
+
+// eval computes an expression over the registers with C integer semantics
+// (Go's truncating / and % agree with C; overflow wraps).
+func (x *exec) eval(e *expr) (int64, bool) {
+	switch e.kind {
+	case exConst:
+		return e.val, true
+	case exReg:
+		return x.regs[e.reg], true
+	}
+	l, ok := x.eval(e.l)
+	if !ok {
+		return 0, false
+	}
+	r, ok := x.eval(e.r)
+	if !ok {
+		return 0, false
+	}
+	switch e.op {
+	case '+':
+		return l + r, true
+	case '-':
+		return l - r, true
+	case '*':
+		return l * r, true
+	case '/', '%':
+		if r == 0 {
+			return 0, x.fail(errorf(DivisionByZero, e.pos, "division by zero in rule %s", x.r.text))
+		}
+		if r == -1 && l == math.MinInt64 {
+			if e.op == '/' {
+				return l, true // wraps, like the hardware would not: define it
+			}
+			return 0, true
+		}
+		if e.op == '/' {
+			return l / r, true
+		}
+		return l % r, true
+	}
+	return 0, x.fail(errorf(SyntaxError, e.pos, "unknown operator %c", e.op))
+}
+
+func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
+	if v.old {
+		if r >= x.m.start[tableIdx] {
+			return false
+		}
+		return t.died == nil || t.died[r] == 0 || t.died[r] == x.m.epoch
+	}
+	return r < v.hi && (t.died == nil || t.died[r] == 0)
+}
+
+// match binds and checks one row against a scan step.
+func (x *exec) match(s *step, t *table, r int32) bool {
+	o := int(r) * t.arity
+	for _, b := range s.binds {
+		x.regs[b.reg] = t.data[o+b.col]
+	}
+	for _, c := range s.checks {
+		var v int64
+		if c.e.kind == exReg {
+			v = x.regs[c.e.reg]
+		} else if c.e.kind == exConst {
+			v = c.e.val
+		} else {
+			var ok bool
+			if v, ok = x.eval(c.e); !ok {
+				return false
+			}
+		}
+		if t.data[o+c.col] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *exec) run(i int) bool {
+	if i == len(x.p.steps) {
+		return x.emit()
+	}
+	s := &x.p.steps[i]
+	switch s.kind {
+	case stScan:
+		t := x.m.tables[s.table]
+		v := &x.views[s.atom]
+		switch {
+		case v.useList:
+			for _, r := range v.list {
+				if x.match(s, t, r) && !x.next(s, r, i) {
+					return false
+				}
+			}
+		case v.useRng:
+			for r := v.lo; r < v.hi; r++ {
+				if t.died != nil && t.died[r] != 0 {
+					continue
+				}
+				if x.match(s, t, r) && !x.next(s, r, i) {
+					return false
+				}
+			}
+		case s.ix >= 0:
+			key := x.keys[i][:len(s.key)]
+			for k, e := range s.key {
+				switch e.kind {
+				case exReg:
+					key[k] = x.regs[e.reg]
+				case exConst:
+					key[k] = e.val
+				default:
+					val, ok := x.eval(e)
+					if !ok {
+						return false
+					}
+					key[k] = val
+				}
+			}
+			ix := t.idx[s.ix]
+			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {
+				if !x.visible(t, v, s.table, r) {
+					continue
+				}
+				if x.match(s, t, r) && !x.next(s, r, i) {
+					return false
+				}
+			}
+		default:
+			n := t.n
+			for r := int32(0); r < n; r++ {
+				if !x.visible(t, v, s.table, r) {
+					continue
+				}
+				if x.match(s, t, r) && !x.next(s, r, i) {
+					return false
+				}
+			}
+		}
+		return x.err == nil
+	case stNot:
+		t := x.m.tables[s.table]
+		v := &x.views[s.atom]
+		key := x.keys[i]
+		if s.ix >= 0 {
+			key = key[:0]
+			for _, e := range s.args {
+				if e != nil {
+					val, ok := x.eval(e)
+					if !ok {
+						return false
+					}
+					key = append(key, val)
+				}
+			}
+			ix := t.idx[s.ix]
+			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {
+				if x.visible(t, v, s.table, r) {
+					return true // a matching row exists: negation fails
+				}
+			}
+			return x.run(i + 1)
+		}
+		if len(s.args) > 0 && s.args[0] == nil {
+			// every argument is a wildcard
+			for r := int32(0); r < t.n; r++ {
+				if x.visible(t, v, s.table, r) {
+					return true
+				}
+			}
+			return x.run(i + 1)
+		}
+		key = key[:len(s.args)]
+		for k, e := range s.args {
+			val, ok := x.eval(e)
+			if !ok {
+				return false
+			}
+			key[k] = val
+		}
+		if r := t.find(key); r >= 0 && x.visible(t, v, s.table, r) {
+			return true
+		}
+		return x.run(i + 1)
+	case stFilter:
+		l, ok := x.eval(s.l)
+		if !ok {
+			return false
+		}
+		r, ok := x.eval(s.r)
+		if !ok {
+			return false
+		}
+		var pass bool
+		switch s.op {
+		case "=":
+			pass = l == r
+		case "!=":
+			pass = l != r
+		case "<":
+			pass = l < r
+		case "<=":
+			pass = l <= r
+		case ">":
+			pass = l > r
+		case ">=":
+			pass = l >= r
+		}
+		if !pass {
+			return true
+		}
+		return x.run(i + 1)
+	case stAssign:
+		v, ok := x.eval(s.e)
+		if !ok {
+			return false
+		}
+		x.regs[s.reg] = v
+		return x.run(i + 1)
+	case stHead:
+		for k, e := range x.r.hargs {
+			v, ok := x.eval(e)
+			if !ok {
+				return false
+			}
+			if v != x.target[k] {
+				return true
+			}
+		}
+		return x.run(i + 1)
+	}
+	return true
+}
+
+// next records the matched row and runs the rest of the plan.
+func (x *exec) next(s *step, r int32, i int) bool {
+	x.rows[s.atom] = r
+	return x.run(i + 1)
+}
+
+func (x *exec) emit() bool {
+	if x.mode == emitCollect {
+		return x.onMatch(x.regs)
+	}
+	x.firings++
+	if x.m.lim.MaxFirings > 0 && x.m.stats.Firings+x.firings > x.m.lim.MaxFirings {
+		return x.fail(errorf(RuleBudgetExhausted, x.r.pos, "more than %d rule firings: the rule budget is exhausted (last rule: %s)", x.m.lim.MaxFirings, x.r.text))
+	}
+	h := x.head[:len(x.r.hargs)]
+	for k, e := range x.r.hargs {
+		switch e.kind {
+		case exReg:
+			h[k] = x.regs[e.reg]
+		case exConst:
+			h[k] = e.val
+		default:
+			v, ok := x.eval(e)
+			if !ok {
+				return false
+			}
+			h[k] = v
+		}
+	}
+	t := x.m.tables[x.r.head]
+	r, added := t.insert(h, x.m.round)
+	if added {
+		x.m.live++
+		if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
+			return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
+		}
+		if x.track {
+			x.added = append(x.added, r)
+		}
+	} else if x.track && t.died != nil && t.died[r] == x.m.epoch {
+		// revived in an update: it counts as new for propagation
+		t.died[r] = 0
+		t.ndead--
+		t.round[r] = x.m.round
+		x.m.live++
+		x.added = append(x.added, r)
+	}
+	return true
+}

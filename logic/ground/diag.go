@@ -1,0 +1,197 @@
+package ground
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Diagnostic order is a total order over arbitrary caller values, canonical
+// or not. It is never hashed: it only fixes which malformed element of a
+// set-like collection is reported first, so that the rejection does not
+// depend on the order the caller listed the elements in. It follows the
+// reference's ranking: null < booleans < integers < floats < strings <
+// arrays < objects < anything else; strings by code points, arrays
+// element-wise, objects by their (key, value) entries in key order.
+
+const (
+	rankNull = iota
+	rankBool
+	rankInt
+	rankFloat
+	rankString
+	rankArray
+	rankObject
+	rankOther
+)
+
+func diagRank(v any) int {
+	switch x := v.(type) {
+	case nil:
+		return rankNull
+	case bool:
+		return rankBool
+	case int64, int, *big.Int:
+		return rankInt
+	case float64, float32:
+		return rankFloat
+	case json.Number:
+		if isIntegerLiteral(string(x)) {
+			return rankInt
+		}
+		return rankFloat
+	case string:
+		return rankString
+	case []any:
+		return rankArray
+	case map[string]any:
+		return rankObject
+	}
+	return rankOther
+}
+
+func asBig(v any) *big.Int {
+	switch x := v.(type) {
+	case int64:
+		return big.NewInt(x)
+	case int:
+		return big.NewInt(int64(x))
+	case *big.Int:
+		if x == nil {
+			return new(big.Int)
+		}
+		return x
+	case json.Number:
+		n, _ := new(big.Int).SetString(string(x), 10)
+		if n == nil {
+			return new(big.Int)
+		}
+		return n
+	}
+	return new(big.Int)
+}
+
+func asFloat(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	}
+	return 0
+}
+
+// pyFloatHex renders a float the way the reference's diagnostic key does
+// (hexadecimal significand, 13 digits, binary exponent).
+func pyFloatHex(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	sign := ""
+	if math.Signbit(f) {
+		sign = "-"
+		f = -f
+	}
+	if f == 0 {
+		return sign + "0x0.0p+0"
+	}
+	bits := math.Float64bits(f)
+	exp := int((bits >> 52) & 0x7ff)
+	mant := bits & (1<<52 - 1)
+	lead := "1"
+	e := exp - 1023
+	if exp == 0 {
+		lead = "0"
+		e = -1022
+	}
+	es := strconv.Itoa(e)
+	if e >= 0 {
+		es = "+" + es
+	}
+	m := strconv.FormatUint(mant, 16)
+	m = strings.Repeat("0", 13-len(m)) + m
+	return sign + "0x" + lead + "." + m + "p" + es
+}
+
+func compareCodePoints(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	return slices.Compare(ra, rb)
+}
+
+// diagCompare orders two values in diagnostic order.
+func diagCompare(a, b any) int {
+	ra, rb := diagRank(a), diagRank(b)
+	if ra != rb {
+		return cmp.Compare(ra, rb)
+	}
+	switch ra {
+	case rankNull:
+		return 0
+	case rankBool:
+		x, y := a.(bool), b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case rankInt:
+		return asBig(a).Cmp(asBig(b))
+	case rankFloat:
+		return strings.Compare(pyFloatHex(asFloat(a)), pyFloatHex(asFloat(b)))
+	case rankString:
+		return compareCodePoints(a.(string), b.(string))
+	case rankArray:
+		x, y := a.([]any), b.([]any)
+		for i := 0; i < len(x) && i < len(y); i++ {
+			if c := diagCompare(x[i], y[i]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(len(x), len(y))
+	case rankObject:
+		x, y := a.(map[string]any), b.(map[string]any)
+		kx, ky := sortedKeysCP(x), sortedKeysCP(y)
+		for i := 0; i < len(kx) && i < len(ky); i++ {
+			if c := compareCodePoints(kx[i], ky[i]); c != 0 {
+				return c
+			}
+			if c := diagCompare(x[kx[i]], y[ky[i]]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(len(kx), len(ky))
+	}
+	return 0
+}
+
+func sortedKeysCP(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareCodePoints)
+	return keys
+}
+
+// diagSorted returns a new slice holding xs in diagnostic order.
+func diagSorted(xs []any) []any {
+	out := slices.Clone(xs)
+	slices.SortStableFunc(out, diagCompare)
+	return out
+}
+
+func sortAny(xs []any, order func(a, b any) int) { slices.SortStableFunc(xs, order) }

@@ -1,0 +1,243 @@
+package logic
+
+// A plan is one join order for a rule: a sequence of steps run by a nested
+// loop over registers. Each rule has one plan per choice of delta atom (the
+// semi-naive variants), one that reads everything in full, and one with the
+// head's variables bound in advance (for supports and proofs).
+
+type stepKind uint8
+
+const (
+	stScan   stepKind = iota // match an atom against a table
+	stNot                    // default negation: no visible row matches
+	stFilter                 // comparison
+	stAssign                 // reg = expr (an equality that binds)
+	stHead                   // head plan: the computed head equals the target
+)
+
+type colReg struct{ col, reg int }
+
+type colExpr struct {
+	col int
+	e   *expr
+}
+
+type step struct {
+	kind   stepKind
+	atom   int // index into rule.atoms for scans and negations
+	table  int
+	ix     int     // index position in the table, -1 for none
+	key    []*expr // index key values, in index column order
+	binds  []colReg
+	checks []colExpr
+	args   []*expr // stNot: argument values, nil for a wildcard
+	op     string
+	l, r   *expr
+	reg    int
+	e      *expr
+}
+
+type plan struct {
+	delta int // atom index read from the delta, -1 for none
+	steps []step
+	nregs int
+}
+
+// plan builds every rule's plans and records the indexes they need.
+func (c *Compiled) plan() {
+	c.indexes = make([][]uint64, len(c.rels)*2)
+	for _, r := range c.rules {
+		r.plans = make([]*plan, 1+len(r.atoms))
+		r.plans[0] = c.buildPlan(r, -1, nil)
+		for i := range r.atoms {
+			r.plans[1+i] = c.buildPlan(r, i, nil)
+		}
+		pre := make([]bool, r.nvars)
+		for _, e := range r.hargs {
+			if e.kind == exReg {
+				pre[e.reg] = true
+			}
+		}
+		r.headPlan = c.buildPlan(r, -1, pre)
+	}
+}
+
+func (c *Compiled) needIndex(table int, mask uint64) int {
+	for i, m := range c.indexes[table] {
+		if m == mask {
+			return i
+		}
+	}
+	c.indexes[table] = append(c.indexes[table], mask)
+	return len(c.indexes[table]) - 1
+}
+
+type pendingCmp struct {
+	op   string
+	l, r *expr
+}
+
+func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
+	p := &plan{delta: delta, nregs: r.nvars}
+	bound := make([]bool, r.nvars, r.nvars+8)
+	copy(bound, pre)
+	isBound := func(e *expr) bool {
+		for _, v := range exprVars(e, nil) {
+			if v >= len(bound) || !bound[v] {
+				return false
+			}
+		}
+		return true
+	}
+	var cmps []pendingCmp
+	for _, cm := range r.cmps {
+		cmps = append(cmps, pendingCmp{cm.op, cm.l, cm.r})
+	}
+	negDone := make([]bool, len(r.atoms))
+	placed := make([]bool, len(r.atoms))
+	if delta >= r.npos {
+		negDone[delta] = true // its absence held in the state being read
+	}
+
+	scan := func(ai int, useIndex bool) {
+		a := &r.atoms[ai]
+		s := step{kind: stScan, atom: ai, table: a.table, ix: -1}
+		var mask uint64
+		var keyCols []int
+		var keyExprs []*expr
+		newly := map[int]bool{}
+		for col, e := range a.args {
+			switch {
+			case e == nil:
+			case isBound(e) && !newlyUses(e, newly):
+				if useIndex {
+					mask |= 1 << col
+					keyCols = append(keyCols, col)
+					keyExprs = append(keyExprs, e)
+				} else {
+					s.checks = append(s.checks, colExpr{col, e})
+				}
+			case e.kind == exReg && !bound[e.reg]:
+				s.binds = append(s.binds, colReg{col, e.reg})
+				bound[e.reg] = true
+				newly[e.reg] = true
+			case e.kind == exReg:
+				// repeated variable within this atom
+				s.checks = append(s.checks, colExpr{col, e})
+			default:
+				// an expression over variables not yet bound: capture the
+				// column in a temporary and compare once they are.
+				tmp := p.nregs
+				p.nregs++
+				bound = append(bound, true)
+				s.binds = append(s.binds, colReg{col, tmp})
+				cmps = append(cmps, pendingCmp{"=", e, &expr{kind: exReg, reg: tmp}})
+			}
+		}
+		if mask != 0 {
+			s.ix = c.needIndex(a.table, mask)
+			// key exprs must follow the index's column order (ascending)
+			_ = keyCols
+			s.key = keyExprs
+		}
+		p.steps = append(p.steps, s)
+		placed[ai] = true
+	}
+	flush := func() {
+		for changed := true; changed; {
+			changed = false
+			for i := 0; i < len(cmps); i++ {
+				cm := cmps[i]
+				lb, rb := isBound(cm.l), isBound(cm.r)
+				var st step
+				switch {
+				case lb && rb:
+					st = step{kind: stFilter, op: cm.op, l: cm.l, r: cm.r}
+				case cm.op == "=" && cm.l.kind == exReg && !lb && rb:
+					st = step{kind: stAssign, reg: cm.l.reg, e: cm.r}
+					bound[cm.l.reg] = true
+				case cm.op == "=" && cm.r.kind == exReg && !rb && lb:
+					st = step{kind: stAssign, reg: cm.r.reg, e: cm.l}
+					bound[cm.r.reg] = true
+				default:
+					continue
+				}
+				p.steps = append(p.steps, st)
+				cmps = append(cmps[:i], cmps[i+1:]...)
+				i--
+				changed = true
+			}
+			for ai := r.npos; ai < len(r.atoms); ai++ {
+				if negDone[ai] {
+					continue
+				}
+				a := &r.atoms[ai]
+				ok := true
+				for _, e := range a.args {
+					if e != nil && !isBound(e) {
+						ok = false
+					}
+				}
+				if !ok {
+					continue
+				}
+				st := step{kind: stNot, atom: ai, table: a.table, ix: -1, args: a.args}
+				var mask uint64
+				wild := false
+				for col, e := range a.args {
+					if e == nil {
+						wild = true
+					} else {
+						mask |= 1 << col
+					}
+				}
+				if wild && mask != 0 {
+					st.ix = c.needIndex(a.table, mask)
+				}
+				p.steps = append(p.steps, st)
+				negDone[ai] = true
+				changed = true
+			}
+		}
+	}
+	if delta >= 0 {
+		scan(delta, false)
+		placed[delta] = true
+	}
+	flush()
+	for {
+		best, bestScore := -1, -1
+		for ai := 0; ai < r.npos; ai++ {
+			if placed[ai] {
+				continue
+			}
+			score := 0
+			for _, e := range r.atoms[ai].args {
+				if e != nil && isBound(e) {
+					score++
+				}
+			}
+			if score > bestScore {
+				best, bestScore = ai, score
+			}
+		}
+		if best < 0 {
+			break
+		}
+		scan(best, true)
+		flush()
+	}
+	if pre != nil {
+		p.steps = append(p.steps, step{kind: stHead})
+	}
+	return p
+}
+
+func newlyUses(e *expr, newly map[int]bool) bool {
+	for _, v := range exprVars(e, nil) {
+		if newly[v] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,385 @@
+package logic
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Tuples returns the tuples of one side of a relation (neg selects the
+// explicitly negated side), sorted by value: numbers numerically, symbols
+// bytewise, column by column.
+func (m *Materialization) Tuples(rel string, neg bool) ([][]Value, error) {
+	ri, ok := m.c.relByName[rel]
+	if !ok {
+		return nil, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)
+	}
+	t := ri * 2
+	if neg {
+		t++
+	}
+	tb := m.tables[t]
+	out := make([][]Value, 0, tb.liveRows())
+	for r := int32(0); r < tb.n; r++ {
+		if tb.alive(r) {
+			out = append(out, m.decode(t, tb.row(r)).Args)
+		}
+	}
+	slices.SortFunc(out, func(a, b []Value) int {
+		for i := range a {
+			if c := compareValues(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Count returns the number of tuples of one side of a relation.
+func (m *Materialization) Count(rel string, neg bool) int {
+	ri, ok := m.c.relByName[rel]
+	if !ok {
+		return 0
+	}
+	t := ri * 2
+	if neg {
+		t++
+	}
+	return m.tables[t].liveRows()
+}
+
+// Has reports whether a signed fact has support.
+func (m *Materialization) Has(f Fact) (bool, error) {
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil || !ok {
+		return false, err
+	}
+	tb := m.tables[t]
+	r := tb.find(tup)
+	return r >= 0 && tb.alive(r), nil
+}
+
+// State returns the four-valued state of an atom (its sign is ignored).
+func (m *Materialization) State(atom Fact) (TruthState, error) {
+	atom.Neg = false
+	pos, err := m.Has(atom)
+	if err != nil {
+		return Neither, err
+	}
+	atom.Neg = true
+	neg, err := m.Has(atom)
+	if err != nil {
+		return Neither, err
+	}
+	return stateOf(pos, neg), nil
+}
+
+// Absence is a default-negation witness: no tuple of the (signed) pattern
+// has support in the completed stratum that holds it. Wildcard marks the
+// arguments that were `_`.
+type Absence struct {
+	Pattern  Fact
+	Wildcard []bool
+	Stratum  int
+}
+
+func (a Absence) String() string {
+	var b strings.Builder
+	b.WriteString("!")
+	if a.Pattern.Neg {
+		b.WriteByte('-')
+	}
+	b.WriteString(a.Pattern.Rel)
+	b.WriteByte('(')
+	for i, v := range a.Pattern.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if a.Wildcard[i] {
+			b.WriteByte('_')
+		} else {
+			b.WriteString(v.String())
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// Support is one reason a signed fact holds: either base support (named
+// supports in BaseIDs when the fact came through [Solve]) or one
+// instantiation of a rule whose premises hold and whose negated atoms are
+// absent.
+type Support struct {
+	Base     bool
+	BaseIDs  []string
+	Rule     int // rule index in source order, -1 for base support
+	RuleText string
+	RulePos  Pos
+	Premises []Fact
+	Absent   []Absence
+	rows     []int32 // premise rows, parallel to Premises
+	tables   []int
+}
+
+func (s Support) String() string {
+	if s.Base {
+		if len(s.BaseIDs) > 0 {
+			return "base support " + strings.Join(s.BaseIDs, ", ")
+		}
+		return "base fact"
+	}
+	parts := make([]string, 0, len(s.Premises)+len(s.Absent))
+	for _, p := range s.Premises {
+		parts = append(parts, p.String())
+	}
+	for _, a := range s.Absent {
+		parts = append(parts, a.String())
+	}
+	return fmt.Sprintf("rule %s (%s) with %s", s.RuleText, s.RulePos, strings.Join(parts, ", "))
+}
+
+// Supports returns every support of a signed fact that holds in m: its
+// base support first, then each satisfied rule instantiation in rule order
+// and premise order. A fact without support has none.
+func (m *Materialization) Supports(f Fact) ([]Support, error) {
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, nil
+	}
+	return m.supports(t, tup, nil)
+}
+
+// supports enumerates supports of a tuple; views are all-visible unless
+// custom is given (used by rederivation with a restricted state).
+func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, error) {
+	var out []Support
+	tb := m.tables[t]
+	if r := tb.find(tup); r >= 0 && tb.alive(r) && m.base[t][r] > 0 {
+		out = append(out, Support{Base: true, Rule: -1, BaseIDs: m.baseIDs(t, tup)})
+	}
+	if x == nil {
+		x = m.newExec()
+	}
+	x.mode = emitCollect
+	for _, r := range m.c.rules {
+		if r.head != t {
+			continue
+		}
+		for ai := range r.atoms {
+			x.views[ai] = view{hi: math.MaxInt32}
+		}
+		rr := r
+		x.onMatch = func(regs []int64) bool {
+			s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
+			for ai := 0; ai < rr.npos; ai++ {
+				at := rr.atoms[ai].table
+				row := x.rows[ai]
+				s.Premises = append(s.Premises, m.decode(at, m.tables[at].row(row)))
+				s.rows = append(s.rows, row)
+				s.tables = append(s.tables, at)
+			}
+			for ai := rr.npos; ai < len(rr.atoms); ai++ {
+				a := &rr.atoms[ai]
+				ab := Absence{Stratum: m.c.tstratum[a.table], Wildcard: make([]bool, len(a.args))}
+				vals := make([]int64, len(a.args))
+				for k, e := range a.args {
+					if e == nil {
+						ab.Wildcard[k] = true
+						continue
+					}
+					v, _ := x.eval(e)
+					vals[k] = v
+				}
+				ab.Pattern = m.decode(a.table, vals)
+				for k := range ab.Wildcard {
+					if ab.Wildcard[k] {
+						ab.Pattern.Args[k] = Value{}
+					}
+				}
+				s.Absent = append(s.Absent, ab)
+			}
+			out = append(out, s)
+			return true
+		}
+		x.target = tup
+		for k, e := range r.hargs {
+			if e.kind == exReg {
+				x.regs[e.reg] = tup[k]
+			}
+		}
+		x.err = nil
+		if err := x.runRule(r, r.headPlan); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Proof is a well-founded proof tree for a signed fact: a base support, or
+// a rule with the proofs of its premises and the absences it relied on.
+// Proofs of shared premises are the same *Proof value.
+type Proof struct {
+	Fact     Fact
+	Base     bool
+	BaseIDs  []string
+	Rule     int
+	RuleText string
+	RulePos  Pos
+	Premises []*Proof
+	Absent   []Absence
+}
+
+// Explanation is the answer to "why": an atom's state and one proof for
+// each side that holds (two for a BOTH conflict).
+type Explanation struct {
+	Atom     Fact
+	State    TruthState
+	Positive *Proof
+	Negative *Proof
+}
+
+// Why explains an atom: its state, and a minimal proof of each side present.
+func (m *Materialization) Why(atom Fact) (*Explanation, error) {
+	atom.Neg = false
+	st, err := m.State(atom)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{Atom: atom, State: st}
+	if st == TrueOnly || st == Both {
+		if e.Positive, err = m.Explain(atom); err != nil {
+			return nil, err
+		}
+	}
+	if st == FalseOnly || st == Both {
+		neg := atom
+		neg.Neg = true
+		if e.Negative, err = m.Explain(neg); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Explain returns a minimal proof tree for a signed fact. Each derived
+// node uses a rule instantiation whose premises were all derived in
+// earlier evaluation rounds, so the tree is finite; among those it picks
+// the one whose latest premise is earliest (shortest proof), ties broken
+// by rule and premise order.
+func (m *Materialization) Explain(f Fact) (*Proof, error) {
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil {
+		return nil, err
+	}
+	r := int32(-1)
+	if ok {
+		r = m.tables[t].find(tup)
+	}
+	if r < 0 || !m.tables[t].alive(r) {
+		return nil, errorf(UnknownFact, Pos{}, "%s has no support", f)
+	}
+	memo := map[[2]int32]*Proof{}
+	x := m.newExec()
+	return m.prove(t, r, memo, x)
+}
+
+func (m *Materialization) prove(t int, r int32, memo map[[2]int32]*Proof, x *exec) (*Proof, error) {
+	key := [2]int32{int32(t), r}
+	if p, ok := memo[key]; ok {
+		return p, nil
+	}
+	tb := m.tables[t]
+	tup := append([]int64(nil), tb.row(r)...)
+	p := &Proof{Fact: m.decode(t, tup), Rule: -1}
+	memo[key] = p
+	if m.base[t][r] > 0 {
+		p.Base = true
+		p.BaseIDs = m.baseIDs(t, tup)
+		return p, nil
+	}
+	sups, err := m.supports(t, tup, x)
+	if err != nil {
+		return nil, err
+	}
+	best := -1
+	var bestRound uint32
+	for i, s := range sups {
+		if s.Base {
+			continue
+		}
+		var latest uint32
+		ok := true
+		for k, pr := range s.rows {
+			rd := m.tables[s.tables[k]].round[pr]
+			if rd >= tb.round[r] && m.base[s.tables[k]][pr] == 0 {
+				ok = false
+				break
+			}
+			latest = max(latest, rd)
+		}
+		if ok && (best < 0 || latest < bestRound) {
+			best, bestRound = i, latest
+		}
+	}
+	if best < 0 {
+		return nil, errorf(UnknownFact, Pos{}, "internal error: %s has no well-founded support", p.Fact)
+	}
+	s := sups[best]
+	p.Rule, p.RuleText, p.RulePos, p.Absent = s.Rule, s.RuleText, s.RulePos, s.Absent
+	for k, pr := range s.rows {
+		sub, err := m.prove(s.tables[k], pr, memo, x)
+		if err != nil {
+			return nil, err
+		}
+		p.Premises = append(p.Premises, sub)
+	}
+	return p, nil
+}
+
+// Conflict is an atom in state BOTH with the supports of each side.
+type Conflict struct {
+	Atom     Fact
+	Positive []Support
+	Negative []Support
+}
+
+// Conflicts lists every BOTH atom, sorted by relation and arguments.
+func (m *Materialization) Conflicts() ([]Conflict, error) {
+	var out []Conflict
+	for ri, rel := range m.c.rels {
+		pt, nt := m.tables[ri*2], m.tables[ri*2+1]
+		if nt.liveRows() == 0 || pt.liveRows() == 0 {
+			continue
+		}
+		var atoms []Fact
+		for r := int32(0); r < nt.n; r++ {
+			if !nt.alive(r) {
+				continue
+			}
+			if pr := pt.find(nt.row(r)); pr >= 0 && pt.alive(pr) {
+				atoms = append(atoms, m.decode(ri*2, nt.row(r)))
+			}
+		}
+		_ = rel
+		slices.SortFunc(atoms, compareFacts)
+		for _, a := range atoms {
+			c := Conflict{Atom: a}
+			var err error
+			if c.Positive, err = m.Supports(a); err != nil {
+				return nil, err
+			}
+			neg := a
+			neg.Neg = true
+			if c.Negative, err = m.Supports(neg); err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

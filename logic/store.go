@@ -1,0 +1,285 @@
+package logic
+
+// table stores the tuples of one relation side as dense rows of int64
+// values (symbols are interned ids), with an open-addressing hash set for
+// deduplication and hash indexes on the column sets rules look up by.
+// Rows are never moved while an evaluation runs, so row numbers are stable
+// handles; deleted rows are marked dead and skipped.
+type table struct {
+	arity int
+	data  []int64
+	n     int32
+	round []uint32 // evaluation round that (re)derived each row; for proofs
+	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
+	ndead int32
+	slots []int32 // hash set: row+1, 0 empty, -1 deleted
+	used  int     // occupied slots incl. tombstones
+	idx   []*index
+}
+
+// index maps the values of some columns to a chain of rows, newest first.
+type index struct {
+	mask  uint64
+	cols  []int
+	slots []int32 // head row+1 of the chain for one key, 0 empty
+	used  int
+	next  []int32 // per row: next row in its chain, -1 at the end
+}
+
+const hashSeed = 0x9E3779B97F4A7C15
+
+func mix(h uint64, v int64) uint64 {
+	h ^= uint64(v)
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 31
+	return h
+}
+
+func newTable(arity int, masks []uint64) *table {
+	t := &table{arity: arity, slots: make([]int32, 16)}
+	for _, m := range masks {
+		ix := &index{mask: m, slots: make([]int32, 16)}
+		for c := 0; c < arity; c++ {
+			if m&(1<<c) != 0 {
+				ix.cols = append(ix.cols, c)
+			}
+		}
+		t.idx = append(t.idx, ix)
+	}
+	return t
+}
+
+func (t *table) row(r int32) []int64 {
+	o := int(r) * t.arity
+	return t.data[o : o+t.arity : o+t.arity]
+}
+
+func (t *table) alive(r int32) bool { return t.died == nil || t.died[r] == 0 }
+
+func hashTuple(v []int64) uint64 {
+	h := uint64(hashSeed)
+	for _, x := range v {
+		h = mix(h, x)
+	}
+	return h
+}
+
+func (t *table) equalRow(r int32, v []int64) bool {
+	o := int(r) * t.arity
+	for i, x := range v {
+		if t.data[o+i] != x {
+			return false
+		}
+	}
+	return true
+}
+
+// find returns the row holding tuple v in the hash set, or -1. The row may
+// be dead if it died in the current update (dead rows stay in the set until
+// the update finishes).
+func (t *table) find(v []int64) int32 {
+	mask := uint64(len(t.slots) - 1)
+	for i := hashTuple(v) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if s > 0 && t.equalRow(s-1, v) {
+			return s - 1
+		}
+	}
+}
+
+// insert adds tuple v unless present; it returns the row and whether it
+// was added. A present row is returned as is (even if dead).
+func (t *table) insert(v []int64, round uint32) (int32, bool) {
+	if (t.used+1)*4 >= len(t.slots)*3 {
+		t.rehash()
+	}
+	mask := uint64(len(t.slots) - 1)
+	tomb := int64(-1)
+	i := hashTuple(v) & mask
+	for ; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			break
+		}
+		if s < 0 {
+			if tomb < 0 {
+				tomb = int64(i)
+			}
+			continue
+		}
+		if t.equalRow(s-1, v) {
+			return s - 1, false
+		}
+	}
+	r := t.n
+	t.n++
+	t.data = append(t.data, v...)
+	t.round = append(t.round, round)
+	if t.died != nil {
+		t.died = append(t.died, 0)
+	}
+	if tomb >= 0 {
+		t.slots[tomb] = r + 1
+	} else {
+		t.slots[i] = r + 1
+		t.used++
+	}
+	for _, ix := range t.idx {
+		ix.add(t, r)
+	}
+	return r, true
+}
+
+func (t *table) rehash() {
+	size := len(t.slots) * 2
+	for size*3 <= int(t.n-t.ndead+1)*4*2 {
+		size *= 2
+	}
+	old := t.slots
+	t.slots = make([]int32, size)
+	t.used = 0
+	mask := uint64(size - 1)
+	for _, s := range old {
+		if s <= 0 {
+			continue
+		}
+		i := hashTuple(t.row(s-1)) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+		t.used++
+	}
+}
+
+// unlink removes row r from the hash set (after it died for good).
+func (t *table) unlink(r int32) {
+	mask := uint64(len(t.slots) - 1)
+	for i := hashTuple(t.row(r)) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return
+		}
+		if s == r+1 {
+			t.slots[i] = -1
+			return
+		}
+	}
+}
+
+func (ix *index) keyHash(t *table, r int32) uint64 {
+	h := uint64(hashSeed)
+	o := int(r) * t.arity
+	for _, c := range ix.cols {
+		h = mix(h, t.data[o+c])
+	}
+	return h
+}
+
+func (ix *index) add(t *table, r int32) {
+	if (ix.used+1)*2 >= len(ix.slots) {
+		ix.grow(t)
+	}
+	ix.next = append(ix.next, -1)
+	mask := uint64(len(ix.slots) - 1)
+	o := int(r) * t.arity
+	for i := ix.keyHash(t, r) & mask; ; i = (i + 1) & mask {
+		s := ix.slots[i]
+		if s == 0 {
+			ix.slots[i] = r + 1
+			ix.used++
+			return
+		}
+		ho := int(s-1) * t.arity
+		same := true
+		for _, c := range ix.cols {
+			if t.data[ho+c] != t.data[o+c] {
+				same = false
+				break
+			}
+		}
+		if same {
+			ix.next[r] = s - 1
+			ix.slots[i] = r + 1
+			return
+		}
+	}
+}
+
+func (ix *index) grow(t *table) {
+	old := ix.slots
+	ix.slots = make([]int32, len(old)*2)
+	mask := uint64(len(ix.slots) - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		i := ix.keyHash(t, s-1) & mask
+		for ix.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		ix.slots[i] = s
+	}
+}
+
+// lookup returns the newest row whose indexed columns equal key, or -1;
+// follow ix.next for older rows.
+func (ix *index) lookup(t *table, key []int64) int32 {
+	h := uint64(hashSeed)
+	for _, x := range key {
+		h = mix(h, x)
+	}
+	mask := uint64(len(ix.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := ix.slots[i]
+		if s == 0 {
+			return -1
+		}
+		ho := int(s-1) * t.arity
+		same := true
+		for k, c := range ix.cols {
+			if t.data[ho+c] != key[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return s - 1
+		}
+	}
+}
+
+func (t *table) indexFor(mask uint64) *index {
+	for _, ix := range t.idx {
+		if ix.mask == mask {
+			return ix
+		}
+	}
+	return nil
+}
+
+// clone deep-copies the table.
+func (t *table) clone() *table {
+	u := *t
+	u.data = append([]int64(nil), t.data...)
+	u.round = append([]uint32(nil), t.round...)
+	if t.died != nil {
+		u.died = append([]uint32(nil), t.died...)
+	}
+	u.slots = append([]int32(nil), t.slots...)
+	u.idx = make([]*index, len(t.idx))
+	for i, ix := range t.idx {
+		v := *ix
+		v.cols = append([]int(nil), ix.cols...)
+		v.slots = append([]int32(nil), ix.slots...)
+		v.next = append([]int32(nil), ix.next...)
+		u.idx[i] = &v
+	}
+	return &u
+}
+
+// liveRows counts rows that are alive.
+func (t *table) liveRows() int { return int(t.n - t.ndead) }

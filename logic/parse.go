@@ -547,10 +547,8 @@ func (p *parser) bodyItem() (BodyItem, *Error) {
 			// restore: re-lex from the saved state
 			p.lx = save
 			p.tok = saveTok
-			p.peek = nil
-			if _, err := p.lookahead(); err != nil {
-				return nil, err
-			}
+			identTok := la
+			p.peek = &identTok
 			if isAtom {
 				a, err := p.atom(true)
 				if err != nil {

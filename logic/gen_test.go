@@ -1,0 +1,169 @@
+package logic
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// genRel describes a relation of a generated program.
+type genRel struct {
+	name  string
+	arity int
+}
+
+var genRels = []genRel{{"e", 2}, {"f", 1}, {"p", 2}, {"q", 1}, {"r", 2}, {"s", 1}}
+
+// genProgram draws a random, usually well-formed program over small
+// numbers: recursion, default and explicit negation, comparisons and
+// bounded arithmetic. Programs that fail Check are still useful inputs for
+// the checker; differential tests skip them.
+func genProgram(t *rapid.T) string {
+	var b strings.Builder
+	for _, r := range genRels {
+		attrs := make([]string, r.arity)
+		for i := range attrs {
+			attrs[i] = fmt.Sprintf("a%d: number", i)
+		}
+		fmt.Fprintf(&b, ".decl %s(%s)\n", r.name, strings.Join(attrs, ", "))
+	}
+	nrules := rapid.IntRange(1, 6).Draw(t, "nrules")
+	vars := []string{"A", "B", "C"}
+	for i := 0; i < nrules; i++ {
+		head := genRels[rapid.IntRange(2, len(genRels)-1).Draw(t, "head")]
+		var body []string
+		bound := map[string]bool{}
+		natoms := rapid.IntRange(1, 3).Draw(t, "natoms")
+		for j := 0; j < natoms; j++ {
+			rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "brel")]
+			args := make([]string, rel.arity)
+			for k := range args {
+				switch rapid.IntRange(0, 9).Draw(t, "argkind") {
+				case 0:
+					args[k] = fmt.Sprint(rapid.IntRange(0, 3).Draw(t, "const"))
+				case 1:
+					args[k] = "_"
+				default:
+					v := vars[rapid.IntRange(0, len(vars)-1).Draw(t, "var")]
+					args[k] = v
+					bound[v] = true
+				}
+			}
+			sign := ""
+			if rapid.IntRange(0, 6).Draw(t, "bneg") == 0 {
+				sign = "-"
+			}
+			body = append(body, fmt.Sprintf("%s%s(%s)", sign, rel.name, strings.Join(args, ", ")))
+		}
+		var bvars []string
+		for _, v := range vars {
+			if bound[v] {
+				bvars = append(bvars, v)
+			}
+		}
+		if len(bvars) == 0 {
+			bvars = nil
+		}
+		pick := func(label string) string {
+			if len(bvars) == 0 || rapid.IntRange(0, 4).Draw(t, label+"c") == 0 {
+				return fmt.Sprint(rapid.IntRange(0, 3).Draw(t, label+"k"))
+			}
+			return bvars[rapid.IntRange(0, len(bvars)-1).Draw(t, label)]
+		}
+		if len(bvars) > 0 && rapid.IntRange(0, 3).Draw(t, "hasarith") == 0 {
+			op := []string{"+", "-", "*", "/", "%"}[rapid.IntRange(0, 4).Draw(t, "aop")]
+			rhs := fmt.Sprint(rapid.IntRange(1, 2).Draw(t, "ak"))
+			if rapid.Bool().Draw(t, "avar") {
+				rhs = pick("arhs")
+			}
+			body = append(body, fmt.Sprintf("D = %s %s %s", pick("alhs"), op, rhs), "D >= 0", "D < 5")
+			bvars = append(bvars, "D")
+		}
+		if len(bvars) > 0 && rapid.IntRange(0, 2).Draw(t, "hascmp") == 0 {
+			op := []string{"<", "<=", ">", ">=", "=", "!="}[rapid.IntRange(0, 5).Draw(t, "cop")]
+			body = append(body, fmt.Sprintf("%s %s %s", pick("cl"), op, pick("cr")))
+		}
+		if rapid.IntRange(0, 2).Draw(t, "hasnot") == 0 {
+			rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "nrel")]
+			args := make([]string, rel.arity)
+			for k := range args {
+				if rapid.IntRange(0, 4).Draw(t, "nwild") == 0 {
+					args[k] = "_"
+				} else {
+					args[k] = pick("narg")
+				}
+			}
+			sign := ""
+			if rapid.IntRange(0, 5).Draw(t, "nneg") == 0 {
+				sign = "-"
+			}
+			body = append(body, fmt.Sprintf("!%s%s(%s)", sign, rel.name, strings.Join(args, ", ")))
+		}
+		hargs := make([]string, head.arity)
+		for k := range hargs {
+			hargs[k] = pick("harg")
+		}
+		hsign := ""
+		if rapid.IntRange(0, 4).Draw(t, "hneg") == 0 {
+			hsign = "-"
+		}
+		fmt.Fprintf(&b, "%s%s(%s) :- %s.\n", hsign, head.name, strings.Join(hargs, ", "), strings.Join(body, ", "))
+	}
+	return b.String()
+}
+
+func genFacts(t *rapid.T) []Fact {
+	n := rapid.IntRange(0, 14).Draw(t, "nfacts")
+	var out []Fact
+	for i := 0; i < n; i++ {
+		rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "frel")]
+		f := Fact{Rel: rel.name, Neg: rapid.IntRange(0, 5).Draw(t, "fneg") == 0}
+		for k := 0; k < rel.arity; k++ {
+			f.Args = append(f.Args, Num(int64(rapid.IntRange(0, 4).Draw(t, "fv"))))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// assertSameAsOracle compares every relation, both signs, with the naive
+// evaluator.
+func assertSameAsOracle(t *rapid.T, c *Compiled, m *Materialization, base []Fact, src string) {
+	n, err := naiveEval(c, base)
+	if err != nil {
+		t.Skip("oracle:", err)
+	}
+	for _, rel := range c.rels {
+		for _, neg := range []bool{false, true} {
+			got, _ := m.Tuples(rel.name, neg)
+			want := n.sorted(map[bool]string{false: "", true: "-"}[neg] + rel.name)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("relation %s neg=%v:\n got %v\nwant %v\nprogram:\n%s\nfacts: %v", rel.name, neg, got, want, src, base)
+			}
+		}
+	}
+}
+
+func TestEvaluateMatchesNaiveOracle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		src := genProgram(t)
+		c, err := Load("gen.dl", []byte(src))
+		if err != nil {
+			if e, ok := err.(*Error); !ok || (e.Code != NegativeRecursion && e.Code != UnsafeVariable && e.Code != TypeMismatch) {
+				t.Fatalf("unexpected check error %v for\n%s", err, src)
+			}
+			t.Skip("rejected program")
+		}
+		base := genFacts(t)
+		m, err := Evaluate(c, base, Limits{MaxTuples: 20000})
+		if err != nil {
+			if e, ok := err.(*Error); ok && (e.Code == DivisionByZero || e.Code == TupleBudgetExceeded) {
+				t.Skip("budget or division")
+			}
+			t.Fatalf("evaluate: %v\n%s", err, src)
+		}
+		assertSameAsOracle(t, c, m, base, src)
+	})
+}

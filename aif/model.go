@@ -118,7 +118,7 @@ func checkNames(names []string, at string) error {
 	seen := make(map[string]bool, len(names))
 	for i, n := range names {
 		if n == "" || seen[n] {
-			return errf(CodeName, ptr(at, i), "name %q is empty or repeated", n)
+			return errf(CodeName, at+"/"+strconv.Itoa(i), "name %q is empty or repeated", n)
 		}
 		seen[n] = true
 	}

@@ -16,6 +16,7 @@ type Limits struct {
 
 // StratumStats describes the evaluation of one stratum.
 type StratumStats struct {
+	Index      int // stratum number, as used in absence witnesses
 	Relations  []string
 	Recursive  bool
 	Iterations int
@@ -197,7 +198,7 @@ func (m *Materialization) evalStratum(si int) error {
 	if len(s.rules) == 0 {
 		return nil
 	}
-	st := StratumStats{Recursive: s.recursive}
+	st := StratumStats{Index: si, Recursive: s.recursive}
 	for _, t := range s.tables {
 		st.Relations = append(st.Relations, tableName(m.c, t))
 	}

@@ -137,6 +137,9 @@ func (s Support) String() string {
 	for _, a := range s.Absent {
 		parts = append(parts, a.String())
 	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("rule %s (%s)", s.RuleText, s.RulePos)
+	}
 	return fmt.Sprintf("rule %s (%s) with %s", s.RuleText, s.RulePos, strings.Join(parts, ", "))
 }
 

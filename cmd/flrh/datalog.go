@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/logic"
+)
+
+// datalogFlags are shared by `flrh datalog` and `flrh why`.
+type datalogFlags struct {
+	factsDir  string
+	maxTuples int64
+	maxFiring int64
+}
+
+func (f *datalogFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.factsDir, "fact-dir", "F", ".", "directory holding <relation>.facts for each .input relation")
+	cmd.Flags().Int64Var(&f.maxTuples, "max-tuples", 200_000_000, "stop with TUPLE_BUDGET_EXHAUSTED beyond this many tuples (0: no limit)")
+	cmd.Flags().Int64Var(&f.maxFiring, "max-firings", 0, "stop with RULE_BUDGET_EXHAUSTED beyond this many rule firings (0: no limit)")
+}
+
+// loadAndEvaluate reads and checks the program, reads every .input fact
+// file and evaluates. Malformed programs and fact files are usage errors.
+func (f *datalogFlags) loadAndEvaluate(progPath string) (*logic.Materialization, time.Duration, error) {
+	src, err := os.ReadFile(progPath)
+	if err != nil {
+		return nil, 0, usagef("%v", err)
+	}
+	c, err := logic.Load(progPath, src)
+	if err != nil {
+		return nil, 0, usageError{err}
+	}
+	var facts []logic.Fact
+	for _, rel := range c.Inputs() {
+		path := filepath.Join(f.factsDir, c.IOFile(rel, true))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, 0, usagef("cannot read facts of %s: %v", rel, err)
+		}
+		fs, err := logic.ReadFacts(c, rel, false, path, data)
+		if err != nil {
+			return nil, 0, usageError{err}
+		}
+		facts = append(facts, fs...)
+	}
+	start := time.Now()
+	m, err := logic.Evaluate(c, facts, logic.Limits{MaxTuples: f.maxTuples, MaxFirings: f.maxFiring})
+	if err != nil {
+		return nil, 0, err
+	}
+	return m, time.Since(start), nil
+}
+
+func init() {
+	var flags datalogFlags
+	var outDir string
+	var stats, explain bool
+	cmd := &cobra.Command{
+		Use:   "datalog PROGRAM.dl [-F FACTS_DIR] [-D OUT_DIR|-]",
+		Short: "Evaluate a Datalog program the way Soufflé does",
+		Long: `Evaluate a Datalog program (the Soufflé subset plus explicit negation).
+
+Each .input relation is read from FACTS_DIR/<relation>.facts (tab-separated);
+each .output relation is written to OUT_DIR/<relation>.csv (tab-separated,
+sorted), or to standard output with -D -. Nothing is written when the program,
+a fact file or the evaluation fails.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, took, err := flags.loadAndEvaluate(args[0])
+			if err != nil {
+				return err
+			}
+			c := m.Program()
+			out := cmd.OutOrStdout()
+			if outDir == "-" {
+				for _, rel := range c.Outputs() {
+					data, err := m.WriteFacts(rel, false)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(out, "---------------\n%s\n===============\n%s===============\n", rel, data)
+				}
+			} else if err := writeOutputs(m, outDir); err != nil {
+				return err
+			}
+			if stats {
+				printStats(cmd.ErrOrStderr(), m, took)
+			}
+			if explain {
+				return printConflicts(cmd.ErrOrStderr(), m)
+			}
+			return nil
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVarP(&outDir, "output-dir", "D", ".", "directory for <relation>.csv, or - for standard output")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print per-stratum iterations, firings and tuples to standard error")
+	cmd.Flags().BoolVar(&explain, "explain", false, "name every conflicting (BOTH) atom with both sides' supports on standard error")
+	rootCmd.AddCommand(cmd)
+}
+
+// writeOutputs writes every output relation to a temporary file first and
+// renames them into place only when all were written, so a failure leaves
+// no partial output.
+func writeOutputs(m *logic.Materialization, dir string) error {
+	c := m.Program()
+	type pending struct{ tmp, final string }
+	var done []pending
+	cleanup := func() {
+		for _, p := range done {
+			os.Remove(p.tmp)
+		}
+	}
+	for _, rel := range c.Outputs() {
+		data, err := m.WriteFacts(rel, false)
+		if err != nil {
+			cleanup()
+			return err
+		}
+		final := filepath.Join(dir, c.IOFile(rel, false))
+		tmp, err := os.CreateTemp(dir, ".flrh-"+rel+"-*")
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s: %w", final, err)
+		}
+		done = append(done, pending{tmp.Name(), final})
+		if _, err := tmp.Write(data); err != nil {
+			tmp.Close()
+			cleanup()
+			return fmt.Errorf("writing %s: %w", final, err)
+		}
+		if err := tmp.Close(); err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s: %w", final, err)
+		}
+	}
+	for _, p := range done {
+		if err := os.Rename(p.tmp, p.final); err != nil {
+			cleanup()
+			return fmt.Errorf("writing %s: %w", p.final, err)
+		}
+	}
+	return nil
+}
+
+func printStats(w io.Writer, m *logic.Materialization, took time.Duration) {
+	st := m.Stats()
+	fmt.Fprintf(w, "stratum\titerations\tfirings\tnew tuples\trelations\n")
+	for _, s := range st.Strata {
+		rec := ""
+		if s.Recursive {
+			rec = " (recursive)"
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s%s\n", s.Index, s.Iterations, s.Firings, s.NewTuples, strings.Join(s.Relations, ", "), rec)
+	}
+	fmt.Fprintf(w, "total: %d firings, %d tuples, %s\n", st.Firings, st.Tuples, took.Round(time.Microsecond))
+}
+
+func printConflicts(w io.Writer, m *logic.Materialization) error {
+	cs, err := m.Conflicts()
+	if err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "no conflicts")
+		return nil
+	}
+	for _, c := range cs {
+		fmt.Fprintf(w, "conflict: %s is BOTH\n", c.Atom)
+		for _, s := range c.Positive {
+			fmt.Fprintf(w, "  + %s\n", s)
+		}
+		for _, s := range c.Negative {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package logic
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// ReadFacts parses a Soufflé fact file for relation rel: one tuple per
+// line, columns separated by a tab, symbols written raw, numbers in
+// decimal. A final line without a newline is accepted; a trailing empty
+// line is not a tuple. name is used in error positions (name:line:col).
+// Negative evidence can be supplied with neg.
+func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]Fact, error) {
+	ri, ok := c.relByName[rel]
+	if !ok {
+		return nil, errorf(UndeclaredRelation, Pos{File: name}, "relation %s is not declared", rel)
+	}
+	info := c.rels[ri]
+	var out []Fact
+	line := 0
+	for len(data) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		if len(info.types) == 0 {
+			out = append(out, Fact{Rel: rel, Neg: neg})
+			continue
+		}
+		cols := strings.Split(string(l), "\t")
+		if len(cols) != len(info.types) {
+			return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: 1}, "%s has %d column(s) but %s is declared with %d", describeLine(l), len(cols), rel, len(info.types))
+		}
+		f := Fact{Rel: rel, Neg: neg, Args: make([]Value, len(cols))}
+		col := 1
+		for i, s := range cols {
+			if info.types[i] == TypeNumber {
+				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				if err != nil {
+					return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: col}, "column %d (%s) of %s must be a number, found %q", i+1, info.attrs[i], rel, s)
+				}
+				f.Args[i] = Num(n)
+			} else {
+				if !utf8Valid(s) {
+					return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: col}, "column %d (%s) of %s is not valid UTF-8", i+1, info.attrs[i], rel)
+				}
+				f.Args[i] = Sym(s)
+			}
+			col += len(s) + 1
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func describeLine(l []byte) string {
+	if len(l) == 0 {
+		return "empty line"
+	}
+	return "line"
+}
+
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// WriteFacts renders one side of a relation in the Soufflé output format:
+// one tuple per line in sorted order, tab-separated.
+func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
+	tups, err := m.Tuples(rel, neg)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	for _, t := range tups {
+		for i, v := range t {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			if v.sym {
+				b.WriteString(v.s)
+			} else {
+				b.WriteString(strconv.FormatInt(v.n, 10))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
+}
+
+// ParseFact parses a signed ground atom such as `path("a", 3)` or
+// `-blocked("x")` against the program's declarations.
+func ParseFact(c *Compiled, text string) (Fact, error) {
+	p := &parser{lx: lexer{file: "fact", src: []byte(text), line: 1, col: 1}, prog: &Program{}}
+	if err := p.advance(); err != nil {
+		return Fact{}, err
+	}
+	a, err := p.atom(true)
+	if err != nil {
+		return Fact{}, err
+	}
+	if p.is(".") {
+		if err := p.advance(); err != nil {
+			return Fact{}, err
+		}
+	}
+	if p.tok.kind != tEOF {
+		return Fact{}, errorf(SyntaxError, p.tok.pos, "unexpected %s after the fact", describe(p.tok))
+	}
+	_, rel, cerr := c.resolveAtom(a)
+	if cerr != nil {
+		return Fact{}, cerr
+	}
+	f := Fact{Rel: a.Name, Neg: a.Neg, Args: make([]Value, len(a.Args))}
+	for i, t := range a.Args {
+		switch t := t.(type) {
+		case *NumConst:
+			if rel.types[i] != TypeNumber {
+				return Fact{}, errorf(TypeMismatch, t.Pos, "argument %d (%s) of %s must be a symbol", i+1, rel.attrs[i], rel.name)
+			}
+			f.Args[i] = Num(t.Val)
+		case *SymConst:
+			if rel.types[i] != TypeSymbol {
+				return Fact{}, errorf(TypeMismatch, t.Pos, "argument %d (%s) of %s must be a number", i+1, rel.attrs[i], rel.name)
+			}
+			f.Args[i] = Sym(t.Val)
+		default:
+			return Fact{}, errorf(UnsafeVariable, t.termPos(), "argument %d of %s must be a constant, found %s", i+1, rel.name, t)
+		}
+	}
+	return f, nil
+}

@@ -186,7 +186,7 @@ func persistentReject(code, path string, lt int64, bundleDigest any) *Rejection 
 
 // validateCheckpoint checks a prior checkpoint's shape, versions, digest,
 // bindings and every cache entry, and returns its materialization and cache.
-func validateCheckpoint(cp any, ruleBundle any, lt int64, k *keys) (map[string]any, []any, *Rejection) {
+func validateCheckpoint(cp any, ruleBundle any, lt int64, k *keys, lim persistentLimits) (map[string]any, []any, *Rejection) {
 	var bd any
 	if m, ok := ruleBundle.(map[string]any); ok {
 		bd = m["rule_bundle_digest"]
@@ -277,7 +277,7 @@ func validateCheckpoint(cp any, ruleBundle any, lt int64, k *keys) (map[string]a
 	if bs, ok := mat["base_supports"].([]any); ok {
 		baseCount = len(bs)
 	}
-	if len(cache) > MaxCacheEntries || baseCount > MaxActiveBaseSupports || len(mustCanonical(c)) > MaxCheckpointBytes {
+	if len(cache) > lim.cacheEntries || baseCount > lim.activeBase || len(mustCanonical(c)) > lim.checkpointBytes {
 		return rej(CodePersistentBoundsExceeded, "/prior_checkpoint")
 	}
 	return mat, cache, nil
@@ -477,7 +477,19 @@ func restorePrior(v any, b *bundle) (*prior, *kernelError) {
 // then compared byte for byte with the public Solve, which stays the
 // oracle. It returns an LPersistentLStep wire, or an inherited LRejection, or
 // an LPersistentLRejection; never partial state, never a modified argument.
-func StepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64) (step map[string]any, rej *Rejection) {
+func StepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64) (map[string]any, *Rejection) {
+	return stepIncremental(priorCheckpoint, ruleBundle, inputs, logicalTime, contractLimits)
+}
+
+// persistentLimits are the checkpoint bounds; tests shrink them to probe the
+// exact N / N+1 boundaries without building 65536-entry caches.
+type persistentLimits struct {
+	activeBase, cacheEntries, bodyEvaluations, checkpointBytes int
+}
+
+var contractLimits = persistentLimits{MaxActiveBaseSupports, MaxCacheEntries, MaxBodyEvaluations, MaxCheckpointBytes}
+
+func stepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64, lim persistentLimits) (step map[string]any, rej *Rejection) {
 	lt := logicalTime
 	var bd *string
 	defer func() {
@@ -496,7 +508,7 @@ func StepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64)
 	var priorCache []any
 	k := newKeys()
 	if priorCheckpoint != nil {
-		mat, cache, r := validateCheckpoint(priorCheckpoint, ruleBundle, logicalTime, k)
+		mat, cache, r := validateCheckpoint(priorCheckpoint, ruleBundle, logicalTime, k, lim)
 		if r != nil {
 			return nil, r
 		}
@@ -514,10 +526,10 @@ func StepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64)
 	bdig := candidate["rule_bundle_digest"].(string)
 	bd = &bdig
 	mat := candidate["next_materialization"].(map[string]any)
-	if len(mat["base_supports"].([]any)) > MaxActiveBaseSupports {
+	if len(mat["base_supports"].([]any)) > lim.activeBase {
 		return nil, persistentReject(CodePersistentBoundsExceeded, "/next_checkpoint/materialization/base_supports", logicalTime, bdig)
 	}
-	if len(cache) > MaxCacheEntries || ev.executed > MaxBodyEvaluations {
+	if len(cache) > lim.cacheEntries || ev.executed > int64(lim.bodyEvaluations) {
 		return nil, persistentReject(CodePersistentBoundsExceeded, "/next_checkpoint/evaluation_cache", logicalTime, bdig)
 	}
 	checkpoint := map[string]any{
@@ -539,7 +551,7 @@ func StepIncremental(priorCheckpoint, ruleBundle, inputs any, logicalTime int64)
 		"contract_version":                     PersistentContract,
 		"checkpoint_without_checkpoint_digest": withoutKey(checkpoint, "checkpoint_digest"),
 	})
-	if len(mustCanonical(checkpoint)) > MaxCheckpointBytes {
+	if len(mustCanonical(checkpoint)) > lim.checkpointBytes {
 		return nil, persistentReject(CodePersistentBoundsExceeded, "/next_checkpoint", logicalTime, bdig)
 	}
 	var priorDigest any

@@ -1,0 +1,114 @@
+package kernel
+
+import (
+	"flrh.dev/flrh/protocol"
+)
+
+// Profile declares what a domain accepts. The kernel enforces it: a
+// snapshot or payload with a member the profile does not declare is
+// malformed, and versions must equal the profile's exactly (there is no
+// migration chain: a version change is a new profile).
+type Profile struct {
+	Workflow    string // versions.workflow of every snapshot and event
+	StateSchema string // versions.state_schema of every snapshot
+	EventSchema string // versions.event_schema of every event
+
+	// EventTypes maps each accepted payload event_type to the payload
+	// members the domain owns, besides the kernel's event_type,
+	// aggregate_id and expected_revision. Every listed member is required.
+	EventTypes map[string][]string
+
+	// StateMembers are the snapshot members the domain owns, beside the
+	// kernel's. Every listed member is required.
+	StateMembers []string
+
+	// InitialState is the domain state of a new aggregate.
+	InitialState protocol.Object
+
+	// FactIdentity names the identity domain of derivation ids, so that the
+	// same fact content in two workflows never shares an identity by accident.
+	FactIdentity string
+
+	// Bounds on one event's emission.
+	MinFacts, MaxFacts, MaxProposals int
+}
+
+// Fault is a domain's refusal: a rejection code (DOMAIN_REJECTED,
+// INVARIANT_VIOLATION or MALFORMED_ACCEPTED_EVENT are the usual ones), the
+// JSON Pointer of the offending value within the step input (see
+// PayloadPath and SnapshotPath) and a context of scalar values.
+type Fault struct {
+	Code    string
+	Path    string
+	Context map[string]any
+}
+
+// PayloadPath returns the step-input pointer of a payload member.
+func PayloadPath(rel string) string { return "/accepted_event/payload" + rel }
+
+// SnapshotPath returns the step-input pointer of a snapshot member.
+func SnapshotPath(rel string) string { return "/snapshot" + rel }
+
+// Evolution is a domain's next state after an event.
+type Evolution struct {
+	State protocol.Object
+	Close bool // close the aggregate: the next snapshot rejects every event
+}
+
+// Fact is one base fact change a domain derives from an event. The kernel
+// stamps logical time, causation, versions and the derivation identity.
+type Fact struct {
+	Tuple      protocol.Object // non-empty
+	Provenance protocol.Object // non-empty
+	Diff       int64           // +1 inserts this support, -1 retracts it
+}
+
+// Proposal is an inert effect suggestion. The kernel binds the action and
+// destination by digest, stamps cause, correlation and versions, sorts the
+// preconditions and derives the proposal identity and dedup key. Nothing
+// here can carry authority.
+type Proposal struct {
+	EffectType    string
+	Action        protocol.Object // non-empty explicit action data
+	Destination   protocol.Object // non-empty explicit destination data
+	GoalID        string
+	ObligationID  string
+	RiskHint      string // read_only, reversible, high_risk_external or unknown
+	Preconditions []string
+}
+
+// Emission is what one event yields.
+type Emission struct {
+	Facts     []Fact
+	Proposals []Proposal
+}
+
+// Command is a request to change an aggregate, before it became an event.
+// Its members are domain-defined; "type" names the command.
+type Command = protocol.Object
+
+// Domain is the logic of one workflow. Every method is pure: it may read
+// only its arguments, which are copies it may keep.
+type Domain interface {
+	// Profile declares the versions, payloads and state the domain accepts.
+	Profile() Profile
+
+	// Decide turns a command into the payloads of the events to accept
+	// (each without event_type, aggregate_id and expected_revision, which
+	// the caller stamps), or refuses it.
+	Decide(s Snapshot, c Command) ([]protocol.Object, *Fault)
+
+	// CheckState validates the domain-owned members of a snapshot.
+	CheckState(state protocol.Object) *Fault
+
+	// CheckPayload validates the domain-owned members of an event payload
+	// of a declared type. It runs before versions, aggregate and revision
+	// are compared with the snapshot.
+	CheckPayload(eventType string, payload protocol.Object) *Fault
+
+	// Evolve folds an accepted event into the domain state.
+	Evolve(s Snapshot, e Event) (Evolution, *Fault)
+
+	// Emit derives the facts and proposals of an accepted event.
+	Emit(s Snapshot, e Event) (Emission, *Fault)
+}

@@ -1,0 +1,594 @@
+package kernel
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// Step applies one accepted event to a snapshot under a domain. It is
+// StepValue on the cjson value form of its typed arguments.
+func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
+	ev, err := toValue(e)
+	if err != nil {
+		return nil, canonicalRejection("/accepted_event", err, nil, nil)
+	}
+	return StepValue(d, s.Wire(), ev)
+}
+
+// StepJSON applies one accepted event, given as JSON text, to a snapshot,
+// given as JSON text. Text that is not flrh-cjson/1 (a float, an integer
+// outside int64, a non-NFC string, an escaped lone surrogate, a duplicate
+// key) is rejected with CANONICALIZATION_VIOLATION and the flrh-cjson/1
+// code in the context; text that is not JSON at all is malformed.
+func StepJSON(d Domain, snapshotJSON, eventJSON []byte) (*Transition, error) {
+	sv, serr := cjson.Decode(snapshotJSON)
+	ev, eerr := cjson.Decode(eventJSON)
+	if serr != nil || eerr != nil {
+		// The rejection still names the event id and snapshot revision
+		// when a lenient reading finds them.
+		eventID := lenientEventID(eventJSON)
+		revision := lenientRevision(snapshotJSON)
+		if serr != nil {
+			return nil, canonicalRejection("/snapshot", serr, eventID, revision)
+		}
+		if r := parseSnapshotOnly(d, sv, eventID); r != nil {
+			return nil, r
+		}
+		return nil, canonicalRejection("/accepted_event", eerr, eventID, revision)
+	}
+	return StepValue(d, sv, ev)
+}
+
+// StepValue applies one accepted event to a snapshot, both given in the
+// cjson value model (map[string]any, []any, string, int64, bool, nil).
+//
+// Checks run in this order; the first failure is returned as a *Rejection:
+//
+//  1. the snapshot: canonical form, closed member set, kind, schema
+//     version, aggregate id, revision, domain state, phase, last logical
+//     time, last event id, versions;
+//  2. the event: canonical form, closed member set, kind, ids, causation,
+//     logical time, timestamps, versions, payload shape, event type,
+//     payload aggregate id and expected revision, domain payload;
+//  3. compatibility: workflow, state schema, event schema,
+//     canonicalization, whole version envelope, aggregate id, expected
+//     revision, logical time, closed phase, revision headroom;
+//  4. the domain's evolution and emission, then the output invariants.
+//
+// StepValue never mutates its arguments.
+func StepValue(d Domain, snapshot, event any) (*Transition, error) {
+	p := d.Profile()
+	s, rej := parseSnapshot(d, p, snapshot, event)
+	if rej != nil {
+		return nil, rej
+	}
+	e, rej := parseEvent(d, p, event, snapshot)
+	if rej != nil {
+		return nil, rej
+	}
+	if rej := compatible(p, s, e, snapshot, event); rej != nil {
+		return nil, rej
+	}
+	return apply(d, p, s, e, snapshot, event)
+}
+
+func toValue(v any) (any, error) {
+	b, err := cjson.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return cjson.Decode(b)
+}
+
+// reject builds a rejection, reading the event id and snapshot revision
+// from the raw inputs only when they are well-formed.
+func reject(code, path string, snapshot, event any, ctx map[string]any) *Rejection {
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	r := &Rejection{
+		Kind:            KindRejection,
+		SchemaVersion:   ResultSchemaVersion,
+		ContractVersion: ContractVersion,
+		Code:            code,
+		Path:            path,
+		Context:         ctx,
+	}
+	r.EventID, r.SnapshotRevision = eventIDOf(event), revisionOf(snapshot)
+	return r
+}
+
+// eventIDOf reads a well-formed event_id from a raw event, or nil.
+func eventIDOf(event any) *string {
+	if m, ok := event.(map[string]any); ok {
+		if id, ok := m["event_id"].(string); ok && cjson.ValidID(id) {
+			return &id
+		}
+	}
+	return nil
+}
+
+// revisionOf reads a well-formed revision from a raw snapshot, or nil.
+func revisionOf(snapshot any) *int64 {
+	if m, ok := snapshot.(map[string]any); ok {
+		if rev, ok := m["revision"].(int64); ok && rev >= 0 {
+			return &rev
+		}
+	}
+	return nil
+}
+
+func canonicalRejection(root string, err error, eventID *string, revision *int64) *Rejection {
+	r := &Rejection{
+		Kind:             KindRejection,
+		SchemaVersion:    ResultSchemaVersion,
+		ContractVersion:  ContractVersion,
+		EventID:          eventID,
+		SnapshotRevision: revision,
+	}
+	ce, ok := err.(*cjson.Error)
+	if !ok {
+		r.Code, r.Path, r.Context = CodeCanonicalizationViolation, root, map[string]any{}
+		return r
+	}
+	switch ce.Code {
+	case cjson.CodeSyntax, cjson.CodeTrailingData, cjson.CodeInvalidUTF8:
+		// Not JSON text at all: malformed rather than non-canonical.
+		r.Code = CodeMalformedSnapshot
+		if root == "/accepted_event" {
+			r.Code = CodeMalformedAcceptedEvent
+		}
+		r.Path = root
+		r.Context = map[string]any{"canonical_code": string(ce.Code)}
+		return r
+	}
+	r.Code = CodeCanonicalizationViolation
+	r.Path = root
+	if ce.Pointer != "/" {
+		r.Path += ce.Pointer
+	}
+	r.Context = map[string]any{"canonical_code": string(ce.Code)}
+	return r
+}
+
+// lenientEventID reads event_id the way a plain JSON reader would, so a
+// rejection of non-canonical event text can still name the event.
+func lenientEventID(text []byte) *string {
+	var probe struct {
+		EventID any `json:"event_id"`
+	}
+	if json.Unmarshal(text, &probe) != nil {
+		return nil
+	}
+	if id, ok := probe.EventID.(string); ok && cjson.ValidID(id) {
+		return &id
+	}
+	return nil
+}
+
+func lenientRevision(text []byte) *int64 {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var probe struct {
+		Revision *json.Number `json:"revision"`
+	}
+	if dec.Decode(&probe) != nil || probe.Revision == nil {
+		return nil
+	}
+	n, err := probe.Revision.Int64()
+	if err != nil || n < 0 || strings.ContainsAny(string(*probe.Revision), ".eE") {
+		return nil
+	}
+	return &n
+}
+
+// parseSnapshotOnly checks a decoded snapshot when the event text failed to
+// decode, so that snapshot faults keep their precedence.
+func parseSnapshotOnly(d Domain, sv any, eventID *string) *Rejection {
+	_, rej := parseSnapshot(d, d.Profile(), sv, nil)
+	if rej != nil {
+		rej.EventID = eventID
+	}
+	return rej
+}
+
+func exactMembers(m map[string]any, want []string) bool {
+	if len(m) != len(want) {
+		return false
+	}
+	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func nonNegInt(v any) (int64, bool) {
+	n, ok := v.(int64)
+	return n, ok && n >= 0
+}
+
+func validVersion(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && !strings.ContainsRune("._:+/-", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+var versionMembers = []string{
+	"workflow", "state_schema", "event_schema", "graph_schema", "rule_set", "dataflow",
+	"canonicalization", "tool", "model", "oracle", "gate", "resolver", "composition_profile",
+}
+
+func parseVersions(v any) (protocol.VersionEnvelope, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || !exactMembers(m, versionMembers) {
+		return protocol.VersionEnvelope{}, false
+	}
+	get := func(k string) (string, bool) {
+		s, ok := m[k].(string)
+		return s, ok && validVersion(s)
+	}
+	var env protocol.VersionEnvelope
+	fields := []*string{&env.Workflow, &env.StateSchema, &env.EventSchema, &env.GraphSchema, &env.RuleSet,
+		&env.Dataflow, &env.Canonicalization, &env.Tool, &env.Model, &env.Oracle, &env.Gate, &env.Resolver,
+		&env.CompositionProfile}
+	for i, k := range versionMembers {
+		s, ok := get(k)
+		if !ok {
+			return protocol.VersionEnvelope{}, false
+		}
+		*fields[i] = s
+	}
+	return env, true
+}
+
+func parseSnapshot(d Domain, p Profile, raw, event any) (Snapshot, *Rejection) {
+	if _, err := cjson.Encode(raw); err != nil {
+		return Snapshot{}, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+	}
+	bad := func(rel string) (Snapshot, *Rejection) {
+		return Snapshot{}, reject(CodeMalformedSnapshot, "/snapshot"+rel, raw, event, nil)
+	}
+	m, ok := raw.(map[string]any)
+	if !ok || !exactMembers(m, append(slices.Clone(kernelSnapshotMembers), p.StateMembers...)) {
+		return bad("")
+	}
+	if m["kind"] != KindSnapshot {
+		return bad("/kind")
+	}
+	if m["schema_version"] != SnapshotSchemaVersion {
+		return Snapshot{}, reject(CodeUnsupportedStateSchema, "/snapshot/schema_version", raw, event,
+			map[string]any{"expected": SnapshotSchemaVersion})
+	}
+	var s Snapshot
+	if s.AggregateID, ok = m["aggregate_id"].(string); !ok || !cjson.ValidID(s.AggregateID) {
+		return bad("/aggregate_id")
+	}
+	if s.Revision, ok = nonNegInt(m["revision"]); !ok {
+		return bad("/revision")
+	}
+	s.State = protocol.Object{}
+	for _, k := range p.StateMembers {
+		s.State[k] = deepCopy(m[k])
+	}
+	if f := d.CheckState(deepCopyObject(s.State)); f != nil {
+		return Snapshot{}, reject(f.Code, f.Path, raw, event, f.Context)
+	}
+	if s.Phase, _ = m["phase"].(string); s.Phase != PhaseOpen && s.Phase != PhaseClosed {
+		return bad("/phase")
+	}
+	if v := m["last_logical_time"]; v != nil {
+		n, ok := nonNegInt(v)
+		if !ok {
+			return bad("/last_logical_time")
+		}
+		s.LastLogicalTime = &n
+	}
+	if v := m["last_event_id"]; v != nil {
+		id, ok := v.(string)
+		if !ok || !cjson.ValidID(id) {
+			return bad("/last_event_id")
+		}
+		s.LastEventID = &id
+	}
+	if s.Versions, ok = parseVersions(m["versions"]); !ok {
+		return bad("/versions")
+	}
+	return s, nil
+}
+
+var eventMembers = []string{
+	"kind", "event_id", "payload", "occurred_at", "received_at", "logical_time",
+	"correlation_id", "causation_id", "idempotency_key", "versions",
+}
+
+var kernelPayloadMembers = []string{"event_type", "aggregate_id", "expected_revision"}
+
+func parseEvent(d Domain, p Profile, raw, snapshot any) (Event, *Rejection) {
+	if _, err := cjson.Encode(raw); err != nil {
+		return Event{}, canonicalRejection("/accepted_event", err, eventIDOf(raw), revisionOf(snapshot))
+	}
+	bad := func(rel string) (Event, *Rejection) {
+		return Event{}, reject(CodeMalformedAcceptedEvent, "/accepted_event"+rel, snapshot, raw, nil)
+	}
+	m, ok := raw.(map[string]any)
+	if !ok || !exactMembers(m, eventMembers) {
+		return bad("")
+	}
+	if m["kind"] != protocol.KindAcceptedEvent {
+		return bad("/kind")
+	}
+	var e Event
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"event_id", &e.ID}, {"correlation_id", &e.CorrelationID}, {"idempotency_key", new(string)}} {
+		if *f.dst, ok = m[f.name].(string); !ok || !cjson.ValidID(*f.dst) {
+			return bad("/" + f.name)
+		}
+	}
+	if v := m["causation_id"]; v != nil {
+		id, ok := v.(string)
+		if !ok || !cjson.ValidID(id) {
+			return bad("/causation_id")
+		}
+		e.CausationID = &id
+	}
+	if e.LogicalTime, ok = nonNegInt(m["logical_time"]); !ok {
+		return bad("/logical_time")
+	}
+	for _, f := range []string{"occurred_at", "received_at"} {
+		if ts, ok := m[f].(string); !ok || !protocol.ValidTimestamp(ts) {
+			return bad("/" + f)
+		}
+	}
+	if e.Versions, ok = parseVersions(m["versions"]); !ok {
+		return bad("/versions")
+	}
+	payload, ok := m["payload"].(map[string]any)
+	if !ok {
+		return bad("/payload")
+	}
+	e.Type, ok = payload["event_type"].(string)
+	if !ok {
+		return bad("/payload")
+	}
+	members, known := p.EventTypes[e.Type]
+	if !known {
+		// A payload shaped like no declared type is malformed; one shaped
+		// like a declared type but naming another type is unsupported.
+		for _, t := range sortedKeys(p.EventTypes) {
+			if exactMembers(payload, append(slices.Clone(kernelPayloadMembers), p.EventTypes[t]...)) {
+				return Event{}, reject(CodeUnsupportedEventPayload, "/accepted_event/payload/event_type", snapshot, raw,
+					map[string]any{"expected": strings.Join(sortedKeys(p.EventTypes), ",")})
+			}
+		}
+		return bad("/payload")
+	}
+	if !exactMembers(payload, append(slices.Clone(kernelPayloadMembers), members...)) {
+		return bad("/payload")
+	}
+	if e.AggregateID, ok = payload["aggregate_id"].(string); !ok || !cjson.ValidID(e.AggregateID) {
+		return bad("/payload/aggregate_id")
+	}
+	if e.ExpectedRevision, ok = nonNegInt(payload["expected_revision"]); !ok {
+		return bad("/payload/expected_revision")
+	}
+	e.Payload = deepCopyObject(payload)
+	if f := d.CheckPayload(e.Type, deepCopyObject(e.Payload)); f != nil {
+		return Event{}, reject(f.Code, f.Path, snapshot, raw, f.Context)
+	}
+	return e, nil
+}
+
+func compatible(p Profile, s Snapshot, e Event, rawS, rawE any) *Rejection {
+	expect := func(code, path, want string) *Rejection {
+		return reject(code, path, rawS, rawE, map[string]any{"expected": want})
+	}
+	switch {
+	case s.Versions.Workflow != p.Workflow || e.Versions.Workflow != p.Workflow:
+		return expect(CodeWorkflowVersionMismatch, "/versions/workflow", p.Workflow)
+	case s.Versions.StateSchema != p.StateSchema:
+		return expect(CodeUnsupportedStateSchema, "/snapshot/versions/state_schema", p.StateSchema)
+	case e.Versions.EventSchema != p.EventSchema:
+		return expect(CodeUnsupportedEventSchema, "/accepted_event/versions/event_schema", p.EventSchema)
+	case s.Versions.Canonicalization != Canonicalization || e.Versions.Canonicalization != Canonicalization:
+		return expect(CodeUnsupportedCanonicalization, "/versions/canonicalization", Canonicalization)
+	case s.Versions != e.Versions:
+		return reject(CodeVersionEnvelopeMismatch, "/versions", rawS, rawE, nil)
+	case s.AggregateID != e.AggregateID:
+		return reject(CodeSnapshotEventMismatch, "/accepted_event/payload/aggregate_id", rawS, rawE, nil)
+	case s.Revision != e.ExpectedRevision:
+		return reject(CodeStaleRevision, "/accepted_event/payload/expected_revision", rawS, rawE,
+			map[string]any{"expected": s.Revision})
+	case s.LastLogicalTime != nil && e.LogicalTime < *s.LastLogicalTime:
+		return reject(CodeLogicalTimeRegression, "/accepted_event/logical_time", rawS, rawE,
+			map[string]any{"minimum": *s.LastLogicalTime})
+	case s.Phase == PhaseClosed:
+		return reject(CodeDomainRejected, "/snapshot/phase", rawS, rawE, map[string]any{"phase": PhaseClosed})
+	case s.Revision == math.MaxInt64:
+		return reject(CodeInvariantViolation, "/snapshot/revision", rawS, rawE,
+			map[string]any{"invariant": "revision_increment_within_int64"})
+	}
+	return nil
+}
+
+func invariant(name string, rawS, rawE any) *Rejection {
+	return reject(CodeInvariantViolation, "/accepted_event/payload", rawS, rawE, map[string]any{"invariant": name})
+}
+
+func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transition, error) {
+	ev, f := d.Evolve(copySnapshot(s), copyEvent(e))
+	if f != nil {
+		return nil, reject(f.Code, f.Path, rawS, rawE, f.Context)
+	}
+	em, f := d.Emit(copySnapshot(s), copyEvent(e))
+	if f != nil {
+		return nil, reject(f.Code, f.Path, rawS, rawE, f.Context)
+	}
+	if len(em.Facts) < p.MinFacts || len(em.Facts) > p.MaxFacts {
+		return nil, invariant("fact_count_within_profile", rawS, rawE)
+	}
+	if len(em.Proposals) > p.MaxProposals {
+		return nil, invariant("proposal_count_within_profile", rawS, rawE)
+	}
+
+	facts := make([]protocol.FactDelta, 0, len(em.Facts))
+	seen := map[string]bool{}
+	for _, fact := range em.Facts {
+		fd, ok := buildFact(p, e, fact)
+		if !ok {
+			return nil, invariant("fact_well_formed", rawS, rawE)
+		}
+		if seen[fd.DerivationID] {
+			return nil, invariant("unique_derivation_ids", rawS, rawE)
+		}
+		seen[fd.DerivationID] = true
+		facts = append(facts, fd)
+	}
+	proposals := make([]protocol.EffectProposal, 0, len(em.Proposals))
+	seen = map[string]bool{}
+	for _, prop := range em.Proposals {
+		ep, ok := buildProposal(e, prop)
+		if !ok {
+			return nil, invariant("proposal_well_formed", rawS, rawE)
+		}
+		if seen[ep.ProposalID] {
+			return nil, invariant("unique_proposal_ids", rawS, rawE)
+		}
+		seen[ep.ProposalID] = true
+		proposals = append(proposals, ep)
+	}
+
+	next := Snapshot{
+		AggregateID:     s.AggregateID,
+		Revision:        s.Revision + 1,
+		Phase:           s.Phase,
+		LastLogicalTime: &e.LogicalTime,
+		LastEventID:     &e.ID,
+		Versions:        s.Versions,
+		State:           ev.State,
+	}
+	if ev.Close {
+		next.Phase = PhaseClosed
+	}
+	// The next snapshot must itself be a valid input: replay depends on it.
+	nextValue, err := toValue(next.Wire())
+	if err != nil {
+		return nil, invariant("next_snapshot_canonical", rawS, rawE)
+	}
+	if _, rej := parseSnapshot(d, p, nextValue, nil); rej != nil {
+		return nil, invariant("next_snapshot_valid", rawS, rawE)
+	}
+	next.State = protocol.Object{}
+	for _, k := range p.StateMembers {
+		next.State[k] = nextValue.(map[string]any)[k]
+	}
+
+	factBytes, err := sortCanonical(facts)
+	if err != nil {
+		return nil, invariant("fact_canonical", rawS, rawE)
+	}
+	propBytes, err := sortCanonical(proposals)
+	if err != nil {
+		return nil, invariant("proposal_canonical", rawS, rawE)
+	}
+	priorBytes, err := cjson.Encode(rawS)
+	if err != nil {
+		return nil, invariant("prior_snapshot_canonical", rawS, rawE)
+	}
+	nextBytes, err := cjson.Encode(nextValue)
+	if err != nil {
+		return nil, invariant("next_snapshot_canonical", rawS, rawE)
+	}
+	t := &Transition{
+		Kind:                KindTransition,
+		SchemaVersion:       ResultSchemaVersion,
+		ContractVersion:     ContractVersion,
+		EventID:             e.ID,
+		PriorSnapshotDigest: cjson.Digest(priorBytes),
+		NextSnapshot:        next,
+		FactDeltas:          facts,
+		EffectProposals:     proposals,
+	}
+	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, cjson.Digest(nextBytes), factBytes, propBytes)
+	if err != nil {
+		return nil, invariant("transition_digest", rawS, rawE)
+	}
+	return t, nil
+}
+
+// sortCanonical sorts objects in place by their canonical bytes (each
+// canonicalised at its own root kind) and returns those bytes in order.
+func sortCanonical[T protocol.Wire](items []T) ([][]byte, error) {
+	type pair struct {
+		b    []byte
+		item T
+	}
+	pairs := make([]pair, len(items))
+	for i, it := range items {
+		b, err := cjson.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		pairs[i] = pair{b, it}
+	}
+	sort.SliceStable(pairs, func(i, j int) bool { return bytes.Compare(pairs[i].b, pairs[j].b) < 0 })
+	out := make([][]byte, len(pairs))
+	for i, p := range pairs {
+		items[i] = p.item
+		out[i] = p.b
+	}
+	return out, nil
+}
+
+// transitionDigest hashes the contract's projection of a transition: the
+// contract version, the event id, the prior and next snapshot digests and
+// the ordered digests of the emitted facts and proposals. Ingress-only
+// members of the event (timestamps, causation, ingress key) are not bound.
+func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (string, error) {
+	digests := func(bs [][]byte) []any {
+		out := make([]any, len(bs))
+		for i, b := range bs {
+			out[i] = cjson.Digest(b)
+		}
+		return out
+	}
+	return cjson.DigestOf(map[string]any{
+		"kind":                            "FTransitionDigestProjection",
+		"contract_version":                ContractVersion,
+		"event_id":                        eventID,
+		"prior_snapshot_digest":           prior,
+		"next_snapshot_digest":            next,
+		"ordered_fact_delta_digests":      digests(facts),
+		"ordered_effect_proposal_digests": digests(proposals),
+	})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -83,11 +83,11 @@ func mustStep(t testing.TB, snapshot, event []byte) *Transition {
 
 func TestM1SuccessCases(t *testing.T) {
 	cases := []struct {
-		id, ref         string
-		ops             []op
-		digest          string
-		revision        int64
-		phase           string
+		id, ref          string
+		ops              []op
+		digest           string
+		revision         int64
+		phase            string
 		facts, proposals int
 	}{
 		{"observe-no-effect", "observe-no-effect", nil,

@@ -1,0 +1,20 @@
+package seam
+
+import (
+	"bytes"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// assertCanonical checks that b is already in flrh-cjson/1 form.
+func assertCanonical(t testing.TB, b []byte) {
+	t.Helper()
+	c, err := cjson.Canonicalize(b)
+	if err != nil {
+		t.Fatalf("not canonical JSON: %v", err)
+	}
+	if !bytes.Equal(c, b) {
+		t.Fatalf("writer output is not canonical\n got %s\nwant %s", b, c)
+	}
+}

@@ -1,0 +1,604 @@
+package seam
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/frontier"
+)
+
+// fact is a validated fact state with its derived key and state.
+type fact struct {
+	positive, negative []string // sorted
+	state              TruthState
+	key                string // fact_key, computed on first use
+}
+
+// parsedQuery is a query that passed every binding check.
+type parsedQuery struct {
+	proposal   frontier.Value
+	proposalID string
+	reqs       []FactRequirement // canonical order
+	reqCanon   [][]byte
+	frontier   []string // sorted
+	digest     string   // the derived query digest
+}
+
+func (pq *parsedQuery) appendLists(b []byte, reqKey, frontierKey string) []byte {
+	b = append(b, reqKey...)
+	b = append(b, '[')
+	for i, r := range pq.reqCanon {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
+	b = append(b, "],"...)
+	b = append(b, frontierKey...)
+	b = appendIDs(b, pq.frontier)
+	return b
+}
+
+// preimage is the LRQueryPreimage.
+func (pq *parsedQuery) preimage() []byte {
+	b := append([]byte(nil), `{"contract_version":`...)
+	b = cjson.AppendString(b, ContractVersion)
+	b = append(b, `,"kind":"LRQueryPreimage",`...)
+	b = pq.appendLists(b, `"ordered_fact_requirements":`, `"ordered_frontier_precondition_ids":`)
+	b = append(b, `,"proposal":`...)
+	b = append(b, pq.proposal.CanonicalJSON()...)
+	return append(b, '}')
+}
+
+// canonical is the LRProjectionQuery with its derived digest.
+func (pq *parsedQuery) canonical() []byte {
+	b := append([]byte(nil), '{')
+	b = pq.appendLists(b, `"fact_requirements":`, `"frontier_precondition_ids":`)
+	b = append(b, `,"kind":"LRProjectionQuery","proposal":`...)
+	b = append(b, pq.proposal.CanonicalJSON()...)
+	b = append(b, `,"query_digest":`...)
+	b = cjson.AppendString(b, pq.digest)
+	return append(b, '}')
+}
+
+func appendIDs(b []byte, ids []string) []byte {
+	b = append(b, '[')
+	for i, s := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cjson.AppendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// normalizeQuery sorts a query's sets and derives its digest without the
+// checks that need a materialization or a binding profile.
+func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
+	v, rej := frontier.NewProposalValue(q.Proposal)
+	if rej != nil {
+		return nil, reject(CodeMalformedQueryBatch, "/proposal"+rej.Path)
+	}
+	p, _ := v.Proposal()
+	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID, reqs: slices.Clone(q.FactRequirements)}
+	canon := make([][]byte, len(pq.reqs))
+	idx := make([]int, len(pq.reqs))
+	for i := range pq.reqs {
+		canon[i] = pq.reqs[i].appendCanonical(nil)
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(canon[a], canon[b]) })
+	reqs := make([]FactRequirement, len(idx))
+	pq.reqCanon = make([][]byte, len(idx))
+	for i, j := range idx {
+		reqs[i], pq.reqCanon[i] = pq.reqs[j], canon[j]
+	}
+	pq.reqs = reqs
+	pq.frontier = slices.Clone(q.FrontierPreconditionIDs)
+	slices.Sort(pq.frontier)
+	pq.digest = cjson.Digest(pq.preimage())
+	return pq, nil
+}
+
+func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
+	b := append([]byte(nil), `{"binding_profile_digest":`...)
+	b = cjson.AppendString(b, q.BindingProfileDigest)
+	b = append(b, `,"contract_version":`...)
+	b = cjson.AppendString(b, ContractVersion)
+	b = append(b, `,"kind":"LRQueryBatchPreimage","l_fixpoint_digest":`...)
+	b = cjson.AppendString(b, q.LFixpointDigest)
+	b = append(b, `,"ordered_queries":[`...)
+	for i, c := range orderedQueries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c...)
+	}
+	b = append(b, `],"r_profile_digest":`...)
+	b = cjson.AppendString(b, q.RProfileDigest)
+	b = append(b, `,"rule_bundle_digest":`...)
+	b = cjson.AppendString(b, q.RuleBundleDigest)
+	return cjson.Digest(append(b, '}'))
+}
+
+// projector carries the validated inputs of one Project call.
+type projector struct {
+	l        *Materialization
+	r        *frontier.Profile
+	b        *BindingProfile
+	declared map[string]bool // query atoms
+	facts    map[string]*fact
+	missing  map[string]bool // declared atoms without a fact state
+}
+
+// Project is project_lr: it binds one complete L materialization, the R
+// profile, a binding profile and a query batch, and maps every query
+// through the four-valued truth table to exactly one EligibilityVerdict and
+// one pair of +1 R value deltas. An empty batch yields no verdicts and a nil
+// command. Any problem rejects the whole call; nothing partial is returned.
+func Project(l Materialization, r frontier.Profile, b BindingProfile, q QueryBatch) (*Projection, *Rejection) {
+	var trusted Rejection // the digests validated so far
+	out, rej := project(&l, &r, &b, &q, &trusted)
+	if rej != nil {
+		if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
+			rej.LogicalTime = trusted.LogicalTime
+			rej.LFixpointDigest = trusted.LFixpointDigest
+			rej.RProfileDigest = trusted.RProfileDigest
+			rej.BindingProfileDigest = trusted.BindingProfileDigest
+			rej.QueryBatchDigest = trusted.QueryBatchDigest
+		}
+		return nil, rej
+	}
+	return out, nil
+}
+
+func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *QueryBatch, trusted *Rejection) (*Projection, *Rejection) {
+	s := &projector{l: l, r: r, b: b}
+	if rej := s.checkMaterialization(); rej != nil {
+		return nil, rej
+	}
+	lt := l.LogicalTime
+	trusted.LogicalTime, trusted.LFixpointDigest = &lt, l.FixpointDigest
+	if r.Digest() == "" {
+		return nil, reject(CodeMalformedRProfile, "/r_profile")
+	}
+	trusted.RProfileDigest = r.Digest()
+	if rej := s.checkBinding(); rej != nil {
+		return nil, rej
+	}
+	trusted.BindingProfileDigest = b.ProfileDigest
+	queries, rej := s.checkBatch(q)
+	if rej != nil {
+		return nil, rej
+	}
+	trusted.QueryBatchDigest = q.QueryBatchDigest
+	for _, pq := range queries {
+		for _, req := range pq.reqs {
+			if s.missing[req.Literal.Atom.canon] {
+				r := reject(CodeFactStateNotFound, "/query_batch/queries/fact_requirements/literal/atom")
+				r.Context.ProposalID, r.Context.PreconditionID = pq.proposalID, req.PreconditionID
+				return nil, r
+			}
+		}
+	}
+	if len(s.missing) > 0 {
+		return nil, reject(CodeInvariantViolation, "/l_result/next_materialization/fact_states").
+			invariant("complete_fact_state_projection", "")
+	}
+	return s.projection(q, queries)
+}
+
+func (s *projector) checkMaterialization() *Rejection {
+	l := s.l
+	switch {
+	case l.LogicalTime < 0:
+		return reject(CodeMalformedLResult, "/l_result/logical_time")
+	case !cjson.ValidDigest(l.FixpointDigest):
+		return reject(CodeMalformedLResult, "/l_result/fixpoint_digest")
+	case !cjson.ValidDigest(l.MaterializationDigest):
+		return reject(CodeMalformedLResult, "/l_result/next_materialization/materialization_digest")
+	case !cjson.ValidDigest(l.RuleBundleDigest):
+		return reject(CodeMalformedLResult, "/l_result/rule_bundle_digest")
+	case !validVersion(l.RuleSetVersion):
+		return reject(CodeMalformedRuleBundle, "/rule_bundle/rule_set_version")
+	case !validVersion(l.DataflowVersion):
+		return reject(CodeMalformedRuleBundle, "/rule_bundle/dataflow_version")
+	}
+	s.declared = make(map[string]bool, len(l.QueryAtoms))
+	for i, a := range l.QueryAtoms {
+		if a.IsZero() || s.declared[a.canon] {
+			return reject(CodeMalformedRuleBundle, "/rule_bundle/query_atoms/"+strconv.Itoa(i))
+		}
+		s.declared[a.canon] = true
+	}
+	s.facts = make(map[string]*fact, len(l.Facts))
+	for i, f := range l.Facts {
+		path := "/l_result/next_materialization/fact_states/" + strconv.Itoa(i)
+		if f.Atom.IsZero() {
+			return reject(CodeMalformedLResult, path+"/atom")
+		}
+		pos, ok1 := sortedIDSet(f.Positive)
+		neg, ok2 := sortedIDSet(f.Negative)
+		if !ok1 || !ok2 {
+			return reject(CodeMalformedLResult, path)
+		}
+		if s.facts[f.Atom.canon] != nil {
+			return reject(CodeInvariantViolation, path).invariant("unique_fact_state_atom", "")
+		}
+		s.facts[f.Atom.canon] = &fact{positive: pos, negative: neg, state: stateOf(pos, neg)}
+	}
+	for _, a := range l.QueryAtoms {
+		if s.facts[a.canon] == nil {
+			if s.missing == nil {
+				s.missing = make(map[string]bool)
+			}
+			s.missing[a.canon] = true
+		}
+	}
+	return nil
+}
+
+func (s *projector) checkBinding() *Rejection {
+	b, l, r := s.b, s.l, s.r
+	if b.RuleSetVersion != l.RuleSetVersion {
+		return reject(CodeVersionMismatch, "/binding_profile/rule_set_version").expect(l.RuleSetVersion, b.RuleSetVersion)
+	}
+	if b.DataflowVersion != l.DataflowVersion || b.DataflowVersion != r.DataflowVersion() {
+		return reject(CodeVersionMismatch, "/binding_profile/dataflow_version").expect(l.DataflowVersion, b.DataflowVersion)
+	}
+	sources := r.SourceIDs()
+	for _, f := range []struct{ name, id string }{{"proposal_source_id", b.ProposalSourceID}, {"verdict_source_id", b.VerdictSourceID}} {
+		if !cjson.ValidID(f.id) {
+			return reject(CodeMalformedBindingProfile, "/binding_profile/"+f.name)
+		}
+		if _, ok := slices.BinarySearch(sources, f.id); !ok {
+			rej := reject(CodeProfileMismatch, "/binding_profile/"+f.name)
+			rej.Context.SourceID, rej.Context.Invariant = f.id, "source_declared_by_r_profile"
+			return rej
+		}
+	}
+	if b.MaxQueries < 1 || b.MaxQueries > MaxQueriesCeiling ||
+		b.MaxFactRequirementsPerQuery < 1 || b.MaxFactRequirementsPerQuery > MaxFactRequirementsCeiling {
+		return reject(CodeMalformedBindingProfile, "/binding_profile/limits")
+	}
+	if want := b.Sealed().ProfileDigest; b.ProfileDigest != want {
+		return reject(CodeProfileMismatch, "/binding_profile/profile_digest").expect(want, b.ProfileDigest)
+	}
+	return nil
+}
+
+// checkBatch validates the batch bindings and every query. Queries are
+// first checked in the caller's order; if one fails, they are checked again
+// in the reference's diagnostic order so that the reported query is the
+// same whatever order the caller used.
+func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, *Rejection) {
+	for _, f := range []struct{ name, got, want string }{
+		{"binding_profile_digest", q.BindingProfileDigest, s.b.ProfileDigest},
+		{"l_fixpoint_digest", q.LFixpointDigest, s.l.FixpointDigest},
+		{"rule_bundle_digest", q.RuleBundleDigest, s.l.RuleBundleDigest},
+		{"r_profile_digest", q.RProfileDigest, s.r.Digest()},
+	} {
+		if f.got != f.want {
+			return nil, reject(CodeDigestMismatch, "/query_batch/"+f.name).expect(f.want, f.got)
+		}
+	}
+	if n := int64(len(q.Queries)); n > s.b.MaxQueries {
+		return nil, reject(CodeLimitExceeded, "/query_batch/queries").limit(s.b.MaxQueries, n)
+	}
+	queries, rej := s.checkQueries(q.Queries, nil)
+	if rej != nil {
+		_, rej = s.checkQueries(q.Queries, diagnosticOrder(q.Queries))
+		return nil, rej
+	}
+	canon := make([][]byte, len(queries))
+	for i, pq := range queries {
+		canon[i] = pq.canonical()
+	}
+	idx := make([]int, len(queries))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(canon[a], canon[b]) })
+	ordered := make([]*parsedQuery, len(idx))
+	orderedCanon := make([][]byte, len(idx))
+	for i, j := range idx {
+		ordered[i], orderedCanon[i] = queries[j], canon[j]
+	}
+	if want := batchDigest(q, orderedCanon); q.QueryBatchDigest != want {
+		return nil, reject(CodeDigestMismatch, "/query_batch/query_batch_digest").expect(want, q.QueryBatchDigest)
+	}
+	return ordered, nil
+}
+
+// checkQueries checks queries in the given order (nil: as given). With a
+// diagnostic order, requirements are also visited in diagnostic order.
+func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Rejection) {
+	seen := make(map[string]bool, len(qs))
+	out := make([]*parsedQuery, 0, len(qs))
+	for pos := range qs {
+		i := pos
+		if order != nil {
+			i = order[pos]
+		}
+		pq, rej := s.checkQuery(&qs[i], "/query_batch/queries/"+strconv.Itoa(pos), seen, order != nil)
+		if rej != nil {
+			return nil, rej
+		}
+		out = append(out, pq)
+	}
+	return out, nil
+}
+
+func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, diagnostic bool) (*parsedQuery, *Rejection) {
+	v, rej := frontier.NewProposalValue(q.Proposal)
+	if rej != nil {
+		return nil, reject(CodeMalformedQueryBatch, qpath+"/proposal"+rej.Path)
+	}
+	p, _ := v.Proposal()
+	id := p.ProposalID
+	if seen[id] {
+		r := reject(CodeDuplicateProposal, qpath+"/proposal/proposal_id")
+		r.Context.ProposalID = id
+		return nil, r
+	}
+	seen[id] = true
+	if p.Versions.RuleSet != s.b.RuleSetVersion {
+		r := reject(CodeVersionMismatch, qpath+"/proposal/versions/rule_set").expect(s.b.RuleSetVersion, p.Versions.RuleSet)
+		r.Context.ProposalID = id
+		return nil, r
+	}
+	if p.Versions.Dataflow != s.b.DataflowVersion {
+		r := reject(CodeVersionMismatch, qpath+"/proposal/versions/dataflow").expect(s.b.DataflowVersion, p.Versions.Dataflow)
+		r.Context.ProposalID = id
+		return nil, r
+	}
+	if p.Versions.Canonicalization != Canonicalization {
+		return nil, reject(CodeUnsupportedCanonicalization, qpath+"/proposal/versions/canonicalization")
+	}
+	if n := int64(len(q.FactRequirements)); n > s.b.MaxFactRequirementsPerQuery {
+		r := reject(CodeLimitExceeded, qpath+"/fact_requirements").limit(s.b.MaxFactRequirementsPerQuery, n)
+		r.Context.ProposalID = id
+		return nil, r
+	}
+	reqs := q.FactRequirements
+	if diagnostic {
+		reqs = slices.Clone(reqs)
+		slices.SortStableFunc(reqs, func(a, b FactRequirement) int { return diagCompare(requirementTree(&a), requirementTree(&b)) })
+	}
+	ids := make(map[string]bool, len(reqs))
+	duplicate := false
+	for k := range reqs {
+		req := &reqs[k]
+		rpath := qpath + "/fact_requirements/" + strconv.Itoa(k)
+		if !cjson.ValidID(req.PreconditionID) {
+			return nil, reject(CodeMalformedQueryBatch, rpath)
+		}
+		if req.Literal.Polarity != Positive && req.Literal.Polarity != Negative {
+			return nil, reject(CodeMalformedQueryBatch, rpath+"/literal/polarity")
+		}
+		if req.Literal.Atom.IsZero() {
+			return nil, reject(CodeMalformedQueryBatch, rpath+"/literal/atom")
+		}
+		if !s.declared[req.Literal.Atom.canon] {
+			r := reject(CodeQueryAtomNotDeclared, rpath+"/literal/atom")
+			r.Context.ProposalID, r.Context.PreconditionID = id, req.PreconditionID
+			return nil, r
+		}
+		if ids[req.PreconditionID] {
+			duplicate = true
+		}
+		ids[req.PreconditionID] = true
+	}
+	if duplicate {
+		return nil, reject(CodePreconditionBindingMismatch, qpath+"/fact_requirements").invariant("unique_fact_precondition_id", id)
+	}
+	fr := q.FrontierPreconditionIDs
+	if _, ok := sortedIDSet(fr); !ok || len(fr) > MaxFactRequirementsCeiling {
+		return nil, reject(CodeMalformedQueryBatch, qpath+"/frontier_precondition_ids")
+	}
+	for _, f := range fr {
+		if ids[f] {
+			return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("disjoint_precondition_bindings", id)
+		}
+	}
+	if len(ids)+len(fr) != len(p.Preconditions) {
+		return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("exact_precondition_partition", id)
+	}
+	for _, pre := range p.Preconditions {
+		if !ids[pre] && !slices.Contains(fr, pre) {
+			return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("exact_precondition_partition", id)
+		}
+	}
+	pq, nrej := normalizeQuery(q)
+	if nrej != nil {
+		nrej.Path = qpath + nrej.Path
+		return nil, nrej
+	}
+	if q.QueryDigest != pq.digest {
+		r := reject(CodeDigestMismatch, qpath+"/query_digest").expect(pq.digest, q.QueryDigest)
+		r.Context.ProposalID = id
+		return nil, r
+	}
+	return pq, nil
+}
+
+// projection evaluates every validated query and assembles the result.
+func (s *projector) projection(q *QueryBatch, queries []*parsedQuery) (*Projection, *Rejection) {
+	out := &Projection{
+		LogicalTime:            s.l.LogicalTime,
+		BindingProfileDigest:   s.b.ProfileDigest,
+		LFixpointDigest:        s.l.FixpointDigest,
+		LMaterializationDigest: s.l.MaterializationDigest,
+		QueryBatchDigest:       q.QueryBatchDigest,
+		RProfileDigest:         s.r.Digest(),
+	}
+	deltas := make([]frontier.ValueDelta, 0, 2*len(queries))
+	for _, pq := range queries {
+		verdict, rej := s.evaluate(pq)
+		if rej != nil {
+			return nil, rej
+		}
+		out.Verdicts = append(out.Verdicts, verdict)
+		pd, r1 := frontier.NewValueDelta(s.b.ProposalSourceID, s.l.LogicalTime, 1, s.b.DataflowVersion, pq.proposal)
+		vd, r2 := frontier.NewValueDelta(s.b.VerdictSourceID, s.l.LogicalTime, 1, s.b.DataflowVersion, verdict)
+		if r1 != nil || r2 != nil {
+			return nil, reject(CodeInvariantViolation, "/command/deltas").invariant("value_delta_construction", pq.proposalID)
+		}
+		deltas = append(deltas, pd, vd)
+	}
+	slices.SortFunc(out.Verdicts, func(a, b frontier.Value) int { return bytes.Compare(a.CanonicalJSON(), b.CanonicalJSON()) })
+	if n := int64(len(deltas)); n > s.r.Limits().MaxDeltasPerCommand {
+		return nil, reject(CodeLimitExceeded, "/command/deltas").limit(s.r.Limits().MaxDeltasPerCommand, n)
+	}
+	if len(deltas) > 0 {
+		out.Command = &frontier.ApplyDeltaBatch{ProfileDigest: s.r.Digest(), DataflowVersion: s.b.DataflowVersion, Deltas: deltas}
+	}
+	out.Digest = cjson.Digest(out.appendPreimage(nil))
+	return out, nil
+}
+
+// evaluate applies the four-valued truth table to one query.
+func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
+	rows := make([][]byte, 0, len(pq.reqs))
+	var supports []string
+	allSatisfied, anyConflict := true, false
+	for _, req := range pq.reqs {
+		f := s.facts[req.Literal.Atom.canon]
+		if f == nil {
+			r := reject(CodeFactStateNotFound, "/query_batch/queries/fact_requirements/literal/atom")
+			r.Context.ProposalID, r.Context.PreconditionID = pq.proposalID, req.PreconditionID
+			return frontier.Value{}, r
+		}
+		if f.key == "" {
+			f.key = req.Literal.Atom.FactKey()
+		}
+		var satisfied bool
+		var evidence []string
+		switch {
+		case f.state == Both:
+			anyConflict = true
+			evidence = mergeSorted(f.positive, f.negative)
+		case f.state == Neither:
+		case req.Literal.Polarity == Positive:
+			satisfied = f.state == TrueOnly
+			evidence = f.negative
+			if satisfied {
+				evidence = f.positive
+			}
+		default:
+			satisfied = f.state == FalseOnly
+			evidence = f.positive
+			if satisfied {
+				evidence = f.negative
+			}
+		}
+		allSatisfied = allSatisfied && satisfied
+		supports = append(supports, evidence...)
+		row := append([]byte(nil), `{"evidence_derivation_ids":`...)
+		row = appendIDs(row, evidence)
+		row = append(row, `,"fact_key":`...)
+		row = cjson.AppendString(row, f.key)
+		row = append(row, `,"kind":"LRRequirementEvidence","literal":`...)
+		row = req.Literal.appendCanonical(row)
+		row = append(row, `,"precondition_id":`...)
+		row = cjson.AppendString(row, req.PreconditionID)
+		row = append(row, `,"satisfied":`...)
+		row = strconv.AppendBool(row, satisfied)
+		row = append(row, `,"truth_state":`...)
+		row = cjson.AppendString(row, string(f.state))
+		rows = append(rows, append(row, '}'))
+	}
+	slices.SortFunc(rows, bytes.Compare)
+	slices.Sort(supports)
+	supports = slices.Compact(supports)
+	status := "ineligible"
+	switch {
+	case anyConflict:
+		status = "conflicted"
+	case allSatisfied:
+		status = "eligible"
+	}
+	b := append([]byte(nil), `{"binding_profile_digest":`...)
+	b = cjson.AppendString(b, s.b.ProfileDigest)
+	b = append(b, `,"contract_version":`...)
+	b = cjson.AppendString(b, ContractVersion)
+	b = append(b, `,"kind":"LRVerdictPreimage","l_fixpoint_digest":`...)
+	b = cjson.AppendString(b, s.l.FixpointDigest)
+	b = append(b, `,"l_materialization_digest":`...)
+	b = cjson.AppendString(b, s.l.MaterializationDigest)
+	b = append(b, `,"ordered_requirement_evidence":[`...)
+	b = append(b, bytes.Join(rows, []byte{','})...)
+	b = append(b, `],"ordered_support_derivation_ids":`...)
+	b = appendIDs(b, supports)
+	b = append(b, `,"proposal_value_digest":`...)
+	b = cjson.AppendString(b, pq.proposal.Digest())
+	b = append(b, `,"query_digest":`...)
+	b = cjson.AppendString(b, pq.digest)
+	b = append(b, `,"rule_bundle_digest":`...)
+	b = cjson.AppendString(b, s.l.RuleBundleDigest)
+	b = append(b, `,"rule_set_version":`...)
+	b = cjson.AppendString(b, s.b.RuleSetVersion)
+	b = append(b, `,"status":`...)
+	b = cjson.AppendString(b, status)
+	b = append(b, '}')
+	suffix := cjson.HexDigest(b)
+	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{
+		VerdictID:            "verdict:lr:" + suffix,
+		ProposalID:           pq.proposalID,
+		Status:               status,
+		SupportDerivationIDs: supports,
+		CauseID:              "cause:lr:" + suffix,
+		RuleSetVersion:       s.b.RuleSetVersion,
+	})
+	if rej != nil {
+		return frontier.Value{}, reject(CodeInvariantViolation, "/verdicts").invariant("verdict_construction", pq.proposalID)
+	}
+	return v, nil
+}
+
+// mergeSorted returns the sorted union of two sorted id lists.
+func mergeSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	out = append(append(out, a...), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// sortedIDSet returns a sorted copy of ids, or false if one is not an id or
+// two are equal.
+func sortedIDSet(ids []string) ([]string, bool) {
+	out := slices.Clone(ids)
+	for _, s := range out {
+		if !cjson.ValidID(s) {
+			return nil, false
+		}
+	}
+	slices.Sort(out)
+	for i := 1; i < len(out); i++ {
+		if out[i] == out[i-1] {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// validVersion is the protocol Version pattern: an id that may contain '+'.
+func validVersion(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i == 0:
+			return false
+		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || c == '+':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -66,7 +66,9 @@ type Error struct {
 	Detail  string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("reduce: %s at %s: %s", e.Code, e.Pointer, e.Detail) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("reduce: %s at %s: %s", e.Code, e.Pointer, e.Detail)
+}
 
 // Rejection codes.
 const (

@@ -22,7 +22,7 @@ const (
 	lrRuleBundle      = "sha256:7384b0e24e317482f17c69ce79a16624f1cdd47a1c7ff964154ebe731d33462d"
 )
 
-func truthAtom(t testing.TB, subject string) Atom {
+func truthAtom(t tb, subject string) Atom {
 	t.Helper()
 	a, err := AtomOf(map[string]any{"predicate": "lr_truth_probe", "subject": subject})
 	if err != nil {
@@ -31,7 +31,7 @@ func truthAtom(t testing.TB, subject string) Atom {
 	return a
 }
 
-func truthFour(t testing.TB) Materialization {
+func truthFour(t tb) Materialization {
 	return Materialization{
 		LogicalTime:           7,
 		FixpointDigest:        lrFixpointDigest,
@@ -50,7 +50,7 @@ func truthFour(t testing.TB) Materialization {
 	}
 }
 
-func lrRProfile(t testing.TB) frontier.Profile {
+func lrRProfile(t tb) frontier.Profile {
 	p, rej := frontier.NewProfile("dataflow/0", []string{"source:lr:proposal", "source:lr:verdict"}, frontier.Limits{
 		MaxDeltasPerCommand: 32, MaxActiveValues: 32, MaxOpenEpochs: 8,
 		MaxReadyBatches: 8, MaxDemandPerCommand: 8, MaxOutstandingDemand: 16,
@@ -93,7 +93,7 @@ func lrProposal(suffix string, preconditions ...string) protocol.EffectProposal 
 	}
 }
 
-func batchOf(t testing.TB, r frontier.Profile, qs ...Query) QueryBatch {
+func batchOf(t tb, r frontier.Profile, qs ...Query) QueryBatch {
 	return QueryBatch{
 		BindingProfileDigest: lrBinding().ProfileDigest,
 		LFixpointDigest:      lrFixpointDigest,

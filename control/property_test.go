@@ -1,0 +1,358 @@
+package control
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// oracle is an independent, deliberately naive model of the run FSM built
+// only from the reference facts transcribed in table_test.go. It tracks the
+// pending interrupts the same way the machine does (deferral states keep
+// them; honoring needs the interrupt pending; resuming needs none pending).
+type oracle struct {
+	state   string
+	pending []string
+}
+
+type oracleOut struct {
+	accepted bool
+	effects  []string
+}
+
+func (o *oracle) step(e Event, ctx map[string]bool) oracleOut {
+	reject := oracleOut{false, []string{audit}}
+	pair, known := refAuthority[e.Type]
+	if !known || e.EventID == "" || strings.ToLower(e.ActorRole) != e.ActorRole {
+		return reject
+	}
+	if pair != [2]string{e.ActorRole, e.Capability} {
+		return reject
+	}
+	if _, final := refFinal[o.state]; final {
+		return reject
+	}
+	if to, ok := refInterrupts[e.Type]; ok {
+		if slices.Contains(refDeferred, o.state) {
+			if !slices.Contains(o.pending, e.Type) {
+				o.pending = append(o.pending, e.Type)
+				slices.Sort(o.pending)
+			}
+			return oracleOut{true, []string{pending}}
+		}
+		o.state, o.pending = to, nil
+		return oracleOut{true, []string{persist}}
+	}
+	for _, t := range refTransitions {
+		if t[1] != o.state || t[2] != e.Type {
+			continue
+		}
+		if strings.HasPrefix(e.Type, "PENDING_") {
+			irq := strings.TrimPrefix(e.Type, "PENDING_")
+			if !slices.Contains(o.pending, irq) {
+				return reject
+			}
+			o.pending = slices.DeleteFunc(o.pending, func(p string) bool { return p == irq })
+		}
+		if e.Type == "NO_PENDING_INTERRUPT" && len(o.pending) > 0 {
+			return reject
+		}
+		if g := t[4]; g != "" {
+			for _, f := range refGuardReads[g] {
+				if !ctx[f] {
+					return reject
+				}
+			}
+		}
+		o.state = t[3]
+		return oracleOut{true, []string{persist}}
+	}
+	return reject
+}
+
+var allEvents = func() []string {
+	var out []string
+	for _, e := range Default().Events() {
+		out = append(out, e.ID)
+	}
+	return out
+}()
+
+var contextFields = []string{"approval_matches", "frontier_passed", "independent_receipt_closed", "intent_durable", "no_unknown_effects"}
+
+// validFrom lists the events that could move the machine from state s.
+func validFrom(s string) []string {
+	var out []string
+	for _, t := range refTransitions {
+		if t[1] == s {
+			out = append(out, t[2])
+		}
+	}
+	return out
+}
+
+// drawEvent draws an event that is usually well-formed and authorized and
+// often relevant to the current state, sometimes from a model or with a
+// stolen or made-up authority pair.
+func drawEvent(t *rapid.T, state string, i int) (Event, bool) {
+	// rapid favours small draws, so 0 is the common, well-behaved choice.
+	var typ string
+	switch g := rapid.IntRange(0, 9).Draw(t, "kind"); {
+	case g <= 6 && len(validFrom(state)) > 0:
+		typ = rapid.SampledFrom(validFrom(state)).Draw(t, "type")
+	case g == 7:
+		typ = rapid.SampledFrom([]string{"CANCEL", "TIMEOUT", "BUDGET_EXHAUSTED"}).Draw(t, "interrupt")
+	default:
+		typ = rapid.SampledFrom(append(slices.Clone(allEvents), "LAUNCH")).Draw(t, "type")
+	}
+	e := Event{Type: typ, EventID: "e:" + itoa(i), Payload: map[string]any{}}
+	pair, known := refAuthority[typ]
+	legit := known
+	switch rapid.IntRange(0, 12).Draw(t, "authority") {
+	case 12: // a model speaks with the right capability
+		e.ActorRole, e.Capability = "model", pair[1]
+		legit = false
+	case 11: // another event's authority pair
+		other := refAuthority[rapid.SampledFrom(allEvents).Draw(t, "other")]
+		e.ActorRole, e.Capability = other[0], other[1]
+		legit = known && other == pair
+	case 10: // a made-up pair
+		e.ActorRole = rapid.StringMatching(`[a-z][a-z_]{0,8}`).Draw(t, "role")
+		e.Capability = rapid.StringMatching(`[a-z][a-z.]{0,8}`).Draw(t, "cap")
+		legit = known && [2]string{e.ActorRole, e.Capability} == pair
+	default:
+		e.ActorRole, e.Capability = pair[0], pair[1]
+		if !known {
+			e.ActorRole, e.Capability = "runner", "control.start"
+		}
+	}
+	return e, legit
+}
+
+// TestPropertySafety runs random event sequences through the machine and
+// checks, at every step, agreement with the oracle and the five safety
+// properties of the run FSM.
+func TestPropertySafety(t *testing.T) {
+	m := Default()
+	reached := map[string]bool{}
+	rapid.Check(t, func(t *rapid.T) {
+		c := m.Initial()
+		o := &oracle{state: c.State}
+		awaitingReingest := false // a receipt was confirmed; INGEST not yet re-entered
+		unknownOpen := false      // an effect outcome is unknown and not yet confirmed
+		n := rapid.IntRange(20, 80).Draw(t, "steps")
+		for i := 0; i < n; i++ {
+			e, legit := drawEvent(t, c.State, i)
+			ctx := map[string]bool{}
+			for _, f := range contextFields {
+				if rapid.IntRange(0, 5).Draw(t, f) < 5 {
+					ctx[f] = true
+				}
+			}
+			c.Context = ctx
+			before := c
+			r := m.Step(c, e)
+			want := o.step(e, ctx)
+
+			// Differential: the machine and the oracle agree exactly.
+			if r.Accepted() != want.accepted || !slices.Equal(r.EffectNames(), want.effects) || r.Next.State != o.state {
+				t.Fatalf("step %d %s/%s/%s in %s: machine -> %s %v (accepted %v), oracle -> %s %v (accepted %v)",
+					i, e.Type, e.ActorRole, e.Capability, before.State, r.Next.State, r.EffectNames(), r.Accepted(), o.state, want.effects, want.accepted)
+			}
+			if !slices.Equal(r.Next.Pending, o.pending) && !(len(r.Next.Pending) == 0 && len(o.pending) == 0) {
+				t.Fatalf("pending %v, oracle %v", r.Next.Pending, o.pending)
+			}
+
+			if !r.Accepted() {
+				// Reject-and-audit: nothing changes, one audit effect.
+				if !reflect.DeepEqual(r.Next, before) || len(r.Effects) != 1 || r.Effects[0].Kind != KindAudit {
+					t.Fatalf("rejection changed state or emitted %v", r.EffectNames())
+				}
+			} else if r.Next.Seq != before.Seq+1 {
+				t.Fatalf("accepted event moved seq %d -> %d", before.Seq, r.Next.Seq)
+			}
+
+			// authority-is-external.
+			if !legit && r.Accepted() {
+				t.Fatalf("event %s from (%s, %s) moved the machine", e.Type, e.ActorRole, e.Capability)
+			}
+			if e.ActorRole == "model" && (r.Accepted() || r.Rejection.Reason != ReasonAuthority && r.Rejection.Reason != ReasonSchema) {
+				t.Fatalf("model event not refused for authority: %+v", r.Rejection)
+			}
+
+			entered := r.Next.State != before.State
+			// effect-intent-first.
+			if entered && r.Next.State == StateExecute {
+				if before.State != StateCommitIntent || e.Type != "INTENT_COMMITTED" || !ctx["intent_durable"] {
+					t.Fatalf("EXECUTE entered from %s on %s with intent_durable=%v", before.State, e.Type, ctx["intent_durable"])
+				}
+			}
+			// verified-success-only.
+			if entered && r.Next.State == StateSucceeded {
+				if before.State != StateVerifyCompletion || !ctx["independent_receipt_closed"] || !ctx["no_unknown_effects"] {
+					t.Fatalf("SUCCEEDED entered from %s with closure %v", before.State, ctx)
+				}
+			}
+			// unknown-is-not-success.
+			if entered && r.Next.State == StateHumanReconcile {
+				unknownOpen = true
+			}
+			if r.Accepted() && e.Type == EventHumanConfirmed {
+				unknownOpen = false
+			}
+			if unknownOpen && r.Next.State == StateSucceeded {
+				t.Fatal("an unknown effect outcome reached SUCCEEDED")
+			}
+			if before.State == StateOutcomeUnknown && entered {
+				t.Fatal("EFFECT_OUTCOME_UNKNOWN was left")
+			}
+			// receipt-reingestion.
+			if r.Accepted() && (e.Type == EventEffectConfirmed || e.Type == EventHumanConfirmed) {
+				if r.Next.State != StateHonorInterrupt {
+					t.Fatalf("confirmed receipt went to %s", r.Next.State)
+				}
+				awaitingReingest = true
+			}
+			if entered && r.Next.State == StateIngest {
+				awaitingReingest = false
+			}
+			if awaitingReingest && entered && r.Next.State == StateVerifyCompletion {
+				t.Fatal("completion verification reached before the receipt was re-ingested")
+			}
+
+			// Pending interrupts live only inside the deferral region.
+			if len(r.Next.Pending) > 0 && !slices.Contains(refDeferred, r.Next.State) && !m.Final(r.Next.State) {
+				t.Fatalf("pending %v outside the deferral states in %s", r.Next.Pending, r.Next.State)
+			}
+			// Final states absorb.
+			if m.Final(before.State) && r.Accepted() {
+				t.Fatalf("event accepted in final state %s", before.State)
+			}
+			reached[r.Next.State] = true
+			c = r.Next
+		}
+	})
+	// The generator must explore the machine, or the properties above hold
+	// vacuously. (Exhaustive coverage is TestExhaustiveSafety's job.)
+	if len(reached) < 8 {
+		t.Errorf("random runs reached only %d states", len(reached))
+	}
+}
+
+// product is a node of the exhaustive exploration: the machine's
+// configuration plus the history flags the path properties need.
+type product struct {
+	c                Configuration
+	awaitingReingest bool
+	unknownOpen      bool
+}
+
+func (p product) key() string {
+	return p.c.State + "|" + strings.Join(p.c.Pending, ",") + "|" + boolStr(p.awaitingReingest) + boolStr(p.unknownOpen)
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// TestExhaustiveSafety explores every reachable (state, pending interrupts,
+// history) node under every event type, every authority variant (the
+// table's pair, a model, another event's pair) and all 32 guard contexts,
+// checking the oracle and the five safety properties on every edge. The
+// reachable space is small, so this is a complete model check of the
+// reduced machine rather than a sample.
+func TestExhaustiveSafety(t *testing.T) {
+	m := Default()
+	start := product{c: m.Initial()}
+	seen := map[string]bool{start.key(): true}
+	queue := []product{start}
+	reached := map[string]bool{}
+	edges := 0
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		reached[p.c.State] = true
+		for _, typ := range append(slices.Clone(allEvents), "LAUNCH") {
+			pair := refAuthority[typ]
+			for variant, auth := range [][2]string{pair, {"model", pair[1]}, refAuthority["START"]} {
+				legit := variant == 0 || (variant == 2 && typ == "START")
+				if typ == "LAUNCH" {
+					auth, legit = [2]string{"runner", "control.start"}, false
+				}
+				for mask := 0; mask < 1<<len(contextFields); mask++ {
+					ctx := map[string]bool{}
+					for i, f := range contextFields {
+						if mask&(1<<i) != 0 {
+							ctx[f] = true
+						}
+					}
+					c := p.c
+					c.Context = ctx
+					e := Event{Type: typ, ActorRole: auth[0], Capability: auth[1], EventID: "x:1"}
+					r := m.Step(c, e)
+					edges++
+					o := &oracle{state: p.c.State, pending: slices.Clone(p.c.Pending)}
+					want := o.step(e, ctx)
+					if r.Accepted() != want.accepted || r.Next.State != o.state || !slices.Equal(r.EffectNames(), want.effects) {
+						t.Fatalf("%s on %s/%s ctx %v: machine %s %v, oracle %s %v", p.c.State, typ, auth[0], ctx, r.Next.State, r.EffectNames(), o.state, want.effects)
+					}
+					if !legit && r.Accepted() {
+						t.Fatalf("authority-is-external: %s from (%s, %s) accepted in %s", typ, auth[0], auth[1], p.c.State)
+					}
+					if !r.Accepted() {
+						if !reflect.DeepEqual(r.Next, c) {
+							t.Fatalf("rejection changed the configuration in %s on %s", p.c.State, typ)
+						}
+						continue
+					}
+					entered := r.Next.State != p.c.State
+					if entered && r.Next.State == StateExecute && (p.c.State != StateCommitIntent || !ctx["intent_durable"]) {
+						t.Fatalf("effect-intent-first: EXECUTE from %s, intent_durable=%v", p.c.State, ctx["intent_durable"])
+					}
+					if entered && r.Next.State == StateSucceeded && (p.c.State != StateVerifyCompletion || !ctx["independent_receipt_closed"] || !ctx["no_unknown_effects"]) {
+						t.Fatalf("verified-success-only: SUCCEEDED from %s with %v", p.c.State, ctx)
+					}
+					n := product{c: r.Next, awaitingReingest: p.awaitingReingest, unknownOpen: p.unknownOpen}
+					n.c.Context = nil
+					if entered && r.Next.State == StateHumanReconcile {
+						n.unknownOpen = true
+					}
+					if typ == EventHumanConfirmed {
+						n.unknownOpen = false
+					}
+					if n.unknownOpen && r.Next.State == StateSucceeded {
+						t.Fatal("unknown-is-not-success: an unknown outcome reached SUCCEEDED")
+					}
+					if p.c.State == StateOutcomeUnknown {
+						t.Fatal("unknown-is-not-success: EFFECT_OUTCOME_UNKNOWN accepted an event")
+					}
+					if typ == EventEffectConfirmed || typ == EventHumanConfirmed {
+						n.awaitingReingest = true
+					}
+					if entered && r.Next.State == StateIngest {
+						n.awaitingReingest = false
+					}
+					if n.awaitingReingest && entered && r.Next.State == StateVerifyCompletion {
+						t.Fatal("receipt-reingestion: completion verification before re-ingestion")
+					}
+					if k := n.key(); !seen[k] {
+						seen[k] = true
+						queue = append(queue, n)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range m.States() {
+		if !reached[s.ID] {
+			t.Errorf("exploration never reached %s", s.ID)
+		}
+	}
+	t.Logf("explored %d nodes, %d edges", len(seen), edges)
+}

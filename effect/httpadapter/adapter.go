@@ -1,0 +1,354 @@
+// Package httpadapter is an effect.Adapter that performs effects as HTTP
+// requests in the flrh-effect-http/1 protocol (see package httpwire) and
+// reconciles them with lookup requests.
+//
+// One attempt is one POST of the canonical request body with the intent's
+// Idempotency-Key and the body's Content-Digest, bounded by a connect
+// timeout and a total timeout. The answer is classified as follows:
+//
+//	2xx with a result naming this key and content   success
+//	2xx whose body is missing, too big or names
+//	  another key or content                        unknown
+//	408, 425, 429, 5xx                              transient failure
+//	409 IDEMPOTENCY_KEY_CONFLICT                    permanent failure
+//	other 409                                       unknown
+//	other 4xx, 1xx, 3xx (redirects not followed)    permanent failure
+//	transport failure before a connection existed   transient failure
+//	transport failure once a connection existed     unknown
+//	  (timeout, reset, EOF while reading)
+//
+// The last rule is the one that matters: once the request may have left,
+// silence is never success and is never retried blindly.
+//
+// The adapter keeps the request from being replayed behind its back: Go's
+// HTTP transport would otherwise resend a request carrying an
+// Idempotency-Key header on a broken keep-alive connection, turning an
+// unknown outcome into an invisible second attempt.
+package httpadapter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpwire"
+)
+
+// Defaults for a zero Config field.
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultTimeout        = 30 * time.Second
+)
+
+// Config configures an Adapter.
+type Config struct {
+	// URL is the destination's effect endpoint: mutations are POSTed to it
+	// and lookups are GET URL/<escaped key>. http and https only.
+	URL string
+	// DestinationDigest, when set, is the destination_digest every intent
+	// sent through this adapter must carry; an intent for another
+	// destination is refused before anything is sent.
+	DestinationDigest string
+	// ConnectTimeout bounds establishing a connection; Timeout bounds a
+	// whole request, from dialling to the last byte of the answer.
+	ConnectTimeout time.Duration
+	Timeout        time.Duration
+	// Transport, when set, replaces the adapter's own transport (which
+	// dials with ConnectTimeout and uses no proxy).
+	Transport http.RoundTripper
+}
+
+// Adapter is the HTTP effect adapter. It is safe for concurrent use.
+type Adapter struct {
+	base    *url.URL
+	dest    string
+	timeout time.Duration
+	client  *http.Client
+}
+
+var _ effect.Adapter = (*Adapter)(nil)
+
+// New checks cfg and returns an adapter.
+func New(cfg Config) (*Adapter, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("httpadapter: URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("httpadapter: URL %q must be an absolute http or https URL without query or fragment", cfg.URL)
+	}
+	if cfg.DestinationDigest != "" && !cjson.ValidDigest(cfg.DestinationDigest) {
+		return nil, fmt.Errorf("httpadapter: destination digest %q is not a sha256 digest", cfg.DestinationDigest)
+	}
+	if cfg.ConnectTimeout < 0 || cfg.Timeout < 0 {
+		return nil, errors.New("httpadapter: timeouts must not be negative")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+		rt = &http.Transport{
+			Proxy:                 nil, // a destination is named exactly; the environment does not reroute it
+			DialContext:           d.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   cfg.ConnectTimeout,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return &Adapter{
+		base:    u,
+		dest:    cfg.DestinationDigest,
+		timeout: cfg.Timeout,
+		client: &http.Client{
+			Transport: rt,
+			// A redirect is an answer, not an instruction: the intent names
+			// one destination, and a 3xx is classified as a refusal.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+// Prepare builds the canonical request body of an intent and its content
+// digest, the value the idempotency key is bound to and a later Lookup
+// asks about. It is pure: the same intent always gives the same bytes.
+func Prepare(in effect.Intent) (body []byte, contentDigest string, err error) {
+	if !httpwire.ValidKey(in.Effect.IdempotencyKey) {
+		return nil, "", fmt.Errorf("httpadapter: intent %q has no valid idempotency key", in.Effect.IntentID)
+	}
+	req, err := httpwire.NewRequest(in.Effect.IntentID, in.Effect.EffectType, in.Effect.ActionDigest, in.Effect.DestinationDigest, in.Payload)
+	if err != nil {
+		return nil, "", fmt.Errorf("httpadapter: intent %q: %w", in.Effect.IntentID, err)
+	}
+	return req.Encode()
+}
+
+// Execute performs one attempt of the intent. See the package comment for
+// how the answer is classified.
+func (a *Adapter) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
+	if a.dest != "" && in.Effect.DestinationDigest != a.dest {
+		return effect.Receipt{}, fmt.Errorf("httpadapter: intent %q is for destination %s, this adapter reaches %s", in.Effect.IntentID, in.Effect.DestinationDigest, a.dest)
+	}
+	body, digest, err := Prepare(in)
+	if err != nil {
+		return effect.Receipt{}, err
+	}
+	cd, _ := httpwire.FormatContentDigest(digest)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base.String(), bytes.NewReader(body))
+	if err != nil {
+		return effect.Receipt{}, fmt.Errorf("httpadapter: %w", err)
+	}
+	// Without GetBody the transport cannot resend the request by itself.
+	req.GetBody = nil
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(httpwire.HeaderIdempotencyKey, in.Effect.IdempotencyKey)
+	req.Header.Set(httpwire.HeaderContentDigest, cd)
+	obs := Observation{Key: in.Effect.IdempotencyKey, ContentDigest: digest}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		obs.TransportErr = err
+		obs.Connected = connected.Load()
+		return Classify(obs), nil
+	}
+	defer resp.Body.Close()
+	obs.Connected = true
+	obs.Status = resp.StatusCode
+	obs.Replayed = resp.Header.Get(httpwire.HeaderReplayed) == "true"
+	obs.Body, obs.BodyErr = readLimited(resp.Body, httpwire.MaxAnswerBytes)
+	return Classify(obs), nil
+}
+
+// errTooLarge reports an answer beyond the size limit.
+var errTooLarge = errors.New("answer exceeds the size limit")
+
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// Observation is everything one attempt saw, the input of Classify.
+type Observation struct {
+	Key           string // the idempotency key sent
+	ContentDigest string // the digest of the content sent
+	// Connected reports that a connection to the destination existed, so
+	// the request may have been sent. TransportErr is the round trip's
+	// error, if there was no answer at all.
+	Connected    bool
+	TransportErr error
+	// Status, Replayed, Body and BodyErr describe the answer, when one came.
+	Status   int
+	Replayed bool
+	Body     []byte
+	BodyErr  error
+}
+
+// Classify turns what an attempt saw into a receipt. It is pure.
+func Classify(o Observation) effect.Receipt {
+	r := effect.Receipt{ContentDigest: o.ContentDigest}
+	if o.TransportErr != nil {
+		if !o.Connected {
+			r.Outcome, r.Code = effect.FailedTransient, "TRANSPORT_BEFORE_SEND"
+			r.Detail = "no connection to the destination was made, so nothing was sent: " + o.TransportErr.Error()
+			return r
+		}
+		r.Outcome, r.Code = effect.Unknown, "TRANSPORT_AFTER_SEND"
+		r.Detail = "the request may have reached the destination and no answer came back: " + o.TransportErr.Error()
+		return r
+	}
+	r.Replayed = o.Replayed
+	var problem httpwire.Problem
+	if o.BodyErr == nil && o.Status/100 != 2 {
+		if p, err := httpwire.DecodeProblem(o.Body); err == nil {
+			problem = p
+			r.Evidence, r.EvidenceDigest = evidence(o.Body)
+		}
+	}
+	class := httpwire.ClassifyStatus(o.Status, problem.Code)
+	if class == httpwire.ClassSuccess {
+		if o.BodyErr != nil {
+			r.Outcome, r.Code = effect.Unknown, "ANSWER_UNREADABLE"
+			r.Detail = fmt.Sprintf("HTTP %d, but its body could not be read: %v", o.Status, o.BodyErr)
+			return r
+		}
+		if _, err := httpwire.DecodeResult(o.Body, o.Key, o.ContentDigest); err != nil {
+			r.Outcome, r.Code = effect.Unknown, codeOf(err)
+			r.Detail = fmt.Sprintf("HTTP %d, but the answer does not witness this request: %v", o.Status, err)
+			return r
+		}
+		r.Outcome, r.Code = effect.Succeeded, fmt.Sprintf("HTTP_%d", o.Status)
+		r.Evidence, r.EvidenceDigest = evidence(o.Body)
+		return r
+	}
+	switch class {
+	case httpwire.ClassPermanent:
+		r.Outcome = effect.FailedPermanent
+	case httpwire.ClassTransient:
+		r.Outcome = effect.FailedTransient
+	default:
+		r.Outcome = effect.Unknown
+	}
+	r.Code = fmt.Sprintf("HTTP_%d", o.Status)
+	if problem.Code != "" {
+		r.Code = problem.Code
+		r.Detail = fmt.Sprintf("HTTP %d: %s", o.Status, problem.Detail)
+	} else {
+		r.Detail = fmt.Sprintf("HTTP %d", o.Status)
+	}
+	return r
+}
+
+// evidence returns the canonical bytes of a destination answer and their
+// digest, or nothing when the answer is not canonicalisable.
+func evidence(body []byte) ([]byte, string) {
+	c, err := cjson.Canonicalize(body)
+	if err != nil {
+		return nil, ""
+	}
+	return c, cjson.Digest(c)
+}
+
+func codeOf(err error) string {
+	var we *httpwire.Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return "MALFORMED_ANSWER"
+}
+
+// LookupURL returns the URL a lookup for key is sent to.
+func (a *Adapter) LookupURL(key, contentDigest string) string {
+	u := *a.base
+	u.Path = a.base.Path + "/" + key
+	u.RawPath = a.base.EscapedPath() + "/" + url.PathEscape(key)
+	u.RawQuery = url.Values{"content_digest": {contentDigest}}.Encode()
+	return u.String()
+}
+
+// Lookup asks the destination what became of the effect sent under key
+// with contentDigest.
+func (a *Adapter) Lookup(ctx context.Context, key, contentDigest string) (effect.LookupResult, error) {
+	if !httpwire.ValidKey(key) {
+		return effect.LookupResult{}, fmt.Errorf("httpadapter: lookup: %q is not a valid idempotency key", key)
+	}
+	if !cjson.ValidDigest(contentDigest) {
+		return effect.LookupResult{}, fmt.Errorf("httpadapter: lookup: %q is not a content digest", contentDigest)
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.LookupURL(key, contentDigest), nil)
+	if err != nil {
+		return effect.LookupResult{}, fmt.Errorf("httpadapter: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "LOOKUP_TRANSPORT", Detail: err.Error()}, nil
+	}
+	defer resp.Body.Close()
+	body, berr := readLimited(resp.Body, httpwire.MaxAnswerBytes)
+	return JudgeLookup(key, contentDigest, resp.StatusCode, body, berr), nil
+}
+
+// JudgeLookup turns a lookup's answer into a result. It is pure. Only a
+// well-formed 200 answer for this key can confirm anything; a server that
+// is busy or failing leaves the outcome unknown; any other answer is one
+// this adapter does not understand, which a person must look at.
+func JudgeLookup(key, contentDigest string, status int, body []byte, bodyErr error) effect.LookupResult {
+	code := fmt.Sprintf("LOOKUP_HTTP_%d", status)
+	if status != http.StatusOK {
+		if httpwire.ClassifyStatus(status, "") == httpwire.ClassTransient {
+			return effect.LookupResult{Status: effect.StillUnknown, Code: code, Detail: "the destination could not answer now"}
+		}
+		return effect.LookupResult{Status: effect.HumanRequired, Code: code, Detail: "the destination's lookup endpoint gave an answer this adapter does not understand"}
+	}
+	if bodyErr != nil {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "LOOKUP_UNREADABLE", Detail: bodyErr.Error()}
+	}
+	ans, err := httpwire.DecodeLookup(body, key)
+	if err != nil {
+		return effect.LookupResult{Status: effect.HumanRequired, Code: codeOf(err), Detail: err.Error()}
+	}
+	ev, evd := evidence(body)
+	res := effect.LookupResult{Code: "LOOKUP_" + strings.ToUpper(ans.Status), Evidence: ev, EvidenceDigest: evd}
+	switch httpwire.Judge(ans, contentDigest) {
+	case httpwire.VerdictApplied:
+		res.Status, res.Detail = effect.ConfirmedSuccess, fmt.Sprintf("the destination applied this content as mutation %d", *ans.Sequence)
+	case httpwire.VerdictNotApplied:
+		res.Status, res.Detail = effect.ConfirmedFailure, "the destination applied nothing under this key and has nothing in flight"
+	case httpwire.VerdictPending:
+		res.Status, res.Detail = effect.StillUnknown, "a request with this key is still being handled"
+	default:
+		res.Status, res.Detail = effect.HumanRequired, "the key holds content other than this effect's"
+	}
+	return res
+}

@@ -1,0 +1,339 @@
+package httpwire
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// Protocol is the version every object of this protocol names.
+const Protocol = "flrh-effect-http/1"
+
+// Object kinds.
+const (
+	KindRequest = "EffectRequest"
+	KindResult  = "EffectResult"
+	KindLookup  = "EffectLookup"
+	KindProblem = "EffectProblem"
+)
+
+// Header names.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderContentDigest  = "Content-Digest"
+	// HeaderReplayed is set to "true" on an answer a destination gave from
+	// its idempotency record rather than by applying the request again.
+	HeaderReplayed = "Idempotent-Replayed"
+)
+
+// Size limits. A request body or an answer beyond them is refused whole.
+const (
+	MaxRequestBytes = 1 << 20  // an effect request body
+	MaxAnswerBytes  = 64 << 10 // a result, lookup answer or problem
+)
+
+// Lookup statuses a destination answers for an idempotency key.
+const (
+	StatusApplied    = "applied"     // a mutation with this key was applied
+	StatusNotApplied = "not_applied" // no mutation with this key was applied or is in flight
+	StatusInProgress = "in_progress" // a request with this key is being handled now
+	StatusConflict   = "conflict"    // this key was applied with other content than asked about
+)
+
+// Problem codes: stable strings a destination answers with, and that this
+// package reports in its own errors.
+const (
+	CodeMissingKey     = "MISSING_IDEMPOTENCY_KEY"
+	CodeInvalidKey     = "INVALID_IDEMPOTENCY_KEY"
+	CodeMissingDigest  = "MISSING_CONTENT_DIGEST"
+	CodeInvalidDigest  = "INVALID_CONTENT_DIGEST"
+	CodeDigestMismatch = "CONTENT_DIGEST_MISMATCH"
+	CodeTooLarge       = "BODY_TOO_LARGE"
+	CodeMalformed      = "MALFORMED_BODY"
+	CodeNotCanonical   = "BODY_NOT_CANONICAL"
+	CodeKeyConflict    = "IDEMPOTENCY_KEY_CONFLICT"
+	CodeInProgress     = "IDEMPOTENCY_KEY_IN_PROGRESS"
+	CodeBinding        = "ANSWER_BINDING_MISMATCH"
+	CodeInjected       = "INJECTED_FAILURE"
+	CodeLedgerFull     = "LEDGER_FULL"
+	CodeNotFound       = "NOT_FOUND"
+	CodeMethod         = "METHOD_NOT_ALLOWED"
+)
+
+// Error is a request or answer outside the protocol: what (Code), where
+// (Pointer, an RFC 6901 pointer into the body, or a header name) and why.
+type Error struct {
+	Code    string
+	Pointer string
+	Detail  string
+}
+
+func (e *Error) Error() string {
+	s := "httpwire: " + e.Code
+	if e.Pointer != "" {
+		s += " at " + e.Pointer
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func errorf(code, ptr, format string, args ...any) *Error {
+	return &Error{Code: code, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Request is the body of one effect mutation. Payload is the action's
+// parameters in the cjson value model (map[string]any, []any, string,
+// int64, bool, nil).
+type Request struct {
+	IntentID          string
+	EffectType        string
+	ActionDigest      string
+	DestinationDigest string
+	Payload           any
+}
+
+// NewRequest builds a request whose payload is the given JSON text (nil
+// means null). The text must be valid flrh-cjson/1 input.
+func NewRequest(intentID, effectType, actionDigest, destinationDigest string, payload []byte) (Request, error) {
+	r := Request{IntentID: intentID, EffectType: effectType, ActionDigest: actionDigest, DestinationDigest: destinationDigest}
+	if payload != nil {
+		v, err := cjson.Decode(payload)
+		if err != nil {
+			return Request{}, &Error{Code: CodeMalformed, Pointer: "/payload", Detail: err.Error()}
+		}
+		r.Payload = v
+	}
+	return r, r.check()
+}
+
+func (r Request) check() error {
+	for _, f := range []struct{ ptr, v string }{{"/intent_id", r.IntentID}, {"/effect_type", r.EffectType}} {
+		if !cjson.ValidID(f.v) {
+			return errorf(CodeMalformed, f.ptr, "%q is not an identifier", f.v)
+		}
+	}
+	for _, f := range []struct{ ptr, v string }{{"/action_digest", r.ActionDigest}, {"/destination_digest", r.DestinationDigest}} {
+		if !cjson.ValidDigest(f.v) {
+			return errorf(CodeMalformed, f.ptr, "%q is not a sha256 digest", f.v)
+		}
+	}
+	return nil
+}
+
+func (r Request) object() map[string]any {
+	return map[string]any{
+		"kind": KindRequest, "protocol": Protocol,
+		"intent_id": r.IntentID, "effect_type": r.EffectType,
+		"action_digest": r.ActionDigest, "destination_digest": r.DestinationDigest,
+		"payload": r.Payload,
+	}
+}
+
+// Encode returns the canonical body of the request and its content digest.
+func (r Request) Encode() (body []byte, digest string, err error) {
+	if err := r.check(); err != nil {
+		return nil, "", err
+	}
+	body, err = cjson.Encode(r.object())
+	if err != nil {
+		return nil, "", &Error{Code: CodeMalformed, Pointer: "/payload", Detail: err.Error()}
+	}
+	if len(body) > MaxRequestBytes {
+		return nil, "", errorf(CodeTooLarge, "", "the request is %d bytes, the limit is %d", len(body), MaxRequestBytes)
+	}
+	return body, ContentDigest(body), nil
+}
+
+// ContentDigest returns the flrh digest ("sha256:<hex>") of body bytes.
+func ContentDigest(body []byte) string { return cjson.Digest(body) }
+
+// FormatContentDigest renders a flrh digest as an RFC 9530 Content-Digest
+// field value. It reports false for anything that is not a sha256 digest.
+func FormatContentDigest(digest string) (string, bool) {
+	if !cjson.ValidDigest(digest) {
+		return "", false
+	}
+	raw, _ := hex.DecodeString(digest[len("sha256:"):])
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(raw) + ":", true
+}
+
+// ParseContentDigest reads an RFC 9530 Content-Digest field value and
+// returns its sha-256 member as a flrh digest. Members for other algorithms
+// are ignored; a value without exactly one well-formed sha-256 member is an
+// error, because the body could then not be bound to its content.
+func ParseContentDigest(field string) (string, error) {
+	if strings.TrimSpace(field) == "" {
+		return "", errorf(CodeMissingDigest, HeaderContentDigest, "the request has no content digest")
+	}
+	var found string
+	for _, member := range strings.Split(field, ",") {
+		member = strings.TrimSpace(member)
+		name, value, ok := strings.Cut(member, "=")
+		if !ok {
+			return "", errorf(CodeInvalidDigest, HeaderContentDigest, "member %q has no value", member)
+		}
+		if name != "sha-256" {
+			continue
+		}
+		if found != "" {
+			return "", errorf(CodeInvalidDigest, HeaderContentDigest, "more than one sha-256 member")
+		}
+		if len(value) < 2 || value[0] != ':' || value[len(value)-1] != ':' {
+			return "", errorf(CodeInvalidDigest, HeaderContentDigest, "the sha-256 member is not a byte sequence")
+		}
+		raw, err := base64.StdEncoding.Strict().DecodeString(value[1 : len(value)-1])
+		if err != nil || len(raw) != sha256.Size {
+			return "", errorf(CodeInvalidDigest, HeaderContentDigest, "the sha-256 member is not 32 bytes of base64")
+		}
+		found = "sha256:" + hex.EncodeToString(raw)
+	}
+	if found == "" {
+		return "", errorf(CodeInvalidDigest, HeaderContentDigest, "no sha-256 member")
+	}
+	return found, nil
+}
+
+// ValidKey reports whether s can be an idempotency key: a protocol
+// identifier (at most 128 characters of [A-Za-z0-9._:/-], starting with a
+// letter or digit).
+func ValidKey(s string) bool { return cjson.ValidID(s) }
+
+// Mutation is a decoded, bound effect request as a destination sees it.
+type Mutation struct {
+	Key           string  // the Idempotency-Key header
+	ContentDigest string  // the digest of the body, equal to the header's
+	Body          []byte  // the canonical body bytes
+	Request       Request // the decoded body
+}
+
+// DecodeRequest checks everything a destination must check before it may
+// apply a mutation: the key is well formed, the body is within the size
+// limit, the Content-Digest header matches the body bytes, the body is a
+// canonical flrh-cjson/1 Request object with exactly the protocol's members.
+// Any failure is an *Error and the request must not be applied.
+func DecodeRequest(key, contentDigestField string, body []byte) (Mutation, error) {
+	if key == "" {
+		return Mutation{}, errorf(CodeMissingKey, HeaderIdempotencyKey, "the request has no idempotency key")
+	}
+	if !ValidKey(key) {
+		return Mutation{}, errorf(CodeInvalidKey, HeaderIdempotencyKey, "the key is not an identifier of at most 128 characters")
+	}
+	if len(body) > MaxRequestBytes {
+		return Mutation{}, errorf(CodeTooLarge, "", "the body is over %d bytes", MaxRequestBytes)
+	}
+	claimed, err := ParseContentDigest(contentDigestField)
+	if err != nil {
+		return Mutation{}, err
+	}
+	actual := ContentDigest(body)
+	if claimed != actual {
+		return Mutation{}, errorf(CodeDigestMismatch, HeaderContentDigest, "the header names %s, the body is %s", claimed, actual)
+	}
+	v, err := cjson.Decode(body)
+	if err != nil {
+		return Mutation{}, wrapCJSON(err)
+	}
+	canon, err := cjson.Encode(v)
+	if err != nil {
+		return Mutation{}, wrapCJSON(err)
+	}
+	if !bytes.Equal(canon, body) {
+		return Mutation{}, errorf(CodeNotCanonical, "", "the body is not in flrh-cjson/1 canonical form")
+	}
+	o, err := closed(v, KindRequest, []string{"action_digest", "destination_digest", "effect_type", "intent_id", "kind", "payload", "protocol"})
+	if err != nil {
+		return Mutation{}, err
+	}
+	var r Request
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"intent_id", &r.IntentID}, {"effect_type", &r.EffectType}, {"action_digest", &r.ActionDigest}, {"destination_digest", &r.DestinationDigest}} {
+		if *f.dst, err = o.str(f.key); err != nil {
+			return Mutation{}, err
+		}
+	}
+	r.Payload = o.m["payload"]
+	if err := r.check(); err != nil {
+		return Mutation{}, err
+	}
+	return Mutation{Key: key, ContentDigest: actual, Body: canon, Request: r}, nil
+}
+
+func wrapCJSON(err error) error {
+	if ce, ok := err.(*cjson.Error); ok {
+		return &Error{Code: CodeMalformed, Pointer: ce.Pointer, Detail: string(ce.Code) + ": " + ce.Detail}
+	}
+	return &Error{Code: CodeMalformed, Detail: err.Error()}
+}
+
+// obj is a decoded object whose member set was checked.
+type obj struct{ m map[string]any }
+
+// closed checks that v is an object of the given kind and protocol with
+// exactly the given members (sorted), and returns it.
+func closed(v any, kind string, members []string) (obj, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return obj{}, errorf(CodeMalformed, "", "not a JSON object")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, found := slices.BinarySearch(members, k); !found {
+			return obj{}, errorf(CodeMalformed, "/"+cjson.EscapePointer(k), "unknown member")
+		}
+	}
+	for _, k := range members {
+		if _, ok := m[k]; !ok {
+			return obj{}, errorf(CodeMalformed, "/"+k, "missing member")
+		}
+	}
+	o := obj{m}
+	if k, err := o.str("kind"); err != nil {
+		return obj{}, err
+	} else if k != kind {
+		return obj{}, errorf(CodeMalformed, "/kind", "kind is %q, want %q", k, kind)
+	}
+	if p, err := o.str("protocol"); err != nil {
+		return obj{}, err
+	} else if p != Protocol {
+		return obj{}, errorf(CodeMalformed, "/protocol", "protocol is %q, this side speaks %q", p, Protocol)
+	}
+	return o, nil
+}
+
+func (o obj) str(key string) (string, error) {
+	s, ok := o.m[key].(string)
+	if !ok {
+		return "", errorf(CodeMalformed, "/"+key, "must be a string")
+	}
+	return s, nil
+}
+
+func (o obj) optStr(key string) (*string, error) {
+	if o.m[key] == nil {
+		return nil, nil
+	}
+	s, err := o.str(key)
+	return &s, err
+}
+
+func (o obj) int(key string) (int64, error) {
+	n, ok := o.m[key].(int64)
+	if !ok {
+		return 0, errorf(CodeMalformed, "/"+key, "must be an integer")
+	}
+	return n, nil
+}

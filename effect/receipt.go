@@ -1,0 +1,97 @@
+package effect
+
+import (
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/protocol"
+)
+
+// ProtocolOutcome maps an attempt's outcome to the outcome of an
+// ActionReceipt. A transient failure has none: it closes nothing, the effect
+// is retried (same key, same content) or, once retries are spent,
+// reconciled before any failure receipt may be minted.
+func (r Receipt) ProtocolOutcome() (string, bool) {
+	switch r.Outcome {
+	case Succeeded:
+		return protocol.OutcomeConfirmedSuccess, true
+	case FailedPermanent:
+		return protocol.OutcomeConfirmedFailure, true
+	case Unknown:
+		return protocol.OutcomeUnknown, true
+	}
+	return "", false
+}
+
+// ProtocolOutcome maps a lookup's status to the outcome of an
+// ActionReceipt. Only confirmed statuses have one: still-unknown and
+// human-required leave the effect pending.
+func (r LookupResult) ProtocolOutcome() (string, bool) {
+	switch r.Status {
+	case ConfirmedSuccess:
+		return protocol.OutcomeConfirmedSuccess, true
+	case ConfirmedFailure:
+		return protocol.OutcomeConfirmedFailure, true
+	}
+	return "", false
+}
+
+// ReceiptBinding is the part of a receipt fixed when the intent was
+// committed, before any adapter I/O.
+type ReceiptBinding struct {
+	CommandDigest   string
+	InputRootDigest string
+	PlatformDigest  string
+}
+
+// Observation is what one attempt or lookup witnessed, as the receipt
+// records it.
+type Observation struct {
+	AttemptID     string
+	Outcome       string   // a protocol outcome, see ProtocolOutcome
+	OutputDigests []string // digests of the destination's evidence
+	TraceRef      *string
+	RecordedAt    string // RFC 3339, from the caller's clock reading
+}
+
+// NewActionReceipt builds the protocol ActionReceipt of one observation of
+// an intent. The receipt repeats every binding member of the intent; the
+// result is validated (protocol.Check) and checked against the intent
+// (protocol.CheckReceiptBinding) before it is returned, so a receipt that
+// could be refused on re-read is never produced.
+func NewActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) (protocol.ActionReceipt, error) {
+	out := slices.Clone(o.OutputDigests)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	r := protocol.ActionReceipt{
+		Kind: protocol.KindActionReceipt, IntentID: e.IntentID, ActionDigest: e.ActionDigest,
+		CommandDigest: b.CommandDigest, InputRootDigest: b.InputRootDigest, PlatformDigest: b.PlatformDigest,
+		CauseID: e.CauseID, CorrelationID: e.CorrelationID, Capability: e.Capability,
+		AuthorityDigest: e.AuthorityDigest, DestinationDigest: e.DestinationDigest, GoalID: e.GoalID,
+		ObligationID: e.ObligationID, AdapterVersion: e.AdapterVersion, AssessedRisk: e.AssessedRisk,
+		ApprovalRequired: e.ApprovalRequired, ApprovalDigest: e.ApprovalDigest, AttemptID: o.AttemptID,
+		IdempotencyKey: e.IdempotencyKey, OutputDigests: out, Outcome: o.Outcome,
+		TraceRef: o.TraceRef, RecordedAt: o.RecordedAt,
+	}
+	if r.ApprovalDigest != nil {
+		d := *r.ApprovalDigest
+		r.ApprovalDigest = &d
+	}
+	if r.TraceRef != nil {
+		t := *r.TraceRef
+		r.TraceRef = &t
+	}
+	if o.Outcome == protocol.OutcomeConfirmedSuccess && len(out) == 0 {
+		return protocol.ActionReceipt{}, fmt.Errorf("effect: a confirmed success names the destination evidence it rests on; output digests are empty")
+	}
+	if err := protocol.Check(r); err != nil {
+		return protocol.ActionReceipt{}, err
+	}
+	if err := protocol.CheckReceiptBinding(e, r); err != nil {
+		return protocol.ActionReceipt{}, err
+	}
+	return r, nil
+}

@@ -1,0 +1,282 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Commit implements store.Store: one IMMEDIATE transaction that checks the
+// fence and the head, revalidates and consumes approvals, appends events to
+// the hash chain, writes intents with their outbox rows, attempt results,
+// receipts, the checkpoint, the run header and the trace — or nothing.
+func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) error {
+	const op = "commit"
+	if err := validateTick(lease.RunID, tick); err != nil {
+		return err
+	}
+	return s.write(ctx, op, lease.RunID, func(tx *sql.Tx, now time.Time) error {
+		run, err := s.fence(ctx, tx, op, lease, now)
+		if err != nil {
+			return err
+		}
+		if run.Head != tick.ExpectHead {
+			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "writer computed from event %d, the run is at %d", tick.ExpectHead, run.Head)
+		}
+		if run.Outcome != "" {
+			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
+		}
+		ts := nanos(now)
+
+		// Events extend the hash chain.
+		head, hash := run.Head, run.HeadHash
+		for _, ev := range tick.Events {
+			head++
+			next := store.ChainHash(hash, head, ev.Digest)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, head, ev.Kind, ev.Body, ev.Digest, hash, next, lease.Generation, ts); err != nil {
+				return err
+			}
+			hash = next
+		}
+
+		// Approvals: revalidated against the grant as stored, at this
+		// transaction's clock reading, then consumed once.
+		for _, use := range tick.Approvals {
+			a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, use.ApprovalID))
+			if err == sql.ErrNoRows {
+				return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s was never granted", use.ApprovalID)
+			} else if err != nil {
+				return err
+			}
+			if a.Status != store.ApprovalGranted {
+				return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s is %s", use.ApprovalID, a.Status)
+			}
+			if a.RunID != lease.RunID {
+				return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s belongs to run %s", use.ApprovalID, a.RunID)
+			}
+			if !now.Before(a.ExpiresAt) {
+				return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s expired at %s", use.ApprovalID, a.ExpiresAt.Format(time.RFC3339Nano))
+			}
+			if use.Check != nil {
+				if err := use.Check(a, now); err != nil {
+					return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, err, "approval %s", use.ApprovalID)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = ? AND status = 'granted'`,
+				use.IntentID, use.ApprovalID); err != nil {
+				return err
+			}
+		}
+
+		// Intents, each with its outbox row. A reused idempotency key with the
+		// same content is the same intent committed twice: refused as a
+		// duplicate. With other content it is a conflict, never a reuse.
+		for _, in := range tick.Intents {
+			var existing string
+			err := tx.QueryRowContext(ctx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing)
+			switch {
+			case err == nil && existing != in.ContentDigest:
+				return store.Errorf(store.CodeIdempotencyConflict, op, lease.RunID, nil, "idempotency key %s is bound to other content", in.IdempotencyKey)
+			case err == nil:
+				return store.Errorf(store.CodeExists, op, lease.RunID, nil, "intent with idempotency key %s already committed", in.IdempotencyKey)
+			case err != sql.ErrNoRows:
+				return err
+			}
+			var approval any
+			if in.ApprovalID != "" {
+				approval = in.ApprovalID
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?, ?, ?, ?, ?, ?, ?)`,
+				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
+				in.ID, lease.RunID, ts); err != nil {
+				return err
+			}
+		}
+
+		// Attempt results move their intent's outbox.
+		for _, r := range tick.Results {
+			res, err := tx.ExecContext(ctx, `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
+WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = ?)`,
+				string(r.Status), r.Detail, ts, r.IntentID, r.N, lease.RunID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
+				string(r.Outbox), r.Route, ts, r.IntentID); err != nil {
+				return err
+			}
+		}
+
+		// Receipts close their intents.
+		for _, rc := range tick.Receipts {
+			var status string
+			err := tx.QueryRowContext(ctx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
+			if err == sql.ErrNoRows {
+				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
+			} else if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)
+VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?, ?, ?)`,
+				rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, ts, rc.IntentID); err != nil {
+				return err
+			}
+		}
+
+		if cp := tick.Checkpoint; cp != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {
+				return err
+			}
+		}
+
+		state := run.State
+		if tick.State != "" {
+			state = tick.State
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ? WHERE run_id = ?`,
+			head, hash, state, tick.Outcome, ts, lease.RunID); err != nil {
+			return err
+		}
+
+		var traceSeq int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
+			return err
+		}
+		for _, tr := range tick.Trace {
+			traceSeq++
+			if _, err := tx.ExecContext(ctx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+				lease.RunID, traceSeq, tr.Kind, tr.Body, ts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// validateTick checks what can be checked before touching the database, so
+// malformed input is refused without a transaction.
+func validateTick(runID string, t store.Tick) error {
+	bad := func(format string, args ...any) error {
+		return store.Errorf(store.CodeInvalidInput, "commit", runID, nil, format, args...)
+	}
+	if t.ExpectHead < 0 {
+		return bad("negative head %d", t.ExpectHead)
+	}
+	for i, ev := range t.Events {
+		if ev.Kind == "" || len(ev.Body) == 0 {
+			return bad("event %d lacks a kind or body", i)
+		}
+		if store.BodyDigest(ev.Body) != ev.Digest {
+			return bad("event %d digest %s does not match its body", i, ev.Digest)
+		}
+	}
+	if cp := t.Checkpoint; cp != nil && store.BodyDigest(cp.Body) != cp.Digest {
+		return bad("checkpoint digest %s does not match its body", cp.Digest)
+	}
+	uses := map[string]bool{}
+	for i, in := range t.Intents {
+		if in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" {
+			return bad("intent %d lacks an id, effect type, idempotency key or content digest", i)
+		}
+		if store.BodyDigest(in.Body) != in.Digest {
+			return bad("intent %s digest does not match its body", in.ID)
+		}
+		if in.ApprovalID != "" {
+			uses[in.ApprovalID+"\x00"+in.ID] = true
+		}
+	}
+	// Every approval an intent names must be consumed in the same commit,
+	// and every consumption must belong to one of the tick's intents.
+	for _, u := range t.Approvals {
+		key := u.ApprovalID + "\x00" + u.IntentID
+		if !uses[key] {
+			return bad("approval %s is consumed for intent %s, which does not name it in this tick", u.ApprovalID, u.IntentID)
+		}
+		delete(uses, key)
+	}
+	if len(uses) > 0 {
+		return bad("an intent names an approval that the tick does not consume")
+	}
+	for i, rc := range t.Receipts {
+		if rc.IntentID == "" || rc.Outcome == "" || store.BodyDigest(rc.Body) != rc.Digest {
+			return bad("receipt %d lacks an intent or outcome, or its digest does not match", i)
+		}
+	}
+	for i, r := range t.Results {
+		switch r.Outbox {
+		case store.OutboxRetry, store.OutboxReconcile, store.OutboxHuman, store.OutboxDone, store.OutboxPending:
+		default:
+			return bad("attempt result %d moves the outbox to %q", i, r.Outbox)
+		}
+		if r.Status == store.AttemptStarted {
+			return bad("attempt result %d does not finish the attempt", i)
+		}
+	}
+	return nil
+}
+
+// BeginAttempt implements store.Store.
+func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID string) (store.Attempt, error) {
+	const op = "begin attempt"
+	var at store.Attempt
+	err := s.write(ctx, op, lease.RunID, func(tx *sql.Tx, now time.Time) error {
+		if _, err := s.fence(ctx, tx, op, lease, now); err != nil {
+			return err
+		}
+		var status string
+		var attempts int64
+		err := tx.QueryRowContext(ctx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &attempts)
+		if err == sql.ErrNoRows {
+			return store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
+		} else if err != nil {
+			return err
+		}
+		// Only a pending intent or one whose last attempt failed transiently
+		// may be attempted; in-flight and unknown outcomes reconcile first.
+		if status != string(store.OutboxPending) && status != string(store.OutboxRetry) {
+			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, status)
+		}
+		at = store.Attempt{IntentID: intentID, N: attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
+			intentID, at.N, lease.Generation, nanos(now)); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
+		return err
+	})
+	return at, err
+}
+
+// Quarantine implements store.Store.
+func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
+	if reason == "" {
+		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
+	}
+	return s.write(ctx, "quarantine", runID, func(tx *sql.Tx, now time.Time) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
+			reason, nanos(now), runID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return store.Errorf(store.CodeNotFound, "quarantine", runID, nil, "no such run")
+		}
+		return nil
+	})
+}

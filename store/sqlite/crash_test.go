@@ -1,0 +1,128 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// TestMain lets this test binary double as the writer process that the
+// crash test kills.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("FLRH_CRASH_WRITER_DB"); path != "" {
+		crashWriter(path)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashWriter commits ticks forever (until killed): each tick appends an
+// event, commits an intent and a checkpoint that names the event count.
+func crashWriter(path string) {
+	ctx := context.Background()
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	l, err := s.AcquireLease(ctx, "r", "writer", time.Hour) // a restarted runner keeps its name
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	for {
+		run, err := s.Run(ctx, "r")
+		if err != nil {
+			os.Exit(4)
+		}
+		n := run.Head + 1
+		cp := []byte(fmt.Sprintf(`{"events":%d}`, n))
+		tick := store.Tick{ExpectHead: run.Head,
+			Events:     []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))},
+			Intents:    []store.Intent{storetest.In(fmt.Sprintf("i%d", n), fmt.Sprintf("k%d", n), fmt.Sprint(n))},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}
+		if err := s.Commit(ctx, l, tick); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(5)
+		}
+	}
+}
+
+// TestCrashKeepsTicksWhole kills a writer process with SIGKILL in the middle
+// of committing, several times, and checks after every restart that each
+// tick is either wholly present or wholly absent: the event chain is
+// intact, every event has its intent and its checkpoint, and nothing else.
+func TestCrashKeepsTicksWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test runs real processes")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var last int64
+	for round := 0; round < 4; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "FLRH_CRASH_WRITER_DB="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 6)
+		if _, err := out.Read(buf); err != nil {
+			t.Fatalf("writer did not start: %v", err)
+		}
+		time.Sleep(time.Duration(150+round*70) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+
+		s, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+		}
+		run, err := s.Run(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := s.Events(ctx, "r", 0)
+		ins, _ := s.Intents(ctx, "r")
+		cp, _ := s.Checkpoint(ctx, "r")
+		if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) {
+			t.Fatalf("round %d: torn tick: head=%d events=%d intents=%d checkpoint=%d", round, run.Head, len(evs), len(ins), cp.Seq)
+		}
+		prev := store.GenesisHash
+		for _, e := range evs {
+			if e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+				t.Fatalf("round %d: chain broken at %d", round, e.Seq)
+			}
+			prev = e.ChainHash
+		}
+		if run.Head <= last {
+			t.Fatalf("round %d: no progress (head %d)", round, run.Head)
+		}
+		last = run.Head
+		s.Close()
+	}
+	t.Logf("survived 4 SIGKILLs; %d ticks committed", last)
+}

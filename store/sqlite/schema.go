@@ -1,0 +1,134 @@
+package sqlite
+
+// migrations are applied in order; migration i brings the schema to version
+// i+1. Never edit a released migration: add a new one.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE runs (
+	run_id           TEXT PRIMARY KEY,
+	workflow_id      TEXT NOT NULL,
+	workflow_version TEXT NOT NULL,
+	state            TEXT NOT NULL,
+	outcome          TEXT NOT NULL DEFAULT '',
+	head_seq         INTEGER NOT NULL DEFAULT 0 CHECK (head_seq >= 0),
+	head_hash        TEXT NOT NULL,
+	lease_owner      TEXT NOT NULL DEFAULT '',
+	lease_generation INTEGER NOT NULL DEFAULT 0,
+	lease_expires_at INTEGER NOT NULL DEFAULT 0,
+	quarantine       TEXT NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL,
+	created_order    INTEGER NOT NULL UNIQUE
+) STRICT;
+
+CREATE TABLE events (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL CHECK (seq >= 1),
+	kind        TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	digest      TEXT NOT NULL,
+	prev_hash   TEXT NOT NULL,
+	chain_hash  TEXT NOT NULL,
+	generation  INTEGER NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	PRIMARY KEY (run_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE checkpoints (
+	run_id         TEXT NOT NULL REFERENCES runs(run_id),
+	seq            INTEGER NOT NULL,
+	format_version INTEGER NOT NULL,
+	build_digest   TEXT NOT NULL,
+	body           BLOB NOT NULL,
+	digest         TEXT NOT NULL,
+	generation     INTEGER NOT NULL,
+	recorded_at    INTEGER NOT NULL,
+	PRIMARY KEY (run_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE approvals (
+	approval_id    TEXT PRIMARY KEY,
+	run_id         TEXT NOT NULL REFERENCES runs(run_id),
+	request_digest TEXT NOT NULL,
+	nonce          TEXT NOT NULL UNIQUE,
+	body           BLOB NOT NULL,
+	digest         TEXT NOT NULL,
+	expires_at     INTEGER NOT NULL,
+	status         TEXT NOT NULL CHECK (status IN ('granted', 'consumed', 'revoked')),
+	consumed_by    TEXT NOT NULL DEFAULT '',
+	recorded_at    INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE intents (
+	intent_id       TEXT PRIMARY KEY,
+	run_id          TEXT NOT NULL REFERENCES runs(run_id),
+	seq             INTEGER NOT NULL,
+	commit_order    INTEGER NOT NULL UNIQUE,
+	effect_type     TEXT NOT NULL,
+	idempotency_key TEXT NOT NULL UNIQUE,
+	content_digest  TEXT NOT NULL,
+	approval_id     TEXT REFERENCES approvals(approval_id),
+	body            BLOB NOT NULL,
+	digest          TEXT NOT NULL,
+	generation      INTEGER NOT NULL,
+	recorded_at     INTEGER NOT NULL
+) STRICT;
+CREATE INDEX intents_by_run ON intents(run_id, commit_order);
+
+CREATE TABLE outbox (
+	intent_id  TEXT PRIMARY KEY REFERENCES intents(intent_id),
+	run_id     TEXT NOT NULL REFERENCES runs(run_id),
+	status     TEXT NOT NULL CHECK (status IN ('pending', 'in_flight', 'retry', 'reconcile', 'human', 'done')),
+	route      TEXT NOT NULL DEFAULT '',
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX outbox_open ON outbox(status) WHERE status <> 'done';
+
+CREATE TABLE attempts (
+	intent_id   TEXT NOT NULL REFERENCES intents(intent_id),
+	n           INTEGER NOT NULL CHECK (n >= 1),
+	status      TEXT NOT NULL CHECK (status IN ('started', 'succeeded', 'failed_transient', 'failed_permanent', 'unknown', 'reconciled_applied', 'reconciled_not_applied')),
+	generation  INTEGER NOT NULL,
+	detail      TEXT NOT NULL DEFAULT '',
+	started_at  INTEGER NOT NULL,
+	finished_at INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (intent_id, n)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE receipts (
+	intent_id    TEXT PRIMARY KEY REFERENCES intents(intent_id),
+	run_id       TEXT NOT NULL REFERENCES runs(run_id),
+	commit_order INTEGER NOT NULL UNIQUE,
+	outcome      TEXT NOT NULL,
+	body         BLOB NOT NULL,
+	digest       TEXT NOT NULL,
+	generation   INTEGER NOT NULL,
+	recorded_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE trace (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL,
+	kind        TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	PRIMARY KEY (run_id, seq)
+) STRICT, WITHOUT ROWID;
+
+-- The evidence tables are append-only: history is never rewritten.
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER receipts_no_update BEFORE UPDATE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER intents_no_update BEFORE UPDATE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
+CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
+CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
+`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = int64(len(migrations))

@@ -1,0 +1,309 @@
+// Package sqlite is flrh's embedded store: one SQLite file in WAL mode with
+// synchronous=FULL, STRICT tables, foreign keys on, untrusted schema, and
+// every write transaction begun IMMEDIATE so that the fence check and the
+// writes it guards see one consistent database.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"flrh.dev/flrh/store"
+)
+
+// Options tune a Store. The zero value is ready to use.
+type Options struct {
+	// Clock is read inside transactions for lease expiry and approval
+	// revalidation; nil means time.Now. Tests inject a fake.
+	Clock func() time.Time
+	// ReadOnly opens the database without write access (the verifier).
+	ReadOnly bool
+	// BusyTimeout bounds how long a writer waits for the write lock.
+	BusyTimeout time.Duration
+}
+
+// Store is a store.Store on one SQLite database file.
+type Store struct {
+	db    *sql.DB
+	clock func() time.Time
+	ro    bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and brings its
+// schema up to date. A database written by a newer flrh is refused with
+// store.CodeSchemaTooNew rather than risked.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, store.Errorf(store.CodeInvalidInput, "open", "", nil, "empty database path")
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "trusted_schema(0)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if opts.ReadOnly {
+		q.Add("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_txlock", "immediate")
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "open %s", path)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	s := &Store{db: db, clock: clock, ro: opts.ReadOnly}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the database handle for read-only inspection by tests and the
+// verifier; writing through it bypasses the fence and is never done.
+func (s *Store) DB() *sql.DB { return s.db }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var have int64
+	if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have); err != nil {
+		return mapErr("migrate", "", err)
+	}
+	if have > SchemaVersion {
+		return store.Errorf(store.CodeSchemaTooNew, "migrate", "", nil,
+			"database schema version %d is newer than this build's %d", have, SchemaVersion)
+	}
+	if have == SchemaVersion {
+		return nil
+	}
+	if s.ro {
+		return store.Errorf(store.CodeInvalidInput, "migrate", "", nil,
+			"database schema version %d needs migration to %d; open it read-write first", have, SchemaVersion)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr("migrate", "", err)
+	}
+	defer tx.Rollback()
+	for v := have; v < SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return store.Errorf(store.CodeUnavailable, "migrate", "", err, "migration to version %d", v+1)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {
+		return mapErr("migrate", "", err)
+	}
+	return mapErr("migrate", "", tx.Commit())
+}
+
+// mapErr turns driver errors into typed store errors.
+func mapErr(op, runID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *store.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Errorf(store.CodeNotFound, op, runID, nil, "not found")
+	}
+	var le *sqlite.Error
+	if errors.As(err, &le) {
+		switch le.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			return store.Errorf(store.CodeExists, op, runID, err, "duplicate identity")
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_BUSY_SNAPSHOT:
+			return store.Errorf(store.CodeUnavailable, op, runID, err, "database busy")
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return store.Errorf(store.CodeCorrupt, op, runID, err, "database file damaged")
+		}
+		if strings.Contains(le.Error(), "append-only") {
+			return store.Errorf(store.CodeInvalidTransition, op, runID, err, "evidence is append-only")
+		}
+	}
+	return store.Errorf(store.CodeUnavailable, op, runID, err, "database error")
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
+	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
+		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
+	}
+	now := nanos(s.clock())
+	_, err := s.db.ExecContext(ctx, `
+INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
+		run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, now, now)
+	return mapErr("create run", run.ID, err)
+}
+
+const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(row scanner) (store.Run, error) {
+	var r store.Run
+	var exp, created, updated int64
+	err := row.Scan(&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated)
+	r.Lease.RunID = r.ID
+	r.Lease.ExpiresAt = fromNanos(exp)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return r, err
+}
+
+// Run implements store.Store.
+func (s *Store) Run(ctx context.Context, runID string) (store.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+	return r, mapErr("run", runID, err)
+}
+
+// Runs implements store.Store.
+func (s *Store) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0)
+ORDER BY created_order LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, mapErr("runs", "", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, mapErr("runs", "", err)
+		}
+		out = append(out, r)
+	}
+	return out, mapErr("runs", "", rows.Err())
+}
+
+// AcquireLease implements store.Store.
+func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (store.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
+	}
+	var lease store.Lease
+	err := s.write(ctx, "acquire lease", runID, func(tx *sql.Tx, now time.Time) error {
+		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+		if err != nil {
+			return err
+		}
+		if r.Quarantine != "" {
+			return store.Errorf(store.CodeQuarantined, "acquire lease", runID, nil, "%s", r.Quarantine)
+		}
+		if r.Lease.Owner != "" && r.Lease.Owner != owner && r.Lease.ExpiresAt.After(now) {
+			return store.Errorf(store.CodeLeaseHeld, "acquire lease", runID, nil,
+				"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+		}
+		lease = store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_generation = ?, lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
+			owner, lease.Generation, nanos(lease.ExpiresAt), nanos(now), runID)
+		return err
+	})
+	return lease, err
+}
+
+// RenewLease implements store.Store.
+func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration) (store.Lease, error) {
+	out := lease
+	err := s.write(ctx, "renew lease", lease.RunID, func(tx *sql.Tx, now time.Time) error {
+		if _, err := s.fence(ctx, tx, "renew lease", lease, now); err != nil {
+			return err
+		}
+		out.ExpiresAt = now.Add(ttl).UTC()
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
+			nanos(out.ExpiresAt), nanos(now), lease.RunID)
+		return err
+	})
+	return out, err
+}
+
+// ReleaseLease implements store.Store.
+func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
+	return s.write(ctx, "release lease", lease.RunID, func(tx *sql.Tx, now time.Time) error {
+		if _, err := s.fence(ctx, tx, "release lease", lease, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
+			nanos(now), lease.RunID)
+		return err
+	})
+}
+
+// write runs fn in one IMMEDIATE transaction with the store's clock read
+// after the write lock is held, so "now" is ordered with every other write.
+func (s *Store) write(ctx context.Context, op, runID string, fn func(tx *sql.Tx, now time.Time) error) error {
+	if s.ro {
+		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(op, runID, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx, s.clock()); err != nil {
+		return mapErr(op, runID, err)
+	}
+	return mapErr(op, runID, tx.Commit())
+}
+
+// fence checks, inside tx, that lease is the run's current, unexpired lease
+// and that the run is not quarantined. It returns the run header.
+func (s *Store) fence(ctx context.Context, tx *sql.Tx, op string, lease store.Lease, now time.Time) (store.Run, error) {
+	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, lease.RunID))
+	if err != nil {
+		return r, err
+	}
+	if r.Quarantine != "" {
+		return r, store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
+	}
+	if r.Lease.Generation != lease.Generation || r.Lease.Owner != lease.Owner {
+		return r, store.Errorf(store.CodeFenced, op, lease.RunID, nil,
+			"lease generation %d of %q is stale; current is %d of %q", lease.Generation, lease.Owner, r.Lease.Generation, r.Lease.Owner)
+	}
+	if !r.Lease.ExpiresAt.After(now) {
+		return r, store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return r, nil
+}

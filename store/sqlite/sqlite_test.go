@@ -1,0 +1,98 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+)
+
+func open(t *testing.T, clock func() time.Time) store.Store {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) { storetest.Run(t, open) }
+
+func TestPragmas(t *testing.T) {
+	s := open(t, time.Now).(*Store)
+	defer s.Close()
+	for pragma, want := range map[string]string{"journal_mode": "wal", "synchronous": "2", "foreign_keys": "1"} {
+		var got string
+		if err := s.DB().QueryRow("PRAGMA " + pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
+}
+
+// Evidence is append-only even for someone writing SQL by hand.
+func TestEvidenceAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, time.Now).(*Store)
+	defer s.Close()
+	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	if err := s.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("A", `{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE events SET kind = 'B'`, `DELETE FROM events`} {
+		if _, err := s.DB().Exec(q); err == nil {
+			t.Errorf("%s succeeded", q)
+		}
+	}
+}
+
+func TestSchemaTooNewIsRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, _ := sql.Open("sqlite", path)
+	if _, err := db.Exec(`PRAGMA user_version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(ctx, path, Options{})
+	if store.CodeOf(err) != store.CodeSchemaTooNew {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Run(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.AcquireLease(ctx, "r", "w", time.Hour); store.CodeOf(err) != store.CodeInvalidInput {
+		t.Fatalf("write on read-only store: %v", err)
+	}
+}

@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// Code classifies a store failure. Callers branch on codes, never on text.
+type Code string
+
+const (
+	CodeNotFound            Code = "NOT_FOUND"            // no such run, intent, approval or attempt
+	CodeExists              Code = "ALREADY_EXISTS"       // a run, intent or approval id reused
+	CodeFenced              Code = "FENCED"               // the lease is not (or no longer) this writer's
+	CodeLeaseHeld           Code = "LEASE_HELD"           // another writer holds an unexpired lease
+	CodeHeadMismatch        Code = "HEAD_MISMATCH"        // the run moved since the writer last read it
+	CodeQuarantined         Code = "QUARANTINED"          // the run is parked; it never resumes silently
+	CodeIdempotencyConflict Code = "IDEMPOTENCY_CONFLICT" // one idempotency key, two different contents
+	CodeApprovalUnavailable Code = "APPROVAL_UNAVAILABLE" // consumed, revoked or never granted
+	CodeApprovalRejected    Code = "APPROVAL_REJECTED"    // the caller's revalidation refused the grant
+	CodeInvalidTransition   Code = "INVALID_TRANSITION"   // e.g. a receipt for an intent with no attempt
+	CodeInvalidInput        Code = "INVALID_INPUT"        // a malformed record handed to the store
+	CodeCorrupt             Code = "CORRUPT"              // stored bytes fail their digest or chain
+	CodeSchemaTooNew        Code = "SCHEMA_TOO_NEW"       // the database was written by a newer flrh
+	CodeUnavailable         Code = "UNAVAILABLE"          // the database could not be reached or was busy
+)
+
+// Error is a typed store failure.
+type Error struct {
+	Code   Code
+	Op     string // the store operation, e.g. "commit"
+	RunID  string // the run concerned, if any
+	Detail string
+	Err    error // the underlying cause, if any
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("store: %s", e.Op)
+	if e.RunID != "" {
+		s += " run " + e.RunID
+	}
+	s += ": " + string(e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error; implementations use it so messages stay uniform.
+func Errorf(code Code, op, runID string, cause error, format string, args ...any) *Error {
+	return &Error{Code: code, Op: op, RunID: runID, Detail: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// CodeOf returns the Code of err if it is (or wraps) an *Error, else "".
+func CodeOf(err error) Code {
+	for err != nil {
+		if e, ok := err.(*Error); ok {
+			return e.Code
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return ""
+		}
+		err = u.Unwrap()
+	}
+	return ""
+}
+
+// Run is a run's header row.
+type Run struct {
+	ID              string
+	WorkflowID      string
+	WorkflowVersion string
+	State           string // the run FSM state after the last commit
+	Outcome         string // the final outcome category, "" while the run is live
+	Head            int64  // sequence number of the last accepted event, 0 before any
+	HeadHash        string // chain hash after the last event (GenesisHash before any)
+	Lease           Lease
+	Quarantine      string // why the run is parked, "" when it is not
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Lease is a writer's claim on a run. Generation grows by one on every
+// acquisition, so a stale holder is recognised by its smaller number.
+type Lease struct {
+	RunID      string
+	Owner      string
+	Generation int64
+	ExpiresAt  time.Time
+}
+
+// Event is one accepted event of a run, in canonical bytes.
+type Event struct {
+	Seq        int64
+	Kind       string
+	Body       []byte // canonical JSON
+	Digest     string // sha256 of Body
+	PrevHash   string // the chain hash before this event
+	ChainHash  string // ChainHash(PrevHash, Seq, Digest)
+	Generation int64  // the lease generation that committed it
+	RecordedAt time.Time
+}
+
+// Checkpoint is a snapshot of a run's pure state after an event.
+type Checkpoint struct {
+	Seq           int64  // the event it follows
+	FormatVersion int64  // checkpoint layout version; a newer one quarantines
+	BuildDigest   string // digest of the code that wrote it (loaded-code coherence)
+	Body          []byte // canonical JSON
+	Digest        string
+}
+
+// Intent is a committed effect intent with the outbox state that drives it.
+type Intent struct {
+	ID             string
+	RunID          string
+	Seq            int64 // the event after which it was committed
+	EffectType     string
+	IdempotencyKey string
+	ContentDigest  string // digest of the exact content the key is bound to
+	ApprovalID     string // the approval it consumed, "" if none was required
+	Body           []byte // canonical EffectIntent
+	Digest         string
+	Outbox         OutboxStatus
+	Route          string // why the outbox is in its status (e.g. retry_exhausted)
+	Attempts       int64
+}
+
+// OutboxStatus is where an intent stands on its way to the world.
+type OutboxStatus string
+
+const (
+	OutboxPending   OutboxStatus = "pending"   // committed, not yet attempted
+	OutboxInFlight  OutboxStatus = "in_flight" // an attempt began; its outcome is not recorded
+	OutboxRetry     OutboxStatus = "retry"     // a transient failure; may be attempted again
+	OutboxReconcile OutboxStatus = "reconcile" // outcome unknown; ask the destination first
+	OutboxHuman     OutboxStatus = "human"     // a person must reconcile
+	OutboxDone      OutboxStatus = "done"      // a receipt closed it
+)
+
+// AttemptStatus is the recorded outcome of one adapter attempt.
+type AttemptStatus string
+
+const (
+	AttemptStarted              AttemptStatus = "started"
+	AttemptSucceeded            AttemptStatus = "succeeded"
+	AttemptFailedTransient      AttemptStatus = "failed_transient"
+	AttemptFailedPermanent      AttemptStatus = "failed_permanent"
+	AttemptUnknown              AttemptStatus = "unknown"
+	AttemptReconciledApplied    AttemptStatus = "reconciled_applied"
+	AttemptReconciledNotApplied AttemptStatus = "reconciled_not_applied"
+)
+
+// Attempt is one try of an intent against its destination.
+type Attempt struct {
+	IntentID   string
+	N          int64 // 1, 2, ...
+	Status     AttemptStatus
+	Generation int64
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// Receipt closes an intent: the external witness of what happened.
+type Receipt struct {
+	IntentID string
+	Outcome  string // confirmed_success, confirmed_failure, ...
+	Body     []byte // canonical ActionReceipt
+	Digest   string
+}
+
+// Approval is a grant in the approvals ledger.
+type Approval struct {
+	ID            string
+	RunID         string
+	RequestDigest string // digest of the approval request it answers
+	Nonce         string // one-time; unique across the store
+	Body          []byte // canonical grant
+	Digest        string
+	ExpiresAt     time.Time
+	Status        ApprovalStatus
+	ConsumedBy    string // intent id, once consumed
+}
+
+// ApprovalStatus is a grant's place in its one-time life.
+type ApprovalStatus string
+
+const (
+	ApprovalGranted  ApprovalStatus = "granted"
+	ApprovalConsumed ApprovalStatus = "consumed"
+	ApprovalRevoked  ApprovalStatus = "revoked"
+)
+
+// ApprovalUse asks Commit to consume a grant for an intent. Check receives
+// the stored grant and the transaction's own clock reading; it must be the
+// pure revalidation against the exact current request. A non-nil error
+// aborts the whole commit with CodeApprovalRejected.
+type ApprovalUse struct {
+	ApprovalID string
+	IntentID   string
+	Check      func(grant Approval, now time.Time) error
+}
+
+// TraceRecord is an append-only observation, never authoritative.
+type TraceRecord struct {
+	Kind string
+	Body []byte
+}
+
+// AttemptResult records how an attempt ended, optionally with its receipt.
+type AttemptResult struct {
+	IntentID string
+	N        int64
+	Status   AttemptStatus
+	Detail   string
+	Outbox   OutboxStatus // the outbox status that follows
+	Route    string
+}
+
+// Tick is everything one tick decided, committed atomically by Commit.
+type Tick struct {
+	ExpectHead int64         // the run's Head the writer computed from
+	Events     []Event       // Kind, Body (and Digest, checked) are required; chain fields are computed
+	Checkpoint *Checkpoint   // the state after the last event, if any
+	State      string        // the run FSM state after the tick ("" keeps it)
+	Outcome    string        // the final outcome, when the tick ends the run
+	Intents    []Intent      // new intents; each gets an outbox row in OutboxPending
+	Approvals  []ApprovalUse // grants consumed by those intents
+	Results    []AttemptResult
+	Receipts   []Receipt // each closes its intent's outbox (done)
+	Trace      []TraceRecord
+}
+
+// Store is the durable record. All methods are safe for concurrent use.
+// Every mutating method that takes a Lease is fenced: it fails with
+// CodeFenced unless the lease is the run's current one and unexpired at the
+// store's own clock reading inside the transaction.
+type Store interface {
+	// CreateRun inserts a new run header in the given initial state.
+	CreateRun(ctx context.Context, run Run) error
+	// Run returns a run's header.
+	Run(ctx context.Context, runID string) (Run, error)
+	// Runs lists run headers in creation order, after the cursor run id
+	// ("" for the start), at most limit of them.
+	Runs(ctx context.Context, after string, limit int) ([]Run, error)
+
+	// AcquireLease claims a run for owner for ttl. It succeeds when the run
+	// has no live lease or owner already holds it; the generation always
+	// grows, fencing every earlier holder.
+	AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (Lease, error)
+	// RenewLease extends a lease that is still current.
+	RenewLease(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
+	// ReleaseLease gives a current lease up.
+	ReleaseLease(ctx context.Context, lease Lease) error
+
+	// Commit writes a tick atomically, fenced by lease.
+	Commit(ctx context.Context, lease Lease, tick Tick) error
+	// BeginAttempt records, fenced and before any adapter I/O, that attempt
+	// number n of an intent is starting, and marks its outbox in flight.
+	BeginAttempt(ctx context.Context, lease Lease, intentID string) (Attempt, error)
+
+	// GrantApproval records a grant (from a person, through the API).
+	GrantApproval(ctx context.Context, a Approval) error
+	// RevokeApproval revokes a grant that has not been consumed.
+	RevokeApproval(ctx context.Context, approvalID string) error
+	// Approval returns a grant.
+	Approval(ctx context.Context, approvalID string) (Approval, error)
+
+	// Events returns a run's events with Seq > after, in order.
+	Events(ctx context.Context, runID string, after int64) ([]Event, error)
+	// Checkpoint returns a run's latest checkpoint (CodeNotFound if none).
+	Checkpoint(ctx context.Context, runID string) (Checkpoint, error)
+	// Intents returns a run's intents in commit order.
+	Intents(ctx context.Context, runID string) ([]Intent, error)
+	// Attempts returns an intent's attempts in order.
+	Attempts(ctx context.Context, intentID string) ([]Attempt, error)
+	// Receipts returns a run's receipts in commit order.
+	Receipts(ctx context.Context, runID string) ([]Receipt, error)
+	// Trace returns a run's trace records in order.
+	Trace(ctx context.Context, runID string) ([]TraceRecord, error)
+
+	// Quarantine parks a run; a quarantined run refuses every fenced write.
+	Quarantine(ctx context.Context, runID, reason string) error
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// GenesisHash is the chain hash of a run before its first event.
+const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// ChainHash links an event to the one before it. The preimage names its
+// kind and version so it can never collide with another digest in flrh.
+func ChainHash(prev string, seq int64, digest string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "flrh-event-chain/1\x00%s\x00%d\x00%s", prev, seq, digest)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// BodyDigest is the digest of canonical bytes as stored.
+func BodyDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,487 @@
+// Package storetest is the conformance suite every store.Store must pass.
+// One suite, run against each backend, so that the promises the runner
+// relies on (fencing, atomic ticks, one-time approvals, append-only
+// evidence) hold the same way on every database.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Clock is a settable clock the suite hands to the store under test.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock starts a clock at a fixed instant.
+func NewClock() *Clock { return &Clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// Opener opens a fresh, empty store that reads the given clock.
+type Opener func(t *testing.T, clock func() time.Time) store.Store
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store, c *Clock)
+	}{
+		{"RunsCreateAndPage", testRuns},
+		{"LeaseFencing", testLeaseFencing},
+		{"CommitChainsEvents", testCommitChain},
+		{"HeadMismatch", testHeadMismatch},
+		{"AtomicTickOnApprovalFailure", testAtomicApproval},
+		{"ApprovalOneTimeAndExpiry", testApprovalLifecycle},
+		{"IdempotencyKeys", testIdempotency},
+		{"AttemptsAndReceipts", testAttempts},
+		{"QuarantineRefusesWrites", testQuarantine},
+		{"EndedRunRefusesCommits", testEnded},
+		{"InvalidTicksWriteNothing", testInvalidTicks},
+		{"ConcurrentWritersOneWinner", testConcurrentWriters},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClock()
+			s := open(t, c.Now)
+			t.Cleanup(func() { s.Close() })
+			tc.fn(t, s, c)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func mustCode(t *testing.T, err error, code store.Code) {
+	t.Helper()
+	if got := store.CodeOf(err); got != code {
+		t.Fatalf("error = %v (code %q), want code %s", err, got, code)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newRun(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	must(t, s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}))
+}
+
+// Ev builds an event with a correct digest.
+func Ev(kind, body string) store.Event {
+	return store.Event{Kind: kind, Body: []byte(body), Digest: store.BodyDigest([]byte(body))}
+}
+
+// In builds an intent with a correct digest.
+func In(id, key, content string) store.Intent {
+	body := []byte(fmt.Sprintf(`{"intent_id":%q,"content":%q}`, id, content))
+	return store.Intent{ID: id, EffectType: "refund", IdempotencyKey: key, ContentDigest: store.BodyDigest([]byte(content)), Body: body, Digest: store.BodyDigest(body)}
+}
+
+func grant(t *testing.T, s store.Store, id, run, nonce string, expires time.Time) {
+	t.Helper()
+	body := []byte(fmt.Sprintf(`{"approval_id":%q,"nonce":%q}`, id, nonce))
+	must(t, s.GrantApproval(ctx, store.Approval{ID: id, RunID: run, RequestDigest: store.BodyDigest([]byte("req")), Nonce: nonce,
+		Body: body, Digest: store.BodyDigest(body), ExpiresAt: expires}))
+}
+
+func testRuns(t *testing.T, s store.Store, _ *Clock) {
+	for i := 0; i < 5; i++ {
+		newRun(t, s, fmt.Sprintf("run-%d", i))
+	}
+	mustCode(t, s.CreateRun(ctx, store.Run{ID: "run-0", WorkflowID: "wf", State: "CREATED"}), store.CodeExists)
+	mustCode(t, s.CreateRun(ctx, store.Run{ID: "", WorkflowID: "wf", State: "CREATED"}), store.CodeInvalidInput)
+	page1, err := s.Runs(ctx, "", 3)
+	must(t, err)
+	page2, err := s.Runs(ctx, page1[len(page1)-1].ID, 3)
+	must(t, err)
+	var ids []string
+	for _, r := range append(page1, page2...) {
+		ids = append(ids, r.ID)
+	}
+	if fmt.Sprint(ids) != "[run-0 run-1 run-2 run-3 run-4]" {
+		t.Fatalf("paging gave %v", ids)
+	}
+	r, err := s.Run(ctx, "run-3")
+	must(t, err)
+	if r.Head != 0 || r.HeadHash != store.GenesisHash || r.State != "CREATED" {
+		t.Fatalf("fresh run = %+v", r)
+	}
+	_, err = s.Run(ctx, "nope")
+	mustCode(t, err, store.CodeNotFound)
+}
+
+func testLeaseFencing(t *testing.T, s store.Store, c *Clock) {
+	newRun(t, s, "r")
+	a, err := s.AcquireLease(ctx, "r", "runner-a", 10*time.Second)
+	must(t, err)
+	if a.Generation != 1 {
+		t.Fatalf("first generation = %d", a.Generation)
+	}
+	_, err = s.AcquireLease(ctx, "r", "runner-b", 10*time.Second)
+	mustCode(t, err, store.CodeLeaseHeld)
+	must(t, s.Commit(ctx, a, store.Tick{ExpectHead: 0, Events: []store.Event{Ev("E", `{"n":1}`)}}))
+
+	// runner-a stalls past its lease; runner-b takes over.
+	c.Advance(11 * time.Second)
+	mustCode(t, s.Commit(ctx, a, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("E", `{"n":2}`)}}), store.CodeFenced)
+	b, err := s.AcquireLease(ctx, "r", "runner-b", 10*time.Second)
+	must(t, err)
+	if b.Generation != 2 {
+		t.Fatalf("takeover generation = %d", b.Generation)
+	}
+	// The stale writer can do nothing at all, even though time is now
+	// within what it believes its lease to be.
+	a.ExpiresAt = c.Now().Add(time.Hour)
+	mustCode(t, s.Commit(ctx, a, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("E", `{"n":2}`)}}), store.CodeFenced)
+	_, err = s.RenewLease(ctx, a, time.Minute)
+	mustCode(t, err, store.CodeFenced)
+	mustCode(t, s.ReleaseLease(ctx, a), store.CodeFenced)
+	_, err = s.BeginAttempt(ctx, a, "any")
+	mustCode(t, err, store.CodeFenced)
+	must(t, s.Commit(ctx, b, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("E", `{"n":2}`)}}))
+
+	// Renewal keeps a lease alive; release lets another in at once with a
+	// higher generation.
+	c.Advance(8 * time.Second)
+	b, err = s.RenewLease(ctx, b, 10*time.Second)
+	must(t, err)
+	c.Advance(8 * time.Second)
+	must(t, s.Commit(ctx, b, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("E", `{"n":3}`)}}))
+	must(t, s.ReleaseLease(ctx, b))
+	a2, err := s.AcquireLease(ctx, "r", "runner-a", time.Second)
+	must(t, err)
+	if a2.Generation != 3 {
+		t.Fatalf("generation after release = %d", a2.Generation)
+	}
+	// The same owner re-acquiring (a restarted process) also fences its
+	// earlier incarnation.
+	a3, err := s.AcquireLease(ctx, "r", "runner-a", time.Second)
+	must(t, err)
+	mustCode(t, s.Commit(ctx, a2, store.Tick{ExpectHead: 3}), store.CodeFenced)
+	must(t, s.Commit(ctx, a3, store.Tick{ExpectHead: 3}))
+	evs, err := s.Events(ctx, "r", 0)
+	must(t, err)
+	for i, e := range evs {
+		want := []int64{1, 2, 2}[i]
+		if e.Generation != want {
+			t.Fatalf("event %d written by generation %d, want %d", e.Seq, e.Generation, want)
+		}
+	}
+}
+
+func testCommitChain(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, err := s.AcquireLease(ctx, "r", "w", time.Minute)
+	must(t, err)
+	cp := []byte(`{"state":"PLAN"}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "PLAN",
+		Events:     []store.Event{Ev("A", `{"a":1}`), Ev("B", `{"b":2}`)},
+		Checkpoint: &store.Checkpoint{FormatVersion: 1, BuildDigest: "build", Body: cp, Digest: store.BodyDigest(cp)},
+		Trace:      []store.TraceRecord{{Kind: "tick", Body: []byte(`{}`)}}}))
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("C", `{"c":3}`)},
+		Trace: []store.TraceRecord{{Kind: "tick", Body: []byte(`{"n":2}`)}}}))
+	evs, err := s.Events(ctx, "r", 0)
+	must(t, err)
+	if len(evs) != 3 {
+		t.Fatalf("%d events", len(evs))
+	}
+	prev := store.GenesisHash
+	for i, e := range evs {
+		if e.Seq != int64(i+1) || e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+			t.Fatalf("event %d breaks the chain: %+v", i, e)
+		}
+		prev = e.ChainHash
+	}
+	r, err := s.Run(ctx, "r")
+	must(t, err)
+	if r.Head != 3 || r.HeadHash != prev || r.State != "PLAN" {
+		t.Fatalf("run header %+v", r)
+	}
+	tail, err := s.Events(ctx, "r", 2)
+	must(t, err)
+	if len(tail) != 1 || tail[0].Kind != "C" {
+		t.Fatalf("events after 2 = %+v", tail)
+	}
+	got, err := s.Checkpoint(ctx, "r")
+	must(t, err)
+	if got.Seq != 2 || string(got.Body) != string(cp) || got.BuildDigest != "build" {
+		t.Fatalf("checkpoint %+v", got)
+	}
+	tr, err := s.Trace(ctx, "r")
+	must(t, err)
+	if len(tr) != 2 || string(tr[1].Body) != `{"n":2}` {
+		t.Fatalf("trace %+v", tr)
+	}
+}
+
+func testHeadMismatch(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Minute)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{Ev("A", `{}`)}}))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{Ev("A", `{}`)}}), store.CodeHeadMismatch)
+}
+
+// snapshot summarises everything a failed commit must leave untouched.
+func snapshot(t *testing.T, s store.Store, run string) string {
+	t.Helper()
+	r, err := s.Run(ctx, run)
+	must(t, err)
+	evs, _ := s.Events(ctx, run, 0)
+	ins, _ := s.Intents(ctx, run)
+	rcs, _ := s.Receipts(ctx, run)
+	tr, _ := s.Trace(ctx, run)
+	cp, _ := s.Checkpoint(ctx, run)
+	return fmt.Sprintf("head=%d hash=%s state=%s outcome=%s events=%d intents=%v receipts=%d trace=%d cp=%d",
+		r.Head, r.HeadHash, r.State, r.Outcome, len(evs), ins, len(rcs), len(tr), cp.Seq)
+}
+
+func testAtomicApproval(t *testing.T, s store.Store, c *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	grant(t, s, "ap1", "r", "nonce-1", c.Now().Add(time.Minute))
+	before := snapshot(t, s, "r")
+	in := In("i1", "key-1", "refund 10 to alice")
+	in.ApprovalID = "ap1"
+	cp := []byte(`{"s":1}`)
+	tick := store.Tick{ExpectHead: 0, State: "EXECUTE", Events: []store.Event{Ev("AUTH", `{}`)}, Intents: []store.Intent{in},
+		Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+		Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`{}`)}},
+		Approvals: []store.ApprovalUse{{ApprovalID: "ap1", IntentID: "i1", Check: func(a store.Approval, now time.Time) error {
+			return errors.New("action digest differs from the approved one")
+		}}}}
+	mustCode(t, s.Commit(ctx, l, tick), store.CodeApprovalRejected)
+	if after := snapshot(t, s, "r"); after != before {
+		t.Fatalf("a refused commit wrote something:\nbefore %s\nafter  %s", before, after)
+	}
+	a, _ := s.Approval(ctx, "ap1")
+	if a.Status != store.ApprovalGranted {
+		t.Fatalf("refused commit consumed the approval: %s", a.Status)
+	}
+	// The check sees the stored grant and the transaction's clock.
+	var sawNow time.Time
+	var sawNonce string
+	tick.Approvals[0].Check = func(a store.Approval, now time.Time) error { sawNow, sawNonce = now, a.Nonce; return nil }
+	must(t, s.Commit(ctx, l, tick))
+	if !sawNow.Equal(c.Now()) || sawNonce != "nonce-1" {
+		t.Fatalf("check saw now=%v nonce=%q", sawNow, sawNonce)
+	}
+	a, _ = s.Approval(ctx, "ap1")
+	if a.Status != store.ApprovalConsumed || a.ConsumedBy != "i1" {
+		t.Fatalf("approval after commit: %+v", a)
+	}
+}
+
+func testApprovalLifecycle(t *testing.T, s store.Store, c *Clock) {
+	newRun(t, s, "r")
+	newRun(t, s, "other")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	exp := c.Now().Add(time.Minute)
+	grant(t, s, "ap1", "r", "n1", exp)
+	grant(t, s, "ap2", "r", "n2", exp)
+	grant(t, s, "ap3", "other", "n3", exp)
+	body := []byte(`{}`)
+	err := s.GrantApproval(ctx, store.Approval{ID: "dup", RunID: "r", RequestDigest: "x", Nonce: "n1", Body: body, Digest: store.BodyDigest(body), ExpiresAt: exp})
+	mustCode(t, err, store.CodeExists) // a nonce is one-time across the store
+
+	use := func(ap, intent, key string, head int64) error {
+		in := In(intent, key, "c-"+intent)
+		in.ApprovalID = ap
+		return s.Commit(ctx, l, store.Tick{ExpectHead: head, Intents: []store.Intent{in}, Approvals: []store.ApprovalUse{{ApprovalID: ap, IntentID: intent}}})
+	}
+	must(t, use("ap1", "i1", "k1", 0))
+	mustCode(t, use("ap1", "i2", "k2", 0), store.CodeApprovalUnavailable) // consumed
+	must(t, s.RevokeApproval(ctx, "ap2"))
+	mustCode(t, use("ap2", "i2", "k2", 0), store.CodeApprovalUnavailable) // revoked
+	mustCode(t, s.RevokeApproval(ctx, "ap1"), store.CodeApprovalUnavailable)
+	mustCode(t, use("ap3", "i2", "k2", 0), store.CodeApprovalRejected) // another run's grant
+	mustCode(t, use("missing", "i2", "k2", 0), store.CodeApprovalUnavailable)
+
+	// Expiry is exclusive: usable one nanosecond before, not at the instant.
+	grant(t, s, "ap4", "r", "n4", c.Now().Add(time.Second))
+	c.Advance(time.Second)
+	mustCode(t, use("ap4", "i2", "k2", 0), store.CodeApprovalRejected)
+	grant(t, s, "ap5", "r", "n5", c.Now().Add(time.Second))
+	c.Advance(time.Second - time.Nanosecond)
+	must(t, use("ap5", "i2", "k2", 0))
+}
+
+func testIdempotency(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{In("i1", "k", "pay 5")}}))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{In("i2", "k", "pay 500")}}), store.CodeIdempotencyConflict)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{In("i3", "k", "pay 5")}}), store.CodeExists)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{In("i1", "k-other", "pay 5")}}), store.CodeExists)
+	ins, _ := s.Intents(ctx, "r")
+	if len(ins) != 1 || ins[0].Outbox != store.OutboxPending {
+		t.Fatalf("intents %+v", ins)
+	}
+}
+
+func testAttempts(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{In("i1", "k1", "x")}}))
+	rc := []byte(`{"outcome":"confirmed_success"}`)
+	receipt := store.Receipt{IntentID: "i1", Outcome: "confirmed_success", Body: rc, Digest: store.BodyDigest(rc)}
+
+	at, err := s.BeginAttempt(ctx, l, "i1")
+	must(t, err)
+	if at.N != 1 || at.Status != store.AttemptStarted {
+		t.Fatalf("attempt %+v", at)
+	}
+	// An in-flight intent cannot be attempted again: its outcome may be
+	// out in the world.
+	_, err = s.BeginAttempt(ctx, l, "i1")
+	mustCode(t, err, store.CodeInvalidTransition)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptFailedTransient, Outbox: store.OutboxRetry, Route: "transient"}}}))
+	at, err = s.BeginAttempt(ctx, l, "i1")
+	must(t, err)
+	if at.N != 2 {
+		t.Fatalf("second attempt n=%d", at.N)
+	}
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Results: []store.AttemptResult{{IntentID: "i1", N: 2, Status: store.AttemptUnknown, Outbox: store.OutboxReconcile}}}))
+	_, err = s.BeginAttempt(ctx, l, "i1")
+	mustCode(t, err, store.CodeInvalidTransition) // unknown: reconcile, never retry blindly
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0,
+		Results:  []store.AttemptResult{{IntentID: "i1", N: 2, Status: store.AttemptReconciledApplied, Outbox: store.OutboxDone}},
+		Receipts: []store.Receipt{receipt}}))
+	ats, _ := s.Attempts(ctx, "i1")
+	if len(ats) != 2 || ats[0].Status != store.AttemptFailedTransient || ats[1].Status != store.AttemptReconciledApplied {
+		t.Fatalf("attempts %+v", ats)
+	}
+	ins, _ := s.Intents(ctx, "r")
+	if ins[0].Outbox != store.OutboxDone || ins[0].Attempts != 2 {
+		t.Fatalf("intent %+v", ins[0])
+	}
+	rcs, _ := s.Receipts(ctx, "r")
+	if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
+		t.Fatalf("receipts %+v", rcs)
+	}
+	// A second receipt for the same intent is refused: receipts are evidence.
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Receipts: []store.Receipt{receipt}}), store.CodeExists)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Receipts: []store.Receipt{{IntentID: "nope", Outcome: "x", Body: rc, Digest: store.BodyDigest(rc)}}}), store.CodeInvalidTransition)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Results: []store.AttemptResult{{IntentID: "i1", N: 9, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}}}), store.CodeInvalidTransition)
+	_, err = s.BeginAttempt(ctx, l, "nope")
+	mustCode(t, err, store.CodeNotFound)
+}
+
+func testQuarantine(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Quarantine(ctx, "r", "checkpoint digest mismatch"))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0}), store.CodeQuarantined)
+	_, err := s.AcquireLease(ctx, "r", "w2", time.Hour)
+	mustCode(t, err, store.CodeQuarantined)
+	r, _ := s.Run(ctx, "r")
+	if r.Quarantine != "checkpoint digest mismatch" {
+		t.Fatalf("quarantine reason %q", r.Quarantine)
+	}
+	mustCode(t, s.Quarantine(ctx, "nope", "x"), store.CodeNotFound)
+	mustCode(t, s.Quarantine(ctx, "r", ""), store.CodeInvalidInput)
+}
+
+func testEnded(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "SUCCEEDED", Outcome: "success", Events: []store.Event{Ev("END", `{}`)}}))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("MORE", `{}`)}}), store.CodeInvalidTransition)
+}
+
+func testInvalidTicks(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	before := snapshot(t, s, "r")
+	bad := Ev("A", `{}`)
+	bad.Digest = store.BodyDigest([]byte(`{"x":1}`))
+	in := In("i1", "k", "c")
+	in.ApprovalID = "ap"
+	for name, tick := range map[string]store.Tick{
+		"event digest":        {Events: []store.Event{bad}},
+		"event without kind":  {Events: []store.Event{{Body: []byte(`{}`), Digest: store.BodyDigest([]byte(`{}`))}}},
+		"intent without key":  {Intents: []store.Intent{{ID: "i", EffectType: "x", Body: []byte(`{}`), Digest: store.BodyDigest([]byte(`{}`))}}},
+		"unconsumed approval": {Intents: []store.Intent{in}},
+		"stray approval use":  {Approvals: []store.ApprovalUse{{ApprovalID: "ap", IntentID: "i9"}}},
+		"unfinished result":   {Results: []store.AttemptResult{{IntentID: "i", N: 1, Status: store.AttemptStarted, Outbox: store.OutboxRetry}}},
+		"negative head":       {ExpectHead: -1},
+	} {
+		mustCode(t, s.Commit(ctx, l, tick), store.CodeInvalidInput)
+		if after := snapshot(t, s, "r"); after != before {
+			t.Fatalf("%s: refused tick wrote something", name)
+		}
+	}
+}
+
+func testConcurrentWriters(t *testing.T, s store.Store, _ *Clock) {
+	const runs, writers, ticks = 4, 4, 10
+	for r := 0; r < runs; r++ {
+		newRun(t, s, fmt.Sprintf("r%d", r))
+	}
+	var wins, losses atomic.Int64
+	var wg sync.WaitGroup
+	for r := 0; r < runs; r++ {
+		l, err := s.AcquireLease(ctx, fmt.Sprintf("r%d", r), "w", time.Hour)
+		must(t, err)
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func(l store.Lease, w int) {
+				defer wg.Done()
+				for i := 0; i < ticks; i++ {
+					run, err := s.Run(ctx, l.RunID)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					err = s.Commit(ctx, l, store.Tick{ExpectHead: run.Head, Events: []store.Event{Ev("E", fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))}})
+					switch store.CodeOf(err) {
+					case "":
+						wins.Add(1)
+					case store.CodeHeadMismatch, store.CodeUnavailable:
+						losses.Add(1)
+					default:
+						t.Error(err)
+						return
+					}
+				}
+			}(l, w)
+		}
+	}
+	wg.Wait()
+	var total int64
+	for r := 0; r < runs; r++ {
+		run, _ := s.Run(ctx, fmt.Sprintf("r%d", r))
+		evs, _ := s.Events(ctx, run.ID, 0)
+		prev := store.GenesisHash
+		for i, e := range evs {
+			if e.Seq != int64(i+1) || e.PrevHash != prev {
+				t.Fatalf("run %s: chain broken at %d", run.ID, e.Seq)
+			}
+			prev = e.ChainHash
+		}
+		total += run.Head
+	}
+	if total != wins.Load() {
+		t.Fatalf("%d commits succeeded but %d events exist", wins.Load(), total)
+	}
+	if wins.Load()+losses.Load() != runs*writers*ticks {
+		t.Fatalf("lost outcomes: %d + %d", wins.Load(), losses.Load())
+	}
+}

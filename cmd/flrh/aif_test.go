@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func runAIF(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(args)
+	err := rootCmd.Execute()
+	rootCmd.SetArgs(nil)
+	return out.String(), err
+}
+
+func TestAIFRunTMaze(t *testing.T) {
+	out, err := runAIF(t, "aif", "run", "../../examples/aif/tmaze.json", "--obs", "../../examples/aif/tmaze.obs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"0.705877", "choice (argmax): to-cue", "choice (argmax): to-right"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runAIF(t, "aif", "run", "../../examples/aif/tmaze.json", "--steps", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, `{"kind":"flrh.aif.run"`) || !strings.Contains(out, `"probability":705876804`) {
+		t.Errorf("json output: %s", out)
+	}
+}
+
+func TestAIFReduce(t *testing.T) {
+	out, err := runAIF(t, "aif", "reduce", "../../examples/aif/counts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "restart-never-fails   -3.397237  accepted") {
+		t.Errorf("reduce output:\n%s", out)
+	}
+}
+
+func TestAIFBadInputIsUsageError(t *testing.T) {
+	_, err := runAIF(t, "aif", "run", "../../examples/aif/counts.json")
+	if exitCode(err) != exitUsage {
+		t.Fatalf("malformed model: exit %d (%v)", exitCode(err), err)
+	}
+	_, err = runAIF(t, "aif", "reduce", "../../examples/aif/tmaze.json")
+	if exitCode(err) != exitUsage {
+		t.Fatalf("malformed counts: exit %d (%v)", exitCode(err), err)
+	}
+}

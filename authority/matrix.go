@@ -297,7 +297,7 @@ func Resolve(signals []Signal) (Resolution, error) {
 			res.Contestable, res.Options = true, paths
 			move = mrp.MoveOptions
 		}
-		if res.Decision == ShapeDecision {
+		if res.Decision == ShapeDecision || res.Decision == AskFirst {
 			for _, s := range tier1 {
 				res.Constraints = append(res.Constraints, s.Constraints...)
 			}

@@ -1,0 +1,402 @@
+package authority
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/logic"
+)
+
+// GateVocabulary declares the relations a gate policy reads and writes.
+// It is appended to every policy, so a policy file holds only rules (and
+// any helper relations it declares itself) and its line numbers are its own.
+//
+// Inputs, one ticket per evaluation (t is the ticket id):
+//
+//	ticket(t)                    action(t, effect_type)
+//	destination(t, d)            scope(t, s)
+//	side_effect(t, e)            declared_risk(t, r)
+//	param_num(t, name, n)        param_sym(t, name, s)
+//	complete(t)                  missing(t, field)
+//	capability(t, capability_id) mode(m)   (e.g. mode("degraded_safe"))
+//
+// Outputs:
+//
+//	decision(gate, verdict, rule)        verdict: ALLOW SHAPE ASK_FIRST REFUSE ESCALATE
+//	shape_max(gate, rule, param, max)    a SHAPE cap on an integer parameter
+//	shape_scope(gate, rule, scope)       a SHAPE narrowing of the scope
+//	option(gate, rule, path)             a safe path a contestable gate offers
+//	assess(risk, rule)                   assessed risk: read_only reversible high_risk_external
+const GateVocabulary = `
+.decl ticket(t: symbol)
+.decl action(t: symbol, a: symbol)
+.decl destination(t: symbol, d: symbol)
+.decl scope(t: symbol, s: symbol)
+.decl side_effect(t: symbol, e: symbol)
+.decl declared_risk(t: symbol, r: symbol)
+.decl param_num(t: symbol, k: symbol, v: number)
+.decl param_sym(t: symbol, k: symbol, v: symbol)
+.decl complete(t: symbol)
+.decl missing(t: symbol, f: symbol)
+.decl capability(t: symbol, c: symbol)
+.decl mode(m: symbol)
+.decl decision(g: symbol, v: symbol, r: symbol)
+.decl shape_max(g: symbol, r: symbol, k: symbol, max: number)
+.decl shape_scope(g: symbol, r: symbol, s: symbol)
+.decl option(g: symbol, r: symbol, p: symbol)
+.decl assess(risk: symbol, r: symbol)
+.input ticket
+.input action
+.input destination
+.input scope
+.input side_effect
+.input declared_risk
+.input param_num
+.input param_sym
+.input complete
+.input missing
+.input capability
+.input mode
+.output decision
+.output shape_max
+.output shape_scope
+.output option
+.output assess
+`
+
+// ruleEngine is the seam between the gates and the Datalog engine that
+// evaluates them: it takes one ticket's facts and returns what the policy
+// derived, with provenance. The logic package's engine is the one in use;
+// the seam keeps the gate semantics (deny by default, fail closed, tiers)
+// independent of how rules are evaluated.
+type ruleEngine interface {
+	derive(facts []logic.Fact) (derived, error)
+}
+
+// derived is what a policy concluded about one ticket.
+type derived struct {
+	decisions []derivedDecision
+	caps      map[[2]string][]capSpec // (gate, rule) -> SHAPE constraints
+	options   map[[2]string][]string  // (gate, rule) -> safe paths
+	risks     []derivedRisk
+}
+
+type derivedDecision struct {
+	gate, verdict, rule string
+	why                 Reason
+}
+
+type capSpec struct {
+	param string
+	max   int64
+	scope string
+}
+
+type derivedRisk struct {
+	risk string
+	why  Reason
+}
+
+// logicEngine evaluates a compiled policy with flrh's Datalog engine.
+type logicEngine struct {
+	c   *logic.Compiled
+	lim logic.Limits
+}
+
+func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
+	m, err := logic.Evaluate(e.c, facts, e.lim)
+	if err != nil {
+		return derived{}, err
+	}
+	if cs, err := m.Conflicts(); err != nil {
+		return derived{}, err
+	} else {
+		for _, c := range cs {
+			switch c.Atom.Rel {
+			case "decision", "shape_max", "shape_scope", "option", "assess":
+				return derived{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
+			}
+		}
+	}
+	var d derived
+	rows, err := m.Tuples("decision", false)
+	if err != nil {
+		return derived{}, err
+	}
+	for _, r := range rows {
+		why, err := provenance(m, logic.Fact{Rel: "decision", Args: r}, r[2].Str())
+		if err != nil {
+			return derived{}, err
+		}
+		d.decisions = append(d.decisions, derivedDecision{gate: r[0].Str(), verdict: r[1].Str(), rule: r[2].Str(), why: why})
+	}
+	d.caps = map[[2]string][]capSpec{}
+	if rows, err = m.Tuples("shape_max", false); err != nil {
+		return derived{}, err
+	}
+	for _, r := range rows {
+		k := [2]string{r[0].Str(), r[1].Str()}
+		d.caps[k] = append(d.caps[k], capSpec{param: r[2].Str(), max: r[3].Int()})
+	}
+	if rows, err = m.Tuples("shape_scope", false); err != nil {
+		return derived{}, err
+	}
+	for _, r := range rows {
+		k := [2]string{r[0].Str(), r[1].Str()}
+		d.caps[k] = append(d.caps[k], capSpec{scope: r[2].Str()})
+	}
+	d.options = map[[2]string][]string{}
+	if rows, err = m.Tuples("option", false); err != nil {
+		return derived{}, err
+	}
+	for _, r := range rows {
+		k := [2]string{r[0].Str(), r[1].Str()}
+		d.options[k] = append(d.options[k], r[2].Str())
+	}
+	if rows, err = m.Tuples("assess", false); err != nil {
+		return derived{}, err
+	}
+	for _, r := range rows {
+		why, err := provenance(m, logic.Fact{Rel: "assess", Args: r}, r[1].Str())
+		if err != nil {
+			return derived{}, err
+		}
+		d.risks = append(d.risks, derivedRisk{risk: r[0].Str(), why: why})
+	}
+	return d, nil
+}
+
+// provenance names the rule instance behind a derived fact: the rule id
+// the policy wrote into the head, the rule's source position, the facts it
+// matched and the absences it relied on.
+func provenance(m *logic.Materialization, f logic.Fact, rule string) (Reason, error) {
+	sups, err := m.Supports(f)
+	if err != nil {
+		return Reason{}, err
+	}
+	why := Reason{Rule: rule, Facts: []string{}, Absent: []string{}}
+	if len(sups) == 0 {
+		return why, nil
+	}
+	s := sups[0]
+	for _, p := range s.Premises {
+		why.Facts = append(why.Facts, p.String())
+	}
+	for _, a := range s.Absent {
+		why.Absent = append(why.Absent, a.String())
+	}
+	if s.Base {
+		why.Detail = "asserted as a base fact"
+	} else {
+		why.Detail = s.RulePos.String()
+	}
+	return why, nil
+}
+
+// Policy is a compiled gate policy: Datalog rules over ticket facts. It is
+// immutable and may be shared.
+type Policy struct {
+	Version string
+	Digest  string
+	engine  ruleEngine
+}
+
+// PolicyError is a policy that does not compile.
+type PolicyError struct{ Err error }
+
+func (e *PolicyError) Error() string { return "gate policy: " + e.Err.Error() }
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// CompilePolicy checks and compiles a gate policy. filename is used in
+// error positions; limits bound every evaluation (a policy that exceeds
+// them fails closed).
+func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) (*Policy, error) {
+	if !ValidID(version) {
+		return nil, &PolicyError{fmt.Errorf("version %q is not a protocol id", version)}
+	}
+	src := append(append([]byte(nil), rules...), GateVocabulary...)
+	c, err := logic.Load(filename, src)
+	if err != nil {
+		return nil, &PolicyError{err}
+	}
+	for _, rel := range c.Inputs() {
+		if !strings.Contains(GateVocabulary, ".input "+rel+"\n") {
+			return nil, &PolicyError{fmt.Errorf("relation %s: a policy reads only the ticket vocabulary", rel)}
+		}
+	}
+	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
+	return &Policy{Version: version, Digest: digest, engine: logicEngine{c, limits}}, nil
+}
+
+// GateResult is one gate's decision over one ticket.
+type GateResult struct {
+	Gate     string   `json:"gate"`
+	Decision Decision `json:"decision"`
+	Reasons  []Reason `json:"reasons"`
+	// Error is set when the gate could not be evaluated; the gate then
+	// refuses.
+	Error string `json:"error"`
+}
+
+// Evaluation is what the gates concluded about one ticket.
+type Evaluation struct {
+	Gates        []GateResult `json:"gates"`
+	Signals      []Signal     `json:"signals"`
+	AssessedRisk string       `json:"assessed_risk"`
+	RiskReasons  []Reason     `json:"risk_reasons"`
+}
+
+var riskRank = map[string]int{RiskReadOnly: 1, RiskReversible: 2, RiskHighRiskExternal: 3}
+
+// TicketFacts renders a ticket as gate input facts. extra facts (such as
+// capability and mode facts established by the caller) are appended.
+func TicketFacts(t Ticket, extra ...logic.Fact) []logic.Fact {
+	id := logic.Sym(t.TicketID)
+	f := func(rel string, args ...logic.Value) logic.Fact {
+		return logic.Fact{Rel: rel, Args: append([]logic.Value{id}, args...)}
+	}
+	facts := []logic.Fact{f("ticket")}
+	if t.Action != "" {
+		facts = append(facts, f("action", logic.Sym(t.Action)))
+	}
+	if t.Destination != "" {
+		facts = append(facts, f("destination", logic.Sym(t.Destination)))
+	}
+	if t.Scope != "" {
+		facts = append(facts, f("scope", logic.Sym(t.Scope)))
+	}
+	for _, s := range t.SideEffects {
+		facts = append(facts, f("side_effect", logic.Sym(string(s))))
+	}
+	if t.DeclaredRisk != "" {
+		facts = append(facts, f("declared_risk", logic.Sym(t.DeclaredRisk)))
+	}
+	for _, k := range sortedKeys(t.Parameters) {
+		switch v := t.Parameters[k].(type) {
+		case int64:
+			facts = append(facts, f("param_num", logic.Sym(k), logic.Num(v)))
+		case string:
+			facts = append(facts, f("param_sym", logic.Sym(k), logic.Sym(v)))
+		case bool:
+			facts = append(facts, f("param_sym", logic.Sym(k), logic.Sym(fmt.Sprint(v))))
+		default:
+			// Structured parameters are digested into a symbol, so a rule
+			// can still pin their exact content.
+			b, _ := cjson.Encode(v)
+			facts = append(facts, f("param_sym", logic.Sym(k), logic.Sym(cjson.Digest(b))))
+		}
+	}
+	if t.Completeness == Complete {
+		facts = append(facts, f("complete"))
+	}
+	for _, m := range t.MissingFields {
+		facts = append(facts, f("missing", logic.Sym(m)))
+	}
+	return append(facts, extra...)
+}
+
+// CapabilityFact states that a verified capability covers the ticket.
+func CapabilityFact(ticketID, capabilityID string) logic.Fact {
+	return logic.Fact{Rel: "capability", Args: []logic.Value{logic.Sym(ticketID), logic.Sym(capabilityID)}}
+}
+
+// ModeFact states a runtime mode, such as "degraded_safe".
+func ModeFact(mode string) logic.Fact {
+	return logic.Fact{Rel: "mode", Args: []logic.Value{logic.Sym(mode)}}
+}
+
+// Evaluate runs every gate over a ticket. Deny by default: when no G2
+// (policy) rule decides, G2 refuses. Fail closed: a policy that fails to
+// evaluate makes every gate refuse, and a decision naming an unknown gate
+// or verdict makes its gate (or, for an unknown gate, G2) refuse; nothing
+// that errs can allow. G1, H1, G3 and G4 object only when a rule fires.
+func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
+	d, err := p.engine.derive(TicketFacts(t, extra...))
+	ev := Evaluation{RiskReasons: []Reason{}}
+	results := map[string]*GateResult{}
+	for _, g := range Gates {
+		results[g] = &GateResult{Gate: g, Reasons: []Reason{}}
+	}
+	failAll := func(msg string) {
+		for _, g := range Gates {
+			r := results[g]
+			r.Decision, r.Error = Refuse, msg
+			r.Reasons = []Reason{{Rule: "fail-closed", Facts: []string{}, Absent: []string{}, Detail: msg}}
+		}
+	}
+	byVerdict := map[string][]Signal{} // gate -> (decision, reason) pairs
+	var sigOptions = map[string][]string{}
+	var sigCons = map[string][]Constraint{}
+	if err != nil {
+		failAll("gate evaluation failed: " + err.Error())
+	} else {
+		for _, dd := range d.decisions {
+			verdict, ok := ParseDecision(dd.verdict)
+			gate := dd.gate
+			if !isGate(gate) {
+				gate, verdict, ok = GateG2, Refuse, true
+				dd.why.Detail = fmt.Sprintf("decision names unknown gate %q: refused", dd.gate)
+			}
+			r := results[gate]
+			if !ok {
+				r.Error = fmt.Sprintf("rule %s: unknown verdict %q", dd.rule, dd.verdict)
+				verdict = Refuse
+			}
+			if verdict > r.Decision {
+				r.Decision = verdict
+			}
+			r.Reasons = append(r.Reasons, dd.why)
+			byVerdict[gate] = append(byVerdict[gate], Signal{Decision: verdict, Reason: dd.why})
+			if verdict == ShapeDecision {
+				for _, c := range d.caps[[2]string{dd.gate, dd.rule}] {
+					con := Constraint{Gate: gate, Rule: dd.rule}
+					if c.scope != "" {
+						con.Field, con.Scope = "scope", c.scope
+					} else {
+						m := c.max
+						con.Field, con.Max = "parameters/"+c.param, &m
+					}
+					sigCons[gate] = append(sigCons[gate], con)
+				}
+			}
+			for _, o := range d.options[[2]string{dd.gate, dd.rule}] {
+				sigOptions[gate] = appendUnique(sigOptions[gate], o)
+			}
+		}
+		if results[GateG2].Decision == NoDecision {
+			results[GateG2].Decision = Refuse
+			results[GateG2].Reasons = append(results[GateG2].Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
+		}
+		for _, r := range d.risks {
+			if _, ok := riskRank[r.risk]; !ok {
+				continue
+			}
+			if riskRank[r.risk] > riskRank[ev.AssessedRisk] {
+				ev.AssessedRisk = r.risk
+			}
+			ev.RiskReasons = append(ev.RiskReasons, r.why)
+		}
+	}
+	for _, g := range Gates {
+		r := *results[g]
+		ev.Gates = append(ev.Gates, r)
+		if r.Decision == NoDecision {
+			continue
+		}
+		why := r.Reasons[0]
+		for _, c := range byVerdict[g] {
+			if c.Decision == r.Decision {
+				why = c.Reason // the first (lowest rule id) rule that gave the final decision
+				break
+			}
+		}
+		s := GateSignal(g, r.Decision, why)
+		s.Options = sigOptions[g]
+		sort.Strings(s.Options)
+		s.Constraints = sigCons[g]
+		ev.Signals = append(ev.Signals, s)
+	}
+	return ev
+}

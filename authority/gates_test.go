@@ -1,0 +1,178 @@
+package authority
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/mrp"
+)
+
+func loadPolicy(t testing.TB) *Policy {
+	t.Helper()
+	src, err := os.ReadFile("testdata/gates.dl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := CompilePolicy("policy/1", "gates.dl", src, logic.Limits{MaxFirings: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ticketFor(t testing.TB, action string, params map[string]any, effects ...SideEffect) Ticket {
+	t.Helper()
+	if len(effects) == 0 {
+		effects = []SideEffect{SideEffectWrite}
+	}
+	tk, err := DraftTicket(TicketSpec{TicketID: "ticket:t", Action: action, Destination: "dest:shop", Scope: "scope:team", Parameters: params, SideEffects: effects, AssessedRisk: RiskReversible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func gateOf(ev Evaluation, g string) GateResult {
+	for _, r := range ev.Gates {
+		if r.Gate == g {
+			return r
+		}
+	}
+	return GateResult{}
+}
+
+func TestGatesDecide(t *testing.T) {
+	p := loadPolicy(t)
+	withCap := []logic.Fact{CapabilityFact("ticket:t", "capability:any")}
+	cases := []struct {
+		name     string
+		ticket   Ticket
+		extra    []logic.Fact
+		decision Decision
+		move     mrp.Move
+		risk     string
+	}{
+		{"publish allowed", ticketFor(t, "artifact.publish", nil), withCap, Allow, mrp.MoveProceed, RiskReversible},
+		{"publish without capability is denied by default", ticketFor(t, "artifact.publish", nil), nil, Refuse, mrp.MoveRefuse, RiskReversible},
+		{"unknown action denied by default", ticketFor(t, "rocket.launch", nil), withCap, Refuse, mrp.MoveRefuse, ""},
+		{"small payment to an untrusted recipient asks first", ticketFor(t, "payment.send", map[string]any{"amount": int64(10)}), withCap, AskFirst, mrp.MoveAskFirst, RiskHighRiskExternal},
+		{"hard ceiling refuses outright", ticketFor(t, "payment.send", map[string]any{"amount": int64(20000)}), withCap, Refuse, mrp.MoveRefuse, RiskHighRiskExternal},
+		{"irreversible without capability is a G1 block", ticketFor(t, "artifact.publish", nil, SideEffectIrreversible), nil, Refuse, mrp.MoveRefuse, RiskReversible},
+		{"blunt post opens contestable mode", ticketFor(t, "message.post", map[string]any{"tone": "blunt"}), withCap, ShapeDecision, mrp.MoveOptions, RiskReversible},
+		{"evaluation error never allows", ticketFor(t, "ratio.check", map[string]any{"d": int64(0)}), withCap, Refuse, mrp.MoveRefuse, ""},
+		{"evaluation succeeds otherwise", ticketFor(t, "ratio.check", map[string]any{"d": int64(2)}), withCap, Allow, mrp.MoveProceed, ""},
+	}
+	for _, c := range cases {
+		ev := p.Evaluate(c.ticket, c.extra...)
+		res, err := Resolve(ev.Signals)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if res.Decision != c.decision || res.Move != c.move || ev.AssessedRisk != c.risk {
+			t.Errorf("%s: %s/%s risk %q, want %s/%s risk %q", c.name, res.Decision, res.Move, ev.AssessedRisk, c.decision, c.move, c.risk)
+		}
+	}
+}
+
+func TestGateProvenance(t *testing.T) {
+	p := loadPolicy(t)
+	ev := p.Evaluate(ticketFor(t, "payment.send", map[string]any{"amount": int64(10)}), CapabilityFact("ticket:t", "capability:pay"))
+	g3 := gateOf(ev, GateG3)
+	if g3.Decision != AskFirst || len(g3.Reasons) != 1 {
+		t.Fatalf("G3: %+v", g3)
+	}
+	why := g3.Reasons[0]
+	if why.Rule != "g3.external-recipient" || !strings.Contains(why.Detail, "gates.dl:") {
+		t.Errorf("reason does not name the rule and its position: %+v", why)
+	}
+	if strings.Join(why.Facts, " ") != `action("ticket:t", "payment.send") destination("ticket:t", "dest:shop")` {
+		t.Errorf("facts: %q", why.Facts)
+	}
+	if len(why.Absent) != 1 || why.Absent[0] != `!trusted("dest:shop")` {
+		t.Errorf("absences: %q", why.Absent)
+	}
+	// Default deny names itself.
+	ev = p.Evaluate(ticketFor(t, "rocket.launch", nil))
+	if g2 := gateOf(ev, GateG2); g2.Decision != Refuse || g2.Reasons[len(g2.Reasons)-1].Rule != "default-deny" {
+		t.Errorf("default deny: %+v", g2)
+	}
+}
+
+func TestGateFailsClosed(t *testing.T) {
+	p := loadPolicy(t)
+	ev := p.Evaluate(ticketFor(t, "ratio.check", map[string]any{"d": int64(0)}), CapabilityFact("ticket:t", "c"))
+	for _, g := range ev.Gates {
+		if g.Decision != Refuse || g.Error == "" {
+			t.Errorf("%s after an evaluation error: %s %q", g.Gate, g.Decision, g.Error)
+		}
+	}
+	// A firing budget the policy exceeds also fails closed.
+	src, _ := os.ReadFile("testdata/gates.dl")
+	tight, err := CompilePolicy("policy/1", "gates.dl", src, logic.Limits{MaxFirings: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = tight.Evaluate(ticketFor(t, "artifact.publish", nil), CapabilityFact("ticket:t", "c"))
+	if r, _ := Resolve(ev.Signals); r.Decision != Refuse {
+		t.Errorf("budget exhaustion decided %s", r.Decision)
+	}
+	// Unknown verdicts and unknown gates refuse.
+	bad, err := CompilePolicy("policy/2", "bad.dl", []byte(`decision("G2", "MAYBE", "r") :- ticket(t).
+decision("G7", "ALLOW", "r2") :- ticket(t).`), logic.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = bad.Evaluate(ticketFor(t, "x.y", nil))
+	if r, _ := Resolve(ev.Signals); r.Decision != Refuse {
+		t.Errorf("unknown verdict/gate decided %s", r.Decision)
+	}
+}
+
+func TestCompilePolicyErrors(t *testing.T) {
+	for name, src := range map[string]string{
+		"syntax":        `decision("G2", "ALLOW" :- ticket(t).`,
+		"foreign input": ".decl secrets(x: symbol)\n.input secrets\ndecision(\"G2\", \"ALLOW\", \"r\") :- secrets(x).",
+		"arity":         `decision("G2", "ALLOW") :- ticket(t).`,
+	} {
+		if _, err := CompilePolicy("p/1", name+".dl", []byte(src), logic.Limits{}); err == nil {
+			t.Errorf("%s: compiled", name)
+		}
+	}
+	if _, err := CompilePolicy("bad version", "x.dl", nil, logic.Limits{}); err == nil {
+		t.Error("bad version accepted")
+	}
+}
+
+func TestHardGateRefusalIsTierZero(t *testing.T) {
+	p := loadPolicy(t)
+	for _, tk := range []Ticket{
+		ticketFor(t, "artifact.publish", nil, SideEffectIrreversible),
+		ticketFor(t, "payment.send", map[string]any{"amount": int64(20000)}),
+	} {
+		res, _ := Resolve(p.Evaluate(tk, CapabilityFact("ticket:t", "c")).Signals)
+		if tk.SideEffects[0] == SideEffectIrreversible {
+			res, _ = Resolve(p.Evaluate(tk).Signals)
+		}
+		if res.HighestTier != 0 || res.Decision != Refuse {
+			t.Errorf("%s: tier %d decision %s", tk.Action, res.HighestTier, res.Decision)
+		}
+	}
+	// The contest is recorded with its options.
+	res, _ := Resolve(p.Evaluate(ticketFor(t, "message.post", map[string]any{"tone": "blunt"}), CapabilityFact("ticket:t", "c")).Signals)
+	if !res.Contestable || strings.Join(res.Options, ",") != "rephrase-politely,send-as-is-with-notice" {
+		t.Errorf("contest: %+v", res)
+	}
+	// SHAPE carries its constraint to the ticket and the preview.
+	tk := ticketFor(t, "payment.send", map[string]any{"amount": int64(5000)})
+	ev := p.Evaluate(tk, CapabilityFact("ticket:t", "c"))
+	res, _ = Resolve(ev.Signals)
+	if res.Decision != AskFirst || len(res.Constraints) != 1 {
+		t.Fatalf("payment 5000: %s %+v", res.Decision, res.Constraints)
+	}
+	shaped, err := Shape(tk, res.Constraints...)
+	if err != nil || shaped.Parameters["amount"] != int64(1000) || !strings.Contains(shaped.Preview, "limited to 1000") {
+		t.Fatalf("shaped: %v %v", err, shaped.Parameters)
+	}
+}

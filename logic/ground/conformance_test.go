@@ -3,6 +3,8 @@ package ground
 import (
 	"slices"
 	"testing"
+
+	"flrh.dev/flrh/protocol"
 )
 
 // stateOf finds the state and support counts of an atom in a fixpoint.
@@ -136,6 +138,12 @@ func checkResultInvariants(t *testing.T, res map[string]any) {
 		assertCanonicalSet(t, field, mat[field].([]any))
 	}
 	assertCanonicalSet(t, "derived_fact_deltas", res["derived_fact_deltas"].([]any))
+	// Every emitted derived FactDelta is an exact protocol FactDelta.
+	for _, d := range res["derived_fact_deltas"].([]any) {
+		if err := protocol.ValidateValue(protocol.KindFactDelta, get(d, "delta")); err != nil {
+			t.Errorf("emitted FactDelta fails the protocol schema: %v", err)
+		}
+	}
 	assertCanonicalSet(t, "input_delta_digests", res["input_delta_digests"].([]any))
 	// Digests bind exactly their preimages.
 	if want := digestOf(obj("kind", "M2MaterializationPreimage", "contract_version", ContractVersion,

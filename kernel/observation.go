@@ -183,7 +183,7 @@ func (o Observation) Decide(s Snapshot, c Command) ([]protocol.Object, *Fault) {
 	if v, ok := c["effect_request"]; ok {
 		p["effect_request"] = deepCopy(v)
 	}
-	for k := range c {
+	for _, k := range sortedKeys(c) {
 		if k != "observation" && k != "mark_complete" && k != "effect_request" {
 			return nil, &Fault{Code: CodeMalformedAcceptedEvent, Path: "/command/" + cjson.EscapePointer(k)}
 		}

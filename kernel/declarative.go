@@ -1,0 +1,730 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// DeclarativeSchemaVersion is the schema_version of a declarative domain
+// configuration.
+const DeclarativeSchemaVersion = "flrh-domain/1"
+
+// Declarative is a Domain configured by data, for workflows written without
+// Go. Load builds one from JSON such as:
+//
+//	{
+//	  "schema_version": "flrh-domain/1",
+//	  "workflow": "shop/1", "state_schema": "shop-state/1", "event_schema": "shop-event/1",
+//	  "initial_state": {"orders": 0, "last_order": null},
+//	  "events": {
+//	    "order.placed/1": {
+//	      "payload": {"order_id": "id", "amount": "int", "notify": "bool"},
+//	      "reject_if": [{"ref": "$payload.amount", "equals": 0, "reason": "empty order"}],
+//	      "state": {"orders": {"add": 1}, "last_order": {"set": "$payload.order_id"}},
+//	      "close": false,
+//	      "facts": [{"tuple": {"predicate": "order_placed", "subject": "$aggregate_id", "order": "$payload.order_id"},
+//	                 "provenance": {"source_event_id": "$event_id"}}],
+//	      "proposals": [{"when": "$payload.notify", "effect_type": "email.send",
+//	                     "action": {"order": "$payload.order_id"}, "destination": {"adapter": "smtp"},
+//	                     "goal_id": "goal:notify", "obligation_id": "obligation:notify",
+//	                     "risk_hint": "reversible", "preconditions": ["order:placed"]}]
+//	    }
+//	  }
+//	}
+//
+// Templates are JSON values in which a string starting with "$" is a
+// reference: $event_id, $aggregate_id, $correlation_id, $event_type,
+// $logical_time, $payload.<member>[.<member>…] and $state.<member>[…];
+// "$$" starts a literal string beginning with "$". Payload member types are
+// id, string, int, nonneg_int, bool, object, array and any. State updates
+// are {"set": template} or {"add": integer}. The domain state is the
+// snapshot member "state"; its members are exactly those of initial_state.
+type Declarative struct {
+	workflow, stateSchema, eventSchema string
+	initial                            map[string]any
+	events                             map[string]eventRule
+	maxFacts, maxProposals             int
+}
+
+type eventRule struct {
+	payload   map[string]string // member → type
+	rejectIf  []guard
+	state     map[string]update
+	close     any // bool or a reference
+	facts     []factRule
+	proposals []proposalRule
+}
+
+type guard struct {
+	ref    string
+	equals any
+	reason string
+}
+
+type update struct {
+	set any
+	add *int64
+}
+
+type factRule struct {
+	tuple, provenance map[string]any
+	diff              int64
+}
+
+type proposalRule struct {
+	when                                   any
+	effectType, goalID, obligationID, risk string
+	action, destination                    map[string]any
+	preconditions                          []any
+}
+
+// ConfigError reports a bad declarative configuration: where (a JSON
+// Pointer into the configuration) and what.
+type ConfigError struct {
+	Pointer string
+	Detail  string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("kernel: domain configuration at %s: %s", e.Pointer, e.Detail)
+}
+
+func cfgErr(ptr, format string, args ...any) *ConfigError {
+	if ptr == "" {
+		ptr = "/"
+	}
+	return &ConfigError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+}
+
+var payloadTypes = []string{"id", "string", "int", "nonneg_int", "bool", "object", "array", "any"}
+
+// Load parses and checks a declarative domain configuration. Every
+// reference is resolved against the declared payload and state members at
+// load time, so a loaded domain can only fail at run time on the data of
+// an event, never on its own configuration.
+func Load(jsonText []byte) (*Declarative, error) {
+	v, err := cjson.Decode(jsonText)
+	if err != nil {
+		return nil, err
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return nil, cfgErr("/", "a domain configuration is a JSON object")
+	}
+	allowed := []string{"schema_version", "workflow", "state_schema", "event_schema", "initial_state", "events", "max_facts", "max_proposals"}
+	if err := closedMembers(root, "", allowed, allowed[:6]); err != nil {
+		return nil, err
+	}
+	if root["schema_version"] != DeclarativeSchemaVersion {
+		return nil, cfgErr("/schema_version", "must be %q", DeclarativeSchemaVersion)
+	}
+	d := &Declarative{maxFacts: 16, maxProposals: 4}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"workflow", &d.workflow}, {"state_schema", &d.stateSchema}, {"event_schema", &d.eventSchema}} {
+		s, ok := root[f.name].(string)
+		if !ok || !validVersion(s) {
+			return nil, cfgErr("/"+f.name, "must be a version label")
+		}
+		*f.dst = s
+	}
+	if d.initial, ok = root["initial_state"].(map[string]any); !ok {
+		return nil, cfgErr("/initial_state", "must be an object")
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"max_facts", &d.maxFacts}, {"max_proposals", &d.maxProposals}} {
+		if raw, present := root[f.name]; present {
+			n, ok := raw.(int64)
+			if !ok || n < 0 || n > 1024 {
+				return nil, cfgErr("/"+f.name, "must be an integer from 0 to 1024")
+			}
+			*f.dst = int(n)
+		}
+	}
+	events, ok := root["events"].(map[string]any)
+	if !ok || len(events) == 0 {
+		return nil, cfgErr("/events", "must be a non-empty object of event types")
+	}
+	d.events = map[string]eventRule{}
+	for _, typ := range sortedKeys(events) {
+		ptr := "/events/" + cjson.EscapePointer(typ)
+		if !cjson.ValidID(typ) {
+			return nil, cfgErr(ptr, "event type %q is not an id", typ)
+		}
+		r, err := d.loadEvent(ptr, events[typ])
+		if err != nil {
+			return nil, err
+		}
+		d.events[typ] = r
+	}
+	return d, nil
+}
+
+func closedMembers(m map[string]any, ptr string, allowed, required []string) error {
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(allowed, k) {
+			return cfgErr(ptr+"/"+cjson.EscapePointer(k), "unknown member")
+		}
+	}
+	for _, k := range required {
+		if _, ok := m[k]; !ok {
+			return cfgErr(ptr+"/"+k, "required member missing")
+		}
+	}
+	return nil
+}
+
+func (d *Declarative) loadEvent(ptr string, raw any) (eventRule, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return eventRule{}, cfgErr(ptr, "an event rule is an object")
+	}
+	if err := closedMembers(m, ptr, []string{"payload", "reject_if", "state", "close", "facts", "proposals"}, []string{"payload"}); err != nil {
+		return eventRule{}, err
+	}
+	r := eventRule{payload: map[string]string{}, state: map[string]update{}, close: false}
+	pm, ok := m["payload"].(map[string]any)
+	if !ok {
+		return r, cfgErr(ptr+"/payload", "must map payload members to types")
+	}
+	for _, k := range sortedKeys(pm) {
+		t, _ := pm[k].(string)
+		if slices.Contains(kernelPayloadMembers, k) {
+			return r, cfgErr(ptr+"/payload/"+cjson.EscapePointer(k), "%s is a kernel member", k)
+		}
+		if !slices.Contains(payloadTypes, t) {
+			return r, cfgErr(ptr+"/payload/"+cjson.EscapePointer(k), "type must be one of %s", strings.Join(payloadTypes, ", "))
+		}
+		r.payload[k] = t
+	}
+	check := func(p string, tmpl any) error { return d.checkTemplate(p, tmpl, r.payload) }
+	if raw, ok := m["reject_if"]; ok {
+		list, ok := raw.([]any)
+		if !ok {
+			return r, cfgErr(ptr+"/reject_if", "must be an array")
+		}
+		for i, g := range list {
+			gp := fmt.Sprintf("%s/reject_if/%d", ptr, i)
+			gm, ok := g.(map[string]any)
+			if !ok {
+				return r, cfgErr(gp, "a guard is an object")
+			}
+			if err := closedMembers(gm, gp, []string{"ref", "equals", "reason"}, []string{"ref", "equals", "reason"}); err != nil {
+				return r, err
+			}
+			ref, _ := gm["ref"].(string)
+			reason, _ := gm["reason"].(string)
+			if !strings.HasPrefix(ref, "$") || strings.HasPrefix(ref, "$$") || reason == "" {
+				return r, cfgErr(gp, "ref must be a reference and reason a non-empty string")
+			}
+			if err := check(gp+"/ref", ref); err != nil {
+				return r, err
+			}
+			r.rejectIf = append(r.rejectIf, guard{ref: ref, equals: gm["equals"], reason: reason})
+		}
+	}
+	if raw, ok := m["state"]; ok {
+		sm, ok := raw.(map[string]any)
+		if !ok {
+			return r, cfgErr(ptr+"/state", "must map state members to updates")
+		}
+		for _, k := range sortedKeys(sm) {
+			up := ptr + "/state/" + cjson.EscapePointer(k)
+			if _, declared := d.initial[k]; !declared {
+				return r, cfgErr(up, "state member %q is not in initial_state", k)
+			}
+			um, ok := sm[k].(map[string]any)
+			if !ok || len(um) != 1 {
+				return r, cfgErr(up, `an update is {"set": template} or {"add": integer}`)
+			}
+			switch {
+			case um["set"] != nil || hasKey(um, "set"):
+				if err := check(up+"/set", um["set"]); err != nil {
+					return r, err
+				}
+				r.state[k] = update{set: um["set"]}
+			case hasKey(um, "add"):
+				n, ok := um["add"].(int64)
+				if !ok {
+					return r, cfgErr(up+"/add", "must be an integer")
+				}
+				r.state[k] = update{add: &n}
+			default:
+				return r, cfgErr(up, `an update is {"set": template} or {"add": integer}`)
+			}
+		}
+	}
+	if raw, ok := m["close"]; ok {
+		if err := d.checkCondition(ptr+"/close", raw, r.payload); err != nil {
+			return r, err
+		}
+		r.close = raw
+	}
+	if raw, ok := m["facts"]; ok {
+		list, ok := raw.([]any)
+		if !ok {
+			return r, cfgErr(ptr+"/facts", "must be an array")
+		}
+		for i, f := range list {
+			fp := fmt.Sprintf("%s/facts/%d", ptr, i)
+			fm, ok := f.(map[string]any)
+			if !ok {
+				return r, cfgErr(fp, "a fact template is an object")
+			}
+			if err := closedMembers(fm, fp, []string{"tuple", "provenance", "diff"}, []string{"tuple", "provenance"}); err != nil {
+				return r, err
+			}
+			fr := factRule{diff: 1}
+			for _, part := range []struct {
+				name string
+				dst  *map[string]any
+			}{{"tuple", &fr.tuple}, {"provenance", &fr.provenance}} {
+				o, ok := fm[part.name].(map[string]any)
+				if !ok || len(o) == 0 {
+					return r, cfgErr(fp+"/"+part.name, "must be a non-empty object")
+				}
+				if err := check(fp+"/"+part.name, o); err != nil {
+					return r, err
+				}
+				*part.dst = o
+			}
+			if raw, ok := fm["diff"]; ok {
+				if n, ok := raw.(int64); !ok || (n != 1 && n != -1) {
+					return r, cfgErr(fp+"/diff", "must be 1 or -1")
+				}
+				fr.diff = raw.(int64)
+			}
+			r.facts = append(r.facts, fr)
+		}
+	}
+	if raw, ok := m["proposals"]; ok {
+		list, ok := raw.([]any)
+		if !ok {
+			return r, cfgErr(ptr+"/proposals", "must be an array")
+		}
+		for i, p := range list {
+			pr, err := d.loadProposal(fmt.Sprintf("%s/proposals/%d", ptr, i), p, r.payload)
+			if err != nil {
+				return r, err
+			}
+			r.proposals = append(r.proposals, pr)
+		}
+	}
+	return r, nil
+}
+
+func hasKey(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+
+func (d *Declarative) loadProposal(pp string, raw any, payload map[string]string) (proposalRule, error) {
+	pm, ok := raw.(map[string]any)
+	if !ok {
+		return proposalRule{}, cfgErr(pp, "a proposal template is an object")
+	}
+	fields := []string{"effect_type", "action", "destination", "goal_id", "obligation_id", "risk_hint", "preconditions"}
+	if err := closedMembers(pm, pp, append([]string{"when"}, fields...), fields); err != nil {
+		return proposalRule{}, err
+	}
+	pr := proposalRule{when: true}
+	if w, ok := pm["when"]; ok {
+		if err := d.checkCondition(pp+"/when", w, payload); err != nil {
+			return pr, err
+		}
+		pr.when = w
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"effect_type", &pr.effectType}, {"goal_id", &pr.goalID}, {"obligation_id", &pr.obligationID}} {
+		s, ok := pm[f.name].(string)
+		if !ok || !cjson.ValidID(s) {
+			return pr, cfgErr(pp+"/"+f.name, "must be an id")
+		}
+		*f.dst = s
+	}
+	pr.risk, _ = pm["risk_hint"].(string)
+	if !riskHints[pr.risk] {
+		return pr, cfgErr(pp+"/risk_hint", "must be read_only, reversible, high_risk_external or unknown")
+	}
+	for _, part := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"action", &pr.action}, {"destination", &pr.destination}} {
+		o, ok := pm[part.name].(map[string]any)
+		if !ok || len(o) == 0 {
+			return pr, cfgErr(pp+"/"+part.name, "must be a non-empty object")
+		}
+		if err := d.checkTemplate(pp+"/"+part.name, o, payload); err != nil {
+			return pr, err
+		}
+		*part.dst = o
+	}
+	if pr.preconditions, ok = pm["preconditions"].([]any); !ok {
+		return pr, cfgErr(pp+"/preconditions", "must be an array")
+	}
+	if err := d.checkTemplate(pp+"/preconditions", pr.preconditions, payload); err != nil {
+		return pr, err
+	}
+	return pr, nil
+}
+
+func (d *Declarative) checkCondition(ptr string, c any, payload map[string]string) error {
+	switch t := c.(type) {
+	case bool:
+		return nil
+	case string:
+		if strings.HasPrefix(t, "$") && !strings.HasPrefix(t, "$$") {
+			return d.checkTemplate(ptr, t, payload)
+		}
+	}
+	return cfgErr(ptr, "a condition is true, false or a reference")
+}
+
+var scalarRefs = []string{"$event_id", "$aggregate_id", "$correlation_id", "$event_type", "$logical_time"}
+
+// checkTemplate resolves every reference in a template against the
+// declared payload and state members.
+func (d *Declarative) checkTemplate(ptr string, tmpl any, payload map[string]string) error {
+	switch t := tmpl.(type) {
+	case string:
+		if !strings.HasPrefix(t, "$") || strings.HasPrefix(t, "$$") || slices.Contains(scalarRefs, t) {
+			return nil
+		}
+		root, rest, _ := strings.Cut(t, ".")
+		first, _, _ := strings.Cut(rest, ".")
+		switch root {
+		case "$payload":
+			if _, ok := payload[first]; ok || slices.Contains(kernelPayloadMembers, first) {
+				return nil
+			}
+			return cfgErr(ptr, "%s names no declared payload member", t)
+		case "$state":
+			if _, ok := d.initial[first]; ok {
+				return nil
+			}
+			return cfgErr(ptr, "%s names no state member", t)
+		}
+		return cfgErr(ptr, "unknown reference %s (use $$ for a literal $)", t)
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			if err := d.checkTemplate(ptr+"/"+cjson.EscapePointer(k), t[k], payload); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if err := d.checkTemplate(fmt.Sprintf("%s/%d", ptr, i), e, payload); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Profile implements Domain.
+func (d *Declarative) Profile() Profile {
+	types := make(map[string][]string, len(d.events))
+	for t, r := range d.events {
+		types[t] = sortedKeys(r.payload)
+	}
+	return Profile{
+		Workflow:     d.workflow,
+		StateSchema:  d.stateSchema,
+		EventSchema:  d.eventSchema,
+		EventTypes:   types,
+		StateMembers: []string{"state"},
+		InitialState: protocol.Object{"state": deepCopy(d.initial)},
+		FactIdentity: "declarative-fact-value",
+		MaxFacts:     d.maxFacts,
+		MaxProposals: d.maxProposals,
+	}
+}
+
+// CheckState implements Domain: the state is an object with exactly the
+// members of initial_state.
+func (d *Declarative) CheckState(st protocol.Object) *Fault {
+	m, ok := st["state"].(map[string]any)
+	if !ok || !exactMembers(m, sortedKeys(d.initial)) {
+		return &Fault{Code: CodeMalformedSnapshot, Path: SnapshotPath("/state")}
+	}
+	return nil
+}
+
+// CheckPayload implements Domain: every declared member has its type.
+func (d *Declarative) CheckPayload(eventType string, p protocol.Object) *Fault {
+	r := d.events[eventType]
+	for _, k := range sortedKeys(r.payload) {
+		if !hasType(p[k], r.payload[k]) {
+			return &Fault{Code: CodeMalformedAcceptedEvent, Path: PayloadPath("/" + cjson.EscapePointer(k)),
+				Context: map[string]any{"expected_type": r.payload[k]}}
+		}
+	}
+	return nil
+}
+
+func hasType(v any, t string) bool {
+	switch t {
+	case "id":
+		s, ok := v.(string)
+		return ok && cjson.ValidID(s)
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "int":
+		_, ok := v.(int64)
+		return ok
+	case "nonneg_int":
+		n, ok := v.(int64)
+		return ok && n >= 0
+	case "bool":
+		_, ok := v.(bool)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	}
+	return t == "any"
+}
+
+// env is what references resolve against.
+type env struct {
+	s Snapshot
+	e Event
+}
+
+// resolve evaluates a reference; a path that is absent in the data is a
+// DOMAIN_REJECTED fault naming the reference.
+func (x env) resolve(ref string) (any, *Fault) {
+	switch ref {
+	case "$event_id":
+		return x.e.ID, nil
+	case "$aggregate_id":
+		return x.s.AggregateID, nil
+	case "$correlation_id":
+		return x.e.CorrelationID, nil
+	case "$event_type":
+		return x.e.Type, nil
+	case "$logical_time":
+		return x.e.LogicalTime, nil
+	}
+	root, rest, _ := strings.Cut(ref, ".")
+	var cur any
+	var base string
+	switch root {
+	case "$payload":
+		cur, base = map[string]any(x.e.Payload), "/accepted_event/payload"
+	case "$state":
+		cur, base = x.s.State["state"], "/snapshot/state"
+	}
+	path := base
+	for _, tok := range strings.Split(rest, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"missing": ref}}
+		}
+		path += "/" + cjson.EscapePointer(tok)
+		if cur, ok = m[tok]; !ok {
+			return nil, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"missing": ref}}
+		}
+	}
+	return deepCopy(cur), nil
+}
+
+func (x env) render(tmpl any) (any, *Fault) {
+	switch t := tmpl.(type) {
+	case string:
+		if strings.HasPrefix(t, "$$") {
+			return t[1:], nil
+		}
+		if strings.HasPrefix(t, "$") {
+			return x.resolve(t)
+		}
+		return t, nil
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for _, k := range sortedKeys(t) { // sorted: the first fault reported must not depend on map order
+			r, f := x.render(t[k])
+			if f != nil {
+				return nil, f
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, v := range t {
+			r, f := x.render(v)
+			if f != nil {
+				return nil, f
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return tmpl, nil
+}
+
+func (x env) condition(c any, path string) (bool, *Fault) {
+	if b, ok := c.(bool); ok {
+		return b, nil
+	}
+	v, f := x.resolve(c.(string))
+	if f != nil {
+		return false, f
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"not_boolean": c.(string)}}
+	}
+	return b, nil
+}
+
+func (d *Declarative) guards(x env) *Fault {
+	for _, g := range d.events[x.e.Type].rejectIf {
+		v, f := x.resolve(g.ref)
+		if f != nil {
+			return f
+		}
+		a, err1 := cjson.Encode(v)
+		b, err2 := cjson.Encode(g.equals)
+		if err1 == nil && err2 == nil && string(a) == string(b) {
+			return &Fault{Code: CodeDomainRejected, Path: "/accepted_event/payload", Context: map[string]any{"reason": g.reason}}
+		}
+	}
+	return nil
+}
+
+// Evolve implements Domain.
+func (d *Declarative) Evolve(s Snapshot, e Event) (Evolution, *Fault) {
+	x := env{s, e}
+	if f := d.guards(x); f != nil {
+		return Evolution{}, f
+	}
+	r := d.events[e.Type]
+	prior, _ := s.State["state"].(map[string]any)
+	next := deepCopy(prior).(map[string]any)
+	for _, k := range sortedKeys(r.state) {
+		u := r.state[k]
+		if u.add != nil {
+			n, ok := next[k].(int64)
+			if !ok {
+				return Evolution{}, &Fault{Code: CodeInvariantViolation, Path: "/snapshot/state/" + cjson.EscapePointer(k),
+					Context: map[string]any{"invariant": "add_to_integer"}}
+			}
+			if (*u.add > 0 && n > math.MaxInt64-*u.add) || (*u.add < 0 && n < math.MinInt64-*u.add) {
+				return Evolution{}, &Fault{Code: CodeInvariantViolation, Path: "/snapshot/state/" + cjson.EscapePointer(k),
+					Context: map[string]any{"invariant": "add_within_int64"}}
+			}
+			next[k] = n + *u.add
+			continue
+		}
+		v, f := x.render(u.set)
+		if f != nil {
+			return Evolution{}, f
+		}
+		next[k] = v
+	}
+	closeIt, f := x.condition(r.close, "/accepted_event/payload")
+	if f != nil {
+		return Evolution{}, f
+	}
+	return Evolution{State: protocol.Object{"state": next}, Close: closeIt}, nil
+}
+
+// Emit implements Domain.
+func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
+	x := env{s, e}
+	r := d.events[e.Type]
+	var em Emission
+	for _, fr := range r.facts {
+		tuple, f := x.render(fr.tuple)
+		if f != nil {
+			return Emission{}, f
+		}
+		prov, f := x.render(fr.provenance)
+		if f != nil {
+			return Emission{}, f
+		}
+		em.Facts = append(em.Facts, Fact{Tuple: tuple.(map[string]any), Provenance: prov.(map[string]any), Diff: fr.diff})
+	}
+	for _, pr := range r.proposals {
+		on, f := x.condition(pr.when, "/accepted_event/payload")
+		if f != nil {
+			return Emission{}, f
+		}
+		if !on {
+			continue
+		}
+		action, f := x.render(pr.action)
+		if f != nil {
+			return Emission{}, f
+		}
+		dest, f := x.render(pr.destination)
+		if f != nil {
+			return Emission{}, f
+		}
+		pre, f := x.render(pr.preconditions)
+		if f != nil {
+			return Emission{}, f
+		}
+		var ids []string
+		for _, p := range pre.([]any) {
+			s, ok := p.(string)
+			if !ok {
+				return Emission{}, &Fault{Code: CodeInvariantViolation, Path: "/accepted_event/payload",
+					Context: map[string]any{"invariant": "preconditions_are_ids"}}
+			}
+			ids = append(ids, s)
+		}
+		em.Proposals = append(em.Proposals, Proposal{
+			EffectType: pr.effectType, Action: action.(map[string]any), Destination: dest.(map[string]any),
+			GoalID: pr.goalID, ObligationID: pr.obligationID, RiskHint: pr.risk, Preconditions: ids,
+		})
+	}
+	return em, nil
+}
+
+// Decide implements Domain: a command {"type": <event type>, <payload
+// members>…} becomes one payload of that type if the aggregate is open,
+// the members are the declared ones with their types, and no guard fires.
+func (d *Declarative) Decide(s Snapshot, c Command) ([]protocol.Object, *Fault) {
+	if s.Phase == PhaseClosed {
+		return nil, &Fault{Code: CodeDomainRejected, Path: SnapshotPath("/phase"), Context: map[string]any{"phase": PhaseClosed}}
+	}
+	typ, _ := c["type"].(string)
+	r, ok := d.events[typ]
+	if !ok {
+		return nil, &Fault{Code: CodeUnsupportedEventPayload, Path: "/command/type"}
+	}
+	p := protocol.Object{}
+	for _, k := range sortedKeys(c) {
+		v := c[k]
+		if k == "type" {
+			continue
+		}
+		if _, declared := r.payload[k]; !declared {
+			return nil, &Fault{Code: CodeMalformedAcceptedEvent, Path: "/command/" + cjson.EscapePointer(k)}
+		}
+		p[k] = deepCopy(v)
+	}
+	if !exactMembers(p, sortedKeys(r.payload)) {
+		return nil, &Fault{Code: CodeMalformedAcceptedEvent, Path: "/command"}
+	}
+	if f := d.CheckPayload(typ, p); f != nil {
+		return nil, f
+	}
+	if f := d.guards(env{s, Event{Type: typ, Payload: p}}); f != nil {
+		return nil, f
+	}
+	return []protocol.Object{p}, nil
+}

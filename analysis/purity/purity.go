@@ -164,12 +164,19 @@ func run(pass *analysis.Pass) (any, error) {
 	return nil, nil
 }
 
+// isTestFile reports files that are not part of the package's production
+// code: tests, and files the go tool generates (a test main lives in the
+// build cache under a name without a .go suffix).
 func isTestFile(pass *analysis.Pass, f *ast.File) bool {
-	return strings.HasSuffix(pass.Fset.Position(f.Pos()).Filename, "_test.go")
+	return notProduction(pass.Fset.Position(f.Pos()).Filename)
 }
 
 func isTestPos(pass *analysis.Pass, n ast.Node) bool {
-	return strings.HasSuffix(pass.Fset.Position(n.Pos()).Filename, "_test.go")
+	return notProduction(pass.Fset.Position(n.Pos()).Filename)
+}
+
+func notProduction(name string) bool {
+	return strings.HasSuffix(name, "_test.go") || !strings.HasSuffix(name, ".go")
 }
 
 func checkCall(pass *analysis.Pass, call *ast.CallExpr) {

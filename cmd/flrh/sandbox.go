@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/effect/sandbox"
+)
+
+func init() { rootCmd.AddCommand(newSandboxCmd()) }
+
+func newSandboxCmd() *cobra.Command {
+	var cfg sandbox.Config
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Serve a real HTTP effect destination for demos and tests",
+		Long: "sandbox serves a destination that speaks flrh-effect-http/1: it applies mutations\n" +
+			"(POST /v1/effects with Idempotency-Key and Content-Digest), records each one with its key,\n" +
+			"content digest, body and sequence number, honours idempotency keys (the same key and content\n" +
+			"answers the original result; the same key with other content is a 409 conflict), and answers\n" +
+			"lookups (GET /v1/effects/KEY).\n\n" +
+			"It can be told to misbehave through POST /_sandbox/faults, for example\n" +
+			"  {\"key\":\"effect:…\",\"times\":1,\"drop\":true}      apply, then close without answering\n" +
+			"  {\"times\":3,\"status\":503}                        fail the next three requests\n" +
+			"  {\"times\":1,\"delay_ms\":2000}                     answer two seconds late\n" +
+			"GET /_sandbox/mutations shows the ledger; DELETE /_sandbox/faults clears the rules.\n\n" +
+			"With --state FILE the ledger is written durably before every answer and loaded at start, so\n" +
+			"a sandbox killed after applying a mutation still knows it when restarted on the same file.\n\n" +
+			"It binds to loopback only, unless --allow-remote is given, because the admin endpoints are\n" +
+			"unauthenticated. SIGTERM or SIGINT shuts it down gracefully.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cfg.AllowRemote && !sandbox.IsLoopback(cfg.Addr) {
+				return usagef("--addr %q is not a loopback address (use --allow-remote to insist)", cfg.Addr)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return sandbox.Run(ctx, cfg, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&cfg.Addr, "addr", "127.0.0.1:8787", "listen address HOST:PORT (port 0 picks a free port)")
+	cmd.Flags().StringVar(&cfg.StatePath, "state", "", "JSON file the ledger is kept in across restarts")
+	cmd.Flags().BoolVar(&cfg.AllowRemote, "allow-remote", false, "permit a listen address that is not loopback")
+	return cmd
+}

@@ -1,0 +1,412 @@
+// Package sandbox is a real HTTP destination for effects: it speaks
+// flrh-effect-http/1 (package httpwire), records every mutation it applies
+// with its idempotency key, content digest, body and sequence number, honours
+// idempotency keys, answers lookups, and can be told to misbehave — delay,
+// fail with a status, or apply and then drop the connection without
+// answering — so that demos and tests can exercise every outcome an
+// adapter must classify.
+//
+// Endpoints:
+//
+//	POST   /v1/effects              apply a mutation (Idempotency-Key, Content-Digest)
+//	GET    /v1/effects/{key}        look a key up (?content_digest=… to compare)
+//	GET    /_sandbox/mutations      the ledger
+//	GET    /_sandbox/faults         the pending fault rules
+//	POST   /_sandbox/faults         add a fault rule (a Fault as JSON)
+//	DELETE /_sandbox/faults         clear the fault rules
+//
+// Idempotency: the same key with the same content answers the original
+// result (201, with Idempotent-Replayed: true) and applies nothing; the same
+// key with other content is a 409 IDEMPOTENCY_KEY_CONFLICT, never the old
+// result; a second request with a key that is still being handled is a 409
+// IDEMPOTENCY_KEY_IN_PROGRESS.
+//
+// With a state file the ledger is written durably before any answer is
+// given, so a sandbox killed after applying a mutation still knows, when
+// restarted on the same file, that it applied it.
+//
+// The admin endpoints are unauthenticated: the sandbox is a test
+// destination and "flrh sandbox" binds to loopback unless told otherwise.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/effect/httpwire"
+)
+
+// EffectsPath is the path of the mutation endpoint; lookups are below it.
+const EffectsPath = "/v1/effects"
+
+// DefaultMaxMutations bounds the ledger when Options.MaxMutations is zero.
+const DefaultMaxMutations = 100_000
+
+// MaxDelay bounds an injected delay.
+const MaxDelay = 10 * time.Minute
+
+// Options configures a Sandbox. The zero Options is an in-memory sandbox.
+type Options struct {
+	// StatePath, when set, is a JSON file the ledger is loaded from at
+	// start and durably rewritten to after every applied mutation.
+	StatePath string
+	// MaxMutations bounds the ledger; a mutation beyond it is answered 507.
+	MaxMutations int
+}
+
+// Stats counts what the sandbox has seen since it started.
+type Stats struct {
+	Requests  int // mutation requests received, valid or not
+	Applied   int // mutations applied
+	Replayed  int // requests answered from the idempotency record
+	Conflicts int // same key, other content
+	Rejected  int // malformed requests
+	Injected  int // injected failures answered
+	Dropped   int // connections dropped after applying
+}
+
+// Sandbox is the destination. It is an http.Handler and safe for
+// concurrent use.
+type Sandbox struct {
+	opts Options
+	mux  *http.ServeMux
+
+	mu        sync.Mutex
+	ledger    []Mutation
+	byKey     map[string]int    // key -> index in ledger
+	inflight  map[string]string // key -> content digest of the request being handled
+	faults    []Fault
+	stats     Stats
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a sandbox, loading its ledger from opts.StatePath when set.
+// A state file that is present but not a valid ledger is an error.
+func New(opts Options) (*Sandbox, error) {
+	if opts.MaxMutations < 0 {
+		return nil, errors.New("sandbox: MaxMutations must not be negative")
+	}
+	if opts.MaxMutations == 0 {
+		opts.MaxMutations = DefaultMaxMutations
+	}
+	s := &Sandbox{opts: opts, byKey: map[string]int{}, inflight: map[string]string{}, closing: make(chan struct{})}
+	if opts.StatePath != "" {
+		ms, err := loadState(opts.StatePath)
+		if err != nil {
+			return nil, err
+		}
+		if len(ms) > opts.MaxMutations {
+			return nil, fmt.Errorf("sandbox: the state holds %d mutations, more than the limit %d", len(ms), opts.MaxMutations)
+		}
+		s.ledger = ms
+		for i, m := range ms {
+			s.byKey[m.IdempotencyKey] = i
+		}
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST "+EffectsPath, s.handleMutation)
+	s.mux.HandleFunc("GET "+EffectsPath+"/{key}", s.handleLookup)
+	s.mux.HandleFunc("GET /_sandbox/mutations", s.handleLedger)
+	s.mux.HandleFunc("GET /_sandbox/faults", s.handleFaults)
+	s.mux.HandleFunc("POST /_sandbox/faults", s.handleFaults)
+	s.mux.HandleFunc("DELETE /_sandbox/faults", s.handleFaults)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem(w, http.StatusNotFound, httpwire.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Sandbox) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Mutations returns a copy of the ledger.
+func (s *Sandbox) Mutations() []Mutation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneMutations(s.ledger)
+}
+
+// Stats returns the counters.
+func (s *Sandbox) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Lookup answers for a key as GET /v1/effects/{key} does; contentDigest
+// may be empty.
+func (s *Sandbox) Lookup(key, contentDigest string) httpwire.LookupAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookupLocked(key, contentDigest)
+}
+
+func (s *Sandbox) lookupLocked(key, contentDigest string) httpwire.LookupAnswer {
+	a := httpwire.LookupAnswer{IdempotencyKey: key, Status: httpwire.StatusNotApplied}
+	if i, ok := s.byKey[key]; ok {
+		m := s.ledger[i]
+		d, seq := m.ContentDigest, m.Sequence
+		a.ContentDigest, a.Sequence = &d, &seq
+		a.Status = httpwire.StatusApplied
+		if contentDigest != "" && contentDigest != d {
+			a.Status = httpwire.StatusConflict
+		}
+		return a
+	}
+	if d, ok := s.inflight[key]; ok {
+		a.Status, a.ContentDigest = httpwire.StatusInProgress, &d
+	}
+	return a
+}
+
+// shutdown ends injected delays early; requests caught in one are answered
+// 503 without being applied.
+func (s *Sandbox) shutdown() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
+	s.count(func(st *Stats) { st.Requests++ })
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpwire.MaxRequestBytes))
+	if err != nil {
+		s.count(func(st *Stats) { st.Rejected++ })
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			problem(w, http.StatusRequestEntityTooLarge, httpwire.CodeTooLarge, err.Error())
+			return
+		}
+		problem(w, http.StatusBadRequest, httpwire.CodeMalformed, "reading the body: "+err.Error())
+		return
+	}
+	m, err := httpwire.DecodeRequest(r.Header.Get(httpwire.HeaderIdempotencyKey), r.Header.Get(httpwire.HeaderContentDigest), body)
+	if err != nil {
+		s.count(func(st *Stats) { st.Rejected++ })
+		code := httpwire.CodeMalformed
+		var we *httpwire.Error
+		if errors.As(err, &we) {
+			code = we.Code
+		}
+		status := http.StatusBadRequest
+		if code == httpwire.CodeTooLarge {
+			status = http.StatusRequestEntityTooLarge
+		}
+		problem(w, status, code, err.Error())
+		return
+	}
+
+	// Claim the key for the duration of the request, so that a lookup
+	// during an injected delay answers in_progress, not not_applied.
+	s.mu.Lock()
+	if d, busy := s.inflight[m.Key]; busy {
+		s.mu.Unlock()
+		s.count(func(st *Stats) { st.Conflicts++ })
+		if d != m.ContentDigest {
+			problem(w, http.StatusConflict, httpwire.CodeKeyConflict, "a request with this key and other content is in flight")
+			return
+		}
+		problem(w, http.StatusConflict, httpwire.CodeInProgress, "a request with this key is being handled")
+		return
+	}
+	s.inflight[m.Key] = m.ContentDigest
+	f, faulted := s.takeFaultLocked(m.Key)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, m.Key)
+		s.mu.Unlock()
+	}()
+
+	if faulted && f.DelayMillis > 0 {
+		t := time.NewTimer(time.Duration(f.DelayMillis) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-s.closing:
+			t.Stop()
+			problem(w, http.StatusServiceUnavailable, httpwire.CodeInjected, "the sandbox is shutting down; nothing was applied")
+			return
+		}
+	}
+	if faulted && f.Status != 0 {
+		s.count(func(st *Stats) { st.Injected++ })
+		problem(w, int(f.Status), httpwire.CodeInjected, fmt.Sprintf("injected failure %d; nothing was applied", f.Status))
+		return
+	}
+
+	status, answer, replayed := s.apply(m)
+	if faulted && f.Drop && status == http.StatusCreated {
+		s.count(func(st *Stats) { st.Dropped++ })
+		drop(w)
+		return
+	}
+	if replayed {
+		w.Header().Set(httpwire.HeaderReplayed, "true")
+	}
+	write(w, status, answer)
+}
+
+// apply applies m, or answers from the idempotency record. The ledger
+// entry is durable (when a state file is configured) before it returns.
+func (s *Sandbox) apply(m httpwire.Mutation) (status int, answer []byte, replayed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.byKey[m.Key]; ok {
+		old := s.ledger[i]
+		if old.ContentDigest != m.ContentDigest {
+			s.stats.Conflicts++
+			return http.StatusConflict, httpwire.Problem{Code: httpwire.CodeKeyConflict,
+				Detail: fmt.Sprintf("key %s was applied as mutation %d with content %s; this request has content %s", m.Key, old.Sequence, old.ContentDigest, m.ContentDigest)}.Encode(), false
+		}
+		s.stats.Replayed++
+		return http.StatusCreated, httpwire.Result{IdempotencyKey: old.IdempotencyKey, ContentDigest: old.ContentDigest, Sequence: old.Sequence}.Encode(), true
+	}
+	if len(s.ledger) >= s.opts.MaxMutations {
+		return http.StatusInsufficientStorage, httpwire.Problem{Code: httpwire.CodeLedgerFull, Detail: "the sandbox ledger is full; nothing was applied"}.Encode(), false
+	}
+	rec := Mutation{Sequence: int64(len(s.ledger)) + 1, IdempotencyKey: m.Key, ContentDigest: m.ContentDigest, Body: m.Body}
+	next := append(s.ledger, rec)
+	if s.opts.StatePath != "" {
+		if err := saveState(s.opts.StatePath, next); err != nil {
+			return http.StatusServiceUnavailable, httpwire.Problem{Code: "STATE_WRITE_FAILED", Detail: err.Error() + "; nothing was applied"}.Encode(), false
+		}
+	}
+	s.ledger = next
+	s.byKey[m.Key] = len(next) - 1
+	s.stats.Applied++
+	return http.StatusCreated, httpwire.Result{IdempotencyKey: rec.IdempotencyKey, ContentDigest: rec.ContentDigest, Sequence: rec.Sequence}.Encode(), false
+}
+
+func (s *Sandbox) handleLookup(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if !httpwire.ValidKey(key) {
+		problem(w, http.StatusBadRequest, httpwire.CodeInvalidKey, "the key is not an identifier of at most 128 characters")
+		return
+	}
+	digest := r.URL.Query().Get("content_digest")
+	if digest != "" && !cjson.ValidDigest(digest) {
+		problem(w, http.StatusBadRequest, httpwire.CodeInvalidDigest, "content_digest is not a sha256 digest")
+		return
+	}
+	write(w, http.StatusOK, s.Lookup(key, digest).Encode())
+}
+
+func (s *Sandbox) handleLedger(w http.ResponseWriter, _ *http.Request) {
+	b, err := encodeLedger(s.Mutations())
+	if err != nil {
+		problem(w, http.StatusInternalServerError, "LEDGER_UNENCODABLE", err.Error())
+		return
+	}
+	write(w, http.StatusOK, b)
+}
+
+func (s *Sandbox) count(f func(*Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+// drop closes the connection without writing an answer.
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// Cannot hijack (HTTP/2): abort the handler, which resets the stream.
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0) // a reset, as a crashed peer would leave
+	}
+	conn.Close()
+}
+
+func write(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func problem(w http.ResponseWriter, status int, code, detail string) {
+	write(w, status, httpwire.Problem{Code: code, Detail: detail}.Encode())
+}
+
+// Serve serves the sandbox on ln until ctx is done, then shuts down
+// gracefully: it stops accepting, ends injected delays (those requests are
+// answered 503, unapplied) and waits up to grace for handlers to finish.
+func (s *Sandbox) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	s.shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-done
+	return err
+}
+
+// Running is a sandbox served on a loopback port in this process, the way
+// httptest.Server serves a handler.
+type Running struct {
+	*Sandbox
+	URL        string // http://127.0.0.1:PORT
+	EffectsURL string // URL + EffectsPath, the adapter's URL
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// Start serves a new sandbox on 127.0.0.1 with an ephemeral port.
+func Start(opts Options) (*Running, error) {
+	s, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{Sandbox: s, URL: "http://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	r.EffectsURL = r.URL + EffectsPath
+	go func() { r.done <- s.Serve(ctx, ln, 5*time.Second) }()
+	return r, nil
+}
+
+// Close shuts the server down and waits for it.
+func (r *Running) Close() error {
+	r.cancel()
+	err := <-r.done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// IsLoopback reports whether a listen address (host:port) names only loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

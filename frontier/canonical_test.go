@@ -3,14 +3,13 @@ package frontier
 import (
 	"bytes"
 	"encoding/json"
-	"testing"
 )
 
 // assertCanonical checks b against an independent canonicalizer: decode with
 // encoding/json (numbers kept exact) and re-encode, which sorts object keys
 // and drops whitespace. Set-like arrays are already ordered by the writers,
 // which other tests check separately.
-func assertCanonical(t testing.TB, b []byte) {
+func assertCanonical(t tb, b []byte) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -28,4 +27,12 @@ func assertCanonical(t testing.TB, b []byte) {
 	if !bytes.Equal(got, b) {
 		t.Fatalf("writer output is not canonical\n got %s\nwant %s", b, got)
 	}
+}
+
+// tb is the part of testing.TB the fixture helpers need; *rapid.T has it.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
 }

@@ -13,7 +13,7 @@ import (
 
 const m3ProfileDigest = "sha256:0da826963d547756436cdaa14fa79392a6b307f7358d858560e876edd0cd6768"
 
-func m3Profile(t testing.TB) Profile {
+func m3Profile(t tb) Profile {
 	t.Helper()
 	p, rej := NewProfile("dataflow/0", []string{"source:m3:b", "source:m3:a"}, Limits{
 		MaxDeltasPerCommand:  8,
@@ -74,7 +74,7 @@ func m3Verdict() EligibilityVerdict {
 	}
 }
 
-func mustDelta(t testing.TB, source string, at int64, diff int, v Value) ValueDelta {
+func mustDelta(t tb, source string, at int64, diff int, v Value) ValueDelta {
 	t.Helper()
 	d, rej := NewValueDelta(source, at, diff, "dataflow/0", v)
 	if rej != nil {
@@ -83,7 +83,7 @@ func mustDelta(t testing.TB, source string, at int64, diff int, v Value) ValueDe
 	return d
 }
 
-func mustProposal(t testing.TB, p EffectProposal) Value {
+func mustProposal(t tb, p EffectProposal) Value {
 	t.Helper()
 	v, rej := NewProposalValue(p)
 	if rej != nil {
@@ -92,7 +92,7 @@ func mustProposal(t testing.TB, p EffectProposal) Value {
 	return v
 }
 
-func mustVerdict(t testing.TB, e EligibilityVerdict) Value {
+func mustVerdict(t tb, e EligibilityVerdict) Value {
 	t.Helper()
 	v, rej := NewVerdictValue(e)
 	if rej != nil {
@@ -127,7 +127,7 @@ type m3Step struct {
 	digest    string
 }
 
-func frontierStableSequence(t testing.TB) []m3Step {
+func frontierStableSequence(t tb) []m3Step {
 	prop := mustProposal(t, m3Proposal())
 	verd := mustVerdict(t, m3Verdict())
 	apply := ApplyDeltaBatch{ProfileDigest: m3ProfileDigest, DataflowVersion: "dataflow/0", Deltas: []ValueDelta{
@@ -146,7 +146,7 @@ func frontierStableSequence(t testing.TB) []m3Step {
 	}
 }
 
-func runSequence(t testing.TB, p Profile, steps []m3Step) []*Transition {
+func runSequence(t tb, p Profile, steps []m3Step) []*Transition {
 	t.Helper()
 	var s *State
 	var out []*Transition

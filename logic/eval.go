@@ -49,7 +49,10 @@ type Materialization struct {
 	live     int64
 	consumed bool
 	// valid only while an update runs
-	start []int32
+	start      []int32
+	undo       *undo
+	deltaPlus  [][]int32
+	deltaMinus [][]int32
 }
 
 // Program returns the compiled program the materialization belongs to.
@@ -189,6 +192,7 @@ type view struct {
 	useRng  bool
 	lo, hi  int32 // range (useRng) or upper bound (rows < hi)
 	old     bool  // incremental: the state before the current update
+	cur     bool  // incremental: the current state, rows of earlier rounds only
 }
 
 // evalStratum runs stratified semi-naive evaluation of one stratum from
@@ -281,6 +285,7 @@ type emitMode uint8
 const (
 	emitInsert  emitMode = iota // add the head tuple to its table
 	emitCollect                 // call onMatch for every instantiation
+	emitDoom                    // mark the (old) head tuple as over-deleted
 )
 
 // exec runs plans. It is reused across rules so registers and key buffers
@@ -291,13 +296,15 @@ type exec struct {
 	p       *plan
 	regs    []int64
 	views   []view
+	other   view // the state a delta negation is checked against
 	keys    [][]int64
 	head    []int64
 	rows    []int32 // per atom: the row matched (for supports)
 	target  []int64 // stHead: the tuple the head must equal
 	mode    emitMode
 	onMatch func(regs []int64) bool // emitCollect; false stops
-	added   []int32                 // rows inserted (when trackAdded)
+	added   []int32                 // rows inserted or revived (when track)
+	doomed  []int32                 // rows over-deleted (emitDoom)
 	track   bool
 	firings int64
 	err     error
@@ -384,6 +391,9 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 			return false
 		}
 		return t.died == nil || t.died[r] == 0 || t.died[r] == x.m.epoch
+	}
+	if v.cur {
+		return (t.died == nil || t.died[r] == 0) && t.round[r] < x.m.round
 	}
 	return r < v.hi && (t.died == nil || t.died[r] == 0)
 }
@@ -478,6 +488,9 @@ func (x *exec) run(i int) bool {
 	case stNot:
 		t := x.m.tables[s.table]
 		v := &x.views[s.atom]
+		if s.other {
+			v = &x.other
+		}
 		key := x.keys[i]
 		if s.ix >= 0 {
 			key = key[:0]
@@ -579,6 +592,9 @@ func (x *exec) emit() bool {
 	if x.mode == emitCollect {
 		return x.onMatch(x.regs)
 	}
+	if x.mode == emitDoom {
+		return x.doom()
+	}
 	x.firings++
 	if x.m.lim.MaxFirings > 0 && x.m.stats.Firings+x.firings > x.m.lim.MaxFirings {
 		return x.fail(errorf(RuleBudgetExhausted, x.r.pos, "more than %d rule firings: the rule budget is exhausted (last rule: %s)", x.m.lim.MaxFirings, x.r.text))
@@ -609,11 +625,8 @@ func (x *exec) emit() bool {
 			x.added = append(x.added, r)
 		}
 	} else if x.track && t.died != nil && t.died[r] == x.m.epoch {
-		// revived in an update: it counts as new for propagation
-		t.died[r] = 0
-		t.ndead--
-		t.round[r] = x.m.round
-		x.m.live++
+		// rederived in an update: it counts as new for propagation
+		x.m.revive(x.r.head, r)
 		x.added = append(x.added, r)
 	}
 	return true

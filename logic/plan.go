@@ -35,6 +35,7 @@ type step struct {
 	l, r   *expr
 	reg    int
 	e      *expr
+	other  bool // stNot on the delta atom: check against exec.other
 }
 
 type plan struct {
@@ -95,9 +96,6 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 	}
 	negDone := make([]bool, len(r.atoms))
 	placed := make([]bool, len(r.atoms))
-	if delta >= r.npos {
-		negDone[delta] = true // its absence held in the state being read
-	}
 
 	scan := func(ai int, useIndex bool) {
 		a := &r.atoms[ai]
@@ -143,11 +141,17 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 		p.steps = append(p.steps, s)
 		placed[ai] = true
 	}
+	// Comparisons that divide are placed after every atom, so whether a
+	// division by zero is reached does not depend on the join order.
+	allowDiv := false
 	flush := func() {
 		for changed := true; changed; {
 			changed = false
 			for i := 0; i < len(cmps); i++ {
 				cm := cmps[i]
+				if !allowDiv && (divides(cm.l) || divides(cm.r)) {
+					continue
+				}
 				lb, rb := isBound(cm.l), isBound(cm.r)
 				var st step
 				switch {
@@ -181,7 +185,11 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 				if !ok {
 					continue
 				}
-				st := step{kind: stNot, atom: ai, table: a.table, ix: -1, args: a.args}
+				// When this negation is the delta atom, its rows come from
+				// the delta but the absence is still checked against the
+				// state the other atoms read (a wildcard pattern may still
+				// have other matches).
+				st := step{kind: stNot, atom: ai, table: a.table, ix: -1, args: a.args, other: ai == delta}
 				var mask uint64
 				wild := false
 				for col, e := range a.args {
@@ -227,10 +235,19 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 		scan(best, true)
 		flush()
 	}
+	allowDiv = true
+	flush()
 	if pre != nil {
 		p.steps = append(p.steps, step{kind: stHead})
 	}
 	return p
+}
+
+func divides(e *expr) bool {
+	if e == nil || e.kind != exBin {
+		return false
+	}
+	return e.op == '/' || e.op == '%' || divides(e.l) || divides(e.r)
 }
 
 func newlyUses(e *expr, newly map[int]bool) bool {

@@ -220,7 +220,27 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 			return nil, err
 		}
 	}
+	slices.SortStableFunc(out, compareSupports)
 	return out, nil
+}
+
+// compareSupports orders supports deterministically: base first, then by
+// rule, premises and absences, independent of storage order.
+func compareSupports(a, b Support) int {
+	if a.Rule != b.Rule {
+		return a.Rule - b.Rule
+	}
+	for i := 0; i < len(a.Premises) && i < len(b.Premises); i++ {
+		if c := compareFacts(a.Premises[i], b.Premises[i]); c != 0 {
+			return c
+		}
+	}
+	for i := 0; i < len(a.Absent) && i < len(b.Absent); i++ {
+		if c := compareFacts(a.Absent[i].Pattern, b.Absent[i].Pattern); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // Proof is a well-founded proof tree for a signed fact: a base support, or
@@ -269,11 +289,13 @@ func (m *Materialization) Why(atom Fact) (*Explanation, error) {
 	return e, nil
 }
 
-// Explain returns a minimal proof tree for a signed fact. Each derived
-// node uses a rule instantiation whose premises were all derived in
-// earlier evaluation rounds, so the tree is finite; among those it picks
-// the one whose latest premise is earliest (shortest proof), ties broken
-// by rule and premise order.
+// Explain returns a minimal proof tree for a signed fact: among all
+// well-founded proofs it picks, at every node, a support of least height
+// (the height of a base fact is 0, of a derived fact one more than its
+// highest premise), ties broken by rule and premise order. Heights are
+// computed over the fact's backward closure in the current state (a
+// Knuth-style generalization of Dijkstra's algorithm), so the proof never
+// depends on evaluation history or storage order.
 func (m *Materialization) Explain(f Fact) (*Proof, error) {
 	t, tup, ok, err := m.encode(f, false)
 	if err != nil {
@@ -286,62 +308,143 @@ func (m *Materialization) Explain(f Fact) (*Proof, error) {
 	if r < 0 || !m.tables[t].alive(r) {
 		return nil, errorf(UnknownFact, Pos{}, "%s has no support", f)
 	}
-	memo := map[[2]int32]*Proof{}
-	x := m.newExec()
-	return m.prove(t, r, memo, x)
+	return m.explainRow(t, r)
 }
 
-func (m *Materialization) prove(t int, r int32, memo map[[2]int32]*Proof, x *exec) (*Proof, error) {
-	key := [2]int32{int32(t), r}
-	if p, ok := memo[key]; ok {
-		return p, nil
+type proofNode struct {
+	t     int
+	r     int32
+	sups  []Support
+	level int
+	done  bool
+	proof *Proof
+}
+
+type supRef struct{ node, sup int }
+
+func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
+	x := m.newExec()
+	index := map[[2]int32]int{}
+	var nodes []*proofNode
+	var users [][]supRef
+	var add func(t int, r int32) (int, error)
+	add = func(t int, r int32) (int, error) {
+		k := [2]int32{int32(t), r}
+		if i, ok := index[k]; ok {
+			return i, nil
+		}
+		i := len(nodes)
+		index[k] = i
+		n := &proofNode{t: t, r: r, level: -1}
+		nodes = append(nodes, n)
+		users = append(users, nil)
+		if m.base[t][r] > 0 {
+			return i, nil
+		}
+		sups, err := m.supports(t, append([]int64(nil), m.tables[t].row(r)...), x)
+		if err != nil {
+			return 0, err
+		}
+		n.sups = sups
+		return i, nil
 	}
-	tb := m.tables[t]
-	tup := append([]int64(nil), tb.row(r)...)
-	p := &Proof{Fact: m.decode(t, tup), Rule: -1}
-	memo[key] = p
-	if m.base[t][r] > 0 {
-		p.Base = true
-		p.BaseIDs = m.baseIDs(t, tup)
-		return p, nil
-	}
-	sups, err := m.supports(t, tup, x)
-	if err != nil {
+	if _, err := add(t, r); err != nil {
 		return nil, err
 	}
-	best := -1
-	var bestRound uint32
-	for i, s := range sups {
-		if s.Base {
+	// Discover the backward closure breadth first.
+	for i := 0; i < len(nodes); i++ {
+		for si, s := range nodes[i].sups {
+			for k, pr := range s.rows {
+				j, err := add(s.tables[k], pr)
+				if err != nil {
+					return nil, err
+				}
+				users[j] = append(users[j], supRef{i, si})
+			}
+		}
+	}
+	// Finalize heights in increasing order.
+	remaining := make([][]int, len(nodes))
+	var buckets [][]int
+	push := func(node, level int) {
+		for len(buckets) <= level {
+			buckets = append(buckets, nil)
+		}
+		buckets[level] = append(buckets[level], node)
+	}
+	for i, n := range nodes {
+		if m.base[n.t][n.r] > 0 {
+			push(i, 0)
 			continue
 		}
-		var latest uint32
-		ok := true
-		for k, pr := range s.rows {
-			rd := m.tables[s.tables[k]].round[pr]
-			if rd >= tb.round[r] && m.base[s.tables[k]][pr] == 0 {
-				ok = false
-				break
+		remaining[i] = make([]int, len(n.sups))
+		for si, s := range n.sups {
+			remaining[i][si] = len(s.rows)
+			if len(s.rows) == 0 {
+				push(i, 1)
 			}
-			latest = max(latest, rd)
-		}
-		if ok && (best < 0 || latest < bestRound) {
-			best, bestRound = i, latest
 		}
 	}
-	if best < 0 {
-		return nil, errorf(UnknownFact, Pos{}, "internal error: %s has no well-founded support", p.Fact)
-	}
-	s := sups[best]
-	p.Rule, p.RuleText, p.RulePos, p.Absent = s.Rule, s.RuleText, s.RulePos, s.Absent
-	for k, pr := range s.rows {
-		sub, err := m.prove(s.tables[k], pr, memo, x)
-		if err != nil {
-			return nil, err
+	for level := 0; level < len(buckets); level++ {
+		for _, i := range buckets[level] {
+			n := nodes[i]
+			if n.done {
+				continue
+			}
+			n.done, n.level = true, level
+			for _, u := range users[i] {
+				remaining[u.node][u.sup]--
+				if remaining[u.node][u.sup] == 0 {
+					push(u.node, level+1)
+				}
+			}
 		}
-		p.Premises = append(p.Premises, sub)
 	}
-	return p, nil
+	var build func(i int) (*Proof, error)
+	build = func(i int) (*Proof, error) {
+		n := nodes[i]
+		if n.proof != nil {
+			return n.proof, nil
+		}
+		tup := m.tables[n.t].row(n.r)
+		p := &Proof{Fact: m.decode(n.t, tup), Rule: -1}
+		n.proof = p
+		if m.base[n.t][n.r] > 0 {
+			p.Base = true
+			p.BaseIDs = m.baseIDs(n.t, tup)
+			return p, nil
+		}
+		best, bestLevel := -1, 0
+		for si, s := range n.sups {
+			h := 1
+			ok := true
+			for k, pr := range s.rows {
+				pn := nodes[index[[2]int32{int32(s.tables[k]), pr}]]
+				if !pn.done || pn.level >= n.level {
+					ok = false
+					break
+				}
+				h = max(h, pn.level+1)
+			}
+			if ok && (best < 0 || h < bestLevel) {
+				best, bestLevel = si, h
+			}
+		}
+		if best < 0 {
+			return nil, errorf(UnknownFact, Pos{}, "internal error: %s has no well-founded support", p.Fact)
+		}
+		s := n.sups[best]
+		p.Rule, p.RuleText, p.RulePos, p.Absent = s.Rule, s.RuleText, s.RulePos, s.Absent
+		for k, pr := range s.rows {
+			sub, err := build(index[[2]int32{int32(s.tables[k]), pr}])
+			if err != nil {
+				return nil, err
+			}
+			p.Premises = append(p.Premises, sub)
+		}
+		return p, nil
+	}
+	return build(0)
 }
 
 // Conflict is an atom in state BOTH with the supports of each side.

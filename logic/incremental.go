@@ -1,0 +1,570 @@
+package logic
+
+import (
+	"math"
+	"slices"
+)
+
+// Change is one base-support operation: Diff +1 adds a base support for
+// the signed fact, -1 removes one. A fact is a base fact while it has at
+// least one base support.
+type Change struct {
+	Fact Fact
+	Diff int
+}
+
+// undo records what an update changed, so a failed update can be rolled
+// back and leave the materialization exactly as it was.
+type undo struct {
+	nsyms  int
+	n      []int32
+	died   []diedRec
+	base   []baseRec
+	round  uint32
+	epoch  uint32
+	live   int64
+	ndead  []int32
+	stats  Stats
+	hadDie []bool
+}
+
+type diedRec struct {
+	t     int
+	r     int32
+	prev  uint32
+	round uint32
+}
+
+type baseRec struct {
+	t       int
+	r       int32
+	prev    int32
+	existed bool
+}
+
+func (m *Materialization) setDied(t int, r int32, v uint32) {
+	tb := m.tables[t]
+	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died[r], tb.round[r]})
+	tb.died[r] = v
+}
+
+func (m *Materialization) setBase(t int, r int32, v int32) {
+	prev, ok := m.base[t][r]
+	m.undo.base = append(m.undo.base, baseRec{t, r, prev, ok})
+	if v == 0 {
+		delete(m.base[t], r)
+	} else {
+		m.base[t][r] = v
+	}
+}
+
+// doomRow over-deletes a row that is alive.
+func (m *Materialization) doomRow(t int, r int32) bool {
+	tb := m.tables[t]
+	if tb.died[r] != 0 {
+		return false
+	}
+	m.setDied(t, r, m.epoch)
+	tb.ndead++
+	m.live--
+	return true
+}
+
+// revive brings back a row over-deleted in the current update.
+func (m *Materialization) revive(t int, r int32) {
+	tb := m.tables[t]
+	m.setDied(t, r, 0)
+	tb.ndead--
+	tb.round[r] = m.round
+	m.live++
+}
+
+func (x *exec) doom() bool {
+	h := x.head[:len(x.r.hargs)]
+	for k, e := range x.r.hargs {
+		v, ok := x.eval(e)
+		if !ok {
+			return false
+		}
+		h[k] = v
+	}
+	t := x.m.tables[x.r.head]
+	if r := t.find(h); r >= 0 && r < x.m.start[x.r.head] && x.m.doomRow(x.r.head, r) {
+		x.doomed = append(x.doomed, r)
+	}
+	return true
+}
+
+// Clone returns an independent deep copy of m.
+func (m *Materialization) Clone() *Materialization {
+	u := *m
+	u.syms = append([]string(nil), m.syms...)
+	u.symID = make(map[string]int64, len(m.symID))
+	for i, s := range u.syms {
+		u.symID[s] = int64(i)
+	}
+	u.tables = make([]*table, len(m.tables))
+	u.base = make([]map[int32]int32, len(m.base))
+	for t, tb := range m.tables {
+		u.tables[t] = tb.clone()
+		u.base[t] = make(map[int32]int32, len(m.base[t]))
+		for r, c := range m.base[t] {
+			u.base[t][r] = c
+		}
+	}
+	u.ledger = make(map[string]ledgerEntry, len(m.ledger))
+	for k, v := range m.ledger {
+		u.ledger[k] = v
+	}
+	u.undo = nil
+	u.start = nil
+	return &u
+}
+
+// Apply updates the materialization with base-support changes in time
+// proportional to the change: stratum by stratum, it over-deletes what may
+// depend on removed facts (or on facts whose absence a negation relied
+// on), rederives what still has support, and propagates insertions
+// semi-naively (delete/rederive, DRed). Changes are applied in order; a -1
+// on a fact without base support is an UNKNOWN_FACT error.
+//
+// Apply consumes m: on success the returned materialization owns m's
+// storage and m must not be used again (Clone first to keep it). On error
+// m is left exactly as it was and nothing is returned.
+func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
+	if m.consumed {
+		return nil, errorf(ProgramMismatch, Pos{}, "materialization was consumed by an earlier update")
+	}
+	if m.lim.MaxInputs > 0 && len(changes) > m.lim.MaxInputs {
+		return nil, errorf(InputBudgetExceeded, Pos{}, "%d changes exceed the input budget of %d", len(changes), m.lim.MaxInputs)
+	}
+	m.beginUndo()
+	if err := m.apply(changes); err != nil {
+		m.rollback()
+		return nil, err
+	}
+	m.finish()
+	next := *m
+	m.consumed = true
+	m.tables, m.base, m.ledger = nil, nil, nil
+	return &next, nil
+}
+
+func (m *Materialization) beginUndo() {
+	u := &undo{nsyms: len(m.syms), round: m.round, epoch: m.epoch, live: m.live, stats: m.stats}
+	u.n = make([]int32, len(m.tables))
+	u.ndead = make([]int32, len(m.tables))
+	u.hadDie = make([]bool, len(m.tables))
+	m.start = make([]int32, len(m.tables))
+	for t, tb := range m.tables {
+		u.n[t] = tb.n
+		u.ndead[t] = tb.ndead
+		u.hadDie[t] = tb.died != nil
+		m.start[t] = tb.n
+		if tb.died == nil {
+			tb.died = make([]uint32, tb.n, max(int(tb.n), 16))
+		}
+	}
+	m.undo = u
+	m.epoch++
+}
+
+func (m *Materialization) rollback() {
+	u := m.undo
+	for i := len(u.died) - 1; i >= 0; i-- {
+		d := u.died[i]
+		m.tables[d.t].died[d.r] = d.prev
+		m.tables[d.t].round[d.r] = d.round
+	}
+	for i := len(u.base) - 1; i >= 0; i-- {
+		b := u.base[i]
+		if b.existed {
+			m.base[b.t][b.r] = b.prev
+		} else {
+			delete(m.base[b.t], b.r)
+		}
+	}
+	for _, s := range m.syms[u.nsyms:] {
+		delete(m.symID, s)
+	}
+	m.syms = m.syms[:u.nsyms]
+	for t, tb := range m.tables {
+		tb.ndead = u.ndead[t]
+		if tb.n != u.n[t] {
+			tb.n = u.n[t]
+			tb.data = tb.data[:int(tb.n)*tb.arity]
+			tb.round = tb.round[:tb.n]
+			tb.died = tb.died[:tb.n]
+			tb.rebuild()
+		}
+		if !u.hadDie[t] {
+			tb.died = nil
+		}
+	}
+	m.round, m.epoch, m.live, m.stats = u.round, u.epoch, u.live, u.stats
+	m.undo, m.start = nil, nil
+}
+
+// rebuild recomputes the hash set and indexes from the rows (after a
+// rollback truncated the table). Rows dead before the update are kept out
+// of the hash set, as they were.
+func (t *table) rebuild() {
+	t.slots = make([]int32, 16)
+	t.used = 0
+	for _, ix := range t.idx {
+		ix.slots = make([]int32, 16)
+		ix.used = 0
+		ix.next = ix.next[:0]
+	}
+	for r := int32(0); r < t.n; r++ {
+		for _, ix := range t.idx {
+			ix.add(t, r)
+		}
+		if !t.alive(r) {
+			continue
+		}
+		if (t.used+1)*4 >= len(t.slots)*3 {
+			t.rehash()
+		}
+		mask := uint64(len(t.slots) - 1)
+		i := hashTuple(t.row(r)) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = r + 1
+		t.used++
+	}
+}
+
+// finish unlinks rows that died in this update from the hash sets.
+func (m *Materialization) finish() {
+	for t, tb := range m.tables {
+		for _, r := range m.deltaMinus[t] {
+			if tb.died[r] == m.epoch {
+				tb.unlink(r)
+			}
+		}
+	}
+	m.stats.Tuples = m.live
+	m.undo, m.start, m.deltaMinus, m.deltaPlus = nil, nil, nil, nil
+}
+
+func (m *Materialization) apply(changes []Change) error {
+	c := m.c
+	nt := len(m.tables)
+	m.deltaPlus = make([][]int32, nt)
+	m.deltaMinus = make([][]int32, nt)
+	m.stats = Stats{}
+	// Base changes, resolved against the current state in order.
+	type ins struct {
+		t   int
+		tup []int64
+	}
+	var inserts []ins
+	pendingIns := map[string]int{} // pending insert key -> count
+	baseDoomed := make([][]int32, nt)
+	for i, ch := range changes {
+		if ch.Diff != 1 && ch.Diff != -1 {
+			return errorf(MalformedDelta, Pos{}, "change %d: diff must be +1 or -1, got %d", i+1, ch.Diff)
+		}
+		t, tup, _, err := m.encode(ch.Fact, true)
+		if err != nil {
+			return err
+		}
+		tb := m.tables[t]
+		r := tb.find(tup)
+		if r >= 0 && !tb.alive(r) {
+			r = -1
+		}
+		key := string(rune(t)) + tupleKey(tup)
+		if ch.Diff == 1 {
+			if r >= 0 && m.base[t][r] > 0 {
+				m.setBase(t, r, m.base[t][r]+1)
+			} else if pendingIns[key] > 0 {
+				pendingIns[key]++
+			} else if r >= 0 {
+				m.setBase(t, r, 1) // derived fact gains base support
+			} else {
+				if _, listed := pendingIns[key]; !listed {
+					inserts = append(inserts, ins{t, tup})
+				}
+				pendingIns[key] = 1
+			}
+			continue
+		}
+		switch {
+		case pendingIns[key] > 0:
+			pendingIns[key]--
+		case r >= 0 && m.base[t][r] > 0:
+			m.setBase(t, r, m.base[t][r]-1)
+			if m.base[t][r] == 0 {
+				baseDoomed[t] = append(baseDoomed[t], r)
+			}
+		default:
+			return errorf(UnknownFact, Pos{}, "change %d retracts %s, which has no base support", i+1, ch.Fact)
+		}
+	}
+	x := m.newExec()
+	for si, s := range c.strata {
+		st := StratumStats{Index: si, Recursive: s.recursive}
+		for _, t := range s.tables {
+			st.Relations = append(st.Relations, tableName(c, t))
+		}
+		inS := func(t int) bool { return c.tstratum[t] == si }
+		// 1. Over-delete, reading the old state.
+		x.mode = emitDoom
+		x.doomed = nil
+		newD := make([][]int32, nt)
+		for _, t := range s.tables {
+			for _, r := range baseDoomed[t] {
+				if m.doomRow(t, r) {
+					newD[t] = append(newD[t], r)
+				}
+			}
+		}
+		for _, ri := range s.rules {
+			r := c.rules[ri]
+			for ai := range r.atoms {
+				at := r.atoms[ai].table
+				var list []int32
+				if ai < r.npos && !inS(at) {
+					list = m.deltaMinus[at]
+				} else if ai >= r.npos {
+					list = m.deltaPlus[at]
+				}
+				if len(list) == 0 {
+					continue
+				}
+				if err := m.runVariant(x, r, ai, list, view{old: true}); err != nil {
+					return err
+				}
+				m.collectDoomed(x, r.head, newD)
+			}
+		}
+		allD := make([][]int32, nt)
+		for {
+			any := false
+			for _, t := range s.tables {
+				allD[t] = append(allD[t], newD[t]...)
+				if len(newD[t]) > 0 {
+					any = true
+				}
+			}
+			if !any || !s.recursive {
+				break
+			}
+			cur := newD
+			newD = make([][]int32, nt)
+			for _, ri := range s.rules {
+				r := c.rules[ri]
+				for ai := 0; ai < r.npos; ai++ {
+					at := r.atoms[ai].table
+					if !inS(at) || len(cur[at]) == 0 {
+						continue
+					}
+					if err := m.runVariant(x, r, ai, cur[at], view{old: true}); err != nil {
+						return err
+					}
+					m.collectDoomed(x, r.head, newD)
+				}
+			}
+		}
+		// 2. Rederive over-deleted tuples that keep a base support or
+		// a rule instantiation over the remaining state.
+		m.round++
+		var revive [][2]int32
+		for _, t := range s.tables {
+			for _, r := range allD[t] {
+				if m.base[t][r] > 0 {
+					revive = append(revive, [2]int32{int32(t), r})
+					continue
+				}
+				ok, err := m.derivable(x, t, r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					revive = append(revive, [2]int32{int32(t), r})
+				}
+			}
+		}
+		x.mode = emitInsert
+		x.track = true
+		x.added = x.added[:0]
+		addedBy := make([][]int32, nt)
+		for _, rv := range revive {
+			m.revive(int(rv[0]), rv[1])
+			addedBy[rv[0]] = append(addedBy[rv[0]], rv[1])
+		}
+		m.round++
+		// 3. Insert: base facts, then rule instantiations made true by
+		// lower-stratum insertions or by deletions a negation now sees.
+		for _, in := range inserts {
+			if !inS(in.t) {
+				continue
+			}
+			cnt := int32(pendingIns[string(rune(in.t))+tupleKey(in.tup)])
+			if cnt == 0 {
+				continue // inserted and retracted in the same batch
+			}
+			tb := m.tables[in.t]
+			r, added := tb.insert(in.tup, m.round)
+			if added {
+				m.live++
+				addedBy[in.t] = append(addedBy[in.t], r)
+			} else if tb.died[r] == m.epoch {
+				m.revive(in.t, r)
+				addedBy[in.t] = append(addedBy[in.t], r)
+			}
+			m.setBase(in.t, r, m.base[in.t][r]+cnt)
+		}
+		if err := m.checkTuples(); err != nil {
+			return err
+		}
+		for _, ri := range s.rules {
+			r := c.rules[ri]
+			for ai := range r.atoms {
+				at := r.atoms[ai].table
+				var list []int32
+				if ai < r.npos && !inS(at) {
+					list = m.deltaPlus[at]
+				} else if ai >= r.npos {
+					list = m.deltaMinus[at]
+				}
+				if len(list) == 0 {
+					continue
+				}
+				if err := m.runVariant(x, r, ai, list, view{cur: true}); err != nil {
+					return err
+				}
+				m.collectAdded(x, r.head, addedBy)
+			}
+		}
+		if len(s.rules) > 0 && !s.recursive {
+			// nothing feeds back within a non-recursive stratum
+		} else {
+			rounds := 1
+			for {
+				any := false
+				for _, t := range s.tables {
+					if len(addedBy[t]) > 0 {
+						any = true
+					}
+				}
+				if !any {
+					break
+				}
+				rounds++
+				if m.lim.MaxDepth > 0 && rounds > m.lim.MaxDepth {
+					return errorf(DepthExceeded, Pos{}, "stratum %d (%s) needs more than %d rounds: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
+				}
+				m.round++
+				cur := addedBy
+				addedBy = make([][]int32, nt)
+				for _, ri := range s.rules {
+					r := c.rules[ri]
+					for ai := 0; ai < r.npos; ai++ {
+						at := r.atoms[ai].table
+						if !inS(at) || len(cur[at]) == 0 {
+							continue
+						}
+						if err := m.runVariant(x, r, ai, cur[at], view{cur: true}); err != nil {
+							return err
+						}
+						m.collectAdded(x, r.head, addedBy)
+					}
+				}
+			}
+			st.Iterations = rounds
+		}
+		// 4. Net changes of this stratum's tables, for the strata above.
+		for _, t := range s.tables {
+			tb := m.tables[t]
+			for _, r := range allD[t] {
+				if tb.died[r] == m.epoch {
+					m.deltaMinus[t] = append(m.deltaMinus[t], r)
+				}
+			}
+			m.deltaPlus[t] = m.deltaPlus[t][:0]
+			for r := m.start[t]; r < tb.n; r++ {
+				if tb.died[r] == 0 {
+					m.deltaPlus[t] = append(m.deltaPlus[t], r)
+				}
+			}
+			slices.Sort(m.deltaMinus[t])
+			st.NewTuples += int64(len(m.deltaPlus[t])) - int64(len(m.deltaMinus[t]))
+		}
+		st.Firings = x.firings
+		m.stats.Firings += x.firings
+		x.firings = 0
+		if len(s.rules) > 0 {
+			m.stats.Strata = append(m.stats.Strata, st)
+		}
+	}
+	return nil
+}
+
+// runVariant runs rule r with atom ai reading the given rows and every
+// other atom reading the state described by other.
+func (m *Materialization) runVariant(x *exec, r *rule, ai int, list []int32, other view) error {
+	for k := range r.atoms {
+		x.views[k] = other
+		x.views[k].hi = math.MaxInt32
+	}
+	x.other = x.views[ai]
+	x.views[ai] = view{useList: true, list: list}
+	x.err = nil
+	return x.runRule(r, r.plans[1+ai])
+}
+
+func (m *Materialization) collectDoomed(x *exec, head int, into [][]int32) {
+	into[head] = append(into[head], x.doomed...)
+	x.doomed = x.doomed[:0]
+}
+
+func (m *Materialization) collectAdded(x *exec, head int, into [][]int32) {
+	into[head] = append(into[head], x.added...)
+	x.added = x.added[:0]
+}
+
+// derivable reports whether some rule derives row r of table t from the
+// current state (alive rows of earlier rounds).
+func (m *Materialization) derivable(x *exec, t int, r int32) (bool, error) {
+	tup := append([]int64(nil), m.tables[t].row(r)...)
+	found := false
+	saveMode, saveFn := x.mode, x.onMatch
+	defer func() { x.mode, x.onMatch = saveMode, saveFn }()
+	x.mode = emitCollect
+	x.onMatch = func([]int64) bool { found = true; return false }
+	for _, ru := range m.c.rules {
+		if ru.head != t {
+			continue
+		}
+		for k := range ru.atoms {
+			x.views[k] = view{cur: true, hi: math.MaxInt32}
+		}
+		x.target = tup
+		for k, e := range ru.hargs {
+			if e.kind == exReg {
+				x.regs[e.reg] = tup[k]
+			}
+		}
+		x.err = nil
+		if err := x.runRule(ru, ru.headPlan); err != nil {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func tupleKey(tup []int64) string {
+	b := make([]byte, 0, len(tup)*8)
+	for _, v := range tup {
+		u := uint64(v)
+		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
+	}
+	return string(b)
+}

@@ -211,6 +211,23 @@ type ApprovalUse struct {
 	Check      func(grant Approval, now time.Time) error
 }
 
+// Inbound is an event submitted to a run from outside the runner: a person's
+// approval, denial, choice or cancellation, an agent's proposal, new input.
+// It waits in the run's inbox until a tick consumes it. Who submitted it is
+// recorded as authenticated by the caller (the API), never as claimed.
+type Inbound struct {
+	ID         string // unique per run; resubmitting the same content is idempotent
+	RunID      string
+	Kind       string
+	ActorRole  string
+	Actor      string
+	Capability string
+	Body       []byte // canonical JSON
+	Digest     string
+	Seq        int64 // inbox order, assigned by the store
+	Consumed   bool
+}
+
 // TraceRecord is an append-only observation, never authoritative.
 type TraceRecord struct {
 	Kind string
@@ -238,6 +255,7 @@ type Tick struct {
 	Approvals  []ApprovalUse // grants consumed by those intents
 	Results    []AttemptResult
 	Receipts   []Receipt // each closes its intent's outbox (done)
+	Consume    []string  // inbox entries this tick consumed (they must be pending)
 	Trace      []TraceRecord
 }
 
@@ -275,6 +293,17 @@ type Store interface {
 	RevokeApproval(ctx context.Context, approvalID string) error
 	// Approval returns a grant.
 	Approval(ctx context.Context, approvalID string) (Approval, error)
+
+	// Submit appends an inbound event to a run's inbox. The same id with the
+	// same content is accepted once and then ignored; with other content it is
+	// CodeExists. A run that has ended refuses new inbound events.
+	Submit(ctx context.Context, in Inbound) error
+	// Inbox returns a run's inbound events in order; pendingOnly drops the
+	// consumed ones.
+	Inbox(ctx context.Context, runID string, pendingOnly bool) ([]Inbound, error)
+	// Live returns the ids of runs that have not ended and are not
+	// quarantined, in creation order.
+	Live(ctx context.Context) ([]string, error)
 
 	// Events returns a run's events with Seq > after, in order.
 	Events(ctx context.Context, runID string, after int64) ([]Event, error)

@@ -137,6 +137,10 @@ VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?
 			}
 		}
 
+		if err := consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
+			return err
+		}
+
 		if cp := tick.Checkpoint; cp != nil {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, seq, format_version, build_digest, body, digest, generation, recorded_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {

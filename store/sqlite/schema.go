@@ -117,6 +117,22 @@ CREATE TABLE trace (
 	PRIMARY KEY (run_id, seq)
 ) STRICT, WITHOUT ROWID;
 
+CREATE TABLE inbox (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL,
+	inbound_id  TEXT NOT NULL,
+	kind        TEXT NOT NULL,
+	actor_role  TEXT NOT NULL,
+	actor       TEXT NOT NULL,
+	capability  TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	digest      TEXT NOT NULL,
+	consumed    INTEGER NOT NULL DEFAULT 0 CHECK (consumed IN (0, 1)),
+	recorded_at INTEGER NOT NULL,
+	PRIMARY KEY (run_id, seq),
+	UNIQUE (run_id, inbound_id)
+) STRICT, WITHOUT ROWID;
+
 -- The evidence tables are append-only: history is never rewritten.
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;

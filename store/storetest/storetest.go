@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"EndedRunRefusesCommits", testEnded},
 		{"InvalidTicksWriteNothing", testInvalidTicks},
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
+		{"Inbox", testInbox},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -483,5 +484,48 @@ func testConcurrentWriters(t *testing.T, s store.Store, _ *Clock) {
 	}
 	if wins.Load()+losses.Load() != runs*writers*ticks {
 		t.Fatalf("lost outcomes: %d + %d", wins.Load(), losses.Load())
+	}
+}
+
+// Inb builds an inbound event with a correct digest.
+func Inb(run, id, kind, body string) store.Inbound {
+	return store.Inbound{ID: id, RunID: run, Kind: kind, ActorRole: "human_approver", Actor: "alice", Capability: "approval.grant_exact_hash",
+		Body: []byte(body), Digest: store.BodyDigest([]byte(body))}
+}
+
+func testInbox(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	newRun(t, s, "done")
+	must(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":1}`)))
+	must(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":1}`))) // idempotent
+	mustCode(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":2}`)), store.CodeExists)
+	must(t, s.Submit(ctx, Inb("r", "b", "CANCEL", `{}`)))
+	bad := Inb("r", "c", "X", `{}`)
+	bad.Digest = "sha256:00"
+	mustCode(t, s.Submit(ctx, bad), store.CodeInvalidInput)
+	mustCode(t, s.Submit(ctx, Inb("nope", "a", "X", `{}`)), store.CodeNotFound)
+	in, err := s.Inbox(ctx, "r", true)
+	must(t, err)
+	if len(in) != 2 || in[0].ID != "a" || in[1].ID != "b" || in[0].Actor != "alice" {
+		t.Fatalf("inbox %+v", in)
+	}
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	mustCode(t, s.Commit(ctx, l, store.Tick{Consume: []string{"zzz"}}), store.CodeInvalidTransition)
+	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"a"}, Events: []store.Event{Ev("APPROVED", `{}`)}}))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Consume: []string{"a"}}), store.CodeInvalidTransition)
+	in, _ = s.Inbox(ctx, "r", true)
+	if len(in) != 1 || in[0].ID != "b" {
+		t.Fatalf("pending after consume %+v", in)
+	}
+	all, _ := s.Inbox(ctx, "r", false)
+	if len(all) != 2 || !all[0].Consumed {
+		t.Fatalf("all %+v", all)
+	}
+	ld, _ := s.AcquireLease(ctx, "done", "w", time.Hour)
+	must(t, s.Commit(ctx, ld, store.Tick{Outcome: "success", State: "SUCCEEDED"}))
+	mustCode(t, s.Submit(ctx, Inb("done", "a", "X", `{}`)), store.CodeInvalidTransition)
+	live, _ := s.Live(ctx)
+	if fmt.Sprint(live) != "[r]" {
+		t.Fatalf("live %v", live)
 	}
 }

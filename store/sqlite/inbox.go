@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Submit implements store.Store.
+func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
+	const op = "submit"
+	if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
+		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "id, kind, actor role and body are required")
+	}
+	if store.BodyDigest(in.Body) != in.Digest {
+		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
+	}
+	return s.write(ctx, op, in.RunID, func(tx *sql.Tx, now time.Time) error {
+		var outcome, quarantine string
+		if err := tx.QueryRowContext(ctx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
+			return err
+		}
+		var digest string
+		err := tx.QueryRowContext(ctx, `SELECT digest FROM inbox WHERE run_id = ? AND inbound_id = ?`, in.RunID, in.ID).Scan(&digest)
+		switch {
+		case err == nil && digest == in.Digest:
+			return nil // the same event submitted again: idempotent
+		case err == nil:
+			return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
+		case err != sql.ErrNoRows:
+			return err
+		}
+		if outcome != "" {
+			return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", outcome)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.RunID, in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
+		return err
+	})
+}
+
+// Inbox implements store.Store.
+func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]store.Inbound, error) {
+	q := `SELECT inbound_id, run_id, kind, actor_role, actor, capability, body, digest, seq, consumed FROM inbox WHERE run_id = ?`
+	if pendingOnly {
+		q += ` AND consumed = 0`
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq`, runID)
+	if err != nil {
+		return nil, mapErr("inbox", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Inbound
+	for rows.Next() {
+		var in store.Inbound
+		if err := rows.Scan(&in.ID, &in.RunID, &in.Kind, &in.ActorRole, &in.Actor, &in.Capability, &in.Body, &in.Digest, &in.Seq, &in.Consumed); err != nil {
+			return nil, mapErr("inbox", runID, err)
+		}
+		out = append(out, in)
+	}
+	return out, mapErr("inbox", runID, rows.Err())
+}
+
+// Live implements store.Store.
+func (s *Store) Live(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id FROM runs WHERE outcome = '' AND quarantine = '' ORDER BY created_order`)
+	if err != nil {
+		return nil, mapErr("live", "", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr("live", "", err)
+		}
+		out = append(out, id)
+	}
+	return out, mapErr("live", "", rows.Err())
+}
+
+// consume marks inbox entries consumed inside a commit.
+func consume(ctx context.Context, tx *sql.Tx, runID string, ids []string) error {
+	for _, id := range ids {
+		res, err := tx.ExecContext(ctx, `UPDATE inbox SET consumed = 1 WHERE run_id = ? AND inbound_id = ? AND consumed = 0`, runID, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return store.Errorf(store.CodeInvalidTransition, "commit", runID, nil, "inbound %s is not pending in this run", id)
+		}
+	}
+	return nil
+}

@@ -231,7 +231,5 @@ func canonicalString(s string) []byte { return cjson.AppendString(nil, s) }
 // sortStrings orders strings by their canonical encodings (which differs
 // from plain byte order when a string continues with a byte below '"').
 func sortStrings(ss []string) {
-	slices.SortStableFunc(ss, func(a, b string) int {
-		return compareBytes(canonicalString(a), canonicalString(b))
-	})
+	sortByCanonical(ss, canonicalString)
 }

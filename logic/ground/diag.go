@@ -3,6 +3,7 @@ package ground
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
 	"slices"
@@ -190,8 +191,69 @@ func sortedKeysCP(m map[string]any) []string {
 // diagSorted returns a new slice holding xs in diagnostic order.
 func diagSorted(xs []any) []any {
 	out := slices.Clone(xs)
-	slices.SortStableFunc(out, diagCompare)
+	sortByCanonical(out, diagKey)
 	return out
 }
 
-func sortAny(xs []any, order func(a, b any) int) { slices.SortStableFunc(xs, order) }
+// diagKey encodes a value so that comparing encodings byte-wise gives
+// diagnostic order. Every encoding is self-delimiting, so the encodings of
+// sequences compare element by element, shorter sequences first.
+func diagKey(v any) []byte { return appendDiagKey(nil, v) }
+
+func appendDiagString(dst []byte, s string) []byte {
+	// UTF-8 byte order is code point order; 0x00 is escaped so the
+	// terminator 0x00 0x01 sorts below every continuation.
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			dst = append(dst, 0, 0xff)
+			continue
+		}
+		dst = append(dst, s[i])
+	}
+	return append(dst, 0, 1)
+}
+
+func appendDiagKey(dst []byte, v any) []byte {
+	switch diagRank(v) {
+	case rankNull:
+		return append(dst, 1)
+	case rankBool:
+		if v.(bool) {
+			return append(dst, 2, 1)
+		}
+		return append(dst, 2, 0)
+	case rankInt:
+		n := asBig(v)
+		mag := new(big.Int).Abs(n).Bytes()
+		l := uint32(len(mag))
+		if n.Sign() < 0 {
+			l = ^l
+			dst = append(dst, 3, 1, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
+			for _, b := range mag {
+				dst = append(dst, ^b)
+			}
+			return dst
+		}
+		dst = append(dst, 3, 2, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
+		return append(dst, mag...)
+	case rankFloat:
+		return appendDiagString(append(dst, 4), pyFloatHex(asFloat(v)))
+	case rankString:
+		return appendDiagString(append(dst, 5), v.(string))
+	case rankArray:
+		dst = append(dst, 6)
+		for _, item := range v.([]any) {
+			dst = appendDiagKey(append(dst, 1), item)
+		}
+		return append(dst, 0)
+	case rankObject:
+		m := v.(map[string]any)
+		dst = append(dst, 7)
+		for _, k := range sortedKeysCP(m) {
+			dst = appendDiagString(append(dst, 1), k)
+			dst = appendDiagKey(dst, m[k])
+		}
+		return append(dst, 0)
+	}
+	return appendDiagString(append(dst, 8), fmt.Sprintf("%T", v))
+}

@@ -608,7 +608,7 @@ func candidateFixpoint(k *keys, priorMat, ruleBundle, inputs any, logicalTime in
 		return nil, nil, nil, kerr
 	}
 	raw := inputs.([]any)
-	ordered := sortedBy(raw, canonicalOrder)
+	ordered := sortedBy(raw, canonicalKey)
 	parsed := make([]*parsedInput, len(ordered))
 	for i, item := range ordered {
 		in, kerr := parseInput(item, i, logicalTime, b)

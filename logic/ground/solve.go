@@ -69,7 +69,7 @@ var materializationSets = []string{"base_supports", "derived_supports", "fact_st
 // orderedMaterializationView is a shallow copy of a raw materialization with
 // its set-like collections (and the sets nested in their elements) sorted by
 // the given order.
-func orderedMaterializationView(v any, order func(a, b any) int) any {
+func orderedMaterializationView(v any, order func(any) []byte) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
@@ -106,12 +106,16 @@ func orderedMaterializationView(v any, order func(a, b any) int) any {
 	return out
 }
 
-func sortedBy(xs []any, order func(a, b any) int) []any {
+// sortedBy returns a copy of xs sorted by the given key encoding.
+func sortedBy(xs []any, key func(any) []byte) []any {
 	out := make([]any, len(xs))
 	copy(out, xs)
-	sortAny(out, order)
+	sortByCanonical(out, key)
 	return out
 }
+
+// canonicalKey is the sort key of canonical values: their canonical bytes.
+func canonicalKey(v any) []byte { return mustCanonical(v) }
 
 // canonicalOrder orders canonical values by their canonical bytes.
 func canonicalOrder(a, b any) int {
@@ -123,7 +127,7 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 		return nil, nil
 	}
 	const path = "/prior_materialization"
-	view := orderedMaterializationView(v, diagCompare)
+	view := orderedMaterializationView(v, diagKey)
 	if kerr := checkCanonical(view, path); kerr != nil {
 		return nil, kerr
 	}
@@ -181,7 +185,7 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 	}
 	// The digest binds the canonical (byte-sorted) form of the collections;
 	// a caller's element order is not part of the materialization.
-	canon := orderedMaterializationView(v, canonicalOrder).(map[string]any)
+	canon := orderedMaterializationView(v, canonicalKey).(map[string]any)
 	without := make(map[string]any, len(canon))
 	for k, x := range canon {
 		if k != "materialization_digest" {
@@ -377,7 +381,7 @@ func prepare(priorMat, ruleBundle, inputs any, logicalTime int64, lt **int64, bd
 			return nil, kerr
 		}
 	}
-	ordered := sortedBy(raw, canonicalOrder)
+	ordered := sortedBy(raw, canonicalKey)
 	parsed := make([]*parsedInput, len(ordered))
 	for i, item := range ordered {
 		in, kerr := parseInput(item, i, logicalTime, b)

@@ -1,0 +1,387 @@
+package httpwire
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/determinism"
+)
+
+const (
+	dA = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	dB = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+)
+
+func sampleRequest(t testing.TB) Request {
+	t.Helper()
+	r, err := NewRequest("intent:1", "refund", dA, dB, []byte(`{"amount":1250,"currency":"EUR","payee":"acct:7","lines":[3,1,2]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func headerFor(t interface{ Fatal(...any) }, body []byte) string {
+	h, ok := FormatContentDigest(ContentDigest(body))
+	if !ok {
+		t.Fatal("FormatContentDigest refused a digest it made")
+	}
+	return h
+}
+
+func codeOf(err error) string {
+	var we *Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return ""
+}
+
+// The example of RFC 9530 §2: the content {"hello": "world"} has the
+// sha-256 Content-Digest below. Parsing it must name the same SHA-256 that
+// ContentDigest computes over those bytes.
+func TestContentDigestRFC9530Example(t *testing.T) {
+	body := []byte(`{"hello": "world"}`)
+	for _, field := range []string{
+		"sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+		"sha-512=:WZDPaVn/7XgHaAy8pmojAkGWoRx2UFChF41A2svX+TaPm+AbwAgBWnrIiYllu7BNNyealdVLvRwEmTHWXvJwew==:, sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+	} {
+		got, err := ParseContentDigest(field)
+		if err != nil {
+			t.Fatalf("%q: %v", field, err)
+		}
+		if got != ContentDigest(body) {
+			t.Errorf("%q parses to %s, the body's digest is %s", field, got, ContentDigest(body))
+		}
+	}
+	h, _ := FormatContentDigest(ContentDigest(body))
+	if h != "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:" {
+		t.Errorf("FormatContentDigest = %q", h)
+	}
+}
+
+func TestParseContentDigestRejects(t *testing.T) {
+	good := "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:"
+	for _, tc := range []struct{ field, code string }{
+		{"", CodeMissingDigest},
+		{"   ", CodeMissingDigest},
+		{"sha-512=:AAAA:", CodeInvalidDigest},
+		{"sha-256", CodeInvalidDigest},
+		{"sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=", CodeInvalidDigest},
+		{"sha-256=:AAAA:", CodeInvalidDigest},
+		{"sha-256=:not base64!:", CodeInvalidDigest},
+		{good + ", " + good, CodeInvalidDigest},
+	} {
+		if _, err := ParseContentDigest(tc.field); codeOf(err) != tc.code {
+			t.Errorf("ParseContentDigest(%q) = %v, want code %s", tc.field, err, tc.code)
+		}
+	}
+	if _, ok := FormatContentDigest("sha256:XYZ"); ok {
+		t.Error("FormatContentDigest accepted a malformed digest")
+	}
+}
+
+func TestRequestRoundTrip(t *testing.T) {
+	r := sampleRequest(t)
+	body, digest, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"action_digest":"` + dA + `","destination_digest":"` + dB + `","effect_type":"refund","intent_id":"intent:1","kind":"EffectRequest","payload":{"amount":1250,"currency":"EUR","lines":[3,1,2],"payee":"acct:7"},"protocol":"flrh-effect-http/1"}`
+	if string(body) != want {
+		t.Fatalf("body\n got %s\nwant %s", body, want)
+	}
+	if digest != cjson.Digest(body) {
+		t.Errorf("digest %s is not the body's %s", digest, cjson.Digest(body))
+	}
+	m, err := DecodeRequest("effect:abc", headerFor(t, body), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Key != "effect:abc" || m.ContentDigest != digest || !bytes.Equal(m.Body, body) || m.Request.IntentID != "intent:1" || m.Request.EffectType != "refund" {
+		t.Errorf("decoded %+v", m)
+	}
+	// Encoding is a pure function of the request.
+	determinism.Check(t, r, func(r Request) string { b, d, _ := r.Encode(); return string(b) + d })
+}
+
+func TestNewRequestRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		intent, typ, action, dest string
+		payload                   string
+		ptr                       string
+	}{
+		{"bad intent id", "", "refund", dA, dB, `{}`, "/intent_id"},
+		{"bad effect type", "intent:1", "re fund", dA, dB, `{}`, "/effect_type"},
+		{"bad action digest", "intent:1", "refund", "sha256:1", dB, `{}`, "/action_digest"},
+		{"bad destination digest", "intent:1", "refund", dA, "x", `{}`, "/destination_digest"},
+		{"float payload", "intent:1", "refund", dA, dB, `{"amount":1.5}`, "/payload"},
+		{"broken payload", "intent:1", "refund", dA, dB, `{"amount":`, "/payload"},
+	} {
+		_, err := NewRequest(tc.intent, tc.typ, tc.action, tc.dest, []byte(tc.payload))
+		var we *Error
+		if !errors.As(err, &we) || we.Pointer != tc.ptr {
+			t.Errorf("%s: err = %v, want an *Error at %s", tc.name, err, tc.ptr)
+		}
+	}
+	if r, err := NewRequest("intent:1", "refund", dA, dB, nil); err != nil || r.Payload != nil {
+		t.Errorf("nil payload: %v %v", r, err)
+	}
+}
+
+func TestDecodeRequestRejects(t *testing.T) {
+	r := sampleRequest(t)
+	body, _, _ := r.Encode()
+	hdr := headerFor(t, body)
+	sub := func(old, new string) []byte { return []byte(strings.Replace(string(body), old, new, 1)) }
+	withHeader := func(b []byte) (string, []byte) { return headerFor(t, b), b }
+
+	type tc struct {
+		name, key, header string
+		body              []byte
+		code              string
+	}
+	cases := []tc{
+		{"no key", "", hdr, body, CodeMissingKey},
+		{"key with space", "effect 1", hdr, body, CodeInvalidKey},
+		{"key too long", strings.Repeat("k", 129), hdr, body, CodeInvalidKey},
+		{"no digest", "effect:1", "", body, CodeMissingDigest},
+		{"digest of other bytes", "effect:1", headerFor(t, []byte("{}")), body, CodeDigestMismatch},
+		{"too large", "effect:1", hdr, bytes.Repeat([]byte(" "), MaxRequestBytes+1), CodeTooLarge},
+	}
+	h, b := withHeader(append([]byte(" "), body...))
+	cases = append(cases, tc{"leading space", "effect:1", h, b, CodeNotCanonical})
+	h, b = withHeader([]byte(`{"kind":"EffectRequest","protocol":"flrh-effect-http/1","kind":"x"}`))
+	cases = append(cases, tc{"duplicate key", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"amount":1250`, `"amount":12.5`))
+	cases = append(cases, tc{"float", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"kind":"EffectRequest"`, `"kind":"EffectResult"`))
+	cases = append(cases, tc{"wrong kind", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"protocol":"flrh-effect-http/1"`, `"protocol":"flrh-effect-http/2"`))
+	cases = append(cases, tc{"wrong protocol", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"intent_id"`, `"intent_ie"`))
+	cases = append(cases, tc{"unknown member", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"effect_type":"refund"`, `"effect_type":7`))
+	cases = append(cases, tc{"wrong type", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader(sub(`"action_digest":"sha256:1`, `"action_digest":"sha256:X`))
+	cases = append(cases, tc{"bad digest member", "effect:1", h, b, CodeMalformed})
+	h, b = withHeader([]byte(`[1,2]`))
+	cases = append(cases, tc{"array", "effect:1", h, b, CodeMalformed})
+
+	for _, c := range cases {
+		if _, err := DecodeRequest(c.key, c.header, c.body); codeOf(err) != c.code {
+			t.Errorf("%s: err = %v, want code %s", c.name, err, c.code)
+		}
+	}
+}
+
+func TestClassifyStatus(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		code   string
+		want   Class
+	}{
+		{200, "", ClassSuccess}, {201, "", ClassSuccess}, {204, "", ClassSuccess}, {299, "", ClassSuccess},
+		{408, "", ClassTransient}, {425, "", ClassTransient}, {429, "", ClassTransient},
+		{500, "", ClassTransient}, {502, "", ClassTransient}, {503, "", ClassTransient}, {504, "", ClassTransient}, {599, "", ClassTransient},
+		{409, CodeKeyConflict, ClassPermanent}, {409, CodeInProgress, ClassUnknown}, {409, "", ClassUnknown},
+		{400, "", ClassPermanent}, {401, "", ClassPermanent}, {403, "", ClassPermanent}, {404, "", ClassPermanent},
+		{410, "", ClassPermanent}, {413, "", ClassPermanent}, {422, "", ClassPermanent}, {451, "", ClassPermanent},
+		{301, "", ClassPermanent}, {307, "", ClassPermanent}, {100, "", ClassPermanent}, {600, "", ClassPermanent},
+		// A problem code does not change the class of a non-409 status.
+		{503, CodeKeyConflict, ClassTransient}, {400, CodeInProgress, ClassPermanent},
+	} {
+		if got := ClassifyStatus(tc.status, tc.code); got != tc.want {
+			t.Errorf("ClassifyStatus(%d, %q) = %v, want %v", tc.status, tc.code, got, tc.want)
+		}
+	}
+	if Class(0).String() != "invalid" || Verdict(0).String() != "invalid" {
+		t.Error("the zero class and verdict must not name a valid one")
+	}
+}
+
+func TestResultBinding(t *testing.T) {
+	res := Result{IdempotencyKey: "effect:1", ContentDigest: dA, Sequence: 3}
+	b := res.Encode()
+	if got, err := DecodeResult(b, "effect:1", dA); err != nil || got != res {
+		t.Fatalf("DecodeResult = %+v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name, key, digest string
+		body              []byte
+		code              string
+	}{
+		{"other key", "effect:2", dA, b, CodeBinding},
+		{"other content", "effect:1", dB, b, CodeBinding},
+		{"zero sequence", "effect:1", dA, Result{IdempotencyKey: "effect:1", ContentDigest: dA}.Encode(), CodeMalformed},
+		{"problem instead", "effect:1", dA, Problem{Code: "X", Detail: "y"}.Encode(), CodeMalformed},
+		{"not json", "effect:1", dA, []byte("OK"), CodeMalformed},
+		{"too large", "effect:1", dA, bytes.Repeat([]byte(" "), MaxAnswerBytes+1), CodeTooLarge},
+		{"extra member", "effect:1", dA, []byte(strings.Replace(string(b), `"kind"`, `"extra":1,"kind"`, 1)), CodeMalformed},
+	} {
+		if _, err := DecodeResult(tc.body, tc.key, tc.digest); codeOf(err) != tc.code {
+			t.Errorf("%s: err = %v, want %s", tc.name, err, tc.code)
+		}
+	}
+}
+
+func TestLookupAnswersAndJudge(t *testing.T) {
+	a, b := dA, dB
+	seq := int64(4)
+	for _, tc := range []struct {
+		name   string
+		ans    LookupAnswer
+		digest string
+		want   Verdict
+	}{
+		{"applied, same content", LookupAnswer{"effect:1", StatusApplied, &a, &seq}, dA, VerdictApplied},
+		{"applied, other content", LookupAnswer{"effect:1", StatusApplied, &b, &seq}, dA, VerdictHuman},
+		{"conflict", LookupAnswer{"effect:1", StatusConflict, &b, &seq}, dA, VerdictHuman},
+		{"not applied", LookupAnswer{"effect:1", StatusNotApplied, nil, nil}, dA, VerdictNotApplied},
+		{"in progress, same content", LookupAnswer{"effect:1", StatusInProgress, &a, nil}, dA, VerdictPending},
+		{"in progress, unnamed content", LookupAnswer{"effect:1", StatusInProgress, nil, nil}, dA, VerdictPending},
+		{"in progress, other content", LookupAnswer{"effect:1", StatusInProgress, &b, nil}, dA, VerdictHuman},
+	} {
+		// Every answer survives its own wire form, then is judged.
+		got, err := DecodeLookup(tc.ans.Encode(), "effect:1")
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if v := Judge(got, tc.digest); v != tc.want {
+			t.Errorf("%s: Judge = %v, want %v", tc.name, v, tc.want)
+		}
+	}
+	if v := Judge(LookupAnswer{Status: "maybe"}, dA); v != VerdictHuman {
+		t.Errorf("an unknown status judged %v", v)
+	}
+	for _, tc := range []struct {
+		name string
+		ans  LookupAnswer
+	}{
+		{"applied without content", LookupAnswer{"effect:1", StatusApplied, nil, &seq}},
+		{"applied without sequence", LookupAnswer{"effect:1", StatusApplied, &a, nil}},
+		{"not applied with content", LookupAnswer{"effect:1", StatusNotApplied, &a, nil}},
+		{"in progress with sequence", LookupAnswer{"effect:1", StatusInProgress, &a, &seq}},
+		{"unknown status", LookupAnswer{"effect:1", "maybe", nil, nil}},
+	} {
+		if _, err := DecodeLookup(tc.ans.Encode(), "effect:1"); codeOf(err) != CodeMalformed {
+			t.Errorf("%s: err = %v, want MALFORMED_BODY", tc.name, err)
+		}
+	}
+	if _, err := DecodeLookup(LookupAnswer{"effect:2", StatusNotApplied, nil, nil}.Encode(), "effect:1"); codeOf(err) != CodeBinding {
+		t.Errorf("an answer for another key: %v", err)
+	}
+}
+
+func TestProblemRoundTrip(t *testing.T) {
+	p := Problem{Code: CodeKeyConflict, Detail: "key reused"}
+	got, err := DecodeProblem(p.Encode())
+	if err != nil || got != p {
+		t.Fatalf("DecodeProblem = %+v, %v", got, err)
+	}
+}
+
+// jsonValue draws a value of the cjson model: nested objects and arrays of
+// strings, integers, booleans and null.
+func jsonValue(depth int) *rapid.Generator[any] {
+	return rapid.Custom(func(t *rapid.T) any {
+		k := rapid.IntRange(0, 5).Draw(t, "k")
+		if depth >= 3 && k >= 4 {
+			k = 0
+		}
+		switch k {
+		case 0:
+			return rapid.Int64().Draw(t, "int")
+		case 1:
+			return rapid.StringMatching(`[a-zA-Z0-9 é€"\\]{0,12}`).Draw(t, "str")
+		case 2:
+			if rapid.Bool().Draw(t, "null") {
+				return nil
+			}
+			return rapid.Bool().Draw(t, "bool")
+		case 3:
+			return rapid.Int64Range(-5, 5).Draw(t, "small")
+		case 4:
+			return rapid.SliceOfN(jsonValue(depth+1), 0, 4).Draw(t, "arr")
+		}
+		return rapid.MapOfN(rapid.StringMatching(`[a-z_]{1,6}`), jsonValue(depth+1), 0, 4).Draw(t, "obj")
+	})
+}
+
+// Property: any payload round-trips through the wire and back to the same
+// canonical bytes and digest, and changing any single byte of the body makes
+// the destination refuse it (the content is bound to the digest).
+func TestPropertyRequestBinding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := jsonValue(0).Draw(t, "payload")
+		var payload any
+		if m, ok := v.(map[string]any); ok {
+			obj := map[string]any{}
+			for k, x := range m {
+				obj[k] = x
+			}
+			payload = obj
+		} else {
+			payload = v
+		}
+		text, err := cjson.Encode(payload)
+		if err != nil {
+			t.Skip("value outside the model:", err)
+		}
+		r, err := NewRequest("intent:p", "write", dA, dB, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, digest, err := r.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := DecodeRequest("effect:p", headerFor(t, body), body)
+		if err != nil {
+			t.Fatalf("own request refused: %v\n%s", err, body)
+		}
+		if m.ContentDigest != digest || !bytes.Equal(m.Body, body) {
+			t.Fatal("round trip changed the content")
+		}
+		i := rapid.IntRange(0, len(body)-1).Draw(t, "i")
+		tampered := bytes.Clone(body)
+		tampered[i] ^= byte(rapid.IntRange(1, 255).Draw(t, "x"))
+		if _, err := DecodeRequest("effect:p", headerFor(t, body), tampered); codeOf(err) != CodeDigestMismatch {
+			t.Fatalf("a tampered body was not refused as a digest mismatch: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	r := sampleRequest(f)
+	body, _, _ := r.Encode()
+	f.Add("effect:1", headerFor(f, body), body)
+	f.Add("effect:1", "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:", []byte(`{"hello": "world"}`))
+	f.Add("", "", []byte(`{}`))
+	f.Add("k", "sha-256=::", []byte(`{"kind":"EffectRequest","payload":1.5}`))
+	f.Fuzz(func(t *testing.T, key, field string, body []byte) {
+		m, err := DecodeRequest(key, field, body)
+		if err != nil {
+			if codeOf(err) == "" {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		// Whatever is accepted is canonical, bound to its digest, and the
+		// decoded request re-encodes to exactly the same bytes.
+		if m.ContentDigest != ContentDigest(body) || !bytes.Equal(m.Body, body) {
+			t.Fatal("accepted content is not the body")
+		}
+		again, d, err := m.Request.Encode()
+		if err != nil || !bytes.Equal(again, body) || d != m.ContentDigest {
+			t.Fatalf("accepted request does not re-encode to itself: %v", err)
+		}
+	})
+}

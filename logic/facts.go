@@ -2,6 +2,7 @@ package logic
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,27 +69,64 @@ func describeLine(l []byte) string {
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // WriteFacts renders one side of a relation in the Soufflé output format:
-// one tuple per line in sorted order, tab-separated.
+// one tuple per line in sorted order (numbers numerically, symbols
+// bytewise, column by column), tab-separated.
 func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
-	tups, err := m.Tuples(rel, neg)
-	if err != nil {
-		return nil, err
+	ri, ok := m.c.relByName[rel]
+	if !ok {
+		return nil, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)
 	}
-	var b bytes.Buffer
-	for _, t := range tups {
-		for i, v := range t {
+	t := ri * 2
+	if neg {
+		t++
+	}
+	rows := m.sortedRows(t)
+	tb := m.tables[t]
+	types := m.c.rels[ri].types
+	b := make([]byte, 0, len(rows)*(tb.arity*8+1))
+	for _, r := range rows {
+		for i, v := range tb.row(r) {
 			if i > 0 {
-				b.WriteByte('\t')
+				b = append(b, '\t')
 			}
-			if v.sym {
-				b.WriteString(v.s)
+			if types[i] == TypeSymbol {
+				b = append(b, m.syms[v]...)
 			} else {
-				b.WriteString(strconv.FormatInt(v.n, 10))
+				b = strconv.AppendInt(b, v, 10)
 			}
 		}
-		b.WriteByte('\n')
+		b = append(b, '\n')
 	}
-	return b.Bytes(), nil
+	return b, nil
+}
+
+// sortedRows returns the live rows of a table in value order.
+func (m *Materialization) sortedRows(t int) []int32 {
+	tb := m.tables[t]
+	types := m.c.rels[t/2].types
+	rows := make([]int32, 0, tb.liveRows())
+	for r := int32(0); r < tb.n; r++ {
+		if tb.alive(r) {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, func(a, b int32) int {
+		ra, rb := tb.row(a), tb.row(b)
+		for i := range ra {
+			if ra[i] == rb[i] {
+				continue
+			}
+			if types[i] == TypeSymbol {
+				return strings.Compare(m.syms[ra[i]], m.syms[rb[i]])
+			}
+			if ra[i] < rb[i] {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	return rows
 }
 
 // ParseFact parses a signed ground atom such as `path("a", 3)` or

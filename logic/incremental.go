@@ -209,7 +209,7 @@ func (m *Materialization) rollback() {
 // rollback truncated the table). Rows dead before the update are kept out
 // of the hash set, as they were.
 func (t *table) rebuild() {
-	t.slots = make([]int32, 16)
+	t.slots = make([]uint64, 16)
 	t.used = 0
 	for _, ix := range t.idx {
 		ix.slots = make([]int32, 16)
@@ -223,16 +223,11 @@ func (t *table) rebuild() {
 		if !t.alive(r) {
 			continue
 		}
-		if (t.used+1)*4 >= len(t.slots)*3 {
+		if (t.used+1)*2 >= len(t.slots) {
 			t.rehash()
 		}
-		mask := uint64(len(t.slots) - 1)
-		i := hashTuple(t.row(r)) & mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = r + 1
-		t.used++
+		h := hashTuple(t.row(r))
+		t.place(makeSlot(r, h), h, uint64(len(t.slots)-1))
 	}
 }
 

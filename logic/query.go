@@ -19,21 +19,11 @@ func (m *Materialization) Tuples(rel string, neg bool) ([][]Value, error) {
 	if neg {
 		t++
 	}
-	tb := m.tables[t]
-	out := make([][]Value, 0, tb.liveRows())
-	for r := int32(0); r < tb.n; r++ {
-		if tb.alive(r) {
-			out = append(out, m.decode(t, tb.row(r)).Args)
-		}
+	rows := m.sortedRows(t)
+	out := make([][]Value, len(rows))
+	for i, r := range rows {
+		out[i] = m.decode(t, m.tables[t].row(r)).Args
 	}
-	slices.SortFunc(out, func(a, b []Value) int {
-		for i := range a {
-			if c := compareValues(a[i], b[i]); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
 	return out, nil
 }
 

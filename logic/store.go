@@ -12,7 +12,7 @@ type table struct {
 	round []uint32 // evaluation round that (re)derived each row; for proofs
 	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
 	ndead int32
-	slots []int32 // hash set: row+1, 0 empty, -1 deleted
+	slots []uint64 // hash set, see makeSlot
 	used  int     // occupied slots incl. tombstones
 	idx   []*index
 }
@@ -36,7 +36,7 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	t := &table{arity: arity, slots: make([]int32, 16)}
+	t := &table{arity: arity, slots: make([]uint64, 16)}
 	for _, m := range masks {
 		ix := &index{mask: m, slots: make([]int32, 16)}
 		for c := 0; c < arity; c++ {
@@ -61,6 +61,17 @@ func hashTuple(v []int64) uint64 {
 	for _, x := range v {
 		h = mix(h, x)
 	}
+	return fmix(h)
+}
+
+// fmix is the murmur3 finalizer: it spreads every input bit over the low
+// bits that select a slot.
+func fmix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
 	return h
 }
 
@@ -74,18 +85,29 @@ func (t *table) equalRow(r int32, v []int64) bool {
 	return true
 }
 
+// Hash-set slots hold row+1 in the low 32 bits and the high 32 bits of
+// the tuple's hash as a fingerprint, so most probes never touch row data.
+// 0 is an empty slot; tombSlot marks a deleted one.
+const tombSlot = uint64(0xFFFFFFFF)
+
+func slotRow(s uint64) int32 { return int32(uint32(s)) - 1 }
+
+func makeSlot(r int32, h uint64) uint64 { return uint64(uint32(r+1)) | h&^0xFFFFFFFF }
+
 // find returns the row holding tuple v in the hash set, or -1. The row may
 // be dead if it died in the current update (dead rows stay in the set until
 // the update finishes).
 func (t *table) find(v []int64) int32 {
+	h := hashTuple(v)
+	fp := h &^ 0xFFFFFFFF
 	mask := uint64(len(t.slots) - 1)
-	for i := hashTuple(v) & mask; ; i = (i + 1) & mask {
+	for i := h & mask; ; i = (i + 1) & mask {
 		s := t.slots[i]
 		if s == 0 {
 			return -1
 		}
-		if s > 0 && t.equalRow(s-1, v) {
-			return s - 1
+		if s != tombSlot && s&^0xFFFFFFFF == fp && t.equalRow(slotRow(s), v) {
+			return slotRow(s)
 		}
 	}
 }
@@ -93,38 +115,46 @@ func (t *table) find(v []int64) int32 {
 // insert adds tuple v unless present; it returns the row and whether it
 // was added. A present row is returned as is (even if dead).
 func (t *table) insert(v []int64, round uint32) (int32, bool) {
-	if (t.used+1)*4 >= len(t.slots)*3 {
+	if (t.used+1)*2 >= len(t.slots) {
 		t.rehash()
 	}
+	h := hashTuple(v)
+	fp := h &^ 0xFFFFFFFF
 	mask := uint64(len(t.slots) - 1)
 	tomb := int64(-1)
-	i := hashTuple(v) & mask
+	i := h & mask
 	for ; ; i = (i + 1) & mask {
 		s := t.slots[i]
 		if s == 0 {
 			break
 		}
-		if s < 0 {
+		if s == tombSlot {
 			if tomb < 0 {
 				tomb = int64(i)
 			}
 			continue
 		}
-		if t.equalRow(s-1, v) {
-			return s - 1, false
+		if s&^0xFFFFFFFF == fp && t.equalRow(slotRow(s), v) {
+			return slotRow(s), false
 		}
 	}
 	r := t.n
 	t.n++
-	t.data = append(t.data, v...)
+	o := len(t.data)
+	if o+len(v) > cap(t.data) {
+		t.data = append(t.data, v...)
+	} else {
+		t.data = t.data[:o+len(v)]
+		copy(t.data[o:], v)
+	}
 	t.round = append(t.round, round)
 	if t.died != nil {
 		t.died = append(t.died, 0)
 	}
 	if tomb >= 0 {
-		t.slots[tomb] = r + 1
+		t.slots[tomb] = makeSlot(r, h)
 	} else {
-		t.slots[i] = r + 1
+		t.slots[i] = makeSlot(r, h)
 		t.used++
 	}
 	for _, ix := range t.idx {
@@ -135,24 +165,28 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 
 func (t *table) rehash() {
 	size := len(t.slots) * 2
-	for size*3 <= int(t.n-t.ndead+1)*4*2 {
+	for size <= int(t.n-t.ndead+1)*4 {
 		size *= 2
 	}
 	old := t.slots
-	t.slots = make([]int32, size)
+	t.slots = make([]uint64, size)
 	t.used = 0
 	mask := uint64(size - 1)
 	for _, s := range old {
-		if s <= 0 {
+		if s == 0 || s == tombSlot {
 			continue
 		}
-		i := hashTuple(t.row(s-1)) & mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = s
-		t.used++
+		t.place(s, hashTuple(t.row(slotRow(s))), mask)
 	}
+}
+
+func (t *table) place(s, h, mask uint64) {
+	i := h & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = s
+	t.used++
 }
 
 // unlink removes row r from the hash set (after it died for good).
@@ -163,8 +197,8 @@ func (t *table) unlink(r int32) {
 		if s == 0 {
 			return
 		}
-		if s == r+1 {
-			t.slots[i] = -1
+		if s != tombSlot && slotRow(s) == r {
+			t.slots[i] = tombSlot
 			return
 		}
 	}
@@ -176,7 +210,7 @@ func (ix *index) keyHash(t *table, r int32) uint64 {
 	for _, c := range ix.cols {
 		h = mix(h, t.data[o+c])
 	}
-	return h
+	return fmix(h)
 }
 
 func (ix *index) add(t *table, r int32) {
@@ -232,6 +266,7 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 	for _, x := range key {
 		h = mix(h, x)
 	}
+	h = fmix(h)
 	mask := uint64(len(ix.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := ix.slots[i]
@@ -269,7 +304,7 @@ func (t *table) clone() *table {
 	if t.died != nil {
 		u.died = append([]uint32(nil), t.died...)
 	}
-	u.slots = append([]int32(nil), t.slots...)
+	u.slots = append([]uint64(nil), t.slots...)
 	u.idx = make([]*index, len(t.idx))
 	for i, ix := range t.idx {
 		v := *ix

@@ -1,0 +1,110 @@
+package logic
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+const tcProgram = `
+.decl edge(x: number, y: number)
+.input edge
+.decl tc(x: number, y: number)
+.output tc
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+`
+
+const sgProgram = `
+.decl edge(x: number, y: number)
+.input edge
+.decl sg(x: number, y: number)
+.output sg
+sg(x, y) :- edge(p, x), edge(p, y), x != y.
+sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
+`
+
+func chainEdges(n int) []Fact {
+	out := make([]Fact, 0, n-1)
+	for i := 1; i < n; i++ {
+		out = append(out, Fact{Rel: "edge", Args: []Value{Num(int64(i)), Num(int64(i + 1))}})
+	}
+	return out
+}
+
+// randomGraph draws each directed edge (i, j), i != j, with probability p.
+func randomGraph(n int, p float64, seed uint64) []Fact {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	var out []Fact
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if i != j && rng.Float64() < p {
+				out = append(out, Fact{Rel: "edge", Args: []Value{Num(int64(i)), Num(int64(j))}})
+			}
+		}
+	}
+	return out
+}
+
+// randomTree gives node i > 0 a parent among the window nodes before it.
+func randomTree(n, window int, seed uint64) []Fact {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	out := make([]Fact, 0, n-1)
+	for i := 1; i < n; i++ {
+		lo := max(0, i-window)
+		p := lo + rng.IntN(i-lo)
+		out = append(out, Fact{Rel: "edge", Args: []Value{Num(int64(p)), Num(int64(i))}})
+	}
+	return out
+}
+
+func benchEval(b *testing.B, src string, facts []Fact, rel string, want int) {
+	c, err := Load("bench.dl", []byte(src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := Evaluate(c, facts, Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if want > 0 && m.Count(rel, false) != want {
+			b.Fatalf("%s has %d tuples, want %d", rel, m.Count(rel, false), want)
+		}
+	}
+}
+
+func BenchmarkTCChain2000(b *testing.B) { benchEval(b, tcProgram, chainEdges(2000), "tc", 1999000) }
+
+func BenchmarkTCChain500(b *testing.B) { benchEval(b, tcProgram, chainEdges(500), "tc", 124750) }
+
+func BenchmarkSGTree20000(b *testing.B) {
+	benchEval(b, sgProgram, randomTree(20000, 50, 1), "sg", 0)
+}
+
+// BenchmarkTCRandom5000 is the 24.7M-tuple workload; it needs several GB
+// and runs only when asked for by name.
+func BenchmarkTCRandom5000(b *testing.B) {
+	benchEval(b, tcProgram, randomGraph(5000, 0.001, 1), "tc", 0)
+}
+
+// incremental: one edge inserted into, then deleted from, the chain closure.
+func BenchmarkTCChain2000InsertDeleteEdge(b *testing.B) {
+	c, err := Load("bench.dl", []byte(tcProgram))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := Evaluate(c, chainEdges(2000), Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := Fact{Rel: "edge", Args: []Value{Num(2000), Num(2001)}}
+	for b.Loop() {
+		if m, err = m.Apply([]Change{{Fact: e, Diff: 1}}); err != nil {
+			b.Fatal(err)
+		}
+		if m, err = m.Apply([]Change{{Fact: e, Diff: -1}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

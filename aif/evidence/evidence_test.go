@@ -1,0 +1,108 @@
+package evidence
+
+import "testing"
+
+var good = &Tags{Independent: true, Measured: true, Settled: true}
+
+func TestCounts(t *testing.T) {
+	cases := []struct {
+		r    Record
+		want string
+	}{
+		{Record{"r1", "reviewer", "model", good}, ""},
+		{Record{"r2", "reviewer", "model", nil}, ReasonUntagged},
+		{Record{"r3", "reviewer", "model", &Tags{false, true, true}}, ReasonNotIndependent},
+		{Record{"r4", "reviewer", "model", &Tags{true, false, true}}, ReasonFallback},
+		{Record{"r5", "reviewer", "model", &Tags{true, true, false}}, ReasonTransient},
+		{Record{"r6", "model", "model", good}, ReasonSelfProduced},
+	}
+	for _, c := range cases {
+		ok, why := Counts(c.r)
+		if ok != (c.want == "") || why != c.want {
+			t.Errorf("%s: (%v, %q), want %q", c.r.ID, ok, why, c.want)
+		}
+	}
+	counted, refused := Filter([]Record{cases[0].r, cases[1].r, cases[5].r})
+	if len(counted) != 1 || len(refused) != 2 || refused[0].Reason != ReasonUntagged {
+		t.Fatalf("filter: %v %v", counted, refused)
+	}
+}
+
+func TestCalibrationFailsClosed(t *testing.T) {
+	witnessed := []Record{{"o1", "reviewer", "model", good}}
+	l1 := &Layer1{Predictions: 10, Agreements: 10, Passed: true}
+	cases := []struct {
+		name string
+		c    Calibration
+		want string
+	}{
+		{"cleared", Calibration{Model: "model", Layer1: l1, Layer2: &Layer2{"reviewer", true, witnessed}}, CalCleared},
+		{"layer 1 alone", Calibration{Model: "model", Layer1: l1}, CalLayer1NotEnough},
+		{"nothing", Calibration{Model: "model"}, CalMissing},
+		{"failed", Calibration{Model: "model", Layer2: &Layer2{"reviewer", false, witnessed}}, CalFailed},
+		{"self-witnessed", Calibration{Model: "model", Layer2: &Layer2{"model", true, witnessed}}, CalSelfWitnessed},
+		{"author-controlled", Calibration{Model: "model", AuthorControlled: []string{"staging-bot"}, Layer2: &Layer2{"staging-bot", true, witnessed}}, CalAuthorControl},
+		{"untagged evidence", Calibration{Model: "model", Layer2: &Layer2{"reviewer", true, []Record{{"o1", "reviewer", "model", nil}}}}, CalNoEvidence},
+		{"model-produced evidence", Calibration{Model: "model", Layer2: &Layer2{"reviewer", true, []Record{{"o1", "model", "plan", good}}}}, CalNoEvidence},
+	}
+	for _, c := range cases {
+		v := Check(c.c)
+		if v.Reason != c.want || v.ClearsValue != (c.want == CalCleared) {
+			t.Errorf("%s: %+v, want %s", c.name, v, c.want)
+		}
+	}
+	// Layer 1 passing is reported, and never turns into clearance.
+	if v := Check(Calibration{Model: "model", Layer1: l1}); !v.Layer1Consistent || v.ClearsValue {
+		t.Fatalf("%+v", v)
+	}
+}
+
+func TestLoopClosesOnlyOnExternalReceipt(t *testing.T) {
+	d := "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	ok := Witness{WitnessKindReceipt, d, "destination", "verifier", true, good}
+	if c, why := Closes(ok, "agent"); !c {
+		t.Fatalf("valid receipt refused: %s", why)
+	}
+	for _, c := range []struct {
+		mut  func(*Witness)
+		want string
+	}{
+		{func(w *Witness) { w.Kind = "self_report" }, CloseWrongKind},
+		{func(w *Witness) { w.ReceiptDigest = "sha256:xyz" }, CloseBadDigest},
+		{func(w *Witness) { w.Verified = false }, CloseUnverified},
+		{func(w *Witness) { w.VerifiedBy = "agent" }, CloseSelfVerified},
+		{func(w *Witness) { w.Producer = "agent" }, CloseSelfProduced},
+		{func(w *Witness) { w.Tags = nil }, ReasonUntagged},
+		{func(w *Witness) { w.Tags = &Tags{true, true, false} }, ReasonTransient},
+	} {
+		w := ok
+		c.mut(&w)
+		if closed, why := Closes(w, "agent"); closed || why != c.want {
+			t.Errorf("got (%v, %s), want %s", closed, why, c.want)
+		}
+	}
+}
+
+func TestObserver(t *testing.T) {
+	var o Observer
+	o, live := o.Tick("s0", "s1", true)
+	if !live || o.LiveTicks != 1 {
+		t.Fatalf("state change not live: %+v", o)
+	}
+	for i := 0; i < 2; i++ {
+		if o, live = o.Tick("s1", "s1", true); live || o.Disabled {
+			t.Fatalf("no-op %d: %+v", i, o)
+		}
+	}
+	o, live = o.Tick("s1", "s1", true)
+	if live || !o.Disabled || o.Reason != ObsNoOpLimit {
+		t.Fatalf("third no-op did not disable: %+v", o)
+	}
+	if o, live = o.Tick("s1", "s2", true); live || o.Reason != ObsAlreadyFrozen {
+		t.Fatalf("disabled schedule counted live: %+v", o)
+	}
+	var sealed Observer
+	if sealed, live = sealed.Tick("a", "b", false); live || !sealed.Disabled || sealed.Reason != ObsOnlyNoOp {
+		t.Fatalf("sealed loop not disabled: %+v", sealed)
+	}
+}

@@ -256,7 +256,11 @@ type Tick struct {
 	Results    []AttemptResult
 	Receipts   []Receipt // each closes its intent's outbox (done)
 	Consume    []string  // inbox entries this tick consumed (they must be pending)
-	Trace      []TraceRecord
+	// Begin starts the next attempt of each named intent (new in this tick or
+	// already pending/retry) durably, before the caller's adapter I/O: what
+	// BeginAttempt does, folded into the tick's one transaction.
+	Begin []string
+	Trace []TraceRecord
 }
 
 // Store is the durable record. All methods are safe for concurrent use.

@@ -101,6 +101,8 @@ VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?,
 		}
 
 		// Attempt results move their intent's outbox.
+		// (Results come before new attempts so that a retry can finish the
+		// last attempt and begin the next one in one tick.)
 		for _, r := range tick.Results {
 			res, err := tx.ExecContext(ctx, `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
 WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = ?)`,
@@ -113,6 +115,12 @@ WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WH
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
 				string(r.Outbox), r.Route, ts, r.IntentID); err != nil {
+				return err
+			}
+		}
+
+		for _, id := range tick.Begin {
+			if _, err := s.beginAttempt(ctx, tx, lease, id, now); err != nil {
 				return err
 			}
 		}
@@ -242,28 +250,36 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 		if _, err := s.fence(ctx, tx, op, lease, now); err != nil {
 			return err
 		}
-		var status string
-		var attempts int64
-		err := tx.QueryRowContext(ctx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
-WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &attempts)
-		if err == sql.ErrNoRows {
-			return store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
-		} else if err != nil {
-			return err
-		}
-		// Only a pending intent or one whose last attempt failed transiently
-		// may be attempted; in-flight and unknown outcomes reconcile first.
-		if status != string(store.OutboxPending) && status != string(store.OutboxRetry) {
-			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, status)
-		}
-		at = store.Attempt{IntentID: intentID, N: attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
-			intentID, at.N, lease.Generation, nanos(now)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
+		var err error
+		at, err = s.beginAttempt(ctx, tx, lease, intentID, now)
 		return err
 	})
+	return at, err
+}
+
+// beginAttempt records attempt n+1 of an intent inside tx (already fenced).
+func (s *Store) beginAttempt(ctx context.Context, tx *sql.Tx, lease store.Lease, intentID string, now time.Time) (store.Attempt, error) {
+	const op = "begin attempt"
+	var status string
+	var attempts int64
+	err := tx.QueryRowContext(ctx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &attempts)
+	if err == sql.ErrNoRows {
+		return store.Attempt{}, store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
+	} else if err != nil {
+		return store.Attempt{}, err
+	}
+	// Only a pending intent or one whose last attempt failed transiently
+	// may be attempted; in-flight and unknown outcomes reconcile first.
+	if status != string(store.OutboxPending) && status != string(store.OutboxRetry) {
+		return store.Attempt{}, store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, status)
+	}
+	at := store.Attempt{IntentID: intentID, N: attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
+		intentID, at.N, lease.Generation, nanos(now)); err != nil {
+		return store.Attempt{}, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
 	return at, err
 }
 

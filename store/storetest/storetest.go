@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"InvalidTicksWriteNothing", testInvalidTicks},
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
 		{"Inbox", testInbox},
+		{"BeginInTick", testBeginInTick},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -527,5 +528,26 @@ func testInbox(t *testing.T, s store.Store, _ *Clock) {
 	live, _ := s.Live(ctx)
 	if fmt.Sprint(live) != "[r]" {
 		t.Fatalf("live %v", live)
+	}
+}
+
+// One transaction may commit an intent and start its first attempt, and a
+// later one may finish an attempt and start the next: one fsync per step.
+func testBeginInTick(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{Intents: []store.Intent{In("i1", "k1", "x")}, Begin: []string{"i1"}}))
+	ats, _ := s.Attempts(ctx, "i1")
+	ins, _ := s.Intents(ctx, "r")
+	if len(ats) != 1 || ats[0].Status != store.AttemptStarted || ins[0].Outbox != store.OutboxInFlight {
+		t.Fatalf("attempts %+v intents %+v", ats, ins)
+	}
+	mustCode(t, s.Commit(ctx, l, store.Tick{Begin: []string{"i1"}}), store.CodeInvalidTransition)
+	must(t, s.Commit(ctx, l, store.Tick{
+		Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptFailedTransient, Outbox: store.OutboxRetry}},
+		Begin:   []string{"i1"}}))
+	ats, _ = s.Attempts(ctx, "i1")
+	if len(ats) != 2 || ats[1].N != 2 || ats[1].Status != store.AttemptStarted {
+		t.Fatalf("attempts %+v", ats)
 	}
 }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/logic/ground"
+)
+
+// groundFlags are the inputs of one solve_l or step_incremental_l call, each
+// a JSON file.
+type groundFlags struct {
+	bundle, inputs, prior string
+	time                  int64
+	asJSON                bool
+}
+
+func (f *groundFlags) register(cmd *cobra.Command, priorFlag, priorHelp string) {
+	cmd.Flags().StringVar(&f.bundle, "bundle", "", "LRuleBundle JSON file (required)")
+	cmd.Flags().StringVar(&f.inputs, "inputs", "", "JSON array of LFactDeltaInput (default: no inputs)")
+	cmd.Flags().StringVar(&f.prior, priorFlag, "", priorHelp)
+	cmd.Flags().Int64Var(&f.time, "time", 0, "logical time of the invocation (required)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the result or rejection as canonical JSON")
+	_ = cmd.MarkFlagRequired("bundle")
+	_ = cmd.MarkFlagRequired("time")
+}
+
+func readJSONFile(path string) (any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	v, err := ground.Decode(data)
+	if err != nil {
+		return nil, usagef("%s: %v", path, err)
+	}
+	return v, nil
+}
+
+// load reads the bundle, inputs and optional prior.
+func (f *groundFlags) load() (prior, bundle, inputs any, err error) {
+	if bundle, err = readJSONFile(f.bundle); err != nil {
+		return nil, nil, nil, err
+	}
+	inputs = []any{}
+	if f.inputs != "" {
+		if inputs, err = readJSONFile(f.inputs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if f.prior != "" {
+		if prior, err = readJSONFile(f.prior); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return prior, bundle, inputs, nil
+}
+
+// report prints an accepted wire or a rejection; a rejection fails the
+// command with exit code 1.
+func (f *groundFlags) report(w io.Writer, result map[string]any, rej *ground.Rejection, human func(io.Writer, map[string]any)) error {
+	var wire map[string]any
+	if rej != nil {
+		wire = rej.Wire()
+	} else {
+		wire = result
+	}
+	if f.asJSON {
+		b, err := ground.Canonical(wire)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	} else if rej != nil {
+		fmt.Fprintf(w, "rejected: %s at %q\n", rej.Code, rej.Path)
+		if len(rej.Context) > 0 {
+			b, _ := ground.Canonical(rej.Context)
+			fmt.Fprintf(w, "  context %s\n", b)
+		}
+	} else {
+		human(w, result)
+	}
+	if rej != nil {
+		return errChecksFailed
+	}
+	return nil
+}
+
+func init() {
+	groundCmd := &cobra.Command{
+		Use:   "ground",
+		Short: "Run the reference ground logic profile (solve_l, step_incremental_l)",
+		Long: `The ground profile evaluates fully ground, stratified rule bundles over named
+base supports, exactly as the flrh-l-kernel/1 contract defines it: four-valued
+fact states, conflicts for BOTH, absence witnesses for default negation,
+derived FactDelta changes and a digest for everything. Every input is a JSON
+file holding the contract's wire objects.`,
+	}
+
+	var solve groundFlags
+	solveCmd := &cobra.Command{
+		Use:   "solve --bundle BUNDLE.json [--inputs INPUTS.json] [--prior MATERIALIZATION.json] --time T",
+		Short: "Compute one fixpoint (solve_l)",
+		Long: `Apply a batch of LFactDeltaInput to a prior materialization (or none) under a
+rule bundle at logical time T and print the LFixpointResult, or the typed
+LRejection (exit status 1). Feed the printed next_materialization back with
+--prior to continue.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			prior, bundle, inputs, err := solve.load()
+			if err != nil {
+				return err
+			}
+			res, rej := ground.Solve(prior, bundle, inputs, solve.time)
+			return solve.report(cmd.OutOrStdout(), res, rej, printFixpoint)
+		},
+	}
+	solve.register(solveCmd, "prior", "prior LMaterialization JSON file (default: none)")
+
+	var step groundFlags
+	stepCmd := &cobra.Command{
+		Use:   "step --bundle BUNDLE.json [--inputs INPUTS.json] [--checkpoint CHECKPOINT.json] --time T",
+		Short: "Advance a persistent checkpoint (step_incremental_l)",
+		Long: `Advance an explicit checkpoint (or none) by one batch, reusing every cached
+rule evaluation whose context is unchanged, and print the LPersistentLStep
+(fixpoint, next checkpoint, reuse receipt) or the rejection (exit status 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			prior, bundle, inputs, err := step.load()
+			if err != nil {
+				return err
+			}
+			res, rej := ground.StepIncremental(prior, bundle, inputs, step.time)
+			return step.report(cmd.OutOrStdout(), res, rej, printStep)
+		},
+	}
+	step.register(stepCmd, "checkpoint", "prior LPersistentLCheckpoint JSON file (default: none)")
+
+	groundCmd.AddCommand(solveCmd, stepCmd)
+	rootCmd.AddCommand(groundCmd)
+}
+
+func canon(v any) string {
+	b, err := ground.Canonical(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func printFixpoint(w io.Writer, res map[string]any) {
+	mat := res["next_materialization"].(map[string]any)
+	fmt.Fprintf(w, "fixpoint %s at logical time %v\n", res["fixpoint_digest"], res["logical_time"])
+	fmt.Fprintf(w, "  rule bundle %s\n  materialization %s\n", res["rule_bundle_digest"], mat["materialization_digest"])
+	fmt.Fprintln(w, "facts:")
+	for _, s := range mat["fact_states"].([]any) {
+		st := s.(map[string]any)
+		fmt.Fprintf(w, "  %-10s %s  (+%d -%d)\n", st["state"], canon(st["atom"]),
+			len(st["positive_support_ids"].([]any)), len(st["negative_support_ids"].([]any)))
+	}
+	conflicts := mat["conflicts"].([]any)
+	if len(conflicts) == 0 {
+		fmt.Fprintln(w, "conflicts: none")
+	} else {
+		fmt.Fprintln(w, "conflicts:")
+		for _, c := range conflicts {
+			cm := c.(map[string]any)
+			fmt.Fprintf(w, "  %s %s\n", cm["conflict_id"], canon(cm["atom"]))
+		}
+	}
+	deltas := res["derived_fact_deltas"].([]any)
+	if len(deltas) == 0 {
+		fmt.Fprintln(w, "derived changes: none")
+	} else {
+		fmt.Fprintln(w, "derived changes:")
+		for _, d := range deltas {
+			dm := d.(map[string]any)
+			delta := dm["delta"].(map[string]any)
+			prov := delta["provenance_delta"].(map[string]any)
+			fmt.Fprintf(w, "  %+d %s %s  by %s\n", delta["diff"], dm["polarity"], canon(delta["tuple"]), prov["rule_id"])
+		}
+	}
+	st := res["stats"].(map[string]any)
+	fmt.Fprintf(w, "stats: %v rule evaluations, %v firings, %v worklist pops, depth %v\n",
+		st["rule_evaluation_count"], st["rule_firing_count"], st["worklist_pop_count"], st["max_derivation_depth"])
+}
+
+func printStep(w io.Writer, step map[string]any) {
+	printFixpoint(w, step["fixpoint_result"].(map[string]any))
+	rc := step["reuse_receipt"].(map[string]any)
+	fmt.Fprintf(w, "checkpoint %s\n", rc["next_checkpoint_digest"])
+	fmt.Fprintf(w, "reuse: %v lookups, %v hits, %v executed\n",
+		rc["candidate_cache_lookups"], rc["candidate_cache_hits"], rc["executed_candidate_body_evaluations"])
+	fmt.Fprintf(w, "step %s\n", step["step_digest"])
+}

@@ -67,7 +67,11 @@ type Effect struct {
 
 // Rejection describes a refused event.
 type Rejection struct {
-	Reason  Reason
+	Reason Reason
+	// Pointer locates the fault: a JSON pointer into the event ("/type",
+	// "/actor_role", "/payload/evidence/cursor"), or into the configuration
+	// for configuration_invalid and guard_false ("/state", "/context/intent_durable").
+	Pointer string
 	State   string
 	Event   string
 	EventID string
@@ -86,6 +90,7 @@ type Record struct {
 	Seq              int64             `json:"seq"`
 	Accepted         bool              `json:"accepted"`
 	Reason           Reason            `json:"reason,omitempty"`
+	Pointer          string            `json:"pointer,omitempty"`
 	Detail           string            `json:"detail,omitempty"`
 	EventID          string            `json:"event_id"`
 	Event            string            `json:"event"`
@@ -155,57 +160,59 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 	if c.Pending == nil {
 		c.Pending = []string{}
 	}
-	if detail := m.checkConfiguration(c); detail != "" {
-		return m.reject(c, ev, ReasonConfiguration, detail)
+	if ptr, detail := m.checkConfiguration(c); detail != "" {
+		return m.reject(c, ev, ReasonConfiguration, ptr, detail)
 	}
-	if detail := m.checkEvent(ev); detail != "" {
-		return m.reject(c, ev, ReasonSchema, detail)
+	if ptr, detail := m.checkEvent(ev); detail != "" {
+		return m.reject(c, ev, ReasonSchema, ptr, detail)
 	}
 	if !m.Authorized(ev.Type, ev.ActorRole, ev.Capability) {
-		return m.reject(c, ev, ReasonAuthority, fmt.Sprintf("(%s, %s) may not issue %s", ev.ActorRole, ev.Capability, ev.Type))
+		return m.reject(c, ev, ReasonAuthority, "/actor_role", fmt.Sprintf("(%s, %s) may not issue %s", ev.ActorRole, ev.Capability, ev.Type))
 	}
 	if m.Final(c.State) {
-		return m.reject(c, ev, ReasonTerminal, fmt.Sprintf("%s is final", c.State))
+		return m.reject(c, ev, ReasonTerminal, "/type", fmt.Sprintf("%s is final", c.State))
 	}
 	if i, ok := m.interruptOf[ev.Type]; ok {
 		return m.interrupt(c, ev, m.interrupts[i])
 	}
 	ti, ok := m.byEdge[edge{c.State, ev.Type}]
 	if !ok {
-		return m.reject(c, ev, ReasonNoTransition, fmt.Sprintf("no transition leaves %s on %s", c.State, ev.Type))
+		return m.reject(c, ev, ReasonNoTransition, "/type", fmt.Sprintf("no transition leaves %s on %s", c.State, ev.Type))
 	}
 	t := m.transitions[ti]
 	next := Configuration{Table: m.digest, State: t.To, Pending: c.Pending, Seq: c.Seq + 1}
 	if i, honors := m.honoredBy[ev.Type]; honors {
 		irq := m.interrupts[i].Event
 		if !slices.Contains(c.Pending, irq) {
-			return m.reject(c, ev, ReasonNotPending, fmt.Sprintf("%s honors %s, which is not pending", ev.Type, irq))
+			return m.reject(c, ev, ReasonNotPending, "/type", fmt.Sprintf("%s honors %s, which is not pending", ev.Type, irq))
 		}
 		next.Pending = slices.DeleteFunc(slices.Clone(c.Pending), func(p string) bool { return p == irq })
 	}
 	if ev.Type == m.resumeEvent && len(c.Pending) > 0 {
-		return m.reject(c, ev, ReasonPending, fmt.Sprintf("interrupts %v are pending", c.Pending))
+		return m.reject(c, ev, ReasonPending, "/type", fmt.Sprintf("interrupts %v are pending", c.Pending))
 	}
 	rec := m.record(c, ev)
 	if t.Guard != "" {
 		g := m.guards[t.Guard]
 		rec.Guard = t.Guard
 		rec.GuardInputs = map[string]bool{}
-		pass := true
+		falseAt := ""
 		for _, f := range g.AllTrue {
 			v := c.Context[f]
 			rec.GuardInputs[f] = v
-			pass = pass && v
+			if !v && falseAt == "" {
+				falseAt = f
+			}
 		}
-		if !pass {
-			r := m.reject(c, ev, ReasonGuardFalse, fmt.Sprintf("guard %s is false", t.Guard))
+		if falseAt != "" {
+			r := m.reject(c, ev, ReasonGuardFalse, "/context/"+falseAt, fmt.Sprintf("guard %s is false: %s does not hold", t.Guard, falseAt))
 			r.Record.Guard, r.Record.GuardInputs = rec.Guard, rec.GuardInputs
 			return r
 		}
 	}
 	evidence, missing := evidenceOf(ev.Payload, t.Evidence)
 	if m.strictEvidence && missing != "" {
-		return m.reject(c, ev, ReasonEvidence, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing))
+		return m.reject(c, ev, ReasonEvidence, "/payload/evidence/"+missing, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing))
 	}
 	effects := make([]Effect, len(t.Emit))
 	for i, name := range t.Emit {
@@ -252,16 +259,17 @@ func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
 	return Result{Next: next, Effects: []Effect{effect}, Record: rec}
 }
 
-func (m *Machine) reject(c Configuration, ev Event, reason Reason, detail string) Result {
+func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {
 	rec := m.record(c, ev)
 	rec.Reason = reason
+	rec.Pointer = ptr
 	rec.Detail = detail
 	rec.Effects = []string{m.rejectEffect}
 	return Result{
 		Next:      c,
 		Effects:   []Effect{m.effect(m.rejectEffect, c, ev, "", reason)},
 		Record:    rec,
-		Rejection: &Rejection{Reason: reason, State: c.State, Event: ev.Type, EventID: ev.EventID, Detail: detail},
+		Rejection: &Rejection{Reason: reason, Pointer: ptr, State: c.State, Event: ev.Type, EventID: ev.EventID, Detail: detail},
 	}
 }
 
@@ -303,52 +311,54 @@ func (m *Machine) effect(name string, c Configuration, ev Event, interrupt strin
 	return Effect{Name: name, Kind: spec.Kind, Payload: p}
 }
 
-// checkEvent applies the event schema; it returns "" when the event is valid.
-func (m *Machine) checkEvent(ev Event) string {
+// checkEvent applies the event schema. It returns the pointer and a detail
+// for the first defect, or two empty strings.
+func (m *Machine) checkEvent(ev Event) (string, string) {
 	if _, ok := m.eventIdx[ev.Type]; !ok {
-		return fmt.Sprintf("event type %q is not declared", ev.Type)
+		return "/type", fmt.Sprintf("event type %q is not declared", ev.Type)
 	}
 	if !reRole.MatchString(ev.ActorRole) {
-		return fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole)
+		return "/actor_role", fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole)
 	}
 	if !reCapability.MatchString(ev.Capability) {
-		return fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability)
+		return "/capability", fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability)
 	}
 	if !cjson.ValidID(ev.EventID) {
-		return fmt.Sprintf("event_id %q is not a protocol identifier", ev.EventID)
+		return "/event_id", fmt.Sprintf("event_id %q is not a protocol identifier", ev.EventID)
 	}
-	return ""
+	return "", ""
 }
 
-// checkConfiguration returns "" when c is a configuration this machine can
-// have produced.
-func (m *Machine) checkConfiguration(c Configuration) string {
+// checkConfiguration returns the pointer and a detail for the first reason c
+// is not a configuration this machine can have produced, or two empty strings.
+func (m *Machine) checkConfiguration(c Configuration) (string, string) {
 	if c.Table != "" && c.Table != m.digest {
-		return fmt.Sprintf("configuration belongs to table %s, not %s", c.Table, m.digest)
+		return "/table", fmt.Sprintf("configuration belongs to table %s, not %s", c.Table, m.digest)
 	}
 	if _, ok := m.State(c.State); !ok {
-		return fmt.Sprintf("state %q is not declared", c.State)
+		return "/state", fmt.Sprintf("state %q is not declared", c.State)
 	}
 	if c.Seq < 0 {
-		return "seq is negative"
+		return "/seq", "seq is negative"
 	}
 	for i, p := range c.Pending {
+		ptr := index("/pending_interrupts", i)
 		if _, ok := m.interruptOf[p]; !ok {
-			return fmt.Sprintf("pending interrupt %q is not declared", p)
+			return ptr, fmt.Sprintf("pending interrupt %q is not declared", p)
 		}
 		if i > 0 && c.Pending[i-1] >= p {
-			return "pending interrupts are not sorted and unique"
+			return ptr, "pending interrupts are not sorted and unique"
 		}
 	}
 	if len(c.Pending) > 0 && !m.deferredIn[c.State] && !m.Final(c.State) {
-		return fmt.Sprintf("interrupts are pending outside the deferral states, in %s", c.State)
+		return "/pending_interrupts", fmt.Sprintf("interrupts are pending outside the deferral states, in %s", c.State)
 	}
 	for _, k := range sortedKeys(c.Context) {
 		if !m.contextSet[k] {
-			return fmt.Sprintf("context field %q is not declared", k)
+			return child("/context", k), fmt.Sprintf("context field %q is not declared", k)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // evidenceOf collects the required evidence digests found under

@@ -186,12 +186,26 @@ func TestStepRejectsAndAudits(t *testing.T) {
 		{"negative seq", Configuration{State: "EXECUTE", Seq: -1}, ev("ATTEMPT_RECORDED", "x"), ReasonConfiguration},
 		{"empty state after start", Configuration{Seq: 2}, ev("START", "x"), ReasonConfiguration},
 	}
+	pointers := map[string]string{
+		"undeclared event type": "/type", "bad role pattern": "/actor_role", "bad capability pattern": "/capability",
+		"bad event id": "/event_id", "empty event id": "/event_id", "model actor": "/actor_role",
+		"right role wrong capability": "/actor_role", "another event's pair": "/actor_role", "model approves": "/actor_role",
+		"final state": "/type", "interrupt in final state": "/type", "no transition": "/type",
+		"guard false": "/context/no_unknown_effects", "guard absent is false": "/context/independent_receipt_closed",
+		"honor without pending": "/type", "honor another interrupt": "/type", "resume with pending": "/type",
+		"foreign table": "/table", "unknown state": "/state", "unknown context field": "/context/vibes",
+		"pending outside deferral states": "/pending_interrupts", "pending unsorted": "/pending_interrupts/1",
+		"pending unknown": "/pending_interrupts/0", "negative seq": "/seq", "empty state after start": "/state",
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := determinism.Copy(tc.c)
 			r := m.Step(tc.c, tc.e)
 			if r.Accepted() {
 				t.Fatalf("accepted: %s -> %s", tc.c.State, r.Next.State)
+			}
+			if want, ok := pointers[tc.name]; !ok || r.Rejection.Pointer != want || r.Record.Pointer != want {
+				t.Errorf("pointer %q, want %q", r.Rejection.Pointer, want)
 			}
 			if r.Rejection.Reason != tc.reason {
 				t.Errorf("reason %s (%s), want %s", r.Rejection.Reason, r.Rejection.Detail, tc.reason)
@@ -286,7 +300,7 @@ func TestStrictEvidence(t *testing.T) {
 	}
 	start := ev("START", "s")
 	r := m.Step(m.Initial(), start)
-	if r.Accepted() || r.Rejection.Reason != ReasonEvidence {
+	if r.Accepted() || r.Rejection.Reason != ReasonEvidence || r.Rejection.Pointer != "/payload/evidence/version_envelope_digest" {
 		t.Fatalf("START without evidence: %+v", r.Rejection)
 	}
 	d := "sha256:" + strings.Repeat("ab", 32)

@@ -464,7 +464,7 @@ func (x *exec) run(i int) bool {
 					key[k] = val
 				}
 			}
-			ix := t.idx[s.ix]
+			ix := t.index(s.ix)
 			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {
 				if !x.visible(t, v, s.table, r) {
 					continue
@@ -503,7 +503,7 @@ func (x *exec) run(i int) bool {
 					key = append(key, val)
 				}
 			}
-			ix := t.idx[s.ix]
+			ix := t.index(s.ix)
 			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {
 				if x.visible(t, v, s.table, r) {
 					return true // a matching row exists: negation fails

@@ -211,15 +211,10 @@ func (m *Materialization) rollback() {
 func (t *table) rebuild() {
 	t.slots = make([]uint64, 16)
 	t.used = 0
-	for _, ix := range t.idx {
-		ix.slots = make([]int32, 16)
-		ix.used = 0
-		ix.next = ix.next[:0]
+	for k := range t.idx {
+		t.idx[k] = nil // rebuilt on next use
 	}
 	for r := int32(0); r < t.n; r++ {
-		for _, ix := range t.idx {
-			ix.add(t, r)
-		}
 		if !t.alive(r) {
 			continue
 		}

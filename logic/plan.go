@@ -225,7 +225,11 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 					score++
 				}
 			}
-			if score > bestScore {
+			// Ties between atoms with bound arguments go to the lowest
+			// stratum: base and lower relations are usually the smaller
+			// side of a lookup join. With nothing bound, scan in source
+			// order, so no index is forced on a growing recursive relation.
+			if score > bestScore || (score == bestScore && score > 0 && c.tstratum[r.atoms[ai].table] < c.tstratum[r.atoms[best].table]) {
 				best, bestScore = ai, score
 			}
 		}

@@ -13,8 +13,9 @@ type table struct {
 	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
 	ndead int32
 	slots []uint64 // hash set, see makeSlot
-	used  int     // occupied slots incl. tombstones
-	idx   []*index
+	used  int      // occupied slots incl. tombstones
+	masks []uint64 // column sets plans look up by
+	idx   []*index // per mask, nil until first used
 }
 
 // index maps the values of some columns to a chain of rows, newest first.
@@ -36,17 +37,28 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	t := &table{arity: arity, slots: make([]uint64, 16)}
-	for _, m := range masks {
-		ix := &index{mask: m, slots: make([]int32, 16)}
-		for c := 0; c < arity; c++ {
-			if m&(1<<c) != 0 {
-				ix.cols = append(ix.cols, c)
-			}
-		}
-		t.idx = append(t.idx, ix)
+	return &table{arity: arity, slots: make([]uint64, 16), masks: masks, idx: make([]*index, len(masks))}
+}
+
+// index returns index k, building it on first use: an index some plan
+// could use but no evaluation needs (say, one only incremental updates
+// read) costs nothing until then.
+func (t *table) index(k int) *index {
+	if ix := t.idx[k]; ix != nil {
+		return ix
 	}
-	return t
+	m := t.masks[k]
+	ix := &index{mask: m, slots: make([]int32, 16)}
+	for c := 0; c < t.arity; c++ {
+		if m&(1<<c) != 0 {
+			ix.cols = append(ix.cols, c)
+		}
+	}
+	for r := int32(0); r < t.n; r++ {
+		ix.add(t, r)
+	}
+	t.idx[k] = ix
+	return ix
 }
 
 func (t *table) row(r int32) []int64 {
@@ -158,7 +170,9 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 		t.used++
 	}
 	for _, ix := range t.idx {
-		ix.add(t, r)
+		if ix != nil {
+			ix.add(t, r)
+		}
 	}
 	return r, true
 }
@@ -287,15 +301,6 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 	}
 }
 
-func (t *table) indexFor(mask uint64) *index {
-	for _, ix := range t.idx {
-		if ix.mask == mask {
-			return ix
-		}
-	}
-	return nil
-}
-
 // clone deep-copies the table.
 func (t *table) clone() *table {
 	u := *t
@@ -307,6 +312,9 @@ func (t *table) clone() *table {
 	u.slots = append([]uint64(nil), t.slots...)
 	u.idx = make([]*index, len(t.idx))
 	for i, ix := range t.idx {
+		if ix == nil {
+			continue
+		}
 		v := *ix
 		v.cols = append([]int(nil), ix.cols...)
 		v.slots = append([]int32(nil), ix.slots...)

@@ -102,6 +102,38 @@ func reject(code, path string, snapshot, event any, ctx map[string]any) *Rejecti
 		Context:         ctx,
 	}
 	r.EventID, r.SnapshotRevision = eventIDOf(event), revisionOf(snapshot)
+	return sanitize(r)
+}
+
+// sanitize keeps a rejection canonical whatever its inputs were: a path
+// through a key that is not canonical text (a non-NFC key is itself the
+// fault being reported) is cut back to its longest canonical prefix, and a
+// context a domain filled with values outside the cjson model is replaced
+// by a marker. A rejection must always be hashable and persistable.
+func sanitize(r *Rejection) *Rejection {
+	if cjson.CheckString(r.Path, "") != nil || !strings.HasPrefix(r.Path, "/") {
+		keep := ""
+		for _, tok := range strings.Split(r.Path, "/")[1:] {
+			if cjson.CheckString(tok, "") != nil {
+				break
+			}
+			keep += "/" + tok
+		}
+		if keep == "" {
+			keep = "/"
+		}
+		r.Path = keep
+	}
+	if _, err := cjson.Encode(r.Context); err != nil {
+		r.Context = map[string]any{"context_unrepresentable": true}
+	}
+	for _, v := range r.Context { //flrh:orderfree every non-scalar leads to the same marker
+		switch v.(type) {
+		case string, int64, bool, nil:
+		default:
+			r.Context = map[string]any{"context_unrepresentable": true}
+		}
+	}
 	return r
 }
 
@@ -155,7 +187,7 @@ func canonicalRejection(root string, err error, eventID *string, revision *int64
 		r.Path += ce.Pointer
 	}
 	r.Context = map[string]any{"canonical_code": string(ce.Code)}
-	return r
+	return sanitize(r)
 }
 
 // lenientEventID reads event_id the way a plain JSON reader would, so a

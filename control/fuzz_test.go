@@ -122,3 +122,20 @@ func FuzzStep(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"CANCEL","actor_role":"authorized_requester","capability":"run.cancel","event_id":"r:9","payload":{}}`))
+	f.Add([]byte(`{"type":"START","actor_role":"model","capability":"control.start","event_id":"x","payload":{"evidence":{"workflow_digest":"sha256:00"}}}`))
+	m := Default().WithStrictEvidence()
+	f.Fuzz(func(t *testing.T, text []byte) {
+		e, err := DecodeEvent(text)
+		typedOrNil(t, err)
+		if err != nil {
+			return
+		}
+		c := m.Initial()
+		if r := m.Step(c, e); !r.Accepted() && !reflect.DeepEqual(r.Next, c) {
+			t.Fatal("rejection changed the configuration")
+		}
+	})
+}

@@ -269,3 +269,25 @@ func (r CaseResult) String() string {
 	return fmt.Sprintf("FAIL %s step %d: state %s effects %v, want state %s effects %v",
 		r.ID, r.FailedStep, r.GotState, r.GotEffects, r.WantState, r.WantEffects)
 }
+
+// MaxEventBytes bounds one encoded control event.
+const MaxEventBytes = 1 << 20
+
+// DecodeEvent parses one control event from JSON text: an object with
+// exactly type, actor_role, capability, event_id and payload (an object).
+// Shape errors are typed *Error values with a pointer; whether the event is
+// declared and authorized is for Step to judge (and audit).
+func DecodeEvent(text []byte) (Event, error) {
+	if len(text) > MaxEventBytes {
+		return Event{}, errorf(CodeLimit, "", "event is %d bytes, more than %d", len(text), MaxEventBytes)
+	}
+	v, err := decodeStrict(text)
+	if err != nil {
+		return Event{}, err
+	}
+	o, err := asObj(v, "")
+	if err != nil {
+		return Event{}, err
+	}
+	return decodeEvent(o)
+}

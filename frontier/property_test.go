@@ -149,6 +149,9 @@ func (m *model) step(l Limits, cmd Command) (*model, Code, []mBatch) {
 	n := m.clone()
 	switch c := cmd.(type) {
 	case ApplyDeltaBatch:
+		if len(c.Deltas) == 0 {
+			return nil, CodeMalformedCommand, nil
+		}
 		if int64(len(c.Deltas)) > l.MaxDeltasPerCommand {
 			return nil, CodeInputLimitExceeded, nil
 		}
@@ -325,22 +328,66 @@ func genValueDelta(t *rapid.T, pl *pool, maxTime int64) ValueDelta {
 	return d
 }
 
-func genCommand(t *rapid.T, p Profile, pl *pool, live []ValueDelta) Command {
-	switch rapid.IntRange(0, 5).Draw(t, "command") {
+// pairTaken reports whether proposal id already has a delivery at time at.
+func pairTaken(live, pending []ValueDelta, id string, at int64) bool {
+	for _, d := range append(slices.Clone(live), pending...) {
+		if d.logicalTime == at && d.value.kind == KindEffectProposal && d.value.id() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// genCommand draws one command. In a noisy run, apply commands also carry
+// unpaired values at arbitrary times (late, orphaned, rule-set mismatched).
+func genCommand(t *rapid.T, p Profile, pl *pool, live []ValueDelta, s *State, noisy bool) Command {
+	switch rapid.IntRange(0, 8).Draw(t, "command") {
 	case 0, 1, 2:
-		n := rapid.IntRange(1, 6).Draw(t, "deltas")
+		n := rapid.IntRange(1, 3).Draw(t, "deltas")
+		// Pairs land at or above every source mark, so they are not late.
+		var base int64
+		for _, src := range propSources {
+			m, _, _ := s.SourceWatermark(src)
+			base = max(base, m)
+		}
 		var ds []ValueDelta
 		for i := 0; i < n; i++ {
-			if len(live) > 0 && rapid.IntRange(0, 3).Draw(t, "retract") == 0 {
-				ds = append(ds, rapid.SampledFrom(live).Draw(t, "live").Retraction())
-			} else {
-				ds = append(ds, genValueDelta(t, pl, 8))
+			switch rapid.IntRange(0, 19).Draw(t, "slot") {
+			case 3, 4:
+				if noisy && len(live) > 0 {
+					ds = append(ds, rapid.SampledFrom(live).Draw(t, "live").Retraction())
+				}
+			case 0, 1, 2:
+				if noisy {
+					ds = append(ds, genValueDelta(t, pl, 8))
+				}
+			default:
+				// A proposal with its verdict at one time: publishable.
+				k := rapid.IntRange(0, len(pl.proposals)-1).Draw(t, "pair")
+				at := base + rapid.Int64Range(0, 3).Draw(t, "time")
+				if !noisy && pairTaken(live, ds, pl.proposals[k].id(), at) {
+					continue
+				}
+				for _, v := range []Value{pl.proposals[k], pl.verdicts[k]} {
+					d, rej := NewValueDelta(rapid.SampledFrom(propSources).Draw(t, "source"), at, 1, "dataflow/0", v)
+					if rej != nil {
+						t.Fatal(rej)
+					}
+					ds = append(ds, d)
+				}
 			}
 		}
+		if len(ds) == 0 {
+			// An empty batch is malformed; the kernel must say so.
+			return ApplyDeltaBatch{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0"}
+		}
 		return ApplyDeltaBatch{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Deltas: ds}
-	case 3, 4:
-		return AdvanceFrontier{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0",
-			SourceID: rapid.SampledFrom(propSources).Draw(t, "source"), LowWatermark: rapid.Int64Range(0, 10).Draw(t, "watermark")}
+	case 3, 4, 5, 6:
+		// Mostly forward from the source's mark, sometimes a regression.
+		src := rapid.SampledFrom(propSources).Draw(t, "source")
+		mark, _, _ := s.SourceWatermark(src)
+		w := max(0, mark+rapid.Int64Range(-1, 4).Draw(t, "step"))
+		return AdvanceFrontier{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", SourceID: src, LowWatermark: w}
 	default:
 		return GrantDemand{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Batches: rapid.Int64Range(1, 3).Draw(t, "batches")}
 	}
@@ -351,11 +398,19 @@ func genCommand(t *rapid.T, p Profile, pl *pool, live []ValueDelta) Command {
 // model's state, rejections leave the prior state byte for byte unchanged,
 // and the publication and bound invariants hold (items 11–14).
 func TestModelAgreement(t *testing.T) {
+	publishedTotal = 0
+	defer func() {
+		// The generator must reach publication, or the comparison is hollow.
+		if publishedTotal == 0 {
+			t.Error("no run published a batch")
+		}
+		t.Logf("%d batches published across all runs", publishedTotal)
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		pl := getPool(rt)
 		limits := Limits{
 			MaxDeltasPerCommand:  rapid.Int64Range(1, 8).Draw(rt, "maxDeltas"),
-			MaxActiveValues:      rapid.Int64Range(1, 16).Draw(rt, "maxActive"),
+			MaxActiveValues:      rapid.Int64Range(1, 24).Draw(rt, "maxActive"),
 			MaxOpenEpochs:        rapid.Int64Range(1, 4).Draw(rt, "maxOpen"),
 			MaxReadyBatches:      rapid.Int64Range(1, 3).Draw(rt, "maxReady"),
 			MaxDemandPerCommand:  rapid.Int64Range(1, 3).Draw(rt, "maxDemand"),
@@ -366,9 +421,12 @@ func TestModelAgreement(t *testing.T) {
 		s := InitialState(p)
 		all := map[string]mDelta{}
 		var live []ValueDelta
-		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		published := 0
+		defer func() { publishedTotal += published }()
+		noisy := rapid.Bool().Draw(rt, "noisy")
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
-			cmd := genCommand(rt, p, pl, live)
+			cmd := genCommand(rt, p, pl, live, s, noisy)
 			if c, ok := cmd.(ApplyDeltaBatch); ok {
 				for _, d := range c.Deltas {
 					all[d.deliveryID] = toModel(d)
@@ -392,6 +450,7 @@ func TestModelAgreement(t *testing.T) {
 			}
 			checkInvariants(rt, tr, limits)
 			// Compare the published batches and the next state with the model.
+			published += len(tr.Published)
 			if len(tr.Published) != len(pub) {
 				rt.Fatalf("step %d: published %d, model %d", i, len(tr.Published), len(pub))
 			}
@@ -412,6 +471,8 @@ func TestModelAgreement(t *testing.T) {
 		}
 	})
 }
+
+var publishedTotal int
 
 func equalBatch(a, b mBatch) bool { return a.time == b.time && slices.Equal(a.items, b.items) }
 
@@ -712,4 +773,98 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestSlowConsumerBound (item 14): with no demand, stabilizing more epochs
+// than the ready queue holds is refused as a whole; granting demand first
+// lets the same advance through, publishing within the same step.
+func TestSlowConsumerBound(t *testing.T) {
+	pl := getPool(t)
+	l := wideLimits
+	l.MaxReadyBatches = 2
+	p := profileWith(t, l)
+	var ds []ValueDelta
+	for i := 0; i < 3; i++ {
+		ds = append(ds, mustDelta(t, "src:a", int64(i), 1, pl.proposals[i]), mustDelta(t, "src:b", int64(i), 1, pl.verdicts[i]))
+	}
+	tr, rej := Step(nil, p, ApplyDeltaBatch{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Deltas: ds})
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	s := tr.Next
+	for _, src := range []string{"src:a", "src:b"} {
+		tr, rej = Step(s, p, AdvanceFrontier{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", SourceID: src, LowWatermark: 10})
+		if rej != nil {
+			t.Fatal(rej)
+		}
+		s = tr.Next
+	}
+	last := AdvanceFrontier{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", SourceID: "src:c", LowWatermark: 10}
+	before := s.Digest()
+	_, rej = Step(s, p, last)
+	if rej == nil || rej.Code != CodeQueueCapacityExceeded || rej.Path != "/prior_state/ready_batches" ||
+		*rej.Context.Limit != 2 || *rej.Context.Observed != 3 {
+		t.Fatalf("got %v, want QUEUE_CAPACITY_EXCEEDED 3 > 2", rej)
+	}
+	if s.Digest() != before || len(s.epochs) != 3 || len(s.ready) != 0 {
+		t.Fatal("refused advance changed the state")
+	}
+	tr, rej = Step(s, p, GrantDemand{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Batches: 1})
+	if rej != nil || len(tr.Published) != 0 || tr.Next.demand != 1 {
+		t.Fatalf("grant with nothing ready: %v %+v", rej, tr)
+	}
+	tr, rej = Step(tr.Next, p, last)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if len(tr.Published) != 1 || tr.Published[0].batch.LogicalTime != 0 || len(tr.Next.ready) != 2 ||
+		tr.Stats.StabilizedEpochCount != 3 || tr.Backpressure.ReadyBatchCount != 2 || tr.Backpressure.OutstandingDemand != 0 {
+		t.Fatalf("advance after demand: published %d, ready %d, stats %+v", len(tr.Published), len(tr.Next.ready), tr.Stats)
+	}
+	// Outstanding demand is bounded; the overflowing grant changes nothing.
+	s = tr.Next
+	before = s.Digest()
+	_, rej = Step(s, p, GrantDemand{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Batches: 1025})
+	if rej == nil || rej.Code != CodeDemandLimitExceeded || s.Digest() != before {
+		t.Fatalf("got %v, want DEMAND_LIMIT_EXCEEDED", rej)
+	}
+}
+
+// TestActiveValueBound: an insert that would exceed max_active_values or
+// max_open_epochs is refused as a whole.
+func TestActiveValueBound(t *testing.T) {
+	pl := getPool(t)
+	l := wideLimits
+	l.MaxActiveValues, l.MaxOpenEpochs = 3, 2
+	p := profileWith(t, l)
+	apply := func(s *State, ds ...ValueDelta) (*Transition, *Rejection) {
+		return Step(s, p, ApplyDeltaBatch{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Deltas: ds})
+	}
+	tr, rej := apply(nil, mustDelta(t, "src:a", 1, 1, pl.proposals[0]), mustDelta(t, "src:a", 1, 1, pl.verdicts[0]))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	s := tr.Next
+	_, rej = apply(s, mustDelta(t, "src:a", 2, 1, pl.proposals[1]), mustDelta(t, "src:a", 2, 1, pl.verdicts[1]))
+	if rej == nil || rej.Code != CodeQueueCapacityExceeded || *rej.Context.Limit != 3 || *rej.Context.Observed != 4 {
+		t.Fatalf("got %v, want active-value overflow", rej)
+	}
+	tr, rej = apply(s, mustDelta(t, "src:a", 2, 1, pl.proposals[1]))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	_, rej = apply(tr.Next, mustDelta(t, "src:a", 3, 1, pl.proposals[2]).Retraction())
+	if rej == nil || rej.Code != CodeUnknownDelivery {
+		t.Fatalf("got %v, want UNKNOWN_DELIVERY", rej)
+	}
+	// Retracting and inserting in one command nets out within the bound,
+	// and the emptied epoch closes.
+	tr, rej = apply(tr.Next, mustDelta(t, "src:a", 2, 1, pl.proposals[1]).Retraction(), mustDelta(t, "src:a", 1, 1, pl.proposals[3]))
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if bp := tr.Backpressure; bp.ActiveValueCount != 3 || bp.OpenEpochCount != 1 ||
+		tr.Stats.AcceptedDeltaCount != 1 || tr.Stats.RetractedDeltaCount != 1 {
+		t.Fatalf("backpressure %+v stats %+v", bp, tr.Stats)
+	}
 }

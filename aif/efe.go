@@ -34,10 +34,15 @@ type PolicyScore struct {
 // node is one prefix of the policy tree: the belief after the prefix and the
 // terms of its last step. Policies that share a prefix share its work.
 type node struct {
-	q        [][]float64
-	terms    StepTerms
-	children map[int]int
+	q     [][]float64
+	terms StepTerms
+	kids  []int32     // child node per joint action, when the action space is small
+	more  map[int]int // otherwise
 }
+
+// denseChildren is the largest joint action space whose children are kept
+// in a slice rather than a map.
+const denseChildren = 256
 
 // EvaluatePolicies scores every policy of the model from the current
 // posterior q (one marginal per factor).
@@ -53,26 +58,51 @@ func (m *Model) ScorePolicies(q [][]float64, policies [][][]int) []PolicyScore {
 	for f := range m.Factors {
 		radix[f] = len(m.Factors[f].Actions)
 	}
-	nodes := []node{{q: q, children: map[int]int{}}}
-	pj := make([]float64, m.joint)
-	support := make([]int, 0, m.joint)
+	tuples := 1
+	for _, r := range radix {
+		tuples *= r
+	}
+	newNode := func(q [][]float64, terms StepTerms) node {
+		if tuples <= denseChildren {
+			return node{q: q, terms: terms, kids: make([]int32, tuples)}
+		}
+		return node{q: q, terms: terms, more: map[int]int{}}
+	}
+	nodes := []node{newNode(q, StepTerms{})}
+	sc := m.newScratch()
 	out := make([]PolicyScore, len(policies))
+	nsteps := 0
+	for _, pol := range policies {
+		nsteps += len(pol)
+	}
+	stepBuf := make([]StepTerms, nsteps)
 	for p, pol := range policies {
 		cur := 0
-		score := PolicyScore{Policy: p, Steps: make([]StepTerms, len(pol))}
+		score := PolicyScore{Policy: p, Steps: stepBuf[:len(pol):len(pol)]}
+		stepBuf = stepBuf[len(pol):]
 		w := 1.0
 		for t, acts := range pol {
 			key := 0
 			for f, a := range acts {
 				key = key*radix[f] + a
 			}
-			next, ok := nodes[cur].children[key]
+			var next int
+			var ok bool
+			if nodes[cur].kids != nil {
+				next = int(nodes[cur].kids[key])
+				ok = next != 0 // node 0 is the root, never a child
+			} else {
+				next, ok = nodes[cur].more[key]
+			}
 			if !ok {
-				nq := m.Predict(nodes[cur].q, acts)
-				terms := m.stepTerms(nq, pj, support)
-				nodes = append(nodes, node{q: nq, terms: terms, children: map[int]int{}})
+				nq := sc.predict(m, nodes[cur].q, acts)
+				nodes = append(nodes, newNode(nq, m.stepTerms(nq, sc)))
 				next = len(nodes) - 1
-				nodes[cur].children[key] = next
+				if nodes[cur].kids != nil {
+					nodes[cur].kids[key] = int32(next)
+				} else {
+					nodes[cur].more[key] = next
+				}
 			}
 			cur = next
 			st := nodes[cur].terms
@@ -89,10 +119,47 @@ func (m *Model) ScorePolicies(q [][]float64, policies [][][]int) []PolicyScore {
 	return out
 }
 
+// scratch holds buffers reused across the steps of one scoring call.
+type scratch struct {
+	pj      []float64
+	support []int
+	qo      [][]float64
+	arena   []float64 // backing store for predicted beliefs
+	chunk   int       // arena refill size
+}
+
+// predict is Predict with the result carved from the arena, so scoring a
+// thousand cascades does not make a thousand small allocations.
+func (sc *scratch) predict(m *Model, q [][]float64, actions []int) [][]float64 {
+	out := make([][]float64, len(q))
+	for f, qf := range q {
+		if len(sc.arena) < len(qf) {
+			sc.arena = make([]float64, max(len(qf), sc.chunk))
+		}
+		dst := sc.arena[:len(qf):len(qf)]
+		sc.arena = sc.arena[len(qf):]
+		out[f] = m.predictFactor(dst, qf, f, actions[f])
+	}
+	return out
+}
+
+func (m *Model) newScratch() *scratch {
+	sc := &scratch{pj: make([]float64, m.joint), support: make([]int, 0, m.joint)}
+	for _, f := range m.Factors {
+		sc.chunk += 32 * len(f.States) // room for 32 predicted beliefs per refill
+	}
+	sc.chunk = min(sc.chunk, 1<<14)
+	for _, mo := range m.Modalities {
+		sc.qo = append(sc.qo, make([]float64, len(mo.Outcomes)))
+	}
+	return sc
+}
+
 // stepTerms computes the EFE terms of one predicted factorized belief.
-func (m *Model) stepTerms(q [][]float64, pj []float64, support []int) StepTerms {
+func (m *Model) stepTerms(q [][]float64, sc *scratch) StepTerms {
+	pj := sc.pj
 	m.jointProduct(pj, q)
-	support = support[:0]
+	support := sc.support[:0]
 	for j, x := range pj {
 		if x > 0 {
 			support = append(support, j)
@@ -102,7 +169,10 @@ func (m *Model) stepTerms(q [][]float64, pj []float64, support []int) StepTerms 
 	for mi := range m.Modalities {
 		O := len(m.Modalities[mi].Outcomes)
 		acol, ent, lnC := m.acol[mi], m.entropy[mi], m.lnC[mi]
-		qo := make([]float64, O)
+		qo := sc.qo[mi]
+		for o := range qo {
+			qo[o] = 0
+		}
 		amb := 0.0
 		for _, j := range support {
 			w := pj[j]

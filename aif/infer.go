@@ -47,14 +47,27 @@ func (m *Model) CheckObservation(obs []int) error {
 	return nil
 }
 
-// jointProduct writes Π_f q_f(s_f) for every joint state into dst.
+// jointProduct writes Π_f q_f(s_f) for every joint state into dst, built
+// factor by factor (a Kronecker product in row-major order, factor 0
+// slowest). The multiplication order per entry is f = 0, 1, ..., so the
+// bits do not depend on how the product is laid out.
 func (m *Model) jointProduct(dst []float64, q [][]float64) {
-	for j := range dst {
-		p := 1.0
-		for f, qf := range q {
-			p = float64(p * qf[(j/m.stride[f])%len(qf)])
+	if len(q) == 1 {
+		copy(dst, q[0])
+		return
+	}
+	n := 1
+	dst[0] = 1
+	for _, qf := range q {
+		S := len(qf)
+		// Expand in place from the back so entries are read before overwritten.
+		for i := n - 1; i >= 0; i-- {
+			base := dst[i]
+			for s := S - 1; s >= 0; s-- {
+				dst[i*S+s] = float64(base * qf[s])
+			}
 		}
-		dst[j] = p
+		n *= S
 	}
 }
 

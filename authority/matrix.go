@@ -40,6 +40,15 @@ func (d Decision) MarshalText() ([]byte, error) {
 	return []byte(decisionNames[d]), nil
 }
 
+// MarshalJSON renders the decision as its name ("" for none).
+func (d Decision) MarshalJSON() ([]byte, error) {
+	b, err := d.MarshalText()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(`"` + string(b) + `"`), nil
+}
+
 // ParseDecision reads a decision name.
 func ParseDecision(s string) (Decision, bool) {
 	for i, n := range decisionNames {

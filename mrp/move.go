@@ -37,6 +37,15 @@ func (m Move) MarshalText() ([]byte, error) {
 	return []byte(moveNames[m]), nil
 }
 
+// MarshalJSON renders the move as its name.
+func (m Move) MarshalJSON() ([]byte, error) {
+	b, err := m.MarshalText()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(`"` + string(b) + `"`), nil
+}
+
 // ParseMove reads a move name.
 func ParseMove(s string) (Move, bool) {
 	for i, n := range moveNames {

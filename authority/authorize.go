@@ -1,0 +1,576 @@
+package authority
+
+import (
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/mrp"
+	"flrh.dev/flrh/protocol"
+)
+
+// PublishedBatch is R's atomic publication of one epoch: the batch header
+// and its proposals and verdicts, paired by position.
+type PublishedBatch struct {
+	Batch                protocol.StableProposalBatch  `json:"batch"`
+	Proposals            []protocol.EffectProposal     `json:"effect_proposals"`
+	Verdicts             []protocol.EligibilityVerdict `json:"eligibility_verdicts"`
+	PublishedBatchDigest string                        `json:"published_batch_digest"`
+}
+
+// ActionSpec is the concrete content of one proposal's action, as the
+// domain produced it: where it goes, in which scope, with which
+// parameters, and the approval-binding facts a person would see. It is
+// data: nothing in it can authorize anything.
+type ActionSpec struct {
+	ProposalID     string         `json:"proposal_id"`
+	Destination    string         `json:"destination"`
+	Scope          string         `json:"scope"`
+	Parameters     map[string]any `json:"parameters"`
+	ArtifactDigest string         `json:"artifact_digest"`
+	Visibility     string         `json:"visibility"`
+	// Nonce and Rationale for a new approval request; the runner supplies
+	// a nonce from its recorded identifier inputs so replay is exact. An
+	// empty nonce is derived from the request's content.
+	Nonce     string `json:"nonce"`
+	Rationale string `json:"rationale"`
+}
+
+// PolicySnapshot is the operator configuration Authorize judges under.
+type PolicySnapshot struct {
+	Policy    *Policy
+	Manifests map[string]ToolManifest // by effect type
+	Keyring   Keyring
+	// Approval policy: its version, who may approve (scope and the actor
+	// asked), and how long a request stays open (logical time units).
+	ApprovalPolicyVersion string
+	ApproverScope         string
+	Approver              string
+	ApprovalTTL           int64
+}
+
+// PresentedApproval is a grant read from the approvals ledger, with the
+// request it answers and the person the ledger says issued it.
+type PresentedApproval struct {
+	Request  ApprovalRequest `json:"request"`
+	Approval Approval        `json:"approval"`
+	Approver Approver        `json:"approver"`
+}
+
+// Input is everything Authorize reads. It reads nothing else: no clock
+// (Now is the caller's logical time), no keys but the keyring, no ledger
+// but Ledger.
+type Input struct {
+	Batch         PublishedBatch
+	ProfileDigest string
+	Actions       []ActionSpec
+	Policy        PolicySnapshot
+	// Capabilities are operator-issued chains (root first). Capabilities
+	// are never read from proposals, parameters or any model output.
+	Capabilities [][]SignedCapability
+	Approvals    []PresentedApproval
+	Ledger       Ledger
+	// PreviewsShown lists preview digests a person has been shown;
+	// Confirmations lists action digests a person confirmed.
+	PreviewsShown []string
+	Confirmations []string
+	// Signals are the turn's non-gate signals (watchdog, verification,
+	// clarification, attunement).
+	Signals []Signal
+	// Machine is the run's MRP machine before this batch.
+	Machine        mrp.Machine
+	Now            int64
+	EffectSequence int64
+	Turn           int64
+}
+
+// Outcome is the decision for one proposal.
+type Outcome struct {
+	ProposalID string     `json:"proposal_id"`
+	Ticket     Ticket     `json:"ticket"`
+	Evaluation Evaluation `json:"evaluation"`
+	Resolution Resolution `json:"resolution"`
+	// Kind is what came of it: INTENT, APPROVAL_REQUEST, OPTIONS,
+	// HELD, ESCALATED or REJECTED.
+	Kind            string                 `json:"kind"`
+	Event           string                 `json:"event"`
+	ControlEvent    *ControlEvent          `json:"control_event"`
+	Intent          *protocol.EffectIntent `json:"intent"`
+	ApprovalRequest *ApprovalRequest       `json:"approval_request"`
+	// Approval is the grant the intent consumes; the runner revalidates
+	// and consumes it inside the commit transaction.
+	Approval  *PresentedApproval `json:"approval"`
+	Options   []string           `json:"options"`
+	Rejection *Rejection         `json:"rejection"`
+	Held      string             `json:"held"`
+	MRPState  mrp.State          `json:"mrp_state"`
+	Refusal   bool               `json:"refusal"`
+}
+
+// Outcome kinds.
+const (
+	OutcomeIntent          = "INTENT"
+	OutcomeApprovalRequest = "APPROVAL_REQUEST"
+	OutcomeOptions         = "OPTIONS"
+	OutcomeHeld            = "HELD"
+	OutcomeEscalated       = "ESCALATED"
+	OutcomeRejected        = "REJECTED"
+)
+
+// Decisions is Authorize's result for a batch.
+type Decisions struct {
+	Outcomes []Outcome `json:"outcomes"`
+	// Event is the run-FSM event the batch implies from PLAN_EFFECTS:
+	// EFFECT_AUTHORIZED when any intent was authorized, else
+	// APPROVAL_REQUIRED when any approval was requested, else NO_EFFECTS.
+	Event   string      `json:"event"`
+	Machine mrp.Machine `json:"machine"`
+	FHR     mrp.FHR     `json:"fhr"`
+}
+
+// Authorize decides, for each proposal of a stable batch, whether and how
+// it may reach the world. It is pure: the same input gives the same
+// decisions, byte for byte. A malformed batch is one typed rejection and
+// decides nothing; every other failure is a per-proposal rejection.
+func Authorize(in Input) (Decisions, error) {
+	if err := checkBatch(in.Batch, in.ProfileDigest); err != nil {
+		return Decisions{}, err
+	}
+	if in.Policy.Policy == nil {
+		return Decisions{}, reject("MALFORMED_AUTHORITY_SNAPSHOT", "/policy")
+	}
+	if in.EffectSequence < 1 {
+		return Decisions{}, reject("MALFORMED_COMMAND", "/effect_sequence")
+	}
+	for i, s := range in.Signals {
+		if s.Kind == KindGate {
+			return Decisions{}, &Rejection{Code: "MALFORMED_COMMAND", Path: fmt.Sprintf("/signals/%d", i), Expected: "non-gate signal"}
+		}
+		if err := validSignal(s); err != nil {
+			return Decisions{}, &Rejection{Code: "MALFORMED_COMMAND", Path: fmt.Sprintf("/signals/%d", i), Actual: err.Error()}
+		}
+	}
+	m := in.Machine
+	if m.State == "" {
+		m = mrp.New(mrp.Budgets{})
+	}
+	before := len(m.Journey)
+	seq := in.EffectSequence
+	out := Decisions{Outcomes: []Outcome{}}
+	fhr := mrp.FHR{Turn: in.Turn, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
+	for i, p := range in.Batch.Proposals {
+		o := decideOne(in, i, p, &m, seq)
+		if o.Intent != nil {
+			seq++
+		}
+		for _, s := range o.Resolution.Signals {
+			fhr.Signals = append(fhr.Signals, mrp.SignalRecord{Ticket: o.Ticket.TicketID, Tier: s.Tier, Kind: s.Kind, Source: s.Source, Decision: s.Decision.String(), Rule: s.Reason.Rule})
+		}
+		fhr.Resolutions = append(fhr.Resolutions, mrp.ResolutionRecord{Ticket: o.Ticket.TicketID, HighestTier: o.Resolution.HighestTier, Decision: o.Resolution.Decision.String(), Move: o.Resolution.Move, Contestable: o.Resolution.Contestable, Options: nonNil(o.Resolution.Options), Ties: len(o.Resolution.Ties), Outcome: o.Kind})
+		if o.Ticket.TicketID != "" {
+			fhr.Tickets = append(fhr.Tickets, o.Ticket.Reduced())
+		}
+		out.Outcomes = append(out.Outcomes, o)
+	}
+	out.Event = EventNoEffects
+	for _, o := range out.Outcomes {
+		if o.Kind == OutcomeApprovalRequest {
+			out.Event = EventApprovalRequired
+		}
+	}
+	for _, o := range out.Outcomes {
+		if o.Kind == OutcomeIntent {
+			out.Event = EventEffectAuthorized
+		}
+	}
+	fhr.Budgets, fhr.State, fhr.SafeMode = m.Budgets, m.State, m.SafeMode
+	fhr.Transitions = append([]mrp.Entry{}, m.Journey[before:]...)
+	sealed, err := fhr.Seal()
+	if err != nil {
+		return Decisions{}, err
+	}
+	out.FHR, out.Machine = sealed, m
+	return out, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkBatch checks a batch's self-consistency: pairing, identity and the
+// profile-bound digests. Hashes are not authentication; this only proves
+// the batch is the one R published under that profile.
+func checkBatch(b PublishedBatch, profile string) *Rejection {
+	if len(b.Proposals) != len(b.Verdicts) || len(b.Proposals) != len(b.Batch.ProposalIDs) || len(b.Verdicts) != len(b.Batch.EligibilityVerdictIDs) {
+		return reject("BATCH_IDENTITY_MISMATCH", "/published_batch")
+	}
+	seen := map[string]bool{}
+	for i, p := range b.Proposals {
+		if p.ProposalID != b.Batch.ProposalIDs[i] || b.Verdicts[i].ProposalID != p.ProposalID || b.Verdicts[i].VerdictID != b.Batch.EligibilityVerdictIDs[i] {
+			return reject("BATCH_IDENTITY_MISMATCH", fmt.Sprintf("/published_batch/effect_proposals/%d", i))
+		}
+		if seen[p.ProposalID] {
+			return reject("BATCH_IDENTITY_MISMATCH", fmt.Sprintf("/published_batch/effect_proposals/%d/proposal_id", i))
+		}
+		seen[p.ProposalID] = true
+		if !ValidID(p.ProposalID) || !ValidID(p.EffectType) || !ValidID(p.CorrelationID) || !digestPattern.MatchString(p.ActionDigest) || !digestPattern.MatchString(p.DestinationDigest) {
+			return reject("MALFORMED_PROPOSAL", fmt.Sprintf("/published_batch/effect_proposals/%d", i))
+		}
+		if p.Versions.Canonicalization != Canonicalization {
+			return reject("UNSUPPORTED_CANONICALIZATION", fmt.Sprintf("/published_batch/effect_proposals/%d/versions/canonicalization", i))
+		}
+	}
+	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	if b.Batch.BatchDigest != want || b.Batch.BatchID != "batch:"+hexOf(want) {
+		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
+	}
+	if b.PublishedBatchDigest != PublishedBatchDigest(b) {
+		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
+	}
+	return nil
+}
+
+// PublishedBatchDigest is the outer digest of a published batch.
+func PublishedBatchDigest(b PublishedBatch) string {
+	return mustDigest(struct {
+		Kind            string                        `json:"kind"`
+		ContractVersion string                        `json:"contract_version"`
+		Batch           protocol.StableProposalBatch  `json:"batch"`
+		Proposals       []protocol.EffectProposal     `json:"ordered_effect_proposals"`
+		Verdicts        []protocol.EligibilityVerdict `json:"ordered_eligibility_verdicts"`
+	}{"M3PublishedBatchPreimage", reactiveContract, b.Batch, b.Proposals, b.Verdicts})
+}
+
+func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
+	for _, a := range as {
+		if a.ProposalID == id {
+			return a, true
+		}
+	}
+	return ActionSpec{}, false
+}
+
+// decideOne decides one proposal and steps the machine for it.
+func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
+	o := Outcome{ProposalID: p.ProposalID, Options: []string{}}
+	ptr := fmt.Sprintf("/published_batch/effect_proposals/%d", i)
+	reject := func(code, path, held string) Outcome {
+		o.Kind, o.Rejection = OutcomeRejected, &Rejection{Code: code, Path: path, Actual: held}
+		if o.Ticket.TicketID != "" {
+			o.Ticket, _ = Advance(o.Ticket, TicketRefuse)
+		}
+		o.MRPState, o.Refusal = m.State, m.Refusal
+		return o
+	}
+	switch in.Batch.Verdicts[i].Status {
+	case "eligible":
+	case "ineligible":
+		return reject("PROPOSAL_INELIGIBLE", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+	case "conflicted":
+		return reject("PROPOSAL_CONFLICTED", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+	default:
+		return reject("MALFORMED_VERDICT", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+	}
+	manifest, ok := in.Policy.Manifests[p.EffectType]
+	if !ok {
+		return reject("UNKNOWN_EFFECT_TYPE", ptr+"/effect_type", p.EffectType)
+	}
+	spec, _ := findAction(in.Actions, p.ProposalID)
+	declared := p.DeclaredRiskHint
+	if declared == "unknown" {
+		declared = ""
+	}
+	draft := func(risk string) (Ticket, error) {
+		return DraftTicket(TicketSpec{
+			TicketID: "ticket:" + hexOf(mustDigest(struct {
+				Kind       string `json:"kind"`
+				ProposalID string `json:"proposal_id"`
+				BatchID    string `json:"batch_id"`
+			}{"ActionTicketIDPreimage", p.ProposalID, in.Batch.Batch.BatchID})),
+			Action: p.EffectType, Destination: spec.Destination, Scope: spec.Scope, Parameters: spec.Parameters,
+			SideEffects: manifest.SideEffects, DeclaredRisk: declared, AssessedRisk: risk,
+			RequiredParameters: manifest.RequiredParameters,
+		})
+	}
+	pre := manifest.DeclaredRisk
+	if pre == "" {
+		pre = RiskHighRiskExternal
+	}
+	t, err := draft(pre)
+	if err != nil {
+		return reject("MALFORMED_TICKET", "/actions", err.Error())
+	}
+	// Capability: the first presented operator chain that verifies now and
+	// covers the ticket. Nothing else can supply one.
+	var cap Capability
+	var haveCap bool
+	for _, chain := range in.Capabilities {
+		c, err := in.Policy.Keyring.VerifyChain(chain, in.Now)
+		if err == nil && c.Covers(t) == nil {
+			cap, haveCap = c, true
+			break
+		}
+	}
+	var extra []logic.Fact
+	if haveCap {
+		extra = append(extra, CapabilityFact(t.TicketID, cap.ID))
+	}
+	if m.SafeMode {
+		extra = append(extra, ModeFact("degraded_safe"))
+	}
+	ev := in.Policy.Policy.Evaluate(t, extra...)
+	risk := ev.AssessedRisk
+	if riskRank[manifest.DeclaredRisk] > riskRank[risk] {
+		risk = manifest.DeclaredRisk
+	}
+	if risk == "" {
+		risk = RiskHighRiskExternal // unassessed is treated as the most consequential
+	}
+	if t, err = draft(risk); err != nil {
+		return reject("MALFORMED_TICKET", "/actions", err.Error())
+	}
+	o.Ticket, o.Evaluation = t, ev
+	signals := append(append([]Signal(nil), ev.Signals...), in.Signals...)
+	if t.Completeness != Complete {
+		signals = append(signals, Signal{Tier: 3, Kind: KindClarification, Source: "ticket", Reason: Reason{Rule: "ticket-incomplete", Facts: t.MissingFields, Absent: []string{}, Detail: "the action is not fully specified"}})
+	}
+	res, err := Resolve(signals)
+	if err != nil {
+		return reject("MALFORMED_COMMAND", "/signals", err.Error())
+	}
+	o.Resolution = res
+	if res.Decision == ShapeDecision || res.Decision == AskFirst {
+		if shaped, err := Shape(t, res.Constraints...); err == nil {
+			t = shaped
+		} else {
+			res.Decision, res.Move = Refuse, mrp.MoveRefuse
+			o.Resolution = res
+		}
+	}
+	if slices.Contains(in.PreviewsShown, t.PreviewDigest) {
+		t, _ = Advance(t, TicketShowPreview)
+	}
+	if slices.Contains(in.Confirmations, t.ActionDigest) && t.PreviewShown {
+		t, _ = Advance(t, TicketConfirm)
+	}
+	o.Ticket = t
+	if (res.Decision == Allow || res.Decision == ShapeDecision || res.Decision == AskFirst) && !haveCap {
+		// Authority is external: no operator capability, no effect, whatever
+		// the policy says.
+		res.Decision, res.Move = Refuse, mrp.MoveRefuse
+		o.Resolution = res
+		step(m, mrp.Tier1Refuse, nil, "no operator capability covers the action")
+		return reject("CAPABILITY_MISSING", ptr, "no operator-signed capability covers this action")
+	}
+	snap := AuthoritySnapshot{
+		Kind: "HAuthoritySnapshot", AuthorityVersion: in.Policy.Policy.Version, ProposalID: p.ProposalID,
+		EffectType: p.EffectType, Capability: cap.ID, Decision: "allow", AssessedRisk: risk,
+		AdapterVersion: p.Versions.Tool, DestinationDigest: p.DestinationDigest,
+		ValidFrom: cap.NotBefore, ValidUntil: cap.Expiry,
+	}
+	snap.AuthorityDigest = snap.ComputeDigest()
+	needApproval := res.Decision == AskFirst || risk == RiskHighRiskExternal
+	// A valid exact-hash grant satisfies ASK_FIRST and stands for the
+	// person having seen the preview and confirmed the action.
+	var grant *PresentedApproval
+	if needApproval && res.Decision <= AskFirst && res.Move <= mrp.MoveAskFirst && res.Move != mrp.MoveOptions {
+		for k := range in.Approvals {
+			pa := in.Approvals[k]
+			if pa.Request.ProposalID != p.ProposalID {
+				continue
+			}
+			want := expectedRequest(p, snap, t, spec, pa.Request)
+			if pa.Request != want {
+				continue
+			}
+			if Revalidate(pa.Approval, pa.Approver, want, in.Ledger, in.Now) == nil {
+				grant = &pa
+				t, _ = Advance(t, TicketShowPreview)
+				t, _ = Advance(t, TicketConfirm)
+				o.Ticket = t
+				break
+			}
+		}
+	}
+	trigger := mrp.TriggerFor(res.Move, res.HighestTier == 0 && res.Move == mrp.MoveRefuse)
+	if grant != nil && res.Move == mrp.MoveAskFirst {
+		trigger = mrp.Tier1Allow
+	}
+	view := t.Reduced()
+	cause := fmt.Sprintf("%s: %s/%s", t.TicketID, res.Decision, res.Move)
+	step(m, trigger, &view, cause, res.Options...)
+	o.MRPState, o.Refusal = m.State, m.Refusal
+	switch {
+	case res.Decision == Refuse || res.Move >= mrp.MoveRefuse:
+		why := "refused"
+		if len(res.Signals) > 0 {
+			why = res.Signals[len(res.Signals)-1].Reason.Rule
+			for _, s := range res.Signals {
+				if s.Decision == Refuse || s.Tier == 0 {
+					why = s.Source + ":" + s.Reason.Rule
+					break
+				}
+			}
+		}
+		r := reject("AUTHORITY_DENIED", ptr, why)
+		r.MRPState, r.Refusal = m.State, m.Refusal
+		return r
+	case res.Move == mrp.MoveEscalate:
+		o.Kind, o.Held = OutcomeEscalated, "escalated to a person"
+		return o
+	case res.Contestable:
+		o.Kind, o.Options = OutcomeOptions, res.Options
+		return o
+	case needApproval && grant == nil:
+		if res.Move != mrp.MoveProceed && res.Move != mrp.MoveConstrain && res.Move != mrp.MoveAskFirst {
+			o.Kind, o.Held = OutcomeHeld, "held: "+res.Move.String()
+			return o
+		}
+		if t.Completeness != Complete {
+			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
+			return o
+		}
+		ctx := newContext(in, p, t, spec)
+		q := buildRequest(p, snap, ctx)
+		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
+		o.ControlEvent = controlEvent(EventApprovalRequired, inputDigest(in, i, seq), map[string]string{
+			"action_digest": p.ActionDigest, "risk_classification": risk,
+			"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
+			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
+			"policy_digest": in.Policy.Policy.Digest,
+		})
+		return o
+	}
+	if !m.Admits(view) {
+		o.Kind = OutcomeHeld
+		ok, why := view.Decidable()
+		switch {
+		case m.SafeMode && !view.VerificationOnly:
+			o.Held = "held: degraded safe mode runs verification-class actions only"
+		case !ok:
+			o.Held = "held: " + why
+		default:
+			o.Held = "held: MRP is in " + string(m.State)
+		}
+		return o
+	}
+	// The intent's action digest is the proposal's; a shaped ticket is a
+	// different action, bound by the ticket's own action digest.
+	prop := p
+	if len(t.Constraints) > 0 {
+		prop.ActionDigest = t.ActionDigest
+	}
+	var approvalDigest *string
+	event := EventEffectAuthorized
+	if grant != nil {
+		d := grant.Approval.ApprovalDigest
+		approvalDigest, event = &d, EventApprovalGranted
+		o.Approval = grant
+	}
+	intent := buildIntent(prop, in.Batch.Batch, snap, seq, approvalDigest)
+	o.Kind, o.Event, o.Intent = OutcomeIntent, event, &intent
+	evidence := map[string]string{
+		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
+		"intent_id": intent.IntentID, "policy_digest": in.Policy.Policy.Digest,
+	}
+	if grant != nil {
+		evidence["exact_hash_approval_digest"] = *approvalDigest
+		evidence["approval_digest"] = *approvalDigest
+		evidence["approval_request_digest"] = grant.Request.RequestDigest
+		evidence["approval_context_digest"] = grant.Request.ContextDigest
+	} else {
+		evidence["policy_verdict"] = mustDigest(map[string]any{
+			"kind": "M4APolicyVerdictEvidencePreimage", "contract_version": ContractVersion,
+			"r_profile_digest": in.ProfileDigest, "eligibility_verdict": in.Batch.Verdicts[i],
+			"authority_decision": snap.Decision, "authority_digest": snap.AuthorityDigest, "assessed_risk": snap.AssessedRisk,
+		})
+		evidence["capability_digest"] = capabilityEvidenceDigest(prop, snap)
+	}
+	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence)
+	return o
+}
+
+// step advances the machine with a runtime trigger; a trigger the machine
+// does not admit in its state is recorded there as refused and changes
+// nothing, which is the conservative outcome.
+func step(m *mrp.Machine, t mrp.Trigger, v *mrp.TicketView, cause string, options ...string) {
+	next, _ := mrp.Step(*m, mrp.Event{Trigger: t, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Ticket: v, Cause: cause, Options: options})
+	*m = next
+}
+
+// newContext builds the approval context a new request binds.
+func newContext(in Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
+	b := Binding{
+		RunID: p.CorrelationID, WorkflowVersion: p.Versions.Workflow, ActionDigest: p.ActionDigest,
+		ArtifactDigest: spec.ArtifactDigest, DestinationDigest: p.DestinationDigest,
+		Visibility: spec.Visibility, Scope: t.Scope, Actor: in.Policy.Approver,
+		ExpiresAt: in.Now + in.Policy.ApprovalTTL, Nonce: spec.Nonce, Rationale: spec.Rationale,
+	}
+	if len(t.Constraints) > 0 {
+		b.ActionDigest = t.ActionDigest
+	}
+	if b.ArtifactDigest == "" {
+		b.ArtifactDigest = t.ActionDigest
+	}
+	if b.Visibility == "" {
+		b.Visibility = "visibility:external"
+	}
+	if b.Rationale == "" {
+		b.Rationale = "rationale:policy"
+	}
+	if b.Nonce == "" {
+		b.Nonce = "nonce:" + hexOf(mustDigest(map[string]any{"kind": "ApprovalNoncePreimage", "proposal_id": p.ProposalID, "batch_id": in.Batch.Batch.BatchID, "requested_at": in.Now, "ticket_digest": t.TicketDigest}))
+	}
+	return NewApprovalContext(in.Policy.ApprovalPolicyVersion, in.Policy.ApproverScope, in.Now, b)
+}
+
+// expectedRequest is the request the current state would make, keeping
+// the presented request's own time, nonce, rationale and approver: every
+// field derived from the proposal, the ticket and the authority must be
+// what it is now.
+func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, spec ActionSpec, presented ApprovalRequest) ApprovalRequest {
+	b := presented.Binding()
+	b.RunID, b.WorkflowVersion, b.DestinationDigest = p.CorrelationID, p.Versions.Workflow, p.DestinationDigest
+	b.ActionDigest = p.ActionDigest
+	if len(t.Constraints) > 0 {
+		b.ActionDigest = t.ActionDigest
+	}
+	b.Scope = t.Scope
+	if spec.ArtifactDigest != "" {
+		b.ArtifactDigest = spec.ArtifactDigest
+	}
+	if spec.Visibility != "" {
+		b.Visibility = spec.Visibility
+	}
+	c := NewApprovalContext(presented.PolicyVersion, presented.ApproverScope, presented.RequestedAt, b)
+	return buildRequest(p, s, c)
+}
+
+func inputDigest(in Input, i int, seq int64) string {
+	return mustDigest(map[string]any{
+		"kind": "AuthorizeInputPreimage", "contract_version": ContractVersion,
+		"published_batch_digest": in.Batch.PublishedBatchDigest, "r_profile_digest": in.ProfileDigest,
+		"proposal_index": int64(i), "policy_digest": in.Policy.Policy.Digest, "now": in.Now, "effect_sequence": seq,
+	})
+}
+
+func controlEvent(event, commandDigest string, evidence map[string]string) *ControlEvent {
+	auth := eventAuthority[event]
+	payload := make(map[string]string, len(evidence)+1)
+	for k, v := range evidence {
+		payload[k] = v
+	}
+	payload["command_digest"] = commandDigest
+	d := mustDigest(struct {
+		Kind            string            `json:"kind"`
+		ContractVersion string            `json:"contract_version"`
+		Type            string            `json:"type"`
+		ActorRole       string            `json:"actor_role"`
+		Capability      string            `json:"capability"`
+		Payload         map[string]string `json:"payload"`
+	}{"M4AControlEventPreimage", ContractVersion, event, auth[0], auth[1], payload})
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: "event:" + hexOf(d), Payload: payload}
+}

@@ -244,8 +244,10 @@ func (m *Materialization) evalStratum(si int) error {
 			}
 			m.round++
 			st.Iterations++
-			if m.lim.MaxDepth > 0 && st.Iterations > m.lim.MaxDepth {
-				return errorf(DepthExceeded, Pos{}, "stratum %d (%s) needs more than %d rounds: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
+			// The facts new in the last round have proofs of height
+			// Iterations-1 within this stratum.
+			if m.lim.MaxDepth > 0 && st.Iterations-1 > m.lim.MaxDepth {
+				return errorf(DepthExceeded, Pos{}, "stratum %d (%s) derives facts more than %d rule applications deep: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
 			}
 			for _, ri := range s.rules {
 				r := m.c.rules[ri]

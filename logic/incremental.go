@@ -445,8 +445,8 @@ func (m *Materialization) apply(changes []Change) error {
 					break
 				}
 				rounds++
-				if m.lim.MaxDepth > 0 && rounds > m.lim.MaxDepth {
-					return errorf(DepthExceeded, Pos{}, "stratum %d (%s) needs more than %d rounds: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
+				if m.lim.MaxDepth > 0 && rounds-1 > m.lim.MaxDepth {
+					return errorf(DepthExceeded, Pos{}, "stratum %d (%s) derives facts more than %d rule applications deep: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
 				}
 				m.round++
 				cur := addedBy

@@ -1,0 +1,92 @@
+package logic
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const decls = `.decl edge(x: number, y: number)
+.decl name(n: symbol)
+`
+
+func TestProgramErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		src  string
+		code Code
+		pos  string // file:line:col
+		msg  string // substring of the message
+	}{
+		{"missing dot", decls + "edge(1, 2)\n", SyntaxError, "t.dl:4:1", "expected ',' or '.'"},
+		{"bad token", decls + "edge(1, 2) :- edge(1, 2) $.\n", SyntaxError, "t.dl:3:26", "unexpected character"},
+		{"unterminated comment", decls + "/* no end\n", SyntaxError, "t.dl:3:1", "unterminated block comment"},
+		{"unterminated string", decls + "name(\"abc).\n", SyntaxError, "t.dl:3:6", "unterminated string"},
+		{"undeclared in body", decls + "edge(x, y) :- path(x, y).\n", UndeclaredRelation, "t.dl:3:15", "relation path is not declared"},
+		{"undeclared in head", decls + "path(x, y) :- edge(x, y).\n", UndeclaredRelation, "t.dl:3:1", "relation path is not declared"},
+		{"undeclared input", decls + ".input path\n", UndeclaredRelation, "t.dl:3:8", "undeclared relation path"},
+		{"arity", decls + "edge(x) :- edge(x, _).\n", ArityMismatch, "t.dl:3:1", "edge has 1 argument(s) here but is declared with 2"},
+		{"type of constant", decls + "edge(1, \"a\").\n", TypeMismatch, "t.dl:3:9", "symbol \"a\" used as number"},
+		{"type of variable", decls + "name(x) :- edge(x, _).\n", TypeMismatch, "t.dl:3:6", "variable x is used as symbol"},
+		{"unsafe head variable", decls + "edge(x, y) :- edge(x, _).\n", UnsafeVariable, "t.dl:3:9", "variable y is not bound"},
+		{"unsafe negation", decls + "edge(x, x) :- edge(x, _), !edge(y, x).\n", UnsafeVariable, "t.dl:3:33", "variable y is not bound"},
+		{"unsafe comparison", decls + "edge(x, x) :- edge(x, _), y < 3.\n", UnsafeVariable, "t.dl:3:27", "variable y is not bound"},
+		{"nonground fact", decls + "edge(x, 1).\n", UnsafeVariable, "t.dl:3:6", "facts must be ground"},
+		{"wildcard in head", decls + "edge(_, 1) :- edge(1, 1).\n", UnsafeVariable, "t.dl:3:6", "not allowed in the head"},
+		{"unknown type", ".decl r(x: float)\n", UnknownType, "t.dl:1:9", "unknown type float"},
+		{"duplicate decl", decls + ".decl edge(a: number, b: number)\n", DuplicateDecl, "t.dl:3:1", "already declared at t.dl:1:1"},
+		{"ordering on symbols", decls + "name(a) :- name(a), name(b), a < b.\n", TypeMismatch, "t.dl:3:30", "used as number"},
+		{"negative cycle", ".decl p(x: number)\n.decl q(x: number)\n.decl r(x: number)\nr(1).\np(x) :- r(x), !q(x).\nq(x) :- p(x).\n", NegativeRecursion, "t.dl:5:15", "!q -> p -> q"},
+		{"negative self loop", ".decl p(x: number)\n.decl r(x: number)\np(x) :- r(x), !p(x).\n", NegativeRecursion, "t.dl:3:15", "!p -> p"},
+		{"unsupported directive", ".pragma \"x\"\n", UnsupportedFeature, "t.dl:1:1", "directive .pragma is not supported"},
+		{"disjunction", decls + "edge(x, y) :- edge(x, y); edge(y, x).\n", UnsupportedFeature, "t.dl:3:25", "disjunction"},
+		{"functor", decls + "edge(x, y) :- edge(x, y), y = max(x, 1).\n", UnsupportedFeature, "t.dl:3:31", "functor"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load("t.dl", []byte(tc.src))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want *Error %s", err, tc.code)
+			}
+			if e.Code != tc.code || e.Pos.String() != tc.pos || !strings.Contains(e.Error(), tc.msg) {
+				t.Fatalf("got %q (code %s at %s)\nwant code %s at %s containing %q", e.Error(), e.Code, e.Pos, tc.code, tc.pos, tc.msg)
+			}
+		})
+	}
+}
+
+func TestNegativeCycleListsTheCycle(t *testing.T) {
+	_, err := Load("t.dl", []byte(".decl p(x: number)\n.decl q(x: number)\n.decl r(x: number)\nr(1).\np(x) :- r(x), !q(x).\nq(x) :- p(x).\n"))
+	var e *Error
+	if !errors.As(err, &e) || strings.Join(e.Cycle, ",") != "q,p,q" {
+		t.Fatalf("cycle = %v (err %v), want q,p,q", e, err)
+	}
+}
+
+func TestExplicitNegationMayRecurse(t *testing.T) {
+	src := `.decl blocked(x: number)
+.decl link(x: number, y: number)
+link(1, 2). link(2, 3).
+-blocked(1).
+-blocked(y) :- -blocked(x), link(x, y).
+`
+	m := mustEval(t, src, nil)
+	got, _ := m.Tuples("blocked", true)
+	if len(got) != 3 {
+		t.Fatalf("-blocked = %v, want 1, 2, 3", got)
+	}
+}
+
+func mustEval(t testing.TB, src string, facts []Fact) *Materialization {
+	t.Helper()
+	c, err := Load("t.dl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, facts, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

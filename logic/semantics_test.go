@@ -1,0 +1,204 @@
+package logic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The four truth states and the default-negation truth table, transcribed
+// from the reference logic-semantics/v0 tables: NEITHER and FALSE_ONLY let
+// `!p` succeed, TRUE_ONLY and BOTH do not.
+func TestTruthStatesAndDefaultNegation(t *testing.T) {
+	src := `.decl p(x: symbol)
+.decl probe(x: symbol)
+.decl ok(x: symbol)
+probe("neither"). probe("true_only"). probe("false_only"). probe("both").
+p("true_only"). -p("false_only"). p("both"). -p("both").
+ok(x) :- probe(x), !p(x).
+`
+	m := mustEval(t, src, nil)
+	cases := []struct {
+		atom     string
+		state    TruthState
+		succeeds bool
+	}{
+		{"neither", Neither, true},
+		{"true_only", TrueOnly, false},
+		{"false_only", FalseOnly, true},
+		{"both", Both, false},
+	}
+	for _, tc := range cases {
+		st, err := m.State(Fact{Rel: "p", Args: []Value{Sym(tc.atom)}})
+		if err != nil || st != tc.state {
+			t.Errorf("state of p(%s) = %v, %v; want %v", tc.atom, st, err, tc.state)
+		}
+		if DefaultNegationSucceeds(st) != tc.succeeds {
+			t.Errorf("DefaultNegationSucceeds(%v) = %v", st, !tc.succeeds)
+		}
+		has, _ := m.Has(Fact{Rel: "ok", Args: []Value{Sym(tc.atom)}})
+		if has != tc.succeeds {
+			t.Errorf("!p(%s) succeeded = %v, want %v", tc.atom, has, tc.succeeds)
+		}
+	}
+	cs, err := m.Conflicts()
+	if err != nil || len(cs) != 1 || cs[0].Atom.String() != `p("both")` || len(cs[0].Positive) != 1 || len(cs[0].Negative) != 1 {
+		t.Fatalf("conflicts = %+v, %v; want exactly p(\"both\") with one support per side", cs, err)
+	}
+}
+
+// BOTH is never resolved by rule order: reordering the rules that produce
+// the two sides changes nothing.
+func TestBothIsIndependentOfRuleOrder(t *testing.T) {
+	a := ".decl s(x: number)\n.decl p(x: number)\ns(1).\np(x) :- s(x).\n-p(x) :- s(x).\n"
+	b := ".decl s(x: number)\n.decl p(x: number)\ns(1).\n-p(x) :- s(x).\np(x) :- s(x).\n"
+	for _, src := range []string{a, b} {
+		m := mustEval(t, src, nil)
+		if st, _ := m.State(Fact{Rel: "p", Args: []Value{Num(1)}}); st != Both {
+			t.Fatalf("state = %v, want BOTH", st)
+		}
+	}
+}
+
+func TestArithmeticHasCSemantics(t *testing.T) {
+	src := `.decl in(a: number, b: number)
+.decl out(op: symbol, v: number)
+in(-7, 2). in(7, -2). in(9223372036854775807, 1).
+out("div", a / b) :- in(a, b).
+out("mod", a % b) :- in(a, b).
+out("sum", a + b) :- in(a, b).
+out("neg", -a * b) :- in(a, b).
+`
+	m := mustEval(t, src, nil)
+	got, _ := m.Tuples("out", false)
+	want := fmt.Sprint([][]Value{
+		{Sym("div"), Num(-3)}, {Sym("div"), Num(math.MaxInt64)},
+		{Sym("mod"), Num(-1)}, {Sym("mod"), Num(0)}, {Sym("mod"), Num(1)},
+		{Sym("neg"), Num(-9223372036854775807)}, {Sym("neg"), Num(14)},
+		{Sym("sum"), Num(math.MinInt64)}, {Sym("sum"), Num(-5)}, {Sym("sum"), Num(5)},
+	})
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got  %v\nwant %v", got, want)
+	}
+}
+
+func TestDivisionByZeroIsTyped(t *testing.T) {
+	c, err := Load("t.dl", []byte(".decl in(a: number)\n.decl out(a: number)\nin(0).\nout(10 / a) :- in(a).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Evaluate(c, nil, Limits{})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != DivisionByZero || e.Pos.String() != "t.dl:4:8" {
+		t.Fatalf("got %v, want DIVISION_BY_ZERO at t.dl:4:8", err)
+	}
+}
+
+const chainProgram = `.decl edge(x: number, y: number)
+.decl tc(x: number, y: number)
+tc(x, y) :- edge(x, y).
+tc(x, z) :- tc(x, y), edge(y, z).
+`
+
+func TestBudgets(t *testing.T) {
+	c, err := Load("t.dl", []byte(chainProgram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := chainEdges(20) // 19 edges, 190 closure tuples, depth 18
+	cases := []struct {
+		lim  Limits
+		code Code
+	}{
+		{Limits{MaxInputs: 18}, InputBudgetExceeded},
+		{Limits{MaxFirings: 189}, RuleBudgetExhausted},
+		{Limits{MaxDepth: 18}, DepthExceeded},
+		{Limits{MaxTuples: 19 + 189}, TupleBudgetExceeded},
+	}
+	for _, tc := range cases {
+		m, err := Evaluate(c, edges, tc.lim)
+		var e *Error
+		if m != nil || !errors.As(err, &e) || e.Code != tc.code {
+			t.Errorf("limits %+v: got %v, %v; want %s and no materialization", tc.lim, m != nil, err, tc.code)
+		}
+	}
+	// The exact boundaries are admitted.
+	for _, lim := range []Limits{{MaxInputs: 19}, {MaxFirings: 190}, {MaxDepth: 19}, {MaxTuples: 19 + 190}} {
+		if _, err := Evaluate(c, edges, lim); err != nil {
+			t.Errorf("limits %+v: %v", lim, err)
+		}
+	}
+}
+
+// A failing update leaves the materialization exactly as it was.
+func TestFailedApplyChangesNothing(t *testing.T) {
+	c, err := Load("t.dl", []byte(chainProgram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, chainEdges(10), Limits{MaxTuples: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := m.Clone()
+	// Extending the chain by one node adds 10 closure tuples: over budget.
+	_, err = m.Apply([]Change{{Fact: Fact{Rel: "edge", Args: []Value{Num(10), Num(11)}}, Diff: 1}})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != TupleBudgetExceeded {
+		t.Fatalf("got %v, want TUPLE_BUDGET_EXHAUSTED", err)
+	}
+	_, err = m.Apply([]Change{{Fact: Fact{Rel: "edge", Args: []Value{Num(5), Num(7)}}, Diff: -1}})
+	if !errors.As(err, &e) || e.Code != UnknownFact {
+		t.Fatalf("got %v, want UNKNOWN_FACT", err)
+	}
+	for _, rel := range []string{"edge", "tc"} {
+		g, _ := m.Tuples(rel, false)
+		w, _ := before.Tuples(rel, false)
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Fatalf("%s changed after a failed update", rel)
+		}
+	}
+	// And it is still usable.
+	m2, err := m.Apply([]Change{{Fact: Fact{Rel: "edge", Args: []Value{Num(1), Num(2)}}, Diff: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m2.Count("tc", false); n != 36 {
+		t.Fatalf("after removing the first edge tc has %d tuples, want 36", n)
+	}
+}
+
+func TestWhyGivesOneProofPerSide(t *testing.T) {
+	m := mustEval(t, ".decl s(x: number)\n.decl p(x: number)\ns(1).\np(x) :- s(x).\n-p(x) :- s(x), !p(2).\n", nil)
+	e, err := m.Why(Fact{Rel: "p", Args: []Value{Num(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.State != Both || e.Positive == nil || e.Negative == nil {
+		t.Fatalf("explanation %+v, want BOTH with two proofs", e)
+	}
+	if len(e.Negative.Absent) != 1 || e.Negative.Absent[0].String() != "!p(2)" {
+		t.Fatalf("negative proof absences = %v, want !p(2)", e.Negative.Absent)
+	}
+	if len(e.Positive.Premises) != 1 || e.Positive.Premises[0].RuleText != "s(1)." {
+		t.Fatalf("positive proof premises = %+v, want the inline fact s(1)", e.Positive.Premises[0])
+	}
+}
+
+// Proofs are minimal: on a chain with a shortcut the proof uses it.
+func TestExplainPicksTheShortestProof(t *testing.T) {
+	facts := append(chainEdges(6), Fact{Rel: "edge", Args: []Value{Num(1), Num(5)}})
+	m := mustEval(t, chainProgram, facts)
+	p, err := m.Explain(Fact{Rel: "tc", Args: []Value{Num(1), Num(6)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	height := 0
+	for q := p; len(q.Premises) > 0; q = q.Premises[0] {
+		height++
+	}
+	if height != 2 {
+		t.Fatalf("proof height %d, want 2 (via edge(1, 5))", height)
+	}
+}

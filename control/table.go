@@ -226,15 +226,18 @@ func (m *Machine) WithStrictEvidence() *Machine {
 	return &c
 }
 
+// The embedded table is loaded once, when the package is initialised; a
+// Machine is immutable, so every caller can share it.
+var defaultMachine, defaultMachineErr = Load(defaultTable)
+
 // Default returns the machine of the embedded run FSM table. The embedded
 // table is part of the build; a test proves it loads, so a failure here is a
 // build defect and panics.
 func Default() *Machine {
-	m, err := Load(defaultTable)
-	if err != nil {
-		panic("control: embedded run FSM table is invalid: " + err.Error())
+	if defaultMachineErr != nil {
+		panic("control: embedded run FSM table is invalid: " + defaultMachineErr.Error())
 	}
-	return m
+	return defaultMachine
 }
 
 // Load parses and validates a control table. Every defect is a typed *Error

@@ -1,0 +1,94 @@
+package aif
+
+import (
+	"math"
+	"strings"
+
+	"flrh.dev/flrh/aif/choice"
+	"flrh.dev/flrh/aif/internal/fmath"
+)
+
+// PolicyID names a policy by its actions: factors joined by "+", steps by
+// " > ", e.g. "to-cue+stay" or "restart > observe".
+func (m *Model) PolicyID(p int) string {
+	var steps []string
+	for _, st := range m.PolicyActions(p) {
+		steps = append(steps, strings.Join(st, "+"))
+	}
+	return strings.Join(steps, " > ")
+}
+
+// Candidates turns policy scores into scorecard candidates: the core is the
+// policy's risk and ambiguity (already discounted over its horizon), the
+// per-step cores are kept, and the given augmentations (by policy index;
+// may be nil) are attached under their own names.
+func (m *Model) Candidates(scores []PolicyScore, aug map[int][]choice.Term) []choice.Candidate {
+	out := make([]choice.Candidate, len(scores))
+	for i, s := range scores {
+		c := choice.Candidate{
+			ID:            m.PolicyID(s.Policy),
+			Core:          choice.Core{Risk: s.Risk, Ambiguity: s.Ambiguity},
+			Augmentations: append([]choice.Term(nil), aug[s.Policy]...),
+		}
+		if len(s.Steps) > 1 {
+			c.Discount = m.Discount
+			for _, st := range s.Steps {
+				c.Steps = append(c.Steps, choice.Core{Risk: st.Risk, Ambiguity: st.Ambiguity})
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// UncertaintyBonus is the model-uncertainty bonus of a policy: the
+// δ-discounted expectation, over the states the policy is predicted to
+// visit, of the largest posterior standard deviation of any learned
+// likelihood column (pA), times weight and negated so that it lowers the
+// total score. It measures spread in the model's parameters, not expected
+// information gain, and is therefore only ever an augmentation named
+// [choice.ModelUncertaintyBonus]; it is zero for a model without pA.
+func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) choice.Term {
+	sd := make([]float64, m.joint)
+	any := false
+	J := m.joint
+	for _, mo := range m.Modalities {
+		if mo.PA == nil {
+			continue
+		}
+		any = true
+		O := len(mo.Outcomes)
+		for j := 0; j < J; j++ {
+			a0 := 0.0
+			for o := 0; o < O; o++ {
+				a0 += mo.PA[o*J+j]
+			}
+			if !(a0 > 0) {
+				continue
+			}
+			den := float64(float64(a0*a0) * (a0 + 1))
+			for o := 0; o < O; o++ {
+				a := mo.PA[o*J+j]
+				if s := math.Sqrt(float64(a*(a0-a)) / den); s > sd[j] {
+					sd[j] = s
+				}
+			}
+		}
+	}
+	term := choice.Term{Name: choice.ModelUncertaintyBonus}
+	if !any {
+		return term
+	}
+	pj := make([]float64, J)
+	w := 1.0
+	total := 0.0
+	for _, acts := range policy {
+		q = m.Predict(q, acts)
+		m.jointProduct(pj, q)
+		total += float64(w * fmath.Dot(pj, sd))
+		w = float64(w * m.Discount)
+	}
+	term.Value = -float64(weight * total)
+	return term
+}
+

@@ -91,4 +91,3 @@ func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) 
 	term.Value = -float64(weight * total)
 	return term
 }
-

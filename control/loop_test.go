@@ -458,3 +458,19 @@ func TestFingerprintAndIdempotencyKey(t *testing.T) {
 		}
 	}
 }
+
+func TestArithmeticIsDeterministic(t *testing.T) {
+	c := DefaultContract()
+	determinism.Check2(t, Usage{Steps: 51, Tokens: 79_999}, Usage{Steps: 1, Tokens: 1}, func(u, d Usage) BudgetVerdict {
+		_, v, _ := c.Budgets.Charge(u, d)
+		return v
+	})
+	determinism.Check(t, int64(2), func(a int64) RetryDecision {
+		d, _ := c.Retry.Decide(ClassTransient, a, "seed", "idem:k")
+		return d
+	})
+	determinism.Check(t, KeyInput{RunID: "r", TransitionID: "t", EffectSequence: 1, ActionDigest: "sha256:" + strings.Repeat("0", 64), AdapterVersion: "v1"}, func(k KeyInput) string {
+		s, _ := IdempotencyKey(k)
+		return s
+	})
+}

@@ -397,3 +397,25 @@ func cloneConfiguration(c Configuration) Configuration {
 	}
 	return c
 }
+
+// Input is one recorded control step: the guard context the runner asserted
+// and the event it fed.
+type Input struct {
+	Context map[string]bool `json:"context,omitempty"`
+	Event   Event           `json:"event"`
+}
+
+// Replay steps inputs in order from the initial configuration and returns
+// the final configuration and every step's result. Replaying a run's
+// recorded inputs reproduces its records exactly; a verifier compares them.
+func (m *Machine) Replay(inputs []Input) (Configuration, []Result) {
+	c := m.Initial()
+	results := make([]Result, 0, len(inputs))
+	for _, in := range inputs {
+		c.Context = in.Context
+		r := m.Step(c, in.Event)
+		results = append(results, r)
+		c = r.Next
+	}
+	return c, results
+}

@@ -358,3 +358,25 @@ func TestStepIsDeterministic(t *testing.T) {
 		determinism.Check2(t, in.c, in.e, m.Step)
 	}
 }
+
+func TestReplayReproducesRecords(t *testing.T) {
+	m := Default()
+	var inputs []Input
+	for _, s := range transcribed["hrc"] {
+		ctx, _ := m.ContextFromGuards(s.guards, "")
+		inputs = append(inputs, Input{Context: ctx, Event: s.event})
+	}
+	inputs = append(inputs, Input{Event: ev("START", "late")}) // refused: the run is final
+	final, results := m.Replay(inputs)
+	if final.State != "CANCELED" || len(results) != len(inputs) || results[len(results)-1].Accepted() {
+		t.Fatalf("replay ended in %s with %d results", final.State, len(results))
+	}
+	_, again := m.Replay(determinism.Copy(inputs))
+	for i := range results {
+		a, _ := cjson.DigestOf(results[i].Record)
+		b, _ := cjson.DigestOf(again[i].Record)
+		if a == "" || a != b {
+			t.Fatalf("step %d: record digests %q and %q", i, a, b)
+		}
+	}
+}

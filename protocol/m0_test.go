@@ -99,6 +99,11 @@ func TestM0ValidObjects(t *testing.T) {
 			if cjson.Digest(canon) != cjson.Digest(want) {
 				t.Fatal("digest differs")
 			}
+			// The reference freezes no digest for these objects; these are
+			// ours, recorded so that any change of canonical form shows.
+			if d := cjson.Digest(canon); d != validDigests[id] {
+				t.Errorf("digest %s, recorded %s", d, validDigests[id])
+			}
 			// Every other kind refuses it.
 			for _, other := range Kinds {
 				if other != kind && Validate(other, text) == nil {
@@ -232,4 +237,17 @@ func TestM0IdentityCases(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+var validDigests = map[string]string{
+	"accepted-event":               "sha256:6e06d97c37d0f291f642791190d6d6d4dee3a8b4bb2e6feebef87bfd7757472d",
+	"action-receipt":               "sha256:caf3e28e8c280de0bd67d3661143cfb940dfcafcf4efaae95ac6a3c6be8111f2",
+	"effect-intent":                "sha256:33064c9c9083e722e7c3ec3ee47fdcced5b41c2d6e63eae4475e33e92b056a0f",
+	"effect-proposal":              "sha256:41196ce0ba32fb8dba4f2309a02b21c2bbbfda354abac506ac7d0af6fad941ea",
+	"eligibility-verdict":          "sha256:d74dbafd87a8b55f9f01e8def0c7734ae3b6b6b634c894b161fdbe66a7ecc3f5",
+	"fact-delta":                   "sha256:b51764b9887f49114777f3eb8efbb3af9fe04b09a5026ae71f63226a2788cf9f",
+	"graph-delta":                  "sha256:892acbdb4dcea0393ce8686084a4b2e2e168ae2a914b1139714db0d21a66bbd2",
+	"graph-envelope":               "sha256:c831dc3bba70d8edaa1c38774ee34865ce864f22f646576fbb0e1a995dd56bec",
+	"resolved-composition-receipt": "sha256:c3cc144054395a881644d1a3184465a3ce300b242c0af3aa4c76c2ac7598e604",
+	"stable-proposal-batch":        "sha256:9baac03ffed3f54cbf71ec4eced8663b34a86ca60274f71536aff0ef4331e3d3",
 }

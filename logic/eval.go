@@ -41,13 +41,18 @@ type Materialization struct {
 	symID    map[string]int64
 	tables   []*table
 	base     []map[int32]int32 // per table: row -> number of base supports
-	ledger   map[string]ledgerEntry
+	ledger   map[string]ledgerEntry // named base supports (Solve)
+	byFact   map[string][]string    // fact -> its named supports, sorted
+	time     int64                  // logical time of the last Solve, -1 before
 	round    uint32
 	epoch    uint32
 	lim      Limits
 	stats    Stats
 	live     int64
 	consumed bool
+	// recordChanges makes Apply keep the net fact changes in lastChanges.
+	recordChanges bool
+	lastChanges   []FactDelta
 	// valid only while an update runs
 	start      []int32
 	undo       *undo
@@ -62,7 +67,7 @@ func (m *Materialization) Program() *Compiled { return m.c }
 func (m *Materialization) Stats() Stats { return m.stats }
 
 func newMaterialization(c *Compiled, lim Limits) *Materialization {
-	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim}
+	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim, time: -1}
 	m.syms = append([]string(nil), c.consts...)
 	for i, s := range m.syms {
 		m.symID[s] = int64(i)

@@ -10,7 +10,9 @@ import (
 // ReadFacts parses a Soufflé fact file for relation rel: one tuple per
 // line, columns separated by a tab, symbols written raw, numbers in
 // decimal. A final line without a newline is accepted; a trailing empty
-// line is not a tuple. name is used in error positions (name:line:col).
+// line is not a tuple. Symbols are taken byte for byte (a carriage return
+// before the newline belongs to the last symbol), so every symbol written
+// by [Materialization.WriteFacts] reads back unchanged. name is used in error positions (name:line:col).
 // Negative evidence can be supplied with neg.
 func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]Fact, error) {
 	ri, ok := c.relByName[rel]
@@ -28,7 +30,6 @@ func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]F
 		} else {
 			l, data = data, nil
 		}
-		l = bytes.TrimSuffix(l, []byte("\r"))
 		if len(info.types) == 0 {
 			out = append(out, Fact{Rel: rel, Neg: neg})
 			continue

@@ -116,6 +116,10 @@ func (m *Materialization) Clone() *Materialization {
 	for k, v := range m.ledger {
 		u.ledger[k] = v
 	}
+	u.byFact = make(map[string][]string, len(m.byFact))
+	for k, v := range m.byFact {
+		u.byFact[k] = slices.Clone(v)
+	}
 	u.undo = nil
 	u.start = nil
 	return &u
@@ -146,7 +150,7 @@ func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 	m.finish()
 	next := *m
 	m.consumed = true
-	m.tables, m.base, m.ledger = nil, nil, nil
+	m.tables, m.base, m.ledger, m.byFact = nil, nil, nil, nil
 	return &next, nil
 }
 
@@ -228,6 +232,23 @@ func (t *table) rebuild() {
 
 // finish unlinks rows that died in this update from the hash sets.
 func (m *Materialization) finish() {
+	m.lastChanges = nil
+	if m.recordChanges {
+		for t := range m.tables {
+			for _, r := range m.deltaPlus[t] {
+				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].row(r)), Diff: 1})
+			}
+			for _, r := range m.deltaMinus[t] {
+				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].row(r)), Diff: -1})
+			}
+		}
+		slices.SortFunc(m.lastChanges, func(a, b FactDelta) int {
+			if c := compareFacts(a.Fact, b.Fact); c != 0 {
+				return c
+			}
+			return a.Diff - b.Diff
+		})
+	}
 	for t, tb := range m.tables {
 		for _, r := range m.deltaMinus[t] {
 			if tb.died[r] == m.epoch {

@@ -1,5 +1,11 @@
 package logic
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // ledgerEntry is one named base support.
 type ledgerEntry struct {
 	fact    Fact
@@ -8,5 +14,245 @@ type ledgerEntry struct {
 
 // baseIDs lists the named supports of a base tuple, sorted.
 func (m *Materialization) baseIDs(t int, tup []int64) []string {
-	return nil
+	if len(m.byFact) == 0 {
+		return nil
+	}
+	ids := m.byFact[m.decode(t, tup).String()]
+	return slices.Clone(ids)
+}
+
+// FactChange is one operation on a named base support, in the vocabulary
+// of the reference M2 contract: Diff +1 inserts the support ID for the
+// signed Fact (Neg is negative polarity), -1 retracts exactly that support.
+// Provenance is opaque caller data that belongs to the support's stable
+// content: reusing an ID with another fact or provenance is a conflict.
+type FactChange struct {
+	ID         string
+	Fact       Fact
+	Diff       int
+	Provenance string
+}
+
+func (c FactChange) content() string { return c.Fact.String() + "\x00" + c.Provenance }
+
+// FactDelta is a net change in the presence of a signed fact: +1 it
+// appeared, -1 it disappeared (base and derived facts alike).
+type FactDelta struct {
+	Fact Fact
+	Diff int
+}
+
+// Result is what [Solve] returns: the next materialization (the prior one
+// is consumed), the net fact changes, and every conflict (BOTH atom).
+type Result struct {
+	Materialization *Materialization
+	LogicalTime     int64
+	Changes         []FactDelta
+	Conflicts       []Conflict
+}
+
+// DerivedPrefix marks derivation IDs that name derived supports; callers
+// cannot insert or retract them.
+const DerivedPrefix = "derivation:"
+
+// ReferenceMaxInputs is the reference contract's ceiling on FactDelta
+// inputs per invocation; Solve applies it when no limit is set.
+const ReferenceMaxInputs = 10000
+
+// LogicalTime is the logical time of the last Solve that produced m, or -1.
+func (m *Materialization) LogicalTime() int64 { return m.time }
+
+// Solve is the pure per-tick waist: it validates a batch of named
+// base-support changes against the prior materialization (nil for the
+// first tick), applies it incrementally and returns the next
+// materialization, the net fact changes and the conflicts. The whole batch
+// is checked before anything changes; on any error the prior is untouched.
+// Errors carry the reference codes: AMBIGUOUS_BATCH_DELTA (mixed signs or a
+// repeated -1 for one ID in a batch), DERIVATION_IDENTITY_CONFLICT (an ID
+// reused with different content), UNKNOWN_DERIVATION, DERIVED_SUPPORT_TARGET,
+// LOGICAL_TIME_REGRESSION, RULE_BUNDLE_MISMATCH, MALFORMED_FACT_DELTA_INPUT,
+// INPUT_BUDGET_EXHAUSTED and the evaluation budgets. lim applies to a nil
+// prior; a prior keeps its own limits.
+func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTime int64, lim Limits) (*Result, error) {
+	if prior != nil && prior.consumed {
+		return nil, errorf(ProgramMismatch, Pos{}, "prior materialization was consumed by an earlier update")
+	}
+	if prior != nil && prior.c != prog {
+		return nil, errorf(ProgramMismatch, Pos{}, "prior materialization belongs to another program")
+	}
+	if logicalTime < 0 {
+		return nil, errorf(MalformedDelta, Pos{}, "logical time %d is negative", logicalTime)
+	}
+	if prior != nil && prior.time > logicalTime {
+		return nil, errorf(LogicalTimeRegress, Pos{}, "logical time %d is before the prior's %d", logicalTime, prior.time)
+	}
+	if prior != nil {
+		lim = prior.lim
+	}
+	maxIn := lim.MaxInputs
+	if maxIn == 0 {
+		maxIn = ReferenceMaxInputs
+	}
+	if len(delta) > maxIn {
+		return nil, errorf(InputBudgetExceeded, Pos{}, "%d fact changes exceed the input budget of %d", len(delta), maxIn)
+	}
+	// Validate in a canonical order so error precedence does not depend on
+	// the order of the batch.
+	order := make([]int, len(delta))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		da, db := delta[a], delta[b]
+		if c := strings.Compare(da.ID, db.ID); c != 0 {
+			return c
+		}
+		if da.Diff != db.Diff {
+			return da.Diff - db.Diff
+		}
+		return strings.Compare(da.content(), db.content())
+	})
+	check := prior
+	if check == nil {
+		check = newMaterialization(prog, lim)
+	}
+	var changes []Change
+	type pend struct {
+		add bool
+		ch  FactChange
+	}
+	var ledgerOps []pend
+	for k := 0; k < len(order); {
+		id := delta[order[k]].ID
+		j := k
+		for j < len(order) && delta[order[j]].ID == id {
+			j++
+		}
+		group := order[k:j]
+		k = j
+		where := fmt.Sprintf("delta[%d]", group[0])
+		for _, gi := range group {
+			ch := delta[gi]
+			if ch.Diff != 1 && ch.Diff != -1 {
+				return nil, errorf(MalformedDelta, Pos{}, "delta[%d]: diff must be +1 or -1, got %d", gi, ch.Diff)
+			}
+			if !validID(ch.ID) {
+				return nil, errorf(MalformedDelta, Pos{}, "delta[%d]: derivation id %q is not a valid id", gi, ch.ID)
+			}
+			if _, _, _, err := check.encode(ch.Fact, false); err != nil {
+				e := err.(*Error)
+				return nil, &Error{Code: MalformedDelta, Msg: fmt.Sprintf("delta[%d]: %s", gi, e.Msg)}
+			}
+		}
+		first := delta[group[0]]
+		last := delta[group[len(group)-1]]
+		if first.Diff != last.Diff {
+			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is both inserted and retracted in one batch", where, id)
+		}
+		if first.Diff == -1 && len(group) > 1 {
+			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is retracted more than once in one batch", where, id)
+		}
+		for _, gi := range group[1:] {
+			if delta[gi].content() != first.content() {
+				return nil, errorf(IdentityConflict, Pos{}, "delta[%d]: derivation %s is inserted twice with different content", gi, id)
+			}
+		}
+		if strings.HasPrefix(id, DerivedPrefix) {
+			if first.Diff == -1 {
+				return nil, errorf(DerivedSupportTarget, Pos{}, "%s: %s names a derived support, which only rules can change", where, id)
+			}
+			return nil, errorf(MalformedDelta, Pos{}, "%s: base support ids may not start with %q", where, DerivedPrefix)
+		}
+		var prev ledgerEntry
+		var known bool
+		if prior != nil {
+			prev, known = prior.ledger[id]
+		}
+		if first.Diff == 1 {
+			if known {
+				if prev.content != first.content() {
+					return nil, errorf(IdentityConflict, Pos{}, "%s: derivation %s already supports %s with different content", where, id, prev.fact)
+				}
+				continue // exact repeat: idempotent
+			}
+			changes = append(changes, Change{Fact: first.Fact, Diff: 1})
+			ledgerOps = append(ledgerOps, pend{true, first})
+			continue
+		}
+		if !known {
+			return nil, errorf(UnknownDerivation, Pos{}, "%s: derivation %s is not a base support", where, id)
+		}
+		if prev.content != first.content() {
+			return nil, errorf(IdentityConflict, Pos{}, "%s: retraction of %s does not match its content (%s)", where, id, prev.fact)
+		}
+		changes = append(changes, Change{Fact: first.Fact, Diff: -1})
+		ledgerOps = append(ledgerOps, pend{false, first})
+	}
+	var m *Materialization
+	var err error
+	if prior == nil {
+		if m, err = Evaluate(prog, nil, lim); err != nil {
+			return nil, err
+		}
+		m.time = -1
+	} else {
+		m = prior
+	}
+	snapshot := m.recordChanges
+	m.recordChanges = true
+	next, err := m.Apply(changes)
+	if err != nil {
+		m.recordChanges = snapshot
+		return nil, err
+	}
+	next.recordChanges = snapshot
+	if next.ledger == nil {
+		next.ledger = map[string]ledgerEntry{}
+	}
+	if next.byFact == nil {
+		next.byFact = map[string][]string{}
+	}
+	for _, op := range ledgerOps {
+		key := op.ch.Fact.String()
+		if op.add {
+			next.ledger[op.ch.ID] = ledgerEntry{fact: op.ch.Fact, content: op.ch.content()}
+			ids := append(next.byFact[key], op.ch.ID)
+			slices.Sort(ids)
+			next.byFact[key] = ids
+		} else {
+			delete(next.ledger, op.ch.ID)
+			ids := slices.DeleteFunc(slices.Clone(next.byFact[key]), func(s string) bool { return s == op.ch.ID })
+			if len(ids) == 0 {
+				delete(next.byFact, key)
+			} else {
+				next.byFact[key] = ids
+			}
+		}
+	}
+	next.time = logicalTime
+	res := &Result{Materialization: next, LogicalTime: logicalTime, Changes: next.lastChanges}
+	next.lastChanges = nil
+	if res.Conflicts, err = next.Conflicts(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// validID mirrors the flrh-cjson/1 id grammar: ^[A-Za-z0-9][A-Za-z0-9._:/-]*$,
+// at most 128 characters.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
 }

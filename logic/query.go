@@ -446,13 +446,12 @@ type Conflict struct {
 
 // Conflicts lists every BOTH atom, sorted by relation and arguments.
 func (m *Materialization) Conflicts() ([]Conflict, error) {
-	var out []Conflict
-	for ri, rel := range m.c.rels {
+	var atoms []Fact
+	for ri := range m.c.rels {
 		pt, nt := m.tables[ri*2], m.tables[ri*2+1]
 		if nt.liveRows() == 0 || pt.liveRows() == 0 {
 			continue
 		}
-		var atoms []Fact
 		for r := int32(0); r < nt.n; r++ {
 			if !nt.alive(r) {
 				continue
@@ -461,21 +460,21 @@ func (m *Materialization) Conflicts() ([]Conflict, error) {
 				atoms = append(atoms, m.decode(ri*2, nt.row(r)))
 			}
 		}
-		_ = rel
-		slices.SortFunc(atoms, compareFacts)
-		for _, a := range atoms {
-			c := Conflict{Atom: a}
-			var err error
-			if c.Positive, err = m.Supports(a); err != nil {
-				return nil, err
-			}
-			neg := a
-			neg.Neg = true
-			if c.Negative, err = m.Supports(neg); err != nil {
-				return nil, err
-			}
-			out = append(out, c)
+	}
+	slices.SortFunc(atoms, compareFacts)
+	out := make([]Conflict, 0, len(atoms))
+	for _, a := range atoms {
+		c := Conflict{Atom: a}
+		var err error
+		if c.Positive, err = m.Supports(a); err != nil {
+			return nil, err
 		}
+		neg := a
+		neg.Neg = true
+		if c.Negative, err = m.Supports(neg); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }

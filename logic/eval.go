@@ -40,7 +40,7 @@ type Materialization struct {
 	syms     []string
 	symID    map[string]int64
 	tables   []*table
-	base     []map[int32]int32 // per table: row -> number of base supports
+	base     []map[int32]int32      // per table: row -> number of base supports
 	ledger   map[string]ledgerEntry // named base supports (Solve)
 	byFact   map[string][]string    // fact -> its named supports, sorted
 	time     int64                  // logical time of the last Solve, -1 before

@@ -460,6 +460,7 @@ func TestModelAgreement(t *testing.T) {
 				}
 			}
 			compareState(rt, tr.Next, next, all)
+			roundTrip(rt, p, tr.Next)
 			m, s = next, tr.Next
 			live = live[:0]
 			for _, e := range s.epochs {

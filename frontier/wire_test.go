@@ -1,0 +1,164 @@
+package frontier
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+)
+
+func wire(t tb, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// roundTrip checks that a state survives its wire form exactly.
+func roundTrip(t tb, p Profile, s *State) {
+	t.Helper()
+	v, err := cjson.Decode(wire(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rej := ParseState(v, p)
+	if rej != nil {
+		t.Fatalf("own state rejected: %v", rej)
+	}
+	if got.Digest() != s.Digest() || !bytes.Equal(wire(t, got), wire(t, s)) {
+		t.Fatal("state changed through its wire form")
+	}
+}
+
+// TestWireSequence replays the reference's frontier-stable sequence through
+// StepJSON, feeding each next state back as wire JSON.
+func TestWireSequence(t *testing.T) {
+	p := m3Profile(t)
+	profileJSON := wire(t, p)
+	var state []byte
+	for i, st := range frontierStableSequence(t) {
+		out, ok := StepJSON(state, profileJSON, EncodeCommand(st.cmd))
+		if !ok {
+			t.Fatalf("step %d rejected: %s", i, out)
+		}
+		var tr struct {
+			NextState       json.RawMessage `json:"next_state"`
+			TransitionDigst string          `json:"transition_digest"`
+		}
+		if err := json.Unmarshal(out, &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.TransitionDigst != st.digest {
+			t.Errorf("step %d: transition digest %s, want %s", i, tr.TransitionDigst, st.digest)
+		}
+		assertCanonical(t, out)
+		state = tr.NextState
+	}
+}
+
+func TestWireRejections(t *testing.T) {
+	p := m3Profile(t)
+	profileJSON := wire(t, p)
+	seq := frontierStableSequence(t)
+	trs := runSequence(t, p, seq[:4])
+	state := wire(t, trs[3].Next)
+	prop := mustProposal(t, m3Proposal())
+	late := EncodeCommand(ApplyDeltaBatch{ProfileDigest: m3ProfileDigest, DataflowVersion: "dataflow/0",
+		Deltas: []ValueDelta{mustDelta(t, "source:m3:a", 6, 1, prop)}})
+	apply := EncodeCommand(seq[0].cmd) // canonical order: the verdict delta first
+	replace := func(b []byte, old, new string) []byte {
+		if !bytes.Contains(b, []byte(old)) {
+			t.Fatalf("%q not in %s", old, b)
+		}
+		return bytes.Replace(b, []byte(old), []byte(new), 1)
+	}
+	cases := []struct {
+		name                string
+		state, profile, cmd []byte
+		code                Code
+		path                string
+		trustedProfile      bool
+	}{
+		{"late delta (reference golden)", state, profileJSON, late, CodeLateDelta, "/command/deltas/0/logical_time", true},
+		{"float in command", nil, profileJSON, replace(apply, `"logical_time":7`, `"logical_time":7.0`), CodeCanonicalizationViolation, "", false},
+		{"profile digest tampered", nil, replace(profileJSON, "0da82696", "0da82697"), apply, CodeProfileMismatch, "/profile/profile_digest", false},
+		{"profile limit above ceiling", nil, replace(profileJSON, `"max_open_epochs":3`, `"max_open_epochs":1025`), apply, CodeMalformedDataflowProfile, "/profile/limits/max_open_epochs", false},
+		{"state digest tampered", replace(state, `"state_digest":"sha256:`, `"state_digest":"sha256:0`), profileJSON, apply, CodeMalformedReactiveState, "/prior_state/state_digest", true},
+		{"state watermark edited", replace(state, `"global_low_watermark":8`, `"global_low_watermark":7`), profileJSON, apply, CodeMalformedReactiveState, "/prior_state/global_low_watermark", true},
+		{"value digest forged", nil, profileJSON, replace(apply, `"value_digest":"sha256:cc3e`, `"value_digest":"sha256:dc3e`), CodeValueIdentityConflict, "/command/deltas/1/value_digest", true},
+		{"delivery id forged", nil, profileJSON, replace(apply, `"delivery_id":"delivery:acba`, `"delivery_id":"delivery:bcba`), CodeValueIdentityConflict, "/command/deltas/1/delivery_id", true},
+		{"unknown source", nil, profileJSON, replace(apply, `"source_id":"source:m3:a"`, `"source_id":"source:m3:z"`), CodeUnknownFrontierSource, "/command/deltas/1/source_id", true},
+		{"unknown command kind", nil, profileJSON, replace(apply, `"kind":"RApplyDeltaBatch"`, `"kind":"RSomethingElse"`), CodeMalformedCommand, "/command/kind", true},
+		{"command schema", nil, profileJSON, replace(apply, `"flrh-r-command/1"`, `"flrh-r-command/2"`), CodeUnsupportedCommandSchema, "/command/schema_version", true},
+		{"delta schema", nil, profileJSON, replace(apply, `"flrh-r-value-delta/1"`, `"flrh-r-value-delta/9"`), CodeUnsupportedValueDeltaSchema, "/command/deltas/0/schema_version", true},
+		{"bad status", nil, profileJSON, replace(apply, `"status":"eligible"`, `"status":"approved"`), CodeMalformedValueDelta, "/command/deltas/0/value/status", true},
+		{"extra member", nil, profileJSON, replace(apply, `"kind":"RApplyDeltaBatch"`, `"kind":"RApplyDeltaBatch","extra":1`), CodeMalformedCommand, "/command", true},
+		{"regression", state, profileJSON, EncodeCommand(AdvanceFrontier{ProfileDigest: m3ProfileDigest, DataflowVersion: "dataflow/0", SourceID: "source:m3:a", LowWatermark: 3}), CodeFrontierRegression, "/command/low_watermark", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, ok := StepJSON(c.state, c.profile, c.cmd)
+			if ok {
+				t.Fatalf("accepted: %s", out)
+			}
+			var r struct {
+				Code          Code    `json:"code"`
+				Path          string  `json:"path"`
+				ProfileDigest *string `json:"profile_digest"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Code != c.code || r.Path != c.path {
+				t.Errorf("got %s at %q, want %s at %q\n%s", r.Code, r.Path, c.code, c.path, out)
+			}
+			if (r.ProfileDigest != nil) != c.trustedProfile {
+				t.Errorf("profile digest %v, trusted should be %v", r.ProfileDigest, c.trustedProfile)
+			}
+			assertCanonical(t, out)
+		})
+	}
+	// The full late-delta rejection equals the reference golden.
+	out, _ := StepJSON(state, profileJSON, late)
+	want := `{"code":"LATE_DELTA","context":{"source_id":"source:m3:a"},"contract_version":"flrh-r-kernel/1","kind":"RRejection","logical_time":6,"path":"/command/deltas/0/logical_time","profile_digest":"` + m3ProfileDigest + `","schema_version":"flrh-r-result/1"}`
+	if string(out) != want {
+		t.Errorf("late rejection\n got %s\nwant %s", out, want)
+	}
+}
+
+func FuzzStepJSON(f *testing.F) {
+	p := m3Profile(f)
+	profileJSON := wire(f, p)
+	seq := frontierStableSequence(f)
+	trs := runSequence(f, p, seq)
+	for i, st := range seq {
+		var prior []byte
+		if i > 0 {
+			prior = wire(f, trs[i-1].Next)
+		}
+		f.Add(prior, profileJSON, EncodeCommand(st.cmd))
+	}
+	f.Add([]byte("null"), profileJSON, []byte(`{"kind":"RGrantDemand"}`))
+	f.Fuzz(func(t *testing.T, prior, profile, command []byte) {
+		out, ok := StepJSON(prior, profile, command)
+		if strings.Contains(string(out), "closed kernel failure") {
+			t.Fatalf("kernel panicked on input")
+		}
+		c, err := cjson.Canonicalize(out)
+		if err != nil || !bytes.Equal(c, out) {
+			t.Fatalf("result is not canonical: %s", out)
+		}
+		if !ok {
+			var r struct {
+				Code Code `json:"code"`
+			}
+			if json.Unmarshal(out, &r) != nil || !knownCode(r.Code) {
+				t.Fatalf("rejection with unknown code: %s", out)
+			}
+		}
+	})
+}

@@ -139,7 +139,37 @@ rule evaluation whose context is unchanged, and print the LPersistentLStep
 	}
 	step.register(stepCmd, "checkpoint", "prior LPersistentLCheckpoint JSON file (default: none)")
 
-	groundCmd.AddCommand(solveCmd, stepCmd)
+	sealCmd := &cobra.Command{
+		Use:   "seal DRAFT.json",
+		Short: "Compute the rule and bundle digests of a draft rule bundle",
+		Long: `Read a draft LRuleBundle whose rule_digest and rule_bundle_digest members may
+be missing or stale, compute them, order every set canonically, validate the
+bundle as solve would (stratification included) and print it as canonical
+JSON. A bundle that cannot be sealed is printed as its LRejection (exit 1).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			draft, err := readJSONFile(args[0])
+			if err != nil {
+				return err
+			}
+			sealed, rej := ground.SealBundle(draft)
+			wire := sealed
+			if rej != nil {
+				wire = rej.Wire()
+			}
+			b, err := ground.Canonical(wire)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+			if rej != nil {
+				return errChecksFailed
+			}
+			return nil
+		},
+	}
+
+	groundCmd.AddCommand(solveCmd, stepCmd, sealCmd)
 	rootCmd.AddCommand(groundCmd)
 }
 

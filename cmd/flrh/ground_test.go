@@ -72,3 +72,28 @@ func TestGroundRejectionAndUsage(t *testing.T) {
 		t.Errorf("malformed file: %v, want a usage error", err)
 	}
 }
+
+func TestGroundSeal(t *testing.T) {
+	data, err := os.ReadFile(groundExample + "bundle.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := ground.Decode(data)
+	draft := v.(map[string]any)
+	delete(draft, "rule_bundle_digest")
+	for _, r := range draft["rules"].([]any) {
+		delete(r.(map[string]any), "rule_digest")
+	}
+	path := filepath.Join(t.TempDir(), "draft.json")
+	b, _ := ground.Canonical(draft)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runGround(t, "ground", "seal", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != strings.TrimSpace(string(data)) {
+		t.Errorf("sealed draft differs from the example bundle:\n%s", out)
+	}
+}

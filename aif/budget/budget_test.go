@@ -100,3 +100,21 @@ func TestExactAgainstBruteForce(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkArbitrate splits a budget of 1,000 units across 20 fields of 10
+// options each.
+func BenchmarkArbitrate(b *testing.B) {
+	var fields []Field
+	for i := 0; i < 20; i++ {
+		f := Field{Name: string(rune('A'+i/10)) + string(rune('a'+i%10)), SubBudget: 200}
+		for j := 0; j < 10; j++ {
+			f.Options = append(f.Options, Option{ID: string(rune('a' + j)), Cost: int64(10 + (i*7+j*13)%150), Value: fixed.Num(1000 + (i*31+j*17)%500)})
+		}
+		fields = append(fields, f)
+	}
+	for b.Loop() {
+		if _, err := Arbitrate(fields, 1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

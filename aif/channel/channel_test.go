@@ -185,3 +185,14 @@ func TestUpdateDeterministic(t *testing.T) {
 		return c.Record(tick)
 	})
 }
+
+func BenchmarkUpdate(b *testing.B) {
+	c := testConfig()
+	bel, _ := c.Initial([]float64{0.2, 0.9}, 0.1)
+	o := []float64{0.7, 0.3}
+	for b.Loop() {
+		if _, err := c.Update(bel, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

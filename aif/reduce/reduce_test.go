@@ -143,3 +143,12 @@ func FuzzDecodeCounts(f *testing.F) {
 		_, _, _ = BuildReport(c.Parameters, c.Proposals, c.Threshold)
 	})
 }
+
+func BenchmarkDeltaF(b *testing.B) {
+	q, p, r := []float64{1, 30}, []float64{1, 1}, []float64{0.001, 1}
+	for b.Loop() {
+		if _, _, err := DeltaF(q, p, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -59,7 +59,14 @@ func drawProgram(t *rapid.T) randomProgram {
 		}
 		rules = append(rules, ruleT{id: fmt.Sprintf("rule:%d", i), stratum: s, head: head, required: req, defaults: defs})
 	}
-	c.bundles["p"] = bundleT{maxFirings: 1000, maxDepth: 8, queries: names[:1], rules: rules}
+	// Small declared limits now and then, so that budget rejections are
+	// part of the differential too.
+	firings, depth := int64(1000), int64(8)
+	if rapid.IntRange(0, 3).Draw(t, "tight") == 0 {
+		firings = int64(rapid.IntRange(1, 4).Draw(t, "firings"))
+		depth = int64(rapid.IntRange(1, 3).Draw(t, "depth"))
+	}
+	c.bundles["p"] = bundleT{maxFirings: firings, maxDepth: depth, queries: names[:1], rules: rules}
 	return randomProgram{bundle: buildBundle(c, "p", false), rules: rules, corpus: c}
 }
 

@@ -150,8 +150,8 @@ VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?
 		}
 
 		if cp := tick.Checkpoint; cp != nil {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
 		}

@@ -82,7 +82,7 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	err := s.db.QueryRowContext(ctx, `SELECT seq, format_version, build_digest, body, digest FROM checkpoints
-WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, runID).Scan(&c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
 	return c, mapErr("checkpoint", runID, err)
 }
 

@@ -37,6 +37,7 @@ CREATE TABLE events (
 
 CREATE TABLE checkpoints (
 	run_id         TEXT NOT NULL REFERENCES runs(run_id),
+	n              INTEGER NOT NULL CHECK (n >= 1),
 	seq            INTEGER NOT NULL,
 	format_version INTEGER NOT NULL,
 	build_digest   TEXT NOT NULL,
@@ -44,7 +45,7 @@ CREATE TABLE checkpoints (
 	digest         TEXT NOT NULL,
 	generation     INTEGER NOT NULL,
 	recorded_at    INTEGER NOT NULL,
-	PRIMARY KEY (run_id, seq)
+	PRIMARY KEY (run_id, n)
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE approvals (

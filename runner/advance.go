@@ -1,0 +1,888 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/store"
+)
+
+// Inbox kinds: what people and programs may submit to a run.
+const (
+	KindInput     = "input"     // a domain input, accepted in INGEST
+	KindApprove   = "approve"   // {"approval_id": ...}; the grant is already in the ledger
+	KindDeny      = "deny"      // {"request_id": ..., "reason": ...}
+	KindCancel    = "cancel"    // {"reason": ...}
+	KindReconcile = "reconcile" // {"intent_id": ..., "resolution": "confirmed_success" | "confirmed_failure" | "abandon"}
+)
+
+// Event kinds in a run's log, besides control records.
+const (
+	EventControl  = "control"          // an accepted control transition (a control.Record)
+	EventRejected = "control.rejected" // a refused control event, audited
+	EventAccepted = "accepted"         // an input the run accepted (replay starts here)
+)
+
+// ErrRuleBudget marks a workflow error as a rule-budget pathology (the L
+// engine's typed budget errors wrap it); the run ends RULE_BUDGET_EXHAUSTED.
+var ErrRuleBudget = errors.New("rule budget exhausted")
+
+// tick is one pass over a run under one lease: the state loaded from the
+// store, and everything decided since the last commit.
+type tick struct {
+	run     store.Run
+	lease   store.Lease
+	wf      Workflow
+	cp      *checkpoint
+	pending store.Tick
+	ingest  []Accepted // receipts waiting to be accepted as inputs
+	moved   bool
+}
+
+// Advance moves one run as far as it can go without outside input and
+// reports whether it moved. It holds the run's lease for the pass; a run
+// another runner holds is skipped, not waited for.
+func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
+	run, err := r.cfg.Store.Run(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	if run.Outcome != "" || run.Quarantine != "" {
+		return false, nil
+	}
+	wf, err := r.workflow(run)
+	if err != nil {
+		return false, err
+	}
+	lease, err := r.cfg.Store.AcquireLease(ctx, runID, r.cfg.Owner, r.cfg.LeaseTTL)
+	if store.CodeOf(err) == store.CodeLeaseHeld {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	defer r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
+	t := &tick{run: run, lease: lease, wf: wf}
+	if err := r.load(ctx, t); err != nil {
+		return false, err
+	}
+	if t.cp == nil {
+		return false, nil // quarantined while loading
+	}
+	for i := 0; i < 10_000; i++ {
+		progressed, err := r.step(ctx, t)
+		if err != nil {
+			return t.moved, err
+		}
+		if !progressed {
+			break
+		}
+		t.moved = true
+	}
+	return t.moved, r.flush(ctx, t)
+}
+
+// load reads the run's checkpoint, or starts a fresh one. A checkpoint that
+// cannot be trusted quarantines the run: it never resumes silently.
+func (r *Runner) load(ctx context.Context, t *tick) error {
+	stored, err := r.cfg.Store.Checkpoint(ctx, t.run.ID)
+	if store.CodeOf(err) == store.CodeNotFound && t.run.Head == 0 {
+		state, err := t.wf.Init(t.run.ID)
+		if err != nil {
+			return fmt.Errorf("workflow init: %w", err)
+		}
+		sv, err := canonValue(state)
+		if err != nil {
+			return fmt.Errorf("workflow init state: %w", err)
+		}
+		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
+			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}}
+		return nil
+	} else if err != nil && store.CodeOf(err) != store.CodeNotFound {
+		return err
+	}
+	reason := ""
+	if err != nil {
+		reason = fmt.Sprintf("run has %d events but no checkpoint", t.run.Head)
+	} else if stored.Seq != t.run.Head {
+		reason = fmt.Sprintf("checkpoint follows event %d but the run is at %d", stored.Seq, t.run.Head)
+	} else if cp, derr := decodeCheckpoint(stored, t.wf); derr != nil {
+		reason = derr.Error()
+	} else if cp.Control.Table != "" && cp.Control.Table != r.machine.Digest() {
+		reason = fmt.Sprintf("checkpoint was written under FSM table %s, loaded %s", cp.Control.Table, r.machine.Digest())
+	} else {
+		t.cp = cp
+		return nil
+	}
+	r.log.Error("quarantine", "run", t.run.ID, "reason", reason)
+	return r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
+}
+
+// flush commits everything decided since the last commit, with the
+// checkpoint, in one transaction.
+func (r *Runner) flush(ctx context.Context, t *tick) error {
+	p := &t.pending
+	if len(p.Events) == 0 && len(p.Results) == 0 && len(p.Receipts) == 0 && len(p.Consume) == 0 && len(p.Begin) == 0 {
+		return nil
+	}
+	body, err := t.cp.encode()
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	p.ExpectHead = t.run.Head
+	p.Checkpoint = &store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
+	p.State = t.cp.Control.State
+	if r.machine.Final(t.cp.Control.State) {
+		p.Outcome = r.machine.Outcome(t.cp.Control)
+	}
+	if err := r.cfg.Store.Commit(ctx, t.lease, *p); err != nil {
+		return err
+	}
+	t.run.Head += int64(len(p.Events))
+	t.pending = store.Tick{}
+	return nil
+}
+
+// evidence builds the payload evidence of a control event: each named item
+// is a digest of what the runner holds as that evidence.
+func evidence(items map[string]any) map[string]any {
+	out := map[string]any{}
+	for name, v := range items {
+		if s, ok := v.(string); ok && cjson.ValidDigest(s) {
+			out[name] = s
+			continue
+		}
+		d, err := cjson.DigestOf(map[string]any{"evidence": name, "value": v})
+		if err != nil {
+			d = store.BodyDigest([]byte(fmt.Sprint(v)))
+		}
+		out[name] = d
+	}
+	return map[string]any{"evidence": out}
+}
+
+// fire steps the FSM with an event the runner itself issues, under the
+// first (role, capability) pair the table grants for it. A refusal is a
+// runner defect: it is audited and returned.
+func (r *Runner) fire(t *tick, typ string, guards map[string]bool, ev map[string]any) error {
+	role, capability := r.authority(typ)
+	return r.fireAs(t, typ, role, capability, guards, ev)
+}
+
+func (r *Runner) authority(typ string) (string, string) {
+	for _, e := range r.machine.Events() {
+		if e.ID == typ && len(e.Authority) > 0 {
+			return e.Authority[0].Role, e.Authority[0].Capability
+		}
+	}
+	return "", ""
+}
+
+// fireAs steps the FSM with an event under the given authority; it appends
+// the control record to the pending tick either way.
+func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string]bool, ev map[string]any) error {
+	cfg := t.cp.Control
+	cfg.Context = guards
+	t.cp.Transitions++
+	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
+		EventID: fmt.Sprintf("%s:%d", t.run.ID, t.cp.Transitions), Payload: evidence(ev)})
+	body, err := cjson.Marshal(res.Record)
+	if err != nil {
+		return fmt.Errorf("encode control record: %w", err)
+	}
+	if res.Rejection != nil {
+		t.pending.Events = append(t.pending.Events, store.Event{Kind: EventRejected, Body: body, Digest: store.BodyDigest(body)})
+		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
+	}
+	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventControl, Body: body, Digest: store.BodyDigest(body)})
+	next := res.Next
+	next.Context = nil
+	t.cp.Control = next
+	return nil
+}
+
+// RefusedError reports a control event the FSM refused.
+type RefusedError struct {
+	Event, Reason, Detail string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("control refused %s: %s: %s", e.Event, e.Reason, e.Detail)
+}
+
+// accept records an input the run accepted and hands it to the workflow.
+func (r *Runner) accept(t *tick, in Accepted) error {
+	t.cp.Accepted++
+	in.Seq = t.cp.Accepted
+	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest}
+	v, err := canonValue(in.Body)
+	if err != nil {
+		return err
+	}
+	rec["body"] = v
+	body, err := cjson.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: store.BodyDigest(body)})
+	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
+		return err
+	}
+	state, err := canonBytes(t.cp.State)
+	if err != nil {
+		return err
+	}
+	d, err := t.wf.Decide(state, in)
+	if errors.Is(err, ErrRuleBudget) {
+		return r.fire(t, "RULE_BUDGET_EXHAUSTED", nil, map[string]any{"rule_budget_ledger": err.Error()})
+	} else if err != nil {
+		return fmt.Errorf("workflow decide: %w", err)
+	}
+	t.pending.Trace = append(t.pending.Trace, d.Trace...)
+	if d.Refusal == "" {
+		sv, err := canonValue(d.State)
+		if err != nil {
+			return fmt.Errorf("workflow state: %w", err)
+		}
+		t.cp.State = sv
+		t.cp.Completion = d.Completion
+		for _, e := range d.Effects {
+			oe, err := planned(e)
+			if err != nil {
+				return err
+			}
+			t.cp.Open = append(t.cp.Open, oe)
+		}
+	} else {
+		refusal, _ := cjson.Marshal(map[string]any{"kind": "input_refused", "seq": in.Seq, "reason": d.Refusal})
+		t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "refusal", Body: refusal})
+	}
+	stateDigest, _ := cjson.DigestOf(t.cp.State)
+	return r.fire(t, "EPOCH_STABLE", map[string]bool{"frontier_passed": true},
+		map[string]any{"frontier_receipt": map[string]any{"accepted": in.Seq}, "state_digest": stateDigest, "support_digest": in.Digest})
+}
+
+func planned(e EffectPlan) (openEffect, error) {
+	if e.Intent.IntentID == "" || e.Intent.IdempotencyKey == "" || e.ContentDigest == "" {
+		return openEffect{}, errors.New("workflow planned an effect without intent id, idempotency key or content digest")
+	}
+	iv, err := cjson.Marshal(e.Intent)
+	if err != nil {
+		return openEffect{}, fmt.Errorf("effect intent: %w", err)
+	}
+	intent, _ := canonValue(iv)
+	payload, err := canonValue(e.Payload)
+	if err != nil {
+		return openEffect{}, fmt.Errorf("effect payload: %w", err)
+	}
+	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: intent, Payload: payload, ContentDigest: e.ContentDigest, Approval: e.Approval}, nil
+}
+
+// step advances the run by one control decision. It returns false when the
+// run must wait for outside input (or has ended).
+func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
+	state := t.cp.Control.State
+	if r.machine.Final(state) {
+		return false, nil
+	}
+	// Interrupts are honoured in any state; inside the effect-critical
+	// states the FSM defers them until the effect is reconciled.
+	if moved, err := r.interrupts(ctx, t); moved || err != nil {
+		return moved, err
+	}
+	switch state {
+	case "INIT":
+		return true, r.fire(t, "START", nil, map[string]any{"version_envelope_digest": t.wf.Version(), "workflow_digest": t.wf.Digest()})
+	case "INGEST":
+		return r.ingest(ctx, t)
+	case "PLAN_EFFECTS":
+		return true, r.plan(ctx, t)
+	case "WAIT_APPROVAL":
+		return r.waitApproval(ctx, t)
+	case "COMMIT_INTENT":
+		return true, r.commitIntents(ctx, t)
+	case "EXECUTE":
+		return true, r.execute(ctx, t)
+	case "RECONCILE":
+		return true, r.reconcile(t)
+	case "HUMAN_RECONCILIATION":
+		return r.humanReconcile(ctx, t)
+	case "HONOR_PENDING_INTERRUPT":
+		return true, r.honor(t)
+	case "VERIFY_COMPLETION":
+		return true, r.verify(t)
+	}
+	return false, fmt.Errorf("runner: no driver for state %s", state)
+}
+
+// pendingInbox returns the run's unconsumed inbound events of one kind,
+// leaving out those this pass already consumed.
+func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]store.Inbound, error) {
+	all, err := r.cfg.Store.Inbox(ctx, t.run.ID, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Inbound
+	for _, in := range all {
+		if in.Kind != kind {
+			continue
+		}
+		consumed := false
+		for _, id := range t.pending.Consume {
+			consumed = consumed || id == in.ID
+		}
+		if !consumed {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+func (r *Runner) interrupts(ctx context.Context, t *tick) (bool, error) {
+	cancels, err := r.pendingInbox(ctx, t, KindCancel)
+	if err != nil || len(cancels) == 0 {
+		return false, err
+	}
+	in := cancels[0]
+	t.pending.Consume = append(t.pending.Consume, in.ID)
+	if r.cfg.Cut != nil && r.machine.Final(t.cp.Control.State) == false && isDeferred(r.machine, t.cp.Control.State) {
+		r.cfg.Cut("during-interrupt")
+	}
+	err = r.fireAs(t, "CANCEL", in.ActorRole, in.Capability, nil, map[string]any{"cancel": in.Digest})
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return true, nil // audited; an unauthorised cancel changes nothing
+	}
+	return true, err
+}
+
+func isDeferred(m *control.Machine, state string) bool {
+	for _, s := range m.DeferredIn() {
+		if s == state {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
+	if t.cp.Transitions >= r.cfg.MaxTransitions {
+		return true, r.fire(t, "BUDGET_EXHAUSTED", nil, map[string]any{"steps": t.cp.Transitions})
+	}
+	if len(t.ingest) > 0 {
+		in := t.ingest[0]
+		t.ingest = t.ingest[1:]
+		return true, r.accept(t, in)
+	}
+	inputs, err := r.pendingInbox(ctx, t, KindInput)
+	if err != nil || len(inputs) == 0 {
+		return false, err
+	}
+	in := inputs[0]
+	t.pending.Consume = append(t.pending.Consume, in.ID)
+	return true, r.accept(t, Accepted{Kind: KindInput, Body: in.Body, Digest: in.Digest, Actor: in.Actor})
+}
+
+func (r *Runner) plan(ctx context.Context, t *tick) error {
+	var todo, needApproval []int
+	for i, e := range t.cp.Open {
+		if e.Stage == stagePlanned {
+			todo = append(todo, i)
+			if e.Approval != nil && e.ApprovalID == "" {
+				needApproval = append(needApproval, i)
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return r.fire(t, "NO_EFFECTS", nil, map[string]any{"empty_stable_proposal_batch": map[string]any{"accepted": t.cp.Accepted}})
+	}
+	if len(needApproval) > 0 {
+		var digests []string
+		for _, i := range needApproval {
+			t.cp.Open[i].Stage = stageAwaitingApproval
+			digests = append(digests, t.cp.Open[i].Approval.RequestDigest)
+		}
+		return r.fire(t, "APPROVAL_REQUIRED", nil, map[string]any{"action_digest": digests, "risk_classification": "approval_required"})
+	}
+	var actions []any
+	for _, i := range todo {
+		actions = append(actions, t.cp.Open[i].Intent)
+	}
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]any{"capability_digest": actions, "policy_verdict": "authorized"})
+}
+
+type approveBody struct {
+	ApprovalID string `json:"approval_id"`
+}
+
+func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
+	if denials, err := r.pendingInbox(ctx, t, KindDeny); err != nil {
+		return false, err
+	} else if len(denials) > 0 {
+		in := denials[0]
+		t.pending.Consume = append(t.pending.Consume, in.ID)
+		err := r.fireAs(t, "APPROVAL_DENIED", in.ActorRole, in.Capability, nil, map[string]any{"approval_rejection": in.Digest})
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return true, nil
+		}
+		return true, err
+	}
+	approvals, err := r.pendingInbox(ctx, t, KindApprove)
+	if err != nil || len(approvals) == 0 {
+		return false, err
+	}
+	in := approvals[0]
+	t.pending.Consume = append(t.pending.Consume, in.ID)
+	var body approveBody
+	if err := decodeInto(in.Body, &body); err != nil || body.ApprovalID == "" {
+		r.traceNote(t, "approval_ignored", in.ID, "malformed approve event")
+		return true, nil
+	}
+	grant, err := r.cfg.Store.Approval(ctx, body.ApprovalID)
+	if err != nil {
+		r.traceNote(t, "approval_ignored", in.ID, err.Error())
+		return true, nil
+	}
+	now := r.cfg.Clock()
+	matched := false
+	for i := range t.cp.Open {
+		e := &t.cp.Open[i]
+		if e.Stage != stageAwaitingApproval || e.ApprovalID != "" || e.Approval.RequestDigest != grant.RequestDigest {
+			continue
+		}
+		if grant.Status != store.ApprovalGranted || !now.Before(grant.ExpiresAt) {
+			r.traceNote(t, "approval_refused", in.ID, fmt.Sprintf("approval %s is %s, expires %s", grant.ID, grant.Status, grant.ExpiresAt))
+			return true, nil
+		}
+		if err := t.wf.CheckApproval(*e.Approval, grant, now); err != nil {
+			r.traceNote(t, "approval_refused", in.ID, err.Error())
+			return true, nil
+		}
+		e.ApprovalID = grant.ID
+		// The intent names the exact grant it rests on; its action digest
+		// (what was approved) is unchanged.
+		if m, ok := e.Intent.(map[string]any); ok {
+			m["approval_digest"] = grant.Digest
+		}
+		matched = true
+	}
+	if !matched {
+		r.traceNote(t, "approval_ignored", in.ID, "no waiting request matches "+grant.RequestDigest)
+		return true, nil
+	}
+	for _, e := range t.cp.Open {
+		if e.Stage == stageAwaitingApproval && e.ApprovalID == "" {
+			return true, nil // more approvals to come
+		}
+	}
+	err = r.fireAs(t, "APPROVAL_GRANTED", in.ActorRole, in.Capability, map[string]bool{"approval_matches": true},
+		map[string]any{"exact_hash_approval_digest": grant.Digest})
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		// Not a person with the approver capability: audited, and every
+		// match this event made is undone.
+		for i := range t.cp.Open {
+			if t.cp.Open[i].ApprovalID == grant.ID {
+				t.cp.Open[i].ApprovalID = ""
+				if m, ok := t.cp.Open[i].Intent.(map[string]any); ok {
+					m["approval_digest"] = nil
+				}
+			}
+		}
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	for i := range t.cp.Open {
+		if t.cp.Open[i].Stage == stageAwaitingApproval {
+			t.cp.Open[i].Stage = stagePlanned
+		}
+	}
+	return true, nil
+}
+
+func (r *Runner) traceNote(t *tick, kind, inbound, detail string) {
+	b, _ := cjson.Marshal(map[string]any{"kind": kind, "inbound": inbound, "detail": detail})
+	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: kind, Body: b})
+}
+
+// commitIntents makes the authorized effects durable: intents, outbox rows,
+// approval consumption and the first attempt of each, in the same
+// transaction as the checkpoint. Nothing is sent before this commit.
+func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
+	var committed []string
+	for i := range t.cp.Open {
+		e := &t.cp.Open[i]
+		if e.Stage != stagePlanned {
+			continue
+		}
+		body, err := canonBytes(e.Intent)
+		if err != nil {
+			return err
+		}
+		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: effectType(e.Intent), IdempotencyKey: idempotencyKey(e.Intent),
+			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: store.BodyDigest(body)}
+		t.pending.Intents = append(t.pending.Intents, in)
+		if e.ApprovalID != "" {
+			need, wf := *e.Approval, t.wf
+			t.pending.Approvals = append(t.pending.Approvals, store.ApprovalUse{ApprovalID: e.ApprovalID, IntentID: e.IntentID,
+				Check: func(g store.Approval, now time.Time) error { return wf.CheckApproval(need, g, now) }})
+		}
+		t.pending.Begin = append(t.pending.Begin, e.IntentID)
+		e.Stage = stageCommitted
+		committed = append(committed, in.Digest)
+	}
+	if r.cfg.Cut != nil {
+		r.cfg.Cut("before-intent-commit")
+	}
+	if err := r.fire(t, "INTENT_COMMITTED", map[string]bool{"intent_durable": true},
+		map[string]any{"atomic_intent_checkpoint_outbox_receipt": committed}); err != nil {
+		return err
+	}
+	if err := r.flush(ctx, t); err != nil {
+		return err
+	}
+	if r.cfg.Cut != nil {
+		r.cfg.Cut("after-intent-commit")
+	}
+	return nil
+}
+
+func effectType(intent any) string {
+	if m, ok := intent.(map[string]any); ok {
+		s, _ := m["effect_type"].(string)
+		return s
+	}
+	return ""
+}
+
+func idempotencyKey(intent any) string {
+	if m, ok := intent.(map[string]any); ok {
+		s, _ := m["idempotency_key"].(string)
+		return s
+	}
+	return ""
+}
+
+func protocolIntent(v any) (protocol.EffectIntent, error) {
+	var pi protocol.EffectIntent
+	b, err := canonBytes(v)
+	if err != nil {
+		return pi, err
+	}
+	return pi, decodeInto(b, &pi)
+}
+
+// execute sends every committed effect whose attempt is in flight, one at a
+// time, and records each outcome. A transient failure is retried with the
+// same idempotency key after its result and the next attempt are durable;
+// an unknown outcome is reconciled by asking the destination, never by
+// sending again.
+func (r *Runner) execute(ctx context.Context, t *tick) error {
+	var attempts []string
+	for i := range t.cp.Open {
+		e := &t.cp.Open[i]
+		if e.Stage != stageCommitted {
+			continue
+		}
+		if err := r.executeOne(ctx, t, e); err != nil {
+			return err
+		}
+		attempts = append(attempts, e.IntentID)
+	}
+	return r.fire(t, "ATTEMPT_RECORDED", nil, map[string]any{"attempt_id": attempts, "idempotency_key": attempts, "response_hash": len(t.pending.Receipts)})
+}
+
+func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
+	intent, err := protocolIntent(e.Intent)
+	if err != nil {
+		return fmt.Errorf("intent %s: %w", e.IntentID, err)
+	}
+	payload, err := canonBytes(e.Payload)
+	if err != nil {
+		return err
+	}
+	adapter, err := r.cfg.Adapters.For(intent)
+	if err != nil {
+		return err
+	}
+	for {
+		attempts, err := r.cfg.Store.Attempts(ctx, e.IntentID)
+		if err != nil {
+			return err
+		}
+		if len(attempts) == 0 {
+			return fmt.Errorf("intent %s has no recorded attempt; refusing to send", e.IntentID)
+		}
+		last := attempts[len(attempts)-1]
+		if last.Status != store.AttemptStarted || last.Generation != t.lease.Generation {
+			// The attempt began under an earlier lease (a crash or a
+			// takeover): it may have reached the destination. Ask first.
+			if last.Status == store.AttemptStarted {
+				return r.resolveUnknown(ctx, t, e, intent, adapter, last, "attempt started before a restart")
+			}
+			return fmt.Errorf("intent %s: last attempt is %s, nothing in flight", e.IntentID, last.Status)
+		}
+		rec, err := adapter.Execute(ctx, effect.Intent{Effect: intent, Payload: payload})
+		if err != nil {
+			rec = effect.Receipt{Outcome: effect.Unknown, Code: "ADAPTER_ERROR", Detail: err.Error()}
+		}
+		if r.cfg.Cut != nil {
+			r.cfg.Cut("after-apply-before-receipt")
+		}
+		switch rec.Outcome {
+		case effect.Succeeded, effect.FailedPermanent:
+			status := store.AttemptSucceeded
+			if rec.Outcome == effect.FailedPermanent {
+				status = store.AttemptFailedPermanent
+			}
+			outcome, _ := rec.ProtocolOutcome()
+			return r.close(t, e, intent, last.N, status, outcome, rec.EvidenceDigest, rec.Code)
+		case effect.FailedTransient:
+			if last.N >= r.cfg.MaxAttempts {
+				t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptFailedTransient,
+					Outbox: store.OutboxReconcile, Route: "retry_exhausted", Detail: rec.Code})
+				return r.lookupAndClose(ctx, t, e, intent, adapter, last.N, "retries exhausted")
+			}
+			t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptFailedTransient,
+				Outbox: store.OutboxRetry, Route: "transient", Detail: rec.Code})
+			t.pending.Begin = append(t.pending.Begin, e.IntentID)
+			if err := r.flush(ctx, t); err != nil {
+				return err
+			}
+			if err := sleep(ctx, time.Duration(10<<min(last.N, 6))*time.Millisecond); err != nil {
+				return err
+			}
+		default:
+			t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptUnknown,
+				Outbox: store.OutboxReconcile, Route: "outcome_unknown", Detail: rec.Code})
+			return r.lookupAndClose(ctx, t, e, intent, adapter, last.N, rec.Code)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// resolveUnknown handles an attempt found in flight at load: its outcome is
+// unknown, so the destination is asked before anything else happens.
+func (r *Runner) resolveUnknown(ctx context.Context, t *tick, e *openEffect, intent protocol.EffectIntent, a effect.Adapter, last store.Attempt, why string) error {
+	t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptUnknown,
+		Outbox: store.OutboxReconcile, Route: "recovered_in_flight", Detail: why})
+	return r.lookupAndClose(ctx, t, e, intent, a, last.N, why)
+}
+
+// lookupAndClose asks the destination what became of an attempt and closes
+// the effect on its evidence; without evidence the effect is marked unknown
+// and handed to a person. A destination that confirms nothing was applied
+// allows one more attempt, with the same key.
+func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, intent protocol.EffectIntent, a effect.Adapter, n int64, why string) error {
+	if r.cfg.Cut != nil {
+		r.cfg.Cut("during-reconcile")
+	}
+	res, err := effect.Reconcile(ctx, a, intent.IdempotencyKey, e.ContentDigest, r.cfg.Reconcile)
+	if err != nil {
+		return err
+	}
+	var evidenceDigest string
+	if len(res.Lookups) > 0 {
+		evidenceDigest = res.Lookups[len(res.Lookups)-1].EvidenceDigest
+	}
+	switch res.Status {
+	case effect.ConfirmedSuccess:
+		return r.close(t, e, intent, n, store.AttemptReconciledApplied, "confirmed_success", evidenceDigest, "reconciled: "+why)
+	case effect.ConfirmedFailure:
+		if n < r.cfg.MaxAttempts {
+			t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: store.AttemptReconciledNotApplied,
+				Outbox: store.OutboxRetry, Route: "reconciled_not_applied"})
+			t.pending.Begin = append(t.pending.Begin, e.IntentID)
+			if err := r.flush(ctx, t); err != nil {
+				return err
+			}
+			return r.executeOne(ctx, t, e)
+		}
+		return r.close(t, e, intent, n, store.AttemptReconciledNotApplied, "confirmed_failure", evidenceDigest, "retry_exhausted_not_applied")
+	default:
+		t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: store.AttemptUnknown,
+			Outbox: store.OutboxHuman, Route: "human_reconciliation", Detail: why})
+		e.Stage = stageUnknown
+		return nil
+	}
+}
+
+// close records an attempt's final status and the effect's receipt, and
+// queues the receipt to be accepted as the run's next input.
+func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n int64, status store.AttemptStatus, outcome, evidenceDigest, detail string) error {
+	// A result for this attempt may already be pending (unknown, then
+	// reconciled): the later one wins.
+	results := t.pending.Results[:0]
+	for _, res := range t.pending.Results {
+		if !(res.IntentID == e.IntentID && res.N == n) {
+			results = append(results, res)
+		}
+	}
+	t.pending.Results = append(results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: status, Outbox: store.OutboxDone, Detail: detail})
+	var outputs []string
+	if evidenceDigest != "" {
+		outputs = []string{evidenceDigest}
+	}
+	receipt, err := effect.NewActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
+		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: fmt.Sprintf("%s/attempt/%d", e.IntentID, n), Outcome: outcome,
+		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
+	}
+	body, err := cjson.Marshal(receipt)
+	if err != nil {
+		return err
+	}
+	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: store.BodyDigest(body)})
+	t.ingest = append(t.ingest, Accepted{Kind: "receipt", Body: body, Digest: store.BodyDigest(body)})
+	e.Stage = "closed"
+	return nil
+}
+
+func (r *Runner) reconcile(t *tick) error {
+	for _, e := range t.cp.Open {
+		if e.Stage == stageUnknown {
+			return r.fire(t, "OUTCOME_UNKNOWN", nil, map[string]any{"ambiguous_external_state": e.IntentID, "bounded_query_log": e.ContentDigest})
+		}
+	}
+	r.dropClosed(t)
+	var receipts []string
+	for _, rc := range t.pending.Receipts {
+		receipts = append(receipts, rc.Digest)
+	}
+	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, map[string]any{"independent_action_receipt": receipts})
+}
+
+func (r *Runner) dropClosed(t *tick) {
+	open := t.cp.Open[:0]
+	for _, e := range t.cp.Open {
+		if e.Stage != "closed" {
+			open = append(open, e)
+		}
+	}
+	t.cp.Open = open
+}
+
+type reconcileBody struct {
+	IntentID   string `json:"intent_id"`
+	Resolution string `json:"resolution"`
+}
+
+func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
+	items, err := r.pendingInbox(ctx, t, KindReconcile)
+	if err != nil || len(items) == 0 {
+		return false, err
+	}
+	in := items[0]
+	t.pending.Consume = append(t.pending.Consume, in.ID)
+	var body reconcileBody
+	if err := decodeInto(in.Body, &body); err != nil {
+		r.traceNote(t, "reconcile_ignored", in.ID, "malformed reconcile event")
+		return true, nil
+	}
+	var target *openEffect
+	for i := range t.cp.Open {
+		if t.cp.Open[i].IntentID == body.IntentID && t.cp.Open[i].Stage == stageUnknown {
+			target = &t.cp.Open[i]
+		}
+	}
+	if target == nil {
+		r.traceNote(t, "reconcile_ignored", in.ID, "no unknown effect "+body.IntentID)
+		return true, nil
+	}
+	if !r.machine.Authorized("HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability) && !r.machine.Authorized("ABANDON", in.ActorRole, in.Capability) {
+		// Let the FSM refuse and audit it.
+		err := r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, nil)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			return true, nil
+		}
+		return true, err
+	}
+	switch body.Resolution {
+	case "abandon":
+		return true, r.fireAs(t, "ABANDON", in.ActorRole, in.Capability, nil, map[string]any{"typed_unresolved_outcome_disposition": in.Digest})
+	case "confirmed_success", "confirmed_failure":
+		intent, err := protocolIntent(target.Intent)
+		if err != nil {
+			return true, err
+		}
+		attempts, err := r.cfg.Store.Attempts(ctx, target.IntentID)
+		if err != nil || len(attempts) == 0 {
+			return true, fmt.Errorf("attempts of %s: %v", target.IntentID, err)
+		}
+		status := store.AttemptReconciledApplied
+		if body.Resolution == "confirmed_failure" {
+			status = store.AttemptReconciledNotApplied
+		}
+		if err := r.close(t, target, intent, attempts[len(attempts)-1].N, status, body.Resolution, in.Digest, "reconciled by "+in.Actor); err != nil {
+			return true, err
+		}
+		for _, e := range t.cp.Open {
+			if e.Stage == stageUnknown {
+				return true, nil
+			}
+		}
+		r.dropClosed(t)
+		return true, r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, map[string]any{"independently_checked_external_receipt": in.Digest})
+	default:
+		r.traceNote(t, "reconcile_ignored", in.ID, "unknown resolution "+body.Resolution)
+		return true, nil
+	}
+}
+
+func (r *Runner) honor(t *tick) error {
+	for _, p := range t.cp.Control.Pending {
+		for _, in := range r.machine.Interrupts() {
+			if in.Event == p {
+				return r.fire(t, in.HonoredBy, nil, map[string]any{"durable_pending_" + pendingName(p): p, "reconciled_effect": t.cp.Accepted})
+			}
+		}
+	}
+	return r.fire(t, "NO_PENDING_INTERRUPT", nil, map[string]any{"accepted_receipt_event": t.cp.Accepted, "empty_pending_interrupt_ledger": t.cp.Control.Pending})
+}
+
+func pendingName(event string) string {
+	switch event {
+	case "CANCEL":
+		return "cancel"
+	case "TIMEOUT":
+		return "timeout"
+	case "BUDGET_EXHAUSTED":
+		return "budget_exhaustion"
+	}
+	return event
+}
+
+func (r *Runner) verify(t *tick) error {
+	unknown := false
+	for _, e := range t.cp.Open {
+		unknown = unknown || e.Stage == stageUnknown
+	}
+	closed := len(t.cp.Open) == 0
+	switch {
+	case t.cp.Completion == Complete && closed && !unknown:
+		return r.fire(t, "VERIFIED_COMPLETE", map[string]bool{"independent_receipt_closed": true, "no_unknown_effects": true},
+			map[string]any{"empty_unknown_effect_ledger": t.cp.Open, "independent_closure_receipt": t.cp.Accepted})
+	case t.cp.Completion == Fail:
+		return r.fire(t, "VERIFIED_FAILURE", nil, map[string]any{"typed_failed_completion_gate": t.cp.Accepted})
+	default:
+		return r.fire(t, "MORE_WORK", nil, map[string]any{"typed_residual_work": t.cp.Accepted})
+	}
+}

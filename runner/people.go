@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
+)
+
+// Actor is an authenticated person or program acting on a run. The server
+// and CLI fill it from credentials, never from what a client claims.
+type Actor struct {
+	Name       string
+	Role       string // e.g. human_approver, human_reconciler, authorized_requester
+	Capability string // the capability the role exercises for this act
+}
+
+// Status is what a person needs to see of a run: where it stands and what it
+// waits for.
+type Status struct {
+	Run      store.Run
+	State    string
+	Waiting  []ApprovalNeed // approvals the run waits on
+	Unknown  []string       // intents whose outcome a person must reconcile
+	Open     int            // effects planned and not yet closed
+	Accepted int64
+}
+
+// Inspect reads a run's status from its latest checkpoint.
+func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
+	run, err := r.cfg.Store.Run(ctx, runID)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Run: run, State: run.State}
+	wf, err := r.workflow(run)
+	if err != nil {
+		return st, err
+	}
+	stored, err := r.cfg.Store.Checkpoint(ctx, runID)
+	if store.CodeOf(err) == store.CodeNotFound {
+		return st, nil
+	} else if err != nil {
+		return st, err
+	}
+	cp, err := decodeCheckpoint(stored, wf)
+	if err != nil {
+		return st, err
+	}
+	st.Accepted, st.Open = cp.Accepted, len(cp.Open)
+	for _, e := range cp.Open {
+		switch e.Stage {
+		case stageAwaitingApproval:
+			if e.ApprovalID == "" {
+				st.Waiting = append(st.Waiting, *e.Approval)
+			}
+		case stageUnknown:
+			st.Unknown = append(st.Unknown, e.IntentID)
+		}
+	}
+	return st, nil
+}
+
+// Approve grants the approval a run waits on, bound to the exact request
+// digest, and tells the run. The grant is one-time and expires after ttl.
+func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) error {
+	st, err := r.Inspect(ctx, runID)
+	if err != nil {
+		return err
+	}
+	var need *ApprovalNeed
+	for i := range st.Waiting {
+		if st.Waiting[i].RequestID == requestID {
+			need = &st.Waiting[i]
+		}
+	}
+	if need == nil {
+		return &NotWaitingError{RunID: runID, What: "approval " + requestID}
+	}
+	now := r.cfg.Clock().UTC()
+	nonce := cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", runID, requestID, by.Name, now.UnixNano())))[:32]
+	grant := map[string]any{"kind": "flrh.approval.grant", "run_id": runID, "request_id": requestID, "request_digest": need.RequestDigest,
+		"actor": by.Name, "role": by.Role, "nonce": nonce, "expires_at": now.Add(ttl).Format(time.RFC3339Nano)}
+	body, err := cjson.Marshal(grant)
+	if err != nil {
+		return err
+	}
+	id := "grant:" + nonce
+	if err := r.cfg.Store.GrantApproval(ctx, store.Approval{ID: id, RunID: runID, RequestDigest: need.RequestDigest, Nonce: nonce,
+		Body: body, Digest: store.BodyDigest(body), ExpiresAt: now.Add(ttl)}); err != nil {
+		return err
+	}
+	return r.submit(ctx, runID, KindApprove, by, map[string]any{"approval_id": id})
+}
+
+// Deny refuses the approval a run waits on; the run fails permanently.
+func (r *Runner) Deny(ctx context.Context, runID, requestID, reason string, by Actor) error {
+	st, err := r.Inspect(ctx, runID)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, w := range st.Waiting {
+		found = found || w.RequestID == requestID
+	}
+	if !found {
+		return &NotWaitingError{RunID: runID, What: "approval " + requestID}
+	}
+	return r.submit(ctx, runID, KindDeny, by, map[string]any{"request_id": requestID, "reason": reason})
+}
+
+// Cancel asks a run to stop. Inside an effect the cancellation is recorded
+// and honoured once the effect is reconciled.
+func (r *Runner) Cancel(ctx context.Context, runID, reason string, by Actor) error {
+	return r.submit(ctx, runID, KindCancel, by, map[string]any{"reason": reason})
+}
+
+// Reconcile settles an effect whose outcome is unknown, on a person's word
+// after checking the destination: confirmed_success, confirmed_failure or
+// abandon.
+func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution string, by Actor) error {
+	st, err := r.Inspect(ctx, runID)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, id := range st.Unknown {
+		found = found || id == intentID
+	}
+	if !found {
+		return &NotWaitingError{RunID: runID, What: "reconciliation of " + intentID}
+	}
+	switch resolution {
+	case "confirmed_success", "confirmed_failure", "abandon":
+	default:
+		return fmt.Errorf("runner: resolution must be confirmed_success, confirmed_failure or abandon, not %q", resolution)
+	}
+	return r.submit(ctx, runID, KindReconcile, by, map[string]any{"intent_id": intentID, "resolution": resolution})
+}
+
+// Submit hands a run a new domain input.
+func (r *Runner) Submit(ctx context.Context, runID string, input []byte, by Actor) error {
+	v, err := cjson.Decode(input)
+	if err != nil {
+		return err
+	}
+	return r.submit(ctx, runID, KindInput, by, v)
+}
+
+func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body any) error {
+	b, err := cjson.Marshal(body)
+	if err != nil {
+		return err
+	}
+	in, err := r.cfg.Store.Inbox(ctx, runID, false)
+	if err != nil {
+		return err
+	}
+	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: fmt.Sprintf("%s:%d", kind, len(in)+1), RunID: runID, Kind: kind, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)})
+	if err == nil {
+		r.Wake()
+	}
+	return err
+}
+
+// NotWaitingError reports an act on something a run is not waiting for.
+type NotWaitingError struct{ RunID, What string }
+
+func (e *NotWaitingError) Error() string {
+	return fmt.Sprintf("run %s is not waiting for %s", e.RunID, e.What)
+}

@@ -1,0 +1,238 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
+)
+
+// Config assembles a Runner. Store, Workflows and Adapters are required.
+type Config struct {
+	Store     store.Store
+	Workflows []Workflow
+	Adapters  *effect.Registry
+	// Machine is the run FSM; nil means control.Default().
+	Machine *control.Machine
+	// Owner names this runner in leases; it should be stable across
+	// restarts of the same process slot.
+	Owner string
+	// LeaseTTL bounds how long a stalled runner can hold a run.
+	LeaseTTL time.Duration
+	// Parallelism bounds how many runs advance at once.
+	Parallelism int
+	// Poll is how often Run looks for work when nothing wakes it.
+	Poll time.Duration
+	// MaxTransitions is the per-run step budget (control transitions).
+	MaxTransitions int64
+	// Reconcile is the lookup plan for unknown outcomes.
+	Reconcile effect.Plan
+	// MaxAttempts bounds transient retries of one intent.
+	MaxAttempts int64
+	// Clock is the shell's clock (receipt times, approval checks).
+	Clock func() time.Time
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Cut, when set, is called at named cut points (see CutPoints); fault
+	// tests use it to kill the process exactly there.
+	Cut func(point string)
+	// PlatformDigest binds receipts to the build that produced them.
+	PlatformDigest string
+}
+
+// CutPoints names the places where a crash is most dangerous; the fault
+// tests kill the runner at each and prove recovery.
+var CutPoints = []string{
+	"before-intent-commit",       // the intent is decided but not durable
+	"after-intent-commit",        // durable intent and attempt, nothing sent
+	"after-apply-before-receipt", // the destination applied; no receipt yet
+	"during-reconcile",           // an unknown outcome is being looked up
+	"during-interrupt",           // a cancellation arrived during an effect
+}
+
+// Runner drives runs through the control FSM, calling the workflow's pure
+// steps and the effect adapters, committing every tick atomically.
+type Runner struct {
+	cfg       Config
+	machine   *control.Machine
+	workflows map[string]Workflow
+	log       *slog.Logger
+	wake      chan struct{}
+	mu        sync.Mutex
+	busy      map[string]bool
+}
+
+// New validates cfg and returns a Runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Store == nil || len(cfg.Workflows) == 0 || cfg.Adapters == nil {
+		return nil, errors.New("runner: a store, at least one workflow and an adapter registry are required")
+	}
+	if cfg.Machine == nil {
+		cfg.Machine = control.Default()
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "runner"
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 4
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 200 * time.Millisecond
+	}
+	if cfg.MaxTransitions <= 0 {
+		cfg.MaxTransitions = 10_000
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.PlatformDigest == "" {
+		cfg.PlatformDigest = store.BodyDigest([]byte("flrh-platform/1"))
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{cfg: cfg, machine: cfg.Machine, workflows: map[string]Workflow{}, log: log,
+		wake: make(chan struct{}, 1), busy: map[string]bool{}}
+	for _, wf := range cfg.Workflows {
+		key := wf.ID() + "@" + wf.Version()
+		if _, dup := r.workflows[key]; dup {
+			return nil, fmt.Errorf("runner: workflow %s registered twice", key)
+		}
+		r.workflows[key] = wf
+	}
+	return r, nil
+}
+
+func (r *Runner) workflow(run store.Run) (Workflow, error) {
+	wf, ok := r.workflows[run.WorkflowID+"@"+run.WorkflowVersion]
+	if !ok {
+		return nil, fmt.Errorf("runner: run %s needs workflow %s@%s, which is not loaded", run.ID, run.WorkflowID, run.WorkflowVersion)
+	}
+	return wf, nil
+}
+
+// Start creates a run of a workflow with its input (canonical JSON) and
+// submits the input to its inbox. The run advances on the next pass.
+func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, input []byte) error {
+	if !cjson.ValidID(runID) {
+		return fmt.Errorf("runner: invalid run id %q", runID)
+	}
+	wf, ok := r.workflows[workflowID+"@"+version]
+	if !ok {
+		return fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
+	}
+	body, err := cjson.Canonicalize(input)
+	if err != nil {
+		return fmt.Errorf("runner: run input: %w", err)
+	}
+	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {
+		return err
+	}
+	if err := r.cfg.Store.Submit(ctx, store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: "runner",
+		Actor: "runner", Capability: "run.start", Body: body, Digest: store.BodyDigest(body)}); err != nil {
+		return err
+	}
+	r.Wake()
+	return nil
+}
+
+// Wake asks Run to look for work now.
+func (r *Runner) Wake() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run advances live runs until ctx is done, at most Parallelism at once.
+// It returns when ctx is cancelled and every in-flight advance has ended.
+func (r *Runner) Run(ctx context.Context) error {
+	sem := make(chan struct{}, r.cfg.Parallelism)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		ids, err := r.cfg.Store.Live(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Error("list live runs", "err", err)
+		}
+		for _, id := range ids {
+			if !r.claim(id) {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				r.release(id)
+				return nil
+			}
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				defer func() { <-sem; r.release(id) }()
+				if _, err := r.Advance(ctx, id); err != nil && ctx.Err() == nil {
+					r.log.Warn("advance", "run", id, "err", err)
+				}
+			}(id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake:
+		case <-time.After(r.cfg.Poll):
+		}
+	}
+}
+
+func (r *Runner) claim(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[id] {
+		return false
+	}
+	r.busy[id] = true
+	return true
+}
+
+func (r *Runner) release(id string) {
+	r.mu.Lock()
+	delete(r.busy, id)
+	r.mu.Unlock()
+}
+
+// RunToIdle advances every live run until none can move without outside
+// input, and returns the runs that ended. It is what the demo and tests use
+// instead of the background loop.
+func (r *Runner) RunToIdle(ctx context.Context) error {
+	for pass := 0; pass < 1000; pass++ {
+		ids, err := r.cfg.Store.Live(ctx)
+		if err != nil {
+			return err
+		}
+		moved := false
+		for _, id := range ids {
+			m, err := r.Advance(ctx, id)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			moved = moved || m
+		}
+		if !moved {
+			return nil
+		}
+	}
+	return errors.New("runner: runs kept moving for 1000 passes")
+}

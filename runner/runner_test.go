@@ -1,0 +1,447 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+var ctx = context.Background()
+
+type harness struct {
+	t     *testing.T
+	store *sqlite.Store
+	dest  *destination
+	r     *Runner
+	path  string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: s, dest: newDestination(), path: path}
+	h.r = h.runner(nil)
+	t.Cleanup(func() { s.Close() })
+	return h
+}
+
+func (h *harness) runner(cut func(string)) *Runner {
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Cut: cut,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func (h *harness) start(id, input string) {
+	h.t.Helper()
+	if err := h.r.Start(ctx, id, "refunds", "1", []byte(input)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.idle()
+}
+
+func (h *harness) idle() {
+	h.t.Helper()
+	if err := h.r.RunToIdle(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) run(id string) store.Run {
+	h.t.Helper()
+	r, err := h.store.Run(ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// path returns the run's accepted control transitions, in order.
+func (h *harness) transitions(id string) []string {
+	h.t.Helper()
+	evs, err := h.store.Events(ctx, id, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind != EventControl {
+			continue
+		}
+		var rec control.Record
+		if err := decodeInto(e.Body, &rec); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, rec.Event)
+	}
+	return out
+}
+
+func (h *harness) rejected(id string) []control.Record {
+	evs, _ := h.store.Events(ctx, id, 0)
+	var out []control.Record
+	for _, e := range evs {
+		if e.Kind == EventRejected {
+			var rec control.Record
+			decodeInto(e.Body, &rec)
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+var (
+	approver   = Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	denier     = Actor{Name: "alice", Role: "human_approver", Capability: "approval.deny"}
+	reconciler = Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.confirm_external"}
+	requester  = Actor{Name: "carol", Role: "authorized_requester", Capability: "run.cancel"}
+	agent      = Actor{Name: "model", Role: "model", Capability: "approval.grant_exact_hash"}
+)
+
+const small = `{"refunds":[{"id":"r1","amount":40,"payee":"alice"}]}`
+const large = `{"refunds":[{"id":"r2","amount":900,"payee":"bob"}]}`
+
+func TestLowRiskRefundSucceeds(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-1", small)
+	run := h.run("run-1")
+	if run.State != "SUCCEEDED" || run.Outcome != "success" {
+		t.Fatalf("run ended %s/%s", run.State, run.Outcome)
+	}
+	want := "START EVENT_ACCEPTED EPOCH_STABLE EFFECT_AUTHORIZED INTENT_COMMITTED ATTEMPT_RECORDED EFFECT_RESULT_CONFIRMED NO_PENDING_INTERRUPT EVENT_ACCEPTED EPOCH_STABLE NO_EFFECTS VERIFIED_COMPLETE"
+	if got := strings.Join(h.transitions("run-1"), " "); got != want {
+		t.Fatalf("path\n got %s\nwant %s", got, want)
+	}
+	if h.dest.count() != 1 {
+		t.Fatalf("%d mutations", h.dest.count())
+	}
+	rcs, _ := h.store.Receipts(ctx, "run-1")
+	ins, _ := h.store.Intents(ctx, "run-1")
+	if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" || len(ins) != 1 || ins[0].Outbox != store.OutboxDone {
+		t.Fatalf("receipts %+v intents %+v", rcs, ins)
+	}
+	// The intent was durable, with its first attempt, before anything was
+	// sent: the commit that wrote it is at an earlier event than the receipt.
+	ats, _ := h.store.Attempts(ctx, ins[0].ID)
+	if len(ats) != 1 || ats[0].Status != store.AttemptSucceeded {
+		t.Fatalf("attempts %+v", ats)
+	}
+}
+
+func TestLargeRefundWaitsForApprovalBoundToItsContent(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-2", large)
+	st, err := h.r.Inspect(ctx, "run-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "WAIT_APPROVAL" || len(st.Waiting) != 1 || st.Waiting[0].Preview != "Refund 900 to bob" {
+		t.Fatalf("status %+v", st)
+	}
+	if h.dest.count() != 0 {
+		t.Fatal("effect sent before approval")
+	}
+	// A model cannot approve: the FSM refuses and audits it.
+	if err := h.r.Approve(ctx, "run-2", st.Waiting[0].RequestID, agent, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("run-2").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("model approval moved the run to %s", s)
+	}
+	if tr, _ := h.store.Trace(ctx, "run-2"); len(tr) == 0 || tr[len(tr)-1].Kind != "approval_refused" ||
+		!strings.Contains(string(tr[len(tr)-1].Body), "not a human approver") {
+		t.Fatalf("model approval not refused with its reason: %+v", tr)
+	}
+	// Approving something the run does not wait for says so.
+	var nw *NotWaitingError
+	if err := h.r.Approve(ctx, "run-2", "approval:nope", approver, time.Hour); !errors.As(err, &nw) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := h.r.Approve(ctx, "run-2", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run := h.run("run-2")
+	if run.State != "SUCCEEDED" || h.dest.count() != 1 {
+		t.Fatalf("after approval: %s, %d mutations", run.State, h.dest.count())
+	}
+	ins, _ := h.store.Intents(ctx, "run-2")
+	a, err := h.store.Approval(ctx, ins[0].ApprovalID)
+	if err != nil || a.Status != store.ApprovalConsumed || a.ConsumedBy != ins[0].ID {
+		t.Fatalf("approval %+v %v", a, err)
+	}
+	if !strings.Contains(string(ins[0].Body), a.Digest) {
+		t.Fatal("committed intent does not name the grant it rests on")
+	}
+}
+
+func TestDeniedApprovalFailsTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-3", large)
+	st, _ := h.r.Inspect(ctx, "run-3")
+	if err := h.r.Deny(ctx, "run-3", st.Waiting[0].RequestID, "too much", denier); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run := h.run("run-3")
+	if run.State != "FAILED_PERMANENT" || h.dest.count() != 0 {
+		t.Fatalf("run %s, %d mutations", run.State, h.dest.count())
+	}
+}
+
+func TestUnknownOutcomeIsReconciledNotRetried(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.Unknown} // applied, answer lost
+	h.start("run-4", small)
+	run := h.run("run-4")
+	if run.State != "SUCCEEDED" || h.dest.count() != 1 {
+		t.Fatalf("run %s, %d mutations", run.State, h.dest.count())
+	}
+	ins, _ := h.store.Intents(ctx, "run-4")
+	ats, _ := h.store.Attempts(ctx, ins[0].ID)
+	if len(ats) != 1 || ats[0].Status != store.AttemptReconciledApplied {
+		t.Fatalf("attempts %+v", ats)
+	}
+}
+
+func TestUnresolvedOutcomeGoesToAPerson(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.Unknown}
+	h.dest.lookupErr = true
+	h.start("run-5", small)
+	st, _ := h.r.Inspect(ctx, "run-5")
+	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	if rcs, _ := h.store.Receipts(ctx, "run-5"); len(rcs) != 0 {
+		t.Fatal("an unknown outcome produced a receipt")
+	}
+	if err := h.r.Reconcile(ctx, "run-5", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("run-5").State; s != "SUCCEEDED" {
+		t.Fatalf("after reconciliation: %s", s)
+	}
+	if h.dest.count() != 1 {
+		t.Fatalf("%d mutations", h.dest.count())
+	}
+}
+
+func TestAbandonedOutcomeEndsUnknown(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.Unknown}
+	h.dest.lookupErr = true
+	h.start("run-6", small)
+	st, _ := h.r.Inspect(ctx, "run-6")
+	ab := Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}
+	if err := h.r.Reconcile(ctx, "run-6", st.Unknown[0], "abandon", ab); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run := h.run("run-6")
+	if run.State != "EFFECT_OUTCOME_UNKNOWN" || run.Outcome == "success" {
+		t.Fatalf("run %s/%s", run.State, run.Outcome)
+	}
+}
+
+func TestTransientFailureRetriesWithTheSameKey(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.FailedTransient}
+	h.start("run-7", small)
+	if s := h.run("run-7").State; s != "SUCCEEDED" {
+		t.Fatalf("run %s", s)
+	}
+	ins, _ := h.store.Intents(ctx, "run-7")
+	ats, _ := h.store.Attempts(ctx, ins[0].ID)
+	if len(ats) != 2 || ats[0].Status != store.AttemptFailedTransient || ats[1].Status != store.AttemptSucceeded || h.dest.count() != 1 {
+		t.Fatalf("attempts %+v, %d mutations", ats, h.dest.count())
+	}
+}
+
+func TestRetriesExhaustedQueriesBeforeFailing(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
+	h.start("run-8", small)
+	run := h.run("run-8")
+	rcs, _ := h.store.Receipts(ctx, "run-8")
+	if run.State != "FAILED_PERMANENT" || len(rcs) != 1 || rcs[0].Outcome != "confirmed_failure" || h.dest.count() != 0 {
+		t.Fatalf("run %s receipts %+v mutations %d", run.State, rcs, h.dest.count())
+	}
+}
+
+func TestCancelWhileWaitingEndsTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-9", large)
+	if err := h.r.Cancel(ctx, "run-9", "customer withdrew", agent); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("run-9").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("a model cancelled the run: %s", s)
+	}
+	if rej := h.rejected("run-9"); len(rej) == 0 || rej[len(rej)-1].Reason != control.ReasonAuthority {
+		t.Fatalf("unauthorised cancel not audited: %+v", rej)
+	}
+	if err := h.r.Cancel(ctx, "run-9", "customer withdrew", requester); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if run := h.run("run-9"); run.State != "CANCELED" || h.dest.count() != 0 {
+		t.Fatalf("run %s", run.State)
+	}
+}
+
+func TestCorruptCheckpointQuarantines(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-10", large)
+	// Write a checkpoint from a newer format, as another build might.
+	l, err := h.store.AcquireLease(ctx, "run-10", "intruder", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := h.store.Checkpoint(ctx, "run-10")
+	run := h.run("run-10")
+	bad := store.Checkpoint{FormatVersion: 99, Body: cp.Body, Digest: cp.Digest}
+	ev := []byte(`{"x":1}`)
+	if err := h.store.Commit(ctx, l, store.Tick{ExpectHead: run.Head, Events: []store.Event{{Kind: "x", Body: ev, Digest: store.BodyDigest(ev)}}, Checkpoint: &bad}); err != nil {
+		t.Fatal(err)
+	}
+	h.store.ReleaseLease(ctx, l)
+	st, _ := h.r.Inspect(ctx, "run-10")
+	if err := h.r.Approve(ctx, "run-10", "approval:r2", approver, time.Hour); err == nil && len(st.Waiting) > 0 {
+		t.Log("approval submitted to a run about to be quarantined")
+	}
+	h.idle()
+	run = h.run("run-10")
+	if run.Quarantine == "" || !strings.Contains(run.Quarantine, "format 99") {
+		t.Fatalf("not quarantined: %+v", run)
+	}
+	if h.dest.count() != 0 {
+		t.Fatal("a quarantined run sent an effect")
+	}
+}
+
+// crash is a cut function that stops the runner at one point, the way a
+// SIGKILL would: nothing after it runs, nothing is cleaned up.
+type crash struct{ at string }
+
+func (c crash) cut(point string) {
+	if point == c.at {
+		panic(c)
+	}
+}
+
+func (h *harness) crashAt(point, id, input string) {
+	h.t.Helper()
+	r := h.runner(crash{point}.cut)
+	if err := r.Start(ctx, id, "refunds", "1", []byte(input)); err != nil {
+		h.t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if c, ok := recover().(crash); !ok || c.at != point {
+				h.t.Fatalf("did not stop at %s", point)
+			}
+		}()
+		r.RunToIdle(ctx)
+	}()
+}
+
+// After a crash at each cut point a fresh runner (after the dead one's lease
+// expires) finishes the run with exactly one mutation at the destination.
+func TestCrashRecoveryAtEveryCutPoint(t *testing.T) {
+	for _, point := range []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"} {
+		t.Run(point, func(t *testing.T) {
+			h := newHarness(t)
+			h.crashAt(point, "run", small)
+			// The dead runner's lease is released by its deferred cleanup in
+			// this in-process simulation only if it unwound; take over as a
+			// restarted runner with the same name would.
+			h.idle()
+			run := h.run("run")
+			if run.State != "SUCCEEDED" {
+				t.Fatalf("after recovery: %s (%s)", run.State, run.Quarantine)
+			}
+			if h.dest.count() != 1 {
+				t.Fatalf("%d mutations for one logical effect", h.dest.count())
+			}
+			rcs, _ := h.store.Receipts(ctx, "run")
+			if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
+				t.Fatalf("receipts %+v", rcs)
+			}
+		})
+	}
+}
+
+func TestEventLogIsCanonicalAndChained(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-11", small)
+	evs, _ := h.store.Events(ctx, "run-11", 0)
+	prev := store.GenesisHash
+	for _, e := range evs {
+		if c, err := cjson.Canonicalize(e.Body); err != nil || string(c) != string(e.Body) {
+			t.Fatalf("event %d not canonical: %v", e.Seq, err)
+		}
+		if e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+			t.Fatalf("chain broken at %d", e.Seq)
+		}
+		prev = e.ChainHash
+	}
+}
+
+// A valid human grant relayed by a model is still not an approval: the
+// FSM checks who issues the control event, and audits the refusal.
+func TestRelayedGrantNeedsAHumanApprover(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-12", large)
+	st, _ := h.r.Inspect(ctx, "run-12")
+	if err := h.r.Approve(ctx, "run-12", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	// Take the person's event out of the inbox (as if it never arrived) and
+	// have a model relay the same grant instead.
+	in, _ := h.store.Inbox(ctx, "run-12", true)
+	l, _ := h.store.AcquireLease(ctx, "run-12", "test", time.Minute)
+	if err := h.store.Commit(ctx, l, store.Tick{ExpectHead: h.run("run-12").Head, Consume: []string{in[0].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	h.store.ReleaseLease(ctx, l)
+	relay := store.Inbound{ID: "relay", RunID: "run-12", Kind: KindApprove, ActorRole: "model", Actor: "model",
+		Capability: "approval.grant_exact_hash", Body: in[0].Body, Digest: in[0].Digest}
+	if err := h.store.Submit(ctx, relay); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("run-12").State; s != "WAIT_APPROVAL" || h.dest.count() != 0 {
+		t.Fatalf("relayed grant moved the run to %s", s)
+	}
+	rej := h.rejected("run-12")
+	if len(rej) == 0 || rej[len(rej)-1].Event != "APPROVAL_GRANTED" || rej[len(rej)-1].Reason != control.ReasonAuthority {
+		tr, _ := h.store.Trace(ctx, "run-12")
+		for _, x := range tr {
+			t.Log(x.Kind, string(x.Body))
+		}
+		t.Fatalf("relay not audited: %+v", rej)
+	}
+}

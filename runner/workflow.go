@@ -1,0 +1,73 @@
+package runner
+
+import (
+	"time"
+
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/store"
+)
+
+// Workflow is the pure side of a run: everything the runner asks of the
+// domain each tick. Implementations must be pure functions of their
+// arguments (no clock, randomness or I/O): the runner replays them from the
+// event log and compares every digest.
+type Workflow interface {
+	// ID and Version name the workflow; Digest binds its exact definition
+	// (rules, policies, mappings) and is recorded in every checkpoint.
+	ID() string
+	Version() string
+	Digest() string
+	// Init returns the initial state (canonical JSON) of a new run. The
+	// run's input arrives afterwards, as its first accepted input.
+	Init(runID string) ([]byte, error)
+	// Decide folds one accepted input (external input, a receipt, a
+	// person's choice) into the state and says what should happen next.
+	Decide(state []byte, in Accepted) (Decision, error)
+	// CheckApproval revalidates a stored grant against the exact request
+	// it must answer, at the given time. The store calls it again inside
+	// the commit transaction with that transaction's own clock reading.
+	CheckApproval(need ApprovalNeed, grant store.Approval, now time.Time) error
+}
+
+// Accepted is one input the run accepted, as the workflow sees it.
+type Accepted struct {
+	Seq    int64  // 1, 2, ... in the order the run accepted inputs
+	Kind   string // "input", "receipt", "choice", ...
+	Body   []byte // canonical JSON
+	Digest string
+	Actor  string // who submitted it (authenticated), "" for receipts
+}
+
+// Decision is what the workflow decided about one accepted input.
+type Decision struct {
+	State      []byte // the next state, canonical JSON
+	Effects    []EffectPlan
+	Completion Completion
+	Refusal    string              // why the input was refused ("" if it was not); the state must not change
+	Trace      []store.TraceRecord // the turn's record (FHR, provenance), never authoritative
+}
+
+// Completion says whether the run is done once its effects are closed.
+type Completion string
+
+const (
+	Continue Completion = "continue" // wait for more input
+	Complete Completion = "complete" // done once every effect has a receipt
+	Fail     Completion = "fail"     // the work cannot be done
+)
+
+// EffectPlan is one effect H authorized (or asks a person to approve).
+type EffectPlan struct {
+	Intent        protocol.EffectIntent // complete; IdempotencyKey set per the loop contract
+	Payload       []byte                // what the adapter sends, canonical JSON
+	ContentDigest string                // the digest the idempotency key is bound to
+	Approval      *ApprovalNeed         // non-nil when a person must approve first
+}
+
+// ApprovalNeed is an approval request the run waits on.
+type ApprovalNeed struct {
+	RequestID     string `json:"request_id"`
+	RequestDigest string `json:"request_digest"`
+	IntentID      string `json:"intent_id"`
+	Preview       string `json:"preview"` // exactly what the person is shown
+}

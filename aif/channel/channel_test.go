@@ -196,3 +196,28 @@ func BenchmarkUpdate(b *testing.B) {
 		}
 	}
 }
+
+func TestObserveCarriesHypotheses(t *testing.T) {
+	c := testConfig()
+	k := Effects{"fix": {Shift: []float64{0.2, 0}, AddVar: []float64{0.01, 0}}}
+	b, _ := c.Initial([]float64{0.5, 0.2}, 0.05)
+	h := Hypotheses{Goal: "green-build", Subgoals: []string{"fix-flaky-test"}, Blockers: []string{"ci-queue"}, PatternFit: 0.7, Belief: b}
+	next, tick, err := c.Observe(h, k, "fix", []float64{0.6, 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := c.Predict(k, tick.Posterior, "fix")
+	if next.ExpectedNext[0] != live.Mu[0] || next.Belief.V[0] != live.V[0] {
+		t.Fatal("next prior is not the shared kernel's prediction")
+	}
+	if next.Goal != "green-build" || next.Blockers[0] != "ci-queue" {
+		t.Fatalf("hypotheses lost: %+v", next)
+	}
+	rec := c.RecordHypotheses(next)
+	if rec.PatternFit != 700_000_000 || len(rec.ExpectedNext) != 2 {
+		t.Fatalf("record %+v", rec)
+	}
+	if _, _, err := c.Observe(Hypotheses{Belief: b}, k, "fix", []float64{0, 0}); err == nil {
+		t.Fatal("belief state without a goal accepted")
+	}
+}

@@ -123,7 +123,11 @@ func (lx *lexer) next() (token, *Error) {
 			end++
 		}
 		text := string(lx.src[lx.off:end])
-		n, err := strconv.ParseInt(text, 0, 64)
+		base, digits := 10, text
+		if len(text) > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') {
+			base, digits = 16, text[2:]
+		}
+		n, err := strconv.ParseInt(digits, base, 64)
 		if err != nil {
 			return token{}, errorf(SyntaxError, p, "malformed number %q", text)
 		}

@@ -1,6 +1,10 @@
 package ground
 
-import "testing"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
 
 // runSequence feeds the steps of a sequence through Solve at logical times
 // 1, 2, ... and returns every accepted result; it stops at a rejection.
@@ -109,5 +113,26 @@ func TestGoldenM2ILDisjointChain(t *testing.T) {
 		if g := get(res[i], "next_materialization", "materialization_digest"); g != w.mat {
 			t.Errorf("step %d materialization = %v, want %v", i, g, w.mat)
 		}
+	}
+}
+
+// The reference's M2-IL manifest pins the SHA-256 of the two M2 golden
+// files. Our canonical bytes plus the file's final newline hash to exactly
+// those pins: the whole files are reproduced byte for byte.
+func TestGoldenFilePins(t *testing.T) {
+	fileHash := func(v any) string {
+		sum := sha256.Sum256(append(mustCanonical(v), '\n'))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	res, rej := runSequence(t, m2, "two_supports", [][]string{{"a_positive", "b_positive"}, {"a_positive_retract"}})
+	if rej != nil {
+		t.Fatal(rej.Wire())
+	}
+	if got := fileHash(res[1]); got != "sha256:5a03b388701f65bb2d179b4388a2f2f5159e3bb8c5fb1b4457f79617d5e372bb" {
+		t.Errorf("two-support-retraction.fixpoint.json hash %s", got)
+	}
+	_, rej = Solve(nil, buildBundle(m2, "negative_cycle", false), []any{}, 1)
+	if got := fileHash(rej.Wire()); got != "sha256:bfb97b8356a2477e7b0764c083f464a1d276d97aa7c8866aa8a7bb1ebc7abfae" {
+		t.Errorf("negative-cycle.rejection.json hash %s", got)
 	}
 }

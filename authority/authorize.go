@@ -68,8 +68,11 @@ type Input struct {
 	// Capabilities are operator-issued chains (root first). Capabilities
 	// are never read from proposals, parameters or any model output.
 	Capabilities [][]SignedCapability
-	Approvals    []PresentedApproval
-	Ledger       Ledger
+	// Verified are chains already verified by the policy's keyring (see
+	// Keyring.Verify); only their validity window is checked here.
+	Verified  []VerifiedCapability
+	Approvals []PresentedApproval
+	Ledger    Ledger
 	// PreviewsShown lists preview digests a person has been shown;
 	// Confirmations lists action digests a person confirmed.
 	PreviewsShown []string
@@ -227,7 +230,13 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 	if b.Batch.BatchDigest != want || b.Batch.BatchID != "batch:"+hexOf(want) {
 		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
-	if b.PublishedBatchDigest != PublishedBatchDigest(b) {
+	d, err := publishedBatchDigest(b)
+	if err != nil {
+		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
+		r.Actual = err.Error()
+		return r
+	}
+	if b.PublishedBatchDigest != d {
 		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
 	}
 	return nil
@@ -235,13 +244,22 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 
 // PublishedBatchDigest is the outer digest of a published batch.
 func PublishedBatchDigest(b PublishedBatch) string {
-	return mustDigest(struct {
-		Kind            string                        `json:"kind"`
-		ContractVersion string                        `json:"contract_version"`
-		Batch           protocol.StableProposalBatch  `json:"batch"`
-		Proposals       []protocol.EffectProposal     `json:"ordered_effect_proposals"`
-		Verdicts        []protocol.EligibilityVerdict `json:"ordered_eligibility_verdicts"`
-	}{"M3PublishedBatchPreimage", reactiveContract, b.Batch, b.Proposals, b.Verdicts})
+	d, err := publishedBatchDigest(b)
+	if err != nil {
+		return invalidDigest(err)
+	}
+	return d
+}
+
+// ticketID derives a proposal's ticket id within its batch.
+func ticketID(proposalID, batchID string) string {
+	w := canonWriter{b: make([]byte, 0, 256)}
+	w.open()
+	w.str("batch_id", batchID)
+	w.str("kind", "ActionTicketIDPreimage")
+	w.str("proposal_id", proposalID)
+	w.close()
+	return "ticket:" + hexOf(w.mustDigest())
 }
 
 func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
@@ -283,23 +301,16 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	if declared == "unknown" {
 		declared = ""
 	}
-	draft := func(risk string) (Ticket, error) {
-		return DraftTicket(TicketSpec{
-			TicketID: "ticket:" + hexOf(mustDigest(struct {
-				Kind       string `json:"kind"`
-				ProposalID string `json:"proposal_id"`
-				BatchID    string `json:"batch_id"`
-			}{"ActionTicketIDPreimage", p.ProposalID, in.Batch.Batch.BatchID})),
-			Action: p.EffectType, Destination: spec.Destination, Scope: spec.Scope, Parameters: spec.Parameters,
-			SideEffects: manifest.SideEffects, DeclaredRisk: declared, AssessedRisk: risk,
-			RequiredParameters: manifest.RequiredParameters,
-		})
-	}
 	pre := manifest.DeclaredRisk
 	if pre == "" {
 		pre = RiskHighRiskExternal
 	}
-	t, err := draft(pre)
+	t, err := buildTicket(TicketSpec{
+		TicketID: ticketID(p.ProposalID, in.Batch.Batch.BatchID),
+		Action:   p.EffectType, Destination: spec.Destination, Scope: spec.Scope, Parameters: spec.Parameters,
+		SideEffects: manifest.SideEffects, DeclaredRisk: declared, AssessedRisk: pre,
+		RequiredParameters: manifest.RequiredParameters,
+	})
 	if err != nil {
 		return reject("MALFORMED_TICKET", "/actions", err.Error())
 	}
@@ -307,11 +318,22 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	// covers the ticket. Nothing else can supply one.
 	var cap Capability
 	var haveCap bool
+	if len(in.Verified) > 0 {
+		fp := in.Policy.Keyring.Fingerprint()
+		for _, v := range in.Verified {
+			if v.keyring == fp && v.liveAt(in.Now) == nil && v.c.Covers(t) == nil {
+				cap, haveCap = v.c, true
+				break
+			}
+		}
+	}
 	for _, chain := range in.Capabilities {
+		if haveCap {
+			break
+		}
 		c, err := in.Policy.Keyring.VerifyChain(chain, in.Now)
 		if err == nil && c.Covers(t) == nil {
 			cap, haveCap = c, true
-			break
 		}
 	}
 	var extra []logic.Fact
@@ -329,9 +351,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	if risk == "" {
 		risk = RiskHighRiskExternal // unassessed is treated as the most consequential
 	}
-	if t, err = draft(risk); err != nil {
-		return reject("MALFORMED_TICKET", "/actions", err.Error())
-	}
+	t = t.withRisk(risk, manifest.RequiredParameters).seal()
 	o.Ticket, o.Evaluation = t, ev
 	signals := append(append([]Signal(nil), ev.Signals...), in.Signals...)
 	if t.Completeness != Complete {
@@ -482,11 +502,18 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		evidence["approval_request_digest"] = grant.Request.RequestDigest
 		evidence["approval_context_digest"] = grant.Request.ContextDigest
 	} else {
-		evidence["policy_verdict"] = mustDigest(map[string]any{
-			"kind": "M4APolicyVerdictEvidencePreimage", "contract_version": ContractVersion,
-			"r_profile_digest": in.ProfileDigest, "eligibility_verdict": in.Batch.Verdicts[i],
-			"authority_decision": snap.Decision, "authority_digest": snap.AuthorityDigest, "assessed_risk": snap.AssessedRisk,
-		})
+		w := canonWriter{b: make([]byte, 0, 1024)}
+		w.open()
+		w.str("assessed_risk", snap.AssessedRisk)
+		w.str("authority_decision", snap.Decision)
+		w.str("authority_digest", snap.AuthorityDigest)
+		w.str("contract_version", ContractVersion)
+		w.key("eligibility_verdict")
+		w.verdict(in.Batch.Verdicts[i])
+		w.str("kind", "M4APolicyVerdictEvidencePreimage")
+		w.str("r_profile_digest", in.ProfileDigest)
+		w.close()
+		evidence["policy_verdict"] = w.mustDigest()
 		evidence["capability_digest"] = capabilityEvidenceDigest(prop, snap)
 	}
 	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence)
@@ -550,11 +577,18 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 }
 
 func inputDigest(in Input, i int, seq int64) string {
-	return mustDigest(map[string]any{
-		"kind": "AuthorizeInputPreimage", "contract_version": ContractVersion,
-		"published_batch_digest": in.Batch.PublishedBatchDigest, "r_profile_digest": in.ProfileDigest,
-		"proposal_index": int64(i), "policy_digest": in.Policy.Policy.Digest, "now": in.Now, "effect_sequence": seq,
-	})
+	w := canonWriter{b: make([]byte, 0, 512)}
+	w.open()
+	w.str("contract_version", ContractVersion)
+	w.num("effect_sequence", seq)
+	w.str("kind", "AuthorizeInputPreimage")
+	w.num("now", in.Now)
+	w.str("policy_digest", in.Policy.Policy.Digest)
+	w.num("proposal_index", int64(i))
+	w.str("published_batch_digest", in.Batch.PublishedBatchDigest)
+	w.str("r_profile_digest", in.ProfileDigest)
+	w.close()
+	return w.mustDigest()
 }
 
 func controlEvent(event, commandDigest string, evidence map[string]string) *ControlEvent {
@@ -564,13 +598,24 @@ func controlEvent(event, commandDigest string, evidence map[string]string) *Cont
 		payload[k] = v
 	}
 	payload["command_digest"] = commandDigest
-	d := mustDigest(struct {
-		Kind            string            `json:"kind"`
-		ContractVersion string            `json:"contract_version"`
-		Type            string            `json:"type"`
-		ActorRole       string            `json:"actor_role"`
-		Capability      string            `json:"capability"`
-		Payload         map[string]string `json:"payload"`
-	}{"M4AControlEventPreimage", ContractVersion, event, auth[0], auth[1], payload})
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: "event:" + hexOf(d), Payload: payload}
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: "event:" + hexOf(controlEventDigest(event, auth, payload)), Payload: payload}
+}
+
+// controlEventDigest digests a control event's preimage.
+func controlEventDigest(event string, auth [2]string, payload map[string]string) string {
+	w := canonWriter{b: make([]byte, 0, 1024)}
+	w.open()
+	w.str("actor_role", auth[0])
+	w.str("capability", auth[1])
+	w.str("contract_version", ContractVersion)
+	w.str("kind", "M4AControlEventPreimage")
+	w.key("payload")
+	w.open()
+	for _, k := range sortedKeys(payload) {
+		w.str(k, payload[k])
+	}
+	w.close()
+	w.str("type", event)
+	w.close()
+	return w.mustDigest()
 }

@@ -198,36 +198,74 @@ func (k Keyring) verifyOne(sc SignedCapability) error {
 // parent and narrowing it, and the last link live at now (NotBefore <= now
 // < Expiry). It returns the effective (last) capability.
 func (k Keyring) VerifyChain(chain []SignedCapability, now int64) (Capability, error) {
+	v, err := k.Verify(chain)
+	if err != nil {
+		return Capability{}, err
+	}
+	return v.c, v.liveAt(now)
+}
+
+// VerifiedCapability is a capability chain whose signatures and
+// narrowing a Keyring checked. Only Keyring.Verify makes one, so holding
+// one proves the check happened; its validity window is still checked at
+// each use.
+type VerifiedCapability struct {
+	c       Capability
+	keyring string
+}
+
+// Capability returns the effective (last) capability of the chain.
+func (v VerifiedCapability) Capability() Capability { return v.c }
+
+func (v VerifiedCapability) liveAt(now int64) error {
+	switch {
+	case v.keyring == "":
+		return &CapabilityError{"CAPABILITY_MISSING", "", "not verified by a keyring"}
+	case now < v.c.NotBefore:
+		return &CapabilityError{"CAPABILITY_NOT_YET_VALID", v.c.ID, fmt.Sprintf("valid from %d, now %d", v.c.NotBefore, now)}
+	case now >= v.c.Expiry:
+		return &CapabilityError{"CAPABILITY_EXPIRED", v.c.ID, fmt.Sprintf("expired at %d, now %d", v.c.Expiry, now)}
+	}
+	return nil
+}
+
+// Fingerprint names the keyring: the sorted key ids, joined.
+func (k Keyring) Fingerprint() string {
+	ids := make([]string, 0, len(k))
+	for id := range k {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, ",")
+}
+
+// Verify checks a chain's signatures and narrowing once, so that a
+// caller can present the verified capability to many authorizations
+// without re-verifying signatures each time.
+func (k Keyring) Verify(chain []SignedCapability) (VerifiedCapability, error) {
 	if len(chain) == 0 {
-		return Capability{}, &CapabilityError{"CAPABILITY_MISSING", "", "no capability presented"}
+		return VerifiedCapability{}, &CapabilityError{"CAPABILITY_MISSING", "", "no capability presented"}
 	}
 	for i, sc := range chain {
 		if err := k.verifyOne(sc); err != nil {
-			return Capability{}, err
+			return VerifiedCapability{}, err
 		}
 		c := sc.Capability
 		if i == 0 {
 			if c.Parent != "" {
-				return Capability{}, &CapabilityError{"BROKEN_CHAIN", c.ID, "the root names a parent"}
+				return VerifiedCapability{}, &CapabilityError{"BROKEN_CHAIN", c.ID, "the root names a parent"}
 			}
 			continue
 		}
 		prev := chain[i-1].Capability
 		if c.Parent != prev.Digest() {
-			return Capability{}, &CapabilityError{"BROKEN_CHAIN", c.ID, "parent digest does not name the previous link"}
+			return VerifiedCapability{}, &CapabilityError{"BROKEN_CHAIN", c.ID, "parent digest does not name the previous link"}
 		}
 		if !Narrows(c, prev) {
-			return Capability{}, &CapabilityError{"ATTENUATION_WIDENS", c.ID, "a link widens its parent"}
+			return VerifiedCapability{}, &CapabilityError{"ATTENUATION_WIDENS", c.ID, "a link widens its parent"}
 		}
 	}
-	last := chain[len(chain)-1].Capability
-	if now < last.NotBefore {
-		return Capability{}, &CapabilityError{"CAPABILITY_NOT_YET_VALID", last.ID, fmt.Sprintf("valid from %d, now %d", last.NotBefore, now)}
-	}
-	if now >= last.Expiry {
-		return Capability{}, &CapabilityError{"CAPABILITY_EXPIRED", last.ID, fmt.Sprintf("expired at %d, now %d", last.Expiry, now)}
-	}
-	return last, nil
+	return VerifiedCapability{c: chain[len(chain)-1].Capability, keyring: k.Fingerprint()}, nil
 }
 
 // Covers reports whether a capability covers a ticket: effect type,

@@ -29,21 +29,23 @@ type AuthoritySnapshot struct {
 // ComputeDigest returns the snapshot's authority digest: the snapshot
 // without its digest member, bound to the contract version.
 func (s AuthoritySnapshot) ComputeDigest() string {
-	return mustDigest(struct {
-		Kind              string `json:"kind"`
-		ContractVersion   string `json:"contract_version"`
-		AuthorityVersion  string `json:"authority_version"`
-		ProposalID        string `json:"proposal_id"`
-		EffectType        string `json:"effect_type"`
-		Capability        string `json:"capability"`
-		Decision          string `json:"decision"`
-		AssessedRisk      string `json:"assessed_risk"`
-		AdapterVersion    string `json:"adapter_version"`
-		DestinationDigest string `json:"destination_digest"`
-		ValidFrom         int64  `json:"valid_from"`
-		ValidUntil        int64  `json:"valid_until"`
-		Revoked           bool   `json:"revoked"`
-	}{s.Kind, ContractVersion, s.AuthorityVersion, s.ProposalID, s.EffectType, s.Capability, s.Decision, s.AssessedRisk, s.AdapterVersion, s.DestinationDigest, s.ValidFrom, s.ValidUntil, s.Revoked})
+	w := canonWriter{b: make([]byte, 0, 768)}
+	w.open()
+	w.str("adapter_version", s.AdapterVersion)
+	w.str("assessed_risk", s.AssessedRisk)
+	w.str("authority_version", s.AuthorityVersion)
+	w.str("capability", s.Capability)
+	w.str("contract_version", ContractVersion)
+	w.str("decision", s.Decision)
+	w.str("destination_digest", s.DestinationDigest)
+	w.str("effect_type", s.EffectType)
+	w.str("kind", s.Kind)
+	w.str("proposal_id", s.ProposalID)
+	w.boolean("revoked", s.Revoked)
+	w.num("valid_from", s.ValidFrom)
+	w.num("valid_until", s.ValidUntil)
+	w.close()
+	return w.mustDigest()
 }
 
 func parseSnapshot(v any, p protocol.EffectProposal, observed int64) (AuthoritySnapshot, *Rejection) {
@@ -393,15 +395,17 @@ func parseGrant(v any, q ApprovalRequest, s AuthoritySnapshot, c ApprovalContext
 // contract's tuple (run id, transition id, effect sequence, action digest,
 // adapter version). It returns the key and the digest it was cut from.
 func IdempotencyKey(runID, transitionID string, sequence int64, actionDigest, adapterVersion string) (key, digest string) {
-	digest = mustDigest(struct {
-		Kind            string `json:"kind"`
-		ContractVersion string `json:"contract_version"`
-		RunID           string `json:"run_id"`
-		TransitionID    string `json:"transition_id"`
-		EffectSequence  int64  `json:"effect_sequence"`
-		ActionDigest    string `json:"action_digest"`
-		AdapterVersion  string `json:"adapter_version"`
-	}{"M4AIdempotencyPreimage", ContractVersion, runID, transitionID, sequence, actionDigest, adapterVersion})
+	w := canonWriter{b: make([]byte, 0, 384)}
+	w.open()
+	w.str("action_digest", actionDigest)
+	w.str("adapter_version", adapterVersion)
+	w.str("contract_version", ContractVersion)
+	w.num("effect_sequence", sequence)
+	w.str("kind", "M4AIdempotencyPreimage")
+	w.str("run_id", runID)
+	w.str("transition_id", transitionID)
+	w.close()
+	digest = w.mustDigest()
 	return "effect:" + hexOf(digest), digest
 }
 
@@ -411,15 +415,17 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 		transition = "consume-approval"
 	}
 	key, idem := IdempotencyKey(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
-	identity := mustDigest(struct {
-		Kind            string  `json:"kind"`
-		ContractVersion string  `json:"contract_version"`
-		Idempotency     string  `json:"idempotency_digest"`
-		ProposalID      string  `json:"proposal_id"`
-		BatchID         string  `json:"batch_id"`
-		AuthorityDigest string  `json:"authority_digest"`
-		ApprovalDigest  *string `json:"approval_digest"`
-	}{"M4AIntentIdentityPreimage", ContractVersion, idem, p.ProposalID, b.BatchID, s.AuthorityDigest, approvalDigest})
+	w := canonWriter{b: make([]byte, 0, 512)}
+	w.open()
+	w.strOrNull("approval_digest", approvalDigest)
+	w.str("authority_digest", s.AuthorityDigest)
+	w.str("batch_id", b.BatchID)
+	w.str("contract_version", ContractVersion)
+	w.str("idempotency_digest", idem)
+	w.str("kind", "M4AIntentIdentityPreimage")
+	w.str("proposal_id", p.ProposalID)
+	w.close()
+	identity := w.mustDigest()
 	pre := append([]string(nil), p.Preconditions...)
 	sortStrings(pre)
 	return protocol.EffectIntent{
@@ -442,17 +448,19 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 }
 
 func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) string {
-	return mustDigest(struct {
-		Kind              string `json:"kind"`
-		ContractVersion   string `json:"contract_version"`
-		Capability        string `json:"capability"`
-		AuthorityDigest   string `json:"authority_digest"`
-		ProposalID        string `json:"proposal_id"`
-		EffectType        string `json:"effect_type"`
-		ActionDigest      string `json:"action_digest"`
-		DestinationDigest string `json:"destination_digest"`
-		AdapterVersion    string `json:"adapter_version"`
-	}{"M4ACapabilityEvidencePreimage", ContractVersion, s.Capability, s.AuthorityDigest, p.ProposalID, p.EffectType, p.ActionDigest, p.DestinationDigest, s.AdapterVersion})
+	w := canonWriter{b: make([]byte, 0, 640)}
+	w.open()
+	w.str("action_digest", p.ActionDigest)
+	w.str("adapter_version", s.AdapterVersion)
+	w.str("authority_digest", s.AuthorityDigest)
+	w.str("capability", s.Capability)
+	w.str("contract_version", ContractVersion)
+	w.str("destination_digest", p.DestinationDigest)
+	w.str("effect_type", p.EffectType)
+	w.str("kind", "M4ACapabilityEvidencePreimage")
+	w.str("proposal_id", p.ProposalID)
+	w.close()
+	return w.mustDigest()
 }
 
 var _ = cjson.Digest

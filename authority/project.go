@@ -328,14 +328,7 @@ func project(commandDigest, event, next string, intent *protocol.EffectIntent, r
 		payload[k] = v
 	}
 	payload["command_digest"] = commandDigest
-	eventDigest := mustDigest(struct {
-		Kind            string            `json:"kind"`
-		ContractVersion string            `json:"contract_version"`
-		Type            string            `json:"type"`
-		ActorRole       string            `json:"actor_role"`
-		Capability      string            `json:"capability"`
-		Payload         map[string]string `json:"payload"`
-	}{"M4AControlEventPreimage", ContractVersion, event, auth[0], auth[1], payload})
+	eventDigest := controlEventDigest(event, auth, payload)
 	p := &Projection{
 		Kind:             "HProjection",
 		SchemaVersion:    ResultSchema,
@@ -474,14 +467,23 @@ func selfDigest(m object, digestKey string) (string, *Rejection) {
 	return d, nil
 }
 
+// mustDigest digests a value built by this package. A value that is not
+// canonical (which validated input never produces) yields a marker that
+// is not a digest, so every comparison against it fails closed rather than
+// panicking.
 func mustDigest(v any) string {
 	d, err := cjson.DigestOf(v)
 	if err != nil {
-		// Every value digested here is built by this package from
-		// validated identifiers; failing to encode it is a programming error.
-		panic("authority: internal value is not canonical: " + err.Error())
+		return invalidDigest(err)
 	}
 	return d
+}
+
+func invalidDigest(err error) string {
+	if ce, ok := err.(*cjson.Error); ok {
+		return "invalid:" + string(ce.Code)
+	}
+	return "invalid:digest"
 }
 
 func hexOf(digest string) string { return strings.TrimPrefix(digest, "sha256:") }
@@ -667,16 +669,22 @@ func parsePublished(v any, profile string) (*published, *Rejection) {
 // StableBatchDigest is the stable-batch digest of the scalar-frontier
 // profile: the batch id and cause id are derived from it.
 func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) string {
-	return mustDigest(struct {
-		Kind            string   `json:"kind"`
-		ContractVersion string   `json:"contract_version"`
-		ProfileDigest   string   `json:"profile_digest"`
-		LogicalTime     int64    `json:"logical_time"`
-		LowWatermark    int64    `json:"low_watermark"`
-		ProposalIDs     []string `json:"ordered_proposal_ids"`
-		VerdictIDs      []string `json:"ordered_eligibility_verdict_ids"`
-		Dataflow        string   `json:"dataflow_version"`
-	}{"M3StableBatchPreimage", reactiveContract, profile, logicalTime, lowWatermark, proposalIDs, verdictIDs, dataflow})
+	w := canonWriter{b: make([]byte, 0, 512)}
+	w.open()
+	w.str("contract_version", reactiveContract)
+	w.str("dataflow_version", dataflow)
+	w.str("kind", "M3StableBatchPreimage")
+	w.num("logical_time", logicalTime)
+	w.num("low_watermark", lowWatermark)
+	w.strs("ordered_eligibility_verdict_ids", verdictIDs)
+	w.strs("ordered_proposal_ids", proposalIDs)
+	w.str("profile_digest", profile)
+	w.close()
+	d, err := w.digest()
+	if err != nil {
+		return invalidDigest(err)
+	}
+	return d
 }
 
 // envelope reads a validated versions object.

@@ -163,6 +163,16 @@ type TicketSpec struct {
 // and confirmation requirements from risk and side effects, renders the
 // preview and computes every digest.
 func DraftTicket(s TicketSpec) (Ticket, error) {
+	t, err := buildTicket(s)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return t.seal(), nil
+}
+
+// buildTicket validates a spec and derives everything but the digests and
+// preview.
+func buildTicket(s TicketSpec) (Ticket, error) {
 	if !ValidID(s.TicketID) {
 		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/ticket_id", "ticket id is not a protocol id"}
 	}
@@ -201,7 +211,20 @@ func DraftTicket(s TicketSpec) (Ticket, error) {
 		t.Completeness = Incomplete
 	}
 	t.PreviewRequired, t.ConfirmationRequired = requirements(t)
-	return t.seal(), nil
+	return t, nil
+}
+
+// withRisk returns an unsealed ticket with its assessed risk set and its
+// completeness and requirements derived again.
+func (t Ticket) withRisk(risk string, required []string) Ticket {
+	t.AssessedRisk = risk
+	t.MissingFields = missingFields(t, required)
+	t.Completeness = Complete
+	if len(t.MissingFields) > 0 {
+		t.Completeness = Incomplete
+	}
+	t.PreviewRequired, t.ConfirmationRequired = requirements(t)
+	return t
 }
 
 func sortedEffects(in []SideEffect) []SideEffect {
@@ -281,13 +304,15 @@ func (t Ticket) status() string {
 func (t Ticket) seal() Ticket {
 	t.ActionDigest = t.computeActionDigest()
 	t.Preview = RenderPreview(t)
-	t.PreviewDigest = mustDigest(struct {
-		Kind          string `json:"kind"`
-		TicketVersion string `json:"ticket_version"`
-		TicketID      string `json:"ticket_id"`
-		ActionDigest  string `json:"action_digest"`
-		Preview       string `json:"preview"`
-	}{"ActionTicketPreviewPreimage", TicketVersion, t.TicketID, t.ActionDigest, t.Preview})
+	w := canonWriter{b: make([]byte, 0, 256+len(t.Preview))}
+	w.open()
+	w.str("action_digest", t.ActionDigest)
+	w.str("kind", "ActionTicketPreviewPreimage")
+	w.str("preview", t.Preview)
+	w.str("ticket_id", t.TicketID)
+	w.str("ticket_version", TicketVersion)
+	w.close()
+	t.PreviewDigest = w.mustDigest()
 	t.Status = t.status()
 	t.TicketDigest = ""
 	t.TicketDigest = t.computeTicketDigest()
@@ -297,49 +322,72 @@ func (t Ticket) seal() Ticket {
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
 func (t Ticket) computeActionDigest() string {
-	return mustDigest(map[string]any{
-		"kind": "ActionTicketActionPreimage", "ticket_version": TicketVersion,
-		"action": t.Action, "destination": t.Destination, "scope": t.Scope, "parameters": t.Parameters,
-	})
-}
-
-func (t Ticket) computeTicketDigest() string {
-	c := t
-	c.TicketDigest = ""
-	b, err := cjson.Marshal(ticketPreimage(c))
+	params, err := cjson.Encode(t.Parameters)
 	if err != nil {
-		panic("authority: ticket not canonical: " + err.Error())
+		return invalidDigest(err)
 	}
-	return cjson.Digest(b)
+	w := canonWriter{b: make([]byte, 0, 256+len(params))}
+	w.open()
+	w.str("action", t.Action)
+	w.str("destination", t.Destination)
+	w.str("kind", "ActionTicketActionPreimage")
+	w.raw("parameters", params)
+	w.str("scope", t.Scope)
+	w.str("ticket_version", TicketVersion)
+	w.close()
+	return w.mustDigest()
 }
 
-func ticketPreimage(t Ticket) map[string]any {
-	se := make([]any, len(t.SideEffects))
-	for i, s := range t.SideEffects {
-		se[i] = string(s)
-	}
-	mf := make([]any, len(t.MissingFields))
-	for i, s := range t.MissingFields {
-		mf[i] = s
-	}
-	cs := make([]any, len(t.Constraints))
+// computeTicketDigest digests every member but the digest itself. The
+// parameters enter through the action digest, the preview through the
+// preview digest.
+func (t Ticket) computeTicketDigest() string {
+	w := canonWriter{b: make([]byte, 0, 1024)}
+	w.open()
+	w.str("action", t.Action)
+	w.str("action_digest", t.ActionDigest)
+	w.str("assessed_risk", t.AssessedRisk)
+	w.boolean("confirmation_received", t.ConfirmationReceived)
+	w.boolean("confirmation_required", t.ConfirmationRequired)
+	w.key("constraints")
+	w.b = append(w.b, '[')
 	for i, c := range t.Constraints {
-		var max any
-		if c.Max != nil {
-			max = *c.Max
+		if i > 0 {
+			w.b = append(w.b, ',')
 		}
-		cs[i] = map[string]any{"gate": c.Gate, "rule": c.Rule, "field": c.Field, "max": max, "scope": c.Scope}
+		w.open()
+		w.str("field", c.Field)
+		w.str("gate", c.Gate)
+		w.key("max")
+		if c.Max != nil {
+			w.b = cjson.AppendInt(w.b, *c.Max)
+		} else {
+			w.b = append(w.b, "null"...)
+		}
+		w.str("rule", c.Rule)
+		w.str("scope", c.Scope)
+		w.close()
 	}
-	return map[string]any{
-		"kind": "ActionTicketPreimage", "ticket_version": TicketVersion, "ticket_id": t.TicketID,
-		"action": t.Action, "destination": t.Destination, "scope": t.Scope, "parameters": t.Parameters,
-		"action_digest": t.ActionDigest, "preview_digest": t.PreviewDigest, "side_effects": se,
-		"declared_risk": t.DeclaredRisk, "assessed_risk": t.AssessedRisk,
-		"ticket_completeness": t.Completeness, "missing_fields": mf,
-		"preview_required": t.PreviewRequired, "preview_shown": t.PreviewShown,
-		"confirmation_required": t.ConfirmationRequired, "confirmation_received": t.ConfirmationReceived,
-		"constraints": cs, "ticket_status": t.Status,
+	w.b = append(w.b, ']')
+	w.str("declared_risk", t.DeclaredRisk)
+	w.str("destination", t.Destination)
+	w.str("kind", "ActionTicketPreimage")
+	w.strs("missing_fields", t.MissingFields)
+	w.str("preview_digest", t.PreviewDigest)
+	w.boolean("preview_required", t.PreviewRequired)
+	w.boolean("preview_shown", t.PreviewShown)
+	w.str("scope", t.Scope)
+	se := make([]string, len(t.SideEffects))
+	for i, e := range t.SideEffects {
+		se[i] = string(e)
 	}
+	w.strs("side_effects", se)
+	w.str("ticket_completeness", t.Completeness)
+	w.str("ticket_id", t.TicketID)
+	w.str("ticket_status", t.Status)
+	w.str("ticket_version", TicketVersion)
+	w.close()
+	return w.mustDigest()
 }
 
 // Verify recomputes every derived member and reports the first that

@@ -1,0 +1,103 @@
+package authority
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/logic"
+)
+
+// policy100 is a 100-rule gate policy: 70 policy rules over distinct
+// actions, 10 hard-limit rules, 10 harm heuristics and 10 norm rules. Only
+// a few match the benchmarked ticket; every rule is evaluated.
+func policy100() string {
+	var b strings.Builder
+	for i := 0; i < 69; i++ {
+		fmt.Fprintf(&b, "decision(\"G2\", \"ALLOW\", \"g2.r%d\") :- action(t, \"svc%d.call\"), capability(t, _), param_num(t, \"amount\", n), n <= %d.\n", i, i, 100*(i+1))
+	}
+	b.WriteString("decision(\"G2\", \"ALLOW\", \"g2.publish\") :- action(t, \"artifact.publish\"), capability(t, _).\n")
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&b, "decision(\"H1\", \"REFUSE\", \"h1.r%d\") :- param_num(t, \"amount\", n), n > %d, action(t, \"svc%d.call\").\n", i, 100000+i, i)
+	}
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&b, "decision(\"G3\", \"ASK_FIRST\", \"g3.r%d\") :- destination(t, \"dest:blocked%d\").\n", i, i)
+	}
+	for i := 0; i < 10; i++ {
+		fmt.Fprintf(&b, "decision(\"G4\", \"SHAPE\", \"g4.r%d\") :- param_sym(t, \"tone\", \"t%d\").\n", i, i)
+	}
+	b.WriteString("assess(\"reversible\", \"g2.publish-reversible\") :- action(t, \"artifact.publish\").\n")
+	return b.String()
+}
+
+// BenchmarkAuthorize1Proposal100Rules measures one decision with a
+// capability verified once beforehand (the runner's steady state).
+func BenchmarkAuthorize1Proposal100Rules(b *testing.B) { benchAuthorize(b, false) }
+
+// BenchmarkAuthorizeVerifyingSignature also verifies the capability's
+// Ed25519 signature on every call.
+func BenchmarkAuthorizeVerifyingSignature(b *testing.B) { benchAuthorize(b, true) }
+
+func benchAuthorize(b *testing.B, raw bool) {
+	in, _ := fixtureInput(b, "internal")
+	src := policy100()
+	if n := strings.Count(src, ":-"); n != 101 {
+		b.Fatalf("policy has %d rules", n)
+	}
+	p, err := CompilePolicy("authority/1", "bench.dl", []byte(src), logic.Limits{MaxFirings: 10000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in.Policy.Policy = p
+	v, err := in.Policy.Keyring.Verify(in.Capabilities[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !raw {
+		in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
+	}
+	d, err := Authorize(in)
+	if err != nil || d.Outcomes[0].Intent == nil {
+		b.Fatalf("benchmark input does not authorize: %v %+v", err, d.Outcomes[0])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Authorize(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGateEvaluate100Rules(b *testing.B) {
+	p, err := CompilePolicy("authority/1", "bench.dl", []byte(policy100()), logic.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tk := ticketFor(b, "artifact.publish", map[string]any{"amount": int64(5)})
+	extra := CapabilityFact(tk.TicketID, "capability:x")
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Evaluate(tk, extra)
+	}
+}
+
+func BenchmarkProjectIntent(b *testing.B) {
+	c := loadCorpus(b)
+	cmd := fixtureCommands(c)["low-risk"]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, r := ProjectIntent(cmd); r != nil {
+			b.Fatal(r)
+		}
+	}
+}
+
+func BenchmarkDraftTicket(b *testing.B) {
+	s := baseSpec()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DraftTicket(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package authority
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// canonWriter writes flrh-cjson/1 bytes for preimages whose shape is fixed,
+// without reflection. Members must be written in sorted key order: the
+// writer checks it and records the first violation, as it records the
+// first string that is not canonical (a programming error or bad input
+// respectively); digest reports either. Tests compare every preimage it
+// writes with cjson.Marshal of the same value.
+type canonWriter struct {
+	b    []byte
+	last []string // last key written at each open object level
+	err  error
+}
+
+func (w *canonWriter) open() {
+	w.b = append(w.b, '{')
+	w.last = append(w.last, "")
+}
+
+func (w *canonWriter) close() {
+	w.b = append(w.b, '}')
+	w.last = w.last[:len(w.last)-1]
+}
+
+func (w *canonWriter) key(k string) {
+	top := len(w.last) - 1
+	if w.last[top] != "" {
+		if k <= w.last[top] && w.err == nil {
+			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + w.last[top] + ")"}
+		}
+		w.b = append(w.b, ',')
+	}
+	w.last[top] = k
+	w.b = cjson.AppendString(w.b, k)
+	w.b = append(w.b, ':')
+}
+
+func (w *canonWriter) strVal(s string) {
+	if w.err == nil && !isASCII(s) {
+		if err := cjson.CheckString(s, ""); err != nil {
+			w.err = err
+		}
+	}
+	w.b = cjson.AppendString(w.b, s)
+}
+
+func (w *canonWriter) str(k, v string)       { w.key(k); w.strVal(v) }
+func (w *canonWriter) num(k string, v int64) { w.key(k); w.b = cjson.AppendInt(w.b, v) }
+func (w *canonWriter) boolean(k string, v bool) {
+	w.key(k)
+	if v {
+		w.b = append(w.b, "true"...)
+	} else {
+		w.b = append(w.b, "false"...)
+	}
+}
+
+// raw writes a member whose value is already canonical bytes.
+func (w *canonWriter) raw(k string, v []byte) { w.key(k); w.b = append(w.b, v...) }
+
+func (w *canonWriter) strOrNull(k string, v *string) {
+	if v == nil {
+		w.key(k)
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.str(k, *v)
+}
+
+func (w *canonWriter) strs(k string, vs []string) {
+	w.key(k)
+	w.b = append(w.b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.strVal(v)
+	}
+	w.b = append(w.b, ']')
+}
+
+// isASCII reports whether s is all ASCII, which is valid UTF-8 and in NFC.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// digest returns the sha256 digest of what was written.
+func (w *canonWriter) digest() (string, error) {
+	if w.err != nil {
+		return "", w.err
+	}
+	sum := sha256.Sum256(w.b)
+	var out [7 + 64]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], sum[:])
+	return string(out[:]), nil
+}
+
+func (w *canonWriter) mustDigest() string {
+	d, err := w.digest()
+	if err != nil {
+		return invalidDigest(err)
+	}
+	return d
+}
+
+func (w *canonWriter) versions(k string, v protocol.VersionEnvelope) {
+	w.key(k)
+	w.open()
+	w.str("canonicalization", v.Canonicalization)
+	w.str("composition_profile", v.CompositionProfile)
+	w.str("dataflow", v.Dataflow)
+	w.str("event_schema", v.EventSchema)
+	w.str("gate", v.Gate)
+	w.str("graph_schema", v.GraphSchema)
+	w.str("model", v.Model)
+	w.str("oracle", v.Oracle)
+	w.str("resolver", v.Resolver)
+	w.str("rule_set", v.RuleSet)
+	w.str("state_schema", v.StateSchema)
+	w.str("tool", v.Tool)
+	w.str("workflow", v.Workflow)
+	w.close()
+}
+
+func (w *canonWriter) batch(k string, b protocol.StableProposalBatch) {
+	w.key(k)
+	w.open()
+	w.str("batch_digest", b.BatchDigest)
+	w.str("batch_id", b.BatchID)
+	w.str("cause_id", b.CauseID)
+	w.str("dataflow_version", b.DataflowVersion)
+	w.strs("eligibility_verdict_ids", b.EligibilityVerdictIDs)
+	w.str("kind", b.Kind)
+	w.num("logical_time", b.LogicalTime)
+	w.num("low_watermark", b.LowWatermark)
+	w.strs("proposal_ids", b.ProposalIDs)
+	w.close()
+}
+
+func (w *canonWriter) proposal(p protocol.EffectProposal) {
+	w.open()
+	w.str("action_digest", p.ActionDigest)
+	w.str("cause_id", p.CauseID)
+	w.str("correlation_id", p.CorrelationID)
+	w.str("declared_risk_hint", p.DeclaredRiskHint)
+	w.str("destination_digest", p.DestinationDigest)
+	w.str("effect_type", p.EffectType)
+	w.str("goal_id", p.GoalID)
+	w.str("kind", p.Kind)
+	w.str("obligation_id", p.ObligationID)
+	w.strs("preconditions", p.Preconditions)
+	w.str("proposal_dedup_key", p.ProposalDedupKey)
+	w.str("proposal_id", p.ProposalID)
+	w.versions("versions", p.Versions)
+	w.close()
+}
+
+func (w *canonWriter) verdict(v protocol.EligibilityVerdict) {
+	w.open()
+	w.str("cause_id", v.CauseID)
+	w.str("kind", v.Kind)
+	w.str("proposal_id", v.ProposalID)
+	w.str("rule_set_version", v.RuleSetVersion)
+	w.str("status", v.Status)
+	w.strs("support_derivation_ids", v.SupportDerivationIDs)
+	w.str("verdict_id", v.VerdictID)
+	w.close()
+}
+
+// publishedBatchDigest is PublishedBatchDigest without reflection; it
+// fails (rather than panics) on a string that is not canonical.
+func publishedBatchDigest(b PublishedBatch) (string, error) {
+	w := canonWriter{b: make([]byte, 0, 2048)}
+	w.open()
+	w.batch("batch", b.Batch)
+	w.str("contract_version", reactiveContract)
+	w.str("kind", "M3PublishedBatchPreimage")
+	w.key("ordered_effect_proposals")
+	w.b = append(w.b, '[')
+	for i, p := range b.Proposals {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.proposal(p)
+	}
+	w.b = append(w.b, ']')
+	w.key("ordered_eligibility_verdicts")
+	w.b = append(w.b, '[')
+	for i, v := range b.Verdicts {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.verdict(v)
+	}
+	w.b = append(w.b, ']')
+	w.close()
+	return w.digest()
+}

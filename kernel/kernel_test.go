@@ -250,3 +250,44 @@ func TestRevisionHeadroomTyped(t *testing.T) {
 		t.Errorf("got %v", r)
 	}
 }
+
+func TestNonStringEventType(t *testing.T) {
+	s, e := loadInput(t, "observe-no-effect", rep("/accepted_event/payload/event_type", `5`))
+	r := rejectionOf(t, second(StepJSON(Observation{}, s, e)))
+	if r.Code != CodeUnsupportedEventPayload || r.Path != "/accepted_event/payload/event_type" {
+		t.Errorf("got %s at %s", r.Code, r.Path)
+	}
+}
+
+func TestObservationDecide(t *testing.T) {
+	s, e := loadInput(t, "observe-with-effect")
+	want := mustStep(t, s, e)
+	snap := NewSnapshot(Observation{}, "work:1", want.NextSnapshot.Versions)
+	ev, _ := protocol.Decode[protocol.AcceptedEvent](e)
+	cmd := Command{"observation": ev.Payload["observation"], "effect_request": ev.Payload["effect_request"]}
+	payloads, f := Observation{}.Decide(snap, cmd)
+	if f != nil || len(payloads) != 1 {
+		t.Fatalf("decide: %v", f)
+	}
+	// The decided payload, stamped and accepted, is the fixture event.
+	p := payloads[0]
+	p["event_type"], p["aggregate_id"], p["expected_revision"] = ObservationEventType, "work:1", int64(0)
+	ev.Payload = p
+	got, err := Step(Observation{}, snap, ev)
+	if err != nil || got.TransitionDigest != want.TransitionDigest {
+		t.Fatalf("decided event: %v %v", err, got)
+	}
+	for name, c := range map[string]Command{
+		"empty observation": {"observation": map[string]any{}},
+		"unknown member":    {"observation": map[string]any{"a": int64(1)}, "extra": true},
+		"bad effect":        {"observation": map[string]any{"a": int64(1)}, "effect_request": "publish"},
+	} {
+		if _, f := (Observation{}).Decide(snap, c); f == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	snap.Phase = PhaseClosed
+	if _, f := (Observation{}).Decide(snap, cmd); f == nil || f.Code != CodeDomainRejected {
+		t.Errorf("closed aggregate decided: %v", f)
+	}
+}

@@ -400,12 +400,10 @@ func parseEvent(d Domain, p Profile, raw, snapshot any) (Event, *Rejection) {
 	if !ok {
 		return bad("/payload")
 	}
-	e.Type, ok = payload["event_type"].(string)
-	if !ok {
-		return bad("/payload")
-	}
+	// A non-string event_type is simply not a type the domain knows.
+	e.Type, _ = payload["event_type"].(string)
 	members, known := p.EventTypes[e.Type]
-	if !known {
+	if _, isString := payload["event_type"].(string); !known || !isString {
 		// A payload shaped like no declared type is malformed; one shaped
 		// like a declared type but naming another type is unsupported.
 		for _, t := range sortedKeys(p.EventTypes) {

@@ -27,6 +27,7 @@ package channel
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"flrh.dev/flrh/aif/fixed"
 	"flrh.dev/flrh/aif/internal/fmath"
@@ -378,11 +379,6 @@ func sortedNames(m map[string]float64) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	// insertion sort: observation maps are small
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.Strings(out)
 	return out
 }

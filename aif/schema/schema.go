@@ -8,6 +8,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -46,8 +47,14 @@ var compiled = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	if err := c.AddResource(URL, doc); err != nil {
 		return nil, err
 	}
+	kinds := make([]string, 0, len(Kinds))
+	for kind := range Kinds {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
 	out := map[string]*jsonschema.Schema{}
-	for kind, def := range Kinds {
+	for _, kind := range kinds {
+		def := Kinds[kind]
 		s, err := c.Compile(URL + "#/$defs/" + def)
 		if err != nil {
 			return nil, fmt.Errorf("compile %s: %w", def, err)

@@ -116,9 +116,10 @@ func TestGoldenM2ILDisjointChain(t *testing.T) {
 	}
 }
 
-// The reference's M2-IL manifest pins the SHA-256 of the two M2 golden
-// files. Our canonical bytes plus the file's final newline hash to exactly
-// those pins: the whole files are reproduced byte for byte.
+// The reference pins the SHA-256 of its golden files (the M2-IL manifest for
+// the two M2 goldens, the M2-IL candidate receipt for its own two). Our
+// canonical bytes plus the file's final newline hash to exactly those pins:
+// the whole files are reproduced byte for byte.
 func TestGoldenFilePins(t *testing.T) {
 	fileHash := func(v any) string {
 		sum := sha256.Sum256(append(mustCanonical(v), '\n'))
@@ -134,5 +135,14 @@ func TestGoldenFilePins(t *testing.T) {
 	_, rej = Solve(nil, buildBundle(m2, "negative_cycle", false), []any{}, 1)
 	if got := fileHash(rej.Wire()); got != "sha256:bfb97b8356a2477e7b0764c083f464a1d276d97aa7c8866aa8a7bb1ebc7abfae" {
 		t.Errorf("negative-cycle.rejection.json hash %s", got)
+	}
+	// The M2-IL golden files, pinned by the reference's candidate receipt,
+	// reproduced through the incremental step.
+	steps := runSteps(t, m2il, "disjoint_chain", [][]string{{"a+", "x+"}, {}, {"u+"}, {"a-"}})
+	if got := fileHash(steps[2]["fixpoint_result"]); got != "sha256:7ac74957efac1db408b1f3d6d7e9818e92431838705026c0de5701f7d0378ae9" {
+		t.Errorf("insertion-reuse.fixpoint.json hash %s", got)
+	}
+	if got := fileHash(steps[3]["fixpoint_result"]); got != "sha256:5f6da1c91f8f5656fbfc0c626fc5cc9f537c2e68445918c68eb2e3ec66951123" {
+		t.Errorf("retraction-reuse.fixpoint.json hash %s", got)
 	}
 }

@@ -158,6 +158,15 @@ func Authorize(in Input) (Decisions, error) {
 		m = mrp.New(mrp.Budgets{})
 	}
 	before := len(m.Journey)
+	if len(in.Policy.Keyring) == 0 && !m.SafeMode {
+		// Without operator key material nothing can be trusted to
+		// authorize: enter Degraded Safe Mode, visibly, until a person
+		// leaves it.
+		next, err := mrp.Step(m, mrp.Event{Trigger: mrp.EnterSafeMode, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Cause: "operator key material missing"})
+		if err == nil {
+			m = next
+		}
+	}
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}

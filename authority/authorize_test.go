@@ -10,6 +10,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/mrp"
+	"pgregory.net/rapid"
 )
 
 const fixturePolicy = `
@@ -318,4 +319,89 @@ func TestCapabilityRequiredWhateverThePolicy(t *testing.T) {
 	if o := d.Outcomes[0]; o.Intent != nil || o.Rejection == nil || o.Rejection.Code != "CAPABILITY_MISSING" {
 		t.Fatalf("%s %+v", o.Kind, o.Rejection)
 	}
+}
+
+func TestMissingKeysEnterSafeMode(t *testing.T) {
+	in, _ := fixtureInput(t, "internal")
+	in.Policy.Keyring = nil
+	d, err := Authorize(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Machine.SafeMode || d.Outcomes[0].Intent != nil || !d.FHR.SafeMode {
+		t.Fatalf("missing keys: safe=%v kind=%s", d.Machine.SafeMode, d.Outcomes[0].Kind)
+	}
+}
+
+// Property: whatever signals, capabilities, approvals, previews and
+// machine state are presented, an intent is only ever emitted for an
+// eligible proposal covered by a live operator capability, from a
+// non-refusal DECIDE with a decidable ticket, and with a valid grant when
+// the risk is high; and Authorize never panics.
+func TestAuthorizeInvariantsRapid(t *testing.T) {
+	base, _ := fixtureInput(t, "internal")
+	rapid.Check(t, func(rt *rapid.T) {
+		in := base
+		in.Actions = append([]ActionSpec(nil), base.Actions...)
+		audience := rapid.SampledFrom([]string{"internal", "public"}).Draw(rt, "audience")
+		params := map[string]any{"audience": audience}
+		if rapid.Bool().Draw(rt, "artifact") {
+			params["artifact"] = "pkg.tgz"
+		}
+		in.Actions[0].Parameters = params
+		in.Now = rapid.Int64Range(0, 300).Draw(rt, "now")
+		if rapid.Bool().Draw(rt, "nocap") {
+			in.Capabilities = nil
+		}
+		for i := rapid.IntRange(0, 3).Draw(rt, "nsig"); i > 0; i-- {
+			k := rapid.SampledFrom([]string{KindWatchdog, KindVerification, KindClarification, KindAttunement}).Draw(rt, "kind")
+			tier := map[string]int{KindWatchdog: 0, KindVerification: 2, KindClarification: 3, KindAttunement: 4}[k]
+			in.Signals = append(in.Signals, Signal{Tier: tier, Kind: k, Source: k})
+		}
+		if rapid.Bool().Draw(rt, "safe") {
+			in.Machine, _ = mrp.Step(mrp.New(mrp.Budgets{}), mrp.Event{Trigger: mrp.EnterSafeMode, Actor: mrp.Actor{Kind: mrp.ActorSystem}})
+		}
+		if rapid.Bool().Draw(rt, "grant") {
+			probe := in
+			probe.Now = 100
+			if d, err := Authorize(probe); err == nil && d.Outcomes[0].ApprovalRequest != nil {
+				q := *d.Outcomes[0].ApprovalRequest
+				kind := rapid.SampledFrom([]string{"human", "model"}).Draw(rt, "approverKind")
+				in.Approvals = []PresentedApproval{{Request: q, Approval: Grant(q, rapid.Int64Range(90, 160).Draw(rt, "issued")), Approver: Approver{ID: q.Actor, Kind: kind, Role: ApproverRole, Scopes: []string{q.ApproverScope}}}}
+			}
+		}
+		d, err := Authorize(in)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		o := d.Outcomes[0]
+		if o.Intent == nil {
+			if o.Kind == OutcomeIntent {
+				rt.Fatal("INTENT outcome without an intent")
+			}
+			return
+		}
+		if len(in.Capabilities) == 0 || in.Now >= 200 {
+			rt.Fatal("intent without a live capability")
+		}
+		if o.MRPState != mrp.Decide || o.Refusal {
+			rt.Fatalf("intent from MRP %s refusal=%v", o.MRPState, o.Refusal)
+		}
+		if ok, why := o.Ticket.Reduced().Decidable(); !ok {
+			rt.Fatalf("intent with an undecidable ticket: %s", why)
+		}
+		if o.Intent.AssessedRisk == RiskHighRiskExternal {
+			if o.Approval == nil || o.Approval.Approver.Kind != "human" || o.Intent.ApprovalDigest == nil {
+				rt.Fatal("high-risk intent without a human grant")
+			}
+		}
+		if d.Machine.SafeMode {
+			rt.Fatal("a write was authorized in Degraded Safe Mode")
+		}
+		for _, s := range in.Signals {
+			if s.Tier < 4 {
+				rt.Fatalf("intent despite a tier-%d signal", s.Tier)
+			}
+		}
+	})
 }

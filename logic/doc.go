@@ -36,15 +36,25 @@
 //
 //	prog, err := logic.Parse("paths.dl", src)   // syntax only
 //	comp, err := logic.Check(prog)               // names, arity, types, safety, strata
-//	m, err := logic.Evaluate(comp, facts, logic.Limits{})
-//	m.State(logic.Atom{Rel: "path", Args: []logic.Value{logic.Sym("a"), logic.Sym("c")}})
-//	m.Supports(lit)    // every rule instantiation (or base support) that holds
-//	m.Explain(lit)     // a minimal, well-founded proof tree
-//	m.Conflicts()      // every BOTH atom with both sides' supports
+//	comp, err := logic.Load("paths.dl", src)     // both
+//	m, err := logic.Evaluate(comp, facts, logic.Limits{MaxTuples: 1e8})
+//	m.State(logic.Fact{Rel: "path", Args: []logic.Value{logic.Sym("a"), logic.Sym("c")}})
+//	m.Tuples("path", false)  // one side of a relation, in value order
+//	m.Supports(fact)         // base support and every rule instantiation that holds
+//	m.Explain(fact)          // a minimal, well-founded proof tree
+//	m.Why(atom)              // state plus one proof per side (two for BOTH)
+//	m.Conflicts()            // every BOTH atom with both sides' supports
 //	m2, err := m.Apply(changes) // incremental update; m is consumed
 //
 // [Solve] is the pure per-tick waist: named base supports with +1/-1 deltas
-// in the vocabulary of the reference M2 contract.
+// in the vocabulary of the reference M2 contract, a logical time, and the
+// next materialization, net fact changes and conflicts in return.
+// [ReadFacts] and [Materialization.WriteFacts] speak Soufflé's
+// tab-separated fact files.
+//
+// A [Compiled] program is immutable and may be shared. Queries on a
+// [Materialization] are read-only; [Materialization.Apply] and [Solve]
+// consume the materialization they update (see docs/logic.md).
 //
 // All errors are *[Error] values with a [Code] and, for program errors, a
 // file:line:column position. Evaluation is deterministic: output order,

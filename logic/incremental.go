@@ -168,6 +168,11 @@ func (m *Materialization) beginUndo() {
 		if tb.died == nil {
 			tb.died = make([]uint32, tb.n, max(int(tb.n), 16))
 		}
+		if tb.round == nil {
+			// rows from a from-scratch evaluation are all older than
+			// anything this update derives
+			tb.round = make([]uint32, tb.n, max(int(tb.n), 16))
+		}
 	}
 	m.undo = u
 	m.epoch++
@@ -222,7 +227,7 @@ func (t *table) rebuild() {
 		if !t.alive(r) {
 			continue
 		}
-		if (t.used+1)*2 >= len(t.slots) {
+		if t.full() {
 			t.rehash()
 		}
 		h := hashTuple(t.row(r))

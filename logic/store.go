@@ -9,7 +9,7 @@ type table struct {
 	arity int
 	data  []int64
 	n     int32
-	round []uint32 // evaluation round that (re)derived each row; for proofs
+	round []uint32 // nil until the first update; then the round that (re)derived each row
 	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
 	ndead int32
 	slots []uint64 // hash set, see makeSlot
@@ -127,7 +127,7 @@ func (t *table) find(v []int64) int32 {
 // insert adds tuple v unless present; it returns the row and whether it
 // was added. A present row is returned as is (even if dead).
 func (t *table) insert(v []int64, round uint32) (int32, bool) {
-	if (t.used+1)*2 >= len(t.slots) {
+	if t.full() {
 		t.rehash()
 	}
 	h := hashTuple(v)
@@ -159,7 +159,9 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 		t.data = t.data[:o+len(v)]
 		copy(t.data[o:], v)
 	}
-	t.round = append(t.round, round)
+	if t.round != nil {
+		t.round = append(t.round, round)
+	}
 	if t.died != nil {
 		t.died = append(t.died, 0)
 	}
@@ -177,9 +179,20 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	return r, true
 }
 
+// full reports whether the hash set must grow before another insert. Small
+// sets stay at most half full (short probes); from 4M slots on they may
+// fill to three quarters, which keeps memory near Soufflé's for closures of
+// tens of millions of tuples while fingerprints keep long probes cheap.
+func (t *table) full() bool {
+	if len(t.slots) >= 1<<22 {
+		return (t.used+1)*4 >= len(t.slots)*3
+	}
+	return (t.used+1)*2 >= len(t.slots)
+}
+
 func (t *table) rehash() {
 	size := len(t.slots) * 2
-	for size <= int(t.n-t.ndead+1)*4 {
+	for size <= int(t.n-t.ndead+1)*2 {
 		size *= 2
 	}
 	old := t.slots

@@ -210,6 +210,8 @@ type CaseResult struct {
 	GotEffects  []string `json:"got_effects,omitempty"`
 	WantEffects []string `json:"want_effects,omitempty"`
 	Final       string   `json:"final_state"`
+	// Records are the audit records of the steps that ran, in order.
+	Records []Record `json:"-"`
 }
 
 // ContextFromGuards turns reported guard outcomes into a guard context: a
@@ -246,6 +248,7 @@ func (m *Machine) RunCase(tc TraceCase) (CaseResult, error) {
 		}
 		c.Context = ctx
 		r := m.Step(c, st.Event)
+		res.Records = append(res.Records, r.Record)
 		got := r.EffectNames()
 		if r.Next.State != st.WantState || !slices.Equal(got, st.WantEffects) {
 			res.Passed = false

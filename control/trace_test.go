@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,32 @@ func TestDecodeEvent(t *testing.T) {
 	_, err = DecodeEvent([]byte(`{"type":"CANCEL","actor_role":"authorized_requester","capability":"run.cancel","event_id":"r:9"}`))
 	if e := new(Error); !errors.As(err, &e) || e.Pointer != "/payload" {
 		t.Errorf("missing payload: %v", err)
+	}
+}
+
+func TestCoverageReportsWhatIsMissing(t *testing.T) {
+	m := Default()
+	var steps []TraceStep
+	for _, s := range transcribed["ag"] {
+		steps = append(steps, TraceStep{Event: s.event, Guards: s.guards, WantState: s.state, WantEffects: s.effects})
+	}
+	res, err := m.RunCase(TraceCase{ID: "ag", Steps: steps})
+	if err != nil || !res.Passed {
+		t.Fatal(res, err)
+	}
+	var cov Coverage
+	cov.Add(m, res)
+	rep := cov.Report(m)
+	if rep.Complete() {
+		t.Fatal("one case reported complete coverage")
+	}
+	if rep.Transitions.Hit != 4 || rep.Transitions.Of != 25 || len(rep.Transitions.Missing) != 21 {
+		t.Errorf("transitions %+v", rep.Transitions)
+	}
+	if rep.FalseGuards.Hit != 1 || rep.FalseGuards.Missing[0] != "frontier_passed" {
+		t.Errorf("false guards %+v", rep.FalseGuards)
+	}
+	if rep.FinalStates.Hit != 0 || !slices.Equal(rep.Rejections, []string{"guard_false"}) {
+		t.Errorf("report %s", rep)
 	}
 }

@@ -53,7 +53,8 @@ func newFSMCheckCmd() *cobra.Command {
 		Short: "Run trace vectors (run-fsm-traces/v1) through the run FSM",
 		Long: "check reads trace vector files in the flrh-run-fsm-traces/v1 format, runs every case from\n" +
 			"the initial state, and compares the state and the emitted effects after every step.\n" +
-			"It prints one line per case and a final line \"N passed, M failed\".\n\n" +
+			"It prints one line per case, a line saying which transitions, false guards, final states\n" +
+			"and interrupts the vectors exercised, and a final line \"N passed, M failed\".\n\n" +
 			"Exit status: 0 when every case passes, 1 when any fails, 2 when a file is unreadable or\n" +
 			"malformed (nothing is run then).",
 		Args: cobra.MinimumNArgs(1),
@@ -83,6 +84,7 @@ func newFSMCheckCmd() *cobra.Command {
 				control.CaseResult
 			}
 			var results []caseJSON
+			var cov control.Coverage
 			passed, failed := 0, 0
 			for _, f := range files {
 				for _, tc := range f.tf.Cases {
@@ -95,6 +97,7 @@ func newFSMCheckCmd() *cobra.Command {
 					} else {
 						failed++
 					}
+					cov.Add(m, res)
 					results = append(results, caseJSON{f.path, res})
 				}
 			}
@@ -104,6 +107,7 @@ func newFSMCheckCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(map[string]any{
 					"table": m.Digest(), "cases": results, "passed": passed, "failed": failed,
+					"coverage": cov.Report(m),
 				}); err != nil {
 					return err
 				}
@@ -115,6 +119,7 @@ func newFSMCheckCmd() *cobra.Command {
 						fmt.Fprintln(out, r.CaseResult)
 					}
 				}
+				fmt.Fprintln(out, cov.Report(m))
 				fmt.Fprintf(out, "%d passed, %d failed\n", passed, failed)
 			}
 			if failed > 0 {

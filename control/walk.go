@@ -3,6 +3,7 @@ package control
 import (
 	"regexp"
 	"sort"
+	"strconv"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -20,27 +21,7 @@ func child(ptr, key string) string { return ptr + "/" + cjson.EscapePointer(key)
 
 func index(ptr string, i int) string { return ptr + "/" + itoa(i) }
 
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
-}
+func itoa(i int) string { return strconv.Itoa(i) }
 
 func asObj(v any, ptr string) (*obj, error) {
 	m, ok := v.(map[string]any)

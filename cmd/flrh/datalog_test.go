@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runDatalog(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&errb)
+	rootCmd.SetArgs(args)
+	err = rootCmd.Execute()
+	rootCmd.SetArgs(nil)
+	rootCmd.SetOut(nil)
+	rootCmd.SetErr(nil)
+	return out.String(), errb.String(), err
+}
+
+const pathsProgram = `.decl edge(x: symbol, y: symbol)
+.input edge
+.decl path(x: symbol, y: symbol)
+.output path
+.decl blocked(x: symbol)
+.output blocked
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+-blocked(x) :- path("a", x).
+blocked("c").
+`
+
+func datalogFixture(t *testing.T, program, edges string) (prog, facts, out string) {
+	dir := t.TempDir()
+	prog = filepath.Join(dir, "p.dl")
+	facts = filepath.Join(dir, "facts")
+	out = filepath.Join(dir, "out")
+	for _, d := range []string{facts, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(prog, []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(facts, "edge.facts"), []byte(edges), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return prog, facts, out
+}
+
+func TestDatalogWritesSouffleFiles(t *testing.T) {
+	prog, facts, out := datalogFixture(t, pathsProgram, "a\tb\nb\tc\nc\td\n")
+	_, stderr, err := runDatalog(t, "datalog", prog, "-F", facts, "-D", out, "--stats=true", "--explain=true", "--max-tuples=1000", "--max-firings=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "path.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "a\tb\na\tc\na\td\nb\tc\nb\td\nc\td\n" {
+		t.Fatalf("path.csv:\n%s", got)
+	}
+	if !strings.Contains(stderr, `conflict: blocked("c") is BOTH`) || !strings.Contains(stderr, "(recursive)") {
+		t.Fatalf("stats/explain output:\n%s", stderr)
+	}
+}
+
+func TestDatalogStdoutAndFailures(t *testing.T) {
+	prog, facts, out := datalogFixture(t, pathsProgram, "a\tb\n")
+	stdout, _, err := runDatalog(t, "datalog", prog, "-F", facts, "-D", "-", "--stats=false", "--explain=false", "--max-tuples=1000", "--max-firings=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "---------------\npath\n===============\na\tb\n===============\n") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	// A budget failure is exit 1 and writes nothing.
+	_, _, err = runDatalog(t, "datalog", prog, "-F", facts, "-D", out, "--stats=false", "--explain=false", "--max-tuples=1", "--max-firings=0")
+	if err == nil || exitCode(err) != exitFailure || !strings.Contains(err.Error(), "TUPLE_BUDGET_EXHAUSTED") {
+		t.Fatalf("got %v (exit %d), want a tuple budget failure", err, exitCode(err))
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("partial output written: %v", entries)
+	}
+	// A malformed fact file is a usage error with its position.
+	prog, facts, out = datalogFixture(t, pathsProgram, "a\tb\nc\n")
+	_, _, err = runDatalog(t, "datalog", prog, "-F", facts, "-D", out, "--stats=false", "--explain=false", "--max-tuples=1000", "--max-firings=0")
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "edge.facts:2:1") {
+		t.Fatalf("got %v, want a usage error at edge.facts:2:1", err)
+	}
+	// So is a malformed program.
+	prog, facts, out = datalogFixture(t, pathsProgram+"path(x, y) :- edge(x).\n", "a\tb\n")
+	_, _, err = runDatalog(t, "datalog", prog, "-F", facts, "-D", out, "--stats=false", "--explain=false", "--max-tuples=1000", "--max-firings=0")
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "p.dl:11:15") {
+		t.Fatalf("got %v, want a usage error at p.dl:11:15", err)
+	}
+}
+
+func TestWhy(t *testing.T) {
+	prog, facts, _ := datalogFixture(t, pathsProgram, "a\tb\nb\tc\n")
+	stdout, _, err := runDatalog(t, "why", prog, "-F", facts, `blocked("c")`, "--json=false", "--max-tuples=1000", "--max-firings=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout, `blocked("c") is BOTH`) || !strings.Contains(stdout, `-blocked("c")  [rule -blocked(x) :- path("a", x).`) {
+		t.Fatalf("why output:\n%s", stdout)
+	}
+	stdout, _, err = runDatalog(t, "why", prog, "-F", facts, `path("a", "c")`, "--json=true", "--max-tuples=1000", "--max-firings=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		State    string
+		Positive struct{ Premises []json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || v.State != "TRUE_ONLY" || len(v.Positive.Premises) != 2 {
+		t.Fatalf("json output %v:\n%s", err, stdout)
+	}
+	_, _, err = runDatalog(t, "why", prog, "-F", facts, `path("a")`, "--json=false", "--max-tuples=1000", "--max-firings=0")
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "ARITY_MISMATCH") {
+		t.Fatalf("got %v, want an arity usage error", err)
+	}
+}

@@ -523,6 +523,9 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		if e.Stage != stagePlanned {
 			continue
 		}
+		if err := r.bindContent(e); err != nil {
+			return err
+		}
 		body, err := canonBytes(e.Intent)
 		if err != nil {
 			return err
@@ -552,6 +555,39 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 	if r.cfg.Cut != nil {
 		r.cfg.Cut("after-intent-commit")
 	}
+	return nil
+}
+
+// ContentDigester is implemented by adapters whose wire request is not the
+// plan's payload itself (an HTTP adapter wraps it in a request envelope).
+// The idempotency key is bound to the digest of exactly what is sent, so
+// the runner asks the adapter for it before the intent is committed.
+type ContentDigester interface {
+	ContentDigest(in effect.Intent) (string, error)
+}
+
+func (r *Runner) bindContent(e *openEffect) error {
+	intent, err := protocolIntent(e.Intent)
+	if err != nil {
+		return fmt.Errorf("intent %s: %w", e.IntentID, err)
+	}
+	a, err := r.cfg.Adapters.For(intent)
+	if err != nil {
+		return err
+	}
+	cd, ok := a.(ContentDigester)
+	if !ok {
+		return nil
+	}
+	payload, err := canonBytes(e.Payload)
+	if err != nil {
+		return err
+	}
+	d, err := cd.ContentDigest(effect.Intent{Effect: intent, Payload: payload})
+	if err != nil {
+		return fmt.Errorf("intent %s: %w", e.IntentID, err)
+	}
+	e.ContentDigest = d
 	return nil
 }
 

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/demo"
+)
+
+func init() {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the refund agent end to end and print its evidence",
+		Long: `demo runs the refund agent on a temporary embedded store against a real HTTP
+sandbox destination on loopback: a small refund is paid automatically, a large
+one waits for approval and is approved by a named demo approver, a refund to a
+blocked payee is refused by policy. It prints each run's control-FSM path,
+effects, attempts, receipts and final outcome, and the sandbox's ledger, and
+exits 0 only if every run ended as the policy requires.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := demo.Run(cmd.Context(), cmd.OutOrStdout(), demo.Options{Dir: dir}); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's store in this directory instead of a temporary one")
+	rootCmd.AddCommand(cmd)
+}

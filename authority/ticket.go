@@ -426,7 +426,11 @@ func RenderPreview(t Ticket) string {
 		effects[i] = string(s)
 	}
 	fmt.Fprintf(&b, "Side effects: %s\n", strings.Join(effects, ", "))
-	fmt.Fprintf(&b, "Risk: declared %s, assessed %s\n", orDash(t.DeclaredRisk), orDash(t.AssessedRisk))
+	declared := t.DeclaredRisk
+	if declared == "" {
+		declared = "(none)"
+	}
+	fmt.Fprintf(&b, "Risk: declared %s, assessed %s\n", declared, orDash(t.AssessedRisk))
 	b.WriteString("Parameters:\n")
 	keys := sortedKeys(t.Parameters)
 	if len(keys) == 0 {

@@ -6,13 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/kernel"
 	"flrh.dev/flrh/protocol"
 )
+
+// kernelSchemas are the kernel result and snapshot shapes validate also
+// accepts as KIND; they are checked against the kernel schema only.
+var kernelSchemas = []string{
+	kernel.SchemaSnapshot, kernel.SchemaObservationSnapshot, kernel.SchemaObservationEvent,
+	kernel.SchemaObservationInput, kernel.SchemaTransition, kernel.SchemaRejection,
+}
 
 // maxWireObjectBytes bounds one wire object read from a file.
 const maxWireObjectBytes = 8 << 20
@@ -27,7 +36,8 @@ func init() {
 			"kind, and the cross-field rules (approval bindings, authority-owned members, equivalence\n" +
 			"claims, batch stability). With KIND every file must be of that kind; without it the kind is\n" +
 			"read from each object's \"kind\" member. FILE - reads standard input.\n\n" +
-			"Kinds: " + strings.Join(protocol.Kinds, ", ") + ".\n\n" +
+			"Kinds: " + strings.Join(protocol.Kinds, ", ") + ".\n" +
+			"Kernel shapes (KIND required): " + strings.Join(kernelSchemas, ", ") + ".\n\n" +
 			"Each valid object is reported with its canonical digest; each invalid one with the error\n" +
 			"code and the JSON Pointer of the offending value.\n\n" +
 			"Exit status: 0 when every object is valid, 1 when any is not, 2 when a file cannot be read\n" +
@@ -35,7 +45,7 @@ func init() {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind := ""
-			if protocol.KnownKind(args[0]) {
+			if protocol.KnownKind(args[0]) || slices.Contains(kernelSchemas, args[0]) {
 				kind, args = args[0], args[1:]
 				if len(args) == 0 {
 					return usagef("validate: no FILE after kind %s", kind)
@@ -64,7 +74,11 @@ func init() {
 					r.Kind, err = protocol.KindOf(text)
 				}
 				if err == nil {
-					err = protocol.Validate(r.Kind, text)
+					if slices.Contains(kernelSchemas, r.Kind) {
+						err = kernel.Validate(r.Kind, text)
+					} else {
+						err = protocol.Validate(r.Kind, text)
+					}
 				}
 				if err == nil {
 					canon, cerr := cjson.Canonicalize(text)
@@ -84,7 +98,7 @@ func init() {
 					case errors.As(err, &ce):
 						r.Code, r.Pointer, r.Detail = string(ce.Code), ce.Pointer, ce.Detail
 					default:
-						r.Code, r.Pointer, r.Detail = "INVALID", "/", err.Error()
+						r.Code, r.Pointer, r.Detail = protocol.CodeSchema, "/", strings.Join(strings.Fields(err.Error()), " ")
 					}
 				}
 				reports = append(reports, r)

@@ -206,9 +206,10 @@ func cloneValue(v any) any {
 	return v
 }
 
-// sortByCanonical orders values by their canonical bytes, the order every
-// emitted set-like collection uses.
-func sortByCanonical[T any](items []T, bytesOf func(T) []byte) {
+// sortByKey orders values by a byte key computed once per value: canonical
+// bytes (the order of every emitted set-like collection) or the diagnostic
+// key. The sort is stable.
+func sortByKey[T any](items []T, bytesOf func(T) []byte) {
 	type keyed struct {
 		key  []byte
 		item T
@@ -231,5 +232,5 @@ func canonicalString(s string) []byte { return cjson.AppendString(nil, s) }
 // sortStrings orders strings by their canonical encodings (which differs
 // from plain byte order when a string continues with a byte below '"').
 func sortStrings(ss []string) {
-	sortByCanonical(ss, canonicalString)
+	sortByKey(ss, canonicalString)
 }

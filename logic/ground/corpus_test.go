@@ -211,7 +211,7 @@ func litWire(c corpus, l litT) map[string]any {
 
 func canonicalSorted(xs []any) []any {
 	out := slices.Clone(xs)
-	sortByCanonical(out, func(v any) []byte { return mustCanonical(v) })
+	sortByKey(out, func(v any) []byte { return mustCanonical(v) })
 	return out
 }
 

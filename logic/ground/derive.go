@@ -242,13 +242,13 @@ func derive(k *keys, b *bundle, base []*baseSupport, ev bodyEvaluator) (*derivat
 		return nil, kerr
 	}
 	out.factStates, out.conflicts = states, conflicts
-	sortByCanonical(out.stratumWires, func(v any) []byte { return mustCanonical(v) })
+	sortByKey(out.stratumWires, func(v any) []byte { return mustCanonical(v) })
 	return out, nil
 }
 
 func sortedDerived(ds []*derivedSupport) []*derivedSupport {
 	out := slices.Clone(ds)
-	sortByCanonical(out, (*derivedSupport).key)
+	sortByKey(out, (*derivedSupport).key)
 	return out
 }
 
@@ -326,8 +326,8 @@ func projectFacts(k *keys, b *bundle, base []*baseSupport, derived []*derivedSup
 		}
 	}
 	byBytes := func(v any) []byte { return mustCanonical(v) }
-	sortByCanonical(states, byBytes)
-	sortByCanonical(conflicts, byBytes)
+	sortByKey(states, byBytes)
+	sortByKey(conflicts, byBytes)
 	return orEmpty(states), orEmpty(conflicts), nil
 }
 

@@ -191,7 +191,7 @@ func sortedKeysCP(m map[string]any) []string {
 // diagSorted returns a new slice holding xs in diagnostic order.
 func diagSorted(xs []any) []any {
 	out := slices.Clone(xs)
-	sortByCanonical(out, diagKey)
+	sortByKey(out, diagKey)
 	return out
 }
 

@@ -463,11 +463,11 @@ func restorePrior(v any, b *bundle) (*prior, *kernelError) {
 		}
 		p.base = append(p.base, s)
 	}
-	sortByCanonical(p.base, (*baseSupport).key)
+	sortByKey(p.base, (*baseSupport).key)
 	for _, raw := range m["derived_supports"].([]any) {
 		p.derived = append(p.derived, derivedFromWire(raw.(map[string]any)))
 	}
-	sortByCanonical(p.derived, (*derivedSupport).key)
+	sortByKey(p.derived, (*derivedSupport).key)
 	return p, nil
 }
 
@@ -641,6 +641,6 @@ func candidateFixpoint(k *keys, priorMat, ruleBundle, inputs any, logicalTime in
 		return nil, nil, nil, kerr
 	}
 	cache := slices.Clone(ev.next)
-	sortByCanonical(cache, func(v any) []byte { return mustCanonical(v) })
+	sortByKey(cache, func(v any) []byte { return mustCanonical(v) })
 	return res, orEmpty(cache), ev, nil
 }

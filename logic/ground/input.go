@@ -185,7 +185,7 @@ func applyInputs(inputs []*parsedInput, priorBase []*baseSupport, priorDerived [
 		}
 	}
 	base = append(base, added...)
-	sortByCanonical(base, (*baseSupport).key)
+	sortByKey(base, (*baseSupport).key)
 	digestSet := map[string]bool{}
 	var digests []string
 	for _, in := range inputs {

@@ -287,7 +287,7 @@ func (k *keys) derivedSupportFor(r *rule, witnesses []absenceWitness, b *bundle)
 	}
 	sortStrings(premise)
 	ws := append([]absenceWitness(nil), witnesses...)
-	sortByCanonical(ws, func(w absenceWitness) []byte { return mustCanonical(w.wire()) })
+	sortByKey(ws, func(w absenceWitness) []byte { return mustCanonical(w.wire()) })
 	wd := make([]string, len(ws))
 	for i, w := range ws {
 		wd[i] = w.digest

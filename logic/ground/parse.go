@@ -224,8 +224,8 @@ func parseRule(v any, index int, seal bool) (*rule, *kernelError) {
 		}
 		defs = append(defs, d)
 	}
-	sortByCanonical(req, func(l literal) []byte { return mustCanonical(l.wire()) })
-	sortByCanonical(defs, func(d defaultNP) []byte { return mustCanonical(d.wire()) })
+	sortByKey(req, func(l literal) []byte { return mustCanonical(l.wire()) })
+	sortByKey(defs, func(d defaultNP) []byte { return mustCanonical(d.wire()) })
 	reqBytes := make([][]byte, len(req))
 	for i, l := range req {
 		reqBytes[i] = mustCanonical(l.wire())

@@ -110,7 +110,7 @@ func orderedMaterializationView(v any, order func(any) []byte) any {
 func sortedBy(xs []any, key func(any) []byte) []any {
 	out := make([]any, len(xs))
 	copy(out, xs)
-	sortByCanonical(out, key)
+	sortByKey(out, key)
 	return out
 }
 
@@ -175,7 +175,7 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 		}
 		p.base = append(p.base, s)
 	}
-	sortByCanonical(p.base, (*baseSupport).key)
+	sortByKey(p.base, (*baseSupport).key)
 	seen := map[string]bool{}
 	for _, s := range p.base {
 		if seen[s.id] {
@@ -336,7 +336,7 @@ func derivedDeltas(old, next []*derivedSupport, logicalTime int64, causation str
 			out = append(out, derivedDeltaWire(s, 1, logicalTime, causation))
 		}
 	}
-	sortByCanonical(out, func(v any) []byte { return mustCanonical(v) })
+	sortByKey(out, func(v any) []byte { return mustCanonical(v) })
 	return orEmpty(out), nil
 }
 

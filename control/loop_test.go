@@ -474,3 +474,44 @@ func TestArithmeticIsDeterministic(t *testing.T) {
 		return s
 	})
 }
+
+// TestPropertySoftCrossingOnce: over any sequence of charges, a dimension is
+// reported as crossing the soft boundary exactly once if its usage ever
+// reaches it, and never otherwise.
+func TestPropertySoftCrossingOnce(t *testing.T) {
+	b := DefaultContract().Budgets
+	rapid.Check(t, func(t *rapid.T) {
+		used := Usage{}
+		crossings := map[Dimension]int{}
+		n := rapid.IntRange(1, 40).Draw(t, "charges")
+		for i := 0; i < n; i++ {
+			d := Usage{
+				Steps:       rapid.Int64Range(0, 5).Draw(t, "steps"),
+				Tokens:      rapid.Int64Range(0, 9000).Draw(t, "tokens"),
+				CostMicros:  rapid.Int64Range(0, 2_000_000).Draw(t, "cost"),
+				Parallelism: rapid.Int64Range(0, 5).Draw(t, "par"),
+			}
+			var v BudgetVerdict
+			var err error
+			used, v, err = b.Charge(used, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dim := range v.SoftCrossed {
+				crossings[dim]++
+			}
+		}
+		lim := b.Limits
+		ld, ud := lim.dims(), used.dims()
+		for i := range ud {
+			reached := *ud[i].v*100 >= *ld[i].v*b.SoftPercent
+			want := 0
+			if reached {
+				want = 1
+			}
+			if crossings[ud[i].d] != want {
+				t.Fatalf("%s: %d crossings at %d of %d", ud[i].d, crossings[ud[i].d], *ud[i].v, *ld[i].v)
+			}
+		}
+	})
+}

@@ -40,6 +40,9 @@ func Decode(text []byte) (*Document, error) {
 	if len(text) > MaxModelBytes {
 		return nil, errf(CodeLimit, "", "document larger than %d bytes", MaxModelBytes)
 	}
+	if err := checkDuplicateKeys(text); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
 	var root any

@@ -43,6 +43,8 @@ func TestDecodeRejectsBadModels(t *testing.T) {
 		{"policy action", `"horizon": 2`, `"policies": [[["x"], ["z"]]]`, CodePolicy, "/policies/0/1/0"},
 		{"E shape", `"horizon": 2`, `"horizon": 2, "E": [1]`, CodeShape, "/E"},
 		{"not json", `{`, `[`, CodeSyntax, ""},
+		{"duplicate member", `"D": [0.5, 0.5]`, `"D": [0.5, 0.5], "D": [1, 0]`, CodeSyntax, "/factors/0/D"},
+		{"duplicate nested", `"C": [1, 0]}`, `"C": [1, 0], "name": "x"}`, CodeSyntax, "/modalities/0/name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,5 +270,34 @@ func TestGoldenRecordDigest(t *testing.T) {
 	}
 	if d != goldenRecordDigest {
 		t.Fatalf("record digest %s, want %s", d, goldenRecordDigest)
+	}
+}
+
+func TestDirichletLearningOfB(t *testing.T) {
+	text := strings.Replace(tiny, `"B": [[[1, 0], [1, 0]], [[0, 1], [0, 1]]]`, `"pB": [[[4, 1], [1, 1]], [[1, 1], [1, 4]]]`, 1)
+	text = strings.Replace(text, `"horizon": 2`, `"horizon": 2, "learning_rate": 2`, 1)
+	doc, err := Decode([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := doc.Model
+	// B(next=a | prev=a, x) = 4/5 from the counts.
+	if math.Abs(m.Factors[0].B[0]-0.8) > 1e-15 {
+		t.Fatalf("B from pB: %v", m.Factors[0].B)
+	}
+	// Seeing a → b under action x adds lr·1 to pB[b][a][x].
+	m2, err := m.LearnB([][]float64{{1, 0}}, [][]float64{{0, 1}}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := (1*2+0)*2 + 0
+	if m2.Factors[0].PB[idx] != 3 || m.Factors[0].PB[idx] != 1 {
+		t.Fatalf("pB after learning %v (before %v)", m2.Factors[0].PB, m.Factors[0].PB)
+	}
+	if math.Abs(m2.Factors[0].B[idx]-3.0/7) > 1e-15 {
+		t.Fatalf("B(b | a, x) = %v, want 3/7", m2.Factors[0].B[idx])
+	}
+	if _, err := m.LearnB([][]float64{{1, 0}}, [][]float64{{0, 1}}, []int{5}); err == nil {
+		t.Fatal("unknown action accepted")
 	}
 }

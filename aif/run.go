@@ -34,8 +34,8 @@ func tickDigest(modelDigest string, tick int, obs []string) (string, error) {
 // Run steps a model for a number of ticks. Observations come from obs (one
 // outcome index per modality per tick) when it is non-nil; otherwise from
 // the document's simulated process, whose draws are seeded from the model
-// digest and the tick. With a learning rate and pA counts, A is learned
-// after each inference. Run is pure: the same inputs give the same record.
+// digest and the tick. With a learning rate, pA counts are learned after
+// each inference and pB counts from each pair of successive posteriors. Run is pure: the same inputs give the same record.
 func Run(doc *Document, modelDigest string, obs [][]int, steps int) (RunRecord, error) {
 	m := doc.Model
 	rec := RunRecord{Kind: RunKind, Version: RecordVersion, ModelDigest: modelDigest}
@@ -49,6 +49,8 @@ func Run(doc *Document, modelDigest string, obs [][]int, steps int) (RunRecord, 
 		truth = append([]int(nil), doc.Process.Initial...)
 	}
 	prior := m.Prior()
+	var prevQ [][]float64 // last posterior and action, for learning pB
+	var prevAction []int
 	for t := 1; t <= steps; t++ {
 		var o []int
 		if obs != nil {
@@ -82,7 +84,16 @@ func Run(doc *Document, modelDigest string, obs [][]int, steps int) (RunRecord, 
 			if err != nil {
 				return rec, err
 			}
+			if prevQ != nil {
+				if nm, err = nm.LearnB(prevQ, r.Posterior.Q, prevAction); err != nil {
+					return rec, err
+				}
+			}
 			m = nm
+		}
+		prevQ, prevAction = r.Posterior.Q, r.Action
+		if r.Posterior.Degenerate != "" {
+			prevQ = nil // never learn a transition from a reset belief
 		}
 		prior = m.Predict(r.Posterior.Q, r.Action)
 		if truth != nil {

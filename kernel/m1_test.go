@@ -26,11 +26,20 @@ type op struct {
 
 func rep(path, value string) op { return op{"replace", path, value} }
 
+// testdataDir is the fixture directory; a child process started from
+// another working directory is told where it is.
+func testdataDir() string {
+	if d := os.Getenv("FLRH_KERNEL_TESTDATA"); d != "" {
+		return d
+	}
+	return "testdata"
+}
+
 // loadInput reads a base input and applies mutations, returning the
 // snapshot and event JSON texts.
 func loadInput(t testing.TB, ref string, ops ...op) (snapshot, event []byte) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "m1", ref+".json"))
+	b, err := os.ReadFile(filepath.Join(testdataDir(), "m1", ref+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,20 @@ var defaultTable []byte
 // DefaultTable returns a copy of the bytes of the embedded run FSM table.
 func DefaultTable() []byte { return slices.Clone(defaultTable) }
 
+//go:embed schema/control-fsm.v1.schema.json
+var tableSchema []byte
+
+//go:embed schema/loop-contract.v1.schema.json
+var contractSchema []byte
+
+// TableSchema returns the JSON Schema (2020-12) of the control table format,
+// for editors and external tools. Load checks everything it says and more.
+func TableSchema() []byte { return slices.Clone(tableSchema) }
+
+// ContractSchema returns the JSON Schema (2020-12) of the loop contract
+// format. LoadContract checks everything it says and more.
+func ContractSchema() []byte { return slices.Clone(contractSchema) }
+
 var (
 	reUpperID    = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 	reLowerID    = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)

@@ -38,6 +38,31 @@ func (s *storedValue) appendCanonical(b []byte) []byte {
 type epoch struct {
 	time   int64
 	values []*storedValue
+	canon  []byte // canonical ROpenEpoch bytes, built once by seal
+}
+
+// seal writes the epoch's canonical bytes once; epochs never change after.
+func (e *epoch) seal() *epoch {
+	size := 64
+	for _, v := range e.values {
+		size += len(v.value.canon) + 320
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	b = appendKey(b, "kind", true)
+	b = appendString(b, "ROpenEpoch")
+	b = appendKey(b, "logical_time", false)
+	b = appendInt(b, e.time)
+	b = appendKey(b, "values", false)
+	b = append(b, '[')
+	for j, v := range e.values {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = v.appendCanonical(b)
+	}
+	e.canon = append(b, ']', '}')
+	return e
 }
 
 // find returns the index of a delivery in e, or -1.
@@ -64,7 +89,8 @@ type State struct {
 	epochs        []*epoch          // ascending logical time
 	ready         []*PublishedBatch // ascending logical time, then bytes
 	digest        string
-	body          []byte // canonical bytes without state_digest, for hashing
+	head, tail    []byte // canonical pieces around the epochs and batches
+	middle        []byte
 }
 
 // InitialState is the state before any command: every source frontier
@@ -143,27 +169,57 @@ func (s *State) MarshalJSON() ([]byte, error) { return s.AppendCanonical(nil), n
 
 // AppendCanonical appends the canonical RReactiveState bytes to b.
 func (s *State) AppendCanonical(b []byte) []byte {
-	b = append(b, s.body[:len(s.body)-1]...)
+	s.writeOpen(func(p []byte) { b = append(b, p...) })
 	b = appendKey(b, "state_digest", false)
 	b = appendString(b, s.digest)
 	return append(b, '}')
 }
 
 // canonicalSize is the length of AppendCanonical's output.
-func (s *State) canonicalSize() int { return len(s.body) + len(`,"state_digest":""`) + 71 }
-
-// seal computes the canonical body and the state digest.
-func (s *State) seal() {
-	size := 1024 + 128*len(s.sources)
+func (s *State) canonicalSize() int {
+	n := len(s.head) + len(s.middle) + len(s.tail) + len(`,"state_digest":""`) + 71
 	for _, e := range s.epochs {
-		for _, v := range e.values {
-			size += len(v.value.canon) + 320
-		}
+		n += len(e.canon) + 1
 	}
 	for _, r := range s.ready {
-		size += len(r.canon) + 1
+		n += len(r.canon) + 1
 	}
-	b := make([]byte, 0, size)
+	return n
+}
+
+// writeBody emits the canonical state without its state_digest member, in
+// pieces: the epochs and batches are written from their cached bytes, so a
+// state is hashed without being assembled.
+func (s *State) writeBody(w func([]byte)) {
+	s.writeOpen(w)
+	w(closeBrace)
+}
+
+// writeOpen is writeBody without the closing brace, so that a state_digest
+// member can follow.
+func (s *State) writeOpen(w func([]byte)) {
+	w(s.head)
+	for i, e := range s.epochs {
+		if i > 0 {
+			w(comma)
+		}
+		w(e.canon)
+	}
+	w(s.middle)
+	for i, r := range s.ready {
+		if i > 0 {
+			w(comma)
+		}
+		w(r.canon)
+	}
+	w(s.tail[:len(s.tail)-1])
+}
+
+var comma, closeBrace = []byte{','}, []byte{'}'}
+
+// seal builds the small canonical pieces and computes the state digest.
+func (s *State) seal() {
+	b := make([]byte, 0, 256)
 	b = append(b, '{')
 	b = appendKey(b, "canonicalization_version", true)
 	b = appendString(b, Canonicalization)
@@ -177,51 +233,27 @@ func (s *State) seal() {
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RReactiveState")
 	b = appendKey(b, "open_epochs", false)
-	b = append(b, '[')
-	for i, e := range s.epochs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '{')
-		b = appendKey(b, "kind", true)
-		b = appendString(b, "ROpenEpoch")
-		b = appendKey(b, "logical_time", false)
-		b = appendInt(b, e.time)
-		b = appendKey(b, "values", false)
-		b = append(b, '[')
-		for j, v := range e.values {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = v.appendCanonical(b)
-		}
-		b = append(b, ']', '}')
-	}
-	b = append(b, ']')
-	b = appendKey(b, "outstanding_demand", false)
-	b = appendInt(b, s.demand)
-	b = appendKey(b, "profile_digest", false)
-	b = appendString(b, s.profileDigest)
-	b = appendKey(b, "profile_id", false)
-	b = appendString(b, ProfileID)
-	b = appendKey(b, "ready_batches", false)
-	b = append(b, '[')
-	for i, r := range s.ready {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, r.canon...)
-	}
-	b = append(b, ']')
-	b = appendKey(b, "schema_version", false)
-	b = appendString(b, StateSchema)
-	b = appendKey(b, "source_frontiers", false)
-	b = appendSourceFrontiers(b, s.sources, s.marks, s.known)
-	b = append(b, '}')
-	s.body = b
+	s.head = append(b, '[')
+	m := make([]byte, 0, 256)
+	m = append(m, ']')
+	m = appendKey(m, "outstanding_demand", false)
+	m = appendInt(m, s.demand)
+	m = appendKey(m, "profile_digest", false)
+	m = appendString(m, s.profileDigest)
+	m = appendKey(m, "profile_id", false)
+	m = appendString(m, ProfileID)
+	m = appendKey(m, "ready_batches", false)
+	s.middle = append(m, '[')
+	t := make([]byte, 0, 128+96*len(s.sources))
+	t = append(t, ']')
+	t = appendKey(t, "schema_version", false)
+	t = appendString(t, StateSchema)
+	t = appendKey(t, "source_frontiers", false)
+	t = appendSourceFrontiers(t, s.sources, s.marks, s.known)
+	s.tail = append(t, '}')
 	h := newHasher()
 	h.str(`{"contract_version":"` + ContractVersion + `","kind":"M3StatePreimage","state_without_state_digest":`)
-	h.bytes(b)
+	s.writeBody(h.bytes)
 	h.str(`}`)
 	s.digest = h.digest()
 }
@@ -231,25 +263,28 @@ func (s *State) seal() {
 // source id in those bytes, so the order depends on the watermarks' decimal
 // spelling (10 sorts before 9, numbers before null).
 func appendSourceFrontiers(b []byte, sources []string, marks []int64, known []bool) []byte {
-	members := make([][]byte, len(sources))
+	// Write every member into one buffer, then order the spans.
+	buf := make([]byte, 0, 96*len(sources))
+	spans := make([][2]int, len(sources))
 	for i, id := range sources {
-		var m []byte
-		m = append(m, '{')
-		m = appendKey(m, "kind", true)
-		m = appendString(m, "RSourceFrontier")
-		m = appendKey(m, "low_watermark", false)
-		m = appendNullableInt(m, marks[i], known[i])
-		m = appendKey(m, "source_id", false)
-		m = appendString(m, id)
-		members[i] = append(m, '}')
+		start := len(buf)
+		buf = append(buf, '{')
+		buf = appendKey(buf, "kind", true)
+		buf = appendString(buf, "RSourceFrontier")
+		buf = appendKey(buf, "low_watermark", false)
+		buf = appendNullableInt(buf, marks[i], known[i])
+		buf = appendKey(buf, "source_id", false)
+		buf = appendString(buf, id)
+		buf = append(buf, '}')
+		spans[i] = [2]int{start, len(buf)}
 	}
-	slices.SortFunc(members, bytes.Compare)
+	slices.SortFunc(spans, func(x, y [2]int) int { return bytes.Compare(buf[x[0]:x[1]], buf[y[0]:y[1]]) })
 	b = append(b, '[')
-	for i, m := range members {
+	for i, sp := range spans {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, m...)
+		b = append(b, buf[sp[0]:sp[1]]...)
 	}
 	return append(b, ']')
 }

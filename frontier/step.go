@@ -301,7 +301,7 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 		}
 	}
 	vals = append(vals, prev[k:]...)
-	return &epoch{time: t, values: vals}
+	return (&epoch{time: t, values: vals}).seal()
 }
 
 func findEpoch(es []*epoch, t int64) *epoch {
@@ -405,26 +405,19 @@ func drain(ready []*PublishedBatch, demand int64) (rest []*PublishedBatch, left 
 	return ready[n:], demand - n, ready[:n:n]
 }
 
-// computeDigest hashes the M3TransitionPreimage.
+// computeDigest hashes the M3TransitionPreimage, streaming the next state
+// from its cached pieces.
 func (t *Transition) computeDigest() string {
 	h := newHasher()
 	h.str(`{"contract_version":"` + ContractVersion + `","kind":"M3TransitionPreimage","transition_without_transition_digest":`)
-	b := t.appendBody(make([]byte, 0, t.bodySize()))
-	h.bytes(b)
+	t.writeBody(h.bytes)
 	h.str(`}`)
 	return h.digest()
 }
 
-func (t *Transition) bodySize() int {
-	n := 1024 + t.Next.canonicalSize()
-	for _, p := range t.Published {
-		n += len(p.canon) + 1
-	}
-	return n
-}
-
-// appendBody writes the transition without its digest.
-func (t *Transition) appendBody(b []byte) []byte {
+// writeBody emits the transition without its digest.
+func (t *Transition) writeBody(w func([]byte)) {
+	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	b = appendKey(b, "backpressure", true)
 	bp := &t.Backpressure
@@ -449,19 +442,27 @@ func (t *Transition) appendBody(b []byte) []byte {
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RTransition")
 	b = appendKey(b, "next_state", false)
-	b = t.Next.AppendCanonical(b)
+	w(b)
+	t.Next.writeOpen(w)
+	b = b[:0]
+	b = append(b, ',')
+	b = appendKey(b, "state_digest", true)
+	b = appendString(b, t.Next.digest)
+	b = append(b, '}')
 	b = appendKey(b, "prior_state_digest", false)
 	b = appendString(b, t.PriorStateDigest)
 	b = appendKey(b, "profile_digest", false)
 	b = appendString(b, t.ProfileDigest)
 	b = appendKey(b, "published_batches", false)
 	b = append(b, '[')
+	w(b)
 	for i, p := range t.Published {
 		if i > 0 {
-			b = append(b, ',')
+			w(comma)
 		}
-		b = append(b, p.canon...)
+		w(p.canon)
 	}
+	b = b[:0]
 	b = append(b, ']')
 	b = appendKey(b, "schema_version", false)
 	b = appendString(b, ResultSchema)
@@ -476,7 +477,7 @@ func (t *Transition) appendBody(b []byte) []byte {
 	b = appendInt(b, st.RetractedDeltaCount)
 	b = appendKey(b, "stabilized_epoch_count", false)
 	b = appendInt(b, st.StabilizedEpochCount)
-	return append(b, '}', '}')
+	w(append(b, '}', '}'))
 }
 
 // MarshalJSON writes the canonical RTransition.
@@ -484,9 +485,20 @@ func (t *Transition) MarshalJSON() ([]byte, error) { return t.AppendCanonical(ni
 
 // AppendCanonical appends the canonical RTransition bytes to b.
 func (t *Transition) AppendCanonical(b []byte) []byte {
-	b = t.appendBody(b)
+	if cap(b)-len(b) < t.bodySize() {
+		b = append(make([]byte, 0, len(b)+t.bodySize()+128), b...)
+	}
+	t.writeBody(func(p []byte) { b = append(b, p...) })
 	b = b[:len(b)-1]
 	b = appendKey(b, "transition_digest", false)
 	b = appendString(b, t.Digest)
 	return append(b, '}')
+}
+
+func (t *Transition) bodySize() int {
+	n := 1024 + t.Next.canonicalSize()
+	for _, p := range t.Published {
+		n += len(p.canon) + 1
+	}
+	return n
 }

@@ -57,6 +57,12 @@ func (v Value) Digest() string { return v.digest }
 // CanonicalJSON returns the value's flrh-cjson/1 bytes.
 func (v Value) CanonicalJSON() []byte { return slices.Clone(v.canon) }
 
+// AppendCanonical appends the value's flrh-cjson/1 bytes to b.
+func (v Value) AppendCanonical(b []byte) []byte { return append(b, v.canon...) }
+
+// CanonicalSize is the length of the value's canonical bytes.
+func (v Value) CanonicalSize() int { return len(v.canon) }
+
 // id is the nested protocol identity: proposal_id or verdict_id.
 func (v Value) id() string {
 	if v.kind == KindEffectProposal {

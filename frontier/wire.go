@@ -539,7 +539,7 @@ func ParseState(v any, p Profile) (*State, *Rejection) {
 		if n := len(s.epochs); n > 0 && s.epochs[n-1].time >= t {
 			return bad("/prior_state/open_epochs")
 		}
-		s.epochs = append(s.epochs, ep)
+		s.epochs = append(s.epochs, ep.seal())
 	}
 	for ri, x := range rawReady {
 		b, rej := parsePublished(x, &p, "/prior_state/ready_batches/"+strconv.Itoa(ri))

@@ -18,7 +18,7 @@ func (p *Projection) appendVerdicts(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, v.CanonicalJSON()...)
+		b = v.AppendCanonical(b)
 	}
 	return append(b, ']')
 }

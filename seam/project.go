@@ -41,23 +41,36 @@ func (pq *parsedQuery) appendLists(b []byte, reqKey, frontierKey string) []byte 
 	return b
 }
 
+// size bounds the bytes of a query's canonical forms, so they are built
+// without regrowing.
+func (pq *parsedQuery) size() int {
+	n := 512 + pq.proposal.CanonicalSize()
+	for _, r := range pq.reqCanon {
+		n += len(r) + 1
+	}
+	for _, f := range pq.frontier {
+		n += len(f) + 3
+	}
+	return n
+}
+
 // preimage is the LRQueryPreimage.
 func (pq *parsedQuery) preimage() []byte {
-	b := append([]byte(nil), `{"contract_version":`...)
+	b := append(make([]byte, 0, pq.size()), `{"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
 	b = append(b, `,"kind":"LRQueryPreimage",`...)
 	b = pq.appendLists(b, `"ordered_fact_requirements":`, `"ordered_frontier_precondition_ids":`)
 	b = append(b, `,"proposal":`...)
-	b = append(b, pq.proposal.CanonicalJSON()...)
+	b = pq.proposal.AppendCanonical(b)
 	return append(b, '}')
 }
 
 // canonical is the LRProjectionQuery with its derived digest.
 func (pq *parsedQuery) canonical() []byte {
-	b := append([]byte(nil), '{')
+	b := append(make([]byte, 0, pq.size()), '{')
 	b = pq.appendLists(b, `"fact_requirements":`, `"frontier_precondition_ids":`)
 	b = append(b, `,"kind":"LRProjectionQuery","proposal":`...)
-	b = append(b, pq.proposal.CanonicalJSON()...)
+	b = pq.proposal.AppendCanonical(b)
 	b = append(b, `,"query_digest":`...)
 	b = cjson.AppendString(b, pq.digest)
 	return append(b, '}')
@@ -86,7 +99,8 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 	canon := make([][]byte, len(pq.reqs))
 	idx := make([]int, len(pq.reqs))
 	for i := range pq.reqs {
-		canon[i] = pq.reqs[i].appendCanonical(nil)
+		r := &pq.reqs[i]
+		canon[i] = r.appendCanonical(make([]byte, 0, 96+len(r.Literal.Atom.canon)+len(r.PreconditionID)))
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(canon[a], canon[b]) })
@@ -103,7 +117,11 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 }
 
 func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
-	b := append([]byte(nil), `{"binding_profile_digest":`...)
+	n := 512
+	for _, c := range orderedQueries {
+		n += len(c) + 1
+	}
+	b := append(make([]byte, 0, n), `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, q.BindingProfileDigest)
 	b = append(b, `,"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
@@ -131,6 +149,14 @@ type projector struct {
 	declared map[string]bool // query atoms
 	facts    map[string]*fact
 	missing  map[string]bool // declared atoms without a fact state
+
+	// Scratch space reused from one query to the next: evidence rows are
+	// written into one arena and the verdict preimage into one buffer, so
+	// evaluating a query allocates only what it returns.
+	arena   []byte
+	spans   [][2]int
+	rows    [][]byte
+	scratch []byte
 }
 
 // Project is project_lr: it binds one complete L materialization, the R
@@ -448,7 +474,19 @@ func (s *projector) projection(q *QueryBatch, queries []*parsedQuery) (*Projecti
 		}
 		deltas = append(deltas, pd, vd)
 	}
-	slices.SortFunc(out.Verdicts, func(a, b frontier.Value) int { return bytes.Compare(a.CanonicalJSON(), b.CanonicalJSON()) })
+	// Order verdicts by canonical bytes, encoding each once.
+	type keyed struct {
+		canon []byte
+		v     frontier.Value
+	}
+	ks := make([]keyed, len(out.Verdicts))
+	for i, v := range out.Verdicts {
+		ks[i] = keyed{v.AppendCanonical(nil), v}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.canon, b.canon) })
+	for i := range ks {
+		out.Verdicts[i] = ks[i].v
+	}
 	if n := int64(len(deltas)); n > s.r.Limits().MaxDeltasPerCommand {
 		return nil, reject(CodeLimitExceeded, "/command/deltas").limit(s.r.Limits().MaxDeltasPerCommand, n)
 	}
@@ -461,7 +499,7 @@ func (s *projector) projection(q *QueryBatch, queries []*parsedQuery) (*Projecti
 
 // evaluate applies the four-valued truth table to one query.
 func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
-	rows := make([][]byte, 0, len(pq.reqs))
+	s.arena, s.spans = s.arena[:0], s.spans[:0]
 	var supports []string
 	allSatisfied, anyConflict := true, false
 	for _, req := range pq.reqs {
@@ -496,7 +534,8 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 		}
 		allSatisfied = allSatisfied && satisfied
 		supports = append(supports, evidence...)
-		row := append([]byte(nil), `{"evidence_derivation_ids":`...)
+		start := len(s.arena)
+		row := append(s.arena, `{"evidence_derivation_ids":`...)
 		row = appendIDs(row, evidence)
 		row = append(row, `,"fact_key":`...)
 		row = cjson.AppendString(row, f.key)
@@ -508,8 +547,14 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 		row = strconv.AppendBool(row, satisfied)
 		row = append(row, `,"truth_state":`...)
 		row = cjson.AppendString(row, string(f.state))
-		rows = append(rows, append(row, '}'))
+		s.arena = append(row, '}')
+		s.spans = append(s.spans, [2]int{start, len(s.arena)})
 	}
+	rows := s.rows[:0]
+	for _, sp := range s.spans {
+		rows = append(rows, s.arena[sp[0]:sp[1]])
+	}
+	s.rows = rows
 	slices.SortFunc(rows, bytes.Compare)
 	slices.Sort(supports)
 	supports = slices.Compact(supports)
@@ -520,7 +565,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	case allSatisfied:
 		status = "eligible"
 	}
-	b := append([]byte(nil), `{"binding_profile_digest":`...)
+	b := append(s.scratch[:0], `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, s.b.ProfileDigest)
 	b = append(b, `,"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
@@ -529,7 +574,12 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	b = append(b, `,"l_materialization_digest":`...)
 	b = cjson.AppendString(b, s.l.MaterializationDigest)
 	b = append(b, `,"ordered_requirement_evidence":[`...)
-	b = append(b, bytes.Join(rows, []byte{','})...)
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
+	}
 	b = append(b, `],"ordered_support_derivation_ids":`...)
 	b = appendIDs(b, supports)
 	b = append(b, `,"proposal_value_digest":`...)
@@ -543,6 +593,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	b = append(b, `,"status":`...)
 	b = cjson.AppendString(b, status)
 	b = append(b, '}')
+	s.scratch = b
 	suffix := cjson.HexDigest(b)
 	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{
 		VerdictID:            "verdict:lr:" + suffix,

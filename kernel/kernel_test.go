@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -289,5 +290,42 @@ func TestObservationDecide(t *testing.T) {
 	snap.Phase = PhaseClosed
 	if _, f := (Observation{}).Decide(snap, cmd); f == nil || f.Code != CodeDomainRejected {
 		t.Errorf("closed aggregate decided: %v", f)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	s, e := loadInput(t, "observe-with-effect")
+	tr := mustStep(t, s, e)
+	b, err := tr.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Transition
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := back.Canonical()
+	if err != nil || string(b) != string(b2) {
+		t.Fatalf("transition round trip differs:\n%s\n%s", b, b2)
+	}
+	nb, _ := tr.NextSnapshot.MarshalJSON()
+	ps, err := ParseSnapshot(Observation{}, nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, _ := ps.Digest()
+	d2, _ := tr.NextSnapshot.Digest()
+	if d1 != d2 {
+		t.Fatal("ParseSnapshot changed the snapshot")
+	}
+	if _, err := ParseSnapshot(Observation{}, []byte(`{"kind":"FStateSnapshot"}`)); err == nil {
+		t.Error("corrupt snapshot accepted")
+	}
+	if _, err := ParseSnapshot(Observation{}, []byte(`{"revision":1.5}`)); err == nil {
+		t.Error("non-canonical snapshot accepted")
+	}
+	var bad Snapshot
+	if json.Unmarshal([]byte(`{"kind":"FStateSnapshot","schema_version":"flrh-f-snapshot/1","revision":-1}`), &bad) == nil {
+		t.Error("malformed snapshot decoded")
 	}
 }

@@ -195,3 +195,69 @@ func versionsValue(v protocol.VersionEnvelope) map[string]any {
 		"composition_profile": v.CompositionProfile,
 	}
 }
+
+// UnmarshalJSON decodes a snapshot from strict flrh-cjson/1 text: the
+// kernel members into the named fields (each must have its wire type) and
+// every other member into State. It does not check the members against a
+// domain; ParseSnapshot does.
+func (s *Snapshot) UnmarshalJSON(data []byte) error {
+	v, err := cjson.Decode(data)
+	if err != nil {
+		return err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("kernel: a snapshot is a JSON object")
+	}
+	if m["kind"] != KindSnapshot || m["schema_version"] != SnapshotSchemaVersion {
+		return fmt.Errorf("kernel: not a %s of schema %s", KindSnapshot, SnapshotSchemaVersion)
+	}
+	var out Snapshot
+	var okID, okRev, okPhase, okVer bool
+	out.AggregateID, okID = m["aggregate_id"].(string)
+	out.Revision, okRev = nonNegInt(m["revision"])
+	out.Phase, okPhase = m["phase"].(string)
+	out.Versions, okVer = parseVersions(m["versions"])
+	if !okID || !okRev || !okPhase || !okVer {
+		return fmt.Errorf("kernel: snapshot members aggregate_id, revision, phase or versions malformed")
+	}
+	if t := m["last_logical_time"]; t != nil {
+		n, ok := nonNegInt(t)
+		if !ok {
+			return fmt.Errorf("kernel: snapshot last_logical_time malformed")
+		}
+		out.LastLogicalTime = &n
+	}
+	if id := m["last_event_id"]; id != nil {
+		sid, ok := id.(string)
+		if !ok {
+			return fmt.Errorf("kernel: snapshot last_event_id malformed")
+		}
+		out.LastEventID = &sid
+	}
+	out.State = protocol.Object{}
+	for k, val := range m {
+		out.State[k] = val
+	}
+	for _, k := range kernelSnapshotMembers {
+		delete(out.State, k)
+	}
+	*s = out
+	return nil
+}
+
+// ParseSnapshot reads a snapshot under a domain with exactly the checks
+// Step applies to its snapshot argument, returning the *Rejection Step
+// would return. Stores use it to refuse a corrupt checkpoint before any
+// event is applied to it.
+func ParseSnapshot(d Domain, jsonText []byte) (Snapshot, error) {
+	v, err := cjson.Decode(jsonText)
+	if err != nil {
+		return Snapshot{}, canonicalRejection("/snapshot", err, nil, lenientRevision(jsonText))
+	}
+	s, rej := parseSnapshot(d, d.Profile(), v, nil)
+	if rej != nil {
+		return Snapshot{}, rej
+	}
+	return s, nil
+}

@@ -1,6 +1,11 @@
 package evidence
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/protocol"
+)
 
 var good = &Tags{Independent: true, Measured: true, Settled: true}
 
@@ -104,5 +109,46 @@ func TestObserver(t *testing.T) {
 	var sealed Observer
 	if sealed, live = sealed.Tick("a", "b", false); live || !sealed.Disabled || sealed.Reason != ObsOnlyNoOp {
 		t.Fatalf("sealed loop not disabled: %+v", sealed)
+	}
+}
+
+func testReceipt(outcome string) protocol.ActionReceipt {
+	d := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	approval := d("5")
+	return protocol.ActionReceipt{
+		Kind: "ActionReceipt", IntentID: "intent:7", ActionDigest: d("1"), CommandDigest: d("2"),
+		InputRootDigest: d("3"), PlatformDigest: d("4"), CauseID: "evt:7", CorrelationID: "run:7",
+		Capability: "capability:restart", AuthorityDigest: d("6"), DestinationDigest: d("7"),
+		GoalID: "goal:7", ObligationID: "obligation:7", AdapterVersion: "http/1", AssessedRisk: "reversible",
+		ApprovalRequired: true, ApprovalDigest: &approval, AttemptID: "attempt:7", IdempotencyKey: "effect:7",
+		OutputDigests: protocol.DigestSet{d("8")}, Outcome: outcome, RecordedAt: "2026-08-08T00:00:02Z",
+	}
+}
+
+func TestFromReceipt(t *testing.T) {
+	w, success, err := FromReceipt(testReceipt(OutcomeSuccess), "destination", "verifier", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Closes(w, "agent"); !ok || !success {
+		t.Fatalf("verified success did not close the loop: %s", why)
+	}
+	// Unknown is not success and never settles.
+	w, success, err = FromReceipt(testReceipt(OutcomeUnknown), "destination", "verifier", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Closes(w, "agent"); ok || success || why != ReasonTransient {
+		t.Fatalf("unknown outcome: closes=%v success=%v why=%s", ok, success, why)
+	}
+	// A receipt its producer verifies is not independent.
+	w, _, _ = FromReceipt(testReceipt(OutcomeFailure), "destination", "destination", true)
+	if ok, _ := Closes(w, "agent"); ok {
+		t.Fatal("self-verified receipt closed the loop")
+	}
+	bad := testReceipt(OutcomeSuccess)
+	bad.ActionDigest = "nope"
+	if _, _, err := FromReceipt(bad, "destination", "verifier", true); err == nil {
+		t.Fatal("invalid receipt accepted")
 	}
 }

@@ -220,6 +220,8 @@ func (m misbehaving) Emit(s Snapshot, e Event) (Emission, *Fault) {
 		em.Facts = append(em.Facts, em.Facts[0])
 	case "zero-diff":
 		em.Facts[0].Diff = 0
+	case "retract":
+		em.Facts[0].Diff = -1
 	case "no-facts":
 		em.Facts = nil
 	case "bad-precondition":
@@ -237,7 +239,8 @@ func TestDomainCannotBreakInvariants(t *testing.T) {
 		"extra-state":      "next_snapshot_valid",
 		"bad-state":        "next_snapshot_valid",
 		"no-facts":         "fact_count_within_profile",
-		"zero-diff":        "fact_well_formed",
+		"zero-diff":        "insert_only_facts",
+		"retract":          "insert_only_facts",
 		"bad-precondition": "proposal_well_formed",
 		"float-tuple":      "fact_well_formed",
 	} {

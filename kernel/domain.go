@@ -31,6 +31,10 @@ type Profile struct {
 
 	// Bounds on one event's emission.
 	MinFacts, MaxFacts, MaxProposals int
+
+	// InsertOnly restricts facts to +1 deltas: the domain records, never
+	// retracts.
+	InsertOnly bool
 }
 
 // Fault is a domain's refusal: a rejection code (DOMAIN_REJECTED,

@@ -42,6 +42,7 @@ func (Observation) Profile() Profile {
 		MinFacts:     1,
 		MaxFacts:     1,
 		MaxProposals: 1,
+		InsertOnly:   true,
 	}
 }
 

@@ -485,6 +485,9 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
 	seen := map[string]bool{}
 	for _, fact := range em.Facts {
+		if p.InsertOnly && fact.Diff != 1 {
+			return nil, invariant("insert_only_facts", rawS, rawE)
+		}
 		fd, ok := buildFact(p, e, fact)
 		if !ok {
 			return nil, invariant("fact_well_formed", rawS, rawE)

@@ -169,7 +169,59 @@ JSON. A bundle that cannot be sealed is printed as its LRejection (exit 1).`,
 		},
 	}
 
-	groundCmd.AddCommand(solveCmd, stepCmd, sealCmd)
+	var whyBundle, whyMat string
+	var whyJSON bool
+	whyCmd := &cobra.Command{
+		Use:   "why --bundle BUNDLE.json --materialization MATERIALIZATION.json 'ATOM'",
+		Short: "Explain an atom of a materialization with minimal proofs",
+		Long: `Validate a materialization against its rule bundle (digests, provenance and
+equality with its clean recomputation) and explain one atom, given as a JSON
+object: its state and, for each side that holds, a minimal proof of base
+supports, fired rules and absence witnesses.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bundle, err := readJSONFile(whyBundle)
+			if err != nil {
+				return err
+			}
+			mat, err := readJSONFile(whyMat)
+			if err != nil {
+				return err
+			}
+			atom, err := ground.Decode([]byte(args[0]))
+			if err != nil {
+				return usagef("atom: %v", err)
+			}
+			ex, rej := ground.Explain(mat, bundle, atom)
+			out := cmd.OutOrStdout()
+			if rej != nil {
+				fmt.Fprintf(out, "rejected: %s at %q\n", rej.Code, rej.Path)
+				return errChecksFailed
+			}
+			if whyJSON {
+				b, err := ground.Canonical(groundExplanationWire(ex))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "%s\n", b)
+				return nil
+			}
+			fmt.Fprintf(out, "%s is %s\n", canon(ex.Atom), ex.State)
+			for _, p := range []*ground.Proof{ex.Positive, ex.Negative} {
+				if p != nil {
+					printGroundProof(out, p, "  ")
+				}
+			}
+			return nil
+		},
+	}
+	whyCmd.Flags().StringVar(&whyBundle, "bundle", "", "LRuleBundle JSON file (required)")
+	whyCmd.Flags().StringVar(&whyMat, "materialization", "", "LMaterialization JSON file (required)")
+	whyCmd.Flags().BoolVar(&whyJSON, "json", false, "print the explanation as canonical JSON")
+	_ = whyCmd.MarkFlagRequired("bundle")
+	_ = whyCmd.MarkFlagRequired("materialization")
+
+	groundCmd.AddCommand(solveCmd, stepCmd, sealCmd, whyCmd)
 	rootCmd.AddCommand(groundCmd)
 }
 
@@ -225,4 +277,50 @@ func printStep(w io.Writer, step map[string]any) {
 	fmt.Fprintf(w, "reuse: %v lookups, %v hits, %v executed\n",
 		rc["candidate_cache_lookups"], rc["candidate_cache_hits"], rc["executed_candidate_body_evaluations"])
 	fmt.Fprintf(w, "step %s\n", step["step_digest"])
+}
+
+func printGroundProof(w io.Writer, p *ground.Proof, indent string) {
+	sign := "+"
+	if p.Polarity == "negative" {
+		sign = "-"
+	}
+	if p.RuleID == "" {
+		fmt.Fprintf(w, "%s%s%s  base support %s, provenance %s\n", indent, sign, canon(p.Atom), p.SupportID, canon(p.Provenance))
+		return
+	}
+	fmt.Fprintf(w, "%s%s%s  by %s (depth %d)\n", indent, sign, canon(p.Atom), p.RuleID, p.Depth)
+	for _, q := range p.Premises {
+		printGroundProof(w, q, indent+"  ")
+	}
+	for _, a := range p.Absences {
+		fmt.Fprintf(w, "%s  not %s  (no positive support once stratum %d was complete)\n", indent, canon(a.Atom), a.ReferencedStratum)
+	}
+}
+
+func groundProofWire(p *ground.Proof) any {
+	if p == nil {
+		return nil
+	}
+	premises := []any{}
+	for _, q := range p.Premises {
+		premises = append(premises, groundProofWire(q))
+	}
+	absences := []any{}
+	for _, a := range p.Absences {
+		absences = append(absences, map[string]any{"atom": a.Atom, "referenced_stratum": a.ReferencedStratum,
+			"completed_stratum_digest": a.CompletedStratumDigest, "witness_digest": a.WitnessDigest})
+	}
+	w := map[string]any{"polarity": p.Polarity, "atom": p.Atom, "support_id": p.SupportID, "depth": p.Depth,
+		"premises": premises, "absences": absences}
+	if p.RuleID != "" {
+		w["rule_id"] = p.RuleID
+	} else {
+		w["provenance"] = p.Provenance
+	}
+	return w
+}
+
+func groundExplanationWire(e *ground.Explanation) map[string]any {
+	return map[string]any{"atom": e.Atom, "fact_key": e.FactKey, "state": e.State,
+		"positive": groundProofWire(e.Positive), "negative": groundProofWire(e.Negative)}
 }

@@ -97,3 +97,27 @@ func TestGroundSeal(t *testing.T) {
 		t.Errorf("sealed draft differs from the example bundle:\n%s", out)
 	}
 }
+
+func TestGroundWhy(t *testing.T) {
+	out, err := runGround(t, "ground", "solve", "--bundle", groundExample+"bundle.json", "--inputs", groundExample+"inputs-1.json", "--prior=", "--time", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := ground.Decode([]byte(out))
+	mat, _ := ground.Canonical(v.(map[string]any)["next_materialization"])
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := os.WriteFile(path, mat, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runGround(t, "ground", "why", "--bundle", groundExample+"bundle.json", "--materialization", path, "--json=false",
+		`{"predicate":"may_deploy","subject":"change:42"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"is TRUE_ONLY", "by rule:may-deploy (depth 2)", "by rule:ready (depth 1)",
+		"base support evidence:ci:99", `not {"predicate":"frozen","subject":"service:web"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("why output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -53,11 +53,11 @@ func (u *Usage) dims() [8]struct {
 
 // Budgets are a contract's hard limits and soft checkpoint boundary.
 type Budgets struct {
-	Limits               Usage
-	RetriesPerTransition int64
-	SoftPercent          int64 // soft boundary: persist a checkpoint and residual-work handoff here
-	AggregateDescendants bool
-	ExhaustedEvent       string // the event the budget governor issues on a breach
+	Limits               Usage  `json:"limits"`
+	RetriesPerTransition int64  `json:"retries_per_transition"`
+	SoftPercent          int64  `json:"soft_checkpoint_percent"` // persist a checkpoint and residual-work handoff here
+	AggregateDescendants bool   `json:"aggregate_descendants"`
+	ExhaustedEvent       string `json:"exhausted_event"` // the event the budget governor issues on a breach
 }
 
 // BudgetVerdict is the outcome of charging usage against the budgets.

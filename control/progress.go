@@ -52,11 +52,11 @@ type Gain struct {
 
 // NoProgress is the plateau detector's configuration.
 type NoProgress struct {
-	Weights      Gain  // weight per gain component
-	Epsilon      int64 // a round with weighted gain below this is stalled
-	WindowRounds int64 // how many recent rounds are judged
-	Threshold    int64 // stalled rounds in a full window that mean no progress
-	Event        string
+	Weights      Gain   `json:"weights"`       // weight per gain component
+	Epsilon      int64  `json:"epsilon"`       // a round with weighted gain below this is stalled
+	WindowRounds int64  `json:"window_rounds"` // how many recent rounds are judged
+	Threshold    int64  `json:"threshold"`     // stalled rounds in a full window that mean no progress
+	Event        string `json:"event"`
 }
 
 // Round is one observed round of the loop.

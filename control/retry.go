@@ -26,10 +26,10 @@ const JitterDomain = "flrh-retry-jitter/1"
 // RetryPolicy is bounded exponential backoff with a deterministic cap and
 // deterministic jitter.
 type RetryPolicy struct {
-	MaxRetries     int64 // retries allowed per transition after the first attempt
-	BaseMillis     int64 // backoff before the first retry, before jitter
-	CapMillis      int64 // no backoff exceeds this
-	ExhaustedEvent string
+	MaxRetries     int64  `json:"max_retries"` // retries allowed per transition after the first attempt
+	BaseMillis     int64  `json:"base_millis"` // backoff before the first retry, before jitter
+	CapMillis      int64  `json:"cap_millis"`  // no backoff exceeds this
+	ExhaustedEvent string `json:"exhausted_event"`
 }
 
 // Action is what to do after an attempt.

@@ -19,7 +19,7 @@ func init() {
 		Long: "The run FSM is the sole authority over a run's lifecycle: every state change of a run\n" +
 			"is one of its transitions. These commands show the table and run trace vectors through it.",
 	}
-	fsmCmd.AddCommand(newFSMCheckCmd(), newFSMTableCmd())
+	fsmCmd.AddCommand(newFSMCheckCmd(), newFSMTableCmd(), newFSMContractCmd(), newFSMSchemaCmd())
 	rootCmd.AddCommand(fsmCmd)
 }
 
@@ -206,4 +206,84 @@ func readLimited(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("file is larger than %d bytes", limit)
 	}
 	return b, nil
+}
+
+func newFSMContractCmd() *cobra.Command {
+	var asJSON bool
+	var tablePath, contractPath string
+	cmd := &cobra.Command{
+		Use:   "contract",
+		Short: "Validate the loop contract and its binding to the run FSM table",
+		Long: "contract loads the loop contract (built-in, or --contract FILE) against the table\n" +
+			"(built-in, or --table FILE). It fails if the contract binds another table digest, or if its\n" +
+			"outcomes, effect-critical states, safety properties or effect path disagree with the table.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := loadMachine(tablePath)
+			if err != nil {
+				return err
+			}
+			text := control.DefaultContractText()
+			if contractPath != "" {
+				if text, err = readLimited(contractPath, 1<<20); err != nil {
+					return usagef("%s: %v", contractPath, err)
+				}
+			}
+			c, err := control.LoadContract(text, m)
+			if err != nil {
+				return usagef("%s: %v", orBuiltin(contractPath), err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{
+					"digest": c.Digest, "table": c.MachineDigest, "name": c.Name, "tier": c.Tier,
+					"budgets": c.Budgets, "no_progress": c.NoProgress, "retry": c.Retry,
+				})
+			}
+			b := c.Budgets
+			fmt.Fprintf(out, "contract %s: valid, bound to table %s\n", c.Name, c.MachineDigest)
+			fmt.Fprintf(out, "digest   %s\n", c.Digest)
+			fmt.Fprintf(out, "budgets  steps %d, tool calls %d, retries/transition %d, wall %ds, suspended %ds, tokens %d, cost %d micro-units, depth %d, parallelism %d; soft checkpoint at %d%%\n",
+				b.Limits.Steps, b.Limits.ToolCalls, b.RetriesPerTransition, b.Limits.WallSeconds, b.Limits.SuspendedSeconds,
+				b.Limits.Tokens, b.Limits.CostMicros, b.Limits.RecursionDepth, b.Limits.Parallelism, b.SoftPercent)
+			np := c.NoProgress
+			fmt.Fprintf(out, "progress weights %d/%d/%d (obligation/conflict/receipt), epsilon %d, window %d, threshold %d\n",
+				np.Weights.ClosedObligations, np.Weights.ResolvedConflicts, np.Weights.VerifiedReceipts, np.Epsilon, np.WindowRounds, np.Threshold)
+			fmt.Fprintf(out, "retry    %d retries, backoff %dms doubling to %dms, equal jitter\n", c.Retry.MaxRetries, c.Retry.BaseMillis, c.Retry.CapMillis)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&tablePath, "table", "", "bind against this control table instead of the built-in one")
+	cmd.Flags().StringVar(&contractPath, "contract", "", "validate this loop contract instead of the built-in one")
+	return cmd
+}
+
+func orBuiltin(path string) string {
+	if path == "" {
+		return "built-in contract"
+	}
+	return path
+}
+
+func newFSMSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:       "schema table|contract",
+		Short:     "Print the JSON Schema of the control table or loop contract format",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"table", "contract"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch args[0] {
+			case "table":
+				_, err := cmd.OutOrStdout().Write(control.TableSchema())
+				return err
+			case "contract":
+				_, err := cmd.OutOrStdout().Write(control.ContractSchema())
+				return err
+			}
+			return usagef("schema: want \"table\" or \"contract\", got %q", args[0])
+		},
+	}
 }

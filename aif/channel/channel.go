@@ -4,9 +4,10 @@
 //
 // The pieces, each a pure function of its inputs:
 //
-//   - Observation (R2): a typed vector with one value per declared channel,
-//     each in a fixed raw range, normalized to [0, 1]. Missing, extra,
-//     non-finite or out-of-range values are refused with the channel named.
+//   - Observation (R2): a typed vector with one value per declared channel
+//     (real, bool or count), each in a fixed raw range, normalized to
+//     [0, 1]. Missing, extra, non-finite, out-of-range or mistyped values
+//     are refused with the channel named.
 //   - Precision registry (R7): one trust weight per channel,
 //     Π = clamp(1 / max(V, v_min), Π_min, Π_max), applied wherever
 //     prediction error, scoring or gating happens.
@@ -33,9 +34,17 @@ import (
 	"flrh.dev/flrh/aif/internal/fmath"
 )
 
+// Channel value types (R2: the observation vector is typed).
+const (
+	TypeReal  = ""      // any finite value in [Min, Max]
+	TypeBool  = "bool"  // 0 or 1; the range is fixed to [0, 1]
+	TypeCount = "count" // a whole number in [Min, Max]
+)
+
 // Spec declares one observation channel.
 type Spec struct {
 	Name     string
+	Type     string  // TypeReal, TypeBool or TypeCount
 	Min, Max float64 // the raw range; values are normalized to [0, 1]
 	// Preferred outcome, in normalized units, and its spread (σ²_C > 0).
 	PreferMean, PreferVar float64
@@ -71,6 +80,7 @@ const (
 	CodeUnknown     = "CHANNEL_UNKNOWN"
 	CodeNotFinite   = "CHANNEL_NOT_FINITE"
 	CodeOutOfRange  = "CHANNEL_OUT_OF_RANGE"
+	CodeType        = "CHANNEL_WRONG_TYPE"
 	CodeBadAction   = "CHANNEL_UNKNOWN_ACTION"
 	CodeBeliefShape = "CHANNEL_BELIEF_SHAPE"
 )
@@ -93,6 +103,15 @@ func (c *Config) Validate() error {
 			return bad(at+"/name", "empty or repeated name %q", s.Name)
 		}
 		seen[s.Name] = true
+		switch s.Type {
+		case TypeReal, TypeCount:
+		case TypeBool:
+			if s.Min != 0 || s.Max != 1 {
+				return bad(at, "a bool channel has the range [0, 1]")
+			}
+		default:
+			return bad(at+"/type", "unknown channel type %q", s.Type)
+		}
 		if !finite(s.Min) || !finite(s.Max) || !(s.Max > s.Min) {
 			return bad(at, "range [%v, %v] must be finite with max > min", s.Min, s.Max)
 		}
@@ -165,6 +184,10 @@ func (c *Config) Normalize(raw map[string]float64) ([]float64, error) {
 			return nil, &Error{CodeNotFinite, at, fmt.Sprint(x)}
 		case x < s.Min || x > s.Max:
 			return nil, &Error{CodeOutOfRange, at, fmt.Sprintf("%v outside [%v, %v]", x, s.Min, s.Max)}
+		case s.Type == TypeBool && x != 0 && x != 1:
+			return nil, &Error{CodeType, at, fmt.Sprintf("%v is not a bool (0 or 1)", x)}
+		case s.Type == TypeCount && x != math.Trunc(x):
+			return nil, &Error{CodeType, at, fmt.Sprintf("%v is not a whole count", x)}
 		}
 		out[i] = (x - s.Min) / (s.Max - s.Min)
 	}

@@ -36,6 +36,8 @@ func TestValidate(t *testing.T) {
 		{"range", func(c *Config) { c.Channels[1].Max = 0 }, "/channels/1"},
 		{"dup", func(c *Config) { c.Channels[1].Name = "tests-passing" }, "/channels/1/name"},
 		{"pref var", func(c *Config) { c.Channels[0].PreferVar = 0 }, "/channels/0/prefer_var"},
+		{"type", func(c *Config) { c.Channels[0].Type = "colour" }, "/channels/0/type"},
+		{"bool range", func(c *Config) { c.Channels[0].Type = TypeBool }, "/channels/0"},
 	}
 	for _, tc := range cases {
 		c := testConfig()
@@ -43,6 +45,29 @@ func TestValidate(t *testing.T) {
 		var e *Error
 		if err := c.Validate(); !errors.As(err, &e) || e.Pointer != tc.ptr {
 			t.Errorf("%s: got %v, want error at %s", tc.name, err, tc.ptr)
+		}
+	}
+}
+
+func TestTypedObservations(t *testing.T) {
+	c := testConfig()
+	c.Channels = append(c.Channels, Spec{Name: "compiles", Type: TypeBool, Min: 0, Max: 1, PreferMean: 1, PreferVar: 0.1},
+		Spec{Name: "failing-specs", Type: TypeCount, Min: 0, Max: 50, PreferMean: 0, PreferVar: 0.1})
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.Normalize(map[string]float64{"tests-passing": 99.5, "diff-size": 10, "compiles": 1, "failing-specs": 5})
+	if err != nil || o[2] != 1 || o[3] != 0.1 {
+		t.Fatalf("%v %v", o, err)
+	}
+	for name, raw := range map[string]map[string]float64{
+		"compiles":      {"tests-passing": 1, "diff-size": 1, "compiles": 0.5, "failing-specs": 1},
+		"failing-specs": {"tests-passing": 1, "diff-size": 1, "compiles": 1, "failing-specs": 2.5},
+	} {
+		_, err := c.Normalize(raw)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeType || e.Pointer != "/"+name {
+			t.Errorf("%s: got %v", name, err)
 		}
 	}
 }

@@ -4,10 +4,26 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"flrh.dev/flrh/aif/schema"
 )
 
 func runAIF(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	// Flags keep their values between Execute calls; start each run clean.
+	for _, c := range rootCmd.Commands() {
+		if c.Name() != "aif" {
+			continue
+		}
+		for _, sub := range c.Commands() {
+			sub.Flags().VisitAll(func(f *pflag.Flag) {
+				_ = f.Value.Set(f.DefValue)
+				f.Changed = false
+			})
+		}
+	}
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	rootCmd.SetErr(&out)
@@ -34,6 +50,9 @@ func TestAIFRunTMaze(t *testing.T) {
 	if !strings.HasPrefix(out, `{"kind":"flrh.aif.run"`) || !strings.Contains(out, `"probability":705876804`) {
 		t.Errorf("json output: %s", out)
 	}
+	if err := schema.Validate([]byte(strings.TrimSpace(out))); err != nil {
+		t.Errorf("run record does not match its schema: %v", err)
+	}
 }
 
 func TestAIFReduce(t *testing.T) {
@@ -43,6 +62,13 @@ func TestAIFReduce(t *testing.T) {
 	}
 	if !strings.Contains(out, "restart-never-fails   -3.397237  accepted") {
 		t.Errorf("reduce output:\n%s", out)
+	}
+	out, err = runAIF(t, "aif", "reduce", "--json", "../../examples/aif/counts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate([]byte(strings.TrimSpace(out))); err != nil {
+		t.Errorf("reduction report does not match its schema: %v", err)
 	}
 }
 

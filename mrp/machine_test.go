@@ -2,6 +2,8 @@ package mrp
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/determinism"
@@ -438,6 +440,19 @@ func sortTriggers(ts []Trigger) {
 	for i := 1; i < len(ts); i++ {
 		for j := i; j > 0 && ts[j] < ts[j-1]; j-- {
 			ts[j], ts[j-1] = ts[j-1], ts[j]
+		}
+	}
+}
+
+// TestTableDocumented keeps docs/mrp.md in step with the table.
+func TestTableDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/mrp.md")
+	if err != nil {
+		t.Skip("docs not present:", err)
+	}
+	for _, r := range Table {
+		if !strings.Contains(string(doc), "| "+r.ID+" |") {
+			t.Errorf("row %s is not documented in docs/mrp.md", r.ID)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// Config assembles a Runner. Store, Workflows and Adapters are required.
+// Config assembles a Runner. Store and Workflows are required; without
+// Adapters the runner can inspect runs but fails any effect it would send.
 type Config struct {
 	Store     store.Store
 	Workflows []Workflow
@@ -71,8 +72,11 @@ type Runner struct {
 
 // New validates cfg and returns a Runner.
 func New(cfg Config) (*Runner, error) {
-	if cfg.Store == nil || len(cfg.Workflows) == 0 || cfg.Adapters == nil {
-		return nil, errors.New("runner: a store, at least one workflow and an adapter registry are required")
+	if cfg.Store == nil || len(cfg.Workflows) == 0 {
+		return nil, errors.New("runner: a store and at least one workflow are required")
+	}
+	if cfg.Adapters == nil {
+		cfg.Adapters = &effect.Registry{} // inspection only: any effect fails with no adapter
 	}
 	if cfg.Machine == nil {
 		cfg.Machine = control.Default()

@@ -1,0 +1,159 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+)
+
+// ReplayReport is the result of replaying a run's pure steps.
+type ReplayReport struct {
+	RunID    string    `json:"run_id"`
+	Inputs   int       `json:"inputs_replayed"`
+	Effects  int       `json:"effects_replayed"`
+	State    string    `json:"state_digest"` // digest of the replayed workflow state
+	Findings []Finding `json:"findings"`
+}
+
+// OK reports whether the replay reproduced the record exactly.
+func (r *ReplayReport) OK() bool { return len(r.Findings) == 0 }
+
+type acceptedRecord struct {
+	Seq    int64           `json:"seq"`
+	Kind   string          `json:"kind"`
+	Actor  string          `json:"actor"`
+	Digest string          `json:"digest"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// Replay re-executes the workflow's pure Decide over the run's accepted
+// inputs, from its initial state, and compares: every planned effect must
+// be the committed intent (same id, action, key, content), and the final
+// state must equal the checkpoint's byte for byte. Control records are
+// re-stepped by Run; together they re-execute every pure step of the run.
+func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID string) (*ReplayReport, error) {
+	rep := &ReplayReport{RunID: runID, Findings: []Finding{}}
+	fail := func(check, where, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
+	}
+	state, err := wf.Init(runID)
+	if err != nil {
+		return nil, fmt.Errorf("workflow init: %w", err)
+	}
+	evs, err := st.Events(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	ins, err := st.Intents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	committed := map[string]store.Intent{}
+	for _, in := range ins {
+		committed[in.ID] = in
+	}
+	planned := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind != runner.EventAccepted {
+			continue
+		}
+		where := fmt.Sprintf("event %d", e.Seq)
+		var rec acceptedRecord
+		if err := json.Unmarshal(e.Body, &rec); err != nil {
+			fail("accepted-record", where, "unreadable: %v", err)
+			continue
+		}
+		body, err := cjson.Canonicalize(rec.Body)
+		if err != nil || store.BodyDigest(body) != rec.Digest {
+			fail("accepted-record", where, "input bytes do not match their recorded digest")
+			continue
+		}
+		rep.Inputs++
+		d, err := wf.Decide(state, runner.Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor})
+		if err != nil {
+			fail("decide", where, "the workflow failed on replay: %v", err)
+			return rep, nil
+		}
+		if d.Refusal != "" {
+			continue
+		}
+		state = d.State
+		for _, p := range d.Effects {
+			rep.Effects++
+			id := p.Intent.IntentID
+			planned[id] = true
+			in, ok := committed[id]
+			if !ok {
+				continue // planned but not (yet) committed: waiting, or refused later
+			}
+			// The committed intent is the planned one, except that an
+			// approved intent names the grant it consumed.
+			want, err := intentWithoutApproval(p.Intent)
+			if err != nil {
+				fail("replay-effect", "intent "+id, "cannot encode the replayed intent: %v", err)
+				continue
+			}
+			got, err := intentWithoutApproval(json.RawMessage(in.Body))
+			if err != nil {
+				fail("replay-effect", "intent "+id, "unreadable committed intent: %v", err)
+				continue
+			}
+			if !bytes.Equal(want, got) {
+				fail("replay-effect", "intent "+id, "the replayed intent differs from the committed one at byte %d", firstDiff(want, got))
+			}
+		}
+	}
+	for id := range committed {
+		if !planned[id] {
+			fail("replay-effect", "intent "+id, "committed, but replay never plans it")
+		}
+	}
+	rep.State = store.BodyDigest(state)
+	cp, err := st.Checkpoint(ctx, runID)
+	if err != nil {
+		if store.CodeOf(err) == store.CodeNotFound {
+			return rep, nil
+		}
+		return nil, err
+	}
+	var body struct {
+		State json.RawMessage `json:"state"`
+	}
+	if err := json.Unmarshal(cp.Body, &body); err != nil {
+		fail("replay-state", "checkpoint", "unreadable: %v", err)
+		return rep, nil
+	}
+	recorded, err := cjson.Canonicalize(body.State)
+	if err != nil {
+		fail("replay-state", "checkpoint", "state is not canonical: %v", err)
+		return rep, nil
+	}
+	if !bytes.Equal(recorded, state) {
+		fail("replay-state", "checkpoint", "replayed state differs from the checkpoint at byte %d", firstDiff(recorded, state))
+	}
+	return rep, nil
+}
+
+// intentWithoutApproval returns an intent's canonical bytes with its
+// approval digest cleared.
+func intentWithoutApproval(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	val, err := cjson.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := val.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("intent is not an object")
+	}
+	m["approval_digest"] = nil
+	return cjson.Encode(m)
+}

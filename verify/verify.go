@@ -1,0 +1,372 @@
+// Package verify checks a run's durable record independently of the runner
+// that wrote it, and replays its pure steps.
+//
+// Verify trusts nothing but the store's bytes: it recomputes every digest and
+// the event hash chain, re-steps every control record through the FSM table
+// and compares the result byte for byte, checks that every intent is a valid
+// protocol object bound to its idempotency key and (when required) to the
+// exact grant it consumed, that every receipt is bound to its intent, that
+// attempts, outbox and receipts tell one coherent story, that no write came
+// from a fenced-off lease generation, and that a run which ended has closed
+// every effect it owes. Replay goes further: it feeds the run's accepted
+// inputs to the workflow's pure Decide again and compares the state and the
+// effects with what was recorded.
+//
+// It only reads: open the store read-only.
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+)
+
+// Finding is one violated check.
+type Finding struct {
+	Check  string `json:"check"`  // which invariant, e.g. "event-chain"
+	Where  string `json:"where"`  // the event, intent or approval concerned
+	Detail string `json:"detail"` // what differs
+}
+
+// Report is the result of verifying one run.
+type Report struct {
+	RunID     string    `json:"run_id"`
+	State     string    `json:"state"`
+	Outcome   string    `json:"outcome"`
+	Events    int       `json:"events"`
+	Controls  int       `json:"control_records"`
+	Intents   int       `json:"intents"`
+	Receipts  int       `json:"receipts"`
+	Approvals int       `json:"approvals_consumed"`
+	Findings  []Finding `json:"findings"`
+}
+
+// OK reports whether every check passed.
+func (r *Report) OK() bool { return len(r.Findings) == 0 }
+
+func (r *Report) fail(check, where, format string, args ...any) {
+	r.Findings = append(r.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Run verifies one run in st against the FSM table m (nil: the default).
+func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) (*Report, error) {
+	if m == nil {
+		m = control.Default()
+	}
+	run, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{RunID: runID, State: run.State, Outcome: run.Outcome, Findings: []Finding{}}
+	evs, err := st.Events(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	rep.Events = len(evs)
+	cfg := checkEvents(rep, m, run, evs)
+	if err := checkCheckpoint(ctx, rep, st, run, cfg); err != nil {
+		return nil, err
+	}
+	if err := checkEffects(ctx, rep, st, run); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// checkEvents verifies bytes, digests and the chain, and re-steps every
+// control record through the FSM. It returns the configuration the records
+// lead to.
+func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Event) control.Configuration {
+	prev := store.GenesisHash
+	var gen int64
+	cfg := m.Initial()
+	for i, e := range evs {
+		where := fmt.Sprintf("event %d", e.Seq)
+		if e.Seq != int64(i+1) {
+			rep.fail("event-sequence", where, "expected sequence %d", i+1)
+		}
+		if store.BodyDigest(e.Body) != e.Digest {
+			rep.fail("event-digest", where, "digest %s does not match the stored bytes", e.Digest)
+		}
+		if c, err := cjson.Canonicalize(e.Body); err != nil || !bytes.Equal(c, e.Body) {
+			rep.fail("event-canonical", where, "body is not flrh-cjson/1 canonical (%v)", err)
+		}
+		if e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+			rep.fail("event-chain", where, "hash chain broken")
+		}
+		prev = e.ChainHash
+		if e.Generation < gen {
+			rep.fail("fencing", where, "written by lease generation %d after generation %d had written", e.Generation, gen)
+		}
+		gen = max(gen, e.Generation)
+		if e.Generation > run.Lease.Generation {
+			rep.fail("fencing", where, "written by generation %d, beyond the run's %d", e.Generation, run.Lease.Generation)
+		}
+		if e.Kind != runner.EventControl && e.Kind != runner.EventRejected {
+			continue
+		}
+		rep.Controls++
+		var rec control.Record
+		if err := strictDecode(e.Body, &rec); err != nil {
+			rep.fail("control-record", where, "not a control record: %v", err)
+			continue
+		}
+		cfg = restep(rep, m, cfg, rec, e, where)
+	}
+	if run.Head != int64(len(evs)) || (len(evs) > 0 && run.HeadHash != prev) {
+		rep.fail("run-head", "run", "header says head %d %s; the log has %d events ending %s", run.Head, run.HeadHash, len(evs), prev)
+	}
+	if run.State != cfg.State {
+		rep.fail("run-state", "run", "header says %s; the control records lead to %s", run.State, cfg.State)
+	}
+	if want := m.Outcome(cfg); run.Outcome != want {
+		rep.fail("run-outcome", "run", "header says outcome %q; the FSM's final state means %q", run.Outcome, want)
+	}
+	return cfg
+}
+
+// restep recomputes one control record from the configuration before it.
+func restep(rep *Report, m *control.Machine, cfg control.Configuration, rec control.Record, e store.Event, where string) control.Configuration {
+	ev := control.Event{Type: rec.Event, ActorRole: rec.ActorRole, Capability: rec.Capability, EventID: rec.EventID, Payload: map[string]any{}}
+	if len(rec.Evidence) > 0 {
+		evd := map[string]any{}
+		for k, v := range rec.Evidence {
+			evd[k] = v
+		}
+		ev.Payload["evidence"] = evd
+	}
+	in := cfg
+	in.Context = rec.GuardInputs
+	res := m.Step(in, ev)
+	got, err := cjson.Marshal(res.Record)
+	if err != nil {
+		rep.fail("control-replay", where, "cannot encode the recomputed record: %v", err)
+		return cfg
+	}
+	if accepted := res.Rejection == nil; accepted != (e.Kind == runner.EventControl) {
+		rep.fail("control-replay", where, "%s was recorded as accepted=%v; the FSM says %v", rec.Event, e.Kind == runner.EventControl, accepted)
+		return cfg
+	}
+	if !bytes.Equal(got, e.Body) {
+		rep.fail("control-replay", where, "recorded %s differs from the recomputed record at byte %d", rec.Event, firstDiff(got, e.Body))
+	}
+	if res.Rejection != nil {
+		return cfg
+	}
+	next := res.Next
+	next.Context = nil
+	return next
+}
+
+func firstDiff(a, b []byte) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store.Run, cfg control.Configuration) error {
+	cp, err := st.Checkpoint(ctx, run.ID)
+	if store.CodeOf(err) == store.CodeNotFound {
+		if run.Head > 0 {
+			rep.fail("checkpoint", "run", "the run has events but no checkpoint")
+		}
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if store.BodyDigest(cp.Body) != cp.Digest {
+		rep.fail("checkpoint", "checkpoint", "digest does not match its bytes")
+	}
+	if cp.Seq != run.Head {
+		rep.fail("checkpoint", "checkpoint", "follows event %d; the run is at %d", cp.Seq, run.Head)
+	}
+	var body struct {
+		Control control.Configuration `json:"control"`
+	}
+	if err := json.Unmarshal(cp.Body, &body); err != nil {
+		rep.fail("checkpoint", "checkpoint", "unreadable: %v", err)
+		return nil
+	}
+	a, _ := cjson.Marshal(body.Control)
+	b, _ := cjson.Marshal(cfg)
+	if !bytes.Equal(a, b) {
+		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
+	}
+	return nil
+}
+
+func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Run) error {
+	ins, err := st.Intents(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	rcs, err := st.Receipts(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	rep.Intents, rep.Receipts = len(ins), len(rcs)
+	byIntent := map[string]store.Receipt{}
+	for _, rc := range rcs {
+		if _, dup := byIntent[rc.IntentID]; dup {
+			rep.fail("receipt-unique", rc.IntentID, "more than one receipt")
+		}
+		byIntent[rc.IntentID] = rc
+	}
+	intentIDs := map[string]bool{}
+	for _, in := range ins {
+		intentIDs[in.ID] = true
+		where := "intent " + in.ID
+		var intent protocol.EffectIntent
+		if store.BodyDigest(in.Body) != in.Digest {
+			rep.fail("intent-digest", where, "digest does not match its bytes")
+		}
+		if err := protocol.Validate(protocol.KindEffectIntent, in.Body); err != nil {
+			rep.fail("intent-protocol", where, "%v", err)
+		} else if err := json.Unmarshal(in.Body, &intent); err != nil {
+			rep.fail("intent-protocol", where, "%v", err)
+		}
+		if intent.IdempotencyKey != in.IdempotencyKey || intent.IntentID != in.ID || intent.EffectType != in.EffectType {
+			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")
+		}
+		if err := checkApproval(ctx, rep, st, run, in, intent, where); err != nil {
+			return err
+		}
+		ats, err := st.Attempts(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		checkAttempts(rep, run, in, ats, where)
+		rc, hasReceipt := byIntent[in.ID]
+		switch {
+		case hasReceipt != (in.Outbox == store.OutboxDone):
+			rep.fail("outbox", where, "outbox %s but receipt present=%v", in.Outbox, hasReceipt)
+		case hasReceipt:
+			checkReceipt(rep, intent, rc, ats, where)
+		}
+		if run.Outcome != "" && !hasReceipt && run.State != "EFFECT_OUTCOME_UNKNOWN" {
+			rep.fail("closure", where, "the run ended %s but this effect has no receipt", run.State)
+		}
+	}
+	for id := range byIntent {
+		if !intentIDs[id] {
+			rep.fail("receipt-orphan", id, "receipt for an intent this run never committed")
+		}
+	}
+	if run.Outcome == "success" {
+		for _, in := range ins {
+			if rc, ok := byIntent[in.ID]; !ok || rc.Outcome == protocol.OutcomeUnknown {
+				rep.fail("closure", "intent "+in.ID, "a successful run has an effect without a confirmed receipt")
+			}
+		}
+	}
+	return nil
+}
+
+func checkApproval(ctx context.Context, rep *Report, st store.Store, run store.Run, in store.Intent, intent protocol.EffectIntent, where string) error {
+	if !intent.ApprovalRequired {
+		if in.ApprovalID != "" {
+			rep.fail("approval", where, "consumed approval %s although none was required", in.ApprovalID)
+		}
+		return nil
+	}
+	if in.ApprovalID == "" {
+		rep.fail("approval", where, "approval required but none consumed")
+		return nil
+	}
+	a, err := st.Approval(ctx, in.ApprovalID)
+	if store.CodeOf(err) == store.CodeNotFound {
+		rep.fail("approval", where, "approval %s is not in the ledger", in.ApprovalID)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	rep.Approvals++
+	if store.BodyDigest(a.Body) != a.Digest {
+		rep.fail("approval", where, "grant %s digest does not match its bytes", a.ID)
+	}
+	if a.Status != store.ApprovalConsumed || a.ConsumedBy != in.ID {
+		rep.fail("approval", where, "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)
+	}
+	if a.RunID != run.ID {
+		rep.fail("approval", where, "grant %s belongs to run %s", a.ID, a.RunID)
+	}
+	if intent.ApprovalDigest == nil || *intent.ApprovalDigest != a.Digest {
+		rep.fail("approval", where, "the intent does not name the grant it consumed")
+	}
+	return nil
+}
+
+func checkAttempts(rep *Report, run store.Run, in store.Intent, ats []store.Attempt, where string) {
+	if int64(len(ats)) != in.Attempts {
+		rep.fail("attempts", where, "outbox counts %d attempts, %d recorded", in.Attempts, len(ats))
+	}
+	succeeded := false
+	for i, a := range ats {
+		if a.N != int64(i+1) {
+			rep.fail("attempts", where, "attempt numbers are not 1..n")
+		}
+		if a.Status == store.AttemptStarted && i != len(ats)-1 {
+			rep.fail("attempts", where, "attempt %d never finished but a later one began", a.N)
+		}
+		if succeeded {
+			rep.fail("attempts", where, "attempt %d began after a confirmed success", a.N)
+		}
+		succeeded = a.Status == store.AttemptSucceeded || a.Status == store.AttemptReconciledApplied
+		if a.Generation > run.Lease.Generation {
+			rep.fail("fencing", where, "attempt %d from generation %d, beyond the run's %d", a.N, a.Generation, run.Lease.Generation)
+		}
+	}
+	if len(ats) == 0 && in.Outbox != store.OutboxPending {
+		rep.fail("attempts", where, "outbox %s with no attempt recorded", in.Outbox)
+	}
+}
+
+func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, ats []store.Attempt, where string) {
+	if store.BodyDigest(rc.Body) != rc.Digest {
+		rep.fail("receipt-digest", where, "digest does not match its bytes")
+	}
+	var receipt protocol.ActionReceipt
+	if err := protocol.Validate(protocol.KindActionReceipt, rc.Body); err != nil {
+		rep.fail("receipt-protocol", where, "%v", err)
+		return
+	}
+	if err := json.Unmarshal(rc.Body, &receipt); err != nil {
+		rep.fail("receipt-protocol", where, "%v", err)
+		return
+	}
+	if err := protocol.CheckReceiptBinding(intent, receipt); err != nil {
+		rep.fail("receipt-binding", where, "%v", err)
+	}
+	if receipt.Outcome != rc.Outcome {
+		rep.fail("receipt-binding", where, "stored outcome %s, receipt says %s", rc.Outcome, receipt.Outcome)
+	}
+	if receipt.Outcome == protocol.OutcomeConfirmedSuccess {
+		ok := false
+		for _, a := range ats {
+			ok = ok || a.Status == store.AttemptSucceeded || a.Status == store.AttemptReconciledApplied
+		}
+		if !ok {
+			rep.fail("verified-success-only", where, "a confirmed success with no succeeded or reconciled-applied attempt")
+		}
+		if len(receipt.OutputDigests) == 0 {
+			rep.fail("verified-success-only", where, "a confirmed success that names no destination evidence")
+		}
+	}
+}

@@ -57,14 +57,15 @@ func identity(prefix, domain string, value map[string]any) (string, error) {
 	return prefix + ":" + cjson.HexDigest(b), nil
 }
 
-func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, bool) {
+// buildFact returns the fact delta and its canonical bytes.
+func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
-		return protocol.FactDelta{}, false
+		return protocol.FactDelta{}, nil, false
 	}
 	tuple, err1 := toValue(map[string]any(f.Tuple))
 	prov, err2 := toValue(map[string]any(f.Provenance))
 	if err1 != nil || err2 != nil {
-		return protocol.FactDelta{}, false
+		return protocol.FactDelta{}, nil, false
 	}
 	value := map[string]any{
 		"kind":             protocol.KindFactDelta,
@@ -78,11 +79,15 @@ func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, bool) {
 	}
 	id, err := identity("derivation", p.FactIdentity, value)
 	if err != nil {
-		return protocol.FactDelta{}, false
+		return protocol.FactDelta{}, nil, false
 	}
 	value["derivation_id"] = id
 	if protocol.ValidateValue(protocol.KindFactDelta, value) != nil {
-		return protocol.FactDelta{}, false
+		return protocol.FactDelta{}, nil, false
+	}
+	canon, err := cjson.Encode(value)
+	if err != nil {
+		return protocol.FactDelta{}, nil, false
 	}
 	return protocol.FactDelta{
 		Kind:            protocol.KindFactDelta,
@@ -94,7 +99,7 @@ func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, bool) {
 		ProvenanceDelta: protocol.Object(prov.(map[string]any)),
 		RuleSetVersion:  e.Versions.RuleSet,
 		DataflowVersion: e.Versions.Dataflow,
-	}, true
+	}, canon, true
 }
 
 var riskHints = map[string]bool{
@@ -127,19 +132,20 @@ func sortPreconditions(pre []string) ([]string, bool) {
 	return out, true
 }
 
-func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, bool) {
+// buildProposal returns the proposal and its canonical bytes.
+func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool) {
 	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
 		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
-		return protocol.EffectProposal{}, false
+		return protocol.EffectProposal{}, nil, false
 	}
 	pre, ok := sortPreconditions(pr.Preconditions)
 	if !ok {
-		return protocol.EffectProposal{}, false
+		return protocol.EffectProposal{}, nil, false
 	}
 	action, err1 := ValueDigest(ValueEffectAction, pr.Action)
 	dest, err2 := ValueDigest(ValueEffectDestination, pr.Destination)
 	if err1 != nil || err2 != nil {
-		return protocol.EffectProposal{}, false
+		return protocol.EffectProposal{}, nil, false
 	}
 	preValues := make([]any, len(pre))
 	for i, s := range pre {
@@ -161,12 +167,16 @@ func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, bool) {
 	id, err1 := identity("proposal", identityProposal, value)
 	dedup, err2 := identity("proposal-dedup", identityProposalDedup, value)
 	if err1 != nil || err2 != nil {
-		return protocol.EffectProposal{}, false
+		return protocol.EffectProposal{}, nil, false
 	}
 	value["proposal_id"] = id
 	value["proposal_dedup_key"] = dedup
 	if protocol.ValidateValue(protocol.KindEffectProposal, value) != nil {
-		return protocol.EffectProposal{}, false
+		return protocol.EffectProposal{}, nil, false
+	}
+	canon, err := cjson.Encode(value)
+	if err != nil {
+		return protocol.EffectProposal{}, nil, false
 	}
 	return protocol.EffectProposal{
 		Kind:              protocol.KindEffectProposal,
@@ -182,7 +192,7 @@ func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, bool) {
 		DeclaredRiskHint:  pr.RiskHint,
 		Preconditions:     protocol.IDSet(pre),
 		Versions:          e.Versions,
-	}, true
+	}, canon, true
 }
 
 // deepCopy copies a value of the cjson model; other values are returned as is.

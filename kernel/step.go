@@ -483,12 +483,13 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 	}
 
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
+	var factBytes [][]byte
 	seen := map[string]bool{}
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
 			return nil, invariant("insert_only_facts", rawS, rawE)
 		}
-		fd, ok := buildFact(p, e, fact)
+		fd, b, ok := buildFact(p, e, fact)
 		if !ok {
 			return nil, invariant("fact_well_formed", rawS, rawE)
 		}
@@ -496,12 +497,13 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 			return nil, invariant("unique_derivation_ids", rawS, rawE)
 		}
 		seen[fd.DerivationID] = true
-		facts = append(facts, fd)
+		facts, factBytes = append(facts, fd), append(factBytes, b)
 	}
 	proposals := make([]protocol.EffectProposal, 0, len(em.Proposals))
+	var propBytes [][]byte
 	seen = map[string]bool{}
 	for _, prop := range em.Proposals {
-		ep, ok := buildProposal(e, prop)
+		ep, b, ok := buildProposal(e, prop)
 		if !ok {
 			return nil, invariant("proposal_well_formed", rawS, rawE)
 		}
@@ -509,8 +511,10 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 			return nil, invariant("unique_proposal_ids", rawS, rawE)
 		}
 		seen[ep.ProposalID] = true
-		proposals = append(proposals, ep)
+		proposals, propBytes = append(proposals, ep), append(propBytes, b)
 	}
+	sortByBytes(facts, factBytes)
+	sortByBytes(proposals, propBytes)
 
 	next := Snapshot{
 		AggregateID:     s.AggregateID,
@@ -537,14 +541,6 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 		next.State[k] = nextValue.(map[string]any)[k]
 	}
 
-	factBytes, err := sortCanonical(facts)
-	if err != nil {
-		return nil, invariant("fact_canonical", rawS, rawE)
-	}
-	propBytes, err := sortCanonical(proposals)
-	if err != nil {
-		return nil, invariant("proposal_canonical", rawS, rawE)
-	}
 	priorBytes, err := cjson.Encode(rawS)
 	if err != nil {
 		return nil, invariant("prior_snapshot_canonical", rawS, rawE)
@@ -568,6 +564,22 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 		return nil, invariant("transition_digest", rawS, rawE)
 	}
 	return t, nil
+}
+
+// sortByBytes sorts items and their canonical bytes together, by the bytes.
+func sortByBytes[T any](items []T, canon [][]byte) {
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return bytes.Compare(canon[idx[a]], canon[idx[b]]) < 0 })
+	sortedItems := make([]T, len(items))
+	sortedBytes := make([][]byte, len(items))
+	for i, j := range idx {
+		sortedItems[i], sortedBytes[i] = items[j], canon[j]
+	}
+	copy(items, sortedItems)
+	copy(canon, sortedBytes)
 }
 
 // sortCanonical sorts objects in place by their canonical bytes (each

@@ -202,3 +202,17 @@ func TestExplainPicksTheShortestProof(t *testing.T) {
 		t.Fatalf("proof height %d, want 2 (via edge(1, 5))", height)
 	}
 }
+
+// A program that never converges stops at the tuple budget with a typed
+// error instead of exhausting memory.
+func TestRunawayStopsAtTupleBudget(t *testing.T) {
+	c, err := Load("t.dl", []byte(".decl n(x: number)\nn(0).\nn(x + 1) :- n(x).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Evaluate(c, nil, Limits{MaxTuples: 10000})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != TupleBudgetExceeded || e.Pos.String() != "t.dl:3:1" {
+		t.Fatalf("got %v, want TUPLE_BUDGET_EXHAUSTED at the runaway rule", err)
+	}
+}

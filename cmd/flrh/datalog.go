@@ -22,7 +22,7 @@ type datalogFlags struct {
 
 func (f *datalogFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.factsDir, "fact-dir", "F", ".", "directory holding <relation>.facts for each .input relation")
-	cmd.Flags().Int64Var(&f.maxTuples, "max-tuples", 200_000_000, "stop with TUPLE_BUDGET_EXHAUSTED beyond this many tuples (0: no limit)")
+	cmd.Flags().Int64Var(&f.maxTuples, "max-tuples", 100_000_000, "stop with TUPLE_BUDGET_EXHAUSTED beyond this many tuples (0: no limit)")
 	cmd.Flags().Int64Var(&f.maxFiring, "max-firings", 0, "stop with RULE_BUDGET_EXHAUSTED beyond this many rule firings (0: no limit)")
 }
 

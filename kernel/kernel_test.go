@@ -329,3 +329,25 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Error("malformed snapshot decoded")
 	}
 }
+
+func TestTypedStepCanonicalFaults(t *testing.T) {
+	d := Observation{}
+	s, e := loadInput(t, "observe-no-effect")
+	ev, _ := protocol.Decode[protocol.AcceptedEvent](e)
+	snap, err := ParseSnapshot(d, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Payload["observation"] = map[string]any{"score": 0.5}
+	r := rejectionOf(t, second(Step(d, snap, ev)))
+	if r.Code != CodeCanonicalizationViolation || r.Path != "/accepted_event/payload/observation/score" ||
+		r.EventID == nil || r.SnapshotRevision == nil {
+		t.Errorf("float in typed event: %+v", r)
+	}
+	// A snapshot fault still wins.
+	snap.Phase = "paused"
+	r = rejectionOf(t, second(Step(d, snap, ev)))
+	if r.Code != CodeMalformedSnapshot || r.Path != "/snapshot/phase" {
+		t.Errorf("precedence: %+v", r)
+	}
+}

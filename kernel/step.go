@@ -15,11 +15,21 @@ import (
 // Step applies one accepted event to a snapshot under a domain. It is
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
+	sv := s.Wire()
 	ev, err := toValue(e)
 	if err != nil {
-		return nil, canonicalRejection("/accepted_event", err, nil, nil)
+		id := e.EventID
+		var eventID *string
+		if cjson.ValidID(id) {
+			eventID = &id
+		}
+		// Snapshot faults keep their precedence over event faults.
+		if rej := parseSnapshotOnly(d, sv, eventID); rej != nil {
+			return nil, rej
+		}
+		return nil, canonicalRejection("/accepted_event", err, eventID, revisionOf(sv))
 	}
-	return StepValue(d, s.Wire(), ev)
+	return StepValue(d, sv, ev)
 }
 
 // StepJSON applies one accepted event, given as JSON text, to a snapshot,

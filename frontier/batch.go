@@ -95,6 +95,7 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64) (*PublishedBatch, *Rej
 	if len(pairs) != len(byProposal) {
 		return nil, unresolved("proposal verdict relation is not a total bijection")
 	}
+	//flrh:orderfree every failing entry yields the same rejection
 	for id, n := range pairs {
 		if _, ok := byProposal[id]; !ok || n != 1 {
 			return nil, unresolved("proposal verdict relation is not a total bijection")

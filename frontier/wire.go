@@ -619,6 +619,7 @@ func parsePublished(v any, p *Profile, path string) (*PublishedBatch, *Rejection
 		pairs[x.verdict.ProposalID]++
 	}
 	bijective := len(pids) == len(props) && len(vids) == len(verds) && len(pairs) == len(pids)
+	//flrh:orderfree a conjunction over all entries
 	for id, n := range pairs {
 		bijective = bijective && pids[id] && n == 1
 	}

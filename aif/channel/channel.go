@@ -104,7 +104,11 @@ func (c *Config) Validate() error {
 		}
 		seen[s.Name] = true
 		switch s.Type {
-		case TypeReal, TypeCount:
+		case TypeReal:
+		case TypeCount:
+			if s.Min != math.Trunc(s.Min) || s.Max != math.Trunc(s.Max) {
+				return bad(at, "a count channel has whole-number bounds")
+			}
 		case TypeBool:
 			if s.Min != 0 || s.Max != 1 {
 				return bad(at, "a bool channel has the range [0, 1]")

@@ -369,6 +369,8 @@ type Running struct {
 	EffectsURL string // URL + EffectsPath, the adapter's URL
 	cancel     context.CancelFunc
 	done       chan error
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Start serves a new sandbox on 127.0.0.1 with an ephemeral port.
@@ -388,14 +390,16 @@ func Start(opts Options) (*Running, error) {
 	return r, nil
 }
 
-// Close shuts the server down and waits for it.
+// Close shuts the server down and waits for it. Closing twice is harmless.
 func (r *Running) Close() error {
-	r.cancel()
-	err := <-r.done
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	r.closeOnce.Do(func() {
+		r.cancel()
+		r.closeErr = <-r.done
+		if errors.Is(r.closeErr, http.ErrServerClosed) {
+			r.closeErr = nil
+		}
+	})
+	return r.closeErr
 }
 
 // IsLoopback reports whether a listen address (host:port) names only loopback.

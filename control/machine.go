@@ -25,6 +25,10 @@ type Configuration struct {
 	Pending []string        `json:"pending_interrupts"` // deferred interrupts, sorted, no duplicates
 	Context map[string]bool `json:"context,omitempty"`  // guard inputs for the next event
 	Seq     int64           `json:"seq"`                // accepted control events so far
+	// Head is the digest of the last accepted step's Record ("" before the
+	// first). Each accepted record names its predecessor, so the control
+	// history is a hash chain and a checkpoint's Head commits to all of it.
+	Head string `json:"head,omitempty"`
 }
 
 // Event is a typed control event. Its fields follow the reference event
@@ -88,6 +92,7 @@ type Record struct {
 	Format           string            `json:"format"`
 	Table            string            `json:"table"`
 	Seq              int64             `json:"seq"`
+	Prev             string            `json:"prev,omitempty"` // Head of the configuration the event met
 	Accepted         bool              `json:"accepted"`
 	Reason           Reason            `json:"reason,omitempty"`
 	Pointer          string            `json:"pointer,omitempty"`
@@ -226,6 +231,19 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = slices.Clone(t.Emit)
+	return m.accept(c, ev, next, effects, rec)
+}
+
+// accept chains an accepted step's record onto the history and returns the
+// result. An accepted record is built only from validated ASCII identifiers
+// and digests, so it always has a canonical form; if it ever did not, the
+// event is refused rather than accepted unchained.
+func (m *Machine) accept(c Configuration, ev Event, next Configuration, effects []Effect, rec Record) Result {
+	head, err := cjson.DigestOf(rec)
+	if err != nil {
+		return m.reject(c, ev, ReasonSchema, "", "the step record has no canonical form: "+err.Error())
+	}
+	next.Head = head
 	return Result{Next: next, Effects: effects, Record: rec}
 }
 
@@ -256,7 +274,7 @@ func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
 	rec.To = next.State
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = []string{effect.Name}
-	return Result{Next: next, Effects: []Effect{effect}, Record: rec}
+	return m.accept(c, ev, next, []Effect{effect}, rec)
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {
@@ -284,6 +302,7 @@ func (m *Machine) record(c Configuration, ev Event) Record {
 		Capability: ev.Capability,
 		From:       c.State,
 		To:         c.State,
+		Prev:       c.Head,
 		Pending:    slices.Clone(c.Pending),
 	}
 }
@@ -340,6 +359,9 @@ func (m *Machine) checkConfiguration(c Configuration) (string, string) {
 	}
 	if c.Seq < 0 {
 		return "/seq", "seq is negative"
+	}
+	if c.Head != "" && !cjson.ValidDigest(c.Head) {
+		return "/head", fmt.Sprintf("head %q is not a sha256 digest", c.Head)
 	}
 	for i, p := range c.Pending {
 		ptr := index("/pending_interrupts", i)

@@ -184,6 +184,7 @@ func TestStepRejectsAndAudits(t *testing.T) {
 		{"pending unsorted", Configuration{State: "EXECUTE", Pending: []string{"TIMEOUT", "CANCEL"}, Seq: 5}, ev("ATTEMPT_RECORDED", "x"), ReasonConfiguration},
 		{"pending unknown", Configuration{State: "EXECUTE", Pending: []string{"PANIC"}, Seq: 5}, ev("ATTEMPT_RECORDED", "x"), ReasonConfiguration},
 		{"negative seq", Configuration{State: "EXECUTE", Seq: -1}, ev("ATTEMPT_RECORDED", "x"), ReasonConfiguration},
+		{"bad head", Configuration{State: "EXECUTE", Seq: 5, Head: "abc"}, ev("ATTEMPT_RECORDED", "x"), ReasonConfiguration},
 		{"empty state after start", Configuration{Seq: 2}, ev("START", "x"), ReasonConfiguration},
 	}
 	pointers := map[string]string{
@@ -195,7 +196,7 @@ func TestStepRejectsAndAudits(t *testing.T) {
 		"honor without pending": "/type", "honor another interrupt": "/type", "resume with pending": "/type",
 		"foreign table": "/table", "unknown state": "/state", "unknown context field": "/context/vibes",
 		"pending outside deferral states": "/pending_interrupts", "pending unsorted": "/pending_interrupts/1",
-		"pending unknown": "/pending_interrupts/0", "negative seq": "/seq", "empty state after start": "/state",
+		"pending unknown": "/pending_interrupts/0", "negative seq": "/seq", "bad head": "/head", "empty state after start": "/state",
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,6 +378,49 @@ func TestReplayReproducesRecords(t *testing.T) {
 		b, _ := cjson.DigestOf(again[i].Record)
 		if a == "" || a != b {
 			t.Fatalf("step %d: record digests %q and %q", i, a, b)
+		}
+	}
+}
+
+func TestRecordsFormAHashChain(t *testing.T) {
+	m := Default()
+	var inputs []Input
+	for _, s := range transcribed["hrc"] {
+		ctx, _ := m.ContextFromGuards(s.guards, "")
+		inputs = append(inputs, Input{Context: ctx, Event: s.event})
+	}
+	// A refused event in the middle does not advance the chain.
+	inputs = append(inputs[:3:3], append([]Input{{Event: Event{Type: "NO_EFFECTS", ActorRole: "model", Capability: "effect.plan_empty", EventID: "bad"}}}, inputs[3:]...)...)
+	final, results := m.Replay(inputs)
+	head := ""
+	for i, r := range results {
+		if r.Record.Prev != head {
+			t.Fatalf("step %d: prev %q, want %q", i, r.Record.Prev, head)
+		}
+		if !r.Accepted() {
+			if r.Next.Head != head {
+				t.Fatalf("step %d: a refused event moved the head", i)
+			}
+			continue
+		}
+		d, err := cjson.DigestOf(r.Record)
+		if err != nil || r.Next.Head != d {
+			t.Fatalf("step %d: head %q, record digest %q (%v)", i, r.Next.Head, d, err)
+		}
+		head = d
+	}
+	if final.Head != head || head == "" {
+		t.Fatalf("final head %q", final.Head)
+	}
+	// Changing any earlier accepted event changes the final head.
+	for i := range inputs {
+		if !results[i].Accepted() {
+			continue
+		}
+		changed := determinism.Copy(inputs)
+		changed[i].Event.EventID += "x"
+		if f, _ := m.Replay(changed); f.Head == final.Head {
+			t.Errorf("changing event %d left the head unchanged", i)
 		}
 	}
 }

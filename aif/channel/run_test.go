@@ -74,7 +74,7 @@ func TestDecodeDocumentRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct{ from, to, ptr string }{
-		{`"alpha": 0.1`, `"alpha": 0.2`, "/alpha"},
+		{`"alpha": 0.05`, `"alpha": 0.2`, "/alpha"},
 		{`"do_nothing": "wait"`, `"do_nothing": "sleep"`, "/do_nothing"},
 		{`"shift": [0, 0, 0], `, `"shift": [0, 0], `, "/actions/wait"},
 		{`"initial_uncertainty": 0.05`, `"initial_uncertainty": 0.00000000001`, "/initial_uncertainty"},

@@ -32,6 +32,8 @@ var Kinds = map[string]string{
 	"flrh.aif.belief-state": "belief_state",
 	"flrh.aif.strategy":     "strategy",
 	"flrh.aif.budget":       "budget",
+	"flrh.aif.channel-step": "channel_step",
+	"flrh.aif.channel-run":  "channel_run",
 }
 
 // Document returns the embedded schema.

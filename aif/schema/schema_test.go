@@ -83,6 +83,20 @@ func TestRecordsValidate(t *testing.T) {
 	}
 	records = append(records, marshal(t, arb))
 
+	btext, err := os.ReadFile("../../examples/aif/build.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdoc, err := channel.DecodeDocument(btext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crun, err := channel.Run(bdoc, "sha256:m", []channel.Input{{Observe: map[string]float64{"tests-passing": 120, "compiles": 1, "diff-lines": 40}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records = append(records, marshal(t, crun), marshal(t, crun.Steps[0]))
+
 	seen := map[string]bool{}
 	for _, r := range records {
 		if err := Validate(r); err != nil {

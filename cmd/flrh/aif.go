@@ -1,18 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/aif"
+	"flrh.dev/flrh/aif/channel"
+	"flrh.dev/flrh/aif/choice"
 	"flrh.dev/flrh/aif/fixed"
 	"flrh.dev/flrh/aif/reduce"
 	"flrh.dev/flrh/cjson"
@@ -51,6 +55,12 @@ outcome names (one per modality), e.g. [["at-center", "none", "no-cue"]]. Withou
 model's "process" is simulated for --steps ticks, with draws seeded from the model digest,
 so the same model always gives the same run.
 
+A channel-model document (kind "flrh.aif.channels": continuous channels, a declarative
+kernel of action effects, cascades over a horizon, a temperature dial and an abstention
+margin) is run over --obs FILE, a JSON array of {"observe": {channel: value, ...},
+"time_pressure": p}; each tick prints the update, the free energy, the diagnostics, the
+temperature, the best cascades of the scorecard and the action (or the abstention).
+
 Exit status: 0 on success, 2 for a malformed model or observation file (the error names
 the exact location), 1 if a tick produced a degenerate posterior (reset and flagged).`,
 		Args: cobra.ExactArgs(1),
@@ -59,12 +69,19 @@ the exact location), 1 if a tick produced a degenerate posterior (reset and flag
 			if err != nil {
 				return usagef("%v", err)
 			}
+			sum := sha256.Sum256(text)
+			modelDigest := "sha256:" + hex.EncodeToString(sum[:])
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			_ = json.Unmarshal(text, &head)
+			if head.Kind == channel.DocumentKind {
+				return runChannels(cmd, args[0], text, modelDigest, obsFile, steps, asJSON)
+			}
 			doc, err := aif.Decode(text)
 			if err != nil {
 				return usagef("%s: %v", args[0], err)
 			}
-			sum := sha256.Sum256(text)
-			modelDigest := "sha256:" + hex.EncodeToString(sum[:])
 			var obs [][]int
 			if obsFile != "" {
 				otext, err := os.ReadFile(obsFile)
@@ -215,4 +232,95 @@ parameters it reduces; it is accepted only when ΔF < −threshold (default 3 na
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the canonical reduction report (fixed-point at 1e9)")
 	return cmd
+}
+
+func runChannels(cmd *cobra.Command, name string, text []byte, modelDigest, obsFile string, steps int, asJSON bool) error {
+	doc, err := channel.DecodeDocument(text)
+	if err != nil {
+		return usagef("%s: %v", name, err)
+	}
+	if obsFile == "" {
+		return usagef("a channel model needs --obs FILE (it declares no simulated process)")
+	}
+	otext, err := os.ReadFile(obsFile)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	var raw []struct {
+		Observe      map[string]json.Number `json:"observe"`
+		TimePressure json.Number            `json:"time_pressure"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(otext))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return usagef("%s: want an array of {\"observe\": {...}, \"time_pressure\": p}: %v", obsFile, err)
+	}
+	if cmd.Flags().Changed("steps") && steps >= 0 && steps < len(raw) {
+		raw = raw[:steps]
+	}
+	var inputs []channel.Input
+	for t, r := range raw {
+		in := channel.Input{Observe: map[string]float64{}}
+		for k, v := range r.Observe {
+			n, err := fixed.Parse(string(v))
+			if err != nil {
+				return usagef("%s: /%d/observe/%s: %v", obsFile, t, k, err)
+			}
+			in.Observe[k] = n.Float()
+		}
+		if r.TimePressure != "" {
+			n, err := fixed.Parse(string(r.TimePressure))
+			if err != nil {
+				return usagef("%s: /%d/time_pressure: %v", obsFile, t, err)
+			}
+			in.TimePressure = n.Float()
+		}
+		inputs = append(inputs, in)
+	}
+	rec, err := channel.Run(doc, modelDigest, inputs)
+	if err != nil {
+		return usagef("%s: %v", obsFile, err)
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		b, err := cjson.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, string(b))
+		return nil
+	}
+	fmt.Fprintf(out, "model %s  goal %s\n", rec.ModelDigest, doc.Start.Goal)
+	for _, s := range rec.Steps {
+		u := s.Update
+		fmt.Fprintf(out, "\ntick %d\n", s.Tick)
+		for i, ch := range u.Channels {
+			fmt.Fprintf(out, "  %-16s error %-10s trust %-8s belief %-10s uncertainty %s\n", ch,
+				round(u.Errors[i]), round(u.Precision[i]), round(u.Mu[i]), round(u.V[i]))
+		}
+		d := s.Diagnostics
+		fmt.Fprintf(out, "  free energy %s  diagnostics: regressions %d, uncertainty %s, contradictions %s, time pressure %s  →  τ %s\n",
+			round(u.FreeEnergy), d.RecentRegressions, round(d.BeliefUncertainty), round(d.ContradictionRate), round(d.TimePressure), round(s.Scorecard.Temperature))
+		cands := append([]choice.CandidateRecord(nil), s.Scorecard.Candidates...)
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].Total < cands[j].Total })
+		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  cascade\trisk\tambiguity\tEFE\ttotal\tP\t")
+		for i, c := range cands {
+			if i == 5 {
+				fmt.Fprintf(tw, "  (%d more)\t\t\t\t\t\t\n", len(cands)-5)
+				break
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", c.ID, round(c.Core.Risk), round(c.Core.Ambiguity), round(c.Core.EFE), round(c.Total), round(c.Probability))
+		}
+		n := s.Scorecard.Nothing
+		fmt.Fprintf(tw, "  do-nothing\t%s\t%s\t%s\t%s\t\t\n", round(n.Core.Risk), round(n.Core.Ambiguity), round(n.Core.EFE), round(n.Total))
+		tw.Flush()
+		if s.Scorecard.Abstain != "" {
+			fmt.Fprintf(out, "  abstain (%s): %s\n", s.Scorecard.Abstain, s.Action)
+		} else {
+			fmt.Fprintf(out, "  pick %s (moved by %s): %s\n", s.Scorecard.Pick, strings.Join(s.Scorecard.MovedBy, ", "), s.Action)
+		}
+	}
+	return nil
 }

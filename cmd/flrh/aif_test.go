@@ -82,3 +82,25 @@ func TestAIFBadInputIsUsageError(t *testing.T) {
 		t.Fatalf("malformed counts: exit %d (%v)", exitCode(err), err)
 	}
 }
+
+func TestAIFRunChannels(t *testing.T) {
+	out, err := runAIF(t, "aif", "run", "../../examples/aif/build.json", "--obs", "../../examples/aif/build.obs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tick 4", "pick fix-spec > fix-spec (moved by core): fix-spec", "τ "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runAIF(t, "aif", "run", "--json", "../../examples/aif/build.json", "--obs", "../../examples/aif/build.obs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate([]byte(strings.TrimSpace(out))); err != nil {
+		t.Errorf("channel run record does not match its schema: %v", err)
+	}
+	if _, err := runAIF(t, "aif", "run", "../../examples/aif/build.json"); exitCode(err) != exitUsage {
+		t.Errorf("channel model without --obs: %v", err)
+	}
+}

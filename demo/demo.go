@@ -43,6 +43,9 @@ func (httpPay) ContentDigest(in effect.Intent) (string, error) {
 	return d, err
 }
 
+// HTTPAdapter wraps an HTTP adapter for the refund agent's payments.
+func HTTPAdapter(a *httpadapter.Adapter) effect.Adapter { return httpPay{a} }
+
 // Run runs the demo and writes its report to out. It returns an error if
 // any run does not end the way the refund agent's policy says it must.
 func Run(ctx context.Context, out io.Writer, opts Options) error {

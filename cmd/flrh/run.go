@@ -11,8 +11,10 @@ import (
 	"flrh.dev/flrh/runner"
 )
 
+// runCmd groups the commands that start, advance and inspect runs.
+var runCmd = &cobra.Command{Use: "run", Short: "Start, advance and inspect runs"}
+
 func init() {
-	runCmd := &cobra.Command{Use: "run", Short: "Inspect runs in a store"}
 
 	list := &cobra.Command{Use: "list", Short: "List runs with their state and outcome", Args: cobra.NoArgs}
 	lStore := addStoreFlag(list)

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// buildFlrh builds the flrh binary once for the process tests.
+func buildFlrh(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "flrh")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startSandbox runs "flrh sandbox" as its own process and returns its base URL.
+func startSandbox(t *testing.T, bin, state string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "sandbox", "--addr", "127.0.0.1:0", "--state", state)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("sandbox did not announce itself: %v", err)
+	}
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("sandbox said %q", line)
+	}
+	return strings.Fields(line[i:])[0]
+}
+
+func mutations(t *testing.T, base string) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(base + "/_sandbox/mutations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var doc struct {
+		Mutations []map[string]any `json:"mutations"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("ledger %s: %v", body, err)
+	}
+	return doc.Mutations
+}
+
+func flrh(bin string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// TestCrashAtEveryCutPoint really kills the runner process with SIGKILL at
+// each named cut point (fault plan items 16–20), restarts it, and checks the
+// invariants: no effect without a committed intent, exactly one mutation at
+// the destination per logical effect, no unknown outcome reported as
+// success, the run reaching its expected terminal state, and a record that
+// verifies.
+func TestCrashAtEveryCutPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	cases := []struct {
+		cut    string
+		fault  string // sandbox fault rule to install first, if any
+		input  string
+		wantN  int // mutations after recovery
+		before int // mutations right after the crash
+	}{
+		{cut: "before-intent-commit", input: `{"refunds":[{"id":"c1","amount":10,"payee":"alice","reason":"r"}]}`, wantN: 1, before: 0},
+		{cut: "after-intent-commit", input: `{"refunds":[{"id":"c2","amount":10,"payee":"alice","reason":"r"}]}`, wantN: 1, before: 0},
+		{cut: "after-apply-before-receipt", input: `{"refunds":[{"id":"c3","amount":10,"payee":"alice","reason":"r"}]}`, wantN: 1, before: 1},
+		{cut: "during-reconcile", fault: `{"times":1,"drop":true}`, input: `{"refunds":[{"id":"c4","amount":10,"payee":"alice","reason":"r"}]}`, wantN: 1, before: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.cut, func(t *testing.T) {
+			dir := t.TempDir()
+			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+			if c.fault != "" {
+				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(c.fault))
+				if err != nil || resp.StatusCode/100 != 2 {
+					t.Fatalf("install fault: %v %v", err, resp)
+				}
+				resp.Body.Close()
+			}
+			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+			dest := "--destination=" + base + "/v1/effects"
+			out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut},
+				"run", "start", "refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", "300ms")
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("runner was not killed at %s: %v\n%s", c.cut, err, out)
+			}
+			if n := len(mutations(t, base)); n != c.before {
+				t.Fatalf("right after the crash the destination has %d mutations, want %d", n, c.before)
+			}
+			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", "10s")
+			if err != nil {
+				t.Fatalf("resume: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, "run r: SUCCEEDED") {
+				t.Fatalf("after recovery:\n%s", out)
+			}
+			if n := len(mutations(t, base)); n != c.wantN {
+				t.Fatalf("destination has %d mutations for one logical effect", n)
+			}
+			out, err = flrh(bin, nil, "verify", "r", storeFlag)
+			if err != nil || !strings.Contains(out, "verified") {
+				t.Fatalf("verify after recovery: %v\n%s", err, out)
+			}
+			out, err = flrh(bin, nil, "replay", "r", storeFlag)
+			if err != nil || !strings.Contains(out, "identical") {
+				t.Fatalf("replay after recovery: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestApproveThroughTheCLI drives a large refund through the commands a
+// person uses: start, see what it waits for, approve, see it finish.
+func TestApproveThroughTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	storeFlag := "--store=" + filepath.Join(dir, "flrh.db")
+	dest := "--destination=" + base + "/v1/effects"
+	out, err := flrh(bin, nil, "run", "start", "refund-agent", "--id", "big", "--input-json",
+		`{"refunds":[{"id":"b1","amount":700,"payee":"bob","reason":"broken"}]}`, storeFlag, dest)
+	if err != nil || !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "700 to bob") {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "approve", "big", "approval:nope", "--as", "alice", storeFlag, dest); err == nil {
+		t.Fatalf("approving something the run does not wait for succeeded:\n%s", out)
+	}
+	if out, err := flrh(bin, nil, "approve", "big", "approval:b1", storeFlag, dest); err == nil || !strings.Contains(out, "--as") {
+		t.Fatalf("approval without --as: %v\n%s", err, out)
+	}
+	out, err = flrh(bin, nil, "approve", "big", "approval:b1", "--as", "alice", storeFlag, dest)
+	if err != nil || !strings.Contains(out, "run big: SUCCEEDED") {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	if n := len(mutations(t, base)); n != 1 {
+		t.Fatalf("%d mutations", n)
+	}
+	out, _ = flrh(bin, nil, "run", "list", storeFlag)
+	if !strings.Contains(out, "big") || !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("run list:\n%s", out)
+	}
+	fmt.Fprint(io.Discard, out)
+}

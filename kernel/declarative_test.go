@@ -307,3 +307,38 @@ func TestDeclarativeReplayProperty(tt *testing.T) {
 		}
 	})
 }
+
+type badProfile struct {
+	Observation
+	edit func(p *Profile)
+}
+
+func (b badProfile) Profile() Profile {
+	p := b.Observation.Profile()
+	b.edit(&p)
+	return p
+}
+
+func TestInconsistentProfileRefused(t *testing.T) {
+	s, e := loadInput(t, "observe-no-effect")
+	for name, edit := range map[string]func(p *Profile){
+		"state shadows kernel":   func(p *Profile) { p.StateMembers = append(p.StateMembers, "revision") },
+		"repeated state member":  func(p *Profile) { p.StateMembers = append(p.StateMembers, "observation_count") },
+		"payload shadows kernel": func(p *Profile) { p.EventTypes[ObservationEventType] = []string{"aggregate_id"} },
+		"no event types":         func(p *Profile) { p.EventTypes = nil },
+		"bounds":                 func(p *Profile) { p.MinFacts = 2 },
+		"workflow":               func(p *Profile) { p.Workflow = "" },
+		"identity domain":        func(p *Profile) { p.FactIdentity = "" },
+	} {
+		r := rejectionOf(t, second(StepJSON(badProfile{edit: edit}, s, e)))
+		if r.Code != CodeInvariantViolation || r.Context["invariant"] != "domain_profile_valid" {
+			t.Errorf("%s: %v", name, r)
+		}
+	}
+	if err := CheckProfile(Observation{}.Profile()); err != nil {
+		t.Error(err)
+	}
+	if err := CheckProfile(loadShop(t).Profile()); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,6 +1,10 @@
 package kernel
 
 import (
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -115,4 +119,46 @@ type Domain interface {
 
 	// Emit derives the facts and proposals of an accepted event.
 	Emit(s Snapshot, e Event) (Emission, *Fault)
+}
+
+// CheckProfile reports what is wrong with a profile, or nil. Step refuses
+// to run a domain whose profile is inconsistent (INVARIANT_VIOLATION,
+// invariant domain_profile_valid), because its closed member sets would
+// otherwise make every input malformed or let a domain member shadow a
+// kernel member.
+func CheckProfile(p Profile) error {
+	for _, v := range []string{p.Workflow, p.StateSchema, p.EventSchema} {
+		if !validVersion(v) {
+			return fmt.Errorf("kernel: profile version %q is not a version label", v)
+		}
+	}
+	if p.FactIdentity == "" || p.MinFacts < 0 || p.MaxFacts < p.MinFacts || p.MaxProposals < 0 {
+		return fmt.Errorf("kernel: profile needs a fact identity domain and bounds 0 <= min <= max")
+	}
+	if len(p.EventTypes) == 0 {
+		return fmt.Errorf("kernel: profile declares no event type")
+	}
+	if err := distinctMembers("state", p.StateMembers, kernelSnapshotMembers); err != nil {
+		return err
+	}
+	for _, t := range sortedKeys(p.EventTypes) {
+		if !cjson.ValidID(t) {
+			return fmt.Errorf("kernel: event type %q is not an id", t)
+		}
+		if err := distinctMembers("payload", p.EventTypes[t], kernelPayloadMembers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func distinctMembers(what string, members, reserved []string) error {
+	seen := map[string]bool{}
+	for _, m := range members {
+		if seen[m] || slices.Contains(reserved, m) {
+			return fmt.Errorf("kernel: %s member %q is repeated or reserved by the kernel", what, m)
+		}
+		seen[m] = true
+	}
+	return nil
 }

@@ -56,6 +56,9 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if err := CheckProfile(d.Profile()); err != nil {
+			t.Fatalf("loaded domain has an inconsistent profile: %v", err)
+		}
 		s := NewSnapshot(d, "agg:1", shopVersions)
 		sb, _ := s.MarshalJSON()
 		for _, typ := range sortedKeys(d.Profile().EventTypes) {

@@ -75,6 +75,9 @@ func StepJSON(d Domain, snapshotJSON, eventJSON []byte) (*Transition, error) {
 // StepValue never mutates its arguments.
 func StepValue(d Domain, snapshot, event any) (*Transition, error) {
 	p := d.Profile()
+	if CheckProfile(p) != nil {
+		return nil, reject(CodeInvariantViolation, "/", snapshot, event, map[string]any{"invariant": "domain_profile_valid"})
+	}
 	s, rej := parseSnapshot(d, p, snapshot, event)
 	if rej != nil {
 		return nil, rej

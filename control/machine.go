@@ -231,19 +231,14 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = slices.Clone(t.Emit)
-	return m.accept(c, ev, next, effects, rec)
+	return m.accept(next, effects, rec)
 }
 
 // accept chains an accepted step's record onto the history and returns the
-// result. An accepted record is built only from validated ASCII identifiers
-// and digests, so it always has a canonical form; if it ever did not, the
-// event is refused rather than accepted unchained.
-func (m *Machine) accept(c Configuration, ev Event, next Configuration, effects []Effect, rec Record) Result {
-	head, err := cjson.DigestOf(rec)
-	if err != nil {
-		return m.reject(c, ev, ReasonSchema, "", "the step record has no canonical form: "+err.Error())
-	}
-	next.Head = head
+// result. The head is the digest of the record's canonical bytes, the same
+// digest cjson.DigestOf(rec) gives.
+func (m *Machine) accept(next Configuration, effects []Effect, rec Record) Result {
+	next.Head = recordDigest(&rec)
 	return Result{Next: next, Effects: effects, Record: rec}
 }
 
@@ -274,7 +269,7 @@ func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
 	rec.To = next.State
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = []string{effect.Name}
-	return m.accept(c, ev, next, []Effect{effect}, rec)
+	return m.accept(next, []Effect{effect}, rec)
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // oracle is an independent, deliberately naive model of the run FSM built
@@ -355,4 +357,49 @@ func TestExhaustiveSafety(t *testing.T) {
 		}
 	}
 	t.Logf("explored %d nodes, %d edges", len(seen), edges)
+}
+
+// TestPropertyRecordEncoding holds the hand-written record encoder to
+// cjson.Marshal, byte for byte, over records with arbitrary ASCII content.
+func TestPropertyRecordEncoding(t *testing.T) {
+	ascii := rapid.StringMatching(`[ -~]{0,12}`)
+	optional := func(t *rapid.T, label string) string {
+		if rapid.Bool().Draw(t, label+"?") {
+			return ""
+		}
+		return ascii.Draw(t, label)
+	}
+	list := func(t *rapid.T, label string) []string {
+		switch rapid.IntRange(0, 2).Draw(t, label+"#") {
+		case 0:
+			return nil
+		case 1:
+			return []string{}
+		}
+		return rapid.SliceOfN(ascii, 1, 4).Draw(t, label)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		r := Record{
+			Format: ascii.Draw(t, "format"), Table: ascii.Draw(t, "table"), Seq: rapid.Int64().Draw(t, "seq"),
+			Prev: optional(t, "prev"), Accepted: rapid.Bool().Draw(t, "accepted"), Reason: Reason(optional(t, "reason")),
+			Pointer: optional(t, "pointer"), Detail: optional(t, "detail"), EventID: ascii.Draw(t, "id"),
+			Event: ascii.Draw(t, "event"), ActorRole: ascii.Draw(t, "role"), Capability: ascii.Draw(t, "cap"),
+			From: ascii.Draw(t, "from"), To: ascii.Draw(t, "to"), Transition: optional(t, "transition"),
+			Guard: optional(t, "guard"), EvidenceRequired: list(t, "required"),
+			Pending: list(t, "pending"), Effects: list(t, "effects"),
+		}
+		if rapid.Bool().Draw(t, "inputs") {
+			r.GuardInputs = rapid.MapOf(ascii, rapid.Bool()).Draw(t, "guard_inputs")
+		}
+		if rapid.Bool().Draw(t, "evidence") {
+			r.Evidence = rapid.MapOf(ascii, ascii).Draw(t, "evidence_map")
+		}
+		want, err := cjson.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendRecord(nil, &r); string(got) != string(want) {
+			t.Fatalf("hand encoder:\n%s\ncjson:\n%s", got, want)
+		}
+	})
 }

@@ -1,0 +1,104 @@
+package control
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// appendRecord appends the flrh-cjson/1 encoding of an accepted step's
+// record: members in byte order, empty omitempty members left out, exactly
+// as cjson.Marshal would write it (a property test holds the two together).
+// Every string of an accepted record is an identifier, name or digest the
+// machine has validated as ASCII, so no NFC check is needed here.
+func appendRecord(b []byte, r *Record) []byte {
+	str := func(key, v string, omitEmpty bool) {
+		if omitEmpty && v == "" {
+			return
+		}
+		b = append(b, ',')
+		b = cjson.AppendString(b, key)
+		b = append(b, ':')
+		b = cjson.AppendString(b, v)
+	}
+	list := func(key string, vs []string, omitEmpty bool) {
+		if omitEmpty && len(vs) == 0 {
+			return
+		}
+		b = append(b, ',')
+		b = cjson.AppendString(b, key)
+		if vs == nil {
+			b = append(b, ":null"...)
+			return
+		}
+		b = append(b, ":["...)
+		for i, v := range vs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cjson.AppendString(b, v)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `{"accepted":`...)
+	if r.Accepted {
+		b = append(b, "true"...)
+	} else {
+		b = append(b, "false"...)
+	}
+	str("actor_role", r.ActorRole, false)
+	str("capability", r.Capability, false)
+	str("detail", r.Detail, true)
+	list("effects", r.Effects, false)
+	str("event", r.Event, false)
+	str("event_id", r.EventID, false)
+	if len(r.Evidence) > 0 {
+		b = append(b, `,"evidence":{`...)
+		for i, k := range sortedKeys(r.Evidence) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cjson.AppendString(b, k)
+			b = append(b, ':')
+			b = cjson.AppendString(b, r.Evidence[k])
+		}
+		b = append(b, '}')
+	}
+	list("evidence_required", r.EvidenceRequired, true)
+	str("format", r.Format, false)
+	str("from", r.From, false)
+	str("guard", r.Guard, true)
+	if len(r.GuardInputs) > 0 {
+		b = append(b, `,"guard_inputs":{`...)
+		for i, k := range sortedKeys(r.GuardInputs) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cjson.AppendString(b, k)
+			if r.GuardInputs[k] {
+				b = append(b, ":true"...)
+			} else {
+				b = append(b, ":false"...)
+			}
+		}
+		b = append(b, '}')
+	}
+	list("pending_interrupts", r.Pending, false)
+	str("pointer", r.Pointer, true)
+	str("prev", r.Prev, true)
+	str("reason", string(r.Reason), true)
+	b = append(b, `,"seq":`...)
+	b = cjson.AppendInt(b, r.Seq)
+	str("table", r.Table, false)
+	str("to", r.To, false)
+	str("transition", r.Transition, true)
+	return append(b, '}')
+}
+
+// recordDigest is the sha256 digest of an accepted record's canonical bytes.
+func recordDigest(r *Record) string {
+	var buf [1024]byte
+	sum := sha256.Sum256(appendRecord(buf[:0], r))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,9 +1,13 @@
 package kernel
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"testing"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // FuzzStepJSON feeds arbitrary snapshot and event texts to the step. It
@@ -65,6 +69,48 @@ func FuzzLoad(f *testing.F) {
 			ev := `{"kind":"AcceptedEvent","event_id":"e:1","payload":{"event_type":"` + typ +
 				`","aggregate_id":"agg:1","expected_revision":0},"occurred_at":"2026-01-01T00:00:00Z","received_at":"2026-01-01T00:00:00Z","logical_time":0,"correlation_id":"c","causation_id":null,"idempotency_key":"k","versions":{"workflow":"shop/1","state_schema":"shop-state/1","event_schema":"shop-event/1","graph_schema":"graph/0","rule_set":"rules/0","dataflow":"dataflow/0","canonicalization":"flrh-cjson/1","tool":"none/0","model":"none/0","oracle":"o/1","gate":"g/1","resolver":"r/0","composition_profile":"c/0"}}`
 			_, _ = StepJSON(d, sb, []byte(ev))
+		}
+	})
+}
+
+// FuzzParseSnapshot: a snapshot either parses — and then its canonical
+// form is exactly the canonical form of the text, through both ParseSnapshot
+// and encoding/json — or is refused with a canonical rejection.
+func FuzzParseSnapshot(f *testing.F) {
+	for _, ref := range []string{"observe-no-effect", "observe-after-one"} {
+		s, _ := loadInput(f, ref)
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		s, err := ParseSnapshot(Observation{}, text)
+		if err != nil {
+			var r *Rejection
+			if !errors.As(err, &r) {
+				t.Fatalf("not a rejection: %v", err)
+			}
+			if _, cerr := r.Canonical(); cerr != nil {
+				t.Fatal(cerr)
+			}
+			return
+		}
+		got, err := s.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cjson.Canonicalize(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("parsed snapshot re-encodes differently:\n%s\n%s", got, want)
+		}
+		var viaJSON Snapshot
+		if err := json.Unmarshal(text, &viaJSON); err != nil {
+			t.Fatalf("ParseSnapshot accepted what UnmarshalJSON refuses: %v", err)
+		}
+		again, _ := viaJSON.MarshalJSON()
+		if !bytes.Equal(again, want) {
+			t.Fatal("UnmarshalJSON round trip differs")
 		}
 	})
 }

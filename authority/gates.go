@@ -200,7 +200,11 @@ func provenance(m *logic.Materialization, f logic.Fact, rule string) (Reason, er
 type Policy struct {
 	Version string
 	Digest  string
-	engine  ruleEngine
+	// Flat reports that the policy is evaluated by the direct evaluator
+	// for flat policies (see flat.go) rather than by the logic engine.
+	Flat   bool
+	engine ruleEngine
+	oracle ruleEngine
 }
 
 // PolicyError is a policy that does not compile.
@@ -217,17 +221,33 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 		return nil, &PolicyError{fmt.Errorf("version %q is not a protocol id", version)}
 	}
 	src := append(append([]byte(nil), rules...), GateVocabulary...)
-	c, err := logic.Load(filename, src)
+	prog, err := logic.Parse(filename, src)
 	if err != nil {
 		return nil, &PolicyError{err}
 	}
+	c, err := logic.Check(prog)
+	if err != nil {
+		return nil, &PolicyError{err}
+	}
+	inputs := map[string]bool{}
 	for _, rel := range c.Inputs() {
 		if !strings.Contains(GateVocabulary, ".input "+rel+"\n") {
 			return nil, &PolicyError{fmt.Errorf("relation %s: a policy reads only the ticket vocabulary", rel)}
 		}
+		inputs[rel] = true
+	}
+	for _, cl := range prog.Clauses {
+		if inputs[cl.Head.Name] {
+			return nil, &PolicyError{fmt.Errorf("%s: a policy cannot assert ticket facts (%s)", cl.Pos, cl.Head.Name)}
+		}
 	}
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
-	return &Policy{Version: version, Digest: digest, engine: logicEngine{c, limits}}, nil
+	oracle := logicEngine{c, limits}
+	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle}
+	if flat := compileFlat(prog, inputs, limits); flat != nil {
+		p.engine, p.Flat = flat, true
+	}
+	return p, nil
 }
 
 // GateResult is one gate's decision over one ticket.

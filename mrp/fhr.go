@@ -1,6 +1,12 @@
 package mrp
 
-import "flrh.dev/flrh/cjson"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"flrh.dev/flrh/cjson"
+)
 
 // SignalRecord is one signal of a turn as the FHR keeps it.
 type SignalRecord struct {
@@ -41,15 +47,170 @@ type FHR struct {
 	Digest      string             `json:"fhr_digest"`
 }
 
-// Seal computes the record's digest: the canonical bytes of the record
-// with an empty fhr_digest member.
+// Seal computes the record's digest: the SHA-256 of its canonical bytes
+// (flrh-cjson/1) with an empty fhr_digest member. The bytes are written
+// directly, without reflection; a test holds them equal to cjson.Marshal.
 func (f FHR) Seal() (FHR, error) {
 	f.Kind = "FHR"
 	f.Digest = ""
-	b, err := cjson.Marshal(f)
-	if err != nil {
-		return FHR{}, err
+	w := fhrWriter{b: make([]byte, 0, 2048)}
+	w.fhr(f)
+	if w.err != nil {
+		return FHR{}, w.err
 	}
-	f.Digest = cjson.Digest(b)
+	sum := sha256.Sum256(w.b)
+	f.Digest = "sha256:" + hex.EncodeToString(sum[:])
 	return f, nil
+}
+
+type fhrWriter struct {
+	b     []byte
+	first bool
+	err   error
+}
+
+func (w *fhrWriter) open()  { w.b = append(w.b, '{'); w.first = true }
+func (w *fhrWriter) close() { w.b = append(w.b, '}'); w.first = false }
+
+func (w *fhrWriter) key(k string) {
+	if !w.first {
+		w.b = append(w.b, ',')
+	}
+	w.first = false
+	w.b = cjson.AppendString(w.b, k)
+	w.b = append(w.b, ':')
+}
+
+func (w *fhrWriter) str(k, v string) {
+	w.key(k)
+	if w.err == nil {
+		for i := 0; i < len(v); i++ {
+			if v[i] >= 0x80 {
+				w.err = cjson.CheckString(v, "/"+k)
+				break
+			}
+		}
+	}
+	w.b = cjson.AppendString(w.b, v)
+}
+
+func (w *fhrWriter) num(k string, v int64) { w.key(k); w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *fhrWriter) boolean(k string, v bool) {
+	w.key(k)
+	w.b = strconv.AppendBool(w.b, v)
+}
+
+func (w *fhrWriter) strs(k string, vs []string) {
+	w.key(k)
+	if vs == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = cjson.AppendString(w.b, v)
+	}
+	w.b = append(w.b, ']')
+}
+
+// list writes a member holding a slice of n objects, or null for a nil one.
+func (w *fhrWriter) list(k string, n int, isNil bool, item func(i int)) {
+	w.key(k)
+	if isNil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		item(i)
+	}
+	w.b = append(w.b, ']')
+}
+
+// Members are written in sorted key order.
+func (w *fhrWriter) fhr(f FHR) {
+	w.open()
+	w.key("budgets")
+	b := f.Budgets
+	w.open()
+	w.num("deep_limit", int64(b.DeepLimit))
+	w.num("deep_used", int64(b.DeepUsed))
+	w.boolean("escalate_on_no_progress", b.EscalateOnNoProgress)
+	w.num("no_progress_limit", int64(b.NoProgressLimit))
+	w.num("no_progress_run", int64(b.NoProgressRun))
+	w.num("session_limit", int64(b.SessionLimit))
+	w.num("session_used", int64(b.SessionUsed))
+	w.num("turn_limit", int64(b.TurnLimit))
+	w.num("turn_used", int64(b.TurnUsed))
+	w.close()
+	w.str("fhr_digest", f.Digest)
+	w.str("kind", f.Kind)
+	w.list("resolutions", len(f.Resolutions), f.Resolutions == nil, func(i int) {
+		r := f.Resolutions[i]
+		w.open()
+		w.boolean("contestable", r.Contestable)
+		w.str("decision", r.Decision)
+		w.num("highest_tier", int64(r.HighestTier))
+		w.str("move", r.Move.String())
+		w.strs("options", r.Options)
+		w.str("outcome", r.Outcome)
+		w.str("ticket", r.Ticket)
+		w.num("ties", int64(r.Ties))
+		w.close()
+	})
+	w.boolean("safe_mode", f.SafeMode)
+	w.str("scorecard_digest", f.Scorecard)
+	w.list("signals", len(f.Signals), f.Signals == nil, func(i int) {
+		s := f.Signals[i]
+		w.open()
+		w.str("decision", s.Decision)
+		w.str("kind", s.Kind)
+		w.str("rule", s.Rule)
+		w.str("source", s.Source)
+		w.str("ticket", s.Ticket)
+		w.num("tier", int64(s.Tier))
+		w.close()
+	})
+	w.str("state", string(f.State))
+	w.list("tickets", len(f.Tickets), f.Tickets == nil, func(i int) {
+		t := f.Tickets[i]
+		w.open()
+		w.boolean("complete", t.Complete)
+		w.boolean("confirmation_received", t.ConfirmationReceived)
+		w.boolean("confirmation_required", t.ConfirmationRequired)
+		w.strs("missing_fields", t.MissingFields)
+		w.boolean("preview_required", t.PreviewRequired)
+		w.boolean("preview_shown", t.PreviewShown)
+		w.str("status", t.Status)
+		w.str("ticket_digest", t.TicketDigest)
+		w.str("ticket_id", t.TicketID)
+		w.boolean("verification_only", t.VerificationOnly)
+		w.close()
+	})
+	w.list("transitions", len(f.Transitions), f.Transitions == nil, func(i int) {
+		e := f.Transitions[i]
+		w.open()
+		w.str("actor_id", e.ActorID)
+		w.str("cause", e.Cause)
+		w.str("from", string(e.From))
+		w.boolean("refusal", e.Refusal)
+		w.str("rejected", e.Rejected)
+		w.str("role", e.Role)
+		w.str("row", e.Row)
+		w.boolean("safe_mode", e.SafeMode)
+		w.num("seq", int64(e.Seq))
+		w.str("summary", e.Summary)
+		w.str("to", string(e.To))
+		w.str("trigger", string(e.Trigger))
+		w.close()
+	})
+	w.num("turn", f.Turn)
+	w.close()
 }

@@ -1,0 +1,163 @@
+package authority
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/logic"
+	"pgregory.net/rapid"
+)
+
+// drawFlatPolicy draws a random flat gate policy over a small vocabulary.
+func drawFlatPolicy(rt *rapid.T) string {
+	var b strings.Builder
+	b.WriteString(".decl trusted(d: symbol)\ntrusted(\"dest:d0\").\ntrusted(\"dest:d2\").\n")
+	n := rapid.IntRange(1, 12).Draw(rt, "rules")
+	for i := 0; i < n; i++ {
+		var body []string
+		bindsN, bindsD := false, false
+		for j := rapid.IntRange(1, 3).Draw(rt, "lits"); j > 0; j-- {
+			switch rapid.IntRange(0, 7).Draw(rt, "lit") {
+			case 0:
+				body = append(body, fmt.Sprintf("action(t, \"act.a%d\")", rapid.IntRange(0, 2).Draw(rt, "a")))
+			case 1:
+				body = append(body, "destination(t, d)")
+				bindsD = true
+			case 2:
+				body = append(body, fmt.Sprintf("side_effect(t, %q)", rapid.SampledFrom([]string{"WRITE", "EXTERNAL", "NONE", "READ"}).Draw(rt, "se")))
+			case 3:
+				body = append(body, "param_num(t, \"amount\", n)")
+				bindsN = true
+			case 4:
+				body = append(body, "capability(t, _)")
+			case 5:
+				body = append(body, "ticket(t)")
+			case 6:
+				body = append(body, "side_effect(t, e)")
+			default:
+				body = append(body, "action(t, _)")
+			}
+		}
+		if !strings.Contains(strings.Join(body, ","), "(t") {
+			body = append(body, "ticket(t)")
+		}
+		if bindsN && rapid.Bool().Draw(rt, "cmpN") {
+			body = append(body, fmt.Sprintf("n %s %d", rapid.SampledFrom([]string{"<", "<=", ">", ">=", "=", "!="}).Draw(rt, "op"), rapid.IntRange(0, 2000).Draw(rt, "k")))
+		}
+		if bindsD && rapid.Bool().Draw(rt, "trust") {
+			if rapid.Bool().Draw(rt, "negTrust") {
+				body = append(body, "!trusted(d)")
+			} else {
+				body = append(body, "trusted(d)")
+			}
+		}
+		if bindsD && rapid.Bool().Draw(rt, "cmpD") {
+			body = append(body, "d != \"dest:d1\"")
+		}
+		if rapid.Bool().Draw(rt, "neg") {
+			body = append(body, rapid.SampledFrom([]string{"!side_effect(t, \"IRREVERSIBLE\")", "!capability(t, _)", "!missing(t, _)", "!param_sym(t, \"tone\", \"blunt\")"}).Draw(rt, "negLit"))
+		}
+		var head string
+		switch rapid.IntRange(0, 3).Draw(rt, "head") {
+		case 0, 1:
+			head = fmt.Sprintf("decision(%q, %q, \"r%d\")", rapid.SampledFrom(Gates).Draw(rt, "gate"), rapid.SampledFrom([]string{"ALLOW", "SHAPE", "ASK_FIRST", "REFUSE", "ESCALATE"}).Draw(rt, "verdict"), i)
+		case 2:
+			head = fmt.Sprintf("assess(%q, \"r%d\")", rapid.SampledFrom([]string{RiskReadOnly, RiskReversible, RiskHighRiskExternal}).Draw(rt, "risk"), i)
+		default:
+			if bindsN {
+				head = fmt.Sprintf("shape_max(\"G2\", \"r%d\", \"amount\", n)", i)
+			} else {
+				head = fmt.Sprintf("option(\"G4\", \"r%d\", \"path%d\")", i, rapid.IntRange(0, 2).Draw(rt, "path"))
+			}
+		}
+		fmt.Fprintf(&b, "%s :- %s.\n", head, strings.Join(body, ", "))
+	}
+	return b.String()
+}
+
+// The direct evaluator for flat policies agrees with the logic engine on
+// every output and every provenance, for random policies and tickets.
+func TestFlatEngineAgreesWithLogic(t *testing.T) {
+	flat := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		src := drawFlatPolicy(rt)
+		p, err := CompilePolicy("p/1", "rand.dl", []byte(src), logic.Limits{})
+		if err != nil {
+			rt.Fatalf("%v\n%s", err, src)
+		}
+		if !p.Flat {
+			rt.Fatalf("policy not recognised as flat:\n%s", src)
+		}
+		flat++
+		effects := rapid.SliceOfNDistinct(rapid.SampledFrom([]SideEffect{SideEffectRead, SideEffectWrite, SideEffectExternal, SideEffectIrreversible}), 1, 3, rapid.ID[SideEffect]).Draw(rt, "effects")
+		if rapid.Bool().Draw(rt, "none") {
+			effects = []SideEffect{SideEffectNone}
+		}
+		params := map[string]any{"amount": rapid.Int64Range(0, 2000).Draw(rt, "amount")}
+		if rapid.Bool().Draw(rt, "blunt") {
+			params["tone"] = "blunt"
+		}
+		spec := TicketSpec{TicketID: "ticket:r", Action: fmt.Sprintf("act.a%d", rapid.IntRange(0, 3).Draw(rt, "action")),
+			Destination: fmt.Sprintf("dest:d%d", rapid.IntRange(0, 3).Draw(rt, "dest")), Scope: "scope:s",
+			Parameters: params, SideEffects: effects, AssessedRisk: RiskReversible}
+		if rapid.Bool().Draw(rt, "incomplete") {
+			spec.RequiredParameters = []string{"memo"}
+		}
+		tk, err := DraftTicket(spec)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var extra []logic.Fact
+		for i := rapid.IntRange(0, 2).Draw(rt, "caps"); i > 0; i-- {
+			extra = append(extra, CapabilityFact(tk.TicketID, fmt.Sprintf("capability:c%d", i)))
+		}
+		facts := TicketFacts(tk, extra...)
+		got, err1 := p.engine.derive(facts)
+		want, err2 := p.oracle.derive(facts)
+		if (err1 == nil) != (err2 == nil) {
+			rt.Fatalf("errors differ: flat %v, engine %v\n%s", err1, err2, src)
+		}
+		if !reflect.DeepEqual(normalizeDerived(got), normalizeDerived(want)) {
+			rt.Fatalf("flat and engine disagree\npolicy:\n%s\nflat:   %+v\nengine: %+v", src, got, want)
+		}
+	})
+	if flat == 0 {
+		t.Fatal("no flat policy was exercised")
+	}
+}
+
+func normalizeDerived(d derived) derived {
+	if d.caps == nil {
+		d.caps = map[[2]string][]capSpec{}
+	}
+	if d.options == nil {
+		d.options = map[[2]string][]string{}
+	}
+	for k, v := range d.caps {
+		if len(v) == 0 {
+			delete(d.caps, k)
+		}
+	}
+	return d
+}
+
+func TestNonFlatPoliciesUseTheEngine(t *testing.T) {
+	for name, src := range map[string]string{
+		"arithmetic":        `decision("G2", "ALLOW", "r") :- param_num(t, "amount", n), n * 2 > 10.`,
+		"derived helper":    ".decl big(t: symbol)\nbig(t) :- param_num(t, \"amount\", n), n > 10.\ndecision(\"G2\", \"ALLOW\", \"r\") :- big(t).",
+		"explicit negation": ".decl bad(t: symbol)\n-bad(t) :- ticket(t).\ndecision(\"G2\", \"ALLOW\", \"r\") :- -bad(t).",
+	} {
+		p, err := CompilePolicy("p/1", name+".dl", []byte(src), logic.Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Flat {
+			t.Errorf("%s: treated as flat", name)
+		}
+	}
+	if _, err := CompilePolicy("p/1", "x.dl", []byte(`capability(t, "forged") :- ticket(t).`), logic.Limits{}); err == nil {
+		t.Error("a policy asserted a capability fact")
+	}
+}

@@ -330,6 +330,14 @@ func TestM1SensitivityAndEquivalence(t *testing.T) {
 			}
 		})
 	}
+	// The equivalence pair: listing preconditions in another order yields
+	// the same transition, byte for byte.
+	s0, e0 := loadInput(t, "observe-with-effect", rep("/accepted_event/payload/effect_request/preconditions", `["frontier:1","constraint:artifact-ready"]`))
+	a, _ := base["observe-with-effect"].Canonical()
+	b, _ := mustStep(t, s0, e0).Canonical()
+	if string(a) != string(b) {
+		t.Error("equivalence pair: transitions differ")
+	}
 	// sensitivity-rule-version: a version the snapshot does not share is a typed rejection.
 	s, e := loadInput(t, "observe-no-effect", rep("/accepted_event/versions/rule_set", `"rules/1"`))
 	_, err := StepJSON(Observation{}, s, e)

@@ -21,7 +21,11 @@ import (
 var kernelSchemas = []string{
 	kernel.SchemaSnapshot, kernel.SchemaObservationSnapshot, kernel.SchemaObservationEvent,
 	kernel.SchemaObservationInput, kernel.SchemaTransition, kernel.SchemaRejection,
+	domainKind,
 }
+
+// domainKind names a declarative domain configuration (flrh-domain/1).
+const domainKind = "Domain"
 
 // maxWireObjectBytes bounds one wire object read from a file.
 const maxWireObjectBytes = 8 << 20
@@ -37,7 +41,8 @@ func init() {
 			"claims, batch stability). With KIND every file must be of that kind; without it the kind is\n" +
 			"read from each object's \"kind\" member. FILE - reads standard input.\n\n" +
 			"Kinds: " + strings.Join(protocol.Kinds, ", ") + ".\n" +
-			"Kernel shapes (KIND required): " + strings.Join(kernelSchemas, ", ") + ".\n\n" +
+			"Kernel shapes (KIND required): " + strings.Join(kernelSchemas[:len(kernelSchemas)-1], ", ") + ".\n" +
+			"Domain (KIND required) checks a declarative domain configuration (flrh-domain/1).\n\n" +
 			"Each valid object is reported with its canonical digest; each invalid one with the error\n" +
 			"code and the JSON Pointer of the offending value.\n\n" +
 			"Exit status: 0 when every object is valid, 1 when any is not, 2 when a file cannot be read\n" +
@@ -74,7 +79,9 @@ func init() {
 					r.Kind, err = protocol.KindOf(text)
 				}
 				if err == nil {
-					if slices.Contains(kernelSchemas, r.Kind) {
+					if r.Kind == domainKind {
+						_, err = kernel.Load(text)
+					} else if slices.Contains(kernelSchemas, r.Kind) {
 						err = kernel.Validate(r.Kind, text)
 					} else {
 						err = protocol.Validate(r.Kind, text)
@@ -92,7 +99,10 @@ func init() {
 					failed++
 					var pe *protocol.Error
 					var ce *cjson.Error
+					var de *kernel.ConfigError
 					switch {
+					case errors.As(err, &de):
+						r.Code, r.Pointer, r.Detail = "INVALID_DOMAIN", de.Pointer, de.Detail
 					case errors.As(err, &pe):
 						r.Code, r.Pointer, r.Detail = pe.Code, pe.Pointer, pe.Detail
 					case errors.As(err, &ce):

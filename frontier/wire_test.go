@@ -162,3 +162,66 @@ func FuzzStepJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestStepJSONMutations is a deterministic, always-on complement to the
+// fuzz target: thousands of single-byte edits of valid inputs (states with
+// open epochs and ready batches, the profile, every command kind) must each
+// yield a canonical transition or a closed-code rejection, never a panic.
+func TestStepJSONMutations(t *testing.T) {
+	p := m3Profile(t)
+	profileJSON := wire(t, p)
+	seq := frontierStableSequence(t)
+	trs := runSequence(t, p, seq)
+	type input struct{ state, profile, cmd []byte }
+	var seeds []input
+	for i, st := range seq {
+		var prior []byte
+		if i > 0 {
+			prior = wire(t, trs[i-1].Next)
+		}
+		seeds = append(seeds, input{prior, profileJSON, EncodeCommand(st.cmd)})
+	}
+	alphabet := []byte(`{}[]",:0123456789-+.eE nulltruefalse\abcdefsha256`)
+	x := uint64(0x9e3779b97f4a7c15)
+	next := func(n int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(n))
+	}
+	rejected := map[Code]int{}
+	for i := 0; i < 3000; i++ {
+		in := seeds[next(len(seeds))]
+		parts := [][]byte{bytes.Clone(in.state), bytes.Clone(in.profile), bytes.Clone(in.cmd)}
+		k := next(3)
+		if len(parts[k]) == 0 {
+			continue
+		}
+		switch pos := next(len(parts[k])); next(3) {
+		case 0:
+			parts[k][pos] = alphabet[next(len(alphabet))]
+		case 1:
+			parts[k] = append(parts[k][:pos], parts[k][pos+1:]...)
+		default:
+			parts[k] = append(parts[k][:pos], append([]byte{alphabet[next(len(alphabet))]}, parts[k][pos:]...)...)
+		}
+		out, ok := StepJSON(parts[0], parts[1], parts[2])
+		if bytes.Contains(out, []byte("closed kernel failure")) {
+			t.Fatalf("kernel failure on %q / %q / %q", parts[0], parts[1], parts[2])
+		}
+		assertCanonical(t, out)
+		if !ok {
+			var r struct {
+				Code Code `json:"code"`
+			}
+			if json.Unmarshal(out, &r) != nil || !knownCode(r.Code) {
+				t.Fatalf("unknown rejection %s", out)
+			}
+			rejected[r.Code]++
+		}
+	}
+	t.Logf("rejections by code: %v", rejected)
+	if len(rejected) < 5 {
+		t.Errorf("mutations reached only %d rejection codes: %v", len(rejected), rejected)
+	}
+}

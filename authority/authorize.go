@@ -105,9 +105,12 @@ type Outcome struct {
 	Approval  *PresentedApproval `json:"approval"`
 	Options   []string           `json:"options"`
 	Rejection *Rejection         `json:"rejection"`
-	Held      string             `json:"held"`
-	MRPState  mrp.State          `json:"mrp_state"`
-	Refusal   bool               `json:"refusal"`
+	// Audit lists every presented capability or approval that could not
+	// be used for this proposal, with its typed reason.
+	Audit    []string  `json:"audit"`
+	Held     string    `json:"held"`
+	MRPState mrp.State `json:"mrp_state"`
+	Refusal  bool      `json:"refusal"`
 }
 
 // Outcome kinds.
@@ -282,7 +285,7 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 
 // decideOne decides one proposal and steps the machine for it.
 func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
-	o := Outcome{ProposalID: p.ProposalID, Options: []string{}}
+	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	ptr := fmt.Sprintf("/published_batch/effect_proposals/%d", i)
 	reject := func(code, path, held string) Outcome {
 		o.Kind, o.Rejection = OutcomeRejected, &Rejection{Code: code, Path: path, Actual: held}
@@ -341,9 +344,14 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			break
 		}
 		c, err := in.Policy.Keyring.VerifyChain(chain, in.Now)
-		if err == nil && c.Covers(t) == nil {
-			cap, haveCap = c, true
+		if err == nil {
+			err = c.Covers(t)
 		}
+		if err != nil {
+			o.Audit = append(o.Audit, err.Error())
+			continue
+		}
+		cap, haveCap = c, true
 	}
 	var extra []logic.Fact
 	if haveCap {
@@ -413,9 +421,12 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			}
 			want := expectedRequest(p, snap, t, spec, pa.Request)
 			if pa.Request != want {
+				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVAL_REQUEST_DRIFT: the request no longer matches the action", pa.Approval.ApprovalDigest))
 				continue
 			}
-			if Revalidate(pa.Approval, pa.Approver, want, in.Ledger, in.Now) == nil {
+			if r := Revalidate(pa.Approval, pa.Approver, want, in.Ledger, in.Now); r != nil {
+				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: %s at %s", pa.Approval.ApprovalDigest, r.Code, r.Path))
+			} else {
 				grant = &pa
 				t, _ = Advance(t, TicketShowPreview)
 				t, _ = Advance(t, TicketConfirm)

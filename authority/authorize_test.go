@@ -405,3 +405,23 @@ func TestAuthorizeInvariantsRapid(t *testing.T) {
 		}
 	})
 }
+
+func TestUnusableEvidenceIsAudited(t *testing.T) {
+	in, _ := fixtureInput(t, "public")
+	d, _ := Authorize(in)
+	req := *d.Outcomes[0].ApprovalRequest
+	expired := in.Capabilities[0][0]
+	forged, _ := SignCapability(expired.Capability, intruder)
+	in.Capabilities = append([][]SignedCapability{{forged}}, in.Capabilities...)
+	in.Approvals = []PresentedApproval{{Request: req, Approval: Grant(req, 110), Approver: Approver{ID: "actor:fixture-approver", Kind: "human", Role: ApproverRole, Scopes: []string{"scope:artifact-publishers"}}}}
+	in.Now = 150 // the grant's expiry instant
+	d, _ = Authorize(in)
+	o := d.Outcomes[0]
+	if o.Intent != nil || o.Kind != OutcomeApprovalRequest {
+		t.Fatalf("stale approval: %s", o.Kind)
+	}
+	audit := strings.Join(o.Audit, "\n")
+	if !strings.Contains(audit, "UNTRUSTED_KEY") || !strings.Contains(audit, "APPROVAL_EXPIRED") {
+		t.Fatalf("audit misses the reasons:\n%s", audit)
+	}
+}

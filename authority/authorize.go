@@ -105,6 +105,8 @@ type Outcome struct {
 	Approval  *PresentedApproval `json:"approval"`
 	Options   []string           `json:"options"`
 	Rejection *Rejection         `json:"rejection"`
+	// Authority is the authority snapshot the intent was authorized under.
+	Authority *AuthoritySnapshot `json:"authority"`
 	// Audit lists every presented capability or approval that could not
 	// be used for this proposal, with its typed reason.
 	Audit    []string  `json:"audit"`
@@ -511,7 +513,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		o.Approval = grant
 	}
 	intent := buildIntent(prop, in.Batch.Batch, snap, seq, approvalDigest)
-	o.Kind, o.Event, o.Intent = OutcomeIntent, event, &intent
+	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, &intent, &snap
 	evidence := map[string]string{
 		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 		"intent_id": intent.IntentID, "policy_digest": in.Policy.Policy.Digest,
@@ -638,4 +640,38 @@ func controlEventDigest(event string, auth [2]string, payload map[string]string)
 	w.str("type", event)
 	w.close()
 	return w.mustDigest()
+}
+
+// CommitCheck is what the runner calls inside the transaction that commits
+// an authorized intent, with that transaction's own time reading and its
+// view of the approvals ledger. It re-checks that the authority is still
+// live (valid_until is exclusive) and, when the intent consumes an
+// approval, revalidates the grant against its request and consumes it. It
+// returns the ledger to write in the same transaction. Any rejection means
+// the intent must not be committed: the run returns to PLAN_EFFECTS.
+func CommitCheck(o Outcome, l Ledger, now int64) (Ledger, *Rejection) {
+	if o.Kind != OutcomeIntent || o.Intent == nil || o.Authority == nil {
+		return l, reject("INVALID_CONTROL_STATE", "/intent")
+	}
+	s := *o.Authority
+	if s.AuthorityDigest != s.ComputeDigest() || s.AuthorityDigest != o.Intent.AuthorityDigest {
+		return l, reject("AUTHORITY_DIGEST_MISMATCH", "/authority/authority_digest")
+	}
+	if now < s.ValidFrom || now >= s.ValidUntil {
+		return l, &Rejection{Code: "AUTHORITY_EXPIRED", Path: "/authority/valid_until", Expected: s.ValidUntil, Actual: now}
+	}
+	if o.Approval == nil {
+		if o.Intent.ApprovalRequired || o.Intent.ApprovalDigest != nil {
+			return l, reject("APPROVAL_FIELD_DRIFT", "/intent/approval_digest")
+		}
+		return l, nil
+	}
+	a := o.Approval
+	if o.Intent.ApprovalDigest == nil || *o.Intent.ApprovalDigest != a.Approval.ApprovalDigest {
+		return l, reject("APPROVAL_DIGEST_MISMATCH", "/intent/approval_digest")
+	}
+	if r := Revalidate(a.Approval, a.Approver, a.Request, l, now); r != nil {
+		return l, r
+	}
+	return l.Consume(a.Approval)
 }

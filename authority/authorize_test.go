@@ -10,6 +10,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/mrp"
+	"flrh.dev/flrh/protocol"
 	"pgregory.net/rapid"
 )
 
@@ -423,5 +424,101 @@ func TestUnusableEvidenceIsAudited(t *testing.T) {
 	audit := strings.Join(o.Audit, "\n")
 	if !strings.Contains(audit, "UNTRUSTED_KEY") || !strings.Contains(audit, "APPROVAL_EXPIRED") {
 		t.Fatalf("audit misses the reasons:\n%s", audit)
+	}
+}
+
+func TestCommitCheck(t *testing.T) {
+	// Low risk: the authority window is re-checked at commit time.
+	in, _ := fixtureInput(t, "internal")
+	d, _ := Authorize(in)
+	o := d.Outcomes[0]
+	if _, r := CommitCheck(o, Ledger{}, 150); r != nil {
+		t.Fatal(r)
+	}
+	if _, r := CommitCheck(o, Ledger{}, 200); r == nil || r.Code != "AUTHORITY_EXPIRED" {
+		t.Fatalf("commit at the capability's expiry: %v", r)
+	}
+	// High risk with a grant: consumed exactly once, dead at its expiry,
+	// refused after revocation.
+	in, _ = fixtureInput(t, "public")
+	d, _ = Authorize(in)
+	req := *d.Outcomes[0].ApprovalRequest
+	grant := Grant(req, 110)
+	in.Approvals = []PresentedApproval{{Request: req, Approval: grant, Approver: Approver{ID: "actor:fixture-approver", Kind: "human", Role: ApproverRole, Scopes: []string{"scope:artifact-publishers"}}}}
+	in.Now = 120
+	d, _ = Authorize(in)
+	o = d.Outcomes[0]
+	l, r := CommitCheck(o, Ledger{}, 121)
+	if r != nil || l.Consumed[grant.Nonce] != grant.ApprovalDigest {
+		t.Fatalf("commit: %v %+v", r, l)
+	}
+	if _, r := CommitCheck(o, l, 122); r == nil || r.Code != "APPROVAL_ALREADY_CONSUMED" {
+		t.Fatalf("second commit: %v", r)
+	}
+	if _, r := CommitCheck(o, Ledger{}, 150); r == nil || r.Code != "APPROVAL_EXPIRED" {
+		t.Fatalf("commit at the approval's expiry: %v", r)
+	}
+	revoked, _ := Ledger{}.Revoke(grant)
+	if _, r := CommitCheck(o, revoked, 121); r == nil || r.Code != "APPROVAL_REVOKED" {
+		t.Fatalf("commit after revocation: %v", r)
+	}
+	// A tampered outcome does not commit.
+	bad := o
+	intent := *o.Intent
+	other := "sha256:" + strings.Repeat("0", 64)
+	intent.ApprovalDigest = &other
+	bad.Intent = &intent
+	if _, r := CommitCheck(bad, Ledger{}, 121); r == nil {
+		t.Fatal("tampered approval digest committed")
+	}
+}
+
+func TestAuthorizeMultiProposalBatch(t *testing.T) {
+	in, c := fixtureInput(t, "internal")
+	b := in.Batch
+	p2 := b.Proposals[0]
+	p2.ProposalID = "proposal:second"
+	p2.ActionDigest = "sha256:" + strings.Repeat("5", 64)
+	v2 := b.Verdicts[0]
+	v2.VerdictID, v2.ProposalID = "verdict:second", p2.ProposalID
+	b.Proposals = append(b.Proposals, p2)
+	b.Verdicts = append(b.Verdicts, v2)
+	b.Batch.ProposalIDs = append(append([]string(nil), b.Batch.ProposalIDs...), p2.ProposalID)
+	b.Batch.EligibilityVerdictIDs = append(append([]string(nil), b.Batch.EligibilityVerdictIDs...), v2.VerdictID)
+	d := StableBatchDigest(c.profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	b.Batch.BatchDigest, b.Batch.BatchID, b.Batch.CauseID = d, "batch:"+hexOf(d), "reaction:"+hexOf(d)
+	b.PublishedBatchDigest = PublishedBatchDigest(b)
+	in.Batch = b
+	second := in.Actions[0]
+	second.ProposalID = p2.ProposalID
+	in.Actions = append(in.Actions, second)
+	in.EffectSequence = 7
+	out, err := Authorize(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Outcomes) != 2 || out.Event != EventEffectAuthorized {
+		t.Fatalf("%d outcomes, event %s", len(out.Outcomes), out.Event)
+	}
+	a, z := out.Outcomes[0].Intent, out.Outcomes[1].Intent
+	if a == nil || z == nil {
+		t.Fatalf("intents: %s %s", out.Outcomes[0].Kind, out.Outcomes[1].Kind)
+	}
+	wantA, _ := IdempotencyKey(a.CorrelationID, "authorize-low-risk", 7, a.ActionDigest, a.AdapterVersion)
+	wantZ, _ := IdempotencyKey(z.CorrelationID, "authorize-low-risk", 8, z.ActionDigest, z.AdapterVersion)
+	if a.IdempotencyKey != wantA || z.IdempotencyKey != wantZ || a.IntentID == z.IntentID {
+		t.Fatalf("effect sequence not carried: %s %s", a.IdempotencyKey, z.IdempotencyKey)
+	}
+	if out.Outcomes[0].Ticket.TicketID == out.Outcomes[1].Ticket.TicketID {
+		t.Fatal("two proposals share a ticket id")
+	}
+	if len(out.FHR.Tickets) != 2 || len(out.FHR.Resolutions) != 2 {
+		t.Fatalf("FHR: %d tickets", len(out.FHR.Tickets))
+	}
+	// Reordering the batch's pairing breaks its identity.
+	bad := in
+	bad.Batch.Verdicts = []protocol.EligibilityVerdict{b.Verdicts[1], b.Verdicts[0]}
+	if _, err := Authorize(bad); err == nil {
+		t.Fatal("mispaired batch accepted")
 	}
 }

@@ -302,3 +302,31 @@ func TestProjectIntentRejections(t *testing.T) {
 		})
 	}
 }
+
+// Every bound member of a supplied approval, changed and re-digested,
+// fails closed with APPROVAL_BINDING_MISMATCH at that member.
+func TestProjectIntentApprovalBindingTamper(t *testing.T) {
+	c := loadCorpus(t)
+	base := fixtureCommands(c)["approval-granted"]
+	fields := append([]string{"request_digest", "capability", "authority_digest", "adapter_version", "context_digest", "policy_version", "approver_scope"}, loopBindingKeys...)
+	for _, f := range fields {
+		cmd := deepCopy(base).(object)
+		a := cmd["approval"].(object)
+		switch v := a[f].(type) {
+		case int64:
+			a[f] = v + 1
+		case string:
+			if strings.HasPrefix(v, "sha256:") {
+				a[f] = "sha256:" + strings.Repeat("d", 64)
+			} else {
+				a[f] = v + "x"
+			}
+		}
+		redigest(a, "approval_digest")
+		redigest(cmd, "command_digest")
+		_, r := ProjectIntent(cmd)
+		if r == nil || r.Code != "APPROVAL_BINDING_MISMATCH" || r.Path != "/approval/"+f {
+			t.Errorf("%s: %v", f, r)
+		}
+	}
+}

@@ -439,3 +439,32 @@ func TestClassifyTable(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnswers: whatever a destination answers, classification never
+// panics, success is only ever claimed on a result bound to the request,
+// and a lookup only confirms with evidence in hand.
+func FuzzAnswers(f *testing.F) {
+	d := fixture.ActionDigest
+	f.Add(201, httpwire.Result{IdempotencyKey: "k", ContentDigest: d, Sequence: 1}.Encode())
+	f.Add(200, httpwire.LookupAnswer{IdempotencyKey: "k", Status: httpwire.StatusNotApplied}.Encode())
+	f.Add(409, httpwire.Problem{Code: httpwire.CodeKeyConflict}.Encode())
+	f.Add(500, []byte("oops"))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		r := httpadapter.Classify(httpadapter.Observation{Key: "k", ContentDigest: d, Connected: true, Status: status, Body: body})
+		if r.Outcome == 0 {
+			t.Fatal("unclassified")
+		}
+		if r.Outcome == effect.Succeeded {
+			if _, err := httpwire.DecodeResult(body, "k", d); err != nil || status/100 != 2 || r.EvidenceDigest == "" {
+				t.Fatalf("success on %d %q", status, body)
+			}
+		}
+		l := httpadapter.JudgeLookup("k", d, status, body, nil)
+		if l.Status == 0 {
+			t.Fatal("unjudged lookup")
+		}
+		if (l.Status == effect.ConfirmedSuccess || l.Status == effect.ConfirmedFailure) && (status != 200 || len(l.Evidence) == 0) {
+			t.Fatalf("confirmed %v on %d %q", l.Status, status, body)
+		}
+	})
+}

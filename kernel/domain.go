@@ -162,3 +162,14 @@ func distinctMembers(what string, members, reserved []string) error {
 	}
 	return nil
 }
+
+// Error makes a Fault an error, for callers of Decide.
+func (f *Fault) Error() string {
+	s := fmt.Sprintf("kernel: %s at %s", f.Code, f.Path)
+	if len(f.Context) > 0 {
+		if b, err := cjson.Encode(f.Context); err == nil {
+			s += " " + string(b)
+		}
+	}
+	return s
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -247,6 +248,27 @@ func TestM1RejectionCases(t *testing.T) {
 				t.Error("input mutated")
 			}
 			checkRejectionShape(t, r)
+			// event_id and snapshot_revision are reported when the raw
+			// inputs carry well-formed ones, as the reference does.
+			wantID, wantRev := baseEventID[c.ref], baseRevision[c.ref]
+			switch c.id {
+			case "event-missing-id":
+				wantID = ""
+			case "snapshot-int64-overflow":
+				wantRev = -1
+			case "snapshot-revision-exhausted":
+				wantRev = math.MaxInt64
+			}
+			gotID, gotRev := "", int64(-1)
+			if r.EventID != nil {
+				gotID = *r.EventID
+			}
+			if r.SnapshotRevision != nil {
+				gotRev = *r.SnapshotRevision
+			}
+			if gotID != wantID || gotRev != wantRev {
+				t.Errorf("event_id/snapshot_revision %q/%d, want %q/%d", gotID, gotRev, wantID, wantRev)
+			}
 		})
 		seen[c.code] = true
 	}
@@ -256,6 +278,11 @@ func TestM1RejectionCases(t *testing.T) {
 		t.Errorf("corpus reached %d codes", len(seen))
 	}
 }
+
+var (
+	baseEventID  = map[string]string{"observe-no-effect": "evt:m1:observe", "observe-with-effect": "evt:m1:effect", "observe-after-one": "evt:m1:close"}
+	baseRevision = map[string]int64{"observe-no-effect": 0, "observe-with-effect": 0, "observe-after-one": 1}
+)
 
 func TestM1ReplaySequence(t *testing.T) {
 	s, e1 := loadInput(t, "observe-no-effect")

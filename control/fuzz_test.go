@@ -139,3 +139,29 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeConfiguration(f *testing.F) {
+	f.Add([]byte(`{"state":"EXECUTE","pending_interrupts":["CANCEL"],"seq":5,"context":{"intent_durable":true}}`))
+	f.Add([]byte(`{"table":"sha256:0000000000000000000000000000000000000000000000000000000000000000","state":"INIT","pending_interrupts":[],"seq":0}`))
+	m := Default()
+	f.Fuzz(func(t *testing.T, text []byte) {
+		c, err := DecodeConfiguration(text)
+		typedOrNil(t, err)
+		if err != nil {
+			return
+		}
+		valid := m.Validate(c) == nil
+		r := m.Step(c, ev("CANCEL", "z"))
+		if !valid && (r.Accepted() || r.Rejection.Reason != ReasonConfiguration) {
+			t.Fatalf("invalid configuration stepped: %+v", r.Rejection)
+		}
+		b, err := EncodeConfiguration(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := DecodeConfiguration(b)
+		if err != nil || !reflect.DeepEqual(again, c) {
+			t.Fatalf("re-decode: %v", err)
+		}
+	})
+}

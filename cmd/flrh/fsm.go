@@ -28,21 +28,27 @@ func loadMachine(path string) (*control.Machine, error) {
 	if path == "" {
 		return control.Default(), nil
 	}
-	text, err := os.ReadFile(path)
+	text, err := readLimited(path, 1<<20)
 	if err != nil {
-		return nil, usagef("read table: %v", err)
+		return nil, usagef("%s: %v", path, err)
 	}
 	m, err := control.Load(text)
 	if err != nil {
-		var ce *control.Error
-		if errors.As(err, &ce) {
-			c := *ce
-			c.File = path
-			return nil, usagef("%v", &c)
-		}
-		return nil, usagef("%s: %v", path, err)
+		return nil, fileError(path, err)
 	}
 	return m, nil
+}
+
+// fileError reports a malformed input file as a usage error, naming the
+// file inside a typed control error so the message reads file:/pointer.
+func fileError(path string, err error) error {
+	var ce *control.Error
+	if errors.As(err, &ce) {
+		c := *ce
+		c.File = path
+		return usagef("%v", &c)
+	}
+	return usagef("%s: %v", path, err)
 }
 
 func newFSMCheckCmd() *cobra.Command {
@@ -75,7 +81,7 @@ func newFSMCheckCmd() *cobra.Command {
 				}
 				tf, err := control.DecodeTraces(text)
 				if err != nil {
-					return usagef("%s: %v", path, err)
+					return fileError(path, err)
 				}
 				files = append(files, fileCases{path, tf})
 			}
@@ -90,7 +96,7 @@ func newFSMCheckCmd() *cobra.Command {
 				for _, tc := range f.tf.Cases {
 					res, err := m.RunCase(tc)
 					if err != nil {
-						return usagef("%s: %v", f.path, err)
+						return fileError(f.path, err)
 					}
 					if res.Passed {
 						passed++
@@ -231,7 +237,7 @@ func newFSMContractCmd() *cobra.Command {
 			}
 			c, err := control.LoadContract(text, m)
 			if err != nil {
-				return usagef("%s: %v", orBuiltin(contractPath), err)
+				return fileError(orBuiltin(contractPath), err)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -385,3 +385,26 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkEncodeRequest(b *testing.B) {
+	r := sampleRequest(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := r.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	r := sampleRequest(b)
+	body, _, _ := r.Encode()
+	field := headerFor(b, body)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRequest("effect:1", field, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -21,8 +21,8 @@
 // result; a second request with a key that is still being handled is a 409
 // IDEMPOTENCY_KEY_IN_PROGRESS.
 //
-// With a state file the ledger is written durably before any answer is
-// given, so a sandbox killed after applying a mutation still knows, when
+// With a state file (an append-only journal, one fsync per mutation) the
+// ledger is written durably before any answer is given, so a sandbox killed after applying a mutation still knows, when
 // restarted on the same file, that it applied it.
 //
 // The admin endpoints are unauthenticated: the sandbox is a test
@@ -55,8 +55,8 @@ const MaxDelay = 10 * time.Minute
 
 // Options configures a Sandbox. The zero Options is an in-memory sandbox.
 type Options struct {
-	// StatePath, when set, is a JSON file the ledger is loaded from at
-	// start and durably rewritten to after every applied mutation.
+	// StatePath, when set, is the ledger's journal file: loaded at start
+	// and appended to, with an fsync, before any mutation is answered.
 	StatePath string
 	// MaxMutations bounds the ledger; a mutation beyond it is answered 507.
 	MaxMutations int
@@ -80,6 +80,7 @@ type Sandbox struct {
 	mux  *http.ServeMux
 
 	mu        sync.Mutex
+	journal   *journal // nil without a state file
 	ledger    []Mutation
 	byKey     map[string]int    // key -> index in ledger
 	inflight  map[string]string // key -> content digest of the request being handled
@@ -100,14 +101,15 @@ func New(opts Options) (*Sandbox, error) {
 	}
 	s := &Sandbox{opts: opts, byKey: map[string]int{}, inflight: map[string]string{}, closing: make(chan struct{})}
 	if opts.StatePath != "" {
-		ms, err := loadState(opts.StatePath)
+		j, ms, err := openJournal(opts.StatePath)
 		if err != nil {
 			return nil, err
 		}
 		if len(ms) > opts.MaxMutations {
+			j.close()
 			return nil, fmt.Errorf("sandbox: the state holds %d mutations, more than the limit %d", len(ms), opts.MaxMutations)
 		}
-		s.ledger = ms
+		s.journal, s.ledger = j, ms
 		for i, m := range ms {
 			s.byKey[m.IdempotencyKey] = i
 		}
@@ -166,6 +168,19 @@ func (s *Sandbox) lookupLocked(key, contentDigest string) httpwire.LookupAnswer 
 		a.Status, a.ContentDigest = httpwire.StatusInProgress, &d
 	}
 	return a
+}
+
+// Close releases the state file. Call it after the server has stopped;
+// Serve does not call it.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.close()
+	s.journal = nil
+	return err
 }
 
 // shutdown ends injected delays early; requests caught in one are answered
@@ -270,14 +285,13 @@ func (s *Sandbox) apply(m httpwire.Mutation) (status int, answer []byte, replaye
 		return http.StatusInsufficientStorage, httpwire.Problem{Code: httpwire.CodeLedgerFull, Detail: "the sandbox ledger is full; nothing was applied"}.Encode(), false
 	}
 	rec := Mutation{Sequence: int64(len(s.ledger)) + 1, IdempotencyKey: m.Key, ContentDigest: m.ContentDigest, Body: m.Body}
-	next := append(s.ledger, rec)
-	if s.opts.StatePath != "" {
-		if err := saveState(s.opts.StatePath, next); err != nil {
+	if s.journal != nil {
+		if err := s.journal.append(rec); err != nil {
 			return http.StatusServiceUnavailable, httpwire.Problem{Code: "STATE_WRITE_FAILED", Detail: err.Error() + "; nothing was applied"}.Encode(), false
 		}
 	}
-	s.ledger = next
-	s.byKey[m.Key] = len(next) - 1
+	s.ledger = append(s.ledger, rec)
+	s.byKey[m.Key] = len(s.ledger) - 1
 	s.stats.Applied++
 	return http.StatusCreated, httpwire.Result{IdempotencyKey: rec.IdempotencyKey, ContentDigest: rec.ContentDigest, Sequence: rec.Sequence}.Encode(), false
 }
@@ -381,6 +395,7 @@ func Start(opts Options) (*Running, error) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		s.Close()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -397,6 +412,9 @@ func (r *Running) Close() error {
 		r.closeErr = <-r.done
 		if errors.Is(r.closeErr, http.ErrServerClosed) {
 			r.closeErr = nil
+		}
+		if err := r.Sandbox.Close(); r.closeErr == nil {
+			r.closeErr = err
 		}
 	})
 	return r.closeErr

@@ -147,7 +147,7 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	if res, err := httpwire.DecodeResult(r.Evidence, "effect:c", r.ContentDigest); err != nil || res.Sequence != 3 {
 		t.Errorf("new mutation after restart: %+v %v", res, err)
 	}
-	// The ledger endpoint serves the same document the state file holds.
+	// The ledger endpoint serves the mutations the state file holds.
 	resp, err := http.Get(s2.URL + "/_sandbox/mutations")
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +155,18 @@ func TestLedgerSurvivesRestart(t *testing.T) {
 	served, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	onDisk, _ := os.ReadFile(state)
-	if !bytes.Equal(served, onDisk) {
-		t.Errorf("served ledger differs from the state file")
+	fromDoc, err := sandbox.DecodeLedger(served)
+	if err != nil || len(fromDoc) != 3 {
+		t.Fatalf("served ledger: %d mutations, %v", len(fromDoc), err)
 	}
-	if ms, err := sandbox.DecodeLedger(served); err != nil || len(ms) != 3 {
-		t.Errorf("served ledger: %d mutations, %v", len(ms), err)
+	fromFile, valid, err := sandbox.DecodeJournal(onDisk)
+	if err != nil || valid != len(onDisk) || len(fromFile) != 3 {
+		t.Fatalf("state file: %d mutations, %d of %d bytes valid, %v", len(fromFile), valid, len(onDisk), err)
+	}
+	for i := range fromDoc {
+		if fromDoc[i].ContentDigest != fromFile[i].ContentDigest || !bytes.Equal(fromDoc[i].Body, fromFile[i].Body) {
+			t.Errorf("mutation %d differs between the served ledger and the state file", i)
+		}
 	}
 }
 
@@ -176,21 +183,26 @@ func TestCorruptStateIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sandbox.DecodeLedger(good); err != nil {
-		t.Fatal(err)
+	if ms, _, err := sandbox.DecodeJournal(good); err != nil || len(ms) != 2 {
+		t.Fatal(len(ms), err)
 	}
-	edit := func(old, new string) []byte { return []byte(strings.Replace(string(good), old, new, 1)) }
+	edit := func(old, new string) []byte {
+		if !strings.Contains(string(good), old) {
+			t.Fatalf("the state file has no %q", old)
+		}
+		return []byte(strings.Replace(string(good), old, new, 1))
+	}
 	for name, text := range map[string][]byte{
-		"tampered body":     edit(`"amount":1250`, `"amount":1251`),
-		"sequence gap":      edit(`"sequence":2`, `"sequence":3`),
-		"repeated key":      edit(`"idempotency_key":"effect:b"`, `"idempotency_key":"effect:a"`),
-		"wrong kind":        edit(`"kind":"SandboxLedger"`, `"kind":"Ledger"`),
-		"extra member":      edit(`"sequence":1`, `"sequence":1,"x":0`),
-		"truncated":         good[:len(good)/2],
-		"not an object":     []byte(`[]`),
-		"mutations missing": []byte(`{"kind":"SandboxLedger","protocol":"flrh-effect-http/1","m":[]}`),
+		"tampered body":    edit(`"amount":1250`, `"amount":1251`),
+		"sequence gap":     edit(`"sequence":2`, `"sequence":3`),
+		"repeated key":     edit(`"idempotency_key":"effect:b"`, `"idempotency_key":"effect:a"`),
+		"wrong header":     edit(`"kind":"SandboxJournal"`, `"kind":"Ledger"`),
+		"extra member":     edit(`"sequence":1`, `"sequence":1,"x":0`),
+		"not canonical":    edit(`"sequence":1`, `"sequence": 1`),
+		"damaged middle":   edit(`"sequence":1`, `"seq`),
+		"a ledger instead": []byte(`{"kind":"SandboxLedger","protocol":"flrh-effect-http/1","mutations":[]}` + "\n"),
 	} {
-		if _, err := sandbox.DecodeLedger(text); err == nil {
+		if _, _, err := sandbox.DecodeJournal(text); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 		bad := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
@@ -198,10 +210,44 @@ func TestCorruptStateIsRefused(t *testing.T) {
 		if _, err := sandbox.New(sandbox.Options{StatePath: bad}); err == nil {
 			t.Errorf("%s: the sandbox started on it", name)
 		}
+		if after, _ := os.ReadFile(bad); !bytes.Equal(after, text) {
+			t.Errorf("%s: a refused state file was changed", name)
+		}
 	}
-	// A missing file is an empty ledger.
-	if s, err := sandbox.New(sandbox.Options{StatePath: filepath.Join(dir, "absent.json")}); err != nil || len(s.Mutations()) != 0 {
-		t.Errorf("absent state: %v", err)
+	// A record cut off by a crash was never acknowledged: the sandbox starts
+	// with the intact prefix and cuts the torn tail away.
+	torn := filepath.Join(dir, "torn.json")
+	os.WriteFile(torn, good[:len(good)-10], 0o600)
+	sb, err := sandbox.New(sandbox.Options{StatePath: torn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := sb.Mutations(); len(ms) != 1 || ms[0].IdempotencyKey != "effect:a" {
+		t.Errorf("torn tail: %+v", ms)
+	}
+	sb.Close()
+	cut, _ := os.ReadFile(torn)
+	if ms, valid, err := sandbox.DecodeJournal(cut); err != nil || valid != len(cut) || len(ms) != 1 {
+		t.Errorf("after cutting the torn tail: %d mutations, %d of %d bytes, %v", len(ms), valid, len(cut), err)
+	}
+	// A missing file is an empty ledger, and so is a torn header.
+	for _, text := range [][]byte{nil, good[:5]} {
+		p := filepath.Join(dir, "fresh.json")
+		os.Remove(p)
+		if text != nil {
+			os.WriteFile(p, text, 0o600)
+		}
+		sb, err := sandbox.New(sandbox.Options{StatePath: p})
+		if err != nil || len(sb.Mutations()) != 0 {
+			t.Errorf("fresh state %q: %v", text, err)
+			continue
+		}
+		sb.Close()
+	}
+	// DecodeLedger refuses damaged ledger documents the same way.
+	doc := []byte(`{"kind":"SandboxLedger","protocol":"flrh-effect-http/1","mutations":[{"body":{},"content_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","idempotency_key":"k","sequence":1}]}`)
+	if _, err := sandbox.DecodeLedger(doc); err == nil {
+		t.Error("a ledger whose digest does not match its body was accepted")
 	}
 }
 
@@ -423,9 +469,35 @@ func FuzzMutation(f *testing.F) {
 	})
 }
 
-// FuzzDecodeLedger: a state file is untrusted input at start. Whatever it
-// holds, decoding never panics, and an accepted ledger re-encodes (through
-// a sandbox started on it) to a ledger that decodes to the same mutations.
+// FuzzDecodeJournal: a state file is untrusted input at start. Whatever it
+// holds, decoding never panics, the valid prefix is within the text, and
+// every accepted record is consistent.
+func FuzzDecodeJournal(f *testing.F) {
+	f.Add([]byte(`{"kind":"SandboxJournal","protocol":"flrh-effect-http/1"}` + "\n"))
+	f.Add([]byte(`{"kind":"SandboxJournal","protocol":"flrh-effect-http/1"}` + "\n" + `{"body":{},"content_digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","idempotency_key":"k","sequence":1}` + "\n{"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		ms, valid, err := sandbox.DecodeJournal(text)
+		if err != nil {
+			return
+		}
+		if valid < 0 || valid > len(text) {
+			t.Fatalf("valid prefix %d of %d bytes", valid, len(text))
+		}
+		again, v2, err := sandbox.DecodeJournal(text[:valid])
+		if err != nil || v2 != valid || len(again) != len(ms) {
+			t.Fatalf("the valid prefix does not decode to itself: %v", err)
+		}
+		for i, m := range ms {
+			if m.Sequence != int64(i+1) || httpwire.ContentDigest(m.Body) != m.ContentDigest {
+				t.Fatalf("accepted an inconsistent mutation %+v", m)
+			}
+		}
+	})
+}
+
+// FuzzDecodeLedger: the ledger document is what tools read from a sandbox. Whatever it
+// Whatever it holds, decoding never panics and accepted records are
+// consistent.
 func FuzzDecodeLedger(f *testing.F) {
 	f.Add([]byte(`{"kind":"SandboxLedger","protocol":"flrh-effect-http/1","mutations":[]}`))
 	f.Add([]byte(`{"kind":"SandboxLedger","protocol":"flrh-effect-http/1","mutations":[{"body":{},"content_digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","idempotency_key":"k","sequence":1}]}`))

@@ -685,3 +685,10 @@ func mustCanon(v any) []byte {
 	}
 	return b
 }
+
+// ParseValue validates a decoded protocol value of the given kind and seals
+// it. A malformed value is MALFORMED_VALUE_DELTA with a pointer relative to
+// the value.
+func ParseValue(kind ValueKind, v any) (Value, *Rejection) {
+	return parseValue(v, string(kind), "")
+}

@@ -14,6 +14,40 @@ import (
 // reference's fixture factories (fixtures/lr-seam, "truth-four"); the
 // digests are the reference goldens.
 func TestGroundToFrontier(t *testing.T) {
+	fix, bundle := solveTruthFour(t)
+	l, err := FromGround(fix, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.FixpointDigest != lrFixpointDigest || l.MaterializationDigest != lrMaterialization {
+		t.Fatalf("L digests %s %s, want the reference's %s %s", l.FixpointDigest, l.MaterializationDigest, lrFixpointDigest, lrMaterialization)
+	}
+	r := lrRProfile(t)
+	q := eligibleGoldenBatch(t, r)
+	p, prej := Project(l, r, lrBinding(), q)
+	if prej != nil {
+		t.Fatal(prej)
+	}
+	if p.Digest != eligibleProjectionDigest {
+		t.Fatalf("projection digest %s, want %s", p.Digest, eligibleProjectionDigest)
+	}
+	publishAndCheck(t, r, p)
+}
+
+const eligibleProjectionDigest = "sha256:825ca51f5e923f866b4df16d439fa8d04924a3094f2f968f611713b68acf7b8a"
+
+func eligibleGoldenBatch(t tb, r frontier.Profile) QueryBatch {
+	return batchOf(t, r, Query{
+		Proposal: lrProposal("eligible-golden", "precondition:lr:eligible-golden"),
+		FactRequirements: []FactRequirement{{PreconditionID: "precondition:lr:eligible-golden",
+			Literal: Literal{Polarity: Positive, Atom: truthAtom(t, "true_only")}}},
+	})
+}
+
+// solveTruthFour solves the reference's truth-four input with the ground
+// engine and returns the LFixpointResult and the sealed LRuleBundle.
+func solveTruthFour(t tb) (fixpoint, bundle map[string]any) {
+	t.Helper()
 	var atoms []any
 	for _, s := range []string{"true_only", "false_only", "both", "neither"} {
 		atoms = append(atoms, map[string]any{"predicate": "lr_truth_probe", "subject": s})
@@ -51,26 +85,12 @@ func TestGroundToFrontier(t *testing.T) {
 	if rej != nil {
 		t.Fatalf("solve: %+v", rej)
 	}
-	l, err := FromGround(fix, bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.FixpointDigest != lrFixpointDigest || l.MaterializationDigest != lrMaterialization {
-		t.Fatalf("L digests %s %s, want the reference's %s %s", l.FixpointDigest, l.MaterializationDigest, lrFixpointDigest, lrMaterialization)
-	}
-	r := lrRProfile(t)
-	q := batchOf(t, r, Query{
-		Proposal: lrProposal("eligible-golden", "precondition:lr:eligible-golden"),
-		FactRequirements: []FactRequirement{{PreconditionID: "precondition:lr:eligible-golden",
-			Literal: Literal{Polarity: Positive, Atom: truthAtom(t, "true_only")}}},
-	})
-	p, prej := Project(l, r, lrBinding(), q)
-	if prej != nil {
-		t.Fatal(prej)
-	}
-	if want := "sha256:825ca51f5e923f866b4df16d439fa8d04924a3094f2f968f611713b68acf7b8a"; p.Digest != want {
-		t.Fatalf("projection digest %s, want %s", p.Digest, want)
-	}
+	return fix, bundle
+}
+
+// publishAndCheck feeds a projection's command to R and checks the one
+// published batch.
+func publishAndCheck(t *testing.T, r frontier.Profile, p *Projection) {
 	tr, frej := frontier.Step(nil, r, *p.Command)
 	if frej != nil {
 		t.Fatal(frej)

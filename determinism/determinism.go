@@ -69,7 +69,8 @@ func Copy[T any](v T) T {
 	dst := reflect.New(src.Type()).Elem()
 	c := copier{seen: map[uintptr]reflect.Value{}}
 	c.copy(dst, src)
-	return dst.Interface().(T)
+	out, _ := dst.Interface().(T) // a nil interface value stays nil
+	return out
 }
 
 type copier struct {

@@ -81,3 +81,13 @@ func TestCheck2(t *testing.T) {
 		t.Fatalf("got %d errs %v", got, r.errs)
 	}
 }
+
+func TestCopyNilInterface(t *testing.T) {
+	var v any
+	if got := Copy(v); got != nil {
+		t.Fatalf("Copy(nil any) = %v", got)
+	}
+	if got := Copy([]any{nil, 1}); got[0] != nil || got[1] != 1 {
+		t.Fatalf("Copy = %v", got)
+	}
+}

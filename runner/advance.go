@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"flrh.dev/flrh/cjson"
@@ -43,6 +44,8 @@ type tick struct {
 	pending store.Tick
 	ingest  []Accepted // receipts waiting to be accepted as inputs
 	moved   bool
+	inbox   []store.Inbound // pending inbox, read once per pass
+	inboxOK bool
 }
 
 // Advance moves one run as far as it can go without outside input and
@@ -60,14 +63,14 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	lease, err := r.cfg.Store.AcquireLease(ctx, runID, r.cfg.Owner, r.cfg.LeaseTTL)
+	lease, err := r.lease(ctx, runID)
 	if store.CodeOf(err) == store.CodeLeaseHeld {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	defer r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), lease)
 	t := &tick{run: run, lease: lease, wf: wf}
+	defer r.settleLease(ctx, t)
 	if err := r.load(ctx, t); err != nil {
 		return false, err
 	}
@@ -85,6 +88,29 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 		t.moved = true
 	}
 	return t.moved, r.flush(ctx, t)
+}
+
+// settleLease decides what happens to the lease after a pass: a run that
+// ended needs none; a run that waits for a person is let go, so whoever
+// acts for that person can advance it at once; a run that only waits for
+// its next input stays leased, saving a write per step.
+func (r *Runner) settleLease(ctx context.Context, t *tick) {
+	r.mu.Lock()
+	if l, ok := r.leases[t.run.ID]; ok && l.Generation == t.lease.Generation {
+		r.leases[t.run.ID] = t.lease // renewed during the pass
+	}
+	r.mu.Unlock()
+	if t.cp == nil {
+		r.forget(t.run.ID)
+		return
+	}
+	switch state := t.cp.Control.State; {
+	case r.machine.Final(state):
+		r.forget(t.run.ID)
+	case state == "WAIT_APPROVAL" || state == "HUMAN_RECONCILIATION":
+		r.forget(t.run.ID)
+		r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), t.lease)
+	}
 }
 
 // load reads the run's checkpoint, or starts a fresh one. A checkpoint that
@@ -134,6 +160,13 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
+	// A long pass renews its lease before it lapses; a renewal that fails
+	// (the lease was taken over) fences this pass out at the commit below.
+	if r.cfg.Clock().Add(r.cfg.LeaseTTL / 2).After(t.lease.ExpiresAt) {
+		if l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL); err == nil {
+			t.lease = l
+		}
+	}
 	p.ExpectHead = t.run.Head
 	p.Checkpoint = &store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
 	p.State = t.cp.Control.State
@@ -141,9 +174,21 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 		p.Outcome = r.machine.Outcome(t.cp.Control)
 	}
 	if err := r.cfg.Store.Commit(ctx, t.lease, *p); err != nil {
+		if store.CodeOf(err) == store.CodeFenced {
+			r.forget(t.run.ID)
+		}
 		return err
 	}
 	t.run.Head += int64(len(p.Events))
+	if len(p.Consume) > 0 {
+		kept := t.inbox[:0]
+		for _, in := range t.inbox {
+			if !slices.Contains(p.Consume, in.ID) {
+				kept = append(kept, in)
+			}
+		}
+		t.inbox = kept
+	}
 	t.pending = store.Tick{}
 	return nil
 }
@@ -322,13 +367,19 @@ func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
 
 // pendingInbox returns the run's unconsumed inbound events of one kind,
 // leaving out those this pass already consumed.
+//
+// The inbox is read once per pass: what arrives during a pass waits for the
+// next one (submitters wake the runner).
 func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]store.Inbound, error) {
-	all, err := r.cfg.Store.Inbox(ctx, t.run.ID, true)
-	if err != nil {
-		return nil, err
+	if !t.inboxOK {
+		all, err := r.cfg.Store.Inbox(ctx, t.run.ID, true)
+		if err != nil {
+			return nil, err
+		}
+		t.inbox, t.inboxOK = all, true
 	}
 	var out []store.Inbound
-	for _, in := range all {
+	for _, in := range t.inbox {
 		if in.Kind != kind {
 			continue
 		}
@@ -464,10 +515,30 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			r.traceNote(t, "approval_refused", in.ID, err.Error())
 			return true, nil
 		}
+		if aa, ok := t.wf.(ApprovalAuthorizer); ok {
+			state, err := canonBytes(t.cp.State)
+			if err != nil {
+				return true, err
+			}
+			plan, err := aa.AuthorizeApproved(state, *e.Approval, grant, t.cp.Accepted)
+			if err != nil {
+				r.traceNote(t, "approval_refused", in.ID, err.Error())
+				return true, nil
+			}
+			if plan.Intent.IntentID != e.IntentID {
+				return true, fmt.Errorf("workflow re-authorized %s as %s", e.IntentID, plan.Intent.IntentID)
+			}
+			approved, err := planned(plan)
+			if err != nil {
+				return true, err
+			}
+			approved.Stage, approved.Approval = e.Stage, e.Approval
+			*e = approved
+		}
 		e.ApprovalID = grant.ID
 		// The intent names the exact grant it rests on; its action digest
 		// (what was approved) is unchanged.
-		if m, ok := e.Intent.(map[string]any); ok {
+		if m, ok := e.Intent.(map[string]any); ok && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
 		}
 		matched = true

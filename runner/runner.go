@@ -68,6 +68,7 @@ type Runner struct {
 	wake      chan struct{}
 	mu        sync.Mutex
 	busy      map[string]bool
+	leases    map[string]store.Lease // leases this runner holds, kept between passes
 }
 
 // New validates cfg and returns a Runner.
@@ -110,7 +111,7 @@ func New(cfg Config) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, workflows: map[string]Workflow{}, log: log,
-		wake: make(chan struct{}, 1), busy: map[string]bool{}}
+		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{}}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {
@@ -154,6 +155,57 @@ func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, i
 	return nil
 }
 
+// Close gives up every lease this runner holds, so that another runner (or
+// another command) can take the runs over at once instead of after the
+// leases lapse.
+func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	held := r.leases
+	r.leases = map[string]store.Lease{}
+	r.mu.Unlock()
+	var first error
+	for _, l := range held {
+		if err := r.cfg.Store.ReleaseLease(ctx, l); err != nil && first == nil && store.CodeOf(err) != store.CodeFenced {
+			first = err
+		}
+	}
+	return first
+}
+
+// lease returns a current lease on the run: the one this runner already
+// holds when it is comfortably unexpired (no write at all), renewed when it
+// is getting old, or newly acquired.
+func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
+	r.mu.Lock()
+	l, ok := r.leases[runID]
+	r.mu.Unlock()
+	now := r.cfg.Clock()
+	if ok && l.ExpiresAt.After(now.Add(r.cfg.LeaseTTL/2)) {
+		return l, nil
+	}
+	var err error
+	if ok && l.ExpiresAt.After(now) {
+		l, err = r.cfg.Store.RenewLease(ctx, l, r.cfg.LeaseTTL)
+	}
+	if !ok || err != nil || !l.ExpiresAt.After(now) {
+		l, err = r.cfg.Store.AcquireLease(ctx, runID, r.cfg.Owner, r.cfg.LeaseTTL)
+	}
+	if err != nil {
+		r.forget(runID)
+		return store.Lease{}, err
+	}
+	r.mu.Lock()
+	r.leases[runID] = l
+	r.mu.Unlock()
+	return l, nil
+}
+
+func (r *Runner) forget(runID string) {
+	r.mu.Lock()
+	delete(r.leases, runID)
+	r.mu.Unlock()
+}
+
 // Wake asks Run to look for work now.
 func (r *Runner) Wake() {
 	select {
@@ -168,6 +220,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	sem := make(chan struct{}, r.cfg.Parallelism)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer r.Close(context.WithoutCancel(ctx))
 	for {
 		ids, err := r.cfg.Store.Live(ctx)
 		if err != nil && ctx.Err() == nil {

@@ -445,3 +445,34 @@ func TestRelayedGrantNeedsAHumanApprover(t *testing.T) {
 		t.Fatalf("relay not audited: %+v", rej)
 	}
 }
+
+// A run that keeps going takes each input exactly once, even when a pass
+// commits several times and reaches INGEST again after an effect.
+func TestEachInputIsAcceptedOnce(t *testing.T) {
+	h := newHarness(t)
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "fake/1", h.dest)
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{counter{refunds{limit: 1000}}}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "c", "counter", "1", []byte(`{"id":"a","amount":1,"payee":"p"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{`{"id":"b","amount":2,"payee":"p"}`, `{"id":"c","amount":3,"payee":"p"}`} {
+		if err := r.Submit(ctx, "c", []byte(in), Actor{Name: "agent", Role: "agent", Capability: "run.input"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.dest.count() != 3 {
+		t.Fatalf("%d mutations for 3 inputs", h.dest.count())
+	}
+	st, _ := r.Inspect(ctx, "c")
+	if st.Accepted != 6 || st.State != "INGEST" {
+		t.Fatalf("accepted %d inputs and receipts, state %s", st.Accepted, st.State)
+	}
+}

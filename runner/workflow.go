@@ -71,3 +71,15 @@ type ApprovalNeed struct {
 	IntentID      string `json:"intent_id"`
 	Preview       string `json:"preview"` // exactly what the person is shown
 }
+
+// ApprovalAuthorizer is implemented by workflows whose authority decides
+// again once a grant is in hand: the grant is an input to H, which returns
+// the intent that consumes it. Without it the runner commits the planned
+// intent, naming the grant, once CheckApproval accepts the grant.
+type ApprovalAuthorizer interface {
+	// AuthorizeApproved re-authorizes the effect that waits on need with
+	// the stored grant, at the run's logical time (inputs accepted so far).
+	// It returns the effect to commit (its intent names the grant) or an
+	// error that refuses the grant.
+	AuthorizeApproved(state []byte, need ApprovalNeed, grant store.Approval, logicalTime int64) (EffectPlan, error)
+}

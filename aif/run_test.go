@@ -84,3 +84,30 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// goldenOpsDigest pins the simulated operations run (sampled selection,
+// simulated process, Dirichlet learning of pA); it is checked on amd64 and,
+// under qemu-user, on arm64.
+const goldenOpsDigest = "sha256:441009e917751a570ceb26a3c75d7547707c60fd54b41c404bc77e330477abad"
+
+func TestGoldenOpsRun(t *testing.T) {
+	text, err := os.ReadFile("../examples/aif/ops.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Decode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Run(doc, "sha256:golden", nil, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cjson.DigestOf(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != goldenOpsDigest {
+		t.Fatalf("ops run digest %s, want %s", d, goldenOpsDigest)
+	}
+}

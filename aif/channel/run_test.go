@@ -115,3 +115,23 @@ func FuzzDecodeDocument(f *testing.F) {
 		}
 	})
 }
+
+// goldenRunDigest pins the canonical digest of the build example's run. The
+// same test passes as a GOARCH=arm64 binary under qemu-user, which shows the
+// channel arithmetic is bit-identical across the two architectures.
+const goldenRunDigest = "sha256:721111bd3eacba032f0e661d144a095a62be53bcd39a5a669233e23a9c433c69"
+
+func TestGoldenRunDigest(t *testing.T) {
+	doc, in := loadBuild(t)
+	rec, err := Run(doc, "sha256:golden", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cjson.DigestOf(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != goldenRunDigest {
+		t.Fatalf("run digest %s, want %s", d, goldenRunDigest)
+	}
+}

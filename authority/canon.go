@@ -15,23 +15,28 @@ import (
 // respectively); digest reports either. Tests compare every preimage it
 // writes with cjson.Marshal of the same value.
 type canonWriter struct {
-	b    []byte
-	last []string // last key written at each open object level
-	err  error
+	b     []byte
+	last  [8]string // last key written at each open object level
+	depth int
+	err   error
 }
 
 func (w *canonWriter) open() {
 	w.b = append(w.b, '{')
-	w.last = append(w.last, "")
+	w.depth++
+	if w.depth > len(w.last) {
+		panic("authority: preimage nested too deep")
+	}
+	w.last[w.depth-1] = ""
 }
 
 func (w *canonWriter) close() {
 	w.b = append(w.b, '}')
-	w.last = w.last[:len(w.last)-1]
+	w.depth--
 }
 
 func (w *canonWriter) key(k string) {
-	top := len(w.last) - 1
+	top := w.depth - 1
 	if w.last[top] != "" {
 		if k <= w.last[top] && w.err == nil {
 			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + w.last[top] + ")"}

@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"regexp"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -111,6 +112,18 @@ func FuzzProjectIntentJSON(f *testing.F) {
 			if p2 == nil || p2.ProjectionDigest != p.ProjectionDigest {
 				t.Fatal("projection not deterministic")
 			}
+		}
+	})
+}
+
+// ValidID agrees with the protocol's id pattern and length limit.
+func TestValidIDMatchesPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
+	rapid.Check(t, func(rt *rapid.T) {
+		s := rapid.StringMatching(`[A-Za-z0-9._:/\- é*]{0,140}`).Draw(rt, "s")
+		want := len(s) <= 128 && pattern.MatchString(s)
+		if ValidID(s) != want {
+			rt.Fatalf("ValidID(%q) = %v", s, !want)
 		}
 	})
 }

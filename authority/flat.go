@@ -18,16 +18,28 @@ import (
 type flatEngine struct {
 	rules   []flatRule
 	helpers map[string][][]logic.Value // fact-only helper relations
+	relID   map[string]int             // every relation a body reads
 	lim     logic.Limits
 }
 
 type flatRule struct {
-	head  string
-	args  []logic.Term
-	pos   []*logic.AtomExpr // positive literals, in source order
-	neg   []*logic.AtomExpr // default-negated literals
-	cmps  []*logic.Comparison
-	where logic.Pos
+	head   string
+	args   []logic.Term
+	pos    []*logic.AtomExpr // positive literals, in source order
+	posRel []int
+	neg    []*logic.AtomExpr // default-negated literals
+	negRel []int
+	cmps   []*logic.Comparison
+	where  logic.Pos
+}
+
+func (e *flatEngine) rel(name string) int {
+	id, ok := e.relID[name]
+	if !ok {
+		id = len(e.relID)
+		e.relID[name] = id
+	}
+	return id
 }
 
 var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true}
@@ -38,7 +50,7 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 	if lim.MaxDepth != 0 || lim.MaxTuples != 0 {
 		return nil
 	}
-	e := &flatEngine{helpers: map[string][][]logic.Value{}, lim: lim}
+	e := &flatEngine{helpers: map[string][][]logic.Value{}, relID: map[string]int{}, lim: lim}
 	defined := map[string]bool{}
 	for _, c := range prog.Clauses {
 		defined[c.Head.Name] = true
@@ -84,8 +96,10 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 				}
 				if b.Not {
 					r.neg = append(r.neg, a)
+					r.negRel = append(r.negRel, e.rel(a.Name))
 				} else {
 					r.pos = append(r.pos, a)
+					r.posRel = append(r.posRel, e.rel(a.Name))
 					for _, t := range a.Args {
 						if v, ok := t.(*logic.Var); ok {
 							bound[v.Name] = true
@@ -210,7 +224,7 @@ func (b *binding) term(t logic.Term) (logic.Value, bool) {
 
 type flatRun struct {
 	e       *flatEngine
-	facts   map[string][][]logic.Value
+	facts   [][][]logic.Value // by relation id
 	firings int64
 	out     map[string]map[string]*flatTuple // relation -> tuple key -> first derivation
 }
@@ -224,15 +238,19 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 	if e.lim.MaxInputs > 0 && len(facts) > e.lim.MaxInputs {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
-	run := flatRun{e: e, facts: make(map[string][][]logic.Value, 16), out: map[string]map[string]*flatTuple{}}
+	run := flatRun{e: e, facts: make([][][]logic.Value, len(e.relID)), out: map[string]map[string]*flatTuple{}}
 	for rel, rows := range e.helpers {
-		run.facts[rel] = append([][]logic.Value(nil), rows...) // sorting and appends stay local
+		if id, ok := e.relID[rel]; ok {
+			run.facts[id] = append([][]logic.Value(nil), rows...) // sorting and appends stay local
+		}
 	}
 	for _, f := range facts {
 		if f.Neg {
 			return derived{}, fmt.Errorf("flat policies take no negative evidence")
 		}
-		run.facts[f.Rel] = append(run.facts[f.Rel], f.Args)
+		if id, ok := e.relID[f.Rel]; ok { // facts no rule reads cannot matter
+			run.facts[id] = append(run.facts[id], f.Args)
+		}
 	}
 	// Rows are joined in value order, so the first derivation of a tuple
 	// (its provenance) is the one the engine reports first.
@@ -257,7 +275,7 @@ func (r *flatRun) join(rule *flatRule, i int, b *binding, premises []logic.Fact)
 		return r.finish(rule, b, premises)
 	}
 	lit := rule.pos[i]
-	for _, row := range r.facts[lit.Name] {
+	for _, row := range r.facts[rule.posRel[i]] {
 		if len(row) != len(lit.Args) {
 			continue
 		}
@@ -315,7 +333,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		}
 	}
 	var absent []string
-	for _, a := range rule.neg {
+	for ni, a := range rule.neg {
 		pat := logic.Fact{Rel: a.Name, Args: make([]logic.Value, len(a.Args))}
 		wild := make([]bool, len(a.Args))
 		for k, t := range a.Args {
@@ -325,7 +343,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 			}
 			pat.Args[k], _ = b.term(t)
 		}
-		for _, row := range r.facts[a.Name] {
+		for _, row := range r.facts[rule.negRel[ni]] {
 			match := len(row) == len(pat.Args)
 			for k := 0; match && k < len(row); k++ {
 				match = wild[k] || sameValue(row[k], pat.Args[k])

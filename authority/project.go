@@ -44,7 +44,6 @@ const (
 )
 
 var (
-	idPattern      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
 	versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`)
 	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
@@ -397,7 +396,20 @@ func idField(v any, code, path string) (string, *Rejection) {
 
 // ValidID reports whether s is a protocol identifier: the Id pattern and at
 // most 128 bytes.
-func ValidID(s string) bool { return len(s) <= maxIDLen && idPattern.MatchString(s) }
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > maxIDLen || !alnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !alnum(c) && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
 
 func versionField(v any, code, path string) (string, *Rejection) {
 	s, ok := v.(string)

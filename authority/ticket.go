@@ -303,7 +303,7 @@ func (t Ticket) status() string {
 // digest, status and ticket digest.
 func (t Ticket) seal() Ticket {
 	t.ActionDigest = t.computeActionDigest()
-	t.Preview = RenderPreview(t)
+	t.Preview = renderPreview(t, t.ActionDigest)
 	w := canonWriter{b: make([]byte, 0, 256+len(t.Preview))}
 	w.open()
 	w.str("action_digest", t.ActionDigest)
@@ -410,7 +410,9 @@ func (t Ticket) Verify() error {
 // RenderPreview renders the human-readable preview of a ticket. It is a
 // pure function of the ticket's content: the same ticket always previews
 // to the same bytes, so the preview can be digested and approved.
-func RenderPreview(t Ticket) string {
+func RenderPreview(t Ticket) string { return renderPreview(t, t.computeActionDigest()) }
+
+func renderPreview(t Ticket, actionDigest string) string {
 	var b strings.Builder
 	orDash := func(s string) string {
 		if s == "" {
@@ -451,7 +453,7 @@ func RenderPreview(t Ticket) string {
 	if len(t.MissingFields) > 0 {
 		fmt.Fprintf(&b, "Incomplete: missing %s\n", strings.Join(t.MissingFields, ", "))
 	}
-	fmt.Fprintf(&b, "Action digest: %s\n", t.computeActionDigest())
+	fmt.Fprintf(&b, "Action digest: %s\n", actionDigest)
 	return b.String()
 }
 

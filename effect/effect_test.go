@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/internal/fixture"
 	"flrh.dev/flrh/protocol"
@@ -238,5 +239,57 @@ func TestProtocolOutcomes(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%v -> %q %v", tc.s, got, ok)
 		}
+	}
+}
+
+func TestRetryClassesAndPlan(t *testing.T) {
+	for o, want := range map[effect.Outcome]control.OutcomeClass{
+		effect.FailedTransient: control.ClassTransient,
+		effect.FailedPermanent: control.ClassPermanent,
+		effect.Unknown:         control.ClassUnknown,
+	} {
+		got, ok := effect.Receipt{Outcome: o}.RetryClass()
+		if !ok || got != want {
+			t.Errorf("%v -> %q", o, got)
+		}
+		// The policy routes each class as the fault plan says: transient
+		// retries, permanent fails, unknown reconciles.
+		d, err := control.DefaultContract().Retry.Decide(got, 1, "seed", "effect:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAction := map[control.OutcomeClass]control.Action{control.ClassTransient: control.ActionRetry, control.ClassPermanent: control.ActionFail, control.ClassUnknown: control.ActionReconcile}[want]
+		if d.Action != wantAction {
+			t.Errorf("%v routes to %s, want %s", o, d.Action, wantAction)
+		}
+	}
+	if _, ok := (effect.Receipt{Outcome: effect.Succeeded}).RetryClass(); ok {
+		t.Error("success has a retry class")
+	}
+	p := control.RetryPolicy{MaxRetries: 3, BaseMillis: 500, CapMillis: 60000}
+	plan := effect.RetryPlan(p, "seed-1", "effect:k", 4)
+	if len(plan.Backoff) != 4 || plan.Backoff[0] != 0 {
+		t.Fatalf("plan %v", plan.Backoff)
+	}
+	for n := 1; n < 4; n++ {
+		d, err := p.Decide(control.ClassTransient, int64(n), "seed-1", "effect:k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Backoff[n] != time.Duration(d.DelayMillis)*time.Millisecond {
+			t.Errorf("wait %d is %v, the policy says %d ms", n, plan.Backoff[n], d.DelayMillis)
+		}
+	}
+	if again := effect.RetryPlan(p, "seed-1", "effect:k", 4); !reflect.DeepEqual(again, plan) {
+		t.Error("the plan is not a function of its inputs")
+	}
+	if other := effect.RetryPlan(p, "seed-2", "effect:k", 4); reflect.DeepEqual(other.Backoff, plan.Backoff) {
+		t.Error("the jitter seed does not reach the plan")
+	}
+	if n := len(effect.RetryPlan(p, "s", "k", 0).Backoff); n != 1 {
+		t.Errorf("a plan of 0 lookups has %d", n)
+	}
+	if n := len(effect.RetryPlan(p, "s", "k", 1000).Backoff); n != effect.MaxLookups {
+		t.Errorf("a plan of 1000 lookups has %d", n)
 	}
 }

@@ -424,3 +424,32 @@ func TestRecordsFormAHashChain(t *testing.T) {
 		}
 	}
 }
+
+func TestAwaiting(t *testing.T) {
+	m := Default()
+	events := func(as []Awaited) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.Event+"->"+a.To)
+		}
+		return out
+	}
+	if got := events(m.Awaiting(Configuration{})); !slices.Equal(got, []string{"START->INGEST", "CANCEL->CANCELED", "TIMEOUT->TIMED_OUT", "BUDGET_EXHAUSTED->BUDGET_EXHAUSTED"}) {
+		t.Errorf("initial awaits %v", got)
+	}
+	honor := Configuration{State: "HONOR_PENDING_INTERRUPT", Pending: []string{"CANCEL"}, Seq: 9}
+	want := []string{"PENDING_CANCEL->CANCELED", "CANCEL->HONOR_PENDING_INTERRUPT", "TIMEOUT->HONOR_PENDING_INTERRUPT", "BUDGET_EXHAUSTED->HONOR_PENDING_INTERRUPT"}
+	if got := events(m.Awaiting(honor)); !slices.Equal(got, want) {
+		t.Errorf("honor with a pending cancel awaits %v, want %v", got, want)
+	}
+	verify := m.Awaiting(Configuration{State: "VERIFY_COMPLETION", Seq: 4})
+	if verify[0].Guard != "completion_closed" || verify[0].Authority[0].Role != "independent_completion_verifier" {
+		t.Errorf("verify awaits %+v", verify[0])
+	}
+	if got := m.Awaiting(Configuration{State: "SUCCEEDED", Seq: 5}); len(got) != 0 {
+		t.Errorf("a final state awaits %v", got)
+	}
+	if got := m.Awaiting(Configuration{State: "LIMBO"}); len(got) != 0 {
+		t.Errorf("an invalid configuration awaits %v", got)
+	}
+}

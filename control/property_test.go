@@ -280,6 +280,7 @@ func TestExhaustiveSafety(t *testing.T) {
 		p := queue[0]
 		queue = queue[1:]
 		reached[p.c.State] = true
+		checkAwaiting(t, m, p.c)
 		for _, typ := range append(slices.Clone(allEvents), "LAUNCH") {
 			pair := refAuthority[typ]
 			for variant, auth := range [][2]string{pair, {"model", pair[1]}, refAuthority["START"]} {
@@ -402,4 +403,32 @@ func TestPropertyRecordEncoding(t *testing.T) {
 			t.Fatalf("hand encoder:\n%s\ncjson:\n%s", got, want)
 		}
 	})
+}
+
+// checkAwaiting: Awaiting(c) lists exactly the events the table's own
+// authority can get accepted from c when every guard holds, each leading
+// where Step leads.
+func checkAwaiting(t *testing.T, m *Machine, c Configuration) {
+	t.Helper()
+	listed := map[string]Awaited{}
+	for _, a := range m.Awaiting(c) {
+		listed[a.Event] = a
+	}
+	all := map[string]bool{}
+	for _, f := range contextFields {
+		all[f] = true
+	}
+	for _, typ := range allEvents {
+		pair := refAuthority[typ]
+		cc := c
+		cc.Context = all
+		r := m.Step(cc, Event{Type: typ, ActorRole: pair[0], Capability: pair[1], EventID: "w:1"})
+		a, ok := listed[typ]
+		if r.Accepted() != ok {
+			t.Fatalf("in %s %v: %s accepted=%v but listed=%v", c.State, c.Pending, typ, r.Accepted(), ok)
+		}
+		if ok && (a.To != r.Next.State || a.Transition != r.Record.Transition || a.Authority[0] != (AuthorityPair{pair[0], pair[1]})) {
+			t.Fatalf("in %s: awaited %+v, step gave %s via %s", c.State, a, r.Next.State, r.Record.Transition)
+		}
+	}
 }

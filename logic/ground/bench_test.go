@@ -64,3 +64,24 @@ func BenchmarkStepIncrementalNoop(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSolveTickOver10000 is one runner tick: a prior of 10000 base
+// supports and one new input. The contract re-validates the prior by a
+// clean recomputation and then recomputes, so the cost is two full
+// derivations over the ledger.
+func BenchmarkSolveTickOver10000(b *testing.B) {
+	bundle := buildBundle(m2, "empty", false)
+	ins := manyInputs(bundle, MaxFactDeltaInputs, true)
+	first, rej := Solve(nil, bundle, ins, 1)
+	if rej != nil {
+		b.Fatal(rej.Wire())
+	}
+	prior := first["next_materialization"]
+	tick := buildDeltas(m2, []string{"b_positive"}, 2, bundle)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, rej := Solve(prior, bundle, tick, 2); rej != nil {
+			b.Fatal(rej.Wire())
+		}
+	}
+}

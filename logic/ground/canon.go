@@ -1,6 +1,7 @@
 package ground
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -58,7 +59,39 @@ func escapeToken(s string) string {
 // the reference's walk order (object members by sorted key, array items by
 // index).
 func canonical(v any) ([]byte, *canonError) {
-	return appendCanonical(nil, v)
+	return appendCanonical(make([]byte, 0, sizeHint(v, 2)), v)
+}
+
+// sizeHint estimates the encoded size of v, looking depth levels deep, so
+// that encoding large preimages (which embed megabytes of cached bytes)
+// allocates its buffer once instead of doubling it repeatedly.
+func sizeHint(v any, depth int) int {
+	switch x := v.(type) {
+	case rawCanonical:
+		return len(x)
+	case string:
+		return len(x) + 2
+	case map[string]any:
+		if depth == 0 {
+			return 64 * len(x)
+		}
+		n := 2
+		//flrh:orderfree a sum does not depend on the order of its terms
+		for k, item := range x {
+			n += len(k) + 4 + sizeHint(item, depth-1)
+		}
+		return n
+	case []any:
+		if depth == 0 {
+			return 64 * len(x)
+		}
+		n := 2
+		for _, item := range x {
+			n += 1 + sizeHint(item, depth-1)
+		}
+		return n
+	}
+	return 8
 }
 
 // mustCanonical encodes a value the kernel built itself from validated
@@ -86,8 +119,15 @@ func prefixed(err *canonError, token string) *canonError {
 	return err
 }
 
+// rawCanonical is a value already in canonical form (the cached bytes of a
+// support, say). It appears only inside preimages the kernel hashes, never
+// in a returned wire, and is copied verbatim.
+type rawCanonical []byte
+
 func appendCanonical(dst []byte, v any) ([]byte, *canonError) {
 	switch x := v.(type) {
+	case rawCanonical:
+		return append(dst, x...), nil
 	case nil:
 		return append(dst, "null"...), nil
 	case bool:
@@ -224,7 +264,7 @@ func sortByKey[T any](items []T, bytesOf func(T) []byte) {
 	}
 }
 
-func compareBytes(a, b []byte) int { return strings.Compare(string(a), string(b)) }
+func compareBytes(a, b []byte) int { return bytes.Compare(a, b) }
 
 // canonicalString is the canonical encoding of a string known to be valid.
 func canonicalString(s string) []byte { return cjson.AppendString(nil, s) }

@@ -6,14 +6,16 @@ import "slices"
 // a bundle: derived supports, fact states, conflicts, stratum digests and the
 // evaluation counters.
 type derivation struct {
-	derived      []*derivedSupport
-	factStates   []any
-	conflicts    []any
-	stratumWires []any
-	evaluations  int64
-	firings      int64
-	pops         int64
-	maxDepth     int64
+	derived       []*derivedSupport
+	factStates    []any // wires
+	conflicts     []any
+	factStatesRaw []any // the same, as rawCanonical bytes for preimages
+	conflictsRaw  []any
+	stratumWires  []any
+	evaluations   int64
+	firings       int64
+	pops          int64
+	maxDepth      int64
 }
 
 // outcome is the result of evaluating one rule body against the current
@@ -237,11 +239,11 @@ func derive(k *keys, b *bundle, base []*baseSupport, ev bodyEvaluator) (*derivat
 		return nil, reject(CodeDerivationDepthExceeded, "/rule_bundle/limits/max_derivation_depth",
 			"limit", b.maxDepth, "observed", out.maxDepth)
 	}
-	states, conflicts, kerr := projectFacts(k, b, base, out.derived)
+	p, kerr := projectFacts(k, b, base, out.derived)
 	if kerr != nil {
 		return nil, kerr
 	}
-	out.factStates, out.conflicts = states, conflicts
+	out.factStates, out.conflicts, out.factStatesRaw, out.conflictsRaw = p.states, p.conflicts, p.statesRaw, p.conflictsRaw
 	sortByKey(out.stratumWires, func(v any) []byte { return mustCanonical(v) })
 	return out, nil
 }
@@ -254,7 +256,7 @@ func sortedDerived(ds []*derivedSupport) []*derivedSupport {
 
 // projectFacts gives every query atom and every supported atom its state,
 // and every BOTH state its conflict object.
-func projectFacts(k *keys, b *bundle, base []*baseSupport, derived []*derivedSupport) ([]any, []any, *kernelError) {
+func projectFacts(k *keys, b *bundle, base []*baseSupport, derived []*derivedSupport) (*projection, *kernelError) {
 	type sides struct {
 		atom     atom
 		pos, neg []string
@@ -294,7 +296,7 @@ func projectFacts(k *keys, b *bundle, base []*baseSupport, derived []*derivedSup
 		sortStrings(s.pos)
 		sortStrings(s.neg)
 		if hasDuplicate(s.pos) || hasDuplicate(s.neg) {
-			return nil, nil, reject(CodeInvariantViolation, "/next_materialization", "invariant", "unique_support_identity_per_fact_polarity")
+			return nil, reject(CodeInvariantViolation, "/next_materialization", "invariant", "unique_support_identity_per_fact_polarity")
 		}
 		state := TruthState(len(s.pos), len(s.neg))
 		fk := k.factKey(s.atom)
@@ -325,10 +327,36 @@ func projectFacts(k *keys, b *bundle, base []*baseSupport, derived []*derivedSup
 			})
 		}
 	}
-	byBytes := func(v any) []byte { return mustCanonical(v) }
-	sortByKey(states, byBytes)
-	sortByKey(conflicts, byBytes)
-	return orEmpty(states), orEmpty(conflicts), nil
+	p := &projection{}
+	p.states, p.statesRaw = sortedWithBytes(states)
+	p.conflicts, p.conflictsRaw = sortedWithBytes(conflicts)
+	return p, nil
+}
+
+// projection is the fact states and conflicts of a ledger, as wires and as
+// their canonical bytes, both in canonical order.
+type projection struct {
+	states, statesRaw, conflicts, conflictsRaw []any
+}
+
+// sortedWithBytes sorts wires by their canonical bytes and returns them with
+// those bytes alongside (as rawCanonical), so hashing need not encode them
+// again.
+func sortedWithBytes(wires []any) ([]any, []any) {
+	type keyed struct {
+		raw  []byte
+		wire any
+	}
+	ks := make([]keyed, len(wires))
+	for i, w := range wires {
+		ks[i] = keyed{mustCanonical(w), w}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return compareBytes(a.raw, b.raw) })
+	out, raw := make([]any, len(ks)), make([]any, len(ks))
+	for i, k := range ks {
+		out[i], raw[i] = k.wire, rawCanonical(k.raw)
+	}
+	return out, raw
 }
 
 func orEmpty(xs []any) []any {
@@ -348,17 +376,17 @@ func hasDuplicate(ss []string) bool {
 }
 
 func stratumDigest(k *keys, b *bundle, stratum int64, base []*baseSupport, derived []*derivedSupport) (string, *kernelError) {
-	states, _, kerr := projectFacts(k, b, base, derived)
+	p, kerr := projectFacts(k, b, base, derived)
 	if kerr != nil {
 		return "", kerr
 	}
 	bw := make([]any, len(base))
 	for i, s := range base {
-		bw[i] = s.wire()
+		bw[i] = rawCanonical(s.key())
 	}
 	dw := make([]any, len(derived))
 	for i, s := range derived {
-		dw[i] = s.wire()
+		dw[i] = rawCanonical(s.key())
 	}
 	return digestOf(map[string]any{
 		"kind":                     "M2StratumPreimage",
@@ -368,6 +396,6 @@ func stratumDigest(k *keys, b *bundle, stratum int64, base []*baseSupport, deriv
 		"stratum":                  stratum,
 		"ordered_base_supports":    bw,
 		"ordered_derived_supports": dw,
-		"ordered_fact_states":      states,
+		"ordered_fact_states":      p.statesRaw,
 	}), nil
 }

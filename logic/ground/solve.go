@@ -186,17 +186,8 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 	// The digest binds the canonical (byte-sorted) form of the collections;
 	// a caller's element order is not part of the materialization.
 	canon := orderedMaterializationView(v, canonicalKey).(map[string]any)
-	without := make(map[string]any, len(canon))
-	for k, x := range canon {
-		if k != "materialization_digest" {
-			without[k] = x
-		}
-	}
-	expected := digestOf(map[string]any{
-		"kind":             "M2MaterializationPreimage",
-		"contract_version": ContractVersion,
-		"materialization_without_materialization_digest": without,
-	})
+	withoutBytes := mustCanonical(withoutKey(canon, "materialization_digest"))
+	expected := materializationDigest(withoutBytes)
 	supplied := m["materialization_digest"]
 	if !validDigest(supplied) || supplied != expected {
 		return nil, reject(CodeProvenanceIntegrityViolation, path+"/materialization_digest", "expected", expected, "actual", supplied)
@@ -205,8 +196,9 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 	if kerr != nil {
 		return nil, kerr
 	}
-	clean := materializationWire(b, p.through, p.base, d)
-	if compareBytes(mustCanonical(canon), mustCanonical(clean)) != 0 {
+	// The digests agree, so the prior equals its clean recomputation
+	// exactly when the rest of the bytes do.
+	if _, _, clean := materializationWireAndBytes(b, p.through, p.base, d); compareBytes(withoutBytes, clean) != 0 {
 		return nil, reject(CodeProvenanceIntegrityViolation, path, "invariant", "materialization_equals_clean_projection")
 	}
 	p.digest = expected
@@ -215,19 +207,29 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 }
 
 func materializationWire(b *bundle, through *int64, base []*baseSupport, d *derivation) map[string]any {
-	bw := make([]any, len(base))
+	m, _, _ := materializationWireAndBytes(b, through, base, d)
+	return m
+}
+
+// materializationWireAndBytes builds the materialization wire, its full
+// canonical bytes, and the canonical bytes of the materialization without
+// its digest (the digest's preimage content). The bytes come from a twin
+// that reuses the cached canonical bytes of every support, fact state and
+// conflict instead of encoding their wires again.
+func materializationWireAndBytes(b *bundle, through *int64, base []*baseSupport, d *derivation) (m map[string]any, full, without []byte) {
+	bw, braw := make([]any, len(base)), make([]any, len(base))
 	for i, s := range base {
-		bw[i] = s.wire()
+		bw[i], braw[i] = s.wire(), rawCanonical(s.key())
 	}
-	dw := make([]any, len(d.derived))
+	dw, draw := make([]any, len(d.derived)), make([]any, len(d.derived))
 	for i, s := range d.derived {
-		dw[i] = s.wire()
+		dw[i], draw[i] = s.wire(), rawCanonical(s.key())
 	}
 	var t any
 	if through != nil {
 		t = *through
 	}
-	m := map[string]any{
+	twin := map[string]any{
 		"kind":                     "LMaterialization",
 		"schema_version":           MaterializationSchema,
 		"contract_version":         ContractVersion,
@@ -237,18 +239,32 @@ func materializationWire(b *bundle, through *int64, base []*baseSupport, d *deri
 		"dataflow_version":         b.dataflowVersion,
 		"canonicalization_version": CanonicalizationVersion,
 		"through_logical_time":     t,
-		"base_supports":            bw,
-		"derived_supports":         dw,
-		"fact_states":              d.factStates,
-		"conflicts":                d.conflicts,
+		"base_supports":            braw,
+		"derived_supports":         draw,
+		"fact_states":              d.factStatesRaw,
+		"conflicts":                d.conflictsRaw,
 		"stratum_digests":          orEmpty(d.stratumWires),
 	}
-	m["materialization_digest"] = digestOf(map[string]any{
+	without = mustCanonical(twin)
+	digest := materializationDigest(without)
+	twin["materialization_digest"] = digest
+	full = mustCanonical(twin)
+	m = make(map[string]any, len(twin))
+	for k, v := range twin {
+		m[k] = v
+	}
+	m["base_supports"], m["derived_supports"], m["fact_states"], m["conflicts"] = bw, dw, d.factStates, d.conflicts
+	return m, full, without
+}
+
+// materializationDigest is the digest of a materialization given the
+// canonical bytes of its members other than the digest itself.
+func materializationDigest(without []byte) string {
+	return digestOf(map[string]any{
 		"kind":             "M2MaterializationPreimage",
 		"contract_version": ContractVersion,
-		"materialization_without_materialization_digest": withoutKey(m, "materialization_digest"),
+		"materialization_without_materialization_digest": rawCanonical(without),
 	})
-	return m
 }
 
 func withoutKey(m map[string]any, key string) map[string]any {
@@ -405,7 +421,7 @@ func prepare(priorMat, ruleBundle, inputs any, logicalTime int64, lt **int64, bd
 // fixpoint assembles the LFixpointResult wire of an evaluated invocation.
 func (inv *invocation) fixpoint(d *derivation, logicalTime int64) (map[string]any, *kernelError) {
 	t := logicalTime
-	next := materializationWire(inv.b, &t, inv.nextBase, d)
+	next, nextBytes, _ := materializationWireAndBytes(inv.b, &t, inv.nextBase, d)
 	var priorDigest *string
 	var priorDerived []*derivedSupport
 	var pd any
@@ -427,7 +443,7 @@ func (inv *invocation) fixpoint(d *derivation, logicalTime int64) (map[string]an
 		"rule_bundle_digest":           inv.b.digest,
 		"prior_materialization_digest": pd,
 		"input_delta_digests":          stringsToAny(inv.inputDigests),
-		"next_materialization":         next,
+		"next_materialization":         rawCanonical(nextBytes), // hashed as is
 		"derived_fact_deltas":          deltas,
 		"stats": map[string]any{
 			"evaluation_mode":       "full_recompute",
@@ -442,6 +458,7 @@ func (inv *invocation) fixpoint(d *derivation, logicalTime int64) (map[string]an
 		"contract_version": ContractVersion,
 		"fixpoint_result_without_fixpoint_digest": withoutKey(res, "fixpoint_digest"),
 	})
+	res["next_materialization"] = next
 	return res, nil
 }
 

@@ -78,9 +78,9 @@ type BudgetVerdict struct {
 // Exhausted reports whether any hard limit is exceeded.
 func (v BudgetVerdict) Exhausted() bool { return len(v.Over) > 0 }
 
-// Add combines two usages: counters add (saturating at MaxInt64), gauges
+// Plus combines two usages: counters add (saturating at MaxInt64), gauges
 // take the maximum. It is how descendant usage aggregates into the parent.
-func Add(a, b Usage) Usage {
+func (a Usage) Plus(b Usage) Usage {
 	out := a
 	od, bd := out.dims(), b.dims()
 	for i := range od {
@@ -119,7 +119,7 @@ func (b Budgets) Charge(used, delta Usage) (Usage, BudgetVerdict, error) {
 	if err := validUsage(delta, "delta"); err != nil {
 		return used, BudgetVerdict{}, err
 	}
-	next := Add(used, delta)
+	next := used.Plus(delta)
 	return next, b.judge(used, next), nil
 }
 
@@ -129,7 +129,7 @@ func (b Budgets) Fits(used, delta Usage) bool {
 	if validUsage(used, "used") != nil || validUsage(delta, "delta") != nil {
 		return false
 	}
-	next := Add(used, delta)
+	next := used.Plus(delta)
 	lim := b.Limits
 	for i, d := range next.dims() {
 		if *d.v > *lim.dims()[i].v {

@@ -10,7 +10,9 @@ import (
 const MaxLookups = 64
 
 // Plan bounds one reconciliation. Backoff[i] is how long to wait before
-// lookup i (the first entry is usually zero); len(Backoff) is the number of
+// lookup i. A destination can only speak for requests that reached it, so
+// over a real network the first wait should outlast the attempt's own
+// timeout; on loopback it may be zero. len(Backoff) is the number of
 // lookups, at least 1 and at most MaxLookups. The numbers come from the
 // caller — the runner derives them from the loop contract's retry policy and
 // its recorded jitter seed — so a replay waits exactly as the run did.

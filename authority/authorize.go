@@ -77,6 +77,10 @@ type Input struct {
 	// Confirmations lists action digests a person confirmed.
 	PreviewsShown []string
 	Confirmations []string
+	// Choices are options people chose in Contestable Gate Mode, from
+	// their CHOOSE_OPTION control events; a choice by anyone but a human
+	// holding mrp.choose_option is ignored (and audited).
+	Choices []Choice
 	// Signals are the turn's non-gate signals (watchdog, verification,
 	// clarification, attunement).
 	Signals []Signal
@@ -85,6 +89,18 @@ type Input struct {
 	Now            int64
 	EffectSequence int64
 	Turn           int64
+}
+
+// Choice is a person's choice among the options offered for a proposal.
+type Choice struct {
+	ProposalID string    `json:"proposal_id"`
+	Option     string    `json:"option"`
+	Actor      mrp.Actor `json:"actor"`
+}
+
+// ChosenFact states that a person chose an option for the ticket.
+func ChosenFact(ticketID, option string) logic.Fact {
+	return logic.Fact{Rel: "chosen", Args: []logic.Value{logic.Sym(ticketID), logic.Sym(option)}}
 }
 
 // Outcome is the decision for one proposal.
@@ -362,6 +378,17 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	if m.SafeMode {
 		extra = append(extra, ModeFact("degraded_safe"))
 	}
+	for _, c := range in.Choices {
+		if c.ProposalID != p.ProposalID {
+			continue
+		}
+		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
+		if c.Actor.Kind != mrp.ActorHuman || !slices.Contains(mrp.HumanRoles, c.Actor.Role) || !slices.Contains(c.Actor.Capabilities, capName) || !ValidID(c.Option) {
+			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s", c.Option, c.Actor.ID, c.Actor.Kind, capName))
+			continue
+		}
+		extra = append(extra, ChosenFact(t.TicketID, c.Option))
+	}
 	ev := in.Policy.Policy.Evaluate(t, extra...)
 	risk := ev.AssessedRisk
 	if riskRank[manifest.DeclaredRisk] > riskRank[risk] {
@@ -387,6 +414,14 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		} else {
 			res.Decision, res.Move = Refuse, mrp.MoveRefuse
 			o.Resolution = res
+		}
+		// The shaped action must still be covered (a narrowed scope may
+		// fall outside the capability).
+		if haveCap {
+			if err := cap.Covers(t); err != nil {
+				o.Audit = append(o.Audit, "shaped action: "+err.Error())
+				haveCap = false
+			}
 		}
 	}
 	if slices.Contains(in.PreviewsShown, t.PreviewDigest) {

@@ -522,3 +522,59 @@ func TestAuthorizeMultiProposalBatch(t *testing.T) {
 		t.Fatal("mispaired batch accepted")
 	}
 }
+
+func TestContestableGateModeRoundTrip(t *testing.T) {
+	in, _ := fixtureInput(t, "internal")
+	p, err := CompilePolicy("authority/1", "cgm.dl", []byte(`
+decision("G2", "ALLOW", "g2.publish") :- action(t, "artifact.publish"), capability(t, _).
+assess("reversible", "g2.publish") :- action(t, "artifact.publish").
+decision("G4", "SHAPE", "g4.tone") :- param_sym(t, "tone", "blunt"), !chosen(t, _).
+option("G4", "g4.tone", "rephrase-politely") :- ticket(t).
+option("G4", "g4.tone", "send-as-is") :- ticket(t).
+`), logic.Limits{})
+	if err != nil || !p.Flat {
+		t.Fatal(err, p.Flat)
+	}
+	in.Policy.Policy = p
+	in.Actions[0].Parameters = map[string]any{"artifact": "pkg.tgz", "tone": "blunt"}
+	d, _ := Authorize(in)
+	o := d.Outcomes[0]
+	if o.Kind != OutcomeOptions || o.MRPState != mrp.Options || strings.Join(o.Options, ",") != "rephrase-politely,send-as-is" {
+		t.Fatalf("contest: %s %s %v", o.Kind, o.MRPState, o.Options)
+	}
+	person := mrp.Actor{ID: "alice", Kind: mrp.ActorHuman, Role: "operator", Capabilities: []string{"mrp.choose_option"}}
+	m, err := mrp.Step(d.Machine, mrp.Event{Trigger: mrp.ChooseOption, Actor: person, Target: mrp.Decide, Option: "send-as-is"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A model "choosing" changes nothing.
+	in.Machine = m
+	in.Choices = []Choice{{ProposalID: o.ProposalID, Option: "send-as-is", Actor: mrp.Actor{ID: "agent", Kind: mrp.ActorModel, Role: "operator", Capabilities: []string{"mrp.choose_option"}}}}
+	d, _ = Authorize(in)
+	if d.Outcomes[0].Intent != nil || len(d.Outcomes[0].Audit) == 0 {
+		t.Fatalf("a model's choice settled the contest: %s", d.Outcomes[0].Kind)
+	}
+	in.Choices = []Choice{{ProposalID: o.ProposalID, Option: "send-as-is", Actor: person}}
+	d, _ = Authorize(in)
+	if o := d.Outcomes[0]; o.Intent == nil || o.MRPState != mrp.Decide {
+		t.Fatalf("after the person's choice: %s %s %q", o.Kind, o.MRPState, o.Held)
+	}
+}
+
+func TestShapedScopeMustStayCovered(t *testing.T) {
+	in, _ := fixtureInput(t, "internal")
+	p, err := CompilePolicy("authority/1", "narrow.dl", []byte(`
+decision("G2", "SHAPE", "g2.narrow") :- action(t, "artifact.publish"), capability(t, _).
+shape_scope("G2", "g2.narrow", "scope:elsewhere") :- ticket(t).
+assess("reversible", "g2.publish") :- action(t, "artifact.publish").
+`), logic.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy.Policy = p
+	d, _ := Authorize(in)
+	o := d.Outcomes[0]
+	if o.Intent != nil || o.Rejection == nil || o.Rejection.Code != "CAPABILITY_MISSING" || o.Ticket.Scope != "scope:elsewhere" {
+		t.Fatalf("shaped outside the capability: %s %+v scope %s", o.Kind, o.Rejection, o.Ticket.Scope)
+	}
+}

@@ -21,6 +21,7 @@ import (
 //	param_num(t, name, n)        param_sym(t, name, s)
 //	complete(t)                  missing(t, field)
 //	capability(t, capability_id) mode(m)   (e.g. mode("degraded_safe"))
+//	chosen(t, option)            an option a person chose (Contestable Gate Mode)
 //
 // Outputs:
 //
@@ -42,6 +43,7 @@ const GateVocabulary = `
 .decl missing(t: symbol, f: symbol)
 .decl capability(t: symbol, c: symbol)
 .decl mode(m: symbol)
+.decl chosen(t: symbol, option: symbol)
 .decl decision(g: symbol, v: symbol, r: symbol)
 .decl shape_max(g: symbol, r: symbol, k: symbol, max: number)
 .decl shape_scope(g: symbol, r: symbol, s: symbol)
@@ -59,6 +61,7 @@ const GateVocabulary = `
 .input missing
 .input capability
 .input mode
+.input chosen
 .output decision
 .output shape_max
 .output shape_scope

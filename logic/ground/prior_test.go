@@ -103,3 +103,34 @@ func TestPriorRejections(t *testing.T) {
 		})
 	}
 }
+
+// With several defects, the one reported does not depend on how the caller
+// ordered the collections.
+func TestPriorFirstDefectIsOrderFree(t *testing.T) {
+	b := buildBundle(m2, "two_supports", false)
+	res, _ := runSequence(t, m2, "two_supports", [][]string{{"a_positive", "b_positive"}})
+	m := cloneValue(res[0]["next_materialization"]).(map[string]any)
+	for i, s := range m["base_supports"].([]any) {
+		s.(map[string]any)["provenance_delta"] = obj("forged", int64(i))
+	}
+	_, want := Solve(m, b, []any{}, 2)
+	if want == nil || want.Code != CodeProvenanceIntegrityViolation {
+		t.Fatalf("forged supports: %v", want)
+	}
+	slices.Reverse(m["base_supports"].([]any))
+	_, got := Solve(m, b, []any{}, 2)
+	if got == nil || string(mustCanonical(got.Wire())) != string(mustCanonical(want.Wire())) {
+		t.Errorf("reordered defects reported differently:\n%v\n%v", got, want)
+	}
+	// Inputs likewise: two out-of-domain inputs in either order.
+	bad := func(x any) any {
+		in := buildDelta(m2, "a_positive", 1, b)
+		in["delta"].(map[string]any)["provenance_delta"].(map[string]any)["x"] = x
+		return in
+	}
+	_, r1 := Solve(nil, b, []any{bad(1.5), bad(int64(1) << 62), bad("e\u0301")}, 1)
+	_, r2 := Solve(nil, b, []any{bad("e\u0301"), bad(int64(1) << 62), bad(1.5)}, 1)
+	if r1 == nil || r2 == nil || string(mustCanonical(r1.Wire())) != string(mustCanonical(r2.Wire())) {
+		t.Errorf("input defects reported differently: %v / %v", r1, r2)
+	}
+}

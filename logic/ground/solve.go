@@ -126,11 +126,28 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 	if v == nil {
 		return nil, nil
 	}
-	const path = "/prior_materialization"
+	// A valid prior's result does not depend on the order its elements are
+	// checked in; only the choice of the first defect does. So try the
+	// canonical order first and, only if something is wrong, check again in
+	// diagnostic order to report the defect the contract names.
+	if _, err := canonical(v); err == nil {
+		canon := orderedMaterializationView(v, canonicalKey)
+		if p, kerr := parsePriorView(canon, canon, logicalTime, k, b); kerr == nil {
+			return p, nil
+		}
+	}
 	view := orderedMaterializationView(v, diagKey)
-	if kerr := checkCanonical(view, path); kerr != nil {
+	if kerr := checkCanonical(view, "/prior_materialization"); kerr != nil {
 		return nil, kerr
 	}
+	return parsePriorView(view, orderedMaterializationView(v, canonicalKey), logicalTime, k, b)
+}
+
+// parsePriorView validates a prior whose collections are in the order
+// defects are looked for (view) and in canonical order (canon, which the
+// digest binds). Both views hold only canonical values.
+func parsePriorView(view, canonView any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelError) {
+	const path = "/prior_materialization"
 	m, ok := exactObject(view, materializationKeys...)
 	if !ok {
 		return nil, reject(CodeMalformedMaterialization, path)
@@ -185,7 +202,7 @@ func parsePrior(v any, logicalTime int64, k *keys, b *bundle) (*prior, *kernelEr
 	}
 	// The digest binds the canonical (byte-sorted) form of the collections;
 	// a caller's element order is not part of the materialization.
-	canon := orderedMaterializationView(v, canonicalKey).(map[string]any)
+	canon := canonView.(map[string]any)
 	withoutBytes := mustCanonical(withoutKey(canon, "materialization_digest"))
 	expected := materializationDigest(withoutBytes)
 	supplied := m["materialization_digest"]
@@ -392,9 +409,15 @@ func prepare(priorMat, ruleBundle, inputs any, logicalTime int64, lt **int64, bd
 	if kerr != nil {
 		return nil, kerr
 	}
-	for i, item := range diagSorted(raw) {
-		if kerr := checkCanonical(item, "/fact_delta_inputs/"+strconv.Itoa(i)); kerr != nil {
-			return nil, kerr
+	// Only when some input is outside the canonical domain does the order
+	// matter (which one is reported); then look in diagnostic order.
+	for _, item := range raw {
+		if _, err := canonical(item); err != nil {
+			for i, item := range diagSorted(raw) {
+				if kerr := checkCanonical(item, "/fact_delta_inputs/"+strconv.Itoa(i)); kerr != nil {
+					return nil, kerr
+				}
+			}
 		}
 	}
 	ordered := sortedBy(raw, canonicalKey)

@@ -108,3 +108,64 @@ func BenchmarkTCChain2000InsertDeleteEdge(b *testing.B) {
 		}
 	}
 }
+
+func benchUpdate(b *testing.B, src string, facts []Fact, e Fact) {
+	c, err := Load("bench.dl", []byte(src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := Evaluate(c, facts, Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The first update builds the indexes only updates use; keep it out
+	// of the measurement.
+	if m, err = m.Apply([]Change{{Fact: e, Diff: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	if m, err = m.Apply([]Change{{Fact: e, Diff: -1}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("insert", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if m, err = m.Apply(nil); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if m, err = m.Apply([]Change{{Fact: e, Diff: 1}}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if m, err = m.Apply([]Change{{Fact: e, Diff: -1}}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("delete", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if m, err = m.Apply([]Change{{Fact: e, Diff: 1}}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if m, err = m.Apply([]Change{{Fact: e, Diff: -1}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkUpdateTCChain2000(b *testing.B) {
+	benchUpdate(b, tcProgram, chainEdges(2000), Fact{Rel: "edge", Args: []Value{Num(1000), Num(1)}})
+}
+
+func BenchmarkUpdateSGTree20000(b *testing.B) {
+	benchUpdate(b, sgProgram, randomTree(20000, 50, 1), Fact{Rel: "edge", Args: []Value{Num(7), Num(19000)}})
+}
+
+// An edge between existing nodes of the 24.7M-tuple closure.
+func BenchmarkUpdateTCRandom5000(b *testing.B) {
+	benchUpdate(b, tcProgram, randomGraph(5000, 0.001, 1), Fact{Rel: "edge", Args: []Value{Num(4999), Num(0)}})
+}

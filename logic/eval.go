@@ -455,6 +455,18 @@ func (x *exec) run(i int) bool {
 					return false
 				}
 			}
+		case s.ix == probeSet:
+			key := x.keys[i][:len(s.key)]
+			for k, e := range s.key {
+				val, ok := x.eval(e)
+				if !ok {
+					return false
+				}
+				key[k] = val
+			}
+			if r := t.find(key); r >= 0 && x.visible(t, v, s.table, r) {
+				return x.next(s, r, i)
+			}
 		case s.ix >= 0:
 			key := x.keys[i][:len(s.key)]
 			for k, e := range s.key {

@@ -265,6 +265,11 @@ func (m *Materialization) finish() {
 	m.undo, m.start, m.deltaMinus, m.deltaPlus = nil, nil, nil, nil
 }
 
+// recomputeMin is how many over-deleted tuples a recursive stratum may
+// reach before a large over-deletion switches to recomputing the stratum.
+// Tests lower it to exercise that path on small programs.
+var recomputeMin = 1024
+
 func (m *Materialization) apply(changes []Change) error {
 	c := m.c
 	nt := len(m.tables)
@@ -358,15 +363,31 @@ func (m *Materialization) apply(changes []Change) error {
 			}
 		}
 		allD := make([][]int32, nt)
+		// When over-deletion reaches a large part of a recursive stratum
+		// (deleting an edge of a cycle can doom a whole closure), DRed
+		// would rederive it tuple by tuple at a cost above recomputation.
+		// Then the stratum is recomputed instead: every row is doomed and
+		// the stratum re-evaluated over the new state below it, reviving
+		// what still holds.
+		var live, doomed int
+		for _, t := range s.tables {
+			live += m.tables[t].liveRows()
+		}
+		recompute := false
 		for {
 			any := false
 			for _, t := range s.tables {
 				allD[t] = append(allD[t], newD[t]...)
+				doomed += len(newD[t])
 				if len(newD[t]) > 0 {
 					any = true
 				}
 			}
 			if !any || !s.recursive {
+				break
+			}
+			if doomed > recomputeMin && doomed*4 > live+doomed {
+				recompute = true
 				break
 			}
 			cur := newD
@@ -387,12 +408,25 @@ func (m *Materialization) apply(changes []Change) error {
 		}
 		// 2. Rederive over-deleted tuples that keep a base support or
 		// a rule instantiation over the remaining state.
+		if recompute {
+			for _, t := range s.tables {
+				tb := m.tables[t]
+				for r := int32(0); r < m.start[t]; r++ {
+					if tb.died[r] == 0 && m.doomRow(t, r) {
+						allD[t] = append(allD[t], r)
+					}
+				}
+			}
+		}
 		m.round++
 		var revive [][2]int32
 		for _, t := range s.tables {
 			for _, r := range allD[t] {
 				if m.base[t][r] > 0 {
 					revive = append(revive, [2]int32{int32(t), r})
+					continue
+				}
+				if recompute {
 					continue
 				}
 				ok, err := m.derivable(x, t, r)
@@ -437,7 +471,23 @@ func (m *Materialization) apply(changes []Change) error {
 		if err := m.checkTuples(); err != nil {
 			return err
 		}
+		if recompute {
+			for _, ri := range s.rules {
+				r := c.rules[ri]
+				for k := range r.atoms {
+					x.views[k] = view{cur: true, hi: math.MaxInt32}
+				}
+				x.err = nil
+				if err := x.runRule(r, r.plans[0]); err != nil {
+					return err
+				}
+				m.collectAdded(x, r.head, addedBy)
+			}
+		}
 		for _, ri := range s.rules {
+			if recompute {
+				break
+			}
 			r := c.rules[ri]
 			for ai := range r.atoms {
 				at := r.atoms[ai].table

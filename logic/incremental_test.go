@@ -59,8 +59,17 @@ func assertSameMaterialization(t *rapid.T, got, want *Materialization, ctx strin
 	}
 }
 
-func TestApplyMatchesFromScratch(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+func TestApplyMatchesFromScratch(t *testing.T) { rapid.Check(t, checkApply) }
+
+// The same with every noticeable over-deletion recomputing its stratum.
+func TestApplyRecomputeMatchesFromScratch(t *testing.T) {
+	defer func(v int) { recomputeMin = v }(recomputeMin)
+	recomputeMin = 0
+	rapid.Check(t, checkApply)
+}
+
+func checkApply(t *rapid.T) {
+	{
 		src := genProgram(t)
 		c, err := Load("gen.dl", []byte(src))
 		if err != nil {
@@ -114,7 +123,7 @@ func TestApplyMatchesFromScratch(t *testing.T) {
 			assertSameMaterialization(t, got, want, fmt.Sprintf("step %d changes %v\nprogram:\n%s", step, changes, src))
 			m = got
 		}
-	})
+	}
 }
 
 func sortedFacts(fs []Fact) []Fact {

@@ -38,6 +38,10 @@ type step struct {
 	other  bool // stNot on the delta atom: check against exec.other
 }
 
+// probeSet as a step's index means: all arguments bound, look the tuple
+// up in the table's hash set.
+const probeSet = -2
+
 type plan struct {
 	delta int // atom index read from the delta, -1 for none
 	steps []step
@@ -132,7 +136,11 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 				cmps = append(cmps, pendingCmp{"=", e, &expr{kind: exReg, reg: tmp}})
 			}
 		}
-		if mask != 0 {
+		if useIndex && len(s.binds) == 0 && len(s.checks) == 0 && len(keyCols) == len(a.args) && len(a.args) > 0 {
+			// Every argument is bound: probe the hash set, no index.
+			s.ix = probeSet
+			s.key = keyExprs
+		} else if mask != 0 {
 			s.ix = c.needIndex(a.table, mask)
 			// key exprs must follow the index's column order (ascending)
 			_ = keyCols

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
+	"flrh.dev/flrh/determinism"
 	"flrh.dev/flrh/frontier"
 	"pgregory.net/rapid"
 )
@@ -300,5 +302,32 @@ func TestRejectionDiagnosticOrder(t *testing.T) {
 	j2, _ := json.Marshal(r2)
 	if !bytes.Equal(j1, j2) {
 		t.Errorf("diagnostic depends on order:\n%s\n%s", j1, j2)
+	}
+}
+
+// TestProjectIsDeterministic runs Project twice on deep copies of its
+// inputs and checks it leaves them as they were.
+func TestProjectIsDeterministic(t *testing.T) {
+	r := lrRProfile(t)
+	type in struct {
+		L Materialization
+		B BindingProfile
+		Q QueryBatch
+	}
+	q := batchOf(t, r,
+		Query{Proposal: lrProposal("a", "p:2", "p:1"), FactRequirements: []FactRequirement{req(t, "p:2", Negative, "both"), req(t, "p:1", Positive, "true_only")}},
+		Query{Proposal: lrProposal("b", "p:1"), FactRequirements: []FactRequirement{req(t, "p:1", Positive, "neither")}},
+	)
+	out := determinism.Check(t, in{truthFour(t), lrBinding(), q}, func(x in) string {
+		p, rej := Project(x.L, r, x.B, x.Q)
+		if rej != nil {
+			b, _ := json.Marshal(rej)
+			return string(b)
+		}
+		b, _ := json.Marshal(p)
+		return string(b)
+	})
+	if !strings.Contains(out, `"kind":"LRProjectionResult"`) {
+		t.Fatalf("unexpected output %s", out)
 	}
 }

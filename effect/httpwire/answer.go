@@ -1,9 +1,14 @@
 package httpwire
 
-import (
-	"net/http"
+import "flrh.dev/flrh/cjson"
 
-	"flrh.dev/flrh/cjson"
+// HTTP status codes the classification names. They are spelled out here
+// rather than imported so that this package stays free of the network stack.
+const (
+	statusRequestTimeout  = 408
+	statusConflict        = 409
+	statusTooEarly        = 425
+	statusTooManyRequests = 429
 )
 
 // Result is a destination's answer to an applied mutation: the key and
@@ -227,11 +232,11 @@ func ClassifyStatus(status int, problemCode string) Class {
 	switch {
 	case status >= 200 && status <= 299:
 		return ClassSuccess
-	case status == http.StatusRequestTimeout, status == http.StatusTooEarly, status == http.StatusTooManyRequests:
+	case status == statusRequestTimeout, status == statusTooEarly, status == statusTooManyRequests:
 		return ClassTransient
 	case status >= 500 && status <= 599:
 		return ClassTransient
-	case status == http.StatusConflict:
+	case status == statusConflict:
 		if problemCode == CodeKeyConflict {
 			return ClassPermanent
 		}

@@ -53,9 +53,16 @@ func TestSuccessCases(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			b := buildBundle(m2, c.bundle, false)
-			res, rej := Solve(nil, b, buildDeltas(m2, c.deltas, 1, b), 1)
+			inputs := buildDeltas(m2, c.deltas, 1, b)
+			res, rej := Solve(nil, b, inputs, 1)
 			if rej != nil {
 				t.Fatalf("rejected: %v", rej.Wire())
+			}
+			// Every accepted input wraps an exact protocol FactDelta.
+			for _, in := range inputs {
+				if err := protocol.ValidateValue(protocol.KindFactDelta, get(in, "delta")); err != nil {
+					t.Errorf("accepted input is not a protocol FactDelta: %v", err)
+				}
 			}
 			for ref, want := range c.states {
 				if got, _, _ := stateOf(t, res, m2.atoms[ref]); got != want {

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -175,4 +176,39 @@ func TestHardGateRefusalIsTierZero(t *testing.T) {
 	if err != nil || shaped.Parameters["amount"] != int64(1000) || !strings.Contains(shaped.Preview, "limited to 1000") {
 		t.Fatalf("shaped: %v %v", err, shaped.Parameters)
 	}
+}
+
+// FuzzCompilePolicy: any policy text either fails to compile with a typed
+// error or evaluates without panicking, and the flat evaluator (when used)
+// agrees with the engine on the decisions.
+func FuzzCompilePolicy(f *testing.F) {
+	src, _ := os.ReadFile("testdata/gates.dl")
+	f.Add(string(src))
+	f.Add(fixturePolicy)
+	f.Add(`decision("G2", "ALLOW", "r") :- action(t, a), a != "x", !missing(t, _).`)
+	f.Add(`decision(_, "ALLOW", "r") :- ticket(t).`)
+	f.Add(`option("G4", "r", p) :- param_sym(t, "p", p).`)
+	tk, _ := DraftTicket(TicketSpec{TicketID: "ticket:f", Action: "payment.send", Destination: "dest:shop", Scope: "scope:s",
+		Parameters: map[string]any{"amount": int64(50), "p": "x"}, SideEffects: []SideEffect{SideEffectExternal}, AssessedRisk: RiskReversible})
+	f.Fuzz(func(t *testing.T, text string) {
+		p, err := CompilePolicy("p/1", "fuzz.dl", []byte(text), logic.Limits{MaxFirings: 10000, MaxInputs: 1000})
+		if err != nil {
+			if _, ok := err.(*PolicyError); !ok {
+				t.Fatalf("untyped error %T", err)
+			}
+			return
+		}
+		facts := TicketFacts(tk, CapabilityFact(tk.TicketID, "c"))
+		ev := p.Evaluate(tk, CapabilityFact(tk.TicketID, "c"))
+		if _, err := Resolve(ev.Signals); err != nil {
+			t.Fatalf("gates produced a malformed signal: %v", err)
+		}
+		if p.Flat {
+			got, e1 := p.engine.derive(facts)
+			want, e2 := p.oracle.derive(facts)
+			if (e1 == nil) != (e2 == nil) || (e1 == nil && !reflect.DeepEqual(normalizeDerived(got), normalizeDerived(want))) {
+				t.Fatalf("flat and engine disagree on\n%s\n%+v\n%+v", text, got, want)
+			}
+		}
+	})
 }

@@ -524,3 +524,12 @@ func (m Machine) Strip() []State {
 	}
 	return out
 }
+
+// NewTurn starts a new turn: the turn budget is fresh; the session and
+// deep-loop budgets, the no-progress run, safe mode and cool-down carry
+// over, since they bound the session, not the turn.
+func NewTurn(m Machine) Machine {
+	n := m.clone()
+	n.Budgets.TurnUsed = 0
+	return n
+}

@@ -456,3 +456,17 @@ func TestTableDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestNewTurnResetsOnlyTheTurnBudget(t *testing.T) {
+	m := New(Budgets{TurnLimit: 10, SessionLimit: 100, NoProgressLimit: 50})
+	m, _ = Step(m, Event{Trigger: CareCooldown, Actor: runtime})
+	m, _ = Step(m, Event{Trigger: Tier3, Actor: runtime})
+	m, _ = Step(m, Event{Trigger: EnterSafeMode, Actor: runtime})
+	n := NewTurn(m)
+	if n.Budgets.TurnUsed != 0 || n.Budgets.SessionUsed != m.Budgets.SessionUsed || n.Budgets.NoProgressRun != m.Budgets.NoProgressRun || !n.SafeMode || !n.Cooldown || n.State != m.State {
+		t.Fatalf("new turn: %+v", n)
+	}
+	if m.Budgets.TurnUsed == 0 {
+		t.Fatal("NewTurn changed its input")
+	}
+}

@@ -17,6 +17,9 @@ const (
 	MaxPolicies    = 1 << 16
 	MaxHorizon     = 16
 	MaxTensor      = 1 << 24 // entries of one A or B tensor
+	// MaxWork bounds policies × horizon × joint states: the number of belief
+	// entries one scoring pass may have to hold.
+	MaxWork = 1 << 26
 )
 
 // normTolerance is how far a distribution may sum from 1 before it is
@@ -357,6 +360,9 @@ func (m *Model) Validate() error {
 				}
 			}
 		}
+	}
+	if work := int64(len(m.Policies)) * int64(T) * int64(m.joint); work > MaxWork {
+		return errf(CodeLimit, "/policies", "%d policies × horizon %d × %d joint states exceeds %d", len(m.Policies), T, m.joint, MaxWork)
 	}
 	if m.E == nil {
 		m.lnE = make([]float64, len(m.Policies))

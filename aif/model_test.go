@@ -301,3 +301,42 @@ func TestDirichletLearningOfB(t *testing.T) {
 		t.Fatal("unknown action accepted")
 	}
 }
+
+func TestWorkLimit(t *testing.T) {
+	const S = 128
+	eye := make([]float64, S*S)
+	for s := 0; s < S; s++ {
+		eye[s*S+s] = 1
+	}
+	d := make([]float64, S)
+	d[0] = 1
+	f := func(name string) Factor {
+		return Factor{Name: name, States: names128(), B: eye, D: d}
+	}
+	a := make([]float64, S*S)
+	for i := range a {
+		a[i] = 1
+	}
+	m := &Model{Factors: []Factor{f("x"), f("y")}, Modalities: []Modality{{Name: "o", Outcomes: []string{"only"}, A: a, C: []float64{0}}}, Gamma: 1}
+	step := []int{0, 0}
+	pol := make([][]int, 16)
+	for i := range pol {
+		pol[i] = step
+	}
+	for i := 0; i < 300; i++ {
+		m.Policies = append(m.Policies, pol)
+	}
+	err := m.Validate()
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != CodeLimit || ae.Pointer != "/policies" {
+		t.Fatalf("300 policies × 16 steps × 16384 states: %v", err)
+	}
+}
+
+func names128() []string {
+	out := make([]string, 128)
+	for i := range out {
+		out[i] = "s" + itoa(i)
+	}
+	return out
+}

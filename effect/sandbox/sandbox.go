@@ -188,10 +188,9 @@ func (s *Sandbox) Close() error {
 func (s *Sandbox) shutdown() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
-	s.count(func(st *Stats) { st.Requests++ })
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpwire.MaxRequestBytes))
 	if err != nil {
-		s.count(func(st *Stats) { st.Rejected++ })
+		s.count(func(st *Stats) { st.Requests++; st.Rejected++ })
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			problem(w, http.StatusRequestEntityTooLarge, httpwire.CodeTooLarge, err.Error())
@@ -200,7 +199,36 @@ func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, httpwire.CodeMalformed, "reading the body: "+err.Error())
 		return
 	}
-	m, err := httpwire.DecodeRequest(r.Header.Get(httpwire.HeaderIdempotencyKey), r.Header.Get(httpwire.HeaderContentDigest), body)
+	a := s.mutate(r.Header.Get(httpwire.HeaderIdempotencyKey), r.Header.Get(httpwire.HeaderContentDigest), body)
+	if a.drop {
+		drop(w)
+		return
+	}
+	if a.replayed {
+		w.Header().Set(httpwire.HeaderReplayed, "true")
+	}
+	write(w, a.status, a.body)
+}
+
+// answer is what the sandbox does with one mutation request: answer status
+// and body, or (drop) close the connection without answering.
+type answer struct {
+	status   int
+	body     []byte
+	replayed bool
+	drop     bool
+}
+
+func problemAnswer(status int, code, detail string) answer {
+	return answer{status: status, body: httpwire.Problem{Code: code, Detail: detail}.Encode()}
+}
+
+// mutate handles one mutation request, whether it came over HTTP or
+// through the in-process adapter: validate, claim the key, apply any fault
+// rule, apply or replay.
+func (s *Sandbox) mutate(key, digestField string, body []byte) answer {
+	s.count(func(st *Stats) { st.Requests++ })
+	m, err := httpwire.DecodeRequest(key, digestField, body)
 	if err != nil {
 		s.count(func(st *Stats) { st.Rejected++ })
 		code := httpwire.CodeMalformed
@@ -212,22 +240,19 @@ func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
 		if code == httpwire.CodeTooLarge {
 			status = http.StatusRequestEntityTooLarge
 		}
-		problem(w, status, code, err.Error())
-		return
+		return problemAnswer(status, code, err.Error())
 	}
 
 	// Claim the key for the duration of the request, so that a lookup
 	// during an injected delay answers in_progress, not not_applied.
 	s.mu.Lock()
 	if d, busy := s.inflight[m.Key]; busy {
+		s.stats.Conflicts++
 		s.mu.Unlock()
-		s.count(func(st *Stats) { st.Conflicts++ })
 		if d != m.ContentDigest {
-			problem(w, http.StatusConflict, httpwire.CodeKeyConflict, "a request with this key and other content is in flight")
-			return
+			return problemAnswer(http.StatusConflict, httpwire.CodeKeyConflict, "a request with this key and other content is in flight")
 		}
-		problem(w, http.StatusConflict, httpwire.CodeInProgress, "a request with this key is being handled")
-		return
+		return problemAnswer(http.StatusConflict, httpwire.CodeInProgress, "a request with this key is being handled")
 	}
 	s.inflight[m.Key] = m.ContentDigest
 	f, faulted := s.takeFaultLocked(m.Key)
@@ -244,56 +269,52 @@ func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		case <-s.closing:
 			t.Stop()
-			problem(w, http.StatusServiceUnavailable, httpwire.CodeInjected, "the sandbox is shutting down; nothing was applied")
-			return
+			return problemAnswer(http.StatusServiceUnavailable, httpwire.CodeInjected, "the sandbox is shutting down; nothing was applied")
 		}
 	}
 	if faulted && f.Status != 0 {
 		s.count(func(st *Stats) { st.Injected++ })
-		problem(w, int(f.Status), httpwire.CodeInjected, fmt.Sprintf("injected failure %d; nothing was applied", f.Status))
-		return
+		return problemAnswer(int(f.Status), httpwire.CodeInjected, fmt.Sprintf("injected failure %d; nothing was applied", f.Status))
 	}
 
-	status, answer, replayed := s.apply(m)
-	if faulted && f.Drop && status == http.StatusCreated {
+	a := s.apply(m)
+	if faulted && f.Drop && a.status == http.StatusCreated {
 		s.count(func(st *Stats) { st.Dropped++ })
-		drop(w)
-		return
+		return answer{drop: true}
 	}
-	if replayed {
-		w.Header().Set(httpwire.HeaderReplayed, "true")
-	}
-	write(w, status, answer)
+	return a
 }
 
 // apply applies m, or answers from the idempotency record. The ledger
 // entry is durable (when a state file is configured) before it returns.
-func (s *Sandbox) apply(m httpwire.Mutation) (status int, answer []byte, replayed bool) {
+func (s *Sandbox) apply(m httpwire.Mutation) answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.byKey[m.Key]; ok {
 		old := s.ledger[i]
 		if old.ContentDigest != m.ContentDigest {
 			s.stats.Conflicts++
-			return http.StatusConflict, httpwire.Problem{Code: httpwire.CodeKeyConflict,
-				Detail: fmt.Sprintf("key %s was applied as mutation %d with content %s; this request has content %s", m.Key, old.Sequence, old.ContentDigest, m.ContentDigest)}.Encode(), false
+			return problemAnswer(http.StatusConflict, httpwire.CodeKeyConflict,
+				fmt.Sprintf("key %s was applied as mutation %d with content %s; this request has content %s", m.Key, old.Sequence, old.ContentDigest, m.ContentDigest))
 		}
 		s.stats.Replayed++
-		return http.StatusCreated, httpwire.Result{IdempotencyKey: old.IdempotencyKey, ContentDigest: old.ContentDigest, Sequence: old.Sequence}.Encode(), true
+		return answer{status: http.StatusCreated, replayed: true,
+			body: httpwire.Result{IdempotencyKey: old.IdempotencyKey, ContentDigest: old.ContentDigest, Sequence: old.Sequence}.Encode()}
 	}
 	if len(s.ledger) >= s.opts.MaxMutations {
-		return http.StatusInsufficientStorage, httpwire.Problem{Code: httpwire.CodeLedgerFull, Detail: "the sandbox ledger is full; nothing was applied"}.Encode(), false
+		return problemAnswer(http.StatusInsufficientStorage, httpwire.CodeLedgerFull, "the sandbox ledger is full; nothing was applied")
 	}
 	rec := Mutation{Sequence: int64(len(s.ledger)) + 1, IdempotencyKey: m.Key, ContentDigest: m.ContentDigest, Body: m.Body}
 	if s.journal != nil {
 		if err := s.journal.append(rec); err != nil {
-			return http.StatusServiceUnavailable, httpwire.Problem{Code: "STATE_WRITE_FAILED", Detail: err.Error() + "; nothing was applied"}.Encode(), false
+			return problemAnswer(http.StatusServiceUnavailable, "STATE_WRITE_FAILED", err.Error()+"; nothing was applied")
 		}
 	}
 	s.ledger = append(s.ledger, rec)
 	s.byKey[m.Key] = len(s.ledger) - 1
 	s.stats.Applied++
-	return http.StatusCreated, httpwire.Result{IdempotencyKey: rec.IdempotencyKey, ContentDigest: rec.ContentDigest, Sequence: rec.Sequence}.Encode(), false
+	return answer{status: http.StatusCreated,
+		body: httpwire.Result{IdempotencyKey: rec.IdempotencyKey, ContentDigest: rec.ContentDigest, Sequence: rec.Sequence}.Encode()}
 }
 
 func (s *Sandbox) handleLookup(w http.ResponseWriter, r *http.Request) {

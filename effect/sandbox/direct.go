@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/effect/httpwire"
+)
+
+// Adapter returns an effect.Adapter that reaches this sandbox in process,
+// without HTTP: the same request bytes, validation, idempotency, fault
+// rules and ledger as over the wire, and the same classification as the
+// HTTP adapter (a dropped answer is unknown; a context that ends before the
+// answer is unknown while the sandbox goes on and may still apply). It is
+// meant for benchmarks and tests of the layers above the adapter, where a
+// loopback round trip would only add noise.
+func (s *Sandbox) Adapter() effect.Adapter { return direct{s} }
+
+type direct struct{ s *Sandbox }
+
+var errDropped = errors.New("the destination closed the connection without answering")
+
+func (d direct) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
+	body, digest, err := httpadapter.Prepare(in)
+	if err != nil {
+		return effect.Receipt{}, err
+	}
+	field, _ := httpwire.FormatContentDigest(digest)
+	obs := httpadapter.Observation{Key: in.Effect.IdempotencyKey, ContentDigest: digest, Connected: true}
+	if err := ctx.Err(); err != nil {
+		// Nothing was handed over yet.
+		obs.Connected, obs.TransportErr = false, err
+		return httpadapter.Classify(obs), nil
+	}
+	done := make(chan answer, 1)
+	go func() { done <- d.s.mutate(in.Effect.IdempotencyKey, field, body) }()
+	select {
+	case a := <-done:
+		if a.drop {
+			obs.TransportErr = errDropped
+		} else {
+			obs.Status, obs.Body, obs.Replayed = a.status, a.body, a.replayed
+		}
+	case <-ctx.Done():
+		obs.TransportErr = ctx.Err()
+	}
+	return httpadapter.Classify(obs), nil
+}
+
+func (d direct) Lookup(ctx context.Context, key, contentDigest string) (effect.LookupResult, error) {
+	if !httpwire.ValidKey(key) {
+		return effect.LookupResult{}, errors.New("sandbox: lookup: not a valid idempotency key")
+	}
+	if err := ctx.Err(); err != nil {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "LOOKUP_TRANSPORT", Detail: err.Error()}, nil
+	}
+	body := d.s.Lookup(key, contentDigest).Encode()
+	return httpadapter.JudgeLookup(key, contentDigest, http.StatusOK, body, nil), nil
+}

@@ -1,0 +1,131 @@
+package sandbox_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpwire"
+	"flrh.dev/flrh/effect/internal/fixture"
+	"flrh.dev/flrh/effect/sandbox"
+)
+
+// The in-process adapter must classify exactly as the HTTP adapter does
+// against the same sandbox behaviour.
+func TestDirectAdapterMatchesHTTP(t *testing.T) {
+	type step struct {
+		key     string
+		payload string
+		fault   *sandbox.Fault
+	}
+	other := `{"amount":1}`
+	steps := []step{
+		{"effect:a", payload, nil},
+		{"effect:a", payload, nil}, // replay
+		{"effect:a", other, nil},   // conflict
+		{"effect:b", payload, &sandbox.Fault{Key: "effect:b", Times: 1, Status: 503}}, // transient
+		{"effect:b", payload, nil}, // retry applies
+		{"effect:c", payload, &sandbox.Fault{Key: "effect:c", Times: 1, Status: 422}}, // permanent
+		{"effect:d", payload, &sandbox.Fault{Key: "effect:d", Times: 1, Drop: true}},  // unknown
+		{"effect:d", payload, nil}, // replay after drop
+	}
+	type seen struct {
+		outcome  effect.Outcome
+		code     string
+		replayed bool
+		lookup   effect.LookupStatus
+	}
+	run := func(a effect.Adapter, s *sandbox.Sandbox) []seen {
+		var out []seen
+		for _, st := range steps {
+			if st.fault != nil {
+				if err := s.Inject(*st.fault); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := a.Execute(context.Background(), fixture.Intent(st.key, st.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := a.Lookup(context.Background(), st.key, r.ContentDigest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, seen{r.Outcome, r.Code, r.Replayed, l.Status})
+		}
+		return out
+	}
+	overHTTP := start(t, sandbox.Options{})
+	viaHTTP := run(adapterFor(t, overHTTP.EffectsURL), overHTTP.Sandbox)
+	inProc, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaDirect := run(inProc.Adapter(), inProc)
+	for i := range steps {
+		h, d := viaHTTP[i], viaDirect[i]
+		// Transport details differ in wording only; the classes and codes must agree.
+		if h != d {
+			t.Errorf("step %d (%s): HTTP saw %+v, in-process saw %+v", i, steps[i].key, h, d)
+		}
+	}
+	if len(overHTTP.Mutations()) != 3 || len(inProc.Mutations()) != 3 {
+		t.Errorf("mutations: %d over HTTP, %d in process", len(overHTTP.Mutations()), len(inProc.Mutations()))
+	}
+	if viaDirect[6].outcome != effect.Unknown || viaDirect[6].lookup != effect.ConfirmedSuccess || viaDirect[2].code != httpwire.CodeKeyConflict {
+		t.Errorf("in-process classes: %+v", viaDirect)
+	}
+}
+
+func TestDirectAdapterTimeoutIsUnknown(t *testing.T) {
+	s, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Inject(sandbox.Fault{Key: "effect:slow", Times: 1, DelayMillis: 200})
+	a := s.Adapter()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	r, _ := a.Execute(ctx, fixture.Intent("effect:slow", payload))
+	if r.Outcome != effect.Unknown {
+		t.Fatalf("%+v", r)
+	}
+	res, err := effect.Reconcile(context.Background(), a, "effect:slow", r.ContentDigest, effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}})
+	if err != nil || res.Status != effect.ConfirmedSuccess || res.Lookups[0].Status != effect.StillUnknown {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// A context that is already over hands nothing to the sandbox.
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	if r, _ := a.Execute(done, fixture.Intent("effect:never", payload)); r.Outcome != effect.FailedTransient || len(s.Mutations()) != 1 {
+		t.Errorf("cancelled before the attempt: %+v", r)
+	}
+}
+
+func BenchmarkDirectExecute(b *testing.B) {
+	s, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := s.Adapter()
+	ins := make([]effect.Intent, 4096)
+	for i := range ins {
+		ins[i] = fixture.Intent("effect:d"+strconv.Itoa(i), payload)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == len(ins) {
+			b.StopTimer()
+			s, _ = sandbox.New(sandbox.Options{})
+			a, i = s.Adapter(), 0
+			b.StartTimer()
+		}
+		if r, _ := a.Execute(context.Background(), ins[i]); r.Outcome != effect.Succeeded {
+			b.Fatalf("%+v", r)
+		}
+		i++
+	}
+}

@@ -31,7 +31,8 @@ func init() {
   flrh aif run MODEL.json     step a discrete generative model (A, B, C, D, E) and print,
                               per tick, the belief, the free energy, the scorecard (risk,
                               ambiguity, EFE, and the utility and information-gain views)
-                              and the choice
+                              and the choice; or run a channel model (continuous beliefs,
+                              cascades, temperature dial, abstention) over observations
   flrh aif reduce COUNTS.json score reduced priors against accumulated Dirichlet counts
                               and print every proposal with its ΔF and the decision
 
@@ -47,8 +48,8 @@ func aifRunCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "run MODEL.json",
-		Short: "Step a discrete active-inference model",
-		Long: `Step a discrete active-inference model.
+		Short: "Step a discrete or channel active-inference model",
+		Long: `Step a discrete or channel active-inference model.
 
 Observations come from --obs FILE, a JSON array with one entry per tick, each an array of
 outcome names (one per modality), e.g. [["at-center", "none", "no-cue"]]. Without --obs the

@@ -514,7 +514,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		q := buildRequest(p, snap, ctx)
 		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
 		o.ControlEvent = controlEvent(EventApprovalRequired, inputDigest(in, i, seq), map[string]string{
-			"action_digest": p.ActionDigest, "risk_classification": risk,
+			"action_digest": ctx.ActionDigest, "risk_classification": risk,
 			"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
 			"policy_digest": in.Policy.Policy.Digest,

@@ -240,13 +240,17 @@ func Classify(o Observation) effect.Receipt {
 			r.Detail = fmt.Sprintf("HTTP %d, but its body could not be read: %v", o.Status, o.BodyErr)
 			return r
 		}
-		if _, err := httpwire.DecodeResult(o.Body, o.Key, o.ContentDigest); err != nil {
+		res, err := httpwire.DecodeResult(o.Body, o.Key, o.ContentDigest)
+		if err != nil {
 			r.Outcome, r.Code = effect.Unknown, codeOf(err)
 			r.Detail = fmt.Sprintf("HTTP %d, but the answer does not witness this request: %v", o.Status, err)
 			return r
 		}
 		r.Outcome, r.Code = effect.Succeeded, fmt.Sprintf("HTTP_%d", o.Status)
-		r.Evidence, r.EvidenceDigest = evidence(o.Body)
+		// The evidence is the result in canonical form: the decoded result
+		// re-encoded, which is the answer's own bytes when it was canonical.
+		r.Evidence = res.Encode()
+		r.EvidenceDigest = cjson.Digest(r.Evidence)
 		return r
 	}
 	switch class {

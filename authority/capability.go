@@ -92,7 +92,7 @@ func (c Capability) validate() error {
 			return bad(fmt.Sprintf("scope %q is not a protocol id", s))
 		}
 	}
-	for k := range c.Limits {
+	for _, k := range sortedKeys(c.Limits) {
 		if !ValidID(k) {
 			return bad(fmt.Sprintf("limit %q is not a parameter name", k))
 		}
@@ -135,7 +135,8 @@ func Narrows(child, parent Capability) bool {
 			return false
 		}
 	}
-	for k, pv := range parent.Limits {
+	for _, k := range sortedKeys(parent.Limits) {
+		pv := parent.Limits[k]
 		cv, ok := child.Limits[k]
 		if !ok || cv > pv {
 			return false

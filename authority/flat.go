@@ -239,6 +239,7 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
 	run := flatRun{e: e, facts: make([][][]logic.Value, len(e.relID)), out: map[string]map[string]*flatTuple{}}
+	//flrh:orderfree each helper relation is copied into its own slot
 	for rel, rows := range e.helpers {
 		if id, ok := e.relID[rel]; ok {
 			run.facts[id] = append([][]logic.Value(nil), rows...) // sorting and appends stay local

@@ -102,11 +102,11 @@ func (r *Rejection) Error() string {
 // Wire renders the rejection as the reference's HRejection object.
 func (r *Rejection) Wire() map[string]any {
 	ctx := map[string]any{}
-	for name, v := range map[string]any{"expected": r.Expected, "actual": r.Actual} {
-		switch v.(type) {
-		case string, int64, bool:
-			ctx[name] = v
-		}
+	if v := scalar(r.Expected); v != nil {
+		ctx["expected"] = v
+	}
+	if v := scalar(r.Actual); v != nil {
+		ctx["actual"] = v
 	}
 	var cd any
 	if r.CommandDigest != "" {
@@ -356,6 +356,7 @@ func exact(v any, keys map[string]bool, code, path string) (object, *Rejection) 
 	if !ok || len(m) != len(keys) {
 		return nil, reject(code, pathOrRoot(path))
 	}
+	//flrh:orderfree every stray key gives the same rejection
 	for k := range m {
 		if !keys[k] {
 			return nil, reject(code, pathOrRoot(path))

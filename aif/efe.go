@@ -47,13 +47,53 @@ const denseChildren = 256
 // EvaluatePolicies scores every policy of the model from the current
 // posterior q (one marginal per factor).
 func (m *Model) EvaluatePolicies(q [][]float64) []PolicyScore {
-	return m.ScorePolicies(q, m.Policies)
+	return m.scorePolicies(q, m.Policies)
 }
 
-// ScorePolicies scores arbitrary policies (each [t][f] actions, validated by
-// the caller against the model's action counts) from the belief q. Shared
-// prefixes are evaluated once.
-func (m *Model) ScorePolicies(q [][]float64, policies [][][]int) []PolicyScore {
+// CheckPolicy verifies that a policy names one existing action per factor
+// at every step, and that q is one distribution per factor of the right
+// size.
+func (m *Model) CheckPolicy(q [][]float64, pol [][]int) error {
+	if len(q) != len(m.Factors) {
+		return errf(CodeShape, "/belief", "want %d factors, have %d", len(m.Factors), len(q))
+	}
+	for f, qf := range q {
+		if len(qf) != len(m.Factors[f].States) {
+			return errf(CodeShape, ptr("belief", f), "want %d states, have %d", len(m.Factors[f].States), len(qf))
+		}
+	}
+	if len(pol) == 0 || len(pol) > MaxHorizon {
+		return errf(CodePolicy, "", "a policy has 1..%d steps", MaxHorizon)
+	}
+	for t, step := range pol {
+		if len(step) != len(m.Factors) {
+			return errf(CodePolicy, ptr(t), "want one action per factor (%d), have %d", len(m.Factors), len(step))
+		}
+		for f, a := range step {
+			if a < 0 || a >= len(m.Factors[f].Actions) {
+				return errf(CodePolicy, ptr(t, f), "factor %s has no action %d", m.Factors[f].Name, a)
+			}
+		}
+	}
+	return nil
+}
+
+// ScorePolicies scores arbitrary policies (each [t][f] actions) from the
+// belief q, after checking them. Shared prefixes are evaluated once.
+func (m *Model) ScorePolicies(q [][]float64, policies [][][]int) ([]PolicyScore, error) {
+	if len(policies) > MaxPolicies {
+		return nil, errf(CodeLimit, "", "more than %d policies", MaxPolicies)
+	}
+	for p, pol := range policies {
+		if err := m.CheckPolicy(q, pol); err != nil {
+			err.(*Error).Pointer = ptr(p) + err.(*Error).Pointer
+			return nil, err
+		}
+	}
+	return m.scorePolicies(q, policies), nil
+}
+
+func (m *Model) scorePolicies(q [][]float64, policies [][][]int) []PolicyScore {
 	radix := make([]int, len(m.Factors))
 	for f := range m.Factors {
 		radix[f] = len(m.Factors[f].Actions)
@@ -197,11 +237,17 @@ func (m *Model) stepTerms(q [][]float64, sc *scratch) StepTerms {
 	return st
 }
 
-// PolicyPosterior returns q(π) = softmax(−γ·G(π) + ln E(π)).
+// PolicyPosterior returns q(π) = softmax(−γ·G(π) + ln E(π)). The habit E
+// belongs to the model's own policies; scores of any other policy list
+// (from ScorePolicies) are combined under a uniform habit.
 func (m *Model) PolicyPosterior(scores []PolicyScore) []float64 {
+	own := len(scores) == len(m.Policies)
 	v := make([]float64, len(scores))
 	for i, s := range scores {
-		v[i] = -float64(m.Gamma*s.G) + m.lnE[s.Policy]
+		v[i] = -float64(m.Gamma * s.G)
+		if own && s.Policy >= 0 && s.Policy < len(m.lnE) {
+			v[i] += m.lnE[s.Policy]
+		}
 	}
 	return fmath.Softmax(nil, v)
 }
@@ -215,6 +261,9 @@ func (m *Model) ActionMarginals(qpi []float64) [][]float64 {
 		out[f] = make([]float64, len(m.Factors[f].Actions))
 	}
 	for p, pol := range m.Policies {
+		if p >= len(qpi) {
+			break // a shorter posterior gives the missing policies no mass
+		}
 		for f, a := range pol[0] {
 			out[f][a] += qpi[p]
 		}

@@ -220,8 +220,15 @@ func normalizedCopy(p []float64) []float64 {
 // Predict propagates a factorized belief one step through the transition
 // model under one action per factor: Q'(s'_f) = Σ_s B_f(s' | s, a_f) Q(s_f).
 // It is the only implementation of the dynamics; the live loop (the prior
-// for the next tick) and the forward model (policy evaluation) both call it.
-func (m *Model) Predict(q [][]float64, actions []int) [][]float64 {
+// for the next tick) and the forward model (policy evaluation) both use it.
+func (m *Model) Predict(q [][]float64, actions []int) ([][]float64, error) {
+	if err := m.CheckPolicy(q, [][]int{actions}); err != nil {
+		return nil, err
+	}
+	return m.predict(q, actions), nil
+}
+
+func (m *Model) predict(q [][]float64, actions []int) [][]float64 {
 	out := make([][]float64, len(q))
 	for f, qf := range q {
 		out[f] = m.predictFactor(make([]float64, len(qf)), qf, f, actions[f])

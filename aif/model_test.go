@@ -95,10 +95,41 @@ func TestHorizonEnumerationAndPrefixSharing(t *testing.T) {
 	// Scoring the policies together must equal scoring each one alone.
 	together := m.EvaluatePolicies(m.Prior())
 	for p, pol := range m.Policies {
-		alone := m.ScorePolicies(m.Prior(), [][][]int{pol})[0]
+		lone, err := m.ScorePolicies(m.Prior(), [][][]int{pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := lone[0]
 		if alone.G != together[p].G || alone.Risk != together[p].Risk {
 			t.Fatalf("policy %d: shared-prefix score %v differs from lone score %v", p, together[p], alone)
 		}
+	}
+}
+
+func TestScorePoliciesChecksInput(t *testing.T) {
+	doc, err := Decode([]byte(tiny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := doc.Model
+	for _, c := range []struct {
+		q   [][]float64
+		pol [][][]int
+		ptr string
+	}{
+		{m.Prior(), [][][]int{{{0}}, {{2}}}, "/1/0/0"},
+		{m.Prior(), [][][]int{{{0, 1}}}, "/0/0"},
+		{m.Prior(), [][][]int{{}}, "/0"},
+		{[][]float64{{1}}, [][][]int{{{0}}}, "/0/belief/0"},
+	} {
+		_, err := m.ScorePolicies(c.q, c.pol)
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Pointer != c.ptr {
+			t.Errorf("%v: got %v, want error at %s", c.pol, err, c.ptr)
+		}
+	}
+	if _, err := m.UncertaintyBonus(m.Prior(), [][]int{{9}}, 1); err == nil {
+		t.Error("bonus accepted an unknown action")
 	}
 }
 

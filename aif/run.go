@@ -95,7 +95,7 @@ func Run(doc *Document, modelDigest string, obs [][]int, steps int) (RunRecord, 
 		if r.Posterior.Degenerate != "" {
 			prevQ = nil // never learn a transition from a reset belief
 		}
-		prior = m.Predict(r.Posterior.Q, r.Action)
+		prior = m.predict(r.Posterior.Q, r.Action)
 		if truth != nil {
 			truth = m.advance(truth, r.Action, draw.New(ProcessDomain+"/move", digest))
 		}

@@ -48,7 +48,10 @@ func (m *Model) Candidates(scores []PolicyScore, aug map[int][]choice.Term) []ch
 // total score. It measures spread in the model's parameters, not expected
 // information gain, and is therefore only ever an augmentation named
 // [choice.ModelUncertaintyBonus]; it is zero for a model without pA.
-func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) choice.Term {
+func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) (choice.Term, error) {
+	if err := m.CheckPolicy(q, policy); err != nil {
+		return choice.Term{}, err
+	}
 	sd := make([]float64, m.joint)
 	any := false
 	J := m.joint
@@ -77,17 +80,17 @@ func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) 
 	}
 	term := choice.Term{Name: choice.ModelUncertaintyBonus}
 	if !any {
-		return term
+		return term, nil
 	}
 	pj := make([]float64, J)
 	w := 1.0
 	total := 0.0
 	for _, acts := range policy {
-		q = m.Predict(q, acts)
+		q = m.predict(q, acts)
 		m.jointProduct(pj, q)
 		total += float64(w * fmath.Dot(pj, sd))
 		w = float64(w * m.Discount)
 	}
 	term.Value = -float64(weight * total)
-	return term
+	return term, nil
 }

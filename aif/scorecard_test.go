@@ -44,12 +44,18 @@ func TestUncertaintyBonusIsAugmentationOnly(t *testing.T) {
 	m := doc.Model
 	q := [][]float64{{1, 0}}
 	// Moving to the rarely observed state b (action y) earns a larger bonus.
-	toB := m.UncertaintyBonus(q, [][]int{{1}}, 1)
-	toA := m.UncertaintyBonus(q, [][]int{{0}}, 1)
+	toB, err := m.UncertaintyBonus(q, [][]int{{1}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toA, _ := m.UncertaintyBonus(q, [][]int{{0}}, 1)
 	if toB.Name != choice.ModelUncertaintyBonus || !(toB.Value < toA.Value) || toA.Value >= 0 {
 		t.Fatalf("bonus to b %v, to a %v", toB, toA)
 	}
-	scores := m.ScorePolicies(q, [][][]int{{{0}}, {{1}}})
+	scores, err := m.ScorePolicies(q, [][][]int{{{0}}, {{1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cands := m.Candidates(scores, map[int][]choice.Term{0: {toA}, 1: {toB}})
 	for i, c := range cands {
 		if c.Core.EFE() != scores[i].G {
@@ -57,7 +63,7 @@ func TestUncertaintyBonusIsAugmentationOnly(t *testing.T) {
 		}
 	}
 	plain, _ := Decode([]byte(tiny))
-	if b := plain.Model.UncertaintyBonus(q, [][]int{{1}}, 1); b.Value != 0 {
+	if b, _ := plain.Model.UncertaintyBonus(q, [][]int{{1}}, 1); b.Value != 0 {
 		t.Fatalf("bonus without pA: %v", b)
 	}
 }

@@ -34,7 +34,7 @@ func (m *Model) Step(prior [][]float64, obs []int, mode SelectMode, eventDigest 
 		QPi:       qpi,
 		Marginals: marg,
 		Action:    act,
-		NextPrior: m.Predict(post.Q, act),
+		NextPrior: m.predict(post.Q, act),
 	}, nil
 }
 

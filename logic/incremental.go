@@ -263,12 +263,55 @@ func (m *Materialization) finish() {
 	}
 	m.stats.Tuples = m.live
 	m.undo, m.start, m.deltaMinus, m.deltaPlus = nil, nil, nil, nil
+	for t, tb := range m.tables {
+		if tb.ndead > compactMin && tb.ndead*2 > tb.n {
+			m.compact(t)
+		}
+	}
+}
+
+// compact drops dead rows once they are the majority of a table, so a
+// long run of updates keeps memory and probe lengths proportional to the
+// live data. Row numbers change; nothing outside the table and its base
+// counts holds them between updates.
+func (m *Materialization) compact(t int) {
+	tb := m.tables[t]
+	remap := make(map[int32]int32, len(m.base[t]))
+	w := int32(0)
+	for r := int32(0); r < tb.n; r++ {
+		if tb.died[r] != 0 {
+			continue
+		}
+		if w != r {
+			copy(tb.data[int(w)*tb.arity:int(w+1)*tb.arity], tb.row(r))
+			tb.round[w] = tb.round[r]
+		}
+		if _, ok := m.base[t][r]; ok {
+			remap[r] = w
+		}
+		w++
+	}
+	base := make(map[int32]int32, len(m.base[t]))
+	for r, c := range m.base[t] {
+		base[remap[r]] = c
+	}
+	m.base[t] = base
+	tb.n = w
+	tb.data = slices.Clip(tb.data[:int(w)*tb.arity])
+	tb.round = slices.Clip(tb.round[:w])
+	tb.died = make([]uint32, w)
+	tb.ndead = 0
+	tb.rebuild()
 }
 
 // recomputeMin is how many over-deleted tuples a recursive stratum may
 // reach before a large over-deletion switches to recomputing the stratum.
 // Tests lower it to exercise that path on small programs.
 var recomputeMin = 1024
+
+// compactMin is how many dead rows a table keeps before compaction is
+// considered; tests lower it.
+var compactMin int32 = 1024
 
 func (m *Materialization) apply(changes []Change) error {
 	c := m.c

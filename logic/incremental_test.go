@@ -61,10 +61,11 @@ func assertSameMaterialization(t *rapid.T, got, want *Materialization, ctx strin
 
 func TestApplyMatchesFromScratch(t *testing.T) { rapid.Check(t, checkApply) }
 
-// The same with every noticeable over-deletion recomputing its stratum.
+// The same with every noticeable over-deletion recomputing its stratum and
+// tables compacted as soon as most of their rows are dead.
 func TestApplyRecomputeMatchesFromScratch(t *testing.T) {
-	defer func(v int) { recomputeMin = v }(recomputeMin)
-	recomputeMin = 0
+	defer func(v int, c int32) { recomputeMin, compactMin = v, c }(recomputeMin, compactMin)
+	recomputeMin, compactMin = 0, 0
 	rapid.Check(t, checkApply)
 }
 

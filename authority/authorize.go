@@ -84,6 +84,9 @@ type Input struct {
 	// Signals are the turn's non-gate signals (watchdog, verification,
 	// clarification, attunement).
 	Signals []Signal
+	// ScorecardDigest is the digest of the turn's AIF scorecard, if any; the
+	// FHR records it.
+	ScorecardDigest string
 	// Machine is the run's MRP machine before this batch.
 	Machine        mrp.Machine
 	Now            int64
@@ -190,7 +193,7 @@ func Authorize(in Input) (Decisions, error) {
 	}
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
-	fhr := mrp.FHR{Turn: in.Turn, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
+	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
 	for i, p := range in.Batch.Proposals {
 		o := decideOne(in, i, p, &m, seq)
 		if o.Intent != nil {

@@ -49,11 +49,12 @@
 //
 // # Sub-packages
 //
-//   - [flrh.dev/flrh/aif/channel]: continuous channel beliefs (R1–R4, R7, R8)
+//   - [flrh.dev/flrh/aif/channel]: continuous channel beliefs and their run loop (R1–R4, R7, R8)
 //   - [flrh.dev/flrh/aif/choice]: scorecard, candidate set, temperature, cascades (R5, R6, R13, R14)
 //   - [flrh.dev/flrh/aif/budget]: the exact shared-budget arbiter (R11)
 //   - [flrh.dev/flrh/aif/strategy]: the Beta strategic level (R15)
 //   - [flrh.dev/flrh/aif/evidence]: evidence tags, two-layer calibration, loop closure, scheduled observer (R9, R10, R12, R16)
 //   - [flrh.dev/flrh/aif/reduce]: Bayesian model reduction (R17)
 //   - [flrh.dev/flrh/aif/fixed]: the fixed-point representation
+//   - [flrh.dev/flrh/aif/schema]: the JSON Schema of every record kind
 package aif

@@ -692,3 +692,26 @@ func mustCanon(v any) []byte {
 func ParseValue(kind ValueKind, v any) (Value, *Rejection) {
 	return parseValue(v, string(kind), "")
 }
+
+// DecodeState parses and fully validates a persisted RReactiveState (for
+// example one read back from a checkpoint) against its profile.
+func DecodeState(jsonText []byte, p Profile) (*State, *Rejection) {
+	v, err := cjson.Decode(jsonText)
+	if err != nil {
+		r := reject(CodeCanonicalizationViolation, "")
+		r.Context.Reason = "canonical JSON domain"
+		return nil, r
+	}
+	return ParseState(v, p)
+}
+
+// DecodeProfile parses and validates an RDataflowProfile.
+func DecodeProfile(jsonText []byte) (Profile, *Rejection) {
+	v, err := cjson.Decode(jsonText)
+	if err != nil {
+		r := reject(CodeCanonicalizationViolation, "")
+		r.Context.Reason = "canonical JSON domain"
+		return Profile{}, r
+	}
+	return ParseProfile(v)
+}

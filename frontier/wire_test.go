@@ -225,3 +225,21 @@ func TestStepJSONMutations(t *testing.T) {
 		t.Errorf("mutations reached only %d rejection codes: %v", len(rejected), rejected)
 	}
 }
+
+func TestDecodeStateAndProfile(t *testing.T) {
+	p := m3Profile(t)
+	pj, _ := json.Marshal(p)
+	got, rej := DecodeProfile(pj)
+	if rej != nil || got.Digest() != p.Digest() {
+		t.Fatalf("profile round trip: %v", rej)
+	}
+	trs := runSequence(t, p, frontierStableSequence(t)[:4])
+	sj, _ := json.Marshal(trs[3].Next)
+	s, rej := DecodeState(sj, p)
+	if rej != nil || s.Digest() != trs[3].Next.Digest() {
+		t.Fatalf("state round trip: %v", rej)
+	}
+	if _, rej := DecodeState(append(sj, '1'), p); rej == nil || rej.Code != CodeCanonicalizationViolation {
+		t.Fatalf("trailing data: %v", rej)
+	}
+}

@@ -197,7 +197,9 @@ func TestDelayBeyondTimeoutReconciles(t *testing.T) {
 	s := startSandbox(t)
 	a := newAdapter(t, s.EffectsURL, 100*time.Millisecond)
 	in := fixture.Intent("effect:slow", payload)
-	if err := s.Inject(sandbox.Fault{Key: "effect:slow", Times: 1, DelayMillis: 400}); err != nil {
+	// The delay leaves a wide margin over the timeout, so that the first
+	// lookup falls inside it even on a loaded machine.
+	if err := s.Inject(sandbox.Fault{Key: "effect:slow", Times: 1, DelayMillis: 1500}); err != nil {
 		t.Fatal(err)
 	}
 	r := execute(t, a, in)
@@ -205,7 +207,7 @@ func TestDelayBeyondTimeoutReconciles(t *testing.T) {
 		t.Fatalf("timed-out attempt: %+v", r)
 	}
 	res, err := effect.Reconcile(context.Background(), a, "effect:slow", r.ContentDigest, effect.Plan{
-		Backoff: []time.Duration{0, 150 * time.Millisecond, 300 * time.Millisecond, 600 * time.Millisecond, time.Second},
+		Backoff: []time.Duration{0, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 4 * time.Second},
 	})
 	if err != nil || res.Status != effect.ConfirmedSuccess {
 		t.Fatalf("reconcile: %+v %v", res, err)
@@ -296,7 +298,7 @@ func TestAnswersThatDoNotWitnessTheRequest(t *testing.T) {
 		}, effect.Unknown, httpwire.CodeInProgress},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAdapter(t, stub(t, tc.h), 300*time.Millisecond)
+			a := newAdapter(t, stub(t, tc.h), 2*time.Second)
 			r := execute(t, a, in)
 			if r.Outcome != tc.want || r.Code != tc.code {
 				t.Errorf("got %v %s (%s), want %v %s", r.Outcome, r.Code, r.Detail, tc.want, tc.code)

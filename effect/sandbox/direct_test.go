@@ -84,7 +84,7 @@ func TestDirectAdapterTimeoutIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Inject(sandbox.Fault{Key: "effect:slow", Times: 1, DelayMillis: 200})
+	s.Inject(sandbox.Fault{Key: "effect:slow", Times: 1, DelayMillis: 1000})
 	a := s.Adapter()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -92,7 +92,7 @@ func TestDirectAdapterTimeoutIsUnknown(t *testing.T) {
 	if r.Outcome != effect.Unknown {
 		t.Fatalf("%+v", r)
 	}
-	res, err := effect.Reconcile(context.Background(), a, "effect:slow", r.ContentDigest, effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}})
+	res, err := effect.Reconcile(context.Background(), a, "effect:slow", r.ContentDigest, effect.Plan{Backoff: []time.Duration{0, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second}})
 	if err != nil || res.Status != effect.ConfirmedSuccess || res.Lookups[0].Status != effect.StillUnknown {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -188,7 +188,7 @@ func appendCommandPreimage(b []byte, c Command, deltaDigests []string) []byte {
 	return append(b, '}')
 }
 
-// AppendCanonical appends the canonical wire form of the command. Deltas are
+// appendCommand appends the canonical wire form of the command. Deltas are
 // written in canonical (digest-sorted) order.
 func appendCommand(b []byte, c Command) []byte {
 	pd, df := c.base()

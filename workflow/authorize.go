@@ -1,0 +1,198 @@
+package workflow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/mrp"
+)
+
+// actionSpec reads H's view of a proposal's action: the destination
+// object's "id" and "scope" and the action object as parameters.
+func actionSpec(proposalID string, a action) authority.ActionSpec {
+	dest, _ := a.Destination["id"].(string)
+	scope, _ := a.Destination["scope"].(string)
+	return authority.ActionSpec{ProposalID: proposalID, Destination: dest, Scope: scope, Parameters: a.Action}
+}
+
+func (w *Workflow) input(b authority.PublishedBatch, spec authority.ActionSpec, m mrp.Machine, now, seq, turn int64) authority.Input {
+	return authority.Input{Batch: b, ProfileDigest: w.rProfile.Digest(), Actions: []authority.ActionSpec{spec}, Policy: w.policy,
+		Capabilities: w.chains, Machine: m, Now: now, EffectSequence: seq, Turn: turn}
+}
+
+// authorize runs H over one published batch (one proposal) and maps the
+// outcome to effects.
+func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error) {
+	w, st := t.w, t.st
+	p := b.Proposals[0]
+	spec := actionSpec(p.ProposalID, a)
+	before := st.Machine
+	turn := st.Turn + 1
+	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
+	d, err := authority.Authorize(in)
+	if err != nil {
+		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
+	}
+	st.Machine, st.Turn = d.Machine, turn
+	t.note("h.fhr", map[string]any{"fhr": d.FHR, "event": d.Event})
+	o := d.Outcomes[0]
+	rec := map[string]any{"proposal_id": o.ProposalID, "outcome": o.Kind, "ticket_id": o.Ticket.TicketID, "mrp_state": string(o.MRPState),
+		"preview": o.Ticket.Preview, "held": o.Held, "options": anySlice(nonNil(o.Options)), "audit": anySlice(nonNil(o.Audit))}
+	if o.Rejection != nil {
+		rec["rejection"] = map[string]any{"code": o.Rejection.Code, "path": o.Rejection.Path}
+	}
+	payload, err := cjson.Marshal(a.Action)
+	if err != nil {
+		return nil, err
+	}
+	switch o.Kind {
+	case authority.OutcomeIntent:
+		rec["intent_id"] = o.Intent.IntentID
+		t.note("h.outcome", rec)
+		st.EffectSeq++
+		st.Open = append(st.Open, openIntent{IntentID: o.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: o.Intent.ActionDigest})
+		return []Effect{{Intent: *o.Intent, Payload: payload, ContentDigest: cjson.Digest(payload)}}, nil
+	case authority.OutcomeApprovalRequest:
+		q := *o.ApprovalRequest
+		actionJSON, _ := cjson.Marshal(a.Action)
+		destJSON, _ := cjson.Marshal(a.Destination)
+		pd := pending{RequestID: q.RequestID, Request: q, Batch: b, Action: actionJSON, Dest: destJSON, Machine: before,
+			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn}
+		// The intent a grant would yield, computed now so the run plans
+		// exactly the effect a person approves.
+		eff, err := w.reauthorize(pd, authority.Approver{ID: w.approval.Approver, Kind: "human", Role: authority.ApproverRole,
+			Scopes: []string{w.approval.ApproverScope}})
+		if err != nil {
+			rec["held"] = "held: " + err.Error()
+			t.note("h.outcome", rec)
+			return nil, nil
+		}
+		pd.IntentID = eff.Intent.IntentID
+		rec["intent_id"], rec["request_id"], rec["request_digest"] = eff.Intent.IntentID, q.RequestID, q.RequestDigest
+		t.note("h.outcome", rec)
+		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview}
+		st.EffectSeq++
+		st.Pending = append(st.Pending, pd)
+		st.Open = append(st.Open, openIntent{IntentID: eff.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: eff.Intent.ActionDigest})
+		return []Effect{eff}, nil
+	default:
+		// OPTIONS, HELD, ESCALATED, REJECTED: nothing reaches the world;
+		// the trace (and the MRP machine in the state) records why.
+		t.note("h.outcome", rec)
+		return nil, nil
+	}
+}
+
+// reauthorize runs H again over the batch an approval request came from,
+// exactly as it was decided (same machine, time and sequence), with the
+// grant presented. The grant is issued at the request's own logical time:
+// the run's logical clock does not move while it waits for a person.
+func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, error) {
+	act, err1 := plain(pd.Action)
+	dest, err2 := plain(pd.Dest)
+	if err1 != nil || err2 != nil {
+		return Effect{}, errors.New("workflow state: pending action is not an object")
+	}
+	a := action{Action: act, Destination: dest}
+	p := pd.Batch.Proposals[0]
+	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
+	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
+	d, err := authority.Authorize(in)
+	if err != nil {
+		return Effect{}, fmt.Errorf("H refused the batch: %w", err)
+	}
+	o := d.Outcomes[0]
+	if o.Kind != authority.OutcomeIntent || o.Approval == nil {
+		why := o.Held
+		if len(o.Audit) > 0 {
+			why = o.Audit[len(o.Audit)-1]
+		}
+		if o.Rejection != nil {
+			why = o.Rejection.Code
+		}
+		return Effect{}, fmt.Errorf("the grant does not authorize %s (%s: %s)", p.ProposalID, o.Kind, why)
+	}
+	payload, err := cjson.Marshal(act)
+	if err != nil {
+		return Effect{}, err
+	}
+	return Effect{Intent: *o.Intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, nil
+}
+
+// Grant is a person's stored approval, as the approvals ledger holds it.
+type Grant struct {
+	LedgerRequestDigest string // the request digest the ledger row names
+	Body                []byte // the grant document: request_digest, actor, role, …
+}
+
+type grantBody struct {
+	RequestDigest string `json:"request_digest"`
+	Actor         string `json:"actor"`
+	Role          string `json:"role"`
+}
+
+func (g Grant) decode() (grantBody, error) {
+	var b grantBody
+	if err := json.Unmarshal(g.Body, &b); err != nil {
+		return b, fmt.Errorf("grant body: %w", err)
+	}
+	return b, nil
+}
+
+// CheckGrant checks that a stored grant answers exactly need, from the
+// approver the bundle's approval policy names, in the approver role. The
+// caller checks wall-clock expiry.
+func (w *Workflow) CheckGrant(need ApprovalNeed, g Grant) error {
+	b, err := g.decode()
+	if err != nil {
+		return err
+	}
+	switch {
+	case g.LedgerRequestDigest != need.RequestDigest || b.RequestDigest != need.RequestDigest:
+		return errors.New("the grant answers another request: the action, destination or scope changed")
+	case b.Role != authority.ApproverRole:
+		return fmt.Errorf("the grant was issued in role %q, not %s", b.Role, authority.ApproverRole)
+	case b.Actor != w.approval.Approver:
+		return fmt.Errorf("the grant was issued by %q; the approval policy names %q", b.Actor, w.approval.Approver)
+	}
+	return nil
+}
+
+// AuthorizeApproved authorizes the effect waiting on need once the grant
+// is in hand: H decides again with the grant presented, and returns the
+// intent that consumes it.
+func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Grant) (Effect, error) {
+	if err := w.CheckGrant(need, g); err != nil {
+		return Effect{}, err
+	}
+	st, err := decodeState(stateJSON)
+	if err != nil {
+		return Effect{}, err
+	}
+	k := slices.IndexFunc(st.Pending, func(p pending) bool { return p.RequestID == need.RequestID })
+	if k < 0 {
+		return Effect{}, fmt.Errorf("no approval request %s is pending", need.RequestID)
+	}
+	pd := st.Pending[k]
+	if pd.Request.RequestDigest != need.RequestDigest || pd.IntentID != need.IntentID {
+		return Effect{}, errors.New("the pending request differs from the one approved")
+	}
+	b, _ := g.decode()
+	kind := "human"
+	if b.Role != authority.ApproverRole {
+		kind = "unknown"
+	}
+	eff, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}})
+	if err != nil {
+		return Effect{}, err
+	}
+	if eff.Intent.IntentID != need.IntentID {
+		return Effect{}, fmt.Errorf("H authorized %s, not the planned %s", eff.Intent.IntentID, need.IntentID)
+	}
+	eff.Approval = &need
+	return eff, nil
+}

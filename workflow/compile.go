@@ -1,0 +1,651 @@
+package workflow
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/kernel"
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/seam"
+)
+
+// Names fixed by the bundle format.
+const (
+	SchemaVersion    = "flrh-workflow/1"
+	ManifestFile     = "workflow.json"
+	ReceiptEventType = "flrh.receipt/1" // the domain event a receipt becomes
+	ProposalSource   = "source:proposals"
+	VerdictSource    = "source:verdicts"
+	// EpochStride separates the R epochs of one tick: the i-th proposal of
+	// the tick at logical time t is its own epoch at t*EpochStride+i, so
+	// each published batch carries exactly one proposal and its verdict.
+	EpochStride = 1024
+)
+
+// AdapterSpec says how the shell reaches the destination of one effect
+// type. The pure workflow only validates and reports it.
+type AdapterSpec struct {
+	Kind      string `json:"kind"`       // "http"
+	URLEnv    string `json:"url_env"`    // the environment variable holding the endpoint
+	TimeoutMS int64  `json:"timeout_ms"` // 0: the shell's default
+}
+
+// ApprovalPolicy is who may approve and how requests are bound.
+type ApprovalPolicy struct {
+	PolicyVersion string `json:"policy_version"`
+	ApproverScope string `json:"approver_scope"`
+	Approver      string `json:"approver"` // the person (actor name) a request names
+	TTL           int64  `json:"ttl"`      // logical time units a request stays open
+}
+
+type eligibility struct {
+	relation string
+	args     []any // templates: "$action.x", "$destination.x", "$$literal", literals
+	polarity seam.Polarity
+}
+
+// Workflow is a compiled bundle: the pure pipeline F → L → seam → R → H
+// that decides one accepted input at a time. It is immutable and safe to
+// share.
+type Workflow struct {
+	id, version, digest string
+	versions            protocol.VersionEnvelope
+	domain              *kernel.Declarative
+	receipts            bool // the domain declares ReceiptEventType
+	rules               *logic.Compiled
+	ruleDigest          string
+	limits              logic.Limits
+	facts               map[string][]string // predicate → member names in column order
+	elig                map[string]eligibility
+	policy              authority.PolicySnapshot
+	chains              [][]authority.SignedCapability
+	approval            ApprovalPolicy
+	completeWhen        *logic.Fact
+	failWhen            *logic.Fact
+	adapters            map[string]AdapterSpec
+	rProfile            frontier.Profile
+	binding             seam.BindingProfile
+}
+
+// ID names the workflow.
+func (w *Workflow) ID() string { return w.id }
+
+// Version is the workflow's version.
+func (w *Workflow) Version() string { return w.version }
+
+// Digest binds every file of the bundle that defines the workflow.
+func (w *Workflow) Digest() string { return w.digest }
+
+// Versions is the bundle's version envelope, stamped on every event.
+func (w *Workflow) Versions() protocol.VersionEnvelope { return w.versions }
+
+// Adapters returns the adapter of each effect type, by effect type.
+func (w *Workflow) Adapters() map[string]AdapterSpec {
+	out := make(map[string]AdapterSpec, len(w.adapters))
+	for k, v := range w.adapters {
+		out[k] = v
+	}
+	return out
+}
+
+// Approval is the bundle's approval policy.
+func (w *Workflow) Approval() ApprovalPolicy { return w.approval }
+
+// Manifests returns the tool manifests by effect type.
+func (w *Workflow) Manifests() map[string]authority.ToolManifest {
+	out := make(map[string]authority.ToolManifest, len(w.policy.Manifests))
+	for k, v := range w.policy.Manifests {
+		out[k] = v
+	}
+	return out
+}
+
+var manifestMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
+	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters"}
+
+var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
+	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
+
+// Compile checks a bundle and builds its workflow. files maps each file
+// name, relative to the bundle directory, to its bytes; workflow.json must
+// be one of them. It is pure: it reads nothing but files. Any problem is
+// an *Error naming the file and the place in it; nothing is half built.
+func Compile(files map[string][]byte) (*Workflow, error) {
+	raw, ok := files[ManifestFile]
+	if !ok {
+		return nil, bundleErr(CodeMissingFile, ManifestFile, "", "a bundle has a %s", ManifestFile)
+	}
+	v, err := cjson.Decode(raw)
+	if err != nil {
+		ce, _ := err.(*cjson.Error)
+		ptr := ""
+		if ce != nil {
+			ptr = ce.Pointer
+		}
+		return nil, bundleErr(CodeMalformed, ManifestFile, ptr, "not flrh-cjson JSON: %v", err)
+	}
+	root, ok := v.(map[string]any)
+	if !ok {
+		return nil, bundleErr(CodeMalformed, ManifestFile, "/", "must be a JSON object")
+	}
+	c := compiler{files: files, root: root, used: map[string]bool{ManifestFile: true}}
+	w, cerr := c.compile()
+	if cerr != nil {
+		return nil, cerr
+	}
+	return w, nil
+}
+
+type compiler struct {
+	files map[string][]byte
+	root  map[string]any
+	used  map[string]bool
+}
+
+func malformed(ptr, format string, args ...any) *Error {
+	return bundleErr(CodeMalformed, ManifestFile, ptr, format, args...)
+}
+
+func (c *compiler) str(ptr string, v any, id bool) (string, *Error) {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return "", malformed(ptr, "must be a non-empty string")
+	}
+	if id && !cjson.ValidID(s) {
+		return "", malformed(ptr, "%q is not an id", s)
+	}
+	return s, nil
+}
+
+// file returns the bytes of a file the manifest names at ptr.
+func (c *compiler) file(ptr string) (string, []byte, *Error) {
+	name, err := c.str(ptr, c.lookup(ptr), false)
+	if err != nil {
+		return "", nil, err
+	}
+	clean := path.Clean(name)
+	if path.IsAbs(name) || clean != name || strings.HasPrefix(clean, "../") || clean == ".." || strings.Contains(name, "\\") {
+		return "", nil, malformed(ptr, "%q must be a plain relative path inside the bundle", name)
+	}
+	b, ok := c.files[name]
+	if !ok {
+		return "", nil, bundleErr(CodeMissingFile, name, "", "named by %s at %s, but not in the bundle", ManifestFile, ptr)
+	}
+	c.used[name] = true
+	return name, b, nil
+}
+
+func (c *compiler) lookup(ptr string) any {
+	return c.root[strings.TrimPrefix(ptr, "/")]
+}
+
+func (c *compiler) compile() (*Workflow, *Error) {
+	for _, k := range sortedKeys(c.root) {
+		if !slices.Contains(manifestMembers, k) {
+			return nil, malformed("/"+cjson.EscapePointer(k), "unknown member")
+		}
+	}
+	for _, k := range requiredMembers {
+		if _, ok := c.root[k]; !ok {
+			return nil, malformed("/"+k, "required member is missing")
+		}
+	}
+	if c.root["schema_version"] != SchemaVersion {
+		return nil, malformed("/schema_version", "must be %q", SchemaVersion)
+	}
+	w := &Workflow{limits: logic.Limits{MaxInputs: logic.ReferenceMaxInputs, MaxFirings: 1_000_000, MaxDepth: 10_000, MaxTuples: 1_000_000}}
+	var err *Error
+	if w.id, err = c.str("/id", c.root["id"], true); err != nil {
+		return nil, err
+	}
+	if w.version, err = c.str("/version", c.root["version"], true); err != nil {
+		return nil, err
+	}
+	if err = c.versions(w); err != nil {
+		return nil, err
+	}
+	if err = c.domain(w); err != nil {
+		return nil, err
+	}
+	if err = c.rules(w); err != nil {
+		return nil, err
+	}
+	if err = c.factTable(w); err != nil {
+		return nil, err
+	}
+	if err = c.eligibility(w); err != nil {
+		return nil, err
+	}
+	if err = c.completion(w); err != nil {
+		return nil, err
+	}
+	if err = c.authority(w); err != nil {
+		return nil, err
+	}
+	if err = c.adapters(w); err != nil {
+		return nil, err
+	}
+	prof, rej := frontier.NewProfile(w.versions.Dataflow, []string{ProposalSource, VerdictSource}, frontier.Limits{
+		MaxDeltasPerCommand: 2, MaxActiveValues: 2 * EpochStride, MaxOpenEpochs: EpochStride,
+		MaxReadyBatches: EpochStride, MaxDemandPerCommand: EpochStride, MaxOutstandingDemand: EpochStride,
+	})
+	if rej != nil {
+		return nil, bundleErr(CodeVersionMismatch, ManifestFile, "/versions/dataflow", "the R profile refuses it: %s at %s", rej.Code, rej.Path)
+	}
+	w.rProfile = prof
+	w.binding = seam.BindingProfile{RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow,
+		ProposalSourceID: ProposalSource, VerdictSourceID: VerdictSource, MaxQueries: 1,
+		MaxFactRequirementsPerQuery: seam.MaxFactRequirementsCeiling}.Sealed()
+	// The digest binds the manifest and every file it names, by content.
+	digests := map[string]any{}
+	for name := range c.used {
+		digests[name] = cjson.Digest(c.files[name])
+	}
+	d, derr := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.bundle", "schema_version": SchemaVersion, "files": digests})
+	if derr != nil {
+		return nil, malformed("/", "cannot digest the bundle: %v", derr)
+	}
+	w.digest = d
+	return w, nil
+}
+
+func (c *compiler) versions(w *Workflow) *Error {
+	m, ok := c.root["versions"].(map[string]any)
+	if !ok {
+		return malformed("/versions", "must be an object")
+	}
+	b, _ := cjson.Encode(m)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w.versions); err != nil {
+		return malformed("/versions", "not a version envelope: %v", err)
+	}
+	fields := map[string]string{}
+	for k, v := range m {
+		s, _ := v.(string)
+		fields[k] = s
+	}
+	for _, k := range []string{"workflow", "state_schema", "event_schema", "graph_schema", "rule_set", "dataflow", "canonicalization",
+		"tool", "model", "oracle", "gate", "resolver", "composition_profile"} {
+		if !cjson.ValidID(fields[k]) {
+			return malformed("/versions/"+k, "must be a version label")
+		}
+	}
+	if w.versions.Canonicalization != kernel.Canonicalization {
+		return bundleErr(CodeVersionMismatch, ManifestFile, "/versions/canonicalization", "must be %q", kernel.Canonicalization)
+	}
+	return nil
+}
+
+func (c *compiler) domain(w *Workflow) *Error {
+	name, b, err := c.file("/domain")
+	if err != nil {
+		return err
+	}
+	d, lerr := kernel.Load(b)
+	if lerr != nil {
+		ptr := ""
+		if ce, ok := lerr.(*kernel.ConfigError); ok {
+			ptr = ce.Pointer
+		}
+		return bundleErr(CodeBadDomain, name, ptr, "%v", lerr)
+	}
+	p := d.Profile()
+	for _, f := range []struct{ field, got, want string }{
+		{"workflow", p.Workflow, w.versions.Workflow}, {"state_schema", p.StateSchema, w.versions.StateSchema},
+		{"event_schema", p.EventSchema, w.versions.EventSchema}} {
+		if f.got != f.want {
+			return bundleErr(CodeVersionMismatch, name, "/"+f.field, "the domain says %q, the version envelope %q", f.got, f.want)
+		}
+	}
+	if members, ok := p.EventTypes[ReceiptEventType]; ok {
+		allowed := []string{"action_digest", "effect_type", "intent_id", "outcome", "proposal_id"}
+		for _, m := range members {
+			if !slices.Contains(allowed, m) {
+				return bundleErr(CodeBadDomain, name, "/events/"+cjson.EscapePointer(ReceiptEventType)+"/payload/"+cjson.EscapePointer(m),
+					"a receipt event carries only %s", strings.Join(allowed, ", "))
+			}
+		}
+		w.receipts = true
+	}
+	w.domain = d
+	return nil
+}
+
+func (c *compiler) rules(w *Workflow) *Error {
+	name, b, err := c.file("/rules")
+	if err != nil {
+		return err
+	}
+	prog, lerr := logic.Load(name, b)
+	if lerr != nil {
+		return bundleErr(CodeBadRules, name, logicPos(lerr), "%v", lerr)
+	}
+	w.rules = prog
+	w.ruleDigest, _ = cjson.DigestOf(map[string]any{"kind": "flrh.workflow.rule-bundle", "rule_set": w.versions.RuleSet, "source": cjson.Digest(b)})
+	return nil
+}
+
+func logicPos(err error) string {
+	if le, ok := err.(*logic.Error); ok && le.Pos.Line > 0 {
+		return fmt.Sprintf("%d:%d", le.Pos.Line, le.Pos.Col)
+	}
+	return ""
+}
+
+func (c *compiler) factTable(w *Workflow) *Error {
+	m, ok := c.root["facts"].(map[string]any)
+	if !ok {
+		return malformed("/facts", "must be an object: predicate → member names in column order")
+	}
+	inputs := w.rules.Inputs()
+	w.facts = map[string][]string{}
+	for _, pred := range sortedKeys(m) {
+		ptr := "/facts/" + cjson.EscapePointer(pred)
+		cols, ok := m[pred].([]any)
+		if !ok {
+			return malformed(ptr, "must be an array of member names")
+		}
+		schema, declared := w.rules.Schema(pred)
+		if !declared {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr, "relation %s is not declared in the rules", pred)
+		}
+		if !slices.Contains(inputs, pred) {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr, "relation %s is not an .input relation of the rules", pred)
+		}
+		if len(schema) != len(cols) {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr, "relation %s has %d columns, the table names %d", pred, len(schema), len(cols))
+		}
+		var names []string
+		for i, col := range cols {
+			s, ok := col.(string)
+			if !ok || s == "" || s == "predicate" || slices.Contains(names, s) {
+				return malformed(fmt.Sprintf("%s/%d", ptr, i), "must be a distinct member name other than \"predicate\"")
+			}
+			names = append(names, s)
+		}
+		w.facts[pred] = names
+	}
+	return nil
+}
+
+func (c *compiler) eligibility(w *Workflow) *Error {
+	m, ok := c.root["eligibility"].(map[string]any)
+	if !ok {
+		return malformed("/eligibility", "must be an object: precondition id → literal")
+	}
+	w.elig = map[string]eligibility{}
+	for _, pre := range sortedKeys(m) {
+		ptr := "/eligibility/" + cjson.EscapePointer(pre)
+		if !cjson.ValidID(pre) {
+			return malformed(ptr, "%q is not a precondition id", pre)
+		}
+		e, ok := m[pre].(map[string]any)
+		if !ok {
+			return malformed(ptr, "must be an object {relation, args, polarity}")
+		}
+		for _, k := range sortedKeys(e) {
+			if k != "relation" && k != "args" && k != "polarity" {
+				return malformed(ptr+"/"+cjson.EscapePointer(k), "unknown member")
+			}
+		}
+		rel, err := c.str(ptr+"/relation", e["relation"], false)
+		if err != nil {
+			return err
+		}
+		schema, declared := w.rules.Schema(rel)
+		if !declared {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr+"/relation", "relation %s is not declared in the rules", rel)
+		}
+		args, ok := e["args"].([]any)
+		if !ok {
+			return malformed(ptr+"/args", "must be an array of templates")
+		}
+		if len(args) != len(schema) {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr+"/args", "relation %s has %d columns, %d args given", rel, len(schema), len(args))
+		}
+		for i, a := range args {
+			aptr := fmt.Sprintf("%s/args/%d", ptr, i)
+			switch t := a.(type) {
+			case int64:
+				if schema[i] != logic.TypeNumber {
+					return bundleErr(CodeBadBinding, ManifestFile, aptr, "column %d of %s is a symbol", i, rel)
+				}
+			case string:
+				if ref, isRef := reference(t); isRef {
+					if !strings.HasPrefix(ref, "action.") && !strings.HasPrefix(ref, "destination.") || strings.HasSuffix(ref, ".") || strings.Contains(ref, "..") {
+						return malformed(aptr, "a reference is $action.<member>[.…] or $destination.<member>[.…]")
+					}
+				} else if schema[i] != logic.TypeSymbol {
+					return bundleErr(CodeBadBinding, ManifestFile, aptr, "column %d of %s is a number", i, rel)
+				}
+			default:
+				return malformed(aptr, "must be a string template or an integer")
+			}
+		}
+		pol := seam.Positive
+		if raw, present := e["polarity"]; present {
+			switch raw {
+			case "positive":
+			case "negative":
+				pol = seam.Negative
+			default:
+				return malformed(ptr+"/polarity", "must be \"positive\" or \"negative\"")
+			}
+		}
+		w.elig[pre] = eligibility{relation: rel, args: args, polarity: pol}
+	}
+	return nil
+}
+
+// reference reports whether a template string is a reference ("$x") and
+// returns its path; "$$x" is the literal "$x".
+func reference(s string) (string, bool) {
+	if strings.HasPrefix(s, "$$") || !strings.HasPrefix(s, "$") {
+		return "", false
+	}
+	return s[1:], true
+}
+
+func (c *compiler) completion(w *Workflow) *Error {
+	for _, f := range []struct {
+		key string
+		dst **logic.Fact
+	}{{"complete_when", &w.completeWhen}, {"fail_when", &w.failWhen}} {
+		raw, present := c.root[f.key]
+		if !present {
+			continue
+		}
+		s, err := c.str("/"+f.key, raw, false)
+		if err != nil {
+			return err
+		}
+		fact, perr := logic.ParseFact(w.rules, s)
+		if perr != nil {
+			return bundleErr(CodeBadBinding, ManifestFile, "/"+f.key, "%v", perr)
+		}
+		if fact.Neg {
+			return bundleErr(CodeBadBinding, ManifestFile, "/"+f.key, "names a positive atom; its TRUE_ONLY state decides")
+		}
+		*f.dst = &fact
+	}
+	return nil
+}
+
+func (c *compiler) authority(w *Workflow) *Error {
+	name, src, err := c.file("/gates")
+	if err != nil {
+		return err
+	}
+	pol, perr := authority.CompilePolicy(w.versions.Gate, name, src, logic.Limits{MaxFirings: 100_000, MaxDepth: 1000, MaxTuples: 100_000})
+	if perr != nil {
+		return bundleErr(CodeBadGates, name, logicPos(perr), "%v", perr)
+	}
+	tools, ok := c.root["tools"].([]any)
+	if !ok || len(tools) == 0 {
+		return malformed("/tools", "must be a non-empty array of tool manifests")
+	}
+	manifests := map[string]authority.ToolManifest{}
+	for i, t := range tools {
+		ptr := fmt.Sprintf("/tools/%d", i)
+		var m authority.ToolManifest
+		if err := strictDecode(t, &m); err != nil {
+			return malformed(ptr, "not a tool manifest: %v", err)
+		}
+		if !cjson.ValidID(m.EffectType) {
+			return malformed(ptr+"/effect_type", "must be an id")
+		}
+		if _, dup := manifests[m.EffectType]; dup {
+			return malformed(ptr+"/effect_type", "effect type %s has two manifests", m.EffectType)
+		}
+		if verr := authority.ValidateSideEffects(m.SideEffects); verr != nil {
+			return malformed(ptr+"/side_effects", "%v", verr)
+		}
+		switch m.DeclaredRisk {
+		case "", authority.RiskReadOnly, authority.RiskReversible, authority.RiskHighRiskExternal:
+		default:
+			return malformed(ptr+"/declared_risk", "must be read_only, reversible or high_risk_external")
+		}
+		manifests[m.EffectType] = m
+	}
+	keyHex, err := c.str("/operator_key", c.root["operator_key"], false)
+	if err != nil {
+		return err
+	}
+	key, herr := hex.DecodeString(keyHex)
+	if herr != nil || len(key) != ed25519.PublicKeySize {
+		return malformed("/operator_key", "must be a hex Ed25519 public key (%d bytes)", ed25519.PublicKeySize)
+	}
+	keyring := authority.NewKeyring(ed25519.PublicKey(key))
+	capName, capSrc, err := c.file("/capabilities")
+	if err != nil {
+		return err
+	}
+	chains, cerr := parseChains(capName, capSrc, keyring)
+	if cerr != nil {
+		return cerr
+	}
+	ap, ok := c.root["approval"].(map[string]any)
+	if !ok {
+		return malformed("/approval", "must be an object {policy_version, approver_scope, approver, ttl}")
+	}
+	if err := strictDecode(ap, &w.approval); err != nil {
+		return malformed("/approval", "%v", err)
+	}
+	for _, f := range []struct{ k, v string }{{"policy_version", w.approval.PolicyVersion}, {"approver_scope", w.approval.ApproverScope}, {"approver", w.approval.Approver}} {
+		if !cjson.ValidID(f.v) {
+			return malformed("/approval/"+f.k, "must be an id")
+		}
+	}
+	if w.approval.TTL < 1 || w.approval.TTL > 1<<40 {
+		return malformed("/approval/ttl", "must be from 1 to 2^40 logical time units")
+	}
+	w.policy = authority.PolicySnapshot{Policy: pol, Manifests: manifests, Keyring: keyring,
+		ApprovalPolicyVersion: w.approval.PolicyVersion, ApproverScope: w.approval.ApproverScope,
+		Approver: w.approval.Approver, ApprovalTTL: w.approval.TTL}
+	w.chains = chains
+	return nil
+}
+
+// parseChains reads {"chains": [[root, child, …], …]} and verifies every
+// chain against the operator key now, so a bundle with a forged or broken
+// chain never loads.
+func parseChains(name string, src []byte, keyring authority.Keyring) ([][]authority.SignedCapability, *Error) {
+	v, err := cjson.Decode(src)
+	if err != nil {
+		return nil, bundleErr(CodeMalformed, name, "", "not flrh-cjson JSON: %v", err)
+	}
+	m, ok := v.(map[string]any)
+	raw, ok2 := m["chains"].([]any)
+	if !ok || !ok2 || len(m) != 1 {
+		return nil, bundleErr(CodeMalformed, name, "/", "must be {\"chains\": [[signed capability, …], …]}")
+	}
+	var out [][]authority.SignedCapability
+	for i, rc := range raw {
+		ptr := fmt.Sprintf("/chains/%d", i)
+		links, ok := rc.([]any)
+		if !ok || len(links) == 0 {
+			return nil, bundleErr(CodeMalformed, name, ptr, "must be a non-empty array, root first")
+		}
+		var chain []authority.SignedCapability
+		for j, l := range links {
+			var sc authority.SignedCapability
+			if err := strictDecode(l, &sc); err != nil {
+				return nil, bundleErr(CodeMalformed, name, fmt.Sprintf("%s/%d", ptr, j), "not a signed capability: %v", err)
+			}
+			chain = append(chain, sc)
+		}
+		if _, err := keyring.Verify(chain); err != nil {
+			return nil, bundleErr(CodeBadCapability, name, ptr, "%v", err)
+		}
+		out = append(out, chain)
+	}
+	return out, nil
+}
+
+func (c *compiler) adapters(w *Workflow) *Error {
+	m, ok := c.root["adapters"].(map[string]any)
+	if !ok {
+		return malformed("/adapters", "must be an object: effect type → adapter")
+	}
+	w.adapters = map[string]AdapterSpec{}
+	for _, et := range sortedKeys(m) {
+		ptr := "/adapters/" + cjson.EscapePointer(et)
+		if _, ok := w.policy.Manifests[et]; !ok {
+			return bundleErr(CodeBadBinding, ManifestFile, ptr, "no tool manifest declares effect type %s", et)
+		}
+		var a AdapterSpec
+		if err := strictDecode(m[et], &a); err != nil {
+			return malformed(ptr, "not an adapter: %v", err)
+		}
+		if a.Kind != "http" {
+			return malformed(ptr+"/kind", "the only adapter kind is \"http\"")
+		}
+		if a.URLEnv == "" || strings.ContainsAny(a.URLEnv, "= \x00") {
+			return malformed(ptr+"/url_env", "must name an environment variable")
+		}
+		if a.TimeoutMS < 0 || a.TimeoutMS > 600_000 {
+			return malformed(ptr+"/timeout_ms", "must be from 0 to 600000")
+		}
+		w.adapters[et] = a
+	}
+	for _, et := range sortedKeys(w.policy.Manifests) {
+		if _, ok := w.adapters[et]; !ok {
+			return bundleErr(CodeBadBinding, ManifestFile, "/adapters", "effect type %s has a tool manifest but no adapter", et)
+		}
+	}
+	return nil
+}
+
+// strictDecode decodes a cjson value into a struct, refusing unknown
+// members.
+func strictDecode(v any, dst any) error {
+	b, err := cjson.Encode(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(dst)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,496 @@
+package workflow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/kernel"
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/seam"
+)
+
+// Input kinds the workflow understands.
+const (
+	KindInput   = "input"   // {"type": EVENT_TYPE, "payload": {...}, "occurred_at"?: RFC 3339}
+	KindReceipt = "receipt" // a canonical protocol.ActionReceipt
+)
+
+// Input is one accepted input, as the runner hands it over.
+type Input struct {
+	Seq    int64 // the logical time: 1, 2, … in acceptance order
+	Kind   string
+	Body   []byte // canonical JSON
+	Digest string
+	Actor  string
+}
+
+// Completion says whether the run is done once its effects are closed.
+type Completion string
+
+// Completions.
+const (
+	Continue Completion = "continue"
+	Complete Completion = "complete"
+	Fail     Completion = "fail"
+)
+
+// ApprovalNeed is an approval a person must give before an effect.
+type ApprovalNeed struct {
+	RequestID     string
+	RequestDigest string
+	IntentID      string
+	Preview       string
+}
+
+// Effect is one effect H authorized, or would authorize once approved.
+type Effect struct {
+	Intent        protocol.EffectIntent
+	Payload       []byte // canonical action parameters
+	ContentDigest string
+	Approval      *ApprovalNeed
+}
+
+// Note is one record of the turn's trace.
+type Note struct {
+	Kind string
+	Body []byte // canonical JSON
+}
+
+// Result is what one tick decided.
+type Result struct {
+	State      []byte
+	Effects    []Effect
+	Completion Completion
+	Refusal    string // non-empty: the input was refused and State is the prior state
+	Trace      []Note
+}
+
+// ErrRuleBudget wraps an L budget exhaustion: the run's rules ran out of
+// budget on this input, which is a control event, not a refusal.
+var ErrRuleBudget = errors.New("rule budget exhausted")
+
+// Init returns the initial state of a run.
+func (w *Workflow) Init(runID string) ([]byte, error) {
+	st, err := w.initial(runID)
+	if err != nil {
+		return nil, err
+	}
+	return st.encode()
+}
+
+// tick carries one Decide call's working values.
+type tick struct {
+	w     *Workflow
+	st    *state
+	lt    int64
+	trace []Note
+}
+
+func (t *tick) note(kind string, body map[string]any) {
+	b, err := cjson.Marshal(body)
+	if err != nil {
+		b, _ = cjson.Marshal(map[string]any{"unencodable": err.Error()})
+	}
+	t.trace = append(t.trace, Note{Kind: kind, Body: b})
+}
+
+// Decide folds one accepted input through F → L → seam → R → H and says
+// what should happen next. It is pure. A malformed or rejected input is a
+// Refusal with the prior state; an error means the state itself is broken
+// (or ErrRuleBudget).
+func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
+	st, err := decodeState(stateJSON)
+	if err != nil {
+		return Result{}, err
+	}
+	if in.Seq <= st.Time {
+		return Result{}, fmt.Errorf("workflow: logical time %d does not follow %d", in.Seq, st.Time)
+	}
+	refuse := func(format string, args ...any) (Result, error) {
+		return Result{State: stateJSON, Completion: Continue, Refusal: fmt.Sprintf(format, args...)}, nil
+	}
+	t := &tick{w: w, st: st, lt: in.Seq}
+	var evType string
+	var members map[string]any
+	occurred := ""
+	switch in.Kind {
+	case KindInput:
+		evType, members, occurred, err = parseInput(in.Body)
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if evType == ReceiptEventType {
+			return refuse("input: event type %s is reserved for receipts", ReceiptEventType)
+		}
+	case KindReceipt:
+		var rc protocol.ActionReceipt
+		if err := json.Unmarshal(in.Body, &rc); err != nil {
+			return refuse("receipt: %v", err)
+		}
+		k := slices.IndexFunc(st.Open, func(o openIntent) bool { return o.IntentID == rc.IntentID })
+		if k < 0 {
+			return refuse("receipt for %s, which this run has not planned", rc.IntentID)
+		}
+		o := st.Open[k]
+		st.Open = slices.Delete(st.Open, k, k+1)
+		st.Pending = slices.DeleteFunc(st.Pending, func(p pending) bool { return p.IntentID == o.IntentID })
+		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
+		if w.receipts {
+			evType = ReceiptEventType
+			members = map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": rc.Outcome,
+				"action_digest": o.ActionDigest, "proposal_id": o.ProposalID}
+		}
+	default:
+		return refuse("unknown input kind %q", in.Kind)
+	}
+
+	var effects []Effect
+	var mat *logic.Materialization
+	if evType != "" {
+		var refusal string
+		effects, mat, refusal, err = t.pipeline(evType, members, occurred)
+		if err != nil {
+			return Result{}, err
+		}
+		if refusal != "" {
+			return refuse("%s", refusal)
+		}
+	} else if mat, err = w.rebuild(st.Supports, st.Time); err != nil {
+		return Result{}, err
+	}
+	st.Time = in.Seq
+	completion := Continue
+	if w.failWhen != nil && holds(mat, *w.failWhen) {
+		completion = Fail
+	} else if w.completeWhen != nil && holds(mat, *w.completeWhen) {
+		completion = Complete
+	}
+	next, err := st.encode()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
+}
+
+func holds(m *logic.Materialization, f logic.Fact) bool {
+	if m == nil {
+		return false
+	}
+	s, err := m.State(f)
+	return err == nil && s.String() == string(seam.TrueOnly)
+}
+
+func parseInput(body []byte) (typ string, members map[string]any, occurred string, err error) {
+	v, derr := cjson.Decode(body)
+	m, ok := v.(map[string]any)
+	if derr != nil || !ok {
+		return "", nil, "", errors.New("input: must be a JSON object {\"type\", \"payload\"}")
+	}
+	for _, k := range sortedKeys(m) {
+		if k != "type" && k != "payload" && k != "occurred_at" {
+			return "", nil, "", fmt.Errorf("input: unknown member /%s", cjson.EscapePointer(k))
+		}
+	}
+	typ, ok = m["type"].(string)
+	if !ok || typ == "" {
+		return "", nil, "", errors.New("input: /type must be an event type")
+	}
+	members, ok = m["payload"].(map[string]any)
+	if !ok {
+		return "", nil, "", errors.New("input: /payload must be an object")
+	}
+	for _, k := range []string{"event_type", "aggregate_id", "expected_revision"} {
+		if _, present := members[k]; present {
+			return "", nil, "", fmt.Errorf("input: /payload/%s is stamped by the runtime", k)
+		}
+	}
+	if raw, present := m["occurred_at"]; present {
+		s, ok := raw.(string)
+		if _, perr := time.Parse(time.RFC3339, s); !ok || perr != nil {
+			return "", nil, "", errors.New("input: /occurred_at must be an RFC 3339 timestamp")
+		}
+		occurred = s
+	}
+	return typ, members, occurred, nil
+}
+
+// logicalTimestamp derives a timestamp from logical time, so that an input
+// without its own time still steps deterministically.
+func logicalTimestamp(lt int64) string {
+	return time.Unix(lt, 0).UTC().Format(time.RFC3339)
+}
+
+// recorder is the bundle's declarative domain, keeping what Emit returned:
+// the proposals' action and destination objects, which the proposals
+// themselves bind only by digest.
+type recorder struct {
+	*kernel.Declarative
+	em *kernel.Emission
+}
+
+func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *kernel.Fault) {
+	em, f := r.Declarative.Emit(s, e)
+	*r.em = em
+	return em, f
+}
+
+// pipeline runs F, L, the seam, R and H for one domain event.
+func (t *tick) pipeline(evType string, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
+	w, st := t.w, t.st
+	// F
+	snap, err := kernel.ParseSnapshot(w.domain, st.Snapshot)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("workflow state: snapshot: %w", err)
+	}
+	payload := protocol.Object{"event_type": evType, "aggregate_id": snap.AggregateID, "expected_revision": snap.Revision}
+	for k, v := range members {
+		payload[k] = v
+	}
+	stamp := logicalTimestamp(t.lt)
+	if occurred == "" {
+		occurred = stamp
+	}
+	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: fmt.Sprintf("event:%s:%d", st.RunID, t.lt), Payload: payload,
+		OccurredAt: occurred, ReceivedAt: stamp, LogicalTime: t.lt, CorrelationID: st.RunID,
+		IdempotencyKey: fmt.Sprintf("accepted:%s:%d", st.RunID, t.lt), Versions: w.versions}
+	var em kernel.Emission
+	tr, err := kernel.Step(recorder{w.domain, &em}, snap, ev)
+	if err != nil {
+		return nil, nil, "F rejected the input: " + err.Error(), nil
+	}
+	if st.Snapshot, err = cjson.Marshal(tr.NextSnapshot); err != nil {
+		return nil, nil, "", err
+	}
+	t.note("f.transition", map[string]any{"event_id": ev.EventID, "event_type": evType, "transition_digest": tr.TransitionDigest,
+		"facts": len(tr.FactDeltas), "proposals": len(tr.EffectProposals)})
+
+	// L
+	changes, supports, refusal := t.factChanges(tr.FactDeltas)
+	if refusal != "" {
+		return nil, nil, refusal, nil
+	}
+	prior, err := w.rebuild(st.Supports, st.Time)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	res, err := logic.Solve(prior, w.rules, changes, t.lt, w.limits)
+	if err != nil {
+		if isBudget(err) {
+			return nil, nil, "", fmt.Errorf("%w: %v", ErrRuleBudget, err)
+		}
+		return nil, nil, "L refused the facts: " + err.Error(), nil
+	}
+	st.Supports = supports
+	mat := res.Materialization
+	if len(res.Conflicts) > 0 {
+		var cs []string
+		for _, c := range res.Conflicts {
+			cs = append(cs, fmt.Sprint(c))
+		}
+		t.note("l.conflicts", map[string]any{"conflicts": anySlice(cs)})
+	}
+
+	// seam, R and H, one epoch and one batch per proposal
+	if len(tr.EffectProposals) == 0 {
+		st.Watermark = (t.lt + 1) * EpochStride
+		return nil, mat, "", nil
+	}
+	if len(tr.EffectProposals) >= EpochStride {
+		return nil, nil, "", fmt.Errorf("workflow: %d proposals in one tick", len(tr.EffectProposals))
+	}
+	specs, err := matchEmission(tr.EffectProposals, em.Proposals)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var cmds []frontier.Command
+	for i, p := range tr.EffectProposals {
+		proj, refusal := t.project(mat, p, specs[i], t.lt*EpochStride+int64(i))
+		if refusal != "" {
+			return nil, nil, refusal, nil
+		}
+		cmds = append(cmds, proj)
+	}
+	batches, err := t.react(cmds)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var effects []Effect
+	for _, b := range batches {
+		p := b.Proposals[0]
+		k := slices.IndexFunc(tr.EffectProposals, func(q protocol.EffectProposal) bool { return q.ProposalID == p.ProposalID })
+		if k < 0 {
+			return nil, nil, "", fmt.Errorf("workflow: R published unknown proposal %s", p.ProposalID)
+		}
+		e, err := t.authorize(b, specs[k])
+		if err != nil {
+			return nil, nil, "", err
+		}
+		effects = append(effects, e...)
+	}
+	return effects, mat, "", nil
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func isBudget(err error) bool {
+	var le *logic.Error
+	if !errors.As(err, &le) {
+		return false
+	}
+	return strings.HasSuffix(string(le.Code), "_BUDGET_EXHAUSTED") && le.Code != "INPUT_BUDGET_EXHAUSTED" || le.Code == "DERIVATION_DEPTH_EXCEEDED"
+}
+
+// action is what the domain emitted for one proposal.
+type action struct {
+	Action, Destination map[string]any
+}
+
+// matchEmission pairs each proposal with the action and destination
+// objects it binds by digest.
+func matchEmission(props []protocol.EffectProposal, emitted []kernel.Proposal) ([]action, error) {
+	out := make([]action, len(props))
+	used := make([]bool, len(emitted))
+	for i, p := range props {
+		found := false
+		for j, e := range emitted {
+			if used[j] || e.EffectType != p.EffectType {
+				continue
+			}
+			ad, err1 := kernel.ValueDigest(kernel.ValueEffectAction, e.Action)
+			dd, err2 := kernel.ValueDigest(kernel.ValueEffectDestination, e.Destination)
+			if err1 == nil && err2 == nil && ad == p.ActionDigest && dd == p.DestinationDigest {
+				out[i], used[j], found = action{e.Action, e.Destination}, true, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("workflow: proposal %s has no emitted action", p.ProposalID)
+		}
+	}
+	return out, nil
+}
+
+// factChanges maps F's fact deltas to named L support changes through the
+// bundle's facts table, and returns the live supports after them.
+func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []support, string) {
+	supports := slices.Clone(t.st.Supports)
+	var changes []logic.FactChange
+	for _, fd := range deltas {
+		pred, _ := fd.Tuple["predicate"].(string)
+		cols, ok := t.w.facts[pred]
+		if !ok {
+			t.note("l.unmapped_fact", map[string]any{"predicate": pred, "derivation_id": fd.DerivationID})
+			continue
+		}
+		if len(fd.Tuple) != len(cols)+1 {
+			return nil, nil, fmt.Sprintf("fact %s: the tuple has members %v, the facts table names %v", pred, sortedKeys(fd.Tuple), cols)
+		}
+		args := make([]any, len(cols))
+		for i, c := range cols {
+			v, present := fd.Tuple[c]
+			if !present {
+				return nil, nil, fmt.Sprintf("fact %s: the tuple has no member %q", pred, c)
+			}
+			switch v.(type) {
+			case string, int64:
+			default:
+				return nil, nil, fmt.Sprintf("fact %s: member %q is neither a symbol nor an integer", pred, c)
+			}
+			args[i] = v
+		}
+		prov, err := cjson.Marshal(fd.ProvenanceDelta)
+		if err != nil {
+			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
+		}
+		s := support{ID: fd.DerivationID, Predicate: pred, Args: args, Provenance: string(prov)}
+		f, err := t.w.fact(s)
+		if err != nil {
+			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)
+		}
+		changes = append(changes, logic.FactChange{ID: s.ID, Fact: f, Diff: int(fd.Diff), Provenance: s.Provenance})
+		switch fd.Diff {
+		case 1:
+			if !slices.ContainsFunc(supports, func(x support) bool { return x.ID == s.ID }) {
+				supports = append(supports, s)
+			}
+		case -1:
+			supports = slices.DeleteFunc(supports, func(x support) bool { return x.ID == s.ID })
+		}
+	}
+	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
+	return changes, supports, ""
+}
+
+// fact converts a stored support to a logic fact, checking column types.
+func (w *Workflow) fact(s support) (logic.Fact, error) {
+	schema, ok := w.rules.Schema(s.Predicate)
+	if !ok || len(schema) != len(s.Args) {
+		return logic.Fact{}, fmt.Errorf("relation %s/%d is not declared", s.Predicate, len(s.Args))
+	}
+	f := logic.Fact{Rel: s.Predicate, Args: make([]logic.Value, len(s.Args))}
+	for i, a := range s.Args {
+		v, err := value(a, schema[i])
+		if err != nil {
+			return logic.Fact{}, fmt.Errorf("column %d: %v", i, err)
+		}
+		f.Args[i] = v
+	}
+	return f, nil
+}
+
+func value(a any, t logic.Type) (logic.Value, error) {
+	switch v := a.(type) {
+	case string:
+		if t != logic.TypeSymbol {
+			return logic.Value{}, fmt.Errorf("%q is a symbol, the column a number", v)
+		}
+		return logic.Sym(v), nil
+	case int64:
+		if t != logic.TypeNumber {
+			return logic.Value{}, fmt.Errorf("%d is a number, the column a symbol", v)
+		}
+		return logic.Num(v), nil
+	case json.Number:
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return logic.Value{}, err
+		}
+		return value(n, t)
+	}
+	return logic.Value{}, fmt.Errorf("%v is neither a symbol nor an integer", a)
+}
+
+// rebuild evaluates the live base supports from scratch: the state keeps
+// supports, never a materialization, so replay needs nothing else.
+func (w *Workflow) rebuild(supports []support, lt int64) (*logic.Materialization, error) {
+	changes := make([]logic.FactChange, 0, len(supports))
+	for _, s := range supports {
+		f, err := w.fact(s)
+		if err != nil {
+			return nil, fmt.Errorf("workflow state: support %s: %w", s.ID, err)
+		}
+		changes = append(changes, logic.FactChange{ID: s.ID, Fact: f, Diff: 1, Provenance: s.Provenance})
+	}
+	res, err := logic.Solve(nil, w.rules, changes, lt, w.limits)
+	if err != nil {
+		if isBudget(err) {
+			return nil, fmt.Errorf("%w: %v", ErrRuleBudget, err)
+		}
+		return nil, fmt.Errorf("workflow state: rebuilding L: %w", err)
+	}
+	return res.Materialization, nil
+}

@@ -1,0 +1,36 @@
+package workflow
+
+import "fmt"
+
+// Error codes of a bad bundle.
+const (
+	CodeMissingFile     = "MISSING_FILE"     // a file the bundle names is not there
+	CodeMalformed       = "MALFORMED"        // not the shape workflow.json requires
+	CodeBadDomain       = "BAD_DOMAIN"       // the declarative domain does not load
+	CodeBadRules        = "BAD_RULES"        // rules.dl does not parse or check
+	CodeBadGates        = "BAD_GATES"        // the gate policy does not compile
+	CodeBadCapability   = "BAD_CAPABILITY"   // a capability chain does not verify
+	CodeBadBinding      = "BAD_BINDING"      // a fact, eligibility or completion mapping does not fit the rules
+	CodeVersionMismatch = "VERSION_MISMATCH" // the version envelope disagrees with a component
+)
+
+// Error is a bundle that cannot be compiled: which file, where in it (a
+// JSON Pointer, or line:col for Datalog), and what is wrong.
+type Error struct {
+	Code    string
+	File    string
+	Pointer string
+	Detail  string
+}
+
+func (e *Error) Error() string {
+	where := e.File
+	if e.Pointer != "" {
+		where += " at " + e.Pointer
+	}
+	return fmt.Sprintf("workflow bundle: %s: %s: %s", where, e.Code, e.Detail)
+}
+
+func bundleErr(code, file, ptr, format string, args ...any) *Error {
+	return &Error{Code: code, File: file, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,227 @@
+package workflow
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/seam"
+)
+
+// project binds one proposal's preconditions through the eligibility
+// table and runs the seam over the L materialization at R epoch time et.
+func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a action, et int64) (frontier.Command, string) {
+	w := t.w
+	var reqs []seam.FactRequirement
+	var frontierIDs []string
+	var atoms []seam.Atom
+	var facts []seam.FactState
+	for _, pre := range p.Preconditions {
+		e, bound := w.elig[pre]
+		if !bound {
+			frontierIDs = append(frontierIDs, pre)
+			continue
+		}
+		args := make([]any, len(e.args))
+		for i, tmpl := range e.args {
+			args[i] = render(tmpl, a)
+		}
+		atom, err := seam.AtomOf(map[string]any{"predicate": e.relation, "args": args})
+		if err != nil {
+			return nil, fmt.Sprintf("precondition %s: %v", pre, err)
+		}
+		reqs = append(reqs, seam.FactRequirement{PreconditionID: pre, Literal: seam.Literal{Polarity: e.polarity, Atom: atom}})
+		if slices.ContainsFunc(atoms, func(x seam.Atom) bool { return string(x.CanonicalJSON()) == string(atom.CanonicalJSON()) }) {
+			continue
+		}
+		atoms = append(atoms, atom)
+		pos, neg := w.supportIDs(mat, e.relation, args)
+		facts = append(facts, seam.FactState{Atom: atom, Positive: pos, Negative: neg})
+	}
+	slices.Sort(frontierIDs)
+	var factDocs []any
+	for _, f := range facts {
+		v, _ := cjson.Decode(f.Atom.CanonicalJSON())
+		factDocs = append(factDocs, map[string]any{"atom": v, "positive": anySlice(f.Positive), "negative": anySlice(f.Negative)})
+	}
+	fix, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-fixpoint", "logical_time": et, "rule_bundle": w.ruleDigest, "facts": nonNilAny(factDocs)})
+	if err != nil {
+		return nil, "seam: " + err.Error()
+	}
+	var ids []any
+	for _, s := range t.st.Supports {
+		ids = append(ids, s.ID)
+	}
+	matDigest, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-materialization", "fixpoint": fix, "supports": nonNilAny(ids)})
+	if err != nil {
+		return nil, "seam: " + err.Error()
+	}
+	l := seam.Materialization{LogicalTime: et, FixpointDigest: fix, MaterializationDigest: matDigest, RuleBundleDigest: w.ruleDigest,
+		RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow, QueryAtoms: atoms, Facts: facts}
+	q := seam.QueryBatch{BindingProfileDigest: w.binding.ProfileDigest, LFixpointDigest: fix, RuleBundleDigest: w.ruleDigest,
+		RProfileDigest: w.rProfile.Digest(), Queries: []seam.Query{{Proposal: p, FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}}}.Sealed()
+	proj, rej := seam.Project(l, w.rProfile, w.binding, q)
+	if rej != nil {
+		return nil, fmt.Sprintf("the seam refused proposal %s: %s at %s", p.ProposalID, rej.Code, rej.Path)
+	}
+	var verdict any
+	if len(proj.Verdicts) == 1 {
+		v, _ := proj.Verdicts[0].Verdict()
+		verdict = map[string]any{"status": v.Status, "support_derivation_ids": anySlice(v.SupportDerivationIDs)}
+	}
+	t.note("seam.verdict", map[string]any{"proposal_id": p.ProposalID, "projection_digest": proj.Digest, "verdict": verdict,
+		"frontier_preconditions": anySlice(nonNil(frontierIDs))})
+	return *proj.Command, ""
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilAny(s []any) []any {
+	if s == nil {
+		return []any{}
+	}
+	return s
+}
+
+// render resolves an eligibility template against a proposal's action
+// and destination. An unresolvable reference renders as null, an atom L
+// never holds, so the literal stays unproven (fail closed).
+func render(tmpl any, a action) any {
+	s, ok := tmpl.(string)
+	if !ok {
+		return tmpl
+	}
+	ref, isRef := reference(s)
+	if !isRef {
+		return strings.TrimPrefix(s, "$")
+	}
+	parts := strings.Split(ref, ".")
+	var cur any = a.Action
+	if parts[0] == "destination" {
+		cur = a.Destination
+	}
+	for _, p := range parts[1:] {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		if cur, ok = m[p]; !ok {
+			return nil
+		}
+	}
+	switch cur.(type) {
+	case string, int64:
+		return cur
+	}
+	return nil
+}
+
+// supportIDs returns the positive and negative support ids of an atom:
+// base supports by their derivation ids, rule supports by an id derived
+// from the rule instance.
+func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any) ([]string, []string) {
+	schema, _ := w.rules.Schema(rel)
+	f := logic.Fact{Rel: rel, Args: make([]logic.Value, len(args))}
+	for i, a := range args {
+		v, err := value(a, schema[i])
+		if err != nil {
+			return []string{}, []string{}
+		}
+		f.Args[i] = v
+	}
+	ids := func(neg bool) []string {
+		g := f
+		g.Neg = neg
+		sup, err := mat.Supports(g)
+		if err != nil {
+			return []string{}
+		}
+		out := []string{}
+		for _, s := range sup {
+			if s.Base {
+				out = append(out, s.BaseIDs...)
+				continue
+			}
+			out = append(out, logic.DerivedPrefix+"rule:"+cjson.HexDigest([]byte(s.String())))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return ids(false), ids(true)
+}
+
+// react runs R: from the stored watermark, apply each projection's
+// command (one epoch each), move both sources past the tick and take every
+// batch. Every epoch publishes within its tick.
+func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error) {
+	w, st := t.w, t.st
+	prof := w.rProfile
+	d, df := prof.Digest(), prof.DataflowVersion()
+	var s *frontier.State
+	var out []authority.PublishedBatch
+	step := func(c frontier.Command) error {
+		tr, rej := frontier.Step(s, prof, c)
+		if rej != nil {
+			return fmt.Errorf("workflow: R refused %T: %s at %s", c, rej.Code, rej.Path)
+		}
+		s = tr.Next
+		for _, pb := range tr.Published {
+			out = append(out, toAuthority(pb))
+		}
+		return nil
+	}
+	advance := func(mark int64) error {
+		for _, src := range []string{ProposalSource, VerdictSource} {
+			if err := step(frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: src, LowWatermark: mark}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if st.Watermark > 0 {
+		if err := advance(st.Watermark); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range cmds {
+		if err := step(c); err != nil {
+			return nil, err
+		}
+	}
+	st.Watermark = (t.lt + 1) * EpochStride
+	if err := advance(st.Watermark); err != nil {
+		return nil, err
+	}
+	if err := step(frontier.GrantDemand{ProfileDigest: d, DataflowVersion: df, Batches: int64(len(cmds))}); err != nil {
+		return nil, err
+	}
+	if len(out) != len(cmds) {
+		return nil, fmt.Errorf("workflow: R published %d batches for %d epochs", len(out), len(cmds))
+	}
+	return out, nil
+}
+
+// toAuthority turns R's published batch into H's input form.
+func toAuthority(pb *frontier.PublishedBatch) authority.PublishedBatch {
+	b := authority.PublishedBatch{Batch: pb.Batch()}
+	for _, v := range pb.Proposals() {
+		p, _ := v.Proposal()
+		b.Proposals = append(b.Proposals, p)
+	}
+	for _, v := range pb.Verdicts() {
+		vd, _ := v.Verdict()
+		b.Verdicts = append(b.Verdicts, vd)
+	}
+	b.PublishedBatchDigest = authority.PublishedBatchDigest(b)
+	return b
+}

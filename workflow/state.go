@@ -1,0 +1,106 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/kernel"
+	"flrh.dev/flrh/mrp"
+)
+
+// StateKind identifies the workflow state document.
+const StateKind = "flrh.workflow.state"
+
+// state is the run's whole pure state, stored as canonical JSON between
+// ticks. Everything a tick needs is here, so replaying the accepted inputs
+// from Init reproduces it byte for byte.
+type state struct {
+	Kind      string          `json:"kind"`
+	RunID     string          `json:"run_id"`
+	Time      int64           `json:"logical_time"` // the last accepted input's logical time
+	Snapshot  json.RawMessage `json:"snapshot"`     // F: the kernel snapshot
+	Supports  []support       `json:"supports"`     // L: the live base supports, by id
+	Watermark int64           `json:"watermark"`    // R: every epoch before it has published
+	Machine   mrp.Machine     `json:"machine"`      // H: the MRP machine
+	EffectSeq int64           `json:"effect_sequence"`
+	Turn      int64           `json:"turn"`
+	Open      []openIntent    `json:"open"`    // intents planned and not yet answered by a receipt
+	Pending   []pending       `json:"pending"` // approval requests awaiting a person
+}
+
+// support is one live base support of L: a named fact and its provenance.
+type support struct {
+	ID         string `json:"id"`
+	Predicate  string `json:"predicate"`
+	Args       []any  `json:"args"`
+	Provenance string `json:"provenance"`
+}
+
+type openIntent struct {
+	IntentID     string `json:"intent_id"`
+	ProposalID   string `json:"proposal_id"`
+	EffectType   string `json:"effect_type"`
+	ActionDigest string `json:"action_digest"`
+}
+
+// pending is everything needed to authorize an approval request again,
+// exactly as it was decided, once a grant is presented.
+type pending struct {
+	RequestID string                    `json:"request_id"`
+	IntentID  string                    `json:"intent_id"`
+	Request   authority.ApprovalRequest `json:"request"`
+	Batch     authority.PublishedBatch  `json:"batch"`
+	Action    json.RawMessage           `json:"action"`
+	Dest      json.RawMessage           `json:"destination"`
+	Machine   mrp.Machine               `json:"machine"` // before the batch
+	EffectSeq int64                     `json:"effect_sequence"`
+	Now       int64                     `json:"now"`
+	Turn      int64                     `json:"turn"`
+}
+
+func (w *Workflow) initial(runID string) (*state, error) {
+	if !cjson.ValidID(runID) {
+		return nil, fmt.Errorf("workflow: run id %q is not an id", runID)
+	}
+	snap := kernel.NewSnapshot(w.domain, runID, w.versions)
+	b, err := cjson.Marshal(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}}, nil
+}
+
+func decodeState(b []byte) (*state, error) {
+	var st state
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("workflow state: %w", err)
+	}
+	if st.Kind != StateKind {
+		return nil, errors.New("workflow state: not a workflow state document")
+	}
+	return &st, nil
+}
+
+func (st *state) encode() ([]byte, error) { return cjson.Marshal(st) }
+
+// plain converts a value decoded with json.Number into the cjson model
+// (int64 numbers), the form the pure packages read.
+func plain(raw json.RawMessage) (map[string]any, error) {
+	v, err := cjson.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	return m, nil
+}

@@ -1,0 +1,123 @@
+package authority
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"flrh.dev/flrh/cjson"
+)
+
+//go:embed schema/authority.v1.json
+var schemaFS embed.FS
+
+// SchemaURL is the $id of the embedded authority schema; the schema of one
+// kind is at SchemaURL + "#/$defs/<Kind>".
+const SchemaURL = "https://flrh.dev/schema/authority.v1.json"
+
+// SchemaKinds are the kinds Validate knows.
+var SchemaKinds = []string{"ActionTicket", "HApprovalRequest", "HApproval", "Capability", "SignedCapability"}
+
+// Schema returns the embedded JSON Schema (draft 2020-12).
+func Schema() []byte {
+	b, err := schemaFS.ReadFile("schema/authority.v1.json")
+	if err != nil {
+		panic("authority: embedded schema missing: " + err.Error()) // a build defect
+	}
+	return b
+}
+
+var compiledSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(SchemaURL, doc); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*jsonschema.Schema, len(SchemaKinds))
+	for _, k := range SchemaKinds {
+		s, err := c.Compile(SchemaURL + "#/$defs/" + k)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s: %w", k, err)
+		}
+		out[k] = s
+	}
+	return out, nil
+})
+
+// Validate checks that jsonText is one valid object of the given kind:
+// strict flrh-cjson/1 input first (no floats, NFC strings, unique keys),
+// then the closed schema. Failures are *Rejection values with code
+// CANONICALIZATION_VIOLATION or SCHEMA_VIOLATION and the JSON pointer of
+// the offending value. Validation is not verification: digests and
+// signatures are checked by the functions that use the objects.
+func Validate(kind string, jsonText []byte) error {
+	schemas, err := compiledSchemas()
+	if err != nil {
+		return err
+	}
+	s, ok := schemas[kind]
+	if !ok {
+		return &Rejection{Code: "SCHEMA_VIOLATION", Path: "/", Expected: "a known kind", Actual: kind}
+	}
+	v, err := cjson.Decode(jsonText)
+	if err != nil {
+		r := &Rejection{Code: "CANONICALIZATION_VIOLATION", Path: "/"}
+		var ce *cjson.Error
+		if errors.As(err, &ce) {
+			r.Path, r.Actual = pathOrRoot(ce.Pointer), string(ce.Code)
+		}
+		return r
+	}
+	if err := s.Validate(schemaValue(v)); err != nil {
+		r := &Rejection{Code: "SCHEMA_VIOLATION", Path: "/", Actual: err.Error()}
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			r.Path = pathOrRoot(deepest(ve))
+		}
+		return r
+	}
+	return nil
+}
+
+// deepest returns the instance location of the most specific cause.
+func deepest(ve *jsonschema.ValidationError) string {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	p := ""
+	for _, tok := range ve.InstanceLocation {
+		p += "/" + cjson.EscapePointer(tok)
+	}
+	return p
+}
+
+// schemaValue converts the canonical value model (int64 numbers) into the
+// one the schema validator expects (json.Number-like via int).
+func schemaValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		//flrh:orderfree a map is rebuilt entry by entry
+		for k, e := range x {
+			out[k] = schemaValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = schemaValue(e)
+		}
+		return out
+	case int64:
+		return int(x)
+	}
+	return v
+}

@@ -476,3 +476,42 @@ func TestEachInputIsAcceptedOnce(t *testing.T) {
 		t.Fatalf("accepted %d inputs and receipts, state %s", st.Accepted, st.State)
 	}
 }
+
+// A cancellation that arrives while an effect's outcome is unknown is
+// recorded, not acted on: the effect is reconciled first, and only then is
+// the run cancelled (fault plan: interrupts during an effect).
+func TestCancelDuringAnEffectIsDeferredUntilReconciled(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.Unknown}
+	h.dest.lookupErr = true
+	h.start("run-13", small)
+	if s := h.run("run-13").State; s != "HUMAN_RECONCILIATION" {
+		t.Fatalf("state %s", s)
+	}
+	if err := h.r.Cancel(ctx, "run-13", "stop", requester); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run := h.run("run-13")
+	cp, _ := h.store.Checkpoint(ctx, "run-13")
+	if run.State != "HUMAN_RECONCILIATION" || !strings.Contains(string(cp.Body), `"pending_interrupts":["CANCEL"]`) {
+		t.Fatalf("cancel not deferred: %s %s", run.State, cp.Body)
+	}
+	st, _ := h.r.Inspect(ctx, "run-13")
+	if err := h.r.Reconcile(ctx, "run-13", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run = h.run("run-13")
+	if run.State != "CANCELED" {
+		t.Fatalf("after reconciliation: %s", run.State)
+	}
+	rcs, _ := h.store.Receipts(ctx, "run-13")
+	if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" || h.dest.count() != 1 {
+		t.Fatalf("receipts %+v, %d mutations", rcs, h.dest.count())
+	}
+	want := "HUMAN_RECEIPT_CONFIRMED PENDING_CANCEL"
+	if got := strings.Join(h.transitions("run-13"), " "); !strings.HasSuffix(got, want) {
+		t.Fatalf("path %s", got)
+	}
+}

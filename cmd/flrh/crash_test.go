@@ -179,3 +179,82 @@ func TestApproveThroughTheCLI(t *testing.T) {
 	}
 	fmt.Fprint(io.Discard, out)
 }
+
+// TestCrashCampaign is a seeded, bounded campaign of random crashes: for
+// each case it draws a refund (small, or large so that a person must
+// approve), a destination fault (none, a dropped answer after applying, a
+// transient 503), and a cut point; it kills the runner there when the run
+// reaches it, recovers, approves what waits, and checks the invariants.
+// FLRH_CRASH_SEED picks another campaign; CI runs the default one.
+func TestCrashCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	seed := uint64(20261129)
+	if s := os.Getenv("FLRH_CRASH_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("crash campaign seed %d", seed)
+	next := func(n int) int { // splitmix64, so the campaign replays from its seed
+		seed += 0x9e3779b97f4a7c15
+		z := seed
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		return int((z ^ (z >> 31)) % uint64(n))
+	}
+	bin := buildFlrh(t)
+	cuts := []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt", "during-reconcile"}
+	faults := []string{"", `{"times":1,"drop":true}`, `{"times":1,"status":503}`}
+	for i := 0; i < 6; i++ {
+		amount := []int{20, 700}[next(2)]
+		fault, cut := faults[next(len(faults))], cuts[next(len(cuts))]
+		name := fmt.Sprintf("%d-amount%d-%s", i, amount, cut)
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+			if fault != "" {
+				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(fault))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+			dest := "--destination=" + base + "/v1/effects"
+			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + cut}
+			input := fmt.Sprintf(`{"refunds":[{"id":"x%d","amount":%d,"payee":"bob","reason":"r"}]}`, i, amount)
+			out, err := flrh(bin, crash, "run", "start", "refund-agent", "--id", "r", "--input-json", input, storeFlag, dest, "--lease-ttl", "300ms")
+			killed := err != nil
+			if !killed && strings.Contains(out, "WAIT_APPROVAL") {
+				out, err = flrh(bin, crash, "approve", "r", fmt.Sprintf("approval:x%d", i), "--as", "alice", storeFlag, dest, "--lease-ttl", "300ms")
+				killed = err != nil
+			}
+			if killed {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("runner failed without being killed: %v\n%s", err, out)
+				}
+			}
+			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", "10s")
+			if err != nil {
+				t.Fatalf("resume: %v\n%s", err, out)
+			}
+			if strings.Contains(out, "WAIT_APPROVAL") {
+				if out, err = flrh(bin, nil, "approve", "r", fmt.Sprintf("approval:x%d", i), "--as", "alice", storeFlag, dest); err != nil {
+					t.Fatalf("approve: %v\n%s", err, out)
+				}
+			}
+			if !strings.Contains(out, "run r: SUCCEEDED") {
+				t.Fatalf("run did not succeed (killed=%v):\n%s", killed, out)
+			}
+			if n := len(mutations(t, base)); n != 1 {
+				t.Fatalf("%d mutations for one logical effect", n)
+			}
+			for _, check := range [][]string{{"verify", "r", storeFlag}, {"replay", "r", storeFlag}} {
+				if out, err := flrh(bin, nil, check...); err != nil {
+					t.Fatalf("%s: %v\n%s", check[0], err, out)
+				}
+			}
+		})
+	}
+}

@@ -158,6 +158,49 @@ func naiveStates(p randomProgram, active map[string]litT) map[string][2]int {
 	return counts
 }
 
+// naiveMaxDepth is the largest least depth of a satisfied rule's support:
+// base literals have depth 0, a support 1 + the deepest of its required
+// literals, each literal the least depth of its supports (relaxed to a
+// fixpoint).
+func naiveMaxDepth(p randomProgram, active map[string]litT, satisfied func(ruleT) bool) int64 {
+	depth := map[litT]int64{}
+	for _, l := range active {
+		depth[l] = 0
+	}
+	support := map[string]int64{}
+	for changed := true; changed; {
+		changed = false
+		for _, r := range p.rules {
+			if !satisfied(r) {
+				continue
+			}
+			d, ok := int64(1), true
+			for _, l := range r.required {
+				ld, known := depth[l]
+				if !known {
+					ok = false
+					break
+				}
+				d = max(d, ld+1)
+			}
+			if !ok {
+				continue
+			}
+			if old, had := support[r.id]; !had || d < old {
+				support[r.id], changed = d, true
+			}
+			if old, had := depth[r.head]; !had || d < old {
+				depth[r.head], changed = d, true
+			}
+		}
+	}
+	var m int64
+	for _, r := range p.rules {
+		m = max(m, support[r.id])
+	}
+	return m
+}
+
 // applyToLedger mirrors an accepted batch on the test's own ledger.
 func applyToLedger(active map[string]litT, p randomProgram, batch []any) {
 	for _, raw := range batch {
@@ -210,6 +253,13 @@ func TestIncrementalMatchesFullRecompute(t *testing.T) {
 			}
 			if string(mustCanonical(clean["next_materialization"])) != string(mustCanonical(full["next_materialization"])) {
 				t.Fatalf("step %d: stepwise materialization differs from the clean recomputation", i)
+			}
+			fired := map[string]bool{}
+			for _, ds := range get(full, "next_materialization", "derived_supports").([]any) {
+				fired[get(ds, "rule_id").(string)] = true
+			}
+			if got, want := get(full, "stats", "max_derivation_depth"), naiveMaxDepth(p, active, func(r ruleT) bool { return fired[r.id] }); got != want {
+				t.Fatalf("step %d: max_derivation_depth %v, least depth %d", i, got, want)
 			}
 			want := naiveStates(p, active)
 			for name, a := range p.corpus.atoms {

@@ -315,6 +315,7 @@ type exec struct {
 	track   bool
 	firings int64
 	err     error
+	stopped bool // an existence scan finished early (not an error)
 }
 
 func (m *Materialization) newExec() *exec {
@@ -443,7 +444,7 @@ func (x *exec) run(i int) bool {
 		case v.useList:
 			for _, r := range v.list {
 				if x.match(s, t, r) && !x.next(s, r, i) {
-					return false
+					return x.endScan()
 				}
 			}
 		case v.useRng:
@@ -452,7 +453,7 @@ func (x *exec) run(i int) bool {
 					continue
 				}
 				if x.match(s, t, r) && !x.next(s, r, i) {
-					return false
+					return x.endScan()
 				}
 			}
 		case s.ix == probeSet:
@@ -464,8 +465,8 @@ func (x *exec) run(i int) bool {
 				}
 				key[k] = val
 			}
-			if r := t.find(key); r >= 0 && x.visible(t, v, s.table, r) {
-				return x.next(s, r, i)
+			if r := t.find(key); r >= 0 && x.visible(t, v, s.table, r) && !x.next(s, r, i) {
+				return x.endScan()
 			}
 		case s.ix >= 0:
 			key := x.keys[i][:len(s.key)]
@@ -489,7 +490,7 @@ func (x *exec) run(i int) bool {
 					continue
 				}
 				if x.match(s, t, r) && !x.next(s, r, i) {
-					return false
+					return x.endScan()
 				}
 			}
 		default:
@@ -499,7 +500,7 @@ func (x *exec) run(i int) bool {
 					continue
 				}
 				if x.match(s, t, r) && !x.next(s, r, i) {
-					return false
+					return x.endScan()
 				}
 			}
 		}
@@ -604,7 +605,32 @@ func (x *exec) run(i int) bool {
 // next records the matched row and runs the rest of the plan.
 func (x *exec) next(s *step, r int32, i int) bool {
 	x.rows[s.atom] = r
-	return x.run(i + 1)
+	if !x.run(i + 1) {
+		return false
+	}
+	// An atom that binds nothing is an existence test: once one row
+	// matched, the rest of the plan has run for every binding it could
+	// see, so other rows would only repeat the same instantiations
+	// (supports still enumerate each matching row).
+	return len(s.binds) != 0 || x.mode == emitCollect || x.stopScan()
+}
+
+// endScan is what a scan loop returns when the rest of its plan said
+// stop: true (go on with the enclosing loops) when it was an existence
+// scan finishing early, false when evaluation must abort.
+func (x *exec) endScan() bool {
+	if x.stopped {
+		x.stopped = false
+		return x.err == nil
+	}
+	return false
+}
+
+// stopScan ends the current scan early: it reports false to the scan loop
+// after setting a flag that tells run not to treat it as an abort.
+func (x *exec) stopScan() bool {
+	x.stopped = true
+	return false
 }
 
 func (x *exec) emit() bool {

@@ -578,3 +578,33 @@ assess("reversible", "g2.publish") :- action(t, "artifact.publish").
 		t.Fatalf("shaped outside the capability: %s %+v scope %s", o.Kind, o.Rejection, o.Ticket.Scope)
 	}
 }
+
+func TestAuthorizeEscalatesAndEmptyBatches(t *testing.T) {
+	in, c := fixtureInput(t, "internal")
+	p, err := CompilePolicy("authority/1", "esc.dl", []byte(`
+decision("G2", "ALLOW", "g2.publish") :- action(t, "artifact.publish"), capability(t, _).
+decision("G3", "ESCALATE", "g3.novel") :- param_sym(t, "artifact", a), !known(a).
+.decl known(a: symbol)
+known("old.tgz").
+`), logic.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy.Policy = p
+	d, _ := Authorize(in)
+	if o := d.Outcomes[0]; o.Kind != OutcomeEscalated || o.MRPState != mrp.Escalate || o.Intent != nil || d.Event != EventNoEffects {
+		t.Fatalf("escalation: %s %s %s", o.Kind, o.MRPState, d.Event)
+	}
+	// An empty stable batch implies NO_EFFECTS.
+	b := in.Batch
+	b.Proposals, b.Verdicts = nil, nil
+	b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs = []string{}, []string{}
+	dg := StableBatchDigest(c.profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	b.Batch.BatchDigest, b.Batch.BatchID = dg, "batch:"+hexOf(dg)
+	b.PublishedBatchDigest = PublishedBatchDigest(b)
+	in.Batch = b
+	d, err = Authorize(in)
+	if err != nil || len(d.Outcomes) != 0 || d.Event != EventNoEffects || d.FHR.Digest == "" {
+		t.Fatalf("empty batch: %v %+v", err, d)
+	}
+}

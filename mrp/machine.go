@@ -500,14 +500,16 @@ func (m *Machine) record(from State, ev Event, row, cause, rejected string) {
 }
 
 // Admits reports whether an action with this reduced ticket may run now:
-// in TEST and in Degraded Safe Mode only verification-class actions run;
-// otherwise only from a non-refusal DECIDE with a decidable ticket.
+// never with an undecidable ticket; in TEST and in Degraded Safe Mode only
+// verification-class actions run; otherwise only from a non-refusal DECIDE.
 func (m Machine) Admits(v TicketView) bool {
-	if m.SafeMode || m.State == Test {
-		return v.VerificationOnly && (m.State == Test || m.State == Decide)
+	if ok, _ := v.Decidable(); !ok {
+		return false
 	}
-	ok, _ := v.Decidable()
-	return m.State == Decide && !m.Refusal && ok
+	if m.SafeMode || m.State == Test {
+		return v.VerificationOnly && (m.State == Test || (m.State == Decide && !m.Refusal))
+	}
+	return m.State == Decide && !m.Refusal
 }
 
 // Strip is the user-visible Journey Strip: each accepted state change

@@ -414,9 +414,16 @@ func TestMachineProperties(t *testing.T) {
 			if m.SafeMode && !next.SafeMode && (ev.Trigger != LeaveSafeMode || ev.Actor.Kind != ActorHuman) {
 				rt.Fatalf("safe mode cleared by %s from %s", ev.Trigger, ev.Actor.Kind)
 			}
-			if next.State == Decide && !next.Refusal && ev.Ticket != nil && err == nil {
-				if ok, _ := ev.Ticket.Decidable(); !ok && next.Journey[len(next.Journey)-1].Trigger == ev.Trigger {
+			// The entry for this event (forced closure entries may follow)
+			// never enters a non-refusal DECIDE with an undecidable ticket.
+			if e := next.Journey[len(m.Journey)]; err == nil && ev.Ticket != nil && e.To == Decide && !e.Refusal {
+				if ok, _ := ev.Ticket.Decidable(); !ok {
 					rt.Fatalf("entered DECIDE with an undecidable ticket")
+				}
+			}
+			if next.State == Decide && ev.Ticket != nil && next.Admits(*ev.Ticket) {
+				if ok, _ := ev.Ticket.Decidable(); !ok {
+					rt.Fatalf("admits an undecidable ticket")
 				}
 			}
 			if d := len(next.Journey) - len(m.Journey); d < 1 || d > 3 {

@@ -235,7 +235,13 @@ type Tick struct {
 // FreeEnergy is the trust-weighted mean squared miss of belief b for the
 // normalized observation o: a pure function of belief, observation and
 // precision, nothing else.
-func (c *Config) FreeEnergy(b Belief, o []float64) float64 {
+func (c *Config) FreeEnergy(b Belief, o []float64) (float64, error) {
+	if err := c.checkBelief(b); err != nil {
+		return 0, err
+	}
+	if len(o) != len(c.Channels) {
+		return 0, &Error{CodeBeliefShape, "/observation", fmt.Sprintf("want %d channels, have %d", len(c.Channels), len(o))}
+	}
 	pi := c.Precision(b)
 	num, den := 0.0, 0.0
 	for i := range o {
@@ -243,16 +249,36 @@ func (c *Config) FreeEnergy(b Belief, o []float64) float64 {
 		num += float64(pi[i] * float64(e*e))
 		den += pi[i]
 	}
-	return num / den
+	return num / den, nil
+}
+
+// checkBelief verifies that a belief has one finite mean and one finite,
+// non-negative uncertainty per channel.
+func (c *Config) checkBelief(b Belief) error {
+	if len(b.Mu) != len(c.Channels) || len(b.V) != len(c.Channels) {
+		return &Error{CodeBeliefShape, "/belief", fmt.Sprintf("want %d channels, have %d means and %d uncertainties", len(c.Channels), len(b.Mu), len(b.V))}
+	}
+	for i := range b.Mu {
+		if !finite(b.Mu[i]) || !finite(b.V[i]) || b.V[i] < 0 {
+			return &Error{CodeNotFinite, fmt.Sprintf("/belief/%d", i), "mean and uncertainty must be finite, uncertainty ≥ 0"}
+		}
+	}
+	return nil
 }
 
 // Update applies one observation (normalized) to the belief.
 func (c *Config) Update(b Belief, o []float64) (Tick, error) {
-	if len(o) != len(c.Channels) || len(b.Mu) != len(c.Channels) || len(b.V) != len(c.Channels) {
-		return Tick{}, &Error{CodeBeliefShape, "", "belief and observation must have one entry per channel"}
+	fe, err := c.FreeEnergy(b, o)
+	if err != nil {
+		return Tick{}, err
+	}
+	for i, x := range o {
+		if !finite(x) {
+			return Tick{}, &Error{CodeNotFinite, fmt.Sprintf("/observation/%d", i), fmt.Sprint(x)}
+		}
 	}
 	pi := c.Precision(b)
-	t := Tick{Prior: b, Precision: pi, Errors: make([]float64, len(o)), FreeEnergy: c.FreeEnergy(b, o)}
+	t := Tick{Prior: b, Precision: pi, Errors: make([]float64, len(o)), FreeEnergy: fe}
 	post := Belief{Mu: make([]float64, len(o)), V: make([]float64, len(o))}
 	for i := range o {
 		e := o[i] - b.Mu[i]
@@ -304,9 +330,20 @@ func (e Effects) Step(mu []float64, action string) ([]float64, []float64, error)
 // Predict moves the belief through the kernel under an action: the means
 // follow the kernel, the uncertainty grows by the action's process variance.
 func (c *Config) Predict(k Kernel, b Belief, action string) (Belief, error) {
+	if err := c.checkBelief(b); err != nil {
+		return Belief{}, err
+	}
 	mu, add, err := k.Step(b.Mu, action)
 	if err != nil {
 		return Belief{}, err
+	}
+	if len(mu) != len(b.Mu) || len(add) != len(b.V) {
+		return Belief{}, &Error{CodeBeliefShape, "/" + action, "the kernel must return one mean and one added variance per channel"}
+	}
+	for i, x := range mu {
+		if !finite(x) {
+			return Belief{}, &Error{CodeNotFinite, fmt.Sprintf("/%s/mu/%d", action, i), "the kernel returned a non-finite mean"}
+		}
 	}
 	out := Belief{Mu: mu, V: make([]float64, len(b.V))}
 	for i, v := range b.V {
@@ -329,7 +366,10 @@ func (c Core) G() float64 { return c.Risk + c.Ambiguity }
 
 // Score computes the EFE core of a predicted belief, weighting each
 // channel's risk by its precision.
-func (c *Config) Score(pred Belief) Core {
+func (c *Config) Score(pred Belief) (Core, error) {
+	if err := c.checkBelief(pred); err != nil {
+		return Core{}, err
+	}
 	pi := c.Precision(pred)
 	var core Core
 	for i, s := range c.Channels {
@@ -340,7 +380,7 @@ func (c *Config) Score(pred Belief) Core {
 		core.Risk += float64(pi[i] * kl)
 		core.Ambiguity += float64(0.5 * (fmath.Ln2Pi + 1 + fmath.Log(v)))
 	}
-	return core
+	return core, nil
 }
 
 // ScoreCascade scores a sequence of actions from belief b: each step is
@@ -360,7 +400,10 @@ func (c *Config) ScoreCascade(k Kernel, b Belief, actions []string, discount flo
 		if err != nil {
 			return Core{}, nil, err
 		}
-		s := c.Score(b)
+		s, err := c.Score(b)
+		if err != nil {
+			return Core{}, nil, err
+		}
 		steps = append(steps, s)
 		total.Risk += float64(w * s.Risk)
 		total.Ambiguity += float64(w * s.Ambiguity)

@@ -138,12 +138,15 @@ func TestUpdateInvariants(t *testing.T) {
 func TestFreeEnergyIsTrustWeightedMeanSquaredMiss(t *testing.T) {
 	c := testConfig()
 	b := Belief{Mu: []float64{0.5, 0.5}, V: []float64{0.1, 0.01}} // Π = 10, 20 (clamped at 20)
-	fe := c.FreeEnergy(b, []float64{0.7, 0.5})
+	fe, err := c.FreeEnergy(b, []float64{0.7, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := (10 * 0.2 * 0.2) / (10 + 20.0)
 	if math.Abs(fe-want) > 1e-15 {
 		t.Fatalf("F = %v, want %v", fe, want)
 	}
-	if c.FreeEnergy(b, []float64{0.5, 0.5}) != 0 {
+	if z, _ := c.FreeEnergy(b, []float64{0.5, 0.5}); z != 0 {
 		t.Fatal("F must be zero when every channel matches")
 	}
 }
@@ -151,7 +154,10 @@ func TestFreeEnergyIsTrustWeightedMeanSquaredMiss(t *testing.T) {
 func TestGaussianCoreAgainstClosedForm(t *testing.T) {
 	c := testConfig()
 	pred := Belief{Mu: []float64{0.8, 0.1}, V: []float64{0.04, 0.05}}
-	core := c.Score(pred)
+	core, err := c.Score(pred)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pi := c.Precision(pred)
 	kl := func(mu, v, m, w float64) float64 {
 		return math.Log(math.Sqrt(w)/math.Sqrt(v)) + (v+(mu-m)*(mu-m))/(2*w) - 0.5
@@ -181,7 +187,7 @@ func TestForwardModelSharesLiveKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if steps[0] != c.Score(live) {
+	if s0, _ := c.Score(live); steps[0] != s0 {
 		t.Fatal("forward model's first step differs from the live prediction")
 	}
 	want := steps[0].Risk + 0.9*steps[1].Risk + 0.81*steps[2].Risk
@@ -244,5 +250,30 @@ func TestObserveCarriesHypotheses(t *testing.T) {
 	}
 	if _, _, err := c.Observe(Hypotheses{Belief: b}, k, "fix", []float64{0, 0}); err == nil {
 		t.Fatal("belief state without a goal accepted")
+	}
+}
+
+func TestShapeAndFinitenessChecks(t *testing.T) {
+	c := testConfig()
+	good, _ := c.Initial([]float64{0.5, 0.5}, 0.1)
+	k := Effects{"x": {Shift: []float64{0, 0}, AddVar: []float64{0, 0}}}
+	short := Belief{Mu: []float64{0.5}, V: []float64{0.1}}
+	nan := Belief{Mu: []float64{0.5, math.NaN()}, V: []float64{0.1, 0.1}}
+	for _, b := range []Belief{short, nan} {
+		if _, err := c.FreeEnergy(b, []float64{0, 0}); err == nil {
+			t.Errorf("FreeEnergy accepted %v", b)
+		}
+		if _, err := c.Score(b); err == nil {
+			t.Errorf("Score accepted %v", b)
+		}
+		if _, err := c.Predict(k, b, "x"); err == nil {
+			t.Errorf("Predict accepted %v", b)
+		}
+	}
+	if _, err := c.Update(good, []float64{0.5}); err == nil {
+		t.Error("short observation accepted")
+	}
+	if _, err := c.Update(good, []float64{0.5, math.Inf(1)}); err == nil {
+		t.Error("infinite observation accepted")
 	}
 }

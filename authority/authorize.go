@@ -182,12 +182,20 @@ func Authorize(in Input) (Decisions, error) {
 		m = mrp.New(mrp.Budgets{})
 	}
 	before := len(m.Journey)
-	if len(in.Policy.Keyring) == 0 && !m.SafeMode {
-		// Without operator key material nothing can be trusted to
-		// authorize: enter Degraded Safe Mode, visibly, until a person
-		// leaves it.
-		next, err := mrp.Step(m, mrp.Event{Trigger: mrp.EnterSafeMode, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Cause: "operator key material missing"})
-		if err == nil {
+	// The runtime cannot trust itself without operator key material or
+	// once its watchdog fired: enter Degraded Safe Mode, visibly, until a
+	// person leaves it.
+	cause := ""
+	if len(in.Policy.Keyring) == 0 {
+		cause = mrp.SafeModeKeys
+	}
+	for _, s := range in.Signals {
+		if s.Kind == KindWatchdog {
+			cause = mrp.SafeModeWatchdog
+		}
+	}
+	if cause != "" && !m.SafeMode {
+		if next, err := mrp.Step(m, mrp.Event{Trigger: mrp.EnterSafeMode, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Cause: cause}); err == nil {
 			m = next
 		}
 	}

@@ -226,8 +226,8 @@ func TestAuthorizeRefusals(t *testing.T) {
 		in, _ := fixtureInput(t, "internal")
 		in.Signals = []Signal{{Tier: 0, Kind: KindWatchdog, Source: "watchdog"}}
 		d, _ := Authorize(in)
-		if o := d.Outcomes[0]; o.Intent != nil || o.MRPState != mrp.Failsafe {
-			t.Fatalf("%s %s", o.Kind, o.MRPState)
+		if o := d.Outcomes[0]; o.Intent != nil || o.MRPState != mrp.Failsafe || !d.Machine.SafeMode || d.Machine.SafeWhy != mrp.SafeModeWatchdog {
+			t.Fatalf("%s %s safe=%v", o.Kind, o.MRPState, d.Machine.SafeMode)
 		}
 	})
 	t.Run("verification need tests first", func(t *testing.T) {

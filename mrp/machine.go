@@ -66,6 +66,15 @@ const (
 	EnterSafeMode     Trigger = "SAFE_MODE"
 )
 
+// Causes of Degraded Safe Mode: the runtime cannot trust itself.
+const (
+	SafeModeTripwire = "tripwire"
+	SafeModeStore    = "store fault"
+	SafeModeClock    = "clock fault"
+	SafeModeWatchdog = "watchdog"
+	SafeModeKeys     = "key material missing"
+)
+
 // Human-initiated triggers. Each needs a human actor holding the matching
 // capability; a model actor can issue none of them.
 const (

@@ -134,6 +134,15 @@ type Adapter interface {
 	Lookup(ctx context.Context, idempotencyKey, contentDigest string) (LookupResult, error)
 }
 
+// ContentDigester is implemented by adapters that can name, before any
+// I/O, the digest of exactly the content they will send for an intent: the
+// value a later Lookup must be asked about. A runner records it with the
+// intent at commit time, so that reconciliation after a crash does not
+// depend on the attempt's own receipt. Both built-in adapters implement it.
+type ContentDigester interface {
+	ContentDigest(in Intent) (string, error)
+}
+
 // ErrNoAdapter is returned when no adapter is registered for an intent's
 // effect type and adapter version.
 var ErrNoAdapter = errors.New("effect: no adapter registered")

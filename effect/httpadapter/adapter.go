@@ -142,6 +142,15 @@ func Prepare(in effect.Intent) (body []byte, contentDigest string, err error) {
 	return req.Encode()
 }
 
+// ContentDigest returns the digest of the content Execute would send for
+// the intent (see Prepare), without sending anything.
+func (a *Adapter) ContentDigest(in effect.Intent) (string, error) {
+	_, d, err := Prepare(in)
+	return d, err
+}
+
+var _ effect.ContentDigester = (*Adapter)(nil)
+
 // Execute performs one attempt of the intent. See the package comment for
 // how the answer is classified.
 func (a *Adapter) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {

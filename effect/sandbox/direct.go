@@ -21,6 +21,14 @@ func (s *Sandbox) Adapter() effect.Adapter { return direct{s} }
 
 type direct struct{ s *Sandbox }
 
+var _ effect.ContentDigester = direct{}
+
+// ContentDigest returns the digest of the content Execute would hand over.
+func (direct) ContentDigest(in effect.Intent) (string, error) {
+	_, d, err := httpadapter.Prepare(in)
+	return d, err
+}
+
 var errDropped = errors.New("the destination closed the connection without answering")
 
 func (d direct) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {

@@ -79,6 +79,33 @@ func TestDirectAdapterMatchesHTTP(t *testing.T) {
 	}
 }
 
+func TestContentDigestBeforeIO(t *testing.T) {
+	s, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := fixture.Intent("effect:cd", payload)
+	a := s.Adapter()
+	want, err := a.(effect.ContentDigester).ContentDigest(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Mutations()) != 0 || s.Stats().Requests != 0 {
+		t.Fatal("naming the content digest reached the destination")
+	}
+	r, _ := a.Execute(context.Background(), in)
+	if r.ContentDigest != want || s.Mutations()[0].ContentDigest != want {
+		t.Errorf("announced %s, sent %s, recorded %s", want, r.ContentDigest, s.Mutations()[0].ContentDigest)
+	}
+	h := start(t, sandbox.Options{})
+	if got, err := adapterFor(t, h.EffectsURL).ContentDigest(in); err != nil || got != want {
+		t.Errorf("the HTTP adapter names %s, the in-process one %s (%v)", got, want, err)
+	}
+	if _, err := a.(effect.ContentDigester).ContentDigest(fixture.Intent("effect:cd", `{"x":1.5}`)); err == nil {
+		t.Error("a float payload has a content digest")
+	}
+}
+
 func TestDirectAdapterTimeoutIsUnknown(t *testing.T) {
 	s, err := sandbox.New(sandbox.Options{})
 	if err != nil {

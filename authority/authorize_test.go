@@ -2,6 +2,7 @@ package authority
 
 import (
 	"bytes"
+	"fmt"
 	"crypto/ed25519"
 	"encoding/json"
 	"strings"
@@ -607,4 +608,50 @@ known("old.tgz").
 	if err != nil || len(d.Outcomes) != 0 || d.Event != EventNoEffects || d.FHR.Digest == "" {
 		t.Fatalf("empty batch: %v %+v", err, d)
 	}
+}
+
+// Differential: for random authority facts, the intent Authorize derives
+// from gates and a capability equals the intent the reference projection
+// derives from the same facts supplied as an authority snapshot.
+func TestAuthorizeAgreesWithProjection(t *testing.T) {
+	c := loadCorpus(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		risk := rapid.SampledFrom([]string{RiskReadOnly, RiskReversible}).Draw(rt, "risk")
+		nb := rapid.Int64Range(0, 100).Draw(rt, "nb")
+		exp := rapid.Int64Range(101, 500).Draw(rt, "exp")
+		capID := rapid.SampledFrom([]string{"capability:a", "capability:artifact.publish", "cap:z/1"}).Draw(rt, "cap")
+		version := rapid.SampledFrom([]string{"authority/1", "policy/7"}).Draw(rt, "version")
+		seq := rapid.Int64Range(1, 9).Draw(rt, "seq")
+		in, _ := fixtureInput(t, "internal")
+		p, err := CompilePolicy(version, "d.dl", []byte(fmt.Sprintf(`decision("G2", "ALLOW", "g2") :- action(t, "artifact.publish"), capability(t, _).
+assess(%q, "a") :- ticket(t).`, risk)), logic.Limits{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		in.Policy.Policy = p
+		sc, _ := SignCapability(Capability{ID: capID, EffectType: "artifact.publish", Destination: "dest:*", Scopes: []string{"scope:artifact-publishers"}, NotBefore: nb, Expiry: exp}, operator)
+		in.Capabilities = [][]SignedCapability{{sc}}
+		in.EffectSequence = seq
+		d, err := Authorize(in)
+		if err != nil || d.Outcomes[0].Intent == nil {
+			rt.Fatalf("%v %+v", err, d.Outcomes)
+		}
+		o := d.Outcomes[0]
+		snapV, _ := cjson.Decode(canon(t, *o.Authority))
+		cmd := fixtureCommand(StatePlanEffects, c.profile, deepCopy(c.published), snapV, nil, nil, nil, in.Now)
+		cmd["effect_sequence"] = seq
+		redigest(cmd, "command_digest")
+		proj, rej := ProjectIntent(cmd)
+		if rej != nil {
+			rt.Fatalf("projection rejected Authorize's own authority: %v", rej)
+		}
+		if !bytes.Equal(canon(t, proj.Intent), canon(t, o.Intent)) {
+			rt.Fatalf("intents differ\nprojection %s\nauthorize  %s", canon(t, proj.Intent), canon(t, o.Intent))
+		}
+		for _, k := range []string{"policy_verdict", "capability_digest", "authority_digest", "intent_id", "published_batch_digest"} {
+			if proj.ControlEvent.Payload[k] != o.ControlEvent.Payload[k] {
+				rt.Fatalf("evidence %s differs", k)
+			}
+		}
+	})
 }

@@ -155,7 +155,7 @@ func applyInputs(inputs []*parsedInput, priorBase []*baseSupport, priorDerived [
 		if len(contents) > 1 {
 			return nil, nil, reject(CodeDerivationIdentityConflict, "/fact_delta_inputs", "derivation_id", id)
 		}
-		if false {
+		if derivedIDs[id] {
 			return nil, nil, reject(CodeDerivedSupportTarget, "/fact_delta_inputs", "derivation_id", id)
 		}
 		existing := prior[id]

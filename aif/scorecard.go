@@ -94,3 +94,74 @@ func (m *Model) UncertaintyBonus(q [][]float64, policy [][]int, weight float64) 
 	term.Value = -float64(weight * total)
 	return term, nil
 }
+
+// ParameterInfoGain is the expected information gain about the likelihood
+// parameters (pA) along a policy — the "novelty" term of the active
+// inference literature: at each step, with predicted states Q(s) and
+// outcomes Q(o), the gain is Σ_o Q(o) Σ_s W(o, s) Q(s), where
+// W(o, s) = ½ (1/a(o, s) − 1/Σ_o' a(o', s)) ≥ 0 for counts a > 0. It is a real
+// expectation over the outcomes a policy would produce, and it earns its
+// name; it is still reported as a named augmentation (value −weight × gain,
+// δ-discounted), never folded into the risk-plus-ambiguity core. It is zero
+// for a model without pA.
+func (m *Model) ParameterInfoGain(q [][]float64, policy [][]int, weight float64) (choice.Term, error) {
+	if err := m.CheckPolicy(q, policy); err != nil {
+		return choice.Term{}, err
+	}
+	term := choice.Term{Name: choice.ParameterInfoGain}
+	J := m.joint
+	type novelty struct {
+		mi int
+		w  []float64 // [o*J + j]
+	}
+	var ws []novelty
+	for mi, mo := range m.Modalities {
+		if mo.PA == nil {
+			continue
+		}
+		O := len(mo.Outcomes)
+		w := make([]float64, O*J)
+		for j := 0; j < J; j++ {
+			a0 := 0.0
+			for o := 0; o < O; o++ {
+				a0 += mo.PA[o*J+j]
+			}
+			for o := 0; o < O; o++ {
+				if a := mo.PA[o*J+j]; a > 0 {
+					w[o*J+j] = float64(0.5 * (1/a - 1/a0))
+				}
+			}
+		}
+		ws = append(ws, novelty{mi, w})
+	}
+	if len(ws) == 0 {
+		return term, nil
+	}
+	pj := make([]float64, J)
+	disc := 1.0
+	total := 0.0
+	for _, acts := range policy {
+		q = m.predict(q, acts)
+		m.jointProduct(pj, q)
+		gain := 0.0
+		for _, nv := range ws {
+			O := len(m.Modalities[nv.mi].Outcomes)
+			acol := m.acol[nv.mi]
+			for o := 0; o < O; o++ {
+				qo, ws := 0.0, 0.0
+				for j, p := range pj {
+					if p == 0 {
+						continue
+					}
+					qo += float64(acol[j*O+o] * p)
+					ws += float64(nv.w[o*J+j] * p)
+				}
+				gain += float64(qo * ws)
+			}
+		}
+		total += float64(disc * gain)
+		disc = float64(disc * m.Discount)
+	}
+	term.Value = -float64(weight * total)
+	return term, nil
+}

@@ -1,6 +1,7 @@
 package aif
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -65,5 +66,36 @@ func TestUncertaintyBonusIsAugmentationOnly(t *testing.T) {
 	plain, _ := Decode([]byte(tiny))
 	if b, _ := plain.Model.UncertaintyBonus(q, [][]int{{1}}, 1); b.Value != 0 {
 		t.Fatalf("bonus without pA: %v", b)
+	}
+}
+
+func TestParameterInfoGain(t *testing.T) {
+	// State b has been observed far less often than a: its likelihood column
+	// has small counts, so visiting it is expected to teach more.
+	text := strings.Replace(tiny, `"A": [[0.9, 0.2], [0.1, 0.8]]`, `"pA": [[90, 2], [10, 8]]`, 1)
+	doc, err := Decode([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := doc.Model
+	q := [][]float64{{1, 0}}
+	toA, err := m.ParameterInfoGain(q, [][]int{{0}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toB, _ := m.ParameterInfoGain(q, [][]int{{1}}, 1)
+	if toA.Name != choice.ParameterInfoGain || !(toB.Value < toA.Value) || !(toA.Value < 0) {
+		t.Fatalf("gain to a %v, to b %v", toA, toB)
+	}
+	// Closed form at state b: W = ½(1/a − 1/a0) with a = [2, 8], a0 = 10;
+	// Q(o) = [0.2, 0.8]; gain = Σ Q(o)·W(o) with the sign flipped.
+	w0, w1 := 0.5*(1.0/2-1.0/10), 0.5*(1.0/8-1.0/10)
+	want := 0.2*w0 + 0.8*w1
+	if math.Abs(-toB.Value-want) > 1e-15 {
+		t.Fatalf("gain at b %v, want %v", -toB.Value, want)
+	}
+	plain, _ := Decode([]byte(tiny))
+	if g, _ := plain.Model.ParameterInfoGain(q, [][]int{{1}}, 1); g.Value != 0 {
+		t.Fatalf("gain without pA: %v", g)
 	}
 }

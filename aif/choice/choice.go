@@ -53,6 +53,7 @@ type Term struct {
 // Well-known augmentation names.
 const (
 	ModelUncertaintyBonus = "model_uncertainty_bonus"
+	ParameterInfoGain     = "parameter_info_gain"
 	IntrinsicValue        = "intrinsic_value"
 	Cost                  = "cost"
 )

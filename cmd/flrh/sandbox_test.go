@@ -101,7 +101,7 @@ func TestSandboxCommandSurvivesSIGKILL(t *testing.T) {
 	p1.Process.Signal(syscall.SIGKILL)
 	p1.Wait()
 
-	_, url2 := startSandboxProcess(t, state)
+	p2, url2 := startSandboxProcess(t, state)
 	a2, _ := httpadapter.New(httpadapter.Config{URL: url2 + sandbox.EffectsPath, Timeout: 5 * time.Second})
 	l, err := a2.Lookup(context.Background(), "effect:cli", r.ContentDigest)
 	if err != nil || l.Status != effect.ConfirmedSuccess {
@@ -109,6 +109,20 @@ func TestSandboxCommandSurvivesSIGKILL(t *testing.T) {
 	}
 	if ms, err := os.ReadFile(state); err != nil || strings.Count(string(ms), `"idempotency_key"`) != 1 {
 		t.Errorf("state file after the crash: %s %v", ms, err)
+	}
+	// SIGTERM is a graceful stop: exit status 0.
+	if err := p2.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p2.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("flrh sandbox after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("flrh sandbox did not stop after SIGTERM")
 	}
 }
 

@@ -73,6 +73,9 @@ func (m *Materialization) doomRow(t int, r int32) bool {
 // revive brings back a row over-deleted in the current update.
 func (m *Materialization) revive(t int, r int32) {
 	tb := m.tables[t]
+	if tb.died[r] == 0 {
+		return
+	}
 	m.setDied(t, r, 0)
 	tb.ndead--
 	tb.round[r] = m.round
@@ -452,24 +455,25 @@ func (m *Materialization) apply(changes []Change) error {
 		// 2. Rederive over-deleted tuples that keep a base support or
 		// a rule instantiation over the remaining state.
 		if recompute {
-			for _, t := range s.tables {
-				tb := m.tables[t]
-				for r := int32(0); r < m.start[t]; r++ {
-					if tb.died[r] == 0 && m.doomRow(t, r) {
-						allD[t] = append(allD[t], r)
-					}
+			var pend [][]int64
+			for _, in := range inserts {
+				if inS(in.t) && pendingIns[string(rune(in.t))+tupleKey(in.tup)] > 0 {
+					pend = append(pend, append([]int64{int64(in.t)}, in.tup...))
 				}
+			}
+			if err := m.recomputeStratum(si, pend, allD); err != nil {
+				return err
 			}
 		}
 		m.round++
 		var revive [][2]int32
 		for _, t := range s.tables {
 			for _, r := range allD[t] {
+				if recompute {
+					break // recomputeStratum revived what holds
+				}
 				if m.base[t][r] > 0 {
 					revive = append(revive, [2]int32{int32(t), r})
-					continue
-				}
-				if recompute {
 					continue
 				}
 				ok, err := m.derivable(x, t, r)
@@ -513,19 +517,6 @@ func (m *Materialization) apply(changes []Change) error {
 		}
 		if err := m.checkTuples(); err != nil {
 			return err
-		}
-		if recompute {
-			for _, ri := range s.rules {
-				r := c.rules[ri]
-				for k := range r.atoms {
-					x.views[k] = view{cur: true, hi: math.MaxInt32}
-				}
-				x.err = nil
-				if err := x.runRule(r, r.plans[0]); err != nil {
-					return err
-				}
-				m.collectAdded(x, r.head, addedBy)
-			}
 		}
 		for _, ri := range s.rules {
 			if recompute {
@@ -611,6 +602,69 @@ func (m *Materialization) apply(changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// recomputeStratum re-evaluates stratum si from scratch in fresh tables
+// over the current (updated) state below it, then applies the difference
+// to the stratum's tables in place: rows that no longer hold die in this
+// epoch, over-deleted rows that still hold are revived, new tuples are
+// appended. Unchanged rows keep their numbers, so base counts, the undo
+// log and the old view the strata above read all stay valid. pending are
+// this update's base insertions into the stratum (table, tuple...).
+func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]int32) error {
+	s := m.c.strata[si]
+	saved := make(map[int]*table, len(s.tables))
+	liveBefore := m.live
+	for _, t := range s.tables {
+		old := m.tables[t]
+		fresh := newTable(old.arity, m.c.indexes[t])
+		for r := int32(0); r < m.start[t]; r++ {
+			if m.base[t][r] > 0 {
+				fresh.insert(old.row(r), 0)
+			}
+		}
+		for _, p := range pending {
+			if int(p[0]) == t {
+				fresh.insert(p[1:], 0)
+			}
+		}
+		m.live -= int64(old.liveRows())
+		m.live += int64(fresh.liveRows())
+		saved[t] = old
+		m.tables[t] = fresh
+	}
+	err := m.evalStratum(si)
+	fresh := make(map[int]*table, len(s.tables))
+	for _, t := range s.tables {
+		fresh[t] = m.tables[t]
+		m.tables[t] = saved[t]
+	}
+	m.live = liveBefore
+	if err != nil {
+		return err
+	}
+	for _, t := range s.tables {
+		old, nw := m.tables[t], fresh[t]
+		for r := int32(0); r < m.start[t]; r++ {
+			if old.died[r] != 0 && old.died[r] != m.epoch {
+				continue // dead before this update
+			}
+			holds := nw.find(old.row(r)) >= 0
+			switch {
+			case holds && old.died[r] == m.epoch:
+				m.revive(t, r)
+			case !holds && old.died[r] == 0:
+				m.doomRow(t, r)
+				allD[t] = append(allD[t], r)
+			}
+		}
+		for r := int32(0); r < nw.n; r++ {
+			if _, added := old.insert(nw.row(r), m.round); added {
+				m.live++
+			}
+		}
+	}
+	return m.checkTuples()
 }
 
 // runVariant runs rule r with atom ai reading the given rows and every

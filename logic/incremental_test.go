@@ -35,6 +35,9 @@ func assertSameMaterialization(t *rapid.T, got, want *Materialization, ctx strin
 			if fmt.Sprint(g) != fmt.Sprint(w) {
 				t.Fatalf("%s: relation %s neg=%v:\n got %v\nwant %v", ctx, rel.name, neg, g, w)
 			}
+			if got.Count(rel.name, neg) != len(w) {
+				t.Fatalf("%s: Count(%s, %v) = %d, want %d", ctx, rel.name, neg, got.Count(rel.name, neg), len(w))
+			}
 			for _, tup := range w {
 				f := Fact{Rel: rel.name, Neg: neg, Args: tup}
 				gs, err := got.Supports(f)
@@ -51,6 +54,9 @@ func assertSameMaterialization(t *rapid.T, got, want *Materialization, ctx strin
 				}
 			}
 		}
+	}
+	if got.live != want.live {
+		t.Fatalf("%s: %d live tuples, want %d", ctx, got.live, want.live)
 	}
 	gc, _ := got.Conflicts()
 	wc, _ := want.Conflicts()

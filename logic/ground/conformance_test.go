@@ -95,7 +95,7 @@ func TestSuccessCases(t *testing.T) {
 }
 
 // checkResultInvariants checks the contract's materialization invariants.
-func checkResultInvariants(t *testing.T, res map[string]any) {
+func checkResultInvariants(t reporter, res map[string]any) {
 	t.Helper()
 	mat := res["next_materialization"].(map[string]any)
 	ids := map[string]string{} // support id -> polarity
@@ -145,8 +145,11 @@ func checkResultInvariants(t *testing.T, res map[string]any) {
 		assertCanonicalSet(t, field, mat[field].([]any))
 	}
 	assertCanonicalSet(t, "derived_fact_deltas", res["derived_fact_deltas"].([]any))
-	// Every emitted derived FactDelta is an exact protocol FactDelta.
+	// Every emitted derived FactDelta is an exact protocol FactDelta whose
+	// provenance collections are canonical sets.
 	for _, d := range res["derived_fact_deltas"].([]any) {
+		assertCanonicalSet(t, "premise_literal_keys", get(d, "delta", "provenance_delta", "premise_literal_keys").([]any))
+		assertCanonicalSet(t, "default_absence_witness_digests", get(d, "delta", "provenance_delta", "default_absence_witness_digests").([]any))
 		if err := protocol.ValidateValue(protocol.KindFactDelta, get(d, "delta")); err != nil {
 			t.Errorf("emitted FactDelta fails the protocol schema: %v", err)
 		}
@@ -163,7 +166,13 @@ func checkResultInvariants(t *testing.T, res map[string]any) {
 	}
 }
 
-func assertCanonicalSet(t *testing.T, name string, xs []any) {
+// reporter is what the invariant checks need from *testing.T or *rapid.T.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
+func assertCanonicalSet(t reporter, name string, xs []any) {
 	t.Helper()
 	for i := 1; i < len(xs); i++ {
 		if canonicalOrder(xs[i-1], xs[i]) >= 0 {
@@ -354,5 +363,24 @@ func TestEquivalencePairs(t *testing.T) {
 	got, _ = Solve(nil, base, revDeltas, 1)
 	if string(mustCanonical(got)) != string(mustCanonical(want)) {
 		t.Error("input order changed the result")
+	}
+}
+
+// A retraction naming a derived support of the prior is refused as such,
+// not as an unknown derivation: derived supports are not the caller's.
+func TestRetractDerivedSupport(t *testing.T) {
+	b := buildBundle(m2, "one_firing_exact", false)
+	first, rej := Solve(nil, b, buildDeltas(m2, []string{"a_positive"}, 1, b), 1)
+	if rej != nil {
+		t.Fatal(rej.Wire())
+	}
+	derived := get(first, "next_materialization", "derived_supports").([]any)[0].(map[string]any)
+	in := buildDelta(m2, "a_positive_retract", 2, b)
+	d := in["delta"].(map[string]any)
+	d["derivation_id"] = derived["derivation_id"]
+	d["tuple"] = cloneValue(get(derived, "literal", "atom"))
+	_, rej = Solve(first["next_materialization"], b, []any{in}, 2)
+	if rej == nil || rej.Code != CodeDerivedSupportTarget || rej.Context["derivation_id"] != derived["derivation_id"] {
+		t.Fatalf("retracting a derived support: %v", rej)
 	}
 }

@@ -166,6 +166,11 @@ func TestCheckpointTampering(t *testing.T) {
 			cp["evaluation_cache"] = append(c, cloneValue(c[0]))
 			redigest(cp)
 		}, CodeMalformedCheckpoint, "/context_digest"},
+		{"context-without-its-digest", func(cp map[string]any) {
+			e := cp["evaluation_cache"].([]any)[0].(map[string]any)
+			e["context"].(map[string]any)["existing_support"] = !e["context"].(map[string]any)["existing_support"].(bool)
+			redigest(cp)
+		}, CodeCheckpointBindingMismatch, "/context_digest"},
 		{"forged-unsatisfied", func(cp map[string]any) {
 			e := cp["evaluation_cache"].([]any)[0].(map[string]any)
 			e["outcome"] = obj("status", "unsatisfied", "depth", nil, "support", nil)

@@ -244,6 +244,7 @@ func TestIncrementalMatchesFullRecompute(t *testing.T) {
 			if string(mustCanonical(step["fixpoint_result"])) != string(mustCanonical(full)) {
 				t.Fatalf("step %d: incremental fixpoint differs from full recompute", i)
 			}
+			checkResultInvariants(t, full)
 			applyToLedger(active, p, batch)
 			// The contract's oracle: a clean full recomputation from the
 			// whole ledger, with no prior, gives the same materialization.

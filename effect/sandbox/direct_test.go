@@ -106,6 +106,18 @@ func TestContentDigestBeforeIO(t *testing.T) {
 	}
 }
 
+func TestClosedStateAppliesNothing(t *testing.T) {
+	s, err := sandbox.New(sandbox.Options{StatePath: t.TempDir() + "/state.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	r, _ := s.Adapter().Execute(context.Background(), fixture.Intent("effect:after-close", payload))
+	if r.Outcome != effect.FailedTransient || len(s.Mutations()) != 0 {
+		t.Errorf("after Close: %+v, %d mutations", r, len(s.Mutations()))
+	}
+}
+
 func TestDirectAdapterTimeoutIsUnknown(t *testing.T) {
 	s, err := sandbox.New(sandbox.Options{})
 	if err != nil {

@@ -305,6 +305,10 @@ func (s *Sandbox) apply(m httpwire.Mutation) answer {
 		return problemAnswer(http.StatusInsufficientStorage, httpwire.CodeLedgerFull, "the sandbox ledger is full; nothing was applied")
 	}
 	rec := Mutation{Sequence: int64(len(s.ledger)) + 1, IdempotencyKey: m.Key, ContentDigest: m.ContentDigest, Body: m.Body}
+	if s.opts.StatePath != "" && s.journal == nil {
+		// Closed: a sandbox with a state file never applies what it cannot record.
+		return problemAnswer(http.StatusServiceUnavailable, "STATE_CLOSED", "the sandbox's state file is closed; nothing was applied")
+	}
 	if s.journal != nil {
 		if err := s.journal.append(rec); err != nil {
 			return problemAnswer(http.StatusServiceUnavailable, "STATE_WRITE_FAILED", err.Error()+"; nothing was applied")

@@ -62,7 +62,7 @@ type Workflow struct {
 	id, version, digest string
 	versions            protocol.VersionEnvelope
 	domain              *kernel.Declarative
-	receipts            bool // the domain declares ReceiptEventType
+	receipts            []string // the receipt members the domain declares, nil if it takes no receipts
 	rules               *logic.Compiled
 	ruleDigest          string
 	limits              logic.Limits
@@ -317,7 +317,7 @@ func (c *compiler) domain(w *Workflow) *Error {
 					"a receipt event carries only %s", strings.Join(allowed, ", "))
 			}
 		}
-		w.receipts = true
+		w.receipts = append([]string{}, members...)
 	}
 	w.domain = d
 	return nil

@@ -143,10 +143,14 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		st.Open = slices.Delete(st.Open, k, k+1)
 		st.Pending = slices.DeleteFunc(st.Pending, func(p pending) bool { return p.IntentID == o.IntentID })
 		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
-		if w.receipts {
+		if w.receipts != nil {
 			evType = ReceiptEventType
-			members = map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": rc.Outcome,
+			all := map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": rc.Outcome,
 				"action_digest": o.ActionDigest, "proposal_id": o.ProposalID}
+			members = map[string]any{}
+			for _, k := range w.receipts {
+				members[k] = all[k]
+			}
 		}
 	default:
 		return refuse("unknown input kind %q", in.Kind)
@@ -416,7 +420,7 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
 		}
-		s := support{ID: fd.DerivationID, Predicate: pred, Args: args, Provenance: string(prov)}
+		s := support{ID: baseID(fd.DerivationID), Predicate: pred, Args: args, Provenance: string(prov)}
 		f, err := t.w.fact(s)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)
@@ -433,6 +437,13 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 	}
 	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 	return changes, supports, ""
+}
+
+// baseID names F's derivation as an L base support: L reserves the
+// "derivation:" prefix for derived supports, so F's derivation ids carry
+// the prefix "fact:" instead, with the same digest.
+func baseID(derivationID string) string {
+	return "fact:" + strings.TrimPrefix(derivationID, "derivation:")
 }
 
 // fact converts a stored support to a logic fact, checking column types.

@@ -23,12 +23,14 @@ func newSandboxCmd() *cobra.Command {
 			"answers the original result; the same key with other content is a 409 conflict), and answers\n" +
 			"lookups (GET /v1/effects/KEY).\n\n" +
 			"It can be told to misbehave through POST /_sandbox/faults, for example\n" +
-			"  {\"key\":\"effect:…\",\"times\":1,\"drop\":true}      apply, then close without answering\n" +
-			"  {\"times\":3,\"status\":503}                        fail the next three requests\n" +
-			"  {\"times\":1,\"delay_ms\":2000}                     answer two seconds late\n" +
+			"  {\"key\":\"effect:1\",\"times\":1,\"drop\":true}   apply, then close without answering\n" +
+			"  {\"times\":3,\"status\":503}                     fail the next three requests, applying nothing\n" +
+			"  {\"times\":1,\"delay_ms\":2000}                  wait two seconds before applying (lookups\n" +
+			"                                                say in_progress meanwhile)\n" +
 			"GET /_sandbox/mutations shows the ledger; DELETE /_sandbox/faults clears the rules.\n\n" +
-			"With --state FILE the ledger is written durably before every answer and loaded at start, so\n" +
-			"a sandbox killed after applying a mutation still knows it when restarted on the same file.\n\n" +
+			"With --state FILE the ledger is kept in an append-only journal, each mutation fsynced before\n" +
+			"it is answered, and loaded at start, so a sandbox killed after applying a mutation still\n" +
+			"knows it when restarted on the same file. A damaged journal refuses the start.\n\n" +
 			"It binds to loopback only, unless --allow-remote is given, because the admin endpoints are\n" +
 			"unauthenticated. SIGTERM or SIGINT shuts it down gracefully.",
 		Args: cobra.NoArgs,
@@ -42,7 +44,7 @@ func newSandboxCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&cfg.Addr, "addr", "127.0.0.1:8787", "listen address HOST:PORT (port 0 picks a free port)")
-	cmd.Flags().StringVar(&cfg.StatePath, "state", "", "JSON file the ledger is kept in across restarts")
+	cmd.Flags().StringVar(&cfg.StatePath, "state", "", "journal file (JSON lines) that keeps the ledger across restarts")
 	cmd.Flags().BoolVar(&cfg.AllowRemote, "allow-remote", false, "permit a listen address that is not loopback")
 	return cmd
 }

@@ -23,10 +23,10 @@ func newSandboxCmd() *cobra.Command {
 			"answers the original result; the same key with other content is a 409 conflict), and answers\n" +
 			"lookups (GET /v1/effects/KEY).\n\n" +
 			"It can be told to misbehave through POST /_sandbox/faults, for example\n" +
-			"  {\"key\":\"effect:1\",\"times\":1,\"drop\":true}   apply, then close without answering\n" +
+			"  {\"key\":\"effect:1\",\"times\":1,\"drop\":true}     apply, then close without answering\n" +
 			"  {\"times\":3,\"status\":503}                     fail the next three requests, applying nothing\n" +
 			"  {\"times\":1,\"delay_ms\":2000}                  wait two seconds before applying (lookups\n" +
-			"                                                say in_progress meanwhile)\n" +
+			"                                               say in_progress meanwhile)\n" +
 			"GET /_sandbox/mutations shows the ledger; DELETE /_sandbox/faults clears the rules.\n\n" +
 			"With --state FILE the ledger is kept in an append-only journal, each mutation fsynced before\n" +
 			"it is answered, and loaded at start, so a sandbox killed after applying a mutation still\n" +

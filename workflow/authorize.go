@@ -120,7 +120,12 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, error
 	if err != nil {
 		return Effect{}, err
 	}
-	return Effect{Intent: *o.Intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, nil
+	// The intent names the grant it consumes by the approvals ledger's
+	// digest of the stored grant, which the runner fills in at commit; H's
+	// own approval object (derived from that grant) stays in H's evidence.
+	intent := *o.Intent
+	intent.ApprovalDigest = nil
+	return Effect{Intent: intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, nil
 }
 
 // Grant is a person's stored approval, as the approvals ledger holds it.

@@ -27,6 +27,7 @@ func newSandboxCmd() *cobra.Command {
 			"  {\"times\":3,\"status\":503}                     fail the next three requests, applying nothing\n" +
 			"  {\"times\":1,\"delay_ms\":2000}                  wait two seconds before applying (lookups\n" +
 			"                                               say in_progress meanwhile)\n" +
+			"  {\"times\":1,\"delay_after_ms\":2000}            apply, then answer two seconds late\n" +
 			"GET /_sandbox/mutations shows the ledger; DELETE /_sandbox/faults clears the rules.\n\n" +
 			"With --state FILE the ledger is kept in an append-only journal, each mutation fsynced before\n" +
 			"it is answered, and loaded at start, so a sandbox killed after applying a mutation still\n" +

@@ -220,6 +220,26 @@ func TestDelayBeyondTimeoutReconciles(t *testing.T) {
 	}
 }
 
+// Applied, then answered too late: unknown to the adapter, but the lookup
+// confirms at once, since the destination has already recorded it.
+func TestAppliedButAnsweredLate(t *testing.T) {
+	s := startSandbox(t)
+	a := newAdapter(t, s.EffectsURL, 100*time.Millisecond)
+	if err := s.Inject(sandbox.Fault{Key: "effect:late", Times: 1, DelayAfterMillis: 1500}); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, a, fixture.Intent("effect:late", payload))
+	if r.Outcome != effect.Unknown {
+		t.Fatalf("late answer: %+v", r)
+	}
+	if l := lookup(t, a, "effect:late", r.ContentDigest); l.Status != effect.ConfirmedSuccess {
+		t.Fatalf("lookup: %+v", l)
+	}
+	if len(s.Mutations()) != 1 {
+		t.Errorf("%d mutations", len(s.Mutations()))
+	}
+}
+
 func TestDialFailureIsTransient(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

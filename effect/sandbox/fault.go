@@ -21,15 +21,18 @@ const MaxFaults = 1024
 //
 // A rule first waits DelayMillis (the key counts as in progress meanwhile,
 // and nothing is applied yet); then either answers Status without applying
-// anything, or applies the mutation as usual and, if Drop is set, closes the
-// connection without answering — the destination did the work and the
+// anything, or applies the mutation as usual, waits DelayAfterMillis (a
+// lookup now answers applied), and answers — or, if Drop is set, closes the
+// connection without answering: the destination did the work and the
 // caller cannot know it.
 type Fault struct {
 	Key         string `json:"key"`      // only requests with this idempotency key; "" matches every request
 	Times       int64  `json:"times"`    // how many requests the rule applies to; 0 means until cleared
 	DelayMillis int64  `json:"delay_ms"` // wait this long before handling
 	Status      int64  `json:"status"`   // answer this status (400–599) without applying; 0 means apply
-	Drop        bool   `json:"drop"`     // apply, then close the connection without answering
+	// DelayAfterMillis waits this long after applying, before answering.
+	DelayAfterMillis int64 `json:"delay_after_ms"`
+	Drop             bool  `json:"drop"` // apply, then close the connection without answering
 }
 
 // Check reports whether the rule is well formed.
@@ -41,18 +44,23 @@ func (f Fault) Check() error {
 		return errors.New("sandbox: fault: times must not be negative")
 	case f.DelayMillis < 0 || f.DelayMillis > MaxDelay.Milliseconds():
 		return fmt.Errorf("sandbox: fault: delay_ms must be within 0..%d", MaxDelay.Milliseconds())
+	case f.DelayAfterMillis < 0 || f.DelayAfterMillis > MaxDelay.Milliseconds():
+		return fmt.Errorf("sandbox: fault: delay_after_ms must be within 0..%d", MaxDelay.Milliseconds())
+	case f.Status != 0 && f.DelayAfterMillis != 0:
+		return errors.New("sandbox: fault: a failing rule (status) applies nothing, so it has no delay after applying")
 	case f.Status != 0 && (f.Status < 400 || f.Status > 599):
 		return errors.New("sandbox: fault: status must be 0 or within 400..599")
 	case f.Status != 0 && f.Drop:
 		return errors.New("sandbox: fault: a rule either fails (status) or applies and drops (drop), not both")
-	case f.Status == 0 && !f.Drop && f.DelayMillis == 0:
-		return errors.New("sandbox: fault: the rule does nothing; set delay_ms, status or drop")
+	case f.Status == 0 && !f.Drop && f.DelayMillis == 0 && f.DelayAfterMillis == 0:
+		return errors.New("sandbox: fault: the rule does nothing; set delay_ms, delay_after_ms, status or drop")
 	}
 	return nil
 }
 
 // DecodeFault reads a fault rule from JSON: an object with any of the
-// members key, times, delay_ms, status and drop, and no others.
+// members key, times, delay_ms, delay_after_ms, status and drop, and no
+// others.
 func DecodeFault(text []byte) (Fault, error) {
 	v, err := cjson.Decode(text)
 	if err != nil {
@@ -78,6 +86,8 @@ func DecodeFault(text []byte) (Fault, error) {
 			f.Times, ok = val.(int64)
 		case "delay_ms":
 			f.DelayMillis, ok = val.(int64)
+		case "delay_after_ms":
+			f.DelayAfterMillis, ok = val.(int64)
 		case "status":
 			f.Status, ok = val.(int64)
 		case "drop":
@@ -93,7 +103,7 @@ func DecodeFault(text []byte) (Fault, error) {
 }
 
 func (f Fault) object() map[string]any {
-	return map[string]any{"key": f.Key, "times": f.Times, "delay_ms": f.DelayMillis, "status": f.Status, "drop": f.Drop}
+	return map[string]any{"key": f.Key, "times": f.Times, "delay_ms": f.DelayMillis, "delay_after_ms": f.DelayAfterMillis, "status": f.Status, "drop": f.Drop}
 }
 
 // Inject adds a fault rule.

@@ -263,14 +263,8 @@ func (s *Sandbox) mutate(key, digestField string, body []byte) answer {
 		s.mu.Unlock()
 	}()
 
-	if faulted && f.DelayMillis > 0 {
-		t := time.NewTimer(time.Duration(f.DelayMillis) * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-s.closing:
-			t.Stop()
-			return problemAnswer(http.StatusServiceUnavailable, httpwire.CodeInjected, "the sandbox is shutting down; nothing was applied")
-		}
+	if faulted && !s.wait(f.DelayMillis) {
+		return problemAnswer(http.StatusServiceUnavailable, httpwire.CodeInjected, "the sandbox is shutting down; nothing was applied")
 	}
 	if faulted && f.Status != 0 {
 		s.count(func(st *Stats) { st.Injected++ })
@@ -278,11 +272,31 @@ func (s *Sandbox) mutate(key, digestField string, body []byte) answer {
 	}
 
 	a := s.apply(m)
+	if faulted && a.status == http.StatusCreated {
+		// Applied: a shutdown cuts the wait short but still answers.
+		s.wait(f.DelayAfterMillis)
+	}
 	if faulted && f.Drop && a.status == http.StatusCreated {
 		s.count(func(st *Stats) { st.Dropped++ })
 		return answer{drop: true}
 	}
 	return a
+}
+
+// wait sleeps for ms milliseconds; it reports false if the sandbox began
+// shutting down first.
+func (s *Sandbox) wait(ms int64) bool {
+	if ms <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.closing:
+		return false
+	}
 }
 
 // apply applies m, or answers from the idempotency record. The ledger

@@ -293,7 +293,7 @@ func TestFaultRules(t *testing.T) {
 	if r := exec("effect:y"); r.Outcome != effect.Unknown {
 		t.Errorf("admin drop rule: %+v", r)
 	}
-	for _, bad := range []string{`{"status":200}`, `{"status":503,"drop":true}`, `{}`, `{"times":-1,"drop":true}`, `{"key":"bad key","drop":true}`, `{"drop":"yes"}`, `{"delay_ms":1.5}`, `{"colour":"red"}`, `[]`, `{"delay_ms":600001}`} {
+	for _, bad := range []string{`{"status":200}`, `{"status":503,"drop":true}`, `{"status":503,"delay_after_ms":5}`, `{"delay_after_ms":-1}`, `{}`, `{"times":-1,"drop":true}`, `{"key":"bad key","drop":true}`, `{"drop":"yes"}`, `{"delay_ms":1.5}`, `{"colour":"red"}`, `[]`, `{"delay_ms":600001}`} {
 		resp, err := http.Post(s.URL+"/_sandbox/faults", "application/json", strings.NewReader(bad))
 		if err != nil {
 			t.Fatal(err)

@@ -2,9 +2,9 @@ package authority
 
 import (
 	"bytes"
-	"fmt"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 

@@ -77,26 +77,35 @@ func Validate(kind string, jsonText []byte) error {
 		return r
 	}
 	if err := s.Validate(schemaValue(v)); err != nil {
-		r := &Rejection{Code: "SCHEMA_VIOLATION", Path: "/", Actual: err.Error()}
+		r := &Rejection{Code: "SCHEMA_VIOLATION", Path: "/"}
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			r.Path = pathOrRoot(deepest(ve))
+			p, leaf := deepest(ve)
+			r.Path, r.Actual = pathOrRoot(p), leaf.Error()
 		}
 		return r
 	}
 	return nil
 }
 
-// deepest returns the instance location of the most specific cause.
-func deepest(ve *jsonschema.ValidationError) string {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
+// deepest returns the most specific failing cause and its instance
+// location; when several leaves fail, the first in pointer order, so the
+// report does not depend on the validator's internal ordering.
+func deepest(ve *jsonschema.ValidationError) (string, *jsonschema.ValidationError) {
+	if len(ve.Causes) == 0 {
+		p := ""
+		for _, tok := range ve.InstanceLocation {
+			p += "/" + cjson.EscapePointer(tok)
+		}
+		return p, ve
 	}
-	p := ""
-	for _, tok := range ve.InstanceLocation {
-		p += "/" + cjson.EscapePointer(tok)
+	best, leaf := "", ve
+	for i, c := range ve.Causes {
+		if p, l := deepest(c); i == 0 || p < best {
+			best, leaf = p, l
+		}
 	}
-	return p
+	return best, leaf
 }
 
 // schemaValue converts the canonical value model (int64 numbers) into the

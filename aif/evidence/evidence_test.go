@@ -152,3 +152,33 @@ func TestFromReceipt(t *testing.T) {
 		t.Fatal("invalid receipt accepted")
 	}
 }
+
+func TestComputedCalibration(t *testing.T) {
+	pred := []float64{0.8, 0.6, 0.9, 0.4}
+	// Layer 1 against the model's own later scores: consistent.
+	l1, err := SelfConsistency(pred, []float64{0.8, 0.62, 0.88, 0.41}, 0.05, 0.75)
+	if err != nil || !l1.Passed || l1.Agreements != 4 {
+		t.Fatalf("layer 1 %+v %v", l1, err)
+	}
+	rec := func(id string, tags *Tags) Record { return Record{id, "reviewer", "model", tags} }
+	outcomes := []Witnessed{
+		{rec("o1", good), 0.8}, {rec("o2", good), 0.1}, {rec("o3", good), 0.9}, {rec("o4", nil), 0.4},
+	}
+	// Two of four agree with counting outcomes; the untagged one cannot help.
+	l2, err := ExternalCalibration("reviewer", pred, outcomes, 0.05, 0.75)
+	if err != nil || l2.Passed {
+		t.Fatalf("layer 2 %+v %v", l2, err)
+	}
+	v := Check(Calibration{Model: "model", Layer1: l1, Layer2: l2})
+	if v.ClearsValue || v.Reason != CalFailed || !v.Layer1Consistent {
+		t.Fatalf("consistent but wrong about the world must not clear: %+v", v)
+	}
+	outcomes[1].Value, outcomes[3].Record.Tags = 0.6, good
+	l2, _ = ExternalCalibration("reviewer", pred, outcomes, 0.05, 0.75)
+	if v := Check(Calibration{Model: "model", Layer1: l1, Layer2: l2}); !v.ClearsValue {
+		t.Fatalf("witnessed agreement did not clear: %+v", v)
+	}
+	if _, err := SelfConsistency(pred, pred[:2], 0.1, 1); err == nil {
+		t.Fatal("length mismatch accepted")
+	}
+}

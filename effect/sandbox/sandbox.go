@@ -22,8 +22,12 @@
 // IDEMPOTENCY_KEY_IN_PROGRESS.
 //
 // With a state file (an append-only journal, one fsync per mutation) the
-// ledger is written durably before any answer is given, so a sandbox killed after applying a mutation still knows, when
-// restarted on the same file, that it applied it.
+// ledger is written durably before any answer is given, so a sandbox killed
+// after applying a mutation still knows, when restarted on the same file,
+// that it applied it.
+//
+// Besides serving HTTP, a Sandbox offers the same behaviour in process
+// through Adapter, an effect.Adapter without the network.
 //
 // The admin endpoints are unauthenticated: the sandbox is a test
 // destination and "flrh sandbox" binds to loopback unless told otherwise.

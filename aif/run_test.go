@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/determinism"
 )
 
 func TestRunReplaysExactly(t *testing.T) {
@@ -110,4 +111,24 @@ func TestGoldenOpsRun(t *testing.T) {
 	if d != goldenOpsDigest {
 		t.Fatalf("ops run digest %s, want %s", d, goldenOpsDigest)
 	}
+}
+
+// Run leaves its document untouched (learning works on copies) and gives the
+// same record twice.
+func TestRunIsPure(t *testing.T) {
+	text, err := os.ReadFile("../examples/aif/ops.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Decode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	determinism.Check(t, doc, func(d *Document) RunRecord {
+		rec, err := Run(d, "sha256:pure", nil, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	})
 }

@@ -309,7 +309,8 @@ func (m *Materialization) compact(t int) {
 
 // recomputeMin is how many over-deleted tuples a recursive stratum may
 // reach before a large over-deletion switches to recomputing the stratum.
-// Tests lower it to exercise that path on small programs.
+// Tests lower it to exercise that path on small programs; below zero, any
+// over-deletion in a recursive stratum recomputes it.
 var recomputeMin = 1024
 
 // compactMin is how many dead rows a table keeps before compaction is
@@ -432,7 +433,7 @@ func (m *Materialization) apply(changes []Change) error {
 			if !any || !s.recursive {
 				break
 			}
-			if doomed > recomputeMin && doomed*4 > live+doomed {
+			if doomed > recomputeMin && (recomputeMin < 0 || doomed*4 > live+doomed) {
 				recompute = true
 				break
 			}
@@ -664,7 +665,10 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 			}
 		}
 	}
-	return m.checkTuples()
+	if err := m.checkTuples(); err != nil {
+		return err
+	}
+	return nil
 }
 
 // runVariant runs rule r with atom ai reading the given rows and every

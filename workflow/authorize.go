@@ -64,8 +64,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error)
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, err := w.reauthorize(pd, authority.Approver{ID: w.approval.Approver, Kind: "human", Role: authority.ApproverRole,
-			Scopes: []string{w.approval.ApproverScope}})
+		eff, _, err := w.reauthorize(pd, w.namedApprover())
 		if err != nil {
 			rec["held"] = "held: " + err.Error()
 			t.note("h.outcome", rec)
@@ -91,11 +90,11 @@ func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error)
 // exactly as it was decided (same machine, time and sequence), with the
 // grant presented. The grant is issued at the request's own logical time:
 // the run's logical clock does not move while it waits for a person.
-func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, error) {
+func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, mrp.Machine, error) {
 	act, err1 := plain(pd.Action)
 	dest, err2 := plain(pd.Dest)
 	if err1 != nil || err2 != nil {
-		return Effect{}, errors.New("workflow state: pending action is not an object")
+		return Effect{}, mrp.Machine{}, errors.New("workflow state: pending action is not an object")
 	}
 	a := action{Action: act, Destination: dest}
 	p := pd.Batch.Proposals[0]
@@ -103,7 +102,7 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, error
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
 	d, err := authority.Authorize(in)
 	if err != nil {
-		return Effect{}, fmt.Errorf("H refused the batch: %w", err)
+		return Effect{}, mrp.Machine{}, fmt.Errorf("H refused the batch: %w", err)
 	}
 	o := d.Outcomes[0]
 	if o.Kind != authority.OutcomeIntent || o.Approval == nil {
@@ -114,18 +113,34 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, error
 		if o.Rejection != nil {
 			why = o.Rejection.Code
 		}
-		return Effect{}, fmt.Errorf("the grant does not authorize %s (%s: %s)", p.ProposalID, o.Kind, why)
+		return Effect{}, mrp.Machine{}, fmt.Errorf("the grant does not authorize %s (%s: %s)", p.ProposalID, o.Kind, why)
 	}
 	payload, err := cjson.Marshal(act)
 	if err != nil {
-		return Effect{}, err
+		return Effect{}, mrp.Machine{}, err
 	}
 	// The intent names the grant it consumes by the approvals ledger's
 	// digest of the stored grant, which the runner fills in at commit; H's
 	// own approval object (derived from that grant) stays in H's evidence.
 	intent := *o.Intent
 	intent.ApprovalDigest = nil
-	return Effect{Intent: intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, nil
+	return Effect{Intent: intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, d.Machine, nil
+}
+
+// namedApprover is the person the approval policy names, as the ledger
+// would know them.
+func (w *Workflow) namedApprover() authority.Approver {
+	return authority.Approver{ID: w.approval.Approver, Kind: "human", Role: authority.ApproverRole, Scopes: []string{w.approval.ApproverScope}}
+}
+
+// approvedMachine is the MRP machine once the grant for pd was used: H's
+// machine from the same turn decided again with the grant. A receipt for
+// an approved intent proves the grant was consumed (the runner commits an
+// approved intent only after CheckGrant and AuthorizeApproved accepted it),
+// and the run accepted nothing in between, so this is the turn's true end.
+func (w *Workflow) approvedMachine(pd pending) (mrp.Machine, bool) {
+	_, m, err := w.reauthorize(pd, w.namedApprover())
+	return m, err == nil
 }
 
 // Grant is a person's stored approval, as the approvals ledger holds it.
@@ -191,7 +206,7 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if b.Role != authority.ApproverRole {
 		kind = "unknown"
 	}
-	eff, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}})
+	eff, _, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}})
 	if err != nil {
 		return Effect{}, err
 	}

@@ -141,7 +141,12 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		}
 		o := st.Open[k]
 		st.Open = slices.Delete(st.Open, k, k+1)
-		st.Pending = slices.DeleteFunc(st.Pending, func(p pending) bool { return p.IntentID == o.IntentID })
+		if j := slices.IndexFunc(st.Pending, func(p pending) bool { return p.IntentID == o.IntentID }); j >= 0 {
+			if m, ok := w.approvedMachine(st.Pending[j]); ok {
+				st.Machine = m
+			}
+			st.Pending = slices.Delete(st.Pending, j, j+1)
+		}
 		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
 		if w.receipts != nil {
 			evType = ReceiptEventType

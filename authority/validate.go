@@ -130,3 +130,72 @@ func schemaValue(v any) any {
 	}
 	return v
 }
+
+// DecodeTicket reads an Action Ticket from JSON text, as a store or an API
+// hands it back: strict canonical input, the closed schema, then every
+// derived member recomputed (Ticket.Verify). A ticket that does not verify
+// is refused with the member that disagrees.
+func DecodeTicket(jsonText []byte) (Ticket, error) {
+	if err := Validate("ActionTicket", jsonText); err != nil {
+		return Ticket{}, err
+	}
+	v, _ := cjson.Decode(jsonText) // Validate decoded it already
+	m := v.(map[string]any)
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	flag := func(k string) bool { b, _ := m[k].(bool); return b }
+	strs := func(k string) []string {
+		list, _ := m[k].([]any)
+		out := make([]string, 0, len(list))
+		for _, e := range list {
+			s, _ := e.(string)
+			out = append(out, s)
+		}
+		return out
+	}
+	t := Ticket{
+		Kind: str("kind"), TicketVersion: str("ticket_version"), TicketID: str("ticket_id"),
+		Action: str("action"), Destination: str("destination"), Scope: str("scope"),
+		ActionDigest: str("action_digest"), Preview: str("preview"), PreviewDigest: str("preview_digest"),
+		DeclaredRisk: str("declared_risk"), AssessedRisk: str("assessed_risk"),
+		Completeness: str("ticket_completeness"), MissingFields: strs("missing_fields"),
+		PreviewRequired: flag("preview_required"), PreviewShown: flag("preview_shown"),
+		ConfirmationRequired: flag("confirmation_required"), ConfirmationReceived: flag("confirmation_received"),
+		Status: str("ticket_status"), TicketDigest: str("ticket_digest"),
+		Constraints: []Constraint{},
+	}
+	t.Parameters, _ = m["parameters"].(map[string]any)
+	for _, s := range strs("side_effects") {
+		t.SideEffects = append(t.SideEffects, SideEffect(s))
+	}
+	cs, _ := m["constraints"].([]any)
+	for _, c := range cs {
+		cm, _ := c.(map[string]any)
+		con := Constraint{Gate: cm["gate"].(string), Rule: cm["rule"].(string), Field: cm["field"].(string), Scope: cm["scope"].(string)}
+		if n, ok := cm["max"].(int64); ok {
+			con.Max = &n
+		}
+		t.Constraints = append(t.Constraints, con)
+	}
+	if err := ValidateSideEffects(t.SideEffects); err != nil {
+		return Ticket{}, err
+	}
+	if want := sortedEffects(t.SideEffects); !slicesEqual(want, t.SideEffects) {
+		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/side_effects", "side effects are not in canonical order"}
+	}
+	if err := t.Verify(); err != nil {
+		return Ticket{}, err
+	}
+	return t, nil
+}
+
+func slicesEqual(a, b []SideEffect) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

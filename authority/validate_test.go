@@ -74,3 +74,46 @@ func TestValidateRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeTicketRoundTrip(t *testing.T) {
+	tk, _ := DraftTicket(baseSpec())
+	limit := int64(7)
+	tk, _ = Shape(tk, Constraint{Gate: "G2", Rule: "r", Field: "parameters/amount", Max: &limit})
+	tk, _ = Advance(tk, TicketShowPreview)
+	text := mustJSON(t, tk)
+	back, err := DecodeTicket(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustJSON(t, back), text) {
+		t.Fatalf("round trip changed the ticket:\n%s\n%s", mustJSON(t, back), text)
+	}
+	// Forged content or status is caught.
+	for _, forge := range [][2]string{{`"amount":7`, `"amount":8`}, {`"ticket_status":"AWAITING_CONFIRMATION"`, `"ticket_status":"READY"`}, {`"preview_shown":true`, `"preview_shown":false`}} {
+		if _, err := DecodeTicket(bytes.Replace(text, []byte(forge[0]), []byte(forge[1]), 1)); err == nil {
+			t.Errorf("forged %s accepted", forge[1])
+		}
+	}
+}
+
+// FuzzDecodeTicket: any bytes are either a verified ticket that re-encodes
+// to the same bytes' canonical form, or a typed error; never a panic.
+func FuzzDecodeTicket(f *testing.F) {
+	tk, _ := DraftTicket(baseSpec())
+	b, _ := cjson.Marshal(tk)
+	f.Add(b)
+	f.Add([]byte(`{"kind":"ActionTicket"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeTicket(data)
+		if err != nil {
+			return
+		}
+		canonical, cerr := cjson.Canonicalize(data)
+		if cerr != nil {
+			t.Fatalf("accepted non-canonicalizable input: %v", cerr)
+		}
+		if again, _ := cjson.Marshal(got); !bytes.Equal(again, canonical) {
+			t.Fatalf("accepted ticket does not round-trip")
+		}
+	})
+}

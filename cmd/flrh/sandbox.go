@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,7 @@ func init() { rootCmd.AddCommand(newSandboxCmd()) }
 
 func newSandboxCmd() *cobra.Command {
 	var cfg sandbox.Config
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Serve a real HTTP effect destination for demos and tests",
@@ -33,11 +35,15 @@ func newSandboxCmd() *cobra.Command {
 			"it is answered, and loaded at start, so a sandbox killed after applying a mutation still\n" +
 			"knows it when restarted on the same file. A damaged journal refuses the start.\n\n" +
 			"It binds to loopback only, unless --allow-remote is given, because the admin endpoints are\n" +
-			"unauthenticated. SIGTERM or SIGINT shuts it down gracefully.",
+			"unauthenticated. Each mutation request is logged to standard error (--quiet to silence).\n" +
+			"SIGTERM or SIGINT shuts it down gracefully.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cfg.AllowRemote && !sandbox.IsLoopback(cfg.Addr) {
 				return usagef("--addr %q is not a loopback address (use --allow-remote to insist)", cfg.Addr)
+			}
+			if !quiet {
+				cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -47,5 +53,6 @@ func newSandboxCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.Addr, "addr", "127.0.0.1:8787", "listen address HOST:PORT (port 0 picks a free port)")
 	cmd.Flags().StringVar(&cfg.StatePath, "state", "", "journal file (JSON lines) that keeps the ledger across restarts")
 	cmd.Flags().BoolVar(&cfg.AllowRemote, "allow-remote", false, "permit a listen address that is not loopback")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "do not log each mutation request to standard error")
 	return cmd
 }

@@ -1,8 +1,11 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,5 +169,41 @@ func BenchmarkDirectExecute(b *testing.B) {
 			b.Fatalf("%+v", r)
 		}
 		i++
+	}
+}
+
+func TestLogsOneLinePerRequest(t *testing.T) {
+	var buf bytes.Buffer
+	s, err := sandbox.New(sandbox.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Adapter()
+	a.Execute(context.Background(), fixture.Intent("effect:l", payload))
+	a.Execute(context.Background(), fixture.Intent("effect:l", payload))
+	a.Execute(context.Background(), fixture.Intent("effect:l", `{"amount":2}`))
+	s.Inject(sandbox.Fault{Key: "effect:m", Times: 1, Drop: true})
+	a.Execute(context.Background(), fixture.Intent("effect:m", payload))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{
+		`level=INFO msg=applied key=effect:l sequence=1 content_digest=sha256:`,
+		`level=INFO msg=replayed key=effect:l sequence=1 content_digest=sha256:`,
+		`level=INFO msg=refused key=effect:l code=IDEMPOTENCY_KEY_CONFLICT status=409`,
+		`level=INFO msg="applied, answer dropped" key=effect:m`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("log:\n%s", buf.String())
+	}
+	for i := range want {
+		if !strings.HasPrefix(lines[i], want[i]) {
+			t.Errorf("line %d: %q, want prefix %q", i, lines[i], want[i])
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -16,6 +17,7 @@ type Config struct {
 	StatePath   string        // optional ledger file
 	AllowRemote bool          // permit a listen address that is not loopback
 	Grace       time.Duration // graceful shutdown bound; 0 means 5s
+	Logger      *slog.Logger  // optional: one line per mutation request
 }
 
 // Run serves a standalone sandbox until ctx is done (the caller wires
@@ -32,7 +34,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 5 * time.Second
 	}
-	s, err := New(Options{StatePath: cfg.StatePath})
+	s, err := New(Options{StatePath: cfg.StatePath, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}

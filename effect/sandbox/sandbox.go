@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -64,6 +65,8 @@ type Options struct {
 	StatePath string
 	// MaxMutations bounds the ledger; a mutation beyond it is answered 507.
 	MaxMutations int
+	// Logger, when set, receives one line per mutation request.
+	Logger *slog.Logger
 }
 
 // Stats counts what the sandbox has seen since it started.
@@ -229,8 +232,43 @@ func problemAnswer(status int, code, detail string) answer {
 
 // mutate handles one mutation request, whether it came over HTTP or
 // through the in-process adapter: validate, claim the key, apply any fault
-// rule, apply or replay.
+// rule, apply or replay. With a logger, it logs one line per request.
 func (s *Sandbox) mutate(key, digestField string, body []byte) answer {
+	a := s.mutateQuiet(key, digestField, body)
+	if s.opts.Logger != nil {
+		s.logAnswer(key, digestField, a)
+	}
+	return a
+}
+
+func (s *Sandbox) logAnswer(key, digestField string, a answer) {
+	attrs := []any{slog.String("key", key)}
+	switch {
+	case a.drop:
+		s.opts.Logger.Info("applied, answer dropped", attrs...)
+	case a.status == http.StatusCreated:
+		if res, err := httpwire.DecodeResult(a.body, key, mustParse(digestField)); err == nil {
+			attrs = append(attrs, slog.Int64("sequence", res.Sequence), slog.String("content_digest", res.ContentDigest))
+		}
+		if a.replayed {
+			s.opts.Logger.Info("replayed", attrs...)
+		} else {
+			s.opts.Logger.Info("applied", attrs...)
+		}
+	default:
+		if p, err := httpwire.DecodeProblem(a.body); err == nil {
+			attrs = append(attrs, slog.String("code", p.Code))
+		}
+		s.opts.Logger.Info("refused", append(attrs, slog.Int("status", a.status))...)
+	}
+}
+
+func mustParse(field string) string {
+	d, _ := httpwire.ParseContentDigest(field)
+	return d
+}
+
+func (s *Sandbox) mutateQuiet(key, digestField string, body []byte) answer {
 	s.count(func(st *Stats) { st.Requests++ })
 	m, err := httpwire.DecodeRequest(key, digestField, body)
 	if err != nil {

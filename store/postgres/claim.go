@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// Claimer hands ready runs to runners without a central coordinator. A
+// runner loop that finds its store implements it claims batches of runs
+// instead of trying AcquireLease on every live run in turn.
+type Claimer interface {
+	// ClaimReady leases up to limit ready runs to owner for ttl and returns
+	// their leases in creation order. A run is ready when it has not
+	// ended, is not quarantined, and holds no unexpired lease. Runners
+	// claiming at once never receive the same run: rows another claimer
+	// has locked are skipped, not waited for.
+	ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error)
+}
+
+var _ Claimer = (*Store)(nil)
+
+// ClaimReady implements Claimer with one statement: SELECT … FOR NO KEY
+// UPDATE SKIP LOCKED picks the runs, and the UPDATE that leases them raises
+// each generation, fencing any earlier holder. It runs at READ COMMITTED on
+// purpose: a row that another claimer leased and committed while this one
+// looked is re-checked against the latest version and dropped, rather than
+// failing the whole claim as REPEATABLE READ would.
+func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
+	const op = "claim"
+	if owner == "" || ttl <= 0 || limit <= 0 {
+		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "owner, a positive ttl and a positive limit are required")
+	}
+	if s.ro {
+		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "store opened read-only")
+	}
+	rows, err := s.pool.Query(ctx, `WITH clock AS MATERIALIZED (SELECT `+nowParam(4)+` AS now),
+picked AS MATERIALIZED (
+	SELECT run_id, created_order FROM runs, clock
+	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
+	ORDER BY created_order LIMIT $3
+	FOR NO KEY UPDATE OF runs SKIP LOCKED)
+UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
+	lease_expires_at = clock.now + $2, updated_at = clock.now
+FROM picked, clock
+WHERE r.run_id = picked.run_id
+RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order`,
+		owner, ttl.Nanoseconds(), limit, s.injected())
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	type claimed struct {
+		lease store.Lease
+		order int64
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
+		var c claimed
+		var exp int64
+		err := row.Scan(&c.lease.RunID, &c.lease.Generation, &exp, &c.order)
+		c.lease.Owner, c.lease.ExpiresAt = owner, fromNanos(exp)
+		return c, err
+	})
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	// RETURNING has no order of its own; hand runs out oldest first.
+	for i := 1; i < len(got); i++ {
+		for j := i; j > 0 && got[j].order < got[j-1].order; j-- {
+			got[j], got[j-1] = got[j-1], got[j]
+		}
+	}
+	out := make([]store.Lease, len(got))
+	for i, c := range got {
+		out[i] = c.lease
+	}
+	return out, nil
+}
+
+// channel is the NOTIFY channel of this store's schema: several flrh
+// stores in one database (one per schema) do not wake each other.
+func (s *Store) channel() string { return "flrh_work:" + s.schema }
+
+// Watcher wakes a runner when there may be new work: a run created, an
+// inbound event submitted, a lease released. It listens on a dedicated
+// connection; when that connection is lost it falls back to polling and
+// reconnects on a later wait, so a runner never depends on a notification
+// arriving (notifications sent while it was disconnected are lost).
+type Watcher struct {
+	s    *Store
+	conn *pgx.Conn
+}
+
+// Watch starts a Watcher. It does not fail when the database is briefly
+// unreachable: the first Wait then polls.
+func (s *Store) Watch(ctx context.Context) *Watcher {
+	w := &Watcher{s: s}
+	w.connect(ctx)
+	return w
+}
+
+func (w *Watcher) connect(ctx context.Context) {
+	conn, err := pgx.ConnectConfig(ctx, w.s.pool.Config().ConnConfig)
+	if err != nil {
+		return
+	}
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{w.s.channel()}.Sanitize()); err != nil {
+		conn.Close(ctx)
+		return
+	}
+	w.conn = conn
+}
+
+// Listening reports whether notifications are being received (false while
+// the Watcher polls).
+func (w *Watcher) Listening() bool { return w.conn != nil && !w.conn.IsClosed() }
+
+// Wait blocks until a notification arrives, poll elapses, or ctx ends. It
+// returns the run id a notification names, or "" when the caller should
+// poll (the interval elapsed or the listening connection was lost). Only
+// ctx's end is an error.
+func (w *Watcher) Wait(ctx context.Context, poll time.Duration) (string, error) {
+	if !w.Listening() {
+		w.connect(ctx)
+		if !w.Listening() {
+			t := time.NewTimer(poll)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-t.C:
+				return "", nil
+			}
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, poll)
+	defer cancel()
+	n, err := w.conn.WaitForNotification(wctx)
+	switch {
+	case err == nil:
+		return n.Payload, nil
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded) || wctx.Err() != nil:
+		// pgx closes the connection when a wait is interrupted.
+		if w.conn.IsClosed() {
+			w.conn = nil
+		}
+		return "", nil
+	default:
+		w.conn.Close(context.Background())
+		w.conn = nil
+		return "", nil
+	}
+}
+
+// Close stops listening.
+func (w *Watcher) Close() error {
+	if w.conn != nil {
+		err := w.conn.Close(context.Background())
+		w.conn = nil
+		return err
+	}
+	return nil
+}

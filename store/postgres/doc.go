@@ -1,0 +1,29 @@
+// Package postgres is flrh's store for many runners on many machines: one
+// PostgreSQL database (or a Postgres-compatible distributed one) shared by
+// every runner process, each run owned by exactly one fenced writer at a
+// time.
+//
+// It keeps the promises of [store.Store] exactly as store/sqlite does, and
+// passes the same conformance suite. Where SQLite serializes writers with
+// one database-wide lock, this store serializes a run's writers on the
+// run's header row: every write transaction runs at REPEATABLE READ and
+// begins by locking that row (SELECT … FOR NO KEY UPDATE), then reads the
+// clock — the database's clock_timestamp(), so runners on machines with
+// skewed clocks agree on lease expiry — and checks the fence. Writes to
+// different runs proceed in parallel.
+//
+// A transaction that loses a serialization race or a deadlock has written
+// nothing and is run again from the start, a bounded number of times; it
+// then sees the winner's commit and fails with the precise code (say
+// store.CodeHeadMismatch). A lost connection, a full disk or any other
+// failure is reported as store.CodeUnavailable and never retried: if the
+// connection dropped during COMMIT, whether the tick landed is unknown to
+// the store, and the runner finds out by reading the run's head.
+//
+// No advisory locks are used anywhere (migrations included), so the store
+// runs unchanged on databases that lack them.
+//
+// Beyond store.Store, [Store] implements [Claimer] (batch claiming of ready
+// runs with SKIP LOCKED) and offers a [Watcher] (LISTEN/NOTIFY with a
+// polling fallback) so that runners distribute work without a coordinator.
+package postgres

@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+const approvalColumns = `approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, consumed_by`
+
+func scanApproval(row pgx.Row) (store.Approval, error) {
+	var a store.Approval
+	var exp int64
+	var status string
+	err := row.Scan(&a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, &a.Body, &a.Digest, &exp, &status, &a.ConsumedBy)
+	a.ExpiresAt = fromNanos(exp)
+	a.Status = store.ApprovalStatus(status)
+	return a, err
+}
+
+// GrantApproval implements store.Store.
+func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
+	if a.ID == "" || a.RunID == "" || a.Nonce == "" || a.RequestDigest == "" || a.ExpiresAt.IsZero() {
+		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "id, run, nonce, request digest and expiry are required")
+	}
+	if store.BodyDigest(a.Body) != a.Digest {
+		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
+	}
+	return s.write(ctx, "grant approval", a.RunID, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'granted', `+nowParam(8)+`)`,
+			a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), s.injected())
+		return err
+	})
+}
+
+// RevokeApproval implements store.Store.
+func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
+	return s.write(ctx, "revoke approval", "", func(tx pgx.Tx) error {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM approvals WHERE approval_id = $1 FOR UPDATE`, approvalID).Scan(&status)
+		if err != nil {
+			return err
+		}
+		if status != string(store.ApprovalGranted) {
+			return store.Errorf(store.CodeApprovalUnavailable, "revoke approval", "", nil, "approval %s is %s", approvalID, status)
+		}
+		_, err = tx.Exec(ctx, `UPDATE approvals SET status = 'revoked' WHERE approval_id = $1`, approvalID)
+		return err
+	})
+}
+
+// Approval implements store.Store.
+func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval, error) {
+	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = $1`, approvalID))
+	return a, mapErr("approval", "", err)
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
+FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
+	if err != nil {
+		return nil, mapErr("events", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var e store.Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+			return nil, mapErr("events", runID, err)
+		}
+		e.RecordedAt = fromNanos(at)
+		out = append(out, e)
+	}
+	return out, mapErr("events", runID, rows.Err())
+}
+
+// Checkpoint implements store.Store.
+func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
+	var c store.Checkpoint
+	err := s.pool.QueryRow(ctx, `SELECT seq, format_version, build_digest, body, digest FROM checkpoints
+WHERE run_id = $1 ORDER BY n DESC LIMIT 1`, runID).Scan(&c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+	return c, mapErr("checkpoint", runID, err)
+}
+
+// Intents implements store.Store.
+func (s *Store) Intents(ctx context.Context, runID string) ([]store.Intent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
+FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = $1 ORDER BY i.commit_order`, runID)
+	if err != nil {
+		return nil, mapErr("intents", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Intent
+	for rows.Next() {
+		var in store.Intent
+		var status string
+		if err := rows.Scan(&in.ID, &in.RunID, &in.Seq, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest,
+			&in.ApprovalID, &in.Body, &in.Digest, &status, &in.Route, &in.Attempts); err != nil {
+			return nil, mapErr("intents", runID, err)
+		}
+		in.Outbox = store.OutboxStatus(status)
+		out = append(out, in)
+	}
+	return out, mapErr("intents", runID, rows.Err())
+}
+
+// Attempts implements store.Store.
+func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT intent_id, n, status, generation, detail, started_at, finished_at
+FROM attempts WHERE intent_id = $1 ORDER BY n`, intentID)
+	if err != nil {
+		return nil, mapErr("attempts", "", err)
+	}
+	defer rows.Close()
+	var out []store.Attempt
+	for rows.Next() {
+		var a store.Attempt
+		var status string
+		var st, fin int64
+		if err := rows.Scan(&a.IntentID, &a.N, &status, &a.Generation, &a.Detail, &st, &fin); err != nil {
+			return nil, mapErr("attempts", "", err)
+		}
+		a.Status = store.AttemptStatus(status)
+		a.StartedAt, a.FinishedAt = fromNanos(st), fromNanos(fin)
+		out = append(out, a)
+	}
+	return out, mapErr("attempts", "", rows.Err())
+}
+
+// Receipts implements store.Store.
+func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = $1 ORDER BY commit_order`, runID)
+	if err != nil {
+		return nil, mapErr("receipts", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Receipt
+	for rows.Next() {
+		var r store.Receipt
+		if err := rows.Scan(&r.IntentID, &r.Outcome, &r.Body, &r.Digest); err != nil {
+			return nil, mapErr("receipts", runID, err)
+		}
+		out = append(out, r)
+	}
+	return out, mapErr("receipts", runID, rows.Err())
+}
+
+// Trace implements store.Store.
+func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT kind, body FROM trace WHERE run_id = $1 ORDER BY seq`, runID)
+	if err != nil {
+		return nil, mapErr("trace", runID, err)
+	}
+	defer rows.Close()
+	var out []store.TraceRecord
+	for rows.Next() {
+		var t store.TraceRecord
+		if err := rows.Scan(&t.Kind, &t.Body); err != nil {
+			return nil, mapErr("trace", runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, mapErr("trace", runID, rows.Err())
+}

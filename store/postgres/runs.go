@@ -1,0 +1,201 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at`
+
+func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
+	var r store.Run
+	var exp, created, updated int64
+	dest := append([]any{&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated}, extra...)
+	err := row.Scan(dest...)
+	r.Lease.RunID = r.ID
+	r.Lease.ExpiresAt = fromNanos(exp)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return r, err
+}
+
+// lockRun locks a run's header row for the rest of tx and reads the clock
+// after the lock is held, so "now" is ordered after every earlier writer
+// of the run. Every write to a run goes through this row lock: it is what
+// serializes a run's writers, on one machine or many.
+func (s *Store) lockRun(ctx context.Context, tx pgx.Tx, runID string) (store.Run, time.Time, error) {
+	var clock int64
+	// The outer projection is evaluated on rows the locking CTE has
+	// already returned, so clock_timestamp() is read after the lock.
+	r, err := scanRun(tx.QueryRow(ctx, `WITH r AS MATERIALIZED (
+	SELECT `+runColumns+` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE)
+SELECT r.*, `+nowNanos+` FROM r`, runID), &clock)
+	if err != nil {
+		return r, time.Time{}, err
+	}
+	now := fromNanos(clock)
+	if s.clock != nil {
+		now = s.clock()
+	}
+	return r, now, nil
+}
+
+// fence locks the run and checks, inside tx, that lease is the run's
+// current, unexpired lease and that the run is not quarantined.
+func (s *Store) fence(ctx context.Context, tx pgx.Tx, op string, lease store.Lease) (store.Run, time.Time, error) {
+	r, now, err := s.lockRun(ctx, tx, lease.RunID)
+	if err != nil {
+		return r, now, err
+	}
+	if r.Quarantine != "" {
+		return r, now, store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
+	}
+	if r.Lease.Generation != lease.Generation || r.Lease.Owner != lease.Owner {
+		return r, now, store.Errorf(store.CodeFenced, op, lease.RunID, nil,
+			"lease generation %d of %q is stale; current is %d of %q", lease.Generation, lease.Owner, r.Lease.Generation, r.Lease.Owner)
+	}
+	if !r.Lease.ExpiresAt.After(now) {
+		return r, now, store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return r, now, nil
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
+	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
+		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
+	}
+	return s.write(ctx, "create run", run.ID, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected())
+		if err != nil {
+			return err
+		}
+		// A new run is new work: wake idle runners (delivered on commit).
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), run.ID)
+		return err
+	})
+}
+
+// Run implements store.Store.
+func (s *Store) Run(ctx context.Context, runID string) (store.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID))
+	return r, mapErr("run", runID, err)
+}
+
+// Runs implements store.Store.
+func (s *Store) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
+WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = $1), 0)
+ORDER BY created_order LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, mapErr("runs", "", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, mapErr("runs", "", err)
+		}
+		out = append(out, r)
+	}
+	return out, mapErr("runs", "", rows.Err())
+}
+
+// AcquireLease implements store.Store.
+func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (store.Lease, error) {
+	if owner == "" || ttl <= 0 {
+		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
+	}
+	var lease store.Lease
+	err := s.write(ctx, "acquire lease", runID, func(tx pgx.Tx) error {
+		r, now, err := s.lockRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if r.Quarantine != "" {
+			return store.Errorf(store.CodeQuarantined, "acquire lease", runID, nil, "%s", r.Quarantine)
+		}
+		if r.Lease.Owner != "" && r.Lease.Owner != owner && r.Lease.ExpiresAt.After(now) {
+			return store.Errorf(store.CodeLeaseHeld, "acquire lease", runID, nil,
+				"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+		}
+		lease = store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
+		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $1, lease_generation = $2, lease_expires_at = $3, updated_at = $4 WHERE run_id = $5`,
+			owner, lease.Generation, nanos(lease.ExpiresAt), nanos(now), runID)
+		return err
+	})
+	return lease, err
+}
+
+// RenewLease implements store.Store.
+func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration) (store.Lease, error) {
+	if ttl <= 0 {
+		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "renew lease", lease.RunID, nil, "a positive ttl is required")
+	}
+	out := lease
+	err := s.write(ctx, "renew lease", lease.RunID, func(tx pgx.Tx) error {
+		_, now, err := s.fence(ctx, tx, "renew lease", lease)
+		if err != nil {
+			return err
+		}
+		out.ExpiresAt = now.Add(ttl).UTC()
+		_, err = tx.Exec(ctx, `UPDATE runs SET lease_expires_at = $1, updated_at = $2 WHERE run_id = $3`,
+			nanos(out.ExpiresAt), nanos(now), lease.RunID)
+		return err
+	})
+	return out, err
+}
+
+// ReleaseLease implements store.Store.
+func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
+	return s.write(ctx, "release lease", lease.RunID, func(tx pgx.Tx) error {
+		_, now, err := s.fence(ctx, tx, "release lease", lease)
+		if err != nil {
+			return err
+		}
+		if _, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = $1 WHERE run_id = $2`,
+			nanos(now), lease.RunID); err != nil {
+			return err
+		}
+		// A released live run may be claimed by another runner at once.
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), lease.RunID)
+		return err
+	})
+}
+
+// Quarantine implements store.Store.
+func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
+	if reason == "" {
+		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
+	}
+	return s.write(ctx, "quarantine", runID, func(tx pgx.Tx) error {
+		_, now, err := s.lockRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE runs SET quarantine = $1, lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $3`,
+			reason, nanos(now), runID)
+		return err
+	})
+}
+
+// Live implements store.Store.
+func (s *Store) Live(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs WHERE outcome = '' AND quarantine = '' ORDER BY created_order`)
+	if err != nil {
+		return nil, mapErr("live", "", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, mapErr("live", "", err)
+}

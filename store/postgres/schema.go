@@ -1,0 +1,165 @@
+package postgres
+
+// migration is one schema step; migrations[i] brings the schema to version
+// i+1. Never edit a released migration: add a new one.
+type migration struct {
+	description string
+	sql         string
+}
+
+var migrations = []migration{
+	{"initial schema", `
+CREATE TABLE runs (
+	run_id           text PRIMARY KEY,
+	workflow_id      text NOT NULL,
+	workflow_version text NOT NULL,
+	state            text NOT NULL,
+	outcome          text NOT NULL DEFAULT '',
+	head_seq         bigint NOT NULL DEFAULT 0 CHECK (head_seq >= 0),
+	head_hash        text NOT NULL,
+	lease_owner      text NOT NULL DEFAULT '',
+	lease_generation bigint NOT NULL DEFAULT 0,
+	lease_expires_at bigint NOT NULL DEFAULT 0,
+	quarantine       text NOT NULL DEFAULT '',
+	created_at       bigint NOT NULL,
+	updated_at       bigint NOT NULL,
+	created_order    bigint GENERATED ALWAYS AS IDENTITY UNIQUE
+);
+-- Claiming scans live runs in creation order.
+CREATE INDEX runs_live ON runs (created_order) WHERE outcome = '' AND quarantine = '';
+
+CREATE TABLE events (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL CHECK (seq >= 1),
+	kind        text NOT NULL,
+	body        bytea NOT NULL,
+	digest      text NOT NULL,
+	prev_hash   text NOT NULL,
+	chain_hash  text NOT NULL,
+	generation  bigint NOT NULL,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE checkpoints (
+	run_id         text NOT NULL REFERENCES runs(run_id),
+	n              bigint NOT NULL CHECK (n >= 1),
+	seq            bigint NOT NULL,
+	format_version bigint NOT NULL,
+	build_digest   text NOT NULL,
+	body           bytea NOT NULL,
+	digest         text NOT NULL,
+	generation     bigint NOT NULL,
+	recorded_at    bigint NOT NULL,
+	PRIMARY KEY (run_id, n)
+);
+
+CREATE TABLE approvals (
+	approval_id    text PRIMARY KEY,
+	run_id         text NOT NULL REFERENCES runs(run_id),
+	request_digest text NOT NULL,
+	nonce          text NOT NULL UNIQUE,
+	body           bytea NOT NULL,
+	digest         text NOT NULL,
+	expires_at     bigint NOT NULL,
+	status         text NOT NULL CHECK (status IN ('granted', 'consumed', 'revoked')),
+	consumed_by    text NOT NULL DEFAULT '',
+	recorded_at    bigint NOT NULL
+);
+
+CREATE TABLE intents (
+	intent_id       text PRIMARY KEY,
+	run_id          text NOT NULL REFERENCES runs(run_id),
+	seq             bigint NOT NULL,
+	commit_order    bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+	effect_type     text NOT NULL,
+	idempotency_key text NOT NULL CONSTRAINT intents_idempotency_key UNIQUE,
+	content_digest  text NOT NULL,
+	approval_id     text REFERENCES approvals(approval_id),
+	body            bytea NOT NULL,
+	digest          text NOT NULL,
+	generation      bigint NOT NULL,
+	recorded_at     bigint NOT NULL
+);
+CREATE INDEX intents_by_run ON intents (run_id, commit_order);
+
+CREATE TABLE outbox (
+	intent_id  text PRIMARY KEY REFERENCES intents(intent_id),
+	run_id     text NOT NULL REFERENCES runs(run_id),
+	status     text NOT NULL CHECK (status IN ('pending', 'in_flight', 'retry', 'reconcile', 'human', 'done')),
+	route      text NOT NULL DEFAULT '',
+	attempts   bigint NOT NULL DEFAULT 0,
+	updated_at bigint NOT NULL
+);
+CREATE INDEX outbox_open ON outbox (status) WHERE status <> 'done';
+
+CREATE TABLE attempts (
+	intent_id   text NOT NULL REFERENCES intents(intent_id),
+	n           bigint NOT NULL CHECK (n >= 1),
+	status      text NOT NULL CHECK (status IN ('started', 'succeeded', 'failed_transient', 'failed_permanent', 'unknown', 'reconciled_applied', 'reconciled_not_applied')),
+	generation  bigint NOT NULL,
+	detail      text NOT NULL DEFAULT '',
+	started_at  bigint NOT NULL,
+	finished_at bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (intent_id, n)
+);
+
+CREATE TABLE receipts (
+	intent_id    text PRIMARY KEY REFERENCES intents(intent_id),
+	run_id       text NOT NULL REFERENCES runs(run_id),
+	commit_order bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+	outcome      text NOT NULL,
+	body         bytea NOT NULL,
+	digest       text NOT NULL,
+	generation   bigint NOT NULL,
+	recorded_at  bigint NOT NULL
+);
+CREATE INDEX receipts_by_run ON receipts (run_id, commit_order);
+
+CREATE TABLE trace (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL,
+	kind        text NOT NULL,
+	body        bytea NOT NULL,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE inbox (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL,
+	inbound_id  text NOT NULL,
+	kind        text NOT NULL,
+	actor_role  text NOT NULL,
+	actor       text NOT NULL,
+	capability  text NOT NULL,
+	body        bytea NOT NULL,
+	digest      text NOT NULL,
+	consumed    boolean NOT NULL DEFAULT false,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq),
+	CONSTRAINT inbox_inbound_id UNIQUE (run_id, inbound_id)
+);
+
+-- The evidence tables are append-only: history is never rewritten, not
+-- even by someone writing SQL by hand. Row triggers refuse UPDATE and
+-- DELETE; statement triggers refuse TRUNCATE, which row triggers miss.
+CREATE FUNCTION flrh_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER receipts_append_only BEFORE UPDATE OR DELETE ON receipts FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER intents_append_only BEFORE UPDATE OR DELETE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER trace_append_only BEFORE UPDATE OR DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER checkpoints_append_only BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER receipts_no_truncate BEFORE TRUNCATE ON receipts FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER intents_no_truncate BEFORE TRUNCATE ON intents FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+`},
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = int64(len(migrations))

@@ -148,8 +148,10 @@ const (
 type Decisions struct {
 	Outcomes []Outcome `json:"outcomes"`
 	// Event is the run-FSM event the batch implies from PLAN_EFFECTS:
-	// EFFECT_AUTHORIZED when any intent was authorized, else
-	// APPROVAL_REQUIRED when any approval was requested, else NO_EFFECTS.
+	// EFFECT_AUTHORIZED when any intent was authorized; else
+	// APPROVAL_REQUIRED when any proposal waits (an approval request,
+	// options, an escalation or a hold); else NO_EFFECTS (nothing proposed,
+	// or everything rejected).
 	Event   string      `json:"event"`
 	Machine mrp.Machine `json:"machine"`
 	FHR     mrp.FHR     `json:"fhr"`
@@ -218,7 +220,10 @@ func Authorize(in Input) (Decisions, error) {
 	}
 	out.Event = EventNoEffects
 	for _, o := range out.Outcomes {
-		if o.Kind == OutcomeApprovalRequest {
+		if o.Kind != OutcomeRejected && o.Kind != OutcomeIntent {
+			// Someone or something is still owed (an approval, a choice, a
+			// person after escalation, a test, a clarification): the run
+			// waits rather than moving on to completion.
 			out.Event = EventApprovalRequired
 		}
 	}

@@ -593,7 +593,7 @@ known("old.tgz").
 	}
 	in.Policy.Policy = p
 	d, _ := Authorize(in)
-	if o := d.Outcomes[0]; o.Kind != OutcomeEscalated || o.MRPState != mrp.Escalate || o.Intent != nil || d.Event != EventNoEffects {
+	if o := d.Outcomes[0]; o.Kind != OutcomeEscalated || o.MRPState != mrp.Escalate || o.Intent != nil || d.Event != EventApprovalRequired {
 		t.Fatalf("escalation: %s %s %s", o.Kind, o.MRPState, d.Event)
 	}
 	// An empty stable batch implies NO_EFFECTS.

@@ -84,6 +84,8 @@ type Input struct {
 	// Signals are the turn's non-gate signals (watchdog, verification,
 	// clarification, attunement).
 	Signals []Signal
+	// PrevFHR is the digest of the run's previous FHR, chaining the turns.
+	PrevFHR string
 	// ScorecardDigest is the digest of the turn's AIF scorecard, if any; the
 	// FHR records it.
 	ScorecardDigest string
@@ -203,7 +205,7 @@ func Authorize(in Input) (Decisions, error) {
 	}
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
-	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
+	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
 	for i, p := range in.Batch.Proposals {
 		o := decideOne(in, i, p, &m, seq)
 		if o.Intent != nil {

@@ -44,7 +44,11 @@ type FHR struct {
 	Transitions []Entry            `json:"transitions"`
 	State       State              `json:"state"`
 	SafeMode    bool               `json:"safe_mode"`
-	Digest      string             `json:"fhr_digest"`
+	// Prev is the digest of the previous turn's FHR ("" for the first), so
+	// a run's FHRs form a hash chain: no turn can be dropped, reordered or
+	// edited without breaking every later digest.
+	Prev   string `json:"prev_fhr_digest"`
+	Digest string `json:"fhr_digest"`
 }
 
 // Seal computes the record's digest: the SHA-256 of its canonical bytes
@@ -152,6 +156,7 @@ func (w *fhrWriter) fhr(f FHR) {
 	w.close()
 	w.str("fhr_digest", f.Digest)
 	w.str("kind", f.Kind)
+	w.str("prev_fhr_digest", f.Prev)
 	w.list("resolutions", len(f.Resolutions), f.Resolutions == nil, func(i int) {
 		r := f.Resolutions[i]
 		w.open()

@@ -1,7 +1,6 @@
 package ground
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,7 +11,8 @@ import (
 )
 
 // Diagnostic order is a total order over arbitrary caller values, canonical
-// or not. It is never hashed: it only fixes which malformed element of a
+// or not (its definition as a comparison lives beside the tests, which check
+// that diagKey agrees with it). It is never hashed: it only fixes which malformed element of a
 // set-like collection is reported first, so that the rejection does not
 // depend on the order the caller listed the elements in. It follows the
 // reference's ranking: null < booleans < integers < floats < strings <
@@ -129,54 +129,6 @@ func pyFloatHex(f float64) string {
 func compareCodePoints(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	return slices.Compare(ra, rb)
-}
-
-// diagCompare orders two values in diagnostic order.
-func diagCompare(a, b any) int {
-	ra, rb := diagRank(a), diagRank(b)
-	if ra != rb {
-		return cmp.Compare(ra, rb)
-	}
-	switch ra {
-	case rankNull:
-		return 0
-	case rankBool:
-		x, y := a.(bool), b.(bool)
-		switch {
-		case x == y:
-			return 0
-		case !x:
-			return -1
-		}
-		return 1
-	case rankInt:
-		return asBig(a).Cmp(asBig(b))
-	case rankFloat:
-		return strings.Compare(pyFloatHex(asFloat(a)), pyFloatHex(asFloat(b)))
-	case rankString:
-		return compareCodePoints(a.(string), b.(string))
-	case rankArray:
-		x, y := a.([]any), b.([]any)
-		for i := 0; i < len(x) && i < len(y); i++ {
-			if c := diagCompare(x[i], y[i]); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(len(x), len(y))
-	case rankObject:
-		x, y := a.(map[string]any), b.(map[string]any)
-		kx, ky := sortedKeysCP(x), sortedKeysCP(y)
-		for i := 0; i < len(kx) && i < len(ky); i++ {
-			if c := compareCodePoints(kx[i], ky[i]); c != 0 {
-				return c
-			}
-			if c := diagCompare(x[kx[i]], y[ky[i]]); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(len(kx), len(ky))
-	}
-	return 0
 }
 
 func sortedKeysCP(m map[string]any) []string {

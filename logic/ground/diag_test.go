@@ -1,11 +1,61 @@
 package ground
 
 import (
+	"cmp"
 	"math/big"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 )
+
+// diagCompare is the definition of diagnostic order as a comparison.
+func diagCompare(a, b any) int {
+	ra, rb := diagRank(a), diagRank(b)
+	if ra != rb {
+		return cmp.Compare(ra, rb)
+	}
+	switch ra {
+	case rankNull:
+		return 0
+	case rankBool:
+		x, y := a.(bool), b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case rankInt:
+		return asBig(a).Cmp(asBig(b))
+	case rankFloat:
+		return strings.Compare(pyFloatHex(asFloat(a)), pyFloatHex(asFloat(b)))
+	case rankString:
+		return compareCodePoints(a.(string), b.(string))
+	case rankArray:
+		x, y := a.([]any), b.([]any)
+		for i := 0; i < len(x) && i < len(y); i++ {
+			if c := diagCompare(x[i], y[i]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(len(x), len(y))
+	case rankObject:
+		x, y := a.(map[string]any), b.(map[string]any)
+		kx, ky := sortedKeysCP(x), sortedKeysCP(y)
+		for i := 0; i < len(kx) && i < len(ky); i++ {
+			if c := compareCodePoints(kx[i], ky[i]); c != 0 {
+				return c
+			}
+			if c := diagCompare(x[kx[i]], y[ky[i]]); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(len(kx), len(ky))
+	}
+	return 0
+}
 
 func drawValue(t *rapid.T, depth int) any {
 	kinds := 7

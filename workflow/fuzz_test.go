@@ -1,0 +1,56 @@
+package workflow
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzCompile mutates workflow.json: Compile must return a workflow or a
+// typed *Error, never panic.
+func FuzzCompile(f *testing.F) {
+	files := readBundle(f, "../examples/refund-agent")
+	f.Add(files[ManifestFile])
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"schema_version":"flrh-workflow/1","facts":{"x":[1]}}`))
+	f.Fuzz(func(t *testing.T, manifest []byte) {
+		fs := map[string][]byte{}
+		for k, v := range files {
+			fs[k] = v
+		}
+		fs[ManifestFile] = manifest
+		w, err := Compile(fs)
+		if (w == nil) == (err == nil) {
+			t.Fatalf("workflow %v with error %v", w, err)
+		}
+		if err != nil {
+			if _, ok := err.(*Error); !ok {
+				t.Fatalf("untyped error %T: %v", err, err)
+			}
+		}
+	})
+}
+
+// FuzzDecideInput feeds arbitrary input bodies to a fresh run: Decide
+// refuses or decides, never panics, and a refusal keeps the state.
+func FuzzDecideInput(f *testing.F) {
+	w := compileExample(f, "refund-agent")
+	st, err := w.Init("run-fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(refundInput("r-1", 40, "alice", "damaged")))
+	f.Add([]byte(refundInput("r-2", 4000, "mallory", "goodwill")))
+	f.Add([]byte(`{"type":"refund.requested/1","payload":{"refund_id":"r","amount":-1,"payee":"","reason":"x"}}`))
+	f.Add([]byte(`{"type":"flrh.receipt/1","payload":{}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, kind := range []string{KindInput, KindReceipt} {
+			r, err := w.Decide(st, Input{Seq: 1, Kind: kind, Body: body})
+			if err != nil {
+				t.Fatalf("%s: error %v", kind, err)
+			}
+			if r.Refusal != "" && (!bytes.Equal(r.State, st) || len(r.Effects) > 0) {
+				t.Fatalf("%s: a refusal changed the state or planned effects", kind)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,13 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 	}
 	if path == "" {
 		return nil, usagef("empty store path")
+	}
+	if readOnly {
+		// Reading a store that is not there is a mistake in the command
+		// line, not an empty store: say so rather than create one.
+		if _, err := os.Stat(path); err != nil {
+			return nil, usagef("no store at %s (give --store sqlite:PATH)", path)
+		}
 	}
 	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly})
 }

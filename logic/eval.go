@@ -12,6 +12,11 @@ type Limits struct {
 	MaxFirings int64 // rule instantiations that reach the head (RULE_BUDGET_EXHAUSTED)
 	MaxDepth   int   // semi-naive rounds within one stratum (DERIVATION_DEPTH_EXCEEDED)
 	MaxTuples  int64 // live tuples over all relations (TUPLE_BUDGET_EXHAUSTED)
+
+	// Progress, when set, is called after each stratum of a from-scratch
+	// evaluation completes, in order. It lets a shell time strata or show
+	// progress; it must not call back into the materialization.
+	Progress func(StratumStats)
 }
 
 // StratumStats describes the evaluation of one stratum.
@@ -284,6 +289,9 @@ func (m *Materialization) evalStratum(si int) error {
 	st.NewTuples = m.live - before
 	m.stats.Firings += x.firings
 	m.stats.Strata = append(m.stats.Strata, st)
+	if m.lim.Progress != nil && m.undo == nil {
+		m.lim.Progress(st)
+	}
 	return nil
 }
 

@@ -18,6 +18,8 @@ type datalogFlags struct {
 	factsDir  string
 	maxTuples int64
 	maxFiring int64
+	// stratumTime is the wall time of each evaluated stratum, in order.
+	stratumTime []time.Duration
 }
 
 func (f *datalogFlags) register(cmd *cobra.Command) {
@@ -51,7 +53,14 @@ func (f *datalogFlags) loadAndEvaluate(progPath string) (*logic.Materialization,
 		facts = append(facts, fs...)
 	}
 	start := time.Now()
-	m, err := logic.Evaluate(c, facts, logic.Limits{MaxTuples: f.maxTuples, MaxFirings: f.maxFiring})
+	last := start
+	f.stratumTime = f.stratumTime[:0]
+	lim := logic.Limits{MaxTuples: f.maxTuples, MaxFirings: f.maxFiring, Progress: func(logic.StratumStats) {
+		now := time.Now()
+		f.stratumTime = append(f.stratumTime, now.Sub(last))
+		last = now
+	}}
+	m, err := logic.Evaluate(c, facts, lim)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -91,7 +100,7 @@ a fact file or the evaluation fails.`,
 				return err
 			}
 			if stats {
-				printStats(cmd.ErrOrStderr(), m, took)
+				printStats(cmd.ErrOrStderr(), m, took, flags.stratumTime)
 			}
 			if explain {
 				return printConflicts(cmd.ErrOrStderr(), m)
@@ -150,15 +159,19 @@ func writeOutputs(m *logic.Materialization, dir string) error {
 	return nil
 }
 
-func printStats(w io.Writer, m *logic.Materialization, took time.Duration) {
+func printStats(w io.Writer, m *logic.Materialization, took time.Duration, times []time.Duration) {
 	st := m.Stats()
-	fmt.Fprintf(w, "stratum\titerations\tfirings\tnew tuples\trelations\n")
-	for _, s := range st.Strata {
+	fmt.Fprintf(w, "stratum\titerations\tfirings\tnew tuples\ttime\trelations\n")
+	for i, s := range st.Strata {
 		rec := ""
 		if s.Recursive {
 			rec = " (recursive)"
 		}
-		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s%s\n", s.Index, s.Iterations, s.Firings, s.NewTuples, strings.Join(s.Relations, ", "), rec)
+		var d time.Duration
+		if i < len(times) {
+			d = times[i]
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%s%s\n", s.Index, s.Iterations, s.Firings, s.NewTuples, d.Round(time.Microsecond), strings.Join(s.Relations, ", "), rec)
 	}
 	fmt.Fprintf(w, "total: %d firings, %d tuples, %s\n", st.Firings, st.Tuples, took.Round(time.Microsecond))
 }

@@ -277,10 +277,17 @@ var riskRank = map[string]int{RiskReadOnly: 1, RiskReversible: 2, RiskHighRiskEx
 // capability and mode facts established by the caller) are appended.
 func TicketFacts(t Ticket, extra ...logic.Fact) []logic.Fact {
 	id := logic.Sym(t.TicketID)
-	f := func(rel string, args ...logic.Value) logic.Fact {
-		return logic.Fact{Rel: rel, Args: append([]logic.Value{id}, args...)}
+	// One backing array for every fact's arguments: a ticket has a few
+	// dozen facts at most, each with at most three arguments.
+	args := make([]logic.Value, 0, 3*(8+len(t.SideEffects)+len(t.Parameters)+len(t.MissingFields)))
+	f := func(rel string, vals ...logic.Value) logic.Fact {
+		start := len(args)
+		args = append(args, id)
+		args = append(args, vals...)
+		return logic.Fact{Rel: rel, Args: args[start:len(args):len(args)]}
 	}
-	facts := []logic.Fact{f("ticket")}
+	facts := make([]logic.Fact, 0, 8+len(t.SideEffects)+len(t.Parameters)+len(t.MissingFields)+len(extra))
+	facts = append(facts, f("ticket"))
 	if t.Action != "" {
 		facts = append(facts, f("action", logic.Sym(t.Action)))
 	}

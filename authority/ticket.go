@@ -414,25 +414,35 @@ func RenderPreview(t Ticket) string { return renderPreview(t, t.computeActionDig
 
 func renderPreview(t Ticket, actionDigest string) string {
 	var b strings.Builder
-	orDash := func(s string) string {
+	b.Grow(256 + 32*len(t.Parameters))
+	line := func(parts ...string) {
+		for _, p := range parts {
+			b.WriteString(p)
+		}
+		b.WriteByte('\n')
+	}
+	orMissing := func(s string) string {
 		if s == "" {
 			return "(missing)"
 		}
 		return s
 	}
-	fmt.Fprintf(&b, "Action: %s\n", orDash(t.Action))
-	fmt.Fprintf(&b, "Destination: %s\n", orDash(t.Destination))
-	fmt.Fprintf(&b, "Scope: %s\n", orDash(t.Scope))
-	effects := make([]string, len(t.SideEffects))
+	line("Action: ", orMissing(t.Action))
+	line("Destination: ", orMissing(t.Destination))
+	line("Scope: ", orMissing(t.Scope))
+	b.WriteString("Side effects: ")
 	for i, s := range t.SideEffects {
-		effects[i] = string(s)
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(s))
 	}
-	fmt.Fprintf(&b, "Side effects: %s\n", strings.Join(effects, ", "))
+	b.WriteByte('\n')
 	declared := t.DeclaredRisk
 	if declared == "" {
 		declared = "(none)"
 	}
-	fmt.Fprintf(&b, "Risk: declared %s, assessed %s\n", declared, orDash(t.AssessedRisk))
+	line("Risk: declared ", declared, ", assessed ", orMissing(t.AssessedRisk))
 	b.WriteString("Parameters:\n")
 	keys := sortedKeys(t.Parameters)
 	if len(keys) == 0 {
@@ -440,20 +450,20 @@ func renderPreview(t Ticket, actionDigest string) string {
 	}
 	for _, k := range keys {
 		enc, _ := cjson.Encode(t.Parameters[k])
-		fmt.Fprintf(&b, "  %s = %s\n", k, enc)
+		line("  ", k, " = ", string(enc))
 	}
 	for _, c := range t.Constraints {
 		switch {
 		case c.Max != nil:
-			fmt.Fprintf(&b, "Constrained by %s (%s): %s limited to %d\n", c.Gate, c.Rule, c.Field, *c.Max)
+			line("Constrained by ", c.Gate, " (", c.Rule, "): ", c.Field, " limited to ", strconv.FormatInt(*c.Max, 10))
 		case c.Field == "scope":
-			fmt.Fprintf(&b, "Constrained by %s (%s): scope narrowed to %s\n", c.Gate, c.Rule, c.Scope)
+			line("Constrained by ", c.Gate, " (", c.Rule, "): scope narrowed to ", c.Scope)
 		}
 	}
 	if len(t.MissingFields) > 0 {
-		fmt.Fprintf(&b, "Incomplete: missing %s\n", strings.Join(t.MissingFields, ", "))
+		line("Incomplete: missing ", strings.Join(t.MissingFields, ", "))
 	}
-	fmt.Fprintf(&b, "Action digest: %s\n", actionDigest)
+	line("Action digest: ", actionDigest)
 	return b.String()
 }
 

@@ -29,7 +29,8 @@ type Options struct {
 	// MaxConns bounds the connection pool; 0 leaves pgxpool's default.
 	MaxConns int32
 	// Retries bounds how many times a transaction that lost a
-	// serialization race or a deadlock is run again; 0 means 8.
+	// serialization race or a deadlock is run again; 0 means 8, a negative
+	// number means never.
 	Retries int
 }
 
@@ -66,8 +67,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "connect")
 	}
 	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries}
-	if s.retries <= 0 {
+	switch {
+	case s.retries == 0:
 		s.retries = 8
+	case s.retries < 0:
+		s.retries = 0
 	}
 	if err := s.prepare(ctx, opts.Schema); err != nil {
 		pool.Close()
@@ -105,7 +109,7 @@ func (s *Store) prepare(ctx context.Context, schema string) error {
 			return mapErr("open", "", err)
 		}
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(current_schema(), '')`).Scan(&s.schema); err != nil {
 		return mapErr("open", "", err)
 	}
 	if s.schema == "" {
@@ -128,6 +132,10 @@ func (s *Store) SchemaVersionIn(ctx context.Context) (int64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, mapErr("schema version", "", err)
 }
+
+// migrateRetries bounds how often a migration that raced another process
+// is tried again.
+const migrateRetries = 8
 
 // migrate applies the missing migrations. Each runs in its own transaction
 // whose first write is the version row itself: when several runners start
@@ -155,7 +163,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil {
 			continue
 		}
-		if attempt < s.retries && (isDuplicate(err) || retryable(err)) {
+		if attempt < migrateRetries && (isDuplicate(err) || retryable(err)) {
 			continue // another process migrated first
 		}
 		return err

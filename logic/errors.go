@@ -29,6 +29,7 @@ const (
 	TupleBudgetExceeded Code = "TUPLE_BUDGET_EXHAUSTED"
 	InputBudgetExceeded Code = "INPUT_BUDGET_EXHAUSTED"
 	UnknownFact         Code = "UNKNOWN_FACT"
+	Consumed            Code = "MATERIALIZATION_CONSUMED"
 )
 
 // Support-ledger conflicts, named as in the reference M2 contract.

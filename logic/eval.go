@@ -86,6 +86,10 @@ func newMaterialization(c *Compiled, lim Limits) *Materialization {
 	return m
 }
 
+func errConsumed() *Error {
+	return errorf(Consumed, Pos{}, "materialization was consumed by an update; use the one the update returned, or Clone before updating")
+}
+
 func (m *Materialization) internSym(s string) int64 {
 	if id, ok := m.symID[s]; ok {
 		return id
@@ -100,6 +104,9 @@ func (m *Materialization) internSym(s string) int64 {
 // intern is set (otherwise an unknown symbol means the fact is absent,
 // reported by ok=false with a nil error).
 func (m *Materialization) encode(f Fact, intern bool) (int, []int64, bool, error) {
+	if m.consumed {
+		return 0, nil, false, errConsumed()
+	}
 	ri, found := m.c.relByName[f.Rel]
 	if !found {
 		return 0, nil, false, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", f.Rel)
@@ -389,7 +396,7 @@ func (x *exec) eval(e *expr) (int64, bool) {
 		}
 		if r == -1 && l == math.MinInt64 {
 			if e.op == '/' {
-				return l, true // wraps, like the hardware would not: define it
+				return l, true // undefined in C; wraps here like every other overflow
 			}
 			return 0, true
 		}

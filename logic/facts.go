@@ -73,6 +73,9 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // one tuple per line in sorted order (numbers numerically, symbols
 // bytewise, column by column), tab-separated.
 func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
+	if m.consumed {
+		return nil, errConsumed()
+	}
 	ri, ok := m.c.relByName[rel]
 	if !ok {
 		return nil, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)

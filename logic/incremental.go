@@ -100,6 +100,9 @@ func (x *exec) doom() bool {
 
 // Clone returns an independent deep copy of m.
 func (m *Materialization) Clone() *Materialization {
+	if m.consumed {
+		return m // nothing left to copy; every query on it reports the consumption
+	}
 	u := *m
 	u.syms = append([]string(nil), m.syms...)
 	u.symID = make(map[string]int64, len(m.symID))
@@ -140,7 +143,7 @@ func (m *Materialization) Clone() *Materialization {
 // m is left exactly as it was and nothing is returned.
 func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 	if m.consumed {
-		return nil, errorf(ProgramMismatch, Pos{}, "materialization was consumed by an earlier update")
+		return nil, errConsumed()
 	}
 	if m.lim.MaxInputs > 0 && len(changes) > m.lim.MaxInputs {
 		return nil, errorf(InputBudgetExceeded, Pos{}, "%d changes exceed the input budget of %d", len(changes), m.lim.MaxInputs)

@@ -75,7 +75,7 @@ func (m *Materialization) LogicalTime() int64 { return m.time }
 // prior; a prior keeps its own limits.
 func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTime int64, lim Limits) (*Result, error) {
 	if prior != nil && prior.consumed {
-		return nil, errorf(ProgramMismatch, Pos{}, "prior materialization was consumed by an earlier update")
+		return nil, errConsumed()
 	}
 	if prior != nil && prior.c != prog {
 		return nil, errorf(ProgramMismatch, Pos{}, "prior materialization belongs to another program")

@@ -11,6 +11,9 @@ import (
 // explicitly negated side), sorted by value: numbers numerically, symbols
 // bytewise, column by column.
 func (m *Materialization) Tuples(rel string, neg bool) ([][]Value, error) {
+	if m.consumed {
+		return nil, errConsumed()
+	}
 	ri, ok := m.c.relByName[rel]
 	if !ok {
 		return nil, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)
@@ -30,7 +33,7 @@ func (m *Materialization) Tuples(rel string, neg bool) ([][]Value, error) {
 // Count returns the number of tuples of one side of a relation.
 func (m *Materialization) Count(rel string, neg bool) int {
 	ri, ok := m.c.relByName[rel]
-	if !ok {
+	if !ok || m.consumed {
 		return 0
 	}
 	t := ri * 2
@@ -446,6 +449,9 @@ type Conflict struct {
 
 // Conflicts lists every BOTH atom, sorted by relation and arguments.
 func (m *Materialization) Conflicts() ([]Conflict, error) {
+	if m.consumed {
+		return nil, errConsumed()
+	}
 	var atoms []Fact
 	for ri := range m.c.rels {
 		pt, nt := m.tables[ri*2], m.tables[ri*2+1]

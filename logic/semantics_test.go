@@ -216,3 +216,20 @@ func TestRunawayStopsAtTupleBudget(t *testing.T) {
 		t.Fatalf("got %v, want TUPLE_BUDGET_EXHAUSTED at the runaway rule", err)
 	}
 }
+
+func TestConsumedMaterializationReportsIt(t *testing.T) {
+	m := mustEval(t, chainProgram, chainEdges(3))
+	if _, err := m.Apply(nil); err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if _, err := m.Tuples("tc", false); !errors.As(err, &e) || e.Code != Consumed {
+		t.Fatalf("Tuples on a consumed materialization: %v", err)
+	}
+	if _, err := m.State(Fact{Rel: "tc", Args: []Value{Num(1), Num(2)}}); !errors.As(err, &e) || e.Code != Consumed {
+		t.Fatalf("State on a consumed materialization: %v", err)
+	}
+	if _, err := m.Apply(nil); !errors.As(err, &e) || e.Code != Consumed {
+		t.Fatalf("Apply on a consumed materialization: %v", err)
+	}
+}

@@ -347,7 +347,7 @@ func (m *Materialization) apply(changes []Change) error {
 		if r >= 0 && !tb.alive(r) {
 			r = -1
 		}
-		key := string(rune(t)) + tupleKey(tup)
+		key := tableKey(t, tup)
 		if ch.Diff == 1 {
 			if r >= 0 && m.base[t][r] > 0 {
 				m.setBase(t, r, m.base[t][r]+1)
@@ -461,7 +461,7 @@ func (m *Materialization) apply(changes []Change) error {
 		if recompute {
 			var pend [][]int64
 			for _, in := range inserts {
-				if inS(in.t) && pendingIns[string(rune(in.t))+tupleKey(in.tup)] > 0 {
+				if inS(in.t) && pendingIns[tableKey(in.t, in.tup)] > 0 {
 					pend = append(pend, append([]int64{int64(in.t)}, in.tup...))
 				}
 			}
@@ -504,7 +504,7 @@ func (m *Materialization) apply(changes []Change) error {
 			if !inS(in.t) {
 				continue
 			}
-			cnt := int32(pendingIns[string(rune(in.t))+tupleKey(in.tup)])
+			cnt := int32(pendingIns[tableKey(in.t, in.tup)])
 			if cnt == 0 {
 				continue // inserted and retracted in the same batch
 			}
@@ -737,4 +737,9 @@ func tupleKey(tup []int64) string {
 		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
 	}
 	return string(b)
+}
+
+// tableKey identifies a tuple of a table in maps local to one update.
+func tableKey(t int, tup []int64) string {
+	return tupleKey(append([]int64{int64(t)}, tup...))
 }

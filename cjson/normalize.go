@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -228,11 +229,26 @@ type field struct {
 	tagged    bool
 }
 
+// fieldCache remembers each struct type's members: computing them walks the
+// type with reflection, and the same few types are marshalled again and
+// again. The cache holds only facts about types, so it cannot change any
+// output.
+var fieldCache sync.Map // reflect.Type -> []field
+
 // structFields lists the JSON members of a struct type the way encoding/json
 // does: exported fields, json tags, embedded structs flattened, a shallower
 // field hiding a deeper one of the same name, equal-depth ambiguity dropping
 // both unless exactly one is tagged.
 func structFields(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field)
+	}
+	fs := computeFields(t)
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+func computeFields(t reflect.Type) []field {
 	var all []field
 	var walk func(t reflect.Type, index []int, depth int)
 	walk = func(t reflect.Type, index []int, depth int) {

@@ -432,3 +432,28 @@ func checkAwaiting(t *testing.T, m *Machine, c Configuration) {
 		}
 	}
 }
+
+// AppendCanonical agrees with cjson.Marshal for accepted and refused
+// records alike.
+func TestRecordAppendCanonical(t *testing.T) {
+	m := Default()
+	c := m.Initial()
+	for _, ev := range []Event{
+		{Type: "START", ActorRole: "runner", Capability: "control.start", EventID: "e:1", Payload: map[string]any{}},
+		{Type: "START", ActorRole: "model", Capability: "control.start", EventID: "e:2", Payload: map[string]any{}},
+	} {
+		res := m.Step(c, ev)
+		got, err := res.Record.AppendCanonical(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cjson.Marshal(res.Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("accepted=%v\n got %s\nwant %s", res.Record.Accepted, got, want)
+		}
+		c = res.Next
+	}
+}

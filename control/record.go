@@ -102,3 +102,17 @@ func recordDigest(r *Record) string {
 	sum := sha256.Sum256(appendRecord(buf[:0], r))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// AppendCanonical appends the record's flrh-cjson/1 bytes: accepted records
+// through the hand-written encoder (their strings are validated ASCII),
+// refused ones, whose detail is free text, through cjson.
+func (r *Record) AppendCanonical(b []byte) ([]byte, error) {
+	if r.Accepted {
+		return appendRecord(b, r), nil
+	}
+	enc, err := cjson.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, enc...), nil
+}

@@ -236,7 +236,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	t.cp.Transitions++
 	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
 		EventID: fmt.Sprintf("%s:%d", t.run.ID, t.cp.Transitions), Payload: evidence(ev)})
-	body, err := cjson.Marshal(res.Record)
+	body, err := res.Record.AppendCanonical(nil)
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}

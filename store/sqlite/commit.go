@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -30,16 +31,27 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		}
 		ts := nanos(now)
 
-		// Events extend the hash chain.
+		// Events extend the hash chain, inserted a few hundred rows per
+		// statement (well inside SQLite's limit on bound parameters).
 		head, hash := run.Head, run.HeadHash
-		for _, ev := range tick.Events {
-			head++
-			next := store.ChainHash(hash, head, ev.Digest)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, head, ev.Kind, ev.Body, ev.Digest, hash, next, lease.Generation, ts); err != nil {
+		for start := 0; start < len(tick.Events); start += 500 {
+			chunk := tick.Events[start:min(start+500, len(tick.Events))]
+			var q strings.Builder
+			args := make([]any, 0, 9*len(chunk))
+			q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
+			for i, ev := range chunk {
+				head++
+				next := store.ChainHash(hash, head, ev.Digest)
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+				args = append(args, lease.RunID, head, ev.Kind, ev.Body, ev.Digest, hash, next, lease.Generation, ts)
+				hash = next
+			}
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return err
 			}
-			hash = next
 		}
 
 		// Approvals: revalidated against the grant as stored, at this

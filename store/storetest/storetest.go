@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
 		{"Inbox", testInbox},
 		{"BeginInTick", testBeginInTick},
+		{"LargeTick", testLargeTick},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -549,5 +550,27 @@ func testBeginInTick(t *testing.T, s store.Store, _ *Clock) {
 	ats, _ = s.Attempts(ctx, "i1")
 	if len(ats) != 2 || ats[1].N != 2 || ats[1].Status != store.AttemptStarted {
 		t.Fatalf("attempts %+v", ats)
+	}
+}
+
+// A tick may carry many events; they all land, in order, on the chain.
+func testLargeTick(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	evs := make([]store.Event, 1234)
+	for i := range evs {
+		evs[i] = Ev("E", fmt.Sprintf(`{"i":%d}`, i))
+	}
+	must(t, s.Commit(ctx, l, store.Tick{Events: evs}))
+	got, _ := s.Events(ctx, "r", 0)
+	prev := store.GenesisHash
+	for i, e := range got {
+		if e.Seq != int64(i+1) || string(e.Body) != fmt.Sprintf(`{"i":%d}`, i) || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+			t.Fatalf("event %d wrong: %+v", i, e)
+		}
+		prev = e.ChainHash
+	}
+	if len(got) != 1234 {
+		t.Fatalf("%d events", len(got))
 	}
 }

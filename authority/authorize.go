@@ -182,8 +182,12 @@ func Authorize(in Input) (Decisions, error) {
 		}
 	}
 	m := in.Machine
-	if m.State == "" {
+	switch m.State {
+	case "":
 		m = mrp.New(mrp.Budgets{})
+	case mrp.Hold, mrp.Options, mrp.Test, mrp.Decide, mrp.Failsafe, mrp.Exit, mrp.Escalate:
+	default:
+		return Decisions{}, &Rejection{Code: "INVALID_CONTROL_STATE", Path: "/machine/state", Actual: scalar(string(m.State))}
 	}
 	before := len(m.Journey)
 	// The runtime cannot trust itself without operator key material or
@@ -238,7 +242,7 @@ func Authorize(in Input) (Decisions, error) {
 	fhr.Transitions = append([]mrp.Entry{}, m.Journey[before:]...)
 	sealed, err := fhr.Seal()
 	if err != nil {
-		return Decisions{}, err
+		return Decisions{}, &Rejection{Code: "CANONICALIZATION_VIOLATION", Path: "/fhr", Actual: err.Error()}
 	}
 	out.FHR, out.Machine = sealed, m
 	return out, nil

@@ -655,3 +655,50 @@ assess(%q, "a") :- ticket(t).`, risk)), logic.Limits{})
 		}
 	})
 }
+
+// Property: hostile or malformed input in any field is a typed rejection
+// or a non-authorizing outcome, never a panic.
+func TestAuthorizeNeverPanics(t *testing.T) {
+	base, _ := fixtureInput(t, "public")
+	weird := rapid.SampledFrom([]string{"", "e\u0301", "\xff\xfe", "a b", strings.Repeat("x", 200), "sha256:zz", "ticket:ok", "NONE", "*"})
+	rapid.Check(t, func(rt *rapid.T) {
+		in := base
+		in.Actions = []ActionSpec{base.Actions[0]}
+		in.Batch.Proposals = append([]protocol.EffectProposal(nil), base.Batch.Proposals...)
+		a := &in.Actions[0]
+		switch rapid.IntRange(0, 9).Draw(rt, "field") {
+		case 0:
+			a.Destination = weird.Draw(rt, "v")
+		case 1:
+			a.Scope = weird.Draw(rt, "v")
+		case 2:
+			a.Parameters = map[string]any{weird.Draw(rt, "k"): weird.Draw(rt, "v")}
+		case 3:
+			a.Nonce, a.Rationale = weird.Draw(rt, "n"), weird.Draw(rt, "r")
+		case 4:
+			in.Batch.Proposals[0].EffectType = weird.Draw(rt, "v")
+		case 5:
+			in.Policy.Manifests = map[string]ToolManifest{"artifact.publish": {SideEffects: []SideEffect{SideEffect(weird.Draw(rt, "v"))}}}
+		case 6:
+			in.Approvals = []PresentedApproval{{Request: ApprovalRequest{ProposalID: in.Batch.Proposals[0].ProposalID, Nonce: weird.Draw(rt, "v")}, Approval: Approval{Kind: "HApproval"}}}
+		case 7:
+			in.Machine = mrp.Machine{State: mrp.State(weird.Draw(rt, "v"))}
+		case 8:
+			in.Now = rapid.Int64().Draw(rt, "now")
+		case 9:
+			in.Choices = []Choice{{ProposalID: in.Batch.Proposals[0].ProposalID, Option: weird.Draw(rt, "v"), Actor: mrp.Actor{Kind: mrp.ActorHuman, Role: "operator", Capabilities: []string{"mrp.choose_option"}}}}
+		}
+		d, err := Authorize(in)
+		if err != nil {
+			if _, ok := err.(*Rejection); !ok {
+				rt.Fatalf("untyped error %T", err)
+			}
+			return
+		}
+		for _, o := range d.Outcomes {
+			if o.Intent != nil && o.Approval == nil {
+				rt.Fatalf("high-risk intent without approval")
+			}
+		}
+	})
+}

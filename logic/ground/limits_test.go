@@ -183,6 +183,37 @@ func TestLogicSemanticsTables(t *testing.T) {
 			t.Errorf("%s: %v, want %s", cc.id, rej, cc.code)
 		}
 	}
+	// Derivation identity (m0 derivation_identity_cases): the same id with the
+	// same content is one support, with other content a conflict, and two ids
+	// are two supports even for equal content.
+	withProv := func(id, source string) any {
+		in := delta(id, positive, 1, 1).(map[string]any)
+		in["delta"].(map[string]any)["provenance_delta"] = obj("support", source)
+		return in
+	}
+	identity := []struct {
+		id          string
+		left, right any
+		code        string
+		supports    int
+	}{
+		{"exact-support-duplicate", withProv("d:shared", "a"), withProv("d:shared", "a"), "", 1},
+		{"support-identity-content-conflict", withProv("d:shared", "a"), withProv("d:shared", "b"), CodeDerivationIdentityConflict, 0},
+		{"distinct-support-identities", withProv("d:1", "a"), withProv("d:2", "a"), "", 2},
+	}
+	for _, ic := range identity {
+		res, rej := Solve(nil, b, []any{ic.left, ic.right}, 1)
+		switch {
+		case ic.code != "" && (rej == nil || rej.Code != ic.code):
+			t.Errorf("%s: %v, want %s", ic.id, rej, ic.code)
+		case ic.code == "" && rej != nil:
+			t.Errorf("%s: %v", ic.id, rej.Wire())
+		case ic.code == "":
+			if _, n, _ := stateOf(t, res, obj("predicate", "p")); n != ic.supports {
+				t.Errorf("%s: %d supports, want %d", ic.id, n, ic.supports)
+			}
+		}
+	}
 	// Stratification: default negation of a lower stratum is accepted, a
 	// same-stratum negative cycle is not.
 	sc := corpus{atoms: map[string]atomT{"a": obj("p", "a"), "b": obj("p", "b")}, bundles: map[string]bundleT{

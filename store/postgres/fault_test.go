@@ -401,3 +401,46 @@ func TestBadDSN(t *testing.T) {
 	_, err = Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{})
 	mustCode(t, err, store.CodeUnavailable)
 }
+
+// Two runs commit intents with one idempotency key at once. The second's
+// snapshot predates the first's commit, so only the unique index sees the
+// clash; the store runs the second transaction again, which then reports
+// the precise code: a conflict for other content, a duplicate for the same.
+func TestIdempotencyKeyRaceAcrossRuns(t *testing.T) {
+	for _, tc := range []struct {
+		content string
+		want    store.Code
+	}{{"pay 500", store.CodeIdempotencyConflict}, {"pay 5", store.CodeExists}} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			s := openTest(t, Options{})
+			la := setupRun(t, s, "a")
+			lb := setupRun(t, s, "b", "apb")
+			paused, resume := make(chan struct{}), make(chan struct{})
+			bDone := make(chan error, 1)
+			go func() {
+				in := storetest.In("ib", "shared-key", tc.content)
+				in.ApprovalID = "apb"
+				bDone <- s.Commit(ctx, lb, store.Tick{Intents: []store.Intent{in}, Approvals: []store.ApprovalUse{{ApprovalID: "apb", IntentID: "ib",
+					Check: func(store.Approval, time.Time) error {
+						select {
+						case <-paused: // a retry: do not wait again
+						default:
+							close(paused)
+							<-resume
+						}
+						return nil
+					}}}})
+			}()
+			<-paused
+			must(t, s.Commit(ctx, la, store.Tick{Intents: []store.Intent{storetest.In("ia", "shared-key", "pay 5")}}))
+			close(resume)
+			mustCode(t, <-bDone, tc.want)
+			if ins, _ := s.Intents(ctx, "b"); len(ins) != 0 {
+				t.Fatalf("run b has intents %+v", ins)
+			}
+			if ap, _ := s.Approval(ctx, "apb"); ap.Status != store.ApprovalGranted {
+				t.Fatalf("approval %s", ap.Status)
+			}
+		})
+	}
+}

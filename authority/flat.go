@@ -47,7 +47,10 @@ var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_sc
 // compileFlat returns a flat engine for the program, or nil when the
 // program is not flat.
 func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) *flatEngine {
-	if lim.MaxDepth != 0 || lim.MaxTuples != 0 {
+	// A flat program evaluates in one round per stratum, far below any
+	// depth limit of 4 or more; a smaller depth limit is left to the
+	// engine, whose round counting is the reference.
+	if lim.MaxDepth != 0 && lim.MaxDepth < 4 {
 		return nil
 	}
 	e := &flatEngine{helpers: map[string][][]logic.Value{}, relID: map[string]int{}, lim: lim}
@@ -266,6 +269,22 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 		b.names, b.vals = b.names[:0], b.vals[:0]
 		if err := run.join(&e.rules[i], 0, &b, premises[:0]); err != nil {
 			return derived{}, err
+		}
+	}
+	if lim := e.lim.MaxTuples; lim > 0 {
+		// Live tuples: the distinct input and helper rows plus the derived
+		// outputs. Near the limit this count may differ from the engine's
+		// by duplicate inputs; either way an exceeded budget fails closed.
+		n := int64(0)
+		for _, rows := range run.facts {
+			n += int64(len(rows))
+		}
+		//flrh:orderfree summing sizes
+		for _, tuples := range run.out {
+			n += int64(len(tuples))
+		}
+		if n > lim {
+			return derived{}, fmt.Errorf("%d tuples exceed the tuple budget of %d", n, lim)
 		}
 	}
 	return run.result(), nil

@@ -83,7 +83,8 @@ func TestFlatEngineAgreesWithLogic(t *testing.T) {
 	flat := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		src := drawFlatPolicy(rt)
-		p, err := CompilePolicy("p/1", "rand.dl", []byte(src), logic.Limits{})
+		lim := rapid.SampledFrom([]logic.Limits{{}, {MaxFirings: 100_000, MaxDepth: 1000, MaxTuples: 100_000}}).Draw(rt, "limits")
+		p, err := CompilePolicy("p/1", "rand.dl", []byte(src), lim)
 		if err != nil {
 			rt.Fatalf("%v\n%s", err, src)
 		}

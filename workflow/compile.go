@@ -271,14 +271,9 @@ func (c *compiler) versions(w *Workflow) *Error {
 	if err := dec.Decode(&w.versions); err != nil {
 		return malformed("/versions", "not a version envelope: %v", err)
 	}
-	fields := map[string]string{}
-	for k, v := range m {
-		s, _ := v.(string)
-		fields[k] = s
-	}
 	for _, k := range []string{"workflow", "state_schema", "event_schema", "graph_schema", "rule_set", "dataflow", "canonicalization",
 		"tool", "model", "oracle", "gate", "resolver", "composition_profile"} {
-		if !cjson.ValidID(fields[k]) {
+		if s, _ := m[k].(string); !cjson.ValidID(s) {
 			return malformed("/versions/"+k, "must be a version label")
 		}
 	}

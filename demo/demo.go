@@ -34,17 +34,9 @@ type Options struct {
 // Approver is the demo's named human approver.
 const Approver = "demo-approver"
 
-// httpPay adapts the HTTP adapter so the runner can bind each idempotency
-// key to the digest of exactly the request the adapter sends.
-type httpPay struct{ *httpadapter.Adapter }
-
-func (httpPay) ContentDigest(in effect.Intent) (string, error) {
-	_, d, err := httpadapter.Prepare(in)
-	return d, err
-}
-
-// HTTPAdapter wraps an HTTP adapter for the refund agent's payments.
-func HTTPAdapter(a *httpadapter.Adapter) effect.Adapter { return httpPay{a} }
+// HTTPAdapter is the refund agent's payments adapter: the HTTP adapter as
+// it is (it tells the runner the digest of exactly what it sends).
+func HTTPAdapter(a *httpadapter.Adapter) effect.Adapter { return a }
 
 // Run runs the demo and writes its report to out. It returns an error if
 // any run does not end the way the refund agent's policy says it must.
@@ -86,7 +78,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 		return err
 	}
 	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", httpPay{ad}); err != nil {
+	if err := reg.Register("refund.pay", "http/1", HTTPAdapter(ad)); err != nil {
 		return err
 	}
 	wf := Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
@@ -95,6 +87,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer r.Close(ctx)
 
 	fmt.Fprintf(out, "flrh demo: the refund agent on an embedded store (%s)\n", dbPath)
 	fmt.Fprintf(out, "payments destination: sandbox at %s\n", url)

@@ -629,14 +629,9 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 	return nil
 }
 
-// ContentDigester is implemented by adapters whose wire request is not the
-// plan's payload itself (an HTTP adapter wraps it in a request envelope).
-// The idempotency key is bound to the digest of exactly what is sent, so
-// the runner asks the adapter for it before the intent is committed.
-type ContentDigester interface {
-	ContentDigest(in effect.Intent) (string, error)
-}
-
+// bindContent binds the idempotency key to the digest of exactly what the
+// adapter will send, when the adapter can say (effect.ContentDigester): an
+// HTTP adapter wraps the payload in a request envelope.
 func (r *Runner) bindContent(e *openEffect) error {
 	intent, err := protocolIntent(e.Intent)
 	if err != nil {
@@ -646,7 +641,7 @@ func (r *Runner) bindContent(e *openEffect) error {
 	if err != nil {
 		return err
 	}
-	cd, ok := a.(ContentDigester)
+	cd, ok := a.(effect.ContentDigester)
 	if !ok {
 		return nil
 	}

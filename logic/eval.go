@@ -423,9 +423,9 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 
 // match binds and checks one row against a scan step.
 func (x *exec) match(s *step, t *table, r int32) bool {
-	o := int(r) * t.arity
+	row := t.row(r)
 	for _, b := range s.binds {
-		x.regs[b.reg] = t.data[o+b.col]
+		x.regs[b.reg] = row[b.col]
 	}
 	for _, c := range s.checks {
 		var v int64
@@ -439,7 +439,7 @@ func (x *exec) match(s *step, t *table, r int32) bool {
 				return false
 			}
 		}
-		if t.data[o+c.col] != v {
+		if row[c.col] != v {
 			return false
 		}
 	}

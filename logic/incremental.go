@@ -206,8 +206,7 @@ func (m *Materialization) rollback() {
 	for t, tb := range m.tables {
 		tb.ndead = u.ndead[t]
 		if tb.n != u.n[t] {
-			tb.n = u.n[t]
-			tb.data = tb.data[:int(tb.n)*tb.arity]
+			tb.truncate(u.n[t])
 			tb.round = tb.round[:tb.n]
 			tb.died = tb.died[:tb.n]
 			tb.rebuild()
@@ -284,14 +283,13 @@ func (m *Materialization) compact(t int) {
 	tb := m.tables[t]
 	remap := make(map[int32]int32, len(m.base[t]))
 	w := int32(0)
+	packed := &table{arity: tb.arity}
 	for r := int32(0); r < tb.n; r++ {
 		if tb.died[r] != 0 {
 			continue
 		}
-		if w != r {
-			copy(tb.data[int(w)*tb.arity:int(w+1)*tb.arity], tb.row(r))
-			tb.round[w] = tb.round[r]
-		}
+		packed.appendRow(tb.row(r))
+		tb.round[w] = tb.round[r]
 		if _, ok := m.base[t][r]; ok {
 			remap[r] = w
 		}
@@ -303,7 +301,7 @@ func (m *Materialization) compact(t int) {
 	}
 	m.base[t] = base
 	tb.n = w
-	tb.data = slices.Clip(tb.data[:int(w)*tb.arity])
+	tb.chunks = packed.chunks
 	tb.round = slices.Clip(tb.round[:w])
 	tb.died = make([]uint32, w)
 	tb.ndead = 0

@@ -6,8 +6,8 @@ package logic
 // Rows are never moved while an evaluation runs, so row numbers are stable
 // handles; deleted rows are marked dead and skipped.
 type table struct {
-	arity int
-	data  []int64
+	arity  int
+	chunks [][]int64 // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n     int32
 	round []uint32 // nil until the first update; then the round that (re)derived each row
 	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
@@ -61,9 +61,58 @@ func (t *table) index(k int) *index {
 	return ix
 }
 
+// Rows live in fixed-size chunks rather than one growing slice: growth
+// never copies the table (which would briefly need twice its memory) and
+// the garbage collector never sees one huge object.
+const (
+	chunkShift   = 16
+	rowsPerChunk = 1 << chunkShift
+	chunkMask    = rowsPerChunk - 1
+)
+
 func (t *table) row(r int32) []int64 {
-	o := int(r) * t.arity
-	return t.data[o : o+t.arity : o+t.arity]
+	if t.arity == 0 {
+		return nil
+	}
+	ch := t.chunks[r>>chunkShift]
+	o := int(r&chunkMask) * t.arity
+	return ch[o : o+t.arity : o+t.arity]
+}
+
+// appendRow stores v as the next row.
+func (t *table) appendRow(v []int64) {
+	if t.arity == 0 {
+		return
+	}
+	last := len(t.chunks) - 1
+	if last < 0 || len(t.chunks[last]) == rowsPerChunk*t.arity {
+		size := rowsPerChunk * t.arity
+		if last < 0 {
+			size = 64 * t.arity
+		}
+		t.chunks = append(t.chunks, make([]int64, 0, size))
+		last++
+	}
+	c := t.chunks[last]
+	if len(c)+len(v) > cap(c) {
+		nc := make([]int64, len(c), min(2*cap(c), rowsPerChunk*t.arity))
+		copy(nc, c)
+		c = nc
+	}
+	t.chunks[last] = append(c, v...)
+}
+
+// truncate drops the rows from n on.
+func (t *table) truncate(n int32) {
+	t.n = n
+	if t.arity == 0 {
+		return
+	}
+	k := int((n + chunkMask) >> chunkShift)
+	t.chunks = t.chunks[:k]
+	if k > 0 {
+		t.chunks[k-1] = t.chunks[k-1][:int(n-int32(k-1)*rowsPerChunk)*t.arity]
+	}
 }
 
 func (t *table) alive(r int32) bool { return t.died == nil || t.died[r] == 0 }
@@ -88,9 +137,9 @@ func fmix(h uint64) uint64 {
 }
 
 func (t *table) equalRow(r int32, v []int64) bool {
-	o := int(r) * t.arity
+	row := t.row(r)
 	for i, x := range v {
-		if t.data[o+i] != x {
+		if row[i] != x {
 			return false
 		}
 	}
@@ -152,13 +201,7 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	}
 	r := t.n
 	t.n++
-	o := len(t.data)
-	if o+len(v) > cap(t.data) {
-		t.data = append(t.data, v...)
-	} else {
-		t.data = t.data[:o+len(v)]
-		copy(t.data[o:], v)
-	}
+	t.appendRow(v)
 	if t.round != nil {
 		t.round = append(t.round, round)
 	}
@@ -233,9 +276,9 @@ func (t *table) unlink(r int32) {
 
 func (ix *index) keyHash(t *table, r int32) uint64 {
 	h := uint64(hashSeed)
-	o := int(r) * t.arity
+	row := t.row(r)
 	for _, c := range ix.cols {
-		h = mix(h, t.data[o+c])
+		h = mix(h, row[c])
 	}
 	return fmix(h)
 }
@@ -246,7 +289,7 @@ func (ix *index) add(t *table, r int32) {
 	}
 	ix.next = append(ix.next, -1)
 	mask := uint64(len(ix.slots) - 1)
-	o := int(r) * t.arity
+	row := t.row(r)
 	for i := ix.keyHash(t, r) & mask; ; i = (i + 1) & mask {
 		s := ix.slots[i]
 		if s == 0 {
@@ -254,10 +297,10 @@ func (ix *index) add(t *table, r int32) {
 			ix.used++
 			return
 		}
-		ho := int(s-1) * t.arity
+		head := t.row(s - 1)
 		same := true
 		for _, c := range ix.cols {
-			if t.data[ho+c] != t.data[o+c] {
+			if head[c] != row[c] {
 				same = false
 				break
 			}
@@ -300,10 +343,10 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 		if s == 0 {
 			return -1
 		}
-		ho := int(s-1) * t.arity
+		head := t.row(s - 1)
 		same := true
 		for k, c := range ix.cols {
-			if t.data[ho+c] != key[k] {
+			if head[c] != key[k] {
 				same = false
 				break
 			}
@@ -317,7 +360,10 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 // clone deep-copies the table.
 func (t *table) clone() *table {
 	u := *t
-	u.data = append([]int64(nil), t.data...)
+	u.chunks = make([][]int64, len(t.chunks))
+	for i, c := range t.chunks {
+		u.chunks[i] = append(make([]int64, 0, cap(c)), c...)
+	}
 	u.round = append([]uint32(nil), t.round...)
 	if t.died != nil {
 		u.died = append([]uint32(nil), t.died...)

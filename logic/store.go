@@ -8,14 +8,14 @@ package logic
 type table struct {
 	arity  int
 	chunks [][]int64 // rows, rowsPerChunk to a chunk (the first grows up to that)
-	n     int32
-	round []uint32 // nil until the first update; then the round that (re)derived each row
-	died  []uint32 // nil until something is deleted; epoch of death, 0 = alive
-	ndead int32
-	slots []uint64 // hash set, see makeSlot
-	used  int      // occupied slots incl. tombstones
-	masks []uint64 // column sets plans look up by
-	idx   []*index // per mask, nil until first used
+	n      int32
+	round  []uint32 // nil until the first update; then the round that (re)derived each row
+	died   []uint32 // nil until something is deleted; epoch of death, 0 = alive
+	ndead  int32
+	slots  []uint64 // hash set, see makeSlot
+	used   int      // occupied slots incl. tombstones
+	masks  []uint64 // column sets plans look up by
+	idx    []*index // per mask, nil until first used
 }
 
 // index maps the values of some columns to a chain of rows, newest first.

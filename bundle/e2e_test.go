@@ -21,7 +21,7 @@ import (
 // harness runs one example bundle through the durable runner on a fresh
 // SQLite store, against a real sandbox destination on loopback.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	wf  *Workflow
 	st  store.Store
@@ -29,7 +29,9 @@ type harness struct {
 	r   *runner.Runner
 }
 
-func newHarness(t *testing.T, example string) *harness {
+func newHarness(t *testing.T, example string) *harness { return newHarnessTB(t, example) }
+
+func newHarnessTB(t testing.TB, example string) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

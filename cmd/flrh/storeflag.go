@@ -30,7 +30,7 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 	case strings.HasPrefix(spec, "sqlite:"):
 		path = strings.TrimPrefix(spec, "sqlite:")
 	case strings.Contains(spec, "://"):
-		return nil, usagef("unsupported store %q: use sqlite:PATH", spec)
+		return openURLStore(ctx, spec, readOnly)
 	}
 	if path == "" {
 		return nil, usagef("empty store path")

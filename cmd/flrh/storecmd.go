@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// storeCmd groups the operator's commands on the store itself.
+var storeCmd = &cobra.Command{Use: "store", Short: "Migrate and check the run store (SQLite or PostgreSQL)"}
+
+func init() {
+	migrate := &cobra.Command{Use: "migrate", Short: "Bring the store's schema up to this build's version", Args: cobra.NoArgs}
+	mStore := addStoreFlag(migrate)
+	mJSON := migrate.Flags().Bool("json", false, "print JSON")
+	migrate.RunE = func(cmd *cobra.Command, _ []string) error {
+		// Opening read-write migrates; a newer schema is refused.
+		st, err := openStore(cmd.Context(), *mStore, false)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		have, build, backend, err := schemaVersions(cmd.Context(), st)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *mJSON {
+			return json.NewEncoder(out).Encode(map[string]any{"backend": backend, "schema_version": have, "build_schema_version": build})
+		}
+		fmt.Fprintf(out, "%s store at schema version %d (this build writes %d)\n", backend, have, build)
+		return nil
+	}
+
+	check := &cobra.Command{Use: "check", Short: "Report schema version, stuck leases, quarantined runs and open outbox entries",
+		Long: "check reads the store without writing to it and reports its schema version, leases that\n" +
+			"expired on a live run (a runner that died or stalled), quarantined runs, and effect intents\n" +
+			"whose outbox is still open. It exits 1 when a run needs a person: a quarantined run,\n" +
+			"an outbox entry routed to a human, or a lease stuck longer than --stuck-after.",
+		Args: cobra.NoArgs}
+	cStore := addStoreFlag(check)
+	cJSON := check.Flags().Bool("json", false, "print JSON")
+	cStuck := check.Flags().Duration("stuck-after", time.Minute, "report an expired lease on a live run once it has been expired this long")
+	check.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *cStuck < 0 {
+			return usagef("--stuck-after must not be negative")
+		}
+		st, err := openStore(cmd.Context(), *cStore, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		rep, err := checkStore(cmd.Context(), st, time.Now(), *cStuck)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *cJSON {
+			if err := json.NewEncoder(out).Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			rep.print(out)
+		}
+		if rep.Problems > 0 {
+			return errChecksFailed
+		}
+		return nil
+	}
+
+	storeCmd.AddCommand(migrate, check)
+	rootCmd.AddCommand(storeCmd)
+}
+
+// schemaVersions reads the schema version the database holds and the one
+// this build writes.
+func schemaVersions(ctx context.Context, st store.Store) (have, build int64, backend string, err error) {
+	switch s := st.(type) {
+	case *sqlite.Store:
+		err = s.DB().QueryRowContext(ctx, `PRAGMA user_version`).Scan(&have)
+		return have, sqlite.SchemaVersion, "sqlite", err
+	case *postgres.Store:
+		have, err = s.SchemaVersionIn(ctx)
+		return have, postgres.SchemaVersion, "postgres", err
+	}
+	return 0, 0, "", fmt.Errorf("store %T has no schema version", st)
+}
+
+type storeReport struct {
+	Backend            string        `json:"backend"`
+	SchemaVersion      int64         `json:"schema_version"`
+	BuildSchemaVersion int64         `json:"build_schema_version"`
+	Runs               int           `json:"runs"`
+	Live               int           `json:"live"`
+	Ended              int           `json:"ended"`
+	StuckLeases        []stuckLease  `json:"stuck_leases"`
+	Quarantined        []quarantined `json:"quarantined"`
+	OpenOutbox         []openOutbox  `json:"open_outbox"`
+	Problems           int           `json:"problems"`
+}
+
+type stuckLease struct {
+	RunID      string    `json:"run_id"`
+	Owner      string    `json:"owner"`
+	Generation int64     `json:"generation"`
+	ExpiredAt  time.Time `json:"expired_at"`
+}
+
+type quarantined struct {
+	RunID  string `json:"run_id"`
+	Reason string `json:"reason"`
+}
+
+type openOutbox struct {
+	RunID    string `json:"run_id"`
+	IntentID string `json:"intent_id"`
+	Effect   string `json:"effect_type"`
+	Status   string `json:"status"`
+	Route    string `json:"route,omitempty"`
+	Attempts int64  `json:"attempts"`
+}
+
+// checkStore walks every run through the store interface, so it reports
+// the same way on every backend.
+func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration) (storeReport, error) {
+	var rep storeReport
+	var err error
+	rep.SchemaVersion, rep.BuildSchemaVersion, rep.Backend, err = schemaVersions(ctx, st)
+	if err != nil {
+		return rep, err
+	}
+	rep.StuckLeases, rep.Quarantined, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []openOutbox{}
+	after := ""
+	for {
+		runs, err := st.Runs(ctx, after, 500)
+		if err != nil {
+			return rep, err
+		}
+		if len(runs) == 0 {
+			break
+		}
+		for _, r := range runs {
+			rep.Runs++
+			switch {
+			case r.Outcome != "":
+				rep.Ended++
+			case r.Quarantine != "":
+				rep.Quarantined = append(rep.Quarantined, quarantined{RunID: r.ID, Reason: r.Quarantine})
+			default:
+				rep.Live++
+				if r.Lease.Owner != "" && !r.Lease.ExpiresAt.Add(stuckAfter).After(now) {
+					rep.StuckLeases = append(rep.StuckLeases, stuckLease{RunID: r.ID, Owner: r.Lease.Owner, Generation: r.Lease.Generation, ExpiredAt: r.Lease.ExpiresAt})
+				}
+			}
+			ins, err := st.Intents(ctx, r.ID)
+			if err != nil {
+				return rep, err
+			}
+			for _, in := range ins {
+				if in.Outbox != store.OutboxDone {
+					rep.OpenOutbox = append(rep.OpenOutbox, openOutbox{RunID: r.ID, IntentID: in.ID, Effect: in.EffectType,
+						Status: string(in.Outbox), Route: in.Route, Attempts: in.Attempts})
+				}
+			}
+		}
+		after = runs[len(runs)-1].ID
+	}
+	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
+	if rep.SchemaVersion != rep.BuildSchemaVersion {
+		rep.Problems++
+	}
+	for _, o := range rep.OpenOutbox {
+		if o.Status == string(store.OutboxHuman) {
+			rep.Problems++
+		}
+	}
+	return rep, nil
+}
+
+func (r storeReport) print(w io.Writer) {
+	fmt.Fprintf(w, "%s store, schema version %d (this build writes %d)\n", r.Backend, r.SchemaVersion, r.BuildSchemaVersion)
+	fmt.Fprintf(w, "runs: %d (%d live, %d ended, %d quarantined)\n", r.Runs, r.Live, r.Ended, len(r.Quarantined))
+	fmt.Fprintf(w, "stuck leases: %d\n", len(r.StuckLeases))
+	for _, l := range r.StuckLeases {
+		fmt.Fprintf(w, "  %s held by %s (generation %d), expired %s\n", l.RunID, l.Owner, l.Generation, l.ExpiredAt.Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "quarantined runs: %d\n", len(r.Quarantined))
+	for _, q := range r.Quarantined {
+		fmt.Fprintf(w, "  %s: %s\n", q.RunID, q.Reason)
+	}
+	byStatus := map[string]int{}
+	for _, o := range r.OpenOutbox {
+		byStatus[o.Status]++
+	}
+	statuses := make([]string, 0, len(byStatus))
+	for s := range byStatus {
+		statuses = append(statuses, s)
+	}
+	sort.Strings(statuses)
+	fmt.Fprintf(w, "open outbox entries: %d", len(r.OpenOutbox))
+	for i, s := range statuses {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(w, "%s%d %s", sep, byStatus[s], s)
+	}
+	if len(statuses) > 0 {
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintln(w)
+	for _, o := range r.OpenOutbox {
+		fmt.Fprintf(w, "  %s %s %s: %s after %d attempts %s\n", o.RunID, o.IntentID, o.Effect, o.Status, o.Attempts, o.Route)
+	}
+	if r.Problems == 0 {
+		fmt.Fprintln(w, "ok")
+	} else {
+		fmt.Fprintf(w, "%d problem(s) need attention\n", r.Problems)
+	}
+}

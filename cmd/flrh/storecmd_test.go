@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+)
+
+func runStoreCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetArgs(args)
+	err := rootCmd.Execute()
+	rootCmd.SetArgs(nil)
+	rootCmd.SetOut(nil)
+	return out.String(), err
+}
+
+// populate leaves one run of each kind check reports on: healthy, ended,
+// quarantined, holding a stuck lease, and waiting on a person to
+// reconcile an effect.
+func populate(t *testing.T, spec string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{"healthy", "ended", "parked", "stuck", "human"} {
+		if err := st.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, _ := st.AcquireLease(ctx, "ended", "w", time.Hour)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.Commit(ctx, l, store.Tick{State: "DONE", Outcome: "success"}))
+	must(st.Quarantine(ctx, "parked", "checkpoint digest mismatch"))
+	_, err = st.AcquireLease(ctx, "stuck", "dead-runner", time.Nanosecond)
+	must(err)
+	l, _ = st.AcquireLease(ctx, "human", "w", time.Hour)
+	must(st.Commit(ctx, l, store.Tick{Intents: []store.Intent{storetest.In("i1", "k1", "pay 5")}, Begin: []string{"i1"}}))
+	must(st.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptUnknown, Outbox: store.OutboxHuman, Route: "ambiguous"}}}))
+	must(st.ReleaseLease(ctx, l))
+}
+
+func testStoreCommands(t *testing.T, spec string) {
+	out, err := runStoreCmd(t, "store", "migrate", "--store", spec, "--json")
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	var mig map[string]any
+	if err := json.Unmarshal([]byte(out), &mig); err != nil || mig["schema_version"] != mig["build_schema_version"] {
+		t.Fatalf("migrate said %s", out)
+	}
+	out, err = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "0s")
+	if err != nil || !strings.Contains(out, "ok") {
+		t.Fatalf("check on an empty store: %v\n%s", err, out)
+	}
+	populate(t, spec)
+	out, err = runStoreCmd(t, "store", "check", "--store", spec, "--json", "--stuck-after", "0s")
+	if !errors.Is(err, errChecksFailed) {
+		t.Fatalf("check with problems: %v", err)
+	}
+	var rep storeReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Runs != 5 || rep.Ended != 1 || rep.Live != 3 || rep.Problems != 3 ||
+		len(rep.Quarantined) != 1 || rep.Quarantined[0].RunID != "parked" ||
+		len(rep.StuckLeases) != 1 || rep.StuckLeases[0].RunID != "stuck" || rep.StuckLeases[0].Owner != "dead-runner" ||
+		len(rep.OpenOutbox) != 1 || rep.OpenOutbox[0].Status != "human" || rep.OpenOutbox[0].Attempts != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// An hour's grace hides the just-expired lease.
+	out, _ = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "1h")
+	if !strings.Contains(out, "stuck leases: 0") || !strings.Contains(out, "open outbox entries: 1 (1 human)") || !strings.Contains(out, "2 problem(s)") {
+		t.Fatalf("human report:\n%s", out)
+	}
+	_, err = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "-1s")
+	if exitCode(err) != exitUsage {
+		t.Fatalf("negative --stuck-after: exit %d", exitCode(err))
+	}
+}
+
+func TestStoreCommandsSQLite(t *testing.T) {
+	testStoreCommands(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"))
+}
+
+func TestStoreCommandsPostgres(t *testing.T) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN to run the PostgreSQL store commands")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_cli_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	testStoreCommands(t, u.String())
+}
+
+func TestStoreURLErrors(t *testing.T) {
+	for spec, want := range map[string]int{
+		"mysql://x":                       exitUsage,
+		"postgres://u:secret@[::1":        exitUsage,
+		"postgres://u:secret@host:99999/": exitUsage,
+	} {
+		_, err := runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "0s")
+		if exitCode(err) != want {
+			t.Errorf("%s: exit %d (%v), want %d", spec, exitCode(err), err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error leaks the password: %v", spec, err)
+		}
+	}
+}

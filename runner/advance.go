@@ -71,7 +71,13 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	}
 	t := &tick{run: run, lease: lease, wf: wf}
 	defer r.settleLease(ctx, t)
-	if err := r.load(ctx, t); err != nil {
+	r.mu.Lock()
+	cached, ok := r.cps[runID]
+	delete(r.cps, runID) // a pass that fails leaves no cache behind
+	r.mu.Unlock()
+	if ok && cached.head == run.Head && cached.generation == lease.Generation {
+		t.cp = cached.cp
+	} else if err := r.load(ctx, t); err != nil {
 		return false, err
 	}
 	if t.cp == nil {
@@ -87,7 +93,15 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 		}
 		t.moved = true
 	}
-	return t.moved, r.flush(ctx, t)
+	if err := r.flush(ctx, t); err != nil {
+		return t.moved, err
+	}
+	r.mu.Lock()
+	if _, held := r.leases[runID]; held {
+		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp}
+	}
+	r.mu.Unlock()
+	return t.moved, nil
 }
 
 // settleLease decides what happens to the lease after a pass: a run that

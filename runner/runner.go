@@ -69,6 +69,16 @@ type Runner struct {
 	mu        sync.Mutex
 	busy      map[string]bool
 	leases    map[string]store.Lease // leases this runner holds, kept between passes
+	cps       map[string]cachedCheckpoint
+}
+
+// cachedCheckpoint is the checkpoint a pass ended with, kept while this
+// runner holds the run's lease, so that the next pass need not read and
+// re-verify it. It is valid only for the head and lease generation it was
+// written at; anything else reads the store again.
+type cachedCheckpoint struct {
+	head, generation int64
+	cp               *checkpoint
 }
 
 // New validates cfg and returns a Runner.
@@ -111,7 +121,8 @@ func New(cfg Config) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, workflows: map[string]Workflow{}, log: log,
-		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{}}
+		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
+		cps: map[string]cachedCheckpoint{}}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {
@@ -203,6 +214,7 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 func (r *Runner) forget(runID string) {
 	r.mu.Lock()
 	delete(r.leases, runID)
+	delete(r.cps, runID)
 	r.mu.Unlock()
 }
 

@@ -44,17 +44,35 @@ func (w *canonWriter) key(k string) {
 		w.b = append(w.b, ',')
 	}
 	w.last[top] = k
-	w.b = cjson.AppendString(w.b, k)
-	w.b = append(w.b, ':')
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...) // keys are this package's own ASCII member names
+	w.b = append(w.b, '"', ':')
 }
 
 func (w *canonWriter) strVal(s string) {
+	if plain(s) {
+		// Printable ASCII without '"' or '\\' needs no escaping and is NFC.
+		w.b = append(w.b, '"')
+		w.b = append(w.b, s...)
+		w.b = append(w.b, '"')
+		return
+	}
 	if w.err == nil && !isASCII(s) {
 		if err := cjson.CheckString(s, ""); err != nil {
 			w.err = err
 		}
 	}
 	w.b = cjson.AppendString(w.b, s)
+}
+
+// plain reports whether s is printable ASCII with nothing to escape.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *canonWriter) str(k, v string)       { w.key(k); w.strVal(v) }

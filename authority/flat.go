@@ -3,6 +3,7 @@ package authority
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"flrh.dev/flrh/logic"
@@ -382,7 +383,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 	for k, t := range rule.args {
 		args[k], _ = b.term(t)
 	}
-	key := logic.Fact{Rel: rule.head, Args: args}.String()
+	key := tupleKey(args)
 	tuples := r.out[rule.head]
 	if tuples == nil {
 		tuples = map[string]*flatTuple{}
@@ -409,6 +410,26 @@ func lessRow(a, b []logic.Value) bool {
 		}
 	}
 	return len(a) < len(b)
+}
+
+// tupleKey identifies a tuple within its relation.
+func tupleKey(args []logic.Value) string {
+	n := 0
+	for _, a := range args {
+		n += len(a.Str()) + 21
+	}
+	b := make([]byte, 0, n)
+	for _, a := range args {
+		if a.IsSym() {
+			b = append(b, 's')
+			b = append(b, a.Str()...)
+		} else {
+			b = append(b, 'n')
+			b = strconv.AppendInt(b, a.Int(), 10)
+		}
+		b = append(b, 0)
+	}
+	return string(b)
 }
 
 // sorted returns a relation's tuples in the engine's order: by value,

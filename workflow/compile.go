@@ -112,7 +112,7 @@ func (w *Workflow) Manifests() map[string]authority.ToolManifest {
 }
 
 var manifestMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
-	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters"}
+	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters", "limits"}
 
 var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
 	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
@@ -215,6 +215,9 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	if err = c.versions(w); err != nil {
 		return nil, err
 	}
+	if err = c.ruleLimits(w); err != nil {
+		return nil, err
+	}
 	if err = c.domain(w); err != nil {
 		return nil, err
 	}
@@ -279,6 +282,50 @@ func (c *compiler) versions(w *Workflow) *Error {
 	}
 	if w.versions.Canonicalization != kernel.Canonicalization {
 		return bundleErr(CodeVersionMismatch, ManifestFile, "/versions/canonicalization", "must be %q", kernel.Canonicalization)
+	}
+	return nil
+}
+
+// ruleLimits reads the optional L budgets: {"max_inputs", "max_firings",
+// "max_depth", "max_tuples"}, each from 1 to the default.
+func (c *compiler) ruleLimits(w *Workflow) *Error {
+	raw, present := c.root["limits"]
+	if !present {
+		return nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return malformed("/limits", "must be an object")
+	}
+	for _, k := range sortedKeys(m) {
+		ptr := "/limits/" + cjson.EscapePointer(k)
+		n, ok := m[k].(int64)
+		var max int64
+		switch k {
+		case "max_inputs":
+			max = int64(w.limits.MaxInputs)
+		case "max_firings":
+			max = w.limits.MaxFirings
+		case "max_depth":
+			max = int64(w.limits.MaxDepth)
+		case "max_tuples":
+			max = w.limits.MaxTuples
+		default:
+			return malformed(ptr, "unknown limit")
+		}
+		if !ok || n < 1 || n > max {
+			return malformed(ptr, "must be an integer from 1 to %d", max)
+		}
+		switch k {
+		case "max_inputs":
+			w.limits.MaxInputs = int(n)
+		case "max_firings":
+			w.limits.MaxFirings = n
+		case "max_depth":
+			w.limits.MaxDepth = int(n)
+		case "max_tuples":
+			w.limits.MaxTuples = n
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -250,5 +251,25 @@ func TestMachineAcrossTurns(t *testing.T) {
 	r, _ = w.Decide(r.State, Input{Seq: 6, Kind: KindInput, Body: refundInput("r-4", 50, "alice", "late")})
 	if o := outcomes(r); len(r.Effects) != 0 || len(o) != 1 || o[0]["outcome"] != "HELD" || o[0]["mrp_state"] != "OPTIONS" {
 		t.Fatalf("refund while options are open: %v", o)
+	}
+}
+
+// A bundle whose rules run out of budget makes Decide return
+// ErrRuleBudget (a control event for the runner), not a refusal.
+func TestRuleBudget(t *testing.T) {
+	files := editBundle(t, func(m map[string]any) { m["limits"] = map[string]any{"max_firings": int64(1)} }, nil)
+	w, err := Compile(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := w.Init("run-budget")
+	_, err = w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")})
+	if !errors.Is(err, ErrRuleBudget) {
+		t.Fatalf("got %v, want ErrRuleBudget", err)
+	}
+	for _, bad := range []map[string]any{{"max_firings": int64(0)}, {"max_depth": "x"}, {"max_time": int64(3)}} {
+		if _, err := Compile(editBundle(t, func(m map[string]any) { m["limits"] = bad }, nil)); err == nil {
+			t.Errorf("limits %v accepted", bad)
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 				args = append(args, lease.RunID, head, ev.Kind, ev.Body, ev.Digest, hash, next, lease.Generation, ts)
 				hash = next
 			}
-			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			if _, err := s.exec(ctx, tx, q.String(), args...); err != nil {
 				return err
 			}
 		}
@@ -57,7 +57,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		// Approvals: revalidated against the grant as stored, at this
 		// transaction's clock reading, then consumed once.
 		for _, use := range tick.Approvals {
-			a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, use.ApprovalID))
+			a, err := scanApproval(s.queryRow(ctx, tx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, use.ApprovalID))
 			if err == sql.ErrNoRows {
 				return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s was never granted", use.ApprovalID)
 			} else if err != nil {
@@ -77,7 +77,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 					return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, err, "approval %s", use.ApprovalID)
 				}
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = ? AND status = 'granted'`,
+			if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = ? AND status = 'granted'`,
 				use.IntentID, use.ApprovalID); err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		// duplicate. With other content it is a conflict, never a reuse.
 		for _, in := range tick.Intents {
 			var existing string
-			err := tx.QueryRowContext(ctx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing)
+			err := s.queryRow(ctx, tx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing)
 			switch {
 			case err == nil && existing != in.ContentDigest:
 				return store.Errorf(store.CodeIdempotencyConflict, op, lease.RunID, nil, "idempotency key %s is bound to other content", in.IdempotencyKey)
@@ -101,12 +101,12 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 			if in.ApprovalID != "" {
 				approval = in.ApprovalID
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+			if _, err := s.exec(ctx, tx, `INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
 VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?, ?, ?, ?, ?, ?, ?)`,
 				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
+			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
 				in.ID, lease.RunID, ts); err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?,
 		// (Results come before new attempts so that a retry can finish the
 		// last attempt and begin the next one in one tick.)
 		for _, r := range tick.Results {
-			res, err := tx.ExecContext(ctx, `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
+			res, err := s.exec(ctx, tx, `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
 WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = ?)`,
 				string(r.Status), r.Detail, ts, r.IntentID, r.N, lease.RunID)
 			if err != nil {
@@ -125,7 +125,7 @@ WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WH
 			if n, _ := res.RowsAffected(); n != 1 {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
+			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
 				string(r.Outbox), r.Route, ts, r.IntentID); err != nil {
 				return err
 			}
@@ -140,29 +140,29 @@ WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WH
 		// Receipts close their intents.
 		for _, rc := range tick.Receipts {
 			var status string
-			err := tx.QueryRowContext(ctx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+			err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
 WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 			if err == sql.ErrNoRows {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
 			} else if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)
+			if _, err := s.exec(ctx, tx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)
 VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?, ?, ?)`,
 				rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, ts, rc.IntentID); err != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, ts, rc.IntentID); err != nil {
 				return err
 			}
 		}
 
-		if err := consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
+		if err := s.consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
 			return err
 		}
 
 		if cp := tick.Checkpoint; cp != nil {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+			if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
@@ -172,18 +172,18 @@ VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?
 		if tick.State != "" {
 			state = tick.State
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ? WHERE run_id = ?`,
+		if _, err := s.exec(ctx, tx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ? WHERE run_id = ?`,
 			head, hash, state, tick.Outcome, ts, lease.RunID); err != nil {
 			return err
 		}
 
 		var traceSeq int64
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
+		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
 			return err
 		}
 		for _, tr := range tick.Trace {
 			traceSeq++
-			if _, err := tx.ExecContext(ctx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`,
 				lease.RunID, traceSeq, tr.Kind, tr.Body, ts); err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ func (s *Store) beginAttempt(ctx context.Context, tx *sql.Tx, lease store.Lease,
 	const op = "begin attempt"
 	var status string
 	var attempts int64
-	err := tx.QueryRowContext(ctx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+	err := s.queryRow(ctx, tx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
 WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &attempts)
 	if err == sql.ErrNoRows {
 		return store.Attempt{}, store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
@@ -287,11 +287,11 @@ WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &a
 		return store.Attempt{}, store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, status)
 	}
 	at := store.Attempt{IntentID: intentID, N: attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
+	if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
 		intentID, at.N, lease.Generation, nanos(now)); err != nil {
 		return store.Attempt{}, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
+	_, err = s.exec(ctx, tx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
 	return at, err
 }
 
@@ -301,7 +301,7 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
 	}
 	return s.write(ctx, "quarantine", runID, func(tx *sql.Tx, now time.Time) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
+		res, err := s.exec(ctx, tx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
 			reason, nanos(now), runID)
 		if err != nil {
 			return err

@@ -19,11 +19,11 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	}
 	return s.write(ctx, op, in.RunID, func(tx *sql.Tx, now time.Time) error {
 		var outcome, quarantine string
-		if err := tx.QueryRowContext(ctx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
+		if err := s.queryRow(ctx, tx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
 			return err
 		}
 		var digest string
-		err := tx.QueryRowContext(ctx, `SELECT digest FROM inbox WHERE run_id = ? AND inbound_id = ?`, in.RunID, in.ID).Scan(&digest)
+		err := s.queryRow(ctx, tx, `SELECT digest FROM inbox WHERE run_id = ? AND inbound_id = ?`, in.RunID, in.ID).Scan(&digest)
 		switch {
 		case err == nil && digest == in.Digest:
 			return nil // the same event submitted again: idempotent
@@ -35,7 +35,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		if outcome != "" {
 			return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", outcome)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+		_, err = s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.RunID, in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
 		return err
@@ -83,9 +83,9 @@ func (s *Store) Live(ctx context.Context) ([]string, error) {
 }
 
 // consume marks inbox entries consumed inside a commit.
-func consume(ctx context.Context, tx *sql.Tx, runID string, ids []string) error {
+func (s *Store) consume(ctx context.Context, tx *sql.Tx, runID string, ids []string) error {
 	for _, id := range ids {
-		res, err := tx.ExecContext(ctx, `UPDATE inbox SET consumed = 1 WHERE run_id = ? AND inbound_id = ? AND consumed = 0`, runID, id)
+		res, err := s.exec(ctx, tx, `UPDATE inbox SET consumed = 1 WHERE run_id = ? AND inbound_id = ? AND consumed = 0`, runID, id)
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
 		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
 	}
 	return s.write(ctx, "grant approval", a.RunID, func(tx *sql.Tx, now time.Time) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+		_, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
 		return err
 	})
@@ -39,14 +39,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.N
 func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
 	return s.write(ctx, "revoke approval", "", func(tx *sql.Tx, now time.Time) error {
 		var status string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM approvals WHERE approval_id = ?`, approvalID).Scan(&status)
+		err := s.queryRow(ctx, tx, `SELECT status FROM approvals WHERE approval_id = ?`, approvalID).Scan(&status)
 		if err != nil {
 			return err
 		}
 		if status != string(store.ApprovalGranted) {
 			return store.Errorf(store.CodeApprovalUnavailable, "revoke approval", "", nil, "approval %s is %s", approvalID, status)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE approvals SET status = 'revoked' WHERE approval_id = ?`, approvalID)
+		_, err = s.exec(ctx, tx, `UPDATE approvals SET status = 'revoked' WHERE approval_id = ?`, approvalID)
 		return err
 	})
 }

@@ -35,6 +35,7 @@ type Store struct {
 	db    *sql.DB
 	clock func() time.Time
 	ro    bool
+	stmts statements
 }
 
 var _ store.Store = (*Store)(nil)
@@ -79,7 +80,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closeStatements()
+	return s.db.Close()
+}
 
 // DB exposes the database handle for read-only inspection by tests and the
 // verifier; writing through it bypasses the fence and is never done.
@@ -225,7 +229,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	}
 	var lease store.Lease
 	err := s.write(ctx, "acquire lease", runID, func(tx *sql.Tx, now time.Time) error {
-		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+		r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
 		if err != nil {
 			return err
 		}
@@ -237,7 +241,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 				"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
 		}
 		lease = store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_owner = ?, lease_generation = ?, lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
+		_, err = s.exec(ctx, tx, `UPDATE runs SET lease_owner = ?, lease_generation = ?, lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
 			owner, lease.Generation, nanos(lease.ExpiresAt), nanos(now), runID)
 		return err
 	})
@@ -252,7 +256,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 			return err
 		}
 		out.ExpiresAt = now.Add(ttl).UTC()
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
+		_, err := s.exec(ctx, tx, `UPDATE runs SET lease_expires_at = ?, updated_at = ? WHERE run_id = ?`,
 			nanos(out.ExpiresAt), nanos(now), lease.RunID)
 		return err
 	})
@@ -265,7 +269,7 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 		if _, err := s.fence(ctx, tx, "release lease", lease, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
+		_, err := s.exec(ctx, tx, `UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
 			nanos(now), lease.RunID)
 		return err
 	})
@@ -291,7 +295,7 @@ func (s *Store) write(ctx context.Context, op, runID string, fn func(tx *sql.Tx,
 // fence checks, inside tx, that lease is the run's current, unexpired lease
 // and that the run is not quarantined. It returns the run header.
 func (s *Store) fence(ctx context.Context, tx *sql.Tx, op string, lease store.Lease, now time.Time) (store.Run, error) {
-	r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, lease.RunID))
+	r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, lease.RunID))
 	if err != nil {
 		return r, err
 	}

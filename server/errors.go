@@ -1,0 +1,102 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+)
+
+// Error types: the stable, machine-readable half of every error body.
+const (
+	TypeMalformed        = "malformed"              // 400: not JSON, not flrh-cjson/1, bad query
+	TypeUnauthenticated  = "unauthenticated"        // 401: no token or an unknown one
+	TypeForbidden        = "forbidden"              // 403: the token's roles do not allow the act
+	TypeNotFound         = "not_found"              // 404: no such run or route
+	TypeMethodNotAllowed = "method_not_allowed"     // 405
+	TypeConflict         = "conflict"               // 409: the run is not waiting for this, or the id is taken
+	TypeTooLarge         = "too_large"              // 413: the body exceeds the limit
+	TypeUnsupportedMedia = "unsupported_media_type" // 415: not application/json
+	TypeInvalid          = "invalid"                // 422: well-formed but against the schema
+	TypeUnavailable      = "unavailable"            // 503: the store is busy or the server is full
+	TypeInternal         = "internal"               // 500
+)
+
+// Error is an API failure: an HTTP status, a type from the list above, a
+// message for people and, when one value is to blame, its JSON pointer in
+// the request body (or "?name" for a query parameter).
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	Field   string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s at %s: %s", e.Type, e.Field, e.Message)
+	}
+	return e.Type + ": " + e.Message
+}
+
+func apiErr(status int, typ, field, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the one shape of every error answer.
+type errorBody struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Field   string `json:"field,omitempty"`
+	} `json:"error"`
+}
+
+// classify maps an error from the runner or the store to an API error.
+// Store codes, not message text, decide the status.
+func classify(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var nw *runner.NotWaitingError
+	if errors.As(err, &nw) {
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", nw.Error())
+	}
+	switch store.CodeOf(err) {
+	case store.CodeNotFound:
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", err.Error())
+	case store.CodeExists, store.CodeInvalidTransition, store.CodeQuarantined, store.CodeLeaseHeld,
+		store.CodeHeadMismatch, store.CodeFenced, store.CodeApprovalUnavailable, store.CodeApprovalRejected:
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", err.Error())
+	case store.CodeInvalidInput:
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", err.Error())
+	case store.CodeUnavailable:
+		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the store is busy; retry")
+	}
+	return apiErr(http.StatusInternalServerError, TypeInternal, "", "internal error")
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	var b errorBody
+	b.Error.Type, b.Error.Message, b.Error.Field = e.Type, e.Message, e.Field
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="flrh"`)
+	}
+	writeJSON(w, e.Status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"type":"internal","message":"response encoding failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}

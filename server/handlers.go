@@ -1,0 +1,699 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// routes is the API. Its order is the order of the OpenAPI document.
+var routes = []route{
+	{Method: "GET", Pattern: "/v1/openapi.json", Perm: permPublic, handle: (*Server).openAPI},
+	{Method: "GET", Pattern: "/healthz", Perm: permPublic, handle: (*Server).health},
+	{Method: "GET", Pattern: "/metrics", Perm: permRead, handle: (*Server).serveMetrics},
+	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, handle: (*Server).whoami},
+	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
+	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
+	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},
+	{Method: "GET", Pattern: "/v1/runs/{id}", Perm: permRead, handle: (*Server).showRun},
+	{Method: "GET", Pattern: "/v1/runs/{id}/events", Perm: permRead, handle: (*Server).events},
+	{Method: "GET", Pattern: "/v1/runs/{id}/trace", Perm: permRead, handle: (*Server).trace},
+	{Method: "GET", Pattern: "/v1/runs/{id}/verify", Perm: permRead, handle: (*Server).verify},
+	{Method: "GET", Pattern: "/v1/runs/{id}/replay", Perm: permRead, handle: (*Server).replay},
+	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, handle: (*Server).stream},
+	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, Body: "submit_input", handle: (*Server).submit},
+	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, Body: "approve", handle: (*Server).approve},
+	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},
+	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, Body: "cancel", handle: (*Server).cancel},
+	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, Body: "reconcile", handle: (*Server).reconcile},
+}
+
+// The actors the runner records for each act: the authenticated name with
+// the (role, capability) pair the run FSM expects for that act.
+func approverActor(p Principal) runner.Actor {
+	return runner.Actor{Name: p.Actor, Role: "human_approver", Capability: "approval.grant_exact_hash"}
+}
+
+func denierActor(p Principal) runner.Actor {
+	return runner.Actor{Name: p.Actor, Role: "human_approver", Capability: "approval.deny"}
+}
+
+func cancellerActor(p Principal) runner.Actor {
+	return runner.Actor{Name: p.Actor, Role: "authorized_requester", Capability: "run.cancel"}
+}
+
+func reconcilerActor(p Principal, resolution string) runner.Actor {
+	capability := "receipt.confirm_external"
+	if resolution == "abandon" {
+		capability = "receipt.abandon_unknown"
+	}
+	return runner.Actor{Name: p.Actor, Role: "human_reconciler", Capability: capability}
+}
+
+func submitterActor(p Principal) runner.Actor {
+	if p.isAgentOnly() {
+		return runner.Actor{Name: p.Actor, Role: "agent", Capability: "input.propose"}
+	}
+	return runner.Actor{Name: p.Actor, Role: "authorized_requester", Capability: "input.submit"}
+}
+
+// --- reading -----------------------------------------------------------------
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ Principal) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, p Principal) error {
+	writeJSON(w, http.StatusOK, map[string]any{"actor": p.Actor, "roles": p.Roles})
+	return nil
+}
+
+// WorkflowView is a workflow as the API lists it.
+type WorkflowView struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	out := []WorkflowView{}
+	for _, wf := range s.cfg.Catalog.Workflows() {
+		out = append(out, WorkflowView{ID: wf.ID(), Version: wf.Version(), Digest: wf.Digest()})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
+	return nil
+}
+
+// RunView is a run's header as the API shows it.
+type RunView struct {
+	ID         string    `json:"id"`
+	Workflow   string    `json:"workflow"`
+	Version    string    `json:"version"`
+	State      string    `json:"state"`
+	Outcome    string    `json:"outcome,omitempty"`
+	Events     int64     `json:"events"`
+	HeadHash   string    `json:"head_hash"`
+	Quarantine string    `json:"quarantine,omitempty"`
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+func runView(r store.Run) RunView {
+	v := RunView{ID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome, Events: r.Head,
+		HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if r.Outcome == "" && r.Lease.Owner != "" {
+		v.LeaseOwner = r.Lease.Owner
+	}
+	return v
+}
+
+var reState = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// Paging bounds for run lists.
+const (
+	defaultRunPage = 50
+	maxRunPage     = 500
+	maxRunScan     = 5000 // rows one filtered list request may read
+)
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "state", "workflow", "after", "limit"); err != nil {
+		return err
+	}
+	state, wf, after := q.Get("state"), q.Get("workflow"), q.Get("after")
+	if state != "" && !reState.MatchString(state) {
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?state", "state must be a run FSM state such as WAIT_APPROVAL")
+	}
+	wfID, wfVersion := splitWorkflow(wf)
+	if wf != "" && (!cjson.ValidID(wfID) || (wfVersion != "" && !cjson.ValidID(wfVersion))) {
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?workflow", "workflow must be ID or ID@VERSION")
+	}
+	if after != "" && !cjson.ValidID(after) {
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?after", "after must be a run id")
+	}
+	limit, err := intParam(q, "limit", defaultRunPage, 1, maxRunPage)
+	if err != nil {
+		return err
+	}
+	match := func(run store.Run) bool {
+		return (state == "" || run.State == state) && (wfID == "" || run.WorkflowID == wfID) && (wfVersion == "" || run.WorkflowVersion == wfVersion)
+	}
+	out := []RunView{}
+	next := ""
+	if state == "" && wf == "" {
+		page, err := s.cfg.Store.Runs(r.Context(), after, int(limit)+1)
+		if err != nil {
+			return err
+		}
+		if len(page) > int(limit) {
+			page = page[:limit]
+			next = page[len(page)-1].ID
+		}
+		for _, run := range page {
+			out = append(out, runView(run))
+		}
+	} else {
+		// The store pages in creation order only, so a filter scans; a
+		// request reads at most maxRunScan rows and hands back a cursor.
+		cursor, scanned := after, 0
+	scan:
+		for {
+			page, err := s.cfg.Store.Runs(r.Context(), cursor, 500)
+			if err != nil {
+				return err
+			}
+			for _, run := range page {
+				cursor = run.ID
+				scanned++
+				if match(run) {
+					out = append(out, runView(run))
+					if len(out) == int(limit) {
+						next = cursor
+						break scan
+					}
+				}
+				if scanned >= maxRunScan {
+					next = cursor
+					break scan
+				}
+			}
+			if len(page) < 500 {
+				break
+			}
+		}
+	}
+	body := map[string]any{"runs": out}
+	if next != "" {
+		body["next_after"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+func splitWorkflow(s string) (string, string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '@' {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+// EffectView is one effect of a run: its intent, outbox and receipt.
+type EffectView struct {
+	IntentID       string       `json:"intent_id"`
+	EffectType     string       `json:"effect_type"`
+	IdempotencyKey string       `json:"idempotency_key"`
+	ContentDigest  string       `json:"content_digest"`
+	ApprovalID     string       `json:"approval_id,omitempty"`
+	Outbox         string       `json:"outbox"`
+	Route          string       `json:"route,omitempty"`
+	Attempts       int64        `json:"attempts"`
+	Receipt        *ReceiptView `json:"receipt,omitempty"`
+}
+
+// ReceiptView is the receipt that closed an effect.
+type ReceiptView struct {
+	Outcome string `json:"outcome"`
+	Digest  string `json:"digest"`
+}
+
+// RunPage is everything a run's page shows.
+type RunPage struct {
+	Run      RunView               `json:"run"`
+	Waiting  []runner.ApprovalNeed `json:"waiting"`
+	Unknown  []string              `json:"unknown"`
+	Open     int                   `json:"open_effects"`
+	Accepted int64                 `json:"accepted_inputs"`
+	Effects  []EffectView          `json:"effects"`
+	// StatusError says why the run's checkpoint could not be read (its
+	// workflow is not loaded here, for one); the header is still shown.
+	StatusError string `json:"status_error,omitempty"`
+}
+
+func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
+	ctx := r.Context()
+	st, err := s.cfg.Runner.Inspect(ctx, id)
+	if err != nil && st.Run.ID == "" {
+		return RunPage{}, err
+	}
+	page := RunPage{Run: runView(st.Run), Waiting: st.Waiting, Unknown: st.Unknown, Open: st.Open, Accepted: st.Accepted, Effects: []EffectView{}}
+	if err != nil {
+		page.StatusError = err.Error()
+	}
+	if page.Waiting == nil {
+		page.Waiting = []runner.ApprovalNeed{}
+	}
+	if page.Unknown == nil {
+		page.Unknown = []string{}
+	}
+	ins, err := s.cfg.Store.Intents(ctx, id)
+	if err != nil {
+		return RunPage{}, err
+	}
+	rcs, err := s.cfg.Store.Receipts(ctx, id)
+	if err != nil {
+		return RunPage{}, err
+	}
+	receipts := map[string]store.Receipt{}
+	for _, rc := range rcs {
+		receipts[rc.IntentID] = rc
+	}
+	for _, in := range ins {
+		e := EffectView{IntentID: in.ID, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey, ContentDigest: in.ContentDigest,
+			ApprovalID: in.ApprovalID, Outbox: string(in.Outbox), Route: in.Route, Attempts: in.Attempts}
+		if rc, ok := receipts[in.ID]; ok {
+			e.Receipt = &ReceiptView{Outcome: rc.Outcome, Digest: rc.Digest}
+		}
+		page.Effects = append(page.Effects, e)
+	}
+	return page, nil
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	page, err := s.runPage(r, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// EventView is one event of a run's log, its body as stored.
+type EventView struct {
+	Seq        int64           `json:"seq"`
+	Kind       string          `json:"kind"`
+	Digest     string          `json:"digest"`
+	PrevHash   string          `json:"prev_hash"`
+	ChainHash  string          `json:"chain_hash"`
+	Generation int64           `json:"generation"`
+	RecordedAt time.Time       `json:"recorded_at"`
+	Body       json.RawMessage `json:"body"`
+}
+
+func eventView(e store.Event) EventView {
+	return EventView{Seq: e.Seq, Kind: e.Kind, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash,
+		Generation: e.Generation, RecordedAt: e.RecordedAt.UTC(), Body: rawJSON(e.Body)}
+}
+
+// rawJSON passes stored canonical JSON through; anything else becomes a
+// JSON string so the answer stays valid JSON.
+func rawJSON(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return b
+	}
+	q, _ := json.Marshal(string(b))
+	return q
+}
+
+const maxEventPage = 1000
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if err := checkQuery(q, "after", "limit"); err != nil {
+		return err
+	}
+	after, err := intParam(q, "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q, "limit", maxEventPage, 1, maxEventPage)
+	if err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		return err
+	}
+	evs, err := s.cfg.Store.Events(r.Context(), id, after)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if len(evs) > int(limit) {
+		evs = evs[:limit]
+		body["next_after"] = evs[len(evs)-1].Seq
+	}
+	out := make([]EventView, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, eventView(e))
+	}
+	body["events"] = out
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		return err
+	}
+	tr, err := s.cfg.Store.Trace(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	type rec struct {
+		Kind string          `json:"kind"`
+		Body json.RawMessage `json:"body"`
+	}
+	out := make([]rec, 0, len(tr))
+	for _, t := range tr {
+		out = append(out, rec{t.Kind, rawJSON(t.Body)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trace": out})
+	return nil
+}
+
+func (s *Server) verify(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		return err
+	}
+	rep, err := verify.Run(r.Context(), s.cfg.Store, s.cfg.Machine, id)
+	if err != nil {
+		return err
+	}
+	if rep.Findings == nil {
+		rep.Findings = []verify.Finding{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": rep.OK(), "report": rep})
+	return nil
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	wf, werr := s.workflow(run.WorkflowID, run.WorkflowVersion)
+	if werr != nil {
+		return apiErr(http.StatusConflict, TypeConflict, "", "run %s needs workflow %s@%s, which is not loaded", id, run.WorkflowID, run.WorkflowVersion)
+	}
+	rep, err := verify.Replay(r.Context(), s.cfg.Store, wf, id)
+	if err != nil {
+		return err
+	}
+	if rep.Findings == nil {
+		rep.Findings = []verify.Finding{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": rep.OK(), "report": rep})
+	return nil
+}
+
+// --- acting ------------------------------------------------------------------
+
+// StartRun is the body of POST /v1/runs (schema/start_run.json).
+type StartRun struct {
+	Workflow string          `json:"workflow"`
+	Version  string          `json:"version,omitempty"`
+	RunID    string          `json:"run_id,omitempty"`
+	Input    json.RawMessage `json:"input"`
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var req StartRun
+	if err := s.decode(w, r, "start_run", &req); err != nil {
+		return err
+	}
+	wf, werr := s.workflow(req.Workflow, req.Version)
+	if werr != nil {
+		return werr
+	}
+	id := req.RunID
+	if id == "" {
+		id = s.cfg.NewRunID()
+	}
+	if err := s.cfg.Runner.Start(r.Context(), id, wf.ID(), wf.Version(), req.Input); err != nil {
+		if store.CodeOf(err) == store.CodeExists {
+			return apiErr(http.StatusConflict, TypeConflict, "/run_id", "run %s already exists", id)
+		}
+		return err
+	}
+	s.log.Info("run started", "request_id", requestID(r), "run_id", id, "workflow", wf.ID()+"@"+wf.Version(), "actor", p.Actor)
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
+	writeJSON(w, http.StatusCreated, map[string]any{"run": runView(run)})
+	return nil
+}
+
+// SubmitInput is the body of POST /v1/runs/{id}/inputs.
+type SubmitInput struct {
+	Input json.RawMessage `json:"input"`
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req SubmitInput
+	if err := s.decode(w, r, "submit_input", &req); err != nil {
+		return err
+	}
+	if err := s.cfg.Runner.Submit(r.Context(), id, req.Input, submitterActor(p)); err != nil {
+		return err
+	}
+	return accepted(w, id, "input")
+}
+
+// Approve is the body of POST /v1/runs/{id}/approve.
+type Approve struct {
+	RequestID     string `json:"request_id"`
+	RequestDigest string `json:"request_digest"`
+	TTLSeconds    int64  `json:"ttl_seconds,omitempty"`
+}
+
+func (s *Server) approve(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req Approve
+	if err := s.decode(w, r, "approve", &req); err != nil {
+		return err
+	}
+	// The approver approves what they were shown: the digest they send must
+	// be the one the run waits on now.
+	st, err := s.cfg.Runner.Inspect(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	var need *runner.ApprovalNeed
+	for i := range st.Waiting {
+		if st.Waiting[i].RequestID == req.RequestID {
+			need = &st.Waiting[i]
+		}
+	}
+	if need == nil {
+		return apiErr(http.StatusConflict, TypeConflict, "/request_id", "run %s is not waiting for approval %s", id, req.RequestID)
+	}
+	if need.RequestDigest != req.RequestDigest {
+		return apiErr(http.StatusConflict, TypeConflict, "/request_digest", "approval %s now binds %s, not the digest given", req.RequestID, need.RequestDigest)
+	}
+	ttl := s.cfg.ApprovalTTL
+	if req.TTLSeconds > 0 {
+		ttl = time.Duration(req.TTLSeconds) * time.Second
+	}
+	if err := s.cfg.Runner.Approve(r.Context(), id, req.RequestID, approverActor(p), ttl); err != nil {
+		return err
+	}
+	s.log.Info("approval granted", "request_id", requestID(r), "run_id", id, "approval", req.RequestID, "binds", req.RequestDigest, "actor", p.Actor)
+	return accepted(w, id, "approve")
+}
+
+// Deny is the body of POST /v1/runs/{id}/deny.
+type Deny struct {
+	RequestID string `json:"request_id"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req Deny
+	if err := s.decode(w, r, "deny", &req); err != nil {
+		return err
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "denied by " + p.Actor
+	}
+	if err := s.cfg.Runner.Deny(r.Context(), id, req.RequestID, reason, denierActor(p)); err != nil {
+		return err
+	}
+	s.log.Info("approval denied", "request_id", requestID(r), "run_id", id, "approval", req.RequestID, "actor", p.Actor)
+	return accepted(w, id, "deny")
+}
+
+// Cancel is the body of POST /v1/runs/{id}/cancel.
+type Cancel struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req Cancel
+	if err := s.decode(w, r, "cancel", &req); err != nil {
+		return err
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "cancelled by " + p.Actor
+	}
+	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		return err
+	}
+	if err := s.cfg.Runner.Cancel(r.Context(), id, reason, cancellerActor(p)); err != nil {
+		return err
+	}
+	return accepted(w, id, "cancel")
+}
+
+// Reconcile is the body of POST /v1/runs/{id}/reconcile.
+type Reconcile struct {
+	IntentID   string `json:"intent_id"`
+	Resolution string `json:"resolution"`
+}
+
+func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req Reconcile
+	if err := s.decode(w, r, "reconcile", &req); err != nil {
+		return err
+	}
+	if err := s.cfg.Runner.Reconcile(r.Context(), id, req.IntentID, req.Resolution, reconcilerActor(p, req.Resolution)); err != nil {
+		return err
+	}
+	s.log.Info("effect reconciled", "request_id", requestID(r), "run_id", id, "intent", req.IntentID, "resolution", req.Resolution, "actor", p.Actor)
+	return accepted(w, id, "reconcile")
+}
+
+// accepted answers an act the run will take up on its next tick.
+func accepted(w http.ResponseWriter, runID, act string) error {
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "accepted": act})
+	return nil
+}
+
+// --- helpers -----------------------------------------------------------------
+
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, schema string, dst any) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	body, aerr := readBody(w, r, s.cfg.MaxBody)
+	if aerr != nil {
+		return aerr
+	}
+	return decodeStrict(body, schema, dst)
+}
+
+func runID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !cjson.ValidID(id) {
+		return "", apiErr(http.StatusBadRequest, TypeMalformed, "{id}", "%q is not a valid run id", id)
+	}
+	return id, nil
+}
+
+// checkQuery refuses query parameters the endpoint does not know, and
+// repeated ones.
+func checkQuery(q url.Values, known ...string) error {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // report the first bad parameter by name, not map order
+	for _, k := range keys {
+		vs := q[k]
+		ok := false
+		for _, n := range known {
+			ok = ok || n == k
+		}
+		if !ok {
+			return apiErr(http.StatusBadRequest, TypeMalformed, "?"+k, "unknown query parameter %q", k)
+		}
+		if len(vs) > 1 {
+			return apiErr(http.StatusBadRequest, TypeMalformed, "?"+k, "query parameter %q given more than once", k)
+		}
+	}
+	return nil
+}
+
+func intParam(q url.Values, name string, def, lo, hi int64) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, apiErr(http.StatusBadRequest, TypeMalformed, "?"+name, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}

@@ -1,0 +1,297 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+)
+
+// Catalog is where the server finds the workflows it offers. A static list
+// is enough for the built-in workflows; a catalog that reloads bundles from
+// a directory plugs in here.
+type Catalog interface {
+	Workflows() []runner.Workflow
+}
+
+// Static is a fixed Catalog.
+type Static []runner.Workflow
+
+// Workflows implements Catalog.
+func (s Static) Workflows() []runner.Workflow { return s }
+
+// Config assembles a Server. Store, Runner and Catalog are required.
+type Config struct {
+	Store   store.Store
+	Runner  *runner.Runner
+	Catalog Catalog
+	// Tokens authenticates callers; nil serves loopback callers only, all as
+	// the actor "local".
+	Tokens *Tokens
+	// Logger receives one JSON line per request; nil discards them.
+	Logger *slog.Logger
+	// Metrics is where the server registers its collectors; nil makes a
+	// registry of its own. /metrics serves it.
+	Metrics *prometheus.Registry
+	// Notifier, when set, wakes event streams the moment a commit lands;
+	// streams also poll every StreamPoll.
+	Notifier   *Notifier
+	StreamPoll time.Duration
+	// MaxBody bounds request bodies (DefaultMaxBody when 0).
+	MaxBody int64
+	// MaxStreams bounds concurrent event streams (256 when 0).
+	MaxStreams int
+	// ApprovalTTL is how long a grant lasts when the approver does not say
+	// (15 minutes when 0).
+	ApprovalTTL time.Duration
+	// Machine is the run FSM verify checks against; nil means the default.
+	Machine *control.Machine
+	// NewRunID names runs whose starter gave no id; nil draws random ids.
+	NewRunID func() string
+}
+
+// Server is the HTTP API. It is an http.Handler.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	mux       *http.ServeMux
+	metrics   *metrics
+	streams   atomic.Int64
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New checks cfg and builds the server's routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Runner == nil || cfg.Catalog == nil {
+		return nil, fmt.Errorf("server: a store, a runner and a workflow catalog are required")
+	}
+	if _, err := compiled(); err != nil {
+		return nil, fmt.Errorf("server: embedded schemas: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	if cfg.StreamPoll <= 0 {
+		cfg.StreamPoll = 250 * time.Millisecond
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 256
+	}
+	if cfg.ApprovalTTL <= 0 {
+		cfg.ApprovalTTL = 15 * time.Minute
+	}
+	if cfg.Machine == nil {
+		cfg.Machine = control.Default()
+	}
+	if cfg.NewRunID == nil {
+		cfg.NewRunID = func() string { return "run-" + randomHex(8) }
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	m, err := newMetrics(cfg.Metrics, s)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	byPattern := map[string][]string{}
+	var patterns []string
+	for _, rt := range routes {
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+		if _, seen := byPattern[rt.Pattern]; !seen {
+			patterns = append(patterns, rt.Pattern)
+		}
+		byPattern[rt.Pattern] = append(byPattern[rt.Pattern], rt.Method)
+	}
+	// Any other method on a known path is a JSON 405 naming the allowed ones.
+	for _, p := range patterns {
+		allowed := byPattern[p]
+		fallback := route{Method: "*", Pattern: p, Perm: permPublic, handle: func(_ *Server, w http.ResponseWriter, _ *http.Request, _ Principal) error {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			return apiErr(http.StatusMethodNotAllowed, TypeMethodNotAllowed, "", "allowed: %s", strings.Join(allowed, ", "))
+		}}
+		s.mux.Handle(p, s.wrap(fallback))
+	}
+	s.mux.Handle("/", s.wrap(route{Method: "*", Pattern: "/", Perm: permPublic, handle: func(*Server, http.ResponseWriter, *http.Request, Principal) error {
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "no such endpoint")
+	}}))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// handlerFunc answers one request for an authenticated, authorized caller.
+// A returned error becomes the error body; nil means it wrote its answer.
+type handlerFunc func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error
+
+// route is one entry of the route table; the OpenAPI document is checked
+// against this table by the package's tests.
+type route struct {
+	Method  string
+	Pattern string     // net/http pattern, e.g. /v1/runs/{id}
+	Perm    permission // what the caller must hold
+	Body    string     // the request body's schema name, "" for none
+	handle  handlerFunc
+}
+
+var reRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// statusWriter remembers the status for logs and metrics and keeps the
+// underlying writer reachable (Flush for event streams).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// wrap turns a route into an http.Handler: request id, authentication,
+// authorization, panic recovery, one log line and metrics.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rid := r.Header.Get("X-Request-Id")
+		if !reRequestID.MatchString(rid) {
+			rid = randomHex(8)
+		}
+		w.Header().Set("X-Request-Id", rid)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, rid))
+		sw := &statusWriter{ResponseWriter: w}
+		var who Principal
+		var failure *Error
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					s.log.Error("handler panic", "request_id", rid, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+					failure = apiErr(http.StatusInternalServerError, TypeInternal, "", "internal error")
+				}
+			}()
+			if rt.Perm != permPublic {
+				p, aerr := s.authenticate(r)
+				if aerr != nil {
+					failure = aerr
+					return
+				}
+				who = p
+				if !p.may(rt.Perm) {
+					failure = apiErr(http.StatusForbidden, TypeForbidden, "", "actor %s (roles %s) may not %s", p.Actor, strings.Join(p.Roles, ","), rt.Perm)
+					return
+				}
+			}
+			if err := rt.handle(s, sw, r, who); err != nil {
+				failure = classify(err)
+				if failure.Status >= 500 {
+					s.log.Error("request failed", "request_id", rid, "route", rt.Pattern, "err", err.Error())
+				}
+				if code := store.CodeOf(err); code != "" && code != store.CodeNotFound {
+					s.metrics.storeErrors.WithLabelValues(string(code)).Inc()
+				}
+			}
+		}()
+		if failure != nil && sw.status == 0 {
+			writeError(sw, failure)
+		}
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		s.metrics.observe(rt, status, elapsed)
+		attrs := []any{"request_id", rid, "method", r.Method, "route", rt.Pattern, "status", status,
+			"duration_ms", float64(elapsed.Microseconds()) / 1000}
+		if id := r.PathValue("id"); id != "" {
+			attrs = append(attrs, "run_id", id)
+		}
+		if who.Actor != "" {
+			attrs = append(attrs, "actor", who.Actor)
+		}
+		level := slog.LevelInfo
+		switch {
+		case status == http.StatusForbidden:
+			level = slog.LevelWarn
+			attrs = append(attrs, "denied", failure.Message)
+		case status >= 500:
+			level = slog.LevelError
+		case failure != nil:
+			attrs = append(attrs, "error_type", failure.Type)
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
+	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// workflow finds a loaded workflow by id and version ("" when exactly one
+// version of the id is loaded).
+func (s *Server) workflow(id, version string) (runner.Workflow, *Error) {
+	var found []runner.Workflow
+	for _, wf := range s.cfg.Catalog.Workflows() {
+		if wf.ID() == id && (version == "" || wf.Version() == version) {
+			found = append(found, wf)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/workflow", "no workflow %q is loaded", strings.TrimSuffix(id+"@"+version, "@"))
+	case len(found) > 1:
+		versions := []string{}
+		for _, wf := range found {
+			versions = append(versions, wf.Version())
+		}
+		slices.Sort(versions)
+		return nil, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/version", "workflow %q is loaded in versions %s; name one", id, strings.Join(versions, ", "))
+	}
+	return found[0], nil
+}

@@ -3,6 +3,8 @@ package authority
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -108,6 +110,51 @@ func (w *canonWriter) strs(k string, vs []string) {
 		w.strVal(v)
 	}
 	w.b = append(w.b, ']')
+}
+
+// value writes a value of the canonical model (map[string]any, []any,
+// string, int64, bool, nil) with sorted keys; anything else is recorded as
+// an error. Set-like arrays are not special here: parameters are
+// application data and keep their order.
+func (w *canonWriter) value(v any) {
+	switch x := v.(type) {
+	case nil:
+		w.b = append(w.b, "null"...)
+	case bool:
+		w.b = strconv.AppendBool(w.b, x)
+	case int64:
+		w.b = strconv.AppendInt(w.b, x, 10)
+	case string:
+		w.strVal(x)
+	case []any:
+		w.b = append(w.b, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.value(e)
+		}
+		w.b = append(w.b, ']')
+	case map[string]any:
+		keys := sortedKeys(x)
+		w.b = append(w.b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			if !isASCII(k) && w.err == nil {
+				w.err = &cjson.Error{Code: cjson.CodeNonASCIIKey, Detail: "object keys must be ASCII"}
+			}
+			w.strVal(k)
+			w.b = append(w.b, ':')
+			w.value(x[k])
+		}
+		w.b = append(w.b, '}')
+	default:
+		if w.err == nil {
+			w.err = &cjson.Error{Code: cjson.CodeUnsupportedType, Pointer: "", Detail: fmt.Sprintf("%T is not in the canonical value model", v)}
+		}
+	}
 }
 
 // isASCII reports whether s is all ASCII, which is valid UTF-8 and in NFC.

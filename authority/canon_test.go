@@ -127,3 +127,21 @@ func TestValidIDMatchesPattern(t *testing.T) {
 		}
 	})
 }
+
+func TestValueWriterMatchesCjson(t *testing.T) {
+	for _, v := range []any{map[string]any(nil), map[string]any{}, []any{}, nil, map[string]any{"b": []any{int64(-1), "x\u0001", true, nil}, "a": map[string]any{"e": "é q\"\\"}}} {
+		w := canonWriter{}
+		w.value(v)
+		want, err := cjson.Encode(v)
+		if err != nil || w.err != nil || string(w.b) != string(want) {
+			t.Errorf("%#v: %s vs %s (%v %v)", v, w.b, want, err, w.err)
+		}
+	}
+	for _, bad := range []any{map[string]any{"n": 1.5}, map[string]any{"é": int64(1)}, "e\u0301"} {
+		w := canonWriter{}
+		w.value(bad)
+		if w.err == nil {
+			t.Errorf("%#v was written", bad)
+		}
+	}
+}

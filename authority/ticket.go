@@ -322,19 +322,34 @@ func (t Ticket) seal() Ticket {
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
 func (t Ticket) computeActionDigest() string {
-	params, err := cjson.Encode(t.Parameters)
-	if err != nil {
-		return invalidDigest(err)
-	}
-	w := canonWriter{b: make([]byte, 0, 256+len(params))}
+	var buf [512]byte
+	w := canonWriter{b: buf[:0]}
 	w.open()
 	w.str("action", t.Action)
 	w.str("destination", t.Destination)
 	w.str("kind", "ActionTicketActionPreimage")
-	w.raw("parameters", params)
+	w.key("parameters")
+	w.value(t.Parameters) // a nil map is {} here, as in cjson
 	w.str("scope", t.Scope)
 	w.str("ticket_version", TicketVersion)
 	w.close()
+	if w.err != nil {
+		// Parameters outside the strict value model (say an int from a Go
+		// caller): let the reflective encoder canonicalize them.
+		params, err := cjson.Encode(t.Parameters)
+		if err != nil {
+			return invalidDigest(err)
+		}
+		w = canonWriter{b: buf[:0]}
+		w.open()
+		w.str("action", t.Action)
+		w.str("destination", t.Destination)
+		w.str("kind", "ActionTicketActionPreimage")
+		w.raw("parameters", params)
+		w.str("scope", t.Scope)
+		w.str("ticket_version", TicketVersion)
+		w.close()
+	}
 	return w.mustDigest()
 }
 
@@ -448,8 +463,14 @@ func renderPreview(t Ticket, actionDigest string) string {
 	if len(keys) == 0 {
 		b.WriteString("  (none)\n")
 	}
+	var buf [128]byte
 	for _, k := range keys {
-		enc, _ := cjson.Encode(t.Parameters[k])
+		w := canonWriter{b: buf[:0]}
+		w.value(t.Parameters[k])
+		enc := w.b
+		if w.err != nil {
+			enc, _ = cjson.Encode(t.Parameters[k])
+		}
 		line("  ", k, " = ", string(enc))
 	}
 	for _, c := range t.Constraints {

@@ -1,0 +1,174 @@
+package tripwire
+
+import (
+	"fmt"
+	"slices"
+
+	"flrh.dev/flrh/control"
+)
+
+// checkConservation: every accepted input yields exactly one turn — its
+// EVENT_ACCEPTED record, then exactly one decision — in the same tick; the
+// accepted sequence continues the cursor without gaps; and every inbox
+// input the tick consumed was accepted exactly once, and nothing else was.
+func checkConservation(s *Set, b *Boundary, f *finder) {
+	const (
+		idle     = iota // no input in flight
+		accepted        // an input was accepted, its EVENT_ACCEPTED is due
+		deciding        // EVENT_ACCEPTED seen, its decision is due
+	)
+	phase, cursor, open := idle, b.CursorBefore, -1
+	var inputs []int
+	for i, e := range b.Events {
+		where := ptr("/events", i)
+		switch {
+		case e.Kind == EventAccepted && e.Input != nil:
+			if phase != idle {
+				f.trip(ptr("/events", open), fmt.Sprintf("input at event %d got no decision before the next input", open), evidenceDigest("input", b.Events[open].Input.Digest))
+			}
+			if e.Input.Seq != cursor+1 {
+				f.trip(where+"/input/seq", fmt.Sprintf("input accepted as number %d after %d", e.Input.Seq, cursor), evidenceDigest("input", e.Input.Digest))
+			}
+			cursor = e.Input.Seq
+			phase, open = accepted, i
+			inputs = append(inputs, i)
+		case e.Kind == EventControl && e.Record != nil && e.Record.Accepted:
+			ev := e.Record.Event
+			switch {
+			case ev == "EVENT_ACCEPTED":
+				if phase != accepted {
+					f.trip(where, "EVENT_ACCEPTED without an accepted input before it", e.Digest)
+				}
+				phase = deciding
+			case slices.Contains(s.decisions, ev):
+				if phase != deciding {
+					f.trip(where, fmt.Sprintf("decision %s without a turn of its own: no input is waiting for one", ev), e.Digest)
+				}
+				phase = idle
+			case phase != idle && !s.interrupt[ev]:
+				f.trip(where, fmt.Sprintf("%s interleaved into a turn before its decision", ev), e.Digest)
+			}
+		}
+	}
+	if phase != idle {
+		f.trip(ptr("/events", open), fmt.Sprintf("input at event %d is committed without its decision", open), evidenceDigest("input", b.Events[open].Input.Digest))
+	}
+	if b.CursorAfter != cursor {
+		f.trip("/cursor_after", fmt.Sprintf("the checkpoint counts %d accepted inputs; the tick's inputs lead to %d", b.CursorAfter, cursor),
+			evidenceDigest("cursor_after", b.CursorAfter), evidenceDigest("cursor", cursor))
+	}
+	// Inbox inputs consumed and inputs accepted pair up one to one.
+	used := make([]bool, len(inputs))
+	for ci, in := range b.Consumed {
+		if in.Kind != "input" {
+			continue
+		}
+		found := false
+		for k, i := range inputs {
+			if !used[k] && b.Events[i].Input.Kind == "input" && b.Events[i].Input.Digest == in.Digest {
+				used[k], found = true, true
+				break
+			}
+		}
+		if !found {
+			f.trip(ptr("/consumed", ci), fmt.Sprintf("inbox input %s was consumed but never accepted: it vanished", in.ID), evidenceDigest("inbound", in.Digest))
+		}
+	}
+	for k, i := range inputs {
+		if in := b.Events[i].Input; in.Kind == "input" && !used[k] {
+			f.trip(ptr("/events", i), fmt.Sprintf("input %d was accepted without consuming an inbox entry", in.Seq), evidenceDigest("input", in.Digest))
+		}
+	}
+	// A receipt is accepted as an input at most once.
+	seen := map[string]int{}
+	for _, i := range inputs {
+		in := b.Events[i].Input
+		if in.Kind != "receipt" {
+			continue
+		}
+		if j, dup := seen[in.Digest]; dup {
+			f.trip(ptr("/events", i), fmt.Sprintf("receipt accepted twice (events %d and %d): one witness, two turns", j, i), evidenceDigest("receipt", in.Digest))
+		}
+		seen[in.Digest] = i
+	}
+}
+
+// checkLivelock: the round's fingerprint must not return to one the window
+// already holds — an oscillation the plateau detector, which compares each
+// round only with the one before, cannot see — and a round whose
+// fingerprint did not change may not claim gain.
+func checkLivelock(s *Set, b *Boundary, f *finder) {
+	p := b.Progress
+	if p == nil {
+		return
+	}
+	if _, _, err := p.Rule.Observe(p.Window, p.Round); err != nil {
+		f.trip("/progress/round", fmt.Sprintf("the round cannot be judged: %v", err), evidenceDigest("round", p.Round))
+		return
+	}
+	rounds := p.Window.Rounds
+	n := len(rounds)
+	for i := 0; i < n-1; i++ {
+		if rounds[i].Fingerprint == p.Round.Fingerprint {
+			f.trip("/progress/round/fingerprint", fmt.Sprintf("the state returned to the fingerprint of %d rounds ago; the rounds between changed nothing that lasted", n-i),
+				p.Round.Fingerprint)
+			return
+		}
+	}
+	if n > 0 && rounds[n-1].Fingerprint == p.Round.Fingerprint {
+		claimed, _ := p.Rule.Weighted(p.Round.Gain)
+		if claimed > 0 && claimed >= p.Rule.Epsilon {
+			f.trip("/progress/round/gain", fmt.Sprintf("the round claims weighted gain %d but its fingerprint did not change", claimed),
+				p.Round.Fingerprint, evidenceDigest("gain", p.Round.Gain))
+		}
+	}
+}
+
+// checkWedge: a run that ends a pass live must rest in a state where
+// something outside the runner can move it, must actually be owed that
+// something, and must not leave behind an inbox entry it should have taken.
+func checkWedge(s *Set, b *Boundary, f *finder) {
+	c := b.Before
+	if c.State == "" && c.Seq == 0 {
+		c.State = s.m.InitialState()
+	}
+	if _, ok := s.m.State(c.State); !ok || s.m.Final(c.State) {
+		return // unknown states are the alphabet wire's; final states wait for nothing
+	}
+	kinds, rests := s.waits[c.State]
+	if !rests {
+		f.trip("/before/state", fmt.Sprintf("the pass ended in %s, which only the runner itself moves: the run cannot move and waits for nothing", c.State),
+			evidenceDigest("state", c.State), evidenceDigest("awaiting", awaitedEvents(s.m, c)))
+		return
+	}
+	for i, w := range b.Waiting {
+		if w.Kind == "cancel" || slices.Contains(kinds, w.Kind) {
+			f.trip(ptr("/waiting", i), fmt.Sprintf("the run rests in %s while %s entry %s waits in its inbox: a lost wake", c.State, w.Kind, w.ID),
+				evidenceDigest("inbound", w.Digest), evidenceDigest("state", c.State))
+		}
+	}
+	if need, ok := owedIn[c.State]; ok {
+		for _, e := range b.OpenBefore {
+			if e.Stage == need {
+				return
+			}
+		}
+		f.trip("/open_before", fmt.Sprintf("the run waits in %s, but no effect is %s: it waits for something nobody was asked for", c.State, need),
+			evidenceDigest("state", c.State), evidenceDigest("open", b.OpenBefore))
+	}
+}
+
+// owedIn names, for the resting states that wait on a particular effect,
+// the stage some open effect must be in for the wait to be real.
+var owedIn = map[string]string{
+	"WAIT_APPROVAL":        StageAwaitingApproval,
+	"HUMAN_RECONCILIATION": StageUnknown,
+}
+
+func awaitedEvents(m *control.Machine, c control.Configuration) []string {
+	var out []string
+	for _, a := range m.Awaiting(c) {
+		out = append(out, a.Event)
+	}
+	return out
+}

@@ -20,8 +20,8 @@ type Program struct {
 type Type uint8
 
 const (
-	TypeNumber Type = iota + 1
-	TypeSymbol
+	TypeNumber Type = iota + 1 // a signed 64-bit integer
+	TypeSymbol                 // an interned string
 )
 
 func (t Type) String() string {

@@ -348,3 +348,30 @@ func TestOpsAgentEndToEnd(t *testing.T) {
 		h.checkRecord("ops-dropped")
 	})
 }
+
+func TestRefundDenied(t *testing.T) {
+	h := newHarness(t, "refund-agent")
+	h.start("refund-denied", refund("r-2001", 5000, "dave", "cancelled order"))
+	s := h.status("refund-denied")
+	if len(s.Waiting) != 1 {
+		t.Fatalf("state %s", s.State)
+	}
+	// A denial under the wrong capability is audited and changes nothing.
+	if err := h.r.Deny(h.ctx, "refund-denied", s.Waiting[0].RequestID, "no", runner.Actor{Name: "finance-lead",
+		Role: "human_approver", Capability: "approval.grant_exact_hash"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.status("refund-denied"); s.State != "WAIT_APPROVAL" {
+		t.Fatalf("a denial without the deny capability moved the run to %s", s.State)
+	}
+	if err := h.r.Deny(h.ctx, "refund-denied", s.Waiting[0].RequestID, "not this one", runner.Actor{Name: "finance-lead",
+		Role: "human_approver", Capability: "approval.deny"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.status("refund-denied"); s.State != "FAILED_PERMANENT" || len(h.intents("refund-denied")) != 0 || len(h.sb.Mutations()) != 0 {
+		t.Fatalf("a denied refund: state %s, %d intents, %d mutations", s.State, len(h.intents("refund-denied")), len(h.sb.Mutations()))
+	}
+	h.checkRecord("refund-denied")
+}

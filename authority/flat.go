@@ -25,16 +25,42 @@ type flatEngine struct {
 
 type flatRule struct {
 	head   string
-	args   []logic.Term
-	pos    []*logic.AtomExpr // positive literals, in source order
-	posRel []int
-	neg    []*logic.AtomExpr // default-negated literals
-	negRel []int
-	cmps   []*logic.Comparison
+	args   []fterm
+	pos    []flatLit // positive literals, in source order
+	neg    []flatLit // default-negated literals
+	cmps   []flatCmp
+	nvars  int
 	where  logic.Pos
 }
 
+// fterm is a compiled term: a wildcard, a variable slot or a constant.
+type fterm struct {
+	kind uint8 // termWild, termVar, termConst
+	slot int
+	c    logic.Value
+}
+
+const (
+	termWild uint8 = iota
+	termVar
+	termConst
+)
+
+type flatLit struct {
+	name string
+	rel  int
+	args []fterm
+}
+
+type flatCmp struct {
+	op   string
+	l, r fterm
+}
+
 func (e *flatEngine) rel(name string) int {
+	if e.relID == nil {
+		e.relID = map[string]int{}
+	}
 	id, ok := e.relID[name]
 	if !ok {
 		id = len(e.relID)
@@ -81,8 +107,40 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 		if !gateOutputs[c.Head.Name] {
 			return nil // a derived helper relation
 		}
-		r := flatRule{head: c.Head.Name, args: c.Head.Args, where: c.Pos}
+		r := flatRule{head: c.Head.Name, where: c.Pos}
+		slots := map[string]int{}
 		bound := map[string]bool{}
+		compile := func(t logic.Term) (fterm, bool) {
+			switch x := t.(type) {
+			case *logic.Wildcard:
+				return fterm{kind: termWild}, true
+			case *logic.Var:
+				s, ok := slots[x.Name]
+				if !ok {
+					s = len(slots)
+					slots[x.Name] = s
+				}
+				return fterm{kind: termVar, slot: s}, true
+			case *logic.NumConst:
+				return fterm{kind: termConst, c: logic.Num(x.Val)}, true
+			case *logic.SymConst:
+				return fterm{kind: termConst, c: logic.Sym(x.Val)}, true
+			}
+			return fterm{}, false
+		}
+		lit := func(a *logic.AtomExpr) (flatLit, bool) {
+			l := flatLit{name: a.Name, rel: e.rel(a.Name)}
+			for _, t := range a.Args {
+				ft, ok := compile(t)
+				if !ok {
+					return flatLit{}, false
+				}
+				l.args = append(l.args, ft)
+			}
+			return l, true
+		}
+		var negAtoms [][]logic.Term
+		var cmpTerms [][]logic.Term
 		for _, it := range c.Body {
 			switch b := it.(type) {
 			case *logic.Literal:
@@ -93,17 +151,15 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 				if !inputs[a.Name] && (defined[a.Name] && e.helpers[a.Name] == nil) {
 					return nil
 				}
-				for _, t := range a.Args {
-					if _, ok := t.(*logic.BinExpr); ok {
-						return nil
-					}
+				l, ok := lit(a)
+				if !ok {
+					return nil // arithmetic in an argument
 				}
 				if b.Not {
-					r.neg = append(r.neg, a)
-					r.negRel = append(r.negRel, e.rel(a.Name))
+					r.neg = append(r.neg, l)
+					negAtoms = append(negAtoms, a.Args)
 				} else {
-					r.pos = append(r.pos, a)
-					r.posRel = append(r.posRel, e.rel(a.Name))
+					r.pos = append(r.pos, l)
 					for _, t := range a.Args {
 						if v, ok := t.(*logic.Var); ok {
 							bound[v.Name] = true
@@ -112,18 +168,20 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 				}
 			case *logic.Comparison:
 				for _, t := range []logic.Term{b.L, b.R} {
-					switch x := t.(type) {
+					switch t.(type) {
 					case *logic.Var, *logic.NumConst:
 					case *logic.SymConst:
 						if b.Op != "=" && b.Op != "!=" {
 							return nil
 						}
-						_ = x
 					default:
 						return nil
 					}
 				}
-				r.cmps = append(r.cmps, b)
+				l, _ := compile(b.L)
+				rt, _ := compile(b.R)
+				r.cmps = append(r.cmps, flatCmp{op: b.Op, l: l, r: rt})
+				cmpTerms = append(cmpTerms, []logic.Term{b.L, b.R})
 			default:
 				return nil
 			}
@@ -138,19 +196,27 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 			}
 			return true
 		}
-		for _, cmp := range r.cmps {
-			if !need([]logic.Term{cmp.L, cmp.R}) {
+		for _, ts := range cmpTerms {
+			if !need(ts) {
 				return nil
 			}
 		}
-		for _, a := range r.neg {
-			if !need(a.Args) {
+		for _, ts := range negAtoms {
+			if !need(ts) {
 				return nil
 			}
 		}
-		if !need(r.args) {
+		if !need(c.Head.Args) {
 			return nil
 		}
+		for _, t := range c.Head.Args {
+			ft, ok := compile(t)
+			if !ok {
+				return nil
+			}
+			r.args = append(r.args, ft)
+		}
+		r.nvars = len(slots)
 		e.rules = append(e.rules, r)
 	}
 	return e
@@ -200,30 +266,17 @@ func cmpValues(a, b logic.Value) int {
 	return 0
 }
 
+// binding holds a rule's variable slots during a join.
 type binding struct {
-	names []string
-	vals  []logic.Value
+	vals []logic.Value
+	set  []bool
 }
 
-func (b *binding) get(name string) (logic.Value, bool) {
-	for i := len(b.names) - 1; i >= 0; i-- {
-		if b.names[i] == name {
-			return b.vals[i], true
-		}
+func (b *binding) term(t fterm) logic.Value {
+	if t.kind == termConst {
+		return t.c
 	}
-	return logic.Value{}, false
-}
-
-func (b *binding) term(t logic.Term) (logic.Value, bool) {
-	switch x := t.(type) {
-	case *logic.Var:
-		return b.get(x.Name)
-	case *logic.NumConst:
-		return logic.Num(x.Val), true
-	case *logic.SymConst:
-		return logic.Sym(x.Val), true
-	}
-	return logic.Value{}, false
+	return b.vals[t.slot]
 }
 
 type flatRun struct {
@@ -264,10 +317,14 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			sort.SliceStable(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
 		}
 	}
-	b := binding{names: make([]string, 0, 16), vals: make([]logic.Value, 0, 16)}
+	maxVars := 0
+	for i := range e.rules {
+		maxVars = max(maxVars, e.rules[i].nvars)
+	}
+	b := binding{vals: make([]logic.Value, maxVars), set: make([]bool, maxVars)}
 	premises := make([]logic.Fact, 0, 8)
 	for i := range e.rules {
-		b.names, b.vals = b.names[:0], b.vals[:0]
+		clear(b.set)
 		if err := run.join(&e.rules[i], 0, &b, premises[:0]); err != nil {
 			return derived{}, err
 		}
@@ -295,47 +352,72 @@ func (r *flatRun) join(rule *flatRule, i int, b *binding, premises []logic.Fact)
 	if i == len(rule.pos) {
 		return r.finish(rule, b, premises)
 	}
-	lit := rule.pos[i]
-	for _, row := range r.facts[rule.posRel[i]] {
-		if len(row) != len(lit.Args) {
+	lit := &rule.pos[i]
+	var fresh [8]int
+rows:
+	for _, row := range r.facts[lit.rel] {
+		if len(row) != len(lit.args) {
 			continue
 		}
-		mark := len(b.names)
-		ok := true
-		for k, t := range lit.Args {
-			switch x := t.(type) {
-			case *logic.Wildcard:
-			case *logic.Var:
-				if v, have := b.get(x.Name); have {
-					ok = sameValue(v, row[k])
-				} else {
-					b.names, b.vals = append(b.names, x.Name), append(b.vals, row[k])
+		// Constants and already-bound variables first: most rows fail here.
+		for k, t := range lit.args {
+			switch {
+			case t.kind == termConst && !sameValue(t.c, row[k]):
+				continue rows
+			case t.kind == termVar && b.set[t.slot] && !sameValue(b.vals[t.slot], row[k]):
+				continue rows
+			}
+		}
+		n := 0
+		for k, t := range lit.args {
+			if t.kind != termVar || b.set[t.slot] {
+				continue
+			}
+			b.vals[t.slot], b.set[t.slot] = row[k], true
+			if n < len(fresh) {
+				fresh[n] = t.slot
+			}
+			n++
+		}
+		err := r.join(rule, i+1, b, append(premises, logic.Fact{Rel: lit.name, Args: row}))
+		for j := 0; j < n && j < len(fresh); j++ {
+			b.set[fresh[j]] = false
+		}
+		if n > len(fresh) {
+			// More fresh variables than the fast list holds: recompute
+			// which ones this literal bound by rescanning it.
+			for _, t := range lit.args {
+				if t.kind == termVar {
+					b.set[t.slot] = b.set[t.slot] && slotBoundEarlier(rule, i, t.slot)
 				}
-			default:
-				v, _ := b.term(t)
-				ok = sameValue(v, row[k])
-			}
-			if !ok {
-				break
 			}
 		}
-		if ok {
-			if err := r.join(rule, i+1, b, append(premises, logic.Fact{Rel: lit.Name, Args: row})); err != nil {
-				return err
-			}
+		if err != nil {
+			return err
 		}
-		b.names, b.vals = b.names[:mark], b.vals[:mark]
 	}
 	return nil
 }
 
+// slotBoundEarlier reports whether a variable slot is bound by a positive
+// literal before literal i.
+func slotBoundEarlier(rule *flatRule, i, slot int) bool {
+	for _, l := range rule.pos[:i] {
+		for _, t := range l.args {
+			if t.kind == termVar && t.slot == slot {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) error {
 	for _, c := range rule.cmps {
-		l, _ := b.term(c.L)
-		rv, _ := b.term(c.R)
+		l, rv := b.term(c.l), b.term(c.r)
 		d := cmpValues(l, rv)
 		var ok bool
-		switch c.Op {
+		switch c.op {
 		case "=":
 			ok = sameValue(l, rv)
 		case "!=":
@@ -354,24 +436,24 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		}
 	}
 	var absent []string
-	for ni, a := range rule.neg {
-		pat := logic.Fact{Rel: a.Name, Args: make([]logic.Value, len(a.Args))}
-		wild := make([]bool, len(a.Args))
-		for k, t := range a.Args {
-			if _, ok := t.(*logic.Wildcard); ok {
-				wild[k] = true
-				continue
-			}
-			pat.Args[k], _ = b.term(t)
-		}
-		for _, row := range r.facts[rule.negRel[ni]] {
-			match := len(row) == len(pat.Args)
+	for _, a := range rule.neg {
+		for _, row := range r.facts[a.rel] {
+			match := len(row) == len(a.args)
 			for k := 0; match && k < len(row); k++ {
-				match = wild[k] || sameValue(row[k], pat.Args[k])
+				match = a.args[k].kind == termWild || sameValue(row[k], b.term(a.args[k]))
 			}
 			if match {
 				return nil
 			}
+		}
+		pat := logic.Fact{Rel: a.name, Args: make([]logic.Value, len(a.args))}
+		wild := make([]bool, len(a.args))
+		for k, t := range a.args {
+			if t.kind == termWild {
+				wild[k] = true
+				continue
+			}
+			pat.Args[k] = b.term(t)
 		}
 		absent = append(absent, logic.Absence{Pattern: pat, Wildcard: wild}.String())
 	}
@@ -381,7 +463,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 	}
 	args := make([]logic.Value, len(rule.args))
 	for k, t := range rule.args {
-		args[k], _ = b.term(t)
+		args[k] = b.term(t)
 	}
 	key := tupleKey(args)
 	tuples := r.out[rule.head]

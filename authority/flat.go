@@ -24,13 +24,13 @@ type flatEngine struct {
 }
 
 type flatRule struct {
-	head   string
-	args   []fterm
-	pos    []flatLit // positive literals, in source order
-	neg    []flatLit // default-negated literals
-	cmps   []flatCmp
-	nvars  int
-	where  logic.Pos
+	head  string
+	args  []fterm
+	pos   []flatLit // positive literals, in source order
+	neg   []flatLit // default-negated literals
+	cmps  []flatCmp
+	nvars int
+	where logic.Pos
 }
 
 // fterm is a compiled term: a wildcard, a variable slot or a constant.

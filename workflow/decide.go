@@ -176,6 +176,12 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		return Result{}, err
 	}
 	st.Time = in.Seq
+	var strip []any
+	for _, s := range st.Machine.Strip() {
+		strip = append(strip, string(s))
+	}
+	t.note("mrp.journey", map[string]any{"state": string(st.Machine.State), "safe_mode": st.Machine.SafeMode, "strip": strip,
+		"transitions": int64(len(st.Machine.Journey)), "pending_approvals": int64(len(st.Pending)), "open_intents": int64(len(st.Open))})
 	completion := Continue
 	if w.failWhen != nil && holds(mat, *w.failWhen) {
 		completion = Fail

@@ -273,3 +273,33 @@ func TestRuleBudget(t *testing.T) {
 		}
 	}
 }
+
+// Every accepted turn records where the MRP machine stands: its state and
+// the Journey Strip so far.
+func TestJourneyTracedEveryTurn(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	st, _ := w.Init("run-journey")
+	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 500, "bob", "late")})
+	r2, _ := w.Decide(r.State, Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)})
+	var got []string
+	for _, res := range []Result{r, r2} {
+		n := 0
+		for _, note := range res.Trace {
+			if note.Kind != "mrp.journey" {
+				continue
+			}
+			n++
+			var m map[string]any
+			json.Unmarshal(note.Body, &m)
+			got = append(got, fmt.Sprint(m["state"], " ", m["strip"]))
+		}
+		if n != 1 {
+			t.Fatalf("%d journey notes in a turn", n)
+		}
+	}
+	// Waiting for the approval the machine holds; once the approved
+	// effect's receipt is in, it has decided.
+	if got[0] != "HOLD [HOLD]" || got[1] != "DECIDE [HOLD DECIDE]" {
+		t.Fatalf("journey %q", got)
+	}
+}

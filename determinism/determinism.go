@@ -93,6 +93,18 @@ func readable(v reflect.Value) reflect.Value {
 	return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
 }
 
+// addressable returns v itself when it is addressable, else an addressable
+// copy of it, so that its unexported fields can be reached (values inside
+// interfaces and maps are not addressable).
+func addressable(v reflect.Value) reflect.Value {
+	if v.CanAddr() {
+		return v
+	}
+	tmp := reflect.New(v.Type()).Elem()
+	tmp.Set(v)
+	return tmp
+}
+
 func (c *copier) copy(dst, src reflect.Value) {
 	dst = settable(dst)
 	src = readable(src)
@@ -114,7 +126,7 @@ func (c *copier) copy(dst, src reflect.Value) {
 			return
 		}
 		inner := reflect.New(src.Elem().Type()).Elem()
-		c.copy(inner, src.Elem())
+		c.copy(inner, addressable(src.Elem()))
 		dst.Set(inner)
 	case reflect.Slice:
 		if src.IsNil() {
@@ -137,13 +149,14 @@ func (c *copier) copy(dst, src reflect.Value) {
 		iter := src.MapRange()
 		for iter.Next() {
 			k := reflect.New(src.Type().Key()).Elem()
-			c.copy(k, iter.Key())
+			c.copy(k, addressable(iter.Key()))
 			val := reflect.New(src.Type().Elem()).Elem()
-			c.copy(val, iter.Value())
+			c.copy(val, addressable(iter.Value()))
 			m.SetMapIndex(k, val)
 		}
 		dst.Set(m)
 	case reflect.Struct:
+		src = addressable(src)
 		for i := 0; i < src.NumField(); i++ {
 			c.copy(dst.Field(i), src.Field(i))
 		}

@@ -91,3 +91,25 @@ func TestCopyNilInterface(t *testing.T) {
 		t.Fatalf("Copy = %v", got)
 	}
 }
+
+type hidden struct {
+	n    int
+	tags map[string]inner
+	any  any
+}
+
+type inner struct{ secret []string }
+
+// Values behind interfaces and in maps are not addressable; their unexported
+// fields must still be copied deeply.
+func TestCopyUnexportedBehindInterfacesAndMaps(t *testing.T) {
+	v := any(hidden{n: 1, tags: map[string]inner{"a": {secret: []string{"x"}}}, any: inner{secret: []string{"y"}}})
+	c := Copy(v)
+	if !reflect.DeepEqual(c, v) {
+		t.Fatalf("copy differs: %#v", c)
+	}
+	c.(hidden).tags["a"].secret[0] = "changed"
+	if v.(hidden).tags["a"].secret[0] != "x" {
+		t.Fatal("copy shares memory with the original")
+	}
+}

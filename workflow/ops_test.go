@@ -1,9 +1,14 @@
 package workflow
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
 )
 
 func opsInput(typ, id, service, target, extraKey, extra string) []byte {
@@ -64,4 +69,51 @@ func TestOpsAgentDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// For any diagnostics or restart request: a restart never runs without an
+// approval, a diagnostic never asks for one, nothing reaches a service
+// that is unmonitored, a frozen service is never restarted, and no effect
+// goes to a destination outside the operator's capability.
+func TestOpsAgentProperty(t *testing.T) {
+	w := compileExample(t, "ops-agent")
+	rapid.Check(t, func(rt *rapid.T) {
+		st, _ := w.Init("run-ops-prop")
+		seq := int64(0)
+		for i := 0; i < rapid.IntRange(1, 4).Draw(rt, "inputs"); i++ {
+			restart := rapid.Bool().Draw(rt, "restart")
+			service := rapid.SampledFrom([]string{"api", "billing", "search"}).Draw(rt, "service")
+			target := rapid.SampledFrom([]string{"dest:ops-" + service, "dest:ops-elsewhere", "dest:prod-" + service}).Draw(rt, "target")
+			typ, key := "diagnostics.requested/1", "probe"
+			if restart {
+				typ, key = "restart.requested/1", "reason"
+			}
+			seq++
+			r, err := w.Decide(st, Input{Seq: seq, Kind: KindInput, Body: opsInput(typ, fmt.Sprintf("op-%d", i), service, target, key, "x")})
+			if err != nil || r.Refusal != "" {
+				rt.Fatal(err, r.Refusal)
+			}
+			st = r.State
+			for _, e := range r.Effects {
+				switch {
+				case service == "search":
+					rt.Fatalf("an unmonitored service got %s", e.Intent.EffectType)
+				case restart && service == "billing":
+					rt.Fatal("a frozen service was restarted")
+				case !strings.HasPrefix(target, "dest:ops-"):
+					rt.Fatalf("an effect to %s", target)
+				case restart && (e.Approval == nil || target == "dest:ops-elsewhere"):
+					rt.Fatalf("restart via %s, approval %v", target, e.Approval)
+				case !restart && e.Approval != nil:
+					rt.Fatal("a diagnostic asked for approval")
+				}
+				seq++
+				rr, err := w.Decide(st, Input{Seq: seq, Kind: KindReceipt, Body: receiptFor(e, protocol.OutcomeConfirmedSuccess)})
+				if err != nil || rr.Refusal != "" {
+					rt.Fatal(err, rr.Refusal)
+				}
+				st = rr.State
+			}
+		}
+	})
 }

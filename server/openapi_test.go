@@ -68,7 +68,8 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	}
 
 	for _, rt := range routes {
-		op, ok := paths[rt.Pattern].(map[string]any)[strings.ToLower(rt.Method)].(map[string]any)
+		item, _ := paths[rt.Pattern].(map[string]any)
+		op, ok := item[strings.ToLower(rt.Method)].(map[string]any)
 		if !ok {
 			continue
 		}

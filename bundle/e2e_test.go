@@ -347,6 +347,26 @@ func TestOpsAgentEndToEnd(t *testing.T) {
 		}
 		h.checkRecord("ops-dropped")
 	})
+
+	t.Run("an approved restart whose answer is lost is reconciled, not resent", func(t *testing.T) {
+		h.start("ops-restart-dropped", ops("restart.requested/1", "rst-9", "api", "reason", "deadlock"))
+		if err := h.sb.Inject(sandbox.Fault{Times: 1, Drop: true}); err != nil {
+			t.Fatal(err)
+		}
+		h.approveAll("ops-restart-dropped", "oncall-lead")
+		if s := h.status("ops-restart-dropped"); s.State != "SUCCEEDED" {
+			t.Fatalf("state %s unknown %v", s.State, s.Unknown)
+		}
+		ins := h.intents("ops-restart-dropped")
+		if len(ins) != 1 || ins[0].ApprovalID == "" || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+			t.Fatalf("intents %+v", ins)
+		}
+		ats, _ := h.st.Attempts(h.ctx, ins[0].ID)
+		if len(ats) != 1 || ats[0].Status != store.AttemptReconciledApplied {
+			t.Fatalf("attempts %+v", ats)
+		}
+		h.checkRecord("ops-restart-dropped")
+	})
 }
 
 func TestRefundDenied(t *testing.T) {

@@ -38,7 +38,12 @@ func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error)
 		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
 	}
 	st.Machine, st.Turn = d.Machine, turn
-	t.note("h.fhr", map[string]any{"fhr": d.FHR, "event": d.Event})
+	chain, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.fhr-chain", "prev": st.FHRChain, "fhr": d.FHR.Digest})
+	if err != nil {
+		return nil, err
+	}
+	st.FHRChain = chain
+	t.note("h.fhr", map[string]any{"fhr": d.FHR, "event": d.Event, "fhr_chain": chain})
 	o := d.Outcomes[0]
 	rec := map[string]any{"proposal_id": o.ProposalID, "outcome": o.Kind, "ticket_id": o.Ticket.TicketID, "mrp_state": string(o.MRPState),
 		"preview": o.Ticket.Preview, "held": o.Held, "options": anySlice(nonNil(o.Options)), "audit": anySlice(nonNil(o.Audit))}

@@ -303,3 +303,44 @@ func TestJourneyTracedEveryTurn(t *testing.T) {
 		t.Fatalf("journey %q", got)
 	}
 }
+
+// The state binds every FHR the trace records: its fhr_chain is the hash
+// chain over the traced FHR digests, turn by turn.
+func TestFHRChainBindsTheTrace(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	st, _ := w.Init("run-fhr")
+	chain := ""
+	seq := int64(0)
+	for _, in := range [][]byte{refundInput("r-1", 40, "alice", "late"), refundInput("r-2", 20, "mallory", "late")} {
+		seq++
+		r, err := w.Decide(st, Input{Seq: seq, Kind: KindInput, Body: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range r.Trace {
+			if n.Kind != "h.fhr" {
+				continue
+			}
+			var m struct {
+				FHR struct {
+					Digest string `json:"fhr_digest"`
+				} `json:"fhr"`
+			}
+			json.Unmarshal(n.Body, &m)
+			chain, _ = cjson.DigestOf(map[string]any{"kind": "flrh.workflow.fhr-chain", "prev": chain, "fhr": m.FHR.Digest})
+		}
+		st = r.State
+		for _, e := range r.Effects {
+			seq++
+			rr, _ := w.Decide(st, Input{Seq: seq, Kind: KindReceipt, Body: receiptFor(e, protocol.OutcomeConfirmedSuccess)})
+			st = rr.State
+		}
+	}
+	var s struct {
+		Chain string `json:"fhr_chain"`
+	}
+	json.Unmarshal(st, &s)
+	if s.Chain == "" || s.Chain != chain {
+		t.Fatalf("state chain %q, recomputed from the trace %q", s.Chain, chain)
+	}
+}

@@ -28,8 +28,9 @@ type state struct {
 	Machine   mrp.Machine     `json:"machine"`      // H: the MRP machine
 	EffectSeq int64           `json:"effect_sequence"`
 	Turn      int64           `json:"turn"`
-	Open      []openIntent    `json:"open"`    // intents planned and not yet answered by a receipt
-	Pending   []pending       `json:"pending"` // approval requests awaiting a person
+	FHRChain  string          `json:"fhr_chain"` // hash chain over every turn's FHR digest, "" before the first
+	Open      []openIntent    `json:"open"`      // intents planned and not yet answered by a receipt
+	Pending   []pending       `json:"pending"`   // approval requests awaiting a person
 }
 
 // support is one live base support of L: a named fact and its provenance.

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/server"
+)
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and run workflows in the background",
+		Long: `serve opens the run store, loads the built-in workflows and the bundles in
+--workflows, starts the runner and serves the JSON API (see /v1/openapi.json).
+
+Without --tokens the server authenticates nobody and therefore only listens on a
+loopback address and only answers loopback clients; every act is recorded as the
+actor "local". With --tokens FILE, every request needs "Authorization: Bearer
+TOKEN", and the token's roles decide what it may do:
+
+  viewer      read runs, events, traces, verification
+  agent       read, start runs, submit inputs (never approve, deny, reconcile, cancel)
+  operator    read, start runs, submit inputs, cancel
+  approver    read, approve and deny what a run waits for
+  reconciler  read, settle effects whose outcome is unknown
+
+The token file:
+
+  {"tokens": [
+    {"actor": "alice", "roles": ["approver"], "token": "a long random string"},
+    {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<hex sha256 of the token>"}
+  ]}
+
+SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests
+finish, event streams end, the runner stops and releases its leases.`,
+		Example: `  flrh serve
+  flrh serve --store sqlite:/var/lib/flrh/flrh.db --addr 0.0.0.0:7700 --tokens tokens.json
+  curl -s localhost:7700/v1/runs`,
+		Args: cobra.NoArgs,
+	}
+	storeSpec := addStoreFlag(cmd)
+	addr := cmd.Flags().String("addr", "127.0.0.1:7700", "listen address")
+	workflowsDir := cmd.Flags().String("workflows", "./workflows", "directory of workflow bundles (one bundle, or one per subdirectory); skipped if absent and not given")
+	runners := cmd.Flags().Int("runners", 4, "how many runs advance at once")
+	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
+	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (required to listen beyond loopback)")
+	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
+	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *runners < 1 || *runners > 256 {
+			return usagef("--runners must be from 1 to 256")
+		}
+		var tokens *server.Tokens
+		if *tokensFile != "" {
+			data, err := os.ReadFile(*tokensFile)
+			if err != nil {
+				return usagef("--tokens: %v", err)
+			}
+			if tokens, err = server.ParseTokens(data); err != nil {
+				return usagef("--tokens %s: %v", *tokensFile, err)
+			}
+		}
+		if err := server.ListenCheck(*addr, tokens); err != nil {
+			return usagef("%v", err)
+		}
+		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+
+		workflows := builtinWorkflows()
+		adapters := &effect.Registry{}
+		if *destination != "" {
+			ad, err := httpadapter.New(httpadapter.Config{URL: *destination, Timeout: 10 * time.Second})
+			if err != nil {
+				return usagef("--destination: %v", err)
+			}
+			if err := adapters.Register("refund.pay", "http/1", demo.HTTPAdapter(ad)); err != nil {
+				return err
+			}
+		}
+		b, err := server.LoadBundles(*workflowsDir, os.Getenv)
+		switch {
+		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
+		case err != nil:
+			return usagef("--workflows: %v", err)
+		default:
+			workflows = append(workflows, b.Workflows...)
+			if err := server.MergeAdapters(adapters, b.Adapters); err != nil {
+				return usagef("--workflows: %v", err)
+			}
+			for _, u := range b.Unwired {
+				log.Warn("bundle without adapters: its effects will fail until its endpoint variable is set", "bundle", u)
+			}
+		}
+
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		st, err := openStore(ctx, *storeSpec, false)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		wrapped, notifier := server.NotifyCommits(st)
+		host, _ := os.Hostname()
+		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: fmt.Sprintf("serve:%s:%d", host, os.Getpid()),
+			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(),
+			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
+		if err != nil {
+			return err
+		}
+		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: server.Static(workflows), Tokens: tokens, Logger: log, Notifier: notifier})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", *addr)
+		if err != nil {
+			return err
+		}
+		hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+			MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		hs.RegisterOnShutdown(srv.Shutdown)
+
+		runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
+		runDone := make(chan error, 1)
+		go func() { runDone <- r.Run(runCtx) }()
+		serveDone := make(chan error, 1)
+		go func() { serveDone <- hs.Serve(ln) }()
+		fmt.Fprintf(cmd.OutOrStdout(), "flrh serve: http://%s/ (store %s, %d workflows, %d runners, %s)\n",
+			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens))
+
+		var serveErr error
+		select {
+		case <-ctx.Done():
+		case serveErr = <-serveDone:
+		}
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), *grace)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			log.Warn("shutdown: requests still in flight were cut off", "err", err.Error())
+		}
+		stopRunner()
+		<-runDone
+		if err := r.Close(context.Background()); err != nil {
+			log.Warn("releasing leases", "err", err.Error())
+		}
+		if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			return serveErr
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "flrh serve: stopped")
+		return nil
+	}
+	rootCmd.AddCommand(cmd)
+}
+
+func authMode(t *server.Tokens) string {
+	if t.Len() == 0 {
+		return "no tokens: loopback clients only"
+	}
+	return fmt.Sprintf("%d tokens", t.Len())
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/runner"
+)
+
+// Bundles are the workflow bundles found in a directory, with the effect
+// adapters they name.
+type Bundles struct {
+	Workflows []runner.Workflow
+	Adapters  *effect.Registry
+	// Unwired lists "workflow: reason" for bundles whose adapters could not
+	// be built (an endpoint variable unset): their runs can be started and
+	// read, and any effect they attempt fails for want of an adapter.
+	Unwired []string
+}
+
+// LoadBundles loads every bundle in dir: dir itself when it holds a
+// workflow.json, otherwise each subdirectory that does, in name order.
+// getenv answers the adapters' endpoint variables (os.Getenv in
+// production). A bundle that does not compile is an error naming it.
+func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
+	var dirs []string
+	if isFile(filepath.Join(dir, "workflow.json")) {
+		dirs = []string{dir}
+	} else {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			sub := filepath.Join(dir, e.Name())
+			if e.IsDir() && isFile(filepath.Join(sub, "workflow.json")) {
+				dirs = append(dirs, sub)
+			}
+		}
+		slices.Sort(dirs)
+	}
+	out := &Bundles{Adapters: &effect.Registry{}}
+	for _, d := range dirs {
+		wf, ads, err := bundle.Load(d)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", d, err)
+		}
+		out.Workflows = append(out.Workflows, wf)
+		reg, err := ads.Registry(getenv)
+		if err != nil {
+			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))
+			continue
+		}
+		if err := merge(out.Adapters, reg); err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", d, err)
+		}
+	}
+	return out, nil
+}
+
+// merge registers every adapter of src in dst; two bundles naming the same
+// (effect type, version) is an error rather than a silent choice.
+func merge(dst, src *effect.Registry) error {
+	for _, e := range src.Entries() {
+		a, _ := src.Adapter(e[0], e[1])
+		if err := dst.Register(e[0], e[1], a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MergeAdapters registers every adapter of src in dst.
+func MergeAdapters(dst, src *effect.Registry) error { return merge(dst, src) }
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// IsNotExist reports whether err says a directory is missing.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

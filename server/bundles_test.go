@@ -1,0 +1,37 @@
+package server
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func TestLoadBundles(t *testing.T) {
+	dir := filepath.Join("..", "examples")
+	env := map[string]string{}
+	b, err := LoadBundles(dir, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, wf := range b.Workflows {
+		ids = append(ids, wf.ID()+"@"+wf.Version())
+	}
+	if len(ids) < 2 {
+		t.Fatalf("bundles %v", ids)
+	}
+	// No endpoint variables: every bundle is loaded but none is wired.
+	if len(b.Unwired) != len(b.Workflows) || len(b.Adapters.Entries()) != 0 {
+		t.Fatalf("unwired %v, adapters %v", b.Unwired, b.Adapters.Entries())
+	}
+	// One bundle directory on its own.
+	one, err := LoadBundles(filepath.Join(dir, "refund-agent"), func(string) string { return "http://127.0.0.1:1/v1/effects" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Workflows) != 1 || len(one.Unwired) != 0 || len(one.Adapters.Entries()) == 0 {
+		t.Fatalf("refund bundle: %+v", one)
+	}
+	if _, err := LoadBundles(filepath.Join(dir, "no-such-dir"), nil); err == nil || !IsNotExist(err) {
+		t.Fatalf("missing dir: %v", err)
+	}
+}

@@ -127,15 +127,19 @@ func checkFencing(s *Set, b *Boundary, f *finder) {
 		f.trip("/lease/generation", fmt.Sprintf("writing under lease generation %d after generation %d was seen: this writer is fenced out", l.Generation, l.Newest),
 			evidenceDigest("lease", l))
 	}
+	// One trip per kind of defect: the first link that shows it.
 	var gen int64
+	backwards, future := false, false
 	for i, link := range b.Chain.Links {
-		if link.Generation < gen {
+		if link.Generation < gen && !backwards {
+			backwards = true
 			f.trip(ptr("/chain/links", i)+"/generation", fmt.Sprintf("event %d was written by generation %d after generation %d had written", link.Seq, link.Generation, gen),
 				evidenceDigest("link", link))
 		}
 		gen = max(gen, link.Generation)
-		if newest := max(l.Newest, l.Generation); newest > 0 && link.Generation > newest {
-			f.trip(ptr("/chain/links", i)+"/generation", fmt.Sprintf("event %d was written by generation %d, newer than any lease seen (%d)", link.Seq, link.Generation, newest),
+		if newest := max(l.Newest, l.Generation); newest > 0 && link.Generation > newest && !future {
+			future = true
+			f.trip(ptr("/chain/links", i)+"/generation", fmt.Sprintf("event %d was written by generation %d, newer than any lease this writer saw (%d): it is fenced out", link.Seq, link.Generation, newest),
 				evidenceDigest("link", link))
 		}
 	}

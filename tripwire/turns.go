@@ -108,10 +108,17 @@ func checkLivelock(s *Set, b *Boundary, f *finder) {
 	}
 	rounds := p.Window.Rounds
 	n := len(rounds)
-	for i := 0; i < n-1; i++ {
-		if rounds[i].Fingerprint == p.Round.Fingerprint {
-			f.trip("/progress/round/fingerprint", fmt.Sprintf("the state returned to the fingerprint of %d rounds ago; the rounds between changed nothing that lasted", n-i),
-				p.Round.Fingerprint)
+	fp := p.Round.Fingerprint
+	// Skip the plateau this round continues (the plateau detector's
+	// business); a match before a differing round is an oscillation.
+	i := n - 1
+	for i >= 0 && rounds[i].Fingerprint == fp {
+		i--
+	}
+	for j := i - 1; j >= 0; j-- {
+		if rounds[j].Fingerprint == fp {
+			f.trip("/progress/round/fingerprint", fmt.Sprintf("the state returned to the fingerprint of %d rounds ago; the rounds between changed nothing that lasted", n-j),
+				fp)
 			return
 		}
 	}

@@ -436,18 +436,35 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)
 		}
-		changes = append(changes, logic.FactChange{ID: s.ID, Fact: f, Diff: int(fd.Diff), Provenance: s.Provenance})
-		switch fd.Diff {
-		case 1:
-			if !slices.ContainsFunc(supports, func(x support) bool { return x.ID == s.ID }) {
-				supports = append(supports, s)
-			}
-		case -1:
-			supports = slices.DeleteFunc(supports, func(x support) bool { return x.ID == s.ID })
+		if fd.Diff == 1 {
+			changes = append(changes, logic.FactChange{ID: s.ID, Fact: f, Diff: 1, Provenance: s.Provenance})
+			supports = append(supports, s)
+			continue
 		}
+		// F names each delta by its own content, time and cause, so a -1
+		// never carries the id of the +1 that inserted the fact: it
+		// retracts every live support of the same fact.
+		key := supportKey(s)
+		n := 0
+		for _, x := range supports {
+			if supportKey(x) == key {
+				changes = append(changes, logic.FactChange{ID: x.ID, Fact: f, Diff: -1, Provenance: x.Provenance})
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, nil, fmt.Sprintf("fact %s: a retraction of a fact with no live support", pred)
+		}
+		supports = slices.DeleteFunc(supports, func(x support) bool { return supportKey(x) == key })
 	}
 	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 	return changes, supports, ""
+}
+
+// supportKey is a support's fact: predicate and arguments.
+func supportKey(s support) string {
+	b, _ := cjson.Marshal([]any{s.Predicate, s.Args})
+	return string(b)
 }
 
 // baseID names F's derivation as an L base support: L reserves the

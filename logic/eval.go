@@ -210,6 +210,7 @@ type view struct {
 	lo, hi  int32 // range (useRng) or upper bound (rows < hi)
 	old     bool  // incremental: the state before the current update
 	cur     bool  // incremental: the current state, rows of earlier rounds only
+	ranked  bool  // incremental: undeleted rows of rounds below exec.rankLimit
 }
 
 // evalStratum runs stratified semi-naive evaluation of one stratum from
@@ -331,6 +332,9 @@ type exec struct {
 	firings int64
 	err     error
 	stopped bool // an existence scan finished early (not an error)
+	// candOnly makes emitDoom collect candidate rows without deleting them.
+	candOnly  bool
+	rankLimit uint32 // ranked views see rows of smaller rounds only
 }
 
 func (m *Materialization) newExec() *exec {
@@ -417,6 +421,9 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 	}
 	if v.cur {
 		return (t.died == nil || t.died[r] == 0) && t.round[r] < x.m.round
+	}
+	if v.ranked {
+		return t.died[r] == 0 && t.round[r] < x.rankLimit
 	}
 	return r < v.hi && (t.died == nil || t.died[r] == 0)
 }

@@ -58,6 +58,12 @@ func (m *Materialization) setBase(t int, r int32, v int32) {
 	}
 }
 
+func (m *Materialization) setRound(t int, r int32, v uint32) {
+	tb := m.tables[t]
+	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died[r], tb.round[r]})
+	tb.round[r] = v
+}
+
 // doomRow over-deletes a row that is alive.
 func (m *Materialization) doomRow(t int, r int32) bool {
 	tb := m.tables[t]
@@ -92,7 +98,15 @@ func (x *exec) doom() bool {
 		h[k] = v
 	}
 	t := x.m.tables[x.r.head]
-	if r := t.find(h); r >= 0 && r < x.m.start[x.r.head] && x.m.doomRow(x.r.head, r) {
+	r := t.find(h)
+	if r < 0 || r >= x.m.start[x.r.head] {
+		return true
+	}
+	if x.candOnly {
+		if t.died[r] == 0 {
+			x.doomed = append(x.doomed, r)
+		}
+	} else if x.m.doomRow(x.r.head, r) {
 		x.doomed = append(x.doomed, r)
 	}
 	return true
@@ -381,78 +395,16 @@ func (m *Materialization) apply(changes []Change) error {
 		}
 		inS := func(t int) bool { return c.tstratum[t] == si }
 		// 1. Over-delete, reading the old state.
-		x.mode = emitDoom
-		x.doomed = nil
-		newD := make([][]int32, nt)
-		for _, t := range s.tables {
-			for _, r := range baseDoomed[t] {
-				if m.doomRow(t, r) {
-					newD[t] = append(newD[t], r)
-				}
-			}
-		}
-		for _, ri := range s.rules {
-			r := c.rules[ri]
-			for ai := range r.atoms {
-				at := r.atoms[ai].table
-				var list []int32
-				if ai < r.npos && !inS(at) {
-					list = m.deltaMinus[at]
-				} else if ai >= r.npos {
-					list = m.deltaPlus[at]
-				}
-				if len(list) == 0 {
-					continue
-				}
-				if err := m.runVariant(x, r, ai, list, view{old: true}); err != nil {
-					return err
-				}
-				m.collectDoomed(x, r.head, newD)
-			}
-		}
 		allD := make([][]int32, nt)
-		// When over-deletion reaches a large part of a recursive stratum
-		// (deleting an edge of a cycle can doom a whole closure), DRed
-		// would rederive it tuple by tuple at a cost above recomputation.
-		// Then the stratum is recomputed instead: every row is doomed and
-		// the stratum re-evaluated over the new state below it, reviving
-		// what still holds.
-		var live, doomed int
-		for _, t := range s.tables {
-			live += m.tables[t].liveRows()
+		var recompute bool
+		var err error
+		if s.recursive {
+			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD)
+		} else {
+			err = m.overDeleteOnce(si, x, baseDoomed, allD)
 		}
-		recompute := false
-		for {
-			any := false
-			for _, t := range s.tables {
-				allD[t] = append(allD[t], newD[t]...)
-				doomed += len(newD[t])
-				if len(newD[t]) > 0 {
-					any = true
-				}
-			}
-			if !any || !s.recursive {
-				break
-			}
-			if doomed > recomputeMin && (recomputeMin < 0 || doomed*4 > live+doomed) {
-				recompute = true
-				break
-			}
-			cur := newD
-			newD = make([][]int32, nt)
-			for _, ri := range s.rules {
-				r := c.rules[ri]
-				for ai := 0; ai < r.npos; ai++ {
-					at := r.atoms[ai].table
-					if !inS(at) || len(cur[at]) == 0 {
-						continue
-					}
-					if err := m.runVariant(x, r, ai, cur[at], view{old: true}); err != nil {
-						return err
-					}
-					m.collectDoomed(x, r.head, newD)
-				}
-			}
+		if err != nil {
+			return err
 		}
 		// 2. Rederive over-deleted tuples that keep a base support or
 		// a rule instantiation over the remaining state.
@@ -651,17 +603,20 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 			if old.died[r] != 0 && old.died[r] != m.epoch {
 				continue // dead before this update
 			}
-			holds := nw.find(old.row(r)) >= 0
+			nr := nw.find(old.row(r))
 			switch {
-			case holds && old.died[r] == m.epoch:
+			case nr >= 0:
+				// Take the rank the fresh evaluation proved: the old one
+				// may rest on rows that are gone.
 				m.revive(t, r)
-			case !holds && old.died[r] == 0:
+				m.setRound(t, r, nw.round[nr])
+			case old.died[r] == 0:
 				m.doomRow(t, r)
 				allD[t] = append(allD[t], r)
 			}
 		}
 		for r := int32(0); r < nw.n; r++ {
-			if _, added := old.insert(nw.row(r), m.round); added {
+			if _, added := old.insert(nw.row(r), nw.round[r]); added {
 				m.live++
 			}
 		}
@@ -670,6 +625,234 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 		return err
 	}
 	return nil
+}
+
+// overDeleteOnce over-deletes in a non-recursive stratum: the stratum's
+// rows that lose a base support, and the heads of instantiations that used
+// a fact deleted below or a negation an insertion below falsified.
+func (m *Materialization) overDeleteOnce(si int, x *exec, baseDoomed, allD [][]int32) error {
+	s := m.c.strata[si]
+	for _, t := range s.tables {
+		for _, r := range baseDoomed[t] {
+			if m.doomRow(t, r) {
+				allD[t] = append(allD[t], r)
+			}
+		}
+	}
+	x.mode, x.candOnly = emitDoom, false
+	for _, ri := range s.rules {
+		r := m.c.rules[ri]
+		for ai := range r.atoms {
+			if list := m.lowerDelta(si, r, ai, true); len(list) > 0 {
+				if err := m.runVariant(x, r, ai, list, view{old: true}); err != nil {
+					return err
+				}
+				m.collectDoomed(x, r.head, allD)
+			}
+		}
+	}
+	return nil
+}
+
+// lowerDelta is what atom ai of rule r reads as its delta when the change
+// comes from a lower stratum: deletions for a matched atom, insertions for
+// a negated one (forDelete), or the reverse when propagating insertions.
+func (m *Materialization) lowerDelta(si int, r *rule, ai int, forDelete bool) []int32 {
+	at := r.atoms[ai].table
+	if ai < r.npos {
+		if m.c.tstratum[at] == si {
+			return nil
+		}
+		if forDelete {
+			return m.deltaMinus[at]
+		}
+		return m.deltaPlus[at]
+	}
+	if forDelete {
+		return m.deltaPlus[at]
+	}
+	return m.deltaMinus[at]
+}
+
+// candidate is a row that may have lost its support, keyed by its round.
+type candidate struct {
+	round uint32
+	t     int32
+	r     int32
+}
+
+// overDeleteRanked over-deletes in a recursive stratum, but only what has
+// really lost its support as far as ranks can tell. Every row's round is a
+// rank: each row has a derivation whose premises in the stratum have
+// strictly smaller rounds. Candidates (heads of instantiations that used a
+// deleted fact) are examined in increasing round order; one that still has
+// an instantiation over the new state below and over undeleted rows of
+// smaller round in the stratum keeps a well-founded proof and survives, so
+// the deletion does not spread through it. Only the others are deleted,
+// and their dependants become candidates. On a dense graph, where almost
+// every fact has another derivation, this stops the cascade that plain
+// delete/rederive would run through the whole closure. It reports whether
+// the deletion grew so large that recomputing the stratum is cheaper.
+func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][]int32) (bool, error) {
+	s := m.c.strata[si]
+	var heap []candidate
+	push := func(t int, r int32) {
+		heap = append(heap, candidate{m.tables[t].round[r], int32(t), r})
+		for i := len(heap) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !candLess(heap[i], heap[p]) {
+				break
+			}
+			heap[i], heap[p] = heap[p], heap[i]
+			i = p
+		}
+	}
+	pop := func() candidate {
+		top := heap[0]
+		last := len(heap) - 1
+		heap[0] = heap[last]
+		heap = heap[:last]
+		for i := 0; ; {
+			l, small := 2*i+1, i
+			if l < len(heap) && candLess(heap[l], heap[small]) {
+				small = l
+			}
+			if l+1 < len(heap) && candLess(heap[l+1], heap[small]) {
+				small = l + 1
+			}
+			if small == i {
+				break
+			}
+			heap[i], heap[small] = heap[small], heap[i]
+			i = small
+		}
+		return top
+	}
+	for _, t := range s.tables {
+		for _, r := range baseDoomed[t] {
+			push(t, r)
+		}
+	}
+	x.mode, x.candOnly = emitDoom, true
+	defer func() { x.candOnly = false }()
+	found := make([][]int32, len(m.tables))
+	collect := func() {
+		for t := range found {
+			for _, r := range found[t] {
+				push(t, r)
+			}
+			found[t] = found[t][:0]
+		}
+	}
+	for _, ri := range s.rules {
+		r := m.c.rules[ri]
+		for ai := range r.atoms {
+			if list := m.lowerDelta(si, r, ai, true); len(list) > 0 {
+				if err := m.runVariant(x, r, ai, list, view{old: true}); err != nil {
+					return false, err
+				}
+				m.collectDoomed(x, r.head, found)
+			}
+		}
+	}
+	collect()
+	var live, doomed int
+	for _, t := range s.tables {
+		live += m.tables[t].liveRows()
+	}
+	checked := map[int64]bool{}
+	one := make([]int32, 1)
+	for len(heap) > 0 {
+		cd := pop()
+		t, r := int(cd.t), cd.r
+		key := int64(t)<<32 | int64(r)
+		if checked[key] || m.tables[t].died[r] != 0 {
+			continue
+		}
+		checked[key] = true
+		ok, err := m.survives(x, si, t, r)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			continue
+		}
+		m.doomRow(t, r)
+		allD[t] = append(allD[t], r)
+		doomed++
+		if doomed > recomputeMin && (recomputeMin < 0 || doomed*4 > live+doomed) {
+			return true, nil
+		}
+		one[0] = r
+		for _, ri := range s.rules {
+			ru := m.c.rules[ri]
+			for ai := 0; ai < ru.npos; ai++ {
+				if ru.atoms[ai].table != t {
+					continue
+				}
+				if err := m.runVariant(x, ru, ai, one, view{old: true}); err != nil {
+					return false, err
+				}
+				m.collectDoomed(x, ru.head, found)
+			}
+		}
+		collect()
+	}
+	return false, nil
+}
+
+func candLess(a, b candidate) bool {
+	if a.round != b.round {
+		return a.round < b.round
+	}
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	return a.r < b.r
+}
+
+// survives reports whether row r of table t (in recursive stratum si) has
+// a base support or a rule instantiation whose premises below the stratum
+// hold in the new state and whose premises in the stratum are undeleted
+// rows of smaller round.
+func (m *Materialization) survives(x *exec, si, t int, r int32) (bool, error) {
+	if m.base[t][r] > 0 {
+		return true, nil
+	}
+	tb := m.tables[t]
+	tup := append([]int64(nil), tb.row(r)...)
+	found := false
+	saveMode, saveFn, saveCand := x.mode, x.onMatch, x.candOnly
+	defer func() { x.mode, x.onMatch, x.candOnly = saveMode, saveFn, saveCand }()
+	x.mode = emitCollect
+	x.onMatch = func([]int64) bool { found = true; return false }
+	x.rankLimit = tb.round[r]
+	for _, ru := range m.c.rules {
+		if ru.head != t {
+			continue
+		}
+		for k := range ru.atoms {
+			if m.c.tstratum[ru.atoms[k].table] == si {
+				x.views[k] = view{ranked: true, hi: math.MaxInt32}
+			} else {
+				x.views[k] = view{hi: math.MaxInt32}
+			}
+		}
+		x.target = tup
+		for k, e := range ru.hargs {
+			if e.kind == exReg {
+				x.regs[e.reg] = tup[k]
+			}
+		}
+		x.err = nil
+		if err := x.runRule(ru, ru.headPlan); err != nil {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // runVariant runs rule r with atom ai reading the given rows and every

@@ -202,9 +202,7 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	r := t.n
 	t.n++
 	t.appendRow(v)
-	if t.round != nil {
-		t.round = append(t.round, round)
-	}
+	t.round = append(t.round, round)
 	if t.died != nil {
 		t.died = append(t.died, 0)
 	}

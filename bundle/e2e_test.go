@@ -26,6 +26,7 @@ type harness struct {
 	wf  *Workflow
 	st  store.Store
 	sb  *sandbox.Sandbox
+	url string // the sandbox's effect endpoint
 	r   *runner.Runner
 }
 
@@ -71,7 +72,7 @@ func newHarnessTB(t testing.TB, example string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(context.Background()) })
-	return &harness{t: t, ctx: ctx, wf: wf, st: st, sb: sb, r: r}
+	return &harness{t: t, ctx: ctx, wf: wf, st: st, sb: sb, url: url, r: r}
 }
 
 func (h *harness) start(runID, input string) {
@@ -394,4 +395,45 @@ func TestRefundDenied(t *testing.T) {
 		t.Fatalf("a denied refund: state %s, %d intents, %d mutations", s.State, len(h.intents("refund-denied")), len(h.sb.Mutations()))
 	}
 	h.checkRecord("refund-denied")
+}
+
+// A run waiting for approval survives a restart: a new runner with the
+// bundle loaded afresh resumes it from the checkpoint, and the approved
+// refund is paid exactly once.
+func TestRefundResumesAfterRestart(t *testing.T) {
+	h := newHarness(t, "refund-agent")
+	h.start("refund-restart", refund("r-3001", 700, "erin", "wrong size"))
+	if s := h.status("refund-restart"); s.State != "WAIT_APPROVAL" {
+		t.Fatalf("state %s", s.State)
+	}
+	if err := h.r.Close(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	wf, ads, err := Load(filepath.Join("..", "examples", "refund-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.Digest() != h.wf.Digest() {
+		t.Fatal("the same bundle loaded twice has two digests")
+	}
+	reg, err := ads.Registry(func(string) string { return h.url })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner-2",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0, 20 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close(context.Background())
+	h.r, h.wf = r2, wf
+	h.approveAll("refund-restart", "finance-lead")
+	if s := h.status("refund-restart"); s.State != "SUCCEEDED" {
+		t.Fatalf("after restart and approval: %s", s.State)
+	}
+	ins := h.intents("refund-restart")
+	if len(ins) != 1 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		t.Fatalf("intents %+v", ins)
+	}
+	h.checkRecord("refund-restart")
 }

@@ -1,0 +1,221 @@
+package runner
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
+)
+
+// storedBoundaries reads a run's durable record back and describes it the
+// way the wires see it: the checkpoint as loaded (PhaseLoad), the run at
+// rest (PhaseIdle), and its whole history as one tick from the initial
+// configuration (PhaseCommit) — which holds every turn, intent, grant and
+// receipt the run ever committed.
+func storedBoundaries(t *testing.T, h *harness, runID string) []tripwire.Boundary {
+	t.Helper()
+	run := h.run(runID)
+	evs, err := h.store.Events(ctx, runID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := h.store.Checkpoint(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := decodeCheckpoint(stored, refunds{limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []tripwire.Effect
+	for _, e := range cp.Open {
+		open = append(open, tripwire.Effect{IntentID: e.IntentID, Stage: e.Stage, ApprovalID: e.ApprovalID})
+	}
+	ins, _ := h.store.Intents(ctx, runID)
+	rcs, _ := h.store.Receipts(ctx, runID)
+	ledger := &tripwire.Ledger{}
+	var intents []tripwire.Intent
+	var uses []tripwire.Consumption
+	var results []tripwire.Result
+	var receipts []tripwire.Receipt
+	for _, in := range ins {
+		n := int64(0)
+		for _, rc := range rcs {
+			if rc.IntentID == in.ID {
+				n++
+			}
+		}
+		ledger.Intents = append(ledger.Intents, tripwire.LedgerIntent{ID: in.ID, Outbox: string(in.Outbox), Receipts: n, ApprovalID: in.ApprovalID})
+		intents = append(intents, tripwire.Intent{ID: in.ID, Digest: in.Digest, ApprovalID: in.ApprovalID})
+		results = append(results, tripwire.Result{IntentID: in.ID, N: in.Attempts, Status: "succeeded", Outbox: string(in.Outbox)})
+		if in.ApprovalID != "" {
+			a, err := h.store.Approval(ctx, in.ApprovalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledger.Approvals = append(ledger.Approvals, tripwire.LedgerApproval{ID: a.ID, RunID: a.RunID, Status: string(a.Status), ConsumedBy: a.ConsumedBy})
+			uses = append(uses, tripwire.Consumption{ApprovalID: a.ID, IntentID: in.ID, GrantRunID: a.RunID})
+		}
+	}
+	for _, rc := range rcs {
+		receipts = append(receipts, tripwire.Receipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest})
+	}
+	var links []tripwire.Link
+	var events []tripwire.Event
+	for _, e := range evs {
+		links = append(links, tripwire.Link{Seq: e.Seq, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash, Generation: e.Generation})
+		te := tripwire.Event{Kind: e.Kind, Digest: e.Digest}
+		switch e.Kind {
+		case EventControl, EventRejected:
+			var rec control.Record
+			if err := json.Unmarshal(e.Body, &rec); err != nil {
+				t.Fatal(err)
+			}
+			te.Record = &rec
+		case EventAccepted:
+			var in struct {
+				Seq    int64  `json:"seq"`
+				Kind   string `json:"kind"`
+				Digest string `json:"digest"`
+			}
+			if err := json.Unmarshal(e.Body, &in); err != nil {
+				t.Fatal(err)
+			}
+			te.Input = &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}
+		}
+		events = append(events, te)
+	}
+	all, _ := h.store.Inbox(ctx, runID, false)
+	var consumed, waiting []tripwire.Inbound
+	for _, in := range all {
+		ti := tripwire.Inbound{ID: in.ID, Kind: in.Kind, Digest: in.Digest}
+		if in.Consumed {
+			consumed = append(consumed, ti)
+		} else {
+			waiting = append(waiting, ti)
+		}
+	}
+	code := tripwire.Code{CheckpointBuild: stored.BuildDigest, RunningBuild: h.r.cfg.PlatformDigest,
+		CheckpointWorkflow: cp.WorkflowDigest, RunningWorkflow: refunds{limit: 100}.Digest()}
+	lease := tripwire.Lease{Generation: run.Lease.Generation, Newest: run.Lease.Generation}
+	head := tripwire.Head{Seq: run.Head, Hash: run.HeadHash}
+	genesis := tripwire.Head{Seq: 0, Hash: tripwire.GenesisHash}
+	load := tripwire.Boundary{Phase: tripwire.PhaseLoad, RunID: runID, Before: cp.Control, After: cp.Control,
+		CursorBefore: cp.Accepted, CursorAfter: cp.Accepted, OpenBefore: open, OpenAfter: open, Ledger: ledger,
+		Chain: tripwire.Chain{Known: genesis, Observed: head, Links: links}, Lease: lease, Code: code}
+	idle := load
+	idle.Phase, idle.Waiting, idle.Chain = tripwire.PhaseIdle, waiting, tripwire.Chain{Known: head, Observed: head}
+	history := tripwire.Boundary{Phase: tripwire.PhaseCommit, RunID: runID, Before: h.r.machine.Initial(), After: cp.Control, Outcome: run.Outcome,
+		Events: events, CursorBefore: 0, CursorAfter: cp.Accepted, Consumed: consumed, OpenAfter: open,
+		Intents: intents, Approvals: uses, Results: results, Receipts: receipts,
+		Chain: tripwire.Chain{Known: head, Observed: head}, Lease: lease, Code: code}
+	return []tripwire.Boundary{load, idle, history}
+}
+
+func checkStored(t *testing.T, h *harness, runID string) {
+	t.Helper()
+	for _, b := range storedBoundaries(t, h, runID) {
+		if trips := tripwire.Check(b); len(trips) > 0 {
+			for _, tr := range trips {
+				t.Errorf("%s boundary of %s: %s", b.Phase, runID, tr)
+			}
+		}
+	}
+}
+
+// The records real runs leave behind satisfy every wire: a differential
+// check of the wires against the runner they will guard.
+func TestStoredRunsSatisfyTheWires(t *testing.T) {
+	t.Run("low risk", func(t *testing.T) {
+		h := newHarness(t)
+		h.start("run", small)
+		checkStored(t, h, "run")
+	})
+	t.Run("approved", func(t *testing.T) {
+		h := newHarness(t)
+		h.start("run", large)
+		checkStored(t, h, "run") // resting in WAIT_APPROVAL
+		st, _ := h.r.Inspect(ctx, "run")
+		if err := h.r.Approve(ctx, "run", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		if s := h.run("run").State; s != "SUCCEEDED" {
+			t.Fatalf("state %s", s)
+		}
+		checkStored(t, h, "run")
+	})
+	t.Run("reconciled by a person after a deferred cancel", func(t *testing.T) {
+		h := newHarness(t)
+		h.dest.script = []effect.Outcome{effect.Unknown}
+		h.dest.lookupErr = true
+		h.start("run", small)
+		checkStored(t, h, "run") // resting in HUMAN_RECONCILIATION
+		if err := h.r.Cancel(ctx, "run", "stop", requester); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		checkStored(t, h, "run")
+		st, _ := h.r.Inspect(ctx, "run")
+		if err := h.r.Reconcile(ctx, "run", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		if s := h.run("run").State; s != "CANCELED" {
+			t.Fatalf("state %s", s)
+		}
+		checkStored(t, h, "run")
+	})
+	t.Run("abandoned", func(t *testing.T) {
+		h := newHarness(t)
+		h.dest.script = []effect.Outcome{effect.Unknown}
+		h.dest.lookupErr = true
+		h.start("run", small)
+		st, _ := h.r.Inspect(ctx, "run")
+		ab := Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}
+		if err := h.r.Reconcile(ctx, "run", st.Unknown[0], "abandon", ab); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		checkStored(t, h, "run")
+	})
+	t.Run("transient then retries exhausted", func(t *testing.T) {
+		h := newHarness(t)
+		h.dest.script = []effect.Outcome{effect.FailedTransient}
+		h.start("run", small)
+		checkStored(t, h, "run")
+		h = newHarness(t)
+		h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
+		h.start("run", small)
+		checkStored(t, h, "run")
+	})
+	for _, point := range []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"} {
+		t.Run("recovered after a crash "+point, func(t *testing.T) {
+			h := newHarness(t)
+			h.crashAt(point, "run", small)
+			h.idle()
+			checkStored(t, h, "run")
+		})
+	}
+}
+
+// A rewritten event in the real store trips the append-only wire at the
+// next load.
+func TestRewrittenStoredEventTrips(t *testing.T) {
+	h := newHarness(t)
+	h.start("run", small)
+	bs := storedBoundaries(t, h, "run")
+	load := bs[0]
+	load.Chain.Links[3].Digest = store.BodyDigest([]byte("rewritten"))
+	found := false
+	for _, tr := range tripwire.Check(load) {
+		found = found || tr.Wire == tripwire.WireAppendOnly
+	}
+	if !found {
+		t.Fatal("a rewritten event did not trip the append-only wire")
+	}
+}

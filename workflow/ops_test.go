@@ -39,6 +39,8 @@ func TestOpsAgentDecisions(t *testing.T) {
 			string(opsInput("diagnostics.requested/1", "chk-2", "search", "dest:ops-search", "probe", "health")), 0, false, "REJECTED", "PROPOSAL_INELIGIBLE"},
 		{"G1 refuses a restart outside the operations network",
 			string(opsInput("restart.requested/1", "rst-3", "api", "dest:ops-elsewhere", "reason", "leak")), 0, false, "REJECTED", "AUTHORITY_DENIED"},
+		{"an unexplained restart is escalated to a person",
+			string(opsInput("restart.requested/1", "rst-4", "api", "dest:ops-api", "reason", "unknown")), 0, false, "ESCALATED", ""},
 		{"no capability covers another destination: no gate allows, deny by default",
 			string(opsInput("diagnostics.requested/1", "chk-3", "api", "dest:prod-api", "probe", "health")), 0, false, "REJECTED", "AUTHORITY_DENIED"},
 	}
@@ -52,6 +54,9 @@ func TestOpsAgentDecisions(t *testing.T) {
 			o := outcomes(r)
 			if len(r.Effects) != c.effects || len(o) != 1 || o[0]["outcome"] != c.outcome {
 				t.Fatalf("effects %d outcomes %v", len(r.Effects), o)
+			}
+			if c.outcome == "ESCALATED" && o[0]["mrp_state"] != "ESCALATE" {
+				t.Fatalf("escalated, but the MRP machine is in %v", o[0]["mrp_state"])
 			}
 			if c.reason != "" {
 				rej, _ := o[0]["rejection"].(map[string]any)

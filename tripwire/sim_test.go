@@ -1,6 +1,7 @@
 package tripwire
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -50,6 +51,7 @@ type sim struct {
 	n          int
 
 	boundaries []Boundary
+	forgetful  bool // the runner restarts before every pass: it reads the whole chain
 }
 
 // inputSpec is what a simulated input makes the workflow decide.
@@ -150,7 +152,7 @@ func (s *sim) head() Head {
 
 func (s *sim) loadBoundary() Boundary {
 	known := s.known
-	if known.Hash == "" {
+	if known.Hash == "" || s.forgetful {
 		known = Head{Seq: 0, Hash: GenesisHash}
 	}
 	var links []Link
@@ -577,4 +579,12 @@ func (s *sim) dropClosed() {
 	s.open = slices.DeleteFunc(s.open, func(e Effect) bool {
 		return e.Stage == StageClosed || (s.bugs["drop-unknown"] && e.Stage == StageUnknown)
 	})
+}
+
+func jsonRoundTrip(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }

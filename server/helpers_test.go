@@ -92,7 +92,7 @@ func (s *syncBuffer) String() string {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	store  store.Store
 	runner *runner.Runner
 	server *Server
@@ -104,7 +104,7 @@ type fixture struct {
 
 // newFixture serves the refund workflow over a temporary SQLite store with
 // the sandbox destination and a background runner. tokens may be "".
-func newFixture(t *testing.T, tokens string) *fixture {
+func newFixture(t testing.TB, tokens string) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
@@ -286,7 +286,7 @@ func (f *fixture) openStream(id, token string) <-chan []sseMessage {
 	return out
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))

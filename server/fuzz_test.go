@@ -1,0 +1,120 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// bodyTarget returns a fresh destination for a request schema.
+func bodyTarget(schema string) any {
+	switch schema {
+	case "start_run":
+		return &StartRun{}
+	case "submit_input":
+		return &SubmitInput{}
+	case "approve":
+		return &Approve{}
+	case "deny":
+		return &Deny{}
+	case "cancel":
+		return &Cancel{}
+	case "reconcile":
+		return &Reconcile{}
+	}
+	return &tokenFile{}
+}
+
+// Every request decoder: arbitrary bytes never panic, a refusal is a 400
+// or a 422 with a field, and an accepted body survives a round trip.
+func FuzzDecodeBodies(f *testing.F) {
+	for _, s := range []string{
+		`{"workflow":"refund-agent","input":{"refunds":[]}}`,
+		`{"workflow":"w","version":"1","run_id":"r-1","input":{}}`,
+		`{"request_id":"approval:r-1","request_digest":"sha256:` + strings.Repeat("a", 64) + `","ttl_seconds":60}`,
+		`{"request_id":"x","reason":"no"}`, `{}`, `{"reason":"stop"}`,
+		`{"intent_id":"intent:r-1","resolution":"abandon"}`, `{"input":{"a":[1,2,{"b":null}]}}`,
+		`{"a":1.5}`, `{"a":1,"a":2}`, `[`, "\xff", `{"input":{"x":"e\u0301"}}`,
+	} {
+		for i := range requestSchemas {
+			f.Add(uint8(i), []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		schema := requestSchemas[int(which)%len(requestSchemas)]
+		dst := bodyTarget(schema)
+		err := decodeStrict(body, schema, dst)
+		if err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) || (ae.Status != 400 && ae.Status != 422) || ae.Type == "" || ae.Message == "" {
+				t.Fatalf("%s: refusal %#v", schema, err)
+			}
+			return
+		}
+		again, err := json.Marshal(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeStrict(again, schema, bodyTarget(schema)); err != nil {
+			t.Fatalf("%s: accepted %q but not its re-encoding %q: %v", schema, body, again, err)
+		}
+	})
+}
+
+func FuzzParseTokens(f *testing.F) {
+	f.Add([]byte(tokenFileText))
+	f.Add([]byte(`{"tokens":[{"actor":"a","roles":["viewer"],"token_sha256":"` + strings.Repeat("0", 64) + `"}]}`))
+	f.Add([]byte(`{"tokens":[{"actor":"a","roles":["viewer","viewer"],"token":"0123456789abcdef"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tk, err := ParseTokens(data)
+		if err == nil && tk.Len() == 0 {
+			t.Fatal("a token file with no tokens was accepted")
+		}
+	})
+}
+
+// The whole API under arbitrary requests: never a panic, never a server
+// error, and every failure is an error body.
+func FuzzHandlers(f *testing.F) {
+	fx := newFixture(f, tokenFileText)
+	paths := []string{"/v1/runs", "/v1/runs/fz/inputs", "/v1/runs/fz/approve", "/v1/runs/fz/deny", "/v1/runs/fz/cancel", "/v1/runs/fz/reconcile",
+		"/v1/runs/fz", "/v1/runs/fz/events", "/v1/runs?state=X", "/v1/workflows"}
+	toks := []string{tokOperator, tokApprover, tokReconciler, tokViewer, tokAgent, tokUnknown, ""}
+	f.Add(uint8(0), uint8(0), "application/json", []byte(`{"workflow":"refund-agent","run_id":"fz","input":{"refunds":[{"id":"r-9","amount":5,"payee":"z","reason":"r"}]}}`))
+	f.Add(uint8(2), uint8(1), "application/json", []byte(`{"request_id":"approval:r-9","request_digest":"sha256:`+strings.Repeat("b", 64)+`"}`))
+	f.Add(uint8(5), uint8(2), "application/json", []byte(`{"intent_id":"intent:r-9","resolution":"confirmed_success"}`))
+	f.Add(uint8(1), uint8(4), "application/json; charset=utf-8", []byte(`{"input":{}}`))
+	f.Add(uint8(4), uint8(0), "text/plain", []byte(`{}`))
+	f.Add(uint8(7), uint8(3), "", []byte(nil))
+	f.Fuzz(func(t *testing.T, p, tk uint8, ctype string, body []byte) {
+		path := paths[int(p)%len(paths)]
+		method := "POST"
+		if p >= 6 {
+			method = "GET"
+		}
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		if tok := toks[int(tk)%len(toks)]; tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		fx.server.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 {
+			var b errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || b.Error.Type == "" {
+				t.Fatalf("%s %s: %d without an error body: %s", method, path, rec.Code, rec.Body)
+			}
+		} else if rec.Code != http.StatusOK && rec.Code != http.StatusCreated && rec.Code != http.StatusAccepted {
+			t.Fatalf("%s %s: status %d", method, path, rec.Code)
+		}
+	})
+}

@@ -119,6 +119,7 @@ func TestMutationsTrip(t *testing.T) {
 		}, WireWedge},
 		{"reconciliation with nothing unknown", reconciling, func(b *Boundary) { b.OpenBefore = nil }, WireWedge},
 		{"an unjudgeable round", commitWith(func(b Boundary) bool { return b.Progress != nil }), func(b *Boundary) { b.Progress.Round.Fingerprint = "nope" }, WireLivelock},
+		{"a rule no contract allows", commitWith(func(b Boundary) bool { return b.Progress != nil }), func(b *Boundary) { b.Progress.Rule.WindowRounds = -1 }, WireLivelock},
 		{"another workflow", loading, func(b *Boundary) { b.Code.CheckpointWorkflow = cjson.Digest([]byte("wf2")) }, WireCodeCoherence},
 		{"another FSM table", loading, func(b *Boundary) { b.Before.Table = cjson.Digest([]byte("table2")) }, WireCodeCoherence},
 		{"a checkpoint naming no build", committing, func(b *Boundary) { b.Code.CheckpointBuild = "" }, WireCodeCoherence},

@@ -132,7 +132,7 @@ func (s *sim) pass() {
 	s.boundaries = append(s.boundaries, s.loadBoundary())
 	s.snapshot = slices.Clone(s.inbox)
 	s.tick = Boundary{}
-	for i := 0; i < 60 && s.step(); i++ {
+	for i := 0; i < 40 && s.step(); i++ {
 	}
 	s.flush()
 	s.boundaries = append(s.boundaries, s.idleBoundary())

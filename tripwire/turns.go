@@ -102,6 +102,13 @@ func checkLivelock(s *Set, b *Boundary, f *finder) {
 	if p == nil {
 		return
 	}
+	// The rule comes from the loop contract, which validates it; a rule
+	// that did not pass that way is refused here rather than trusted.
+	if r := p.Rule; r.WindowRounds < 1 || r.WindowRounds > control.MaxWindowRounds || r.Epsilon < 0 || r.Threshold < 0 ||
+		r.Weights.ClosedObligations < 0 || r.Weights.ResolvedConflicts < 0 || r.Weights.VerifiedReceipts < 0 {
+		f.trip("/progress/rule", fmt.Sprintf("the no-progress rule is not one a loop contract allows: %+v", r), evidenceDigest("rule", r))
+		return
+	}
 	if _, _, err := p.Rule.Observe(p.Window, p.Round); err != nil {
 		f.trip("/progress/round", fmt.Sprintf("the round cannot be judged: %v", err), evidenceDigest("round", p.Round))
 		return

@@ -97,6 +97,7 @@ func NewServer(d Deps) *sdk.Server {
 		// Only tools: no logging, prompts or resources. Tools are added
 		// below, which advertises them.
 		Capabilities: &sdk.ServerCapabilities{},
+		SchemaCache:  schemas,
 	})
 	t := &tools{d: d, agent: runner.Actor{Name: d.Agent, Role: AgentRole, Capability: AgentCapability}}
 	t.register(s)
@@ -105,11 +106,16 @@ func NewServer(d Deps) *sdk.Server {
 
 // Handler serves the MCP streamable HTTP transport over d. Each session
 // gets a server whose agent is named by d.AgentFrom (or d.Agent).
+//
+// Requests a browser marks as cross-origin are refused, and requests that
+// reach a loopback address under a foreign Host name (DNS rebinding) are
+// refused by the SDK; authenticating callers is the job of whatever mounts
+// the handler.
 func Handler(d Deps) http.Handler {
 	if d.Store == nil || d.Runner == nil || d.Catalog == nil {
 		panic("mcp: Handler needs a Store, a Runner and a Catalog")
 	}
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		dd := d
 		if d.AgentFrom != nil {
 			if name := d.AgentFrom(r); name != "" {
@@ -118,7 +124,12 @@ func Handler(d Deps) http.Handler {
 		}
 		return NewServer(dd)
 	}, &sdk.StreamableHTTPOptions{Logger: d.Logger, SessionTimeout: 30 * time.Minute})
+	return http.NewCrossOriginProtection().Handler(h)
 }
+
+// schemas caches the tools' inferred schemas: Handler builds a server per
+// session, and the types never change.
+var schemas = sdk.NewSchemaCache()
 
 func randomRunID() string {
 	var b [8]byte

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,47 @@ func TestStdioCommand(t *testing.T) {
 	list := call[RunList](t, cs, "list_runs", map[string]any{})
 	if len(list.Runs) != 2 {
 		t.Fatalf("runs %+v", list.Runs)
+	}
+}
+
+// A web page cannot drive the agent tools from a browser: cross-origin
+// requests and loopback requests under a foreign Host name are refused
+// before any tool runs.
+func TestHTTPRefusesBrowserAndRebinding(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	srv := httptest.NewServer(Handler(f.deps))
+	t.Cleanup(srv.Close)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		host   string
+		want   int
+	}{
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden},
+		{"foreign origin", map[string]string{"Origin": "https://evil.example"}, "", http.StatusForbidden},
+		{"rebinding host", nil, "evil.example", http.StatusForbidden},
+		{"plain client", nil, "", http.StatusOK},
+	} {
+		req, err := http.NewRequest("POST", srv.URL, strings.NewReader(initialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, res.StatusCode, c.want)
+		}
 	}
 }

@@ -54,3 +54,20 @@ func FuzzDecideInput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecideState feeds arbitrary state documents (a corrupt checkpoint):
+// Decide and Inspect return an error or a decision, never panic.
+func FuzzDecideState(f *testing.F) {
+	w := compileExample(f, "refund-agent")
+	st, _ := w.Init("run-fuzz")
+	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 400, "bob", "late")})
+	f.Add(st)
+	f.Add(r.State)
+	f.Add([]byte(`{"kind":"flrh.workflow.state"}`))
+	in := Input{Seq: 5, Kind: KindInput, Body: refundInput("r-2", 40, "alice", "late")}
+	f.Fuzz(func(t *testing.T, state []byte) {
+		w.Decide(state, in)
+		w.Inspect(state)
+		w.AuthorizeApproved(state, ApprovalNeed{RequestID: "approval-request:x"}, Grant{})
+	})
+}

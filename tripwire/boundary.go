@@ -193,6 +193,10 @@ type Code struct {
 	RunningBuild       string `json:"running_build,omitempty"`
 	CheckpointWorkflow string `json:"checkpoint_workflow,omitempty"`
 	RunningWorkflow    string `json:"running_workflow,omitempty"`
+	// Blessed lists earlier builds an operator has declared able to
+	// resume the running build's checkpoints (a deliberate upgrade). A
+	// checkpoint from any other build trips.
+	Blessed []string `json:"blessed,omitempty"`
 }
 
 // Progress is one round of the loop as the no-progress arithmetic sees it:

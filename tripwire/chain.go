@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
@@ -159,7 +160,7 @@ func checkCoherence(s *Set, b *Boundary, f *finder) {
 	if b.Phase == PhaseCommit && c.CheckpointBuild == "" {
 		f.trip("/code/checkpoint_build", "a checkpoint about to be written names no build", evidenceDigest("code", c))
 	}
-	if c.CheckpointBuild != "" && c.RunningBuild != "" && c.CheckpointBuild != c.RunningBuild {
+	if c.CheckpointBuild != "" && c.RunningBuild != "" && c.CheckpointBuild != c.RunningBuild && !slices.Contains(c.Blessed, c.CheckpointBuild) {
 		f.trip("/code/checkpoint_build", fmt.Sprintf("the checkpoint was written by build %s; build %s is running", c.CheckpointBuild, c.RunningBuild),
 			evidenceDigest("checkpoint_build", c.CheckpointBuild), evidenceDigest("running_build", c.RunningBuild))
 	}

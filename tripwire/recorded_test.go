@@ -103,7 +103,7 @@ func TestRecordedIncidents(t *testing.T) {
 			for _, b := range rec.Boundaries {
 				trips = append(trips, Check(b)...)
 			}
-			if rec.Wire == "" {
+			if rec.Wire == "" { // a clean history, or a blessed change
 				if len(trips) > 0 {
 					t.Fatalf("clean history tripped:%s", describe(trips))
 				}

@@ -52,6 +52,7 @@ type sim struct {
 
 	boundaries []Boundary
 	forgetful  bool // the runner restarts before every pass: it reads the whole chain
+	blessed    []string
 }
 
 // inputSpec is what a simulated input makes the workflow decide.
@@ -162,7 +163,7 @@ func (s *sim) loadBoundary() Boundary {
 	b := Boundary{Phase: PhaseLoad, RunID: s.runID, Before: s.stored.cfg, After: s.stored.cfg, CursorBefore: s.stored.cursor, CursorAfter: s.stored.cursor,
 		OpenBefore: slices.Clone(s.stored.open), OpenAfter: slices.Clone(s.stored.open), Ledger: s.ledger(),
 		Chain: Chain{Known: known, Observed: s.head(), Links: links}, Lease: Lease{Generation: s.leaseGen, Newest: s.leaseGen},
-		Code: Code{CheckpointBuild: s.stored.build, RunningBuild: s.build, CheckpointWorkflow: s.wf, RunningWorkflow: s.wf}}
+		Code: Code{CheckpointBuild: s.stored.build, RunningBuild: s.build, CheckpointWorkflow: s.wf, RunningWorkflow: s.wf, Blessed: s.blessed}}
 	s.known = s.head()
 	return b
 }

@@ -232,6 +232,11 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 	next.time = logicalTime
 	res := &Result{Materialization: next, LogicalTime: logicalTime, Changes: next.lastChanges}
 	next.lastChanges = nil
+	if prior == nil {
+		// Relative to no prior, everything present is new (inline facts
+		// and what they derive included).
+		res.Changes = next.allFacts()
+	}
 	if res.Conflicts, err = next.Conflicts(); err != nil {
 		return nil, err
 	}
@@ -255,4 +260,18 @@ func validID(s string) bool {
 		}
 	}
 	return true
+}
+
+// allFacts lists every present signed fact as a +1 change, sorted.
+func (m *Materialization) allFacts() []FactDelta {
+	var out []FactDelta
+	for t, tb := range m.tables {
+		for r := int32(0); r < tb.n; r++ {
+			if tb.alive(r) {
+				out = append(out, FactDelta{Fact: m.decode(t, tb.row(r)), Diff: 1})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b FactDelta) int { return compareFacts(a.Fact, b.Fact) })
+	return out
 }

@@ -149,3 +149,19 @@ func reversed(d []FactChange) []FactChange {
 	}
 	return out
 }
+
+// The first tick reports everything present, inline facts included.
+func TestSolveFirstTickReportsEverything(t *testing.T) {
+	c, err := Load("g.dl", []byte(gateProgram+"request(\"standing\").\napproved(\"standing\").\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Solve(nil, c, []FactChange{{ID: "ev-1", Fact: req("a"), Diff: 1}}, 0, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{allow("standing") 1} {approved("standing") 1} {request("a") 1} {request("standing") 1}]`
+	if got := fmt.Sprint(r.Changes); got != want {
+		t.Fatalf("changes = %s\nwant %s", got, want)
+	}
+}

@@ -219,3 +219,57 @@ func TestRewrittenStoredEventTrips(t *testing.T) {
 		t.Fatal("a rewritten event did not trip the append-only wire")
 	}
 }
+
+// The disposition of a trip, carried out on the real store the way
+// docs/tripwires.md tells the runner to: the frozen tick is dropped, the
+// report is committed alone as a trace record, the run is parked, and
+// every other run carries on.
+func TestTripParksOnlyItsRun(t *testing.T) {
+	h := newHarness(t)
+	h.start("tripped", large) // rests in WAIT_APPROVAL
+	h.start("bystander", large)
+	b := storedBoundaries(t, h, "tripped")[1]
+	b.Waiting = append(b.Waiting, tripwire.Inbound{ID: "x", Kind: "approve_all", Digest: store.BodyDigest([]byte("x"))})
+	trips := tripwire.Check(b)
+	if len(trips) == 0 {
+		t.Fatal("an unknown inbox kind did not trip")
+	}
+	rep, err := tripwire.NewReport(b, trips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := rep.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := h.store.AcquireLease(ctx, "tripped", "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := h.run("tripped")
+	if err := h.store.Commit(ctx, lease, store.Tick{ExpectHead: run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.Quarantine(ctx, "tripped", "tripwire "+string(rep.Disposition.Park)+": "+trips[0].Wire); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := h.store.Trace(ctx, "tripped")
+	if len(tr) == 0 || tr[len(tr)-1].Kind != tripwire.ReportKind || string(tr[len(tr)-1].Body) != string(body) {
+		t.Fatal("the report is not the run's last trace record")
+	}
+	if after := h.run("tripped"); after.Head != run.Head || after.Quarantine == "" {
+		t.Fatalf("the tripped run moved (%d → %d) or is not parked (%q)", run.Head, after.Head, after.Quarantine)
+	}
+	// The bystander is untouched and still moves.
+	st, _ := h.r.Inspect(ctx, "bystander")
+	if err := h.r.Approve(ctx, "bystander", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("bystander").State; s != "SUCCEEDED" {
+		t.Fatalf("bystander %s", s)
+	}
+	if s := h.run("tripped").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("tripped run %s", s)
+	}
+}

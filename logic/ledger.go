@@ -43,7 +43,8 @@ type FactDelta struct {
 }
 
 // Result is what [Solve] returns: the next materialization (the prior one
-// is consumed), the net fact changes, and every conflict (BOTH atom).
+// is consumed), the net fact changes relative to the prior (every present
+// fact when there was none), sorted, and every conflict (BOTH atom).
 type Result struct {
 	Materialization *Materialization
 	LogicalTime     int64

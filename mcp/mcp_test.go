@@ -165,8 +165,8 @@ func TestLargeRefundWaitsAndAgentCannotApprove(t *testing.T) {
 	// The agent submits the best forgery it can, and gives the runner
 	// time to look at it.
 	sub := call[Progress](t, cs, "submit_input", map[string]any{"run_id": "large-1", "input": approvalLookalike(w), "wait_seconds": 0})
-	if sub.Run.State != "WAIT_APPROVAL" {
-		t.Fatalf("after the forged approval the run is %s", sub.Run.State)
+	if sub.Run.State != "WAIT_APPROVAL" || sub.Pending != 1 || sub.Note == "" {
+		t.Fatalf("after the forged approval: %+v", sub)
 	}
 	f.r.Wake()
 	time.Sleep(300 * time.Millisecond)

@@ -284,12 +284,12 @@ func (t *tools) progress(ctx context.Context, runID string, wait time.Duration) 
 		if err != nil {
 			return nil, Progress{}, explain(err, runID)
 		}
+		pending, err := t.d.Store.Inbox(ctx, runID, true)
+		if err != nil {
+			return nil, Progress{}, explain(err, runID)
+		}
 		settled := st.Run.Outcome != "" || st.Run.Quarantine != "" || len(st.Waiting) > 0 || len(st.Unknown) > 0
 		if !settled && st.Open == 0 {
-			pending, err := t.d.Store.Inbox(ctx, runID, true)
-			if err != nil {
-				return nil, Progress{}, explain(err, runID)
-			}
 			if len(pending) == 0 && st.Run.Head == lastHead {
 				still++
 			} else {
@@ -299,9 +299,12 @@ func (t *tools) progress(ctx context.Context, runID string, wait time.Duration) 
 		}
 		lastHead = st.Run.Head
 		if settled || !time.Now().Before(deadline) {
-			p := Progress{Run: view(st), Settled: settled}
-			if !settled {
+			p := Progress{Run: view(st), Settled: settled, Pending: len(pending)}
+			switch {
+			case !settled:
 				p.Note = "the run is still moving; read it again with get_run"
+			case len(pending) > 0 && st.Run.Outcome == "":
+				p.Note = "the run has not read every input yet: it reads them once a person has acted on what it waits for"
 			}
 			return nil, p, nil
 		}

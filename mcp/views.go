@@ -68,6 +68,7 @@ type ApprovalWaiting struct {
 type Progress struct {
 	Run     RunView `json:"run"`
 	Settled bool    `json:"settled" jsonschema:"the run ended, waits for a person, or stopped moving"`
+	Pending int     `json:"inputs_pending" jsonschema:"inputs submitted to the run that it has not read yet"`
 	Note    string  `json:"note,omitempty"`
 }
 

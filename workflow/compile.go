@@ -76,6 +76,7 @@ type Workflow struct {
 	adapters            map[string]AdapterSpec
 	rProfile            frontier.Profile
 	binding             seam.BindingProfile
+	cache               *matCache // nil: evaluate every tick from scratch
 }
 
 // ID names the workflow.
@@ -204,7 +205,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	if c.root["schema_version"] != SchemaVersion {
 		return nil, malformed("/schema_version", "must be %q", SchemaVersion)
 	}
-	w := &Workflow{limits: logic.Limits{MaxInputs: logic.ReferenceMaxInputs, MaxFirings: 1_000_000, MaxDepth: 10_000, MaxTuples: 1_000_000}}
+	w := &Workflow{cache: newMatCache(), limits: logic.Limits{MaxInputs: logic.ReferenceMaxInputs, MaxFirings: 1_000_000, MaxDepth: 10_000, MaxTuples: 1_000_000}}
 	var err *Error
 	if w.id, err = c.str("/id", c.root["id"], true); err != nil {
 		return nil, err

@@ -162,18 +162,19 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	}
 
 	var effects []Effect
-	var mat *logic.Materialization
+	mat, err := w.materialize(stateJSON, st)
+	if err != nil {
+		return Result{}, err
+	}
 	if evType != "" {
 		var refusal string
-		effects, mat, refusal, err = t.pipeline(evType, members, occurred)
+		effects, mat, refusal, err = t.pipeline(mat, evType, members, occurred)
 		if err != nil {
 			return Result{}, err
 		}
 		if refusal != "" {
 			return refuse("%s", refusal)
 		}
-	} else if mat, err = w.rebuild(st.Supports, st.Time); err != nil {
-		return Result{}, err
 	}
 	st.Time = in.Seq
 	var strip []any
@@ -192,6 +193,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	w.cache.put(cjson.Digest(next), mat)
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }
 
@@ -258,7 +260,9 @@ func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *ker
 }
 
 // pipeline runs F, L, the seam, R and H for one domain event.
-func (t *tick) pipeline(evType string, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
+// prior is the materialization of the state's live supports, which the
+// pipeline consumes.
+func (t *tick) pipeline(prior *logic.Materialization, evType string, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
 	w, st := t.w, t.st
 	// F
 	snap, err := kernel.ParseSnapshot(w.domain, st.Snapshot)
@@ -292,10 +296,6 @@ func (t *tick) pipeline(evType string, members map[string]any, occurred string) 
 	if refusal != "" {
 		return nil, nil, refusal, nil
 	}
-	prior, err := w.rebuild(st.Supports, st.Time)
-	if err != nil {
-		return nil, nil, "", err
-	}
 	res, err := logic.Solve(prior, w.rules, changes, t.lt, w.limits)
 	if err != nil {
 		if isBudget(err) {
@@ -310,6 +310,7 @@ func (t *tick) pipeline(evType string, members map[string]any, occurred string) 
 		for _, c := range res.Conflicts {
 			cs = append(cs, fmt.Sprint(c))
 		}
+		slices.Sort(cs)
 		t.note("l.conflicts", map[string]any{"conflicts": anySlice(cs)})
 	}
 

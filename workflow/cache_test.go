@@ -1,0 +1,76 @@
+package workflow
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// resultBytes renders everything a tick returns, byte for byte.
+func resultBytes(t interface{ Fatal(...any) }, r Result, err error) []byte {
+	if err != nil {
+		return []byte("error: " + err.Error())
+	}
+	var effects, trace []any
+	for _, e := range r.Effects {
+		var need any
+		if e.Approval != nil {
+			need = *e.Approval
+		}
+		effects = append(effects, map[string]any{"intent": e.Intent, "payload": string(e.Payload), "content": e.ContentDigest, "approval": need})
+	}
+	for _, n := range r.Trace {
+		trace = append(trace, []any{n.Kind, string(n.Body)})
+	}
+	b, merr := cjson.Marshal(map[string]any{"state": string(r.State), "effects": effects, "completion": string(r.Completion),
+		"refusal": r.Refusal, "trace": trace})
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	return b
+}
+
+// The materialization cache only saves work: a workflow with it and one
+// that evaluates every tick from scratch decide every input sequence
+// identically, byte for byte, trace included.
+func TestCacheIsTransparent(t *testing.T) {
+	cached := compileExample(t, "refund-agent")
+	plain := *cached
+	plain.cache = nil
+	rapid.Check(t, func(rt *rapid.T) {
+		runID := fmt.Sprintf("run-cache-%d", rapid.IntRange(0, 3).Draw(rt, "run"))
+		a, _ := cached.Init(runID)
+		b, _ := plain.Init(runID)
+		seq := int64(0)
+		var open []Effect
+		for i := 0; i < rapid.IntRange(1, 6).Draw(rt, "steps"); i++ {
+			seq++
+			var in Input
+			if len(open) > 0 && rapid.Bool().Draw(rt, "receipt") {
+				outcome := rapid.SampledFrom([]string{protocol.OutcomeConfirmedSuccess, protocol.OutcomeConfirmedFailure}).Draw(rt, "outcome")
+				in = Input{Seq: seq, Kind: KindReceipt, Body: receiptFor(open[0], outcome)}
+				open = open[1:]
+			} else {
+				in = Input{Seq: seq, Kind: KindInput, Body: refundInput(fmt.Sprintf("r-%d", i), rapid.Int64Range(1, 300).Draw(rt, "amount"),
+					rapid.SampledFrom([]string{"alice", "mallory"}).Draw(rt, "payee"), rapid.SampledFrom([]string{"late", "goodwill"}).Draw(rt, "reason"))}
+			}
+			ra, erra := cached.Decide(a, in)
+			rb, errb := plain.Decide(b, in)
+			if x, y := resultBytes(rt, ra, erra), resultBytes(rt, rb, errb); !bytes.Equal(x, y) {
+				rt.Fatalf("step %d differs with the cache\n%s\n%s", i, x, y)
+			}
+			if erra != nil {
+				return
+			}
+			if ra.Refusal == "" {
+				a, b = ra.State, rb.State
+				open = append(open, ra.Effects...)
+			}
+		}
+	})
+}

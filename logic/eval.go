@@ -417,15 +417,15 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 		if r >= x.m.start[tableIdx] {
 			return false
 		}
-		return t.died == nil || t.died[r] == 0 || t.died[r] == x.m.epoch
+		return !t.died.on() || t.died.get(r) == 0 || t.died.get(r) == x.m.epoch
 	}
 	if v.cur {
-		return (t.died == nil || t.died[r] == 0) && t.round[r] < x.m.round
+		return (!t.died.on() || t.died.get(r) == 0) && t.round.get(r) < x.m.round
 	}
 	if v.ranked {
-		return t.died[r] == 0 && t.round[r] < x.rankLimit
+		return t.died.get(r) == 0 && t.round.get(r) < x.rankLimit
 	}
-	return r < v.hi && (t.died == nil || t.died[r] == 0)
+	return r < v.hi && (!t.died.on() || t.died.get(r) == 0)
 }
 
 // match binds and checks one row against a scan step.
@@ -471,7 +471,7 @@ func (x *exec) run(i int) bool {
 			}
 		case v.useRng:
 			for r := v.lo; r < v.hi; r++ {
-				if t.died != nil && t.died[r] != 0 {
+				if t.died.on() && t.died.get(r) != 0 {
 					continue
 				}
 				if x.match(s, t, r) && !x.next(s, r, i) {
@@ -691,7 +691,7 @@ func (x *exec) emit() bool {
 		if x.track {
 			x.added = append(x.added, r)
 		}
-	} else if x.track && t.died != nil && t.died[r] == x.m.epoch {
+	} else if x.track && t.died.on() && t.died.get(r) == x.m.epoch {
 		// rederived in an update: it counts as new for propagation
 		x.m.revive(x.r.head, r)
 		x.added = append(x.added, r)

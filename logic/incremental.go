@@ -44,8 +44,8 @@ type baseRec struct {
 
 func (m *Materialization) setDied(t int, r int32, v uint32) {
 	tb := m.tables[t]
-	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died[r], tb.round[r]})
-	tb.died[r] = v
+	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died.get(r), tb.round.get(r)})
+	tb.died.set(r, v)
 }
 
 func (m *Materialization) setBase(t int, r int32, v int32) {
@@ -60,14 +60,14 @@ func (m *Materialization) setBase(t int, r int32, v int32) {
 
 func (m *Materialization) setRound(t int, r int32, v uint32) {
 	tb := m.tables[t]
-	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died[r], tb.round[r]})
-	tb.round[r] = v
+	m.undo.died = append(m.undo.died, diedRec{t, r, tb.died.get(r), tb.round.get(r)})
+	tb.round.set(r, v)
 }
 
 // doomRow over-deletes a row that is alive.
 func (m *Materialization) doomRow(t int, r int32) bool {
 	tb := m.tables[t]
-	if tb.died[r] != 0 {
+	if tb.died.get(r) != 0 {
 		return false
 	}
 	m.setDied(t, r, m.epoch)
@@ -79,12 +79,12 @@ func (m *Materialization) doomRow(t int, r int32) bool {
 // revive brings back a row over-deleted in the current update.
 func (m *Materialization) revive(t int, r int32) {
 	tb := m.tables[t]
-	if tb.died[r] == 0 {
+	if tb.died.get(r) == 0 {
 		return
 	}
 	m.setDied(t, r, 0)
 	tb.ndead--
-	tb.round[r] = m.round
+	tb.round.set(r, m.round)
 	m.live++
 }
 
@@ -103,7 +103,7 @@ func (x *exec) doom() bool {
 		return true
 	}
 	if x.candOnly {
-		if t.died[r] == 0 {
+		if t.died.get(r) == 0 {
 			x.doomed = append(x.doomed, r)
 		}
 	} else if x.m.doomRow(x.r.head, r) {
@@ -183,15 +183,10 @@ func (m *Materialization) beginUndo() {
 	for t, tb := range m.tables {
 		u.n[t] = tb.n
 		u.ndead[t] = tb.ndead
-		u.hadDie[t] = tb.died != nil
+		u.hadDie[t] = tb.died.on()
 		m.start[t] = tb.n
-		if tb.died == nil {
-			tb.died = make([]uint32, tb.n, max(int(tb.n), 16))
-		}
-		if tb.round == nil {
-			// rows from a from-scratch evaluation are all older than
-			// anything this update derives
-			tb.round = make([]uint32, tb.n, max(int(tb.n), 16))
+		if !tb.died.on() {
+			tb.died = zeroed(tb.n)
 		}
 	}
 	m.undo = u
@@ -202,8 +197,8 @@ func (m *Materialization) rollback() {
 	u := m.undo
 	for i := len(u.died) - 1; i >= 0; i-- {
 		d := u.died[i]
-		m.tables[d.t].died[d.r] = d.prev
-		m.tables[d.t].round[d.r] = d.round
+		m.tables[d.t].died.set(d.r, d.prev)
+		m.tables[d.t].round.set(d.r, d.round)
 	}
 	for i := len(u.base) - 1; i >= 0; i-- {
 		b := u.base[i]
@@ -221,12 +216,12 @@ func (m *Materialization) rollback() {
 		tb.ndead = u.ndead[t]
 		if tb.n != u.n[t] {
 			tb.truncate(u.n[t])
-			tb.round = tb.round[:tb.n]
-			tb.died = tb.died[:tb.n]
+			tb.round.truncate(tb.n)
+			tb.died.truncate(tb.n)
 			tb.rebuild()
 		}
 		if !u.hadDie[t] {
-			tb.died = nil
+			tb.died = u32vec{}
 		}
 	}
 	m.round, m.epoch, m.live, m.stats = u.round, u.epoch, u.live, u.stats
@@ -275,7 +270,7 @@ func (m *Materialization) finish() {
 	}
 	for t, tb := range m.tables {
 		for _, r := range m.deltaMinus[t] {
-			if tb.died[r] == m.epoch {
+			if tb.died.get(r) == m.epoch {
 				tb.unlink(r)
 			}
 		}
@@ -299,11 +294,11 @@ func (m *Materialization) compact(t int) {
 	w := int32(0)
 	packed := &table{arity: tb.arity}
 	for r := int32(0); r < tb.n; r++ {
-		if tb.died[r] != 0 {
+		if tb.died.get(r) != 0 {
 			continue
 		}
 		packed.appendRow(tb.row(r))
-		tb.round[w] = tb.round[r]
+		tb.round.set(w, tb.round.get(r))
 		if _, ok := m.base[t][r]; ok {
 			remap[r] = w
 		}
@@ -316,8 +311,8 @@ func (m *Materialization) compact(t int) {
 	m.base[t] = base
 	tb.n = w
 	tb.chunks = packed.chunks
-	tb.round = slices.Clip(tb.round[:w])
-	tb.died = make([]uint32, w)
+	tb.round.truncate(w)
+	tb.died = zeroed(w)
 	tb.ndead = 0
 	tb.rebuild()
 }
@@ -463,7 +458,7 @@ func (m *Materialization) apply(changes []Change) error {
 			if added {
 				m.live++
 				addedBy[in.t] = append(addedBy[in.t], r)
-			} else if tb.died[r] == m.epoch {
+			} else if tb.died.get(r) == m.epoch {
 				m.revive(in.t, r)
 				addedBy[in.t] = append(addedBy[in.t], r)
 			}
@@ -535,13 +530,13 @@ func (m *Materialization) apply(changes []Change) error {
 		for _, t := range s.tables {
 			tb := m.tables[t]
 			for _, r := range allD[t] {
-				if tb.died[r] == m.epoch {
+				if tb.died.get(r) == m.epoch {
 					m.deltaMinus[t] = append(m.deltaMinus[t], r)
 				}
 			}
 			m.deltaPlus[t] = m.deltaPlus[t][:0]
 			for r := m.start[t]; r < tb.n; r++ {
-				if tb.died[r] == 0 {
+				if tb.died.get(r) == 0 {
 					m.deltaPlus[t] = append(m.deltaPlus[t], r)
 				}
 			}
@@ -600,7 +595,7 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 	for _, t := range s.tables {
 		old, nw := m.tables[t], fresh[t]
 		for r := int32(0); r < m.start[t]; r++ {
-			if old.died[r] != 0 && old.died[r] != m.epoch {
+			if old.died.get(r) != 0 && old.died.get(r) != m.epoch {
 				continue // dead before this update
 			}
 			nr := nw.find(old.row(r))
@@ -609,14 +604,14 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 				// Take the rank the fresh evaluation proved: the old one
 				// may rest on rows that are gone.
 				m.revive(t, r)
-				m.setRound(t, r, nw.round[nr])
-			case old.died[r] == 0:
+				m.setRound(t, r, nw.round.get(nr))
+			case old.died.get(r) == 0:
 				m.doomRow(t, r)
 				allD[t] = append(allD[t], r)
 			}
 		}
 		for r := int32(0); r < nw.n; r++ {
-			if _, added := old.insert(nw.row(r), nw.round[r]); added {
+			if _, added := old.insert(nw.row(r), nw.round.get(r)); added {
 				m.live++
 			}
 		}
@@ -697,7 +692,7 @@ func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][
 	s := m.c.strata[si]
 	var heap []candidate
 	push := func(t int, r int32) {
-		heap = append(heap, candidate{m.tables[t].round[r], int32(t), r})
+		heap = append(heap, candidate{m.tables[t].round.get(r), int32(t), r})
 		for i := len(heap) - 1; i > 0; {
 			p := (i - 1) / 2
 			if !candLess(heap[i], heap[p]) {
@@ -766,7 +761,7 @@ func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][
 		cd := pop()
 		t, r := int(cd.t), cd.r
 		key := int64(t)<<32 | int64(r)
-		if checked[key] || m.tables[t].died[r] != 0 {
+		if checked[key] || m.tables[t].died.get(r) != 0 {
 			continue
 		}
 		checked[key] = true
@@ -826,7 +821,7 @@ func (m *Materialization) survives(x *exec, si, t int, r int32) (bool, error) {
 	defer func() { x.mode, x.onMatch, x.candOnly = saveMode, saveFn, saveCand }()
 	x.mode = emitCollect
 	x.onMatch = func([]int64) bool { found = true; return false }
-	x.rankLimit = tb.round[r]
+	x.rankLimit = tb.round.get(r)
 	for _, ru := range m.c.rules {
 		if ru.head != t {
 			continue

@@ -9,8 +9,8 @@ type table struct {
 	arity  int
 	chunks [][]int64 // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n      int32
-	round  []uint32 // nil until the first update; then the round that (re)derived each row
-	died   []uint32 // nil until something is deleted; epoch of death, 0 = alive
+	round  u32vec   // round that (re)derived each row: a rank, see overDeleteRanked
+	died   u32vec   // off until the first update; epoch of death, 0 = alive
 	ndead  int32
 	slots  []uint64 // hash set, see makeSlot
 	used   int      // occupied slots incl. tombstones
@@ -115,7 +115,7 @@ func (t *table) truncate(n int32) {
 	}
 }
 
-func (t *table) alive(r int32) bool { return t.died == nil || t.died[r] == 0 }
+func (t *table) alive(r int32) bool { return !t.died.on() || t.died.get(r) == 0 }
 
 func hashTuple(v []int64) uint64 {
 	h := uint64(hashSeed)
@@ -202,9 +202,9 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	r := t.n
 	t.n++
 	t.appendRow(v)
-	t.round = append(t.round, round)
-	if t.died != nil {
-		t.died = append(t.died, 0)
+	t.round.push(round)
+	if t.died.on() {
+		t.died.push(0)
 	}
 	if tomb >= 0 {
 		t.slots[tomb] = makeSlot(r, h)
@@ -362,10 +362,8 @@ func (t *table) clone() *table {
 	for i, c := range t.chunks {
 		u.chunks[i] = append(make([]int64, 0, cap(c)), c...)
 	}
-	u.round = append([]uint32(nil), t.round...)
-	if t.died != nil {
-		u.died = append([]uint32(nil), t.died...)
-	}
+	u.round = t.round.clone()
+	u.died = t.died.clone()
 	u.slots = append([]uint64(nil), t.slots...)
 	u.idx = make([]*index, len(t.idx))
 	for i, ix := range t.idx {
@@ -383,3 +381,67 @@ func (t *table) clone() *table {
 
 // liveRows counts rows that are alive.
 func (t *table) liveRows() int { return int(t.n - t.ndead) }
+
+// u32vec is a per-row uint32 column stored in chunks like the rows.
+type u32vec struct {
+	chunks [][]uint32
+}
+
+// on reports whether the column was ever allocated.
+func (v *u32vec) on() bool { return v.chunks != nil }
+
+func (v *u32vec) get(r int32) uint32 { return v.chunks[r>>chunkShift][r&chunkMask] }
+
+func (v *u32vec) set(r int32, x uint32) { v.chunks[r>>chunkShift][r&chunkMask] = x }
+
+func (v *u32vec) push(x uint32) {
+	last := len(v.chunks) - 1
+	if last < 0 || len(v.chunks[last]) == rowsPerChunk {
+		size := rowsPerChunk
+		if last < 0 {
+			size = 64
+		}
+		v.chunks = append(v.chunks, make([]uint32, 0, size))
+		last++
+	}
+	c := v.chunks[last]
+	if len(c) == cap(c) {
+		nc := make([]uint32, len(c), min(2*cap(c), rowsPerChunk))
+		copy(nc, c)
+		c = nc
+	}
+	v.chunks[last] = append(c, x)
+}
+
+// zeroed returns a column of n zeros.
+func zeroed(n int32) u32vec {
+	v := u32vec{chunks: [][]uint32{}}
+	for n > 0 {
+		k := min(n, rowsPerChunk)
+		v.chunks = append(v.chunks, make([]uint32, k, max(k, 64)))
+		n -= k
+	}
+	return v
+}
+
+func (v *u32vec) truncate(n int32) {
+	if v.chunks == nil {
+		return
+	}
+	k := int((n + chunkMask) >> chunkShift)
+	v.chunks = v.chunks[:k]
+	if k > 0 {
+		v.chunks[k-1] = v.chunks[k-1][:int(n-int32(k-1)*rowsPerChunk)]
+	}
+}
+
+func (v u32vec) clone() u32vec {
+	if v.chunks == nil {
+		return v
+	}
+	u := u32vec{chunks: make([][]uint32, len(v.chunks))}
+	for i, c := range v.chunks {
+		u.chunks[i] = append(make([]uint32, 0, cap(c)), c...)
+	}
+	return u
+}

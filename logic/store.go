@@ -9,8 +9,8 @@ type table struct {
 	arity  int
 	chunks [][]int64 // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n      int32
-	round  u32vec   // round that (re)derived each row: a rank, see overDeleteRanked
-	died   u32vec   // off until the first update; epoch of death, 0 = alive
+	round  u32vec // round that (re)derived each row: a rank, see overDeleteRanked
+	died   u32vec // off until the first update; epoch of death, 0 = alive
 	ndead  int32
 	slots  []uint64 // hash set, see makeSlot
 	used   int      // occupied slots incl. tombstones

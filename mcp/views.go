@@ -116,7 +116,19 @@ type Journey struct {
 	State   string        `json:"state"`
 	Outcome string        `json:"outcome,omitempty"`
 	Path    []Step        `json:"path" jsonschema:"the run's control path in event order"`
+	Strip   *Strip        `json:"strip,omitempty" jsonschema:"the deliberation machine's Journey Strip after the latest turn, when the workflow records one"`
 	Records []TraceRecord `json:"records" jsonschema:"FHR and journey trace records (every record with all_trace)"`
+}
+
+// Strip is the Journey Strip as the latest turn left it: the deliberation
+// states the run passed through (HOLD, OPTIONS, TEST, DECIDE, and FAILSAFE,
+// EXIT or ESCALATE when it came to that) and whether Degraded Safe Mode
+// is on.
+type Strip struct {
+	State    string   `json:"state"`
+	SafeMode bool     `json:"safe_mode"`
+	States   []string `json:"states"`
+	Record   int      `json:"record" jsonschema:"the index of the trace record it comes from"`
 }
 
 // Step is one event on a run's control path.
@@ -214,9 +226,26 @@ func journey(run store.Run, evs []store.Event, trace []store.TraceRecord, all bo
 		if all || journeyKind(tr.Kind) {
 			j.Records = append(j.Records, TraceRecord{Index: i, Kind: tr.Kind, Body: decoded(tr.Body)})
 		}
+		if tr.Kind == journeyRecord {
+			var rec struct {
+				State    string   `json:"state"`
+				SafeMode bool     `json:"safe_mode"`
+				Strip    []string `json:"strip"`
+			}
+			if json.Unmarshal(tr.Body, &rec) == nil && rec.State != "" {
+				if rec.Strip == nil {
+					rec.Strip = []string{}
+				}
+				j.Strip = &Strip{State: rec.State, SafeMode: rec.SafeMode, States: rec.Strip, Record: i}
+			}
+		}
 	}
 	return j, nil
 }
+
+// journeyRecord is the trace kind under which workflows record the
+// deliberation machine's Journey Strip after each turn.
+const journeyRecord = "mrp.journey"
 
 // journeyKind reports whether a trace record is an FHR or a journey
 // record: kinds such as FHR, h.fhr or journey.

@@ -273,3 +273,75 @@ func TestTripParksOnlyItsRun(t *testing.T) {
 		t.Fatalf("tripped run %s", s)
 	}
 }
+
+// twoAtOnce plans every refund of an input at once, so that one pass can
+// close one effect while another waits for a person.
+type twoAtOnce struct{ refunds }
+
+func (w twoAtOnce) Decide(state []byte, in Accepted) (Decision, error) {
+	if in.Kind != KindInput {
+		return Decision{State: state, Completion: Complete}, nil
+	}
+	var req struct {
+		Refunds []refund `json:"refunds"`
+	}
+	if err := decodeInto(in.Body, &req); err != nil {
+		return Decision{}, err
+	}
+	d := Decision{State: state, Completion: Continue}
+	for _, r := range req.Refunds {
+		d.Effects = append(d.Effects, w.plan(r, in))
+	}
+	return d, nil
+}
+
+// A receipt must reach the workflow. When one effect of a pass closes and
+// another waits for a person, the closed effect's receipt must survive the
+// pass; if the runner loses it (its ingest queue lives in one pass's
+// memory), the turn-conservation wire must say so at the next load.
+func TestLostReceiptIsCaughtAtTheNextLoad(t *testing.T) {
+	h := newHarness(t)
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{twoAtOnce{refunds{limit: 100}}}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	h.dest.script = []effect.Outcome{effect.Succeeded, effect.Unknown}
+	h.dest.lookupErr = true
+	h.start("run", `{"refunds":[{"id":"a","amount":1,"payee":"x"},{"id":"b","amount":2,"payee":"y"}]}`)
+	st, _ := r.Inspect(ctx, "run")
+	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	// What the next pass sees when it loads: the checkpoint, and an empty
+	// in-memory queue.
+	atLoad := storedBoundaries(t, h, "run")[0]
+	tripped := false
+	for _, tr := range tripwire.Check(atLoad) {
+		tripped = tripped || tr.Wire == tripwire.WireTurnConservation
+	}
+	if err := r.Reconcile(ctx, "run", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	rcs, _ := h.store.Receipts(ctx, "run")
+	evs, _ := h.store.Events(ctx, "run", 0)
+	accepted := 0
+	for _, e := range evs {
+		var in struct {
+			Kind string `json:"kind"`
+		}
+		if e.Kind == EventAccepted && json.Unmarshal(e.Body, &in) == nil && in.Kind == "receipt" {
+			accepted++
+		}
+	}
+	t.Logf("receipts %d, accepted as inputs %d, wire tripped at load: %v", len(rcs), accepted, tripped)
+	if accepted < len(rcs) && !tripped {
+		t.Fatalf("%d of %d receipts never reached the workflow and no wire saw it", len(rcs)-accepted, len(rcs))
+	}
+}

@@ -55,6 +55,12 @@ type Boundary struct {
 	Approvals []Consumption `json:"approvals"`
 	Results   []Result      `json:"results"`
 	Receipts  []Receipt     `json:"receipts"`
+	// AwaitingBefore and AwaitingAfter are the receipts committed but not
+	// yet accepted as the run's inputs (the runner's ingest queue), before
+	// and after the tick. At PhaseLoad and PhaseIdle only AwaitingBefore is
+	// read.
+	AwaitingBefore []Awaiting `json:"awaiting_before"`
+	AwaitingAfter  []Awaiting `json:"awaiting_after"`
 	// Ledger is the run's whole effect ledger as read from the store; nil
 	// when the runner did not read it.
 	Ledger *Ledger `json:"ledger,omitempty"`
@@ -128,6 +134,13 @@ type Result struct {
 type Receipt struct {
 	IntentID string `json:"intent_id"`
 	Outcome  string `json:"outcome"`
+	Digest   string `json:"digest"`
+}
+
+// Awaiting is a receipt waiting to be accepted as an input: the intent it
+// closes and the digest it will be accepted under.
+type Awaiting struct {
+	IntentID string `json:"intent_id"`
 	Digest   string `json:"digest"`
 }
 

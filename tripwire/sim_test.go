@@ -45,8 +45,9 @@ type sim struct {
 	open       []Effect
 	want       map[string]bool   // intent id -> needs an approval
 	outcomeOf  map[string]string // intent id -> what its destination will do
-	ingest     []Input
-	snapshot   []Inbound // the inbox as this pass read it
+	ingest     []Awaiting        // receipts waiting to be accepted
+	ingestAt   []Awaiting        // the queue as of the last commit
+	snapshot   []Inbound         // the inbox as this pass read it
 	tick       Boundary
 	n          int
 
@@ -130,6 +131,10 @@ func (s *sim) pass() {
 	}
 	s.cfg, s.cursor, s.completion = s.stored.cfg, s.stored.cursor, s.stored.completion
 	s.open = slices.Clone(s.stored.open)
+	if s.bugs["ingest-in-memory"] {
+		s.ingest = nil // the queue lived in the last pass's memory
+	}
+	s.ingestAt = slices.Clone(s.ingest)
 	s.boundaries = append(s.boundaries, s.loadBoundary())
 	s.snapshot = slices.Clone(s.inbox)
 	s.tick = Boundary{}
@@ -161,7 +166,7 @@ func (s *sim) loadBoundary() Boundary {
 		links = slices.Clone(s.links[known.Seq:])
 	}
 	b := Boundary{Phase: PhaseLoad, RunID: s.runID, Before: s.stored.cfg, After: s.stored.cfg, CursorBefore: s.stored.cursor, CursorAfter: s.stored.cursor,
-		OpenBefore: slices.Clone(s.stored.open), OpenAfter: slices.Clone(s.stored.open), Ledger: s.ledger(),
+		OpenBefore: slices.Clone(s.stored.open), OpenAfter: slices.Clone(s.stored.open), Ledger: s.ledger(), AwaitingBefore: slices.Clone(s.ingest),
 		Chain: Chain{Known: known, Observed: s.head(), Links: links}, Lease: Lease{Generation: s.leaseGen, Newest: s.leaseGen},
 		Code: Code{CheckpointBuild: s.stored.build, RunningBuild: s.build, CheckpointWorkflow: s.wf, RunningWorkflow: s.wf, Blessed: s.blessed}}
 	s.known = s.head()
@@ -176,7 +181,7 @@ func (s *sim) idleBoundary() Boundary {
 		}
 	}
 	return Boundary{Phase: PhaseIdle, RunID: s.runID, Before: s.stored.cfg, After: s.stored.cfg, CursorBefore: s.stored.cursor, CursorAfter: s.stored.cursor,
-		OpenBefore: slices.Clone(s.stored.open), OpenAfter: slices.Clone(s.stored.open), Waiting: waiting, Ledger: s.ledger(),
+		OpenBefore: slices.Clone(s.stored.open), OpenAfter: slices.Clone(s.stored.open), Waiting: waiting, Ledger: s.ledger(), AwaitingBefore: slices.Clone(s.ingest),
 		Chain: Chain{Known: s.known, Observed: s.head()}, Lease: Lease{Generation: s.leaseGen, Newest: s.leaseGen}}
 }
 
@@ -191,6 +196,7 @@ func (s *sim) flush() {
 	t.Before, t.After = s.stored.cfg, s.cfg
 	t.CursorBefore, t.CursorAfter = s.stored.cursor, s.cursor
 	t.OpenBefore, t.OpenAfter = slices.Clone(s.stored.open), slices.Clone(s.open)
+	t.AwaitingBefore, t.AwaitingAfter = s.ingestAt, slices.Clone(s.ingest)
 	if s.m.Final(s.cfg.State) {
 		t.Outcome = s.m.Outcome(s.cfg)
 		if s.bugs["outcome-default"] {
@@ -246,6 +252,7 @@ func (s *sim) flush() {
 	s.stored.cfg, s.stored.cursor, s.stored.completion = s.cfg, s.cursor, s.completion
 	s.stored.open = slices.Clone(s.open)
 	s.stored.build = cpBuild
+	s.ingestAt = slices.Clone(s.ingest)
 	s.tick = Boundary{}
 }
 
@@ -569,9 +576,9 @@ func (s *sim) close(e *Effect, n int64, status, outcome string) {
 	s.tick.Results = append(s.tick.Results, Result{IntentID: e.IntentID, N: n, Status: status, Outbox: "done"})
 	r := Receipt{IntentID: e.IntentID, Outcome: outcome, Digest: digestOf("receipt", []any{e.IntentID, n, outcome})}
 	s.tick.Receipts = append(s.tick.Receipts, r)
-	s.ingest = append(s.ingest, Input{Kind: "receipt", Digest: r.Digest})
+	s.ingest = append(s.ingest, Awaiting{IntentID: e.IntentID, Digest: r.Digest})
 	if s.bugs["double-ingest"] {
-		s.ingest = append(s.ingest, Input{Kind: "receipt", Digest: r.Digest})
+		s.ingest = append(s.ingest, Awaiting{IntentID: e.IntentID, Digest: r.Digest})
 	}
 	e.Stage = StageClosed
 }

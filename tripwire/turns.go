@@ -12,6 +12,12 @@ import (
 // accepted sequence continues the cursor without gaps; and every inbox
 // input the tick consumed was accepted exactly once, and nothing else was.
 func checkConservation(s *Set, b *Boundary, f *finder) {
+	if b.Phase != PhaseCommit {
+		if !s.m.Final(b.Before.State) {
+			checkClosedAwaiting(b, b.OpenBefore, b.AwaitingBefore, "/open_before", nil, f)
+		}
+		return
+	}
 	const (
 		idle     = iota // no input in flight
 		accepted        // an input was accepted, its EVENT_ACCEPTED is due
@@ -90,6 +96,61 @@ func checkConservation(s *Set, b *Boundary, f *finder) {
 			f.trip(ptr("/events", i), fmt.Sprintf("receipt accepted twice (events %d and %d): one witness, two turns", j, i), evidenceDigest("receipt", in.Digest))
 		}
 		seen[in.Digest] = i
+	}
+	// Every receipt reaches the workflow while the run lives: committed
+	// receipts are accepted in the tick or wait in the queue, none leave the
+	// queue unaccepted, and nothing is accepted as a receipt that was never
+	// committed. A run that ends takes no more turns; its receipts stay in
+	// the ledger.
+	live := !s.m.Final(b.After.State)
+	waitsAfter := func(d string) bool {
+		return slices.ContainsFunc(b.AwaitingAfter, func(a Awaiting) bool { return a.Digest == d })
+	}
+	waitedBefore := func(d string) bool {
+		return slices.ContainsFunc(b.AwaitingBefore, func(a Awaiting) bool { return a.Digest == d })
+	}
+	committed := func(d string) bool {
+		return slices.ContainsFunc(b.Receipts, func(r Receipt) bool { return r.Digest == d })
+	}
+	for i, r := range b.Receipts {
+		if _, ok := seen[r.Digest]; live && !ok && !waitsAfter(r.Digest) {
+			f.trip(ptr("/receipts", i), fmt.Sprintf("receipt for %s is committed but neither accepted nor waiting to be: the workflow will never see it", r.IntentID), r.Digest)
+		}
+	}
+	for i, a := range b.AwaitingBefore {
+		if _, ok := seen[a.Digest]; live && !ok && !waitsAfter(a.Digest) {
+			f.trip(ptr("/awaiting_before", i), fmt.Sprintf("receipt for %s left the queue without being accepted", a.IntentID), evidenceDigest("receipt", a.Digest))
+		}
+	}
+	for _, i := range inputs {
+		if in := b.Events[i].Input; in.Kind == "receipt" && !waitedBefore(in.Digest) && !committed(in.Digest) {
+			f.trip(ptr("/events", i), "a receipt was accepted that no tick committed", evidenceDigest("receipt", in.Digest))
+		}
+	}
+	for i, a := range b.AwaitingAfter {
+		if !waitedBefore(a.Digest) && !committed(a.Digest) {
+			f.trip(ptr("/awaiting_after", i), fmt.Sprintf("receipt for %s waits to be accepted but no tick committed it", a.IntentID), evidenceDigest("receipt", a.Digest))
+		}
+	}
+	if live {
+		checkClosedAwaiting(b, b.OpenAfter, b.AwaitingAfter, "/open_after", seen, f)
+	}
+}
+
+// checkClosedAwaiting: an effect the checkpoint still lists as closed has
+// its receipt waiting to be accepted (or, in a commit, accepted by it).
+func checkClosedAwaiting(b *Boundary, open []Effect, awaiting []Awaiting, where string, accepted map[string]int, f *finder) {
+	for i, e := range open {
+		if e.Stage != StageClosed || slices.ContainsFunc(awaiting, func(a Awaiting) bool { return a.IntentID == e.IntentID }) {
+			continue
+		}
+		if slices.ContainsFunc(b.Receipts, func(r Receipt) bool {
+			_, ok := accepted[r.Digest]
+			return ok && r.IntentID == e.IntentID
+		}) {
+			continue
+		}
+		f.trip(ptr(where, i), fmt.Sprintf("effect %s is closed but its receipt waits for no acceptance: the workflow will never see it", e.IntentID), evidenceDigest("effect", e))
 	}
 }
 

@@ -163,7 +163,7 @@ func New(cfg Config) (*Set, error) {
 		{WireAppendOnly, SeverityHalt, []Phase{PhaseLoad, PhaseCommit}, checkAppendOnly},
 		{WireFencing, SeverityHalt, []Phase{PhaseLoad, PhaseCommit}, checkFencing},
 		{WireCodeCoherence, SeverityDegrade, []Phase{PhaseLoad, PhaseCommit}, checkCoherence},
-		{WireTurnConservation, SeverityDegrade, []Phase{PhaseCommit}, checkConservation},
+		{WireTurnConservation, SeverityDegrade, []Phase{PhaseLoad, PhaseCommit, PhaseIdle}, checkConservation},
 		{WireLedgerClosure, SeverityHalt, []Phase{PhaseLoad, PhaseCommit, PhaseIdle}, checkLedger},
 		{WireApprovalConsumption, SeverityHalt, []Phase{PhaseLoad, PhaseCommit, PhaseIdle}, checkApprovals},
 		{WireWedge, SeverityDegrade, []Phase{PhaseIdle}, checkWedge},

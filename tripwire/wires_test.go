@@ -227,6 +227,12 @@ var incidents = []struct {
 		s.input(inputSpec{Effects: []effectSpec{{Outcome: "success"}}, Completion: "continue"})
 		s.pass()
 	}},
+	{"a receipt queued in one pass is forgotten by the next", "ingest-in-memory", WireTurnConservation, func(s *sim) {
+		s.input(inputSpec{Effects: []effectSpec{{Outcome: "success"}, {Outcome: "unknown"}}, Completion: "complete"})
+		s.pass() // one effect closes, the other waits for a person
+		s.reconcile("confirm")
+		s.pass()
+	}},
 	{"a refused input gets no decision", "refusal-swallowed", WireTurnConservation, func(s *sim) {
 		s.input(inputSpec{Completion: "refuse"})
 		s.pass()

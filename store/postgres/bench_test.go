@@ -3,6 +3,7 @@ package postgres
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,8 +22,24 @@ func benchTick(i int64, cp []byte) store.Tick {
 
 // BenchmarkCommitTick measures one fenced tick commit with one event and a
 // checkpoint, one writer (the server's fsync settings apply).
-func BenchmarkCommitTick(b *testing.B) {
-	s := openTest(b, Options{})
+func BenchmarkCommitTick(b *testing.B) { benchCommitTick(b, dsn(b)) }
+
+// BenchmarkCommitTickAsync is BenchmarkCommitTick with the session's
+// synchronous_commit off: what remains is round trips and CPU, the part
+// of a commit the store's code decides.
+func BenchmarkCommitTickAsync(b *testing.B) {
+	d := dsn(b)
+	sep := "?"
+	if strings.Contains(d, "?") {
+		sep = "&"
+	}
+	benchCommitTick(b, d+sep+"synchronous_commit=off")
+}
+
+func benchCommitTick(b *testing.B, dsn string) {
+	s, err := Open(ctx, dsn, Options{Schema: freshSchema(b)})
+	must(b, err)
+	defer s.Close()
 	must(b, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
 	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
 	must(b, err)

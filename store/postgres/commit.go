@@ -21,7 +21,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	if err := validateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	return s.write(ctx, op, lease.RunID, func(tx pgx.Tx) error {
+	return s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		run, now, err := s.fence(ctx, tx, op, lease)
 		if err != nil {
 			return err
@@ -66,7 +66,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
 			b.Queue(`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ($1, $2, 'pending', $3)`, in.ID, lease.RunID, ts)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if err := tx.SendBatch(ctx, b); err != nil {
 				if isDuplicate(err) && pgConstraint(err) == "intents_idempotency_key" {
 					// Another run committed this key after our snapshot
 					// was taken; run again to report exactly what it is.
@@ -115,7 +115,7 @@ WHERE o.intent_id = $1 AND i.run_id = $2`, rc.IntentID, lease.RunID).Scan(&statu
 			b.Queue(`INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`, rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
 			b.Queue(`UPDATE outbox SET status = 'done', updated_at = $1 WHERE intent_id = $2`, ts, rc.IntentID)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if err := tx.SendBatch(ctx, b); err != nil {
 				return err
 			}
 		}
@@ -157,7 +157,7 @@ VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = $1),
 			b.Queue(`INSERT INTO trace (run_id, seq, kind, body, recorded_at)
 VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace WHERE run_id = $1), $2, $3, $4)`, lease.RunID, tr.Kind, tr.Body, ts)
 		}
-		return tx.SendBatch(ctx, b).Close()
+		return tx.commitWith(ctx, b)
 	})
 }
 
@@ -180,7 +180,7 @@ func pgConstraint(err error) string {
 
 // consumeApproval revalidates a grant as stored, at the transaction's clock
 // reading, and consumes it once.
-func (s *Store) consumeApproval(ctx context.Context, tx pgx.Tx, runID string, use store.ApprovalUse, now time.Time) error {
+func (s *Store) consumeApproval(ctx context.Context, tx *wtx, runID string, use store.ApprovalUse, now time.Time) error {
 	const op = "commit"
 	a, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = $1`, use.ApprovalID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -217,7 +217,7 @@ func (s *Store) consumeApproval(ctx context.Context, tx pgx.Tx, runID string, us
 func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID string) (store.Attempt, error) {
 	const op = "begin attempt"
 	var at store.Attempt
-	err := s.write(ctx, op, lease.RunID, func(tx pgx.Tx) error {
+	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		_, now, err := s.fence(ctx, tx, op, lease)
 		if err != nil {
 			return err
@@ -229,7 +229,7 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 }
 
 // beginAttempt records attempt n+1 of an intent inside tx (already fenced).
-func beginAttempt(ctx context.Context, tx pgx.Tx, lease store.Lease, intentID string, now time.Time) (store.Attempt, error) {
+func beginAttempt(ctx context.Context, tx *wtx, lease store.Lease, intentID string, now time.Time) (store.Attempt, error) {
 	const op = "begin attempt"
 	var status string
 	var attempts int64
@@ -250,7 +250,7 @@ WHERE o.intent_id = $1 AND i.run_id = $2`, intentID, lease.RunID).Scan(&status, 
 	b.Queue(`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ($1, $2, 'started', $3, $4)`,
 		intentID, at.N, lease.Generation, nanos(now))
 	b.Queue(`UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = $2 WHERE intent_id = $3`, at.N, nanos(now), intentID)
-	return at, tx.SendBatch(ctx, b).Close()
+	return at, tx.SendBatch(ctx, b)
 }
 
 // validateTick checks what can be checked before touching the database, so

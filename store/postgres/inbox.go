@@ -19,7 +19,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	if store.BodyDigest(in.Body) != in.Digest {
 		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
-	return s.write(ctx, op, in.RunID, func(tx pgx.Tx) error {
+	return s.write(ctx, op, in.RunID, func(tx *wtx) error {
 		run, now, err := s.lockRun(ctx, tx, in.RunID)
 		if err != nil {
 			return err
@@ -42,7 +42,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, $9)`,
 			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
 		b.Queue(`SELECT pg_notify($1, $2)`, s.channel(), in.RunID)
-		return tx.SendBatch(ctx, b).Close()
+		return tx.commitWith(ctx, b)
 	})
 }
 

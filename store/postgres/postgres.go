@@ -305,7 +305,7 @@ func fromNanos(n int64) time.Time {
 // decides everything anew. A lost connection, a failing COMMIT or any other
 // error is reported, never retried: the tick's fate is the caller's to
 // establish by reading the run's head.
-func (s *Store) write(ctx context.Context, op, runID string, fn func(tx pgx.Tx) error) error {
+func (s *Store) write(ctx context.Context, op, runID string, fn func(tx *wtx) error) error {
 	if s.ro {
 		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
 	}
@@ -324,16 +324,14 @@ func (s *Store) write(ctx context.Context, op, runID string, fn func(tx pgx.Tx) 
 	return mapErr(op, runID, err)
 }
 
-func (s *Store) once(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+func (s *Store) once(ctx context.Context, fn func(tx *wtx) error) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback(ctx)
-		return err
-	}
-	return tx.Commit(ctx)
+	defer conn.Release()
+	tx := &wtx{conn: conn}
+	return tx.finish(ctx, fn(tx))
 }
 
 // backoff waits a little longer on each retry so that racing writers

@@ -28,7 +28,7 @@ func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
 	if store.BodyDigest(a.Body) != a.Digest {
 		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
 	}
-	return s.write(ctx, "grant approval", a.RunID, func(tx pgx.Tx) error {
+	return s.write(ctx, "grant approval", a.RunID, func(tx *wtx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'granted', `+nowParam(8)+`)`,
 			a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), s.injected())
@@ -38,7 +38,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, 'granted', `+nowParam(8)+`)`,
 
 // RevokeApproval implements store.Store.
 func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
-	return s.write(ctx, "revoke approval", "", func(tx pgx.Tx) error {
+	return s.write(ctx, "revoke approval", "", func(tx *wtx) error {
 		var status string
 		err := tx.QueryRow(ctx, `SELECT status FROM approvals WHERE approval_id = $1 FOR UPDATE`, approvalID).Scan(&status)
 		if err != nil {

@@ -28,7 +28,7 @@ func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 // after the lock is held, so "now" is ordered after every earlier writer
 // of the run. Every write to a run goes through this row lock: it is what
 // serializes a run's writers, on one machine or many.
-func (s *Store) lockRun(ctx context.Context, tx pgx.Tx, runID string) (store.Run, time.Time, error) {
+func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string) (store.Run, time.Time, error) {
 	var clock int64
 	// The outer projection is evaluated on rows the locking CTE has
 	// already returned, so clock_timestamp() is read after the lock.
@@ -47,7 +47,7 @@ SELECT r.*, `+nowNanos+` FROM r`, runID), &clock)
 
 // fence locks the run and checks, inside tx, that lease is the run's
 // current, unexpired lease and that the run is not quarantined.
-func (s *Store) fence(ctx context.Context, tx pgx.Tx, op string, lease store.Lease) (store.Run, time.Time, error) {
+func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease) (store.Run, time.Time, error) {
 	r, now, err := s.lockRun(ctx, tx, lease.RunID)
 	if err != nil {
 		return r, now, err
@@ -70,7 +70,7 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
 	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
 		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
 	}
-	return s.write(ctx, "create run", run.ID, func(tx pgx.Tx) error {
+	return s.write(ctx, "create run", run.ID, func(tx *wtx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected())
@@ -118,7 +118,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
 	}
 	var lease store.Lease
-	err := s.write(ctx, "acquire lease", runID, func(tx pgx.Tx) error {
+	err := s.write(ctx, "acquire lease", runID, func(tx *wtx) error {
 		r, now, err := s.lockRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "renew lease", lease.RunID, nil, "a positive ttl is required")
 	}
 	out := lease
-	err := s.write(ctx, "renew lease", lease.RunID, func(tx pgx.Tx) error {
+	err := s.write(ctx, "renew lease", lease.RunID, func(tx *wtx) error {
 		_, now, err := s.fence(ctx, tx, "renew lease", lease)
 		if err != nil {
 			return err
@@ -159,7 +159,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 
 // ReleaseLease implements store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	return s.write(ctx, "release lease", lease.RunID, func(tx pgx.Tx) error {
+	return s.write(ctx, "release lease", lease.RunID, func(tx *wtx) error {
 		_, now, err := s.fence(ctx, tx, "release lease", lease)
 		if err != nil {
 			return err
@@ -179,7 +179,7 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
 	}
-	return s.write(ctx, "quarantine", runID, func(tx pgx.Tx) error {
+	return s.write(ctx, "quarantine", runID, func(tx *wtx) error {
 		_, now, err := s.lockRun(ctx, tx, runID)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -273,13 +274,17 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 	if err != nil {
 		return RunPage{}, err
 	}
-	rcs, err := s.cfg.Store.Receipts(ctx, id)
-	if err != nil {
-		return RunPage{}, err
-	}
+	// Receipts are read only when an effect is closed: a run still waiting
+	// has none, and the store's receipts-by-run read is not cheap.
 	receipts := map[string]store.Receipt{}
-	for _, rc := range rcs {
-		receipts[rc.IntentID] = rc
+	if slices.ContainsFunc(ins, func(in store.Intent) bool { return in.Outbox == store.OutboxDone }) {
+		rcs, err := s.cfg.Store.Receipts(ctx, id)
+		if err != nil {
+			return RunPage{}, err
+		}
+		for _, rc := range rcs {
+			receipts[rc.IntentID] = rc
+		}
 	}
 	for _, in := range ins {
 		e := EffectView{IntentID: in.ID, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey, ContentDigest: in.ContentDigest,

@@ -37,8 +37,8 @@ import (
 // measured from the commit itself.
 type commitClock struct {
 	store.Store
-	mu   sync.Mutex
-	all  map[string][]time.Time
+	mu  sync.Mutex
+	all map[string][]time.Time
 }
 
 func (c *commitClock) Commit(ctx context.Context, l store.Lease, t store.Tick) error {
@@ -107,7 +107,7 @@ func setup(tb testing.TB) *env {
 		reg := &effect.Registry{}
 		reg.Register("refund.pay", "http/1", sb.Adapter())
 		wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
-		r, err := runner.New(runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "bench", Poll: 20 * time.Millisecond})
+		r, err := runner.New(runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "bench"})
 		if err != nil {
 			fail(err)
 			return

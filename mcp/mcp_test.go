@@ -113,6 +113,9 @@ func TestSmallRefundSucceeds(t *testing.T) {
 	if n := len(f.sb.Mutations()); n != 1 {
 		t.Fatalf("sandbox applied %d mutations, want 1", n)
 	}
+	if res := callRaw(t, cs, "submit_input", map[string]any{"run_id": "small-1", "input": obj(t, smallRefund)}); !res.IsError || !strings.Contains(text(res), "has ended") {
+		t.Fatalf("input to an ended run: %s", text(res))
+	}
 	j := call[Journey](t, cs, "get_journey", map[string]any{"run_id": "small-1"})
 	if len(j.Path) == 0 || j.Path[len(j.Path)-1].To != "SUCCEEDED" || j.State != "SUCCEEDED" {
 		t.Fatalf("journey path %+v", j.Path)
@@ -378,5 +381,29 @@ func TestListRuns(t *testing.T) {
 	}
 	if !slices.Equal(w, []string{"a-2", "a-4"}) || waiting.Next != "" {
 		t.Fatalf("waiting runs %v next %q", w, waiting.Next)
+	}
+}
+
+// A run of a workflow this server does not load is still shown, with a
+// note, rather than refused.
+func TestRunOfUnloadedWorkflow(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	cs := connect(t, f.deps, nil)
+	if err := f.st.CreateRun(context.Background(), store.Run{ID: "other-1", WorkflowID: "elsewhere", WorkflowVersion: "3", State: "INIT"}); err != nil {
+		t.Fatal(err)
+	}
+	det := call[RunDetail](t, cs, "get_run", map[string]any{"run_id": "other-1"})
+	if det.Run.RunID != "other-1" || det.Run.Workflow != "elsewhere" || !strings.Contains(det.Note, "elsewhere@3") {
+		t.Fatalf("run of an unloaded workflow: %+v", det)
+	}
+	if l := call[RunList](t, cs, "list_runs", map[string]any{}); len(l.Runs) != 1 || l.Runs[0].RunID != "other-1" {
+		t.Fatalf("list %+v", l)
+	}
+	res := callRaw(t, cs, "submit_input", map[string]any{"run_id": "other-1", "input": map[string]any{}, "wait_seconds": 0})
+	if !res.IsError || !strings.Contains(text(res), "does not offer") {
+		t.Fatalf("submit to a run of an unloaded workflow: %s", text(res))
+	}
+	if in, err := f.st.Inbox(context.Background(), "other-1", false); err != nil || len(in) != 0 {
+		t.Fatalf("the refused input reached the inbox: %v %v", in, err)
 	}
 }

@@ -145,10 +145,16 @@ func (t *tools) listRuns(ctx context.Context, _ *sdk.CallToolRequest, in listRun
 
 func (t *tools) getRun(ctx context.Context, _ *sdk.CallToolRequest, in runIn) (*sdk.CallToolResult, RunDetail, error) {
 	st, err := t.d.Runner.Inspect(ctx, in.RunID)
+	note := ""
 	if err != nil {
-		return nil, RunDetail{}, explain(err, in.RunID)
+		if st.Run.ID == "" {
+			return nil, RunDetail{}, explain(err, in.RunID)
+		}
+		// The header was read but not the checkpoint (a workflow this
+		// server does not load, say): show what there is, and say so.
+		note = "what the run waits for cannot be read here: " + err.Error()
 	}
-	det := RunDetail{Run: view(st), Effects: []Effect{}, Receipts: []Receipt{}}
+	det := RunDetail{Run: view(st), Effects: []Effect{}, Receipts: []Receipt{}, Note: note}
 	intents, err := t.d.Store.Intents(ctx, in.RunID)
 	if err != nil {
 		return nil, RunDetail{}, explain(err, in.RunID)
@@ -245,6 +251,9 @@ func (t *tools) submitInput(ctx context.Context, req *sdk.CallToolRequest, in su
 	}
 	if run.Outcome != "" {
 		return nil, Progress{}, fmt.Errorf("run %s has ended (%s, outcome %s) and takes no more input", run.ID, run.State, run.Outcome)
+	}
+	if !t.offers(run.WorkflowID, run.WorkflowVersion) {
+		return nil, Progress{}, fmt.Errorf("run %s is a run of %s@%s, which this server does not offer", run.ID, run.WorkflowID, run.WorkflowVersion)
 	}
 	// Always the agent's own identity and the input kind: the body cannot
 	// choose either.

@@ -77,6 +77,7 @@ type RunDetail struct {
 	Run      RunView   `json:"run"`
 	Effects  []Effect  `json:"effects"`
 	Receipts []Receipt `json:"receipts"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // Effect is one committed intent with its outbox state and attempts.

@@ -42,7 +42,6 @@ type tick struct {
 	wf      Workflow
 	cp      *checkpoint
 	pending store.Tick
-	ingest  []Accepted // receipts waiting to be accepted as inputs
 	moved   bool
 	inbox   []store.Inbound // pending inbox, read once per pass
 	inboxOK bool
@@ -141,7 +140,7 @@ func (r *Runner) load(ctx context.Context, t *tick) error {
 			return fmt.Errorf("workflow init state: %w", err)
 		}
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
-			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}}
+			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
 		return nil
 	} else if err != nil && store.CodeOf(err) != store.CodeNotFound {
 		return err
@@ -439,10 +438,14 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	if t.cp.Transitions >= r.cfg.MaxTransitions {
 		return true, r.fire(t, "BUDGET_EXHAUSTED", nil, map[string]any{"steps": t.cp.Transitions})
 	}
-	if len(t.ingest) > 0 {
-		in := t.ingest[0]
-		t.ingest = t.ingest[1:]
-		return true, r.accept(t, in)
+	if len(t.cp.Ingest) > 0 {
+		next := t.cp.Ingest[0]
+		t.cp.Ingest = t.cp.Ingest[1:]
+		body, err := canonBytes(next.Receipt)
+		if err != nil {
+			return true, err
+		}
+		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest})
 	}
 	inputs, err := r.pendingInbox(ctx, t, KindInput)
 	if err != nil || len(inputs) == 0 {
@@ -866,7 +869,14 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 		return err
 	}
 	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: store.BodyDigest(body)})
-	t.ingest = append(t.ingest, Accepted{Kind: "receipt", Body: body, Digest: store.BodyDigest(body)})
+	rv, err := canonValue(body)
+	if err != nil {
+		return err
+	}
+	// The receipt waits in the checkpoint, not in memory, until the run
+	// accepts it: a pass that commits it and then stops (to wait for a
+	// person, say) must not lose it.
+	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: store.BodyDigest(body), Receipt: rv})
 	e.Stage = "closed"
 	return nil
 }

@@ -28,7 +28,15 @@ type checkpoint struct {
 	Accepted       int64                 `json:"accepted"`   // inputs accepted so far
 	Completion     Completion            `json:"completion"` // the workflow's latest verdict
 	Open           []openEffect          `json:"open"`       // effects planned and not yet closed, in order
+	Ingest         []pendingReceipt      `json:"ingest"`     // committed receipts not yet accepted as inputs, in order
 	Transitions    int64                 `json:"transitions"`
+}
+
+// pendingReceipt is a committed receipt the run has still to accept.
+type pendingReceipt struct {
+	IntentID string `json:"intent_id"`
+	Digest   string `json:"digest"`
+	Receipt  any    `json:"receipt"`
 }
 
 // openEffect is an effect the run owes the world, from plan to receipt.

@@ -38,6 +38,13 @@ func checkAlphabet(s *Set, b *Boundary, f *finder) {
 			f.trip(where, fmt.Sprintf("unknown %s %q", what, v), evidenceDigest(what, v))
 		}
 	}
+	// symAt builds its pointer only when it trips: the common case costs a
+	// map lookup.
+	symAt := func(base string, i int, suffix, what, v string, known bool) {
+		if !known {
+			sym(ptr(base, i)+suffix, what, v, false)
+		}
+	}
 	state := func(where, st string) {
 		_, ok := s.m.State(st)
 		sym(where, "state", st, ok)
@@ -63,60 +70,61 @@ func checkAlphabet(s *Set, b *Boundary, f *finder) {
 		}
 	}
 	for i, e := range b.Events {
-		where := ptr("/events", i)
-		sym(where+"/kind", "event kind", e.Kind, s.alphaSets.eventKinds[e.Kind])
+		symAt("/events", i, "/kind", "event kind", e.Kind, s.alphaSets.eventKinds[e.Kind])
 		switch e.Kind {
 		case EventControl, EventRejected:
 			if e.Record == nil {
-				f.trip(where+"/record", "a control event without its record", evidenceDigest("event", e.Digest))
+				f.trip(ptr("/events", i)+"/record", "a control event without its record", evidenceDigest("event", e.Digest))
 				continue
 			}
 			r := e.Record
-			sym(where+"/record/format", "record format", r.Format, r.Format == control.RecordFormat)
-			sym(where+"/record/event", "control event", r.Event, s.events[r.Event])
-			state(where+"/record/from", r.From)
-			state(where+"/record/to", r.To)
+			symAt("/events", i, "/record/format", "record format", r.Format, r.Format == control.RecordFormat)
+			symAt("/events", i, "/record/event", "control event", r.Event, s.events[r.Event])
+			_, fromOK := s.m.State(r.From)
+			symAt("/events", i, "/record/from", "state", r.From, fromOK)
+			_, toOK := s.m.State(r.To)
+			symAt("/events", i, "/record/to", "state", r.To, toOK)
 			if r.Reason != "" || !r.Accepted {
-				sym(where+"/record/reason", "refusal reason", string(r.Reason), reasons[string(r.Reason)])
+				symAt("/events", i, "/record/reason", "refusal reason", string(r.Reason), reasons[string(r.Reason)])
 			}
 		case EventAccepted:
 			if e.Input == nil {
-				f.trip(where+"/input", "an accepted event without its input", evidenceDigest("event", e.Digest))
+				f.trip(ptr("/events", i)+"/input", "an accepted event without its input", evidenceDigest("event", e.Digest))
 				continue
 			}
-			sym(where+"/input/kind", "input kind", e.Input.Kind, s.alphaSets.inputKinds[e.Input.Kind])
+			symAt("/events", i, "/input/kind", "input kind", e.Input.Kind, s.alphaSets.inputKinds[e.Input.Kind])
 		}
 	}
 	for i, in := range b.Consumed {
-		sym(ptr("/consumed", i)+"/kind", "inbox kind", in.Kind, s.alphaSets.inboxKinds[in.Kind])
+		symAt("/consumed", i, "/kind", "inbox kind", in.Kind, s.alphaSets.inboxKinds[in.Kind])
 	}
 	for i, in := range b.Waiting {
-		sym(ptr("/waiting", i)+"/kind", "inbox kind", in.Kind, s.alphaSets.inboxKinds[in.Kind])
+		symAt("/waiting", i, "/kind", "inbox kind", in.Kind, s.alphaSets.inboxKinds[in.Kind])
 	}
 	for i, e := range b.OpenBefore {
-		sym(ptr("/open_before", i)+"/stage", "effect stage", e.Stage, s.alphaSets.stages[e.Stage])
+		symAt("/open_before", i, "/stage", "effect stage", e.Stage, s.alphaSets.stages[e.Stage])
 	}
 	for i, e := range b.OpenAfter {
-		sym(ptr("/open_after", i)+"/stage", "effect stage", e.Stage, s.alphaSets.stages[e.Stage])
+		symAt("/open_after", i, "/stage", "effect stage", e.Stage, s.alphaSets.stages[e.Stage])
 	}
 	for i, r := range b.Results {
-		sym(ptr("/results", i)+"/status", "attempt status", r.Status, s.alphaSets.attempts[r.Status])
-		sym(ptr("/results", i)+"/outbox", "outbox status", r.Outbox, s.alphaSets.outbox[r.Outbox])
+		symAt("/results", i, "/status", "attempt status", r.Status, s.alphaSets.attempts[r.Status])
+		symAt("/results", i, "/outbox", "outbox status", r.Outbox, s.alphaSets.outbox[r.Outbox])
 	}
 	for i, r := range b.Receipts {
-		sym(ptr("/receipts", i)+"/outcome", "receipt outcome", r.Outcome, s.alphaSets.receipts[r.Outcome])
+		symAt("/receipts", i, "/outcome", "receipt outcome", r.Outcome, s.alphaSets.receipts[r.Outcome])
 	}
 	for i, a := range b.Approvals {
 		if a.GrantStatus != "" {
-			sym(ptr("/approvals", i)+"/grant_status", "approval status", a.GrantStatus, s.alphaSets.approvals[a.GrantStatus])
+			symAt("/approvals", i, "/grant_status", "approval status", a.GrantStatus, s.alphaSets.approvals[a.GrantStatus])
 		}
 	}
 	if l := b.Ledger; l != nil {
 		for i, in := range l.Intents {
-			sym(ptr("/ledger/intents", i)+"/outbox", "outbox status", in.Outbox, s.alphaSets.outbox[in.Outbox])
+			symAt("/ledger/intents", i, "/outbox", "outbox status", in.Outbox, s.alphaSets.outbox[in.Outbox])
 		}
 		for i, a := range l.Approvals {
-			sym(ptr("/ledger/approvals", i)+"/status", "approval status", a.Status, s.alphaSets.approvals[a.Status])
+			symAt("/ledger/approvals", i, "/status", "approval status", a.Status, s.alphaSets.approvals[a.Status])
 		}
 	}
 }

@@ -92,7 +92,7 @@ func checkControlChain(s *Set, b *Boundary, f *finder) {
 		if e.Record == nil || (e.Kind != EventControl && e.Kind != EventRejected) {
 			continue
 		}
-		where := ptr("/events", i)
+		where := "/events/" + strconv.Itoa(i)
 		r := e.Record
 		accepted := e.Kind == EventControl
 		if r.Accepted != accepted {

@@ -3,6 +3,7 @@ package tripwire
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"flrh.dev/flrh/control"
@@ -250,4 +251,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func ptr(base string, i int) string { return fmt.Sprintf("%s/%d", base, i) }
+func ptr(base string, i int) string { return base + "/" + strconv.Itoa(i) }

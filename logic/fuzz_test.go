@@ -84,3 +84,30 @@ func FuzzReadFacts(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFact: a query atom either parses against the declarations or
+// fails with a typed error.
+func FuzzParseFact(f *testing.F) {
+	c, err := Load("f.dl", []byte(".decl r(a: number, b: symbol)\n.decl z()\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{`r(1, "a")`, `-r(-5, "")`, `z()`, `r(1, "a").`, `r(x, "a")`, `r(1)`, `-`, `r(1, "a") r`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		fact, err := ParseFact(c, text)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Code == "" {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		// What parses renders back to text that parses to the same fact.
+		again, err := ParseFact(c, fact.String())
+		if err != nil || again.String() != fact.String() {
+			t.Fatalf("%q -> %s -> %v, %v", text, fact, again, err)
+		}
+	})
+}

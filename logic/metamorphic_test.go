@@ -137,3 +137,31 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 		t.Fatalf("expected a conflict on the cycle, got:\n%s", out)
 	}
 }
+
+type solveInput struct {
+	Src   string
+	Delta []FactChange
+}
+
+// Solve is a pure function of its inputs too.
+func TestSolveIsDeterministic(t *testing.T) {
+	in := solveInput{Src: gateProgram, Delta: []FactChange{
+		{ID: "ev-2", Fact: appr("a", true), Diff: 1},
+		{ID: "ev-1", Fact: req("a"), Diff: 1},
+		{ID: "ev-3", Fact: appr("a", false), Diff: 1},
+	}}
+	out := determinism.Check(t, in, func(in solveInput) string {
+		c, err := Load("g.dl", []byte(in.Src))
+		if err != nil {
+			return err.Error()
+		}
+		r, err := Solve(nil, c, in.Delta, 7, Limits{})
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(r.Changes, r.Conflicts)
+	})
+	if !strings.Contains(out, `allow("a")`) {
+		t.Fatalf("unexpected result %s", out)
+	}
+}

@@ -33,6 +33,9 @@ through --destination. Logs go to stderr; stdout carries only the protocol.`,
 		Args:    cobra.NoArgs,
 	}
 	rf := addRunnerFlags(cmd)
+	// The runner here runs for as long as the server does; there is no
+	// single pass to wait for.
+	cmd.Flags().MarkHidden("wait")
 	agent := cmd.Flags().String("agent", mcp.DefaultAgent, "the agent's name in the records of what it submits (its role is always \"agent\")")
 	verbose := cmd.Flags().Bool("verbose", false, "log the runner's and the server's activity to stderr")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

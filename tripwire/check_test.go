@@ -315,3 +315,42 @@ func TestArbitraryBoundariesDoNotPanic(t *testing.T) {
 		}
 	})
 }
+
+// AfterCommit extends the known head exactly as the store chains the
+// events, and carries the window the round leads to.
+func TestAfterCommitFollowsTheStore(t *testing.T) {
+	s := newSim()
+	s.input(inputSpec{Effects: []effectSpec{{Approval: true, Outcome: "transient"}}, Completion: "complete"})
+	s.pass()
+	s.approve()
+	s.pass()
+	c := Carry{Known: Head{Seq: 0, Hash: GenesisHash}}
+	commits := 0
+	for _, b := range s.boundaries {
+		if b.Phase != PhaseCommit {
+			continue
+		}
+		if !slices.Equal(b.Progress.Window.Rounds, c.Window.Rounds) {
+			t.Fatalf("commit %d: carried window %v, the round met %v", commits, c.Window, b.Progress.Window)
+		}
+		next, err := AfterCommit(c, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = next
+		commits++
+		want := s.links[c.Known.Seq-1]
+		if c.Known.Hash != want.ChainHash || c.Newest != b.Lease.Generation {
+			t.Fatalf("commit %d: carried head %+v, the store's %d %s", commits, c.Known, want.Seq, want.ChainHash)
+		}
+	}
+	if commits < 3 || c.Known != s.head() {
+		t.Fatalf("%d commits; carried %+v, store %+v", commits, c.Known, s.head())
+	}
+	if _, err := AfterCommit(Carry{}, Boundary{Phase: PhaseCommit, Events: []Event{{Kind: EventControl}}}); err == nil {
+		t.Fatal("extended a head of unknown hash")
+	}
+	if _, err := AfterCommit(c, Boundary{Phase: PhaseIdle}); err == nil {
+		t.Fatal("AfterCommit accepted an idle boundary")
+	}
+}

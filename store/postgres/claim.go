@@ -51,7 +51,7 @@ WHERE r.run_id = picked.run_id
 RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order`,
 		owner, ttl.Nanoseconds(), limit, s.injected())
 	if err != nil {
-		return nil, mapErr(op, "", err)
+		return nil, s.mapErr(op, "", err)
 	}
 	type claimed struct {
 		lease store.Lease
@@ -65,7 +65,7 @@ RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order
 		return c, err
 	})
 	if err != nil {
-		return nil, mapErr(op, "", err)
+		return nil, s.mapErr(op, "", err)
 	}
 	// RETURNING has no order of its own; hand runs out oldest first.
 	for i := 1; i < len(got); i++ {

@@ -119,16 +119,19 @@ func TestConnectionKilledMidTransaction(t *testing.T) {
 	adm := admin(t)
 	before := state(t, s, "r")
 
-	killed := 0
+	killed, calls := 0, 0
 	kill := func(store.Approval, time.Time) error {
+		calls++
 		// This store's backend is idle in its transaction while Check runs.
 		err := adm.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 WHERE application_name = $1 AND state LIKE 'idle in transaction%') k`, app).Scan(&killed)
 		return err
 	}
 	err := s.Commit(ctx, l, bigTick(0, "ap1", kill))
-	if killed != 1 {
-		t.Fatalf("terminated %d backends, want 1", killed)
+	// The loss came before COMMIT was sent, so the store tried once more
+	// on a fresh connection — which the check killed again.
+	if killed != 1 || calls != 2 {
+		t.Fatalf("terminated %d backends in the last call, %d calls; want 1 and 2", killed, calls)
 	}
 	mustCode(t, err, store.CodeUnavailable)
 	if after := state(t, s, "r"); after != before {
@@ -147,33 +150,57 @@ WHERE application_name = $1 AND state LIKE 'idle in transaction%') k`, app).Scan
 }
 
 // The connection dies while the commit waits for the run's row lock.
+// Without retries the commit is UNAVAILABLE and nothing is written; with
+// them, the loss came before COMMIT was sent, so the store runs the tick
+// again on a fresh connection and it lands exactly once.
 func TestConnectionKilledWhileWaitingForLock(t *testing.T) {
-	schema := freshSchema(t)
-	app := "flrh-waiter-" + schema
-	s := openNamed(t, schema, app, Options{})
-	l := setupRun(t, s, "r", "ap1")
-	before := state(t, s, "r")
-	holder := admin(t)
-	tx, err := holder.Begin(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'r' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Commit(ctx, l, bigTick(0, "ap1", nil)) }()
-	adm := admin(t)
-	waitFor(t, func() bool {
-		var n int
-		must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
-		return n == 1
-	})
-	var killed bool
-	must(t, adm.QueryRow(ctx, `SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&killed))
-	mustCode(t, <-done, store.CodeUnavailable)
-	must(t, tx.Rollback(ctx))
-	if after := state(t, s, "r"); after != before {
-		t.Fatalf("a killed transaction left a trace:\nbefore %s\nafter  %s", before, after)
+	for _, tc := range []struct {
+		name    string
+		retries int
+	}{{"no retry", -1}, {"retried", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			schema := freshSchema(t)
+			app := "flrh-waiter-" + schema
+			s := openNamed(t, schema, app, Options{Retries: tc.retries})
+			l := setupRun(t, s, "r", "ap1")
+			before := state(t, s, "r")
+			holder := admin(t)
+			tx, err := holder.Begin(ctx)
+			must(t, err)
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'r' FOR UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Commit(ctx, l, bigTick(0, "ap1", nil)) }()
+			adm := admin(t)
+			waiting := func() bool {
+				var n int
+				must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
+				return n == 1
+			}
+			waitFor(t, waiting)
+			var killed bool
+			must(t, adm.QueryRow(ctx, `SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&killed))
+			if tc.retries < 0 {
+				mustCode(t, <-done, store.CodeUnavailable)
+				must(t, tx.Rollback(ctx))
+				if after := state(t, s, "r"); after != before {
+					t.Fatalf("a killed transaction left a trace:\nbefore %s\nafter  %s", before, after)
+				}
+				return
+			}
+			// The retry waits for the lock again; let it through.
+			waitFor(t, waiting)
+			must(t, tx.Rollback(ctx))
+			must(t, <-done)
+			if r, _ := s.Run(ctx, "r"); r.Head != 2 {
+				t.Fatalf("head %d after the retried tick, want 2", r.Head)
+			}
+			if ats, _ := s.Attempts(ctx, "i-ap1"); len(ats) != 1 {
+				t.Fatalf("attempts %+v", ats)
+			}
+		})
 	}
 }
 
@@ -442,5 +469,49 @@ func TestIdempotencyKeyRaceAcrossRuns(t *testing.T) {
 				t.Fatalf("approval %s", ap.Status)
 			}
 		})
+	}
+}
+
+// Every backend of the store is terminated at once, as a PostgreSQL
+// restart would. Operations fail with CodeUnavailable or succeed, never
+// half-write, and the store recovers without being reopened; the event
+// chain afterwards holds exactly the commits that reported success.
+func TestAllConnectionsLost(t *testing.T) {
+	schema := freshSchema(t)
+	app := "flrh-restart-" + schema
+	s := openNamed(t, schema, app, Options{MaxConns: 4})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	adm := admin(t)
+	var ok int64
+	for round := 0; round < 5; round++ {
+		// Fill the pool with idle connections, then kill them all.
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.Run(ctx, "r") }()
+		}
+		wg.Wait()
+		var killed int
+		must(t, adm.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) k`, app).Scan(&killed))
+		if killed == 0 {
+			t.Fatal("no backend to kill")
+		}
+		for i := 0; i < 3; i++ {
+			err := s.Commit(ctx, l, store.Tick{ExpectHead: ok, Events: []store.Event{storetest.Ev("E", fmt.Sprintf(`{"r":%d,"i":%d}`, round, i))}})
+			switch store.CodeOf(err) {
+			case "":
+				ok++
+			case store.CodeUnavailable:
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	evs, err := s.Events(ctx, "r", 0)
+	must(t, err)
+	if int64(len(evs)) != ok || ok < 5*2 {
+		t.Fatalf("%d commits succeeded, %d events stored", ok, len(evs))
 	}
 }

@@ -54,16 +54,16 @@ func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]st
 	}
 	rows, err := s.pool.Query(ctx, q+` ORDER BY seq`, runID)
 	if err != nil {
-		return nil, mapErr("inbox", runID, err)
+		return nil, s.mapErr("inbox", runID, err)
 	}
 	defer rows.Close()
 	var out []store.Inbound
 	for rows.Next() {
 		var in store.Inbound
 		if err := rows.Scan(&in.ID, &in.RunID, &in.Kind, &in.ActorRole, &in.Actor, &in.Capability, &in.Body, &in.Digest, &in.Seq, &in.Consumed); err != nil {
-			return nil, mapErr("inbox", runID, err)
+			return nil, s.mapErr("inbox", runID, err)
 		}
 		out = append(out, in)
 	}
-	return out, mapErr("inbox", runID, rows.Err())
+	return out, s.mapErr("inbox", runID, rows.Err())
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -249,6 +253,34 @@ func retryable(err error) bool {
 	return false
 }
 
+// connLost reports whether err means the connection is gone: a server
+// restart or pg_terminate_backend (57P01–57P03), a connection exception
+// (class 08), or a network failure.
+func connLost(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "conn closed")
+}
+
+// mapErr is the package mapErr, and when the error says the connection
+// was lost it also empties the pool: after a server restart every pooled
+// connection is dead, and handing them out one failure at a time would
+// fail one operation per connection instead of one in all.
+func (s *Store) mapErr(op, runID string, err error) error {
+	if connLost(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		s.pool.Reset()
+	}
+	return mapErr(op, runID, err)
+}
+
 // mapErr turns driver errors into typed store errors.
 func mapErr(op, runID string, err error) error {
 	if err == nil {
@@ -260,6 +292,9 @@ func mapErr(op, runID string, err error) error {
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Errorf(store.CodeNotFound, op, runID, nil, "not found")
+	}
+	if connLost(err) {
+		return store.Errorf(store.CodeUnavailable, op, runID, err, "connection lost")
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -300,44 +335,61 @@ func fromNanos(n int64) time.Time {
 }
 
 // write runs fn in one REPEATABLE READ transaction, and runs it again from
-// the start when the server reports a serialization failure or deadlock —
-// the only failures after which nothing was written and a fresh attempt
-// decides everything anew. A lost connection, a failing COMMIT or any other
-// error is reported, never retried: the tick's fate is the caller's to
-// establish by reading the run's head.
+// the start when that is safe: the server reported a serialization failure
+// or a deadlock (it rolled everything back), or the connection was lost
+// before COMMIT was sent (the server aborts an open transaction when its
+// connection ends) — once, for the stale pooled connection a server
+// restart leaves behind. A connection lost once COMMIT was sent, and every
+// other error, is reported and never retried: whether the tick landed is
+// then unknown, and the caller establishes it by reading the run's head.
 func (s *Store) write(ctx context.Context, op, runID string, fn func(tx *wtx) error) error {
 	if s.ro {
 		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
 	}
 	var err error
+	lost := 0
 	for attempt := 0; attempt <= s.retries; attempt++ {
 		if attempt > 0 {
 			if err := backoff(ctx, attempt); err != nil {
-				return mapErr(op, runID, err)
+				return s.mapErr(op, runID, err)
 			}
 		}
-		err = s.once(ctx, fn)
-		if err == nil || !retryable(err) {
+		var commitSent bool
+		commitSent, err = s.once(ctx, fn)
+		if err == nil {
 			break
 		}
+		if retryable(err) {
+			continue
+		}
+		if connLost(err) && !commitSent && lost < 1 && s.retries > 0 && ctx.Err() == nil {
+			lost++
+			s.pool.Reset()
+			continue
+		}
+		break
 	}
-	return mapErr(op, runID, err)
+	return s.mapErr(op, runID, err)
 }
 
-func (s *Store) once(ctx context.Context, fn func(tx *wtx) error) error {
+func (s *Store) once(ctx context.Context, fn func(tx *wtx) error) (commitSent bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Release()
 	tx := &wtx{conn: conn}
-	return tx.finish(ctx, fn(tx))
+	err = tx.finish(ctx, fn(tx))
+	return tx.commitSent, err
 }
 
 // backoff waits a little longer on each retry so that racing writers
 // spread out instead of colliding again.
 func backoff(ctx context.Context, attempt int) error {
 	d := time.Duration(attempt*attempt) * 200 * time.Microsecond
+	// Jitter, so that writers that collided once do not collide again in
+	// lockstep.
+	d += rand.N(d)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -55,7 +55,7 @@ func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
 // Approval implements store.Store.
 func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval, error) {
 	a, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = $1`, approvalID))
-	return a, mapErr("approval", "", err)
+	return a, s.mapErr("approval", "", err)
 }
 
 // Events implements store.Store.
@@ -63,7 +63,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.
 	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
 FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
 	if err != nil {
-		return nil, mapErr("events", runID, err)
+		return nil, s.mapErr("events", runID, err)
 	}
 	defer rows.Close()
 	var out []store.Event
@@ -71,12 +71,12 @@ FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
 		var e store.Event
 		var at int64
 		if err := rows.Scan(&e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
-			return nil, mapErr("events", runID, err)
+			return nil, s.mapErr("events", runID, err)
 		}
 		e.RecordedAt = fromNanos(at)
 		out = append(out, e)
 	}
-	return out, mapErr("events", runID, rows.Err())
+	return out, s.mapErr("events", runID, rows.Err())
 }
 
 // Checkpoint implements store.Store.
@@ -84,7 +84,7 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint,
 	var c store.Checkpoint
 	err := s.pool.QueryRow(ctx, `SELECT seq, format_version, build_digest, body, digest FROM checkpoints
 WHERE run_id = $1 ORDER BY n DESC LIMIT 1`, runID).Scan(&c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
-	return c, mapErr("checkpoint", runID, err)
+	return c, s.mapErr("checkpoint", runID, err)
 }
 
 // Intents implements store.Store.
@@ -93,7 +93,7 @@ func (s *Store) Intents(ctx context.Context, runID string) ([]store.Intent, erro
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
 FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = $1 ORDER BY i.commit_order`, runID)
 	if err != nil {
-		return nil, mapErr("intents", runID, err)
+		return nil, s.mapErr("intents", runID, err)
 	}
 	defer rows.Close()
 	var out []store.Intent
@@ -102,12 +102,12 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = $1 OR
 		var status string
 		if err := rows.Scan(&in.ID, &in.RunID, &in.Seq, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest,
 			&in.ApprovalID, &in.Body, &in.Digest, &status, &in.Route, &in.Attempts); err != nil {
-			return nil, mapErr("intents", runID, err)
+			return nil, s.mapErr("intents", runID, err)
 		}
 		in.Outbox = store.OutboxStatus(status)
 		out = append(out, in)
 	}
-	return out, mapErr("intents", runID, rows.Err())
+	return out, s.mapErr("intents", runID, rows.Err())
 }
 
 // Attempts implements store.Store.
@@ -115,7 +115,7 @@ func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt,
 	rows, err := s.pool.Query(ctx, `SELECT intent_id, n, status, generation, detail, started_at, finished_at
 FROM attempts WHERE intent_id = $1 ORDER BY n`, intentID)
 	if err != nil {
-		return nil, mapErr("attempts", "", err)
+		return nil, s.mapErr("attempts", "", err)
 	}
 	defer rows.Close()
 	var out []store.Attempt
@@ -124,47 +124,47 @@ FROM attempts WHERE intent_id = $1 ORDER BY n`, intentID)
 		var status string
 		var st, fin int64
 		if err := rows.Scan(&a.IntentID, &a.N, &status, &a.Generation, &a.Detail, &st, &fin); err != nil {
-			return nil, mapErr("attempts", "", err)
+			return nil, s.mapErr("attempts", "", err)
 		}
 		a.Status = store.AttemptStatus(status)
 		a.StartedAt, a.FinishedAt = fromNanos(st), fromNanos(fin)
 		out = append(out, a)
 	}
-	return out, mapErr("attempts", "", rows.Err())
+	return out, s.mapErr("attempts", "", rows.Err())
 }
 
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
 	rows, err := s.pool.Query(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = $1 ORDER BY commit_order`, runID)
 	if err != nil {
-		return nil, mapErr("receipts", runID, err)
+		return nil, s.mapErr("receipts", runID, err)
 	}
 	defer rows.Close()
 	var out []store.Receipt
 	for rows.Next() {
 		var r store.Receipt
 		if err := rows.Scan(&r.IntentID, &r.Outcome, &r.Body, &r.Digest); err != nil {
-			return nil, mapErr("receipts", runID, err)
+			return nil, s.mapErr("receipts", runID, err)
 		}
 		out = append(out, r)
 	}
-	return out, mapErr("receipts", runID, rows.Err())
+	return out, s.mapErr("receipts", runID, rows.Err())
 }
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT kind, body FROM trace WHERE run_id = $1 ORDER BY seq`, runID)
 	if err != nil {
-		return nil, mapErr("trace", runID, err)
+		return nil, s.mapErr("trace", runID, err)
 	}
 	defer rows.Close()
 	var out []store.TraceRecord
 	for rows.Next() {
 		var t store.TraceRecord
 		if err := rows.Scan(&t.Kind, &t.Body); err != nil {
-			return nil, mapErr("trace", runID, err)
+			return nil, s.mapErr("trace", runID, err)
 		}
 		out = append(out, t)
 	}
-	return out, mapErr("trace", runID, rows.Err())
+	return out, s.mapErr("trace", runID, rows.Err())
 }

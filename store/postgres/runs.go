@@ -86,7 +86,7 @@ VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 // Run implements store.Store.
 func (s *Store) Run(ctx context.Context, runID string) (store.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID))
-	return r, mapErr("run", runID, err)
+	return r, s.mapErr("run", runID, err)
 }
 
 // Runs implements store.Store.
@@ -98,18 +98,18 @@ func (s *Store) Runs(ctx context.Context, after string, limit int) ([]store.Run,
 WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = $1), 0)
 ORDER BY created_order LIMIT $2`, after, limit)
 	if err != nil {
-		return nil, mapErr("runs", "", err)
+		return nil, s.mapErr("runs", "", err)
 	}
 	defer rows.Close()
 	var out []store.Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, mapErr("runs", "", err)
+			return nil, s.mapErr("runs", "", err)
 		}
 		out = append(out, r)
 	}
-	return out, mapErr("runs", "", rows.Err())
+	return out, s.mapErr("runs", "", rows.Err())
 }
 
 // AcquireLease implements store.Store.
@@ -194,8 +194,8 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 func (s *Store) Live(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs WHERE outcome = '' AND quarantine = '' ORDER BY created_order`)
 	if err != nil {
-		return nil, mapErr("live", "", err)
+		return nil, s.mapErr("live", "", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, mapErr("live", "", err)
+	return ids, s.mapErr("live", "", err)
 }

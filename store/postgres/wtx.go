@@ -16,9 +16,10 @@ import (
 // statements in order and skips the rest after an error, so a failing
 // statement never lets its COMMIT through.
 type wtx struct {
-	conn  *pgxpool.Conn
-	begun bool // BEGIN has been sent
-	done  bool // COMMIT has succeeded
+	conn       *pgxpool.Conn
+	begun      bool // BEGIN has been sent
+	commitSent bool // COMMIT has been sent: a lost connection leaves the outcome unknown
+	done       bool // COMMIT has succeeded
 }
 
 const beginSQL = `BEGIN ISOLATION LEVEL REPEATABLE READ`
@@ -80,6 +81,7 @@ func (t *wtx) commitWith(ctx context.Context, b *pgx.Batch) error {
 	b = t.batch(b)
 	n := len(b.QueuedQueries)
 	b.Queue(`COMMIT`)
+	t.commitSent = true
 	br := t.conn.SendBatch(ctx, b)
 	defer br.Close()
 	for i := 0; i < n; i++ {
@@ -115,6 +117,7 @@ func (t *wtx) finish(ctx context.Context, fnErr error) error {
 		}
 		return fnErr
 	}
+	t.commitSent = true
 	tag, err := t.conn.Exec(ctx, `COMMIT`)
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"flrh.dev/flrh/effect"
@@ -30,7 +29,25 @@ const (
 // bundle is a *workflow.Error (or an I/O error naming the file); nothing is
 // half loaded.
 func Load(dir string) (*Workflow, *Adapters, error) {
-	entries, err := os.ReadDir(dir)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("bundle: %w", err)
+	}
+	w, a, err := LoadFS(os.DirFS(dir))
+	if err != nil && !isCompileError(err) {
+		return nil, nil, fmt.Errorf("%w (in %s)", err, dir)
+	}
+	return w, a, err
+}
+
+func isCompileError(err error) bool {
+	var ce *workflow.Error
+	return errors.As(err, &ce)
+}
+
+// LoadFS is Load over any file system: a directory, or a bundle embedded
+// in the binary. It reads the regular files at the root of fsys.
+func LoadFS(fsys fs.FS) (*Workflow, *Adapters, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle: %w", err)
 	}
@@ -40,24 +57,23 @@ func Load(dir string) (*Workflow, *Adapters, error) {
 			continue
 		}
 		if len(files) == MaxFiles {
-			return nil, nil, fmt.Errorf("bundle: %s holds more than %d files", dir, MaxFiles)
+			return nil, nil, fmt.Errorf("bundle: more than %d files", MaxFiles)
 		}
-		name := filepath.Join(dir, e.Name())
 		info, err := e.Info()
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundle: %w", err)
 		}
 		if info.Size() > MaxFileSize {
-			return nil, nil, fmt.Errorf("bundle: %s is larger than %d bytes", name, MaxFileSize)
+			return nil, nil, fmt.Errorf("bundle: %s is larger than %d bytes", e.Name(), MaxFileSize)
 		}
-		b, err := os.ReadFile(name)
+		b, err := fs.ReadFile(fsys, e.Name())
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundle: %w", err)
 		}
 		files[e.Name()] = b
 	}
 	if _, ok := files[workflow.ManifestFile]; !ok {
-		return nil, nil, fmt.Errorf("bundle: %s: %w", filepath.Join(dir, workflow.ManifestFile), fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("bundle: %s: %w", workflow.ManifestFile, fs.ErrNotExist)
 	}
 	wf, err := workflow.Compile(files)
 	if err != nil {

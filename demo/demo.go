@@ -7,6 +7,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,10 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -28,11 +31,8 @@ import (
 // Options tune a demo run. The zero value is the standard demo.
 type Options struct {
 	Dir      string // where the store lives; "" makes (and removes) a temporary one
-	Approver string // the demo approver's name
+	Approver string // who approves (default: the approver the bundle's policy names)
 }
-
-// Approver is the demo's named human approver.
-const Approver = "demo-approver"
 
 // HTTPAdapter is the refund agent's payments adapter: the HTTP adapter as
 // it is (it tells the runner the digest of exactly what it sends).
@@ -40,9 +40,13 @@ func HTTPAdapter(a *httpadapter.Adapter) effect.Adapter { return a }
 
 // Run runs the demo and writes its report to out. It returns an error if
 // any run does not end the way the refund agent's policy says it must.
+//
+// The refund agent is the example bundle examples/refund-agent (embedded in
+// the binary): its domain, rules, gates, capabilities and approval policy
+// are data, and every input goes through F, L, the seam, R and H.
 func Run(ctx context.Context, out io.Writer, opts Options) error {
 	if opts.Approver == "" {
-		opts.Approver = Approver
+		opts.Approver = BundleApprover
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -73,15 +77,18 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	go sb.Serve(sctx, ln, time.Second)
 	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
 
-	ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: 5 * time.Second})
+	fsys, err := examples.Bundle("refund-agent")
 	if err != nil {
 		return err
 	}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", HTTPAdapter(ad)); err != nil {
+	wf, ads, err := bundle.LoadFS(fsys)
+	if err != nil {
+		return fmt.Errorf("refund-agent bundle: %w", err)
+	}
+	reg, err := ads.Registry(func(string) string { return url })
+	if err != nil {
 		return err
 	}
-	wf := Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "demo-runner",
 		Reconcile: effect.Plan{Backoff: []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}}})
 	if err != nil {
@@ -89,14 +96,20 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	}
 	defer r.Close(ctx)
 
-	fmt.Fprintf(out, "flrh demo: the refund agent on an embedded store (%s)\n", dbPath)
-	fmt.Fprintf(out, "payments destination: sandbox at %s\n", url)
-	fmt.Fprintf(out, "policy: refunds up to %d are paid automatically; larger ones need a person's approval; payee %q is blocked\n\n", wf.AutoLimit, "mallory")
+	fmt.Fprintf(out, "flrh demo: the refund agent bundle (F → L → seam → R → H every tick) on an embedded store\n  store %s\n", dbPath)
+	fmt.Fprintf(out, "  payments destination: sandbox at %s\n", url)
+	fmt.Fprintf(out, "  policy: refunds up to 100 are paid outright; larger ones need %s's approval, bound to amount and payee;\n", BundleApprover)
+	fmt.Fprintf(out, "  blocked payees are ineligible; a goodwill refund makes two contestable gates disagree (OPTIONS)\n\n")
 
-	runs := []struct{ id, input, want string }{
-		{"refund-small", `{"refunds":[{"id":"r-1001","amount":40,"payee":"alice","reason":"damaged item"}]}`, "SUCCEEDED"},
-		{"refund-large", `{"refunds":[{"id":"r-1002","amount":900,"payee":"bob","reason":"cancelled order"}]}`, "SUCCEEDED"},
-		{"refund-mixed", `{"refunds":[{"id":"r-1003","amount":25,"payee":"carol","reason":"late delivery"},{"id":"r-1004","amount":500,"payee":"mallory","reason":"?"}]}`, "SUCCEEDED"},
+	type scenario struct {
+		id, input, wantState, wantMRP string
+		approve                       bool
+	}
+	runs := []scenario{
+		{"refund-small", refundInput("r-1001", 40, "alice", "damaged item"), "SUCCEEDED", "", false},
+		{"refund-large", refundInput("r-1002", 900, "bob", "cancelled order"), "SUCCEEDED", "", true},
+		{"refund-goodwill", refundInput("r-1003", 30, "carol", "goodwill"), "INGEST", "OPTIONS", false},
+		{"refund-blocked", refundInput("r-1004", 20, "mallory", "damaged item"), "INGEST", "", false},
 	}
 	for _, run := range runs {
 		if err := r.Start(ctx, run.id, wf.ID(), wf.Version(), []byte(run.input)); err != nil {
@@ -114,8 +127,8 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 			return err
 		}
 		for _, w := range status.Waiting {
-			fmt.Fprintf(out, "%s waits in %s for approval %s\n  preview:  %s\n  binds:    request %s\n  approved by %s (human_approver)\n\n",
-				run.id, status.State, w.RequestID, w.Preview, w.RequestDigest, opts.Approver)
+			fmt.Fprintf(out, "%s waits in %s for approval %s\n  the person sees:\n%s\n  bound to request %s\n  approved by %s (human_approver)\n\n",
+				run.id, status.State, w.RequestID, indent(w.Preview, "    "), w.RequestDigest, opts.Approver)
 			if err := r.Approve(ctx, run.id, w.RequestID, who, 10*time.Minute); err != nil {
 				return err
 			}
@@ -126,36 +139,51 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	}
 
 	var failures []string
+	paid := 0
 	for _, run := range runs {
 		rep, err := Report(ctx, st, run.id)
 		if err != nil {
 			return err
 		}
 		fmt.Fprint(out, rep.Text)
-		if rep.State != run.want || !rep.Closed {
-			failures = append(failures, fmt.Sprintf("%s ended %s (closed=%v), want %s", run.id, rep.State, rep.Closed, run.want))
+		if rep.State != run.wantState || !rep.Closed || (run.wantMRP != "" && rep.MRP != run.wantMRP) {
+			failures = append(failures, fmt.Sprintf("%s ended %s (MRP %s, closed=%v), want %s %s", run.id, rep.State, rep.MRP, rep.Closed, run.wantState, run.wantMRP))
 		}
+		paid += rep.Receipts
 	}
 	muts := sb.Mutations()
 	fmt.Fprintf(out, "sandbox ledger: %d mutations\n", len(muts))
 	for _, m := range muts {
 		fmt.Fprintf(out, "  #%d key %s content %s\n", m.Sequence, m.IdempotencyKey, m.ContentDigest)
 	}
-	if len(muts) != 3 {
-		failures = append(failures, fmt.Sprintf("sandbox applied %d mutations, want exactly 3 (one per paid refund)", len(muts)))
+	if len(muts) != paid || paid != 2 {
+		failures = append(failures, fmt.Sprintf("sandbox applied %d mutations for %d receipts, want exactly 2 (one per paid refund)", len(muts), paid))
 	}
 	if len(failures) > 0 {
 		return errors.New("demo: " + strings.Join(failures, "; "))
 	}
-	fmt.Fprintln(out, "\nevery run ended as the policy requires; every effect has one durable intent, one mutation and one receipt")
+	fmt.Fprintln(out, "\nevery run ended as the policy requires; every paid refund has one durable intent, one mutation and one receipt")
 	return nil
+}
+
+// BundleApprover is the approver the refund-agent bundle's policy names.
+const BundleApprover = "finance-lead"
+
+func refundInput(id string, amount int, payee, reason string) string {
+	return fmt.Sprintf(`{"type":"refund.requested/1","payload":{"amount":%d,"payee":%q,"reason":%q,"refund_id":%q}}`, amount, payee, reason, id)
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
 }
 
 // RunReport is a run's evidence, rendered for people.
 type RunReport struct {
-	State  string
-	Closed bool // every intent has a receipt and the event chain verifies
-	Text   string
+	State    string
+	MRP      string // the deliberation state after the last turn, if the workflow records one
+	Receipts int
+	Closed   bool // every intent has a receipt and the event chain verifies
+	Text     string
 }
 
 // Report renders a run's control path, effects, receipts and outcome.
@@ -234,13 +262,38 @@ func Report(ctx context.Context, st store.Store, runID string) (RunReport, error
 	if err != nil {
 		return RunReport{}, err
 	}
+	mrpState, strip := "", ""
 	for _, t := range tr {
-		if t.Kind == "refused" {
+		var m map[string]any
+		_ = json.Unmarshal(t.Body, &m)
+		switch t.Kind {
+		case "refused":
 			fmt.Fprintf(&b, " refused by policy: %s\n", t.Body)
+		case "refusal":
+			fmt.Fprintf(&b, " input refused: %v\n", m["reason"])
+		case "h.outcome":
+			fmt.Fprintf(&b, " H decided: %v (MRP %v)", m["outcome"], m["mrp_state"])
+			if opts, ok := m["options"].([]any); ok && len(opts) > 0 {
+				fmt.Fprintf(&b, ", options for a person: %v", opts)
+			}
+			if why, ok := m["reason"]; ok && why != nil && why != "" {
+				fmt.Fprintf(&b, ", because %v", why)
+			}
+			b.WriteString("\n")
+		case "mrp.journey":
+			if s, ok := m["state"].(string); ok {
+				mrpState = s
+			}
+			if st, ok := m["strip"].([]any); ok {
+				strip = fmt.Sprint(st)
+			}
 		}
 	}
+	if strip != "" {
+		fmt.Fprintf(&b, " Journey Strip: %s (now %s)\n", strip, mrpState)
+	}
 	fmt.Fprintf(&b, " evidence: %d events on an intact hash chain=%v, %d intents, %d receipts\n\n", len(evs), chainOK, len(ins), len(rcs))
-	return RunReport{State: run.State, Closed: closed && len(ins) == len(rcs), Text: b.String()}, nil
+	return RunReport{State: run.State, MRP: mrpState, Receipts: len(rcs), Closed: closed && len(ins) == len(rcs), Text: b.String()}, nil
 }
 
 func short(d string) string {

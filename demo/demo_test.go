@@ -16,11 +16,15 @@ func TestDemo(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"refund-large waits in WAIT_APPROVAL for approval approval:r-1002",
-		"Pay refund r-1002: 900 to bob",
+		"refund-large waits in WAIT_APPROVAL for approval",
+		"amount = 900",
+		`payee = "bob"`,
+		"approved by finance-lead",
 		"APPROVAL_GRANTED",
-		"payee mallory is blocked by policy",
-		"sandbox ledger: 3 mutations",
+		"H decided: OPTIONS (MRP OPTIONS), options for a person",
+		"H decided: REJECTED",
+		"Journey Strip: [HOLD DECIDE] (now DECIDE)",
+		"sandbox ledger: 2 mutations",
 		"run refund-small — SUCCEEDED",
 	} {
 		if !strings.Contains(text, want) {

@@ -19,7 +19,15 @@ type Compiled struct {
 	consts    []string
 	constID   map[string]int64
 	indexes   [][]uint64 // per table: the column masks that need an index
+	warnings  []*Error
 }
+
+// Warnings lists what Check found suspicious but legal, in source order:
+// a variable that occurs only once in its rule (usually a typo; write _ or
+// start the name with _ to say it is intended), a relation used in a body
+// but never given facts, rules or .input (facts passed to Evaluate or Solve
+// directly make that one harmless).
+func (c *Compiled) Warnings() []*Error { return append([]*Error(nil), c.warnings...) }
 
 // relInfo describes a declared relation.
 type relInfo struct {
@@ -121,7 +129,9 @@ func Check(p *Program) (*Compiled, error) {
 			return nil, err
 		}
 		c.rules = append(c.rules, r)
+		c.warnSingletons(cl)
 	}
+	c.warnEmpty()
 	if err := c.stratify(); err != nil {
 		return nil, err
 	}
@@ -738,4 +748,60 @@ func (c *Compiled) cyclePath(adj [][]depEdge, comp []int, from, to int) []int {
 		path[i], path[j] = path[j], path[i]
 	}
 	return path
+}
+
+// warnSingletons warns about named variables that occur once in a clause.
+func (c *Compiled) warnSingletons(cl *Clause) {
+	count := map[string]int{}
+	first := map[string]Pos{}
+	var order []string
+	var walk func(t Term)
+	walk = func(t Term) {
+		switch t := t.(type) {
+		case *Var:
+			if count[t.Name] == 0 {
+				first[t.Name] = t.Pos
+				order = append(order, t.Name)
+			}
+			count[t.Name]++
+		case *BinExpr:
+			walk(t.L)
+			walk(t.R)
+		}
+	}
+	for _, a := range cl.Head.Args {
+		walk(a)
+	}
+	for _, it := range cl.Body {
+		switch it := it.(type) {
+		case *Literal:
+			for _, a := range it.Atom.Args {
+				walk(a)
+			}
+		case *Comparison:
+			walk(it.L)
+			walk(it.R)
+		}
+	}
+	for _, name := range order {
+		if count[name] == 1 && name[0] != '_' {
+			c.warnings = append(c.warnings, errorf(VariableOccursOnce, first[name], "variable %s occurs only once in this rule; write _ if that is intended", name))
+		}
+	}
+}
+
+// warnEmpty warns about relations used in a rule body that nothing can
+// ever fill: no rule, no fact, no .input.
+func (c *Compiled) warnEmpty() {
+	warned := map[int]bool{}
+	for _, r := range c.rules {
+		for _, a := range r.atoms {
+			rel := c.rels[a.table/2]
+			if rel.input || rel.hasRules[a.table%2] || warned[a.table] {
+				continue
+			}
+			warned[a.table] = true
+			c.warnings = append(c.warnings, errorf(RelationAlwaysEmpty, a.pos, "%s has no rules, facts or .input, so it is always empty", tableName(c, a.table)))
+		}
+	}
 }

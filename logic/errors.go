@@ -32,6 +32,12 @@ const (
 	Consumed            Code = "MATERIALIZATION_CONSUMED"
 )
 
+// Warning codes (see [Compiled.Warnings]).
+const (
+	VariableOccursOnce  Code = "VARIABLE_OCCURS_ONCE"
+	RelationAlwaysEmpty Code = "RELATION_ALWAYS_EMPTY"
+)
+
 // Support-ledger conflicts, named as in the reference M2 contract.
 const (
 	AmbiguousBatchDelta  Code = "AMBIGUOUS_BATCH_DELTA"

@@ -90,3 +90,21 @@ func mustEval(t testing.TB, src string, facts []Fact) *Materialization {
 	}
 	return m
 }
+
+func TestWarnings(t *testing.T) {
+	c, err := Load("t.dl", []byte(decls+".decl lonely(x: number)\nedge(x, y) :- edge(x, z), edge(y, _), !lonely(y).\nedge(1, _x) :- edge(1, _x).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range c.Warnings() {
+		got = append(got, w.Error())
+	}
+	want := []string{
+		"t.dl:4:23: variable z occurs only once in this rule; write _ if that is intended [VARIABLE_OCCURS_ONCE]",
+		"t.dl:4:39: lonely has no rules, facts or .input, so it is always empty [RELATION_ALWAYS_EMPTY]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -20,6 +20,7 @@ type datalogFlags struct {
 	maxFiring int64
 	// stratumTime is the wall time of each evaluated stratum, in order.
 	stratumTime []time.Duration
+	warn        io.Writer // where program warnings go
 }
 
 func (f *datalogFlags) register(cmd *cobra.Command) {
@@ -38,6 +39,9 @@ func (f *datalogFlags) loadAndEvaluate(progPath string) (*logic.Materialization,
 	c, err := logic.Load(progPath, src)
 	if err != nil {
 		return nil, 0, usageError{err}
+	}
+	for _, w := range c.Warnings() {
+		fmt.Fprintln(f.warn, "warning:", w)
 	}
 	var facts []logic.Fact
 	for _, rel := range c.Inputs() {
@@ -82,6 +86,7 @@ sorted), or to standard output with -D -. Nothing is written when the program,
 a fact file or the evaluation fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			flags.warn = cmd.ErrOrStderr()
 			m, took, err := flags.loadAndEvaluate(args[0])
 			if err != nil {
 				return err

@@ -22,6 +22,7 @@ four-valued state and, for each side that holds (both for a BOTH conflict),
 a minimal proof tree of rules, premises and absence witnesses.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			flags.warn = cmd.ErrOrStderr()
 			m, _, err := flags.loadAndEvaluate(args[0])
 			if err != nil {
 				return err

@@ -2,9 +2,11 @@ package runner
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
@@ -34,6 +36,10 @@ func storedBoundaries(t *testing.T, h *harness, runID string) []tripwire.Boundar
 	var open []tripwire.Effect
 	for _, e := range cp.Open {
 		open = append(open, tripwire.Effect{IntentID: e.IntentID, Stage: e.Stage, ApprovalID: e.ApprovalID})
+	}
+	var awaiting []tripwire.Awaiting
+	for _, p := range cp.Ingest {
+		awaiting = append(awaiting, tripwire.Awaiting{IntentID: p.IntentID, Digest: p.Digest})
 	}
 	ins, _ := h.store.Intents(ctx, runID)
 	rcs, _ := h.store.Receipts(ctx, runID)
@@ -105,12 +111,12 @@ func storedBoundaries(t *testing.T, h *harness, runID string) []tripwire.Boundar
 	head := tripwire.Head{Seq: run.Head, Hash: run.HeadHash}
 	genesis := tripwire.Head{Seq: 0, Hash: tripwire.GenesisHash}
 	load := tripwire.Boundary{Phase: tripwire.PhaseLoad, RunID: runID, Before: cp.Control, After: cp.Control,
-		CursorBefore: cp.Accepted, CursorAfter: cp.Accepted, OpenBefore: open, OpenAfter: open, Ledger: ledger,
+		CursorBefore: cp.Accepted, CursorAfter: cp.Accepted, OpenBefore: open, OpenAfter: open, Ledger: ledger, AwaitingBefore: awaiting,
 		Chain: tripwire.Chain{Known: genesis, Observed: head, Links: links}, Lease: lease, Code: code}
 	idle := load
 	idle.Phase, idle.Waiting, idle.Chain = tripwire.PhaseIdle, waiting, tripwire.Chain{Known: head, Observed: head}
 	history := tripwire.Boundary{Phase: tripwire.PhaseCommit, RunID: runID, Before: h.r.machine.Initial(), After: cp.Control, Outcome: run.Outcome,
-		Events: events, CursorBefore: 0, CursorAfter: cp.Accepted, Consumed: consumed, OpenAfter: open,
+		Events: events, CursorBefore: 0, CursorAfter: cp.Accepted, Consumed: consumed, OpenAfter: open, AwaitingAfter: awaiting,
 		Intents: intents, Approvals: uses, Results: results, Receipts: receipts,
 		Chain: tripwire.Chain{Known: head, Observed: head}, Lease: lease, Code: code}
 	return []tripwire.Boundary{load, idle, history}
@@ -275,31 +281,51 @@ func TestTripParksOnlyItsRun(t *testing.T) {
 }
 
 // twoAtOnce plans every refund of an input at once, so that one pass can
-// close one effect while another waits for a person.
+// close one effect while another waits for a person; it completes once
+// every receipt has come back.
 type twoAtOnce struct{ refunds }
 
 func (w twoAtOnce) Decide(state []byte, in Accepted) (Decision, error) {
-	if in.Kind != KindInput {
-		return Decision{State: state, Completion: Complete}, nil
+	var st struct {
+		Owed int64 `json:"owed"`
 	}
-	var req struct {
-		Refunds []refund `json:"refunds"`
-	}
-	if err := decodeInto(in.Body, &req); err != nil {
+	if err := decodeInto(state, &st); err != nil {
 		return Decision{}, err
 	}
-	d := Decision{State: state, Completion: Continue}
-	for _, r := range req.Refunds {
-		d.Effects = append(d.Effects, w.plan(r, in))
+	var d Decision
+	if in.Kind == KindInput {
+		var req struct {
+			Refunds []refund `json:"refunds"`
+		}
+		if err := decodeInto(in.Body, &req); err != nil {
+			return Decision{}, err
+		}
+		for _, r := range req.Refunds {
+			d.Effects = append(d.Effects, w.plan(r, in))
+		}
+		st.Owed += int64(len(req.Refunds))
+	} else {
+		st.Owed--
+	}
+	next, err := cjson.Marshal(st)
+	if err != nil {
+		return Decision{}, err
+	}
+	d.State, d.Completion = next, Continue
+	if st.Owed == 0 {
+		d.Completion = Complete
 	}
 	return d, nil
 }
 
+func (twoAtOnce) Init(string) ([]byte, error) { return []byte(`{"owed":0}`), nil }
+
 // A receipt must reach the workflow. When one effect of a pass closes and
 // another waits for a person, the closed effect's receipt must survive the
-// pass; if the runner loses it (its ingest queue lives in one pass's
-// memory), the turn-conservation wire must say so at the next load.
-func TestLostReceiptIsCaughtAtTheNextLoad(t *testing.T) {
+// pass (the checkpoint keeps it queued) and be accepted later; a runner that
+// kept the queue in one pass's memory trips turn-conservation at the next
+// load.
+func TestEveryReceiptReachesTheWorkflow(t *testing.T) {
 	h := newHarness(t)
 	reg := &effect.Registry{}
 	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
@@ -318,17 +344,22 @@ func TestLostReceiptIsCaughtAtTheNextLoad(t *testing.T) {
 	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
 		t.Fatalf("status %+v", st)
 	}
-	// What the next pass sees when it loads: the checkpoint, and an empty
-	// in-memory queue.
+	checkStored(t, h, "run")
+	// The same rest with the queue held in memory and lost: the wire sees it.
 	atLoad := storedBoundaries(t, h, "run")[0]
-	tripped := false
-	for _, tr := range tripwire.Check(atLoad) {
-		tripped = tripped || tr.Wire == tripwire.WireTurnConservation
+	closed := slices.ContainsFunc(atLoad.OpenBefore, func(e tripwire.Effect) bool { return e.Stage == tripwire.StageClosed })
+	if !closed || len(atLoad.AwaitingBefore) != 1 {
+		t.Fatalf("at rest the checkpoint should hold the closed effect and its queued receipt: open %+v, queue %+v", atLoad.OpenBefore, atLoad.AwaitingBefore)
+	}
+	atLoad.AwaitingBefore = nil
+	if !slices.ContainsFunc(tripwire.Check(atLoad), func(tr tripwire.Trip) bool { return tr.Wire == tripwire.WireTurnConservation }) {
+		t.Fatal("a closed effect whose receipt waits for nothing did not trip")
 	}
 	if err := r.Reconcile(ctx, "run", st.Unknown[0], "confirmed_success", reconciler); err != nil {
 		t.Fatal(err)
 	}
 	h.idle()
+	checkStored(t, h, "run")
 	rcs, _ := h.store.Receipts(ctx, "run")
 	evs, _ := h.store.Events(ctx, "run", 0)
 	accepted := 0
@@ -340,8 +371,7 @@ func TestLostReceiptIsCaughtAtTheNextLoad(t *testing.T) {
 			accepted++
 		}
 	}
-	t.Logf("receipts %d, accepted as inputs %d, wire tripped at load: %v", len(rcs), accepted, tripped)
-	if accepted < len(rcs) && !tripped {
-		t.Fatalf("%d of %d receipts never reached the workflow and no wire saw it", len(rcs)-accepted, len(rcs))
+	if len(rcs) != 2 || accepted != len(rcs) {
+		t.Fatalf("%d receipts committed, %d accepted as inputs", len(rcs), accepted)
 	}
 }

@@ -108,3 +108,16 @@ func TestWarnings(t *testing.T) {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestDeepNestingIsAnError(t *testing.T) {
+	src := decls + "edge(x, " + strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000) + ") :- edge(x, _).\n"
+	_, err := Load("t.dl", []byte(src))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != SyntaxError || !strings.Contains(e.Msg, "nested more than") {
+		t.Fatalf("got %v", err)
+	}
+	src = decls + "edge(x, " + strings.Repeat("-", 100000) + "x) :- edge(x, _).\n"
+	if _, err := Load("t.dl", []byte(src)); !errors.As(err, &e) || e.Code != SyntaxError {
+		t.Fatalf("got %v", err)
+	}
+}

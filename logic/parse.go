@@ -191,11 +191,15 @@ func (lx *lexer) lexString(p Pos) (token, *Error) {
 // parser is a recursive-descent parser with one token of lookahead (two
 // for distinguishing atoms from expressions).
 type parser struct {
-	lx   lexer
-	tok  token
-	peek *token
-	prog *Program
+	lx    lexer
+	tok   token
+	peek  *token
+	prog  *Program
+	depth int // expression nesting, bounded so no input can exhaust the stack
 }
+
+// maxNesting bounds parentheses and unary minus chains in one expression.
+const maxNesting = 256
 
 // Parse parses a Datalog program. It checks syntax only; [Check] checks
 // names, arities, types, safety and stratification. The error is an *Error
@@ -624,6 +628,11 @@ func (p *parser) mulExpr() (Term, *Error) {
 }
 
 func (p *parser) unary() (Term, *Error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxNesting {
+		return nil, errorf(SyntaxError, p.tok.pos, "expression nested more than %d deep", maxNesting)
+	}
 	if p.is("-") {
 		pos := p.tok.pos
 		if err := p.advance(); err != nil {

@@ -44,12 +44,19 @@ func benchCommitTick(b *testing.B, dsn string) {
 	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
 	must(b, err)
 	cp := []byte(`{"state":"x"}`)
+	var lsn0 string
+	must(b, s.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn0))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := s.Commit(ctx, l, benchTick(int64(i), cp)); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	// WAL written per tick (the whole server's, so run it on a quiet one).
+	var wal float64
+	must(b, s.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::text::pg_lsn)::float8`, lsn0).Scan(&wal))
+	b.ReportMetric(wal/float64(b.N), "WAL-B/op")
 }
 
 // BenchmarkCommitTickParallel commits ticks of 8 runs at once, one writer

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -80,17 +81,10 @@ finish, event streams end, the runner stops and releases its leases.`,
 		}
 		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 
-		workflows := builtinWorkflows()
+		// Bundles first: a bundle that defines a built-in workflow's id and
+		// version replaces the built-in one.
+		var workflows []runner.Workflow
 		adapters := &effect.Registry{}
-		if *destination != "" {
-			ad, err := httpadapter.New(httpadapter.Config{URL: *destination, Timeout: 10 * time.Second})
-			if err != nil {
-				return usagef("--destination: %v", err)
-			}
-			if err := adapters.Register("refund.pay", "http/1", demo.HTTPAdapter(ad)); err != nil {
-				return err
-			}
-		}
 		b, err := server.LoadBundles(*workflowsDir, os.Getenv)
 		switch {
 		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
@@ -103,6 +97,22 @@ finish, event streams end, the runner stops and releases its leases.`,
 			}
 			for _, u := range b.Unwired {
 				log.Warn("bundle without adapters: its effects will fail until its endpoint variable is set", "bundle", u)
+			}
+		}
+		for _, wf := range builtinWorkflows() {
+			if slices.ContainsFunc(workflows, func(o runner.Workflow) bool { return o.ID() == wf.ID() && o.Version() == wf.Version() }) {
+				log.Warn("a bundle replaces the built-in workflow", "workflow", wf.ID()+"@"+wf.Version())
+				continue
+			}
+			workflows = append(workflows, wf)
+		}
+		if *destination != "" {
+			ad, err := httpadapter.New(httpadapter.Config{URL: *destination, Timeout: 10 * time.Second})
+			if err != nil {
+				return usagef("--destination: %v", err)
+			}
+			if err := adapters.Register("refund.pay", "http/1", demo.HTTPAdapter(ad)); err != nil {
+				return usagef("--destination: %v", err)
 			}
 		}
 

@@ -95,7 +95,7 @@ func checkApply(t *rapid.T) {
 		if err != nil {
 			t.Skip("evaluation error")
 		}
-		steps := rapid.IntRange(1, 6).Draw(t, "steps")
+		steps := rapid.IntRange(1, 12).Draw(t, "steps")
 		for step := 0; step < steps; step++ {
 			var changes []Change
 			nch := rapid.IntRange(1, 4).Draw(t, "nch")

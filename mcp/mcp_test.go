@@ -407,3 +407,22 @@ func TestRunOfUnloadedWorkflow(t *testing.T) {
 		t.Fatalf("the refused input reached the inbox: %v %v", in, err)
 	}
 }
+
+type panicking struct{}
+
+func (panicking) Workflows() []runner.Workflow { panic("catalog unavailable") }
+
+// A panic inside a tool is that call's tool error, and the session lives on.
+func TestPanicIsToolError(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	d := f.deps
+	d.Catalog = panicking{}
+	cs := connect(t, d, nil)
+	res := callRaw(t, cs, "list_workflows", map[string]any{})
+	if !res.IsError || !strings.Contains(text(res), "internal error in list_workflows") {
+		t.Fatalf("panic gave %v %q", res.IsError, text(res))
+	}
+	if l := call[RunList](t, cs, "list_runs", map[string]any{}); len(l.Runs) != 0 {
+		t.Fatalf("list after a panic: %+v", l)
+	}
+}

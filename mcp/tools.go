@@ -45,24 +45,39 @@ func proposes(title string) *sdk.ToolAnnotations {
 func (t *tools) register(s *sdk.Server) {
 	sdk.AddTool(s, &sdk.Tool{Name: "list_workflows", Annotations: readOnly("List workflows"),
 		Description: "List the workflows a run can be started with: id, version and the digest that binds their exact definition."},
-		t.listWorkflows)
+		guarded(t.listWorkflows))
 	sdk.AddTool(s, &sdk.Tool{Name: "list_runs", Annotations: readOnly("List runs"),
 		Description: "List runs in creation order, optionally only those in one state. Page with `after` (the `next` of the previous page)."},
-		t.listRuns)
+		guarded(t.listRuns))
 	sdk.AddTool(s, &sdk.Tool{Name: "get_run", Annotations: readOnly("Show a run"),
 		Description: "Show a run: its control state and outcome, what it waits for (and from whom), its effects with every attempt, and its receipts."},
-		t.getRun)
+		guarded(t.getRun))
 	sdk.AddTool(s, &sdk.Tool{Name: "get_journey", Annotations: readOnly("Show a run's journey"),
 		Description: "Show a run's control path (every control transition, refused event and accepted input, in order) and its FHR / journey trace records."},
-		t.getJourney)
+		guarded(t.getJourney))
 	sdk.AddTool(s, &sdk.Tool{Name: "start_run", Annotations: proposes("Start a run"),
 		Description: "Start a run of a workflow with an input (a JSON object) and wait briefly for it to settle. " +
 			"The run is governed: effects within policy proceed, larger ones wait in WAIT_APPROVAL for a person; this tool cannot approve them."},
-		t.startRun)
+		guarded(t.startRun))
 	sdk.AddTool(s, &sdk.Tool{Name: "submit_input", Annotations: proposes("Submit an input to a run"),
 		Description: "Hand a run a new domain input (an observation or a proposal, as a JSON object). It is recorded as the agent's input and " +
 			"is never taken as an approval, denial, reconciliation or cancellation."},
-		t.submitInput)
+		guarded(t.submitInput))
+}
+
+// guarded turns a panic in a tool into a tool error, so that a bug in one
+// call (or in what it reads) cannot take the server, and every other
+// session on it, down.
+func guarded[In, Out any](h sdk.ToolHandlerFor[In, Out]) sdk.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *sdk.CallToolRequest, in In) (res *sdk.CallToolResult, out Out, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				var zero Out
+				res, out, err = nil, zero, fmt.Errorf("internal error in %s: %v", req.Params.Name, p)
+			}
+		}()
+		return h(ctx, req, in)
+	}
 }
 
 // Inputs. Every struct's schema forbids unknown properties; fields without

@@ -17,6 +17,7 @@ import (
 // Inbox kinds: what people and programs may submit to a run.
 const (
 	KindInput     = "input"     // a domain input, accepted in INGEST
+	KindChoice    = "choice"    // a person's choice among options: {"proposal_id": ..., "option": ...}, accepted in INGEST
 	KindApprove   = "approve"   // {"approval_id": ...}; the grant is already in the ledger
 	KindDeny      = "deny"      // {"request_id": ..., "reason": ...}
 	KindCancel    = "cancel"    // {"reason": ...}
@@ -277,7 +278,8 @@ func (e *RefusedError) Error() string {
 func (r *Runner) accept(t *tick, in Accepted) error {
 	t.cp.Accepted++
 	in.Seq = t.cp.Accepted
-	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest}
+	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest,
+		"actor_role": in.ActorRole, "capability": in.Capability}
 	v, err := canonValue(in.Body)
 	if err != nil {
 		return err
@@ -448,12 +450,25 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest})
 	}
 	inputs, err := r.pendingInbox(ctx, t, KindInput)
-	if err != nil || len(inputs) == 0 {
+	if err != nil {
 		return false, err
 	}
-	in := inputs[0]
+	choices, err := r.pendingInbox(ctx, t, KindChoice)
+	if err != nil {
+		return false, err
+	}
+	// Inputs and choices are accepted in the order they arrived.
+	var in store.Inbound
+	switch {
+	case len(inputs) > 0 && (len(choices) == 0 || inputs[0].Seq < choices[0].Seq):
+		in = inputs[0]
+	case len(choices) > 0:
+		in = choices[0]
+	default:
+		return false, nil
+	}
 	t.pending.Consume = append(t.pending.Consume, in.ID)
-	return true, r.accept(t, Accepted{Kind: KindInput, Body: in.Body, Digest: in.Digest, Actor: in.Actor})
+	return true, r.accept(t, Accepted{Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor, ActorRole: in.ActorRole, Capability: in.Capability})
 }
 
 func (r *Runner) plan(ctx context.Context, t *tick) error {

@@ -140,6 +140,17 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 	return r.submit(ctx, runID, KindReconcile, by, map[string]any{"intent_id": intentID, "resolution": resolution})
 }
 
+// Choose hands a run a person's choice among the options H offered for a
+// proposal (Contestable Gate Mode). The workflow checks the choice against
+// what it offered and who may choose; the runner only carries it, with the
+// chooser's authenticated role and capability.
+func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, by Actor) error {
+	if proposalID == "" || option == "" {
+		return fmt.Errorf("runner: a choice names a proposal and an option")
+	}
+	return r.submit(ctx, runID, KindChoice, by, map[string]any{"proposal_id": proposalID, "option": option})
+}
+
 // Submit hands a run a new domain input.
 func (r *Runner) Submit(ctx context.Context, runID string, input []byte, by Actor) error {
 	v, err := cjson.Decode(input)

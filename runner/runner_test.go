@@ -515,3 +515,50 @@ func TestCancelDuringAnEffectIsDeferredUntilReconciled(t *testing.T) {
 		t.Fatalf("path %s", got)
 	}
 }
+
+// chooser records every choice it is handed, with who made it.
+type chooser struct{ refunds }
+
+func (chooser) ID() string                  { return "chooser" }
+func (chooser) Init(string) ([]byte, error) { return []byte(`{"choices":[]}`), nil }
+func (chooser) Decide(state []byte, in Accepted) (Decision, error) {
+	var st struct {
+		Choices []string `json:"choices"`
+	}
+	if err := decodeInto(state, &st); err != nil {
+		return Decision{}, err
+	}
+	if in.Kind == KindChoice {
+		st.Choices = append(st.Choices, in.Actor+"/"+in.ActorRole+"/"+in.Capability+":"+string(in.Body))
+	}
+	next, err := cjson.Marshal(st)
+	return Decision{State: next, Completion: Continue}, err
+}
+
+// A person's choice reaches the workflow in inbox order, with the
+// chooser's authenticated role and capability, and replays exactly.
+func TestChoiceReachesTheWorkflowWithItsAuthority(t *testing.T) {
+	h := newHarness(t)
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{chooser{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "c", "chooser", "1", []byte(`{"x":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	op := Actor{Name: "olga", Role: "operator", Capability: "mrp.choose_option"}
+	if err := r.Choose(ctx, "c", "proposal:1", "path:store-credit", op); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Choose(ctx, "c", "", "x", op); err == nil {
+		t.Fatal("a choice without a proposal was accepted")
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := h.store.Checkpoint(ctx, "c")
+	want := `olga/operator/mrp.choose_option:{\"option\":\"path:store-credit\",\"proposal_id\":\"proposal:1\"}`
+	if !strings.Contains(string(cp.Body), want) {
+		t.Fatalf("checkpoint %s lacks %s", cp.Body, want)
+	}
+}

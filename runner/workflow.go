@@ -31,11 +31,13 @@ type Workflow interface {
 
 // Accepted is one input the run accepted, as the workflow sees it.
 type Accepted struct {
-	Seq    int64  // 1, 2, ... in the order the run accepted inputs
-	Kind   string // "input", "receipt", "choice", ...
-	Body   []byte // canonical JSON
-	Digest string
-	Actor  string // who submitted it (authenticated), "" for receipts
+	Seq        int64  // 1, 2, ... in the order the run accepted inputs
+	Kind       string // "input", "receipt", "choice"
+	Body       []byte // canonical JSON
+	Digest     string
+	Actor      string // who submitted it (authenticated), "" for receipts
+	ActorRole  string // the submitter's authenticated role ("" for receipts)
+	Capability string // the capability the submitter exercised
 }
 
 // Decision is what the workflow decided about one accepted input.

@@ -24,11 +24,13 @@ type ReplayReport struct {
 func (r *ReplayReport) OK() bool { return len(r.Findings) == 0 }
 
 type acceptedRecord struct {
-	Seq    int64           `json:"seq"`
-	Kind   string          `json:"kind"`
-	Actor  string          `json:"actor"`
-	Digest string          `json:"digest"`
-	Body   json.RawMessage `json:"body"`
+	Seq        int64           `json:"seq"`
+	Kind       string          `json:"kind"`
+	Actor      string          `json:"actor"`
+	ActorRole  string          `json:"actor_role"`
+	Capability string          `json:"capability"`
+	Digest     string          `json:"digest"`
+	Body       json.RawMessage `json:"body"`
 }
 
 // Replay re-executes the workflow's pure Decide over the run's accepted
@@ -74,7 +76,8 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 			continue
 		}
 		rep.Inputs++
-		d, err := wf.Decide(state, runner.Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor})
+		d, err := wf.Decide(state, runner.Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor,
+			ActorRole: rec.ActorRole, Capability: rec.Capability})
 		if err != nil {
 			fail("decide", where, "the workflow failed on replay: %v", err)
 			return rep, nil

@@ -168,6 +168,7 @@ func init() {
 			return err
 		}
 		defer st.Close()
+		defer r.Close(cmd.Context())
 		if err := r.Start(cmd.Context(), runID, wfID, version, body); err != nil {
 			return err
 		}
@@ -188,6 +189,7 @@ func init() {
 			return err
 		}
 		defer st.Close()
+		defer r.Close(cmd.Context())
 		ids := args
 		if len(ids) == 0 {
 			if ids, err = st.Live(cmd.Context()); err != nil {
@@ -221,6 +223,7 @@ func init() {
 				return err
 			}
 			defer st.Close()
+			defer r.Close(cmd.Context())
 			if err := do(cmd, r, args, *as); err != nil {
 				return err
 			}
@@ -252,6 +255,10 @@ func init() {
 			}
 			return r.Reconcile(cmd.Context(), args[0], args[1], res, runner.Actor{Name: as, Role: "human_reconciler", Capability: capability})
 		})
+	choose := act("choose RUN PROPOSAL OPTION", "Choose among the options H offered a person for a proposal (Contestable Gate Mode)", 3,
+		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
+			return r.Choose(cmd.Context(), args[0], args[1], args[2], runner.Actor{Name: as, Role: "operator", Capability: "mrp.choose_option"})
+		})
 	var confirmed, failed, abandon bool
 	reconcile.Flags().BoolVar(&confirmed, "confirmed", false, "the destination shows the effect applied")
 	reconcile.Flags().BoolVar(&failed, "failed", false, "the destination shows the effect not applied")
@@ -274,5 +281,5 @@ func init() {
 		}
 		return cmd.Flags().Set("resolution", res)
 	}
-	rootCmd.AddCommand(approve, deny, cancel, reconcile)
+	rootCmd.AddCommand(approve, deny, cancel, reconcile, choose)
 }

@@ -426,3 +426,23 @@ func TestPanicIsToolError(t *testing.T) {
 		t.Fatalf("list after a panic: %+v", l)
 	}
 }
+
+func TestWiringMistakesPanic(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	for name, d := range map[string]Deps{
+		"no store":   {Runner: f.r, Catalog: f.deps.Catalog},
+		"no runner":  {Store: f.st, Catalog: f.deps.Catalog},
+		"no catalog": {Store: f.st, Runner: f.r},
+	} {
+		for _, build := range []func(Deps){func(d Deps) { NewServer(d) }, func(d Deps) { Handler(d) }} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: no panic", name)
+					}
+				}()
+				build(d)
+			}()
+		}
+	}
+}

@@ -149,3 +149,43 @@ func TestStoreURLErrors(t *testing.T) {
 		}
 	}
 }
+
+// The store URL helpers never panic, never print a password they can
+// parse, and take exactly flrh's schema parameter out of a URL.
+func FuzzStoreURL(f *testing.F) {
+	f.Add("flrh", "s3cret-pw", "db.internal:5432", "flrh_prod", "sslmode=disable")
+	f.Add("", "", "[::1", "", "")
+	f.Add("u", "p@ss:w/rd", "h", "a b", "schema=x&schema=y")
+	f.Fuzz(func(t *testing.T, user, pass, host, schema, rawQuery string) {
+		u := &url.URL{Scheme: "postgres", Host: host, Path: "/db", RawQuery: rawQuery}
+		if pass != "" {
+			u.User = url.UserPassword(user, pass)
+		} else if user != "" {
+			u.User = url.User(user)
+		}
+		q := u.Query()
+		q.Set("schema", schema)
+		u.RawQuery = q.Encode()
+		spec := u.String()
+		shown := redactURL(spec)
+		if parsed, err := url.Parse(spec); err == nil && len(pass) >= 6 {
+			if p, ok := parsed.User.Password(); ok && p == pass && strings.Contains(shown, url.UserPassword("", pass).String()[1:]) {
+				t.Fatalf("redactURL(%q) = %q shows the password", spec, shown)
+			}
+		}
+		dsn, got, err := splitSchema(spec)
+		if err != nil {
+			return // a URL net/url cannot parse back is refused as a usage error
+		}
+		if got != schema {
+			t.Fatalf("schema %q, want %q", got, schema)
+		}
+		back, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("splitSchema produced an unparsable DSN %q", dsn)
+		}
+		if back.Query().Has("schema") {
+			t.Fatalf("schema parameter left in %q", dsn)
+		}
+	})
+}

@@ -167,6 +167,7 @@ func Authorize(in Input) (Decisions, error) {
 	if err := checkBatch(in.Batch, in.ProfileDigest); err != nil {
 		return Decisions{}, err
 	}
+	in.Batch = pairVerdicts(in.Batch)
 	if in.Policy.Policy == nil {
 		return Decisions{}, reject("MALFORMED_AUTHORITY_SNAPSHOT", "/policy")
 	}
@@ -262,9 +263,33 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 	if len(b.Proposals) != len(b.Verdicts) || len(b.Proposals) != len(b.Batch.ProposalIDs) || len(b.Verdicts) != len(b.Batch.EligibilityVerdictIDs) {
 		return reject("BATCH_IDENTITY_MISMATCH", "/published_batch")
 	}
+	// R publishes the proposals and the verdicts each in its own canonical
+	// order, and the batch header lists both id sets sorted; none of these
+	// orders pairs a proposal with its verdict. Pairing is by proposal id:
+	// a total bijection, every id in the header's sets.
+	ids, vids := map[string]bool{}, map[string]bool{}
+	for _, id := range b.Batch.ProposalIDs {
+		if ids[id] {
+			return reject("BATCH_IDENTITY_MISMATCH", "/published_batch/batch/proposal_ids")
+		}
+		ids[id] = true
+	}
+	for _, id := range b.Batch.EligibilityVerdictIDs {
+		if vids[id] {
+			return reject("BATCH_IDENTITY_MISMATCH", "/published_batch/batch/eligibility_verdict_ids")
+		}
+		vids[id] = true
+	}
+	verdictOf := map[string]bool{}
+	for j, v := range b.Verdicts {
+		if !vids[v.VerdictID] || verdictOf[v.ProposalID] {
+			return reject("BATCH_IDENTITY_MISMATCH", fmt.Sprintf("/published_batch/eligibility_verdicts/%d", j))
+		}
+		verdictOf[v.ProposalID] = true
+	}
 	seen := map[string]bool{}
 	for i, p := range b.Proposals {
-		if p.ProposalID != b.Batch.ProposalIDs[i] || b.Verdicts[i].ProposalID != p.ProposalID || b.Verdicts[i].VerdictID != b.Batch.EligibilityVerdictIDs[i] {
+		if !ids[p.ProposalID] || !verdictOf[p.ProposalID] {
 			return reject("BATCH_IDENTITY_MISMATCH", fmt.Sprintf("/published_batch/effect_proposals/%d", i))
 		}
 		if seen[p.ProposalID] {
@@ -292,6 +317,23 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
 	}
 	return nil
+}
+
+// pairVerdicts returns a copy of a checked batch whose verdicts are
+// reordered to stand at their proposals' positions, the order the rest of
+// Authorize reads them in. The digests were checked on the batch as
+// published.
+func pairVerdicts(b PublishedBatch) PublishedBatch {
+	byProposal := make(map[string]protocol.EligibilityVerdict, len(b.Verdicts))
+	for _, v := range b.Verdicts {
+		byProposal[v.ProposalID] = v
+	}
+	paired := make([]protocol.EligibilityVerdict, len(b.Proposals))
+	for i, p := range b.Proposals {
+		paired[i] = byProposal[p.ProposalID]
+	}
+	b.Verdicts = paired
+	return b
 }
 
 // PublishedBatchDigest is the outer digest of a published batch.

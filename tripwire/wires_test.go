@@ -140,14 +140,16 @@ func TestValidRunsDoNotTrip(t *testing.T) {
 	// (a few rounds at most) until the runs have reached every resting
 	// state, phase and main final state.
 	for round := 0; round < 6 && len(missing()) > 0; round++ {
-		rapid.Check(t, property(seen))
+		rapid.Check(t, validRunsDoNotTrip(seen))
 	}
 	if m := missing(); len(m) > 0 {
 		t.Errorf("no generated run reached %v", m)
 	}
 }
 
-func property(seen map[string]bool) func(*rapid.T) {
+// validRunsDoNotTrip drives one random run and checks every boundary it
+// reports; seen collects the states, events and phases the runs reached.
+func validRunsDoNotTrip(seen map[string]bool) func(*rapid.T) {
 	return func(rt *rapid.T) {
 		s := newSim()
 		s.forgetful = rapid.Bool().Draw(rt, "forgetful")

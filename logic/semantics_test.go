@@ -273,3 +273,30 @@ func TestLanguageCorners(t *testing.T) {
 		})
 	}
 }
+
+func TestProgramIntrospection(t *testing.T) {
+	c, err := Load("t.dl", []byte(".type Id <: symbol\n.decl e(a: Id, n: number)\n.input e(filename=\"edges.tsv\")\n.decl p(a: Id)\n.output p\np(a) :- e(a, _).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(c.Relations(), c.Inputs(), c.Outputs()) != "[e p] [e] [p]" {
+		t.Fatalf("relations %v inputs %v outputs %v", c.Relations(), c.Inputs(), c.Outputs())
+	}
+	if c.IOFile("e", true) != "edges.tsv" || c.IOFile("p", false) != "p.csv" {
+		t.Fatalf("io files %q %q", c.IOFile("e", true), c.IOFile("p", false))
+	}
+	if ty, ok := c.Schema("e"); !ok || fmt.Sprint(ty) != "[symbol number]" {
+		t.Fatalf("schema %v %v", ty, ok)
+	}
+	if c.NumStrata() < 2 {
+		t.Fatalf("%d strata", c.NumStrata())
+	}
+	r, err := Solve(nil, c, []FactChange{{ID: "x", Fact: Fact{Rel: "e", Args: []Value{Sym("a"), Num(1)}}, Diff: 1}}, 4, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Materialization
+	if m.LogicalTime() != 4 || m.Program() != c || m.Stats().Tuples != 2 {
+		t.Fatalf("time %d, stats %+v", m.LogicalTime(), m.Stats())
+	}
+}

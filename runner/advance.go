@@ -24,6 +24,10 @@ const (
 	KindReconcile = "reconcile" // {"intent_id": ..., "resolution": "confirmed_success" | "confirmed_failure" | "abandon"}
 )
 
+// InboxKinds lists every inbox kind the runner reads; anything else in an
+// inbox is never consumed.
+var InboxKinds = []string{KindInput, KindChoice, KindApprove, KindDeny, KindCancel, KindReconcile}
+
 // Event kinds in a run's log, besides control records.
 const (
 	EventControl  = "control"          // an accepted control transition (a control.Record)

@@ -41,7 +41,7 @@ func TestDefaultAlphabetMatchesTheRuntime(t *testing.T) {
 		}
 	}
 	same("event kinds", a.EventKinds, runner.EventControl, runner.EventRejected, runner.EventAccepted)
-	same("inbox kinds", a.InboxKinds, runner.KindInput, runner.KindApprove, runner.KindDeny, runner.KindCancel, runner.KindReconcile)
+	same("inbox kinds", a.InboxKinds, runner.InboxKinds...)
 	same("outbox", a.OutboxStatuses, string(store.OutboxPending), string(store.OutboxInFlight), string(store.OutboxRetry),
 		string(store.OutboxReconcile), string(store.OutboxHuman), string(store.OutboxDone))
 	same("attempts", a.AttemptStatuses, string(store.AttemptStarted), string(store.AttemptSucceeded), string(store.AttemptFailedTransient),

@@ -10,7 +10,7 @@ import (
 type Limits struct {
 	MaxInputs  int   // base facts given at once (INPUT_BUDGET_EXHAUSTED)
 	MaxFirings int64 // rule instantiations that reach the head (RULE_BUDGET_EXHAUSTED)
-	MaxDepth   int   // semi-naive rounds within one stratum (DERIVATION_DEPTH_EXCEEDED)
+	MaxDepth   int   // height of any fact's shortest proof (DERIVATION_DEPTH_EXCEEDED)
 	MaxTuples  int64 // live tuples over all relations (TUPLE_BUDGET_EXHAUSTED)
 
 	// Progress, when set, is called after each stratum of a from-scratch
@@ -181,6 +181,9 @@ func Evaluate(c *Compiled, facts []Fact, lim Limits) (*Materialization, error) {
 	if err := m.evalAll(); err != nil {
 		return nil, err
 	}
+	if err := m.checkDepth(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -262,8 +265,9 @@ func (m *Materialization) evalStratum(si int) error {
 			}
 			m.round++
 			st.Iterations++
-			// The facts new in the last round have proofs of height
-			// Iterations-1 within this stratum.
+			// The facts new in the last round need Iterations-1 rule
+			// applications of this stratum, so their proofs are at least
+			// that high: stop early (checkDepth decides exactly).
 			if m.lim.MaxDepth > 0 && st.Iterations-1 > m.lim.MaxDepth {
 				return errorf(DepthExceeded, Pos{}, "stratum %d (%s) derives facts more than %d rule applications deep: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
 			}

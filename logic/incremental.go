@@ -328,6 +328,13 @@ var recomputeMin = 1024
 var compactMin int32 = 1024
 
 func (m *Materialization) apply(changes []Change) error {
+	if err := m.applyChanges(changes); err != nil {
+		return err
+	}
+	return m.checkDepth()
+}
+
+func (m *Materialization) applyChanges(changes []Change) error {
 	c := m.c
 	nt := len(m.tables)
 	m.deltaPlus = make([][]int32, nt)
@@ -504,9 +511,6 @@ func (m *Materialization) apply(changes []Change) error {
 					break
 				}
 				rounds++
-				if m.lim.MaxDepth > 0 && rounds-1 > m.lim.MaxDepth {
-					return errorf(DepthExceeded, Pos{}, "stratum %d (%s) derives facts more than %d rule applications deep: derivation depth exceeded", si, st.Relations[0], m.lim.MaxDepth)
-				}
 				m.round++
 				cur := addedBy
 				addedBy = make([][]int32, nt)

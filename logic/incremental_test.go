@@ -82,7 +82,7 @@ func checkApply(t *rapid.T) {
 		if err != nil {
 			t.Skip("rejected program")
 		}
-		lim := Limits{MaxTuples: 20000}
+		lim := Limits{MaxTuples: 20000, MaxDepth: rapid.IntRange(0, 4).Draw(t, "maxdepth")}
 		ms := baseMultiset{}
 		initial := genFacts(t)
 		for _, f := range initial {

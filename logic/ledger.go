@@ -52,9 +52,23 @@ type Result struct {
 	Conflicts       []Conflict
 }
 
-// DerivedPrefix marks derivation IDs that name derived supports; callers
-// cannot insert or retract them.
+// DerivedPrefix starts the ids of derived supports, as in the reference
+// M2 contract: "derivation:" and 64 lowercase hex digits. Callers cannot
+// insert or retract an id of that form (other ids with the prefix, such as
+// "derivation:base:a", are ordinary base supports).
 const DerivedPrefix = "derivation:"
+
+func isDerivedID(id string) bool {
+	if len(id) != len(DerivedPrefix)+64 || !strings.HasPrefix(id, DerivedPrefix) {
+		return false
+	}
+	for _, c := range id[len(DerivedPrefix):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ReferenceMaxInputs is the reference contract's ceiling on FactDelta
 // inputs per invocation; Solve applies it when no limit is set.
@@ -158,11 +172,8 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 				return nil, errorf(IdentityConflict, Pos{}, "delta[%d]: derivation %s is inserted twice with different content", gi, id)
 			}
 		}
-		if strings.HasPrefix(id, DerivedPrefix) {
-			if first.Diff == -1 {
-				return nil, errorf(DerivedSupportTarget, Pos{}, "%s: %s names a derived support, which only rules can change", where, id)
-			}
-			return nil, errorf(MalformedDelta, Pos{}, "%s: base support ids may not start with %q", where, DerivedPrefix)
+		if isDerivedID(id) {
+			return nil, errorf(DerivedSupportTarget, Pos{}, "%s: %s has the form of a derived support id, which only rules can change", where, id)
 		}
 		var prev ledgerEntry
 		var known bool

@@ -95,7 +95,8 @@ var (
 
 // Decide implements runner.Workflow.
 func (w *Workflow) Decide(state []byte, in runner.Accepted) (runner.Decision, error) {
-	r, err := w.Workflow.Decide(state, workflow.Input{Seq: in.Seq, Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor})
+	r, err := w.Workflow.Decide(state, workflow.Input{Seq: in.Seq, Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor,
+		ActorRole: in.ActorRole, Capability: in.Capability})
 	if errors.Is(err, workflow.ErrRuleBudget) {
 		return runner.Decision{}, fmt.Errorf("%w: %v", runner.ErrRuleBudget, err)
 	}

@@ -25,14 +25,17 @@ func (w *Workflow) input(b authority.PublishedBatch, spec authority.ActionSpec, 
 }
 
 // authorize runs H over one published batch (one proposal) and maps the
-// outcome to effects.
-func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error) {
+// outcome to effects. choices are the choices among options presented to
+// the gates (none on a first decision).
+func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authority.Choice) ([]Effect, error) {
 	w, st := t.w, t.st
 	p := b.Proposals[0]
 	spec := actionSpec(p.ProposalID, a)
 	before := st.Machine
 	turn := st.Turn + 1
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
+	in.Choices = choices
+	in.ScorecardDigest = t.scorecard
 	d, err := authority.Authorize(in)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
@@ -66,7 +69,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error)
 		actionJSON, _ := cjson.Marshal(a.Action)
 		destJSON, _ := cjson.Marshal(a.Destination)
 		pd := pending{RequestID: q.RequestID, Request: q, Batch: b, Action: actionJSON, Dest: destJSON, Machine: before,
-			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn}
+			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
 		eff, _, err := w.reauthorize(pd, w.namedApprover())
@@ -83,9 +86,19 @@ func (t *tick) authorize(b authority.PublishedBatch, a action) ([]Effect, error)
 		st.Pending = append(st.Pending, pd)
 		st.Open = append(st.Open, openIntent{IntentID: eff.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: eff.Intent.ActionDigest})
 		return []Effect{eff}, nil
+	case authority.OutcomeOptions:
+		// Nothing reaches the world until someone chooses: the offer keeps
+		// what H needs to decide the proposal again with the choice.
+		actionJSON, _ := cjson.Marshal(a.Action)
+		destJSON, _ := cjson.Marshal(a.Destination)
+		t.note("h.outcome", rec)
+		of := offer{ProposalID: p.ProposalID, TicketID: o.Ticket.TicketID, Options: append([]string{}, o.Options...),
+			Batch: b, Action: actionJSON, Dest: destJSON}
+		st.Offered = append(slices.DeleteFunc(st.Offered, func(x offer) bool { return x.ProposalID == p.ProposalID }), of)
+		return t.offered(of, o.Ticket)
 	default:
-		// OPTIONS, HELD, ESCALATED, REJECTED: nothing reaches the world;
-		// the trace (and the MRP machine in the state) records why.
+		// HELD, ESCALATED, REJECTED: nothing reaches the world; the trace
+		// (and the MRP machine in the state) records why.
 		t.note("h.outcome", rec)
 		return nil, nil
 	}
@@ -104,6 +117,7 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, mrp.M
 	a := action{Action: act, Destination: dest}
 	p := pd.Batch.Proposals[0]
 	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
+	in.Choices = pd.Choices
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
 	d, err := authority.Authorize(in)
 	if err != nil {

@@ -76,7 +76,8 @@ type Workflow struct {
 	adapters            map[string]AdapterSpec
 	rProfile            frontier.Profile
 	binding             seam.BindingProfile
-	cache               *matCache // nil: evaluate every tick from scratch
+	cache               *matCache   // nil: evaluate every tick from scratch
+	ctl                 *controller // nil: no AIF controller; every choice is a person's
 }
 
 // ID names the workflow.
@@ -113,7 +114,7 @@ func (w *Workflow) Manifests() map[string]authority.ToolManifest {
 }
 
 var manifestMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
-	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters", "limits"}
+	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters", "limits", "controller"}
 
 var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
 	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
@@ -171,7 +172,12 @@ func (c *compiler) str(ptr string, v any, id bool) (string, *Error) {
 
 // file returns the bytes of a file the manifest names at ptr.
 func (c *compiler) file(ptr string) (string, []byte, *Error) {
-	name, err := c.str(ptr, c.lookup(ptr), false)
+	return c.fileNamed(ptr, c.lookup(ptr))
+}
+
+// fileNamed returns the bytes of the file named by v, found at ptr.
+func (c *compiler) fileNamed(ptr string, v any) (string, []byte, *Error) {
+	name, err := c.str(ptr, v, false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -238,6 +244,9 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, err
 	}
 	if err = c.adapters(w); err != nil {
+		return nil, err
+	}
+	if err = c.controller(w); err != nil {
 		return nil, err
 	}
 	prof, rej := frontier.NewProfile(w.versions.Dataflow, []string{ProposalSource, VerdictSource}, frontier.Limits{

@@ -21,6 +21,7 @@ import (
 const (
 	KindInput   = "input"   // {"type": EVENT_TYPE, "payload": {...}, "occurred_at"?: RFC 3339}
 	KindReceipt = "receipt" // a canonical protocol.ActionReceipt
+	KindChoice  = "choice"  // {"proposal_id": ..., "option": ...}: a choice among the options H offered
 )
 
 // Input is one accepted input, as the runner hands it over.
@@ -30,6 +31,10 @@ type Input struct {
 	Body   []byte // canonical JSON
 	Digest string
 	Actor  string
+	// ActorRole and Capability are the submitter's authenticated role and
+	// the capability it exercised; a choice is judged by them.
+	ActorRole  string
+	Capability string
 }
 
 // Completion says whether the run is done once its effects are closed.
@@ -91,8 +96,16 @@ type tick struct {
 	w     *Workflow
 	st    *state
 	lt    int64
+	in    Input
 	trace []Note
+	// scorecard is the digest of the controller's scorecard for the
+	// decision H is about to make, "" when there is none.
+	scorecard string
+	tried     map[string]bool // proposals the controller already chose for in this tick
 }
+
+// noteValue records a trace note whose body holds typed records.
+func (t *tick) noteValue(kind string, body map[string]any) { t.note(kind, body) }
 
 func (t *tick) note(kind string, body map[string]any) {
 	b, err := cjson.Marshal(body)
@@ -117,10 +130,11 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	refuse := func(format string, args ...any) (Result, error) {
 		return Result{State: stateJSON, Completion: Continue, Refusal: fmt.Sprintf(format, args...)}, nil
 	}
-	t := &tick{w: w, st: st, lt: in.Seq}
+	t := &tick{w: w, st: st, lt: in.Seq, in: in}
 	var evType string
 	var members map[string]any
 	occurred := ""
+	var obs []int // the controller's observation of this input, if any
 	switch in.Kind {
 	case KindInput:
 		evType, members, occurred, err = parseInput(in.Body)
@@ -129,6 +143,9 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		}
 		if evType == ReceiptEventType {
 			return refuse("input: event type %s is reserved for receipts", ReceiptEventType)
+		}
+		if w.ctl != nil {
+			obs = w.ctl.events[evType]
 		}
 	case KindReceipt:
 		var rc protocol.ActionReceipt
@@ -148,6 +165,9 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}
 		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
+		if w.ctl != nil {
+			obs = w.ctl.receipts[rc.Outcome]
+		}
 		if w.receipts != nil {
 			evType = ReceiptEventType
 			all := map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": rc.Outcome,
@@ -157,6 +177,9 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 				members[k] = all[k]
 			}
 		}
+	case KindChoice:
+		// A choice changes no domain fact: it re-decides the proposal it
+		// answers, over the materialization the run already holds.
 	default:
 		return refuse("unknown input kind %q", in.Kind)
 	}
@@ -165,6 +188,21 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	mat, err := w.materialize(stateJSON, st)
 	if err != nil {
 		return Result{}, err
+	}
+	if obs != nil {
+		if err := t.observe(obs); err != nil {
+			return Result{}, err
+		}
+	}
+	if in.Kind == KindChoice {
+		var refusal string
+		effects, refusal, err = t.choose(in)
+		if err != nil {
+			return Result{}, err
+		}
+		if refusal != "" {
+			return refuse("%s", refusal)
+		}
 	}
 	if evType != "" {
 		var refusal string
@@ -345,7 +383,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		if k < 0 {
 			return nil, nil, "", fmt.Errorf("workflow: R published unknown proposal %s", p.ProposalID)
 		}
-		e, err := t.authorize(b, specs[k])
+		e, err := t.authorize(b, specs[k], nil)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -12,6 +12,7 @@ const (
 	CodeBadCapability   = "BAD_CAPABILITY"   // a capability chain does not verify
 	CodeBadBinding      = "BAD_BINDING"      // a fact, eligibility or completion mapping does not fit the rules
 	CodeVersionMismatch = "VERSION_MISMATCH" // the version envelope disagrees with a component
+	CodeBadController   = "BAD_CONTROLLER"   // the AIF controller's model does not decode
 )
 
 // Error is a bundle that cannot be compiled: which file, where in it (a

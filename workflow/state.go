@@ -28,9 +28,11 @@ type state struct {
 	Machine   mrp.Machine     `json:"machine"`      // H: the MRP machine
 	EffectSeq int64           `json:"effect_sequence"`
 	Turn      int64           `json:"turn"`
-	FHRChain  string          `json:"fhr_chain"` // hash chain over every turn's FHR digest, "" before the first
-	Open      []openIntent    `json:"open"`      // intents planned and not yet answered by a receipt
-	Pending   []pending       `json:"pending"`   // approval requests awaiting a person
+	FHRChain  string          `json:"fhr_chain"`         // hash chain over every turn's FHR digest, "" before the first
+	Open      []openIntent    `json:"open"`              // intents planned and not yet answered by a receipt
+	Pending   []pending       `json:"pending"`           // approval requests awaiting a person
+	Offered   []offer         `json:"offered,omitempty"` // OPTIONS awaiting a choice, by proposal
+	AIF       *belief         `json:"aif,omitempty"`     // the AIF controller's belief, once it observed something
 }
 
 // support is one live base support of L: a named fact and its provenance.
@@ -61,6 +63,24 @@ type pending struct {
 	EffectSeq int64                     `json:"effect_sequence"`
 	Now       int64                     `json:"now"`
 	Turn      int64                     `json:"turn"`
+	// Choices presented when the request was decided (a request that
+	// follows a choice among options), presented again with the grant.
+	Choices []authority.Choice `json:"choices,omitempty"`
+}
+
+// offer is a proposal H answered with OPTIONS: everything needed to decide
+// it again once someone chooses one of the options.
+type offer struct {
+	ProposalID string                   `json:"proposal_id"`
+	TicketID   string                   `json:"ticket_id"`
+	Options    []string                 `json:"options"`
+	Batch      authority.PublishedBatch `json:"batch"`
+	Action     json.RawMessage          `json:"action"`
+	Dest       json.RawMessage          `json:"destination"`
+	// Ranking is the controller's scoring of the options, best first, and
+	// Scorecard the digest of its scorecard (empty without a controller).
+	Ranking   []Ranked `json:"ranking,omitempty"`
+	Scorecard string   `json:"scorecard,omitempty"`
 }
 
 func (w *Workflow) initial(runID string) (*state, error) {

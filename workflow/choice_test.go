@@ -1,0 +1,258 @@
+package workflow
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/determinism"
+)
+
+func choiceInput(seq int64, proposal, option, actor, role, capability string) Input {
+	b, _ := cjson.Marshal(map[string]any{"proposal_id": proposal, "option": option})
+	return Input{Seq: seq, Kind: KindChoice, Body: b, Digest: cjson.Digest(b), Actor: actor, ActorRole: role, Capability: capability}
+}
+
+func notes(r Result, kind string) []map[string]any {
+	var out []map[string]any
+	for _, n := range r.Trace {
+		if n.Kind == kind {
+			var m map[string]any
+			if err := json.Unmarshal(n.Body, &m); err != nil {
+				panic(err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// goodwill starts a support-agent run with a goodwill refund of amount
+// and returns the state after it and the proposal waiting in OPTIONS.
+func goodwill(t *testing.T, w *Workflow, amount int64) ([]byte, Result) {
+	t.Helper()
+	st, err := w.Init("run-choice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := refundInput("r-7", amount, "carol", "goodwill")
+	r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: in, Digest: cjson.Digest(in), Actor: "agent"})
+	if err != nil || r.Refusal != "" {
+		t.Fatalf("goodwill input: %v %q", err, r.Refusal)
+	}
+	return r.State, r
+}
+
+func TestPersonChoosesAnOption(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, r := goodwill(t, w, 60) // above the delegation limit: a person chooses
+	if len(r.Effects) != 0 {
+		t.Fatalf("OPTIONS sent %d effects", len(r.Effects))
+	}
+	v, err := w.Inspect(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MRPState != "OPTIONS" || len(v.Offers) != 1 || len(v.Offers[0].Options) != 2 {
+		t.Fatalf("view: state %s offers %+v", v.MRPState, v.Offers)
+	}
+	off := v.Offers[0]
+	if len(off.Ranking) != 2 || off.Ranking[0].Total > off.Ranking[1].Total || off.Scorecard == "" {
+		t.Fatalf("the ranking is not best first with a scorecard: %+v", off)
+	}
+	sc := notes(r, "aif.scorecard")
+	if len(sc) != 1 || sc[0]["delegated"] != false || sc[0]["chooser"] != "person" {
+		t.Fatalf("scorecard note: %v", sc)
+	}
+
+	refusals := []struct {
+		name string
+		in   Input
+		code string
+	}{
+		{"agent role", choiceInput(2, off.ProposalID, off.Options[0], "bot", "agent", "mrp.choose_option"), ChoiceNotAPerson},
+		{"no capability", choiceInput(2, off.ProposalID, off.Options[0], "dana", "operator", "refund.request"), ChoiceCapability},
+		{"not offered", choiceInput(2, off.ProposalID, "path:cash", "dana", "operator", "mrp.choose_option"), ChoiceNotOffered},
+		{"unknown proposal", choiceInput(2, "proposal:nope", off.Options[0], "dana", "operator", "mrp.choose_option"), ChoiceNotPending},
+		{"malformed", Input{Seq: 2, Kind: KindChoice, Body: []byte(`{"option":"x"}`), ActorRole: "operator", Capability: "mrp.choose_option"}, ChoiceMalformed},
+	}
+	for _, c := range refusals {
+		got, err := w.Decide(st, c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !strings.HasPrefix(got.Refusal, c.code+":") || string(got.State) != string(st) || len(got.Effects) != 0 {
+			t.Errorf("%s: refusal %q, state changed %v, effects %d", c.name, got.Refusal, string(got.State) != string(st), len(got.Effects))
+		}
+	}
+
+	in := choiceInput(2, off.ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
+	got, err := w.Decide(st, in)
+	if err != nil || got.Refusal != "" {
+		t.Fatalf("choice: %v %q", err, got.Refusal)
+	}
+	if len(got.Effects) != 1 || got.Effects[0].Approval != nil {
+		t.Fatalf("a chosen reversible refund should be one outright intent, got %+v", got.Effects)
+	}
+	o := outcomes(got)
+	if len(o) != 1 || o[0]["outcome"] != "INTENT" {
+		t.Fatalf("outcome after the choice: %v", o)
+	}
+	ch := notes(got, "choice")
+	if len(ch) != 1 || ch[0]["chooser"] != "dana" || ch[0]["trigger"] != "CHOOSE_OPTION" {
+		t.Fatalf("choice note: %v", ch)
+	}
+	v, _ = w.Inspect(got.State)
+	if len(v.Offers) != 0 || v.MRPState != "DECIDE" {
+		t.Fatalf("after the choice: %+v", v)
+	}
+	if strip := strings.Join(v.Strip, ","); strip != "HOLD,OPTIONS,DECIDE" {
+		t.Fatalf("journey strip %s", strip)
+	}
+	// The same choice again answers nothing pending.
+	again, _ := w.Decide(got.State, choiceInput(3, off.ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option"))
+	if !strings.HasPrefix(again.Refusal, ChoiceNotPending) {
+		t.Fatalf("a second choice: %q", again.Refusal)
+	}
+	determinism.Check(t, decideCase{st, in}, func(c decideCase) string {
+		r, err := w.Decide(c.State, c.In)
+		if err != nil {
+			return err.Error()
+		}
+		b, _ := json.Marshal(r)
+		return string(b)
+	})
+}
+
+// For a small goodwill amount the policy delegates the choice: the
+// controller picks from its scorecard and the pick goes to H as a choice
+// by the controller. H accepts choices from people only, so the proposal
+// is offered again and waits for a person, with every step traced.
+func TestControllerChoosesWhenDelegated(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, r := goodwill(t, w, 20)
+	steps := notes(r, "aif.step")
+	if len(steps) != 1 {
+		t.Fatalf("aif.step notes: %d", len(steps))
+	}
+	rec := steps[0]["record"].(map[string]any)
+	if rec["observation"].([]any)[0] != "asked" || rec["free_energy"] == nil {
+		t.Fatalf("step record: %v", rec)
+	}
+	sc := notes(r, "aif.scorecard")
+	if len(sc) < 1 || sc[0]["delegated"] != true || sc[0]["chooser"] != ControllerActorID {
+		t.Fatalf("scorecard: %v", sc)
+	}
+	card := sc[0]["scorecard"].(map[string]any)
+	pick := card["pick"].(string)
+	if pick == "" || pick != card["argmin_core"] {
+		t.Fatalf("the controller picked %q, its core favours %v", pick, card["argmin_core"])
+	}
+	ch := notes(r, "choice")
+	if len(ch) != 1 || ch[0]["chooser"] != ControllerActorID || ch[0]["role"] != ControllerRole || ch[0]["trigger"] != "OPTION_SELECTED" || ch[0]["option"] != pick {
+		t.Fatalf("choice note: %v", ch)
+	}
+	fhrs := notes(r, "h.fhr")
+	if len(fhrs) != 2 || fhrs[1]["fhr"].(map[string]any)["scorecard_digest"] != sc[0]["scorecard_digest"] {
+		t.Fatalf("the FHR of the controller's decision does not name its scorecard: %v", fhrs)
+	}
+	o := outcomes(r)
+	if len(o) != 2 {
+		t.Fatalf("outcomes: %v", o)
+	}
+	v, _ := w.Inspect(st)
+	if o[1]["outcome"] == "INTENT" {
+		if len(r.Effects) != 1 || len(v.Offers) != 0 {
+			t.Fatalf("an accepted autonomous choice: effects %d offers %d", len(r.Effects), len(v.Offers))
+		}
+		return
+	}
+	// H does not take the controller's choice: it is audited, and the
+	// ranked options wait for a person.
+	audit, _ := o[1]["audit"].([]any)
+	if o[1]["outcome"] != "OPTIONS" || len(audit) == 0 || !strings.Contains(audit[0].(string), ControllerActorID) {
+		t.Fatalf("second outcome: %v", o[1])
+	}
+	if len(r.Effects) != 0 || len(v.Offers) != 1 || v.MRPState != "OPTIONS" {
+		t.Fatalf("after a declined autonomous choice: effects %d, %+v", len(r.Effects), v)
+	}
+	if len(sc) != 2 || sc[1]["chooser"] != "person" {
+		t.Fatalf("the re-offer is not scored for a person: %v", sc)
+	}
+	got, err := w.Decide(st, choiceInput(2, v.Offers[0].ProposalID, pick, "dana", "reviewer", "mrp.choose_option"))
+	if err != nil || got.Refusal != "" || len(got.Effects) != 1 {
+		t.Fatalf("the person's choice after the controller: %v %q %d", err, got.Refusal, len(got.Effects))
+	}
+}
+
+func TestControllerBeliefFollowsObservations(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, _ := goodwill(t, w, 60)
+	got, _ := w.Decide(st, choiceInput(2, mustOffer(t, w, st), "path:partial-refund", "dana", "operator", "mrp.choose_option"))
+	if len(notes(got, "aif.step")) != 0 {
+		t.Fatal("a choice is not an observation")
+	}
+	rc := receiptFor(got.Effects[0], "confirmed_success")
+	done, err := w.Decide(got.State, Input{Seq: 3, Kind: KindReceipt, Body: rc, Digest: cjson.Digest(rc)})
+	if err != nil || done.Refusal != "" || done.Completion != Complete {
+		t.Fatalf("receipt: %v %q %s", err, done.Refusal, done.Completion)
+	}
+	steps := notes(done, "aif.step")
+	if len(steps) != 1 {
+		t.Fatalf("aif.step notes: %d", len(steps))
+	}
+	rec := steps[0]["record"].(map[string]any)
+	belief := rec["belief"].([]any)[0].([]any)
+	content, _ := belief[0].(float64)
+	if rec["observation"].([]any)[0] != "settled" || rec["tick"] != float64(2) || content < 0.5e9 {
+		t.Fatalf("after a settled receipt the belief should favour a content customer: %v", rec)
+	}
+}
+
+func mustOffer(t *testing.T, w *Workflow, st []byte) string {
+	t.Helper()
+	v, err := w.Inspect(st)
+	if err != nil || len(v.Offers) != 1 {
+		t.Fatalf("offers: %v %+v", err, v.Offers)
+	}
+	return v.Offers[0].ProposalID
+}
+
+func TestControllerManifestErrors(t *testing.T) {
+	base := readBundle(t, "../examples/support-agent")
+	cases := []struct {
+		name, find, replace, code, ptr string
+	}{
+		{"unknown event", `"refund.requested/1": ["asked"]`, `"refund.asked/1": ["asked"]`, CodeMalformed, "/controller/observe/events/refund.asked~11"},
+		{"unknown outcome", `"confirmed_success": ["settled"]`, `"confirmed_success": ["happy"]`, CodeMalformed, "/controller/observe/receipts/confirmed_success/0"},
+		{"unknown action", `"path:store-credit": ["store-credit"]`, `"path:store-credit": ["cash"]`, CodeMalformed, "/controller/options/path:store-credit"},
+		{"negative temperature", `"temperature": 0`, `"temperature": -1`, CodeMalformed, "/controller/temperature"},
+		{"missing model", `"model": "controller.json"`, `"model": "nope.json"`, CodeMissingFile, ""},
+		{"unknown member", `"margin": 0`, `"margin": 0, "greed": 1`, CodeMalformed, "/controller/greed"},
+	}
+	for _, c := range cases {
+		files := map[string][]byte{}
+		for k, v := range base {
+			files[k] = v
+		}
+		m := string(files[ManifestFile])
+		if !strings.Contains(m, c.find) {
+			t.Fatalf("%s: the manifest has no %s", c.name, c.find)
+		}
+		files[ManifestFile] = []byte(strings.Replace(m, c.find, c.replace, 1))
+		_, err := Compile(files)
+		e, ok := err.(*Error)
+		if !ok || e.Code != c.code || (c.ptr != "" && e.Pointer != c.ptr) {
+			t.Errorf("%s: got %v", c.name, err)
+		}
+	}
+	files := map[string][]byte{}
+	for k, v := range base {
+		files[k] = v
+	}
+	files["controller.json"] = []byte(strings.Replace(string(base["controller.json"]), `[0.1, 0.7, 0.5]`, `[0.2, 0.7, 0.5]`, 1))
+	if _, err := Compile(files); err == nil || err.(*Error).Code != CodeBadController {
+		t.Errorf("a model whose A columns do not sum to 1: %v", err)
+	}
+}

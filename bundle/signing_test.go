@@ -31,6 +31,10 @@ var exampleCapabilities = map[string][]authority.Capability{
 		{ID: "capability:refund.pay", EffectType: "refund.pay", Destination: "dest:payments", Scopes: []string{"scope:refunds"},
 			Limits: map[string]int64{"amount": 10000}, NotBefore: 0, Expiry: 1 << 40},
 	},
+	"support-agent": {
+		{ID: "capability:refund.pay", EffectType: "refund.pay", Destination: "dest:payments", Scopes: []string{"scope:refunds"},
+			Limits: map[string]int64{"amount": 10000}, NotBefore: 0, Expiry: 1 << 40},
+	},
 	"ops-agent": {
 		{ID: "capability:diag.read", EffectType: "diag.read", Destination: "dest:ops-*", Scopes: []string{"scope:ops"},
 			Limits: map[string]int64{}, NotBefore: 0, Expiry: 1 << 40},

@@ -1,0 +1,152 @@
+package bundle
+
+import (
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/determinism"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/workflow"
+)
+
+// chooser is a person allowed to choose among options.
+var chooser = runner.Actor{Name: "dana", Role: "operator", Capability: "mrp.choose_option"}
+
+// choose hands the run a choice and runs it to idle.
+func (h *harness) choose(runID, proposal, option string, by runner.Actor) {
+	h.t.Helper()
+	if err := h.r.Choose(h.ctx, runID, proposal, option, by); err != nil {
+		h.t.Fatal(err)
+	}
+	h.idle()
+}
+
+// paid checks that the run succeeded with exactly one refund at the
+// sandbox.
+func (h *harness) paid(runID string) {
+	h.t.Helper()
+	if s := h.status(runID); s.State != "SUCCEEDED" {
+		h.t.Fatalf("%s: state %s", runID, s.State)
+	}
+	ins := h.intents(runID)
+	if len(ins) != 1 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		h.t.Fatalf("%s: intents %+v", runID, ins)
+	}
+}
+
+func TestSupportAgentChoices(t *testing.T) {
+	h := newHarness(t, "support-agent")
+
+	t.Run("a large goodwill case goes to a person with ranked options", func(t *testing.T) {
+		h.start("goodwill-large", refund("r-2001", 60, "carol", "goodwill"))
+		if s := h.status("goodwill-large"); s.State != "INGEST" || len(h.intents("goodwill-large")) != 0 {
+			t.Fatalf("state %s before a choice", s.State)
+		}
+		cards := h.trace("goodwill-large", "aif.scorecard")
+		if len(cards) != 1 || cards[0]["delegated"] != false || cards[0]["chooser"] != "person" {
+			t.Fatalf("scorecards %v", cards)
+		}
+		card := cards[0]["scorecard"].(map[string]any)
+		if cs := card["candidates"].([]any); len(cs) != 2 {
+			t.Fatalf("candidates %v", cs)
+		}
+		for _, c := range card["candidates"].([]any) {
+			core := c.(map[string]any)["core"].(map[string]any)
+			if core["risk"] == nil || core["ambiguity"] == nil || core["efe"] == nil {
+				t.Fatalf("a candidate without its core: %v", c)
+			}
+		}
+		steps := h.trace("goodwill-large", "aif.step")
+		if len(steps) != 1 || steps[0]["record"].(map[string]any)["free_energy"] == nil {
+			t.Fatalf("aif steps %v", steps)
+		}
+		proposal := cards[0]["proposal_id"].(string)
+
+		// An agent cannot choose: the input is refused and nothing changes.
+		agent := runner.Actor{Name: "refund-bot", Role: "agent", Capability: "mrp.choose_option"}
+		h.choose("goodwill-large", proposal, "path:store-credit", agent)
+		refusals := h.trace("goodwill-large", "refusal")
+		if len(refusals) != 1 || !strings.HasPrefix(refusals[0]["reason"].(string), workflow.ChoiceNotAPerson) {
+			t.Fatalf("refusals %v", refusals)
+		}
+		if len(h.intents("goodwill-large")) != 0 {
+			t.Fatal("an agent's choice produced an intent")
+		}
+
+		h.choose("goodwill-large", proposal, "path:store-credit", chooser)
+		h.paid("goodwill-large")
+		choices := h.trace("goodwill-large", "choice")
+		if len(choices) != 1 || choices[0]["chooser"] != "dana" || choices[0]["trigger"] != "CHOOSE_OPTION" {
+			t.Fatalf("choices %v", choices)
+		}
+		journeys := h.trace("goodwill-large", "mrp.journey")
+		var strip []string
+		for _, s := range journeys[len(journeys)-1]["strip"].([]any) {
+			strip = append(strip, s.(string))
+		}
+		if got := strings.Join(strip, ","); got != "HOLD,OPTIONS,DECIDE" {
+			t.Fatalf("journey strip %s", got)
+		}
+		h.checkRecord("goodwill-large")
+	})
+
+	t.Run("a small goodwill case is the controller's to choose", func(t *testing.T) {
+		h.start("goodwill-small", refund("r-2002", 20, "dave", "goodwill"))
+		cards := h.trace("goodwill-small", "aif.scorecard")
+		if len(cards) == 0 || cards[0]["delegated"] != true || cards[0]["chooser"] != workflow.ControllerActorID {
+			t.Fatalf("scorecards %v", cards)
+		}
+		pick := cards[0]["scorecard"].(map[string]any)["pick"].(string)
+		choices := h.trace("goodwill-small", "choice")
+		if len(choices) != 1 || choices[0]["chooser"] != workflow.ControllerActorID || choices[0]["role"] != workflow.ControllerRole ||
+			choices[0]["option"] != pick || choices[0]["trigger"] != "OPTION_SELECTED" {
+			t.Fatalf("the controller's choice is not recorded as its own: %v", choices)
+		}
+		fhrs := h.trace("goodwill-small", "h.fhr")
+		if len(fhrs) != 2 || fhrs[1]["fhr"].(map[string]any)["scorecard_digest"] != cards[0]["scorecard_digest"] {
+			t.Fatalf("the FHR of the controller's decision does not name its scorecard")
+		}
+		outs := h.trace("goodwill-small", "h.outcome")
+		if outs[len(outs)-1]["outcome"] == "OPTIONS" {
+			// H takes choices from people only: the controller's pick is
+			// audited and the ranked options wait for a person.
+			if len(cards) != 2 || cards[1]["chooser"] != "person" {
+				t.Fatalf("the re-offer is not scored for a person: %v", cards)
+			}
+			h.choose("goodwill-small", cards[1]["proposal_id"].(string), pick, chooser)
+		}
+		h.paid("goodwill-small")
+		h.checkRecord("goodwill-small")
+	})
+
+	t.Run("Decide with the controller is deterministic", func(t *testing.T) {
+		st, err := h.wf.Init("det")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := cjson.Canonicalize([]byte(refund("r-2003", 20, "erin", "goodwill")))
+		in := runner.Accepted{Seq: 1, Kind: "input", Body: body, Digest: cjson.Digest(body), Actor: "agent"}
+		d, err := h.wf.Decide(st, in)
+		if err != nil || d.Refusal != "" {
+			t.Fatalf("%v %q", err, d.Refusal)
+		}
+		type c struct {
+			State []byte
+			In    runner.Accepted
+		}
+		cases := []c{{st, in}}
+		choice, _ := cjson.Marshal(map[string]any{"proposal_id": "proposal:x", "option": "path:store-credit"})
+		cases = append(cases, c{d.State, runner.Accepted{Seq: 2, Kind: "choice", Body: choice, Digest: cjson.Digest(choice), Actor: "dana", ActorRole: "operator", Capability: "mrp.choose_option"}})
+		for _, k := range cases {
+			determinism.Check(t, k, func(k c) string {
+				d, err := h.wf.Decide(k.State, k.In)
+				if err != nil {
+					return err.Error()
+				}
+				b, _ := cjson.Marshal(map[string]any{"state": string(d.State), "refusal": d.Refusal, "effects": int64(len(d.Effects)), "trace": int64(len(d.Trace))})
+				return string(b)
+			})
+		}
+	})
+}

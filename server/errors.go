@@ -83,8 +83,11 @@ func classify(err error) *Error {
 func writeError(w http.ResponseWriter, e *Error) {
 	var b errorBody
 	b.Error.Type, b.Error.Message, b.Error.Field = e.Type, e.Message, e.Field
-	if e.Status == http.StatusUnauthorized {
+	switch e.Status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="flrh"`)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status, b)
 }

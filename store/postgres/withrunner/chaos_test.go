@@ -1,4 +1,4 @@
-package postgres
+package withrunner
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store/postgres"
 )
 
 // Runners keep going while PostgreSQL itself restarts under them, twice,
@@ -34,9 +35,9 @@ func TestRunnersSurviveServerRestarts(t *testing.T) {
 	wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	const runners, runs, restarts = 3, 480, 2
 	rs := make([]*runner.Runner, runners)
-	var st *Store
+	var st *postgres.Store
 	for i := range rs {
-		s := openNamed(t, schema, fmt.Sprintf("flrh-chaos-%d", i), Options{MaxConns: 4})
+		s := openNamed(t, schema, fmt.Sprintf("flrh-chaos-%d", i), postgres.Options{MaxConns: 4})
 		if st == nil {
 			st = s
 		}

@@ -1,4 +1,4 @@
-package postgres
+package withrunner
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
 )
 
 // The runner works on this store unchanged. Three runners, each with its
@@ -26,9 +27,9 @@ func TestRunnersShareOneDatabase(t *testing.T) {
 	wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	const runners, runs = 3, 24
 	rs := make([]*runner.Runner, runners)
-	var st *Store
+	var st *postgres.Store
 	for i := range rs {
-		s := openNamed(t, schema, fmt.Sprintf("flrh-runner-%d", i), Options{MaxConns: 4})
+		s := openNamed(t, schema, fmt.Sprintf("flrh-runner-%d", i), postgres.Options{MaxConns: 4})
 		if st == nil {
 			st = s
 		}

@@ -1,0 +1,84 @@
+package withrunner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store/postgres"
+)
+
+var ctx = context.Background()
+
+func dsn(t testing.TB) string {
+	t.Helper()
+	d := os.Getenv("FLRH_TEST_POSTGRES")
+	if d == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL runner tests")
+	}
+	return d
+}
+
+// freshSchema names a schema no other test uses and drops it at the end.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "flrh_test_" + hex.EncodeToString(b[:])
+	d := dsn(t)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, d)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return name
+}
+
+// openNamed opens a store on schema whose connections carry app.
+func openNamed(t testing.TB, schema, app string, opts postgres.Options) *postgres.Store {
+	t.Helper()
+	u, err := url.Parse(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	opts.Schema = schema
+	s, err := postgres.Open(ctx, u.String(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

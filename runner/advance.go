@@ -12,6 +12,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
 )
 
 // Inbox kinds: what people and programs may submit to a run.
@@ -50,6 +51,9 @@ type tick struct {
 	moved   bool
 	inbox   []store.Inbound // pending inbox, read once per pass
 	inboxOK bool
+
+	committed committedView    // what the last commit made durable, for the wires
+	wire      []tripwire.Event // the pending tick's events as the wires see them
 }
 
 // Advance moves one run as far as it can go without outside input and
@@ -81,15 +85,28 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	r.mu.Unlock()
 	if ok && cached.head == run.Head && cached.generation == lease.Generation {
 		t.cp = cached.cp
-	} else if err := r.load(ctx, t); err != nil {
-		return false, err
+	} else {
+		build, err := r.load(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		if t.cp != nil {
+			if err := r.checkLoad(ctx, t, build); errors.Is(err, errTripped) {
+				return false, nil
+			} else if err != nil {
+				return false, err
+			}
+		}
 	}
 	if t.cp == nil {
 		return false, nil // quarantined while loading
 	}
+	t.committed = viewOf(t.cp)
 	for i := 0; i < 10_000; i++ {
 		progressed, err := r.step(ctx, t)
-		if err != nil {
+		if errors.Is(err, errTripped) {
+			return true, nil // parked; other runs go on
+		} else if err != nil {
 			return t.moved, err
 		}
 		if !progressed {
@@ -97,7 +114,9 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 		}
 		t.moved = true
 	}
-	if err := r.flush(ctx, t); err != nil {
+	if err := r.flush(ctx, t); errors.Is(err, errTripped) {
+		return true, nil
+	} else if err != nil {
 		return t.moved, err
 	}
 	r.mu.Lock()
@@ -133,22 +152,22 @@ func (r *Runner) settleLease(ctx context.Context, t *tick) {
 
 // load reads the run's checkpoint, or starts a fresh one. A checkpoint that
 // cannot be trusted quarantines the run: it never resumes silently.
-func (r *Runner) load(ctx context.Context, t *tick) error {
+func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 	stored, err := r.cfg.Store.Checkpoint(ctx, t.run.ID)
 	if store.CodeOf(err) == store.CodeNotFound && t.run.Head == 0 {
 		state, err := t.wf.Init(t.run.ID)
 		if err != nil {
-			return fmt.Errorf("workflow init: %w", err)
+			return "", fmt.Errorf("workflow init: %w", err)
 		}
 		sv, err := canonValue(state)
 		if err != nil {
-			return fmt.Errorf("workflow init state: %w", err)
+			return "", fmt.Errorf("workflow init state: %w", err)
 		}
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
 			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
-		return nil
+		return r.cfg.PlatformDigest, nil
 	} else if err != nil && store.CodeOf(err) != store.CodeNotFound {
-		return err
+		return "", err
 	}
 	reason := ""
 	if err != nil {
@@ -161,10 +180,10 @@ func (r *Runner) load(ctx context.Context, t *tick) error {
 		reason = fmt.Sprintf("checkpoint was written under FSM table %s, loaded %s", cp.Control.Table, r.machine.Digest())
 	} else {
 		t.cp = cp
-		return nil
+		return stored.BuildDigest, nil
 	}
 	r.log.Error("quarantine", "run", t.run.ID, "reason", reason)
-	return r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
+	return "", r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
 }
 
 // flush commits everything decided since the last commit, with the
@@ -191,12 +210,17 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if r.machine.Final(t.cp.Control.State) {
 		p.Outcome = r.machine.Outcome(t.cp.Control)
 	}
+	b := r.commitBoundary(t, p)
+	if trips := tripwire.Check(b); len(trips) > 0 {
+		return r.trip(ctx, t, b, trips)
+	}
 	if err := r.cfg.Store.Commit(ctx, t.lease, *p); err != nil {
 		if store.CodeOf(err) == store.CodeFenced {
 			r.forget(t.run.ID)
 		}
 		return err
 	}
+	r.afterCommit(t, b) // before the head moves: the carry is keyed by the head it knew
 	t.run.Head += int64(len(p.Events))
 	if len(p.Consume) > 0 {
 		kept := t.inbox[:0]
@@ -258,11 +282,14 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}
+	rec := res.Record
 	if res.Rejection != nil {
 		t.pending.Events = append(t.pending.Events, store.Event{Kind: EventRejected, Body: body, Digest: store.BodyDigest(body)})
+		t.wire = append(t.wire, tripwire.Event{Kind: EventRejected, Digest: store.BodyDigest(body), Record: &rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
 	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventControl, Body: body, Digest: store.BodyDigest(body)})
+	t.wire = append(t.wire, tripwire.Event{Kind: EventControl, Digest: store.BodyDigest(body), Record: &rec})
 	next := res.Next
 	next.Context = nil
 	t.cp.Control = next
@@ -294,6 +321,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 		return err
 	}
 	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: store.BodyDigest(body)})
+	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: store.BodyDigest(body), Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}})
 	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
 		return err
 	}

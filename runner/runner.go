@@ -12,6 +12,7 @@ import (
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
 )
 
 // Config assembles a Runner. Store and Workflows are required; without
@@ -70,6 +71,7 @@ type Runner struct {
 	busy      map[string]bool
 	leases    map[string]store.Lease // leases this runner holds, kept between passes
 	cps       map[string]cachedCheckpoint
+	carries   map[string]tripwire.Carry // what the wires remember of each run
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this
@@ -122,7 +124,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}}
+		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {

@@ -562,3 +562,54 @@ func TestChoiceReachesTheWorkflowWithItsAuthority(t *testing.T) {
 		t.Fatalf("checkpoint %s lacks %s", cp.Body, want)
 	}
 }
+
+// The runner checks its invariants itself: a history rewritten behind its
+// back (digests and chain recomputed, so the store alone cannot tell) is
+// caught when the runner loads the run again, the run is parked with a
+// tripwire report, and nothing is sent.
+func TestRunnerTripsOnARewrittenHistory(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-w", large)
+	h.start("run-ok", small)
+	// Rewrite the accepted input of run-w (the refund it waits to pay) and
+	// recompute the chain so every digest is self-consistent.
+	db := h.store.DB()
+	for _, q := range []string{"DROP TRIGGER events_no_update"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, _ := h.store.Events(ctx, "run-w", 0)
+	prev := store.GenesisHash
+	for _, e := range evs {
+		body := e.Body
+		if e.Kind == EventAccepted {
+			body = []byte(strings.Replace(string(body), `"amount":900`, `"amount":9000`, 1))
+		}
+		d := store.BodyDigest(body)
+		next := store.ChainHash(prev, e.Seq, d)
+		if _, err := db.Exec(`UPDATE events SET body = ?, digest = ?, prev_hash = ?, chain_hash = ? WHERE run_id = 'run-w' AND seq = ?`, body, d, prev, next, e.Seq); err != nil {
+			t.Fatal(err)
+		}
+		prev = next
+	}
+	if _, err := db.Exec(`UPDATE runs SET head_hash = ? WHERE run_id = 'run-w'`, prev); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := h.r.Inspect(ctx, "run-w")
+	if err := h.r.Approve(ctx, "run-w", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run := h.run("run-w")
+	if !strings.Contains(run.Quarantine, "append-only") || h.dest.count() != 1 {
+		t.Fatalf("run %s quarantine %q, %d mutations", run.State, run.Quarantine, h.dest.count())
+	}
+	tr, _ := h.store.Trace(ctx, "run-w")
+	if len(tr) == 0 || tr[len(tr)-1].Kind != "tripwire" {
+		t.Fatalf("no tripwire report in the trace: %+v", tr)
+	}
+	if s := h.run("run-ok").State; s != "SUCCEEDED" {
+		t.Fatalf("the other run: %s", s)
+	}
+}

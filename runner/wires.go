@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
+)
+
+// The runner checks its own invariants with package tripwire at two phase
+// boundaries: when it loads a checkpoint, and before every commit. A trip
+// freezes the run: what the tick decided is dropped, a report is recorded
+// in the trace, and the run is quarantined for a person. Other runs go on.
+
+// errTripped stops a pass whose run a wire has parked.
+var errTripped = errors.New("runner: a tripwire parked the run")
+
+// committedView is what the last commit (or the load) made durable, as the
+// wires compare it with the next tick.
+type committedView struct {
+	control  control.Configuration
+	accepted int64
+	open     []tripwire.Effect
+	awaiting []tripwire.Awaiting
+}
+
+func viewOf(cp *checkpoint) committedView {
+	return committedView{control: cp.Control, accepted: cp.Accepted, open: wireEffects(cp.Open), awaiting: wireAwaiting(cp.Ingest)}
+}
+
+func wireEffects(open []openEffect) []tripwire.Effect {
+	out := make([]tripwire.Effect, len(open))
+	for i, e := range open {
+		out[i] = tripwire.Effect{IntentID: e.IntentID, Stage: e.Stage, ApprovalID: e.ApprovalID}
+	}
+	return out
+}
+
+func wireAwaiting(in []pendingReceipt) []tripwire.Awaiting {
+	out := make([]tripwire.Awaiting, len(in))
+	for i, p := range in {
+		out[i] = tripwire.Awaiting{IntentID: p.IntentID, Digest: p.Digest}
+	}
+	return out
+}
+
+// carry returns what this runner remembers of a run's chain head and lease
+// generations, seeded from the run header when it remembers nothing (or
+// another writer moved the run since).
+func (r *Runner) carry(run store.Run) tripwire.Carry {
+	r.mu.Lock()
+	c, ok := r.carries[run.ID]
+	r.mu.Unlock()
+	if !ok || c.Known.Seq != run.Head {
+		c.Known = tripwire.Head{Seq: run.Head, Hash: run.HeadHash}
+	}
+	c.Newest = max(c.Newest, run.Lease.Generation)
+	return c
+}
+
+func (r *Runner) setCarry(runID string, c tripwire.Carry) {
+	r.mu.Lock()
+	r.carries[runID] = c
+	r.mu.Unlock()
+}
+
+// checkLoad runs the wires over a checkpoint just read from the store.
+func (r *Runner) checkLoad(ctx context.Context, t *tick, build string) error {
+	c := r.carry(t.run)
+	v := viewOf(t.cp)
+	b := tripwire.Boundary{Phase: tripwire.PhaseLoad, RunID: t.run.ID,
+		Before: t.cp.Control, After: t.cp.Control, CursorBefore: t.cp.Accepted, CursorAfter: t.cp.Accepted,
+		OpenBefore: v.open, OpenAfter: v.open, AwaitingBefore: v.awaiting,
+		Chain: tripwire.Chain{Known: c.Known, Observed: tripwire.Head{Seq: t.run.Head, Hash: t.run.HeadHash}},
+		Lease: tripwire.Lease{Generation: t.lease.Generation, Newest: c.Newest},
+		Code: tripwire.Code{CheckpointBuild: build, RunningBuild: r.cfg.PlatformDigest,
+			CheckpointWorkflow: t.cp.WorkflowDigest, RunningWorkflow: t.wf.Digest()}}
+	if trips := tripwire.Check(b); len(trips) > 0 {
+		return r.trip(ctx, t, b, trips)
+	}
+	r.setCarry(t.run.ID, c)
+	return nil
+}
+
+// commitBoundary describes the tick about to be committed.
+func (r *Runner) commitBoundary(t *tick, p *store.Tick) tripwire.Boundary {
+	c := r.carry(t.run)
+	b := tripwire.Boundary{Phase: tripwire.PhaseCommit, RunID: t.run.ID,
+		Before: t.committed.control, After: t.cp.Control, Outcome: p.Outcome, Events: t.wire,
+		CursorBefore: t.committed.accepted, CursorAfter: t.cp.Accepted,
+		OpenBefore: t.committed.open, OpenAfter: wireEffects(t.cp.Open),
+		AwaitingBefore: t.committed.awaiting, AwaitingAfter: wireAwaiting(t.cp.Ingest),
+		Chain: tripwire.Chain{Known: c.Known, Observed: c.Known},
+		Lease: tripwire.Lease{Generation: t.lease.Generation, Newest: c.Newest},
+		Code: tripwire.Code{CheckpointBuild: p.Checkpoint.BuildDigest, RunningBuild: r.cfg.PlatformDigest,
+			CheckpointWorkflow: t.cp.WorkflowDigest, RunningWorkflow: t.wf.Digest()}}
+	for _, id := range p.Consume {
+		for _, in := range t.inbox {
+			if in.ID == id {
+				b.Consumed = append(b.Consumed, tripwire.Inbound{ID: in.ID, Kind: in.Kind, Digest: in.Digest})
+			}
+		}
+	}
+	for _, in := range p.Intents {
+		b.Intents = append(b.Intents, tripwire.Intent{ID: in.ID, Digest: in.Digest, ApprovalID: in.ApprovalID})
+	}
+	for _, a := range p.Approvals {
+		b.Approvals = append(b.Approvals, tripwire.Consumption{ApprovalID: a.ApprovalID, IntentID: a.IntentID})
+	}
+	for _, res := range p.Results {
+		b.Results = append(b.Results, tripwire.Result{IntentID: res.IntentID, N: res.N, Status: string(res.Status), Outbox: string(res.Outbox)})
+	}
+	for _, rc := range p.Receipts {
+		b.Receipts = append(b.Receipts, tripwire.Receipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest})
+	}
+	return b
+}
+
+// afterCommit moves the run's carry over a committed tick and refreshes
+// what the next tick is compared with.
+func (r *Runner) afterCommit(t *tick, b tripwire.Boundary) {
+	if c, err := tripwire.AfterCommit(r.carry(t.run), b); err == nil {
+		r.setCarry(t.run.ID, c)
+		t.run.HeadHash = c.Known.Hash
+	} else {
+		r.forgetCarry(t.run.ID) // reseeded from the header next time
+	}
+	t.committed = viewOf(t.cp)
+	t.wire = nil
+}
+
+func (r *Runner) forgetCarry(runID string) {
+	r.mu.Lock()
+	delete(r.carries, runID)
+	r.mu.Unlock()
+}
+
+// trip freezes the run: the tick is dropped, the report goes to the trace
+// in a tick of its own (or, if even that is refused, to the log), and the
+// run is quarantined until a person releases it.
+func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips []tripwire.Trip) error {
+	t.pending = store.Tick{}
+	t.wire = nil
+	r.forget(t.run.ID)
+	rep, err := tripwire.NewReport(b, trips)
+	var names []string
+	for _, tr := range trips {
+		names = append(names, tr.Wire)
+	}
+	r.log.Error("tripwire", "run", t.run.ID, "phase", string(b.Phase), "wires", strings.Join(names, ","))
+	if err == nil {
+		if body, err := rep.Encode(); err == nil {
+			tick := store.Tick{ExpectHead: t.run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}
+			if err := r.cfg.Store.Commit(ctx, t.lease, tick); err != nil {
+				r.log.Error("tripwire report not recorded", "run", t.run.ID, "err", err, "report", string(body))
+			}
+		}
+	}
+	park := "degraded_safe_mode"
+	if err == nil {
+		park = string(rep.Disposition.Park)
+	}
+	if err := r.cfg.Store.Quarantine(ctx, t.run.ID, "tripwire "+park+": "+strings.Join(names, ", ")); err != nil {
+		return err
+	}
+	t.cp = nil
+	return errTripped
+}

@@ -146,15 +146,17 @@ func (m *Materialization) Clone() *Materialization {
 }
 
 // Apply updates the materialization with base-support changes in time
-// proportional to the change: stratum by stratum, it over-deletes what may
-// depend on removed facts (or on facts whose absence a negation relied
-// on), rederives what still has support, and propagates insertions
-// semi-naively (delete/rederive, DRed). Changes are applied in order; a -1
-// on a fact without base support is an UNKNOWN_FACT error.
+// proportional to the change: stratum by stratum, it deletes what lost
+// its support (in recursive strata pruned by ranks, see
+// overDeleteRanked), rederives what still has support, and propagates
+// insertions semi-naively, including those a deletion below makes true
+// through a negation. Changes are applied in order; a -1 on a fact without
+// base support is an UNKNOWN_FACT error.
 //
 // Apply consumes m: on success the returned materialization owns m's
-// storage and m must not be used again (Clone first to keep it). On error
-// m is left exactly as it was and nothing is returned.
+// storage and m answers every later call with MATERIALIZATION_CONSUMED
+// (Clone first to keep it). On error m is left exactly as it was and
+// nothing is returned.
 func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 	if m.consumed {
 		return nil, errConsumed()

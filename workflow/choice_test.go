@@ -1,12 +1,17 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/determinism"
+	"flrh.dev/flrh/mrp"
 )
 
 func choiceInput(seq int64, proposal, option, actor, role, capability string) Input {
@@ -255,4 +260,98 @@ func TestControllerManifestErrors(t *testing.T) {
 	if _, err := Compile(files); err == nil || err.(*Error).Code != CodeBadController {
 		t.Errorf("a model whose A columns do not sum to 1: %v", err)
 	}
+}
+
+// FuzzDecideChoice feeds arbitrary choice bodies, roles and capabilities to
+// a run waiting in OPTIONS: Decide refuses or decides, never panics; a
+// refusal keeps the state, and only a person's choice of an offered option
+// for the pending proposal is accepted.
+func FuzzDecideChoice(f *testing.F) {
+	w := compileExample(f, "support-agent")
+	st, _ := w.Init("run-fuzz")
+	in := refundInput("r-1", 60, "carol", "goodwill")
+	r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: in, Digest: cjson.Digest(in)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, _ := w.Inspect(r.State)
+	ok, _ := cjson.Marshal(map[string]any{"proposal_id": v.Offers[0].ProposalID, "option": "path:store-credit"})
+	f.Add(ok, "operator", "mrp.choose_option")
+	f.Add(ok, "agent", "mrp.choose_option")
+	f.Add([]byte(`{"proposal_id":"p","option":"o","x":1}`), "reviewer", "mrp.choose_option")
+	f.Add([]byte(`[]`), "", "")
+	f.Fuzz(func(t *testing.T, body []byte, role, capability string) {
+		got, err := w.Decide(r.State, Input{Seq: 2, Kind: KindChoice, Body: body, Digest: cjson.Digest(body), Actor: "x", ActorRole: role, Capability: capability})
+		if err != nil {
+			t.Fatalf("error %v", err)
+		}
+		if got.Refusal != "" {
+			if !bytes.Equal(got.State, r.State) || len(got.Effects) > 0 {
+				t.Fatal("a refused choice changed the state or planned effects")
+			}
+			return
+		}
+		c, perr := parseChoice(body)
+		if perr != nil || c.ProposalID != v.Offers[0].ProposalID || !slices.Contains(v.Offers[0].Options, c.Option) ||
+			!slices.Contains(mrp.HumanRoles, role) || capability != "mrp.choose_option" {
+			t.Fatalf("accepted a choice that should be refused: %s by %q/%q", body, role, capability)
+		}
+	})
+}
+
+// Any role outside the human roles, any capability but CHOOSE_OPTION's,
+// any option H did not offer: refused with its code, and nothing changes.
+func TestChoiceRefusalsProperty(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, _ := goodwill(t, w, 60)
+	prop := mustOffer(t, w, st)
+	rapid.Check(t, func(rt *rapid.T) {
+		role := rapid.SampledFrom([]string{"operator", "reviewer", "human_approver", "agent", "model", "aif_controller", ""}).Draw(rt, "role")
+		capability := rapid.SampledFrom([]string{"mrp.choose_option", "mrp.pause", "approval.grant_exact_hash", ""}).Draw(rt, "capability")
+		option := rapid.SampledFrom([]string{"path:store-credit", "path:partial-refund", "path:cash", "path:x"}).Draw(rt, "option")
+		got, err := w.Decide(st, choiceInput(2, prop, option, "someone", role, capability))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var want string
+		switch {
+		case !slices.Contains(mrp.HumanRoles, role):
+			want = ChoiceNotAPerson
+		case capability != "mrp.choose_option":
+			want = ChoiceCapability
+		case option != "path:store-credit" && option != "path:partial-refund":
+			want = ChoiceNotOffered
+		}
+		if want == "" {
+			if got.Refusal != "" || len(got.Effects) != 1 {
+				rt.Fatalf("a valid choice: refusal %q, %d effects", got.Refusal, len(got.Effects))
+			}
+			return
+		}
+		if !strings.HasPrefix(got.Refusal, want+":") || !bytes.Equal(got.State, st) || len(got.Effects) != 0 {
+			rt.Fatalf("want %s, got %q", want, got.Refusal)
+		}
+	})
+}
+
+// FuzzCompileController mutates the support agent's manifest and model:
+// Compile returns a workflow or a typed *Error, never panics.
+func FuzzCompileController(f *testing.F) {
+	files := readBundle(f, "../examples/support-agent")
+	f.Add(files[ManifestFile], files["controller.json"])
+	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"nothing": ["wait"]`, `"nothing": []`, 1)), files["controller.json"])
+	f.Fuzz(func(t *testing.T, manifest, model []byte) {
+		fs := map[string][]byte{}
+		for k, v := range files {
+			fs[k] = v
+		}
+		fs[ManifestFile], fs["controller.json"] = manifest, model
+		w, err := Compile(fs)
+		if (w == nil) == (err == nil) {
+			t.Fatalf("workflow %v with error %v", w, err)
+		}
+		if _, ok := err.(*Error); err != nil && !ok {
+			t.Fatalf("untyped error %T: %v", err, err)
+		}
+	})
 }

@@ -119,6 +119,11 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	} else if err != nil {
 		return t.moved, err
 	}
+	if err := r.checkIdle(ctx, t); errors.Is(err, errTripped) {
+		return true, nil
+	} else if err != nil {
+		return t.moved, err
+	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
 		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp}

@@ -169,3 +169,26 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	t.cp = nil
 	return errTripped
 }
+
+// checkIdle runs the wires over a run at rest after a pass: it must rest
+// in a state that waits for something real, and nothing the pass saw in
+// its inbox that the state takes may be left behind.
+func (r *Runner) checkIdle(ctx context.Context, t *tick) error {
+	if t.cp == nil || r.machine.Final(t.cp.Control.State) {
+		return nil
+	}
+	c := r.carry(t.run)
+	open := wireEffects(t.cp.Open)
+	b := tripwire.Boundary{Phase: tripwire.PhaseIdle, RunID: t.run.ID,
+		Before: t.cp.Control, After: t.cp.Control, CursorBefore: t.cp.Accepted, CursorAfter: t.cp.Accepted,
+		OpenBefore: open, OpenAfter: open, AwaitingBefore: wireAwaiting(t.cp.Ingest),
+		Chain: tripwire.Chain{Known: c.Known, Observed: c.Known},
+		Lease: tripwire.Lease{Generation: t.lease.Generation, Newest: c.Newest}}
+	for _, in := range t.inbox {
+		b.Waiting = append(b.Waiting, tripwire.Inbound{ID: in.ID, Kind: in.Kind, Digest: in.Digest})
+	}
+	if trips := tripwire.Check(b); len(trips) > 0 {
+		return r.trip(ctx, t, b, trips)
+	}
+	return nil
+}

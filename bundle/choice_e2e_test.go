@@ -136,8 +136,16 @@ func TestSupportAgentChoices(t *testing.T) {
 			In    runner.Accepted
 		}
 		cases := []c{{st, in}}
-		choice, _ := cjson.Marshal(map[string]any{"proposal_id": "proposal:x", "option": "path:store-credit"})
-		cases = append(cases, c{d.State, runner.Accepted{Seq: 2, Kind: "choice", Body: choice, Digest: cjson.Digest(choice), Actor: "dana", ActorRole: "operator", Capability: "mrp.choose_option"}})
+		st60, err := h.wf.Decide(st, runner.Accepted{Seq: 1, Kind: "input", Body: mustCanon(t, refund("r-2004", 60, "erin", "goodwill")), Actor: "agent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := h.wf.Inspect(st60.State)
+		if err != nil || len(v.Offers) != 1 {
+			t.Fatalf("offers %v %+v", err, v.Offers)
+		}
+		choice, _ := cjson.Marshal(map[string]any{"proposal_id": v.Offers[0].ProposalID, "option": "path:store-credit"})
+		cases = append(cases, c{st60.State, runner.Accepted{Seq: 2, Kind: "choice", Body: choice, Digest: cjson.Digest(choice), Actor: "dana", ActorRole: "operator", Capability: "mrp.choose_option"}})
 		for _, k := range cases {
 			determinism.Check(t, k, func(k c) string {
 				d, err := h.wf.Decide(k.State, k.In)
@@ -148,5 +156,19 @@ func TestSupportAgentChoices(t *testing.T) {
 				return string(b)
 			})
 		}
+		// The person's choice decides the offer: one intent, no refusal.
+		got, err := h.wf.Decide(cases[1].State, cases[1].In)
+		if err != nil || got.Refusal != "" || len(got.Effects) != 1 {
+			t.Fatalf("choice: %v %q %d", err, got.Refusal, len(got.Effects))
+		}
 	})
+}
+
+func mustCanon(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := cjson.Canonicalize([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -47,3 +47,36 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideGoodwillOptions is a goodwill tick of the support agent:
+// F, L, seam, R, H answering OPTIONS, one controller observation and the
+// scoring of both options (the case a person decides).
+func BenchmarkDecideGoodwillOptions(b *testing.B) {
+	w := compileExample(b, "support-agent")
+	st, _ := w.Init("run-bench")
+	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := w.Decide(st, in)
+		if err != nil || len(r.Effects) != 0 || r.Refusal != "" {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecideChoice is a person's choice: the MRP step and H deciding
+// the offered proposal again, to an intent.
+func BenchmarkDecideChoice(b *testing.B) {
+	w := compileExample(b, "support-agent")
+	st, _ := w.Init("run-bench")
+	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")})
+	v, _ := w.Inspect(r.State)
+	in := choiceInput(2, v.Offers[0].ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
+	b.ReportAllocs()
+	for b.Loop() {
+		r2, err := w.Decide(r.State, in)
+		if err != nil || len(r2.Effects) != 1 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -355,3 +355,34 @@ func FuzzCompileController(f *testing.F) {
 		}
 	})
 }
+
+// A chosen path whose refund is large still needs the named approver: the
+// choice yields an approval request, and the grant's re-decision presents
+// the choice again, so the approved intent is exactly the planned one and
+// the receipt closes the run.
+func TestChoiceThenApproval(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, _ := goodwill(t, w, 700)
+	r, err := w.Decide(st, choiceInput(2, mustOffer(t, w, st), "path:partial-refund", "dana", "reviewer", "mrp.choose_option"))
+	if err != nil || r.Refusal != "" || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
+		t.Fatalf("%v %q %v", err, r.Refusal, outcomes(r))
+	}
+	planned := r.Effects[0]
+	e, err := w.AuthorizeApproved(r.State, *planned.Approval, grantFor(*planned.Approval, "finance-lead", "human_approver"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := cjson.Marshal(e.Intent)
+	b, _ := cjson.Marshal(planned.Intent)
+	if string(a) != string(b) {
+		t.Fatalf("approved intent differs from the planned one\n%s\n%s", a, b)
+	}
+	done, err := w.Decide(r.State, Input{Seq: 3, Kind: KindReceipt, Body: receiptFor(planned, "confirmed_success")})
+	if err != nil || done.Completion != Complete {
+		t.Fatalf("%v %s", err, done.Completion)
+	}
+	v, _ := w.Inspect(done.State)
+	if v.MRPState != "DECIDE" || len(v.Pending) != 0 {
+		t.Fatalf("after the receipt: %+v", v)
+	}
+}

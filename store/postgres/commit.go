@@ -259,9 +259,6 @@ func validateTick(runID string, t store.Tick) error {
 	bad := func(format string, args ...any) error {
 		return store.Errorf(store.CodeInvalidInput, "commit", runID, nil, format, args...)
 	}
-	if runID == "" {
-		return bad("the lease names no run")
-	}
 	if t.ExpectHead < 0 {
 		return bad("negative head %d", t.ExpectHead)
 	}

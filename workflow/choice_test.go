@@ -386,3 +386,39 @@ func TestChoiceThenApproval(t *testing.T) {
 		t.Fatalf("after the receipt: %+v", v)
 	}
 }
+
+// The scorecard's cores are the model's own policy scores: each option's
+// risk and ambiguity equal (to the fixed-point grid) those the tick's
+// aif.step record gives the policy the bundle maps it to, and the
+// do-nothing baseline is the "wait" policy.
+func TestScorecardCoresAreThePolicyScores(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	_, r := goodwill(t, w, 60)
+	rec := notes(r, "aif.step")[0]["record"].(map[string]any)
+	byAction := map[string]map[string]any{}
+	for _, p := range rec["policies"].([]any) {
+		pm := p.(map[string]any)
+		byAction[pm["actions"].([]any)[0].([]any)[0].(string)] = pm
+	}
+	card := notes(r, "aif.scorecard")[0]["scorecard"].(map[string]any)
+	near := func(a, b any) bool {
+		d := a.(float64) - b.(float64)
+		return d < 4 && d > -4 // a few units of 10^-9: the belief is persisted on the grid
+	}
+	check := func(id string, core map[string]any, action string) {
+		p := byAction[action]
+		if !near(core["risk"], p["risk"]) || !near(core["ambiguity"], p["ambiguity"]) {
+			t.Errorf("%s: core %v, policy %s scores %v", id, core, action, p)
+		}
+	}
+	want := map[string]string{"path:store-credit": "store-credit", "path:partial-refund": "partial-refund"}
+	cs := card["candidates"].([]any)
+	if len(cs) != 2 {
+		t.Fatalf("candidates %v", cs)
+	}
+	for _, c := range cs {
+		cm := c.(map[string]any)
+		check(cm["id"].(string), cm["core"].(map[string]any), want[cm["id"].(string)])
+	}
+	check("nothing", card["do_nothing"].(map[string]any)["core"].(map[string]any), "wait")
+}

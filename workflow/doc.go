@@ -18,11 +18,21 @@
 // [Workflow.AuthorizeApproved] are the pure half of a runner workflow;
 // package bundle reads bundles from disk and adapts them to the runner.
 //
+// A proposal H answers with OPTIONS waits in the state until a choice
+// input names one of its options: a person in a human role exercising
+// mrp.choose_option (CHOOSE_OPTION in the Journey Strip), or, where the
+// gate policy derives autonomous_choice(t), the bundle's active-inference
+// controller (OPTION_SELECTED, chooser of record aif_controller). H then
+// decides the proposal again with chosen(t, option) presented. The
+// controller observes the accepted inputs the bundle maps, keeps its
+// belief in the state in fixed point, and traces each step (aif.step) and
+// each scoring of options (aif.scorecard). See docs/workflows.md.
+//
 // Everything is a function of its arguments: logical time is the input's
 // sequence number, timestamps derive from it unless the input carries its
 // own occurred_at, identifiers derive from the run id and the sequence, and
 // the state (canonical JSON) holds the kernel snapshot, the live L base
-// supports, the R watermark, the MRP machine and the pending approval
-// requests — never a materialization, which each tick rebuilds, so a replay
+// supports, the R watermark, the MRP machine, the pending approval
+// requests and offers, and the controller's belief — never a materialization, which each tick rebuilds, so a replay
 // from the first input reproduces every byte.
 package workflow

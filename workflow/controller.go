@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -372,7 +373,7 @@ func (t *tick) offered(of offer, tk authority.Ticket) ([]Effect, error) {
 	for _, c := range sc.Candidates {
 		ranking = append(ranking, Ranked{Option: c.ID, Risk: c.Core.Risk, Ambiguity: c.Core.Ambiguity, EFE: c.Core.EFE, Total: c.Total, Probability: c.Probability})
 	}
-	slices.SortStableFunc(ranking, func(a, b Ranked) int { return int(min(max(a.Total-b.Total, -1), 1)) })
+	slices.SortStableFunc(ranking, func(a, b Ranked) int { return cmp.Compare(a.Total, b.Total) })
 	k := slices.IndexFunc(t.st.Offered, func(o offer) bool { return o.ProposalID == of.ProposalID })
 	t.st.Offered[k].Ranking, t.st.Offered[k].Scorecard = ranking, digest
 	t.noteValue("aif.scorecard", map[string]any{"proposal_id": of.ProposalID, "ticket_id": of.TicketID, "scorecard": sc,

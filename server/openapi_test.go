@@ -1,12 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
@@ -180,5 +185,42 @@ func TestOpenAPIServed(t *testing.T) {
 	want, _ := OpenAPI()
 	if a.status != 200 || string(a.body) != string(want) {
 		t.Fatalf("GET /v1/openapi.json: %d", a.status)
+	}
+}
+
+// The document is a valid OpenAPI 3.1 document, checked against the
+// OpenAPI Initiative's own schema for 3.1 documents (testdata).
+func TestOpenAPIValidAgainstTheOpenAPISchema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "openapi-3.1.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "https://spec.openapis.org/oas/3.1/schema/test"
+	if err := c.AddResource(url, meta); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := OpenAPI()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sch.Validate(v); err != nil {
+		t.Fatalf("not a valid OpenAPI 3.1 document: %v", err)
+	}
+	// And the check has teeth: a document with an unknown member fails.
+	bad := map[string]any{}
+	json.Unmarshal(doc, &bad)
+	bad["paths"].(map[string]any)["/v1/workflows"].(map[string]any)["get"].(map[string]any)["responz"] = map[string]any{}
+	if err := sch.Validate(bad); err == nil {
+		t.Fatal("the OpenAPI schema accepted an operation with an unknown member")
 	}
 }

@@ -39,6 +39,7 @@ func TestErrorMapping(t *testing.T) {
 		{"server crash", pg("57P02"), store.CodeUnavailable, false, true},
 		{"starting up", pg("57P03"), store.CodeUnavailable, false, true},
 		{"connection failure", pg("08006"), store.CodeUnavailable, false, true},
+		{"idle in transaction too long", pg("25P03"), store.CodeUnavailable, false, true},
 		{"eof", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), store.CodeUnavailable, false, true},
 		{"no rows", pgx.ErrNoRows, store.CodeNotFound, false, false},
 		{"canceled", context.Canceled, store.CodeUnavailable, false, false},

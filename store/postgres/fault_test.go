@@ -515,3 +515,29 @@ func TestAllConnectionsLost(t *testing.T) {
 		t.Fatalf("%d commits succeeded, %d events stored", ok, len(evs))
 	}
 }
+
+// A writer that stalls inside its transaction (here: an approval check
+// that takes too long; in life, a paused process) is ended by the server
+// after IdleInTransaction, so it cannot hold the run's row forever. Its
+// tick is not written, and another writer gets the row at once afterwards.
+func TestIdleInTransactionEndsAStalledWriter(t *testing.T) {
+	schema := freshSchema(t)
+	s := openNamed(t, schema, "flrh-stall-"+schema, Options{IdleInTransaction: 200 * time.Millisecond})
+	l := setupRun(t, s, "r", "ap1")
+	before := state(t, s, "r")
+	calls := 0
+	stall := func(store.Approval, time.Time) error { calls++; time.Sleep(600 * time.Millisecond); return nil }
+	start := time.Now()
+	mustCode(t, s.Commit(ctx, l, bigTick(0, "ap1", stall)), store.CodeUnavailable)
+	if calls != 2 {
+		t.Fatalf("check ran %d times; want 2 (the tick, and its one retry on a fresh connection)", calls)
+	}
+	if after := state(t, s, "r"); after != before {
+		t.Fatalf("a stalled transaction left a trace:\nbefore %s\nafter  %s", before, after)
+	}
+	other := openNamed(t, schema, "flrh-other-"+schema, Options{})
+	must(t, other.Commit(ctx, l, bigTick(0, "ap1", nil)))
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}

@@ -32,6 +32,14 @@ type Options struct {
 	ReadOnly bool
 	// MaxConns bounds the connection pool; 0 leaves pgxpool's default.
 	MaxConns int32
+	// IdleInTransaction bounds how long the server keeps a transaction of
+	// this store open while the client says nothing: a runner paused
+	// (SIGSTOP, GC, a frozen VM) in the middle of a tick would otherwise
+	// hold its run's row lock, and block every other runner, for as long
+	// as it stays paused. The server aborts such a transaction; nothing of
+	// it is written. 0 means 10s, a negative value leaves the server's
+	// setting (and one in the DSN wins over this).
+	IdleInTransaction time.Duration
 	// Retries bounds how many times a transaction that lost a
 	// serialization race or a deadlock is run again; 0 means 8, a negative
 	// number means never.
@@ -62,6 +70,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	idle := opts.IdleInTransaction
+	if idle == 0 {
+		idle = 10 * time.Second
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set && idle > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(max(idle.Milliseconds(), 1))
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
@@ -254,15 +269,17 @@ func retryable(err error) bool {
 }
 
 // connLost reports whether err means the connection is gone: a server
-// restart or pg_terminate_backend (57P01–57P03), a connection exception
-// (class 08), or a network failure.
+// restart or pg_terminate_backend (57P01–57P03), a session ended for
+// idling in its transaction (25P03), a connection exception (class 08), or
+// a network failure.
 func connLost(err error) bool {
 	if err == nil {
 		return false
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		// 25P03: the server ended a session idle in its transaction.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "25P03"
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error

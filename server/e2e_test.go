@@ -158,6 +158,7 @@ func TestDenyEndsTheRunWithoutEffect(t *testing.T) {
 		t.Fatalf("deny: %d %s", a.status, a.body)
 	}
 	p = f.waitFor("refund-denied", tokViewer, "its end", ended)
+	assertActor(t, f, "refund-denied", "deny", "alice", "human_approver", "approval.deny")
 	if p.Run.State != "FAILED_PERMANENT" || len(f.sb.Mutations()) != 0 {
 		t.Fatalf("denied run ended %s with %d mutations", p.Run.State, len(f.sb.Mutations()))
 	}
@@ -190,6 +191,7 @@ func TestReconcileUnknownOutcome(t *testing.T) {
 	if p.Run.State != "SUCCEEDED" || len(f.sb.Mutations()) != 1 {
 		t.Fatalf("reconciled run %s with %d mutations", p.Run.State, len(f.sb.Mutations()))
 	}
+	assertActor(t, f, "refund-lost", "reconcile", "rita", "human_reconciler", "receipt.confirm_external")
 }
 
 func TestCancelAndSubmit(t *testing.T) {
@@ -219,6 +221,7 @@ func TestCancelAndSubmit(t *testing.T) {
 	if p.Run.State != "CANCELED" {
 		t.Fatalf("cancelled run ended %s", p.Run.State)
 	}
+	assertActor(t, f, "refund-c", "cancel", "oscar", "authorized_requester", "run.cancel")
 	// An ended run refuses more input: a conflict, not a server error.
 	if a := f.post("/v1/runs/refund-c/inputs", tokOperator, `{"input":{"refunds":[]}}`); a.status != 409 {
 		t.Fatalf("input to an ended run: %d %s", a.status, a.body)
@@ -293,5 +296,28 @@ func TestListRunsFiltersAndPages(t *testing.T) {
 	}
 	if a := f.get("/metrics", ""); a.status != 401 {
 		t.Fatalf("metrics without a token: %d", a.status)
+	}
+}
+
+// assertActor checks that the run's one act of the kind was recorded as
+// the token's actor with the role and capability of that act.
+func assertActor(t *testing.T, f *fixture, runID, kind, actor, role, capability string) {
+	t.Helper()
+	in, err := f.store.Inbox(context.Background(), runID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, e := range in {
+		if e.Kind != kind {
+			continue
+		}
+		found++
+		if e.Actor != actor || e.ActorRole != role || e.Capability != capability {
+			t.Fatalf("%s recorded as %s/%s/%s, want %s/%s/%s", kind, e.Actor, e.ActorRole, e.Capability, actor, role, capability)
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d %s acts recorded, want 1", found, kind)
 	}
 }

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -421,4 +422,125 @@ func TestScorecardCoresAreThePolicyScores(t *testing.T) {
 		check(cm["id"].(string), cm["core"].(map[string]any), want[cm["id"].(string)])
 	}
 	check("nothing", card["do_nothing"].(map[string]any)["core"].(map[string]any), "wait")
+}
+
+// channelBundle is the support agent with a channel model as its
+// controller: satisfaction and the refund amount as channels.
+func channelBundle(t testing.TB) map[string][]byte {
+	t.Helper()
+	files := readBundle(t, "../examples/support-agent")
+	model, err := os.ReadFile("testdata/support-channels.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["controller.json"] = model
+	m := string(files[ManifestFile])
+	i, j := strings.Index(m, `"controller": {`), strings.Index(m, `"adapters": {`)
+	files[ManifestFile] = []byte(m[:i] + `"controller": {
+    "model": "controller.json",
+    "observe": {
+      "events": {"refund.requested/1": {"satisfaction": 3, "amount": "$payload.amount"}},
+      "receipts": {"confirmed_success": {"satisfaction": 9, "amount": 0}}
+    },
+    "options": {"path:store-credit": ["store-credit"], "path:partial-refund": ["partial-refund"]},
+    "nothing": ["wait"],
+    "temperature": 0,
+    "margin": 0
+  },
+  ` + m[j:])
+	return files
+}
+
+func TestChannelController(t *testing.T) {
+	w, err := Compile(channelBundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, r := goodwill(t, w, 20)
+	steps := notes(r, "aif.step")
+	if len(steps) != 1 || steps[0]["record"].(map[string]any)["kind"] != "flrh.aif.channel-tick" {
+		t.Fatalf("aif.step %v", steps)
+	}
+	mu := steps[0]["record"].(map[string]any)["mu"].([]any)
+	if mu[0].(float64) >= 0.5e9 || mu[1].(float64) <= 0 {
+		t.Fatalf("a request observed at satisfaction 3/10 and amount 20 should lower satisfaction and raise amount: mu %v", mu)
+	}
+	cards := notes(r, "aif.scorecard")
+	if len(cards) == 0 || cards[0]["delegated"] != true {
+		t.Fatalf("scorecards %v", cards)
+	}
+	card := cards[0]["scorecard"].(map[string]any)
+	cs := card["candidates"].([]any)
+	if len(cs) != 2 || card["pick"] == "" {
+		t.Fatalf("scorecard %v", card)
+	}
+	for _, c := range cs {
+		if steps := c.(map[string]any)["steps"].([]any); len(steps) != 1 {
+			t.Fatalf("a cascade of one action has one step: %v", c)
+		}
+	}
+	// A person completes a large case; the receipt is observed as a happy
+	// customer and moves satisfaction up.
+	st, _ = goodwill(t, w, 60)
+	got, err := w.Decide(st, choiceInput(2, mustOffer(t, w, st), "path:store-credit", "dana", "operator", "mrp.choose_option"))
+	if err != nil || len(got.Effects) != 1 {
+		t.Fatalf("choice: %v %q", err, got.Refusal)
+	}
+	done, err := w.Decide(got.State, Input{Seq: 3, Kind: KindReceipt, Body: receiptFor(got.Effects[0], "confirmed_success")})
+	if err != nil || done.Completion != Complete {
+		t.Fatalf("receipt: %v %s", err, done.Completion)
+	}
+	after := notes(done, "aif.step")
+	if len(after) != 1 || after[0]["tick"] != float64(2) {
+		t.Fatalf("receipt step %v", after)
+	}
+	mu2 := after[0]["record"].(map[string]any)["mu"].([]any)
+	if mu2[0].(float64) <= mu[0].(float64) {
+		t.Fatalf("satisfaction did not rise after a confirmed refund: %v → %v", mu, mu2)
+	}
+	// An amount outside the channel's range is not an observation: the
+	// step is skipped and traced, and the input is still decided.
+	_, big := goodwill(t, w, 20000)
+	if len(notes(big, "aif.step")) != 0 || len(notes(big, "aif.observation_skipped")) != 1 || len(notes(big, "h.outcome")) == 0 {
+		t.Fatalf("out-of-range observation: %v", big.Trace)
+	}
+	determinism.Check(t, decideCase{got.State, Input{Seq: 3, Kind: KindReceipt, Body: receiptFor(got.Effects[0], "confirmed_success")}}, func(c decideCase) string {
+		r, err := w.Decide(c.State, c.In)
+		if err != nil {
+			return err.Error()
+		}
+		b, _ := json.Marshal(r)
+		return string(b)
+	})
+}
+
+func TestChannelControllerManifestErrors(t *testing.T) {
+	base := channelBundle(t)
+	cases := []struct{ name, find, replace, ptr string }{
+		{"unknown channel", `"satisfaction": 3,`, `"mood": 3,`, "/controller/observe/events/refund.requested~11/mood"},
+		{"missing channel", `"satisfaction": 9, "amount": 0`, `"satisfaction": 9`, "/controller/observe/receipts/confirmed_success"},
+		{"payload reference in a receipt", `"amount": 0`, `"amount": "$payload.amount"`, "/controller/observe/receipts/confirmed_success/amount"},
+		{"unknown action", `["store-credit"]`, `["cash"]`, "/controller/options/path:store-credit/0"},
+		{"empty cascade", `"nothing": ["wait"]`, `"nothing": []`, "/controller/nothing"},
+	}
+	for _, c := range cases {
+		files := map[string][]byte{}
+		for k, v := range base {
+			files[k] = v
+		}
+		files[ManifestFile] = []byte(strings.Replace(string(base[ManifestFile]), c.find, c.replace, 1))
+		_, err := Compile(files)
+		e, ok := err.(*Error)
+		if !ok || e.Code != CodeMalformed || e.Pointer != c.ptr {
+			t.Errorf("%s: got %v", c.name, err)
+		}
+	}
+	files := map[string][]byte{}
+	for k, v := range base {
+		files[k] = v
+	}
+	files["controller.json"] = []byte(strings.Replace(string(base["controller.json"]), `"alpha": 0.05`, `"alpha": 5`, 1))
+	if _, err := Compile(files); err == nil || err.(*Error).Code != CodeBadController {
+		t.Errorf("an invalid channel model: %v", err)
+	}
 }

@@ -2,10 +2,12 @@ package workflow
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	"flrh.dev/flrh/aif"
+	"flrh.dev/flrh/aif/channel"
 	"flrh.dev/flrh/aif/choice"
 	"flrh.dev/flrh/aif/fixed"
 	"flrh.dev/flrh/authority"
@@ -21,7 +23,11 @@ import (
 // selection settings. It also holds the gate policy compiled for the one
 // question the policy answers about it: autonomous_choice(t).
 type controller struct {
-	doc         *aif.Document
+	doc         *aif.Document             // a discrete model, or
+	ch          *channel.Document         // a channel model
+	chObserve   map[string]map[string]any // "event:TYPE" or "receipt:OUTCOME" → channel → raw value or "$payload.member"
+	chOptions   map[string][]string       // option → cascade of actions
+	chNothing   []string
 	modelDigest string
 	events      map[string][]int // event type → outcome per modality
 	receipts    map[string][]int // receipt outcome → outcome per modality
@@ -57,6 +63,21 @@ func (c *compiler) controller(w *Workflow) *Error {
 	fname, src, err := c.fileNamed("/controller/model", m["model"])
 	if err != nil {
 		return err
+	}
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(src, &head)
+	if head.Kind == channel.DocumentKind {
+		ctl, err := c.channelController(w, fname, src, m)
+		if err != nil {
+			return err
+		}
+		if err := c.delegation(ctl); err != nil {
+			return err
+		}
+		w.ctl = ctl
+		return nil
 	}
 	doc, derr := aif.Decode(src)
 	if derr != nil {
@@ -160,6 +181,17 @@ func (c *compiler) controller(w *Workflow) *Error {
 		return perr
 	}
 	ctl.wait = model.Policies[ctl.nothing][0]
+	if err := c.delegation(ctl); err != nil {
+		return err
+	}
+	w.ctl = ctl
+	return nil
+}
+
+// delegation reads the selection settings and compiles the gate policy
+// for the one question it answers about the controller.
+func (c *compiler) delegation(ctl *controller) *Error {
+	m := c.root["controller"].(map[string]any)
 	for _, k := range []string{"temperature", "margin"} {
 		n, ok := m[k].(int64)
 		if !ok || n < 0 || n > 1_000*fixed.Scale {
@@ -188,7 +220,6 @@ func (c *compiler) controller(w *Workflow) *Error {
 	if s, ok := ctl.gates.Schema(AutonomousChoice); ok && (len(s) != 1 || s[0] != logic.TypeSymbol) {
 		return bundleErr(CodeBadGates, gname, "", "%s must be declared as %s(t: symbol)", AutonomousChoice, AutonomousChoice)
 	}
-	w.ctl = ctl
 	return nil
 }
 
@@ -197,9 +228,12 @@ func (c *compiler) controller(w *Workflow) *Error {
 // aif records are), so replay reads exactly what was written.
 type belief struct {
 	Tick       int64         `json:"tick"`
-	Posterior  [][]fixed.Num `json:"posterior"`
-	Prior      [][]fixed.Num `json:"prior"`
+	Posterior  [][]fixed.Num `json:"posterior,omitempty"`
+	Prior      [][]fixed.Num `json:"prior,omitempty"`
 	FreeEnergy fixed.Num     `json:"free_energy"`
+	// Channels is a channel model's belief, in place of the discrete
+	// posterior and prior.
+	Channels *chanBeliefs `json:"channels,omitempty"`
 }
 
 func fixedMatrix(q [][]float64) [][]fixed.Num {
@@ -222,6 +256,11 @@ func floatMatrix(q [][]fixed.Num) [][]float64 {
 }
 
 func (ctl *controller) initial() *belief {
+	if ctl.ch != nil {
+		b := ctl.ch.Start.Belief
+		cb := chanBelief{Mu: fixedVector(b.Mu), V: fixedVector(b.V)}
+		return &belief{Channels: &chanBeliefs{Posterior: cb, Prior: cb}}
+	}
 	p := fixedMatrix(ctl.doc.Model.Prior())
 	return &belief{Posterior: p, Prior: p}
 }
@@ -231,11 +270,15 @@ func (ctl *controller) initial() *belief {
 // step record (belief, free energy, each policy's risk and ambiguity) goes
 // to the trace; the belief goes to the state. Between observations the
 // world is taken to follow the do-nothing action.
-func (t *tick) observe(obs []int) error {
+func (t *tick) observe(ob observation) error {
 	ctl, st := t.w.ctl, t.st
 	if st.AIF == nil {
 		st.AIF = ctl.initial()
 	}
+	if ctl.ch != nil {
+		return t.observeChannels(ob)
+	}
+	obs := ob.discrete
 	m := ctl.doc.Model
 	res, err := m.Step(floatMatrix(st.AIF.Prior), obs, ctl.doc.Selection, t.in.Digest)
 	if err != nil {
@@ -264,6 +307,9 @@ func (t *tick) acted(option string) error {
 	if st.AIF == nil {
 		st.AIF = ctl.initial()
 	}
+	if ctl.ch != nil {
+		return t.actedChannels(ctl.chOptions[option][0])
+	}
 	next, err := ctl.doc.Model.Predict(floatMatrix(st.AIF.Posterior), ctl.doc.Model.Policies[p][0])
 	if err != nil {
 		return fmt.Errorf("workflow: controller: %w", err)
@@ -276,6 +322,10 @@ func (ctl *controller) optionPolicy(option string) (int, bool) {
 	if ctl == nil {
 		return 0, false
 	}
+	if ctl.ch != nil {
+		_, ok := ctl.chOptions[option]
+		return 0, ok
+	}
 	p, ok := ctl.options[option]
 	return p, ok
 }
@@ -284,11 +334,14 @@ func (ctl *controller) optionPolicy(option string) (int, bool) {
 // option's core is the expected free energy (risk, ambiguity) of the model
 // policy it maps to; an option the bundle does not map cannot be scored,
 // and the controller then abstains.
-func (t *tick) scoreOptions(of offer) (choice.Request, string) {
+func (t *tick) scoreOptions(of offer) (choice.Request, string, error) {
 	ctl, st := t.w.ctl, t.st
 	b := st.AIF
 	if b == nil {
 		b = ctl.initial()
+	}
+	if ctl.ch != nil {
+		return t.scoreChannels(of, b)
 	}
 	scores := ctl.doc.Model.EvaluatePolicies(floatMatrix(b.Posterior))
 	core := func(p int) choice.Core { return choice.Core{Risk: scores[p].Risk, Ambiguity: scores[p].Ambiguity} }
@@ -303,7 +356,7 @@ func (t *tick) scoreOptions(of offer) (choice.Request, string) {
 		}
 		req.Candidates = append(req.Candidates, choice.Candidate{ID: o, Core: core(p)})
 	}
-	return req, unscored
+	return req, unscored, nil
 }
 
 // Abstention reasons the runtime adds to the controller's own.
@@ -351,7 +404,10 @@ func (t *tick) offered(of offer, tk authority.Ticket) ([]Effect, error) {
 	if ctl == nil {
 		return nil, nil
 	}
-	req, unscored := t.scoreOptions(of)
+	req, unscored, err := t.scoreOptions(of)
+	if err != nil {
+		return nil, err
+	}
 	d, err := choice.Select(req)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: controller: %w", err)

@@ -134,7 +134,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	var evType string
 	var members map[string]any
 	occurred := ""
-	var obs []int // the controller's observation of this input, if any
+	var obs *observation // the controller's observation of this input, if any
 	switch in.Kind {
 	case KindInput:
 		evType, members, occurred, err = parseInput(in.Body)
@@ -145,7 +145,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 			return refuse("input: event type %s is reserved for receipts", ReceiptEventType)
 		}
 		if w.ctl != nil {
-			obs = w.ctl.events[evType]
+			obs = w.ctl.ofEvent(evType, members)
 		}
 	case KindReceipt:
 		var rc protocol.ActionReceipt
@@ -166,7 +166,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		}
 		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
 		if w.ctl != nil {
-			obs = w.ctl.receipts[rc.Outcome]
+			obs = w.ctl.ofReceipt(rc.Outcome)
 		}
 		if w.receipts != nil {
 			evType = ReceiptEventType
@@ -190,7 +190,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 		return Result{}, err
 	}
 	if obs != nil {
-		if err := t.observe(obs); err != nil {
+		if err := t.observe(*obs); err != nil {
 			return Result{}, err
 		}
 	}

@@ -57,16 +57,16 @@ func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
 			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))
 			continue
 		}
-		if err := merge(out.Adapters, reg); err != nil {
+		if err := MergeAdapters(out.Adapters, reg); err != nil {
 			return nil, fmt.Errorf("bundle %s: %w", d, err)
 		}
 	}
 	return out, nil
 }
 
-// merge registers every adapter of src in dst; two bundles naming the same
-// (effect type, version) is an error rather than a silent choice.
-func merge(dst, src *effect.Registry) error {
+// MergeAdapters registers every adapter of src in dst; two sources naming
+// the same (effect type, version) is an error rather than a silent choice.
+func MergeAdapters(dst, src *effect.Registry) error {
 	for _, e := range src.Entries() {
 		a, _ := src.Adapter(e[0], e[1])
 		if err := dst.Register(e[0], e[1], a); err != nil {
@@ -76,13 +76,11 @@ func merge(dst, src *effect.Registry) error {
 	return nil
 }
 
-// MergeAdapters registers every adapter of src in dst.
-func MergeAdapters(dst, src *effect.Registry) error { return merge(dst, src) }
-
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// IsNotExist reports whether err says a directory is missing.
+// IsNotExist reports whether a LoadBundles error means the directory is
+// missing (which a default directory may be).
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

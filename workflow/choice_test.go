@@ -544,3 +544,26 @@ func TestChannelControllerManifestErrors(t *testing.T) {
 		t.Errorf("an invalid channel model: %v", err)
 	}
 }
+
+// FuzzDecideChannelInput feeds arbitrary inputs to a run whose controller
+// is a channel model: Decide refuses or decides, never panics, and a
+// refusal keeps the state.
+func FuzzDecideChannelInput(f *testing.F) {
+	w, err := Compile(channelBundle(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	st, _ := w.Init("run-fuzz")
+	f.Add([]byte(refundInput("r-1", 20, "carol", "goodwill")))
+	f.Add([]byte(refundInput("r-2", 1<<40, "carol", "goodwill")))
+	f.Add([]byte(`{"type":"refund.requested/1","payload":{"refund_id":"r","amount":"x","payee":"p","reason":"goodwill"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: body, Digest: cjson.Digest(body)})
+		if err != nil {
+			t.Fatalf("error %v", err)
+		}
+		if r.Refusal != "" && (!bytes.Equal(r.State, st) || len(r.Effects) > 0) {
+			t.Fatal("a refusal changed the state or planned effects")
+		}
+	})
+}

@@ -1,8 +1,11 @@
 package bundle
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/determinism"
@@ -171,4 +174,52 @@ func mustCanon(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The support agent with a channel model as its controller (the model the
+// workflow package's tests use): a person's choice completes a run, the
+// receipt is observed, and the record verifies and replays.
+func TestSupportAgentChannelController(t *testing.T) {
+	dir := filepath.Join("..", "examples", "support-agent")
+	fsys := fstest.MapFS{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[e.Name()] = &fstest.MapFile{Data: b}
+	}
+	model, err := os.ReadFile(filepath.Join("..", "workflow", "testdata", "support-channels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys["controller.json"] = &fstest.MapFile{Data: model}
+	m := string(fsys[workflow.ManifestFile].Data)
+	i, j := strings.Index(m, `"observe": {`), strings.Index(m, `"options": {`)
+	fsys[workflow.ManifestFile] = &fstest.MapFile{Data: []byte(m[:i] + `"observe": {
+      "events": {"refund.requested/1": {"satisfaction": 3, "amount": "$payload.amount"}},
+      "receipts": {"confirmed_success": {"satisfaction": 9, "amount": 0}}
+    },
+    ` + m[j:])}
+	wf, ads, err := LoadFS(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, wf, ads)
+	h.start("channels", refund("r-3001", 60, "frank", "goodwill"))
+	cards := h.trace("channels", "aif.scorecard")
+	if len(cards) != 1 || cards[0]["chooser"] != "person" {
+		t.Fatalf("scorecards %v", cards)
+	}
+	h.choose("channels", cards[0]["proposal_id"].(string), "path:partial-refund", chooser)
+	h.paid("channels")
+	steps := h.trace("channels", "aif.step")
+	if len(steps) != 2 || steps[1]["record"].(map[string]any)["kind"] != "flrh.aif.channel-tick" {
+		t.Fatalf("aif steps %v", steps)
+	}
+	h.checkRecord("channels")
 }

@@ -34,12 +34,18 @@ func newHarness(t *testing.T, example string) *harness { return newHarnessTB(t, 
 
 func newHarnessTB(t testing.TB, example string) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
 	wf, ads, err := Load(filepath.Join("..", "examples", example))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHarnessWith(t, wf, ads)
+}
+
+// newHarnessWith runs an already loaded bundle.
+func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ var routes = []route{
 	{Method: "GET", Pattern: "/v1/runs/{id}/trace", Perm: permRead, handle: (*Server).trace},
 	{Method: "GET", Pattern: "/v1/runs/{id}/verify", Perm: permRead, handle: (*Server).verify},
 	{Method: "GET", Pattern: "/v1/runs/{id}/replay", Perm: permRead, handle: (*Server).replay},
-	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, handle: (*Server).stream},
+	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, streams: true, handle: (*Server).stream},
 	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, Body: "submit_input", handle: (*Server).submit},
 	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, Body: "approve", handle: (*Server).approve},
 	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},

@@ -42,7 +42,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 
 func (m *metrics) observe(rt route, status int, d time.Duration) {
 	m.requests.WithLabelValues(rt.Pattern, rt.Method, strconv.Itoa(status)).Inc()
-	if rt.Pattern != "/v1/runs/{id}/stream" {
+	if !rt.streams {
 		m.latency.WithLabelValues(rt.Pattern, rt.Method).Observe(d.Seconds())
 	}
 }

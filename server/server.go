@@ -56,6 +56,8 @@ type Config struct {
 	MaxBody int64
 	// MaxStreams bounds concurrent event streams (256 when 0).
 	MaxStreams int
+	// RequestTimeout bounds every request but event streams (30 s when 0).
+	RequestTimeout time.Duration
 	// ApprovalTTL is how long a grant lasts when the approver does not say
 	// (15 minutes when 0).
 	ApprovalTTL time.Duration
@@ -98,6 +100,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 256
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
 	}
 	if cfg.ApprovalTTL <= 0 {
 		cfg.ApprovalTTL = 15 * time.Minute
@@ -152,6 +157,7 @@ type route struct {
 	Pattern string     // net/http pattern, e.g. /v1/runs/{id}
 	Perm    permission // what the caller must hold
 	Body    string     // the request body's schema name, "" for none
+	streams bool       // a long-lived answer: no request timeout
 	handle  handlerFunc
 }
 
@@ -200,7 +206,13 @@ func (s *Server) wrap(rt route) http.Handler {
 			rid = randomHex(8)
 		}
 		w.Header().Set("X-Request-Id", rid)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, rid))
+		ctx := context.WithValue(r.Context(), requestIDKey, rid)
+		if !rt.streams {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			defer cancel()
+		}
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		var who Principal
 		var failure *Error

@@ -107,7 +107,7 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 		if errors.Is(err, errTripped) {
 			return true, nil // parked; other runs go on
 		} else if err != nil {
-			return t.moved, err
+			return r.parkIfStuck(ctx, t, err)
 		}
 		if !progressed {
 			break
@@ -117,7 +117,7 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	if err := r.flush(ctx, t); errors.Is(err, errTripped) {
 		return true, nil
 	} else if err != nil {
-		return t.moved, err
+		return r.parkIfStuck(ctx, t, err)
 	}
 	if err := r.checkIdle(ctx, t); errors.Is(err, errTripped) {
 		return true, nil
@@ -130,6 +130,25 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	}
 	r.mu.Unlock()
 	return t.moved, nil
+}
+
+// parkIfStuck quarantines a run whose commit the store refuses for good —
+// an intent whose identity another run already holds, a record that
+// already exists — because retrying it every pass would never succeed and
+// would hide the problem. Other errors (busy database, lost lease) are
+// returned for the caller to retry.
+func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, error) {
+	switch store.CodeOf(err) {
+	case store.CodeIdempotencyConflict, store.CodeExists:
+		r.forget(t.run.ID)
+		r.log.Error("parking run: commit refused for good", "run", t.run.ID, "err", err)
+		if qerr := r.cfg.Store.Quarantine(context.WithoutCancel(ctx), t.run.ID, "commit refused for good: "+err.Error()); qerr != nil {
+			return t.moved, qerr
+		}
+		t.cp = nil
+		return true, nil
+	}
+	return t.moved, err
 }
 
 // settleLease decides what happens to the lease after a pass: a run that

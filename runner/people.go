@@ -165,11 +165,11 @@ func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body 
 	if err != nil {
 		return err
 	}
-	in, err := r.cfg.Store.Inbox(ctx, runID, false)
-	if err != nil {
-		return err
-	}
-	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: fmt.Sprintf("%s:%d", kind, len(in)+1), RunID: runID, Kind: kind, ActorRole: by.Role,
+	// The id only has to be unique: it never reaches the pure steps (the
+	// store orders the inbox). Two people acting at once must not collide.
+	id := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s",
+		runID, by.Name, by.Role, r.cfg.Clock().UnixNano(), b)))[:32])
+	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)})
 	if err == nil {
 		r.Wake()

@@ -613,3 +613,21 @@ func TestRunnerTripsOnARewrittenHistory(t *testing.T) {
 		t.Fatalf("the other run: %s", s)
 	}
 }
+
+// Two runs that plan the same effect identity cannot both commit it; the
+// second is parked for a person instead of being retried every pass.
+func TestIdentityCollisionParksTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.start("first", small)
+	h.start("second", small) // the fixture derives the same intent id and key from the refund id
+	run := h.run("second")
+	if !strings.Contains(run.Quarantine, "commit refused for good") {
+		t.Fatalf("second run %s, quarantine %q", run.State, run.Quarantine)
+	}
+	if h.dest.count() != 1 {
+		t.Fatalf("%d mutations", h.dest.count())
+	}
+	if err := h.r.RunToIdle(ctx); err != nil {
+		t.Fatalf("the parked run keeps failing passes: %v", err)
+	}
+}

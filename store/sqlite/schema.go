@@ -145,6 +145,8 @@ CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 
 CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
 CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
 `,
+	// 2: receipts are read per run (run pages, verification).
+	`CREATE INDEX receipts_by_run ON receipts(run_id, commit_order);`,
 }
 
 // SchemaVersion is the schema version this build writes.

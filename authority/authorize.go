@@ -77,9 +77,10 @@ type Input struct {
 	// Confirmations lists action digests a person confirmed.
 	PreviewsShown []string
 	Confirmations []string
-	// Choices are options people chose in Contestable Gate Mode, from
-	// their CHOOSE_OPTION control events; a choice by anyone but a human
-	// holding mrp.choose_option is ignored (and audited).
+	// Choices are options chosen in Contestable Gate Mode: by people, from
+	// their CHOOSE_OPTION control events, or by the controller where the
+	// policy delegates the choice; any other choice is ignored (and
+	// audited).
 	Choices []Choice
 	// Signals are the turn's non-gate signals (watchdog, verification,
 	// clarification, attunement).
@@ -96,7 +97,18 @@ type Input struct {
 	Turn           int64
 }
 
-// Choice is a person's choice among the options offered for a proposal.
+// ControllerRole is the role of the active-inference controller when it
+// chooses among options on its own. Such a choice counts only where the
+// gate policy derives AutonomousChoice(t) for the ticket (see
+// Policy.Delegates).
+const ControllerRole = "aif_controller"
+
+// AutonomousChoice is the relation a gate policy derives, autonomous_choice(t),
+// to let the controller choose among the options offered for ticket t.
+const AutonomousChoice = "autonomous_choice"
+
+// Choice is a choice among the options offered for a proposal: a person's,
+// or the controller's where the policy delegates it.
 type Choice struct {
 	ProposalID string    `json:"proposal_id"`
 	Option     string    `json:"option"`
@@ -447,8 +459,14 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			continue
 		}
 		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
-		if c.Actor.Kind != mrp.ActorHuman || !slices.Contains(mrp.HumanRoles, c.Actor.Role) || !slices.Contains(c.Actor.Capabilities, capName) || !ValidID(c.Option) {
-			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s", c.Option, c.Actor.ID, c.Actor.Kind, capName))
+		person := c.Actor.Kind == mrp.ActorHuman && slices.Contains(mrp.HumanRoles, c.Actor.Role) && slices.Contains(c.Actor.Capabilities, capName)
+		// The controller (a pure, replayable scorer, never a model) may
+		// choose only where the policy itself delegates the choice for
+		// this very ticket, and never in Degraded Safe Mode.
+		delegated := c.Actor.Kind == mrp.ActorSystem && c.Actor.Role == ControllerRole && !m.SafeMode &&
+			in.Policy.Policy.Delegates(t, extra...)
+		if !ValidID(c.Option) || (!person && !delegated) {
+			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s, nor a controller the policy delegates to", c.Option, c.Actor.ID, c.Actor.Kind, capName))
 			continue
 		}
 		extra = append(extra, ChosenFact(t.TicketID, c.Option))

@@ -702,3 +702,63 @@ func TestAuthorizeNeverPanics(t *testing.T) {
 		}
 	})
 }
+
+// The controller may settle a contest only where the policy itself
+// delegates the choice for that ticket (autonomous_choice(t)), and never in
+// Degraded Safe Mode; a person can always choose.
+func TestControllerChoosesOnlyWhereThePolicyDelegates(t *testing.T) {
+	policy := func(delegate string) *Policy {
+		t.Helper()
+		p, err := CompilePolicy("authority/1", "delegate.dl", []byte(`
+.decl autonomous_choice(t: symbol)
+decision("G2", "ALLOW", "g2.publish") :- action(t, "artifact.publish"), capability(t, _).
+assess("reversible", "g2.publish") :- action(t, "artifact.publish").
+decision("G4", "SHAPE", "g4.tone") :- param_sym(t, "tone", "blunt"), !chosen(t, _).
+option("G4", "g4.tone", "rephrase-politely") :- ticket(t).
+option("G4", "g4.tone", "send-as-is") :- ticket(t).
+`+delegate), logic.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	controller := mrp.Actor{ID: "aif_controller", Kind: mrp.ActorSystem, Role: ControllerRole}
+	for _, c := range []struct {
+		name, rules string
+		safeMode    bool
+		want        bool
+	}{
+		{"delegated", `autonomous_choice(t) :- param_sym(t, "tone", "blunt").`, false, true},
+		{"not delegated", ``, false, false},
+		{"delegated for other tickets only", `autonomous_choice(t) :- param_sym(t, "tone", "gentle").`, false, false},
+		{"delegation contradicted", "autonomous_choice(t) :- ticket(t).\n-autonomous_choice(t) :- ticket(t).", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, _ := fixtureInput(t, "internal")
+			in.Policy.Policy = policy(c.rules)
+			in.Actions[0].Parameters = map[string]any{"artifact": "pkg.tgz", "tone": "blunt"}
+			d, err := Authorize(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := d.Outcomes[0]
+			if o.Kind != OutcomeOptions {
+				t.Fatalf("no contest: %s", o.Kind)
+			}
+			m, err := mrp.Step(d.Machine, mrp.Event{Trigger: mrp.OptionSelected, Actor: controller, Target: mrp.Decide, Option: "send-as-is"})
+			if err != nil {
+				t.Fatalf("the machine refuses the controller's selection: %v", err)
+			}
+			in.Machine = m
+			in.Choices = []Choice{{ProposalID: o.ProposalID, Option: "send-as-is", Actor: controller}}
+			d, err = Authorize(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := d.Outcomes[0].Intent != nil
+			if got != c.want {
+				t.Fatalf("controller's choice settled the contest = %v, want %v (%s, audit %v)", got, c.want, d.Outcomes[0].Kind, d.Outcomes[0].Audit)
+			}
+		})
+	}
+}

@@ -210,6 +210,26 @@ type Policy struct {
 	oracle ruleEngine
 }
 
+// Delegates reports whether the policy lets the controller choose among the
+// options offered for the ticket: it derives autonomous_choice(t) with
+// positive support only (a conflict never delegates). A policy that does
+// not declare the relation, or fails to evaluate, delegates nothing.
+func (p *Policy) Delegates(t Ticket, extra ...logic.Fact) bool {
+	le, ok := p.oracle.(logicEngine)
+	if !ok {
+		return false
+	}
+	if s, declared := le.c.Schema(AutonomousChoice); !declared || len(s) != 1 {
+		return false
+	}
+	m, err := logic.Evaluate(le.c, TicketFacts(t, extra...), le.lim)
+	if err != nil {
+		return false
+	}
+	st, err := m.State(logic.Fact{Rel: AutonomousChoice, Args: []logic.Value{logic.Sym(t.TicketID)}})
+	return err == nil && st == logic.TrueOnly
+}
+
 // PolicyError is a policy that does not compile.
 type PolicyError struct{ Err error }
 

@@ -8,12 +8,12 @@ import (
 	"io/fs"
 )
 
-//go:embed refund-agent/*.json refund-agent/*.dl ops-agent/*.json ops-agent/*.dl
+//go:embed refund-agent/*.json refund-agent/*.dl ops-agent/*.json ops-agent/*.dl support-agent/*.json support-agent/*.dl
 var bundles embed.FS
 
 // Bundle returns the example bundle with the given directory name
-// ("refund-agent", "ops-agent").
+// ("refund-agent", "ops-agent", "support-agent").
 func Bundle(name string) (fs.FS, error) { return fs.Sub(bundles, name) }
 
 // Names lists the example bundles.
-func Names() []string { return []string{"ops-agent", "refund-agent"} }
+func Names() []string { return []string{"ops-agent", "refund-agent", "support-agent"} }

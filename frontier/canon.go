@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // This file holds the small flrh-cjson/1 writer the kernel uses for its own
@@ -11,42 +13,8 @@ import (
 // the bytes are canonical by construction and no intermediate tree is built;
 // tests check each writer against an independent canonicalizer.
 
-// appendString appends s as a JSON string the way flrh-cjson/1 spells it: the
-// quotation mark, the reverse solidus and control characters are escaped,
-// everything else is copied as UTF-8.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			const hexDigits = "0123456789abcdef"
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string the way flrh-cjson/1 spells it.
+func appendString(b []byte, s string) []byte { return cjson.AppendString(b, s) }
 
 // appendKey appends a member name and its colon, preceded by a comma unless
 // the member opens its object.

@@ -15,7 +15,7 @@ import (
 // receipts, the checkpoint, the run header and the trace — or nothing.
 func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) error {
 	const op = "commit"
-	if err := validateTick(lease.RunID, tick); err != nil {
+	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
 	return s.write(ctx, op, lease.RunID, func(tx *sql.Tx, now time.Time) error {
@@ -190,68 +190,6 @@ VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?
 		}
 		return nil
 	})
-}
-
-// validateTick checks what can be checked before touching the database, so
-// malformed input is refused without a transaction.
-func validateTick(runID string, t store.Tick) error {
-	bad := func(format string, args ...any) error {
-		return store.Errorf(store.CodeInvalidInput, "commit", runID, nil, format, args...)
-	}
-	if t.ExpectHead < 0 {
-		return bad("negative head %d", t.ExpectHead)
-	}
-	for i, ev := range t.Events {
-		if ev.Kind == "" || len(ev.Body) == 0 {
-			return bad("event %d lacks a kind or body", i)
-		}
-		if store.BodyDigest(ev.Body) != ev.Digest {
-			return bad("event %d digest %s does not match its body", i, ev.Digest)
-		}
-	}
-	if cp := t.Checkpoint; cp != nil && store.BodyDigest(cp.Body) != cp.Digest {
-		return bad("checkpoint digest %s does not match its body", cp.Digest)
-	}
-	uses := map[string]bool{}
-	for i, in := range t.Intents {
-		if in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" {
-			return bad("intent %d lacks an id, effect type, idempotency key or content digest", i)
-		}
-		if store.BodyDigest(in.Body) != in.Digest {
-			return bad("intent %s digest does not match its body", in.ID)
-		}
-		if in.ApprovalID != "" {
-			uses[in.ApprovalID+"\x00"+in.ID] = true
-		}
-	}
-	// Every approval an intent names must be consumed in the same commit,
-	// and every consumption must belong to one of the tick's intents.
-	for _, u := range t.Approvals {
-		key := u.ApprovalID + "\x00" + u.IntentID
-		if !uses[key] {
-			return bad("approval %s is consumed for intent %s, which does not name it in this tick", u.ApprovalID, u.IntentID)
-		}
-		delete(uses, key)
-	}
-	if len(uses) > 0 {
-		return bad("an intent names an approval that the tick does not consume")
-	}
-	for i, rc := range t.Receipts {
-		if rc.IntentID == "" || rc.Outcome == "" || store.BodyDigest(rc.Body) != rc.Digest {
-			return bad("receipt %d lacks an intent or outcome, or its digest does not match", i)
-		}
-	}
-	for i, r := range t.Results {
-		switch r.Outbox {
-		case store.OutboxRetry, store.OutboxReconcile, store.OutboxHuman, store.OutboxDone, store.OutboxPending:
-		default:
-			return bad("attempt result %d moves the outbox to %q", i, r.Outbox)
-		}
-		if r.Status == store.AttemptStarted {
-			return bad("attempt result %d does not finish the attempt", i)
-		}
-	}
-	return nil
 }
 
 // BeginAttempt implements store.Store.

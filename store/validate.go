@@ -1,0 +1,65 @@
+package store
+
+// ValidateTick checks everything about a tick that needs no database: digests
+// match their bytes, required fields are present, every approval an intent
+// names is consumed in the same tick and nothing else is. Backends call it
+// first, so malformed input is refused without a transaction.
+func ValidateTick(runID string, t Tick) error {
+	bad := func(format string, args ...any) error {
+		return Errorf(CodeInvalidInput, "commit", runID, nil, format, args...)
+	}
+	if t.ExpectHead < 0 {
+		return bad("negative head %d", t.ExpectHead)
+	}
+	for i, ev := range t.Events {
+		if ev.Kind == "" || len(ev.Body) == 0 {
+			return bad("event %d lacks a kind or body", i)
+		}
+		if BodyDigest(ev.Body) != ev.Digest {
+			return bad("event %d digest %s does not match its body", i, ev.Digest)
+		}
+	}
+	if cp := t.Checkpoint; cp != nil && BodyDigest(cp.Body) != cp.Digest {
+		return bad("checkpoint digest %s does not match its body", cp.Digest)
+	}
+	uses := map[string]bool{}
+	for i, in := range t.Intents {
+		if in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" {
+			return bad("intent %d lacks an id, effect type, idempotency key or content digest", i)
+		}
+		if BodyDigest(in.Body) != in.Digest {
+			return bad("intent %s digest does not match its body", in.ID)
+		}
+		if in.ApprovalID != "" {
+			uses[in.ApprovalID+"\x00"+in.ID] = true
+		}
+	}
+	// Every approval an intent names must be consumed in the same commit,
+	// and every consumption must belong to one of the tick's intents.
+	for _, u := range t.Approvals {
+		key := u.ApprovalID + "\x00" + u.IntentID
+		if !uses[key] {
+			return bad("approval %s is consumed for intent %s, which does not name it in this tick", u.ApprovalID, u.IntentID)
+		}
+		delete(uses, key)
+	}
+	if len(uses) > 0 {
+		return bad("an intent names an approval that the tick does not consume")
+	}
+	for i, rc := range t.Receipts {
+		if rc.IntentID == "" || rc.Outcome == "" || BodyDigest(rc.Body) != rc.Digest {
+			return bad("receipt %d lacks an intent or outcome, or its digest does not match", i)
+		}
+	}
+	for i, r := range t.Results {
+		switch r.Outbox {
+		case OutboxRetry, OutboxReconcile, OutboxHuman, OutboxDone, OutboxPending:
+		default:
+			return bad("attempt result %d moves the outbox to %q", i, r.Outbox)
+		}
+		if r.Status == AttemptStarted {
+			return bad("attempt result %d does not finish the attempt", i)
+		}
+	}
+	return nil
+}

@@ -21,6 +21,7 @@
 // the caller's check (the pure authority revalidation) before consuming the
 // grant once.
 //
-// Implementations: store/sqlite (embedded default). The conformance suite in
+// Implementations: store/sqlite (the embedded default) and store/postgres
+// (many runners sharing one database). The conformance suite in
 // store/storetest runs against every implementation.
 package store

@@ -19,7 +19,7 @@ const defaultStore = "sqlite:./flrh.db"
 // addStoreFlag adds --store to a command and returns where its value lands.
 func addStoreFlag(cmd *cobra.Command) *string {
 	s := new(string)
-	cmd.Flags().StringVar(s, "store", defaultStore, "the run store: sqlite:PATH (or a plain path)")
+	cmd.Flags().StringVar(s, "store", defaultStore, "the run store: sqlite:PATH (or a plain path), or postgres://USER@HOST:PORT/DB[?schema=NAME]")
 	return s
 }
 

@@ -10,9 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
@@ -40,7 +38,9 @@ func faultCut() func(string) {
 }
 
 type runnerFlags struct {
+	cmd         *cobra.Command
 	store       *string
+	workflows   *[]string
 	destination string
 	owner       string
 	leaseTTL    time.Duration
@@ -48,40 +48,105 @@ type runnerFlags struct {
 }
 
 func addRunnerFlags(cmd *cobra.Command) *runnerFlags {
-	f := &runnerFlags{store: addStoreFlag(cmd)}
+	f := &runnerFlags{cmd: cmd, store: addStoreFlag(cmd), workflows: addWorkflowsFlag(cmd)}
 	host, _ := os.Hostname()
-	cmd.Flags().StringVar(&f.destination, "destination", "", "effect endpoint of the payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
+	cmd.Flags().StringVar(&f.destination, "destination", "", "effect endpoint for every adapter, overriding the bundles' url_env (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
 	cmd.Flags().StringVar(&f.owner, "owner", fmt.Sprintf("cli:%s:%d", host, os.Getpid()), "this runner's name in leases")
 	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long this runner's lease on a run lasts without renewal")
 	cmd.Flags().DurationVar(&f.wait, "wait", 0, "wait up to this long for another runner's lease to lapse")
 	return f
 }
 
-// openRunner opens the store and a runner over the built-in workflows.
+// open opens the store and a runner over every workflow the command can
+// use (see catalog), the first of each id and version winning.
 func (f *runnerFlags) open(ctx context.Context) (store.Store, *runner.Runner, error) {
+	return f.openFor(ctx, nil)
+}
+
+// openFor is open with pin choosing, once the store is open, the
+// workflows that must win over others of the same id and version: the
+// bundle a run was started from, the definition a run's checkpoint names.
+func (f *runnerFlags) openFor(ctx context.Context, pin func(store.Store, *catalog) ([]candidate, error)) (store.Store, *runner.Runner, error) {
+	c, err := loadCatalog(*f.workflows, f.cmd.Flags().Changed("workflows"), f.destination)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := openStore(ctx, *f.store, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg := &effect.Registry{}
-	if f.destination != "" {
-		ad, err := httpadapter.New(httpadapter.Config{URL: f.destination, Timeout: 10 * time.Second})
-		if err != nil {
-			st.Close()
-			return nil, nil, usagef("--destination: %v", err)
-		}
-		if err := reg.Register("refund.pay", "http/1", demo.HTTPAdapter(ad)); err != nil {
+	var pinned []candidate
+	if pin != nil {
+		if pinned, err = pin(st, c); err != nil {
 			st.Close()
 			return nil, nil, err
 		}
 	}
-	r, err := runner.New(runner.Config{Store: st, Workflows: builtinWorkflows(), Adapters: reg, Owner: f.owner, LeaseTTL: f.leaseTTL,
+	wfs, reg, err := c.pick(pinned...)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	r, err := runner.New(runner.Config{Store: st, Workflows: wfs, Adapters: reg, Owner: f.owner, LeaseTTL: f.leaseTTL,
 		Cut: faultCut(), Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
 	return st, r, nil
+}
+
+// pinRuns pins the workflow each named run was recorded with.
+func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]candidate, error) {
+	return func(st store.Store, c *catalog) ([]candidate, error) {
+		var out []candidate
+		for _, id := range ids {
+			run, err := st.Run(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			cd, ok := c.forRun(ctx, st, run)
+			if !ok {
+				return nil, fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+			}
+			out = append(out, cd)
+		}
+		return out, nil
+	}
+}
+
+// pinStart resolves the WORKFLOW argument of run start: example:NAME, a
+// bundle directory, or a workflow id with an optional @version.
+func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate, error) {
+	return func(_ store.Store, c *catalog) ([]candidate, error) {
+		isDir := false
+		if fi, err := os.Stat(ref); err == nil && fi.IsDir() {
+			isDir = true
+		}
+		if strings.HasPrefix(ref, examplePrefix) || isDir {
+			own := &catalog{}
+			getenv := os.Getenv
+			if destination != "" {
+				getenv = func(string) string { return destination }
+			}
+			if err := own.addRef(ref, getenv); err != nil {
+				return nil, usagef("%v", err)
+			}
+			if len(own.cands) != 1 {
+				return nil, usagef("%s holds %d bundles; start one of them", ref, len(own.cands))
+			}
+			return own.cands, nil
+		}
+		id, version, _ := strings.Cut(ref, "@")
+		if version == "" {
+			version = "1"
+		}
+		cd, ok := c.first(id, version)
+		if !ok {
+			return nil, usagef("no workflow %s@%s (give a workflow id, a bundle directory or example:NAME)", id, version)
+		}
+		return []candidate{cd}, nil
+	}
 }
 
 // advance runs the given runs (all live ones when none are named) until
@@ -137,7 +202,14 @@ func init() {
 	start := &cobra.Command{
 		Use:   "start WORKFLOW",
 		Short: "Start a run of a workflow with an input and advance it until it waits",
-		Args:  cobra.ExactArgs(1),
+		Long: `start creates a run and advances it until it waits for outside input.
+WORKFLOW is a workflow id (ID or ID@VERSION) among the built-in workflows and
+the bundles in --workflows, a bundle directory, or example:NAME for a bundle
+embedded in the binary (refund-agent, ops-agent, support-agent). Adapters come
+from the bundle; --destination overrides every endpoint it names. Later
+commands on the run (approve, resume, replay, ...) find its workflow the same
+way: give them the same --workflows (a directory, or example:NAME).`,
+		Args: cobra.ExactArgs(1),
 	}
 	sf := addRunnerFlags(start)
 	var runID, inputFile, input string
@@ -145,10 +217,6 @@ func init() {
 	start.Flags().StringVar(&inputFile, "input", "", "file with the run's input (JSON)")
 	start.Flags().StringVar(&input, "input-json", "", "the run's input as a JSON string")
 	start.RunE = func(cmd *cobra.Command, args []string) error {
-		wfID, version, _ := strings.Cut(args[0], "@")
-		if version == "" {
-			version = "1"
-		}
 		body := []byte(input)
 		if inputFile != "" {
 			b, err := os.ReadFile(inputFile)
@@ -163,13 +231,20 @@ func init() {
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
 		}
-		st, r, err := sf.open(cmd.Context())
+		var wf runner.Workflow
+		st, r, err := sf.openFor(cmd.Context(), func(st store.Store, c *catalog) ([]candidate, error) {
+			cds, err := pinStart(args[0], sf.destination)(st, c)
+			if err == nil {
+				wf = cds[0].wf
+			}
+			return cds, err
+		})
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		defer r.Close(cmd.Context())
-		if err := r.Start(cmd.Context(), runID, wfID, version, body); err != nil {
+		if err := r.Start(cmd.Context(), runID, wf.ID(), wf.Version(), body); err != nil {
 			return err
 		}
 		if err := sf.advance(cmd.Context(), st, r, []string{runID}); err != nil {
@@ -184,7 +259,7 @@ func init() {
 	}
 	rf := addRunnerFlags(resume)
 	resume.RunE = func(cmd *cobra.Command, args []string) error {
-		st, r, err := rf.open(cmd.Context())
+		st, r, err := rf.openFor(cmd.Context(), pinRuns(cmd.Context(), args))
 		if err != nil {
 			return err
 		}
@@ -218,7 +293,7 @@ func init() {
 			if *as == "" {
 				return usagef("say who acts with --as NAME")
 			}
-			st, r, err := f.open(cmd.Context())
+			st, r, err := f.openFor(cmd.Context(), pinRuns(cmd.Context(), args[:1]))
 			if err != nil {
 				return err
 			}

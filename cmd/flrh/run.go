@@ -44,6 +44,7 @@ func init() {
 
 	show := &cobra.Command{Use: "show RUN", Short: "Show a run: state, what it waits for, effects and receipts", Args: cobra.ExactArgs(1)}
 	sStore := addStoreFlag(show)
+	sWorkflows := addWorkflowsFlag(show)
 	show.RunE = func(cmd *cobra.Command, args []string) error {
 		st, err := openStore(cmd.Context(), *sStore, true)
 		if err != nil {
@@ -60,7 +61,11 @@ func init() {
 		if run.Quarantine != "" {
 			fmt.Fprintf(out, "  QUARANTINED: %s\n", run.Quarantine)
 		}
-		if wf, ok := workflowFor(run); ok {
+		wf, ok, err := workflowFor(cmd.Context(), st, run, *sWorkflows)
+		if err != nil {
+			return err
+		}
+		if ok {
 			r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: nil})
 			if err == nil {
 				status, err := r.Inspect(cmd.Context(), run.ID)

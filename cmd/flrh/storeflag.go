@@ -2,12 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -50,11 +59,187 @@ func builtinWorkflows() []runner.Workflow {
 	return []runner.Workflow{demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}}
 }
 
-func workflowFor(run store.Run) (runner.Workflow, bool) {
-	for _, wf := range builtinWorkflows() {
-		if wf.ID() == run.WorkflowID && wf.Version() == run.WorkflowVersion {
-			return wf, true
+// examplePrefix addresses a bundle embedded in the binary: example:NAME.
+const examplePrefix = "example:"
+
+// addWorkflowsFlag adds --workflows to a command: bundles to load besides
+// the built-in workflows and the embedded examples.
+func addWorkflowsFlag(cmd *cobra.Command) *[]string {
+	s := new([]string)
+	cmd.Flags().StringSliceVar(s, "workflows", nil, "workflow bundles to load: a bundle directory, a directory of bundle directories, or example:NAME (repeatable; default ./workflows if present)")
+	return s
+}
+
+// candidate is a workflow the CLI can run, with the adapters its bundle
+// names (nil for a built-in workflow or an unwired bundle).
+type candidate struct {
+	wf       runner.Workflow
+	adapters *effect.Registry
+	from     string // where it was loaded from, for messages
+}
+
+// catalog is every workflow a command can use, in priority order:
+// bundles named on the command line, then --workflows, then the built-in
+// workflows, then the embedded examples. Two candidates may share an id
+// and version (the built-in refund-agent and example:refund-agent do); a
+// run is matched to the one whose definition digest its checkpoint
+// records, and otherwise to the first.
+type catalog struct {
+	cands []candidate
+}
+
+// loadCatalog loads the workflows a command can use. refs are the
+// --workflows values; when none were given and ./workflows exists it is
+// used. destination, when set, overrides every adapter's url_env.
+func loadCatalog(refs []string, changed bool, destination string) (*catalog, error) {
+	getenv := os.Getenv
+	if destination != "" {
+		getenv = func(string) string { return destination }
+	}
+	c := &catalog{}
+	if !changed && len(refs) == 0 {
+		if fi, err := os.Stat("workflows"); err == nil && fi.IsDir() {
+			refs = []string{"workflows"}
 		}
 	}
-	return nil, false
+	for _, ref := range refs {
+		if err := c.addRef(ref, getenv); err != nil {
+			return nil, usagef("--workflows: %v", err)
+		}
+	}
+	for _, wf := range builtinWorkflows() {
+		var reg *effect.Registry
+		if destination != "" {
+			ad, err := httpadapter.New(httpadapter.Config{URL: destination, Timeout: 10 * time.Second})
+			if err != nil {
+				return nil, usagef("--destination: %v", err)
+			}
+			reg = &effect.Registry{}
+			if err := reg.Register("refund.pay", "http/1", demo.HTTPAdapter(ad)); err != nil {
+				return nil, err
+			}
+		}
+		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: "built-in"})
+	}
+	for _, name := range examples.Names() {
+		if err := c.addRef(examplePrefix+name, getenv); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// addRef loads one bundle reference and appends what it holds.
+func (c *catalog) addRef(ref string, getenv func(string) string) error {
+	if name, ok := strings.CutPrefix(ref, examplePrefix); ok {
+		fsys, err := examples.Bundle(name)
+		if err != nil || !slices.Contains(examples.Names(), name) {
+			return fmt.Errorf("no example bundle %q (have %s)", name, strings.Join(examples.Names(), ", "))
+		}
+		wf, ads, err := bundle.LoadFS(fsys)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ref, err)
+		}
+		reg, _ := ads.Registry(getenv) // unwired without its endpoint: effects fail, runs can be read
+		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref})
+		return nil
+	}
+	dirs := []string{ref}
+	if _, err := os.Stat(filepath.Join(ref, "workflow.json")); err != nil {
+		entries, err := os.ReadDir(ref)
+		if err != nil {
+			return err
+		}
+		dirs = dirs[:0]
+		for _, e := range entries {
+			sub := filepath.Join(ref, e.Name())
+			if _, err := os.Stat(filepath.Join(sub, "workflow.json")); e.IsDir() && err == nil {
+				dirs = append(dirs, sub)
+			}
+		}
+		if len(dirs) == 0 {
+			return fmt.Errorf("%s holds no workflow bundle", ref)
+		}
+	}
+	for _, d := range dirs { // ReadDir returns names in order
+		wf, ads, err := bundle.Load(d)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", d, err)
+		}
+		reg, _ := ads.Registry(getenv)
+		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: d})
+	}
+	return nil
+}
+
+// first returns the first candidate named id@version.
+func (c *catalog) first(id, version string) (candidate, bool) {
+	for _, cd := range c.cands {
+		if cd.wf.ID() == id && cd.wf.Version() == version {
+			return cd, true
+		}
+	}
+	return candidate{}, false
+}
+
+// forRun returns the candidate a recorded run needs: its id and version,
+// and, among several, the one whose digest the run's checkpoint records.
+func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run) (candidate, bool) {
+	digest := ""
+	if cp, err := st.Checkpoint(ctx, run.ID); err == nil {
+		var body struct {
+			WorkflowDigest string `json:"workflow_digest"`
+		}
+		if json.Unmarshal(cp.Body, &body) == nil {
+			digest = body.WorkflowDigest
+		}
+	}
+	if digest != "" {
+		for _, cd := range c.cands {
+			if cd.wf.ID() == run.WorkflowID && cd.wf.Version() == run.WorkflowVersion && cd.wf.Digest() == digest {
+				return cd, true
+			}
+		}
+	}
+	return c.first(run.WorkflowID, run.WorkflowVersion)
+}
+
+// pick returns one workflow per id@version for a runner, preferring the
+// pinned candidates, and the adapters of exactly those workflows.
+func (c *catalog) pick(pinned ...candidate) ([]runner.Workflow, *effect.Registry, error) {
+	seen := map[string]bool{}
+	var wfs []runner.Workflow
+	reg := &effect.Registry{}
+	for _, cd := range append(pinned, c.cands...) {
+		key := cd.wf.ID() + "@" + cd.wf.Version()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		wfs = append(wfs, cd.wf)
+		if cd.adapters == nil {
+			continue
+		}
+		for _, e := range cd.adapters.Entries() {
+			if _, taken := reg.Adapter(e[0], e[1]); taken {
+				continue // an earlier workflow's adapter for the same effect type serves both
+			}
+			a, _ := cd.adapters.Adapter(e[0], e[1])
+			if err := reg.Register(e[0], e[1], a); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return wfs, reg, nil
+}
+
+// workflowFor finds the workflow of a recorded run among the built-in
+// workflows, ./workflows and the embedded examples.
+func workflowFor(ctx context.Context, st store.Store, run store.Run, refs []string) (runner.Workflow, bool, error) {
+	c, err := loadCatalog(refs, len(refs) > 0, "")
+	if err != nil {
+		return nil, false, err
+	}
+	cd, ok := c.forRun(ctx, st, run)
+	return cd.wf, ok, nil
 }

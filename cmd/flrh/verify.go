@@ -71,6 +71,7 @@ every effect it owes is closed. Exit status 1 if any check fails.`,
 		Args:  cobra.MinimumNArgs(1),
 	}
 	rStore := addStoreFlag(rc)
+	rWorkflows := addWorkflowsFlag(rc)
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
 		st, err := openStore(cmd.Context(), *rStore, true)
 		if err != nil {
@@ -83,9 +84,12 @@ every effect it owes is closed. Exit status 1 if any check fails.`,
 			if err != nil {
 				return err
 			}
-			wf, ok := workflowFor(run)
+			wf, ok, err := workflowFor(cmd.Context(), st, run, *rWorkflows)
+			if err != nil {
+				return err
+			}
 			if !ok {
-				return fmt.Errorf("run %s uses workflow %s@%s, which this binary does not have", id, run.WorkflowID, run.WorkflowVersion)
+				return fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
 			}
 			ver, err := verify.Run(cmd.Context(), st, nil, id)
 			if err != nil {

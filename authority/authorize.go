@@ -308,7 +308,7 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 			return reject("BATCH_IDENTITY_MISMATCH", fmt.Sprintf("/published_batch/effect_proposals/%d/proposal_id", i))
 		}
 		seen[p.ProposalID] = true
-		if !ValidID(p.ProposalID) || !ValidID(p.EffectType) || !ValidID(p.CorrelationID) || !digestPattern.MatchString(p.ActionDigest) || !digestPattern.MatchString(p.DestinationDigest) {
+		if !ValidID(p.ProposalID) || !ValidID(p.EffectType) || !ValidID(p.CorrelationID) || !isDigest(p.ActionDigest) || !isDigest(p.DestinationDigest) {
 			return reject("MALFORMED_PROPOSAL", fmt.Sprintf("/published_batch/effect_proposals/%d", i))
 		}
 		if p.Versions.Canonicalization != Canonicalization {

@@ -45,7 +45,10 @@ const (
 
 var (
 	versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`)
-	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// digestPattern is the digest grammar; isDigest is its hand-written
+	// equivalent for the per-decision path (held equal by a differential
+	// test).
+	digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 const maxIDLen = 128
@@ -677,6 +680,20 @@ func parsePublished(v any, profile string) (*published, *Rejection) {
 	}
 	out.verdictRaw = vm
 	return &out, nil
+}
+
+// isDigest reports whether s matches digestPattern: "sha256:" and 64
+// lowercase hex digits, nothing before or after.
+func isDigest(s string) bool {
+	if len(s) != 7+64 || s[:7] != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // StableBatchDigest is the stable-batch digest of the scalar-frontier

@@ -1,0 +1,57 @@
+package authority
+
+import (
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The hand-written fast paths of the decision path are held equal to their
+// plain definitions here.
+
+// nearBytes draws bytes around every boundary plain and isDigest test.
+var nearBytes = []byte{0x00, 0x1f, 0x20, 0x21, '"', 0x23, '0', '9', ':', '\\', 'a', 'f', 'g', 's', 'h', 'A', 'F', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
+
+func nearString(t *rapid.T, label string) string {
+	bs := rapid.SliceOfN(rapid.SampledFrom(nearBytes), 0, 80).Draw(t, label)
+	return string(bs)
+}
+
+func TestPlainMatchesBytewise(t *testing.T) {
+	for _, s := range []string{"", "a", "sha256:" + strings.Repeat("0", 64), "abcdefgh", "abcdefg\"", "abcdefg\\", "abc\x7fdefg", "abcdefgh\x1f", "\x80bcdefgh", "~~~~~~~~~", "        "} {
+		if plain(s) != plainBytes(s) {
+			t.Errorf("plain(%q) = %v", s, plain(s))
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := nearString(t, "s")
+		if plain(s) != plainBytes(s) {
+			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
+		}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.String().Draw(t, "s")
+		if plain(s) != plainBytes(s) {
+			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
+		}
+	})
+}
+
+func BenchmarkPlainDigest(b *testing.B) {
+	s := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for b.Loop() {
+		if !plain(s) {
+			b.Fatal("not plain")
+		}
+	}
+}
+
+func BenchmarkPlainBytewiseDigest(b *testing.B) {
+	s := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for b.Loop() {
+		if !plainBytes(s) {
+			b.Fatal("not plain")
+		}
+	}
+}

@@ -2,7 +2,7 @@ package logic
 
 import (
 	"bytes"
-	"slices"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -73,12 +73,26 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // one tuple per line in sorted order (numbers numerically, symbols
 // bytewise, column by column), tab-separated.
 func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := m.WriteFactsTo(&b, rel, neg); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// factsBuffer is how much WriteFactsTo renders before each write.
+const factsBuffer = 64 << 10
+
+// WriteFactsTo streams what [Materialization.WriteFacts] renders to w,
+// through one small buffer, and returns the number of bytes written. A
+// write error stops it and is returned as is.
+func (m *Materialization) WriteFactsTo(w io.Writer, rel string, neg bool) (int64, error) {
 	if m.consumed {
-		return nil, errConsumed()
+		return 0, errConsumed()
 	}
 	ri, ok := m.c.relByName[rel]
 	if !ok {
-		return nil, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)
+		return 0, errorf(UndeclaredRelation, Pos{}, "relation %s is not declared", rel)
 	}
 	t := ri * 2
 	if neg {
@@ -87,7 +101,14 @@ func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
 	rows := m.sortedRows(t)
 	tb := m.tables[t]
 	types := m.c.rels[ri].types
-	b := make([]byte, 0, len(rows)*(tb.arity*8+1))
+	var total int64
+	b := make([]byte, 0, min(factsBuffer, len(rows)*(tb.arity*8+1))+factsBuffer/4)
+	flush := func() error {
+		n, err := w.Write(b)
+		total += int64(n)
+		b = b[:0]
+		return err
+	}
 	for _, r := range rows {
 		for i, v := range tb.row(r) {
 			if i > 0 {
@@ -100,37 +121,18 @@ func (m *Materialization) WriteFacts(rel string, neg bool) ([]byte, error) {
 			}
 		}
 		b = append(b, '\n')
-	}
-	return b, nil
-}
-
-// sortedRows returns the live rows of a table in value order.
-func (m *Materialization) sortedRows(t int) []int32 {
-	tb := m.tables[t]
-	types := m.c.rels[t/2].types
-	rows := make([]int32, 0, tb.liveRows())
-	for r := int32(0); r < tb.n; r++ {
-		if tb.alive(r) {
-			rows = append(rows, r)
+		if len(b) >= factsBuffer {
+			if err := flush(); err != nil {
+				return total, err
+			}
 		}
 	}
-	slices.SortFunc(rows, func(a, b int32) int {
-		ra, rb := tb.row(a), tb.row(b)
-		for i := range ra {
-			if ra[i] == rb[i] {
-				continue
-			}
-			if types[i] == TypeSymbol {
-				return strings.Compare(m.syms[ra[i]], m.syms[rb[i]])
-			}
-			if ra[i] < rb[i] {
-				return -1
-			}
-			return 1
+	if len(b) > 0 {
+		if err := flush(); err != nil {
+			return total, err
 		}
-		return 0
-	})
-	return rows
+	}
+	return total, nil
 }
 
 // ParseFact parses a signed ground atom such as `path("a", 3)` or

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -94,12 +95,16 @@ a fact file or the evaluation fails.`,
 			c := m.Program()
 			out := cmd.OutOrStdout()
 			if outDir == "-" {
+				bw := bufio.NewWriterSize(out, 64<<10)
 				for _, rel := range c.Outputs() {
-					data, err := m.WriteFacts(rel, false)
-					if err != nil {
+					fmt.Fprintf(bw, "---------------\n%s\n===============\n", rel)
+					if _, err := m.WriteFactsTo(bw, rel, false); err != nil {
 						return err
 					}
-					fmt.Fprintf(out, "---------------\n%s\n===============\n%s===============\n", rel, data)
+					bw.WriteString("===============\n")
+				}
+				if err := bw.Flush(); err != nil {
+					return err
 				}
 			} else if err := writeOutputs(m, outDir); err != nil {
 				return err
@@ -133,11 +138,6 @@ func writeOutputs(m *logic.Materialization, dir string) error {
 		}
 	}
 	for _, rel := range c.Outputs() {
-		data, err := m.WriteFacts(rel, false)
-		if err != nil {
-			cleanup()
-			return err
-		}
 		final := filepath.Join(dir, c.IOFile(rel, false))
 		tmp, err := os.CreateTemp(dir, ".flrh-"+rel+"-*")
 		if err != nil {
@@ -145,7 +145,9 @@ func writeOutputs(m *logic.Materialization, dir string) error {
 			return fmt.Errorf("writing %s: %w", final, err)
 		}
 		done = append(done, pending{tmp.Name(), final})
-		if _, err := tmp.Write(data); err != nil {
+		// WriteFactsTo buffers itself: the file sees 64 KiB writes and
+		// the rendered relation is never held in memory whole.
+		if _, err := m.WriteFactsTo(tmp, rel, false); err != nil {
 			tmp.Close()
 			cleanup()
 			return fmt.Errorf("writing %s: %w", final, err)

@@ -30,7 +30,9 @@ type flatRule struct {
 	neg   []flatLit // default-negated literals
 	cmps  []flatCmp
 	nvars int
-	where logic.Pos
+	// where is the rule's source position as its reasons print it,
+	// rendered once when the policy is compiled.
+	where string
 }
 
 // fterm is a compiled term: a wildcard, a variable slot or a constant.
@@ -107,7 +109,7 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 		if !gateOutputs[c.Head.Name] {
 			return nil // a derived helper relation
 		}
-		r := flatRule{head: c.Head.Name, where: c.Pos}
+		r := flatRule{head: c.Head.Name, where: c.Pos.String()}
 		slots := map[string]int{}
 		bound := map[string]bool{}
 		compile := func(t logic.Term) (fterm, bool) {
@@ -474,15 +476,76 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 	if _, seen := tuples[key]; seen {
 		return nil
 	}
-	why := Reason{Facts: make([]string, len(premises)), Absent: absent, Detail: rule.where.String()}
-	for k, p := range premises {
-		why.Facts[k] = p.String()
-	}
+	why := Reason{Facts: factStrings(premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
 	tuples[key] = &flatTuple{args: args, why: why}
 	return nil
+}
+
+// factStrings renders facts exactly as logic.Fact.String does, into one
+// shared string: a firing's reasons cost three allocations instead of
+// several per fact.
+func factStrings(fs []logic.Fact) []string {
+	out := make([]string, len(fs))
+	n := 0
+	for _, f := range fs {
+		n += len(f.Rel) + 3
+		for _, a := range f.Args {
+			n += len(a.Str()) + 4
+		}
+	}
+	var endsArr [16]int
+	ends := endsArr[:0]
+	buf := make([]byte, 0, n)
+	for _, f := range fs {
+		buf = appendFact(buf, f)
+		ends = append(ends, len(buf))
+	}
+	all, start := string(buf), 0
+	for k, end := range ends {
+		out[k], start = all[start:end], end
+	}
+	return out
+}
+
+// appendFact appends logic.Fact.String's rendering of f: a sign, the
+// relation, and its arguments in parentheses separated by ", ", symbols
+// quoted with \", \\, \n, \t and \r escaped.
+func appendFact(b []byte, f logic.Fact) []byte {
+	if f.Neg {
+		b = append(b, '-')
+	}
+	b = append(b, f.Rel...)
+	b = append(b, '(')
+	for i, a := range f.Args {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if !a.IsSym() {
+			b = strconv.AppendInt(b, a.Int(), 10)
+			continue
+		}
+		b = append(b, '"')
+		s := a.Str()
+		for j := 0; j < len(s); j++ {
+			switch c := s[j]; c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\r':
+				b = append(b, '\\', 'r')
+			default:
+				b = append(b, c)
+			}
+		}
+		b = append(b, '"')
+	}
+	return append(b, ')')
 }
 
 func lessRow(a, b []logic.Value) bool {

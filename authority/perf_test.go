@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/logic"
+
 	"pgregory.net/rapid"
 )
 
@@ -54,4 +56,28 @@ func BenchmarkPlainBytewiseDigest(b *testing.B) {
 			b.Fatal("not plain")
 		}
 	}
+}
+
+func TestFactStringsMatchLogic(t *testing.T) {
+	value := rapid.Custom(func(t *rapid.T) logic.Value {
+		if rapid.Bool().Draw(t, "sym") {
+			return logic.Sym(rapid.OneOf(rapid.String(), rapid.StringOf(rapid.SampledFrom([]rune{'a', '"', '\\', '\n', '\t', '\r', 'é', 0}))).Draw(t, "s"))
+		}
+		return logic.Num(rapid.Int64().Draw(t, "n"))
+	})
+	fact := rapid.Custom(func(t *rapid.T) logic.Fact {
+		return logic.Fact{Rel: rapid.StringMatching(`[a-z_]{1,8}`).Draw(t, "rel"), Neg: rapid.Bool().Draw(t, "neg"), Args: rapid.SliceOfN(value, 0, 5).Draw(t, "args")}
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		fs := rapid.SliceOfN(fact, 0, 20).Draw(t, "facts")
+		got := factStrings(fs)
+		if len(got) != len(fs) {
+			t.Fatalf("%d strings for %d facts", len(got), len(fs))
+		}
+		for k, f := range fs {
+			if got[k] != f.String() {
+				t.Fatalf("fact %d: %q, want %q", k, got[k], f.String())
+			}
+		}
+	})
 }

@@ -31,4 +31,3 @@ func TestIsDigestMatchesPattern(t *testing.T) {
 		}
 	})
 }
-

@@ -1,6 +1,7 @@
 package logic
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -63,17 +64,13 @@ func (m *Materialization) symbolRanks() []uint64 {
 
 // radixSortRows orders rows by a least-significant-digit radix sort on
 // order-preserving 64-bit keys (a number with its sign bit flipped, a
-// symbol's rank), last column first, one byte per pass. Every byte that is
-// the same in all rows is skipped, so small values cost few passes. Tuples
-// are distinct, so the order is total and equals the comparison order.
+// symbol's rank), last column first. Each column is sorted on its key
+// minus the column's smallest key, 16 bits per pass, so a column whose
+// values span fewer than 65,536 costs one pass. Counting reads the rows in
+// storage order; only the scatter follows the permutation. Tuples are
+// distinct, so the order is total and equals the comparison order.
 func (m *Materialization) radixSortRows(tb *table, types []Type, rows []int32) []int32 {
 	var ranks []uint64
-	key := func(c int, v int64) uint64 {
-		if types[c] == TypeSymbol {
-			return ranks[v]
-		}
-		return uint64(v) ^ 1<<63
-	}
 	for _, ty := range types {
 		if ty == TypeSymbol {
 			ranks = m.symbolRanks()
@@ -81,28 +78,44 @@ func (m *Materialization) radixSortRows(tb *table, types []Type, rows []int32) [
 		}
 	}
 	tmp := make([]int32, len(rows))
-	var hist [8][256]int
+	var hist []int
 	for c := tb.arity - 1; c >= 0; c-- {
-		hist = [8][256]int{}
-		for _, r := range rows {
-			k := key(c, tb.row(r)[c])
-			for b := range 8 {
-				hist[b][byte(k>>(8*b))]++
+		sym := types[c] == TypeSymbol
+		key := func(r int32) uint64 {
+			v := tb.row(r)[c]
+			if sym {
+				return ranks[v]
+			}
+			return uint64(v) ^ 1<<63
+		}
+		lo, hi := ^uint64(0), uint64(0)
+		for r := int32(0); r < tb.n; r++ {
+			if tb.alive(r) {
+				k := key(r)
+				lo, hi = min(lo, k), max(hi, k)
 			}
 		}
-		for b := range 8 {
-			h := &hist[b]
-			if h[byte(key(c, tb.row(rows[0])[c])>>(8*b))] == len(rows) {
-				continue // every row has this byte
+		width := bits.Len64(hi - lo)
+		for shift := 0; shift < width; shift += 16 {
+			buckets := 1 << min(16, width-shift)
+			if cap(hist) < buckets {
+				hist = make([]int, buckets)
+			}
+			h := hist[:buckets]
+			clear(h)
+			mask := uint64(buckets - 1)
+			for r := int32(0); r < tb.n; r++ {
+				if tb.alive(r) {
+					h[(key(r)-lo)>>shift&mask]++
+				}
 			}
 			pos := 0
 			for i, n := range h {
 				h[i] = pos
 				pos += n
 			}
-			shift := 8 * uint(b)
 			for _, r := range rows {
-				d := byte(key(c, tb.row(r)[c]) >> shift)
+				d := (key(r) - lo) >> shift & mask
 				tmp[h[d]] = r
 				h[d]++
 			}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 )
 
 // runCmd groups the commands that start, advance and inspect runs.
@@ -150,6 +153,193 @@ func init() {
 		}
 		return nil
 	}
-	runCmd.AddCommand(list, show, events, trace)
+	export := &cobra.Command{Use: "export RUN", Short: "Print a run's durable record (events, checkpoint, intents, attempts, receipts, approvals) as canonical JSON", Args: cobra.ExactArgs(1)}
+	xStore := addStoreFlag(export)
+	export.RunE = func(cmd *cobra.Command, args []string) error {
+		st, err := openStore(cmd.Context(), *xStore, true)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		x, err := exportRun(cmd.Context(), st, args[0])
+		if err != nil {
+			return err
+		}
+		b, err := cjson.Marshal(x)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+		return err
+	}
+	runCmd.AddCommand(list, show, events, trace, export)
 	rootCmd.AddCommand(runCmd)
+}
+
+// RunExportKind names the layout of an exported run.
+const RunExportKind = "flrh-run-export/1"
+
+// runExport is a run's durable record, everything verify and replay read,
+// without wall-clock times (so that the same run exports to the same
+// bytes). Bodies are canonical JSON embedded as values; their digests are
+// the stored ones, so an import can prove it restored the exact bytes.
+type runExport struct {
+	Kind       string            `json:"kind"`
+	Run        exportRunHeader   `json:"run"`
+	Events     []exportEvent     `json:"events"`
+	Checkpoint *exportCheckpoint `json:"checkpoint"`
+	Intents    []exportIntent    `json:"intents"`
+	Receipts   []exportReceipt   `json:"receipts"`
+	Approvals  []exportApproval  `json:"approvals"`
+}
+
+type exportRunHeader struct {
+	ID              string `json:"id"`
+	WorkflowID      string `json:"workflow_id"`
+	WorkflowVersion string `json:"workflow_version"`
+	State           string `json:"state"`
+	Outcome         string `json:"outcome"`
+	Head            int64  `json:"head"`
+	HeadHash        string `json:"head_hash"`
+	Generation      int64  `json:"generation"`
+	Quarantine      string `json:"quarantine"`
+}
+
+type exportEvent struct {
+	Seq        int64  `json:"seq"`
+	Kind       string `json:"kind"`
+	Body       any    `json:"body"`
+	Digest     string `json:"digest"`
+	ChainHash  string `json:"chain_hash"`
+	Generation int64  `json:"generation"`
+}
+
+type exportCheckpoint struct {
+	Seq           int64  `json:"seq"`
+	FormatVersion int64  `json:"format_version"`
+	BuildDigest   string `json:"build_digest"`
+	Body          any    `json:"body"`
+	Digest        string `json:"digest"`
+}
+
+type exportIntent struct {
+	ID             string          `json:"id"`
+	Seq            int64           `json:"seq"`
+	EffectType     string          `json:"effect_type"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	ContentDigest  string          `json:"content_digest"`
+	ApprovalID     string          `json:"approval_id"`
+	Body           any             `json:"body"`
+	Digest         string          `json:"digest"`
+	Outbox         string          `json:"outbox"`
+	Route          string          `json:"route"`
+	Attempts       []exportAttempt `json:"attempts"`
+}
+
+type exportAttempt struct {
+	N          int64  `json:"n"`
+	Status     string `json:"status"`
+	Generation int64  `json:"generation"`
+	Detail     string `json:"detail"`
+}
+
+type exportReceipt struct {
+	IntentID string `json:"intent_id"`
+	Outcome  string `json:"outcome"`
+	Body     any    `json:"body"`
+	Digest   string `json:"digest"`
+}
+
+type exportApproval struct {
+	ID            string `json:"id"`
+	RequestDigest string `json:"request_digest"`
+	Nonce         string `json:"nonce"`
+	Body          any    `json:"body"`
+	Digest        string `json:"digest"`
+	Status        string `json:"status"`
+	ConsumedBy    string `json:"consumed_by"`
+}
+
+// exportRun reads a run's durable record from st.
+func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, error) {
+	run, err := st.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	body := func(what string, b []byte) (any, error) {
+		v, err := cjson.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return v, nil
+	}
+	x := &runExport{Kind: RunExportKind, Run: exportRunHeader{ID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		State: run.State, Outcome: run.Outcome, Head: run.Head, HeadHash: run.HeadHash, Generation: run.Lease.Generation, Quarantine: run.Quarantine},
+		Events: []exportEvent{}, Intents: []exportIntent{}, Receipts: []exportReceipt{}, Approvals: []exportApproval{}}
+	evs, err := st.Events(ctx, runID, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		b, err := body(fmt.Sprintf("event %d", e.Seq), e.Body)
+		if err != nil {
+			return nil, err
+		}
+		x.Events = append(x.Events, exportEvent{Seq: e.Seq, Kind: e.Kind, Body: b, Digest: e.Digest, ChainHash: e.ChainHash, Generation: e.Generation})
+	}
+	switch cp, err := st.Checkpoint(ctx, runID); {
+	case store.CodeOf(err) == store.CodeNotFound:
+	case err != nil:
+		return nil, err
+	default:
+		b, err := body("checkpoint", cp.Body)
+		if err != nil {
+			return nil, err
+		}
+		x.Checkpoint = &exportCheckpoint{Seq: cp.Seq, FormatVersion: cp.FormatVersion, BuildDigest: cp.BuildDigest, Body: b, Digest: cp.Digest}
+	}
+	ins, err := st.Intents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range ins {
+		b, err := body("intent "+in.ID, in.Body)
+		if err != nil {
+			return nil, err
+		}
+		xi := exportIntent{ID: in.ID, Seq: in.Seq, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey, ContentDigest: in.ContentDigest,
+			ApprovalID: in.ApprovalID, Body: b, Digest: in.Digest, Outbox: string(in.Outbox), Route: in.Route, Attempts: []exportAttempt{}}
+		ats, err := st.Attempts(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range ats {
+			xi.Attempts = append(xi.Attempts, exportAttempt{N: a.N, Status: string(a.Status), Generation: a.Generation, Detail: a.Detail})
+		}
+		x.Intents = append(x.Intents, xi)
+		if in.ApprovalID != "" {
+			a, err := st.Approval(ctx, in.ApprovalID)
+			if err != nil {
+				return nil, err
+			}
+			b, err := body("approval "+a.ID, a.Body)
+			if err != nil {
+				return nil, err
+			}
+			x.Approvals = append(x.Approvals, exportApproval{ID: a.ID, RequestDigest: a.RequestDigest, Nonce: a.Nonce, Body: b, Digest: a.Digest,
+				Status: string(a.Status), ConsumedBy: a.ConsumedBy})
+		}
+	}
+	rcs, err := st.Receipts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, rc := range rcs {
+		b, err := body("receipt "+rc.IntentID, rc.Body)
+		if err != nil {
+			return nil, err
+		}
+		x.Receipts = append(x.Receipts, exportReceipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Body: b, Digest: rc.Digest})
+	}
+	return x, nil
 }

@@ -1,0 +1,110 @@
+package verify
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// longRun records one run of the built-in refund workflow with n refunds
+// in its input, each paid through the in-process destination, and returns
+// the closed database's path. Every refund adds its effect's control
+// records, receipt and accepted-receipt events, so the run's log grows
+// linearly with n.
+func longRun(tb testing.TB, n int) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "long.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer st.Close()
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &payments{applied: map[string]string{}})
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: int64(100 * n)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var in strings.Builder
+	in.WriteString(`{"refunds":[`)
+	for i := range n {
+		if i > 0 {
+			in.WriteString(",")
+		}
+		fmt.Fprintf(&in, `{"id":"r%05d","amount":%d,"payee":"payee-%d","reason":"x"}`, i, 1+i%90, i%7)
+	}
+	in.WriteString(`]}`)
+	if err := r.Start(ctx, "long", wf.ID(), wf.Version(), []byte(in.String())); err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if run, _ := st.Run(ctx, "long"); run.State != "SUCCEEDED" {
+		tb.Fatalf("the long run ended %s", run.State)
+	}
+	return path
+}
+
+// BenchmarkVerifyReplay measures verify.Run followed by verify.Replay over
+// one long recorded run, reading it from SQLite each time, and reports
+// events checked per second.
+func BenchmarkVerifyReplay(b *testing.B) {
+	for _, n := range []int{100, 500} {
+		b.Run(fmt.Sprintf("refunds=%d", n), func(b *testing.B) {
+			path := longRun(b, n)
+			st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			run, err := st.Run(ctx, "long")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				rep, err := Run(ctx, st, nil, "long")
+				if err != nil || !rep.OK() {
+					b.Fatalf("verify: %v %v", err, rep.Findings)
+				}
+				rp, err := Replay(ctx, st, wf, "long")
+				if err != nil || !rp.OK() {
+					b.Fatalf("replay: %v %v", err, rp.Findings)
+				}
+			}
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(run.Head)*float64(b.N)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(float64(run.Head), "events/run")
+		})
+	}
+}
+
+// TestLongRunVerifiesAndReplays keeps the benchmark's run honest: a long
+// run is found clean by both checks, and its log is as long as claimed.
+func TestLongRunVerifiesAndReplays(t *testing.T) {
+	path := longRun(t, 40)
+	st := open(t, path, true)
+	rep, err := Run(ctx, st, nil, "long")
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", err, rep)
+	}
+	if rep.Intents != 40 || rep.Receipts != 40 {
+		t.Fatalf("%d intents, %d receipts, want 40 each", rep.Intents, rep.Receipts)
+	}
+	rp, err := Replay(ctx, st, wf, "long")
+	if err != nil || !rp.OK() {
+		t.Fatalf("replay: %v %v", err, rp)
+	}
+	if rp.Effects != 40 {
+		t.Fatalf("replay re-derived %d effects, want 40", rp.Effects)
+	}
+}

@@ -1,8 +1,9 @@
 package authority
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -316,7 +317,7 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 	// (its provenance) is the one the engine reports first.
 	for _, rows := range run.facts {
 		if len(rows) > 1 {
-			sort.SliceStable(rows, func(i, j int) bool { return lessRow(rows[i], rows[j]) })
+			slices.SortStableFunc(rows, cmpRow)
 		}
 	}
 	maxVars := 0
@@ -548,13 +549,15 @@ func appendFact(b []byte, f logic.Fact) []byte {
 	return append(b, ')')
 }
 
-func lessRow(a, b []logic.Value) bool {
+// cmpRow orders rows by value, column by column, a shorter row before
+// its extensions.
+func cmpRow(a, b []logic.Value) int {
 	for k := 0; k < len(a) && k < len(b); k++ {
 		if c := cmpValues(a[k], b[k]); c != 0 {
-			return c < 0
+			return c
 		}
 	}
-	return len(a) < len(b)
+	return cmp.Compare(len(a), len(b))
 }
 
 // tupleKey identifies a tuple within its relation.
@@ -579,25 +582,39 @@ func tupleKey(args []logic.Value) string {
 
 // sorted returns a relation's tuples in the engine's order: by value,
 // column by column.
+// Distinct tuples of one relation never compare equal, so the order is
+// total and any sort gives the same result; slices.SortFunc does not
+// allocate as sort.Slice does.
 func (r *flatRun) sorted(rel string) []*flatTuple {
-	out := make([]*flatTuple, 0, len(r.out[rel]))
-	for _, t := range r.out[rel] {
+	tuples := r.out[rel]
+	if len(tuples) == 0 {
+		return nil
+	}
+	out := make([]*flatTuple, 0, len(tuples))
+	for _, t := range tuples {
 		out = append(out, t)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].args, out[j].args
+	slices.SortFunc(out, func(x, y *flatTuple) int {
+		a, b := x.args, y.args
 		for k := range a {
 			if c := cmpValues(a[k], b[k]); c != 0 {
-				return c < 0
+				return c
 			}
 		}
-		return false
+		return 0
 	})
 	return out
 }
 
 func (r *flatRun) result() derived {
-	d := derived{caps: map[[2]string][]capSpec{}, options: map[[2]string][]string{}}
+	// caps and options stay nil (readable, empty) unless a rule fills them.
+	var d derived
+	addCap := func(k [2]string, c capSpec) {
+		if d.caps == nil {
+			d.caps = map[[2]string][]capSpec{}
+		}
+		d.caps[k] = append(d.caps[k], c)
+	}
 	for _, t := range r.sorted("decision") {
 		why := t.why
 		why.Rule = t.args[2].Str()
@@ -605,14 +622,17 @@ func (r *flatRun) result() derived {
 	}
 	for _, t := range r.sorted("shape_max") {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
-		d.caps[k] = append(d.caps[k], capSpec{param: t.args[2].Str(), max: t.args[3].Int()})
+		addCap(k, capSpec{param: t.args[2].Str(), max: t.args[3].Int()})
 	}
 	for _, t := range r.sorted("shape_scope") {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
-		d.caps[k] = append(d.caps[k], capSpec{scope: t.args[2].Str()})
+		addCap(k, capSpec{scope: t.args[2].Str()})
 	}
 	for _, t := range r.sorted("option") {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
+		if d.options == nil {
+			d.options = map[[2]string][]string{}
+		}
 		d.options[k] = append(d.options[k], t.args[2].Str())
 	}
 	for _, t := range r.sorted("assess") {

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -364,23 +365,27 @@ func ModeFact(mode string) logic.Fact {
 // that errs can allow. G1, H1, G3 and G4 object only when a rule fires.
 func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	d, err := p.engine.derive(TicketFacts(t, extra...))
-	ev := Evaluation{RiskReasons: []Reason{}}
-	results := map[string]*GateResult{}
-	for _, g := range Gates {
-		results[g] = &GateResult{Gate: g, Reasons: []Reason{}}
+	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}
+	// One slot per gate, in Gates order: the gate's result, its
+	// (decision, reason) pairs, options and constraints.
+	type gateAcc struct {
+		res       GateResult
+		byVerdict []Signal
+		options   []string
+		cons      []Constraint
 	}
-	failAll := func(msg string) {
-		for _, g := range Gates {
-			r := results[g]
+	acc := make([]gateAcc, len(Gates))
+	for k, g := range Gates {
+		acc[k].res = GateResult{Gate: g, Reasons: []Reason{}}
+	}
+	slot := func(g string) *gateAcc { return &acc[slices.Index(Gates, g)] }
+	if err != nil {
+		msg := "gate evaluation failed: " + err.Error()
+		for k := range acc {
+			r := &acc[k].res
 			r.Decision, r.Error = Refuse, msg
 			r.Reasons = []Reason{{Rule: "fail-closed", Facts: []string{}, Absent: []string{}, Detail: msg}}
 		}
-	}
-	byVerdict := map[string][]Signal{} // gate -> (decision, reason) pairs
-	var sigOptions = map[string][]string{}
-	var sigCons = map[string][]Constraint{}
-	if err != nil {
-		failAll("gate evaluation failed: " + err.Error())
 	} else {
 		for _, dd := range d.decisions {
 			verdict, ok := ParseDecision(dd.verdict)
@@ -389,7 +394,8 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 				gate, verdict, ok = GateG2, Refuse, true
 				dd.why.Detail = fmt.Sprintf("decision names unknown gate %q: refused", dd.gate)
 			}
-			r := results[gate]
+			a := slot(gate)
+			r := &a.res
 			if !ok {
 				r.Error = fmt.Sprintf("rule %s: unknown verdict %q", dd.rule, dd.verdict)
 				verdict = Refuse
@@ -398,7 +404,7 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 				r.Decision = verdict
 			}
 			r.Reasons = append(r.Reasons, dd.why)
-			byVerdict[gate] = append(byVerdict[gate], Signal{Decision: verdict, Reason: dd.why})
+			a.byVerdict = append(a.byVerdict, Signal{Decision: verdict, Reason: dd.why})
 			if verdict == ShapeDecision {
 				for _, c := range d.caps[[2]string{dd.gate, dd.rule}] {
 					con := Constraint{Gate: gate, Rule: dd.rule}
@@ -408,16 +414,16 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 						m := c.max
 						con.Field, con.Max = "parameters/"+c.param, &m
 					}
-					sigCons[gate] = append(sigCons[gate], con)
+					a.cons = append(a.cons, con)
 				}
 			}
 			for _, o := range d.options[[2]string{dd.gate, dd.rule}] {
-				sigOptions[gate] = appendUnique(sigOptions[gate], o)
+				a.options = appendUnique(a.options, o)
 			}
 		}
-		if results[GateG2].Decision == NoDecision {
-			results[GateG2].Decision = Refuse
-			results[GateG2].Reasons = append(results[GateG2].Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
+		if g2 := &slot(GateG2).res; g2.Decision == NoDecision {
+			g2.Decision = Refuse
+			g2.Reasons = append(g2.Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
 		}
 		for _, r := range d.risks {
 			if _, ok := riskRank[r.risk]; !ok {
@@ -429,23 +435,24 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 			ev.RiskReasons = append(ev.RiskReasons, r.why)
 		}
 	}
-	for _, g := range Gates {
-		r := *results[g]
+	for k, g := range Gates {
+		a := &acc[k]
+		r := a.res
 		ev.Gates = append(ev.Gates, r)
 		if r.Decision == NoDecision {
 			continue
 		}
 		why := r.Reasons[0]
-		for _, c := range byVerdict[g] {
+		for _, c := range a.byVerdict {
 			if c.Decision == r.Decision {
 				why = c.Reason // the first (lowest rule id) rule that gave the final decision
 				break
 			}
 		}
 		s := GateSignal(g, r.Decision, why)
-		s.Options = sigOptions[g]
+		s.Options = a.options
 		sort.Strings(s.Options)
-		s.Constraints = sigCons[g]
+		s.Constraints = a.cons
 		ev.Signals = append(ev.Signals, s)
 	}
 	return ev

@@ -69,21 +69,38 @@ func BenchmarkVerifyReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ResetTimer()
-			start := time.Now()
-			for b.Loop() {
+			verifyRun := func(b *testing.B) {
 				rep, err := Run(ctx, st, nil, "long")
 				if err != nil || !rep.OK() {
 					b.Fatalf("verify: %v %v", err, rep.Findings)
 				}
+			}
+			replay := func(b *testing.B) {
 				rp, err := Replay(ctx, st, wf, "long")
 				if err != nil || !rp.OK() {
 					b.Fatalf("replay: %v %v", err, rp.Findings)
 				}
 			}
-			elapsed := time.Since(start)
-			b.ReportMetric(float64(run.Head)*float64(b.N)/elapsed.Seconds(), "events/s")
-			b.ReportMetric(float64(run.Head), "events/run")
+			for _, phase := range []struct {
+				name  string
+				steps []func(*testing.B)
+			}{
+				{"verify+replay", []func(*testing.B){verifyRun, replay}},
+				{"verify", []func(*testing.B){verifyRun}},
+				{"replay", []func(*testing.B){replay}},
+			} {
+				b.Run(phase.name, func(b *testing.B) {
+					start := time.Now()
+					for b.Loop() {
+						for _, step := range phase.steps {
+							step(b)
+						}
+					}
+					elapsed := time.Since(start)
+					b.ReportMetric(float64(run.Head)*float64(b.N)/elapsed.Seconds(), "events/s")
+					b.ReportMetric(float64(run.Head), "events/run")
+				})
+			}
 		})
 	}
 }

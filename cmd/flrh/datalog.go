@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -88,10 +90,15 @@ a fact file or the evaluation fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags.warn = cmd.ErrOrStderr()
+			defer tuneGC()()
 			m, took, err := flags.loadAndEvaluate(args[0])
 			if err != nil {
 				return err
 			}
+			// The evaluation left the garbage of every hash-set growth
+			// behind; collecting it now lets the output's sort buffers
+			// reuse that memory instead of growing the heap.
+			runtime.GC()
 			c := m.Program()
 			out := cmd.OutOrStdout()
 			if outDir == "-" {
@@ -202,4 +209,17 @@ func printConflicts(w io.Writer, m *logic.Materialization) error {
 		}
 	}
 	return nil
+}
+
+// tuneGC lowers the collector's target for a Datalog run unless GOGC is
+// set, and returns what restores it: relations live in large pointer-free
+// chunks that cost the collector almost nothing to mark, so collecting at
+// 25 % growth instead of 100 % trims peak memory (the hash sets' old
+// arrays are freed sooner) for little CPU.
+func tuneGC() (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	old := debug.SetGCPercent(25)
+	return func() { debug.SetGCPercent(old) }
 }

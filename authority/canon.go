@@ -275,10 +275,46 @@ func (w *canonWriter) verdict(v protocol.EligibilityVerdict) {
 	w.close()
 }
 
+// publishedBatchSize bounds the length of a published batch's preimage
+// for plain strings (members' names and punctuation plus their values),
+// so the buffer is allocated once at the right size rather than grown.
+func publishedBatchSize(b PublishedBatch) int {
+	strs := func(ss []string) int {
+		n := 0
+		for _, s := range ss {
+			n += len(s) + 3
+		}
+		return n
+	}
+	bt := b.Batch
+	n := 512 + len(bt.BatchDigest) + len(bt.BatchID) + len(bt.CauseID) + len(bt.DataflowVersion) + len(bt.Kind) +
+		strs(bt.EligibilityVerdictIDs) + strs(bt.ProposalIDs)
+	for _, p := range b.Proposals {
+		v := p.Versions
+		n += 640 + len(p.ActionDigest) + len(p.CauseID) + len(p.CorrelationID) + len(p.DeclaredRiskHint) +
+			len(p.DestinationDigest) + len(p.EffectType) + len(p.GoalID) + len(p.Kind) + len(p.ObligationID) +
+			strs(p.Preconditions) + len(p.ProposalDedupKey) + len(p.ProposalID) +
+			len(v.Canonicalization) + len(v.CompositionProfile) + len(v.Dataflow) + len(v.EventSchema) + len(v.Gate) +
+			len(v.GraphSchema) + len(v.Model) + len(v.Oracle) + len(v.Resolver) + len(v.RuleSet) + len(v.StateSchema) +
+			len(v.Tool) + len(v.Workflow)
+	}
+	for _, v := range b.Verdicts {
+		n += 160 + len(v.CauseID) + len(v.Kind) + len(v.ProposalID) + len(v.RuleSetVersion) + len(v.Status) +
+			strs(v.SupportDerivationIDs) + len(v.VerdictID)
+	}
+	return n
+}
+
 // publishedBatchDigest is PublishedBatchDigest without reflection; it
 // fails (rather than panics) on a string that is not canonical.
 func publishedBatchDigest(b PublishedBatch) (string, error) {
-	w := canonWriter{b: make([]byte, 0, 2048)}
+	w := canonWriter{b: make([]byte, 0, publishedBatchSize(b))}
+	w.publishedBatch(b)
+	return w.digest()
+}
+
+// publishedBatch writes a published batch's preimage.
+func (w *canonWriter) publishedBatch(b PublishedBatch) {
 	w.open()
 	w.batch("batch", b.Batch)
 	w.str("contract_version", reactiveContract)
@@ -302,5 +338,4 @@ func publishedBatchDigest(b PublishedBatch) (string, error) {
 	}
 	w.b = append(w.b, ']')
 	w.close()
-	return w.digest()
 }

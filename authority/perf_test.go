@@ -81,3 +81,18 @@ func TestFactStringsMatchLogic(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishedBatchSizeBoundsPreimage checks that the published batch's
+// buffer estimate covers the preimage of the reference batches, so the
+// digest never grows its buffer for plain input.
+func TestPublishedBatchSizeBoundsPreimage(t *testing.T) {
+	for _, name := range []string{"internal"} {
+		in, _ := fixtureInput(t, name)
+		b := in.Batch
+		w := canonWriter{}
+		w.publishedBatch(b)
+		if got, bound := len(w.b), publishedBatchSize(b); got > bound || bound > 2*got+1024 {
+			t.Errorf("%s: preimage %d bytes, estimate %d", name, got, bound)
+		}
+	}
+}

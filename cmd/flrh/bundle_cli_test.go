@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -95,4 +99,53 @@ func TestBundleRunOverTheCLI(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEditedBundleDoesNotAdvanceARun: a run started from a bundle
+// directory is not advanced by an edited definition of the same id and
+// version; the command is refused and the run stays as it was.
+func TestEditedBundleDoesNotAdvanceARun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	bundleDir := filepath.Join(dir, "refund")
+	if err := os.CopyFS(bundleDir, os.DirFS(filepath.Join("..", "..", "examples", "refund-agent"))); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(bundleDir, "workflow.json")
+	setTTL := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edited := bytes.Replace(b, []byte(`"ttl": `+from), []byte(`"ttl": `+to), 1)
+		if bytes.Equal(edited, b) {
+			t.Fatalf("the manifest has no ttl %s to edit", from)
+		}
+		if err := os.WriteFile(manifest, edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Our own definition, not the embedded example's.
+	setTTL("1000000", "1500000")
+	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	input := `{"type":"refund.requested/1","payload":{"refund_id":"r-e","amount":400,"payee":"alice","reason":"damaged item"}}`
+	out, err := flrh(bin, nil, "run", "start", bundleDir, "--id", "e", "--input-json", input, storeFlag)
+	if err != nil || !strings.Contains(out, "WAIT_APPROVAL") {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	req := approvalRequest.FindString(out)
+	setTTL("1500000", "2000000")
+	out, err = flrh(bin, nil, "approve", "e", req, "--as", "finance-lead", storeFlag, "--workflows", bundleDir)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(out, "not loaded") {
+		t.Fatalf("approve under an edited definition: %v\n%s", err, out)
+	}
+	out, err = flrh(bin, nil, "run", "show", "e", storeFlag)
+	if err != nil || !strings.Contains(out, "state WAIT_APPROVAL") || strings.Contains(out, "QUARANTINED") {
+		t.Fatalf("the run moved or was quarantined: %v\n%s", err, out)
+	}
 }

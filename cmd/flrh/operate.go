@@ -105,9 +105,9 @@ func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]c
 			if err != nil {
 				return nil, err
 			}
-			cd, ok := c.forRun(ctx, st, run)
+			cd, ok := c.forRun(ctx, st, run, true)
 			if !ok {
-				return nil, fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+				return nil, usagef("run %s uses workflow %s@%s in a definition that is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
 			}
 			out = append(out, cd)
 		}

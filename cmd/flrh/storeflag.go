@@ -184,7 +184,9 @@ func (c *catalog) first(id, version string) (candidate, bool) {
 
 // forRun returns the candidate a recorded run needs: its id and version,
 // and, among several, the one whose digest the run's checkpoint records.
-func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run) (candidate, bool) {
+// When exact is set and the run has a checkpoint, only that definition
+// will do: advancing a run under another one would quarantine it.
+func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run, exact bool) (candidate, bool) {
 	digest := ""
 	if cp, err := st.Checkpoint(ctx, run.ID); err == nil {
 		var body struct {
@@ -199,6 +201,9 @@ func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run) (ca
 			if cd.wf.ID() == run.WorkflowID && cd.wf.Version() == run.WorkflowVersion && cd.wf.Digest() == digest {
 				return cd, true
 			}
+		}
+		if exact {
+			return candidate{}, false
 		}
 	}
 	return c.first(run.WorkflowID, run.WorkflowVersion)
@@ -240,6 +245,6 @@ func workflowFor(ctx context.Context, st store.Store, run store.Run, refs []stri
 	if err != nil {
 		return nil, false, err
 	}
-	cd, ok := c.forRun(ctx, st, run)
+	cd, ok := c.forRun(ctx, st, run, false)
 	return cd.wf, ok, nil
 }

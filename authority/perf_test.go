@@ -3,7 +3,9 @@ package authority
 import (
 	"strings"
 	"testing"
+	"unicode"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 
 	"pgregory.net/rapid"
@@ -95,4 +97,24 @@ func TestPublishedBatchSizeBoundsPreimage(t *testing.T) {
 			t.Errorf("%s: preimage %d bytes, estimate %d", name, got, bound)
 		}
 	}
+}
+
+// TestFlatASCIIImpliesEncodable checks that every parameter map flatASCII
+// accepts is one cjson.Encode accepts, so skipping the encoder never
+// admits a ticket the encoder would reject.
+func TestFlatASCIIImpliesEncodable(t *testing.T) {
+	value := rapid.OneOf(
+		rapid.Just[any](nil), rapid.Map(rapid.Bool(), func(b bool) any { return b }),
+		rapid.Map(rapid.Int64(), func(n int64) any { return n }), rapid.Map(rapid.Int(), func(n int) any { return n }),
+		rapid.Map(rapid.String(), func(s string) any { return s }),
+		rapid.Map(rapid.StringOf(rapid.RuneFrom(nil, unicode.ASCII_Hex_Digit, unicode.Latin)), func(s string) any { return s }),
+		rapid.Just[any]([]any{"a", "a"}), rapid.Just[any](1.5), rapid.Just[any](map[string]any{"x": 1.5}),
+	)
+	rapid.Check(t, func(t *rapid.T) {
+		params := rapid.MapOfN(rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"kind", "amount", "é"})), value, 0, 6).Draw(t, "params")
+		_, err := cjson.Encode(params)
+		if flatASCII(params) && err != nil {
+			t.Fatalf("flatASCII accepts %#v, which cjson rejects: %v", params, err)
+		}
+	})
 }

@@ -195,8 +195,10 @@ func buildTicket(s TicketSpec) (Ticket, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
-	if _, err := cjson.Encode(params); err != nil {
-		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/parameters", err.Error()}
+	if !flatASCII(params) {
+		if _, err := cjson.Encode(params); err != nil {
+			return Ticket{}, &TicketError{"MALFORMED_TICKET", "/parameters", err.Error()}
+		}
 	}
 	t := Ticket{
 		Kind: "ActionTicket", TicketVersion: TicketVersion, TicketID: s.TicketID,
@@ -297,6 +299,33 @@ func (t Ticket) status() string {
 		return StatusAwaitingConfirmation
 	}
 	return StatusReady
+}
+
+// flatASCII reports whether parameters certainly have a canonical encoding,
+// without running the encoder: an object with no "kind" member (so no
+// set-like arrays), ASCII keys, and only null, boolean, int64 and ASCII
+// string values (ASCII is valid UTF-8 and in NFC). Anything else goes
+// through cjson.Encode, whose error is the one reported.
+func flatASCII(params map[string]any) bool {
+	if _, ok := params["kind"]; ok {
+		return false
+	}
+	//flrh:orderfree the answer is a conjunction over all members
+	for k, v := range params {
+		if !isASCII(k) {
+			return false
+		}
+		switch x := v.(type) {
+		case nil, bool, int64:
+		case string:
+			if !isASCII(x) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // seal recomputes the derived members: action digest, preview, preview

@@ -1,6 +1,7 @@
 package logic
 
 import (
+	"io"
 	"math/rand/v2"
 	"testing"
 )
@@ -168,4 +169,25 @@ func BenchmarkUpdateSGTree20000(b *testing.B) {
 // An edge between existing nodes of the 24.7M-tuple closure.
 func BenchmarkUpdateTCRandom5000(b *testing.B) {
 	benchUpdate(b, tcProgram, randomGraph(5000, 0.001, 1), Fact{Rel: "edge", Args: []Value{Num(4999), Num(0)}})
+}
+
+// BenchmarkWriteFactsTCChain2000 measures rendering the 2M-tuple closure
+// of a chain in sorted order, what `flrh datalog` does after evaluating.
+func BenchmarkWriteFactsTCChain2000(b *testing.B) {
+	c, err := Load("tc.dl", []byte(tcProgram))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := Evaluate(c, chainEdges(2000), Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n, err := m.WriteFactsTo(io.Discard, "tc", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(n)
+	}
 }

@@ -359,7 +359,7 @@ func PublishedBatchDigest(b PublishedBatch) string {
 
 // ticketID derives a proposal's ticket id within its batch.
 func ticketID(proposalID, batchID string) string {
-	w := canonWriter{b: make([]byte, 0, 256)}
+	w := pooledWriter(256)
 	w.open()
 	w.str("batch_id", batchID)
 	w.str("kind", "ActionTicketIDPreimage")
@@ -641,7 +641,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		evidence["approval_request_digest"] = grant.Request.RequestDigest
 		evidence["approval_context_digest"] = grant.Request.ContextDigest
 	} else {
-		w := canonWriter{b: make([]byte, 0, 1024)}
+		w := pooledWriter(1024)
 		w.open()
 		w.str("assessed_risk", snap.AssessedRisk)
 		w.str("authority_decision", snap.Decision)
@@ -716,7 +716,7 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 }
 
 func inputDigest(in Input, i int, seq int64) string {
-	w := canonWriter{b: make([]byte, 0, 512)}
+	w := pooledWriter(512)
 	w.open()
 	w.str("contract_version", ContractVersion)
 	w.num("effect_sequence", seq)
@@ -742,7 +742,7 @@ func controlEvent(event, commandDigest string, evidence map[string]string) *Cont
 
 // controlEventDigest digests a control event's preimage.
 func controlEventDigest(event string, auth [2]string, payload map[string]string) string {
-	w := canonWriter{b: make([]byte, 0, 1024)}
+	w := pooledWriter(1024)
 	w.open()
 	w.str("actor_role", auth[0])
 	w.str("capability", auth[1])

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -21,6 +22,39 @@ type canonWriter struct {
 	last  [8]string // last key written at each open object level
 	depth int
 	err   error
+	// pooled, when set, is where b came from and goes back to once
+	// digested.
+	pooled *[]byte
+}
+
+// preimageBufs recycles preimage buffers: a decision writes about a dozen
+// preimages, each hashed once and then dropped. A buffer is always written
+// from empty, so recycling changes no byte of any digest; it spares the
+// allocator and the collector (the writer's buffer would otherwise always
+// escape to the heap).
+var preimageBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// pooledWriter returns a writer whose buffer of at least n bytes comes
+// from preimageBufs; digest returns it.
+func pooledWriter(n int) canonWriter {
+	p := preimageBufs.Get().(*[]byte)
+	b := (*p)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, max(n, 1024))
+	}
+	return canonWriter{b: b, pooled: p}
+}
+
+// release hands a pooled buffer back; the writer keeps no reference to it.
+func (w *canonWriter) release() {
+	if w.pooled == nil {
+		return
+	}
+	if cap(w.b) <= 64<<10 { // an outsized buffer is left to the collector
+		*w.pooled = w.b[:0]
+		preimageBufs.Put(w.pooled)
+	}
+	w.b, w.pooled = nil, nil
 }
 
 func (w *canonWriter) open() {
@@ -194,9 +228,11 @@ func isASCII(s string) bool {
 // digest returns the sha256 digest of what was written.
 func (w *canonWriter) digest() (string, error) {
 	if w.err != nil {
+		w.release()
 		return "", w.err
 	}
 	sum := sha256.Sum256(w.b)
+	w.release()
 	var out [7 + 64]byte
 	copy(out[:], "sha256:")
 	hex.Encode(out[7:], sum[:])
@@ -308,7 +344,7 @@ func publishedBatchSize(b PublishedBatch) int {
 // publishedBatchDigest is PublishedBatchDigest without reflection; it
 // fails (rather than panics) on a string that is not canonical.
 func publishedBatchDigest(b PublishedBatch) (string, error) {
-	w := canonWriter{b: make([]byte, 0, publishedBatchSize(b))}
+	w := pooledWriter(publishedBatchSize(b))
 	w.publishedBatch(b)
 	return w.digest()
 }

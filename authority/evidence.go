@@ -29,7 +29,7 @@ type AuthoritySnapshot struct {
 // ComputeDigest returns the snapshot's authority digest: the snapshot
 // without its digest member, bound to the contract version.
 func (s AuthoritySnapshot) ComputeDigest() string {
-	w := canonWriter{b: make([]byte, 0, 768)}
+	w := pooledWriter(768)
 	w.open()
 	w.str("adapter_version", s.AdapterVersion)
 	w.str("assessed_risk", s.AssessedRisk)
@@ -395,7 +395,7 @@ func parseGrant(v any, q ApprovalRequest, s AuthoritySnapshot, c ApprovalContext
 // contract's tuple (run id, transition id, effect sequence, action digest,
 // adapter version). It returns the key and the digest it was cut from.
 func IdempotencyKey(runID, transitionID string, sequence int64, actionDigest, adapterVersion string) (key, digest string) {
-	w := canonWriter{b: make([]byte, 0, 384)}
+	w := pooledWriter(384)
 	w.open()
 	w.str("action_digest", actionDigest)
 	w.str("adapter_version", adapterVersion)
@@ -415,7 +415,7 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 		transition = "consume-approval"
 	}
 	key, idem := IdempotencyKey(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
-	w := canonWriter{b: make([]byte, 0, 512)}
+	w := pooledWriter(512)
 	w.open()
 	w.strOrNull("approval_digest", approvalDigest)
 	w.str("authority_digest", s.AuthorityDigest)
@@ -448,7 +448,7 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 }
 
 func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) string {
-	w := canonWriter{b: make([]byte, 0, 640)}
+	w := pooledWriter(640)
 	w.open()
 	w.str("action_digest", p.ActionDigest)
 	w.str("adapter_version", s.AdapterVersion)

@@ -1,7 +1,10 @@
 package authority
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -117,4 +120,40 @@ func TestFlatASCIIImpliesEncodable(t *testing.T) {
 			t.Fatalf("flatASCII accepts %#v, which cjson rejects: %v", params, err)
 		}
 	})
+}
+
+// TestPooledBuffersUnderConcurrency runs Authorize from several goroutines
+// at once: pooled preimage buffers must never be shared, so every result
+// is byte-identical to the sequential one. Run it with -race.
+func TestPooledBuffersUnderConcurrency(t *testing.T) {
+	in, _ := fixtureInput(t, "internal")
+	d, err := Authorize(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				d, err := Authorize(in)
+				got, _ := json.Marshal(d)
+				if err != nil || string(got) != string(want) {
+					errs <- fmt.Sprintf("concurrent Authorize differs: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }

@@ -699,7 +699,7 @@ func isDigest(s string) bool {
 // StableBatchDigest is the stable-batch digest of the scalar-frontier
 // profile: the batch id and cause id are derived from it.
 func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) string {
-	w := canonWriter{b: make([]byte, 0, 512)}
+	w := pooledWriter(512)
 	w.open()
 	w.str("contract_version", reactiveContract)
 	w.str("dataflow_version", dataflow)

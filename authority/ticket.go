@@ -333,7 +333,7 @@ func flatASCII(params map[string]any) bool {
 func (t Ticket) seal() Ticket {
 	t.ActionDigest = t.computeActionDigest()
 	t.Preview = renderPreview(t, t.ActionDigest)
-	w := canonWriter{b: make([]byte, 0, 256+len(t.Preview))}
+	w := pooledWriter(256 + len(t.Preview))
 	w.open()
 	w.str("action_digest", t.ActionDigest)
 	w.str("kind", "ActionTicketPreviewPreimage")
@@ -351,8 +351,7 @@ func (t Ticket) seal() Ticket {
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
 func (t Ticket) computeActionDigest() string {
-	var buf [512]byte
-	w := canonWriter{b: buf[:0]}
+	w := pooledWriter(512)
 	w.open()
 	w.str("action", t.Action)
 	w.str("destination", t.Destination)
@@ -369,7 +368,8 @@ func (t Ticket) computeActionDigest() string {
 		if err != nil {
 			return invalidDigest(err)
 		}
-		w = canonWriter{b: buf[:0]}
+		w.release()
+		w = pooledWriter(512 + len(params))
 		w.open()
 		w.str("action", t.Action)
 		w.str("destination", t.Destination)
@@ -386,7 +386,7 @@ func (t Ticket) computeActionDigest() string {
 // parameters enter through the action digest, the preview through the
 // preview digest.
 func (t Ticket) computeTicketDigest() string {
-	w := canonWriter{b: make([]byte, 0, 1024)}
+	w := pooledWriter(1024)
 	w.open()
 	w.str("action", t.Action)
 	w.str("action_digest", t.ActionDigest)

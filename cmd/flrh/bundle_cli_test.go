@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,82 @@ func TestEditedBundleDoesNotAdvanceARun(t *testing.T) {
 	out, err = flrh(bin, nil, "run", "show", "e", storeFlag)
 	if err != nil || !strings.Contains(out, "state WAIT_APPROVAL") || strings.Contains(out, "QUARANTINED") {
 		t.Fatalf("the run moved or was quarantined: %v\n%s", err, out)
+	}
+}
+
+// TestWorkflowsDirectoryOverTheCLI: bundles in a --workflows directory are
+// started by id (ahead of the embedded examples), and deny, cancel and
+// resume find them again from the same flag.
+func TestWorkflowsDirectoryOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	wfDir := filepath.Join(dir, "workflows")
+	opsDir := filepath.Join(wfDir, "ops")
+	if err := os.CopyFS(opsDir, os.DirFS(filepath.Join("..", "..", "examples", "ops-agent"))); err != nil {
+		t.Fatal(err)
+	}
+	// A definition of our own, so that only --workflows can supply it.
+	manifest := filepath.Join(opsDir, "workflow.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := bytes.Replace(b, []byte(`"ttl": 1000000`), []byte(`"ttl": 1234567`), 1)
+	if bytes.Equal(edited, b) {
+		t.Fatal("the ops manifest has no ttl to edit")
+	}
+	if err := os.WriteFile(manifest, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	dest := "--destination=" + base + "/v1/effects"
+	wfs := "--workflows=" + wfDir
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := flrh(bin, nil, args...)
+		if err != nil {
+			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	restart := `{"type":"restart.requested/1","payload":{"restart_id":"%s","service":"api","target":"dest:ops-api","reason":"memory leak"}}`
+
+	out := run("run", "start", "ops-agent", "--id", "d", "--input-json", fmt.Sprintf(restart, "rst-d"), storeFlag, dest, wfs)
+	req := approvalRequest.FindString(out)
+	if !strings.Contains(out, "WAIT_APPROVAL") || req == "" {
+		t.Fatalf("a restart should wait for approval:\n%s", out)
+	}
+	// Without the directory the run's definition is not loaded.
+	if out, err := flrh(bin, nil, "deny", "d", req, "--as", "oncall-lead", storeFlag, dest); err == nil || !strings.Contains(out, "not loaded") {
+		t.Fatalf("deny without --workflows: %v\n%s", err, out)
+	}
+	out = run("deny", "d", req, "--as", "oncall-lead", storeFlag, dest, wfs)
+	if !strings.Contains(out, "FAILED_PERMANENT") {
+		t.Fatalf("deny:\n%s", out)
+	}
+
+	out = run("run", "start", "ops-agent", "--id", "c", "--input-json", fmt.Sprintf(restart, "rst-c"), storeFlag, dest, wfs)
+	if !strings.Contains(out, "WAIT_APPROVAL") {
+		t.Fatalf("start:\n%s", out)
+	}
+	out = run("cancel", "c", "--as", "oncall-lead", storeFlag, dest, wfs)
+	if !strings.Contains(out, "CANCELED (outcome canceled)") || strings.Contains(out, "waits for") {
+		t.Fatalf("cancel:\n%s", out)
+	}
+	run("run", "resume", storeFlag, dest, wfs)
+	if n := len(mutations(t, base)); n != 0 {
+		t.Fatalf("%d mutations after a denial and a cancellation", n)
+	}
+	for _, id := range []string{"d", "c"} {
+		if out := run("verify", id, storeFlag); !strings.Contains(out, "verified") {
+			t.Fatalf("verify %s:\n%s", id, out)
+		}
+		if out := run("replay", id, storeFlag, wfs); !strings.Contains(out, "identical") {
+			t.Fatalf("replay %s:\n%s", id, out)
+		}
 	}
 }

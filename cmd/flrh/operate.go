@@ -189,6 +189,9 @@ func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
 		fmt.Fprintf(out, " QUARANTINED: %s", st.Run.Quarantine)
 	}
 	fmt.Fprintln(out)
+	if st.Run.Outcome != "" {
+		return nil // an ended run waits for nothing, whatever it was asked
+	}
 	for _, w := range st.Waiting {
 		fmt.Fprintf(out, "  waits for approval %s: %s\n    request %s — approve with: flrh approve %s %s --as NAME\n", w.RequestID, w.Preview, w.RequestDigest, id, w.RequestID)
 	}

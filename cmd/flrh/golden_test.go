@@ -354,3 +354,60 @@ func TestGoldenImportRefusesTampering(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGoldenVerifyReplay runs verify.Run and verify.Replay over every
+// run of the golden corpus (bundle workflows, short runs) imported into one
+// SQLite store, and reports events checked per second.
+func BenchmarkGoldenVerifyReplay(b *testing.B) {
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no golden corpus: %v", err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "golden.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var ids []string
+	events := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, err := importRun(ctx, st, data)
+		if err != nil {
+			b.Fatalf("%s: %v", f, err)
+		}
+		ids = append(ids, x.Run.ID)
+		events += len(x.Events)
+	}
+	c, err := loadCatalog(nil, true, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for b.Loop() {
+		for _, id := range ids {
+			run, err := st.Run(ctx, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cd, ok := c.forRun(ctx, st, run, true)
+			if !ok {
+				b.Fatalf("no workflow for %s", id)
+			}
+			rep, err := verify.Run(ctx, st, nil, id)
+			if err != nil || !rep.OK() {
+				b.Fatalf("verify %s: %v %v", id, err, rep)
+			}
+			rp, err := verify.Replay(ctx, st, cd.wf, id)
+			if err != nil || !rp.OK() {
+				b.Fatalf("replay %s: %v %v", id, err, rp)
+			}
+		}
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/time.Since(start).Seconds(), "events/s")
+	b.ReportMetric(float64(events), "events")
+}

@@ -234,7 +234,7 @@ func (m *Materialization) rollback() {
 // rollback truncated the table). Rows dead before the update are kept out
 // of the hash set, as they were.
 func (t *table) rebuild() {
-	t.slots = make([]uint64, 16)
+	t.slots, t.fps = make([]int32, 16), make([]uint8, 16)
 	t.used = 0
 	for k := range t.idx {
 		t.idx[k] = nil // rebuilt on next use
@@ -247,7 +247,7 @@ func (t *table) rebuild() {
 			t.rehash()
 		}
 		h := hashTuple(t.row(r))
-		t.place(makeSlot(r, h), h, uint64(len(t.slots)-1))
+		t.place(r, h)
 	}
 }
 

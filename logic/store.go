@@ -12,7 +12,8 @@ type table struct {
 	round  u32vec // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
 	ndead  int32
-	slots  []uint64 // hash set, see makeSlot
+	slots  []int32  // hash set: row+1 per slot, see fps
+	fps    []uint8  // per slot: fpEmpty, fpTomb or the tuple's fingerprint
 	used   int      // occupied slots incl. tombstones
 	masks  []uint64 // column sets plans look up by
 	idx    []*index // per mask, nil until first used
@@ -37,7 +38,7 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	return &table{arity: arity, slots: make([]uint64, 16), masks: masks, idx: make([]*index, len(masks))}
+	return &table{arity: arity, slots: make([]int32, 16), fps: make([]uint8, 16), masks: masks, idx: make([]*index, len(masks))}
 }
 
 // index returns index k, building it on first use: an index some plan
@@ -146,29 +147,38 @@ func (t *table) equalRow(r int32, v []int64) bool {
 	return true
 }
 
-// Hash-set slots hold row+1 in the low 32 bits and the high 32 bits of
-// the tuple's hash as a fingerprint, so most probes never touch row data.
-// 0 is an empty slot; tombSlot marks a deleted one.
-const tombSlot = uint64(0xFFFFFFFF)
+// The hash set is two parallel arrays: a row+1 per slot and a one-byte
+// fingerprint of the tuple's hash, which also marks empty and deleted
+// slots. Probes walk the fingerprints and touch a row only on a match (1 in
+// 254 by chance), so most probes read one byte; 5 bytes a slot instead of
+// 8 keep the set a third smaller than row+fingerprint words.
+const (
+	fpEmpty = 0
+	fpTomb  = 1
+)
 
-func slotRow(s uint64) int32 { return int32(uint32(s)) - 1 }
-
-func makeSlot(r int32, h uint64) uint64 { return uint64(uint32(r+1)) | h&^0xFFFFFFFF }
+func fingerprint(h uint64) uint8 {
+	f := uint8(h >> 56)
+	if f < 2 {
+		f += 2
+	}
+	return f
+}
 
 // find returns the row holding tuple v in the hash set, or -1. The row may
 // be dead if it died in the current update (dead rows stay in the set until
 // the update finishes).
 func (t *table) find(v []int64) int32 {
 	h := hashTuple(v)
-	fp := h &^ 0xFFFFFFFF
+	fp := fingerprint(h)
 	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == 0 {
+		f := t.fps[i]
+		if f == fpEmpty {
 			return -1
 		}
-		if s != tombSlot && s&^0xFFFFFFFF == fp && t.equalRow(slotRow(s), v) {
-			return slotRow(s)
+		if f == fp && t.equalRow(t.slots[i]-1, v) {
+			return t.slots[i] - 1
 		}
 	}
 }
@@ -180,23 +190,23 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 		t.rehash()
 	}
 	h := hashTuple(v)
-	fp := h &^ 0xFFFFFFFF
+	fp := fingerprint(h)
 	mask := uint64(len(t.slots) - 1)
 	tomb := int64(-1)
 	i := h & mask
 	for ; ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == 0 {
+		f := t.fps[i]
+		if f == fpEmpty {
 			break
 		}
-		if s == tombSlot {
+		if f == fpTomb {
 			if tomb < 0 {
 				tomb = int64(i)
 			}
 			continue
 		}
-		if s&^0xFFFFFFFF == fp && t.equalRow(slotRow(s), v) {
-			return slotRow(s), false
+		if f == fp && t.equalRow(t.slots[i]-1, v) {
+			return t.slots[i] - 1, false
 		}
 	}
 	r := t.n
@@ -207,11 +217,11 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 		t.died.push(0)
 	}
 	if tomb >= 0 {
-		t.slots[tomb] = makeSlot(r, h)
+		i = uint64(tomb)
 	} else {
-		t.slots[i] = makeSlot(r, h)
 		t.used++
 	}
+	t.slots[i], t.fps[i] = r+1, fp
 	for _, ix := range t.idx {
 		if ix != nil {
 			ix.add(t, r)
@@ -236,24 +246,27 @@ func (t *table) rehash() {
 	for size <= int(t.n-t.ndead+1)*2 {
 		size *= 2
 	}
-	old := t.slots
-	t.slots = make([]uint64, size)
+	old, oldFps := t.slots, t.fps
+	t.slots, t.fps = make([]int32, size), make([]uint8, size)
 	t.used = 0
-	mask := uint64(size - 1)
-	for _, s := range old {
-		if s == 0 || s == tombSlot {
+	for i, f := range oldFps {
+		if f == fpEmpty || f == fpTomb {
 			continue
 		}
-		t.place(s, hashTuple(t.row(slotRow(s))), mask)
+		r := old[i] - 1
+		t.place(r, hashTuple(t.row(r)))
 	}
 }
 
-func (t *table) place(s, h, mask uint64) {
+// place puts row r with hash h into the first free slot of its probe
+// sequence; the set has no tombstones and does not hold r yet.
+func (t *table) place(r int32, h uint64) {
+	mask := uint64(len(t.slots) - 1)
 	i := h & mask
-	for t.slots[i] != 0 {
+	for t.fps[i] != fpEmpty {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = s
+	t.slots[i], t.fps[i] = r+1, fingerprint(h)
 	t.used++
 }
 
@@ -261,12 +274,12 @@ func (t *table) place(s, h, mask uint64) {
 func (t *table) unlink(r int32) {
 	mask := uint64(len(t.slots) - 1)
 	for i := hashTuple(t.row(r)) & mask; ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == 0 {
+		f := t.fps[i]
+		if f == fpEmpty {
 			return
 		}
-		if s != tombSlot && slotRow(s) == r {
-			t.slots[i] = tombSlot
+		if f != fpTomb && t.slots[i] == r+1 {
+			t.slots[i], t.fps[i] = 0, fpTomb
 			return
 		}
 	}
@@ -364,7 +377,8 @@ func (t *table) clone() *table {
 	}
 	u.round = t.round.clone()
 	u.died = t.died.clone()
-	u.slots = append([]uint64(nil), t.slots...)
+	u.slots = append([]int32(nil), t.slots...)
+	u.fps = append([]uint8(nil), t.fps...)
 	u.idx = make([]*index, len(t.idx))
 	for i, ix := range t.idx {
 		if ix == nil {

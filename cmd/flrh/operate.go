@@ -82,6 +82,11 @@ func (f *runnerFlags) openFor(ctx context.Context, pin func(store.Store, *catalo
 			return nil, nil, err
 		}
 	}
+	for _, cd := range pinned {
+		if cd.unwired != "" {
+			fmt.Fprintf(f.cmd.ErrOrStderr(), "flrh: warning: %s (%s); its effects fail until that is set or --destination is given\n", cd.unwired, cd.from)
+		}
+	}
 	wfs, reg, err := c.pick(pinned...)
 	if err != nil {
 		st.Close()

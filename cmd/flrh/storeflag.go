@@ -76,6 +76,7 @@ type candidate struct {
 	wf       runner.Workflow
 	adapters *effect.Registry
 	from     string // where it was loaded from, for messages
+	unwired  string // why its adapters could not be built ("" when they were)
 }
 
 // catalog is every workflow a command can use, in priority order:
@@ -140,8 +141,9 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
-		reg, _ := ads.Registry(getenv) // unwired without its endpoint: effects fail, runs can be read
-		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref})
+		// Unwired without its endpoint: its runs can be read and its effects fail.
+		reg, err := ads.Registry(getenv)
+		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref, unwired: errText(err)})
 		return nil
 	}
 	dirs := []string{ref}
@@ -166,8 +168,8 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		if err != nil {
 			return fmt.Errorf("bundle %s: %w", d, err)
 		}
-		reg, _ := ads.Registry(getenv)
-		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: d})
+		reg, err := ads.Registry(getenv)
+		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: d, unwired: errText(err)})
 	}
 	return nil
 }
@@ -247,4 +249,11 @@ func workflowFor(ctx context.Context, st store.Store, run store.Run, refs []stri
 	}
 	cd, ok := c.forRun(ctx, st, run, false)
 	return cd.wf, ok, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

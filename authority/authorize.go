@@ -3,6 +3,7 @@ package authority
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/mrp"
@@ -380,7 +381,8 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 // decideOne decides one proposal and steps the machine for it.
 func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
 	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
-	ptr := fmt.Sprintf("/published_batch/effect_proposals/%d", i)
+	// ptr is the proposal's pointer, built only for a rejection.
+	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
 	reject := func(code, path, held string) Outcome {
 		o.Kind, o.Rejection = OutcomeRejected, &Rejection{Code: code, Path: path, Actual: held}
 		if o.Ticket.TicketID != "" {
@@ -400,7 +402,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	}
 	manifest, ok := in.Policy.Manifests[p.EffectType]
 	if !ok {
-		return reject("UNKNOWN_EFFECT_TYPE", ptr+"/effect_type", p.EffectType)
+		return reject("UNKNOWN_EFFECT_TYPE", ptr()+"/effect_type", p.EffectType)
 	}
 	spec, _ := findAction(in.Actions, p.ProposalID)
 	declared := p.DeclaredRiskHint
@@ -519,7 +521,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		res.Decision, res.Move = Refuse, mrp.MoveRefuse
 		o.Resolution = res
 		step(m, mrp.Tier1Refuse, nil, "no operator capability covers the action")
-		return reject("CAPABILITY_MISSING", ptr, "no operator-signed capability covers this action")
+		return reject("CAPABILITY_MISSING", ptr(), "no operator-signed capability covers this action")
 	}
 	snap := AuthoritySnapshot{
 		Kind: "HAuthoritySnapshot", AuthorityVersion: in.Policy.Policy.Version, ProposalID: p.ProposalID,
@@ -559,7 +561,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		trigger = mrp.Tier1Allow
 	}
 	view := t.Reduced()
-	cause := fmt.Sprintf("%s: %s/%s", t.TicketID, res.Decision, res.Move)
+	cause := t.TicketID + ": " + res.Decision.String() + "/" + res.Move.String()
 	step(m, trigger, &view, cause, res.Options...)
 	o.MRPState, o.Refusal = m.State, m.Refusal
 	switch {
@@ -574,7 +576,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 				}
 			}
 		}
-		r := reject("AUTHORITY_DENIED", ptr, why)
+		r := reject("AUTHORITY_DENIED", ptr(), why)
 		r.MRPState, r.Refusal = m.State, m.Refusal
 		return r
 	case res.Move == mrp.MoveEscalate:
@@ -732,10 +734,9 @@ func inputDigest(in Input, i int, seq int64) string {
 
 func controlEvent(event, commandDigest string, evidence map[string]string) *ControlEvent {
 	auth := eventAuthority[event]
-	payload := make(map[string]string, len(evidence)+1)
-	for k, v := range evidence {
-		payload[k] = v
-	}
+	// evidence is always a map its caller built for this event alone; it
+	// becomes the payload.
+	payload := evidence
 	payload["command_digest"] = commandDigest
 	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: "event:" + hexOf(controlEventDigest(event, auth, payload)), Payload: payload}
 }

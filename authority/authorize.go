@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/mrp"
@@ -317,7 +318,7 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 		}
 	}
 	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
-	if b.Batch.BatchDigest != want || b.Batch.BatchID != "batch:"+hexOf(want) {
+	if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
 		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
 	d, err := publishedBatchDigest(b)
@@ -366,7 +367,7 @@ func ticketID(proposalID, batchID string) string {
 	w.str("kind", "ActionTicketIDPreimage")
 	w.str("proposal_id", proposalID)
 	w.close()
-	return "ticket:" + hexOf(w.mustDigest())
+	return w.mustDigestAs("ticket:")
 }
 
 func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
@@ -738,11 +739,22 @@ func controlEvent(event, commandDigest string, evidence map[string]string) *Cont
 	// becomes the payload.
 	payload := evidence
 	payload["command_digest"] = commandDigest
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: "event:" + hexOf(controlEventDigest(event, auth, payload)), Payload: payload}
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(event, auth, payload), Payload: payload}
 }
 
 // controlEventDigest digests a control event's preimage.
 func controlEventDigest(event string, auth [2]string, payload map[string]string) string {
+	w := controlEventPreimage(event, auth, payload)
+	return w.mustDigest()
+}
+
+// controlEventID is "event:" and the hex of controlEventDigest.
+func controlEventID(event string, auth [2]string, payload map[string]string) string {
+	w := controlEventPreimage(event, auth, payload)
+	return w.mustDigestAs("event:")
+}
+
+func controlEventPreimage(event string, auth [2]string, payload map[string]string) canonWriter {
 	w := pooledWriter(1024)
 	w.open()
 	w.str("actor_role", auth[0])
@@ -757,7 +769,7 @@ func controlEventDigest(event string, auth [2]string, payload map[string]string)
 	w.close()
 	w.str("type", event)
 	w.close()
-	return w.mustDigest()
+	return w
 }
 
 // CommitCheck is what the runner calls inside the transaction that commits

@@ -239,6 +239,21 @@ func (w *canonWriter) digest() (string, error) {
 	return string(out[:]), nil
 }
 
+// mustDigestAs returns prefix + hexOf(w.mustDigest()) as one allocation:
+// the id forms ("ticket:…", "event:…", "intent:…") of a digest that is
+// needed only as an id.
+func (w *canonWriter) mustDigestAs(prefix string) string {
+	if w.err != nil || len(prefix) > 32 {
+		return prefix + hexOf(w.mustDigest())
+	}
+	sum := sha256.Sum256(w.b)
+	w.release()
+	var out [32 + 64]byte
+	n := copy(out[:], prefix)
+	hex.Encode(out[n:n+64], sum[:])
+	return string(out[:n+64])
+}
+
 func (w *canonWriter) mustDigest() string {
 	d, err := w.digest()
 	if err != nil {

@@ -425,11 +425,11 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 	w.str("kind", "M4AIntentIdentityPreimage")
 	w.str("proposal_id", p.ProposalID)
 	w.close()
-	identity := w.mustDigest()
+	intentID := w.mustDigestAs("intent:")
 	pre := append([]string(nil), p.Preconditions...)
 	sortStrings(pre)
 	return protocol.EffectIntent{
-		Kind: "EffectIntent", IntentID: "intent:" + hexOf(identity), ProposalID: p.ProposalID,
+		Kind: "EffectIntent", IntentID: intentID, ProposalID: p.ProposalID,
 		BatchID: b.BatchID, EffectType: p.EffectType, ActionDigest: p.ActionDigest, Capability: s.Capability,
 		AuthorityDigest: s.AuthorityDigest, CauseID: p.CauseID, CorrelationID: p.CorrelationID,
 		IdempotencyKey: key, DestinationDigest: p.DestinationDigest, GoalID: p.GoalID,

@@ -157,3 +157,21 @@ func TestPooledBuffersUnderConcurrency(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+func TestMustDigestAsMatchesPrefixedDigest(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		prefix := rapid.StringMatching(`[a-z-]{0,40}:`).Draw(t, "prefix")
+		val := rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"e\u0301", "plain"})).Draw(t, "value")
+		write := func() canonWriter {
+			w := pooledWriter(64)
+			w.open()
+			w.str("k", val)
+			w.close()
+			return w
+		}
+		a, b := write(), write()
+		if got, want := a.mustDigestAs(prefix), prefix+hexOf(b.mustDigest()); got != want {
+			t.Fatalf("mustDigestAs(%q) = %q, want %q", prefix, got, want)
+		}
+	})
+}

@@ -299,10 +299,37 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
 	run := flatRun{e: e, facts: make([][][]logic.Value, len(e.relID)), out: map[string]map[string]*flatTuple{}}
+	// Every relation's rows are carved from one backing array, counted
+	// first, instead of each relation growing its own.
+	var countArr [32]int
+	count := countArr[:0]
+	if len(e.relID) <= len(countArr) {
+		count = countArr[:len(e.relID)]
+	} else {
+		count = make([]int, len(e.relID))
+	}
+	total := 0
+	//flrh:orderfree summing sizes
+	for rel, rows := range e.helpers {
+		if id, ok := e.relID[rel]; ok {
+			count[id] += len(rows)
+			total += len(rows)
+		}
+	}
+	for _, f := range facts {
+		if id, ok := e.relID[f.Rel]; ok {
+			count[id]++
+			total++
+		}
+	}
+	backing := make([][]logic.Value, total)
+	for id, n := range count {
+		run.facts[id], backing = backing[:0:n], backing[n:]
+	}
 	//flrh:orderfree each helper relation is copied into its own slot
 	for rel, rows := range e.helpers {
 		if id, ok := e.relID[rel]; ok {
-			run.facts[id] = append([][]logic.Value(nil), rows...) // sorting and appends stay local
+			run.facts[id] = append(run.facts[id], rows...) // sorting and appends stay local
 		}
 	}
 	for _, f := range facts {
@@ -566,7 +593,11 @@ func tupleKey(args []logic.Value) string {
 	for _, a := range args {
 		n += len(a.Str()) + 21
 	}
-	b := make([]byte, 0, n)
+	var buf [128]byte // most keys fit: only the string escapes
+	b := buf[:0]
+	if n > len(buf) {
+		b = make([]byte, 0, n)
+	}
 	for _, a := range args {
 		if a.IsSym() {
 			b = append(b, 's')

@@ -191,3 +191,24 @@ func BenchmarkWriteFactsTCChain2000(b *testing.B) {
 		b.SetBytes(n)
 	}
 }
+
+// BenchmarkWriteFactsSGTree20000 renders the same-generation relation of
+// the random tree: many short runs under each first value.
+func BenchmarkWriteFactsSGTree20000(b *testing.B) {
+	c, err := Load("sg.dl", []byte(sgProgram))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := Evaluate(c, randomTree(20000, 50, 1), Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n, err := m.WriteFactsTo(io.Discard, "sg", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(n)
+	}
+}

@@ -62,65 +62,144 @@ func (m *Materialization) symbolRanks() []uint64 {
 	return rank
 }
 
-// radixSortRows orders rows by a least-significant-digit radix sort on
-// order-preserving 64-bit keys (a number with its sign bit flipped, a
-// symbol's rank), last column first. Each column is sorted on its key
-// minus the column's smallest key, 16 bits per pass, so a column whose
-// values span fewer than 65,536 costs one pass. Counting reads the rows in
-// storage order; only the scatter follows the permutation. Tuples are
+// radixSortRows orders rows in place by a most-significant-digit radix
+// sort (American flag sort) on order-preserving 64-bit keys: a number with
+// its sign bit flipped, a symbol's rank. Each column is sorted on its key
+// minus the column's smallest key, 16 bits at a time, so a column whose
+// values span fewer than 65,536 costs one pass, and a column with one value
+// none. Sorting in place needs no second row buffer: on a large relation
+// the output's sort is the peak of a whole run's memory. Tuples are
 // distinct, so the order is total and equals the comparison order.
 func (m *Materialization) radixSortRows(tb *table, types []Type, rows []int32) []int32 {
-	var ranks []uint64
+	s := &flagSort{tb: tb, types: types, lo: make([]uint64, tb.arity), width: make([]int, tb.arity)}
 	for _, ty := range types {
 		if ty == TypeSymbol {
-			ranks = m.symbolRanks()
+			s.ranks = m.symbolRanks()
 			break
 		}
 	}
-	tmp := make([]int32, len(rows))
-	var hist []int
-	for c := tb.arity - 1; c >= 0; c-- {
-		sym := types[c] == TypeSymbol
-		key := func(r int32) uint64 {
-			v := tb.row(r)[c]
-			if sym {
-				return ranks[v]
-			}
-			return uint64(v) ^ 1<<63
-		}
+	for c := range tb.arity {
 		lo, hi := ^uint64(0), uint64(0)
 		for r := int32(0); r < tb.n; r++ {
 			if tb.alive(r) {
-				k := key(r)
+				k := s.key(r, c)
 				lo, hi = min(lo, k), max(hi, k)
 			}
 		}
-		width := bits.Len64(hi - lo)
-		for shift := 0; shift < width; shift += 16 {
-			buckets := 1 << min(16, width-shift)
-			if cap(hist) < buckets {
-				hist = make([]int, buckets)
-			}
-			h := hist[:buckets]
-			clear(h)
-			mask := uint64(buckets - 1)
-			for r := int32(0); r < tb.n; r++ {
-				if tb.alive(r) {
-					h[(key(r)-lo)>>shift&mask]++
-				}
-			}
-			pos := 0
-			for i, n := range h {
-				h[i] = pos
-				pos += n
-			}
-			for _, r := range rows {
-				d := (key(r) - lo) >> shift & mask
-				tmp[h[d]] = r
-				h[d]++
-			}
-			rows, tmp = tmp, rows
+		s.lo[c], s.width[c] = lo, bits.Len64(hi-lo)
+	}
+	s.sort(rows, make([]uint16, len(rows)), 0, s.width[0], 0)
+	return rows
+}
+
+// flagSortSmall is the bucket size below which flagSort compares instead.
+const flagSortSmall = 48
+
+type flagSort struct {
+	tb      *table
+	types   []Type
+	ranks   []uint64
+	lo      []uint64
+	width   []int
+	scratch [][]int // per recursion depth: counts, then bucket ends
+}
+
+func (s *flagSort) key(r int32, c int) uint64 {
+	v := s.tb.row(r)[c]
+	if s.types[c] == TypeSymbol {
+		return s.ranks[v]
+	}
+	return uint64(v) ^ 1<<63
+}
+
+// sort orders rows whose columns before c are equal and whose column c
+// agrees on the bits above top (of the key minus the column's minimum).
+// digs is scratch of len(rows) for each row's current digit, so that
+// permuting never reads row data.
+func (s *flagSort) sort(rows []int32, digs []uint16, c, top, depth int) {
+	for c < s.tb.arity && top <= 0 {
+		c++
+		if c < s.tb.arity {
+			top = s.width[c]
 		}
 	}
-	return rows
+	if c >= s.tb.arity || len(rows) < 2 {
+		return
+	}
+	if len(rows) < flagSortSmall && c == s.tb.arity-1 {
+		// The last column: an insertion sort on keys read once.
+		var keys [flagSortSmall]uint64
+		for i, r := range rows {
+			keys[i] = s.key(r, c)
+		}
+		for i := 1; i < len(rows); i++ {
+			k, r := keys[i], rows[i]
+			j := i
+			for ; j > 0 && keys[j-1] > k; j-- {
+				keys[j], rows[j] = keys[j-1], rows[j-1]
+			}
+			keys[j], rows[j] = k, r
+		}
+		return
+	}
+	if len(rows) < flagSortSmall {
+		slices.SortFunc(rows, func(a, b int32) int {
+			for i := c; i < s.tb.arity; i++ {
+				if ka, kb := s.key(a, i), s.key(b, i); ka != kb {
+					if ka < kb {
+						return -1
+					}
+					return 1
+				}
+			}
+			return 0
+		})
+		return
+	}
+	shift := max(0, top-16)
+	nb := 1 << (top - shift)
+	mask := uint64(nb - 1)
+	lo := s.lo[c]
+	for len(s.scratch) <= depth {
+		s.scratch = append(s.scratch, nil)
+	}
+	if cap(s.scratch[depth]) < 2*nb {
+		s.scratch[depth] = make([]int, 2*nb)
+	}
+	next, end := s.scratch[depth][:nb], s.scratch[depth][nb:2*nb]
+	clear(next)
+	for i, r := range rows {
+		d := (s.key(r, c) - lo) >> shift & mask
+		digs[i] = uint16(d)
+		next[d]++
+	}
+	pos := 0
+	for b, n := range next {
+		next[b] = pos
+		pos += n
+		end[b] = pos
+	}
+	for b := range nb {
+		for next[b] < end[b] {
+			i := next[b]
+			d := int(digs[i])
+			if d == b {
+				next[b]++
+				continue
+			}
+			j := next[d]
+			rows[i], rows[j] = rows[j], rows[i]
+			digs[i], digs[j] = digs[j], digs[i]
+			next[d]++
+		}
+	}
+	// next[b] == end[b] now; recursing reuses this depth's scratch below.
+	start := 0
+	for b := range nb {
+		stop := s.scratch[depth][nb+b]
+		if stop-start > 1 {
+			s.sort(rows[start:stop], digs[start:stop], c, shift, depth+1)
+		}
+		start = stop
+	}
 }

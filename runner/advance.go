@@ -346,6 +346,9 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	}
 	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: store.BodyDigest(body)})
 	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: store.BodyDigest(body), Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}})
+	if in.Kind == "receipt" {
+		t.cp.RoundReceipts++
+	}
 	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
 		return err
 	}
@@ -1080,6 +1083,47 @@ func (r *Runner) verify(t *tick) error {
 	case t.cp.Completion == Fail:
 		return r.fire(t, "VERIFIED_FAILURE", nil, map[string]any{"typed_failed_completion_gate": t.cp.Accepted})
 	default:
+		stalled, err := r.observeRound(t)
+		if err != nil {
+			return err
+		}
+		if stalled {
+			return r.fire(t, "NO_PROGRESS", nil, map[string]any{"unchanged_fingerprint_window": t.cp.Progress})
+		}
 		return r.fire(t, "MORE_WORK", nil, map[string]any{"typed_residual_work": t.cp.Accepted})
 	}
+}
+
+// observeRound records one round of the loop with the loop contract's
+// no-progress detector and reports whether the window shows a plateau:
+// rounds that accepted no receipt, with nothing owed to the world. A run that
+// keeps taking inputs and never gets anything done ends NO_PROGRESS instead
+// of looping forever.
+func (r *Runner) observeRound(t *tick) (bool, error) {
+	state, err := cjson.DigestOf(t.cp.State)
+	if err != nil {
+		return false, err
+	}
+	open, err := cjson.DigestOf(t.cp.Open)
+	if err != nil {
+		return false, err
+	}
+	fp, err := control.Fingerprint(control.FingerprintInput{Cursor: t.cp.Accepted, FState: state, LSupports: state, RFrontier: state,
+		PendingEffects: open, Evidence: open})
+	if err != nil {
+		return false, err
+	}
+	owed := int64(0)
+	for _, e := range t.cp.Open {
+		if e.Stage == stageCommitted || e.Stage == stageUnknown {
+			owed++
+		}
+	}
+	w, v, err := r.contract.NoProgress.Observe(t.cp.Progress, control.Round{Fingerprint: fp,
+		Gain: control.Gain{VerifiedReceipts: t.cp.RoundReceipts}, PendingEffects: owed})
+	if err != nil {
+		return false, err
+	}
+	t.cp.Progress, t.cp.RoundReceipts = w, 0
+	return v.NoProgress, nil
 }

@@ -30,6 +30,10 @@ type checkpoint struct {
 	Open           []openEffect          `json:"open"`       // effects planned and not yet closed, in order
 	Ingest         []pendingReceipt      `json:"ingest"`     // committed receipts not yet accepted as inputs, in order
 	Transitions    int64                 `json:"transitions"`
+	// Progress is the loop contract's plateau detector: one round per
+	// visit to VERIFY_COMPLETION, a round's gain the receipts it accepted.
+	Progress      control.ProgressWindow `json:"progress"`
+	RoundReceipts int64                  `json:"round_receipts"`
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.

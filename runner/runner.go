@@ -23,6 +23,9 @@ type Config struct {
 	Adapters  *effect.Registry
 	// Machine is the run FSM; nil means control.Default().
 	Machine *control.Machine
+	// Contract is the loop contract (no-progress detection); nil means
+	// control.DefaultContract().
+	Contract *control.Contract
 	// Owner names this runner in leases; it should be stable across
 	// restarts of the same process slot.
 	Owner string
@@ -64,6 +67,7 @@ var CutPoints = []string{
 type Runner struct {
 	cfg       Config
 	machine   *control.Machine
+	contract  *control.Contract
 	workflows map[string]Workflow
 	log       *slog.Logger
 	wake      chan struct{}
@@ -94,6 +98,12 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Machine == nil {
 		cfg.Machine = control.Default()
 	}
+	if cfg.Contract == nil {
+		cfg.Contract = control.DefaultContract()
+	}
+	if cfg.Contract.MachineDigest != "" && cfg.Contract.MachineDigest != cfg.Machine.Digest() {
+		return nil, errors.New("runner: the loop contract is bound to another FSM table")
+	}
 	if cfg.Owner == "" {
 		cfg.Owner = "runner"
 	}
@@ -122,7 +132,7 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{cfg: cfg, machine: cfg.Machine, workflows: map[string]Workflow{}, log: log,
+	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
 		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}}
 	for _, wf := range cfg.Workflows {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -629,5 +630,40 @@ func TestIdentityCollisionParksTheRun(t *testing.T) {
 	}
 	if err := h.r.RunToIdle(ctx); err != nil {
 		t.Fatalf("the parked run keeps failing passes: %v", err)
+	}
+}
+
+// A run that keeps taking inputs and never gets anything done ends
+// NO_PROGRESS once the loop contract's window is full of stalled rounds;
+// one that closes effects keeps going.
+func TestNoProgressEndsAStalledRun(t *testing.T) {
+	h := newHarness(t)
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{chooser{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "idle", "chooser", "1", []byte(`{"x":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	agentActor := Actor{Name: "bot", Role: "agent", Capability: "run.input"}
+	for i := 0; i < 4; i++ {
+		if err := r.RunToIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := h.run("idle").State; s != "INGEST" {
+			t.Logf("after %d extra inputs: %s", i, s)
+			break
+		}
+		if err := r.Submit(ctx, "idle", []byte(fmt.Sprintf(`{"x":%d}`, i+2)), agentActor); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := h.run("idle")
+	if run.State != "NO_PROGRESS" {
+		t.Fatalf("a run that does nothing is still %s", run.State)
+	}
+	want := control.DefaultContract().NoProgress.WindowRounds
+	if st, _ := r.Inspect(ctx, "idle"); st.Accepted != want {
+		t.Fatalf("ended after %d inputs, the window is %d rounds", st.Accepted, want)
 	}
 }

@@ -1,7 +1,9 @@
 package logic
 
 import (
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,4 +122,81 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	}
 	f.after--
 	return len(p), nil
+}
+
+// TestResultsRenderLikeTheMaterialization checks that the output-only
+// results of a materialization render every relation and sign exactly as
+// the materialization did, and that taking them consumes it.
+func TestResultsRenderLikeTheMaterialization(t *testing.T) {
+	c, err := Load("results.dl", []byte(`
+.decl e(x: symbol, y: symbol)
+.decl tc(x: symbol, y: symbol)
+.decl blocked(x: symbol)
+.decl open(x: symbol)
+.output tc
+.output open
+tc(x, y) :- e(x, y).
+tc(x, z) :- tc(x, y), e(y, z).
+open(x) :- tc(x, _), !blocked(x).
+-open(x) :- blocked(x).
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts []Fact
+	for i := range 120 {
+		a, b := "n"+strconv.Itoa(i*37%121), "n"+strconv.Itoa((i*37+5)%121)
+		facts = append(facts, Fact{Rel: "e", Args: []Value{Sym(a), Sym(b)}})
+	}
+	facts = append(facts, Fact{Rel: "blocked", Args: []Value{Sym("n5")}})
+	m, err := Evaluate(c, facts, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, rel := range []string{"tc", "open", "e", "blocked"} {
+		for _, neg := range []bool{false, true} {
+			b, err := m.WriteFacts(rel, neg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[rel+strconv.FormatBool(neg)] = string(b)
+		}
+	}
+	if len(want["tcfalse"]) < 1000 || want["openfalse"] == "" || want["opentrue"] == "" {
+		t.Fatalf("the program should derive both sides: %d bytes of tc, open %q / %q", len(want["tcfalse"]), want["openfalse"], want["opentrue"])
+	}
+	stats := m.Stats()
+	res, err := m.Results()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"tc", "open", "e", "blocked"} {
+		for _, neg := range []bool{false, true} {
+			var b strings.Builder
+			if _, err := res.WriteFactsTo(&b, rel, neg); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != want[rel+strconv.FormatBool(neg)] {
+				t.Fatalf("%s neg=%v: results render %q, the materialization %q", rel, neg, got, want[rel+strconv.FormatBool(neg)])
+			}
+		}
+	}
+	if m.Stats().Tuples != stats.Tuples {
+		t.Fatalf("stats after Results: %+v, before %+v", m.Stats(), stats)
+	}
+	if _, err := m.Tuples("tc", false); !hasCode(err, Consumed) {
+		t.Fatalf("Tuples after Results: %v, want %s", err, Consumed)
+	}
+	if _, err := m.Results(); !hasCode(err, Consumed) {
+		t.Fatalf("second Results: %v, want %s", err, Consumed)
+	}
+	if _, err := res.WriteFacts("nope", false); !hasCode(err, UndeclaredRelation) {
+		t.Fatalf("undeclared relation: %v", err)
+	}
+}
+
+func hasCode(err error, c Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == c
 }

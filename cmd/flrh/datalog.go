@@ -95,6 +95,15 @@ a fact file or the evaluation fails.`,
 			if err != nil {
 				return err
 			}
+			// Without --explain nothing asks the materialization a question
+			// after this, so keep only what rendering needs; the hash sets
+			// and indexes become garbage before the output is sorted.
+			var w factWriter = m
+			if !explain {
+				if w, err = m.Results(); err != nil {
+					return err
+				}
+			}
 			// The evaluation left the garbage of every hash-set growth
 			// behind; collecting it now lets the output's sort buffers
 			// reuse that memory instead of growing the heap.
@@ -105,7 +114,7 @@ a fact file or the evaluation fails.`,
 				bw := bufio.NewWriterSize(out, 64<<10)
 				for _, rel := range c.Outputs() {
 					fmt.Fprintf(bw, "---------------\n%s\n===============\n", rel)
-					if _, err := m.WriteFactsTo(bw, rel, false); err != nil {
+					if _, err := w.WriteFactsTo(bw, rel, false); err != nil {
 						return err
 					}
 					bw.WriteString("===============\n")
@@ -113,7 +122,7 @@ a fact file or the evaluation fails.`,
 				if err := bw.Flush(); err != nil {
 					return err
 				}
-			} else if err := writeOutputs(m, outDir); err != nil {
+			} else if err := writeOutputs(w, c, outDir); err != nil {
 				return err
 			}
 			if stats {
@@ -132,11 +141,16 @@ a fact file or the evaluation fails.`,
 	rootCmd.AddCommand(cmd)
 }
 
+// factWriter renders one side of a relation: a materialization, or the
+// results it leaves when only rendering remains.
+type factWriter interface {
+	WriteFactsTo(w io.Writer, rel string, neg bool) (int64, error)
+}
+
 // writeOutputs writes every output relation to a temporary file first and
 // renames them into place only when all were written, so a failure leaves
 // no partial output.
-func writeOutputs(m *logic.Materialization, dir string) error {
-	c := m.Program()
+func writeOutputs(m factWriter, c *logic.Compiled, dir string) error {
 	type pending struct{ tmp, final string }
 	var done []pending
 	cleanup := func() {

@@ -246,7 +246,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer r.Close(context.WithoutCancel(ctx))
 	for {
-		ids, err := r.cfg.Store.Live(ctx)
+		ids, err := r.candidates(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("list live runs", "err", err)
 		}
@@ -276,6 +276,20 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-time.After(r.cfg.Poll):
 		}
 	}
+}
+
+// restingStates are where a run waits for outside input; a run resting
+// there with an empty inbox has nothing to do.
+var restingStates = []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
+
+// candidates lists the runs worth a pass: with a store that can tell, only
+// live runs with pending inbox entries or mid-work states; otherwise every
+// live run.
+func (r *Runner) candidates(ctx context.Context) ([]string, error) {
+	if rl, ok := r.cfg.Store.(store.ReadyLister); ok {
+		return rl.Ready(ctx, restingStates)
+	}
+	return r.cfg.Store.Live(ctx)
 }
 
 func (r *Runner) claim(id string) bool {

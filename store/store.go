@@ -329,6 +329,15 @@ type Store interface {
 	Close() error
 }
 
+// ReadyLister is implemented by stores that can tell which live runs have
+// something to do: a pending inbox entry, or a state that is not one of the
+// given resting states (a run mid-effect, say, whose runner died). A runner
+// polls it instead of advancing every live run, most of which are waiting
+// for a person or for input.
+type ReadyLister interface {
+	Ready(ctx context.Context, resting []string) ([]string, error)
+}
+
 // GenesisHash is the chain hash of a run before its first event.
 const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 

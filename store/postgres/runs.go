@@ -199,3 +199,18 @@ func (s *Store) Live(ctx context.Context) ([]string, error) {
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, s.mapErr("live", "", err)
 }
+
+// Ready implements store.ReadyLister.
+func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
+	if resting == nil {
+		resting = []string{}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
+	EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND NOT i.consumed) OR NOT (state = ANY($1)))
+ORDER BY created_order`, resting)
+	if err != nil {
+		return nil, s.mapErr("ready", "", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, s.mapErr("ready", "", err)
+}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -94,4 +95,33 @@ func (s *Store) consume(ctx context.Context, tx *sql.Tx, runID string, ids []str
 		}
 	}
 	return nil
+}
+
+// Ready implements store.ReadyLister.
+func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
+	q := `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
+	EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND i.consumed = 0)`
+	args := make([]any, 0, len(resting))
+	if len(resting) > 0 {
+		q += ` OR state NOT IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(resting)), ", ") + `)`
+		for _, st := range resting {
+			args = append(args, st)
+		}
+	} else {
+		q += ` OR 1`
+	}
+	rows, err := s.db.QueryContext(ctx, q+`) ORDER BY created_order`, args...)
+	if err != nil {
+		return nil, mapErr("ready", "", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr("ready", "", err)
+		}
+		out = append(out, id)
+	}
+	return out, mapErr("ready", "", rows.Err())
 }

@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"Inbox", testInbox},
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
+		{"Ready", testReady},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -572,5 +573,35 @@ func testLargeTick(t *testing.T, s store.Store, _ *Clock) {
 	}
 	if len(got) != 1234 {
 		t.Fatalf("%d events", len(got))
+	}
+}
+
+// A store that lists ready runs names exactly the live ones with a pending
+// inbox entry or a state outside the resting ones.
+func testReady(t *testing.T, s store.Store, _ *Clock) {
+	rl, ok := s.(store.ReadyLister)
+	if !ok {
+		t.Skip("this store does not list ready runs")
+	}
+	newRun(t, s, "resting")
+	newRun(t, s, "busy")
+	newRun(t, s, "mail")
+	newRun(t, s, "ended")
+	set := func(id, state, outcome string) {
+		l, err := s.AcquireLease(ctx, id, "w", time.Hour)
+		must(t, err)
+		run, _ := s.Run(ctx, id)
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: run.Head, State: state, Outcome: outcome}))
+		must(t, s.ReleaseLease(ctx, l))
+	}
+	set("resting", "WAIT_APPROVAL", "")
+	set("busy", "EXECUTE", "")
+	set("mail", "INGEST", "")
+	set("ended", "SUCCEEDED", "success")
+	must(t, s.Submit(ctx, Inb("mail", "m1", "input", `{}`)))
+	ids, err := rl.Ready(ctx, []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"})
+	must(t, err)
+	if fmt.Sprint(ids) != "[busy mail]" {
+		t.Fatalf("ready = %v", ids)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -38,6 +39,21 @@ var routes = []route{
 	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},
 	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, Body: "cancel", handle: (*Server).cancel},
 	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, Body: "reconcile", handle: (*Server).reconcile},
+	// The MCP server's streamable HTTP transport: agents read and propose
+	// through it, never authorize (see package mcp).
+	{Method: "POST", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
+	{Method: "GET", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
+	{Method: "DELETE", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
+}
+
+// mcp hands an authenticated request to the MCP server, with the caller's
+// name for its records.
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request, p Principal) error {
+	if s.cfg.MCP == nil {
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "this server has no MCP endpoint")
+	}
+	s.cfg.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	return nil
 }
 
 // The actors the runner records for each act: the authenticated name with

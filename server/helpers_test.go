@@ -21,6 +21,7 @@ import (
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/mcp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -142,8 +143,10 @@ func newFixture(t testing.TB, tokens string) *fixture {
 			t.Fatal(err)
 		}
 	}
+	agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: Static{wf}, AgentFrom: ActorFrom})
 	srv, err := New(Config{Store: wrapped, Runner: r, Catalog: Static{wf}, Tokens: tk, Notifier: notifier,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), StreamPoll: 50 * time.Millisecond})
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), StreamPoll: 50 * time.Millisecond,
+		MCP: agents})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	Machine *control.Machine
 	// NewRunID names runs whose starter gave no id; nil draws random ids.
 	NewRunID func() string
+	// MCP, when set, is served at /v1/mcp (the streamable HTTP transport of
+	// the MCP server, package mcp) to callers allowed to submit inputs. It
+	// reads the caller's authenticated name with ActorFrom.
+	MCP http.Handler
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -195,6 +199,17 @@ func (w *statusWriter) Flush() {
 type ctxKey int
 
 const requestIDKey ctxKey = 0
+
+// principalKey carries the authenticated principal to handlers mounted
+// from other packages (the MCP server).
+const principalKey ctxKey = 1
+
+// ActorFrom returns the authenticated actor's name of a request the server
+// passed on (to the MCP handler), or "" when there is none.
+func ActorFrom(r *http.Request) string {
+	p, _ := r.Context().Value(principalKey).(Principal)
+	return p.Actor
+}
 
 // wrap turns a route into an http.Handler: request id, authentication,
 // authorization, panic recovery, one log line and metrics.

@@ -18,6 +18,7 @@ import (
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/mcp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 )
@@ -131,7 +132,9 @@ finish, event streams end, the runner stops and releases its leases.`,
 		if err != nil {
 			return err
 		}
-		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: server.Static(workflows), Tokens: tokens, Logger: log, Notifier: notifier})
+		catalog := server.Static(workflows)
+		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
+		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents})
 		if err != nil {
 			return err
 		}

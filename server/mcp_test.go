@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// The MCP endpoint is served behind the API's authentication: an agent's
+// token reaches the tools, and what it submits is recorded under the
+// token's actor; tokens that may not submit inputs are refused.
+func TestMCPBehindAuthentication(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	ctx := context.Background()
+	connect := func(token string) (*sdk.ClientSession, error) {
+		tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+		return sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(ctx, tr, nil)
+	}
+	cs, err := connect(tokAgent)
+	if err != nil {
+		t.Fatalf("agent cannot reach MCP: %v", err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("tools %v, %v", tools, err)
+	}
+	for _, tl := range tools.Tools {
+		if strings.Contains(tl.Name, "approve") || strings.Contains(tl.Name, "reconcile") {
+			t.Errorf("tool %s suggests authority", tl.Name)
+		}
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "start_run", Arguments: map[string]any{"workflow": "refund-agent", "run_id": "mcp-1",
+		"input": map[string]any{"refunds": []any{map[string]any{"id": "m1", "amount": 500, "payee": "zoe", "reason": "r"}}}}})
+	if err != nil || res.IsError {
+		t.Fatalf("start_run: %v %+v", err, res)
+	}
+	f.waitFor("mcp-1", tokViewer, "WAIT_APPROVAL", func(p RunPage) bool { return p.Run.State == "WAIT_APPROVAL" })
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "submit_input", Arguments: map[string]any{"run_id": "mcp-1",
+		"input": map[string]any{"note": "please hurry"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("submit_input: %v %+v", err, res)
+	}
+	in, err := f.store.Inbox(ctx, "mcp-1", false)
+	if err != nil || len(in) < 2 || in[len(in)-1].Actor != "bot" || in[len(in)-1].ActorRole != "agent" {
+		t.Fatalf("inbox %+v %v: the input is not recorded under the token's actor with the agent role", in, err)
+	}
+	if st := f.page("mcp-1", tokViewer); st.Run.State != "WAIT_APPROVAL" {
+		t.Fatalf("an agent's input moved a run waiting for approval to %s", st.Run.State)
+	}
+	for _, tok := range []string{tokViewer, tokApprover, tokReconciler, tokUnknown} {
+		if cs, err := connect(tok); err == nil {
+			cs.Close()
+			t.Errorf("token %s reached MCP", tok[:8])
+		}
+	}
+}

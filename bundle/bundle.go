@@ -126,6 +126,9 @@ func need(n runner.ApprovalNeed) workflow.ApprovalNeed {
 	return workflow.ApprovalNeed{RequestID: n.RequestID, RequestDigest: n.RequestDigest, IntentID: n.IntentID, Preview: n.Preview}
 }
 
+// View implements runner.Viewer: the workflow's view of a run's state.
+func (w *Workflow) View(state []byte) (any, error) { return w.Workflow.Inspect(state) }
+
 // CheckApproval implements runner.Workflow: the grant must answer exactly
 // this request, come from the approver the bundle names, and be unexpired.
 func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now time.Time) error {

@@ -220,3 +220,18 @@ func TestSupportAgentChannelController(t *testing.T) {
 	}
 	h.checkRecord("channels")
 }
+
+// The runner's status carries the workflow's own view: a person sees the
+// ranked options and the Journey Strip without reading the trace.
+func TestStatusShowsTheWorkflowView(t *testing.T) {
+	h := newHarness(t, "support-agent")
+	h.start("view", refund("r-9001", 400, "erin", "goodwill"))
+	st := h.status("view")
+	v, ok := st.View.(workflow.View)
+	if !ok {
+		t.Fatalf("status view %T", st.View)
+	}
+	if v.MRPState != "OPTIONS" || len(v.Offers) != 1 || len(v.Offers[0].Ranking) == 0 || len(v.Strip) == 0 {
+		t.Fatalf("view %+v", v)
+	}
+}

@@ -26,6 +26,7 @@ type Status struct {
 	Unknown  []string       // intents whose outcome a person must reconcile
 	Open     int            // effects planned and not yet closed
 	Accepted int64
+	View     any // the workflow's own view of its state (a Viewer), nil without one
 }
 
 // Inspect reads a run's status from its latest checkpoint.
@@ -50,6 +51,13 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 		return st, err
 	}
 	st.Accepted, st.Open = cp.Accepted, len(cp.Open)
+	if v, ok := wf.(Viewer); ok {
+		if state, err := canonBytes(cp.State); err == nil {
+			if view, err := v.View(state); err == nil {
+				st.View = view
+			}
+		}
+	}
 	for _, e := range cp.Open {
 		switch e.Stage {
 		case stageAwaitingApproval:

@@ -85,3 +85,10 @@ type ApprovalAuthorizer interface {
 	// error that refuses the grant.
 	AuthorizeApproved(state []byte, need ApprovalNeed, grant store.Approval, logicalTime int64) (EffectPlan, error)
 }
+
+// Viewer is implemented by workflows that can show a person where their
+// own deliberation stands (the MRP state and Journey Strip, options offered
+// with their scores, what the run waits for). Inspect includes it.
+type Viewer interface {
+	View(state []byte) (any, error)
+}

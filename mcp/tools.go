@@ -245,7 +245,7 @@ func (t *tools) startRun(ctx context.Context, req *sdk.CallToolRequest, in start
 	if !cjson.ValidID(runID) {
 		return nil, Progress{}, fmt.Errorf("run_id %q is not a valid id (letters, digits and . _ : - only)", runID)
 	}
-	if err := t.d.Runner.Start(ctx, runID, id, version, body); err != nil {
+	if err := t.d.Runner.StartAs(ctx, runID, id, version, body, t.agent); err != nil {
 		return nil, Progress{}, explain(err, runID)
 	}
 	return t.progress(ctx, runID, wait)

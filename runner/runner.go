@@ -154,8 +154,15 @@ func (r *Runner) workflow(run store.Run) (Workflow, error) {
 }
 
 // Start creates a run of a workflow with its input (canonical JSON) and
-// submits the input to its inbox. The run advances on the next pass.
+// submits the input to its inbox, recorded as the runner's own. The run
+// advances on the next pass. StartAs records who asked for it instead.
 func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, input []byte) error {
+	return r.StartAs(ctx, runID, workflowID, version, input, Actor{Name: "runner", Role: "runner", Capability: "run.start"})
+}
+
+// StartAs is Start with the run's first input recorded under the
+// authenticated actor who asked for the run.
+func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string, input []byte, by Actor) error {
 	if !cjson.ValidID(runID) {
 		return fmt.Errorf("runner: invalid run id %q", runID)
 	}
@@ -170,8 +177,8 @@ func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, i
 	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {
 		return err
 	}
-	if err := r.cfg.Store.Submit(ctx, store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: "runner",
-		Actor: "runner", Capability: "run.start", Body: body, Digest: store.BodyDigest(body)}); err != nil {
+	if err := r.cfg.Store.Submit(ctx, store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}); err != nil {
 		return err
 	}
 	r.Wake()

@@ -62,6 +62,16 @@ func approverActor(p Principal) runner.Actor {
 	return runner.Actor{Name: p.Actor, Role: "human_approver", Capability: "approval.grant_exact_hash"}
 }
 
+// starterActor records who started a run: the authenticated name under the
+// first of its roles (roles are sorted).
+func starterActor(p Principal) runner.Actor {
+	role := "agent"
+	if len(p.Roles) > 0 {
+		role = p.Roles[0]
+	}
+	return runner.Actor{Name: p.Actor, Role: role, Capability: "run.start"}
+}
+
 func denierActor(p Principal) runner.Actor {
 	return runner.Actor{Name: p.Actor, Role: "human_approver", Capability: "approval.deny"}
 }
@@ -495,7 +505,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	if id == "" {
 		id = s.cfg.NewRunID()
 	}
-	if err := s.cfg.Runner.Start(r.Context(), id, wf.ID(), wf.Version(), req.Input); err != nil {
+	if err := s.cfg.Runner.StartAs(r.Context(), id, wf.ID(), wf.Version(), req.Input, starterActor(p)); err != nil {
 		if store.CodeOf(err) == store.CodeExists {
 			return apiErr(http.StatusConflict, TypeConflict, "/run_id", "run %s already exists", id)
 		}

@@ -57,7 +57,7 @@ func TestMCPBehindAuthentication(t *testing.T) {
 		t.Fatalf("submit_input: %v %+v", err, res)
 	}
 	in, err := f.store.Inbox(ctx, "mcp-1", false)
-	if err != nil || len(in) < 2 || in[len(in)-1].Actor != "bot" || in[len(in)-1].ActorRole != "agent" {
+	if err != nil || len(in) < 2 || in[0].Actor != "bot" || in[len(in)-1].Actor != "bot" || in[len(in)-1].ActorRole != "agent" {
 		t.Fatalf("inbox %+v %v: the input is not recorded under the token's actor with the agent role", in, err)
 	}
 	if st := f.page("mcp-1", tokViewer); st.Run.State != "WAIT_APPROVAL" {

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/schemaerr"
 )
 
 //go:embed schema/authority.v1.json
@@ -80,32 +81,12 @@ func Validate(kind string, jsonText []byte) error {
 		r := &Rejection{Code: "SCHEMA_VIOLATION", Path: "/"}
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			p, leaf := deepest(ve)
+			p, leaf := schemaerr.Deepest(ve)
 			r.Path, r.Actual = pathOrRoot(p), leaf.Error()
 		}
 		return r
 	}
 	return nil
-}
-
-// deepest returns the most specific failing cause and its instance
-// location; when several leaves fail, the first in pointer order, so the
-// report does not depend on the validator's internal ordering.
-func deepest(ve *jsonschema.ValidationError) (string, *jsonschema.ValidationError) {
-	if len(ve.Causes) == 0 {
-		p := ""
-		for _, tok := range ve.InstanceLocation {
-			p += "/" + cjson.EscapePointer(tok)
-		}
-		return p, ve
-	}
-	best, leaf := "", ve
-	for i, c := range ve.Causes {
-		if p, l := deepest(c); i == 0 || p < best {
-			best, leaf = p, l
-		}
-	}
-	return best, leaf
 }
 
 // schemaValue converts the canonical value model (int64 numbers) into the

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/message"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/schemaerr"
 )
 
 //go:embed schema/*.json
@@ -100,7 +101,7 @@ func decodeStrict(body []byte, schema string, dst any) error {
 	if err := schemas[schema].Validate(schemaValue(v)); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			p, leaf := deepest(ve)
+			p, leaf := schemaerr.Deepest(ve)
 			return apiErr(http.StatusUnprocessableEntity, TypeInvalid, pointerOrRoot(p), "%s", leafMessage(leaf))
 		}
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/", "%v", err)
@@ -121,26 +122,6 @@ func pointerOrRoot(p string) string {
 		return "/"
 	}
 	return p
-}
-
-// deepest returns the most specific failing cause and its instance
-// location, choosing the first in pointer order so the report does not
-// depend on the validator's internal ordering.
-func deepest(ve *jsonschema.ValidationError) (string, *jsonschema.ValidationError) {
-	if len(ve.Causes) == 0 {
-		p := ""
-		for _, tok := range ve.InstanceLocation {
-			p += "/" + cjson.EscapePointer(tok)
-		}
-		return p, ve
-	}
-	best, leaf := "", ve
-	for i, c := range ve.Causes {
-		if p, l := deepest(c); i == 0 || p < best {
-			best, leaf = p, l
-		}
-	}
-	return best, leaf
 }
 
 // leafMessage is what a validation failure says about its own value,

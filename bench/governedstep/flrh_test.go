@@ -1,0 +1,243 @@
+package governedstep
+
+import (
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/sqlite"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// openEnded is the refund-agent example bundle with its completion
+// condition pointed at a fact nothing derives, so that one run takes any
+// number of refund requests, each a governed step.
+func openEnded(t testing.TB) *bundle.Workflow {
+	t.Helper()
+	src, err := examples.Bundle("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fstest.MapFS{}
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		if p == "workflow.json" {
+			s := string(b)
+			const from, to = `"complete_when": "done(\"refund\")"`, `"complete_when": "done(\"never\")"`
+			if !strings.Contains(s, from) {
+				return fmt.Errorf("refund-agent workflow.json no longer has %s", from)
+			}
+			b = []byte(strings.Replace(s, from, to, 1))
+		}
+		m[p] = &fstest.MapFile{Data: b}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, _, err := bundle.LoadFS(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+type flrhSystem struct {
+	t    testing.TB
+	r    *runner.Runner
+	wf   *bundle.Workflow
+	sb   *sandbox.Sandbox
+	tag  string
+	st   store.Store
+	foot func() (int64, int64, error)
+	done func()
+}
+
+func newFlrh(t testing.TB, st store.Store, tag string) *flrhSystem {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{MaxMutations: 1 << 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
+		t.Fatal(err)
+	}
+	wf := openEnded(t)
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+		Owner: "bench-" + tag, MaxTransitions: 1 << 40, Parallelism: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &flrhSystem{t: t, r: r, wf: wf, sb: sb, tag: tag, st: st}
+}
+
+func refundInput(run, step int) []byte {
+	return []byte(fmt.Sprintf(`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d-%d"}}`,
+		10+step, run, run, step))
+}
+
+func (s *flrhSystem) runID(i int) string { return fmt.Sprintf("%s-%d", s.tag, i) }
+
+func (s *flrhSystem) run(i, k int, lat func(time.Duration)) error {
+	id := s.runID(i)
+	for j := 0; j < k; j++ {
+		t0 := time.Now()
+		var err error
+		if j == 0 {
+			err = s.r.Start(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j))
+		} else {
+			err = s.r.Submit(ctx, id, refundInput(i, j), runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"})
+		}
+		if err != nil {
+			return err
+		}
+		for {
+			moved, err := s.r.Advance(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				break
+			}
+		}
+		lat(time.Since(t0))
+	}
+	return nil
+}
+
+func (s *flrhSystem) footprint() (int64, int64, error) { return s.foot() }
+
+func (s *flrhSystem) check(runs, steps int) error {
+	if got := len(s.sb.Mutations()); got != runs*steps {
+		return fmt.Errorf("destination applied %d mutations for %d governed steps", got, runs*steps)
+	}
+	for i := 0; i < runs; i++ {
+		rcs, err := s.st.Receipts(ctx, s.runID(i))
+		if err != nil {
+			return err
+		}
+		if len(rcs) != steps {
+			return fmt.Errorf("run %s has %d receipts, want %d", s.runID(i), len(rcs), steps)
+		}
+	}
+	return nil
+}
+
+func newFlrhSQLite(t testing.TB) system {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newFlrh(t, st, "sq")
+	s.foot = func() (int64, int64, error) { return sqliteFootprint(st.DB(), path) }
+	s.done = func() { s.r.Close(ctx); st.Close() }
+	return s
+}
+
+func newFlrhPostgres(t testing.TB, dsn string) system {
+	schema := fmt.Sprintf("bench_flrh_%d", time.Now().UnixNano())
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newFlrh(t, st, "pg")
+	s.foot = func() (int64, int64, error) { return pgFootprint(st.Pool(), schema) }
+	s.done = func() {
+		s.r.Close(ctx)
+		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		st.Close()
+	}
+	return s
+}
+
+// sqliteFootprint counts every row of every table and the bytes of the
+// database and its write-ahead log.
+func sqliteFootprint(db *sql.DB, path string) (rows, bytes int64, err error) {
+	names, err := queryStrings(db, `SELECT name FROM sqlite_schema WHERE type='table' AND name NOT LIKE 'sqlite_%'`)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, n := range names {
+		var c int64
+		if err := db.QueryRow(`SELECT COUNT(*) FROM "` + n + `"`).Scan(&c); err != nil {
+			return 0, 0, err
+		}
+		rows += c
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			bytes += fi.Size()
+		}
+	}
+	return rows, bytes, nil
+}
+
+func queryStrings(db *sql.DB, q string) ([]string, error) {
+	rs, err := db.Query(q)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rs.Err()
+}
+
+// pgFootprint counts every row of every table in the schema and their
+// total size on disk (heap, indexes, TOAST).
+func pgFootprint(pool *pgxpool.Pool, schema string) (rows, bytes int64, err error) {
+	rs, err := pool.Query(ctx, `SELECT quote_ident(table_schema)||'.'||quote_ident(table_name) FROM information_schema.tables
+		WHERE table_schema = $1 AND table_type = 'BASE TABLE'`, schema)
+	if err != nil {
+		return 0, 0, err
+	}
+	var names []string
+	for rs.Next() {
+		var s string
+		if err := rs.Scan(&s); err != nil {
+			rs.Close()
+			return 0, 0, err
+		}
+		names = append(names, s)
+	}
+	rs.Close()
+	for _, n := range names {
+		var c, b int64
+		if err := pool.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM `+n+`), pg_total_relation_size('`+n+`')`).Scan(&c, &b); err != nil {
+			return 0, 0, err
+		}
+		rows += c
+		bytes += b
+	}
+	return rows, bytes, nil
+}
+
+func (s *flrhSystem) close() { s.done() }

@@ -2,11 +2,19 @@ package frontier
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"hash"
 )
 
 // hasher feeds canonical pieces to SHA-256 without assembling the whole
 // preimage, so large states and batches are hashed without a second copy.
+//
+// It can also save and restore its running state. SHA-256 is a
+// Merkle–Damgård construction: the digest of P‖X depends on P only through
+// the hash state after P. A state whose preimage begins with the same bytes
+// as its prior's (same global watermark, same leading open epochs) resumes
+// from the prior's saved state after that prefix and hashes only the rest;
+// the digest is the one a from-scratch pass gives, byte for byte.
 type hasher struct{ h hash.Hash }
 
 func newHasher() hasher { return hasher{sha256.New()} }
@@ -19,4 +27,36 @@ func (h hasher) digest() string {
 	var sum [32]byte
 	h.h.Sum(sum[:0])
 	return digestString(sum)
+}
+
+// snapSize is the length of a saved SHA-256 state (its binary marshaling:
+// magic, chaining value, pending block, length), or 0 if the hash cannot
+// be saved, in which case every digest is computed from scratch.
+var snapSize = func() int {
+	m, ok := sha256.New().(encoding.BinaryMarshaler)
+	if !ok {
+		return 0
+	}
+	b, err := m.MarshalBinary()
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}()
+
+// save writes the running state into dst (snapSize bytes) and reports
+// whether it fitted exactly.
+func (h hasher) save(dst []byte) bool {
+	a, ok := h.h.(encoding.BinaryAppender)
+	if !ok || len(dst) != snapSize || snapSize == 0 {
+		return false
+	}
+	out, err := a.AppendBinary(dst[:0])
+	return err == nil && len(out) == snapSize && &out[0] == &dst[0]
+}
+
+// restore replaces the running state with one saved by save.
+func (h hasher) restore(src []byte) bool {
+	u, ok := h.h.(encoding.BinaryUnmarshaler)
+	return ok && u.UnmarshalBinary(src) == nil
 }

@@ -91,6 +91,10 @@ type State struct {
 	digest        string
 	head, tail    []byte // canonical pieces around the epochs and batches
 	middle        []byte
+	// snaps holds the SHA-256 state of the state preimage after each piece
+	// that precedes the tail (see hashPreimage), snapSize bytes apiece; nil
+	// if the hash could not be saved.
+	snaps []byte
 }
 
 // InitialState is the state before any command: every source frontier
@@ -103,7 +107,7 @@ func InitialState(p Profile) *State {
 		marks:         make([]int64, len(p.sources)),
 		known:         make([]bool, len(p.sources)),
 	}
-	s.seal()
+	s.seal(nil)
 	return s
 }
 
@@ -218,7 +222,9 @@ func (s *State) writeOpen(w func([]byte)) {
 var comma, closeBrace = []byte{','}, []byte{'}'}
 
 // seal builds the small canonical pieces and computes the state digest.
-func (s *State) seal() {
+// prior, if not nil, is a state whose saved hash states may be reused for
+// the preimage prefix the two share.
+func (s *State) seal(prior *State) {
 	b := make([]byte, 0, 256)
 	b = append(b, '{')
 	b = appendKey(b, "canonicalization_version", true)
@@ -251,11 +257,102 @@ func (s *State) seal() {
 	t = appendKey(t, "source_frontiers", false)
 	t = appendSourceFrontiers(t, s.sources, s.marks, s.known)
 	s.tail = append(t, '}')
+	s.digest = s.hashPreimage(prior)
+}
+
+var statePreimageOpen = []byte(`{"contract_version":"` + ContractVersion + `","kind":"M3StatePreimage","state_without_state_digest":`)
+
+// The M3StatePreimage is streamed in pieces: piece 0 is the preimage's
+// opening and the state's head (through "open_epochs":[), then one piece per
+// open epoch (with its separating comma), then the middle (through
+// "ready_batches":[), then one piece per ready batch, then the tail. The
+// hash state after every piece but the tail is saved in snaps, so that a
+// successor sharing the first k pieces resumes after them instead of
+// hashing them again. Epochs and batches are immutable and shared between
+// a state and its successor, so pointer equality means equal bytes.
+
+// pieceCount is the number of pieces before the tail.
+func (s *State) pieceCount() int { return 2 + len(s.epochs) + len(s.ready) }
+
+// writePiece writes piece i (i < pieceCount).
+func (s *State) writePiece(h hasher, i int) {
+	ne := len(s.epochs)
+	switch {
+	case i == 0:
+		h.bytes(statePreimageOpen)
+		h.bytes(s.head)
+	case i <= ne:
+		if i > 1 {
+			h.bytes(comma)
+		}
+		h.bytes(s.epochs[i-1].canon)
+	case i == ne+1:
+		h.bytes(s.middle)
+	default:
+		j := i - ne - 2
+		if j > 0 {
+			h.bytes(comma)
+		}
+		h.bytes(s.ready[j].canon)
+	}
+}
+
+// sharedPieces counts the leading pieces of s's preimage that are
+// byte-identical to p's and that p has saved hash states for.
+func sharedPieces(p, s *State) int {
+	if p == nil || p.snaps == nil || !bytes.Equal(p.head, s.head) {
+		return 0
+	}
+	k := 1
+	n := min(len(p.epochs), len(s.epochs))
+	for i := 0; i < n; i++ {
+		if p.epochs[i] != s.epochs[i] {
+			return k
+		}
+		k++
+	}
+	if len(p.epochs) != len(s.epochs) || !bytes.Equal(p.middle, s.middle) {
+		return k
+	}
+	k++
+	n = min(len(p.ready), len(s.ready))
+	for i := 0; i < n; i++ {
+		if p.ready[i] != s.ready[i] {
+			return k
+		}
+		k++
+	}
+	return k
+}
+
+// hashPreimage computes the state digest, resuming from prior's saved hash
+// state where the two preimages share their leading pieces.
+func (s *State) hashPreimage(prior *State) string {
 	h := newHasher()
-	h.str(`{"contract_version":"` + ContractVersion + `","kind":"M3StatePreimage","state_without_state_digest":`)
-	s.writeBody(h.bytes)
-	h.str(`}`)
-	s.digest = h.digest()
+	n := s.pieceCount()
+	s.snaps = make([]byte, n*snapSize)
+	k := sharedPieces(prior, s)
+	if k > 0 && !h.restore(prior.snaps[(k-1)*snapSize:k*snapSize]) {
+		k = 0
+	}
+	copy(s.snaps, prior.snapsPrefix(k))
+	for i := k; i < n; i++ {
+		s.writePiece(h, i)
+		if s.snaps != nil && !h.save(s.snaps[i*snapSize:(i+1)*snapSize]) {
+			s.snaps = nil
+		}
+	}
+	h.bytes(s.tail)
+	h.bytes(closeBrace)
+	return h.digest()
+}
+
+// snapsPrefix returns the saved hash states of the first k pieces.
+func (s *State) snapsPrefix(k int) []byte {
+	if k == 0 {
+		return nil
+	}
+	return s.snaps[:k*snapSize]
 }
 
 // appendSourceFrontiers writes the RSourceFrontier set. The set is ordered by

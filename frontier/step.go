@@ -101,7 +101,7 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 	if rej != nil {
 		return nil, rej
 	}
-	next.seal()
+	next.seal(prior)
 	t := &Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,

@@ -561,7 +561,7 @@ func ParseState(v any, p Profile) (*State, *Rejection) {
 	if s.demand > 0 && len(s.ready) > 0 {
 		return bad("/prior_state/ready_batches")
 	}
-	s.seal()
+	s.seal(nil)
 	if declared, _ := o.str("state_digest"); declared != s.digest {
 		return bad("/prior_state/state_digest")
 	}

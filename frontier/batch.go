@@ -65,62 +65,92 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64) (*PublishedBatch, *Rej
 		r.Context.Reason = reason
 		return r
 	}
-	var proposals, verdicts []Value
+	// Work on pointers to the epoch's values: sorting them moves a word,
+	// not a whole Value, and pairing is checked by sorting instead of maps.
+	np := 0
 	for _, sv := range e.values {
 		if sv.value.kind == KindEffectProposal {
-			proposals = append(proposals, sv.value)
-		} else {
-			verdicts = append(verdicts, sv.value)
+			np++
 		}
 	}
-	// Epoch values are in delivery-id order; index them by nested identity.
-	byProposal := make(map[string]int, len(proposals))
-	for i, v := range proposals {
-		if _, dup := byProposal[v.proposal.ProposalID]; dup {
+	nv := len(e.values) - np
+	ptrs := make([]*Value, 2*np+3*nv)
+	carve := func(k int) []*Value {
+		part := ptrs[:0:k]
+		ptrs = ptrs[k:]
+		return part
+	}
+	props, verds := carve(np), carve(nv) // epoch (delivery-id) order
+	byPID := carve(np)                   // proposals by proposal_id
+	byVID := carve(nv)                   // verdicts by verdict_id
+	byVP := carve(nv)                    // verdicts by the proposal_id they name
+	for _, sv := range e.values {
+		if sv.value.kind == KindEffectProposal {
+			props = append(props, &sv.value)
+		} else {
+			verds = append(verds, &sv.value)
+		}
+	}
+	byPID = append(byPID, props...)
+	slices.SortFunc(byPID, func(a, b *Value) int { return compareCanonString(a.proposal.ProposalID, b.proposal.ProposalID) })
+	for i := 1; i < len(byPID); i++ {
+		if byPID[i].proposal.ProposalID == byPID[i-1].proposal.ProposalID {
 			return nil, unresolved("duplicate proposal_id")
 		}
-		byProposal[v.proposal.ProposalID] = i
 	}
-	verdictIDs := make(map[string]bool, len(verdicts))
-	verdictOf := make(map[string]int, len(verdicts))
-	pairs := make(map[string]int, len(verdicts)) // proposal_id -> verdicts naming it
-	for i, v := range verdicts {
-		if verdictIDs[v.verdict.VerdictID] {
+	byVID = append(byVID, verds...)
+	slices.SortFunc(byVID, func(a, b *Value) int { return compareCanonString(a.verdict.VerdictID, b.verdict.VerdictID) })
+	for i := 1; i < len(byVID); i++ {
+		if byVID[i].verdict.VerdictID == byVID[i-1].verdict.VerdictID {
 			return nil, unresolved("duplicate verdict_id")
 		}
-		verdictIDs[v.verdict.VerdictID] = true
-		pairs[v.verdict.ProposalID]++
-		verdictOf[v.verdict.ProposalID] = i
 	}
-	if len(pairs) != len(byProposal) {
+	// With proposal ids distinct, the relation is a total bijection exactly
+	// when the verdicts' proposal ids, sorted, are the proposals' ids.
+	byVP = append(byVP, verds...)
+	slices.SortFunc(byVP, func(a, b *Value) int { return compareCanonString(a.verdict.ProposalID, b.verdict.ProposalID) })
+	if len(byVP) != len(byPID) {
 		return nil, unresolved("proposal verdict relation is not a total bijection")
 	}
-	//flrh:orderfree every failing entry yields the same rejection
-	for id, n := range pairs {
-		if _, ok := byProposal[id]; !ok || n != 1 {
+	mismatch := false
+	for i, v := range byVP {
+		if v.verdict.ProposalID != byPID[i].proposal.ProposalID {
 			return nil, unresolved("proposal verdict relation is not a total bijection")
 		}
+		mismatch = mismatch || v.verdict.RuleSetVersion != byPID[i].proposal.Versions.RuleSet
 	}
-	for _, v := range proposals {
-		vd := &verdicts[verdictOf[v.proposal.ProposalID]].verdict
-		if vd.RuleSetVersion != v.proposal.Versions.RuleSet {
-			return nil, reject(CodeRuleSetVersionMismatch, "/prior_state/open_epochs").
-				expect(v.proposal.Versions.RuleSet, vd.RuleSetVersion).at(e.time)
+	if mismatch {
+		// Report the first mismatched proposal in epoch order.
+		for _, v := range props {
+			k, _ := slices.BinarySearchFunc(byVP, v.proposal.ProposalID, func(x *Value, id string) int {
+				return compareCanonString(x.verdict.ProposalID, id)
+			})
+			if vd := &byVP[k].verdict; vd.RuleSetVersion != v.proposal.Versions.RuleSet {
+				return nil, reject(CodeRuleSetVersionMismatch, "/prior_state/open_epochs").
+					expect(v.proposal.Versions.RuleSet, vd.RuleSetVersion).at(e.time)
+			}
 		}
 	}
-	byCanon := func(a, b Value) int { return bytes.Compare(a.canon, b.canon) }
-	slices.SortFunc(proposals, byCanon)
-	slices.SortFunc(verdicts, byCanon)
-	pids := make([]string, len(proposals))
-	for i, v := range proposals {
+	pids := make([]string, len(byPID)+len(byVID))
+	vids := pids[len(byPID):]
+	pids = pids[:len(byPID):len(byPID)]
+	for i, v := range byPID {
 		pids[i] = v.proposal.ProposalID
 	}
-	vids := make([]string, len(verdicts))
-	for i, v := range verdicts {
+	for i, v := range byVID {
 		vids[i] = v.verdict.VerdictID
 	}
-	slices.Sort(pids)
-	slices.Sort(vids)
+	byCanon := func(a, b *Value) int { return bytes.Compare(a.canon, b.canon) }
+	slices.SortFunc(props, byCanon)
+	slices.SortFunc(verds, byCanon)
+	values := make([]Value, len(e.values))
+	proposals, verdicts := values[:len(props):len(props)], values[len(props):]
+	for i, v := range props {
+		proposals[i] = *v
+	}
+	for i, v := range verds {
+		verdicts[i] = *v
+	}
 	return newPublishedBatch(p.digest, p.dataflow, e.time, lowWatermark, proposals, verdicts, pids, vids), nil
 }
 

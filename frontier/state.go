@@ -6,15 +6,30 @@ import (
 )
 
 // storedValue is an RStoredValue: an active delivery in an open epoch.
+// Its canonical bytes are pre, the value's own canonical bytes, then post;
+// pre and post are written once, when the delivery enters an epoch, so the
+// (large) value bytes are never copied into the state.
 type storedValue struct {
 	deliveryID  string
 	sourceID    string
 	logicalTime int64
 	value       Value
+	pre, post   []byte
 }
 
-func (s *storedValue) appendCanonical(b []byte) []byte {
-	b = append(b, '{')
+// storedPieceSize bounds len(pre)+len(post) of a stored value, so that an
+// arena sized with it never grows.
+func storedPieceSize(deliveryID, sourceID string, kind ValueKind, valueDigest string) int {
+	return len(`{"delivery_id":"","kind":"RStoredValue","logical_time":,"source_id":"","value":`) + 20 +
+		len(`,"value_digest":"","value_kind":""}`) + 2*(len(deliveryID)+len(sourceID)+len(kind)+len(valueDigest))
+}
+
+// encode writes the stored value's pre and post pieces at the end of arena
+// and returns the arena. The pieces are capped, so later appends to the
+// arena never write into them.
+func (s *storedValue) encode(arena []byte) []byte {
+	start := len(arena)
+	b := append(arena, '{')
 	b = appendKey(b, "delivery_id", true)
 	b = appendString(b, s.deliveryID)
 	b = appendKey(b, "kind", false)
@@ -24,12 +39,21 @@ func (s *storedValue) appendCanonical(b []byte) []byte {
 	b = appendKey(b, "source_id", false)
 	b = appendString(b, s.sourceID)
 	b = appendKey(b, "value", false)
-	b = append(b, s.value.canon...)
+	mid := len(b)
 	b = appendKey(b, "value_digest", false)
 	b = appendString(b, s.value.digest)
 	b = appendKey(b, "value_kind", false)
 	b = appendString(b, string(s.value.kind))
-	return append(b, '}')
+	b = append(b, '}')
+	s.pre = b[start:mid:mid]
+	s.post = b[mid:len(b):len(b)]
+	return b
+}
+
+func (s *storedValue) appendCanonical(b []byte) []byte {
+	b = append(b, s.pre...)
+	b = append(b, s.value.canon...)
+	return append(b, s.post...)
 }
 
 // epoch is an ROpenEpoch. Its values are in delivery-id order, which is the
@@ -38,31 +62,44 @@ func (s *storedValue) appendCanonical(b []byte) []byte {
 type epoch struct {
 	time   int64
 	values []*storedValue
-	canon  []byte // canonical ROpenEpoch bytes, built once by seal
+	open   []byte // {"kind":"ROpenEpoch","logical_time":T,"values":[
+	size   int    // length of the canonical ROpenEpoch
 }
 
-// seal writes the epoch's canonical bytes once; epochs never change after.
+// seal writes the epoch's opening piece and measures it; epochs never
+// change after.
 func (e *epoch) seal() *epoch {
-	size := 64
-	for _, v := range e.values {
-		size += len(v.value.canon) + 320
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, 64)
 	b = append(b, '{')
 	b = appendKey(b, "kind", true)
 	b = appendString(b, "ROpenEpoch")
 	b = appendKey(b, "logical_time", false)
 	b = appendInt(b, e.time)
 	b = appendKey(b, "values", false)
-	b = append(b, '[')
+	e.open = append(b, '[')
+	n := len(e.open) + len(closeArray)
 	for j, v := range e.values {
 		if j > 0 {
-			b = append(b, ',')
+			n++
 		}
-		b = v.appendCanonical(b)
+		n += len(v.pre) + len(v.value.canon) + len(v.post)
 	}
-	e.canon = append(b, ']', '}')
+	e.size = n
 	return e
+}
+
+// write emits the canonical ROpenEpoch in pieces.
+func (e *epoch) write(w func([]byte)) {
+	w(e.open)
+	for j, v := range e.values {
+		if j > 0 {
+			w(comma)
+		}
+		w(v.pre)
+		w(v.value.canon)
+		w(v.post)
+	}
+	w(closeArray)
 }
 
 // find returns the index of a delivery in e, or -1.
@@ -183,7 +220,7 @@ func (s *State) AppendCanonical(b []byte) []byte {
 func (s *State) canonicalSize() int {
 	n := len(s.head) + len(s.middle) + len(s.tail) + len(`,"state_digest":""`) + 71
 	for _, e := range s.epochs {
-		n += len(e.canon) + 1
+		n += e.size + 1
 	}
 	for _, r := range s.ready {
 		n += len(r.canon) + 1
@@ -207,7 +244,7 @@ func (s *State) writeOpen(w func([]byte)) {
 		if i > 0 {
 			w(comma)
 		}
-		w(e.canon)
+		e.write(w)
 	}
 	w(s.middle)
 	for i, r := range s.ready {
@@ -219,7 +256,7 @@ func (s *State) writeOpen(w func([]byte)) {
 	w(s.tail[:len(s.tail)-1])
 }
 
-var comma, closeBrace = []byte{','}, []byte{'}'}
+var comma, closeBrace, closeArray = []byte{','}, []byte{'}'}, []byte{']', '}'}
 
 // seal builds the small canonical pieces and computes the state digest.
 // prior, if not nil, is a state whose saved hash states may be reused for
@@ -285,7 +322,7 @@ func (s *State) writePiece(h hasher, i int) {
 		if i > 1 {
 			h.bytes(comma)
 		}
-		h.bytes(s.epochs[i-1].canon)
+		s.epochs[i-1].write(h.bytes)
 	case i == ne+1:
 		h.bytes(s.middle)
 	default:

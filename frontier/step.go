@@ -105,7 +105,7 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 	t := &Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,
-		CommandDigest:    digestOf(appendCommandPreimage(nil, cmd, digests)),
+		CommandDigest:    digestOf(appendCommandPreimage(make([]byte, 0, 512+74*len(digests)), cmd, digests)),
 		Next:             next,
 		Published:        published,
 		Stats:            stats,
@@ -276,7 +276,10 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 		prev = old.values
 	}
 	vals := make([]*storedValue, 0, len(prev)+len(ds))
-	var added []storedValue
+	var (
+		added []storedValue
+		arena []byte // the pre and post pieces of the added values
+	)
 	k := 0
 	for _, d := range ds {
 		for k < len(prev) && prev[k].deliveryID < d.deliveryID {
@@ -294,9 +297,16 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 		default:
 			if added == nil {
 				added = make([]storedValue, 0, len(ds))
+				size := 0
+				for _, d := range ds {
+					size += storedPieceSize(d.deliveryID, d.sourceID, d.value.kind, d.value.digest)
+				}
+				arena = make([]byte, 0, size)
 			}
 			added = append(added, storedValue{deliveryID: d.deliveryID, sourceID: d.sourceID, logicalTime: t, value: d.value})
-			vals = append(vals, &added[len(added)-1])
+			sv := &added[len(added)-1]
+			arena = sv.encode(arena)
+			vals = append(vals, sv)
 			stats.AcceptedDeltaCount++
 		}
 	}

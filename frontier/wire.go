@@ -524,6 +524,7 @@ func ParseState(v any, p Profile) (*State, *Rejection) {
 			}
 			sv := &storedValue{sourceID: src, logicalTime: t, value: val,
 				deliveryID: DeliveryID(src, t, p.dataflow, val.kind, val.digest)}
+			sv.encode(nil)
 			if !bytes.Equal(sv.appendCanonical(nil), mustCanon(x)) {
 				return bad(vpath)
 			}

@@ -22,6 +22,7 @@ const (
 	KindInput   = "input"   // {"type": EVENT_TYPE, "payload": {...}, "occurred_at"?: RFC 3339}
 	KindReceipt = "receipt" // a canonical protocol.ActionReceipt
 	KindChoice  = "choice"  // {"proposal_id": ..., "option": ...}: a choice among the options H offered
+	// KindControl ("mrp", control.go) is a person's MRP transition.
 )
 
 // Input is one accepted input, as the runner hands it over.
@@ -177,9 +178,10 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 				members[k] = all[k]
 			}
 		}
-	case KindChoice:
+	case KindChoice, KindControl:
 		// A choice changes no domain fact: it re-decides the proposal it
-		// answers, over the materialization the run already holds.
+		// answers, over the materialization the run already holds. A
+		// person's control input steps the deliberation machine only.
 	default:
 		return refuse("unknown input kind %q", in.Kind)
 	}
@@ -197,6 +199,15 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	if in.Kind == KindChoice {
 		var refusal string
 		effects, refusal, err = t.choose(in)
+		if err != nil {
+			return Result{}, err
+		}
+		if refusal != "" {
+			return refuse("%s", refusal)
+		}
+	}
+	if in.Kind == KindControl {
+		refusal, err := t.control(in)
 		if err != nil {
 			return Result{}, err
 		}

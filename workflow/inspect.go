@@ -3,37 +3,54 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+
+	"flrh.dev/flrh/mrp"
 )
 
 // View is what a person (or a UI) needs to see of a run's workflow state:
 // where the deliberation stands and what the run waits for.
 type View struct {
-	RunID       string
-	LogicalTime int64
-	MRPState    string
-	Strip       []string // the Journey Strip: visible MRP states in order
-	SafeMode    bool
-	Options     []string // the safe paths offered while in OPTIONS
-	Offers      []Offer  // proposals waiting for a choice among options
-	Pending     []PendingApproval
-	Open        []string       // intents planned and not yet answered by a receipt
-	Domain      map[string]any // the declarative domain's own state
-	Supports    int            // live L base supports
+	RunID       string `json:"run_id"`
+	LogicalTime int64  `json:"logical_time"`
+	MRPState    string `json:"mrp_state"`
+	// Strip is the Journey Strip: visible MRP states in order; Journey
+	// every entry behind it (state changes and refused events, with their
+	// causes, actors and roles).
+	Strip        []string          `json:"strip"`
+	Journey      []mrp.Entry       `json:"journey"`
+	SafeMode     bool              `json:"safe_mode"`
+	SafeModeWhy  string            `json:"safe_mode_cause,omitempty"`
+	CareCooldown bool              `json:"care_cooldown"`
+	Options      []string          `json:"options"` // the safe paths offered while in OPTIONS
+	Offers       []Offer           `json:"offers"`  // proposals waiting for a choice among options
+	Pending      []PendingApproval `json:"pending"`
+	Open         []string          `json:"open"`     // intents planned and not yet answered by a receipt
+	Domain       map[string]any    `json:"domain"`   // the declarative domain's own state
+	Supports     int               `json:"supports"` // live L base supports
+	Turns        int64             `json:"turns"`    // turns H decided (one FHR each)
+	// Machine is the deliberation machine itself, for checking a person's
+	// transition before it is handed to the run (CheckControl).
+	Machine mrp.Machine `json:"-"`
 }
 
 // Offer is a proposal H answered with OPTIONS, waiting for a choice: the
 // options in H's order and, with an AIF controller, their scores best
 // first and the digest of the scorecard.
 type Offer struct {
-	ProposalID, TicketID string
-	Options              []string
-	Ranking              []Ranked
-	Scorecard            string
+	ProposalID string   `json:"proposal_id"`
+	TicketID   string   `json:"ticket_id"`
+	Options    []string `json:"options"`
+	Ranking    []Ranked `json:"ranking"`
+	Scorecard  string   `json:"scorecard_digest,omitempty"`
 }
 
 // PendingApproval is an approval request the run waits on.
 type PendingApproval struct {
-	RequestID, RequestDigest, IntentID, ProposalID, Approver string
+	RequestID     string `json:"request_id"`
+	RequestDigest string `json:"request_digest"`
+	IntentID      string `json:"intent_id"`
+	ProposalID    string `json:"proposal_id"`
+	Approver      string `json:"approver"`
 }
 
 // Inspect reads a state produced by this workflow.
@@ -43,7 +60,9 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 		return View{}, err
 	}
 	v := View{RunID: st.RunID, LogicalTime: st.Time, MRPState: string(st.Machine.State), SafeMode: st.Machine.SafeMode,
-		Options: append([]string{}, st.Machine.Options...), Supports: len(st.Supports)}
+		SafeModeWhy: st.Machine.SafeWhy, CareCooldown: st.Machine.Cooldown, Options: append([]string{}, st.Machine.Options...),
+		Journey: append([]mrp.Entry{}, st.Machine.Journey...), Supports: len(st.Supports), Turns: st.Turn, Machine: st.Machine,
+		Offers: []Offer{}, Pending: []PendingApproval{}, Open: []string{}}
 	for _, s := range st.Machine.Strip() {
 		v.Strip = append(v.Strip, string(s))
 	}

@@ -19,6 +19,7 @@ import (
 const (
 	KindInput     = "input"     // a domain input, accepted in INGEST
 	KindChoice    = "choice"    // a person's choice among options: {"proposal_id": ..., "option": ...}, accepted in INGEST
+	KindControl   = "mrp"       // a person's MRP transition: {"trigger": ..., "proposal_id"?: ..., "reason"?: ...}, accepted in INGEST
 	KindApprove   = "approve"   // {"approval_id": ...}; the grant is already in the ledger
 	KindDeny      = "deny"      // {"request_id": ..., "reason": ...}
 	KindCancel    = "cancel"    // {"reason": ...}
@@ -27,7 +28,7 @@ const (
 
 // InboxKinds lists every inbox kind the runner reads; anything else in an
 // inbox is never consumed.
-var InboxKinds = []string{KindInput, KindChoice, KindApprove, KindDeny, KindCancel, KindReconcile}
+var InboxKinds = []string{KindInput, KindChoice, KindControl, KindApprove, KindDeny, KindCancel, KindReconcile}
 
 // Event kinds in a run's log, besides control records.
 const (
@@ -363,6 +364,9 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 		return fmt.Errorf("workflow decide: %w", err)
 	}
 	t.pending.Trace = append(t.pending.Trace, d.Trace...)
+	if in.Kind == KindControl && d.Refusal == "" {
+		t.cp.RoundSteered = true
+	}
 	if d.Refusal == "" {
 		sv, err := canonValue(d.State)
 		if err != nil {
@@ -516,14 +520,18 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// Inputs and choices are accepted in the order they arrived.
+	controls, err := r.pendingInbox(ctx, t, KindControl)
+	if err != nil {
+		return false, err
+	}
+	// Inputs, choices and controls are accepted in the order they arrived.
 	var in store.Inbound
-	switch {
-	case len(inputs) > 0 && (len(choices) == 0 || inputs[0].Seq < choices[0].Seq):
-		in = inputs[0]
-	case len(choices) > 0:
-		in = choices[0]
-	default:
+	for _, q := range [][]store.Inbound{inputs, choices, controls} {
+		if len(q) > 0 && (in.ID == "" || q[0].Seq < in.Seq) {
+			in = q[0]
+		}
+	}
+	if in.ID == "" {
 		return false, nil
 	}
 	t.pending.Consume = append(t.pending.Consume, in.ID)
@@ -1082,6 +1090,9 @@ func (r *Runner) verify(t *tick) error {
 			map[string]any{"empty_unknown_effect_ledger": t.cp.Open, "independent_closure_receipt": t.cp.Accepted})
 	case t.cp.Completion == Fail:
 		return r.fire(t, "VERIFIED_FAILURE", nil, map[string]any{"typed_failed_completion_gate": t.cp.Accepted})
+	case t.cp.RoundSteered:
+		t.cp.RoundSteered = false
+		return r.fire(t, "MORE_WORK", nil, map[string]any{"typed_residual_work": t.cp.Accepted})
 	default:
 		stalled, err := r.observeRound(t)
 		if err != nil {

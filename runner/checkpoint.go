@@ -34,6 +34,10 @@ type checkpoint struct {
 	// visit to VERIFY_COMPLETION, a round's gain the receipts it accepted.
 	Progress      control.ProgressWindow `json:"progress"`
 	RoundReceipts int64                  `json:"round_receipts"`
+	// RoundSteered marks a round whose input was a person's MRP transition
+	// the workflow accepted: a person steered, the loop did not spin, so
+	// the detector does not judge it.
+	RoundSteered bool `json:"round_steered,omitempty"`
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.

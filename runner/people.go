@@ -159,6 +159,25 @@ func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, b
 	return r.submit(ctx, runID, KindChoice, by, map[string]any{"proposal_id": proposalID, "option": option})
 }
 
+// Control hands a run a person's transition of its deliberation machine
+// (an MRP trigger such as PAUSE or RESUME, optionally about one proposal,
+// with a reason). As with a choice, the workflow judges it with the pure
+// machine and records it in the Journey Strip; the runner only carries it,
+// with the issuer's authenticated role and capability.
+func (r *Runner) Control(ctx context.Context, runID, trigger, proposalID, reason string, by Actor) error {
+	if trigger == "" {
+		return fmt.Errorf("runner: a control input names a trigger")
+	}
+	body := map[string]any{"trigger": trigger}
+	if proposalID != "" {
+		body["proposal_id"] = proposalID
+	}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	return r.submit(ctx, runID, KindControl, by, body)
+}
+
 // Submit hands a run a new domain input.
 func (r *Runner) Submit(ctx context.Context, runID string, input []byte, by Actor) error {
 	v, err := cjson.Decode(input)

@@ -32,7 +32,7 @@ type Workflow interface {
 // Accepted is one input the run accepted, as the workflow sees it.
 type Accepted struct {
 	Seq        int64  // 1, 2, ... in the order the run accepted inputs
-	Kind       string // "input", "receipt", "choice"
+	Kind       string // "input", "receipt", "choice", "mrp"
 	Body       []byte // canonical JSON
 	Digest     string
 	Actor      string // who submitted it (authenticated), "" for receipts

@@ -57,8 +57,8 @@ const (
 func DefaultAlphabet() Alphabet {
 	return Alphabet{
 		EventKinds:      []string{EventControl, EventRejected, EventAccepted},
-		InputKinds:      []string{"input", "receipt", "choice"},
-		InboxKinds:      []string{"input", "choice", "approve", "deny", "cancel", "reconcile"},
+		InputKinds:      []string{"input", "receipt", "choice", "mrp"},
+		InboxKinds:      []string{"input", "choice", "mrp", "approve", "deny", "cancel", "reconcile"},
 		Stages:          []string{StagePlanned, StageAwaitingApproval, StageCommitted, StageUnknown, StageClosed},
 		OutboxStatuses:  []string{"pending", "in_flight", "retry", "reconcile", "human", "done"},
 		AttemptStatuses: []string{"started", "succeeded", "failed_transient", "failed_permanent", "unknown", "reconciled_applied", "reconciled_not_applied"},
@@ -89,7 +89,7 @@ type Config struct {
 // person's reconciliation.
 func DefaultWaits() map[string][]string {
 	return map[string][]string{
-		"INGEST":               {"input", "choice"},
+		"INGEST":               {"input", "choice", "mrp"},
 		"WAIT_APPROVAL":        {"approve", "deny"},
 		"HUMAN_RECONCILIATION": {"reconcile"},
 	}

@@ -34,15 +34,17 @@ const (
 	permCancel    permission = "cancel"    // operator
 	permApprove   permission = "approve"   // approver (approve and deny)
 	permReconcile permission = "reconcile" // reconciler
+	permChoose    permission = "choose"    // operator, approver: choose among the options H offered
+	permSteer     permission = "steer"     // operator, approver: a person's MRP transition (pause, resume, …)
 )
 
 // grants says which permissions each role carries. Nothing grants an agent
-// approve, reconcile or cancel: those are a person's acts.
+// approve, reconcile, cancel, choose or steer: those are a person's acts.
 var grants = map[string][]permission{
 	RoleViewer:     {permRead},
 	RoleAgent:      {permRead, permStart, permSubmit},
-	RoleOperator:   {permRead, permStart, permSubmit, permCancel},
-	RoleApprover:   {permRead, permApprove},
+	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer},
+	RoleApprover:   {permRead, permApprove, permChoose, permSteer},
 	RoleReconciler: {permRead, permReconcile},
 }
 

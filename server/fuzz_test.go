@@ -25,6 +25,10 @@ func bodyTarget(schema string) any {
 		return &Cancel{}
 	case "reconcile":
 		return &Reconcile{}
+	case "choose":
+		return &Choose{}
+	case "mrp":
+		return &MRPTransition{}
 	}
 	return &tokenFile{}
 }

@@ -34,11 +34,18 @@ var routes = []route{
 	{Method: "GET", Pattern: "/v1/runs/{id}/verify", Perm: permRead, handle: (*Server).verify},
 	{Method: "GET", Pattern: "/v1/runs/{id}/replay", Perm: permRead, handle: (*Server).replay},
 	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, streams: true, handle: (*Server).stream},
+	// The workflow's record of its deliberation (handlers_record.go).
+	{Method: "GET", Pattern: "/v1/runs/{id}/tickets", Perm: permRead, handle: (*Server).listTickets},
+	{Method: "GET", Pattern: "/v1/runs/{id}/fhr", Perm: permRead, handle: (*Server).listFHR},
+	{Method: "GET", Pattern: "/v1/runs/{id}/scorecard", Perm: permRead, handle: (*Server).listScorecards},
 	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, Body: "submit_input", handle: (*Server).submit},
 	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, Body: "approve", handle: (*Server).approve},
 	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},
 	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, Body: "cancel", handle: (*Server).cancel},
 	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, Body: "reconcile", handle: (*Server).reconcile},
+	// A person's steering of the deliberation (handlers_people.go).
+	{Method: "POST", Pattern: "/v1/runs/{id}/choose", Perm: permChoose, Body: "choose", handle: (*Server).choose},
+	{Method: "POST", Pattern: "/v1/runs/{id}/mrp", Perm: permSteer, Body: "mrp", handle: (*Server).steer},
 	// The MCP server's streamable HTTP transport: agents read and propose
 	// through it, never authorize (see package mcp).
 	{Method: "POST", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
@@ -275,6 +282,10 @@ type RunPage struct {
 	Open     int                   `json:"open_effects"`
 	Accepted int64                 `json:"accepted_inputs"`
 	Effects  []EffectView          `json:"effects"`
+	// View is the workflow's own view of the run (MRP state, Journey
+	// Strip, options offered with their ranking, approvals pending), when
+	// its workflow keeps one.
+	View any `json:"view,omitempty"`
 	// StatusError says why the run's checkpoint could not be read (its
 	// workflow is not loaded here, for one); the header is still shown.
 	StatusError string `json:"status_error,omitempty"`
@@ -286,7 +297,8 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 	if err != nil && st.Run.ID == "" {
 		return RunPage{}, err
 	}
-	page := RunPage{Run: runView(st.Run), Waiting: st.Waiting, Unknown: st.Unknown, Open: st.Open, Accepted: st.Accepted, Effects: []EffectView{}}
+	page := RunPage{Run: runView(st.Run), Waiting: st.Waiting, Unknown: st.Unknown, Open: st.Open, Accepted: st.Accepted, Effects: []EffectView{},
+		View: st.View}
 	if err != nil {
 		page.StatusError = err.Error()
 	}

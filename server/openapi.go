@@ -20,6 +20,8 @@ var bodySchemaNames = map[string]string{
 	"deny":         "Deny",
 	"cancel":       "Cancel",
 	"reconcile":    "Reconcile",
+	"choose":       "Choose",
+	"mrp":          "MRPTransition",
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document: the hand-written

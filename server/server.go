@@ -19,6 +19,7 @@ import (
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/server/webui"
 	"flrh.dev/flrh/store"
 )
 
@@ -143,6 +144,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.Handle("/", s.wrap(route{Method: "*", Pattern: "/", Perm: permPublic, handle: func(*Server, http.ResponseWriter, *http.Request, Principal) error {
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "no such endpoint")
+	}}))
+	// The web UI: static files only, public like the API description (its
+	// pages read and act through the API with the person's own token).
+	ui := webui.Handler()
+	s.mux.Handle(webui.Prefix, s.wrap(route{Method: "GET", Pattern: webui.Prefix, Perm: permPublic, handle: func(_ *Server, w http.ResponseWriter, r *http.Request, _ Principal) error {
+		ui.ServeHTTP(w, r)
+		return nil
+	}}))
+	s.mux.Handle("GET /{$}", s.wrap(route{Method: "GET", Pattern: "/{$}", Perm: permPublic, handle: func(_ *Server, w http.ResponseWriter, r *http.Request, _ Principal) error {
+		http.Redirect(w, r, webui.Prefix, http.StatusFound)
+		return nil
 	}}))
 	return s, nil
 }

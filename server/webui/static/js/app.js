@@ -1,0 +1,96 @@
+// The UI's shell: hash routes (#/runs, #/run/ID, #/inbox), the token
+// form, the status line and the inbox count in the header.
+
+import { get, token, setToken, ApiError } from './api.js';
+import { replace } from './dom.js';
+import { runsPage } from './runs.js';
+import { runPage } from './run.js';
+import { inboxPage, waitingApprovals } from './inbox.js';
+
+const main = document.getElementById('main');
+const statusEl = document.getElementById('status');
+let current = null; // the AbortController of the page on screen
+
+// say shows a message in the status line (a polite live region, so screen
+// readers hear the outcome of an act).
+export function say(text, kind = 'ok') {
+  statusEl.className = 'status ' + kind;
+  statusEl.textContent = text;
+}
+
+export function sayError(e) {
+  say(e instanceof ApiError ? e.describe() : String(e && e.message ? e.message : e), 'error');
+}
+
+const routes = [
+  [/^#\/runs$/, () => runsPage],
+  [/^#\/inbox$/, () => inboxPage],
+  [/^#\/run\/(.+)$/, (m) => (el, signal) => runPage(el, signal, decodeURIComponent(m[1]))],
+];
+
+function route() {
+  if (current) current.abort();
+  current = new AbortController();
+  const hash = location.hash || '#/runs';
+  let page = null;
+  for (const [re, make] of routes) {
+    const m = hash.match(re);
+    if (m) { page = make(m); break; }
+  }
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    const active = hash.startsWith('#/' + a.dataset.nav);
+    if (active) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  statusEl.textContent = '';
+  statusEl.className = 'status';
+  replace(main);
+  if (!page) {
+    location.hash = '#/runs';
+    return;
+  }
+  page(main, current.signal).catch((e) => { if (!current.signal.aborted) sayError(e); });
+}
+
+async function whoami() {
+  const out = document.getElementById('whoami');
+  try {
+    const me = await get('/v1/whoami');
+    out.textContent = `${me.actor} (${(me.roles || []).join(', ')})`;
+    document.body.dataset.roles = (me.roles || []).join(' ');
+  } catch (e) {
+    out.textContent = e instanceof ApiError && e.status === 401 ? 'token needed' : 'not signed in';
+    document.body.dataset.roles = '';
+  }
+}
+
+async function inboxCount() {
+  const el = document.getElementById('inbox-count');
+  try {
+    const n = (await waitingApprovals(undefined, 200)).length;
+    el.textContent = n ? String(n) : '';
+  } catch {
+    el.textContent = '';
+  }
+}
+
+document.getElementById('token-form').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const input = document.getElementById('token-input');
+  setToken(input.value.trim());
+  input.value = '';
+  whoami();
+  inboxCount();
+  route();
+});
+document.getElementById('token-clear').addEventListener('click', () => {
+  setToken('');
+  whoami();
+  route();
+});
+
+window.addEventListener('hashchange', route);
+if (token()) document.getElementById('token-input').placeholder = 'token in use';
+whoami();
+inboxCount();
+setInterval(inboxCount, 5000);
+route();

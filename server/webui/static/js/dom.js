@@ -1,0 +1,60 @@
+// A small DOM builder. Text always goes in as text nodes, never as HTML,
+// so nothing a run carries (previews, reasons, ids) can inject markup.
+
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (v === true) el.setAttribute(k, '');
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+export function replace(el, ...children) {
+  clear(el);
+  append(el, children);
+  return el;
+}
+
+// short shows the head of a long digest; the full value is in the title
+// and in the copyable text of detail views.
+export function short(s, n = 16) {
+  s = String(s || '');
+  return s.length > n + 1 ? s.slice(0, n) + '…' : s;
+}
+
+export function when(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return isNaN(d) ? iso : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+export function stateBadge(state, prefix = 'state') {
+  return h('span', { class: `badge ${prefix}-${state}`, 'data-state': state }, state || '—');
+}
+
+// field reads a member by any of its spellings: the API's snake_case, or a
+// Go struct's exported name when a view carries no JSON tags.
+export function field(obj, ...names) {
+  if (!obj) return undefined;
+  for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n];
+  return undefined;
+}

@@ -1,0 +1,98 @@
+// The approvals inbox: every run waiting for a person's approval, each
+// approval with its exact preview, digest and bound fields.
+
+import { get, runPath, optional } from './api.js';
+import { h, replace, field } from './dom.js';
+import { approvalCard } from './widgets.js';
+
+// waitingApprovals lists {run, need, effect, extra} for every run in
+// WAIT_APPROVAL, reading at most max runs.
+export async function waitingApprovals(signal, max = 500) {
+  const out = [];
+  let after = '';
+  let seen = 0;
+  for (;;) {
+    const p = new URLSearchParams({ state: 'WAIT_APPROVAL', limit: '100' });
+    if (after) p.set('after', after);
+    const page = await get('/v1/runs?' + p, signal);
+    for (const r of page.runs || []) {
+      out.push({ run: r });
+      seen++;
+    }
+    after = page.next_after || '';
+    if (!after || seen >= max) break;
+  }
+  return out;
+}
+
+async function detail(item, signal) {
+  const page = await get(runPath(item.run.id), signal);
+  const view = page.view || null;
+  const pending = field(view, 'pending', 'Pending') || [];
+  let tickets = null;
+  try { tickets = await optional(runPath(item.run.id, '/tickets'), signal); } catch { tickets = null; }
+  return (page.waiting || []).map((need) => {
+    const effect = (page.effects || []).find((e) => e.intent_id === need.intent_id);
+    const extra = [];
+    const pd = pending.find((p) => field(p, 'request_id', 'RequestID') === need.request_id);
+    if (pd) {
+      const who = field(pd, 'approver', 'Approver');
+      const prop = field(pd, 'proposal_id', 'ProposalID');
+      if (who) extra.push(['Approver named by policy', who]);
+      if (prop) extra.push(['Proposal', prop]);
+    }
+    for (const [k, v] of ticketFields(tickets, need)) extra.push([k, v]);
+    return { run: item.run, need, effect, extra };
+  });
+}
+
+// ticketFields lists the bound members of the Action Ticket behind an
+// approval, when the server offers tickets.
+export function ticketFields(tickets, need) {
+  const list = tickets && (tickets.tickets || tickets);
+  if (!Array.isArray(list)) return [];
+  const t = list.find((t) => [t.request_digest, t.action_digest, t.intent_id, t.request_id].some((x) => x && (x === need.request_digest || x === need.intent_id || x === need.request_id)));
+  if (!t) return [];
+  const out = [];
+  for (const [k, v] of Object.entries(t)) {
+    if (k === 'preview' || v === null || v === undefined) continue;
+    if (typeof v === 'object') {
+      if (Array.isArray(v) && v.every((x) => typeof x !== 'object')) out.push(['Ticket ' + k, v.join(', ')]);
+      else for (const [k2, v2] of Object.entries(v)) out.push([`Ticket ${k}.${k2}`, typeof v2 === 'object' ? JSON.stringify(v2) : String(v2)]);
+    } else out.push(['Ticket ' + k, String(v)]);
+  }
+  return out;
+}
+
+export async function inboxPage(el, signal) {
+  const list = h('div', { id: 'inbox-list' });
+  const info = h('p', { class: 'muted', 'aria-live': 'polite' });
+  replace(el, h('h1', {}, 'Approvals inbox'),
+    h('p', {}, 'Every run waiting for an approval. Read the preview and the bound fields, then approve exactly this action or deny it.'),
+    info, list);
+  let busy = false;
+  const load = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const runs = await waitingApprovals(signal);
+      const items = (await Promise.all(runs.map((r) => detail(r, signal).catch(() => [])))).flat();
+      info.textContent = items.length ? `${items.length} approval${items.length === 1 ? '' : 's'} waiting.` : 'Nothing is waiting for approval.';
+      // Keep cards the person may be reading; add new ones, drop gone ones.
+      const want = new Map(items.map((it) => [it.run.id + '\u0000' + it.need.request_id + '\u0000' + it.need.request_digest, it]));
+      for (const card of [...list.children]) if (!want.has(card.dataset.key)) card.remove();
+      const have = new Set([...list.children].map((c) => c.dataset.key));
+      for (const [key, it] of want) {
+        if (have.has(key)) continue;
+        const card = approvalCard(it.run.id, it.need, it.effect, it.extra, load);
+        card.dataset.key = key;
+        list.appendChild(card);
+      }
+    } finally {
+      busy = false;
+    }
+  };
+  await load();
+  const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, 2000);
+  signal.addEventListener('abort', () => clearInterval(timer));
+}

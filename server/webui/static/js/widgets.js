@@ -1,0 +1,182 @@
+// Pieces shared by the run page and the inbox: the approval card, the
+// Journey Strip, and readable renderings of proof trees, scorecards and
+// any other JSON the API returns.
+
+import { post, runPath } from './api.js';
+import { h, replace, short, field } from './dom.js';
+
+async function shell() { return import('./app.js'); }
+
+const VISIBLE = ['HOLD', 'OPTIONS', 'TEST', 'DECIDE'];
+// States behind the four visible ones: shown as HOLD or DECIDE on the
+// strip, and named in an alarm beside it so they are never hidden.
+const BEHIND = {
+  FAILSAFE: 'FAILSAFE: stopped by a tier-0 safety signal; a person must resume it (shown as HOLD)',
+  ESCALATE: 'ESCALATE: handed to a person (shown as HOLD)',
+  EXIT: 'EXIT: the turn closed with a summary (shown as DECIDE)',
+};
+
+// journeyStrip draws the workflow's view of its deliberation: the MRP
+// states over time, the state now, and Degraded Safe Mode.
+export function journeyStrip(view) {
+  const wrap = h('section', { id: 'journey', 'aria-labelledby': 'journey-h' }, h('h2', { id: 'journey-h' }, 'Journey Strip'));
+  if (!view) {
+    wrap.appendChild(h('p', { class: 'muted' }, 'This run\u2019s workflow does not report a deliberation state.'));
+    return wrap;
+  }
+  const strip = field(view, 'strip', 'Strip', 'journey_strip') || [];
+  const now = field(view, 'mrp_state', 'MRPState', 'state') || '';
+  const safe = !!field(view, 'safe_mode', 'SafeMode');
+  const safeWhy = field(view, 'safe_mode_cause', 'SafeWhy', 'safe_cause') || '';
+  const visibleNow = VISIBLE.includes(now) ? now : (now === 'EXIT' ? 'DECIDE' : (now ? 'HOLD' : ''));
+
+  const head = h('div', { class: 'mrp-now' },
+    h('span', {}, 'Now: '),
+    h('span', { class: 'mrp-state', id: 'mrp-state', 'data-state': visibleNow, 'data-internal': now }, now || 'unknown'));
+  if (BEHIND[now]) head.appendChild(h('span', { class: 'alarm', id: 'mrp-alarm', role: 'note' }, BEHIND[now]));
+  if (safe) {
+    head.appendChild(h('span', { class: 'alarm safe', id: 'safe-mode', role: 'note' },
+      'Degraded Safe Mode: only verification actions run; everything else waits for a person' + (safeWhy ? ` (cause: ${safeWhy})` : '')));
+  }
+  wrap.appendChild(head);
+
+  const cols = strip.length;
+  const table = h('table', { class: 'strip', id: 'strip', 'aria-describedby': 'strip-text' },
+    h('caption', { class: 'muted' }, `${cols} step${cols === 1 ? '' : 's'}, oldest on the left`),
+    h('thead', {}, h('tr', {}, h('td', {}), strip.map((_, i) => h('th', { scope: 'col' }, String(i + 1))))),
+    h('tbody', {}, VISIBLE.map((s) => h('tr', {},
+      h('th', { scope: 'row' }, s),
+      strip.map((v, i) => {
+        const on = v === s;
+        const cur = on && i === cols - 1;
+        return h('td', { class: (on ? 'on' : '') + (cur ? ' current' : ''), 'data-state': s, 'data-step': i + 1, title: on ? `step ${i + 1}: ${s}` : null },
+          on ? String(i + 1) : '');
+      })))));
+  wrap.appendChild(h('div', { class: 'strip-wrap' }, table));
+  wrap.appendChild(h('p', { id: 'strip-text' }, 'Journey: ', strip.length ? strip.join(' \u2192 ') : 'no steps yet'));
+
+  const journey = field(view, 'journey', 'Journey');
+  if (Array.isArray(journey) && journey.length) {
+    wrap.appendChild(h('details', {}, h('summary', {}, `Every journey entry (${journey.length}), with causes`),
+      h('table', {}, h('thead', {}, h('tr', {}, ['#', 'from', 'to', 'trigger', 'row', 'actor', 'cause', 'refused'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, journey.map((e) => h('tr', { class: e.rejected ? 'bad' : '' },
+          h('td', {}, String(e.seq ?? '')), h('td', {}, e.from || ''), h('td', {}, (e.to || '') + (e.refusal ? ' (refusal)' : '') + (e.safe_mode ? ' [safe mode]' : '')),
+          h('td', {}, e.trigger || ''), h('td', {}, e.row || ''), h('td', {}, [e.actor_id, e.role].filter(Boolean).join(' / ')),
+          h('td', {}, [e.cause, e.summary].filter(Boolean).join(' — ')), h('td', {}, e.rejected || '')))))));
+  }
+  return wrap;
+}
+
+// approvalCard shows one approval a run waits on: the exact preview, the
+// digest the approval binds, and every bound field, then Approve / Deny.
+// effect is the run's matching intent (type, content digest, idempotency
+// key); extra holds further bound fields (a ticket's, the policy's).
+export function approvalCard(runID, need, effect, extra, onDone) {
+  const reason = h('input', { type: 'text', id: `deny-${need.request_id}`, placeholder: 'optional' });
+  const fields = [
+    ['Run', h('a', { href: '#/run/' + encodeURIComponent(runID) }, runID)],
+    ['Request', h('code', {}, need.request_id)],
+    ['Action digest', h('code', { class: 'digest' }, need.request_digest)],
+    ['Intent', h('code', {}, need.intent_id)],
+  ];
+  if (effect) {
+    fields.push(['Effect type', h('code', {}, effect.effect_type)]);
+    fields.push(['Content digest', h('code', {}, effect.content_digest)]);
+    fields.push(['Idempotency key', h('code', {}, effect.idempotency_key)]);
+  }
+  for (const [k, v] of extra || []) fields.push([k, typeof v === 'string' ? h('code', {}, v) : v]);
+  const buttons = [];
+  const act = async (what, body) => {
+    const { say, sayError } = await shell();
+    buttons.forEach((b) => { b.disabled = true; });
+    try {
+      await post(runPath(runID, '/' + what), body);
+      say(`${what === 'approve' ? 'Approved' : 'Denied'} ${need.request_id} on ${runID}.`);
+      onDone && onDone();
+    } catch (e) {
+      sayError(e);
+      buttons.forEach((b) => { b.disabled = false; });
+    }
+  };
+  const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve',
+    onclick: () => act('approve', { request_id: need.request_id, request_digest: need.request_digest }) }, 'Approve exactly this');
+  const deny = h('button', { type: 'button', class: 'danger', 'data-act': 'deny',
+    onclick: () => act('deny', reason.value.trim() ? { request_id: need.request_id, reason: reason.value.trim() } : { request_id: need.request_id }) }, 'Deny');
+  buttons.push(approve, deny);
+  return h('article', { class: 'card approval', 'data-run': runID, 'data-request': need.request_id, 'aria-labelledby': `ap-${need.request_id}-h` },
+    h('h3', { id: `ap-${need.request_id}-h` }, `Approval waiting: ${runID}`),
+    h('p', { class: 'muted' }, 'Exactly what will be done if you approve:'),
+    h('pre', { class: 'preview' }, need.preview),
+    h('dl', { class: 'kv' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    h('p', { class: 'muted' }, 'The approval binds the action digest above: if the action, destination or scope changes, it no longer applies.'),
+    h('div', { class: 'actions' }, approve, h('label', { for: `deny-${need.request_id}` }, 'Reason to deny'), reason, deny));
+}
+
+// jsonView renders any JSON value as nested lists, for records whose shape
+// the page does not know in detail.
+export function jsonView(v, depth = 0) {
+  if (v === null || v === undefined) return h('span', { class: 'muted' }, 'null');
+  if (Array.isArray(v)) {
+    if (!v.length) return h('span', { class: 'muted' }, '[]');
+    if (v.every((x) => x === null || typeof x !== 'object')) return h('span', {}, v.map(String).join(', '));
+    return h('ol', { class: 'tree' }, v.map((x) => h('li', {}, jsonView(x, depth + 1))));
+  }
+  if (typeof v === 'object') {
+    const keys = Object.keys(v);
+    if (!keys.length) return h('span', { class: 'muted' }, '{}');
+    return h('dl', { class: 'kv' }, keys.map((k) => [h('dt', {}, k), h('dd', {}, jsonView(v[k], depth + 1))]));
+  }
+  return h('span', { class: typeof v === 'string' && /^sha256:|^[0-9a-f]{32,}$/.test(v) ? 'mono' : '' }, String(v));
+}
+
+const LABEL = ['fact', 'atom', 'head', 'goal', 'conclusion', 'label', 'literal', 'name'];
+const KIDS = ['children', 'premises', 'because', 'support', 'subproofs', 'body', 'proofs', 'nodes'];
+const RULE = ['rule', 'via', 'rule_id', 'clause'];
+
+// proofTree renders a provenance tree: each node names what holds (or is
+// absent), the rule that derived it, and the nodes it rests on.
+export function proofTree(node) {
+  if (Array.isArray(node)) return h('ul', { class: 'tree' }, node.map((n) => h('li', {}, proofTree(n))));
+  if (!node || typeof node !== 'object') return jsonView(node);
+  const label = LABEL.map((k) => node[k]).find((x) => typeof x === 'string');
+  const kidsKey = KIDS.find((k) => Array.isArray(node[k]));
+  if (!label && !kidsKey) return jsonView(node);
+  const rule = RULE.map((k) => node[k]).find((x) => typeof x === 'string');
+  const rest = Object.fromEntries(Object.entries(node).filter(([k]) => !LABEL.includes(k) && k !== kidsKey && !RULE.includes(k)));
+  const negative = node.absent || node.negated || node.polarity === 'negative' || node.kind === 'absence';
+  return h('div', { class: 'tree-node-wrap' },
+    h('span', { class: 'tree-node' },
+      negative ? h('span', { class: 'badge bad' }, 'absent') : null,
+      h('code', {}, label || '(node)'),
+      rule ? h('span', { class: 'muted' }, 'by ' + rule) : null),
+    Object.keys(rest).length ? h('details', {}, h('summary', {}, 'details'), jsonView(rest)) : null,
+    kidsKey && node[kidsKey].length ? h('ul', { class: 'tree' }, node[kidsKey].map((k) => h('li', {}, proofTree(k)))) : null);
+}
+
+// scoreTable renders rows of scores (an AIF ranking) as a table with one
+// column per numeric member.
+export function scoreTable(rows, caption) {
+  if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== 'object') return jsonView(rows);
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  return h('table', { class: 'scores' },
+    caption ? h('caption', { class: 'muted' }, caption) : null,
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col', class: c === 'option' ? '' : 'num' }, c)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, cols.map((c) => h('td', { class: c === 'option' ? '' : 'num' },
+      r[c] !== null && typeof r[c] === 'object' ? jsonView(r[c]) : String(r[c] ?? '')))))));
+}
+
+// scorecard shows one AIF scorecard with its core and augmentation parts
+// side by side, never merged.
+export function scorecard(card, i) {
+  const core = field(card, 'core', 'Core');
+  const aug = field(card, 'augmentation', 'Augmentation', 'augmented');
+  const rest = Object.fromEntries(Object.entries(card || {}).filter(([k]) => !['core', 'Core', 'augmentation', 'Augmentation', 'augmented'].includes(k)));
+  const part = (title, v, id) => h('section', { class: 'score-part', 'data-part': id, 'aria-label': title }, h('h4', {}, title),
+    v === undefined ? h('p', { class: 'muted' }, 'none recorded') : (Array.isArray(v) ? scoreTable(v) : jsonView(v)));
+  return h('article', { class: 'card scorecard', 'data-card': i },
+    h('h3', {}, 'Scorecard ' + (field(card, 'turn', 'Turn') !== undefined ? 'turn ' + field(card, 'turn', 'Turn') : String(i + 1))),
+    jsonView(rest),
+    h('div', { class: 'grid2' }, part('Core', core, 'core'), part('Augmentation', aug, 'augmentation')));
+}
+
+export { replace, short };

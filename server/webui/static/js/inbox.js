@@ -46,21 +46,24 @@ async function detail(item, signal) {
   });
 }
 
-// ticketFields lists the bound members of the Action Ticket behind an
-// approval, when the server offers tickets.
+// ticketFields lists what the Action Ticket behind an approval binds and
+// how it was decided, when the server offers tickets.
+const TICKET_FIELDS = [['proposal_id', 'Proposal'], ['ticket_id', 'Ticket'], ['ticket_digest', 'Ticket digest'],
+  ['action_digest', 'Ticket action digest'], ['assessed_risk', 'Assessed risk'], ['decision', 'Decision'], ['mrp_state', 'Deliberation state']];
 export function ticketFields(tickets, need) {
   const list = tickets && (tickets.tickets || tickets);
   if (!Array.isArray(list)) return [];
-  const t = list.find((t) => [t.request_digest, t.action_digest, t.intent_id, t.request_id].some((x) => x && (x === need.request_digest || x === need.intent_id || x === need.request_id)));
+  const t = list.find((t) => t.request_id === need.request_id || (t.request_digest && t.request_digest === need.request_digest) || (t.intent_id && t.intent_id === need.intent_id));
   if (!t) return [];
   const out = [];
-  for (const [k, v] of Object.entries(t)) {
-    if (k === 'preview' || v === null || v === undefined) continue;
-    if (typeof v === 'object') {
-      if (Array.isArray(v) && v.every((x) => typeof x !== 'object')) out.push(['Ticket ' + k, v.join(', ')]);
-      else for (const [k2, v2] of Object.entries(v)) out.push([`Ticket ${k}.${k2}`, typeof v2 === 'object' ? JSON.stringify(v2) : String(v2)]);
-    } else out.push(['Ticket ' + k, String(v)]);
+  for (const [k, label] of TICKET_FIELDS) if (t[k] !== undefined && t[k] !== '') out.push([label, String(t[k])]);
+  const tv = t.ticket;
+  if (tv) {
+    out.push(['Ticket complete', tv.complete ? 'yes' : 'no: missing ' + (tv.missing_fields || []).join(', ')]);
+    if (tv.preview_required) out.push(['Preview', tv.preview_shown ? 'required, shown' : 'required, not yet shown']);
+    if (tv.confirmation_required) out.push(['Confirmation', tv.confirmation_received ? 'required, received' : 'required, not yet received']);
   }
+  for (const sg of t.signals || []) out.push(['Signal', [`tier ${sg.tier}`, sg.kind, sg.decision, sg.source && 'from ' + sg.source, sg.rule && 'rule ' + sg.rule].filter(Boolean).join(' · ')]);
   return out;
 }
 

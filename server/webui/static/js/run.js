@@ -90,7 +90,7 @@ export async function runPage(el, signal, id) {
     const proposal = field(offer, 'proposal_id', 'ProposalID');
     const options = field(offer, 'options', 'Options') || [];
     const ranking = field(offer, 'ranking', 'Ranking') || [];
-    const digest = field(offer, 'scorecard', 'Scorecard');
+    const digest = field(offer, 'scorecard_digest', 'scorecard', 'Scorecard');
     const buttons = options.map((o) => h('button', { type: 'button', class: 'primary', 'data-act': 'choose', 'data-option': o, onclick: async () => {
       const { say, sayError } = await shell();
       buttons.forEach((b) => { b.disabled = true; });
@@ -250,7 +250,7 @@ export async function runPage(el, signal, id) {
 
   async function loadScorecards() {
     const out = await optional(runPath(id, '/scorecard'), signal).catch(() => null);
-    const cards = out && (out.scorecards || out);
+    const cards = out && out.scorecards;
     replace(scores, h('h2', { id: 'scores-h' }, 'AIF scorecards'),
       out === null ? h('p', { class: 'muted' }, 'This server does not offer scorecards.')
         : (Array.isArray(cards) && cards.length ? cards.map((c, i) => scorecard(c, i)) : h('p', { class: 'muted' }, 'No scorecards: this workflow has no AIF controller, or it has not scored a turn yet.')));
@@ -263,6 +263,9 @@ export async function runPage(el, signal, id) {
     if (!evs.next_after) break;
     after = evs.next_after;
   }
+  // The run may have moved between reading its page and its events: the
+  // page must describe at least what the timeline shows.
+  if (lastSeq !== page.run.events) await refresh();
   renderWhyChoices();
   loadScorecards();
 
@@ -271,7 +274,7 @@ export async function runPage(el, signal, id) {
   let pending = null;
   const soon = () => {
     if (pending) return;
-    pending = setTimeout(() => { pending = null; refresh().then(loadScorecards).catch(() => {}); }, 150);
+    pending = setTimeout(() => { pending = null; refresh().then(loadScorecards).catch(async (e) => { if (!signal.aborted) (await shell()).sayError(e); }); }, 150);
   };
   stream(id, lastSeq, {
     onEvent: (_kind, ev) => { addEvent(ev); soon(); },

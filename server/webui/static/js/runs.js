@@ -12,6 +12,7 @@ export async function runsPage(el, signal) {
   const q = new URLSearchParams(location.hash.split('?')[1] || '');
   const filters = { state: q.get('state') || '', workflow: q.get('workflow') || '' };
   const pages = ['']; // cursors of the pages seen, for "previous"
+  let fillStart = () => {}; // set by startForm once it is built
   let next = '';
 
   const stateIn = h('input', { id: 'f-state', list: 'states', value: filters.state, placeholder: 'any', size: 22 });
@@ -80,7 +81,6 @@ export async function runsPage(el, signal) {
   }
 
   // The start form: any workflow, its input as JSON.
-  let fillStart = () => {};
   function startForm() {
     const sel = h('select', { id: 's-workflow', required: true });
     const idIn = h('input', { id: 's-id', type: 'text', placeholder: 'generated', size: 24 });

@@ -153,30 +153,63 @@ export function proofTree(node) {
     kidsKey && node[kidsKey].length ? h('ul', { class: 'tree' }, node[kidsKey].map((k) => h('li', {}, proofTree(k)))) : null);
 }
 
-// scoreTable renders rows of scores (an AIF ranking) as a table with one
-// column per numeric member.
-export function scoreTable(rows, caption) {
-  if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== 'object') return jsonView(rows);
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  return h('table', { class: 'scores' },
-    caption ? h('caption', { class: 'muted' }, caption) : null,
-    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col', class: c === 'option' ? '' : 'num' }, c)))),
-    h('tbody', {}, rows.map((r) => h('tr', {}, cols.map((c) => h('td', { class: c === 'option' ? '' : 'num' },
-      r[c] !== null && typeof r[c] === 'object' ? jsonView(r[c]) : String(r[c] ?? '')))))));
+// fixedNum shows a fixed-point score (an integer count of 1/scale units,
+// as the AIF records store them) as a decimal.
+export function fixedNum(v, scale = 1e9) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return v === undefined || v === null ? '' : String(v);
+  return (v / scale).toFixed(4);
 }
 
-// scorecard shows one AIF scorecard with its core and augmentation parts
-// side by side, never merged.
-export function scorecard(card, i) {
-  const core = field(card, 'core', 'Core');
-  const aug = field(card, 'augmentation', 'Augmentation', 'augmented');
-  const rest = Object.fromEntries(Object.entries(card || {}).filter(([k]) => !['core', 'Core', 'augmentation', 'Augmentation', 'augmented'].includes(k)));
-  const part = (title, v, id) => h('section', { class: 'score-part', 'data-part': id, 'aria-label': title }, h('h4', {}, title),
-    v === undefined ? h('p', { class: 'muted' }, 'none recorded') : (Array.isArray(v) ? scoreTable(v) : jsonView(v)));
+// scoreTable renders rows of scores (an AIF ranking) as a table: text
+// columns as they are, numeric ones as fixed-point decimals.
+export function scoreTable(rows, caption, scale = 1e9) {
+  if (!Array.isArray(rows) || !rows.length || typeof rows[0] !== 'object') return jsonView(rows);
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const numeric = (c) => rows.every((r) => r[c] === undefined || typeof r[c] === 'number');
+  return h('table', { class: 'scores' },
+    caption ? h('caption', { class: 'muted' }, caption) : null,
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col', class: numeric(c) ? 'num' : '' }, c)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, cols.map((c) => h('td', { class: numeric(c) ? 'num' : '' },
+      numeric(c) ? fixedNum(r[c], scale) : (r[c] !== null && typeof r[c] === 'object' ? jsonView(r[c]) : String(r[c] ?? ''))))))));
+}
+
+// scorecard shows one AIF scorecard with the core (risk, ambiguity, their
+// sum the expected free energy) and the augmentations apart: two tables,
+// and which candidate each alone would pick.
+export function scorecard(rec, i) {
+  const card = field(rec, 'scorecard') || rec || {};
+  const scale = typeof card.scale === 'number' && card.scale > 0 ? card.scale : 1e9;
+  const cands = [...(card.candidates || [])];
+  if (card.do_nothing && card.do_nothing.id) cands.push(Object.assign({ nothing: true }, card.do_nothing));
+  const names = [...new Set(cands.flatMap((c) => (c.augmentations || []).map((a) => a.name)))];
+  const num = (v) => h('td', { class: 'num' }, fixedNum(v, scale));
+  const label = (c) => h('th', { scope: 'row' }, c.id, c.nothing ? h('span', { class: 'muted' }, ' (do nothing)') : null);
+  const core = h('section', { class: 'score-part', 'data-part': 'core', 'aria-label': 'Core' },
+    h('h4', {}, 'Core: risk + ambiguity = expected free energy'),
+    cands.length ? h('table', { class: 'scores' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'candidate'), ['risk', 'ambiguity', 'efe'].map((c) => h('th', { scope: 'col', class: 'num' }, c)))),
+      h('tbody', {}, cands.map((c) => h('tr', { 'data-candidate': c.id }, label(c), num((c.core || {}).risk), num((c.core || {}).ambiguity), num((c.core || {}).efe))))) : h('p', { class: 'muted' }, 'no candidates'),
+    h('p', {}, 'Lowest core: ', h('strong', {}, card.argmin_core || '—')));
+  const aug = h('section', { class: 'score-part', 'data-part': 'augmentation', 'aria-label': 'Augmentation' },
+    h('h4', {}, 'Augmentations and total'),
+    cands.length ? h('table', { class: 'scores' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'candidate'), names.map((n) => h('th', { scope: 'col', class: 'num' }, n)),
+        h('th', { scope: 'col', class: 'num' }, 'total'), h('th', { scope: 'col', class: 'num' }, 'probability'))),
+      h('tbody', {}, cands.map((c) => h('tr', { 'data-candidate': c.id }, label(c),
+        names.map((n) => num(((c.augmentations || []).find((a) => a.name === n) || {}).value)), num(c.total), num(c.probability))))) : null,
+    names.length ? null : h('p', { class: 'muted' }, 'No augmentation terms: the total is the core.'),
+    h('p', {}, 'Lowest total: ', h('strong', {}, card.argmin_total || '—'),
+      (card.moved_by || []).length ? [' — moved from the core\u2019s pick by ', h('strong', {}, card.moved_by.join(', '))] : null));
+  const facts = [
+    ['Turn', field(rec, 'turn')], ['Proposal', field(rec, 'proposal_id')], ['Ticket', field(rec, 'ticket_id')],
+    ['Chooser', field(rec, 'chooser')], ['Delegated to the controller', rec && rec.delegated !== undefined ? (rec.delegated ? 'yes' : 'no') : undefined],
+    ['Pick', card.pick], ['Abstained', card.abstain], ['Unscored', field(rec, 'unscored')],
+    ['Scorecard digest', field(rec, 'scorecard_digest')],
+  ].filter(([, v]) => v !== undefined && v !== null && v !== '');
   return h('article', { class: 'card scorecard', 'data-card': i },
-    h('h3', {}, 'Scorecard ' + (field(card, 'turn', 'Turn') !== undefined ? 'turn ' + field(card, 'turn', 'Turn') : String(i + 1))),
-    jsonView(rest),
-    h('div', { class: 'grid2' }, part('Core', core, 'core'), part('Augmentation', aug, 'augmentation')));
+    h('h3', {}, 'Scorecard ' + (field(rec, 'turn') !== undefined ? 'for turn ' + field(rec, 'turn') : String(i + 1))),
+    h('dl', { class: 'kv' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))])),
+    core, aug);
 }
 
 export { replace, short };

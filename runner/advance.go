@@ -191,11 +191,17 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
 			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
 		return r.cfg.PlatformDigest, nil
-	} else if err != nil && store.CodeOf(err) != store.CodeNotFound {
+	} else if err != nil && store.CodeOf(err) != store.CodeNotFound && store.CodeOf(err) != store.CodeCorrupt {
+		// Unavailable, or encrypted under a key this runner lacks
+		// (store.CodeSealed): nothing is known against the run.
 		return "", err
 	}
 	reason := ""
-	if err != nil {
+	if store.CodeOf(err) == store.CodeCorrupt {
+		// Stored bytes that fail their digest or their encryption's
+		// authentication: never resume from them.
+		reason = err.Error()
+	} else if err != nil {
 		reason = fmt.Sprintf("run has %d events but no checkpoint", t.run.Head)
 	} else if stored.Seq != t.run.Head {
 		reason = fmt.Sprintf("checkpoint follows event %d but the run is at %d", stored.Seq, t.run.Head)

@@ -138,6 +138,7 @@ func init() {
 
 	trace := &cobra.Command{Use: "trace RUN", Short: "Print a run's trace records (never authoritative)", Args: cobra.ExactArgs(1)}
 	tStore := addStoreFlag(trace)
+	tJSON := trace.Flags().Bool("json", false, "print each record as a JSON line {seq, kind, body}")
 	trace.RunE = func(cmd *cobra.Command, args []string) error {
 		st, err := openStore(cmd.Context(), *tStore, true)
 		if err != nil {
@@ -148,7 +149,11 @@ func init() {
 		if err != nil {
 			return err
 		}
-		for _, t := range tr {
+		for i, t := range tr {
+			if *tJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), `{"seq":%d,"kind":%q,"body":%s}`+"\n", i+1, t.Kind, t.Body)
+				continue
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%-20s %s\n", t.Kind, t.Body)
 		}
 		return nil

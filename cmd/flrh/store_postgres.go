@@ -12,7 +12,7 @@ import (
 // openURLStore opens a store named by a URL: postgres://… or
 // postgresql://… (any DSN pgx accepts, plus an optional schema=NAME query
 // parameter that names the PostgreSQL schema holding flrh's tables).
-func openURLStore(ctx context.Context, spec string, readOnly bool) (store.Store, error) {
+func openURLStore(ctx context.Context, spec string, readOnly bool, sealer store.Sealer) (store.Store, error) {
 	if !strings.HasPrefix(spec, "postgres://") && !strings.HasPrefix(spec, "postgresql://") {
 		return nil, usagef("unsupported store %q: use sqlite:PATH or postgres://…", redactURL(spec))
 	}
@@ -20,7 +20,7 @@ func openURLStore(ctx context.Context, spec string, readOnly bool) (store.Store,
 	if err != nil {
 		return nil, err
 	}
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, ReadOnly: readOnly})
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, ReadOnly: readOnly, Sealer: sealer})
 	if store.CodeOf(err) == store.CodeInvalidInput {
 		return nil, usageError{err}
 	}

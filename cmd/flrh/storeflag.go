@@ -29,17 +29,22 @@ const defaultStore = "sqlite:./flrh.db"
 func addStoreFlag(cmd *cobra.Command) *string {
 	s := new(string)
 	cmd.Flags().StringVar(s, "store", defaultStore, "the run store: sqlite:PATH (or a plain path), or postgres://USER@HOST:PORT/DB[?schema=NAME]")
+	addEncryptionFlag(cmd)
 	return s
 }
 
 // openStore opens the store a --store value names.
 func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, error) {
+	sealer, err := storeSealer()
+	if err != nil {
+		return nil, err
+	}
 	path := spec
 	switch {
 	case strings.HasPrefix(spec, "sqlite:"):
 		path = strings.TrimPrefix(spec, "sqlite:")
 	case strings.Contains(spec, "://"):
-		return openURLStore(ctx, spec, readOnly)
+		return openURLStore(ctx, spec, readOnly, sealer)
 	}
 	if path == "" {
 		return nil, usagef("empty store path")
@@ -51,7 +56,7 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 			return nil, usagef("no store at %s (give --store sqlite:PATH)", path)
 		}
 	}
-	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly})
+	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly, Sealer: sealer})
 }
 
 // builtinWorkflows are the workflows compiled into this binary.

@@ -133,6 +133,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, rc.IntentID, lease.RunID, rc.Outcome, rc.B
 		// The rest only appends and cannot be refused by what it finds, so
 		// it travels in one round trip: events extending the hash chain,
 		// the checkpoint, the run header and the trace.
+		cpBody, traceBodies, err := s.sealTick(ctx, tx, op, lease.RunID, tick)
+		if err != nil {
+			return err
+		}
 		b := &pgx.Batch{}
 		seq, hash := run.Head, run.HeadHash
 		for _, ev := range tick.Events {
@@ -145,7 +149,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, lease.RunID, seq, ev.Kind, ev.Body
 		if cp := tick.Checkpoint; cp != nil {
 			b.Queue(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
 VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8)`,
-				lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts)
+				lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation, ts)
 		}
 		state := run.State
 		if tick.State != "" {
@@ -153,9 +157,9 @@ VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = $1),
 		}
 		b.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
 			head, hash, state, tick.Outcome, ts, lease.RunID)
-		for _, tr := range tick.Trace {
+		for i, tr := range tick.Trace {
 			b.Queue(`INSERT INTO trace (run_id, seq, kind, body, recorded_at)
-VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace WHERE run_id = $1), $2, $3, $4)`, lease.RunID, tr.Kind, tr.Body, ts)
+VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM trace WHERE run_id = $1), $2, $3, $4)`, lease.RunID, tr.Kind, traceBodies[i], ts)
 		}
 		return tx.commitWith(ctx, b)
 	})
@@ -251,4 +255,38 @@ WHERE o.intent_id = $1 AND i.run_id = $2`, intentID, lease.RunID).Scan(&status, 
 		intentID, at.N, lease.Generation, nanos(now))
 	b.Queue(`UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = $2 WHERE intent_id = $3`, at.N, nanos(now), intentID)
 	return at, tx.SendBatch(ctx, b)
+}
+
+// sealTick returns the bodies the tick's checkpoint and trace records are
+// stored with: as they are without a sealer, else sealed for the positions
+// the INSERTs above will give them. The run's row is locked, so no other
+// commit of this run can take those positions first. The tick itself is
+// left alone: a transaction run again seals afresh.
+func (s *Store) sealTick(ctx context.Context, tx *wtx, op, runID string, tick store.Tick) (cp []byte, trace [][]byte, err error) {
+	trace = make([][]byte, len(tick.Trace))
+	if tick.Checkpoint != nil {
+		cp = tick.Checkpoint.Body
+	}
+	for i, tr := range tick.Trace {
+		trace[i] = tr.Body
+	}
+	if s.sealer == nil {
+		return cp, trace, nil
+	}
+	var n, seq int64
+	if err := tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = $1),
+	(SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = $1)`, runID).Scan(&n, &seq); err != nil {
+		return nil, nil, err
+	}
+	if cp != nil {
+		if cp, err = store.SealBody(s.sealer, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: n + 1}, cp); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, tr := range tick.Trace {
+		if trace[i], err = store.SealBody(s.sealer, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + tr.Kind, Seq: seq + int64(i) + 1}, tr.Body); err != nil {
+			return nil, nil, err
+		}
+	}
+	return cp, trace, nil
 }

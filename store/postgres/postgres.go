@@ -44,6 +44,9 @@ type Options struct {
 	// serialization race or a deadlock is run again; 0 means 8, a negative
 	// number means never.
 	Retries int
+	// Sealer, when set, encrypts checkpoint and trace bodies at rest
+	// (package store/sealed); nil stores them as they are.
+	Sealer store.Sealer
 }
 
 // Store is a store.Store on one PostgreSQL database (or schema).
@@ -53,6 +56,7 @@ type Store struct {
 	ro      bool
 	schema  string // the schema the tables live in, resolved at Open
 	retries int
+	sealer  store.Sealer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -85,7 +89,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "connect")
 	}
-	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries}
+	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries, sealer: opts.Sealer}
 	switch {
 	case s.retries == 0:
 		s.retries = 8

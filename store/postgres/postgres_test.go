@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sealed"
 	"flrh.dev/flrh/store/storetest"
 )
 
@@ -101,4 +103,64 @@ func mustCode(t testing.TB, err error, code store.Code) {
 	if got := store.CodeOf(err); got != code {
 		t.Fatalf("error = %v (code %q), want %s", err, got, code)
 	}
+}
+
+// The whole conformance suite passes unchanged with every checkpoint and
+// trace body encrypted, and the sealed-record checks hold.
+func TestConformanceSealed(t *testing.T) {
+	dsn(t)
+	k, err := sealed.New(bytes.Repeat([]byte{7}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Run(t, func(t *testing.T, clock func() time.Time) store.Store {
+		return openTest(t, Options{Clock: clock, Sealer: k})
+	})
+}
+
+type rawPostgres struct{ s *Store }
+
+func (r rawPostgres) Body(t *testing.T, table, runID string, pos int64) []byte {
+	t.Helper()
+	var b []byte
+	if err := r.s.pool.QueryRow(context.Background(), `SELECT body FROM `+table+` WHERE run_id = $1 AND `+posColumn(table)+` = $2`, runID, pos).Scan(&b); err != nil {
+		t.Fatalf("raw read %s %s %d: %v", table, runID, pos, err)
+	}
+	return b
+}
+
+func (r rawPostgres) SetBody(t *testing.T, table, runID string, pos int64, body []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := r.s.pool.Exec(ctx, `ALTER TABLE `+table+` DISABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.s.pool.Exec(ctx, `UPDATE `+table+` SET body = $1 WHERE run_id = $2 AND `+posColumn(table)+` = $3`, body, runID, pos); err != nil {
+		t.Fatalf("raw write %s %s %d: %v", table, runID, pos, err)
+	}
+}
+
+func posColumn(table string) string {
+	if table == "checkpoints" {
+		return "n"
+	}
+	return "seq"
+}
+
+func TestSealed(t *testing.T) {
+	d := dsn(t)
+	schemas := map[string]string{}
+	storetest.RunSealed(t, func(t *testing.T, sealer store.Sealer) (store.Store, storetest.Raw) {
+		schema, ok := schemas[t.Name()]
+		if !ok {
+			schema = freshSchema(t)
+			schemas[t.Name()] = schema
+		}
+		s, err := Open(context.Background(), d, Options{Schema: schema, Sealer: sealer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, rawPostgres{s}
+	})
 }

@@ -162,8 +162,16 @@ VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?
 		}
 
 		if cp := tick.Checkpoint; cp != nil {
+			var n int64
+			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?`, lease.RunID).Scan(&n); err != nil {
+				return err
+			}
+			body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealCheckpoint, Seq: n}, cp.Body)
+			if err != nil {
+				return err
+			}
 			if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, lease.RunID, head, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest, lease.Generation, ts); err != nil {
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
 		}
@@ -183,8 +191,12 @@ VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?), ?
 		}
 		for _, tr := range tick.Trace {
 			traceSeq++
+			body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: traceSeq}, tr.Body)
+			if err != nil {
+				return err
+			}
 			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-				lease.RunID, traceSeq, tr.Kind, tr.Body, ts); err != nil {
+				lease.RunID, traceSeq, tr.Kind, body, ts); err != nil {
 				return err
 			}
 		}

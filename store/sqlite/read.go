@@ -81,9 +81,14 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 // Checkpoint implements store.Store.
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
-	err := s.db.QueryRowContext(ctx, `SELECT seq, format_version, build_digest, body, digest FROM checkpoints
-WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
-	return c, mapErr("checkpoint", runID, err)
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
+WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+	if err != nil {
+		return c, mapErr("checkpoint", runID, err)
+	}
+	c.Body, err = store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: n}, c.Body)
+	return c, err
 }
 
 // Intents implements store.Store.
@@ -152,7 +157,7 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, body FROM trace WHERE run_id = ? ORDER BY seq`, runID)
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, body FROM trace WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, mapErr("trace", runID, err)
 	}
@@ -160,8 +165,12 @@ func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, e
 	var out []store.TraceRecord
 	for rows.Next() {
 		var t store.TraceRecord
-		if err := rows.Scan(&t.Kind, &t.Body); err != nil {
+		var seq int64
+		if err := rows.Scan(&seq, &t.Kind, &t.Body); err != nil {
 			return nil, mapErr("trace", runID, err)
+		}
+		if t.Body, err = store.OpenBody(s.sealer, "trace", store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.Kind, Seq: seq}, t.Body); err != nil {
+			return nil, err
 		}
 		out = append(out, t)
 	}

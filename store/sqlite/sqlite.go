@@ -28,14 +28,18 @@ type Options struct {
 	ReadOnly bool
 	// BusyTimeout bounds how long a writer waits for the write lock.
 	BusyTimeout time.Duration
+	// Sealer, when set, encrypts checkpoint and trace bodies at rest
+	// (package store/sealed); nil stores them as they are.
+	Sealer store.Sealer
 }
 
 // Store is a store.Store on one SQLite database file.
 type Store struct {
-	db    *sql.DB
-	clock func() time.Time
-	ro    bool
-	stmts statements
+	db     *sql.DB
+	clock  func() time.Time
+	ro     bool
+	stmts  statements
+	sealer store.Sealer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,7 +75,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, clock: clock, ro: opts.ReadOnly}
+	s := &Store{db: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sealed"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// The whole conformance suite passes unchanged with every checkpoint and
+// trace body encrypted.
+func TestConformanceSealed(t *testing.T) {
+	k, err := sealed.New(bytes.Repeat([]byte{7}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Run(t, func(t *testing.T, clock func() time.Time) store.Store {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), Options{Clock: clock, Sealer: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+type rawSQLite struct{ s *Store }
+
+func (r rawSQLite) Body(t *testing.T, table, runID string, pos int64) []byte {
+	t.Helper()
+	var b []byte
+	if err := r.s.db.QueryRow(`SELECT body FROM `+table+` WHERE run_id = ? AND `+posColumn(table)+` = ?`, runID, pos).Scan(&b); err != nil {
+		t.Fatalf("raw read %s %s %d: %v", table, runID, pos, err)
+	}
+	return b
+}
+
+func (r rawSQLite) SetBody(t *testing.T, table, runID string, pos int64, body []byte) {
+	t.Helper()
+	// The append-only triggers are what an attacker with the file would
+	// drop first.
+	for _, trig := range []string{"checkpoints_no_update", "trace_no_update"} {
+		if _, err := r.s.db.Exec(`DROP TRIGGER IF EXISTS ` + trig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.s.db.Exec(`UPDATE `+table+` SET body = ? WHERE run_id = ? AND `+posColumn(table)+` = ?`, body, runID, pos); err != nil {
+		t.Fatalf("raw write %s %s %d: %v", table, runID, pos, err)
+	}
+}
+
+func posColumn(table string) string {
+	if table == "checkpoints" {
+		return "n"
+	}
+	return "seq"
+}
+
+func TestSealed(t *testing.T) {
+	storetest.RunSealed(t, func(t *testing.T, sealer store.Sealer) (store.Store, storetest.Raw) {
+		// One database per subtest, reopened with other keys.
+		path := filepath.Join(sealedDir(t), "flrh.db")
+		s, err := Open(context.Background(), path, Options{Sealer: sealer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, rawSQLite{s}
+	})
+}
+
+// sealedDir is one temporary directory per (sub)test, shared by every
+// reopening within it.
+func sealedDir(t *testing.T) string {
+	t.Helper()
+	if d, ok := sealedDirs[t.Name()]; ok {
+		return d
+	}
+	d := t.TempDir()
+	sealedDirs[t.Name()] = d
+	return d
+}
+
+var sealedDirs = map[string]string{}
+
+// Every byte of the database file and its WAL is free of the plaintext of
+// sealed checkpoints and trace records.
+func TestSealedFileHasNoPlaintext(t *testing.T) {
+	const marker = "file-scan-marker-83be1f"
+	k, err := sealed.New(bytes.Repeat([]byte{9}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := Open(context.Background(), filepath.Join(dir, "flrh.db"), Options{Sealer: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireLease(ctx, "r", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"state":"` + marker + `"}`)
+	if err := s.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("E", `{}`)},
+		Checkpoint: &store.Checkpoint{Seq: 1, FormatVersion: 1, Body: body, Digest: store.BodyDigest(body)},
+		Trace:      []store.TraceRecord{{Kind: "k", Body: []byte(`{"t":"` + marker + `"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	scan := func() {
+		t.Helper()
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(marker)) {
+				t.Fatalf("%s holds the plaintext of a sealed record", e.Name())
+			}
+		}
+	}
+	scan() // the WAL, before any checkpoint of it
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scan() // the main file, after the WAL is folded in
+}

@@ -1,0 +1,238 @@
+package storetest
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sealed"
+)
+
+// Raw reads and rewrites stored bodies behind a store's back, as someone
+// with access to the database could: table is "checkpoints" (pos is the
+// checkpoint's number n) or "trace" (pos is the record's seq).
+type Raw interface {
+	Body(t *testing.T, table, runID string, pos int64) []byte
+	SetBody(t *testing.T, table, runID string, pos int64, body []byte)
+}
+
+// SealedOpener opens (or reopens) one database with the given sealer (nil
+// for none), returning the store and raw access to the same database.
+type SealedOpener func(t *testing.T, sealer store.Sealer) (store.Store, Raw)
+
+// Keys used by RunSealed; fixed so that failures reproduce.
+var (
+	key1 = bytes.Repeat([]byte{0x11}, sealed.KeySize)
+	key2 = bytes.Repeat([]byte{0x22}, sealed.KeySize)
+)
+
+func keyring(t *testing.T, primary []byte, older ...[]byte) *sealed.Keyring {
+	t.Helper()
+	k, err := sealed.New(primary, older...)
+	must(t, err)
+	return k
+}
+
+// sealedRun commits three ticks to run "r", each with a checkpoint and two
+// trace records whose bodies carry marker, and returns what was committed.
+func sealedRun(t *testing.T, s store.Store, marker string) (store.Checkpoint, []store.TraceRecord) {
+	t.Helper()
+	newRun(t, s, "r")
+	l, err := s.AcquireLease(ctx, "r", "w", 60e9)
+	must(t, err)
+	var cp store.Checkpoint
+	var trace []store.TraceRecord
+	for i := int64(0); i < 3; i++ {
+		body := []byte(fmt.Sprintf(`{"state":%q,"step":%d}`, marker, i))
+		cp = store.Checkpoint{Seq: i + 1, FormatVersion: 1, BuildDigest: "b", Body: body, Digest: store.BodyDigest(body)}
+		tr := []store.TraceRecord{
+			{Kind: "h.fhr", Body: []byte(fmt.Sprintf(`{"fhr":%q,"step":%d}`, marker, i))},
+			{Kind: "mrp.journey", Body: []byte(fmt.Sprintf(`{"journey":%q,"step":%d}`, marker, i))},
+		}
+		trace = append(trace, tr...)
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: i, Events: []store.Event{Ev("E", fmt.Sprintf(`{"n":%d}`, i))}, Checkpoint: &cp, Trace: tr}))
+	}
+	return cp, trace
+}
+
+func mustRead(t *testing.T, s store.Store, wantCP store.Checkpoint, wantTrace []store.TraceRecord) {
+	t.Helper()
+	cp, err := s.Checkpoint(ctx, "r")
+	must(t, err)
+	if !bytes.Equal(cp.Body, wantCP.Body) || cp.Digest != wantCP.Digest || cp.Seq != wantCP.Seq {
+		t.Fatalf("checkpoint read back as %+v, want %+v", cp, wantCP)
+	}
+	tr, err := s.Trace(ctx, "r")
+	must(t, err)
+	if len(tr) != len(wantTrace) {
+		t.Fatalf("trace has %d records, want %d", len(tr), len(wantTrace))
+	}
+	for i := range tr {
+		if tr[i].Kind != wantTrace[i].Kind || !bytes.Equal(tr[i].Body, wantTrace[i].Body) {
+			t.Fatalf("trace record %d = %s %s, want %s %s", i, tr[i].Kind, tr[i].Body, wantTrace[i].Kind, wantTrace[i].Body)
+		}
+	}
+}
+
+func mustReadCode(t *testing.T, s store.Store, code store.Code) {
+	t.Helper()
+	_, err := s.Checkpoint(ctx, "r")
+	mustCode(t, err, code)
+	_, err = s.Trace(ctx, "r")
+	mustCode(t, err, code)
+}
+
+// RunSealed checks encryption at rest on a backend: bodies round-trip,
+// nothing of them is stored in clear, and a missing key, a wrong key, a
+// flipped bit, a body moved to another position, another run or another
+// record kind, and a plaintext body slipped in are each refused with a
+// typed error.
+func RunSealed(t *testing.T, open SealedOpener) {
+	const marker = "plain-marker-5d1e9c"
+	t.Run("RoundTripAndNoPlaintext", func(t *testing.T) {
+		s, raw := open(t, keyring(t, key1))
+		cp, trace := sealedRun(t, s, marker)
+		mustRead(t, s, cp, trace)
+		for n := int64(1); n <= 3; n++ {
+			if b := raw.Body(t, "checkpoints", "r", n); !store.IsSealed(b) || bytes.Contains(b, []byte(marker)) {
+				t.Fatalf("checkpoint %d is stored in clear: %q", n, b)
+			}
+		}
+		for seq := int64(1); seq <= int64(len(trace)); seq++ {
+			if b := raw.Body(t, "trace", "r", seq); !store.IsSealed(b) || bytes.Contains(b, []byte(marker)) {
+				t.Fatalf("trace record %d is stored in clear: %q", seq, b)
+			}
+		}
+	})
+	t.Run("NoKeyOrWrongKey", func(t *testing.T) {
+		s, _ := open(t, keyring(t, key1))
+		sealedRun(t, s, marker)
+		s.Close()
+		s, _ = open(t, nil)
+		mustReadCode(t, s, store.CodeSealed)
+		s.Close()
+		s, _ = open(t, keyring(t, key2))
+		mustReadCode(t, s, store.CodeSealed)
+		var se *store.SealError
+		_, err := s.Checkpoint(ctx, "r")
+		if !asSealError(err, &se) || se.KeyID != sealed.KeyID(key1) {
+			t.Fatalf("wrong key: error %v does not name the sealing key %s", err, sealed.KeyID(key1))
+		}
+	})
+	t.Run("Rotation", func(t *testing.T) {
+		s, _ := open(t, keyring(t, key1))
+		cp, trace := sealedRun(t, s, marker)
+		s.Close()
+		s, raw := open(t, keyring(t, key2, key1))
+		mustRead(t, s, cp, trace)
+		l, err := s.AcquireLease(ctx, "r", "w", 60e9)
+		must(t, err)
+		body := []byte(`{"state":"after rotation"}`)
+		cp2 := store.Checkpoint{Seq: 3, FormatVersion: 1, BuildDigest: "b", Body: body, Digest: store.BodyDigest(body)}
+		tr := store.TraceRecord{Kind: "k", Body: []byte(`{"after":"rotation"}`)}
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, Checkpoint: &cp2, Trace: []store.TraceRecord{tr}}))
+		mustRead(t, s, cp2, append(trace, tr))
+		if b := raw.Body(t, "checkpoints", "r", 4); !bytes.Contains(b, []byte(sealed.KeyID(key2))) {
+			t.Fatalf("the new checkpoint is not sealed under the new primary key")
+		}
+		s.Close()
+		s, _ = open(t, keyring(t, key2)) // the old key dropped: old records cannot be read
+		_, err = s.Checkpoint(ctx, "r")
+		must(t, err) // the latest checkpoint is under key2
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeSealed)
+	})
+	t.Run("BitFlip", func(t *testing.T) {
+		s, raw := open(t, keyring(t, key1))
+		sealedRun(t, s, marker)
+		orig := raw.Body(t, "checkpoints", "r", 3)
+		// Every byte after the prefix and key id: nonce, ciphertext, tag.
+		start := len(store.SealedPrefix) + 1 + int(orig[len(store.SealedPrefix)])
+		for i := start; i < len(orig); i += max(1, (len(orig)-start)/16) {
+			b := bytes.Clone(orig)
+			b[i] ^= 0x04
+			raw.SetBody(t, "checkpoints", "r", 3, b)
+			_, err := s.Checkpoint(ctx, "r")
+			mustCode(t, err, store.CodeCorrupt)
+		}
+		b := bytes.Clone(orig)
+		raw.SetBody(t, "checkpoints", "r", 3, b[:len(b)-1])
+		_, err := s.Checkpoint(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		tb := raw.Body(t, "trace", "r", 2)
+		tb[len(tb)-1] ^= 0x80
+		raw.SetBody(t, "trace", "r", 2, tb)
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+	})
+	t.Run("Swaps", func(t *testing.T) {
+		s, raw := open(t, keyring(t, key1))
+		sealedRun(t, s, marker)
+		// An older checkpoint's body in the latest row.
+		latest := raw.Body(t, "checkpoints", "r", 3)
+		raw.SetBody(t, "checkpoints", "r", 3, raw.Body(t, "checkpoints", "r", 2))
+		_, err := s.Checkpoint(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		raw.SetBody(t, "checkpoints", "r", 3, latest)
+		// A trace record moved to another position with the same kind
+		// (records 1 and 3 are both h.fhr), then a record of another kind.
+		one, three := raw.Body(t, "trace", "r", 1), raw.Body(t, "trace", "r", 3)
+		raw.SetBody(t, "trace", "r", 1, three)
+		raw.SetBody(t, "trace", "r", 3, one)
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		raw.SetBody(t, "trace", "r", 1, one)
+		raw.SetBody(t, "trace", "r", 3, three)
+		two := raw.Body(t, "trace", "r", 2)
+		raw.SetBody(t, "trace", "r", 2, one)
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		raw.SetBody(t, "trace", "r", 2, two)
+		// A checkpoint body as a trace record.
+		raw.SetBody(t, "trace", "r", 2, latest)
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		raw.SetBody(t, "trace", "r", 2, two)
+		// Another run's checkpoint at the same position.
+		newRun(t, s, "other")
+		l, err := s.AcquireLease(ctx, "other", "w", 60e9)
+		must(t, err)
+		for i := int64(0); i < 3; i++ {
+			body := []byte(fmt.Sprintf(`{"other":%d}`, i))
+			must(t, s.Commit(ctx, l, store.Tick{ExpectHead: i, Events: []store.Event{Ev("E", fmt.Sprintf(`{"n":%d}`, i))},
+				Checkpoint: &store.Checkpoint{Seq: i + 1, FormatVersion: 1, BuildDigest: "b", Body: body, Digest: store.BodyDigest(body)}}))
+		}
+		raw.SetBody(t, "checkpoints", "r", 3, raw.Body(t, "checkpoints", "other", 3))
+		_, err = s.Checkpoint(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+		// Everything put back reads again.
+		raw.SetBody(t, "checkpoints", "r", 3, latest)
+		_, err = s.Checkpoint(ctx, "r")
+		must(t, err)
+		_, err = s.Trace(ctx, "r")
+		must(t, err)
+	})
+	t.Run("PlaintextDowngrade", func(t *testing.T) {
+		s, raw := open(t, keyring(t, key1))
+		cp, _ := sealedRun(t, s, marker)
+		raw.SetBody(t, "checkpoints", "r", 3, cp.Body)
+		_, err := s.Checkpoint(ctx, "r")
+		mustCode(t, err, store.CodeCorrupt)
+	})
+}
+
+func asSealError(err error, target **store.SealError) bool {
+	for err != nil {
+		if se, ok := err.(*store.SealError); ok {
+			*target = se
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}

@@ -44,6 +44,16 @@ func Canonicalize(text []byte) ([]byte, error) {
 // first converted as [Marshal] does). Set-like arrays are chosen by the
 // root object's string "kind" member.
 func Encode(v any) ([]byte, error) {
+	if b, ok := onePass(v); ok {
+		return b, nil
+	}
+	return encodeTwoPass(v)
+}
+
+// encodeTwoPass normalizes v into the value model, then writes it. It is
+// the reference the one-pass encoder is held to, and the path that reports
+// errors: which rule failed, and where.
+func encodeTwoPass(v any) ([]byte, error) {
 	v, err := normalize(v, "", 0)
 	if err != nil {
 		return nil, err

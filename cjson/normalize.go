@@ -101,7 +101,7 @@ func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
 		}
 		return n, nil
 	}
-	if t.Implements(marshalerType) && (rv.Kind() != reflect.Pointer || !rv.IsNil()) {
+	if t.Implements(marshalerType) && !isNilRef(rv) {
 		b, err := rv.Interface().(json.Marshaler).MarshalJSON()
 		if err != nil {
 			return nil, errAt(CodeUnsupportedType, ptr, -1, "MarshalJSON of %s failed: %v", t, err)
@@ -208,6 +208,12 @@ func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
 		return out, nil
 	}
 	return nil, errAt(CodeUnsupportedType, ptr, -1, "value of type %s has no canonical form", t)
+}
+
+// isNilRef reports a nil pointer or interface: such a value is null, never
+// asked to marshal itself.
+func isNilRef(rv reflect.Value) bool {
+	return (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface) && rv.IsNil()
 }
 
 func joinPointer(base, rel string) string {

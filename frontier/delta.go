@@ -28,7 +28,7 @@ func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/diff")
 	case !validVersion(dataflowVersion):
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/dataflow_version")
-	case v.canon == nil:
+	case !v.sealed():
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/value")
 	}
 	d := ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v}

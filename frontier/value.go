@@ -25,8 +25,12 @@ type (
 
 // Value is one validated, normalized protocol value with its canonical bytes
 // and M3 value digest computed once. A Value is immutable: its accessors
-// return copies.
-type Value struct {
+// return copies. It is a handle on the sealed contents, so deltas, states
+// and batches copy one pointer per value, not the value. The zero Value
+// holds nothing and is refused wherever a value is needed.
+type Value struct{ *sealedValue }
+
+type sealedValue struct {
 	kind     ValueKind
 	proposal EffectProposal
 	verdict  EligibilityVerdict
@@ -34,11 +38,22 @@ type Value struct {
 	digest   string // sha256 of the M3ValuePreimage
 }
 
-// Kind reports which protocol value v holds.
-func (v Value) Kind() ValueKind { return v.kind }
+// sealed reports whether v was built by a constructor.
+func (v Value) sealed() bool { return v.sealedValue != nil }
+
+// Kind reports which protocol value v holds ("" for the zero Value).
+func (v Value) Kind() ValueKind {
+	if !v.sealed() {
+		return ""
+	}
+	return v.kind
+}
 
 // Proposal returns a copy of the proposal; ok is false for a verdict.
 func (v Value) Proposal() (EffectProposal, bool) {
+	if !v.sealed() {
+		return EffectProposal{}, false
+	}
 	p := v.proposal
 	p.Preconditions = slices.Clone(p.Preconditions)
 	return p, v.kind == KindEffectProposal
@@ -46,22 +61,45 @@ func (v Value) Proposal() (EffectProposal, bool) {
 
 // Verdict returns a copy of the verdict; ok is false for a proposal.
 func (v Value) Verdict() (EligibilityVerdict, bool) {
+	if !v.sealed() {
+		return EligibilityVerdict{}, false
+	}
 	e := v.verdict
 	e.SupportDerivationIDs = slices.Clone(e.SupportDerivationIDs)
 	return e, v.kind == KindEligibilityVerdict
 }
 
 // Digest is the value_digest: sha256 over the M3ValuePreimage.
-func (v Value) Digest() string { return v.digest }
+func (v Value) Digest() string {
+	if !v.sealed() {
+		return ""
+	}
+	return v.digest
+}
 
 // CanonicalJSON returns the value's flrh-cjson/1 bytes.
-func (v Value) CanonicalJSON() []byte { return slices.Clone(v.canon) }
+func (v Value) CanonicalJSON() []byte {
+	if !v.sealed() {
+		return nil
+	}
+	return slices.Clone(v.canon)
+}
 
 // AppendCanonical appends the value's flrh-cjson/1 bytes to b.
-func (v Value) AppendCanonical(b []byte) []byte { return append(b, v.canon...) }
+func (v Value) AppendCanonical(b []byte) []byte {
+	if !v.sealed() {
+		return b
+	}
+	return append(b, v.canon...)
+}
 
 // CanonicalSize is the length of the value's canonical bytes.
-func (v Value) CanonicalSize() int { return len(v.canon) }
+func (v Value) CanonicalSize() int {
+	if !v.sealed() {
+		return 0
+	}
+	return len(v.canon)
+}
 
 // id is the nested protocol identity: proposal_id or verdict_id.
 func (v Value) id() string {
@@ -113,7 +151,7 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 		}
 	}
 	p.Preconditions = pre
-	v := Value{kind: KindEffectProposal, proposal: p}
+	v := Value{&sealedValue{kind: KindEffectProposal, proposal: p}}
 	v.canon = appendProposal(nil, &v.proposal)
 	v.digest = valueDigest(v.kind, v.canon)
 	return v, nil
@@ -146,7 +184,7 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/rule_set_version")
 	}
 	e.SupportDerivationIDs = sup
-	v := Value{kind: KindEligibilityVerdict, verdict: e}
+	v := Value{&sealedValue{kind: KindEligibilityVerdict, verdict: e}}
 	v.canon = appendVerdict(nil, &v.verdict)
 	v.digest = valueDigest(v.kind, v.canon)
 	return v, nil

@@ -17,34 +17,33 @@ type storedValue struct {
 	pre, post   []byte
 }
 
-// storedPieceSize bounds len(pre)+len(post) of a stored value, so that an
-// arena sized with it never grows.
+// storedPieceSize bounds len(pre)+len(post) of a stored value (20 bytes
+// cover any logical time), so that an arena sized with it never grows.
 func storedPieceSize(deliveryID, sourceID string, kind ValueKind, valueDigest string) int {
 	return len(`{"delivery_id":"","kind":"RStoredValue","logical_time":,"source_id":"","value":`) + 20 +
-		len(`,"value_digest":"","value_kind":""}`) + 2*(len(deliveryID)+len(sourceID)+len(kind)+len(valueDigest))
+		len(`,"value_digest":"","value_kind":""}`) + len(deliveryID) + len(sourceID) + len(kind) + len(valueDigest)
 }
 
 // encode writes the stored value's pre and post pieces at the end of arena
 // and returns the arena. The pieces are capped, so later appends to the
 // arena never write into them.
 func (s *storedValue) encode(arena []byte) []byte {
+	// Every string here is an identifier, a digest or a kind: none holds a
+	// byte JSON escapes, so they are quoted without scanning.
 	start := len(arena)
-	b := append(arena, '{')
-	b = appendKey(b, "delivery_id", true)
-	b = appendString(b, s.deliveryID)
-	b = appendKey(b, "kind", false)
-	b = appendString(b, "RStoredValue")
-	b = appendKey(b, "logical_time", false)
+	b := append(arena, `{"delivery_id":"`...)
+	b = append(b, s.deliveryID...)
+	b = append(b, `","kind":"RStoredValue","logical_time":`...)
 	b = appendInt(b, s.logicalTime)
-	b = appendKey(b, "source_id", false)
-	b = appendString(b, s.sourceID)
-	b = appendKey(b, "value", false)
+	b = append(b, `,"source_id":"`...)
+	b = append(b, s.sourceID...)
+	b = append(b, `","value":`...)
 	mid := len(b)
-	b = appendKey(b, "value_digest", false)
-	b = appendString(b, s.value.digest)
-	b = appendKey(b, "value_kind", false)
-	b = appendString(b, string(s.value.kind))
-	b = append(b, '}')
+	b = append(b, `,"value_digest":"`...)
+	b = append(b, s.value.digest...)
+	b = append(b, `","value_kind":"`...)
+	b = append(b, s.value.kind...)
+	b = append(b, `"}`...)
 	s.pre = b[start:mid:mid]
 	s.post = b[mid:len(b):len(b)]
 	return b

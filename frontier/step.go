@@ -159,16 +159,7 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 	}
 	// Normalize the batch as a set: one member per delivery id, ordered by
 	// (logical time, delivery id) so each epoch is merged once.
-	order := make([]*ValueDelta, n)
-	for i := range c.Deltas {
-		order[i] = &c.Deltas[i]
-	}
-	slices.SortFunc(order, func(a, b *ValueDelta) int {
-		if c := compareCanonString(a.deliveryID, b.deliveryID); c != 0 {
-			return c
-		}
-		return int(a.diff) - int(b.diff)
-	})
+	order := sortByDelivery(c.Deltas)
 	norm := make([]*ValueDelta, 0, n)
 	for i := 0; i < n; {
 		j := i + 1
@@ -197,11 +188,7 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 		norm = append(norm, group[0])
 		i = j
 	}
-	digests := make([]string, len(norm))
-	for i, d := range norm {
-		digests[i] = d.digest
-	}
-	slices.Sort(digests)
+	digests := sortedDigests(norm)
 
 	// Check every member against the active deliveries before building.
 	for _, d := range norm {

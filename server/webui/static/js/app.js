@@ -16,6 +16,7 @@ let current = null; // the AbortController of the page on screen
 export function say(text, kind = 'ok') {
   statusEl.className = 'status ' + kind;
   statusEl.textContent = text;
+  if (kind === 'ok') setTimeout(inboxCount, 300); // an act may have emptied or filled the inbox
 }
 
 export function sayError(e) {

@@ -76,7 +76,7 @@ export function approvalCard(runID, need, effect, extra, onDone) {
   const fields = [
     ['Run', h('a', { href: '#/run/' + encodeURIComponent(runID) }, runID)],
     ['Request', h('code', {}, need.request_id)],
-    ['Action digest', h('code', { class: 'digest' }, need.request_digest)],
+    ['Request digest (what you approve)', h('code', { class: 'digest' }, need.request_digest)],
     ['Intent', h('code', {}, need.intent_id)],
   ];
   if (effect) {
@@ -108,7 +108,7 @@ export function approvalCard(runID, need, effect, extra, onDone) {
     h('p', { class: 'muted' }, 'Exactly what will be done if you approve:'),
     h('pre', { class: 'preview' }, need.preview),
     h('dl', { class: 'kv' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
-    h('p', { class: 'muted' }, 'The approval binds the action digest above: if the action, destination or scope changes, it no longer applies.'),
+    h('p', { class: 'muted' }, 'The approval binds the request digest above, which covers the action digest, destination and scope in the preview: if any of them changes, it no longer applies.'),
     h('div', { class: 'actions' }, approve, h('label', { for: `deny-${need.request_id}` }, 'Reason to deny'), reason, deny));
 }
 

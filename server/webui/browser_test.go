@@ -1,0 +1,558 @@
+package webui_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/mrp"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/server"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/workflow"
+)
+
+// The approver the refund bundle's approval policy names; its token also
+// reconciles and operates, so one browser session does every act.
+const (
+	tokLead   = "tok-finance-lead-8f3a1c9e5b7d"
+	tokViewer = "tok-viewer-2b6e0d4f8a1c"
+	tokens    = `{"tokens":[
+ {"actor":"finance-lead","roles":["approver","operator","reconciler"],"token":"` + tokLead + `"},
+ {"actor":"vera","roles":["viewer"],"token":"` + tokViewer + `"}
+]}`
+)
+
+// browserPath finds the browser: FLRH_CHROMIUM, else chromium on PATH.
+// Without one the tests skip, unless FLRH_REQUIRE_BROWSER is set (CI).
+func browserPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("FLRH_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("FLRH_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("FLRH_REQUIRE_BROWSER") != "" {
+		t.Fatal("FLRH_REQUIRE_BROWSER is set but no browser was found: set FLRH_CHROMIUM or install chromium")
+	}
+	t.Skip("no browser: set FLRH_CHROMIUM or install chromium to run the browser tests")
+	return ""
+}
+
+// blindLookups wraps the destination's adapter: while blind is set, a
+// lookup cannot tell whether a request was applied, so an answer the
+// sandbox dropped stays unknown until a person reconciles it.
+type blindLookups struct {
+	effect.Adapter
+	blind *atomic.Bool
+}
+
+func (b blindLookups) Lookup(ctx context.Context, key, digest string) (effect.LookupResult, error) {
+	if b.blind.Load() {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "UNREACHABLE"}, nil
+	}
+	return b.Adapter.Lookup(ctx, key, digest)
+}
+
+func (b blindLookups) ContentDigest(in effect.Intent) (string, error) {
+	return b.Adapter.(effect.ContentDigester).ContentDigest(in)
+}
+
+type world struct {
+	t      *testing.T
+	ctx    context.Context // the browser tab
+	st     store.Store
+	r      *runner.Runner
+	sb     *sandbox.Sandbox
+	blind  *atomic.Bool
+	ts     *httptest.Server // with tokens
+	open   *httptest.Server // the same runs, no tokens (loopback only)
+	shots  string
+	mu     sync.Mutex
+	errors []string // exceptions and console errors the pages raised
+}
+
+// newWorld serves the refund example over a temporary SQLite store, its
+// payments going over HTTP to a sandbox destination, and opens a headless
+// browser at a laptop's 1366×768.
+func newWorld(t *testing.T) *world {
+	exe := browserPath(t)
+	w := &world{t: t, blind: &atomic.Bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	wrapped, notifier := server.NotifyCommits(st)
+	w.st = wrapped
+
+	w.sb, err = sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbDone := make(chan struct{})
+	go func() { defer close(sbDone); w.sb.Serve(ctx, ln, time.Second) }()
+	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
+
+	fsys, err := examples.Bundle("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, ads, err := bundle.LoadFS(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpReg, err := ads.Registry(func(string) string { return url })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	for _, e := range httpReg.Entries() {
+		a, _ := httpReg.Adapter(e[0], e[1])
+		if err := reg.Register(e[0], e[1], blindLookups{a, w.blind}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.r, err = runner.New(runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "browser-test",
+		Poll: 20 * time.Millisecond, Parallelism: 4, Logger: slog.New(slog.DiscardHandler),
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); w.r.Run(ctx) }()
+
+	tk, err := server.ParseTokens([]byte(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(tk *server.Tokens) (*server.Server, *httptest.Server) {
+		srv, err := server.New(server.Config{Store: wrapped, Runner: w.r, Catalog: server.Static{wf}, Tokens: tk, Notifier: notifier,
+			StreamPoll: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, httptest.NewServer(srv)
+	}
+	srv, ts := mk(tk)
+	openSrv, open := mk(nil)
+	w.ts, w.open = ts, open
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1366, 768),
+		chromedp.NoSandbox, chromedp.DisableGPU)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	// Exceptions, console errors and policy violations the pages raise;
+	// network errors the test provokes (a 409, a 404) are the app's own
+	// business and shown to the person.
+	go func() {
+		for m, err := range chromedp.Console(bctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() || (m.Type == chromedp.ConsoleError && m.Source != "network") {
+				w.note(m.String())
+			}
+		}
+	}()
+	w.ctx = bctx
+
+	w.shots = os.Getenv("FLRH_ARTIFACTS")
+	if w.shots == "" {
+		w.shots = t.TempDir()
+	} else if err := os.MkdirAll(w.shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", w.shots)
+
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+		srv.Shutdown()
+		openSrv.Shutdown()
+		ts.Close()
+		open.Close()
+		cancel()
+		<-runDone
+		<-sbDone
+		w.sb.Close()
+	})
+	return w
+}
+
+func (w *world) note(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.errors = append(w.errors, s)
+}
+
+// run drives the browser, failing the test on error; every step is
+// bounded so a missing element fails in seconds, not at the test timeout.
+func (w *world) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		w.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		w.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shot saves a PNG of the viewport (what a 1366×768 screen shows).
+func (w *world) shot(name string) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		w.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(w.shots, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// api calls the JSON API directly, as the test's own hands.
+func (w *world) api(method, path, token string, body any) (int, map[string]any) {
+	w.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, w.ts.URL+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := w.ts.Client().Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func (w *world) start(id string, amount int, payee, reason string) {
+	w.t.Helper()
+	in := map[string]any{"type": "refund.requested/1", "payload": map[string]any{"refund_id": "r-" + id, "amount": amount, "payee": payee, "reason": reason}}
+	if code, out := w.api("POST", "/v1/runs", tokLead, map[string]any{"workflow": "refund-agent", "run_id": id, "input": in}); code != 201 {
+		w.t.Fatalf("start %s: %d %v", id, code, out)
+	}
+}
+
+// status reads a run as the runner sees it (not through the UI).
+func (w *world) status(id string) runner.Status {
+	w.t.Helper()
+	st, err := w.r.Inspect(context.Background(), id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return st
+}
+
+// value runs one action that returns a value, bounded like run.
+func value[T any](w *world, what string, a chromedp.Action[T]) T {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		w.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		w.t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// waitText waits until the element's text contains want.
+func waitText(sel, want string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		var last string
+		for {
+			nodes, err := chromedp.Evaluate[[]string](fmt.Sprintf(`(()=>{const e=document.querySelector(%q);return e?[e.textContent]:[]})()`, sel))(ctx, t)
+			if err == nil && len(nodes) == 1 {
+				last = nodes[0]
+				if strings.Contains(last, want) {
+					return nil
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s never showed %q (last %q)", sel, want, last)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// stripCells reads the Journey Strip as drawn: for each step, the state
+// whose cell is lit.
+func (w *world) stripCells() []string {
+	w.t.Helper()
+	return value(w, "read the strip", chromedp.Evaluate[[]string](`(()=>{const out=[];for(const td of document.querySelectorAll('#strip td.on')){out[Number(td.dataset.step)-1]=td.dataset.state}return out})()`))
+}
+
+// checkStrip compares the drawn strip with the workflow's own view of the
+// run, read from the runner: same states, same order, one cell lit per
+// step, the same state now. The run may still be moving, and the page
+// follows it through its event stream, so they must agree within seconds.
+func (w *world) checkStrip(id string) []string {
+	w.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		view, ok := w.status(id).View.(workflow.View)
+		if !ok {
+			w.t.Fatalf("run %s: the workflow reports no view", id)
+		}
+		lit := value(w, "count lit cells", chromedp.Evaluate[int](`document.querySelectorAll('#strip td.on').length`))
+		got := w.stripCells()
+		current := value(w, "read the current state", chromedp.AttributeValue(chromedp.CSS("#mrp-state"), "data-internal")).Value
+		if slices.Equal(got, view.Strip) && lit == len(view.Strip) && len(got) > 0 && current == view.MRPState {
+			return got
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("run %s: strip drawn %v (%d lit, now %q); the workflow says %v, now %q", id, got, lit, current, view.Strip, view.MRPState)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (w *world) page(hash string) chromedp.Action[chromedp.Void] {
+	return chromedp.Navigate(w.ts.URL + "/ui/" + hash)
+}
+
+func TestBrowser(t *testing.T) {
+	w := newWorld(t)
+	began := time.Now()
+
+	// The UI loads, takes a token and knows who it speaks for.
+	w.run("sign in",
+		chromedp.Navigate(w.ts.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#token-input")),
+		waitText("#whoami", "token needed"),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), tokLead),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+		waitText("#whoami", "finance-lead"))
+	loc := value(w, "location", chromedp.Location())
+	if !strings.HasPrefix(loc, w.ts.URL+"/ui/") {
+		t.Fatalf("/ did not lead to the UI: %s", loc)
+	}
+
+	t.Run("approve", func(t *testing.T) {
+		w.t = t
+		w.start("big-refund", 900, "bob", "cancelled order")
+		w.run("watch it wait", w.page("#/run/big-refund"), waitText("#run-state", "WAIT_APPROVAL"),
+			chromedp.WaitVisible(chromedp.CSS(`#acts article.approval`)))
+		w.checkStrip("big-refund")
+		w.shot("1-run-waiting-approval")
+
+		need := w.status("big-refund").Waiting[0]
+		w.run("inbox", chromedp.Navigate(w.ts.URL+"/ui/#/inbox"),
+			chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="big-refund"]`)))
+		preview := value(w, "preview", chromedp.TextContent(chromedp.CSS(`article.approval[data-run="big-refund"] pre.preview`)))
+		digest := value(w, "digest", chromedp.TextContent(chromedp.CSS(`article.approval[data-run="big-refund"] code.digest`)))
+		if preview != need.Preview || digest != need.RequestDigest {
+			t.Fatalf("inbox shows preview %q digest %q; the run waits on %q %q", preview, digest, need.Preview, need.RequestDigest)
+		}
+		w.run("inbox count", waitText("#inbox-count", "1"))
+		w.shot("2-inbox")
+		// Keyboard: the approve button is reachable and works with Enter.
+		w.run("approve", chromedp.Focus(chromedp.CSS(`article.approval[data-run="big-refund"] button[data-act="approve"]`)),
+			chromedp.KeyEvent("\r"),
+			waitText("#status", "Approved"),
+			chromedp.WaitNotPresent(chromedp.CSS(`article.approval[data-run="big-refund"]`)))
+		w.run("see it complete", w.page("#/run/big-refund"), waitText("#run-state", "SUCCEEDED"), waitText("#live", "ended"))
+		run, err := w.st.Run(context.Background(), "big-refund")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcs, err := w.st.Receipts(context.Background(), "big-refund")
+		if err != nil || len(rcs) != 1 {
+			t.Fatalf("receipts %v %v", rcs, err)
+		}
+		outcome := value(w, "outcome", chromedp.TextContent(chromedp.CSS("#run-outcome")))
+		receipt := value(w, "receipt", chromedp.TextContent(chromedp.CSS("#effects-table td.receipt")))
+		if outcome != run.Outcome || !strings.HasPrefix(receipt, rcs[0].Outcome+" ") {
+			t.Fatalf("page shows outcome %q receipt %q; the store has %q and %q", outcome, receipt, run.Outcome, rcs[0].Outcome)
+		}
+		strip := w.checkStrip("big-refund")
+		if strip[len(strip)-1] != "DECIDE" {
+			t.Fatalf("a completed refund's strip ends %v", strip)
+		}
+		ms := w.sb.Mutations()
+		if len(ms) != 1 || !strings.Contains(string(ms[0].Body), "900") {
+			t.Fatalf("the destination applied %+v", ms)
+		}
+		// The timeline holds every stored event, in order.
+		seqs := value(w, "timeline", chromedp.Evaluate[[]int](`[...document.querySelectorAll('#timeline li')].map(li=>Number(li.dataset.seq))`))
+		evs, err := w.st.Events(context.Background(), "big-refund", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seqs) != len(evs) || seqs[0] != 1 || !slices.IsSorted(seqs) {
+			t.Fatalf("timeline shows %v; the run has %d events", seqs, len(evs))
+		}
+		w.shot("3-run-succeeded")
+	})
+
+	t.Run("deny", func(t *testing.T) {
+		w.t = t
+		before := len(w.sb.Mutations())
+		w.start("denied-refund", 500, "carol", "late delivery")
+		w.run("deny", w.page("#/inbox"),
+			chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="denied-refund"]`)),
+			chromedp.SendKeys(chromedp.CSS(`article.approval[data-run="denied-refund"] input[type=text]`), "not our error"),
+			chromedp.Click(chromedp.CSS(`article.approval[data-run="denied-refund"] button[data-act="deny"]`)),
+			waitText("#status", "Denied"))
+		w.run("see it fail", w.page("#/run/denied-refund"), waitText("#run-state", "FAILED_PERMANENT"))
+		if got := len(w.sb.Mutations()); got != before {
+			t.Fatalf("a denied refund reached the destination: %d mutations, was %d", got, before)
+		}
+		in, err := w.st.Inbox(context.Background(), "denied-refund", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(in, func(e store.Inbound) bool {
+			return e.Kind == runner.KindDeny && e.Actor == "finance-lead" && strings.Contains(string(e.Body), "not our error")
+		}) {
+			t.Fatalf("no denial by finance-lead with the reason in the inbox: %+v", in)
+		}
+		w.shot("4-run-denied")
+	})
+
+	t.Run("reconcile", func(t *testing.T) {
+		w.t = t
+		// The destination applies the next payment and drops its answer;
+		// lookups cannot tell what happened.
+		w.blind.Store(true)
+		defer w.blind.Store(false)
+		if err := w.sb.Inject(sandbox.Fault{Times: 1, Drop: true}); err != nil {
+			t.Fatal(err)
+		}
+		before := len(w.sb.Mutations())
+		w.start("lost-answer", 40, "alice", "damaged item")
+		w.run("see it unknown", w.page("#/run/lost-answer"),
+			chromedp.WaitVisible(chromedp.CSS(`article.reconcile`)))
+		unknown := w.status("lost-answer").Unknown
+		shown := value(w, "intent", chromedp.AttributeValue(chromedp.CSS(`article.reconcile`), "data-intent")).Value
+		if len(unknown) != 1 || shown != unknown[0] {
+			t.Fatalf("reconcile card for %q; the run has unknown %v", shown, unknown)
+		}
+		if got := len(w.sb.Mutations()); got != before+1 {
+			t.Fatalf("the sandbox applied %d mutations, want %d", got, before+1)
+		}
+		w.shot("5-outcome-unknown")
+		// The person checked the destination: it took effect.
+		w.run("reconcile", chromedp.Click(chromedp.CSS(`article.reconcile button[data-resolution="confirmed_success"]`)),
+			waitText("#status", "Reconciled"), waitText("#run-state", "SUCCEEDED"))
+		if got := len(w.sb.Mutations()); got != before+1 {
+			t.Fatalf("reconciling sent the payment again: %d mutations", got)
+		}
+		w.shot("6-reconciled")
+	})
+
+	t.Run("options", func(t *testing.T) {
+		w.t = t
+		w.start("goodwill", 30, "dave", "goodwill")
+		w.run("see the options", w.page("#/run/goodwill"), waitText("#mrp-state", "OPTIONS"),
+			chromedp.WaitVisible(chromedp.CSS(`article.offer button[data-act="choose"]`)))
+		w.checkStrip("goodwill")
+		view := w.status("goodwill").View.(workflow.View)
+		shown := value(w, "options shown", chromedp.Evaluate[[]string](`[...document.querySelectorAll('article.offer button[data-act="choose"]')].map(b=>b.dataset.option)`))
+		if len(view.Offers) != 1 || !slices.Equal(shown, view.Offers[0].Options) {
+			t.Fatalf("options shown %v; the run offers %+v", shown, view.Offers)
+		}
+		w.shot("7-options")
+		// A person picks the first option: the deliberation machine records
+		// the choice under the token's actor (row H03, OPTIONS → DECIDE) and
+		// the page draws the strip the workflow reports afterwards.
+		pick := shown[0]
+		w.run("choose", chromedp.Click(chromedp.CSS(`article.offer button[data-act="choose"]`)), waitText("#status", "Chose "+pick))
+		deadline := time.Now().Add(15 * time.Second)
+		var chosen *mrp.Entry
+		for chosen == nil {
+			v := w.status("goodwill").View.(workflow.View)
+			if k := slices.IndexFunc(v.Journey, func(e mrp.Entry) bool { return e.Trigger == mrp.ChooseOption }); k >= 0 {
+				chosen = &v.Journey[k]
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the choice never reached the journey: %+v", v.Journey)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if chosen.ActorID != "finance-lead" || chosen.Row != "H03" || chosen.From != mrp.Options || chosen.To != mrp.Decide || !strings.Contains(chosen.Cause, pick) {
+			t.Fatalf("the choice was recorded as %+v", *chosen)
+		}
+		// Wait until the page shows at least the chosen step, then compare.
+		w.run("strip after the choice", waitText("#strip-text", "OPTIONS → DECIDE"),
+			waitText("#journey details table", "CHOOSE_OPTION"))
+		w.checkStrip("goodwill")
+		w.shot("8-chosen")
+	})
+
+	t.Run("runs list and loopback", func(t *testing.T) {
+		w.t = t
+		// Without tokens, a loopback browser acts as local and sees the runs.
+		w.run("list", chromedp.Navigate(w.open.URL+"/ui/#/runs"), waitText("#whoami", "local"),
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="big-refund"]`)))
+		ids := value(w, "rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
+		for _, id := range []string{"big-refund", "denied-refund", "lost-answer", "goodwill"} {
+			if !slices.Contains(ids, id) {
+				t.Fatalf("runs list %v lacks %s", ids, id)
+			}
+		}
+		w.shot("9-runs")
+		w.run("filter", chromedp.SetValue(chromedp.CSS("#f-state"), "SUCCEEDED"), chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`#runs tr[data-run="denied-refund"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="lost-answer"]`)))
+	})
+
+	w.t = t
+	if len(w.errors) > 0 {
+		t.Fatalf("the pages raised errors:\n%s", strings.Join(w.errors, "\n"))
+	}
+	t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond))
+}

@@ -6,6 +6,11 @@
 //	cd bench && go test ./server/ -run XXX -bench .        # benchmarks
 //
 // FLRH_BENCH_RUNS sets how many runs are seeded (default 10000).
+// FLRH_BENCH_SEED names a directory where the seeded store is kept
+// (seed-N.db) and reused by later runs, which then skip the minute of
+// seeding; each run works on its own copy.
+// FLRH_BENCH_PROFILE names a directory that receives a CPU profile of each
+// measured condition and a block and mutex profile of the whole test.
 package server_test
 
 import (
@@ -17,6 +22,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,8 +99,10 @@ func seedCount() int {
 	return 10000
 }
 
-// setup seeds the store once per process: every run is started and
-// advanced until it waits (large refunds) or ends (small ones).
+// setup opens the store once per process, seeded with every run started
+// and advanced until it waits (large refunds) or ends (small ones): seeded
+// here, or copied from the seed directory when a store of the same size is
+// kept there.
 func setup(tb testing.TB) *env {
 	once.Do(func() {
 		dir, err := os.MkdirTemp("", "flrh-bench-server-")
@@ -103,7 +112,21 @@ func setup(tb testing.TB) *env {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		fail := func(err error) { setErr = err; cancel() }
-		st, err := sqlite.Open(ctx, filepath.Join(dir, "flrh.db"), sqlite.Options{})
+		n := seedCount()
+		path := filepath.Join(dir, "flrh.db")
+		kept := ""
+		if d := os.Getenv("FLRH_BENCH_SEED"); d != "" {
+			kept = filepath.Join(d, fmt.Sprintf("seed-%d.db", n))
+			if err := copyFile(kept, path); err == nil {
+				fmt.Fprintf(os.Stderr, "reusing the seeded store %s\n", kept)
+			} else if !os.IsNotExist(err) {
+				fail(err)
+				return
+			}
+		}
+		_, statErr := os.Stat(path)
+		seeded := statErr == nil
+		st, err := sqlite.Open(ctx, path, sqlite.Options{})
 		if err != nil {
 			fail(err)
 			return
@@ -120,26 +143,44 @@ func setup(tb testing.TB) *env {
 			return
 		}
 		e := &env{dir: dir, clock: clock, st: wrapped, r: r, cancel: cancel}
-		n := seedCount()
 		start := time.Now()
 		for i := range n {
 			id := fmt.Sprintf("run-%06d", i)
+			e.runs = append(e.runs, id)
+			if seeded {
+				continue
+			}
 			amount := 40
 			if i%3 == 0 {
 				amount = 900
 			}
 			in := fmt.Sprintf(`{"refunds":[{"id":"r-%06d","amount":%d,"payee":"p%d","reason":"load"}]}`, i, amount, i%17)
 			if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(in)); err != nil {
-				setErr = err
+				fail(err)
 				return
 			}
 			if _, err := r.Advance(ctx, id); err != nil {
-				setErr = err
+				fail(err)
 				return
 			}
-			e.runs = append(e.runs, id)
 		}
-		fmt.Fprintf(os.Stderr, "seeded %d runs in %v\n", n, time.Since(start).Round(time.Millisecond))
+		if !seeded {
+			fmt.Fprintf(os.Stderr, "seeded %d runs in %v\n", n, time.Since(start).Round(time.Millisecond))
+			if kept != "" {
+				// VACUUM INTO writes a consistent copy of a live WAL database.
+				os.MkdirAll(filepath.Dir(kept), 0o755)
+				tmp := kept + ".tmp"
+				os.Remove(tmp)
+				if _, err := st.DB().ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
+					fail(err)
+					return
+				}
+				if err := os.Rename(tmp, kept); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: server.Static{wf}, Notifier: notifier, StreamPoll: time.Second})
 		if err != nil {
 			fail(err)
@@ -153,6 +194,23 @@ func setup(tb testing.TB) *env {
 		tb.Fatal(setErr)
 	}
 	return shared
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func get(tb testing.TB, c *http.Client, url string) {
@@ -199,29 +257,68 @@ func BenchmarkRunListFiltered(b *testing.B) {
 	}
 }
 
-// TestLoadRunPage measures run-page latency under concurrent clients and
-// the delay from an approval's commit to its event on an open stream. It
-// reports numbers and asserts only correctness: timings on a shared
-// machine are not a pass/fail criterion.
+// TestLoadRunPage measures run-page latency under concurrent clients, with
+// the API alone and with the background runner on, then the delay from an
+// approval's submission to the run's next commit and from that commit to
+// its event on an open stream. It reports numbers and asserts only
+// correctness: timings on a shared machine are not a pass/fail criterion.
 func TestLoadRunPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
 	}
 	e := setup(t)
-	for _, clients := range []int{1, 8} {
+	stop := profileContention(t)
+	defer stop()
+	for _, clients := range []int{1, 4, 8} {
 		pageLatency(t, e, "API alone", clients, 2000/clients)
 	}
 	e.startRunner()
 	time.Sleep(time.Second)
-	for _, clients := range []int{1, 8} {
+	for _, clients := range []int{1, 4, 8} {
 		pageLatency(t, e, "background runner on", clients, 2000/clients)
 	}
 
-	// Stream latency: approve waiting runs and time the commit that
-	// follows against the event's arrival on an open stream.
+	// Approvals, first with the API idle, then with four clients reading
+	// run pages meanwhile. Every third run waits for approval.
+	waiting := []string{}
+	for i := 0; i < len(e.runs); i += 3 {
+		waiting = append(waiting, e.runs[i])
+	}
+	approvals(t, e, "API idle", waiting[:min(15, len(waiting))])
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				resp, err := hc.Get(e.ts.URL + "/v1/runs/" + e.runs[(c*1000+i)*7919%len(e.runs)])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	approvals(t, e, "4 clients reading run pages", waiting[min(15, len(waiting)):min(30, len(waiting))])
+	close(done)
+	wg.Wait()
+}
+
+// approvals approves each run with a stream open on it, and times the
+// submission against the run's next commit and that commit against the
+// event's arrival on the stream.
+func approvals(t *testing.T, e *env, label string, ids []string) {
 	var delays, ticks []time.Duration
-	for i := 0; i < 5; i++ {
-		id := e.runs[i*3] // every third run waits for approval
+	for _, id := range ids {
 		st, err := e.r.Inspect(context.Background(), id)
 		if err != nil || len(st.Waiting) == 0 {
 			continue
@@ -256,18 +353,33 @@ func TestLoadRunPage(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	slices.Sort(delays)
-	slices.Sort(ticks)
-	if len(delays) > 0 {
-		// The clock is read just after Commit returns, the notification is
-		// sent from inside the same call: tiny negative delays are possible.
-		t.Logf("stream: the approval's first commit → its event on the stream, %d runs: median %v, max %v", len(delays), delays[len(delays)/2], delays[len(delays)-1])
-		t.Logf("runner: approval submitted → its pass committed: median %v, max %v (runner scheduling, not the API)", ticks[len(ticks)/2], ticks[len(ticks)-1])
+	if len(delays) == 0 {
+		t.Fatalf("%s: no run was waiting for approval", label)
 	}
+	// The clock is read just after Commit returns, the notification is sent
+	// from inside the same call: tiny negative delays are possible.
+	t.Logf("stream (%s): the approval's first commit → its event on the stream, %d runs: %s", label, len(delays), percentiles(delays))
+	t.Logf("runner (%s): approval submitted → the run's next commit, %d runs: %s", label, len(ticks), percentiles(ticks))
+}
+
+// percentiles formats p50, p90, p99 and max of a sample.
+func percentiles(d []time.Duration) string {
+	slices.Sort(d)
+	pct := func(p float64) time.Duration { return d[int(float64(len(d)-1)*p)] }
+	return fmt.Sprintf("p50 %v, p90 %v, p99 %v, max %v", pct(.5), pct(.9), pct(.99), d[len(d)-1])
 }
 
 // pageLatency reads run pages from concurrent clients and logs percentiles.
 func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
+	if dir := os.Getenv("FLRH_BENCH_PROFILE"); dir != "" {
+		name := strings.ReplaceAll(fmt.Sprintf("page-%s-%d.cpu.pprof", label, clients), " ", "-")
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -295,11 +407,32 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 	}
 	wg.Wait()
 	all := slices.Concat(lat...)
-	slices.Sort(all)
-	pct := func(p float64) time.Duration { return all[int(float64(len(all)-1)*p)] }
-	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: p50 %v, p90 %v, p99 %v, max %v",
-		label, len(e.runs), clients, perClient, pct(.5), pct(.9), pct(.99), all[len(all)-1])
+	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s",
+		label, len(e.runs), clients, perClient, percentiles(all))
+}
 
+// profileContention records block and mutex profiles until the returned
+// function writes them, when FLRH_BENCH_PROFILE is set.
+func profileContention(t *testing.T) func() {
+	dir := os.Getenv("FLRH_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	runtime.SetMutexProfileFraction(10)
+	return func() {
+		for _, name := range []string{"block", "mutex"} {
+			f, err := os.Create(filepath.Join(dir, name+".pprof"))
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			pprof.Lookup(name).WriteTo(f, 0)
+			f.Close()
+		}
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+	}
 }
 
 func TestMain(m *testing.M) {

@@ -293,7 +293,7 @@ var restingStates = []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 // live runs with pending inbox entries or mid-work states; otherwise every
 // live run.
 func (r *Runner) candidates(ctx context.Context) ([]string, error) {
-	if rl, ok := r.cfg.Store.(store.ReadyLister); ok {
+	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok {
 		return rl.Ready(ctx, restingStates)
 	}
 	return r.cfg.Store.Live(ctx)

@@ -32,6 +32,10 @@ type notifyingStore struct {
 	n *Notifier
 }
 
+// Unwrap implements store.Unwrapper: the runner finds the wrapped store's
+// ReadyLister through it.
+func (s notifyingStore) Unwrap() store.Store { return s.Store }
+
 func (s notifyingStore) Commit(ctx context.Context, lease store.Lease, tick store.Tick) error {
 	err := s.Store.Commit(ctx, lease, tick)
 	if err == nil {

@@ -338,6 +338,29 @@ type ReadyLister interface {
 	Ready(ctx context.Context, resting []string) ([]string, error)
 }
 
+// Unwrapper is implemented by a store that wraps another one (to observe
+// its commits, say). Optional read-only interfaces such as ReadyLister are
+// looked for along the chain, so a wrapper need not repeat each of them.
+type Unwrapper interface {
+	Unwrap() Store
+}
+
+// ReadyListerOf returns the ReadyLister of s, or of the first store it
+// wraps that has one.
+func ReadyListerOf(s Store) (ReadyLister, bool) {
+	for s != nil {
+		if rl, ok := s.(ReadyLister); ok {
+			return rl, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return nil, false
+}
+
 // GenesisHash is the chain hash of a run before its first event.
 const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
 

@@ -58,6 +58,9 @@ func (c *commitClock) Commit(ctx context.Context, l store.Lease, t store.Tick) e
 	return err
 }
 
+// Unwrap lets the runner find the SQLite store's ReadyLister.
+func (c *commitClock) Unwrap() store.Store { return c.Store }
+
 // firstAfter is the run's first commit at or after t.
 func (c *commitClock) firstAfter(runID string, t time.Time) time.Time {
 	c.mu.Lock()

@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
+)
+
+// visits wraps a store the way a server does (to observe commits) and
+// counts what the background loop asks of it.
+type visits struct {
+	store.Store
+	mu    sync.Mutex
+	live  int
+	reads map[string]int // Run and AcquireLease calls by run
+}
+
+func (v *visits) Unwrap() store.Store { return v.Store }
+
+func (v *visits) Live(ctx context.Context) ([]string, error) {
+	v.mu.Lock()
+	v.live++
+	v.mu.Unlock()
+	return v.Store.Live(ctx)
+}
+
+func (v *visits) Run(ctx context.Context, id string) (store.Run, error) {
+	v.count(id)
+	return v.Store.Run(ctx, id)
+}
+
+func (v *visits) AcquireLease(ctx context.Context, id, owner string, ttl time.Duration) (store.Lease, error) {
+	v.count(id)
+	return v.Store.AcquireLease(ctx, id, owner, ttl)
+}
+
+func (v *visits) count(id string) {
+	v.mu.Lock()
+	v.reads[id]++
+	v.mu.Unlock()
+}
+
+func (v *visits) snapshot() (int, map[string]int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m := map[string]int{}
+	for k, n := range v.reads {
+		m[k] = n
+	}
+	return v.live, m
+}
+
+// The background loop, behind a wrapping store, still asks the SQLite
+// store which runs are ready: a run waiting for a person is not touched on
+// any pass, and is picked up as soon as its approval arrives.
+func TestLoopSkipsWaitingRunsBehindAWrapper(t *testing.T) {
+	h := newHarness(t)
+	h.start("waits", large)
+	h.start("done", small)
+	if s := h.run("waits").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("seeded run is in %s", s)
+	}
+	v := &visits{Store: h.store, reads: map[string]int{}}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(loop) }()
+	defer func() { stop(); <-done }()
+
+	time.Sleep(100 * time.Millisecond) // many polls
+	live, reads := v.snapshot()
+	if live != 0 || len(reads) != 0 {
+		t.Fatalf("idle passes listed every live run %d times and read runs %v", live, reads)
+	}
+	st, err := r.Inspect(ctx, "waits")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if err := r.Approve(ctx, "waits", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.run("waits").State != "SUCCEEDED" {
+		if time.Now().After(deadline) {
+			t.Fatalf("approved run still in %s", h.run("waits").State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h.dest.count() != 2 {
+		t.Fatalf("%d payments, want 2", h.dest.count())
+	}
+	if _, reads := v.snapshot(); reads["done"] != 0 {
+		t.Fatalf("the loop visited an ended run %d times", reads["done"])
+	}
+}

@@ -49,7 +49,7 @@ func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]st
 	if pendingOnly {
 		q += ` AND consumed = 0`
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq`, runID)
+	rows, err := s.read(ctx, q+` ORDER BY seq`, runID)
 	if err != nil {
 		return nil, mapErr("inbox", runID, err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]st
 
 // Live implements store.Store.
 func (s *Store) Live(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id FROM runs WHERE outcome = '' AND quarantine = '' ORDER BY created_order`)
+	rows, err := s.read(ctx, `SELECT run_id FROM runs WHERE outcome = '' AND quarantine = '' ORDER BY created_order`)
 	if err != nil {
 		return nil, mapErr("live", "", err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
 	} else {
 		q += ` OR 1`
 	}
-	rows, err := s.db.QueryContext(ctx, q+`) ORDER BY created_order`, args...)
+	rows, err := s.read(ctx, q+`) ORDER BY created_order`, args...)
 	if err != nil {
 		return nil, mapErr("ready", "", err)
 	}

@@ -6,31 +6,63 @@ import (
 	"sync"
 )
 
-// statements caches prepared statements by their text. SQLite spends a
-// good part of a small statement's cost parsing it; the store runs the same
-// few dozen statements in every tick, so each is prepared once per
-// connection and reused inside transactions (database/sql keeps the
+// statements caches prepared statements of one connection pool by their
+// text. SQLite spends a good part of a small statement's cost parsing it;
+// the store runs the same few dozen statements in every tick and every read,
+// so each is prepared once per connection and reused (database/sql keeps the
 // per-connection handles).
 type statements struct {
 	mu sync.Mutex
 	m  map[string]*sql.Stmt
 }
 
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.stmts.mu.Lock()
-	defer s.stmts.mu.Unlock()
-	if st, ok := s.stmts.m[query]; ok {
+func (c *statements) get(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, query)
+	st, err := db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	if s.stmts.m == nil {
-		s.stmts.m = map[string]*sql.Stmt{}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
 	}
-	s.stmts.m[query] = st
+	c.m[query] = st
 	return st, nil
+}
+
+func (c *statements) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = nil
+}
+
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	return s.stmts.get(ctx, s.db, query)
+}
+
+// read runs a query outside any transaction on the readers' pool.
+func (s *Store) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.rstmts.get(ctx, s.rdb, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// readRow runs a one-row query outside any transaction on the readers'
+// pool. A failure to prepare surfaces from Scan, as with QueryRowContext.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.rstmts.get(ctx, s.rdb, query)
+	if err != nil {
+		return s.rdb.QueryRowContext(ctx, query, args...) // reports the same error on Scan
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // exec runs a statement inside tx through the statement cache.
@@ -53,10 +85,6 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...
 }
 
 func (s *Store) closeStatements() {
-	s.stmts.mu.Lock()
-	defer s.stmts.mu.Unlock()
-	for _, st := range s.stmts.m {
-		st.Close()
-	}
-	s.stmts.m = nil
+	s.stmts.close()
+	s.rstmts.close()
 }

@@ -53,13 +53,13 @@ func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
 
 // Approval implements store.Store.
 func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval, error) {
-	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, approvalID))
+	a, err := scanApproval(s.readRow(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, approvalID))
 	return a, mapErr("approval", "", err)
 }
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
+	rows, err := s.read(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
 FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	if err != nil {
 		return nil, mapErr("events", runID, err)
@@ -82,7 +82,7 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	var n int64
-	err := s.db.QueryRowContext(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
+	err := s.readRow(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
 WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
 	if err != nil {
 		return c, mapErr("checkpoint", runID, err)
@@ -93,7 +93,7 @@ WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVers
 
 // Intents implements store.Store.
 func (s *Store) Intents(ctx context.Context, runID string) ([]store.Intent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	rows, err := s.read(ctx, `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
 FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY i.commit_order`, runID)
 	if err != nil {
@@ -116,7 +116,7 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 
 // Attempts implements store.Store.
 func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT intent_id, n, status, generation, detail, started_at, finished_at
+	rows, err := s.read(ctx, `SELECT intent_id, n, status, generation, detail, started_at, finished_at
 FROM attempts WHERE intent_id = ? ORDER BY n`, intentID)
 	if err != nil {
 		return nil, mapErr("attempts", "", err)
@@ -139,7 +139,7 @@ FROM attempts WHERE intent_id = ? ORDER BY n`, intentID)
 
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = ? ORDER BY commit_order`, runID)
+	rows, err := s.read(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = ? ORDER BY commit_order`, runID)
 	if err != nil {
 		return nil, mapErr("receipts", runID, err)
 	}
@@ -157,7 +157,7 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, body FROM trace WHERE run_id = ? ORDER BY seq`, runID)
+	rows, err := s.read(ctx, `SELECT seq, kind, body FROM trace WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, mapErr("trace", runID, err)
 	}

@@ -35,12 +35,20 @@ type Options struct {
 
 // Store is a store.Store on one SQLite database file.
 type Store struct {
-	db     *sql.DB
+	db     *sql.DB // writes, and reads inside write transactions
+	rdb    *sql.DB // reads outside transactions; db itself when read-only
 	clock  func() time.Time
 	ro     bool
-	stmts  statements
+	stmts  statements // prepared on db
+	rstmts statements // prepared on rdb
 	sealer store.Sealer
 }
+
+// readers bounds the readers' pool. Every connection is kept open once
+// made: opening one costs as much as dozens of small reads (pragmas and
+// the schema are parsed again), which database/sql's default of two idle
+// connections would pay on every burst of concurrent requests.
+const readers = 8
 
 var _ store.Store = (*Store)(nil)
 
@@ -66,19 +74,38 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_txlock", "immediate")
 	}
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-	db, err := sql.Open("sqlite", dsn)
+	file := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
+	db, err := sql.Open("sqlite", file+q.Encode())
 	if err != nil {
 		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "open %s", path)
 	}
+	db.SetMaxIdleConns(readers)
 	clock := opts.Clock
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer}
+	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		// Readers get a pool of their own: in WAL mode they never wait for
+		// the writer, and a burst of page reads cannot take the connections
+		// the runner's commits need. query_only makes a stray write through
+		// it an error rather than an unfenced change.
+		rq := url.Values{}
+		rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+		rq.Add("_pragma", "trusted_schema(0)")
+		rq.Add("_pragma", "query_only(1)")
+		rdb, err := sql.Open("sqlite", file+rq.Encode())
+		if err != nil {
+			db.Close()
+			return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "open %s for reading", path)
+		}
+		rdb.SetMaxOpenConns(readers)
+		rdb.SetMaxIdleConns(readers)
+		s.rdb = rdb
 	}
 	return s, nil
 }
@@ -86,7 +113,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error {
 	s.closeStatements()
-	return s.db.Close()
+	err := s.db.Close()
+	if s.rdb != s.db {
+		if rerr := s.rdb.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // DB exposes the database handle for read-only inspection by tests and the
@@ -199,7 +232,7 @@ func scanRun(row scanner) (store.Run, error) {
 
 // Run implements store.Store.
 func (s *Store) Run(ctx context.Context, runID string) (store.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+	r, err := scanRun(s.readRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
 	return r, mapErr("run", runID, err)
 }
 
@@ -208,7 +241,7 @@ func (s *Store) Runs(ctx context.Context, after string, limit int) ([]store.Run,
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs
+	rows, err := s.read(ctx, `SELECT `+runColumns+` FROM runs
 WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0)
 ORDER BY created_order LIMIT ?`, after, limit)
 	if err != nil {

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"flrh.dev/flrh/cjson"
@@ -29,7 +31,10 @@ type Status struct {
 	View     any // the workflow's own view of its state (a Viewer), nil without one
 }
 
-// Inspect reads a run's status from its latest checkpoint.
+// Inspect reads a run's status from its latest checkpoint. What it derives
+// from a checkpoint is kept (see statusCache): reading the same checkpoint
+// again costs a hash of its bytes instead of a decode. Status.View may be
+// shared with other callers and must not be modified.
 func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	run, err := r.cfg.Store.Run(ctx, runID)
 	if err != nil {
@@ -46,15 +51,45 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	} else if err != nil {
 		return st, err
 	}
+	d, ok := r.statuses.get(runID, stored, wf)
+	if !ok {
+		if d, err = derive(stored, wf); err != nil {
+			return st, err
+		}
+		r.statuses.put(runID, d)
+	}
+	st.Accepted, st.Open, st.View = d.accepted, d.open, d.view
+	st.Waiting = slices.Clone(d.waiting)
+	st.Unknown = slices.Clone(d.unknown)
+	return st, nil
+}
+
+// derived is what Inspect reads out of one checkpoint.
+type derived struct {
+	seq            int64
+	digest         string // the checkpoint's digest, checked against its bytes
+	format         int64
+	workflowDigest string
+	accepted       int64
+	open           int
+	waiting        []ApprovalNeed
+	unknown        []string
+	view           any
+}
+
+// derive decodes a checkpoint, refusing one it cannot trust, and reads the
+// status out of it.
+func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 	cp, err := decodeCheckpoint(stored, wf)
 	if err != nil {
-		return st, err
+		return derived{}, err
 	}
-	st.Accepted, st.Open = cp.Accepted, len(cp.Open)
+	d := derived{seq: stored.Seq, digest: stored.Digest, format: stored.FormatVersion, workflowDigest: wf.Digest(),
+		accepted: cp.Accepted, open: len(cp.Open)}
 	if v, ok := wf.(Viewer); ok {
 		if state, err := canonBytes(cp.State); err == nil {
 			if view, err := v.View(state); err == nil {
-				st.View = view
+				d.view = view
 			}
 		}
 	}
@@ -62,13 +97,54 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 		switch e.Stage {
 		case stageAwaitingApproval:
 			if e.ApprovalID == "" {
-				st.Waiting = append(st.Waiting, *e.Approval)
+				d.waiting = append(d.waiting, *e.Approval)
 			}
 		case stageUnknown:
-			st.Unknown = append(st.Unknown, e.IntentID)
+			d.unknown = append(d.unknown, e.IntentID)
 		}
 	}
-	return st, nil
+	return d, nil
+}
+
+// statusCache keeps, per run, what Inspect derived from the run's latest
+// checkpoint it read. A checkpoint never changes once written, and an entry
+// is used only for a checkpoint with the same position, format, digest and
+// workflow whose bytes still hash to that digest — the bytes the entry was
+// derived from — so a hit answers exactly what decoding would, including
+// refusing a checkpoint whose bytes were altered. Run pages, approval
+// checks and metrics read waiting runs' checkpoints over and over while
+// they wait; decoding and re-encoding one was the larger part of a page.
+type statusCache struct {
+	mu sync.Mutex
+	m  map[string]derived
+}
+
+// maxStatuses bounds the cache; past it an arbitrary entry makes room.
+const maxStatuses = 4096
+
+func (c *statusCache) get(runID string, stored store.Checkpoint, wf Workflow) (derived, bool) {
+	c.mu.Lock()
+	d, ok := c.m[runID]
+	c.mu.Unlock()
+	if !ok || d.seq != stored.Seq || d.digest != stored.Digest || d.format != stored.FormatVersion || d.workflowDigest != wf.Digest() {
+		return derived{}, false
+	}
+	return d, store.BodyDigest(stored.Body) == d.digest
+}
+
+func (c *statusCache) put(runID string, d derived) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]derived{}
+	}
+	if _, ok := c.m[runID]; !ok && len(c.m) >= maxStatuses {
+		for id := range c.m {
+			delete(c.m, id)
+			break
+		}
+	}
+	c.m[runID] = d
 }
 
 // Approve grants the approval a run waits on, bound to the exact request

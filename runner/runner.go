@@ -76,6 +76,7 @@ type Runner struct {
 	leases    map[string]store.Lease // leases this runner holds, kept between passes
 	cps       map[string]cachedCheckpoint
 	carries   map[string]tripwire.Carry // what the wires remember of each run
+	statuses  statusCache               // what Inspect read from recent checkpoints
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this

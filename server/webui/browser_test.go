@@ -252,6 +252,70 @@ func (w *world) shot(name string) {
 	}
 }
 
+// fullShot saves a PNG of the whole page, below the fold too.
+func (w *world) fullShot(name string) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		w.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(w.shots, name+".png"), png, 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// a11yScript lists what a page gets wrong for keyboard and screen-reader
+// users and for contrast: a form control without a label, a button or
+// link without a name, a focusable element hidden from the keyboard, and
+// text whose contrast with its background is under WCAG AA (4.5:1, or 3:1
+// for large text).
+const a11yScript = `(() => {
+  const out = [];
+  const name = (el) => (el.getAttribute('aria-label') || el.textContent || el.title || el.value || '').trim();
+  for (const el of document.querySelectorAll('input, select, textarea')) {
+    if (el.type === 'hidden') continue;
+    const labelled = (el.id && document.querySelector('label[for="' + CSS.escape(el.id) + '"]')) || el.closest('label') || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby');
+    if (!labelled) out.push('unlabelled ' + el.tagName.toLowerCase() + (el.id ? '#' + el.id : ''));
+  }
+  for (const el of document.querySelectorAll('button, a[href]')) {
+    if (!name(el)) out.push('nameless ' + el.tagName.toLowerCase() + ' ' + el.outerHTML.slice(0, 80));
+    if (el.tabIndex < 0) out.push('not keyboard reachable: ' + name(el));
+  }
+  const rgb = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null; const p = m[1].split(',').map(Number); return { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 }; };
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const bg = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c && c.a > 0.5) return c; } return { r: 255, g: 255, b: 255, a: 1 }; };
+  const seen = new Set();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || !el || seen.has(el)) continue;
+    seen.add(el);
+    const st = getComputedStyle(el);
+    if (st.visibility === 'hidden' || st.display === 'none' || !el.getClientRects().length) continue;
+    if (el.closest('button:disabled')) continue; // WCAG exempts inactive controls
+    const fg = rgb(st.color);
+    const b = bg(el);
+    if (!fg) continue;
+    const l1 = lum(fg), l2 = lum(b);
+    const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    const size = parseFloat(st.fontSize), bold = Number(st.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) out.push('contrast ' + ratio.toFixed(2) + ' < ' + need + ': "' + n.textContent.trim().slice(0, 40) + '"');
+  }
+  return out;
+})()`
+
+// checkA11y fails the test on any finding of a11yScript on the page shown.
+func (w *world) checkA11y(page string) {
+	w.t.Helper()
+	if bad := value(w, "accessibility of "+page, chromedp.Evaluate[[]string](a11yScript)); len(bad) > 0 {
+		w.t.Fatalf("%s: %s", page, strings.Join(bad, "; "))
+	}
+}
+
 // api calls the JSON API directly, as the test's own hands.
 func (w *world) api(method, path, token string, body any) (int, map[string]any) {
 	w.t.Helper()
@@ -386,7 +450,9 @@ func TestBrowser(t *testing.T) {
 		w.run("watch it wait", w.page("#/run/big-refund"), waitText("#run-state", "WAIT_APPROVAL"),
 			chromedp.WaitVisible(chromedp.CSS(`#acts article.approval`)))
 		w.checkStrip("big-refund")
+		w.checkA11y("run page")
 		w.shot("1-run-waiting-approval")
+		w.fullShot("1-run-waiting-approval-full")
 
 		need := w.status("big-refund").Waiting[0]
 		w.run("inbox", chromedp.Navigate(w.ts.URL+"/ui/#/inbox"),
@@ -397,7 +463,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("inbox shows preview %q digest %q; the run waits on %q %q", preview, digest, need.Preview, need.RequestDigest)
 		}
 		w.run("inbox count", waitText("#inbox-count", "1"))
+		w.checkA11y("inbox")
 		w.shot("2-inbox")
+		w.fullShot("2-inbox-full")
 		// Keyboard: the approve button is reachable and works with Enter.
 		w.run("approve", chromedp.Focus(chromedp.CSS(`article.approval[data-run="big-refund"] button[data-act="approve"]`)),
 			chromedp.KeyEvent("\r"),
@@ -435,6 +503,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("timeline shows %v; the run has %d events", seqs, len(evs))
 		}
 		w.shot("3-run-succeeded")
+		w.fullShot("3-run-succeeded-full")
 	})
 
 	t.Run("deny", func(t *testing.T) {
@@ -483,6 +552,7 @@ func TestBrowser(t *testing.T) {
 		if got := len(w.sb.Mutations()); got != before+1 {
 			t.Fatalf("the sandbox applied %d mutations, want %d", got, before+1)
 		}
+		w.checkA11y("reconciliation")
 		w.shot("5-outcome-unknown")
 		// The person checked the destination: it took effect.
 		w.run("reconcile", chromedp.Click(chromedp.CSS(`article.reconcile button[data-resolution="confirmed_success"]`)),
@@ -504,7 +574,9 @@ func TestBrowser(t *testing.T) {
 		if len(view.Offers) != 1 || !slices.Equal(shown, view.Offers[0].Options) {
 			t.Fatalf("options shown %v; the run offers %+v", shown, view.Offers)
 		}
+		w.checkA11y("options")
 		w.shot("7-options")
+		w.fullShot("7-options-full")
 		// A person picks the first option: the deliberation machine records
 		// the choice under the token's actor (row H03, OPTIONS → DECIDE) and
 		// the page draws the strip the workflow reports afterwards.
@@ -531,6 +603,26 @@ func TestBrowser(t *testing.T) {
 			waitText("#journey details table", "CHOOSE_OPTION"))
 		w.checkStrip("goodwill")
 		w.shot("8-chosen")
+
+		// A person pauses the deliberation: HOLD, recorded under their name.
+		w.run("pause", chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
+			chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)), waitText("#status", "Asked for pause"))
+		deadline = time.Now().Add(15 * time.Second)
+		for {
+			v := w.status("goodwill").View.(workflow.View)
+			k := slices.IndexFunc(v.Journey, func(e mrp.Entry) bool { return e.Trigger == mrp.Pause })
+			if k >= 0 {
+				if e := v.Journey[k]; e.ActorID != "finance-lead" || e.To != mrp.Hold || e.Rejected != "" {
+					t.Fatalf("the pause was recorded as %+v", e)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pause never reached the journey: %+v", v.Journey)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		w.checkStrip("goodwill")
 	})
 
 	t.Run("runs list and loopback", func(t *testing.T) {
@@ -543,6 +635,24 @@ func TestBrowser(t *testing.T) {
 			if !slices.Contains(ids, id) {
 				t.Fatalf("runs list %v lacks %s", ids, id)
 			}
+		}
+		w.checkA11y("runs list")
+		// The checker is not vacuous: planted faults are found, then removed.
+		planted := value(w, "plant faults", chromedp.Evaluate[[]string](`(() => {
+  const m = document.querySelector('main');
+  const a = document.createElement('span'); a.id = 'planted-grey'; a.textContent = 'faint text'; a.className = 'planted';
+  const b = document.createElement('input'); b.id = 'planted-input'; b.className = 'planted';
+  const c = document.createElement('button'); c.className = 'planted';
+  m.append(a, b, c);
+  a.style.color = '#aaaaaa';
+  const r = ` + a11yScript + `;
+  for (const e of document.querySelectorAll('.planted')) e.remove();
+  return r;
+})()`))
+		if !slices.ContainsFunc(planted, func(s string) bool { return strings.HasPrefix(s, "unlabelled input#planted-input") }) ||
+			!slices.ContainsFunc(planted, func(s string) bool { return strings.HasPrefix(s, "nameless button") }) ||
+			!slices.ContainsFunc(planted, func(s string) bool { return strings.HasPrefix(s, "contrast 2.3") && strings.Contains(s, "faint text") }) {
+			t.Fatalf("the accessibility check missed planted faults: %v", planted)
 		}
 		w.shot("9-runs")
 		w.run("filter", chromedp.SetValue(chromedp.CSS("#f-state"), "SUCCEEDED"), chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)),

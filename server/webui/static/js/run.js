@@ -100,9 +100,12 @@ export async function runPage(el, signal, id) {
         refresh();
       } catch (e) { sayError(e); buttons.forEach((b) => { b.disabled = false; }); }
     } }, 'Choose ' + o));
+    const tl = tickets && tickets.tickets;
+    const ticket = Array.isArray(tl) ? [...tl].reverse().find((t) => t.proposal_id === proposal) : null;
     return h('article', { class: 'card offer', 'data-proposal': proposal },
       h('h3', {}, 'Options for proposal ', h('code', {}, proposal)),
       h('p', {}, 'The run is in OPTIONS: several safe paths, none committed. Pick one.'),
+      ticket && ticket.preview ? h('details', {}, h('summary', {}, 'The action proposed'), h('pre', { class: 'preview' }, ticket.preview)) : null,
       ranking.length ? scoreTable(ranking, 'Ranked by the AIF controller, best first (lower expected free energy is better)') : null,
       digest ? h('p', { class: 'muted' }, 'Scorecard ', h('code', {}, digest)) : null,
       h('div', { class: 'actions' }, buttons));

@@ -645,7 +645,7 @@ func TestBrowser(t *testing.T) {
   const c = document.createElement('button'); c.className = 'planted';
   m.append(a, b, c);
   a.style.color = '#aaaaaa';
-  const r = ` + a11yScript + `;
+  const r = `+a11yScript+`;
   for (const e of document.querySelectorAll('.planted')) e.remove();
   return r;
 })()`))

@@ -4,6 +4,7 @@
 package frontier_test
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"syscall"
 	"testing"
@@ -212,6 +213,27 @@ func BenchmarkAdvanceOpen1000(b *testing.B) {
 		s = tr.Next
 	}
 	reportCPU(b, cpuClock()-cpu0, 0)
+}
+
+// BenchmarkSHA256 is the floor under every figure above: raw SHA-256 (the
+// standard library's, using the CPU's SHA extensions where present) over
+// 1 MiB, measured in the same process. A step_r transition must hash its
+// whole next state and published batches (decision 0503), so bytes hashed
+// per delta divided by this rate bounds the deltas per second.
+func BenchmarkSHA256(b *testing.B) {
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	cpu0 := cpuClock()
+	for i := 0; i < b.N; i++ {
+		sha256.Sum256(buf)
+	}
+	cpu := cpuClock() - cpu0
+	reportCPU(b, cpu, 0)
+	b.ReportMetric(float64(b.N)*float64(len(buf))/cpu.Seconds()/1e6, "MB/cpu-s")
 }
 
 // BenchmarkSealDelta measures building one delta from a sealed value: the

@@ -55,12 +55,15 @@ type tick struct {
 
 	committed committedView    // what the last commit made durable, for the wires
 	wire      []tripwire.Event // the pending tick's events as the wires see them
+	obs       tickObs          // logs, spans and metrics of the tick (observe.go)
 }
 
 // Advance moves one run as far as it can go without outside input and
 // reports whether it moved. It holds the run's lease for the pass; a run
 // another runner holds is skipped, not waited for.
-func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
+func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err error) {
+	var t *tick
+	defer func() { r.endPass(t, err) }()
 	run, err := r.cfg.Store.Run(ctx, runID)
 	if err != nil {
 		return false, err
@@ -78,7 +81,8 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	} else if err != nil {
 		return false, err
 	}
-	t := &tick{run: run, lease: lease, wf: wf}
+	t = &tick{run: run, lease: lease, wf: wf}
+	r.beginTick(t)
 	defer r.settleLease(ctx, t)
 	r.mu.Lock()
 	cached, ok := r.cps[runID]
@@ -87,7 +91,7 @@ func (r *Runner) Advance(ctx context.Context, runID string) (bool, error) {
 	if ok && cached.head == run.Head && cached.generation == lease.Generation {
 		t.cp = cached.cp
 	} else {
-		build, err := r.load(ctx, t)
+		build, err := r.observeLoad(ctx, t)
 		if err != nil {
 			return false, err
 		}
@@ -142,7 +146,7 @@ func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, err
 	switch store.CodeOf(err) {
 	case store.CodeIdempotencyConflict, store.CodeExists:
 		r.forget(t.run.ID)
-		r.log.Error("parking run: commit refused for good", "run", t.run.ID, "err", err)
+		r.log.Error("parking run: commit refused for good", "run_id", t.run.ID, "err", err)
 		if qerr := r.cfg.Store.Quarantine(context.WithoutCancel(ctx), t.run.ID, "commit refused for good: "+err.Error()); qerr != nil {
 			return t.moved, qerr
 		}
@@ -213,7 +217,7 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		t.cp = cp
 		return stored.BuildDigest, nil
 	}
-	r.log.Error("quarantine", "run", t.run.ID, "reason", reason)
+	r.log.Error("quarantine", "run_id", t.run.ID, "reason", reason)
 	return "", r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
 }
 
@@ -245,7 +249,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if trips := tripwire.Check(b); len(trips) > 0 {
 		return r.trip(ctx, t, b, trips)
 	}
-	if err := r.cfg.Store.Commit(ctx, t.lease, *p); err != nil {
+	if err := r.commit(ctx, t, p); err != nil {
 		if store.CodeOf(err) == store.CodeFenced {
 			r.forget(t.run.ID)
 		}
@@ -363,7 +367,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	if err != nil {
 		return err
 	}
-	d, err := t.wf.Decide(state, in)
+	d, err := r.decide(t, state, in)
 	if errors.Is(err, ErrRuleBudget) {
 		return r.fire(t, "RULE_BUDGET_EXHAUSTED", nil, map[string]any{"rule_budget_ledger": err.Error()})
 	} else if err != nil {
@@ -625,7 +629,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			if err != nil {
 				return true, err
 			}
-			plan, err := aa.AuthorizeApproved(state, *e.Approval, grant, t.cp.Accepted)
+			plan, err := r.reauthorize(t, aa, state, *e.Approval, grant)
 			if err != nil {
 				r.traceNote(t, "approval_refused", in.ID, err.Error())
 				return true, nil
@@ -837,7 +841,7 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 			}
 			return fmt.Errorf("intent %s: last attempt is %s, nothing in flight", e.IntentID, last.Status)
 		}
-		rec, err := adapter.Execute(ctx, effect.Intent{Effect: intent, Payload: payload})
+		rec, err := r.dispatch(ctx, t, e, adapter, effect.Intent{Effect: intent, Payload: payload}, last.N)
 		if err != nil {
 			rec = effect.Receipt{Outcome: effect.Unknown, Code: "ADAPTER_ERROR", Detail: err.Error()}
 		}
@@ -900,7 +904,7 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 	if r.cfg.Cut != nil {
 		r.cfg.Cut("during-reconcile")
 	}
-	res, err := effect.Reconcile(ctx, a, intent.IdempotencyKey, e.ContentDigest, r.cfg.Reconcile)
+	res, err := r.lookup(ctx, t, e, a, intent.IdempotencyKey, why)
 	if err != nil {
 		return err
 	}

@@ -275,6 +275,7 @@ func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body 
 	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)})
 	if err == nil {
+		r.noteTrigger(ctx, runID)
 		r.Wake()
 	}
 	return err

@@ -8,10 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/telemetry"
 	"flrh.dev/flrh/tripwire"
 )
 
@@ -43,8 +46,15 @@ type Config struct {
 	MaxAttempts int64
 	// Clock is the shell's clock (receipt times, approval checks).
 	Clock func() time.Time
-	// Logger receives structured logs; nil discards them.
+	// Logger receives structured logs; nil discards them. See observe.go
+	// for what is logged at which level.
 	Logger *slog.Logger
+	// Tracer receives a span per tick with a child per phase; nil (or the
+	// no-op provider) records nothing and costs nothing.
+	Tracer trace.TracerProvider
+	// Metrics receives the runner's counts; nil makes a set of its own
+	// (Runner.Metrics returns it for a server to register).
+	Metrics *telemetry.Metrics
 	// Cut, when set, is called at named cut points (see CutPoints); fault
 	// tests use it to kill the process exactly there.
 	Cut func(point string)
@@ -77,6 +87,7 @@ type Runner struct {
 	cps       map[string]cachedCheckpoint
 	carries   map[string]tripwire.Carry // what the wires remember of each run
 	statuses  statusCache               // what Inspect read from recent checkpoints
+	obs       *observer
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this
@@ -135,7 +146,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}}
+		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg)}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {
@@ -182,6 +193,7 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}); err != nil {
 		return err
 	}
+	r.noteTrigger(ctx, runID)
 	r.Wake()
 	return nil
 }
@@ -273,7 +285,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				defer wg.Done()
 				defer func() { <-sem; r.release(id) }()
 				if _, err := r.Advance(ctx, id); err != nil && ctx.Err() == nil {
-					r.log.Warn("advance", "run", id, "err", err)
+					r.log.Warn("advance", "run_id", id, "err", err)
 				}
 			}(id)
 		}

@@ -150,12 +150,13 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	for _, tr := range trips {
 		names = append(names, tr.Wire)
 	}
-	r.log.Error("tripwire", "run", t.run.ID, "phase", string(b.Phase), "wires", strings.Join(names, ","))
+	r.log.Error("tripwire", "run_id", t.run.ID, "tick", t.run.Head, "phase", string(b.Phase), "wires", strings.Join(names, ","))
+	r.observeTrip(ctx, t, b, trips)
 	if err == nil {
 		if body, err := rep.Encode(); err == nil {
 			tick := store.Tick{ExpectHead: t.run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}
 			if err := r.cfg.Store.Commit(ctx, t.lease, tick); err != nil {
-				r.log.Error("tripwire report not recorded", "run", t.run.ID, "err", err, "report", string(body))
+				r.log.Error("tripwire report not recorded", "run_id", t.run.ID, "err", err, "report", string(body))
 			}
 		}
 	}

@@ -59,26 +59,56 @@ func newObserver(cfg Config) *observer {
 // register (telemetry.Metrics.Register).
 func (r *Runner) Metrics() *telemetry.Metrics { return r.obs.metrics }
 
-// noteTrigger remembers the span of the request that just handed a run
+// noteTrigger remembers the span of the request that is handing a run
 // work (a start, an input, an approval), so the tick that does the work is
-// its child: one trace from the HTTP request to the commit it caused.
-func (r *Runner) noteTrigger(ctx context.Context, runID string) {
+// its child: one trace from the HTTP request to the commit it caused. It
+// is called before the store write (a runner may pick the work up at
+// once) and returns what undoes it should the write fail.
+func (r *Runner) noteTrigger(ctx context.Context, runID string) (undo func()) {
 	if !r.obs.tracing {
-		return
+		return func() {}
 	}
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return func() {}
+	}
+	r.obs.mu.Lock()
+	r.obs.triggers[runID] = sc
+	r.obs.mu.Unlock()
+	return func() {
 		r.obs.mu.Lock()
-		r.obs.triggers[runID] = sc
+		if r.obs.triggers[runID].Equal(sc) {
+			delete(r.obs.triggers, runID)
+		}
 		r.obs.mu.Unlock()
 	}
 }
 
-func (r *Runner) takeTrigger(runID string) trace.SpanContext {
+func (r *Runner) trigger(runID string) trace.SpanContext {
 	r.obs.mu.Lock()
 	defer r.obs.mu.Unlock()
-	sc := r.obs.triggers[runID]
-	delete(r.obs.triggers, runID)
-	return sc
+	return r.obs.triggers[runID]
+}
+
+// settleTrigger forgets the request behind a run's work once the run ends,
+// parks or rests waiting for a person: what the request handed over is
+// done. A run resting in INGEST keeps it until the next request.
+func (r *Runner) settleTrigger(t *tick) {
+	if !r.obs.tracing || !t.obs.parent.IsValid() {
+		return
+	}
+	if t.cp != nil {
+		switch s := t.cp.Control.State; {
+		case r.machine.Final(s), s == "WAIT_APPROVAL", s == "HUMAN_RECONCILIATION":
+		default:
+			return
+		}
+	}
+	r.obs.mu.Lock()
+	if r.obs.triggers[t.run.ID].Equal(t.obs.parent) {
+		delete(r.obs.triggers, t.run.ID)
+	}
+	r.obs.mu.Unlock()
 }
 
 // tickObs is one tick's observation state, kept in the pass's tick.
@@ -107,7 +137,7 @@ func (r *Runner) beginTick(t *tick) {
 	t.obs.from = t.run.State
 	if r.obs.tracing {
 		t.obs.start = time.Now()
-		t.obs.parent = r.takeTrigger(t.run.ID)
+		t.obs.parent = r.trigger(t.run.ID)
 	}
 }
 
@@ -200,6 +230,7 @@ func (r *Runner) endPass(t *tick, err error) {
 	if t == nil {
 		return
 	}
+	r.settleTrigger(t)
 	if t.obs.reported {
 		return
 	}

@@ -538,3 +538,59 @@ func TestMetricsMatchTheStore(t *testing.T) {
 		}
 	}
 }
+
+// A trip is reported three ways: the tick ends tripped (span status error,
+// a tripwire event naming the wires), the trip and each wire are counted,
+// and an error line names the run and the wires.
+func TestTripIsObserved(t *testing.T) {
+	o := newObserved(t, true)
+	if err := o.r.Start(o.ctx, "large", o.wf.ID(), o.wf.Version(), refundInput("r-2", 900)); err != nil {
+		t.Fatal(err)
+	}
+	o.idle()
+	// An inbox entry of a kind no state takes: the wires trip when the
+	// pass leaves the run at rest with it.
+	body := []byte(`{}`)
+	if err := o.st.Submit(o.ctx, store.Inbound{ID: "odd:1", RunID: "large", Kind: "approve_all", ActorRole: "agent", Actor: "bot",
+		Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
+		t.Fatal(err)
+	}
+	o.idle()
+	if run, _ := o.st.Run(o.ctx, "large"); run.Quarantine == "" {
+		t.Fatal("the run was not parked")
+	}
+	m := gather(t, o.reg)
+	if m["flrh_tripwire_trips_total{phase=idle}"] != 1 || m[fmt.Sprintf("flrh_ticks_total{outcome=tripped,workflow=%s}", o.wf.ID())] != 1 {
+		t.Fatalf("trip not counted: %v", m)
+	}
+	wires := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "flrh_tripwire_wire_trips_total{") {
+			wires += v
+		}
+	}
+	lines := forRun(o.lines("tripwire"), "large")
+	if wires < 1 || len(lines) != 1 || lines[0]["level"] != "ERROR" || lines[0]["phase"] != "idle" || lines[0]["wires"] == "" {
+		t.Fatalf("%v wires counted, lines %v", wires, lines)
+	}
+	var tripped []sdktrace.ReadOnlySpan
+	for _, s := range o.spans.Ended() {
+		if s.Name() == "flrh.tick" && attr(s, telemetry.KeyOutcome).AsString() == "tripped" {
+			tripped = append(tripped, s)
+		}
+	}
+	if len(tripped) != 1 || tripped[0].Status().Code.String() != "Error" || len(tripped[0].Events()) == 0 {
+		t.Fatalf("tripped tick spans %v", tripped)
+	}
+	sawWires := false
+	for _, ev := range tripped[0].Events() {
+		if ev.Name == "tripwire" {
+			for _, a := range ev.Attributes {
+				sawWires = sawWires || (a.Key == "flrh.tripwire.wires" && strings.Contains(lines[0]["wires"].(string), a.Value.AsStringSlice()[0]))
+			}
+		}
+	}
+	if !sawWires {
+		t.Fatalf("tripwire event %v", tripped[0].Events())
+	}
+}

@@ -272,11 +272,13 @@ func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body 
 	// store orders the inbox). Two people acting at once must not collide.
 	id := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s",
 		runID, by.Name, by.Role, r.cfg.Clock().UnixNano(), b)))[:32])
+	undo := r.noteTrigger(ctx, runID)
 	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)})
 	if err == nil {
-		r.noteTrigger(ctx, runID)
 		r.Wake()
+	} else {
+		undo()
 	}
 	return err
 }

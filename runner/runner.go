@@ -186,14 +186,16 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 	if err != nil {
 		return fmt.Errorf("runner: run input: %w", err)
 	}
+	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
 	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {
+		undo()
 		return err
 	}
 	if err := r.cfg.Store.Submit(ctx, store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}); err != nil {
+		undo()
 		return err
 	}
-	r.noteTrigger(ctx, runID)
 	r.Wake()
 	return nil
 }

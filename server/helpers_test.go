@@ -103,9 +103,12 @@ type fixture struct {
 	logs   *syncBuffer
 }
 
+// fixtureOption adjusts the runner's and the server's configuration.
+type fixtureOption func(*runner.Config, *Config)
+
 // newFixture serves the refund workflow over a temporary SQLite store with
 // the sandbox destination and a background runner. tokens may be "".
-func newFixture(t testing.TB, tokens string) *fixture {
+func newFixture(t testing.TB, tokens string, opts ...fixtureOption) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
@@ -125,28 +128,33 @@ func newFixture(t testing.TB, tokens string) *fixture {
 	wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	// The runner logs from its own goroutines; a fuzz target may not log
 	// through its F, so fuzzing discards the runner's logs.
+	logs := &syncBuffer{}
 	runnerLog := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	if _, fuzzing := t.(*testing.F); fuzzing {
 		runnerLog = slog.New(slog.DiscardHandler)
 	}
-	r, err := runner.New(runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-server",
-		Poll: 20 * time.Millisecond, Parallelism: 4, Logger: runnerLog, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	rcfg := runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-server",
+		Poll: 20 * time.Millisecond, Parallelism: 4, Logger: runnerLog, Reconcile: effect.Plan{Backoff: []time.Duration{0}}}
+	scfg := Config{Store: wrapped, Catalog: Static{wf}, Notifier: notifier,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), StreamPoll: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(&rcfg, &scfg)
+	}
+	r, err := runner.New(rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
-	logs := &syncBuffer{}
 	var tk *Tokens
 	if tokens != "" {
 		if tk, err = ParseTokens([]byte(tokens)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: Static{wf}, AgentFrom: ActorFrom})
-	srv, err := New(Config{Store: wrapped, Runner: r, Catalog: Static{wf}, Tokens: tk, Notifier: notifier,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), StreamPoll: 50 * time.Millisecond,
-		MCP: agents})
+	scfg.Runner, scfg.Tokens = r, tk
+	scfg.MCP = mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: Static{wf}, AgentFrom: ActorFrom})
+	srv, err := New(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

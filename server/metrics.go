@@ -8,28 +8,36 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"flrh.dev/flrh/telemetry"
 )
 
-// metrics are the server's Prometheus collectors.
+// metrics are the server's Prometheus collectors. /metrics also serves the
+// runner's (package telemetry): ticks, commit latency, transitions, effects
+// by outcome, tripwire trips and store errors, which the server counts into
+// too (source="api" and "scrape").
 type metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
-	storeErrors *prometheus.CounterVec
+	storeErrors *prometheus.CounterVec // the runner's flrh_store_errors_total, source="api"
+	runner      *telemetry.Metrics
 	streams     prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
-	m := &metrics{
+	tm := s.cfg.Runner.Metrics()
+	if err := tm.Register(reg); err != nil {
+		return nil, err
+	}
+	m := &metrics{runner: tm, storeErrors: tm.StoreErrors(telemetry.SourceAPI),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_http_requests_total",
 			Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flrh_http_request_duration_seconds",
 			Help:    "HTTP request latency by route (event streams excluded).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5}}, []string{"route", "method"}),
-		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_store_errors_total",
-			Help: "Store failures met while answering requests, by store code."}, []string{"code"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flrh_event_streams", Help: "Open server-sent event streams."}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.storeErrors, m.streams, &runCollector{s: s},
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, &runCollector{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
@@ -100,7 +108,7 @@ func (c *runCollector) refresh() {
 	for {
 		page, err := st.Runs(ctx, after, 1000)
 		if err != nil {
-			c.s.metrics.storeErrors.WithLabelValues("scrape").Inc()
+			c.s.metrics.runner.StoreError(telemetry.SourceScrape, err)
 			return
 		}
 		for _, r := range page {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
@@ -46,9 +47,12 @@ type Config struct {
 	Tokens *Tokens
 	// Logger receives one JSON line per request; nil discards them.
 	Logger *slog.Logger
-	// Metrics is where the server registers its collectors; nil makes a
-	// registry of its own. /metrics serves it.
+	// Metrics is where the server registers its collectors and the
+	// runner's; nil makes a registry of its own. /metrics serves it.
 	Metrics *prometheus.Registry
+	// Tracer, when set, gives every request a server span (see trace.go);
+	// nil traces nothing.
+	Tracer trace.TracerProvider
 	// Notifier, when set, wakes event streams the moment a commit lands;
 	// streams also poll every StreamPoll.
 	Notifier   *Notifier
@@ -78,6 +82,7 @@ type Server struct {
 	log       *slog.Logger
 	mux       *http.ServeMux
 	metrics   *metrics
+	tracer    trace.Tracer // nil without tracing
 	streams   atomic.Int64
 	done      chan struct{}
 	closeOnce sync.Once
@@ -118,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.NewRunID == nil {
 		cfg.NewRunID = func() string { return "run-" + randomHex(8) }
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{}), tracer: newTracer(cfg.Tracer)}
 	m, err := newMetrics(cfg.Metrics, s)
 	if err != nil {
 		return nil, err
@@ -233,7 +238,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			rid = randomHex(8)
 		}
 		w.Header().Set("X-Request-Id", rid)
-		ctx := context.WithValue(r.Context(), requestIDKey, rid)
+		ctx, span := s.startSpan(context.WithValue(r.Context(), requestIDKey, rid), rt, r, rid)
 		if !rt.streams {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -284,6 +289,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		elapsed := time.Since(start)
 		s.metrics.observe(rt, status, elapsed)
+		endSpan(span, r, status, failure)
 		attrs := []any{"request_id", rid, "method", r.Method, "route", rt.Pattern, "status", status,
 			"duration_ms", float64(elapsed.Microseconds()) / 1000}
 		if id := r.PathValue("id"); id != "" {

@@ -103,6 +103,11 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
+// StoreErrors is the store error counter with its source fixed, by code.
+func (m *Metrics) StoreErrors(source string) *prometheus.CounterVec {
+	return m.storeErrors.MustCurryWith(prometheus.Labels{"source": source})
+}
+
 // Tick counts one tick of a workflow's run.
 func (m *Metrics) Tick(workflow, outcome string) { m.ticks.WithLabelValues(workflow, outcome).Inc() }
 

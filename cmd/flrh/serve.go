@@ -21,6 +21,7 @@ import (
 	"flrh.dev/flrh/mcp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
+	"flrh.dev/flrh/telemetry"
 )
 
 func init() {
@@ -48,6 +49,12 @@ The token file:
     {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<hex sha256 of the token>"}
   ]}
 
+Logs are JSON lines on standard error (--log-level debug adds every tick and
+control transition). /metrics serves Prometheus metrics to any authenticated
+reader. --otel stdout|otlp exports OpenTelemetry spans — one per request, one
+per tick with a child per phase; otlp reads OTEL_EXPORTER_OTLP_ENDPOINT and
+the other standard OTEL_* variables. Tracing is off by default.
+
 SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests
 finish, event streams end, the runner stops and releases its leases.`,
 		Example: `  flrh serve
@@ -63,6 +70,8 @@ finish, event streams end, the runner stops and releases its leases.`,
 	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (required to listen beyond loopback)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests")
+	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
+	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
 			return usagef("--runners must be from 1 to 256")
@@ -80,7 +89,22 @@ finish, event streams end, the runner stops and releases its leases.`,
 		if err := server.ListenCheck(*addr, tokens); err != nil {
 			return usagef("%v", err)
 		}
-		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+			return usagef("--log-level: %v", err)
+		}
+		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+		tracing, err := telemetry.NewTracing(cmd.Context(), *otelExporter, cmd.OutOrStdout(), "flrh")
+		if err != nil {
+			return usagef("--otel: %v", err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tracing.Shutdown(ctx); err != nil {
+				log.Warn("flushing spans", "err", err.Error())
+			}
+		}()
 
 		// Bundles first: a bundle that defines a built-in workflow's id and
 		// version replaces the built-in one.
@@ -127,14 +151,15 @@ finish, event streams end, the runner stops and releases its leases.`,
 		wrapped, notifier := server.NotifyCommits(st)
 		host, _ := os.Hostname()
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: fmt.Sprintf("serve:%s:%d", host, os.Getpid()),
-			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(),
+			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err
 		}
 		catalog := server.Static(workflows)
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
-		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents})
+		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents,
+			Tracer: tracing.Provider})
 		if err != nil {
 			return err
 		}

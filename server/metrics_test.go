@@ -1,0 +1,174 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/runner"
+)
+
+func refundBody(runID, refundID string, amount int) string {
+	return startBody(runID, fmt.Sprintf(`{"refunds":[{"id":%q,"amount":%d,"payee":"erin","reason":"late delivery"}]}`, refundID, amount))
+}
+
+// scrape reads /metrics as metric families.
+func (f *fixture) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	a := f.get("/metrics", tokViewer)
+	if a.status != 200 {
+		t.Fatalf("/metrics: %d %s", a.status, a.body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(a.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// series returns a family's samples by their labels ("k=v,k=v", sorted).
+func series(t *testing.T, mfs map[string]*dto.MetricFamily, name string) map[string]*dto.Metric {
+	t.Helper()
+	mf, ok := mfs[name]
+	if !ok {
+		t.Fatalf("/metrics has no %s", name)
+	}
+	out := map[string]*dto.Metric{}
+	for _, m := range mf.GetMetric() {
+		var ls []string
+		for _, l := range m.GetLabel() {
+			ls = append(ls, l.GetName()+"="+l.GetValue())
+		}
+		sort.Strings(ls)
+		out[strings.Join(ls, ",")] = m
+	}
+	return out
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m == nil:
+		return -1
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	}
+	return -1
+}
+
+func sum(ms map[string]*dto.Metric) float64 {
+	s := 0.0
+	for _, m := range ms {
+		s += value(m)
+	}
+	return s
+}
+
+// After real runs through the API — one paid, one waiting for approval,
+// one whose outcome is lost, an input the store refuses for an ended run —
+// /metrics holds every required family with the values the store backs:
+// runs by state, approvals waiting, ticks, commit latency, transitions,
+// effects by outcome, adapter attempts, tripwire trips and store errors.
+func TestMetricsAfterRealRuns(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	if a := f.post("/v1/runs", tokOperator, refundBody("m-paid", "r-3001", 40)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("m-paid", tokViewer, "its end", ended)
+	if a := f.post("/v1/runs", tokOperator, refundBody("m-wait", "r-3002", 900)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("m-wait", tokViewer, "an approval wait", waiting)
+	f.dest.lose.Store(true)
+	if a := f.post("/v1/runs", tokOperator, refundBody("m-lost", "r-3003", 30)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("m-lost", tokViewer, "a person's reconciliation", func(p RunPage) bool { return len(p.Unknown) > 0 })
+	f.dest.lose.Store(false)
+	// An input for a run that ended: the store refuses it (INVALID_TRANSITION).
+	if a := f.post("/v1/runs/m-paid/inputs", tokOperator, `{"input":{"refunds":[{"id":"r-3004","amount":10,"payee":"erin","reason":"x"}]}}`); a.status != 409 {
+		t.Fatalf("input for an ended run: %d %s", a.status, a.body)
+	}
+
+	mfs := f.scrape(t)
+	runs := series(t, mfs, "flrh_runs")
+	for state, n := range map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "HUMAN_RECONCILIATION": 1} {
+		if got := value(runs["state="+state]); got != n {
+			t.Fatalf("flrh_runs{state=%s} = %v, want %v", state, got, n)
+		}
+	}
+	if got := value(series(t, mfs, "flrh_approvals_waiting")[""]); got != 1 {
+		t.Fatalf("approvals waiting %v", got)
+	}
+
+	// Transitions: exactly the control events in the store.
+	controls := 0.0
+	events := 0.0
+	for _, id := range []string{"m-paid", "m-wait", "m-lost"} {
+		evs, err := f.store.Events(context.Background(), id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events += float64(len(evs))
+		for _, e := range evs {
+			if e.Kind == runner.EventControl {
+				var rec control.Record
+				if err := json.Unmarshal(e.Body, &rec); err != nil {
+					t.Fatal(err)
+				}
+				controls++
+			}
+		}
+	}
+	if got := sum(series(t, mfs, "flrh_transitions_total")); got != controls {
+		t.Fatalf("transitions %v, control events %v", got, controls)
+	}
+	// Ticks: at least one per run and one more for the paid run's receipt,
+	// never more than the events they wrote; one latency sample each.
+	ticks := series(t, mfs, "flrh_ticks_total")
+	committed := value(ticks["outcome=committed,workflow=refund-agent"])
+	if committed < 4 || committed > events {
+		t.Fatalf("%v committed ticks for 3 runs and %v events (%v)", committed, events, ticks)
+	}
+	h := mfs["flrh_commit_duration_seconds"].GetMetric()[0].GetHistogram()
+	if float64(h.GetSampleCount()) != committed || h.GetSampleSum() <= 0 {
+		t.Fatalf("commit latency: %d samples summing %v, %v ticks", h.GetSampleCount(), h.GetSampleSum(), committed)
+	}
+	prev := uint64(0)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() < prev {
+			t.Fatalf("commit latency buckets not cumulative: %v", h.GetBucket())
+		}
+		prev = b.GetCumulativeCount()
+	}
+	effects := series(t, mfs, "flrh_effects_total")
+	if value(effects["outcome=confirmed_success"]) != 1 || value(effects["outcome=unknown"]) != 1 || len(effects) != 2 {
+		t.Fatalf("effects by outcome %v", effects)
+	}
+	attempts := series(t, mfs, "flrh_effect_attempts_total")
+	if value(attempts["effect_type=refund.pay,outcome=succeeded"]) != 1 || value(attempts["effect_type=refund.pay,outcome=unknown"]) != 1 {
+		t.Fatalf("attempts %v", attempts)
+	}
+	if got := value(series(t, mfs, "flrh_runs_ended_total")["outcome=success,workflow=refund-agent"]); got != 1 {
+		t.Fatalf("runs ended %v", got)
+	}
+	trips := series(t, mfs, "flrh_tripwire_trips_total")
+	if len(trips) != 3 || sum(trips) != 0 {
+		t.Fatalf("trips %v", trips)
+	}
+	storeErrs := series(t, mfs, "flrh_store_errors_total")
+	if value(storeErrs["code=INVALID_TRANSITION,source=api"]) != 1 || sum(storeErrs) != 1 {
+		t.Fatalf("store errors %v", storeErrs)
+	}
+}

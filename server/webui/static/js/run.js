@@ -5,8 +5,9 @@
 
 import { get, post, runPath, optional, stream } from './api.js';
 import { h, replace, short, when, stateBadge, field } from './dom.js';
-import { approvalCard, journeyStrip, jsonView, proofTree, scoreTable, scorecard } from './widgets.js';
+import { approvalCard, journeyStrip, jsonView, scoreTable, scorecard } from './widgets.js';
 import { ticketFields } from './inbox.js';
+import { whyView } from './why.js';
 
 async function shell() { return import('./app.js'); }
 
@@ -186,7 +187,7 @@ export async function runPage(el, signal, id) {
       try {
         const out = await optional(runPath(id, '/why?proposal=' + encodeURIComponent(whySel.value)), signal);
         if (out === null) { replace(whyOut, h('p', { class: 'muted' }, 'This server does not offer provenance.')); return; }
-        replace(whyOut, explain(out));
+        replace(whyOut, whyView(out));
       } catch (e) {
         const { sayError } = await shell();
         sayError(e);
@@ -206,16 +207,6 @@ export async function runPage(el, signal, id) {
     ids.delete(undefined); ids.delete(null); ids.delete('');
     const keep = whySel.value;
     replace(whySel, [...ids].sort().map((p) => h('option', { value: p, selected: p === keep }, p)));
-  }
-
-  function explain(out) {
-    const verdict = field(out, 'decision', 'verdict', 'outcome', 'answer');
-    const tree = field(out, 'proof', 'tree', 'why', 'explanation');
-    const rest = Object.fromEntries(Object.entries(out || {}).filter(([k]) => !['decision', 'verdict', 'outcome', 'answer', 'proof', 'tree', 'why', 'explanation'].includes(k)));
-    return h('div', {},
-      verdict ? h('p', {}, 'Decision: ', h('span', { class: 'verdict', id: 'why-verdict' }, typeof verdict === 'string' ? verdict : JSON.stringify(verdict))) : null,
-      Object.keys(rest).length ? jsonView(rest) : null,
-      tree !== undefined ? proofTree(tree) : null);
   }
 
   // Proposal ids named by accepted inputs, for the why form.

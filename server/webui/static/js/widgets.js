@@ -129,30 +129,6 @@ export function jsonView(v, depth = 0) {
   return h('span', { class: typeof v === 'string' && /^sha256:|^[0-9a-f]{32,}$/.test(v) ? 'mono' : '' }, String(v));
 }
 
-const LABEL = ['fact', 'atom', 'head', 'goal', 'conclusion', 'label', 'literal', 'name'];
-const KIDS = ['children', 'premises', 'because', 'support', 'subproofs', 'body', 'proofs', 'nodes'];
-const RULE = ['rule', 'via', 'rule_id', 'clause'];
-
-// proofTree renders a provenance tree: each node names what holds (or is
-// absent), the rule that derived it, and the nodes it rests on.
-export function proofTree(node) {
-  if (Array.isArray(node)) return h('ul', { class: 'tree' }, node.map((n) => h('li', {}, proofTree(n))));
-  if (!node || typeof node !== 'object') return jsonView(node);
-  const label = LABEL.map((k) => node[k]).find((x) => typeof x === 'string');
-  const kidsKey = KIDS.find((k) => Array.isArray(node[k]));
-  if (!label && !kidsKey) return jsonView(node);
-  const rule = RULE.map((k) => node[k]).find((x) => typeof x === 'string');
-  const rest = Object.fromEntries(Object.entries(node).filter(([k]) => !LABEL.includes(k) && k !== kidsKey && !RULE.includes(k)));
-  const negative = node.absent || node.negated || node.polarity === 'negative' || node.kind === 'absence';
-  return h('div', { class: 'tree-node-wrap' },
-    h('span', { class: 'tree-node' },
-      negative ? h('span', { class: 'badge bad' }, 'absent') : null,
-      h('code', {}, label || '(node)'),
-      rule ? h('span', { class: 'muted' }, 'by ' + rule) : null),
-    Object.keys(rest).length ? h('details', {}, h('summary', {}, 'details'), jsonView(rest)) : null,
-    kidsKey && node[kidsKey].length ? h('ul', { class: 'tree' }, node[kidsKey].map((k) => h('li', {}, proofTree(k)))) : null);
-}
-
 // fixedNum shows a fixed-point score (an integer count of 1/scale units,
 // as the AIF records store them) as a decimal.
 export function fixedNum(v, scale = 1e9) {

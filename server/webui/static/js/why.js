@@ -1,0 +1,78 @@
+// Provenance: why H refused, held or allowed a proposal, from the proof
+// trees the server re-derives (GET /v1/runs/{id}/why?proposal=P). Each
+// decision shows the eligibility preconditions with their proofs, each
+// gate's decision with the rules and facts (and absent facts) behind it,
+// and the Meta-Priority Matrix's resolution.
+
+import { h } from './dom.js';
+import { jsonView } from './widgets.js';
+
+// What each of H's outcomes means for the person reading.
+const OUTCOMES = {
+  INTENT: ['allowed', 'Allowed: the effect was planned.'],
+  APPROVAL_REQUEST: ['held', 'Held for a person\u2019s approval.'],
+  OPTIONS: ['held', 'Held in OPTIONS: safe paths were offered for a person to choose.'],
+  HELD: ['held', 'Held.'],
+  ESCALATED: ['held', 'Escalated to a person.'],
+  REJECTED: ['refused', 'Refused.'],
+};
+
+// proof draws a proof node: the fact, the rule that derived it (or that it
+// is a base fact), its premises, and the absences it relied on.
+export function proof(node) {
+  if (!node) return null;
+  return h('div', { class: 'proof' },
+    h('span', { class: 'tree-node' },
+      h('code', {}, node.fact),
+      node.base ? h('span', { class: 'muted' }, 'base fact' + ((node.base_ids || []).length ? ' (' + node.base_ids.join(', ') + ')' : '')) : null,
+      node.rule ? h('span', { class: 'muted' }, 'by rule ', h('code', {}, node.rule), node.rule_position ? ' at ' + node.rule_position : '') : null),
+    (node.premises || []).length || (node.absent || []).length ? h('ul', { class: 'tree' },
+      (node.premises || []).map((p) => h('li', {}, proof(p))),
+      (node.absent || []).map((a) => h('li', {}, h('span', { class: 'badge bad' }, 'absent'), ' ', h('code', {}, a)))) : null);
+}
+
+function explanation(e) {
+  if (!e) return h('span', { class: 'muted' }, 'no explanation');
+  return h('div', {},
+    h('p', {}, h('code', {}, e.atom), ' is ', h('strong', {}, e.state)),
+    e.positive ? h('div', {}, h('p', { class: 'muted' }, 'Why it holds:'), proof(e.positive)) : null,
+    e.negative ? h('div', {}, h('p', { class: 'muted' }, 'Why it is false:'), proof(e.negative)) : null);
+}
+
+function decision(d, i) {
+  const [verdict, sentence] = OUTCOMES[d.outcome] || ['', d.outcome];
+  const head = [sentence];
+  if (d.rejection) head.push(` Rejection ${d.rejection.code}${d.rejection.path ? ' at ' + d.rejection.path : ''}.`);
+  if (d.held) head.push(` ${d.held}`);
+  return h('article', { class: 'card why-decision', 'data-outcome': d.outcome, 'data-verdict': verdict },
+    h('h3', {}, `Decision ${i + 1}: `, h('span', { class: 'verdict' }, d.outcome), h('span', { class: 'muted' }, ` on input #${d.seq} (${d.input_kind})`)),
+    h('p', {}, head.join('')),
+    h('dl', { class: 'kv' },
+      h('dt', {}, 'Eligibility verdict'), h('dd', {}, d.verdict || '—'),
+      h('dt', {}, 'Deliberation state after'), h('dd', {}, d.mrp_state || '—'),
+      d.ticket_id ? [h('dt', {}, 'Ticket'), h('dd', {}, h('code', {}, d.ticket_id))] : null,
+      (d.choices || []).length ? [h('dt', {}, 'Choices presented'), h('dd', {}, d.choices.join(', '))] : null),
+    h('h4', {}, 'Eligibility'),
+    (d.eligibility || []).length ? h('ul', { class: 'tree' }, d.eligibility.map((e) => h('li', {},
+      h('strong', {}, e.precondition), ' requires ', h('code', {}, e.literal),
+      e.error ? h('p', { class: 'bad' }, e.error) : explanation(e.explanation)))) : h('p', { class: 'muted' }, 'no preconditions'),
+    h('h4', {}, 'Gates'),
+    (d.gates || []).length ? h('ul', { class: 'tree' }, d.gates.map((g) => h('li', { 'data-gate': g.gate },
+      h('strong', {}, g.gate), ': ', h('span', { class: 'verdict' }, g.decision),
+      g.error ? h('p', { class: 'bad' }, g.error) : null,
+      (g.reasons || []).length ? h('ul', { class: 'tree' }, g.reasons.map((r) => h('li', {},
+        'rule ', h('code', {}, r.rule), r.detail ? ' — ' + r.detail : '',
+        (r.facts || []).length ? h('div', {}, 'because ', r.facts.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
+        (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
+    h('h4', {}, 'Resolution'),
+    d.resolution ? h('p', {}, `Highest tier ${d.resolution.highest_tier}: ${d.resolution.decision}, move ${d.resolution.move}`,
+      d.resolution.contestable ? ` (contestable; options ${(d.resolution.options || []).join(', ')})` : '') : null,
+    (d.audit || []).length ? h('details', {}, h('summary', {}, 'audit'), jsonView(d.audit)) : null);
+}
+
+// whyView renders the answer of the why endpoint.
+export function whyView(out) {
+  const ds = (out && out.decisions) || [];
+  if (!ds.length) return jsonView(out);
+  return h('div', { id: 'why-decisions' }, ds.map(decision));
+}

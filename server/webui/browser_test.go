@@ -47,7 +47,7 @@ const (
 
 // browserPath finds the browser: FLRH_CHROMIUM, else chromium on PATH.
 // Without one the tests skip, unless FLRH_REQUIRE_BROWSER is set (CI).
-func browserPath(t *testing.T) string {
+func browserPath(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("FLRH_CHROMIUM"); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -87,7 +87,7 @@ func (b blindLookups) ContentDigest(in effect.Intent) (string, error) {
 }
 
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context // the browser tab
 	st     store.Store
 	r      *runner.Runner
@@ -103,7 +103,11 @@ type world struct {
 // newWorld serves the refund example over a temporary SQLite store, its
 // payments going over HTTP to a sandbox destination, and opens a headless
 // browser at a laptop's 1366×768.
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world { return newWorldWith(t, nil) }
+
+// newWorldWith is newWorld with the store wrapped (nil: as it is) under
+// the runner and the servers.
+func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	exe := browserPath(t)
 	w := &world{t: t, blind: &atomic.Bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,7 +118,11 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	wrapped, notifier := server.NotifyCommits(st)
+	var base store.Store = st
+	if wrap != nil {
+		base = wrap(st)
+	}
+	wrapped, notifier := server.NotifyCommits(base)
 	w.st = wrapped
 
 	w.sb, err = sandbox.New(sandbox.Options{})

@@ -5,14 +5,17 @@
 package bundle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/workflow"
@@ -165,7 +168,10 @@ func (a *Adapters) Specs() map[string]workflow.AdapterSpec {
 
 // Registry builds the effect registry: for each effect type an HTTP
 // adapter whose endpoint is the value of the spec's url_env variable, as
-// getenv answers it (os.Getenv in production).
+// getenv answers it (os.Getenv in production), sending the spec's headers
+// and its secret parameters (each read from its variable; see package
+// redact). A variable that is unset is an error naming the variable, never
+// a value.
 func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error) {
 	reg := &effect.Registry{}
 	for et, spec := range a.specs {
@@ -177,15 +183,115 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 		if spec.TimeoutMS > 0 {
 			timeout = time.Duration(spec.TimeoutMS) * time.Millisecond
 		}
-		ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: timeout})
+		headers, values, err := secretHeaders(et, spec, getenv)
+		if err != nil {
+			return nil, err
+		}
+		scrub, err := redact.NewScrubber(values...)
 		if err != nil {
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}
-		if err := reg.Register(et, a.tool, HTTP(ad)); err != nil {
+		ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: timeout, Headers: headers})
+		if err != nil {
+			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
+		}
+		var eff effect.Adapter = HTTP(ad)
+		if scrub.Len() > 0 {
+			eff = scrubbed{eff, scrub}
+		}
+		if err := reg.Register(et, a.tool, eff); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+// secretHeaders reads the request headers of one effect type: the
+// adapter's own headers and one per secret parameter. It returns them with
+// the secret values, for scrubbing.
+func secretHeaders(et string, spec workflow.AdapterSpec, getenv func(string) string) (map[string]string, []string, error) {
+	headers := map[string]string{}
+	var values []string
+	read := func(header, env string) error {
+		v := getenv(env)
+		if v == "" {
+			return fmt.Errorf("bundle: effect type %s: %s (for header %s) is not set", et, env, header)
+		}
+		headers[header] = v
+		values = append(values, v)
+		return nil
+	}
+	for h, hs := range spec.Headers {
+		if err := read(h, hs.Env); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, m := range spec.Secrets {
+		if err := read(redact.HeaderName(m.Name), m.Env); err != nil {
+			return nil, nil, err
+		}
+	}
+	return headers, values, nil
+}
+
+// Secrets returns the values of every header and secret parameter the
+// bundle's adapters send, as getenv answers them (unset ones are left
+// out): what a shell scrubs from its logs.
+func (a *Adapters) Secrets(getenv func(string) string) []string {
+	var out []string
+	for _, spec := range a.specs {
+		for _, hs := range spec.Headers {
+			if v := getenv(hs.Env); v != "" {
+				out = append(out, v)
+			}
+		}
+		for _, m := range spec.Secrets {
+			if v := getenv(m.Env); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// scrubbed keeps an adapter's secrets out of what it reports: a
+// destination that repeats a credential in an error, or a transport error
+// that quotes one, must not put it in an attempt's detail or a receipt.
+type scrubbed struct {
+	effect.Adapter
+	s *redact.Scrubber
+}
+
+func (a scrubbed) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
+	rc, err := a.Adapter.Execute(ctx, in)
+	rc.Code, rc.Detail = a.s.String(rc.Code), a.s.String(rc.Detail)
+	if ev := a.s.Bytes(rc.Evidence); len(rc.Evidence) > 0 && &ev[0] != &rc.Evidence[0] {
+		rc.Evidence, rc.EvidenceDigest = ev, cjson.Digest(ev)
+	}
+	return rc, a.scrubErr(err)
+}
+
+func (a scrubbed) Lookup(ctx context.Context, key, contentDigest string) (effect.LookupResult, error) {
+	res, err := a.Adapter.Lookup(ctx, key, contentDigest)
+	res.Code, res.Detail = a.s.String(res.Code), a.s.String(res.Detail)
+	if ev := a.s.Bytes(res.Evidence); len(res.Evidence) > 0 && &ev[0] != &res.Evidence[0] {
+		res.Evidence, res.EvidenceDigest = ev, cjson.Digest(ev)
+	}
+	return res, a.scrubErr(err)
+}
+
+func (a scrubbed) ContentDigest(in effect.Intent) (string, error) {
+	return a.Adapter.(effect.ContentDigester).ContentDigest(in)
+}
+
+func (a scrubbed) scrubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := a.s.String(err.Error()); msg != err.Error() {
+		return errors.New(msg)
+	}
+	return err
 }
 
 // httpEffect lets the runner bind each idempotency key to the digest of

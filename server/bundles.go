@@ -22,6 +22,9 @@ type Bundles struct {
 	// be built (an endpoint variable unset): their runs can be started and
 	// read, and any effect they attempt fails for want of an adapter.
 	Unwired []string
+	// Secrets are the values of the credentials the adapters send (see
+	// package redact), for the shell to scrub from its logs.
+	Secrets []string
 }
 
 // LoadBundles loads every bundle in dir: dir itself when it holds a
@@ -52,6 +55,7 @@ func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
 			return nil, fmt.Errorf("bundle %s: %w", d, err)
 		}
 		out.Workflows = append(out.Workflows, wf)
+		out.Secrets = append(out.Secrets, ads.Secrets(getenv)...)
 		reg, err := ads.Registry(getenv)
 		if err != nil {
 			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))

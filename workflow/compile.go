@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"flrh.dev/flrh/kernel"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/protocol"
+	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/seam"
 )
 
@@ -39,6 +42,21 @@ type AdapterSpec struct {
 	Kind      string `json:"kind"`       // "http"
 	URLEnv    string `json:"url_env"`    // the environment variable holding the endpoint
 	TimeoutMS int64  `json:"timeout_ms"` // 0: the shell's default
+	// Headers are sent with every request to the destination, each value
+	// read from an environment variable by the shell. They are secret by
+	// definition (credentials): the bundle names where a value is, never
+	// the value.
+	Headers map[string]HeaderSpec `json:"headers,omitempty"`
+	// Secrets are the secret parameters of the effect type (members its
+	// tool's parameter schema marks secret): each is read from its
+	// environment variable by the shell and sent as the request header
+	// redact.HeaderName(member). Not part of the manifest's adapter object.
+	Secrets []redact.Member `json:"-"`
+}
+
+// HeaderSpec says where the value of a request header comes from.
+type HeaderSpec struct {
+	Env string `json:"env"` // the environment variable holding the value
 }
 
 // ApprovalPolicy is who may approve and how requests are bound.
@@ -74,6 +92,7 @@ type Workflow struct {
 	completeWhen        *logic.Fact
 	failWhen            *logic.Fact
 	adapters            map[string]AdapterSpec
+	secrets             map[string][]redact.Member // effect type → its secret parameters
 	rProfile            frontier.Profile
 	binding             seam.BindingProfile
 	cache               *matCache   // nil: evaluate every tick from scratch
@@ -549,11 +568,45 @@ func (c *compiler) authority(w *Workflow) *Error {
 		return malformed("/tools", "must be a non-empty array of tool manifests")
 	}
 	manifests := map[string]authority.ToolManifest{}
+	w.secrets = map[string][]redact.Member{}
 	for i, t := range tools {
 		ptr := fmt.Sprintf("/tools/%d", i)
+		// "parameters", the JSON Schema of the action, is the bundle's:
+		// H's manifest does not carry it.
+		var params any
+		if tm, ok := t.(map[string]any); ok {
+			if p, has := tm["parameters"]; has {
+				params = p
+				rest := make(map[string]any, len(tm))
+				for k, v := range tm {
+					if k != "parameters" {
+						rest[k] = v
+					}
+				}
+				t = rest
+			}
+		}
 		var m authority.ToolManifest
 		if err := strictDecode(t, &m); err != nil {
 			return malformed(ptr, "not a tool manifest: %v", err)
+		}
+		if params != nil {
+			secret, serr := redact.SecretMembers(params)
+			if serr != nil {
+				var re *redact.Error
+				if errors.As(serr, &re) {
+					return malformed(ptr+"/parameters"+re.Pointer, "%s", re.Detail)
+				}
+				return malformed(ptr+"/parameters", "%v", serr)
+			}
+			for _, sm := range secret {
+				if slices.Contains(m.RequiredParameters, sm.Name) {
+					return malformed(ptr+"/required_parameters", "%s is secret: its value is read from %s at dispatch and is never part of the action", sm.Name, sm.Env)
+				}
+			}
+			if len(secret) > 0 {
+				w.secrets[m.EffectType] = secret
+			}
 		}
 		if !cjson.ValidID(m.EffectType) {
 			return malformed(ptr+"/effect_type", "must be an id")
@@ -670,6 +723,16 @@ func (c *compiler) adapters(w *Workflow) *Error {
 		if a.TimeoutMS < 0 || a.TimeoutMS > 600_000 {
 			return malformed(ptr+"/timeout_ms", "must be from 0 to 600000")
 		}
+		for _, h := range sortedKeys(a.Headers) {
+			hp := ptr + "/headers/" + cjson.EscapePointer(h)
+			if !headerName.MatchString(h) || reservedHeader(h) {
+				return malformed(hp, "must be a header name (letters, digits, '-') other than the protocol's own")
+			}
+			if e := a.Headers[h].Env; e == "" || strings.ContainsAny(e, "= \x00") {
+				return malformed(hp+"/env", "must name the environment variable holding the value")
+			}
+		}
+		a.Secrets = w.secrets[et]
 		w.adapters[et] = a
 	}
 	for _, et := range sortedKeys(w.policy.Manifests) {
@@ -700,4 +763,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+var headerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
+
+// reservedHeader reports the headers the effect protocol or HTTP itself
+// sets, and the prefix secret parameters travel under.
+func reservedHeader(h string) bool {
+	switch strings.ToLower(h) {
+	case "idempotency-key", "content-digest", "content-type", "content-length", "accept", "host", "connection",
+		"transfer-encoding", "te", "trailer", "upgrade", "expect", "idempotent-replayed":
+		return true
+	}
+	return strings.HasPrefix(strings.ToLower(h), "flrh-secret-")
 }

@@ -375,6 +375,17 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if err != nil {
 		return nil, nil, "", err
 	}
+	// A secret parameter never enters the record: its value is the
+	// shell's, read at dispatch. An action that carries one is refused
+	// before it is digested into a ticket, a preview or a trace.
+	for i, p := range tr.EffectProposals {
+		for _, m := range t.w.secrets[p.EffectType] {
+			if _, ok := specs[i].Action[m.Name]; ok {
+				return nil, nil, fmt.Sprintf("SECRET_IN_ACTION: proposal %s: parameter %s of %s is secret; its value is read from %s at dispatch and the domain must not emit it",
+					p.ProposalID, m.Name, p.EffectType, m.Env), nil
+			}
+		}
+	}
 	var cmds []frontier.Command
 	for i, p := range tr.EffectProposals {
 		proj, refusal := t.project(mat, p, specs[i], t.lt*EpochStride+int64(i))

@@ -19,6 +19,8 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/mcp"
+	"flrh.dev/flrh/redact"
+	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/telemetry"
@@ -116,6 +118,13 @@ finish, event streams end, the runner stops and releases its leases.`,
 		case err != nil:
 			return usagef("--workflows: %v", err)
 		default:
+			// From here on no log record repeats a credential a bundle's
+			// adapters send.
+			scrub, err := redact.NewScrubber(b.Secrets...)
+			if err != nil {
+				return usagef("--workflows: %v", err)
+			}
+			log = slog.New(redactlog.Handler(log.Handler(), scrub))
 			workflows = append(workflows, b.Workflows...)
 			if err := server.MergeAdapters(adapters, b.Adapters); err != nil {
 				return usagef("--workflows: %v", err)

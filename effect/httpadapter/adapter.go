@@ -67,6 +67,11 @@ type Config struct {
 	// Transport, when set, replaces the adapter's own transport (which
 	// dials with ConnectTimeout and uses no proxy).
 	Transport http.RoundTripper
+	// Headers are sent with every request, mutations and lookups alike:
+	// credentials such as Authorization. They travel outside the body, so
+	// they are not part of the content digest, and the adapter never puts
+	// them in a receipt. The protocol's own headers cannot be replaced.
+	Headers map[string]string
 }
 
 // Adapter is the HTTP effect adapter. It is safe for concurrent use.
@@ -75,6 +80,7 @@ type Adapter struct {
 	dest    string
 	timeout time.Duration
 	client  *http.Client
+	headers http.Header
 }
 
 var _ effect.Adapter = (*Adapter)(nil)
@@ -93,6 +99,17 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.ConnectTimeout < 0 || cfg.Timeout < 0 {
 		return nil, errors.New("httpadapter: timeouts must not be negative")
+	}
+	headers := http.Header{}
+	for k, v := range cfg.Headers {
+		ck := http.CanonicalHeaderKey(k)
+		if !validHeader(k, v) {
+			return nil, fmt.Errorf("httpadapter: header %q: not a valid header name and value", k)
+		}
+		if protocolHeader[ck] {
+			return nil, fmt.Errorf("httpadapter: header %q is the protocol's own", k)
+		}
+		headers.Set(ck, v)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -117,6 +134,7 @@ func New(cfg Config) (*Adapter, error) {
 	u.RawPath = ""
 	return &Adapter{
 		base:    u,
+		headers: headers,
 		dest:    cfg.DestinationDigest,
 		timeout: cfg.Timeout,
 		client: &http.Client{
@@ -172,6 +190,7 @@ func (a *Adapter) Execute(ctx context.Context, in effect.Intent) (effect.Receipt
 	}
 	// Without GetBody the transport cannot resend the request by itself.
 	req.GetBody = nil
+	a.setHeaders(req)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(httpwire.HeaderIdempotencyKey, in.Effect.IdempotencyKey)
@@ -322,6 +341,7 @@ func (a *Adapter) Lookup(ctx context.Context, key, contentDigest string) (effect
 	if err != nil {
 		return effect.LookupResult{}, fmt.Errorf("httpadapter: %w", err)
 	}
+	a.setHeaders(req)
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
@@ -364,4 +384,34 @@ func JudgeLookup(key, contentDigest string, status int, body []byte, bodyErr err
 		res.Status, res.Detail = effect.HumanRequired, "the key holds content other than this effect's"
 	}
 	return res
+}
+
+// protocolHeader are the headers the adapter sets itself.
+var protocolHeader = map[string]bool{
+	"Content-Type": true, "Accept": true, "Content-Length": true, "Host": true, "Connection": true,
+	"Transfer-Encoding": true, "Te": true, "Trailer": true, "Upgrade": true, "Expect": true,
+	http.CanonicalHeaderKey(httpwire.HeaderIdempotencyKey): true, http.CanonicalHeaderKey(httpwire.HeaderContentDigest): true,
+}
+
+func validHeader(name, value string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	for _, c := range []byte(value) {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Adapter) setHeaders(req *http.Request) {
+	for k, v := range a.headers {
+		req.Header[k] = v
+	}
 }

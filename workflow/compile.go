@@ -574,9 +574,10 @@ func (c *compiler) authority(w *Workflow) *Error {
 		// "parameters", the JSON Schema of the action, is the bundle's:
 		// H's manifest does not carry it.
 		var params any
+		hasParams := false
 		if tm, ok := t.(map[string]any); ok {
 			if p, has := tm["parameters"]; has {
-				params = p
+				params, hasParams = p, true
 				rest := make(map[string]any, len(tm))
 				for k, v := range tm {
 					if k != "parameters" {
@@ -590,7 +591,7 @@ func (c *compiler) authority(w *Workflow) *Error {
 		if err := strictDecode(t, &m); err != nil {
 			return malformed(ptr, "not a tool manifest: %v", err)
 		}
-		if params != nil {
+		if hasParams {
 			secret, serr := redact.SecretMembers(params)
 			if serr != nil {
 				var re *redact.Error

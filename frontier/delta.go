@@ -149,9 +149,27 @@ func (c ApplyDeltaBatch) base() (string, string) { return c.ProfileDigest, c.Dat
 func (c AdvanceFrontier) base() (string, string) { return c.ProfileDigest, c.DataflowVersion }
 func (c GrantDemand) base() (string, string)     { return c.ProfileDigest, c.DataflowVersion }
 
-// appendCommandPreimage writes the M3CommandPreimage. For a delta batch the
-// caller passes the sorted, de-duplicated delta digests.
-func appendCommandPreimage(b []byte, c Command, deltaDigests []string) []byte {
+// commandDigest hashes the M3CommandPreimage. For a delta batch the caller
+// passes the sorted, de-duplicated delta digests. The preimage goes to
+// SHA-256 through a 4 KB buffer, so the digest list of a large batch is
+// never assembled in memory.
+func commandDigest(c Command, deltaDigests []string) string {
+	h := newHasher()
+	buf := make([]byte, 0, 4096)
+	flush := func(b []byte) []byte {
+		if len(b) < cap(b)-256 {
+			return b
+		}
+		h.bytes(b)
+		return b[:0]
+	}
+	h.bytes(appendCommandPreimage(buf, c, deltaDigests, flush))
+	return h.digest()
+}
+
+// appendCommandPreimage writes the M3CommandPreimage. flush, if not nil, is
+// called between delta digests and returns the buffer to keep appending to.
+func appendCommandPreimage(b []byte, c Command, deltaDigests []string, flush func([]byte) []byte) []byte {
 	pd, df := c.base()
 	b = append(b, '{')
 	if g, ok := c.(GrantDemand); ok {
@@ -171,7 +189,17 @@ func appendCommandPreimage(b []byte, c Command, deltaDigests []string) []byte {
 	switch x := c.(type) {
 	case ApplyDeltaBatch:
 		b = appendKey(b, "ordered_value_delta_digests", false)
-		b = appendStrings(b, deltaDigests)
+		b = append(b, '[')
+		for i, d := range deltaDigests {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, d)
+			if flush != nil {
+				b = flush(b)
+			}
+		}
+		b = append(b, ']')
 		b = appendKey(b, "profile_digest", false)
 		b = appendString(b, pd)
 	case AdvanceFrontier:

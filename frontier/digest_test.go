@@ -248,3 +248,30 @@ func TestResumeAfterEveryPiece(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeCommandDigest: a command whose digest list passes through the
+// hashing buffer many times still has the from-scratch command digest.
+func TestLargeCommandDigest(t *testing.T) {
+	pl := getPool(t)
+	p := profileWith(t, Limits{MaxDeltasPerCommand: 1000, MaxActiveValues: 1000, MaxOpenEpochs: 200,
+		MaxReadyBatches: 1, MaxDemandPerCommand: 1, MaxOutstandingDemand: 1})
+	var ds []ValueDelta
+	for at := int64(0); at < 150; at++ {
+		for _, src := range propSources {
+			d, rej := NewValueDelta(src, at, 1, "dataflow/0", pl.proposals[at%int64(len(pl.proposals))])
+			if rej != nil {
+				t.Fatal(rej)
+			}
+			ds = append(ds, d, d) // an exact duplicate collapses
+		}
+	}
+	cmd := ApplyDeltaBatch{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", Deltas: ds}
+	tr, rej := Step(nil, p, cmd)
+	if rej != nil {
+		t.Fatal(rej)
+	}
+	if tr.Stats.AcceptedDeltaCount != 450 {
+		t.Fatalf("accepted %d deltas, want 450", tr.Stats.AcceptedDeltaCount)
+	}
+	checkScratchDigests(t, tr, cmd)
+}

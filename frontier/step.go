@@ -105,7 +105,7 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 	t := &Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,
-		CommandDigest:    digestOf(appendCommandPreimage(make([]byte, 0, 512+74*len(digests)), cmd, digests)),
+		CommandDigest:    commandDigest(cmd, digests),
 		Next:             next,
 		Published:        published,
 		Stats:            stats,

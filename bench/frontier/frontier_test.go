@@ -241,11 +241,13 @@ func BenchmarkSHA256(b *testing.B) {
 func BenchmarkSealDelta(b *testing.B) {
 	vals := values(b, 2)
 	b.ReportAllocs()
+	cpu0 := cpuClock()
 	for i := 0; i < b.N; i++ {
 		if _, rej := frontier.NewValueDelta("source:0", int64(i), 1, "dataflow/0", vals[i%2]); rej != nil {
 			b.Fatal(rej)
 		}
 	}
+	reportCPU(b, cpuClock()-cpu0, 1)
 }
 
 // BenchmarkStepJSON1000 measures the wire path: decoding and fully
@@ -259,11 +261,13 @@ func BenchmarkStepJSON1000(b *testing.B) {
 	b.SetBytes(int64(len(cmd)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuClock()
 	for i := 0; i < b.N; i++ {
 		if out, ok := frontier.StepJSON(nil, prof, cmd); !ok {
 			b.Fatalf("%s", out)
 		}
 	}
+	reportCPU(b, cpuClock()-cpu0, deltasPerStep)
 	b.ReportMetric(float64(b.N*deltasPerStep)/b.Elapsed().Seconds(), "deltas/s")
 }
 
@@ -322,10 +326,12 @@ func BenchmarkProject1024x64(b *testing.B) {
 		RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: qs}.Sealed()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuClock()
 	for i := 0; i < b.N; i++ {
 		if _, rej := seam.Project(l, r, bp, q); rej != nil {
 			b.Fatal(rej)
 		}
 	}
+	reportCPU(b, cpuClock()-cpu0, 0)
 	b.ReportMetric(float64(b.N*queries*reqs)/b.Elapsed().Seconds(), "requirements/s")
 }

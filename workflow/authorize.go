@@ -48,6 +48,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	st.FHRChain = chain
 	t.note("h.fhr", map[string]any{"fhr": d.FHR, "event": d.Event, "fhr_chain": chain})
 	o := d.Outcomes[0]
+	t.explainOutcome(o, choices)
 	rec := map[string]any{"proposal_id": o.ProposalID, "outcome": o.Kind, "ticket_id": o.Ticket.TicketID, "mrp_state": string(o.MRPState),
 		"preview": o.Ticket.Preview, "held": o.Held, "options": anySlice(nonNil(o.Options)), "audit": anySlice(nonNil(o.Audit)),
 		"ticket_digest": o.Ticket.TicketDigest, "action_digest": o.Ticket.ActionDigest, "assessed_risk": o.Ticket.AssessedRisk}

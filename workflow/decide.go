@@ -103,6 +103,7 @@ type tick struct {
 	// decision H is about to make, "" when there is none.
 	scorecard string
 	tried     map[string]bool // proposals the controller already chose for in this tick
+	why       *explainer      // nil but in Explain
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -121,6 +122,11 @@ func (t *tick) note(kind string, body map[string]any) {
 // Refusal with the prior state; an error means the state itself is broken
 // (or ErrRuleBudget).
 func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
+	return w.decide(stateJSON, in, nil)
+}
+
+// decide is Decide, collecting explanations in why when it is not nil.
+func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, error) {
 	st, err := decodeState(stateJSON)
 	if err != nil {
 		return Result{}, err
@@ -131,7 +137,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	refuse := func(format string, args ...any) (Result, error) {
 		return Result{State: stateJSON, Completion: Continue, Refusal: fmt.Sprintf(format, args...)}, nil
 	}
-	t := &tick{w: w, st: st, lt: in.Seq, in: in}
+	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
 	var evType string
 	var members map[string]any
 	occurred := ""

@@ -36,6 +36,7 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 			return nil, fmt.Sprintf("precondition %s: %v", pre, err)
 		}
 		reqs = append(reqs, seam.FactRequirement{PreconditionID: pre, Literal: seam.Literal{Polarity: e.polarity, Atom: atom}})
+		t.explainEligibility(mat, p.ProposalID, pre, e, args)
 		if slices.ContainsFunc(atoms, func(x seam.Atom) bool { return string(x.CanonicalJSON()) == string(atom.CanonicalJSON()) }) {
 			continue
 		}
@@ -73,6 +74,10 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	if len(proj.Verdicts) == 1 {
 		v, _ := proj.Verdicts[0].Verdict()
 		verdict = map[string]any{"status": v.Status, "support_derivation_ids": anySlice(v.SupportDerivationIDs)}
+	}
+	if t.why != nil && len(proj.Verdicts) == 1 {
+		v, _ := proj.Verdicts[0].Verdict()
+		t.why.verdicts[p.ProposalID] = v.Status
 	}
 	t.note("seam.verdict", map[string]any{"proposal_id": p.ProposalID, "projection_digest": proj.Digest, "verdict": verdict,
 		"frontier_preconditions": anySlice(nonNil(frontierIDs))})

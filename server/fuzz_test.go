@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"flrh.dev/flrh/workflow"
 )
 
 // bodyTarget returns a fresh destination for a request schema.
@@ -42,6 +46,8 @@ func FuzzDecodeBodies(f *testing.F) {
 		`{"request_id":"approval:r-1","request_digest":"sha256:` + strings.Repeat("a", 64) + `","ttl_seconds":60}`,
 		`{"request_id":"x","reason":"no"}`, `{}`, `{"reason":"stop"}`,
 		`{"intent_id":"intent:r-1","resolution":"abandon"}`, `{"input":{"a":[1,2,{"b":null}]}}`,
+		`{"proposal_id":"proposal:1","option":"path:store-credit"}`, `{"trigger":"pause","reason":"wait"}`,
+		`{"trigger":"reject_all","proposal_id":"proposal:1"}`, `{"trigger":"PAUSE"}`,
 		`{"a":1.5}`, `{"a":1,"a":2}`, `[`, "\xff", `{"input":{"x":"e\u0301"}}`,
 	} {
 		for i := range requestSchemas {
@@ -86,7 +92,9 @@ func FuzzParseTokens(f *testing.F) {
 func FuzzHandlers(f *testing.F) {
 	fx := newFixture(f, tokenFileText)
 	paths := []string{"/v1/runs", "/v1/runs/fz/inputs", "/v1/runs/fz/approve", "/v1/runs/fz/deny", "/v1/runs/fz/cancel", "/v1/runs/fz/reconcile",
-		"/v1/runs/fz", "/v1/runs/fz/events", "/v1/runs?state=X", "/v1/workflows"}
+		"/v1/runs/fz/choose", "/v1/runs/fz/mrp",
+		"/v1/runs/fz", "/v1/runs/fz/events", "/v1/runs?state=X", "/v1/workflows", "/v1/runs/fz/tickets", "/v1/runs/fz/fhr", "/v1/runs/fz/scorecard",
+		"/v1/runs/fz/why?proposal=p", "/v1/runs/fz/why?fact=blocked(%22x%22)"}
 	toks := []string{tokOperator, tokApprover, tokReconciler, tokViewer, tokAgent, tokUnknown, ""}
 	f.Add(uint8(0), uint8(0), "application/json", []byte(`{"workflow":"refund-agent","run_id":"fz","input":{"refunds":[{"id":"r-9","amount":5,"payee":"z","reason":"r"}]}}`))
 	f.Add(uint8(2), uint8(1), "application/json", []byte(`{"request_id":"approval:r-9","request_digest":"sha256:`+strings.Repeat("b", 64)+`"}`))
@@ -94,10 +102,13 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(uint8(1), uint8(4), "application/json; charset=utf-8", []byte(`{"input":{}}`))
 	f.Add(uint8(4), uint8(0), "text/plain", []byte(`{}`))
 	f.Add(uint8(7), uint8(3), "", []byte(nil))
+	f.Add(uint8(6), uint8(0), "application/json", []byte(`{"proposal_id":"proposal:1","option":"path:store-credit"}`))
+	f.Add(uint8(7), uint8(1), "application/json", []byte(`{"trigger":"pause"}`))
+	f.Add(uint8(15), uint8(3), "", []byte(nil))
 	f.Fuzz(func(t *testing.T, p, tk uint8, ctype string, body []byte) {
 		path := paths[int(p)%len(paths)]
 		method := "POST"
-		if p >= 6 {
+		if int(p)%len(paths) >= 8 {
 			method = "GET"
 		}
 		req := httptest.NewRequest(method, path, bytes.NewReader(body))
@@ -119,6 +130,56 @@ func FuzzHandlers(f *testing.F) {
 			}
 		} else if rec.Code != http.StatusOK && rec.Code != http.StatusCreated && rec.Code != http.StatusAccepted {
 			t.Fatalf("%s %s: status %d", method, path, rec.Code)
+		}
+	})
+}
+
+// A person's acts on a run waiting in OPTIONS under arbitrary bodies and
+// tokens: never a server error, every failure an error body, and never an
+// accepted act from an agent, a viewer or a reconciler.
+func FuzzSteerHandlers(f *testing.F) {
+	fx := newBundleFixture(f)
+	fx.startBundleRun("support-agent", "fz-steer", refundRequest("r-9001", 60, "carol", "goodwill"))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := fx.runner.Inspect(context.Background(), "fz-steer")
+		if v, ok := st.View.(workflow.View); err == nil && ok && v.MRPState == "OPTIONS" {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.Fatal("the run never reached OPTIONS")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	toks := []string{tokDana, tokFinance, tokBot, tokVic, tokRita, ""}
+	f.Add(false, uint8(2), []byte(`{"proposal_id":"proposal:1","option":"path:store-credit"}`))
+	f.Add(true, uint8(2), []byte(`{"trigger":"pause"}`))
+	f.Add(true, uint8(0), []byte(`{"trigger":"resume","reason":"r"}`))
+	f.Add(true, uint8(1), []byte(`{"trigger":"reject_all","proposal_id":"proposal:x"}`))
+	f.Add(false, uint8(0), []byte(`{"proposal_id":"p","option":"o","x":1}`))
+	f.Fuzz(func(t *testing.T, steer bool, tk uint8, body []byte) {
+		path := "/v1/runs/fz-steer/choose"
+		if steer {
+			path = "/v1/runs/fz-steer/mrp"
+		}
+		tok := toks[int(tk)%len(toks)]
+		req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		fx.server.ServeHTTP(rec, req)
+		switch {
+		case rec.Code >= 500:
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		case rec.Code < 300 && tok != tokDana && tok != tokFinance:
+			t.Fatalf("%s accepted from a caller who may not steer: %d", path, rec.Code)
+		case rec.Code >= 400:
+			var b errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || b.Error.Type == "" {
+				t.Fatalf("%s: %d without an error body: %s", path, rec.Code, rec.Body)
+			}
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -527,6 +528,9 @@ func TestNoDeliberationToSteer(t *testing.T) {
 	if a := f.post("/v1/runs/plain-1/mrp", tokApprover, `{"trigger":"pause"}`); a.status != 409 {
 		t.Fatalf("mrp: %d %s", a.status, a.body)
 	}
+	if a := f.get("/v1/runs/plain-1/why?proposal=p-1", tokViewer); a.status != 404 {
+		t.Fatalf("why: %d %s", a.status, a.body)
+	}
 	for path, member := range map[string]string{"tickets": "tickets", "fhr": "fhr", "scorecard": "scorecards"} {
 		a := f.get("/v1/runs/plain-1/"+path, tokViewer)
 		if a.status != 200 || strings.TrimSpace(string(a.body)) != `{"`+member+`":[]}` {
@@ -540,3 +544,94 @@ func TestNoDeliberationToSteer(t *testing.T) {
 		}
 	}
 }
+
+// Why was a refund refused? The blocked payee's proposal is rejected as
+// ineligible; the tickets name it and /why proves it from the rules: the
+// eligibility literal -blocked("mallory") fails because blocked("mallory")
+// holds by the rule over the block list. An allowed refund's explanation
+// names the gate rule that allowed it.
+func TestWhyOfARefusal(t *testing.T) {
+	f := newBundleFixture(t)
+	f.startBundleRun("refund-agent", "why-1", refundRequest("r-6001", 40, "mallory", "damaged"))
+	var tickets []TicketRecord
+	deadline := time.Now().Add(15 * time.Second)
+	for len(tickets) == 0 && time.Now().Before(deadline) {
+		f.list("/v1/runs/why-1/tickets", "tickets", &tickets)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(tickets) != 1 || tickets[0].Decision != "REJECTED" || tickets[0].Rejection == nil || tickets[0].Rejection.Code != "PROPOSAL_INELIGIBLE" {
+		t.Fatalf("tickets %+v", tickets)
+	}
+	proposal := tickets[0].ProposalID
+	a := f.get("/v1/runs/why-1/why?proposal="+proposal, tokVic)
+	if a.status != 200 {
+		t.Fatalf("why: %d %s", a.status, a.body)
+	}
+	var ans struct {
+		ProposalID string         `json:"proposal_id"`
+		Decisions  []workflow.Why `json:"decisions"`
+	}
+	if err := json.Unmarshal(a.body, &ans); err != nil || ans.ProposalID != proposal || len(ans.Decisions) != 1 {
+		t.Fatalf("why answer %s (%v)", a.body, err)
+	}
+	y := ans.Decisions[0]
+	if y.Outcome != "REJECTED" || y.Verdict != "ineligible" || y.Seq != 1 || y.Rejection == nil || y.Rejection.Code != "PROPOSAL_INELIGIBLE" {
+		t.Fatalf("decision %+v", y)
+	}
+	k := slices.IndexFunc(y.Eligibility, func(e workflow.EligibilityWhy) bool { return e.Literal == `-blocked("mallory")` })
+	if k < 0 || y.Eligibility[k].Explanation == nil || y.Eligibility[k].Explanation.State != "TRUE_ONLY" {
+		t.Fatalf("eligibility %+v", y.Eligibility)
+	}
+	proof := y.Eligibility[k].Explanation.Positive
+	if proof == nil || !strings.HasPrefix(proof.Rule, "blocked(p) :- blocked_payee(p)") || len(proof.Premises) != 1 || proof.Premises[0].Fact != `blocked_payee("mallory")` {
+		t.Fatalf("proof %+v", proof)
+	}
+
+	// The same fact, asked directly, over the run's latest state.
+	a = f.get(`/v1/runs/why-1/why?fact=`+urlQuery(`blocked("mallory")`), tokVic)
+	var fa struct {
+		Explanation workflow.Explanation `json:"explanation"`
+	}
+	if a.status != 200 || json.Unmarshal(a.body, &fa) != nil || fa.Explanation.State != "TRUE_ONLY" || fa.Explanation.Positive == nil {
+		t.Fatalf("why fact: %d %s", a.status, a.body)
+	}
+
+	// An allowed refund: the gate that allowed it, by rule and position.
+	f.startBundleRun("refund-agent", "why-2", refundRequest("r-6002", 40, "alice", "damaged"))
+	f.waitFor("why-2", tokVic, "its end", ended)
+	f.list("/v1/runs/why-2/tickets", "tickets", &tickets)
+	a = f.get("/v1/runs/why-2/why?proposal="+tickets[0].ProposalID, tokBot) // agents may read
+	if err := json.Unmarshal(a.body, &ans); a.status != 200 || err != nil || len(ans.Decisions) != 1 || ans.Decisions[0].Outcome != "INTENT" {
+		t.Fatalf("why allowed: %d %s", a.status, a.body)
+	}
+	g := slices.IndexFunc(ans.Decisions[0].Gates, func(g workflow.GateWhy) bool { return g.Gate == "G2" })
+	if g < 0 || ans.Decisions[0].Gates[g].Decision != "ALLOW" || ans.Decisions[0].Gates[g].Reasons[0].Rule != "g2.refunds" {
+		t.Fatalf("gates %+v", ans.Decisions[0].Gates)
+	}
+
+	bad := []struct {
+		path   string
+		status int
+		field  string
+	}{
+		{"/v1/runs/why-1/why", 400, "?proposal"},
+		{"/v1/runs/why-1/why?proposal=p&fact=x", 400, "?proposal"},
+		{"/v1/runs/why-1/why?proposal=" + urlQuery("a b"), 400, "?proposal"},
+		{"/v1/runs/why-1/why?proposal=proposal:nope", 404, "?proposal"},
+		{"/v1/runs/why-1/why?fact=" + urlQuery("blocked("), 400, "?fact"},
+		{"/v1/runs/why-1/why?fact=" + urlQuery(`nosuch("x")`), 400, "?fact"},
+		{"/v1/runs/why-1/why?fact=" + strings.Repeat("a", maxFactText+1), 400, "?fact"},
+		{"/v1/runs/why-1/why?proposal=p&proposal=q", 400, "?proposal"},
+		{"/v1/runs/why-1/why?who=x", 400, "?who"},
+		{"/v1/runs/nobody/why?proposal=p", 404, ""},
+	}
+	for _, c := range bad {
+		a := f.get(c.path, tokVic)
+		_, field := a.errorOf(t)
+		if a.status != c.status || field != c.field {
+			t.Errorf("%s: %d %q %s", c.path, a.status, field, a.body)
+		}
+	}
+}
+
+func urlQuery(s string) string { return url.QueryEscape(s) }

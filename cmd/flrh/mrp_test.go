@@ -1,0 +1,70 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMRPOverTheCLI steers a support-agent run waiting in OPTIONS through
+// separate flrh processes: pause, a resume the machine refuses (nothing is
+// handed to the run), escalate, resume; bad triggers and a missing --as are
+// usage errors. The run verifies and replays afterwards.
+func TestMRPOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	dest := "--destination=" + base + "/v1/effects"
+	wfs := "--workflows=example:support-agent"
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := flrh(bin, nil, args...)
+		if err != nil {
+			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	input := `{"type":"refund.requested/1","payload":{"refund_id":"r-gw","amount":60,"payee":"carol","reason":"goodwill"}}`
+	run("run", "start", "example:support-agent", "--id", "gw", "--input-json", input, storeFlag, dest)
+
+	out := run("mrp", "gw", "pause", "--reason", "checking with the customer", "--as", "dana", storeFlag, dest, wfs)
+	if !strings.Contains(out, "MRP HOLD, Journey Strip HOLD → OPTIONS → HOLD") {
+		t.Fatalf("pause:\n%s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mrp", "gw", "resume", "--as", "dana"}, "CONTROL_MRP_REFUSED"},
+		{[]string{"mrp", "gw", "tier1_allow", "--as", "dana"}, "TRIGGER must be one of"},
+		{[]string{"mrp", "gw", "pause"}, "--as"},
+		{[]string{"mrp", "gw", "pause", "--proposal", "proposal:x", "--as", "dana"}, "reject_all only"},
+		{[]string{"mrp", "gw", "reject_all", "--proposal", "proposal:x", "--as", "dana"}, "CONTROL_NOT_PENDING"},
+	} {
+		out, err := flrh(bin, nil, append(c.args, storeFlag, dest, wfs)...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Fatalf("flrh %s: %v\n%s", strings.Join(c.args, " "), err, out)
+		}
+	}
+	out = run("mrp", "gw", "escalate", "--as", "dana", storeFlag, dest, wfs)
+	if !strings.Contains(out, "MRP ESCALATE") {
+		t.Fatalf("escalate:\n%s", out)
+	}
+	out = run("mrp", "gw", "RESUME", "--as", "dana", storeFlag, dest, wfs)
+	if !strings.Contains(out, "MRP HOLD") {
+		t.Fatalf("resume:\n%s", out)
+	}
+	if out := run("verify", "gw", storeFlag); !strings.Contains(out, "verified") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	if out := run("replay", "gw", storeFlag, wfs); !strings.Contains(out, "identical") {
+		t.Fatalf("replay:\n%s", out)
+	}
+	if n := len(mutations(t, base)); n != 0 {
+		t.Fatalf("%d payments from steering", n)
+	}
+}

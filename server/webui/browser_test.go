@@ -613,7 +613,8 @@ func TestBrowser(t *testing.T) {
 		w.shot("8-chosen")
 
 		// A person pauses the deliberation: HOLD, recorded under their name.
-		w.run("pause", chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
+		w.run("pause", chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls summary`)), chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
+			chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)),
 			chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)), waitText("#status", "Asked for pause"))
 		deadline = time.Now().Add(15 * time.Second)
 		for {
@@ -669,8 +670,11 @@ func TestBrowser(t *testing.T) {
 	})
 
 	w.t = t
-	if len(w.errors) > 0 {
-		t.Fatalf("the pages raised errors:\n%s", strings.Join(w.errors, "\n"))
+	w.mu.Lock()
+	errs := slices.Clone(w.errors)
+	w.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
 	}
 	t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond))
 }

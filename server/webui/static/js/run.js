@@ -82,7 +82,21 @@ export async function runPage(el, signal, id) {
     for (const intent of page.unknown || []) parts.push(reconcileCard(intent));
     if (view && !page.run.outcome) parts.push(mrpControls());
     if (parts.length === 1) parts.push(h('p', { class: 'muted' }, 'Nothing: the run needs no one now.'));
+    // The section is rebuilt on every change of the run: keep what the
+    // person was doing in it — typed text, an open panel, the focus.
+    const typed = new Map([...acts.querySelectorAll('input[id]')].map((i) => [i.id, i.value]));
+    const opened = new Set([...acts.querySelectorAll('details[open]')].map((d) => d.className));
+    const active = acts.contains(document.activeElement) ? focusKey(document.activeElement) : '';
     replace(acts, ...parts);
+    for (const [id, v] of typed) { const i = document.getElementById(id); if (i && acts.contains(i)) i.value = v; }
+    for (const d of acts.querySelectorAll('details')) if (opened.has(d.className)) d.open = true;
+    if (active) { const el = [...acts.querySelectorAll('button, input')].find((e) => focusKey(e) === active); if (el) el.focus(); }
+  }
+
+  function focusKey(el) {
+    const card = el.closest('[data-request], [data-proposal], [data-intent]');
+    return [el.id, el.dataset.act, el.dataset.option, el.dataset.resolution, el.dataset.trigger,
+      card && (card.dataset.request || card.dataset.proposal || card.dataset.intent)].join('|');
   }
 
   // offerCard: OPTIONS — the safe paths offered for a proposal, ranked by

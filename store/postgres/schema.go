@@ -159,6 +159,12 @@ CREATE TRIGGER receipts_no_truncate BEFORE TRUNCATE ON receipts FOR EACH STATEME
 CREATE TRIGGER intents_no_truncate BEFORE TRUNCATE ON intents FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
 `},
+	// The runner asks which runs have work to do (Ready) on every poll: a
+	// pending inbox entry is found from this index, not from every run's
+	// inbox (SQLite's schema has the same, with its live-runs index).
+	{"pending inbox entries by run", `
+CREATE INDEX inbox_pending ON inbox (run_id) WHERE NOT consumed;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

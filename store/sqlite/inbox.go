@@ -97,20 +97,17 @@ func (s *Store) consume(ctx context.Context, tx *sql.Tx, runID string, ids []str
 	return nil
 }
 
-// Ready implements store.ReadyLister.
+// Ready implements store.ReadyLister. The two halves are read from the
+// partial indexes of live runs and of pending inbox entries (named, so the
+// planner cannot prefer walking every run in creation order); their union
+// is sorted, oldest run first.
 func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
-	q := `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
-	EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND i.consumed = 0)`
 	args := make([]any, 0, len(resting))
-	if len(resting) > 0 {
-		q += ` OR state NOT IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(resting)), ", ") + `)`
-		for _, st := range resting {
-			args = append(args, st)
-		}
-	} else {
-		q += ` OR 1`
+	for _, st := range resting {
+		args = append(args, st)
 	}
-	rows, err := s.read(ctx, q+`) ORDER BY created_order`, args...)
+	q := readyQuery(len(resting))
+	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr("ready", "", err)
 	}
@@ -118,10 +115,24 @@ func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
 	var out []string
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var order int64
+		if err := rows.Scan(&id, &order); err != nil {
 			return nil, mapErr("ready", "", err)
 		}
 		out = append(out, id)
 	}
 	return out, mapErr("ready", "", rows.Err())
+}
+
+// readyQuery is the ready listing for that many resting states.
+func readyQuery(resting int) string {
+	notResting := `1`
+	if resting > 0 {
+		notResting = `state NOT IN (` + strings.TrimSuffix(strings.Repeat("?, ", resting), ", ") + `)`
+	}
+	return `SELECT run_id, created_order FROM runs INDEXED BY runs_live WHERE outcome = '' AND quarantine = '' AND ` + notResting + `
+UNION
+SELECT r.run_id, r.created_order FROM inbox i INDEXED BY inbox_pending CROSS JOIN runs r ON r.run_id = i.run_id
+WHERE i.consumed = 0 AND r.outcome = '' AND r.quarantine = ''
+ORDER BY 2`
 }

@@ -147,6 +147,13 @@ CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT R
 `,
 	// 2: receipts are read per run (run pages, verification).
 	`CREATE INDEX receipts_by_run ON receipts(run_id, commit_order);`,
+	// 3: the runner asks which runs have work to do (Ready) on every poll;
+	// with these it reads the live runs' states and the pending inbox
+	// entries instead of every run and an inbox lookup for each.
+	`
+CREATE INDEX runs_live ON runs(state, created_order, run_id) WHERE outcome = '' AND quarantine = '';
+CREATE INDEX inbox_pending ON inbox(run_id) WHERE consumed = 0;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

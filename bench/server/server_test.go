@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,6 +278,11 @@ func TestLoadRunPage(t *testing.T) {
 	}
 	e.startRunner()
 	time.Sleep(time.Second)
+	// The runner alone, nothing to do but poll: what it costs to find no
+	// work among the resting runs.
+	cpu0 := cpuTime()
+	time.Sleep(3 * time.Second)
+	t.Logf("background runner idle: CPU %v per second of polling", ((cpuTime() - cpu0) / 3).Round(time.Microsecond))
 	for _, clients := range []int{1, 4, 8} {
 		pageLatency(t, e, "background runner on", clients, 2000/clients)
 	}
@@ -396,6 +402,7 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	cpu0 := cpuTime()
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -422,9 +429,19 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		}()
 	}
 	wg.Wait()
+	cpu := cpuTime() - cpu0
 	all := slices.Concat(lat...)
-	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s",
-		label, len(e.runs), clients, perClient, percentiles(all))
+	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s; CPU %v per page",
+		label, len(e.runs), clients, perClient, percentiles(all), (cpu / time.Duration(len(all))).Round(time.Microsecond))
+}
+
+// cpuTime is the CPU time this process has used (user and system), the
+// load generator's included: on a shared machine it varies far less than
+// wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // profileContention records block and mutex profiles until the returned

@@ -634,13 +634,61 @@ func TestBrowser(t *testing.T) {
 		w.checkStrip("goodwill")
 	})
 
+	t.Run("why", func(t *testing.T) {
+		w.t = t
+		// A refund to a blocked payee is refused; the page explains why
+		// from the proofs the server re-derives.
+		w.start("blocked-payee", 20, "mallory", "damaged item")
+		var proposal string
+		deadline := time.Now().Add(15 * time.Second)
+		for proposal == "" {
+			_, out := w.api("GET", "/v1/runs/blocked-payee/tickets", tokLead, nil)
+			if tks, _ := out["tickets"].([]any); len(tks) > 0 {
+				proposal, _ = tks[0].(map[string]any)["proposal_id"].(string)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no ticket for the blocked refund: %v", out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		code, want := w.api("GET", "/v1/runs/blocked-payee/why?proposal="+proposal, tokLead, nil)
+		decisions, _ := want["decisions"].([]any)
+		if code != 200 || len(decisions) == 0 {
+			t.Fatalf("why: %d %v", code, want)
+		}
+		var outcomes []string
+		for _, d := range decisions {
+			outcomes = append(outcomes, d.(map[string]any)["outcome"].(string))
+		}
+		w.run("explain", w.page("#/run/blocked-payee"), chromedp.WaitReady(chromedp.CSS(`#why-proposal option[value="`+proposal+`"]`)),
+			chromedp.SetValue(chromedp.CSS("#why-proposal"), proposal),
+			chromedp.Click(chromedp.CSS(`#why button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#why-decisions article`)))
+		shown := value(w, "outcomes", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#why-decisions article')].map(a=>a.dataset.outcome)`))
+		if !slices.Equal(shown, outcomes) {
+			t.Fatalf("the page explains outcomes %v; the server gives %v", shown, outcomes)
+		}
+		text := value(w, "why text", chromedp.TextContent(chromedp.CSS("#why-decisions")))
+		if !strings.Contains(text, "mallory") || !strings.Contains(text, "payee:not-blocked") {
+			t.Fatalf("the explanation does not name the blocked payee's precondition: %q", text)
+		}
+		unmet := value(w, "unmet", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#why-decisions [data-met="not met"]')].map(e=>e.dataset.precondition)`))
+		if !slices.Equal(unmet, []string{"payee:not-blocked"}) {
+			t.Fatalf("preconditions shown as not met: %v", unmet)
+		}
+		w.checkA11y("why")
+		w.run("scroll", chromedp.ScrollIntoView(chromedp.CSS("#why")))
+		w.shot("9-why-refused")
+		w.fullShot("9-why-refused-full")
+	})
+
 	t.Run("runs list and loopback", func(t *testing.T) {
 		w.t = t
 		// Without tokens, a loopback browser acts as local and sees the runs.
 		w.run("list", chromedp.Navigate(w.open.URL+"/ui/#/runs"), waitText("#whoami", "local"),
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="big-refund"]`)))
 		ids := value(w, "rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
-		for _, id := range []string{"big-refund", "denied-refund", "lost-answer", "goodwill"} {
+		for _, id := range []string{"big-refund", "denied-refund", "lost-answer", "goodwill", "blocked-payee"} {
 			if !slices.Contains(ids, id) {
 				t.Fatalf("runs list %v lacks %s", ids, id)
 			}
@@ -663,7 +711,7 @@ func TestBrowser(t *testing.T) {
 			!slices.ContainsFunc(planted, func(s string) bool { return strings.HasPrefix(s, "contrast 2.3") && strings.Contains(s, "faint text") }) {
 			t.Fatalf("the accessibility check missed planted faults: %v", planted)
 		}
-		w.shot("9-runs")
+		w.shot("10-runs")
 		w.run("filter", chromedp.SetValue(chromedp.CSS("#f-state"), "SUCCEEDED"), chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)),
 			chromedp.WaitNotPresent(chromedp.CSS(`#runs tr[data-run="denied-refund"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="lost-answer"]`)))

@@ -39,6 +39,22 @@ function explanation(e) {
     e.negative ? h('div', {}, h('p', { class: 'muted' }, 'Why it is false:'), proof(e.negative)) : null);
 }
 
+// met says whether an eligibility precondition held: a literal "-A"
+// needs A false (FALSE_ONLY), a literal "A" needs A true (TRUE_ONLY);
+// BOTH is a conflict, anything else not met.
+function met(e) {
+  if (e.error || !e.explanation) return 'unknown';
+  const st = e.explanation.state;
+  if (st === 'BOTH') return 'conflict';
+  const want = String(e.literal || '').startsWith('-') ? 'FALSE_ONLY' : 'TRUE_ONLY';
+  return st === want ? 'met' : 'not met';
+}
+
+function metBadge(m) {
+  const cls = m === 'met' ? 'badge ok' : 'badge bad';
+  return h('span', { class: cls }, m === 'met' ? '\u2714 met' : m === 'not met' ? '\u2718 not met' : m);
+}
+
 function decision(d, i) {
   const [verdict, sentence] = OUTCOMES[d.outcome] || ['', d.outcome];
   const head = [sentence];
@@ -53,8 +69,8 @@ function decision(d, i) {
       d.ticket_id ? [h('dt', {}, 'Ticket'), h('dd', {}, h('code', {}, d.ticket_id))] : null,
       (d.choices || []).length ? [h('dt', {}, 'Choices presented'), h('dd', {}, d.choices.join(', '))] : null),
     h('h4', {}, 'Eligibility'),
-    (d.eligibility || []).length ? h('ul', { class: 'tree' }, d.eligibility.map((e) => h('li', {},
-      h('strong', {}, e.precondition), ' requires ', h('code', {}, e.literal),
+    (d.eligibility || []).length ? h('ul', { class: 'tree' }, d.eligibility.map((e) => h('li', { 'data-precondition': e.precondition, 'data-met': met(e) },
+      metBadge(met(e)), ' ', h('strong', {}, e.precondition), ' requires ', h('code', {}, e.literal),
       e.error ? h('p', { class: 'bad' }, e.error) : explanation(e.explanation)))) : h('p', { class: 'muted' }, 'no preconditions'),
     h('h4', {}, 'Gates'),
     (d.gates || []).length ? h('ul', { class: 'tree' }, d.gates.map((g) => h('li', { 'data-gate': g.gate },
@@ -65,8 +81,9 @@ function decision(d, i) {
         (r.facts || []).length ? h('div', {}, 'because ', r.facts.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
         (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
     h('h4', {}, 'Resolution'),
-    d.resolution ? h('p', {}, `Highest tier ${d.resolution.highest_tier}: ${d.resolution.decision}, move ${d.resolution.move}`,
-      d.resolution.contestable ? ` (contestable; options ${(d.resolution.options || []).join(', ')})` : '') : null,
+    d.resolution ? h('p', {}, [`highest tier ${d.resolution.highest_tier}`, d.resolution.decision && `decision ${d.resolution.decision}`,
+      d.resolution.move && `move ${d.resolution.move}`, d.resolution.contestable && `contestable, options ${(d.resolution.options || []).join(', ')}`]
+      .filter(Boolean).join('; ')) : null,
     (d.audit || []).length ? h('details', {}, h('summary', {}, 'audit'), jsonView(d.audit)) : null);
 }
 

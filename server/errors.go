@@ -76,6 +76,10 @@ func classify(err error) *Error {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", err.Error())
 	case store.CodeUnavailable:
 		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the store is busy; retry")
+	case store.CodeSealed:
+		// A deployment problem, not the caller's: the server was started
+		// without the key the records are encrypted under.
+		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "this run's records are encrypted at rest under a key this server was not given")
 	}
 	return apiErr(http.StatusInternalServerError, TypeInternal, "", "internal error")
 }

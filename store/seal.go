@@ -6,12 +6,13 @@ import (
 	"strconv"
 )
 
-// CodeSealed is a record stored encrypted that this store cannot open: no
-// key was configured, or none of the configured keys is the one that
-// sealed it. It is a deployment problem, not evidence against the run, so
-// a runner leaves the run alone rather than quarantining it. An encrypted
-// record that fails authentication (tampered, swapped, truncated) is
-// CodeCorrupt instead.
+// CodeSealed is a record this store cannot read as it is configured: it is
+// encrypted and no key, or not the key that sealed it, was given; or it is
+// in clear while the store encrypts every record (written before
+// encryption was turned on, or slipped in). It is refused, never used, but
+// it is not proof of tampering, so a runner leaves the run alone rather
+// than quarantining it. An encrypted record that fails authentication
+// (tampered, swapped, truncated) is CodeCorrupt instead.
 const CodeSealed Code = "SEALED"
 
 // Record kinds a Sealer is asked about.
@@ -58,7 +59,7 @@ func IsSealed(body []byte) bool { return bytes.HasPrefix(body, []byte(SealedPref
 // SealError says why a stored body could not be opened.
 type SealError struct {
 	Ref    SealRef
-	Code   Code   // CodeSealed (no usable key) or CodeCorrupt (fails authentication)
+	Code   Code   // CodeSealed (no usable key, or in clear) or CodeCorrupt (fails authentication)
 	KeyID  string // the key the record names, when it names one
 	Detail string
 }
@@ -85,9 +86,9 @@ func SealBody(s Sealer, op string, ref SealRef, body []byte) ([]byte, error) {
 }
 
 // OpenBody returns the plain body of a stored record. With no Sealer a
-// sealed body is CodeSealed; with one, whatever Open refuses (including a
-// body that is not sealed at all, which would be a downgrade) is a typed
-// *Error carrying the Sealer's *SealError.
+// sealed body is CodeSealed; with one, whatever Open refuses (a body in
+// clear included) is a typed *Error with the code of the Sealer's
+// *SealError (CodeCorrupt for anything else).
 func OpenBody(s Sealer, op string, ref SealRef, stored []byte) ([]byte, error) {
 	if s == nil {
 		if IsSealed(stored) {

@@ -13,9 +13,10 @@
 // under several keys and a Keyring opens any of them it holds: rotate by
 // sealing under a new primary key while keeping the old ones for reading.
 //
-// A record whose key the keyring lacks is store.CodeSealed; one that fails
-// authentication, is truncated, or is not sealed at all when a keyring is
-// in use is store.CodeCorrupt, and a runner quarantines the run.
+// A record whose key the keyring lacks, or one stored in clear, is
+// store.CodeSealed: refused, and the run left alone. One that fails
+// authentication or is truncated is store.CodeCorrupt, and a runner
+// quarantines the run.
 package sealed
 
 import (
@@ -153,7 +154,8 @@ func (k *Keyring) Open(ref store.SealRef, stored []byte) ([]byte, error) {
 		return &store.SealError{Ref: ref, Code: store.CodeCorrupt, KeyID: keyID, Detail: fmt.Sprintf(format, args...)}
 	}
 	if !store.IsSealed(stored) {
-		return nil, bad("", "not encrypted, but this store encrypts every %s", kindName(ref.Kind))
+		return nil, &store.SealError{Ref: ref, Code: store.CodeSealed,
+			Detail: fmt.Sprintf("stored in clear, but this store encrypts every %s (written before encryption was turned on?)", kindName(ref.Kind))}
 	}
 	rest := stored[len(store.SealedPrefix):]
 	if len(rest) < 1 || len(rest) < 1+int(rest[0]) {

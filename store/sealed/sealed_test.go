@@ -97,8 +97,8 @@ func TestKeysAndRotation(t *testing.T) {
 	if _, err := newOnly.Open(ref, sealed); codeOf(err) != store.CodeSealed {
 		t.Fatalf("a keyring without the sealing key: %v, want %s", err, store.CodeSealed)
 	}
-	if _, err := old.Open(ref, []byte(`{"a":1}`)); codeOf(err) != store.CodeCorrupt {
-		t.Fatalf("plaintext under a keyring: %v, want %s", err, store.CodeCorrupt)
+	if _, err := old.Open(ref, []byte(`{"a":1}`)); codeOf(err) != store.CodeSealed {
+		t.Fatalf("plaintext under a keyring: %v, want %s", err, store.CodeSealed)
 	}
 	for _, bad := range [][]byte{nil, bytes.Repeat([]byte{1}, 16), bytes.Repeat([]byte{1}, 33)} {
 		if _, err := New(bad); err == nil {

@@ -84,10 +84,10 @@ func mustReadCode(t *testing.T, s store.Store, code store.Code) {
 }
 
 // RunSealed checks encryption at rest on a backend: bodies round-trip,
-// nothing of them is stored in clear, and a missing key, a wrong key, a
-// flipped bit, a body moved to another position, another run or another
-// record kind, and a plaintext body slipped in are each refused with a
-// typed error.
+// nothing of them is stored in clear, and a missing key, a wrong key and
+// a plaintext body (CodeSealed), a flipped bit and a body moved to another
+// position, another run or another record kind (CodeCorrupt) are each
+// refused with a typed error.
 func RunSealed(t *testing.T, open SealedOpener) {
 	const marker = "plain-marker-5d1e9c"
 	t.Run("RoundTripAndNoPlaintext", func(t *testing.T) {
@@ -213,12 +213,28 @@ func RunSealed(t *testing.T, open SealedOpener) {
 		_, err = s.Trace(ctx, "r")
 		must(t, err)
 	})
-	t.Run("PlaintextDowngrade", func(t *testing.T) {
+	t.Run("PlaintextRefused", func(t *testing.T) {
+		// A record in clear where a sealed one belongs (slipped in, or
+		// written before encryption was turned on) is refused, not read.
 		s, raw := open(t, keyring(t, key1))
-		cp, _ := sealedRun(t, s, marker)
+		cp, trace := sealedRun(t, s, marker)
 		raw.SetBody(t, "checkpoints", "r", 3, cp.Body)
 		_, err := s.Checkpoint(ctx, "r")
-		mustCode(t, err, store.CodeCorrupt)
+		mustCode(t, err, store.CodeSealed)
+		raw.SetBody(t, "trace", "r", 1, trace[0].Body)
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeSealed)
+		s.Close()
+		// The same store opened without encryption reads the plaintext
+		// records and refuses the sealed ones.
+		s, _ = open(t, nil)
+		got, err := s.Checkpoint(ctx, "r")
+		must(t, err)
+		if !bytes.Equal(got.Body, cp.Body) {
+			t.Fatalf("checkpoint %q", got.Body)
+		}
+		_, err = s.Trace(ctx, "r")
+		mustCode(t, err, store.CodeSealed)
 	})
 }
 

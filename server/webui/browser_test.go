@@ -137,26 +137,35 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	go func() { defer close(sbDone); w.sb.Serve(ctx, ln, time.Second) }()
 	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
 
-	fsys, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, ads, err := bundle.LoadFS(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpReg, err := ads.Registry(func(string) string { return url })
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The refund example, and the support example (the same refunds with
+	// an AIF controller scoring the options); both pay through the sandbox.
+	var wfs []runner.Workflow
 	reg := &effect.Registry{}
-	for _, e := range httpReg.Entries() {
-		a, _ := httpReg.Adapter(e[0], e[1])
-		if err := reg.Register(e[0], e[1], blindLookups{a, w.blind}); err != nil {
+	for _, name := range []string{"refund-agent", "support-agent"} {
+		fsys, err := examples.Bundle(name)
+		if err != nil {
 			t.Fatal(err)
 		}
+		wf, ads, err := bundle.LoadFS(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wfs = append(wfs, wf)
+		httpReg, err := ads.Registry(func(string) string { return url })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range httpReg.Entries() {
+			if _, dup := reg.Adapter(e[0], e[1]); dup {
+				continue // the same destination, already wired
+			}
+			a, _ := httpReg.Adapter(e[0], e[1])
+			if err := reg.Register(e[0], e[1], blindLookups{a, w.blind}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	w.r, err = runner.New(runner.Config{Store: wrapped, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "browser-test",
+	w.r, err = runner.New(runner.Config{Store: wrapped, Workflows: wfs, Adapters: reg, Owner: "browser-test",
 		Poll: 20 * time.Millisecond, Parallelism: 4, Logger: slog.New(slog.DiscardHandler),
 		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
 	if err != nil {
@@ -170,7 +179,7 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 		t.Fatal(err)
 	}
 	mk := func(tk *server.Tokens) (*server.Server, *httptest.Server) {
-		srv, err := server.New(server.Config{Store: wrapped, Runner: w.r, Catalog: server.Static{wf}, Tokens: tk, Notifier: notifier,
+		srv, err := server.New(server.Config{Store: wrapped, Runner: w.r, Catalog: server.Static(wfs), Tokens: tk, Notifier: notifier,
 			StreamPoll: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -349,8 +358,13 @@ func (w *world) api(method, path, token string, body any) (int, map[string]any) 
 
 func (w *world) start(id string, amount int, payee, reason string) {
 	w.t.Helper()
+	w.startIn("refund-agent", id, amount, payee, reason)
+}
+
+func (w *world) startIn(workflow, id string, amount int, payee, reason string) {
+	w.t.Helper()
 	in := map[string]any{"type": "refund.requested/1", "payload": map[string]any{"refund_id": "r-" + id, "amount": amount, "payee": payee, "reason": reason}}
-	if code, out := w.api("POST", "/v1/runs", tokLead, map[string]any{"workflow": "refund-agent", "run_id": id, "input": in}); code != 201 {
+	if code, out := w.api("POST", "/v1/runs", tokLead, map[string]any{"workflow": workflow, "run_id": id, "input": in}); code != 201 {
 		w.t.Fatalf("start %s: %d %v", id, code, out)
 	}
 }
@@ -682,6 +696,55 @@ func TestBrowser(t *testing.T) {
 		w.fullShot("9-why-refused-full")
 	})
 
+	t.Run("scorecard", func(t *testing.T) {
+		w.t = t
+		// The support example's controller scores the two options; the
+		// page shows each candidate's core and augmentations apart, with
+		// the numbers the server recorded.
+		w.startIn("support-agent", "scored", 60, "carol", "goodwill")
+		w.run("scored", w.page("#/run/scored"), waitText("#mrp-state", "OPTIONS"),
+			chromedp.WaitVisible(chromedp.CSS(`#scorecards article.scorecard`)))
+		_, out := w.api("GET", "/v1/runs/scored/scorecard", tokLead, nil)
+		cards, _ := out["scorecards"].([]any)
+		if len(cards) != 1 {
+			t.Fatalf("scorecards: %v", out)
+		}
+		sc := cards[0].(map[string]any)["scorecard"].(map[string]any)
+		scale := sc["scale"].(float64)
+		dec := func(v any) string { return fmt.Sprintf("%.4f", v.(float64)/scale) }
+		cands := sc["candidates"].([]any)
+		if nothing, ok := sc["do_nothing"].(map[string]any); ok && nothing["id"] != "" {
+			cands = append(cands, nothing)
+		}
+		type row struct{ Core, Aug []string }
+		shown := value(w, "scorecard rows", chromedp.Evaluate[map[string]row](`(() => {
+  const out = {};
+  const cells = (tr) => [...tr.querySelectorAll('td')].map(td => td.textContent);
+  for (const tr of document.querySelectorAll('#scorecards [data-part="core"] tbody tr')) out[tr.dataset.candidate] = { Core: cells(tr), Aug: [] };
+  for (const tr of document.querySelectorAll('#scorecards [data-part="augmentation"] tbody tr')) out[tr.dataset.candidate].Aug = cells(tr);
+  return out;
+})()`))
+		if len(shown) != len(cands) {
+			t.Fatalf("the page shows %d candidates, the scorecard has %d: %v", len(shown), len(cands), shown)
+		}
+		for _, c := range cands {
+			c := c.(map[string]any)
+			core := c["core"].(map[string]any)
+			r, ok := shown[c["id"].(string)]
+			want := []string{dec(core["risk"]), dec(core["ambiguity"]), dec(core["efe"])}
+			if !ok || !slices.Equal(r.Core, want) {
+				t.Fatalf("candidate %s: core shown %v, recorded %v", c["id"], r.Core, want)
+			}
+			if n := len(r.Aug); n < 2 || r.Aug[n-2] != dec(c["total"]) || r.Aug[n-1] != dec(c["probability"]) {
+				t.Fatalf("candidate %s: augmentation row %v, total %s probability %s", c["id"], r.Aug, dec(c["total"]), dec(c["probability"]))
+			}
+		}
+		w.checkA11y("scorecard")
+		w.run("scroll", chromedp.ScrollIntoView(chromedp.CSS("#scorecards")))
+		w.shot("10-scorecard")
+		w.fullShot("10-scorecard-full")
+	})
+
 	t.Run("runs list and loopback", func(t *testing.T) {
 		w.t = t
 		// Without tokens, a loopback browser acts as local and sees the runs.
@@ -711,7 +774,7 @@ func TestBrowser(t *testing.T) {
 			!slices.ContainsFunc(planted, func(s string) bool { return strings.HasPrefix(s, "contrast 2.3") && strings.Contains(s, "faint text") }) {
 			t.Fatalf("the accessibility check missed planted faults: %v", planted)
 		}
-		w.shot("10-runs")
+		w.shot("11-runs")
 		w.run("filter", chromedp.SetValue(chromedp.CSS("#f-state"), "SUCCEEDED"), chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)),
 			chromedp.WaitNotPresent(chromedp.CSS(`#runs tr[data-run="denied-refund"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="lost-answer"]`)))

@@ -149,6 +149,14 @@ export function scoreTable(rows, caption, scale = 1e9) {
       numeric(c) ? fixedNum(r[c], scale) : (r[c] !== null && typeof r[c] === 'object' ? jsonView(r[c]) : String(r[c] ?? ''))))))));
 }
 
+// movedBy says what decided the total's favourite: the core alone when it
+// agrees with the core's favourite, else the augmentations named.
+function movedBy(names) {
+  if (!names.length) return null;
+  if (names.length === 1 && names[0] === 'core') return ' — the same as the core\u2019s: the augmentations did not change the pick';
+  return [' — moved away from the core\u2019s pick by ', h('strong', {}, names.join(', '))];
+}
+
 // scorecard shows one AIF scorecard with the core (risk, ambiguity, their
 // sum the expected free energy) and the augmentations apart: two tables,
 // and which candidate each alone would pick.
@@ -175,7 +183,7 @@ export function scorecard(rec, i) {
         names.map((n) => num(((c.augmentations || []).find((a) => a.name === n) || {}).value)), num(c.total), num(c.probability))))) : null,
     names.length ? null : h('p', { class: 'muted' }, 'No augmentation terms: the total is the core.'),
     h('p', {}, 'Lowest total: ', h('strong', {}, card.argmin_total || '—'),
-      (card.moved_by || []).length ? [' — moved from the core\u2019s pick by ', h('strong', {}, card.moved_by.join(', '))] : null));
+      movedBy(card.moved_by || [])));
   const facts = [
     ['Turn', field(rec, 'turn')], ['Proposal', field(rec, 'proposal_id')], ['Ticket', field(rec, 'ticket_id')],
     ['Chooser', field(rec, 'chooser')], ['Delegated to the controller', rec && rec.delegated !== undefined ? (rec.delegated ? 'yes' : 'no') : undefined],

@@ -61,6 +61,19 @@ func TestBadRequestsChangeNothing(t *testing.T) {
 		{"bad limit", "GET", "/v1/runs?limit=0", tokViewer, "", "", 400, TypeMalformed, "?limit"},
 		{"bad state", "GET", "/v1/runs?state=wait", tokViewer, "", "", 400, TypeMalformed, "?state"},
 		{"bad after", "GET", "/v1/runs/held/events?after=-1", tokViewer, "", "", 400, TypeMalformed, "?after"},
+		{"agent chooses", "POST", "/v1/runs/held/choose", tokAgent, "application/json", `{"proposal_id":"p-1","option":"o"}`, 403, TypeForbidden, ""},
+		{"agent pauses", "POST", "/v1/runs/held/mrp", tokAgent, "application/json", `{"trigger":"pause"}`, 403, TypeForbidden, ""},
+		{"reconciler pauses", "POST", "/v1/runs/held/mrp", tokReconciler, "application/json", `{"trigger":"pause"}`, 403, TypeForbidden, ""},
+		{"choice without an option", "POST", "/v1/runs/held/choose", tokOperator, "application/json", `{"proposal_id":"p-1"}`, 422, TypeInvalid, "/"},
+		{"choice naming an actor", "POST", "/v1/runs/held/choose", tokOperator, "application/json", `{"proposal_id":"p-1","option":"o","actor":"alice"}`, 422, TypeInvalid, "/"},
+		{"unknown trigger", "POST", "/v1/runs/held/mrp", tokOperator, "application/json", `{"trigger":"approve"}`, 422, TypeInvalid, "/trigger"},
+		{"choice with no deliberation", "POST", "/v1/runs/held/choose", tokOperator, "application/json", `{"proposal_id":"p-1","option":"o"}`, 409, TypeConflict, ""},
+		{"pause with no deliberation", "POST", "/v1/runs/held/mrp", tokApprover, "application/json", `{"trigger":"pause"}`, 409, TypeConflict, ""},
+		{"unknown run choose", "POST", "/v1/runs/nope/choose", tokOperator, "application/json", `{"proposal_id":"p-1","option":"o"}`, 404, TypeNotFound, ""},
+		{"unknown run mrp", "POST", "/v1/runs/nope/mrp", tokOperator, "application/json", `{"trigger":"pause"}`, 404, TypeNotFound, ""},
+		{"unknown run tickets", "GET", "/v1/runs/nope/tickets", tokViewer, "", "", 404, TypeNotFound, ""},
+		{"why without a question", "GET", "/v1/runs/held/why", tokViewer, "", "", 400, TypeMalformed, "?proposal"},
+		{"mrp form content type", "POST", "/v1/runs/held/mrp", tokOperator, "application/x-www-form-urlencoded", `trigger=pause`, 415, TypeUnsupportedMedia, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -150,20 +150,23 @@ func (c AdvanceFrontier) base() (string, string) { return c.ProfileDigest, c.Dat
 func (c GrantDemand) base() (string, string)     { return c.ProfileDigest, c.DataflowVersion }
 
 // commandDigest hashes the M3CommandPreimage. For a delta batch the caller
-// passes the sorted, de-duplicated delta digests. The preimage goes to
-// SHA-256 through a 4 KB buffer, so the digest list of a large batch is
-// never assembled in memory.
+// passes the sorted, de-duplicated delta digests. A large batch's preimage
+// (74 bytes per digest) goes to SHA-256 through a 4 KB buffer, so it is
+// never assembled in memory; a small one is hashed in one piece.
 func commandDigest(c Command, deltaDigests []string) string {
+	const chunk = 4096
+	if size := 512 + 74*len(deltaDigests); size <= chunk {
+		return digestOf(appendCommandPreimage(make([]byte, 0, size), c, deltaDigests, nil))
+	}
 	h := newHasher()
-	buf := make([]byte, 0, 4096)
 	flush := func(b []byte) []byte {
-		if len(b) < cap(b)-256 {
+		if len(b) < chunk-256 {
 			return b
 		}
 		h.bytes(b)
 		return b[:0]
 	}
-	h.bytes(appendCommandPreimage(buf, c, deltaDigests, flush))
+	h.bytes(appendCommandPreimage(make([]byte, 0, chunk), c, deltaDigests, flush))
 	return h.digest()
 }
 

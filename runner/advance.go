@@ -194,6 +194,7 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		}
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
 			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
+		t.cp.Budget = r.openLedger(t, false)
 		return r.cfg.PlatformDigest, nil
 	} else if err != nil && store.CodeOf(err) != store.CodeNotFound && store.CodeOf(err) != store.CodeCorrupt {
 		// Unavailable, or encrypted under a key this runner lacks
@@ -228,6 +229,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if len(p.Events) == 0 && len(p.Results) == 0 && len(p.Receipts) == 0 && len(p.Consume) == 0 && len(p.Begin) == 0 {
 		return nil
 	}
+	r.chargeClock(t)
 	body, err := t.cp.encode()
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
@@ -360,6 +362,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
+	r.ledger(t).Steps++
 	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
 		return err
 	}
@@ -426,6 +429,9 @@ func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
 	// Interrupts are honoured in any state; inside the effect-critical
 	// states the FSM defers them until the effect is reconciled.
 	if moved, err := r.interrupts(ctx, t); moved || err != nil {
+		return moved, err
+	}
+	if moved, err := r.checkTime(t); moved || err != nil {
 		return moved, err
 	}
 	switch state {
@@ -510,8 +516,9 @@ func isDeferred(m *control.Machine, state string) bool {
 }
 
 func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
-	if t.cp.Transitions >= r.cfg.MaxTransitions {
-		return true, r.fire(t, "BUDGET_EXHAUSTED", nil, map[string]any{"steps": t.cp.Transitions})
+	if t.cp.Transitions >= r.cfg.MaxTransitions && r.ledger(t).Breach == nil {
+		l := t.cp.Budget
+		return true, r.breach(t, budgetBreach{Dimension: DimTransitions, Limit: l.MaxTransitions, Used: t.cp.Transitions, Requested: 1, Event: "BUDGET_EXHAUSTED"})
 	}
 	if len(t.cp.Ingest) > 0 {
 		next := t.cp.Ingest[0]
@@ -544,6 +551,9 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	if in.ID == "" {
 		return false, nil
 	}
+	if moved, err := r.checkStep(t); moved || err != nil {
+		return moved, err
+	}
 	t.pending.Consume = append(t.pending.Consume, in.ID)
 	return true, r.accept(t, Accepted{Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor, ActorRole: in.ActorRole, Capability: in.Capability})
 }
@@ -560,6 +570,9 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 	}
 	if len(todo) == 0 {
 		return r.fire(t, "NO_EFFECTS", nil, map[string]any{"empty_stable_proposal_batch": map[string]any{"accepted": t.cp.Accepted}})
+	}
+	if !r.fitsCalls(t, int64(len(todo))) {
+		return r.refuseCalls(t, int64(len(todo)))
 	}
 	if len(needApproval) > 0 {
 		var digests []string
@@ -718,7 +731,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 			t.pending.Approvals = append(t.pending.Approvals, store.ApprovalUse{ApprovalID: e.ApprovalID, IntentID: e.IntentID,
 				Check: func(g store.Approval, now time.Time) error { return wf.CheckApproval(need, g, now) }})
 		}
-		t.pending.Begin = append(t.pending.Begin, e.IntentID)
+		r.begin(t, e.IntentID)
 		e.Stage = stageCommitted
 		committed = append(committed, in.Digest)
 	}
@@ -857,18 +870,26 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 			outcome, _ := rec.ProtocolOutcome()
 			return r.close(t, e, intent, last.N, status, outcome, rec.EvidenceDigest, rec.Code)
 		case effect.FailedTransient:
-			if last.N >= r.cfg.MaxAttempts {
+			if ok, err := r.retryAllowed(t, last.N); err != nil {
+				return err
+			} else if !ok {
+				// Out of retries (or of tool calls): the destination is
+				// asked before any failure is minted.
 				t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptFailedTransient,
 					Outbox: store.OutboxReconcile, Route: "retry_exhausted", Detail: rec.Code})
 				return r.lookupAndClose(ctx, t, e, intent, adapter, last.N, "retries exhausted")
 			}
+			delay, err := r.retryDelay(t, e, last.N)
+			if err != nil {
+				return err
+			}
 			t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptFailedTransient,
 				Outbox: store.OutboxRetry, Route: "transient", Detail: rec.Code})
-			t.pending.Begin = append(t.pending.Begin, e.IntentID)
+			r.begin(t, e.IntentID)
 			if err := r.flush(ctx, t); err != nil {
 				return err
 			}
-			if err := sleep(ctx, time.Duration(10<<min(last.N, 6))*time.Millisecond); err != nil {
+			if err := r.cfg.Sleep(ctx, delay); err != nil {
 				return err
 			}
 		default:
@@ -876,15 +897,6 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 				Outbox: store.OutboxReconcile, Route: "outcome_unknown", Detail: rec.Code})
 			return r.lookupAndClose(ctx, t, e, intent, adapter, last.N, rec.Code)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
 	}
 }
 
@@ -916,11 +928,22 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 	case effect.ConfirmedSuccess:
 		return r.close(t, e, intent, n, store.AttemptReconciledApplied, "confirmed_success", evidenceDigest, "reconciled: "+why)
 	case effect.ConfirmedFailure:
-		if n < r.cfg.MaxAttempts {
+		ok, err := r.retryAllowed(t, n)
+		if err != nil {
+			return err
+		}
+		if ok {
+			delay, err := r.retryDelay(t, e, n)
+			if err != nil {
+				return err
+			}
 			t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: store.AttemptReconciledNotApplied,
 				Outbox: store.OutboxRetry, Route: "reconciled_not_applied"})
-			t.pending.Begin = append(t.pending.Begin, e.IntentID)
+			r.begin(t, e.IntentID)
 			if err := r.flush(ctx, t); err != nil {
+				return err
+			}
+			if err := r.cfg.Sleep(ctx, delay); err != nil {
 				return err
 			}
 			return r.executeOne(ctx, t, e)
@@ -1140,7 +1163,7 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 			owed++
 		}
 	}
-	w, v, err := r.contract.NoProgress.Observe(t.cp.Progress, control.Round{Fingerprint: fp,
+	w, v, err := r.contractFor(t.wf).NoProgress.Observe(t.cp.Progress, control.Round{Fingerprint: fp,
 		Gain: control.Gain{VerifiedReceipts: t.cp.RoundReceipts}, PendingEffects: owed})
 	if err != nil {
 		return false, err

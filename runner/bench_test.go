@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -61,7 +62,7 @@ func BenchmarkGovernedStep(b *testing.B) {
 	reg.Register("refund.pay", "fake/1", dest)
 	wf := counter{refunds{limit: 1 << 40}}
 	r, err := New(Config{Store: st, Workflows: []Workflow{wf}, Adapters: reg,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: 1 << 40})
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: 1 << 40, Contract: unboundedContract(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,4 +108,16 @@ func fileSize(path string) int64 {
 		}
 	}
 	return n
+}
+
+// unboundedContract is the default loop contract with every counted budget
+// at its ceiling: long benchmark runs measure steps, not budgets.
+func unboundedContract(tb testing.TB) *control.Contract {
+	const most = "4503599627370496" // 2^52, the contract's ceiling
+	c, err := control.DefaultContract().Override([]byte(`{"budgets":{"steps":` + most + `,"tool_calls":` + most +
+		`,"wall_seconds":` + most + `,"suspended_seconds":` + most + `}}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

@@ -38,6 +38,9 @@ type checkpoint struct {
 	// the workflow accepted: a person steered, the loop did not spin, so
 	// the detector does not judge it.
 	RoundSteered bool `json:"round_steered,omitempty"`
+	// Budget is the run's budget ledger (budget.go); checkpoints written
+	// before runs kept one have none.
+	Budget *budgetLedger `json:"budget,omitempty"`
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.

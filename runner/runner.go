@@ -42,10 +42,16 @@ type Config struct {
 	MaxTransitions int64
 	// Reconcile is the lookup plan for unknown outcomes.
 	Reconcile effect.Plan
-	// MaxAttempts bounds transient retries of one intent.
+	// MaxAttempts caps the attempts of one intent below what the loop
+	// contract allows (its retries per transition plus one); 0 leaves the
+	// contract's number.
 	MaxAttempts int64
-	// Clock is the shell's clock (receipt times, approval checks).
+	// Clock is the shell's clock (receipt times, approval checks, the
+	// time budgets).
 	Clock func() time.Time
+	// Sleep waits out a retry backoff; nil means real time. Tests pass one
+	// that advances their fake clock.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Logger receives structured logs; nil discards them. See observe.go
 	// for what is logged at which level.
 	Logger *slog.Logger
@@ -131,8 +137,11 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.MaxTransitions <= 0 {
 		cfg.MaxTransitions = 10_000
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 3
+	if cfg.MaxAttempts < 0 {
+		cfg.MaxAttempts = 0
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -153,6 +162,9 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("runner: workflow %s registered twice", key)
 		}
 		r.workflows[key] = wf
+		if c := r.contractFor(wf); c.MachineDigest != "" && c.MachineDigest != r.machine.Digest() {
+			return nil, fmt.Errorf("runner: workflow %s brings a loop contract bound to another FSM table", key)
+		}
 	}
 	return r, nil
 }

@@ -24,16 +24,18 @@ type harness struct {
 	dest  *destination
 	r     *Runner
 	path  string
+	clock *fakeClock
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	clock := newFakeClock()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{Clock: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: s, dest: newDestination(), path: path}
+	h := &harness{t: t, store: s, dest: newDestination(), path: path, clock: clock}
 	h.r = h.runner(nil)
 	t.Cleanup(func() { s.Close() })
 	return h
@@ -45,7 +47,7 @@ func (h *harness) runner(cut func(string)) *Runner {
 		h.t.Fatal(err)
 	}
 	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Cut: cut,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -282,12 +284,17 @@ func TestTransientFailureRetriesWithTheSameKey(t *testing.T) {
 
 func TestRetriesExhaustedQueriesBeforeFailing(t *testing.T) {
 	h := newHarness(t)
-	h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
+	// The default contract allows 3 retries: 4 transient failures exhaust them.
+	h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
 	h.start("run-8", small)
 	run := h.run("run-8")
 	rcs, _ := h.store.Receipts(ctx, "run-8")
 	if run.State != "FAILED_PERMANENT" || len(rcs) != 1 || rcs[0].Outcome != "confirmed_failure" || h.dest.count() != 0 {
 		t.Fatalf("run %s receipts %+v mutations %d", run.State, rcs, h.dest.count())
+	}
+	ins, _ := h.store.Intents(ctx, "run-8")
+	if ats, _ := h.store.Attempts(ctx, ins[0].ID); len(ats) != 4 {
+		t.Fatalf("%d attempts, the contract allows 4", len(ats))
 	}
 }
 

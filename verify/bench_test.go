@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/sqlite"
@@ -28,7 +29,7 @@ func longRun(tb testing.TB, n int) string {
 	reg := &effect.Registry{}
 	reg.Register("refund.pay", "http/1", &payments{applied: map[string]string{}})
 	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: int64(100 * n)})
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: int64(100 * n), Contract: unboundedContract(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -124,4 +125,16 @@ func TestLongRunVerifiesAndReplays(t *testing.T) {
 	if rp.Effects != 40 {
 		t.Fatalf("replay re-derived %d effects, want 40", rp.Effects)
 	}
+}
+
+// unboundedContract is the default loop contract with every counted budget
+// at its ceiling: long benchmark runs measure steps, not budgets.
+func unboundedContract(tb testing.TB) *control.Contract {
+	const most = "4503599627370496" // 2^52, the contract's ceiling
+	c, err := control.DefaultContract().Override([]byte(`{"budgets":{"steps":` + most + `,"tool_calls":` + most +
+		`,"wall_seconds":` + most + `,"suspended_seconds":` + most + `}}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

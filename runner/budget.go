@@ -1,0 +1,263 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/store"
+)
+
+// The runner is the loop contract's budget governor and deadline
+// controller. Each run carries a budget ledger in its checkpoint: the
+// limits it started under, what it has used, and the clock reading of its
+// last charge. Counters are charged where the work is recorded — a step
+// with each accepted input, a tool call with each attempt row, in the same
+// commit — so the ledger always equals what the record shows, and verify
+// recounts them without trusting the runner. Time is charged from the
+// runner's injected clock before every step and at every commit; the
+// readings are kept in the ledger, so verify checks the arithmetic without
+// a clock of its own.
+//
+// A breach is recorded once, in the ledger and the trace, and issued to the
+// FSM as the interrupt the contract names: TIMEOUT for wall or suspended
+// time, BUDGET_EXHAUSTED for everything else. The FSM decides what happens:
+// immediately final outside the effect-critical states, deferred (the
+// effect reconciled first) inside them.
+
+// ContractedWorkflow is a Workflow that brings its own loop contract (a
+// bundle's loop section); the runner governs its runs with it instead of
+// Config.Contract. It must bind the runner's FSM table.
+type ContractedWorkflow interface {
+	LoopContract() *control.Contract
+}
+
+// Budget dimensions the runner governs besides the contract's own: the
+// runner's hard cap on control transitions (Config.MaxTransitions).
+const DimTransitions control.Dimension = "transitions"
+
+// budgetLedger is a run's budget account, persisted with every checkpoint.
+type budgetLedger struct {
+	Contract       string        `json:"contract"`        // digest of the contract the limits come from
+	Limits         control.Usage `json:"limits"`          // the contract's hard limits, bound when the run started
+	MaxTransitions int64         `json:"max_transitions"` // the runner's cap on control transitions
+	JitterSeed     string        `json:"jitter_seed"`     // the recorded seed of the retry jitter
+	Adopted        bool          `json:"adopted"`         // the ledger was opened on a run that had none: counts start there
+	StartedMillis  int64         `json:"started_millis"`  // clock reading when the ledger was opened (Unix ms)
+	ClockMillis    int64         `json:"clock_millis"`    // latest clock reading charged (never decreases)
+	Resting        bool          `json:"resting"`         // the run waited for outside input at that reading
+	WallMillis     int64         `json:"wall_millis"`     // time spent working
+	SuspendMillis  int64         `json:"suspended_millis"`
+	Steps          int64         `json:"steps"`      // accepted inputs (receipts and choices included)
+	ToolCalls      int64         `json:"tool_calls"` // attempts recorded (each is at most one dispatch)
+	Breach         *budgetBreach `json:"breach"`     // the breach issued to the FSM, if any
+}
+
+// budgetBreach is the evidence of an exhausted budget: which one, its
+// limit, what had been used, and what was asked for (a refused
+// reservation: Used+Requested would exceed Limit; a charge already made:
+// Used exceeds Limit and Requested is 0).
+type budgetBreach struct {
+	Dimension control.Dimension `json:"dimension"`
+	Limit     int64             `json:"limit"`
+	Used      int64             `json:"used"`
+	Requested int64             `json:"requested"`
+	Event     string            `json:"event"` // the interrupt issued: TIMEOUT or BUDGET_EXHAUSTED
+	State     string            `json:"state"` // the FSM state it was issued in
+}
+
+// BudgetTraceKind is the trace record kind of a budget breach.
+const BudgetTraceKind = "budget_exhausted"
+
+// restingState reports whether a run in state waits for outside input.
+func restingState(state string) bool { return slices.Contains(restingStates, state) }
+
+// contractFor returns the loop contract a workflow's runs are governed by.
+func (r *Runner) contractFor(wf Workflow) *control.Contract {
+	if cw, ok := wf.(ContractedWorkflow); ok {
+		if c := cw.LoopContract(); c != nil {
+			return c
+		}
+	}
+	return r.contract
+}
+
+// openLedger starts a run's budget account at the clock reading now.
+func (r *Runner) openLedger(t *tick, adopted bool) *budgetLedger {
+	c := r.contractFor(t.wf)
+	now := r.cfg.Clock().UnixMilli()
+	return &budgetLedger{Contract: c.Digest, Limits: c.Budgets.Limits, MaxTransitions: r.cfg.MaxTransitions,
+		JitterSeed: store.BodyDigest([]byte("flrh-retry-seed/1\x00" + t.run.ID)), Adopted: adopted,
+		StartedMillis: now, ClockMillis: now}
+}
+
+// chargeTime charges the time since the ledger's last reading: to
+// suspended time when the run then waited for outside input, to wall time
+// otherwise. A clock that went backwards charges nothing.
+func (l *budgetLedger) chargeTime(nowMillis int64, state string) {
+	if d := nowMillis - l.ClockMillis; d > 0 {
+		if l.Resting {
+			l.SuspendMillis += d
+		} else {
+			l.WallMillis += d
+		}
+		l.ClockMillis = nowMillis
+	}
+	l.Resting = restingState(state)
+}
+
+// usage is the ledger as the contract's budget arithmetic sees it.
+func (l *budgetLedger) usage() control.Usage {
+	return control.Usage{Steps: l.Steps, ToolCalls: l.ToolCalls,
+		WallSeconds: control.MillisToSeconds(l.WallMillis), SuspendedSeconds: control.MillisToSeconds(l.SuspendMillis)}
+}
+
+// ledger returns the run's budget ledger, opening one on a checkpoint
+// written before runs kept one.
+func (r *Runner) ledger(t *tick) *budgetLedger {
+	if t.cp.Budget == nil {
+		t.cp.Budget = r.openLedger(t, true)
+	}
+	return t.cp.Budget
+}
+
+// chargeClock reads the clock and charges the run's time.
+func (r *Runner) chargeClock(t *tick) {
+	r.ledger(t).chargeTime(r.cfg.Clock().UnixMilli(), t.cp.Control.State)
+}
+
+// checkTime charges the run's time and, when wall or suspended time is
+// over its limit, issues TIMEOUT. It reports whether it issued anything.
+func (r *Runner) checkTime(t *tick) (bool, error) {
+	r.chargeClock(t)
+	l := t.cp.Budget
+	if l.Breach != nil {
+		return false, nil
+	}
+	u := l.usage()
+	for _, d := range []struct {
+		dim         control.Dimension
+		used, limit int64
+	}{{control.DimWallSeconds, u.WallSeconds, l.Limits.WallSeconds}, {control.DimSuspendedSeconds, u.SuspendedSeconds, l.Limits.SuspendedSeconds}} {
+		if d.used > d.limit {
+			return true, r.breach(t, budgetBreach{Dimension: d.dim, Limit: d.limit, Used: d.used, Event: "TIMEOUT"})
+		}
+	}
+	return false, nil
+}
+
+// checkStep refuses a new outside input once the step budget is spent (or
+// the runner's transition cap is reached). Receipts are never refused:
+// the effect already happened, and the workflow must hear of it.
+func (r *Runner) checkStep(t *tick) (bool, error) {
+	l := r.ledger(t)
+	if l.Breach != nil {
+		return false, nil
+	}
+	if t.cp.Transitions >= r.cfg.MaxTransitions {
+		return true, r.breach(t, budgetBreach{Dimension: DimTransitions, Limit: r.cfg.MaxTransitions, Used: t.cp.Transitions, Requested: 1, Event: "BUDGET_EXHAUSTED"})
+	}
+	if l.Steps+1 > l.Limits.Steps {
+		return true, r.breach(t, budgetBreach{Dimension: control.DimSteps, Limit: l.Limits.Steps, Used: l.Steps, Requested: 1, Event: "BUDGET_EXHAUSTED"})
+	}
+	return false, nil
+}
+
+// fitsCalls reports whether n more tool calls fit the run's budget.
+func (r *Runner) fitsCalls(t *tick, n int64) bool {
+	l := r.ledger(t)
+	return l.ToolCalls+n <= l.Limits.ToolCalls
+}
+
+// refuseCalls records and issues the breach of a tool-call reservation.
+func (r *Runner) refuseCalls(t *tick, n int64) error {
+	l := r.ledger(t)
+	if l.Breach != nil {
+		return nil
+	}
+	return r.breach(t, budgetBreach{Dimension: control.DimToolCalls, Limit: l.Limits.ToolCalls, Used: l.ToolCalls, Requested: n, Event: "BUDGET_EXHAUSTED"})
+}
+
+// begin records the next attempt of an intent — before any I/O, in the
+// next commit — and charges it as a tool call.
+func (r *Runner) begin(t *tick, intentID string) {
+	t.pending.Begin = append(t.pending.Begin, intentID)
+	r.ledger(t).ToolCalls++
+}
+
+// breach records b in the ledger and the trace and issues its interrupt.
+func (r *Runner) breach(t *tick, b budgetBreach) error {
+	b.State = t.cp.Control.State
+	t.cp.Budget.Breach = &b
+	body, err := cjson.Marshal(map[string]any{"kind": BudgetTraceKind, "breach": b, "ledger": t.cp.Budget})
+	if err != nil {
+		return err
+	}
+	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: BudgetTraceKind, Body: body})
+	r.log.Info("budget exhausted", "run", t.run.ID, "dimension", b.Dimension, "limit", b.Limit, "used", b.Used, "event", b.Event)
+	return r.fire(t, b.Event, nil, map[string]any{pendingEvidence(b.Event): b})
+}
+
+func pendingEvidence(event string) string { return "budget_" + pendingName(event) }
+
+// maxAttempts is how many attempts one intent may have: the contract's
+// retries plus the first, capped by Config.MaxAttempts when it is set.
+func (r *Runner) maxAttempts(t *tick) int64 {
+	n := r.contractFor(t.wf).Retry.MaxRetries + 1
+	if r.cfg.MaxAttempts > 0 {
+		n = min(n, r.cfg.MaxAttempts)
+	}
+	return n
+}
+
+// retryDelay is the wait before retry number attempt (1-based) of an
+// intent, as the contract's retry policy says: capped exponential backoff
+// with deterministic equal jitter from the run's recorded seed and the
+// effect's idempotency key. The decision is traced with the attempt.
+func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64) (time.Duration, error) {
+	d, err := r.contractFor(t.wf).Retry.Decide(control.ClassTransient, attempt, r.ledger(t).JitterSeed, idempotencyKey(e.Intent))
+	if err != nil {
+		return 0, err
+	}
+	if d.Action != control.ActionRetry {
+		return 0, fmt.Errorf("runner: retry %d of %s is not allowed (%s)", attempt, e.IntentID, d.Action)
+	}
+	b, err := cjson.Marshal(map[string]any{"kind": "retry_scheduled", "intent": e.IntentID, "retry": d.Retry,
+		"base_millis": d.BaseMillis, "delay_millis": d.DelayMillis})
+	if err != nil {
+		return 0, err
+	}
+	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "retry_scheduled", Body: b})
+	return time.Duration(d.DelayMillis) * time.Millisecond, nil
+}
+
+// retryAllowed reports whether attempt n of an intent may be followed by
+// another: the contract's retries are not used up and a tool call fits the
+// budget. When only the budget stands in the way, the breach is issued.
+func (r *Runner) retryAllowed(t *tick, n int64) (bool, error) {
+	if n >= r.maxAttempts(t) {
+		return false, nil
+	}
+	if !r.fitsCalls(t, 1) {
+		return false, r.refuseCalls(t, 1)
+	}
+	return true, nil
+}
+
+// sleep is the default Config.Sleep: the real clock.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

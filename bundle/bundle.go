@@ -94,6 +94,7 @@ type Workflow struct {
 var (
 	_ runner.Workflow           = (*Workflow)(nil)
 	_ runner.ApprovalAuthorizer = (*Workflow)(nil)
+	_ runner.ContractedWorkflow = (*Workflow)(nil)
 )
 
 // Decide implements runner.Workflow.

@@ -15,6 +15,7 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/frontier"
 	"flrh.dev/flrh/kernel"
 	"flrh.dev/flrh/logic"
@@ -95,8 +96,9 @@ type Workflow struct {
 	secrets             map[string][]redact.Member // effect type → its secret parameters
 	rProfile            frontier.Profile
 	binding             seam.BindingProfile
-	cache               *matCache   // nil: evaluate every tick from scratch
-	ctl                 *controller // nil: no AIF controller; every choice is a person's
+	cache               *matCache         // nil: evaluate every tick from scratch
+	ctl                 *controller       // nil: no AIF controller; every choice is a person's
+	contract            *control.Contract // the loop contract with the bundle's loop section applied
 }
 
 // ID names the workflow.
@@ -133,7 +135,7 @@ func (w *Workflow) Manifests() map[string]authority.ToolManifest {
 }
 
 var manifestMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
-	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters", "limits", "controller"}
+	"gates", "tools", "capabilities", "operator_key", "approval", "complete_when", "fail_when", "adapters", "limits", "controller", "loop"}
 
 var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
 	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
@@ -266,6 +268,9 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, err
 	}
 	if err = c.controller(w); err != nil {
+		return nil, err
+	}
+	if err = c.loop(w); err != nil {
 		return nil, err
 	}
 	prof, rej := frontier.NewProfile(w.versions.Dataflow, []string{ProposalSource, VerdictSource}, frontier.Limits{

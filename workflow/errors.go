@@ -13,6 +13,7 @@ const (
 	CodeBadBinding      = "BAD_BINDING"      // a fact, eligibility or completion mapping does not fit the rules
 	CodeVersionMismatch = "VERSION_MISMATCH" // the version envelope disagrees with a component
 	CodeBadController   = "BAD_CONTROLLER"   // the AIF controller's model does not decode
+	CodeBadLoop         = "BAD_LOOP"         // the loop section does not fit the loop contract
 )
 
 // Error is a bundle that cannot be compiled: which file, where in it (a

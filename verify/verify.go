@@ -72,12 +72,15 @@ func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) 
 	}
 	rep.Events = len(evs)
 	cfg := checkEvents(rep, m, run, evs)
-	if err := checkCheckpoint(ctx, rep, st, run, cfg); err != nil {
+	cp, err := checkCheckpoint(ctx, rep, st, run, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkEffects(ctx, rep, st, run); err != nil {
+	attempts, err := checkEffects(ctx, rep, st, run)
+	if err != nil {
 		return nil, err
 	}
+	checkBudgets(rep, cp, evs, attempts)
 	return rep, nil
 }
 
@@ -198,15 +201,17 @@ func strictDecode(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store.Run, cfg control.Configuration) error {
+// checkCheckpoint checks the latest checkpoint against the replayed
+// control configuration and returns its body (nil without one).
+func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store.Run, cfg control.Configuration) ([]byte, error) {
 	cp, err := st.Checkpoint(ctx, run.ID)
 	if store.CodeOf(err) == store.CodeNotFound {
 		if run.Head > 0 {
 			rep.fail("checkpoint", "run", "the run has events but no checkpoint")
 		}
-		return nil
+		return nil, nil
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	if store.BodyDigest(cp.Body) != cp.Digest {
 		rep.fail("checkpoint", "checkpoint", "digest does not match its bytes")
@@ -219,25 +224,28 @@ func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store
 	}
 	if err := json.Unmarshal(cp.Body, &body); err != nil {
 		rep.fail("checkpoint", "checkpoint", "unreadable: %v", err)
-		return nil
+		return nil, nil
 	}
 	a, _ := cjson.Marshal(body.Control)
 	b, _ := cjson.Marshal(cfg)
 	if !bytes.Equal(a, b) {
 		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
 	}
-	return nil
+	return cp.Body, nil
 }
 
-func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Run) error {
+// checkEffects checks every intent, its attempts and its receipt, and
+// returns how many attempts the run recorded.
+func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Run) (int64, error) {
 	ins, err := st.Intents(ctx, run.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rcs, err := st.Receipts(ctx, run.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var attempts int64
 	rep.Intents, rep.Receipts = len(ins), len(rcs)
 	byIntent := map[string]store.Receipt{}
 	for _, rc := range rcs {
@@ -263,12 +271,13 @@ func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Ru
 			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")
 		}
 		if err := checkApproval(ctx, rep, st, run, in, intent, where); err != nil {
-			return err
+			return 0, err
 		}
 		ats, err := st.Attempts(ctx, in.ID)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		attempts += int64(len(ats))
 		checkAttempts(rep, run, in, ats, where)
 		rc, hasReceipt := byIntent[in.ID]
 		switch {
@@ -293,7 +302,7 @@ func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Ru
 			}
 		}
 	}
-	return nil
+	return attempts, nil
 }
 
 func checkApproval(ctx context.Context, rep *Report, st store.Store, run store.Run, in store.Intent, intent protocol.EffectIntent, where string) error {

@@ -1,0 +1,179 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// stepClock is a fake clock: it moves only when told to.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+func (c *stepClock) Sleep(_ context.Context, d time.Duration) error { c.Advance(d); return nil }
+
+// timedOut records a run that ends TIMEOUT: a large refund waits for an
+// approval longer than the suspended-time budget. The fake clock starts
+// at start; two recordings with the same start are the same run.
+func timedOut(t *testing.T, start time.Time) string {
+	t.Helper()
+	clock := &stepClock{now: start}
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := control.DefaultContract().Override([]byte(`{"budgets":{"suspended_seconds":60}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &payments{applied: map[string]string{}})
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Contract: c, Owner: "t",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: clock.Now, Sleep: clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "slow", wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(1500 * time.Millisecond)
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(60*time.Second + time.Millisecond)
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := st.Run(ctx, "slow"); run.State != "TIMED_OUT" || run.Outcome != "timeout" {
+		t.Fatalf("run is %s (%s)", run.State, run.Outcome)
+	}
+	return path
+}
+
+func TestTimedOutRunVerifiesAndReplays(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, b := open(t, timedOut(t, start), true), open(t, timedOut(t, start), true)
+	rep, err := Run(ctx, a, nil, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("findings: %+v", rep.Findings)
+	}
+	rp, err := Replay(ctx, a, wf, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rp.OK() || rp.Inputs != 1 {
+		t.Fatalf("replay: %+v", rp)
+	}
+	// The same run under the same clock is the same record, byte for byte.
+	record := func(st *sqlite.Store) []byte {
+		var buf bytes.Buffer
+		evs, _ := st.Events(ctx, "slow", 0)
+		for _, e := range evs {
+			fmt.Fprintf(&buf, "%s %s\n", e.Kind, e.Body)
+		}
+		cp, _ := st.Checkpoint(ctx, "slow")
+		buf.Write(cp.Body)
+		tr, _ := st.Trace(ctx, "slow")
+		for _, r := range tr {
+			fmt.Fprintf(&buf, "\n%s %s", r.Kind, r.Body)
+		}
+		return buf.Bytes()
+	}
+	ra, rb := record(a), record(b)
+	if !bytes.Equal(ra, rb) {
+		t.Fatalf("two recordings differ at byte %d", firstDiff(ra, rb))
+	}
+	// The ledger opens at the run's first pass, 1.5 s after it was created.
+	for _, want := range []string{`"breach":{"dimension":"suspended_seconds","event":"TIMEOUT","limit":60,"requested":0,"state":"WAIT_APPROVAL","used":61}`,
+		`"suspended_millis":60001`, `"started_millis":1767323046500`} {
+		if !bytes.Contains(ra, []byte(want)) {
+			t.Fatalf("the record lacks %s:\n%s", want, ra)
+		}
+	}
+}
+
+// forgeLedger rewrites the run's latest checkpoint (and its digest), as an
+// attacker with file access could.
+func forgeLedger(t *testing.T, path, run, from, to string) {
+	t.Helper()
+	st := open(t, path, false)
+	cp, err := st.Checkpoint(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cp.Body), from) {
+		t.Fatalf("checkpoint has no %s: %s", from, cp.Body)
+	}
+	body := strings.Replace(string(cp.Body), from, to, 1)
+	for _, s := range []string{"DROP TRIGGER IF EXISTS checkpoints_no_update"} {
+		if _, err := st.DB().Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DB().Exec(`UPDATE checkpoints SET body = ?, digest = ? WHERE run_id = ? AND seq = ?`, []byte(body), store.BodyDigest([]byte(body)), run, cp.Seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestForgedLedgersAreFound(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"time that does not add up", `"suspended_millis":60001`, `"suspended_millis":59000`, "budget-time"},
+		{"steps miscounted", `"steps":1`, `"steps":0`, "budget-count"},
+		{"tool calls miscounted", `"tool_calls":0,"wall_millis"`, `"tool_calls":2,"wall_millis"`, "budget-count"},
+		{"breach erased", `"breach":{"dimension":"suspended_seconds","event":"TIMEOUT","limit":60,"requested":0,"state":"WAIT_APPROVAL","used":61}`, `"breach":null`, "budget-breach"},
+		{"breach within its limit", `"used":61}`, `"used":60}`, "budget-breach"},
+		{"breach of the wrong kind", `"dimension":"suspended_seconds","event":"TIMEOUT"`, `"dimension":"steps","event":"TIMEOUT"`, "budget-breach"},
+		{"limit raised after the fact", `"suspended_seconds":60,"tokens"`, `"suspended_seconds":100,"tokens"`, "budget-breach"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := timedOut(t, start)
+			forgeLedger(t, path, "slow", tc.from, tc.to)
+			if got := findings(t, path, "slow"); !strings.Contains(got, tc.want) {
+				t.Fatalf("forgery not found as %s; findings:\n%s", tc.want, got)
+			}
+		})
+	}
+}
+
+func TestHonestRunsHaveConsistentLedgers(t *testing.T) {
+	// recorded() uses the real clock; its runs' ledgers must hold too.
+	path := recorded(t)
+	st := open(t, path, true)
+	for _, id := range []string{"small", "large"} {
+		cp, err := st.Checkpoint(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cp.Body), `"budget":{`) {
+			t.Fatalf("%s: no ledger in %s", id, cp.Body)
+		}
+		if got := findings(t, path, id); got != "" {
+			t.Fatalf("%s: %s", id, got)
+		}
+	}
+}

@@ -889,7 +889,7 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 			if err := r.flush(ctx, t); err != nil {
 				return err
 			}
-			if err := r.cfg.Sleep(ctx, delay); err != nil {
+			if err := r.wait(ctx, t, delay); err != nil {
 				return err
 			}
 		default:
@@ -943,7 +943,7 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 			if err := r.flush(ctx, t); err != nil {
 				return err
 			}
-			if err := r.cfg.Sleep(ctx, delay); err != nil {
+			if err := r.wait(ctx, t, delay); err != nil {
 				return err
 			}
 			return r.executeOne(ctx, t, e)

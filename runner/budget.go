@@ -247,6 +247,27 @@ func (r *Runner) retryAllowed(t *tick, n int64) (bool, error) {
 	return true, nil
 }
 
+// wait sleeps out a retry delay in the middle of a pass without letting the
+// run's lease lapse: it sleeps in slices of a third of the lease's life and
+// renews the lease after each. A renewal that fails (another runner took
+// the run) ends the pass; the attempt already begun is then found in flight
+// and looked up, never sent blindly.
+func (r *Runner) wait(ctx context.Context, t *tick, d time.Duration) error {
+	for d > 0 {
+		slice := min(d, max(r.cfg.LeaseTTL/3, time.Millisecond))
+		if err := r.cfg.Sleep(ctx, slice); err != nil {
+			return err
+		}
+		d -= slice
+		l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL)
+		if err != nil {
+			return fmt.Errorf("renew lease during backoff: %w", err)
+		}
+		t.lease = l
+	}
+	return nil
+}
+
 // sleep is the default Config.Sleep: the real clock.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

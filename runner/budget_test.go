@@ -499,3 +499,27 @@ func (b *budgetRig) run1() string {
 	}
 	return r.Outcome
 }
+
+func TestBackoffLongerThanTheLeaseKeepsTheLease(t *testing.T) {
+	// A lease of 300 ms and a first backoff of 250–500 ms: the pass renews
+	// its lease while it waits, and its next commit is not fenced.
+	h := newHarness(t)
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	h.r, err = New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, LeaseTTL: 300 * time.Millisecond,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.dest.script = []effect.Outcome{effect.FailedTransient}
+	h.start("run", small)
+	if s := h.run("run").State; s != "SUCCEEDED" || h.attemptCount("run") != 2 {
+		t.Fatalf("state %s, %d attempts", s, h.attemptCount("run"))
+	}
+	if slept := h.clock.slept(); len(slept) < 2 {
+		t.Fatalf("the backoff was not sliced under the lease: %v", slept)
+	}
+}

@@ -268,6 +268,19 @@ func (r *Runner) wait(ctx context.Context, t *tick, d time.Duration) error {
 	return nil
 }
 
+// sweepDue reports whether Run should visit every live run this time, not
+// only those with something to do: time budgets run out while a run rests.
+func (r *Runner) sweepDue() bool {
+	now := r.cfg.Clock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Sub(r.lastSweep) < r.cfg.DeadlineSweep {
+		return false
+	}
+	r.lastSweep = now
+	return true
+}
+
 // sleep is the default Config.Sleep: the real clock.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

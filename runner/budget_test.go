@@ -523,3 +523,30 @@ func TestBackoffLongerThanTheLeaseKeepsTheLease(t *testing.T) {
 		t.Fatalf("the backoff was not sliced under the lease: %v", slept)
 	}
 }
+
+func TestBackgroundLoopTimesOutARestingRun(t *testing.T) {
+	// The run waits for an approval that never comes; nothing in its inbox
+	// makes it ready. The periodic sweep finds it past its budget.
+	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+	b.pay("run", 0, 500)
+	if s := b.run("run").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("state %s", s)
+	}
+	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, 20*time.Second
+	b.clock.Advance(11 * time.Second)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.r.Run(runCtx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.run("run").State == "WAIT_APPROVAL" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		b.clock.Advance(2 * time.Second)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if run := b.run("run"); run.State != "TIMED_OUT" {
+		t.Fatalf("a resting run past its budget is still %s", run.State)
+	}
+}

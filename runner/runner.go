@@ -38,6 +38,10 @@ type Config struct {
 	Parallelism int
 	// Poll is how often Run looks for work when nothing wakes it.
 	Poll time.Duration
+	// DeadlineSweep is how often Run also visits runs resting with nothing
+	// to do, so that a run waiting for a person past its time budget times
+	// out (by Clock); 0 means 30 seconds.
+	DeadlineSweep time.Duration
 	// MaxTransitions is the per-run step budget (control transitions).
 	MaxTransitions int64
 	// Reconcile is the lookup plan for unknown outcomes.
@@ -94,6 +98,7 @@ type Runner struct {
 	carries   map[string]tripwire.Carry // what the wires remember of each run
 	statuses  statusCache               // what Inspect read from recent checkpoints
 	obs       *observer
+	lastSweep time.Time // when Run last visited every live run
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this
@@ -133,6 +138,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 200 * time.Millisecond
+	}
+	if cfg.DeadlineSweep <= 0 {
+		cfg.DeadlineSweep = 30 * time.Second
 	}
 	if cfg.MaxTransitions <= 0 {
 		cfg.MaxTransitions = 10_000
@@ -320,7 +328,7 @@ var restingStates = []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 // live runs with pending inbox entries or mid-work states; otherwise every
 // live run.
 func (r *Runner) candidates(ctx context.Context) ([]string, error) {
-	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok {
+	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok && !r.sweepDue() {
 		return rl.Ready(ctx, restingStates)
 	}
 	return r.cfg.Store.Live(ctx)

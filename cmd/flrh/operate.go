@@ -158,25 +158,39 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 // they wait for outside input, waiting for foreign leases up to f.wait.
 func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Runner, ids []string) error {
 	deadline := time.Now().Add(f.wait)
-	for {
-		if err := r.RunToIdle(ctx); err != nil {
-			return err
-		}
-		held := false
+	heldElsewhere := func() (bool, error) {
 		now := time.Now()
 		for _, id := range ids {
 			run, err := st.Run(ctx, id)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if run.Outcome == "" && run.Quarantine == "" && run.Lease.Owner != "" && run.Lease.Owner != f.owner && run.Lease.ExpiresAt.After(now) {
-				held = true
+				return true, nil
 			}
 		}
-		if !held || time.Now().After(deadline) {
+		return false, nil
+	}
+	for {
+		// A lease that was held before the pass may have lapsed during it,
+		// after the pass skipped the run: then one more pass is owed.
+		before, err := heldElsewhere()
+		if err != nil {
+			return err
+		}
+		if err := r.RunToIdle(ctx); err != nil {
+			return err
+		}
+		held, err := heldElsewhere()
+		if err != nil {
+			return err
+		}
+		if (!held && !before) || time.Now().After(deadline) {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		if held {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }
 

@@ -270,6 +270,7 @@ func (r *Runner) wait(ctx context.Context, t *tick, d time.Duration) error {
 
 // sweepDue reports whether Run should visit every live run this time, not
 // only those with something to do: time budgets run out while a run rests.
+// The first sweep comes one DeadlineSweep after the runner was made.
 func (r *Runner) sweepDue() bool {
 	now := r.cfg.Clock()
 	r.mu.Lock()

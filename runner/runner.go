@@ -163,7 +163,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg)}
+		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock()}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {

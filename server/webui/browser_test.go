@@ -780,6 +780,50 @@ func TestBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="lost-answer"]`)))
 	})
 
+	t.Run("paging and roles", func(t *testing.T) {
+		w.t = t
+		// Two runs to a page: the pages partition the list in order.
+		all := value(w, "all rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
+		w.run("page 1", chromedp.Navigate(w.open.URL+"/ui/#/runs?limit=2"), waitText("#runs + .pager", "page 1, 2 runs"))
+		rows := func() []string {
+			return value(w, "rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
+		}
+		first := rows()
+		w.run("page 2", chromedp.Click(chromedp.CSS(`.pager button:nth-of-type(2)`)), waitText("#runs + .pager", "page 2"))
+		second := rows()
+		w.run("back", chromedp.Click(chromedp.CSS(`.pager button:nth-of-type(1)`)), waitText("#runs + .pager", "page 1"))
+		again := rows()
+		runs, err := w.st.Runs(context.Background(), "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		if len(ids) < 4 || !slices.Equal(first, ids[:2]) || !slices.Equal(second, ids[2:4]) || !slices.Equal(again, first) {
+			t.Fatalf("pages %v, %v, back %v; the store lists %v (unfiltered page showed %v)", first, second, again, ids, all)
+		}
+
+		// A viewer sees a waiting approval but cannot act on it: the
+		// buttons are disabled and say which role they need.
+		w.start("viewer-sees", 700, "frank", "wrong size")
+		w.run("viewer", w.page("#/runs"), chromedp.Click(chromedp.CSS("#token-clear")), waitText("#whoami", "token needed"),
+			chromedp.SendKeys(chromedp.CSS("#token-input"), tokViewer), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+			waitText("#whoami", "vera (viewer)"),
+			chromedp.Navigate(w.ts.URL+"/ui/#/inbox"),
+			chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="viewer-sees"]`)))
+		disabled := value(w, "disabled", chromedp.Evaluate[[]string](`[...document.querySelectorAll('article.approval[data-run="viewer-sees"] button')].filter(b=>b.disabled).map(b=>b.dataset.act+': '+b.title)`))
+		if !slices.Equal(disabled, []string{"approve: needs the approver role", "deny: needs the approver role"}) {
+			t.Fatalf("a viewer's buttons: %v", disabled)
+		}
+		if st := value(w, "status line", chromedp.TextContent(chromedp.CSS("#status"))); st != "" {
+			t.Fatalf("the status line says %q after signing in as a viewer", st)
+		}
+		w.checkA11y("inbox as a viewer")
+		w.shot("12-inbox-viewer")
+	})
+
 	w.t = t
 	w.mu.Lock()
 	errs := slices.Clone(w.errors)

@@ -24,7 +24,7 @@ export function sayError(e) {
 }
 
 const routes = [
-  [/^#\/runs$/, () => runsPage],
+  [/^#\/runs(\?.*)?$/, () => runsPage],
   [/^#\/inbox$/, () => inboxPage],
   [/^#\/run\/(.+)$/, (m) => (el, signal) => runPage(el, signal, decodeURIComponent(m[1]))],
 ];
@@ -49,7 +49,8 @@ function route() {
     location.hash = '#/runs';
     return;
   }
-  page(main, current.signal).catch((e) => { if (!current.signal.aborted) sayError(e); });
+  const { signal } = current; // this page's own: a later page has another
+  page(main, signal).catch((e) => { if (!signal.aborted) sayError(e); });
 }
 
 async function whoami() {
@@ -60,7 +61,7 @@ async function whoami() {
     document.body.dataset.roles = (me.roles || []).join(' ');
   } catch (e) {
     out.textContent = e instanceof ApiError && e.status === 401 ? 'token needed' : 'not signed in';
-    document.body.dataset.roles = '';
+    delete document.body.dataset.roles;
   }
 }
 
@@ -79,19 +80,18 @@ document.getElementById('token-form').addEventListener('submit', (ev) => {
   const input = document.getElementById('token-input');
   setToken(input.value.trim());
   input.value = '';
-  whoami();
+  whoami().then(route);
   inboxCount();
-  route();
 });
 document.getElementById('token-clear').addEventListener('click', () => {
   setToken('');
-  whoami();
-  route();
+  whoami().then(route);
 });
 
 window.addEventListener('hashchange', route);
 if (token()) document.getElementById('token-input').placeholder = 'token in use';
-whoami();
 inboxCount();
 setInterval(inboxCount, 5000);
-route();
+// The pages draw each act enabled or not by the caller's roles: know them
+// first.
+whoami().then(route);

@@ -58,3 +58,30 @@ export function field(obj, ...names) {
   for (const n of names) if (obj[n] !== undefined && obj[n] !== null) return obj[n];
   return undefined;
 }
+
+// Which roles may do each act (the server's rule; the UI only mirrors it
+// so that a person sees at once what their token cannot do).
+const ACT_ROLES = {
+  approve: ['approver'], deny: ['approver'], reconcile: ['reconciler'], cancel: ['operator'],
+  choose: ['operator', 'approver'], steer: ['operator', 'approver'], start: ['operator', 'agent'],
+};
+
+// may reports whether the signed-in caller holds a role for the act; true
+// when the roles are unknown (the server decides in any case).
+export function may(act) {
+  const roles = document.body.dataset.roles;
+  if (roles === undefined) return true;
+  const have = roles.split(' ');
+  return (ACT_ROLES[act] || []).some((r) => have.includes(r));
+}
+
+// gate disables a button whose act the caller's roles do not allow, and
+// says why.
+export function gate(button, act) {
+  if (!may(act)) {
+    button.disabled = true;
+    button.title = `needs the ${ACT_ROLES[act].join(' or ')} role`;
+    button.setAttribute('aria-disabled', 'true');
+  }
+  return button;
+}

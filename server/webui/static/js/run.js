@@ -4,7 +4,7 @@
 // through the run's event stream.
 
 import { get, post, runPath, optional, stream } from './api.js';
-import { h, replace, short, when, stateBadge, field } from './dom.js';
+import { h, replace, short, when, stateBadge, field, gate, may } from './dom.js';
 import { approvalCard, journeyStrip, jsonView, scoreTable, scorecard } from './widgets.js';
 import { ticketFields } from './inbox.js';
 import { whyView } from './why.js';
@@ -42,6 +42,9 @@ export async function runPage(el, signal, id) {
     renderWhyChoices();
   }
 
+  // refresh for acts: a failure is shown, unless the page was left.
+  const refreshSoon = () => refresh().catch(async (e) => { if (!signal.aborted) (await shell()).sayError(e); });
+
   function renderHeader() {
     const r = page.run;
     const ended = !!r.outcome;
@@ -49,6 +52,7 @@ export async function runPage(el, signal, id) {
       const { say, sayError } = await shell();
       try { await post(runPath(id, '/cancel'), {}); say(`Asked ${id} to cancel.`); } catch (e) { sayError(e); }
     } }, 'Cancel run');
+    gate(cancel, 'cancel');
     replace(header,
       h('h1', {}, 'Run ', h('code', {}, r.id)),
       h('dl', { class: 'kv' },
@@ -76,7 +80,7 @@ export async function runPage(el, signal, id) {
       if (pd && field(pd, 'approver', 'Approver')) extra.push(['Approver named by policy', field(pd, 'approver', 'Approver')]);
       if (pd && field(pd, 'proposal_id', 'ProposalID')) extra.push(['Proposal', field(pd, 'proposal_id', 'ProposalID')]);
       extra.push(...ticketFields(tickets, need));
-      parts.push(approvalCard(id, need, effect, extra, refresh));
+      parts.push(approvalCard(id, need, effect, extra, refreshSoon));
     }
     for (const offer of field(view, 'offers', 'Offers') || []) parts.push(offerCard(offer));
     for (const intent of page.unknown || []) parts.push(reconcileCard(intent));
@@ -112,9 +116,9 @@ export async function runPage(el, signal, id) {
       try {
         await post(runPath(id, '/choose'), { proposal_id: proposal, option: o });
         say(`Chose ${o} for ${proposal}.`);
-        refresh();
-      } catch (e) { sayError(e); buttons.forEach((b) => { b.disabled = false; }); }
-    } }, 'Choose ' + o));
+        refreshSoon();
+      } catch (e) { sayError(e); buttons.forEach((b) => { b.disabled = !may('choose'); }); }
+    } }, 'Choose ' + o)).map((b) => gate(b, 'choose'));
     const tl = tickets && tickets.tickets;
     const ticket = Array.isArray(tl) ? [...tl].reverse().find((t) => t.proposal_id === proposal) : null;
     return h('article', { class: 'card offer', 'data-proposal': proposal },
@@ -138,10 +142,10 @@ export async function runPage(el, signal, id) {
         try {
           await post(runPath(id, '/reconcile'), { intent_id: intent, resolution });
           say(`Reconciled ${intent}: ${resolution}.`);
-          refresh();
-        } catch (err) { sayError(err); buttons.forEach((x) => { x.disabled = false; }); }
+          refreshSoon();
+        } catch (err) { sayError(err); buttons.forEach((x) => { x.disabled = !may('reconcile'); }); }
       } }, label);
-      buttons.push(b);
+      buttons.push(gate(b, 'reconcile'));
       return b;
     };
     return h('article', { class: 'card reconcile', 'data-intent': intent },
@@ -166,8 +170,8 @@ export async function runPage(el, signal, id) {
       h('p', { class: 'muted' }, 'Each move is checked by the deliberation machine and recorded in the Journey Strip with your name; a move it does not allow now is refused.'),
       h('div', { class: 'actions' }, triggers.map(([t, label]) => h('button', { type: 'button', 'data-trigger': t, onclick: async () => {
         const { say, sayError } = await shell();
-        try { await post(runPath(id, '/mrp'), { trigger: t }); say(`Asked for ${t}.`); refresh(); } catch (e) { sayError(e); }
-      } }, label))));
+        try { await post(runPath(id, '/mrp'), { trigger: t }); say(`Asked for ${t}.`); refreshSoon(); } catch (e) { sayError(e); }
+      } }, label)).map((b) => gate(b, 'steer'))));
   }
 
   function renderEffects() {

@@ -1,7 +1,7 @@
 // The runs list: state and outcome, filters, paging, live refresh.
 
 import { get } from './api.js';
-import { h, replace, stateBadge, when } from './dom.js';
+import { h, replace, stateBadge, when, gate } from './dom.js';
 
 // States a run can be in, for the filter's suggestions (the field takes any).
 const STATES = ['INGEST', 'COMMIT_INTENT', 'WAIT_APPROVAL', 'EXECUTE', 'RECONCILE', 'EFFECT_OUTCOME_UNKNOWN',
@@ -11,6 +11,7 @@ const STATES = ['INGEST', 'COMMIT_INTENT', 'WAIT_APPROVAL', 'EXECUTE', 'RECONCIL
 export async function runsPage(el, signal) {
   const q = new URLSearchParams(location.hash.split('?')[1] || '');
   const filters = { state: q.get('state') || '', workflow: q.get('workflow') || '' };
+  const pageSize = Math.min(500, Math.max(1, Number(q.get('limit')) || 25));
   const pages = ['']; // cursors of the pages seen, for "previous"
   let fillStart = () => {}; // set by startForm once it is built
   let next = '';
@@ -60,7 +61,7 @@ export async function runsPage(el, signal) {
     if (filters.workflow) p.set('workflow', filters.workflow);
     const after = pages[pages.length - 1];
     if (after) p.set('after', after);
-    p.set('limit', '25');
+    p.set('limit', String(pageSize));
     const data = await get('/v1/runs?' + p, signal);
     next = data.next_after || '';
     prev.disabled = pages.length <= 1;
@@ -106,7 +107,7 @@ export async function runsPage(el, signal) {
         h('div', {}, h('label', { for: 's-workflow' }, 'Workflow'), sel),
         h('div', {}, h('label', { for: 's-id' }, 'Run id'), idIn),
         h('div', {}, h('label', { for: 's-input' }, 'Input (JSON)'), input),
-        h('div', {}, h('button', { type: 'submit', class: 'primary' }, 'Start'))));
+        h('div', {}, gate(h('button', { type: 'submit', class: 'primary' }, 'Start'), 'start'))));
   }
 
   await load();

@@ -3,7 +3,7 @@
 // any other JSON the API returns.
 
 import { post, runPath } from './api.js';
-import { h, replace, short, field } from './dom.js';
+import { h, replace, short, field, gate, may } from './dom.js';
 
 async function shell() { return import('./app.js'); }
 
@@ -92,23 +92,25 @@ export function approvalCard(runID, need, effect, extra, onDone) {
     try {
       await post(runPath(runID, '/' + what), body);
       say(`${what === 'approve' ? 'Approved' : 'Denied'} ${need.request_id} on ${runID}.`);
-      onDone && onDone();
+      // The page re-reads itself; if it was left meanwhile, nothing to do.
+      if (onDone) Promise.resolve(onDone()).catch(() => {});
     } catch (e) {
       sayError(e);
-      buttons.forEach((b) => { b.disabled = false; });
+      buttons.forEach((b) => { b.disabled = !may(b.dataset.act); });
     }
   };
   const approve = h('button', { type: 'button', class: 'primary', 'data-act': 'approve',
     onclick: () => act('approve', { request_id: need.request_id, request_digest: need.request_digest }) }, 'Approve exactly this');
   const deny = h('button', { type: 'button', class: 'danger', 'data-act': 'deny',
     onclick: () => act('deny', reason.value.trim() ? { request_id: need.request_id, reason: reason.value.trim() } : { request_id: need.request_id }) }, 'Deny');
-  buttons.push(approve, deny);
+  buttons.push(gate(approve, 'approve'), gate(deny, 'deny'));
   return h('article', { class: 'card approval', 'data-run': runID, 'data-request': need.request_id, 'aria-labelledby': `ap-${need.request_id}-h` },
     h('h3', { id: `ap-${need.request_id}-h` }, `Approval waiting: ${runID}`),
     h('p', { class: 'muted' }, 'Exactly what will be done if you approve:'),
     h('pre', { class: 'preview' }, need.preview),
     h('dl', { class: 'kv' }, fields.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
     h('p', { class: 'muted' }, 'The approval binds the request digest above, which covers the action digest, destination and scope in the preview: if any of them changes, it no longer applies.'),
+    may('approve') ? null : h('p', { class: 'muted' }, 'Your token may read this approval but not approve or deny it: that needs the approver role.'),
     h('div', { class: 'actions' }, approve, h('label', { for: `deny-${need.request_id}` }, 'Reason to deny'), reason, deny));
 }
 

@@ -70,12 +70,8 @@ func (e *onePassEncoder) rootSets(v any) ([]string, bool) {
 		if t.Implements(marshalerType) && !isNilRef(rv) {
 			// Value writes what MarshalJSON says, decoded; its root
 			// kind is that of the decoded value.
-			b, err := rv.Interface().(json.Marshaler).MarshalJSON()
-			if err != nil {
-				return nil, false
-			}
-			d, err := Decode(b)
-			if err != nil {
+			d, ok := marshalled(rv)
+			if !ok {
 				return nil, false
 			}
 			return e.rootSets(d)
@@ -263,12 +259,8 @@ func (e *onePassEncoder) reflectValue(dst []byte, rv reflect.Value, depth int, s
 		return strconv.AppendInt(dst, n, 10), true
 	}
 	if t.Implements(marshalerType) && !isNilRef(rv) {
-		b, err := rv.Interface().(json.Marshaler).MarshalJSON()
-		if err != nil {
-			return nil, false
-		}
-		v, err := Decode(b)
-		if err != nil {
+		v, ok := marshalled(rv)
+		if !ok {
 			return nil, false
 		}
 		return e.value(dst, v, depth, set)
@@ -383,6 +375,16 @@ func (e *onePassEncoder) reflectValue(dst []byte, rv reflect.Value, depth int, s
 		return append(dst, '}'), true
 	}
 	return nil, false
+}
+
+// marshalled is what a value's own MarshalJSON writes, strictly decoded.
+func marshalled(rv reflect.Value) (any, bool) {
+	b, err := rv.Interface().(json.Marshaler).MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	v, err := Decode(b)
+	return v, err == nil
 }
 
 // sortedFieldCache holds each struct type's members in the byte order of

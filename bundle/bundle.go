@@ -218,6 +218,9 @@ func secretHeaders(et string, spec workflow.AdapterSpec, getenv func(string) str
 		if v == "" {
 			return fmt.Errorf("bundle: effect type %s: %s (for header %s) is not set", et, env, header)
 		}
+		if len(v) < redact.MinSecretLen {
+			return fmt.Errorf("bundle: effect type %s: %s (for header %s) is shorter than %d bytes: too short to be a secret", et, env, header, redact.MinSecretLen)
+		}
 		headers[header] = v
 		values = append(values, v)
 		return nil

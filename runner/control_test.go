@@ -72,7 +72,9 @@ func TestControlReachesTheWorkflowInOrder(t *testing.T) {
 			return r.Choose(ctx, "s", "proposal:1", "path:a", Actor{Name: "olga", Role: "operator", Capability: "mrp.choose_option"})
 		},
 		func() error { return r.Control(ctx, "s", "ESCALATE", "", "", lee) },
-		func() error { return r.Submit(ctx, "s", []byte(`{"y":2}`), Actor{Name: "bot", Role: "agent", Capability: "input.propose"}) },
+		func() error {
+			return r.Submit(ctx, "s", []byte(`{"y":2}`), Actor{Name: "bot", Role: "agent", Capability: "input.propose"})
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {

@@ -646,6 +646,45 @@ func TestBrowser(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		w.checkStrip("goodwill")
+
+		// ESCALATE and EXIT are drawn as HOLD and DECIDE on the strip, and
+		// named in an alarm beside it.
+		steer := func(trigger, state, alarm string) {
+			w.t.Helper()
+			w.run(trigger, chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="`+trigger+`"]`)),
+				chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="`+trigger+`"]`)),
+				waitText("#mrp-state", state), waitText("#mrp-alarm", alarm))
+			w.checkStrip("goodwill")
+		}
+		steer("escalate", "ESCALATE", "ESCALATE: handed to a person")
+		strip := w.stripCells()
+		if strip[len(strip)-1] != "HOLD" {
+			t.Fatalf("ESCALATE drawn as %s", strip[len(strip)-1])
+		}
+		w.shot("8-escalated")
+		w.run("resume", chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="resume"]`)), waitText("#mrp-state", "HOLD"),
+			chromedp.WaitNotPresent(chromedp.CSS("#mrp-alarm")))
+		w.checkStrip("goodwill")
+		steer("exit", "EXIT", "EXIT: the turn closed")
+		if strip := w.stripCells(); strip[len(strip)-1] != "DECIDE" {
+			t.Fatalf("EXIT drawn as %s", strip[len(strip)-1])
+		}
+	})
+
+	t.Run("strip alarms", func(t *testing.T) {
+		w.t = t
+		// FAILSAFE and Degraded Safe Mode come from the runtime only (a
+		// tier-0 signal, a tripwire); the page's own drawing of them is
+		// checked with a view as the server would send it.
+		got := value(w, "draw", chromedp.Evaluate[map[string]string](`import('/ui/js/widgets.js').then((m) => {
+  const el = m.journeyStrip({mrp_state: 'FAILSAFE', strip: ['HOLD', 'TEST', 'HOLD'], safe_mode: true, safe_mode_cause: 'tripwire'});
+  const lit = [...el.querySelectorAll('#strip td.on')].sort((a, b) => a.dataset.step - b.dataset.step).map((td) => td.dataset.state).join(',');
+  return {lit, now: el.querySelector('#mrp-state').dataset.state, alarm: el.querySelector('#mrp-alarm').textContent, safe: el.querySelector('#safe-mode').textContent};
+})`, chromedp.EvalAwaitPromise))
+		if got["lit"] != "HOLD,TEST,HOLD" || got["now"] != "HOLD" || !strings.HasPrefix(got["alarm"], "FAILSAFE") ||
+			!strings.Contains(got["safe"], "Degraded Safe Mode") || !strings.Contains(got["safe"], "tripwire") {
+			t.Fatalf("FAILSAFE in safe mode drawn as %v", got)
+		}
 	})
 
 	t.Run("why", func(t *testing.T) {

@@ -114,7 +114,7 @@ func TestCrashAtEveryCutPoint(t *testing.T) {
 			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
 			dest := "--destination=" + base + "/v1/effects"
 			out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut},
-				"run", "start", "refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", "300ms")
+				"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", "300ms")
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("runner was not killed at %s: %v\n%s", c.cut, err, out)
@@ -155,7 +155,7 @@ func TestApproveThroughTheCLI(t *testing.T) {
 	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
 	storeFlag := "--store=" + filepath.Join(dir, "flrh.db")
 	dest := "--destination=" + base + "/v1/effects"
-	out, err := flrh(bin, nil, "run", "start", "refund-agent", "--id", "big", "--input-json",
+	out, err := flrh(bin, nil, "run", "start", "builtin:refund-agent", "--id", "big", "--input-json",
 		`{"refunds":[{"id":"b1","amount":700,"payee":"bob","reason":"broken"}]}`, storeFlag, dest)
 	if err != nil || !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "700 to bob") {
 		t.Fatalf("start: %v\n%s", err, out)
@@ -223,7 +223,7 @@ func TestCrashCampaign(t *testing.T) {
 			dest := "--destination=" + base + "/v1/effects"
 			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + cut}
 			input := fmt.Sprintf(`{"refunds":[{"id":"x%d","amount":%d,"payee":"bob","reason":"r"}]}`, i, amount)
-			out, err := flrh(bin, crash, "run", "start", "refund-agent", "--id", "r", "--input-json", input, storeFlag, dest, "--lease-ttl", "300ms")
+			out, err := flrh(bin, crash, "run", "start", "builtin:refund-agent", "--id", "r", "--input-json", input, storeFlag, dest, "--lease-ttl", "300ms")
 			killed := err != nil
 			if !killed && strings.Contains(out, "WAIT_APPROVAL") {
 				out, err = flrh(bin, crash, "approve", "r", fmt.Sprintf("approval:x%d", i), "--as", "alice", storeFlag, dest, "--lease-ttl", "300ms")

@@ -121,7 +121,8 @@ func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]c
 }
 
 // pinStart resolves the WORKFLOW argument of run start: example:NAME, a
-// bundle directory, or a workflow id with an optional @version.
+// bundle directory, builtin:ID, or a workflow id with an optional @version
+// (see catalog.byName).
 func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate, error) {
 	return func(_ store.Store, c *catalog) ([]candidate, error) {
 		isDir := false
@@ -142,13 +143,9 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 			}
 			return own.cands, nil
 		}
-		id, version, _ := strings.Cut(ref, "@")
-		if version == "" {
-			version = "1"
-		}
-		cd, ok := c.first(id, version)
-		if !ok {
-			return nil, usagef("no workflow %s@%s (give a workflow id, a bundle directory or example:NAME)", id, version)
+		cd, err := c.byName(ref)
+		if err != nil {
+			return nil, err
 		}
 		return []candidate{cd}, nil
 	}
@@ -225,9 +222,11 @@ func init() {
 		Use:   "start WORKFLOW",
 		Short: "Start a run of a workflow with an input and advance it until it waits",
 		Long: `start creates a run and advances it until it waits for outside input.
-WORKFLOW is a workflow id (ID or ID@VERSION) among the built-in workflows and
-the bundles in --workflows, a bundle directory, or example:NAME for a bundle
-embedded in the binary (refund-agent, ops-agent, support-agent). Adapters come
+WORKFLOW is example:NAME for a bundle embedded in the binary (refund-agent,
+ops-agent, support-agent), a bundle directory, builtin:ID for a workflow
+compiled into the binary (builtin:refund-agent), or a workflow id (ID or
+ID@VERSION): a bundle of --workflows first, else the one workflow of that id
+(refund-agent is both a built-in and an example: say which). Adapters come
 from the bundle; --destination overrides every endpoint it names. Later
 commands on the run (approve, resume, replay, ...) find its workflow the same
 way: give them the same --workflows (a directory, or example:NAME).`,

@@ -91,7 +91,8 @@ type candidate struct {
 // run is matched to the one whose definition digest its checkpoint
 // records, and otherwise to the first.
 type catalog struct {
-	cands []candidate
+	cands    []candidate
+	explicit int // how many of cands came from --workflows (they come first)
 }
 
 // loadCatalog loads the workflows a command can use. refs are the
@@ -113,6 +114,7 @@ func loadCatalog(refs []string, changed bool, destination string) (*catalog, err
 			return nil, usagef("--workflows: %v", err)
 		}
 	}
+	c.explicit = len(c.cands)
 	for _, wf := range builtinWorkflows() {
 		var reg *effect.Registry
 		if destination != "" {

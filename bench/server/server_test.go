@@ -402,7 +402,7 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	cpu0 := cpuTime()
+	cpu0, wait0 := cpuTime(), runQueueWait()
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -429,10 +429,31 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		}()
 	}
 	wg.Wait()
-	cpu := cpuTime() - cpu0
+	cpu, wait := cpuTime()-cpu0, runQueueWait()-wait0
 	all := slices.Concat(lat...)
-	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s; CPU %v per page",
-		label, len(e.runs), clients, perClient, percentiles(all), (cpu / time.Duration(len(all))).Round(time.Microsecond))
+	n := time.Duration(len(all))
+	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s; CPU %v per page; runnable threads waited %v per page for a CPU",
+		label, len(e.runs), clients, perClient, percentiles(all), (cpu / n).Round(time.Microsecond), (wait / n).Round(time.Microsecond))
+}
+
+// runQueueWait is how long this process's threads have been runnable but
+// waiting for a CPU (the second field of each thread's schedstat): time
+// lost to the machine's other work, not spent in the server. Zero where
+// the kernel does not report it.
+func runQueueWait() time.Duration {
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	var total time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if fields := strings.Fields(string(b)); len(fields) >= 2 {
+			ns, _ := strconv.ParseInt(fields[1], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }
 
 // cpuTime is the CPU time this process has used (user and system), the

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,5 +104,98 @@ func TestLoopSkipsWaitingRunsBehindAWrapper(t *testing.T) {
 	}
 	if _, reads := v.snapshot(); reads["done"] != 0 {
 		t.Fatalf("the loop visited an ended run %d times", reads["done"])
+	}
+}
+
+// slowVisits is visits whose run reads take a while, as they do with
+// thousands of runs on a busy machine.
+type slowVisits struct{ *visits }
+
+func (v slowVisits) Run(ctx context.Context, id string) (store.Run, error) {
+	time.Sleep(5 * time.Millisecond)
+	return v.visits.Run(ctx, id)
+}
+
+// A deadline sweep over many resting runs goes a slice per pass: a run
+// approved while it is under way is advanced within a few slices, not
+// after every resting run has been visited.
+func TestApprovalIsNotHeldUpByADeadlineSweep(t *testing.T) {
+	h := newHarness(t)
+	const resting = 80
+	for i := range resting {
+		if err := h.r.Start(ctx, fmt.Sprintf("rest-%02d", i), "refunds", "1", []byte(large)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.r.Start(ctx, "target", "refunds", "1", []byte(large)); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	v := slowVisits{&visits{Store: h.store, reads: map[string]int{}}}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond, DeadlineSweep: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lastSweep = time.Now().Add(-time.Hour) // a sweep is due at once
+	st, err := r.Inspect(ctx, "target")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	loop, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(loop) }()
+	defer func() { stop(); <-done }()
+	for { // the sweep is under way
+		if _, reads := v.snapshot(); len(reads) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := r.Approve(ctx, "target", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.run("target").State != "SUCCEEDED" {
+		if time.Now().After(deadline) {
+			t.Fatal("the approved run was never advanced")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, reads := v.snapshot()
+	visited := 0
+	for id := range reads {
+		if strings.HasPrefix(id, "rest-") {
+			visited++
+		}
+	}
+	if visited > resting/2 {
+		t.Fatalf("the approved run waited until %d of %d resting runs were visited", visited, resting)
+	}
+	t.Logf("advanced after %d of %d resting runs were visited", visited, resting)
+}
+
+// A sweep is paced to end within half its interval, a slice of at least
+// Parallelism runs per pass.
+func TestSweepPace(t *testing.T) {
+	cases := []struct {
+		runs          int
+		poll, sweep   time.Duration
+		parallel, per int
+	}{
+		{3334, 200 * time.Millisecond, 30 * time.Second, 4, 45}, // 75 passes
+		{10, 200 * time.Millisecond, 30 * time.Second, 4, 4},
+		{0, 200 * time.Millisecond, 30 * time.Second, 4, 4},
+		{100, time.Second, time.Second, 4, 100}, // no room to spread: all at once
+		{100, 5 * time.Millisecond, time.Second, 2, 2},
+	}
+	for _, c := range cases {
+		r := &Runner{cfg: Config{Poll: c.poll, DeadlineSweep: c.sweep, Parallelism: c.parallel}}
+		if got := r.sweepPace(c.runs); got != c.per {
+			t.Errorf("%d runs, poll %v, sweep %v: %d per pass, want %d", c.runs, c.poll, c.sweep, got, c.per)
+		}
 	}
 }

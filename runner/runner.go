@@ -287,11 +287,24 @@ func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer r.Close(context.WithoutCancel(ctx))
+	var sweep []string // live runs the current deadline sweep has still to visit
+	per := 0           // how many of them each pass visits
 	for {
 		ids, err := r.candidates(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("list live runs", "err", err)
 		}
+		if _, ok := store.ReadyListerOf(r.cfg.Store); ok && len(sweep) == 0 && r.sweepDue() {
+			if sweep, err = r.cfg.Store.Live(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("list live runs", "err", err)
+			}
+			per = r.sweepPace(len(sweep))
+		}
+		// Runs with something to do go first; the sweep follows a slice at a
+		// time, so a run someone just approved never waits behind a visit
+		// to every resting run.
+		n := min(per, len(sweep))
+		ids, sweep = append(ids, sweep[:n]...), sweep[n:]
 		for _, id := range ids {
 			if !r.claim(id) {
 				continue
@@ -325,13 +338,26 @@ func (r *Runner) Run(ctx context.Context) error {
 var restingStates = []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 
 // candidates lists the runs worth a pass: with a store that can tell, only
-// live runs with pending inbox entries or mid-work states; otherwise every
-// live run.
+// live runs with pending inbox entries or mid-work states (Run adds the
+// deadline sweep's share); otherwise every live run.
 func (r *Runner) candidates(ctx context.Context) ([]string, error) {
-	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok && !r.sweepDue() {
+	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok {
 		return rl.Ready(ctx, restingStates)
 	}
 	return r.cfg.Store.Live(ctx)
+}
+
+// sweepPace is how many of a deadline sweep's runs each pass visits: enough
+// to finish within half the sweep interval at one pass per Poll, and at
+// least Parallelism. Spread out, a sweep over thousands of resting runs
+// neither holds up runs with work to do nor takes the machine in bursts.
+func (r *Runner) sweepPace(runs int) int {
+	passes := int(r.cfg.DeadlineSweep / 2 / r.cfg.Poll)
+	per := runs
+	if passes > 1 {
+		per = (runs + passes - 1) / passes
+	}
+	return max(per, r.cfg.Parallelism)
 }
 
 func (r *Runner) claim(id string) bool {

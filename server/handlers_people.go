@@ -56,7 +56,11 @@ type MRPTransition struct {
 // (409 otherwise: nothing could accept the act).
 func (s *Server) deliberation(ctx context.Context, id string) (workflow.View, error) {
 	st, err := s.cfg.Runner.Inspect(ctx, id)
-	if err != nil {
+	if err != nil && st.Run.ID != "" {
+		// The run exists but its state cannot be read here (its workflow
+		// is not loaded, for one): nothing here could judge the act.
+		return workflow.View{}, apiErr(http.StatusConflict, TypeConflict, "", "run %s cannot be steered here: %v", id, err)
+	} else if err != nil {
 		return workflow.View{}, err
 	}
 	if st.Run.Outcome != "" {

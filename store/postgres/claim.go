@@ -10,27 +10,24 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// Claimer hands ready runs to runners without a central coordinator. A
-// runner loop that finds its store implements it claims batches of runs
-// instead of trying AcquireLease on every live run in turn.
-type Claimer interface {
-	// ClaimReady leases up to limit ready runs to owner for ttl and returns
-	// their leases in creation order. A run is ready when it has not
-	// ended, is not quarantined, and holds no unexpired lease. Runners
-	// claiming at once never receive the same run: rows another claimer
-	// has locked are skipped, not waited for.
-	ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error)
-}
+// Claimer is store.Claimer, kept under this package's name for callers
+// that already use it.
+type Claimer = store.Claimer
 
-var _ Claimer = (*Store)(nil)
+var (
+	_ store.Claimer     = (*Store)(nil)
+	_ store.WorkWatcher = (*Store)(nil)
+)
 
 // ClaimReady implements Claimer with one statement: SELECT … FOR NO KEY
 // UPDATE SKIP LOCKED picks the runs, and the UPDATE that leases them raises
 // each generation, fencing any earlier holder. It runs at READ COMMITTED on
 // purpose: a row that another claimer leased and committed while this one
 // looked is re-checked against the latest version and dropped, rather than
-// failing the whole claim as REPEATABLE READ would.
-func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int) ([]store.Lease, error) {
+// failing the whole claim as REPEATABLE READ would. A run resting with an
+// empty inbox is never claimed, so that runners do not take turns leasing
+// runs that wait for a person or for input.
+func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
 	const op = "claim"
 	if owner == "" || ttl <= 0 || limit <= 0 {
 		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "owner, a positive ttl and a positive limit are required")
@@ -38,10 +35,14 @@ func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration,
 	if s.ro {
 		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "store opened read-only")
 	}
+	if resting == nil {
+		resting = []string{}
+	}
 	rows, err := s.pool.Query(ctx, `WITH clock AS MATERIALIZED (SELECT `+nowParam(4)+` AS now),
 picked AS MATERIALIZED (
 	SELECT run_id, created_order FROM runs, clock
 	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
+		AND (NOT (state = ANY($5)) OR EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = runs.run_id AND NOT i.consumed))
 	ORDER BY created_order LIMIT $3
 	FOR NO KEY UPDATE OF runs SKIP LOCKED)
 UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
@@ -49,7 +50,7 @@ UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
 FROM picked, clock
 WHERE r.run_id = picked.run_id
 RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order`,
-		owner, ttl.Nanoseconds(), limit, s.injected())
+		owner, ttl.Nanoseconds(), limit, s.injected(), resting)
 	if err != nil {
 		return nil, s.mapErr(op, "", err)
 	}
@@ -156,6 +157,9 @@ func (w *Watcher) Wait(ctx context.Context, poll time.Duration) (string, error) 
 		return "", nil
 	}
 }
+
+// WatchWork implements store.WorkWatcher with a Watcher.
+func (s *Store) WatchWork(ctx context.Context) store.WorkWaiter { return s.Watch(ctx) }
 
 // Close stops listening.
 func (w *Watcher) Close() error {

@@ -49,7 +49,7 @@ func TestClaimReadyExactlyOncePerRound(t *testing.T) {
 					defer wg.Done()
 					owner := fmt.Sprintf("runner-%d-%d", p, g)
 					for {
-						got, err := st.ClaimReady(ctx, owner, time.Minute, 3)
+						got, err := st.ClaimReady(ctx, owner, time.Minute, 3, nil)
 						if err != nil {
 							t.Error(err)
 							return
@@ -85,18 +85,18 @@ func TestClaimReadyExactlyOncePerRound(t *testing.T) {
 	}
 	round(1)
 	// Nothing is ready while the leases are live.
-	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100); err != nil || len(got) != 0 {
+	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %v (%v) while every lease is live", got, err)
 	}
 	clock.Advance(2 * time.Minute)
 	round(2)
 	// The held run's ten-minute lease outlives both rounds; once it lapses
 	// it is claimable like the rest. The ended and parked runs never are.
-	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100); err != nil || len(got) != 0 {
+	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %v (%v) while every lease is live", got, err)
 	}
 	clock.Advance(10 * time.Minute)
-	got, err := s.ClaimReady(ctx, "late", time.Minute, 1000)
+	got, err := s.ClaimReady(ctx, "late", time.Minute, 1000, nil)
 	must(t, err)
 	gens := map[string]int64{}
 	for _, l := range got {
@@ -116,7 +116,7 @@ func TestClaimReadyOrder(t *testing.T) {
 		want = append(want, id)
 		must(t, s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}))
 	}
-	got, err := s.ClaimReady(ctx, "w", time.Minute, 4)
+	got, err := s.ClaimReady(ctx, "w", time.Minute, 4, nil)
 	must(t, err)
 	var ids []string
 	for _, l := range got {
@@ -125,12 +125,54 @@ func TestClaimReadyOrder(t *testing.T) {
 	if fmt.Sprint(ids) != fmt.Sprint(want[:4]) {
 		t.Fatalf("claimed %v, want %v", ids, want[:4])
 	}
-	_, err = s.ClaimReady(ctx, "", time.Minute, 4)
+	_, err = s.ClaimReady(ctx, "", time.Minute, 4, nil)
 	mustCode(t, err, store.CodeInvalidInput)
-	_, err = s.ClaimReady(ctx, "w", 0, 4)
+	_, err = s.ClaimReady(ctx, "w", 0, 4, nil)
 	mustCode(t, err, store.CodeInvalidInput)
-	_, err = s.ClaimReady(ctx, "w", time.Minute, 0)
+	_, err = s.ClaimReady(ctx, "w", time.Minute, 0, nil)
 	mustCode(t, err, store.CodeInvalidInput)
+}
+
+// With resting states given, a claim takes exactly the runs Ready lists
+// (minus those leased): a resting run only once an input is pending, a
+// run mid-work always, and never a resting run whose inbox is consumed.
+func TestClaimReadySkipsRestingRuns(t *testing.T) {
+	s := openTest(t, Options{})
+	resting := []string{"INGEST", "WAIT_APPROVAL"}
+	in := func(run, id string) store.Inbound {
+		return store.Inbound{ID: id, RunID: run, Kind: "input", ActorRole: "agent", Actor: "a", Capability: "c", Body: []byte(`{}`), Digest: store.BodyDigest([]byte(`{}`))}
+	}
+	for _, r := range []struct{ id, state string }{{"idle", "INGEST"}, {"fed", "INGEST"}, {"busy", "EXECUTE"}, {"waiting", "WAIT_APPROVAL"}, {"taken", "EXECUTE"}} {
+		must(t, s.CreateRun(ctx, store.Run{ID: r.id, WorkflowID: "wf", State: r.state}))
+	}
+	must(t, s.Submit(ctx, in("fed", "i1")))
+	// "waiting" had an input, consumed by a tick that left it resting.
+	must(t, s.Submit(ctx, in("waiting", "i1")))
+	l, err := s.AcquireLease(ctx, "waiting", "w", time.Minute)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{State: "WAIT_APPROVAL", Consume: []string{"i1"}, Events: []store.Event{storetest.Ev("E", `{}`)}}))
+	must(t, s.ReleaseLease(ctx, l))
+	_, err = s.AcquireLease(ctx, "taken", "other", time.Minute)
+	must(t, err)
+
+	ready, err := s.Ready(ctx, resting)
+	must(t, err)
+	got, err := s.ClaimReady(ctx, "w", time.Minute, 100, resting)
+	must(t, err)
+	var ids []string
+	for _, l := range got {
+		ids = append(ids, l.RunID)
+	}
+	if fmt.Sprint(ids) != "[fed busy]" || fmt.Sprint(ready) != "[fed busy taken]" {
+		t.Fatalf("claimed %v, ready %v; want [fed busy] of [fed busy taken]", ids, ready)
+	}
+	// An input makes the idle run claimable; nothing else changed.
+	must(t, s.Submit(ctx, in("idle", "i1")))
+	got, err = s.ClaimReady(ctx, "w", time.Minute, 100, resting)
+	must(t, err)
+	if len(got) != 1 || got[0].RunID != "idle" || got[0].Generation != 1 {
+		t.Fatalf("after an input claimed %+v, want idle at generation 1", got)
+	}
 }
 
 // A submitted event wakes a watcher; after its connection is killed the

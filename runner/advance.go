@@ -854,6 +854,9 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 			}
 			return fmt.Errorf("intent %s: last attempt is %s, nothing in flight", e.IntentID, last.Status)
 		}
+		if err := r.fenceDispatch(ctx, t); err != nil {
+			return err
+		}
 		rec, err := r.dispatch(ctx, t, e, adapter, effect.Intent{Effect: intent, Payload: payload}, last.N)
 		if err != nil {
 			rec = effect.Receipt{Outcome: effect.Unknown, Code: "ADAPTER_ERROR", Detail: err.Error()}

@@ -70,6 +70,15 @@ type Config struct {
 	Cut func(point string)
 	// PlatformDigest binds receipts to the build that produced them.
 	PlatformDigest string
+	// Claimer and Watcher, when set (by default: when Store implements
+	// them), make Run claim batches of ready runs and wake on notifications
+	// instead of polling every live run; see claim.go.
+	Claimer store.Claimer
+	Watcher store.WorkWatcher
+	// Drain bounds how long Run, with a Claimer, lets passes in flight
+	// finish after its context ends; then they are cancelled. Zero means
+	// half the lease TTL.
+	Drain time.Duration
 }
 
 // CutPoints names the places where a crash is most dangerous; the fault
@@ -153,6 +162,15 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if c, ok := cfg.Store.(store.Claimer); ok && cfg.Claimer == nil {
+		cfg.Claimer = c
+	}
+	if w, ok := cfg.Store.(store.WorkWatcher); ok && cfg.Watcher == nil {
+		cfg.Watcher = w
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = cfg.LeaseTTL / 2
 	}
 	if cfg.PlatformDigest == "" {
 		cfg.PlatformDigest = store.BodyDigest([]byte("flrh-platform/1"))
@@ -282,7 +300,12 @@ func (r *Runner) Wake() {
 
 // Run advances live runs until ctx is done, at most Parallelism at once.
 // It returns when ctx is cancelled and every in-flight advance has ended.
+//
+// With a Claimer it claims ready runs in batches instead (see runClaiming).
 func (r *Runner) Run(ctx context.Context) error {
+	if r.cfg.Claimer != nil {
+		return r.runClaiming(ctx)
+	}
 	sem := make(chan struct{}, r.cfg.Parallelism)
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -1,0 +1,245 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Claimed work: how runners share one store without a coordinator.
+//
+// With a store.Claimer (the PostgreSQL store), Run does not walk the live
+// runs and try a lease on each. It asks the store for a batch of ready runs
+// — as many as it has free slots — and the store leases them to it in one
+// statement, raising each run's generation: runners claiming at once never
+// receive the same run, and whoever held a run before is fenced from it.
+// A pass that leaves its run resting releases the lease, so that the next
+// input is taken by whichever runner is free; a run that ends needs no
+// release. Runs are looked for again when the store's WorkWatcher reports a
+// change (a run created, an input submitted, a lease released), when a slot
+// frees while the last claim took all it could, and otherwise on a poll
+// whose interval doubles while nothing turns up, up to maxIdlePolls × Poll:
+// notifications can be lost, and a runner that died leaves leases that only
+// the clock frees.
+//
+// A run taken over from a runner that died or stalled is reconciled by the
+// pass itself: its attempt in flight carries the old generation, so the
+// destination is asked what became of it before anything is sent again.
+
+// maxIdlePolls bounds the polling backoff, as a multiple of Config.Poll.
+const maxIdlePolls = 8
+
+// maxPassRetries is how often a runner retries a run whose pass failed
+// (an unavailable database, say) before it lets the lease lapse for any
+// runner to claim.
+const maxPassRetries = 5
+
+// retryPass is a run whose pass failed while this runner kept its lease.
+type retryPass struct {
+	runID string
+	tries int
+	at    time.Time
+}
+
+// passDone reports a finished pass to the claiming loop.
+type passDone struct {
+	runID string
+	tries int
+	retry bool
+}
+
+// runClaiming is Run with a Claimer. On ctx's end it claims nothing more,
+// gives passes in flight Drain to finish, cancels what is left, and
+// releases every lease it still holds.
+func (r *Runner) runClaiming(ctx context.Context) error {
+	passCtx, cancelPasses := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelPasses()
+	defer r.Close(context.WithoutCancel(ctx))
+	if r.cfg.Watcher != nil {
+		stop := r.watch(ctx)
+		defer stop()
+	}
+
+	par := r.cfg.Parallelism
+	done := make(chan passDone, par)
+	var wg sync.WaitGroup
+	inflight := 0
+	start := func(runID string, tries int) { // the caller has marked runID busy
+		inflight++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			retry := r.claimedPass(passCtx, runID, tries)
+			r.release(runID)
+			done <- passDone{runID: runID, tries: tries, retry: retry}
+		}()
+	}
+
+	var retries []retryPass
+	idle := r.cfg.Poll
+	claimNow, saturated := true, false
+	for ctx.Err() == nil {
+		now := time.Now()
+		kept := retries[:0]
+		for _, rp := range retries {
+			if inflight < par && !rp.at.After(now) && r.claim(rp.runID) {
+				start(rp.runID, rp.tries)
+				continue
+			}
+			kept = append(kept, rp)
+		}
+		retries = kept
+		if claimNow && inflight < par {
+			claimNow = false
+			free := par - inflight
+			leases, err := r.cfg.Claimer.ClaimReady(ctx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+			if err != nil && ctx.Err() == nil {
+				r.log.Error("claim ready runs", "err", err)
+			}
+			saturated = err == nil && len(leases) == free
+			if len(leases) > 0 {
+				idle = r.cfg.Poll
+			}
+			for _, l := range leases {
+				r.mu.Lock()
+				r.leases[l.RunID] = l
+				delete(r.cps, l.RunID) // a cached checkpoint belongs to an older generation
+				r.mu.Unlock()
+				if !r.claim(l.RunID) {
+					// A pass of ours is still on it under the lease this
+					// claim replaced (it ran past its lease): that pass
+					// will be fenced; go on after it under the new lease.
+					retries = append(retries, retryPass{runID: l.RunID, at: now})
+					continue
+				}
+				start(l.RunID, 0)
+			}
+		}
+		wait := idle
+		for _, rp := range retries {
+			if d := time.Until(rp.at); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+			claimNow, idle = true, r.cfg.Poll
+		case d := <-done:
+			inflight--
+			claimNow = claimNow || saturated
+			if d.retry {
+				retries = append(retries, retryPass{runID: d.runID, tries: d.tries + 1, at: time.Now().Add(r.cfg.Poll << min(d.tries, 6))})
+			}
+		case <-timer.C:
+			claimNow, idle = true, min(2*idle, maxIdlePolls*r.cfg.Poll)
+		}
+		timer.Stop()
+	}
+
+	// Shutting down: let the passes in flight finish, within Drain.
+	drain := time.NewTimer(r.cfg.Drain)
+	defer drain.Stop()
+	for inflight > 0 {
+		select {
+		case <-done:
+			inflight--
+		case <-drain.C:
+			r.log.Warn("shutdown: cancelling passes still in flight", "passes", inflight)
+			cancelPasses()
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// claimedPass advances a run this runner has claimed and settles its
+// lease: released when the run rests (another runner may take its next
+// input), forgotten when it ended or another runner took it over, kept for
+// a retry when the pass failed otherwise. It reports whether to retry.
+func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool {
+	_, err := r.Advance(ctx, runID)
+	r.mu.Lock()
+	held, holding := r.leases[runID]
+	r.mu.Unlock()
+	switch code := store.CodeOf(err); {
+	case err == nil:
+		if holding {
+			r.forget(runID)
+			if err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), held); err != nil && store.CodeOf(err) != store.CodeFenced {
+				r.log.Warn("release lease", "run", runID, "err", err)
+			}
+		}
+		return false
+	case code == store.CodeFenced || code == store.CodeLeaseHeld:
+		r.forget(runID)
+		r.log.Warn("fenced: another runner holds the run now", "run", runID, "err", err)
+		return false
+	case ctx.Err() != nil:
+		return false // shutting down; Close releases what is held
+	case tries >= maxPassRetries:
+		r.forget(runID)
+		r.log.Error("advance failed repeatedly; leaving the run for its lease to lapse", "run", runID, "tries", tries+1, "err", err)
+		return false
+	default:
+		r.log.Warn("advance", "run", runID, "err", err, "try", tries+1)
+		return true
+	}
+}
+
+// watch turns the store's notifications into wakes until ctx ends; the
+// returned function stops it and waits for it.
+func (r *Runner) watch(ctx context.Context) func() {
+	wctx, cancel := context.WithCancel(ctx)
+	w := r.cfg.Watcher.WatchWork(wctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			id, err := w.Wait(wctx, maxIdlePolls*r.cfg.Poll)
+			if err != nil {
+				return
+			}
+			if id != "" {
+				r.Wake()
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-stopped
+		w.Close()
+	}
+}
+
+// fenceDispatch makes sure a pass still owns its run right before it sends
+// an effect. The commit that made the intent durable was fenced, but the
+// process may have stalled since (a pause, a long GC, SIGSTOP) while another
+// runner took the run over. When less than half the lease is left by this
+// runner's clock, the lease is renewed first — a write the store fences —
+// and a renewal that fails stops the send: a runner that cannot show it
+// still owns the run sends nothing. (A stall between this check and the
+// send itself is covered by the destination's idempotency key.)
+func (r *Runner) fenceDispatch(ctx context.Context, t *tick) error {
+	if t.lease.ExpiresAt.After(r.cfg.Clock().Add(r.cfg.LeaseTTL / 2)) {
+		return nil
+	}
+	l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL)
+	if err != nil {
+		if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
+			r.forget(t.run.ID)
+		}
+		return fmt.Errorf("runner: run %s: not sending: the lease could not be renewed: %w", t.run.ID, err)
+	}
+	t.lease = l
+	r.mu.Lock()
+	if held, ok := r.leases[t.run.ID]; ok && held.Generation == l.Generation {
+		r.leases[t.run.ID] = l
+	}
+	r.mu.Unlock()
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,21 @@ func faultCut() func(string) {
 	at := os.Getenv("FLRH_FAULT_CUT")
 	if at == "" {
 		return nil
+	}
+	// FLRH_FAULT_ACTION=stop pauses the process there once (SIGSTOP to
+	// itself) instead of killing it: the split-brain tests resume it with
+	// SIGCONT after another runner has taken its run over.
+	if os.Getenv("FLRH_FAULT_ACTION") == "stop" {
+		var once sync.Once
+		return func(point string) {
+			if point == at {
+				once.Do(func() {
+					fmt.Fprintf(os.Stderr, "flrh: fault injection: SIGSTOP at %s\n", point)
+					syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+					fmt.Fprintf(os.Stderr, "flrh: fault injection: resumed at %s\n", point)
+				})
+			}
+		}
 	}
 	return func(point string) {
 		if point == at {

@@ -23,6 +23,7 @@ import (
 	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/telemetry"
 )
 
@@ -58,20 +59,28 @@ per tick with a child per phase; otlp reads OTEL_EXPORTER_OTLP_ENDPOINT and
 the other standard OTEL_* variables. Tracing is off by default.
 
 SIGTERM or SIGINT stops it gracefully: no new connections, in-flight requests
-finish, event streams end, the runner stops and releases its leases.`,
+finish, event streams end, the runner claims nothing more, lets the runs it is
+advancing finish (within --grace) and releases its leases.
+
+With a PostgreSQL store (--store postgres://...), any number of serve processes,
+on one machine or many, share one database: each claims ready runs (FOR UPDATE
+SKIP LOCKED, no coordinator), --runners at a time, wakes on LISTEN/NOTIFY, and
+takes over the runs of a process that died once their leases (--lease-ttl) lapse.
+Runs started through any of them are advanced by whichever is free.`,
 		Example: `  flrh serve
   flrh serve --store sqlite:/var/lib/flrh/flrh.db --addr 0.0.0.0:7700 --tokens tokens.json
+  flrh serve --store 'postgres://flrh@db:5432/flrh?schema=prod' --runners 8 --addr 127.0.0.1:0
   curl -s localhost:7700/v1/runs`,
 		Args: cobra.NoArgs,
 	}
 	storeSpec := addStoreFlag(cmd)
 	addr := cmd.Flags().String("addr", "127.0.0.1:7700", "listen address")
 	workflowsDir := cmd.Flags().String("workflows", "./workflows", "directory of workflow bundles (one bundle, or one per subdirectory); skipped if absent and not given")
-	runners := cmd.Flags().Int("runners", 4, "how many runs advance at once")
+	runners := cmd.Flags().Int("runners", 4, "how many runs this process advances at once (with a PostgreSQL store: how many it claims at a time)")
 	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
 	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (required to listen beyond loopback)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
-	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests")
+	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
 	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
 	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -158,9 +167,14 @@ finish, event streams end, the runner stops and releases its leases.`,
 		}
 		defer st.Close()
 		wrapped, notifier := server.NotifyCommits(st)
+		// The wrapper hides the store's optional interfaces; a store that
+		// hands out ready runs (PostgreSQL) is claimed from directly.
+		claimer, _ := st.(store.Claimer)
+		watcher, _ := st.(store.WorkWatcher)
 		host, _ := os.Hostname()
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: fmt.Sprintf("serve:%s:%d", host, os.Getpid()),
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
+			Claimer: claimer, Watcher: watcher, Drain: *grace,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err

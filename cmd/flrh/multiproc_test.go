@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+)
+
+// These tests run several real "flrh serve" processes against one
+// PostgreSQL schema — the multi-machine deployment, on one machine. They
+// need FLRH_TEST_POSTGRES and skip without it.
+
+// pgStoreURL returns a --store URL for a fresh schema of the test
+// database, dropped when the test ends, and the store opened on it.
+func pgStoreURL(t *testing.T) (string, *postgres.Store) {
+	t.Helper()
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the multi-process tests")
+	}
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_mp_" + hex.EncodeToString(b[:])
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("schema", schema)
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return u.String(), st
+}
+
+// syncBuffer collects a process's standard error while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// serveProc is one running "flrh serve".
+type serveProc struct {
+	cmd    *exec.Cmd
+	base   string // http://HOST:PORT
+	stderr *syncBuffer
+	stdout *syncBuffer
+	exited chan struct{} // closed when the process has exited
+	err    error         // its exit status, once exited is closed
+}
+
+// startServe starts "flrh serve" on a free loopback port and waits for it
+// to announce its address. It is stopped (SIGCONT, then SIGKILL) when the
+// test ends, unless the test stopped it first.
+func startServe(t *testing.T, bin string, env []string, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{stderr: &syncBuffer{}, stdout: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		t.Fatalf("serve did not announce itself: %v\n%s", err, p.stderr)
+	}
+	p.stdout.Write([]byte(line))
+	go func() {
+		io.Copy(p.stdout, rd)
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("serve said %q", line)
+	}
+	p.base = strings.TrimSuffix(strings.Fields(line[i:])[0], "/")
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("serve %d stderr:\n%s", p.cmd.Process.Pid, p.stderr)
+		}
+	})
+	return p
+}
+
+// owner is the lease owner name this process uses.
+func (p *serveProc) owner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("serve:%s:%d", host, p.cmd.Process.Pid)
+}
+
+// stopped reports whether the process is stopped by a signal (state T).
+func (p *serveProc) stopped() bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'T'
+}
+
+// startRefund starts a refund run through a serve process's API.
+func startRefund(t *testing.T, base, runID string, amount int) {
+	t.Helper()
+	body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"refunds":[{"id":"%s-r","amount":%d,"payee":"p-%s","reason":"damaged item"}]}}`,
+		runID, runID, amount, runID)
+	resp, err := http.Post(base+"/v1/runs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("start %s: %s %s", runID, resp.Status, b)
+	}
+}
+
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// record is what the store holds of a run, compared before and after a
+// stale runner resumes.
+type record struct {
+	Run      store.Run
+	Events   int
+	Intents  int
+	Attempts int
+	Receipts int
+}
+
+func readRecord(t *testing.T, st *postgres.Store, id string) record {
+	t.Helper()
+	ctx := context.Background()
+	run, err := st.Run(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := st.Intents(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record{Run: run, Events: len(evs), Intents: len(ins)}
+	for _, in := range ins {
+		as, err := st.Attempts(ctx, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Attempts += len(as)
+	}
+	rcs, err := st.Receipts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Receipts = len(rcs)
+	return rec
+}
+
+// Three serve processes share one schema. Runs started through one of them
+// are advanced by all three; one process is stopped with SIGTERM halfway
+// and gives back what it held; every run completes exactly once, with one
+// mutation per refund at the destination.
+func TestServeProcessesShareOnePostgres(t *testing.T) {
+	storeURL, st := pgStoreURL(t)
+	bin := buildFlrh(t)
+	sb := startSandbox(t, bin, filepath.Join(t.TempDir(), "sandbox.json"))
+	// Each mutation takes a little while, so that runs overlap and no one
+	// process can take them all.
+	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"times":100000,"delay_ms":25}`))
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("install delay: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	procs := make([]*serveProc, 3)
+	for i := range procs {
+		procs[i] = startServe(t, bin, nil, "--store", storeURL, "--runners", "2", "--lease-ttl", "5s",
+			"--destination", sb+"/v1/effects", "--grace", "20s")
+	}
+	const runs = 60
+	for i := 0; i < runs; i++ {
+		startRefund(t, procs[0].base, fmt.Sprintf("mp-%03d", i), 10+i%80)
+	}
+	ctx := context.Background()
+	live := func() int {
+		ids, err := st.Live(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids)
+	}
+	eventually(t, "a third of the runs done", 60*time.Second, func() bool { return live() <= runs*2/3 })
+
+	// SIGTERM: the process finishes or releases what it holds and exits 0.
+	quit := procs[2]
+	quit.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-quit.exited:
+		if quit.err != nil {
+			t.Fatalf("serve exited with %v after SIGTERM\n%s", quit.err, quit.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop within 60s of SIGTERM")
+	}
+	if !strings.Contains(quit.stdout.String(), "flrh serve: stopped") {
+		t.Fatalf("serve did not report a clean stop: %s", quit.stdout)
+	}
+	var held int
+	conn, err := pgx.Connect(ctx, os.Getenv("FLRH_TEST_POSTGRES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	schema := mustQuery(t, storeURL, "schema")
+	runsTable := pgx.Identifier{schema, "runs"}.Sanitize()
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+runsTable+` WHERE outcome = '' AND lease_owner = $1`, quit.owner()).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Fatalf("the stopped process still holds %d live runs", held)
+	}
+
+	eventually(t, "every run done", 90*time.Second, func() bool { return live() == 0 })
+	owners := map[string]int{}
+	for i := 0; i < runs; i++ {
+		id := fmt.Sprintf("mp-%03d", i)
+		rec := readRecord(t, st, id)
+		if rec.Run.State != "SUCCEEDED" || rec.Receipts != 1 || rec.Intents != 1 {
+			t.Errorf("%s ended %s with %d intents and %d receipts", id, rec.Run.State, rec.Intents, rec.Receipts)
+		}
+		owners[rec.Run.Lease.Owner]++
+	}
+	muts := mutations(t, sb)
+	keys := map[string]bool{}
+	for _, m := range muts {
+		keys[fmt.Sprint(m["idempotency_key"])] = true
+	}
+	if len(muts) != runs || len(keys) != runs {
+		t.Fatalf("the destination applied %d mutations under %d keys for %d refunds", len(muts), len(keys), runs)
+	}
+	if len(owners) < 2 {
+		t.Fatalf("every run was finished by one process: %v", owners)
+	}
+	t.Logf("runs finished per process: %v", owners)
+	if out, err := flrh(bin, nil, "store", "check", "--store", storeURL); err != nil {
+		t.Fatalf("store check after the campaign: %v\n%s", err, out)
+	}
+}
+
+// mustQuery returns a query parameter of a URL.
+func mustQuery(t *testing.T, raw, key string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get(key)
+}
+
+// Split brain with runner processes: process A stops itself (SIGSTOP) at a
+// cut point while it owns a run; once its lease has lapsed the run is taken
+// over; then A is resumed with SIGCONT. Whatever A attempts after resuming
+// is refused — it commits nothing, publishes no receipt and sends nothing —
+// and the destination holds exactly one mutation for the refund.
+func TestSplitBrainRunnerProcesses(t *testing.T) {
+	cases := []struct {
+		name string
+		cut  string
+		// hold: the run is taken over by a lease that does nothing while A
+		// resumes (a new owner between its claim and its first act), so A
+		// finds its own attempt still in flight and would send it.
+		hold       bool
+		stoppedHas int    // mutations while A is stopped
+		aSays      string // what A's log says once it is refused
+	}{
+		{name: "taken-over-and-finished/after-intent-commit", cut: "after-intent-commit", stoppedHas: 0, aSays: "nothing in flight"},
+		{name: "taken-over-and-finished/after-apply-before-receipt", cut: "after-apply-before-receipt", stoppedHas: 1, aSays: "FENCED"},
+		{name: "taken-over-not-yet-acted/after-intent-commit", cut: "after-intent-commit", hold: true, stoppedHas: 0, aSays: "not sending"},
+	}
+	bin := buildFlrh(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			storeURL, st := pgStoreURL(t)
+			ctx := context.Background()
+			sb := startSandbox(t, bin, filepath.Join(t.TempDir(), "sandbox.json"))
+			common := []string{"--store", storeURL, "--runners", "1", "--lease-ttl", "1s", "--destination", sb + "/v1/effects"}
+			a := startServe(t, bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut, "FLRH_FAULT_ACTION=stop"}, common...)
+			startRefund(t, a.base, "sb-1", 42)
+			eventually(t, "A stopped at "+c.cut, 30*time.Second, a.stopped)
+			held, err := st.Run(ctx, "sb-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held.Lease.Owner != a.owner() {
+				t.Fatalf("run leased to %q, want A (%s)", held.Lease.Owner, a.owner())
+			}
+			if n := len(mutations(t, sb)); n != c.stoppedHas {
+				t.Fatalf("%d mutations while A is stopped at %s, want %d", n, c.cut, c.stoppedHas)
+			}
+
+			var b *serveProc
+			if c.hold {
+				// Wait out A's lease, then take the run and sit on it.
+				var l store.Lease
+				eventually(t, "A's lease lapsing", 30*time.Second, func() bool {
+					l, err = st.AcquireLease(ctx, "sb-1", "new-owner", time.Minute)
+					return err == nil
+				})
+				if l.Generation <= held.Lease.Generation {
+					t.Fatalf("takeover at generation %d, A held %d", l.Generation, held.Lease.Generation)
+				}
+				before := readRecord(t, st, "sb-1")
+				resumeAndCheck(t, a, st, sb, before, c.aSays, c.stoppedHas)
+				// The new owner lets go; the run finishes with one mutation.
+				if err := st.ReleaseLease(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+				b = startServe(t, bin, nil, common...)
+			} else {
+				b = startServe(t, bin, nil, common...)
+				eventually(t, "B finishing the run", 60*time.Second, func() bool {
+					r, err := st.Run(ctx, "sb-1")
+					return err == nil && r.Outcome != ""
+				})
+				before := readRecord(t, st, "sb-1")
+				if before.Run.Lease.Owner != b.owner() || before.Run.Lease.Generation <= held.Lease.Generation {
+					t.Fatalf("run finished under %q generation %d; want B (%s) above %d", before.Run.Lease.Owner, before.Run.Lease.Generation, b.owner(), held.Lease.Generation)
+				}
+				resumeAndCheck(t, a, st, sb, before, c.aSays, 1)
+			}
+			eventually(t, "the run finishing", 60*time.Second, func() bool {
+				r, err := st.Run(ctx, "sb-1")
+				return err == nil && r.Outcome != ""
+			})
+			final := readRecord(t, st, "sb-1")
+			muts := mutations(t, sb)
+			if final.Run.State != "SUCCEEDED" || final.Receipts != 1 || len(muts) != 1 {
+				t.Fatalf("run ended %s with %d receipts; %d mutations at the destination, want SUCCEEDED, 1, 1", final.Run.State, final.Receipts, len(muts))
+			}
+			if err := postgresVerify(t, bin, storeURL, "sb-1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// resumeAndCheck resumes the stopped process A and checks that, by the
+// time its log shows it was refused, the run's record and the
+// destination's ledger are exactly as they were.
+func resumeAndCheck(t *testing.T, a *serveProc, st *postgres.Store, sandboxURL string, before record, says string, mutationsBefore int) {
+	t.Helper()
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "A resuming and being refused ("+says+")", 30*time.Second, func() bool {
+		log := a.stderr.String()
+		i := strings.Index(log, "resumed at")
+		return i >= 0 && strings.Contains(log[i:], says)
+	})
+	// A keeps running as an ordinary runner: give it a moment to try more.
+	time.Sleep(500 * time.Millisecond)
+	after := readRecord(t, st, before.Run.ID)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the stale runner changed the record:\nbefore %+v\nafter  %+v\n%s", before, after, a.stderr)
+	}
+	if n := len(mutations(t, sandboxURL)); n != mutationsBefore {
+		t.Fatalf("the stale runner reached the destination: %d mutations, want %d", n, mutationsBefore)
+	}
+}
+
+// postgresVerify runs "flrh verify" on runs of a PostgreSQL store.
+func postgresVerify(t *testing.T, bin, storeURL string, runs ...string) error {
+	t.Helper()
+	out, err := flrh(bin, nil, append([]string{"verify", "--store", storeURL}, runs...)...)
+	if err != nil {
+		return fmt.Errorf("flrh verify: %v\n%s", err, out)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,6 +87,27 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// startQuietSandbox runs "flrh sandbox --quiet" with a journal and returns
+// its base URL.
+func startQuietSandbox(t *testing.T, bin string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "sandbox", "--quiet", "--addr", "127.0.0.1:0", "--state", filepath.Join(t.TempDir(), "sandbox.json"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	i := strings.Index(line, "http://")
+	if err != nil || i < 0 {
+		t.Fatalf("sandbox did not announce itself: %q %v", line, err)
+	}
+	return strings.Fields(line[i:])[0]
 }
 
 // serveProc is one running "flrh serve".
@@ -236,7 +258,7 @@ func readRecord(t *testing.T, st *postgres.Store, id string) record {
 func TestServeProcessesShareOnePostgres(t *testing.T) {
 	storeURL, st := pgStoreURL(t)
 	bin := buildFlrh(t)
-	sb := startSandbox(t, bin, filepath.Join(t.TempDir(), "sandbox.json"))
+	sb := startQuietSandbox(t, bin)
 	// Each mutation takes a little while, so that runs overlap and no one
 	// process can take them all.
 	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"times":100000,"delay_ms":25}`))
@@ -354,7 +376,7 @@ func TestSplitBrainRunnerProcesses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			storeURL, st := pgStoreURL(t)
 			ctx := context.Background()
-			sb := startSandbox(t, bin, filepath.Join(t.TempDir(), "sandbox.json"))
+			sb := startQuietSandbox(t, bin)
 			common := []string{"--store", storeURL, "--runners", "1", "--lease-ttl", "1s", "--destination", sb + "/v1/effects"}
 			a := startServe(t, bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut, "FLRH_FAULT_ACTION=stop"}, common...)
 			startRefund(t, a.base, "sb-1", 42)
@@ -372,7 +394,18 @@ func TestSplitBrainRunnerProcesses(t *testing.T) {
 
 			var b *serveProc
 			if c.hold {
-				// Wait out A's lease, then take the run and sit on it.
+				// Once A's lease has lapsed, store check names it as stuck
+				// (and exits 1: a person may be needed).
+				eventually(t, "store check reporting A's stuck lease", 30*time.Second, func() bool {
+					out, err := flrh(bin, nil, "store", "check", "--json", "--stuck-after", "0s", "--store", storeURL)
+					var rep storeReport
+					if jerr := json.Unmarshal([]byte(out), &rep); err == nil || jerr != nil {
+						return false
+					}
+					return len(rep.StuckLeases) == 1 && rep.StuckLeases[0].RunID == "sb-1" && rep.StuckLeases[0].Owner == a.owner() &&
+						rep.StuckLeases[0].Generation == held.Lease.Generation && rep.Backend == "postgres" && rep.SchemaVersion == postgres.SchemaVersion
+				})
+				// Take the run and sit on it.
 				var l store.Lease
 				eventually(t, "A's lease lapsing", 30*time.Second, func() bool {
 					l, err = st.AcquireLease(ctx, "sb-1", "new-owner", time.Minute)

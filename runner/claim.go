@@ -23,7 +23,9 @@ import (
 // frees while the last claim took all it could, and otherwise on a poll
 // whose interval doubles while nothing turns up, up to maxIdlePolls × Poll:
 // notifications can be lost, and a runner that died leaves leases that only
-// the clock frees.
+// the clock frees. Every DeadlineSweep the loop also visits each live run,
+// resting ones included, as the polling loop does, so that time budgets run
+// out on runs that wait.
 //
 // A run taken over from a runner that died or stalled is reconciled by the
 // pass itself: its attempt in flight carries the old generation, so the
@@ -79,8 +81,10 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 	}
 
 	var retries []retryPass
+	var sweep []string // live runs still to visit in a deadline sweep
 	idle := r.cfg.Poll
 	claimNow, saturated := true, false
+	var err error
 	for ctx.Err() == nil {
 		now := time.Now()
 		kept := retries[:0]
@@ -95,7 +99,8 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 		if claimNow && inflight < par {
 			claimNow = false
 			free := par - inflight
-			leases, err := r.cfg.Claimer.ClaimReady(ctx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+			var leases []store.Lease
+			leases, err = r.cfg.Claimer.ClaimReady(ctx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
 			if err != nil && ctx.Err() == nil {
 				r.log.Error("claim ready runs", "err", err)
 			}
@@ -116,6 +121,22 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 					continue
 				}
 				start(l.RunID, 0)
+			}
+		}
+		// Now and then every live run is visited, resting or not, so that
+		// time budgets run out on runs waiting for a person. Those runs are
+		// not claimable; the pass takes each lease itself (a run another
+		// runner holds is skipped) and the pass settles it as any other.
+		if len(sweep) == 0 && r.sweepDue() {
+			if sweep, err = r.cfg.Store.Live(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("list live runs for the deadline sweep", "err", err)
+			}
+		}
+		for len(sweep) > 0 && inflight < par {
+			id := sweep[0]
+			sweep = sweep[1:]
+			if r.claim(id) {
+				start(id, maxPassRetries) // a failed sweep pass is not retried: the next sweep comes
 			}
 		}
 		wait := idle
@@ -183,7 +204,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		return false // shutting down; Close releases what is held
 	case tries >= maxPassRetries:
 		r.forget(runID)
-		r.log.Error("advance failed repeatedly; leaving the run for its lease to lapse", "run", runID, "tries", tries+1, "err", err)
+		r.log.Error("advance failed; leaving the run for its lease to lapse", "run", runID, "tries", tries+1, "err", err)
 		return false
 	default:
 		r.log.Warn("advance", "run", runID, "err", err, "try", tries+1)

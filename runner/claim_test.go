@@ -344,3 +344,31 @@ func mustOK(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// With a claimer, a run resting past its time budget is never claimable
+// (nothing in its inbox), yet the deadline sweep still visits it and times
+// it out, as the polling loop does.
+func TestClaimingLoopTimesOutARestingRun(t *testing.T) {
+	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+	b.pay("run", 0, 500)
+	if s := b.run("run").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("state %s", s)
+	}
+	c := &listClaimer{st: b.store}
+	b.r.cfg.Claimer = c
+	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, 20*time.Second
+	b.clock.Advance(11 * time.Second)
+	stop := background(t, b.r)
+	deadline := time.Now().Add(5 * time.Second)
+	for b.run("run").State == "WAIT_APPROVAL" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		b.clock.Advance(2 * time.Second)
+	}
+	stop()
+	if run := b.run("run"); run.State != "TIMED_OUT" {
+		t.Fatalf("a resting run past its budget is still %s", run.State)
+	}
+	if n := c.times("run"); n != 0 {
+		t.Fatalf("the resting run was claimed %d times; only the sweep should visit it", n)
+	}
+}

@@ -69,6 +69,26 @@ type budgetBreach struct {
 	State     string            `json:"state"` // the FSM state it was issued in
 }
 
+// BudgetStatus is a run's budget account as people see it: the limits,
+// what has been used (time in whole seconds, rounded up), and the breach,
+// if any, as "dimension: used+requested over limit".
+type BudgetStatus struct {
+	Limits control.Usage `json:"limits"`
+	Used   control.Usage `json:"used"`
+	Breach string        `json:"breach,omitempty"`
+}
+
+func (l *budgetLedger) status() *BudgetStatus {
+	if l == nil {
+		return nil
+	}
+	s := &BudgetStatus{Limits: l.Limits, Used: l.usage()}
+	if b := l.Breach; b != nil {
+		s.Breach = fmt.Sprintf("%s: %d used + %d requested over the limit of %d (%s in %s)", b.Dimension, b.Used, b.Requested, b.Limit, b.Event, b.State)
+	}
+	return s
+}
+
 // BudgetTraceKind is the trace record kind of a budget breach.
 const BudgetTraceKind = "budget_exhausted"
 

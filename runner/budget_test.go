@@ -198,6 +198,11 @@ func TestStepBudget(t *testing.T) {
 				if b.dest.count() != 3 {
 					t.Fatalf("%d payments, the budget allowed 3", b.dest.count())
 				}
+				st, err := b.r.Inspect(ctx, "run")
+				if err != nil || st.Budget == nil || st.Budget.Used.Steps != 6 || st.Budget.Limits.Steps != 6 ||
+					st.Budget.Breach != "steps: 6 used + 1 requested over the limit of 6 (BUDGET_EXHAUSTED in INGEST)" {
+					t.Fatalf("status budget %+v, %v", st.Budget, err)
+				}
 			} else if l.Breach != nil {
 				t.Fatalf("breach %+v under the limit", l.Breach)
 			}

@@ -28,7 +28,8 @@ type Status struct {
 	Unknown  []string       // intents whose outcome a person must reconcile
 	Open     int            // effects planned and not yet closed
 	Accepted int64
-	View     any // the workflow's own view of its state (a Viewer), nil without one
+	View     any           // the workflow's own view of its state (a Viewer), nil without one
+	Budget   *BudgetStatus // the run's budget account as of its latest checkpoint, nil before it kept one
 }
 
 // Inspect reads a run's status from its latest checkpoint. What it derives
@@ -58,7 +59,7 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 		}
 		r.statuses.put(runID, d)
 	}
-	st.Accepted, st.Open, st.View = d.accepted, d.open, d.view
+	st.Accepted, st.Open, st.View, st.Budget = d.accepted, d.open, d.view, d.budget
 	st.Waiting = slices.Clone(d.waiting)
 	st.Unknown = slices.Clone(d.unknown)
 	return st, nil
@@ -75,6 +76,7 @@ type derived struct {
 	waiting        []ApprovalNeed
 	unknown        []string
 	view           any
+	budget         *BudgetStatus
 }
 
 // derive decodes a checkpoint, refusing one it cannot trust, and reads the
@@ -85,7 +87,7 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 		return derived{}, err
 	}
 	d := derived{seq: stored.Seq, digest: stored.Digest, format: stored.FormatVersion, workflowDigest: wf.Digest(),
-		accepted: cp.Accepted, open: len(cp.Open)}
+		accepted: cp.Accepted, open: len(cp.Open), budget: cp.Budget.status()}
 	if v, ok := wf.(Viewer); ok {
 		if state, err := canonBytes(cp.State); err == nil {
 			if view, err := v.View(state); err == nil {

@@ -85,7 +85,8 @@ func TestBundleRunOverTheCLI(t *testing.T) {
 				t.Fatalf("replay:\n%s", out)
 			}
 			out = run(append([]string{"run", "show", "big", storeFlag}, c.extra...)...)
-			if !strings.Contains(out, "receipt") || !strings.Contains(out, "confirmed_success") {
+			if !strings.Contains(out, "receipt") || !strings.Contains(out, "confirmed_success") ||
+				!strings.Contains(out, "budget: steps 2/64, tool calls 1/24") {
 				t.Fatalf("show:\n%s", out)
 			}
 		})

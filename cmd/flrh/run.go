@@ -79,6 +79,13 @@ func init() {
 					for _, u := range status.Unknown {
 						fmt.Fprintf(out, "  waits for a person to reconcile %s (outcome unknown)\n", u)
 					}
+					if b := status.Budget; b != nil {
+						fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds\n", b.Used.Steps, b.Limits.Steps,
+							b.Used.ToolCalls, b.Limits.ToolCalls, b.Used.WallSeconds, b.Limits.WallSeconds, b.Used.SuspendedSeconds, b.Limits.SuspendedSeconds)
+						if b.Breach != "" {
+							fmt.Fprintf(out, "  budget exhausted: %s\n", b.Breach)
+						}
+					}
 				}
 			}
 		}

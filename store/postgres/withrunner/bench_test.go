@@ -143,3 +143,78 @@ func benchRefundRun(b *testing.B, inner store.Store) {
 	b.ReportMetric(float64(st.writes)/float64(b.N), "write-tx/run")
 	b.ReportMetric(float64(st.calls)/float64(b.N), "store-calls/run")
 }
+
+// readyOnly hides the store's Claimer and WorkWatcher but keeps its Ready
+// listing: the runner then polls Ready and takes leases one by one, as it
+// did before it claimed.
+type readyOnly struct{ *postgres.Store }
+
+func (s readyOnly) Ready(ctx context.Context, resting []string) ([]string, error) {
+	return s.Store.Ready(ctx, resting)
+}
+
+// countingClaimer counts each claim as a write transaction of c.
+type countingClaimer struct {
+	store.Claimer
+	c *counting
+}
+
+func (cc countingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
+	cc.c.w()
+	return cc.Claimer.ClaimReady(ctx, owner, ttl, limit, resting)
+}
+
+// BenchmarkRunLoop starts 32 refund runs and lets one runner's background
+// loop (4 at a time) take them to SUCCEEDED on PostgreSQL, claiming ready
+// runs in batches and waking on notifications ("claim") or polling Ready
+// and taking each lease ("poll"). One op is the whole batch.
+func BenchmarkRunLoop(b *testing.B) {
+	for _, mode := range []string{"claim", "poll"} {
+		b.Run(mode, func(b *testing.B) {
+			pg := openNamed(b, freshSchema(b), "flrh-bench-loop", postgres.Options{})
+			var st store.Store = pg
+			if mode == "poll" {
+				st = readyOnly{pg}
+			}
+			cs := &counting{Store: st}
+			sb, err := sandbox.New(sandbox.Options{MaxMutations: 1 << 24})
+			must(b, err)
+			reg := &effect.Registry{}
+			must(b, reg.Register("refund.pay", "http/1", sb.Adapter()))
+			wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
+			cfg := runner.Config{Store: cs, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "bench", Parallelism: 4, Poll: 20 * time.Millisecond}
+			if mode == "claim" {
+				cfg.Claimer, cfg.Watcher = countingClaimer{pg, cs}, pg
+			}
+			r, err := runner.New(cfg)
+			must(b, err)
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { r.Run(rctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			const runs = 32
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < runs; j++ {
+					in := fmt.Sprintf(`{"refunds":[{"id":"r-%d-%d","amount":40,"payee":"p","reason":"damaged item"}]}`, i, j)
+					must(b, r.Start(ctx, fmt.Sprintf("run-%d-%d", i, j), wf.ID(), wf.Version(), []byte(in)))
+				}
+				for {
+					live, err := pg.Live(ctx)
+					must(b, err)
+					if len(live) == 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			if n := len(sb.Mutations()); n != runs*b.N {
+				b.Fatalf("%d mutations for %d runs", n, runs*b.N)
+			}
+			b.ReportMetric(float64(runs*b.N)/b.Elapsed().Seconds(), "runs/s")
+			b.ReportMetric(float64(cs.writes)/float64(runs*b.N), "write-tx/run")
+			b.ReportMetric(float64(cs.calls)/float64(runs*b.N), "store-calls/run")
+		})
+	}
+}

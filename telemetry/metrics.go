@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,9 +23,13 @@ type Metrics struct {
 	effects     *prometheus.CounterVec
 	attempts    *prometheus.CounterVec
 	ended       *prometheus.CounterVec
-	trips       *prometheus.CounterVec
-	wires       *prometheus.CounterVec
-	storeErrors *prometheus.CounterVec
+	// The counters a tick touches, resolved once per label set: a step
+	// counts a dozen transitions, and resolving labels costs more than
+	// counting.
+	cTicks, cTransitions, cEffects, cAttempts counterCache
+	trips                                     *prometheus.CounterVec
+	wires                                     *prometheus.CounterVec
+	storeErrors                               *prometheus.CounterVec
 }
 
 // Store error sources: who met the failure.
@@ -73,6 +78,10 @@ func NewMetrics() *Metrics {
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_store_errors_total",
 			Help: "Store failures, by who met them (runner, api, scrape) and store code."}, []string{"source", "code"}),
 	}
+	m.cTicks = counterCache{vec: m.ticks, two: true}
+	m.cTransitions = counterCache{vec: m.transitions}
+	m.cEffects = counterCache{vec: m.effects}
+	m.cAttempts = counterCache{vec: m.attempts, two: true}
 	for _, p := range tripPhases {
 		m.trips.WithLabelValues(p)
 	}
@@ -109,24 +118,22 @@ func (m *Metrics) StoreErrors(source string) *prometheus.CounterVec {
 }
 
 // Tick counts one tick of a workflow's run.
-func (m *Metrics) Tick(workflow, outcome string) { m.ticks.WithLabelValues(workflow, outcome).Inc() }
+func (m *Metrics) Tick(workflow, outcome string) { m.cTicks.with(workflow, outcome).Inc() }
 
 // Commit records the latency of one tick's commit.
 func (m *Metrics) Commit(d time.Duration) { m.commit.Observe(d.Seconds()) }
 
 // Transition counts one accepted control transition.
-func (m *Metrics) Transition(event string) { m.transitions.WithLabelValues(event).Inc() }
+func (m *Metrics) Transition(event string) { m.cTransitions.with(event, "").Inc() }
 
 // Refused counts one control event the FSM refused.
 func (m *Metrics) Refused(event string) { m.refused.WithLabelValues(event).Inc() }
 
 // Effect counts one effect closed (or handed to a person) with an outcome.
-func (m *Metrics) Effect(outcome string) { m.effects.WithLabelValues(outcome).Inc() }
+func (m *Metrics) Effect(outcome string) { m.cEffects.with(outcome, "").Inc() }
 
 // Attempt counts one adapter call and what the adapter reported.
-func (m *Metrics) Attempt(effectType, outcome string) {
-	m.attempts.WithLabelValues(effectType, outcome).Inc()
-}
+func (m *Metrics) Attempt(effectType, outcome string) { m.cAttempts.with(effectType, outcome).Inc() }
 
 // Ended counts one run that ended.
 func (m *Metrics) Ended(workflow, outcome string) { m.ended.WithLabelValues(workflow, outcome).Inc() }
@@ -148,4 +155,36 @@ func (m *Metrics) StoreError(source string, err error) {
 		return
 	}
 	m.storeErrors.WithLabelValues(source, string(code)).Inc()
+}
+
+// counterCache resolves a counter vector's one or two label values once.
+type counterCache struct {
+	vec *prometheus.CounterVec
+	two bool // the vector has two labels
+	mu  sync.RWMutex
+	m   map[[2]string]prometheus.Counter
+}
+
+// with returns the counter for labels a (and b, for two-label vectors;
+// "" for one-label ones).
+func (c *counterCache) with(a, b string) prometheus.Counter {
+	k := [2]string{a, b}
+	c.mu.RLock()
+	ctr, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return ctr
+	}
+	if c.two {
+		ctr = c.vec.WithLabelValues(a, b)
+	} else {
+		ctr = c.vec.WithLabelValues(a)
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[[2]string]prometheus.Counter{}
+	}
+	c.m[k] = ctr
+	c.mu.Unlock()
+	return ctr
 }

@@ -790,12 +790,16 @@ func TestBrowser(t *testing.T) {
 		w.run("list", chromedp.Navigate(w.open.URL+"/ui/#/runs"), waitText("#whoami", "local"),
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="big-refund"]`)))
 		ids := value(w, "rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
-		for _, id := range []string{"big-refund", "denied-refund", "lost-answer", "goodwill", "blocked-payee"} {
+		for _, id := range []string{"big-refund", "denied-refund", "lost-answer", "goodwill", "blocked-payee", "scored"} {
 			if !slices.Contains(ids, id) {
 				t.Fatalf("runs list %v lacks %s", ids, id)
 			}
 		}
 		w.checkA11y("runs list")
+		// The list follows the store: a run started elsewhere appears
+		// without a reload.
+		w.start("appears-live", 10, "gina", "damaged item")
+		w.run("live row", chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="appears-live"]`)))
 		// The checker is not vacuous: planted faults are found, then removed.
 		planted := value(w, "plant faults", chromedp.Evaluate[[]string](`(() => {
   const m = document.querySelector('main');

@@ -413,6 +413,22 @@ func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// press clicks a button the page may be redrawing as the run moves (the
+// acts section is rebuilt when what it shows changes): a click that meets
+// a node just replaced is tried again on the new one.
+func press(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Click(chromedp.CSS(sel))(ctx, t); err == nil || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return err
+	})
+}
+
 // stripCells reads the Journey Strip as drawn: for each step, the state
 // whose cell is lit.
 func (w *world) stripCells() []string {
@@ -577,7 +593,7 @@ func TestBrowser(t *testing.T) {
 		w.checkA11y("reconciliation")
 		w.shot("5-outcome-unknown")
 		// The person checked the destination: it took effect.
-		w.run("reconcile", chromedp.Click(chromedp.CSS(`article.reconcile button[data-resolution="confirmed_success"]`)),
+		w.run("reconcile", press(`article.reconcile button[data-resolution="confirmed_success"]`),
 			waitText("#status", "Reconciled"), waitText("#run-state", "SUCCEEDED"))
 		if got := len(w.sb.Mutations()); got != before+1 {
 			t.Fatalf("reconciling sent the payment again: %d mutations", got)
@@ -603,7 +619,7 @@ func TestBrowser(t *testing.T) {
 		// the choice under the token's actor (row H03, OPTIONS → DECIDE) and
 		// the page draws the strip the workflow reports afterwards.
 		pick := shown[0]
-		w.run("choose", chromedp.Click(chromedp.CSS(`article.offer button[data-act="choose"]`)), waitText("#status", "Chose "+pick))
+		w.run("choose", press(`article.offer button[data-act="choose"]`), waitText("#status", "Chose "+pick))
 		deadline := time.Now().Add(15 * time.Second)
 		var chosen *mrp.Entry
 		for chosen == nil {
@@ -629,7 +645,7 @@ func TestBrowser(t *testing.T) {
 		// A person pauses the deliberation: HOLD, recorded under their name.
 		w.run("pause", chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls summary`)), chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
 			chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)),
-			chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)), waitText("#status", "Asked for pause"))
+			press(`details.mrp-controls button[data-trigger="pause"]`), waitText("#status", "Asked for pause"))
 		deadline = time.Now().Add(15 * time.Second)
 		for {
 			v := w.status("goodwill").View.(workflow.View)
@@ -652,7 +668,7 @@ func TestBrowser(t *testing.T) {
 		steer := func(trigger, state, alarm string) {
 			w.t.Helper()
 			w.run(trigger, chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="`+trigger+`"]`)),
-				chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="`+trigger+`"]`)),
+				press(`details.mrp-controls button[data-trigger="`+trigger+`"]`),
 				waitText("#mrp-state", state), waitText("#mrp-alarm", alarm))
 			w.checkStrip("goodwill")
 		}
@@ -662,7 +678,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("ESCALATE drawn as %s", strip[len(strip)-1])
 		}
 		w.shot("8-escalated")
-		w.run("resume", chromedp.Click(chromedp.CSS(`details.mrp-controls button[data-trigger="resume"]`)), waitText("#mrp-state", "HOLD"),
+		w.run("resume", press(`details.mrp-controls button[data-trigger="resume"]`), waitText("#mrp-state", "HOLD"),
 			chromedp.WaitNotPresent(chromedp.CSS("#mrp-alarm")))
 		w.checkStrip("goodwill")
 		steer("exit", "EXIT", "EXIT: the turn closed")

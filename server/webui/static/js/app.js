@@ -53,13 +53,20 @@ function route() {
   page(main, signal).catch((e) => { if (!signal.aborted) sayError(e); });
 }
 
+// asked counts whoami's calls: only the latest answer may be shown, or a
+// slow answer for a token just forgotten would overwrite the new one.
+let asked = 0;
+
 async function whoami() {
   const out = document.getElementById('whoami');
+  const mine = ++asked;
   try {
     const me = await get('/v1/whoami');
+    if (mine !== asked) return;
     out.textContent = `${me.actor} (${(me.roles || []).join(', ')})`;
     document.body.dataset.roles = (me.roles || []).join(' ');
   } catch (e) {
+    if (mine !== asked) return;
     out.textContent = e instanceof ApiError && e.status === 401 ? 'token needed' : 'not signed in';
     delete document.body.dataset.roles;
   }

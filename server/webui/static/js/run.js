@@ -69,9 +69,16 @@ export async function runPage(el, signal, id) {
       h('div', { class: 'actions' }, cancel, h('a', { href: runPath(id, '/verify') }, 'verification report'), h('a', { href: runPath(id, '/trace') }, 'trace')));
   }
 
+  // renderActs rebuilds the section only when what it shows changed, so
+  // a button is not swapped under a person's pointer by a mere re-read.
+  let actsShown = '';
   function renderActs() {
-    const parts = [h('h2', { id: 'acts-h' }, 'Waiting for a person')];
     const view = page.view || null;
+    const shows = JSON.stringify([page.waiting, page.unknown, page.effects, field(view, 'offers', 'Offers'), field(view, 'pending', 'Pending'),
+      !!view, !!page.run.outcome, tickets, document.body.dataset.roles]);
+    if (shows === actsShown) return;
+    actsShown = shows;
+    const parts = [h('h2', { id: 'acts-h' }, 'Waiting for a person')];
     const pending = field(view, 'pending', 'Pending') || [];
     for (const need of page.waiting || []) {
       const effect = (page.effects || []).find((e) => e.intent_id === need.intent_id);

@@ -60,8 +60,8 @@ export function ticketFields(tickets, need) {
   const tv = t.ticket;
   if (tv) {
     out.push(['Ticket complete', tv.complete ? 'yes' : 'no: missing ' + (tv.missing_fields || []).join(', ')]);
-    if (tv.preview_required) out.push(['Preview', tv.preview_shown ? 'required, shown' : 'required, not yet shown']);
-    if (tv.confirmation_required) out.push(['Confirmation', tv.confirmation_received ? 'required, received' : 'required, not yet received']);
+    if (tv.preview_required) out.push(['Preview, when H decided', tv.preview_shown ? 'required, shown' : 'required, not yet shown']);
+    if (tv.confirmation_required) out.push(['Confirmation, when H decided', tv.confirmation_received ? 'required, received' : 'required, not yet received']);
   }
   for (const sg of t.signals || []) out.push(['Signal', [`tier ${sg.tier}`, sg.kind, sg.decision, sg.source && 'from ' + sg.source, sg.rule && 'rule ' + sg.rule].filter(Boolean).join(' · ')]);
   return out;

@@ -84,7 +84,14 @@ export function approvalCard(runID, need, effect, extra, onDone) {
     fields.push(['Content digest', h('code', {}, effect.content_digest)]);
     fields.push(['Idempotency key', h('code', {}, effect.idempotency_key)]);
   }
-  for (const [k, v] of extra || []) fields.push([k, typeof v === 'string' ? h('code', {}, v) : v]);
+  const seen = new Set();
+  for (const [k, v] of extra || []) {
+    // The policy's view and the ticket may both name the proposal: once.
+    const key = k + '\u0000' + (typeof v === 'string' ? v : '');
+    if (typeof v === 'string' && seen.has(key)) continue;
+    seen.add(key);
+    fields.push([k, typeof v === 'string' ? h('code', {}, v) : v]);
+  }
   const buttons = [];
   const act = async (what, body) => {
     const { say, sayError } = await shell();

@@ -87,3 +87,35 @@ func TestMillisToSecondsRoundsUp(t *testing.T) {
 		}
 	})
 }
+
+// FuzzOverride: any bytes either give a typed error and leave the base
+// alone, or a contract whose every limit is within the contract's bounds.
+func FuzzOverride(f *testing.F) {
+	for _, s := range []string{`{}`, `{"budgets":{"steps":1}}`, `{"retry":{"base_millis":1,"cap_millis":1}}`,
+		`{"budgets":{"tool_calls":4503599627370496,"retries_per_transition":15,"soft_checkpoint_percent":99}}`, `{"budgets":[]}`, `null`} {
+		f.Add([]byte(s))
+	}
+	base := DefaultContract()
+	want := base.Budgets
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := base.Override(b)
+		typedOrNil(t, err)
+		if base.Budgets != want {
+			t.Fatal("the base contract changed")
+		}
+		if err != nil {
+			return
+		}
+		l := c.Budgets.Limits
+		for _, v := range []int64{l.Steps, l.ToolCalls, l.WallSeconds, l.SuspendedSeconds, l.Tokens, l.CostMicros, l.RecursionDepth, l.Parallelism} {
+			if v < 1 || v > maxLimit {
+				t.Fatalf("limit %d out of bounds: %+v", v, l)
+			}
+		}
+		r := c.Retry
+		if r.MaxRetries != c.Budgets.RetriesPerTransition || r.MaxRetries < 1 || r.MaxRetries > MaxRetriesCeiling ||
+			r.BaseMillis < 1 || r.CapMillis < r.BaseMillis || r.CapMillis > MaxBackoffMillis {
+			t.Fatalf("retry out of bounds: %+v", r)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -531,7 +532,13 @@ func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter e
 		sp.SetAttributes(attribute.String("flrh.intent_id", e.IntentID), attribute.String("flrh.effect_type", in.Effect.EffectType),
 			attribute.Int64("flrh.attempt", n), attribute.String("flrh.attempt.outcome", outcome), attribute.String("flrh.attempt.code", rec.Code))
 	}
-	endSpan(sp, err)
+	// An adapter's error text may carry what it sent (a URL, a header):
+	// the span records that the call failed, not the text.
+	var failure error
+	if err != nil {
+		failure = fmt.Errorf("adapter call failed (%T)", err)
+	}
+	endSpan(sp, failure)
 	level := slog.LevelInfo
 	if err != nil || outcome != "succeeded" {
 		level = slog.LevelWarn

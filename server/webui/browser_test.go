@@ -641,14 +641,27 @@ func TestBrowser(t *testing.T) {
 			waitText("#journey details table", "CHOOSE_OPTION"))
 		w.checkStrip("goodwill")
 		w.shot("8-chosen")
+		// The chosen path settles the contest: the refund is decided again,
+		// paid once, and the run ends.
+		deadline = time.Now().Add(30 * time.Second)
+		for w.status("goodwill").Run.State != "SUCCEEDED" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the chosen refund did not complete: %s", w.status("goodwill").Run.State)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		w.run("settled", waitText("#run-state", "SUCCEEDED"))
 
-		// A person pauses the deliberation: HOLD, recorded under their name.
+		// A person steers another goodwill case left in OPTIONS. A pause:
+		// HOLD, recorded under their name.
+		w.start("goodwill-steered", 30, "dave", "goodwill")
+		w.run("see the second contest", w.page("#/run/goodwill-steered"), waitText("#mrp-state", "OPTIONS"))
 		w.run("pause", chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls summary`)), chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
 			chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)),
 			press(`details.mrp-controls button[data-trigger="pause"]`), waitText("#status", "Asked for pause"))
 		deadline = time.Now().Add(15 * time.Second)
 		for {
-			v := w.status("goodwill").View.(workflow.View)
+			v := w.status("goodwill-steered").View.(workflow.View)
 			k := slices.IndexFunc(v.Journey, func(e mrp.Entry) bool { return e.Trigger == mrp.Pause })
 			if k >= 0 {
 				if e := v.Journey[k]; e.ActorID != "finance-lead" || e.To != mrp.Hold || e.Rejected != "" {
@@ -661,7 +674,7 @@ func TestBrowser(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		w.checkStrip("goodwill")
+		w.checkStrip("goodwill-steered")
 
 		// ESCALATE and EXIT are drawn as HOLD and DECIDE on the strip, and
 		// named in an alarm beside it.
@@ -670,7 +683,7 @@ func TestBrowser(t *testing.T) {
 			w.run(trigger, chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="`+trigger+`"]`)),
 				press(`details.mrp-controls button[data-trigger="`+trigger+`"]`),
 				waitText("#mrp-state", state), waitText("#mrp-alarm", alarm))
-			w.checkStrip("goodwill")
+			w.checkStrip("goodwill-steered")
 		}
 		steer("escalate", "ESCALATE", "ESCALATE: handed to a person")
 		strip := w.stripCells()
@@ -680,7 +693,7 @@ func TestBrowser(t *testing.T) {
 		w.shot("8-escalated")
 		w.run("resume", press(`details.mrp-controls button[data-trigger="resume"]`), waitText("#mrp-state", "HOLD"),
 			chromedp.WaitNotPresent(chromedp.CSS("#mrp-alarm")))
-		w.checkStrip("goodwill")
+		w.checkStrip("goodwill-steered")
 		steer("exit", "EXIT", "EXIT: the turn closed")
 		if strip := w.stripCells(); strip[len(strip)-1] != "DECIDE" {
 			t.Fatalf("EXIT drawn as %s", strip[len(strip)-1])

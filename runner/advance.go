@@ -193,7 +193,8 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 			return "", fmt.Errorf("workflow init state: %w", err)
 		}
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
-			Control: r.machine.Initial(), State: sv, Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
+			Control: r.machine.Initial(), Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
+		t.cp.setState(sv)
 		t.cp.Budget = r.openLedger(t, false)
 		return r.cfg.PlatformDigest, nil
 	} else if err != nil && store.CodeOf(err) != store.CodeNotFound && store.CodeOf(err) != store.CodeCorrupt {
@@ -366,7 +367,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
 		return err
 	}
-	state, err := canonBytes(t.cp.State)
+	state, err := t.cp.stateBytes()
 	if err != nil {
 		return err
 	}
@@ -385,7 +386,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 		if err != nil {
 			return fmt.Errorf("workflow state: %w", err)
 		}
-		t.cp.State = sv
+		t.cp.setState(sv)
 		t.cp.Completion = d.Completion
 		for _, e := range d.Effects {
 			oe, err := planned(e)
@@ -398,7 +399,10 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 		refusal, _ := cjson.Marshal(map[string]any{"kind": "input_refused", "seq": in.Seq, "reason": d.Refusal})
 		t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "refusal", Body: refusal})
 	}
-	stateDigest, _ := cjson.DigestOf(t.cp.State)
+	stateDigest := ""
+	if b, err := t.cp.stateBytes(); err == nil {
+		stateDigest = cjson.Digest(b)
+	}
 	return r.fire(t, "EPOCH_STABLE", map[string]bool{"frontier_passed": true},
 		map[string]any{"frontier_receipt": map[string]any{"accepted": in.Seq}, "state_digest": stateDigest, "support_digest": in.Digest})
 }
@@ -638,7 +642,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			return true, nil
 		}
 		if aa, ok := t.wf.(ApprovalAuthorizer); ok {
-			state, err := canonBytes(t.cp.State)
+			state, err := t.cp.stateBytes()
 			if err != nil {
 				return true, err
 			}
@@ -1147,10 +1151,11 @@ func (r *Runner) verify(t *tick) error {
 // keeps taking inputs and never gets anything done ends NO_PROGRESS instead
 // of looping forever.
 func (r *Runner) observeRound(t *tick) (bool, error) {
-	state, err := cjson.DigestOf(t.cp.State)
+	sb, err := t.cp.stateBytes()
 	if err != nil {
 		return false, err
 	}
+	state := cjson.Digest(sb)
 	open, err := cjson.DigestOf(t.cp.Open)
 	if err != nil {
 		return false, err

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
 
 	"flrh.dev/flrh/cjson"
@@ -41,6 +42,13 @@ type checkpoint struct {
 	// Budget is the run's budget ledger (budget.go); checkpoints written
 	// before runs kept one have none.
 	Budget *budgetLedger `json:"budget,omitempty"`
+
+	// alone and embedded cache the canonical bytes of State, which grows
+	// with every step (the Journey Strip) and is read as bytes several times
+	// a step: alone is State encoded on its own (what Decide reads and what
+	// state digests cover), embedded is State as it is written inside the
+	// checkpoint. nil means not yet computed; setState clears both.
+	alone, embedded []byte
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.
@@ -68,7 +76,105 @@ const (
 	stageUnknown          = "unknown"
 )
 
-func (c *checkpoint) encode() ([]byte, error) { return cjson.Marshal(c) }
+// setState replaces the workflow state and drops its cached encodings.
+func (c *checkpoint) setState(v any) {
+	c.State, c.alone, c.embedded = v, nil, nil
+}
+
+// stateBytes returns the canonical bytes of State on its own, encoding it
+// at most once per state.
+func (c *checkpoint) stateBytes() ([]byte, error) {
+	if c.alone != nil {
+		return c.alone, nil
+	}
+	// Where State's own root kind names set-like members, or where State
+	// sits at the depth limit once nested, its encoding alone and its
+	// encoding inside the checkpoint may differ: encode it alone.
+	if e, err := c.stateEmbedded(); err == nil && !ownSets(c.State) {
+		c.alone = e
+		return e, nil
+	}
+	b, err := canonBytes(c.State)
+	if err != nil {
+		return nil, err
+	}
+	c.alone = b
+	return b, nil
+}
+
+// stateEmbedded returns the bytes State has inside the checkpoint: as the
+// value of a member of a struct whose kind names no set-like members, one
+// level deep.
+func (c *checkpoint) stateEmbedded() ([]byte, error) {
+	if c.embedded != nil {
+		return c.embedded, nil
+	}
+	// A struct with one member of State's Go type takes the same path
+	// through the encoder (and its depth count) as the checkpoint does.
+	b, err := cjson.Marshal(stateHolder{V: c.State})
+	if err != nil {
+		return nil, err
+	}
+	c.embedded = b[len(`{"v":`) : len(b)-1]
+	return c.embedded, nil
+}
+
+type stateHolder struct {
+	V any `json:"v"`
+}
+
+// ownSets reports whether v, encoded as a document of its own, is a root
+// object whose kind gives it set-like members.
+func ownSets(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v != nil && !isPlain(v)
+	}
+	k, ok := m["kind"].(string)
+	return ok && cjson.SetLikePaths(k) != nil
+}
+
+// isPlain reports whether v is a scalar or array of the cjson value model,
+// whose encoding alone has no set-like members.
+func isPlain(v any) bool {
+	switch v.(type) {
+	case bool, string, int64, int, []any:
+		return true
+	}
+	return false
+}
+
+// stateMarker is what encode writes where State belongs before splicing
+// State's cached bytes in: the members that follow "state" in a
+// checkpoint (transitions, workflow_digest, workflow_id) are a number and
+// two strings, in which an unescaped quote cannot occur, so the last
+// occurrence of the marker is the checkpoint's own member.
+const stateMarker = `,"state":null,"transitions":`
+
+// encode returns the checkpoint's canonical bytes. State is encoded once
+// per state (stateEmbedded) and spliced in, rather than re-encoded with
+// every checkpoint; the bytes are those cjson.Marshal(c) writes.
+func (c *checkpoint) encode() ([]byte, error) {
+	state, err := c.stateEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	rest := *c
+	rest.State = nil
+	b, err := cjson.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.LastIndex(b, []byte(stateMarker))
+	if at < 0 {
+		return cjson.Marshal(c) // not reached: State is never omitted
+	}
+	at += len(`,"state":`)
+	out := make([]byte, 0, len(b)-len("null")+len(state))
+	out = append(out, b[:at]...)
+	out = append(out, state...)
+	return append(out, b[at+len("null"):]...), nil
+}
 
 // decodeCheckpoint reads a stored checkpoint and refuses anything it cannot
 // trust: a digest that does not match, another kind, a newer format, a

@@ -89,7 +89,7 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 	d := derived{seq: stored.Seq, digest: stored.Digest, format: stored.FormatVersion, workflowDigest: wf.Digest(),
 		accepted: cp.Accepted, open: len(cp.Open), budget: cp.Budget.status()}
 	if v, ok := wf.(Viewer); ok {
-		if state, err := canonBytes(cp.State); err == nil {
+		if state, err := cp.stateBytes(); err == nil {
 			if view, err := v.View(state); err == nil {
 				d.view = view
 			}

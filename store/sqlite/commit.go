@@ -189,14 +189,26 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
 			return err
 		}
-		for _, tr := range tick.Trace {
-			traceSeq++
-			body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: traceSeq}, tr.Body)
-			if err != nil {
-				return err
+		// Trace records, like events, go in a few hundred rows per statement:
+		// a tick writes several, and each statement costs more than its rows.
+		for start := 0; start < len(tick.Trace); start += 500 {
+			chunk := tick.Trace[start:min(start+500, len(tick.Trace))]
+			var q strings.Builder
+			args := make([]any, 0, 5*len(chunk))
+			q.WriteString(`INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES `)
+			for i, tr := range chunk {
+				traceSeq++
+				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: traceSeq}, tr.Body)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?)")
+				args = append(args, lease.RunID, traceSeq, tr.Kind, body, ts)
 			}
-			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-				lease.RunID, traceSeq, tr.Kind, body, ts); err != nil {
+			if _, err := s.exec(ctx, tx, q.String(), args...); err != nil {
 				return err
 			}
 		}

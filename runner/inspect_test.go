@@ -2,10 +2,14 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
 )
 
 // inspectFresh is Inspect with nothing remembered.
@@ -110,5 +114,88 @@ func TestStatusCacheIsBounded(t *testing.T) {
 	c.put(id, derived{seq: -1})
 	if len(c.m) != maxStatuses || c.m[id].seq != -1 {
 		t.Fatalf("update: %d entries, %+v", len(c.m), c.m[id])
+	}
+}
+
+// movingStore runs the next of its moves just before each checkpoint read:
+// a commit landing between Inspect's read of a run's header and its read
+// of the checkpoint.
+type movingStore struct {
+	store.Store
+	moves []func()
+}
+
+func (m *movingStore) Unwrap() store.Store { return m.Store }
+
+func (m *movingStore) Checkpoint(ctx context.Context, id string) (store.Checkpoint, error) {
+	if len(m.moves) > 0 {
+		move := m.moves[0]
+		m.moves = m.moves[1:]
+		move()
+	}
+	return m.Store.Checkpoint(ctx, id)
+}
+
+// A run that moves while Inspect reads it is shown as of one commit: the
+// header and the status derived from the checkpoint never come from
+// different moments (a run still waiting beside no approval it waits for,
+// or WAIT_APPROVAL beside an outcome). Inspect answers what a read after
+// the moves answers.
+func TestInspectHeaderAndCheckpointAgreeWhileTheRunMoves(t *testing.T) {
+	both := `{"refunds":[{"id":"a","amount":900,"payee":"bob"},{"id":"b","amount":950,"payee":"eve"}]}`
+	for _, tc := range []struct {
+		name  string
+		input string
+		moves int // approvals granted and consumed, one per checkpoint read
+	}{
+		{"still", large, 0},
+		{"one commit between the reads", large, 1},
+		{"a commit between every read", both, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.start("run-m", tc.input)
+			approveNext := func() {
+				st, err := h.r.Inspect(ctx, "run-m")
+				if err != nil || len(st.Waiting) == 0 {
+					t.Fatalf("nothing to approve: %+v %v", st, err)
+				}
+				if err := h.r.Approve(ctx, "run-m", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+					t.Fatal(err)
+				}
+				h.idle()
+			}
+			ms := &movingStore{Store: h.store}
+			for range tc.moves {
+				ms.moves = append(ms.moves, approveNext)
+			}
+			reg := &effect.Registry{}
+			if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+				t.Fatal(err)
+			}
+			reader, err := New(Config{Store: ms, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg,
+				Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := h.run("run-m")
+			got, err := reader.Inspect(ctx, "run-m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ms.moves) != 0 {
+				t.Fatalf("%d moves never made", len(ms.moves))
+			}
+			want, werr := h.inspectFresh("run-m")
+			if werr != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("while moving Inspect gave %+v\nafter the moves it gives %+v (%v)", got, want, werr)
+			}
+			if moved := h.run("run-m").Head != before.Head; moved != (tc.moves > 0) {
+				t.Fatalf("the run moved: %v, want %v", moved, tc.moves > 0)
+			}
+			if tc.moves == 2 && (got.Run.Outcome != "success" || len(got.Waiting) != 0) {
+				t.Fatalf("after both approvals: %+v", got)
+			}
+		})
 	}
 }

@@ -37,20 +37,20 @@ type Status struct {
 // again costs a hash of its bytes instead of a decode. Status.View may be
 // shared with other callers and must not be modified.
 func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
-	run, err := r.cfg.Store.Run(ctx, runID)
-	if err != nil {
+	run, stored, found, err := r.readRun(ctx, runID)
+	if err != nil && run.ID == "" {
 		return Status{}, err
 	}
 	st := Status{Run: run, State: run.State}
-	wf, err := r.workflow(run)
+	wf, werr := r.workflow(run)
+	if werr != nil {
+		return st, werr
+	}
 	if err != nil {
 		return st, err
 	}
-	stored, err := r.cfg.Store.Checkpoint(ctx, runID)
-	if store.CodeOf(err) == store.CodeNotFound {
+	if !found {
 		return st, nil
-	} else if err != nil {
-		return st, err
 	}
 	d, ok := r.statuses.get(runID, stored, wf)
 	if !ok {
@@ -63,6 +63,47 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	st.Waiting = slices.Clone(d.waiting)
 	st.Unknown = slices.Clone(d.unknown)
 	return st, nil
+}
+
+// maxRereads bounds how often readRun reads a run again that keeps moving.
+const maxRereads = 8
+
+// readRun reads a run's header and its latest checkpoint as of one commit.
+// The two are separate reads, and a commit may land between them: a header
+// from before it beside a checkpoint from after it would show, say, a run
+// still PLANNING that already waits for an approval. Every commit that
+// moves the head writes the checkpoint that follows the new head in the
+// same transaction, so the pair is consistent when the checkpoint follows
+// the header's head (no checkpoint: head 0). When it does not, the header
+// is read again: if it moved, the pair is read anew; if it stayed, the
+// store itself holds them apart (a run quarantined for exactly that) and
+// the pair is returned as it is, for the caller to show or refuse. A run
+// that keeps moving past maxRereads is returned as last read. found is
+// false when the run has no checkpoint; a Run error leaves run zero.
+func (r *Runner) readRun(ctx context.Context, runID string) (run store.Run, stored store.Checkpoint, found bool, err error) {
+	if run, err = r.cfg.Store.Run(ctx, runID); err != nil {
+		return store.Run{}, store.Checkpoint{}, false, err
+	}
+	for attempt := 0; ; attempt++ {
+		stored, err = r.cfg.Store.Checkpoint(ctx, runID)
+		found = err == nil
+		if store.CodeOf(err) == store.CodeNotFound {
+			stored, err = store.Checkpoint{}, nil
+		} else if err != nil {
+			return run, store.Checkpoint{}, false, err
+		}
+		if stored.Seq == run.Head || attempt == maxRereads {
+			return run, stored, found, nil
+		}
+		again, err := r.cfg.Store.Run(ctx, runID)
+		if err != nil {
+			return run, store.Checkpoint{}, false, err
+		}
+		if again.Head == run.Head && again.State == run.State {
+			return again, stored, found, nil
+		}
+		run = again
+	}
 }
 
 // derived is what Inspect reads out of one checkpoint.

@@ -542,7 +542,7 @@ func TestBackgroundLoopTimesOutARestingRun(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- b.r.Run(runCtx) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for b.run("run").State == "WAIT_APPROVAL" && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 		b.clock.Advance(2 * time.Second)

@@ -74,7 +74,7 @@ func TestRequestSpansParentTheirTicks(t *testing.T) {
 
 	// The last tick's span ends just after its commit; give it a moment.
 	var spans []sdktrace.ReadOnlySpan
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		spans = rec.Ended()
 		ticks := 0

@@ -442,7 +442,7 @@ func (w *world) stripCells() []string {
 // follows it through its event stream, so they must agree within seconds.
 func (w *world) checkStrip(id string) []string {
 	w.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		view, ok := w.status(id).View.(workflow.View)
 		if !ok {

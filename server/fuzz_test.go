@@ -140,7 +140,7 @@ func FuzzHandlers(f *testing.F) {
 func FuzzSteerHandlers(f *testing.F) {
 	fx := newBundleFixture(f)
 	fx.startBundleRun("support-agent", "fz-steer", refundRequest("r-9001", 60, "carol", "goodwill"))
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := fx.runner.Inspect(context.Background(), "fz-steer")
 		if v, ok := st.View.(workflow.View); err == nil && ok && v.MRPState == "OPTIONS" {

@@ -243,7 +243,7 @@ func (f *fixture) page(id, token string) RunPage {
 // waitFor polls a run's page until cond holds.
 func (f *fixture) waitFor(id, token, what string, cond func(RunPage) bool) RunPage {
 	f.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		p := f.page(id, token)
 		if cond(p) {

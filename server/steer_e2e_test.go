@@ -554,7 +554,7 @@ func TestWhyOfARefusal(t *testing.T) {
 	f := newBundleFixture(t)
 	f.startBundleRun("refund-agent", "why-1", refundRequest("r-6001", 40, "mallory", "damaged"))
 	var tickets []TicketRecord
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(tickets) == 0 && time.Now().Before(deadline) {
 		f.list("/v1/runs/why-1/tickets", "tickets", &tickets)
 		time.Sleep(20 * time.Millisecond)

@@ -620,7 +620,7 @@ func TestBrowser(t *testing.T) {
 		// the page draws the strip the workflow reports afterwards.
 		pick := shown[0]
 		w.run("choose", press(`article.offer button[data-act="choose"]`), waitText("#status", "Chose "+pick))
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		var chosen *mrp.Entry
 		for chosen == nil {
 			v := w.status("goodwill").View.(workflow.View)
@@ -659,7 +659,7 @@ func TestBrowser(t *testing.T) {
 		w.run("pause", chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls summary`)), chromedp.Click(chromedp.CSS(`details.mrp-controls summary`)),
 			chromedp.WaitVisible(chromedp.CSS(`details.mrp-controls button[data-trigger="pause"]`)),
 			press(`details.mrp-controls button[data-trigger="pause"]`), waitText("#status", "Asked for pause"))
-		deadline = time.Now().Add(15 * time.Second)
+		deadline = time.Now().Add(30 * time.Second)
 		for {
 			v := w.status("goodwill-steered").View.(workflow.View)
 			k := slices.IndexFunc(v.Journey, func(e mrp.Entry) bool { return e.Trigger == mrp.Pause })
@@ -722,7 +722,7 @@ func TestBrowser(t *testing.T) {
 		// from the proofs the server re-derives.
 		w.start("blocked-payee", 20, "mallory", "damaged item")
 		var proposal string
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for proposal == "" {
 			_, out := w.api("GET", "/v1/runs/blocked-payee/tickets", tokLead, nil)
 			if tks, _ := out["tickets"].([]any); len(tks) > 0 {

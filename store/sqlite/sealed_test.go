@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,18 +76,31 @@ func TestSealed(t *testing.T) {
 }
 
 // sealedDir is one temporary directory per (sub)test, shared by every
-// reopening within it.
+// reopening within it. The entry lives as long as the directory: a later
+// run of the same test (go test -count=N) gets a directory of its own
+// rather than the name of one already removed.
 func sealedDir(t *testing.T) string {
 	t.Helper()
+	sealedDirsMu.Lock()
+	defer sealedDirsMu.Unlock()
 	if d, ok := sealedDirs[t.Name()]; ok {
 		return d
 	}
 	d := t.TempDir()
 	sealedDirs[t.Name()] = d
+	name := t.Name()
+	t.Cleanup(func() {
+		sealedDirsMu.Lock()
+		delete(sealedDirs, name)
+		sealedDirsMu.Unlock()
+	})
 	return d
 }
 
-var sealedDirs = map[string]string{}
+var (
+	sealedDirsMu sync.Mutex
+	sealedDirs   = map[string]string{}
+)
 
 // Every byte of the database file and its WAL is free of the plaintext of
 // sealed checkpoints and trace records.

@@ -12,19 +12,52 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
 
-// buildFlrh builds the flrh binary once for the process tests.
+// buildFlrh builds the flrh binary once for the process tests: the first
+// caller builds it, the others share it. Building it for each test took a
+// link of the whole binary per test, enough on a loaded machine to run the
+// package past its timeout. The binary's directory is removed by TestMain.
 func buildFlrh(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "flrh")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	flrhBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "flrh-test-bin-")
+		if err != nil {
+			flrhBin.err = err
+			return
+		}
+		flrhBin.dir = dir
+		bin := filepath.Join(dir, "flrh")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			flrhBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		flrhBin.path = bin
+	})
+	if flrhBin.err != nil {
+		t.Fatal(flrhBin.err)
 	}
-	return bin
+	return flrhBin.path
+}
+
+// flrhBin is the binary buildFlrh built, or why it could not.
+var flrhBin struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if flrhBin.dir != "" {
+		os.RemoveAll(flrhBin.dir)
+	}
+	os.Exit(code)
 }
 
 // startSandbox runs "flrh sandbox" as its own process and returns its base URL.

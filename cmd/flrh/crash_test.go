@@ -44,6 +44,16 @@ func buildFlrh(t *testing.T) string {
 	return flrhBin.path
 }
 
+// crashLeaseTTL is the lease a runner that may be killed takes: after a
+// kill, resume waits (up to resumeWait) for it to lapse, so it is short;
+// but a runner that is not killed must renew it before it lapses, and on a
+// loaded machine a pass can stall for longer than a few hundred
+// milliseconds (300ms here saw a live runner fenced mid-pass).
+const (
+	crashLeaseTTL = "3s"
+	resumeWait    = "60s"
+)
+
 // flrhBin is the binary buildFlrh built, or why it could not.
 var flrhBin struct {
 	once sync.Once
@@ -147,7 +157,7 @@ func TestCrashAtEveryCutPoint(t *testing.T) {
 			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
 			dest := "--destination=" + base + "/v1/effects"
 			out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut},
-				"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", "300ms")
+				"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", crashLeaseTTL)
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("runner was not killed at %s: %v\n%s", c.cut, err, out)
@@ -155,7 +165,7 @@ func TestCrashAtEveryCutPoint(t *testing.T) {
 			if n := len(mutations(t, base)); n != c.before {
 				t.Fatalf("right after the crash the destination has %d mutations, want %d", n, c.before)
 			}
-			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", "10s")
+			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", resumeWait)
 			if err != nil {
 				t.Fatalf("resume: %v\n%s", err, out)
 			}
@@ -256,10 +266,10 @@ func TestCrashCampaign(t *testing.T) {
 			dest := "--destination=" + base + "/v1/effects"
 			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + cut}
 			input := fmt.Sprintf(`{"refunds":[{"id":"x%d","amount":%d,"payee":"bob","reason":"r"}]}`, i, amount)
-			out, err := flrh(bin, crash, "run", "start", "builtin:refund-agent", "--id", "r", "--input-json", input, storeFlag, dest, "--lease-ttl", "300ms")
+			out, err := flrh(bin, crash, "run", "start", "builtin:refund-agent", "--id", "r", "--input-json", input, storeFlag, dest, "--lease-ttl", crashLeaseTTL)
 			killed := err != nil
 			if !killed && strings.Contains(out, "WAIT_APPROVAL") {
-				out, err = flrh(bin, crash, "approve", "r", fmt.Sprintf("approval:x%d", i), "--as", "alice", storeFlag, dest, "--lease-ttl", "300ms")
+				out, err = flrh(bin, crash, "approve", "r", fmt.Sprintf("approval:x%d", i), "--as", "alice", storeFlag, dest, "--lease-ttl", crashLeaseTTL)
 				killed = err != nil
 			}
 			if killed {
@@ -268,7 +278,7 @@ func TestCrashCampaign(t *testing.T) {
 					t.Fatalf("runner failed without being killed: %v\n%s", err, out)
 				}
 			}
-			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", "10s")
+			out, err = flrh(bin, nil, "run", "resume", "r", storeFlag, dest, "--wait", resumeWait)
 			if err != nil {
 				t.Fatalf("resume: %v\n%s", err, out)
 			}

@@ -107,7 +107,9 @@ func (w *Workflow) Decide(state []byte, in runner.Accepted) (runner.Decision, er
 	if err != nil {
 		return runner.Decision{}, err
 	}
-	d := runner.Decision{State: r.State, Completion: runner.Completion(r.Completion), Refusal: r.Refusal}
+	// The workflow writes its state with cjson.Marshal under its own state
+	// kind, which has no set-like members.
+	d := runner.Decision{State: r.State, StateCanonical: true, Completion: runner.Completion(r.Completion), Refusal: r.Refusal}
 	for _, e := range r.Effects {
 		d.Effects = append(d.Effects, plan(e))
 	}

@@ -382,11 +382,13 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 		t.cp.RoundSteered = true
 	}
 	if d.Refusal == "" {
-		sv, err := canonValue(d.State)
-		if err != nil {
-			return fmt.Errorf("workflow state: %w", err)
+		if !d.StateCanonical || !t.cp.setCanonical(d.State) {
+			sv, err := canonValue(d.State)
+			if err != nil {
+				return fmt.Errorf("workflow state: %w", err)
+			}
+			t.cp.setState(sv)
 		}
-		t.cp.setState(sv)
 		t.cp.Completion = d.Completion
 		for _, e := range d.Effects {
 			oe, err := planned(e)

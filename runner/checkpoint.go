@@ -43,7 +43,8 @@ type checkpoint struct {
 	// before runs kept one have none.
 	Budget *budgetLedger `json:"budget,omitempty"`
 
-	// alone and embedded cache the canonical bytes of State, which grows
+	// alone and embedded cache the canonical bytes of State (which is nil
+	// when the state was kept as the workflow's bytes, setCanonical), which grows
 	// with every step (the Journey Strip) and is read as bytes several times
 	// a step: alone is State encoded on its own (what Decide reads and what
 	// state digests cover), embedded is State as it is written inside the
@@ -79,6 +80,45 @@ const (
 // setState replaces the workflow state and drops its cached encodings.
 func (c *checkpoint) setState(v any) {
 	c.State, c.alone, c.embedded = v, nil, nil
+}
+
+// setCanonical makes b, canonical bytes of a value whose root kind has no
+// set-like members, the workflow state without decoding it: its bytes alone
+// and embedded are b itself. State stays nil; what reads the state reads it
+// through stateBytes and stateEmbedded. It refuses (false, nothing changed)
+// bytes nested so deep that their encoding inside the checkpoint could
+// differ.
+func (c *checkpoint) setCanonical(b []byte) bool {
+	if nesting(b) >= cjson.MaxDepth-2 || len(b) == 0 {
+		return false
+	}
+	c.State, c.alone, c.embedded = nil, b, b
+	return true
+}
+
+// nesting is how deep arrays and objects nest in JSON text b (strings
+// skipped), at most as deep as cjson admits anything.
+func nesting(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // stateBytes returns the canonical bytes of State on its own, encoding it

@@ -100,3 +100,48 @@ func TestCheckpointStateForms(t *testing.T) {
 type fatalf func(string, ...any)
 
 func (f fatalf) Fatalf(format string, args ...any) { f(format, args...) }
+
+// TestCheckpointCanonicalStateMatchesMarshal holds a state kept as the
+// workflow's canonical bytes (setCanonical) to the same checkpoint and
+// state bytes as the decoded value gives, and checks that states nested
+// near the limit are refused and take the decoding path.
+func TestCheckpointCanonicalStateMatchesMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		state := genJSON(4).Draw(rt, "state")
+		if ownSets(state) {
+			rt.Skip("a root kind with set-like members is outside setCanonical's contract")
+		}
+		b, err := cjson.Encode(state)
+		if err != nil {
+			rt.Skip("not encodable")
+		}
+		ref := &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, Open: []openEffect{}, Ingest: []pendingReceipt{},
+			Transitions: rapid.Int64Range(0, 99).Draw(rt, "transitions")}
+		ref.setState(state)
+		kept := *ref
+		if !kept.setCanonical(b) {
+			rt.Fatalf("setCanonical refused %s", b)
+		}
+		want, werr := cjson.Marshal(ref)
+		got, gerr := kept.encode()
+		if werr != nil || gerr != nil || !bytes.Equal(got, want) {
+			rt.Fatalf("encode = %s, %v; cjson.Marshal = %s, %v", got, gerr, want, werr)
+		}
+		sb, err := kept.stateBytes()
+		if err != nil || !bytes.Equal(sb, b) {
+			rt.Fatalf("stateBytes = %s, %v; want %s", sb, err, b)
+		}
+	})
+	deep := "leaf"
+	for range cjson.MaxDepth - 2 {
+		deep = `["x",` + deep + "]"
+	}
+	deep = `{"a":"[[[","b":` + strings.Replace(deep, `"leaf"`, `"\"]]"`, 1) + "}"
+	if n := nesting([]byte(deep)); n != cjson.MaxDepth-1 {
+		t.Fatalf("nesting = %d, want %d", n, cjson.MaxDepth-1)
+	}
+	cp := &checkpoint{}
+	if cp.setCanonical([]byte(deep)) || cp.alone != nil {
+		t.Fatal("setCanonical kept a state nested at the limit")
+	}
+}

@@ -42,11 +42,16 @@ type Accepted struct {
 
 // Decision is what the workflow decided about one accepted input.
 type Decision struct {
-	State      []byte // the next state, canonical JSON
-	Effects    []EffectPlan
-	Completion Completion
-	Refusal    string              // why the input was refused ("" if it was not); the state must not change
-	Trace      []store.TraceRecord // the turn's record (FHR, provenance), never authoritative
+	State []byte // the next state, canonical JSON
+	// StateCanonical vouches that State is cjson's own encoding of a value
+	// whose root kind has no set-like members (as cjson.Marshal of a
+	// workflow's state struct writes it). The runner then keeps the bytes
+	// as they are instead of decoding and re-encoding them to be sure.
+	StateCanonical bool
+	Effects        []EffectPlan
+	Completion     Completion
+	Refusal        string              // why the input was refused ("" if it was not); the state must not change
+	Trace          []store.TraceRecord // the turn's record (FHR, provenance), never authoritative
 }
 
 // Completion says whether the run is done once its effects are closed.

@@ -186,17 +186,26 @@ func (p *serveProc) stopped() bool {
 // startRefund starts a refund run through a serve process's API.
 func startRefund(t *testing.T, base, runID string, amount int) {
 	t.Helper()
+	if err := postRefund(base, runID, amount); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postRefund asks a serve process to start a refund run; an error says
+// why it did not answer 201 Created.
+func postRefund(base, runID string, amount int) error {
 	body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"refunds":[{"id":"%s-r","amount":%d,"payee":"p-%s","reason":"damaged item"}]}}`,
 		runID, runID, amount, runID)
 	resp, err := http.Post(base+"/v1/runs", "application/json", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("start %s: %w", runID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("start %s: %s %s", runID, resp.Status, b)
+		return fmt.Errorf("start %s: %s %s", runID, resp.Status, b)
 	}
+	return nil
 }
 
 func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
@@ -379,7 +388,11 @@ func TestSplitBrainRunnerProcesses(t *testing.T) {
 			sb := startQuietSandbox(t, bin)
 			common := []string{"--store", storeURL, "--runners", "1", "--lease-ttl", "1s", "--destination", sb + "/v1/effects"}
 			a := startServe(t, bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut, "FLRH_FAULT_ACTION=stop"}, common...)
-			startRefund(t, a.base, "sb-1", 42)
+			// A's runner may reach its cut, and the whole process stop,
+			// before its handler has answered the start: the answer is
+			// awaited once A is resumed, not before it stops.
+			started := make(chan error, 1)
+			go func() { started <- postRefund(a.base, "sb-1", 42) }()
 			eventually(t, "A stopped at "+c.cut, 30*time.Second, a.stopped)
 			held, err := st.Run(ctx, "sb-1")
 			if err != nil {
@@ -432,6 +445,14 @@ func TestSplitBrainRunnerProcesses(t *testing.T) {
 					t.Fatalf("run finished under %q generation %d; want B (%s) above %d", before.Run.Lease.Owner, before.Run.Lease.Generation, b.owner(), held.Lease.Generation)
 				}
 				resumeAndCheck(t, a, st, sb, before, c.aSays, 1)
+			}
+			select {
+			case err := <-started:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("A, resumed, never answered the start of sb-1")
 			}
 			eventually(t, "the run finishing", 60*time.Second, func() bool {
 				r, err := st.Run(ctx, "sb-1")

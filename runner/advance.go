@@ -322,12 +322,14 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	}
 	rec := res.Record
 	if res.Rejection != nil {
-		t.pending.Events = append(t.pending.Events, store.Event{Kind: EventRejected, Body: body, Digest: store.BodyDigest(body)})
-		t.wire = append(t.wire, tripwire.Event{Kind: EventRejected, Digest: store.BodyDigest(body), Record: &rec})
+		d := store.BodyDigest(body)
+		t.pending.Events = append(t.pending.Events, store.Event{Kind: EventRejected, Body: body, Digest: d})
+		t.wire = append(t.wire, tripwire.Event{Kind: EventRejected, Digest: d, Record: &rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
-	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventControl, Body: body, Digest: store.BodyDigest(body)})
-	t.wire = append(t.wire, tripwire.Event{Kind: EventControl, Digest: store.BodyDigest(body), Record: &rec})
+	d := store.BodyDigest(body)
+	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventControl, Body: body, Digest: d})
+	t.wire = append(t.wire, tripwire.Event{Kind: EventControl, Digest: d, Record: &rec})
 	next := res.Next
 	next.Context = nil
 	t.cp.Control = next
@@ -358,8 +360,9 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	if err != nil {
 		return err
 	}
-	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: store.BodyDigest(body)})
-	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: store.BodyDigest(body), Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}})
+	digest := store.BodyDigest(body)
+	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: digest})
+	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
@@ -722,10 +725,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		if e.Stage != stagePlanned {
 			continue
 		}
-		if err := r.bindContent(e); err != nil {
-			return err
-		}
-		body, err := canonBytes(e.Intent)
+		body, err := r.bindContent(e)
 		if err != nil {
 			return err
 		}
@@ -759,30 +759,36 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 
 // bindContent binds the idempotency key to the digest of exactly what the
 // adapter will send, when the adapter can say (effect.ContentDigester): an
-// HTTP adapter wraps the payload in a request envelope.
-func (r *Runner) bindContent(e *openEffect) error {
-	intent, err := protocolIntent(e.Intent)
+// HTTP adapter wraps the payload in a request envelope. It returns the
+// intent's canonical bytes, which it encodes on the way (binding changes
+// the open effect's content digest, never its intent).
+func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
+	body, err := canonBytes(e.Intent)
 	if err != nil {
-		return fmt.Errorf("intent %s: %w", e.IntentID, err)
+		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
+	}
+	var intent protocol.EffectIntent
+	if err := decodeInto(body, &intent); err != nil {
+		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
 	a, err := r.cfg.Adapters.For(intent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cd, ok := a.(effect.ContentDigester)
 	if !ok {
-		return nil
+		return body, nil
 	}
 	payload, err := canonBytes(e.Payload)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d, err := cd.ContentDigest(effect.Intent{Effect: intent, Payload: payload})
 	if err != nil {
-		return fmt.Errorf("intent %s: %w", e.IntentID, err)
+		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
 	e.ContentDigest = d
-	return nil
+	return body, nil
 }
 
 func effectType(intent any) string {

@@ -186,8 +186,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		}
 
 		var traceSeq int64
-		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
-			return err
+		if len(tick.Trace) > 0 {
+			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
+				return err
+			}
 		}
 		// Trace records, like events, go in a few hundred rows per statement:
 		// a tick writes several, and each statement costs more than its rows.

@@ -32,6 +32,11 @@ func TestRunnersSurviveServerRestarts(t *testing.T) {
 	schema := freshSchema(t)
 	sb, err := sandbox.New(sandbox.Options{})
 	must(t, err)
+	// Every payment takes a little while at the destination, so that the
+	// campaign outlasts a restart however fast the machine is: on a quiet
+	// machine the runners would otherwise finish every refund in the time
+	// one restart takes, and the next restart would find nothing in flight.
+	must(t, sb.Inject(sandbox.Fault{DelayMillis: 150}))
 	wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	const runners, runs, restarts = 3, 480, 2
 	rs := make([]*runner.Runner, runners)

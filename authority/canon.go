@@ -19,7 +19,12 @@ import (
 // writes with cjson.Marshal of the same value.
 type canonWriter struct {
 	b     []byte
-	last  [8]string // last key written at each open object level
+	// last locates the last key written at each open object level inside
+	// b (offset and length; length 0 for none yet). Keys are appended raw,
+	// so b holds each one verbatim. Offsets rather than the key strings
+	// keep pointer stores, and with them the collector's write barriers,
+	// out of the per-key path.
+	last  [8]struct{ off, n int32 }
 	depth int
 	err   error
 	// pooled, when set, is where b came from and goes back to once
@@ -63,7 +68,7 @@ func (w *canonWriter) open() {
 	if w.depth > len(w.last) {
 		panic("authority: preimage nested too deep")
 	}
-	w.last[w.depth-1] = ""
+	w.last[w.depth-1].n = 0
 }
 
 func (w *canonWriter) close() {
@@ -73,14 +78,14 @@ func (w *canonWriter) close() {
 
 func (w *canonWriter) key(k string) {
 	top := w.depth - 1
-	if w.last[top] != "" {
-		if k <= w.last[top] && w.err == nil {
-			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + w.last[top] + ")"}
+	if l := w.last[top]; l.n != 0 {
+		if prev := w.b[l.off : l.off+l.n]; k <= string(prev) && w.err == nil {
+			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + string(prev) + ")"}
 		}
 		w.b = append(w.b, ',')
 	}
-	w.last[top] = k
 	w.b = append(w.b, '"')
+	w.last[top].off, w.last[top].n = int32(len(w.b)), int32(len(k))
 	w.b = append(w.b, k...) // keys are this package's own ASCII member names
 	w.b = append(w.b, '"', ':')
 }

@@ -18,7 +18,7 @@ import (
 // respectively); digest reports either. Tests compare every preimage it
 // writes with cjson.Marshal of the same value.
 type canonWriter struct {
-	b     []byte
+	b []byte
 	// last locates the last key written at each open object level inside
 	// b (offset and length; length 0 for none yet). Keys are appended raw,
 	// so b holds each one verbatim. Offsets rather than the key strings

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -144,4 +145,45 @@ func TestValueWriterMatchesCjson(t *testing.T) {
 			t.Errorf("%#v was written", bad)
 		}
 	}
+}
+
+// TestCanonWriterKeyOrderProperty: the writer fails exactly when some
+// object's keys are not strictly increasing, at any nesting level; a
+// nested object's keys count neither against its parent's nor against an
+// earlier sibling object's.
+func TestCanonWriterKeyOrderProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		keyGen := rapid.StringMatching(`[a-d]{1,3}`)
+		outer := rapid.SliceOfN(keyGen, 1, 6).Draw(rt, "outer")
+		inner := rapid.SliceOfN(keyGen, 1, 6).Draw(rt, "inner")
+		nested := rapid.SliceOfN(rapid.Bool(), len(outer), len(outer)).Draw(rt, "nested")
+		increasing := func(ks []string) bool {
+			for i := 1; i < len(ks); i++ {
+				if ks[i] <= ks[i-1] {
+					return false
+				}
+			}
+			return true
+		}
+		w := canonWriter{}
+		w.open()
+		for i, k := range outer {
+			if !nested[i] {
+				w.str(k, "v")
+				continue
+			}
+			w.key(k)
+			w.open()
+			for _, ik := range inner {
+				w.num(ik, 1)
+			}
+			w.close()
+		}
+		w.close()
+		_, err := w.digest()
+		anyNested := slices.Contains(nested, true)
+		if want := increasing(outer) && (!anyNested || increasing(inner)); (err == nil) != want {
+			rt.Fatalf("outer %q inner %q (nested %v): err %v, want ok=%v", outer, inner, nested, err, want)
+		}
+	})
 }

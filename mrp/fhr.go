@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -51,19 +52,35 @@ type FHR struct {
 	Digest string `json:"fhr_digest"`
 }
 
+// sealBufs recycles seal preimage buffers (as the authority package's
+// preimage writers do, decision 0608): the preimage is hashed once and
+// dropped, and a buffer is always written from length zero, so recycling
+// changes no byte of any digest. The writer would otherwise allocate a
+// fresh buffer on every seal. The digest string is built from the hash
+// sum, never from the buffer.
+var sealBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
 // Seal computes the record's digest: the SHA-256 of its canonical bytes
 // (flrh-cjson/1) with an empty fhr_digest member. The bytes are written
 // directly, without reflection; a test holds them equal to cjson.Marshal.
 func (f FHR) Seal() (FHR, error) {
 	f.Kind = "FHR"
 	f.Digest = ""
-	w := fhrWriter{b: make([]byte, 0, 2048)}
+	p := sealBufs.Get().(*[]byte)
+	w := fhrWriter{b: (*p)[:0]}
 	w.fhr(f)
-	if w.err != nil {
-		return FHR{}, w.err
+	err, sum := w.err, sha256.Sum256(w.b)
+	if cap(w.b) <= 64<<10 { // an outsized buffer is left to the collector
+		*p = w.b[:0]
+		sealBufs.Put(p)
 	}
-	sum := sha256.Sum256(w.b)
-	f.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	if err != nil {
+		return FHR{}, err
+	}
+	var out [7 + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], sum[:])
+	f.Digest = string(out[:])
 	return f, nil
 }
 
@@ -81,8 +98,12 @@ func (w *fhrWriter) key(k string) {
 		w.b = append(w.b, ',')
 	}
 	w.first = false
-	w.b = cjson.AppendString(w.b, k)
-	w.b = append(w.b, ':')
+	// Keys are this file's own member names (lower-case ASCII and '_'),
+	// which need no escaping: written raw, byte for byte what
+	// cjson.AppendString would write.
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
 }
 
 func (w *fhrWriter) str(k, v string) {

@@ -127,7 +127,7 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 
 // decide is Decide, collecting explanations in why when it is not nil.
 func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, error) {
-	st, err := decodeState(stateJSON)
+	st, key, err := w.stateOf(stateJSON)
 	if err != nil {
 		return Result{}, err
 	}
@@ -193,7 +193,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	}
 
 	var effects []Effect
-	mat, err := w.materialize(stateJSON, st)
+	mat, err := w.materialize(key, st)
 	if err != nil {
 		return Result{}, err
 	}
@@ -244,11 +244,12 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	} else if w.completeWhen != nil && holds(mat, *w.completeWhen) {
 		completion = Complete
 	}
+	st.normalize()
 	next, err := st.encode()
 	if err != nil {
 		return Result{}, err
 	}
-	w.cache.put(cjson.Digest(next), mat)
+	w.cache.put(cjson.Digest(next), mat, st)
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/seam"
 )
@@ -199,7 +200,7 @@ func (w *Workflow) WhyFact(stateJSON []byte, text string) (*Explanation, error) 
 	if err != nil {
 		return nil, err
 	}
-	mat, err := w.materialize(stateJSON, st)
+	mat, err := w.materialize(cjson.Digest(stateJSON), st)
 	if err != nil {
 		return nil, err
 	}

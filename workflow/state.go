@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
@@ -111,6 +112,23 @@ func decodeState(b []byte) (*state, error) {
 }
 
 func (st *state) encode() ([]byte, error) { return cjson.Marshal(st) }
+
+// normalize puts the state in the form decoding its encoding gives, which
+// encodes to the same bytes: integer fact arguments as json.Number, no
+// empty list of offers. Decide keeps the state it encoded for the next
+// tick instead of decoding the document again.
+func (st *state) normalize() {
+	for i := range st.Supports {
+		for j, a := range st.Supports[i].Args {
+			if n, ok := a.(int64); ok {
+				st.Supports[i].Args[j] = json.Number(strconv.FormatInt(n, 10))
+			}
+		}
+	}
+	if len(st.Offered) == 0 {
+		st.Offered = nil
+	}
+}
 
 // plain converts a value decoded with json.Number into the cjson model
 // (int64 numbers), the form the pure packages read.

@@ -1,0 +1,57 @@
+package workflow
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// Every test in this package runs with each cached state checked against
+// the decoding of its document: the cache must hand Decide exactly the
+// state a replay without it would decode.
+func init() {
+	verifyCachedState = func(stateJSON []byte, st *state) error {
+		want, err := decodeState(stateJSON)
+		if err != nil {
+			return fmt.Errorf("cached state: its document does not decode: %w", err)
+		}
+		if !reflect.DeepEqual(want, st) {
+			return fmt.Errorf("cached state differs from its decoded document:\n%#v\n%#v", st, want)
+		}
+		return nil
+	}
+}
+
+// A tick leaves the state it encoded in the cache, and the next tick from
+// that document takes it (and decides as without the cache: see
+// TestCacheIsTransparent, which runs with the check above).
+func TestStateCacheIsUsed(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	s0, err := w.Init("run-state-cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := w.Decide(s0, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "late")})
+	if err != nil || r1.Refusal != "" {
+		t.Fatalf("first tick: %v %q", err, r1.Refusal)
+	}
+	key := cjson.Digest(r1.State)
+	if e := w.cache.m[key]; e == nil || e.st == nil {
+		t.Fatal("the first tick left no state in the cache")
+	}
+	r2, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")})
+	if err != nil || r2.Refusal != "" {
+		t.Fatalf("second tick: %v %q", err, r2.Refusal)
+	}
+	if e := w.cache.m[key]; e == nil || e.st != nil || e.mat == nil {
+		t.Fatal("the second tick did not take the cached state (or dropped the materialization)")
+	}
+	// Taken once: the same document again decodes, and decides the same.
+	r3, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")})
+	if x, y := resultBytes(t, r2, nil), resultBytes(t, r3, err); !bytes.Equal(x, y) {
+		t.Fatalf("deciding the same document again differs\n%s\n%s", x, y)
+	}
+}

@@ -1,8 +1,9 @@
 package authority
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -231,7 +232,10 @@ func (t Ticket) withRisk(risk string, required []string) Ticket {
 
 func sortedEffects(in []SideEffect) []SideEffect {
 	out := append([]SideEffect(nil), in...)
-	sort.Slice(out, func(i, j int) bool { return sideEffectRank[out[i]] < sideEffectRank[out[j]] })
+	// slices.SortFunc runs the same pattern-defeating quicksort as
+	// sort.Slice (the generic copy of it), so equal ranks keep the order
+	// they always had, without sort.Slice's reflective swapper.
+	slices.SortFunc(out, func(a, b SideEffect) int { return cmp.Compare(sideEffectRank[a], sideEffectRank[b]) })
 	return out
 }
 
@@ -249,8 +253,12 @@ func missingFields(t Ticket, required []string) []string {
 	if t.AssessedRisk == "" {
 		missing = append(missing, "assessed_risk")
 	}
-	req := append([]string(nil), required...)
-	sort.Strings(req)
+	req := required
+	if !slices.IsSorted(req) {
+		// Manifests normally list their parameters sorted; copy only
+		// when they do not, so the caller's slice is never reordered.
+		req = slices.Sorted(slices.Values(required))
+	}
 	for i, name := range req {
 		if i > 0 && req[i-1] == name {
 			continue

@@ -2,6 +2,8 @@ package authority
 
 import (
 	"errors"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -213,6 +215,58 @@ func TestTicketPropertiesRapid(t *testing.T) {
 		got := shaped.Parameters["amount"].(int64)
 		if got > amount || got > limit || (amount <= limit && got != amount) {
 			rt.Fatalf("shape %d under cap %d gave %d", amount, limit, got)
+		}
+	})
+}
+
+// TestMissingFieldsAndSortedEffectsMatchPlainDefinitions holds the
+// copy-free fast paths equal to their plain definitions (sort a copy of
+// the required names; sort.Slice the effects) and checks the caller's
+// slices are never reordered.
+func TestMissingFieldsAndSortedEffectsMatchPlainDefinitions(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		required := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "amount", "b", "body", "tone"}), 0, 6).Draw(rt, "required")
+		if rapid.Bool().Draw(rt, "sorted") {
+			slices.Sort(required)
+		}
+		params := map[string]any{}
+		for _, k := range rapid.SliceOfN(rapid.SampledFrom([]string{"a", "amount", "b", "body", "tone"}), 0, 5).Draw(rt, "present") {
+			params[k] = rapid.SampledFrom([]any{"x", "", nil, int64(1)}).Draw(rt, "v")
+		}
+		tk := Ticket{Action: "artifact.publish", Scope: rapid.SampledFrom([]string{"", "s"}).Draw(rt, "scope"), Parameters: params}
+		before := slices.Clone(required)
+		got := missingFields(tk, required)
+		if !slices.Equal(required, before) {
+			rt.Fatalf("missingFields reordered its argument: %q -> %q", before, required)
+		}
+		var want []string
+		if tk.Destination == "" {
+			want = append(want, "destination")
+		}
+		if tk.Scope == "" {
+			want = append(want, "scope")
+		}
+		want = append(want, "assessed_risk")
+		req := slices.Clone(before)
+		sort.Strings(req)
+		for i, name := range req {
+			if i > 0 && req[i-1] == name {
+				continue
+			}
+			if v, ok := params[name]; !ok || v == nil || v == "" {
+				want = append(want, "parameters/"+name)
+			}
+		}
+		if !slices.Equal(got, want) {
+			rt.Fatalf("missingFields(%q) = %q, want %q", before, got, want)
+		}
+
+		effects := rapid.SliceOfN(rapid.SampledFrom([]SideEffect{SideEffectNone, SideEffectRead, SideEffectWrite, SideEffectExternal, SideEffectIrreversible, "x.unknown", "y.unknown"}), 0, 8).Draw(rt, "effects")
+		ref := slices.Clone(effects)
+		sort.Slice(ref, func(i, j int) bool { return sideEffectRank[ref[i]] < sideEffectRank[ref[j]] })
+		inEffects := slices.Clone(effects)
+		if out := sortedEffects(effects); !slices.Equal(out, ref) || !slices.Equal(effects, inEffects) {
+			rt.Fatalf("sortedEffects(%q) = %q, want %q (argument now %q)", inEffects, out, ref, effects)
 		}
 	})
 }

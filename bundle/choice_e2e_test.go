@@ -235,3 +235,30 @@ func TestStatusShowsTheWorkflowView(t *testing.T) {
 		t.Fatalf("view %+v", v)
 	}
 }
+
+// The refund agent's goodwill contest: G3 and G4 offer different safe
+// paths and the run waits in OPTIONS; a person's choice settles it, the
+// refund is decided again under G2 alone and paid once. Before the gates
+// stood down on chosen(t, path), the choice led straight back to OPTIONS.
+func TestRefundAgentChoiceSettles(t *testing.T) {
+	h := newHarness(t, "refund-agent")
+	h.start("goodwill", refund("r-3001", 60, "carol", "goodwill"))
+	v, ok := h.status("goodwill").View.(workflow.View)
+	if !ok || v.MRPState != "OPTIONS" || len(v.Offers) != 1 {
+		t.Fatalf("want one offer in OPTIONS, got %+v", h.status("goodwill").View)
+	}
+	off := v.Offers[0]
+	if strings.Join(off.Options, ",") != "path:partial-refund,path:store-credit" {
+		t.Fatalf("options %v", off.Options)
+	}
+	if len(h.intents("goodwill")) != 0 {
+		t.Fatal("an intent before anyone chose")
+	}
+	h.choose("goodwill", off.ProposalID, "path:store-credit", chooser)
+	h.paid("goodwill")
+	v = h.status("goodwill").View.(workflow.View)
+	if len(v.Offers) != 0 || strings.Join(v.Strip, ",") != "HOLD,OPTIONS,DECIDE" {
+		t.Fatalf("after the choice: offers %+v, strip %v", v.Offers, v.Strip)
+	}
+	h.checkRecord("goodwill")
+}

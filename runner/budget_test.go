@@ -555,3 +555,132 @@ func TestBackgroundLoopTimesOutARestingRun(t *testing.T) {
 		t.Fatalf("a resting run past its budget is still %s", run.State)
 	}
 }
+
+// leaseCount wraps a store and counts the lease writes made on it (and the
+// run reads, to see that a sweep looked at a run at all).
+type leaseCount struct {
+	store.Store
+	mu     sync.Mutex
+	leases map[string]int // AcquireLease and RenewLease calls by run
+	reads  map[string]int // Run calls by run
+}
+
+func (c *leaseCount) Unwrap() store.Store { return c.Store }
+
+func (c *leaseCount) Run(ctx context.Context, id string) (store.Run, error) {
+	c.mu.Lock()
+	c.reads[id]++
+	c.mu.Unlock()
+	return c.Store.Run(ctx, id)
+}
+
+func (c *leaseCount) AcquireLease(ctx context.Context, id, owner string, ttl time.Duration) (store.Lease, error) {
+	c.mu.Lock()
+	c.leases[id]++
+	c.mu.Unlock()
+	return c.Store.AcquireLease(ctx, id, owner, ttl)
+}
+
+func (c *leaseCount) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	c.mu.Lock()
+	c.leases[l.RunID]++
+	c.mu.Unlock()
+	return c.Store.RenewLease(ctx, l, ttl)
+}
+
+func (c *leaseCount) counts(id string) (leases, reads int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leases[id], c.reads[id]
+}
+
+// A deadline sweep decides from the stored budget ledger which resting runs
+// could be past their time budget: over runs resting within it, it takes
+// no lease; once they are past it, it takes each lease and times them out.
+// Both background loops (walking live runs, and claiming) sweep this way.
+func TestSweepLeasesOnlyRunsPastTheirBudget(t *testing.T) {
+	for _, claiming := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claiming=%v", claiming), func(t *testing.T) {
+			b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+			runs := []string{"r1", "r2", "r3"}
+			for _, id := range runs {
+				b.pay(id, 0, 500)
+				if s := b.run(id).State; s != "WAIT_APPROVAL" {
+					t.Fatalf("%s: state %s", id, s)
+				}
+			}
+			w := &leaseCount{Store: b.store, leases: map[string]int{}, reads: map[string]int{}}
+			cfg := Config{Store: w, Workflows: b.r.cfg.Workflows, Adapters: b.r.cfg.Adapters, Contract: b.r.cfg.Contract,
+				Reconcile: b.r.cfg.Reconcile, Clock: b.clock.Now, Sleep: b.clock.Sleep, Poll: 5 * time.Millisecond, DeadlineSweep: 20 * time.Second}
+			if claiming {
+				cfg.Claimer = &listClaimer{st: b.store}
+			}
+			r, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// sweep runs the background loop until a sweep has looked at
+			// every run and done returns true.
+			sweep := func(done func() bool) {
+				t.Helper()
+				r.mu.Lock()
+				r.lastSweep = b.clock.Now().Add(-time.Hour) // a sweep is due at once
+				r.mu.Unlock()
+				before := map[string]int{}
+				for _, id := range runs {
+					_, before[id] = w.counts(id)
+				}
+				loop, stop := context.WithCancel(ctx)
+				exited := make(chan error, 1)
+				go func() { exited <- r.Run(loop) }()
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					looked := true
+					for _, id := range runs {
+						_, reads := w.counts(id)
+						looked = looked && reads > before[id]
+					}
+					if looked && done() {
+						break
+					}
+					if time.Now().After(deadline) {
+						stop()
+						<-exited
+						t.Fatal("the sweep did not finish")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				stop()
+				if err := <-exited; err != nil { // every pass in flight has ended
+					t.Fatal(err)
+				}
+			}
+
+			b.clock.Advance(9 * time.Second) // within the 10 s budget
+			sweep(func() bool { return true })
+			for _, id := range runs {
+				if leases, _ := w.counts(id); leases != 0 {
+					t.Errorf("%s: a sweep within budget took %d leases", id, leases)
+				}
+				if s := b.run(id).State; s != "WAIT_APPROVAL" {
+					t.Errorf("%s: state %s after a sweep within budget", id, s)
+				}
+			}
+
+			b.clock.Advance(2 * time.Second) // 11 s resting: past it
+			sweep(func() bool {
+				for _, id := range runs {
+					if b.run(id).State != "TIMED_OUT" {
+						return false
+					}
+				}
+				return true
+			})
+			for _, id := range runs {
+				if leases, _ := w.counts(id); leases == 0 {
+					t.Errorf("%s: timed out without a lease", id)
+				}
+			}
+		})
+	}
+}

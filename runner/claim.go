@@ -69,12 +69,15 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 	done := make(chan passDone, par)
 	var wg sync.WaitGroup
 	inflight := 0
-	start := func(runID string, tries int) { // the caller has marked runID busy
+	start := func(runID string, tries int, swept bool) { // the caller has marked runID busy
 		inflight++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			retry := r.claimedPass(passCtx, runID, tries)
+			retry := false
+			if !swept || r.sweepNeeds(passCtx, runID) {
+				retry = r.claimedPass(passCtx, runID, tries)
+			}
 			r.release(runID)
 			done <- passDone{runID: runID, tries: tries, retry: retry}
 		}()
@@ -90,7 +93,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 		kept := retries[:0]
 		for _, rp := range retries {
 			if inflight < par && !rp.at.After(now) && r.claim(rp.runID) {
-				start(rp.runID, rp.tries)
+				start(rp.runID, rp.tries, false)
 				continue
 			}
 			kept = append(kept, rp)
@@ -120,7 +123,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 					retries = append(retries, retryPass{runID: l.RunID, at: now})
 					continue
 				}
-				start(l.RunID, 0)
+				start(l.RunID, 0, false)
 			}
 		}
 		// Now and then every live run is visited, resting or not, so that
@@ -136,7 +139,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			id := sweep[0]
 			sweep = sweep[1:]
 			if r.claim(id) {
-				start(id, maxPassRetries) // a failed sweep pass is not retried: the next sweep comes
+				start(id, maxPassRetries, true) // a failed sweep pass is not retried: the next sweep comes
 			}
 		}
 		wait := idle

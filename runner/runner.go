@@ -327,8 +327,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		// time, so a run someone just approved never waits behind a visit
 		// to every resting run.
 		n := min(per, len(sweep))
+		ready := len(ids)
 		ids, sweep = append(ids, sweep[:n]...), sweep[n:]
-		for _, id := range ids {
+		for i, id := range ids {
 			if !r.claim(id) {
 				continue
 			}
@@ -339,13 +340,16 @@ func (r *Runner) Run(ctx context.Context) error {
 				return nil
 			}
 			wg.Add(1)
-			go func(id string) {
+			go func(id string, swept bool) {
 				defer wg.Done()
 				defer func() { <-sem; r.release(id) }()
+				if swept && !r.sweepNeeds(ctx, id) {
+					return
+				}
 				if _, err := r.Advance(ctx, id); err != nil && ctx.Err() == nil {
 					r.log.Warn("advance", "run_id", id, "err", err)
 				}
-			}(id)
+			}(id, i >= ready)
 		}
 		select {
 		case <-ctx.Done():

@@ -23,9 +23,10 @@ import (
 // frees while the last claim took all it could, and otherwise on a poll
 // whose interval doubles while nothing turns up, up to maxIdlePolls × Poll:
 // notifications can be lost, and a runner that died leaves leases that only
-// the clock frees. Every DeadlineSweep the loop also visits each live run,
+// the clock frees. Every DeadlineSweep the loop also looks at each live run,
 // resting ones included, as the polling loop does, so that time budgets run
-// out on runs that wait.
+// out on runs that wait; it advances (and leases) only the runs whose stored
+// budget ledger says they could be past a time limit (sweepNeeds).
 //
 // A run taken over from a runner that died or stalled is reconciled by the
 // pass itself: its attempt in flight carries the old generation, so the
@@ -126,10 +127,11 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 				start(l.RunID, 0, false)
 			}
 		}
-		// Now and then every live run is visited, resting or not, so that
+		// Now and then every live run is looked at, resting or not, so that
 		// time budgets run out on runs waiting for a person. Those runs are
-		// not claimable; the pass takes each lease itself (a run another
-		// runner holds is skipped) and the pass settles it as any other.
+		// not claimable; a run that could be past a time limit gets a pass
+		// that takes its lease itself (a run another runner holds is
+		// skipped) and settles it as any other; the rest cost reads, no write.
 		if len(sweep) == 0 && r.sweepDue() {
 			if sweep, err = r.cfg.Store.Live(ctx); err != nil && ctx.Err() == nil {
 				r.log.Error("list live runs for the deadline sweep", "err", err)

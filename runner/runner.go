@@ -38,9 +38,10 @@ type Config struct {
 	Parallelism int
 	// Poll is how often Run looks for work when nothing wakes it.
 	Poll time.Duration
-	// DeadlineSweep is how often Run also visits runs resting with nothing
-	// to do, so that a run waiting for a person past its time budget times
-	// out (by Clock); 0 means 30 seconds.
+	// DeadlineSweep is how often Run also looks at runs resting with
+	// nothing to do, so that a run waiting for a person past its time
+	// budget times out (by Clock); 0 means 30 seconds. Only runs whose
+	// stored budget ledger could be past a limit are leased and advanced.
 	DeadlineSweep time.Duration
 	// MaxTransitions is the per-run step budget (control transitions).
 	MaxTransitions int64

@@ -305,17 +305,20 @@ func (r *Runner) sweepDue() bool {
 
 // sweepView is the part of a stored checkpoint a deadline sweep reads to
 // decide whether a resting run needs a visit: what identifies the
-// checkpoint (so one the pass would quarantine is still visited) and the
-// budget ledger.
+// checkpoint (so one the pass would quarantine is still visited), what a
+// pass could act on besides time (deferred interrupts, receipts not yet
+// accepted), and the budget ledger.
 type sweepView struct {
 	Kind           string `json:"kind"`
 	Format         int64  `json:"format"`
 	WorkflowID     string `json:"workflow_id"`
 	WorkflowDigest string `json:"workflow_digest"`
 	Control        struct {
-		Table string `json:"table"`
+		Table   string   `json:"table"`
+		Pending []string `json:"pending_interrupts"`
 	} `json:"control"`
-	Budget *budgetLedger `json:"budget"`
+	Ingest []json.RawMessage `json:"ingest"`
+	Budget *budgetLedger     `json:"budget"`
 }
 
 // sweepNeeds reports whether a deadline sweep must visit a run: whether a
@@ -327,8 +330,8 @@ type sweepView struct {
 // wall time otherwise. A run resting within both time budgets is left
 // alone: a visit would charge the clock in memory, commit nothing and only
 // take the lease. Anything unusual (an error, no ledger, a breach already
-// recorded, a checkpoint that does not match the run) is visited, so the
-// pass decides as before.
+// recorded, a checkpoint that does not match the run, a deferred interrupt
+// or a receipt not yet accepted) is visited, so the pass decides as before.
 func (r *Runner) sweepNeeds(ctx context.Context, runID string) bool {
 	run, err := r.cfg.Store.Run(ctx, runID)
 	if err != nil {
@@ -344,10 +347,14 @@ func (r *Runner) sweepNeeds(ctx context.Context, runID string) bool {
 	r.mu.Lock()
 	cached, ok := r.cps[runID]
 	ok = ok && cached.head == run.Head && cached.cp.Budget != nil
+	busy := ok && (len(cached.cp.Control.Pending) > 0 || len(cached.cp.Ingest) > 0)
 	if ok {
 		l = *cached.cp.Budget
 	}
 	r.mu.Unlock()
+	if busy {
+		return true
+	}
 	if !ok {
 		wf, err := r.workflow(run)
 		if err != nil {
@@ -359,7 +366,8 @@ func (r *Runner) sweepNeeds(ctx context.Context, runID string) bool {
 		}
 		var v sweepView
 		if json.Unmarshal(stored.Body, &v) != nil || v.Kind != CheckpointKind || v.Format != CheckpointFormat ||
-			v.WorkflowID != wf.ID() || v.WorkflowDigest != wf.Digest() || (v.Control.Table != "" && v.Control.Table != r.machine.Digest()) || v.Budget == nil {
+			v.WorkflowID != wf.ID() || v.WorkflowDigest != wf.Digest() || (v.Control.Table != "" && v.Control.Table != r.machine.Digest()) || v.Budget == nil ||
+			len(v.Control.Pending) > 0 || len(v.Ingest) > 0 {
 			return true
 		}
 		l = *v.Budget

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -301,83 +300,6 @@ func (r *Runner) sweepDue() bool {
 	}
 	r.lastSweep = now
 	return true
-}
-
-// sweepView is the part of a stored checkpoint a deadline sweep reads to
-// decide whether a resting run needs a visit: what identifies the
-// checkpoint (so one the pass would quarantine is still visited), what a
-// pass could act on besides time (deferred interrupts, receipts not yet
-// accepted), and the budget ledger.
-type sweepView struct {
-	Kind           string `json:"kind"`
-	Format         int64  `json:"format"`
-	WorkflowID     string `json:"workflow_id"`
-	WorkflowDigest string `json:"workflow_digest"`
-	Control        struct {
-		Table   string   `json:"table"`
-		Pending []string `json:"pending_interrupts"`
-	} `json:"control"`
-	Ingest []json.RawMessage `json:"ingest"`
-	Budget *budgetLedger     `json:"budget"`
-}
-
-// sweepNeeds reports whether a deadline sweep must visit a run: whether a
-// pass now could issue TIMEOUT, or find something else a pass acts on. It
-// writes nothing: it reads the run and the ledger of its latest checkpoint
-// (kept from this runner's last pass when that is still the run's head),
-// and charges the time since the ledger's last clock reading the way
-// checkTime would, to suspended time when the run was resting then and to
-// wall time otherwise. A run resting within both time budgets is left
-// alone: a visit would charge the clock in memory, commit nothing and only
-// take the lease. Anything unusual (an error, no ledger, a breach already
-// recorded, a checkpoint that does not match the run, a deferred interrupt
-// or a receipt not yet accepted) is visited, so the pass decides as before.
-func (r *Runner) sweepNeeds(ctx context.Context, runID string) bool {
-	run, err := r.cfg.Store.Run(ctx, runID)
-	if err != nil {
-		return true
-	}
-	if run.Outcome != "" || run.Quarantine != "" {
-		return false // a pass skips it too
-	}
-	if !restingState(run.State) {
-		return true
-	}
-	var l budgetLedger
-	r.mu.Lock()
-	cached, ok := r.cps[runID]
-	ok = ok && cached.head == run.Head && cached.cp.Budget != nil
-	busy := ok && (len(cached.cp.Control.Pending) > 0 || len(cached.cp.Ingest) > 0)
-	if ok {
-		l = *cached.cp.Budget
-	}
-	r.mu.Unlock()
-	if busy {
-		return true
-	}
-	if !ok {
-		wf, err := r.workflow(run)
-		if err != nil {
-			return true
-		}
-		stored, err := r.cfg.Store.Checkpoint(ctx, runID)
-		if err != nil || stored.Seq != run.Head || stored.FormatVersion != CheckpointFormat || store.BodyDigest(stored.Body) != stored.Digest {
-			return true
-		}
-		var v sweepView
-		if json.Unmarshal(stored.Body, &v) != nil || v.Kind != CheckpointKind || v.Format != CheckpointFormat ||
-			v.WorkflowID != wf.ID() || v.WorkflowDigest != wf.Digest() || (v.Control.Table != "" && v.Control.Table != r.machine.Digest()) || v.Budget == nil ||
-			len(v.Control.Pending) > 0 || len(v.Ingest) > 0 {
-			return true
-		}
-		l = *v.Budget
-	}
-	if l.Breach != nil {
-		return true
-	}
-	l.chargeTime(r.cfg.Clock().UnixMilli(), run.State)
-	u := l.usage()
-	return u.WallSeconds > l.Limits.WallSeconds || u.SuspendedSeconds > l.Limits.SuspendedSeconds
 }
 
 // sleep is the default Config.Sleep: the real clock.

@@ -23,10 +23,9 @@ import (
 // frees while the last claim took all it could, and otherwise on a poll
 // whose interval doubles while nothing turns up, up to maxIdlePolls × Poll:
 // notifications can be lost, and a runner that died leaves leases that only
-// the clock frees. Every DeadlineSweep the loop also looks at each live run,
+// the clock frees. Every DeadlineSweep the loop also visits each live run,
 // resting ones included, as the polling loop does, so that time budgets run
-// out on runs that wait; it advances (and leases) only the runs whose stored
-// budget ledger says they could be past a time limit (sweepNeeds).
+// out on runs that wait.
 //
 // A run taken over from a runner that died or stalled is reconciled by the
 // pass itself: its attempt in flight carries the old generation, so the
@@ -70,15 +69,12 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 	done := make(chan passDone, par)
 	var wg sync.WaitGroup
 	inflight := 0
-	start := func(runID string, tries int, swept bool) { // the caller has marked runID busy
+	start := func(runID string, tries int) { // the caller has marked runID busy
 		inflight++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			retry := false
-			if !swept || r.sweepNeeds(passCtx, runID) {
-				retry = r.claimedPass(passCtx, runID, tries)
-			}
+			retry := r.claimedPass(passCtx, runID, tries)
 			r.release(runID)
 			done <- passDone{runID: runID, tries: tries, retry: retry}
 		}()
@@ -94,7 +90,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 		kept := retries[:0]
 		for _, rp := range retries {
 			if inflight < par && !rp.at.After(now) && r.claim(rp.runID) {
-				start(rp.runID, rp.tries, false)
+				start(rp.runID, rp.tries)
 				continue
 			}
 			kept = append(kept, rp)
@@ -124,14 +120,13 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 					retries = append(retries, retryPass{runID: l.RunID, at: now})
 					continue
 				}
-				start(l.RunID, 0, false)
+				start(l.RunID, 0)
 			}
 		}
-		// Now and then every live run is looked at, resting or not, so that
+		// Now and then every live run is visited, resting or not, so that
 		// time budgets run out on runs waiting for a person. Those runs are
-		// not claimable; a run that could be past a time limit gets a pass
-		// that takes its lease itself (a run another runner holds is
-		// skipped) and settles it as any other; the rest cost reads, no write.
+		// not claimable; the pass takes each lease itself (a run another
+		// runner holds is skipped) and the pass settles it as any other.
 		if len(sweep) == 0 && r.sweepDue() {
 			if sweep, err = r.cfg.Store.Live(ctx); err != nil && ctx.Err() == nil {
 				r.log.Error("list live runs for the deadline sweep", "err", err)
@@ -141,7 +136,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			id := sweep[0]
 			sweep = sweep[1:]
 			if r.claim(id) {
-				start(id, maxPassRetries, true) // a failed sweep pass is not retried: the next sweep comes
+				start(id, maxPassRetries) // a failed sweep pass is not retried: the next sweep comes
 			}
 		}
 		wait := idle

@@ -38,10 +38,9 @@ type Config struct {
 	Parallelism int
 	// Poll is how often Run looks for work when nothing wakes it.
 	Poll time.Duration
-	// DeadlineSweep is how often Run also looks at runs resting with
-	// nothing to do, so that a run waiting for a person past its time
-	// budget times out (by Clock); 0 means 30 seconds. Only runs whose
-	// stored budget ledger could be past a limit are leased and advanced.
+	// DeadlineSweep is how often Run also visits runs resting with nothing
+	// to do, so that a run waiting for a person past its time budget times
+	// out (by Clock); 0 means 30 seconds.
 	DeadlineSweep time.Duration
 	// MaxTransitions is the per-run step budget (control transitions).
 	MaxTransitions int64
@@ -328,9 +327,8 @@ func (r *Runner) Run(ctx context.Context) error {
 		// time, so a run someone just approved never waits behind a visit
 		// to every resting run.
 		n := min(per, len(sweep))
-		ready := len(ids)
 		ids, sweep = append(ids, sweep[:n]...), sweep[n:]
-		for i, id := range ids {
+		for _, id := range ids {
 			if !r.claim(id) {
 				continue
 			}
@@ -341,16 +339,13 @@ func (r *Runner) Run(ctx context.Context) error {
 				return nil
 			}
 			wg.Add(1)
-			go func(id string, swept bool) {
+			go func(id string) {
 				defer wg.Done()
 				defer func() { <-sem; r.release(id) }()
-				if swept && !r.sweepNeeds(ctx, id) {
-					return
-				}
 				if _, err := r.Advance(ctx, id); err != nil && ctx.Err() == nil {
 					r.log.Warn("advance", "run_id", id, "err", err)
 				}
-			}(id, i >= ready)
+			}(id)
 		}
 		select {
 		case <-ctx.Done():

@@ -23,17 +23,6 @@ type provenance interface {
 // maxFactText bounds the ?fact= parameter.
 const maxFactText = 1000
 
-// acceptedInput is an accepted input as the runner logs it.
-type acceptedInput struct {
-	Seq        int64           `json:"seq"`
-	Kind       string          `json:"kind"`
-	Actor      string          `json:"actor"`
-	ActorRole  string          `json:"actor_role"`
-	Capability string          `json:"capability"`
-	Digest     string          `json:"digest"`
-	Body       json.RawMessage `json:"body"`
-}
-
 // why answers GET /v1/runs/{id}/why?proposal=P with the provenance of
 // every decision H made about the proposal, and ?fact=F with the proof of
 // an L fact over the run's latest state. Nothing is stored for it: the
@@ -111,15 +100,11 @@ func (s *Server) explainProposal(ctx context.Context, pv provenance, id, proposa
 		if e.Kind != runner.EventAccepted {
 			continue
 		}
-		var rec acceptedInput
-		if err := json.Unmarshal(e.Body, &rec); err != nil {
-			return nil, err
-		}
-		body, err := cjson.Canonicalize(rec.Body)
+		rec, err := runner.DecodeAccepted(e.Body)
 		if err != nil {
 			return nil, err
 		}
-		res, whys, err := pv.Explain(state, workflow.Input{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor,
+		res, whys, err := pv.Explain(state, workflow.Input{Seq: rec.Seq, Kind: rec.Kind, Body: rec.Body, Digest: rec.Digest, Actor: rec.Actor,
 			ActorRole: rec.ActorRole, Capability: rec.Capability})
 		if err != nil {
 			return nil, err

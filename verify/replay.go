@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"flrh.dev/flrh/cjson"
@@ -22,16 +23,6 @@ type ReplayReport struct {
 
 // OK reports whether the replay reproduced the record exactly.
 func (r *ReplayReport) OK() bool { return len(r.Findings) == 0 }
-
-type acceptedRecord struct {
-	Seq        int64           `json:"seq"`
-	Kind       string          `json:"kind"`
-	Actor      string          `json:"actor"`
-	ActorRole  string          `json:"actor_role"`
-	Capability string          `json:"capability"`
-	Digest     string          `json:"digest"`
-	Body       json.RawMessage `json:"body"`
-}
 
 // Replay re-executes the workflow's pure Decide over the run's accepted
 // inputs, from its initial state, and compares: every planned effect must
@@ -65,19 +56,17 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 			continue
 		}
 		where := fmt.Sprintf("event %d", e.Seq)
-		var rec acceptedRecord
-		if err := json.Unmarshal(e.Body, &rec); err != nil {
+		in, err := runner.DecodeAccepted(e.Body)
+		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
 			fail("accepted-record", where, "unreadable: %v", err)
 			continue
 		}
-		body, err := cjson.Canonicalize(rec.Body)
-		if err != nil || store.BodyDigest(body) != rec.Digest {
+		if err != nil || store.BodyDigest(in.Body) != in.Digest {
 			fail("accepted-record", where, "input bytes do not match their recorded digest")
 			continue
 		}
 		rep.Inputs++
-		d, err := wf.Decide(state, runner.Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor,
-			ActorRole: rec.ActorRole, Capability: rec.Capability})
+		d, err := wf.Decide(state, in)
 		if err != nil {
 			fail("decide", where, "the workflow failed on replay: %v", err)
 			return rep, nil

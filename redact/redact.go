@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // Marker replaces a secret wherever one would otherwise be shown.
@@ -93,7 +95,7 @@ func SecretMembers(schema any) ([]Member, error) {
 	}
 	for _, name := range sortedKeys(props) {
 		v := props[name]
-		ptr := "/properties/" + escape(name)
+		ptr := "/properties/" + cjson.EscapePointer(name)
 		node, ok := v.(map[string]any)
 		if !ok {
 			if _, isBool := v.(bool); isBool {
@@ -133,7 +135,7 @@ func SecretMembers(schema any) ([]Member, error) {
 		if k == "properties" {
 			continue
 		}
-		if err := noNestedSecret(root[k], "/"+escape(k)); err != nil {
+		if err := noNestedSecret(root[k], "/"+cjson.EscapePointer(k)); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +148,7 @@ func noNestedSecret(v any, ptr string) error {
 	case map[string]any:
 		for _, k := range sortedKeys(n) {
 			c := n[k]
-			cp := ptr + "/" + escape(k)
+			cp := ptr + "/" + cjson.EscapePointer(k)
 			if k == AnnotationSecret || k == AnnotationWriteOnly || k == AnnotationEnv {
 				if b, ok := c.(bool); ok && !b {
 					continue
@@ -165,10 +167,6 @@ func noNestedSecret(v any, ptr string) error {
 		}
 	}
 	return nil
-}
-
-func escape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // HeaderName is the request header a secret member travels in:

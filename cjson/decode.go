@@ -326,10 +326,8 @@ func (d *decoder) hex4() (rune, bool) {
 // makes them NFC, so the reference's NFC check on keys can never fire after
 // this one.
 func checkKey(key, ptr string, off int) error {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return errAt(CodeNonASCIIKey, ptr, off, "object keys must be ASCII")
-		}
+	if !keyOK(key) {
+		return errAt(CodeNonASCIIKey, ptr, off, "object keys must be ASCII")
 	}
 	return nil
 }

@@ -254,6 +254,9 @@ func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10
 // CheckString reports whether s may appear in a canonical value: valid
 // UTF-8 (no surrogates) and in NFC. ptr names where s sits, for the error.
 func CheckString(s, ptr string) error {
+	if stringOK(s) {
+		return nil
+	}
 	if !utf8.ValidString(s) {
 		return errAt(CodeInvalidUTF8, ptr, -1, "string is not valid UTF-8")
 	}

@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 var (
@@ -32,7 +29,7 @@ func normalize(v any, ptr string, depth int) (any, error) {
 	case int:
 		return int64(x), nil
 	case string:
-		return x, checkStringAt(x, ptr)
+		return x, CheckString(x, ptr)
 	case map[string]any:
 		if depth >= MaxDepth {
 			return nil, errAt(CodeNestingDepth, ptr, -1, "nesting depth reaches %d", MaxDepth)
@@ -77,16 +74,6 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func checkStringAt(s, ptr string) error {
-	if !utf8.ValidString(s) {
-		return errAt(CodeInvalidUTF8, ptr, -1, "string is not valid UTF-8")
-	}
-	if !norm.NFC.IsNormalString(s) {
-		return errAt(CodeNonNFC, ptr, -1, "string is not in Unicode NFC")
-	}
-	return nil
 }
 
 func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
@@ -139,7 +126,7 @@ func normalizeReflect(rv reflect.Value, ptr string, depth int) (any, error) {
 		return nil, errAt(CodeFloat, ptr, -1, "floating-point values are not allowed; use a scaled integer")
 	case reflect.String:
 		s := rv.String()
-		return s, checkStringAt(s, ptr)
+		return s, CheckString(s, ptr)
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
 			return nil, errAt(CodeNonStringKey, ptr, -1, "map key type %s is not a string", t.Key())

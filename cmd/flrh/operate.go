@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +38,18 @@ func faultCut() func(string) {
 		return func(point string) {
 			if point == at {
 				once.Do(func() {
+					// A stop sent to oneself lands asynchronously in a
+					// multithreaded process: the kernel hands the group stop
+					// to another thread, and this one may run on for a
+					// moment (long enough to send an effect) before it
+					// freezes. Waiting for SIGCONT, which only comes after
+					// the stop, pins the pause to this point.
+					cont := make(chan os.Signal, 1)
+					signal.Notify(cont, syscall.SIGCONT)
+					defer signal.Stop(cont)
 					fmt.Fprintf(os.Stderr, "flrh: fault injection: SIGSTOP at %s\n", point)
 					syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+					<-cont
 					fmt.Fprintf(os.Stderr, "flrh: fault injection: resumed at %s\n", point)
 				})
 			}

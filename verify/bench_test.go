@@ -56,7 +56,7 @@ func longRun(tb testing.TB, n int) string {
 
 // BenchmarkVerifyReplay measures verify.Run followed by verify.Replay over
 // one long recorded run, reading it from SQLite each time, and reports
-// events checked per second.
+// events checked per second of wall and of CPU time.
 func BenchmarkVerifyReplay(b *testing.B) {
 	for _, n := range []int{100, 500} {
 		b.Run(fmt.Sprintf("refunds=%d", n), func(b *testing.B) {
@@ -91,15 +91,11 @@ func BenchmarkVerifyReplay(b *testing.B) {
 				{"replay", []func(*testing.B){replay}},
 			} {
 				b.Run(phase.name, func(b *testing.B) {
-					start := time.Now()
-					for b.Loop() {
+					measure(b, int(run.Head), func() {
 						for _, step := range phase.steps {
 							step(b)
 						}
-					}
-					elapsed := time.Since(start)
-					b.ReportMetric(float64(run.Head)*float64(b.N)/elapsed.Seconds(), "events/s")
-					b.ReportMetric(float64(run.Head), "events/run")
+					})
 				})
 			}
 		})
@@ -137,4 +133,69 @@ func unboundedContract(tb testing.TB) *control.Contract {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkVerifyMany measures checking every run of a store that holds
+// 200 ordinary refund-agent runs (see manyRuns): for each run, what
+// `flrh replay` does (verify, then replay), or either alone. It reports
+// events checked per wall-second and per CPU-second of the whole process.
+func BenchmarkVerifyMany(b *testing.B) {
+	path, wf, ids := manyRuns(b, 200)
+	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	events := 0
+	for _, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += int(run.Head)
+	}
+	verifyRun := func(b *testing.B, id string) {
+		rep, err := Run(ctx, st, nil, id)
+		if err != nil || !rep.OK() {
+			b.Fatalf("verify %s: %v %v", id, err, rep.Findings)
+		}
+	}
+	replay := func(b *testing.B, id string) {
+		rp, err := Replay(ctx, st, wf, id)
+		if err != nil || !rp.OK() {
+			b.Fatalf("replay %s: %v %v", id, err, rp.Findings)
+		}
+	}
+	for _, phase := range []struct {
+		name string
+		each func(*testing.B, string)
+	}{
+		{"verify+replay", func(b *testing.B, id string) { verifyRun(b, id); replay(b, id) }},
+		{"verify", verifyRun},
+		{"replay", replay},
+	} {
+		b.Run(phase.name, func(b *testing.B) {
+			measure(b, events, func() {
+				for _, id := range ids {
+					phase.each(b, id)
+				}
+			})
+		})
+	}
+}
+
+// measure runs step in the benchmark's loop and reports events/s over
+// wall time and over the process's CPU time.
+func measure(b *testing.B, events int, step func()) {
+	b.Helper()
+	start, cpu := time.Now(), cpuTime()
+	for b.Loop() {
+		step()
+	}
+	wall, used := time.Since(start), cpuTime()-cpu
+	b.ReportMetric(float64(events)*float64(b.N)/wall.Seconds(), "events/s")
+	if used > 0 {
+		b.ReportMetric(float64(events)*float64(b.N)/used.Seconds(), "events/cpu-s")
+	}
+	b.ReportMetric(float64(events), "events")
 }

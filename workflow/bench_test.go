@@ -1,10 +1,27 @@
 package workflow
 
 import (
+	"syscall"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/protocol"
 )
+
+// cpuTime is the process's user and system CPU, GC included: on a shared
+// machine it moves less with other load than the wall clock does.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU per op since cpu0, as cpu-ns/op.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
 
 // BenchmarkDecideSmallRefund is one governed tick of the refund agent: a
 // low-risk refund through F, L, the seam, R and H to an authorized intent.
@@ -13,12 +30,14 @@ func BenchmarkDecideSmallRefund(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 1 {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkDecideReceipt is the tick that closes the loop: a receipt
@@ -29,23 +48,27 @@ func BenchmarkDecideReceipt(b *testing.B) {
 	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")})
 	in := Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
 		if err != nil || r2.Completion != Complete {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkCompile loads the refund bundle.
 func BenchmarkCompile(b *testing.B) {
 	files := readBundle(b, "../examples/refund-agent")
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if _, err := Compile(files); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkDecideGoodwillOptions is a goodwill tick of the support agent:
@@ -56,12 +79,14 @@ func BenchmarkDecideGoodwillOptions(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 0 || r.Refusal != "" {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkDecideChoice is a person's choice: the MRP step and H deciding
@@ -73,10 +98,30 @@ func BenchmarkDecideChoice(b *testing.B) {
 	v, _ := w.Inspect(r.State)
 	in := choiceInput(2, v.Offers[0].ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
 		if err != nil || len(r2.Effects) != 1 {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu0)
+}
+
+// BenchmarkDecideOpsRestart is a restart tick of the ops agent: F, L,
+// seam, R and H to an approval request, with H deciding again under the
+// named approver's grant to plan the intent a person would approve.
+func BenchmarkDecideOpsRestart(b *testing.B) {
+	w := compileExample(b, "ops-agent")
+	st, _ := w.Init("run-bench")
+	in := Input{Seq: 1, Kind: KindInput, Body: opsInput("restart.requested/1", "rst-1", "api", "dest:ops-api", "reason", "leak")}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		r, err := w.Decide(st, in)
+		if err != nil || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu0)
 }

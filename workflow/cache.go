@@ -82,6 +82,10 @@ func (w *Workflow) materialize(key string, st *state) (*logic.Materialization, e
 	if m := w.cache.get(key); m != nil {
 		return m, nil
 	}
+	if len(st.Supports) == 0 && st.Time == 0 && w.empty != nil {
+		// What rebuild(nil, 0) gives, which depends only on the bundle.
+		return w.empty.Clone(), nil
+	}
 	return w.rebuild(st.Supports, st.Time)
 }
 

@@ -42,6 +42,7 @@ func TestCacheIsTransparent(t *testing.T) {
 	cached := compileExample(t, "refund-agent")
 	plain := *cached
 	plain.cache = nil
+	plain.empty = nil
 	rapid.Check(t, func(rt *rapid.T) {
 		runID := fmt.Sprintf("run-cache-%d", rapid.IntRange(0, 3).Draw(rt, "run"))
 		a, _ := cached.Init(runID)

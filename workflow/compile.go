@@ -96,9 +96,13 @@ type Workflow struct {
 	secrets             map[string][]redact.Member // effect type → its secret parameters
 	rProfile            frontier.Profile
 	binding             seam.BindingProfile
-	cache               *matCache         // nil: evaluate every tick from scratch
-	ctl                 *controller       // nil: no AIF controller; every choice is a person's
-	contract            *control.Contract // the loop contract with the bundle's loop section applied
+	cache               *matCache // nil: evaluate every tick from scratch
+	// empty is the materialization of no supports at logical time 0 (a
+	// run's initial state), evaluated once at Compile; nil if that failed,
+	// and the tick then evaluates it and reports why.
+	empty    *logic.Materialization
+	ctl      *controller       // nil: no AIF controller; every choice is a person's
+	contract *control.Contract // the loop contract with the bundle's loop section applied
 }
 
 // ID names the workflow.
@@ -294,6 +298,9 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, malformed("/", "cannot digest the bundle: %v", derr)
 	}
 	w.digest = d
+	if m, err := w.rebuild(nil, 0); err == nil {
+		w.empty = m
+	}
 	return w, nil
 }
 

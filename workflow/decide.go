@@ -341,7 +341,9 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}
-	if st.Snapshot, err = cjson.Marshal(tr.NextSnapshot); err != nil {
+	// The snapshot's own canonical encoding: what cjson.Marshal writes for
+	// it, without decoding and encoding it again.
+	if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
 		return nil, nil, "", err
 	}
 	t.note("f.transition", map[string]any{"event_id": ev.EventID, "event_type": evType, "transition_digest": tr.TransitionDigest,

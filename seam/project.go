@@ -94,6 +94,12 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 	if rej != nil {
 		return nil, reject(CodeMalformedQueryBatch, "/proposal"+rej.Path)
 	}
+	return normalizeValue(q, v), nil
+}
+
+// normalizeValue is normalizeQuery with the query's proposal value already
+// built.
+func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 	p, _ := v.Proposal()
 	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID, reqs: slices.Clone(q.FactRequirements)}
 	canon := make([][]byte, len(pq.reqs))
@@ -113,7 +119,7 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 	pq.frontier = slices.Clone(q.FrontierPreconditionIDs)
 	slices.Sort(pq.frontier)
 	pq.digest = cjson.Digest(pq.preimage())
-	return pq, nil
+	return pq
 }
 
 func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
@@ -157,6 +163,10 @@ type projector struct {
 	spans   [][2]int
 	rows    [][]byte
 	scratch []byte
+
+	// sealing: the batch's declared digests are not checked but derived,
+	// as QueryBatch.Sealed would fill them in (SealAndProject).
+	sealing bool
 }
 
 // Project is project_lr: it binds one complete L materialization, the R
@@ -166,7 +176,7 @@ type projector struct {
 // command. Any problem rejects the whole call; nothing partial is returned.
 func Project(l Materialization, r frontier.Profile, b BindingProfile, q QueryBatch) (*Projection, *Rejection) {
 	var trusted Rejection // the digests validated so far
-	out, rej := project(&l, &r, &b, &q, &trusted)
+	out, rej := project(&l, &r, &b, &q, &trusted, false)
 	if rej != nil {
 		if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
 			rej.LogicalTime = trusted.LogicalTime
@@ -180,8 +190,22 @@ func Project(l Materialization, r frontier.Profile, b BindingProfile, q QueryBat
 	return out, nil
 }
 
-func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *QueryBatch, trusted *Rejection) (*Projection, *Rejection) {
-	s := &projector{l: l, r: r, b: b}
+// SealAndProject is Project(l, r, b, q.Sealed()): it derives each query's
+// digest and the batch digest once, while checking the batch, instead of
+// once to seal it and again to check the seal. Any rejection is the one
+// Project gives for the sealed batch.
+func SealAndProject(l Materialization, r frontier.Profile, b BindingProfile, q QueryBatch) (*Projection, *Rejection) {
+	var trusted Rejection
+	if out, rej := project(&l, &r, &b, &q, &trusted, true); rej == nil {
+		return out, nil
+	}
+	// Which problem is reported, and in which order queries are visited
+	// to find it, is Project's: ask it, with the batch sealed.
+	return Project(l, r, b, q.Sealed())
+}
+
+func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *QueryBatch, trusted *Rejection, sealing bool) (*Projection, *Rejection) {
+	s := &projector{l: l, r: r, b: b, sealing: sealing}
 	if rej := s.checkMaterialization(); rej != nil {
 		return nil, rej
 	}
@@ -195,11 +219,11 @@ func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *Quer
 		return nil, rej
 	}
 	trusted.BindingProfileDigest = b.ProfileDigest
-	queries, rej := s.checkBatch(q)
+	queries, batch, rej := s.checkBatch(q)
 	if rej != nil {
 		return nil, rej
 	}
-	trusted.QueryBatchDigest = q.QueryBatchDigest
+	trusted.QueryBatchDigest = batch
 	for _, pq := range queries {
 		for _, req := range pq.reqs {
 			if s.missing[req.Literal.Atom.canon] {
@@ -213,7 +237,7 @@ func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *Quer
 		return nil, reject(CodeInvariantViolation, "/l_result/next_materialization/fact_states").
 			invariant("complete_fact_state_projection", "")
 	}
-	return s.projection(q, queries)
+	return s.projection(batch, queries)
 }
 
 func (s *projector) checkMaterialization() *Rejection {
@@ -299,7 +323,8 @@ func (s *projector) checkBinding() *Rejection {
 // first checked in the caller's order; if one fails, they are checked again
 // in the reference's diagnostic order so that the reported query is the
 // same whatever order the caller used.
-func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, *Rejection) {
+// It returns the queries in canonical order and the batch digest.
+func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejection) {
 	for _, f := range []struct{ name, got, want string }{
 		{"binding_profile_digest", q.BindingProfileDigest, s.b.ProfileDigest},
 		{"l_fixpoint_digest", q.LFixpointDigest, s.l.FixpointDigest},
@@ -307,16 +332,16 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, *Rejection) {
 		{"r_profile_digest", q.RProfileDigest, s.r.Digest()},
 	} {
 		if f.got != f.want {
-			return nil, reject(CodeDigestMismatch, "/query_batch/"+f.name).expect(f.want, f.got)
+			return nil, "", reject(CodeDigestMismatch, "/query_batch/"+f.name).expect(f.want, f.got)
 		}
 	}
 	if n := int64(len(q.Queries)); n > s.b.MaxQueries {
-		return nil, reject(CodeLimitExceeded, "/query_batch/queries").limit(s.b.MaxQueries, n)
+		return nil, "", reject(CodeLimitExceeded, "/query_batch/queries").limit(s.b.MaxQueries, n)
 	}
 	queries, rej := s.checkQueries(q.Queries, nil)
 	if rej != nil {
 		_, rej = s.checkQueries(q.Queries, diagnosticOrder(q.Queries))
-		return nil, rej
+		return nil, "", rej
 	}
 	canon := make([][]byte, len(queries))
 	for i, pq := range queries {
@@ -332,10 +357,11 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, *Rejection) {
 	for i, j := range idx {
 		ordered[i], orderedCanon[i] = queries[j], canon[j]
 	}
-	if want := batchDigest(q, orderedCanon); q.QueryBatchDigest != want {
-		return nil, reject(CodeDigestMismatch, "/query_batch/query_batch_digest").expect(want, q.QueryBatchDigest)
+	want := batchDigest(q, orderedCanon)
+	if !s.sealing && q.QueryBatchDigest != want {
+		return nil, "", reject(CodeDigestMismatch, "/query_batch/query_batch_digest").expect(want, q.QueryBatchDigest)
 	}
-	return ordered, nil
+	return ordered, want, nil
 }
 
 // checkQueries checks queries in the given order (nil: as given). With a
@@ -437,12 +463,8 @@ func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, dia
 			return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("exact_precondition_partition", id)
 		}
 	}
-	pq, nrej := normalizeQuery(q)
-	if nrej != nil {
-		nrej.Path = qpath + nrej.Path
-		return nil, nrej
-	}
-	if q.QueryDigest != pq.digest {
+	pq := normalizeValue(q, v)
+	if !s.sealing && q.QueryDigest != pq.digest {
 		r := reject(CodeDigestMismatch, qpath+"/query_digest").expect(pq.digest, q.QueryDigest)
 		r.Context.ProposalID = id
 		return nil, r
@@ -451,13 +473,13 @@ func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, dia
 }
 
 // projection evaluates every validated query and assembles the result.
-func (s *projector) projection(q *QueryBatch, queries []*parsedQuery) (*Projection, *Rejection) {
+func (s *projector) projection(batch string, queries []*parsedQuery) (*Projection, *Rejection) {
 	out := &Projection{
 		LogicalTime:            s.l.LogicalTime,
 		BindingProfileDigest:   s.b.ProfileDigest,
 		LFixpointDigest:        s.l.FixpointDigest,
 		LMaterializationDigest: s.l.MaterializationDigest,
-		QueryBatchDigest:       q.QueryBatchDigest,
+		QueryBatchDigest:       batch,
 		RProfileDigest:         s.r.Digest(),
 	}
 	deltas := make([]frontier.ValueDelta, 0, 2*len(queries))

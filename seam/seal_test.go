@@ -1,0 +1,88 @@
+package seam
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// outcomeJSON renders what a Project call returned, projection or
+// rejection, byte for byte.
+func outcomeJSON(p *Projection, rej *Rejection) string {
+	if rej != nil {
+		b, _ := json.Marshal(rej)
+		return "rejected " + string(b)
+	}
+	b, _ := json.Marshal(p)
+	return "projected " + string(b)
+}
+
+// SealAndProject answers exactly as Project over the sealed batch: the same
+// projection, or the same rejection (code, path, context and the digests
+// it trusts), whatever is wrong with the batch and in whichever order.
+func TestSealAndProjectIsProjectOfSealed(t *testing.T) {
+	r := lrRProfile(t)
+	subjects := []string{"true_only", "false_only", "both", "neither"}
+	rapid.Check(t, func(rt *rapid.T) {
+		l, b := truthFour(rt), lrBinding()
+		var qs []Query
+		for i, n := 0, rapid.IntRange(0, 4).Draw(rt, "queries"); i < n; i++ {
+			var reqs []FactRequirement
+			var pre []string
+			for j, k := 0, rapid.IntRange(0, 5).Draw(rt, "requirements"); j < k; j++ {
+				id := fmt.Sprintf("p:%d", j)
+				reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
+					rapid.SampledFrom(subjects).Draw(rt, "subject")))
+				pre = append(pre, id)
+			}
+			var frontierIDs []string
+			if rapid.Bool().Draw(rt, "frontier") {
+				frontierIDs = []string{fmt.Sprintf("frontier:%d", i)}
+				pre = append(pre, frontierIDs...)
+			}
+			q := Query{Proposal: lrProposal(fmt.Sprintf("q%d", rapid.IntRange(0, 4).Draw(rt, "suffix")), pre...),
+				FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}
+			switch rapid.IntRange(0, 9).Draw(rt, "fault") {
+			case 0:
+				q.Proposal.Versions.RuleSet = "rules/wrong/1"
+			case 1:
+				q.Proposal.Preconditions = append(q.Proposal.Preconditions, "p:orphan")
+			case 2:
+				q.Proposal.ProposalID = "not an id"
+			case 3:
+				q.QueryDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+			case 4:
+				q.Proposal.Versions.Canonicalization = "other/1"
+			}
+			qs = append(qs, q)
+		}
+		q := QueryBatch{BindingProfileDigest: b.ProfileDigest, LFixpointDigest: l.FixpointDigest,
+			RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: qs}
+		switch rapid.IntRange(0, 9).Draw(rt, "batch fault") {
+		case 0:
+			q.LFixpointDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		case 1:
+			b.MaxQueries = 1
+			b = b.Sealed()
+			q.BindingProfileDigest = b.ProfileDigest
+		case 2:
+			l.Facts = l.Facts[1:]
+		case 3:
+			b.ProfileDigest = "sha256:5555555555555555555555555555555555555555555555555555555555555555"
+		case 4:
+			q.QueryBatchDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+		}
+		before, _ := json.Marshal(q)
+		want := outcomeJSON(Project(l, r, b, q.Sealed()))
+		got := outcomeJSON(SealAndProject(l, r, b, q))
+		if got != want {
+			rt.Fatalf("SealAndProject differs from Project of the sealed batch\n got %s\nwant %s", got, want)
+		}
+		if after, _ := json.Marshal(q); !bytes.Equal(before, after) {
+			rt.Fatalf("SealAndProject changed its batch")
+		}
+	})
+}

@@ -3,9 +3,11 @@ package authority
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/logic"
 )
@@ -22,7 +24,27 @@ type flatEngine struct {
 	helpers map[string][][]logic.Value // fact-only helper relations
 	relID   map[string]int             // every relation a body reads
 	lim     logic.Limits
+	// guards index rules by one symbol constant of a positive literal: a
+	// rule can fire only when some row of that relation carries that
+	// symbol at that position, so a ticket's handful of rows selects the
+	// few rules worth joining instead of every rule being tried. Rules
+	// without such a constant are always tried (unguarded).
+	guards    map[guardKey][]int32
+	guardPos  [][]int // by relation id: the positions some guard reads
+	unguarded []int32
+	maxVars   int
+	outID     map[string]int // gate output relation -> slot in flatRun.out
 }
+
+// guardKey is a (relation, position, symbol) a rule requires of some row.
+type guardKey struct {
+	rel, pos int
+	sym      string
+}
+
+// flatOutputs are the gate output relations in a fixed order; a run keeps
+// the tuples of each in its own slot.
+var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess"}
 
 type flatRule struct {
 	head  string
@@ -222,7 +244,44 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 		r.nvars = len(slots)
 		e.rules = append(e.rules, r)
 	}
+	e.index()
 	return e
+}
+
+// index builds the rule guards: for each rule, the first symbol constant
+// (in source order) of its first positive literal that has one.
+func (e *flatEngine) index() {
+	e.guards = map[guardKey][]int32{}
+	e.guardPos = make([][]int, len(e.relID))
+	e.outID = map[string]int{}
+	for k, name := range flatOutputs {
+		e.outID[name] = k
+	}
+	for i := range e.rules {
+		r := &e.rules[i]
+		e.maxVars = max(e.maxVars, r.nvars)
+		guarded := false
+		for _, l := range r.pos {
+			for k, t := range l.args {
+				if t.kind != termConst || !t.c.IsSym() {
+					continue
+				}
+				g := guardKey{rel: l.rel, pos: k, sym: t.c.Str()}
+				e.guards[g] = append(e.guards[g], int32(i))
+				if !slices.Contains(e.guardPos[l.rel], k) {
+					e.guardPos[l.rel] = append(e.guardPos[l.rel], k)
+				}
+				guarded = true
+				break
+			}
+			if guarded {
+				break
+			}
+		}
+		if !guarded {
+			e.unguarded = append(e.unguarded, int32(i))
+		}
+	}
 }
 
 func constRow(ts []logic.Term) ([]logic.Value, bool) {
@@ -286,7 +345,59 @@ type flatRun struct {
 	e       *flatEngine
 	facts   [][][]logic.Value // by relation id
 	firings int64
-	out     map[string]map[string]*flatTuple // relation -> tuple key -> first derivation
+	// out holds each output relation's tuples (by flatOutputs slot), each
+	// tuple's first derivation, in derivation order; keys index them once
+	// a relation has more tuples than a scan of them is worth.
+	out  [len(flatOutputs)][]flatTuple
+	keys [len(flatOutputs)]map[string]int
+	// args holds every derived tuple's arguments; tuples live only until
+	// result has read them, so their arguments need not be copied out.
+	args []logic.Value
+}
+
+// flatScanMax is how many tuples of one relation are compared one by one
+// before they are indexed by key.
+const flatScanMax = 16
+
+// flatScratch is one run's working memory, recycled through
+// flatScratchPool: a run fills it from empty and clears it before handing
+// it back, so no run sees another's rows and no output refers to it.
+type flatScratch struct {
+	facts    [][][]logic.Value
+	count    []int
+	backing  [][]logic.Value
+	cand     []uint64
+	vals     []logic.Value
+	set      []bool
+	premises []logic.Fact
+	out      [len(flatOutputs)][]flatTuple
+	args     []logic.Value
+}
+
+var flatScratchPool = sync.Pool{New: func() any { return new(flatScratch) }}
+
+// grow returns (*s)[:n], zeroed, reallocating *s when it is too short.
+func grow[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	*s = (*s)[:n]
+	clear(*s)
+	return *s
+}
+
+// release clears the scratch (dropping its references to the run's
+// facts) and returns it to the pool.
+func (sc *flatScratch) release() {
+	clear(sc.facts)
+	clear(sc.backing)
+	clear(sc.vals)
+	clear(sc.premises[:cap(sc.premises)])
+	for k := range sc.out {
+		clear(sc.out[k][:cap(sc.out[k])])
+	}
+	clear(sc.args[:cap(sc.args)])
+	flatScratchPool.Put(sc)
 }
 
 type flatTuple struct {
@@ -298,16 +409,22 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 	if e.lim.MaxInputs > 0 && len(facts) > e.lim.MaxInputs {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
-	run := flatRun{e: e, facts: make([][][]logic.Value, len(e.relID)), out: map[string]map[string]*flatTuple{}}
+	// The run's scratch (rows by relation, their backing, the rule
+	// bindings and the candidate set) is recycled between runs; only
+	// what a firing derives is allocated.
+	sc := flatScratchPool.Get().(*flatScratch)
+	run := flatRun{e: e, facts: grow(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0]}
+	for k := range run.out {
+		run.out[k] = run.out[k][:0]
+	}
+	defer func() {
+		// What the run grew is kept for the next one.
+		sc.out, sc.args = run.out, run.args
+		sc.release()
+	}()
 	// Every relation's rows are carved from one backing array, counted
 	// first, instead of each relation growing its own.
-	var countArr [32]int
-	count := countArr[:0]
-	if len(e.relID) <= len(countArr) {
-		count = countArr[:len(e.relID)]
-	} else {
-		count = make([]int, len(e.relID))
-	}
+	count := grow(&sc.count, len(e.relID))
 	total := 0
 	//flrh:orderfree summing sizes
 	for rel, rows := range e.helpers {
@@ -322,7 +439,7 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			total++
 		}
 	}
-	backing := make([][]logic.Value, total)
+	backing := grow(&sc.backing, total)
 	for id, n := range count {
 		run.facts[id], backing = backing[:0:n], backing[n:]
 	}
@@ -347,16 +464,38 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			slices.SortStableFunc(rows, cmpRow)
 		}
 	}
-	maxVars := 0
-	for i := range e.rules {
-		maxVars = max(maxVars, e.rules[i].nvars)
+	// The candidate rules: the unguarded ones and those whose guard some
+	// row meets, tried in source order as before (the order decides which
+	// derivation of a tuple is its first).
+	cand := grow(&sc.cand, (len(e.rules)+63)/64)
+	for _, i := range e.unguarded {
+		cand[i/64] |= 1 << (i % 64)
 	}
-	b := binding{vals: make([]logic.Value, maxVars), set: make([]bool, maxVars)}
-	premises := make([]logic.Fact, 0, 8)
-	for i := range e.rules {
-		clear(b.set)
-		if err := run.join(&e.rules[i], 0, &b, premises[:0]); err != nil {
-			return derived{}, err
+	for rel, ps := range e.guardPos {
+		for _, row := range run.facts[rel] {
+			for _, k := range ps {
+				if k >= len(row) || !row[k].IsSym() {
+					continue
+				}
+				for _, i := range e.guards[guardKey{rel: rel, pos: k, sym: row[k].Str()}] {
+					cand[i/64] |= 1 << (i % 64)
+				}
+			}
+		}
+	}
+	b := binding{vals: grow(&sc.vals, e.maxVars), set: grow(&sc.set, e.maxVars)}
+	if cap(sc.premises) < 8 {
+		sc.premises = make([]logic.Fact, 0, 8)
+	}
+	premises := sc.premises[:0]
+	for w, word := range cand {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			clear(b.set)
+			if err := run.join(&e.rules[i], 0, &b, premises); err != nil {
+				return derived{}, err
+			}
 		}
 	}
 	if lim := e.lim.MaxTuples; lim > 0 {
@@ -367,7 +506,6 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 		for _, rows := range run.facts {
 			n += int64(len(rows))
 		}
-		//flrh:orderfree summing sizes
 		for _, tuples := range run.out {
 			n += int64(len(tuples))
 		}
@@ -491,25 +629,46 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 	if r.e.lim.MaxFirings > 0 && r.firings > r.e.lim.MaxFirings {
 		return fmt.Errorf("rule firings exceed the budget of %d", r.e.lim.MaxFirings)
 	}
-	args := make([]logic.Value, len(rule.args))
-	for k, t := range rule.args {
-		args[k] = b.term(t)
+	start := len(r.args)
+	for _, t := range rule.args {
+		r.args = append(r.args, b.term(t))
 	}
-	key := tupleKey(args)
-	tuples := r.out[rule.head]
-	if tuples == nil {
-		tuples = map[string]*flatTuple{}
-		r.out[rule.head] = tuples
-	}
-	if _, seen := tuples[key]; seen {
+	args := r.args[start:len(r.args):len(r.args)]
+	o := r.e.outID[rule.head]
+	if r.seen(o, args) {
+		r.args = r.args[:start]
 		return nil
 	}
 	why := Reason{Facts: factStrings(premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
-	tuples[key] = &flatTuple{args: args, why: why}
+	tuple := flatTuple{args: args, why: why}
+	r.out[o] = append(r.out[o], tuple)
+	if m := r.keys[o]; m != nil {
+		m[tupleKey(tuple.args)] = len(r.out[o]) - 1
+	} else if len(r.out[o]) > flatScanMax {
+		m = make(map[string]int, 2*len(r.out[o]))
+		for k, t := range r.out[o] {
+			m[tupleKey(t.args)] = k
+		}
+		r.keys[o] = m
+	}
 	return nil
+}
+
+// seen reports whether output slot o already holds the tuple args.
+func (r *flatRun) seen(o int, args []logic.Value) bool {
+	if m := r.keys[o]; m != nil {
+		_, ok := m[tupleKey(args)]
+		return ok
+	}
+	for k := range r.out[o] {
+		if slices.EqualFunc(r.out[o][k].args, args, sameValue) {
+			return true
+		}
+	}
+	return false
 }
 
 // factStrings renders facts exactly as logic.Fact.String does, into one
@@ -526,12 +685,16 @@ func factStrings(fs []logic.Fact) []string {
 	}
 	var endsArr [16]int
 	ends := endsArr[:0]
-	buf := make([]byte, 0, n)
+	var sb strings.Builder
+	sb.Grow(n)
+	var factArr [256]byte
 	for _, f := range fs {
-		buf = appendFact(buf, f)
-		ends = append(ends, len(buf))
+		// Each fact is rendered on the stack and copied into the one
+		// string the builder hands over without a further copy.
+		sb.Write(appendFact(factArr[:0], f))
+		ends = append(ends, sb.Len())
 	}
-	all, start := string(buf), 0
+	all, start := sb.String(), 0
 	for k, end := range ends {
 		out[k], start = all[start:end], end
 	}
@@ -616,16 +779,12 @@ func tupleKey(args []logic.Value) string {
 // Distinct tuples of one relation never compare equal, so the order is
 // total and any sort gives the same result; slices.SortFunc does not
 // allocate as sort.Slice does.
-func (r *flatRun) sorted(rel string) []*flatTuple {
-	tuples := r.out[rel]
-	if len(tuples) == 0 {
-		return nil
+func (r *flatRun) sorted(rel string) []flatTuple {
+	out := r.out[r.e.outID[rel]]
+	if len(out) < 2 {
+		return out
 	}
-	out := make([]*flatTuple, 0, len(tuples))
-	for _, t := range tuples {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(x, y *flatTuple) int {
+	slices.SortFunc(out, func(x, y flatTuple) int {
 		a, b := x.args, y.args
 		for k := range a {
 			if c := cmpValues(a[k], b[k]); c != 0 {

@@ -369,12 +369,20 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	// One slot per gate, in Gates order: the gate's result, its
 	// (decision, reason) pairs, options and constraints.
 	type gateAcc struct {
-		res       GateResult
-		byVerdict []Signal
-		options   []string
-		cons      []Constraint
+		res GateResult
+		// first holds, by decision, 1 + the index in res.Reasons of the
+		// first reason that gave it (0: none yet).
+		first   [len(decisionNames)]int
+		options []string
+		cons    []Constraint
 	}
-	acc := make([]gateAcc, len(Gates))
+	var accArr [8]gateAcc // the five gates, on the stack
+	acc := accArr[:0]
+	if len(Gates) <= len(accArr) {
+		acc = accArr[:len(Gates)]
+	} else {
+		acc = make([]gateAcc, len(Gates))
+	}
 	for k, g := range Gates {
 		acc[k].res = GateResult{Gate: g, Reasons: []Reason{}}
 	}
@@ -404,7 +412,9 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 				r.Decision = verdict
 			}
 			r.Reasons = append(r.Reasons, dd.why)
-			a.byVerdict = append(a.byVerdict, Signal{Decision: verdict, Reason: dd.why})
+			if a.first[verdict] == 0 { // verdict is a parsed decision or Refuse
+				a.first[verdict] = len(r.Reasons)
+			}
 			if verdict == ShapeDecision {
 				for _, c := range d.caps[[2]string{dd.gate, dd.rule}] {
 					con := Constraint{Gate: gate, Rule: dd.rule}
@@ -443,11 +453,8 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 			continue
 		}
 		why := r.Reasons[0]
-		for _, c := range a.byVerdict {
-			if c.Decision == r.Decision {
-				why = c.Reason // the first (lowest rule id) rule that gave the final decision
-				break
-			}
+		if i := a.first[r.Decision]; i > 0 {
+			why = r.Reasons[i-1] // the first (lowest rule id) rule that gave the final decision
 		}
 		s := GateSignal(g, r.Decision, why)
 		s.Options = a.options

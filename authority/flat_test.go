@@ -19,7 +19,7 @@ func drawFlatPolicy(rt *rapid.T) string {
 		var body []string
 		bindsN, bindsD := false, false
 		for j := rapid.IntRange(1, 3).Draw(rt, "lits"); j > 0; j-- {
-			switch rapid.IntRange(0, 7).Draw(rt, "lit") {
+			switch rapid.IntRange(0, 9).Draw(rt, "lit") {
 			case 0:
 				body = append(body, fmt.Sprintf("action(t, \"act.a%d\")", rapid.IntRange(0, 2).Draw(rt, "a")))
 			case 1:
@@ -36,6 +36,11 @@ func drawFlatPolicy(rt *rapid.T) string {
 				body = append(body, "ticket(t)")
 			case 6:
 				body = append(body, "side_effect(t, e)")
+			case 8:
+				// A guard met (or not) by a helper relation's row.
+				body = append(body, fmt.Sprintf("trusted(%q)", rapid.SampledFrom([]string{"dest:d0", "dest:d1"}).Draw(rt, "tc")))
+			case 9:
+				body = append(body, fmt.Sprintf("param_sym(t, \"tone\", %q)", rapid.SampledFrom([]string{"blunt", "warm"}).Draw(rt, "tone")))
 			default:
 				body = append(body, "action(t, _)")
 			}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +28,9 @@ func TestMain(m *testing.M) {
 
 // crashWriter commits ticks forever (until killed): each tick appends an
 // event, commits an intent and a checkpoint that names the event count.
+// FLRH_CRASH_WRITER_RUNS names the runs (comma-separated, default "r"),
+// each written by its own goroutine, so that several runs' ticks share
+// batches.
 func crashWriter(path string) {
 	ctx := context.Background()
 	s, err := Open(ctx, path, Options{})
@@ -33,35 +38,58 @@ func crashWriter(path string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	l, err := s.AcquireLease(ctx, "r", "writer", time.Hour) // a restarted runner keeps its name
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+	runs := strings.Split(os.Getenv("FLRH_CRASH_WRITER_RUNS"), ",")
+	if runs[0] == "" {
+		runs = []string{"r"}
+	}
+	leases := make([]store.Lease, len(runs))
+	for i, id := range runs {
+		if leases[i], err = s.AcquireLease(ctx, id, "writer", time.Hour); err != nil { // a restarted runner keeps its name
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
 	}
 	fmt.Println("ready")
-	for {
-		run, err := s.Run(ctx, "r")
-		if err != nil {
-			os.Exit(4)
-		}
-		n := run.Head + 1
-		cp := []byte(fmt.Sprintf(`{"events":%d}`, n))
-		tick := store.Tick{ExpectHead: run.Head,
-			Events:     []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))},
-			Intents:    []store.Intent{storetest.In(fmt.Sprintf("i%d", n), fmt.Sprintf("k%d", n), fmt.Sprint(n))},
-			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}
-		if err := s.Commit(ctx, l, tick); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(5)
-		}
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				run, err := s.Run(ctx, l.RunID)
+				if err != nil {
+					os.Exit(4)
+				}
+				n := run.Head + 1
+				cp := []byte(fmt.Sprintf(`{"events":%d}`, n))
+				tick := store.Tick{ExpectHead: run.Head,
+					Events:     []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))},
+					Intents:    []store.Intent{storetest.In(fmt.Sprintf("%s-i%d", l.RunID, n), fmt.Sprintf("%s-k%d", l.RunID, n), fmt.Sprint(n))},
+					Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}
+				if err := s.Commit(ctx, l, tick); err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(5)
+				}
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 // TestCrashKeepsTicksWhole kills a writer process with SIGKILL in the middle
 // of committing, several times, and checks after every restart that each
 // tick is either wholly present or wholly absent: the event chain is
 // intact, every event has its intent and its checkpoint, and nothing else.
-func TestCrashKeepsTicksWhole(t *testing.T) {
+func TestCrashKeepsTicksWhole(t *testing.T) { crashRounds(t, []string{"r"}) }
+
+// TestCrashKeepsBatchesWhole is the same with eight runs written at once,
+// whose ticks commit in shared batches: a kill in the middle of a batch
+// leaves each of its ticks wholly present or wholly absent.
+func TestCrashKeepsBatchesWhole(t *testing.T) {
+	crashRounds(t, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"})
+}
+
+func crashRounds(t *testing.T, runs []string) {
 	if testing.Short() {
 		t.Skip("crash test runs real processes")
 	}
@@ -71,14 +99,16 @@ func TestCrashKeepsTicksWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-		t.Fatal(err)
+	for _, id := range runs {
+		if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.Close()
 	var last int64
 	for round := 0; round < 4; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "FLRH_CRASH_WRITER_DB="+path)
+		cmd.Env = append(os.Environ(), "FLRH_CRASH_WRITER_DB="+path, "FLRH_CRASH_WRITER_RUNS="+strings.Join(runs, ","))
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -101,28 +131,32 @@ func TestCrashKeepsTicksWhole(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
 		}
-		run, err := s.Run(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, _ := s.Events(ctx, "r", 0)
-		ins, _ := s.Intents(ctx, "r")
-		cp, _ := s.Checkpoint(ctx, "r")
-		if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) {
-			t.Fatalf("round %d: torn tick: head=%d events=%d intents=%d checkpoint=%d", round, run.Head, len(evs), len(ins), cp.Seq)
-		}
-		prev := store.GenesisHash
-		for _, e := range evs {
-			if e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
-				t.Fatalf("round %d: chain broken at %d", round, e.Seq)
+		var total int64
+		for _, id := range runs {
+			run, err := s.Run(ctx, id)
+			if err != nil {
+				t.Fatal(err)
 			}
-			prev = e.ChainHash
+			evs, _ := s.Events(ctx, id, 0)
+			ins, _ := s.Intents(ctx, id)
+			cp, _ := s.Checkpoint(ctx, id)
+			if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) {
+				t.Fatalf("round %d run %s: torn tick: head=%d events=%d intents=%d checkpoint=%d", round, id, run.Head, len(evs), len(ins), cp.Seq)
+			}
+			prev := store.GenesisHash
+			for _, e := range evs {
+				if e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+					t.Fatalf("round %d run %s: chain broken at %d", round, id, e.Seq)
+				}
+				prev = e.ChainHash
+			}
+			total += run.Head
 		}
-		if run.Head <= last {
-			t.Fatalf("round %d: no progress (head %d)", round, run.Head)
+		if total <= last {
+			t.Fatalf("round %d: no progress (%d ticks)", round, total)
 		}
-		last = run.Head
+		last = total
 		s.Close()
 	}
-	t.Logf("survived 4 SIGKILLs; %d ticks committed", last)
+	t.Logf("survived 4 SIGKILLs; %d ticks committed over %d runs", last, len(runs))
 }

@@ -18,7 +18,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	if store.BodyDigest(in.Body) != in.Digest {
 		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
-	return s.write(ctx, op, in.RunID, func(tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, op, in.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		var outcome, quarantine string
 		if err := s.queryRow(ctx, tx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
 			return err

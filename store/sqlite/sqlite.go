@@ -42,6 +42,14 @@ type Store struct {
 	stmts  statements // prepared on db
 	rstmts statements // prepared on rdb
 	sealer store.Sealer
+	group  group // concurrent writes, batched into shared transactions
+
+	// Test hooks, nil outside this package's tests: testBatch sees each
+	// batch's callers' contexts in the order they will run, before any of
+	// them runs; testCommit, when it returns an error, fails the batch's
+	// COMMIT with it instead of committing.
+	testBatch  func(reqs []context.Context)
+	testCommit func() error
 }
 
 // readers bounds the readers' pool. Every connection is kept open once
@@ -206,12 +214,13 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
 	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
 		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
 	}
-	now := nanos(s.clock())
-	_, err := s.db.ExecContext(ctx, `
+	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+		_, err := s.exec(ctx, tx, `
 INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order)
 VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
-		run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, now, now)
-	return mapErr("create run", run.ID, err)
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, nanos(now), nanos(now))
+		return err
+	})
 }
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
@@ -265,7 +274,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
 	}
 	var lease store.Lease
-	err := s.write(ctx, "acquire lease", runID, func(tx *sql.Tx, now time.Time) error {
+	err := s.write(ctx, "acquire lease", runID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
 		if err != nil {
 			return err
@@ -288,7 +297,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 // RenewLease implements store.Store.
 func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration) (store.Lease, error) {
 	out := lease
-	err := s.write(ctx, "renew lease", lease.RunID, func(tx *sql.Tx, now time.Time) error {
+	err := s.write(ctx, "renew lease", lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		if _, err := s.fence(ctx, tx, "renew lease", lease, now); err != nil {
 			return err
 		}
@@ -302,7 +311,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 
 // ReleaseLease implements store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	return s.write(ctx, "release lease", lease.RunID, func(tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "release lease", lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		if _, err := s.fence(ctx, tx, "release lease", lease, now); err != nil {
 			return err
 		}
@@ -310,23 +319,6 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 			nanos(now), lease.RunID)
 		return err
 	})
-}
-
-// write runs fn in one IMMEDIATE transaction with the store's clock read
-// after the write lock is held, so "now" is ordered with every other write.
-func (s *Store) write(ctx context.Context, op, runID string, fn func(tx *sql.Tx, now time.Time) error) error {
-	if s.ro {
-		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return mapErr(op, runID, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx, s.clock()); err != nil {
-		return mapErr(op, runID, err)
-	}
-	return mapErr(op, runID, tx.Commit())
 }
 
 // fence checks, inside tx, that lease is the run's current, unexpired lease

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
 		{"Ready", testReady},
+		{"ConcurrentRunsFencedAlone", testConcurrentRunsFencedAlone},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -603,5 +604,82 @@ func testReady(t *testing.T, s store.Store, _ *Clock) {
 	must(t, err)
 	if fmt.Sprint(ids) != "[busy mail]" {
 		t.Fatalf("ready = %v", ids)
+	}
+}
+
+// Writers of many runs commit at once (a store may batch them into shared
+// transactions), each followed by a stale holder of the same run: every
+// current writer's tick lands whole and is read back at once; every stale
+// one is refused with FENCED and leaves nothing.
+func testConcurrentRunsFencedAlone(t *testing.T, s store.Store, _ *Clock) {
+	const runs, ticks = 8, 6
+	current := make([]store.Lease, runs)
+	stale := make([]store.Lease, runs)
+	for r := range runs {
+		id := fmt.Sprintf("r%d", r)
+		newRun(t, s, id)
+		var err error
+		stale[r], err = s.AcquireLease(ctx, id, "old", time.Hour)
+		must(t, err)
+		must(t, s.ReleaseLease(ctx, stale[r]))
+		current[r], err = s.AcquireLease(ctx, id, "w", time.Hour)
+		must(t, err)
+	}
+	tick := func(l store.Lease, who string, i int) store.Tick {
+		body := fmt.Sprintf(`{"who":%q,"i":%d}`, who, i)
+		cp := []byte(body)
+		return store.Tick{ExpectHead: int64(i), Events: []store.Event{Ev("E", body)},
+			Intents:    []store.Intent{In(fmt.Sprintf("%s-%s-%d", l.RunID, who, i), fmt.Sprintf("%s-%s-k%d", l.RunID, who, i), body)},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+			Trace:      []store.TraceRecord{{Kind: "t", Body: cp}}}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for r := range runs {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range ticks {
+				if err := s.Commit(ctx, current[r], tick(current[r], "w", i)); err != nil {
+					t.Errorf("run r%d tick %d: %v", r, i, err)
+					return
+				}
+				if run, err := s.Run(ctx, current[r].RunID); err != nil || run.Head != int64(i+1) {
+					t.Errorf("run r%d after tick %d: head %d, %v", r, i, run.Head, err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range ticks {
+				if err := s.Commit(ctx, stale[r], tick(stale[r], "old", i)); store.CodeOf(err) != store.CodeFenced {
+					t.Errorf("stale commit on r%d: %v, want FENCED", r, err)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for r := range runs {
+		id := current[r].RunID
+		evs, _ := s.Events(ctx, id, 0)
+		ins, _ := s.Intents(ctx, id)
+		tr, _ := s.Trace(ctx, id)
+		cp, err := s.Checkpoint(ctx, id)
+		must(t, err)
+		if len(evs) != ticks || len(ins) != ticks || len(tr) != ticks || cp.Seq != ticks {
+			t.Fatalf("run %s: %d events, %d intents, %d trace records, checkpoint at %d; want %d of each", id, len(evs), len(ins), len(tr), cp.Seq, ticks)
+		}
+		prev := store.GenesisHash
+		for i, e := range evs {
+			if want := fmt.Sprintf(`{"who":"w","i":%d}`, i); string(e.Body) != want || e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+				t.Fatalf("run %s event %d: %s, want %s on an intact chain", id, e.Seq, e.Body, want)
+			}
+			prev = e.ChainHash
+		}
 	}
 }

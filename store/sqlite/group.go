@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Group commit.
+//
+// SQLite has one writer at a time, and with synchronous=FULL every COMMIT
+// waits for an fsync of the write-ahead log. Writers that arrive while a
+// transaction is committing would each wait for the lock and then pay their
+// own fsync; instead they queue, and whoever finds no transaction under way
+// becomes the leader: it takes everything queued at that moment, runs each
+// caller's work in one IMMEDIATE transaction, each inside its own
+// SAVEPOINT, and commits once. A caller whose work is refused (fenced, head
+// moved, invalid) is rolled back to its savepoint alone and gets its own
+// error; the others are unaffected, exactly as if they had committed one by
+// one in the batch's order, since each runs after the ones before it, sees
+// their writes and reads the clock after them. Every caller returns only
+// once the batch's COMMIT has succeeded; if it fails, every caller of the
+// batch gets that error (a refusal decided on writes that were then lost
+// is no answer) and nothing of the batch is in the database.
+//
+// The leader never waits for a batch to fill: a lone writer runs alone,
+// without savepoints, as before. When the leader is done it hands the lead
+// to the first caller queued meanwhile, so no caller keeps working for
+// others indefinitely.
+
+// writeReq is one caller's write waiting for, or running in, a batch.
+type writeReq struct {
+	ctx       context.Context
+	op, runID string
+	fn        func(ctx context.Context, tx *sql.Tx, now time.Time) error
+	err       error
+	panicked  any // what fn panicked with, re-raised in the caller
+	didPanic  bool
+	// wake receives true when this caller is to lead the next batch
+	// (itself included), false when its write is decided.
+	wake chan bool
+}
+
+// group is the queue of writes waiting for the next batch.
+type group struct {
+	mu      sync.Mutex
+	queue   []*writeReq
+	leading bool // a batch is being formed or committed
+}
+
+// savepoint frames each caller's work inside a batch of more than one.
+const (
+	savepointBegin    = `SAVEPOINT w`
+	savepointRelease  = `RELEASE w`
+	savepointRollback = `ROLLBACK TO w`
+)
+
+// write runs fn in an IMMEDIATE transaction, shared with the writes that
+// are queued with it, with the store's clock read after the write lock is
+// held and after every write ordered before it, so "now" is ordered with
+// every other write.
+func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context.Context, tx *sql.Tx, now time.Time) error) error {
+	if s.ro {
+		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
+	}
+	if err := ctx.Err(); err != nil {
+		return mapErr(op, runID, err)
+	}
+	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn, wake: make(chan bool, 1)}
+	g := &s.group
+	g.mu.Lock()
+	g.queue = append(g.queue, req)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if !lead {
+		// A follower waits without regard to its context: once queued, its
+		// work may already be running in the leader's transaction, and only
+		// the batch's outcome says whether it is in the database. The
+		// leader skips a caller whose context ended before its turn.
+		lead = <-req.wake
+	}
+	if lead {
+		s.lead()
+	}
+	if req.didPanic {
+		panic(req.panicked)
+	}
+	return req.err
+}
+
+// lead runs one batch: everything queued now, the caller's own write
+// among it. Then it hands the lead on to the first caller queued since, or
+// gives it up. The caller's own write is decided when lead returns.
+func (s *Store) lead() {
+	g := &s.group
+	g.mu.Lock()
+	batch := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+
+	s.runBatch(batch)
+
+	g.mu.Lock()
+	var next *writeReq
+	if len(g.queue) > 0 {
+		next = g.queue[0]
+	} else {
+		g.leading = false
+	}
+	g.mu.Unlock()
+	for _, r := range batch {
+		r.wake <- false
+	}
+	if next != nil {
+		next.wake <- true
+	}
+}
+
+// runBatch runs a batch's writes in one transaction and decides each
+// caller's outcome.
+func (s *Store) runBatch(batch []*writeReq) {
+	if s.testBatch != nil {
+		ctxs := make([]context.Context, len(batch))
+		for i, r := range batch {
+			ctxs[i] = r.ctx
+		}
+		s.testBatch(ctxs)
+	}
+	failAll := func(err error) {
+		for _, r := range batch {
+			if !r.didPanic {
+				r.err = mapErr(r.op, r.runID, err)
+			}
+		}
+	}
+	// The transaction outlives any one caller's context: a caller that
+	// gives up must not abort the others' writes (an interrupted statement
+	// can roll the whole transaction back). Each caller's context is
+	// checked before its turn instead.
+	bctx := context.WithoutCancel(batch[0].ctx)
+	tx, err := s.db.BeginTx(bctx, nil)
+	if err != nil {
+		failAll(err)
+		return
+	}
+	defer tx.Rollback()
+
+	if len(batch) == 1 {
+		// Alone: the transaction is the caller's, as with no batching.
+		r := batch[0]
+		if err := r.ctx.Err(); err != nil {
+			r.err = mapErr(r.op, r.runID, err)
+			return
+		}
+		if err := s.runOne(bctx, tx, r); err != nil {
+			r.err = mapErr(r.op, r.runID, err)
+			return
+		}
+		r.err = mapErr(r.op, r.runID, s.commitTx(tx))
+		return
+	}
+
+	landed := 0
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = mapErr(r.op, r.runID, err)
+			continue
+		}
+		if _, err := s.exec(bctx, tx, savepointBegin); err != nil {
+			failAll(err)
+			return
+		}
+		if err := s.runOne(bctx, tx, r); err != nil {
+			r.err = mapErr(r.op, r.runID, err)
+			// Undo this caller's writes alone. If the savepoint is gone,
+			// SQLite rolled the whole transaction back (an I/O error, a
+			// full disk): every write of the batch is lost.
+			if _, rerr := s.exec(bctx, tx, savepointRollback); rerr != nil {
+				failAll(fmt.Errorf("batch rolled back after %s: %w", r.op, errors.Join(err, rerr)))
+				return
+			}
+		} else {
+			landed++
+		}
+		if _, err := s.exec(bctx, tx, savepointRelease); err != nil {
+			failAll(err)
+			return
+		}
+	}
+	if landed == 0 {
+		return // every caller was refused; nothing to commit
+	}
+	if err := s.commitTx(tx); err != nil {
+		failAll(err)
+	}
+}
+
+// runOne runs one caller's work inside tx, catching a panic (an approval
+// check's, say) so that it rolls back that caller's work only and is
+// raised again in the caller's own goroutine.
+func (s *Store) runOne(ctx context.Context, tx *sql.Tx, r *writeReq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panicked, r.didPanic = p, true
+			err = fmt.Errorf("%s panicked: %v", r.op, p)
+		}
+	}()
+	return r.fn(context.WithoutCancel(r.ctx), tx, s.clock())
+}
+
+func (s *Store) commitTx(tx *sql.Tx) error {
+	if s.testCommit != nil {
+		if err := s.testCommit(); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

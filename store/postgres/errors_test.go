@@ -31,6 +31,7 @@ func TestErrorMapping(t *testing.T) {
 		{"append-only trigger", pg("FL001"), store.CodeInvalidTransition, false, false},
 		{"serialization failure", pg("40001"), store.CodeUnavailable, true, false},
 		{"deadlock", pg("40P01"), store.CodeUnavailable, true, false},
+		{"guarded write found other rows", pg("FL002"), store.CodeUnavailable, true, false},
 		{"read-only transaction", pg("25006"), store.CodeInvalidInput, false, false},
 		{"data corrupted", pg("XX001"), store.CodeCorrupt, false, false},
 		{"index corrupted", pg("XX002"), store.CodeCorrupt, false, false},

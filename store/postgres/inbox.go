@@ -20,29 +20,38 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
 	return s.write(ctx, op, in.RunID, func(tx *wtx) error {
-		run, now, err := s.lockRun(ctx, tx, in.RunID)
+		// The inbound id's earlier submission, if any, is read in the
+		// lock's round trip, and the row, the notification and COMMIT
+		// travel in the next: two round trips.
+		var digest string
+		found := false
+		run, now, err := s.lockRun(ctx, tx, in.RunID, func(b *pgx.Batch) {
+			b.Queue(`SELECT digest FROM inbox WHERE run_id = $1 AND inbound_id = $2`, in.RunID, in.ID).QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&digest)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil
+				}
+				found = err == nil
+				return err
+			})
+		})
 		if err != nil {
 			return err
 		}
-		var digest string
-		err = tx.QueryRow(ctx, `SELECT digest FROM inbox WHERE run_id = $1 AND inbound_id = $2`, in.RunID, in.ID).Scan(&digest)
 		switch {
-		case err == nil && digest == in.Digest:
+		case found && digest == in.Digest:
 			return nil // the same event submitted again: idempotent
-		case err == nil:
+		case found:
 			return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
 		}
 		if run.Outcome != "" {
 			return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", run.Outcome)
 		}
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, $9)`,
 			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
-		b.Queue(`SELECT pg_notify($1, $2)`, s.channel(), in.RunID)
-		return tx.commitWith(ctx, b)
+		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), in.RunID)
+		return nil
 	})
 }
 

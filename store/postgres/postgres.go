@@ -244,6 +244,7 @@ const (
 	pgDeadlock            = "40P01"
 	pgReadOnlyTx          = "25006"
 	pgAppendOnly          = "FL001" // raised by flrh_append_only()
+	pgGuard               = "FL002" // raised by flrh_expect_one()
 	pgDataCorrupted       = "XX001"
 	pgIndexCorrupted      = "XX002"
 )
@@ -266,7 +267,10 @@ func retryable(err error) bool {
 		return true
 	}
 	switch pgCode(err) {
-	case pgSerializationFail, pgDeadlock:
+	case pgSerializationFail, pgDeadlock, pgGuard:
+		// A guard fails when a write finds other rows than the reads
+		// before it: something changed in between, and a fresh attempt
+		// reads it and reports exactly what.
 		return true
 	}
 	return false
@@ -326,7 +330,7 @@ func mapErr(op, runID string, err error) error {
 			return store.Errorf(store.CodeNotFound, op, runID, err, "refers to a record that does not exist")
 		case pe.Code == pgAppendOnly:
 			return store.Errorf(store.CodeInvalidTransition, op, runID, err, "evidence is append-only")
-		case pe.Code == pgSerializationFail || pe.Code == pgDeadlock:
+		case pe.Code == pgSerializationFail || pe.Code == pgDeadlock || pe.Code == pgGuard:
 			return store.Errorf(store.CodeUnavailable, op, runID, err, "lost a serialization race too often; nothing was written")
 		case pe.Code == pgReadOnlyTx:
 			return store.Errorf(store.CodeInvalidInput, op, runID, err, "store opened read-only")

@@ -29,10 +29,10 @@ func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
 		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
 	}
 	return s.write(ctx, "grant approval", a.RunID, func(tx *wtx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+		tx.Queue(`INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'granted', `+nowParam(8)+`)`,
 			a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), s.injected())
-		return err
+		return nil
 	})
 }
 
@@ -47,8 +47,8 @@ func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
 		if status != string(store.ApprovalGranted) {
 			return store.Errorf(store.CodeApprovalUnavailable, "revoke approval", "", nil, "approval %s is %s", approvalID, status)
 		}
-		_, err = tx.Exec(ctx, `UPDATE approvals SET status = 'revoked' WHERE approval_id = $1`, approvalID)
-		return err
+		tx.Queue(`UPDATE approvals SET status = 'revoked' WHERE approval_id = $1`, approvalID)
+		return nil
 	})
 }
 

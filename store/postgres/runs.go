@@ -24,18 +24,35 @@ func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 	return r, err
 }
 
+// lockSQL locks a run's header row and then reads the clock: the outer
+// projection is evaluated on rows the locking CTE has already returned, so
+// clock_timestamp() is read after the lock.
+const lockSQL = `WITH r AS MATERIALIZED (
+	SELECT ` + runColumns + ` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE)
+SELECT r.*, ` + nowNanos + ` FROM r`
+
 // lockRun locks a run's header row for the rest of tx and reads the clock
 // after the lock is held, so "now" is ordered after every earlier writer
 // of the run. Every write to a run goes through this row lock: it is what
 // serializes a run's writers, on one machine or many.
-func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string) (store.Run, time.Time, error) {
+//
+// reads, when given, queue more reads on the same round trip: they run
+// after the lock, on the transaction's one snapshot, exactly as if they
+// were sent one by one after it, and their callbacks fill what the caller
+// decides on. They do not run when the run does not exist.
+func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
+	var r store.Run
 	var clock int64
-	// The outer projection is evaluated on rows the locking CTE has
-	// already returned, so clock_timestamp() is read after the lock.
-	r, err := scanRun(tx.QueryRow(ctx, `WITH r AS MATERIALIZED (
-	SELECT `+runColumns+` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE)
-SELECT r.*, `+nowNanos+` FROM r`, runID), &clock)
-	if err != nil {
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, runID).QueryRow(func(row pgx.Row) error {
+		var err error
+		r, err = scanRun(row, &clock)
+		return err
+	})
+	for _, q := range reads {
+		q(b)
+	}
+	if err := tx.SendBatch(ctx, b); err != nil {
 		return r, time.Time{}, err
 	}
 	now := fromNanos(clock)
@@ -46,9 +63,10 @@ SELECT r.*, `+nowNanos+` FROM r`, runID), &clock)
 }
 
 // fence locks the run and checks, inside tx, that lease is the run's
-// current, unexpired lease and that the run is not quarantined.
-func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease) (store.Run, time.Time, error) {
-	r, now, err := s.lockRun(ctx, tx, lease.RunID)
+// current, unexpired lease and that the run is not quarantined. reads are
+// lockRun's.
+func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
+	r, now, err := s.lockRun(ctx, tx, lease.RunID, reads...)
 	if err != nil {
 		return r, now, err
 	}
@@ -71,15 +89,13 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
 		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
 	}
 	return s.write(ctx, "create run", run.ID, func(tx *wtx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
+		// One round trip: BEGIN, the row, the notification and COMMIT.
+		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected())
-		if err != nil {
-			return err
-		}
 		// A new run is new work: wake idle runners (delivered on commit).
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), run.ID)
-		return err
+		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
+		return nil
 	})
 }
 
@@ -131,9 +147,9 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 				"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
 		}
 		lease = store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
-		_, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = $1, lease_generation = $2, lease_expires_at = $3, updated_at = $4 WHERE run_id = $5`,
+		tx.Queue(`UPDATE runs SET lease_owner = $1, lease_generation = $2, lease_expires_at = $3, updated_at = $4 WHERE run_id = $5`,
 			owner, lease.Generation, nanos(lease.ExpiresAt), nanos(now), runID)
-		return err
+		return nil
 	})
 	return lease, err
 }
@@ -150,9 +166,9 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 			return err
 		}
 		out.ExpiresAt = now.Add(ttl).UTC()
-		_, err = tx.Exec(ctx, `UPDATE runs SET lease_expires_at = $1, updated_at = $2 WHERE run_id = $3`,
+		tx.Queue(`UPDATE runs SET lease_expires_at = $1, updated_at = $2 WHERE run_id = $3`,
 			nanos(out.ExpiresAt), nanos(now), lease.RunID)
-		return err
+		return nil
 	})
 	return out, err
 }
@@ -164,13 +180,11 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 		if err != nil {
 			return err
 		}
-		if _, err = tx.Exec(ctx, `UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = $1 WHERE run_id = $2`,
-			nanos(now), lease.RunID); err != nil {
-			return err
-		}
+		tx.Queue(`UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = $1 WHERE run_id = $2`,
+			nanos(now), lease.RunID)
 		// A released live run may be claimed by another runner at once.
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), lease.RunID)
-		return err
+		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), lease.RunID)
+		return nil
 	})
 }
 
@@ -184,9 +198,9 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE runs SET quarantine = $1, lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $3`,
+		tx.Queue(`UPDATE runs SET quarantine = $1, lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $3`,
 			reason, nanos(now), runID)
-		return err
+		return nil
 	})
 }
 

@@ -165,6 +165,21 @@ CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXE
 	{"pending inbox entries by run", `
 CREATE INDEX inbox_pending ON inbox (run_id) WHERE NOT consumed;
 `},
+	// A write transaction sends its writes with COMMIT in one pipeline,
+	// after deciding on what it read. A write whose row count that
+	// decision relies on (an approval consumed, an attempt finished, an
+	// inbound event consumed) is wrapped so that touching any other number
+	// of rows fails the transaction — and so skips its COMMIT — instead of
+	// committing a tick the store would have refused.
+	{"guard for pipelined writes", `
+CREATE FUNCTION flrh_expect_one(touched bigint, what text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	IF touched <> 1 THEN
+		RAISE EXCEPTION '% touched % rows, not one', what, touched USING ERRCODE = 'FL002';
+	END IF;
+END
+$$;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

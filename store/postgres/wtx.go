@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -9,91 +10,114 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// wtx is one write transaction on one pooled connection. It saves two of a
-// tick's four round trips: BEGIN travels in the same pipeline as the first
-// statement (the run's row lock), and COMMIT in the same pipeline as the
-// last batch (the append-only tail). The server runs a pipeline's
-// statements in order and skips the rest after an error, so a failing
-// statement never lets its COMMIT through.
+// wtx is one write transaction on one pooled connection, sent in as few
+// round trips as its decisions allow. BEGIN travels in the same pipeline
+// as the first statement (the run's row lock, with every read the
+// transaction decides on), and the writes queued with Queue travel with
+// COMMIT: a tick is two round trips however many rows it writes. The
+// server runs a pipeline's statements in order and skips the rest after an
+// error, so a failing statement never lets its COMMIT through; a write
+// whose row count the transaction relies on is guarded (see expectOne) so
+// that it fails, rather than commits, when it finds something else.
 type wtx struct {
 	conn       *pgxpool.Conn
-	begun      bool // BEGIN has been sent
-	commitSent bool // COMMIT has been sent: a lost connection leaves the outcome unknown
-	done       bool // COMMIT has succeeded
+	pending    []*pgx.QueuedQuery // writes queued for the next round trip
+	begun      bool               // BEGIN has been sent
+	commitSent bool               // COMMIT has been sent: a lost connection leaves the outcome unknown
+	done       bool               // COMMIT has succeeded
 }
 
 const beginSQL = `BEGIN ISOLATION LEVEL REPEATABLE READ`
 
-// batch returns b with BEGIN in front if the transaction has not begun.
+// batch returns b with BEGIN (if the transaction has not begun) and the
+// queued writes in front, in that order, so that statements reach the
+// server in the order the transaction issued them.
 func (t *wtx) batch(b *pgx.Batch) *pgx.Batch {
-	if t.begun {
+	if t.begun && len(t.pending) == 0 {
 		return b
 	}
-	t.begun = true
-	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
-	nb.Queue(beginSQL)
+	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(t.pending)+len(b.QueuedQueries)+1)}
+	if !t.begun {
+		t.begun = true
+		nb.Queue(beginSQL)
+	}
+	nb.QueuedQueries = append(nb.QueuedQueries, t.pending...)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	t.pending = nil
 	return nb
 }
 
-// Exec runs one statement.
-func (t *wtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
-		return t.conn.Exec(ctx, sql, args...)
-	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br := t.conn.SendBatch(ctx, t.batch(b))
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return tag, err
-	}
-	return tag, br.Close()
+// Queue queues a write for the transaction's next round trip (at the
+// latest, the one that commits). Its failure fails that round trip; a
+// callback set on the returned query runs when its result arrives.
+func (t *wtx) Queue(sql string, args ...any) *pgx.QueuedQuery {
+	q := &pgx.QueuedQuery{SQL: sql, Arguments: args}
+	t.pending = append(t.pending, q)
+	return q
 }
 
-// QueryRow runs one query returning at most one row.
+// Exec runs one statement (after anything queued).
+func (t *wtx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error { tag = ct; return nil })
+	return tag, t.SendBatch(ctx, b)
+}
+
+// QueryRow runs one query returning at most one row (after anything
+// queued).
 func (t *wtx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.begun {
+	if t.begun && len(t.pending) == 0 {
 		return t.conn.QueryRow(ctx, sql, args...)
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	br := t.conn.SendBatch(ctx, t.batch(b))
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return errRow{err}
+	b = t.batch(b)
+	br := t.conn.SendBatch(ctx, b)
+	for _, q := range b.QueuedQueries[:len(b.QueuedQueries)-1] {
+		var err error
+		if q.Fn != nil {
+			err = q.Fn(br)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			br.Close()
+			return errRow{err}
+		}
 	}
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// SendBatch runs b's statements in one round trip and returns the first
-// error.
+// SendBatch runs b's statements (after anything queued) in one round trip,
+// calling their callbacks in order, and returns the first error.
 func (t *wtx) SendBatch(ctx context.Context, b *pgx.Batch) error {
 	return t.conn.SendBatch(ctx, t.batch(b)).Close()
 }
 
-// commitWith runs b and COMMIT in one round trip.
-func (t *wtx) commitWith(ctx context.Context, b *pgx.Batch) error {
-	b = t.batch(b)
-	n := len(b.QueuedQueries)
-	b.Queue(`COMMIT`)
-	t.commitSent = true
-	br := t.conn.SendBatch(ctx, b)
-	defer br.Close()
-	for i := 0; i < n; i++ {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
-	tag, err := br.Exec()
-	if err != nil {
+// commit sends what is queued and COMMIT in one round trip.
+func (t *wtx) commit(ctx context.Context) error {
+	b := t.batch(&pgx.Batch{})
+	var tag pgconn.CommandTag
+	reached := false // COMMIT's answer was awaited
+	q := b.Queue(`COMMIT`)
+	q.Fn = func(br pgx.BatchResults) error {
+		reached = true
+		var err error
+		tag, err = br.Exec()
 		return err
 	}
-	if err := br.Close(); err != nil {
+	t.commitSent = true
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		// The server answers in order and, after an error, skips the
+		// rest of the pipeline or ends the session: an error it sent for
+		// a statement before COMMIT means COMMIT never ran, as does a
+		// pipeline that never left this process. Only a loss while
+		// COMMIT's answer was awaited leaves the outcome unknown.
+		var pe *pgconn.PgError
+		if !reached && (errors.As(err, &pe) || pgconn.SafeToRetry(err)) {
+			t.commitSent = false
+		}
 		return err
 	}
 	if tag.String() != "COMMIT" {
@@ -106,7 +130,7 @@ func (t *wtx) commitWith(ctx context.Context, b *pgx.Batch) error {
 
 // finish commits what fn left open, or rolls back after an error.
 func (t *wtx) finish(ctx context.Context, fnErr error) error {
-	if fnErr != nil || t.done || !t.begun {
+	if fnErr != nil || t.done || (!t.begun && len(t.pending) == 0) {
 		if fnErr != nil && t.begun && !t.done {
 			// A connection whose rollback fails is closed, and the pool
 			// then discards it rather than reuse a session in an
@@ -117,16 +141,7 @@ func (t *wtx) finish(ctx context.Context, fnErr error) error {
 		}
 		return fnErr
 	}
-	t.commitSent = true
-	tag, err := t.conn.Exec(ctx, `COMMIT`)
-	if err != nil {
-		return err
-	}
-	if tag.String() != "COMMIT" {
-		return fmt.Errorf("transaction rolled back by the server (%s)", tag)
-	}
-	t.done = true
-	return nil
+	return t.commit(ctx)
 }
 
 type batchRow struct {
@@ -145,3 +160,11 @@ func (r batchRow) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
+
+// expectOne wraps a data-modifying statement (one without RETURNING) so
+// that it fails the transaction with pgGuard unless it touched exactly one
+// row. what names the write in the error; it is a constant of this
+// package, never input.
+func expectOne(stmt, what string) string {
+	return `WITH w AS (` + stmt + ` RETURNING 1) SELECT flrh_expect_one((SELECT count(*) FROM w), '` + what + `')`
+}

@@ -2,10 +2,14 @@ package verify
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,8 @@ import (
 	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -41,15 +47,22 @@ func refundAgent(tb testing.TB) (*bundle.Workflow, *bundle.Adapters) {
 // workflow and the run ids in creation order.
 func manyRuns(tb testing.TB, n int) (string, *bundle.Workflow, []string) {
 	tb.Helper()
-	wf, ads := refundAgent(tb)
 	path := filepath.Join(tb.TempDir(), "many.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	st, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer st.Close()
+	wf, ids := recordMany(tb, st, n)
+	return path, wf, ids
+}
+
+// recordMany records the runs manyRuns describes in st.
+func recordMany(tb testing.TB, st store.Store, n int) (*bundle.Workflow, []string) {
+	tb.Helper()
+	wf, ads := refundAgent(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	sb, err := sandbox.New(sandbox.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -120,7 +133,7 @@ func manyRuns(tb testing.TB, n int) (string, *bundle.Workflow, []string) {
 			tb.Fatalf("run %s is %s %q", id, run.State, run.Outcome)
 		}
 	}
-	return path, wf, ids
+	return wf, ids
 }
 
 // TestManyRunsVerifyAndReplay keeps the many-runs benchmark honest: every
@@ -145,5 +158,157 @@ func TestManyRunsVerifyAndReplay(t *testing.T) {
 	// 20 runs: refunds 4, 9 and 14 need approval, 19 is ineligible.
 	if approvals != 3 || intents != 19 {
 		t.Fatalf("%d approvals consumed and %d intents, want 3 and 19", approvals, intents)
+	}
+}
+
+// Checking runs in parallel, and verifying and replaying from one read,
+// finds exactly what Run and Replay find one run after the other: the
+// same reports in the same order, on a store where several runs were
+// tampered with in different ways.
+func TestCheckManyMatchesSequential(t *testing.T) {
+	path, wf, ids := manyRuns(t, 20)
+	tamper(t, path,
+		"DROP TRIGGER IF EXISTS receipts_no_delete", "DROP TRIGGER IF EXISTS checkpoints_no_update",
+		`UPDATE events SET body = CAST(replace(body, 'INGEST', 'INGESX') AS BLOB) WHERE run_id = 'refund-0001' AND seq = 1`,
+		`UPDATE receipts SET body = CAST(replace(body, 'confirmed_success', 'confirmed_failure') AS BLOB) WHERE run_id = 'refund-0002'`,
+		`UPDATE approvals SET status = 'granted', consumed_by = '' WHERE run_id = 'refund-0004'`,
+		`UPDATE attempts SET status = 'failed_permanent' WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'refund-0006')`,
+		`UPDATE runs SET outcome = 'failure' WHERE run_id = 'refund-0007'`,
+		`UPDATE events SET generation = 99 WHERE run_id = 'refund-0008' AND seq = 2`,
+		`UPDATE intents SET approval_id = (SELECT approval_id FROM approvals WHERE run_id = 'refund-0009') WHERE run_id = 'refund-0014'`,
+		`UPDATE checkpoints SET body = CAST(replace(body, '"SUCCEEDED"', '"FAILED"') AS BLOB) WHERE run_id = 'refund-0011'`,
+		`DELETE FROM receipts WHERE run_id = 'refund-0012'`,
+		`UPDATE receipts SET run_id = 'refund-0013' WHERE run_id = 'refund-0015'`,
+	)
+	st := open(t, path, true)
+	if _, ok := runReaderOf(st); !ok {
+		t.Fatal("the SQLite store has no bulk reads")
+	}
+	var jobs []Job
+	var want []Checked
+	for i, id := range ids {
+		job := Job{RunID: id}
+		if i%3 != 2 { // some jobs verify only
+			job.Workflow = wf
+		}
+		jobs = append(jobs, job)
+		rep, err := Run(ctx, st, nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Checked{Report: rep}
+		if job.Workflow != nil {
+			if c.Replay, err = Replay(ctx, st, wf, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want = append(want, c)
+	}
+	got, err := CheckMany(ctx, st, nil, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]bool{}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("%s:\n got %+v %+v\nwant %+v %+v", ids[i], got[i].Report, got[i].Replay, want[i].Report, want[i].Replay)
+		}
+		if !want[i].Report.OK() || (want[i].Replay != nil && !want[i].Replay.OK()) {
+			failed[ids[i]] = true
+		}
+	}
+	for _, id := range []string{"refund-0001", "refund-0002", "refund-0004", "refund-0006", "refund-0007", "refund-0008", "refund-0011", "refund-0012", "refund-0013", "refund-0014", "refund-0015"} {
+		if !failed[id] {
+			t.Errorf("tampering with %s went unnoticed", id)
+		}
+	}
+	if len(failed) != 11 {
+		t.Errorf("findings in %d runs, want 11: %v", len(failed), failed)
+	}
+	// A store without the bulk reads is asked per intent, to the same
+	// effect.
+	for i, id := range ids {
+		rep, err := Run(ctx, perIntent{st}, nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(rep, want[i].Report) {
+			t.Fatalf("per intent, %s: %+v, want %+v", id, rep, want[i].Report)
+		}
+	}
+	reps, err := Many(ctx, st, nil, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range reps {
+		if !reflect.DeepEqual(reps[i], want[i].Report) {
+			t.Fatalf("Many, %s: %+v, want %+v", ids[i], reps[i], want[i].Report)
+		}
+	}
+}
+
+// A run that cannot be read fails CheckMany with the error the sequential
+// loop would meet first, whichever worker meets it.
+func TestCheckManyReportsTheFirstError(t *testing.T) {
+	path, _, ids := manyRuns(t, 6)
+	st := open(t, path, true)
+	ids = append(ids[:3:3], "no-such-run", "nor-this-one", ids[3])
+	_, want := Run(ctx, st, nil, "no-such-run")
+	if want == nil {
+		t.Fatal("a missing run verified")
+	}
+	for range 5 {
+		_, err := Many(ctx, st, nil, ids)
+		if err == nil || err.Error() != want.Error() {
+			t.Fatalf("error %v, want %v", err, want)
+		}
+	}
+}
+
+// perIntent hides a store's bulk reads.
+type perIntent struct{ store.Store }
+
+// PostgreSQL's bulk reads of attempts and grants give the reports reading
+// per intent gives, on runs that consumed approvals and runs that were
+// refused.
+func TestBulkReadsOnPostgres(t *testing.T) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_test_" + hex.EncodeToString(b[:])
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := st.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		st.Close()
+	})
+	if _, ok := runReaderOf(st); !ok {
+		t.Fatal("the PostgreSQL store has no bulk reads")
+	}
+	_, ids := recordMany(t, st, 10)
+	approvals := 0
+	for _, id := range ids {
+		bulk, err := Run(ctx, st, nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		each, err := Run(ctx, perIntent{st}, nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(bulk, each) || !bulk.OK() {
+			t.Fatalf("%s: bulk %+v, per intent %+v", id, bulk, each)
+		}
+		approvals += bulk.Approvals
+	}
+	if approvals != 2 {
+		t.Fatalf("%d approvals consumed, want 2", approvals)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/runner"
@@ -30,22 +31,25 @@ func (r *ReplayReport) OK() bool { return len(r.Findings) == 0 }
 // state must equal the checkpoint's byte for byte. Control records are
 // re-stepped by Run; together they re-execute every pure step of the run.
 func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID string) (*ReplayReport, error) {
-	rep := &ReplayReport{RunID: runID, Findings: []Finding{}}
-	fail := func(check, where, format string, args ...any) {
-		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
-	}
 	state, err := wf.Init(runID)
 	if err != nil {
 		return nil, fmt.Errorf("workflow init: %w", err)
 	}
-	evs, err := st.Events(ctx, runID, 0)
+	rec, err := load(ctx, st, runID, 0)
 	if err != nil {
 		return nil, err
 	}
-	ins, err := st.Intents(ctx, runID)
-	if err != nil {
-		return nil, err
+	return replayRecord(rec, wf, runID, state), nil
+}
+
+// replayRecord replays a run read by load from the workflow's initial
+// state.
+func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *ReplayReport {
+	rep := &ReplayReport{RunID: runID, Findings: []Finding{}}
+	fail := func(check, where, format string, args ...any) {
+		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
 	}
+	evs, ins := rec.events, rec.intents
 	committed := map[string]store.Intent{}
 	for _, in := range ins {
 		committed[in.ID] = in
@@ -55,7 +59,7 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 		if e.Kind != runner.EventAccepted {
 			continue
 		}
-		where := fmt.Sprintf("event %d", e.Seq)
+		where := "event " + strconv.FormatInt(e.Seq, 10)
 		in, err := runner.DecodeAccepted(e.Body)
 		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
 			fail("accepted-record", where, "unreadable: %v", err)
@@ -69,7 +73,7 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 		d, err := wf.Decide(state, in)
 		if err != nil {
 			fail("decide", where, "the workflow failed on replay: %v", err)
-			return rep, nil
+			return rep
 		}
 		if d.Refusal != "" {
 			continue
@@ -100,35 +104,32 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 			}
 		}
 	}
-	for id := range committed {
-		if !planned[id] {
-			fail("replay-effect", "intent "+id, "committed, but replay never plans it")
+	for _, in := range ins { // in commit order, so that reports compare
+		if !planned[in.ID] {
+			fail("replay-effect", "intent "+in.ID, "committed, but replay never plans it")
 		}
 	}
 	rep.State = store.BodyDigest(state)
-	cp, err := st.Checkpoint(ctx, runID)
-	if err != nil {
-		if store.CodeOf(err) == store.CodeNotFound {
-			return rep, nil
-		}
-		return nil, err
+	if !rec.hasCP {
+		return rep
 	}
+	cp := rec.cp
 	var body struct {
 		State json.RawMessage `json:"state"`
 	}
 	if err := json.Unmarshal(cp.Body, &body); err != nil {
 		fail("replay-state", "checkpoint", "unreadable: %v", err)
-		return rep, nil
+		return rep
 	}
 	recorded, err := cjson.Canonicalize(body.State)
 	if err != nil {
 		fail("replay-state", "checkpoint", "state is not canonical: %v", err)
-		return rep, nil
+		return rep
 	}
 	if !bytes.Equal(recorded, state) {
 		fail("replay-state", "checkpoint", "replayed state differs from the checkpoint at byte %d", firstDiff(recorded, state))
 	}
-	return rep, nil
+	return rep
 }
 
 // intentWithoutApproval returns an intent's canonical bytes with its

@@ -58,25 +58,41 @@ func (r *Report) fail(check, where, format string, args ...any) {
 
 // Run verifies one run in st against the FSM table m (nil: the default).
 func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) (*Report, error) {
+	rec, err := load(ctx, st, runID, withRun|withEffects)
+	if err != nil {
+		return nil, err
+	}
+	return verifyRecord(ctx, rec, m, runID)
+}
+
+// Check verifies a run and replays it with wf, reading the run from the
+// store once: its reports are exactly those of Run and of Replay.
+func Check(ctx context.Context, st store.Store, m *control.Machine, wf runner.Workflow, runID string) (*Report, *ReplayReport, error) {
+	rec, err := load(ctx, st, runID, withRun|withEffects)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := verifyRecord(ctx, rec, m, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	state, err := wf.Init(runID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workflow init: %w", err)
+	}
+	return rep, replayRecord(rec, wf, runID, state), nil
+}
+
+func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID string) (*Report, error) {
 	if m == nil {
 		m = control.Default()
 	}
-	run, err := st.Run(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
+	run, evs := rec.run, rec.events
 	rep := &Report{RunID: runID, State: run.State, Outcome: run.Outcome, Findings: []Finding{}}
-	evs, err := st.Events(ctx, runID, 0)
-	if err != nil {
-		return nil, err
-	}
 	rep.Events = len(evs)
 	cfg := checkEvents(rep, m, run, evs)
-	cp, err := checkCheckpoint(ctx, rep, st, run, cfg)
-	if err != nil {
-		return nil, err
-	}
-	attempts, err := checkEffects(ctx, rep, st, run)
+	cp := checkCheckpoint(rep, rec, cfg)
+	attempts, err := checkEffects(ctx, rep, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -203,15 +219,13 @@ func strictDecode(b []byte, v any) error {
 
 // checkCheckpoint checks the latest checkpoint against the replayed
 // control configuration and returns its body (nil without one).
-func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store.Run, cfg control.Configuration) ([]byte, error) {
-	cp, err := st.Checkpoint(ctx, run.ID)
-	if store.CodeOf(err) == store.CodeNotFound {
+func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte {
+	run, cp := rec.run, rec.cp
+	if !rec.hasCP {
 		if run.Head > 0 {
 			rep.fail("checkpoint", "run", "the run has events but no checkpoint")
 		}
-		return nil, nil
-	} else if err != nil {
-		return nil, err
+		return nil
 	}
 	if store.BodyDigest(cp.Body) != cp.Digest {
 		rep.fail("checkpoint", "checkpoint", "digest does not match its bytes")
@@ -224,27 +238,20 @@ func checkCheckpoint(ctx context.Context, rep *Report, st store.Store, run store
 	}
 	if err := json.Unmarshal(cp.Body, &body); err != nil {
 		rep.fail("checkpoint", "checkpoint", "unreadable: %v", err)
-		return nil, nil
+		return nil
 	}
 	a, _ := cjson.Marshal(body.Control)
 	b, _ := cjson.Marshal(cfg)
 	if !bytes.Equal(a, b) {
 		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
 	}
-	return cp.Body, nil
+	return cp.Body
 }
 
 // checkEffects checks every intent, its attempts and its receipt, and
 // returns how many attempts the run recorded.
-func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Run) (int64, error) {
-	ins, err := st.Intents(ctx, run.ID)
-	if err != nil {
-		return 0, err
-	}
-	rcs, err := st.Receipts(ctx, run.ID)
-	if err != nil {
-		return 0, err
-	}
+func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) {
+	run, ins, rcs := rec.run, rec.intents, rec.receipts
 	var attempts int64
 	rep.Intents, rep.Receipts = len(ins), len(rcs)
 	byIntent := map[string]store.Receipt{}
@@ -270,10 +277,10 @@ func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Ru
 		if intent.IdempotencyKey != in.IdempotencyKey || intent.IntentID != in.ID || intent.EffectType != in.EffectType {
 			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")
 		}
-		if err := checkApproval(ctx, rep, st, run, in, intent, where); err != nil {
+		if err := checkApproval(ctx, rep, rec, in, intent, where); err != nil {
 			return 0, err
 		}
-		ats, err := st.Attempts(ctx, in.ID)
+		ats, err := rec.attemptsOf(ctx, in.ID)
 		if err != nil {
 			return 0, err
 		}
@@ -290,9 +297,10 @@ func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Ru
 			rep.fail("closure", where, "the run ended %s but this effect has no receipt", run.State)
 		}
 	}
-	for id := range byIntent {
-		if !intentIDs[id] {
-			rep.fail("receipt-orphan", id, "receipt for an intent this run never committed")
+	for _, rc := range rcs { // in commit order, so that reports compare
+		if !intentIDs[rc.IntentID] {
+			rep.fail("receipt-orphan", rc.IntentID, "receipt for an intent this run never committed")
+			intentIDs[rc.IntentID] = true // reported once
 		}
 	}
 	if run.Outcome == "success" {
@@ -305,7 +313,7 @@ func checkEffects(ctx context.Context, rep *Report, st store.Store, run store.Ru
 	return attempts, nil
 }
 
-func checkApproval(ctx context.Context, rep *Report, st store.Store, run store.Run, in store.Intent, intent protocol.EffectIntent, where string) error {
+func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Intent, intent protocol.EffectIntent, where string) error {
 	if !intent.ApprovalRequired {
 		if in.ApprovalID != "" {
 			rep.fail("approval", where, "consumed approval %s although none was required", in.ApprovalID)
@@ -316,7 +324,7 @@ func checkApproval(ctx context.Context, rep *Report, st store.Store, run store.R
 		rep.fail("approval", where, "approval required but none consumed")
 		return nil
 	}
-	a, err := st.Approval(ctx, in.ApprovalID)
+	a, err := rec.approval(ctx, in.ApprovalID)
 	if store.CodeOf(err) == store.CodeNotFound {
 		rep.fail("approval", where, "approval %s is not in the ledger", in.ApprovalID)
 		return nil
@@ -330,7 +338,7 @@ func checkApproval(ctx context.Context, rep *Report, st store.Store, run store.R
 	if a.Status != store.ApprovalConsumed || a.ConsumedBy != in.ID {
 		rep.fail("approval", where, "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)
 	}
-	if a.RunID != run.ID {
+	if a.RunID != rec.run.ID {
 		rep.fail("approval", where, "grant %s belongs to run %s", a.ID, a.RunID)
 	}
 	if intent.ApprovalDigest == nil || *intent.ApprovalDigest != a.Digest {

@@ -138,6 +138,51 @@ FROM attempts WHERE intent_id = $1 ORDER BY n`, intentID)
 	return out, s.mapErr("attempts", "", rows.Err())
 }
 
+// RunAttempts returns the attempts of every intent of a run, ordered by
+// intent and attempt number: one read where Attempts takes one per intent,
+// for a reader that checks a whole run (verify).
+func (s *Store) RunAttempts(ctx context.Context, runID string) ([]store.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
+FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = $1 ORDER BY a.intent_id, a.n`, runID)
+	if err != nil {
+		return nil, s.mapErr("attempts", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Attempt
+	for rows.Next() {
+		var a store.Attempt
+		var status string
+		var st, fin int64
+		if err := rows.Scan(&a.IntentID, &a.N, &status, &a.Generation, &a.Detail, &st, &fin); err != nil {
+			return nil, s.mapErr("attempts", runID, err)
+		}
+		a.Status = store.AttemptStatus(status)
+		a.StartedAt, a.FinishedAt = fromNanos(st), fromNanos(fin)
+		out = append(out, a)
+	}
+	return out, s.mapErr("attempts", runID, rows.Err())
+}
+
+// RunApprovals returns the grants a run's intents name, whichever run each
+// grant belongs to, in one read.
+func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
+	rows, err := s.pool.Query(ctx, `SELECT a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = $1 ORDER BY a.approval_id`, runID)
+	if err != nil {
+		return nil, s.mapErr("approvals", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, s.mapErr("approvals", runID, err)
+		}
+		out = append(out, a)
+	}
+	return out, s.mapErr("approvals", runID, rows.Err())
+}
+
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
 	rows, err := s.pool.Query(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = $1 ORDER BY commit_order`, runID)

@@ -152,6 +152,41 @@ func CheckProfile(p Profile) error {
 	return nil
 }
 
+// profileValid is CheckProfile(p) == nil without building an error or
+// sorting the event types: Step asks it on every call, and only the verdict
+// matters there.
+func profileValid(p Profile) bool {
+	if !validVersion(p.Workflow) || !validVersion(p.StateSchema) || !validVersion(p.EventSchema) {
+		return false
+	}
+	if p.FactIdentity == "" || p.MinFacts < 0 || p.MaxFacts < p.MinFacts || p.MaxProposals < 0 || len(p.EventTypes) == 0 {
+		return false
+	}
+	if !membersDistinct(p.StateMembers, kernelSnapshotMembers) {
+		return false
+	}
+	for t, members := range p.EventTypes { //flrh:orderfree every failure gives the same verdict
+		if !cjson.ValidID(t) || !membersDistinct(members, kernelPayloadMembers) {
+			return false
+		}
+	}
+	return true
+}
+
+// membersDistinct reports what distinctMembers reports, without its map
+// for the short lists profiles have.
+func membersDistinct(members, reserved []string) bool {
+	if len(members) > 32 {
+		return distinctMembers("", members, reserved) == nil
+	}
+	for i, m := range members {
+		if slices.Contains(reserved, m) || slices.Contains(members[:i], m) {
+			return false
+		}
+	}
+	return true
+}
+
 func distinctMembers(what string, members, reserved []string) error {
 	seen := map[string]bool{}
 	for _, m := range members {

@@ -1,8 +1,7 @@
 package kernel
 
 import (
-	"bytes"
-	"sort"
+	"slices"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -57,11 +56,57 @@ func identity(prefix, domain string, value map[string]any) (string, error) {
 	return prefix + ":" + cjson.HexDigest(b), nil
 }
 
-// buildFact returns the fact delta and its canonical bytes.
+// buildFact returns the fact delta and its canonical bytes. The delta is
+// correct by construction: the kernel checked every member it stamps (ids,
+// versions, logical time) when it parsed the event, and the tuple and
+// provenance pass canonCopy, so its bytes are written directly and no
+// schema pass can fail on it. A tuple or provenance outside that fast case
+// (Go values beyond the cjson model, a root kind with set-like members, deep
+// nesting, text that is not canonical) takes buildFactSlow, the
+// round-trip-and-validate path whose verdict on such values is the contract.
 func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
 		return protocol.FactDelta{}, nil, false
 	}
+	tuple, tb, ok1 := factPart(f.Tuple)
+	prov, pb, ok2 := factPart(f.Provenance)
+	if !ok1 || !ok2 || cjson.CheckString(p.FactIdentity, "") != nil {
+		return buildFactSlow(p, e, f)
+	}
+	value := appendFactDelta(make([]byte, 0, 256+len(tb)+len(pb)), &e, f.Diff, tb, pb, "")
+	id := identityOf("derivation", p.FactIdentity, value)
+	canon := appendFactDelta(make([]byte, 0, len(value)+len(id)+20), &e, f.Diff, tb, pb, id)
+	return protocol.FactDelta{
+		Kind:            protocol.KindFactDelta,
+		Tuple:           protocol.Object(tuple),
+		LogicalTime:     e.LogicalTime,
+		Diff:            f.Diff,
+		DerivationID:    id,
+		CausationID:     e.ID,
+		ProvenanceDelta: protocol.Object(prov),
+		RuleSetVersion:  e.Versions.RuleSet,
+		DataflowVersion: e.Versions.Dataflow,
+	}, canon, true
+}
+
+// factPart returns a canonical copy of a tuple or provenance and its
+// canonical bytes, or false when it is not the fast case. It sits two
+// containers deep in the identity preimage (preimage, fact, part).
+func factPart(o protocol.Object) (map[string]any, []byte, bool) {
+	c, ok := canonCopyMap(o, 2, false)
+	if !ok || !rootSetFree(c) {
+		return nil, nil, false
+	}
+	b, err := cjson.Encode(c)
+	if err != nil {
+		return nil, nil, false
+	}
+	return c, b, true
+}
+
+// buildFactSlow is buildFact through encode/decode round trips, a value
+// map and the protocol schema.
+func buildFactSlow(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
 	tuple, err1 := toValue(map[string]any(f.Tuple))
 	prov, err2 := toValue(map[string]any(f.Provenance))
 	if err1 != nil || err2 != nil {
@@ -108,31 +153,32 @@ var riskHints = map[string]bool{
 }
 
 // sortPreconditions returns the preconditions sorted by canonical bytes, or
-// false if one is not an id or one repeats.
+// false if one is not an id or one repeats. An id has no character that
+// canonical text escapes and none below the quote, so its canonical bytes
+// sort as the id itself does.
 func sortPreconditions(pre []string) ([]string, bool) {
-	type item struct {
-		b []byte
-		s string
-	}
-	items := make([]item, len(pre))
-	for i, s := range pre {
+	for _, s := range pre {
 		if !cjson.ValidID(s) {
 			return nil, false
 		}
-		items[i] = item{cjson.AppendString(nil, s), s}
 	}
-	sort.Slice(items, func(i, j int) bool { return bytes.Compare(items[i].b, items[j].b) < 0 })
-	out := make([]string, len(items))
-	for i, it := range items {
-		if i > 0 && it.s == items[i-1].s {
+	out := slices.Clone(pre)
+	if out == nil {
+		out = []string{}
+	}
+	slices.Sort(out)
+	for i := 1; i < len(out); i++ {
+		if out[i] == out[i-1] {
 			return nil, false
 		}
-		out[i] = it.s
 	}
 	return out, true
 }
 
-// buildProposal returns the proposal and its canonical bytes.
+// buildProposal returns the proposal and its canonical bytes. As for facts,
+// every member is checked here or was checked when the event was parsed,
+// so the proposal is valid by construction and its bytes are written
+// directly; both identities hash the same value bytes.
 func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool) {
 	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
 		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
@@ -147,37 +193,10 @@ func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool)
 	if err1 != nil || err2 != nil {
 		return protocol.EffectProposal{}, nil, false
 	}
-	preValues := make([]any, len(pre))
-	for i, s := range pre {
-		preValues[i] = s
-	}
-	value := map[string]any{
-		"kind":               protocol.KindEffectProposal,
-		"effect_type":        pr.EffectType,
-		"action_digest":      action,
-		"cause_id":           e.ID,
-		"correlation_id":     e.CorrelationID,
-		"destination_digest": dest,
-		"goal_id":            pr.GoalID,
-		"obligation_id":      pr.ObligationID,
-		"declared_risk_hint": pr.RiskHint,
-		"preconditions":      preValues,
-		"versions":           versionsValue(e.Versions),
-	}
-	id, err1 := identity("proposal", identityProposal, value)
-	dedup, err2 := identity("proposal-dedup", identityProposalDedup, value)
-	if err1 != nil || err2 != nil {
-		return protocol.EffectProposal{}, nil, false
-	}
-	value["proposal_id"] = id
-	value["proposal_dedup_key"] = dedup
-	if protocol.ValidateValue(protocol.KindEffectProposal, value) != nil {
-		return protocol.EffectProposal{}, nil, false
-	}
-	canon, err := cjson.Encode(value)
-	if err != nil {
-		return protocol.EffectProposal{}, nil, false
-	}
+	value := appendProposal(make([]byte, 0, 1024), &e, &pr, action, dest, pre, "", "")
+	id := identityOf("proposal", identityProposal, value)
+	dedup := identityOf("proposal-dedup", identityProposalDedup, value)
+	canon := appendProposal(make([]byte, 0, len(value)+200), &e, &pr, action, dest, pre, id, dedup)
 	return protocol.EffectProposal{
 		Kind:              protocol.KindEffectProposal,
 		ProposalID:        id,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +15,9 @@ import (
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 	sv := s.Wire()
+	if ev, ok := eventValue(e); ok {
+		return stepValue(d, sv, ev, true)
+	}
 	ev, err := toValue(e)
 	if err != nil {
 		id := e.EventID
@@ -30,6 +32,48 @@ func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 		return nil, canonicalRejection("/accepted_event", err, eventID, revisionOf(sv))
 	}
 	return StepValue(d, sv, ev)
+}
+
+// eventValue is the cjson value form of an event, built without the
+// marshal-and-decode round trip of toValue, when every member and the whole
+// payload pass canonCopy: then the round trip would succeed and return
+// exactly this value, and the value is canonical, so the step need not
+// encode it to find out. ok is false otherwise.
+func eventValue(e protocol.AcceptedEvent) (map[string]any, bool) {
+	if e.Payload == nil {
+		return nil, false
+	}
+	for _, s := range [...]string{e.Kind, e.EventID, e.OccurredAt, e.ReceivedAt, e.CorrelationID, e.IdempotencyKey,
+		e.Versions.Workflow, e.Versions.StateSchema, e.Versions.EventSchema, e.Versions.GraphSchema, e.Versions.RuleSet,
+		e.Versions.Dataflow, e.Versions.Canonicalization, e.Versions.Tool, e.Versions.Model, e.Versions.Oracle,
+		e.Versions.Gate, e.Versions.Resolver, e.Versions.CompositionProfile} {
+		if cjson.CheckString(s, "") != nil {
+			return nil, false
+		}
+	}
+	if e.CausationID != nil && cjson.CheckString(*e.CausationID, "") != nil {
+		return nil, false
+	}
+	payload, ok := canonCopyMap(e.Payload, 1, true)
+	if !ok {
+		return nil, false
+	}
+	m := map[string]any{
+		"kind":            e.Kind,
+		"event_id":        e.EventID,
+		"payload":         payload,
+		"occurred_at":     e.OccurredAt,
+		"received_at":     e.ReceivedAt,
+		"logical_time":    e.LogicalTime,
+		"correlation_id":  e.CorrelationID,
+		"causation_id":    nullableString(e.CausationID),
+		"idempotency_key": e.IdempotencyKey,
+		"versions":        versionsValue(e.Versions),
+	}
+	if !rootSetFree(m) {
+		return nil, false
+	}
+	return m, true
 }
 
 // StepJSON applies one accepted event, given as JSON text, to a snapshot,
@@ -53,7 +97,10 @@ func StepJSON(d Domain, snapshotJSON, eventJSON []byte) (*Transition, error) {
 		}
 		return nil, canonicalRejection("/accepted_event", eerr, eventID, revision)
 	}
-	return StepValue(d, sv, ev)
+	// Decoded text is canonical but for the sorting of set-like arrays,
+	// which only a root kind that has them can bring in.
+	m, isObj := ev.(map[string]any)
+	return stepValue(d, sv, ev, !isObj || rootSetFree(m))
 }
 
 // StepValue applies one accepted event to a snapshot, both given in the
@@ -74,22 +121,29 @@ func StepJSON(d Domain, snapshotJSON, eventJSON []byte) (*Transition, error) {
 //
 // StepValue never mutates its arguments.
 func StepValue(d Domain, snapshot, event any) (*Transition, error) {
+	return stepValue(d, snapshot, event, false)
+}
+
+// stepValue is StepValue; eventCanonical says the caller knows the event
+// encodes canonically (it was decoded from text, or built by eventValue),
+// which spares the encoding that would only confirm it.
+func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition, error) {
 	p := d.Profile()
-	if CheckProfile(p) != nil {
+	if !profileValid(p) {
 		return nil, reject(CodeInvariantViolation, "/", snapshot, event, map[string]any{"invariant": "domain_profile_valid"})
 	}
-	s, rej := parseSnapshot(d, p, snapshot, event)
+	s, prior, rej := parseSnapshot(d, p, snapshot, event, nil)
 	if rej != nil {
 		return nil, rej
 	}
-	e, rej := parseEvent(d, p, event, snapshot)
+	e, rej := parseEvent(d, p, event, snapshot, eventCanonical)
 	if rej != nil {
 		return nil, rej
 	}
 	if rej := compatible(p, s, e, snapshot, event); rej != nil {
 		return nil, rej
 	}
-	return apply(d, p, s, e, snapshot, event)
+	return apply(d, p, s, e, snapshot, event, prior)
 }
 
 func toValue(v any) (any, error) {
@@ -237,7 +291,7 @@ func lenientRevision(text []byte) *int64 {
 // parseSnapshotOnly checks a decoded snapshot when the event text failed to
 // decode, so that snapshot faults keep their precedence.
 func parseSnapshotOnly(d Domain, sv any, eventID *string) *Rejection {
-	_, rej := parseSnapshot(d, d.Profile(), sv, nil)
+	_, _, rej := parseSnapshot(d, d.Profile(), sv, nil, nil)
 	if rej != nil {
 		rej.EventID = eventID
 	}
@@ -249,6 +303,25 @@ func exactMembers(m map[string]any, want []string) bool {
 		return false
 	}
 	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// exactMembers2 is exactMembers against the concatenation of two lists,
+// without building it.
+func exactMembers2(m map[string]any, a, b []string) bool {
+	if len(m) != len(a)+len(b) {
+		return false
+	}
+	for _, k := range a {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	for _, k := range b {
 		if _, ok := m[k]; !ok {
 			return false
 		}
@@ -306,22 +379,29 @@ func parseVersions(v any) (protocol.VersionEnvelope, bool) {
 	return env, true
 }
 
-func parseSnapshot(d Domain, p Profile, raw, event any) (Snapshot, *Rejection) {
-	if _, err := cjson.Encode(raw); err != nil {
-		return Snapshot{}, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+// parseSnapshot checks a raw snapshot and returns it with its canonical
+// bytes. canon, when not nil, is those bytes already known to the caller,
+// which spares encoding raw again. The returned State shares raw's values:
+// the kernel only reads it, and hands the domain copies.
+func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte) (Snapshot, []byte, *Rejection) {
+	if canon == nil {
+		var err error
+		if canon, err = cjson.Encode(raw); err != nil {
+			return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+		}
 	}
-	bad := func(rel string) (Snapshot, *Rejection) {
-		return Snapshot{}, reject(CodeMalformedSnapshot, "/snapshot"+rel, raw, event, nil)
+	bad := func(rel string) (Snapshot, []byte, *Rejection) {
+		return Snapshot{}, nil, reject(CodeMalformedSnapshot, "/snapshot"+rel, raw, event, nil)
 	}
 	m, ok := raw.(map[string]any)
-	if !ok || !exactMembers(m, append(slices.Clone(kernelSnapshotMembers), p.StateMembers...)) {
+	if !ok || !exactMembers2(m, kernelSnapshotMembers, p.StateMembers) {
 		return bad("")
 	}
 	if m["kind"] != KindSnapshot {
 		return bad("/kind")
 	}
 	if m["schema_version"] != SnapshotSchemaVersion {
-		return Snapshot{}, reject(CodeUnsupportedStateSchema, "/snapshot/schema_version", raw, event,
+		return Snapshot{}, nil, reject(CodeUnsupportedStateSchema, "/snapshot/schema_version", raw, event,
 			map[string]any{"expected": SnapshotSchemaVersion})
 	}
 	var s Snapshot
@@ -331,12 +411,12 @@ func parseSnapshot(d Domain, p Profile, raw, event any) (Snapshot, *Rejection) {
 	if s.Revision, ok = nonNegInt(m["revision"]); !ok {
 		return bad("/revision")
 	}
-	s.State = protocol.Object{}
+	s.State = make(protocol.Object, len(p.StateMembers))
 	for _, k := range p.StateMembers {
-		s.State[k] = deepCopy(m[k])
+		s.State[k] = m[k]
 	}
 	if f := d.CheckState(deepCopyObject(s.State)); f != nil {
-		return Snapshot{}, reject(f.Code, f.Path, raw, event, f.Context)
+		return Snapshot{}, nil, reject(f.Code, f.Path, raw, event, f.Context)
 	}
 	if s.Phase, _ = m["phase"].(string); s.Phase != PhaseOpen && s.Phase != PhaseClosed {
 		return bad("/phase")
@@ -358,7 +438,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any) (Snapshot, *Rejection) {
 	if s.Versions, ok = parseVersions(m["versions"]); !ok {
 		return bad("/versions")
 	}
-	return s, nil
+	return s, canon, nil
 }
 
 var eventMembers = []string{
@@ -368,9 +448,14 @@ var eventMembers = []string{
 
 var kernelPayloadMembers = []string{"event_type", "aggregate_id", "expected_revision"}
 
-func parseEvent(d Domain, p Profile, raw, snapshot any) (Event, *Rejection) {
-	if _, err := cjson.Encode(raw); err != nil {
-		return Event{}, canonicalRejection("/accepted_event", err, eventIDOf(raw), revisionOf(snapshot))
+// parseEvent checks a raw event. canonical says raw is known to encode,
+// which spares encoding it only to find out. The returned Payload shares
+// raw's values: the kernel only reads it, and hands the domain copies.
+func parseEvent(d Domain, p Profile, raw, snapshot any, canonical bool) (Event, *Rejection) {
+	if !canonical {
+		if _, err := cjson.Encode(raw); err != nil {
+			return Event{}, canonicalRejection("/accepted_event", err, eventIDOf(raw), revisionOf(snapshot))
+		}
 	}
 	bad := func(rel string) (Event, *Rejection) {
 		return Event{}, reject(CodeMalformedAcceptedEvent, "/accepted_event"+rel, snapshot, raw, nil)
@@ -420,14 +505,14 @@ func parseEvent(d Domain, p Profile, raw, snapshot any) (Event, *Rejection) {
 		// A payload shaped like no declared type is malformed; one shaped
 		// like a declared type but naming another type is unsupported.
 		for _, t := range sortedKeys(p.EventTypes) {
-			if exactMembers(payload, append(slices.Clone(kernelPayloadMembers), p.EventTypes[t]...)) {
+			if exactMembers2(payload, kernelPayloadMembers, p.EventTypes[t]) {
 				return Event{}, reject(CodeUnsupportedEventPayload, "/accepted_event/payload/event_type", snapshot, raw,
 					map[string]any{"expected": strings.Join(sortedKeys(p.EventTypes), ",")})
 			}
 		}
 		return bad("/payload")
 	}
-	if !exactMembers(payload, append(slices.Clone(kernelPayloadMembers), members...)) {
+	if !exactMembers2(payload, kernelPayloadMembers, members) {
 		return bad("/payload")
 	}
 	if e.AggregateID, ok = payload["aggregate_id"].(string); !ok || !cjson.ValidID(e.AggregateID) {
@@ -436,8 +521,8 @@ func parseEvent(d Domain, p Profile, raw, snapshot any) (Event, *Rejection) {
 	if e.ExpectedRevision, ok = nonNegInt(payload["expected_revision"]); !ok {
 		return bad("/payload/expected_revision")
 	}
-	e.Payload = deepCopyObject(payload)
-	if f := d.CheckPayload(e.Type, deepCopyObject(e.Payload)); f != nil {
+	e.Payload = payload
+	if f := d.CheckPayload(e.Type, deepCopyObject(payload)); f != nil {
 		return Event{}, reject(f.Code, f.Path, snapshot, raw, f.Context)
 	}
 	return e, nil
@@ -479,7 +564,7 @@ func invariant(name string, rawS, rawE any) *Rejection {
 	return reject(CodeInvariantViolation, "/accepted_event/payload", rawS, rawE, map[string]any{"invariant": name})
 }
 
-func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transition, error) {
+func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any, priorBytes []byte) (*Transition, error) {
 	ev, f := d.Evolve(copySnapshot(s), copyEvent(e))
 	if f != nil {
 		return nil, reject(f.Code, f.Path, rawS, rawE, f.Context)
@@ -496,8 +581,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 	}
 
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
-	var factBytes [][]byte
-	seen := map[string]bool{}
+	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
 			return nil, invariant("insert_only_facts", rawS, rawE)
@@ -506,24 +590,25 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 		if !ok {
 			return nil, invariant("fact_well_formed", rawS, rawE)
 		}
-		if seen[fd.DerivationID] {
-			return nil, invariant("unique_derivation_ids", rawS, rawE)
+		for i := range facts {
+			if facts[i].DerivationID == fd.DerivationID {
+				return nil, invariant("unique_derivation_ids", rawS, rawE)
+			}
 		}
-		seen[fd.DerivationID] = true
 		facts, factBytes = append(facts, fd), append(factBytes, b)
 	}
 	proposals := make([]protocol.EffectProposal, 0, len(em.Proposals))
-	var propBytes [][]byte
-	seen = map[string]bool{}
+	propBytes := make([][]byte, 0, len(em.Proposals))
 	for _, prop := range em.Proposals {
 		ep, b, ok := buildProposal(e, prop)
 		if !ok {
 			return nil, invariant("proposal_well_formed", rawS, rawE)
 		}
-		if seen[ep.ProposalID] {
-			return nil, invariant("unique_proposal_ids", rawS, rawE)
+		for i := range proposals {
+			if proposals[i].ProposalID == ep.ProposalID {
+				return nil, invariant("unique_proposal_ids", rawS, rawE)
+			}
 		}
-		seen[ep.ProposalID] = true
 		proposals, propBytes = append(proposals, ep), append(propBytes, b)
 	}
 	sortByBytes(facts, factBytes)
@@ -542,25 +627,16 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 		next.Phase = PhaseClosed
 	}
 	// The next snapshot must itself be a valid input: replay depends on it.
-	nextValue, err := toValue(next.Wire())
-	if err != nil {
+	nextValue, nextBytes, ok := nextSnapshotValue(next)
+	if !ok {
 		return nil, invariant("next_snapshot_canonical", rawS, rawE)
 	}
-	if _, rej := parseSnapshot(d, p, nextValue, nil); rej != nil {
+	if _, _, rej := parseSnapshot(d, p, nextValue, nil, nextBytes); rej != nil {
 		return nil, invariant("next_snapshot_valid", rawS, rawE)
 	}
-	next.State = protocol.Object{}
+	next.State = make(protocol.Object, len(p.StateMembers))
 	for _, k := range p.StateMembers {
-		next.State[k] = nextValue.(map[string]any)[k]
-	}
-
-	priorBytes, err := cjson.Encode(rawS)
-	if err != nil {
-		return nil, invariant("prior_snapshot_canonical", rawS, rawE)
-	}
-	nextBytes, err := cjson.Encode(nextValue)
-	if err != nil {
-		return nil, invariant("next_snapshot_canonical", rawS, rawE)
+		next.State[k] = nextValue[k]
 	}
 	t := &Transition{
 		Kind:                KindTransition,
@@ -572,11 +648,53 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any) (*Transitio
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
 	}
+	var err error
 	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, cjson.Digest(nextBytes), factBytes, propBytes)
 	if err != nil {
 		return nil, invariant("transition_digest", rawS, rawE)
 	}
 	return t, nil
+}
+
+// nextSnapshotValue returns the cjson value of a next snapshot, the value
+// its canonical bytes decode to, and those bytes; ok is false when it has
+// no canonical form. When the domain state passes canonCopy the value is
+// built directly; otherwise it takes the encode-and-decode round trip that
+// normalizes whatever Go values the domain returned.
+func nextSnapshotValue(next Snapshot) (map[string]any, []byte, bool) {
+	state := make(protocol.Object, len(next.State))
+	fast := true
+	for k, v := range next.State { //flrh:orderfree a copy; every failure gives the same verdict
+		c, ok := canonCopy(v, 1, false)
+		if !ok || !asciiKey(k) {
+			fast = false
+			break
+		}
+		state[k] = c
+	}
+	if fast {
+		orig := next.State
+		next.State = state
+		wire := next.Wire()
+		if b, err := cjson.Encode(wire); err == nil {
+			return wire, b, true
+		}
+		next.State = orig
+	}
+	return nextSnapshotValueSlow(next)
+}
+
+// nextSnapshotValueSlow is nextSnapshotValue through the round trip.
+func nextSnapshotValueSlow(next Snapshot) (map[string]any, []byte, bool) {
+	v, err := toValue(next.Wire())
+	if err != nil {
+		return nil, nil, false
+	}
+	b, err := cjson.Encode(v)
+	if err != nil {
+		return nil, nil, false
+	}
+	return v.(map[string]any), b, true
 }
 
 // sortByBytes sorts items and their canonical bytes together, by the bytes.
@@ -624,6 +742,30 @@ func sortCanonical[T protocol.Wire](items []T) ([][]byte, error) {
 // the ordered digests of the emitted facts and proposals. Ingress-only
 // members of the event (timestamps, causation, ingress key) are not bound.
 func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (string, error) {
+	for _, s := range [...]string{eventID, prior, next} {
+		if cjson.CheckString(s, "") != nil {
+			return transitionDigestValue(eventID, prior, next, facts, proposals)
+		}
+	}
+	b := make([]byte, 0, 256+80*(len(facts)+len(proposals)))
+	b = append(b, `{"contract_version":"`+ContractVersion+`","event_id":`...)
+	b = cjson.AppendString(b, eventID)
+	b = append(b, `,"kind":"FTransitionDigestProjection","next_snapshot_digest":`...)
+	b = cjson.AppendString(b, next)
+	b = append(b, `,"ordered_effect_proposal_digests":`...)
+	b = appendDigests(b, proposals)
+	b = append(b, `,"ordered_fact_delta_digests":`...)
+	b = appendDigests(b, facts)
+	b = append(b, `,"prior_snapshot_digest":`...)
+	b = cjson.AppendString(b, prior)
+	b = append(b, '}')
+	return cjson.Digest(b), nil
+}
+
+// transitionDigestValue is transitionDigest through a value map, for text
+// that is not canonical (a verifier may be handed anything); its error is
+// the encoder's.
+func transitionDigestValue(eventID, prior, next string, facts, proposals [][]byte) (string, error) {
 	digests := func(bs [][]byte) []any {
 		out := make([]any, len(bs))
 		for i, b := range bs {

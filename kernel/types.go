@@ -255,7 +255,7 @@ func ParseSnapshot(d Domain, jsonText []byte) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, canonicalRejection("/snapshot", err, nil, lenientRevision(jsonText))
 	}
-	s, rej := parseSnapshot(d, d.Profile(), v, nil)
+	s, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil)
 	if rej != nil {
 		return Snapshot{}, rej
 	}

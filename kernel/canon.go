@@ -1,0 +1,245 @@
+package kernel
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// This file writes the kernel's own canonical objects (fact deltas,
+// proposals, identity preimages, the transition digest projection) as
+// bytes, member by member in canonical key order, instead of building a
+// map and encoding it. Every string written here was already checked (an
+// id, a version label, a digest, or a value that passed canonCopy), so the
+// bytes are what cjson.Encode would return for the same object; the tests
+// hold the two to that, byte for byte.
+
+// canonCopy returns a deep copy of v when v lies wholly in the cjson value
+// model (map[string]any or protocol.Object, []any, string, int64, int, bool,
+// nil) and would encode at the given container depth: every string valid
+// UTF-8 in NFC, every key ASCII, nothing too deeply nested. The copy is what
+// an encode-then-decode round trip returns (objects as map[string]any, int
+// as int64). ok is false otherwise, and the caller takes the round trip
+// itself, whose verdict and error are the contract.
+//
+// reflected says v is reached through reflection (below a struct or a named
+// map type such as protocol.Object), where the encoder reads a nil map or
+// slice as null rather than as empty, and refuses any value, not only a
+// container, at the depth limit. canonCopy follows it there.
+func canonCopy(v any, depth int, reflected bool) (any, bool) {
+	if v == nil {
+		return nil, true
+	}
+	if reflected && depth >= cjson.MaxDepth {
+		return nil, false
+	}
+	switch t := v.(type) {
+	case bool, int64:
+		return v, true
+	case int:
+		return int64(t), true
+	case string:
+		return t, cjson.CheckString(t, "") == nil
+	case map[string]any:
+		if t == nil && reflected {
+			return nil, true
+		}
+		return canonCopyMap(t, depth, reflected)
+	case protocol.Object:
+		if t == nil {
+			return nil, true
+		}
+		return canonCopyMap(t, depth, true)
+	case []any:
+		if t == nil && reflected {
+			return nil, true
+		}
+		if depth >= cjson.MaxDepth {
+			return nil, false
+		}
+		out := make([]any, len(t))
+		for i, e := range t {
+			c, ok := canonCopy(e, depth+1, reflected)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// canonCopyMap is canonCopy of a non-nil object.
+func canonCopyMap(m map[string]any, depth int, reflected bool) (map[string]any, bool) {
+	if depth >= cjson.MaxDepth {
+		return nil, false
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m { //flrh:orderfree a copy; every failure gives the same verdict
+		if !asciiKey(k) {
+			return nil, false
+		}
+		c, ok := canonCopy(e, depth+1, reflected)
+		if !ok {
+			return nil, false
+		}
+		out[k] = c
+	}
+	return out, true
+}
+
+func asciiKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if k[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// rootSetFree reports whether encoding m at the root sorts no array as a
+// set: its "kind" member, if any, names no kind with set-like members.
+func rootSetFree(m map[string]any) bool {
+	k, ok := m["kind"].(string)
+	return !ok || len(cjson.SetLikePaths(k)) == 0
+}
+
+const (
+	preimageHead = `{"contract_version":"` + ContractVersion + `","domain":`
+	preimageKind = `,"kind":"` + identityPreimageKind + `","value":`
+)
+
+// identityOf is identity for a value already in canonical bytes: the
+// preimage object is written around them. domain must be canonical text.
+func identityOf(prefix, domain string, value []byte) string {
+	b := make([]byte, 0, len(preimageHead)+len(domain)+len(preimageKind)+len(value)+4)
+	b = append(b, preimageHead...)
+	b = cjson.AppendString(b, domain)
+	b = append(b, preimageKind...)
+	b = append(b, value...)
+	b = append(b, '}')
+	sum := sha256.Sum256(b)
+	out := make([]byte, len(prefix)+1+2*len(sum))
+	copy(out, prefix)
+	out[len(prefix)] = ':'
+	hex.Encode(out[len(prefix)+1:], sum[:])
+	return string(out)
+}
+
+func appendMember(b []byte, first bool, key string) []byte {
+	if !first {
+		b = append(b, ',')
+	}
+	b = cjson.AppendString(b, key)
+	return append(b, ':')
+}
+
+// appendFactDelta writes a fact delta in canonical form; an empty
+// derivationID leaves the member out (the identity's value).
+func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivationID string) []byte {
+	b = append(b, `{"causation_id":`...)
+	b = cjson.AppendString(b, e.ID)
+	b = append(b, `,"dataflow_version":`...)
+	b = cjson.AppendString(b, e.Versions.Dataflow)
+	if derivationID != "" {
+		b = append(b, `,"derivation_id":`...)
+		b = cjson.AppendString(b, derivationID)
+	}
+	b = append(b, `,"diff":`...)
+	b = cjson.AppendInt(b, diff)
+	b = append(b, `,"kind":"`+protocol.KindFactDelta+`","logical_time":`...)
+	b = cjson.AppendInt(b, e.LogicalTime)
+	b = append(b, `,"provenance_delta":`...)
+	b = append(b, prov...)
+	b = append(b, `,"rule_set_version":`...)
+	b = cjson.AppendString(b, e.Versions.RuleSet)
+	b = append(b, `,"tuple":`...)
+	b = append(b, tuple...)
+	return append(b, '}')
+}
+
+// appendProposal writes a proposal in canonical form (preconditions
+// already sorted); empty ids leave the identity members out.
+func appendProposal(b []byte, e *Event, pr *Proposal, action, dest string, pre []string, id, dedup string) []byte {
+	b = append(b, `{"action_digest":`...)
+	b = cjson.AppendString(b, action)
+	b = append(b, `,"cause_id":`...)
+	b = cjson.AppendString(b, e.ID)
+	b = append(b, `,"correlation_id":`...)
+	b = cjson.AppendString(b, e.CorrelationID)
+	b = append(b, `,"declared_risk_hint":`...)
+	b = cjson.AppendString(b, pr.RiskHint)
+	b = append(b, `,"destination_digest":`...)
+	b = cjson.AppendString(b, dest)
+	b = append(b, `,"effect_type":`...)
+	b = cjson.AppendString(b, pr.EffectType)
+	b = append(b, `,"goal_id":`...)
+	b = cjson.AppendString(b, pr.GoalID)
+	b = append(b, `,"kind":"`+protocol.KindEffectProposal+`","obligation_id":`...)
+	b = cjson.AppendString(b, pr.ObligationID)
+	b = append(b, `,"preconditions":[`...)
+	for i, s := range pre {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cjson.AppendString(b, s)
+	}
+	b = append(b, ']')
+	if id != "" {
+		b = append(b, `,"proposal_dedup_key":`...)
+		b = cjson.AppendString(b, dedup)
+		b = append(b, `,"proposal_id":`...)
+		b = cjson.AppendString(b, id)
+	}
+	b = append(b, `,"versions":`...)
+	b = appendVersions(b, &e.Versions)
+	return append(b, '}')
+}
+
+// appendVersions writes a version envelope whose labels passed
+// validVersion (so are ASCII), members in canonical order.
+func appendVersions(b []byte, v *protocol.VersionEnvelope) []byte {
+	for i, m := range [...]struct {
+		key string
+		val string
+	}{
+		{"canonicalization", v.Canonicalization},
+		{"composition_profile", v.CompositionProfile},
+		{"dataflow", v.Dataflow},
+		{"event_schema", v.EventSchema},
+		{"gate", v.Gate},
+		{"graph_schema", v.GraphSchema},
+		{"model", v.Model},
+		{"oracle", v.Oracle},
+		{"resolver", v.Resolver},
+		{"rule_set", v.RuleSet},
+		{"state_schema", v.StateSchema},
+		{"tool", v.Tool},
+		{"workflow", v.Workflow},
+	} {
+		if i == 0 {
+			b = append(b, '{')
+		}
+		b = appendMember(b, i == 0, m.key)
+		b = cjson.AppendString(b, m.val)
+	}
+	return append(b, '}')
+}
+
+// appendDigests writes the array of the digests of canonical encodings.
+func appendDigests(b []byte, encodings [][]byte) []byte {
+	b = append(b, '[')
+	for i, enc := range encodings {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		sum := sha256.Sum256(enc)
+		b = append(b, `"sha256:`...)
+		b = hex.AppendEncode(b, sum[:])
+		b = append(b, '"')
+	}
+	return append(b, ']')
+}

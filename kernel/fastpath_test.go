@@ -1,0 +1,347 @@
+package kernel
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+)
+
+// The step writes its own objects as bytes and skips round trips for values
+// already in the cjson model. These tests hold every such fast path to the
+// slow path it stands beside (or to the map-building code it replaced),
+// byte for byte, on drawn values that include the awkward cases: kinds
+// with set-like members, non-NFC text, non-ASCII keys, Go values outside
+// the model, and nesting near the depth limit.
+
+var awkwardStrings = []string{"", "a", "order:1", "kind", "EffectProposal", "FStateSnapshot", "é", "e\u0301", "Straße",
+	"東京", "line\nbreak", "q\"uote", "back\\slash", "\x01", "\xff", "b/c", "m~n", "sha256:" + string(bytes.Repeat([]byte("ab"), 32))}
+
+var awkwardKeys = []string{"a", "b", "kind", "preconditions", "proposal_ids", "output_digests", "z", "b/c", "m~n", "é", ""}
+
+// genValue draws a value that is usually in the cjson model and sometimes
+// a Go value beside it.
+func genValue(t *rapid.T, depth int, label string) any {
+	n := rapid.IntRange(0, 13).Draw(t, label)
+	if depth > 3 && n >= 8 {
+		n %= 8
+	}
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return rapid.Bool().Draw(t, label+"b")
+	case 2:
+		return rapid.Int64().Draw(t, label+"i")
+	case 3, 4:
+		return rapid.SampledFrom(awkwardStrings).Draw(t, label+"s")
+	case 5:
+		return int(rapid.IntRange(-5, 5).Draw(t, label+"int"))
+	case 6:
+		return rapid.SampledFrom([]any{1.5, []string{"x", "y"}, int32(4), struct{ A int64 }{3}, protocol.IDSet{"b", "a"},
+			map[string]any(nil), []any(nil), protocol.Object(nil), protocol.Object{}, map[string]any{}, []any{}}).Draw(t, label+"go")
+	case 7:
+		return deepNest(rapid.IntRange(120, 130).Draw(t, label+"depth"))
+	case 8, 9, 10:
+		m := map[string]any{}
+		for i := rapid.IntRange(0, 4).Draw(t, label+"n"); i > 0; i-- {
+			m[rapid.SampledFrom(awkwardKeys).Draw(t, label+"k")] = genValue(t, depth+1, label+"m")
+		}
+		if rapid.IntRange(0, 5).Draw(t, label+"obj") == 0 {
+			return protocol.Object(m)
+		}
+		return m
+	default:
+		a := []any{}
+		for i := rapid.IntRange(0, 4).Draw(t, label+"n"); i > 0; i-- {
+			a = append(a, genValue(t, depth+1, label+"a"))
+		}
+		return a
+	}
+}
+
+func deepNest(depth int) any {
+	v := any("leaf")
+	for i := 0; i < depth; i++ {
+		if i%2 == 0 {
+			v = []any{v}
+		} else {
+			v = map[string]any{"n": v}
+		}
+	}
+	return v
+}
+
+func genObject(t *rapid.T, label string) protocol.Object {
+	o := protocol.Object{}
+	for i := rapid.IntRange(0, 4).Draw(t, label+"n"); i > 0; i-- {
+		o[rapid.SampledFrom(awkwardKeys).Draw(t, label+"k")] = genValue(t, 1, label+"v")
+	}
+	if rapid.IntRange(0, 4).Draw(t, label+"kinded") == 0 {
+		o["kind"] = rapid.SampledFrom([]string{"EffectProposal", "StableProposalBatch", "ActionReceipt", "FactDelta"}).Draw(t, label+"kind")
+		o["preconditions"] = []any{"z", "a", rapid.SampledFrom([]string{"a", "m", "e\u0301"}).Draw(t, label+"pre")}
+	}
+	return o
+}
+
+func genEvent(t *rapid.T) Event {
+	return Event{
+		ID:            rapid.SampledFrom([]string{"evt:1", "e", "x.y_z:/-9"}).Draw(t, "id"),
+		LogicalTime:   rapid.Int64Min(0).Draw(t, "lt"),
+		CorrelationID: rapid.SampledFrom([]string{"run:1", "c"}).Draw(t, "corr"),
+		Versions: protocol.VersionEnvelope{
+			Workflow: "w/1", StateSchema: "s/1", EventSchema: "e/1", GraphSchema: "g/0", RuleSet: rapid.SampledFrom([]string{"rules/0", "r+1"}).Draw(t, "rules"),
+			Dataflow: "dataflow/0", Canonicalization: Canonicalization, Tool: "t/0", Model: "m/0", Oracle: "o/1", Gate: "g/1",
+			Resolver: "r/0", CompositionProfile: "c/0",
+		},
+	}
+}
+
+func TestCanonCopyMatchesRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := genValue(t, 0, "v")
+		c, ok := canonCopy(v, 0, false)
+		if !ok {
+			return
+		}
+		rt, err := toValue(v)
+		if m, isMap := c.(map[string]any); isMap && !rootSetFree(m) {
+			return // the round trip sorts set-like members; canonCopy's callers never take that case
+		}
+		if err != nil {
+			t.Fatalf("canonCopy accepted a value the round trip refuses: %v", err)
+		}
+		if !reflect.DeepEqual(c, rt) {
+			t.Fatalf("canonCopy %#v, round trip %#v", c, rt)
+		}
+		a, err1 := cjson.Encode(c)
+		b, err2 := cjson.Encode(v)
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			t.Fatalf("encodings differ: %s %v / %s %v", a, err1, b, err2)
+		}
+	})
+}
+
+func TestBuildFactMatchesSlowPath(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		p := Observation{}.Profile()
+		p.FactIdentity = rapid.SampledFrom([]string{"observation-fact-value", "déclaré", "e\u0301"}).Draw(t, "identity")
+		e := genEvent(t)
+		f := Fact{Tuple: genObject(t, "tuple"), Provenance: genObject(t, "prov"), Diff: rapid.SampledFrom([]int64{1, -1, 0}).Draw(t, "diff")}
+		fd, b, ok := buildFact(p, e, f)
+		var sfd protocol.FactDelta
+		var sb []byte
+		var sok bool
+		if (f.Diff == 1 || f.Diff == -1) && len(f.Tuple) > 0 && len(f.Provenance) > 0 {
+			sfd, sb, sok = buildFactSlow(p, e, f)
+		}
+		if ok != sok || !bytes.Equal(b, sb) || !reflect.DeepEqual(fd, sfd) {
+			t.Fatalf("fast %v %s %#v\nslow %v %s %#v", ok, b, fd, sok, sb, sfd)
+		}
+		if ok {
+			if err := protocol.ValidateValue(protocol.KindFactDelta, mustValue(t, fd)); err != nil {
+				t.Fatalf("fact fails its schema: %v", err)
+			}
+		}
+	})
+}
+
+func TestBuildProposalMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := genEvent(t)
+		pr := Proposal{
+			EffectType:   rapid.SampledFrom([]string{"mail.send", "x", "not an id"}).Draw(t, "type"),
+			Action:       genObject(t, "action"),
+			Destination:  genObject(t, "dest"),
+			GoalID:       rapid.SampledFrom([]string{"goal:1", "g"}).Draw(t, "goal"),
+			ObligationID: rapid.SampledFrom([]string{"obligation:1", "o"}).Draw(t, "obl"),
+			RiskHint:     rapid.SampledFrom([]string{"reversible", "unknown", "read_only", "high_risk_external", "bogus"}).Draw(t, "risk"),
+		}
+		for i := rapid.IntRange(-1, 5).Draw(t, "npre"); i >= 0; i-- {
+			if pr.Preconditions == nil {
+				pr.Preconditions = []string{}
+			}
+			pr.Preconditions = append(pr.Preconditions, rapid.SampledFrom([]string{"a", "b", "a:1", "a-1", "a.b", "B", "9", "a_b", "a/b", "ab", "x y"}).Draw(t, "pre"))
+		}
+		ep, b, ok := buildProposal(e, pr)
+		rep, rb, rok := referenceBuildProposal(e, pr)
+		if ok != rok || !bytes.Equal(b, rb) || !reflect.DeepEqual(ep, rep) {
+			t.Fatalf("fast %v %s %#v\nreference %v %s %#v", ok, b, ep, rok, rb, rep)
+		}
+	})
+}
+
+func TestTransitionDigestMatchesValue(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		str := func(label string) string { return rapid.SampledFrom(awkwardStrings).Draw(t, label) }
+		var facts, props [][]byte
+		for i := rapid.IntRange(0, 3).Draw(t, "nf"); i > 0; i-- {
+			facts = append(facts, []byte(str("f")))
+		}
+		for i := rapid.IntRange(0, 3).Draw(t, "np"); i > 0; i-- {
+			props = append(props, []byte(str("p")))
+		}
+		id, prior, next := str("id"), str("prior"), str("next")
+		got, err1 := transitionDigest(id, prior, next, facts, props)
+		want, err2 := transitionDigestValue(id, prior, next, facts, props)
+		if got != want || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("fast %s %v, value %s %v", got, err1, want, err2)
+		}
+	})
+}
+
+func TestEventValueMatchesRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := protocol.AcceptedEvent{
+			Kind:    rapid.SampledFrom([]string{protocol.KindAcceptedEvent, "EffectProposal", "é"}).Draw(t, "kind"),
+			EventID: rapid.SampledFrom(awkwardStrings).Draw(t, "id"), Payload: genObject(t, "payload"),
+			OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: rapid.SampledFrom(awkwardStrings).Draw(t, "received"),
+			LogicalTime: rapid.Int64().Draw(t, "lt"), CorrelationID: "run:1", IdempotencyKey: "k",
+			Versions: genEvent(t).Versions,
+		}
+		if rapid.Bool().Draw(t, "nilPayload") {
+			e.Payload = nil
+		}
+		if rapid.Bool().Draw(t, "cause") {
+			c := rapid.SampledFrom(awkwardStrings).Draw(t, "causation")
+			e.CausationID = &c
+		}
+		v, ok := eventValue(e)
+		if !ok {
+			return
+		}
+		rt, err := toValue(e)
+		if err != nil || !reflect.DeepEqual(any(v), rt) {
+			t.Fatalf("eventValue %#v, round trip %#v %v", v, rt, err)
+		}
+		if _, err := cjson.Encode(v); err != nil {
+			t.Fatalf("eventValue accepted an event that does not encode: %v", err)
+		}
+	})
+}
+
+func TestNextSnapshotValueMatchesSlowPath(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lt := rapid.Int64Min(0).Draw(t, "lt")
+		id := "evt:1"
+		next := Snapshot{AggregateID: "agg:1", Revision: 3, Phase: PhaseOpen, LastLogicalTime: &lt, LastEventID: &id,
+			Versions: genEvent(t).Versions, State: genObject(t, "state")}
+		v, b, ok := nextSnapshotValue(next)
+		sv, sb, sok := nextSnapshotValueSlow(next)
+		if ok != sok || !bytes.Equal(b, sb) || !reflect.DeepEqual(v, sv) {
+			t.Fatalf("fast %v %s %#v\nslow %v %s %#v", ok, b, v, sok, sb, sv)
+		}
+	})
+}
+
+func TestProfileValidAgreesWithCheckProfile(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		member := rapid.SampledFrom([]string{"a", "b", "kind", "revision", "event_type", "aggregate_id", "c"})
+		p := Profile{
+			Workflow:     rapid.SampledFrom([]string{"w/1", "", "-bad"}).Draw(t, "wf"),
+			StateSchema:  "s/1",
+			EventSchema:  rapid.SampledFrom([]string{"e/1", "e 1"}).Draw(t, "es"),
+			EventTypes:   map[string][]string{},
+			StateMembers: rapid.SliceOfN(member, 0, 4).Draw(t, "state"),
+			FactIdentity: rapid.SampledFrom([]string{"f", ""}).Draw(t, "fi"),
+			MinFacts:     rapid.IntRange(-1, 2).Draw(t, "min"),
+			MaxFacts:     rapid.IntRange(-1, 2).Draw(t, "max"),
+			MaxProposals: rapid.IntRange(-1, 2).Draw(t, "props"),
+		}
+		for i := rapid.IntRange(0, 3).Draw(t, "ntypes"); i > 0; i-- {
+			p.EventTypes[rapid.SampledFrom([]string{"t/1", "u/1", "not id"}).Draw(t, "type")] = rapid.SliceOfN(member, 0, 4).Draw(t, "payload")
+		}
+		if profileValid(p) != (CheckProfile(p) == nil) {
+			t.Fatalf("profileValid %v, CheckProfile %v", profileValid(p), CheckProfile(p))
+		}
+	})
+}
+
+func mustValue(t *rapid.T, v any) any {
+	b, err := cjson.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cjson.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// referenceBuildProposal is buildProposal as it was before it wrote bytes
+// directly: a value map, two identity encodings, the protocol schema and a
+// final encoding.
+func referenceBuildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool) {
+	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
+		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
+		return protocol.EffectProposal{}, nil, false
+	}
+	type item struct {
+		b []byte
+		s string
+	}
+	items := make([]item, len(pr.Preconditions))
+	for i, s := range pr.Preconditions {
+		if !cjson.ValidID(s) {
+			return protocol.EffectProposal{}, nil, false
+		}
+		items[i] = item{cjson.AppendString(nil, s), s}
+	}
+	sort.Slice(items, func(i, j int) bool { return bytes.Compare(items[i].b, items[j].b) < 0 })
+	pre := make([]string, len(items))
+	for i, it := range items {
+		if i > 0 && it.s == items[i-1].s {
+			return protocol.EffectProposal{}, nil, false
+		}
+		pre[i] = it.s
+	}
+	action, err1 := ValueDigest(ValueEffectAction, pr.Action)
+	dest, err2 := ValueDigest(ValueEffectDestination, pr.Destination)
+	if err1 != nil || err2 != nil {
+		return protocol.EffectProposal{}, nil, false
+	}
+	preValues := make([]any, len(pre))
+	for i, s := range pre {
+		preValues[i] = s
+	}
+	value := map[string]any{
+		"kind":               protocol.KindEffectProposal,
+		"effect_type":        pr.EffectType,
+		"action_digest":      action,
+		"cause_id":           e.ID,
+		"correlation_id":     e.CorrelationID,
+		"destination_digest": dest,
+		"goal_id":            pr.GoalID,
+		"obligation_id":      pr.ObligationID,
+		"declared_risk_hint": pr.RiskHint,
+		"preconditions":      preValues,
+		"versions":           versionsValue(e.Versions),
+	}
+	id, err1 := identity("proposal", identityProposal, value)
+	dedup, err2 := identity("proposal-dedup", identityProposalDedup, value)
+	if err1 != nil || err2 != nil {
+		return protocol.EffectProposal{}, nil, false
+	}
+	value["proposal_id"] = id
+	value["proposal_dedup_key"] = dedup
+	if protocol.ValidateValue(protocol.KindEffectProposal, value) != nil {
+		return protocol.EffectProposal{}, nil, false
+	}
+	canon, err := cjson.Encode(value)
+	if err != nil {
+		return protocol.EffectProposal{}, nil, false
+	}
+	return protocol.EffectProposal{
+		Kind: protocol.KindEffectProposal, ProposalID: id, EffectType: pr.EffectType, ActionDigest: action,
+		CauseID: e.ID, CorrelationID: e.CorrelationID, ProposalDedupKey: dedup, DestinationDigest: dest,
+		GoalID: pr.GoalID, ObligationID: pr.ObligationID, DeclaredRiskHint: pr.RiskHint,
+		Preconditions: protocol.IDSet(slices.Clip(pre)), Versions: e.Versions,
+	}, canon, true
+}

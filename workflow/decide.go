@@ -346,6 +346,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
 		return nil, nil, "", err
 	}
+	st.canonSnapshot = true
 	t.note("f.transition", map[string]any{"event_id": ev.EventID, "event_type": evType, "transition_digest": tr.TransitionDigest,
 		"facts": len(tr.FactDeltas), "proposals": len(tr.EffectProposals)})
 

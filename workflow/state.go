@@ -34,6 +34,12 @@ type state struct {
 	Pending   []pending       `json:"pending"`           // approval requests awaiting a person
 	Offered   []offer         `json:"offered,omitempty"` // OPTIONS awaiting a choice, by proposal
 	AIF       *belief         `json:"aif,omitempty"`     // the AIF controller's belief, once it observed something
+
+	// canonSnapshot says Snapshot holds canonical bytes, as cjson writes
+	// them nested in the state, so encode copies them as they are: true
+	// once a tick encoded the snapshot itself. The bytes of a decoded
+	// document are its own, which encode writes again through cjson.
+	canonSnapshot bool
 }
 
 // support is one live base support of L: a named fact and its provenance.
@@ -94,7 +100,7 @@ func (w *Workflow) initial(runID string) (*state, error) {
 		return nil, err
 	}
 	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
-		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}}, nil
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true}, nil
 }
 
 func decodeState(b []byte) (*state, error) {
@@ -111,7 +117,158 @@ func decodeState(b []byte) (*state, error) {
 	return &st, nil
 }
 
-func (st *state) encode() ([]byte, error) { return cjson.Marshal(st) }
+// encode returns the state's canonical bytes: exactly what
+// cjson.Marshal(st) writes, written member by member for the parts the
+// state owns (TestStateEncodingIsMarshal holds them to it). Anything the
+// fast path does not vouch for — a string outside the string rule, an
+// argument of another type, an error in a nested part — is left to
+// cjson.Marshal, whose bytes and errors are the contract.
+func (st *state) encode() ([]byte, error) {
+	if b, ok := st.appendCanonical(make([]byte, 0, st.sizeHint())); ok {
+		return b, nil
+	}
+	return cjson.Marshal(st)
+}
+
+// sizeHint bounds the encoding's size for one allocation in the usual case.
+func (st *state) sizeHint() int {
+	n := 1024 + len(st.Snapshot) + len(st.RunID) + len(st.FHRChain) + 160*len(st.Open) + 1024*len(st.Machine.Journey)/4
+	for _, s := range st.Supports {
+		n += 64 + len(s.ID) + len(s.Predicate) + len(s.Provenance) + 24*len(s.Args)
+	}
+	return n
+}
+
+// appendCanonical appends the members in byte order of their names. A
+// snapshot the tick encoded is written as it is; the parts of other packages' types (the MRP machine, the
+// pending requests, the offers, the belief) are encoded by cjson, nested
+// as deep as they sit in the state.
+func (st *state) appendCanonical(b []byte) ([]byte, bool) {
+	ok := true
+	str := func(s string) {
+		if ok = ok && cjson.CheckString(s, "") == nil; ok {
+			b = cjson.AppendString(b, s)
+		}
+	}
+	nested := func(v any) {
+		if ok {
+			b, ok = appendNested(b, v)
+		}
+	}
+	b = append(b, '{')
+	if st.AIF != nil {
+		b = append(b, `"aif":`...)
+		nested(st.AIF)
+		b = append(b, ',')
+	}
+	b = append(b, `"effect_sequence":`...)
+	b = cjson.AppendInt(b, st.EffectSeq)
+	b = append(b, `,"fhr_chain":`...)
+	str(st.FHRChain)
+	b = append(b, `,"kind":`...)
+	str(st.Kind)
+	b = append(b, `,"logical_time":`...)
+	b = cjson.AppendInt(b, st.Time)
+	b = append(b, `,"machine":`...)
+	nested(st.Machine)
+	if len(st.Offered) > 0 {
+		b = append(b, `,"offered":`...)
+		nested(st.Offered)
+	}
+	b = append(b, `,"open":`...)
+	if st.Open == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, o := range st.Open {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"action_digest":`...)
+			str(o.ActionDigest)
+			b = append(b, `,"effect_type":`...)
+			str(o.EffectType)
+			b = append(b, `,"intent_id":`...)
+			str(o.IntentID)
+			b = append(b, `,"proposal_id":`...)
+			str(o.ProposalID)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"pending":`...)
+	nested(st.Pending)
+	b = append(b, `,"run_id":`...)
+	str(st.RunID)
+	b = append(b, `,"snapshot":`...)
+	switch {
+	case st.Snapshot == nil:
+		b = append(b, "null"...)
+	case st.canonSnapshot:
+		b = append(b, st.Snapshot...)
+	default:
+		nested(st.Snapshot)
+	}
+	b = append(b, `,"supports":`...)
+	if st.Supports == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, s := range st.Supports {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"args":`...)
+			if s.Args == nil {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, '[')
+				for j, a := range s.Args {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					switch v := a.(type) {
+					case string:
+						str(v)
+					case int64:
+						b = cjson.AppendInt(b, v)
+					case json.Number:
+						n, err := strconv.ParseInt(string(v), 10, 64)
+						ok = ok && err == nil
+						b = cjson.AppendInt(b, n)
+					default:
+						ok = false
+					}
+				}
+				b = append(b, ']')
+			}
+			b = append(b, `,"id":`...)
+			str(s.ID)
+			b = append(b, `,"predicate":`...)
+			str(s.Predicate)
+			b = append(b, `,"provenance":`...)
+			str(s.Provenance)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"turn":`...)
+	b = cjson.AppendInt(b, st.Turn)
+	b = append(b, `,"watermark":`...)
+	b = cjson.AppendInt(b, st.Watermark)
+	return append(b, '}'), ok
+}
+
+// appendNested appends v's canonical bytes as cjson writes a member of the
+// state's root object: one level down, where no array is a set (only a
+// root object's kind names sets). Wrapping v in an array puts it there.
+func appendNested(b []byte, v any) ([]byte, bool) {
+	w, err := cjson.Marshal([]any{v})
+	if err != nil {
+		return b, false
+	}
+	return append(b, w[1:len(w)-1]...), true
+}
 
 // normalize puts the state in the form decoding its encoding gives, which
 // encodes to the same bytes: integer fact arguments as json.Number, no

@@ -25,21 +25,19 @@ type Checked struct {
 }
 
 // Many verifies the runs ids as Run does, several at a time, and returns
-// their reports in the order of ids.
+// their reports in the order of ids (on an error, those before the first
+// run that failed, as CheckMany does).
 func Many(ctx context.Context, st store.Store, m *control.Machine, ids []string) ([]*Report, error) {
 	jobs := make([]Job, len(ids))
 	for i, id := range ids {
 		jobs[i].RunID = id
 	}
 	out, err := CheckMany(ctx, st, m, jobs)
-	if err != nil {
-		return nil, err
-	}
 	reps := make([]*Report, len(out))
 	for i, c := range out {
 		reps[i] = c.Report
 	}
-	return reps, nil
+	return reps, err
 }
 
 // CheckMany checks every job, as Run and (with a workflow) Check do, on as
@@ -47,7 +45,8 @@ func Many(ctx context.Context, st store.Store, m *control.Machine, ids []string)
 // of jobs: the same reports, in the same order, as checking one job after
 // the other. Runs share nothing but the store, whose reads are safe to
 // make at once. If any job fails with an error, CheckMany returns the
-// error of the first such job in order, as the sequential loop would.
+// error of the first such job in order, as the sequential loop would, with
+// the results of the jobs before it.
 func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job) ([]Checked, error) {
 	if m == nil {
 		m = control.Default()
@@ -100,9 +99,9 @@ func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for i, err := range errs {
 		if err != nil {
-			return nil, err
+			return out[:i], err
 		}
 	}
 	return out, nil

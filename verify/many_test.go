@@ -258,9 +258,12 @@ func TestCheckManyReportsTheFirstError(t *testing.T) {
 		t.Fatal("a missing run verified")
 	}
 	for range 5 {
-		_, err := Many(ctx, st, nil, ids)
+		reps, err := Many(ctx, st, nil, ids)
 		if err == nil || err.Error() != want.Error() {
 			t.Fatalf("error %v, want %v", err, want)
+		}
+		if len(reps) != 3 || reps[2].RunID != ids[2] || !reps[2].OK() {
+			t.Fatalf("%d reports before the error, want those of the 3 runs before it", len(reps))
 		}
 	}
 }

@@ -1,57 +1,60 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/verify"
 )
 
 func init() {
 	vc := &cobra.Command{
-		Use:   "verify RUN...",
+		Use:   "verify RUN... | --all",
 		Short: "Check a run's durable record independently of the runner that wrote it",
 		Long: `verify opens the store read-only and checks, for each run: canonical bytes,
 digests and the event hash chain; every control record re-stepped through the
 FSM table; intents as valid protocol objects bound to their idempotency keys and
 to the exact grants they consumed; receipts bound to their intents; attempts,
 outbox and receipts coherent; fencing generations; and, for an ended run, that
-every effect it owes is closed. Exit status 1 if any check fails.`,
-		Args: cobra.MinimumNArgs(1),
+every effect it owes is closed. With --all it checks every run in the store.
+Several runs are checked at once, one per CPU; reports come in the order the
+runs were named (with --all, the order they were created). Exit status 1 if
+any check fails.`,
 	}
 	vStore := addStoreFlag(vc)
 	vJSON := vc.Flags().Bool("json", false, "print the reports as JSON")
+	vAll := vc.Flags().Bool("all", false, "verify every run in the store")
+	vc.Args = runsArgs(vAll)
 	vc.RunE = func(cmd *cobra.Command, args []string) error {
 		st, err := openStore(cmd.Context(), *vStore, true)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
+		ids, err := runIDs(cmd.Context(), st, args, *vAll)
+		if err != nil {
+			return err
+		}
+		reports, verr := verify.Many(cmd.Context(), st, nil, ids)
 		failed := false
-		var reports []*verify.Report
-		for _, id := range args {
-			rep, err := verify.Run(cmd.Context(), st, nil, id)
-			if err != nil {
-				return err
-			}
-			reports = append(reports, rep)
+		for _, rep := range reports {
 			failed = failed || !rep.OK()
-			if *vJSON {
-				continue
-			}
-			verdict := "verified"
-			if !rep.OK() {
-				verdict = fmt.Sprintf("FAILED (%d findings)", len(rep.Findings))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s — %s %q; %d events, %d control records, %d intents, %d receipts, %d approvals consumed\n",
-				id, verdict, rep.State, rep.Outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals)
-			for _, f := range rep.Findings {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
+			if !*vJSON {
+				printVerify(cmd.OutOrStdout(), rep)
 			}
 		}
+		if verr != nil {
+			return verr
+		}
 		if *vJSON {
+			if reports == nil {
+				reports = []*verify.Report{}
+			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(reports); err != nil {
@@ -66,50 +69,71 @@ every effect it owes is closed. Exit status 1 if any check fails.`,
 	rootCmd.AddCommand(vc)
 
 	rc := &cobra.Command{
-		Use:   "replay RUN...",
+		Use:   "replay RUN... | --all",
 		Short: "Re-execute a run's pure steps from its accepted inputs and compare every result",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `replay verifies each run as verify does, then feeds its accepted inputs to
+the workflow's pure Decide again and compares every planned effect and the
+final state with the record. Several runs are checked at once, one per CPU;
+results come in the order the runs were named (with --all, the order they
+were created). Exit status 1 if anything differs.`,
 	}
 	rStore := addStoreFlag(rc)
 	rWorkflows := addWorkflowsFlag(rc)
+	rAll := rc.Flags().Bool("all", false, "replay every run in the store")
+	rc.Args = runsArgs(rAll)
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
-		st, err := openStore(cmd.Context(), *rStore, true)
+		ctx := cmd.Context()
+		st, err := openStore(ctx, *rStore, true)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		failed := false
-		for _, id := range args {
-			run, err := st.Run(cmd.Context(), id)
+		ids, err := runIDs(ctx, st, args, *rAll)
+		if err != nil {
+			return err
+		}
+		c, err := loadCatalog(*rWorkflows, len(*rWorkflows) > 0, "")
+		if err != nil {
+			return err
+		}
+		// Workflows are resolved first, in order; a run whose workflow is
+		// not loaded stops there, after the runs before it are reported.
+		var jobs []verify.Job
+		var resolveErr error
+		for _, id := range ids {
+			run, err := st.Run(ctx, id)
 			if err != nil {
-				return err
+				resolveErr = err
+				break
 			}
-			wf, ok, err := workflowFor(cmd.Context(), st, run, *rWorkflows)
-			if err != nil {
-				return err
-			}
+			cd, ok := c.forRun(ctx, st, run, false)
 			if !ok {
-				return fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+				resolveErr = fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+				break
 			}
-			ver, err := verify.Run(cmd.Context(), st, nil, id)
-			if err != nil {
-				return err
-			}
-			rep, err := verify.Replay(cmd.Context(), st, wf, id)
-			if err != nil {
-				return err
-			}
-			ok = rep.OK() && ver.OK()
+			jobs = append(jobs, verify.Job{RunID: id, Workflow: cd.wf})
+		}
+		results, err := verify.CheckMany(ctx, st, nil, jobs)
+		failed := false
+		for _, r := range results {
+			ver, rep := r.Report, r.Replay
+			ok := rep.OK() && ver.OK()
 			failed = failed || !ok
 			verdict := "identical"
 			if !ok {
 				verdict = "DIFFERS"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s — %d inputs, %d effects, %d control records re-stepped; state %s\n",
-				id, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
+				rep.RunID, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
 			for _, f := range append(ver.Findings, rep.Findings...) {
 				fmt.Fprintf(cmd.OutOrStdout(), "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
 			}
+		}
+		if err != nil {
+			return err
+		}
+		if resolveErr != nil {
+			return resolveErr
 		}
 		if failed {
 			return errChecksFailed
@@ -117,4 +141,52 @@ every effect it owes is closed. Exit status 1 if any check fails.`,
 		return nil
 	}
 	rootCmd.AddCommand(rc)
+}
+
+func printVerify(w io.Writer, rep *verify.Report) {
+	verdict := "verified"
+	if !rep.OK() {
+		verdict = fmt.Sprintf("FAILED (%d findings)", len(rep.Findings))
+	}
+	fmt.Fprintf(w, "run %s: %s — %s %q; %d events, %d control records, %d intents, %d receipts, %d approvals consumed\n",
+		rep.RunID, verdict, rep.State, rep.Outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals)
+	for _, f := range rep.Findings {
+		fmt.Fprintf(w, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
+	}
+}
+
+// runsArgs accepts run ids, or none with --all.
+func runsArgs(all *bool) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case *all && len(args) > 0:
+			return usagef("give run ids or --all, not both")
+		case !*all && len(args) == 0:
+			return usagef("give at least one run id, or --all")
+		}
+		return nil
+	}
+}
+
+// runIDs returns the runs named, or with all every run in the store in the
+// order they were created.
+func runIDs(ctx context.Context, st store.Store, args []string, all bool) ([]string, error) {
+	if !all {
+		return args, nil
+	}
+	var ids []string
+	after := ""
+	for {
+		page, err := st.Runs(ctx, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			ids = append(ids, r.ID)
+		}
+		if len(page) < 1000 {
+			return ids, nil
+		}
+		after = page[len(page)-1].ID
+	}
 }

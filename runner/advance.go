@@ -525,6 +525,9 @@ func isDeferred(m *control.Machine, state string) bool {
 }
 
 func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
+	if moved, err := r.checkRetries(t); moved || err != nil {
+		return moved, err
+	}
 	if t.cp.Transitions >= r.cfg.MaxTransitions && r.ledger(t).Breach == nil {
 		l := t.cp.Budget
 		return true, r.breach(t, budgetBreach{Dimension: DimTransitions, Limit: l.MaxTransitions, Used: t.cp.Transitions, Requested: 1, Event: "BUDGET_EXHAUSTED"})
@@ -885,9 +888,9 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 			outcome, _ := rec.ProtocolOutcome()
 			return r.close(t, e, intent, last.N, status, outcome, rec.EvidenceDigest, rec.Code)
 		case effect.FailedTransient:
-			if ok, err := r.retryAllowed(t, last.N); err != nil {
+			if v, err := r.retryAllowed(t, last.N); err != nil {
 				return err
-			} else if !ok {
+			} else if v != retryGo {
 				// Out of retries (or of tool calls): the destination is
 				// asked before any failure is minted.
 				t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: last.N, Status: store.AttemptFailedTransient,
@@ -943,11 +946,11 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 	case effect.ConfirmedSuccess:
 		return r.close(t, e, intent, n, store.AttemptReconciledApplied, "confirmed_success", evidenceDigest, "reconciled: "+why)
 	case effect.ConfirmedFailure:
-		ok, err := r.retryAllowed(t, n)
+		v, err := r.retryAllowed(t, n)
 		if err != nil {
 			return err
 		}
-		if ok {
+		if v == retryGo {
 			delay, err := r.retryDelay(t, e, n)
 			if err != nil {
 				return err
@@ -963,7 +966,14 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 			}
 			return r.executeOne(ctx, t, e)
 		}
-		return r.close(t, e, intent, n, store.AttemptReconciledNotApplied, "confirmed_failure", evidenceDigest, "retry_exhausted_not_applied")
+		if v == retrySpent {
+			// Every allowed attempt failed and the destination vouches that
+			// none applied: the retry controller's evidence.
+			if err := r.spendRetries(ctx, t, e, n, store.AttemptReconciledNotApplied); err != nil {
+				return err
+			}
+		}
+		return r.close(t, e, intent, n, store.AttemptReconciledNotApplied, "confirmed_failure", evidenceDigest, RetryExhaustedDetail)
 	default:
 		t.pending.Results = append(t.pending.Results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: store.AttemptUnknown,
 			Outbox: store.OutboxHuman, Route: "human_reconciliation", Detail: why})

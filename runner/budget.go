@@ -54,6 +54,26 @@ type budgetLedger struct {
 	Steps          int64         `json:"steps"`      // accepted inputs (receipts and choices included)
 	ToolCalls      int64         `json:"tool_calls"` // attempts recorded (each is at most one dispatch)
 	Breach         *budgetBreach `json:"breach"`     // the breach issued to the FSM, if any
+	// MaxAttempts is how many attempts one intent may have (the contract's
+	// retries per transition plus one, capped by Config.MaxAttempts),
+	// bound when the ledger was opened; 0 in ledgers written before it
+	// was kept.
+	MaxAttempts int64 `json:"max_attempts,omitempty"`
+	// RetriesExhausted is the bounded attempt ledger of the first intent
+	// whose retries were spent: the evidence of RETRIES_EXHAUSTED, which
+	// the retry controller issues at the next INGEST.
+	RetriesExhausted *attemptLedger `json:"retries_exhausted,omitempty"`
+}
+
+// attemptLedger is the bounded attempt ledger of one intent whose retries
+// were spent: how many attempts it had, the limit, and how each ended, in
+// order. The limit is at most control.MaxRetriesCeiling + 1, so the list
+// is short.
+type attemptLedger struct {
+	Intent   string   `json:"intent"`
+	Attempts int64    `json:"attempts"`
+	Limit    int64    `json:"limit"`
+	Outcomes []string `json:"outcomes"`
 }
 
 // budgetBreach is the evidence of an exhausted budget: which one, its
@@ -111,7 +131,7 @@ func (r *Runner) openLedger(t *tick, adopted bool) *budgetLedger {
 	now := r.cfg.Clock().UnixMilli()
 	return &budgetLedger{Contract: c.Digest, Limits: c.Budgets.Limits, MaxTransitions: r.cfg.MaxTransitions,
 		JitterSeed: store.BodyDigest([]byte("flrh-retry-seed/1\x00" + t.run.ID)), Adopted: adopted,
-		StartedMillis: now, ClockMillis: now}
+		StartedMillis: now, ClockMillis: now, MaxAttempts: r.attemptLimit(t)}
 }
 
 // chargeTime charges the time since the ledger's last reading: to
@@ -223,14 +243,24 @@ func (r *Runner) breach(t *tick, b budgetBreach) error {
 
 func pendingEvidence(event string) string { return "budget_" + pendingName(event) }
 
-// maxAttempts is how many attempts one intent may have: the contract's
+// attemptLimit is how many attempts one intent may have: the contract's
 // retries plus the first, capped by Config.MaxAttempts when it is set.
-func (r *Runner) maxAttempts(t *tick) int64 {
+func (r *Runner) attemptLimit(t *tick) int64 {
 	n := r.contractFor(t.wf).Retry.MaxRetries + 1
 	if r.cfg.MaxAttempts > 0 {
 		n = min(n, r.cfg.MaxAttempts)
 	}
 	return n
+}
+
+// maxAttempts is the run's attempt limit as its ledger bound it; a ledger
+// written before the limit was kept binds it now.
+func (r *Runner) maxAttempts(t *tick) int64 {
+	l := r.ledger(t)
+	if l.MaxAttempts == 0 {
+		l.MaxAttempts = r.attemptLimit(t)
+	}
+	return l.MaxAttempts
 }
 
 // retryDelay is the wait before retry number attempt (1-based) of an
@@ -254,17 +284,83 @@ func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64) (time.Duratio
 	return time.Duration(d.DelayMillis) * time.Millisecond, nil
 }
 
-// retryAllowed reports whether attempt n of an intent may be followed by
-// another: the contract's retries are not used up and a tool call fits the
-// budget. When only the budget stands in the way, the breach is issued.
-func (r *Runner) retryAllowed(t *tick, n int64) (bool, error) {
+// retryVerdict is what follows a retryable failure of attempt n.
+type retryVerdict int
+
+const (
+	retryGo       retryVerdict = iota // another attempt, after the backoff
+	retrySpent                        // the contract's retries are used up: RETRIES_EXHAUSTED once the failure is confirmed
+	retryNoBudget                     // a budget stands in the way: its breach is (or was) issued instead
+)
+
+// retryAllowed says whether attempt n of an intent may be followed by
+// another: the contract's retries are not used up, no budget breach is
+// recorded, and a tool call fits the budget. When only the tool-call
+// budget stands in the way, its breach is issued.
+func (r *Runner) retryAllowed(t *tick, n int64) (retryVerdict, error) {
 	if n >= r.maxAttempts(t) {
-		return false, nil
+		return retrySpent, nil
+	}
+	if r.ledger(t).Breach != nil {
+		return retryNoBudget, nil // the run is ending on its budget: no more sends
 	}
 	if !r.fitsCalls(t, 1) {
-		return false, r.refuseCalls(t, 1)
+		return retryNoBudget, r.refuseCalls(t, 1)
 	}
-	return true, nil
+	return retryGo, nil
+}
+
+// RetryExhaustedDetail is the detail of the attempt row that closes an
+// intent on a failure the destination confirmed after its last allowed
+// attempt (or after a retry its budget refused): verify tells a lookup's
+// verdict from a person's by it.
+const RetryExhaustedDetail = "retry_exhausted_not_applied"
+
+// RetriesTraceKind is the trace record kind of an intent whose retries were
+// spent.
+const RetriesTraceKind = "retries_exhausted"
+
+// spendRetries records the bounded attempt ledger of an intent whose last
+// allowed attempt failed and whose destination confirmed that nothing was
+// applied: attempts 1..n-1 as the store holds them, attempt n as it is
+// about to be recorded. Only the first such intent of a run is kept; the
+// retry controller halts the run on it.
+func (r *Runner) spendRetries(ctx context.Context, t *tick, e *openEffect, n int64, last store.AttemptStatus) error {
+	l := r.ledger(t)
+	if l.RetriesExhausted != nil {
+		return nil
+	}
+	ats, err := r.cfg.Store.Attempts(ctx, e.IntentID)
+	if err != nil {
+		return err
+	}
+	a := &attemptLedger{Intent: e.IntentID, Attempts: n, Limit: r.maxAttempts(t), Outcomes: make([]string, 0, n)}
+	for _, at := range ats {
+		if at.N < n {
+			a.Outcomes = append(a.Outcomes, string(at.Status))
+		}
+	}
+	a.Outcomes = append(a.Outcomes, string(last))
+	l.RetriesExhausted = a
+	b, err := cjson.Marshal(map[string]any{"kind": RetriesTraceKind, "attempts": a})
+	if err != nil {
+		return err
+	}
+	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: RetriesTraceKind, Body: b})
+	r.log.Info("retries exhausted", "run", t.run.ID, "intent", e.IntentID, "attempts", n)
+	return nil
+}
+
+// checkRetries issues RETRIES_EXHAUSTED, in INGEST, when an intent's
+// retries were spent: the failed effect has been reconciled and its
+// receipt committed, and the run halts before any further input (that
+// receipt included) is accepted. It reports whether it issued anything.
+func (r *Runner) checkRetries(t *tick) (bool, error) {
+	a := r.ledger(t).RetriesExhausted
+	if a == nil {
+		return false, nil
+	}
+	return true, r.fire(t, r.contractFor(t.wf).Retry.ExhaustedEvent, nil, map[string]any{"bounded_attempt_ledger": a})
 }
 
 // wait sleeps out a retry delay in the middle of a pass without letting the

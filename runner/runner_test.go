@@ -289,7 +289,7 @@ func TestRetriesExhaustedQueriesBeforeFailing(t *testing.T) {
 	h.start("run-8", small)
 	run := h.run("run-8")
 	rcs, _ := h.store.Receipts(ctx, "run-8")
-	if run.State != "FAILED_PERMANENT" || len(rcs) != 1 || rcs[0].Outcome != "confirmed_failure" || h.dest.count() != 0 {
+	if run.State != "RETRY_EXHAUSTED" || run.Outcome != "retry_exhausted" || len(rcs) != 1 || rcs[0].Outcome != "confirmed_failure" || h.dest.count() != 0 {
 		t.Fatalf("run %s receipts %+v mutations %d", run.State, rcs, h.dest.count())
 	}
 	ins, _ := h.store.Intents(ctx, "run-8")

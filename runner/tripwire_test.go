@@ -195,8 +195,11 @@ func TestStoredRunsSatisfyTheWires(t *testing.T) {
 		h.start("run", small)
 		checkStored(t, h, "run")
 		h = newHarness(t)
-		h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
+		h.dest.script = []effect.Outcome{effect.FailedTransient, effect.FailedTransient, effect.FailedTransient, effect.FailedTransient}
 		h.start("run", small)
+		if s := h.run("run").State; s != "RETRY_EXHAUSTED" {
+			t.Fatalf("state %s", s)
+		}
 		checkStored(t, h, "run")
 	})
 	for _, point := range []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"} {

@@ -1,9 +1,11 @@
 package verify
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -139,4 +141,147 @@ func checkBreach(rep *Report, l *ledger, rec control.Record) {
 	if b.Used > now {
 		rep.fail("budget-breach", where, "breach claims %d %s used; the ledger has only %d", b.Used, b.Dimension, now)
 	}
+}
+
+// retryEvent is the event the retry controller issues when an intent's
+// retries are spent (the loop contract's retry.exhausted_event).
+const retryEvent = "RETRIES_EXHAUSTED"
+
+// spentAttempts recounts an intent's attempt rows as the bounded attempt
+// ledger the runner records when its retries are spent: limit attempts,
+// every one a retryable failure (transient, or a lookup's confirmation
+// that nothing was applied), the last closed by the destination's
+// confirmation. It reports false for anything else: an attempt that
+// succeeded, failed for good, or whose unknown outcome a person settled.
+func spentAttempts(ats []store.Attempt, limit int64) (map[string]any, bool) {
+	if limit <= 0 || int64(len(ats)) != limit {
+		return nil, false
+	}
+	outcomes := make([]any, 0, len(ats))
+	for _, a := range ats {
+		if a.Status != store.AttemptFailedTransient && a.Status != store.AttemptReconciledNotApplied {
+			return nil, false
+		}
+		outcomes = append(outcomes, string(a.Status))
+	}
+	last := ats[len(ats)-1]
+	if last.Status != store.AttemptReconciledNotApplied || last.Detail != runner.RetryExhaustedDetail {
+		return nil, false
+	}
+	return map[string]any{"intent": last.IntentID, "attempts": limit, "limit": limit, "outcomes": outcomes}, true
+}
+
+// checkRetries recounts the attempt ledger behind RETRIES_EXHAUSTED from
+// the attempt rows: the event is issued at most once, only on the
+// recorded ledger of an intent whose attempt rows show its retries spent,
+// with evidence that is the digest of exactly that ledger; and a run with
+// such an intent never accepts its failure receipt as an input, and does
+// not end otherwise than RETRY_EXHAUSTED unless an interrupt ended it
+// first. Runs whose ledger does not record the attempt limit have nothing
+// to check.
+func checkRetries(ctx context.Context, rep *Report, rec *record, cpBody []byte) error {
+	run, evs := rec.run, rec.events
+	var body struct {
+		Budget *struct {
+			Adopted          bool            `json:"adopted"`
+			MaxAttempts      int64           `json:"max_attempts"`
+			RetriesExhausted json.RawMessage `json:"retries_exhausted"`
+		} `json:"budget"`
+	}
+	if cpBody == nil || json.Unmarshal(cpBody, &body) != nil || body.Budget == nil {
+		return nil
+	}
+	l := body.Budget
+	const where = "retries"
+	var issued []control.Record
+	accepted := map[string]bool{} // digests of accepted receipts
+	for _, e := range evs {
+		switch e.Kind {
+		case runner.EventControl:
+			var cr control.Record
+			if json.Unmarshal(e.Body, &cr) == nil && cr.Event == retryEvent {
+				issued = append(issued, cr)
+			}
+		case runner.EventAccepted:
+			var in struct {
+				Kind   string `json:"kind"`
+				Digest string `json:"digest"`
+			}
+			if json.Unmarshal(e.Body, &in) == nil && in.Kind == "receipt" {
+				accepted[in.Digest] = true
+			}
+		}
+	}
+	if l.MaxAttempts <= 0 {
+		if len(issued) > 0 {
+			rep.fail("retries-exhausted", where, "%s issued by a run whose ledger records no attempt limit", retryEvent)
+		}
+		return nil
+	}
+	spent := map[string]map[string]any{}
+	var order []string
+	for _, in := range rec.intents {
+		if in.Attempts != l.MaxAttempts {
+			continue // the outbox count rules it out without reading the rows
+		}
+		ats, err := rec.attemptsOf(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		if a, ok := spentAttempts(ats, l.MaxAttempts); ok {
+			spent[in.ID] = a
+			order = append(order, in.ID)
+		}
+	}
+	var recorded map[string]any
+	if len(l.RetriesExhausted) > 0 && string(l.RetriesExhausted) != "null" {
+		v, err := cjson.Decode(l.RetriesExhausted)
+		m, ok := v.(map[string]any)
+		if err != nil || !ok {
+			rep.fail("retries-exhausted", where, "unreadable attempt ledger: %s", l.RetriesExhausted)
+			return nil
+		}
+		recorded = m
+		id, _ := m["intent"].(string)
+		want, ok := spent[id]
+		switch {
+		case !ok:
+			rep.fail("retries-exhausted", where, "the ledger says intent %q spent its retries; its attempt rows do not show %d retryable failures ending in a confirmed one", id, l.MaxAttempts)
+		default:
+			a, _ := cjson.Marshal(m)
+			b, _ := cjson.Marshal(want)
+			if string(a) != string(b) {
+				rep.fail("retries-exhausted", where, "the attempt ledger %s differs from the attempt rows %s", a, b)
+			}
+		}
+	} else if len(order) > 0 && !l.Adopted {
+		rep.fail("retries-exhausted", where, "intent %s spent its %d attempts but the ledger does not say so", order[0], l.MaxAttempts)
+	}
+	switch {
+	case len(issued) > 1:
+		rep.fail("retries-exhausted", where, "the retry controller halted the run %d times", len(issued))
+	case len(issued) == 1 && recorded == nil:
+		rep.fail("retries-exhausted", where, "%s issued with no attempt ledger recorded", retryEvent)
+	case len(issued) == 1:
+		d, err := cjson.DigestOf(map[string]any{"evidence": "bounded_attempt_ledger", "value": recorded})
+		if err != nil || issued[0].Evidence["bounded_attempt_ledger"] != d {
+			rep.fail("retries-exhausted", where, "the evidence of %s is not the recorded attempt ledger", retryEvent)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	for _, rc := range rec.receipts {
+		if spent[rc.IntentID] != nil && accepted[rc.Digest] {
+			rep.fail("retries-exhausted", "intent "+rc.IntentID, "the failure receipt of an intent whose retries were spent was accepted as an input: the run should have halted %s first", retryEvent)
+		}
+	}
+	switch run.State {
+	case "", "RETRY_EXHAUSTED", "CANCELED", "TIMED_OUT", "BUDGET_EXHAUSTED", "EFFECT_OUTCOME_UNKNOWN":
+	default:
+		if run.Outcome != "" {
+			rep.fail("retries-exhausted", where, "intent %s spent its retries but the run ended %s, not RETRY_EXHAUSTED", order[0], run.State)
+		}
+	}
+	return nil
 }

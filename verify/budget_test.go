@@ -177,3 +177,187 @@ func TestHonestRunsHaveConsistentLedgers(t *testing.T) {
 		}
 	}
 }
+
+// flaky is a destination that fails transiently until it has been called
+// failFor times, and whose lookups confirm that nothing was applied (or,
+// with lookupUnknown, cannot say).
+type flaky struct {
+	payments
+	calls, failFor int
+	lookupUnknown  bool
+}
+
+func (f *flaky) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
+	f.calls++
+	if f.calls <= f.failFor {
+		return effect.Receipt{Outcome: effect.FailedTransient, Code: "HTTP_503"}, nil
+	}
+	return f.payments.Execute(ctx, in)
+}
+
+func (f *flaky) Lookup(_ context.Context, key, _ string) (effect.LookupResult, error) {
+	if _, ok := f.applied[key]; ok || f.lookupUnknown {
+		return effect.LookupResult{Status: effect.StillUnknown}, nil
+	}
+	ev := []byte(fmt.Sprintf(`{"not_applied":%q}`, key))
+	return effect.LookupResult{Status: effect.ConfirmedFailure, Code: "NOT_APPLIED", Evidence: ev, EvidenceDigest: store.BodyDigest(ev)}, nil
+}
+
+// retried records one small refund against a destination that fails
+// transiently failFor times, under the default contract (4 attempts), and
+// returns the database path and the run's state.
+func retried(t *testing.T, failFor int) (string, string) {
+	t.Helper()
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &flaky{payments: payments{applied: map[string]string{}}, failFor: failFor})
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "t",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: clock.Now, Sleep: clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "flaky", wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, _ := st.Run(ctx, "flaky")
+	return path, run.State
+}
+
+func TestRetryRunsVerifyAndReplay(t *testing.T) {
+	for _, tc := range []struct {
+		failFor int
+		state   string
+	}{{100, "RETRY_EXHAUSTED"}, {3, "SUCCEEDED"}, {1, "SUCCEEDED"}} {
+		t.Run(tc.state+fmt.Sprint(tc.failFor), func(t *testing.T) {
+			path, state := retried(t, tc.failFor)
+			if state != tc.state {
+				t.Fatalf("run ended %s, want %s", state, tc.state)
+			}
+			if got := findings(t, path, "flaky"); got != "" {
+				t.Fatalf("findings:\n%s", got)
+			}
+			rp, err := Replay(ctx, open(t, path, true), wf, "flaky")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rp.OK() {
+				t.Fatalf("replay: %+v", rp.Findings)
+			}
+		})
+	}
+}
+
+// forgeAttempt rewrites attempt n of the run's only intent.
+func forgeAttempt(t *testing.T, path string, n int, set string) {
+	t.Helper()
+	tamper(t, path, "DROP TRIGGER IF EXISTS attempts_no_update",
+		fmt.Sprintf(`UPDATE attempts SET %s WHERE n = %d`, set, n))
+}
+
+func TestForgedRetryExhaustionIsFound(t *testing.T) {
+	const spent = `"outcomes":["failed_transient","failed_transient","failed_transient","reconciled_not_applied"]`
+	for _, tc := range []struct {
+		name   string
+		forge  func(t *testing.T, path string)
+		expect string
+	}{
+		{"an attempt that did not fail", func(t *testing.T, path string) {
+			forgeAttempt(t, path, 2, `status = 'failed_permanent'`)
+		}, "its attempt rows do not show"},
+		{"a ledger that differs from the rows", func(t *testing.T, path string) {
+			forgeLedger(t, path, "flaky", spent, `"outcomes":["failed_transient","reconciled_not_applied","failed_transient","reconciled_not_applied"]`)
+		}, "differs from the attempt rows"},
+		{"a limit raised after the fact", func(t *testing.T, path string) {
+			forgeLedger(t, path, "flaky", `"max_attempts":4`, `"max_attempts":5`)
+		}, "its attempt rows do not show"},
+		{"the ledger erased", func(t *testing.T, path string) {
+			cp, _ := open(t, path, true).Checkpoint(ctx, "flaky")
+			i := strings.Index(string(cp.Body), `,"retries_exhausted":{`)
+			j := strings.Index(string(cp.Body)[i:], "]}") + i + 2
+			forgeLedger(t, path, "flaky", string(cp.Body)[i:j], "")
+		}, "issued with no attempt ledger"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, state := retried(t, 100)
+			if state != "RETRY_EXHAUSTED" {
+				t.Fatalf("state %s", state)
+			}
+			tc.forge(t, path)
+			if got := findings(t, path, "flaky"); !strings.Contains(got, "retries-exhausted") || !strings.Contains(got, tc.expect) {
+				t.Fatalf("forgery not found (%q); findings:\n%s", tc.expect, got)
+			}
+		})
+	}
+}
+
+func TestARunThatShouldHaveHaltedIsFound(t *testing.T) {
+	// Three transient failures, then an unknown outcome no lookup settles:
+	// a person confirms the failure, the workflow hears it, and the run
+	// ends FAILED_PERMANENT. That is right, and verifies.
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := &flaky{payments: payments{applied: map[string]string{}}, failFor: 3, lookupUnknown: true}
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &lostAnswer{dest})
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "t",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: clock.Now, Sleep: clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "flaky", wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Inspect(ctx, "flaky")
+	if s.State != "HUMAN_RECONCILIATION" {
+		t.Fatalf("state %s", s.State)
+	}
+	if err := r.Reconcile(ctx, "flaky", s.Unknown[0], "confirmed_failure", runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.confirm_external"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if run, _ := open(t, path, true).Run(ctx, "flaky"); run.State != "FAILED_PERMANENT" {
+		t.Fatalf("state %s", run.State)
+	}
+	if got := findings(t, path, "flaky"); got != "" {
+		t.Fatalf("findings:\n%s", got)
+	}
+	// Forged to say the destination, not a person, confirmed the failure
+	// of the last allowed attempt: then the run should have halted.
+	forgeAttempt(t, path, 4, fmt.Sprintf(`detail = '%s'`, runner.RetryExhaustedDetail))
+	got := findings(t, path, "flaky")
+	for _, want := range []string{"should have halted", "not RETRY_EXHAUSTED", "the ledger does not say so"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("missing %q; findings:\n%s", want, got)
+		}
+	}
+}
+
+// lostAnswer applies a flaky destination's last call but loses its answer.
+type lostAnswer struct{ *flaky }
+
+func (l *lostAnswer) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
+	rec, err := l.flaky.Execute(ctx, in)
+	if err == nil && rec.Outcome == effect.Succeeded {
+		return effect.Receipt{Outcome: effect.Unknown, Code: "TRANSPORT_AFTER_SEND"}, nil
+	}
+	return rec, err
+}

@@ -97,6 +97,9 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 		return nil, err
 	}
 	checkBudgets(rep, cp, evs, attempts)
+	if err := checkRetries(ctx, rep, rec, cp); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -95,7 +95,7 @@ func (w *Workflow) stateOf(stateJSON []byte) (*state, string, error) {
 	key := cjson.Digest(stateJSON)
 	if st := w.cache.takeState(key); st != nil {
 		if verifyCachedState != nil {
-			if err := verifyCachedState(stateJSON, st); err != nil {
+			if err := verifyCachedState(w, stateJSON, st); err != nil {
 				return nil, "", err
 			}
 		}
@@ -107,4 +107,4 @@ func (w *Workflow) stateOf(stateJSON []byte) (*state, string, error) {
 
 // verifyCachedState, when set (by tests), checks a cached state against
 // the decoding of its document.
-var verifyCachedState func(stateJSON []byte, st *state) error
+var verifyCachedState func(w *Workflow, stateJSON []byte, st *state) error

@@ -321,8 +321,11 @@ func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *ker
 func (t *tick) pipeline(prior *logic.Materialization, evType string, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
 	w, st := t.w, t.st
 	// F
-	snap, err := kernel.ParseSnapshot(w.domain, st.Snapshot)
-	if err != nil {
+	var snap kernel.Snapshot
+	var err error
+	if st.parsed != nil {
+		snap = *st.parsed
+	} else if snap, err = kernel.ParseSnapshot(w.domain, st.Snapshot); err != nil {
 		return nil, nil, "", fmt.Errorf("workflow state: snapshot: %w", err)
 	}
 	payload := protocol.Object{"event_type": evType, "aggregate_id": snap.AggregateID, "expected_revision": snap.Revision}
@@ -346,7 +349,8 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
 		return nil, nil, "", err
 	}
-	st.canonSnapshot = true
+	next := tr.NextSnapshot
+	st.canonSnapshot, st.parsed = true, &next
 	t.note("f.transition", map[string]any{"event_id": ev.EventID, "event_type": evType, "transition_digest": tr.TransitionDigest,
 		"facts": len(tr.FactDeltas), "proposals": len(tr.EffectProposals)})
 

@@ -40,6 +40,10 @@ type state struct {
 	// once a tick encoded the snapshot itself. The bytes of a decoded
 	// document are its own, which encode writes again through cjson.
 	canonSnapshot bool
+	// parsed is the kernel snapshot Snapshot encodes, when the tick that
+	// wrote Snapshot had it (F's next snapshot): the next tick steps from
+	// it instead of parsing the bytes again. nil: parse them.
+	parsed *kernel.Snapshot
 }
 
 // support is one live base support of L: a named fact and its provenance.

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/kernel"
 )
 
 // Every test in this package runs with each cached state checked against
 // the decoding of its document: the cache must hand Decide exactly the
 // state a replay without it would decode.
 func init() {
-	verifyCachedState = func(stateJSON []byte, st *state) error {
+	verifyCachedState = func(w *Workflow, stateJSON []byte, st *state) error {
 		want, err := decodeState(stateJSON)
 		if err != nil {
 			return fmt.Errorf("cached state: its document does not decode: %w", err)
@@ -26,8 +27,16 @@ func init() {
 				return fmt.Errorf("cached state: the snapshot is marked canonical and is not:\n%s", st.Snapshot)
 			}
 		}
+		// The kernel snapshot kept with the state is the one its bytes
+		// parse to.
+		if st.parsed != nil {
+			snap, err := kernel.ParseSnapshot(w.domain, st.Snapshot)
+			if err != nil || !reflect.DeepEqual(snap, *st.parsed) {
+				return fmt.Errorf("cached state: the kept kernel snapshot differs from its bytes' (%v):\n%#v\n%#v", err, *st.parsed, snap)
+			}
+		}
 		got := *st
-		got.canonSnapshot = false
+		got.canonSnapshot, got.parsed = false, nil
 		if !reflect.DeepEqual(want, &got) {
 			return fmt.Errorf("cached state differs from its decoded document:\n%#v\n%#v", st, want)
 		}

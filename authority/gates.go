@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
@@ -297,17 +298,33 @@ var riskRank = map[string]int{RiskReadOnly: 1, RiskReversible: 2, RiskHighRiskEx
 // TicketFacts renders a ticket as gate input facts. extra facts (such as
 // capability and mode facts established by the caller) are appended.
 func TicketFacts(t Ticket, extra ...logic.Fact) []logic.Fact {
-	id := logic.Sym(t.TicketID)
+	n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields)
 	// One backing array for every fact's arguments: a ticket has a few
 	// dozen facts at most, each with at most three arguments.
-	args := make([]logic.Value, 0, 3*(8+len(t.SideEffects)+len(t.Parameters)+len(t.MissingFields)))
+	return appendTicketFacts(make([]logic.Fact, 0, n+len(extra)), make([]logic.Value, 0, 3*n), t, extra)
+}
+
+// ticketFactBufs recycles the fact and argument arrays an evaluation
+// renders a ticket into: the engines read them and copy what they keep,
+// so once Evaluate has its result no reference to them remains.
+var ticketFactBufs = sync.Pool{New: func() any { return new(ticketFactBuf) }}
+
+type ticketFactBuf struct {
+	facts []logic.Fact
+	args  []logic.Value
+}
+
+// appendTicketFacts is TicketFacts into the given arrays; args must have
+// room for three arguments per fact (it is never grown, so the facts'
+// arguments stay where they were written).
+func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra []logic.Fact) []logic.Fact {
+	id := logic.Sym(t.TicketID)
 	f := func(rel string, vals ...logic.Value) logic.Fact {
 		start := len(args)
 		args = append(args, id)
 		args = append(args, vals...)
 		return logic.Fact{Rel: rel, Args: args[start:len(args):len(args)]}
 	}
-	facts := make([]logic.Fact, 0, 8+len(t.SideEffects)+len(t.Parameters)+len(t.MissingFields)+len(extra))
 	facts = append(facts, f("ticket"))
 	if t.Action != "" {
 		facts = append(facts, f("action", logic.Sym(t.Action)))
@@ -324,7 +341,8 @@ func TicketFacts(t Ticket, extra ...logic.Fact) []logic.Fact {
 	if t.DeclaredRisk != "" {
 		facts = append(facts, f("declared_risk", logic.Sym(t.DeclaredRisk)))
 	}
-	for _, k := range sortedKeys(t.Parameters) {
+	var keysArr [16]string
+	for _, k := range appendSortedKeys(keysArr[:0], t.Parameters) {
 		switch v := t.Parameters[k].(type) {
 		case int64:
 			facts = append(facts, f("param_num", logic.Sym(k), logic.Num(v)))
@@ -364,7 +382,18 @@ func ModeFact(mode string) logic.Fact {
 // or verdict makes its gate (or, for an unknown gate, G2) refuse; nothing
 // that errs can allow. G1, H1, G3 and G4 object only when a rule fires.
 func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
-	d, err := p.engine.derive(TicketFacts(t, extra...))
+	buf := ticketFactBufs.Get().(*ticketFactBuf)
+	if n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields); cap(buf.args) < 3*n {
+		buf.args = make([]logic.Value, 0, 3*n)
+	}
+	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
+	d, err := p.engine.derive(facts)
+	// The engines copied what they keep: the arrays go back, cleared of
+	// the ticket's strings.
+	clear(facts)
+	clear(buf.args[:cap(buf.args)])
+	buf.facts = facts[:0]
+	ticketFactBufs.Put(buf)
 	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}
 	// One slot per gate, in Gates order: the gate's result, its
 	// (decision, reason) pairs, options and constraints.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -731,10 +732,16 @@ func envelope(m object) protocol.VersionEnvelope {
 func sortStrings(s []string) { sort.Strings(s) }
 
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+	return appendSortedKeys(make([]string, 0, len(m)), m)
+}
+
+// appendSortedKeys appends m's keys, sorted, to keys: with a caller's
+// array on the stack, the keys of a small map cost no allocation.
+func appendSortedKeys[V any](keys []string, m map[string]V) []string {
+	start := len(keys)
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys[start:])
 	return keys
 }

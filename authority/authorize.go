@@ -763,7 +763,8 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 	w.str("kind", "M4AControlEventPreimage")
 	w.key("payload")
 	w.open()
-	for _, k := range sortedKeys(payload) {
+	var keysArr [16]string
+	for _, k := range appendSortedKeys(keysArr[:0], payload) {
 		w.str(k, payload[k])
 	}
 	w.close()

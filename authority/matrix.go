@@ -2,6 +2,7 @@ package authority
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -245,7 +246,19 @@ func Resolve(signals []Signal) (Resolution, error) {
 		}
 	}
 	sorted := append([]Signal(nil), signals...)
-	sort.SliceStable(sorted, func(i, j int) bool { return signalKey(sorted[i]) < signalKey(sorted[j]) })
+	if len(sorted) > 1 {
+		// Each signal's key is built once, not at every comparison; a
+		// stable sort by the keys is the order sort.SliceStable gave.
+		keys := make([]string, len(sorted))
+		idx := make([]int, len(sorted))
+		for i := range sorted {
+			keys[i], idx[i] = signalKey(sorted[i]), i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+		for k, i := range idx {
+			sorted[k] = signals[i]
+		}
+	}
 	res := Resolution{HighestTier: -1, Signals: sorted, Options: []string{}, Ties: []Tie{}, Constraints: []Constraint{}}
 	if len(sorted) == 0 {
 		res.Move = mrp.MoveProceed
@@ -262,27 +275,37 @@ func Resolve(signals []Signal) (Resolution, error) {
 		}
 		return res, nil
 	}
-	var tier1 []Signal
+	// The tier-1 signals, in canonical order, are those of sorted with
+	// Tier 1 (read in place rather than copied out).
+	tier1, decided := 0, Decision(0)
+	var mixed bool
 	for _, s := range sorted {
 		if s.Tier == 1 {
-			tier1 = append(tier1, s)
+			if tier1 > 0 && s.Decision != decided {
+				mixed = true
+			}
+			tier1, decided = tier1+1, s.Decision
 			if s.Decision > res.Decision {
 				res.Decision = s.Decision
 			}
 		}
 	}
 	move := res.Decision.move()
-	if len(tier1) > 0 {
-		seen := map[Decision]bool{}
-		var tie Tie
-		for _, s := range tier1 {
-			if !seen[s.Decision] {
-				seen[s.Decision] = true
-				tie.Decisions = append(tie.Decisions, s.Decision)
+	if tier1 > 0 {
+		if mixed {
+			// More than one decision: a tie, logged with every source.
+			seen := map[Decision]bool{}
+			var tie Tie
+			for _, s := range sorted {
+				if s.Tier != 1 {
+					continue
+				}
+				if !seen[s.Decision] {
+					seen[s.Decision] = true
+					tie.Decisions = append(tie.Decisions, s.Decision)
+				}
+				tie.Sources = appendUnique(tie.Sources, s.Source)
 			}
-			tie.Sources = appendUnique(tie.Sources, s.Source)
-		}
-		if len(tie.Decisions) > 1 {
 			sort.Slice(tie.Decisions, func(i, j int) bool { return tie.Decisions[i] < tie.Decisions[j] })
 			sort.Strings(tie.Sources)
 			tie.Winner = res.Decision
@@ -290,8 +313,8 @@ func Resolve(signals []Signal) (Resolution, error) {
 		}
 		allContestable := true
 		var paths []string
-		for _, s := range tier1 {
-			if s.Decision != res.Decision {
+		for _, s := range sorted {
+			if s.Tier != 1 || s.Decision != res.Decision {
 				continue
 			}
 			if !contestable(s) {
@@ -307,8 +330,10 @@ func Resolve(signals []Signal) (Resolution, error) {
 			move = mrp.MoveOptions
 		}
 		if res.Decision == ShapeDecision || res.Decision == AskFirst {
-			for _, s := range tier1 {
-				res.Constraints = append(res.Constraints, s.Constraints...)
+			for _, s := range sorted {
+				if s.Tier == 1 {
+					res.Constraints = append(res.Constraints, s.Constraints...)
+				}
 			}
 		}
 	}

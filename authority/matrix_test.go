@@ -1,7 +1,9 @@
 package authority
 
 import (
+	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 
 	"flrh.dev/flrh/mrp"
@@ -150,6 +152,28 @@ func TestHardBlocksWinOutright(t *testing.T) {
 		r, _ := Resolve(sigs)
 		if r.Decision != Refuse || r.Move < mrp.MoveRefuse || r.Contestable {
 			rt.Fatalf("hard block did not win: %s %s", r.Decision, r.Move)
+		}
+	})
+}
+
+// TestResolveOrderMatchesSignalKeySort holds Resolve's canonical order
+// (keys built once, a stable sort of indices) equal to its definition: a
+// stable sort of the signals by signalKey.
+func TestResolveOrderMatchesSignalKeySort(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 8).Draw(rt, "n")
+		var sigs []Signal
+		for i := 0; i < n; i++ {
+			sigs = append(sigs, drawSignal(rt, fmt.Sprint(i)))
+		}
+		want := append([]Signal(nil), sigs...)
+		sort.SliceStable(want, func(i, j int) bool { return signalKey(want[i]) < signalKey(want[j]) })
+		res, err := Resolve(sigs)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Signals, want) && !(len(want) == 0 && len(res.Signals) == 0) {
+			rt.Fatalf("order %v, want %v", res.Signals, want)
 		}
 	})
 }

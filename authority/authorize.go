@@ -338,6 +338,15 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 // Authorize reads them in. The digests were checked on the batch as
 // published.
 func pairVerdicts(b PublishedBatch) PublishedBatch {
+	inOrder := true
+	for i, p := range b.Proposals {
+		inOrder = inOrder && b.Verdicts[i].ProposalID == p.ProposalID
+	}
+	if inOrder {
+		// Already at their proposals' positions (always so for one
+		// proposal): the slice is only read from here on, so it is kept.
+		return b
+	}
 	byProposal := make(map[string]protocol.EligibilityVerdict, len(b.Verdicts))
 	for _, v := range b.Verdicts {
 		byProposal[v.ProposalID] = v

@@ -739,6 +739,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // array on the stack, the keys of a small map cost no allocation.
 func appendSortedKeys[V any](keys []string, m map[string]V) []string {
 	start := len(keys)
+	//flrh:orderfree the keys are sorted below
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -136,8 +136,10 @@ func unboundedContract(tb testing.TB) *control.Contract {
 }
 
 // BenchmarkVerifyMany measures checking every run of a store that holds
-// 200 ordinary refund-agent runs (see manyRuns): for each run, what
-// `flrh replay` does (verify, then replay), or either alone. It reports
+// 200 ordinary refund-agent runs (see manyRuns): for each run verify, then
+// replay, each reading the run (as the server's two endpoints do), either
+// alone, or both from one read (Check); then all runs at once on one worker
+// per CPU, as `flrh replay --all` and `flrh verify --all` do. It reports
 // events checked per wall-second and per CPU-second of the whole process.
 func BenchmarkVerifyMany(b *testing.B) {
 	path, wf, ids := manyRuns(b, 200)
@@ -173,6 +175,12 @@ func BenchmarkVerifyMany(b *testing.B) {
 		{"verify+replay", func(b *testing.B, id string) { verifyRun(b, id); replay(b, id) }},
 		{"verify", verifyRun},
 		{"replay", replay},
+		{"check", func(b *testing.B, id string) {
+			rep, rp, err := Check(ctx, st, nil, wf, id)
+			if err != nil || !rep.OK() || !rp.OK() {
+				b.Fatalf("check %s: %v %v %v", id, err, rep.Findings, rp.Findings)
+			}
+		}},
 	} {
 		b.Run(phase.name, func(b *testing.B) {
 			measure(b, events, func() {
@@ -182,6 +190,27 @@ func BenchmarkVerifyMany(b *testing.B) {
 			})
 		})
 	}
+	// What `flrh replay --all` does: every run checked once, on one worker
+	// per CPU.
+	jobs := make([]Job, len(ids))
+	for i, id := range ids {
+		jobs[i] = Job{RunID: id, Workflow: wf}
+	}
+	b.Run("check-parallel", func(b *testing.B) {
+		measure(b, events, func() {
+			out, err := CheckMany(ctx, st, nil, jobs)
+			if err != nil || len(out) != len(jobs) {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("verify-parallel", func(b *testing.B) {
+		measure(b, events, func() {
+			if _, err := Many(ctx, st, nil, ids); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 }
 
 // measure runs step in the benchmark's loop and reports events/s over

@@ -1,0 +1,216 @@
+package verify
+
+import (
+	"strconv"
+
+	"flrh.dev/flrh/control"
+)
+
+// scan reads JSON text that the store should hold in flrh-cjson/1 form
+// (no whitespace, strings without escapes where values are read). It only
+// ever opens a fast path: on anything it does not expect it gives up
+// (ok false), and the caller falls back to the strict decoder, whose
+// verdict and message stand. Whatever the fast path accepts it must prove
+// some other way, by comparing bytes it recomputed with the stored ones.
+type scan struct {
+	b  []byte
+	i  int
+	ok bool
+}
+
+func newScan(b []byte) *scan { return &scan{b: b, ok: true} }
+
+func (s *scan) fail() { s.ok = false }
+
+// peek returns the next byte (0 at the end or after a failure).
+func (s *scan) peek() byte {
+	if !s.ok || s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+func (s *scan) expect(c byte) {
+	if s.peek() != c {
+		s.fail()
+		return
+	}
+	s.i++
+}
+
+// str reads a string without escapes and returns its bytes.
+func (s *scan) str() string {
+	s.expect('"')
+	start := s.i
+	for s.ok && s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return string(s.b[start : s.i-1])
+		case c == '\\' || c < 0x20:
+			s.fail()
+		default:
+			s.i++
+		}
+	}
+	s.fail()
+	return ""
+}
+
+// skipStr passes over a string, escapes included.
+func (s *scan) skipStr() {
+	s.expect('"')
+	for s.ok && s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			return
+		case c == '\\':
+			s.i += 2
+		case c < 0x20:
+			s.fail()
+		default:
+			s.i++
+		}
+	}
+	s.fail()
+}
+
+// skip passes over any value.
+func (s *scan) skip() {
+	switch c := s.peek(); {
+	case c == '"':
+		s.skipStr()
+	case c == '{':
+		s.object(func(string) { s.skip() })
+	case c == '[':
+		s.array(s.skip)
+	case c == 't':
+		s.word("true")
+	case c == 'f':
+		s.word("false")
+	case c == 'n':
+		s.word("null")
+	case c == '-' || c >= '0' && c <= '9':
+		s.int()
+	default:
+		s.fail()
+	}
+}
+
+func (s *scan) word(w string) {
+	if !s.ok || len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
+		s.fail()
+		return
+	}
+	s.i += len(w)
+}
+
+func (s *scan) boolean() bool {
+	switch s.peek() {
+	case 't':
+		s.word("true")
+		return true
+	case 'f':
+		s.word("false")
+	default:
+		s.fail()
+	}
+	return false
+}
+
+func (s *scan) int() int64 {
+	start := s.i
+	if s.peek() == '-' {
+		s.i++
+	}
+	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil {
+		s.fail()
+	}
+	return n
+}
+
+// object calls member for each key, positioned at its value, which member
+// must consume.
+func (s *scan) object(member func(key string)) {
+	s.expect('{')
+	if s.peek() == '}' {
+		s.i++
+		return
+	}
+	for s.ok {
+		k := s.str()
+		s.expect(':')
+		if !s.ok {
+			return
+		}
+		member(k)
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return
+		default:
+			s.fail()
+		}
+	}
+}
+
+// array calls elem for each element, which elem must consume.
+func (s *scan) array(elem func()) {
+	s.expect('[')
+	if s.peek() == ']' {
+		s.i++
+		return
+	}
+	for s.ok {
+		elem()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return
+		default:
+			s.fail()
+		}
+	}
+}
+
+// end reports whether the whole text was read without a failure.
+func (s *scan) end() bool { return s.ok && s.i == len(s.b) }
+
+// stepInputs reads from a stored control record what re-stepping it needs:
+// the event it met and the guard inputs it was judged on. Every other
+// member is passed over; the re-stepped record, compared byte for byte
+// with the stored one, answers for them.
+func stepInputs(b []byte) (control.Record, bool) {
+	var rec control.Record
+	s := newScan(b)
+	s.object(func(k string) {
+		switch k {
+		case "event":
+			rec.Event = s.str()
+		case "actor_role":
+			rec.ActorRole = s.str()
+		case "capability":
+			rec.Capability = s.str()
+		case "event_id":
+			rec.EventID = s.str()
+		case "evidence":
+			rec.Evidence = map[string]string{}
+			s.object(func(k string) { rec.Evidence[k] = s.str() })
+		case "guard_inputs":
+			rec.GuardInputs = map[string]bool{}
+			s.object(func(k string) { rec.GuardInputs[k] = s.boolean() })
+		default:
+			s.skip()
+		}
+	})
+	return rec, s.end()
+}

@@ -154,6 +154,70 @@ CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT R
 CREATE INDEX runs_live ON runs(state, created_order, run_id) WHERE outcome = '' AND quarantine = '';
 CREATE INDEX inbox_pending ON inbox(run_id) WHERE consumed = 0;
 `,
+	// 4: events, trace records and checkpoints move from WITHOUT ROWID
+	// tables to rowid tables with a unique (run_id, seq|n) index. Their
+	// rows are large (an event with its three hashes is about a kilobyte, a
+	// checkpoint several): in a WITHOUT ROWID table a row keeps at most
+	// about a quarter of a page in the b-tree and spills the rest to an
+	// overflow page of its own, so more than half of those tables' pages
+	// were empty space, and every commit wrote those pages to the log. A
+	// rowid table keeps rows of up to a page whole and appends them in
+	// commit order; the index holds only the keys. The rows, their bytes
+	// and their order are unchanged; the append-only triggers are made
+	// again under their names.
+	`
+CREATE TABLE events_v4 (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL CHECK (seq >= 1),
+	kind        TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	digest      TEXT NOT NULL,
+	prev_hash   TEXT NOT NULL,
+	chain_hash  TEXT NOT NULL,
+	generation  INTEGER NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	UNIQUE (run_id, seq)
+) STRICT;
+INSERT INTO events_v4 (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
+	SELECT run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at FROM events ORDER BY recorded_at, run_id, seq;
+DROP TABLE events;
+ALTER TABLE events_v4 RENAME TO events;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+
+CREATE TABLE trace_v4 (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL,
+	kind        TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	UNIQUE (run_id, seq)
+) STRICT;
+INSERT INTO trace_v4 (run_id, seq, kind, body, recorded_at)
+	SELECT run_id, seq, kind, body, recorded_at FROM trace ORDER BY recorded_at, run_id, seq;
+DROP TABLE trace;
+ALTER TABLE trace_v4 RENAME TO trace;
+CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+
+CREATE TABLE checkpoints_v4 (
+	run_id         TEXT NOT NULL REFERENCES runs(run_id),
+	n              INTEGER NOT NULL CHECK (n >= 1),
+	seq            INTEGER NOT NULL,
+	format_version INTEGER NOT NULL,
+	build_digest   TEXT NOT NULL,
+	body           BLOB NOT NULL,
+	digest         TEXT NOT NULL,
+	generation     INTEGER NOT NULL,
+	recorded_at    INTEGER NOT NULL,
+	UNIQUE (run_id, n)
+) STRICT;
+INSERT INTO checkpoints_v4 (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+	SELECT run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at FROM checkpoints ORDER BY recorded_at, run_id, n;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_v4 RENAME TO checkpoints;
+CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

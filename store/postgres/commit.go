@@ -48,7 +48,10 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 
 		// Approvals: revalidated against the grant as stored, at this
 		// transaction's clock reading, then consumed once.
-		consumedBy := map[string]string{}
+		var consumedBy map[string]string
+		if len(tick.Approvals) > 0 {
+			consumedBy = map[string]string{}
+		}
 		for i, use := range tick.Approvals {
 			if err := s.consumeApproval(tx, lease.RunID, use, rd.approvals[i], consumedBy, now); err != nil {
 				return err
@@ -58,7 +61,10 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		// Intents, each with its outbox row. A reused idempotency key with the
 		// same content is the same intent committed twice: refused as a
 		// duplicate. With other content it is a conflict, never a reuse.
-		keys := map[string]string{} // idempotency key → content digest, of this tick's intents
+		var keys map[string]string // idempotency key → content digest, of this tick's intents
+		if len(tick.Intents) > 0 {
+			keys = map[string]string{}
+		}
 		for i, in := range tick.Intents {
 			existing, found := rd.keys[i].digest, rd.keys[i].found
 			if d, ok := keys[in.IdempotencyKey]; ok {
@@ -117,7 +123,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, rc.IntentID, lease.RunID, rc.Outcome, rc.B
 			o.status = string(store.OutboxDone)
 		}
 
-		consumed := map[string]bool{}
+		var consumed map[string]bool
+		if len(tick.Consume) > 0 {
+			consumed = map[string]bool{}
+		}
 		for i, id := range tick.Consume {
 			if !rd.inbox[i] || consumed[id] {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "inbound %s is not pending in this run", id)
@@ -170,7 +179,7 @@ SELECT $1, t.seq, t.kind, t.body, $5 FROM unnest($2::bigint[], $3::text[], $4::b
 				lease.RunID, seqs, kinds, traceBodies, ts)
 		}
 		err = tx.commit(ctx)
-		if isDuplicate(err) && pgConstraint(err) == "intents_idempotency_key" {
+		if err != nil && isDuplicate(err) && pgConstraint(err) == "intents_idempotency_key" {
 			// Another run committed this key after our snapshot was
 			// taken; run again to report exactly what it is.
 			return errRetryKey
@@ -236,7 +245,9 @@ func (rd *tickReads) queue(runID string, tick store.Tick) func(*pgx.Batch) {
 WHERE intent_id = $1 AND n = $2 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $3))`,
 				r.IntentID, r.N, runID).QueryRow(func(row pgx.Row) error { return row.Scan(&rd.attempts[i]) })
 		}
-		rd.outbox = map[string]*outboxRow{}
+		if len(tick.Intents)+len(tick.Begin)+len(tick.Receipts) > 0 {
+			rd.outbox = map[string]*outboxRow{}
+		}
 		for _, ids := range [][]string{tick.Begin, receiptIntents(tick.Receipts)} {
 			for _, id := range ids {
 				if _, ok := rd.outbox[id]; ok {

@@ -1,0 +1,351 @@
+package governedstep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+)
+
+// BenchmarkFlrhPostgres is b.N flrh governed steps on PostgreSQL, in runs
+// of ten as in the side-by-side campaign, one at a time. Besides wall time
+// it reports cpu-ns/op, this process's user and system CPU per step, and
+// server-cpu-ns/op, the CPU of the PostgreSQL backends serving the store's
+// connections (read from /proc, so only for a server on this machine; the
+// WAL writer's flushes are not in it). Both are far steadier than wall time
+// on a shared machine.
+func BenchmarkFlrhPostgres(b *testing.B) { benchFlrhPostgres(b, "") }
+
+// BenchmarkFlrhPostgresAsync is BenchmarkFlrhPostgres with the sessions'
+// synchronous_commit off: the difference is what waiting for the WAL flush
+// of each commit costs a step.
+func BenchmarkFlrhPostgresAsync(b *testing.B) { benchFlrhPostgres(b, "synchronous_commit=off") }
+
+func benchFlrhPostgres(b *testing.B, param string) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		b.Skipf("the server's CPU is read for postgres:// URLs only (%v)", err)
+	}
+	app := fmt.Sprintf("flrh_bench_%d", time.Now().UnixNano())
+	q := u.Query()
+	q.Set("application_name", app)
+	if k, v, ok := strings.Cut(param, "="); ok {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	schema := "bench_" + app
+	st, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, MaxConns: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newFlrh(b, st, "pg")
+	defer func() {
+		s.r.Close(ctx)
+		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		st.Close()
+	}()
+	b.ResetTimer()
+	cpu0, srv0 := cpuTime(), backendCPU(b, st, app)
+	for i := 0; i*10 < b.N; i++ {
+		if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(backendCPU(b, st, app)-srv0)/float64(b.N), "server-cpu-ns/op")
+}
+
+// backendCPU sums the user and system CPU of the PostgreSQL backends whose
+// application_name is app, from /proc (clock ticks of 10 ms). Backends that
+// ended in between are missed; the pool keeps its connections open for the
+// benchmark's length.
+func backendCPU(b *testing.B, st *postgres.Store, app string) time.Duration {
+	rows, err := st.Pool().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pids []int
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	rows.Close()
+	var ticks int64
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Skipf("the server's processes are not readable here: %v", err)
+		}
+		// The command name may hold spaces; fields count from after it.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// TestPostgresRoundTrips takes a few runs of governed steps through a TCP
+// proxy that counts network round trips between the store and PostgreSQL,
+// and prints them per step and per store call. A round trip is counted
+// each time the client speaks after the server has answered: a pipeline
+// of statements sent together is one.
+//
+//	cd bench && FLRH_BENCH_COMPARE=1 FLRH_TEST_POSTGRES=postgres://... go test ./governedstep -run RoundTrips -v
+func TestPostgresRoundTrips(t *testing.T) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if os.Getenv("FLRH_BENCH_COMPARE") == "" || dsn == "" {
+		t.Skip("set FLRH_BENCH_COMPARE=1 and FLRH_TEST_POSTGRES to count round trips")
+	}
+	p := newCountingProxy(t, dsn)
+	const runs, steps = 4, 10
+	schema := fmt.Sprintf("bench_rt_%d", time.Now().UnixNano())
+	st, err := postgres.Open(ctx, p.dsn, postgres.Options{Schema: schema, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Store: st, p: p, calls: map[string]*callCount{}}
+	s := newFlrh(t, cs, "rt")
+	defer func() {
+		s.r.Close(ctx)
+		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		st.Close()
+	}()
+	// The first run warms the pool and the prepared-statement caches.
+	if err := s.run(0, steps, func(time.Duration) {}); err != nil {
+		t.Fatal(err)
+	}
+	cs.reset()
+	rt0 := p.trips.Load()
+	for i := 1; i <= runs; i++ {
+		if err := s.run(i, steps, func(time.Duration) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := p.trips.Load() - rt0
+	n := float64(runs * steps)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d runs x %d steps: %.1f round trips per step\n%-14s %8s %8s %10s\n", runs, steps, float64(total)/n, "store call", "calls/step", "trips/call", "trips/step")
+	names := make([]string, 0, len(cs.calls))
+	for k := range cs.calls {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		c := cs.calls[k]
+		fmt.Fprintf(&sb, "%-14s %8.2f %8.2f %10.2f\n", k, float64(c.n)/n, float64(c.trips)/float64(c.n), float64(c.trips)/n)
+	}
+	t.Log(sb.String())
+	if total == 0 {
+		t.Fatal("no round trips counted")
+	}
+}
+
+// countingProxy forwards TCP connections to PostgreSQL and counts round
+// trips over all of them.
+type countingProxy struct {
+	dsn   string
+	trips atomic.Int64
+}
+
+func newCountingProxy(t *testing.T, dsn string) *countingProxy {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Skipf("round trips are counted for postgres:// URLs only (%v)", err)
+	}
+	target := u.Host
+	if u.Port() == "" {
+		target = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &countingProxy{}
+	u.Host = ln.Addr().String()
+	p.dsn = u.String()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c, target)
+		}
+	}()
+	return p
+}
+
+func (p *countingProxy) serve(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	// answered is set when the server has sent bytes since the client
+	// last spoke; the client's next bytes start a new round trip.
+	var answered atomic.Bool
+	answered.Store(true)
+	done := make(chan struct{}, 2)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				if answered.Swap(false) {
+					p.trips.Add(1)
+				}
+				if _, werr := up.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		up.Close()
+		done <- struct{}{}
+	}()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := up.Read(buf)
+			if n > 0 {
+				answered.Store(true)
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		c.Close()
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+	_ = io.EOF
+}
+
+type callCount struct{ n, trips int64 }
+
+// countingStore attributes round trips to the store calls that made them.
+// Calls run one at a time in this test, so the proxy's counter moves only
+// for the call in progress (the runner's own background work is off).
+type countingStore struct {
+	store.Store
+	p     *countingProxy
+	mu    sync.Mutex
+	calls map[string]*callCount
+}
+
+func (c *countingStore) reset() {
+	c.mu.Lock()
+	c.calls = map[string]*callCount{}
+	c.mu.Unlock()
+}
+
+func (c *countingStore) count(name string) func() {
+	t0 := c.p.trips.Load()
+	return func() {
+		d := c.p.trips.Load() - t0
+		c.mu.Lock()
+		cc := c.calls[name]
+		if cc == nil {
+			cc = &callCount{}
+			c.calls[name] = cc
+		}
+		cc.n++
+		cc.trips += d
+		c.mu.Unlock()
+	}
+}
+
+func (c *countingStore) Unwrap() store.Store { return c.Store }
+
+func (c *countingStore) CreateRun(ctx context.Context, run store.Run) error {
+	defer c.count("CreateRun")()
+	return c.Store.CreateRun(ctx, run)
+}
+func (c *countingStore) Run(ctx context.Context, id string) (store.Run, error) {
+	defer c.count("Run")()
+	return c.Store.Run(ctx, id)
+}
+func (c *countingStore) AcquireLease(ctx context.Context, id, owner string, ttl time.Duration) (store.Lease, error) {
+	defer c.count("AcquireLease")()
+	return c.Store.AcquireLease(ctx, id, owner, ttl)
+}
+func (c *countingStore) RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error) {
+	defer c.count("RenewLease")()
+	return c.Store.RenewLease(ctx, l, ttl)
+}
+func (c *countingStore) ReleaseLease(ctx context.Context, l store.Lease) error {
+	defer c.count("ReleaseLease")()
+	return c.Store.ReleaseLease(ctx, l)
+}
+func (c *countingStore) Commit(ctx context.Context, l store.Lease, tick store.Tick) error {
+	defer c.count("Commit")()
+	return c.Store.Commit(ctx, l, tick)
+}
+func (c *countingStore) BeginAttempt(ctx context.Context, l store.Lease, id string) (store.Attempt, error) {
+	defer c.count("BeginAttempt")()
+	return c.Store.BeginAttempt(ctx, l, id)
+}
+func (c *countingStore) Approval(ctx context.Context, id string) (store.Approval, error) {
+	defer c.count("Approval")()
+	return c.Store.Approval(ctx, id)
+}
+func (c *countingStore) Submit(ctx context.Context, in store.Inbound) error {
+	defer c.count("Submit")()
+	return c.Store.Submit(ctx, in)
+}
+func (c *countingStore) Inbox(ctx context.Context, id string, pending bool) ([]store.Inbound, error) {
+	defer c.count("Inbox")()
+	return c.Store.Inbox(ctx, id, pending)
+}
+func (c *countingStore) Events(ctx context.Context, id string, after int64) ([]store.Event, error) {
+	defer c.count("Events")()
+	return c.Store.Events(ctx, id, after)
+}
+func (c *countingStore) Checkpoint(ctx context.Context, id string) (store.Checkpoint, error) {
+	defer c.count("Checkpoint")()
+	return c.Store.Checkpoint(ctx, id)
+}
+func (c *countingStore) Intents(ctx context.Context, id string) ([]store.Intent, error) {
+	defer c.count("Intents")()
+	return c.Store.Intents(ctx, id)
+}
+func (c *countingStore) Attempts(ctx context.Context, id string) ([]store.Attempt, error) {
+	defer c.count("Attempts")()
+	return c.Store.Attempts(ctx, id)
+}
+func (c *countingStore) Receipts(ctx context.Context, id string) ([]store.Receipt, error) {
+	defer c.count("Receipts")()
+	return c.Store.Receipts(ctx, id)
+}
+func (c *countingStore) Trace(ctx context.Context, id string) ([]store.TraceRecord, error) {
+	defer c.count("Trace")()
+	return c.Store.Trace(ctx, id)
+}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -242,4 +243,162 @@ func appendDigests(b []byte, encodings [][]byte) []byte {
 		b = append(b, '"')
 	}
 	return append(b, ']')
+}
+
+// canonCheck reports what canonCopy's ok would, without copying.
+func canonCheck(v any, depth int, reflected bool) bool {
+	if v == nil {
+		return true
+	}
+	if reflected && depth >= cjson.MaxDepth {
+		return false
+	}
+	switch t := v.(type) {
+	case bool, int64, int:
+		return true
+	case string:
+		return cjson.CheckString(t, "") == nil
+	case map[string]any:
+		if t == nil && reflected {
+			return true
+		}
+		return canonCheckMap(t, depth, reflected)
+	case protocol.Object:
+		return t == nil || canonCheckMap(t, depth, true)
+	case []any:
+		if t == nil && reflected {
+			return true
+		}
+		if depth >= cjson.MaxDepth {
+			return false
+		}
+		for _, e := range t {
+			if !canonCheck(e, depth+1, reflected) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func canonCheckMap(m map[string]any, depth int, reflected bool) bool {
+	if depth >= cjson.MaxDepth {
+		return false
+	}
+	for k, e := range m { //flrh:orderfree every failure gives the same verdict
+		if !asciiKey(k) || !canonCheck(e, depth+1, reflected) {
+			return false
+		}
+	}
+	return true
+}
+
+// rootSetFreeValue is rootSetFree for any value: only an object can carry
+// a kind.
+func rootSetFreeValue(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		return rootSetFree(t)
+	case protocol.Object:
+		return rootSetFree(t)
+	}
+	return true
+}
+
+// snapshotMembersSorted are the kernel's snapshot members in canonical
+// order.
+var snapshotMembersSorted = [...]string{
+	"aggregate_id", "kind", "last_event_id", "last_logical_time", "phase", "revision", "schema_version", "versions",
+}
+
+// appendSnapshot appends the canonical bytes of s.Wire() without building
+// it: the kernel members are written directly and merged, in key order,
+// with the state members, each encoded alone. ok is false outside the fast
+// case — a kernel member or version that is not canonical text, a state
+// member whose key or value canonCheck refuses (at depth 1, in the wire
+// map), or a state object whose kind would make its own encoding sort
+// arrays — and the caller then encodes s.Wire(), whose bytes or error are
+// the contract. stateChecked says the caller already ran canonCheck's
+// checks on the state (canonCopy made it).
+func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
+	for _, str := range [...]string{s.AggregateID, s.Phase, s.Versions.Workflow, s.Versions.StateSchema,
+		s.Versions.EventSchema, s.Versions.GraphSchema, s.Versions.RuleSet, s.Versions.Dataflow,
+		s.Versions.Canonicalization, s.Versions.Tool, s.Versions.Model, s.Versions.Oracle, s.Versions.Gate,
+		s.Versions.Resolver, s.Versions.CompositionProfile} {
+		if cjson.CheckString(str, "") != nil {
+			return b, false
+		}
+	}
+	if s.LastEventID != nil && cjson.CheckString(*s.LastEventID, "") != nil {
+		return b, false
+	}
+	var kb [8]string
+	keys := kb[:0]
+	for k, v := range s.State { //flrh:orderfree the keys are sorted below; every failure gives the same verdict
+		if slices.Contains(kernelSnapshotMembers, k) {
+			continue // Wire lets the kernel's member win
+		}
+		if !stateChecked && (!asciiKey(k) || !canonCheck(v, 1, false)) {
+			return b, false
+		}
+		if !rootSetFreeValue(v) {
+			return b, false
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	first, next := true, 0
+	state := func(k string) bool {
+		enc, err := cjson.Encode(s.State[k])
+		if err != nil {
+			return false
+		}
+		b = appendMember(b, first, k)
+		b = append(b, enc...)
+		first = false
+		return true
+	}
+	for _, km := range snapshotMembersSorted {
+		for ; next < len(keys) && keys[next] < km; next++ {
+			if !state(keys[next]) {
+				return b, false
+			}
+		}
+		b = appendMember(b, first, km)
+		first = false
+		switch km {
+		case "aggregate_id":
+			b = cjson.AppendString(b, s.AggregateID)
+		case "kind":
+			b = append(b, `"`+KindSnapshot+`"`...)
+		case "last_event_id":
+			if s.LastEventID == nil {
+				b = append(b, "null"...)
+			} else {
+				b = cjson.AppendString(b, *s.LastEventID)
+			}
+		case "last_logical_time":
+			if s.LastLogicalTime == nil {
+				b = append(b, "null"...)
+			} else {
+				b = cjson.AppendInt(b, *s.LastLogicalTime)
+			}
+		case "phase":
+			b = cjson.AppendString(b, s.Phase)
+		case "revision":
+			b = cjson.AppendInt(b, s.Revision)
+		case "schema_version":
+			b = append(b, `"`+SnapshotSchemaVersion+`"`...)
+		case "versions":
+			b = appendVersions(b, &s.Versions)
+		}
+	}
+	for ; next < len(keys); next++ {
+		if !state(keys[next]) {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
 }

@@ -226,18 +226,154 @@ func TestEventValueMatchesRoundTrip(t *testing.T) {
 	})
 }
 
-func TestNextSnapshotValueMatchesSlowPath(t *testing.T) {
+// genSnapshot draws a snapshot that is often valid for the observation
+// domain and often not.
+func genSnapshot(t *rapid.T) Snapshot {
+	s := Snapshot{
+		AggregateID: rapid.SampledFrom([]string{"agg:1", "work:1", "e\u0301", "not an id"}).Draw(t, "agg"),
+		Revision:    rapid.Int64Range(-1, 1<<62).Draw(t, "rev"),
+		Phase:       rapid.SampledFrom([]string{PhaseOpen, PhaseClosed, "ajar"}).Draw(t, "phase"),
+		Versions:    genEvent(t).Versions,
+		State: protocol.Object{"observation_count": rapid.SampledFrom([]any{int64(0), int64(7), int(3), int64(-1), "x"}).Draw(t, "count"),
+			"last_observation_digest": rapid.SampledFrom([]any{nil, "sha256:" + string(bytes.Repeat([]byte("ab"), 32)), "e\u0301"}).Draw(t, "digest")},
+	}
+	if rapid.Bool().Draw(t, "seen") {
+		lt := rapid.Int64Range(-1, 100).Draw(t, "lt")
+		id := rapid.SampledFrom([]string{"evt:0", "bad id"}).Draw(t, "last")
+		s.LastLogicalTime, s.LastEventID = &lt, &id
+	}
+	if rapid.IntRange(0, 3).Draw(t, "odd") == 0 {
+		s.Versions.Tool = rapid.SampledFrom([]string{"é", "-x", ""}).Draw(t, "tool")
+	}
+	for k, v := range genObject(t, "extra") {
+		if rapid.Bool().Draw(t, "keep") {
+			s.State[k] = v
+		}
+	}
+	if rapid.IntRange(0, 4).Draw(t, "drop") == 0 {
+		delete(s.State, "last_observation_digest")
+	}
+	return s
+}
+
+func TestAppendSnapshotMatchesEncode(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		lt := rapid.Int64Min(0).Draw(t, "lt")
-		id := "evt:1"
-		next := Snapshot{AggregateID: "agg:1", Revision: 3, Phase: PhaseOpen, LastLogicalTime: &lt, LastEventID: &id,
-			Versions: genEvent(t).Versions, State: genObject(t, "state")}
-		v, b, ok := nextSnapshotValue(next)
-		sv, sb, sok := nextSnapshotValueSlow(next)
-		if ok != sok || !bytes.Equal(b, sb) || !reflect.DeepEqual(v, sv) {
-			t.Fatalf("fast %v %s %#v\nslow %v %s %#v", ok, b, v, sok, sb, sv)
+		s := genSnapshot(t)
+		want, werr := cjson.Encode(s.Wire())
+		got, ok := appendSnapshot(nil, &s, false)
+		if ok && (werr != nil || !bytes.Equal(got, want)) {
+			t.Fatalf("appendSnapshot %s\nEncode        %s %v", got, want, werr)
+		}
+		mj, err := s.MarshalJSON()
+		if !bytes.Equal(mj, want) || (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("MarshalJSON %s %v, Encode %s %v", mj, err, want, werr)
 		}
 	})
+}
+
+func TestCanonCheckAgreesWithCanonCopy(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := genValue(t, 0, "v")
+		depth := rapid.IntRange(0, 3).Draw(t, "depth")
+		reflected := rapid.Bool().Draw(t, "reflected")
+		_, ok := canonCopy(v, depth, reflected)
+		if canonCheck(v, depth, reflected) != ok {
+			t.Fatalf("canonCheck %v, canonCopy %v", !ok, ok)
+		}
+	})
+}
+
+// TestNextSnapshotMatchesSlowPath: apply builds a next snapshot's kernel
+// members from checked values, so only its state varies here.
+func TestNextSnapshotMatchesSlowPath(tt *testing.T) {
+	shop := loadShop(tt)
+	rapid.Check(tt, func(t *rapid.T) {
+		next := genSnapshot(t)
+		lt, id := rapid.Int64Min(0).Draw(t, "lt"), "evt:1"
+		next.AggregateID, next.Revision, next.LastLogicalTime, next.LastEventID = "agg:1", rapid.Int64Min(1).Draw(t, "rev"), &lt, &id
+		next.Phase = rapid.SampledFrom([]string{PhaseOpen, PhaseClosed}).Draw(t, "phase")
+		next.Versions = genEvent(t).Versions
+		for k, v := range genObject(t, "state") {
+			next.State[k] = v
+		}
+		var d Domain = Observation{}
+		if rapid.Bool().Draw(t, "declarative") {
+			d = shop
+			next.State = protocol.Object{"state": genValue(t, 1, "shopState")}
+			if rapid.Bool().Draw(t, "shopValid") {
+				next.State["state"] = map[string]any{"orders": genValue(t, 2, "orders"), "last_order": genValue(t, 2, "last")}
+			}
+		}
+		p := d.Profile()
+		st, b, verdict := nextSnapshot(d, p, next)
+		sst, sb, sverdict := nextSnapshotSlow(d, p, next)
+		if verdict != sverdict || !bytes.Equal(b, sb) || !reflect.DeepEqual(st, sst) {
+			t.Fatalf("fast %q %s %#v\nslow %q %s %#v", verdict, b, st, sverdict, sb, sst)
+		}
+	})
+}
+
+// TestTypedStepMatchesValueStep holds Step's typed fast path to the value
+// path it stands beside (the snapshot's wire map and the event's value
+// form), result bytes and next state included.
+func TestTypedStepMatchesValueStep(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genSnapshot(t)
+		if rapid.Bool().Draw(t, "validBase") {
+			s = NewSnapshot(Observation{}, "agg:1", genEvent(t).Versions)
+			s.Versions.Workflow, s.Versions.StateSchema, s.Versions.EventSchema = ObservationWorkflow, ObservationStateSchema, ObservationEventSchema
+		}
+		obs := genObject(t, "obs")
+		if len(obs) == 0 {
+			obs["n"] = int64(1)
+		}
+		var req any
+		if rapid.Bool().Draw(t, "effect") {
+			req = map[string]any{"effect_type": "mail.send", "action": genObject(t, "action"), "destination": map[string]any{"a": "b"},
+				"goal_id": "g:1", "obligation_id": "o:1", "declared_risk_hint": "unknown", "preconditions": []any{"b", "a"}}
+		}
+		e := protocol.AcceptedEvent{
+			Kind: protocol.KindAcceptedEvent, EventID: rapid.SampledFrom([]string{"evt:1", "é"}).Draw(t, "id"),
+			Payload: protocol.Object{"event_type": ObservationEventType, "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
+				"observation": obs, "mark_complete": rapid.Bool().Draw(t, "close"), "effect_request": req},
+			OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: rapid.Int64Range(-1, 200).Draw(t, "lt"),
+			CorrelationID: "run:1", IdempotencyKey: "k", Versions: s.Versions,
+		}
+		if rapid.IntRange(0, 3).Draw(t, "mutate") == 0 {
+			e.Payload[rapid.SampledFrom([]string{"observation", "extra", "expected_revision", "event_type"}).Draw(t, "member")] = genValue(t, 1, "mutation")
+		}
+		var d Domain = Observation{}
+		if rapid.Bool().Draw(t, "odd") {
+			d = misbehaving{mode: rapid.SampledFrom([]string{"extra-state", "bad-state", "twin-facts", "retract", "float-tuple"}).Draw(t, "mode")}
+		}
+		got, gerr := Step(d, s, e)
+		want, werr := stepWire(d, s, e)
+		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
+			t.Fatalf("typed %s\nvalue %s", gb, wb)
+		}
+		if got != nil && !reflect.DeepEqual(got.NextSnapshot.State, want.NextSnapshot.State) {
+			t.Fatalf("next state %#v / %#v", got.NextSnapshot.State, want.NextSnapshot.State)
+		}
+	})
+}
+
+func resultBytes(t *rapid.T, tr *Transition, err error) []byte {
+	if err != nil {
+		r, ok := err.(*Rejection)
+		if !ok {
+			t.Fatalf("not a rejection: %v", err)
+		}
+		b, err := r.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, err := tr.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestProfileValidAgreesWithCheckProfile(t *testing.T) {
@@ -344,4 +480,47 @@ func referenceBuildProposal(e Event, pr Proposal) (protocol.EffectProposal, []by
 		GoalID: pr.GoalID, ObligationID: pr.ObligationID, DeclaredRiskHint: pr.RiskHint,
 		Preconditions: protocol.IDSet(slices.Clip(pre)), Versions: e.Versions,
 	}, canon, true
+}
+
+// TestLateRejectionsNameEventAndRevision: a rejection found after both
+// inputs parsed — a domain fault, a compatibility check, an output
+// invariant — names the event and the snapshot revision, on every path.
+func TestLateRejectionsNameEventAndRevision(t *testing.T) {
+	d := loadShop(t)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	tr, err := Step(d, s, shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = tr.NextSnapshot
+	noEmail := order("order:2", 5, true)
+	noEmail["customer"] = map[string]any{}
+	stale := shopEvent(s, "evt:2", 2, "order.placed/1", order("order:2", 5, true))
+	stale.Payload["expected_revision"] = int64(0)
+	cases := map[string]protocol.AcceptedEvent{
+		"guard":          shopEvent(s, "evt:2", 2, "order.placed/1", order("order:2", 0, true)),
+		"missing ref":    shopEvent(s, "evt:2", 2, "order.placed/1", noEmail),
+		"stale":          stale,
+		"time regressed": shopEvent(s, "evt:2", 0, "order.placed/1", order("order:2", 5, true)),
+	}
+	for name, ev := range cases {
+		_, err := Step(d, s, ev)
+		r, ok := err.(*Rejection)
+		if !ok {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r.EventID == nil || *r.EventID != "evt:2" || r.SnapshotRevision == nil || *r.SnapshotRevision != 1 {
+			t.Errorf("%s: rejection names event %v, revision %v", name, r.EventID, r.SnapshotRevision)
+		}
+		sv, _ := toValue(s.Wire())
+		evv, _ := toValue(ev)
+		_, err = StepValue(d, sv, evv)
+		if r2, _ := err.(*Rejection); r2 == nil || !reflect.DeepEqual(r, r2) {
+			t.Errorf("%s: typed %v, value %v", name, r, err)
+		}
+	}
+	_, err = Step(misbehaving{mode: "twin-facts"}, NewSnapshot(Observation{}, "agg:1", shopVersions), protocol.AcceptedEvent{})
+	if r, ok := err.(*Rejection); !ok || r.EventID != nil {
+		t.Errorf("unparsed event: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,25 @@ import (
 // Step applies one accepted event to a snapshot under a domain. It is
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
+	// The typed fields are checked where they are; only an input that
+	// fails a check takes the value path, which finds the same fault and
+	// reports it as StepValue does.
+	if p := d.Profile(); profileValid(p) {
+		if ps, prior, ok := parseTypedSnapshot(d, p, &s); ok {
+			if pe, ok := parseTypedEvent(d, p, &e); ok {
+				if rej := compatible(p, ps, pe); rej != nil {
+					return nil, rej
+				}
+				return apply(d, p, ps, pe, prior)
+			}
+		}
+	}
+	return stepWire(d, s, e)
+}
+
+// stepWire is Step through the snapshot's wire map and the event's value
+// form: StepValue on them, with the typed event's own canonical faults.
+func stepWire(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 	sv := s.Wire()
 	if ev, ok := eventValue(e); ok {
 		return stepValue(d, sv, ev, true)
@@ -32,6 +52,91 @@ func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 		return nil, canonicalRejection("/accepted_event", err, eventID, revisionOf(sv))
 	}
 	return StepValue(d, sv, ev)
+}
+
+// parseTypedSnapshot is parseSnapshot of s.Wire() for a snapshot that
+// passes every check, without building the wire map; ok is false when a
+// check fails or the snapshot is outside appendSnapshot's fast case.
+func parseTypedSnapshot(d Domain, p Profile, s *Snapshot) (Snapshot, []byte, bool) {
+	if !cjson.ValidID(s.AggregateID) || s.Revision < 0 || (s.Phase != PhaseOpen && s.Phase != PhaseClosed) ||
+		(s.LastLogicalTime != nil && *s.LastLogicalTime < 0) || (s.LastEventID != nil && !cjson.ValidID(*s.LastEventID)) ||
+		!versionsValid(&s.Versions) {
+		return Snapshot{}, nil, false
+	}
+	prior, ok := appendSnapshot(make([]byte, 0, 512), s, false)
+	if !ok {
+		return Snapshot{}, nil, false
+	}
+	// The wire members are the kernel's and the state's other keys.
+	extra := 0
+	for k := range s.State { //flrh:orderfree a count
+		if !slices.Contains(kernelSnapshotMembers, k) {
+			extra++
+		}
+	}
+	if extra != len(p.StateMembers) {
+		return Snapshot{}, nil, false
+	}
+	out := *s
+	out.State = make(protocol.Object, len(p.StateMembers))
+	for _, k := range p.StateMembers {
+		v, ok := s.State[k]
+		if !ok {
+			return Snapshot{}, nil, false
+		}
+		out.State[k] = v
+	}
+	if d.CheckState(deepCopyObject(out.State)) != nil {
+		return Snapshot{}, nil, false
+	}
+	return out, prior, true
+}
+
+// parseTypedEvent is parseEvent of the event's value form for an event
+// that passes every check, building only the payload's value; ok is false
+// when a check fails.
+func parseTypedEvent(d Domain, p Profile, e *protocol.AcceptedEvent) (Event, bool) {
+	if e.Kind != protocol.KindAcceptedEvent || !cjson.ValidID(e.EventID) || !cjson.ValidID(e.CorrelationID) ||
+		!cjson.ValidID(e.IdempotencyKey) || (e.CausationID != nil && !cjson.ValidID(*e.CausationID)) ||
+		e.LogicalTime < 0 || !protocol.ValidTimestamp(e.OccurredAt) || !protocol.ValidTimestamp(e.ReceivedAt) ||
+		!versionsValid(&e.Versions) || e.Payload == nil {
+		return Event{}, false
+	}
+	payload, ok := canonCopyMap(e.Payload, 1, true)
+	if !ok {
+		return Event{}, false
+	}
+	typ, isString := payload["event_type"].(string)
+	members, known := p.EventTypes[typ]
+	if !isString || !known || !exactMembers2(payload, kernelPayloadMembers, members) {
+		return Event{}, false
+	}
+	ev := Event{ID: e.EventID, LogicalTime: e.LogicalTime, CorrelationID: e.CorrelationID, Type: typ,
+		Payload: payload, Versions: e.Versions}
+	if ev.AggregateID, ok = payload["aggregate_id"].(string); !ok || !cjson.ValidID(ev.AggregateID) {
+		return Event{}, false
+	}
+	if ev.ExpectedRevision, ok = nonNegInt(payload["expected_revision"]); !ok {
+		return Event{}, false
+	}
+	if e.CausationID != nil {
+		c := *e.CausationID
+		ev.CausationID = &c
+	}
+	if d.CheckPayload(typ, deepCopyObject(payload)) != nil {
+		return Event{}, false
+	}
+	return ev, true
+}
+
+func versionsValid(v *protocol.VersionEnvelope) bool {
+	for _, s := range [...]string{v.Workflow, v.StateSchema, v.EventSchema, v.GraphSchema, v.RuleSet, v.Dataflow,
+		v.Canonicalization, v.Tool, v.Model, v.Oracle, v.Gate, v.Resolver, v.CompositionProfile} {
+		if !validVersion(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // eventValue is the cjson value form of an event, built without the
@@ -140,10 +245,10 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 	if rej != nil {
 		return nil, rej
 	}
-	if rej := compatible(p, s, e, snapshot, event); rej != nil {
+	if rej := compatible(p, s, e); rej != nil {
 		return nil, rej
 	}
-	return apply(d, p, s, e, snapshot, event, prior)
+	return apply(d, p, s, e, prior)
 }
 
 func toValue(v any) (any, error) {
@@ -170,6 +275,26 @@ func reject(code, path string, snapshot, event any, ctx map[string]any) *Rejecti
 	}
 	r.EventID, r.SnapshotRevision = eventIDOf(event), revisionOf(snapshot)
 	return sanitize(r)
+}
+
+// rejectParsed builds a rejection once the snapshot and the event have
+// both parsed: the event id and revision reject would read from the raw
+// inputs are then exactly the parsed ones.
+func rejectParsed(code, path string, s *Snapshot, e *Event, ctx map[string]any) *Rejection {
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	id, rev := e.ID, s.Revision
+	return sanitize(&Rejection{
+		Kind:             KindRejection,
+		SchemaVersion:    ResultSchemaVersion,
+		ContractVersion:  ContractVersion,
+		Code:             code,
+		Path:             path,
+		EventID:          &id,
+		SnapshotRevision: &rev,
+		Context:          ctx,
+	})
 }
 
 // sanitize keeps a rejection canonical whatever its inputs were: a path
@@ -528,9 +653,9 @@ func parseEvent(d Domain, p Profile, raw, snapshot any, canonical bool) (Event, 
 	return e, nil
 }
 
-func compatible(p Profile, s Snapshot, e Event, rawS, rawE any) *Rejection {
+func compatible(p Profile, s Snapshot, e Event) *Rejection {
 	expect := func(code, path, want string) *Rejection {
-		return reject(code, path, rawS, rawE, map[string]any{"expected": want})
+		return rejectParsed(code, path, &s, &e, map[string]any{"expected": want})
 	}
 	switch {
 	case s.Versions.Workflow != p.Workflow || e.Versions.Workflow != p.Workflow:
@@ -542,57 +667,57 @@ func compatible(p Profile, s Snapshot, e Event, rawS, rawE any) *Rejection {
 	case s.Versions.Canonicalization != Canonicalization || e.Versions.Canonicalization != Canonicalization:
 		return expect(CodeUnsupportedCanonicalization, "/versions/canonicalization", Canonicalization)
 	case s.Versions != e.Versions:
-		return reject(CodeVersionEnvelopeMismatch, "/versions", rawS, rawE, nil)
+		return rejectParsed(CodeVersionEnvelopeMismatch, "/versions", &s, &e, nil)
 	case s.AggregateID != e.AggregateID:
-		return reject(CodeSnapshotEventMismatch, "/accepted_event/payload/aggregate_id", rawS, rawE, nil)
+		return rejectParsed(CodeSnapshotEventMismatch, "/accepted_event/payload/aggregate_id", &s, &e, nil)
 	case s.Revision != e.ExpectedRevision:
-		return reject(CodeStaleRevision, "/accepted_event/payload/expected_revision", rawS, rawE,
+		return rejectParsed(CodeStaleRevision, "/accepted_event/payload/expected_revision", &s, &e,
 			map[string]any{"expected": s.Revision})
 	case s.LastLogicalTime != nil && e.LogicalTime < *s.LastLogicalTime:
-		return reject(CodeLogicalTimeRegression, "/accepted_event/logical_time", rawS, rawE,
+		return rejectParsed(CodeLogicalTimeRegression, "/accepted_event/logical_time", &s, &e,
 			map[string]any{"minimum": *s.LastLogicalTime})
 	case s.Phase == PhaseClosed:
-		return reject(CodeDomainRejected, "/snapshot/phase", rawS, rawE, map[string]any{"phase": PhaseClosed})
+		return rejectParsed(CodeDomainRejected, "/snapshot/phase", &s, &e, map[string]any{"phase": PhaseClosed})
 	case s.Revision == math.MaxInt64:
-		return reject(CodeInvariantViolation, "/snapshot/revision", rawS, rawE,
+		return rejectParsed(CodeInvariantViolation, "/snapshot/revision", &s, &e,
 			map[string]any{"invariant": "revision_increment_within_int64"})
 	}
 	return nil
 }
 
-func invariant(name string, rawS, rawE any) *Rejection {
-	return reject(CodeInvariantViolation, "/accepted_event/payload", rawS, rawE, map[string]any{"invariant": name})
+func invariant(name string, s *Snapshot, e *Event) *Rejection {
+	return rejectParsed(CodeInvariantViolation, "/accepted_event/payload", s, e, map[string]any{"invariant": name})
 }
 
-func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any, priorBytes []byte) (*Transition, error) {
+func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transition, error) {
 	ev, f := d.Evolve(copySnapshot(s), copyEvent(e))
 	if f != nil {
-		return nil, reject(f.Code, f.Path, rawS, rawE, f.Context)
+		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	em, f := d.Emit(copySnapshot(s), copyEvent(e))
 	if f != nil {
-		return nil, reject(f.Code, f.Path, rawS, rawE, f.Context)
+		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	if len(em.Facts) < p.MinFacts || len(em.Facts) > p.MaxFacts {
-		return nil, invariant("fact_count_within_profile", rawS, rawE)
+		return nil, invariant("fact_count_within_profile", &s, &e)
 	}
 	if len(em.Proposals) > p.MaxProposals {
-		return nil, invariant("proposal_count_within_profile", rawS, rawE)
+		return nil, invariant("proposal_count_within_profile", &s, &e)
 	}
 
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
-			return nil, invariant("insert_only_facts", rawS, rawE)
+			return nil, invariant("insert_only_facts", &s, &e)
 		}
 		fd, b, ok := buildFact(p, e, fact)
 		if !ok {
-			return nil, invariant("fact_well_formed", rawS, rawE)
+			return nil, invariant("fact_well_formed", &s, &e)
 		}
 		for i := range facts {
 			if facts[i].DerivationID == fd.DerivationID {
-				return nil, invariant("unique_derivation_ids", rawS, rawE)
+				return nil, invariant("unique_derivation_ids", &s, &e)
 			}
 		}
 		facts, factBytes = append(facts, fd), append(factBytes, b)
@@ -602,11 +727,11 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any, priorBytes 
 	for _, prop := range em.Proposals {
 		ep, b, ok := buildProposal(e, prop)
 		if !ok {
-			return nil, invariant("proposal_well_formed", rawS, rawE)
+			return nil, invariant("proposal_well_formed", &s, &e)
 		}
 		for i := range proposals {
 			if proposals[i].ProposalID == ep.ProposalID {
-				return nil, invariant("unique_proposal_ids", rawS, rawE)
+				return nil, invariant("unique_proposal_ids", &s, &e)
 			}
 		}
 		proposals, propBytes = append(proposals, ep), append(propBytes, b)
@@ -627,17 +752,11 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any, priorBytes 
 		next.Phase = PhaseClosed
 	}
 	// The next snapshot must itself be a valid input: replay depends on it.
-	nextValue, nextBytes, ok := nextSnapshotValue(next)
-	if !ok {
-		return nil, invariant("next_snapshot_canonical", rawS, rawE)
+	nextState, nextBytes, verdict := nextSnapshot(d, p, next)
+	if verdict != "" {
+		return nil, invariant(verdict, &s, &e)
 	}
-	if _, _, rej := parseSnapshot(d, p, nextValue, nil, nextBytes); rej != nil {
-		return nil, invariant("next_snapshot_valid", rawS, rawE)
-	}
-	next.State = make(protocol.Object, len(p.StateMembers))
-	for _, k := range p.StateMembers {
-		next.State[k] = nextValue[k]
-	}
+	next.State = nextState
 	t := &Transition{
 		Kind:                KindTransition,
 		SchemaVersion:       ResultSchemaVersion,
@@ -651,40 +770,84 @@ func apply(d Domain, p Profile, s Snapshot, e Event, rawS, rawE any, priorBytes 
 	var err error
 	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, cjson.Digest(nextBytes), factBytes, propBytes)
 	if err != nil {
-		return nil, invariant("transition_digest", rawS, rawE)
+		return nil, invariant("transition_digest", &s, &e)
 	}
 	return t, nil
 }
 
-// nextSnapshotValue returns the cjson value of a next snapshot, the value
-// its canonical bytes decode to, and those bytes; ok is false when it has
-// no canonical form. When the domain state passes canonCopy the value is
-// built directly; otherwise it takes the encode-and-decode round trip that
-// normalizes whatever Go values the domain returned.
-func nextSnapshotValue(next Snapshot) (map[string]any, []byte, bool) {
+// nextSnapshot checks a next snapshot as parseSnapshot would check it as
+// an input, and returns its state (the declared members, in the value model)
+// and canonical bytes; verdict names the invariant it breaks, or is empty.
+// Its kernel members were built from checked values, so only the domain
+// state can break it: when that state passes canonCopy the check and the
+// bytes need no wire map, no round trip and no second encoding.
+func nextSnapshot(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string) {
+	if state, b, verdict, ok := nextSnapshotFast(d, p, next); ok {
+		return state, b, verdict
+	}
+	return nextSnapshotSlow(d, p, next)
+}
+
+// nextSnapshotFast is nextSnapshot when the state passes canonCopy and
+// appendSnapshot; ok is false otherwise.
+func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string, bool) {
 	state := make(protocol.Object, len(next.State))
-	fast := true
 	for k, v := range next.State { //flrh:orderfree a copy; every failure gives the same verdict
 		c, ok := canonCopy(v, 1, false)
 		if !ok || !asciiKey(k) {
-			fast = false
-			break
+			return nil, nil, "", false
 		}
 		state[k] = c
 	}
-	if fast {
-		orig := next.State
-		next.State = state
-		wire := next.Wire()
-		if b, err := cjson.Encode(wire); err == nil {
-			return wire, b, true
-		}
-		next.State = orig
+	next.State = state
+	b, ok := appendSnapshot(make([]byte, 0, 512), &next, true)
+	if !ok {
+		return nil, nil, "", false
 	}
-	return nextSnapshotValueSlow(next)
+	// The wire members are the kernel's and the state's; with a valid
+	// profile the declared members are disjoint from the kernel's, so they
+	// must be exactly the state's other keys.
+	extra := 0
+	for k := range state { //flrh:orderfree a count
+		if !slices.Contains(kernelSnapshotMembers, k) {
+			extra++
+		}
+	}
+	declared := make(protocol.Object, len(p.StateMembers))
+	for _, k := range p.StateMembers {
+		v, ok := state[k]
+		if !ok {
+			return nil, nil, "next_snapshot_valid", true
+		}
+		declared[k] = v
+	}
+	if extra != len(p.StateMembers) || d.CheckState(deepCopyObject(declared)) != nil {
+		return nil, nil, "next_snapshot_valid", true
+	}
+	return declared, b, "", true
 }
 
-// nextSnapshotValueSlow is nextSnapshotValue through the round trip.
+// nextSnapshotSlow is nextSnapshot through the round trip and
+// parseSnapshot.
+func nextSnapshotSlow(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string) {
+	nextValue, nextBytes, ok := nextSnapshotValueSlow(next)
+	if !ok {
+		return nil, nil, "next_snapshot_canonical"
+	}
+	if _, _, rej := parseSnapshot(d, p, nextValue, nil, nextBytes); rej != nil {
+		return nil, nil, "next_snapshot_valid"
+	}
+	declared := make(protocol.Object, len(p.StateMembers))
+	for _, k := range p.StateMembers {
+		declared[k] = nextValue[k]
+	}
+	return declared, nextBytes, ""
+}
+
+// nextSnapshotValueSlow returns the cjson value of a next snapshot, what
+// its canonical bytes decode to, and those bytes, through an encode-and-
+// decode round trip that normalizes whatever Go values the domain returned;
+// ok is false when it has no canonical form.
 func nextSnapshotValueSlow(next Snapshot) (map[string]any, []byte, bool) {
 	v, err := toValue(next.Wire())
 	if err != nil {

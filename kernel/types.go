@@ -93,11 +93,16 @@ func (s Snapshot) Wire() map[string]any {
 }
 
 // MarshalJSON encodes the snapshot in canonical form.
-func (s Snapshot) MarshalJSON() ([]byte, error) { return cjson.Encode(s.Wire()) }
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	if b, ok := appendSnapshot(make([]byte, 0, 512), &s, false); ok {
+		return b, nil
+	}
+	return cjson.Encode(s.Wire())
+}
 
 // Digest is the sha256 digest of the snapshot's canonical bytes.
 func (s Snapshot) Digest() (string, error) {
-	b, err := cjson.Encode(s.Wire())
+	b, err := s.MarshalJSON()
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -126,6 +127,81 @@ func TestCheckEventsMatchesTheSlowOracle(t *testing.T) {
 			}
 			if c.name[:6] != "honest" && len(slow.Findings) == 0 {
 				t.Fatalf("the tampering went unnoticed")
+			}
+		})
+	}
+}
+
+// slowCheckCheckpoint is checkCheckpoint as first written: the checkpoint
+// decoded with encoding/json, both configurations encoded and compared.
+func slowCheckCheckpoint(rep *Report, rec *record, cfg control.Configuration) {
+	cp := rec.cp
+	if store.BodyDigest(cp.Body) != cp.Digest {
+		rep.fail("checkpoint", "checkpoint", "digest does not match its bytes")
+	}
+	if cp.Seq != rec.run.Head {
+		rep.fail("checkpoint", "checkpoint", "follows event %d; the run is at %d", cp.Seq, rec.run.Head)
+	}
+	var body struct {
+		Control control.Configuration `json:"control"`
+	}
+	if err := json.Unmarshal(cp.Body, &body); err != nil {
+		rep.fail("checkpoint", "checkpoint", "unreadable: %v", err)
+		return
+	}
+	a, _ := cjson.Marshal(body.Control)
+	b, _ := cjson.Marshal(cfg)
+	if !bytes.Equal(a, b) {
+		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
+	}
+}
+
+// checkCheckpoint, which compares the stored control configuration's
+// bytes before decoding anything, reports what decoding it always did.
+func TestCheckCheckpointMatchesTheSlowOracle(t *testing.T) {
+	for _, c := range []struct{ name, from, to string }{
+		{"honest", "", ""},
+		{"state changed", `"state":"SUCCEEDED"`, `"state":"FAILED_PERMANENT"`},
+		{"control member in another case", `"control":`, `"Control":`},
+		{"control member twice", `"control":`, `"control":{"state":"INGEST"},"control":`},
+		{"a key that is not ASCII", `"control":`, `"ſ":1,"control":`},
+		{"not JSON", `"control":`, `"control" `},
+		{"a float", `"control":`, `"x":1.5,"control":`},
+		{"an escape", `"control":{"head":"`, `"control":{"head":"\u0073`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := recorded(t)
+			if c.from != "" {
+				tamper(t, path, "DROP TRIGGER IF EXISTS checkpoints_no_update",
+					`UPDATE checkpoints SET body = CAST(replace(body, '`+c.from+`', '`+c.to+`') AS BLOB) WHERE run_id = 'large'`)
+			}
+			st := open(t, path, true)
+			rec, err := load(ctx, st, "large", withRun|withEffects)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.from != "" && !bytes.Contains(rec.cp.Body, []byte(c.to)) {
+				t.Fatalf("the edit did not apply: %s", rec.cp.Body)
+			}
+			m := control.Default()
+			cfg := checkEvents(&Report{}, m, rec.run, rec.events)
+			fast, slow := &Report{Findings: []Finding{}}, &Report{Findings: []Finding{}}
+			checkCheckpoint(fast, rec, cfg)
+			slowCheckCheckpoint(slow, rec, cfg)
+			if !reflect.DeepEqual(fast.Findings, slow.Findings) {
+				t.Fatalf("findings %v, the oracle %v", fast.Findings, slow.Findings)
+			}
+			if (len(fast.Findings) == 0) != (c.name == "honest") {
+				t.Fatalf("findings %v", fast.Findings)
+			}
+			// Replay reads the state member the same way, and agrees with
+			// the record whatever else the edit did.
+			rp, err := Replay(ctx, st, wf, "large")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "honest" && !rp.OK() {
+				t.Fatalf("replay %+v", rp.Findings)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"strconv"
+	"strings"
 
 	"flrh.dev/flrh/control"
 )
@@ -66,7 +67,7 @@ func (s *scan) skipStr() {
 			s.i++
 			return
 		case c == '\\':
-			s.i += 2
+			s.escape()
 		case c < 0x20:
 			s.fail()
 		default:
@@ -74,6 +75,32 @@ func (s *scan) skipStr() {
 		}
 	}
 	s.fail()
+}
+
+// escape passes over one escape sequence, as JSON defines them.
+func (s *scan) escape() {
+	if s.i+1 >= len(s.b) {
+		s.fail()
+		return
+	}
+	switch s.b[s.i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i += 2
+	case 'u':
+		if s.i+6 > len(s.b) {
+			s.fail()
+			return
+		}
+		for _, h := range s.b[s.i+2 : s.i+6] {
+			if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+				s.fail()
+				return
+			}
+		}
+		s.i += 6
+	default:
+		s.fail()
+	}
 }
 
 // skip passes over any value.
@@ -124,8 +151,13 @@ func (s *scan) int() int64 {
 	if s.peek() == '-' {
 		s.i++
 	}
+	digits := s.i
 	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
 		s.i++
+	}
+	if s.i-digits > 1 && s.b[digits] == '0' {
+		s.fail() // not JSON
+		return 0
 	}
 	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
 	if err != nil {
@@ -213,4 +245,58 @@ func stepInputs(b []byte) (control.Record, bool) {
 		}
 	})
 	return rec, s.end()
+}
+
+// members returns the raw values of the named members of a top-level
+// object, for callers whose slow path decodes it with encoding/json into a
+// struct holding those members. It gives up where encoding/json could
+// read the text otherwise than exactly: a named member given twice, a key
+// that matches one only case-insensitively, or any key that is not ASCII
+// (encoding/json folds some non-ASCII letters to ASCII ones).
+func members(b []byte, keys ...string) ([][]byte, bool) {
+	out := make([][]byte, len(keys))
+	s := newScan(b)
+	s.object(func(k string) {
+		for i := 0; i < len(k); i++ {
+			if k[i] >= 0x80 {
+				s.fail()
+				return
+			}
+		}
+		for i, want := range keys {
+			switch {
+			case k == want && out[i] == nil:
+				start := s.i
+				s.skip()
+				out[i] = b[start:s.i]
+				return
+			case strings.EqualFold(k, want):
+				s.fail()
+				return
+			}
+		}
+		s.skip()
+	})
+	return out, s.end()
+}
+
+// approvalDigest reads an intent's approval_digest member: a string, or
+// nil when it is null or absent.
+func approvalDigest(b []byte) (*string, bool) {
+	var d *string
+	s := newScan(b)
+	s.object(func(k string) {
+		if k != "approval_digest" {
+			s.skip()
+			return
+		}
+		if s.peek() == 'n' {
+			s.word("null")
+			d = nil
+			return
+		}
+		v := s.str()
+		d = &v
+	})
+	return d, s.end()
 }

@@ -1,10 +1,13 @@
 package verify
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 )
 
@@ -58,6 +61,83 @@ func TestStepInputsGiveUp(t *testing.T) {
 	for _, b := range []string{`{}`, `{"x":[1,-2,{"y":null}],"z":"q\"uote","event":"A","guard_inputs":{"g":false}}`} {
 		if _, ok := stepInputs([]byte(b)); !ok {
 			t.Errorf("%q was not read", b)
+		}
+	}
+}
+
+// sameIntent, which encodes the planned intent once and compares bytes,
+// agrees with the comparison that clears the approval digest on both
+// sides, for committed intents with and without a grant, and for intents
+// the full comparison finds different.
+func TestSameIntentMatchesTheFullComparison(t *testing.T) {
+	path, _, ids := manyRuns(t, 10)
+	st := open(t, path, true)
+	n, granted := 0, 0
+	for _, id := range ids {
+		ins, err := st.Intents(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			var planned protocol.EffectIntent
+			if err := json.Unmarshal(in.Body, &planned); err != nil {
+				t.Fatal(err)
+			}
+			if planned.ApprovalDigest != nil {
+				granted++
+			}
+			other := planned
+			other.Preconditions = append(protocol.IDSet{"precondition:z", "precondition:a"}, planned.Preconditions...)
+			other.ApprovalDigest = nil
+			another := planned
+			another.CauseID = "cause:é"
+			for i, p := range []protocol.EffectIntent{planned, other, another} {
+				want, err := intentWithoutApproval(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := intentWithoutApproval(json.RawMessage(in.Body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if full := bytes.Equal(want, got); sameIntent(p, in.Body) != full {
+					t.Fatalf("%s variant %d: sameIntent %v, the full comparison %v", in.ID, i, !full, full)
+				}
+				if (i == 0) != bytes.Equal(want, got) {
+					t.Fatalf("%s variant %d compares %v", in.ID, i, bytes.Equal(want, got))
+				}
+			}
+			n++
+		}
+	}
+	if n == 0 || granted == 0 {
+		t.Fatalf("%d intents, %d with a grant", n, granted)
+	}
+}
+
+func TestMembers(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string // the "a" member, "-" when members gives up
+	}{
+		{`{"a":{"x":[1,"y"]},"b":2}`, `{"x":[1,"y"]}`},
+		{`{"b":2}`, ``},
+		{`{"a":1,"a":2}`, `-`},
+		{`{"A":1}`, `-`},
+		{`{"é":1,"a":2}`, `-`},
+		{`{"a":01}`, `-`},
+		{`{"a":"\x"}`, `-`},
+		{`{"a":"\u00e9"}`, `"\u00e9"`},
+		{`{"a":1} `, `-`},
+		{`[1]`, `-`},
+	} {
+		m, ok := members([]byte(c.in), "a")
+		got := "-"
+		if ok {
+			got = string(m[0])
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.in, got, c.want)
 		}
 	}
 }

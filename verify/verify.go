@@ -279,6 +279,13 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte
 	if cp.Seq != run.Head {
 		rep.fail("checkpoint", "checkpoint", "follows event %d; the run is at %d", cp.Seq, run.Head)
 	}
+	// A stored configuration that is, byte for byte, the canonical form
+	// of the replayed one decodes to it: nothing to report, and no need
+	// to decode the checkpoint (which holds the whole workflow state).
+	b, err := cjson.Marshal(cfg)
+	if m, ok := members(cp.Body, "control"); ok && err == nil && bytes.Equal(m[0], b) {
+		return cp.Body
+	}
 	var body struct {
 		Control control.Configuration `json:"control"`
 	}
@@ -287,7 +294,6 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte
 		return nil
 	}
 	a, _ := cjson.Marshal(body.Control)
-	b, _ := cjson.Marshal(cfg)
 	if !bytes.Equal(a, b) {
 		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
 	}

@@ -18,6 +18,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchDecide readies b: allocations reported, and no test-only check of
+// cached states (see statecache_test.go), which would decode every state
+// a tick takes from the cache and so measure the check, not Decide.
+func benchDecide(b *testing.B) {
+	b.ReportAllocs()
+	saved := verifyCachedState
+	verifyCachedState = nil
+	b.Cleanup(func() { verifyCachedState = saved })
+}
+
 // reportCPU reports the CPU per op since cpu0, as cpu-ns/op.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
@@ -29,7 +39,7 @@ func BenchmarkDecideSmallRefund(b *testing.B) {
 	w := compileExample(b, "refund-agent")
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")}
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
@@ -47,7 +57,7 @@ func BenchmarkDecideReceipt(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")})
 	in := Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
@@ -61,7 +71,7 @@ func BenchmarkDecideReceipt(b *testing.B) {
 // BenchmarkCompile loads the refund bundle.
 func BenchmarkCompile(b *testing.B) {
 	files := readBundle(b, "../examples/refund-agent")
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		if _, err := Compile(files); err != nil {
@@ -78,7 +88,7 @@ func BenchmarkDecideGoodwillOptions(b *testing.B) {
 	w := compileExample(b, "support-agent")
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")}
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
@@ -97,7 +107,7 @@ func BenchmarkDecideChoice(b *testing.B) {
 	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")})
 	v, _ := w.Inspect(r.State)
 	in := choiceInput(2, v.Offers[0].ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
@@ -115,12 +125,39 @@ func BenchmarkDecideOpsRestart(b *testing.B) {
 	w := compileExample(b, "ops-agent")
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: opsInput("restart.requested/1", "rst-1", "api", "dest:ops-api", "reason", "leak")}
-	b.ReportAllocs()
+	benchDecide(b)
 	cpu0 := cpuTime()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
 			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu0)
+}
+
+// BenchmarkDecideRun is a short refund-agent run, one op: three small
+// refunds, each answered by its receipt. All but the first tick decide
+// from the state the tick before kept.
+func BenchmarkDecideRun(b *testing.B) {
+	w := compileExample(b, "refund-agent")
+	benchDecide(b)
+	cpu0 := cpuTime()
+	for b.Loop() {
+		st, _ := w.Init("run-bench")
+		seq := int64(0)
+		for i := 0; i < 3; i++ {
+			seq++
+			r, err := w.Decide(st, Input{Seq: seq, Kind: KindInput, Body: refundInput("r-1", 40+int64(i), "alice", "damaged")})
+			if err != nil || len(r.Effects) != 1 {
+				b.Fatal(err, r.Refusal)
+			}
+			seq++
+			r, err = w.Decide(r.State, Input{Seq: seq, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)})
+			if err != nil || r.Refusal != "" {
+				b.Fatal(err, r.Refusal)
+			}
+			st = r.State
 		}
 	}
 	reportCPU(b, cpu0)

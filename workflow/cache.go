@@ -12,9 +12,10 @@ import (
 // encoded it from. It only saves work: a miss evaluates the supports from
 // scratch and decodes the document, which is what a replay without the
 // cache does, and gives the same materialization and the same state.
-// Materializations are never modified; users get clones. A state is
-// handed out once (Decide changes it as it goes), then the entry keeps
-// only the materialization.
+// A cached materialization is never modified: a tick that finds the
+// state already taken gets a clone. The tick that takes the state takes
+// the materialization with it, since the next input of a run is decided
+// from the state the tick before wrote, once.
 type matCache struct {
 	mu sync.Mutex
 	m  map[string]*cached
@@ -43,21 +44,42 @@ func (c *matCache) get(key string) *logic.Materialization {
 	return e.mat.Clone()
 }
 
-// takeState returns the decoded state cached under key, which the caller
-// then owns, or nil.
-func (c *matCache) takeState(key string) *state {
+// take returns the decoded state and the materialization cached under
+// key, both for the caller to own, while the state is there: the tick
+// that wrote the document left it and no tick has taken it since, the
+// way a run goes from one input to the next. The entry is then empty, so
+// deciding the same document again evaluates it from its supports. With
+// no state there it returns nil, nil.
+func (c *matCache) take(key string) (*state, *logic.Materialization) {
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[key]
-	if e == nil {
-		return nil
+	if e == nil || e.st == nil {
+		return nil, nil
 	}
-	st := e.st
-	e.st = nil
-	return st
+	delete(c.m, key)
+	return e.st, e.mat
+}
+
+// putBack returns a materialization a tick took and did not consume (it
+// refused the input before L) to the entry of the document it came from.
+func (c *matCache) putBack(key string, m *logic.Materialization) {
+	if c == nil || m == nil {
+		return
+	}
+	c.mu.Lock()
+	if e := c.m[key]; e == nil {
+		if len(c.m) >= maxCached {
+			c.m = map[string]*cached{}
+		}
+		c.m[key] = &cached{mat: m}
+	} else if e.mat == nil {
+		e.mat = m
+	}
+	c.mu.Unlock()
 }
 
 // put caches the materialization and the state of the document whose
@@ -76,9 +98,12 @@ func (c *matCache) put(key string, m *logic.Materialization, st *state) {
 }
 
 // materialize returns a materialization of the state's live supports that
-// the caller owns: a clone of the cached one, or a fresh evaluation. key
-// is the digest of the state document.
-func (w *Workflow) materialize(key string, st *state) (*logic.Materialization, error) {
+// the caller owns: the one taken with the state, a clone of a cached one,
+// or a fresh evaluation. key is the digest of the state document.
+func (w *Workflow) materialize(key string, st *state, taken *logic.Materialization) (*logic.Materialization, error) {
+	if taken != nil {
+		return taken, nil
+	}
 	if m := w.cache.get(key); m != nil {
 		return m, nil
 	}
@@ -90,19 +115,20 @@ func (w *Workflow) materialize(key string, st *state) (*logic.Materialization, e
 }
 
 // stateOf returns the state document decoded, from the cache when the
-// tick that wrote the document left it there, and the document's digest.
-func (w *Workflow) stateOf(stateJSON []byte) (*state, string, error) {
+// tick that wrote the document left it there (with its materialization,
+// if cached), and the document's digest.
+func (w *Workflow) stateOf(stateJSON []byte) (*state, string, *logic.Materialization, error) {
 	key := cjson.Digest(stateJSON)
-	if st := w.cache.takeState(key); st != nil {
+	if st, mat := w.cache.take(key); st != nil {
 		if verifyCachedState != nil {
 			if err := verifyCachedState(w, stateJSON, st); err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
 		}
-		return st, key, nil
+		return st, key, mat, nil
 	}
 	st, err := decodeState(stateJSON)
-	return st, key, err
+	return st, key, nil, err
 }
 
 // verifyCachedState, when set (by tests), checks a cached state against

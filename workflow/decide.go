@@ -104,6 +104,7 @@ type tick struct {
 	scorecard string
 	tried     map[string]bool // proposals the controller already chose for in this tick
 	why       *explainer      // nil but in Explain
+	consumed  bool            // L consumed the materialization the tick started from
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -127,17 +128,28 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 
 // decide is Decide, collecting explanations in why when it is not nil.
 func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, error) {
-	st, key, err := w.stateOf(stateJSON)
+	st, key, taken, err := w.stateOf(stateJSON)
 	if err != nil {
 		return Result{}, err
 	}
 	if in.Seq <= st.Time {
+		w.cache.putBack(key, taken)
 		return Result{}, fmt.Errorf("workflow: logical time %d does not follow %d", in.Seq, st.Time)
 	}
+	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
+	var mat *logic.Materialization // owned by this tick once materialized
 	refuse := func(format string, args ...any) (Result, error) {
+		// The state is not advanced: keep its materialization for the
+		// next input, unless L consumed it.
+		if !t.consumed {
+			if mat != nil {
+				w.cache.putBack(key, mat)
+			} else {
+				w.cache.putBack(key, taken)
+			}
+		}
 		return Result{State: stateJSON, Completion: Continue, Refusal: fmt.Sprintf(format, args...)}, nil
 	}
-	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
 	var evType string
 	var members map[string]any
 	occurred := ""
@@ -193,7 +205,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	}
 
 	var effects []Effect
-	mat, err := w.materialize(key, st)
+	mat, err = w.materialize(key, st, taken)
 	if err != nil {
 		return Result{}, err
 	}
@@ -359,6 +371,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if refusal != "" {
 		return nil, nil, refusal, nil
 	}
+	t.consumed = true
 	res, err := logic.Solve(prior, w.rules, changes, t.lt, w.limits)
 	if err != nil {
 		if isBudget(err) {

@@ -200,7 +200,7 @@ func (w *Workflow) WhyFact(stateJSON []byte, text string) (*Explanation, error) 
 	if err != nil {
 		return nil, err
 	}
-	mat, err := w.materialize(cjson.Digest(stateJSON), st)
+	mat, err := w.materialize(cjson.Digest(stateJSON), st, nil)
 	if err != nil {
 		return nil, err
 	}

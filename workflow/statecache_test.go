@@ -65,12 +65,41 @@ func TestStateCacheIsUsed(t *testing.T) {
 	if err != nil || r2.Refusal != "" {
 		t.Fatalf("second tick: %v %q", err, r2.Refusal)
 	}
-	if e := w.cache.m[key]; e == nil || e.st != nil || e.mat == nil {
-		t.Fatal("the second tick did not take the cached state (or dropped the materialization)")
+	if e := w.cache.m[key]; e != nil {
+		t.Fatal("the second tick did not take the cached state and its materialization")
 	}
-	// Taken once: the same document again decodes, and decides the same.
+	// Taken once: the same document again decodes, evaluates its
+	// supports, and decides the same.
 	r3, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")})
 	if x, y := resultBytes(t, r2, nil), resultBytes(t, r3, err); !bytes.Equal(x, y) {
 		t.Fatalf("deciding the same document again differs\n%s\n%s", x, y)
+	}
+}
+
+// A tick that refuses its input before L leaves the materialization it
+// took for the next input from the same state; the state itself, which
+// the tick may have changed, is decoded again.
+func TestRefusalKeepsMaterialization(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	s0, _ := w.Init("run-state-cache")
+	r1, err := w.Decide(s0, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "late")})
+	if err != nil || r1.Refusal != "" {
+		t.Fatalf("first tick: %v %q", err, r1.Refusal)
+	}
+	key := cjson.Digest(r1.State)
+	refused, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindInput, Body: []byte(`{"type":"refund.requested/1"}`)})
+	if err != nil || refused.Refusal == "" {
+		t.Fatalf("a malformed input was not refused: %v", err)
+	}
+	if e := w.cache.m[key]; e == nil || e.st != nil || e.mat == nil {
+		t.Fatal("the refusal did not leave the materialization (alone) in the cache")
+	}
+	in := Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")}
+	r2, err := w.Decide(r1.State, in)
+	plain := *w
+	plain.cache, plain.empty = nil, nil
+	r3, err3 := plain.Decide(r1.State, in)
+	if x, y := resultBytes(t, r2, err), resultBytes(t, r3, err3); !bytes.Equal(x, y) {
+		t.Fatalf("deciding from the kept materialization differs\n%s\n%s", x, y)
 	}
 }

@@ -162,3 +162,54 @@ func BenchmarkDecideRun(b *testing.B) {
 	}
 	reportCPU(b, cpu0)
 }
+
+// BenchmarkDecideReceiptNext is BenchmarkDecideReceipt as a run meets it:
+// the receipt decided from the state the refund's tick kept. Only the
+// receipt's tick is timed.
+func BenchmarkDecideReceiptNext(b *testing.B) {
+	w := compileExample(b, "refund-agent")
+	st, _ := w.Init("run-bench")
+	refund := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")}
+	r, _ := w.Decide(st, refund)
+	in := Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}
+	benchDecide(b)
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		r, _ := w.Decide(st, refund)
+		b.StartTimer()
+		cpu0 := cpuTime()
+		r2, err := w.Decide(r.State, in)
+		cpu += cpuTime() - cpu0
+		if err != nil || r2.Completion != Complete {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkDecideChoiceNext is BenchmarkDecideChoice as a run meets it: the
+// choice decided from the state the goodwill tick kept. Only the choice's
+// tick is timed.
+func BenchmarkDecideChoiceNext(b *testing.B) {
+	w := compileExample(b, "support-agent")
+	st, _ := w.Init("run-bench")
+	goodwill := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")}
+	r, _ := w.Decide(st, goodwill)
+	v, _ := w.Inspect(r.State)
+	in := choiceInput(2, v.Offers[0].ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
+	benchDecide(b)
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		r, _ := w.Decide(st, goodwill)
+		b.StartTimer()
+		cpu0 := cpuTime()
+		r2, err := w.Decide(r.State, in)
+		cpu += cpuTime() - cpu0
+		if err != nil || len(r2.Effects) != 1 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

@@ -63,7 +63,10 @@ type PresentedApproval struct {
 // (Now is the caller's logical time), no keys but the keyring, no ledger
 // but Ledger.
 type Input struct {
-	Batch         PublishedBatch
+	Batch PublishedBatch
+	// Checked, when SealBatch checked this very batch under this profile,
+	// spares the batch check (see CheckedBatch); otherwise it is ignored.
+	Checked       CheckedBatch
 	ProfileDigest string
 	Actions       []ActionSpec
 	Policy        PolicySnapshot
@@ -178,8 +181,10 @@ type Decisions struct {
 // decisions, byte for byte. A malformed batch is one typed rejection and
 // decides nothing; every other failure is a per-proposal rejection.
 func Authorize(in Input) (Decisions, error) {
-	if err := checkBatch(in.Batch, in.ProfileDigest); err != nil {
-		return Decisions{}, err
+	if !in.Checked.covers(in.Batch, in.ProfileDigest) {
+		if err := checkBatch(in.Batch, in.ProfileDigest); err != nil {
+			return Decisions{}, err
+		}
 	}
 	in.Batch = pairVerdicts(in.Batch)
 	if in.Policy.Policy == nil {
@@ -274,6 +279,23 @@ func nonNil(s []string) []string {
 // profile-bound digests. Hashes are not authentication; this only proves
 // the batch is the one R published under that profile.
 func checkBatch(b PublishedBatch, profile string) *Rejection {
+	if r := checkBatchIdentity(b, profile); r != nil {
+		return r
+	}
+	d, err := publishedBatchDigest(b)
+	if err != nil {
+		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
+		r.Actual = err.Error()
+		return r
+	}
+	if b.PublishedBatchDigest != d {
+		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
+	}
+	return nil
+}
+
+// checkBatchIdentity is checkBatch short of the published-batch digest.
+func checkBatchIdentity(b PublishedBatch, profile string) *Rejection {
 	if len(b.Proposals) != len(b.Verdicts) || len(b.Proposals) != len(b.Batch.ProposalIDs) || len(b.Verdicts) != len(b.Batch.EligibilityVerdictIDs) {
 		return reject("BATCH_IDENTITY_MISMATCH", "/published_batch")
 	}
@@ -320,15 +342,6 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
 	if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
 		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
-	}
-	d, err := publishedBatchDigest(b)
-	if err != nil {
-		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
-		r.Actual = err.Error()
-		return r
-	}
-	if b.PublishedBatchDigest != d {
-		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
 	}
 	return nil
 }

@@ -34,11 +34,18 @@ func policy100() string {
 // capability verified once beforehand (the runner's steady state).
 func BenchmarkAuthorize1Proposal100Rules(b *testing.B) { benchAuthorize(b, false) }
 
+// BenchmarkAuthorizeCheckedBatch is BenchmarkAuthorize1Proposal100Rules
+// with the batch sealed by SealBatch beforehand, as its producer would:
+// the batch is compared with the checked copy instead of digested again.
+func BenchmarkAuthorizeCheckedBatch(b *testing.B) { benchAuthorizeWith(b, false, true) }
+
 // BenchmarkAuthorizeVerifyingSignature also verifies the capability's
 // Ed25519 signature on every call.
 func BenchmarkAuthorizeVerifyingSignature(b *testing.B) { benchAuthorize(b, true) }
 
-func benchAuthorize(b *testing.B, raw bool) {
+func benchAuthorize(b *testing.B, raw bool) { benchAuthorizeWith(b, raw, false) }
+
+func benchAuthorizeWith(b *testing.B, raw, checked bool) {
 	in, _ := fixtureInput(b, "internal")
 	src := policy100()
 	if n := strings.Count(src, ":-"); n != 101 {
@@ -55,6 +62,11 @@ func benchAuthorize(b *testing.B, raw bool) {
 	}
 	if !raw {
 		in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
+	}
+	if checked {
+		if in.Batch, in.Checked, err = SealBatch(in.Batch, in.ProfileDigest); err != nil {
+			b.Fatal(err)
+		}
 	}
 	d, err := Authorize(in)
 	if err != nil || d.Outcomes[0].Intent == nil {

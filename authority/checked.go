@@ -1,0 +1,93 @@
+package authority
+
+import "slices"
+
+// CheckedBatch is a published batch sealed and checked once, under one
+// R profile, by SealBatch. The producer of a batch digests it to seal it
+// and Authorize digests it again to check it; given the CheckedBatch
+// (Input.Checked), Authorize instead compares the batch it is asked to
+// decide with the private copy that was checked, member by member, and
+// skips the digests only when every member is the same. On any difference,
+// or another profile, it checks Input.Batch in full as before, so a
+// CheckedBatch can save work but never admit a batch the full check
+// would reject. The zero value checks nothing.
+type CheckedBatch struct {
+	batch   PublishedBatch // a deep copy: no caller can change it
+	profile string
+	ok      bool
+}
+
+// SealBatch computes b's published-batch digest, checks the batch under
+// profile exactly as Authorize does (pairing, identity, the stable-batch
+// and published-batch digests), and returns b with its digest set and the
+// CheckedBatch that lets Authorize skip the same work for it. A batch
+// Authorize would reject is the same typed rejection here.
+func SealBatch(b PublishedBatch, profile string) (PublishedBatch, CheckedBatch, error) {
+	if r := checkBatchIdentity(b, profile); r != nil {
+		return b, CheckedBatch{}, r
+	}
+	d, err := publishedBatchDigest(b)
+	if err != nil {
+		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
+		r.Actual = err.Error()
+		return b, CheckedBatch{}, r
+	}
+	b.PublishedBatchDigest = d
+	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true}, nil
+}
+
+// covers reports whether c checked exactly b under profile.
+func (c CheckedBatch) covers(b PublishedBatch, profile string) bool {
+	return c.ok && c.profile == profile && sameBatch(c.batch, b)
+}
+
+// copyBatch copies every slice of b, so later writes to the caller's
+// slices cannot reach the copy. Strings are immutable and shared.
+func copyBatch(b PublishedBatch) PublishedBatch {
+	b.Batch.ProposalIDs = slices.Clone(b.Batch.ProposalIDs)
+	b.Batch.EligibilityVerdictIDs = slices.Clone(b.Batch.EligibilityVerdictIDs)
+	b.Proposals = slices.Clone(b.Proposals)
+	for i := range b.Proposals {
+		b.Proposals[i].Preconditions = slices.Clone(b.Proposals[i].Preconditions)
+	}
+	b.Verdicts = slices.Clone(b.Verdicts)
+	for i := range b.Verdicts {
+		b.Verdicts[i].SupportDerivationIDs = slices.Clone(b.Verdicts[i].SupportDerivationIDs)
+	}
+	return b
+}
+
+// sameBatch reports whether two published batches have the same members.
+// Every member is compared (TestSameBatchSeesEveryMember changes each one
+// in turn, by reflection, so a member added to a protocol type fails the
+// test until it is compared here). A nil and an empty slice are the same:
+// both encode as [] in every preimage. Strings shared with the checked copy
+// compare in constant time.
+func sameBatch(a, b PublishedBatch) bool {
+	if a.PublishedBatchDigest != b.PublishedBatchDigest || len(a.Proposals) != len(b.Proposals) || len(a.Verdicts) != len(b.Verdicts) {
+		return false
+	}
+	ha, hb := a.Batch, b.Batch
+	if ha.Kind != hb.Kind || ha.BatchID != hb.BatchID || ha.LogicalTime != hb.LogicalTime || ha.LowWatermark != hb.LowWatermark ||
+		ha.BatchDigest != hb.BatchDigest || ha.CauseID != hb.CauseID || ha.DataflowVersion != hb.DataflowVersion ||
+		!slices.Equal(ha.ProposalIDs, hb.ProposalIDs) || !slices.Equal(ha.EligibilityVerdictIDs, hb.EligibilityVerdictIDs) {
+		return false
+	}
+	for i := range a.Proposals {
+		pa, pb := &a.Proposals[i], &b.Proposals[i]
+		if pa.Kind != pb.Kind || pa.ProposalID != pb.ProposalID || pa.EffectType != pb.EffectType || pa.ActionDigest != pb.ActionDigest ||
+			pa.CauseID != pb.CauseID || pa.CorrelationID != pb.CorrelationID || pa.ProposalDedupKey != pb.ProposalDedupKey ||
+			pa.DestinationDigest != pb.DestinationDigest || pa.GoalID != pb.GoalID || pa.ObligationID != pb.ObligationID ||
+			pa.DeclaredRiskHint != pb.DeclaredRiskHint || pa.Versions != pb.Versions || !slices.Equal(pa.Preconditions, pb.Preconditions) {
+			return false
+		}
+	}
+	for i := range a.Verdicts {
+		va, vb := &a.Verdicts[i], &b.Verdicts[i]
+		if va.Kind != vb.Kind || va.VerdictID != vb.VerdictID || va.ProposalID != vb.ProposalID || va.Status != vb.Status ||
+			va.CauseID != vb.CauseID || va.RuleSetVersion != vb.RuleSetVersion || !slices.Equal(va.SupportDerivationIDs, vb.SupportDerivationIDs) {
+			return false
+		}
+	}
+	return true
+}

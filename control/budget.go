@@ -168,3 +168,26 @@ func (b Budgets) atSoft(value, limit int64) bool {
 	// value < limit <= 2^52, so value*100 and limit*99 both fit in int64.
 	return value*100 >= limit*b.SoftPercent
 }
+
+// MaxReported bounds each number of one usage report, as every contract
+// limit is bounded: sums of two in-range values cannot overflow.
+const MaxReported = maxLimit
+
+// CheckReport validates a usage report — what an input's submitter or an
+// adapter declares one piece of work consumed. Only tokens and cost are
+// reported (steps, tool calls and time are counted by the runner itself;
+// recursion depth and parallelism are not usage of one piece of work);
+// each is in [0, MaxReported].
+func CheckReport(u Usage) error {
+	for _, d := range u.dims() {
+		switch v := *d.v; {
+		case d.d != DimTokens && d.d != DimCostMicros && v != 0:
+			return errorf(CodeInput, "/"+string(d.d), "a usage report carries tokens and cost_micros only, not %s", d.d)
+		case v < 0:
+			return errorf(CodeInput, "/"+string(d.d), "reported %s is negative (%d)", d.d, v)
+		case v > MaxReported:
+			return errorf(CodeLimit, "/"+string(d.d), "reported %s %d is above %d", d.d, v, int64(MaxReported))
+		}
+	}
+	return nil
+}

@@ -21,6 +21,7 @@ type acceptedRecord struct {
 	Capability string          `json:"capability"`
 	Digest     string          `json:"digest"`
 	Body       json.RawMessage `json:"body"`
+	Usage      *Usage          `json:"usage,omitempty"`
 }
 
 // DecodeAccepted reads the body of an EventAccepted event back into the
@@ -38,5 +39,5 @@ func DecodeAccepted(event []byte) (Accepted, error) {
 		return Accepted{}, fmt.Errorf("%w: %v", ErrInputNotCanonical, err)
 	}
 	return Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor,
-		ActorRole: rec.ActorRole, Capability: rec.Capability}, nil
+		ActorRole: rec.ActorRole, Capability: rec.Capability, Usage: rec.Usage}, nil
 }

@@ -346,11 +346,26 @@ func (e *RefusedError) Error() string {
 }
 
 // accept records an input the run accepted and hands it to the workflow.
-func (r *Runner) accept(t *tick, in Accepted) error {
+// inbound is the digest of the inbox entry it came from ("": in.Digest),
+// which differs when the entry wrapped the input with a usage report. An
+// outside input's report is charged here, with its record; a receipt's was
+// charged when its attempts were recorded and is only repeated here.
+func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 	t.cp.Accepted++
 	in.Seq = t.cp.Accepted
+	if inbound == "" {
+		inbound = in.Digest
+	}
 	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest,
 		"actor_role": in.ActorRole, "capability": in.Capability}
+	if in.Usage != nil {
+		rec["usage"] = map[string]any{"tokens": in.Usage.Tokens, "cost_micros": in.Usage.CostMicros}
+		if in.Kind != "receipt" {
+			l := r.ledger(t)
+			l.Tokens += in.Usage.Tokens
+			l.CostMicros += in.Usage.CostMicros
+		}
+	}
 	v, err := canonValue(in.Body)
 	if err != nil {
 		return err
@@ -362,7 +377,7 @@ func (r *Runner) accept(t *tick, in Accepted) error {
 	}
 	digest := store.BodyDigest(body)
 	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: digest})
-	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}})
+	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound}})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
@@ -539,7 +554,7 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest})
+		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest, Usage: next.Usage}, "")
 	}
 	inputs, err := r.pendingInbox(ctx, t, KindInput)
 	if err != nil {
@@ -566,8 +581,17 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	if moved, err := r.checkStep(t); moved || err != nil {
 		return moved, err
 	}
+	a := Accepted{Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor, ActorRole: in.ActorRole, Capability: in.Capability}
+	if in.Kind == KindInput {
+		if body, u, ok := splitReported(in.Body); ok {
+			if moved, err := r.reserveReport(t, u); moved || err != nil {
+				return moved, err
+			}
+			a.Body, a.Digest, a.Usage = body, store.BodyDigest(body), &u
+		}
+	}
 	t.pending.Consume = append(t.pending.Consume, in.ID)
-	return true, r.accept(t, Accepted{Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor, ActorRole: in.ActorRole, Capability: in.Capability})
+	return true, r.accept(t, a, in.Digest)
 }
 
 func (r *Runner) plan(ctx context.Context, t *tick) error {
@@ -872,9 +896,12 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 		if err := r.fenceDispatch(ctx, t); err != nil {
 			return err
 		}
-		rec, err := r.dispatch(ctx, t, e, adapter, effect.Intent{Effect: intent, Payload: payload}, last.N)
+		rec, used, err := r.dispatch(ctx, t, e, adapter, effect.Intent{Effect: intent, Payload: payload}, last.N)
 		if err != nil {
 			rec = effect.Receipt{Outcome: effect.Unknown, Code: "ADAPTER_ERROR", Detail: err.Error()}
+		}
+		if err := r.chargeEffect(t, e, used); err != nil {
+			return err
 		}
 		if r.cfg.Cut != nil {
 			r.cfg.Cut("after-apply-before-receipt")
@@ -1016,7 +1043,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.
-	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: store.BodyDigest(body), Receipt: rv})
+	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: store.BodyDigest(body), Receipt: rv, Usage: e.Usage})
 	e.Stage = "closed"
 	return nil
 }

@@ -51,9 +51,11 @@ type budgetLedger struct {
 	Resting        bool          `json:"resting"`         // the run waited for outside input at that reading
 	WallMillis     int64         `json:"wall_millis"`     // time spent working
 	SuspendMillis  int64         `json:"suspended_millis"`
-	Steps          int64         `json:"steps"`      // accepted inputs (receipts and choices included)
-	ToolCalls      int64         `json:"tool_calls"` // attempts recorded (each is at most one dispatch)
-	Breach         *budgetBreach `json:"breach"`     // the breach issued to the FSM, if any
+	Steps          int64         `json:"steps"`       // accepted inputs (receipts and choices included)
+	ToolCalls      int64         `json:"tool_calls"`  // attempts recorded (each is at most one dispatch)
+	Tokens         int64         `json:"tokens"`      // reported with accepted inputs and by metered adapters
+	CostMicros     int64         `json:"cost_micros"` // likewise
+	Breach         *budgetBreach `json:"breach"`      // the breach issued to the FSM, if any
 	// MaxAttempts is how many attempts one intent may have (the contract's
 	// retries per transition plus one, capped by Config.MaxAttempts),
 	// bound when the ledger was opened; 0 in ledgers written before it
@@ -151,7 +153,7 @@ func (l *budgetLedger) chargeTime(nowMillis int64, state string) {
 
 // usage is the ledger as the contract's budget arithmetic sees it.
 func (l *budgetLedger) usage() control.Usage {
-	return control.Usage{Steps: l.Steps, ToolCalls: l.ToolCalls,
+	return control.Usage{Steps: l.Steps, ToolCalls: l.ToolCalls, Tokens: l.Tokens, CostMicros: l.CostMicros,
 		WallSeconds: control.MillisToSeconds(l.WallMillis), SuspendedSeconds: control.MillisToSeconds(l.SuspendMillis)}
 }
 

@@ -57,6 +57,7 @@ type pendingReceipt struct {
 	IntentID string `json:"intent_id"`
 	Digest   string `json:"digest"`
 	Receipt  any    `json:"receipt"`
+	Usage    *Usage `json:"usage,omitempty"` // what the adapter reported its attempts cost, charged already
 }
 
 // openEffect is an effect the run owes the world, from plan to receipt.
@@ -68,6 +69,7 @@ type openEffect struct {
 	ContentDigest string        `json:"content_digest"`
 	Approval      *ApprovalNeed `json:"approval"`
 	ApprovalID    string        `json:"approval_id"`
+	Usage         *Usage        `json:"usage,omitempty"` // what the adapter reported its attempts cost so far
 }
 
 const (

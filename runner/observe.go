@@ -518,11 +518,15 @@ func (r *Runner) reauthorize(t *tick, aa ApprovalAuthorizer, state []byte, need 
 
 // dispatch sends one attempt of an effect through its adapter, inside a
 // span, and reports it. Parameters are never logged: only ids.
-func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter effect.Adapter, in effect.Intent, n int64) (effect.Receipt, error) {
+func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter effect.Adapter, in effect.Intent, n int64) (effect.Receipt, Usage, error) {
 	r.log.LogAttrs(ctx, slog.LevelInfo, "effect dispatched", slog.String("run_id", t.run.ID), slog.String("intent_id", e.IntentID),
 		slog.String("effect_type", in.Effect.EffectType), slog.Int64("attempt", n), slog.Int64("lease_generation", t.lease.Generation))
 	cctx, sp := r.phase(ctx, t, "flrh.execute")
-	rec, err := adapter.Execute(cctx, in)
+	rec, used, err, badReport := execute(cctx, adapter, in)
+	if badReport != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "adapter usage report refused", slog.String("run_id", t.run.ID), slog.String("intent_id", e.IntentID),
+			slog.String("err", badReport.Error()))
+	}
 	outcome := "error"
 	if err == nil {
 		outcome = rec.Outcome.String()
@@ -545,7 +549,7 @@ func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter e
 	}
 	r.log.LogAttrs(ctx, level, "effect attempt ended", slog.String("run_id", t.run.ID), slog.String("intent_id", e.IntentID),
 		slog.Int64("attempt", n), slog.String("outcome", outcome), slog.String("code", rec.Code))
-	return rec, err
+	return rec, used, err
 }
 
 // lookup asks the destination what became of an attempt, inside a span.

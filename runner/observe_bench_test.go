@@ -199,7 +199,7 @@ func BenchmarkObserveStep(b *testing.B) {
 					endSpan(sp, nil)
 					r.committed(ctx, t, &step[k], time.Millisecond)
 					if k == 0 {
-						if _, err := r.dispatch(ctx, t, oe, noopAdapter{}, intent, 1); err != nil {
+						if _, _, err := r.dispatch(ctx, t, oe, noopAdapter{}, intent, 1); err != nil {
 							b.Fatal(err)
 						}
 					}

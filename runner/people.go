@@ -297,10 +297,14 @@ func (r *Runner) Control(ctx context.Context, runID, trigger, proposalID, reason
 	return r.submit(ctx, runID, KindControl, by, body)
 }
 
-// Submit hands a run a new domain input.
+// Submit hands a run a new domain input (SubmitWithUsage: with a usage
+// report).
 func (r *Runner) Submit(ctx context.Context, runID string, input []byte, by Actor) error {
 	v, err := cjson.Decode(input)
 	if err != nil {
+		return err
+	}
+	if err := plainInput(v); err != nil {
 		return err
 	}
 	return r.submit(ctx, runID, KindInput, by, v)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -223,6 +224,9 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 	body, err := cjson.Canonicalize(input)
 	if err != nil {
 		return fmt.Errorf("runner: run input: %w", err)
+	}
+	if bytes.HasPrefix(body, reportedPrefix) {
+		return plainInput(map[string]any{"format": ReportedInputFormat})
 	}
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
 	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {

@@ -38,6 +38,10 @@ type Accepted struct {
 	Actor      string // who submitted it (authenticated), "" for receipts
 	ActorRole  string // the submitter's authenticated role ("" for receipts)
 	Capability string // the capability the submitter exercised
+	// Usage is the usage report that came with the input: its submitter's
+	// (SubmitWithUsage) or, on a receipt, what the adapter reported the
+	// effect's attempts cost. nil when none came.
+	Usage *Usage
 }
 
 // Decision is what the workflow decided about one accepted input.

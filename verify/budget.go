@@ -24,6 +24,8 @@ type ledger struct {
 	SuspendMillis  int64         `json:"suspended_millis"`
 	Steps          int64         `json:"steps"`
 	ToolCalls      int64         `json:"tool_calls"`
+	Tokens         int64         `json:"tokens"`
+	CostMicros     int64         `json:"cost_micros"`
 	Breach         *struct {
 		Dimension control.Dimension `json:"dimension"`
 		Limit     int64             `json:"limit"`
@@ -39,7 +41,9 @@ type ledger struct {
 var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_EXHAUSTED": "budget_governor"}
 
 // checkBudgets checks the run's budget ledger against the record, without
-// a clock: the counters equal what the log and the attempt rows show;
+// a clock: the counters equal what the log and the attempt rows show
+// (tokens and cost: the usage reports on the accepted inputs, with those
+// on effects and receipts the checkpoint still holds);
 // every outside input was accepted within the step budget; tool calls
 // never exceeded theirs; wall and suspended time add up to exactly the
 // span of the recorded clock readings; and a TIMEOUT or BUDGET_EXHAUSTED
@@ -49,9 +53,28 @@ var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_E
 func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64) {
 	var body struct {
 		Budget *ledger `json:"budget"`
+		// Reported usage the log does not hold yet: adapters' reports on
+		// effects still open, and on receipts not yet accepted.
+		Open []struct {
+			Stage string        `json:"stage"`
+			Usage *runner.Usage `json:"usage"`
+		} `json:"open"`
+		Ingest []struct {
+			Usage *runner.Usage `json:"usage"`
+		} `json:"ingest"`
 	}
 	if err := json.Unmarshal(cpBody, &body); err != nil || body.Budget == nil {
 		return
+	}
+	// reported adds up the usage reports: first those in the log, in order
+	// (an outside input's report must fit what the log had charged before
+	// it — at least that much had been), then those the checkpoint holds.
+	var reported runner.Usage
+	add := func(u *runner.Usage) {
+		if u != nil {
+			reported.Tokens += u.Tokens
+			reported.CostMicros += u.CostMicros
+		}
 	}
 	l := body.Budget
 	const where = "budget"
@@ -67,10 +90,22 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 		case runner.EventAccepted:
 			accepted++
 			var in struct {
-				Kind string `json:"kind"`
+				Kind  string        `json:"kind"`
+				Usage *runner.Usage `json:"usage"`
 			}
-			if json.Unmarshal(e.Body, &in) == nil && in.Kind != "receipt" && !l.Adopted && accepted > l.Limits.Steps {
+			if json.Unmarshal(e.Body, &in) != nil {
+				break
+			}
+			if in.Kind != "receipt" && !l.Adopted && accepted > l.Limits.Steps {
 				rep.fail("budget-limit", "event "+strconv.FormatInt(e.Seq, 10), "outside input accepted as step %d of a budget of %d", accepted, l.Limits.Steps)
+			}
+			if in.Usage != nil && (in.Usage.Check() != nil) {
+				rep.fail("budget-usage", "event "+strconv.FormatInt(e.Seq, 10), "usage report out of range: %v", in.Usage.Check())
+			}
+			add(in.Usage)
+			if in.Kind != "receipt" && in.Usage != nil && !l.Adopted && (reported.Tokens > l.Limits.Tokens || reported.CostMicros > l.Limits.CostMicros) {
+				rep.fail("budget-limit", "event "+strconv.FormatInt(e.Seq, 10), "outside input accepted with a usage report that takes the run to %d tokens and %d cost_micros, over its budgets of %d and %d",
+					reported.Tokens, reported.CostMicros, l.Limits.Tokens, l.Limits.CostMicros)
 			}
 		case runner.EventControl:
 			var rec control.Record
@@ -78,6 +113,14 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 				issued = append(issued, rec)
 			}
 		}
+	}
+	for _, e := range body.Open {
+		if e.Stage != "closed" { // a closed effect's report travels with its receipt
+			add(e.Usage)
+		}
+	}
+	for _, r := range body.Ingest {
+		add(r.Usage)
 	}
 	countOK := func(recorded, counted int64) bool {
 		if l.Adopted {
@@ -90,6 +133,10 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 	}
 	if !countOK(l.ToolCalls, attempts) {
 		rep.fail("budget-count", where, "ledger counts %d tool calls; %d attempts are recorded", l.ToolCalls, attempts)
+	}
+	if !countOK(l.Tokens, reported.Tokens) || !countOK(l.CostMicros, reported.CostMicros) {
+		rep.fail("budget-count", where, "ledger counts %d tokens and %d cost_micros; the reports on record add up to %d and %d",
+			l.Tokens, l.CostMicros, reported.Tokens, reported.CostMicros)
 	}
 	if l.ToolCalls > l.Limits.ToolCalls {
 		rep.fail("budget-limit", where, "%d tool calls against a budget of %d", l.ToolCalls, l.Limits.ToolCalls)
@@ -119,6 +166,10 @@ func checkBreach(rep *Report, l *ledger, rec control.Record) {
 		limit, now = l.Limits.Steps, l.Steps
 	case control.DimToolCalls:
 		limit, now = l.Limits.ToolCalls, l.ToolCalls
+	case control.DimTokens:
+		limit, now = l.Limits.Tokens, l.Tokens
+	case control.DimCostMicros:
+		limit, now = l.Limits.CostMicros, l.CostMicros
 	case control.DimWallSeconds:
 		limit, now, event = l.Limits.WallSeconds, control.MillisToSeconds(l.WallMillis), "TIMEOUT"
 	case control.DimSuspendedSeconds:

@@ -361,3 +361,75 @@ func (l *lostAnswer) Execute(ctx context.Context, in effect.Intent) (effect.Rece
 	}
 	return rec, err
 }
+
+// meteredPayments reports a cost for every call.
+type meteredPayments struct{ payments }
+
+func (m *meteredPayments) ExecuteMetered(ctx context.Context, in effect.Intent) (effect.Receipt, runner.Usage, error) {
+	rec, err := m.payments.Execute(ctx, in)
+	return rec, runner.Usage{Tokens: 3, CostMicros: 900}, err
+}
+
+// reported records a run whose second input comes with a usage report and
+// whose adapter is metered, and returns the database path.
+func reported(t *testing.T) string {
+	t.Helper()
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &meteredPayments{payments{applied: map[string]string{}}})
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "t",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: clock.Now, Sleep: clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first input is refused by the workflow; the second, reported,
+	// asks for two refunds.
+	if err := r.Start(ctx, "used", wf.ID(), wf.Version(), []byte(`{"note":"not a refund"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SubmitWithUsage(ctx, "used", []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"b","amount":6,"payee":"bob","reason":"x"}]}`),
+		runner.Usage{Tokens: 40, CostMicros: 200}, runner.Actor{Name: "model", Role: "agent", Capability: "run.input"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReportedUsageVerifies(t *testing.T) {
+	path := reported(t)
+	st := open(t, path, true)
+	cp, _ := st.Checkpoint(ctx, "used")
+	if run, _ := st.Run(ctx, "used"); run.State != "SUCCEEDED" {
+		t.Fatalf("run ended %s", run.State)
+	}
+	if !strings.Contains(string(cp.Body), `"tokens":46,"tool_calls":2`) || !strings.Contains(string(cp.Body), `"cost_micros":2000`) {
+		t.Fatalf("ledger does not count the report and the metered calls: %s", cp.Body)
+	}
+	if got := findings(t, path, "used"); got != "" {
+		t.Fatalf("findings:\n%s", got)
+	}
+	rp, err := Replay(ctx, st, wf, "used")
+	if err != nil || !rp.OK() {
+		t.Fatalf("replay %+v: %v", rp, err)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"tokens under-counted", `"tokens":46,"tool_calls":2`, `"tokens":6,"tool_calls":2`},
+		{"cost over-counted", `"cost_micros":2000`, `"cost_micros":2100`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := reported(t)
+			forgeLedger(t, path, "used", tc.from, tc.to)
+			if got := findings(t, path, "used"); !strings.Contains(got, "budget-count") || !strings.Contains(got, "reports on record") {
+				t.Fatalf("forgery not found; findings:\n%s", got)
+			}
+		})
+	}
+}

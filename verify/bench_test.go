@@ -10,6 +10,7 @@ import (
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -70,6 +71,7 @@ func BenchmarkVerifyReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			decide := decideOnly(b, st, wf, []string{"long"})
 			verifyRun := func(b *testing.B) {
 				rep, err := Run(ctx, st, nil, "long")
 				if err != nil || !rep.OK() {
@@ -89,6 +91,7 @@ func BenchmarkVerifyReplay(b *testing.B) {
 				{"verify+replay", []func(*testing.B){verifyRun, replay}},
 				{"verify", []func(*testing.B){verifyRun}},
 				{"replay", []func(*testing.B){replay}},
+				{"decide", []func(*testing.B){func(*testing.B) { decide() }}},
 			} {
 				b.Run(phase.name, func(b *testing.B) {
 					measure(b, int(run.Head), func() {
@@ -204,6 +207,7 @@ func BenchmarkVerifyMany(b *testing.B) {
 			}
 		})
 	})
+	b.Run("decide", func(b *testing.B) { measure(b, events, decideOnly(b, st, wf, ids)) })
 	b.Run("verify-parallel", func(b *testing.B) {
 		measure(b, events, func() {
 			if _, err := Many(ctx, st, nil, ids); err != nil {
@@ -227,4 +231,43 @@ func measure(b *testing.B, events int, step func()) {
 		b.ReportMetric(float64(events)*float64(b.N)/used.Seconds(), "events/cpu-s")
 	}
 	b.ReportMetric(float64(events), "events")
+}
+
+// decideOnly returns a step that runs the workflow's Decide alone over the
+// accepted inputs of the runs ids, decoded beforehand: what replay spends
+// outside the workflow is replay less this.
+func decideOnly(b *testing.B, st store.Store, wf runner.Workflow, ids []string) func() {
+	inputs := make([][]runner.Accepted, len(ids))
+	for i, id := range ids {
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == runner.EventAccepted {
+				in, err := runner.DecodeAccepted(e.Body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				inputs[i] = append(inputs[i], in)
+			}
+		}
+	}
+	return func() {
+		for i, id := range ids {
+			state, err := wf.Init(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, in := range inputs[i] {
+				d, err := wf.Decide(state, in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.Refusal == "" {
+					state = d.State
+				}
+			}
+		}
+	}
 }

@@ -130,6 +130,16 @@ func identityOf(prefix, domain string, value []byte) string {
 	return string(out)
 }
 
+// digest is cjson.Digest in one allocation: "sha256:" and the lowercase
+// hex SHA-256 of canonical bytes.
+func digest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	var out [7 + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], sum[:])
+	return string(out[:])
+}
+
 func appendMember(b []byte, first bool, key string) []byte {
 	if !first {
 		b = append(b, ',')

@@ -47,33 +47,45 @@ const DeclarativeSchemaVersion = "flrh-domain/1"
 type Declarative struct {
 	workflow, stateSchema, eventSchema string
 	initial                            map[string]any
+	initialKeys                        []string // sorted
 	events                             map[string]eventRule
 	maxFacts, maxProposals             int
 }
 
+// A rule keeps its configuration as loaded and, compiled once by Load,
+// what a step walks: sorted member lists, templates whose object keys are
+// sorted and whose references are split, and each guard's encoded value.
 type eventRule struct {
-	payload   map[string]string // member → type
-	rejectIf  []guard
-	state     map[string]update
-	close     any // bool or a reference
-	facts     []factRule
-	proposals []proposalRule
+	payload     map[string]string // member → type
+	payloadKeys []string          // sorted
+	rejectIf    []guard
+	state       map[string]update
+	stateKeys   []string // sorted
+	close       any      // bool or a reference
+	closeC      condition
+	facts       []factRule
+	proposals   []proposalRule
 }
 
 type guard struct {
-	ref    string
-	equals any
-	reason string
+	ref       string
+	equals    any
+	reason    string
+	refC      *reference
+	equalsEnc []byte // the canonical encoding of equals, if it has one
+	equalsOK  bool
 }
 
 type update struct {
-	set any
-	add *int64
+	set  any
+	add  *int64
+	setT *template
 }
 
 type factRule struct {
 	tuple, provenance map[string]any
 	diff              int64
+	tupleT, provT     *template
 }
 
 type proposalRule struct {
@@ -81,6 +93,8 @@ type proposalRule struct {
 	effectType, goalID, obligationID, risk string
 	action, destination                    map[string]any
 	preconditions                          []any
+	whenC                                  condition
+	actionT, destT, preT                   *template
 }
 
 // ConfigError reports a bad declarative configuration: where (a JSON
@@ -137,6 +151,7 @@ func Load(jsonText []byte) (*Declarative, error) {
 	if d.initial, ok = root["initial_state"].(map[string]any); !ok {
 		return nil, cfgErr("/initial_state", "must be an object")
 	}
+	d.initialKeys = sortedKeys(d.initial)
 	for _, f := range []struct {
 		name string
 		dst  *int
@@ -318,6 +333,7 @@ func (d *Declarative) loadEvent(ptr string, raw any) (eventRule, error) {
 			r.proposals = append(r.proposals, pr)
 		}
 	}
+	r.compile()
 	return r, nil
 }
 
@@ -432,7 +448,7 @@ func (d *Declarative) checkTemplate(ptr string, tmpl any, payload map[string]str
 func (d *Declarative) Profile() Profile {
 	types := make(map[string][]string, len(d.events))
 	for t, r := range d.events {
-		types[t] = sortedKeys(r.payload)
+		types[t] = slices.Clone(r.payloadKeys)
 	}
 	return Profile{
 		Workflow:     d.workflow,
@@ -451,7 +467,7 @@ func (d *Declarative) Profile() Profile {
 // members of initial_state.
 func (d *Declarative) CheckState(st protocol.Object) *Fault {
 	m, ok := st["state"].(map[string]any)
-	if !ok || !exactMembers(m, sortedKeys(d.initial)) {
+	if !ok || !exactMembers(m, d.initialKeys) {
 		return &Fault{Code: CodeMalformedSnapshot, Path: SnapshotPath("/state")}
 	}
 	return nil
@@ -460,7 +476,7 @@ func (d *Declarative) CheckState(st protocol.Object) *Fault {
 // CheckPayload implements Domain: every declared member has its type.
 func (d *Declarative) CheckPayload(eventType string, p protocol.Object) *Fault {
 	r := d.events[eventType]
-	for _, k := range sortedKeys(r.payload) {
+	for _, k := range r.payloadKeys {
 		if !hasType(p[k], r.payload[k]) {
 			return &Fault{Code: CodeMalformedAcceptedEvent, Path: PayloadPath("/" + cjson.EscapePointer(k)),
 				Context: map[string]any{"expected_type": r.payload[k]}}
@@ -496,74 +512,196 @@ func hasType(v any, t string) bool {
 	return t == "any"
 }
 
+// template is a compiled template: a literal, a reference, or an object
+// (keys sorted: the first fault reported must not depend on map order) or
+// array of templates.
+type template struct {
+	lit   any
+	ref   *reference
+	keys  []string
+	vals  []template
+	elems []template
+	shape byte // 'l' literal, 'r' reference, 'o' object, 'a' array
+}
+
+// reference is a compiled reference: its text, and for $payload and
+// $state paths the member tokens and the pointer reached after each.
+type reference struct {
+	text   string
+	scalar bool     // one of scalarRefs, the whole text
+	root   string   // $payload or $state (or, unchecked, anything else)
+	toks   []string // the path below the root
+	paths  []string // paths[i]: the pointer after i tokens
+}
+
+// condition is a compiled condition: a literal, or a reference.
+type condition struct {
+	lit bool
+	ref *reference
+}
+
+func compileTemplate(v any) *template {
+	t := new(template)
+	compileInto(t, v)
+	return t
+}
+
+func compileInto(t *template, v any) {
+	switch x := v.(type) {
+	case string:
+		switch {
+		case strings.HasPrefix(x, "$$"):
+			t.shape, t.lit = 'l', x[1:]
+		case strings.HasPrefix(x, "$"):
+			t.shape, t.ref = 'r', compileReference(x)
+		default:
+			t.shape, t.lit = 'l', x
+		}
+	case map[string]any:
+		t.shape, t.keys = 'o', sortedKeys(x)
+		t.vals = make([]template, len(t.keys))
+		for i, k := range t.keys {
+			compileInto(&t.vals[i], x[k])
+		}
+	case []any:
+		t.shape, t.elems = 'a', make([]template, len(x))
+		for i, e := range x {
+			compileInto(&t.elems[i], e)
+		}
+	default:
+		t.shape, t.lit = 'l', v
+	}
+}
+
+func compileReference(text string) *reference {
+	r := &reference{text: text}
+	if slices.Contains(scalarRefs, text) {
+		r.scalar = true
+		return r
+	}
+	root, rest, _ := strings.Cut(text, ".")
+	r.root = root
+	base := ""
+	switch root {
+	case "$payload":
+		base = "/accepted_event/payload"
+	case "$state":
+		base = "/snapshot/state"
+	}
+	r.toks = strings.Split(rest, ".")
+	r.paths = make([]string, len(r.toks)+1)
+	r.paths[0] = base
+	for i, tok := range r.toks {
+		r.paths[i+1] = r.paths[i] + "/" + cjson.EscapePointer(tok)
+	}
+	return r
+}
+
+func compileCondition(c any) condition {
+	if b, ok := c.(bool); ok {
+		return condition{lit: b}
+	}
+	s, _ := c.(string)
+	return condition{ref: compileReference(s)}
+}
+
+// compile fills in what a step walks from the loaded configuration.
+func (r *eventRule) compile() {
+	r.payloadKeys = sortedKeys(r.payload)
+	r.stateKeys = sortedKeys(r.state)
+	for k, u := range r.state { //flrh:orderfree each entry compiled alone
+		if u.add == nil {
+			u.setT = compileTemplate(u.set)
+			r.state[k] = u
+		}
+	}
+	r.closeC = compileCondition(r.close)
+	for i := range r.rejectIf {
+		g := &r.rejectIf[i]
+		g.refC = compileReference(g.ref)
+		enc, err := cjson.Encode(g.equals)
+		g.equalsEnc, g.equalsOK = enc, err == nil
+	}
+	for i := range r.facts {
+		f := &r.facts[i]
+		f.tupleT, f.provT = compileTemplate(f.tuple), compileTemplate(f.provenance)
+	}
+	for i := range r.proposals {
+		p := &r.proposals[i]
+		p.whenC = compileCondition(p.when)
+		p.actionT, p.destT, p.preT = compileTemplate(p.action), compileTemplate(p.destination), compileTemplate(p.preconditions)
+	}
+}
+
 // env is what references resolve against.
 type env struct {
 	s Snapshot
 	e Event
 }
 
-// resolve evaluates a reference; a path that is absent in the data is a
-// DOMAIN_REJECTED fault naming the reference.
-func (x env) resolve(ref string) (any, *Fault) {
-	switch ref {
-	case "$event_id":
-		return x.e.ID, nil
-	case "$aggregate_id":
-		return x.s.AggregateID, nil
-	case "$correlation_id":
-		return x.e.CorrelationID, nil
-	case "$event_type":
-		return x.e.Type, nil
-	case "$logical_time":
-		return x.e.LogicalTime, nil
+// lookup finds a reference's value in the data, without copying it; a path
+// that is absent is a DOMAIN_REJECTED fault naming the reference.
+func (x env) lookup(r *reference) (any, *Fault) {
+	if r.scalar {
+		switch r.text {
+		case "$event_id":
+			return x.e.ID, nil
+		case "$aggregate_id":
+			return x.s.AggregateID, nil
+		case "$correlation_id":
+			return x.e.CorrelationID, nil
+		case "$event_type":
+			return x.e.Type, nil
+		case "$logical_time":
+			return x.e.LogicalTime, nil
+		}
 	}
-	root, rest, _ := strings.Cut(ref, ".")
 	var cur any
-	var base string
-	switch root {
+	switch r.root {
 	case "$payload":
-		cur, base = map[string]any(x.e.Payload), "/accepted_event/payload"
+		cur = map[string]any(x.e.Payload)
 	case "$state":
-		cur, base = x.s.State["state"], "/snapshot/state"
+		cur = x.s.State["state"]
 	}
-	path := base
-	for _, tok := range strings.Split(rest, ".") {
+	for i, tok := range r.toks {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return nil, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"missing": ref}}
+			return nil, &Fault{Code: CodeDomainRejected, Path: r.paths[i], Context: map[string]any{"missing": r.text}}
 		}
-		path += "/" + cjson.EscapePointer(tok)
 		if cur, ok = m[tok]; !ok {
-			return nil, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"missing": ref}}
+			return nil, &Fault{Code: CodeDomainRejected, Path: r.paths[i+1], Context: map[string]any{"missing": r.text}}
 		}
 	}
-	return deepCopy(cur), nil
+	return cur, nil
 }
 
-func (x env) render(tmpl any) (any, *Fault) {
-	switch t := tmpl.(type) {
-	case string:
-		if strings.HasPrefix(t, "$$") {
-			return t[1:], nil
-		}
-		if strings.HasPrefix(t, "$") {
-			return x.resolve(t)
-		}
-		return t, nil
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for _, k := range sortedKeys(t) { // sorted: the first fault reported must not depend on map order
-			r, f := x.render(t[k])
+// resolve evaluates a reference to a value of its own.
+func (x env) resolve(r *reference) (any, *Fault) {
+	v, f := x.lookup(r)
+	if f != nil {
+		return nil, f
+	}
+	return deepCopy(v), nil
+}
+
+func (x env) render(t *template) (any, *Fault) {
+	switch t.shape {
+	case 'r':
+		return x.resolve(t.ref)
+	case 'o':
+		out := make(map[string]any, len(t.keys))
+		for i, k := range t.keys {
+			r, f := x.render(&t.vals[i])
 			if f != nil {
 				return nil, f
 			}
 			out[k] = r
 		}
 		return out, nil
-	case []any:
-		out := make([]any, len(t))
-		for i, v := range t {
-			r, f := x.render(v)
+	case 'a':
+		out := make([]any, len(t.elems))
+		for i := range t.elems {
+			r, f := x.render(&t.elems[i])
 			if f != nil {
 				return nil, f
 			}
@@ -571,33 +709,35 @@ func (x env) render(tmpl any) (any, *Fault) {
 		}
 		return out, nil
 	}
-	return tmpl, nil
+	return t.lit, nil
 }
 
-func (x env) condition(c any, path string) (bool, *Fault) {
-	if b, ok := c.(bool); ok {
-		return b, nil
+func (x env) condition(c condition, path string) (bool, *Fault) {
+	if c.ref == nil {
+		return c.lit, nil
 	}
-	v, f := x.resolve(c.(string))
+	v, f := x.lookup(c.ref)
 	if f != nil {
 		return false, f
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"not_boolean": c.(string)}}
+		return false, &Fault{Code: CodeDomainRejected, Path: path, Context: map[string]any{"not_boolean": c.ref.text}}
 	}
 	return b, nil
 }
 
 func (d *Declarative) guards(x env) *Fault {
 	for _, g := range d.events[x.e.Type].rejectIf {
-		v, f := x.resolve(g.ref)
+		v, f := x.lookup(g.refC)
 		if f != nil {
 			return f
 		}
-		a, err1 := cjson.Encode(v)
-		b, err2 := cjson.Encode(g.equals)
-		if err1 == nil && err2 == nil && string(a) == string(b) {
+		if !g.equalsOK {
+			continue
+		}
+		a, err := cjson.Encode(v)
+		if err == nil && string(a) == string(g.equalsEnc) {
 			return &Fault{Code: CodeDomainRejected, Path: "/accepted_event/payload", Context: map[string]any{"reason": g.reason}}
 		}
 	}
@@ -613,7 +753,7 @@ func (d *Declarative) Evolve(s Snapshot, e Event) (Evolution, *Fault) {
 	r := d.events[e.Type]
 	prior, _ := s.State["state"].(map[string]any)
 	next := deepCopy(prior).(map[string]any)
-	for _, k := range sortedKeys(r.state) {
+	for _, k := range r.stateKeys {
 		u := r.state[k]
 		if u.add != nil {
 			n, ok := next[k].(int64)
@@ -628,13 +768,13 @@ func (d *Declarative) Evolve(s Snapshot, e Event) (Evolution, *Fault) {
 			next[k] = n + *u.add
 			continue
 		}
-		v, f := x.render(u.set)
+		v, f := x.render(u.setT)
 		if f != nil {
 			return Evolution{}, f
 		}
 		next[k] = v
 	}
-	closeIt, f := x.condition(r.close, "/accepted_event/payload")
+	closeIt, f := x.condition(r.closeC, "/accepted_event/payload")
 	if f != nil {
 		return Evolution{}, f
 	}
@@ -647,33 +787,33 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 	r := d.events[e.Type]
 	var em Emission
 	for _, fr := range r.facts {
-		tuple, f := x.render(fr.tuple)
+		tuple, f := x.render(fr.tupleT)
 		if f != nil {
 			return Emission{}, f
 		}
-		prov, f := x.render(fr.provenance)
+		prov, f := x.render(fr.provT)
 		if f != nil {
 			return Emission{}, f
 		}
 		em.Facts = append(em.Facts, Fact{Tuple: tuple.(map[string]any), Provenance: prov.(map[string]any), Diff: fr.diff})
 	}
 	for _, pr := range r.proposals {
-		on, f := x.condition(pr.when, "/accepted_event/payload")
+		on, f := x.condition(pr.whenC, "/accepted_event/payload")
 		if f != nil {
 			return Emission{}, f
 		}
 		if !on {
 			continue
 		}
-		action, f := x.render(pr.action)
+		action, f := x.render(pr.actionT)
 		if f != nil {
 			return Emission{}, f
 		}
-		dest, f := x.render(pr.destination)
+		dest, f := x.render(pr.destT)
 		if f != nil {
 			return Emission{}, f
 		}
-		pre, f := x.render(pr.preconditions)
+		pre, f := x.render(pr.preT)
 		if f != nil {
 			return Emission{}, f
 		}
@@ -717,7 +857,7 @@ func (d *Declarative) Decide(s Snapshot, c Command) ([]protocol.Object, *Fault) 
 		}
 		p[k] = deepCopy(v)
 	}
-	if !exactMembers(p, sortedKeys(r.payload)) {
+	if !exactMembers(p, r.payloadKeys) {
 		return nil, &Fault{Code: CodeMalformedAcceptedEvent, Path: "/command"}
 	}
 	if f := d.CheckPayload(typ, p); f != nil {

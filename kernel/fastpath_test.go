@@ -524,3 +524,27 @@ func TestLateRejectionsNameEventAndRevision(t *testing.T) {
 		t.Errorf("unparsed event: %v", err)
 	}
 }
+
+func TestValueDigestMatchesMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		domain := rapid.SampledFrom([]string{ValueObservation, ValueEffectAction, "é", "e\u0301"}).Draw(t, "domain")
+		v := genObject(t, "value")
+		if rapid.IntRange(0, 9).Draw(t, "nil") == 0 {
+			v = nil
+		}
+		got, err1 := ValueDigest(domain, v)
+		want, err2 := valueDigestMap(domain, v)
+		if got != want || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			t.Fatalf("ValueDigest %s %v, map %s %v", got, err1, want, err2)
+		}
+	})
+}
+
+func TestDigestMatchesCJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOf(rapid.Byte()).Draw(t, "b")
+		if digest(b) != cjson.Digest(b) {
+			t.Fatalf("digest %s, cjson %s", digest(b), cjson.Digest(b))
+		}
+	})
+}

@@ -33,6 +33,32 @@ const (
 // member of a preimage object, so its arrays keep their order whatever
 // kind member it may carry.
 func ValueDigest(domain string, value protocol.Object) (string, error) {
+	// The preimage is written around the value's own encoding when that
+	// is the encoding it has as the preimage's member: canonical text, not
+	// too deep, and no kind of its own that would sort its arrays.
+	m := map[string]any(value)
+	if cjson.CheckString(domain, "") == nil && canonCheckMap(m, 1, false) && rootSetFree(m) {
+		if enc, err := cjson.Encode(m); err == nil {
+			b := make([]byte, 0, len(valueHeadBytes)+len(domain)+len(valueKindBytes)+len(enc)+4)
+			b = append(b, valueHeadBytes...)
+			b = cjson.AppendString(b, domain)
+			b = append(b, valueKindBytes...)
+			b = append(b, enc...)
+			return digest(append(b, '}')), nil
+		}
+	}
+	return valueDigestMap(domain, value)
+}
+
+const (
+	valueHeadBytes = `{"contract_version":"` + ContractVersion + `","domain":`
+	valueKindBytes = `,"kind":"` + valuePreimageKind + `","value":`
+)
+
+// valueDigestMap is ValueDigest through a preimage map, whose encoding
+// error (non-canonical text, too deep, a Go value without a canonical
+// form) is the one to report.
+func valueDigestMap(domain string, value protocol.Object) (string, error) {
 	return cjson.DigestOf(map[string]any{
 		"kind":             valuePreimageKind,
 		"contract_version": ContractVersion,

@@ -762,13 +762,13 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transi
 		SchemaVersion:       ResultSchemaVersion,
 		ContractVersion:     ContractVersion,
 		EventID:             e.ID,
-		PriorSnapshotDigest: cjson.Digest(priorBytes),
+		PriorSnapshotDigest: digest(priorBytes),
 		NextSnapshot:        next,
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
 	}
 	var err error
-	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, cjson.Digest(nextBytes), factBytes, propBytes)
+	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, digest(nextBytes), factBytes, propBytes)
 	if err != nil {
 		return nil, invariant("transition_digest", &s, &e)
 	}
@@ -922,7 +922,7 @@ func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (s
 	b = append(b, `,"prior_snapshot_digest":`...)
 	b = cjson.AppendString(b, prior)
 	b = append(b, '}')
-	return cjson.Digest(b), nil
+	return digest(b), nil
 }
 
 // transitionDigestValue is transitionDigest through a value map, for text

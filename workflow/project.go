@@ -45,20 +45,7 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		facts = append(facts, seam.FactState{Atom: atom, Positive: pos, Negative: neg})
 	}
 	slices.Sort(frontierIDs)
-	var factDocs []any
-	for _, f := range facts {
-		v, _ := cjson.Decode(f.Atom.CanonicalJSON())
-		factDocs = append(factDocs, map[string]any{"atom": v, "positive": anySlice(f.Positive), "negative": anySlice(f.Negative)})
-	}
-	fix, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-fixpoint", "logical_time": et, "rule_bundle": w.ruleDigest, "facts": nonNilAny(factDocs)})
-	if err != nil {
-		return nil, "seam: " + err.Error()
-	}
-	var ids []any
-	for _, s := range t.st.Supports {
-		ids = append(ids, s.ID)
-	}
-	matDigest, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-materialization", "fixpoint": fix, "supports": nonNilAny(ids)})
+	fix, matDigest, err := w.lDigests(facts, t.st.Supports, et)
 	if err != nil {
 		return nil, "seam: " + err.Error()
 	}
@@ -82,6 +69,99 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	t.note("seam.verdict", map[string]any{"proposal_id": p.ProposalID, "projection_digest": proj.Digest, "verdict": verdict,
 		"frontier_preconditions": anySlice(nonNil(frontierIDs))})
 	return *proj.Command, ""
+}
+
+// lDigests are the digests of the L fixpoint and materialization the seam
+// binds: the facts the tick's preconditions consult at epoch time et, and
+// the live supports. Their preimages are written here as cjson writes
+// them; a string outside the string rule leaves them to lDigestsOf, which
+// reports it.
+func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64) (fix, mat string, err error) {
+	n := 160 + len(w.ruleDigest)
+	for _, f := range facts {
+		n += 48 + len(f.Atom.CanonicalJSON()) + 80*(len(f.Positive)+len(f.Negative))
+	}
+	for _, s := range supports {
+		n += len(s.ID) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"facts":[`...)
+	ok := true
+	for i, f := range facts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		// An atom's canonical bytes are its encoding in any place: it is
+		// an object without a kind, so no array in it is a set.
+		b = append(b, `{"atom":`...)
+		b = append(b, f.Atom.CanonicalJSON()...)
+		b = append(b, `,"negative":`...)
+		b, ok = appendIDs(b, f.Negative, ok)
+		b = append(b, `,"positive":`...)
+		b, ok = appendIDs(b, f.Positive, ok)
+		b = append(b, '}')
+	}
+	b = append(b, `],"kind":"flrh.workflow.l-fixpoint","logical_time":`...)
+	b = cjson.AppendInt(b, et)
+	b = append(b, `,"rule_bundle":`...)
+	b, ok = appendStr(b, w.ruleDigest, ok)
+	if !ok {
+		return w.lDigestsOf(facts, supports, et)
+	}
+	fix = cjson.Digest(append(b, '}'))
+	b = append(b[:0], `{"fixpoint":`...)
+	b = cjson.AppendString(b, fix)
+	b = append(b, `,"kind":"flrh.workflow.l-materialization","supports":[`...)
+	for i, s := range supports {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b, ok = appendStr(b, s.ID, ok)
+	}
+	if !ok {
+		return w.lDigestsOf(facts, supports, et)
+	}
+	return fix, cjson.Digest(append(b, "]}"...)), nil
+}
+
+// appendStr appends a string; ok turns false if it breaks the string rule.
+func appendStr(b []byte, s string, ok bool) ([]byte, bool) {
+	return cjson.AppendString(b, s), ok && cjson.CheckString(s, "") == nil
+}
+
+// appendIDs appends a list of strings, as appendStr does each.
+func appendIDs(b []byte, ids []string, ok bool) ([]byte, bool) {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b, ok = appendStr(b, id, ok)
+	}
+	return append(b, ']'), ok
+}
+
+// lDigestsOf is lDigests through cjson's encoder: the reference its
+// preimages are held to, and the path that reports a bad string.
+func (w *Workflow) lDigestsOf(facts []seam.FactState, supports []support, et int64) (fix, mat string, err error) {
+	var factDocs []any
+	for _, f := range facts {
+		v, _ := cjson.Decode(f.Atom.CanonicalJSON())
+		factDocs = append(factDocs, map[string]any{"atom": v, "positive": anySlice(f.Positive), "negative": anySlice(f.Negative)})
+	}
+	fix, err = cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-fixpoint", "logical_time": et, "rule_bundle": w.ruleDigest, "facts": nonNilAny(factDocs)})
+	if err != nil {
+		return "", "", err
+	}
+	var ids []any
+	for _, s := range supports {
+		ids = append(ids, s.ID)
+	}
+	mat, err = cjson.DigestOf(map[string]any{"kind": "flrh.workflow.l-materialization", "fixpoint": fix, "supports": nonNilAny(ids)})
+	if err != nil {
+		return "", "", err
+	}
+	return fix, mat, nil
 }
 
 func nonNil(s []string) []string {

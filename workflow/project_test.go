@@ -1,0 +1,40 @@
+package workflow
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/seam"
+)
+
+// The L digests written member by member are the ones cjson's encoder
+// gives, whatever the facts, supports and ids, a bad string included
+// (then both report the same error).
+func TestLDigestsAreCJSON(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	ids := []string{"fact:a1", "derivation:rule:0f", "x\"y\\z", "tab\there", "e\u0301", "\u00e9", "fact:zz"}
+	rapid.Check(t, func(rt *rapid.T) {
+		var facts []seam.FactState
+		for i, n := 0, rapid.IntRange(0, 3).Draw(rt, "facts"); i < n; i++ {
+			atom, err := seam.AtomOf(map[string]any{"predicate": rapid.SampledFrom([]string{"eligible", "blocked"}).Draw(rt, "predicate"),
+				"args": []any{rapid.SampledFrom([]string{"alice", "bob\u00e9", "q\"uote"}).Draw(rt, "arg"), rapid.Int64Range(-5, 500).Draw(rt, "n")}})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			facts = append(facts, seam.FactState{Atom: atom,
+				Positive: rapid.SliceOfN(rapid.SampledFrom(ids), 0, 3).Draw(rt, "positive"),
+				Negative: rapid.SliceOfN(rapid.SampledFrom(ids), 0, 3).Draw(rt, "negative")})
+		}
+		var supports []support
+		for _, id := range rapid.SliceOfN(rapid.SampledFrom(ids), 0, 4).Draw(rt, "supports") {
+			supports = append(supports, support{ID: id})
+		}
+		et := rapid.Int64Range(0, 1<<40).Draw(rt, "time")
+		f1, m1, err1 := w.lDigests(facts, supports, et)
+		f2, m2, err2 := w.lDigestsOf(facts, supports, et)
+		if f1 != f2 || m1 != m2 || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			rt.Fatalf("written %s %s (%v), cjson %s %s (%v)", f1, m1, err1, f2, m2, err2)
+		}
+	})
+}

@@ -60,8 +60,8 @@ func (t *tools) register(s *sdk.Server) {
 			"The run is governed: effects within policy proceed, larger ones wait in WAIT_APPROVAL for a person; this tool cannot approve them."},
 		guarded(t.startRun))
 	sdk.AddTool(s, &sdk.Tool{Name: "submit_input", Annotations: proposes("Submit an input to a run"),
-		Description: "Hand a run a new domain input (an observation or a proposal, as a JSON object). It is recorded as the agent's input and " +
-			"is never taken as an approval, denial, reconciliation or cancellation."},
+		Description: "Hand a run a new domain input (an observation or a proposal, as a JSON object), optionally with a usage report (the tokens and cost it took). " +
+			"It is recorded as the agent's input and is never taken as an approval, denial, reconciliation or cancellation."},
 		guarded(t.submitInput))
 }
 
@@ -111,7 +111,14 @@ type startIn struct {
 type submitIn struct {
 	RunID       string         `json:"run_id" jsonschema:"the run's id"`
 	Input       map[string]any `json:"input" jsonschema:"the input, a JSON object the workflow understands (integers only, no fractions)"`
+	Usage       *usageIn       `json:"usage,omitempty" jsonschema:"what producing the input cost you, charged against the run's tokens and cost budgets when it is accepted; an input whose report does not fit what is left is refused and the run ends BUDGET_EXHAUSTED"`
 	WaitSeconds *int           `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to settle (default 10, at most 30; 0 returns at once)"`
+}
+
+// usageIn is a usage report as an agent declares it.
+type usageIn struct {
+	Tokens     int64 `json:"tokens,omitempty" jsonschema:"model tokens consumed (0 to 2^52)"`
+	CostMicros int64 `json:"cost_micros,omitempty" jsonschema:"cost in micro-units of the workflow's currency (0 to 2^52)"`
 }
 
 func (t *tools) listWorkflows(_ context.Context, _ *sdk.CallToolRequest, _ listWorkflowsIn) (*sdk.CallToolResult, WorkflowList, error) {
@@ -272,7 +279,11 @@ func (t *tools) submitInput(ctx context.Context, req *sdk.CallToolRequest, in su
 	}
 	// Always the agent's own identity and the input kind: the body cannot
 	// choose either.
-	if err := t.d.Runner.Submit(ctx, in.RunID, body, t.agent); err != nil {
+	var u runner.Usage
+	if in.Usage != nil {
+		u = runner.Usage{Tokens: in.Usage.Tokens, CostMicros: in.Usage.CostMicros}
+	}
+	if err := t.d.Runner.SubmitWithUsage(ctx, in.RunID, body, u, t.agent); err != nil {
 		return nil, Progress{}, explain(err, in.RunID)
 	}
 	return t.progress(ctx, in.RunID, wait)

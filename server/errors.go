@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
@@ -65,6 +66,16 @@ func classify(err error) *Error {
 	var nw *runner.NotWaitingError
 	if errors.As(err, &nw) {
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", nw.Error())
+	}
+	// The runner refuses a usage report out of range, or an input that
+	// poses as one, with a typed control error.
+	var ce *control.Error
+	if errors.As(err, &ce) && (ce.Code == control.CodeInput || ce.Code == control.CodeLimit) {
+		field := "/usage" + ce.Pointer
+		if ce.Pointer == "/format" {
+			field = "/input/format"
+		}
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, field, "%s", ce.Detail)
 	}
 	switch store.CodeOf(err) {
 	case store.CodeNotFound:

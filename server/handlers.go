@@ -534,9 +534,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	return nil
 }
 
-// SubmitInput is the body of POST /v1/runs/{id}/inputs.
+// SubmitInput is the body of POST /v1/runs/{id}/inputs: the input and,
+// optionally, its submitter's usage report.
 type SubmitInput struct {
 	Input json.RawMessage `json:"input"`
+	Usage *runner.Usage   `json:"usage,omitempty"`
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -548,7 +550,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) err
 	if err := s.decode(w, r, "submit_input", &req); err != nil {
 		return err
 	}
-	if err := s.cfg.Runner.Submit(r.Context(), id, req.Input, submitterActor(p)); err != nil {
+	var u runner.Usage
+	if req.Usage != nil {
+		u = *req.Usage
+	}
+	if err := s.cfg.Runner.SubmitWithUsage(r.Context(), id, req.Input, u, submitterActor(p)); err != nil {
 		return err
 	}
 	return accepted(w, id, "input")

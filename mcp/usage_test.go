@@ -1,0 +1,30 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// An agent reports what its input cost; the run charges it on acceptance.
+func TestSubmitInputWithUsage(t *testing.T) {
+	f := newFixture(t, fixtureOpts{background: true})
+	cs := connect(t, f.deps, nil)
+	// A first input the workflow refuses leaves the run taking inputs.
+	call[Progress](t, cs, "start_run", map[string]any{"workflow": "refund-agent", "run_id": "u-1", "input": map[string]any{"note": "hello"}})
+	if res := callRaw(t, cs, "submit_input", map[string]any{"run_id": "u-1", "input": obj(t, smallRefund), "usage": map[string]any{"tokens": -3}}); !res.IsError || !strings.Contains(text(res), "negative") {
+		t.Fatalf("a negative report was accepted: %s", text(res))
+	}
+	p := call[Progress](t, cs, "submit_input", map[string]any{"run_id": "u-1", "input": obj(t, smallRefund),
+		"usage": map[string]any{"tokens": 900, "cost_micros": 1200}})
+	if p.Run.State != "SUCCEEDED" {
+		t.Fatalf("run %+v", p.Run)
+	}
+	st, err := f.r.Inspect(context.Background(), "u-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Budget.Used.Tokens != 900 || st.Budget.Used.CostMicros != 1200 {
+		t.Fatalf("budget %+v", st.Budget)
+	}
+}

@@ -12,6 +12,12 @@
 // skewed clocks agree on lease expiry — and checks the fence. Writes to
 // different runs proceed in parallel.
 //
+// A write transaction is two round trips, however much it writes: BEGIN,
+// the lock and every read it decides on travel in one pipeline, its writes
+// and COMMIT in the next. A write whose row count the decision relies on
+// is guarded in SQL, so that finding other rows fails the transaction
+// rather than committing it.
+//
 // A transaction that loses a serialization race or a deadlock has written
 // nothing and is run again from the start, a bounded number of times; it
 // then sees the winner's commit and fails with the precise code (say

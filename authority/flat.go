@@ -248,8 +248,11 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 	return e
 }
 
-// index builds the rule guards: for each rule, the first symbol constant
-// (in source order) of its first positive literal that has one.
+// index builds the rule guards. A rule may be guarded by any symbol
+// constant of any of its positive literals; it takes the one the fewest
+// rules share (the first such in source order on a tie), since a constant
+// many rules use (a parameter name, say) is one most tickets carry, while
+// one few use (an action) selects few rules.
 func (e *flatEngine) index() {
 	e.guards = map[guardKey][]int32{}
 	e.guardPos = make([][]int, len(e.relID))
@@ -257,29 +260,42 @@ func (e *flatEngine) index() {
 	for k, name := range flatOutputs {
 		e.outID[name] = k
 	}
+	keys := func(r *flatRule, visit func(guardKey)) {
+		for _, l := range r.pos {
+			for k, t := range l.args {
+				if t.kind == termConst && t.c.IsSym() {
+					visit(guardKey{rel: l.rel, pos: k, sym: t.c.Str()})
+				}
+			}
+		}
+	}
+	shared := map[guardKey]int{}
+	for i := range e.rules {
+		seen := map[guardKey]bool{}
+		keys(&e.rules[i], func(g guardKey) {
+			if !seen[g] {
+				seen[g] = true
+				shared[g]++
+			}
+		})
+	}
 	for i := range e.rules {
 		r := &e.rules[i]
 		e.maxVars = max(e.maxVars, r.nvars)
-		guarded := false
-		for _, l := range r.pos {
-			for k, t := range l.args {
-				if t.kind != termConst || !t.c.IsSym() {
-					continue
-				}
-				g := guardKey{rel: l.rel, pos: k, sym: t.c.Str()}
-				e.guards[g] = append(e.guards[g], int32(i))
-				if !slices.Contains(e.guardPos[l.rel], k) {
-					e.guardPos[l.rel] = append(e.guardPos[l.rel], k)
-				}
-				guarded = true
-				break
+		var best guardKey
+		found := false
+		keys(r, func(g guardKey) {
+			if !found || shared[g] < shared[best] {
+				best, found = g, true
 			}
-			if guarded {
-				break
-			}
-		}
-		if !guarded {
+		})
+		if !found {
 			e.unguarded = append(e.unguarded, int32(i))
+			continue
+		}
+		e.guards[best] = append(e.guards[best], int32(i))
+		if !slices.Contains(e.guardPos[best.rel], best.pos) {
+			e.guardPos[best.rel] = append(e.guardPos[best.rel], best.pos)
 		}
 	}
 }
@@ -365,6 +381,7 @@ const flatScanMax = 16
 type flatScratch struct {
 	facts    [][][]logic.Value
 	count    []int
+	ids      []int
 	backing  [][]logic.Value
 	cand     []uint64
 	vals     []logic.Value
@@ -433,8 +450,13 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			total += len(rows)
 		}
 	}
-	for _, f := range facts {
+	// Each fact's relation id, looked up once for both passes (-1: no
+	// rule reads it).
+	ids := grow(&sc.ids, len(facts))
+	for k, f := range facts {
+		ids[k] = -1
 		if id, ok := e.relID[f.Rel]; ok {
+			ids[k] = id
 			count[id]++
 			total++
 		}
@@ -449,11 +471,11 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			run.facts[id] = append(run.facts[id], rows...) // sorting and appends stay local
 		}
 	}
-	for _, f := range facts {
+	for k, f := range facts {
 		if f.Neg {
 			return derived{}, fmt.Errorf("flat policies take no negative evidence")
 		}
-		if id, ok := e.relID[f.Rel]; ok { // facts no rule reads cannot matter
+		if id := ids[k]; id >= 0 { // facts no rule reads cannot matter
 			run.facts[id] = append(run.facts[id], f.Args)
 		}
 	}

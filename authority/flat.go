@@ -411,7 +411,7 @@ func (sc *flatScratch) release() {
 	clear(sc.vals)
 	clear(sc.premises[:cap(sc.premises)])
 	for k := range sc.out {
-		clear(sc.out[k][:cap(sc.out[k])])
+		clear(sc.out[k]) // beyond its length, cleared by an earlier release
 	}
 	clear(sc.args[:cap(sc.args)])
 	flatScratchPool.Put(sc)

@@ -383,7 +383,8 @@ func ModeFact(mode string) logic.Fact {
 // that errs can allow. G1, H1, G3 and G4 object only when a rule fires.
 func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	buf := ticketFactBufs.Get().(*ticketFactBuf)
-	if n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields); cap(buf.args) < 3*n {
+	n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields)
+	if cap(buf.args) < 3*n {
 		buf.args = make([]logic.Value, 0, 3*n)
 	}
 	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
@@ -391,7 +392,7 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	// The engines copied what they keep: the arrays go back, cleared of
 	// the ticket's strings.
 	clear(facts)
-	clear(buf.args[:cap(buf.args)])
+	clear(buf.args[:3*n]) // all that appendTicketFacts can have written
 	buf.facts = facts[:0]
 	ticketFactBufs.Put(buf)
 	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}

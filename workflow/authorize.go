@@ -41,7 +41,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
 	}
 	st.Machine, st.Turn = d.Machine, turn
-	chain, err := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.fhr-chain", "prev": st.FHRChain, "fhr": d.FHR.Digest})
+	chain, err := fhrChain(st.FHRChain, d.FHR.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,21 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		t.note("h.outcome", rec)
 		return nil, nil
 	}
+}
+
+// fhrChain links a turn's FHR digest to the run's chain: the digest of
+// {"fhr", "kind": "flrh.workflow.fhr-chain", "prev"}, written as cjson
+// writes it. A string outside the string rule (never a digest) is left to
+// cjson, which reports it.
+func fhrChain(prev, fhr string) (string, error) {
+	b := make([]byte, 0, 64+len(prev)+len(fhr))
+	b = append(b, `{"fhr":`...)
+	b, ok := appendStr(b, fhr, true)
+	b = append(b, `,"kind":"flrh.workflow.fhr-chain","prev":`...)
+	if b, ok = appendStr(b, prev, ok); !ok {
+		return cjson.DigestOf(map[string]any{"kind": "flrh.workflow.fhr-chain", "prev": prev, "fhr": fhr})
+	}
+	return cjson.Digest(append(b, '}')), nil
 }
 
 // reauthorize runs H again over the batch an approval request came from,

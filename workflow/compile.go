@@ -95,6 +95,7 @@ type Workflow struct {
 	adapters            map[string]AdapterSpec
 	secrets             map[string][]redact.Member // effect type → its secret parameters
 	rProfile            frontier.Profile
+	r0                  *frontier.State // R's initial state under rProfile, which Step never modifies
 	binding             seam.BindingProfile
 	cache               *matCache // nil: evaluate every tick from scratch
 	// empty is the materialization of no supports at logical time 0 (a
@@ -285,6 +286,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, bundleErr(CodeVersionMismatch, ManifestFile, "/versions/dataflow", "the R profile refuses it: %s at %s", rej.Code, rej.Path)
 	}
 	w.rProfile = prof
+	w.r0 = frontier.InitialState(prof)
 	w.binding = seam.BindingProfile{RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow,
 		ProposalSourceID: ProposalSource, VerdictSourceID: VerdictSource, MaxQueries: 1,
 		MaxFactRequirementsPerQuery: seam.MaxFactRequirementsCeiling}.Sealed()

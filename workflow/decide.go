@@ -348,9 +348,10 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if occurred == "" {
 		occurred = stamp
 	}
-	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: fmt.Sprintf("event:%s:%d", st.RunID, t.lt), Payload: payload,
+	lt := strconv.FormatInt(t.lt, 10)
+	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: "event:" + st.RunID + ":" + lt, Payload: payload,
 		OccurredAt: occurred, ReceivedAt: stamp, LogicalTime: t.lt, CorrelationID: st.RunID,
-		IdempotencyKey: fmt.Sprintf("accepted:%s:%d", st.RunID, t.lt), Versions: w.versions}
+		IdempotencyKey: "accepted:" + st.RunID + ":" + lt, Versions: w.versions}
 	var em kernel.Emission
 	tr, err := kernel.Step(recorder{w.domain, &em}, snap, ev)
 	if err != nil {

@@ -252,7 +252,7 @@ func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error
 	w, st := t.w, t.st
 	prof := w.rProfile
 	d, df := prof.Digest(), prof.DataflowVersion()
-	var s *frontier.State
+	s := w.r0 // what a nil prior means, built once
 	var out []authority.PublishedBatch
 	step := func(c frontier.Command) error {
 		tr, rej := frontier.Step(s, prof, c)

@@ -5,6 +5,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/seam"
 )
 
@@ -35,6 +36,19 @@ func TestLDigestsAreCJSON(t *testing.T) {
 		f2, m2, err2 := w.lDigestsOf(facts, supports, et)
 		if f1 != f2 || m1 != m2 || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 			rt.Fatalf("written %s %s (%v), cjson %s %s (%v)", f1, m1, err1, f2, m2, err2)
+		}
+	})
+}
+
+// The FHR chain digest written as bytes is cjson's, bad strings included.
+func TestFHRChainIsCJSON(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := rapid.SampledFrom([]string{"", "sha256:00ff", "q\"\\", "e\u0301", "\u00e9", "\x01"})
+		prev, fhr := s.Draw(rt, "prev"), s.Draw(rt, "fhr")
+		got, err1 := fhrChain(prev, fhr)
+		want, err2 := cjson.DigestOf(map[string]any{"kind": "flrh.workflow.fhr-chain", "prev": prev, "fhr": fhr})
+		if got != want || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			rt.Fatalf("%q %q: written %s (%v), cjson %s (%v)", prev, fhr, got, err1, want, err2)
 		}
 	})
 }

@@ -131,7 +131,7 @@ func checkTransitionShapeFor(t *testing.T, d Domain, tr *Transition) {
 	}
 	b, _ := tr.NextSnapshot.MarshalJSON()
 	v, _ := cjson.Decode(b)
-	if _, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil); rej != nil {
+	if _, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil, false); rej != nil {
 		t.Errorf("next snapshot invalid: %v", rej)
 	}
 }

@@ -50,7 +50,7 @@ func checkTransitionShape(t *testing.T, tr *Transition) {
 		t.Fatal(err)
 	}
 	v, _ := cjson.Decode(next)
-	if _, _, rej := parseSnapshot(Observation{}, Observation{}.Profile(), v, nil, nil); rej != nil {
+	if _, _, rej := parseSnapshot(Observation{}, Observation{}.Profile(), v, nil, nil, false); rej != nil {
 		t.Errorf("next snapshot is not a valid input: %v", rej)
 	}
 }

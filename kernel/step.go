@@ -237,7 +237,7 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 	if !profileValid(p) {
 		return nil, reject(CodeInvariantViolation, "/", snapshot, event, map[string]any{"invariant": "domain_profile_valid"})
 	}
-	s, prior, rej := parseSnapshot(d, p, snapshot, event, nil)
+	s, prior, rej := parseSnapshot(d, p, snapshot, event, nil, false)
 	if rej != nil {
 		return nil, rej
 	}
@@ -416,7 +416,7 @@ func lenientRevision(text []byte) *int64 {
 // parseSnapshotOnly checks a decoded snapshot when the event text failed to
 // decode, so that snapshot faults keep their precedence.
 func parseSnapshotOnly(d Domain, sv any, eventID *string) *Rejection {
-	_, _, rej := parseSnapshot(d, d.Profile(), sv, nil, nil)
+	_, _, rej := parseSnapshot(d, d.Profile(), sv, nil, nil, false)
 	if rej != nil {
 		rej.EventID = eventID
 	}
@@ -506,10 +506,12 @@ func parseVersions(v any) (protocol.VersionEnvelope, bool) {
 
 // parseSnapshot checks a raw snapshot and returns it with its canonical
 // bytes. canon, when not nil, is those bytes already known to the caller,
-// which spares encoding raw again. The returned State shares raw's values:
-// the kernel only reads it, and hands the domain copies.
-func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte) (Snapshot, []byte, *Rejection) {
-	if canon == nil {
+// which spares encoding raw again; checked says the caller knows raw
+// encodes and does not need the bytes (nil is returned for them). The
+// returned State shares raw's values: the kernel only reads it, and hands
+// the domain copies.
+func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bool) (Snapshot, []byte, *Rejection) {
+	if canon == nil && !checked {
 		var err error
 		if canon, err = cjson.Encode(raw); err != nil {
 			return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
@@ -834,7 +836,7 @@ func nextSnapshotSlow(d Domain, p Profile, next Snapshot) (protocol.Object, []by
 	if !ok {
 		return nil, nil, "next_snapshot_canonical"
 	}
-	if _, _, rej := parseSnapshot(d, p, nextValue, nil, nextBytes); rej != nil {
+	if _, _, rej := parseSnapshot(d, p, nextValue, nil, nextBytes, false); rej != nil {
 		return nil, nil, "next_snapshot_valid"
 	}
 	declared := make(protocol.Object, len(p.StateMembers))

@@ -260,7 +260,10 @@ func ParseSnapshot(d Domain, jsonText []byte) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, canonicalRejection("/snapshot", err, nil, lenientRevision(jsonText))
 	}
-	s, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil)
+	// Decoded text encodes, but for the sorting of set-like arrays, which
+	// only a root kind that has them can bring in.
+	m, isObj := v.(map[string]any)
+	s, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil, !isObj || rootSetFree(m))
 	if rej != nil {
 		return Snapshot{}, rej
 	}

@@ -582,3 +582,69 @@ func TestDecodedTextEncodes(t *testing.T) {
 		}
 	})
 }
+
+// copying wraps a domain so that the kernel no longer recognises it as one
+// of its own: it then copies every argument it hands the domain.
+type copying struct{ Domain }
+
+// TestOwnDomainsNeedNoCopies: the package's own domains get the kernel's
+// values uncopied; results must be those of the copying path, and no input
+// may change.
+func TestOwnDomainsNeedNoCopies(tt *testing.T) {
+	shop := loadShop(tt)
+	rapid.Check(tt, func(t *rapid.T) {
+		var d Domain = Observation{}
+		s := genSnapshot(t)
+		if rapid.Bool().Draw(t, "validBase") {
+			s = NewSnapshot(Observation{}, "agg:1", genEvent(t).Versions)
+			s.Versions.Workflow, s.Versions.StateSchema, s.Versions.EventSchema = ObservationWorkflow, ObservationStateSchema, ObservationEventSchema
+		}
+		payload := protocol.Object{"event_type": ObservationEventType, "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
+			"observation": map[string]any{"n": genValue(t, 2, "obs")}, "mark_complete": rapid.Bool().Draw(t, "close"), "effect_request": nil}
+		if rapid.Bool().Draw(t, "effect") {
+			payload["effect_request"] = map[string]any{"effect_type": "mail.send", "action": map[string]any{"to": genValue(t, 3, "to")},
+				"destination": map[string]any{"a": "b"}, "goal_id": "g:1", "obligation_id": "o:1", "declared_risk_hint": "unknown",
+				"preconditions": []any{"b", "a"}}
+		}
+		if rapid.Bool().Draw(t, "declarative") {
+			d = shop
+			s = NewSnapshot(shop, "shop:1", shopVersions)
+			if rapid.Bool().Draw(t, "oddState") {
+				s.State["state"] = map[string]any{"orders": genValue(t, 2, "orders"), "last_order": genValue(t, 2, "last")}
+			}
+			payload = protocol.Object{"event_type": "order.placed/1", "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
+				"order_id": "order:1", "amount": genValue(t, 1, "amount"), "notify": rapid.Bool().Draw(t, "notify"),
+				"customer": map[string]any{"email": genValue(t, 2, "email")}}
+		}
+		e := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: "evt:1", Payload: payload,
+			OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: rapid.Int64Range(0, 5).Draw(t, "lt"),
+			CorrelationID: "run:1", IdempotencyKey: "k", Versions: s.Versions}
+		sBefore, eBefore := fmtValue(s), fmtValue(e)
+		got, gerr := Step(d, s, e)
+		want, werr := Step(copying{d}, s, e)
+		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
+			t.Fatalf("uncopied %s\ncopied   %s", gb, wb)
+		}
+		sv, ev := s.Wire(), any(nil)
+		if v, err := toValue(e); err == nil {
+			ev = v
+		}
+		svBefore, evBefore := fmtValue(sv), fmtValue(ev)
+		got, gerr = StepValue(d, sv, ev)
+		want, werr = StepValue(copying{d}, sv, ev)
+		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
+			t.Fatalf("value path: uncopied %s\ncopied   %s", gb, wb)
+		}
+		if fmtValue(s) != sBefore || fmtValue(e) != eBefore || fmtValue(sv) != svBefore || fmtValue(ev) != evBefore {
+			t.Fatal("a step changed its input")
+		}
+	})
+}
+
+func fmtValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}

@@ -86,7 +86,7 @@ func parseTypedSnapshot(d Domain, p Profile, s *Snapshot) (Snapshot, []byte, boo
 		}
 		out.State[k] = v
 	}
-	if d.CheckState(deepCopyObject(out.State)) != nil {
+	if d.CheckState(domainArg(d, out.State)) != nil {
 		return Snapshot{}, nil, false
 	}
 	return out, prior, true
@@ -123,7 +123,7 @@ func parseTypedEvent(d Domain, p Profile, e *protocol.AcceptedEvent) (Event, boo
 		c := *e.CausationID
 		ev.CausationID = &c
 	}
-	if d.CheckPayload(typ, deepCopyObject(payload)) != nil {
+	if d.CheckPayload(typ, domainArg(d, payload)) != nil {
 		return Event{}, false
 	}
 	return ev, true
@@ -249,6 +249,29 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 		return nil, rej
 	}
 	return apply(d, p, s, e, prior)
+}
+
+// readsOnly reports whether d is one of this package's own domains, which
+// never modify their arguments and return nothing that shares them but
+// what the kernel only reads (Observation's proposals name the payload's
+// action and destination objects, which the kernel digests). The kernel
+// hands them its own values instead of copies. A type that embeds one is
+// not such a domain: its own methods may do either.
+func readsOnly(d Domain) bool {
+	switch d.(type) {
+	case Observation, *Declarative:
+		return true
+	}
+	return false
+}
+
+// domainArg is o as a domain method may receive it: o itself for a domain
+// that only reads, else a copy the method may modify or keep.
+func domainArg(d Domain, o protocol.Object) protocol.Object {
+	if readsOnly(d) {
+		return o
+	}
+	return deepCopyObject(o)
 }
 
 func toValue(v any) (any, error) {
@@ -542,7 +565,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 	for _, k := range p.StateMembers {
 		s.State[k] = m[k]
 	}
-	if f := d.CheckState(deepCopyObject(s.State)); f != nil {
+	if f := d.CheckState(domainArg(d, s.State)); f != nil {
 		return Snapshot{}, nil, reject(f.Code, f.Path, raw, event, f.Context)
 	}
 	if s.Phase, _ = m["phase"].(string); s.Phase != PhaseOpen && s.Phase != PhaseClosed {
@@ -649,7 +672,7 @@ func parseEvent(d Domain, p Profile, raw, snapshot any, canonical bool) (Event, 
 		return bad("/payload/expected_revision")
 	}
 	e.Payload = payload
-	if f := d.CheckPayload(e.Type, deepCopyObject(payload)); f != nil {
+	if f := d.CheckPayload(e.Type, domainArg(d, payload)); f != nil {
 		return Event{}, reject(f.Code, f.Path, snapshot, raw, f.Context)
 	}
 	return e, nil
@@ -692,11 +715,18 @@ func invariant(name string, s *Snapshot, e *Event) *Rejection {
 }
 
 func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transition, error) {
-	ev, f := d.Evolve(copySnapshot(s), copyEvent(e))
+	ds, de := s, e
+	if !readsOnly(d) {
+		ds, de = copySnapshot(s), copyEvent(e)
+	}
+	ev, f := d.Evolve(ds, de)
 	if f != nil {
 		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
-	em, f := d.Emit(copySnapshot(s), copyEvent(e))
+	if !readsOnly(d) {
+		ds, de = copySnapshot(s), copyEvent(e)
+	}
+	em, f := d.Emit(ds, de)
 	if f != nil {
 		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
@@ -823,7 +853,7 @@ func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []by
 		}
 		declared[k] = v
 	}
-	if extra != len(p.StateMembers) || d.CheckState(deepCopyObject(declared)) != nil {
+	if extra != len(p.StateMembers) || d.CheckState(domainArg(d, declared)) != nil {
 		return nil, nil, "next_snapshot_valid", true
 	}
 	return declared, b, "", true

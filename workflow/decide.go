@@ -89,7 +89,14 @@ func (w *Workflow) Init(runID string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.encode()
+	b, err := st.encode()
+	if err != nil {
+		return nil, err
+	}
+	// The run's first tick takes the state from here, as any tick takes
+	// the state the tick before kept.
+	w.cache.put(cjson.Digest(b), nil, st)
+	return b, nil
 }
 
 // tick carries one Decide call's working values.

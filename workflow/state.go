@@ -99,12 +99,12 @@ func (w *Workflow) initial(runID string) (*state, error) {
 		return nil, fmt.Errorf("workflow: run id %q is not an id", runID)
 	}
 	snap := kernel.NewSnapshot(w.domain, runID, w.versions)
-	b, err := cjson.Marshal(snap)
+	b, err := snap.MarshalJSON() // what cjson.Marshal writes for it
 	if err != nil {
 		return nil, err
 	}
 	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
-		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true}, nil
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: &snap}, nil
 }
 
 func decodeState(b []byte) (*state, error) {

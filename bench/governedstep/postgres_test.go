@@ -33,11 +33,30 @@ func BenchmarkFlrhPostgres(b *testing.B) { benchFlrhPostgres(b, "") }
 // of each commit costs a step.
 func BenchmarkFlrhPostgresAsync(b *testing.B) { benchFlrhPostgres(b, "synchronous_commit=off") }
 
+// BenchmarkFlrhPostgresRTT is BenchmarkFlrhPostgres with the server half a
+// millisecond away: a proxy holds each round trip back by 0.5 ms, as a
+// network between the runner and the database would (the server on this
+// machine answers over loopback in tens of microseconds).
+func BenchmarkFlrhPostgresRTT(b *testing.B) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	p := newCountingProxy(b, dsn, 500*time.Microsecond)
+	benchFlrhPostgresAt(b, p.dsn, "", p)
+}
+
 func benchFlrhPostgres(b *testing.B, param string) {
 	dsn := os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
 		b.Skip("FLRH_TEST_POSTGRES is unset")
 	}
+	benchFlrhPostgresAt(b, dsn, param, nil)
+}
+
+// benchFlrhPostgresAt runs the benchmark on dsn; through p, when not nil,
+// it also reports round trips per step.
+func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		b.Skipf("the server's CPU is read for postgres:// URLs only (%v)", err)
@@ -62,6 +81,10 @@ func benchFlrhPostgres(b *testing.B, param string) {
 	}()
 	b.ResetTimer()
 	cpu0, srv0 := cpuTime(), backendCPU(b, st, app)
+	var trips0 int64
+	if p != nil {
+		trips0 = p.trips.Load()
+	}
 	for i := 0; i*10 < b.N; i++ {
 		if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
 			b.Fatal(err)
@@ -69,6 +92,11 @@ func benchFlrhPostgres(b *testing.B, param string) {
 	}
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(backendCPU(b, st, app)-srv0)/float64(b.N), "server-cpu-ns/op")
+	if p != nil {
+		// Less the round trip of the backend CPU query above. (The
+		// proxy's own CPU is in cpu-ns/op.)
+		b.ReportMetric(float64(p.trips.Load()-trips0-1)/float64(b.N), "round-trips/op")
+	}
 }
 
 // backendCPU sums the user and system CPU of the PostgreSQL backends whose
@@ -116,7 +144,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 	if os.Getenv("FLRH_BENCH_COMPARE") == "" || dsn == "" {
 		t.Skip("set FLRH_BENCH_COMPARE=1 and FLRH_TEST_POSTGRES to count round trips")
 	}
-	p := newCountingProxy(t, dsn)
+	p := newCountingProxy(t, dsn, 0)
 	const runs, steps = 4, 10
 	schema := fmt.Sprintf("bench_rt_%d", time.Now().UnixNano())
 	st, err := postgres.Open(ctx, p.dsn, postgres.Options{Schema: schema, MaxConns: 4})
@@ -164,10 +192,11 @@ func TestPostgresRoundTrips(t *testing.T) {
 // trips over all of them.
 type countingProxy struct {
 	dsn   string
+	delay time.Duration // held back before each round trip, as a network would
 	trips atomic.Int64
 }
 
-func newCountingProxy(t *testing.T, dsn string) *countingProxy {
+func newCountingProxy(t testing.TB, dsn string, delay time.Duration) *countingProxy {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		t.Skipf("round trips are counted for postgres:// URLs only (%v)", err)
@@ -181,7 +210,7 @@ func newCountingProxy(t *testing.T, dsn string) *countingProxy {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	p := &countingProxy{}
+	p := &countingProxy{delay: delay}
 	u.Host = ln.Addr().String()
 	p.dsn = u.String()
 	go func() {
@@ -215,6 +244,9 @@ func (p *countingProxy) serve(c net.Conn, target string) {
 			if n > 0 {
 				if answered.Swap(false) {
 					p.trips.Add(1)
+					if p.delay > 0 {
+						time.Sleep(p.delay)
+					}
 				}
 				if _, werr := up.Write(buf[:n]); werr != nil {
 					break

@@ -429,11 +429,15 @@ func (t Ticket) computeTicketDigest() string {
 	w.boolean("preview_required", t.PreviewRequired)
 	w.boolean("preview_shown", t.PreviewShown)
 	w.str("scope", t.Scope)
-	se := make([]string, len(t.SideEffects))
+	w.key("side_effects")
+	w.b = append(w.b, '[')
 	for i, e := range t.SideEffects {
-		se[i] = string(e)
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.strVal(string(e))
 	}
-	w.strs("side_effects", se)
+	w.b = append(w.b, ']')
 	w.str("ticket_completeness", t.Completeness)
 	w.str("ticket_id", t.TicketID)
 	w.str("ticket_status", t.Status)

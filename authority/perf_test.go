@@ -175,3 +175,27 @@ func TestMustDigestAsMatchesPrefixedDigest(t *testing.T) {
 		}
 	})
 }
+
+// appendQuoted writes what cjson.AppendString writes and reports ASCII
+// exactly, for strings that are mostly plain with a few bytes at every
+// boundary (so both the word skip and the byte path are taken), and for
+// arbitrary strings.
+func TestAppendQuotedMatchesCjson(t *testing.T) {
+	check := func(t *rapid.T, s string) {
+		got, ascii := appendQuoted([]byte("x"), s)
+		if want := cjson.AppendString([]byte("x"), s); string(got) != string(want) {
+			t.Fatalf("appendQuoted(%q) = %q, want %q", s, got, want)
+		}
+		if ascii != isASCII(s) {
+			t.Fatalf("appendQuoted(%q) reports ascii %v", s, ascii)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte("abcxyz019:-/ ")), 0, 60).Draw(t, "base")
+		for i := rapid.IntRange(0, 4).Draw(t, "odd"); i > 0 && len(b) > 0; i-- {
+			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")] = rapid.SampledFrom(append(nearBytes, '\n', '\t', '\r', '\b', '\f', 0x01)).Draw(t, "byte")
+		}
+		check(t, string(b))
+	})
+	rapid.Check(t, func(t *rapid.T) { check(t, rapid.String().Draw(t, "s")) })
+}

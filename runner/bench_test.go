@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,7 +50,14 @@ func (c counter) Decide(state []byte, in Accepted) (Decision, error) {
 // intent, outbox row, first attempt and checkpoint committed; the effect
 // executed against an in-process destination; its receipt committed and
 // accepted back. One run, b.N inputs, one at a time (C=1).
-func BenchmarkGovernedStep(b *testing.B) {
+func BenchmarkGovernedStep(b *testing.B) { benchGovernedStep(b, false) }
+
+// BenchmarkGovernedStepReported is BenchmarkGovernedStep with a usage
+// report on every input and a metered adapter: what charging tokens and
+// cost adds to a step that has them.
+func BenchmarkGovernedStepReported(b *testing.B) { benchGovernedStep(b, true) }
+
+func benchGovernedStep(b *testing.B, reported bool) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "flrh.db")
 	st, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -59,7 +67,11 @@ func BenchmarkGovernedStep(b *testing.B) {
 	defer st.Close()
 	dest := newDestination()
 	reg := &effect.Registry{}
-	reg.Register("refund.pay", "fake/1", dest)
+	if reported {
+		reg.Register("refund.pay", "fake/1", &metered{destination: dest, cost: Usage{Tokens: 3, CostMicros: 50}})
+	} else {
+		reg.Register("refund.pay", "fake/1", dest)
+	}
 	wf := counter{refunds{limit: 1 << 40}}
 	r, err := New(Config{Store: st, Workflows: []Workflow{wf}, Adapters: reg,
 		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: 1 << 40, Contract: unboundedContract(b)})
@@ -75,6 +87,9 @@ func BenchmarkGovernedStep(b *testing.B) {
 	inputs := make([][]byte, b.N)
 	for i := range inputs {
 		inputs[i] = []byte(fmt.Sprintf(`{"amount":%d,"id":"r%d","payee":"p"}`, i+1, i+1))
+		if reported {
+			inputs[i] = []byte(fmt.Sprintf(`{"format":%q,"input":%s,"usage":{"cost_micros":120,"tokens":%d}}`, ReportedInputFormat, inputs[i], 100+i))
+		}
 	}
 	before := fileSize(path)
 	var events0 int
@@ -93,6 +108,11 @@ func BenchmarkGovernedStep(b *testing.B) {
 	b.StopTimer()
 	if dest.count() != b.N+1 {
 		b.Fatalf("%d mutations for %d steps", dest.count(), b.N+1)
+	}
+	if cp, err := st.Checkpoint(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	} else if charged := bytes.Contains(cp.Body, []byte(`"cost_micros":0,`)); charged == reported {
+		b.Fatalf("reported=%v but the ledger's cost is %v", reported, !charged)
 	}
 	var events int
 	st.DB().QueryRow(`SELECT COUNT(*) FROM events`).Scan(&events)
@@ -115,7 +135,7 @@ func fileSize(path string) int64 {
 func unboundedContract(tb testing.TB) *control.Contract {
 	const most = "4503599627370496" // 2^52, the contract's ceiling
 	c, err := control.DefaultContract().Override([]byte(`{"budgets":{"steps":` + most + `,"tool_calls":` + most +
-		`,"wall_seconds":` + most + `,"suspended_seconds":` + most + `}}`))
+		`,"wall_seconds":` + most + `,"suspended_seconds":` + most + `,"tokens":` + most + `,"cost_micros":` + most + `}}`))
 	if err != nil {
 		tb.Fatal(err)
 	}

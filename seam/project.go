@@ -515,12 +515,26 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 	if len(deltas) > 0 {
 		out.Command = &frontier.ApplyDeltaBatch{ProfileDigest: s.r.Digest(), DataflowVersion: s.b.DataflowVersion, Deltas: deltas}
 	}
-	out.Digest = cjson.Digest(out.appendPreimage(nil))
+	// The preimage holds the command (each delta's value and more) and the
+	// verdicts: sized for them, it is written without regrowing.
+	n := 1024
+	for i := range ks {
+		n += 2*len(ks[i].canon) + 512
+	}
+	for _, pq := range queries {
+		n += pq.proposal.CanonicalSize() + 512
+	}
+	out.Digest = cjson.Digest(out.appendPreimage(make([]byte, 0, n)))
 	return out, nil
 }
 
 // evaluate applies the four-valued truth table to one query.
 func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
+	if s.arena == nil {
+		// One evidence row is some 300 bytes plus its ids and literal.
+		s.arena = make([]byte, 0, 512*len(pq.reqs))
+		s.scratch = make([]byte, 0, 1024+512*len(pq.reqs))
+	}
 	s.arena, s.spans = s.arena[:0], s.spans[:0]
 	var supports []string
 	allSatisfied, anyConflict := true, false

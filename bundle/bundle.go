@@ -107,14 +107,17 @@ func (w *Workflow) Decide(state []byte, in runner.Accepted) (runner.Decision, er
 	if err != nil {
 		return runner.Decision{}, err
 	}
-	// The workflow writes its state with cjson.Marshal under its own state
-	// kind, which has no set-like members.
+	// The workflow writes its state canonically, the bytes cjson.Marshal
+	// writes, under its own state kind, which has no set-like members.
 	d := runner.Decision{State: r.State, StateCanonical: true, Completion: runner.Completion(r.Completion), Refusal: r.Refusal}
 	for _, e := range r.Effects {
 		d.Effects = append(d.Effects, plan(e))
 	}
-	for _, n := range r.Trace {
-		d.Trace = append(d.Trace, store.TraceRecord{Kind: n.Kind, Body: n.Body})
+	if len(r.Trace) > 0 {
+		d.Trace = make([]store.TraceRecord, len(r.Trace))
+		for i, n := range r.Trace {
+			d.Trace[i] = store.TraceRecord{Kind: n.Kind, Body: n.Body}
+		}
 	}
 	return d, nil
 }

@@ -76,7 +76,7 @@ func (m *Materialization) checkDepth() error {
 	for t, tb := range m.tables {
 		for r := int32(0); r < tb.n; r++ {
 			if tb.alive(r) && height[t][r] > int32(limit) {
-				return errorf(DepthExceeded, Pos{}, "%s needs a derivation deeper than %d: derivation depth exceeded", m.decode(t, tb.row(r)), limit)
+				return errorf(DepthExceeded, Pos{}, "%s needs a derivation deeper than %d: derivation depth exceeded", m.decode(t, tb.tuple(r)), limit)
 			}
 		}
 	}

@@ -434,9 +434,9 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 
 // match binds and checks one row against a scan step.
 func (x *exec) match(s *step, t *table, r int32) bool {
-	row := t.row(r)
+	row := t.words(r)
 	for _, b := range s.binds {
-		x.regs[b.reg] = row[b.col]
+		x.regs[b.reg] = t.val(row, b.col)
 	}
 	for _, c := range s.checks {
 		var v int64
@@ -450,7 +450,7 @@ func (x *exec) match(s *step, t *table, r int32) bool {
 				return false
 			}
 		}
-		if row[c.col] != v {
+		if t.val(row, c.col) != v {
 			return false
 		}
 	}

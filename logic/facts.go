@@ -109,8 +109,9 @@ func (m *Materialization) WriteFactsTo(w io.Writer, rel string, neg bool) (int64
 		b = b[:0]
 		return err
 	}
+	tup := make([]int64, tb.arity)
 	for _, r := range rows {
-		for i, v := range tb.row(r) {
+		for i, v := range tb.load(r, tup) {
 			if i > 0 {
 				b = append(b, '\t')
 			}

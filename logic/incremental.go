@@ -246,8 +246,7 @@ func (t *table) rebuild() {
 		if t.full() {
 			t.rehash()
 		}
-		h := hashTuple(t.row(r))
-		t.place(r, h)
+		t.place(r, t.hashRow(r))
 	}
 }
 
@@ -257,10 +256,10 @@ func (m *Materialization) finish() {
 	if m.recordChanges {
 		for t := range m.tables {
 			for _, r := range m.deltaPlus[t] {
-				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].row(r)), Diff: 1})
+				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].tuple(r)), Diff: 1})
 			}
 			for _, r := range m.deltaMinus[t] {
-				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].row(r)), Diff: -1})
+				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].tuple(r)), Diff: -1})
 			}
 		}
 		slices.SortFunc(m.lastChanges, func(a, b FactDelta) int {
@@ -294,12 +293,13 @@ func (m *Materialization) compact(t int) {
 	tb := m.tables[t]
 	remap := make(map[int32]int32, len(m.base[t]))
 	w := int32(0)
-	packed := &table{arity: tb.arity}
+	packed := &table{arity: tb.arity, wide: tb.wide, stride: tb.stride}
+	tup := make([]int64, tb.arity)
 	for r := int32(0); r < tb.n; r++ {
 		if tb.died.get(r) != 0 {
 			continue
 		}
-		packed.appendRow(tb.row(r))
+		packed.appendRow(tb.load(r, tup))
 		tb.round.set(w, tb.round.get(r))
 		if _, ok := m.base[t][r]; ok {
 			remap[r] = w
@@ -573,9 +573,10 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 	for _, t := range s.tables {
 		old := m.tables[t]
 		fresh := newTable(old.arity, m.c.indexes[t])
+		tup := make([]int64, old.arity)
 		for r := int32(0); r < m.start[t]; r++ {
 			if m.base[t][r] > 0 {
-				fresh.insert(old.row(r), 0)
+				fresh.insert(old.load(r, tup), 0)
 			}
 		}
 		for _, p := range pending {
@@ -600,11 +601,12 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 	}
 	for _, t := range s.tables {
 		old, nw := m.tables[t], fresh[t]
+		tup := make([]int64, old.arity)
 		for r := int32(0); r < m.start[t]; r++ {
 			if old.died.get(r) != 0 && old.died.get(r) != m.epoch {
 				continue // dead before this update
 			}
-			nr := nw.find(old.row(r))
+			nr := nw.find(old.load(r, tup))
 			switch {
 			case nr >= 0:
 				// Take the rank the fresh evaluation proved: the old one
@@ -617,7 +619,7 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 			}
 		}
 		for r := int32(0); r < nw.n; r++ {
-			if _, added := old.insert(nw.row(r), nw.round.get(r)); added {
+			if _, added := old.insert(nw.load(r, tup), nw.round.get(r)); added {
 				m.live++
 			}
 		}
@@ -821,7 +823,7 @@ func (m *Materialization) survives(x *exec, si, t int, r int32) (bool, error) {
 		return true, nil
 	}
 	tb := m.tables[t]
-	tup := append([]int64(nil), tb.row(r)...)
+	tup := tb.tuple(r)
 	found := false
 	saveMode, saveFn, saveCand := x.mode, x.onMatch, x.candOnly
 	defer func() { x.mode, x.onMatch, x.candOnly = saveMode, saveFn, saveCand }()
@@ -882,7 +884,7 @@ func (m *Materialization) collectAdded(x *exec, head int, into [][]int32) {
 // derivable reports whether some rule derives row r of table t from the
 // current state (alive rows of earlier rounds).
 func (m *Materialization) derivable(x *exec, t int, r int32) (bool, error) {
-	tup := append([]int64(nil), m.tables[t].row(r)...)
+	tup := m.tables[t].tuple(r)
 	found := false
 	saveMode, saveFn := x.mode, x.onMatch
 	defer func() { x.mode, x.onMatch = saveMode, saveFn }()

@@ -280,7 +280,7 @@ func (m *Materialization) allFacts() []FactDelta {
 	for t, tb := range m.tables {
 		for r := int32(0); r < tb.n; r++ {
 			if tb.alive(r) {
-				out = append(out, FactDelta{Fact: m.decode(t, tb.row(r)), Diff: 1})
+				out = append(out, FactDelta{Fact: m.decode(t, tb.tuple(r)), Diff: 1})
 			}
 		}
 	}

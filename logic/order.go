@@ -25,15 +25,16 @@ func (m *Materialization) sortedRows(t int) []int32 {
 		return m.radixSortRows(tb, types, rows)
 	}
 	slices.SortFunc(rows, func(a, b int32) int {
-		ra, rb := tb.row(a), tb.row(b)
-		for i := range ra {
-			if ra[i] == rb[i] {
+		wa, wb := tb.words(a), tb.words(b)
+		for i := range tb.arity {
+			va, vb := tb.val(wa, i), tb.val(wb, i)
+			if va == vb {
 				continue
 			}
 			if types[i] == TypeSymbol {
-				return strings.Compare(m.syms[ra[i]], m.syms[rb[i]])
+				return strings.Compare(m.syms[va], m.syms[vb])
 			}
-			if ra[i] < rb[i] {
+			if va < vb {
 				return -1
 			}
 			return 1
@@ -105,7 +106,7 @@ type flagSort struct {
 }
 
 func (s *flagSort) key(r int32, c int) uint64 {
-	v := s.tb.row(r)[c]
+	v := s.tb.at(r, c)
 	if s.types[c] == TypeSymbol {
 		return s.ranks[v]
 	}

@@ -52,12 +52,12 @@ func TestSortedRowsRadixMatchesComparison(t *testing.T) {
 		}
 		want := slices.Clone(got)
 		slices.SortFunc(want, func(a, b int32) int {
-			return compareFacts(m.decode(0, tb.row(a)), m.decode(0, tb.row(b)))
+			return compareFacts(m.decode(0, tb.tuple(a)), m.decode(0, tb.tuple(b)))
 		})
 		if !slices.Equal(got, want) {
 			for i := range got {
 				if got[i] != want[i] {
-					rt.Fatalf("position %d: got %v, want %v", i, m.decode(0, tb.row(got[i])), m.decode(0, tb.row(want[i])))
+					rt.Fatalf("position %d: got %v, want %v", i, m.decode(0, tb.tuple(got[i])), m.decode(0, tb.tuple(want[i])))
 				}
 			}
 		}

@@ -24,8 +24,9 @@ func (m *Materialization) Tuples(rel string, neg bool) ([][]Value, error) {
 	}
 	rows := m.sortedRows(t)
 	out := make([][]Value, len(rows))
+	tup := make([]int64, m.tables[t].arity)
 	for i, r := range rows {
-		out[i] = m.decode(t, m.tables[t].row(r)).Args
+		out[i] = m.decode(t, m.tables[t].load(r, tup)).Args
 	}
 	return out, nil
 }
@@ -175,7 +176,7 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 			for ai := 0; ai < rr.npos; ai++ {
 				at := rr.atoms[ai].table
 				row := x.rows[ai]
-				s.Premises = append(s.Premises, m.decode(at, m.tables[at].row(row)))
+				s.Premises = append(s.Premises, m.decode(at, m.tables[at].tuple(row)))
 				s.rows = append(s.rows, row)
 				s.tables = append(s.tables, at)
 			}
@@ -334,7 +335,7 @@ func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
 		if m.base[t][r] > 0 {
 			return i, nil
 		}
-		sups, err := m.supports(t, append([]int64(nil), m.tables[t].row(r)...), x)
+		sups, err := m.supports(t, m.tables[t].tuple(r), x)
 		if err != nil {
 			return 0, err
 		}
@@ -399,7 +400,7 @@ func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
 		if n.proof != nil {
 			return n.proof, nil
 		}
-		tup := m.tables[n.t].row(n.r)
+		tup := m.tables[n.t].tuple(n.r)
 		p := &Proof{Fact: m.decode(n.t, tup), Rule: -1}
 		n.proof = p
 		if m.base[n.t][n.r] > 0 {
@@ -462,8 +463,9 @@ func (m *Materialization) Conflicts() ([]Conflict, error) {
 			if !nt.alive(r) {
 				continue
 			}
-			if pr := pt.find(nt.row(r)); pr >= 0 && pt.alive(pr) {
-				atoms = append(atoms, m.decode(ri*2, nt.row(r)))
+			tup := nt.tuple(r)
+			if pr := pt.find(tup); pr >= 0 && pt.alive(pr) {
+				atoms = append(atoms, m.decode(ri*2, tup))
 			}
 		}
 	}

@@ -1,13 +1,20 @@
 package logic
 
-// table stores the tuples of one relation side as dense rows of int64
-// values (symbols are interned ids), with an open-addressing hash set for
+// table stores the tuples of one relation side as dense rows of values
+// (symbols are interned ids), with an open-addressing hash set for
 // deduplication and hash indexes on the column sets rules look up by.
 // Rows are never moved while an evaluation runs, so row numbers are stable
 // handles; deleted rows are marked dead and skipped.
+//
+// A value takes one 32-bit word while every value the table ever held fits
+// in 32 bits (interned symbols and the numbers most programs use), which
+// halves the rows' memory; the first value that does not fit widens the
+// whole table to two words a value, once (see widen).
 type table struct {
 	arity  int
-	chunks [][]int64 // rows, rowsPerChunk to a chunk (the first grows up to that)
+	wide   bool       // two words a value: some value did not fit in 32 bits
+	stride int        // words a row: arity, or 2*arity when wide
+	chunks [][]uint32 // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n      int32
 	round  u32vec // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
@@ -38,7 +45,7 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	return &table{arity: arity, slots: make([]int32, 16), fps: make([]uint8, 16), masks: masks, idx: make([]*index, len(masks))}
+	return &table{arity: arity, stride: arity, slots: make([]int32, 16), fps: make([]uint8, 16), masks: masks, idx: make([]*index, len(masks))}
 }
 
 // index returns index k, building it on first use: an index some plan
@@ -71,36 +78,105 @@ const (
 	chunkMask    = rowsPerChunk - 1
 )
 
-func (t *table) row(r int32) []int64 {
-	if t.arity == 0 {
-		return nil
+// words returns the stored words of row r.
+func (t *table) words(r int32) []uint32 {
+	if t.stride == 0 {
+		return nil // a relation without arguments stores no words
 	}
 	ch := t.chunks[r>>chunkShift]
-	o := int(r&chunkMask) * t.arity
-	return ch[o : o+t.arity : o+t.arity]
+	o := int(r&chunkMask) * t.stride
+	return ch[o : o+t.stride : o+t.stride]
 }
+
+// val decodes column c of a row's words.
+func (t *table) val(w []uint32, c int) int64 {
+	if !t.wide {
+		return int64(int32(w[c]))
+	}
+	return int64(uint64(w[2*c]) | uint64(w[2*c+1])<<32)
+}
+
+// at returns column c of row r.
+func (t *table) at(r int32, c int) int64 { return t.val(t.words(r), c) }
+
+// load decodes row r into buf, which must hold arity values, and returns
+// buf[:arity].
+func (t *table) load(r int32, buf []int64) []int64 {
+	buf = buf[:t.arity]
+	if t.arity == 0 {
+		return buf
+	}
+	w := t.words(r)
+	if !t.wide {
+		for c := range buf {
+			buf[c] = int64(int32(w[c]))
+		}
+		return buf
+	}
+	for c := range buf {
+		buf[c] = int64(uint64(w[2*c]) | uint64(w[2*c+1])<<32)
+	}
+	return buf
+}
+
+// tuple returns a fresh copy of row r's values.
+func (t *table) tuple(r int32) []int64 { return t.load(r, make([]int64, t.arity)) }
+
+func fits32(v int64) bool { return v == int64(int32(v)) }
 
 // appendRow stores v as the next row.
 func (t *table) appendRow(v []int64) {
 	if t.arity == 0 {
 		return
 	}
-	last := len(t.chunks) - 1
-	if last < 0 || len(t.chunks[last]) == rowsPerChunk*t.arity {
-		size := rowsPerChunk * t.arity
-		if last < 0 {
-			size = 64 * t.arity
+	if !t.wide {
+		for _, x := range v {
+			if !fits32(x) {
+				t.widen()
+				break
+			}
 		}
-		t.chunks = append(t.chunks, make([]int64, 0, size))
+	}
+	last := len(t.chunks) - 1
+	if last < 0 || len(t.chunks[last]) == rowsPerChunk*t.stride {
+		size := rowsPerChunk * t.stride
+		if last < 0 {
+			size = 64 * t.stride
+		}
+		t.chunks = append(t.chunks, make([]uint32, 0, size))
 		last++
 	}
 	c := t.chunks[last]
-	if len(c)+len(v) > cap(c) {
-		nc := make([]int64, len(c), min(2*cap(c), rowsPerChunk*t.arity))
+	if len(c)+t.stride > cap(c) {
+		nc := make([]uint32, len(c), min(2*cap(c), rowsPerChunk*t.stride))
 		copy(nc, c)
 		c = nc
 	}
-	t.chunks[last] = append(c, v...)
+	if !t.wide {
+		for _, x := range v {
+			c = append(c, uint32(x))
+		}
+	} else {
+		for _, x := range v {
+			c = append(c, uint32(x), uint32(uint64(x)>>32))
+		}
+	}
+	t.chunks[last] = c
+}
+
+// widen rewrites the rows with two words a value. It runs at most once per
+// table, when the first value outside 32 bits arrives; row numbers, the
+// hash set and the indexes stay valid because values are unchanged.
+func (t *table) widen() {
+	for i, ch := range t.chunks {
+		nc := make([]uint32, 0, 2*cap(ch))
+		for _, w := range ch {
+			x := int64(int32(w))
+			nc = append(nc, uint32(x), uint32(uint64(x)>>32))
+		}
+		t.chunks[i] = nc
+	}
+	t.wide, t.stride = true, 2*t.arity
 }
 
 // truncate drops the rows from n on.
@@ -112,7 +188,7 @@ func (t *table) truncate(n int32) {
 	k := int((n + chunkMask) >> chunkShift)
 	t.chunks = t.chunks[:k]
 	if k > 0 {
-		t.chunks[k-1] = t.chunks[k-1][:int(n-int32(k-1)*rowsPerChunk)*t.arity]
+		t.chunks[k-1] = t.chunks[k-1][:int(n-int32(k-1)*rowsPerChunk)*t.stride]
 	}
 }
 
@@ -137,10 +213,34 @@ func fmix(h uint64) uint64 {
 	return h
 }
 
+// hashRow is hashTuple of row r's values.
+func (t *table) hashRow(r int32) uint64 {
+	h := uint64(hashSeed)
+	if t.arity == 0 {
+		return fmix(h)
+	}
+	w := t.words(r)
+	for c := range t.arity {
+		h = mix(h, t.val(w, c))
+	}
+	return fmix(h)
+}
+
 func (t *table) equalRow(r int32, v []int64) bool {
-	row := t.row(r)
+	if t.arity == 0 {
+		return true
+	}
+	w := t.words(r)
+	if !t.wide {
+		for i, x := range v {
+			if int64(int32(w[i])) != x {
+				return false
+			}
+		}
+		return true
+	}
 	for i, x := range v {
-		if row[i] != x {
+		if t.val(w, i) != x {
 			return false
 		}
 	}
@@ -254,7 +354,7 @@ func (t *table) rehash() {
 			continue
 		}
 		r := old[i] - 1
-		t.place(r, hashTuple(t.row(r)))
+		t.place(r, t.hashRow(r))
 	}
 }
 
@@ -273,7 +373,7 @@ func (t *table) place(r int32, h uint64) {
 // unlink removes row r from the hash set (after it died for good).
 func (t *table) unlink(r int32) {
 	mask := uint64(len(t.slots) - 1)
-	for i := hashTuple(t.row(r)) & mask; ; i = (i + 1) & mask {
+	for i := t.hashRow(r) & mask; ; i = (i + 1) & mask {
 		f := t.fps[i]
 		if f == fpEmpty {
 			return
@@ -287,9 +387,9 @@ func (t *table) unlink(r int32) {
 
 func (ix *index) keyHash(t *table, r int32) uint64 {
 	h := uint64(hashSeed)
-	row := t.row(r)
+	w := t.words(r)
 	for _, c := range ix.cols {
-		h = mix(h, row[c])
+		h = mix(h, t.val(w, c))
 	}
 	return fmix(h)
 }
@@ -300,7 +400,7 @@ func (ix *index) add(t *table, r int32) {
 	}
 	ix.next = append(ix.next, -1)
 	mask := uint64(len(ix.slots) - 1)
-	row := t.row(r)
+	row := t.words(r)
 	for i := ix.keyHash(t, r) & mask; ; i = (i + 1) & mask {
 		s := ix.slots[i]
 		if s == 0 {
@@ -308,10 +408,10 @@ func (ix *index) add(t *table, r int32) {
 			ix.used++
 			return
 		}
-		head := t.row(s - 1)
+		head := t.words(s - 1)
 		same := true
 		for _, c := range ix.cols {
-			if head[c] != row[c] {
+			if t.val(head, c) != t.val(row, c) {
 				same = false
 				break
 			}
@@ -354,10 +454,10 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 		if s == 0 {
 			return -1
 		}
-		head := t.row(s - 1)
+		head := t.words(s - 1)
 		same := true
 		for k, c := range ix.cols {
-			if head[c] != key[k] {
+			if t.val(head, c) != key[k] {
 				same = false
 				break
 			}
@@ -371,9 +471,9 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 // clone deep-copies the table.
 func (t *table) clone() *table {
 	u := *t
-	u.chunks = make([][]int64, len(t.chunks))
+	u.chunks = make([][]uint32, len(t.chunks))
 	for i, c := range t.chunks {
-		u.chunks[i] = append(make([]int64, 0, cap(c)), c...)
+		u.chunks[i] = append(make([]uint32, 0, cap(c)), c...)
 	}
 	u.round = t.round.clone()
 	u.died = t.died.clone()

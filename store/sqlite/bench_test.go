@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,4 +72,86 @@ func BenchmarkCommitSealed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCommitRunnerTick commits ticks shaped like the refund-agent
+// bundle's (six events of about 800 bytes, a 7 KiB checkpoint, four trace
+// records, an intent), on 8 runs written by 1 or 8 goroutines at once:
+// with 8, concurrent commits share batches (one transaction, one fsync).
+// Besides wall time it reports cpu-ns/op, the process's CPU per tick.
+func BenchmarkCommitRunnerTick(b *testing.B) {
+	ev := strings.Repeat("e", 700)
+	cp := []byte(`{"state":"` + strings.Repeat("s", 7<<10) + `"}`)
+	tr := []byte(`{"trace":"` + strings.Repeat("t", 400) + `"}`)
+	for _, writers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("C=%d", writers), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "flrh.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			leases := make([]store.Lease, 8)
+			for r := range leases {
+				id := fmt.Sprintf("run-%d", r)
+				if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
+					b.Fatal(err)
+				}
+				if leases[r], err = s.AcquireLease(ctx, id, "w", time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next atomic.Int64
+			work := func(runs []store.Lease) error {
+				heads := make([]int64, len(runs))
+				for {
+					n := next.Add(1) - 1
+					if n >= int64(b.N) {
+						return nil
+					}
+					i := int(n) % len(runs)
+					l := runs[i]
+					tick := store.Tick{ExpectHead: heads[i], Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+						Intents: []store.Intent{storetest.In(fmt.Sprintf("%s-%d", l.RunID, n), fmt.Sprintf("k-%s-%d", l.RunID, n), fmt.Sprint(n))}}
+					for e := 0; e < 6; e++ {
+						tick.Events = append(tick.Events, storetest.Ev("E", fmt.Sprintf(`{"n":%d,"e":%d,"pad":%q}`, n, e, ev)))
+					}
+					for k := 0; k < 4; k++ {
+						tick.Trace = append(tick.Trace, store.TraceRecord{Kind: "t", Body: tr})
+					}
+					if err := s.Commit(ctx, l, tick); err != nil {
+						return err
+					}
+					heads[i] += 6
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			var wg sync.WaitGroup
+			errs := make(chan error, writers)
+			per := len(leases) / writers
+			for w := 0; w < writers; w++ {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs <- work(leases[w*per : (w+1)*per]) }()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// cpuTime is the user and system CPU this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -15,9 +15,10 @@ import (
 )
 
 // A database written at schema version 3 (events, trace and checkpoints in
-// WITHOUT ROWID tables) migrates to rowid tables: every row reads back the
-// same, the chain goes on from where it was, and the evidence is still
-// append-only.
+// WITHOUT ROWID tables; receipts ordered by a separate unique index; the
+// outbox a rowid table) migrates: every row reads back the same, the chain,
+// checkpoint, trace and receipt numbering go on from where they were, and
+// the evidence is still append-only.
 func TestMigrateFromVersion3(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
@@ -65,6 +66,29 @@ VALUES (?, 'wf', '1', 'S', 3, '', 'w', 1, ?, 1, 1, (SELECT COALESCE(MAX(created_
 			t.Fatal(err)
 		}
 	}
+	// An intent of run a, done, with its receipt; one of run b in flight.
+	wantIntent := storetest.In("ia", "ka", "a")
+	wantIntent.RunID, wantIntent.Seq, wantIntent.Outbox, wantIntent.Attempts = "a", 3, store.OutboxDone, 1
+	inB := storetest.In("ib", "kb", "b")
+	rcA := store.Receipt{IntentID: "ia", Outcome: "confirmed_success", Body: []byte(`{"receipt":"a"}`)}
+	rcA.Digest = store.BodyDigest(rcA.Body)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES (?, 'a', 3, 1, ?, ?, ?, ?, ?, 1, 1)`,
+			[]any{wantIntent.ID, wantIntent.EffectType, wantIntent.IdempotencyKey, wantIntent.ContentDigest, wantIntent.Body, wantIntent.Digest}},
+		{`INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES (?, 'b', 3, 2, ?, ?, ?, ?, ?, 1, 1)`,
+			[]any{inB.ID, inB.EffectType, inB.IdempotencyKey, inB.ContentDigest, inB.Body, inB.Digest}},
+		{`INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) VALUES ('ia', 'a', 'done', 1, 1), ('ib', 'b', 'in_flight', 1, 1)`, nil},
+		{`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ('ia', 1, 'succeeded', 1, 1), ('ib', 1, 'started', 1, 1)`, nil},
+		{`INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at) VALUES ('ia', 'a', 1, ?, ?, ?, 1, 1)`,
+			[]any{rcA.Outcome, rcA.Body, rcA.Digest}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
 	db.Close()
 
 	s, err := Open(ctx, path, Options{})
@@ -77,7 +101,7 @@ VALUES (?, 'wf', '1', 'S', 3, '', 'w', 1, ?, 1, 1, (SELECT COALESCE(MAX(created_
 	if v != SchemaVersion || SchemaVersion < 4 {
 		t.Fatalf("user_version %d after migration, build writes %d", v, SchemaVersion)
 	}
-	for _, tb := range []string{"events", "trace", "checkpoints"} {
+	for _, tb := range []string{"events", "trace", "checkpoints", "receipts"} {
 		var sqlText string
 		if err := s.DB().QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, tb).Scan(&sqlText); err != nil {
 			t.Fatal(err)
@@ -86,6 +110,35 @@ VALUES (?, 'wf', '1', 'S', 3, '', 'w', 1, ?, 1, 1, (SELECT COALESCE(MAX(created_
 			t.Errorf("table %s after migration: %s", tb, sqlText)
 		}
 	}
+	var outboxSQL string
+	s.DB().QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'outbox'`).Scan(&outboxSQL)
+	if !strings.Contains(strings.ToUpper(outboxSQL), "WITHOUT ROWID") {
+		t.Errorf("outbox after migration: %s", outboxSQL)
+	}
+	if ins, err := s.Intents(ctx, "a"); err != nil || len(ins) != 1 || !reflect.DeepEqual(ins[0], wantIntent) {
+		t.Fatalf("intents after migration:\n got %+v (%v)\nwant %+v", ins, err, wantIntent)
+	}
+	if rcs, err := s.Receipts(ctx, "a"); err != nil || len(rcs) != 1 || !reflect.DeepEqual(rcs[0], rcA) {
+		t.Fatalf("receipts after migration: %+v (%v)", rcs, err)
+	}
+	// Run b's attempt ends and its receipt is the second in commit order.
+	rcB := store.Receipt{IntentID: "ib", Outcome: "confirmed_success", Body: []byte(`{"receipt":"b"}`)}
+	rcB.Digest = store.BodyDigest(rcB.Body)
+	lb := store.Lease{RunID: "b", Owner: "w", Generation: 1}
+	if err := s.Commit(ctx, lb, store.Tick{ExpectHead: 3,
+		Results:  []store.AttemptResult{{IntentID: "ib", N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+		Receipts: []store.Receipt{rcB}}); err != nil {
+		t.Fatal(err)
+	}
+	if ins, _ := s.Intents(ctx, "b"); len(ins) != 1 || ins[0].Outbox != store.OutboxDone {
+		t.Fatalf("run b's intent after its receipt: %+v", ins)
+	}
+	var order int64
+	s.DB().QueryRow(`SELECT commit_order FROM receipts WHERE intent_id = 'ib'`).Scan(&order)
+	if rcs, _ := s.Receipts(ctx, "b"); len(rcs) != 1 || !reflect.DeepEqual(rcs[0], rcB) || order != 2 {
+		t.Fatalf("run b's receipt %+v at commit order %d, want 2", rcs, order)
+	}
+
 	got, err := s.Events(ctx, "a", 0)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("events after migration:\n got %+v (%v)\nwant %+v", got, err, want)
@@ -121,7 +174,7 @@ VALUES (?, 'wf', '1', 'S', 3, '', 'w', 1, ?, 1, 1, (SELECT COALESCE(MAX(created_
 	if tr, _ := s.Trace(ctx, "a"); len(tr) != 4 {
 		t.Fatalf("%d trace records", len(tr))
 	}
-	for _, q := range []string{`UPDATE events SET kind = 'X'`, `DELETE FROM events`, `UPDATE trace SET kind = 'X'`, `DELETE FROM trace`, `UPDATE checkpoints SET seq = 9`} {
+	for _, q := range []string{`UPDATE events SET kind = 'X'`, `DELETE FROM events`, `UPDATE trace SET kind = 'X'`, `DELETE FROM trace`, `UPDATE checkpoints SET seq = 9`, `UPDATE receipts SET outcome = 'x'`, `DELETE FROM receipts`} {
 		if _, err := s.DB().Exec(q); err == nil {
 			t.Errorf("%s succeeded after migration", q)
 		}

@@ -218,6 +218,45 @@ DROP TABLE checkpoints;
 ALTER TABLE checkpoints_v4 RENAME TO checkpoints;
 CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
 `,
+	// 5: two b-trees fewer written per receipt and per outbox row. A
+	// receipt's commit order becomes its rowid (it was a separate unique
+	// index, read for its maximum on every receipt), and the outbox, whose
+	// rows are small and only ever found by intent id, is kept in its
+	// primary key's b-tree alone (WITHOUT ROWID) instead of a table and an
+	// index of the same key. Rows and their order are unchanged.
+	`
+CREATE TABLE receipts_v5 (
+	commit_order INTEGER PRIMARY KEY,
+	intent_id    TEXT NOT NULL UNIQUE REFERENCES intents(intent_id),
+	run_id       TEXT NOT NULL REFERENCES runs(run_id),
+	outcome      TEXT NOT NULL,
+	body         BLOB NOT NULL,
+	digest       TEXT NOT NULL,
+	generation   INTEGER NOT NULL,
+	recorded_at  INTEGER NOT NULL
+) STRICT;
+INSERT INTO receipts_v5 (commit_order, intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT commit_order, intent_id, run_id, outcome, body, digest, generation, recorded_at FROM receipts ORDER BY commit_order;
+DROP TABLE receipts;
+ALTER TABLE receipts_v5 RENAME TO receipts;
+CREATE INDEX receipts_by_run ON receipts(run_id);
+CREATE TRIGGER receipts_no_update BEFORE UPDATE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+
+CREATE TABLE outbox_v5 (
+	intent_id  TEXT PRIMARY KEY REFERENCES intents(intent_id),
+	run_id     TEXT NOT NULL REFERENCES runs(run_id),
+	status     TEXT NOT NULL CHECK (status IN ('pending', 'in_flight', 'retry', 'reconcile', 'human', 'done')),
+	route      TEXT NOT NULL DEFAULT '',
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	updated_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO outbox_v5 (intent_id, run_id, status, route, attempts, updated_at)
+	SELECT intent_id, run_id, status, route, attempts, updated_at FROM outbox;
+DROP TABLE outbox;
+ALTER TABLE outbox_v5 RENAME TO outbox;
+CREATE INDEX outbox_open ON outbox(status) WHERE status <> 'done';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

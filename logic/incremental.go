@@ -190,6 +190,7 @@ func (m *Materialization) beginUndo() {
 		if !tb.died.on() {
 			tb.died = zeroed(tb.n)
 		}
+		tb.round.expand(tb.n)
 	}
 	m.undo = u
 	m.epoch++

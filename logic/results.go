@@ -24,7 +24,7 @@ func (m *Materialization) Results() (*Results, error) {
 		// Rendering reads rows and liveness only.
 		tb.slots, tb.fps, tb.used = nil, nil, 0
 		clear(tb.idx)
-		tb.round = u32vec{}
+		tb.round = rounds{}
 	}
 	m.consumed = true
 	m.tables, m.base, m.ledger, m.byFact, m.symID = nil, nil, nil, nil, nil

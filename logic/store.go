@@ -16,7 +16,7 @@ type table struct {
 	stride int        // words a row: arity, or 2*arity when wide
 	chunks [][]uint32 // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n      int32
-	round  u32vec // round that (re)derived each row: a rank, see overDeleteRanked
+	round  rounds // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
 	ndead  int32
 	slots  []int32  // hash set: row+1 per slot, see fps
@@ -312,7 +312,7 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	r := t.n
 	t.n++
 	t.appendRow(v)
-	t.round.push(round)
+	t.round.push(r, round)
 	if t.died.on() {
 		t.died.push(0)
 	}
@@ -495,6 +495,91 @@ func (t *table) clone() *table {
 
 // liveRows counts rows that are alive.
 func (t *table) liveRows() int { return int(t.n - t.ndead) }
+
+// rounds is the per-row round column. A from-scratch evaluation appends
+// each table's rows in nondecreasing round order, so until the first
+// update changes a row's round it is kept as runs of equal rounds: a few
+// entries per table instead of 4 bytes a row, which a one-shot evaluation
+// never expands.
+type rounds struct {
+	runs []roundRun // while vec is off, sorted by first row
+	vec  u32vec
+}
+
+// roundRun says that rows from first on, up to the next run, have round.
+type roundRun struct {
+	first int32
+	round uint32
+}
+
+func (v *rounds) get(r int32) uint32 {
+	if v.vec.on() {
+		return v.vec.get(r)
+	}
+	// the last run starting at or before r
+	lo, hi := 0, len(v.runs)
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		if v.runs[mid].first <= r {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return v.runs[lo].round
+}
+
+// set changes row r's round; the column must have been expanded.
+func (v *rounds) set(r int32, x uint32) { v.vec.set(r, x) }
+
+// push records round x for row r, the row just appended.
+func (v *rounds) push(r int32, x uint32) {
+	if !v.vec.on() {
+		last := len(v.runs) - 1
+		if last >= 0 && v.runs[last].round == x {
+			return
+		}
+		if last < 0 || v.runs[last].round < x {
+			v.runs = append(v.runs, roundRun{r, x})
+			return
+		}
+		v.expand(r) // a smaller round than the last: runs cannot say it
+	}
+	v.vec.push(x)
+}
+
+// expand turns the runs of the first n rows into a per-row column, which
+// updates set row by row.
+func (v *rounds) expand(n int32) {
+	if v.vec.on() {
+		return
+	}
+	v.vec = zeroed(n)
+	for i, run := range v.runs {
+		end := n
+		if i+1 < len(v.runs) {
+			end = min(n, v.runs[i+1].first)
+		}
+		for r := run.first; r < end; r++ {
+			v.vec.set(r, run.round)
+		}
+	}
+	v.runs = nil
+}
+
+func (v *rounds) truncate(n int32) {
+	if v.vec.on() {
+		v.vec.truncate(n)
+		return
+	}
+	for len(v.runs) > 0 && v.runs[len(v.runs)-1].first >= n {
+		v.runs = v.runs[:len(v.runs)-1]
+	}
+}
+
+func (v rounds) clone() rounds {
+	return rounds{runs: append([]roundRun(nil), v.runs...), vec: v.vec.clone()}
+}
 
 // u32vec is a per-row uint32 column stored in chunks like the rows.
 type u32vec struct {

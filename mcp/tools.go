@@ -105,6 +105,7 @@ type startIn struct {
 	Version     string         `json:"version,omitempty" jsonschema:"the workflow version (default 1, or the one after @)"`
 	RunID       string         `json:"run_id,omitempty" jsonschema:"the new run's id (default: a fresh random id)"`
 	Input       map[string]any `json:"input" jsonschema:"the run's input, a JSON object the workflow understands (integers only, no fractions)"`
+	Usage       *usageIn       `json:"usage,omitempty" jsonschema:"what producing the input cost you, charged against the run's tokens and cost budgets when it is accepted"`
 	WaitSeconds *int           `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to settle (default 10, at most 30; 0 returns at once)"`
 }
 
@@ -119,6 +120,13 @@ type submitIn struct {
 type usageIn struct {
 	Tokens     int64 `json:"tokens,omitempty" jsonschema:"model tokens consumed (0 to 2^52)"`
 	CostMicros int64 `json:"cost_micros,omitempty" jsonschema:"cost in micro-units of the workflow's currency (0 to 2^52)"`
+}
+
+func (u *usageIn) usage() runner.Usage {
+	if u == nil {
+		return runner.Usage{}
+	}
+	return runner.Usage{Tokens: u.Tokens, CostMicros: u.CostMicros}
 }
 
 func (t *tools) listWorkflows(_ context.Context, _ *sdk.CallToolRequest, _ listWorkflowsIn) (*sdk.CallToolResult, WorkflowList, error) {
@@ -252,7 +260,7 @@ func (t *tools) startRun(ctx context.Context, req *sdk.CallToolRequest, in start
 	if !cjson.ValidID(runID) {
 		return nil, Progress{}, fmt.Errorf("run_id %q is not a valid id (letters, digits and . _ : - only)", runID)
 	}
-	if err := t.d.Runner.StartAs(ctx, runID, id, version, body, t.agent); err != nil {
+	if err := t.d.Runner.StartWithUsage(ctx, runID, id, version, body, in.Usage.usage(), t.agent); err != nil {
 		return nil, Progress{}, explain(err, runID)
 	}
 	return t.progress(ctx, runID, wait)
@@ -279,11 +287,7 @@ func (t *tools) submitInput(ctx context.Context, req *sdk.CallToolRequest, in su
 	}
 	// Always the agent's own identity and the input kind: the body cannot
 	// choose either.
-	var u runner.Usage
-	if in.Usage != nil {
-		u = runner.Usage{Tokens: in.Usage.Tokens, CostMicros: in.Usage.CostMicros}
-	}
-	if err := t.d.Runner.SubmitWithUsage(ctx, in.RunID, body, u, t.agent); err != nil {
+	if err := t.d.Runner.SubmitWithUsage(ctx, in.RunID, body, in.Usage.usage(), t.agent); err != nil {
 		return nil, Progress{}, explain(err, in.RunID)
 	}
 	return t.progress(ctx, in.RunID, wait)

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -214,6 +213,15 @@ func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, i
 // StartAs is Start with the run's first input recorded under the
 // authenticated actor who asked for the run.
 func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string, input []byte, by Actor) error {
+	return r.StartWithUsage(ctx, runID, workflowID, version, input, Usage{}, by)
+}
+
+// StartWithUsage is StartAs with the first input's usage report, checked
+// and charged as SubmitWithUsage does.
+func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) error {
+	if err := u.Check(); err != nil {
+		return err
+	}
 	if !cjson.ValidID(runID) {
 		return fmt.Errorf("runner: invalid run id %q", runID)
 	}
@@ -225,8 +233,17 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 	if err != nil {
 		return fmt.Errorf("runner: run input: %w", err)
 	}
-	if bytes.HasPrefix(body, reportedPrefix) {
-		return plainInput(map[string]any{"format": ReportedInputFormat})
+	v, err := cjson.Decode(body)
+	if err != nil {
+		return fmt.Errorf("runner: run input: %w", err)
+	}
+	if err := plainInput(v); err != nil {
+		return err
+	}
+	if !u.zero() {
+		if body, err = reportedBody(v, u); err != nil {
+			return err
+		}
 	}
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
 	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {

@@ -85,9 +85,17 @@ func (r *Runner) SubmitWithUsage(ctx context.Context, runID string, input []byte
 	if u.zero() {
 		return r.submit(ctx, runID, KindInput, by, v)
 	}
-	return r.submit(ctx, runID, KindInput, by, map[string]any{"format": ReportedInputFormat, "input": v,
-		"usage": map[string]any{"tokens": u.Tokens, "cost_micros": u.CostMicros}})
+	return r.submit(ctx, runID, KindInput, by, reported(v, u))
 }
+
+// reported wraps an input (a decoded value) with its usage report.
+func reported(v any, u Usage) map[string]any {
+	return map[string]any{"format": ReportedInputFormat, "input": v,
+		"usage": map[string]any{"tokens": u.Tokens, "cost_micros": u.CostMicros}}
+}
+
+// reportedBody is the canonical inbox body of an input with its report.
+func reportedBody(v any, u Usage) ([]byte, error) { return cjson.Marshal(reported(v, u)) }
 
 // plainInput refuses an input that looks like a usage-report wrapper: a
 // report travels beside the input (SubmitWithUsage), never inside it, so

@@ -227,3 +227,32 @@ func TestACostlyEffectEndsTheRunAfterItIsReconciled(t *testing.T) {
 		t.Fatalf("run %s, %d attempts, ledger %+v", run.State, b.attemptCount("run"), l)
 	}
 }
+
+func TestTheFirstInputMayCarryAReport(t *testing.T) {
+	b := newBudgetRig(t, `{"budgets":{"tokens":150}}`)
+	body := []byte(`{"amount":10,"id":"p0","payee":"p"}`)
+	if err := b.r.StartWithUsage(ctx, "run", "counter", "1", body, Usage{Tokens: 100, CostMicros: 9}, payer); err != nil {
+		t.Fatal(err)
+	}
+	b.idle()
+	if l := b.checkLedger("run"); l.Tokens != 100 || l.CostMicros != 9 || b.dest.count() != 1 {
+		t.Fatalf("ledger %+v, %d payments", l, b.dest.count())
+	}
+	// One that does not fit a fresh run's budget is refused before it is
+	// accepted: the run ends without having done anything.
+	if err := b.r.StartWithUsage(ctx, "big", "counter", "1", body, Usage{Tokens: 151}, payer); err != nil {
+		t.Fatal(err)
+	}
+	b.idle()
+	l := b.checkLedger("big")
+	if run := b.run("big"); run.State != "BUDGET_EXHAUSTED" || l.Steps != 0 || l.Breach == nil || l.Breach.Requested != 151 {
+		t.Fatalf("run %s ledger %+v", run.State, l)
+	}
+	var ce *control.Error
+	if err := b.r.StartWithUsage(ctx, "bad", "counter", "1", body, Usage{Tokens: -1}, payer); !errors.As(err, &ce) {
+		t.Fatalf("negative report: %v", err)
+	}
+	if _, err := b.store.Run(ctx, "bad"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a refused start created its run: %v", err)
+	}
+}

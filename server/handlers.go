@@ -503,6 +503,7 @@ type StartRun struct {
 	Version  string          `json:"version,omitempty"`
 	RunID    string          `json:"run_id,omitempty"`
 	Input    json.RawMessage `json:"input"`
+	Usage    *runner.Usage   `json:"usage,omitempty"`
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -518,7 +519,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	if id == "" {
 		id = s.cfg.NewRunID()
 	}
-	if err := s.cfg.Runner.StartAs(r.Context(), id, wf.ID(), wf.Version(), req.Input, starterActor(p)); err != nil {
+	var u runner.Usage
+	if req.Usage != nil {
+		u = *req.Usage
+	}
+	if err := s.cfg.Runner.StartWithUsage(r.Context(), id, wf.ID(), wf.Version(), req.Input, u, starterActor(p)); err != nil {
 		if store.CodeOf(err) == store.CodeExists {
 			return apiErr(http.StatusConflict, TypeConflict, "/run_id", "run %s already exists", id)
 		}

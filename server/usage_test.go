@@ -11,7 +11,7 @@ import (
 func TestSubmitWithAUsageReport(t *testing.T) {
 	f := newFixture(t, tokenFileText)
 	// A first input the workflow refuses leaves the run waiting for more.
-	if a := f.post("/v1/runs", tokAgent, startBody("refund-u", `{"note":"hello"}`)); a.status != 201 {
+	if a := f.post("/v1/runs", tokAgent, `{"workflow":"refund-agent","run_id":"refund-u","input":{"note":"hello"},"usage":{"tokens":5}}`); a.status != 201 {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
 	f.waitFor("refund-u", tokViewer, "a refused first input", func(p RunPage) bool { return p.Run.State == "INGEST" })
@@ -23,6 +23,9 @@ func TestSubmitWithAUsageReport(t *testing.T) {
 		{`{"input":{"refunds":[]},"usage":{"tokens":1,"dollars":2}}`, "/usage"},
 		{`{"input":{"format":"flrh-reported-input/1","input":{},"usage":{"cost_micros":0,"tokens":5}}}`, "/input/format"},
 	} {
+		if a := f.post("/v1/runs", tokAgent, strings.Replace(tc.body, `{"input"`, `{"workflow":"refund-agent","input"`, 1)); a.status != 422 {
+			t.Fatalf("start %s: %d %s", tc.body, a.status, a.body)
+		}
 		a := f.post("/v1/runs/refund-u/inputs", tokAgent, tc.body)
 		if typ, field := a.errorOf(t); a.status != 422 || typ != TypeInvalid || !strings.HasPrefix(field, tc.field) {
 			t.Fatalf("%s: %d %s", tc.body, a.status, a.body)
@@ -39,7 +42,7 @@ func TestSubmitWithAUsageReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Budget.Used.Tokens != 1500 || st.Budget.Used.CostMicros != 4200 {
+	if st.Budget.Used.Tokens != 1505 || st.Budget.Used.CostMicros != 4200 {
 		t.Fatalf("budget %+v", st.Budget)
 	}
 }

@@ -94,3 +94,57 @@ func BenchmarkReplay100(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseSnapshot reads a checkpointed snapshot under its domain, as
+// a store or a workflow does before each step.
+func BenchmarkParseSnapshot(b *testing.B) {
+	b.Run("observation", func(b *testing.B) {
+		s, e := loadInput(b, "observe-with-effect")
+		tr, err := StepJSON(Observation{}, s, e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, _ := tr.NextSnapshot.MarshalJSON()
+		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			if _, err := ParseSnapshot(Observation{}, text); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("declarative", func(b *testing.B) {
+		d := loadShop(b)
+		s := NewSnapshot(d, "shop:1", shopVersions)
+		tr, err := Step(d, s, shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, true)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, _ := tr.NextSnapshot.MarshalJSON()
+		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			if _, err := ParseSnapshot(d, text); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkSnapshotMarshal encodes a next snapshot, as a workflow does to
+// checkpoint it after each step.
+func BenchmarkSnapshotMarshal(b *testing.B) {
+	d := loadShop(b)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	tr, err := Step(d, s, shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, true)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
+	for b.Loop() {
+		if _, err := tr.NextSnapshot.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

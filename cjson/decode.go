@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // MaxDepth bounds container nesting: the root container is at depth 0 and a
@@ -24,7 +22,7 @@ func Decode(text []byte) (any, error) {
 		return nil, errAt(CodeInvalidUTF8, "/", 0, "byte order mark is not allowed")
 	}
 	d.skipSpace()
-	v, err := d.value("", 0)
+	v, err := d.value(at{}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +38,21 @@ type decoder struct {
 	pos int
 }
 
+// at is the JSON Pointer of the value being read, kept as its container's
+// pointer and its own token until an error needs it spelled out: a
+// document has far more members than faults.
+type at struct {
+	base, tok string
+	child     bool
+}
+
+func (a at) ptr() string {
+	if !a.child {
+		return a.base
+	}
+	return a.base + "/" + a.tok
+}
+
 func (d *decoder) skipSpace() {
 	for d.pos < len(d.src) {
 		switch d.src[d.pos] {
@@ -51,53 +64,53 @@ func (d *decoder) skipSpace() {
 	}
 }
 
-func (d *decoder) syntax(ptr, format string, args ...any) *Error {
-	return errAt(CodeSyntax, ptr, d.pos, format, args...)
+func (d *decoder) syntax(p at, format string, args ...any) *Error {
+	return errAt(CodeSyntax, p.ptr(), d.pos, format, args...)
 }
 
-func (d *decoder) value(ptr string, depth int) (any, error) {
+func (d *decoder) value(p at, depth int) (any, error) {
 	if d.pos >= len(d.src) {
-		return nil, d.syntax(ptr, "unexpected end of input")
+		return nil, d.syntax(p, "unexpected end of input")
 	}
 	switch c := d.src[d.pos]; {
 	case c == '{':
 		if depth >= MaxDepth {
-			return nil, errAt(CodeNestingDepth, ptr, d.pos, "nesting depth reaches %d", MaxDepth)
+			return nil, errAt(CodeNestingDepth, p.ptr(), d.pos, "nesting depth reaches %d", MaxDepth)
 		}
-		return d.object(ptr, depth)
+		return d.object(p.ptr(), depth)
 	case c == '[':
 		if depth >= MaxDepth {
-			return nil, errAt(CodeNestingDepth, ptr, d.pos, "nesting depth reaches %d", MaxDepth)
+			return nil, errAt(CodeNestingDepth, p.ptr(), d.pos, "nesting depth reaches %d", MaxDepth)
 		}
-		return d.array(ptr, depth)
+		return d.array(p.ptr(), depth)
 	case c == '"':
 		start := d.pos
-		s, err := d.str(ptr)
+		s, err := d.str(p)
 		if err != nil {
 			return nil, err
 		}
-		if !norm.NFC.IsNormalString(s) {
-			return nil, errAt(CodeNonNFC, ptr, start, "string is not in Unicode NFC")
+		if !stringOK(s) {
+			return nil, errAt(CodeNonNFC, p.ptr(), start, "string is not in Unicode NFC")
 		}
 		return s, nil
 	case c == '-' || (c >= '0' && c <= '9'):
-		return d.number(ptr)
+		return d.number(p)
 	case c == 't':
-		return true, d.literal(ptr, "true")
+		return true, d.literal(p, "true")
 	case c == 'f':
-		return false, d.literal(ptr, "false")
+		return false, d.literal(p, "false")
 	case c == 'n':
-		return nil, d.literal(ptr, "null")
+		return nil, d.literal(p, "null")
 	case c == 'N' || c == 'I':
-		return nil, errAt(CodeFloat, ptr, d.pos, "NaN and Infinity are floating-point values")
+		return nil, errAt(CodeFloat, p.ptr(), d.pos, "NaN and Infinity are floating-point values")
 	default:
-		return nil, d.syntax(ptr, "unexpected character %q", rune(c))
+		return nil, d.syntax(p, "unexpected character %q", rune(c))
 	}
 }
 
-func (d *decoder) literal(ptr, word string) error {
+func (d *decoder) literal(p at, word string) error {
 	if !strings.HasPrefix(string(d.src[d.pos:min(len(d.src), d.pos+len(word))]), word) {
-		return d.syntax(ptr, "invalid literal")
+		return d.syntax(p, "invalid literal")
 	}
 	d.pos += len(word)
 	return nil
@@ -114,19 +127,19 @@ func (d *decoder) object(ptr string, depth int) (any, error) {
 	for {
 		d.skipSpace()
 		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
-			return nil, d.syntax(ptr, "expected a string object key")
+			return nil, d.syntax(at{base: ptr}, "expected a string object key")
 		}
 		keyStart := d.pos
-		key, err := d.str(ptr)
+		key, err := d.str(at{base: ptr})
 		if err != nil {
 			return nil, err
 		}
-		child := ptr + "/" + EscapePointer(key)
-		if err := checkKey(key, child, keyStart); err != nil {
-			return nil, err
+		child := at{ptr, EscapePointer(key), true}
+		if !keyOK(key) {
+			return nil, checkKey(key, child.ptr(), keyStart)
 		}
 		if _, dup := obj[key]; dup {
-			return nil, errAt(CodeDuplicateKey, child, keyStart, "object key %q appears twice", key)
+			return nil, errAt(CodeDuplicateKey, child.ptr(), keyStart, "object key %q appears twice", key)
 		}
 		d.skipSpace()
 		if d.pos >= len(d.src) || d.src[d.pos] != ':' {
@@ -141,7 +154,7 @@ func (d *decoder) object(ptr string, depth int) (any, error) {
 		obj[key] = v
 		d.skipSpace()
 		if d.pos >= len(d.src) {
-			return nil, d.syntax(ptr, "unterminated object")
+			return nil, d.syntax(at{base: ptr}, "unterminated object")
 		}
 		switch d.src[d.pos] {
 		case ',':
@@ -150,7 +163,7 @@ func (d *decoder) object(ptr string, depth int) (any, error) {
 			d.pos++
 			return obj, nil
 		default:
-			return nil, d.syntax(ptr, "expected ',' or '}' in object")
+			return nil, d.syntax(at{base: ptr}, "expected ',' or '}' in object")
 		}
 	}
 }
@@ -165,14 +178,14 @@ func (d *decoder) array(ptr string, depth int) (any, error) {
 	}
 	for i := 0; ; i++ {
 		d.skipSpace()
-		v, err := d.value(ptr+"/"+strconv.Itoa(i), depth+1)
+		v, err := d.value(at{ptr, strconv.Itoa(i), true}, depth+1)
 		if err != nil {
 			return nil, err
 		}
 		arr = append(arr, v)
 		d.skipSpace()
 		if d.pos >= len(d.src) {
-			return nil, d.syntax(ptr, "unterminated array")
+			return nil, d.syntax(at{base: ptr}, "unterminated array")
 		}
 		switch d.src[d.pos] {
 		case ',':
@@ -181,12 +194,12 @@ func (d *decoder) array(ptr string, depth int) (any, error) {
 			d.pos++
 			return arr, nil
 		default:
-			return nil, d.syntax(ptr, "expected ',' or ']' in array")
+			return nil, d.syntax(at{base: ptr}, "expected ',' or ']' in array")
 		}
 	}
 }
 
-func (d *decoder) number(ptr string) (any, error) {
+func (d *decoder) number(p at) (any, error) {
 	start := d.pos
 	if d.src[d.pos] == '-' {
 		d.pos++
@@ -196,35 +209,56 @@ func (d *decoder) number(ptr string) (any, error) {
 		d.pos++
 	}
 	if d.pos == digits {
-		return nil, errAt(CodeSyntax, ptr, start, "a number needs digits")
+		return nil, errAt(CodeSyntax, p.ptr(), start, "a number needs digits")
 	}
 	if d.pos < len(d.src) {
 		if c := d.src[d.pos]; c == '.' || c == 'e' || c == 'E' {
-			return nil, errAt(CodeFloat, ptr, start, "floating-point numbers are not allowed; use a scaled integer")
+			return nil, errAt(CodeFloat, p.ptr(), start, "floating-point numbers are not allowed; use a scaled integer")
 		}
 	}
 	text := string(d.src[start:d.pos])
 	if d.pos-digits > 1 && d.src[digits] == '0' {
-		return nil, errAt(CodeSyntax, ptr, start, "leading zero in %s", text)
+		return nil, errAt(CodeSyntax, p.ptr(), start, "leading zero in %s", text)
 	}
 	if text == "-0" {
-		return nil, errAt(CodeNegativeZero, ptr, start, "negative zero is not allowed")
+		return nil, errAt(CodeNegativeZero, p.ptr(), start, "negative zero is not allowed")
 	}
 	n, err := strconv.ParseInt(text, 10, 64)
 	if err != nil {
-		return nil, errAt(CodeIntRange, ptr, start, "%s is outside the signed int64 range", text)
+		return nil, errAt(CodeIntRange, p.ptr(), start, "%s is outside the signed int64 range", text)
 	}
 	return n, nil
 }
 
-// str reads a string literal at d.pos and returns its value.
-func (d *decoder) str(ptr string) (string, error) {
+// str reads a string literal at d.pos and returns its value. A literal
+// with no escape and no control character, in valid UTF-8, is its own
+// bytes: it is copied once. Any other takes strSlow, which decodes it, or
+// finds its fault and where.
+func (d *decoder) str(p at) (string, error) {
+	for i := d.pos + 1; i < len(d.src); i++ {
+		c := d.src[i]
+		if c == '"' {
+			if b := d.src[d.pos+1 : i]; utf8.Valid(b) {
+				d.pos = i + 1
+				return string(b), nil
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+	}
+	return d.strSlow(p)
+}
+
+// strSlow is str, byte by byte.
+func (d *decoder) strSlow(p at) (string, error) {
 	start := d.pos
 	d.pos++ // opening quote
 	var b strings.Builder
 	for {
 		if d.pos >= len(d.src) {
-			return "", errAt(CodeSyntax, ptr, start, "unterminated string")
+			return "", errAt(CodeSyntax, p.ptr(), start, "unterminated string")
 		}
 		c := d.src[d.pos]
 		switch {
@@ -232,20 +266,20 @@ func (d *decoder) str(ptr string) (string, error) {
 			d.pos++
 			return b.String(), nil
 		case c == '\\':
-			r, err := d.escape(ptr)
+			r, err := d.escape(p)
 			if err != nil {
 				return "", err
 			}
 			b.WriteRune(r)
 		case c < 0x20:
-			return "", errAt(CodeSyntax, ptr, d.pos, "control character U+%04X must be escaped", c)
+			return "", errAt(CodeSyntax, p.ptr(), d.pos, "control character U+%04X must be escaped", c)
 		case c < utf8.RuneSelf:
 			b.WriteByte(c)
 			d.pos++
 		default:
 			r, size := utf8.DecodeRune(d.src[d.pos:])
 			if r == utf8.RuneError && size <= 1 {
-				return "", errAt(CodeInvalidUTF8, ptr, d.pos, "invalid UTF-8 byte 0x%02x", c)
+				return "", errAt(CodeInvalidUTF8, p.ptr(), d.pos, "invalid UTF-8 byte 0x%02x", c)
 			}
 			b.WriteRune(r)
 			d.pos += size
@@ -254,10 +288,10 @@ func (d *decoder) str(ptr string) (string, error) {
 }
 
 // escape decodes one backslash escape (including a surrogate pair).
-func (d *decoder) escape(ptr string) (rune, error) {
+func (d *decoder) escape(p at) (rune, error) {
 	at := d.pos
 	if d.pos+1 >= len(d.src) {
-		return 0, errAt(CodeSyntax, ptr, at, "unterminated escape")
+		return 0, errAt(CodeSyntax, p.ptr(), at, "unterminated escape")
 	}
 	c := d.src[d.pos+1]
 	d.pos += 2
@@ -277,26 +311,26 @@ func (d *decoder) escape(ptr string) (rune, error) {
 	case 'u':
 		r, ok := d.hex4()
 		if !ok {
-			return 0, errAt(CodeSyntax, ptr, at, "invalid \\u escape")
+			return 0, errAt(CodeSyntax, p.ptr(), at, "invalid \\u escape")
 		}
 		if utf16.IsSurrogate(r) {
 			if r >= 0xDC00 || d.pos+1 >= len(d.src) || d.src[d.pos] != '\\' || d.src[d.pos+1] != 'u' {
-				return 0, errAt(CodeNonScalar, ptr, at, "lone surrogate \\u%04x", r)
+				return 0, errAt(CodeNonScalar, p.ptr(), at, "lone surrogate \\u%04x", r)
 			}
 			d.pos += 2
 			r2, ok := d.hex4()
 			if !ok {
-				return 0, errAt(CodeSyntax, ptr, at, "invalid \\u escape")
+				return 0, errAt(CodeSyntax, p.ptr(), at, "invalid \\u escape")
 			}
 			combined := utf16.DecodeRune(r, r2)
 			if combined == utf8.RuneError {
-				return 0, errAt(CodeNonScalar, ptr, at, "invalid surrogate pair \\u%04x\\u%04x", r, r2)
+				return 0, errAt(CodeNonScalar, p.ptr(), at, "invalid surrogate pair \\u%04x\\u%04x", r, r2)
 			}
 			return combined, nil
 		}
 		return r, nil
 	default:
-		return 0, errAt(CodeSyntax, ptr, at, "invalid escape \\%c", c)
+		return 0, errAt(CodeSyntax, p.ptr(), at, "invalid escape \\%c", c)
 	}
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,12 +27,31 @@ import (
 // and trace records go as one multi-row INSERT each. A write whose row
 // count the decision relies on is guarded, so that a mismatch fails the
 // transaction instead of committing it.
+//
+// A tick that follows this store's own last commit of the run under the
+// same lease takes one round trip instead (see commitAhead): everything it
+// would read first is either known from that commit or checked by a
+// guarded write. When that attempt fails for any reason the server
+// reported, nothing of it was written, and the tick goes the two-round-trip
+// way, which reports exactly what is wrong.
 func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) error {
 	const op = "commit"
 	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	return s.write(ctx, op, lease.RunID, func(tx *wtx) error {
+	if h, ok := s.heads.ahead(lease, tick); ok {
+		next, done, err := s.commitAhead(ctx, lease, tick, h)
+		if done {
+			if err != nil {
+				s.heads.forget(lease.RunID)
+				return s.mapErr(op, lease.RunID, err)
+			}
+			s.heads.set(lease, tick, next)
+			return nil
+		}
+	}
+	var next runHead
+	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		var rd tickReads
 		run, now, err := s.fence(ctx, tx, op, lease, rd.queue(lease.RunID, tick))
 		if err != nil {
@@ -43,9 +63,6 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		if run.Outcome != "" {
 			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
 		}
-		ts := nanos(now)
-		head := run.Head + int64(len(tick.Events))
-
 		// Approvals: revalidated against the grant as stored, at this
 		// transaction's clock reading, then consumed once.
 		var consumedBy map[string]string
@@ -77,14 +94,6 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 				return store.Errorf(store.CodeExists, op, lease.RunID, nil, "intent with idempotency key %s already committed", in.IdempotencyKey)
 			}
 			keys[in.IdempotencyKey] = in.ContentDigest
-			var approval any
-			if in.ApprovalID != "" {
-				approval = in.ApprovalID
-			}
-			tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
-			tx.Queue(`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ($1, $2, 'pending', $3)`, in.ID, lease.RunID, ts)
 			rd.outbox[in.ID] = &outboxRow{status: string(store.OutboxPending)}
 		}
 
@@ -95,18 +104,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			if !rd.attempts[i] {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
 			}
-			tx.Queue(expectOne(`UPDATE attempts SET status = $1, detail = $2, finished_at = $3
-WHERE intent_id = $4 AND n = $5 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $6)`, "attempt result"),
-				string(r.Status), r.Detail, ts, r.IntentID, r.N, lease.RunID)
-			tx.Queue(`UPDATE outbox SET status = $1, route = $2, updated_at = $3 WHERE intent_id = $4`,
-				string(r.Outbox), r.Route, ts, r.IntentID)
 			if o := rd.outbox[r.IntentID]; o != nil {
 				o.status = string(r.Outbox)
 			}
 		}
 
-		for _, id := range tick.Begin {
-			if _, err := beginAttempt(tx, lease, id, rd.outbox[id], now); err != nil {
+		begin := make([]int64, len(tick.Begin))
+		for i, id := range tick.Begin {
+			if begin[i], err = nextAttempt(lease, id, rd.outbox[id]); err != nil {
 				return err
 			}
 		}
@@ -117,9 +122,6 @@ WHERE intent_id = $4 AND n = $5 AND intent_id IN (SELECT intent_id FROM intents 
 			if o == nil {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
 			}
-			tx.Queue(`INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`, rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
-			tx.Queue(`UPDATE outbox SET status = 'done', updated_at = $1 WHERE intent_id = $2`, ts, rc.IntentID)
 			o.status = string(store.OutboxDone)
 		}
 
@@ -132,51 +134,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, rc.IntentID, lease.RunID, rc.Outcome, rc.B
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "inbound %s is not pending in this run", id)
 			}
 			consumed[id] = true
-			tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
-				lease.RunID, id)
 		}
 
-		// The rest only appends and cannot be refused by what it finds:
-		// events extending the hash chain, the checkpoint, the run header
-		// and the trace.
-		cpBody, traceBodies, err := s.sealTick(op, lease.RunID, tick, rd.checkpoints, rd.trace)
-		if err != nil {
+		next = runHead{owner: lease.Owner, generation: lease.Generation, head: run.Head, hash: run.HeadHash,
+			checkpoints: rd.checkpoints, trace: rd.trace}
+		if err := s.queueTick(tx, lease, tick, &next, chainOf(run.HeadHash, run.Head, tick.Events), run.State, begin, nanos(now)); err != nil {
 			return err
-		}
-		if n := len(tick.Events); n > 0 {
-			seqs, kinds, bodies, digests, prevs, chains := make([]int64, n), make([]string, n), make([][]byte, n), make([]string, n), make([]string, n), make([]string, n)
-			seq, hash := run.Head, run.HeadHash
-			for i, ev := range tick.Events {
-				seq++
-				next := store.ChainHash(hash, seq, ev.Digest)
-				seqs[i], kinds[i], bodies[i], digests[i], prevs[i], chains[i] = seq, ev.Kind, ev.Body, ev.Digest, hash, next
-				hash = next
-			}
-			run.HeadHash = hash
-			tx.Queue(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
-SELECT $1, e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, $8, $9
-FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[]) AS e(seq, kind, body, digest, prev_hash, chain_hash)`,
-				lease.RunID, seqs, kinds, bodies, digests, prevs, chains, lease.Generation, ts)
-		}
-		if cp := tick.Checkpoint; cp != nil {
-			tx.Queue(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				lease.RunID, rd.checkpoints+1, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation, ts)
-		}
-		state := run.State
-		if tick.State != "" {
-			state = tick.State
-		}
-		tx.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
-			head, run.HeadHash, state, tick.Outcome, ts, lease.RunID)
-		if n := len(tick.Trace); n > 0 {
-			seqs, kinds := make([]int64, n), make([]string, n)
-			for i, tr := range tick.Trace {
-				seqs[i], kinds[i] = rd.trace+int64(i)+1, tr.Kind
-			}
-			tx.Queue(`INSERT INTO trace (run_id, seq, kind, body, recorded_at)
-SELECT $1, t.seq, t.kind, t.body, $5 FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS t(seq, kind, body)`,
-				lease.RunID, seqs, kinds, traceBodies, ts)
 		}
 		err = tx.commit(ctx)
 		if err != nil && isDuplicate(err) && pgConstraint(err) == "intents_idempotency_key" {
@@ -186,6 +149,242 @@ SELECT $1, t.seq, t.kind, t.body, $5 FROM unnest($2::bigint[], $3::text[], $4::b
 		}
 		return err
 	})
+	if err != nil {
+		s.heads.forget(lease.RunID)
+		return err
+	}
+	s.heads.set(lease, tick, next)
+	return nil
+}
+
+// commitAhead commits tick in one round trip, on what this store knows of
+// the run from its own last commit (h): BEGIN, a statement that locks the
+// run's row, reads the clock after the lock and moves the header on only
+// if the lease, the head and its hash are still what h says (guarded), the
+// tick's writes — each check the two-round-trip path makes by reading
+// first made here by a guard or a constraint — and COMMIT. done is false
+// when the server refused the attempt before COMMIT: nothing of it was
+// written, and the caller takes the two-round-trip path. When done, err is
+// the outcome (a connection lost while COMMIT was answered leaves it
+// unknown, as anywhere).
+func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.Tick, h runHead) (next runHead, done bool, err error) {
+	if s.ro {
+		return h, false, nil
+	}
+	next = h
+	begin := make([]int64, len(tick.Begin))
+	for i := range begin {
+		begin[i] = 1 // only intents new in this tick are begun here
+	}
+	chains := chainOf(h.hash, h.head, tick.Events)
+	hash := h.hash
+	if len(chains) > 0 {
+		hash = chains[len(chains)-1]
+	}
+	commitSent, err := s.once(ctx, func(tx *wtx) error {
+		next = h
+		tx.Queue(expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r)
+UPDATE runs SET head_seq = $6, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
+FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
+	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence"),
+			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
+			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome)
+		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
+			return err
+		}
+		return tx.commit(ctx)
+	})
+	if err != nil && !commitSent {
+		return h, false, nil
+	}
+	return next, true, err
+}
+
+// runHead is what a store knows of a run after its own last commit of it:
+// the lease it wrote under, the head and its hash, the number of the last
+// checkpoint and trace record.
+type runHead struct {
+	owner              string
+	generation         int64
+	head               int64
+	hash               string
+	checkpoints, trace int64
+}
+
+// heads remembers, for the runs this store has lately committed, what the
+// next commit under the same lease may assume. It is only ever a guess:
+// the one-round-trip commit checks every part of it in the database
+// (the header by a guarded update, the positions by primary keys).
+type heads struct {
+	mu sync.Mutex
+	m  map[string]runHead
+}
+
+// maxHeads bounds the memory: past it the map starts again empty, and the
+// next tick of each run takes two round trips.
+const maxHeads = 4096
+
+func (h *heads) ahead(lease store.Lease, tick store.Tick) (runHead, bool) {
+	// Approvals are revalidated by the caller's check at the
+	// transaction's clock, and an intent begun in a later tick than its
+	// own has an attempt number only the database knows: such ticks read
+	// first.
+	if len(tick.Approvals) > 0 {
+		return runHead{}, false
+	}
+	for _, id := range tick.Begin {
+		if !newIntent(tick, id) {
+			return runHead{}, false
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.m[lease.RunID]
+	return r, ok && r.owner == lease.Owner && r.generation == lease.Generation && r.head == tick.ExpectHead
+}
+
+func newIntent(tick store.Tick, id string) bool {
+	for _, in := range tick.Intents {
+		if in.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *heads) set(lease store.Lease, tick store.Tick, r runHead) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if tick.Outcome != "" {
+		delete(h.m, lease.RunID) // an ended run takes no more ticks
+		return
+	}
+	if h.m == nil || len(h.m) >= maxHeads {
+		h.m = map[string]runHead{}
+	}
+	h.m[lease.RunID] = r
+}
+
+func (h *heads) forget(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, runID)
+}
+
+// tsParam is the tick's time in its writes: $n when the caller knows it,
+// else the run header's updated_at, which the transaction has already set
+// to the clock reading taken after the lock.
+func tsParam(n int) string {
+	return `COALESCE($` + itoa(n) + `::bigint, (SELECT updated_at FROM runs WHERE run_id = $` + itoa(n+1) + `))`
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// queueTick queues a tick's writes, in the order the checks visited them:
+// intents with their outbox rows, attempt results, new attempts (numbered
+// begin), receipts, inbox consumption, the events (chains: their chain
+// hashes from next's head, as chainOf computes them),
+// the checkpoint and trace records after next's positions, and — when
+// state is not "" (the two-round-trip path; the other has moved the header
+// already) — the run header. ts is the tick's time, or nil to read it back
+// from the header. It leaves next at the run as the tick leaves it.
+func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *runHead, chains []string, state string, begin []int64, ts any) error {
+	const op = "commit"
+	runID := lease.RunID
+	head := next.head + int64(len(tick.Events))
+	for _, in := range tick.Intents {
+		var approval any
+		if in.ApprovalID != "" {
+			approval = in.ApprovalID
+		}
+		tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, `+tsParam(11)+`)`,
+			in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts, runID)
+		tx.Queue(`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ($1, $2, 'pending', `+tsParam(3)+`)`, in.ID, runID, ts, runID)
+	}
+	for _, r := range tick.Results {
+		tx.Queue(expectOne(`UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
+WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4)`, "attempt result"),
+			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N)
+		tx.Queue(`UPDATE outbox SET status = $1, route = $2, updated_at = `+tsParam(3)+` WHERE intent_id = $5`,
+			string(r.Outbox), r.Route, ts, runID, r.IntentID)
+	}
+	for i, id := range tick.Begin {
+		queueAttempt(tx, lease, id, begin[i], ts)
+	}
+	for _, rc := range tick.Receipts {
+		// The guard is the check that the intent is this run's.
+		tx.Queue(expectOne(`UPDATE outbox SET status = 'done', updated_at = `+tsParam(1)+` WHERE intent_id = $3 AND run_id = $2`, "receipt"),
+			ts, runID, rc.IntentID)
+		tx.Queue(`INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, `+tsParam(7)+`)`, rc.IntentID, runID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts, runID)
+	}
+	for _, id := range tick.Consume {
+		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
+			runID, id)
+	}
+
+	// The rest only appends: events extending the hash chain, the
+	// checkpoint, the run header and the trace.
+	cpBody, traceBodies, err := s.sealTick(op, runID, tick, next.checkpoints, next.trace)
+	if err != nil {
+		return err
+	}
+	if n := len(tick.Events); n > 0 {
+		seqs, kinds, bodies, digests, prevs := make([]int64, n), make([]string, n), make([][]byte, n), make([]string, n), make([]string, n)
+		prev := next.hash
+		for i, ev := range tick.Events {
+			seqs[i], kinds[i], bodies[i], digests[i], prevs[i] = next.head+int64(i)+1, ev.Kind, ev.Body, ev.Digest, prev
+			prev = chains[i]
+		}
+		next.hash = prev
+		tx.Queue(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
+SELECT $1, e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, $8, `+tsParam(9)+`
+FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[]) AS e(seq, kind, body, digest, prev_hash, chain_hash)`,
+			runID, seqs, kinds, bodies, digests, prevs, chains, lease.Generation, ts, runID)
+	}
+	next.head = head
+	if cp := tick.Checkpoint; cp != nil {
+		next.checkpoints++
+		tx.Queue(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+tsParam(9)+`)`,
+			runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation, ts, runID)
+	}
+	if state != "" {
+		if tick.State != "" {
+			state = tick.State
+		}
+		tx.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
+			head, next.hash, state, tick.Outcome, ts, runID)
+	}
+	if n := len(tick.Trace); n > 0 {
+		seqs, kinds := make([]int64, n), make([]string, n)
+		for i, tr := range tick.Trace {
+			seqs[i], kinds[i] = next.trace+int64(i)+1, tr.Kind
+		}
+		next.trace += int64(n)
+		tx.Queue(`INSERT INTO trace (run_id, seq, kind, body, recorded_at)
+SELECT $1, t.seq, t.kind, t.body, `+tsParam(5)+` FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS t(seq, kind, body)`,
+			runID, seqs, kinds, traceBodies, ts, runID)
+	}
+	return nil
+}
+
+// chainOf returns the chain hash of each event appended after head, whose
+// chain hash is prev.
+func chainOf(prev string, head int64, evs []store.Event) []string {
+	chains := make([]string, len(evs))
+	for i, ev := range evs {
+		prev = store.ChainHash(prev, head+int64(i)+1, ev.Digest)
+		chains[i] = prev
+	}
+	return chains
 }
 
 // tickReads is what a tick is decided on, read in the round trip that
@@ -262,11 +461,11 @@ WHERE intent_id = $1 AND n = $2 AND intent_id IN (SELECT intent_id FROM intents 
 			b.Queue(`SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed)`, runID, id).
 				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.inbox[i]) })
 		}
-		if tick.Checkpoint != nil || len(tick.Trace) > 0 {
-			b.Queue(`SELECT (SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = $1),
+		// Read even when this tick writes neither: the next tick may then
+		// go in one round trip (see Commit).
+		b.Queue(`SELECT (SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = $1),
 	(SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = $1)`, runID).
-				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.checkpoints, &rd.trace) })
-		}
+			QueryRow(func(row pgx.Row) error { return row.Scan(&rd.checkpoints, &rd.trace) })
 	}
 }
 
@@ -298,11 +497,19 @@ WHERE o.intent_id = $1 AND i.run_id = $2`, id, runID).QueryRow(func(row pgx.Row)
 // errRetryKey makes write run a transaction again: a concurrent commit
 // claimed an idempotency key first, and only a fresh snapshot can tell
 // a duplicate from a conflict.
-var errRetryKey = retryError{}
+var errRetryKey = retryError{"idempotency key claimed concurrently"}
 
-type retryError struct{}
+// errRetryInbox makes write run a submission again: another submission to
+// the run committed while this one waited for the run's row, after this
+// one's snapshot was taken, and took the inbox position it computed (or
+// the same inbound id); a fresh snapshot sees it.
+var errRetryInbox = retryError{"inbox position taken concurrently"}
 
-func (retryError) Error() string { return "idempotency key claimed concurrently" }
+// retryError is a failure after which the transaction is run again from
+// the start (the server rolled it back; see retryable).
+type retryError struct{ why string }
+
+func (e retryError) Error() string { return e.why }
 
 func pgConstraint(err error) string {
 	var pe *pgconn.PgError
@@ -365,22 +572,43 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 // given its outbox as the transaction sees it (nil: no such intent in this
 // run), and moves that outbox in flight.
 func beginAttempt(tx *wtx, lease store.Lease, intentID string, o *outboxRow, now time.Time) (store.Attempt, error) {
+	n, err := nextAttempt(lease, intentID, o)
+	if err != nil {
+		return store.Attempt{}, err
+	}
+	queueAttempt(tx, lease, intentID, n, nanos(now))
+	return store.Attempt{IntentID: intentID, N: n, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}, nil
+}
+
+// nextAttempt checks that the intent (its outbox o, nil when the intent is
+// not this run's) may be attempted, and returns the attempt's number,
+// leaving o as the attempt will.
+func nextAttempt(lease store.Lease, intentID string, o *outboxRow) (int64, error) {
 	const op = "begin attempt"
 	if o == nil {
-		return store.Attempt{}, store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
+		return 0, store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
 	}
 	// Only a pending intent or one whose last attempt failed transiently
 	// may be attempted; in-flight and unknown outcomes reconcile first.
 	if o.status != string(store.OutboxPending) && o.status != string(store.OutboxRetry) {
-		return store.Attempt{}, store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, o.status)
+		return 0, store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, o.status)
 	}
-	at := store.Attempt{IntentID: intentID, N: o.attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
-	tx.Queue(`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ($1, $2, 'started', $3, $4)`,
-		intentID, at.N, lease.Generation, nanos(now))
-	tx.Queue(expectOne(`UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = $2
-WHERE intent_id = $3 AND attempts = $1 - 1 AND status IN ('pending', 'retry')`, "attempt start"), at.N, nanos(now), intentID)
-	o.status, o.attempts = string(store.OutboxInFlight), at.N
-	return at, nil
+	o.status, o.attempts = string(store.OutboxInFlight), o.attempts+1
+	return o.attempts, nil
+}
+
+// queueAttempt queues attempt n of an intent and its outbox in flight,
+// guarded on the outbox being at attempt n-1 and attemptable. ts is the
+// time, or nil for the run header's updated_at (see tsParam).
+func queueAttempt(tx *wtx, lease store.Lease, intentID string, n int64, ts any) {
+	// The outbox first: when a concurrent writer moved it after this
+	// transaction's snapshot, the update fails with a serialization error
+	// (run again, and told exactly why) before the attempt's number can
+	// collide.
+	tx.Queue(expectOne(`UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = `+tsParam(2)+`
+WHERE intent_id = $4 AND attempts = $1 - 1 AND status IN ('pending', 'retry')`, "attempt start"), n, ts, lease.RunID, intentID)
+	tx.Queue(`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ($1, $2, 'started', $3, `+tsParam(4)+`)`,
+		intentID, n, lease.Generation, ts, lease.RunID)
 }
 
 // sealTick returns the bodies the tick's checkpoint and trace records are

@@ -45,6 +45,7 @@ func TestErrorMapping(t *testing.T) {
 		{"no rows", pgx.ErrNoRows, store.CodeNotFound, false, false},
 		{"canceled", context.Canceled, store.CodeUnavailable, false, false},
 		{"idempotency race", errRetryKey, store.CodeUnavailable, true, false},
+		{"inbox position race", errRetryInbox, store.CodeUnavailable, true, false},
 		{"typed error passes through", store.Errorf(store.CodeFenced, "commit", "r", nil, "x"), store.CodeFenced, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

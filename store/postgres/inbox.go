@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,40 +18,46 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	if store.BodyDigest(in.Body) != in.Digest {
 		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
-	return s.write(ctx, op, in.RunID, func(tx *wtx) error {
-		// The inbound id's earlier submission, if any, is read in the
-		// lock's round trip, and the row, the notification and COMMIT
-		// travel in the next: two round trips.
-		var digest string
-		found := false
-		run, now, err := s.lockRun(ctx, tx, in.RunID, func(b *pgx.Batch) {
-			b.Queue(`SELECT digest FROM inbox WHERE run_id = $1 AND inbound_id = $2`, in.RunID, in.ID).QueryRow(func(row pgx.Row) error {
-				err := row.Scan(&digest)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return nil
-				}
-				found = err == nil
-				return err
-			})
-		})
-		if err != nil {
-			return err
+	// One round trip: BEGIN, one statement that locks the run's row, reads
+	// the earlier submission of this id and appends the event only when
+	// there is none and the run has not ended (waking idle runners if it
+	// did), and COMMIT. What it found decides the answer; when it appended
+	// nothing, the transaction commits nothing.
+	var found, pending int64
+	var outcome, digest *string
+	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
+		tx.Queue(`WITH r AS MATERIALIZED (SELECT run_id, outcome FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.run_id, r.outcome, `+nowParam(10)+` AS now FROM r),
+prior AS MATERIALIZED (SELECT digest FROM inbox WHERE run_id = $1 AND inbound_id = $2),
+ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
+	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
+	RETURNING 1),
+woken AS (SELECT pg_notify($9, $1) FROM ins)
+SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT digest FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`,
+			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &digest, &pending) })
+		err := tx.commit(ctx)
+		if c := pgConstraint(err); isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
+			return errRetryInbox
 		}
-		switch {
-		case found && digest == in.Digest:
-			return nil // the same event submitted again: idempotent
-		case found:
-			return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
-		}
-		if run.Outcome != "" {
-			return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", run.Outcome)
-		}
-		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, $9)`,
-			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
-		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), in.RunID)
-		return nil
+		return err
 	})
+	switch {
+	case err != nil:
+		return err
+	case found == 0:
+		return store.Errorf(store.CodeNotFound, op, in.RunID, nil, "not found")
+	case digest != nil && *digest == in.Digest:
+		return nil // the same event submitted again: idempotent
+	case digest != nil:
+		return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
+	case outcome != nil && *outcome != "":
+		return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", *outcome)
+	case pending != 1:
+		return store.Errorf(store.CodeUnavailable, op, in.RunID, nil, "inbound %s was not appended", in.ID)
+	}
+	return nil
 }
 
 // Inbox implements store.Store.

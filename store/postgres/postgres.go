@@ -57,6 +57,7 @@ type Store struct {
 	schema  string // the schema the tables live in, resolved at Open
 	retries int
 	sealer  store.Sealer
+	heads   heads // what the next tick of a run may assume (see Commit)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -263,7 +264,7 @@ func isDuplicate(err error) bool { return pgCode(err) == pgUniqueViolation || pg
 // it lost a race, so running it again from the start is safe: nothing it
 // wrote survived, and it will re-read everything it decides on.
 func retryable(err error) bool {
-	if errors.Is(err, errRetryKey) {
+	if errors.As(err, new(retryError)) {
 		return true
 	}
 	switch pgCode(err) {

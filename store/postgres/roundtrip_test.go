@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -97,9 +98,10 @@ func (c *tripCounter) forward(client net.Conn, target string) {
 
 // Each write travels in as few round trips as its decisions allow: a tick
 // of any size is two (the lock with every read it is decided on, then
-// every write with COMMIT), and so are BeginAttempt, Submit and the lease
-// operations; CreateRun is one. Counted on one connection, after a first
-// pass has prepared the statements on it.
+// every write with COMMIT), one when it follows this store's own last
+// commit of the run under the same lease; BeginAttempt and the lease
+// operations are two, Submit and CreateRun one. Counted on one connection,
+// after a first pass has prepared the statements on it.
 func TestRoundTrips(t *testing.T) {
 	tc := countTrips(t)
 	s, err := Open(ctx, tc.dsn, Options{Schema: freshSchema(t), MaxConns: 1})
@@ -121,37 +123,40 @@ func TestRoundTrips(t *testing.T) {
 		counted("RenewLease", 2, func() (err error) { l, err = s.RenewLease(ctx, l, time.Hour); return err })
 		in := store.Inbound{ID: "in1", RunID: run, Kind: "input", ActorRole: "agent", Body: []byte(`{"a":1}`)}
 		in.Digest = store.BodyDigest(in.Body)
-		counted("Submit", 2, func() error { return s.Submit(ctx, in) })
-		counted("Submit again", 2, func() error { return s.Submit(ctx, in) })
+		counted("Submit", 1, func() error { return s.Submit(ctx, in) })
+		counted("Submit again", 1, func() error { return s.Submit(ctx, in) })
+		// The first tick under a lease reads what it decides on.
+		first := store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":0}`)}}
+		counted("Commit (first under the lease)", 2, func() error { return s.Commit(ctx, l, first) })
 
 		// The decision: three events, an intent begun at once, the input
 		// consumed, a checkpoint and four trace records.
 		body := []byte(`{"pay":1}`)
 		intent := store.Intent{ID: "i-" + run, EffectType: "pay", IdempotencyKey: "k-" + run, ContentDigest: "c", Body: body, Digest: store.BodyDigest(body)}
 		cp := []byte(`{"state":1}`)
-		tick := store.Tick{ExpectHead: 0, State: "EXECUTE",
+		tick := store.Tick{ExpectHead: 1, State: "EXECUTE",
 			Events:     []store.Event{storetest.Ev("A", `{"n":1}`), storetest.Ev("B", `{"n":2}`), storetest.Ev("C", `{"n":3}`)},
 			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
 			Intents:    []store.Intent{intent}, Begin: []string{intent.ID}, Consume: []string{in.ID},
 			Trace: []store.TraceRecord{{Kind: "t", Body: []byte(`1`)}, {Kind: "t", Body: []byte(`2`)}, {Kind: "t", Body: []byte(`3`)}, {Kind: "t", Body: []byte(`4`)}}}
-		counted("Commit (decision)", 2, func() error { return s.Commit(ctx, l, tick) })
+		counted("Commit (decision)", 1, func() error { return s.Commit(ctx, l, tick) })
 
 		// The receipt: the attempt finished, the receipt, two events.
 		rb := []byte(`{"ok":true}`)
-		tick = store.Tick{ExpectHead: 3, State: "DONE",
+		tick = store.Tick{ExpectHead: 4, State: "DONE",
 			Events:     []store.Event{storetest.Ev("D", `{"n":4}`), storetest.Ev("E", `{"n":5}`)},
 			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
 			Results:    []store.AttemptResult{{IntentID: intent.ID, N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
 			Receipts:   []store.Receipt{{IntentID: intent.ID, Outcome: "applied", Body: rb, Digest: store.BodyDigest(rb)}},
 			Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`5`)}}}
-		counted("Commit (receipt)", 2, func() error { return s.Commit(ctx, l, tick) })
+		counted("Commit (receipt)", 1, func() error { return s.Commit(ctx, l, tick) })
 		counted("ReleaseLease", 2, func() error { return s.ReleaseLease(ctx, l) })
 	}
 
 	// What the ticks wrote is what the store reads back.
 	evs, err := s.Events(ctx, "r", 0)
 	must(t, err)
-	if len(evs) != 5 || evs[4].Seq != 5 || evs[0].PrevHash != store.GenesisHash || evs[4].PrevHash != evs[3].ChainHash {
+	if len(evs) != 6 || evs[5].Seq != 6 || evs[0].PrevHash != store.GenesisHash || evs[5].PrevHash != evs[4].ChainHash {
 		t.Fatalf("events: %+v", evs)
 	}
 	tr, err := s.Trace(ctx, "r")
@@ -205,5 +210,106 @@ VALUES ('y', 'wf', '', 'S', '', 0, 0)`)
 	}))
 	if r, err := s.Run(ctx, "y"); err != nil || r.State != "T" {
 		t.Fatalf("run y: %+v, %v", r, err)
+	}
+}
+
+// A tick sent in one round trip on what the store remembers of its last
+// commit is checked in the database: when another writer has moved the
+// run on, or the tick is refused, nothing of the attempt is written and the
+// two-round-trip path gives the exact answer.
+func TestOneRoundTripFallsBack(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	tc := countTrips(t)
+	schema := freshSchema(t)
+	a, err := Open(ctx, tc.dsn, Options{Schema: schema, Clock: clock, MaxConns: 1})
+	must(t, err)
+	defer a.Close()
+	b := openTest(t, Options{Schema: schema, Clock: clock})
+	must(t, a.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := a.AcquireLease(ctx, "r", "w", time.Minute)
+	must(t, err)
+	tr := func(s string) []store.TraceRecord { return []store.TraceRecord{{Kind: "t", Body: []byte(s)}} }
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}, Trace: tr(`1`)}))
+
+	// Another store, same lease, writes a trace record and no event: a's
+	// memory of the run's head still holds, its trace position does not.
+	must(t, b.Commit(ctx, l, store.Tick{ExpectHead: 1, Trace: tr(`2`)}))
+	t0 := tc.trips.Load()
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}, Trace: tr(`3`)}))
+	if got := tc.trips.Load() - t0; got < 3 {
+		t.Errorf("a stale trace position cost %d round trips; the one-round-trip attempt cannot have failed", got)
+	}
+	recs, err := a.Trace(ctx, "r")
+	must(t, err)
+	if len(recs) != 3 || string(recs[0].Body) != "1" || string(recs[1].Body) != "2" || string(recs[2].Body) != "3" {
+		t.Fatalf("trace: %+v", recs)
+	}
+
+	// The other store moves the head: a's tick from the old head is
+	// refused as a head mismatch, not as a failed guard.
+	must(t, b.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{storetest.Ev("C", `{"n":3}`)}}))
+	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{storetest.Ev("X", `{"n":9}`)}}), store.CodeHeadMismatch)
+
+	// A duplicate intent is told from a conflict.
+	body := []byte(`{"pay":1}`)
+	in := store.Intent{ID: "i1", EffectType: "pay", IdempotencyKey: "k1", ContentDigest: "c1", Body: body, Digest: store.BodyDigest(body)}
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 3, Events: []store.Event{storetest.Ev("D", `{"n":4}`)}, Intents: []store.Intent{in}, Begin: []string{"i1"}}))
+	in2 := in
+	in2.ID = "i2"
+	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)}, Intents: []store.Intent{in2}}), store.CodeExists)
+	in2.ContentDigest = "c2"
+	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)}, Intents: []store.Intent{in2}}), store.CodeIdempotencyConflict)
+
+	// A result for an attempt that does not exist, after a commit the
+	// store remembers.
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)}}))
+	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)},
+		Results: []store.AttemptResult{{IntentID: "i1", N: 2, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}}}), store.CodeInvalidTransition)
+
+	// The lease expires: fenced.
+	now.Add(int64(2 * time.Minute))
+	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)}}), store.CodeFenced)
+
+	r, err := a.Run(ctx, "r")
+	must(t, err)
+	evs, err := a.Events(ctx, "r", 0)
+	must(t, err)
+	if r.Head != 5 || len(evs) != 5 || evs[4].ChainHash != r.HeadHash {
+		t.Fatalf("run %+v after %d events", r, len(evs))
+	}
+	at, err := a.Attempts(ctx, "i1")
+	must(t, err)
+	if len(at) != 1 || at[0].Status != store.AttemptStarted {
+		t.Fatalf("attempts: %+v", at)
+	}
+}
+
+// Submissions to one run from many writers at once all land, in some
+// order, numbered without gaps: a writer that waited for the run's row
+// behind another's submission does not take its number.
+func TestConcurrentSubmits(t *testing.T) {
+	s := openTest(t, Options{MaxConns: 8})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	const n = 16
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			errs <- s.Submit(ctx, storetest.Inb("r", fmt.Sprintf("in%d", i), "input", fmt.Sprintf(`{"i":%d}`, i)))
+		}()
+	}
+	for i := 0; i < n; i++ {
+		must(t, <-errs)
+	}
+	got, err := s.Inbox(ctx, "r", false)
+	must(t, err)
+	if len(got) != n {
+		t.Fatalf("%d inbound events, want %d", len(got), n)
+	}
+	for i, in := range got {
+		if in.Seq != int64(i+1) {
+			t.Fatalf("inbound %d has seq %d", i, in.Seq)
+		}
 	}
 }

@@ -175,6 +175,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 
 // ReleaseLease implements store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
+	s.heads.forget(lease.RunID)
 	return s.write(ctx, "release lease", lease.RunID, func(tx *wtx) error {
 		_, now, err := s.fence(ctx, tx, "release lease", lease)
 		if err != nil {

@@ -61,7 +61,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 			continue
 		}
 		where := "event " + strconv.FormatInt(e.Seq, 10)
-		in, err := runner.DecodeAccepted(e.Body)
+		in, err := decodeAccepted(e.Body)
 		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
 			fail("accepted-record", where, "unreadable: %v", err)
 			continue

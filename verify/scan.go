@@ -1,10 +1,13 @@
 package verify
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/runner"
 )
 
 // scan reads JSON text that the store should hold in flrh-cjson/1 form
@@ -253,7 +256,12 @@ func stepInputs(b []byte) (control.Record, bool) {
 // read the text otherwise than exactly: a named member given twice, a key
 // that matches one only case-insensitively, or any key that is not ASCII
 // (encoding/json folds some non-ASCII letters to ASCII ones).
-func members(b []byte, keys ...string) ([][]byte, bool) {
+func members(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, false, keys) }
+
+// onlyMembers is members for an object that may hold no other member.
+func onlyMembers(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, true, keys) }
+
+func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 	out := make([][]byte, len(keys))
 	s := newScan(b)
 	s.object(func(k string) {
@@ -274,6 +282,10 @@ func members(b []byte, keys ...string) ([][]byte, bool) {
 				s.fail()
 				return
 			}
+		}
+		if only {
+			s.fail()
+			return
 		}
 		s.skip()
 	})
@@ -299,4 +311,48 @@ func approvalDigest(b []byte) (*string, bool) {
 		d = &v
 	})
 	return d, s.end()
+}
+
+// acceptedMembers are the members of an accepted-input record the fast
+// reader knows; a record with any other (a usage report, say) is left to
+// runner.DecodeAccepted.
+var acceptedMembers = []string{"seq", "kind", "actor", "actor_role", "capability", "digest", "body"}
+
+// decodeAccepted is runner.DecodeAccepted without encoding/json for a
+// record made only of plain members: the strings without escapes, the
+// sequence an integer. Anything else is decoded by runner.DecodeAccepted,
+// whose result and error stand.
+func decodeAccepted(event []byte) (runner.Accepted, error) {
+	m, ok := onlyMembers(event, acceptedMembers...)
+	var in runner.Accepted
+	for i := 0; ok && i < len(m); i++ {
+		if m[i] == nil || i == 6 {
+			continue // absent: the zero value, as encoding/json leaves it
+		}
+		s := newScan(m[i])
+		switch i {
+		case 0:
+			in.Seq = s.int()
+		case 1:
+			in.Kind = s.str()
+		case 2:
+			in.Actor = s.str()
+		case 3:
+			in.ActorRole = s.str()
+		case 4:
+			in.Capability = s.str()
+		case 5:
+			in.Digest = s.str()
+		}
+		ok = s.end()
+	}
+	if !ok {
+		return runner.DecodeAccepted(event)
+	}
+	body, err := cjson.Canonicalize(m[6])
+	if err != nil {
+		return runner.Accepted{}, fmt.Errorf("%w: %v", runner.ErrInputNotCanonical, err)
+	}
+	in.Body = body
+	return in, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/control"
@@ -138,6 +139,62 @@ func TestMembers(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// decodeAccepted reads every accepted-input record as
+// runner.DecodeAccepted does: the same input, or the same error.
+func TestDecodeAcceptedMatchesTheRunner(t *testing.T) {
+	path, _, ids := manyRuns(t, 10)
+	st := open(t, path, true)
+	var bodies [][]byte
+	for _, id := range ids {
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == runner.EventAccepted {
+				bodies = append(bodies, e.Body)
+			}
+		}
+	}
+	if len(bodies) < 10 {
+		t.Fatalf("%d accepted records", len(bodies))
+	}
+	for _, b := range bodies {
+		if _, ok := onlyMembers(b, acceptedMembers...); !ok {
+			t.Fatalf("the fast reader gave up on a recorded input: %s", b)
+		}
+	}
+	r := string(bodies[0])
+	for _, edit := range [][2]string{
+		{`"kind":"input"`, `"kind":"inp\u0075t"`},
+		{`"kind":"input"`, `"Kind":"input"`},
+		{`"kind":"input"`, `"kind":"input","kind":"receipt"`},
+		{`"kind":"input"`, `"kind":null`},
+		{`"kind":"input"`, `"kind":7`},
+		{`"kind":"input"`, `"kind":"input","usage":null`},
+		{`"kind":"input"`, `"kind":"input","other":1`},
+		{`"seq":1`, `"seq":"1"`},
+		{`"seq":1`, `"seq":1.0`},
+		{`"seq":1`, `"seq":99999999999999999999`},
+		{`"body":{`, `"body":{"z":1.5,`},
+		{`"body":{`, `"body":{"z":1,"z":2,`},
+		{`"body":{`, `"body" :{`},
+		{`{"actor"`, `{"body":null,"actor"`},
+	} {
+		if !strings.Contains(r, edit[0]) {
+			t.Fatalf("no %s in %s", edit[0], r)
+		}
+		bodies = append(bodies, []byte(strings.Replace(r, edit[0], edit[1], 1)))
+	}
+	for _, b := range append(bodies, []byte(`{}`), []byte(`[]`), []byte(`not json`)) {
+		got, gerr := decodeAccepted(b)
+		want, werr := runner.DecodeAccepted(b)
+		if !reflect.DeepEqual(got, want) || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("%s:\n got %+v %v\nwant %+v %v", b, got, gerr, want, werr)
 		}
 	}
 }

@@ -506,7 +506,12 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	}
 	t = t.withRisk(risk, manifest.RequiredParameters).seal()
 	o.Ticket, o.Evaluation = t, ev
-	signals := append(append([]Signal(nil), ev.Signals...), in.Signals...)
+	// Resolve reads the signals and keeps its own sorted copy, so the
+	// gates' signals are handed over as they are unless more are added.
+	signals := ev.Signals
+	if len(in.Signals) > 0 || t.Completeness != Complete {
+		signals = append(append([]Signal(nil), ev.Signals...), in.Signals...)
+	}
 	if t.Completeness != Complete {
 		signals = append(signals, Signal{Tier: 3, Kind: KindClarification, Source: "ticket", Reason: Reason{Rule: "ticket-incomplete", Facts: t.MissingFields, Absent: []string{}, Detail: "the action is not fully specified"}})
 	}

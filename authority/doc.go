@@ -34,6 +34,8 @@
 //     approvals become, per proposal, an Action Ticket, the MRP state and an
 //     EffectIntent, an approval request, options for a person or a typed
 //     rejection, plus the run-FSM event the batch implies and the turn's FHR.
+//     [SealBatch] seals and checks a published batch once; the
+//     [CheckedBatch] it returns spares Authorize checking that batch again.
 //   - [ProjectIntent]: the reference's singleton projection (M4A), which
 //     agrees with the reference corpus byte for byte.
 //

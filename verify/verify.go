@@ -12,6 +12,13 @@
 // inputs to the workflow's pure Decide again and compares the state and the
 // effects with what was recorded.
 //
+// Each table of a run is read once (Check verifies and replays from one
+// read), and the checks compare bytes before they decode: a stored record
+// equal, byte for byte, to what verify recomputes cannot fail a check, so
+// only a record that differs is decoded strictly and its findings worded.
+// Many and CheckMany check several runs at once and report in the caller's
+// order, exactly as checking one run after another would.
+//
 // It only reads: open the store read-only.
 package verify
 

@@ -162,19 +162,11 @@ func (r *Runner) chargeEffect(t *tick, e *openEffect, u Usage) error {
 	return nil
 }
 
-// execute calls an adapter once, metered when it can be. A report out of
-// range is the adapter's defect: the call happened and its outcome stands,
-// but what it cost is unknown, and it is charged as nothing rather than as
-// a number nobody can trust (the caller logs it).
-func execute(ctx context.Context, a effect.Adapter, in effect.Intent) (effect.Receipt, Usage, error, error) {
-	m, ok := a.(Metered)
-	if !ok {
-		rec, err := a.Execute(ctx, in)
-		return rec, Usage{}, err, nil
+// execute calls an adapter once, metered when it can be.
+func execute(ctx context.Context, a effect.Adapter, in effect.Intent) (effect.Receipt, Usage, error) {
+	if m, ok := a.(Metered); ok {
+		return m.ExecuteMetered(ctx, in)
 	}
-	rec, u, err := m.ExecuteMetered(ctx, in)
-	if cerr := u.Check(); cerr != nil {
-		return rec, Usage{}, err, cerr
-	}
-	return rec, u, err, nil
+	rec, err := a.Execute(ctx, in)
+	return rec, Usage{}, err
 }

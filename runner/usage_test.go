@@ -256,3 +256,30 @@ func TestTheFirstInputMayCarryAReport(t *testing.T) {
 		t.Fatalf("a refused start created its run: %v", err)
 	}
 }
+
+// badMeter reports a negative cost: the call's outcome stands, the report
+// is charged as nothing.
+type badMeter struct{ *destination }
+
+func (m *badMeter) ExecuteMetered(ctx context.Context, in effect.Intent) (effect.Receipt, Usage, error) {
+	rec, err := m.destination.Execute(ctx, in)
+	return rec, Usage{CostMicros: -7}, err
+}
+
+func TestAnAdapterReportOutOfRangeIsNotCharged(t *testing.T) {
+	b := newBudgetRig(t, `{}`)
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", &badMeter{b.dest}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	b.r, err = New(Config{Store: b.store, Workflows: []Workflow{counter{refunds{limit: 100}}}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: b.clock.Now, Sleep: b.clock.Sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.pay("run", 0, 10)
+	if l := b.checkLedger("run"); l.CostMicros != 0 || b.dest.count() != 1 || b.run("run").State != "INGEST" {
+		t.Fatalf("ledger %+v, %d payments, state %s", l, b.dest.count(), b.run("run").State)
+	}
+}

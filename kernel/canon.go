@@ -123,10 +123,11 @@ func identityOf(prefix, domain string, value []byte) string {
 	b = append(b, value...)
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
-	out := make([]byte, len(prefix)+1+2*len(sum))
-	copy(out, prefix)
-	out[len(prefix)] = ':'
-	hex.Encode(out[len(prefix)+1:], sum[:])
+	var buf [96]byte // the kernel's prefixes are short; a longer one takes the heap
+	out := buf[:0]
+	out = append(out, prefix...)
+	out = append(out, ':')
+	out = hex.AppendEncode(out, sum[:])
 	return string(out)
 }
 
@@ -361,13 +362,32 @@ func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
 	b = append(b, '{')
 	first, next := true, 0
 	state := func(k string) bool {
-		enc, err := cjson.Encode(s.State[k])
-		if err != nil {
-			return false
-		}
 		b = appendMember(b, first, k)
-		b = append(b, enc...)
 		first = false
+		// Scalars, already checked, are written here; containers are
+		// encoded alone (canonCheck made sure they encode as members).
+		switch v := s.State[k].(type) {
+		case nil:
+			b = append(b, "null"...)
+		case bool:
+			if v {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
+			}
+		case int64:
+			b = cjson.AppendInt(b, v)
+		case int:
+			b = cjson.AppendInt(b, int64(v))
+		case string:
+			b = cjson.AppendString(b, v)
+		default:
+			enc, err := cjson.Encode(v)
+			if err != nil {
+				return false
+			}
+			b = append(b, enc...)
+		}
 		return true
 	}
 	for _, km := range snapshotMembersSorted {

@@ -894,6 +894,9 @@ func nextSnapshotValueSlow(next Snapshot) (map[string]any, []byte, bool) {
 
 // sortByBytes sorts items and their canonical bytes together, by the bytes.
 func sortByBytes[T any](items []T, canon [][]byte) {
+	if len(items) < 2 {
+		return // most steps emit one fact and at most one proposal
+	}
 	idx := make([]int, len(items))
 	for i := range idx {
 		idx[i] = i

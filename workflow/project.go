@@ -273,7 +273,15 @@ func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error
 		}
 		return nil
 	}
-	if st.Watermark > 0 {
+	// R starts each tick from its initial state. Moving both sources to
+	// the stored watermark first changes nothing the tick publishes — a
+	// batch's identity is its epoch, its values and the watermark it
+	// stabilized at, (lt+1)·EpochStride either way — unless it makes R
+	// refuse an epoch of this tick as late, which a watermark written by
+	// an earlier tick (at most lt·EpochStride) never does. So the catch-up
+	// runs only for a watermark past this tick's first epoch, where R's
+	// refusal is the answer.
+	if st.Watermark > t.lt*EpochStride {
 		if err := advance(st.Watermark); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -51,4 +52,32 @@ func TestFHRChainIsCJSON(t *testing.T) {
 			rt.Fatalf("%q %q: written %s (%v), cjson %s (%v)", prev, fhr, got, err1, want, err2)
 		}
 	})
+}
+
+// R's catch-up to the stored watermark is skipped only where it cannot
+// refuse anything: a watermark past the tick's first epoch (which no tick
+// writes) is still refused by R, as before.
+func TestWatermarkPastTheTickIsRefused(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	s0, _ := w.Init("run-watermark")
+	r1, err := w.Decide(s0, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "late")})
+	if err != nil || r1.Refusal != "" {
+		t.Fatalf("first tick: %v %q", err, r1.Refusal)
+	}
+	st, err := decodeState(r1.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Watermark != 2*EpochStride {
+		t.Fatalf("watermark %d after the tick at 1", st.Watermark)
+	}
+	in := Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 30, "alice", "late")}
+	if r, err := w.Decide(r1.State, in); err != nil || r.Refusal != "" || len(r.Effects) != 1 {
+		t.Fatalf("the next tick from the watermark a tick wrote: %v %q", err, r.Refusal)
+	}
+	st.Watermark = 3*EpochStride + 1
+	bad, _ := st.encode()
+	if _, err := w.Decide(bad, in); err == nil || !strings.Contains(err.Error(), "R refused") {
+		t.Fatalf("a watermark past the tick's epochs: %v", err)
+	}
 }

@@ -43,6 +43,7 @@ type writeReq struct {
 	didPanic  bool
 	// wake receives true when this caller is to lead the next batch
 	// (itself included), false when its write is decided.
+	// A leader's own write has none.
 	wake chan bool
 }
 
@@ -50,7 +51,8 @@ type writeReq struct {
 type group struct {
 	mu      sync.Mutex
 	queue   []*writeReq
-	leading bool // a batch is being formed or committed
+	spare   []*writeReq // the last batch's slice, reused for the next queue
+	leading bool        // a batch is being formed or committed
 }
 
 // savepoint frames each caller's work inside a batch of more than one.
@@ -71,12 +73,15 @@ func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context
 	if err := ctx.Err(); err != nil {
 		return mapErr(op, runID, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn, wake: make(chan bool, 1)}
+	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn}
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
 	lead := !g.leading
 	g.leading = true
+	if !lead {
+		req.wake = make(chan bool, 1) // only a follower is woken
+	}
 	g.mu.Unlock()
 	if !lead {
 		// A follower waits without regard to its context: once queued, its
@@ -101,11 +106,17 @@ func (s *Store) lead() {
 	g := &s.group
 	g.mu.Lock()
 	batch := g.queue
-	g.queue = nil
+	g.queue, g.spare = g.spare[:0], nil
 	g.mu.Unlock()
 
 	s.runBatch(batch)
 
+	for _, r := range batch {
+		if r.wake != nil {
+			r.wake <- false
+		}
+	}
+	clear(batch) // the callers' requests are theirs again
 	g.mu.Lock()
 	var next *writeReq
 	if len(g.queue) > 0 {
@@ -113,10 +124,8 @@ func (s *Store) lead() {
 	} else {
 		g.leading = false
 	}
+	g.spare = batch[:0]
 	g.mu.Unlock()
-	for _, r := range batch {
-		r.wake <- false
-	}
 	if next != nil {
 		next.wake <- true
 	}
@@ -176,7 +185,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			failAll(err)
 			return
 		}
-		if err := s.runOne(bctx, tx, r); err != nil {
+		if err := s.runOne(context.WithoutCancel(r.ctx), tx, r); err != nil {
 			r.err = mapErr(r.op, r.runID, err)
 			// Undo this caller's writes alone. If the savepoint is gone,
 			// SQLite rolled the whole transaction back (an I/O error, a
@@ -201,7 +210,8 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 }
 
-// runOne runs one caller's work inside tx, catching a panic (an approval
+// runOne runs one caller's work inside tx under ctx (the caller's context
+// without its cancellation), catching a panic (an approval
 // check's, say) so that it rolls back that caller's work only and is
 // raised again in the caller's own goroutine.
 func (s *Store) runOne(ctx context.Context, tx *sql.Tx, r *writeReq) (err error) {
@@ -211,7 +221,7 @@ func (s *Store) runOne(ctx context.Context, tx *sql.Tx, r *writeReq) (err error)
 			err = fmt.Errorf("%s panicked: %v", r.op, p)
 		}
 	}()
-	return r.fn(context.WithoutCancel(r.ctx), tx, s.clock())
+	return r.fn(ctx, tx, s.clock())
 }
 
 func (s *Store) commitTx(tx *sql.Tx) error {

@@ -26,15 +26,16 @@ func (w *Workflow) input(b authority.PublishedBatch, spec authority.ActionSpec, 
 
 // authorize runs H over one published batch (one proposal) and maps the
 // outcome to effects. choices are the choices among options presented to
-// the gates (none on a first decision).
-func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authority.Choice) ([]Effect, error) {
+// the gates (none on a first decision); checked is what SealBatch checked
+// of b, if anything.
+func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authority.Choice, checked authority.CheckedBatch) ([]Effect, error) {
 	w, st := t.w, t.st
 	p := b.Proposals[0]
 	spec := actionSpec(p.ProposalID, a)
 	before := st.Machine
 	turn := st.Turn + 1
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
-	in.Choices = choices
+	in.Choices, in.Checked = choices, checked
 	in.ScorecardDigest = t.scorecard
 	d, err := authority.Authorize(in)
 	if err != nil {
@@ -74,7 +75,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, _, err := w.reauthorize(pd, w.namedApprover())
+		eff, _, err := w.reauthorize(pd, w.namedApprover(), checked)
 		if err != nil {
 			rec["held"] = "held: " + err.Error()
 			t.note("h.outcome", rec)
@@ -125,7 +126,7 @@ func fhrChain(prev, fhr string) (string, error) {
 // exactly as it was decided (same machine, time and sequence), with the
 // grant presented. The grant is issued at the request's own logical time:
 // the run's logical clock does not move while it waits for a person.
-func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, mrp.Machine, error) {
+func (w *Workflow) reauthorize(pd pending, by authority.Approver, checked authority.CheckedBatch) (Effect, mrp.Machine, error) {
 	act, err1 := plain(pd.Action)
 	dest, err2 := plain(pd.Dest)
 	if err1 != nil || err2 != nil {
@@ -134,7 +135,7 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver) (Effect, mrp.M
 	a := action{Action: act, Destination: dest}
 	p := pd.Batch.Proposals[0]
 	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
-	in.Choices = pd.Choices
+	in.Choices, in.Checked = pd.Choices, checked
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
 	d, err := authority.Authorize(in)
 	if err != nil {
@@ -175,7 +176,7 @@ func (w *Workflow) namedApprover() authority.Approver {
 // approved intent only after CheckGrant and AuthorizeApproved accepted it),
 // and the run accepted nothing in between, so this is the turn's true end.
 func (w *Workflow) approvedMachine(pd pending) (mrp.Machine, bool) {
-	_, m, err := w.reauthorize(pd, w.namedApprover())
+	_, m, err := w.reauthorize(pd, w.namedApprover(), authority.CheckedBatch{})
 	return m, err == nil
 }
 
@@ -242,7 +243,7 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if b.Role != authority.ApproverRole {
 		kind = "unknown"
 	}
-	eff, _, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}})
+	eff, _, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}}, authority.CheckedBatch{})
 	if err != nil {
 		return Effect{}, err
 	}

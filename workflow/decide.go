@@ -434,13 +434,14 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		return nil, nil, "", err
 	}
 	var effects []Effect
-	for _, b := range batches {
+	for _, sb := range batches {
+		b := sb.batch
 		p := b.Proposals[0]
 		k := slices.IndexFunc(tr.EffectProposals, func(q protocol.EffectProposal) bool { return q.ProposalID == p.ProposalID })
 		if k < 0 {
 			return nil, nil, "", fmt.Errorf("workflow: R published unknown proposal %s", p.ProposalID)
 		}
-		e, err := t.authorize(b, specs[k], nil)
+		e, err := t.authorize(b, specs[k], nil, sb.checked)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -248,12 +248,12 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 // react runs R: from the stored watermark, apply each projection's
 // command (one epoch each), move both sources past the tick and take every
 // batch. Every epoch publishes within its tick.
-func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error) {
+func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	w, st := t.w, t.st
 	prof := w.rProfile
 	d, df := prof.Digest(), prof.DataflowVersion()
 	s := w.r0 // what a nil prior means, built once
-	var out []authority.PublishedBatch
+	var out []sealedBatch
 	step := func(c frontier.Command) error {
 		tr, rej := frontier.Step(s, prof, c)
 		if rej != nil {
@@ -261,7 +261,7 @@ func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error
 		}
 		s = tr.Next
 		for _, pb := range tr.Published {
-			out = append(out, toAuthority(pb))
+			out = append(out, w.toAuthority(pb))
 		}
 		return nil
 	}
@@ -304,8 +304,17 @@ func (t *tick) react(cmds []frontier.Command) ([]authority.PublishedBatch, error
 	return out, nil
 }
 
-// toAuthority turns R's published batch into H's input form.
-func toAuthority(pb *frontier.PublishedBatch) authority.PublishedBatch {
+// sealedBatch is a published batch in H's input form, with what
+// authority.SealBatch checked of it (the zero value when it refused).
+type sealedBatch struct {
+	batch   authority.PublishedBatch
+	checked authority.CheckedBatch
+}
+
+// toAuthority turns R's published batch into H's input form, sealed and
+// checked once, so that H does not digest it again to check it. A batch
+// SealBatch refuses is sealed as before and left to H, whose refusal it is.
+func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 	b := authority.PublishedBatch{Batch: pb.Batch()}
 	for _, v := range pb.Proposals() {
 		p, _ := v.Proposal()
@@ -315,6 +324,9 @@ func toAuthority(pb *frontier.PublishedBatch) authority.PublishedBatch {
 		vd, _ := v.Verdict()
 		b.Verdicts = append(b.Verdicts, vd)
 	}
+	if sealed, checked, err := authority.SealBatch(b, w.rProfile.Digest()); err == nil {
+		return sealedBatch{sealed, checked}
+	}
 	b.PublishedBatchDigest = authority.PublishedBatchDigest(b)
-	return b
+	return sealedBatch{batch: b}
 }

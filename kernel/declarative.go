@@ -729,7 +729,9 @@ func (x env) condition(c condition, path string) (bool, *Fault) {
 
 func (d *Declarative) guards(x env) *Fault {
 	for _, g := range d.events[x.e.Type].rejectIf {
-		v, f := x.lookup(g.refC)
+		// resolve, not lookup: a copy can encode otherwise than the
+		// original (a nil map below a protocol.Object is null, its copy {}).
+		v, f := x.resolve(g.refC)
 		if f != nil {
 			return f
 		}

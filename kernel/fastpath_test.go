@@ -359,7 +359,10 @@ func TestTypedStepMatchesValueStep(t *testing.T) {
 	})
 }
 
-func resultBytes(t *rapid.T, tr *Transition, err error) []byte {
+func resultBytes(t interface {
+	Fatalf(string, ...any)
+	Fatal(...any)
+}, tr *Transition, err error) []byte {
 	if err != nil {
 		r, ok := err.(*Rejection)
 		if !ok {
@@ -629,6 +632,13 @@ func TestOwnDomainsNeedNoCopies(tt *testing.T) {
 		if v, err := toValue(e); err == nil {
 			ev = v
 		}
+		if rapid.Bool().Draw(t, "rawEvent") {
+			// Go values as a caller may pass them: typed objects, nil maps.
+			ev = map[string]any{"kind": e.Kind, "event_id": e.EventID, "payload": map[string]any(e.Payload),
+				"occurred_at": e.OccurredAt, "received_at": e.ReceivedAt, "logical_time": e.LogicalTime,
+				"correlation_id": e.CorrelationID, "causation_id": nil, "idempotency_key": e.IdempotencyKey,
+				"versions": versionsValue(e.Versions)}
+		}
 		svBefore, evBefore := fmtValue(sv), fmtValue(ev)
 		got, gerr = StepValue(d, sv, ev)
 		want, werr = StepValue(copying{d}, sv, ev)
@@ -647,4 +657,49 @@ func fmtValue(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// TestOwnDomainsSeeWhatCopiesShow: values a copy would change (nil maps and
+// slices, which encode as null below a protocol.Object and as {} or [] once
+// copied) reach the package's own domains as copies show them, on the value
+// path where a caller may pass them.
+func TestOwnDomainsSeeWhatCopiesShow(t *testing.T) {
+	shop := loadShop(t)
+	odd := []any{protocol.Object{"a": map[string]any(nil)}, protocol.Object{"a": []any(nil)},
+		map[string]any{"b": protocol.Object{"c": []any{map[string]any(nil)}}}}
+	obsVersions := shopVersions
+	obsVersions.Workflow, obsVersions.StateSchema, obsVersions.EventSchema = ObservationWorkflow, ObservationStateSchema, ObservationEventSchema
+	event := func(v protocol.VersionEnvelope, aggregate string, payload map[string]any) map[string]any {
+		payload["aggregate_id"], payload["expected_revision"] = aggregate, int64(0)
+		return map[string]any{"kind": protocol.KindAcceptedEvent, "event_id": "evt:1", "payload": payload,
+			"occurred_at": "2026-01-01T00:00:00Z", "received_at": "2026-01-01T00:00:00Z", "logical_time": int64(1),
+			"correlation_id": "run:1", "causation_id": nil, "idempotency_key": "k", "versions": versionsValue(v)}
+	}
+	for i, v := range odd {
+		obs := NewSnapshot(Observation{}, "agg:1", obsVersions)
+		shopSnap := NewSnapshot(shop, "shop:1", shopVersions)
+		shopState := shopSnap.Wire()
+		shopState["state"] = map[string]any{"orders": int64(0), "last_order": v}
+		cases := []struct {
+			d     Domain
+			s, ev any
+		}{
+			{Observation{}, obs.Wire(), event(obsVersions, "agg:1", map[string]any{"event_type": ObservationEventType,
+				"observation": map[string]any{"o": v}, "mark_complete": false, "effect_request": nil})},
+			{Observation{}, obs.Wire(), event(obsVersions, "agg:1", map[string]any{"event_type": ObservationEventType,
+				"observation": map[string]any{"n": int64(1)}, "mark_complete": false, "effect_request": map[string]any{
+					"effect_type": "mail.send", "action": map[string]any{"x": v}, "destination": map[string]any{"a": "b"},
+					"goal_id": "g:1", "obligation_id": "o:1", "declared_risk_hint": "unknown", "preconditions": []any{}}})},
+			{shop, shopState, event(shopVersions, "shop:1", map[string]any{"event_type": "order.placed/1",
+				"order_id": "order:1", "amount": int64(3), "notify": true, "customer": map[string]any{"email": v}})},
+		}
+		for j, c := range cases {
+			got, gerr := StepValue(c.d, c.s, c.ev)
+			want, werr := StepValue(copying{c.d}, c.s, c.ev)
+			gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr)
+			if !bytes.Equal(gb, wb) {
+				t.Errorf("value %d case %d: uncopied %s\ncopied   %s", i, j, gb, wb)
+			}
+		}
+	}
 }

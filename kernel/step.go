@@ -86,6 +86,7 @@ func parseTypedSnapshot(d Domain, p Profile, s *Snapshot) (Snapshot, []byte, boo
 		}
 		out.State[k] = v
 	}
+	out.State = ownValues(d, out.State)
 	if d.CheckState(domainArg(d, out.State)) != nil {
 		return Snapshot{}, nil, false
 	}
@@ -263,6 +264,50 @@ func readsOnly(d Domain) bool {
 		return true
 	}
 	return false
+}
+
+// ownValues is o as the kernel keeps it for a domain that only reads (for
+// any other, o as it is: each of its calls gets its own copy). A value that
+// copying would change is copied once here — a nil map or slice becomes an
+// empty one, which encodes differently below a protocol.Object — so that
+// such a domain sees what the copies have always shown it.
+func ownValues(d Domain, o protocol.Object) protocol.Object {
+	if readsOnly(d) && !copyStable(map[string]any(o)) {
+		return deepCopyObject(o)
+	}
+	return o
+}
+
+// copyStable reports whether deepCopy(v) equals v, types and nil-ness
+// included.
+func copyStable(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if t == nil {
+			return false
+		}
+		for _, e := range t { //flrh:orderfree every failure gives the same verdict
+			if !copyStable(e) {
+				return false
+			}
+		}
+	case protocol.Object:
+		for _, e := range t { //flrh:orderfree every failure gives the same verdict
+			if !copyStable(e) {
+				return false
+			}
+		}
+	case []any:
+		if t == nil {
+			return false
+		}
+		for _, e := range t {
+			if !copyStable(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // domainArg is o as a domain method may receive it: o itself for a domain
@@ -565,6 +610,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 	for _, k := range p.StateMembers {
 		s.State[k] = m[k]
 	}
+	s.State = ownValues(d, s.State)
 	if f := d.CheckState(domainArg(d, s.State)); f != nil {
 		return Snapshot{}, nil, reject(f.Code, f.Path, raw, event, f.Context)
 	}
@@ -671,8 +717,8 @@ func parseEvent(d Domain, p Profile, raw, snapshot any, canonical bool) (Event, 
 	if e.ExpectedRevision, ok = nonNegInt(payload["expected_revision"]); !ok {
 		return bad("/payload/expected_revision")
 	}
-	e.Payload = payload
-	if f := d.CheckPayload(e.Type, domainArg(d, payload)); f != nil {
+	e.Payload = ownValues(d, payload)
+	if f := d.CheckPayload(e.Type, domainArg(d, e.Payload)); f != nil {
 		return Event{}, reject(f.Code, f.Path, snapshot, raw, f.Context)
 	}
 	return e, nil

@@ -474,3 +474,69 @@ func TestBatchPanicStaysWithItsCaller(t *testing.T) {
 		t.Fatalf("approval %s after the panic, want granted", a.Status)
 	}
 }
+
+// A caller whose context ends while it waits in the queue is skipped when
+// its turn comes: it gets its context's error, nothing of it is written,
+// and the others of its batch land.
+func TestBatchSkipsCancelledCaller(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	defer s.Close()
+	leases := map[string]store.Lease{}
+	for _, id := range []string{"h", "a", "b"} {
+		if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := s.AcquireLease(ctx, id, "w", time.Hour)
+		leases[id] = l
+	}
+	cctx, cancel := context.WithCancel(tagged("cancelled"))
+	entered := make(chan struct{})
+	var once sync.Once
+	var batches [][]string
+	var mu sync.Mutex
+	s.testBatch = func(reqs []context.Context) {
+		mu.Lock()
+		var tags []string
+		for _, r := range reqs {
+			tags = append(tags, tagOf(r))
+		}
+		batches = append(batches, tags)
+		mu.Unlock()
+		first := false
+		once.Do(func() { first = true; close(entered) })
+		if first {
+			for s.queued() < 2 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel() // while both wait for the next batch
+		}
+	}
+	holdErr := make(chan error, 1)
+	go func() { holdErr <- commitOne(s, leases["h"], 0, `{"h":1}`)(tagged("hold")) }()
+	<-entered
+	errs := make(chan error, 2)
+	go func() { errs <- commitOne(s, leases["a"], 0, `{"a":1}`)(cctx) }()
+	go func() { errs <- commitOne(s, leases["b"], 0, `{"b":1}`)(tagged("b")) }()
+	e1, e2 := <-errs, <-errs
+	if err := <-holdErr; err != nil {
+		t.Fatal(err)
+	}
+	s.testBatch = nil
+	if len(batches) != 2 || len(batches[1]) != 2 {
+		t.Fatalf("batches = %v", batches)
+	}
+	var cancelled, landed error = e1, e2
+	if !errors.Is(e1, context.Canceled) {
+		cancelled, landed = e2, e1
+	}
+	if !errors.Is(cancelled, context.Canceled) || landed != nil {
+		t.Fatalf("cancelled caller: %v; the other: %v", cancelled, landed)
+	}
+	if r, _ := s.Run(ctx, "a"); r.Head != 0 {
+		t.Fatalf("the cancelled commit wrote: head %d", r.Head)
+	}
+	if r, _ := s.Run(ctx, "b"); r.Head != 1 {
+		t.Fatalf("the other commit did not land: head %d", r.Head)
+	}
+}

@@ -541,10 +541,13 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		// F names each delta by its own content, time and cause, so a -1
 		// never carries the id of the +1 that inserted the fact: it
 		// retracts every live support of the same fact.
+		// The key holds the predicate: only supports of the same predicate
+		// can match, and only theirs are encoded.
 		key := supportKey(s)
+		same := func(x support) bool { return x.Predicate == s.Predicate && supportKey(x) == key }
 		n := 0
 		for _, x := range supports {
-			if supportKey(x) == key {
+			if same(x) {
 				changes = append(changes, logic.FactChange{ID: x.ID, Fact: f, Diff: -1, Provenance: x.Provenance})
 				n++
 			}
@@ -552,7 +555,7 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		if n == 0 {
 			return nil, nil, fmt.Sprintf("fact %s: a retraction of a fact with no live support", pred)
 		}
-		supports = slices.DeleteFunc(supports, func(x support) bool { return supportKey(x) == key })
+		supports = slices.DeleteFunc(supports, same)
 	}
 	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 	return changes, supports, ""

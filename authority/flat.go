@@ -376,8 +376,14 @@ type flatRun struct {
 const flatScanMax = 16
 
 // flatScratch is one run's working memory, recycled through
-// flatScratchPool: a run fills it from empty and clears it before handing
-// it back, so no run sees another's rows and no output refers to it.
+// flatScratchPool. A run reads only what it wrote itself (counts and
+// candidate bits are zeroed when taken; rows, bindings, premises and
+// tuples are written before they are read), so no run sees another's
+// rows, and no output refers to the scratch. What a run left in it is
+// overwritten by the next run rather than cleared: clearing pointers costs
+// a write barrier per word while the collector runs, and the pool drops
+// its items within two collections, which bounds what they keep alive to
+// one ticket's strings each.
 type flatScratch struct {
 	facts    [][][]logic.Value
 	count    []int
@@ -395,26 +401,19 @@ var flatScratchPool = sync.Pool{New: func() any { return new(flatScratch) }}
 
 // grow returns (*s)[:n], zeroed, reallocating *s when it is too short.
 func grow[T any](s *[]T, n int) []T {
+	r := reuse(s, n)
+	clear(r)
+	return r
+}
+
+// reuse returns (*s)[:n] as it was left, reallocating *s when it is too
+// short: for arrays every element of which is written before it is read.
+func reuse[T any](s *[]T, n int) []T {
 	if cap(*s) < n {
 		*s = make([]T, n)
 	}
 	*s = (*s)[:n]
-	clear(*s)
 	return *s
-}
-
-// release clears the scratch (dropping its references to the run's
-// facts) and returns it to the pool.
-func (sc *flatScratch) release() {
-	clear(sc.facts)
-	clear(sc.backing)
-	clear(sc.vals)
-	clear(sc.premises[:cap(sc.premises)])
-	for k := range sc.out {
-		clear(sc.out[k]) // beyond its length, cleared by an earlier release
-	}
-	clear(sc.args[:cap(sc.args)])
-	flatScratchPool.Put(sc)
 }
 
 type flatTuple struct {
@@ -430,14 +429,15 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 	// bindings and the candidate set) is recycled between runs; only
 	// what a firing derives is allocated.
 	sc := flatScratchPool.Get().(*flatScratch)
-	run := flatRun{e: e, facts: grow(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0]}
+	// Every relation's rows are set below before any is read.
+	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0]}
 	for k := range run.out {
 		run.out[k] = run.out[k][:0]
 	}
 	defer func() {
 		// What the run grew is kept for the next one.
 		sc.out, sc.args = run.out, run.args
-		sc.release()
+		flatScratchPool.Put(sc)
 	}()
 	// Every relation's rows are carved from one backing array, counted
 	// first, instead of each relation growing its own.
@@ -461,7 +461,7 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			total++
 		}
 	}
-	backing := grow(&sc.backing, total)
+	backing := reuse(&sc.backing, total) // rows are appended into it before they are read
 	for id, n := range count {
 		run.facts[id], backing = backing[:0:n], backing[n:]
 	}
@@ -505,7 +505,8 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			}
 		}
 	}
-	b := binding{vals: grow(&sc.vals, e.maxVars), set: grow(&sc.set, e.maxVars)}
+	// A slot's value is read only once set marks it bound.
+	b := binding{vals: reuse(&sc.vals, e.maxVars), set: grow(&sc.set, e.maxVars)}
 	if cap(sc.premises) < 8 {
 		sc.premises = make([]logic.Fact, 0, 8)
 	}

@@ -389,10 +389,9 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	}
 	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
 	d, err := p.engine.derive(facts)
-	// The engines copied what they keep: the arrays go back, cleared of
-	// the ticket's strings.
-	clear(facts)
-	clear(buf.args[:3*n]) // all that appendTicketFacts can have written
+	// The engines copied what they keep: the arrays go back as they are,
+	// to be overwritten by the next ticket (see flatScratch on why they
+	// are not cleared).
 	buf.facts = facts[:0]
 	ticketFactBufs.Put(buf)
 	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}

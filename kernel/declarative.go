@@ -446,9 +446,18 @@ func (d *Declarative) checkTemplate(ptr string, tmpl any, payload map[string]str
 
 // Profile implements Domain.
 func (d *Declarative) Profile() Profile {
+	// Fresh member lists, carved from one array: each ends at its own
+	// capacity, so a caller's append cannot reach its neighbour.
+	n := 0
+	for _, r := range d.events { //flrh:orderfree a sum
+		n += len(r.payloadKeys)
+	}
+	lists := make([]string, 0, n)
 	types := make(map[string][]string, len(d.events))
-	for t, r := range d.events {
-		types[t] = slices.Clone(r.payloadKeys)
+	for t, r := range d.events { //flrh:orderfree each list's contents do not depend on where it sits in the array
+		start := len(lists)
+		lists = append(lists, r.payloadKeys...)
+		types[t] = lists[start:len(lists):len(lists)]
 	}
 	return Profile{
 		Workflow:     d.workflow,

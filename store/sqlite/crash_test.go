@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,14 @@ func crashWriter(path string) {
 		if leases[i], err = s.AcquireLease(ctx, id, "writer", time.Hour); err != nil { // a restarted runner keeps its name
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
+		}
+	}
+	// Say once that commits were grouped, so the test knows a kill could
+	// land in the middle of a batch.
+	var grouped sync.Once
+	s.testBatch = func(reqs []context.Context) {
+		if len(reqs) > 1 {
+			grouped.Do(func() { fmt.Println("grouped") })
 		}
 	}
 	fmt.Println("ready")
@@ -106,6 +115,7 @@ func crashRounds(t *testing.T, runs []string) {
 	}
 	s.Close()
 	var last int64
+	groupedRounds := 0
 	for round := 0; round < 4; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "FLRH_CRASH_WRITER_DB="+path, "FLRH_CRASH_WRITER_RUNS="+strings.Join(runs, ","))
@@ -125,7 +135,11 @@ func crashRounds(t *testing.T, runs []string) {
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		rest, _ := io.ReadAll(out)
 		cmd.Wait()
+		if strings.Contains(string(rest), "grouped") {
+			groupedRounds++
+		}
 
 		s, err := Open(ctx, path, Options{})
 		if err != nil {
@@ -158,5 +172,8 @@ func crashRounds(t *testing.T, runs []string) {
 		last = total
 		s.Close()
 	}
-	t.Logf("survived 4 SIGKILLs; %d ticks committed over %d runs", last, len(runs))
+	if len(runs) > 1 && groupedRounds == 0 {
+		t.Fatal("no round grouped commits into a batch; no kill could land inside one")
+	}
+	t.Logf("survived 4 SIGKILLs; %d ticks committed over %d runs; %d rounds grouped commits", last, len(runs), groupedRounds)
 }

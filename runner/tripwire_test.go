@@ -83,15 +83,22 @@ func storedBoundaries(t *testing.T, h *harness, runID string) []tripwire.Boundar
 			}
 			te.Record = &rec
 		case EventAccepted:
-			var in struct {
-				Seq    int64  `json:"seq"`
-				Kind   string `json:"kind"`
-				Digest string `json:"digest"`
-			}
-			if err := json.Unmarshal(e.Body, &in); err != nil {
+			in, err := DecodeAccepted(e.Body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			te.Input = &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: in.Digest}
+			digest := in.Digest
+			if in.Usage != nil && in.Kind == KindInput {
+				// The inbox held the input wrapped with its report: the
+				// record says exactly which wrapper.
+				v, _ := cjson.Decode(in.Body)
+				w, err := reportedBody(v, *in.Usage)
+				if err != nil {
+					t.Fatal(err)
+				}
+				digest = store.BodyDigest(w)
+			}
+			te.Input = &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: digest}
 		}
 		events = append(events, te)
 	}
@@ -187,6 +194,21 @@ func TestStoredRunsSatisfyTheWires(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.idle()
+		checkStored(t, h, "run")
+	})
+	t.Run("inputs with usage reports", func(t *testing.T) {
+		h := newHarness(t)
+		if err := h.r.StartWithUsage(ctx, "run", "refunds", "1", []byte(`{"note":"not a refund"}`), Usage{Tokens: 3}, payer); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		if err := h.r.SubmitWithUsage(ctx, "run", []byte(small), Usage{Tokens: 10, CostMicros: 20}, payer); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		if s := h.run("run").State; s != "SUCCEEDED" {
+			t.Fatalf("state %s", s)
+		}
 		checkStored(t, h, "run")
 	})
 	t.Run("transient then retries exhausted", func(t *testing.T) {

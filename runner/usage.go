@@ -46,9 +46,9 @@ type reportedInput struct {
 }
 
 // splitReported unwraps an inbox input that carries a usage report. ok is
-// false for a plain input, and for a wrapper that is malformed (which only
-// a writer bypassing SubmitWithUsage can store): that is accepted as it is,
-// for the workflow to judge.
+// false for a plain input, and for a wrapper that is not exactly the
+// canonical one SubmitWithUsage writes (which only a writer bypassing it
+// can store): that is accepted as it is, for the workflow to judge.
 func splitReported(body []byte) (input []byte, u Usage, ok bool) {
 	if !bytes.HasPrefix(body, reportedPrefix) {
 		return nil, Usage{}, false
@@ -59,6 +59,16 @@ func splitReported(body []byte) (input []byte, u Usage, ok bool) {
 	}
 	in, err := cjson.Canonicalize(w.Input)
 	if err != nil {
+		return nil, Usage{}, false
+	}
+	// Only the exact wrapper SubmitWithUsage writes counts (both numbers
+	// present, nothing else): the accepted record, holding the input and
+	// the report, then names exactly which inbox entry it came from.
+	v, err := cjson.Decode(in)
+	if err != nil {
+		return nil, Usage{}, false
+	}
+	if again, err := reportedBody(v, w.Usage); err != nil || !bytes.Equal(again, body) {
 		return nil, Usage{}, false
 	}
 	return in, w.Usage, true

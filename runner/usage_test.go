@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
@@ -282,4 +283,34 @@ func TestAnAdapterReportOutOfRangeIsNotCharged(t *testing.T) {
 	if l := b.checkLedger("run"); l.CostMicros != 0 || b.dest.count() != 1 || b.run("run").State != "INGEST" {
 		t.Fatalf("ledger %+v, %d payments, state %s", l, b.dest.count(), b.run("run").State)
 	}
+}
+
+// An inbox body is either a plain input or a well-formed wrapper, never
+// half of each: what splitReported unwraps, wrapped again, is the body.
+func FuzzSplitReported(f *testing.F) {
+	w, _ := reportedBody(map[string]any{"amount": int64(1)}, Usage{Tokens: 3, CostMicros: 4})
+	for _, s := range []string{string(w), `{"amount":1}`, `{"format":"flrh-reported-input/1","input":{},"usage":{"cost_micros":-1,"tokens":0}}`,
+		`{"format":"flrh-reported-input/1","input":1,"usage":{"tokens":2}}`, `{"format":"flrh-reported-input/1","input":{},"usage":{},"x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, u, ok := splitReported(body)
+		if !ok {
+			return
+		}
+		if err := u.Check(); err != nil {
+			t.Fatalf("unwrapped an out-of-range report: %v", err)
+		}
+		v, err := cjson.Decode(in)
+		if err != nil {
+			t.Fatalf("unwrapped input is not canonical JSON: %v", err)
+		}
+		again, err := reportedBody(v, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err := cjson.Canonicalize(body); err == nil && string(c) == string(body) && string(again) != string(body) {
+			t.Fatalf("%s unwraps to %s and %+v, which wrap to %s", body, in, u, again)
+		}
+	})
 }

@@ -137,7 +137,11 @@ WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WH
 			}
 		}
 
-		// Receipts close their intents.
+		// Receipts close their intents. Every receipt's intent is checked,
+		// then the inbox entries consumed, then the receipts written: the
+		// order in which the PostgreSQL store finds the same faults (its
+		// reads come first, a duplicate receipt shows only when written),
+		// so both backends refuse a bad tick with the same error.
 		for _, rc := range tick.Receipts {
 			var status string
 			err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
@@ -147,6 +151,13 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 			} else if err != nil {
 				return err
 			}
+		}
+
+		if err := s.consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
+			return err
+		}
+
+		for _, rc := range tick.Receipts {
 			if _, err := s.exec(ctx, tx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)
 VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?, ?, ?)`,
 				rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts); err != nil {
@@ -155,10 +166,6 @@ VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?
 			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, ts, rc.IntentID); err != nil {
 				return err
 			}
-		}
-
-		if err := s.consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
-			return err
 		}
 
 		if cp := tick.Checkpoint; cp != nil {

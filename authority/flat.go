@@ -695,8 +695,8 @@ func (r *flatRun) seen(o int, args []logic.Value) bool {
 }
 
 // factStrings renders facts exactly as logic.Fact.String does, into one
-// shared string: a firing's reasons cost three allocations instead of
-// several per fact.
+// shared string: a firing's reasons cost two allocations (the strings and
+// their slice) instead of several per fact.
 func factStrings(fs []logic.Fact) []string {
 	out := make([]string, len(fs))
 	n := 0

@@ -167,3 +167,38 @@ func TestNonFlatPoliciesUseTheEngine(t *testing.T) {
 		t.Error("a policy asserted a capability fact")
 	}
 }
+
+// More tuples of one relation than flatScanMax, some derived by several
+// rules, so the evaluator's duplicate check switches from comparing tuples
+// to indexing them by key; outputs and each tuple's first derivation must
+// still be the engine's.
+func TestFlatEngineManyTuplesAgreeWithLogic(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3*flatScanMax; i++ {
+		// Rule i derives tuple i/2: every tuple twice, from two rules at
+		// different positions; the first in source order is its provenance.
+		fmt.Fprintf(&b, "decision(\"G2\", \"ALLOW\", \"r%d\") :- action(t, \"act.a0\"), side_effect(t, e).\n", i/2)
+		fmt.Fprintf(&b, "option(\"G4\", \"o%d\", \"path\") :- ticket(t).\n", i/3)
+	}
+	p, err := CompilePolicy("p/1", "many.dl", []byte(b.String()), logic.Limits{MaxFirings: 10_000, MaxTuples: 10_000})
+	if err != nil || !p.Flat {
+		t.Fatalf("policy: %v, flat %v", err, p != nil && p.Flat)
+	}
+	tk, err := DraftTicket(TicketSpec{TicketID: "ticket:m", Action: "act.a0", Destination: "dest:d0", Scope: "scope:s",
+		SideEffects: []SideEffect{SideEffectWrite, SideEffectExternal}, AssessedRisk: RiskReversible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := TicketFacts(tk)
+	got, err1 := p.engine.derive(facts)
+	want, err2 := p.oracle.derive(facts)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("flat %v, engine %v", err1, err2)
+	}
+	if len(got.decisions) != 3*flatScanMax/2 {
+		t.Fatalf("%d decisions, want %d", len(got.decisions), 3*flatScanMax/2)
+	}
+	if !reflect.DeepEqual(normalizeDerived(got), normalizeDerived(want)) {
+		t.Fatalf("flat and engine disagree\nflat:   %+v\nengine: %+v", got, want)
+	}
+}

@@ -314,9 +314,9 @@ type ticketFactBuf struct {
 	args  []logic.Value
 }
 
-// appendTicketFacts is TicketFacts into the given arrays; args must have
-// room for three arguments per fact (it is never grown, so the facts'
-// arguments stay where they were written).
+// appendTicketFacts is TicketFacts into the given arrays. Callers size
+// args for three arguments per fact, so it is not grown (were it grown,
+// the facts already made would keep the arguments they were given).
 func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra []logic.Fact) []logic.Fact {
 	id := logic.Sym(t.TicketID)
 	f := func(rel string, vals ...logic.Value) logic.Fact {

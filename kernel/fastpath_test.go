@@ -703,3 +703,35 @@ func TestOwnDomainsSeeWhatCopiesShow(t *testing.T) {
 		}
 	}
 }
+
+// TestParsedSnapshotBytesMatchEncode: a snapshot value that passes
+// canonCheck has its bytes written after it parses; they must be the
+// encoding of the value itself.
+func TestParsedSnapshotBytesMatchEncode(tt *testing.T) {
+	shop := loadShop(tt)
+	rapid.Check(tt, func(t *rapid.T) {
+		var d Domain = Observation{}
+		s := genSnapshot(t)
+		if rapid.Bool().Draw(t, "valid") {
+			s.AggregateID, s.Revision, s.Phase, s.LastLogicalTime, s.LastEventID = "agg:1", 3, PhaseOpen, nil, nil
+			s.Versions = genEvent(t).Versions
+			s.State = protocol.Object{"observation_count": int64(2), "last_observation_digest": nil}
+		}
+		if rapid.Bool().Draw(t, "declarative") {
+			d = shop
+			s.State = protocol.Object{"state": map[string]any{"orders": genValue(t, 2, "orders"), "last_order": genValue(t, 2, "last")}}
+		}
+		raw := s.Wire()
+		if rapid.IntRange(0, 3).Draw(t, "mutate") == 0 {
+			raw[rapid.SampledFrom([]string{"revision", "versions", "state", "phase", "extra"}).Draw(t, "member")] = genValue(t, 1, "m")
+		}
+		_, b, rej := parseSnapshot(d, d.Profile(), raw, nil, nil, false)
+		if rej != nil {
+			return
+		}
+		want, err := cjson.Encode(raw)
+		if err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("parsed bytes %s\nencoding     %s %v", b, want, err)
+		}
+	})
+}

@@ -579,10 +579,17 @@ func parseVersions(v any) (protocol.VersionEnvelope, bool) {
 // returned State shares raw's values: the kernel only reads it, and hands
 // the domain copies.
 func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bool) (Snapshot, []byte, *Rejection) {
+	deferred := false
 	if canon == nil && !checked {
-		var err error
-		if canon, err = cjson.Encode(raw); err != nil {
-			return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+		if m, ok := raw.(map[string]any); ok && canonCheckMap(m, 0, false) && rootSetFree(m) {
+			// It encodes; its bytes are written once it has parsed, from
+			// the parsed members, without sorting a map.
+			deferred = true
+		} else {
+			var err error
+			if canon, err = cjson.Encode(raw); err != nil {
+				return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+			}
 		}
 	}
 	bad := func(rel string) (Snapshot, []byte, *Rejection) {
@@ -610,6 +617,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 	for _, k := range p.StateMembers {
 		s.State[k] = m[k]
 	}
+	rawState := s.State
 	s.State = ownValues(d, s.State)
 	if f := d.CheckState(domainArg(d, s.State)); f != nil {
 		return Snapshot{}, nil, reject(f.Code, f.Path, raw, event, f.Context)
@@ -633,6 +641,19 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 	}
 	if s.Versions, ok = parseVersions(m["versions"]); !ok {
 		return bad("/versions")
+	}
+	if deferred {
+		// Parsed, raw is exactly the wire form of s with its own state
+		// values, every one checked by canonCheckMap.
+		w := s
+		w.State = rawState
+		var ok bool
+		if canon, ok = appendSnapshot(make([]byte, 0, 512), &w, true); !ok {
+			var err error
+			if canon, err = cjson.Encode(raw); err != nil {
+				return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
+			}
+		}
 	}
 	return s, canon, nil
 }

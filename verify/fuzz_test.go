@@ -1,0 +1,49 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"flrh.dev/flrh/runner"
+)
+
+// Wherever the fast member reader answers, encoding/json reads the same
+// member from the same text.
+func FuzzMembersAgreeWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"state":{"a":[1,"x"]},"control":{"state":"S"}}`, `{"State":1}`, `{"state":1,"state":2}`,
+		`{"a":"\u00e9","state":"\"q"}`, `{"state":null}`, `{}`, `{"ſtate":1}`, `{"state":-0}`, `{"state":01}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, ok := members(b, "state")
+		if !ok {
+			return
+		}
+		var body struct {
+			State json.RawMessage `json:"state"`
+		}
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Fatalf("%q: members read it, encoding/json refuses it: %v", b, err)
+		}
+		if !bytes.Equal(m[0], body.State) {
+			t.Fatalf("%q: members read %q, encoding/json %q", b, m[0], body.State)
+		}
+	})
+}
+
+// decodeAccepted and runner.DecodeAccepted read every text alike.
+func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
+	for _, s := range []string{`{"actor":"a","actor_role":"r","body":{"x":1},"capability":"c","digest":"d","kind":"input","seq":1}`,
+		`{"body":null}`, `{"seq":"1"}`, `{"Kind":"x"}`, `{"kind":"a\u0062"}`, `{"seq":1,"seq":2}`, `{"body":{"a":1.5}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gerr := decodeAccepted(b)
+		want, werr := runner.DecodeAccepted(b)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v %v\nwant %+v %v", b, got, gerr, want, werr)
+		}
+	})
+}

@@ -268,15 +268,24 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)},
 		Results: []store.AttemptResult{{IntentID: "i1", N: 2, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}}}), store.CodeInvalidTransition)
 
-	// The lease expires: fenced.
+	// The lease expires and another writer takes the run over and
+	// commits from the head a still remembers: a is fenced.
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Trace: tr(`4`)}))
 	now.Add(int64(2 * time.Minute))
+	l2, err := b.AcquireLease(ctx, "r", "w2", time.Minute)
+	must(t, err)
+	must(t, b.Commit(ctx, l2, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("G", `{"n":6}`)}}))
+	t0 = tc.trips.Load()
 	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)}}), store.CodeFenced)
+	if got := tc.trips.Load() - t0; got < 3 {
+		t.Errorf("the takeover cost %d round trips; the one-round-trip attempt cannot have been made", got)
+	}
 
 	r, err := a.Run(ctx, "r")
 	must(t, err)
 	evs, err := a.Events(ctx, "r", 0)
 	must(t, err)
-	if r.Head != 5 || len(evs) != 5 || evs[4].ChainHash != r.HeadHash {
+	if r.Head != 6 || len(evs) != 6 || evs[5].Kind != "G" || evs[5].ChainHash != r.HeadHash || r.Lease.Generation != l2.Generation {
 		t.Fatalf("run %+v after %d events", r, len(evs))
 	}
 	at, err := a.Attempts(ctx, "i1")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/cjson"
@@ -98,6 +99,9 @@ type BudgetStatus struct {
 	Limits control.Usage `json:"limits"`
 	Used   control.Usage `json:"used"`
 	Breach string        `json:"breach,omitempty"`
+	// Retries names the intent whose retries were spent, if any, as
+	// "intent: n of limit attempts (outcome, …)".
+	Retries string `json:"retries_exhausted,omitempty"`
 }
 
 func (l *budgetLedger) status() *BudgetStatus {
@@ -107,6 +111,9 @@ func (l *budgetLedger) status() *BudgetStatus {
 	s := &BudgetStatus{Limits: l.Limits, Used: l.usage()}
 	if b := l.Breach; b != nil {
 		s.Breach = fmt.Sprintf("%s: %d used + %d requested over the limit of %d (%s in %s)", b.Dimension, b.Used, b.Requested, b.Limit, b.Event, b.State)
+	}
+	if a := l.RetriesExhausted; a != nil {
+		s.Retries = fmt.Sprintf("%s: %d of %d attempts (%s)", a.Intent, a.Attempts, a.Limit, strings.Join(a.Outcomes, ", "))
 	}
 	return s
 }

@@ -65,6 +65,10 @@ func TestRetriesExhaustedHaltsTheRun(t *testing.T) {
 			if got := b.clock.slept(); fmt.Sprint(got) != fmt.Sprint(delays) {
 				t.Fatalf("slept %v, the contract says %v", got, delays)
 			}
+			st, _ := b.r.Inspect(ctx, "run")
+			if want := fmt.Sprintf("%s: %d of %d attempts (", ins[0].ID, retries+1, retries+1); !strings.HasPrefix(st.Budget.Retries, want) {
+				t.Fatalf("status says %q", st.Budget.Retries)
+			}
 			// The evidence: the bounded attempt ledger, recorded once.
 			a := l.RetriesExhausted
 			if a == nil || a.Intent != ins[0].ID || a.Attempts != retries+1 || a.Limit != retries+1 || !slices.Equal(a.Outcomes, want) {

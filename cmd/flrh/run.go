@@ -80,10 +80,14 @@ func init() {
 						fmt.Fprintf(out, "  waits for a person to reconcile %s (outcome unknown)\n", u)
 					}
 					if b := status.Budget; b != nil {
-						fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds\n", b.Used.Steps, b.Limits.Steps,
-							b.Used.ToolCalls, b.Limits.ToolCalls, b.Used.WallSeconds, b.Limits.WallSeconds, b.Used.SuspendedSeconds, b.Limits.SuspendedSeconds)
+						fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,
+							b.Used.ToolCalls, b.Limits.ToolCalls, b.Used.WallSeconds, b.Limits.WallSeconds, b.Used.SuspendedSeconds, b.Limits.SuspendedSeconds,
+							b.Used.Tokens, b.Limits.Tokens, b.Used.CostMicros, b.Limits.CostMicros)
 						if b.Breach != "" {
 							fmt.Fprintf(out, "  budget exhausted: %s\n", b.Breach)
+						}
+						if b.Retries != "" {
+							fmt.Fprintf(out, "  retries exhausted: %s\n", b.Retries)
 						}
 					}
 				}

@@ -43,6 +43,17 @@ func TestPlainMatchesBytewise(t *testing.T) {
 			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
 		}
 	})
+	// Mostly plain, one or two odd bytes anywhere: every word, the tail
+	// read as an overlapping word included, meets a lone odd byte.
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte("abcxyz019:-/ ")), 0, 80).Draw(t, "base")
+		for i := rapid.IntRange(0, 2).Draw(t, "odd"); i > 0 && len(b) > 0; i-- {
+			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")] = rapid.SampledFrom(nearBytes).Draw(t, "byte")
+		}
+		if s := string(b); plain(s) != plainBytes(s) {
+			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
+		}
+	})
 }
 
 func BenchmarkPlainDigest(b *testing.B) {

@@ -216,6 +216,13 @@ type view struct {
 	ranked  bool  // incremental: undeleted rows of rounds below exec.rankLimit
 }
 
+// empty reports whether the view selects no rows at all: a relation of
+// the stratum being evaluated, read before its first round produced
+// anything.
+func (v *view) empty() bool {
+	return v.hi == 0 && !v.useList && !v.useRng && !v.old && !v.cur && !v.ranked
+}
+
 // evalStratum runs stratified semi-naive evaluation of one stratum from
 // scratch (its tables hold only base facts so far).
 func (m *Materialization) evalStratum(si int) error {
@@ -509,6 +516,12 @@ func (x *exec) run(i int) bool {
 					}
 					key[k] = val
 				}
+			}
+			if v.empty() {
+				// Nothing to find; building the index now would keep it
+				// up to date through every later insert for nothing (a
+				// first-round plan reading a recursive relation).
+				return x.err == nil
 			}
 			ix := t.index(s.ix)
 			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {

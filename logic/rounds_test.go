@@ -53,3 +53,26 @@ func TestRoundsMatchAPlainColumn(t *testing.T) {
 		}
 	})
 }
+
+// The first round of same-generation reads sg before it has rows; that
+// must not build (and then maintain) an index on sg that no later round
+// uses.
+func TestEmptyViewBuildsNoIndex(t *testing.T) {
+	c, err := Load("sg.dl", []byte(sgProgram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, randomTree(300, 10, 1), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := m.tables[m.c.relByName["sg"]*2]
+	if sg.n == 0 {
+		t.Fatal("no sg tuples")
+	}
+	for k, ix := range sg.idx {
+		if ix != nil {
+			t.Fatalf("sg has index %d on columns %v after a from-scratch evaluation", k, ix.cols)
+		}
+	}
+}

@@ -121,6 +121,19 @@ type Domain interface {
 	Emit(s Snapshot, e Event) (Emission, *Fault)
 }
 
+// ReadOnly is a Domain that promises more than purity: its methods never
+// modify the values they are handed (a snapshot's state, an event's
+// payload) and return nothing that shares them except what the kernel
+// only reads (proposals' action and destination objects). Step then hands
+// it the values it parsed instead of a fresh copy for each call. Observation
+// and *Declarative are treated so already; a type wrapping one of them that
+// keeps the promise — say, to record what Emit returned — implements
+// ReadOnly to be treated so too. A type embedding one does not inherit it.
+type ReadOnly interface {
+	Domain
+	ReadsOnly()
+}
+
 // CheckProfile reports what is wrong with a profile, or nil. Step refuses
 // to run a domain whose profile is inconsistent (INVARIANT_VIOLATION,
 // invariant domain_profile_valid), because its closed member sets would

@@ -590,6 +590,20 @@ func TestDecodedTextEncodes(t *testing.T) {
 // of its own: it then copies every argument it hands the domain.
 type copying struct{ Domain }
 
+// declaredReadOnly wraps a domain and implements ReadOnly.
+type declaredReadOnly struct{ Domain }
+
+func (declaredReadOnly) ReadsOnly() {}
+
+func TestReadOnlyIsNotInherited(t *testing.T) {
+	if !readsOnly(Observation{}) || !readsOnly(loadShop(t)) || !readsOnly(declaredReadOnly{Observation{}}) {
+		t.Error("the package's domains and a declared ReadOnly domain are read-only")
+	}
+	if readsOnly(copying{Observation{}}) || readsOnly(copying{loadShop(t)}) || readsOnly(misbehaving{}) {
+		t.Error("a type embedding one of the package's domains is not")
+	}
+}
+
 // TestOwnDomainsNeedNoCopies: the package's own domains get the kernel's
 // values uncopied; results must be those of the copying path, and no input
 // may change.
@@ -623,6 +637,9 @@ func TestOwnDomainsNeedNoCopies(tt *testing.T) {
 			OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: rapid.Int64Range(0, 5).Draw(t, "lt"),
 			CorrelationID: "run:1", IdempotencyKey: "k", Versions: s.Versions}
 		sBefore, eBefore := fmtValue(s), fmtValue(e)
+		if rapid.Bool().Draw(t, "declared") {
+			d = declaredReadOnly{d} // a wrapper that says it only reads
+		}
 		got, gerr := Step(d, s, e)
 		want, werr := Step(copying{d}, s, e)
 		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
@@ -694,6 +711,9 @@ func TestOwnDomainsSeeWhatCopiesShow(t *testing.T) {
 				"order_id": "order:1", "amount": int64(3), "notify": true, "customer": map[string]any{"email": v}})},
 		}
 		for j, c := range cases {
+			if j%2 == 1 {
+				c.d = declaredReadOnly{c.d}
+			}
 			got, gerr := StepValue(c.d, c.s, c.ev)
 			want, werr := StepValue(copying{c.d}, c.s, c.ev)
 			gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr)

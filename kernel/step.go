@@ -255,12 +255,13 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 // readsOnly reports whether d is one of this package's own domains, which
 // never modify their arguments and return nothing that shares them but
 // what the kernel only reads (Observation's proposals name the payload's
-// action and destination objects, which the kernel digests). The kernel
-// hands them its own values instead of copies. A type that embeds one is
-// not such a domain: its own methods may do either.
+// action and destination objects, which the kernel digests), or a domain
+// that says so by implementing ReadOnly. The kernel hands them its own
+// values instead of copies. A type that merely embeds one of the package's
+// domains is not such a domain: its own methods may do either.
 func readsOnly(d Domain) bool {
 	switch d.(type) {
-	case Observation, *Declarative:
+	case Observation, *Declarative, ReadOnly:
 		return true
 	}
 	return false

@@ -79,12 +79,15 @@ func (w *canonWriter) close() {
 func (w *canonWriter) key(k string) {
 	top := w.depth - 1
 	if l := w.last[top]; l.n != 0 {
-		if prev := w.b[l.off : l.off+l.n]; k <= string(prev) && w.err == nil {
+		// Successive member names nearly always differ in their first
+		// byte; only when k's is not greater are the names compared whole.
+		if prev := w.b[l.off : l.off+l.n]; (k == "" || k[0] <= prev[0]) && k <= string(prev) && w.err == nil {
 			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + string(prev) + ")"}
 		}
-		w.b = append(w.b, ',')
+		w.b = append(w.b, ',', '"')
+	} else {
+		w.b = append(w.b, '"')
 	}
-	w.b = append(w.b, '"')
 	w.last[top].off, w.last[top].n = int32(len(w.b)), int32(len(k))
 	w.b = append(w.b, k...) // keys are this package's own ASCII member names
 	w.b = append(w.b, '"', ':')

@@ -96,7 +96,8 @@ type Emission struct {
 type Command = protocol.Object
 
 // Domain is the logic of one workflow. Every method is pure: it may read
-// only its arguments, which are copies it may keep.
+// only its arguments, which are copies it may keep (a ReadOnly domain, and
+// the package's own, are handed the kernel's values instead, to read).
 type Domain interface {
 	// Profile declares the versions, payloads and state the domain accepts.
 	Profile() Profile

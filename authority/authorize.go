@@ -74,7 +74,11 @@ type Input struct {
 	// are never read from proposals, parameters or any model output.
 	Capabilities [][]SignedCapability
 	// Verified are chains already verified by the policy's keyring (see
-	// Keyring.Verify); only their validity window is checked here.
+	// Keyring.Verify); only their validity window and coverage are checked
+	// here, before Capabilities and exactly as for them (in order, each
+	// one that is not live or does not cover the ticket audited), so a
+	// caller that verified its chains once passes them here instead of in
+	// Capabilities and gets the same outcome without the signatures.
 	Verified  []VerifiedCapability
 	Approvals []PresentedApproval
 	Ledger    Ledger
@@ -450,12 +454,24 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	var cap Capability
 	var haveCap bool
 	if len(in.Verified) > 0 {
+		// A verified chain is judged as a presented one would be — live
+		// now, covering the ticket, audited when not — so handing over
+		// chains verified once gives the same outcome, byte for byte, as
+		// presenting them to be verified again.
 		fp := in.Policy.Keyring.Fingerprint()
 		for _, v := range in.Verified {
-			if v.keyring == fp && v.liveAt(in.Now) == nil && v.c.Covers(t) == nil {
-				cap, haveCap = v.c, true
-				break
+			var err error
+			if v.keyring != fp {
+				err = &CapabilityError{"UNTRUSTED_KEY", v.c.ID, "verified under another keyring"}
+			} else if err = v.liveAt(in.Now); err == nil {
+				err = v.c.Covers(t)
 			}
+			if err != nil {
+				o.Audit = append(o.Audit, err.Error())
+				continue
+			}
+			cap, haveCap = v.c, true
+			break
 		}
 	}
 	for _, chain := range in.Capabilities {

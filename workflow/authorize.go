@@ -21,7 +21,7 @@ func actionSpec(proposalID string, a action) authority.ActionSpec {
 
 func (w *Workflow) input(b authority.PublishedBatch, spec authority.ActionSpec, m mrp.Machine, now, seq, turn int64) authority.Input {
 	return authority.Input{Batch: b, ProfileDigest: w.rProfile.Digest(), Actions: []authority.ActionSpec{spec}, Policy: w.policy,
-		Capabilities: w.chains, Machine: m, Now: now, EffectSequence: seq, Turn: turn}
+		Verified: w.verified, Machine: m, Now: now, EffectSequence: seq, Turn: turn}
 }
 
 // authorize runs H over one published batch (one proposal) and maps the

@@ -89,6 +89,7 @@ type Workflow struct {
 	elig                map[string]eligibility
 	policy              authority.PolicySnapshot
 	chains              [][]authority.SignedCapability
+	verified            []authority.VerifiedCapability // chains, verified once at compile
 	approval            ApprovalPolicy
 	completeWhen        *logic.Fact
 	failWhen            *logic.Fact
@@ -652,7 +653,7 @@ func (c *compiler) authority(w *Workflow) *Error {
 	if err != nil {
 		return err
 	}
-	chains, cerr := parseChains(capName, capSrc, keyring)
+	chains, verified, cerr := parseChains(capName, capSrc, keyring)
 	if cerr != nil {
 		return cerr
 	}
@@ -674,44 +675,48 @@ func (c *compiler) authority(w *Workflow) *Error {
 	w.policy = authority.PolicySnapshot{Policy: pol, Manifests: manifests, Keyring: keyring,
 		ApprovalPolicyVersion: w.approval.PolicyVersion, ApproverScope: w.approval.ApproverScope,
 		Approver: w.approval.Approver, ApprovalTTL: w.approval.TTL}
-	w.chains = chains
+	w.chains, w.verified = chains, verified
 	return nil
 }
 
 // parseChains reads {"chains": [[root, child, …], …]} and verifies every
 // chain against the operator key now, so a bundle with a forged or broken
-// chain never loads.
-func parseChains(name string, src []byte, keyring authority.Keyring) ([][]authority.SignedCapability, *Error) {
+// chain never loads; the verified chains are what every decision is
+// handed, so no tick checks the signatures again.
+func parseChains(name string, src []byte, keyring authority.Keyring) ([][]authority.SignedCapability, []authority.VerifiedCapability, *Error) {
 	v, err := cjson.Decode(src)
 	if err != nil {
-		return nil, bundleErr(CodeMalformed, name, "", "not flrh-cjson JSON: %v", err)
+		return nil, nil, bundleErr(CodeMalformed, name, "", "not flrh-cjson JSON: %v", err)
 	}
 	m, ok := v.(map[string]any)
 	raw, ok2 := m["chains"].([]any)
 	if !ok || !ok2 || len(m) != 1 {
-		return nil, bundleErr(CodeMalformed, name, "/", "must be {\"chains\": [[signed capability, …], …]}")
+		return nil, nil, bundleErr(CodeMalformed, name, "/", "must be {\"chains\": [[signed capability, …], …]}")
 	}
 	var out [][]authority.SignedCapability
+	var verified []authority.VerifiedCapability
 	for i, rc := range raw {
 		ptr := fmt.Sprintf("/chains/%d", i)
 		links, ok := rc.([]any)
 		if !ok || len(links) == 0 {
-			return nil, bundleErr(CodeMalformed, name, ptr, "must be a non-empty array, root first")
+			return nil, nil, bundleErr(CodeMalformed, name, ptr, "must be a non-empty array, root first")
 		}
 		var chain []authority.SignedCapability
 		for j, l := range links {
 			var sc authority.SignedCapability
 			if err := strictDecode(l, &sc); err != nil {
-				return nil, bundleErr(CodeMalformed, name, fmt.Sprintf("%s/%d", ptr, j), "not a signed capability: %v", err)
+				return nil, nil, bundleErr(CodeMalformed, name, fmt.Sprintf("%s/%d", ptr, j), "not a signed capability: %v", err)
 			}
 			chain = append(chain, sc)
 		}
-		if _, err := keyring.Verify(chain); err != nil {
-			return nil, bundleErr(CodeBadCapability, name, ptr, "%v", err)
+		v, err := keyring.Verify(chain)
+		if err != nil {
+			return nil, nil, bundleErr(CodeBadCapability, name, ptr, "%v", err)
 		}
 		out = append(out, chain)
+		verified = append(verified, v)
 	}
-	return out, nil
+	return out, verified, nil
 }
 
 func (c *compiler) adapters(w *Workflow) *Error {

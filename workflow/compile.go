@@ -96,7 +96,7 @@ type Workflow struct {
 	adapters            map[string]AdapterSpec
 	secrets             map[string][]redact.Member // effect type → its secret parameters
 	rProfile            frontier.Profile
-	r0                  *frontier.State // R's initial state under rProfile, which Step never modifies
+	r0                  *frontier.State // R's state a tick starts from (demand granted), which Step never modifies
 	binding             seam.BindingProfile
 	cache               *matCache // nil: evaluate every tick from scratch
 	// empty is the materialization of no supports at logical time 0 (a
@@ -287,7 +287,16 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, bundleErr(CodeVersionMismatch, ManifestFile, "/versions/dataflow", "the R profile refuses it: %s at %s", rej.Code, rej.Path)
 	}
 	w.rProfile = prof
-	w.r0 = frontier.InitialState(prof)
+	// R starts every tick from its initial state with all the demand the
+	// profile allows already granted: a batch's identity does not depend
+	// on when demand arrived, so each batch publishes the moment its epoch
+	// stabilizes and a tick needs no GrantDemand command of its own.
+	tr, rej := frontier.Step(frontier.InitialState(prof), prof, frontier.GrantDemand{
+		ProfileDigest: prof.Digest(), DataflowVersion: prof.DataflowVersion(), Batches: EpochStride})
+	if rej != nil {
+		return nil, bundleErr(CodeVersionMismatch, ManifestFile, "/versions/dataflow", "the R profile refuses demand: %s at %s", rej.Code, rej.Path)
+	}
+	w.r0 = tr.Next
 	w.binding = seam.BindingProfile{RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow,
 		ProposalSourceID: ProposalSource, VerdictSourceID: VerdictSource, MaxQueries: 1,
 		MaxFactRequirementsPerQuery: seam.MaxFactRequirementsCeiling}.Sealed()

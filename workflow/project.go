@@ -246,13 +246,18 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 }
 
 // react runs R: from the stored watermark, apply each projection's
-// command (one epoch each), move both sources past the tick and take every
-// batch. Every epoch publishes within its tick.
+// command (one epoch each) and move both sources past the tick. Every
+// epoch publishes within its tick: R starts from a state whose demand
+// covers every epoch a tick can open, so the second source's advance
+// publishes each batch as it stabilizes. That is the batch a GrantDemand
+// after the advances would publish, byte for byte — its identity is its
+// epoch, its values and the watermark it stabilized at — one Step (a state
+// sealed, a transition digested) fewer per tick. cmds is not empty.
 func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	w, st := t.w, t.st
 	prof := w.rProfile
 	d, df := prof.Digest(), prof.DataflowVersion()
-	s := w.r0 // what a nil prior means, built once
+	s := w.r0 // the initial state with demand granted, built once
 	var out []sealedBatch
 	step := func(c frontier.Command) error {
 		tr, rej := frontier.Step(s, prof, c)
@@ -293,9 +298,6 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	}
 	st.Watermark = (t.lt + 1) * EpochStride
 	if err := advance(st.Watermark); err != nil {
-		return nil, err
-	}
-	if err := step(frontier.GrantDemand{ProfileDigest: d, DataflowVersion: df, Batches: int64(len(cmds))}); err != nil {
 		return nil, err
 	}
 	if len(out) != len(cmds) {

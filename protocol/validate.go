@@ -84,12 +84,31 @@ func Validate(kind string, jsonText []byte) error {
 	if err != nil {
 		return err
 	}
-	return ValidateValue(kind, v)
+	return validateValue(kind, v, fastSchema|decoded)
 }
 
 // ValidateValue is Validate for an already decoded value of the cjson value
 // model (map[string]any, []any, string, int64, bool, nil).
 func ValidateValue(kind string, v any) error {
+	return validateValue(kind, v, fastSchema)
+}
+
+// shortcut selects the checks validateValue may answer more cheaply. Each
+// one only ever skips work whose outcome it has established; every
+// verdict, and every error, is the one the full sequence gives.
+type shortcut uint8
+
+const (
+	// fastSchema: a value the compiled fast check accepts is not given to
+	// the JSON Schema validator (see fast.go).
+	fastSchema shortcut = 1 << iota
+	// decoded: the value came from cjson.Decode, so it already has a
+	// canonical form except, possibly, for duplicates in its set-like
+	// arrays; when those hold distinct strings it is not encoded again.
+	decoded
+)
+
+func validateValue(kind string, v any, sc shortcut) error {
 	if !KnownKind(kind) {
 		return errorf(kind, CodeUnknownKind, "/", "%q is not a wire kind of protocol v1", kind)
 	}
@@ -103,8 +122,10 @@ func ValidateValue(kind string, v any) error {
 		return errorf(kind, CodeKindMismatch, "/kind", "expected kind %q, got %s", kind, describe(got))
 	}
 	// Canonical form: set-like arrays of this kind must have no duplicates.
-	if _, err := cjson.Encode(v); err != nil {
-		return err
+	if sc&decoded == 0 || !distinctSets(kind, obj) {
+		if _, err := cjson.Encode(v); err != nil {
+			return err
+		}
 	}
 	if err := checkAuthorityFields(kind, obj); err != nil {
 		return err
@@ -112,6 +133,17 @@ func ValidateValue(kind string, v any) error {
 	if err := checkRules(kind, obj); err != nil {
 		return err
 	}
+	if f := compiledFast()[kind]; sc&fastSchema != 0 && f != nil && f.accepts(v, 0) {
+		// The fast check accepts only what the schema accepts; a value it
+		// does not accept gets the schema validator's verdict and error.
+		return nil
+	}
+	return schemaCheck(kind, v)
+}
+
+// schemaCheck is step 5 of Validate by the general JSON Schema validator,
+// which produces the error of an invalid value.
+func schemaCheck(kind string, v any) error {
 	schemas, err := compiled()
 	if err != nil {
 		// The embedded schema failed to compile: a build defect, not input.
@@ -125,6 +157,47 @@ func ValidateValue(kind string, v any) error {
 		return errorf(kind, CodeSchema, "/", "%v", err)
 	}
 	return nil
+}
+
+// setMembers names, per kind, the root members whose arrays are sets in
+// the canonical form (cjson's set-like paths, which are all root members).
+var setMembers = func() map[string][]string {
+	out := map[string][]string{}
+	for _, k := range Kinds {
+		out[k] = []string{}
+		for _, p := range cjson.SetLikePaths(k) {
+			name, ok := strings.CutPrefix(p, "/")
+			if !ok || strings.Contains(name, "/") {
+				// Not a root member: leave such a kind to the encoder.
+				out[k] = nil
+				break
+			}
+			out[k] = append(out[k], name)
+		}
+	}
+	return out
+}()
+
+// distinctSets reports whether every set-like member of obj, a decoded
+// object of kind, is absent or an array of pairwise different strings —
+// the one canonical-form rule cjson.Decode does not already enforce. It
+// answers false whenever the encoder has to decide.
+func distinctSets(kind string, obj map[string]any) bool {
+	names := setMembers[kind]
+	if names == nil {
+		return false
+	}
+	for _, name := range names {
+		x, present := obj[name]
+		if !present {
+			continue
+		}
+		a, isArray := x.([]any)
+		if !isArray || !uniqueStrings(a) {
+			return false
+		}
+	}
+	return true
 }
 
 // authorityOwned lists, per kind produced below the authority, the members
@@ -229,6 +302,11 @@ func leafError(k string, e *jsonschema.ValidationError) *Error {
 	ptr := ""
 	for _, tok := range e.InstanceLocation {
 		ptr += "/" + cjson.EscapePointer(tok)
+	}
+	if ek, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+		// The validator lists unknown members in map order; sorted, the
+		// pointer and the detail are the same on every run.
+		slices.Sort(ek.Properties)
 	}
 	detail := e.ErrorKind.LocalizedString(printer)
 	switch ek := e.ErrorKind.(type) {

@@ -1,0 +1,493 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
+)
+
+// schemaKinds are the definitions the fast check is compiled for.
+var schemaKinds = append(slices.Clone(Kinds), "VersionEnvelope")
+
+// tester is what the checks need of a *testing.T or a *rapid.T.
+type tester interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// fastAccepts is the fast check's verdict for v as kind.
+func fastAccepts(t tester, kind string, v any) bool {
+	n := compiledFast()[kind]
+	if n == nil {
+		t.Fatalf("no fast check for %s", kind)
+	}
+	return n.accepts(v, 0)
+}
+
+// schemaAccepts is the JSON Schema validator's verdict for v as kind.
+func schemaAccepts(t tester, kind string, v any) bool {
+	schemas, err := compiled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = schemas[kind].Validate(v)
+	var ve *jsonschema.ValidationError
+	if err != nil && !errors.As(err, &ve) {
+		// Not a verdict (say, a value outside the JSON model): the fast
+		// check must not accept it either.
+		return false
+	}
+	return err == nil
+}
+
+// referenceValidate is Validate taking no shortcut: every step in order,
+// the JSON Schema validator last.
+func referenceValidate(kind string, text []byte) error {
+	v, err := cjson.Decode(text)
+	if err != nil {
+		return err
+	}
+	return validateValue(kind, v, 0)
+}
+
+// checkSame asserts that the fast check and the schema validator agree on
+// v for every kind, and that Validate and ValidateValue return exactly the
+// errors of the full sequence.
+func checkSame(t tester, v any) {
+	t.Helper()
+	for _, k := range schemaKinds {
+		if f, s := fastAccepts(t, k, v), schemaAccepts(t, k, v); f != s {
+			t.Fatalf("%s: fast check %v, schema %v, for %s", k, f, s, show(v))
+		}
+	}
+	for _, k := range Kinds {
+		if got, want := ValidateValue(k, v), validateValue(k, v, 0); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ValidateValue(%s) = %v, want %v, for %s", k, got, want, show(v))
+		}
+	}
+	// encoding/json keeps arrays as they are (duplicates and order), so
+	// the text reaches the set-like check of Validate.
+	text, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	checkSameText(t, text)
+}
+
+func checkSameText(t tester, text []byte) {
+	t.Helper()
+	for _, k := range Kinds {
+		if got, want := Validate(k, text), referenceValidate(k, text); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Validate(%s) = %v, want %v, for %s", k, got, want, text)
+		}
+	}
+}
+
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func TestFastCompilesEveryKind(t *testing.T) {
+	fast := compiledFast()
+	for _, k := range schemaKinds {
+		if fast[k] == nil {
+			t.Errorf("%s has no fast check: its schema uses a keyword the compiler does not know", k)
+		}
+	}
+	// The protocol's patterns are in the matcher's subset; a regular
+	// expression there would cost most of what the fast check saves.
+	fc, err := newFastCompiler(Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"id", "version", "digest"} {
+		n, err := fc.def(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.pattern == nil || n.pattern.re != nil {
+			t.Errorf("pattern of %s is not compiled to the matcher", name)
+		}
+	}
+}
+
+func TestFastCompilerRefuses(t *testing.T) {
+	for _, def := range []string{
+		`{"type":"number","multipleOf":2}`,
+		`{"format":"email"}`,
+		`{"$ref":"https://example.com/other.json"}`,
+		`{"additionalProperties":{"type":"string"}}`,
+		`{"const":{"a":1}}`,
+		`{"minimum":0.5}`,
+		`{"$ref":"#/$defs/loop"}`,
+	} {
+		doc := `{"$defs":{"loop":{"$ref":"#/$defs/x"},"x":` + def + `}}`
+		fc, err := newFastCompiler([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fc.def("x"); err == nil {
+			t.Errorf("%s compiled; it must be left to the schema validator", def)
+		}
+	}
+}
+
+func TestMatcherMatchesRegexp(t *testing.T) {
+	patterns := []string{
+		`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`,
+		`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`,
+		`^sha256:[0-9a-f]{64}$`,
+		`^a+$`,
+		`^[a-c]{2}x*$`,
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		p := rapid.SampledFrom(patterns).Draw(t, "pattern")
+		s := rapid.OneOf(
+			rapid.StringMatching(`[A-Za-z0-9._:+/ -]{0,8}`),
+			rapid.StringMatching(`sha256:[0-9a-fA-F]{62,66}`),
+			rapid.StringMatching(`[abcx]{0,5}\n?`),
+			rapid.String(),
+		).Draw(t, "s")
+		m, err := compilePattern(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.re != nil {
+			t.Fatalf("%s not compiled to the matcher", p)
+		}
+		re, _ := compilePattern(strings.Replace(p, "^", "^(?:)", 1)) // forces regexp
+		if re.re == nil {
+			t.Fatal("expected a regexp")
+		}
+		if got, want := m.match(s), re.re.MatchString(s); got != want {
+			t.Fatalf("%s on %q: matcher %v, regexp %v", p, s, got, want)
+		}
+	})
+}
+
+// repoJSON is every JSON value in the repository's .json files that
+// flrh-cjson/1 reads (fixtures, goldens, conformance vectors, schemas),
+// with every object inside them.
+func repoJSON(t testing.TB) []any {
+	var out []any
+	var collect func(v any)
+	collect = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			out = append(out, x)
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				collect(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				collect(e)
+			}
+		}
+	}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if v, err := cjson.Decode(text); err == nil {
+			collect(v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wireSeeds are the valid wire objects among values.
+func wireSeeds(values []any) []map[string]any {
+	var seeds []map[string]any
+	for _, v := range values {
+		obj := v.(map[string]any)
+		if k, ok := obj["kind"].(string); ok && KnownKind(k) && ValidateValue(k, obj) == nil {
+			seeds = append(seeds, obj)
+		}
+	}
+	return seeds
+}
+
+func TestFastMatchesSchemaOnRepoFixtures(t *testing.T) {
+	values := repoJSON(t)
+	seeds := wireSeeds(values)
+	kinds := map[string]bool{}
+	for _, s := range seeds {
+		kinds[s["kind"].(string)] = true
+	}
+	for _, k := range Kinds {
+		if !kinds[k] {
+			t.Errorf("no valid %s among the repository's fixtures", k)
+		}
+	}
+	for _, v := range values {
+		checkSame(t, v)
+	}
+	for _, dir := range []string{"valid", "invalid"} {
+		entries, err := os.ReadDir("testdata/m0/" + dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			checkSameText(t, mustRead(dir, strings.TrimSuffix(e.Name(), ".json")))
+		}
+	}
+}
+
+// mutationPool holds the values mutations put in place: the constants
+// and enumerated values of the schema, and values on both sides of every
+// bound and pattern it states.
+func mutationPool() []any {
+	d := "sha256:" + strings.Repeat("a", 64)
+	pool := []any{
+		nil, true, false, int64(0), int64(-1), int64(1), int64(2), int64(1) << 62,
+		int64(-1) << 63, int64(1<<63 - 1),
+		"", "a", "x:1", ".a", "-a", "a b", "a+b", "ä", "A\u030a", strings.Repeat("a", 128),
+		strings.Repeat("a", 129), strings.Repeat("ä", 128), strings.Repeat("ä", 129),
+		d, strings.ToUpper(d), d[:len(d)-1], d + "a", "sha256:" + strings.Repeat("g", 64),
+		"2026-08-08T01:00:00Z", "2024-02-29t23:59:60z", "2026-02-29T00:00:00Z",
+		"2026-08-08T01:00:00.5+05:30", "2026-08-08 01:00:00Z",
+		map[string]any{}, map[string]any{"a": int64(1)}, []any{}, []any{"a"},
+		[]any{"a", "a"}, []any{"b", "a"}, []any{d, d}, []any{int64(1)}, []any{nil},
+		[]any{map[string]any{}}, map[string]any{"kind": "x"},
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if k == "const" {
+					pool = append(pool, x[k])
+				}
+				if k == "enum" {
+					pool = append(pool, x[k].([]any)...)
+				}
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	schema, _ := cjson.Decode(Schema())
+	walk(schema)
+	return pool
+}
+
+// memberNames are every member name the schema declares, and a few it
+// does not.
+func memberNames() []string {
+	names := map[string]bool{"x": true, "": true, "é": true, "kind": true}
+	fc, _ := newFastCompiler(Schema())
+	for _, def := range fc.defs {
+		if props, ok := def.(map[string]any)["properties"].(map[string]any); ok {
+			for n := range props {
+				names[n] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(names))
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = deepCopy(e)
+		}
+		return a
+	}
+	return v
+}
+
+// mutate changes the object v at a container drawn at random: it drops,
+// adds, replaces or duplicates one member or element.
+func mutate(t *rapid.T, v map[string]any, pool []any, names []string) {
+	// Descend to a random container; set puts a changed array back.
+	var cur any = v
+	set := func(any) {}
+	for {
+		type child struct {
+			v   any
+			set func(any)
+		}
+		var children []child
+		switch x := cur.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				switch x[k].(type) {
+				case map[string]any, []any:
+					children = append(children, child{x[k], func(n any) { x[k] = n }})
+				}
+			}
+		case []any:
+			for i, e := range x {
+				switch e.(type) {
+				case map[string]any, []any:
+					children = append(children, child{e, func(n any) { x[i] = n }})
+				}
+			}
+		}
+		if len(children) == 0 || !rapid.Bool().Draw(t, "descend") {
+			break
+		}
+		c := children[rapid.IntRange(0, len(children)-1).Draw(t, "child")]
+		cur, set = c.v, c.set
+	}
+	value := func() any { return deepCopy(rapid.SampledFrom(pool).Draw(t, "value")) }
+	switch x := cur.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(x))
+		switch op := rapid.IntRange(0, 2).Draw(t, "op"); {
+		case op == 0 && len(keys) > 0:
+			delete(x, rapid.SampledFrom(keys).Draw(t, "drop"))
+		case op == 1 && len(keys) > 0:
+			x[rapid.SampledFrom(keys).Draw(t, "replace")] = value()
+		default:
+			x[rapid.SampledFrom(names).Draw(t, "add")] = value()
+		}
+	case []any:
+		switch op := rapid.IntRange(0, 3).Draw(t, "op"); {
+		case op == 0 && len(x) > 0:
+			x[rapid.IntRange(0, len(x)-1).Draw(t, "replace")] = value()
+		case op == 1 && len(x) > 0:
+			// Duplicate an element: a set-like array must refuse it.
+			set(append(x, deepCopy(x[rapid.IntRange(0, len(x)-1).Draw(t, "dup")])))
+		case op == 2 && len(x) > 0:
+			set(x[:len(x)-1])
+		default:
+			set(append(x, value()))
+		}
+	}
+}
+
+func TestFastMatchesSchemaOnMutations(t *testing.T) {
+	seeds := wireSeeds(repoJSON(t))
+	pool := mutationPool()
+	names := memberNames()
+	rapid.Check(t, func(t *rapid.T) {
+		v := deepCopy(rapid.SampledFrom(seeds).Draw(t, "seed")).(map[string]any)
+		for n := rapid.IntRange(1, 3).Draw(t, "mutations"); n > 0; n-- {
+			mutate(t, v, pool, names)
+		}
+		checkSame(t, v)
+	})
+}
+
+// Values outside the cjson model reach ValidateValue from Go callers; the
+// fast check leaves them to the full sequence.
+func TestFastRefusesValuesOutsideTheModel(t *testing.T) {
+	for _, odd := range []any{3, 1.5, int32(1), []string{"a"}, map[string]string{"a": "b"}} {
+		for _, member := range []string{"approval_required", "preconditions", "versions", "logical_time"} {
+			v := validEffectIntent()
+			v[member] = odd
+			for _, k := range schemaKinds {
+				if fastAccepts(t, k, v) {
+					t.Errorf("fast check accepts %T in %s as %s", odd, member, k)
+				}
+			}
+			if got, want := ValidateValue(KindEffectIntent, v), validateValue(KindEffectIntent, v, 0); !reflect.DeepEqual(got, want) {
+				t.Errorf("ValidateValue = %v, want %v", got, want)
+			}
+		}
+	}
+}
+
+// Bytes the canonical reader refuses, or reads into a value with a
+// duplicate in a set, get the same verdict with and without shortcuts.
+func TestValidateTextMatchesReference(t *testing.T) {
+	intent := string(mustRead("valid", "effect-intent"))
+	deep := strings.Repeat(`{"a":`, 126) + "1" + strings.Repeat("}", 126)
+	deeper := strings.Repeat(`{"a":`, 127) + "1" + strings.Repeat("}", 127)
+	cases := []string{
+		intent,
+		strings.Replace(intent, `"kind"`, `"kind": "EffectIntent", "kind"`, 1),
+		strings.Replace(intent, `"approval:1"`, `"approval:1", "approval:1"`, 1),
+		strings.Replace(intent, `"approval:1"`, `"frontier:7"`, 1),
+		strings.Replace(intent, `"approval:1"`, `"approval:1", 1.5`, 1),
+		strings.Replace(intent, `"approval:1"`, `"appro\u0076al:1", "approval:1"`, 1),
+		strings.Replace(intent, `"goal:1"`, `"A\u030a"`, 1),
+		strings.Replace(intent, `"goal:1"`, `"Å"`, 1),
+		strings.Replace(intent, "\n", "\r\n\t ", -1),
+		"\ufeff" + intent,
+		intent + " x",
+		`{"kind":"AcceptedEvent","payload":` + deep + `}`,
+		`{"kind":"AcceptedEvent","payload":` + deeper + `}`,
+		`[]`, `null`, `"EffectIntent"`, `{}`,
+	}
+	for _, c := range cases {
+		checkSameText(t, []byte(c))
+	}
+}
+
+func FuzzFastMatchesSchema(f *testing.F) {
+	for _, dir := range []string{"valid", "invalid"} {
+		entries, err := os.ReadDir("testdata/m0/" + dir)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range entries {
+			f.Add(mustRead(dir, strings.TrimSuffix(e.Name(), ".json")))
+		}
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		checkSameText(t, text)
+		if v, err := cjson.Decode(text); err == nil {
+			checkSame(t, v)
+		}
+	})
+}
+
+// Several unknown members are reported the same way every time: the first
+// in byte order, all of them listed in that order.
+func TestUnknownMembersReportedInOrder(t *testing.T) {
+	v := validEffectIntent()
+	for _, k := range []string{"zeta", "alpha", "mu", "beta", "omega", "gamma"} {
+		v[k] = int64(1)
+	}
+	want := &Error{Kind: KindEffectIntent, Code: CodeUnknownField, Pointer: "/alpha",
+		Detail: "additional properties 'alpha', 'beta', 'gamma', 'mu', 'omega', 'zeta' not allowed"}
+	for range 20 {
+		if err := ValidateValue(KindEffectIntent, v); !reflect.DeepEqual(err, want) {
+			t.Fatalf("got %#v, want %#v", err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,17 +71,66 @@ func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease
 	if err != nil {
 		return r, now, err
 	}
+	return r, now, checkFence(op, lease, r, now)
+}
+
+// checkFence is the fence's verdict on run r at clock reading now. Its
+// SQL form is fenceSQL.
+func checkFence(op string, lease store.Lease, r store.Run, now time.Time) error {
 	if r.Quarantine != "" {
-		return r, now, store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
+		return store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
 	}
 	if r.Lease.Generation != lease.Generation || r.Lease.Owner != lease.Owner {
-		return r, now, store.Errorf(store.CodeFenced, op, lease.RunID, nil,
+		return store.Errorf(store.CodeFenced, op, lease.RunID, nil,
 			"lease generation %d of %q is stale; current is %d of %q", lease.Generation, lease.Owner, r.Lease.Generation, r.Lease.Owner)
 	}
 	if !r.Lease.ExpiresAt.After(now) {
-		return r, now, store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+		return store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
 	}
-	return r, now, nil
+	return nil
+}
+
+// lockedSQL begins a statement that locks a run's row ($1) and reads it
+// and then the clock ($2 when injected) after the lock, as c.
+const lockedSQL = `WITH r AS MATERIALIZED (SELECT ` + runColumns + ` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.*, ` + `COALESCE($2::bigint, ` + nowNanos + `) AS now FROM r)`
+
+// fenceSQL is checkFence in SQL, on c, for the lease owner $3 and
+// generation $4.
+const fenceSQL = `c.quarantine = '' AND c.lease_owner = $3 AND c.lease_generation = $4 AND c.lease_expires_at > c.now`
+
+// leaseWrite runs, in one round trip, one statement made of lockedSQL and
+// then more (which updates the run as u only where its condition holds
+// and selects c.*, the clock and how many rows u updated), and returns the
+// run as it was locked, the clock reading, and whether u updated it. The
+// database decides; the caller only explains a refusal.
+func (s *Store) leaseWrite(ctx context.Context, op, runID, more string, args ...any) (r store.Run, now time.Time, updated bool, err error) {
+	var clock, n int64
+	found := false
+	err = s.write(ctx, op, runID, func(tx *wtx) error {
+		found, n = false, 0
+		tx.Queue(lockedSQL+more, append([]any{runID, s.injected()}, args...)...).QueryRow(func(row pgx.Row) error {
+			var err error
+			r, err = scanRun(row, &clock, &n)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			found = err == nil
+			return err
+		})
+		return nil
+	})
+	if err == nil && !found {
+		err = store.Errorf(store.CodeNotFound, op, runID, nil, "not found")
+	}
+	return r, fromNanos(clock), n == 1, err
+}
+
+// changed explains a refused lease write whose reasons the run as read
+// does not show; it cannot happen while the row is locked, and nothing was
+// written.
+func changed(op, runID string) error {
+	return store.Errorf(store.CodeUnavailable, op, runID, nil, "the run changed under the statement; nothing was written")
 }
 
 // CreateRun implements store.Store.
@@ -128,81 +178,97 @@ ORDER BY created_order LIMIT $2`, after, limit)
 	return out, s.mapErr("runs", "", rows.Err())
 }
 
-// AcquireLease implements store.Store.
+// AcquireLease implements store.Store, in one round trip.
 func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (store.Lease, error) {
+	const op = "acquire lease"
 	if owner == "" || ttl <= 0 {
-		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
+		return store.Lease{}, store.Errorf(store.CodeInvalidInput, op, runID, nil, "owner and a positive ttl are required")
 	}
-	var lease store.Lease
-	err := s.write(ctx, "acquire lease", runID, func(tx *wtx) error {
-		r, now, err := s.lockRun(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		if r.Quarantine != "" {
-			return store.Errorf(store.CodeQuarantined, "acquire lease", runID, nil, "%s", r.Quarantine)
-		}
-		if r.Lease.Owner != "" && r.Lease.Owner != owner && r.Lease.ExpiresAt.After(now) {
-			return store.Errorf(store.CodeLeaseHeld, "acquire lease", runID, nil,
-				"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
-		}
-		lease = store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
-		tx.Queue(`UPDATE runs SET lease_owner = $1, lease_generation = $2, lease_expires_at = $3, updated_at = $4 WHERE run_id = $5`,
-			owner, lease.Generation, nanos(lease.ExpiresAt), nanos(now), runID)
-		return nil
-	})
-	return lease, err
+	r, now, ok, err := s.leaseWrite(ctx, op, runID, `,
+u AS (UPDATE runs SET lease_owner = $3, lease_generation = c.lease_generation + 1, lease_expires_at = c.now + $4, updated_at = c.now
+	FROM c WHERE runs.run_id = c.run_id AND c.quarantine = '' AND (c.lease_owner IN ('', $3) OR c.lease_expires_at <= c.now)
+	RETURNING 1)
+SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
+	switch {
+	case err != nil:
+		return store.Lease{}, err
+	case ok:
+		return store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}, nil
+	case r.Quarantine != "":
+		return store.Lease{}, store.Errorf(store.CodeQuarantined, op, runID, nil, "%s", r.Quarantine)
+	case r.Lease.Owner != "" && r.Lease.Owner != owner && r.Lease.ExpiresAt.After(now):
+		return store.Lease{}, store.Errorf(store.CodeLeaseHeld, op, runID, nil,
+			"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return store.Lease{}, changed(op, runID)
 }
 
-// RenewLease implements store.Store.
+// RenewLease implements store.Store, in one round trip.
 func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration) (store.Lease, error) {
+	const op = "renew lease"
 	if ttl <= 0 {
-		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "renew lease", lease.RunID, nil, "a positive ttl is required")
+		return store.Lease{}, store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "a positive ttl is required")
 	}
-	out := lease
-	err := s.write(ctx, "renew lease", lease.RunID, func(tx *wtx) error {
-		_, now, err := s.fence(ctx, tx, "renew lease", lease)
-		if err != nil {
-			return err
-		}
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
+u AS (UPDATE runs SET lease_expires_at = c.now + $5, updated_at = c.now
+	FROM c WHERE runs.run_id = c.run_id AND `+fenceSQL+`
+	RETURNING 1)
+SELECT c.*, (SELECT count(*) FROM u) FROM c`, lease.Owner, lease.Generation, ttl.Nanoseconds())
+	// A refused renewal hands the lease back as it was, as it always has.
+	switch {
+	case err != nil:
+		return lease, err
+	case ok:
+		out := lease
 		out.ExpiresAt = now.Add(ttl).UTC()
-		tx.Queue(`UPDATE runs SET lease_expires_at = $1, updated_at = $2 WHERE run_id = $3`,
-			nanos(out.ExpiresAt), nanos(now), lease.RunID)
-		return nil
-	})
-	return out, err
-}
-
-// ReleaseLease implements store.Store.
-func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	s.heads.forget(lease.RunID)
-	return s.write(ctx, "release lease", lease.RunID, func(tx *wtx) error {
-		_, now, err := s.fence(ctx, tx, "release lease", lease)
-		if err != nil {
-			return err
-		}
-		tx.Queue(`UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = $1 WHERE run_id = $2`,
-			nanos(now), lease.RunID)
-		// A released live run may be claimed by another runner at once.
-		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), lease.RunID)
-		return nil
-	})
-}
-
-// Quarantine implements store.Store.
-func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
-	if reason == "" {
-		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
+		return out, nil
 	}
-	return s.write(ctx, "quarantine", runID, func(tx *wtx) error {
-		_, now, err := s.lockRun(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		tx.Queue(`UPDATE runs SET quarantine = $1, lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $3`,
-			reason, nanos(now), runID)
+	if err := checkFence(op, lease, r, now); err != nil {
+		return lease, err
+	}
+	return lease, changed(op, lease.RunID)
+}
+
+// ReleaseLease implements store.Store, in one round trip.
+func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
+	const op = "release lease"
+	s.heads.forget(lease.RunID)
+	// A released live run may be claimed by another runner at once:
+	// notify, when released.
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
+u AS (UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = c.now
+	FROM c WHERE runs.run_id = c.run_id AND `+fenceSQL+`
+	RETURNING 1),
+woken AS (SELECT pg_notify($5, $1) FROM u)
+SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, s.channel())
+	switch {
+	case err != nil:
+		return err
+	case ok:
 		return nil
-	})
+	}
+	if err := checkFence(op, lease, r, now); err != nil {
+		return err
+	}
+	return changed(op, lease.RunID)
+}
+
+// Quarantine implements store.Store, in one round trip.
+func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
+	const op = "quarantine"
+	if reason == "" {
+		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "a reason is required")
+	}
+	s.heads.forget(runID)
+	_, _, ok, err := s.leaseWrite(ctx, op, runID, `,
+u AS (UPDATE runs SET quarantine = $3, lease_owner = '', lease_expires_at = 0, updated_at = c.now
+	FROM c WHERE runs.run_id = c.run_id
+	RETURNING 1)
+SELECT c.*, (SELECT count(*) FROM u) FROM c`, reason)
+	if err == nil && !ok {
+		err = changed(op, runID)
+	}
+	return err
 }
 
 // Live implements store.Store.

@@ -169,3 +169,59 @@ func TestReactWithoutGrantIsReactByGrant(t *testing.T) {
 		t.Fatalf("%d batches published, %d checked, %d runs refused: a path went untried", published, checked, refused)
 	}
 }
+
+// oneEpochCommand is the command the seam projects for a tick's first
+// proposal: the proposal and its verdict at the tick's first epoch.
+func oneEpochCommand(tb testing.TB, w *Workflow, lt int64) frontier.Command {
+	prof, vs := w.rProfile, w.Versions()
+	p := protocol.EffectProposal{
+		Kind: protocol.KindEffectProposal, ProposalID: "proposal:0", EffectType: "refund.issue",
+		GoalID: "goal:g", ObligationID: "obligation:o", CauseID: "evt:e", CorrelationID: "run:r",
+		ActionDigest:      "sha256:11564e22caacb49afe07af62f1c2681a06b1602c4bb51ea2c9886fafadc249ed",
+		DestinationDigest: "sha256:bc9fa76aac868bba0cdc66acefff4008453593711fd433a1a852099c23589a0b",
+		ProposalDedupKey:  "proposal-dedup:0", DeclaredRiskHint: "high_risk_external",
+		Preconditions: []string{"frontier:1"}, Versions: vs,
+	}
+	v := protocol.EligibilityVerdict{
+		Kind: protocol.KindEligibilityVerdict, VerdictID: "verdict:0", ProposalID: p.ProposalID, Status: "eligible",
+		SupportDerivationIDs: []string{"derivation:a", "derivation:b"}, CauseID: "cause:c", RuleSetVersion: vs.RuleSet,
+	}
+	pv, rej := frontier.NewProposalValue(p)
+	if rej != nil {
+		tb.Fatal(rej.Code)
+	}
+	vv, rej := frontier.NewVerdictValue(v)
+	if rej != nil {
+		tb.Fatal(rej.Code)
+	}
+	pd, _ := frontier.NewValueDelta(ProposalSource, lt*EpochStride, 1, prof.DataflowVersion(), pv)
+	vd, _ := frontier.NewValueDelta(VerdictSource, lt*EpochStride, 1, prof.DataflowVersion(), vv)
+	return frontier.ApplyDeltaBatch{ProfileDigest: prof.Digest(), DataflowVersion: prof.DataflowVersion(), Deltas: []frontier.ValueDelta{pd, vd}}
+}
+
+// BenchmarkReact is R's part of a one-proposal tick, run both ways in one
+// binary so the two are measured under the same load: the command
+// sequence with a trailing GrantDemand, and the one from a state with
+// demand granted.
+func BenchmarkReact(b *testing.B) {
+	w := compileExample(b, "refund-agent")
+	const lt = 1
+	cmds := []frontier.Command{oneEpochCommand(b, w, lt)}
+	for _, c := range []struct {
+		name  string
+		react func(*tick, []frontier.Command) ([]sealedBatch, error)
+	}{{"grant-after", (*tick).reactByGrant}, {"demand-granted", (*tick).react}} {
+		b.Run(c.name, func(b *testing.B) {
+			t := &tick{w: w, st: &state{}, lt: lt}
+			cpu0 := cpuTime()
+			for b.Loop() {
+				t.st.Watermark = lt * EpochStride
+				out, err := c.react(t, cmds)
+				if err != nil || len(out) != 1 {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu0)
+		})
+	}
+}

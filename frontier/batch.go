@@ -59,7 +59,7 @@ func comparePublished(a, b *PublishedBatch) int {
 // buildBatch stabilizes one epoch at the given global low watermark. The
 // epoch's values must pair one proposal with one verdict per proposal_id and
 // agree on the rule-set version; otherwise nothing is published.
-func buildBatch(p *Profile, e *epoch, lowWatermark int64) (*PublishedBatch, *Rejection) {
+func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*PublishedBatch, *Rejection) {
 	unresolved := func(reason string) *Rejection {
 		r := reject(CodeUnresolvedDependency, "/prior_state/open_epochs").at(e.time)
 		r.Context.Reason = reason
@@ -151,12 +151,13 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64) (*PublishedBatch, *Rej
 	for i, v := range verds {
 		verdicts[i] = *v
 	}
-	return newPublishedBatch(p.digest, p.dataflow, e.time, lowWatermark, proposals, verdicts, pids, vids), nil
+	return newPublishedBatch(p.digest, p.dataflow, e.time, lowWatermark, proposals, verdicts, pids, vids, h), nil
 }
 
 // newPublishedBatch derives every identity of a batch whose values and id
-// lists are already in canonical order.
-func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, verdicts []Value, pids, vids []string) *PublishedBatch {
+// lists are already in canonical order. h is reset and used for the
+// published digest.
+func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, verdicts []Value, pids, vids []string, h *hasher) *PublishedBatch {
 	pre := make([]byte, 0, 256+72*(len(pids)+len(vids)))
 	pre = append(pre, '{')
 	pre = appendKey(pre, "contract_version", true)
@@ -208,22 +209,20 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	batchBytes := b[batchStart:]
 	// The published digest preimage shares the batch and the two value
 	// lists with the wire object; hash it from the pieces.
-	h := newHasher()
-	h.str(`{"batch":`)
+	h.reset()
+	h.bytes(publishedPreimageOpen)
 	h.bytes(batchBytes)
-	h.str(`,"contract_version":`)
-	h.bytes(appendString(nil, ContractVersion))
-	h.str(`,"kind":"M3PublishedBatchPreimage","ordered_effect_proposals":`)
+	h.bytes(publishedPreimageProposals)
 	b = appendKey(b, "effect_proposals", false)
 	listStart := len(b)
 	b = appendValues(b, proposals)
 	h.bytes(b[listStart:])
-	h.str(`,"ordered_eligibility_verdicts":`)
+	h.bytes(publishedPreimageVerdicts)
 	b = appendKey(b, "eligibility_verdicts", false)
 	listStart = len(b)
 	b = appendValues(b, verdicts)
 	h.bytes(b[listStart:])
-	h.str(`}`)
+	h.bytes(closeBrace)
 	pb.digest = h.digest()
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RPublishedBatch")
@@ -232,6 +231,15 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	pb.canon = append(b, '}')
 	return pb
 }
+
+// The constant pieces of the M3PublishedBatchPreimage around the batch and
+// the two value lists. The contract version is an identifier, so its
+// canonical string is itself in quotes.
+var (
+	publishedPreimageOpen      = []byte(`{"batch":`)
+	publishedPreimageProposals = []byte(`,"contract_version":"` + ContractVersion + `","kind":"M3PublishedBatchPreimage","ordered_effect_proposals":`)
+	publishedPreimageVerdicts  = []byte(`,"ordered_eligibility_verdicts":`)
+)
 
 func appendValues(b []byte, vs []Value) []byte {
 	b = append(b, '[')

@@ -153,12 +153,12 @@ func (c GrantDemand) base() (string, string)     { return c.ProfileDigest, c.Dat
 // passes the sorted, de-duplicated delta digests. A large batch's preimage
 // (74 bytes per digest) goes to SHA-256 through a 4 KB buffer, so it is
 // never assembled in memory; a small one is hashed in one piece.
-func commandDigest(c Command, deltaDigests []string) string {
+func commandDigest(c Command, deltaDigests []string, h *hasher) string {
 	const chunk = 4096
 	if size := 512 + 74*len(deltaDigests); size <= chunk {
 		return digestOf(appendCommandPreimage(make([]byte, 0, size), c, deltaDigests, nil))
 	}
-	h := newHasher()
+	h.reset()
 	flush := func(b []byte) []byte {
 		if len(b) < chunk-256 {
 			return b

@@ -56,6 +56,7 @@ func scratchStateDigest(t tb, s *State) string {
 // its from-scratch derivation.
 func checkScratchDigests(t tb, tr *Transition, cmd Command) {
 	t.Helper()
+	checkFreshPieces(t, tr.Next)
 	if got, want := tr.Next.Digest(), scratchStateDigest(t, tr.Next); got != want {
 		t.Fatalf("state digest %s, from scratch %s", got, want)
 	}
@@ -76,6 +77,26 @@ func checkScratchDigests(t tb, tr *Transition, cmd Command) {
 		checkScratchBatch(t, b, tr.ProfileDigest)
 	}
 }
+
+// checkFreshPieces seals a copy of s from nothing: its head, middle and
+// tail written anew, its digest hashed from the first byte. A piece Step
+// carried over from the prior state must spell what a fresh one does, or
+// the state's bytes (and so any digest derived from them) would be stale.
+func checkFreshPieces(t tb, s *State) {
+	t.Helper()
+	fresh := *s
+	fresh.head, fresh.middle, fresh.tail, fresh.snaps, fresh.digest = nil, nil, nil, nil, ""
+	fresh.seal(nil, newHasher())
+	if got, want := s.AppendCanonical(nil), fresh.AppendCanonical(nil); !bytes.Equal(got, want) {
+		t.Fatalf("state bytes\n%s\nsealed afresh\n%s", got, want)
+	}
+	if s.digest != fresh.digest {
+		t.Fatalf("state digest %s, sealed afresh %s", s.digest, fresh.digest)
+	}
+}
+
+// sharesPiece reports whether a piece of a state is its prior's own.
+func sharesPiece(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 
 // scratchCommandDigest derives command_digest from the command's wire bytes.
 func scratchCommandDigest(t tb, cmd Command) string {
@@ -136,6 +157,7 @@ func checkScratchBatch(t tb, b *PublishedBatch, profileDigest string) {
 // longer than the head, so the property is known to cover that path.
 func TestIncrementalDigests(t *testing.T) {
 	resumed, total := 0, 0
+	var reused, rebuilt [3]int // head, middle, tail
 	rapid.Check(t, func(rt *rapid.T) {
 		pl := getPool(rt)
 		limits := Limits{
@@ -159,6 +181,13 @@ func TestIncrementalDigests(t *testing.T) {
 			if sharedPieces(s, tr.Next) > 1 {
 				resumed++
 			}
+			for i, pair := range [][2][]byte{{s.head, tr.Next.head}, {s.middle, tr.Next.middle}, {s.tail, tr.Next.tail}} {
+				if sharesPiece(pair[0], pair[1]) {
+					reused[i]++
+				} else {
+					rebuilt[i]++
+				}
+			}
 			checkScratchDigests(rt, tr, cmd)
 			s = tr.Next
 			live = live[:0]
@@ -173,6 +202,12 @@ func TestIncrementalDigests(t *testing.T) {
 	t.Logf("%d of %d accepted transitions resumed a prior state's hash", resumed, total)
 	if resumed == 0 {
 		t.Error("no transition resumed a saved hash state; the property is hollow")
+	}
+	t.Logf("head, middle, tail reused %v, rebuilt %v", reused, rebuilt)
+	for i := range reused {
+		if reused[i] == 0 || rebuilt[i] == 0 {
+			t.Errorf("piece %d reused %d times, rebuilt %d: a path went untried", i, reused[i], rebuilt[i])
+		}
 	}
 }
 

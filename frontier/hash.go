@@ -15,18 +15,27 @@ import (
 // as its prior's (same global watermark, same leading open epochs) resumes
 // from the prior's saved state after that prefix and hashes only the rest;
 // the digest is the one a from-scratch pass gives, byte for byte.
-type hasher struct{ h hash.Hash }
+//
+// One hasher serves a whole Step: it is reset between the digests it takes
+// (the state's, the batches', the transition's), so a command allocates
+// one SHA-256 state, not one per digest, and the sum is written into the
+// hasher instead of a fresh array.
+type hasher struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
 
-func newHasher() hasher { return hasher{sha256.New()} }
+func newHasher() *hasher { return &hasher{h: sha256.New()} }
 
-func (h hasher) bytes(b []byte) { h.h.Write(b) }
+func (h *hasher) reset() { h.h.Reset() }
 
-func (h hasher) str(s string) { h.h.Write([]byte(s)) }
+func (h *hasher) bytes(b []byte) { h.h.Write(b) }
 
-func (h hasher) digest() string {
-	var sum [32]byte
-	h.h.Sum(sum[:0])
-	return digestString(sum)
+// digest returns the sha256:<hex> form of what was written. It does not
+// reset the hasher.
+func (h *hasher) digest() string {
+	h.h.Sum(h.sum[:0])
+	return digestString(h.sum)
 }
 
 // snapSize is the length of a saved SHA-256 state (its binary marshaling:
@@ -46,7 +55,7 @@ var snapSize = func() int {
 
 // save writes the running state into dst (snapSize bytes) and reports
 // whether it fitted exactly.
-func (h hasher) save(dst []byte) bool {
+func (h *hasher) save(dst []byte) bool {
 	a, ok := h.h.(encoding.BinaryAppender)
 	if !ok || len(dst) != snapSize || snapSize == 0 {
 		return false
@@ -56,7 +65,7 @@ func (h hasher) save(dst []byte) bool {
 }
 
 // restore replaces the running state with one saved by save.
-func (h hasher) restore(src []byte) bool {
+func (h *hasher) restore(src []byte) bool {
 	u, ok := h.h.(encoding.BinaryUnmarshaler)
 	return ok && u.UnmarshalBinary(src) == nil
 }

@@ -143,7 +143,7 @@ func InitialState(p Profile) *State {
 		marks:         make([]int64, len(p.sources)),
 		known:         make([]bool, len(p.sources)),
 	}
-	s.seal(nil)
+	s.seal(nil, newHasher())
 	return s
 }
 
@@ -259,41 +259,60 @@ var comma, closeBrace, closeArray = []byte{','}, []byte{'}'}, []byte{']', '}'}
 
 // seal builds the small canonical pieces and computes the state digest.
 // prior, if not nil, is a state whose saved hash states may be reused for
-// the preimage prefix the two share.
-func (s *State) seal(prior *State) {
-	b := make([]byte, 0, 256)
-	b = append(b, '{')
-	b = appendKey(b, "canonicalization_version", true)
-	b = appendString(b, Canonicalization)
-	b = appendKey(b, "contract_version", false)
-	b = appendString(b, ContractVersion)
-	b = appendKey(b, "dataflow_version", false)
-	b = appendString(b, s.dataflow)
-	b = appendKey(b, "global_low_watermark", false)
+// the preimage prefix the two share, and whose pieces are reused where
+// what they spell did not change: a delta batch changes no piece, a grant
+// only the middle, an advance the tail and, when the global watermark
+// moves, the head. The pieces are never written after seal, so sharing
+// them shares equal bytes.
+func (s *State) seal(prior *State, h *hasher) {
 	low, ok := s.GlobalLowWatermark()
-	b = appendNullableInt(b, low, ok)
-	b = appendKey(b, "kind", false)
-	b = appendString(b, "RReactiveState")
-	b = appendKey(b, "open_epochs", false)
-	s.head = append(b, '[')
-	m := make([]byte, 0, 256)
-	m = append(m, ']')
-	m = appendKey(m, "outstanding_demand", false)
-	m = appendInt(m, s.demand)
-	m = appendKey(m, "profile_digest", false)
-	m = appendString(m, s.profileDigest)
-	m = appendKey(m, "profile_id", false)
-	m = appendString(m, ProfileID)
-	m = appendKey(m, "ready_batches", false)
-	s.middle = append(m, '[')
-	t := make([]byte, 0, 128+96*len(s.sources))
-	t = append(t, ']')
-	t = appendKey(t, "schema_version", false)
-	t = appendString(t, StateSchema)
-	t = appendKey(t, "source_frontiers", false)
-	t = appendSourceFrontiers(t, s.sources, s.marks, s.known)
-	s.tail = append(t, '}')
-	s.digest = s.hashPreimage(prior)
+	if prior != nil && prior.dataflow == s.dataflow {
+		if plow, pok := prior.GlobalLowWatermark(); plow == low && pok == ok {
+			s.head = prior.head
+		}
+	}
+	if s.head == nil {
+		b := make([]byte, 0, 256)
+		b = append(b, '{')
+		b = appendKey(b, "canonicalization_version", true)
+		b = appendString(b, Canonicalization)
+		b = appendKey(b, "contract_version", false)
+		b = appendString(b, ContractVersion)
+		b = appendKey(b, "dataflow_version", false)
+		b = appendString(b, s.dataflow)
+		b = appendKey(b, "global_low_watermark", false)
+		b = appendNullableInt(b, low, ok)
+		b = appendKey(b, "kind", false)
+		b = appendString(b, "RReactiveState")
+		b = appendKey(b, "open_epochs", false)
+		s.head = append(b, '[')
+	}
+	if prior != nil && prior.demand == s.demand && prior.profileDigest == s.profileDigest {
+		s.middle = prior.middle
+	} else {
+		m := make([]byte, 0, 256)
+		m = append(m, ']')
+		m = appendKey(m, "outstanding_demand", false)
+		m = appendInt(m, s.demand)
+		m = appendKey(m, "profile_digest", false)
+		m = appendString(m, s.profileDigest)
+		m = appendKey(m, "profile_id", false)
+		m = appendString(m, ProfileID)
+		m = appendKey(m, "ready_batches", false)
+		s.middle = append(m, '[')
+	}
+	if prior != nil && slices.Equal(prior.sources, s.sources) && slices.Equal(prior.marks, s.marks) && slices.Equal(prior.known, s.known) {
+		s.tail = prior.tail
+	} else {
+		t := make([]byte, 0, 128+96*len(s.sources))
+		t = append(t, ']')
+		t = appendKey(t, "schema_version", false)
+		t = appendString(t, StateSchema)
+		t = appendKey(t, "source_frontiers", false)
+		t = appendSourceFrontiers(t, s.sources, s.marks, s.known)
+		s.tail = append(t, '}')
+	}
+	s.digest = s.hashPreimage(prior, h)
 }
 
 var statePreimageOpen = []byte(`{"contract_version":"` + ContractVersion + `","kind":"M3StatePreimage","state_without_state_digest":`)
@@ -311,7 +330,7 @@ var statePreimageOpen = []byte(`{"contract_version":"` + ContractVersion + `","k
 func (s *State) pieceCount() int { return 2 + len(s.epochs) + len(s.ready) }
 
 // writePiece writes piece i (i < pieceCount).
-func (s *State) writePiece(h hasher, i int) {
+func (s *State) writePiece(h *hasher, i int) {
 	ne := len(s.epochs)
 	switch {
 	case i == 0:
@@ -363,8 +382,8 @@ func sharedPieces(p, s *State) int {
 
 // hashPreimage computes the state digest, resuming from prior's saved hash
 // state where the two preimages share their leading pieces.
-func (s *State) hashPreimage(prior *State) string {
-	h := newHasher()
+func (s *State) hashPreimage(prior *State, h *hasher) string {
+	h.reset()
 	n := s.pieceCount()
 	s.snaps = make([]byte, n*snapSize)
 	k := sharedPieces(prior, s)

@@ -87,12 +87,13 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 		published []*PublishedBatch
 		digests   []string
 		rej       *Rejection
+		h         = newHasher() // every digest this command takes
 	)
 	switch c := cmd.(type) {
 	case ApplyDeltaBatch:
 		digests, rej = applyDeltas(p, prior, next, c, &stats)
 	case AdvanceFrontier:
-		published, rej = advance(p, prior, next, c, &stats)
+		published, rej = advance(p, prior, next, c, &stats, h)
 	case GrantDemand:
 		published, rej = grant(p, prior, next, c, &stats)
 	default:
@@ -101,11 +102,11 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 	if rej != nil {
 		return nil, rej
 	}
-	next.seal(prior)
+	next.seal(prior, h)
 	t := &Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,
-		CommandDigest:    commandDigest(cmd, digests),
+		CommandDigest:    commandDigest(cmd, digests, h),
 		Next:             next,
 		Published:        published,
 		Stats:            stats,
@@ -117,7 +118,7 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 			Limits:            p.limits,
 		},
 	}
-	t.Digest = t.computeDigest()
+	t.Digest = t.computeDigest(h)
 	return t, nil
 }
 
@@ -323,7 +324,7 @@ func deltaPath(i int, sub string) string {
 
 // advance moves one source's low watermark and stabilizes every open epoch
 // the new global watermark strictly passes.
-func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats) ([]*PublishedBatch, *Rejection) {
+func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats, h *hasher) ([]*PublishedBatch, *Rejection) {
 	si := p.sourceIndex(c.SourceID)
 	if si < 0 {
 		r := reject(CodeUnknownFrontierSource, "/command/source_id")
@@ -354,7 +355,7 @@ func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats) ([
 	}
 	ready := slices.Clone(prior.ready)
 	for _, e := range prior.epochs[:closing] {
-		b, rej := buildBatch(p, e, low)
+		b, rej := buildBatch(p, e, low, h)
 		if rej != nil {
 			return nil, rej
 		}
@@ -404,13 +405,15 @@ func drain(ready []*PublishedBatch, demand int64) (rest []*PublishedBatch, left 
 
 // computeDigest hashes the M3TransitionPreimage, streaming the next state
 // from its cached pieces.
-func (t *Transition) computeDigest() string {
-	h := newHasher()
-	h.str(`{"contract_version":"` + ContractVersion + `","kind":"M3TransitionPreimage","transition_without_transition_digest":`)
+func (t *Transition) computeDigest(h *hasher) string {
+	h.reset()
+	h.bytes(transitionPreimageOpen)
 	t.writeBody(h.bytes)
-	h.str(`}`)
+	h.bytes(closeBrace)
 	return h.digest()
 }
+
+var transitionPreimageOpen = []byte(`{"contract_version":"` + ContractVersion + `","kind":"M3TransitionPreimage","transition_without_transition_digest":`)
 
 // writeBody emits the transition without its digest.
 func (t *Transition) writeBody(w func([]byte)) {

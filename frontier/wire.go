@@ -562,7 +562,7 @@ func ParseState(v any, p Profile) (*State, *Rejection) {
 	if s.demand > 0 && len(s.ready) > 0 {
 		return bad("/prior_state/ready_batches")
 	}
-	s.seal(nil)
+	s.seal(nil, newHasher())
 	if declared, _ := o.str("state_digest"); declared != s.digest {
 		return bad("/prior_state/state_digest")
 	}
@@ -667,7 +667,7 @@ func parsePublished(v any, p *Profile, path string) (*PublishedBatch, *Rejection
 	if !slices.Equal(gotP, pidList) || !slices.Equal(gotV, vidList) {
 		return bad("/batch")
 	}
-	pb := newPublishedBatch(p.digest, p.dataflow, t, lw, props, verds, pidList, vidList)
+	pb := newPublishedBatch(p.digest, p.dataflow, t, lw, props, verds, pidList, vidList, newHasher())
 	if !bo.is("batch_digest", pb.batch.BatchDigest) || !bo.is("batch_id", pb.batch.BatchID) || !bo.is("cause_id", pb.batch.CauseID) {
 		return bad("/batch/batch_digest")
 	}

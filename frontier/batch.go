@@ -158,7 +158,7 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*Published
 // lists are already in canonical order. h is reset and used for the
 // published digest.
 func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, verdicts []Value, pids, vids []string, h *hasher) *PublishedBatch {
-	pre := make([]byte, 0, 256+72*(len(pids)+len(vids)))
+	pre := h.scratch(256 + 72*(len(pids)+len(vids)))
 	pre = append(pre, '{')
 	pre = appendKey(pre, "contract_version", true)
 	pre = appendString(pre, ContractVersion)
@@ -177,6 +177,7 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	pre = appendKey(pre, "profile_digest", false)
 	pre = appendString(pre, profileDigest)
 	pre = append(pre, '}')
+	h.keep(pre)
 	digest := digestOf(pre)
 	suffix := hexOf(digest)
 	pb := &PublishedBatch{

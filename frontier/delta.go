@@ -156,7 +156,9 @@ func (c GrantDemand) base() (string, string)     { return c.ProfileDigest, c.Dat
 func commandDigest(c Command, deltaDigests []string, h *hasher) string {
 	const chunk = 4096
 	if size := 512 + 74*len(deltaDigests); size <= chunk {
-		return digestOf(appendCommandPreimage(make([]byte, 0, size), c, deltaDigests, nil))
+		b := appendCommandPreimage(h.scratch(size), c, deltaDigests, nil)
+		h.keep(b)
+		return digestOf(b)
 	}
 	h.reset()
 	flush := func(b []byte) []byte {
@@ -166,7 +168,9 @@ func commandDigest(c Command, deltaDigests []string, h *hasher) string {
 		h.bytes(b)
 		return b[:0]
 	}
-	h.bytes(appendCommandPreimage(make([]byte, 0, chunk), c, deltaDigests, flush))
+	b := appendCommandPreimage(h.scratch(chunk), c, deltaDigests, flush)
+	h.keep(b)
+	h.bytes(b)
 	return h.digest()
 }
 

@@ -19,10 +19,29 @@ import (
 // One hasher serves a whole Step: it is reset between the digests it takes
 // (the state's, the batches', the transition's), so a command allocates
 // one SHA-256 state, not one per digest, and the sum is written into the
-// hasher instead of a fresh array.
+// hasher instead of a fresh array. It also lends the command one scratch
+// buffer for preimage pieces that are hashed and dropped.
 type hasher struct {
 	h   hash.Hash
 	sum [sha256.Size]byte
+	buf []byte
+}
+
+// scratch returns the hasher's buffer, emptied, with room for n bytes.
+// Whatever was written to it before is gone; hand a buffer that grew back
+// with keep.
+func (h *hasher) scratch(n int) []byte {
+	if cap(h.buf) < n {
+		h.buf = make([]byte, 0, n)
+	}
+	return h.buf[:0]
+}
+
+// keep makes b the scratch buffer if it outgrew the current one.
+func (h *hasher) keep(b []byte) {
+	if cap(b) > cap(h.buf) {
+		h.buf = b[:0]
+	}
 }
 
 func newHasher() *hasher { return &hasher{h: sha256.New()} }

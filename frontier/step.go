@@ -408,16 +408,16 @@ func drain(ready []*PublishedBatch, demand int64) (rest []*PublishedBatch, left 
 func (t *Transition) computeDigest(h *hasher) string {
 	h.reset()
 	h.bytes(transitionPreimageOpen)
-	t.writeBody(h.bytes)
+	h.keep(t.writeBody(h.scratch(512), h.bytes))
 	h.bytes(closeBrace)
 	return h.digest()
 }
 
 var transitionPreimageOpen = []byte(`{"contract_version":"` + ContractVersion + `","kind":"M3TransitionPreimage","transition_without_transition_digest":`)
 
-// writeBody emits the transition without its digest.
-func (t *Transition) writeBody(w func([]byte)) {
-	b := make([]byte, 0, 512)
+// writeBody emits the transition without its digest, writing its small
+// pieces in b (which w must not keep) and returning b.
+func (t *Transition) writeBody(b []byte, w func([]byte)) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "backpressure", true)
 	bp := &t.Backpressure
@@ -477,7 +477,9 @@ func (t *Transition) writeBody(w func([]byte)) {
 	b = appendInt(b, st.RetractedDeltaCount)
 	b = appendKey(b, "stabilized_epoch_count", false)
 	b = appendInt(b, st.StabilizedEpochCount)
-	w(append(b, '}', '}'))
+	b = append(b, '}', '}')
+	w(b)
+	return b
 }
 
 // MarshalJSON writes the canonical RTransition.
@@ -488,7 +490,7 @@ func (t *Transition) AppendCanonical(b []byte) []byte {
 	if cap(b)-len(b) < t.bodySize() {
 		b = append(make([]byte, 0, len(b)+t.bodySize()+128), b...)
 	}
-	t.writeBody(func(p []byte) { b = append(b, p...) })
+	t.writeBody(make([]byte, 0, 512), func(p []byte) { b = append(b, p...) })
 	b = b[:len(b)-1]
 	b = appendKey(b, "transition_digest", false)
 	b = appendString(b, t.Digest)

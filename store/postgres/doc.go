@@ -17,10 +17,12 @@
 // and COMMIT in the next. A write whose row count the decision relies on
 // is guarded in SQL, so that finding other rows fails the transaction
 // rather than committing it. A tick that follows the store's own last
-// commit of the run under the same lease, and a submission, are one round
-// trip: what they would read first is known or checked by the guards, and
-// a tick whose one-round-trip attempt the server refuses goes the
-// two-round-trip way.
+// commit of the run under the same lease is one round trip: what it would
+// read first is known or checked by the guards, and a tick whose
+// one-round-trip attempt the server refuses goes the two-round-trip way.
+// A submission and each lease operation is one statement in one round
+// trip, which writes only where the check holds; the store explains a
+// refusal from the row it read.
 //
 // A transaction that loses a serialization race or a deadlock has written
 // nothing and is run again from the start, a bounded number of times; it

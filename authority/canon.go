@@ -94,112 +94,20 @@ func (w *canonWriter) key(k string) {
 }
 
 func (w *canonWriter) strVal(s string) {
-	if plain(s) {
+	if cjson.Plain(s) {
 		// Printable ASCII without '"' or '\\' needs no escaping and is NFC.
 		w.b = append(w.b, '"')
 		w.b = append(w.b, s...)
 		w.b = append(w.b, '"')
 		return
 	}
-	b, ascii := appendQuoted(w.b, s)
+	b, ascii := cjson.AppendQuoted(w.b, s)
 	if w.err == nil && !ascii {
 		if err := cjson.CheckString(s, ""); err != nil {
 			w.err = err
 		}
 	}
 	w.b = b
-}
-
-// appendQuoted appends what cjson.AppendString appends (held equal by
-// TestAppendQuotedMatchesCjson), copying runs of plain bytes eight at a
-// time rather than testing them one by one (a ticket's preview, with its
-// line breaks, is the longest string a decision writes), and reports
-// whether s was all ASCII.
-func appendQuoted(b []byte, s string) ([]byte, bool) {
-	b = append(b, '"')
-	ascii := true
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainWord(word(s, i)) {
-			i += 8
-			continue
-		}
-		c := s[i]
-		i++
-		if c >= 0x80 {
-			ascii = false
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i-1]...)
-		switch c {
-		case '"':
-			b = append(b, '\\', '"')
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		default:
-			const hexDigits = "0123456789abcdef"
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"'), ascii
-}
-
-// word reads the eight bytes of s at i as a little-endian word.
-func word(s string, i int) uint64 {
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-}
-
-// plainWord reports whether the eight bytes of x are plain (see plain).
-func plainWord(x uint64) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	below := (x - lo*0x20) &^ x       // some byte < 0x20
-	above := (x + lo*(0x7f-0x7e)) | x // some byte > 0x7e
-	q := x ^ (lo * '"')               // a zero byte where '"' was
-	bs := x ^ (lo * '\\')             // a zero byte where '\\' was
-	quote := (q - lo) &^ q            // some byte of q is zero
-	slash := (bs - lo) &^ bs          // some byte of bs is zero
-	return (below|above|quote|slash)&hi == 0
-}
-
-// plain reports whether s is printable ASCII with nothing to escape. It
-// tests eight bytes at a time (every preimage string passes through it, and
-// most are 71-byte digests): a word is plain when no byte is below 0x20,
-// none above 0x7e, and none equals '"' or '\\'. Each test is the exact
-// "some byte" form of the classic word tricks; plainBytes is the
-// byte-at-a-time definition it is tested against.
-func plain(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		if !plainWord(word(s, i)) {
-			return false
-		}
-	}
-	return plainBytes(s[i:])
-}
-
-func plainBytes(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 func (w *canonWriter) str(k, v string)       { w.key(k); w.strVal(v) }

@@ -3,7 +3,6 @@ package authority
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"unicode"
@@ -17,61 +16,12 @@ import (
 // The hand-written fast paths of the decision path are held equal to their
 // plain definitions here.
 
-// nearBytes draws bytes around every boundary plain and isDigest test.
+// nearBytes draws bytes around every boundary isDigest tests.
 var nearBytes = []byte{0x00, 0x1f, 0x20, 0x21, '"', 0x23, '0', '9', ':', '\\', 'a', 'f', 'g', 's', 'h', 'A', 'F', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
 
 func nearString(t *rapid.T, label string) string {
 	bs := rapid.SliceOfN(rapid.SampledFrom(nearBytes), 0, 80).Draw(t, label)
 	return string(bs)
-}
-
-func TestPlainMatchesBytewise(t *testing.T) {
-	for _, s := range []string{"", "a", "sha256:" + strings.Repeat("0", 64), "abcdefgh", "abcdefg\"", "abcdefg\\", "abc\x7fdefg", "abcdefgh\x1f", "\x80bcdefgh", "~~~~~~~~~", "        "} {
-		if plain(s) != plainBytes(s) {
-			t.Errorf("plain(%q) = %v", s, plain(s))
-		}
-	}
-	rapid.Check(t, func(t *rapid.T) {
-		s := nearString(t, "s")
-		if plain(s) != plainBytes(s) {
-			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
-		}
-	})
-	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.String().Draw(t, "s")
-		if plain(s) != plainBytes(s) {
-			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
-		}
-	})
-	// Mostly plain, one or two odd bytes anywhere: every word, the tail
-	// read as an overlapping word included, meets a lone odd byte.
-	rapid.Check(t, func(t *rapid.T) {
-		b := rapid.SliceOfN(rapid.SampledFrom([]byte("abcxyz019:-/ ")), 0, 80).Draw(t, "base")
-		for i := rapid.IntRange(0, 2).Draw(t, "odd"); i > 0 && len(b) > 0; i-- {
-			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")] = rapid.SampledFrom(nearBytes).Draw(t, "byte")
-		}
-		if s := string(b); plain(s) != plainBytes(s) {
-			t.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
-		}
-	})
-}
-
-func BenchmarkPlainDigest(b *testing.B) {
-	s := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for b.Loop() {
-		if !plain(s) {
-			b.Fatal("not plain")
-		}
-	}
-}
-
-func BenchmarkPlainBytewiseDigest(b *testing.B) {
-	s := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for b.Loop() {
-		if !plainBytes(s) {
-			b.Fatal("not plain")
-		}
-	}
 }
 
 func TestFactStringsMatchLogic(t *testing.T) {
@@ -191,22 +141,3 @@ func TestMustDigestAsMatchesPrefixedDigest(t *testing.T) {
 // exactly, for strings that are mostly plain with a few bytes at every
 // boundary (so both the word skip and the byte path are taken), and for
 // arbitrary strings.
-func TestAppendQuotedMatchesCjson(t *testing.T) {
-	check := func(t *rapid.T, s string) {
-		got, ascii := appendQuoted([]byte("x"), s)
-		if want := cjson.AppendString([]byte("x"), s); string(got) != string(want) {
-			t.Fatalf("appendQuoted(%q) = %q, want %q", s, got, want)
-		}
-		if ascii != isASCII(s) {
-			t.Fatalf("appendQuoted(%q) reports ascii %v", s, ascii)
-		}
-	}
-	rapid.Check(t, func(t *rapid.T) {
-		b := rapid.SliceOfN(rapid.SampledFrom([]byte("abcxyz019:-/ ")), 0, 60).Draw(t, "base")
-		for i := rapid.IntRange(0, 4).Draw(t, "odd"); i > 0 && len(b) > 0; i-- {
-			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")] = rapid.SampledFrom(append(nearBytes, '\n', '\t', '\r', '\b', '\f', 0x01)).Draw(t, "byte")
-		}
-		check(t, string(b))
-	})
-	rapid.Check(t, func(t *rapid.T) { check(t, rapid.String().Draw(t, "s")) })
-}

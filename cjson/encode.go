@@ -216,14 +216,33 @@ const hexDigits = "0123456789abcdef"
 // callers on hot paths use it for strings they already validated (or built
 // from ASCII); [Encode] checks every string before it gets here.
 func AppendString(dst []byte, s string) []byte {
+	dst, _ = AppendQuoted(dst, s)
+	return dst
+}
+
+// AppendQuoted is [AppendString] that also reports whether s was all
+// ASCII (an ASCII string needs no NFC check). Runs of plain bytes are
+// copied eight at a time rather than tested one by one: digests, ids and
+// previews, the strings records are made of, are mostly such runs.
+func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 	dst = append(dst, '"')
+	ascii := true
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainWord(word(s, i)) {
+			i += 8
+			continue
+		}
 		c := s[i]
+		i++
+		if c >= 0x80 {
+			ascii = false
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
-		dst = append(dst, s[start:i]...)
+		dst = append(dst, s[start:i-1]...)
 		switch c {
 		case '"':
 			dst = append(dst, '\\', '"')
@@ -242,10 +261,53 @@ func AppendString(dst []byte, s string) []byte {
 		default:
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		start = i
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), ascii
+}
+
+// Plain reports whether s is printable ASCII with nothing to escape: its
+// canonical encoding is s between quotes, and it is NFC. It tests eight
+// bytes at a time; plainBytes is the byte-at-a-time definition it is
+// tested against.
+func Plain(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if !plainWord(word(s, i)) {
+			return false
+		}
+	}
+	return plainBytes(s[i:])
+}
+
+func plainBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// word reads the eight bytes of s at i as a little-endian word.
+func word(s string, i int) uint64 {
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// plainWord reports whether the eight bytes of x are plain: no byte below
+// 0x20, none above 0x7e, none equal to '"' or '\\'. Each test is the exact
+// "some byte" form of the classic word tricks.
+func plainWord(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	below := (x - lo*0x20) &^ x // some byte < 0x20
+	above := (x + lo) | x       // some byte > 0x7e
+	q := x ^ (lo * '"')         // a zero byte where '"' was
+	bs := x ^ (lo * '\\')       // a zero byte where '\\' was
+	quote := (q - lo) &^ q      // some byte of q is zero
+	slash := (bs - lo) &^ bs    // some byte of bs is zero
+	return (below|above|quote|slash)&hi == 0
 }
 
 // AppendInt appends the canonical encoding of n.

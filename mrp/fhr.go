@@ -108,7 +108,7 @@ func (w *fhrWriter) key(k string) {
 
 func (w *fhrWriter) str(k, v string) {
 	w.key(k)
-	if plain(v) {
+	if cjson.Plain(v) {
 		// Printable ASCII without '"' or '\\' is valid, in NFC and
 		// written verbatim: what the checks and cjson.AppendString below
 		// would do, in one pass over eight bytes at a time.
@@ -248,37 +248,4 @@ func (w *fhrWriter) fhr(f FHR) {
 	})
 	w.num("turn", f.Turn)
 	w.close()
-}
-
-// plain reports whether s is printable ASCII with nothing to escape,
-// testing eight bytes at a time (most FHR strings are digests, ids and
-// causes of that kind): a word is plain when no byte is below 0x20, none
-// above 0x7e, and none equals '"' or '\\'. plainBytes is the
-// byte-at-a-time definition it is tested against.
-func plain(s string) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		below := (x - lo*0x20) &^ x // some byte < 0x20
-		above := (x + lo) | x       // some byte > 0x7e
-		q := x ^ (lo * '"')         // a zero byte where '"' was
-		bs := x ^ (lo * '\\')       // a zero byte where '\\' was
-		quote := (q - lo) &^ q      // some byte of q is zero
-		slash := (bs - lo) &^ bs    // some byte of bs is zero
-		if (below|above|quote|slash)&hi != 0 {
-			return false
-		}
-	}
-	return plainBytes(s[i:])
-}
-
-func plainBytes(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

@@ -51,20 +51,3 @@ func TestFHRChain(t *testing.T) {
 		t.Fatal("editing an earlier turn did not change the later digest")
 	}
 }
-
-// plain, eight bytes at a time, agrees with its byte-at-a-time definition.
-func TestPlainMatchesBytewise(t *testing.T) {
-	near := []byte{0x00, 0x1f, 0x20, 0x21, '"', 0x23, '0', ':', '\\', 'a', 0x7e, 0x7f, 0x80, 0xc3, 0xff}
-	rapid.Check(t, func(rt *rapid.T) {
-		// Mostly plain bytes, a few near a boundary: every word test is
-		// reached with one odd byte in an otherwise plain word.
-		b := rapid.SliceOfN(rapid.SampledFrom([]byte("abcxyz019:-/")), 0, 40).Draw(rt, "base")
-		for i := rapid.IntRange(0, 2).Draw(rt, "odd"); i > 0 && len(b) > 0; i-- {
-			b[rapid.IntRange(0, len(b)-1).Draw(rt, "at")] = rapid.SampledFrom(near).Draw(rt, "byte")
-		}
-		s := string(b)
-		if plain(s) != plainBytes(s) {
-			rt.Fatalf("plain(%q) = %v, bytewise %v", s, plain(s), plainBytes(s))
-		}
-	})
-}

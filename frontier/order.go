@@ -50,9 +50,9 @@ type keyedDelta struct {
 	d   *ValueDelta
 }
 
-// sortByDelivery returns pointers to ds ordered by delivery id, then diff
-// (a retraction before an insertion).
-func sortByDelivery(ds []ValueDelta) []*ValueDelta {
+// sortByDelivery returns pointers to ds (with their keys) ordered by
+// delivery id, then diff (a retraction before an insertion).
+func sortByDelivery(ds []ValueDelta) []keyedDelta {
 	skip := commonPrefix(len(ds), func(i int) string { return ds[i].deliveryID })
 	keyed := make([]keyedDelta, len(ds))
 	for i := range ds {
@@ -67,11 +67,7 @@ func sortByDelivery(ds []ValueDelta) []*ValueDelta {
 		}
 		return int(a.d.diff) - int(b.d.diff)
 	})
-	out := make([]*ValueDelta, len(ds))
-	for i, k := range keyed {
-		out[i] = k.d
-	}
-	return out
+	return keyed
 }
 
 type keyedString struct {

@@ -37,9 +37,12 @@ func TestKeyedSortsAgreeWithByteOrder(t *testing.T) {
 			}
 			return int(a.diff) - int(b.diff)
 		})
+		if len(got) != len(want) {
+			rt.Fatalf("%d sorted, want %d", len(got), len(want))
+		}
 		for i := range got {
-			if got[i].deliveryID != want[i].deliveryID || got[i].diff != want[i].diff {
-				rt.Fatalf("position %d: %q/%d, want %q/%d", i, got[i].deliveryID, got[i].diff, want[i].deliveryID, want[i].diff)
+			if g := got[i].d; g.deliveryID != want[i].deliveryID || g.diff != want[i].diff {
+				rt.Fatalf("position %d: %q/%d, want %q/%d", i, g.deliveryID, g.diff, want[i].deliveryID, want[i].diff)
 			}
 		}
 		digests := sortedDigests(want)

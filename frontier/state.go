@@ -59,16 +59,18 @@ func (s *storedValue) appendCanonical(b []byte) []byte {
 // canonical-byte order of RStoredValue. An epoch is never modified once it
 // is part of a State; a transition that changes it builds a new one.
 type epoch struct {
-	time   int64
-	values []*storedValue
-	open   []byte // {"kind":"ROpenEpoch","logical_time":T,"values":[
-	size   int    // length of the canonical ROpenEpoch
+	time    int64
+	values  []*storedValue
+	open    []byte // {"kind":"ROpenEpoch","logical_time":T,"values":[
+	size    int    // length of the canonical ROpenEpoch
+	openBuf [80]byte
 }
 
 // seal writes the epoch's opening piece and measures it; epochs never
-// change after.
+// change after. The piece (at most 67 bytes: 20 cover any logical time)
+// is written in the epoch itself, not in a buffer of its own.
 func (e *epoch) seal() *epoch {
-	b := make([]byte, 0, 64)
+	b := e.openBuf[:0]
 	b = append(b, '{')
 	b = appendKey(b, "kind", true)
 	b = appendString(b, "ROpenEpoch")

@@ -163,30 +163,31 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 	order := sortByDelivery(c.Deltas)
 	norm := make([]*ValueDelta, 0, n)
 	for i := 0; i < n; {
+		first := order[i].d
 		j := i + 1
-		for j < n && order[j].deliveryID == order[i].deliveryID {
+		for j < n && order[j].d.deliveryID == first.deliveryID {
 			j++
 		}
 		group := order[i:j]
 		removals := 0
-		for _, d := range group {
-			if d.diff < 0 {
+		for _, k := range group {
+			if k.d.diff < 0 {
 				removals++
 			}
 		}
 		if removals > 1 || (removals == 1 && len(group) > 1) {
-			r := reject(CodeAmbiguousDeltaBatch, "/command/deltas").at(group[0].logicalTime)
-			r.Context.DeliveryID = group[0].deliveryID
+			r := reject(CodeAmbiguousDeltaBatch, "/command/deltas").at(first.logicalTime)
+			r.Context.DeliveryID = first.deliveryID
 			return nil, r
 		}
-		for _, d := range group[1:] {
-			if d.digest != group[0].digest {
-				r := reject(CodeValueIdentityConflict, "/command/deltas").at(group[0].logicalTime)
-				r.Context.DeliveryID = group[0].deliveryID
+		for _, k := range group[1:] {
+			if k.d.digest != first.digest {
+				r := reject(CodeValueIdentityConflict, "/command/deltas").at(first.logicalTime)
+				r.Context.DeliveryID = first.deliveryID
 				return nil, r
 			}
 		}
-		norm = append(norm, group[0])
+		norm = append(norm, first)
 		i = j
 	}
 	digests := sortedDigests(norm)

@@ -42,6 +42,13 @@ func main() {
 		fmt.Printf("%-16s %12d %10.3f %10d %12.3f %12.3f %9.0fx %9.0fx %12s %10s\n", w.Name, r.tuples, r.eval.Seconds(), r.heapMB,
 			ms(r.insert), ms(r.delete), r.eval.Seconds()/r.insert.Seconds(), r.eval.Seconds()/r.delete.Seconds(), ratioS, ratioM)
 		fmt.Printf("%-16s first update (builds update-only indexes): insert %.3f ms, delete %.3f ms\n", "", ms(r.firstInsert), ms(r.firstDelete))
+		// Kept workloads (-out) are written for running the command-line
+		// tools on them by hand, with or without Soufflé here.
+		if souffle == "" && *out != "" {
+			if _, err := w.Write(dir); err != nil {
+				fail(err)
+			}
+		}
 		if souffle != "" {
 			d, err := w.Write(dir)
 			if err != nil {

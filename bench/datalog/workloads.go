@@ -5,7 +5,7 @@
 //
 //	go run ./datalog                 # chain and tree workloads
 //	go run ./datalog -heavy          # also the 5,000-node random graph (~24.7M tuples)
-//	go run ./datalog -out DIR        # keep the generated programs and facts in DIR
+//	go run ./datalog -out DIR        # keep DIR/<workload>/prog.dl and facts/edge.facts
 package main
 
 import (

@@ -233,14 +233,30 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendKey(b, "dataflow_version", true)
 		b = appendString(b, df)
 		b = appendKey(b, "deltas", false)
-		ds := slices.Clone(x.Deltas)
-		slices.SortFunc(ds, func(a, b ValueDelta) int { return compareDeltaCanon(&a, &b) })
 		b = append(b, '[')
-		for i := range ds {
-			if i > 0 {
-				b = append(b, ',')
+		byCanon := func(a, b *ValueDelta) int { return compareDeltaCanon(a, b) }
+		if slices.IsSortedFunc(x.Deltas, func(a, b ValueDelta) int { return byCanon(&a, &b) }) {
+			// Already in canonical order, as a set written out before
+			// usually is: nothing to sort or copy.
+			for i := range x.Deltas {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = x.Deltas[i].appendCanonical(b)
 			}
-			b = ds[i].appendCanonical(b)
+		} else {
+			// Sort pointers, not the deltas themselves.
+			ds := make([]*ValueDelta, len(x.Deltas))
+			for i := range x.Deltas {
+				ds[i] = &x.Deltas[i]
+			}
+			slices.SortFunc(ds, byCanon)
+			for i, d := range ds {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = d.appendCanonical(b)
+			}
 		}
 		b = append(b, ']')
 	case AdvanceFrontier:
@@ -300,4 +316,31 @@ func compareCanonString(a, b string) int {
 }
 
 // EncodeCommand returns the canonical wire bytes of c.
-func EncodeCommand(c Command) []byte { return appendCommand(nil, c) }
+func EncodeCommand(c Command) []byte { return appendCommand(make([]byte, 0, commandSize(c)), c) }
+
+// AppendCommand appends the canonical wire bytes of c to b, for a caller
+// that embeds them in a larger document and would otherwise copy them.
+func AppendCommand(b []byte, c Command) []byte {
+	if n := commandSize(c); cap(b)-len(b) < n {
+		b = append(make([]byte, 0, len(b)+n), b...)
+	}
+	return appendCommand(b, c)
+}
+
+// commandSize is an upper estimate of a command's wire length, so that the
+// buffer it is written to is allocated once: a delta's members other than
+// its value take under 400 bytes for identifiers and versions of ordinary
+// length.
+func commandSize(c Command) int {
+	n := 384
+	if x, ok := c.(ApplyDeltaBatch); ok {
+		for i := range x.Deltas {
+			d := &x.Deltas[i]
+			n += 400 + len(d.sourceID) + len(d.dataflow)
+			if d.value.sealed() {
+				n += len(d.value.canon)
+			}
+		}
+	}
+	return n
+}

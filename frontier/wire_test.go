@@ -3,8 +3,11 @@ package frontier
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -241,5 +244,55 @@ func TestDecodeStateAndProfile(t *testing.T) {
 	}
 	if _, rej := DecodeState(append(sj, '1'), p); rej == nil || rej.Code != CodeCanonicalizationViolation {
 		t.Fatalf("trailing data: %v", rej)
+	}
+}
+
+// EncodeCommand writes a delta batch's members in canonical byte order
+// whatever order the caller gave them in, and AppendCommand writes the
+// same bytes after whatever precedes them.
+func TestEncodeCommandOrder(t *testing.T) {
+	sortedIn, unsortedIn := 0, 0
+	rapid.Check(t, func(rt *rapid.T) {
+		p := profileWith(rt, Limits{MaxDeltasPerCommand: 8, MaxActiveValues: 48, MaxOpenEpochs: 6,
+			MaxReadyBatches: 4, MaxDemandPerCommand: 3, MaxOutstandingDemand: 4})
+		cmd := genCommand(rt, p, getPool(rt), nil, InitialState(p), rapid.Bool().Draw(rt, "noisy"))
+		want := EncodeCommand(cmd)
+		prefix := []byte(`{"command":`)
+		if got := AppendCommand(slices.Clone(prefix), cmd); !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+			rt.Fatalf("appended\n%s\nencoded\n%s", got, want)
+		}
+		a, ok := cmd.(ApplyDeltaBatch)
+		if !ok {
+			return
+		}
+		a.Deltas = permute(rt, a.Deltas)
+		if slices.IsSortedFunc(a.Deltas, func(x, y ValueDelta) int { return compareDeltaCanon(&x, &y) }) {
+			sortedIn++
+		} else {
+			unsortedIn++
+		}
+		if got := EncodeCommand(a); !bytes.Equal(got, want) {
+			rt.Fatalf("permuted\n%s\noriginal\n%s", got, want)
+		}
+		var doc struct {
+			Deltas []json.RawMessage `json:"deltas"`
+		}
+		if err := json.Unmarshal(want, &doc); err != nil {
+			rt.Fatal(err)
+		}
+		if len(doc.Deltas) != len(a.Deltas) {
+			rt.Fatalf("%d deltas written, %d given", len(doc.Deltas), len(a.Deltas))
+		}
+		for i := range doc.Deltas {
+			if d := a.Deltas[i]; !slices.ContainsFunc(doc.Deltas, func(m json.RawMessage) bool { return bytes.Equal(m, d.appendCanonical(nil)) }) {
+				rt.Fatalf("delta %s not written", d.digest)
+			}
+			if i > 0 && bytes.Compare(doc.Deltas[i-1], doc.Deltas[i]) > 0 {
+				rt.Fatalf("deltas %d and %d out of canonical order", i-1, i)
+			}
+		}
+	})
+	if sortedIn == 0 || unsortedIn == 0 {
+		t.Fatalf("%d batches given in canonical order, %d not: a path went untried", sortedIn, unsortedIn)
 	}
 }

@@ -9,7 +9,7 @@ func (p *Projection) appendCommand(b []byte) []byte {
 	if p.Command == nil {
 		return append(b, "null"...)
 	}
-	return append(b, frontier.EncodeCommand(*p.Command)...)
+	return frontier.AppendCommand(b, *p.Command)
 }
 
 func (p *Projection) appendVerdicts(b []byte) []byte {

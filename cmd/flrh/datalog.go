@@ -91,9 +91,6 @@ a fact file or the evaluation fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags.warn = cmd.ErrOrStderr()
 			defer tuneGC()()
-			// The evaluation's memory is most of the run's; start-up pages
-			// of the rest of the product need not stay resident beside it.
-			releaseStartPages()
 			m, took, err := flags.loadAndEvaluate(args[0])
 			if err != nil {
 				return err

@@ -50,6 +50,10 @@ type Declarative struct {
 	initialKeys                        []string // sorted
 	events                             map[string]eventRule
 	maxFacts, maxProposals             int
+	// profile is Profile's result, built once by Load for the kernel's own
+	// steps, which only read it; Profile still hands each caller a fresh
+	// one it may modify. Nil for a value Load did not make.
+	profile *Profile
 }
 
 // A rule keeps its configuration as loaded and, compiled once by Load,
@@ -180,6 +184,8 @@ func Load(jsonText []byte) (*Declarative, error) {
 		}
 		d.events[typ] = r
 	}
+	p := d.Profile()
+	d.profile = &p
 	return d, nil
 }
 

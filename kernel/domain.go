@@ -135,6 +135,35 @@ type ReadOnly interface {
 	ReadsOnly()
 }
 
+// Wrapping is a Domain built around a *Declarative whose profile is the
+// wrapped one's. Step then reads the profile the *Declarative built once at
+// Load, as it does for a *Declarative itself, instead of calling Profile
+// for a fresh one every step. A type wrapping a *Declarative that keeps its
+// profile — say, to record what Emit returned — implements Wrapping to be
+// treated so; one that changes the profile must not. *Declarative does not
+// implement it, so a type embedding one does not inherit it.
+type Wrapping interface {
+	Domain
+	Wrapped() *Declarative
+}
+
+// profileOf is d.Profile() for the kernel's own reading: the profile a
+// *Declarative (or one it wraps) built at Load, shared, where there is one.
+// The kernel never modifies a profile it is handed.
+func profileOf(d Domain) Profile {
+	var dd *Declarative
+	switch t := d.(type) {
+	case *Declarative:
+		dd = t
+	case Wrapping:
+		dd = t.Wrapped()
+	}
+	if dd != nil && dd.profile != nil {
+		return *dd.profile
+	}
+	return d.Profile()
+}
+
 // CheckProfile reports what is wrong with a profile, or nil. Step refuses
 // to run a domain whose profile is inconsistent (INVARIANT_VIOLATION,
 // invariant domain_profile_valid), because its closed member sets would

@@ -18,7 +18,7 @@ func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 	// The typed fields are checked where they are; only an input that
 	// fails a check takes the value path, which finds the same fault and
 	// reports it as StepValue does.
-	if p := d.Profile(); profileValid(p) {
+	if p := profileOf(d); profileValid(p) {
 		if ps, prior, ok := parseTypedSnapshot(d, p, &s); ok {
 			if pe, ok := parseTypedEvent(d, p, &e); ok {
 				if rej := compatible(p, ps, pe); rej != nil {
@@ -234,7 +234,7 @@ func StepValue(d Domain, snapshot, event any) (*Transition, error) {
 // encodes canonically (it was decoded from text, or built by eventValue),
 // which spares the encoding that would only confirm it.
 func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition, error) {
-	p := d.Profile()
+	p := profileOf(d)
 	if !profileValid(p) {
 		return nil, reject(CodeInvariantViolation, "/", snapshot, event, map[string]any{"invariant": "domain_profile_valid"})
 	}
@@ -485,7 +485,7 @@ func lenientRevision(text []byte) *int64 {
 // parseSnapshotOnly checks a decoded snapshot when the event text failed to
 // decode, so that snapshot faults keep their precedence.
 func parseSnapshotOnly(d Domain, sv any, eventID *string) *Rejection {
-	_, _, rej := parseSnapshot(d, d.Profile(), sv, nil, nil, false)
+	_, _, rej := parseSnapshot(d, profileOf(d), sv, nil, nil, false)
 	if rej != nil {
 		rej.EventID = eventID
 	}

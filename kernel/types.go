@@ -263,7 +263,7 @@ func ParseSnapshot(d Domain, jsonText []byte) (Snapshot, error) {
 	// Decoded text encodes, but for the sorting of set-like arrays, which
 	// only a root kind that has them can bring in.
 	m, isObj := v.(map[string]any)
-	s, _, rej := parseSnapshot(d, d.Profile(), v, nil, nil, !isObj || rootSetFree(m))
+	s, _, rej := parseSnapshot(d, profileOf(d), v, nil, nil, !isObj || rootSetFree(m))
 	if rej != nil {
 		return Snapshot{}, rej
 	}

@@ -14,7 +14,7 @@ import (
 // reading a persisted transition uses it to detect any edit; it needs no
 // prior snapshot. The domain supplies the fact identity domain.
 func CheckTransition(d Domain, t *Transition) error {
-	p := d.Profile()
+	p := profileOf(d)
 	if t.Kind != KindTransition || t.SchemaVersion != ResultSchemaVersion || t.ContractVersion != ContractVersion {
 		return fmt.Errorf("kernel: not a %s transition", ContractVersion)
 	}

@@ -328,6 +328,17 @@ type recorder struct {
 	em *kernel.Emission
 }
 
+// ReadsOnly implements kernel.ReadOnly: the recorder keeps the emission it
+// returns and changes nothing it is handed, and what it keeps of the kernel's
+// values — the proposals' action and destination objects — the tick only
+// reads (to match, digest and encode them), as the kernel does. The kernel
+// so hands it the values it parsed rather than a copy for each call.
+func (recorder) ReadsOnly() {}
+
+// Wrapped implements kernel.Wrapping: the recorder's profile is the
+// declarative domain's, which the kernel built once at Load.
+func (r recorder) Wrapped() *kernel.Declarative { return r.Declarative }
+
 func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *kernel.Fault) {
 	em, f := r.Declarative.Emit(s, e)
 	*r.em = em

@@ -310,3 +310,62 @@ func TestLargeCommandDigest(t *testing.T) {
 	}
 	checkScratchDigests(t, tr, cmd)
 }
+
+// A sealed value's canonical bytes are the middle of the preimage its
+// digest was taken over. They must still be exactly the value's canonical
+// encoding, capped so that nothing appended to them reaches the rest of
+// that buffer, and the digest the from-scratch one.
+func TestValueSealedInItsPreimage(t *testing.T) {
+	id := func(rt *rapid.T, label string) string {
+		return rapid.SampledFrom([]string{"x", "proposal:", "cause:c", "goal/g.1"}).Draw(rt, label) +
+			rapid.StringMatching(`[0-9a-zA-Z:./_-]{0,40}`).Draw(rt, label+"/tail")
+	}
+	ids := func(rt *rapid.T, label string) []string {
+		set := map[string]bool{}
+		for i, n := 0, rapid.IntRange(0, 6).Draw(rt, label); i < n; i++ {
+			set[id(rt, label+"/id")] = true
+		}
+		out := make([]string, 0, len(set))
+		for s := range set {
+			out = append(out, s)
+		}
+		return out
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		var v Value
+		var rej *Rejection
+		if rapid.Bool().Draw(rt, "proposal") {
+			p := m3Proposal()
+			p.ProposalID, p.CauseID, p.GoalID, p.EffectType = id(rt, "pid"), id(rt, "cause"), id(rt, "goal"), id(rt, "type")
+			p.Preconditions = ids(rt, "preconditions")
+			p.Versions.Tool = id(rt, "tool") + rapid.SampledFrom([]string{"", "+build.7"}).Draw(rt, "plus")
+			v, rej = NewProposalValue(p)
+		} else {
+			e := m3Verdict()
+			e.VerdictID, e.ProposalID, e.CauseID = id(rt, "vid"), id(rt, "pid"), id(rt, "cause")
+			e.SupportDerivationIDs = ids(rt, "supports")
+			v, rej = NewVerdictValue(e)
+		}
+		if rej != nil {
+			rt.Fatalf("refused: %s at %s", rej.Code, rej.Path)
+		}
+		if cap(v.canon) != len(v.canon) {
+			rt.Fatalf("canonical bytes have %d bytes of room after them", cap(v.canon)-len(v.canon))
+		}
+		assertCanonical(rt, v.canon)
+		var again []byte
+		if p, ok := v.Proposal(); ok {
+			again = appendProposal(nil, &p)
+		} else {
+			e, _ := v.Verdict()
+			again = appendVerdict(nil, &e)
+		}
+		if !bytes.Equal(v.canon, again) {
+			rt.Fatalf("sealed\n%s\nwritten alone\n%s", v.canon, again)
+		}
+		if want := scratchDigest(rt, map[string]any{"contract_version": ContractVersion, "kind": "M3ValuePreimage",
+			"value": decodeObject(rt, v.canon), "value_kind": string(v.kind)}); v.digest != want {
+			rt.Fatalf("value digest %s, from scratch %s", v.digest, want)
+		}
+	})
+}

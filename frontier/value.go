@@ -152,8 +152,10 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 	}
 	p.Preconditions = pre
 	v := Value{&sealedValue{kind: KindEffectProposal, proposal: p}}
-	v.canon = appendProposal(nil, &v.proposal)
-	v.digest = valueDigest(v.kind, v.canon)
+	b := valuePreimageOpen(proposalSize(&v.proposal))
+	start := len(b)
+	b = appendProposal(b, &v.proposal)
+	v.canon, v.digest = sealValueBytes(v.kind, b, start)
 	return v, nil
 }
 
@@ -185,8 +187,10 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 	}
 	e.SupportDerivationIDs = sup
 	v := Value{&sealedValue{kind: KindEligibilityVerdict, verdict: e}}
-	v.canon = appendVerdict(nil, &v.verdict)
-	v.digest = valueDigest(v.kind, v.canon)
+	b := valuePreimageOpen(verdictSize(&v.verdict))
+	start := len(b)
+	b = appendVerdict(b, &v.verdict)
+	v.canon, v.digest = sealValueBytes(v.kind, b, start)
 	return v, nil
 }
 
@@ -287,18 +291,55 @@ func appendVerdict(b []byte, e *EligibilityVerdict) []byte {
 	return append(b, '}')
 }
 
-// valueDigest hashes the M3ValuePreimage around a value's canonical bytes.
-func valueDigest(kind ValueKind, canon []byte) string {
-	b := make([]byte, 0, len(canon)+128)
+// A value's canonical bytes are written inside its M3ValuePreimage, which
+// is hashed as it stands: the value keeps the middle of that buffer as its
+// canonical bytes, so they are neither copied into a preimage nor written
+// twice. valuePreimageOpen returns a buffer, sized for a value of about n
+// bytes, holding the preimage up to the value; sealValueBytes closes the
+// preimage after the value written from start and returns the value's
+// bytes (capped, so nothing appended to them reaches the rest) and the
+// value digest.
+func valuePreimageOpen(n int) []byte {
+	b := make([]byte, 0, n+128)
 	b = append(b, '{')
 	b = appendKey(b, "contract_version", true)
 	b = appendString(b, ContractVersion)
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "M3ValuePreimage")
-	b = appendKey(b, "value", false)
-	b = append(b, canon...)
+	return appendKey(b, "value", false)
+}
+
+func sealValueBytes(kind ValueKind, b []byte, start int) (canon []byte, digest string) {
+	end := len(b)
 	b = appendKey(b, "value_kind", false)
 	b = appendString(b, string(kind))
 	b = append(b, '}')
-	return digestOf(b)
+	return b[start:end:end], digestOf(b)
+}
+
+// proposalSize estimates the canonical length of a proposal (member names
+// and punctuation take under 500 bytes), so that it is written without
+// the buffer growing; a string that needs escapes only makes it grow.
+func proposalSize(p *EffectProposal) int {
+	n := 512 + len(p.ActionDigest) + len(p.CauseID) + len(p.CorrelationID) + len(p.DeclaredRiskHint) +
+		len(p.DestinationDigest) + len(p.EffectType) + len(p.GoalID) + len(p.ObligationID) +
+		len(p.ProposalDedupKey) + len(p.ProposalID)
+	for _, s := range p.Preconditions {
+		n += len(s) + 3
+	}
+	v := &p.Versions
+	for _, s := range []string{v.Canonicalization, v.CompositionProfile, v.Dataflow, v.EventSchema, v.Gate, v.GraphSchema,
+		v.Model, v.Oracle, v.Resolver, v.RuleSet, v.StateSchema, v.Tool, v.Workflow} {
+		n += len(s)
+	}
+	return n
+}
+
+// verdictSize is proposalSize for a verdict.
+func verdictSize(e *EligibilityVerdict) int {
+	n := 160 + len(e.CauseID) + len(e.ProposalID) + len(e.RuleSetVersion) + len(e.Status) + len(e.VerdictID)
+	for _, s := range e.SupportDerivationIDs {
+		n += len(s) + 3
+	}
+	return n
 }

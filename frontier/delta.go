@@ -1,6 +1,10 @@
 package frontier
 
-import "slices"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+)
 
 // ValueDelta is one sealed RValueDelta: a signed delivery of a value from a
 // declared source at a logical time. Its value digest, delivery id and delta
@@ -80,7 +84,12 @@ func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind
 	b = appendKey(b, "value_kind", false)
 	b = appendString(b, string(kind))
 	b = append(b, '}')
-	return "delivery:" + hexOf(digestOf(b))
+	// delivery:<hex>, spelled in one string rather than cut from a digest.
+	sum := sha256.Sum256(b)
+	var out [len("delivery:") + 2*sha256.Size]byte
+	copy(out[:], "delivery:")
+	hex.Encode(out[len("delivery:"):], sum[:])
+	return string(out[:])
 }
 
 func (d *ValueDelta) appendCanonical(b []byte) []byte {

@@ -114,6 +114,7 @@ type fastNode struct {
 // required, so that a closed object's members are checked and its
 // required ones confirmed in one lookup each.
 type prop struct {
+	idx      int // index in declared
 	name     string
 	node     *fastNode
 	required bool
@@ -329,9 +330,17 @@ type atom struct {
 
 func (a *atom) has(c byte) bool { return a.class[c>>6]&(1<<(c&63)) != 0 }
 
-func (m *matcher) match(s string) bool {
+func (m *matcher) match(s string) bool { return matchIn(m, s) }
+
+// matchIn is match for a string or for the bytes of one in a JSON text.
+func matchIn[T string | []byte](m *matcher, s T) bool {
 	if m.re != nil {
-		return m.re.MatchString(s)
+		switch x := any(s).(type) {
+		case string:
+			return m.re.MatchString(x)
+		case []byte:
+			return m.re.Match(x)
+		}
 	}
 	i := 0
 	for _, a := range m.atoms {
@@ -645,8 +654,11 @@ func (fc *fastCompiler) object(s map[string]any) (*fastNode, error) {
 		n.props[r] = p
 		n.nRequired++
 	}
-	for _, name := range slices.Sorted(maps.Keys(n.props)) {
-		n.declared = append(n.declared, n.props[name])
+	for i, name := range slices.Sorted(maps.Keys(n.props)) {
+		p := n.props[name]
+		p.idx = i
+		n.props[name] = p
+		n.declared = append(n.declared, p)
 	}
 	if n.ifN == nil {
 		// then and else without if are ignored by the specification.

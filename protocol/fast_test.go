@@ -452,9 +452,47 @@ func TestValidateTextMatchesReference(t *testing.T) {
 		`{"kind":"AcceptedEvent","payload":` + deep + `}`,
 		`{"kind":"AcceptedEvent","payload":` + deeper + `}`,
 		`[]`, `null`, `"EffectIntent"`, `{}`,
+		strings.Replace(intent, "{", "{\f", 1),
+		strings.Replace(intent, `"goal:1"`, `"goal:1\u0000"`, 1),
+		strings.Replace(intent, `"goal:1"`, "\"goal:1\x7f\"", 1),
+		strings.Replace(intent, `"goal:1"`, "\"goal:1\x01\"", 1),
+		strings.Replace(intent, `"approval_required": true`, `"approval_required": 1`, 1),
+		strings.Replace(intent, `"approval_required": true`, `"approval_required": tru`, 1),
+		strings.Replace(intent, `"approval_required": true`, `"approval_required": truex`, 1),
+		strings.Replace(intent, "]", ",]", 1),
+		strings.Replace(intent, "}\n}", "},\n}", 1),
+		strings.Replace(intent, "\n}", "\n", 1),
+		strings.Replace(intent, `"versions"`, `"versions" `, 1),
+		strings.Replace(intent, `"versions": {`, `"versions": {"workflow": "x",`, 1),
+	}
+	event := func(payload string) string {
+		return `{"kind":"AcceptedEvent","event_id":"e:1","payload":` + payload +
+			`,"occurred_at":"2026-08-08T01:00:00Z","received_at":"2026-08-08T01:00:00Z","logical_time":1,` +
+			`"correlation_id":"run:1","causation_id":null,"idempotency_key":"k:1","versions":` +
+			`{"workflow":"w","state_schema":"s","event_schema":"e","graph_schema":"g","rule_set":"r","dataflow":"d",` +
+			`"canonicalization":"c","tool":"t","model":"m","oracle":"o","gate":"g","resolver":"r","composition_profile":"c"}}`
+	}
+	var many []string
+	for i := range 40 {
+		many = append(many, `"k`+strings.Repeat("x", i)+`":1`)
+	}
+	for _, p := range []string{
+		`{}`, `{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":1}}`, `{"a":[1,2,{"c":[]}]}`, `{"a":-0}`,
+		`{"a":01}`, `{"a":-1}`, `{"a":123456789012345678}`, `{"a":1234567890123456789}`,
+		`{"a":9223372036854775808}`, `{"a":-9223372036854775808}`, `{"a":1.0}`, `{"a":1e3}`, `{"a":"\u00e9"}`,
+		`{"a":"é"}`, `{"a":[]}`, `{"a":[,]}`, `{"a":{}}`, `{"a":{,}}`, `{"a" : [ "x" , null , true ] }`,
+		"{" + strings.Join(many, ",") + "}", "{" + strings.Join(many[:31], ",") + "}",
+		strings.Repeat(`{"a":`, 70) + "1" + strings.Repeat("}", 70), `[]`, `"x"`, `{"a":1}}`, `{"a":1`,
+	} {
+		cases = append(cases, event(p))
 	}
 	for _, c := range cases {
 		checkSameText(t, []byte(c))
+	}
+	for _, p := range []string{`{"a" : [ "x" , null , true ] }`, `{"a":[1,2,{"c":[]}]}`, "{" + strings.Join(many[:32], ",") + "}"} {
+		if !acceptsText(KindAcceptedEvent, []byte(event(p))) {
+			t.Errorf("text path does not take the event with payload %s", p)
+		}
 	}
 }
 
@@ -488,6 +526,84 @@ func TestUnknownMembersReportedInOrder(t *testing.T) {
 	for range 20 {
 		if err := ValidateValue(KindEffectIntent, v); !reflect.DeepEqual(err, want) {
 			t.Fatalf("got %#v, want %#v", err, want)
+		}
+	}
+}
+
+// The text path decides a kind alone only when the kind's schema gives its
+// whole verdict; these are the structural conditions of that.
+func TestTextKindsNeedOnlyTheSchema(t *testing.T) {
+	resolve := func(n *fastNode) *fastNode {
+		for n.ref != nil && n.types == 0 {
+			n = n.ref
+		}
+		return n
+	}
+	for _, k := range textKinds {
+		n := compiledFast()[k]
+		if n == nil || !n.closed {
+			t.Fatalf("%s: no closed fast check", k)
+		}
+		for _, f := range authorityOwned[k] {
+			if _, ok := n.props[f]; ok {
+				t.Errorf("%s declares the authority-owned %s", k, f)
+			}
+		}
+		names := setMembers[k]
+		if names == nil {
+			t.Errorf("%s: set-like paths below the root", k)
+		}
+		for _, name := range names {
+			p, ok := n.props[name]
+			if !ok {
+				t.Errorf("%s: set-like %s is not declared", k, name)
+				continue
+			}
+			s := resolve(p.node)
+			if !s.unique || s.types != tArray || s.items == nil || resolve(s.items).types != tString {
+				t.Errorf("%s: set-like %s is not a uniqueItems array of strings", k, name)
+			}
+		}
+	}
+	for _, k := range []string{KindStableProposalBatch, KindResolvedCompositionReceipt} {
+		if textKind(k) {
+			t.Errorf("%s has a cross-field rule the text path does not check", k)
+		}
+	}
+}
+
+// The text path takes the valid wire objects of the repository, so that
+// Validate of a stored intent or receipt does not decode it.
+func TestTextPathAcceptsValidObjects(t *testing.T) {
+	taken := 0
+	for _, seed := range wireSeeds(repoJSON(t)) {
+		k := seed["kind"].(string)
+		text, err := cjson.Encode(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ascii := true
+		for _, c := range text {
+			if c >= 0x7f {
+				ascii = false
+			}
+		}
+		if got := acceptsText(k, text); got != (textKind(k) && ascii) {
+			t.Errorf("acceptsText(%s) = %v for %s", k, got, text)
+		}
+		if textKind(k) && ascii {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no object took the text path")
+	}
+	for _, e := range []string{"effect-missing-cause", "high-risk-without-approval", "required-approval-without-binding",
+		"unrequired-approval-cannot-carry-binding", "high-risk-receipt-without-approval-binding"} {
+		text := mustRead("invalid", e)
+		k, _ := KindOf(text)
+		if acceptsText(k, text) {
+			t.Errorf("text path accepts invalid %s", e)
 		}
 	}
 }

@@ -10,7 +10,11 @@ package protocol
 // seconds to 60 (a leap second is accepted at any minute, because whether
 // one occurred is a fact about the world, not about the text), and offsets
 // are at most 23:59.
-func ValidTimestamp(s string) bool {
+func ValidTimestamp(s string) bool { return validTimestamp(s) }
+
+// validTimestamp is ValidTimestamp for a string or for the bytes of one in
+// a JSON text.
+func validTimestamp[T string | []byte](s T) bool {
 	// Fixed prefix: "YYYY-MM-DDThh:mm:ss" is 19 bytes.
 	if len(s) < 20 {
 		return false
@@ -45,7 +49,7 @@ func ValidTimestamp(s string) bool {
 		rest = rest[n:]
 	}
 	switch {
-	case rest == "Z" || rest == "z":
+	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
 		return true
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
 		oh, okh := digits(rest, 1, 2)
@@ -56,7 +60,7 @@ func ValidTimestamp(s string) bool {
 }
 
 // digits parses s[at:at+n] as an unsigned decimal of exactly n ASCII digits.
-func digits(s string, at, n int) (int, bool) {
+func digits[T string | []byte](s T, at, n int) (int, bool) {
 	if at+n > len(s) {
 		return 0, false
 	}

@@ -299,13 +299,11 @@ func (r *Runner) fire(t *tick, typ string, guards map[string]bool, ev map[string
 	return r.fireAs(t, typ, role, capability, guards, ev)
 }
 
+// authority is the first authority pair the machine declares for an
+// event, or none.
 func (r *Runner) authority(typ string) (string, string) {
-	for _, e := range r.machine.Events() {
-		if e.ID == typ && len(e.Authority) > 0 {
-			return e.Authority[0].Role, e.Authority[0].Capability
-		}
-	}
-	return "", ""
+	a := r.authorities[typ]
+	return a.Role, a.Capability
 }
 
 // fireAs steps the FSM with an event under the given authority; it appends
@@ -698,6 +696,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		// (what was approved) is unchanged.
 		if m, ok := e.Intent.(map[string]any); ok && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
+			e.committed = nil
 		}
 		matched = true
 	}
@@ -721,6 +720,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 				t.cp.Open[i].ApprovalID = ""
 				if m, ok := t.cp.Open[i].Intent.(map[string]any); ok {
 					m["approval_digest"] = nil
+					t.cp.Open[i].committed = nil
 				}
 			}
 		}
@@ -798,6 +798,8 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	if err := decodeInto(body, &intent); err != nil {
 		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
+	kept := cloneIntent(intent)
+	e.committed = &kept
 	a, err := r.cfg.Adapters.For(intent)
 	if err != nil {
 		return nil, err
@@ -864,7 +866,7 @@ func (r *Runner) execute(ctx context.Context, t *tick) error {
 }
 
 func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
-	intent, err := protocolIntent(e.Intent)
+	intent, err := e.protocolIntent()
 	if err != nil {
 		return fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
@@ -1112,7 +1114,7 @@ func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
 	case "abandon":
 		return true, r.fireAs(t, "ABANDON", in.ActorRole, in.Capability, nil, map[string]any{"typed_unresolved_outcome_disposition": in.Digest})
 	case "confirmed_success", "confirmed_failure":
-		intent, err := protocolIntent(target.Intent)
+		intent, err := target.protocolIntent()
 		if err != nil {
 			return true, err
 		}

@@ -3,9 +3,11 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/store"
 )
 
@@ -70,6 +72,31 @@ type openEffect struct {
 	Approval      *ApprovalNeed `json:"approval"`
 	ApprovalID    string        `json:"approval_id"`
 	Usage         *Usage        `json:"usage,omitempty"` // what the adapter reported its attempts cost so far
+
+	// committed is Intent as commitIntents decoded it, kept so that sending
+	// and reconciling need not encode and decode the intent again: a
+	// committed intent no longer changes. Whatever edits Intent drops it;
+	// nil after a checkpoint is read, and then Intent is decoded.
+	committed *protocol.EffectIntent
+}
+
+// protocolIntent is the effect's intent, decoded strictly: the caller's
+// own, which it (or an adapter it hands it to) may modify.
+func (e *openEffect) protocolIntent() (protocol.EffectIntent, error) {
+	if e.committed == nil {
+		return protocolIntent(e.Intent)
+	}
+	return cloneIntent(*e.committed), nil
+}
+
+// cloneIntent is pi sharing nothing with it.
+func cloneIntent(pi protocol.EffectIntent) protocol.EffectIntent {
+	pi.Preconditions = slices.Clone(pi.Preconditions)
+	if pi.ApprovalDigest != nil {
+		d := *pi.ApprovalDigest
+		pi.ApprovalDigest = &d
+	}
+	return pi
 }
 
 const (

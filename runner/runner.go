@@ -94,20 +94,24 @@ var CutPoints = []string{
 // Runner drives runs through the control FSM, calling the workflow's pure
 // steps and the effect adapters, committing every tick atomically.
 type Runner struct {
-	cfg       Config
-	machine   *control.Machine
-	contract  *control.Contract
-	workflows map[string]Workflow
-	log       *slog.Logger
-	wake      chan struct{}
-	mu        sync.Mutex
-	busy      map[string]bool
-	leases    map[string]store.Lease // leases this runner holds, kept between passes
-	cps       map[string]cachedCheckpoint
-	carries   map[string]tripwire.Carry // what the wires remember of each run
-	statuses  statusCache               // what Inspect read from recent checkpoints
-	obs       *observer
-	lastSweep time.Time // when Run last visited every live run
+	cfg     Config
+	machine *control.Machine
+	// authorities is each machine event's first authority pair, which the
+	// runner fires it under: read once at New rather than from a fresh
+	// copy of the machine's event table per fired event.
+	authorities map[string]control.AuthorityPair
+	contract    *control.Contract
+	workflows   map[string]Workflow
+	log         *slog.Logger
+	wake        chan struct{}
+	mu          sync.Mutex
+	busy        map[string]bool
+	leases      map[string]store.Lease // leases this runner holds, kept between passes
+	cps         map[string]cachedCheckpoint
+	carries     map[string]tripwire.Carry // what the wires remember of each run
+	statuses    statusCache               // what Inspect read from recent checkpoints
+	obs         *observer
+	lastSweep   time.Time // when Run last visited every live run
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this
@@ -181,7 +185,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock()}
+		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
+		authorities: map[string]control.AuthorityPair{}}
+	for _, e := range r.machine.Events() {
+		if _, seen := r.authorities[e.ID]; !seen && len(e.Authority) > 0 {
+			r.authorities[e.ID] = e.Authority[0]
+		}
+	}
 	for _, wf := range cfg.Workflows {
 		key := wf.ID() + "@" + wf.Version()
 		if _, dup := r.workflows[key]; dup {

@@ -51,7 +51,7 @@ func acceptsText(kind string, text []byte) bool {
 	if i >= len(text) || text[i] != '{' {
 		return false
 	}
-	end, ok := n.acceptsTextAt(text, i, 0, 0, false)
+	end, ok := n.acceptsTextAt(text, i, 0, 0, false, false)
 	return ok && skipWS(text, end) == len(text)
 }
 
@@ -159,8 +159,10 @@ func equalText(c any, v *textValue) bool {
 // schema nodes, cdepth enclosing containers. known says the value's text
 // was already read and found inside the grammar (by the schema node that
 // applies this one at the same place), so only this node's own keywords
-// remain to check.
-func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known bool) (int, bool) {
+// remain to check; here says the caller is such a node, which does not use
+// the returned index, so an object may be left as soon as its declared
+// members are checked.
+func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here bool) (int, bool) {
 	if depth > maxFastDepth || i >= len(src) {
 		return 0, false
 	}
@@ -182,7 +184,7 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known bool) (
 			end, ok = skipValue(src, i), true
 		case src[i] == '{':
 			t = tObject
-			end, ok = n.objectText(src, i, depth, cdepth, known)
+			end, ok = n.objectText(src, i, depth, cdepth, known, known && here)
 		default:
 			t = tArray
 			end, ok = n.arrayText(src, i, depth, cdepth, known)
@@ -234,19 +236,19 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known bool) (
 		}
 	}
 	if n.ref != nil {
-		if _, ok := n.ref.acceptsTextAt(src, i, depth+1, cdepth, true); !ok {
+		if _, ok := n.ref.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
 			return 0, false
 		}
 	}
 	for _, s := range n.allOf {
-		if _, ok := s.acceptsTextAt(src, i, depth+1, cdepth, true); !ok {
+		if _, ok := s.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
 			return 0, false
 		}
 	}
 	if n.anyOf != nil {
 		ok := false
 		for _, s := range n.anyOf {
-			if _, ok = s.acceptsTextAt(src, i, depth+1, cdepth, true); ok {
+			if _, ok = s.acceptsTextAt(src, i, depth+1, cdepth, true, true); ok {
 				break
 			}
 		}
@@ -255,14 +257,14 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known bool) (
 		}
 	}
 	if n.ifN != nil {
-		if _, ok := n.ifN.acceptsTextAt(src, i, depth+1, cdepth, true); ok {
+		if _, ok := n.ifN.acceptsTextAt(src, i, depth+1, cdepth, true, true); ok {
 			if n.thenN != nil {
-				if _, ok := n.thenN.acceptsTextAt(src, i, depth+1, cdepth, true); !ok {
+				if _, ok := n.thenN.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
 					return 0, false
 				}
 			}
 		} else if n.elseN != nil {
-			if _, ok := n.elseN.acceptsTextAt(src, i, depth+1, cdepth, true); !ok {
+			if _, ok := n.elseN.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
 				return 0, false
 			}
 		}
@@ -274,14 +276,14 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known bool) (
 // by comparing them with each other rather than by the declared members.
 const maxTextKeys = 32
 
-func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known bool) (int, bool) {
+func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool) (int, bool) {
 	i = skipWS(src, i+1)
 	if i < len(src) && src[i] == '}' {
 		return i + 1, len(n.required) == 0 && n.minProps == 0 && n.nRequired >= 0
 	}
 	var seen uint64 // declared members seen, by index (closed objects)
 	var keys [maxTextKeys][]byte
-	members, required := 0, 0
+	members, required, found := 0, 0, 0
 	for {
 		if i >= len(src) || src[i] != '"' {
 			return 0, false
@@ -322,9 +324,15 @@ func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known bool) (int
 			if p.required {
 				required++
 			}
+			found++
 		}
-		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known); !ok {
+		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false); !ok {
 			return 0, false
+		}
+		if here && !n.closed && n.minProps == 0 && found == len(n.props) {
+			// Every declared member is checked and the rest of an open
+			// object is free: what is left to read cannot change the verdict.
+			return 0, required == n.nRequired
 		}
 		i = skipWS(src, i)
 		if i >= len(src) {
@@ -378,7 +386,7 @@ func (n *fastNode) arrayText(src []byte, i, depth, cdepth int, known bool) (int,
 		}
 		count++
 		var ok bool
-		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known); !ok {
+		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false); !ok {
 			return 0, false
 		}
 		i = skipWS(src, i)

@@ -13,6 +13,11 @@
 // failure is a *Error naming a stable code and the JSON Pointer of the
 // offending value. Decode validates and then decodes into the Go type.
 //
+// The schemas are also compiled into plain checks that only answer "valid"
+// (fast.go, and for flat kinds over the text itself, fasttext.go); a value
+// they do not accept goes to the JSON Schema validator, which decides and
+// produces the error, so verdicts and errors are the schema's either way.
+//
 // The package is pure: it reads no clock, environment, file or network.
 // The schemas are embedded in the binary.
 package protocol

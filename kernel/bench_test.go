@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/protocol"
 )
 
 // reportCPU reports the process CPU per op since cpu0 as cpu-ns/op: on the
 // shared machine these run on, wall time swings with other load far more.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkStepJSON(b *testing.B) {
@@ -19,7 +20,7 @@ func BenchmarkStepJSON(b *testing.B) {
 		s, e := loadInput(b, ref)
 		b.Run(ref, func(b *testing.B) {
 			b.ReportAllocs()
-			defer reportCPU(b, cpuTime())
+			defer reportCPU(b, cputime.Used())
 			for b.Loop() {
 				if _, err := StepJSON(Observation{}, s, e); err != nil {
 					b.Fatal(err)
@@ -34,7 +35,7 @@ func BenchmarkStepValue(b *testing.B) {
 	sv, _ := cjson.Decode(s)
 	ev, _ := cjson.Decode(e)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Used())
 	for b.Loop() {
 		if _, err := StepValue(Observation{}, sv, ev); err != nil {
 			b.Fatal(err)
@@ -45,7 +46,7 @@ func BenchmarkStepValue(b *testing.B) {
 func BenchmarkStepRejection(b *testing.B) {
 	s, e := loadInput(b, "observe-no-effect", rep("/accepted_event/payload/expected_revision", `9`))
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Used())
 	for b.Loop() {
 		if _, err := StepJSON(Observation{}, s, e); err == nil {
 			b.Fatal("accepted")
@@ -58,7 +59,7 @@ func BenchmarkDeclarativeStep(b *testing.B) {
 	s := NewSnapshot(d, "shop:1", shopVersions)
 	ev := shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, true))
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Used())
 	for b.Loop() {
 		if _, err := Step(d, s, ev); err != nil {
 			b.Fatal(err)
@@ -75,7 +76,7 @@ func BenchmarkReplay100(b *testing.B) {
 		Tool: "none/0", Model: "none/0", Oracle: "o/1", Gate: "g/1", Resolver: "r/0", CompositionProfile: "c/0",
 	}
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Used())
 	for b.Loop() {
 		s := NewSnapshot(Observation{}, "agg:1", versions)
 		for i := int64(0); i < 100; i++ {
@@ -106,7 +107,7 @@ func BenchmarkParseSnapshot(b *testing.B) {
 		}
 		text, _ := tr.NextSnapshot.MarshalJSON()
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Used())
 		for b.Loop() {
 			if _, err := ParseSnapshot(Observation{}, text); err != nil {
 				b.Fatal(err)
@@ -122,7 +123,7 @@ func BenchmarkParseSnapshot(b *testing.B) {
 		}
 		text, _ := tr.NextSnapshot.MarshalJSON()
 		b.ReportAllocs()
-		defer reportCPU(b, cpuTime())
+		defer reportCPU(b, cputime.Used())
 		for b.Loop() {
 			if _, err := ParseSnapshot(d, text); err != nil {
 				b.Fatal(err)
@@ -141,7 +142,7 @@ func BenchmarkSnapshotMarshal(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Used())
 	for b.Loop() {
 		if _, err := tr.NextSnapshot.MarshalJSON(); err != nil {
 			b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/internal/cputime"
 )
 
 func BenchmarkValidate(b *testing.B) {
@@ -48,13 +49,13 @@ func recordedGolden(tb testing.TB) map[string]any {
 // the machine the benchmarks run on is shared.
 func benchValidate(b *testing.B, kind string, text []byte) {
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := cputime.Used()
 	for b.Loop() {
 		if err := Validate(kind, text); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if used := cpuTime() - cpu; used > 0 {
+	if used := cputime.Used() - cpu; used > 0 {
 		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

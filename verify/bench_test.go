@@ -9,6 +9,7 @@ import (
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -221,11 +222,11 @@ func BenchmarkVerifyMany(b *testing.B) {
 // wall time and over the process's CPU time.
 func measure(b *testing.B, events int, step func()) {
 	b.Helper()
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Used()
 	for b.Loop() {
 		step()
 	}
-	wall, used := time.Since(start), cpuTime()-cpu
+	wall, used := time.Since(start), cputime.Used()-cpu
 	b.ReportMetric(float64(events)*float64(b.N)/wall.Seconds(), "events/s")
 	if used > 0 {
 		b.ReportMetric(float64(events)*float64(b.N)/used.Seconds(), "events/cpu-s")

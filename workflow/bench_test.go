@@ -1,22 +1,12 @@
 package workflow
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/protocol"
 )
-
-// cpuTime is the process's user and system CPU, GC included: on a shared
-// machine it moves less with other load than the wall clock does.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // benchDecide readies b: allocations reported, and no test-only check of
 // cached states (see statecache_test.go), which would decode every state
@@ -30,7 +20,7 @@ func benchDecide(b *testing.B) {
 
 // reportCPU reports the CPU per op since cpu0, as cpu-ns/op.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkDecideSmallRefund is one governed tick of the refund agent: a
@@ -40,7 +30,7 @@ func BenchmarkDecideSmallRefund(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")}
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 1 {
@@ -58,7 +48,7 @@ func BenchmarkDecideReceipt(b *testing.B) {
 	r, _ := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 40, "alice", "damaged")})
 	in := Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
 		if err != nil || r2.Completion != Complete {
@@ -72,7 +62,7 @@ func BenchmarkDecideReceipt(b *testing.B) {
 func BenchmarkCompile(b *testing.B) {
 	files := readBundle(b, "../examples/refund-agent")
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		if _, err := Compile(files); err != nil {
 			b.Fatal(err)
@@ -89,7 +79,7 @@ func BenchmarkDecideGoodwillOptions(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 60, "carol", "goodwill")}
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 0 || r.Refusal != "" {
@@ -108,7 +98,7 @@ func BenchmarkDecideChoice(b *testing.B) {
 	v, _ := w.Inspect(r.State)
 	in := choiceInput(2, v.Offers[0].ProposalID, "path:store-credit", "dana", "operator", "mrp.choose_option")
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		r2, err := w.Decide(r.State, in)
 		if err != nil || len(r2.Effects) != 1 {
@@ -126,7 +116,7 @@ func BenchmarkDecideOpsRestart(b *testing.B) {
 	st, _ := w.Init("run-bench")
 	in := Input{Seq: 1, Kind: KindInput, Body: opsInput("restart.requested/1", "rst-1", "api", "dest:ops-api", "reason", "leak")}
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		r, err := w.Decide(st, in)
 		if err != nil || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
@@ -142,7 +132,7 @@ func BenchmarkDecideOpsRestart(b *testing.B) {
 func BenchmarkDecideRun(b *testing.B) {
 	w := compileExample(b, "refund-agent")
 	benchDecide(b)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		st, _ := w.Init("run-bench")
 		seq := int64(0)
@@ -178,9 +168,9 @@ func BenchmarkDecideReceiptNext(b *testing.B) {
 		b.StopTimer()
 		r, _ := w.Decide(st, refund)
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Used()
 		r2, err := w.Decide(r.State, in)
-		cpu += cpuTime() - cpu0
+		cpu += cputime.Used() - cpu0
 		if err != nil || r2.Completion != Complete {
 			b.Fatal(err)
 		}
@@ -204,9 +194,9 @@ func BenchmarkDecideChoiceNext(b *testing.B) {
 		b.StopTimer()
 		r, _ := w.Decide(st, goodwill)
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0 := cputime.Used()
 		r2, err := w.Decide(r.State, in)
-		cpu += cpuTime() - cpu0
+		cpu += cputime.Used() - cpu0
 		if err != nil || len(r2.Effects) != 1 {
 			b.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -213,7 +214,7 @@ func BenchmarkReact(b *testing.B) {
 	}{{"grant-after", (*tick).reactByGrant}, {"demand-granted", (*tick).react}} {
 		b.Run(c.name, func(b *testing.B) {
 			t := &tick{w: w, st: &state{}, lt: lt}
-			cpu0 := cpuTime()
+			cpu0 := cputime.Used()
 			for b.Loop() {
 				t.st.Watermark = lt * EpochStride
 				out, err := c.react(t, cmds)

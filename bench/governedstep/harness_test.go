@@ -27,9 +27,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/internal/cputime"
 )
 
 var ctx = context.Background()
@@ -180,21 +181,12 @@ func BenchmarkFlrhSQLite(b *testing.B) {
 	s := newFlrhSQLite(b)
 	defer s.close()
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	// Runs of ten steps, as in the side-by-side campaign.
 	for i := 0; i*10 < b.N; i++ {
 		if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the user and system CPU this process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 }

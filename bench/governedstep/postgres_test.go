@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 )
@@ -80,7 +81,7 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
 		st.Close()
 	}()
 	b.ResetTimer()
-	cpu0, srv0 := cpuTime(), backendCPU(b, st, app)
+	cpu0, srv0 := cputime.Used(), backendCPU(b, st, app)
 	var trips0 int64
 	if p != nil {
 		trips0 = p.trips.Load()
@@ -90,7 +91,7 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(backendCPU(b, st, app)-srv0)/float64(b.N), "server-cpu-ns/op")
 	if p != nil {
 		// Less the round trip of the backend CPU query above. (The

@@ -28,13 +28,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"
@@ -280,9 +280,9 @@ func TestLoadRunPage(t *testing.T) {
 	time.Sleep(time.Second)
 	// The runner alone, nothing to do but poll: what it costs to find no
 	// work among the resting runs.
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	time.Sleep(3 * time.Second)
-	t.Logf("background runner idle: CPU %v per second of polling", ((cpuTime() - cpu0) / 3).Round(time.Microsecond))
+	t.Logf("background runner idle: CPU %v per second of polling", ((cputime.Used() - cpu0) / 3).Round(time.Microsecond))
 	for _, clients := range []int{1, 4, 8} {
 		pageLatency(t, e, "background runner on", clients, 2000/clients)
 	}
@@ -300,9 +300,9 @@ func TestLoadRunPage(t *testing.T) {
 
 	// Every 30 s the runner also visits every resting run (so that time
 	// budgets expire while runs wait); this window holds one such sweep.
-	cpu0 = cpuTime()
+	cpu0 = cputime.Used()
 	time.Sleep(35 * time.Second)
-	t.Logf("background runner idle over 35 s, one deadline sweep included: CPU %v per second", ((cpuTime() - cpu0) / 35).Round(time.Microsecond))
+	t.Logf("background runner idle over 35 s, one deadline sweep included: CPU %v per second", ((cputime.Used() - cpu0) / 35).Round(time.Microsecond))
 }
 
 // readPages keeps clients reading run pages until the returned function is
@@ -408,7 +408,7 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	cpu0, wait0 := cpuTime(), runQueueWait()
+	cpu0, wait0 := cputime.Used(), runQueueWait()
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -435,7 +435,7 @@ func pageLatency(t *testing.T, e *env, label string, clients, perClient int) {
 		}()
 	}
 	wg.Wait()
-	cpu, wait := cpuTime()-cpu0, runQueueWait()-wait0
+	cpu, wait := cputime.Used()-cpu0, runQueueWait()-wait0
 	all := slices.Concat(lat...)
 	n := time.Duration(len(all))
 	t.Logf("run page (%s), %d runs in the store, %d clients × %d requests: %s; CPU %v per page; runnable threads waited %v per page for a CPU",
@@ -460,15 +460,6 @@ func runQueueWait() time.Duration {
 		}
 	}
 	return total
-}
-
-// cpuTime is the CPU time this process has used (user and system), the
-// load generator's included: on a shared machine it varies far less than
-// wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // profileContention records block and mutex profiles until the returned

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sealed"
 	"flrh.dev/flrh/store/storetest"
@@ -127,7 +127,7 @@ func BenchmarkCommitRunnerTick(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Used()
 			var wg sync.WaitGroup
 			errs := make(chan error, writers)
 			per := len(leases) / writers
@@ -142,16 +142,7 @@ func BenchmarkCommitRunnerTick(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// cpuTime is the user and system CPU this process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -116,33 +116,22 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 
 // Attempts implements store.Store.
 func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
-	rows, err := s.read(ctx, `SELECT intent_id, n, status, generation, detail, started_at, finished_at
+	return s.attempts(ctx, "", `SELECT intent_id, n, status, generation, detail, started_at, finished_at
 FROM attempts WHERE intent_id = ? ORDER BY n`, intentID)
-	if err != nil {
-		return nil, mapErr("attempts", "", err)
-	}
-	defer rows.Close()
-	var out []store.Attempt
-	for rows.Next() {
-		var a store.Attempt
-		var status string
-		var st, fin int64
-		if err := rows.Scan(&a.IntentID, &a.N, &status, &a.Generation, &a.Detail, &st, &fin); err != nil {
-			return nil, mapErr("attempts", "", err)
-		}
-		a.Status = store.AttemptStatus(status)
-		a.StartedAt, a.FinishedAt = fromNanos(st), fromNanos(fin)
-		out = append(out, a)
-	}
-	return out, mapErr("attempts", "", rows.Err())
 }
 
 // RunAttempts returns the attempts of every intent of a run, ordered by
 // intent and attempt number: one read where Attempts takes one per intent,
 // for a reader that checks a whole run (verify).
 func (s *Store) RunAttempts(ctx context.Context, runID string) ([]store.Attempt, error) {
-	rows, err := s.read(ctx, `SELECT a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
+	return s.attempts(ctx, runID, `SELECT a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
 FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY a.intent_id, a.n`, runID)
+}
+
+// attempts reads attempt rows selected by query with its one argument;
+// runID names the run in errors, if the read is a run's.
+func (s *Store) attempts(ctx context.Context, runID, query, arg string) ([]store.Attempt, error) {
+	rows, err := s.read(ctx, query, arg)
 	if err != nil {
 		return nil, mapErr("attempts", runID, err)
 	}

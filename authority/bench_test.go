@@ -147,21 +147,7 @@ func BenchmarkPreimageWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w := pooledWriter(768)
-		w.open()
-		w.str("adapter_version", s.AdapterVersion)
-		w.str("assessed_risk", s.AssessedRisk)
-		w.str("authority_version", s.AuthorityVersion)
-		w.str("capability", s.Capability)
-		w.str("contract_version", ContractVersion)
-		w.str("decision", s.Decision)
-		w.str("destination_digest", s.DestinationDigest)
-		w.str("effect_type", s.EffectType)
-		w.str("kind", s.Kind)
-		w.str("proposal_id", s.ProposalID)
-		w.boolean("revoked", s.Revoked)
-		w.num("valid_from", s.ValidFrom)
-		w.num("valid_until", s.ValidUntil)
-		w.close()
+		s.writePreimage(w)
 		if w.err != nil {
 			b.Fatal(w.err)
 		}

@@ -30,6 +30,13 @@ type AuthoritySnapshot struct {
 // without its digest member, bound to the contract version.
 func (s AuthoritySnapshot) ComputeDigest() string {
 	w := pooledWriter(768)
+	s.writePreimage(w)
+	return w.mustDigest()
+}
+
+// writePreimage writes the digest's preimage: the snapshot's members but
+// its digest, and the contract version, in canonical order.
+func (s AuthoritySnapshot) writePreimage(w *canonWriter) {
 	w.open()
 	w.str("adapter_version", s.AdapterVersion)
 	w.str("assessed_risk", s.AssessedRisk)
@@ -45,7 +52,6 @@ func (s AuthoritySnapshot) ComputeDigest() string {
 	w.num("valid_from", s.ValidFrom)
 	w.num("valid_until", s.ValidUntil)
 	w.close()
-	return w.mustDigest()
 }
 
 func parseSnapshot(v any, p protocol.EffectProposal, observed int64) (AuthoritySnapshot, *Rejection) {

@@ -147,7 +147,7 @@ func BenchmarkPreimageWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w := pooledWriter(768)
-		s.writePreimage(w)
+		s.writePreimage(&w)
 		if w.err != nil {
 			b.Fatal(w.err)
 		}

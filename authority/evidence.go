@@ -30,7 +30,7 @@ type AuthoritySnapshot struct {
 // without its digest member, bound to the contract version.
 func (s AuthoritySnapshot) ComputeDigest() string {
 	w := pooledWriter(768)
-	s.writePreimage(w)
+	s.writePreimage(&w)
 	return w.mustDigest()
 }
 

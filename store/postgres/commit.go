@@ -551,10 +551,15 @@ func (s *Store) consumeApproval(tx *wtx, runID string, use store.ApprovalUse, a 
 	return nil
 }
 
-// BeginAttempt implements store.Store, in two round trips: the lock with
-// the intent's outbox, then the attempt with COMMIT.
+// BeginAttempt implements store.Store. It takes one round trip (see
+// beginAhead); when the server refuses that, nothing of it was written and
+// the attempt is begun in two, which report exactly what is wrong: the
+// lock with the intent's outbox, then the attempt with COMMIT.
 func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID string) (store.Attempt, error) {
 	const op = "begin attempt"
+	if at, done, err := s.beginAhead(ctx, lease, intentID); done {
+		return at, s.mapErr(op, lease.RunID, err)
+	}
 	var at store.Attempt
 	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		outbox := map[string]*outboxRow{}
@@ -566,6 +571,65 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 		return err
 	})
 	return at, err
+}
+
+// beginAheadSQL begins the next attempt of intent $5 of run $1 in one
+// statement: it locks the run's row, reads the clock after the lock ($2
+// when injected), and only if the lease ($3, $4) is the run's current,
+// unexpired one and the run is not quarantined (fenceSQL) moves the
+// intent's outbox, when this run's and attemptable, in flight and inserts
+// the attempt it numbers. Anything else touches no row, and the guard
+// fails the transaction.
+const beginAheadSQL = `WITH r AS MATERIALIZED (SELECT run_id, quarantine, lease_owner, lease_generation, lease_expires_at FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.*, COALESCE($2::bigint, ` + nowNanos + `) AS now FROM r),
+o AS (UPDATE outbox SET status = 'in_flight', attempts = outbox.attempts + 1, updated_at = c.now
+	FROM c WHERE ` + fenceSQL + ` AND outbox.intent_id = $5 AND outbox.run_id = c.run_id AND outbox.status IN ('pending', 'retry')
+	RETURNING outbox.attempts AS n, c.now),
+a AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT $5, o.n, 'started', $4, o.now FROM o RETURNING n, started_at)
+SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt start'), (SELECT n FROM a), (SELECT started_at FROM a)`
+
+// beginAhead begins the intent's next attempt in one round trip: BEGIN,
+// beginAheadSQL and COMMIT. The statement itself checks what the
+// two-round-trip path reads first (the fence, the intent's outbox), so
+// the common case needs no read before the write. done is false when the
+// server refused it before COMMIT — a fence, a missing or unattemptable
+// intent, a serialization failure: nothing was written, and the caller
+// takes the two-round-trip path. When done, err is the outcome (a
+// connection lost while COMMIT was answered leaves it unknown, as
+// anywhere).
+func (s *Store) beginAhead(ctx context.Context, lease store.Lease, intentID string) (at store.Attempt, done bool, err error) {
+	if s.ro {
+		return at, false, nil
+	}
+	var clock time.Time
+	var injected any
+	if s.clock != nil {
+		clock = s.clock()
+		injected = nanos(clock)
+	}
+	commitSent, err := s.once(ctx, func(tx *wtx) error {
+		at = store.Attempt{}
+		tx.Queue(beginAheadSQL, lease.RunID, injected, lease.Owner, lease.Generation, intentID).QueryRow(func(row pgx.Row) error {
+			var started int64
+			if err := row.Scan(nil, &at.N, &started); err != nil {
+				return err
+			}
+			at.StartedAt = fromNanos(started)
+			return nil
+		})
+		return tx.commit(ctx)
+	})
+	if err != nil && !commitSent {
+		return store.Attempt{}, false, nil
+	}
+	if err != nil {
+		return store.Attempt{}, true, err
+	}
+	at.IntentID, at.Status, at.Generation = intentID, store.AttemptStarted, lease.Generation
+	if s.clock != nil {
+		at.StartedAt = clock.UTC() // as the two-round-trip path reports it
+	}
+	return at, true, nil
 }
 
 // beginAttempt queues attempt n+1 of an intent inside tx (already fenced),

@@ -99,8 +99,8 @@ func (c *tripCounter) forward(client net.Conn, target string) {
 // Each write travels in as few round trips as its decisions allow: a tick
 // of any size is two (the lock with every read it is decided on, then
 // every write with COMMIT), one when it follows this store's own last
-// commit of the run under the same lease; BeginAttempt is two, Submit,
-// CreateRun and the lease operations one. Counted on one connection,
+// commit of the run under the same lease; BeginAttempt, Submit, CreateRun
+// and the lease operations one. Counted on one connection,
 // after a first pass has prepared the statements on it.
 func TestRoundTrips(t *testing.T) {
 	tc := countTrips(t)
@@ -133,11 +133,13 @@ func TestRoundTrips(t *testing.T) {
 		// consumed, a checkpoint and four trace records.
 		body := []byte(`{"pay":1}`)
 		intent := store.Intent{ID: "i-" + run, EffectType: "pay", IdempotencyKey: "k-" + run, ContentDigest: "c", Body: body, Digest: store.BodyDigest(body)}
+		later := intent
+		later.ID, later.IdempotencyKey = "j-"+run, "k2-"+run
 		cp := []byte(`{"state":1}`)
 		tick := store.Tick{ExpectHead: 1, State: "EXECUTE",
 			Events:     []store.Event{storetest.Ev("A", `{"n":1}`), storetest.Ev("B", `{"n":2}`), storetest.Ev("C", `{"n":3}`)},
 			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
-			Intents:    []store.Intent{intent}, Begin: []string{intent.ID}, Consume: []string{in.ID},
+			Intents:    []store.Intent{intent, later}, Begin: []string{intent.ID}, Consume: []string{in.ID},
 			Trace: []store.TraceRecord{{Kind: "t", Body: []byte(`1`)}, {Kind: "t", Body: []byte(`2`)}, {Kind: "t", Body: []byte(`3`)}, {Kind: "t", Body: []byte(`4`)}}}
 		counted("Commit (decision)", 1, func() error { return s.Commit(ctx, l, tick) })
 
@@ -150,6 +152,15 @@ func TestRoundTrips(t *testing.T) {
 			Receipts:   []store.Receipt{{IntentID: intent.ID, Outcome: "applied", Body: rb, Digest: store.BodyDigest(rb)}},
 			Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`5`)}}}
 		counted("Commit (receipt)", 1, func() error { return s.Commit(ctx, l, tick) })
+
+		// An intent of the decision's, attempted on its own.
+		counted("BeginAttempt", 1, func() error {
+			at, err := s.BeginAttempt(ctx, l, later.ID)
+			if err == nil && at.N != 1 {
+				t.Errorf("BeginAttempt began attempt %d, want 1", at.N)
+			}
+			return err
+		})
 		counted("ReleaseLease", 1, func() error { return s.ReleaseLease(ctx, l) })
 	}
 
@@ -168,6 +179,11 @@ func TestRoundTrips(t *testing.T) {
 	must(t, err)
 	if len(at) != 1 || at[0].Status != store.AttemptSucceeded {
 		t.Fatalf("attempts: %+v", at)
+	}
+	at, err = s.Attempts(ctx, "j-r")
+	must(t, err)
+	if len(at) != 1 || at[0].N != 1 || at[0].Status != store.AttemptStarted || at[0].Generation != 1 {
+		t.Fatalf("attempts of the intent begun on its own: %+v", at)
 	}
 	pending, err := s.Inbox(ctx, "r", true)
 	must(t, err)
@@ -292,6 +308,140 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 	must(t, err)
 	if len(at) != 1 || at[0].Status != store.AttemptStarted {
 		t.Fatalf("attempts: %+v", at)
+	}
+}
+
+// BeginAttempt goes in one round trip, its checks made by the statement
+// that writes; when any of them refuses, nothing of the attempt is written
+// and the two-round-trip path reports exactly what is wrong.
+func TestBeginAttemptFallsBack(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	tc := countTrips(t)
+	schema := freshSchema(t)
+	a, err := Open(ctx, tc.dsn, Options{Schema: schema, Clock: clock, MaxConns: 1})
+	must(t, err)
+	defer a.Close()
+	b := openTest(t, Options{Schema: schema, Clock: clock})
+	for _, run := range []string{"r", "other"} {
+		must(t, a.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", State: "S"}))
+	}
+	l, err := a.AcquireLease(ctx, "r", "w", time.Minute)
+	must(t, err)
+	lo, err := a.AcquireLease(ctx, "other", "w", time.Minute)
+	must(t, err)
+	intent := func(id string) store.Intent {
+		body := []byte(`{"pay":"` + id + `"}`)
+		return store.Intent{ID: id, EffectType: "pay", IdempotencyKey: "k-" + id, ContentDigest: "c-" + id, Body: body, Digest: store.BodyDigest(body)}
+	}
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)},
+		Intents: []store.Intent{intent("i0"), intent("i1"), intent("i2"), intent("i3")}}))
+	must(t, a.Commit(ctx, lo, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)},
+		Intents: []store.Intent{intent("o1")}}))
+
+	trips := func(name string, fn func() error) (int64, error) {
+		t.Helper()
+		t0 := tc.trips.Load()
+		err := fn()
+		return tc.trips.Load() - t0, err
+	}
+	begin := func(l store.Lease, id string) func() error {
+		return func() error { _, err := a.BeginAttempt(ctx, l, id); return err }
+	}
+	// state is the outbox and attempts of intent id, to show that a
+	// refused attempt left them as they were.
+	state := func(id string) string {
+		t.Helper()
+		var st string
+		var n int64
+		must(t, a.pool.QueryRow(ctx, `SELECT status, attempts FROM `+schema+`.outbox WHERE intent_id = $1`, id).Scan(&st, &n))
+		at, err := a.Attempts(ctx, id)
+		must(t, err)
+		return fmt.Sprintf("%s/%d/%d", st, n, len(at))
+	}
+
+	// The first use prepares the statement on the connection.
+	if _, err := a.BeginAttempt(ctx, l, "i0"); err != nil {
+		t.Fatal(err)
+	}
+	// The common case, at the injected clock.
+	got, err := trips("first", func() error {
+		at, err := a.BeginAttempt(ctx, l, "i1")
+		if err == nil && (at.N != 1 || at.IntentID != "i1" || at.Status != store.AttemptStarted || at.Generation != l.Generation || !at.StartedAt.Equal(clock())) {
+			t.Errorf("attempt %+v", at)
+		}
+		return err
+	})
+	must(t, err)
+	if got != 1 {
+		t.Errorf("BeginAttempt took %d round trips, want 1", got)
+	}
+	stored, err := a.Attempts(ctx, "i1")
+	must(t, err)
+	if len(stored) != 1 || !stored[0].StartedAt.Equal(clock()) || stored[0].Status != store.AttemptStarted {
+		t.Fatalf("attempts: %+v", stored)
+	}
+
+	refused := func(name string, l store.Lease, id string, code store.Code) {
+		t.Helper()
+		before := state(id)
+		got, err := trips(name, begin(l, id))
+		mustCode(t, err, code)
+		if got < 3 {
+			t.Errorf("%s: %d round trips; the one-round-trip attempt cannot have been refused", name, got)
+		}
+		if after := state(id); after != before {
+			t.Errorf("%s: outbox/attempts went from %s to %s", name, before, after)
+		}
+	}
+	// An attempt in flight is not attempted again, nor is an intent of
+	// another run or none at all.
+	refused("in flight", l, "i1", store.CodeInvalidTransition)
+	refused("another run's intent", l, "o1", store.CodeNotFound)
+	if _, err := trips("no intent", begin(l, "absent")); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("no intent: %v", err)
+	}
+
+	// After a transient failure, the next attempt is numbered by the
+	// database, still in one round trip. (The driver drops the statements
+	// of a failed pipeline from its cache, so the first use after a
+	// refusal prepares the statement again: one round trip more, still
+	// fewer than the refused attempt and the two-round-trip path.)
+	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)},
+		Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptFailedTransient, Outbox: store.OutboxRetry}}}))
+	got, err = trips("retry", func() error {
+		at, err := a.BeginAttempt(ctx, l, "i1")
+		if err == nil && at.N != 2 {
+			t.Errorf("retry began attempt %d, want 2", at.N)
+		}
+		return err
+	})
+	must(t, err)
+	if got > 2 {
+		t.Errorf("the retry took %d round trips, want 1 and one to prepare", got)
+	}
+
+	// Another store quarantines the run: refused as quarantined.
+	must(t, b.Quarantine(ctx, "other", "tampered"))
+	refused("quarantined", lo, "o1", store.CodeQuarantined)
+
+	// The lease expires and another writer takes the run over.
+	now.Add(int64(2 * time.Minute))
+	refused("expired", l, "i2", store.CodeFenced)
+	l2, err := b.AcquireLease(ctx, "r", "w2", time.Minute)
+	must(t, err)
+	refused("taken over", l, "i2", store.CodeFenced)
+	got, err = trips("new owner", begin(l2, "i2"))
+	must(t, err)
+	if got > 2 {
+		t.Errorf("the new owner's attempt took %d round trips, want 1 and one to prepare", got)
+	}
+	if s := state("i2"); s != "in_flight/1/1" {
+		t.Fatalf("i2: %s", s)
+	}
+	if s := state("i3"); s != "pending/0/0" {
+		t.Fatalf("i3: %s", s)
 	}
 }
 

@@ -84,10 +84,28 @@ func (f FHR) Seal() (FHR, error) {
 	return f, nil
 }
 
+// AppendCanonical appends the record's canonical bytes (flrh-cjson/1),
+// digest member included: exactly what cjson.Marshal(f) writes, without
+// reflection. A trace that records the FHR every turn writes it this way,
+// and its transitions grow with the run. A string cjson would refuse is an
+// error, with b returned as it was; the caller then asks cjson.Marshal,
+// whose error is the contract.
+func (f FHR) AppendCanonical(b []byte) ([]byte, error) {
+	w := fhrWriter{b: b, strict: true}
+	w.fhr(f)
+	if w.err != nil {
+		return b, w.err
+	}
+	return w.b, nil
+}
+
 type fhrWriter struct {
 	b     []byte
 	first bool
 	err   error
+	// strict checks list items too, as cjson.Marshal does; Seal's
+	// preimage has never checked them, and its errors stay as they were.
+	strict bool
 }
 
 func (w *fhrWriter) open()  { w.b = append(w.b, '{'); w.first = true }
@@ -146,7 +164,11 @@ func (w *fhrWriter) strs(k string, vs []string) {
 		if i > 0 {
 			w.b = append(w.b, ',')
 		}
-		w.b = cjson.AppendString(w.b, v)
+		var ascii bool
+		w.b, ascii = cjson.AppendQuoted(w.b, v)
+		if w.strict && !ascii && w.err == nil {
+			w.err = cjson.CheckString(v, "/"+k)
+		}
 	}
 	w.b = append(w.b, ']')
 }

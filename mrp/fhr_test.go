@@ -51,3 +51,70 @@ func TestFHRChain(t *testing.T) {
 		t.Fatal("editing an earlier turn did not change the later digest")
 	}
 }
+
+// fhrText draws strings cjson escapes, non-ASCII, non-NFC and invalid
+// UTF-8 among them, so the differential test below reaches every branch
+// of the writer's string handling.
+var fhrText = rapid.OneOf(
+	rapid.StringMatching(`[a-zé "\\\n\t~\x00\x1f\x7f\x{2028}\x{1F600}]{0,16}`),
+	rapid.SampledFrom([]string{"", "e\u0301", "\xff", "\xed\xa0\x80", "sha256:ab", "caf\u00e9"}),
+)
+
+func drawFHR(rt *rapid.T) FHR {
+	str := func(l string) string { return fhrText.Draw(rt, l) }
+	strs := func(l string) []string {
+		if rapid.Bool().Draw(rt, l+"_nil") {
+			return nil
+		}
+		return rapid.SliceOfN(fhrText, 0, 3).Draw(rt, l)
+	}
+	n := func(l string) int { return rapid.IntRange(-1, 3).Draw(rt, l) }
+	f := FHR{Kind: str("kind"), Turn: rapid.Int64().Draw(rt, "turn"), Scorecard: str("score"), State: State(str("state")),
+		SafeMode: rapid.Bool().Draw(rt, "safe"), Prev: str("prev"), Digest: str("digest"),
+		Budgets: Budgets{TurnLimit: rapid.Int().Draw(rt, "tl"), TurnUsed: rapid.Int().Draw(rt, "tu"), DeepLimit: rapid.Int().Draw(rt, "dl"),
+			DeepUsed: rapid.Int().Draw(rt, "du"), SessionLimit: rapid.Int().Draw(rt, "sl"), SessionUsed: rapid.Int().Draw(rt, "su"),
+			NoProgressLimit: rapid.Int().Draw(rt, "nl"), NoProgressRun: rapid.Int().Draw(rt, "nr"), EscalateOnNoProgress: rapid.Bool().Draw(rt, "esc")}}
+	for i := n("signals"); i >= 0; i-- {
+		f.Signals = append(f.Signals, SignalRecord{Ticket: str("st"), Tier: rapid.Int().Draw(rt, "tier"), Kind: str("sk"),
+			Source: str("ss"), Decision: str("sd"), Rule: str("sr")})
+	}
+	for i := n("resolutions"); i >= 0; i-- {
+		f.Resolutions = append(f.Resolutions, ResolutionRecord{Ticket: str("rt"), HighestTier: rapid.Int().Draw(rt, "ht"),
+			Decision: str("rd"), Move: rapid.SampledFrom([]Move{MoveProceed, MoveTest, MoveFailsafe}).Draw(rt, "move"), Options: strs("ro"),
+			Ties: rapid.Int().Draw(rt, "ties"), Outcome: str("rout"), Contestable: rapid.Bool().Draw(rt, "contest")})
+	}
+	for i := n("tickets"); i >= 0; i-- {
+		f.Tickets = append(f.Tickets, TicketView{TicketID: str("tid"), TicketDigest: str("tdg"), Status: str("tst"), MissingFields: strs("mf"),
+			Complete: rapid.Bool().Draw(rt, "c"), ConfirmationReceived: rapid.Bool().Draw(rt, "cr"), ConfirmationRequired: rapid.Bool().Draw(rt, "cq"),
+			PreviewRequired: rapid.Bool().Draw(rt, "pr"), PreviewShown: rapid.Bool().Draw(rt, "ps"), VerificationOnly: rapid.Bool().Draw(rt, "vo")})
+	}
+	for i := n("transitions"); i >= 0; i-- {
+		f.Transitions = append(f.Transitions, Entry{Seq: rapid.Int().Draw(rt, "seq"), From: State(str("from")), To: State(str("to")),
+			Trigger: Trigger(str("trig")), ActorID: str("actor"), Role: str("role"), Cause: str("cause"), Row: str("row"),
+			Rejected: str("rej"), Summary: str("sum"), Refusal: rapid.Bool().Draw(rt, "refusal"), SafeMode: rapid.Bool().Draw(rt, "esafe")})
+	}
+	return f
+}
+
+// AppendCanonical writes what cjson.Marshal writes, and refuses what it
+// refuses, leaving the buffer as it was.
+func TestFHRAppendCanonicalIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawFHR(rt)
+		prefix := []byte(fhrText.Draw(rt, "prefix"))
+		got, err := f.AppendCanonical(prefix)
+		want, werr := cjson.Marshal(f)
+		if (err != nil) != (werr != nil) {
+			rt.Fatalf("AppendCanonical error %v, cjson.Marshal error %v", err, werr)
+		}
+		if werr != nil {
+			if string(got) != string(prefix) {
+				rt.Fatalf("refused record left %q, want the prefix %q", got, prefix)
+			}
+			return
+		}
+		if string(got) != string(prefix)+string(want) {
+			rt.Fatalf("AppendCanonical\n%s\ncjson.Marshal\n%s", got[len(prefix):], want)
+		}
+	})
+}

@@ -47,7 +47,8 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		return nil, err
 	}
 	st.FHRChain = chain
-	t.note("h.fhr", map[string]any{"fhr": d.FHR, "event": d.Event, "fhr_chain": chain})
+	body, ok := fhrNote(d.FHR, d.Event, chain)
+	t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	o := d.Outcomes[0]
 	t.explainOutcome(o, choices)
 	rec := map[string]any{"proposal_id": o.ProposalID, "outcome": o.Kind, "ticket_id": o.Ticket.TicketID, "mrp_state": string(o.MRPState),

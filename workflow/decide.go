@@ -251,12 +251,8 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		}
 	}
 	st.Time = in.Seq
-	var strip []any
-	for _, s := range st.Machine.Strip() {
-		strip = append(strip, string(s))
-	}
-	t.note("mrp.journey", map[string]any{"state": string(st.Machine.State), "safe_mode": st.Machine.SafeMode, "strip": strip,
-		"transitions": int64(len(st.Machine.Journey)), "pending_approvals": int64(len(st.Pending)), "open_intents": int64(len(st.Open))})
+	body, ok := journeyNote(st.Machine, len(st.Pending), len(st.Open))
+	t.noteBytes("mrp.journey", body, ok, func() map[string]any { return journeyNoteMap(st.Machine, len(st.Pending), len(st.Open)) })
 	completion := Continue
 	if w.failWhen != nil && holds(mat, *w.failWhen) {
 		completion = Fail

@@ -22,7 +22,9 @@
 // one-round-trip attempt the server refuses goes the two-round-trip way.
 // A submission and each lease operation is one statement in one round
 // trip, which writes only where the check holds; the store explains a
-// refusal from the row it read.
+// refusal from the row it read. Beginning an attempt is one round trip too,
+// its checks made by the statement that writes; a refused one goes the
+// two-round-trip way, which explains it.
 //
 // A transaction that loses a serialization race or a deadlock has written
 // nothing and is run again from the start, a bounded number of times; it

@@ -51,11 +51,11 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	o := d.Outcomes[0]
 	t.explainOutcome(o, choices)
-	rec := map[string]any{"proposal_id": o.ProposalID, "outcome": o.Kind, "ticket_id": o.Ticket.TicketID, "mrp_state": string(o.MRPState),
-		"preview": o.Ticket.Preview, "held": o.Held, "options": anySlice(nonNil(o.Options)), "audit": anySlice(nonNil(o.Audit)),
-		"ticket_digest": o.Ticket.TicketDigest, "action_digest": o.Ticket.ActionDigest, "assessed_risk": o.Ticket.AssessedRisk}
+	rec := &outcomeRec{proposalID: o.ProposalID, kind: o.Kind, ticketID: o.Ticket.TicketID, mrpState: string(o.MRPState),
+		preview: o.Ticket.Preview, held: o.Held, options: o.Options, audit: o.Audit,
+		ticketDigest: o.Ticket.TicketDigest, actionDigest: o.Ticket.ActionDigest, assessedRisk: o.Ticket.AssessedRisk}
 	if o.Rejection != nil {
-		rec["rejection"] = map[string]any{"code": o.Rejection.Code, "path": o.Rejection.Path}
+		rec.rejection = &[2]string{o.Rejection.Code, o.Rejection.Path}
 	}
 	payload, err := cjson.Marshal(a.Action)
 	if err != nil {
@@ -63,8 +63,8 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	}
 	switch o.Kind {
 	case authority.OutcomeIntent:
-		rec["intent_id"] = o.Intent.IntentID
-		t.note("h.outcome", rec)
+		rec.intentID = &o.Intent.IntentID
+		t.noteOutcome(rec)
 		st.EffectSeq++
 		st.Open = append(st.Open, openIntent{IntentID: o.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: o.Intent.ActionDigest})
 		return []Effect{{Intent: *o.Intent, Payload: payload, ContentDigest: cjson.Digest(payload)}}, nil
@@ -78,13 +78,13 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		// exactly the effect a person approves.
 		eff, _, err := w.reauthorize(pd, w.namedApprover(), checked)
 		if err != nil {
-			rec["held"] = "held: " + err.Error()
-			t.note("h.outcome", rec)
+			rec.held = "held: " + err.Error()
+			t.noteOutcome(rec)
 			return nil, nil
 		}
 		pd.IntentID = eff.Intent.IntentID
-		rec["intent_id"], rec["request_id"], rec["request_digest"] = eff.Intent.IntentID, q.RequestID, q.RequestDigest
-		t.note("h.outcome", rec)
+		rec.intentID, rec.requestID, rec.requestDigest = &eff.Intent.IntentID, &q.RequestID, &q.RequestDigest
+		t.noteOutcome(rec)
 		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview}
 		st.EffectSeq++
 		st.Pending = append(st.Pending, pd)
@@ -95,7 +95,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		// what H needs to decide the proposal again with the choice.
 		actionJSON, _ := cjson.Marshal(a.Action)
 		destJSON, _ := cjson.Marshal(a.Destination)
-		t.note("h.outcome", rec)
+		t.noteOutcome(rec)
 		of := offer{ProposalID: p.ProposalID, TicketID: o.Ticket.TicketID, Options: append([]string{}, o.Options...),
 			Batch: b, Action: actionJSON, Dest: destJSON}
 		st.Offered = append(slices.DeleteFunc(st.Offered, func(x offer) bool { return x.ProposalID == p.ProposalID }), of)
@@ -103,7 +103,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	default:
 		// HELD, ESCALATED, REJECTED: nothing reaches the world; the trace
 		// (and the MRP machine in the state) records why.
-		t.note("h.outcome", rec)
+		t.noteOutcome(rec)
 		return nil, nil
 	}
 }

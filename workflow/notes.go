@@ -106,3 +106,121 @@ func (t *tick) noteBytes(kind string, b []byte, ok bool, body func() map[string]
 	}
 	t.trace = append(t.trace, Note{Kind: kind, Body: b})
 }
+
+// noteWriter writes an object's members, which its caller gives in
+// sorted order; ok turns false at a string cjson refuses.
+type noteWriter struct {
+	b     []byte
+	ok    bool
+	first bool
+}
+
+func (w *noteWriter) key(k string) {
+	if !w.first {
+		w.b = append(w.b, ',')
+	}
+	w.first = false
+	// Keys are this file's own member names: plain ASCII, written raw.
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+
+func (w *noteWriter) str(k, v string) {
+	w.key(k)
+	var ok bool
+	w.b, ok = appendNoteString(w.b, v)
+	w.ok = w.ok && ok
+}
+
+// strs writes a list of strings; a nil one as [], as the map form's
+// anySlice(nonNil(vs)) does.
+func (w *noteWriter) strs(k string, vs []string) {
+	w.key(k)
+	w.b = append(w.b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		var ok bool
+		w.b, ok = appendNoteString(w.b, v)
+		w.ok = w.ok && ok
+	}
+	w.b = append(w.b, ']')
+}
+
+func (w *noteWriter) open()  { w.b = append(w.b, '{'); w.first = true }
+func (w *noteWriter) close() { w.b = append(w.b, '}'); w.first = false }
+
+// outcomeRec is the h.outcome note: H's outcome for one proposal. The
+// optional members are written only when has says so.
+type outcomeRec struct {
+	proposalID, kind, ticketID, mrpState, preview, held string
+	ticketDigest, actionDigest, assessedRisk            string
+	options, audit                                      []string
+	rejection                                           *[2]string // code, path
+	intentID                                            *string
+	requestID, requestDigest                            *string
+}
+
+func (r *outcomeRec) bytes() ([]byte, bool) {
+	w := noteWriter{b: make([]byte, 0, 384+len(r.preview)+len(r.held)), ok: true}
+	w.open()
+	w.str("action_digest", r.actionDigest)
+	w.str("assessed_risk", r.assessedRisk)
+	w.strs("audit", r.audit)
+	w.str("held", r.held)
+	if r.intentID != nil {
+		w.str("intent_id", *r.intentID)
+	}
+	w.str("mrp_state", r.mrpState)
+	w.strs("options", r.options)
+	w.str("outcome", r.kind)
+	w.str("preview", r.preview)
+	w.str("proposal_id", r.proposalID)
+	if r.rejection != nil {
+		w.key("rejection")
+		w.open()
+		w.str("code", r.rejection[0])
+		w.str("path", r.rejection[1])
+		w.close()
+	}
+	if r.requestDigest != nil {
+		w.str("request_digest", *r.requestDigest)
+	}
+	if r.requestID != nil {
+		w.str("request_id", *r.requestID)
+	}
+	w.str("ticket_digest", r.ticketDigest)
+	w.str("ticket_id", r.ticketID)
+	w.close()
+	if !w.ok {
+		return nil, false
+	}
+	return w.b, true
+}
+
+// asMap is the note's map form.
+func (r *outcomeRec) asMap() map[string]any {
+	rec := map[string]any{"proposal_id": r.proposalID, "outcome": r.kind, "ticket_id": r.ticketID, "mrp_state": r.mrpState,
+		"preview": r.preview, "held": r.held, "options": anySlice(nonNil(r.options)), "audit": anySlice(nonNil(r.audit)),
+		"ticket_digest": r.ticketDigest, "action_digest": r.actionDigest, "assessed_risk": r.assessedRisk}
+	if r.rejection != nil {
+		rec["rejection"] = map[string]any{"code": r.rejection[0], "path": r.rejection[1]}
+	}
+	if r.intentID != nil {
+		rec["intent_id"] = *r.intentID
+	}
+	if r.requestID != nil {
+		rec["request_id"] = *r.requestID
+	}
+	if r.requestDigest != nil {
+		rec["request_digest"] = *r.requestDigest
+	}
+	return rec
+}
+
+func (t *tick) noteOutcome(r *outcomeRec) {
+	b, ok := r.bytes()
+	t.noteBytes("h.outcome", b, ok, r.asMap)
+}

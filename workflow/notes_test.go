@@ -102,3 +102,30 @@ func TestNoteBytesFallsBackToMap(t *testing.T) {
 		t.Fatalf("trace %+v", tk.trace)
 	}
 }
+
+func TestOutcomeNoteIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := func(l string) string { return noteText.Draw(rt, l) }
+		opt := func(l string) *string {
+			if rapid.Bool().Draw(rt, l+"_has") {
+				v := s(l)
+				return &v
+			}
+			return nil
+		}
+		list := func(l string) []string {
+			if rapid.Bool().Draw(rt, l+"_nil") {
+				return nil
+			}
+			return rapid.SliceOfN(noteText, 0, 3).Draw(rt, l)
+		}
+		r := &outcomeRec{proposalID: s("proposal"), kind: s("kind"), ticketID: s("ticket"), mrpState: s("mrp"), preview: s("preview"),
+			held: s("held"), ticketDigest: s("tdigest"), actionDigest: s("adigest"), assessedRisk: s("risk"),
+			options: list("options"), audit: list("audit"), intentID: opt("intent"), requestID: opt("request"), requestDigest: opt("rdigest")}
+		if rapid.Bool().Draw(rt, "rejected") {
+			r.rejection = &[2]string{s("code"), s("path")}
+		}
+		got, ok := r.bytes()
+		checkNote(rt, got, ok, r.asMap())
+	})
+}

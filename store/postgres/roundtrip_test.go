@@ -472,3 +472,50 @@ func TestConcurrentSubmits(t *testing.T) {
 		}
 	}
 }
+
+// Writers beginning the same intent at once, each on its own connection:
+// exactly one attempt is begun, and every other writer, its one-round-trip
+// statement having waited for the run's row or lost the outbox row, is
+// told exactly why by the two-round-trip path.
+func TestConcurrentBeginAttempts(t *testing.T) {
+	s := openTest(t, Options{MaxConns: 8})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	body := []byte(`{"pay":1}`)
+	in := store.Intent{ID: "i1", EffectType: "pay", IdempotencyKey: "k1", ContentDigest: "c1", Body: body, Digest: store.BodyDigest(body)}
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}, Intents: []store.Intent{in}}))
+	const n = 8
+	type result struct {
+		at  store.Attempt
+		err error
+	}
+	results := make(chan result, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			at, err := s.BeginAttempt(ctx, l, "i1")
+			results <- result{at, err}
+		}()
+	}
+	begun := 0
+	for i := 0; i < n; i++ {
+		r := <-results
+		switch {
+		case r.err == nil:
+			begun++
+			if r.at.N != 1 {
+				t.Errorf("attempt %+v", r.at)
+			}
+		case store.CodeOf(r.err) != store.CodeInvalidTransition:
+			t.Errorf("a losing writer got %v, want %s", r.err, store.CodeInvalidTransition)
+		}
+	}
+	if begun != 1 {
+		t.Fatalf("%d attempts begun, want 1", begun)
+	}
+	at, err := s.Attempts(ctx, "i1")
+	must(t, err)
+	if len(at) != 1 || at[0].N != 1 {
+		t.Fatalf("attempts: %+v", at)
+	}
+}

@@ -224,3 +224,45 @@ func (t *tick) noteOutcome(r *outcomeRec) {
 	b, ok := r.bytes()
 	t.noteBytes("h.outcome", b, ok, r.asMap)
 }
+
+// verdictRec is the seam.verdict note: the projection of one proposal
+// and, when the seam gave one verdict, its status and supports.
+type verdictRec struct {
+	proposalID, projectionDigest string
+	frontier                     []string
+	verdict                      bool // the seam gave exactly one verdict
+	status                       string
+	supports                     []string
+}
+
+func (r *verdictRec) bytes() ([]byte, bool) {
+	w := noteWriter{b: make([]byte, 0, 256+72*(len(r.supports)+len(r.frontier))), ok: true}
+	w.open()
+	w.strs("frontier_preconditions", r.frontier)
+	w.str("projection_digest", r.projectionDigest)
+	w.str("proposal_id", r.proposalID)
+	w.key("verdict")
+	if r.verdict {
+		w.open()
+		w.str("status", r.status)
+		w.strs("support_derivation_ids", r.supports)
+		w.close()
+	} else {
+		w.b = append(w.b, "null"...)
+	}
+	w.close()
+	if !w.ok {
+		return nil, false
+	}
+	return w.b, true
+}
+
+// asMap is the note's map form.
+func (r *verdictRec) asMap() map[string]any {
+	var verdict any
+	if r.verdict {
+		verdict = map[string]any{"status": r.status, "support_derivation_ids": anySlice(r.supports)}
+	}
+	return map[string]any{"proposal_id": r.proposalID, "projection_digest": r.projectionDigest, "verdict": verdict,
+		"frontier_preconditions": anySlice(nonNil(r.frontier))}
+}

@@ -129,3 +129,18 @@ func TestOutcomeNoteIsMarshal(t *testing.T) {
 		checkNote(rt, got, ok, r.asMap())
 	})
 }
+
+func TestVerdictNoteIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		list := func(l string) []string {
+			if rapid.Bool().Draw(rt, l+"_nil") {
+				return nil
+			}
+			return rapid.SliceOfN(noteText, 0, 3).Draw(rt, l)
+		}
+		r := &verdictRec{proposalID: noteText.Draw(rt, "proposal"), projectionDigest: noteText.Draw(rt, "digest"),
+			frontier: list("frontier"), verdict: rapid.Bool().Draw(rt, "verdict"), status: noteText.Draw(rt, "status"), supports: list("supports")}
+		got, ok := r.bytes()
+		checkNote(rt, got, ok, r.asMap())
+	})
+}

@@ -57,17 +57,17 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	if rej != nil {
 		return nil, fmt.Sprintf("the seam refused proposal %s: %s at %s", p.ProposalID, rej.Code, rej.Path)
 	}
-	var verdict any
+	rec := &verdictRec{proposalID: p.ProposalID, projectionDigest: proj.Digest, frontier: frontierIDs}
 	if len(proj.Verdicts) == 1 {
 		v, _ := proj.Verdicts[0].Verdict()
-		verdict = map[string]any{"status": v.Status, "support_derivation_ids": anySlice(v.SupportDerivationIDs)}
+		rec.verdict, rec.status, rec.supports = true, v.Status, v.SupportDerivationIDs
 	}
 	if t.why != nil && len(proj.Verdicts) == 1 {
 		v, _ := proj.Verdicts[0].Verdict()
 		t.why.verdicts[p.ProposalID] = v.Status
 	}
-	t.note("seam.verdict", map[string]any{"proposal_id": p.ProposalID, "projection_digest": proj.Digest, "verdict": verdict,
-		"frontier_preconditions": anySlice(nonNil(frontierIDs))})
+	body, ok := rec.bytes()
+	t.noteBytes("seam.verdict", body, ok, rec.asMap)
 	return *proj.Command, ""
 }
 

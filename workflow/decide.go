@@ -190,7 +190,8 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			}
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}
-		t.note("receipt", map[string]any{"intent_id": o.IntentID, "proposal_id": o.ProposalID, "outcome": rc.Outcome})
+		body, ok := receiptNote(o.IntentID, o.ProposalID, rc.Outcome)
+		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, rc.Outcome) })
 		if w.ctl != nil {
 			obs = w.ctl.ofReceipt(rc.Outcome)
 		}
@@ -378,8 +379,10 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	}
 	next := tr.NextSnapshot
 	st.canonSnapshot, st.parsed = true, &next
-	t.note("f.transition", map[string]any{"event_id": ev.EventID, "event_type": evType, "transition_digest": tr.TransitionDigest,
-		"facts": len(tr.FactDeltas), "proposals": len(tr.EffectProposals)})
+	body, ok := transitionNote(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
+	t.noteBytes("f.transition", body, ok, func() map[string]any {
+		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
+	})
 
 	// L
 	changes, supports, refusal := t.factChanges(tr.FactDeltas)

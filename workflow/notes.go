@@ -266,3 +266,50 @@ func (r *verdictRec) asMap() map[string]any {
 	return map[string]any{"proposal_id": r.proposalID, "projection_digest": r.projectionDigest, "verdict": verdict,
 		"frontier_preconditions": anySlice(nonNil(r.frontier))}
 }
+
+func (w *noteWriter) num(k string, v int64) {
+	w.key(k)
+	w.b = cjson.AppendInt(w.b, v)
+}
+
+func (w *noteWriter) done() ([]byte, bool) {
+	w.close()
+	if !w.ok {
+		return nil, false
+	}
+	return w.b, true
+}
+
+// transitionNote is the body of the f.transition note: the event F
+// applied, its transition's digest, and how many facts and proposals it
+// yielded.
+func transitionNote(eventID, eventType, digest string, facts, proposals int) ([]byte, bool) {
+	w := noteWriter{b: make([]byte, 0, 128+len(eventID)+len(eventType)+len(digest)), ok: true}
+	w.open()
+	w.str("event_id", eventID)
+	w.str("event_type", eventType)
+	w.num("facts", int64(facts))
+	w.num("proposals", int64(proposals))
+	w.str("transition_digest", digest)
+	return w.done()
+}
+
+func transitionNoteMap(eventID, eventType, digest string, facts, proposals int) map[string]any {
+	return map[string]any{"event_id": eventID, "event_type": eventType, "transition_digest": digest,
+		"facts": facts, "proposals": proposals}
+}
+
+// receiptNote is the body of the receipt note: which open intent a
+// receipt closed, and how.
+func receiptNote(intentID, proposalID, outcome string) ([]byte, bool) {
+	w := noteWriter{b: make([]byte, 0, 64+len(intentID)+len(proposalID)+len(outcome)), ok: true}
+	w.open()
+	w.str("intent_id", intentID)
+	w.str("outcome", outcome)
+	w.str("proposal_id", proposalID)
+	return w.done()
+}
+
+func receiptNoteMap(intentID, proposalID, outcome string) map[string]any {
+	return map[string]any{"intent_id": intentID, "proposal_id": proposalID, "outcome": outcome}
+}

@@ -144,3 +144,20 @@ func TestVerdictNoteIsMarshal(t *testing.T) {
 		checkNote(rt, got, ok, r.asMap())
 	})
 }
+
+func TestTransitionNoteIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		id, typ, digest := noteText.Draw(rt, "id"), noteText.Draw(rt, "type"), noteText.Draw(rt, "digest")
+		facts, proposals := rapid.IntRange(0, 1<<30).Draw(rt, "facts"), rapid.IntRange(0, 1<<30).Draw(rt, "proposals")
+		got, ok := transitionNote(id, typ, digest, facts, proposals)
+		checkNote(rt, got, ok, transitionNoteMap(id, typ, digest, facts, proposals))
+	})
+}
+
+func TestReceiptNoteIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		intent, proposal, outcome := noteText.Draw(rt, "intent"), noteText.Draw(rt, "proposal"), noteText.Draw(rt, "outcome")
+		got, ok := receiptNote(intent, proposal, outcome)
+		checkNote(rt, got, ok, receiptNoteMap(intent, proposal, outcome))
+	})
+}

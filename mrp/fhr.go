@@ -215,6 +215,10 @@ func (w *fhrWriter) fhr(f FHR) {
 		w.boolean("contestable", r.Contestable)
 		w.str("decision", r.Decision)
 		w.num("highest_tier", int64(r.HighestTier))
+		if w.strict && w.err == nil {
+			// cjson.Marshal refuses a move without a name (MarshalJSON).
+			_, w.err = r.Move.MarshalText()
+		}
 		w.str("move", r.Move.String())
 		w.strs("options", r.Options)
 		w.str("outcome", r.Outcome)

@@ -80,7 +80,7 @@ func drawFHR(rt *rapid.T) FHR {
 	}
 	for i := n("resolutions"); i >= 0; i-- {
 		f.Resolutions = append(f.Resolutions, ResolutionRecord{Ticket: str("rt"), HighestTier: rapid.Int().Draw(rt, "ht"),
-			Decision: str("rd"), Move: rapid.SampledFrom([]Move{MoveProceed, MoveTest, MoveFailsafe}).Draw(rt, "move"), Options: strs("ro"),
+			Decision: str("rd"), Move: Move(rapid.IntRange(-1, int(MoveFailsafe)+1).Draw(rt, "move")), Options: strs("ro"),
 			Ties: rapid.Int().Draw(rt, "ties"), Outcome: str("rout"), Contestable: rapid.Bool().Draw(rt, "contest")})
 	}
 	for i := n("tickets"); i >= 0; i-- {
@@ -117,4 +117,20 @@ func TestFHRAppendCanonicalIsMarshal(t *testing.T) {
 			rt.Fatalf("AppendCanonical\n%s\ncjson.Marshal\n%s", got[len(prefix):], want)
 		}
 	})
+}
+
+// A move without a name is refused, as cjson.Marshal refuses it.
+func TestFHRAppendCanonicalRejectsUnknownMove(t *testing.T) {
+	for _, m := range []Move{-1, MoveFailsafe + 1} {
+		f := FHR{Resolutions: []ResolutionRecord{{Ticket: "t", Move: m}}}
+		if _, err := cjson.Marshal(f); err == nil {
+			t.Fatalf("cjson.Marshal accepted move %d", m)
+		}
+		if b, err := f.AppendCanonical([]byte("x")); err == nil || string(b) != "x" {
+			t.Fatalf("move %d: AppendCanonical = %q, %v", m, b, err)
+		}
+	}
+	if _, err := (FHR{Resolutions: []ResolutionRecord{{Move: MoveFailsafe}}}).AppendCanonical(nil); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,10 +1,13 @@
 package workflow
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/internal/cputime"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -202,4 +205,72 @@ func BenchmarkDecideChoiceNext(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkNoteFHR is the h.fhr note of a run's third refund, written as
+// canonical bytes ("bytes") and as the map cjson.Marshal encoded before
+// ("map"): the note a tick records that grows with the run.
+func BenchmarkNoteFHR(b *testing.B) {
+	w := compileExample(b, "refund-agent")
+	st, _ := w.Init("run-bench")
+	var note []byte
+	for i := int64(0); i < 3; i++ {
+		r, err := w.Decide(st, Input{Seq: 2*i + 1, Kind: KindInput, Body: refundInput("r-1", 40+i, "alice", "damaged")})
+		if err != nil || len(r.Effects) != 1 {
+			b.Fatal(err, r.Refusal)
+		}
+		for _, n := range r.Trace {
+			if n.Kind == "h.fhr" {
+				note = n.Body
+			}
+		}
+		if r, err = w.Decide(r.State, Input{Seq: 2*i + 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}); err != nil {
+			b.Fatal(err)
+		}
+		st = r.State
+	}
+	// The note's FHR read back: a move is written by name and has no
+	// decoder, so names become their numbers first.
+	var raw map[string]any
+	if err := json.Unmarshal(note, &raw); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range raw["fhr"].(map[string]any)["resolutions"].([]any) {
+		m, ok := mrp.ParseMove(r.(map[string]any)["move"].(string))
+		if !ok {
+			b.Fatal("unknown move")
+		}
+		r.(map[string]any)["move"] = int(m)
+	}
+	var body struct {
+		Event string  `json:"event"`
+		FHR   mrp.FHR `json:"fhr"`
+		Chain string  `json:"fhr_chain"`
+	}
+	if re, err := json.Marshal(raw); err != nil || json.Unmarshal(re, &body) != nil {
+		b.Fatal("the note does not decode", err)
+	}
+	if got, ok := fhrNote(body.FHR, body.Event, body.Chain); !ok || string(got) != string(note) {
+		b.Fatalf("the note does not round-trip:\n%s\n%s", got, note)
+	}
+	b.Run("bytes", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu0 := cputime.Used()
+		for b.Loop() {
+			if _, ok := fhrNote(body.FHR, body.Event, body.Chain); !ok {
+				b.Fatal("refused")
+			}
+		}
+		reportCPU(b, cpu0)
+	})
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu0 := cputime.Used()
+		for b.Loop() {
+			if _, err := cjson.Marshal(fhrNoteMap(body.FHR, body.Event, body.Chain)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu0)
+	})
 }

@@ -3,19 +3,17 @@ package governedstep
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/internal/cputime"
+	"flrh.dev/flrh/internal/tripcount"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 )
@@ -44,7 +42,7 @@ func BenchmarkFlrhPostgresRTT(b *testing.B) {
 		b.Skip("FLRH_TEST_POSTGRES is unset")
 	}
 	p := newCountingProxy(b, dsn, 500*time.Microsecond)
-	benchFlrhPostgresAt(b, p.dsn, "", p)
+	benchFlrhPostgresAt(b, p.DSN(), "", p)
 }
 
 func benchFlrhPostgres(b *testing.B, param string) {
@@ -57,7 +55,7 @@ func benchFlrhPostgres(b *testing.B, param string) {
 
 // benchFlrhPostgresAt runs the benchmark on dsn; through p, when not nil,
 // it also reports round trips per step.
-func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
+func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		b.Skipf("the server's CPU is read for postgres:// URLs only (%v)", err)
@@ -84,7 +82,7 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
 	cpu0, srv0 := cputime.Used(), backendCPU(b, st, app)
 	var trips0 int64
 	if p != nil {
-		trips0 = p.trips.Load()
+		trips0 = p.Trips()
 	}
 	for i := 0; i*10 < b.N; i++ {
 		if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
@@ -96,7 +94,7 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *countingProxy) {
 	if p != nil {
 		// Less the round trip of the backend CPU query above. (The
 		// proxy's own CPU is in cpu-ns/op.)
-		b.ReportMetric(float64(p.trips.Load()-trips0-1)/float64(b.N), "round-trips/op")
+		b.ReportMetric(float64(p.Trips()-trips0-1)/float64(b.N), "round-trips/op")
 	}
 }
 
@@ -148,7 +146,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 	p := newCountingProxy(t, dsn, 0)
 	const runs, steps = 4, 10
 	schema := fmt.Sprintf("bench_rt_%d", time.Now().UnixNano())
-	st, err := postgres.Open(ctx, p.dsn, postgres.Options{Schema: schema, MaxConns: 4})
+	st, err := postgres.Open(ctx, p.DSN(), postgres.Options{Schema: schema, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,13 +162,13 @@ func TestPostgresRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.reset()
-	rt0 := p.trips.Load()
+	rt0 := p.Trips()
 	for i := 1; i <= runs; i++ {
 		if err := s.run(i, steps, func(time.Duration) {}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	total := p.trips.Load() - rt0
+	total := p.Trips() - rt0
 	n := float64(runs * steps)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n%d runs x %d steps: %.1f round trips per step\n%-14s %8s %8s %10s\n", runs, steps, float64(total)/n, "store call", "calls/step", "trips/call", "trips/step")
@@ -189,97 +187,15 @@ func TestPostgresRoundTrips(t *testing.T) {
 	}
 }
 
-// countingProxy forwards TCP connections to PostgreSQL and counts round
-// trips over all of them.
-type countingProxy struct {
-	dsn   string
-	delay time.Duration // held back before each round trip, as a network would
-	trips atomic.Int64
-}
-
-func newCountingProxy(t testing.TB, dsn string, delay time.Duration) *countingProxy {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Host == "" {
-		t.Skipf("round trips are counted for postgres:// URLs only (%v)", err)
-	}
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newCountingProxy puts a round-trip counting proxy in front of dsn,
+// holding back delay before each round trip as a network would.
+func newCountingProxy(t testing.TB, dsn string, delay time.Duration) *tripcount.Proxy {
+	p, err := tripcount.Start(dsn, delay)
 	if err != nil {
-		t.Fatal(err)
+		t.Skip(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	p := &countingProxy{delay: delay}
-	u.Host = ln.Addr().String()
-	p.dsn = u.String()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c, target)
-		}
-	}()
+	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-func (p *countingProxy) serve(c net.Conn, target string) {
-	defer c.Close()
-	up, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	// answered is set when the server has sent bytes since the client
-	// last spoke; the client's next bytes start a new round trip.
-	var answered atomic.Bool
-	answered.Store(true)
-	done := make(chan struct{}, 2)
-	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Read(buf)
-			if n > 0 {
-				if answered.Swap(false) {
-					p.trips.Add(1)
-					if p.delay > 0 {
-						time.Sleep(p.delay)
-					}
-				}
-				if _, werr := up.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		up.Close()
-		done <- struct{}{}
-	}()
-	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := up.Read(buf)
-			if n > 0 {
-				answered.Store(true)
-				if _, werr := c.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		c.Close()
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
-	_ = io.EOF
 }
 
 type callCount struct{ n, trips int64 }
@@ -289,7 +205,7 @@ type callCount struct{ n, trips int64 }
 // for the call in progress (the runner's own background work is off).
 type countingStore struct {
 	store.Store
-	p     *countingProxy
+	p     *tripcount.Proxy
 	mu    sync.Mutex
 	calls map[string]*callCount
 }
@@ -301,9 +217,9 @@ func (c *countingStore) reset() {
 }
 
 func (c *countingStore) count(name string) func() {
-	t0 := c.p.trips.Load()
+	t0 := c.p.Trips()
 	return func() {
-		d := c.p.trips.Load() - t0
+		d := c.p.Trips() - t0
 		c.mu.Lock()
 		cc := c.calls[name]
 		if cc == nil {

@@ -2,98 +2,25 @@ package postgres
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/tripcount"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
 )
 
-// tripCounter forwards TCP connections to PostgreSQL and counts round
-// trips: one each time a client speaks after the server has answered, so
-// a pipeline of statements sent together counts once.
-type tripCounter struct {
-	dsn   string
-	trips atomic.Int64
-}
-
-func countTrips(t *testing.T) *tripCounter {
+// countTrips puts a round-trip counting proxy in front of the test
+// database.
+func countTrips(t *testing.T) *tripcount.Proxy {
 	t.Helper()
-	u, err := url.Parse(dsn(t))
-	if err != nil || u.Host == "" {
-		t.Skipf("round trips are counted on postgres:// URLs only (%v)", err)
-	}
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := tripcount.Start(dsn(t), 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Skip(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	c := &tripCounter{}
-	u.Host = ln.Addr().String()
-	c.dsn = u.String()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go c.forward(conn, target)
-		}
-	}()
-	return c
-}
-
-func (c *tripCounter) forward(client net.Conn, target string) {
-	defer client.Close()
-	server, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer server.Close()
-	var answered atomic.Bool
-	answered.Store(true)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := server.Read(buf)
-			if n > 0 {
-				answered.Store(true)
-				if _, err := client.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-			if err != nil {
-				client.Close()
-				return
-			}
-		}
-	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := client.Read(buf)
-		if n > 0 {
-			if answered.Swap(false) {
-				c.trips.Add(1)
-			}
-			if _, err := server.Write(buf[:n]); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	server.Close()
-	<-done
+	t.Cleanup(func() { p.Close() })
+	return p
 }
 
 // Each write travels in as few round trips as its decisions allow: a tick
@@ -104,16 +31,16 @@ func (c *tripCounter) forward(client net.Conn, target string) {
 // after a first pass has prepared the statements on it.
 func TestRoundTrips(t *testing.T) {
 	tc := countTrips(t)
-	s, err := Open(ctx, tc.dsn, Options{Schema: freshSchema(t), MaxConns: 1})
+	s, err := Open(ctx, tc.DSN(), Options{Schema: freshSchema(t), MaxConns: 1})
 	must(t, err)
 	defer s.Close()
 
 	for pass, run := range []string{"warm", "r"} {
 		counted := func(name string, want int64, fn func() error) {
 			t.Helper()
-			t0 := tc.trips.Load()
+			t0 := tc.Trips()
 			must(t, fn())
-			if got := tc.trips.Load() - t0; pass == 1 && got != want {
+			if got := tc.Trips() - t0; pass == 1 && got != want {
 				t.Errorf("%s: %d round trips, want %d", name, got, want)
 			}
 		}
@@ -239,7 +166,7 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	tc := countTrips(t)
 	schema := freshSchema(t)
-	a, err := Open(ctx, tc.dsn, Options{Schema: schema, Clock: clock, MaxConns: 1})
+	a, err := Open(ctx, tc.DSN(), Options{Schema: schema, Clock: clock, MaxConns: 1})
 	must(t, err)
 	defer a.Close()
 	b := openTest(t, Options{Schema: schema, Clock: clock})
@@ -252,9 +179,9 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 	// Another store, same lease, writes a trace record and no event: a's
 	// memory of the run's head still holds, its trace position does not.
 	must(t, b.Commit(ctx, l, store.Tick{ExpectHead: 1, Trace: tr(`2`)}))
-	t0 := tc.trips.Load()
+	t0 := tc.Trips()
 	must(t, a.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}, Trace: tr(`3`)}))
-	if got := tc.trips.Load() - t0; got < 3 {
+	if got := tc.Trips() - t0; got < 3 {
 		t.Errorf("a stale trace position cost %d round trips; the one-round-trip attempt cannot have failed", got)
 	}
 	recs, err := a.Trace(ctx, "r")
@@ -291,9 +218,9 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 	l2, err := b.AcquireLease(ctx, "r", "w2", time.Minute)
 	must(t, err)
 	must(t, b.Commit(ctx, l2, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("G", `{"n":6}`)}}))
-	t0 = tc.trips.Load()
+	t0 = tc.Trips()
 	mustCode(t, a.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)}}), store.CodeFenced)
-	if got := tc.trips.Load() - t0; got < 3 {
+	if got := tc.Trips() - t0; got < 3 {
 		t.Errorf("the takeover cost %d round trips; the one-round-trip attempt cannot have been made", got)
 	}
 
@@ -320,7 +247,7 @@ func TestBeginAttemptFallsBack(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
 	tc := countTrips(t)
 	schema := freshSchema(t)
-	a, err := Open(ctx, tc.dsn, Options{Schema: schema, Clock: clock, MaxConns: 1})
+	a, err := Open(ctx, tc.DSN(), Options{Schema: schema, Clock: clock, MaxConns: 1})
 	must(t, err)
 	defer a.Close()
 	b := openTest(t, Options{Schema: schema, Clock: clock})
@@ -342,9 +269,9 @@ func TestBeginAttemptFallsBack(t *testing.T) {
 
 	trips := func(name string, fn func() error) (int64, error) {
 		t.Helper()
-		t0 := tc.trips.Load()
+		t0 := tc.Trips()
 		err := fn()
-		return tc.trips.Load() - t0, err
+		return tc.Trips() - t0, err
 	}
 	begin := func(l store.Lease, id string) func() error {
 		return func() error { _, err := a.BeginAttempt(ctx, l, id); return err }

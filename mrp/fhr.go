@@ -193,19 +193,7 @@ func (w *fhrWriter) list(k string, n int, isNil bool, item func(i int)) {
 // Members are written in sorted key order.
 func (w *fhrWriter) fhr(f FHR) {
 	w.open()
-	w.key("budgets")
-	b := f.Budgets
-	w.open()
-	w.num("deep_limit", int64(b.DeepLimit))
-	w.num("deep_used", int64(b.DeepUsed))
-	w.boolean("escalate_on_no_progress", b.EscalateOnNoProgress)
-	w.num("no_progress_limit", int64(b.NoProgressLimit))
-	w.num("no_progress_run", int64(b.NoProgressRun))
-	w.num("session_limit", int64(b.SessionLimit))
-	w.num("session_used", int64(b.SessionUsed))
-	w.num("turn_limit", int64(b.TurnLimit))
-	w.num("turn_used", int64(b.TurnUsed))
-	w.close()
+	w.budgets(f.Budgets)
 	w.str("fhr_digest", f.Digest)
 	w.str("kind", f.Kind)
 	w.str("prev_fhr_digest", f.Prev)
@@ -255,23 +243,63 @@ func (w *fhrWriter) fhr(f FHR) {
 		w.boolean("verification_only", t.VerificationOnly)
 		w.close()
 	})
-	w.list("transitions", len(f.Transitions), f.Transitions == nil, func(i int) {
-		e := f.Transitions[i]
-		w.open()
-		w.str("actor_id", e.ActorID)
-		w.str("cause", e.Cause)
-		w.str("from", string(e.From))
-		w.boolean("refusal", e.Refusal)
-		w.str("rejected", e.Rejected)
-		w.str("role", e.Role)
-		w.str("row", e.Row)
-		w.boolean("safe_mode", e.SafeMode)
-		w.num("seq", int64(e.Seq))
-		w.str("summary", e.Summary)
-		w.str("to", string(e.To))
-		w.str("trigger", string(e.Trigger))
-		w.close()
-	})
+	w.list("transitions", len(f.Transitions), f.Transitions == nil, func(i int) { w.entry(f.Transitions[i]) })
 	w.num("turn", f.Turn)
 	w.close()
+}
+
+func (w *fhrWriter) budgets(b Budgets) {
+	w.key("budgets")
+	w.open()
+	w.num("deep_limit", int64(b.DeepLimit))
+	w.num("deep_used", int64(b.DeepUsed))
+	w.boolean("escalate_on_no_progress", b.EscalateOnNoProgress)
+	w.num("no_progress_limit", int64(b.NoProgressLimit))
+	w.num("no_progress_run", int64(b.NoProgressRun))
+	w.num("session_limit", int64(b.SessionLimit))
+	w.num("session_used", int64(b.SessionUsed))
+	w.num("turn_limit", int64(b.TurnLimit))
+	w.num("turn_used", int64(b.TurnUsed))
+	w.close()
+}
+
+// entry writes one Journey Strip entry.
+func (w *fhrWriter) entry(e Entry) {
+	w.open()
+	w.str("actor_id", e.ActorID)
+	w.str("cause", e.Cause)
+	w.str("from", string(e.From))
+	w.boolean("refusal", e.Refusal)
+	w.str("rejected", e.Rejected)
+	w.str("role", e.Role)
+	w.str("row", e.Row)
+	w.boolean("safe_mode", e.SafeMode)
+	w.num("seq", int64(e.Seq))
+	w.str("summary", e.Summary)
+	w.str("to", string(e.To))
+	w.str("trigger", string(e.Trigger))
+	w.close()
+}
+
+// AppendCanonical appends the machine's canonical bytes (flrh-cjson/1):
+// exactly what cjson.Marshal(m) writes, without reflection. A run's state
+// carries the machine, whose Journey Strip grows with the run, and is
+// written every tick. A string cjson would refuse is an error, with b
+// returned as it was.
+func (m Machine) AppendCanonical(b []byte) ([]byte, error) {
+	w := fhrWriter{b: b, strict: true}
+	w.open()
+	w.budgets(m.Budgets)
+	w.boolean("care_cooldown", m.Cooldown)
+	w.list("journey", len(m.Journey), m.Journey == nil, func(i int) { w.entry(m.Journey[i]) })
+	w.strs("options", m.Options)
+	w.boolean("refusal", m.Refusal)
+	w.boolean("safe_mode", m.SafeMode)
+	w.str("safe_mode_cause", m.SafeWhy)
+	w.str("state", string(m.State))
+	w.close()
+	if w.err != nil {
+		return b, w.err
+	}
+	return w.b, nil
 }

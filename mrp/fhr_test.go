@@ -134,3 +134,32 @@ func TestFHRAppendCanonicalRejectsUnknownMove(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Machine.AppendCanonical writes what cjson.Marshal writes, and refuses
+// what it refuses, leaving the buffer as it was.
+func TestMachineAppendCanonicalIsMarshal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawFHR(rt)
+		m := Machine{State: State(fhrText.Draw(rt, "state")), Refusal: rapid.Bool().Draw(rt, "refusal"),
+			SafeMode: rapid.Bool().Draw(rt, "safe"), SafeWhy: fhrText.Draw(rt, "why"), Cooldown: rapid.Bool().Draw(rt, "cool"),
+			Budgets: f.Budgets, Journey: f.Transitions}
+		if !rapid.Bool().Draw(rt, "options_nil") {
+			m.Options = rapid.SliceOfN(fhrText, 0, 3).Draw(rt, "options")
+		}
+		prefix := []byte(fhrText.Draw(rt, "prefix"))
+		got, err := m.AppendCanonical(prefix)
+		want, werr := cjson.Marshal(m)
+		if (err != nil) != (werr != nil) {
+			rt.Fatalf("AppendCanonical error %v, cjson.Marshal error %v", err, werr)
+		}
+		if werr != nil {
+			if string(got) != string(prefix) {
+				rt.Fatalf("refused machine left %q, want the prefix %q", got, prefix)
+			}
+			return
+		}
+		if string(got) != string(prefix)+string(want) {
+			rt.Fatalf("AppendCanonical\n%s\ncjson.Marshal\n%s", got[len(prefix):], want)
+		}
+	})
+}

@@ -144,7 +144,8 @@ func (st *state) sizeHint() int {
 }
 
 // appendCanonical appends the members in byte order of their names. A
-// snapshot the tick encoded is written as it is; the parts of other packages' types (the MRP machine, the
+// snapshot the tick encoded is written as it is, the MRP machine by its
+// own canonical writer; the other parts of other packages' types (the
 // pending requests, the offers, the belief) are encoded by cjson, nested
 // as deep as they sit in the state.
 func (st *state) appendCanonical(b []byte) ([]byte, bool) {
@@ -174,7 +175,15 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	b = append(b, `,"logical_time":`...)
 	b = cjson.AppendInt(b, st.Time)
 	b = append(b, `,"machine":`...)
-	nested(st.Machine)
+	if ok {
+		// The machine's Journey Strip grows with the run: written
+		// without reflection, byte for byte what cjson.Marshal writes.
+		if mb, err := st.Machine.AppendCanonical(b); err == nil {
+			b = mb
+		} else {
+			ok = false
+		}
+	}
 	if len(st.Offered) > 0 {
 		b = append(b, `,"offered":`...)
 		nested(st.Offered)

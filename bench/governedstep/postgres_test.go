@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,19 +115,11 @@ func backendCPU(b *testing.B, st *postgres.Store, app string) time.Duration {
 		pids = append(pids, pid)
 	}
 	rows.Close()
-	var ticks int64
-	for _, pid := range pids {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			b.Skipf("the server's processes are not readable here: %v", err)
-		}
-		// The command name may hold spaces; fields count from after it.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
+	d, err := cputime.OfProcesses(pids)
+	if err != nil {
+		b.Skipf("the server's processes are not readable here: %v", err)
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return d
 }
 
 // TestPostgresRoundTrips takes a few runs of governed steps through a TCP

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"fmt"
-	"strings"
 	"testing"
-	"time"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
@@ -20,22 +18,7 @@ func BenchmarkBeginAttempt(b *testing.B) { benchBeginAttempt(b, "") }
 func BenchmarkBeginAttemptAsync(b *testing.B) { benchBeginAttempt(b, "synchronous_commit=off") }
 
 func benchBeginAttempt(b *testing.B, param string) {
-	d := dsn(b)
-	if param != "" {
-		sep := "?"
-		if strings.Contains(d, "?") {
-			sep = "&"
-		}
-		d += sep + param
-	}
-	schema := freshSchema(b)
-	app := "flrh-bench-" + schema
-	s, err := Open(ctx, withAppName(b, d, app), Options{Schema: schema, MaxConns: 1})
-	must(b, err)
-	defer s.Close()
-	must(b, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-	must(b, err)
+	s, l, app := benchRun(b, param)
 	// One intent per operation and one to prepare the statements with,
 	// committed 100 to a tick.
 	n := b.N + 1

@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -30,22 +29,7 @@ func BenchmarkGovernedStepWritesAsync(b *testing.B) {
 }
 
 func benchGovernedStep(b *testing.B, param string) {
-	d := dsn(b)
-	if param != "" {
-		sep := "?"
-		if strings.Contains(d, "?") {
-			sep = "&"
-		}
-		d += sep + param
-	}
-	schema := freshSchema(b)
-	app := "flrh-bench-" + schema
-	s, err := Open(ctx, withAppName(b, d, app), Options{Schema: schema, MaxConns: 1})
-	must(b, err)
-	defer s.Close()
-	must(b, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-	must(b, err)
+	s, l, app := benchRun(b, param)
 	cp := []byte(strings.Repeat(`{"journey":"x"}`, 200))
 	evs := func(i, n int) []store.Event {
 		out := make([]store.Event, n)
@@ -103,17 +87,33 @@ func serverCPU(b *testing.B, s *Store, app string) time.Duration {
 		pids = append(pids, pid)
 	}
 	rows.Close()
-	var ticks int64
-	for _, pid := range pids {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			b.Skipf("the server's processes are not readable here: %v", err)
-		}
-		// Fields count from after the command name, which may hold spaces.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
+	d, err := cputime.OfProcesses(pids)
+	if err != nil {
+		b.Skipf("the server's processes are not readable here: %v", err)
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return d
+}
+
+// benchRun opens a store on a fresh schema over one connection, its
+// session given param (a connection parameter such as
+// synchronous_commit=off, or none) and an application_name serverCPU can
+// find, and leases a new run "r" on it. The store closes with b.
+func benchRun(b *testing.B, param string) (*Store, store.Lease, string) {
+	d := dsn(b)
+	if param != "" {
+		sep := "?"
+		if strings.Contains(d, "?") {
+			sep = "&"
+		}
+		d += sep + param
+	}
+	schema := freshSchema(b)
+	app := "flrh-bench-" + schema
+	s, err := Open(ctx, withAppName(b, d, app), Options{Schema: schema, MaxConns: 1})
+	must(b, err)
+	b.Cleanup(func() { s.Close() })
+	must(b, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(b, err)
+	return s, l, app
 }

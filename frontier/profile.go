@@ -128,12 +128,7 @@ func (p *Profile) sourceIndex(id string) int {
 
 func (p *Profile) appendPreimage(b []byte) []byte {
 	b = append(b, '{')
-	b = appendKey(b, "canonicalization_version", true)
-	b = appendString(b, Canonicalization)
-	b = appendKey(b, "contract_version", false)
-	b = appendString(b, ContractVersion)
-	b = appendKey(b, "dataflow_version", false)
-	b = appendString(b, p.dataflow)
+	b = appendVersions(b, p.dataflow)
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "M3ProfilePreimage")
 	b = appendKey(b, "late_event_policy", false)
@@ -155,12 +150,7 @@ func (p Profile) MarshalJSON() ([]byte, error) { return p.AppendCanonical(nil), 
 // AppendCanonical appends the canonical RDataflowProfile bytes to b.
 func (p Profile) AppendCanonical(b []byte) []byte {
 	b = append(b, '{')
-	b = appendKey(b, "canonicalization_version", true)
-	b = appendString(b, Canonicalization)
-	b = appendKey(b, "contract_version", false)
-	b = appendString(b, ContractVersion)
-	b = appendKey(b, "dataflow_version", false)
-	b = appendString(b, p.dataflow)
+	b = appendVersions(b, p.dataflow)
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RDataflowProfile")
 	b = appendKey(b, "late_event_policy", false)
@@ -178,4 +168,16 @@ func (p Profile) AppendCanonical(b []byte) []byte {
 	b = appendKey(b, "source_ids", false)
 	b = appendStrings(b, p.sources)
 	return append(b, '}')
+}
+
+// appendVersions writes the members the profile's and the state's encodings
+// open with, after their '{': the canonicalization, contract and dataflow
+// versions.
+func appendVersions(b []byte, dataflow string) []byte {
+	b = appendKey(b, "canonicalization_version", true)
+	b = appendString(b, Canonicalization)
+	b = appendKey(b, "contract_version", false)
+	b = appendString(b, ContractVersion)
+	b = appendKey(b, "dataflow_version", false)
+	return appendString(b, dataflow)
 }

@@ -276,12 +276,7 @@ func (s *State) seal(prior *State, h *hasher) {
 	if s.head == nil {
 		b := make([]byte, 0, 256)
 		b = append(b, '{')
-		b = appendKey(b, "canonicalization_version", true)
-		b = appendString(b, Canonicalization)
-		b = appendKey(b, "contract_version", false)
-		b = appendString(b, ContractVersion)
-		b = appendKey(b, "dataflow_version", false)
-		b = appendString(b, s.dataflow)
+		b = appendVersions(b, s.dataflow)
 		b = appendKey(b, "global_low_watermark", false)
 		b = appendNullableInt(b, low, ok)
 		b = appendKey(b, "kind", false)

@@ -97,13 +97,7 @@ func benchGovernedStep(b *testing.B, reported bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		body := inputs[i]
-		if err := st.Submit(ctx, store.Inbound{ID: fmt.Sprintf("in:%d", i), RunID: "bench", Kind: KindInput, ActorRole: "agent",
-			Actor: "bench", Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Advance(ctx, "bench"); err != nil {
-			b.Fatal(err)
-		}
+		benchStep(b, st, r, i, body)
 	}
 	b.StopTimer()
 	if dest.count() != b.N+1 {
@@ -140,4 +134,16 @@ func unboundedContract(tb testing.TB) *control.Contract {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// benchStep submits input i of the "bench" run as an agent would and
+// advances the run through it: one governed step.
+func benchStep(b *testing.B, st store.Store, r *Runner, i int, body []byte) {
+	if err := st.Submit(ctx, store.Inbound{ID: fmt.Sprintf("in:%d", i), RunID: "bench", Kind: KindInput, ActorRole: "agent",
+		Actor: "bench", Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := r.Advance(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
 }

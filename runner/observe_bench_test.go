@@ -71,13 +71,7 @@ func BenchmarkGovernedStepTracing(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				body := inputs[i]
-				if err := st.Submit(ctx, store.Inbound{ID: fmt.Sprintf("in:%d", i), RunID: "bench", Kind: KindInput, ActorRole: "agent",
-					Actor: "bench", Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := r.Advance(ctx, "bench"); err != nil {
-					b.Fatal(err)
-				}
+				benchStep(b, st, r, i, body)
 			}
 			b.StopTimer()
 			if dest.count() != b.N+1 {

@@ -688,16 +688,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		evidence["approval_context_digest"] = grant.Request.ContextDigest
 	} else {
 		w := pooledWriter(1024)
-		w.open()
-		w.str("assessed_risk", snap.AssessedRisk)
-		w.str("authority_decision", snap.Decision)
-		w.str("authority_digest", snap.AuthorityDigest)
-		w.str("contract_version", ContractVersion)
-		w.key("eligibility_verdict")
-		w.verdict(in.Batch.Verdicts[i])
-		w.str("kind", "M4APolicyVerdictEvidencePreimage")
-		w.str("r_profile_digest", in.ProfileDigest)
-		w.close()
+		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
 		evidence["policy_verdict"] = w.mustDigest()
 		evidence["capability_digest"] = capabilityEvidenceDigest(prop, snap)
 	}

@@ -402,6 +402,13 @@ func parseGrant(v any, q ApprovalRequest, s AuthoritySnapshot, c ApprovalContext
 // adapter version). It returns the key and the digest it was cut from.
 func IdempotencyKey(runID, transitionID string, sequence int64, actionDigest, adapterVersion string) (key, digest string) {
 	w := pooledWriter(384)
+	w.idempotencyPreimage(runID, transitionID, sequence, actionDigest, adapterVersion)
+	digest = w.mustDigest()
+	return "effect:" + hexOf(digest), digest
+}
+
+// idempotencyPreimage writes the loop contract's idempotency tuple.
+func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence int64, actionDigest, adapterVersion string) {
 	w.open()
 	w.str("action_digest", actionDigest)
 	w.str("adapter_version", adapterVersion)
@@ -411,8 +418,6 @@ func IdempotencyKey(runID, transitionID string, sequence int64, actionDigest, ad
 	w.str("run_id", runID)
 	w.str("transition_id", transitionID)
 	w.close()
-	digest = w.mustDigest()
-	return "effect:" + hexOf(digest), digest
 }
 
 func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
@@ -422,15 +427,7 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 	}
 	key, idem := IdempotencyKey(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
 	w := pooledWriter(512)
-	w.open()
-	w.strOrNull("approval_digest", approvalDigest)
-	w.str("authority_digest", s.AuthorityDigest)
-	w.str("batch_id", b.BatchID)
-	w.str("contract_version", ContractVersion)
-	w.str("idempotency_digest", idem)
-	w.str("kind", "M4AIntentIdentityPreimage")
-	w.str("proposal_id", p.ProposalID)
-	w.close()
+	w.intentIdentityPreimage(approvalDigest, s.AuthorityDigest, b.BatchID, idem, p.ProposalID)
 	intentID := w.mustDigestAs("intent:")
 	pre := append([]string(nil), p.Preconditions...)
 	sortStrings(pre)
@@ -445,6 +442,37 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 	}
 }
 
+// intentIdentityPreimage writes what an intent id binds: the approval it
+// consumes (or null), the authority, the batch, the idempotency digest and
+// the proposal.
+func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDigest, batchID, idempotencyDigest, proposalID string) {
+	w.open()
+	w.strOrNull("approval_digest", approvalDigest)
+	w.str("authority_digest", authorityDigest)
+	w.str("batch_id", batchID)
+	w.str("contract_version", ContractVersion)
+	w.str("idempotency_digest", idempotencyDigest)
+	w.str("kind", "M4AIntentIdentityPreimage")
+	w.str("proposal_id", proposalID)
+	w.close()
+}
+
+// policyVerdictPreimage writes the policy-verdict evidence: the R profile,
+// the whole eligibility verdict and the authority's decision, digest and
+// assessed risk.
+func (w *canonWriter) policyVerdictPreimage(profile string, v protocol.EligibilityVerdict, s AuthoritySnapshot) {
+	w.open()
+	w.str("assessed_risk", s.AssessedRisk)
+	w.str("authority_decision", s.Decision)
+	w.str("authority_digest", s.AuthorityDigest)
+	w.str("contract_version", ContractVersion)
+	w.key("eligibility_verdict")
+	w.verdict(v)
+	w.str("kind", "M4APolicyVerdictEvidencePreimage")
+	w.str("r_profile_digest", profile)
+	w.close()
+}
+
 func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) string {
 	return mustDigest(object{
 		"kind": "M4APolicyVerdictEvidencePreimage", "contract_version": ContractVersion,
@@ -455,6 +483,14 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 
 func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) string {
 	w := pooledWriter(640)
+	w.capabilityEvidencePreimage(p, s)
+	return w.mustDigest()
+}
+
+// capabilityEvidencePreimage writes the capability evidence: the
+// capability, the authority, and the proposal's action, destination and
+// adapter.
+func (w *canonWriter) capabilityEvidencePreimage(p protocol.EffectProposal, s AuthoritySnapshot) {
 	w.open()
 	w.str("action_digest", p.ActionDigest)
 	w.str("adapter_version", s.AdapterVersion)
@@ -466,7 +502,6 @@ func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) st
 	w.str("kind", "M4ACapabilityEvidencePreimage")
 	w.str("proposal_id", p.ProposalID)
 	w.close()
-	return w.mustDigest()
 }
 
 var _ = cjson.Digest

@@ -701,6 +701,17 @@ func isDigest(s string) bool {
 // profile: the batch id and cause id are derived from it.
 func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) string {
 	w := pooledWriter(512)
+	w.stableBatchPreimage(profile, logicalTime, lowWatermark, proposalIDs, verdictIDs, dataflow)
+	d, err := w.digest()
+	if err != nil {
+		return invalidDigest(err)
+	}
+	return d
+}
+
+// stableBatchPreimage writes what a stable batch's digest binds: the R
+// profile, the logical time and watermark, both id sets and the dataflow.
+func (w *canonWriter) stableBatchPreimage(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) {
 	w.open()
 	w.str("contract_version", reactiveContract)
 	w.str("dataflow_version", dataflow)
@@ -711,11 +722,6 @@ func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposal
 	w.strs("ordered_proposal_ids", proposalIDs)
 	w.str("profile_digest", profile)
 	w.close()
-	d, err := w.digest()
-	if err != nil {
-		return invalidDigest(err)
-	}
-	return d
 }
 
 // envelope reads a validated versions object.

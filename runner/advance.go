@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -52,6 +53,13 @@ type tick struct {
 	moved   bool
 	inbox   []store.Inbound // pending inbox, read once per pass
 	inboxOK bool
+	// fold is an input handed in by SubmitAdvance and not yet durable: it
+	// waits at the end of the pending inbox, and the tick that accepts it
+	// appends it to the store's inbox in its own commit. folded reports
+	// that it is durable (that commit returned, or the store already held
+	// it).
+	fold   *store.Inbound
+	folded bool
 
 	committed committedView    // what the last commit made durable, for the wires
 	wire      []tripwire.Event // the pending tick's events as the wires see them
@@ -62,24 +70,53 @@ type tick struct {
 // reports whether it moved. It holds the run's lease for the pass; a run
 // another runner holds is skipped, not waited for.
 func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err error) {
+	return r.advance(ctx, runID, nil)
+}
+
+// advance is Advance, with fold (when not nil) an input to accept as if it
+// were pending in the run's inbox after everything there (see
+// SubmitAdvance). Whatever becomes of the pass, fold is durable when
+// advance returns without error: if no commit of the pass took it, it is
+// submitted on its own.
+func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound) (moved bool, err error) {
+	if fold == nil {
+		moved, _, err = r.pass(ctx, runID, nil)
+		return moved, err
+	}
+	// Not deferred: a pass that never returns (the process dies) leaves
+	// nothing behind, and the caller was told nothing.
+	moved, folded, err := r.pass(ctx, runID, fold)
+	if !folded {
+		if serr := r.submitInbound(ctx, *fold); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	return moved, err
+}
+
+// pass is one pass of advance; folded reports that fold (if any) is durable.
+func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound) (moved, folded bool, err error) {
 	var t *tick
-	defer func() { r.endPass(t, err) }()
+	defer func() {
+		r.endPass(t, err)
+		folded = t != nil && t.folded
+	}()
 	run, err := r.cfg.Store.Run(ctx, runID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if run.Outcome != "" || run.Quarantine != "" {
-		return false, nil
+		return false, false, nil
 	}
 	wf, err := r.workflow(run)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	lease, err := r.lease(ctx, runID)
 	if store.CodeOf(err) == store.CodeLeaseHeld {
-		return false, nil
+		return false, false, nil
 	} else if err != nil {
-		return false, err
+		return false, false, err
 	}
 	t = &tick{run: run, lease: lease, wf: wf}
 	r.beginTick(t)
@@ -93,26 +130,32 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 	} else {
 		build, err := r.observeLoad(ctx, t)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if t.cp != nil {
 			if err := r.checkLoad(ctx, t, build); errors.Is(err, errTripped) {
-				return false, nil
+				return false, false, nil
 			} else if err != nil {
-				return false, err
+				return false, false, err
 			}
 		}
 	}
 	if t.cp == nil {
-		return false, nil // quarantined while loading
+		return false, false, nil // quarantined while loading
 	}
 	t.committed = viewOf(t.cp)
+	if fold != nil {
+		if err := r.queueFold(ctx, t, fold); err != nil {
+			return false, false, err
+		}
+	}
 	for i := 0; i < 10_000; i++ {
 		progressed, err := r.step(ctx, t)
 		if errors.Is(err, errTripped) {
-			return true, nil // parked; other runs go on
+			return true, false, nil // parked; other runs go on
 		} else if err != nil {
-			return r.parkIfStuck(ctx, t, err)
+			moved, err = r.parkIfStuck(ctx, t, err)
+			return moved, false, err
 		}
 		if !progressed {
 			break
@@ -120,21 +163,22 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 		t.moved = true
 	}
 	if err := r.flush(ctx, t); errors.Is(err, errTripped) {
-		return true, nil
+		return true, false, nil
 	} else if err != nil {
-		return r.parkIfStuck(ctx, t, err)
+		moved, err = r.parkIfStuck(ctx, t, err)
+		return moved, false, err
 	}
 	if err := r.checkIdle(ctx, t); errors.Is(err, errTripped) {
-		return true, nil
+		return true, false, nil
 	} else if err != nil {
-		return t.moved, err
+		return t.moved, false, err
 	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
 		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp}
 	}
 	r.mu.Unlock()
-	return t.moved, nil
+	return t.moved, false, nil
 }
 
 // parkIfStuck quarantines a run whose commit the store refuses for good —
@@ -143,6 +187,12 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 // would hide the problem. Other errors (busy database, lost lease) are
 // returned for the caller to retry.
 func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, error) {
+	if t.fold != nil && !t.folded && slices.ContainsFunc(t.pending.Submit, func(in store.Inbound) bool { return in.ID == t.fold.ID }) {
+		// The refusal may be the inbox's (the id is taken) rather than the
+		// tick's: the input is submitted on its own, and the next pass
+		// tells which.
+		return t.moved, err
+	}
 	switch store.CodeOf(err) {
 	case store.CodeIdempotencyConflict, store.CodeExists:
 		r.forget(t.run.ID)
@@ -260,6 +310,9 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	r.afterCommit(t, b) // before the head moves: the carry is keyed by the head it knew
 	t.run.Head += int64(len(p.Events))
+	if len(p.Submit) > 0 {
+		t.folded = true
+	}
 	if len(p.Consume) > 0 {
 		kept := t.inbox[:0]
 		for _, in := range t.inbox {
@@ -487,12 +540,8 @@ func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
 // The inbox is read once per pass: what arrives during a pass waits for the
 // next one (submitters wake the runner).
 func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]store.Inbound, error) {
-	if !t.inboxOK {
-		all, err := r.cfg.Store.Inbox(ctx, t.run.ID, true)
-		if err != nil {
-			return nil, err
-		}
-		t.inbox, t.inboxOK = all, true
+	if err := r.readInbox(ctx, t); err != nil {
+		return nil, err
 	}
 	var out []store.Inbound
 	for _, in := range t.inbox {
@@ -508,6 +557,51 @@ func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]stor
 		}
 	}
 	return out, nil
+}
+
+func (r *Runner) readInbox(ctx context.Context, t *tick) error {
+	if t.inboxOK {
+		return nil
+	}
+	all, err := r.cfg.Store.Inbox(ctx, t.run.ID, true)
+	if err != nil {
+		return err
+	}
+	t.inbox, t.inboxOK = all, true
+	return nil
+}
+
+// queueFold puts an input handed in with SubmitAdvance at the end of the
+// pass's pending inbox, after everything submitted before it, as Submit
+// would have: it is accepted in its turn, and the commit that accepts it
+// appends it to the store's inbox (see consume). An inbox that already
+// holds its id holds it durably: the pass then takes that entry.
+func (r *Runner) queueFold(ctx context.Context, t *tick, fold *store.Inbound) error {
+	if err := r.readInbox(ctx, t); err != nil {
+		return err
+	}
+	for _, in := range t.inbox {
+		if in.ID == fold.ID {
+			t.folded = true
+			return nil
+		}
+	}
+	in := *fold
+	in.Seq = math.MaxInt64 // after every entry the store holds
+	t.fold = &in
+	t.inbox = append(t.inbox, in)
+	return nil
+}
+
+// consume marks an inbox entry consumed by the pending tick; the input
+// SubmitAdvance handed in is appended to the store's inbox by that tick.
+func (r *Runner) consume(t *tick, in store.Inbound) {
+	t.pending.Consume = append(t.pending.Consume, in.ID)
+	if t.fold != nil && !t.folded && in.ID == t.fold.ID {
+		f := *t.fold
+		f.Seq = 0
+		t.pending.Submit = append(t.pending.Submit, f)
+	}
 }
 
 func (r *Runner) interrupts(ctx context.Context, t *tick) (bool, error) {
@@ -588,7 +682,7 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 			a.Body, a.Digest, a.Usage = body, store.BodyDigest(body), &u
 		}
 	}
-	t.pending.Consume = append(t.pending.Consume, in.ID)
+	r.consume(t, in)
 	return true, r.accept(t, a, in.Digest)
 }
 

@@ -11,7 +11,6 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -85,10 +84,11 @@ func benchGovernedStep(b *testing.B, reported bool) {
 		b.Fatal(err)
 	}
 	inputs := make([][]byte, b.N)
+	usage := make([]Usage, b.N)
 	for i := range inputs {
 		inputs[i] = []byte(fmt.Sprintf(`{"amount":%d,"id":"r%d","payee":"p"}`, i+1, i+1))
 		if reported {
-			inputs[i] = []byte(fmt.Sprintf(`{"format":%q,"input":%s,"usage":{"cost_micros":120,"tokens":%d}}`, ReportedInputFormat, inputs[i], 100+i))
+			usage[i] = Usage{Tokens: int64(100 + i), CostMicros: 120}
 		}
 	}
 	before := fileSize(path)
@@ -96,8 +96,7 @@ func benchGovernedStep(b *testing.B, reported bool) {
 	st.DB().QueryRow(`SELECT COUNT(*) FROM events`).Scan(&events0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		body := inputs[i]
-		benchStep(b, st, r, i, body)
+		benchStep(b, r, inputs[i], usage[i])
 	}
 	b.StopTimer()
 	if dest.count() != b.N+1 {
@@ -136,14 +135,11 @@ func unboundedContract(tb testing.TB) *control.Contract {
 	return c
 }
 
-// benchStep submits input i of the "bench" run as an agent would and
-// advances the run through it: one governed step.
-func benchStep(b *testing.B, st store.Store, r *Runner, i int, body []byte) {
-	if err := st.Submit(ctx, store.Inbound{ID: fmt.Sprintf("in:%d", i), RunID: "bench", Kind: KindInput, ActorRole: "agent",
-		Actor: "bench", Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := r.Advance(ctx, "bench"); err != nil {
+// benchStep hands the "bench" run an input (with its usage report) as an
+// agent would and advances the run through it: one governed step, the
+// input accepted in the commit of the tick it starts.
+func benchStep(b *testing.B, r *Runner, body []byte, u Usage) {
+	if _, err := r.SubmitAdvanceWithUsage(ctx, "bench", body, u, Actor{Name: "bench", Role: "agent", Capability: "run.input"}); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -52,7 +52,7 @@ func BenchmarkGovernedStepTracing(b *testing.B) {
 			dest := newDestination()
 			reg := &effect.Registry{}
 			reg.Register("refund.pay", "fake/1", dest)
-			r, err := New(Config{Store: st, Workflows: []Workflow{counter{refunds{limit: 1 << 40}}}, Adapters: reg, Tracer: tp,
+			r, err := New(Config{Store: st, Workflows: []Workflow{counter{refunds{limit: 1 << 40}}}, Adapters: reg, Tracer: tp, Contract: unboundedContract(b),
 				Reconcile: effect.Plan{Backoff: []time.Duration{0}}, MaxTransitions: 1 << 40})
 			if err != nil {
 				b.Fatal(err)
@@ -70,8 +70,7 @@ func BenchmarkGovernedStepTracing(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				body := inputs[i]
-				benchStep(b, st, r, i, body)
+				benchStep(b, r, inputs[i], Usage{})
 			}
 			b.StopTimer()
 			if dest.count() != b.N+1 {

@@ -310,18 +310,79 @@ func (r *Runner) Submit(ctx context.Context, runID string, input []byte, by Acto
 	return r.submit(ctx, runID, KindInput, by, v)
 }
 
+// SubmitAdvance is Submit followed by Advance, in one commit fewer: when
+// this runner can advance the run now (no pass of it is under way here,
+// its lease is to be had), the input is not written to the inbox on its
+// own but by the tick that accepts it, consumed, in that tick's
+// transaction (store.Tick.Submit). It is then durable, and accepted
+// exactly once, when that commit returns; the inbox row, the events and
+// every other record are byte for byte what Submit and Advance write.
+//
+// Whatever keeps the pass from committing it — the lease held elsewhere,
+// the run not ready to accept input, a failed or refused commit — the
+// input is submitted the ordinary way before SubmitAdvance returns, so a
+// nil error always means it is durable, as after Submit. A pass that
+// fails after the input is durable returns the pass's error, as Advance
+// does.
+func (r *Runner) SubmitAdvance(ctx context.Context, runID string, input []byte, by Actor) (moved bool, err error) {
+	return r.SubmitAdvanceWithUsage(ctx, runID, input, Usage{}, by)
+}
+
+// SubmitAdvanceWithUsage is SubmitAdvance with the input's usage report,
+// checked and charged as SubmitWithUsage does.
+func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input []byte, u Usage, by Actor) (moved bool, err error) {
+	if err := u.Check(); err != nil {
+		return false, err
+	}
+	v, err := cjson.Decode(input)
+	if err != nil {
+		return false, err
+	}
+	if err := plainInput(v); err != nil {
+		return false, err
+	}
+	if !u.zero() {
+		v = reported(v, u)
+	}
+	in, err := r.inbound(runID, KindInput, by, v)
+	if err != nil {
+		return false, err
+	}
+	if !r.claim(runID) {
+		// A pass of this run is under way here (Run's loop): it reads
+		// the inbox once, so the input waits for the next pass, as
+		// after Submit.
+		return false, r.submitInbound(ctx, in)
+	}
+	defer r.release(runID)
+	return r.advance(ctx, runID, &in)
+}
+
 func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body any) error {
-	b, err := cjson.Marshal(body)
+	in, err := r.inbound(runID, kind, by, body)
 	if err != nil {
 		return err
+	}
+	return r.submitInbound(ctx, in)
+}
+
+// inbound is the inbox entry submitting body as kind makes.
+func (r *Runner) inbound(runID, kind string, by Actor, body any) (store.Inbound, error) {
+	b, err := cjson.Marshal(body)
+	if err != nil {
+		return store.Inbound{}, err
 	}
 	// The id only has to be unique: it never reaches the pure steps (the
 	// store orders the inbox). Two people acting at once must not collide.
 	id := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s",
 		runID, by.Name, by.Role, r.cfg.Clock().UnixNano(), b)))[:32])
-	undo := r.noteTrigger(ctx, runID)
-	err = r.cfg.Store.Submit(ctx, store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)})
+	return store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)}, nil
+}
+
+func (r *Runner) submitInbound(ctx context.Context, in store.Inbound) error {
+	undo := r.noteTrigger(ctx, in.RunID)
+	err := r.cfg.Store.Submit(ctx, in)
 	if err == nil {
 		r.Wake()
 	} else {

@@ -260,7 +260,17 @@ type Tick struct {
 	// already pending/retry) durably, before the caller's adapter I/O: what
 	// BeginAttempt does, folded into the tick's one transaction.
 	Begin []string
-	Trace []TraceRecord
+	// Submit appends inbound events to the run's inbox inside the tick,
+	// already consumed: an input handed to the runner in-process and
+	// accepted by the tick it starts is durable with that tick, one commit
+	// instead of a submission's commit and then the tick's. Each entry's
+	// row is what Submit and then consuming it would leave (the next inbox
+	// position, the tick's time), and each must be named in Consume. An
+	// id the run's inbox already holds refuses the whole tick with
+	// CodeExists, whatever its content: whether it is a resubmission is
+	// for Submit to decide.
+	Submit []Inbound
+	Trace  []TraceRecord
 }
 
 // Store is the durable record. All methods are safe for concurrent use.

@@ -51,6 +51,29 @@ func ValidateTick(runID string, t Tick) error {
 			return bad("receipt %d lacks an intent or outcome, or its digest does not match", i)
 		}
 	}
+	// Inbound events submitted by the tick are consumed by it, each once.
+	submitted := map[string]bool{}
+	for i, in := range t.Submit {
+		if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
+			return bad("submitted inbound %d lacks an id, kind, actor role or body", i)
+		}
+		if in.RunID != "" && in.RunID != runID {
+			return bad("submitted inbound %s belongs to run %s", in.ID, in.RunID)
+		}
+		if BodyDigest(in.Body) != in.Digest {
+			return bad("submitted inbound %s digest does not match its body", in.ID)
+		}
+		if submitted[in.ID] {
+			return bad("inbound %s is submitted twice", in.ID)
+		}
+		submitted[in.ID] = true
+	}
+	for _, id := range t.Consume {
+		delete(submitted, id)
+	}
+	if len(submitted) > 0 {
+		return bad("an inbound event the tick submits is not consumed by it")
+	}
 	for i, r := range t.Results {
 		switch r.Outbox {
 		case OutboxRetry, OutboxReconcile, OutboxHuman, OutboxDone, OutboxPending:
@@ -62,4 +85,23 @@ func ValidateTick(runID string, t Tick) error {
 		}
 	}
 	return nil
+}
+
+// FromInbox is the part of a tick's Consume that must already be pending in
+// the run's inbox: every entry but those the tick submits itself.
+func FromInbox(t Tick) []string {
+	if len(t.Submit) == 0 {
+		return t.Consume
+	}
+	out := make([]string, 0, len(t.Consume))
+	for _, id := range t.Consume {
+		own := false
+		for _, in := range t.Submit {
+			own = own || in.ID == id
+		}
+		if !own {
+			out = append(out, id)
+		}
+	}
+	return out
 }

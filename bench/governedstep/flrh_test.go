@@ -103,21 +103,20 @@ func (s *flrhSystem) run(i, k int, lat func(time.Duration)) error {
 	for j := 0; j < k; j++ {
 		t0 := time.Now()
 		var err error
+		moved := true
 		if j == 0 {
 			err = s.r.Start(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j))
 		} else {
-			err = s.r.Submit(ctx, id, refundInput(i, j), runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"})
+			// The input is accepted by the tick it starts, in that tick's
+			// commit (one commit fewer than Submit, then Advance).
+			moved, err = s.r.SubmitAdvance(ctx, id, refundInput(i, j), runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"})
 		}
 		if err != nil {
 			return err
 		}
-		for {
-			moved, err := s.r.Advance(ctx, id)
-			if err != nil {
+		for moved {
+			if moved, err = s.r.Advance(ctx, id); err != nil {
 				return err
-			}
-			if !moved {
-				break
 			}
 		}
 		lat(time.Since(t0))

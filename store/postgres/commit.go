@@ -125,11 +125,16 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 			o.status = string(store.OutboxDone)
 		}
 
+		for i, in := range tick.Submit {
+			if rd.submitted[i] {
+				return store.Errorf(store.CodeExists, op, lease.RunID, nil, "inbound %s is already in the inbox", in.ID)
+			}
+		}
 		var consumed map[string]bool
 		if len(tick.Consume) > 0 {
 			consumed = map[string]bool{}
 		}
-		for i, id := range tick.Consume {
+		for i, id := range store.FromInbox(tick) {
 			if !rd.inbox[i] || consumed[id] {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "inbound %s is not pending in this run", id)
 			}
@@ -146,6 +151,12 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 			// Another run committed this key after our snapshot was
 			// taken; run again to report exactly what it is.
 			return errRetryKey
+		}
+		if c := pgConstraint(err); len(tick.Submit) > 0 && isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
+			// A submission to the run committed after our snapshot was
+			// taken and took the inbox position computed here (or the
+			// same id): a fresh snapshot sees it.
+			return errRetryInbox
 		}
 		return err
 	})
@@ -325,7 +336,15 @@ WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents 
 		tx.Queue(`INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, `+tsParam(7)+`)`, rc.IntentID, runID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts, runID)
 	}
-	for _, id := range tick.Consume {
+	for _, in := range tick.Submit {
+		// Appended consumed, at the next inbox position: what Submit and
+		// then consuming it would leave. The run's row is locked, so
+		// submissions to the run are serialized with this tick.
+		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
+SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsParam(9)+` FROM inbox WHERE run_id = $1`,
+			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts, runID)
+	}
+	for _, id := range store.FromInbox(tick) {
 		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
 			runID, id)
 	}
@@ -395,7 +414,8 @@ type tickReads struct {
 	keys      []keyRead
 	attempts  []bool                // the result's attempt exists in this run
 	outbox    map[string]*outboxRow // by intent id, for the run's intents the tick names
-	inbox     []bool                // the inbound event is pending in this run
+	inbox     []bool                // the inbound event is pending in this run (store.FromInbox's entries)
+	submitted []bool                // the tick's submitted inbound id is already in this run's inbox
 	// The run's last checkpoint number and trace sequence number: the
 	// tick's records take the next ones.
 	checkpoints, trace int64
@@ -456,8 +476,14 @@ WHERE intent_id = $1 AND n = $2 AND intent_id IN (SELECT intent_id FROM intents 
 				queueOutboxRead(b, runID, id, rd.outbox)
 			}
 		}
-		rd.inbox = make([]bool, len(tick.Consume))
-		for i, id := range tick.Consume {
+		rd.submitted = make([]bool, len(tick.Submit))
+		for i, in := range tick.Submit {
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = $1 AND inbound_id = $2)`, runID, in.ID).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.submitted[i]) })
+		}
+		fromInbox := store.FromInbox(tick)
+		rd.inbox = make([]bool, len(fromInbox))
+		for i, id := range fromInbox {
 			b.Queue(`SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed)`, runID, id).
 				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.inbox[i]) })
 		}

@@ -153,7 +153,10 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 			}
 		}
 
-		if err := s.consume(ctx, tx, lease.RunID, tick.Consume); err != nil {
+		if err := s.submitInTick(ctx, tx, lease.RunID, tick.Submit, ts); err != nil {
+			return err
+		}
+		if err := s.consume(ctx, tx, lease.RunID, store.FromInbox(tick)); err != nil {
 			return err
 		}
 

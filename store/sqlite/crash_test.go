@@ -71,7 +71,10 @@ func crashWriter(path string) {
 				}
 				n := run.Head + 1
 				cp := []byte(fmt.Sprintf(`{"events":%d}`, n))
-				tick := store.Tick{ExpectHead: run.Head,
+				// Every tick also submits and consumes its own input, as
+				// the runner's SubmitAdvance does.
+				in := storetest.Inb(l.RunID, fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
+				tick := store.Tick{ExpectHead: run.Head, Submit: []store.Inbound{in}, Consume: []string{in.ID},
 					Events:     []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))},
 					Intents:    []store.Intent{storetest.In(fmt.Sprintf("%s-i%d", l.RunID, n), fmt.Sprintf("%s-k%d", l.RunID, n), fmt.Sprint(n))},
 					Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}
@@ -88,7 +91,8 @@ func crashWriter(path string) {
 // TestCrashKeepsTicksWhole kills a writer process with SIGKILL in the middle
 // of committing, several times, and checks after every restart that each
 // tick is either wholly present or wholly absent: the event chain is
-// intact, every event has its intent and its checkpoint, and nothing else.
+// intact, every event has its intent, its checkpoint and the inbound event
+// the tick submitted and consumed, and nothing else.
 func TestCrashKeepsTicksWhole(t *testing.T) { crashRounds(t, []string{"r"}) }
 
 // TestCrashKeepsBatchesWhole is the same with eight runs written at once,
@@ -154,8 +158,14 @@ func crashRounds(t *testing.T, runs []string) {
 			evs, _ := s.Events(ctx, id, 0)
 			ins, _ := s.Intents(ctx, id)
 			cp, _ := s.Checkpoint(ctx, id)
-			if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) {
-				t.Fatalf("round %d run %s: torn tick: head=%d events=%d intents=%d checkpoint=%d", round, id, run.Head, len(evs), len(ins), cp.Seq)
+			inbox, _ := s.Inbox(ctx, id, false)
+			if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) || int64(len(inbox)) != run.Head {
+				t.Fatalf("round %d run %s: torn tick: head=%d events=%d intents=%d checkpoint=%d inbox=%d", round, id, run.Head, len(evs), len(ins), cp.Seq, len(inbox))
+			}
+			for i, in := range inbox {
+				if !in.Consumed || in.Seq != int64(i+1) || in.ID != fmt.Sprintf("in-%d", i+1) {
+					t.Fatalf("round %d run %s: inbox entry %d is %+v", round, id, i+1, in)
+				}
 			}
 			prev := store.GenesisHash
 			for _, e := range evs {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"InvalidTicksWriteNothing", testInvalidTicks},
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
 		{"Inbox", testInbox},
+		{"SubmitInTick", testSubmitInTick},
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
 		{"Ready", testReady},
@@ -531,6 +532,74 @@ func testInbox(t *testing.T, s store.Store, _ *Clock) {
 	live, _ := s.Live(ctx)
 	if fmt.Sprint(live) != "[r]" {
 		t.Fatalf("live %v", live)
+	}
+}
+
+// A tick may submit inbound events and consume them in the same
+// transaction: the rows are those Submit and a consuming tick would leave,
+// the same dedupe holds, and a refused tick leaves no inbound behind.
+func testSubmitInTick(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	a := Inb("r", "a", "input", `{"x":1}`)
+	must(t, s.Commit(ctx, l, store.Tick{Submit: []store.Inbound{a}, Consume: []string{"a"}, Events: []store.Event{Ev("ACCEPTED", `{"x":1}`)}}))
+	all, err := s.Inbox(ctx, "r", false)
+	must(t, err)
+	if len(all) != 1 || all[0].ID != "a" || !all[0].Consumed || all[0].Seq != 1 || all[0].Kind != "input" || all[0].Actor != "alice" ||
+		all[0].ActorRole != "human_approver" || all[0].Capability != "approval.grant_exact_hash" || string(all[0].Body) != `{"x":1}` || all[0].Digest != a.Digest {
+		t.Fatalf("inbox after a submitting tick %+v", all)
+	}
+	if pending, _ := s.Inbox(ctx, "r", true); len(pending) != 0 {
+		t.Fatalf("pending %+v", pending)
+	}
+	// Submit decides about an id a tick submitted as about its own.
+	must(t, s.Submit(ctx, a))
+	mustCode(t, s.Submit(ctx, Inb("r", "a", "input", `{"x":2}`)), store.CodeExists)
+	// A tick never takes an id the inbox holds, whatever its content, and
+	// writes nothing when it refuses.
+	before := snapshot(t, s, "r")
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Submit: []store.Inbound{a}, Consume: []string{"a"}, Events: []store.Event{Ev("ACCEPTED", `{}`)}}),
+		store.CodeExists)
+	must(t, s.Submit(ctx, Inb("r", "b", "input", `{"x":3}`)))
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Submit: []store.Inbound{Inb("r", "b", "input", `{"x":3}`)}, Consume: []string{"b"},
+		Events: []store.Event{Ev("ACCEPTED", `{}`)}}), store.CodeExists)
+	if after := snapshot(t, s, "r"); after != before {
+		t.Fatalf("a refused tick wrote: %s, was %s", after, before)
+	}
+	// Submitted entries take the next inbox positions; a pending one stays
+	// pending unless the tick consumes it.
+	c, d := Inb("r", "c", "input", `{"x":4}`), Inb("r", "d", "choice", `{"x":5}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Submit: []store.Inbound{c, d}, Consume: []string{"c", "d"}, Events: []store.Event{Ev("ACCEPTED", `{}`)}}))
+	all, _ = s.Inbox(ctx, "r", false)
+	if len(all) != 4 || all[1].ID != "b" || all[1].Consumed || all[2].ID != "c" || all[2].Seq != 3 || !all[2].Consumed || all[3].ID != "d" || all[3].Seq != 4 || !all[3].Consumed {
+		t.Fatalf("inbox %+v", all)
+	}
+	// One tick may consume a pending entry and submit another.
+	e := Inb("r", "e", "input", `{"x":6}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{e}, Consume: []string{"b", "e"}}))
+	if pending, _ := s.Inbox(ctx, "r", true); len(pending) != 0 {
+		t.Fatalf("pending %+v", pending)
+	}
+	// A failure anywhere in the tick leaves its submission out.
+	f := Inb("r", "f", "input", `{"x":7}`)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{f}, Consume: []string{"f", "zzz"}}), store.CodeInvalidTransition)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Submit: []store.Inbound{f}, Consume: []string{"f"}}), store.CodeHeadMismatch)
+	if all, _ = s.Inbox(ctx, "r", false); len(all) != 5 {
+		t.Fatalf("a refused tick left an inbound behind: %+v", all)
+	}
+	// Malformed submissions are refused before any transaction.
+	bad := Inb("r", "g", "input", `{}`)
+	bad.Digest = "sha256:00"
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{bad}, Consume: []string{"g"}}), store.CodeInvalidInput)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{f}}), store.CodeInvalidInput)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{f, f}, Consume: []string{"f"}}), store.CodeInvalidInput)
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{Inb("other", "h", "input", `{}`)}, Consume: []string{"h"}}), store.CodeInvalidInput)
+	// Fenced like every other write of a tick.
+	stale := l
+	stale.Generation--
+	mustCode(t, s.Commit(ctx, stale, store.Tick{ExpectHead: 2, Submit: []store.Inbound{f}, Consume: []string{"f"}}), store.CodeFenced)
+	if all, _ = s.Inbox(ctx, "r", false); len(all) != 5 {
+		t.Fatalf("a fenced tick left an inbound behind: %+v", all)
 	}
 }
 

@@ -56,6 +56,10 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		committed[in.ID] = in
 	}
 	planned := map[string]bool{}
+	// canonical is whether state is vouched to be cjson's own encoding
+	// (Decision.StateCanonical): then a checkpoint holding the same bytes
+	// canonicalizes to them, and needs no decoding to be compared.
+	canonical := false
 	for _, e := range evs {
 		if e.Kind != runner.EventAccepted {
 			continue
@@ -79,7 +83,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		if d.Refusal != "" {
 			continue
 		}
-		state = d.State
+		state, canonical = d.State, d.StateCanonical
 		for _, p := range d.Effects {
 			rep.Effects++
 			id := p.Intent.IntentID
@@ -125,6 +129,9 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		body.State = m[0] // what encoding/json would have copied
 	} else if err := json.Unmarshal(cp.Body, &body); err != nil {
 		fail("replay-state", "checkpoint", "unreadable: %v", err)
+		return rep
+	}
+	if canonical && bytes.Equal(body.State, state) {
 		return rep
 	}
 	recorded, err := cjson.Canonicalize(body.State)

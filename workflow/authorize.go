@@ -76,13 +76,13 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, _, err := w.reauthorize(pd, w.namedApprover(), checked)
+		eff, approved, err := w.reauthorize(pd, w.namedApprover(), checked)
 		if err != nil {
 			rec.held = "held: " + err.Error()
 			t.noteOutcome(rec)
 			return nil, nil
 		}
-		pd.IntentID = eff.Intent.IntentID
+		pd.IntentID, pd.approved = eff.Intent.IntentID, &approved
 		rec.intentID, rec.requestID, rec.requestDigest = &eff.Intent.IntentID, &q.RequestID, &q.RequestDigest
 		t.noteOutcome(rec)
 		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview}
@@ -177,6 +177,9 @@ func (w *Workflow) namedApprover() authority.Approver {
 // approved intent only after CheckGrant and AuthorizeApproved accepted it),
 // and the run accepted nothing in between, so this is the turn's true end.
 func (w *Workflow) approvedMachine(pd pending) (mrp.Machine, bool) {
+	if pd.approved != nil {
+		return *pd.approved, true
+	}
 	_, m, err := w.reauthorize(pd, w.namedApprover(), authority.CheckedBatch{})
 	return m, err == nil
 }

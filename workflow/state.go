@@ -77,6 +77,13 @@ type pending struct {
 	// Choices presented when the request was decided (a request that
 	// follows a choice among options), presented again with the grant.
 	Choices []authority.Choice `json:"choices,omitempty"`
+
+	// approved is the MRP machine H leaves once the grant is used, when
+	// the tick that wrote the request computed it (deciding the intent a
+	// grant yields computes it as well): the receipt that proves the
+	// grant consumed takes it instead of deciding the batch a third time.
+	// nil: decide it again. It is never encoded.
+	approved *mrp.Machine
 }
 
 // offer is a proposal H answered with OPTIONS: everything needed to decide

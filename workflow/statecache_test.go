@@ -35,8 +35,28 @@ func init() {
 				return fmt.Errorf("cached state: the kept kernel snapshot differs from its bytes' (%v):\n%#v\n%#v", err, *st.parsed, snap)
 			}
 		}
+		// A machine kept with a pending request is the one deciding its
+		// batch again with the grant gives.
+		for _, pd := range st.Pending {
+			if pd.approved == nil {
+				continue
+			}
+			pd2 := pd
+			pd2.approved = nil
+			m, ok := w.approvedMachine(pd2)
+			if !ok || !reflect.DeepEqual(m, *pd.approved) {
+				return fmt.Errorf("cached state: the machine kept for %s differs from H's with the grant (%v):\n%#v\n%#v", pd.RequestID, ok, *pd.approved, m)
+			}
+		}
 		got := *st
 		got.canonSnapshot, got.parsed = false, nil
+		if st.Pending != nil {
+			got.Pending = make([]pending, len(st.Pending))
+			for i, pd := range st.Pending {
+				pd.approved = nil
+				got.Pending[i] = pd
+			}
+		}
 		if !reflect.DeepEqual(want, &got) {
 			return fmt.Errorf("cached state differs from its decoded document:\n%#v\n%#v", st, want)
 		}

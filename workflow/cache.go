@@ -3,13 +3,15 @@ package workflow
 import (
 	"sync"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 )
 
-// matCache memoizes, by the digest of a state document, the L
+// matCache memoizes, by the bytes of a state document, the L
 // materialization of its live supports and the decoded state Decide
-// encoded it from. It only saves work: a miss evaluates the supports from
+// encoded it from. The key is the document itself rather than its
+// digest: hashing it for the map and comparing it on a hit costs a
+// fraction of a SHA-256 over the whole state, which grows with the run,
+// twice a tick (once to store, once to find). It only saves work: a miss evaluates the supports from
 // scratch and decodes the document, which is what a replay without the
 // cache does, and gives the same materialization and the same state.
 // A cached materialization is never modified: a tick that finds the
@@ -22,6 +24,7 @@ type matCache struct {
 }
 
 type cached struct {
+	key string // the document: the map's key, kept to be handed back without copying it again
 	mat *logic.Materialization
 	st  *state // nil once taken
 }
@@ -44,24 +47,25 @@ func (c *matCache) get(key string) *logic.Materialization {
 	return e.mat.Clone()
 }
 
-// take returns the decoded state and the materialization cached under
-// key, both for the caller to own, while the state is there: the tick
-// that wrote the document left it and no tick has taken it since, the
-// way a run goes from one input to the next. The entry is then empty, so
-// deciding the same document again evaluates it from its supports. With
-// no state there it returns nil, nil.
-func (c *matCache) take(key string) (*state, *logic.Materialization) {
+// take returns the decoded state and the materialization cached for
+// the document doc, both for the caller to own, while the state is there:
+// the tick that wrote the document left it and no tick has taken it
+// since, the way a run goes from one input to the next. The entry is then
+// empty, so deciding the same document again evaluates it from its
+// supports. It returns the document's key too (a copy of doc), or "" with
+// no state there, and nil, nil.
+func (c *matCache) take(doc []byte) (string, *state, *logic.Materialization) {
 	if c == nil {
-		return nil, nil
+		return "", nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.m[key]
+	e := c.m[string(doc)]
 	if e == nil || e.st == nil {
-		return nil, nil
+		return "", nil, nil
 	}
-	delete(c.m, key)
-	return e.st, e.mat
+	delete(c.m, e.key)
+	return e.key, e.st, e.mat
 }
 
 // putBack returns a materialization a tick took and did not consume (it
@@ -75,31 +79,33 @@ func (c *matCache) putBack(key string, m *logic.Materialization) {
 		if len(c.m) >= maxCached {
 			c.m = map[string]*cached{}
 		}
-		c.m[key] = &cached{mat: m}
+		c.m[key] = &cached{key: key, mat: m}
 	} else if e.mat == nil {
 		e.mat = m
 	}
 	c.mu.Unlock()
 }
 
-// put caches the materialization and the state of the document whose
-// digest is key. st must be what decoding that document gives (see
-// state.normalize) and must not be changed afterwards.
-func (c *matCache) put(key string, m *logic.Materialization, st *state) {
+// put caches the materialization and the state of the document doc
+// (copied: the caller's bytes may change). st must be what decoding that
+// document gives (see state.normalize) and must not be changed
+// afterwards.
+func (c *matCache) put(doc []byte, m *logic.Materialization, st *state) {
 	if c == nil || (m == nil && st == nil) {
 		return
 	}
+	key := string(doc)
 	c.mu.Lock()
 	if len(c.m) >= maxCached {
 		c.m = map[string]*cached{}
 	}
-	c.m[key] = &cached{mat: m, st: st}
+	c.m[key] = &cached{key: key, mat: m, st: st}
 	c.mu.Unlock()
 }
 
 // materialize returns a materialization of the state's live supports that
 // the caller owns: the one taken with the state, a clone of a cached one,
-// or a fresh evaluation. key is the digest of the state document.
+// or a fresh evaluation. key is the state document.
 func (w *Workflow) materialize(key string, st *state, taken *logic.Materialization) (*logic.Materialization, error) {
 	if taken != nil {
 		return taken, nil
@@ -116,10 +122,9 @@ func (w *Workflow) materialize(key string, st *state, taken *logic.Materializati
 
 // stateOf returns the state document decoded, from the cache when the
 // tick that wrote the document left it there (with its materialization,
-// if cached), and the document's digest.
+// if cached), and the document's key in the cache.
 func (w *Workflow) stateOf(stateJSON []byte) (*state, string, *logic.Materialization, error) {
-	key := cjson.Digest(stateJSON)
-	if st, mat := w.cache.take(key); st != nil {
+	if key, st, mat := w.cache.take(stateJSON); st != nil {
 		if verifyCachedState != nil {
 			if err := verifyCachedState(w, stateJSON, st); err != nil {
 				return nil, "", nil, err
@@ -128,7 +133,10 @@ func (w *Workflow) stateOf(stateJSON []byte) (*state, string, *logic.Materializa
 		return st, key, mat, nil
 	}
 	st, err := decodeState(stateJSON)
-	return st, key, nil, err
+	if err != nil || w.cache == nil {
+		return st, "", nil, err
+	}
+	return st, string(stateJSON), nil, nil
 }
 
 // verifyCachedState, when set (by tests), checks a cached state against

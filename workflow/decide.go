@@ -95,7 +95,7 @@ func (w *Workflow) Init(runID string) ([]byte, error) {
 	}
 	// The run's first tick takes the state from here, as any tick takes
 	// the state the tick before kept.
-	w.cache.put(cjson.Digest(b), nil, st)
+	w.cache.put(b, nil, st)
 	return b, nil
 }
 
@@ -265,7 +265,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	w.cache.put(cjson.Digest(next), mat, st)
+	w.cache.put(next, mat, st)
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }
 

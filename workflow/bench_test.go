@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -273,4 +274,58 @@ func BenchmarkNoteFHR(b *testing.B) {
 		}
 		reportCPU(b, cpu0)
 	})
+}
+
+// BenchmarkDecideRuns is the shape replay meets over many ordinary
+// refund-agent runs, one op being 20 runs, each from Init: a refund and its
+// receipt, every fifth above the limit (an approval request, the intent a
+// grant yields planned with it) and every twentieth for a blocked payee
+// (no effect, no receipt). The inputs are built beforehand; the receipts
+// answer the effects each refund plans.
+func BenchmarkDecideRuns(b *testing.B) {
+	w := compileExample(b, "refund-agent")
+	type run struct {
+		id      string
+		refund  Input
+		receipt *Input
+	}
+	runs := make([]run, 20)
+	for i := range runs {
+		amount, payee := int64(10+i%80), "payee-"+strconv.Itoa(i%13)
+		switch {
+		case i%20 == 19:
+			payee = "mallory"
+		case i%5 == 4:
+			amount = int64(150 + i)
+		}
+		runs[i] = run{id: "run-" + strconv.Itoa(i), refund: Input{Seq: 1, Kind: KindInput, Body: refundInput("r-"+strconv.Itoa(i), amount, payee, "damaged item")}}
+		st, _ := w.Init(runs[i].id)
+		r, err := w.Decide(st, runs[i].refund)
+		if err != nil || r.Refusal != "" {
+			b.Fatal(err, r.Refusal)
+		}
+		if (len(r.Effects) == 0) != (i%20 == 19) || (len(r.Effects) == 1 && (r.Effects[0].Approval != nil) != (i%5 == 4)) {
+			b.Fatalf("run %d planned %d effects", i, len(r.Effects))
+		}
+		if len(r.Effects) == 1 {
+			runs[i].receipt = &Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r.Effects[0], protocol.OutcomeConfirmedSuccess)}
+		}
+	}
+	benchDecide(b)
+	cpu0 := cputime.Used()
+	for b.Loop() {
+		for _, rn := range runs {
+			st, _ := w.Init(rn.id)
+			r, err := w.Decide(st, rn.refund)
+			if err != nil || r.Refusal != "" {
+				b.Fatal(err, r.Refusal)
+			}
+			if rn.receipt != nil {
+				if r, err = w.Decide(r.State, *rn.receipt); err != nil || r.Refusal != "" || r.Completion != Complete {
+					b.Fatal(err, r.Refusal, r.Completion)
+				}
+			}
+		}
+	}
+	reportCPU(b, cpu0)
 }

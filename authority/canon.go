@@ -110,7 +110,22 @@ func (w *canonWriter) strVal(s string) {
 	w.b = b
 }
 
-func (w *canonWriter) str(k, v string)       { w.key(k); w.strVal(v) }
+func (w *canonWriter) str(k, v string) { w.key(k); w.strVal(v) }
+
+// known writes a member whose value needs no check because of where it
+// comes from, never because of what it looks like: a constant of this
+// package (a preimage kind, a contract or ticket version, a transition
+// id), or a digest or id this package has just written from a hash sum
+// (mustDigest, mustDigestAs: a prefix and hex digits, or "invalid:" and an
+// error code). All of these are printable ASCII with nothing to escape, so
+// the bytes are those str would write, without scanning them. A value a
+// caller supplied, even one checked earlier, goes through str.
+func (w *canonWriter) known(k, v string) {
+	w.key(k)
+	w.b = append(w.b, '"')
+	w.b = append(w.b, v...)
+	w.b = append(w.b, '"')
+}
 func (w *canonWriter) num(k string, v int64) { w.key(k); w.b = cjson.AppendInt(w.b, v) }
 func (w *canonWriter) boolean(k string, v bool) {
 	w.key(k)
@@ -343,8 +358,8 @@ func publishedBatchDigest(b PublishedBatch) (string, error) {
 func (w *canonWriter) publishedBatch(b PublishedBatch) {
 	w.open()
 	w.batch("batch", b.Batch)
-	w.str("contract_version", reactiveContract)
-	w.str("kind", "M3PublishedBatchPreimage")
+	w.known("contract_version", reactiveContract)
+	w.known("kind", "M3PublishedBatchPreimage")
 	w.key("ordered_effect_proposals")
 	w.b = append(w.b, '[')
 	for i, p := range b.Proposals {

@@ -42,7 +42,7 @@ func (s AuthoritySnapshot) writePreimage(w *canonWriter) {
 	w.str("assessed_risk", s.AssessedRisk)
 	w.str("authority_version", s.AuthorityVersion)
 	w.str("capability", s.Capability)
-	w.str("contract_version", ContractVersion)
+	w.known("contract_version", ContractVersion)
 	w.str("decision", s.Decision)
 	w.str("destination_digest", s.DestinationDigest)
 	w.str("effect_type", s.EffectType)
@@ -412,9 +412,9 @@ func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence i
 	w.open()
 	w.str("action_digest", actionDigest)
 	w.str("adapter_version", adapterVersion)
-	w.str("contract_version", ContractVersion)
+	w.known("contract_version", ContractVersion)
 	w.num("effect_sequence", sequence)
-	w.str("kind", "M4AIdempotencyPreimage")
+	w.known("kind", "M4AIdempotencyPreimage")
 	w.str("run_id", runID)
 	w.str("transition_id", transitionID)
 	w.close()
@@ -448,11 +448,11 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDigest, batchID, idempotencyDigest, proposalID string) {
 	w.open()
 	w.strOrNull("approval_digest", approvalDigest)
-	w.str("authority_digest", authorityDigest)
+	w.known("authority_digest", authorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
 	w.str("batch_id", batchID)
-	w.str("contract_version", ContractVersion)
-	w.str("idempotency_digest", idempotencyDigest)
-	w.str("kind", "M4AIntentIdentityPreimage")
+	w.known("contract_version", ContractVersion)
+	w.known("idempotency_digest", idempotencyDigest) // IdempotencyKey's
+	w.known("kind", "M4AIntentIdentityPreimage")
 	w.str("proposal_id", proposalID)
 	w.close()
 }
@@ -464,11 +464,11 @@ func (w *canonWriter) policyVerdictPreimage(profile string, v protocol.Eligibili
 	w.open()
 	w.str("assessed_risk", s.AssessedRisk)
 	w.str("authority_decision", s.Decision)
-	w.str("authority_digest", s.AuthorityDigest)
-	w.str("contract_version", ContractVersion)
+	w.known("authority_digest", s.AuthorityDigest) // Authorize's own ComputeDigest
+	w.known("contract_version", ContractVersion)
 	w.key("eligibility_verdict")
 	w.verdict(v)
-	w.str("kind", "M4APolicyVerdictEvidencePreimage")
+	w.known("kind", "M4APolicyVerdictEvidencePreimage")
 	w.str("r_profile_digest", profile)
 	w.close()
 }
@@ -494,12 +494,12 @@ func (w *canonWriter) capabilityEvidencePreimage(p protocol.EffectProposal, s Au
 	w.open()
 	w.str("action_digest", p.ActionDigest)
 	w.str("adapter_version", s.AdapterVersion)
-	w.str("authority_digest", s.AuthorityDigest)
+	w.known("authority_digest", s.AuthorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
 	w.str("capability", s.Capability)
-	w.str("contract_version", ContractVersion)
+	w.known("contract_version", ContractVersion)
 	w.str("destination_digest", p.DestinationDigest)
 	w.str("effect_type", p.EffectType)
-	w.str("kind", "M4ACapabilityEvidencePreimage")
+	w.known("kind", "M4ACapabilityEvidencePreimage")
 	w.str("proposal_id", p.ProposalID)
 	w.close()
 }

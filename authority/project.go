@@ -713,9 +713,9 @@ func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposal
 // profile, the logical time and watermark, both id sets and the dataflow.
 func (w *canonWriter) stableBatchPreimage(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) {
 	w.open()
-	w.str("contract_version", reactiveContract)
+	w.known("contract_version", reactiveContract)
 	w.str("dataflow_version", dataflow)
-	w.str("kind", "M3StableBatchPreimage")
+	w.known("kind", "M3StableBatchPreimage")
 	w.num("logical_time", logicalTime)
 	w.num("low_watermark", lowWatermark)
 	w.strs("ordered_eligibility_verdict_ids", verdictIDs)

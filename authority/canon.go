@@ -2,7 +2,6 @@ package authority
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -225,7 +224,7 @@ func (w *canonWriter) digest() (string, error) {
 	w.release()
 	var out [7 + 64]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[7:], sum[:])
+	hexSum((*[64]byte)(out[7:]), &sum)
 	return string(out[:]), nil
 }
 
@@ -240,7 +239,7 @@ func (w *canonWriter) mustDigestAs(prefix string) string {
 	w.release()
 	var out [32 + 64]byte
 	n := copy(out[:], prefix)
-	hex.Encode(out[n:n+64], sum[:])
+	hexSum((*[64]byte)(out[n:n+64]), &sum)
 	return string(out[:n+64])
 }
 

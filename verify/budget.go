@@ -41,6 +41,45 @@ type ledger struct {
 // that issues each.
 var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_EXHAUSTED": "budget_governor"}
 
+// checkpoint is a checkpoint's body with the members the budget, retry
+// and control checks read. When read is false (the member reader gave up)
+// each check decodes the whole body with encoding/json, as it always did;
+// when it is true each member is decoded on its own, which encoding/json
+// does exactly as it would within the body (members gives up wherever the
+// two could differ).
+type checkpoint struct {
+	body                          []byte
+	read                          bool
+	budget, control, ingest, open []byte // nil: absent
+}
+
+func readCheckpoint(body []byte) *checkpoint {
+	c := &checkpoint{body: body}
+	m, ok := members(body, "budget", "control", "ingest", "open")
+	if ok {
+		c.read = true
+		c.budget, c.control, c.ingest, c.open = m[0], m[1], m[2], m[3]
+	}
+	return c
+}
+
+// unmarshal decodes the members of the body that the struct whole names:
+// each of parts is a member's value and where to decode it, and together
+// they are every member whole has.
+func (c *checkpoint) unmarshal(whole any, parts ...any) error {
+	if !c.read {
+		return json.Unmarshal(c.body, whole)
+	}
+	for i := 0; i < len(parts); i += 2 {
+		if raw := parts[i].([]byte); raw != nil {
+			if err := json.Unmarshal(raw, parts[i+1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // checkBudgets checks the run's budget ledger against the record, without
 // a clock: the counters equal what the log and the attempt rows show
 // (tokens and cost: the usage reports on the accepted inputs, with those
@@ -51,7 +90,10 @@ var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_E
 // the governor issued rests on a recorded breach that is really over its
 // limit (and none is recorded without it). A checkpoint written before runs
 // kept a ledger has nothing to check.
-func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64) {
+func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouched, attempts int64) {
+	if cp == nil {
+		return
+	}
 	var body struct {
 		Budget *ledger `json:"budget"`
 		// Reported usage the log does not hold yet: adapters' reports on
@@ -64,7 +106,7 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 			Usage *runner.Usage `json:"usage"`
 		} `json:"ingest"`
 	}
-	if err := json.Unmarshal(cpBody, &body); err != nil || body.Budget == nil {
+	if err := cp.unmarshal(&body, cp.budget, &body.Budget, cp.open, &body.Open, cp.ingest, &body.Ingest); err != nil || body.Budget == nil {
 		return
 	}
 	// reported adds up the usage reports: first those in the log, in order
@@ -86,7 +128,7 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 	}
 	var accepted int64
 	var issued []control.Record
-	for _, e := range evs {
+	for i, e := range evs {
 		switch e.Kind {
 		case runner.EventAccepted:
 			accepted++
@@ -94,8 +136,14 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 				Kind  string        `json:"kind"`
 				Usage *runner.Usage `json:"usage"`
 			}
-			if json.Unmarshal(e.Body, &in) != nil {
+			if a := readAcceptedInput(e.Body); !a.read {
+				if json.Unmarshal(e.Body, &in) != nil {
+					break
+				}
+			} else if a.usage != nil && json.Unmarshal(a.usage, &in.Usage) != nil {
 				break
+			} else {
+				in.Kind = a.kind
 			}
 			if in.Kind != "receipt" && !l.Adopted && accepted > l.Limits.Steps {
 				rep.fail("budget-limit", "event "+strconv.FormatInt(e.Seq, 10), "outside input accepted as step %d of a budget of %d", accepted, l.Limits.Steps)
@@ -110,7 +158,12 @@ func checkBudgets(rep *Report, cpBody []byte, evs []store.Event, attempts int64)
 			}
 		case runner.EventControl:
 			var rec control.Record
-			if mayHold(e.Body, "TIMEOUT", "BUDGET_EXHAUSTED") && json.Unmarshal(e.Body, &rec) == nil && budgetEvents[rec.Event] != "" && rec.ActorRole == budgetEvents[rec.Event] {
+			if known[i].ok {
+				rec = known[i].rec
+			} else if !mayHold(e.Body, "TIMEOUT", "BUDGET_EXHAUSTED") || json.Unmarshal(e.Body, &rec) != nil {
+				break
+			}
+			if budgetEvents[rec.Event] != "" && rec.ActorRole == budgetEvents[rec.Event] {
 				issued = append(issued, rec)
 			}
 		}
@@ -231,7 +284,7 @@ func spentAttempts(ats []store.Attempt, limit int64) (map[string]any, bool) {
 // not end otherwise than RETRY_EXHAUSTED unless an interrupt ended it
 // first. Runs whose ledger does not record the attempt limit have nothing
 // to check.
-func checkRetries(ctx context.Context, rep *Report, rec *record, cpBody []byte) error {
+func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint, known []vouched) error {
 	run, evs := rec.run, rec.events
 	var body struct {
 		Budget *struct {
@@ -240,18 +293,23 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cpBody []byte) 
 			RetriesExhausted json.RawMessage `json:"retries_exhausted"`
 		} `json:"budget"`
 	}
-	if cpBody == nil || json.Unmarshal(cpBody, &body) != nil || body.Budget == nil {
+	if cp == nil || cp.unmarshal(&body, cp.budget, &body.Budget) != nil || body.Budget == nil {
 		return nil
 	}
 	l := body.Budget
 	const where = "retries"
 	var issued []control.Record
 	accepted := map[string]bool{} // digests of accepted receipts
-	for _, e := range evs {
+	for i, e := range evs {
 		switch e.Kind {
 		case runner.EventControl:
 			var cr control.Record
-			if mayHold(e.Body, retryEvent) && json.Unmarshal(e.Body, &cr) == nil && cr.Event == retryEvent {
+			if known[i].ok {
+				cr = known[i].rec
+			} else if !mayHold(e.Body, retryEvent) || json.Unmarshal(e.Body, &cr) != nil {
+				break
+			}
+			if cr.Event == retryEvent {
 				issued = append(issued, cr)
 			}
 		case runner.EventAccepted:
@@ -259,7 +317,11 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cpBody []byte) 
 				Kind   string `json:"kind"`
 				Digest string `json:"digest"`
 			}
-			if mayHold(e.Body, "receipt") && json.Unmarshal(e.Body, &in) == nil && in.Kind == "receipt" {
+			if a := readAcceptedInput(e.Body); a.read && a.digestRead {
+				if a.kind == "receipt" {
+					accepted[a.digest] = true
+				}
+			} else if mayHold(e.Body, "receipt") && json.Unmarshal(e.Body, &in) == nil && in.Kind == "receipt" {
 				accepted[in.Digest] = true
 			}
 		}
@@ -355,4 +417,42 @@ func mayHold(text []byte, strs ...string) bool {
 		}
 	}
 	return false
+}
+
+// acceptedInput is what the budget and retry checks read of an accepted
+// input's record: its kind, its usage report's text, its digest. read is
+// false when the member reader gave up on the record or its kind was not a
+// plain string; the checks then decode it with encoding/json as they
+// always did. digestRead is false when the digest member is not a plain
+// string (encoding/json would then fail or read it otherwise).
+type acceptedInput struct {
+	read       bool
+	kind       string
+	usage      []byte
+	digest     string
+	digestRead bool
+}
+
+func readAcceptedInput(b []byte) acceptedInput {
+	m, ok := members(b, "kind", "usage", "digest")
+	if !ok {
+		return acceptedInput{}
+	}
+	a := acceptedInput{read: true, usage: m[1], digestRead: true}
+	if m[0] != nil {
+		if a.kind, ok = plainString(m[0]); !ok {
+			return acceptedInput{}
+		}
+	}
+	if m[2] != nil {
+		a.digest, a.digestRead = plainString(m[2])
+	}
+	return a
+}
+
+// plainString reads a JSON string without escapes.
+func plainString(b []byte) (string, bool) {
+	s := newScan(b)
+	v := s.str()
+	return v, s.end()
 }

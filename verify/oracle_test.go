@@ -112,7 +112,7 @@ func TestCheckEventsMatchesTheSlowOracle(t *testing.T) {
 			}
 			fast, slow := &Report{Findings: []Finding{}}, &Report{Findings: []Finding{}}
 			m := control.Default()
-			cf := checkEvents(fast, m, run, evs)
+			cf := checkEvents(fast, m, run, evs, nil)
 			cs := slowCheckEvents(slow, m, run, evs)
 			if fast.Controls != slow.Controls || len(fast.Findings) != len(slow.Findings) {
 				t.Fatalf("%d control records and %d findings, the oracle %d and %d:\n%v\n%v", fast.Controls, len(fast.Findings), slow.Controls, len(slow.Findings), fast.Findings, slow.Findings)
@@ -184,7 +184,7 @@ func TestCheckCheckpointMatchesTheSlowOracle(t *testing.T) {
 				t.Fatalf("the edit did not apply: %s", rec.cp.Body)
 			}
 			m := control.Default()
-			cfg := checkEvents(&Report{}, m, rec.run, rec.events)
+			cfg := checkEvents(&Report{}, m, rec.run, rec.events, nil)
 			fast, slow := &Report{Findings: []Finding{}}, &Report{Findings: []Finding{}}
 			checkCheckpoint(fast, rec, cfg)
 			slowCheckCheckpoint(slow, rec, cfg)

@@ -3,7 +3,6 @@ package verify
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
@@ -43,14 +42,17 @@ func (s *scan) expect(c byte) {
 }
 
 // str reads a string without escapes and returns its bytes.
-func (s *scan) str() string {
+func (s *scan) str() string { return string(s.strBytes()) }
+
+// strBytes is str without a copy: the bytes are the text's own.
+func (s *scan) strBytes() []byte {
 	s.expect('"')
 	start := s.i
 	for s.ok && s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			return string(s.b[start : s.i-1])
+			return s.b[start : s.i-1]
 		case c == '\\' || c < 0x20:
 			s.fail()
 		default:
@@ -58,7 +60,7 @@ func (s *scan) str() string {
 		}
 	}
 	s.fail()
-	return ""
+	return nil
 }
 
 // skipStr passes over a string, escapes included.
@@ -112,7 +114,7 @@ func (s *scan) skip() {
 	case c == '"':
 		s.skipStr()
 	case c == '{':
-		s.object(func(string) { s.skip() })
+		s.object(func([]byte) { s.skip() })
 	case c == '[':
 		s.array(s.skip)
 	case c == 't':
@@ -170,15 +172,16 @@ func (s *scan) int() int64 {
 }
 
 // object calls member for each key, positioned at its value, which member
-// must consume.
-func (s *scan) object(member func(key string)) {
+// must consume. The key's bytes are the text's own: a member that keeps
+// the key copies it.
+func (s *scan) object(member func(key []byte)) {
 	s.expect('{')
 	if s.peek() == '}' {
 		s.i++
 		return
 	}
 	for s.ok {
-		k := s.str()
+		k := s.strBytes()
 		s.expect(':')
 		if !s.ok {
 			return
@@ -227,8 +230,8 @@ func (s *scan) end() bool { return s.ok && s.i == len(s.b) }
 func stepInputs(b []byte) (control.Record, bool) {
 	var rec control.Record
 	s := newScan(b)
-	s.object(func(k string) {
-		switch k {
+	s.object(func(k []byte) {
+		switch string(k) {
 		case "event":
 			rec.Event = s.str()
 		case "actor_role":
@@ -239,10 +242,10 @@ func stepInputs(b []byte) (control.Record, bool) {
 			rec.EventID = s.str()
 		case "evidence":
 			rec.Evidence = map[string]string{}
-			s.object(func(k string) { rec.Evidence[k] = s.str() })
+			s.object(func(k []byte) { rec.Evidence[string(k)] = s.str() })
 		case "guard_inputs":
 			rec.GuardInputs = map[string]bool{}
-			s.object(func(k string) { rec.GuardInputs[k] = s.boolean() })
+			s.object(func(k []byte) { rec.GuardInputs[string(k)] = s.boolean() })
 		default:
 			s.skip()
 		}
@@ -264,7 +267,7 @@ func onlyMembers(b []byte, keys ...string) ([][]byte, bool) { return readMembers
 func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 	out := make([][]byte, len(keys))
 	s := newScan(b)
-	s.object(func(k string) {
+	s.object(func(k []byte) {
 		for i := 0; i < len(k); i++ {
 			if k[i] >= 0x80 {
 				s.fail()
@@ -273,12 +276,12 @@ func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 		}
 		for i, want := range keys {
 			switch {
-			case k == want && out[i] == nil:
+			case string(k) == want && out[i] == nil:
 				start := s.i
 				s.skip()
 				out[i] = b[start:s.i]
 				return
-			case strings.EqualFold(k, want):
+			case asciiEqualFold(k, want):
 				s.fail()
 				return
 			}
@@ -292,13 +295,35 @@ func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 	return out, s.end()
 }
 
+// asciiEqualFold is strings.EqualFold for an ASCII key: with every byte of
+// k below 0x80, no Unicode folding (the Kelvin sign, the long s) can match
+// one of its letters, so folding ASCII letters is all there is.
+func asciiEqualFold(k []byte, want string) bool {
+	if len(k) != len(want) {
+		return false
+	}
+	for i := range k {
+		a, b := k[i], want[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
 // approvalDigest reads an intent's approval_digest member: a string, or
 // nil when it is null or absent.
 func approvalDigest(b []byte) (*string, bool) {
 	var d *string
 	s := newScan(b)
-	s.object(func(k string) {
-		if k != "approval_digest" {
+	s.object(func(k []byte) {
+		if string(k) != "approval_digest" {
 			s.skip()
 			return
 		}

@@ -97,14 +97,15 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 	run, evs := rec.run, rec.events
 	rep := &Report{RunID: runID, State: run.State, Outcome: run.Outcome, Findings: []Finding{}}
 	rep.Events = len(evs)
-	cfg := checkEvents(rep, m, run, evs)
+	known := make([]vouched, len(evs))
+	cfg := checkEvents(rep, m, run, evs, known)
 	cp := checkCheckpoint(rep, rec, cfg)
 	attempts, err := checkEffects(ctx, rep, rec)
 	if err != nil {
 		return nil, err
 	}
-	checkBudgets(rep, cp, evs, attempts)
-	if err := checkRetries(ctx, rep, rec, cp); err != nil {
+	checkBudgets(rep, cp, evs, known, attempts)
+	if err := checkRetries(ctx, rep, rec, cp, known); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -112,8 +113,11 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 
 // checkEvents verifies bytes, digests and the chain, and re-steps every
 // control record through the FSM. It returns the configuration the records
-// lead to.
-func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Event) control.Configuration {
+// lead to. When known is not nil (it then has one entry per event), it
+// holds for each control record whose stored bytes are exactly the
+// recomputed record that record, read: the later checks take it from
+// there instead of decoding the bytes again.
+func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Event, known []vouched) control.Configuration {
 	prev := store.GenesisHash
 	var gen int64
 	cfg := m.Initial()
@@ -132,9 +136,15 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 			// The fast path reads only the step's inputs and compares
 			// bytes; when it cannot vouch for the record, the strict path
 			// decides and words every finding.
-			var next control.Configuration
-			if next, canonical, buf = restepFast(m, cfg, e, buf); canonical {
-				cfg = next
+			var res control.Result
+			if res, canonical, buf = restepFast(m, cfg, e, buf); canonical {
+				if res.Rejection == nil {
+					cfg = res.Next
+					cfg.Context = nil
+				}
+				if known != nil {
+					known[i] = vouched{res.Record, true}
+				}
 			} else {
 				var rec control.Record
 				if err := strictDecode(e.Body, &rec); err != nil {
@@ -184,33 +194,35 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 	return cfg
 }
 
+// vouched is a control record checkEvents found, byte for byte, to be the
+// record it recomputed (ok false: none), as its fields were recomputed.
+type vouched struct {
+	rec control.Record
+	ok  bool
+}
+
 // restepFast re-steps a control record read by stepInputs and reports
 // whether the recomputed record is, byte for byte, the stored one, with
-// the configuration it leads to. A record equal to its recomputation is
-// canonical, a valid control record, and exactly what the FSM says, so
-// none of the checks the strict path makes can fail on it. Anything else
-// (ok false) goes to the strict path.
-func restepFast(m *control.Machine, cfg control.Configuration, e store.Event, buf []byte) (control.Configuration, bool, []byte) {
+// the step's result. A record equal to its recomputation is canonical, a
+// valid control record, and exactly what the FSM says, so none of the
+// checks the strict path makes can fail on it. Anything else (ok false)
+// goes to the strict path.
+func restepFast(m *control.Machine, cfg control.Configuration, e store.Event, buf []byte) (control.Result, bool, []byte) {
 	rec, ok := stepInputs(e.Body)
 	if !ok {
-		return cfg, false, buf
+		return control.Result{}, false, buf
 	}
 	in := cfg
 	in.Context = rec.GuardInputs
 	res := m.Step(in, stepEvent(rec))
 	if accepted := res.Rejection == nil; accepted != (e.Kind == runner.EventControl) {
-		return cfg, false, buf
+		return control.Result{}, false, buf
 	}
 	buf, err := res.Record.AppendCanonical(buf[:0])
 	if err != nil || !bytes.Equal(buf, e.Body) {
-		return cfg, false, buf
+		return control.Result{}, false, buf
 	}
-	if res.Rejection != nil {
-		return cfg, true, buf
-	}
-	next := res.Next
-	next.Context = nil
-	return next, true, buf
+	return res, true, buf
 }
 
 // stepEvent is the FSM event a control record says it met.
@@ -271,8 +283,9 @@ func strictDecode(b []byte, v any) error {
 }
 
 // checkCheckpoint checks the latest checkpoint against the replayed
-// control configuration and returns its body (nil without one).
-func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte {
+// control configuration and returns its body, read for the later checks
+// (nil without one, or when it is unreadable).
+func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *checkpoint {
 	run, cp := rec.run, rec.cp
 	if !rec.hasCP {
 		if run.Head > 0 {
@@ -289,9 +302,10 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte
 	// A stored configuration that is, byte for byte, the canonical form
 	// of the replayed one decodes to it: nothing to report, and no need
 	// to decode the checkpoint (which holds the whole workflow state).
+	c := readCheckpoint(cp.Body)
 	b, err := cjson.Marshal(cfg)
-	if m, ok := members(cp.Body, "control"); ok && err == nil && bytes.Equal(m[0], b) {
-		return cp.Body
+	if c.read && err == nil && bytes.Equal(c.control, b) {
+		return c
 	}
 	var body struct {
 		Control control.Configuration `json:"control"`
@@ -304,7 +318,7 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) []byte
 	if !bytes.Equal(a, b) {
 		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
 	}
-	return cp.Body
+	return c
 }
 
 // checkEffects checks every intent, its attempts and its receipt, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -145,9 +146,19 @@ func rechain(t *testing.T, path, run string) {
 
 func findings(t *testing.T, path, run string) string {
 	t.Helper()
-	rep, err := Run(ctx, open(t, path, true), nil, run)
+	st := open(t, path, true)
+	rep, err := Run(ctx, st, nil, run)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Whatever the tampering, the verifier reports exactly what the
+	// oracle that decodes everything reports.
+	slow, err := slowRun(ctx, st, nil, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rep, slow) {
+		t.Fatalf("verify reports\n%+v\nthe oracle\n%+v", rep, slow)
 	}
 	var out []string
 	for _, f := range rep.Findings {

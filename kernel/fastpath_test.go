@@ -307,7 +307,7 @@ func TestNextSnapshotMatchesSlowPath(tt *testing.T) {
 			}
 		}
 		p := d.Profile()
-		st, b, verdict := nextSnapshot(d, p, next)
+		st, b, verdict, _ := nextSnapshot(d, p, next)
 		sst, sb, sverdict := nextSnapshotSlow(d, p, next)
 		if verdict != sverdict || !bytes.Equal(b, sb) || !reflect.DeepEqual(st, sst) {
 			t.Fatalf("fast %q %s %#v\nslow %q %s %#v", verdict, b, st, sverdict, sb, sst)

@@ -15,20 +15,29 @@ import (
 // Step applies one accepted event to a snapshot under a domain. It is
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
+	t, _, err := stepTyped(d, s, nil, e)
+	return t, err
+}
+
+// stepTyped is Step, given the snapshot's canonical bytes when the caller
+// holds them (see StepEncoded), returning the next snapshot's when the
+// step wrote them on its fast path.
+func stepTyped(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (*Transition, []byte, error) {
 	// The typed fields are checked where they are; only an input that
 	// fails a check takes the value path, which finds the same fault and
 	// reports it as StepValue does.
 	if p := profileOf(d); profileValid(p) {
-		if ps, prior, ok := parseTypedSnapshot(d, p, &s); ok {
+		if ps, prior, ok := parseTypedSnapshot(d, p, &s, sBytes); ok {
 			if pe, ok := parseTypedEvent(d, p, &e); ok {
 				if rej := compatible(p, ps, pe); rej != nil {
-					return nil, rej
+					return nil, nil, rej
 				}
 				return apply(d, p, ps, pe, prior)
 			}
 		}
 	}
-	return stepWire(d, s, e)
+	t, err := stepWire(d, s, e)
+	return t, nil, err
 }
 
 // stepWire is Step through the snapshot's wire map and the event's value
@@ -57,13 +66,19 @@ func stepWire(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, erro
 // parseTypedSnapshot is parseSnapshot of s.Wire() for a snapshot that
 // passes every check, without building the wire map; ok is false when a
 // check fails or the snapshot is outside appendSnapshot's fast case.
-func parseTypedSnapshot(d Domain, p Profile, s *Snapshot) (Snapshot, []byte, bool) {
+// known, when not nil, is what appendSnapshot writes for s (the next
+// snapshot's bytes a step returned with it), which then is not written
+// again.
+func parseTypedSnapshot(d Domain, p Profile, s *Snapshot, known []byte) (Snapshot, []byte, bool) {
 	if !cjson.ValidID(s.AggregateID) || s.Revision < 0 || (s.Phase != PhaseOpen && s.Phase != PhaseClosed) ||
 		(s.LastLogicalTime != nil && *s.LastLogicalTime < 0) || (s.LastEventID != nil && !cjson.ValidID(*s.LastEventID)) ||
 		!versionsValid(&s.Versions) {
 		return Snapshot{}, nil, false
 	}
-	prior, ok := appendSnapshot(make([]byte, 0, 512), s, false)
+	prior, ok := known, true
+	if known == nil {
+		prior, ok = appendSnapshot(make([]byte, 0, 512), s, false)
+	}
 	if !ok {
 		return Snapshot{}, nil, false
 	}
@@ -249,7 +264,8 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 	if rej := compatible(p, s, e); rej != nil {
 		return nil, rej
 	}
-	return apply(d, p, s, e, prior)
+	t, _, err := apply(d, p, s, e, prior)
+	return t, err
 }
 
 // readsOnly reports whether d is one of this package's own domains, which
@@ -782,42 +798,48 @@ func invariant(name string, s *Snapshot, e *Event) *Rejection {
 	return rejectParsed(CodeInvariantViolation, "/accepted_event/payload", s, e, map[string]any{"invariant": name})
 }
 
-func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transition, error) {
+// apply evolves and emits for a parsed snapshot and event and checks the
+// outputs; priorBytes are the snapshot's canonical bytes. nextCanon is the
+// next snapshot's canonical bytes when the fast path wrote them — exactly what appendSnapshot, and so MarshalJSON, writes for
+// t.NextSnapshot: its state is the checked state's declared members, the
+// only ones of its non-kernel keys appendSnapshot writes — and nil
+// otherwise.
+func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (t *Transition, nextCanon []byte, err error) {
 	ds, de := s, e
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
 	}
 	ev, f := d.Evolve(ds, de)
 	if f != nil {
-		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
+		return nil, nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
 	}
 	em, f := d.Emit(ds, de)
 	if f != nil {
-		return nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
+		return nil, nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	if len(em.Facts) < p.MinFacts || len(em.Facts) > p.MaxFacts {
-		return nil, invariant("fact_count_within_profile", &s, &e)
+		return nil, nil, invariant("fact_count_within_profile", &s, &e)
 	}
 	if len(em.Proposals) > p.MaxProposals {
-		return nil, invariant("proposal_count_within_profile", &s, &e)
+		return nil, nil, invariant("proposal_count_within_profile", &s, &e)
 	}
 
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
-			return nil, invariant("insert_only_facts", &s, &e)
+			return nil, nil, invariant("insert_only_facts", &s, &e)
 		}
 		fd, b, ok := buildFact(p, e, fact)
 		if !ok {
-			return nil, invariant("fact_well_formed", &s, &e)
+			return nil, nil, invariant("fact_well_formed", &s, &e)
 		}
 		for i := range facts {
 			if facts[i].DerivationID == fd.DerivationID {
-				return nil, invariant("unique_derivation_ids", &s, &e)
+				return nil, nil, invariant("unique_derivation_ids", &s, &e)
 			}
 		}
 		facts, factBytes = append(facts, fd), append(factBytes, b)
@@ -827,11 +849,11 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transi
 	for _, prop := range em.Proposals {
 		ep, b, ok := buildProposal(e, prop)
 		if !ok {
-			return nil, invariant("proposal_well_formed", &s, &e)
+			return nil, nil, invariant("proposal_well_formed", &s, &e)
 		}
 		for i := range proposals {
 			if proposals[i].ProposalID == ep.ProposalID {
-				return nil, invariant("unique_proposal_ids", &s, &e)
+				return nil, nil, invariant("unique_proposal_ids", &s, &e)
 			}
 		}
 		proposals, propBytes = append(proposals, ep), append(propBytes, b)
@@ -852,12 +874,12 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transi
 		next.Phase = PhaseClosed
 	}
 	// The next snapshot must itself be a valid input: replay depends on it.
-	nextState, nextBytes, verdict := nextSnapshot(d, p, next)
+	nextState, nextBytes, verdict, fast := nextSnapshot(d, p, next)
 	if verdict != "" {
-		return nil, invariant(verdict, &s, &e)
+		return nil, nil, invariant(verdict, &s, &e)
 	}
 	next.State = nextState
-	t := &Transition{
+	t = &Transition{
 		Kind:                KindTransition,
 		SchemaVersion:       ResultSchemaVersion,
 		ContractVersion:     ContractVersion,
@@ -867,12 +889,14 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transi
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
 	}
-	var err error
 	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, digest(nextBytes), factBytes, propBytes)
 	if err != nil {
-		return nil, invariant("transition_digest", &s, &e)
+		return nil, nil, invariant("transition_digest", &s, &e)
 	}
-	return t, nil
+	if fast {
+		nextCanon = nextBytes
+	}
+	return t, nextCanon, nil
 }
 
 // nextSnapshot checks a next snapshot as parseSnapshot would check it as
@@ -881,11 +905,13 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (*Transi
 // Its kernel members were built from checked values, so only the domain
 // state can break it: when that state passes canonCopy the check and the
 // bytes need no wire map, no round trip and no second encoding.
-func nextSnapshot(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string) {
+// fast says the fast path wrote the bytes.
+func nextSnapshot(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string, bool) {
 	if state, b, verdict, ok := nextSnapshotFast(d, p, next); ok {
-		return state, b, verdict
+		return state, b, verdict, true
 	}
-	return nextSnapshotSlow(d, p, next)
+	state, b, verdict := nextSnapshotSlow(d, p, next)
+	return state, b, verdict, false
 }
 
 // nextSnapshotFast is nextSnapshot when the state passes canonCopy and

@@ -367,18 +367,27 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: "event:" + st.RunID + ":" + lt, Payload: payload,
 		OccurredAt: occurred, ReceivedAt: stamp, LogicalTime: t.lt, CorrelationID: st.RunID,
 		IdempotencyKey: "accepted:" + st.RunID + ":" + lt, Versions: w.versions}
+	// The snapshot's canonical bytes go with it when the tick that wrote
+	// them kept it: the kernel then need not write them again.
+	var known []byte
+	if st.parsed != nil && st.kernelBytes {
+		known = st.Snapshot
+	}
 	var em kernel.Emission
-	tr, err := kernel.Step(recorder{w.domain, &em}, snap, ev)
+	tr, nextBytes, err := kernel.StepEncoded(recorder{w.domain, &em}, snap, known, ev)
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}
 	// The snapshot's own canonical encoding: what cjson.Marshal writes for
-	// it, without decoding and encoding it again.
-	if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
+	// it, without decoding and encoding it again; the kernel's, when it
+	// wrote them.
+	if nextBytes != nil {
+		st.Snapshot = nextBytes
+	} else if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
 		return nil, nil, "", err
 	}
 	next := tr.NextSnapshot
-	st.canonSnapshot, st.parsed = true, &next
+	st.canonSnapshot, st.parsed, st.kernelBytes = true, &next, nextBytes != nil
 	body, ok := transitionNote(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
 	t.noteBytes("f.transition", body, ok, func() map[string]any {
 		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))

@@ -44,6 +44,9 @@ type state struct {
 	// wrote Snapshot had it (F's next snapshot): the next tick steps from
 	// it instead of parsing the bytes again. nil: parse them.
 	parsed *kernel.Snapshot
+	// kernelBytes says Snapshot holds the bytes kernel.StepEncoded returned
+	// with parsed as the next snapshot, which the next step may be handed.
+	kernelBytes bool
 }
 
 // support is one live base support of L: a named fact and its provenance.

@@ -47,8 +47,18 @@ func init() {
 				return fmt.Errorf("cached state: the machine kept for %s differs from H's with the grant (%v):\n%#v\n%#v", pd.RequestID, ok, *pd.approved, m)
 			}
 		}
+		// Bytes kept to hand the kernel are what the snapshot kept with
+		// them encodes to.
+		if st.kernelBytes {
+			if st.parsed == nil {
+				return fmt.Errorf("cached state: kernel bytes kept without their snapshot")
+			}
+			if b, err := st.parsed.MarshalJSON(); err != nil || !bytes.Equal(b, st.Snapshot) {
+				return fmt.Errorf("cached state: the kept kernel bytes are not the snapshot's (%v):\n%s\n%s", err, st.Snapshot, b)
+			}
+		}
 		got := *st
-		got.canonSnapshot, got.parsed = false, nil
+		got.canonSnapshot, got.parsed, got.kernelBytes = false, nil, false
 		if st.Pending != nil {
 			got.Pending = make([]pending, len(st.Pending))
 			for i, pd := range st.Pending {

@@ -1,0 +1,18 @@
+package kernel
+
+import "flrh.dev/flrh/protocol"
+
+// StepEncoded is Step for a caller that keeps a run's snapshot with its
+// canonical bytes from one step to the next, as a workflow does: every
+// step writes the prior snapshot's canonical bytes (to digest them) and
+// the next one's, and the caller then wrote the next one's again to keep
+// them. Here each snapshot is written once.
+//
+// sBytes is nil, or the bytes a previous StepEncoded returned with s as
+// its transition's NextSnapshot (unchanged since). next is the
+// transition's NextSnapshot.MarshalJSON() when the step wrote them on its
+// way (nil otherwise: the caller encodes the snapshot itself); the
+// transition and the error are Step's.
+func StepEncoded(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (t *Transition, next []byte, err error) {
+	return stepTyped(d, s, sBytes, e)
+}

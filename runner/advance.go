@@ -60,6 +60,10 @@ type tick struct {
 	// it).
 	fold   *store.Inbound
 	folded bool
+	// begun is the attempt each intent has in flight by this pass's own
+	// commits (its number, and the lease generation it began under): the
+	// pass sends it without reading the intent's attempts back.
+	begun map[string]store.Attempt
 
 	committed committedView    // what the last commit made durable, for the wires
 	wire      []tripwire.Event // the pending tick's events as the wires see them
@@ -79,13 +83,19 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 // advance returns without error: if no commit of the pass took it, it is
 // submitted on its own.
 func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound) (moved bool, err error) {
+	moved, folded, cached, err := r.pass(ctx, runID, fold, true)
+	if c := store.CodeOf(err); cached && (c == store.CodeFenced || c == store.CodeQuarantined) {
+		// The pass started from the header its predecessor left, and the
+		// store had taken the lease away or parked the run meanwhile:
+		// nothing of the pass was kept. Start again from what the store
+		// says.
+		moved, folded, _, err = r.pass(ctx, runID, fold, false)
+	}
 	if fold == nil {
-		moved, _, err = r.pass(ctx, runID, nil)
 		return moved, err
 	}
 	// Not deferred: a pass that never returns (the process dies) leaves
 	// nothing behind, and the caller was told nothing.
-	moved, folded, err := r.pass(ctx, runID, fold)
 	if !folded {
 		if serr := r.submitInbound(ctx, *fold); serr != nil && err == nil {
 			err = serr
@@ -94,68 +104,76 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 	return moved, err
 }
 
-// pass is one pass of advance; folded reports that fold (if any) is durable.
-func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound) (moved, folded bool, err error) {
+// pass is one pass of advance; folded reports that fold (if any) is
+// durable, cached that the pass started from the run's header as this
+// runner's last pass left it (heldRun; only when useCache) instead of
+// reading it.
+func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, useCache bool) (moved, folded, cached bool, err error) {
 	var t *tick
 	defer func() {
 		r.endPass(t, err)
 		folded = t != nil && t.folded
 	}()
-	run, err := r.cfg.Store.Run(ctx, runID)
-	if err != nil {
-		return false, false, err
+	var run store.Run
+	if useCache {
+		run, cached = r.heldRun(runID)
+	}
+	if !cached {
+		if run, err = r.cfg.Store.Run(ctx, runID); err != nil {
+			return false, false, cached, err
+		}
 	}
 	if run.Outcome != "" || run.Quarantine != "" {
-		return false, false, nil
+		return false, false, cached, nil
 	}
 	wf, err := r.workflow(run)
 	if err != nil {
-		return false, false, err
+		return false, false, cached, err
 	}
 	lease, err := r.lease(ctx, runID)
 	if store.CodeOf(err) == store.CodeLeaseHeld {
-		return false, false, nil
+		return false, false, cached, nil
 	} else if err != nil {
-		return false, false, err
+		return false, false, cached, err
 	}
 	t = &tick{run: run, lease: lease, wf: wf}
 	r.beginTick(t)
 	defer r.settleLease(ctx, t)
 	r.mu.Lock()
-	cached, ok := r.cps[runID]
+	kept, ok := r.cps[runID]
 	delete(r.cps, runID) // a pass that fails leaves no cache behind
 	r.mu.Unlock()
-	if ok && cached.head == run.Head && cached.generation == lease.Generation {
-		t.cp = cached.cp
+	if ok && kept.head == run.Head && kept.generation == lease.Generation {
+		t.cp = kept.cp
 	} else {
 		build, err := r.observeLoad(ctx, t)
 		if err != nil {
-			return false, false, err
+			return false, false, cached, err
 		}
 		if t.cp != nil {
 			if err := r.checkLoad(ctx, t, build); errors.Is(err, errTripped) {
-				return false, false, nil
+				return false, false, cached, nil
 			} else if err != nil {
-				return false, false, err
+				return false, false, cached, err
 			}
 		}
 	}
 	if t.cp == nil {
-		return false, false, nil // quarantined while loading
+		return false, false, cached, nil // quarantined while loading
 	}
 	t.committed = viewOf(t.cp)
 	if fold != nil {
 		if err := r.queueFold(ctx, t, fold); err != nil {
-			return false, false, err
+			return false, false, cached, err
 		}
 	}
 	for i := 0; i < 10_000; i++ {
 		progressed, err := r.step(ctx, t)
 		if errors.Is(err, errTripped) {
-			return true, false, nil // parked; other runs go on
+			return true, false, cached, nil // parked; other runs go on
 		} else if err != nil {
 			moved, err = r.parkIfStuck(ctx, t, err)
-			return moved, false, err
+			return moved, false, cached, err
 		}
 		if !progressed {
 			break
@@ -163,22 +181,42 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound) (m
 		t.moved = true
 	}
 	if err := r.flush(ctx, t); errors.Is(err, errTripped) {
-		return true, false, nil
+		return true, false, cached, nil
 	} else if err != nil {
 		moved, err = r.parkIfStuck(ctx, t, err)
-		return moved, false, err
+		return moved, false, cached, err
 	}
 	if err := r.checkIdle(ctx, t); errors.Is(err, errTripped) {
-		return true, false, nil
+		return true, false, cached, nil
 	} else if err != nil {
-		return t.moved, false, err
+		return t.moved, false, cached, err
 	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
-		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp}
+		run := t.run
+		run.State, run.Lease = t.cp.Control.State, t.lease
+		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp, run: run}
 	}
 	r.mu.Unlock()
-	return t.moved, false, nil
+	return t.moved, false, cached, nil
+}
+
+// heldRun returns the run's header as this runner's last pass left it,
+// when the pass may start from it without reading the store: the runner
+// still holds the lease that pass ended under, comfortably unexpired by
+// its clock (as lease does, which then writes nothing either). No other
+// writer can have moved the run meanwhile — only a lease holder commits —
+// and should the store have taken the lease away (a quarantine does), the
+// pass's first commit is fenced and nothing it decided is kept.
+func (r *Runner) heldRun(runID string) (store.Run, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cps[runID]
+	l, held := r.leases[runID]
+	if !ok || !held || l.Generation != c.generation || !l.ExpiresAt.After(r.cfg.Clock().Add(r.cfg.LeaseTTL/2)) {
+		return store.Run{}, false
+	}
+	return c.run, true
 }
 
 // parkIfStuck quarantines a run whose commit the store refuses for good —
@@ -313,6 +351,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if len(p.Submit) > 0 {
 		t.folded = true
 	}
+	r.noteBegun(t, p)
 	if len(p.Consume) > 0 {
 		kept := t.inbox[:0]
 		for _, in := range t.inbox {
@@ -324,6 +363,35 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	t.pending = store.Tick{}
 	return nil
+}
+
+// noteBegun records the attempts the committed tick p began: attempt 1 of
+// an intent new in p, the next one of an intent whose attempt this pass
+// began before; any other begun intent is read back when it is sent, and
+// so is one whose attempt p ended without beginning another.
+func (r *Runner) noteBegun(t *tick, p *store.Tick) {
+	for _, id := range p.Begin {
+		var n int64
+		if slices.ContainsFunc(p.Intents, func(in store.Intent) bool { return in.ID == id }) {
+			n = 1
+		} else if prev, ok := t.begun[id]; ok && prev.Generation == t.lease.Generation {
+			n = prev.N + 1
+		}
+		if n == 0 {
+			delete(t.begun, id)
+			continue
+		}
+		if t.begun == nil {
+			t.begun = map[string]store.Attempt{}
+		}
+		t.begun[id] = store.Attempt{IntentID: id, N: n, Status: store.AttemptStarted, Generation: t.lease.Generation}
+	}
+	// An attempt whose end p records is no longer in flight.
+	for _, res := range p.Results {
+		if !slices.Contains(p.Begin, res.IntentID) {
+			delete(t.begun, res.IntentID)
+		}
+	}
 }
 
 // evidence builds the payload evidence of a control event: each named item
@@ -973,14 +1041,17 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 		return err
 	}
 	for {
-		attempts, err := r.cfg.Store.Attempts(ctx, e.IntentID)
-		if err != nil {
-			return err
+		last, ok := t.begun[e.IntentID]
+		if !ok {
+			attempts, err := r.cfg.Store.Attempts(ctx, e.IntentID)
+			if err != nil {
+				return err
+			}
+			if len(attempts) == 0 {
+				return fmt.Errorf("intent %s has no recorded attempt; refusing to send", e.IntentID)
+			}
+			last = attempts[len(attempts)-1]
 		}
-		if len(attempts) == 0 {
-			return fmt.Errorf("intent %s has no recorded attempt; refusing to send", e.IntentID)
-		}
-		last := attempts[len(attempts)-1]
 		if last.Status != store.AttemptStarted || last.Generation != t.lease.Generation {
 			// The attempt began under an earlier lease (a crash or a
 			// takeover): it may have reached the destination. Ask first.

@@ -18,7 +18,17 @@ import (
 // their own: submissions and ticks.
 type countingStore struct {
 	store.Store
-	submits, commits atomic.Int64
+	submits, commits, attempts, runs, inboxes atomic.Int64
+}
+
+func (c *countingStore) Run(ctx context.Context, runID string) (store.Run, error) {
+	c.runs.Add(1)
+	return c.Store.Run(ctx, runID)
+}
+
+func (c *countingStore) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]store.Inbound, error) {
+	c.inboxes.Add(1)
+	return c.Store.Inbox(ctx, runID, pendingOnly)
 }
 
 func (c *countingStore) Submit(ctx context.Context, in store.Inbound) error {
@@ -29,6 +39,11 @@ func (c *countingStore) Submit(ctx context.Context, in store.Inbound) error {
 func (c *countingStore) Commit(ctx context.Context, l store.Lease, t store.Tick) error {
 	c.commits.Add(1)
 	return c.Store.Commit(ctx, l, t)
+}
+
+func (c *countingStore) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
+	c.attempts.Add(1)
+	return c.Store.Attempts(ctx, intentID)
 }
 
 func (c *countingStore) Unwrap() store.Store { return c.Store }
@@ -289,5 +304,95 @@ func TestSubmitAdvanceCrashAtEveryCutPoint(t *testing.T) {
 				t.Fatalf("pending after recovery: %+v", pending)
 			}
 		})
+	}
+}
+
+// A pass sends the attempt its own commit began without reading the
+// intent's attempts back, and numbers a retry within the pass as the store
+// does.
+func TestAttemptBegunByThePassIsNotReadBack(t *testing.T) {
+	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
+	r := g.runner("runner", nil, 1000)
+	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g.dest.script = []effect.Outcome{effect.FailedTransient}
+	if _, err := r.SubmitAdvance(ctx, "c", payment(2), inputter); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.count.attempts.Load(); n != 0 {
+		t.Fatalf("%d attempt reads for attempts the passes began", n)
+	}
+	ins, _ := g.st.Intents(ctx, "c")
+	ats, _ := g.st.Attempts(ctx, ins[1].ID)
+	rcs, _ := g.st.Receipts(ctx, "c")
+	if len(ats) != 2 || ats[0].Status != store.AttemptFailedTransient || ats[1].Status != store.AttemptSucceeded || len(rcs) != 2 ||
+		!bytes.Contains(rcs[1].Body, []byte(ins[1].ID+"/attempt/2")) || g.dest.count() != 2 {
+		t.Fatalf("attempts %+v, receipt %s, %d mutations", ats, rcs[1].Body, g.dest.count())
+	}
+}
+
+// A pass that follows this runner's own last pass of the run, under the
+// same comfortably unexpired lease, starts from the header that pass left
+// instead of reading it: a step reads only the inbox.
+func TestPassStartsFromTheHeaderItsPredecessorLeft(t *testing.T) {
+	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
+	r := g.runner("runner", nil, 1000)
+	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runs, inboxes := g.count.runs.Load(), g.count.inboxes.Load()
+	for i := 2; i < 5; i++ {
+		if moved, err := r.SubmitAdvance(ctx, "c", payment(i), inputter); err != nil || !moved {
+			t.Fatalf("moved %v, %v", moved, err)
+		}
+	}
+	if n, m := g.count.runs.Load()-runs, g.count.inboxes.Load()-inboxes; n != 0 || m != 3 {
+		t.Fatalf("3 steps read the run %d times and the inbox %d times", n, m)
+	}
+	// Past half the lease the header is read again (and the lease renewed).
+	g.clock.Advance(20 * time.Second)
+	runs = g.count.runs.Load()
+	if _, err := r.SubmitAdvance(ctx, "c", payment(5), inputter); err != nil {
+		t.Fatal(err)
+	}
+	if g.count.runs.Load() != runs+1 || g.dest.count() != 5 {
+		t.Fatalf("%d reads of an aging lease's run, %d mutations", g.count.runs.Load()-runs, g.dest.count())
+	}
+}
+
+// A run quarantined while this runner holds its lease is not advanced from
+// the header the runner remembers: the pass is fenced, starts again from
+// the store, and finds the run parked. The input is kept, pending.
+func TestQuarantineStopsAPassStartedFromARememberedHeader(t *testing.T) {
+	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
+	r := g.runner("runner", nil, 1000)
+	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := g.st.Run(ctx, "c")
+	if err := g.st.Quarantine(ctx, "c", "held for inspection"); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := r.SubmitAdvance(ctx, "c", payment(2), inputter)
+	if err != nil || moved {
+		t.Fatalf("advancing a quarantined run: moved %v, %v", moved, err)
+	}
+	after, _ := g.st.Run(ctx, "c")
+	pending, _ := g.st.Inbox(ctx, "c", true)
+	if after.Head != before.Head || g.dest.count() != 1 || len(pending) != 1 {
+		t.Fatalf("head %d → %d, %d mutations, %d pending", before.Head, after.Head, g.dest.count(), len(pending))
+	}
+	if moved, err := r.Advance(ctx, "c"); err != nil || moved {
+		t.Fatalf("advance of a quarantined run: moved %v, %v", moved, err)
 	}
 }

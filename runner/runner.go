@@ -121,6 +121,7 @@ type Runner struct {
 type cachedCheckpoint struct {
 	head, generation int64
 	cp               *checkpoint
+	run              store.Run // the header as the pass left it
 }
 
 // New validates cfg and returns a Runner.

@@ -102,22 +102,20 @@ func (s *flrhSystem) run(i, k int, lat func(time.Duration)) error {
 	id := s.runID(i)
 	for j := 0; j < k; j++ {
 		t0 := time.Now()
+		// One pass is the whole step: a pass ends only when the run
+		// waits for input (check counts every step's receipt).
 		var err error
-		moved := true
 		if j == 0 {
-			err = s.r.Start(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j))
+			if err = s.r.Start(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j)); err == nil {
+				_, err = s.r.Advance(ctx, id)
+			}
 		} else {
 			// The input is accepted by the tick it starts, in that tick's
 			// commit (one commit fewer than Submit, then Advance).
-			moved, err = s.r.SubmitAdvance(ctx, id, refundInput(i, j), runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"})
+			_, err = s.r.SubmitAdvance(ctx, id, refundInput(i, j), runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"})
 		}
 		if err != nil {
 			return err
-		}
-		for moved {
-			if moved, err = s.r.Advance(ctx, id); err != nil {
-				return err
-			}
 		}
 		lat(time.Since(t0))
 	}

@@ -403,13 +403,60 @@ func evidence(items map[string]any) map[string]any {
 			out[name] = s
 			continue
 		}
-		d, err := cjson.DigestOf(map[string]any{"evidence": name, "value": v})
-		if err != nil {
-			d = store.BodyDigest([]byte(fmt.Sprint(v)))
+		d, ok := plainEvidenceDigest(name, v)
+		if !ok {
+			var err error
+			if d, err = cjson.DigestOf(map[string]any{"evidence": name, "value": v}); err != nil {
+				d = store.BodyDigest([]byte(fmt.Sprint(v)))
+			}
 		}
 		out[name] = d
 	}
 	return map[string]any{"evidence": out}
+}
+
+// plainEvidenceDigest is the digest evidence gives an item whose value is
+// an integer, a plain string or a list of plain strings (most of what the
+// runner fires with), written directly instead of through the encoder's
+// reflection: the same bytes cjson.Marshal writes for
+// {"evidence": name, "value": v}. ok is false for anything else.
+func plainEvidenceDigest(name string, v any) (string, bool) {
+	if !cjson.Plain(name) {
+		return "", false
+	}
+	var buf [256]byte
+	b := append(buf[:0], `{"evidence":`...)
+	b = cjson.AppendString(b, name)
+	b = append(b, `,"value":`...)
+	switch v := v.(type) {
+	case int64:
+		b = cjson.AppendInt(b, v)
+	case int:
+		b = cjson.AppendInt(b, int64(v))
+	case string:
+		if !cjson.Plain(v) {
+			return "", false
+		}
+		b = cjson.AppendString(b, v)
+	case []string:
+		if v == nil {
+			return "", false
+		}
+		b = append(b, '[')
+		for i, s := range v {
+			if !cjson.Plain(s) {
+				return "", false
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cjson.AppendString(b, s)
+		}
+		b = append(b, ']')
+	default:
+		return "", false
+	}
+	return cjson.Digest(append(b, '}')), true
 }
 
 // fire steps the FSM with an event the runner itself issues, under the
@@ -435,7 +482,9 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	t.cp.Transitions++
 	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
 		EventID: fmt.Sprintf("%s:%d", t.run.ID, t.cp.Transitions), Payload: evidence(ev)})
-	body, err := res.Record.AppendCanonical(nil)
+	// A record is under a kilobyte or so: one allocation, not a doubling
+	// series.
+	body, err := res.Record.AppendCanonical(make([]byte, 0, 1280))
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}

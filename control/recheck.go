@@ -156,7 +156,7 @@ func sameKeys[V any](m map[string]V, names []string) bool {
 	if n != len(m) {
 		return false
 	}
-	for k := range m {
+	for k := range m { //flrh:orderfree a conjunction: every key must be named
 		if !slices.Contains(names, k) {
 			return false
 		}

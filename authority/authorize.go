@@ -646,7 +646,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
 			"policy_digest": in.Policy.Policy.Digest,
-		})
+		}, requestPayloadNames)
 		return o
 	}
 	if !m.Admits(view) {
@@ -692,9 +692,25 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		evidence["policy_verdict"] = w.mustDigest()
 		evidence["capability_digest"] = capabilityEvidenceDigest(prop, snap)
 	}
-	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence)
+	names := authorizedPayloadNames
+	if grant != nil {
+		names = grantedPayloadNames
+	}
+	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence, names)
 	return o
 }
+
+// The member names of the three payloads decideOne builds, command digest
+// included, in canonical (sorted) order, so their preimages are written
+// without collecting and sorting the map's keys each time. A list that
+// does not name exactly the payload's members is not used
+// (controlEventPreimage); TestPayloadNamesAreThePayloads holds each to the
+// payload it belongs to.
+var (
+	authorizedPayloadNames = []string{"authority_digest", "capability_digest", "command_digest", "intent_id", "policy_digest", "policy_verdict", "published_batch_digest"}
+	grantedPayloadNames    = []string{"approval_context_digest", "approval_digest", "approval_request_digest", "authority_digest", "command_digest", "exact_hash_approval_digest", "intent_id", "policy_digest", "published_batch_digest"}
+	requestPayloadNames    = []string{"action_digest", "approval_context_digest", "approval_request_digest", "authority_digest", "command_digest", "policy_digest", "published_batch_digest", "risk_classification"}
+)
 
 // step advances the machine with a runtime trigger; a trigger the machine
 // does not admit in its state is recorded there as refused and changes
@@ -767,28 +783,36 @@ func inputDigest(in Input, i int, seq int64) string {
 	return w.mustDigest()
 }
 
-func controlEvent(event, commandDigest string, evidence map[string]string) *ControlEvent {
+func controlEvent(event, commandDigest string, evidence map[string]string, names []string) *ControlEvent {
 	auth := eventAuthority[event]
 	// evidence is always a map its caller built for this event alone; it
 	// becomes the payload.
 	payload := evidence
 	payload["command_digest"] = commandDigest
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(event, auth, payload), Payload: payload}
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(event, auth, payload, names), Payload: payload}
 }
 
 // controlEventDigest digests a control event's preimage.
 func controlEventDigest(event string, auth [2]string, payload map[string]string) string {
-	w := controlEventPreimage(event, auth, payload)
+	w := controlEventPreimage(event, auth, payload, nil)
 	return w.mustDigest()
 }
 
 // controlEventID is "event:" and the hex of controlEventDigest.
-func controlEventID(event string, auth [2]string, payload map[string]string) string {
-	w := controlEventPreimage(event, auth, payload)
+func controlEventID(event string, auth [2]string, payload map[string]string, names []string) string {
+	w := controlEventPreimage(event, auth, payload, names)
 	return w.mustDigestAs("event:")
 }
 
-func controlEventPreimage(event string, auth [2]string, payload map[string]string) canonWriter {
+// controlEventPreimage writes a control event's preimage. names, when the
+// caller knows them, are the payload's member names in sorted order; nil,
+// or a list that is not exactly the payload's members, means the map's own
+// keys, sorted here.
+func controlEventPreimage(event string, auth [2]string, payload map[string]string, names []string) canonWriter {
+	var keysArr [16]string
+	if len(names) != len(payload) {
+		names = appendSortedKeys(keysArr[:0], payload)
+	}
 	w := pooledWriter(1024)
 	w.open()
 	w.str("actor_role", auth[0])
@@ -797,9 +821,15 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 	w.known("kind", "M4AControlEventPreimage")
 	w.key("payload")
 	w.open()
-	var keysArr [16]string
-	for _, k := range appendSortedKeys(keysArr[:0], payload) {
-		w.str(k, payload[k])
+	for _, k := range names {
+		v, ok := payload[k]
+		if !ok {
+			// As many names as members, but not these: the list is not
+			// the payload's, so write the payload's own keys instead.
+			w.release()
+			return controlEventPreimage(event, auth, payload, appendSortedKeys(keysArr[:0], payload))
+		}
+		w.str(k, v)
 	}
 	w.close()
 	w.str("type", event)

@@ -52,7 +52,7 @@ func contractPreimages(t testing.TB) (perDecision, perBatch []forcedPreimage) {
 		w.idempotencyPreimage(p.CorrelationID, "authorize-low-risk", 1, p.ActionDigest, snap.AdapterVersion)
 	})
 	idemSum := sha256.Sum256(idem)
-	ev := controlEventPreimage(EventEffectAuthorized, eventAuthority[EventEffectAuthorized], payload)
+	ev := controlEventPreimage(EventEffectAuthorized, eventAuthority[EventEffectAuthorized], payload, nil)
 	evBytes := append([]byte(nil), ev.b...)
 	ev.release()
 	perDecision = []forcedPreimage{
@@ -97,7 +97,7 @@ func TestContractFloorIsTheReferenceBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ce := d.Outcomes[0].ControlEvent
-	own := controlEventPreimage(ce.Type, eventAuthority[ce.Type], ce.Payload)
+	own := controlEventPreimage(ce.Type, eventAuthority[ce.Type], ce.Payload, nil)
 	defer own.release()
 	extra := len(`,"policy_digest":""`) + len(ce.Payload["policy_digest"])
 	if got, want := len(own.b), len(perDecision[5].b)+extra; got != want {

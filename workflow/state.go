@@ -220,7 +220,15 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 		b = append(b, ']')
 	}
 	b = append(b, `,"pending":`...)
-	nested(st.Pending)
+	// Most states wait for no one: an empty list needs no reflection.
+	switch {
+	case st.Pending == nil:
+		b = append(b, "null"...)
+	case len(st.Pending) == 0:
+		b = append(b, "[]"...)
+	default:
+		nested(st.Pending)
+	}
 	b = append(b, `,"run_id":`...)
 	str(st.RunID)
 	b = append(b, `,"snapshot":`...)

@@ -174,13 +174,13 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			obs = w.ctl.ofEvent(evType, members)
 		}
 	case KindReceipt:
-		var rc protocol.ActionReceipt
-		if err := json.Unmarshal(in.Body, &rc); err != nil {
+		intentID, outcome, err := receiptOf(in.Body)
+		if err != nil {
 			return refuse("receipt: %v", err)
 		}
-		k := slices.IndexFunc(st.Open, func(o openIntent) bool { return o.IntentID == rc.IntentID })
+		k := slices.IndexFunc(st.Open, func(o openIntent) bool { return o.IntentID == intentID })
 		if k < 0 {
-			return refuse("receipt for %s, which this run has not planned", rc.IntentID)
+			return refuse("receipt for %s, which this run has not planned", intentID)
 		}
 		o := st.Open[k]
 		st.Open = slices.Delete(st.Open, k, k+1)
@@ -190,14 +190,14 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			}
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}
-		body, ok := receiptNote(o.IntentID, o.ProposalID, rc.Outcome)
-		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, rc.Outcome) })
+		body, ok := receiptNote(o.IntentID, o.ProposalID, outcome)
+		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, outcome) })
 		if w.ctl != nil {
-			obs = w.ctl.ofReceipt(rc.Outcome)
+			obs = w.ctl.ofReceipt(outcome)
 		}
 		if w.receipts != nil {
 			evType = ReceiptEventType
-			all := map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": rc.Outcome,
+			all := map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": outcome,
 				"action_digest": o.ActionDigest, "proposal_id": o.ProposalID}
 			members = map[string]any{}
 			for _, k := range w.receipts {

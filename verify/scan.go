@@ -47,16 +47,18 @@ func (s *scan) str() string { return string(s.strBytes()) }
 // strBytes is str without a copy: the bytes are the text's own.
 func (s *scan) strBytes() []byte {
 	s.expect('"')
-	start := s.i
-	for s.ok && s.i < len(s.b) {
-		switch c := s.b[s.i]; {
+	if !s.ok {
+		return nil
+	}
+	for i := s.i; i < len(s.b); i++ {
+		switch c := s.b[i]; {
 		case c == '"':
-			s.i++
-			return s.b[start : s.i-1]
+			start := s.i
+			s.i = i + 1
+			return s.b[start:i]
 		case c == '\\' || c < 0x20:
 			s.fail()
-		default:
-			s.i++
+			return nil
 		}
 	}
 	s.fail()
@@ -67,16 +69,23 @@ func (s *scan) strBytes() []byte {
 func (s *scan) skipStr() {
 	s.expect('"')
 	for s.ok && s.i < len(s.b) {
-		switch c := s.b[s.i]; {
+		// Runs of plain bytes are passed over in one loop.
+		i := s.i
+		for i < len(s.b) && s.b[i] != '"' && s.b[i] != '\\' && s.b[i] >= 0x20 {
+			i++
+		}
+		s.i = i
+		if i == len(s.b) {
+			break
+		}
+		switch c := s.b[i]; {
 		case c == '"':
 			s.i++
 			return
 		case c == '\\':
 			s.escape()
-		case c < 0x20:
-			s.fail()
 		default:
-			s.i++
+			s.fail()
 		}
 	}
 	s.fail()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 )
 
@@ -44,6 +45,33 @@ func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 		want, werr := runner.DecodeAccepted(b)
 		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\n got %+v %v\nwant %+v %v", b, got, gerr, want, werr)
+		}
+	})
+}
+
+// Wherever the struct reader answers, encoding/json reads the same intent
+// or receipt from the same text, and without error.
+func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"kind":"EffectIntent","intent_id":"i","approval_required":true,"approval_digest":"sha256:x","preconditions":["a"],"versions":{"workflow":"w/1"}}`,
+		`{"approval_digest":null,"outcome":"confirmed_success","output_digests":["sha256:a"],"trace_ref":"t"}`,
+		`{"kind":"a\u0062"}`, `{"Kind":"x"}`, `{"kind":"x","kind":"y"}`, `{"approval_required":1}`, `{"preconditions":"a"}`,
+		"{\"kind\":\"\xff\"}", `{"versions":null}`, `{"kind":null}`, `{"trace_ref":5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var gi, wi protocol.EffectIntent
+		if intentReader.read(b, &gi) {
+			if err := json.Unmarshal(b, &wi); err != nil || !reflect.DeepEqual(gi, wi) {
+				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gi, wi, err)
+			}
+		}
+		var gr, wr protocol.ActionReceipt
+		if receiptReader.read(b, &gr) {
+			if err := json.Unmarshal(b, &wr); err != nil || !reflect.DeepEqual(gr, wr) {
+				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gr, wr, err)
+			}
 		}
 	})
 }

@@ -545,3 +545,43 @@ func TestRunMatchesTheSlowOracle(t *testing.T) {
 		})
 	}
 }
+
+// The struct reader reads every stored intent and receipt itself, exactly
+// as encoding/json does.
+func TestStructReaderReadsStoredEffects(t *testing.T) {
+	st := open(t, recorded(t), true)
+	n := 0
+	for _, id := range []string{"small", "large"} {
+		ins, err := st.Intents(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcs, err := st.Receipts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range ins {
+			var got, want protocol.EffectIntent
+			if !intentReader.read(in.Body, &got) {
+				t.Fatalf("gave up on %s", in.Body)
+			}
+			if err := json.Unmarshal(in.Body, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("read %+v, encoding/json %+v %v", got, want, err)
+			}
+			n++
+		}
+		for _, rc := range rcs {
+			var got, want protocol.ActionReceipt
+			if !receiptReader.read(rc.Body, &got) {
+				t.Fatalf("gave up on %s", rc.Body)
+			}
+			if err := json.Unmarshal(rc.Body, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("read %+v, encoding/json %+v %v", got, want, err)
+			}
+			n++
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d intents and receipts", n)
+	}
+}

@@ -80,6 +80,17 @@ func TestRoundTrips(t *testing.T) {
 			Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`5`)}}}
 		counted("Commit (receipt)", 1, func() error { return s.Commit(ctx, l, tick) })
 
+		// The next input, submitted by the tick that accepts it.
+		next := store.Inbound{ID: "in2", RunID: run, Kind: "input", ActorRole: "agent", Body: []byte(`{"a":2}`)}
+		next.Digest = store.BodyDigest(next.Body)
+		tick = store.Tick{ExpectHead: 6, Events: []store.Event{storetest.Ev("F", `{"n":6}`)},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+			Submit:     []store.Inbound{next}, Consume: []string{next.ID}}
+		counted("Commit (input submitted in the tick)", 1, func() error { return s.Commit(ctx, l, tick) })
+		if all, err := s.Inbox(ctx, run, false); err != nil || len(all) != 2 || all[1].ID != next.ID || !all[1].Consumed || all[1].Seq != 2 {
+			t.Fatalf("inbox after a submitting tick: %+v, %v", all, err)
+		}
+
 		// An intent of the decision's, attempted on its own.
 		counted("BeginAttempt", 1, func() error {
 			at, err := s.BeginAttempt(ctx, l, later.ID)
@@ -94,7 +105,7 @@ func TestRoundTrips(t *testing.T) {
 	// What the ticks wrote is what the store reads back.
 	evs, err := s.Events(ctx, "r", 0)
 	must(t, err)
-	if len(evs) != 6 || evs[5].Seq != 6 || evs[0].PrevHash != store.GenesisHash || evs[5].PrevHash != evs[4].ChainHash {
+	if len(evs) != 7 || evs[6].Seq != 7 || evs[0].PrevHash != store.GenesisHash || evs[6].PrevHash != evs[5].ChainHash {
 		t.Fatalf("events: %+v", evs)
 	}
 	tr, err := s.Trace(ctx, "r")

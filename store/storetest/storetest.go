@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
 		{"Inbox", testInbox},
 		{"SubmitInTick", testSubmitInTick},
+		{"SubmitInTickRacesSubmit", testSubmitInTickRacesSubmit},
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
 		{"Ready", testReady},
@@ -600,6 +602,48 @@ func testSubmitInTick(t *testing.T, s store.Store, _ *Clock) {
 	mustCode(t, s.Commit(ctx, stale, store.Tick{ExpectHead: 2, Submit: []store.Inbound{f}, Consume: []string{"f"}}), store.CodeFenced)
 	if all, _ = s.Inbox(ctx, "r", false); len(all) != 5 {
 		t.Fatalf("a fenced tick left an inbound behind: %+v", all)
+	}
+}
+
+// Ticks that submit their own inputs and submissions from elsewhere, to
+// the same run at the same time, all land: every entry once, at its own
+// inbox position, the ticks' consumed and the others pending.
+func testSubmitInTickRacesSubmit(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	const n = 12
+	errs := make(chan error, 2)
+	go func() {
+		for i := 0; i < n; i++ {
+			in := Inb("r", fmt.Sprintf("tick-%d", i), "input", fmt.Sprintf(`{"t":%d}`, i))
+			if err := s.Commit(ctx, l, store.Tick{ExpectHead: int64(i), Submit: []store.Inbound{in}, Consume: []string{in.ID},
+				Events: []store.Event{Ev("ACCEPTED", fmt.Sprintf(`{"t":%d}`, i))}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	go func() {
+		for i := 0; i < n; i++ {
+			if err := s.Submit(ctx, Inb("r", fmt.Sprintf("api-%d", i), "input", fmt.Sprintf(`{"a":%d}`, i))); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	must(t, <-errs)
+	must(t, <-errs)
+	all, err := s.Inbox(ctx, "r", false)
+	must(t, err)
+	if len(all) != 2*n {
+		t.Fatalf("%d inbox entries, want %d", len(all), 2*n)
+	}
+	for i, in := range all {
+		if in.Seq != int64(i+1) || in.Consumed != strings.HasPrefix(in.ID, "tick-") {
+			t.Fatalf("inbox entry %d: %+v", i+1, in)
+		}
 	}
 }
 

@@ -88,8 +88,15 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 		// The pass started from the header its predecessor left, and the
 		// store had taken the lease away or parked the run meanwhile:
 		// nothing of the pass was kept. Start again from what the store
-		// says.
-		moved, folded, _, err = r.pass(ctx, runID, fold, false)
+		// says. (An input an earlier commit of the pass made durable is
+		// not handed in again.)
+		again := fold
+		if folded {
+			again = nil
+		}
+		var foldedAgain bool
+		moved, foldedAgain, _, err = r.pass(ctx, runID, again, false)
+		folded = folded || foldedAgain
 	}
 	if fold == nil {
 		return moved, err

@@ -147,7 +147,8 @@ func newFlrhSQLite(t testing.TB) system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newFlrh(t, st, "sq")
+	// Store calls are counted (BenchmarkFlrhSQLite reports them per step).
+	s := newFlrh(t, &countingStore{Store: st, calls: map[string]*callCount{}}, "sq")
 	s.foot = func() (int64, int64, error) { return sqliteFootprint(st.DB(), path) }
 	s.done = func() { s.r.Close(ctx); st.Close() }
 	return s

@@ -189,4 +189,10 @@ func BenchmarkFlrhSQLite(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.StopTimer()
+	if cs, ok := s.(*flrhSystem).st.(*countingStore); ok {
+		w, r := cs.writesReads()
+		b.ReportMetric(float64(w)/float64(b.N), "store-writes/op")
+		b.ReportMetric(float64(r)/float64(b.N), "store-reads/op")
+	}
 }

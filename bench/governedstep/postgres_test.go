@@ -191,7 +191,8 @@ func newCountingProxy(t testing.TB, dsn string, delay time.Duration) *tripcount.
 
 type callCount struct{ n, trips int64 }
 
-// countingStore attributes round trips to the store calls that made them.
+// countingStore counts the store calls a step makes and, through a proxy
+// (p, when not nil), attributes round trips to them.
 // Calls run one at a time in this test, so the proxy's counter moves only
 // for the call in progress (the runner's own background work is off).
 type countingStore struct {
@@ -208,9 +209,13 @@ func (c *countingStore) reset() {
 }
 
 func (c *countingStore) count(name string) func() {
-	t0 := c.p.Trips()
+	trips := func() int64 { return 0 } // without a proxy, calls alone
+	if c.p != nil {
+		trips = c.p.Trips
+	}
+	t0 := trips()
 	return func() {
-		d := c.p.Trips() - t0
+		d := trips() - t0
 		c.mu.Lock()
 		cc := c.calls[name]
 		if cc == nil {
@@ -288,4 +293,20 @@ func (c *countingStore) Receipts(ctx context.Context, id string) ([]store.Receip
 func (c *countingStore) Trace(ctx context.Context, id string) ([]store.TraceRecord, error) {
 	defer c.count("Trace")()
 	return c.Store.Trace(ctx, id)
+}
+
+// writesReads sums the counted calls: those that commit a transaction of
+// their own, and the reads.
+func (c *countingStore) writesReads() (writes, reads int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, cc := range c.calls {
+		switch name {
+		case "CreateRun", "AcquireLease", "RenewLease", "ReleaseLease", "Commit", "BeginAttempt", "Submit":
+			writes += cc.n
+		default:
+			reads += cc.n
+		}
+	}
+	return writes, reads
 }

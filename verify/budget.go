@@ -37,6 +37,19 @@ type ledger struct {
 	} `json:"breach"`
 }
 
+// retryLedger is what the retry check reads of the budget ledger.
+type retryLedger struct {
+	Adopted          bool            `json:"adopted"`
+	MaxAttempts      int64           `json:"max_attempts"`
+	RetriesExhausted json.RawMessage `json:"retries_exhausted"`
+}
+
+// The readers of the two checks' views of the ledger.
+var (
+	ledgerReader      = newStructReader(ledger{})
+	retryLedgerReader = newStructReader(retryLedger{})
+)
+
 // budgetEvents are the interrupts a budget breach issues, with the role
 // that issues each.
 var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_EXHAUSTED": "budget_governor"}
@@ -106,7 +119,26 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 			Usage *runner.Usage `json:"usage"`
 		} `json:"ingest"`
 	}
-	if err := cp.unmarshal(&body, cp.budget, &body.Budget, cp.open, &body.Open, cp.ingest, &body.Ingest); err != nil || body.Budget == nil {
+	if !cp.read {
+		if json.Unmarshal(cp.body, &body) != nil {
+			return
+		}
+	} else {
+		if cp.budget != nil && string(cp.budget) != "null" {
+			l := new(ledger)
+			if !ledgerReader.read(cp.budget, l) {
+				l = nil
+				if json.Unmarshal(cp.budget, &l) != nil {
+					return
+				}
+			}
+			body.Budget = l
+		}
+		if cp.unmarshal(&body, cp.open, &body.Open, cp.ingest, &body.Ingest) != nil {
+			return
+		}
+	}
+	if body.Budget == nil {
 		return
 	}
 	// reported adds up the usage reports: first those in the log, in order
@@ -287,13 +319,26 @@ func spentAttempts(ats []store.Attempt, limit int64) (map[string]any, bool) {
 func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint, known []vouched) error {
 	run, evs := rec.run, rec.events
 	var body struct {
-		Budget *struct {
-			Adopted          bool            `json:"adopted"`
-			MaxAttempts      int64           `json:"max_attempts"`
-			RetriesExhausted json.RawMessage `json:"retries_exhausted"`
-		} `json:"budget"`
+		Budget *retryLedger `json:"budget"`
 	}
-	if cp == nil || cp.unmarshal(&body, cp.budget, &body.Budget) != nil || body.Budget == nil {
+	if cp == nil {
+		return nil
+	}
+	if !cp.read {
+		if json.Unmarshal(cp.body, &body) != nil {
+			return nil
+		}
+	} else if cp.budget != nil && string(cp.budget) != "null" {
+		l := new(retryLedger)
+		if !retryLedgerReader.read(cp.budget, l) {
+			l = nil
+			if json.Unmarshal(cp.budget, &l) != nil {
+				return nil
+			}
+		}
+		body.Budget = l
+	}
+	if body.Budget == nil {
 		return nil
 	}
 	l := body.Budget

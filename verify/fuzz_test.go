@@ -57,6 +57,9 @@ func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
 		`{"approval_digest":null,"outcome":"confirmed_success","output_digests":["sha256:a"],"trace_ref":"t"}`,
 		`{"kind":"a\u0062"}`, `{"Kind":"x"}`, `{"kind":"x","kind":"y"}`, `{"approval_required":1}`, `{"preconditions":"a"}`,
 		"{\"kind\":\"\xff\"}", `{"versions":null}`, `{"kind":null}`, `{"trace_ref":5}`,
+		`{"adopted":false,"breach":null,"clock_millis":17,"limits":{"steps":64,"tokens":-0},"max_attempts":4,"retries_exhausted":null,"steps":1}`,
+		`{"breach":{"dimension":"steps","limit":1,"used":2},"limits":null,"steps":1.0}`, `{"steps":-}`, `{"retries_exhausted":{"a":1}}`,
+		`{"steps":99999999999999999999}`, `{"limits":{"Steps":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -65,6 +68,18 @@ func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
 		if intentReader.read(b, &gi) {
 			if err := json.Unmarshal(b, &wi); err != nil || !reflect.DeepEqual(gi, wi) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gi, wi, err)
+			}
+		}
+		var gl, wl ledger
+		if ledgerReader.read(b, &gl) {
+			if err := json.Unmarshal(b, &wl); err != nil || !reflect.DeepEqual(gl, wl) {
+				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gl, wl, err)
+			}
+		}
+		var gy, wy retryLedger
+		if retryLedgerReader.read(b, &gy) {
+			if err := json.Unmarshal(b, &wy); err != nil || !reflect.DeepEqual(gy, wy) {
+				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gy, wy, err)
 			}
 		}
 		var gr, wr protocol.ActionReceipt

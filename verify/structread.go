@@ -20,37 +20,78 @@ type structReader struct {
 	keys   []string
 	fields []int
 	kinds  []reflect.Kind // reflect.Pointer: a *string
+	nested []*structReader
 }
 
 func newStructReader(v any) *structReader {
-	t := reflect.TypeOf(v)
+	r := structReaderOf(reflect.TypeOf(v))
+	if r == nil {
+		panic("verify: structReader needs a struct with every field named by its json tag: " + reflect.TypeOf(v).String())
+	}
+	return r
+}
+
+// structReaderOf returns the reader of t, or nil if t is not a struct
+// whose every field is exported and named by its json tag.
+func structReaderOf(t reflect.Type) *structReader {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
 	r := &structReader{typ: t}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if !f.IsExported() || name == "" || name == "-" {
-			panic("verify: structReader needs every field named by its json tag: " + t.String() + "." + f.Name)
+		if !f.IsExported() || name == "" || name == "-" || f.Anonymous {
+			return nil
 		}
 		k := f.Type.Kind()
-		if k == reflect.Pointer && f.Type.Elem().Kind() != reflect.String {
+		var nested *structReader
+		switch k {
+		case reflect.String, reflect.Bool, reflect.Int64:
+			if f.Type.PkgPath() != "" && f.Type.Kind() != reflect.String {
+				k = reflect.Invalid // a named type may decode itself
+			}
+		case reflect.Pointer:
+			if f.Type.Elem().Kind() != reflect.String || f.Type.Elem().PkgPath() != "" {
+				k = reflect.Invalid
+			}
+		case reflect.Struct:
+			if nested = structReaderOf(f.Type); nested == nil {
+				k = reflect.Invalid
+			}
+		default:
 			k = reflect.Invalid
 		}
-		r.keys, r.fields, r.kinds = append(r.keys, name), append(r.fields, i), append(r.kinds, k)
+		if implementsUnmarshaler(f.Type) {
+			k, nested = reflect.Invalid, nil
+		}
+		r.keys, r.fields, r.kinds, r.nested = append(r.keys, name), append(r.fields, i), append(r.kinds, k), append(r.nested, nested)
 	}
 	return r
+}
+
+func implementsUnmarshaler(t reflect.Type) bool {
+	u := reflect.TypeFor[json.Unmarshaler]()
+	return t.Implements(u) || reflect.PointerTo(t).Implements(u)
 }
 
 // read decodes b into v, a pointer to a zero value of the reader's struct.
 // On false v may be partly written: the caller starts again from zero.
 func (r *structReader) read(b []byte, v any) bool {
+	return r.readValue(b, reflect.ValueOf(v).Elem())
+}
+
+func (r *structReader) readValue(b []byte, s reflect.Value) bool {
 	m, ok := members(b, r.keys...)
 	if !ok {
 		return false
 	}
-	s := reflect.ValueOf(v).Elem()
 	for i, raw := range m {
-		if raw == nil {
-			continue // absent: encoding/json leaves the zero value
+		if raw == nil || string(raw) == "null" && r.kinds[i] != reflect.Invalid {
+			// Absent, or null into a type without an UnmarshalJSON, which
+			// encoding/json leaves as the zero value it finds (the target
+			// is zero).
+			continue
 		}
 		f := s.Field(r.fields[i])
 		switch r.kinds[i] {
@@ -68,15 +109,23 @@ func (r *structReader) read(b []byte, v any) bool {
 			default:
 				return false
 			}
-		case reflect.Pointer:
-			if string(raw) == "null" {
-				continue
+		case reflect.Int64:
+			sc := newScan(raw)
+			n := sc.int()
+			if !sc.end() {
+				return false
 			}
+			f.SetInt(n)
+		case reflect.Pointer:
 			str, ok := plainText(raw)
 			if !ok {
 				return false
 			}
 			f.Set(reflect.ValueOf(&str))
+		case reflect.Struct:
+			if !r.nested[i].readValue(raw, f) {
+				return false
+			}
 		default:
 			if json.Unmarshal(raw, f.Addr().Interface()) != nil {
 				return false

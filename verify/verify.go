@@ -180,7 +180,9 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 		if digest != e.Digest {
 			rep.fail("event-digest", where(), "digest %s does not match the stored bytes", e.Digest)
 		}
-		if !canonical {
+		// IsCanonical vouches for canonical bytes without building the
+		// value; anything else is canonicalized, whose error is reported.
+		if !canonical && !cjson.IsCanonical(e.Body) {
 			if c, err := cjson.Canonicalize(e.Body); err != nil || !bytes.Equal(c, e.Body) {
 				rep.fail("event-canonical", where(), "body is not flrh-cjson/1 canonical (%v)", err)
 			}

@@ -60,6 +60,10 @@ type tick struct {
 	// it).
 	fold   *store.Inbound
 	folded bool
+	// inbox0 is how the pass knows the inbox it started from: read from
+	// the store, or taken as empty (as the last pass left it) until its
+	// first commit confirms it.
+	inbox0 inboxStart
 	// begun is the attempt each intent has in flight by this pass's own
 	// commits (its number, and the lease generation it began under): the
 	// pass sends it without reading the intent's attempts back.
@@ -69,6 +73,14 @@ type tick struct {
 	wire      []tripwire.Event // the pending tick's events as the wires see them
 	obs       tickObs          // logs, spans and metrics of the tick (observe.go)
 }
+
+type inboxStart int
+
+const (
+	inboxRead      inboxStart = iota // read from the store (or not needed)
+	inboxAssumed                     // taken as empty, not yet confirmed
+	inboxConfirmed                   // taken as empty; a commit expecting it empty went through
+)
 
 // Advance moves one run as far as it can go without outside input and
 // reports whether it moved. It holds the run's lease for the pass; a run
@@ -83,13 +95,14 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 // advance returns without error: if no commit of the pass took it, it is
 // submitted on its own.
 func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound) (moved bool, err error) {
-	moved, folded, cached, err := r.pass(ctx, runID, fold, true)
-	if c := store.CodeOf(err); cached && (c == store.CodeFenced || c == store.CodeQuarantined) {
-		// The pass started from the header its predecessor left, and the
-		// store had taken the lease away or parked the run meanwhile:
-		// nothing of the pass was kept. Start again from what the store
-		// says. (An input an earlier commit of the pass made durable is
-		// not handed in again.)
+	moved, folded, stale, err := r.pass(ctx, runID, fold, true)
+	if stale {
+		// The pass started from what this runner's last pass left (the
+		// run's header, an empty inbox) and the store says otherwise: it
+		// took the lease away or parked the run, or something arrived in
+		// the inbox. Nothing the pass decided on it was kept. Start again
+		// from what the store says. (An input an earlier commit of the
+		// pass made durable is not handed in again.)
 		again := fold
 		if folded {
 			again = nil
@@ -112,36 +125,48 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 }
 
 // pass is one pass of advance; folded reports that fold (if any) is
-// durable, cached that the pass started from the run's header as this
-// runner's last pass left it (heldRun; only when useCache) instead of
-// reading it.
-func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, useCache bool) (moved, folded, cached bool, err error) {
+// durable. With useCache the pass may start from what this runner's last
+// pass of the run left instead of reading it (heldRun): the header, and,
+// for a pass handed an input, an inbox that pass left empty. stale
+// reports that the store proved such a start wrong before anything
+// decided on it was kept, so the pass should be made again from the store.
+func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, useCache bool) (moved, folded, stale bool, err error) {
 	var t *tick
+	var cached, inboxEmpty bool
 	defer func() {
 		r.endPass(t, err)
 		folded = t != nil && t.folded
+		switch c := store.CodeOf(err); {
+		case !cached:
+		case c == store.CodeFenced || c == store.CodeQuarantined:
+			stale = true
+		case t != nil && t.inbox0 == inboxAssumed && c == store.CodeHeadMismatch:
+			stale = true // the tick that expected the inbox empty was refused
+		case t != nil && t.inbox0 == inboxAssumed && err == nil:
+			stale = true // nothing was committed on the assumption: read it
+		}
 	}()
 	var run store.Run
 	if useCache {
-		run, cached = r.heldRun(runID)
+		run, inboxEmpty, cached = r.heldRun(runID)
 	}
 	if !cached {
 		if run, err = r.cfg.Store.Run(ctx, runID); err != nil {
-			return false, false, cached, err
+			return false, false, false, err
 		}
 	}
 	if run.Outcome != "" || run.Quarantine != "" {
-		return false, false, cached, nil
+		return false, false, false, nil
 	}
 	wf, err := r.workflow(run)
 	if err != nil {
-		return false, false, cached, err
+		return false, false, false, err
 	}
 	lease, err := r.lease(ctx, runID)
 	if store.CodeOf(err) == store.CodeLeaseHeld {
-		return false, false, cached, nil
+		return false, false, false, nil
 	} else if err != nil {
-		return false, false, cached, err
+		return false, false, false, err
 	}
 	t = &tick{run: run, lease: lease, wf: wf}
 	r.beginTick(t)
@@ -155,32 +180,39 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	} else {
 		build, err := r.observeLoad(ctx, t)
 		if err != nil {
-			return false, false, cached, err
+			return false, false, false, err
 		}
 		if t.cp != nil {
 			if err := r.checkLoad(ctx, t, build); errors.Is(err, errTripped) {
-				return false, false, cached, nil
+				return false, false, false, nil
 			} else if err != nil {
-				return false, false, cached, err
+				return false, false, false, err
 			}
 		}
 	}
 	if t.cp == nil {
-		return false, false, cached, nil // quarantined while loading
+		return false, false, false, nil // quarantined while loading
 	}
 	t.committed = viewOf(t.cp)
+	if fold != nil && cached && inboxEmpty {
+		// The last pass left the inbox empty: the pass takes that as read,
+		// and its first commit expects the inbox empty after what it
+		// consumes (store.Tick.ExpectInboxEmpty), so that anything that
+		// arrived meanwhile refuses it and the pass is made again.
+		t.inbox, t.inboxOK, t.inbox0 = nil, true, inboxAssumed
+	}
 	if fold != nil {
 		if err := r.queueFold(ctx, t, fold); err != nil {
-			return false, false, cached, err
+			return false, false, false, err
 		}
 	}
 	for i := 0; i < 10_000; i++ {
 		progressed, err := r.step(ctx, t)
 		if errors.Is(err, errTripped) {
-			return true, false, cached, nil // parked; other runs go on
+			return true, false, false, nil // parked; other runs go on
 		} else if err != nil {
 			moved, err = r.parkIfStuck(ctx, t, err)
-			return moved, false, cached, err
+			return moved, false, false, err
 		}
 		if !progressed {
 			break
@@ -188,24 +220,25 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 		t.moved = true
 	}
 	if err := r.flush(ctx, t); errors.Is(err, errTripped) {
-		return true, false, cached, nil
+		return true, false, false, nil
 	} else if err != nil {
 		moved, err = r.parkIfStuck(ctx, t, err)
-		return moved, false, cached, err
+		return moved, false, false, err
 	}
 	if err := r.checkIdle(ctx, t); errors.Is(err, errTripped) {
-		return true, false, cached, nil
+		return true, false, false, nil
 	} else if err != nil {
-		return t.moved, false, cached, err
+		return t.moved, false, false, err
 	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
 		run := t.run
 		run.State, run.Lease = t.cp.Control.State, t.lease
-		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp, run: run}
+		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp, run: run,
+			inboxEmpty: t.inboxOK && len(t.inbox) == 0}
 	}
 	r.mu.Unlock()
-	return t.moved, false, cached, nil
+	return t.moved, false, false, nil
 }
 
 // heldRun returns the run's header as this runner's last pass left it,
@@ -215,15 +248,15 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 // writer can have moved the run meanwhile — only a lease holder commits —
 // and should the store have taken the lease away (a quarantine does), the
 // pass's first commit is fenced and nothing it decided is kept.
-func (r *Runner) heldRun(runID string) (store.Run, bool) {
+func (r *Runner) heldRun(runID string) (run store.Run, inboxEmpty, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.cps[runID]
 	l, held := r.leases[runID]
 	if !ok || !held || l.Generation != c.generation || !l.ExpiresAt.After(r.cfg.Clock().Add(r.cfg.LeaseTTL/2)) {
-		return store.Run{}, false
+		return store.Run{}, false, false
 	}
-	return c.run, true
+	return c.run, c.inboxEmpty, true
 }
 
 // parkIfStuck quarantines a run whose commit the store refuses for good —
@@ -338,6 +371,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 		}
 	}
 	p.ExpectHead = t.run.Head
+	p.ExpectInboxEmpty = t.inbox0 == inboxAssumed
 	p.Checkpoint = &store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
 	p.State = t.cp.Control.State
 	if r.machine.Final(t.cp.Control.State) {
@@ -355,6 +389,9 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	r.afterCommit(t, b) // before the head moves: the carry is keyed by the head it knew
 	t.run.Head += int64(len(p.Events))
+	if t.inbox0 == inboxAssumed {
+		t.inbox0 = inboxConfirmed
+	}
 	if len(p.Submit) > 0 {
 		t.folded = true
 	}

@@ -337,7 +337,8 @@ func TestAttemptBegunByThePassIsNotReadBack(t *testing.T) {
 
 // A pass that follows this runner's own last pass of the run, under the
 // same comfortably unexpired lease, starts from the header that pass left
-// instead of reading it: a step reads only the inbox.
+// instead of reading it, and a pass handed an input takes the inbox that
+// pass left empty as read: a step reads nothing.
 func TestPassStartsFromTheHeaderItsPredecessorLeft(t *testing.T) {
 	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
 	r := g.runner("runner", nil, 1000)
@@ -353,7 +354,7 @@ func TestPassStartsFromTheHeaderItsPredecessorLeft(t *testing.T) {
 			t.Fatalf("moved %v, %v", moved, err)
 		}
 	}
-	if n, m := g.count.runs.Load()-runs, g.count.inboxes.Load()-inboxes; n != 0 || m != 3 {
+	if n, m := g.count.runs.Load()-runs, g.count.inboxes.Load()-inboxes; n != 0 || m != 0 {
 		t.Fatalf("3 steps read the run %d times and the inbox %d times", n, m)
 	}
 	// Past half the lease the header is read again (and the lease renewed).
@@ -394,5 +395,50 @@ func TestQuarantineStopsAPassStartedFromARememberedHeader(t *testing.T) {
 	}
 	if moved, err := r.Advance(ctx, "c"); err != nil || moved {
 		t.Fatalf("advance of a quarantined run: moved %v, %v", moved, err)
+	}
+}
+
+// An input submitted from elsewhere after this runner's last pass is not
+// overtaken by one handed to SubmitAdvance: the pass that took the inbox as
+// empty is refused at its first commit, made again from the store, and
+// accepts the two in the order they arrived.
+func TestSubmitAdvanceDoesNotOvertakeAnEarlierSubmission(t *testing.T) {
+	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
+	r := g.runner("runner", nil, 1000)
+	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SubmitAdvance(ctx, "c", payment(2), inputter); err != nil {
+		t.Fatal(err)
+	}
+	// Straight to the store, as another process would.
+	body := []byte(`{"amount":3,"id":"p3","payee":"p"}`)
+	if err := g.st.Submit(ctx, store.Inbound{ID: "elsewhere", RunID: "c", Kind: KindInput, ActorRole: "agent", Actor: "other",
+		Capability: "run.input", Body: body, Digest: store.BodyDigest(body)}); err != nil {
+		t.Fatal(err)
+	}
+	commits, inboxes := g.count.commits.Load(), g.count.inboxes.Load()
+	if moved, err := r.SubmitAdvance(ctx, "c", payment(4), inputter); err != nil || !moved {
+		t.Fatalf("moved %v, %v", moved, err)
+	}
+	ins, _ := g.st.Intents(ctx, "c")
+	var order []string
+	for _, in := range ins {
+		order = append(order, in.ID)
+	}
+	if fmt.Sprint(order) != "[intent:p1 intent:p2 intent:p3 intent:p4]" || g.dest.count() != 4 {
+		t.Fatalf("intents in order %v, %d mutations", order, g.dest.count())
+	}
+	// One refused commit, then both steps in one pass: three commits (the
+	// first step's receipt goes with the second's intent); the inbox read
+	// once, by the pass made again.
+	if c, i := g.count.commits.Load()-commits, g.count.inboxes.Load()-inboxes; c != 4 || i != 1 {
+		t.Fatalf("%d commits and %d inbox reads", c, i)
+	}
+	if pending, _ := g.st.Inbox(ctx, "c", true); len(pending) != 0 {
+		t.Fatalf("pending %+v", pending)
 	}
 }

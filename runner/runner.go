@@ -122,6 +122,7 @@ type cachedCheckpoint struct {
 	head, generation int64
 	cp               *checkpoint
 	run              store.Run // the header as the pass left it
+	inboxEmpty       bool      // the pass left nothing pending in the inbox that it knew of
 }
 
 // New validates cfg and returns a Runner.

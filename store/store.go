@@ -256,6 +256,12 @@ type Tick struct {
 	Results    []AttemptResult
 	Receipts   []Receipt // each closes its intent's outbox (done)
 	Consume    []string  // inbox entries this tick consumed (they must be pending)
+	// ExpectInboxEmpty refuses the tick with CodeHeadMismatch when, after
+	// its consumption, the run's inbox still holds a pending entry: a
+	// writer that decided without reading the inbox, because it knew the
+	// inbox empty, learns that something arrived, and nothing is written.
+	// It is ExpectHead for the inbox.
+	ExpectInboxEmpty bool
 	// Begin starts the next attempt of each named intent (new in this tick or
 	// already pending/retry) durably, before the caller's adapter I/O: what
 	// BeginAttempt does, folded into the tick's one transaction.

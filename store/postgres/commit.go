@@ -140,6 +140,9 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 			}
 			consumed[id] = true
 		}
+		if tick.ExpectInboxEmpty && rd.pending > int64(len(consumed)) {
+			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
+		}
 
 		next = runHead{owner: lease.Owner, generation: lease.Generation, head: run.Head, hash: run.HeadHash,
 			checkpoints: rd.checkpoints, trace: rd.trace}
@@ -348,6 +351,12 @@ SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsPara
 		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
 			runID, id)
 	}
+	if tick.ExpectInboxEmpty {
+		// Checked here on the one-round-trip path, which reads nothing
+		// first (the other decided on its read, under the run's lock).
+		tx.Queue(`SELECT flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
+	(SELECT 1 FROM inbox WHERE run_id = $1 AND NOT consumed)) AS e), 'empty inbox')`, runID)
+	}
 
 	// The rest only appends: events extending the hash chain, the
 	// checkpoint, the run header and the trace.
@@ -416,6 +425,7 @@ type tickReads struct {
 	outbox    map[string]*outboxRow // by intent id, for the run's intents the tick names
 	inbox     []bool                // the inbound event is pending in this run (store.FromInbox's entries)
 	submitted []bool                // the tick's submitted inbound id is already in this run's inbox
+	pending   int64                 // the run's pending inbox entries, when the tick expects none left
 	// The run's last checkpoint number and trace sequence number: the
 	// tick's records take the next ones.
 	checkpoints, trace int64
@@ -480,6 +490,10 @@ WHERE intent_id = $1 AND n = $2 AND intent_id IN (SELECT intent_id FROM intents 
 		for i, in := range tick.Submit {
 			b.Queue(`SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = $1 AND inbound_id = $2)`, runID, in.ID).
 				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.submitted[i]) })
+		}
+		if tick.ExpectInboxEmpty {
+			b.Queue(`SELECT count(*) FROM inbox WHERE run_id = $1 AND NOT consumed`, runID).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&rd.pending) })
 		}
 		fromInbox := store.FromInbox(tick)
 		rd.inbox = make([]bool, len(fromInbox))

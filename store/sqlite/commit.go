@@ -159,6 +159,15 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 		if err := s.consume(ctx, tx, lease.RunID, store.FromInbox(tick)); err != nil {
 			return err
 		}
+		if tick.ExpectInboxEmpty {
+			var pending bool
+			if err := s.queryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = ? AND consumed = 0)`, lease.RunID).Scan(&pending); err != nil {
+				return err
+			}
+			if pending {
+				return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
+			}
+		}
 
 		for _, rc := range tick.Receipts {
 			if _, err := s.exec(ctx, tx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)

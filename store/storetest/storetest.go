@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"Inbox", testInbox},
 		{"SubmitInTick", testSubmitInTick},
 		{"SubmitInTickRacesSubmit", testSubmitInTickRacesSubmit},
+		{"ExpectInboxEmpty", testExpectInboxEmpty},
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
 		{"Ready", testReady},
@@ -644,6 +645,40 @@ func testSubmitInTickRacesSubmit(t *testing.T, s store.Store, _ *Clock) {
 		if in.Seq != int64(i+1) || in.Consumed != strings.HasPrefix(in.ID, "tick-") {
 			t.Fatalf("inbox entry %d: %+v", i+1, in)
 		}
+	}
+}
+
+// A tick that expects the inbox empty after its consumption is refused,
+// with nothing written, when an entry it did not consume is pending —
+// whether the tick is the first under its lease or follows the store's own
+// last commit of the run.
+func testExpectInboxEmpty(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, s.Submit(ctx, Inb("r", "a", "input", `{"a":1}`)))
+	before := snapshot(t, s, "r")
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectInboxEmpty: true, Events: []store.Event{Ev("E", `{"n":1}`)}}), store.CodeHeadMismatch)
+	if after := snapshot(t, s, "r"); after != before {
+		t.Fatalf("a refused tick wrote: %s, was %s", after, before)
+	}
+	must(t, s.Commit(ctx, l, store.Tick{ExpectInboxEmpty: true, Consume: []string{"a"}, Events: []store.Event{Ev("E", `{"n":1}`)}}))
+	b := Inb("r", "b", "input", `{"b":1}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, ExpectInboxEmpty: true, Submit: []store.Inbound{b}, Consume: []string{"b"},
+		Events: []store.Event{Ev("E", `{"n":2}`)}}))
+	// An entry that arrives between two ticks of the same writer.
+	must(t, s.Submit(ctx, Inb("r", "c", "cancel", `{}`)))
+	d := Inb("r", "d", "input", `{"d":1}`)
+	before = snapshot(t, s, "r")
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, ExpectInboxEmpty: true, Submit: []store.Inbound{d}, Consume: []string{"d"},
+		Events: []store.Event{Ev("E", `{"n":3}`)}}), store.CodeHeadMismatch)
+	all, _ := s.Inbox(ctx, "r", false)
+	if after := snapshot(t, s, "r"); after != before || len(all) != 3 {
+		t.Fatalf("a refused tick wrote: %s, was %s; inbox %+v", after, before, all)
+	}
+	// Without the expectation the same tick commits, the entry left pending.
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Submit: []store.Inbound{d}, Consume: []string{"d"}, Events: []store.Event{Ev("E", `{"n":3}`)}}))
+	if pending, _ := s.Inbox(ctx, "r", true); len(pending) != 1 || pending[0].ID != "c" {
+		t.Fatalf("pending %+v", pending)
 	}
 }
 

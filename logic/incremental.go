@@ -235,8 +235,7 @@ func (m *Materialization) rollback() {
 // rollback truncated the table). Rows dead before the update are kept out
 // of the hash set, as they were.
 func (t *table) rebuild() {
-	t.slots, t.fps = make([]int32, 16), make([]uint8, 16)
-	t.used = 0
+	t.set = newRowSet(t.n)
 	for k := range t.idx {
 		t.idx[k] = nil // rebuilt on next use
 	}
@@ -244,10 +243,7 @@ func (t *table) rebuild() {
 		if !t.alive(r) {
 			continue
 		}
-		if t.full() {
-			t.rehash()
-		}
-		t.place(r, t.hashRow(r))
+		t.set.place(t, r, t.hashRow(r))
 	}
 }
 

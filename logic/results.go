@@ -22,7 +22,7 @@ func (m *Materialization) Results() (*Results, error) {
 	r := &Materialization{c: m.c, syms: m.syms, tables: m.tables, stats: m.stats, time: m.time}
 	for _, tb := range m.tables {
 		// Rendering reads rows and liveness only.
-		tb.slots, tb.fps, tb.used = nil, nil, 0
+		tb.set = rowSet{}
 		clear(tb.idx)
 		tb.round = rounds{}
 	}

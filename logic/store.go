@@ -1,8 +1,8 @@
 package logic
 
 // table stores the tuples of one relation side as dense rows of values
-// (symbols are interned ids), with an open-addressing hash set for
-// deduplication and hash indexes on the column sets rules look up by.
+// (symbols are interned ids), with a hash set of rows for deduplication
+// (rowSet) and hash indexes on the column sets rules look up by.
 // Rows are never moved while an evaluation runs, so row numbers are stable
 // handles; deleted rows are marked dead and skipped.
 //
@@ -19,9 +19,7 @@ type table struct {
 	round  rounds // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
 	ndead  int32
-	slots  []int32  // hash set: row+1 per slot, see fps
-	fps    []uint8  // per slot: fpEmpty, fpTomb or the tuple's fingerprint
-	used   int      // occupied slots incl. tombstones
+	set    rowSet   // every row (dead ones until they are unlinked), by value
 	masks  []uint64 // column sets plans look up by
 	idx    []*index // per mask, nil until first used
 }
@@ -45,7 +43,7 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	return &table{arity: arity, stride: arity, slots: make([]int32, 16), fps: make([]uint8, 16), masks: masks, idx: make([]*index, len(masks))}
+	return &table{arity: arity, stride: arity, set: newRowSet(0), masks: masks, idx: make([]*index, len(masks))}
 }
 
 // index returns index k, building it on first use: an index some plan
@@ -247,81 +245,35 @@ func (t *table) equalRow(r int32, v []int64) bool {
 	return true
 }
 
-// The hash set is two parallel arrays: a row+1 per slot and a one-byte
-// fingerprint of the tuple's hash, which also marks empty and deleted
-// slots. Probes walk the fingerprints and touch a row only on a match (1 in
-// 254 by chance), so most probes read one byte; 5 bytes a slot instead of
-// 8 keep the set a third smaller than row+fingerprint words.
-const (
-	fpEmpty = 0
-	fpTomb  = 1
-)
-
-func fingerprint(h uint64) uint8 {
-	f := uint8(h >> 56)
-	if f < 2 {
-		f += 2
-	}
-	return f
-}
-
 // find returns the row holding tuple v in the hash set, or -1. The row may
 // be dead if it died in the current update (dead rows stay in the set until
 // the update finishes).
-func (t *table) find(v []int64) int32 {
-	h := hashTuple(v)
-	fp := fingerprint(h)
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		f := t.fps[i]
-		if f == fpEmpty {
-			return -1
-		}
-		if f == fp && t.equalRow(t.slots[i]-1, v) {
-			return t.slots[i] - 1
-		}
-	}
-}
+func (t *table) find(v []int64) int32 { return t.set.find(t, hashTuple(v), v) }
 
 // insert adds tuple v unless present; it returns the row and whether it
 // was added. A present row is returned as is (even if dead).
 func (t *table) insert(v []int64, round uint32) (int32, bool) {
-	if t.full() {
-		t.rehash()
-	}
 	h := hashTuple(v)
-	fp := fingerprint(h)
-	mask := uint64(len(t.slots) - 1)
-	tomb := int64(-1)
-	i := h & mask
-	for ; ; i = (i + 1) & mask {
-		f := t.fps[i]
-		if f == fpEmpty {
-			break
+	// Probe first: most derivations of a large closure find their tuple,
+	// and only a new row can make the set grow.
+	old, at := t.set.probe(t, h, v)
+	if old >= 0 {
+		return old, false
+	}
+	if widened := t.set.fitRows(t.n + 1); widened || t.set.full() {
+		if t.set.full() {
+			t.set.grow(t)
 		}
-		if f == fpTomb {
-			if tomb < 0 {
-				tomb = int64(i)
-			}
-			continue
-		}
-		if f == fp && t.equalRow(t.slots[i]-1, v) {
-			return t.slots[i] - 1, false
-		}
+		_, at = t.set.probe(t, h, v)
 	}
 	r := t.n
 	t.n++
 	t.appendRow(v)
+	t.set.put(at, r, h)
 	t.round.push(r, round)
 	if t.died.on() {
 		t.died.push(0)
 	}
-	if tomb >= 0 {
-		i = uint64(tomb)
-	} else {
-		t.used++
-	}
-	t.slots[i], t.fps[i] = r+1, fp
 	for _, ix := range t.idx {
 		if ix != nil {
 			ix.add(t, r)
@@ -330,60 +282,8 @@ func (t *table) insert(v []int64, round uint32) (int32, bool) {
 	return r, true
 }
 
-// full reports whether the hash set must grow before another insert. Small
-// sets stay at most half full (short probes); from 4M slots on they may
-// fill to three quarters, which keeps memory near Soufflé's for closures of
-// tens of millions of tuples while fingerprints keep long probes cheap.
-func (t *table) full() bool {
-	if len(t.slots) >= 1<<22 {
-		return (t.used+1)*4 >= len(t.slots)*3
-	}
-	return (t.used+1)*2 >= len(t.slots)
-}
-
-func (t *table) rehash() {
-	size := len(t.slots) * 2
-	for size <= int(t.n-t.ndead+1)*2 {
-		size *= 2
-	}
-	old, oldFps := t.slots, t.fps
-	t.slots, t.fps = make([]int32, size), make([]uint8, size)
-	t.used = 0
-	for i, f := range oldFps {
-		if f == fpEmpty || f == fpTomb {
-			continue
-		}
-		r := old[i] - 1
-		t.place(r, t.hashRow(r))
-	}
-}
-
-// place puts row r with hash h into the first free slot of its probe
-// sequence; the set has no tombstones and does not hold r yet.
-func (t *table) place(r int32, h uint64) {
-	mask := uint64(len(t.slots) - 1)
-	i := h & mask
-	for t.fps[i] != fpEmpty {
-		i = (i + 1) & mask
-	}
-	t.slots[i], t.fps[i] = r+1, fingerprint(h)
-	t.used++
-}
-
 // unlink removes row r from the hash set (after it died for good).
-func (t *table) unlink(r int32) {
-	mask := uint64(len(t.slots) - 1)
-	for i := t.hashRow(r) & mask; ; i = (i + 1) & mask {
-		f := t.fps[i]
-		if f == fpEmpty {
-			return
-		}
-		if f != fpTomb && t.slots[i] == r+1 {
-			t.slots[i], t.fps[i] = 0, fpTomb
-			return
-		}
-	}
-}
+func (t *table) unlink(r int32) { t.set.unlink(r, t.hashRow(r)) }
 
 func (ix *index) keyHash(t *table, r int32) uint64 {
 	h := uint64(hashSeed)
@@ -477,8 +377,7 @@ func (t *table) clone() *table {
 	}
 	u.round = t.round.clone()
 	u.died = t.died.clone()
-	u.slots = append([]int32(nil), t.slots...)
-	u.fps = append([]uint8(nil), t.fps...)
+	u.set = t.set.clone()
 	u.idx = make([]*index, len(t.idx))
 	for i, ix := range t.idx {
 		if ix == nil {

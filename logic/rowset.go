@@ -1,0 +1,191 @@
+package logic
+
+// rowSet is a table's hash set of rows, for deduplication and for finding a
+// tuple's row: open addressing with linear probing over one array of
+// 32-bit slots.
+//
+// A slot holds row+1 in its low rowBits bits and, above them, the same bits
+// of the tuple's hash as a fingerprint that spares most probes a look at
+// the row. One word a slot, where a row word and a separate fingerprint
+// byte took five bytes, makes the set a fifth smaller, and a probe reads
+// one array instead of two. rowBits grows with the table so that a row
+// number always fits, giving up one fingerprint bit each time the row count
+// doubles past 1<<rowBits (a set of 2M rows keeps 10 bits, of 25M rows 7).
+// 0 is an empty slot; a slot with row bits 0 and any bit above them set is
+// a tombstone.
+type rowSet struct {
+	slots   []uint32
+	used    int // occupied slots, tombstones included
+	live    int
+	rowBits uint8
+}
+
+const (
+	minRowBits = 16
+	maxRowBits = 31
+	// denseSlots is the size from which the set fills to three quarters
+	// instead of half.
+	denseSlots = 1 << 22
+)
+
+// newRowSet returns an empty set for a table of n rows.
+func newRowSet(n int32) rowSet {
+	s := rowSet{slots: make([]uint32, 16), rowBits: minRowBits}
+	s.fitRows(n)
+	return s
+}
+
+// fitRows widens the row bits until row n-1 (and so row+1 = n) fits, taking
+// the lowest fingerprint bit of every slot: the fingerprint is a slot's
+// hash bits above rowBits, so clearing bit rowBits is all it takes.
+// Tombstones keep a bit above it set. It reports whether it widened (a
+// fingerprint computed before is then stale).
+func (s *rowSet) fitRows(n int32) (widened bool) {
+	for s.rowBits < maxRowBits && uint64(n)+1 >= 1<<s.rowBits {
+		bit := uint32(1) << s.rowBits
+		for i, x := range s.slots {
+			s.slots[i] = x &^ bit
+		}
+		s.rowBits++
+		widened = true
+	}
+	return widened
+}
+
+func (s *rowSet) rowMask() uint32 { return 1<<s.rowBits - 1 }
+
+// tomb is a tombstone: no row, fingerprint bits all set.
+func (s *rowSet) tomb() uint32 { return ^s.rowMask() }
+
+// fingerprint is a slot's high bits for hash h: hash bits well away from
+// the low ones that choose the slot.
+func (s *rowSet) fingerprint(h uint64) uint32 { return uint32(h>>16) &^ s.rowMask() }
+
+// find returns the row holding tuple v, whose hash is h, or -1.
+func (s *rowSet) find(t *table, h uint64, v []int64) int32 {
+	rm := s.rowMask()
+	fp := s.fingerprint(h)
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		x := s.slots[i]
+		if x == 0 {
+			return -1
+		}
+		if x&^rm == fp && x&rm != 0 && t.equalRow(int32(x&rm)-1, v) {
+			return int32(x&rm) - 1
+		}
+	}
+}
+
+// probe looks for tuple v with hash h. It returns the row if present, else
+// -1 and the slot where v would go (the first tombstone on its probe
+// sequence, or the empty slot that ended it).
+func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
+	rm := s.rowMask()
+	fp := s.fingerprint(h)
+	mask := uint64(len(s.slots) - 1)
+	tomb := int64(-1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		x := s.slots[i]
+		if x == 0 {
+			if tomb >= 0 {
+				return -1, uint64(tomb)
+			}
+			return -1, i
+		}
+		if x&rm == 0 {
+			if tomb < 0 {
+				tomb = int64(i)
+			}
+			continue
+		}
+		if x&^rm == fp && t.equalRow(int32(x&rm)-1, v) {
+			return int32(x&rm) - 1, 0
+		}
+	}
+}
+
+// full reports whether the set must grow before another insert. Small sets
+// stay at most half full (short probes); from 4M slots on they may fill to
+// three quarters, which keeps memory near Soufflé's for closures of tens
+// of millions of tuples while fingerprints keep long probes cheap.
+func (s *rowSet) full() bool {
+	if len(s.slots) >= denseSlots {
+		return (s.used+1)*4 >= len(s.slots)*3
+	}
+	return (s.used+1)*2 >= len(s.slots)
+}
+
+// put records row r with hash h in slot at, where probe said its tuple
+// would go (nothing changed the set since).
+func (s *rowSet) put(at uint64, r int32, h uint64) {
+	if s.slots[at] == 0 {
+		s.used++
+	}
+	s.live++
+	s.slots[at] = s.fingerprint(h) | uint32(r+1)
+}
+
+// place adds row r with hash h, which the set does not hold yet.
+func (s *rowSet) place(t *table, r int32, h uint64) {
+	s.fitRows(r + 1)
+	if s.full() {
+		s.grow(t)
+	}
+	s.placeNew(r, h)
+}
+
+// placeNew puts row r into the first empty slot of its probe sequence; the
+// set has room.
+func (s *rowSet) placeNew(r int32, h uint64) {
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
+	for s.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = s.fingerprint(h) | uint32(r+1)
+	s.used++
+	s.live++
+}
+
+// grow rebuilds the set from its live rows at (at least) twice the size,
+// dropping tombstones.
+func (s *rowSet) grow(t *table) {
+	size := len(s.slots) * 2
+	for size <= (s.live+1)*2 {
+		size *= 2
+	}
+	old := s.slots
+	s.slots, s.used, s.live = make([]uint32, size), 0, 0
+	rm := s.rowMask()
+	for _, x := range old {
+		if x&rm == 0 {
+			continue
+		}
+		r := int32(x&rm) - 1
+		s.placeNew(r, t.hashRow(r))
+	}
+}
+
+// unlink removes row r, whose hash is h.
+func (s *rowSet) unlink(r int32, h uint64) {
+	rm := s.rowMask()
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		x := s.slots[i]
+		if x == 0 {
+			return
+		}
+		if x&rm == uint32(r+1) {
+			s.slots[i] = s.tomb()
+			s.live--
+			return
+		}
+	}
+}
+
+func (s *rowSet) clone() rowSet {
+	u := *s
+	u.slots = append([]uint32(nil), s.slots...)
+	return u
+}

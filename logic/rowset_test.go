@@ -1,0 +1,141 @@
+package logic
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// checkSet asserts that the table's hash set finds exactly the tuples of
+// the model, at their rows, and that its segment counts add up.
+func checkSet(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, tb *table, model map[[2]int64]int32, absent [][2]int64) {
+	t.Helper()
+	for k, r := range model {
+		if got := tb.find(k[:]); got != r {
+			t.Fatalf("find %v = %d, want row %d", k, got, r)
+		}
+	}
+	for _, k := range absent {
+		if _, in := model[k]; in {
+			continue
+		}
+		if got := tb.find(k[:]); got != -1 {
+			t.Fatalf("find %v = %d, want absent", k, got)
+		}
+	}
+	live, used := 0, 0
+	for _, x := range tb.set.slots {
+		if x != 0 {
+			used++
+		}
+		if x&tb.set.rowMask() != 0 {
+			live++
+		}
+	}
+	if live != tb.set.live || used != tb.set.used {
+		t.Fatalf("set counts live %d used %d, slots say %d and %d", tb.set.live, tb.set.used, live, used)
+	}
+	if used*4 > len(tb.set.slots)*3 {
+		t.Fatalf("%d of %d slots used", used, len(tb.set.slots))
+	}
+	if live != len(model) {
+		t.Fatalf("set holds %d rows, model %d", live, len(model))
+	}
+}
+
+// Inserting, finding, unlinking, rebuilding and cloning agree with a map,
+// across growths, widenings of the row bits and tombstones.
+func TestRowSetAgreesWithAMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tb := newTable(2, nil)
+		model := map[[2]int64]int32{}
+		var probes [][2]int64
+		n := rapid.IntRange(0, 20000).Draw(t, "n")
+		span := rapid.Int64Range(1, 40000).Draw(t, "span")
+		seed := rapid.Uint64().Draw(t, "seed")
+		x := seed | 1
+		next := func() int64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return int64(x % uint64(span)) }
+		for i := 0; i < n; i++ {
+			k := [2]int64{next(), next() - span/2}
+			probes = append(probes, k)
+			switch op := next() % 8; {
+			case op == 0 && len(model) > 0:
+				// unlink the row of some earlier tuple (as a deletion
+				// does once the row died for good)
+				p := probes[int(next())%len(probes)]
+				if r, in := model[p]; in {
+					tb.unlink(r)
+					delete(model, p)
+				}
+			default:
+				r, added := tb.insert(k[:], 0)
+				if want, in := model[k]; in {
+					if added || r != want {
+						t.Fatalf("insert %v again: row %d added %v, want row %d", k, r, added, want)
+					}
+				} else {
+					if !added || r != tb.n-1 {
+						t.Fatalf("insert %v: row %d added %v, want a new row %d", k, r, added, tb.n-1)
+					}
+					model[k] = r
+				}
+			}
+		}
+		checkSet(t, tb, model, probes)
+		c := tb.clone()
+		// The clone is independent: new tuples in one are absent in the other.
+		k := [2]int64{-1, -1}
+		r, _ := tb.insert(k[:], 0)
+		if c.find(k[:]) != -1 {
+			t.Fatalf("clone sees a tuple inserted after it was made")
+		}
+		model[k] = r
+		checkSet(t, tb, model, probes)
+		delete(model, k)
+		dead := map[int32]bool{}
+		for _, r := range model {
+			dead[r] = false
+		}
+		// rebuild keeps rows out that are not alive; here every row not in
+		// the model was unlinked, so mark those dead first.
+		c.died = zeroed(c.n)
+		for r := int32(0); r < c.n; r++ {
+			if _, ok := dead[r]; !ok {
+				c.died.set(r, 1)
+			}
+		}
+		c.rebuild()
+		checkSet(t, c, model, probes)
+	})
+}
+
+// A set of 4M slots fills to three quarters instead of half, and a row
+// count past 1<<16 widens the row bits of every slot.
+func TestRowSetDenseAndWiderRows(t *testing.T) {
+	n := 2_200_000
+	if testing.Short() {
+		n = 200_000
+	}
+	tb := newTable(2, nil)
+	model := make(map[[2]int64]int32, n)
+	for i := 0; i < n; i++ {
+		k := [2]int64{int64(i % 1999), int64(i / 1999)}
+		r, added := tb.insert(k[:], 0)
+		if !added {
+			t.Fatalf("insert %v: not added", k)
+		}
+		model[k] = r
+	}
+	if tb.set.rowBits <= minRowBits {
+		t.Fatalf("row bits %d after %d rows", tb.set.rowBits, n)
+	}
+	// 2.2M rows in 4M slots: past half full, so only the three-quarter
+	// rule kept the set from doubling again.
+	if !testing.Short() && len(tb.set.slots) != denseSlots {
+		t.Fatalf("%d slots after %d rows, want %d", len(tb.set.slots), n, denseSlots)
+	}
+	checkSet(t, tb, model, [][2]int64{{-5, 3}, {2000, 0}, {0, int64(n)}})
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -111,10 +110,12 @@ a fact file or the evaluation fails.`,
 					return err
 				}
 			}
-			// The evaluation left the garbage of every hash-set growth
-			// behind; collecting it now lets the output's sort buffers
-			// reuse that memory instead of growing the heap.
-			runtime.GC()
+			// Results left the hash sets and indexes unreachable, beside
+			// the garbage of their growth. Collect, and hand the freed
+			// pages back to the system: the output's sort buffers are
+			// large single allocations that scattered free pages cannot
+			// hold, and kept resident those pages would count beside them.
+			debug.FreeOSMemory()
 			c := m.Program()
 			out := cmd.OutOrStdout()
 			if outDir == "-" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -168,6 +169,7 @@ func TestCheckCheckpointMatchesTheSlowOracle(t *testing.T) {
 		{"not JSON", `"control":`, `"control" `},
 		{"a float", `"control":`, `"x":1.5,"control":`},
 		{"an escape", `"control":{"head":"`, `"control":{"head":"\u0073`},
+		{"nested deeper than encoding/json reads", `"control":`, `"x":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `,"control":`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := recorded(t)

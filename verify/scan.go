@@ -16,9 +16,22 @@ import (
 // verdict and message stand. Whatever the fast path accepts it must prove
 // some other way, by comparing bytes it recomputed with the stored ones.
 type scan struct {
-	b  []byte
-	i  int
-	ok bool
+	b     []byte
+	i     int
+	ok    bool
+	depth int // containers open
+}
+
+// maxScanDepth bounds nesting: encoding/json refuses text nested deeper
+// than its own limit (10,000), so the scanner gives up well before it and
+// leaves such text to encoding/json.
+const maxScanDepth = 1000
+
+// enter opens a container, giving up past maxScanDepth.
+func (s *scan) enter() {
+	if s.depth++; s.depth > maxScanDepth {
+		s.fail()
+	}
 }
 
 func newScan(b []byte) *scan { return &scan{b: b, ok: true} }
@@ -185,6 +198,8 @@ func (s *scan) int() int64 {
 // the key copies it.
 func (s *scan) object(member func(key []byte)) {
 	s.expect('{')
+	s.enter()
+	defer func() { s.depth-- }()
 	if s.peek() == '}' {
 		s.i++
 		return
@@ -211,6 +226,8 @@ func (s *scan) object(member func(key []byte)) {
 // array calls elem for each element, which elem must consume.
 func (s *scan) array(elem func()) {
 	s.expect('[')
+	s.enter()
+	defer func() { s.depth-- }()
 	if s.peek() == ']' {
 		s.i++
 		return

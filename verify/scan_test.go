@@ -198,3 +198,28 @@ func TestDecodeAcceptedMatchesTheRunner(t *testing.T) {
 		}
 	}
 }
+
+// upper decodes itself, upper-cased: a struct reader must leave it to
+// encoding/json.
+type upper string
+
+func (u *upper) UnmarshalText(b []byte) error {
+	*u = upper(strings.ToUpper(string(b)))
+	return nil
+}
+
+func TestStructReaderLeavesTypesThatDecodeThemselves(t *testing.T) {
+	type doc struct {
+		Name upper  `json:"name"`
+		Note string `json:"note"`
+	}
+	r := newStructReader(doc{})
+	text := []byte(`{"name":"abc","note":"x"}`)
+	var got, want doc
+	if !r.read(text, &got) {
+		t.Fatal("the reader gave up")
+	}
+	if err := json.Unmarshal(text, &want); err != nil || got != want || want.Name != "ABC" {
+		t.Fatalf("read %+v, encoding/json %+v %v", got, want, err)
+	}
+}

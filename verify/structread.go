@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -70,9 +71,15 @@ func structReaderOf(t reflect.Type) *structReader {
 	return r
 }
 
+// implementsUnmarshaler reports whether encoding/json hands t's values to
+// a method of t's own (UnmarshalJSON, or UnmarshalText for a string).
 func implementsUnmarshaler(t reflect.Type) bool {
-	u := reflect.TypeFor[json.Unmarshaler]()
-	return t.Implements(u) || reflect.PointerTo(t).Implements(u)
+	for _, u := range []reflect.Type{reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()} {
+		if t.Implements(u) || reflect.PointerTo(t).Implements(u) {
+			return true
+		}
+	}
+	return false
 }
 
 // read decodes b into v, a pointer to a zero value of the reader's struct.

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runDatalog(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -182,5 +184,44 @@ func TestDatalogReleasesStartPagesInBothBuildModes(t *testing.T) {
 		if err != nil || string(blocked) != "c\n" {
 			t.Errorf("%s build: blocked.csv %q, %v", name, blocked, err)
 		}
+	}
+}
+
+// gcPercent reads the collector's target without changing it.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// A Datalog run collects at 10 % growth while the heap is small, goes to
+// 25 % once the heap is large, and leaves the target as it found it.
+func TestTuneGCTightensOnlyWhileTheHeapIsSmall(t *testing.T) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		t.Skip("GOGC is set: the run keeps it")
+	}
+	before := gcPercent()
+	restore := tuneGC()
+	if got := gcPercent(); got != smallHeapGCPercent {
+		restore()
+		t.Fatalf("target %d %%, want %d %%", got, smallHeapGCPercent)
+	}
+	big := make([]byte, largeHeap+(8<<20))
+	for i := range big {
+		big[i] = byte(i)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for gcPercent() != largeHeapGCPercent && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := gcPercent()
+	runtime.KeepAlive(big)
+	restore()
+	if got != largeHeapGCPercent {
+		t.Fatalf("with %d MB live the target is %d %%, want %d %%", len(big)>>20, got, largeHeapGCPercent)
+	}
+	if after := gcPercent(); after != before {
+		t.Fatalf("restored target %d %%, want %d %%", after, before)
 	}
 }

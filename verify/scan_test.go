@@ -199,8 +199,8 @@ func TestDecodeAcceptedMatchesTheRunner(t *testing.T) {
 	}
 }
 
-// upper decodes itself, upper-cased: a struct reader must leave it to
-// encoding/json.
+// upper decodes itself, upper-cased, and a ",string" number is read from a
+// string: a struct reader must leave both to encoding/json.
 type upper string
 
 func (u *upper) UnmarshalText(b []byte) error {
@@ -208,18 +208,28 @@ func (u *upper) UnmarshalText(b []byte) error {
 	return nil
 }
 
-func TestStructReaderLeavesTypesThatDecodeThemselves(t *testing.T) {
+func TestStructReaderLeavesWhatDecodesOtherwise(t *testing.T) {
 	type doc struct {
 		Name upper  `json:"name"`
 		Note string `json:"note"`
 	}
-	r := newStructReader(doc{})
 	text := []byte(`{"name":"abc","note":"x"}`)
 	var got, want doc
-	if !r.read(text, &got) {
+	if !newStructReader(doc{}).read(text, &got) {
 		t.Fatal("the reader gave up")
 	}
 	if err := json.Unmarshal(text, &want); err != nil || got != want || want.Name != "ABC" {
 		t.Fatalf("read %+v, encoding/json %+v %v", got, want, err)
+	}
+	type counted struct {
+		Count int64 `json:"count,string"`
+	}
+	text = []byte(`{"count":"7"}`)
+	var gc, wc counted
+	if err := json.Unmarshal(text, &wc); err != nil || wc.Count != 7 {
+		t.Fatalf("encoding/json read %+v %v", wc, err)
+	}
+	if newStructReader(counted{}).read(text, &gc) && gc != wc {
+		t.Fatalf("read %+v, encoding/json %+v", gc, wc)
 	}
 }

@@ -41,13 +41,21 @@ func structReaderOf(t reflect.Type) *structReader {
 	r := &structReader{typ: t}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if !f.IsExported() || name == "" || name == "-" || f.Anonymous {
 			return nil
 		}
 		k := f.Type.Kind()
+		// ",string" changes how encoding/json reads the value; only the
+		// options that shape encoding leave decoding as it is.
+		for _, o := range strings.Split(opts, ",") {
+			if o != "" && o != "omitempty" && o != "omitzero" {
+				k = reflect.Invalid
+			}
+		}
 		var nested *structReader
 		switch k {
+		case reflect.Invalid:
 		case reflect.String, reflect.Bool, reflect.Int64:
 			if f.Type.PkgPath() != "" && f.Type.Kind() != reflect.String {
 				k = reflect.Invalid // a named type may decode itself

@@ -82,6 +82,21 @@ func (g *foldRig) runner(owner string, cut func(string), limit int64) *Runner {
 	return r
 }
 
+// startedFoldRig is a rig whose runner has started run "c" with its first
+// payment and taken it to idle: the point every pass-level test starts from.
+func startedFoldRig(t *testing.T) (*foldRig, *Runner) {
+	t.Helper()
+	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
+	r := g.runner("runner", nil, 1000)
+	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return g, r
+}
+
 func payment(i int) []byte { return []byte(fmt.Sprintf(`{"amount":%d,"id":"p%d","payee":"p"}`, i, i)) }
 
 var inputter = Actor{Name: "agent", Role: "agent", Capability: "run.input"}
@@ -311,14 +326,7 @@ func TestSubmitAdvanceCrashAtEveryCutPoint(t *testing.T) {
 // intent's attempts back, and numbers a retry within the pass as the store
 // does.
 func TestAttemptBegunByThePassIsNotReadBack(t *testing.T) {
-	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
-	r := g.runner("runner", nil, 1000)
-	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.RunToIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	g, r := startedFoldRig(t)
 	g.dest.script = []effect.Outcome{effect.FailedTransient}
 	if _, err := r.SubmitAdvance(ctx, "c", payment(2), inputter); err != nil {
 		t.Fatal(err)
@@ -340,14 +348,7 @@ func TestAttemptBegunByThePassIsNotReadBack(t *testing.T) {
 // instead of reading it, and a pass handed an input takes the inbox that
 // pass left empty as read: a step reads nothing.
 func TestPassStartsFromTheHeaderItsPredecessorLeft(t *testing.T) {
-	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
-	r := g.runner("runner", nil, 1000)
-	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.RunToIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	g, r := startedFoldRig(t)
 	runs, inboxes := g.count.runs.Load(), g.count.inboxes.Load()
 	for i := 2; i < 5; i++ {
 		if moved, err := r.SubmitAdvance(ctx, "c", payment(i), inputter); err != nil || !moved {
@@ -372,14 +373,7 @@ func TestPassStartsFromTheHeaderItsPredecessorLeft(t *testing.T) {
 // the header the runner remembers: the pass is fenced, starts again from
 // the store, and finds the run parked. The input is kept, pending.
 func TestQuarantineStopsAPassStartedFromARememberedHeader(t *testing.T) {
-	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
-	r := g.runner("runner", nil, 1000)
-	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.RunToIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	g, r := startedFoldRig(t)
 	before, _ := g.st.Run(ctx, "c")
 	if err := g.st.Quarantine(ctx, "c", "held for inspection"); err != nil {
 		t.Fatal(err)
@@ -403,14 +397,7 @@ func TestQuarantineStopsAPassStartedFromARememberedHeader(t *testing.T) {
 // empty is refused at its first commit, made again from the store, and
 // accepts the two in the order they arrived.
 func TestSubmitAdvanceDoesNotOvertakeAnEarlierSubmission(t *testing.T) {
-	g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
-	r := g.runner("runner", nil, 1000)
-	if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.RunToIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	g, r := startedFoldRig(t)
 	if _, err := r.SubmitAdvance(ctx, "c", payment(2), inputter); err != nil {
 		t.Fatal(err)
 	}

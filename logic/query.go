@@ -159,14 +159,16 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 	if r := tb.find(tup); r >= 0 && tb.alive(r) && m.base[t][r] > 0 {
 		out = append(out, Support{Base: true, Rule: -1, BaseIDs: m.baseIDs(t, tup)})
 	}
-	if x == nil {
-		x = m.newExec()
-	}
-	x.mode = emitCollect
 	for _, r := range m.c.rules {
 		if r.head != t {
 			continue
 		}
+		// The evaluator is built on the first rule that can derive the
+		// tuple: a base relation's supports need none.
+		if x == nil {
+			x = m.newExec()
+		}
+		x.mode = emitCollect
 		for ai := range r.atoms {
 			x.views[ai] = view{hi: math.MaxInt32}
 		}

@@ -352,10 +352,14 @@ func (m *Materialization) newExec() *exec {
 	maxAtoms, maxRegs, maxSteps, maxArity := 1, 1, 1, 1
 	for _, r := range m.c.rules {
 		maxAtoms = max(maxAtoms, len(r.atoms))
-		for _, p := range append(r.plans, r.headPlan) {
+		// The head plan is measured on its own: appending it to r.plans
+		// would copy the plans on every call.
+		for _, p := range r.plans {
 			maxRegs = max(maxRegs, p.nregs)
 			maxSteps = max(maxSteps, len(p.steps))
 		}
+		maxRegs = max(maxRegs, r.headPlan.nregs)
+		maxSteps = max(maxSteps, len(r.headPlan.steps))
 	}
 	for _, rel := range m.c.rels {
 		maxArity = max(maxArity, len(rel.types))

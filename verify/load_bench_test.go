@@ -1,0 +1,34 @@
+package verify
+
+import (
+	"testing"
+
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// BenchmarkLoad measures reading 200 refund-agent runs from SQLite as
+// verify.Run does (every table verify checks), without checking them: the
+// store's share of verify's cost.
+func BenchmarkLoad(b *testing.B) {
+	path, _, ids := manyRuns(b, 200)
+	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for _, p := range []struct {
+		name  string
+		parts int
+	}{{"verify", withRun | withEffects}, {"replay", 0}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, id := range ids {
+					if _, err := load(ctx, st, id, p.parts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -14,7 +14,7 @@ func scanApproval(row scanner) (store.Approval, error) {
 	var a store.Approval
 	var exp int64
 	var status string
-	err := row.Scan(&a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, &a.Body, &a.Digest, &exp, &status, &a.ConsumedBy)
+	err := row.Scan(&a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, blob{&a.Body}, &a.Digest, &exp, &status, &a.ConsumedBy)
 	a.ExpiresAt = fromNanos(exp)
 	a.Status = store.ApprovalStatus(status)
 	return a, err
@@ -69,7 +69,7 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	for rows.Next() {
 		var e store.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
 			return nil, mapErr("events", runID, err)
 		}
 		e.RecordedAt = fromNanos(at)
@@ -83,7 +83,7 @@ func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint,
 	var c store.Checkpoint
 	var n int64
 	err := s.readRow(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
-WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, blob{&c.Body}, &c.Digest)
 	if err != nil {
 		return c, mapErr("checkpoint", runID, err)
 	}
@@ -105,7 +105,7 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 		var in store.Intent
 		var status string
 		if err := rows.Scan(&in.ID, &in.RunID, &in.Seq, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest,
-			&in.ApprovalID, &in.Body, &in.Digest, &status, &in.Route, &in.Attempts); err != nil {
+			&in.ApprovalID, blob{&in.Body}, &in.Digest, &status, &in.Route, &in.Attempts); err != nil {
 			return nil, mapErr("intents", runID, err)
 		}
 		in.Outbox = store.OutboxStatus(status)
@@ -181,7 +181,7 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 	var out []store.Receipt
 	for rows.Next() {
 		var r store.Receipt
-		if err := rows.Scan(&r.IntentID, &r.Outcome, &r.Body, &r.Digest); err != nil {
+		if err := rows.Scan(&r.IntentID, &r.Outcome, blob{&r.Body}, &r.Digest); err != nil {
 			return nil, mapErr("receipts", runID, err)
 		}
 		out = append(out, r)
@@ -200,7 +200,7 @@ func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, e
 	for rows.Next() {
 		var t store.TraceRecord
 		var seq int64
-		if err := rows.Scan(&seq, &t.Kind, &t.Body); err != nil {
+		if err := rows.Scan(&seq, &t.Kind, blob{&t.Body}); err != nil {
 			return nil, mapErr("trace", runID, err)
 		}
 		if t.Body, err = store.OpenBody(s.sealer, "trace", store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.Kind, Seq: seq}, t.Body); err != nil {

@@ -61,7 +61,8 @@ func (p Pos) String() string {
 	if p.Line == 0 {
 		return p.File
 	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	var buf [64]byte
+	return string(p.appendText(buf[:0]))
 }
 
 // Error is every error this package returns. Pos is set for errors that

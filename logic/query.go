@@ -1,10 +1,8 @@
 package logic
 
 import (
-	"fmt"
 	"math"
 	"slices"
-	"strings"
 )
 
 // Tuples returns the tuples of one side of a relation (neg selects the
@@ -80,25 +78,8 @@ type Absence struct {
 }
 
 func (a Absence) String() string {
-	var b strings.Builder
-	b.WriteString("!")
-	if a.Pattern.Neg {
-		b.WriteByte('-')
-	}
-	b.WriteString(a.Pattern.Rel)
-	b.WriteByte('(')
-	for i, v := range a.Pattern.Args {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if a.Wildcard[i] {
-			b.WriteByte('_')
-		} else {
-			b.WriteString(v.String())
-		}
-	}
-	b.WriteByte(')')
-	return b.String()
+	var buf [96]byte
+	return string(a.appendText(buf[:0]))
 }
 
 // Support is one reason a signed fact holds: either base support (named
@@ -118,23 +99,9 @@ type Support struct {
 }
 
 func (s Support) String() string {
-	if s.Base {
-		if len(s.BaseIDs) > 0 {
-			return "base support " + strings.Join(s.BaseIDs, ", ")
-		}
-		return "base fact"
-	}
-	parts := make([]string, 0, len(s.Premises)+len(s.Absent))
-	for _, p := range s.Premises {
-		parts = append(parts, p.String())
-	}
-	for _, a := range s.Absent {
-		parts = append(parts, a.String())
-	}
-	if len(parts) == 0 {
-		return fmt.Sprintf("rule %s (%s)", s.RuleText, s.RulePos)
-	}
-	return fmt.Sprintf("rule %s (%s) with %s", s.RuleText, s.RulePos, strings.Join(parts, ", "))
+	var buf [256]byte
+	b, _ := s.AppendText(buf[:0])
+	return string(b)
 }
 
 // Supports returns every support of a signed fact that holds in m: its

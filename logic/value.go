@@ -68,20 +68,8 @@ type Fact struct {
 
 // String renders the fact in Datalog syntax, e.g. -blocked("a").
 func (f Fact) String() string {
-	var b strings.Builder
-	if f.Neg {
-		b.WriteByte('-')
-	}
-	b.WriteString(f.Rel)
-	b.WriteByte('(')
-	for i, a := range f.Args {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(a.String())
-	}
-	b.WriteByte(')')
-	return b.String()
+	var buf [96]byte
+	return string(f.appendText(buf[:0]))
 }
 
 // Atom returns the fact without its sign.

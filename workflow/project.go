@@ -224,6 +224,9 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 		}
 		f.Args[i] = v
 	}
+	// A rule support's id is the digest of its text, written into one
+	// buffer for both sides rather than built as a string each.
+	var text []byte
 	ids := func(neg bool) []string {
 		g := f
 		g.Neg = neg
@@ -237,7 +240,8 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 				out = append(out, s.BaseIDs...)
 				continue
 			}
-			out = append(out, logic.DerivedPrefix+"rule:"+cjson.HexDigest([]byte(s.String())))
+			text, _ = s.AppendText(text[:0])
+			out = append(out, logic.DerivedPrefix+"rule:"+cjson.HexDigest(text))
 		}
 		slices.Sort(out)
 		return slices.Compact(out)

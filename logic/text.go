@@ -1,0 +1,122 @@
+package logic
+
+import "strconv"
+
+// The append forms below are the one definition of the text of values,
+// facts, positions, absences and supports: each String method is its
+// append form into a fresh buffer. Callers that digest or compare that
+// text in a loop (a support's derived id is the digest of its text)
+// append into a buffer they reuse instead of building a string each time.
+
+// appendSym appends a symbol as a Datalog string constant.
+func appendSym(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\t':
+			b = append(b, `\t`...)
+		case '\r':
+			b = append(b, `\r`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+func (v Value) appendText(b []byte) []byte {
+	if v.sym {
+		return appendSym(b, v.s)
+	}
+	return strconv.AppendInt(b, v.n, 10)
+}
+
+func (f Fact) appendText(b []byte) []byte {
+	if f.Neg {
+		b = append(b, '-')
+	}
+	b = append(b, f.Rel...)
+	b = append(b, '(')
+	for i, a := range f.Args {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = a.appendText(b)
+	}
+	return append(b, ')')
+}
+
+func (a Absence) appendText(b []byte) []byte {
+	b = append(b, '!')
+	if a.Pattern.Neg {
+		b = append(b, '-')
+	}
+	b = append(b, a.Pattern.Rel...)
+	b = append(b, '(')
+	for i, v := range a.Pattern.Args {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if a.Wildcard[i] {
+			b = append(b, '_')
+		} else {
+			b = v.appendText(b)
+		}
+	}
+	return append(b, ')')
+}
+
+func (p Pos) appendText(b []byte) []byte {
+	b = append(b, p.File...)
+	if p.Line == 0 {
+		return b
+	}
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(p.Line), 10)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(p.Col), 10)
+}
+
+// AppendText appends the support's text, the bytes String returns; the
+// error is always nil.
+func (s Support) AppendText(b []byte) ([]byte, error) {
+	if s.Base {
+		if len(s.BaseIDs) == 0 {
+			return append(b, "base fact"...), nil
+		}
+		b = append(b, "base support "...)
+		for i, id := range s.BaseIDs {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, id...)
+		}
+		return b, nil
+	}
+	b = append(b, "rule "...)
+	b = append(b, s.RuleText...)
+	b = append(b, " ("...)
+	b = s.RulePos.appendText(b)
+	b = append(b, ')')
+	for i, p := range s.Premises {
+		if i == 0 {
+			b = append(b, " with "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = p.appendText(b)
+	}
+	for i, a := range s.Absent {
+		if i == 0 && len(s.Premises) == 0 {
+			b = append(b, " with "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = a.appendText(b)
+	}
+	return b, nil
+}

@@ -364,10 +364,20 @@ func (m *Materialization) newExec() *exec {
 	for _, rel := range m.c.rels {
 		maxArity = max(maxArity, len(rel.types))
 	}
-	x := &exec{m: m, regs: make([]int64, maxRegs), views: make([]view, maxAtoms), rows: make([]int32, maxAtoms), head: make([]int64, maxArity)}
+	// The registers, the head and every step's key share one array, each
+	// capped at its own length so that no append reaches a neighbour: an
+	// evaluator is built for every evaluation and query, and this is one
+	// allocation instead of one per step.
+	ints := make([]int64, maxRegs+maxArity*(1+maxSteps))
+	carve := func(n int) []int64 {
+		s := ints[:n:n]
+		ints = ints[n:]
+		return s
+	}
+	x := &exec{m: m, regs: carve(maxRegs), views: make([]view, maxAtoms), rows: make([]int32, maxAtoms), head: carve(maxArity)}
 	x.keys = make([][]int64, maxSteps)
 	for i := range x.keys {
-		x.keys[i] = make([]int64, maxArity)
+		x.keys[i] = carve(maxArity)
 	}
 	return x
 }

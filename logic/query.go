@@ -142,6 +142,15 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 		rr := r
 		x.onMatch = func(regs []int64) bool {
 			s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
+			if rr.npos > 0 {
+				// Sized once: the premises are known before they are read.
+				s.Premises = make([]Fact, 0, rr.npos)
+				s.rows = make([]int32, 0, rr.npos)
+				s.tables = make([]int, 0, rr.npos)
+			}
+			if n := len(rr.atoms) - rr.npos; n > 0 {
+				s.Absent = make([]Absence, 0, n)
+			}
 			for ai := 0; ai < rr.npos; ai++ {
 				at := rr.atoms[ai].table
 				row := x.rows[ai]

@@ -167,6 +167,9 @@ type projector struct {
 	// sealing: the batch's declared digests are not checked but derived,
 	// as QueryBatch.Sealed would fill them in (SealAndProject).
 	sealing bool
+	// verified: the binding profile's digest is known to be its own
+	// (VerifiedBinding), so it is not derived again.
+	verified bool
 }
 
 // Project is project_lr: it binds one complete L materialization, the R
@@ -204,8 +207,45 @@ func SealAndProject(l Materialization, r frontier.Profile, b BindingProfile, q Q
 	return Project(l, r, b, q.Sealed())
 }
 
+// VerifiedBinding is a binding profile whose digest was checked against
+// its preimage once, held as a copy so that it cannot change afterwards.
+// A caller that projects many batches under one binding profile verifies
+// it once instead of digesting it again for every batch.
+type VerifiedBinding struct {
+	b  BindingProfile
+	ok bool
+}
+
+// VerifyBinding checks b's digest; ok is false when it is not the digest
+// of b's preimage.
+func VerifyBinding(b BindingProfile) (v VerifiedBinding, ok bool) {
+	if b.Sealed().ProfileDigest != b.ProfileDigest {
+		return VerifiedBinding{}, false
+	}
+	return VerifiedBinding{b: b, ok: true}, true
+}
+
+// Profile returns the verified binding profile.
+func (v VerifiedBinding) Profile() BindingProfile { return v.b }
+
+// SealAndProjectVerified is SealAndProject(l, r, v.Profile(), q), the
+// binding profile's digest not derived again. The zero VerifiedBinding is
+// checked in full.
+func SealAndProjectVerified(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch) (*Projection, *Rejection) {
+	var trusted Rejection
+	b := v.b
+	if out, rej := projectWith(&projector{l: &l, r: &r, b: &b, sealing: true, verified: v.ok}, &q, &trusted); rej == nil {
+		return out, nil
+	}
+	return Project(l, r, v.b, q.Sealed())
+}
+
 func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *QueryBatch, trusted *Rejection, sealing bool) (*Projection, *Rejection) {
-	s := &projector{l: l, r: r, b: b, sealing: sealing}
+	return projectWith(&projector{l: l, r: r, b: b, sealing: sealing}, q, trusted)
+}
+
+func projectWith(s *projector, q *QueryBatch, trusted *Rejection) (*Projection, *Rejection) {
+	l, r, b := s.l, s.r, s.b
 	if rej := s.checkMaterialization(); rej != nil {
 		return nil, rej
 	}
@@ -312,6 +352,9 @@ func (s *projector) checkBinding() *Rejection {
 	if b.MaxQueries < 1 || b.MaxQueries > MaxQueriesCeiling ||
 		b.MaxFactRequirementsPerQuery < 1 || b.MaxFactRequirementsPerQuery > MaxFactRequirementsCeiling {
 		return reject(CodeMalformedBindingProfile, "/binding_profile/limits")
+	}
+	if s.verified {
+		return nil
 	}
 	if want := b.Sealed().ProfileDigest; b.ProfileDigest != want {
 		return reject(CodeProfileMismatch, "/binding_profile/profile_digest").expect(want, b.ProfileDigest)

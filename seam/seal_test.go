@@ -81,6 +81,21 @@ func TestSealAndProjectIsProjectOfSealed(t *testing.T) {
 		if got != want {
 			rt.Fatalf("SealAndProject differs from Project of the sealed batch\n got %s\nwant %s", got, want)
 		}
+		// Verified once, the binding profile projects as it does checked
+		// every time; one whose digest is not its own does not verify, and
+		// the zero VerifiedBinding is checked in full.
+		v, ok := VerifyBinding(b)
+		if ok != (b.Sealed().ProfileDigest == b.ProfileDigest) {
+			rt.Fatalf("VerifyBinding says %v for digest %s", ok, b.ProfileDigest)
+		}
+		if !ok {
+			v = VerifiedBinding{}
+			if zero := outcomeJSON(SealAndProjectVerified(l, r, v, q)); zero == want {
+				rt.Fatalf("the zero VerifiedBinding projected the batch of another binding profile: %s", zero)
+			}
+		} else if got := outcomeJSON(SealAndProjectVerified(l, r, v, q)); got != want {
+			rt.Fatalf("SealAndProjectVerified differs from Project of the sealed batch\n got %s\nwant %s", got, want)
+		}
 		if after, _ := json.Marshal(q); !bytes.Equal(before, after) {
 			rt.Fatalf("SealAndProject changed its batch")
 		}

@@ -98,7 +98,8 @@ type Workflow struct {
 	rProfile            frontier.Profile
 	r0                  *frontier.State // R's state a tick starts from (demand granted), which Step never modifies
 	binding             seam.BindingProfile
-	cache               *matCache // nil: evaluate every tick from scratch
+	verifiedBinding     seam.VerifiedBinding // binding, its digest checked once
+	cache               *matCache            // nil: evaluate every tick from scratch
 	// empty is the materialization of no supports at logical time 0 (a
 	// run's initial state), evaluated once at Compile; nil if that failed,
 	// and the tick then evaluates it and reports why.
@@ -300,6 +301,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	w.binding = seam.BindingProfile{RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow,
 		ProposalSourceID: ProposalSource, VerdictSourceID: VerdictSource, MaxQueries: 1,
 		MaxFactRequirementsPerQuery: seam.MaxFactRequirementsCeiling}.Sealed()
+	w.verifiedBinding, _ = seam.VerifyBinding(w.binding)
 	// The digest binds the manifest and every file it names, by content.
 	digests := map[string]any{}
 	for name := range c.used {

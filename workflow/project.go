@@ -53,7 +53,7 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow, QueryAtoms: atoms, Facts: facts}
 	q := seam.QueryBatch{BindingProfileDigest: w.binding.ProfileDigest, LFixpointDigest: fix, RuleBundleDigest: w.ruleDigest,
 		RProfileDigest: w.rProfile.Digest(), Queries: []seam.Query{{Proposal: p, FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}}}
-	proj, rej := seam.SealAndProject(l, w.rProfile, w.binding, q)
+	proj, rej := seam.SealAndProjectVerified(l, w.rProfile, w.verifiedBinding, q)
 	if rej != nil {
 		return nil, fmt.Sprintf("the seam refused proposal %s: %s at %s", p.ProposalID, rej.Code, rej.Path)
 	}

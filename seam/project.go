@@ -305,17 +305,18 @@ func (s *projector) checkMaterialization() *Rejection {
 	}
 	s.facts = make(map[string]*fact, len(l.Facts))
 	for i, f := range l.Facts {
-		path := "/l_result/next_materialization/fact_states/" + strconv.Itoa(i)
+		// The path is written only for a rejection.
+		path := func() string { return "/l_result/next_materialization/fact_states/" + strconv.Itoa(i) }
 		if f.Atom.IsZero() {
-			return reject(CodeMalformedLResult, path+"/atom")
+			return reject(CodeMalformedLResult, path()+"/atom")
 		}
 		pos, ok1 := sortedIDSet(f.Positive)
 		neg, ok2 := sortedIDSet(f.Negative)
 		if !ok1 || !ok2 {
-			return reject(CodeMalformedLResult, path)
+			return reject(CodeMalformedLResult, path())
 		}
 		if s.facts[f.Atom.canon] != nil {
-			return reject(CodeInvariantViolation, path).invariant("unique_fact_state_atom", "")
+			return reject(CodeInvariantViolation, path()).invariant("unique_fact_state_atom", "")
 		}
 		s.facts[f.Atom.canon] = &fact{positive: pos, negative: neg, state: stateOf(pos, neg)}
 	}

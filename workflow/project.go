@@ -226,7 +226,7 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 	}
 	// A rule support's id is the digest of its text, written into one
 	// buffer for both sides rather than built as a string each.
-	var text []byte
+	text := make([]byte, 0, 256)
 	ids := func(neg bool) []string {
 		g := f
 		g.Neg = neg

@@ -714,7 +714,7 @@ func factStrings(fs []logic.Fact) []string {
 	for _, f := range fs {
 		// Each fact is rendered on the stack and copied into the one
 		// string the builder hands over without a further copy.
-		sb.Write(appendFact(factArr[:0], f))
+		sb.Write(f.AppendText(factArr[:0]))
 		ends = append(ends, sb.Len())
 	}
 	all, start := sb.String(), 0
@@ -722,44 +722,6 @@ func factStrings(fs []logic.Fact) []string {
 		out[k], start = all[start:end], end
 	}
 	return out
-}
-
-// appendFact appends logic.Fact.String's rendering of f: a sign, the
-// relation, and its arguments in parentheses separated by ", ", symbols
-// quoted with \", \\, \n, \t and \r escaped.
-func appendFact(b []byte, f logic.Fact) []byte {
-	if f.Neg {
-		b = append(b, '-')
-	}
-	b = append(b, f.Rel...)
-	b = append(b, '(')
-	for i, a := range f.Args {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		if !a.IsSym() {
-			b = strconv.AppendInt(b, a.Int(), 10)
-			continue
-		}
-		b = append(b, '"')
-		s := a.Str()
-		for j := 0; j < len(s); j++ {
-			switch c := s[j]; c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\r':
-				b = append(b, '\\', 'r')
-			default:
-				b = append(b, c)
-			}
-		}
-		b = append(b, '"')
-	}
-	return append(b, ')')
 }
 
 // cmpRow orders rows by value, column by column, a shorter row before

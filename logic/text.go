@@ -35,6 +35,11 @@ func (v Value) appendText(b []byte) []byte {
 	return strconv.AppendInt(b, v.n, 10)
 }
 
+// AppendText appends f's text, exactly as String renders it, to b: for
+// callers outside this package that build the text of many facts into one
+// reused buffer.
+func (f Fact) AppendText(b []byte) []byte { return f.appendText(b) }
+
 func (f Fact) appendText(b []byte) []byte {
 	if f.Neg {
 		b = append(b, '-')

@@ -264,14 +264,7 @@ func TestSubmitAdvanceFallsBackToSubmit(t *testing.T) {
 func TestSubmitAdvanceCrashAtEveryCutPoint(t *testing.T) {
 	for _, point := range []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"} {
 		t.Run(point, func(t *testing.T) {
-			g := newFoldRig(t, time.Now().UTC().Truncate(time.Second), 1000)
-			r := g.runner("runner", nil, 1000)
-			if err := r.Start(ctx, "c", "counter", "1", payment(1)); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.RunToIdle(ctx); err != nil {
-				t.Fatal(err)
-			}
+			g, _ := startedFoldRig(t)
 			head := func() int64 {
 				run, err := g.st.Run(ctx, "c")
 				if err != nil {

@@ -20,6 +20,7 @@ type Compiled struct {
 	constID   map[string]int64
 	indexes   [][]uint64 // per table: the column masks that need an index
 	warnings  []*Error
+	scratch   scratchSize // what an evaluator over this program needs, see plan
 }
 
 // Warnings lists what Check found suspicious but legal, in source order:

@@ -349,35 +349,21 @@ type exec struct {
 }
 
 func (m *Materialization) newExec() *exec {
-	maxAtoms, maxRegs, maxSteps, maxArity := 1, 1, 1, 1
-	for _, r := range m.c.rules {
-		maxAtoms = max(maxAtoms, len(r.atoms))
-		// The head plan is measured on its own: appending it to r.plans
-		// would copy the plans on every call.
-		for _, p := range r.plans {
-			maxRegs = max(maxRegs, p.nregs)
-			maxSteps = max(maxSteps, len(p.steps))
-		}
-		maxRegs = max(maxRegs, r.headPlan.nregs)
-		maxSteps = max(maxSteps, len(r.headPlan.steps))
-	}
-	for _, rel := range m.c.rels {
-		maxArity = max(maxArity, len(rel.types))
-	}
+	z := m.c.scratch
 	// The registers, the head and every step's key share one array, each
 	// capped at its own length so that no append reaches a neighbour: an
 	// evaluator is built for every evaluation and query, and this is one
 	// allocation instead of one per step.
-	ints := make([]int64, maxRegs+maxArity*(1+maxSteps))
+	ints := make([]int64, z.regs+z.arity*(1+z.steps))
 	carve := func(n int) []int64 {
 		s := ints[:n:n]
 		ints = ints[n:]
 		return s
 	}
-	x := &exec{m: m, regs: carve(maxRegs), views: make([]view, maxAtoms), rows: make([]int32, maxAtoms), head: carve(maxArity)}
-	x.keys = make([][]int64, maxSteps)
+	x := &exec{m: m, regs: carve(z.regs), views: make([]view, z.atoms), rows: make([]int32, z.atoms), head: carve(z.arity)}
+	x.keys = make([][]int64, z.steps)
 	for i := range x.keys {
-		x.keys[i] = carve(maxArity)
+		x.keys[i] = carve(z.arity)
 	}
 	return x
 }

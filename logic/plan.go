@@ -65,6 +65,33 @@ func (c *Compiled) plan() {
 		}
 		r.headPlan = c.buildPlan(r, -1, pre)
 	}
+	c.scratch = c.measureScratch()
+}
+
+// scratchSize is the largest register file, atom list, step list and
+// tuple an evaluator of the program can meet. The program is immutable
+// once planned, so it is measured here once: an evaluator is set up for
+// every evaluation, query and support check, and walking every rule's
+// plans each time cost more than the allocation it sized.
+type scratchSize struct {
+	atoms, regs, steps, arity int
+}
+
+func (c *Compiled) measureScratch() scratchSize {
+	z := scratchSize{atoms: 1, regs: 1, steps: 1, arity: 1}
+	for _, r := range c.rules {
+		z.atoms = max(z.atoms, len(r.atoms))
+		for _, p := range r.plans {
+			z.regs = max(z.regs, p.nregs)
+			z.steps = max(z.steps, len(p.steps))
+		}
+		z.regs = max(z.regs, r.headPlan.nregs)
+		z.steps = max(z.steps, len(r.headPlan.steps))
+	}
+	for _, rel := range c.rels {
+		z.arity = max(z.arity, len(rel.types))
+	}
+	return z
 }
 
 func (c *Compiled) needIndex(table int, mask uint64) int {

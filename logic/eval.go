@@ -346,22 +346,49 @@ type exec struct {
 	// candOnly makes emitDoom collect candidate rows without deleting them.
 	candOnly  bool
 	rankLimit uint32 // ranked views see rows of smaller rounds only
+	in        execInline
+}
+
+// execInline is room inside the evaluator itself for the scratch of a
+// small program, which is what most are: an evaluator is built for every
+// evaluation, query and support check, and one allocation of the evaluator
+// is cheaper than one for it and four more for its slices. A program that
+// needs more gets its own slices, sized by its scratchSize.
+type execInline struct {
+	ints  [24]int64
+	views [2]view
+	rows  [2]int32
+	keys  [4][]int64
 }
 
 func (m *Materialization) newExec() *exec {
 	z := m.c.scratch
+	x := &exec{m: m}
 	// The registers, the head and every step's key share one array, each
-	// capped at its own length so that no append reaches a neighbour: an
-	// evaluator is built for every evaluation and query, and this is one
-	// allocation instead of one per step.
-	ints := make([]int64, z.regs+z.arity*(1+z.steps))
+	// capped at its own length so that no append reaches a neighbour.
+	n := z.regs + z.arity*(1+z.steps)
+	var ints []int64
+	if n <= len(x.in.ints) {
+		ints = x.in.ints[:n]
+	} else {
+		ints = make([]int64, n)
+	}
 	carve := func(n int) []int64 {
 		s := ints[:n:n]
 		ints = ints[n:]
 		return s
 	}
-	x := &exec{m: m, regs: carve(z.regs), views: make([]view, z.atoms), rows: make([]int32, z.atoms), head: carve(z.arity)}
-	x.keys = make([][]int64, z.steps)
+	x.regs, x.head = carve(z.regs), carve(z.arity)
+	if z.atoms <= len(x.in.views) {
+		x.views, x.rows = x.in.views[:z.atoms:z.atoms], x.in.rows[:z.atoms:z.atoms]
+	} else {
+		x.views, x.rows = make([]view, z.atoms), make([]int32, z.atoms)
+	}
+	if z.steps <= len(x.in.keys) {
+		x.keys = x.in.keys[:z.steps:z.steps]
+	} else {
+		x.keys = make([][]int64, z.steps)
+	}
 	for i := range x.keys {
 		x.keys[i] = carve(z.arity)
 	}

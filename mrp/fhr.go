@@ -3,7 +3,6 @@ package mrp
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"sync"
 
 	"flrh.dev/flrh/cjson"
@@ -67,11 +66,11 @@ func (f FHR) Seal() (FHR, error) {
 	f.Kind = "FHR"
 	f.Digest = ""
 	p := sealBufs.Get().(*[]byte)
-	w := fhrWriter{b: (*p)[:0]}
+	w := fhrWriter{Members: cjson.Members{B: (*p)[:0]}}
 	w.fhr(f)
-	err, sum := w.err, sha256.Sum256(w.b)
-	if cap(w.b) <= 64<<10 { // an outsized buffer is left to the collector
-		*p = w.b[:0]
+	err, sum := w.Err, sha256.Sum256(w.B)
+	if cap(w.B) <= 64<<10 { // an outsized buffer is left to the collector
+		*p = w.B[:0]
 		sealBufs.Put(p)
 	}
 	if err != nil {
@@ -91,194 +90,148 @@ func (f FHR) Seal() (FHR, error) {
 // error, with b returned as it was; the caller then asks cjson.Marshal,
 // whose error is the contract.
 func (f FHR) AppendCanonical(b []byte) ([]byte, error) {
-	w := fhrWriter{b: b, strict: true}
+	w := fhrWriter{Members: cjson.Members{B: b}, strict: true}
 	w.fhr(f)
-	if w.err != nil {
-		return b, w.err
+	if w.Err != nil {
+		return b, w.Err
 	}
-	return w.b, nil
+	return w.B, nil
 }
 
+// fhrWriter is cjson's member writer with the FHR's own lists.
 type fhrWriter struct {
-	b     []byte
-	first bool
-	err   error
+	cjson.Members
 	// strict checks list items too, as cjson.Marshal does; Seal's
 	// preimage has never checked them, and its errors stay as they were.
 	strict bool
 }
 
-func (w *fhrWriter) open()  { w.b = append(w.b, '{'); w.first = true }
-func (w *fhrWriter) close() { w.b = append(w.b, '}'); w.first = false }
-
-func (w *fhrWriter) key(k string) {
-	if !w.first {
-		w.b = append(w.b, ',')
-	}
-	w.first = false
-	// Keys are this file's own member names (lower-case ASCII and '_'),
-	// which need no escaping: written raw, byte for byte what
-	// cjson.AppendString would write.
-	w.b = append(w.b, '"')
-	w.b = append(w.b, k...)
-	w.b = append(w.b, '"', ':')
-}
-
-func (w *fhrWriter) str(k, v string) {
-	w.key(k)
-	if cjson.Plain(v) {
-		// Printable ASCII without '"' or '\\' is valid, in NFC and
-		// written verbatim: what the checks and cjson.AppendString below
-		// would do, in one pass over eight bytes at a time.
-		w.b = append(w.b, '"')
-		w.b = append(w.b, v...)
-		w.b = append(w.b, '"')
-		return
-	}
-	if w.err == nil {
-		for i := 0; i < len(v); i++ {
-			if v[i] >= 0x80 {
-				w.err = cjson.CheckString(v, "/"+k)
-				break
-			}
-		}
-	}
-	w.b = cjson.AppendString(w.b, v)
-}
-
-func (w *fhrWriter) num(k string, v int64) { w.key(k); w.b = strconv.AppendInt(w.b, v, 10) }
-
-func (w *fhrWriter) boolean(k string, v bool) {
-	w.key(k)
-	w.b = strconv.AppendBool(w.b, v)
-}
-
 func (w *fhrWriter) strs(k string, vs []string) {
-	w.key(k)
+	w.Key(k)
 	if vs == nil {
-		w.b = append(w.b, "null"...)
+		w.B = append(w.B, "null"...)
 		return
 	}
-	w.b = append(w.b, '[')
+	w.B = append(w.B, '[')
 	for i, v := range vs {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
-		var ascii bool
-		w.b, ascii = cjson.AppendQuoted(w.b, v)
-		if w.strict && !ascii && w.err == nil {
-			w.err = cjson.CheckString(v, "/"+k)
+		if w.strict {
+			w.Quote(v, k)
+		} else {
+			w.B = cjson.AppendString(w.B, v)
 		}
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 }
 
 // list writes a member holding a slice of n objects, or null for a nil one.
 func (w *fhrWriter) list(k string, n int, isNil bool, item func(i int)) {
-	w.key(k)
+	w.Key(k)
 	if isNil {
-		w.b = append(w.b, "null"...)
+		w.B = append(w.B, "null"...)
 		return
 	}
-	w.b = append(w.b, '[')
+	w.B = append(w.B, '[')
 	for i := 0; i < n; i++ {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
 		item(i)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 }
 
 // Members are written in sorted key order.
 func (w *fhrWriter) fhr(f FHR) {
-	w.open()
+	w.Open()
 	w.budgets(f.Budgets)
-	w.str("fhr_digest", f.Digest)
-	w.str("kind", f.Kind)
-	w.str("prev_fhr_digest", f.Prev)
+	w.Str("fhr_digest", f.Digest)
+	w.Str("kind", f.Kind)
+	w.Str("prev_fhr_digest", f.Prev)
 	w.list("resolutions", len(f.Resolutions), f.Resolutions == nil, func(i int) {
 		r := f.Resolutions[i]
-		w.open()
-		w.boolean("contestable", r.Contestable)
-		w.str("decision", r.Decision)
-		w.num("highest_tier", int64(r.HighestTier))
-		if w.strict && w.err == nil {
+		w.Open()
+		w.Bool("contestable", r.Contestable)
+		w.Str("decision", r.Decision)
+		w.Int("highest_tier", int64(r.HighestTier))
+		if w.strict && w.Err == nil {
 			// cjson.Marshal refuses a move without a name (MarshalJSON).
-			_, w.err = r.Move.MarshalText()
+			_, w.Err = r.Move.MarshalText()
 		}
-		w.str("move", r.Move.String())
+		w.Str("move", r.Move.String())
 		w.strs("options", r.Options)
-		w.str("outcome", r.Outcome)
-		w.str("ticket", r.Ticket)
-		w.num("ties", int64(r.Ties))
-		w.close()
+		w.Str("outcome", r.Outcome)
+		w.Str("ticket", r.Ticket)
+		w.Int("ties", int64(r.Ties))
+		w.Close()
 	})
-	w.boolean("safe_mode", f.SafeMode)
-	w.str("scorecard_digest", f.Scorecard)
+	w.Bool("safe_mode", f.SafeMode)
+	w.Str("scorecard_digest", f.Scorecard)
 	w.list("signals", len(f.Signals), f.Signals == nil, func(i int) {
 		s := f.Signals[i]
-		w.open()
-		w.str("decision", s.Decision)
-		w.str("kind", s.Kind)
-		w.str("rule", s.Rule)
-		w.str("source", s.Source)
-		w.str("ticket", s.Ticket)
-		w.num("tier", int64(s.Tier))
-		w.close()
+		w.Open()
+		w.Str("decision", s.Decision)
+		w.Str("kind", s.Kind)
+		w.Str("rule", s.Rule)
+		w.Str("source", s.Source)
+		w.Str("ticket", s.Ticket)
+		w.Int("tier", int64(s.Tier))
+		w.Close()
 	})
-	w.str("state", string(f.State))
+	w.Str("state", string(f.State))
 	w.list("tickets", len(f.Tickets), f.Tickets == nil, func(i int) {
 		t := f.Tickets[i]
-		w.open()
-		w.boolean("complete", t.Complete)
-		w.boolean("confirmation_received", t.ConfirmationReceived)
-		w.boolean("confirmation_required", t.ConfirmationRequired)
+		w.Open()
+		w.Bool("complete", t.Complete)
+		w.Bool("confirmation_received", t.ConfirmationReceived)
+		w.Bool("confirmation_required", t.ConfirmationRequired)
 		w.strs("missing_fields", t.MissingFields)
-		w.boolean("preview_required", t.PreviewRequired)
-		w.boolean("preview_shown", t.PreviewShown)
-		w.str("status", t.Status)
-		w.str("ticket_digest", t.TicketDigest)
-		w.str("ticket_id", t.TicketID)
-		w.boolean("verification_only", t.VerificationOnly)
-		w.close()
+		w.Bool("preview_required", t.PreviewRequired)
+		w.Bool("preview_shown", t.PreviewShown)
+		w.Str("status", t.Status)
+		w.Str("ticket_digest", t.TicketDigest)
+		w.Str("ticket_id", t.TicketID)
+		w.Bool("verification_only", t.VerificationOnly)
+		w.Close()
 	})
 	w.list("transitions", len(f.Transitions), f.Transitions == nil, func(i int) { w.entry(f.Transitions[i]) })
-	w.num("turn", f.Turn)
-	w.close()
+	w.Int("turn", f.Turn)
+	w.Close()
 }
 
 func (w *fhrWriter) budgets(b Budgets) {
-	w.key("budgets")
-	w.open()
-	w.num("deep_limit", int64(b.DeepLimit))
-	w.num("deep_used", int64(b.DeepUsed))
-	w.boolean("escalate_on_no_progress", b.EscalateOnNoProgress)
-	w.num("no_progress_limit", int64(b.NoProgressLimit))
-	w.num("no_progress_run", int64(b.NoProgressRun))
-	w.num("session_limit", int64(b.SessionLimit))
-	w.num("session_used", int64(b.SessionUsed))
-	w.num("turn_limit", int64(b.TurnLimit))
-	w.num("turn_used", int64(b.TurnUsed))
-	w.close()
+	w.Key("budgets")
+	w.Open()
+	w.Int("deep_limit", int64(b.DeepLimit))
+	w.Int("deep_used", int64(b.DeepUsed))
+	w.Bool("escalate_on_no_progress", b.EscalateOnNoProgress)
+	w.Int("no_progress_limit", int64(b.NoProgressLimit))
+	w.Int("no_progress_run", int64(b.NoProgressRun))
+	w.Int("session_limit", int64(b.SessionLimit))
+	w.Int("session_used", int64(b.SessionUsed))
+	w.Int("turn_limit", int64(b.TurnLimit))
+	w.Int("turn_used", int64(b.TurnUsed))
+	w.Close()
 }
 
 // entry writes one Journey Strip entry.
 func (w *fhrWriter) entry(e Entry) {
-	w.open()
-	w.str("actor_id", e.ActorID)
-	w.str("cause", e.Cause)
-	w.str("from", string(e.From))
-	w.boolean("refusal", e.Refusal)
-	w.str("rejected", e.Rejected)
-	w.str("role", e.Role)
-	w.str("row", e.Row)
-	w.boolean("safe_mode", e.SafeMode)
-	w.num("seq", int64(e.Seq))
-	w.str("summary", e.Summary)
-	w.str("to", string(e.To))
-	w.str("trigger", string(e.Trigger))
-	w.close()
+	w.Open()
+	w.Str("actor_id", e.ActorID)
+	w.Str("cause", e.Cause)
+	w.Str("from", string(e.From))
+	w.Bool("refusal", e.Refusal)
+	w.Str("rejected", e.Rejected)
+	w.Str("role", e.Role)
+	w.Str("row", e.Row)
+	w.Bool("safe_mode", e.SafeMode)
+	w.Int("seq", int64(e.Seq))
+	w.Str("summary", e.Summary)
+	w.Str("to", string(e.To))
+	w.Str("trigger", string(e.Trigger))
+	w.Close()
 }
 
 // AppendCanonical appends the machine's canonical bytes (flrh-cjson/1):
@@ -287,19 +240,19 @@ func (w *fhrWriter) entry(e Entry) {
 // written every tick. A string cjson would refuse is an error, with b
 // returned as it was.
 func (m Machine) AppendCanonical(b []byte) ([]byte, error) {
-	w := fhrWriter{b: b, strict: true}
-	w.open()
+	w := fhrWriter{Members: cjson.Members{B: b}, strict: true}
+	w.Open()
 	w.budgets(m.Budgets)
-	w.boolean("care_cooldown", m.Cooldown)
+	w.Bool("care_cooldown", m.Cooldown)
 	w.list("journey", len(m.Journey), m.Journey == nil, func(i int) { w.entry(m.Journey[i]) })
 	w.strs("options", m.Options)
-	w.boolean("refusal", m.Refusal)
-	w.boolean("safe_mode", m.SafeMode)
-	w.str("safe_mode_cause", m.SafeWhy)
-	w.str("state", string(m.State))
-	w.close()
-	if w.err != nil {
-		return b, w.err
+	w.Bool("refusal", m.Refusal)
+	w.Bool("safe_mode", m.SafeMode)
+	w.Str("safe_mode_cause", m.SafeWhy)
+	w.Str("state", string(m.State))
+	w.Close()
+	if w.Err != nil {
+		return b, w.Err
 	}
-	return w.b, nil
+	return w.B, nil
 }

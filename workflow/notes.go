@@ -107,50 +107,24 @@ func (t *tick) noteBytes(kind string, b []byte, ok bool, body func() map[string]
 	t.trace = append(t.trace, Note{Kind: kind, Body: b})
 }
 
-// noteWriter writes an object's members, which its caller gives in
-// sorted order; ok turns false at a string cjson refuses.
-type noteWriter struct {
-	b     []byte
-	ok    bool
-	first bool
-}
-
-func (w *noteWriter) key(k string) {
-	if !w.first {
-		w.b = append(w.b, ',')
-	}
-	w.first = false
-	// Keys are this file's own member names: plain ASCII, written raw.
-	w.b = append(w.b, '"')
-	w.b = append(w.b, k...)
-	w.b = append(w.b, '"', ':')
-}
-
-func (w *noteWriter) str(k, v string) {
-	w.key(k)
-	var ok bool
-	w.b, ok = appendNoteString(w.b, v)
-	w.ok = w.ok && ok
-}
+// noteWriter is cjson's member writer with the notes' list of strings;
+// a string cjson refuses leaves Err set and sends the note back to its
+// map form.
+type noteWriter struct{ cjson.Members }
 
 // strs writes a list of strings; a nil one as [], as the map form's
 // anySlice(nonNil(vs)) does.
 func (w *noteWriter) strs(k string, vs []string) {
-	w.key(k)
-	w.b = append(w.b, '[')
+	w.Key(k)
+	w.B = append(w.B, '[')
 	for i, v := range vs {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.B = append(w.B, ',')
 		}
-		var ok bool
-		w.b, ok = appendNoteString(w.b, v)
-		w.ok = w.ok && ok
+		w.Quote(v, k)
 	}
-	w.b = append(w.b, ']')
+	w.B = append(w.B, ']')
 }
-
-func (w *noteWriter) open()  { w.b = append(w.b, '{'); w.first = true }
-func (w *noteWriter) close() { w.b = append(w.b, '}'); w.first = false }
 
 // outcomeRec is the h.outcome note: H's outcome for one proposal. The
 // optional members are written only when has says so.
@@ -164,40 +138,40 @@ type outcomeRec struct {
 }
 
 func (r *outcomeRec) bytes() ([]byte, bool) {
-	w := noteWriter{b: make([]byte, 0, 384+len(r.preview)+len(r.held)), ok: true}
-	w.open()
-	w.str("action_digest", r.actionDigest)
-	w.str("assessed_risk", r.assessedRisk)
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 384+len(r.preview)+len(r.held))}}
+	w.Open()
+	w.Str("action_digest", r.actionDigest)
+	w.Str("assessed_risk", r.assessedRisk)
 	w.strs("audit", r.audit)
-	w.str("held", r.held)
+	w.Str("held", r.held)
 	if r.intentID != nil {
-		w.str("intent_id", *r.intentID)
+		w.Str("intent_id", *r.intentID)
 	}
-	w.str("mrp_state", r.mrpState)
+	w.Str("mrp_state", r.mrpState)
 	w.strs("options", r.options)
-	w.str("outcome", r.kind)
-	w.str("preview", r.preview)
-	w.str("proposal_id", r.proposalID)
+	w.Str("outcome", r.kind)
+	w.Str("preview", r.preview)
+	w.Str("proposal_id", r.proposalID)
 	if r.rejection != nil {
-		w.key("rejection")
-		w.open()
-		w.str("code", r.rejection[0])
-		w.str("path", r.rejection[1])
-		w.close()
+		w.Key("rejection")
+		w.Open()
+		w.Str("code", r.rejection[0])
+		w.Str("path", r.rejection[1])
+		w.Close()
 	}
 	if r.requestDigest != nil {
-		w.str("request_digest", *r.requestDigest)
+		w.Str("request_digest", *r.requestDigest)
 	}
 	if r.requestID != nil {
-		w.str("request_id", *r.requestID)
+		w.Str("request_id", *r.requestID)
 	}
-	w.str("ticket_digest", r.ticketDigest)
-	w.str("ticket_id", r.ticketID)
-	w.close()
-	if !w.ok {
+	w.Str("ticket_digest", r.ticketDigest)
+	w.Str("ticket_id", r.ticketID)
+	w.Close()
+	if w.Err != nil {
 		return nil, false
 	}
-	return w.b, true
+	return w.B, true
 }
 
 // asMap is the note's map form.
@@ -236,25 +210,25 @@ type verdictRec struct {
 }
 
 func (r *verdictRec) bytes() ([]byte, bool) {
-	w := noteWriter{b: make([]byte, 0, 256+72*(len(r.supports)+len(r.frontier))), ok: true}
-	w.open()
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 256+72*(len(r.supports)+len(r.frontier)))}}
+	w.Open()
 	w.strs("frontier_preconditions", r.frontier)
-	w.str("projection_digest", r.projectionDigest)
-	w.str("proposal_id", r.proposalID)
-	w.key("verdict")
+	w.Str("projection_digest", r.projectionDigest)
+	w.Str("proposal_id", r.proposalID)
+	w.Key("verdict")
 	if r.verdict {
-		w.open()
-		w.str("status", r.status)
+		w.Open()
+		w.Str("status", r.status)
 		w.strs("support_derivation_ids", r.supports)
-		w.close()
+		w.Close()
 	} else {
-		w.b = append(w.b, "null"...)
+		w.B = append(w.B, "null"...)
 	}
-	w.close()
-	if !w.ok {
+	w.Close()
+	if w.Err != nil {
 		return nil, false
 	}
-	return w.b, true
+	return w.B, true
 }
 
 // asMap is the note's map form.
@@ -267,30 +241,25 @@ func (r *verdictRec) asMap() map[string]any {
 		"frontier_preconditions": anySlice(nonNil(r.frontier))}
 }
 
-func (w *noteWriter) num(k string, v int64) {
-	w.key(k)
-	w.b = cjson.AppendInt(w.b, v)
-}
-
 func (w *noteWriter) done() ([]byte, bool) {
-	w.close()
-	if !w.ok {
+	w.Close()
+	if w.Err != nil {
 		return nil, false
 	}
-	return w.b, true
+	return w.B, true
 }
 
 // transitionNote is the body of the f.transition note: the event F
 // applied, its transition's digest, and how many facts and proposals it
 // yielded.
 func transitionNote(eventID, eventType, digest string, facts, proposals int) ([]byte, bool) {
-	w := noteWriter{b: make([]byte, 0, 128+len(eventID)+len(eventType)+len(digest)), ok: true}
-	w.open()
-	w.str("event_id", eventID)
-	w.str("event_type", eventType)
-	w.num("facts", int64(facts))
-	w.num("proposals", int64(proposals))
-	w.str("transition_digest", digest)
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 128+len(eventID)+len(eventType)+len(digest))}}
+	w.Open()
+	w.Str("event_id", eventID)
+	w.Str("event_type", eventType)
+	w.Int("facts", int64(facts))
+	w.Int("proposals", int64(proposals))
+	w.Str("transition_digest", digest)
 	return w.done()
 }
 
@@ -302,11 +271,11 @@ func transitionNoteMap(eventID, eventType, digest string, facts, proposals int) 
 // receiptNote is the body of the receipt note: which open intent a
 // receipt closed, and how.
 func receiptNote(intentID, proposalID, outcome string) ([]byte, bool) {
-	w := noteWriter{b: make([]byte, 0, 64+len(intentID)+len(proposalID)+len(outcome)), ok: true}
-	w.open()
-	w.str("intent_id", intentID)
-	w.str("outcome", outcome)
-	w.str("proposal_id", proposalID)
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 64+len(intentID)+len(proposalID)+len(outcome))}}
+	w.Open()
+	w.Str("intent_id", intentID)
+	w.Str("outcome", outcome)
+	w.Str("proposal_id", proposalID)
 	return w.done()
 }
 

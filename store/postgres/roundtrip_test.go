@@ -23,6 +23,30 @@ func countTrips(t *testing.T) *tripcount.Proxy {
 	return p
 }
 
+// fallbackRig is two stores on one fresh schema under one settable clock:
+// a on a single connection through the round-trip counter, b directly, to
+// move a run on behind a's back.
+type fallbackRig struct {
+	now    *atomic.Int64
+	clock  func() time.Time
+	trips  *tripcount.Proxy
+	schema string
+	a, b   *Store
+}
+
+func newFallbackRig(t *testing.T) fallbackRig {
+	t.Helper()
+	now := new(atomic.Int64)
+	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	tc := countTrips(t)
+	schema := freshSchema(t)
+	a, err := Open(ctx, tc.DSN(), Options{Schema: schema, Clock: clock, MaxConns: 1})
+	must(t, err)
+	t.Cleanup(func() { a.Close() })
+	return fallbackRig{now: now, clock: clock, trips: tc, schema: schema, a: a, b: openTest(t, Options{Schema: schema, Clock: clock})}
+}
+
 // Each write travels in as few round trips as its decisions allow: a tick
 // of any size is two (the lock with every read it is decided on, then
 // every write with COMMIT), one when it follows this store's own last
@@ -172,15 +196,8 @@ VALUES ('y', 'wf', '', 'S', '', 0, 0)`)
 // run on, or the tick is refused, nothing of the attempt is written and the
 // two-round-trip path gives the exact answer.
 func TestOneRoundTripFallsBack(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	tc := countTrips(t)
-	schema := freshSchema(t)
-	a, err := Open(ctx, tc.DSN(), Options{Schema: schema, Clock: clock, MaxConns: 1})
-	must(t, err)
-	defer a.Close()
-	b := openTest(t, Options{Schema: schema, Clock: clock})
+	rig := newFallbackRig(t)
+	now, tc, a, b := rig.now, rig.trips, rig.a, rig.b
 	must(t, a.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
 	l, err := a.AcquireLease(ctx, "r", "w", time.Minute)
 	must(t, err)
@@ -253,15 +270,8 @@ func TestOneRoundTripFallsBack(t *testing.T) {
 // that writes; when any of them refuses, nothing of the attempt is written
 // and the two-round-trip path reports exactly what is wrong.
 func TestBeginAttemptFallsBack(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	tc := countTrips(t)
-	schema := freshSchema(t)
-	a, err := Open(ctx, tc.DSN(), Options{Schema: schema, Clock: clock, MaxConns: 1})
-	must(t, err)
-	defer a.Close()
-	b := openTest(t, Options{Schema: schema, Clock: clock})
+	rig := newFallbackRig(t)
+	now, clock, tc, a, b := rig.now, rig.clock, rig.trips, rig.a, rig.b
 	for _, run := range []string{"r", "other"} {
 		must(t, a.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", State: "S"}))
 	}
@@ -293,7 +303,7 @@ func TestBeginAttemptFallsBack(t *testing.T) {
 		t.Helper()
 		var st string
 		var n int64
-		must(t, a.pool.QueryRow(ctx, `SELECT status, attempts FROM `+schema+`.outbox WHERE intent_id = $1`, id).Scan(&st, &n))
+		must(t, a.pool.QueryRow(ctx, `SELECT status, attempts FROM `+rig.schema+`.outbox WHERE intent_id = $1`, id).Scan(&st, &n))
 		at, err := a.Attempts(ctx, id)
 		must(t, err)
 		return fmt.Sprintf("%s/%d/%d", st, n, len(at))

@@ -13,73 +13,47 @@ import (
 // string cjson would refuse sends the note back to that map, so the
 // recorded bytes and the "unencodable" body stay cjson's.
 
-// appendNoteString appends s as cjson would, reporting false for a
-// string cjson refuses.
-func appendNoteString(b []byte, s string) ([]byte, bool) {
-	b, ascii := cjson.AppendQuoted(b, s)
-	return b, ascii || cjson.CheckString(s, "") == nil
-}
-
 // fhrNote is the body of the h.fhr note:
 // {"event":event,"fhr":f,"fhr_chain":chain}.
 func fhrNote(f mrp.FHR, event, chain string) ([]byte, bool) {
-	b := make([]byte, 0, 640+len(chain)+len(event)+224*len(f.Transitions))
-	b = append(b, `{"event":`...)
-	b, ok := appendNoteString(b, event)
-	if !ok {
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 640+len(chain)+len(event)+224*len(f.Transitions))}}
+	w.Open()
+	w.Str("event", event)
+	w.Key("fhr")
+	var err error
+	if w.B, err = f.AppendCanonical(w.B); err != nil {
 		return nil, false
 	}
-	b = append(b, `,"fhr":`...)
-	b, err := f.AppendCanonical(b)
-	if err != nil {
-		return nil, false
-	}
-	b = append(b, `,"fhr_chain":`...)
-	if b, ok = appendNoteString(b, chain); !ok {
-		return nil, false
-	}
-	return append(b, '}'), true
+	w.Str("fhr_chain", chain)
+	return w.done()
 }
 
 // journeyNote is the body of the mrp.journey note: the machine's state,
 // its Journey Strip and the counts of what the run holds open.
 func journeyNote(m mrp.Machine, pending, open int) ([]byte, bool) {
 	strip := m.Strip()
-	b := make([]byte, 0, 160+24*len(strip))
-	b = append(b, `{"open_intents":`...)
-	b = cjson.AppendInt(b, int64(open))
-	b = append(b, `,"pending_approvals":`...)
-	b = cjson.AppendInt(b, int64(pending))
-	b = append(b, `,"safe_mode":`...)
-	if m.SafeMode {
-		b = append(b, "true"...)
-	} else {
-		b = append(b, "false"...)
-	}
-	b = append(b, `,"state":`...)
-	b, ok := appendNoteString(b, string(m.State))
-	if !ok {
-		return nil, false
-	}
-	b = append(b, `,"strip":`...)
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 160+24*len(strip))}}
+	w.Open()
+	w.Int("open_intents", int64(open))
+	w.Int("pending_approvals", int64(pending))
+	w.Bool("safe_mode", m.SafeMode)
+	w.Str("state", string(m.State))
+	w.Key("strip")
 	if len(strip) == 0 {
 		// The map form collected the strip into a nil slice when empty.
-		b = append(b, "null"...)
+		w.B = append(w.B, "null"...)
 	} else {
-		b = append(b, '[')
+		w.B = append(w.B, '[')
 		for i, s := range strip {
 			if i > 0 {
-				b = append(b, ',')
+				w.B = append(w.B, ',')
 			}
-			if b, ok = appendNoteString(b, string(s)); !ok {
-				return nil, false
-			}
+			w.Quote(string(s), "strip")
 		}
-		b = append(b, ']')
+		w.B = append(w.B, ']')
 	}
-	b = append(b, `,"transitions":`...)
-	b = cjson.AppendInt(b, int64(len(m.Journey)))
-	return append(b, '}'), true
+	w.Int("transitions", int64(len(m.Journey)))
+	return w.done()
 }
 
 // fhrNoteMap and journeyNoteMap are the notes' map forms: the fallback

@@ -92,13 +92,20 @@ a fact file or the evaluation fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags.warn = cmd.ErrOrStderr()
-			defer tuneGC()()
 			// Start-up faulted in code and tables of the whole product
 			// that a Datalog run never touches again; release the pages
 			// no loader wrote so they stop counting beside the
 			// relations. When the executable's layout is anything but
 			// what the plan can prove safe, nothing is released.
-			released, keptWhy := startpages.Release()
+			released := 0
+			pages, keptWhy := startpages.Find()
+			if keptWhy == nil {
+				released, keptWhy = pages.Release()
+			}
+			if keptWhy != nil {
+				pages = nil
+			}
+			defer tuneGC(pages)()
 			m, took, err := flags.loadAndEvaluate(args[0])
 			if err != nil {
 				return err
@@ -248,27 +255,42 @@ func printConflicts(w io.Writer, m *logic.Materialization) error {
 // passes largeHeap the target goes back up to 25 %: on tens of millions of
 // tuples the extra cycles cost about a tenth more CPU, which a workload of
 // that size, already near Soufflé's time, cannot spare.
-func tuneGC() (restore func()) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return func() {}
+//
+// With pages, the start-up pages are released again after every cycle,
+// GOGC set or not. Each cycle reads the type descriptors of everything
+// start-up left on the heap and the stack maps and frame tables of the
+// running code; in an executable this size those reads fault back
+// megabytes of tables that the evaluation itself never uses, and without
+// a second release they would count at its peak.
+func tuneGC(pages *startpages.Pages) (restore func()) {
+	w := &gcWatch{pages: pages}
+	old := -1
+	if _, set := os.LookupEnv("GOGC"); !set {
+		old = debug.SetGCPercent(smallHeapGCPercent)
+		w.tighten = true
 	}
-	w := &gcWatch{}
-	old := debug.SetGCPercent(smallHeapGCPercent)
-	w.arm()
+	if w.tighten || w.pages != nil {
+		w.arm()
+	}
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.stopped = true
-		debug.SetGCPercent(old)
+		if old >= 0 {
+			debug.SetGCPercent(old)
+		}
 	}
 }
 
 // gcWatch looks at the heap after each collection (a finalizer on a
-// sentinel runs once per cycle, re-armed each time) and raises the target
-// once the heap is large. It adds no goroutine or timer of its own.
+// sentinel runs once per cycle, re-armed each time), raises the target
+// once the heap is large and drops the start-up pages the cycle touched.
+// It adds no goroutine or timer of its own.
 type gcWatch struct {
 	mu      sync.Mutex
 	stopped bool
+	tighten bool              // the target is still the small-heap one
+	pages   *startpages.Pages // released after each cycle, if any
 }
 
 // gcSentinel is what the finalizer hangs on: big enough not to be batched
@@ -282,13 +304,24 @@ func (w *gcWatch) arm() {
 		if w.stopped {
 			return
 		}
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapAlloc >= largeHeap {
-			debug.SetGCPercent(largeHeapGCPercent)
-			return
+		if w.tighten {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc >= largeHeap {
+				debug.SetGCPercent(largeHeapGCPercent)
+				w.tighten = false
+			}
 		}
-		w.arm()
+		if w.pages != nil {
+			if _, err := w.pages.Release(); err != nil {
+				// What failed once is not retried every cycle; the
+				// pages stay, as they would without the release.
+				w.pages = nil
+			}
+		}
+		if w.tighten || w.pages != nil {
+			w.arm()
+		}
 	})
 }
 

@@ -201,7 +201,7 @@ func TestTuneGCTightensOnlyWhileTheHeapIsSmall(t *testing.T) {
 		t.Skip("GOGC is set: the run keeps it")
 	}
 	before := gcPercent()
-	restore := tuneGC()
+	restore := tuneGC(nil)
 	if got := gcPercent(); got != smallHeapGCPercent {
 		restore()
 		t.Fatalf("target %d %%, want %d %%", got, smallHeapGCPercent)

@@ -59,6 +59,10 @@ type Mapping struct {
 // Range is a runtime address range, End exclusive.
 type Range struct{ Start, End uint64 }
 
+// Pages is a checked plan for the running executable: the ranges Plan
+// accepted, kept so they can be released more than once.
+type Pages struct{ ranges []Range }
+
 // ErrUnexpected is wrapped by every refusal: the plan found something it
 // does not account for and releases nothing.
 var ErrUnexpected = errors.New("startpages: unexpected executable layout")

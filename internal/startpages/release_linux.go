@@ -5,16 +5,36 @@ import (
 	"syscall"
 )
 
-// Release drops the pages Plan names for the running executable and
-// returns how many bytes it advised. It does nothing, and says why, when
-// anything about the executable or its mappings is unexpected.
+// Release plans the release for the running executable (Current) and
+// drops those pages once; see Pages.Release.
 func Release() (int, error) {
-	ranges, err := Current()
+	p, err := Find()
 	if err != nil {
 		return 0, err
 	}
+	return p.Release()
+}
+
+// Find plans the release for the running executable and keeps the plan,
+// so the same pages can be dropped again later in the run without reading
+// the executable and the mappings a second time. A nil Pages and an error
+// wrapping ErrUnexpected mean nothing may be released.
+func Find() (*Pages, error) {
+	ranges, err := Current()
+	if err != nil {
+		return nil, err
+	}
+	return &Pages{ranges: ranges}, nil
+}
+
+// Release drops the planned pages and returns how many bytes it advised.
+// It may be called any number of times: the plan names only pages of
+// mappings without write permission that no loader wrote, and nothing
+// writes them afterwards, so each call only drops the process's references
+// to file pages the run has touched since the last one.
+func (p *Pages) Release() (int, error) {
 	n := 0
-	for _, r := range ranges {
+	for _, r := range p.ranges {
 		// MADV_DONTNEED on a private file mapping no one wrote only drops
 		// the process's reference; the next access maps the file's page
 		// again. An error leaves the pages where they were.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/cmd/flrh/internal/datalogstart"
 	"flrh.dev/flrh/internal/startpages"
 	"flrh.dev/flrh/logic"
 )
@@ -97,10 +98,18 @@ a fact file or the evaluation fails.`,
 			// no loader wrote so they stop counting beside the
 			// relations. When the executable's layout is anything but
 			// what the plan can prove safe, nothing is released.
-			released := 0
-			pages, keptWhy := startpages.Find()
+			// When the command line named this command, initialisation
+			// already released them part-way through and after each
+			// collection since; once more here drops what the rest of
+			// it touched.
+			pages, released, ran, keptWhy := datalogstart.Stop()
+			if !ran {
+				pages, keptWhy = startpages.Find()
+			}
 			if keptWhy == nil {
-				released, keptWhy = pages.Release()
+				var n int
+				n, keptWhy = pages.Release()
+				released = max(released, n)
 			}
 			if keptWhy != nil {
 				pages = nil

@@ -68,3 +68,27 @@ func inodeOf(line string) uint64 {
 	}
 	return n
 }
+
+// A plan found once releases again: each call advises the same ranges and
+// the program keeps running on the pages it maps back in between.
+func TestPagesReleaseRepeatedly(t *testing.T) {
+	p, err := Find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.Release()
+	if err != nil || first == 0 {
+		t.Fatalf("first release: %d bytes, %v", first, err)
+	}
+	for i := range 3 {
+		words := strings.Fields("each release drops what ran since the last one")
+		sort.Strings(words)
+		if got := strings.Join(words, " "); got != "drops each last one ran release since the what" {
+			t.Fatalf("after release %d: %s", i, got)
+		}
+		n, err := p.Release()
+		if err != nil || n != first {
+			t.Fatalf("release %d: %d bytes, %v; want %d", i+2, n, err, first)
+		}
+	}
+}

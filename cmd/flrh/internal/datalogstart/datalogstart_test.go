@@ -1,0 +1,95 @@
+package datalogstart
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// Any command line but datalog's leaves the process as it was.
+func TestOtherCommandsChangeNothing(t *testing.T) {
+	before := gcPercent()
+	for _, args := range [][]string{nil, {"flrh"}, {"flrh", "demo"}, {"flrh", "why", "datalog"}, {"flrh", "--help", "datalog"}} {
+		if s := start(args, false); s != nil {
+			t.Fatalf("%q: started", args)
+		}
+		if got := gcPercent(); got != before {
+			t.Fatalf("%q: target %d %%, want %d %%", args, got, before)
+		}
+		var none *state
+		if p, n, ran, err := none.stop(); p != nil || n != 0 || ran || err != nil {
+			t.Fatalf("stop without a start: %v %d %v %v", p, n, ran, err)
+		}
+	}
+}
+
+// For datalog the pages are released at once and after every collection,
+// the target is lowered while packages initialise, and Stop ends the watch
+// and puts the target back.
+func TestDatalogReleasesAndStops(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start-up pages are released on Linux only")
+	}
+	before := gcPercent()
+	s := start([]string{"flrh", "datalog", "p.dl"}, false)
+	if s == nil || s.err != nil || s.pages == nil || s.released == 0 {
+		t.Fatalf("start: %+v", s)
+	}
+	if got := gcPercent(); got != initGCPercent {
+		s.stop()
+		t.Fatalf("target %d %% while initialising, want %d %%", got, initGCPercent)
+	}
+	cycles := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cycles
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for cycles() < 2 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if cycles() < 2 {
+		s.stop()
+		t.Fatalf("%d releases after collections, want at least 2", cycles())
+	}
+	p, n, ran, err := s.stop()
+	if p != s.pages || n != s.released || !ran || err != nil {
+		t.Fatalf("stop: %v %d %v %v", p, n, ran, err)
+	}
+	if got := gcPercent(); got != before {
+		t.Fatalf("target %d %% after stop, want %d %%", got, before)
+	}
+	after := cycles()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if cycles() != after {
+		t.Fatalf("released after stop: %d → %d", after, cycles())
+	}
+	// Stopping twice is harmless and changes nothing more.
+	if _, _, ran, _ := s.stop(); !ran || gcPercent() != before {
+		t.Fatal("second stop")
+	}
+}
+
+// A GOGC the user set is kept while packages initialise.
+func TestDatalogKeepsAGOGCTheUserSet(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start-up pages are released on Linux only")
+	}
+	before := gcPercent()
+	s := start([]string{"flrh", "datalog"}, true)
+	defer s.stop()
+	if got := gcPercent(); got != before {
+		t.Fatalf("target %d %%, want %d %% (kept)", got, before)
+	}
+}

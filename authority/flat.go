@@ -13,14 +13,20 @@ import (
 )
 
 // flatEngine evaluates a "flat" gate policy directly: every rule derives a
-// gate output from ticket facts and fact-only helper relations, with
-// positive literals, default negation and comparisons, but no arithmetic,
-// no recursion and no derived helper relations. Most gate policies are
-// flat; for them a direct join over one ticket's dozen facts is far cheaper
-// than materializing the program. Anything else is evaluated by the logic
-// engine, which is also this evaluator's oracle in the tests.
+// gate output or a helper relation from ticket facts, fact-only helper
+// relations and helpers derived before it, with positive literals, default
+// negation and comparisons, but no arithmetic and no recursion. Most gate
+// policies are flat; for them a direct join over one ticket's dozen facts
+// is far cheaper than materializing the program. Anything else is
+// evaluated by the logic engine, which is also this evaluator's oracle in
+// the tests.
 type flatEngine struct {
-	rules   []flatRule
+	rules []flatRule
+	// derived holds the rules of the derived helper relations, one group
+	// per relation, each group after those of the relations it reads: a
+	// run derives every helper's rows before any gate output's rule reads
+	// them.
+	derived []flatGroup
 	helpers map[string][][]logic.Value // fact-only helper relations
 	relID   map[string]int             // every relation a body reads
 	lim     logic.Limits
@@ -46,13 +52,22 @@ type guardKey struct {
 // the tuples of each in its own slot.
 var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess"}
 
+// flatGroup is the rules of one derived helper relation.
+type flatGroup struct {
+	rel   int // the relation's id
+	rules []flatRule
+}
+
 type flatRule struct {
-	head  string
-	args  []fterm
-	pos   []flatLit // positive literals, in source order
-	neg   []flatLit // default-negated literals
-	cmps  []flatCmp
-	nvars int
+	head string
+	// helper is the head's relation id when the rule derives a helper
+	// relation, -1 when it derives a gate output.
+	helper int
+	args   []fterm
+	pos    []flatLit // positive literals, in source order
+	neg    []flatLit // default-negated literals
+	cmps   []flatCmp
+	nvars  int
 	// where is the rule's source position as its reasons print it,
 	// rendered once when the policy is compiled.
 	where string
@@ -99,24 +114,22 @@ var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_sc
 // compileFlat returns a flat engine for the program, or nil when the
 // program is not flat.
 func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) *flatEngine {
-	// A flat program evaluates in one round per stratum, far below any
-	// depth limit of 4 or more; a smaller depth limit is left to the
-	// engine, whose round counting is the reference.
-	if lim.MaxDepth != 0 && lim.MaxDepth < 4 {
-		return nil
-	}
 	e := &flatEngine{helpers: map[string][][]logic.Value{}, relID: map[string]int{}, lim: lim}
 	defined := map[string]bool{}
+	ruled := map[string][]*logic.Clause{} // derived helper -> its rules, in source order
 	for _, c := range prog.Clauses {
 		defined[c.Head.Name] = true
+		if len(c.Body) > 0 && !gateOutputs[c.Head.Name] {
+			ruled[c.Head.Name] = append(ruled[c.Head.Name], c)
+		}
 	}
 	for _, c := range prog.Clauses {
 		if c.Head.Neg {
 			return nil
 		}
 		if len(c.Body) == 0 {
-			if gateOutputs[c.Head.Name] {
-				return nil // an unconditional output; rare, leave it to the engine
+			if gateOutputs[c.Head.Name] || ruled[c.Head.Name] != nil {
+				return nil // an unconditional output, or a helper both stated and derived: rare, leave it to the engine
 			}
 			row, ok := constRow(c.Head.Args)
 			if !ok {
@@ -125,14 +138,27 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 			e.helpers[c.Head.Name] = append(e.helpers[c.Head.Name], row)
 		}
 	}
-	for _, c := range prog.Clauses {
-		if len(c.Body) == 0 {
-			continue
-		}
-		if !gateOutputs[c.Head.Name] {
-			return nil // a derived helper relation
-		}
-		r := flatRule{head: c.Head.Name, where: c.Pos.String()}
+	// The derived helpers in an order that puts every helper after those
+	// its rules read, with each one's height: the most rule applications
+	// above the ticket's facts any of its rows can stand on (absences add
+	// none), as the engine's depth limit counts them.
+	order, height := helperOrder(ruled)
+	if order == nil && len(ruled) > 0 {
+		return nil
+	}
+	// The engine bounds derivation depth; the outputs stand one rule
+	// above their premises. A depth limit any derivation here could reach
+	// is left to the engine, whose round counting is the reference.
+	top := 1
+	//flrh:orderfree a maximum
+	for _, h := range height {
+		top = max(top, h+1)
+	}
+	if lim.MaxDepth != 0 && lim.MaxDepth < max(4, top) {
+		return nil
+	}
+	compileRule := func(c *logic.Clause) (flatRule, bool) {
+		r := flatRule{head: c.Head.Name, helper: -1, where: c.Pos.String()}
 		slots := map[string]int{}
 		bound := map[string]bool{}
 		compile := func(t logic.Term) (fterm, bool) {
@@ -171,14 +197,11 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 			case *logic.Literal:
 				a := b.Atom
 				if a.Neg || gateOutputs[a.Name] {
-					return nil
-				}
-				if !inputs[a.Name] && (defined[a.Name] && e.helpers[a.Name] == nil) {
-					return nil
+					return flatRule{}, false
 				}
 				l, ok := lit(a)
 				if !ok {
-					return nil // arithmetic in an argument
+					return flatRule{}, false // arithmetic in an argument
 				}
 				if b.Not {
 					r.neg = append(r.neg, l)
@@ -197,10 +220,10 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 					case *logic.Var, *logic.NumConst:
 					case *logic.SymConst:
 						if b.Op != "=" && b.Op != "!=" {
-							return nil
+							return flatRule{}, false
 						}
 					default:
-						return nil
+						return flatRule{}, false
 					}
 				}
 				l, _ := compile(b.L)
@@ -208,7 +231,7 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 				r.cmps = append(r.cmps, flatCmp{op: b.Op, l: l, r: rt})
 				cmpTerms = append(cmpTerms, []logic.Term{b.L, b.R})
 			default:
-				return nil
+				return flatRule{}, false
 			}
 		}
 		// Every variable of a comparison, a negation or the head must be
@@ -223,29 +246,105 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 		}
 		for _, ts := range cmpTerms {
 			if !need(ts) {
-				return nil
+				return flatRule{}, false
 			}
 		}
 		for _, ts := range negAtoms {
 			if !need(ts) {
-				return nil
+				return flatRule{}, false
 			}
 		}
 		if !need(c.Head.Args) {
-			return nil
+			return flatRule{}, false
 		}
 		for _, t := range c.Head.Args {
 			ft, ok := compile(t)
 			if !ok {
-				return nil
+				return flatRule{}, false
 			}
 			r.args = append(r.args, ft)
 		}
 		r.nvars = len(slots)
+		return r, true
+	}
+	for _, name := range order {
+		g := flatGroup{rel: e.rel(name)}
+		for _, c := range ruled[name] {
+			r, ok := compileRule(c)
+			if !ok {
+				return nil
+			}
+			r.helper = g.rel
+			g.rules = append(g.rules, r)
+		}
+		e.derived = append(e.derived, g)
+	}
+	for _, c := range prog.Clauses {
+		if len(c.Body) == 0 || !gateOutputs[c.Head.Name] {
+			continue
+		}
+		r, ok := compileRule(c)
+		if !ok {
+			return nil
+		}
 		e.rules = append(e.rules, r)
 	}
 	e.index()
+	for _, g := range e.derived {
+		e.maxVars = max(e.maxVars, slices.MaxFunc(g.rules, func(a, b flatRule) int { return cmp.Compare(a.nvars, b.nvars) }).nvars)
+	}
 	return e
+}
+
+// helperOrder orders the derived helper relations so that each comes
+// after every derived helper its rules read (positively or not), sorted
+// by name where the dependencies leave a choice, and gives each its
+// height (see compileFlat). It returns nil when the helpers depend on each
+// other in a cycle, which the engine's stratification would have to sort
+// out.
+func helperOrder(ruled map[string][]*logic.Clause) ([]string, map[string]int) {
+	names := make([]string, 0, len(ruled))
+	for name := range ruled {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	height := map[string]int{}
+	state := map[string]int{} // 1: being visited, 2: done
+	var order []string
+	var visit func(name string) bool
+	visit = func(name string) bool {
+		switch state[name] {
+		case 1:
+			return false
+		case 2:
+			return true
+		}
+		state[name] = 1
+		h := 1
+		for _, c := range ruled[name] {
+			for _, it := range c.Body {
+				l, ok := it.(*logic.Literal)
+				if !ok || ruled[l.Atom.Name] == nil {
+					continue
+				}
+				if !visit(l.Atom.Name) {
+					return false
+				}
+				if !l.Not {
+					h = max(h, height[l.Atom.Name]+1)
+				}
+			}
+		}
+		state[name], height[name] = 2, h
+		order = append(order, name)
+		return true
+	}
+	for _, name := range names {
+		if !visit(name) {
+			return nil, nil
+		}
+	}
+	return order, height
 }
 
 // index builds the rule guards. A rule may be guarded by any symbol
@@ -369,6 +468,12 @@ type flatRun struct {
 	// args holds every derived tuple's arguments; tuples live only until
 	// result has read them, so their arguments need not be copied out.
 	args []logic.Value
+	// rows and vals hold the derived helpers' rows and their values,
+	// which live only as long as the run.
+	rows [][]logic.Value
+	vals []logic.Value
+	// group is where the rows of the helper being derived start in rows.
+	group int
 }
 
 // flatScanMax is how many tuples of one relation are compared one by one
@@ -395,6 +500,8 @@ type flatScratch struct {
 	premises []logic.Fact
 	out      [len(flatOutputs)][]flatTuple
 	args     []logic.Value
+	rows     [][]logic.Value
+	dvals    []logic.Value
 }
 
 var flatScratchPool = sync.Pool{New: func() any { return new(flatScratch) }}
@@ -486,6 +593,37 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			slices.SortStableFunc(rows, cmpRow)
 		}
 	}
+	// A slot's value is read only once set marks it bound.
+	b := binding{vals: reuse(&sc.vals, e.maxVars), set: grow(&sc.set, e.maxVars)}
+	if cap(sc.premises) < 8 {
+		sc.premises = make([]logic.Fact, 0, 8)
+	}
+	premises := sc.premises[:0]
+	// The derived helpers' rows, each relation's before any rule reads
+	// them: distinct, in value order, as the ticket's own rows are. They
+	// are carved from one array (rows) whose values live in another
+	// (vals); a relation's rows are a window of it, and a later append
+	// that moves the array leaves earlier windows where they were.
+	run.rows, run.vals = sc.rows[:0], sc.dvals[:0]
+	for _, g := range e.derived {
+		start := len(run.rows)
+		run.group = start
+		// Facts the caller stated for the relation stand beside what its
+		// rules derive, as base facts do in the engine.
+		for _, row := range run.facts[g.rel] {
+			run.add(row)
+		}
+		for k := range g.rules {
+			clear(b.set)
+			if err := run.join(&g.rules[k], 0, &b, premises); err != nil {
+				return derived{}, err
+			}
+		}
+		rows := run.rows[start:len(run.rows):len(run.rows)]
+		slices.SortFunc(rows, cmpRow)
+		run.facts[g.rel] = rows
+	}
+	sc.rows, sc.dvals = run.rows, run.vals
 	// The candidate rules: the unguarded ones and those whose guard some
 	// row meets, tried in source order as before (the order decides which
 	// derivation of a tuple is its first).
@@ -505,12 +643,6 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 			}
 		}
 	}
-	// A slot's value is read only once set marks it bound.
-	b := binding{vals: reuse(&sc.vals, e.maxVars), set: grow(&sc.set, e.maxVars)}
-	if cap(sc.premises) < 8 {
-		sc.premises = make([]logic.Fact, 0, 8)
-	}
-	premises := sc.premises[:0]
 	for w, word := range cand {
 		for word != 0 {
 			i := w*64 + bits.TrailingZeros64(word)
@@ -626,16 +758,13 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 			return nil
 		}
 	}
+	if rule.helper >= 0 {
+		return r.derive(rule, b)
+	}
 	var absent []string
 	for _, a := range rule.neg {
-		for _, row := range r.facts[a.rel] {
-			match := len(row) == len(a.args)
-			for k := 0; match && k < len(row); k++ {
-				match = a.args[k].kind == termWild || sameValue(row[k], b.term(a.args[k]))
-			}
-			if match {
-				return nil
-			}
+		if r.matches(a, b) {
+			return nil
 		}
 		pat := logic.Fact{Rel: a.name, Args: make([]logic.Value, len(a.args))}
 		wild := make([]bool, len(a.args))
@@ -678,6 +807,57 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.keys[o] = m
 	}
 	return nil
+}
+
+// matches reports whether some row of a's relation meets the literal a
+// under the binding b.
+func (r *flatRun) matches(a flatLit, b *binding) bool {
+	for _, row := range r.facts[a.rel] {
+		match := len(row) == len(a.args)
+		for k := 0; match && k < len(row); k++ {
+			match = a.args[k].kind == termWild || sameValue(row[k], b.term(a.args[k]))
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// derive ends a helper rule's firing: unless a default-negated literal
+// matches, the head's row joins its relation's rows, once.
+func (r *flatRun) derive(rule *flatRule, b *binding) error {
+	for _, a := range rule.neg {
+		if r.matches(a, b) {
+			return nil
+		}
+	}
+	r.firings++
+	if r.e.lim.MaxFirings > 0 && r.firings > r.e.lim.MaxFirings {
+		return fmt.Errorf("rule firings exceed the budget of %d", r.e.lim.MaxFirings)
+	}
+	start := len(r.vals)
+	for _, t := range rule.args {
+		r.vals = append(r.vals, b.term(t))
+	}
+	if !r.add(r.vals[start:len(r.vals):len(r.vals)]) {
+		r.vals = r.vals[:start]
+	}
+	return nil
+}
+
+// add adds a row to the rows of the helper being derived unless they
+// hold it already, and reports whether it did. The relation's rows so far
+// are the run's last ones: its rules run one after another, after every
+// other relation's.
+func (r *flatRun) add(row []logic.Value) bool {
+	for _, have := range r.rows[r.group:] {
+		if slices.EqualFunc(have, row, sameValue) {
+			return false
+		}
+	}
+	r.rows = append(r.rows, row)
+	return true
 }
 
 // seen reports whether output slot o already holds the tuple args.

@@ -14,12 +14,38 @@ import (
 func drawFlatPolicy(rt *rapid.T) string {
 	var b strings.Builder
 	b.WriteString(".decl trusted(d: symbol)\ntrusted(\"dest:d0\").\ntrusted(\"dest:d2\").\n")
+	// Derived helper relations, each drawn with some of its rules or none:
+	// big over the ticket's facts, calm over big's absence (a helper read
+	// by another), eff with several rows a rule may join in any order,
+	// vetted over a fact-only helper.
+	b.WriteString(".decl big(t: symbol)\n.decl calm(t: symbol)\n.decl eff(e: symbol)\n.decl vetted(d: symbol)\n")
+	for _, r := range []string{
+		fmt.Sprintf("big(t) :- param_num(t, \"amount\", n), n > %d.", rapid.IntRange(0, 2000).Draw(rt, "bigAt")),
+		"big(t) :- side_effect(t, \"IRREVERSIBLE\").",
+		"calm(t) :- ticket(t), !big(t).",
+		"calm(t) :- param_sym(t, \"tone\", \"warm\").",
+		"eff(e) :- side_effect(_, e), e != \"READ\".",
+		"eff(\"NONE\") :- ticket(t), !big(t).",
+		"vetted(d) :- destination(t, d), trusted(d).",
+		"vetted(d) :- eff(\"EXTERNAL\"), destination(_, d), calm(t).",
+	} {
+		if rapid.Bool().Draw(rt, "helperRule") {
+			fmt.Fprintf(&b, "%s\n", r)
+		}
+	}
 	n := rapid.IntRange(1, 12).Draw(rt, "rules")
 	for i := 0; i < n; i++ {
 		var body []string
 		bindsN, bindsD := false, false
 		for j := rapid.IntRange(1, 3).Draw(rt, "lits"); j > 0; j-- {
-			switch rapid.IntRange(0, 9).Draw(rt, "lit") {
+			switch rapid.IntRange(0, 12).Draw(rt, "lit") {
+			case 10:
+				body = append(body, rapid.SampledFrom([]string{"big(t)", "calm(t)"}).Draw(rt, "helperLit"))
+			case 11:
+				body = append(body, "eff(e)")
+			case 12:
+				body = append(body, "destination(t, d)", "vetted(d)")
+				bindsD = true
 			case 0:
 				body = append(body, fmt.Sprintf("action(t, \"act.a%d\")", rapid.IntRange(0, 2).Draw(rt, "a")))
 			case 1:
@@ -62,7 +88,8 @@ func drawFlatPolicy(rt *rapid.T) string {
 			body = append(body, "d != \"dest:d1\"")
 		}
 		if rapid.Bool().Draw(rt, "neg") {
-			body = append(body, rapid.SampledFrom([]string{"!side_effect(t, \"IRREVERSIBLE\")", "!capability(t, _)", "!missing(t, _)", "!param_sym(t, \"tone\", \"blunt\")"}).Draw(rt, "negLit"))
+			body = append(body, rapid.SampledFrom([]string{"!side_effect(t, \"IRREVERSIBLE\")", "!capability(t, _)", "!missing(t, _)", "!param_sym(t, \"tone\", \"blunt\")",
+				"!big(t)", "!calm(t)", "!eff(\"WRITE\")", "!vetted(_)"}).Draw(rt, "negLit"))
 		}
 		var head string
 		switch rapid.IntRange(0, 3).Draw(rt, "head") {
@@ -102,8 +129,8 @@ func TestFlatEngineAgreesWithLogic(t *testing.T) {
 			effects = []SideEffect{SideEffectNone}
 		}
 		params := map[string]any{"amount": rapid.Int64Range(0, 2000).Draw(rt, "amount")}
-		if rapid.Bool().Draw(rt, "blunt") {
-			params["tone"] = "blunt"
+		if rapid.Bool().Draw(rt, "toned") {
+			params["tone"] = rapid.SampledFrom([]string{"blunt", "warm"}).Draw(rt, "tone")
 		}
 		spec := TicketSpec{TicketID: "ticket:r", Action: fmt.Sprintf("act.a%d", rapid.IntRange(0, 3).Draw(rt, "action")),
 			Destination: fmt.Sprintf("dest:d%d", rapid.IntRange(0, 3).Draw(rt, "dest")), Scope: "scope:s",
@@ -151,9 +178,10 @@ func normalizeDerived(d derived) derived {
 
 func TestNonFlatPoliciesUseTheEngine(t *testing.T) {
 	for name, src := range map[string]string{
-		"arithmetic":        `decision("G2", "ALLOW", "r") :- param_num(t, "amount", n), n * 2 > 10.`,
-		"derived helper":    ".decl big(t: symbol)\nbig(t) :- param_num(t, \"amount\", n), n > 10.\ndecision(\"G2\", \"ALLOW\", \"r\") :- big(t).",
-		"explicit negation": ".decl bad(t: symbol)\n-bad(t) :- ticket(t).\ndecision(\"G2\", \"ALLOW\", \"r\") :- -bad(t).",
+		"arithmetic":         `decision("G2", "ALLOW", "r") :- param_num(t, "amount", n), n * 2 > 10.`,
+		"recursive helper":   ".decl near(d: symbol)\nnear(d) :- destination(_, d).\nnear(e) :- near(d), param_sym(_, d, e).\ndecision(\"G2\", \"ALLOW\", \"r\") :- near(_).",
+		"stated and derived": ".decl big(t: symbol)\nbig(\"ticket:x\").\nbig(t) :- param_num(t, \"amount\", n), n > 10.\ndecision(\"G2\", \"ALLOW\", \"r\") :- big(t).",
+		"explicit negation":  ".decl bad(t: symbol)\n-bad(t) :- ticket(t).\ndecision(\"G2\", \"ALLOW\", \"r\") :- -bad(t).",
 	} {
 		p, err := CompilePolicy("p/1", name+".dl", []byte(src), logic.Limits{})
 		if err != nil {

@@ -236,6 +236,7 @@ func (m *Materialization) evalStratum(si int) error {
 	}
 	x := m.newExec()
 	x.mode = emitInsert
+	x.batch = true
 	inStratum := func(t int) bool { return m.c.tstratum[t] == si }
 	hi := make([]int32, len(m.tables))
 	snap := func() {
@@ -346,7 +347,14 @@ type exec struct {
 	// candOnly makes emitDoom collect candidate rows without deleting them.
 	candOnly  bool
 	rankLimit uint32 // ranked views see rows of smaller rounds only
-	in        execInline
+	// batch makes emitInsert queue head tuples in pend and insert them a
+	// block at a time (see flush). Only a from-scratch evaluation of a
+	// stratum batches: its scans see rows below a fixed bound, so a tuple
+	// inserted a little later is invisible to them either way.
+	batch bool
+	pend  []int64  // queued head tuples, arity values each
+	pendH []uint64 // their hashes, filled by flush
+	in    execInline
 }
 
 // execInline is room inside the evaluator itself for the scratch of a
@@ -398,10 +406,20 @@ func (m *Materialization) newExec() *exec {
 func (x *exec) runRule(r *rule, p *plan) error {
 	x.r, x.p = r, p
 	x.run(0)
+	if x.err == nil {
+		x.flush()
+	}
+	x.pend = x.pend[:0]
 	return x.err
 }
 
+// fail records err unless an error came first. Queued head tuples are
+// inserted before: they were derived earlier, so a tuple budget they
+// exhaust is the error an unbatched evaluation would have met first.
 func (x *exec) fail(err *Error) bool {
+	if len(x.pend) > 0 {
+		x.flush()
+	}
 	if x.err == nil {
 		x.err = err
 	}
@@ -725,6 +743,13 @@ func (x *exec) emit() bool {
 			h[k] = v
 		}
 	}
+	if x.batch && len(h) > 0 {
+		x.pend = append(x.pend, h...)
+		if len(x.pend) >= insertBatch*len(h) {
+			return x.flush()
+		}
+		return true
+	}
 	t := x.m.tables[x.r.head]
 	r, added := t.insert(h, x.m.round)
 	if added {
@@ -739,6 +764,43 @@ func (x *exec) emit() bool {
 		// rederived in an update: it counts as new for propagation
 		x.m.revive(x.r.head, r)
 		x.added = append(x.added, r)
+	}
+	return true
+}
+
+// insertBatch is how many head tuples a batching evaluator queues before
+// inserting them. Most derivations of a large closure are duplicates whose
+// cost is a cache miss on a random hash slot; a block of them lets the
+// misses overlap (see rowSet.warm). A block's tuples stay in the cache
+// until they are inserted.
+const insertBatch = 128
+
+// flush inserts the queued head tuples in the order they were derived,
+// so rows get the numbers an unbatched evaluation gives them.
+func (x *exec) flush() bool {
+	a := len(x.r.hargs)
+	n := len(x.pend) / max(a, 1)
+	if n == 0 {
+		return true
+	}
+	pend := x.pend
+	x.pend = x.pend[:0] // a failure below must not flush these again
+	if cap(x.pendH) < n {
+		x.pendH = make([]uint64, insertBatch)
+	}
+	hs := x.pendH[:n]
+	for k := range hs {
+		hs[k] = hashTuple(pend[k*a : (k+1)*a])
+	}
+	t := x.m.tables[x.r.head]
+	t.set.warm(t, hs)
+	for k, h := range hs {
+		if _, added := t.insertHashed(pend[k*a:(k+1)*a], h, x.m.round); added {
+			x.m.live++
+			if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
+				return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
+			}
+		}
 	}
 	return true
 }

@@ -18,6 +18,7 @@ type rowSet struct {
 	used    int // occupied slots, tombstones included
 	live    int
 	rowBits uint8
+	sink    uint32 // see warm
 }
 
 const (
@@ -105,6 +106,32 @@ func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
 	}
 }
 
+// warm reads, without using them, the first slot of each of a block of
+// hashes and (unless t is nil) the row its fingerprint points at, so that the probes that
+// follow find them in the cache. The loads of one pass do not depend on
+// each other, so the processor overlaps their misses, where a probe at a
+// time waits for each miss in turn; their sum goes to sink only so that
+// the compiler keeps them.
+func (s *rowSet) warm(t *table, hs []uint64) {
+	mask := uint64(len(s.slots) - 1)
+	var acc uint32
+	for _, h := range hs {
+		acc += s.slots[h&mask]
+	}
+	if t != nil && t.stride > 0 {
+		rm := s.rowMask()
+		for _, h := range hs {
+			x := s.slots[h&mask]
+			if x&rm != 0 && x&^rm == s.fingerprint(h) {
+				if r := int32(x&rm) - 1; r < t.n {
+					acc += t.chunks[r>>chunkShift][int(r&chunkMask)*t.stride]
+				}
+			}
+		}
+	}
+	s.sink = acc
+}
+
 // full reports whether the set must grow before another insert. Small sets
 // stay at most half full (short probes); from 4M slots on they may fill to
 // three quarters, which keeps memory near Soufflé's for closures of tens
@@ -156,7 +183,27 @@ func (s *rowSet) grow(t *table) {
 		size *= 2
 	}
 	old := s.slots
+	all := s.live == int(t.n)
 	s.slots, s.used, s.live = make([]uint32, size), 0, 0
+	if all {
+		// The set holds every row of the table (each at most once), as
+		// it does throughout a from-scratch evaluation: take them in row
+		// order, which reads the rows sequentially instead of one cache
+		// miss a row, and place them a block at a time so that the misses
+		// on the new slots overlap.
+		var hs [insertBatch]uint64
+		for r0 := int32(0); r0 < t.n; r0 += insertBatch {
+			b := hs[:min(insertBatch, t.n-r0)]
+			for k := range b {
+				b[k] = t.hashRow(r0 + int32(k))
+			}
+			s.warm(nil, b)
+			for k, h := range b {
+				s.placeNew(r0+int32(k), h)
+			}
+		}
+		return
+	}
 	rm := s.rowMask()
 	for _, x := range old {
 		if x&rm == 0 {

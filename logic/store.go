@@ -253,7 +253,11 @@ func (t *table) find(v []int64) int32 { return t.set.find(t, hashTuple(v), v) }
 // insert adds tuple v unless present; it returns the row and whether it
 // was added. A present row is returned as is (even if dead).
 func (t *table) insert(v []int64, round uint32) (int32, bool) {
-	h := hashTuple(v)
+	return t.insertHashed(v, hashTuple(v), round)
+}
+
+// insertHashed is insert of tuple v whose hash is h.
+func (t *table) insertHashed(v []int64, h uint64, round uint32) (int32, bool) {
 	// Probe first: most derivations of a large closure find their tuple,
 	// and only a new row can make the set grow.
 	old, at := t.set.probe(t, h, v)

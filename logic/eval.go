@@ -55,6 +55,8 @@ type Materialization struct {
 	stats    Stats
 	live     int64
 	consumed bool
+	// unbatched turns off batched inserts (see exec.batch).
+	unbatched bool
 	// recordChanges makes Apply keep the net fact changes in lastChanges.
 	recordChanges bool
 	lastChanges   []FactDelta
@@ -158,10 +160,17 @@ func (m *Materialization) decode(t int, tup []int64) Fact {
 // scratch. Facts may carry either sign; a relation with rules may also have
 // base facts. Facts repeated are one base support.
 func Evaluate(c *Compiled, facts []Fact, lim Limits) (*Materialization, error) {
+	return evaluate(c, facts, lim, false)
+}
+
+// evaluate is Evaluate; unbatched makes every head tuple go into its table
+// as soon as it is derived, the plain way batching must agree with.
+func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materialization, error) {
 	if lim.MaxInputs > 0 && len(facts) > lim.MaxInputs {
 		return nil, errorf(InputBudgetExceeded, Pos{}, "%d base facts exceed the input budget of %d", len(facts), lim.MaxInputs)
 	}
 	m := newMaterialization(c, lim)
+	m.unbatched = unbatched
 	for i, f := range facts {
 		t, tup, _, err := m.encode(f, true)
 		if err != nil {
@@ -236,7 +245,7 @@ func (m *Materialization) evalStratum(si int) error {
 	}
 	x := m.newExec()
 	x.mode = emitInsert
-	x.batch = true
+	x.batch = !m.unbatched
 	inStratum := func(t int) bool { return m.c.tstratum[t] == si }
 	hi := make([]int32, len(m.tables))
 	snap := func() {

@@ -46,7 +46,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 					q.WriteString(", ")
 				}
 				q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-				args = append(args, lease.RunID, head, ev.Kind, ev.Body, ev.Digest, hash, next, lease.Generation, ts)
+				args = append(args, lease.RunID, head, ev.Kind, ev.Body, packHash(ev.Digest), packHash(hash), packHash(next), lease.Generation, ts)
 				hash = next
 			}
 			if _, err := s.exec(ctx, tx, q.String(), args...); err != nil {

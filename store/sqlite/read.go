@@ -69,7 +69,7 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	for rows.Next() {
 		var e store.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, hashCol{&e.Digest}, hashCol{&e.PrevHash}, hashCol{&e.ChainHash}, &e.Generation, &at); err != nil {
 			return nil, mapErr("events", runID, err)
 		}
 		e.RecordedAt = fromNanos(at)
@@ -173,7 +173,10 @@ FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id 
 
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
-	rows, err := s.read(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = ? ORDER BY commit_order`, runID)
+	// Found through the run's intents (receipts have no index by run: a
+	// receipt's intent is in the run's intents index already).
+	rows, err := s.read(ctx, `SELECT r.intent_id, r.outcome, r.body, r.digest
+FROM intents i JOIN receipts r ON r.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY r.commit_order`, runID)
 	if err != nil {
 		return nil, mapErr("receipts", runID, err)
 	}

@@ -180,6 +180,10 @@ func mapErr(op, runID string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Errorf(store.CodeNotFound, op, runID, nil, "not found")
 	}
+	var he errHashColumn
+	if errors.As(err, &he) {
+		return store.Errorf(store.CodeCorrupt, op, runID, err, "stored hash damaged")
+	}
 	var le *sqlite.Error
 	if errors.As(err, &le) {
 		switch le.Code() {

@@ -204,32 +204,23 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 			return err
 		}
 
-		var traceSeq int64
+		// The tick's trace records, in one row (trace.go).
 		if len(tick.Trace) > 0 {
-			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = ?`, lease.RunID).Scan(&traceSeq); err != nil {
+			var last int64
+			err := s.queryRow(ctx, tx, `SELECT last_seq FROM trace WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, lease.RunID).Scan(&last)
+			if err != nil && err != sql.ErrNoRows {
 				return err
 			}
-		}
-		// Trace records, like events, go in a few hundred rows per statement:
-		// a tick writes several, and each statement costs more than its rows.
-		for start := 0; start < len(tick.Trace); start += 500 {
-			chunk := tick.Trace[start:min(start+500, len(tick.Trace))]
-			var q strings.Builder
-			args := make([]any, 0, 5*len(chunk))
-			q.WriteString(`INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES `)
-			for i, tr := range chunk {
-				traceSeq++
-				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: traceSeq}, tr.Body)
+			var frame []byte
+			for i, tr := range tick.Trace {
+				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body)
 				if err != nil {
 					return err
 				}
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString("(?, ?, ?, ?, ?)")
-				args = append(args, lease.RunID, traceSeq, tr.Kind, body, ts)
+				frame = appendTraceRecord(frame, tr.Kind, body)
 			}
-			if _, err := s.exec(ctx, tx, q.String(), args...); err != nil {
+			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+				lease.RunID, last+1, last+int64(len(tick.Trace)), frame, ts); err != nil {
 				return err
 			}
 		}

@@ -194,22 +194,29 @@ FROM intents i JOIN receipts r ON r.intent_id = i.intent_id WHERE i.run_id = ? O
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.read(ctx, `SELECT seq, kind, body FROM trace WHERE run_id = ? ORDER BY seq`, runID)
+	rows, err := s.read(ctx, `SELECT seq, last_seq, records FROM trace WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, mapErr("trace", runID, err)
 	}
 	defer rows.Close()
 	var out []store.TraceRecord
 	for rows.Next() {
-		var t store.TraceRecord
-		var seq int64
-		if err := rows.Scan(&seq, &t.Kind, blob{&t.Body}); err != nil {
+		var seq, last int64
+		var frame []byte
+		if err := rows.Scan(&seq, &last, blob{&frame}); err != nil {
 			return nil, mapErr("trace", runID, err)
 		}
-		if t.Body, err = store.OpenBody(s.sealer, "trace", store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.Kind, Seq: seq}, t.Body); err != nil {
-			return nil, err
+		recs, err := splitTrace(frame, last-seq+1)
+		if err != nil {
+			return nil, store.Errorf(store.CodeCorrupt, "trace", runID, err, "trace row at %d damaged", seq)
 		}
-		out = append(out, t)
+		for i, r := range recs {
+			body, err := store.OpenBody(s.sealer, "trace", store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + r.kind, Seq: seq + int64(i)}, r.body)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, store.TraceRecord{Kind: r.kind, Body: body})
+		}
 	}
 	return out, mapErr("trace", runID, rows.Err())
 }

@@ -257,7 +257,9 @@ DROP TABLE outbox;
 ALTER TABLE outbox_v5 RENAME TO outbox;
 CREATE INDEX outbox_open ON outbox(status) WHERE status <> 'done';
 `,
-	// 6: fewer bytes and b-trees written per tick. An event's digest,
+	// 6: fewer rows, bytes and b-trees written per tick. A tick's trace
+	// records are one row instead of one each (trace.go has the form;
+	// existing records become one-record rows). An event's digest,
 	// previous hash and chain hash, each the 71 characters of "sha256:"
 	// and 64 hex digits, are kept as the 32 bytes of the sum (the columns
 	// are typed ANY: any other text is kept as text, and every value reads
@@ -290,6 +292,24 @@ DROP TABLE events;
 ALTER TABLE events_v6 RENAME TO events;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+
+CREATE TABLE trace_v6 (
+	run_id      TEXT NOT NULL REFERENCES runs(run_id),
+	seq         INTEGER NOT NULL,
+	last_seq    INTEGER NOT NULL,
+	records     BLOB NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	UNIQUE (run_id, seq)
+) STRICT;
+INSERT INTO trace_v6 (run_id, seq, last_seq, records, recorded_at)
+	SELECT run_id, seq, seq,
+		CAST(unhex(printf('%08x', length(CAST(kind AS BLOB)))) || CAST(kind AS BLOB) || unhex(printf('%08x', length(body))) || body AS BLOB),
+		recorded_at
+	FROM trace ORDER BY rowid;
+DROP TABLE trace;
+ALTER TABLE trace_v6 RENAME TO trace;
+CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
 
 DROP INDEX outbox_open;
 DROP INDEX receipts_by_run;

@@ -34,6 +34,10 @@ type rawSQLite struct{ s *Store }
 
 func (r rawSQLite) Body(t *testing.T, table, runID string, pos int64) []byte {
 	t.Helper()
+	if table == "trace" {
+		recs, first := r.traceRow(t, runID, pos)
+		return recs[pos-first].body
+	}
 	var b []byte
 	if err := r.s.db.QueryRow(`SELECT body FROM `+table+` WHERE run_id = ? AND `+posColumn(table)+` = ?`, runID, pos).Scan(&b); err != nil {
 		t.Fatalf("raw read %s %s %d: %v", table, runID, pos, err)
@@ -50,9 +54,38 @@ func (r rawSQLite) SetBody(t *testing.T, table, runID string, pos int64, body []
 			t.Fatal(err)
 		}
 	}
+	if table == "trace" {
+		// The record is rewritten inside its tick's row (trace.go).
+		recs, first := r.traceRow(t, runID, pos)
+		recs[pos-first].body = body
+		var frame []byte
+		for _, rec := range recs {
+			frame = appendTraceRecord(frame, rec.kind, rec.body)
+		}
+		if _, err := r.s.db.Exec(`UPDATE trace SET records = ? WHERE run_id = ? AND seq = ?`, frame, runID, first); err != nil {
+			t.Fatalf("raw write trace %s %d: %v", runID, pos, err)
+		}
+		return
+	}
 	if _, err := r.s.db.Exec(`UPDATE `+table+` SET body = ? WHERE run_id = ? AND `+posColumn(table)+` = ?`, body, runID, pos); err != nil {
 		t.Fatalf("raw write %s %s %d: %v", table, runID, pos, err)
 	}
+}
+
+// traceRow returns the records of the trace row holding record pos, and
+// the number of its first record.
+func (r rawSQLite) traceRow(t *testing.T, runID string, pos int64) ([]traceRecord, int64) {
+	t.Helper()
+	var first, last int64
+	var frame []byte
+	if err := r.s.db.QueryRow(`SELECT seq, last_seq, records FROM trace WHERE run_id = ? AND seq <= ? AND last_seq >= ?`, runID, pos, pos).Scan(&first, &last, &frame); err != nil {
+		t.Fatalf("raw read trace %s %d: %v", runID, pos, err)
+	}
+	recs, err := splitTrace(frame, last-first+1)
+	if err != nil {
+		t.Fatalf("raw read trace %s %d: %v", runID, pos, err)
+	}
+	return recs, first
 }
 
 func posColumn(table string) string {

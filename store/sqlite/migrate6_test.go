@@ -1,0 +1,302 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/verify"
+)
+
+// payments is an in-process destination that applies every intent.
+type payments struct{}
+
+func (payments) Execute(_ context.Context, in effect.Intent) (effect.Receipt, error) {
+	ev := []byte(fmt.Sprintf(`{"applied":%q}`, in.Effect.IdempotencyKey))
+	return effect.Receipt{Outcome: effect.Succeeded, Code: "OK", Evidence: ev, EvidenceDigest: store.BodyDigest(ev)}, nil
+}
+
+func (payments) Lookup(context.Context, string, string) (effect.LookupResult, error) {
+	return effect.LookupResult{Status: effect.StillUnknown}, nil
+}
+
+var refunds = demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
+
+// recordRuns runs refunds on st: runs that end, one approved by a person,
+// then (once those have ended: the demo and the bundle share a workflow
+// id) two of the refund-agent bundle, whose ticks write trace records.
+// Without demo, only the bundle's runs are started.
+func recordRuns(t *testing.T, ctx context.Context, st store.Store, prefix string, demo bool) []string {
+	t.Helper()
+	src, err := examples.Bundle("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := bundle.LoadFS(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
+		t.Fatal(err)
+	}
+	newRunner := func(wf runner.Workflow) *runner.Runner {
+		t.Helper()
+		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var ids []string
+	if demo {
+		ids = recordDemoRuns(t, ctx, newRunner(refunds), prefix)
+	}
+	r := newRunner(agent)
+	defer r.Close(ctx)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, amount := range []int{12, 30} {
+		id := fmt.Sprintf("%sagent-%d", prefix, i)
+		must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(fmt.Sprintf(
+			`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d"}}`, amount, i, i))))
+		ids = append(ids, id)
+	}
+	must(r.RunToIdle(ctx))
+	return ids
+}
+
+func recordDemoRuns(t *testing.T, ctx context.Context, r *runner.Runner, prefix string) []string {
+	t.Helper()
+	defer r.Close(ctx)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := []string{prefix + "small", prefix + "large"}
+	must(r.Start(ctx, ids[0], refunds.ID(), refunds.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"d","amount":9,"payee":"dan","reason":"w"}]}`)))
+	must(r.Start(ctx, ids[1], refunds.ID(), refunds.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"},{"id":"c","amount":7,"payee":"carol","reason":"z"}]}`)))
+	must(r.RunToIdle(ctx))
+	st2, err := r.Inspect(ctx, ids[1])
+	must(err)
+	if len(st2.Waiting) != 1 {
+		t.Fatalf("%s waits for %d approvals", ids[1], len(st2.Waiting))
+	}
+	must(r.Approve(ctx, ids[1], st2.Waiting[0].RequestID, runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
+	must(r.RunToIdle(ctx))
+	return ids
+}
+
+// runRecord is everything the store reads back of one run.
+type runRecord struct {
+	Run        store.Run
+	Events     []store.Event
+	Checkpoint store.Checkpoint
+	Intents    []store.Intent
+	Attempts   []store.Attempt
+	Approvals  []store.Approval
+	Receipts   []store.Receipt
+	Trace      []store.TraceRecord
+	Inbox      []store.Inbound
+}
+
+func readRun(t *testing.T, ctx context.Context, st *sqlite.Store, id string) runRecord {
+	t.Helper()
+	var r runRecord
+	var err error
+	check := func(what string, e error) {
+		t.Helper()
+		if e != nil {
+			t.Fatalf("%s %s: %v", what, id, e)
+		}
+	}
+	r.Run, err = st.Run(ctx, id)
+	check("run", err)
+	r.Events, err = st.Events(ctx, id, 0)
+	check("events", err)
+	r.Checkpoint, err = st.Checkpoint(ctx, id)
+	check("checkpoint", err)
+	r.Intents, err = st.Intents(ctx, id)
+	check("intents", err)
+	r.Attempts, err = st.RunAttempts(ctx, id)
+	check("attempts", err)
+	r.Approvals, err = st.RunApprovals(ctx, id)
+	check("approvals", err)
+	r.Receipts, err = st.Receipts(ctx, id)
+	check("receipts", err)
+	r.Trace, err = st.Trace(ctx, id)
+	check("trace", err)
+	r.Inbox, err = st.Inbox(ctx, id, false)
+	check("inbox", err)
+	if len(r.Events) == 0 || (strings.Contains(id, "agent") && len(r.Trace) == 0) {
+		t.Fatalf("run %s recorded %d events and %d trace records", id, len(r.Events), len(r.Trace))
+	}
+	return r
+}
+
+func verifyRuns(t *testing.T, ctx context.Context, st store.Store, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		rep, err := verify.Run(ctx, st, nil, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Events == 0 {
+			t.Fatalf("verify %s: %+v", id, rep)
+		}
+	}
+}
+
+// writeVersion5 writes, at path, the database a version-5 build would
+// hold for the runs of src: the released migrations 1 to 5, and every row
+// of src in the layout they define (hashes as text, one row per trace
+// record), in src's order.
+func writeVersion5(t *testing.T, ctx context.Context, src *sqlite.Store, srcPath, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the attachment belongs to one connection
+	for _, m := range sqlite.MigrationsThrough(5) {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`PRAGMA user_version = 5`)
+	exec(`ATTACH DATABASE ? AS src`, srcPath)
+	columns := func(table string) string {
+		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var cs []string
+		for rows.Next() {
+			var c string
+			rows.Scan(&c)
+			cs = append(cs, c)
+		}
+		return strings.Join(cs, ", ")
+	}
+	for _, tb := range []string{"runs", "approvals", "intents", "outbox", "attempts", "receipts", "inbox", "checkpoints"} {
+		cs := columns(tb)
+		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb)
+	}
+	hash := func(c string) string {
+		return `CASE WHEN typeof(` + c + `) = 'blob' THEN 'sha256:' || lower(hex(` + c + `)) ELSE ` + c + ` END`
+	}
+	exec(`INSERT INTO main.events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
+SELECT run_id, seq, kind, body, ` + hash("digest") + `, ` + hash("prev_hash") + `, ` + hash("chain_hash") + `, generation, recorded_at FROM src.events ORDER BY rowid`)
+	// One row per trace record, numbered and timed as its tick's row.
+	rows, err := db.Query(`SELECT run_id, seq, last_seq, recorded_at FROM src.trace ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type traceRow struct {
+		run             string
+		first, last, at int64
+	}
+	var trs []traceRow
+	for rows.Next() {
+		var r traceRow
+		if err := rows.Scan(&r.run, &r.first, &r.last, &r.at); err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, r)
+	}
+	rows.Close()
+	records := map[string][]store.TraceRecord{}
+	for _, r := range trs {
+		if _, ok := records[r.run]; !ok {
+			if records[r.run], err = src.Trace(ctx, r.run); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for seq := r.first; seq <= r.last; seq++ {
+			rec := records[r.run][seq-1]
+			exec(`INSERT INTO main.trace (run_id, seq, kind, body, recorded_at) VALUES (?, ?, ?, ?, ?)`, r.run, seq, rec.Kind, rec.Body, r.at)
+		}
+	}
+	exec(`DETACH DATABASE src`)
+}
+
+// A database written at schema version 5 holding real runs (ended, one
+// approved by a person, bundle runs with trace records) migrates to the current layout: every
+// run reads back exactly as before, verifies, and goes on.
+func TestMigrateFromVersion5RealRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srcPath, v5Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v5.db")
+	src, err := sqlite.Open(ctx, srcPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := recordRuns(t, ctx, src, "", true)
+	want := map[string]runRecord{}
+	for _, id := range ids {
+		want[id] = readRun(t, ctx, src, id)
+	}
+	writeVersion5(t, ctx, src, srcPath, v5Path)
+	src.Close()
+
+	st, err := sqlite.Open(ctx, v5Path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var v int64
+	if err := st.DB().QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqlite.SchemaVersion || v < 6 {
+		t.Fatalf("user_version %d (%v) after migration, build writes %d", v, err, sqlite.SchemaVersion)
+	}
+	for _, id := range ids {
+		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+	// Every hash the version-5 rows held as text is now 32 bytes.
+	var text int64
+	st.DB().QueryRow(`SELECT COUNT(*) FROM events WHERE typeof(digest) <> 'blob' OR typeof(prev_hash) <> 'blob' OR typeof(chain_hash) <> 'blob'`).Scan(&text)
+	if text != 0 {
+		t.Fatalf("%d events keep a hash as text", text)
+	}
+	verifyRuns(t, ctx, st, ids)
+	// The migrated store takes new runs, and the old and new verify.
+	more := recordRuns(t, ctx, st, "after-", false)
+	verifyRuns(t, ctx, st, append(ids, more...))
+	var fk int64
+	if err := st.DB().QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d rows, %v", fk, err)
+	}
+}

@@ -173,10 +173,7 @@ FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id 
 
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, error) {
-	// Found through the run's intents (receipts have no index by run: a
-	// receipt's intent is in the run's intents index already).
-	rows, err := s.read(ctx, `SELECT r.intent_id, r.outcome, r.body, r.digest
-FROM intents i JOIN receipts r ON r.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY r.commit_order`, runID)
+	rows, err := s.read(ctx, `SELECT intent_id, outcome, body, digest FROM receipts WHERE run_id = ? ORDER BY commit_order`, runID)
 	if err != nil {
 		return nil, mapErr("receipts", runID, err)
 	}

@@ -264,10 +264,8 @@ CREATE INDEX outbox_open ON outbox(status) WHERE status <> 'done';
 	// and 64 hex digits, are kept as the 32 bytes of the sum (the columns
 	// are typed ANY: any other text is kept as text, and every value reads
 	// back as it was written); the rows and their order are otherwise
-	// unchanged. Two indexes no read uses are dropped, each a page written
-	// by nearly every commit: outbox_open (no query selects the outbox by
-	// status) and receipts_by_run (a run's receipts are found through its
-	// intents, whose index every receipt's intent is already in).
+	// unchanged. An index no read uses is dropped, a page written by nearly
+	// every commit: outbox_open (no query selects the outbox by status).
 	`
 CREATE TABLE events_v6 (
 	run_id      TEXT NOT NULL REFERENCES runs(run_id),
@@ -312,7 +310,6 @@ CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 
 CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
 
 DROP INDEX outbox_open;
-DROP INDEX receipts_by_run;
 `,
 }
 

@@ -19,7 +19,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		return err
 	}
 	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
-		run, err := s.fence(ctx, tx, op, lease, now)
+		run, counters, err := s.fenceTick(ctx, tx, op, lease, now)
 		if err != nil {
 			return err
 		}
@@ -181,10 +181,8 @@ VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?
 		}
 
 		if cp := tick.Checkpoint; cp != nil {
-			var n int64
-			if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(n), 0) + 1 FROM checkpoints WHERE run_id = ?`, lease.RunID).Scan(&n); err != nil {
-				return err
-			}
+			counters.checkpointN++
+			n := counters.checkpointN
 			body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealCheckpoint, Seq: n}, cp.Body)
 			if err != nil {
 				return err
@@ -199,18 +197,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		if tick.State != "" {
 			state = tick.State
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ? WHERE run_id = ?`,
-			head, hash, state, tick.Outcome, ts, lease.RunID); err != nil {
+		traceSeq := counters.traceSeq + int64(len(tick.Trace))
+		if _, err := s.exec(ctx, tx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`,
+			head, hash, state, tick.Outcome, ts, traceSeq, counters.checkpointN, lease.RunID); err != nil {
 			return err
 		}
 
 		// The tick's trace records, in one row (trace.go).
 		if len(tick.Trace) > 0 {
-			var last int64
-			err := s.queryRow(ctx, tx, `SELECT last_seq FROM trace WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, lease.RunID).Scan(&last)
-			if err != nil && err != sql.ErrNoRows {
-				return err
-			}
+			last := counters.traceSeq
 			var frame []byte
 			for i, tr := range tick.Trace {
 				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body)

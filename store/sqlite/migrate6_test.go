@@ -291,10 +291,21 @@ func TestMigrateFromVersion5RealRuns(t *testing.T) {
 	if text != 0 {
 		t.Fatalf("%d events keep a hash as text", text)
 	}
+	counters := func() {
+		t.Helper()
+		var off int64
+		if err := st.DB().QueryRow(`SELECT COUNT(*) FROM runs
+WHERE trace_seq <> COALESCE((SELECT MAX(last_seq) FROM trace WHERE trace.run_id = runs.run_id), 0)
+OR checkpoint_n <> COALESCE((SELECT MAX(n) FROM checkpoints WHERE checkpoints.run_id = runs.run_id), 0)`).Scan(&off); err != nil || off != 0 {
+			t.Fatalf("%d runs whose counters are not their last trace record and checkpoint (%v)", off, err)
+		}
+	}
+	counters()
 	verifyRuns(t, ctx, st, ids)
 	// The migrated store takes new runs, and the old and new verify.
 	more := recordRuns(t, ctx, st, "after-", false)
 	verifyRuns(t, ctx, st, append(ids, more...))
+	counters()
 	var fk int64
 	if err := st.DB().QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
 		t.Fatalf("foreign key check: %d rows, %v", fk, err)

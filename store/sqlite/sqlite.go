@@ -334,15 +334,46 @@ func (s *Store) fence(ctx context.Context, tx *sql.Tx, op string, lease store.Le
 	if err != nil {
 		return r, err
 	}
+	return r, checkFence(op, lease, r, now)
+}
+
+// runCounters are the numbers of a run's last trace record and last
+// checkpoint, kept in its row (since schema version 6) so that a tick
+// numbers its own without reading the trace and checkpoint tables.
+type runCounters struct {
+	traceSeq, checkpointN int64
+}
+
+// fenceTick is fence for Commit: it also reads the run's counters, in
+// the same read of its row.
+func (s *Store) fenceTick(ctx context.Context, tx *sql.Tx, op string, lease store.Lease, now time.Time) (store.Run, runCounters, error) {
+	var c runCounters
+	var exp, created, updated int64
+	var r store.Run
+	err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`, lease.RunID).Scan(
+		&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &c.traceSeq, &c.checkpointN)
+	if err != nil {
+		return r, c, err
+	}
+	r.Lease.RunID = r.ID
+	r.Lease.ExpiresAt = fromNanos(exp)
+	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return r, c, checkFence(op, lease, r, now)
+}
+
+// checkFence refuses a write under lease to run r at now unless the lease
+// is the run's current, unexpired one and the run is not quarantined.
+func checkFence(op string, lease store.Lease, r store.Run, now time.Time) error {
 	if r.Quarantine != "" {
-		return r, store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
+		return store.Errorf(store.CodeQuarantined, op, lease.RunID, nil, "%s", r.Quarantine)
 	}
 	if r.Lease.Generation != lease.Generation || r.Lease.Owner != lease.Owner {
-		return r, store.Errorf(store.CodeFenced, op, lease.RunID, nil,
+		return store.Errorf(store.CodeFenced, op, lease.RunID, nil,
 			"lease generation %d of %q is stale; current is %d of %q", lease.Generation, lease.Owner, r.Lease.Generation, r.Lease.Owner)
 	}
 	if !r.Lease.ExpiresAt.After(now) {
-		return r, store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
+		return store.Errorf(store.CodeFenced, op, lease.RunID, nil, "lease generation %d expired at %s", lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
 	}
-	return r, nil
+	return nil
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // hashPrefix is how every digest and chain hash flrh writes begins; the
@@ -40,12 +41,6 @@ func lowerHexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// hashCol is a Scan destination for a column packHash wrote: 32 bytes
-// read back as their canonical text, text as it is. A BLOB of any other
-// length, or a value of another type, was not written by this store and
-// fails the scan (the read maps it to store.CodeCorrupt).
-type hashCol struct{ s *string }
-
 // errHashColumn marks a hash column holding what packHash never writes.
 type errHashColumn struct{ v any }
 
@@ -56,21 +51,53 @@ func (e errHashColumn) Error() string {
 	return fmt.Sprintf("a stored hash of type %T", e.v)
 }
 
+// hashRaw is a Scan destination that keeps a hash column's value for
+// unpackHashes.
+type hashRaw struct{ v *any }
+
 // Scan implements sql.Scanner.
-func (x hashCol) Scan(src any) error {
-	switch v := src.(type) {
-	case []byte:
-		if len(v) != 32 {
+func (x hashRaw) Scan(src any) error {
+	*x.v = src
+	return nil
+}
+
+// unpackHashes reads an event's three hash columns as packHash wrote
+// them: 32 bytes as their canonical text, text as it is. A BLOB of any
+// other length, or a value of another type, was not written by this store
+// (the read maps the error to store.CodeCorrupt). Every hash held as bytes
+// is built into one string: three hashes cost one allocation, not three.
+func unpackHashes(dst [3]*string, vals *[3]any) error {
+	n := 0
+	for _, v := range vals {
+		switch v := v.(type) {
+		case []byte:
+			if len(v) != 32 {
+				return errHashColumn{v}
+			}
+			n += len(hashPrefix) + 64
+		case string:
+		default:
 			return errHashColumn{v}
 		}
-		var buf [len(hashPrefix) + 64]byte
-		copy(buf[:], hashPrefix)
-		hex.Encode(buf[len(hashPrefix):], v)
-		*x.s = string(buf[:])
-	case string:
-		*x.s = v
-	default:
-		return errHashColumn{v}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	var digits [64]byte
+	for _, v := range vals {
+		if sum, ok := v.([]byte); ok {
+			b.WriteString(hashPrefix)
+			hex.Encode(digits[:], sum)
+			b.Write(digits[:])
+		}
+	}
+	all, at := b.String(), 0
+	for i, v := range vals {
+		if s, ok := v.(string); ok {
+			*dst[i] = s
+			continue
+		}
+		*dst[i] = all[at : at+len(hashPrefix)+64]
+		at += len(hashPrefix) + 64
 	}
 	return nil
 }

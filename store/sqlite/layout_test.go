@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -14,28 +15,67 @@ import (
 	"flrh.dev/flrh/store/storetest"
 )
 
+// hashCol is the plain reading of one column packHash wrote, the oracle
+// for unpackHashes: 32 bytes read back as their canonical text, text as it
+// is, anything else an error.
+func hashCol(src any) (string, error) {
+	switch v := src.(type) {
+	case []byte:
+		if len(v) != 32 {
+			return "", errHashColumn{v}
+		}
+		return hashPrefix + hex.EncodeToString(v), nil
+	case string:
+		return v, nil
+	}
+	return "", errHashColumn{src}
+}
+
+// drawHash is a canonical hash, one a character away from canonical, or
+// any text.
+func drawHash(t *rapid.T, label string) string {
+	s := store.BodyDigest(rapid.SliceOf(rapid.Byte()).Draw(t, label+" body"))
+	switch rapid.IntRange(0, 2).Draw(t, label+" form") {
+	case 1:
+		i := rapid.IntRange(0, len(s)-1).Draw(t, label+" at")
+		s = s[:i] + rapid.SampledFrom([]string{"A", "F", "g", ":", "0", "é", ""}).Draw(t, label+" with") + s[i+1:]
+	case 2:
+		s = rapid.String().Draw(t, label+" text")
+	}
+	return s
+}
+
 // Every string a hash column is given reads back as it was: canonical
-// hashes through their 32 bytes, anything else as text.
+// hashes through their 32 bytes, anything else as text; three at once
+// (one string for all) exactly as one by one.
 func TestHashColumnRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var s string
-		switch rapid.IntRange(0, 2).Draw(t, "form") {
-		case 0:
-			s = store.BodyDigest(rapid.SliceOf(rapid.Byte()).Draw(t, "body"))
-		case 1: // nearly canonical: one character changed
-			s = store.BodyDigest(rapid.SliceOf(rapid.Byte()).Draw(t, "body"))
-			i := rapid.IntRange(0, len(s)-1).Draw(t, "at")
-			s = s[:i] + rapid.SampledFrom([]string{"A", "F", "g", ":", "0", "é", ""}).Draw(t, "with") + s[i+1:]
-		default:
-			s = rapid.String().Draw(t, "text")
+		var want [3]string
+		var vals [3]any
+		for i := range want {
+			want[i] = drawHash(t, fmt.Sprint("hash ", i))
+			vals[i] = packHash(want[i])
+			if b, ok := vals[i].([]byte); ok && (len(b) != 32 || want[i][:len(hashPrefix)] != hashPrefix) {
+				t.Fatalf("%q packed to %d bytes", want[i], len(b))
+			}
+			if got, err := hashCol(vals[i]); err != nil || got != want[i] {
+				t.Fatalf("%q read back as %q (%v)", want[i], got, err)
+			}
 		}
-		v := packHash(s)
-		if b, ok := v.([]byte); ok && (len(b) != 32 || store.BodyDigest(nil)[:7] != s[:7]) {
-			t.Fatalf("%q packed to %d bytes", s, len(b))
+		var got [3]string
+		if err := unpackHashes([3]*string{&got[0], &got[1], &got[2]}, &vals); err != nil || got != want {
+			t.Fatalf("%q read back as %q (%v)", want, got, err)
 		}
-		var got string
-		if err := (hashCol{&got}).Scan(v); err != nil || got != s {
-			t.Fatalf("%q read back as %q (%v)", s, got, err)
+		// A value packHash never writes fails the whole read, as it fails
+		// the plain one.
+		bad := vals
+		at := rapid.IntRange(0, 2).Draw(t, "bad at")
+		bad[at] = rapid.SampledFrom([]any{[]byte{1, 2}, make([]byte, 33), int64(7), nil, 1.5}).Draw(t, "bad")
+		if _, err := hashCol(bad[at]); err == nil {
+			t.Fatalf("the oracle read %v", bad[at])
+		}
+		if err := unpackHashes([3]*string{&got[0], &got[1], &got[2]}, &bad); err == nil {
+			t.Fatalf("%v read without error", bad)
 		}
 	})
 }

@@ -69,7 +69,11 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	for rows.Next() {
 		var e store.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, hashCol{&e.Digest}, hashCol{&e.PrevHash}, hashCol{&e.ChainHash}, &e.Generation, &at); err != nil {
+		var h [3]any
+		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, hashRaw{&h[0]}, hashRaw{&h[1]}, hashRaw{&h[2]}, &e.Generation, &at); err != nil {
+			return nil, mapErr("events", runID, err)
+		}
+		if err := unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &h); err != nil {
 			return nil, mapErr("events", runID, err)
 		}
 		e.RecordedAt = fromNanos(at)

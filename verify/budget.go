@@ -8,6 +8,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
@@ -46,8 +47,8 @@ type retryLedger struct {
 
 // The readers of the two checks' views of the ledger.
 var (
-	ledgerReader      = newStructReader(ledger{})
-	retryLedgerReader = newStructReader(retryLedger{})
+	ledgerReader      = jsonread.NewReader(ledger{})
+	retryLedgerReader = jsonread.NewReader(retryLedger{})
 )
 
 // budgetEvents are the interrupts a budget breach issues, with the role
@@ -68,7 +69,7 @@ type checkpoint struct {
 
 func readCheckpoint(body []byte) *checkpoint {
 	c := &checkpoint{body: body}
-	m, ok := members(body, "budget", "control", "ingest", "open")
+	m, ok := jsonread.Members(body, "budget", "control", "ingest", "open")
 	if ok {
 		c.read = true
 		c.budget, c.control, c.ingest, c.open = m[0], m[1], m[2], m[3]
@@ -126,7 +127,7 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 	} else {
 		if cp.budget != nil && string(cp.budget) != "null" {
 			l := new(ledger)
-			if !ledgerReader.read(cp.budget, l) {
+			if !ledgerReader.Read(cp.budget, l) {
 				l = nil
 				if json.Unmarshal(cp.budget, &l) != nil {
 					return
@@ -330,7 +331,7 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 		}
 	} else if cp.budget != nil && string(cp.budget) != "null" {
 		l := new(retryLedger)
-		if !retryLedgerReader.read(cp.budget, l) {
+		if !retryLedgerReader.Read(cp.budget, l) {
 			l = nil
 			if json.Unmarshal(cp.budget, &l) != nil {
 				return nil
@@ -479,25 +480,18 @@ type acceptedInput struct {
 }
 
 func readAcceptedInput(b []byte) acceptedInput {
-	m, ok := members(b, "kind", "usage", "digest")
+	m, ok := jsonread.Members(b, "kind", "usage", "digest")
 	if !ok {
 		return acceptedInput{}
 	}
 	a := acceptedInput{read: true, usage: m[1], digestRead: true}
 	if m[0] != nil {
-		if a.kind, ok = plainString(m[0]); !ok {
+		if a.kind, ok = jsonread.PlainString(m[0]); !ok {
 			return acceptedInput{}
 		}
 	}
 	if m[2] != nil {
-		a.digest, a.digestRead = plainString(m[2])
+		a.digest, a.digestRead = jsonread.PlainString(m[2])
 	}
 	return a
-}
-
-// plainString reads a JSON string without escapes.
-func plainString(b []byte) (string, bool) {
-	s := newScan(b)
-	v := s.str()
-	return v, s.end()
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 )
@@ -18,7 +19,7 @@ func FuzzMembersAgreeWithEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, ok := members(b, "state")
+		m, ok := jsonread.Members(b, "state")
 		if !ok {
 			return
 		}
@@ -65,25 +66,25 @@ func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var gi, wi protocol.EffectIntent
-		if intentReader.read(b, &gi) {
+		if intentReader.Read(b, &gi) {
 			if err := json.Unmarshal(b, &wi); err != nil || !reflect.DeepEqual(gi, wi) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gi, wi, err)
 			}
 		}
 		var gl, wl ledger
-		if ledgerReader.read(b, &gl) {
+		if ledgerReader.Read(b, &gl) {
 			if err := json.Unmarshal(b, &wl); err != nil || !reflect.DeepEqual(gl, wl) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gl, wl, err)
 			}
 		}
 		var gy, wy retryLedger
-		if retryLedgerReader.read(b, &gy) {
+		if retryLedgerReader.Read(b, &gy) {
 			if err := json.Unmarshal(b, &wy); err != nil || !reflect.DeepEqual(gy, wy) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gy, wy, err)
 			}
 		}
 		var gr, wr protocol.ActionReceipt
-		if receiptReader.read(b, &gr) {
+		if receiptReader.Read(b, &gr) {
 			if err := json.Unmarshal(b, &wr); err != nil || !reflect.DeepEqual(gr, wr) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gr, wr, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -125,7 +126,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 	var body struct {
 		State json.RawMessage `json:"state"`
 	}
-	if m, ok := members(cp.Body, "state"); ok {
+	if m, ok := jsonread.Members(cp.Body, "state"); ok {
 		body.State = m[0] // what encoding/json would have copied
 	} else if err := json.Unmarshal(cp.Body, &body); err != nil {
 		fail("replay-state", "checkpoint", "unreadable: %v", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 )
@@ -132,7 +133,7 @@ func TestMembers(t *testing.T) {
 		{`{"a":1} `, `-`},
 		{`[1]`, `-`},
 	} {
-		m, ok := members([]byte(c.in), "a")
+		m, ok := jsonread.Members([]byte(c.in), "a")
 		got := "-"
 		if ok {
 			got = string(m[0])
@@ -164,7 +165,7 @@ func TestDecodeAcceptedMatchesTheRunner(t *testing.T) {
 		t.Fatalf("%d accepted records", len(bodies))
 	}
 	for _, b := range bodies {
-		if _, ok := onlyMembers(b, acceptedMembers...); !ok {
+		if _, ok := jsonread.OnlyMembers(b, acceptedMembers...); !ok {
 			t.Fatalf("the fast reader gave up on a recorded input: %s", b)
 		}
 	}
@@ -215,7 +216,7 @@ func TestStructReaderLeavesWhatDecodesOtherwise(t *testing.T) {
 	}
 	text := []byte(`{"name":"abc","note":"x"}`)
 	var got, want doc
-	if !newStructReader(doc{}).read(text, &got) {
+	if !jsonread.NewReader(doc{}).Read(text, &got) {
 		t.Fatal("the reader gave up")
 	}
 	if err := json.Unmarshal(text, &want); err != nil || got != want || want.Name != "ABC" {
@@ -229,7 +230,7 @@ func TestStructReaderLeavesWhatDecodesOtherwise(t *testing.T) {
 	if err := json.Unmarshal(text, &wc); err != nil || wc.Count != 7 {
 		t.Fatalf("encoding/json read %+v %v", wc, err)
 	}
-	if newStructReader(counted{}).read(text, &gc) && gc != wc {
+	if jsonread.NewReader(counted{}).Read(text, &gc) && gc != wc {
 		t.Fatalf("read %+v, encoding/json %+v", gc, wc)
 	}
 }

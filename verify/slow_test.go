@@ -562,7 +562,7 @@ func TestStructReaderReadsStoredEffects(t *testing.T) {
 		}
 		for _, in := range ins {
 			var got, want protocol.EffectIntent
-			if !intentReader.read(in.Body, &got) {
+			if !intentReader.Read(in.Body, &got) {
 				t.Fatalf("gave up on %s", in.Body)
 			}
 			if err := json.Unmarshal(in.Body, &want); err != nil || !reflect.DeepEqual(got, want) {
@@ -572,7 +572,7 @@ func TestStructReaderReadsStoredEffects(t *testing.T) {
 		}
 		for _, rc := range rcs {
 			var got, want protocol.ActionReceipt
-			if !receiptReader.read(rc.Body, &got) {
+			if !receiptReader.Read(rc.Body, &got) {
 				t.Fatalf("gave up on %s", rc.Body)
 			}
 			if err := json.Unmarshal(rc.Body, &want); err != nil || !reflect.DeepEqual(got, want) {

@@ -31,6 +31,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -348,8 +349,8 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *check
 // The readers of intents and receipts: encoding/json's reading of them,
 // without reflection over the plain members.
 var (
-	intentReader  = newStructReader(protocol.EffectIntent{})
-	receiptReader = newStructReader(protocol.ActionReceipt{})
+	intentReader  = jsonread.NewReader(protocol.EffectIntent{})
+	receiptReader = jsonread.NewReader(protocol.ActionReceipt{})
 )
 
 // checkEffects checks every intent, its attempts and its receipt, and
@@ -375,7 +376,7 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 		}
 		if err := protocol.Validate(protocol.KindEffectIntent, in.Body); err != nil {
 			rep.fail("intent-protocol", where, "%v", err)
-		} else if !intentReader.read(in.Body, &intent) {
+		} else if !intentReader.Read(in.Body, &intent) {
 			intent = protocol.EffectIntent{}
 			if err := json.Unmarshal(in.Body, &intent); err != nil {
 				rep.fail("intent-protocol", where, "%v", err)
@@ -488,7 +489,7 @@ func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, a
 		rep.fail("receipt-protocol", where, "%v", err)
 		return
 	}
-	if !receiptReader.read(rc.Body, &receipt) {
+	if !receiptReader.Read(rc.Body, &receipt) {
 		receipt = protocol.ActionReceipt{}
 		if err := json.Unmarshal(rc.Body, &receipt); err != nil {
 			rep.fail("receipt-protocol", where, "%v", err)

@@ -37,7 +37,8 @@ func TestReceiptOfIsUnmarshal(t *testing.T) {
 		if err != nil {
 			t.Skip(err)
 		}
-		if _, _, ok := scanReceipt(b); !ok && cjson.CheckString(rc.IntentID, "") == nil && plainText(rc.IntentID) && plainText(rc.Outcome) &&
+		var read protocol.ActionReceipt
+		if ok := receiptReader.Read(b, &read); !ok && cjson.CheckString(rc.IntentID, "") == nil && plainText(rc.IntentID) && plainText(rc.Outcome) &&
 			plainText(rc.ActionDigest) && (rc.TraceRef == nil || plainText(*rc.TraceRef)) && (len(rc.OutputDigests) == 0 || plainText(rc.OutputDigests[0])) {
 			t.Fatalf("a receipt as cjson writes it is left to encoding/json: %s", b)
 		}
@@ -80,7 +81,7 @@ func TestReceiptOfIsUnmarshal(t *testing.T) {
 	})
 }
 
-// plainText is a string the scan reads as it is: no escape in its JSON
+// plainText is a string the reader reads as it is: no escape in its JSON
 // text, valid UTF-8.
 func plainText(s string) bool {
 	for _, r := range s {

@@ -37,7 +37,7 @@ const Module = "flrh.dev/flrh"
 // Packages lists flrh's pure packages, relative to Module. A package below
 // one of them (say logic/ground below logic) is pure too.
 var Packages = []string{
-	"cjson", "protocol", "kernel", "control", "logic", "seam", "frontier",
+	"cjson", "jsonread", "protocol", "kernel", "control", "logic", "seam", "frontier",
 	"authority", "mrp", "aif", "tripwire", "workflow", "effect/httpwire", "schemaerr", "redact",
 }
 

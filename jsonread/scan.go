@@ -1,0 +1,254 @@
+package jsonread
+
+import "strconv"
+
+// Scanner reads JSON text in flrh-cjson/1 form (no whitespace, strings
+// without escapes where values are read). It only ever opens a fast path:
+// on anything it does not expect it gives up (OK false), and the caller
+// falls back to a strict decoder, whose verdict and message stand. Whatever
+// a fast path built on it accepts, the caller must know to be what the
+// strict decoder reads: the struct reader and the member readers here are
+// held to encoding/json by fuzz tests; other callers prove what they read
+// some other way (comparing bytes they recomputed with the stored ones).
+type Scanner struct {
+	b     []byte
+	i     int
+	ok    bool
+	depth int // containers open
+}
+
+// maxScanDepth bounds nesting: encoding/json refuses text nested deeper
+// than its own limit (10,000), so the scanner gives up well before it and
+// leaves such text to encoding/json.
+const maxScanDepth = 1000
+
+// enter opens a container, giving up past maxScanDepth.
+func (s *Scanner) enter() {
+	if s.depth++; s.depth > maxScanDepth {
+		s.Fail()
+	}
+}
+
+// NewScanner returns a scanner at the start of b.
+func NewScanner(b []byte) *Scanner { return &Scanner{b: b, ok: true} }
+
+// Fail gives up: every later read fails too.
+func (s *Scanner) Fail() { s.ok = false }
+
+// Peek returns the next byte (0 at the end or after a failure).
+func (s *Scanner) Peek() byte {
+	if !s.ok || s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// Expect reads the byte c.
+func (s *Scanner) Expect(c byte) {
+	if s.Peek() != c {
+		s.Fail()
+		return
+	}
+	s.i++
+}
+
+// Str reads a string without escapes and returns its bytes.
+func (s *Scanner) Str() string { return string(s.StrBytes()) }
+
+// StrBytes is Str without a copy: the bytes are the text's own.
+func (s *Scanner) StrBytes() []byte {
+	s.Expect('"')
+	if !s.ok {
+		return nil
+	}
+	for i := s.i; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			start := s.i
+			s.i = i + 1
+			return s.b[start:i]
+		case c == '\\' || c < 0x20:
+			s.Fail()
+			return nil
+		}
+	}
+	s.Fail()
+	return nil
+}
+
+// SkipStr passes over a string, escapes included.
+func (s *Scanner) SkipStr() {
+	s.Expect('"')
+	for s.ok && s.i < len(s.b) {
+		// Runs of plain bytes are passed over in one loop.
+		i := s.i
+		for i < len(s.b) && s.b[i] != '"' && s.b[i] != '\\' && s.b[i] >= 0x20 {
+			i++
+		}
+		s.i = i
+		if i == len(s.b) {
+			break
+		}
+		switch c := s.b[i]; {
+		case c == '"':
+			s.i++
+			return
+		case c == '\\':
+			s.escape()
+		default:
+			s.Fail()
+		}
+	}
+	s.Fail()
+}
+
+// escape passes over one escape sequence, as JSON defines them.
+func (s *Scanner) escape() {
+	if s.i+1 >= len(s.b) {
+		s.Fail()
+		return
+	}
+	switch s.b[s.i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i += 2
+	case 'u':
+		if s.i+6 > len(s.b) {
+			s.Fail()
+			return
+		}
+		for _, h := range s.b[s.i+2 : s.i+6] {
+			if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+				s.Fail()
+				return
+			}
+		}
+		s.i += 6
+	default:
+		s.Fail()
+	}
+}
+
+// Skip passes over any value.
+func (s *Scanner) Skip() {
+	switch c := s.Peek(); {
+	case c == '"':
+		s.SkipStr()
+	case c == '{':
+		s.Object(func([]byte) { s.Skip() })
+	case c == '[':
+		s.Array(s.Skip)
+	case c == 't':
+		s.Word("true")
+	case c == 'f':
+		s.Word("false")
+	case c == 'n':
+		s.Word("null")
+	case c == '-' || c >= '0' && c <= '9':
+		s.Int()
+	default:
+		s.Fail()
+	}
+}
+
+// Word reads the literal w (true, false, null).
+func (s *Scanner) Word(w string) {
+	if !s.ok || len(s.b)-s.i < len(w) || string(s.b[s.i:s.i+len(w)]) != w {
+		s.Fail()
+		return
+	}
+	s.i += len(w)
+}
+
+// Bool reads true or false.
+func (s *Scanner) Bool() bool {
+	switch s.Peek() {
+	case 't':
+		s.Word("true")
+		return true
+	case 'f':
+		s.Word("false")
+	default:
+		s.Fail()
+	}
+	return false
+}
+
+// Int reads an integer in int64's range, as JSON writes it.
+func (s *Scanner) Int() int64 {
+	start := s.i
+	if s.Peek() == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i-digits > 1 && s.b[digits] == '0' {
+		s.Fail() // not JSON
+		return 0
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	if err != nil {
+		s.Fail()
+	}
+	return n
+}
+
+// Object calls member for each key, positioned at its value, which member
+// must consume. The key's bytes are the text's own: a member that keeps
+// the key copies it.
+func (s *Scanner) Object(member func(key []byte)) {
+	s.Expect('{')
+	s.enter()
+	defer func() { s.depth-- }()
+	if s.Peek() == '}' {
+		s.i++
+		return
+	}
+	for s.ok {
+		k := s.StrBytes()
+		s.Expect(':')
+		if !s.ok {
+			return
+		}
+		member(k)
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return
+		default:
+			s.Fail()
+		}
+	}
+}
+
+// Array calls elem for each element, which elem must consume.
+func (s *Scanner) Array(elem func()) {
+	s.Expect('[')
+	s.enter()
+	defer func() { s.depth-- }()
+	if s.Peek() == ']' {
+		s.i++
+		return
+	}
+	for s.ok {
+		elem()
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return
+		default:
+			s.Fail()
+		}
+	}
+}
+
+// End reports whether the whole text was read without a failure.
+func (s *Scanner) End() bool { return s.ok && s.i == len(s.b) }
+
+// OK reports whether nothing failed so far.
+func (s *Scanner) OK() bool { return s.ok }

@@ -53,7 +53,8 @@ var seeds = []string{
 	`{"kind":"a\u0062"}`, `{"Kind":"x"}`, `{"kind":"x","kind":"y"}`, `{"ok":1}`, `{"names":"a"}`, `{"names":["a",1]}`,
 	"{\"kind\":\"\xff\"}", `{"names":["\xff"]}`, `{"count":1.0}`, `{"count":-0}`, `{"count":99999999999999999999}`,
 	`{"inner":{"N":1}}`, `{"inner":{"n":1,"n":2}}`, `{"ſtate":1}`, `{"kind":"x"} `, `[]`, `null`, `{"names":[null]}`,
-	`{"names":["a",]}`, `{"any":{"k":"v"},"list":null}`,
+	`{"names":["a",]}`, `{"any":{"k":"v"},"list":null}`, `{"KIND":"x"}`, `{"count":1,"COUNT":2}`,
+	`{"a_very_long_member_name_that_the_index_does_not_fold_on_the_stack_at_all":1}`,
 }
 
 // Wherever the reader answers, encoding/json reads the same value from the
@@ -71,6 +72,12 @@ func FuzzReaderAgreesWithEncodingJSON(f *testing.F) {
 			if err := json.Unmarshal(b, &want); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, got, want, err)
 			}
+		}
+		// The key index finds what comparing each key with every name finds.
+		mi, oki := readMembers(b, false, docReader.keys, docReader.index)
+		ml, okl := readMembers(b, false, docReader.keys, nil)
+		if oki != okl || !reflect.DeepEqual(mi, ml) {
+			t.Fatalf("%q: indexed %v %q, compared %v %q", b, oki, mi, okl, ml)
 		}
 		var kept doc
 		if keptReader.Read(b, &kept) != ok {

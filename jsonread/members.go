@@ -8,12 +8,13 @@ import "unicode/utf8"
 // read the text otherwise than exactly: a named member given twice, a key
 // that matches one only case-insensitively, or any key that is not ASCII
 // (encoding/json folds some non-ASCII letters to ASCII ones).
-func Members(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, false, keys) }
+func Members(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, false, keys, nil) }
 
 // OnlyMembers is Members for an object that may hold no other member.
-func OnlyMembers(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, true, keys) }
+func OnlyMembers(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, true, keys, nil) }
 
-func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
+// readMembers is Members, finding keys through x when it is not nil.
+func readMembers(b []byte, only bool, keys []string, x *keyIndex) ([][]byte, bool) {
 	out := make([][]byte, len(keys))
 	s := NewScanner(b)
 	s.Object(func(k []byte) {
@@ -23,17 +24,17 @@ func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 				return
 			}
 		}
-		for i, want := range keys {
-			switch {
-			case string(k) == want && out[i] == nil:
-				start := s.i
-				s.Skip()
-				out[i] = b[start:s.i]
-				return
-			case asciiEqualFold(k, want):
-				s.Fail()
-				return
-			}
+		i, found := x.find(k, keys)
+		switch {
+		case found == keyExact && out[i] == nil:
+			start := s.i
+			s.Skip()
+			out[i] = b[start:s.i]
+			return
+		case found != keyAbsent:
+			// Given twice, or matching only case-insensitively.
+			s.Fail()
+			return
 		}
 		if only {
 			s.Fail()
@@ -42,6 +43,85 @@ func readMembers(b []byte, only bool, keys []string) ([][]byte, bool) {
 		s.Skip()
 	})
 	return out, s.End()
+}
+
+// How a key of the text meets the names a reader looks for.
+const (
+	keyAbsent = iota // no name folds to it
+	keyExact         // it is a name
+	keyFolded        // it only folds to a name
+)
+
+// keyIndex finds a key among a struct's member names by two map lookups
+// instead of comparing it with every name.
+type keyIndex struct {
+	exact  map[string]int
+	folded map[string]bool // the names in ASCII lower case
+}
+
+// maxIndexedKey bounds the keys keyIndex folds on the stack; a longer key
+// is compared with every name.
+const maxIndexedKey = 64
+
+// newKeyIndex indexes names, or returns nil (compare with every name) when
+// two of them fold alike: then which one a key meets depends on their
+// order, as the comparisons see it.
+func newKeyIndex(names []string) *keyIndex {
+	x := &keyIndex{exact: map[string]int{}, folded: map[string]bool{}}
+	for i, n := range names {
+		var buf [maxIndexedKey]byte
+		l, ok := asciiLower(buf[:0], []byte(n))
+		if !ok || x.folded[string(l)] {
+			return nil
+		}
+		x.exact[n], x.folded[string(l)] = i, true
+	}
+	return x
+}
+
+// find says how the ASCII key k meets names (which x indexes, if not nil)
+// and, when it is one of them, which: the first name it equals or folds
+// to, as comparing it with each name in turn finds.
+func (x *keyIndex) find(k []byte, names []string) (int, int) {
+	if x != nil {
+		if i, ok := x.exact[string(k)]; ok {
+			return i, keyExact
+		}
+		var buf [maxIndexedKey]byte
+		if l, ok := asciiLower(buf[:0], k); ok {
+			if x.folded[string(l)] {
+				return -1, keyFolded
+			}
+			return -1, keyAbsent
+		}
+	}
+	for i, want := range names {
+		switch {
+		case string(k) == want:
+			return i, keyExact
+		case asciiEqualFold(k, want):
+			return i, keyFolded
+		}
+	}
+	return -1, keyAbsent
+}
+
+// asciiLower appends k in ASCII lower case to dst, or says no when k is
+// not ASCII or longer than maxIndexedKey.
+func asciiLower(dst, k []byte) ([]byte, bool) {
+	if len(k) > maxIndexedKey {
+		return nil, false
+	}
+	for _, c := range k {
+		if c >= 0x80 {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
 
 // asciiEqualFold is strings.EqualFold for an ASCII key: with every byte of

@@ -23,6 +23,7 @@ type Reader struct {
 	fields []int
 	kinds  []reflect.Kind // reflect.Pointer: a *string; reflect.Slice: a list of strings
 	nested []*Reader
+	index  *keyIndex // keys, indexed
 	// keep says which members Read stores; nil: every one. A member not
 	// kept is read as closely as a kept one, so that Read accepts exactly
 	// the same text, but left zero.
@@ -103,6 +104,7 @@ func readerOf(t reflect.Type) *Reader {
 		}
 		r.keys, r.fields, r.kinds, r.nested = append(r.keys, name), append(r.fields, i), append(r.kinds, k), append(r.nested, nested)
 	}
+	r.index = newKeyIndex(r.keys)
 	return r
 }
 
@@ -124,7 +126,7 @@ func (r *Reader) Read(b []byte, v any) bool {
 }
 
 func (r *Reader) readValue(b []byte, s reflect.Value) bool {
-	m, ok := Members(b, r.keys...)
+	m, ok := readMembers(b, false, r.keys, r.index)
 	if !ok {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -240,18 +241,20 @@ func (m *Machine) WithStrictEvidence() *Machine {
 	return &c
 }
 
-// The embedded table is loaded once, when the package is initialised; a
-// Machine is immutable, so every caller can share it.
-var defaultMachine, defaultMachineErr = Load(defaultTable)
+// The embedded table is loaded once, on first use rather than when the
+// package is initialised: every command links this package, and most never
+// ask for the machine. A Machine is immutable, so every caller can share it.
+var defaultMachine = sync.OnceValues(func() (*Machine, error) { return Load(defaultTable) })
 
 // Default returns the machine of the embedded run FSM table. The embedded
 // table is part of the build; a test proves it loads, so a failure here is a
 // build defect and panics.
 func Default() *Machine {
-	if defaultMachineErr != nil {
-		panic("control: embedded run FSM table is invalid: " + defaultMachineErr.Error())
+	m, err := defaultMachine()
+	if err != nil {
+		panic("control: embedded run FSM table is invalid: " + err.Error())
 	}
-	return defaultMachine
+	return m
 }
 
 // Load parses and validates a control table. Every defect is a typed *Error

@@ -40,7 +40,7 @@ func FuzzSecretMembers(f *testing.F) {
 		props, _ := v.(map[string]any)["properties"].(map[string]any)
 		for i, m := range got {
 			node, ok := props[m.Name].(map[string]any)
-			if !ok || !memberName.MatchString(m.Name) || !envName.MatchString(m.Env) || node[AnnotationEnv] != m.Env {
+			if !ok || !memberName().MatchString(m.Name) || !envName().MatchString(m.Env) || node[AnnotationEnv] != m.Env {
 				t.Fatalf("accepted member %+v of %s", m, b)
 			}
 			if i > 0 && got[i-1].Name >= m.Name {

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -46,9 +47,12 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("redact: schema at %s: %s", e.Pointer, e.Detail) }
 
+// Compiled on first use: their bounded repetitions expand into programs of
+// hundreds of instructions (160 KB of allocations together), which every
+// command linking this package would otherwise build at start-up.
 var (
-	memberName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	memberName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
+	envName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 )
 
 // IsSecret reports whether a schema node marks its value secret. A
@@ -118,10 +122,10 @@ func SecretMembers(schema any) ([]Member, error) {
 			continue
 		}
 		es, _ := env.(string)
-		if !envName.MatchString(es) {
+		if !envName().MatchString(es) {
 			return nil, &Error{ptr + "/" + AnnotationEnv, "a secret member names the environment variable its value is read from"}
 		}
-		if !memberName.MatchString(name) {
+		if !memberName().MatchString(name) {
 			return nil, &Error{ptr, "a secret member's name must be letters, digits, '_' or '-' (it names a request header)"}
 		}
 		for _, o := range out {

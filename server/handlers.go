@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -163,7 +164,9 @@ func runView(r store.Run) RunView {
 	return v
 }
 
-var reState = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+// Compiled on first use, like reRequestID: the bounded repetition makes a
+// large program that commands other than serve would build for nothing.
+var reState = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`) })
 
 // Paging bounds for run lists.
 const (
@@ -178,7 +181,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 		return err
 	}
 	state, wf, after := q.Get("state"), q.Get("workflow"), q.Get("after")
-	if state != "" && !reState.MatchString(state) {
+	if state != "" && !reState().MatchString(state) {
 		return apiErr(http.StatusBadRequest, TypeMalformed, "?state", "state must be a run FSM state such as WAIT_APPROVAL")
 	}
 	wfID, wfVersion := splitWorkflow(wf)

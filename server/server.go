@@ -182,7 +182,10 @@ type route struct {
 	handle  handlerFunc
 }
 
-var reRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// Compiled on first use: the bounded repetition expands into a program of
+// a few hundred instructions, which every command linking the server would
+// otherwise build at start-up.
+var reRequestID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // statusWriter remembers the status for logs and metrics and keeps the
 // underlying writer reachable (Flush for event streams).
@@ -234,7 +237,7 @@ func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rid := r.Header.Get("X-Request-Id")
-		if !reRequestID.MatchString(rid) {
+		if !reRequestID().MatchString(rid) {
 			rid = randomHex(8)
 		}
 		w.Header().Set("X-Request-Id", rid)

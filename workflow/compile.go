@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
@@ -756,7 +757,7 @@ func (c *compiler) adapters(w *Workflow) *Error {
 		}
 		for _, h := range sortedKeys(a.Headers) {
 			hp := ptr + "/headers/" + cjson.EscapePointer(h)
-			if !headerName.MatchString(h) || reservedHeader(h) {
+			if !headerName().MatchString(h) || reservedHeader(h) {
 				return malformed(hp, "must be a header name (letters, digits, '-') other than the protocol's own")
 			}
 			if e := a.Headers[h].Env; e == "" || strings.ContainsAny(e, "= \x00") {
@@ -796,7 +797,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-var headerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
+// Compiled on first use: the bounded repetition expands into a large
+// program that commands which never compile a workflow would build for
+// nothing at start-up.
+var headerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`) })
 
 // reservedHeader reports the headers the effect protocol or HTTP itself
 // sets, and the prefix secret parameters travel under.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -434,6 +435,7 @@ func TestModelAgreement(t *testing.T) {
 			}
 			before, _ := json.Marshal(s)
 			tr, rej := Step(s, p, cmd)
+			sameAsStep(rt, i, s, p, cmd, tr, rej)
 			next, code, pub := m.step(limits, cmd)
 			after, _ := json.Marshal(s)
 			if !bytes.Equal(before, after) {
@@ -474,6 +476,30 @@ func TestModelAgreement(t *testing.T) {
 }
 
 var publishedTotal int
+
+// sameAsStep checks that StepState answers as Step did: the same
+// rejection, or the same next state (bytes and digest) and the same
+// published batches.
+func sameAsStep(t *rapid.T, i int, s *State, p Profile, cmd Command, tr *Transition, rej *Rejection) {
+	next, pub, srej := StepState(s, p, cmd)
+	if !reflect.DeepEqual(rej, srej) {
+		t.Fatalf("step %d: Step refused %+v, StepState %+v", i, rej, srej)
+	}
+	if rej != nil {
+		return
+	}
+	if next.Digest() != tr.Next.Digest() || !bytes.Equal(must(json.Marshal(next)), must(json.Marshal(tr.Next))) {
+		t.Fatalf("step %d: StepState's next state differs from Step's", i)
+	}
+	if len(pub) != len(tr.Published) {
+		t.Fatalf("step %d: StepState published %d batches, Step %d", i, len(pub), len(tr.Published))
+	}
+	for k := range pub {
+		if pub[k].Digest() != tr.Published[k].Digest() || !bytes.Equal(must(json.Marshal(pub[k])), must(json.Marshal(tr.Published[k]))) {
+			t.Fatalf("step %d: StepState's batch %d differs from Step's", i, k)
+		}
+	}
+}
 
 func equalBatch(a, b mBatch) bool { return a.time == b.time && slices.Equal(a.items, b.items) }
 

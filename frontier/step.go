@@ -39,7 +39,7 @@ type Transition struct {
 // prior means the initial state. Step never modifies prior, and a rejection
 // carries no state at all, so a refused command changes nothing.
 func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) {
-	t, rej := step(prior, &profile, cmd)
+	t, rej := step(prior, &profile, cmd, true)
 	if rej != nil {
 		if profile.digest != "" {
 			rej.ProfileDigest = profile.digest
@@ -49,7 +49,26 @@ func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) 
 	return t, nil
 }
 
-func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
+// StepState is Step for a caller that keeps only the next state and what
+// was published: the same next state (sealed, its digest taken) and the
+// same batches, or the same rejection, without the command and transition
+// digests a Transition records — two SHA-256 passes per command, one of
+// them over the whole next state. The workflow, which starts R afresh
+// every tick and records only the batches, takes this path.
+func StepState(prior *State, profile Profile, cmd Command) (*State, []*PublishedBatch, *Rejection) {
+	t, rej := step(prior, &profile, cmd, false)
+	if rej != nil {
+		if profile.digest != "" {
+			rej.ProfileDigest = profile.digest
+		}
+		return nil, nil, rej
+	}
+	return t.Next, t.Published, nil
+}
+
+// step is step_r; record says whether to take the command and transition
+// digests (Step) or leave them empty (StepState).
+func step(prior *State, p *Profile, cmd Command, record bool) (*Transition, *Rejection) {
 	if p.digest == "" {
 		return nil, reject(CodeMalformedDataflowProfile, "/profile")
 	}
@@ -103,6 +122,9 @@ func step(prior *State, p *Profile, cmd Command) (*Transition, *Rejection) {
 		return nil, rej
 	}
 	next.seal(prior, h)
+	if !record {
+		return &Transition{Next: next, Published: published}, nil
+	}
 	t := &Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,

@@ -264,12 +264,14 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	s := w.r0 // the initial state with demand granted, built once
 	var out []sealedBatch
 	step := func(c frontier.Command) error {
-		tr, rej := frontier.Step(s, prof, c)
+		// Only the next state and the batches are kept: R's transition
+		// record (its command and transition digests) is not taken.
+		next, published, rej := frontier.StepState(s, prof, c)
 		if rej != nil {
 			return fmt.Errorf("workflow: R refused %T: %s at %s", c, rej.Code, rej.Path)
 		}
-		s = tr.Next
-		for _, pb := range tr.Published {
+		s = next
+		for _, pb := range published {
 			out = append(out, w.toAuthority(pb))
 		}
 		return nil

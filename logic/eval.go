@@ -376,6 +376,7 @@ type execInline struct {
 	views [2]view
 	rows  [2]int32
 	keys  [4][]int64
+	pend  [16]int64
 }
 
 func (m *Materialization) newExec() *exec {
@@ -396,6 +397,7 @@ func (m *Materialization) newExec() *exec {
 		return s
 	}
 	x.regs, x.head = carve(z.regs), carve(z.arity)
+	x.pend = x.in.pend[:0]
 	if z.atoms <= len(x.in.views) {
 		x.views, x.rows = x.in.views[:z.atoms:z.atoms], x.in.rows[:z.atoms:z.atoms]
 	} else {
@@ -753,6 +755,13 @@ func (x *exec) emit() bool {
 		}
 	}
 	if x.batch && len(h) > 0 {
+		if len(x.pend)+len(h) > cap(x.pend) {
+			// Past the few tuples the evaluator holds inline, take
+			// room for a whole block at once.
+			p := make([]int64, len(x.pend), insertBatch*len(h))
+			copy(p, x.pend)
+			x.pend = p
+		}
 		x.pend = append(x.pend, h...)
 		if len(x.pend) >= insertBatch*len(h) {
 			return x.flush()
@@ -784,6 +793,9 @@ func (x *exec) emit() bool {
 // until they are inserted.
 const insertBatch = 128
 
+// smallFlush is the fewest queued tuples a flush reads ahead for.
+const smallFlush = 8
+
 // flush inserts the queued head tuples in the order they were derived,
 // so rows get the numbers an unbatched evaluation gives them.
 func (x *exec) flush() bool {
@@ -794,6 +806,17 @@ func (x *exec) flush() bool {
 	}
 	pend := x.pend
 	x.pend = x.pend[:0] // a failure below must not flush these again
+	t := x.m.tables[x.r.head]
+	if n < smallFlush {
+		// Too few to be worth a first pass (and the hashes' array):
+		// what a small program's rules derive.
+		for k := range n {
+			if _, added := t.insert(pend[k*a:(k+1)*a], x.m.round); added && !x.counted() {
+				return false
+			}
+		}
+		return true
+	}
 	if cap(x.pendH) < n {
 		x.pendH = make([]uint64, insertBatch)
 	}
@@ -801,15 +824,21 @@ func (x *exec) flush() bool {
 	for k := range hs {
 		hs[k] = hashTuple(pend[k*a : (k+1)*a])
 	}
-	t := x.m.tables[x.r.head]
 	t.set.warm(t, hs)
 	for k, h := range hs {
-		if _, added := t.insertHashed(pend[k*a:(k+1)*a], h, x.m.round); added {
-			x.m.live++
-			if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
-				return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
-			}
+		if _, added := t.insertHashed(pend[k*a:(k+1)*a], h, x.m.round); added && !x.counted() {
+			return false
 		}
+	}
+	return true
+}
+
+// counted counts a tuple a flush added; false when that exhausts the tuple
+// budget (the error is recorded).
+func (x *exec) counted() bool {
+	x.m.live++
+	if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
+		return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
 	}
 	return true
 }

@@ -66,10 +66,10 @@ FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	}
 	defer rows.Close()
 	var out []store.Event
+	var h [3]any // the hash columns' values, reused from row to row
 	for rows.Next() {
 		var e store.Event
 		var at int64
-		var h [3]any
 		if err := rows.Scan(&e.Seq, &e.Kind, blob{&e.Body}, hashRaw{&h[0]}, hashRaw{&h[1]}, hashRaw{&h[2]}, &e.Generation, &at); err != nil {
 			return nil, mapErr("events", runID, err)
 		}

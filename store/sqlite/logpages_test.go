@@ -1,0 +1,200 @@
+package sqlite_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// TestLogPagesPerStep measures what a refund-agent governed step writes:
+// after warm-up steps the write-ahead log is truncated, a few more steps
+// run, and every frame of the log is read back (its page number, whether
+// it ends a commit) and its page named by the b-tree that holds it
+// (dbstat). It prints log pages per step and per commit, by table and
+// index, and rows per step. The figures are printed, not asserted:
+//
+//	FLRH_LOG_PAGES=1 go test ./store/sqlite -run LogPagesPerStep -v
+func TestLogPagesPerStep(t *testing.T) {
+	if os.Getenv("FLRH_LOG_PAGES") == "" {
+		t.Skip("set FLRH_LOG_PAGES=1 to count the log pages a governed step writes")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wf := openEndedAgent(t)
+	sb, err := sandbox.New(sandbox.Options{MaxMutations: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "pages", MaxTransitions: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	input := func(run, step int) []byte {
+		return []byte(fmt.Sprintf(`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d-%d"}}`, 10+step, run, run, step))
+	}
+	actor := runner.Actor{Name: "bench", Role: "agent", Capability: "run.input"}
+	step := func(run, j int) {
+		t.Helper()
+		id := fmt.Sprint("run-", run)
+		var err error
+		if j == 0 {
+			if err = r.Start(ctx, id, wf.ID(), wf.Version(), input(run, j)); err == nil {
+				_, err = r.Advance(ctx, id)
+			}
+		} else {
+			_, err = r.SubmitAdvance(ctx, id, input(run, j), actor)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for run := 0; run < 3; run++ { // warm-up: three runs of ten steps
+		for j := 0; j < 10; j++ {
+			step(run, j)
+		}
+	}
+	step(3, 0)
+	step(3, 1)
+	rows := func() int64 {
+		t.Helper()
+		var n int64
+		for _, tb := range []string{"runs", "events", "checkpoints", "trace", "intents", "outbox", "attempts", "receipts", "inbox", "approvals"} {
+			var c int64
+			if err := st.DB().QueryRow(`SELECT COUNT(*) FROM ` + tb).Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			n += c
+		}
+		return n
+	}
+	rows0 := rows()
+	if _, err := st.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 5 // few enough that the log is not checkpointed meanwhile
+	for j := 2; j < 2+steps; j++ {
+		step(3, j)
+	}
+	rowsPer := float64(rows()-rows0) / steps
+
+	names := map[uint32]string{1: "page 1 (header, schema)"}
+	rs, err := st.DB().Query(`SELECT name, pageno FROM dbstat`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var n string
+		var p uint32
+		if err := rs.Scan(&n, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p != 1 {
+			names[p] = n
+		}
+	}
+	rs.Close()
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wal) < 32 {
+		t.Fatalf("a log of %d bytes", len(wal))
+	}
+	pageSize := int(binary.BigEndian.Uint32(wal[8:]))
+	salt := string(wal[16:24])
+	perTable := map[string]int{}
+	frames, commits := 0, 0
+	for off := 32; off+24+pageSize <= len(wal); off += 24 + pageSize {
+		h := wal[off : off+24]
+		if string(h[8:16]) != salt {
+			break // a frame of the log before it was restarted
+		}
+		frames++
+		name, ok := names[binary.BigEndian.Uint32(h)]
+		if !ok {
+			name = "(freed since)"
+		}
+		perTable[name]++
+		if binary.BigEndian.Uint32(h[4:]) != 0 {
+			commits++
+		}
+	}
+	if frames == 0 || commits == 0 {
+		t.Fatalf("%d frames in %d commits read from the log", frames, commits)
+	}
+	var sb2 strings.Builder
+	fmt.Fprintf(&sb2, "%d steps, %d commits, page size %d: %.1f log pages per step, %.1f per commit, %.1f rows per step\n",
+		steps, commits, pageSize, float64(frames)/steps, float64(frames)/float64(commits), rowsPer)
+	var ns []string
+	for n := range perTable {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	for _, n := range ns {
+		fmt.Fprintf(&sb2, "  %-34s %5.1f pages per step\n", n, float64(perTable[n])/steps)
+	}
+	t.Log("\n" + sb2.String())
+}
+
+// openEndedAgent is the refund-agent example bundle with its completion
+// condition pointed at a fact nothing derives: one run takes any number
+// of refund requests, each a governed step.
+func openEndedAgent(t *testing.T) *bundle.Workflow {
+	t.Helper()
+	src, err := examples.Bundle("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fstest.MapFS{}
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		if p == "workflow.json" {
+			const from, to = `"complete_when": "done(\"refund\")"`, `"complete_when": "done(\"never\")"`
+			if !strings.Contains(string(b), from) {
+				return fmt.Errorf("refund-agent workflow.json no longer has %s", from)
+			}
+			b = []byte(strings.Replace(string(b), from, to, 1))
+		}
+		m[p] = &fstest.MapFile{Data: b}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, _, err := bundle.LoadFS(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+

@@ -197,4 +197,3 @@ func openEndedAgent(t *testing.T) *bundle.Workflow {
 	}
 	return wf
 }
-

@@ -107,6 +107,10 @@ a fact file or the evaluation fails.`,
 				pages, keptWhy = startpages.Find()
 			}
 			if keptWhy == nil {
+				// The shared C library and the loader are planned only
+				// now: reading them costs heap that, during package
+				// initialisation, would count at a small run's peak.
+				pages = pages.WithLibraries()
 				var n int
 				n, keptWhy = pages.Release()
 				released = max(released, n)

@@ -11,7 +11,9 @@
 // unrelocated, so the plan here proves, from the executable's own headers,
 // that every page it names is outside everything the loader can write, and
 // names nothing at all when the headers or the process's mappings look
-// different from what it expects.
+// different from what it expects. The same proof applies, file by file, to
+// the shared objects the process maps (the C library and the loader of a
+// cgo build), whose packed relative relocations (DT_RELR) it decodes.
 package startpages
 
 import (

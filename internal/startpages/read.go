@@ -39,6 +39,15 @@ func ReadLayout(r io.ReaderAt) (Layout, error) {
 		}
 	}
 	for _, s := range f.Sections {
+		if s.Type == shtRELR && s.Flags&elf.SHF_ALLOC != 0 {
+			if s.Entsize != 0 && s.Entsize != word {
+				return Layout{}, unexpected("section %s: entry size %d", s.Name, s.Entsize)
+			}
+			if err := l.readRELRTargets(s.Open(), s.Size, word, f.ByteOrder); err != nil {
+				return Layout{}, unexpected("section %s: %v", s.Name, err)
+			}
+			continue
+		}
 		if (s.Type != elf.SHT_RELA && s.Type != elf.SHT_REL) || s.Flags&elf.SHF_ALLOC == 0 {
 			continue
 		}
@@ -65,13 +74,97 @@ func hasProg(f *elf.File, t elf.ProgType) bool {
 	return false
 }
 
-// DT_RELR and its size tags: packed relative relocations, which this
-// package does not decode.
+// DT_RELR and its size tags: packed relative relocations (the shared C
+// library of current distributions uses them), and the section type that
+// holds them.
 const (
-	dtRELRSZ  elf.DynTag = 35
-	dtRELR    elf.DynTag = 36
-	dtRELRENT elf.DynTag = 37
+	dtRELRSZ  elf.DynTag      = 35
+	dtRELR    elf.DynTag      = 36
+	dtRELRENT elf.DynTag      = 37
+	shtRELR   elf.SectionType = 19
 )
+
+// readRELR reads the packed relative relocations the dynamic section
+// names, if any. Any tag missing, or an entry size other than the word,
+// is recorded as Unknown so that Plan refuses.
+func readRELR(f *elf.File, l *Layout, word uint64, one func(elf.DynTag) (uint64, bool, error)) error {
+	addr, hasAddr, err := one(dtRELR)
+	if err != nil {
+		return err
+	}
+	size, hasSize, err := one(dtRELRSZ)
+	if err != nil {
+		return err
+	}
+	ent, hasEnt, err := one(dtRELRENT)
+	if err != nil {
+		return err
+	}
+	if !hasAddr && !hasSize && !hasEnt {
+		return nil
+	}
+	if !hasAddr || !hasSize || !hasEnt || ent != word {
+		l.Unknown = "packed relative relocations without their address, size or word-sized entries"
+		return nil
+	}
+	r, err := atVaddr(f, addr, size)
+	if err != nil {
+		return err
+	}
+	if err := l.readRELRTargets(r, size, word, f.ByteOrder); err != nil {
+		return unexpected("packed relocations at %#x: %v", addr, err)
+	}
+	return nil
+}
+
+// readRELRTargets decodes a DT_RELR table: an even entry is the address
+// of a relocated word and starts a run; an odd entry is a bitmap whose bit
+// i (from 1) relocates the i-th word after the run's last address
+// covered. Like readTargets it keeps only targets near a read-only
+// segment.
+func (l *Layout) readRELRTargets(r io.Reader, size, word uint64, bo binary.ByteOrder) error {
+	if size%word != 0 {
+		return fmt.Errorf("%d bytes of %d-byte entries", size, word)
+	}
+	bits := word*8 - 1 // bitmap bits per odd entry
+	var next uint64    // first address the next bitmap covers
+	haveAddr := false
+	buf := make([]byte, (32<<10)/word*word)
+	for size > 0 {
+		n := min(uint64(len(buf)), size)
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return err
+		}
+		for o := uint64(0); o < n; o += word {
+			var e uint64
+			if word == 4 {
+				e = uint64(bo.Uint32(buf[o:]))
+			} else {
+				e = bo.Uint64(buf[o:])
+			}
+			if e&1 == 0 {
+				if l.nearReadOnly(e) {
+					l.Targets = append(l.Targets, e)
+				}
+				next, haveAddr = e+word, true
+				continue
+			}
+			if !haveAddr {
+				return fmt.Errorf("bitmap before any address")
+			}
+			for i := uint64(0); i < bits; i++ {
+				if e>>(i+1)&1 != 0 {
+					if t := next + i*word; l.nearReadOnly(t) {
+						l.Targets = append(l.Targets, t)
+					}
+				}
+			}
+			next += bits * word
+		}
+		size -= n
+	}
+	return nil
+}
 
 func readDynamic(f *elf.File, l *Layout, word uint64) error {
 	one := func(tag elf.DynTag) (uint64, bool, error) {
@@ -87,16 +180,13 @@ func readDynamic(f *elf.File, l *Layout, word uint64) error {
 		}
 		return 0, false, unexpected("%d %v entries", len(vs), tag)
 	}
-	for _, tag := range []elf.DynTag{elf.DT_TEXTREL, dtRELR, dtRELRSZ, dtRELRENT} {
-		_, ok, err := one(tag)
-		if err != nil {
-			return err
-		}
-		if ok && tag == elf.DT_TEXTREL {
-			l.TextRel = true
-		} else if ok {
-			l.Unknown = "packed relative relocations"
-		}
+	if _, ok, err := one(elf.DT_TEXTREL); err != nil {
+		return err
+	} else if ok {
+		l.TextRel = true
+	}
+	if err := readRELR(f, l, word, one); err != nil {
+		return err
 	}
 	if flags, ok, err := one(elf.DT_FLAGS); err != nil {
 		return err

@@ -1,7 +1,11 @@
 package startpages
 
 import (
+	"bytes"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -13,18 +17,6 @@ func Release() (int, error) {
 		return 0, err
 	}
 	return p.Release()
-}
-
-// Find plans the release for the running executable and keeps the plan,
-// so the same pages can be dropped again later in the run without reading
-// the executable and the mappings a second time. A nil Pages and an error
-// wrapping ErrUnexpected mean nothing may be released.
-func Find() (*Pages, error) {
-	ranges, err := Current()
-	if err != nil {
-		return nil, err
-	}
-	return &Pages{ranges: ranges}, nil
 }
 
 // Release drops the planned pages and returns how many bytes it advised.
@@ -44,6 +36,98 @@ func (p *Pages) Release() (int, error) {
 		n += int(r.End - r.Start)
 	}
 	return n, nil
+}
+
+// Find plans the release for the running executable (Current) and keeps
+// the plan, so the same pages can be dropped again later in the run
+// without reading the executable and the mappings a second time. A nil
+// Pages and an error wrapping ErrUnexpected mean nothing may be released.
+func Find() (*Pages, error) {
+	ranges, err := Current()
+	if err != nil {
+		return nil, err
+	}
+	return &Pages{ranges: ranges}, nil
+}
+
+// WithLibraries returns the plan extended with the pages of the shared
+// objects the process maps (Libraries). It is separate from Find because
+// reading those files costs heap (half a megabyte for the C library and
+// the loader) that a caller counting its peak may want to spend only
+// after the first release.
+func (p *Pages) WithLibraries() *Pages {
+	return &Pages{ranges: append(slices.Clip(p.ranges), Libraries()...)}
+}
+
+// Libraries plans the release for every shared object the process maps
+// from a file (the C library and the dynamic loader of a cgo build): each
+// file that has an executable mapping, is still the file the mappings
+// name (same path and inode) and that its own headers prove the pages
+// of, as Plan does for the executable. An object whose plan refuses keeps
+// its pages; it does not stop the others.
+func Libraries() []Range {
+	exe, _ := os.Readlink("/proc/self/exe")
+	text, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	type object struct {
+		path  string
+		inode uint64
+	}
+	var objects []object
+	seen := map[object]bool{}
+	for _, line := range strings.Split(string(text), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 6 || !strings.Contains(fs[1], "x") || !strings.HasPrefix(fs[5], "/") {
+			continue
+		}
+		ino, err := strconv.ParseUint(fs[4], 10, 64)
+		o := object{strings.Join(fs[5:], " "), ino}
+		if err != nil || ino == 0 || o.path == exe || seen[o] {
+			continue
+		}
+		seen[o] = true
+		objects = append(objects, o)
+	}
+	var out []Range
+	for _, o := range objects {
+		rs, err := planFile(o.path, o.inode, text)
+		if err != nil {
+			continue
+		}
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// planFile plans the release for one mapped file, which must still have
+// the inode the mappings name.
+func planFile(path string, inode uint64, maps []byte) ([]Range, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unexpected("%v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, unexpected("%v", err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Ino != inode {
+		return nil, unexpected("%s is no longer the mapped file", path)
+	}
+	l, err := ReadLayout(f)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := ParseMaps(bytes.NewReader(maps), path, inode)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, unexpected("%s is not mapped", path)
+	}
+	return Plan(l, ms, uint64(os.Getpagesize()))
 }
 
 // Current plans the release for the running executable: its ELF file as

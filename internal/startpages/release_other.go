@@ -10,3 +10,6 @@ func Find() (*Pages, error) { return nil, unexpected("not supported on this syst
 
 // Release drops nothing: Find never returns a plan here.
 func (p *Pages) Release() (int, error) { return 0, unexpected("not supported on this system") }
+
+// WithLibraries plans nothing more where the mappings cannot be read.
+func (p *Pages) WithLibraries() *Pages { return p }

@@ -166,6 +166,15 @@ func (c ApprovalContext) object() object {
 
 // ComputeDigest returns the context digest over the context's fields.
 func (c ApprovalContext) ComputeDigest() string {
+	if d, ok := c.writeDigest(); ok {
+		return d
+	}
+	return c.mapDigest()
+}
+
+// mapDigest is ComputeDigest through the map and cjson: the definition
+// writeDigest is held to, and the answer where it cannot vouch for a string.
+func (c ApprovalContext) mapDigest() string {
 	m := c.object()
 	m["contract_version"] = ContractVersion
 	return mustDigest(m)
@@ -281,6 +290,15 @@ func (q ApprovalRequest) object() object {
 // ComputeDigest returns the request digest over every member but the
 // request id and the digest itself.
 func (q ApprovalRequest) ComputeDigest() string {
+	if d, ok := q.writeDigest(); ok {
+		return d
+	}
+	return q.mapDigest()
+}
+
+// mapDigest is ComputeDigest through the map and cjson: the definition
+// writeDigest is held to, and the answer where it cannot vouch for a string.
+func (q ApprovalRequest) mapDigest() string {
 	m := q.core()
 	m["contract_version"] = ContractVersion
 	return mustDigest(m)
@@ -335,6 +353,15 @@ func (a Approval) Wire() map[string]any {
 
 // ComputeDigest returns the approval digest over every other member.
 func (a Approval) ComputeDigest() string {
+	if d, ok := a.writeDigest(); ok {
+		return d
+	}
+	return a.mapDigest()
+}
+
+// mapDigest is ComputeDigest through the map and cjson: the definition
+// writeDigest is held to, and the answer where it cannot vouch for a string.
+func (a Approval) mapDigest() string {
 	m := a.core()
 	m["contract_version"] = ContractVersion
 	return mustDigest(m)

@@ -116,21 +116,36 @@ const MaxIDLength = 128
 // ValidID reports whether s is a protocol identifier: it matches
 // ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ and has at most MaxIDLength characters.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
+	if len(s) == 0 || len(s) > MaxIDLength || idByte[s[0]] != idAlnum {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum {
-			return false
-		}
-		if !alnum && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
+	for i := 1; i < len(s); i++ {
+		if idByte[s[i]] == 0 {
 			return false
 		}
 	}
 	return true
 }
+
+// idByte classes an identifier's bytes: letters and digits (which may
+// also start it) and the punctuation "._:/-"; 0 for any other byte. One
+// table read per byte (validIDSlow in the tests is the definition).
+var idByte = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			t[c] = idAlnum
+		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-':
+			t[c] = idPunct
+		}
+	}
+	return t
+}()
+
+const (
+	idAlnum = 1
+	idPunct = 2
+)
 
 type encoder struct {
 	setLike []string

@@ -182,15 +182,18 @@ func (s *rowSet) grow(t *table) {
 	for size <= (s.live+1)*2 {
 		size *= 2
 	}
-	old := s.slots
-	all := s.live == int(t.n)
-	s.slots, s.used, s.live = make([]uint32, size), 0, 0
-	if all {
+	if s.live == int(t.n) {
 		// The set holds every row of the table (each at most once), as
 		// it does throughout a from-scratch evaluation: take them in row
 		// order, which reads the rows sequentially instead of one cache
 		// miss a row, and place them a block at a time so that the misses
-		// on the new slots overlap.
+		// on the new slots overlap. The old array is not read, so it is
+		// dropped before the new one is allocated: a collection that the
+		// allocation starts then frees it (and the rows that follow reuse
+		// its pages) instead of counting it live and setting the next
+		// target above both arrays.
+		s.slots = nil
+		s.slots, s.used, s.live = make([]uint32, size), 0, 0
 		var hs [insertBatch]uint64
 		for r0 := int32(0); r0 < t.n; r0 += insertBatch {
 			b := hs[:min(insertBatch, t.n-r0)]
@@ -204,6 +207,8 @@ func (s *rowSet) grow(t *table) {
 		}
 		return
 	}
+	old := s.slots
+	s.slots, s.used, s.live = make([]uint32, size), 0, 0
 	rm := s.rowMask()
 	for _, x := range old {
 		if x&rm == 0 {

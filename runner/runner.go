@@ -258,12 +258,12 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 		}
 	}
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
-	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}); err != nil {
-		undo()
-		return err
-	}
-	if err := r.cfg.Store.Submit(ctx, store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}); err != nil {
+	// The run and its input in one transaction: a runner that takes the
+	// run at once finds the input waiting, and a crash leaves either both
+	// or neither, never a run with nothing to start from.
+	first := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}
+	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}, first); err != nil {
 		undo()
 		return err
 	}

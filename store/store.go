@@ -284,8 +284,13 @@ type Tick struct {
 // CodeFenced unless the lease is the run's current one and unexpired at the
 // store's own clock reading inside the transaction.
 type Store interface {
-	// CreateRun inserts a new run header in the given initial state.
-	CreateRun(ctx context.Context, run Run) error
+	// CreateRun inserts a new run header in the given initial state. The
+	// inbound events in first, if any, are the run's first inbox entries,
+	// written in the same transaction: a run is never seen, by a runner or
+	// after a crash, without the input it was started with. Each is checked
+	// as Submit checks it and must name the run; the ids must differ. On
+	// any error nothing is written.
+	CreateRun(ctx context.Context, run Run, first ...Inbound) error
 	// Run returns a run's header.
 	Run(ctx context.Context, runID string) (Run, error)
 	// Runs lists run headers in creation order, after the cursor run id

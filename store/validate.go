@@ -105,3 +105,39 @@ func FromInbox(t Tick) []string {
 	}
 	return out
 }
+
+// ValidateInbound checks what Submit checks before touching the database:
+// the required fields are present and the digest matches the body.
+func ValidateInbound(op string, in Inbound) error {
+	if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
+		return Errorf(CodeInvalidInput, op, in.RunID, nil, "id, kind, actor role and body are required")
+	}
+	if BodyDigest(in.Body) != in.Digest {
+		return Errorf(CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
+	}
+	return nil
+}
+
+// ValidateNewRun checks a run header and its first inbound events for
+// CreateRun: the header's required fields, each event as Submit would,
+// each naming the run, and no id twice.
+func ValidateNewRun(run Run, first []Inbound) error {
+	const op = "create run"
+	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
+		return Errorf(CodeInvalidInput, op, run.ID, nil, "run id, workflow id and state are required")
+	}
+	seen := make(map[string]bool, len(first))
+	for _, in := range first {
+		if err := ValidateInbound(op, in); err != nil {
+			return err
+		}
+		if in.RunID != run.ID {
+			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s names run %q", in.ID, in.RunID)
+		}
+		if seen[in.ID] {
+			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s given twice", in.ID)
+		}
+		seen[in.ID] = true
+	}
+	return nil
+}

@@ -230,9 +230,9 @@ func (c *countingStore) count(name string) func() {
 
 func (c *countingStore) Unwrap() store.Store { return c.Store }
 
-func (c *countingStore) CreateRun(ctx context.Context, run store.Run) error {
+func (c *countingStore) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
 	defer c.count("CreateRun")()
-	return c.Store.CreateRun(ctx, run)
+	return c.Store.CreateRun(ctx, run, first...)
 }
 func (c *countingStore) Run(ctx context.Context, id string) (store.Run, error) {
 	defer c.count("Run")()

@@ -12,11 +12,8 @@ import (
 // order is the order submissions committed in, and notifies idle runners.
 func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	const op = "submit"
-	if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
-		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "id, kind, actor role and body are required")
-	}
-	if store.BodyDigest(in.Body) != in.Digest {
-		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
+	if err := store.ValidateInbound(op, in); err != nil {
+		return err
 	}
 	// One round trip: BEGIN, one statement that locks the run's row, reads
 	// the earlier submission of this id and appends the event only when

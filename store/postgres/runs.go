@@ -134,15 +134,23 @@ func changed(op, runID string) error {
 }
 
 // CreateRun implements store.Store.
-func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
-	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
-		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
+func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
+	if err := store.ValidateNewRun(run, first); err != nil {
+		return err
 	}
 	return s.write(ctx, "create run", run.ID, func(tx *wtx) error {
-		// One round trip: BEGIN, the row, the notification and COMMIT.
+		// One round trip: BEGIN, the row, its first inbox entries, the
+		// notification and COMMIT.
 		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected())
+		// The run is new, so its inbox is empty: the entries take
+		// positions 1, 2, ... in the order given.
+		for i, in := range first {
+			tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowParam(10)+`)`,
+				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.injected())
+		}
 		// A new run is new work: wake idle runners (delivered on commit).
 		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
 		return nil

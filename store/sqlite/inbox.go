@@ -12,11 +12,8 @@ import (
 // Submit implements store.Store.
 func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	const op = "submit"
-	if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
-		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "id, kind, actor role and body are required")
-	}
-	if store.BodyDigest(in.Body) != in.Digest {
-		return store.Errorf(store.CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
+	if err := store.ValidateInbound(op, in); err != nil {
+		return err
 	}
 	return s.write(ctx, op, in.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		var outcome, quarantine string

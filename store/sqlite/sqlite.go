@@ -216,16 +216,28 @@ func fromNanos(n int64) time.Time {
 }
 
 // CreateRun implements store.Store.
-func (s *Store) CreateRun(ctx context.Context, run store.Run) error {
-	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
-		return store.Errorf(store.CodeInvalidInput, "create run", run.ID, nil, "run id, workflow id and state are required")
+func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
+	if err := store.ValidateNewRun(run, first); err != nil {
+		return err
 	}
 	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `
 INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order)
 VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
 			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, nanos(now), nanos(now))
-		return err
+		if err != nil {
+			return err
+		}
+		// The run is new, so its inbox is empty: the entries take
+		// positions 1, 2, ... in the order given.
+		for i, in := range first {
+			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

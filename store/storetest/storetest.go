@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"BeginInTick", testBeginInTick},
 		{"LargeTick", testLargeTick},
 		{"Ready", testReady},
+		{"CreateRunWithInput", testCreateRunWithInput},
 		{"ConcurrentRunsFencedAlone", testConcurrentRunsFencedAlone},
 	}
 	for _, tc := range tests {
@@ -829,5 +830,53 @@ func testConcurrentRunsFencedAlone(t *testing.T, s store.Store, _ *Clock) {
 			}
 			prev = e.ChainHash
 		}
+	}
+}
+
+// A run created with its first inbound events has them pending, in order,
+// from the moment it exists; a malformed one refuses the whole creation.
+func testCreateRunWithInput(t *testing.T, s store.Store, _ *Clock) {
+	run := store.Run{ID: "r", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}
+	must(t, s.CreateRun(ctx, run, Inb("r", "input:1", "INPUT", `{"a":1}`), Inb("r", "input:2", "INPUT", `{"b":2}`)))
+	in, err := s.Inbox(ctx, "r", true)
+	must(t, err)
+	if len(in) != 2 || in[0].ID != "input:1" || in[0].Seq != 1 || in[1].ID != "input:2" || in[1].Seq != 2 ||
+		string(in[1].Body) != `{"b":2}` || in[0].Consumed || in[0].Actor != "alice" {
+		t.Fatalf("inbox of a run created with input: %+v", in)
+	}
+	if rl, ok := s.(store.ReadyLister); ok {
+		ready, err := rl.Ready(ctx, []string{"CREATED"})
+		must(t, err)
+		if fmt.Sprint(ready) != "[r]" {
+			t.Fatalf("a resting run with pending input: Ready = %v, want [r]", ready)
+		}
+	}
+	// Submitting the same entry again is idempotent; the next one follows.
+	must(t, s.Submit(ctx, Inb("r", "input:1", "INPUT", `{"a":1}`)))
+	must(t, s.Submit(ctx, Inb("r", "c", "CANCEL", `{}`)))
+	if in, _ = s.Inbox(ctx, "r", true); len(in) != 3 || in[2].Seq != 3 {
+		t.Fatalf("inbox after a later submission: %+v", in)
+	}
+
+	badDigest := Inb("x1", "input:1", "INPUT", `{}`)
+	badDigest.Digest = "sha256:00"
+	noKind := Inb("x2", "input:1", "", `{}`)
+	for _, c := range []struct {
+		run   string
+		first []store.Inbound
+	}{
+		{"x1", []store.Inbound{badDigest}},
+		{"x2", []store.Inbound{noKind}},
+		{"x3", []store.Inbound{Inb("other", "input:1", "INPUT", `{}`)}},
+		{"x4", []store.Inbound{Inb("x4", "i", "INPUT", `{}`), Inb("x4", "i", "INPUT", `{"z":0}`)}},
+	} {
+		mustCode(t, s.CreateRun(ctx, store.Run{ID: c.run, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, c.first...), store.CodeInvalidInput)
+		_, err := s.Run(ctx, c.run)
+		mustCode(t, err, store.CodeNotFound)
+	}
+	// A run id taken refuses the creation and leaves its inbox alone.
+	mustCode(t, s.CreateRun(ctx, run, Inb("r", "input:9", "INPUT", `{}`)), store.CodeExists)
+	if in, _ = s.Inbox(ctx, "r", false); len(in) != 3 {
+		t.Fatalf("a refused creation changed the inbox: %+v", in)
 	}
 }

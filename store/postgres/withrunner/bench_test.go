@@ -42,9 +42,9 @@ type counting struct {
 
 func (c *counting) w() { c.calls++; c.writes++ }
 
-func (c *counting) CreateRun(ctx context.Context, run store.Run) error {
+func (c *counting) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
 	c.w()
-	return c.Store.CreateRun(ctx, run)
+	return c.Store.CreateRun(ctx, run, first...)
 }
 func (c *counting) AcquireLease(ctx context.Context, id, owner string, ttl time.Duration) (store.Lease, error) {
 	c.w()

@@ -3,18 +3,15 @@ package governedstep
 import (
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/internal/openended"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
@@ -22,39 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// openEnded is the refund-agent example bundle with its completion
-// condition pointed at a fact nothing derives, so that one run takes any
-// number of refund requests, each a governed step.
+// openEnded is the refund-agent bundle that never completes
+// (openended.RefundAgent): one run takes any number of governed steps.
 func openEnded(t testing.TB) *bundle.Workflow {
 	t.Helper()
-	src, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := fstest.MapFS{}
-	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(src, p)
-		if err != nil {
-			return err
-		}
-		if p == "workflow.json" {
-			s := string(b)
-			const from, to = `"complete_when": "done(\"refund\")"`, `"complete_when": "done(\"never\")"`
-			if !strings.Contains(s, from) {
-				return fmt.Errorf("refund-agent workflow.json no longer has %s", from)
-			}
-			b = []byte(strings.Replace(s, from, to, 1))
-		}
-		m[p] = &fstest.MapFile{Data: b}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, _, err := bundle.LoadFS(m)
+	wf, err := openended.RefundAgent()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,16 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/internal/openended"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/sqlite"
 )
@@ -160,38 +158,10 @@ func TestLogPagesPerStep(t *testing.T) {
 	t.Log("\n" + sb2.String())
 }
 
-// openEndedAgent is the refund-agent example bundle with its completion
-// condition pointed at a fact nothing derives: one run takes any number
-// of refund requests, each a governed step.
+// openEndedAgent is openended.RefundAgent, failing the test on error.
 func openEndedAgent(t *testing.T) *bundle.Workflow {
 	t.Helper()
-	src, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := fstest.MapFS{}
-	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(src, p)
-		if err != nil {
-			return err
-		}
-		if p == "workflow.json" {
-			const from, to = `"complete_when": "done(\"refund\")"`, `"complete_when": "done(\"never\")"`
-			if !strings.Contains(string(b), from) {
-				return fmt.Errorf("refund-agent workflow.json no longer has %s", from)
-			}
-			b = []byte(strings.Replace(string(b), from, to, 1))
-		}
-		m[p] = &fstest.MapFile{Data: b}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wf, _, err := bundle.LoadFS(m)
+	wf, err := openended.RefundAgent()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ package logic
 // one array instead of two. rowBits grows with the table so that a row
 // number always fits, giving up one fingerprint bit each time the row count
 // doubles past 1<<rowBits (a set of 2M rows keeps 10 bits, of 25M rows 7).
-// Sizes are powers of two but for one step (see halfStep).
 // 0 is an empty slot; a slot with row bits 0 and any bit above them set is
 // a tombstone.
 type rowSet struct {
@@ -27,49 +26,8 @@ const (
 	maxRowBits = 31
 	// denseSlots is the size from which the set fills to three quarters
 	// instead of half.
-	denseSlots = 3 << 20
-	// halfStep is the one size that grows by half instead of doubling:
-	// 2M slots (full at 1M rows) grow to 3M, the first dense size, which
-	// holds 2.36M rows in 12 MB where 4M slots took 16 MB, and only then
-	// to 4M. Doubling from 2M left tables of 1M to 2.36M rows, such as a
-	// 2,000-node chain's closure, at a third to a half full. Half steps
-	// further up were measured and not kept: on a 24.7M-row closure they
-	// rehash twice as many rows and the last step's old array is larger
-	// (user CPU +15-25 %, peak RSS 347 -> 444-457 MB).
-	halfStep = 1 << 21
+	denseSlots = 1 << 22
 )
-
-// slotOf is hash h's first slot in a set of n slots: h's low bits when n
-// is a power of two, else the low 32 bits of h scaled to n (a multiply
-// instead of a mask; the branch goes the same way for every probe of a
-// set of one size). The fingerprint's bits start at bit 32 of the hash,
-// above both.
-func slotOf(h, n uint64) uint64 {
-	if n&(n-1) == 0 {
-		return h & (n - 1)
-	}
-	return uint64(uint32(h)) * n >> 32
-}
-
-func nextSlot(i, n uint64) uint64 {
-	if i++; i == n {
-		return 0
-	}
-	return i
-}
-
-// nextSize is the set size after n: powers of two, and 3M between 2M
-// and 4M.
-func nextSize(n int) int {
-	switch {
-	case n == halfStep:
-		return n + n/2
-	case n&(n-1) != 0:
-		return n + n/3
-	default:
-		return n * 2
-	}
-}
 
 // newRowSet returns an empty set for a table of n rows.
 func newRowSet(n int32) rowSet {
@@ -108,8 +66,8 @@ func (s *rowSet) fingerprint(h uint64) uint32 { return uint32(h>>16) &^ s.rowMas
 func (s *rowSet) find(t *table, h uint64, v []int64) int32 {
 	rm := s.rowMask()
 	fp := s.fingerprint(h)
-	n := uint64(len(s.slots))
-	for i := slotOf(h, n); ; i = nextSlot(i, n) {
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
 		x := s.slots[i]
 		if x == 0 {
 			return -1
@@ -126,9 +84,9 @@ func (s *rowSet) find(t *table, h uint64, v []int64) int32 {
 func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
 	rm := s.rowMask()
 	fp := s.fingerprint(h)
-	n := uint64(len(s.slots))
+	mask := uint64(len(s.slots) - 1)
 	tomb := int64(-1)
-	for i := slotOf(h, n); ; i = nextSlot(i, n) {
+	for i := h & mask; ; i = (i + 1) & mask {
 		x := s.slots[i]
 		if x == 0 {
 			if tomb >= 0 {
@@ -155,15 +113,15 @@ func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
 // time waits for each miss in turn; their sum goes to sink only so that
 // the compiler keeps them.
 func (s *rowSet) warm(t *table, hs []uint64) {
-	n := uint64(len(s.slots))
+	mask := uint64(len(s.slots) - 1)
 	var acc uint32
 	for _, h := range hs {
-		acc += s.slots[slotOf(h, n)]
+		acc += s.slots[h&mask]
 	}
 	if t != nil && t.stride > 0 {
 		rm := s.rowMask()
 		for _, h := range hs {
-			x := s.slots[slotOf(h, n)]
+			x := s.slots[h&mask]
 			if x&rm != 0 && x&^rm == s.fingerprint(h) {
 				if r := int32(x&rm) - 1; r < t.n {
 					acc += t.chunks[r>>chunkShift][int(r&chunkMask)*t.stride]
@@ -175,18 +133,14 @@ func (s *rowSet) warm(t *table, hs []uint64) {
 }
 
 // full reports whether the set must grow before another insert. Small sets
-// stay at most half full (short probes); from 3M slots on they may fill to
+// stay at most half full (short probes); from 4M slots on they may fill to
 // three quarters, which keeps memory near Soufflé's for closures of tens
 // of millions of tuples while fingerprints keep long probes cheap.
-func (s *rowSet) full() bool { return fullAt(s.used, len(s.slots)) }
-
-// fullAt reports whether a set of size slots, used of them occupied, must
-// grow before another insert.
-func fullAt(used, size int) bool {
-	if size >= denseSlots {
-		return (used+1)*4 >= size*3
+func (s *rowSet) full() bool {
+	if len(s.slots) >= denseSlots {
+		return (s.used+1)*4 >= len(s.slots)*3
 	}
-	return (used+1)*2 >= size
+	return (s.used+1)*2 >= len(s.slots)
 }
 
 // put records row r with hash h in slot at, where probe said its tuple
@@ -211,22 +165,22 @@ func (s *rowSet) place(t *table, r int32, h uint64) {
 // placeNew puts row r into the first empty slot of its probe sequence; the
 // set has room.
 func (s *rowSet) placeNew(r int32, h uint64) {
-	n := uint64(len(s.slots))
-	i := slotOf(h, n)
+	mask := uint64(len(s.slots) - 1)
+	i := h & mask
 	for s.slots[i] != 0 {
-		i = nextSlot(i, n)
+		i = (i + 1) & mask
 	}
 	s.slots[i] = s.fingerprint(h) | uint32(r+1)
 	s.used++
 	s.live++
 }
 
-// grow rebuilds the set from its live rows at the next size (or larger,
-// until they fit), dropping tombstones.
+// grow rebuilds the set from its live rows at (at least) twice the size,
+// dropping tombstones.
 func (s *rowSet) grow(t *table) {
-	size := nextSize(len(s.slots))
-	for fullAt(s.live, size) {
-		size = nextSize(size)
+	size := len(s.slots) * 2
+	for size <= (s.live+1)*2 {
+		size *= 2
 	}
 	if s.live == int(t.n) {
 		// The set holds every row of the table (each at most once), as
@@ -268,8 +222,8 @@ func (s *rowSet) grow(t *table) {
 // unlink removes row r, whose hash is h.
 func (s *rowSet) unlink(r int32, h uint64) {
 	rm := s.rowMask()
-	n := uint64(len(s.slots))
-	for i := slotOf(h, n); ; i = nextSlot(i, n) {
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
 		x := s.slots[i]
 		if x == 0 {
 			return

@@ -111,7 +111,7 @@ func BenchmarkDriver(b *testing.B) {
 			must(b, err)
 			var h int64
 			must(b, tx.QueryRow(ctx, `SELECT head_seq FROM runs WHERE run_id = 'r' FOR NO KEY UPDATE`).Scan(&h))
-			_, err = tx.Exec(ctx, `INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES ('r', $1, 'k', $2, 0)`, seq, []byte(`{}`))
+			_, err = tx.Exec(ctx, `INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ('r', $1, $1, ARRAY['k'], ARRAY[$2::bytea], 0)`, seq, []byte(`{}`))
 			must(b, err)
 			_, err = tx.Exec(ctx, `UPDATE runs SET updated_at = $1 WHERE run_id = 'r'`, int64(i))
 			must(b, err)
@@ -127,7 +127,7 @@ func BenchmarkDriver(b *testing.B) {
 			must(b, err)
 			var h int64
 			must(b, tx.QueryRow(`SELECT head_seq FROM runs WHERE run_id = 'r' FOR NO KEY UPDATE`).Scan(&h))
-			_, err = tx.Exec(`INSERT INTO trace (run_id, seq, kind, body, recorded_at) VALUES ('r', $1, 'k', $2, 0)`, seq, []byte(`{}`))
+			_, err = tx.Exec(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ('r', $1, $1, ARRAY['k'], ARRAY[$2::bytea], 0)`, seq, []byte(`{}`))
 			must(b, err)
 			_, err = tx.Exec(`UPDATE runs SET updated_at = $1 WHERE run_id = 'r'`, int64(i))
 			must(b, err)

@@ -392,14 +392,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+tsParam(9)+`)`,
 			head, next.hash, state, tick.Outcome, ts, runID)
 	}
 	if n := len(tick.Trace); n > 0 {
-		seqs, kinds := make([]int64, n), make([]string, n)
+		// One row for the tick's records (see the schema's "trace records
+		// per tick").
+		kinds := make([]string, n)
 		for i, tr := range tick.Trace {
-			seqs[i], kinds[i] = next.trace+int64(i)+1, tr.Kind
+			kinds[i] = tr.Kind
 		}
+		first := next.trace + 1
 		next.trace += int64(n)
-		tx.Queue(`INSERT INTO trace (run_id, seq, kind, body, recorded_at)
-SELECT $1, t.seq, t.kind, t.body, `+tsParam(5)+` FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS t(seq, kind, body)`,
-			runID, seqs, kinds, traceBodies, ts, runID)
+		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
+VALUES ($1, $2, $3, $4::text[], $5::bytea[], `+tsParam(6)+`)`,
+			runID, first, next.trace, kinds, traceBodies, ts, runID)
 	}
 	return nil
 }
@@ -504,7 +507,7 @@ WHERE intent_id = $1 AND n = $2 AND intent_id IN (SELECT intent_id FROM intents 
 		// Read even when this tick writes neither: the next tick may then
 		// go in one round trip (see Commit).
 		b.Queue(`SELECT (SELECT COALESCE(MAX(n), 0) FROM checkpoints WHERE run_id = $1),
-	(SELECT COALESCE(MAX(seq), 0) FROM trace WHERE run_id = $1)`, runID).
+	COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0)`, runID).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&rd.checkpoints, &rd.trace) })
 	}
 }

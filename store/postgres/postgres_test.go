@@ -123,7 +123,7 @@ type rawPostgres struct{ s *Store }
 func (r rawPostgres) Body(t *testing.T, table, runID string, pos int64) []byte {
 	t.Helper()
 	var b []byte
-	if err := r.s.pool.QueryRow(context.Background(), `SELECT body FROM `+table+` WHERE run_id = $1 AND `+posColumn(table)+` = $2`, runID, pos).Scan(&b); err != nil {
+	if err := r.s.pool.QueryRow(context.Background(), `SELECT `+bodyAt(table)+` FROM `+table+` WHERE run_id = $1 AND `+rowHolds(table), runID, pos).Scan(&b); err != nil {
 		t.Fatalf("raw read %s %s %d: %v", table, runID, pos, err)
 	}
 	return b
@@ -135,16 +135,27 @@ func (r rawPostgres) SetBody(t *testing.T, table, runID string, pos int64, body 
 	if _, err := r.s.pool.Exec(ctx, `ALTER TABLE `+table+` DISABLE TRIGGER USER`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.s.pool.Exec(ctx, `UPDATE `+table+` SET body = $1 WHERE run_id = $2 AND `+posColumn(table)+` = $3`, body, runID, pos); err != nil {
+	if _, err := r.s.pool.Exec(ctx, `UPDATE `+table+` SET `+bodyAt(table)+` = $3 WHERE run_id = $1 AND `+rowHolds(table), runID, pos, body); err != nil {
 		t.Fatalf("raw write %s %s %d: %v", table, runID, pos, err)
 	}
 }
 
-func posColumn(table string) string {
+// rowHolds selects the row holding record $2 of table: a checkpoint by
+// its number, a trace record by the tick's row whose range holds it.
+func rowHolds(table string) string {
 	if table == "checkpoints" {
-		return "n"
+		return "n = $2"
 	}
-	return "seq"
+	return "seq <= $2 AND last_seq >= $2"
+}
+
+// bodyAt is the column (or, in a trace row, the array element) holding
+// record $2's body.
+func bodyAt(table string) string {
+	if table == "checkpoints" {
+		return "body"
+	}
+	return "bodies[$2 - seq + 1]"
 }
 
 func TestSealed(t *testing.T) {

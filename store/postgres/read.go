@@ -192,7 +192,11 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body FROM trace WHERE run_id = $1 ORDER BY seq`, runID)
+	// A row holds a tick's records in order; each takes the position
+	// after the row's first one by its place in the row.
+	rows, err := s.pool.Query(ctx, `SELECT t.seq + r.i - 1, r.kind, r.body
+FROM trace t CROSS JOIN LATERAL unnest(t.kinds, t.bodies) WITH ORDINALITY AS r(kind, body, i)
+WHERE t.run_id = $1 ORDER BY t.seq, r.i`, runID)
 	if err != nil {
 		return nil, s.mapErr("trace", runID, err)
 	}

@@ -187,6 +187,37 @@ $$;
 	{"outbox_open dropped", `
 DROP INDEX outbox_open;
 `},
+	// A tick's trace records in one row: the records a commit appends
+	// cost one heap tuple and one index entry, with their write-ahead log
+	// records, instead of one each. The row numbers its first and last
+	// record (seq, last_seq) and holds their kinds and bodies in order;
+	// each body is sealed, when a sealer is set, under its own position
+	// as before, so no record's bytes change. The constraint makes a row
+	// whose arrays do not hold exactly last_seq - seq + 1 records, or a
+	// NULL among them, impossible to store, whatever writes it. Existing
+	// records become one-record rows.
+	{"trace records per tick", `
+CREATE TABLE trace_ticks (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL CHECK (seq >= 1),
+	last_seq    bigint NOT NULL,
+	kinds       text[] NOT NULL,
+	bodies      bytea[] NOT NULL,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq),
+	CONSTRAINT trace_records CHECK (last_seq >= seq
+		AND array_ndims(kinds) = 1 AND array_ndims(bodies) = 1
+		AND cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1
+		AND array_position(kinds, NULL) IS NULL AND array_position(bodies, NULL) IS NULL)
+);
+INSERT INTO trace_ticks (run_id, seq, last_seq, kinds, bodies, recorded_at)
+SELECT run_id, seq, seq, ARRAY[kind], ARRAY[body], recorded_at FROM trace ORDER BY run_id, seq;
+DROP TABLE trace;
+ALTER TABLE trace_ticks RENAME TO trace;
+ALTER INDEX trace_ticks_pkey RENAME TO trace_pkey;
+CREATE TRIGGER trace_append_only BEFORE UPDATE OR DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -1,0 +1,62 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// A trace row holds exactly the records its range numbers, none of them
+// NULL: anything else is refused by the database, whoever writes it, and
+// a tick's records read back one by one at their positions.
+func TestTraceRowPerTick(t *testing.T) {
+	s := openTest(t, Options{})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	tick := func(head int64, kinds ...string) store.Tick {
+		tk := store.Tick{ExpectHead: head}
+		for _, k := range kinds {
+			tk.Trace = append(tk.Trace, store.TraceRecord{Kind: k, Body: []byte(`{"k":"` + k + `"}`)})
+		}
+		return tk
+	}
+	must(t, s.Commit(ctx, l, tick(0, "a", "b", "c")))
+	must(t, s.Commit(ctx, l, tick(0, "d")))
+	must(t, s.Commit(ctx, l, tick(0, "e", "f")))
+	got, err := s.Trace(ctx, "r")
+	must(t, err)
+	var kinds string
+	for _, r := range got {
+		if string(r.Body) != `{"k":"`+r.Kind+`"}` {
+			t.Fatalf("record %s has body %s", r.Kind, r.Body)
+		}
+		kinds += r.Kind
+	}
+	if kinds != "abcdef" {
+		t.Fatalf("trace reads %q, want abcdef", kinds)
+	}
+	var rows, last int64
+	must(t, s.pool.QueryRow(ctx, `SELECT count(*), max(last_seq) FROM trace WHERE run_id = 'r'`).Scan(&rows, &last))
+	if rows != 3 || last != 6 {
+		t.Fatalf("%d rows up to record %d, want 3 up to 6", rows, last)
+	}
+	for _, bad := range []string{
+		`INSERT INTO trace VALUES ('r', 7, 8, ARRAY['g'], ARRAY['\x00'::bytea], 0)`,                 // too few records
+		`INSERT INTO trace VALUES ('r', 7, 7, ARRAY['g', 'h'], ARRAY['\x00'::bytea], 0)`,            // kinds and bodies differ
+		`INSERT INTO trace VALUES ('r', 7, 8, ARRAY['g', NULL], ARRAY['\x00', '\x01']::bytea[], 0)`, // a NULL kind
+		`INSERT INTO trace VALUES ('r', 7, 7, ARRAY['g'], ARRAY[NULL]::bytea[], 0)`,                 // a NULL body
+		`INSERT INTO trace VALUES ('r', 7, 6, ARRAY[]::text[], ARRAY[]::bytea[], 0)`,                // an empty range
+		`INSERT INTO trace VALUES ('r', 7, 8, ARRAY[['g'], ['h']], ARRAY[['\x00'], ['\x01']]::bytea[], 0)`,
+	} {
+		if _, err := s.pool.Exec(ctx, bad); err == nil {
+			t.Fatalf("%s was stored", bad)
+		}
+	}
+	// The next tick still numbers from record 6.
+	must(t, s.Commit(ctx, l, tick(0, "g")))
+	if got, err = s.Trace(ctx, "r"); err != nil || len(got) != 7 || got[6].Kind != "g" {
+		t.Fatalf("trace after the refused rows: %d records, %v", len(got), err)
+	}
+}

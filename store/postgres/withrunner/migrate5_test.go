@@ -1,0 +1,223 @@
+package withrunner
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/verify"
+)
+
+// recordRuns runs refunds on st: with demo, two runs of the refund demo
+// that end, one approved by a person; then two of the refund-agent
+// bundle, whose ticks write several trace records each.
+func recordRuns(t *testing.T, st store.Store, prefix string, withDemo bool) []string {
+	t.Helper()
+	src, err := examples.Bundle("refund-agent")
+	must(t, err)
+	agent, _, err := bundle.LoadFS(src)
+	must(t, err)
+	sb, err := sandbox.New(sandbox.Options{})
+	must(t, err)
+	reg := &effect.Registry{}
+	must(t, reg.Register("refund.pay", "http/1", sb.Adapter()))
+	newRunner := func(wf runner.Workflow) *runner.Runner {
+		t.Helper()
+		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+		must(t, err)
+		return r
+	}
+	var ids []string
+	if withDemo {
+		wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
+		r := newRunner(wf)
+		small, large := prefix+"small", prefix+"large"
+		must(t, r.Start(ctx, small, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"d","amount":9,"payee":"dan","reason":"w"}]}`)))
+		must(t, r.Start(ctx, large, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"},{"id":"c","amount":7,"payee":"carol","reason":"z"}]}`)))
+		must(t, r.RunToIdle(ctx))
+		in, err := r.Inspect(ctx, large)
+		must(t, err)
+		if len(in.Waiting) != 1 {
+			t.Fatalf("%s waits for %d approvals", large, len(in.Waiting))
+		}
+		must(t, r.Approve(ctx, large, in.Waiting[0].RequestID, runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
+		must(t, r.RunToIdle(ctx))
+		must(t, r.Close(ctx))
+		ids = append(ids, small, large)
+	}
+	r := newRunner(agent)
+	defer r.Close(ctx)
+	for i, amount := range []int{12, 30} {
+		id := fmt.Sprintf("%sagent-%d", prefix, i)
+		must(t, r.Start(ctx, id, agent.ID(), agent.Version(), []byte(fmt.Sprintf(
+			`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d"}}`, amount, i, i))))
+		ids = append(ids, id)
+	}
+	must(t, r.RunToIdle(ctx))
+	return ids
+}
+
+// runRecord is everything the store reads back of one run.
+type runRecord struct {
+	Run        store.Run
+	Events     []store.Event
+	Checkpoint store.Checkpoint
+	Intents    []store.Intent
+	Attempts   []store.Attempt
+	Approvals  []store.Approval
+	Receipts   []store.Receipt
+	Trace      []store.TraceRecord
+	Inbox      []store.Inbound
+}
+
+func readRun(t *testing.T, st *postgres.Store, id string) runRecord {
+	t.Helper()
+	var r runRecord
+	var err error
+	check := func(what string, e error) {
+		t.Helper()
+		if e != nil {
+			t.Fatalf("%s %s: %v", what, id, e)
+		}
+	}
+	r.Run, err = st.Run(ctx, id)
+	check("run", err)
+	r.Events, err = st.Events(ctx, id, 0)
+	check("events", err)
+	r.Checkpoint, err = st.Checkpoint(ctx, id)
+	check("checkpoint", err)
+	r.Intents, err = st.Intents(ctx, id)
+	check("intents", err)
+	r.Attempts, err = st.RunAttempts(ctx, id)
+	check("attempts", err)
+	r.Approvals, err = st.RunApprovals(ctx, id)
+	check("approvals", err)
+	r.Receipts, err = st.Receipts(ctx, id)
+	check("receipts", err)
+	r.Trace, err = st.Trace(ctx, id)
+	check("trace", err)
+	r.Inbox, err = st.Inbox(ctx, id, false)
+	check("inbox", err)
+	if len(r.Events) == 0 {
+		t.Fatalf("run %s recorded no events", id)
+	}
+	return r
+}
+
+func verifyRuns(t *testing.T, st store.Store, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		rep, err := verify.Run(ctx, st, nil, id)
+		must(t, err)
+		if !rep.OK() || rep.Events == 0 {
+			t.Fatalf("verify %s: %+v", id, rep)
+		}
+	}
+}
+
+// toVersion4 turns schema's trace table back into the released version-4
+// layout (one row per record, as migration 1 created it, each record timed
+// as its tick) and forgets migration 5: what a version-4 build would have
+// left for the same runs.
+func toVersion4(t *testing.T, schema string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	must(t, err)
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SET LOCAL search_path TO `+pgx.Identifier{schema}.Sanitize())
+	must(t, err)
+	_, err = tx.Exec(ctx, `
+CREATE TABLE trace_v4 (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL,
+	kind        text NOT NULL,
+	body        bytea NOT NULL,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+INSERT INTO trace_v4 (run_id, seq, kind, body, recorded_at)
+SELECT t.run_id, t.seq + r.i - 1, r.kind, r.body, t.recorded_at
+FROM trace t CROSS JOIN LATERAL unnest(t.kinds, t.bodies) WITH ORDINALITY AS r(kind, body, i) ORDER BY 1, 2;
+DROP TABLE trace;
+ALTER TABLE trace_v4 RENAME TO trace;
+ALTER INDEX trace_v4_pkey RENAME TO trace_pkey;
+CREATE TRIGGER trace_append_only BEFORE UPDATE OR DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+DELETE FROM schema_migrations WHERE version = 5;`)
+	must(t, err)
+	must(t, tx.Commit(ctx))
+}
+
+// traceRows counts schema's trace rows and the records they hold.
+func traceRows(t *testing.T, st *postgres.Store) (rows, records int64) {
+	t.Helper()
+	must(t, st.Pool().QueryRow(ctx, `SELECT count(*), COALESCE(sum(last_seq - seq + 1), 0) FROM trace`).Scan(&rows, &records))
+	return rows, records
+}
+
+// Real runs (ended, one approved by a person, bundle runs with several
+// trace records per tick) left in the version-4 layout migrate to a
+// trace row per tick: every run reads back exactly as before, verifies,
+// and goes on, its new ticks' records one row each.
+func TestMigrateFromVersion4RealRuns(t *testing.T) {
+	schema := freshSchema(t)
+	src := openNamed(t, schema, "flrh-migrate-src", postgres.Options{})
+	ids := recordRuns(t, src, "", true)
+	want := map[string]runRecord{}
+	var traced int
+	for _, id := range ids {
+		want[id] = readRun(t, src, id)
+		traced += len(want[id].Trace)
+	}
+	if traced == 0 {
+		t.Fatal("the runs recorded no trace")
+	}
+	src.Close()
+	toVersion4(t, schema)
+
+	st := openNamed(t, schema, "flrh-migrate", postgres.Options{})
+	var v int64
+	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
+	if v != postgres.SchemaVersion || v < 5 {
+		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
+	}
+	for _, id := range ids {
+		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+	if rows, records := traceRows(t, st); rows != records || records != int64(traced) {
+		t.Fatalf("after migration %d trace rows hold %d records, want one row for each of %d", rows, records, traced)
+	}
+	verifyRuns(t, st, ids)
+
+	more := recordRuns(t, st, "after-", false)
+	verifyRuns(t, st, append(ids, more...))
+	var after int
+	for _, id := range more {
+		after += len(readRun(t, st, id).Trace)
+	}
+	rows, records := traceRows(t, st)
+	if records != int64(traced+after) || rows-int64(traced) >= int64(after) {
+		t.Fatalf("%d new trace records took %d rows (%d rows, %d records in all)", after, rows-int64(traced), rows, records)
+	}
+	// A row is still append-only.
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM trace`); err == nil {
+		t.Fatal("deleting trace rows succeeded")
+	}
+}

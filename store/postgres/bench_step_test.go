@@ -66,6 +66,9 @@ func benchGovernedStep(b *testing.B, param string) {
 		head += 6
 	}
 	step(-1) // prepares the statements on the connection
+	rows0 := rowCount(b, s)
+	var lsn0 string
+	must(b, s.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn0))
 	b.ResetTimer()
 	srv0 := serverCPU(b, s, app)
 	for i := 0; i < b.N; i++ {
@@ -73,6 +76,32 @@ func benchGovernedStep(b *testing.B, param string) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(serverCPU(b, s, app)-srv0)/float64(b.N), "server-cpu-ns/op")
+	// WAL written per step: the whole server's, so run it on a quiet one.
+	var wal float64
+	must(b, s.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::text::pg_lsn)::float8`, lsn0).Scan(&wal))
+	b.ReportMetric(wal/float64(b.N), "WAL-B/op")
+	b.ReportMetric(float64(rowCount(b, s)-rows0)/float64(b.N), "rows/op")
+}
+
+// rowCount is the number of rows in every table of the store's schema.
+func rowCount(b *testing.B, s *Store) int64 {
+	rows, err := s.pool.Query(ctx, `SELECT quote_ident(table_name) FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations'`)
+	must(b, err)
+	var tables []string
+	for rows.Next() {
+		var t string
+		must(b, rows.Scan(&t))
+		tables = append(tables, t)
+	}
+	rows.Close()
+	var n int64
+	for _, t := range tables {
+		var c int64
+		must(b, s.pool.QueryRow(ctx, `SELECT count(*) FROM `+t).Scan(&c))
+		n += c
+	}
+	return n
 }
 
 // serverCPU sums the user and system CPU of the server backends whose

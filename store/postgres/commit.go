@@ -24,9 +24,9 @@ import (
 // checkpoint and trace numbers), all on the one snapshot with the row held.
 // The store then decides in memory, in the order the checks have always
 // run, and the second round trip carries every write and COMMIT; events
-// and trace records go as one multi-row INSERT each. A write whose row
-// count the decision relies on is guarded, so that a mismatch fails the
-// transaction instead of committing it.
+// go as one multi-row INSERT, the tick's trace records as one row. A
+// write whose row count the decision relies on is guarded, so that a
+// mismatch fails the transaction instead of committing it.
 //
 // A tick that follows this store's own last commit of the run under the
 // same lease takes one round trip instead (see commitAhead): everything it

@@ -365,17 +365,23 @@ SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsPara
 		return err
 	}
 	if n := len(tick.Events); n > 0 {
-		seqs, kinds, bodies, digests, prevs := make([]int64, n), make([]string, n), make([][]byte, n), make([]string, n), make([]string, n)
+		seqs, kinds, bodies := make([]int64, n), make([]string, n), make([][]byte, n)
+		var digests, prevs, chainHashes hashColumns
 		prev := next.hash
 		for i, ev := range tick.Events {
-			seqs[i], kinds[i], bodies[i], digests[i], prevs[i] = next.head+int64(i)+1, ev.Kind, ev.Body, ev.Digest, prev
+			seqs[i], kinds[i], bodies[i] = next.head+int64(i)+1, ev.Kind, ev.Body
+			digests.add(ev.Digest)
+			prevs.add(prev)
+			chainHashes.add(chains[i])
 			prev = chains[i]
 		}
 		next.hash = prev
-		tx.Queue(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
-SELECT $1, e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, $8, `+tsParam(9)+`
-FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::text[], $6::text[], $7::text[]) AS e(seq, kind, body, digest, prev_hash, chain_hash)`,
-			runID, seqs, kinds, bodies, digests, prevs, chains, lease.Generation, ts, runID)
+		tx.Queue(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
+SELECT $1, e.seq, e.kind, e.body, e.digest_sum, e.digest, e.prev_sum, e.prev_hash, e.chain_sum, e.chain_hash, $11, `+tsParam(12)+`
+FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bytea[], $8::text[], $9::bytea[], $10::text[])
+	AS e(seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash)`,
+			runID, seqs, kinds, bodies, digests.sums, digests.texts, prevs.sums, prevs.texts, chainHashes.sums, chainHashes.texts,
+			lease.Generation, ts, runID)
 	}
 	next.head = head
 	if cp := tick.Checkpoint; cp != nil {

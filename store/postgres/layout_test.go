@@ -60,3 +60,50 @@ func TestTraceRowPerTick(t *testing.T) {
 		t.Fatalf("trace after the refused rows: %d records, %v", len(got), err)
 	}
 }
+
+// Only a canonical hash is stored as its sum, and the sum reads back as
+// the same text; anything else keeps its text.
+func TestHashSum(t *testing.T) {
+	canon := store.BodyDigest([]byte(`{}`))
+	if sum := hashSum(canon); len(sum) != 32 {
+		t.Fatalf("%s: sum of %d bytes", canon, len(sum))
+	}
+	for _, h := range []string{"", "sha256:", canon[:len(canon)-1], canon + "0", "SHA256" + canon[6:],
+		canon[:10] + "A" + canon[11:], canon[:10] + "g" + canon[11:], "sha512:" + canon[7:], store.GenesisHash[:70] + " "} {
+		if sum := hashSum(h); sum != nil {
+			t.Fatalf("%q stored as a sum", h)
+		}
+	}
+	s := openTest(t, Options{})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{{Kind: "k", Body: []byte(`{}`), Digest: canon}}}))
+	var sums, texts int64
+	must(t, s.pool.QueryRow(ctx, `SELECT count(digest_sum) + count(prev_sum) + count(chain_sum), count(digest) + count(prev_hash) + count(chain_hash) FROM events`).Scan(&sums, &texts))
+	if sums != 3 || texts != 0 {
+		t.Fatalf("a store-written event holds %d sums and %d texts, want 3 and 0", sums, texts)
+	}
+	evs, err := s.Events(ctx, "r", 0)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Digest != canon || evs[0].PrevHash != store.GenesisHash || evs[0].ChainHash != store.ChainHash(store.GenesisHash, 1, canon) {
+		t.Fatalf("event reads back as %+v", evs)
+	}
+	// Exactly one of each pair, a sum of 32 bytes.
+	for _, bad := range []string{
+		`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, chain_sum, generation, recorded_at)
+VALUES ('r', 2, 'k', '\x00', NULL, NULL, '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
+		`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, chain_sum, generation, recorded_at)
+VALUES ('r', 2, 'k', '\x00', '\x` + canon[7:] + `', 'x', '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
+		`INSERT INTO events (run_id, seq, kind, body, digest_sum, prev_sum, chain_sum, generation, recorded_at)
+VALUES ('r', 2, 'k', '\x00', '\x` + canon[9:] + `', '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
+	} {
+		if _, err := s.pool.Exec(ctx, bad); err == nil {
+			t.Fatalf("%s was stored", bad)
+		}
+	}
+	// The same row, well formed, is stored.
+	_, err = s.pool.Exec(ctx, `INSERT INTO events (run_id, seq, kind, body, digest, prev_sum, chain_sum, generation, recorded_at)
+VALUES ('r', 2, 'k', '\x00', 'x', '\x`+canon[7:]+`', '\x`+canon[7:]+`', 1, 0)`)
+	must(t, err)
+}

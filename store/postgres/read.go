@@ -60,7 +60,8 @@ func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
+	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body, `+hashText("digest_sum", "digest")+`, `+hashText("prev_sum", "prev_hash")+`,
+	`+hashText("chain_sum", "chain_hash")+`, generation, recorded_at
 FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
 	if err != nil {
 		return nil, s.mapErr("events", runID, err)

@@ -3,6 +3,7 @@ package withrunner
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,10 +128,11 @@ func verifyRuns(t *testing.T, st store.Store, ids []string) {
 	}
 }
 
-// toVersion4 turns schema's trace table back into the released version-4
-// layout (one row per record, as migration 1 created it, each record timed
-// as its tick) and forgets migration 5: what a version-4 build would have
-// left for the same runs.
+// toVersion4 turns schema's trace and events tables back into the
+// released version-4 layout (as migration 1 created them: one row per
+// trace record, timed as its tick; hashes as text) and forgets the
+// migrations after 4: what a version-4 build would have left for the same
+// runs.
 func toVersion4(t *testing.T, schema string) {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, dsn(t))
@@ -158,7 +160,35 @@ ALTER TABLE trace_v4 RENAME TO trace;
 ALTER INDEX trace_v4_pkey RENAME TO trace_pkey;
 CREATE TRIGGER trace_append_only BEFORE UPDATE OR DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER trace_no_truncate BEFORE TRUNCATE ON trace FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
-DELETE FROM schema_migrations WHERE version = 5;`)
+CREATE TABLE events_v4 (
+	run_id      text NOT NULL REFERENCES runs(run_id),
+	seq         bigint NOT NULL CHECK (seq >= 1),
+	kind        text NOT NULL,
+	body        bytea NOT NULL,
+	digest      text NOT NULL,
+	prev_hash   text NOT NULL,
+	chain_hash  text NOT NULL,
+	generation  bigint NOT NULL,
+	recorded_at bigint NOT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+INSERT INTO events_v4 (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at)
+SELECT run_id, seq, kind, body, COALESCE(digest, 'sha256:' || encode(digest_sum, 'hex')),
+	COALESCE(prev_hash, 'sha256:' || encode(prev_sum, 'hex')), COALESCE(chain_hash, 'sha256:' || encode(chain_sum, 'hex')),
+	generation, recorded_at FROM events ORDER BY run_id, seq;
+DROP TABLE events;
+ALTER TABLE events_v4 RENAME TO events;
+ALTER INDEX events_v4_pkey RENAME TO events_pkey;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+DELETE FROM schema_migrations WHERE version > 4;
+-- A run whose event hashes were written by hand, not canonical: they
+-- must read back as the text they are.
+INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_seq, head_hash, quarantine, created_at, updated_at)
+VALUES ('odd', 'wf', '1', 'S', 2, 'SHA256:X', 'written by hand', 0, 0);
+INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES
+	('odd', 1, 'k', '\x7b7d', 'sha256:ABCDEF', '', 'sha256:00000000000000000000000000000000000000000000000000000000000000000', 1, 0),
+	('odd', 2, 'k', '\x7b7d', 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'x', 'SHA256:X', 1, 0);`)
 	must(t, err)
 	must(t, tx.Commit(ctx))
 }
@@ -190,7 +220,15 @@ func TestMigrateFromVersion4RealRuns(t *testing.T) {
 	src.Close()
 	toVersion4(t, schema)
 
+	odd := []store.Event{
+		{Seq: 1, Kind: "k", Body: []byte(`{}`), Digest: "sha256:ABCDEF", PrevHash: "", ChainHash: "sha256:" + strings.Repeat("0", 65), Generation: 1},
+		{Seq: 2, Kind: "k", Body: []byte(`{}`), Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PrevHash: "x", ChainHash: "SHA256:X", Generation: 1},
+	}
+
 	st := openNamed(t, schema, "flrh-migrate", postgres.Options{})
+	if got, err := st.Events(ctx, "odd", 0); err != nil || !reflect.DeepEqual(got, odd) {
+		t.Fatalf("hand-written hashes after migration: %v\n got %+v\nwant %+v", err, got, odd)
+	}
 	var v int64
 	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
 	if v != postgres.SchemaVersion || v < 5 {
@@ -200,6 +238,13 @@ func TestMigrateFromVersion4RealRuns(t *testing.T) {
 		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
 			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
 		}
+	}
+	// Every canonical hash the version-4 rows held as text is now its sum.
+	var text int64
+	must(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE run_id <> 'odd'
+	AND (digest_sum IS NULL OR prev_sum IS NULL OR chain_sum IS NULL)`).Scan(&text))
+	if text != 0 {
+		t.Fatalf("%d events keep a canonical hash as text", text)
 	}
 	if rows, records := traceRows(t, st); rows != records || records != int64(traced) {
 		t.Fatalf("after migration %d trace rows hold %d records, want one row for each of %d", rows, records, traced)

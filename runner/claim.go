@@ -100,8 +100,16 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			claimNow = false
 			free := par - inflight
 			var leases []store.Lease
-			leases, err = r.cfg.Claimer.ClaimReady(ctx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
-			if err != nil && ctx.Err() == nil {
+			// The claim is not cancelled by shutdown: cancelled in flight,
+			// it could commit at the database while its reply, and with it
+			// the leases it took, is lost to this runner, which would then
+			// exit holding runs no one releases until their leases lapse.
+			// A claim that returns after shutdown began is recorded, its
+			// runs are not started, and Close releases them.
+			claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LeaseTTL)
+			leases, err = r.cfg.Claimer.ClaimReady(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+			cancelClaim()
+			if err != nil {
 				r.log.Error("claim ready runs", "err", err)
 			}
 			saturated = err == nil && len(leases) == free
@@ -113,6 +121,9 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 				r.leases[l.RunID] = l
 				delete(r.cps, l.RunID) // a cached checkpoint belongs to an older generation
 				r.mu.Unlock()
+				if ctx.Err() != nil {
+					continue // shutting down: held, not started; Close releases it
+				}
 				if !r.claim(l.RunID) {
 					// A pass of ours is still on it under the lease this
 					// claim replaced (it ran past its lease): that pass

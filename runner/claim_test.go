@@ -372,3 +372,60 @@ func TestClaimingLoopTimesOutARestingRun(t *testing.T) {
 		t.Fatalf("the resting run was claimed %d times; only the sweep should visit it", n)
 	}
 }
+
+// stoppingClaimer stops its runner while a claim is on its way, as a
+// SIGTERM arriving mid-claim would, and then behaves as a database does:
+// the claim commits whatever became of the caller, and a caller whose
+// context was cancelled meanwhile gets an error instead of the reply.
+type stoppingClaimer struct {
+	*listClaimer
+	stop    func()
+	once    sync.Once
+	claimed int
+}
+
+func (c *stoppingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
+	c.once.Do(c.stop)
+	ls, err := c.listClaimer.ClaimReady(context.WithoutCancel(ctx), owner, ttl, limit, resting)
+	c.mu.Lock()
+	c.claimed += len(ls)
+	c.mu.Unlock()
+	if err == nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return ls, err
+}
+
+// A claim in flight when the runner is told to stop still hands its leases
+// to the runner, which releases them on the way out instead of leaving
+// the runs to wait for their leases to lapse; it starts no pass on them.
+func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
+	h := newClaimHarness(t)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cl := &stoppingClaimer{listClaimer: h.c, stop: cancel}
+	reg := &effect.Registry{}
+	mustOK(t, reg.Register("refund.pay", "fake/1", h.dest))
+	r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Claimer: cl, Owner: "claimer",
+		Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: time.Second})
+	mustOK(t, err)
+	mustOK(t, r.Start(ctx, "s-1", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner did not stop")
+	}
+	if cl.claimed != 1 {
+		t.Fatalf("%d runs claimed, want the one started", cl.claimed)
+	}
+	run, err := h.st.Run(ctx, "s-1")
+	mustOK(t, err)
+	if run.Lease.Owner != "" {
+		t.Errorf("after stopping, the runner still holds s-1 (lease %+v)", run.Lease)
+	}
+	if run.State != "INIT" || h.dest.count() != 0 {
+		t.Errorf("a run claimed during shutdown was advanced: state %s, %d mutations", run.State, h.dest.count())
+	}
+}

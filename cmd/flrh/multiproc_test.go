@@ -321,7 +321,7 @@ func TestServeProcessesShareOnePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	if held != 0 {
-		t.Fatalf("the stopped process still holds %d live runs", held)
+		t.Fatalf("the stopped process still holds %d live runs; its log:\n%s", held, quit.stderr)
 	}
 
 	eventually(t, "every run done", 90*time.Second, func() bool { return live() == 0 })

@@ -17,6 +17,7 @@ import (
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/storetest"
 	"flrh.dev/flrh/verify"
 )
 
@@ -70,47 +71,12 @@ func recordRuns(t *testing.T, st store.Store, prefix string, withDemo bool) []st
 	return ids
 }
 
-// runRecord is everything the store reads back of one run.
-type runRecord struct {
-	Run        store.Run
-	Events     []store.Event
-	Checkpoint store.Checkpoint
-	Intents    []store.Intent
-	Attempts   []store.Attempt
-	Approvals  []store.Approval
-	Receipts   []store.Receipt
-	Trace      []store.TraceRecord
-	Inbox      []store.Inbound
-}
+type runRecord = storetest.Record
 
+// readRun reads a run's record; every run recorded events.
 func readRun(t *testing.T, st *postgres.Store, id string) runRecord {
 	t.Helper()
-	var r runRecord
-	var err error
-	check := func(what string, e error) {
-		t.Helper()
-		if e != nil {
-			t.Fatalf("%s %s: %v", what, id, e)
-		}
-	}
-	r.Run, err = st.Run(ctx, id)
-	check("run", err)
-	r.Events, err = st.Events(ctx, id, 0)
-	check("events", err)
-	r.Checkpoint, err = st.Checkpoint(ctx, id)
-	check("checkpoint", err)
-	r.Intents, err = st.Intents(ctx, id)
-	check("intents", err)
-	r.Attempts, err = st.RunAttempts(ctx, id)
-	check("attempts", err)
-	r.Approvals, err = st.RunApprovals(ctx, id)
-	check("approvals", err)
-	r.Receipts, err = st.Receipts(ctx, id)
-	check("receipts", err)
-	r.Trace, err = st.Trace(ctx, id)
-	check("trace", err)
-	r.Inbox, err = st.Inbox(ctx, id, false)
-	check("inbox", err)
+	r := storetest.ReadRecord(t, ctx, st, id)
 	if len(r.Events) == 0 {
 		t.Fatalf("run %s recorded no events", id)
 	}

@@ -44,15 +44,9 @@ const (
 	RiskHighRiskExternal = "high_risk_external"
 )
 
-var (
-	versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`)
-	// digestPattern is the digest grammar; isDigest is its hand-written
-	// equivalent for the per-decision path (held equal by a differential
-	// test).
-	digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-)
-
-const maxIDLen = 128
+// digestPattern is the digest grammar; isDigest is its hand-written
+// equivalent for the per-decision path (held equal by a differential test).
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // The exact member sets of every object the projection admits. An object
 // with a missing or an extra member is malformed: nothing is defaulted.
@@ -401,24 +395,11 @@ func idField(v any, code, path string) (string, *Rejection) {
 
 // ValidID reports whether s is a protocol identifier: the Id pattern and at
 // most 128 bytes.
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > maxIDLen || !alnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !alnum(c) && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func ValidID(s string) bool { return cjson.ValidID(s) }
 
 func versionField(v any, code, path string) (string, *Rejection) {
 	s, ok := v.(string)
-	if !ok || len(s) > maxIDLen || !versionPattern.MatchString(s) {
+	if !ok || !cjson.ValidVersion(s) {
 		return "", reject(code, path)
 	}
 	return s, nil

@@ -120,6 +120,21 @@ func ValidID(s string) bool {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
+		if idByte[s[i]]&(idAlnum|idPunct) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidVersion reports whether s is a protocol version label: an
+// identifier that may also contain '+' after its first character,
+// ^[A-Za-z0-9][A-Za-z0-9._:+/-]*$, at most MaxIDLength characters.
+func ValidVersion(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength || idByte[s[0]] != idAlnum {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
 		if idByte[s[i]] == 0 {
 			return false
 		}
@@ -128,8 +143,9 @@ func ValidID(s string) bool {
 }
 
 // idByte classes an identifier's bytes: letters and digits (which may
-// also start it) and the punctuation "._:/-"; 0 for any other byte. One
-// table read per byte (validIDSlow in the tests is the definition).
+// also start it), the punctuation "._:/-", and '+', which only a version
+// label admits; 0 for any other byte. One table read per byte (validIDSlow
+// in the tests is the definition of both patterns).
 var idByte = func() (t [256]uint8) {
 	for c := range 256 {
 		switch {
@@ -137,6 +153,8 @@ var idByte = func() (t [256]uint8) {
 			t[c] = idAlnum
 		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-':
 			t[c] = idPunct
+		case c == '+':
+			t[c] = idPlus
 		}
 	}
 	return t
@@ -145,6 +163,7 @@ var idByte = func() (t [256]uint8) {
 const (
 	idAlnum = 1
 	idPunct = 2
+	idPlus  = 4
 )
 
 type encoder struct {

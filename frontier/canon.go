@@ -64,53 +64,6 @@ func digestString(sum [32]byte) string {
 // hexOf strips the "sha256:" prefix of a digest.
 func hexOf(digest string) string { return digest[len("sha256:"):] }
 
-// validID reports whether s is a protocol identifier:
-// ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ and at most 128 bytes.
-func validID(s string) bool { return validToken(s, false) }
-
-// validVersion is validID that also admits '+'.
-func validVersion(s string) bool { return validToken(s, true) }
-
-func validToken(s string, plus bool) bool {
-	if len(s) == 0 || len(s) > 128 || tokenByte[s[0]] != tokenAlnum {
-		return false
-	}
-	allowed := uint8(tokenAlnum | tokenPunct)
-	if plus {
-		allowed |= tokenPlus
-	}
-	for i := 1; i < len(s); i++ {
-		if tokenByte[s[i]]&allowed == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// tokenByte classes a token's bytes: letters and digits (which may also
-// start it), the punctuation "._:/-", and '+' where the token allows it;
-// 0 for any other byte. One table read per byte (validTokenSlow in the
-// tests is the definition).
-var tokenByte = func() (t [256]uint8) {
-	for c := range 256 {
-		switch {
-		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
-			t[c] = tokenAlnum
-		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-':
-			t[c] = tokenPunct
-		case c == '+':
-			t[c] = tokenPlus
-		}
-	}
-	return t
-}()
-
-const (
-	tokenAlnum = 1 << iota
-	tokenPunct
-	tokenPlus
-)
-
 // validDigest reports whether s is sha256:<64 lowercase hex>.
 func validDigest(s string) bool {
 	if len(s) != 71 || s[:7] != "sha256:" {

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // ValueDelta is one sealed RValueDelta: a signed delivery of a value from a
@@ -24,13 +26,13 @@ type ValueDelta struct {
 // logicalTime with diff +1 (insert) or -1 (retract).
 func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion string, v Value) (ValueDelta, *Rejection) {
 	switch {
-	case !validID(sourceID):
+	case !cjson.ValidID(sourceID):
 		return ValueDelta{}, reject(CodeUnknownFrontierSource, "/source_id")
 	case logicalTime < 0:
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/logical_time")
 	case diff != 1 && diff != -1:
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/diff")
-	case !validVersion(dataflowVersion):
+	case !cjson.ValidVersion(dataflowVersion):
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/dataflow_version")
 	case !v.sealed():
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/value")

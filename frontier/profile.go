@@ -1,6 +1,10 @@
 package frontier
 
-import "slices"
+import (
+	"slices"
+
+	"flrh.dev/flrh/cjson"
+)
 
 // Versions of the contract, its wire objects and its canonicalization. They
 // are exact: there is no registry fallback or upcast.
@@ -88,7 +92,7 @@ type Profile struct {
 // NewProfile validates the fields of a profile, puts the source set in
 // canonical order and derives its profile_digest.
 func NewProfile(dataflowVersion string, sourceIDs []string, limits Limits) (Profile, *Rejection) {
-	if !validVersion(dataflowVersion) {
+	if !cjson.ValidVersion(dataflowVersion) {
 		return Profile{}, reject(CodeMalformedDataflowProfile, "/profile/dataflow_version")
 	}
 	sources, ok := sortedIDSet(sourceIDs)

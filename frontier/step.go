@@ -2,6 +2,8 @@ package frontier
 
 import (
 	"slices"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // Backpressure is an RBackpressure report: the next state's occupancy next
@@ -351,7 +353,7 @@ func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats, h 
 	si := p.sourceIndex(c.SourceID)
 	if si < 0 {
 		r := reject(CodeUnknownFrontierSource, "/command/source_id")
-		if validID(c.SourceID) {
+		if cjson.ValidID(c.SourceID) {
 			r.Context.SourceID = c.SourceID
 		}
 		return nil, r

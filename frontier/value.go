@@ -3,6 +3,7 @@ package frontier
 import (
 	"slices"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -130,7 +131,7 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 		return bad("/kind")
 	}
 	for _, id := range []string{p.ProposalID, p.EffectType, p.CauseID, p.CorrelationID, p.ProposalDedupKey, p.GoalID, p.ObligationID} {
-		if !validID(id) {
+		if !cjson.ValidID(id) {
 			return bad("")
 		}
 	}
@@ -146,7 +147,7 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 	}
 	ver := p.Versions
 	for _, s := range []string{ver.Workflow, ver.StateSchema, ver.EventSchema, ver.GraphSchema, ver.RuleSet, ver.Dataflow, ver.Canonicalization, ver.Tool, ver.Model, ver.Oracle, ver.Gate, ver.Resolver, ver.CompositionProfile} {
-		if !validVersion(s) {
+		if !cjson.ValidVersion(s) {
 			return bad("/versions")
 		}
 	}
@@ -172,7 +173,7 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 	default:
 		return Value{}, reject(CodeMalformedValueDelta, path+"/kind")
 	}
-	if !validID(e.VerdictID) || !validID(e.ProposalID) || !validID(e.CauseID) {
+	if !cjson.ValidID(e.VerdictID) || !cjson.ValidID(e.ProposalID) || !cjson.ValidID(e.CauseID) {
 		return Value{}, reject(CodeMalformedValueDelta, path)
 	}
 	if !verdictStatuses[e.Status] {
@@ -182,7 +183,7 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 	if !ok {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/support_derivation_ids")
 	}
-	if !validVersion(e.RuleSetVersion) {
+	if !cjson.ValidVersion(e.RuleSetVersion) {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/rule_set_version")
 	}
 	e.SupportDerivationIDs = sup
@@ -201,7 +202,7 @@ func sortedIDSet(ids []string) ([]string, bool) {
 	out := make([]string, len(ids))
 	copy(out, ids)
 	for _, s := range out {
-		if !validID(s) {
+		if !cjson.ValidID(s) {
 			return nil, false
 		}
 	}

@@ -133,7 +133,7 @@ func ParseProfile(v any) (Profile, *Rejection) {
 		return Profile{}, reject(CodeUnsupportedCanonicalization, "/profile/canonicalization_version")
 	}
 	dataflow, ok := o.str("dataflow_version")
-	if !ok || !validVersion(dataflow) {
+	if !ok || !cjson.ValidVersion(dataflow) {
 		return bad("/profile/dataflow_version")
 	}
 	sources, ok := o.strings("source_ids")
@@ -321,7 +321,7 @@ func ParseCommand(v any, p Profile, prior *State) (Command, *Rejection) {
 		src, _ := o.str("source_id")
 		if p.sourceIndex(src) < 0 {
 			r := reject(CodeUnknownFrontierSource, "/command/source_id")
-			if validID(src) {
+			if cjson.ValidID(src) {
 				r.Context.SourceID = src
 			}
 			return nil, r
@@ -363,7 +363,7 @@ func parseDelta(v any, p *Profile, prior *State, path string) (ValueDelta, *Reje
 	si := p.sourceIndex(src)
 	if si < 0 {
 		r := reject(CodeUnknownFrontierSource, path+"/source_id")
-		if validID(src) {
+		if cjson.ValidID(src) {
 			r.Context.SourceID = src
 		}
 		return ValueDelta{}, r
@@ -388,7 +388,7 @@ func parseDelta(v any, p *Profile, prior *State, path string) (ValueDelta, *Reje
 		return bad("/value_digest")
 	}
 	declaredDelivery, _ := o.str("delivery_id")
-	if !validID(declaredDelivery) {
+	if !cjson.ValidID(declaredDelivery) {
 		return bad("/delivery_id")
 	}
 	val, rej := parseValue(o["value"], kind, path+"/value")
@@ -457,7 +457,7 @@ func ParseState(v any, p Profile) (*State, *Rejection) {
 		}
 		src, _ := fo.str("source_id")
 		w, isTime := fo.time("low_watermark")
-		if !fo.is("kind", "RSourceFrontier") || !validID(src) || (fo["low_watermark"] != nil && !isTime) {
+		if !fo.is("kind", "RSourceFrontier") || !cjson.ValidID(src) || (fo["low_watermark"] != nil && !isTime) {
 			return bad(path)
 		}
 		si := p.sourceIndex(src)

@@ -147,7 +147,7 @@ func Load(jsonText []byte) (*Declarative, error) {
 		dst  *string
 	}{{"workflow", &d.workflow}, {"state_schema", &d.stateSchema}, {"event_schema", &d.eventSchema}} {
 		s, ok := root[f.name].(string)
-		if !ok || !validVersion(s) {
+		if !ok || !cjson.ValidVersion(s) {
 			return nil, cfgErr("/"+f.name, "must be a version label")
 		}
 		*f.dst = s

@@ -171,7 +171,7 @@ func profileOf(d Domain) Profile {
 // kernel member.
 func CheckProfile(p Profile) error {
 	for _, v := range []string{p.Workflow, p.StateSchema, p.EventSchema} {
-		if !validVersion(v) {
+		if !cjson.ValidVersion(v) {
 			return fmt.Errorf("kernel: profile version %q is not a version label", v)
 		}
 	}
@@ -199,7 +199,7 @@ func CheckProfile(p Profile) error {
 // sorting the event types: Step asks it on every call, and only the verdict
 // matters there.
 func profileValid(p Profile) bool {
-	if !validVersion(p.Workflow) || !validVersion(p.StateSchema) || !validVersion(p.EventSchema) {
+	if !cjson.ValidVersion(p.Workflow) || !cjson.ValidVersion(p.StateSchema) || !cjson.ValidVersion(p.EventSchema) {
 		return false
 	}
 	if p.FactIdentity == "" || p.MinFacts < 0 || p.MaxFacts < p.MinFacts || p.MaxProposals < 0 || len(p.EventTypes) == 0 {

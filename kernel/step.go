@@ -148,7 +148,7 @@ func parseTypedEvent(d Domain, p Profile, e *protocol.AcceptedEvent) (Event, boo
 func versionsValid(v *protocol.VersionEnvelope) bool {
 	for _, s := range [...]string{v.Workflow, v.StateSchema, v.EventSchema, v.GraphSchema, v.RuleSet, v.Dataflow,
 		v.Canonicalization, v.Tool, v.Model, v.Oracle, v.Gate, v.Resolver, v.CompositionProfile} {
-		if !validVersion(s) {
+		if !cjson.ValidVersion(s) {
 			return false
 		}
 	}
@@ -544,39 +544,6 @@ func nonNegInt(v any) (int64, bool) {
 	return n, ok && n >= 0
 }
 
-func validVersion(s string) bool {
-	if len(s) == 0 || len(s) > 128 || versionByte[s[0]] != versionAlnum {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if versionByte[s[i]] == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// versionByte classes a version label's bytes: letters and digits, which
-// may also start it, and the punctuation "._:+/-" after the first byte;
-// 0 for any other byte. A table read per byte instead of a rune search
-// per punctuation mark (validVersionSlow in the tests is the definition).
-var versionByte = func() (t [256]uint8) {
-	for c := range 256 {
-		switch {
-		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
-			t[c] = versionAlnum
-		case strings.ContainsRune("._:+/-", rune(c)):
-			t[c] = versionPunct
-		}
-	}
-	return t
-}()
-
-const (
-	versionAlnum = 1
-	versionPunct = 2
-)
-
 var versionMembers = []string{
 	"workflow", "state_schema", "event_schema", "graph_schema", "rule_set", "dataflow",
 	"canonicalization", "tool", "model", "oracle", "gate", "resolver", "composition_profile",
@@ -589,7 +556,7 @@ func parseVersions(v any) (protocol.VersionEnvelope, bool) {
 	}
 	get := func(k string) (string, bool) {
 		s, ok := m[k].(string)
-		return s, ok && validVersion(s)
+		return s, ok && cjson.ValidVersion(s)
 	}
 	var env protocol.VersionEnvelope
 	fields := []*string{&env.Workflow, &env.StateSchema, &env.EventSchema, &env.GraphSchema, &env.RuleSet,

@@ -291,9 +291,9 @@ func (s *projector) checkMaterialization() *Rejection {
 		return reject(CodeMalformedLResult, "/l_result/next_materialization/materialization_digest")
 	case !cjson.ValidDigest(l.RuleBundleDigest):
 		return reject(CodeMalformedLResult, "/l_result/rule_bundle_digest")
-	case !validVersion(l.RuleSetVersion):
+	case !cjson.ValidVersion(l.RuleSetVersion):
 		return reject(CodeMalformedRuleBundle, "/rule_bundle/rule_set_version")
-	case !validVersion(l.DataflowVersion):
+	case !cjson.ValidVersion(l.DataflowVersion):
 		return reject(CodeMalformedRuleBundle, "/rule_bundle/dataflow_version")
 	}
 	s.declared = make(map[string]bool, len(l.QueryAtoms))
@@ -713,23 +713,4 @@ func sortedIDSet(ids []string) ([]string, bool) {
 		}
 	}
 	return out, true
-}
-
-// validVersion is the protocol Version pattern: an id that may contain '+'.
-func validVersion(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i == 0:
-			return false
-		case c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || c == '+':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -41,7 +41,7 @@ type Transition struct {
 // prior means the initial state. Step never modifies prior, and a rejection
 // carries no state at all, so a refused command changes nothing.
 func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) {
-	t, rej := step(prior, &profile, cmd, true)
+	t, rej := step(prior, &profile, cmd, stepRecord, nil)
 	if rej != nil {
 		if profile.digest != "" {
 			rej.ProfileDigest = profile.digest
@@ -58,7 +58,7 @@ func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) 
 // them over the whole next state. The workflow, which starts R afresh
 // every tick and records only the batches, takes this path.
 func StepState(prior *State, profile Profile, cmd Command) (*State, []*PublishedBatch, *Rejection) {
-	t, rej := step(prior, &profile, cmd, false)
+	t, rej := step(prior, &profile, cmd, stepSeal, nil)
 	if rej != nil {
 		if profile.digest != "" {
 			rej.ProfileDigest = profile.digest
@@ -68,9 +68,45 @@ func StepState(prior *State, profile Profile, cmd Command) (*State, []*Published
 	return t.Next, t.Published, nil
 }
 
-// step is step_r; record says whether to take the command and transition
-// digests (Step) or leave them empty (StepState).
-func step(prior *State, p *Profile, cmd Command, record bool) (*Transition, *Rejection) {
+// Publish steps prior through cmds in order, as StepState would one after
+// the other, and returns only what they published, in publication order;
+// or, at the first command refused, its index and StepState's rejection
+// (the commands before it published, the batches are dropped). Its caller
+// keeps no state: the workflow starts R from the same state every tick and
+// records only the batches. So no state after prior is sealed — neither its
+// canonical pieces written nor its digest taken, a SHA-256 pass over the
+// whole state per command — since nothing ever encodes or digests them; a
+// batch's identity does not depend on the state it was published from.
+func Publish(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, int, *Rejection) {
+	var out []*PublishedBatch
+	s, h := prior, newHasher() // one hasher for every command's digests
+	for i, cmd := range cmds {
+		t, rej := step(s, &profile, cmd, stepBare, h)
+		if rej != nil {
+			if profile.digest != "" {
+				rej.ProfileDigest = profile.digest
+			}
+			return nil, i, rej
+		}
+		s = t.Next
+		out = append(out, t.Published...)
+	}
+	return out, -1, nil
+}
+
+// stepMode is what step takes besides the next state and the batches.
+type stepMode int
+
+const (
+	stepRecord stepMode = iota // the transition record: command and transition digests (Step)
+	stepSeal                   // the next state sealed: its pieces and digest (StepState)
+	stepBare                   // nothing: a state only stepped further (Publish)
+)
+
+// step is step_r; mode says what it takes beyond the next state's values
+// and the published batches. A bare state (stepBare) is only ever the
+// prior of another bare step: sealing a state reuses its prior's pieces.
+func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (*Transition, *Rejection) {
 	if p.digest == "" {
 		return nil, reject(CodeMalformedDataflowProfile, "/profile")
 	}
@@ -108,8 +144,10 @@ func step(prior *State, p *Profile, cmd Command, record bool) (*Transition, *Rej
 		published []*PublishedBatch
 		digests   []string
 		rej       *Rejection
-		h         = newHasher() // every digest this command takes
 	)
+	if h == nil {
+		h = newHasher() // every digest this command takes
+	}
 	switch c := cmd.(type) {
 	case ApplyDeltaBatch:
 		digests, rej = applyDeltas(p, prior, next, c, &stats)
@@ -123,8 +161,11 @@ func step(prior *State, p *Profile, cmd Command, record bool) (*Transition, *Rej
 	if rej != nil {
 		return nil, rej
 	}
+	if mode == stepBare {
+		return &Transition{Next: next, Published: published}, nil
+	}
 	next.seal(prior, h)
-	if !record {
+	if mode == stepSeal {
 		return &Transition{Next: next, Published: published}, nil
 	}
 	t := &Transition{

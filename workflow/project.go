@@ -261,28 +261,11 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	w, st := t.w, t.st
 	prof := w.rProfile
 	d, df := prof.Digest(), prof.DataflowVersion()
-	s := w.r0 // the initial state with demand granted, built once
-	var out []sealedBatch
-	step := func(c frontier.Command) error {
-		// Only the next state and the batches are kept: R's transition
-		// record (its command and transition digests) is not taken.
-		next, published, rej := frontier.StepState(s, prof, c)
-		if rej != nil {
-			return fmt.Errorf("workflow: R refused %T: %s at %s", c, rej.Code, rej.Path)
-		}
-		s = next
-		for _, pb := range published {
-			out = append(out, w.toAuthority(pb))
-		}
-		return nil
-	}
-	advance := func(mark int64) error {
+	advance := func(all []frontier.Command, mark int64) []frontier.Command {
 		for _, src := range []string{ProposalSource, VerdictSource} {
-			if err := step(frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: src, LowWatermark: mark}); err != nil {
-				return err
-			}
+			all = append(all, frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: src, LowWatermark: mark})
 		}
-		return nil
+		return all
 	}
 	// R starts each tick from its initial state. Moving both sources to
 	// the stored watermark first changes nothing the tick publishes — a
@@ -292,22 +275,25 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	// an earlier tick (at most lt·EpochStride) never does. So the catch-up
 	// runs only for a watermark past this tick's first epoch, where R's
 	// refusal is the answer.
+	all := make([]frontier.Command, 0, len(cmds)+4)
 	if st.Watermark > t.lt*EpochStride {
-		if err := advance(st.Watermark); err != nil {
-			return nil, err
-		}
+		all = advance(all, st.Watermark)
 	}
-	for _, c := range cmds {
-		if err := step(c); err != nil {
-			return nil, err
-		}
-	}
+	all = append(all, cmds...)
 	st.Watermark = (t.lt + 1) * EpochStride
-	if err := advance(st.Watermark); err != nil {
-		return nil, err
+	all = advance(all, st.Watermark)
+	// Only the batches are kept: R's states between the commands are
+	// neither sealed nor digested, nor is its transition record taken.
+	published, at, rej := frontier.Publish(w.r0, prof, all)
+	if rej != nil {
+		return nil, fmt.Errorf("workflow: R refused %T: %s at %s", all[at], rej.Code, rej.Path)
 	}
-	if len(out) != len(cmds) {
-		return nil, fmt.Errorf("workflow: R published %d batches for %d epochs", len(out), len(cmds))
+	if len(published) != len(cmds) {
+		return nil, fmt.Errorf("workflow: R published %d batches for %d epochs", len(published), len(cmds))
+	}
+	out := make([]sealedBatch, len(published))
+	for i, pb := range published {
+		out[i] = w.toAuthority(pb)
 	}
 	return out, nil
 }

@@ -115,8 +115,23 @@ func genProgram(t *rapid.T) string {
 }
 
 // genOffset is added to every generated fact value: tests that set it
-// make relations hold values on both sides of the 32-bit boundary.
+// make relations hold values on both sides of the 16-bit or 32-bit
+// boundary.
 var genOffset int64
+
+// genMixed, when set, draws each generated fact value's offset from it
+// instead of using genOffset, so that one relation can hold values of
+// every width and widen twice as facts arrive.
+var genMixed []int64
+
+// genValue is a generated fact value: small, plus an offset.
+func genValue(t *rapid.T) int64 {
+	off := genOffset
+	if len(genMixed) > 0 {
+		off = genMixed[rapid.IntRange(0, len(genMixed)-1).Draw(t, "foff")]
+	}
+	return off + int64(rapid.IntRange(0, 4).Draw(t, "fv"))
+}
 
 func genFacts(t *rapid.T) []Fact {
 	n := rapid.IntRange(0, 14).Draw(t, "nfacts")
@@ -125,7 +140,7 @@ func genFacts(t *rapid.T) []Fact {
 		rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "frel")]
 		f := Fact{Rel: rel.name, Neg: rapid.IntRange(0, 5).Draw(t, "fneg") == 0}
 		for k := 0; k < rel.arity; k++ {
-			f.Args = append(f.Args, Num(genOffset+int64(rapid.IntRange(0, 4).Draw(t, "fv"))))
+			f.Args = append(f.Args, Num(genValue(t)))
 		}
 		out = append(out, f)
 	}

@@ -290,7 +290,7 @@ func (m *Materialization) compact(t int) {
 	tb := m.tables[t]
 	remap := make(map[int32]int32, len(m.base[t]))
 	w := int32(0)
-	packed := &table{arity: tb.arity, wide: tb.wide, stride: tb.stride}
+	packed := &table{arity: tb.arity, width: tb.width, stride: tb.stride}
 	tup := make([]int64, tb.arity)
 	for r := int32(0); r < tb.n; r++ {
 		if tb.died.get(r) != 0 {

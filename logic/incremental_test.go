@@ -145,7 +145,7 @@ func genFacts1(t *rapid.T) Fact {
 	rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "frel")]
 	f := Fact{Rel: rel.name, Neg: rapid.IntRange(0, 5).Draw(t, "fneg") == 0}
 	for k := 0; k < rel.arity; k++ {
-		f.Args = append(f.Args, Num(genOffset+int64(rapid.IntRange(0, 4).Draw(t, "fv"))))
+		f.Args = append(f.Args, Num(genValue(t)))
 	}
 	return f
 }

@@ -124,7 +124,7 @@ func (s *rowSet) warm(t *table, hs []uint64) {
 			x := s.slots[h&mask]
 			if x&rm != 0 && x&^rm == s.fingerprint(h) {
 				if r := int32(x&rm) - 1; r < t.n {
-					acc += t.chunks[r>>chunkShift][int(r&chunkMask)*t.stride]
+					acc += uint32(t.chunks[r>>chunkShift][int(r&chunkMask)*t.stride])
 				}
 			}
 		}

@@ -1,20 +1,24 @@
 package logic
 
+import "encoding/binary"
+
 // table stores the tuples of one relation side as dense rows of values
 // (symbols are interned ids), with a hash set of rows for deduplication
 // (rowSet) and hash indexes on the column sets rules look up by.
 // Rows are never moved while an evaluation runs, so row numbers are stable
 // handles; deleted rows are marked dead and skipped.
 //
-// A value takes one 32-bit word while every value the table ever held fits
-// in 32 bits (interned symbols and the numbers most programs use), which
-// halves the rows' memory; the first value that does not fit widens the
-// whole table to two words a value, once (see widen).
+// A value takes as few bytes as every value the table ever held needs:
+// two while they all fit in a signed 16-bit integer (small numbers, and
+// the ids of a program's first 32,768 symbols), four while they fit in 32
+// bits, eight otherwise. Each tier holds the low bytes of the next one's
+// two's-complement encoding, so the first value that does not fit rewrites
+// the whole table at the width it needs, once per tier at most (see widen).
 type table struct {
 	arity  int
-	wide   bool       // two words a value: some value did not fit in 32 bits
-	stride int        // words a row: arity, or 2*arity when wide
-	chunks [][]uint32 // rows, rowsPerChunk to a chunk (the first grows up to that)
+	width  int      // bytes a value: 2, 4 or 8; only grows
+	stride int      // bytes a row: arity*width
+	chunks [][]byte // rows, rowsPerChunk to a chunk (the first grows up to that)
 	n      int32
 	round  rounds // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
@@ -43,7 +47,7 @@ func mix(h uint64, v int64) uint64 {
 }
 
 func newTable(arity int, masks []uint64) *table {
-	return &table{arity: arity, stride: arity, set: newRowSet(0), masks: masks, idx: make([]*index, len(masks))}
+	return &table{arity: arity, width: 2, stride: 2 * arity, set: newRowSet(0), masks: masks, idx: make([]*index, len(masks))}
 }
 
 // index returns index k, building it on first use: an index some plan
@@ -76,8 +80,8 @@ const (
 	chunkMask    = rowsPerChunk - 1
 )
 
-// words returns the stored words of row r.
-func (t *table) words(r int32) []uint32 {
+// words returns the stored bytes of row r.
+func (t *table) words(r int32) []byte {
 	if t.stride == 0 {
 		return nil // a relation without arguments stores no words
 	}
@@ -86,12 +90,15 @@ func (t *table) words(r int32) []uint32 {
 	return ch[o : o+t.stride : o+t.stride]
 }
 
-// val decodes column c of a row's words.
-func (t *table) val(w []uint32, c int) int64 {
-	if !t.wide {
-		return int64(int32(w[c]))
+// val decodes column c of a row's bytes.
+func (t *table) val(w []byte, c int) int64 {
+	switch t.width {
+	case 2:
+		return int64(int16(binary.LittleEndian.Uint16(w[2*c:])))
+	case 4:
+		return int64(int32(binary.LittleEndian.Uint32(w[4*c:])))
 	}
-	return int64(uint64(w[2*c]) | uint64(w[2*c+1])<<32)
+	return int64(binary.LittleEndian.Uint64(w[8*c:]))
 }
 
 // at returns column c of row r.
@@ -105,14 +112,19 @@ func (t *table) load(r int32, buf []int64) []int64 {
 		return buf
 	}
 	w := t.words(r)
-	if !t.wide {
+	switch t.width {
+	case 2:
 		for c := range buf {
-			buf[c] = int64(int32(w[c]))
+			buf[c] = int64(int16(binary.LittleEndian.Uint16(w[2*c:])))
 		}
-		return buf
-	}
-	for c := range buf {
-		buf[c] = int64(uint64(w[2*c]) | uint64(w[2*c+1])<<32)
+	case 4:
+		for c := range buf {
+			buf[c] = int64(int32(binary.LittleEndian.Uint32(w[4*c:])))
+		}
+	default:
+		for c := range buf {
+			buf[c] = int64(binary.LittleEndian.Uint64(w[8*c:]))
+		}
 	}
 	return buf
 }
@@ -120,17 +132,29 @@ func (t *table) load(r int32, buf []int64) []int64 {
 // tuple returns a fresh copy of row r's values.
 func (t *table) tuple(r int32) []int64 { return t.load(r, make([]int64, t.arity)) }
 
-func fits32(v int64) bool { return v == int64(int32(v)) }
+// widthOf is the bytes value x needs: 2, 4 or 8.
+func widthOf(x int64) int {
+	switch {
+	case x == int64(int16(x)):
+		return 2
+	case x == int64(int32(x)):
+		return 4
+	}
+	return 8
+}
 
 // appendRow stores v as the next row.
 func (t *table) appendRow(v []int64) {
 	if t.arity == 0 {
 		return
 	}
-	if !t.wide {
+	if t.width < 8 {
+		// A value fits width w when it survives truncation to w bytes and
+		// sign extension back: shifting left and back right by 64-8w bits.
+		sh := uint(64 - 8*t.width)
 		for _, x := range v {
-			if !fits32(x) {
-				t.widen()
+			if x<<sh>>sh != x {
+				t.widen(v)
 				break
 			}
 		}
@@ -141,40 +165,67 @@ func (t *table) appendRow(v []int64) {
 		if last < 0 {
 			size = 64 * t.stride
 		}
-		t.chunks = append(t.chunks, make([]uint32, 0, size))
+		t.chunks = append(t.chunks, make([]byte, 0, size))
 		last++
 	}
 	c := t.chunks[last]
 	if len(c)+t.stride > cap(c) {
-		nc := make([]uint32, len(c), min(2*cap(c), rowsPerChunk*t.stride))
+		nc := make([]byte, len(c), min(2*cap(c), rowsPerChunk*t.stride))
 		copy(nc, c)
 		c = nc
 	}
-	if !t.wide {
-		for _, x := range v {
-			c = append(c, uint32(x))
-		}
-	} else {
-		for _, x := range v {
-			c = append(c, uint32(x), uint32(uint64(x)>>32))
-		}
-	}
+	o := len(c)
+	c = c[:o+t.stride]
+	putRow(c[o:], t.width, v)
 	t.chunks[last] = c
 }
 
-// widen rewrites the rows with two words a value. It runs at most once per
-// table, when the first value outside 32 bits arrives; row numbers, the
-// hash set and the indexes stay valid because values are unchanged.
-func (t *table) widen() {
+// putRow encodes v into w at width bytes a value.
+func putRow(w []byte, width int, v []int64) {
+	switch width {
+	case 2:
+		for i, x := range v {
+			binary.LittleEndian.PutUint16(w[2*i:], uint16(x))
+		}
+	case 4:
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(w[4*i:], uint32(x))
+		}
+	default:
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(w[8*i:], uint64(x))
+		}
+	}
+}
+
+// widen rewrites the rows at the width the widest value of v (the row
+// about to be appended) needs. It runs at most twice per table (2 → 4 → 8
+// bytes, or once 2 → 8), one chunk at a time so that the old and the new
+// copy of the whole table are never live together; row numbers, the hash
+// set and the indexes stay valid because values are unchanged.
+func (t *table) widen(v []int64) {
+	to := t.width
+	for _, x := range v {
+		to = max(to, widthOf(x))
+	}
+	if to == t.width {
+		return
+	}
+	from := &table{width: t.width}
+	buf := make([]int64, t.arity)
 	for i, ch := range t.chunks {
-		nc := make([]uint32, 0, 2*cap(ch))
-		for _, w := range ch {
-			x := int64(int32(w))
-			nc = append(nc, uint32(x), uint32(uint64(x)>>32))
+		rows := len(ch) / t.stride
+		nc := make([]byte, rows*t.arity*to, cap(ch)/t.width*to)
+		for r := range rows {
+			w := ch[r*t.stride : (r+1)*t.stride]
+			for c := range buf {
+				buf[c] = from.val(w, c)
+			}
+			putRow(nc[r*t.arity*to:], to, buf)
 		}
 		t.chunks[i] = nc
 	}
-	t.wide, t.stride = true, 2*t.arity
+	t.width, t.stride = to, t.arity*to
 }
 
 // truncate drops the rows from n on.
@@ -229,16 +280,24 @@ func (t *table) equalRow(r int32, v []int64) bool {
 		return true
 	}
 	w := t.words(r)
-	if !t.wide {
+	switch t.width {
+	case 2:
 		for i, x := range v {
-			if int64(int32(w[i])) != x {
+			if int64(int16(binary.LittleEndian.Uint16(w[2*i:]))) != x {
+				return false
+			}
+		}
+		return true
+	case 4:
+		for i, x := range v {
+			if int64(int32(binary.LittleEndian.Uint32(w[4*i:]))) != x {
 				return false
 			}
 		}
 		return true
 	}
 	for i, x := range v {
-		if t.val(w, i) != x {
+		if int64(binary.LittleEndian.Uint64(w[8*i:])) != x {
 			return false
 		}
 	}
@@ -375,9 +434,9 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 // clone deep-copies the table.
 func (t *table) clone() *table {
 	u := *t
-	u.chunks = make([][]uint32, len(t.chunks))
+	u.chunks = make([][]byte, len(t.chunks))
 	for i, c := range t.chunks {
-		u.chunks[i] = append(make([]uint32, 0, cap(c)), c...)
+		u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
 	}
 	u.round = t.round.clone()
 	u.died = t.died.clone()

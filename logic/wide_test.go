@@ -3,6 +3,7 @@ package logic
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,9 +11,14 @@ import (
 )
 
 // wideOffsets put generated values just below and above the ends of the
-// 32-bit range (so a relation widens when the first value past it
-// arrives), or far outside it.
-var wideOffsets = []int64{math.MaxInt32 - 2, math.MinInt32 - 2, 1 << 40}
+// 16-bit and the 32-bit range (so a relation widens when the first value
+// past one arrives), or far outside both.
+var wideOffsets = []int64{math.MaxInt16 - 2, math.MinInt16 - 2, math.MaxInt32 - 2, math.MinInt32 - 2, 1 << 40}
+
+// mixedOffsets give each value its own offset: a relation starts at any
+// width and may widen from 16 to 32 and then to 64 bits, in one
+// evaluation or across updates.
+var mixedOffsets = []int64{0, math.MaxInt16 - 2, math.MinInt16 - 2, math.MaxInt32 - 2, 1 << 40}
 
 func withOffset(t *testing.T, check func(*rapid.T)) {
 	for _, off := range wideOffsets {
@@ -22,6 +28,11 @@ func withOffset(t *testing.T, check func(*rapid.T)) {
 			rapid.Check(t, check)
 		})
 	}
+	t.Run("mixed", func(t *testing.T) {
+		defer func(m []int64) { genMixed = m }(genMixed)
+		genMixed = mixedOffsets
+		rapid.Check(t, check)
+	})
 }
 
 func TestWideValuesMatchNaiveOracle(t *testing.T) { withOffset(t, checkOracle) }
@@ -46,8 +57,8 @@ func TestTableWidensAtTheFirstValuePast32Bits(t *testing.T) {
 		}
 	}
 	ix := tb.index(0) // built while narrow
-	if tb.wide || tb.stride != 2 {
-		t.Fatalf("wide=%v stride=%d with 32-bit values only", tb.wide, tb.stride)
+	if tb.width != 4 || tb.stride != 8 {
+		t.Fatalf("width=%d stride=%d with 32-bit values only", tb.width, tb.stride)
 	}
 	big := []int64{math.MaxInt32 + 1, math.MinInt32 - 1, math.MaxInt64, math.MinInt64, 1 << 40}
 	// Absent wide values are not found in a narrow table (no truncation).
@@ -59,8 +70,8 @@ func TestTableWidensAtTheFirstValuePast32Bits(t *testing.T) {
 			t.Fatalf("lookup(%d) = %d in a narrow table", v, r)
 		}
 	}
-	if _, added := tb.insert([]int64{math.MinInt32 + 1, 99}, 0); !added || tb.wide {
-		t.Fatalf("added=%v wide=%v for a value that fits", added, tb.wide)
+	if _, added := tb.insert([]int64{math.MinInt32 + 1, 99}, 0); !added || tb.width != 4 {
+		t.Fatalf("added=%v width=%d for a value that fits", added, tb.width)
 	}
 	vals = append(vals, math.MinInt32+1)
 	for i, v := range big {
@@ -69,8 +80,8 @@ func TestTableWidensAtTheFirstValuePast32Bits(t *testing.T) {
 		}
 		vals = append(vals, v)
 	}
-	if !tb.wide || tb.stride != 4 {
-		t.Fatalf("wide=%v stride=%d after values past 32 bits", tb.wide, tb.stride)
+	if tb.width != 8 || tb.stride != 16 {
+		t.Fatalf("width=%d stride=%d after values past 32 bits", tb.width, tb.stride)
 	}
 	if int(tb.n) != len(vals) {
 		t.Fatalf("%d rows, want %d", tb.n, len(vals))
@@ -170,5 +181,140 @@ tc(x, z) :- tc(x, y), edge(y, z).
 	}
 	if got, _ = m.WriteFacts("tc", false); string(got) != want.String() {
 		t.Fatalf("tc after re-insertion:\n%s\nwant\n%s", got, want.String())
+	}
+}
+
+// tierValues are values at and around the ends of each width a table
+// stores, drawn so that a run of inserts crosses them in any order.
+var tierValues = []int64{
+	0, 1, -1, math.MaxInt16, math.MinInt16, math.MaxInt16 + 1, math.MinInt16 - 1,
+	math.MaxUint16, math.MaxInt32, math.MinInt32, math.MaxInt32 + 1, math.MinInt32 - 1,
+	math.MaxUint32, 1 << 40, math.MaxInt64, math.MinInt64,
+}
+
+// A table that starts at 16 bits a value and widens as values arrive
+// behaves exactly like one that stores 64 bits a value from the start (the
+// layout before narrow tiers): same rows, same answers from the hash set
+// and every index, same hashes, the same after unlinking, truncating and
+// cloning.
+func TestNarrowTableMatchesA64BitTable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		arity := rapid.IntRange(1, 3).Draw(t, "arity")
+		masks := []uint64{1, uint64(1)<<arity - 1}
+		if arity > 1 {
+			masks = append(masks, 2)
+		}
+		narrow := newTable(arity, masks)
+		wide := newTable(arity, masks)
+		wide.width, wide.stride = 8, 8*arity
+		// Indexes built at the start see every widening; the others are
+		// built after, from the widened rows.
+		early := rapid.Bool().Draw(t, "early")
+		if early {
+			for k := range masks {
+				narrow.index(k)
+				wide.index(k)
+			}
+		}
+		val := func(label string) int64 {
+			if rapid.IntRange(0, 2).Draw(t, label+"kind") == 0 {
+				return tierValues[rapid.IntRange(0, len(tierValues)-1).Draw(t, label)]
+			}
+			return int64(rapid.IntRange(-3, 3).Draw(t, label+"small"))
+		}
+		tuple := func() []int64 {
+			v := make([]int64, arity)
+			for i := range v {
+				v[i] = val("v")
+			}
+			return v
+		}
+		n := rapid.IntRange(0, 300).Draw(t, "n")
+		for range n {
+			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			case 0:
+				v := tuple()
+				if a, b := narrow.find(v), wide.find(v); a != b {
+					t.Fatalf("find %v: narrow %d, wide %d", v, a, b)
+				}
+			case 1:
+				if narrow.n > 0 {
+					r := int32(rapid.IntRange(0, int(narrow.n)-1).Draw(t, "unlink"))
+					narrow.unlink(r)
+					wide.unlink(r)
+				}
+			default:
+				v := tuple()
+				round := uint32(rapid.IntRange(0, 3).Draw(t, "round"))
+				r1, a1 := narrow.insert(v, round)
+				r2, a2 := wide.insert(v, round)
+				if r1 != r2 || a1 != a2 {
+					t.Fatalf("insert %v: narrow (%d, %v), wide (%d, %v)", v, r1, a1, r2, a2)
+				}
+				if narrow.width < widthOf(slices.Max(v)) || narrow.width < widthOf(slices.Min(v)) {
+					t.Fatalf("width %d after inserting %v", narrow.width, v)
+				}
+			}
+		}
+		if rapid.Bool().Draw(t, "truncate") && narrow.n > 0 {
+			k := int32(rapid.IntRange(0, int(narrow.n)).Draw(t, "keep"))
+			narrow.truncate(k)
+			wide.truncate(k)
+			narrow.rebuild()
+			wide.rebuild()
+		}
+		if rapid.Bool().Draw(t, "clone") {
+			narrow = narrow.clone()
+		}
+		sameRows(t, narrow, wide)
+		for k := range masks { // rebuilt if truncate dropped them
+			narrow.index(k)
+			wide.index(k)
+		}
+		// Every index yields the same chain of rows for every key a row holds.
+		buf := make([]int64, arity)
+		for r := range narrow.n {
+			for k, m := range masks {
+				var key []int64
+				for c, x := range narrow.load(r, buf) {
+					if m&(1<<c) != 0 {
+						key = append(key, x)
+					}
+				}
+				a, b := narrow.idx[k], wide.idx[k]
+				ra, rb := a.lookup(narrow, key), b.lookup(wide, key)
+				for ra >= 0 || rb >= 0 {
+					if ra != rb {
+						t.Fatalf("index %b key %v: narrow row %d, wide row %d", m, key, ra, rb)
+					}
+					ra, rb = a.next[ra], b.next[rb]
+				}
+			}
+		}
+	})
+}
+
+// sameRows asserts that two tables hold the same rows and find them
+// alike.
+func sameRows(t *rapid.T, a, b *table) {
+	if a.n != b.n {
+		t.Fatalf("%d rows against %d", a.n, b.n)
+	}
+	for r := range a.n {
+		va, vb := a.tuple(r), b.tuple(r)
+		if !slices.Equal(va, vb) {
+			t.Fatalf("row %d: %v against %v", r, va, vb)
+		}
+		for c := range a.arity {
+			if a.at(r, c) != vb[c] {
+				t.Fatalf("row %d column %d: at %d, load %d", r, c, a.at(r, c), vb[c])
+			}
+		}
+		if a.hashRow(r) != hashTuple(vb) || b.hashRow(r) != hashTuple(vb) {
+			t.Fatalf("row %d hashes differ", r)
+		}
+		if fa, fb := a.find(va), b.find(vb); fa != fb {
+			t.Fatalf("find row %d %v: %d against %d", r, va, fa, fb)
+		}
 	}
 }

@@ -300,6 +300,19 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 
 // checkBatchIdentity is checkBatch short of the published-batch digest.
 func checkBatchIdentity(b PublishedBatch, profile string) *Rejection {
+	if r := checkBatchShape(b); r != nil {
+		return r
+	}
+	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
+		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
+	}
+	return nil
+}
+
+// checkBatchShape is checkBatchIdentity short of the stable-batch digest:
+// the pairing of proposals and verdicts, and each proposal's form.
+func checkBatchShape(b PublishedBatch) *Rejection {
 	if len(b.Proposals) != len(b.Verdicts) || len(b.Proposals) != len(b.Batch.ProposalIDs) || len(b.Verdicts) != len(b.Batch.EligibilityVerdictIDs) {
 		return reject("BATCH_IDENTITY_MISMATCH", "/published_batch")
 	}
@@ -342,10 +355,6 @@ func checkBatchIdentity(b PublishedBatch, profile string) *Rejection {
 		if p.Versions.Canonicalization != Canonicalization {
 			return reject("UNSUPPORTED_CANONICALIZATION", fmt.Sprintf("/published_batch/effect_proposals/%d/versions/canonicalization", i))
 		}
-	}
-	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
-	if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
-		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package authority
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // CheckedBatch is a published batch sealed and checked once, under one
 // R profile, by SealBatch. The producer of a batch digests it to seal it
@@ -33,6 +36,27 @@ func SealBatch(b PublishedBatch, profile string) (PublishedBatch, CheckedBatch, 
 		return b, CheckedBatch{}, r
 	}
 	b.PublishedBatchDigest = d
+	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true}, nil
+}
+
+// SealBatchDigested is SealBatch for a batch whose producer took both
+// its digests over the contract's preimages already, under profile: the
+// stable-batch digest it carries (b.Batch.BatchDigest, which binds the
+// profile) and published, the published-batch digest. Every other check is SealBatch's; those two
+// digests are not taken again. The caller vouches for them: R publishes
+// its batches with both (frontier.PublishedBatch), over values whose
+// every string it validated as an id, a version or a digest, so no
+// canonicalization can fail here either. A digest that is not the
+// contract's would seal a batch Authorize then decides without checking
+// it, so only a producer that computed it may call this.
+func SealBatchDigested(b PublishedBatch, profile, published string) (PublishedBatch, CheckedBatch, error) {
+	if r := checkBatchShape(b); r != nil {
+		return b, CheckedBatch{}, r
+	}
+	if id := b.Batch.BatchID; !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(b.Batch.BatchDigest) {
+		return b, CheckedBatch{}, reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
+	}
+	b.PublishedBatchDigest = published
 	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true}, nil
 }
 

@@ -193,3 +193,35 @@ func TestSameBatchSeesEveryMember(t *testing.T) {
 		t.Fatalf("only %d members were changed", changed)
 	}
 }
+
+// A batch sealed with the digests its producer took is sealed and checked
+// as SealBatch seals and checks it; SealBatchDigested refuses, with
+// SealBatch's code, every batch whose shape or id SealBatch refuses.
+func TestSealBatchDigestedIsSealBatch(t *testing.T) {
+	in, _ := fixtureInput(t, "internal")
+	unsealed := in.Batch
+	unsealed.PublishedBatchDigest = ""
+	want, wantChecked, err := SealBatch(unsealed, in.ProfileDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotChecked, err := SealBatchDigested(unsealed, in.ProfileDigest, PublishedBatchDigest(unsealed))
+	if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotChecked, wantChecked) {
+		t.Fatalf("SealBatchDigested: %v\n%#v\n%#v", err, got, want)
+	}
+	for name, mutate := range map[string]func(*PublishedBatch){
+		"batch id":     func(b *PublishedBatch) { b.Batch.BatchID = "batch:" + hexOf(b.Batch.BatchDigest)[1:] + "0" },
+		"unpaired":     func(b *PublishedBatch) { b.Verdicts = nil },
+		"duplicate id": func(b *PublishedBatch) { b.Batch.ProposalIDs = append(b.Batch.ProposalIDs, b.Batch.ProposalIDs[0]) },
+		"malformed":    func(b *PublishedBatch) { b.Proposals[0].ActionDigest = "sha256:xyz" },
+		"canonical":    func(b *PublishedBatch) { b.Proposals[0].Versions.Canonicalization = "other/1" },
+	} {
+		b := copyBatch(unsealed)
+		mutate(&b)
+		_, _, want := SealBatch(b, in.ProfileDigest)
+		_, checked, got := SealBatchDigested(b, in.ProfileDigest, PublishedBatchDigest(b))
+		if rejectionCode(got) == "" || rejectionCode(got) != rejectionCode(want) || !reflect.DeepEqual(checked, CheckedBatch{}) {
+			t.Errorf("%s: SealBatchDigested %q, SealBatch %q", name, rejectionCode(got), rejectionCode(want))
+		}
+	}
+}

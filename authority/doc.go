@@ -36,6 +36,8 @@
 //     rejection, plus the run-FSM event the batch implies and the turn's FHR.
 //     [SealBatch] seals and checks a published batch once; the
 //     [CheckedBatch] it returns spares Authorize checking that batch again.
+//     [SealBatchDigested] does the same with the two digests R took when
+//     it published the batch.
 //   - [ProjectIntent]: the reference's singleton projection (M4A), which
 //     agrees with the reference corpus byte for byte.
 //

@@ -14,12 +14,13 @@ import (
 
 // benchDecide readies b: allocations reported, and no test-only check of
 // cached states (see statecache_test.go), which would decode every state
-// a tick takes from the cache and so measure the check, not Decide.
+// a tick takes from the cache, or of sealed batches (sealbatch_test.go),
+// which would seal each again, and so measure the checks, not Decide.
 func benchDecide(b *testing.B) {
 	b.ReportAllocs()
-	saved := verifyCachedState
-	verifyCachedState = nil
-	b.Cleanup(func() { verifyCachedState = saved })
+	saved, savedBatch := verifyCachedState, verifySealedBatch
+	verifyCachedState, verifySealedBatch = nil, nil
+	b.Cleanup(func() { verifyCachedState, verifySealedBatch = saved, savedBatch })
 }
 
 // reportCPU reports the CPU per op since cpu0, as cpu-ns/op.

@@ -294,6 +294,11 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	out := make([]sealedBatch, len(published))
 	for i, pb := range published {
 		out[i] = w.toAuthority(pb)
+		if verifySealedBatch != nil {
+			if err := verifySealedBatch(w, pb, out[i]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -306,9 +311,24 @@ type sealedBatch struct {
 }
 
 // toAuthority turns R's published batch into H's input form, sealed and
-// checked once, so that H does not digest it again to check it. A batch
-// SealBatch refuses is sealed as before and left to H, whose refusal it is.
+// checked once, so that H does not digest it again to check it. R took
+// both of the batch's digests when it published it, over the preimages
+// H's would be (TestToAuthorityIsSealBatch draws batches and holds this
+// to SealBatch, which takes them again; every other test of the package
+// checks each batch the same way), so they are handed over, not taken a
+// second time. A batch SealBatchDigested refuses is sealed as before and
+// left to H, whose refusal it is.
 func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
+	b := authorityBatch(pb)
+	if sealed, checked, err := authority.SealBatchDigested(b, w.rProfile.Digest(), pb.Digest()); err == nil {
+		return sealedBatch{sealed, checked}
+	}
+	b.PublishedBatchDigest = authority.PublishedBatchDigest(b)
+	return sealedBatch{batch: b}
+}
+
+// authorityBatch is R's published batch in H's input form, unsealed.
+func authorityBatch(pb *frontier.PublishedBatch) authority.PublishedBatch {
 	b := authority.PublishedBatch{Batch: pb.Batch()}
 	for _, v := range pb.Proposals() {
 		p, _ := v.Proposal()
@@ -318,9 +338,9 @@ func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 		vd, _ := v.Verdict()
 		b.Verdicts = append(b.Verdicts, vd)
 	}
-	if sealed, checked, err := authority.SealBatch(b, w.rProfile.Digest()); err == nil {
-		return sealedBatch{sealed, checked}
-	}
-	b.PublishedBatchDigest = authority.PublishedBatchDigest(b)
-	return sealedBatch{batch: b}
+	return b
 }
+
+// verifySealedBatch, when set (by tests), checks a batch toAuthority
+// sealed against sealing it with SealBatch.
+var verifySealedBatch func(w *Workflow, pb *frontier.PublishedBatch, got sealedBatch) error

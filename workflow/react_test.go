@@ -214,6 +214,7 @@ func BenchmarkReact(b *testing.B) {
 	}{{"grant-after", (*tick).reactByGrant}, {"demand-granted", (*tick).react}} {
 		b.Run(c.name, func(b *testing.B) {
 			t := &tick{w: w, st: &state{}, lt: lt}
+			benchDecide(b)
 			cpu0 := cputime.Used()
 			for b.Loop() {
 				t.st.Watermark = lt * EpochStride

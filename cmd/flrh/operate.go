@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,9 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/workflow"
 )
 
 // Fault injection for crash tests: when FLRH_FAULT_INJECTION=1 and
@@ -94,10 +100,22 @@ func (f *runnerFlags) open(ctx context.Context) (store.Store, *runner.Runner, er
 // workflows that must win over others of the same id and version: the
 // bundle a run was started from, the definition a run's checkpoint names.
 func (f *runnerFlags) openFor(ctx context.Context, pin func(store.Store, *catalog) ([]candidate, error)) (store.Store, *runner.Runner, error) {
-	c, err := loadCatalog(*f.workflows, f.cmd.Flags().Changed("workflows"), f.destination)
+	c, err := f.catalog()
 	if err != nil {
 		return nil, nil, err
 	}
+	return f.openWith(ctx, c, pin)
+}
+
+// catalog loads the workflows the command's flags name.
+func (f *runnerFlags) catalog() (*catalog, error) {
+	return loadCatalog(*f.workflows, f.cmd.Flags().Changed("workflows"), f.destination)
+}
+
+// openWith is openFor over a catalog already loaded, so that a command can
+// check what it was given (a bundle, an input) before the store is opened
+// — opening a SQLite store creates its file.
+func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.Store, *catalog) ([]candidate, error)) (store.Store, *runner.Runner, error) {
 	st, err := openStore(ctx, *f.store, false)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +151,7 @@ func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]c
 	return func(st store.Store, c *catalog) ([]candidate, error) {
 		var out []candidate
 		for _, id := range ids {
-			run, err := st.Run(ctx, id)
+			run, err := readRun(ctx, st, id)
 			if err != nil {
 				return nil, err
 			}
@@ -142,6 +160,44 @@ func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]c
 				return nil, usagef("run %s uses workflow %s@%s in a definition that is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
 			}
 			out = append(out, cd)
+		}
+		return out, nil
+	}
+}
+
+// pinLive pins the definition of every live run and sets ids to the runs
+// one runner can advance. A run whose definition is not loaded, or whose
+// workflow id and version another live run holds in another definition,
+// is left alone with a note on warn: advanced under the wrong definition
+// it would be quarantined.
+func pinLive(ctx context.Context, ids *[]string, warn io.Writer) func(store.Store, *catalog) ([]candidate, error) {
+	return func(st store.Store, c *catalog) ([]candidate, error) {
+		live, err := st.Live(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []candidate
+		*ids = (*ids)[:0]
+		for _, id := range live {
+			run, err := st.Run(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			cd, ok := c.forRun(ctx, st, run, true)
+			if !ok {
+				fmt.Fprintf(warn, "flrh: run %s left as it is: workflow %s@%s in the definition it was started with is not loaded (give the same --workflows)\n", id, run.WorkflowID, run.WorkflowVersion)
+				continue
+			}
+			k := slices.IndexFunc(out, func(o candidate) bool { return o.wf.ID() == cd.wf.ID() && o.wf.Version() == cd.wf.Version() })
+			if k >= 0 && out[k].wf.Digest() != cd.wf.Digest() {
+				fmt.Fprintf(warn, "flrh: run %s left as it is: it runs %s@%s as defined by %s, another live run as defined by %s; resume it on its own (flrh run resume %s)\n",
+					id, run.WorkflowID, run.WorkflowVersion, cd.from, out[k].from, id)
+				continue
+			}
+			if k < 0 {
+				out = append(out, cd)
+			}
+			*ids = append(*ids, id)
 		}
 		return out, nil
 	}
@@ -180,6 +236,29 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 
 // advance runs the given runs (all live ones when none are named) until
 // they wait for outside input, waiting for foreign leases up to f.wait.
+// advanceIdle advances the given runs, and only those, until none of them
+// can move without outside input. A command acts on the runs it names: the
+// runner holds one definition per workflow id and version, and another
+// live run of the same id recorded under another definition (the built-in
+// refund-agent and example:refund-agent, say) would be quarantined if this
+// runner advanced it.
+func advanceIdle(ctx context.Context, r *runner.Runner, ids []string) error {
+	for pass := 0; pass < 1000; pass++ {
+		moved := false
+		for _, id := range ids {
+			m, err := r.Advance(ctx, id)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			moved = moved || m
+		}
+		if !moved {
+			return nil
+		}
+	}
+	return fmt.Errorf("runs kept moving for 1000 passes")
+}
+
 func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Runner, ids []string) error {
 	deadline := time.Now().Add(f.wait)
 	heldElsewhere := func() (bool, error) {
@@ -202,7 +281,7 @@ func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Run
 		if err != nil {
 			return err
 		}
-		if err := r.RunToIdle(ctx); err != nil {
+		if err := advanceIdle(ctx, r, ids); err != nil {
 			return err
 		}
 		held, err := heldElsewhere()
@@ -216,6 +295,91 @@ func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Run
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// checkFirstInput runs the workflow's own pure step on a new run's first
+// input, as the runner will, and refuses an input the workflow would
+// refuse. Without it a malformed input still created the run, was recorded
+// as accepted and refused only in the trace, and start said nothing.
+func checkFirstInput(wf runner.Workflow, runID string, input []byte) error {
+	body, err := cjson.Canonicalize(input)
+	if err != nil {
+		return usagef("the run's input: %v", err)
+	}
+	state, err := wf.Init(runID)
+	if err != nil {
+		return err
+	}
+	d, err := wf.Decide(state, runner.Accepted{Seq: 1, Kind: runner.KindInput, Body: body, Digest: store.BodyDigest(body),
+		Actor: "runner", ActorRole: "runner", Capability: "run.start"})
+	if err != nil {
+		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+	}
+	if d.Refusal != "" {
+		return usagef("workflow %s@%s refuses the run's input: %s", wf.ID(), wf.Version(), d.Refusal)
+	}
+	return nil
+}
+
+// checkChoice says whether a run waits for this choice, with the checks
+// the server makes before it hands a choice on (the run's deliberation
+// machine and the options it offered). A choice the run does not wait for
+// is refused here: handed on, it would sit unread in the run's inbox, or
+// be refused later with nothing said to the person who made it.
+func checkChoice(st runner.Status, runID, proposal, option string, by runner.Actor) error {
+	if st.Run.Outcome != "" {
+		return fmt.Errorf("run %s has ended (%s): it waits for no choice", runID, st.Run.Outcome)
+	}
+	v, ok := st.View.(workflow.View)
+	if !ok {
+		return fmt.Errorf("run %s has no deliberation machine: its workflow offers no options to choose from", runID)
+	}
+	k := slices.IndexFunc(v.Offers, func(o workflow.Offer) bool { return o.ProposalID == proposal })
+	if k < 0 {
+		var pending []string
+		for _, o := range v.Offers {
+			pending = append(pending, o.ProposalID)
+		}
+		if len(pending) == 0 {
+			return &runner.NotWaitingError{RunID: runID, What: "a choice (no options are pending)"}
+		}
+		return &runner.NotWaitingError{RunID: runID, What: fmt.Sprintf("a choice on %s (options are pending for %s)", proposal, strings.Join(pending, ", "))}
+	}
+	if of := v.Offers[k]; !slices.Contains(of.Options, option) {
+		return usagef("%s was offered %s, not %s", proposal, strings.Join(of.Options, ", "), option)
+	}
+	if _, err := mrp.Step(v.Machine, mrp.Event{Trigger: mrp.ChooseOption, Target: mrp.Decide, Option: option,
+		Actor: mrp.Actor{ID: by.Name, Kind: mrp.ActorHuman, Role: by.Role, Capabilities: []string{by.Capability}}}); err != nil {
+		return fmt.Errorf("run %s (MRP %s) does not take a choice now: %v", runID, v.MRPState, err)
+	}
+	return nil
+}
+
+// refusedAct turns the refusals a run recorded while it took a person's
+// act (trace records of the given kinds: a grant that does not answer the
+// request, a choice the workflow refused) into an error, so that the
+// act's command fails instead of printing an unchanged status and
+// exiting 0.
+func refusedAct(runID string, kinds []string, recs []store.TraceRecord) error {
+	var why []string
+	for _, rec := range recs {
+		if !slices.Contains(kinds, rec.Kind) {
+			continue
+		}
+		var body struct {
+			Detail string `json:"detail"`
+			Reason string `json:"reason"`
+		}
+		if json.Unmarshal(rec.Body, &body) != nil {
+			why = append(why, rec.Kind)
+			continue
+		}
+		why = append(why, strings.TrimSpace(body.Detail+body.Reason))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("run %s refused it: %s", runID, strings.Join(why, "; "))
 }
 
 func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
@@ -235,13 +399,31 @@ func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
 	if st.Run.Outcome != "" {
 		return nil // an ended run waits for nothing, whatever it was asked
 	}
+	printWaits(out, id, st)
+	return nil
+}
+
+// printWaits prints what a live run waits for from a person, each with the
+// command that answers it: approvals (with the preview the approver
+// must see, indented under its request), choices among the options H
+// offered, effects whose outcome is unknown.
+func printWaits(out io.Writer, id string, st runner.Status) {
 	for _, w := range st.Waiting {
-		fmt.Fprintf(out, "  waits for approval %s: %s\n    request %s — approve with: flrh approve %s %s --as NAME\n", w.RequestID, w.Preview, w.RequestDigest, id, w.RequestID)
+		fmt.Fprintf(out, "  waits for approval %s (request %s)\n", w.RequestID, w.RequestDigest)
+		for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
+			fmt.Fprintf(out, "    | %s\n", line)
+		}
+		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
+	}
+	if v, ok := st.View.(workflow.View); ok {
+		for _, o := range v.Offers {
+			fmt.Fprintf(out, "  waits for a choice on %s among %s\n    choose with: flrh choose %s %s OPTION --as NAME\n",
+				o.ProposalID, strings.Join(o.Options, ", "), id, o.ProposalID)
+		}
 	}
 	for _, u := range st.Unknown {
 		fmt.Fprintf(out, "  outcome of %s unknown — after checking the destination: flrh reconcile %s %s --confirmed|--failed|--abandon --as NAME\n", u, id, u)
 	}
-	return nil
 }
 
 func init() {
@@ -279,14 +461,22 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
 		}
-		var wf runner.Workflow
-		st, r, err := sf.openFor(cmd.Context(), func(st store.Store, c *catalog) ([]candidate, error) {
-			cds, err := pinStart(args[0], sf.destination)(st, c)
-			if err == nil {
-				wf = cds[0].wf
-			}
-			return cds, err
-		})
+		// The workflow and the input are checked before the store is
+		// opened: a malformed bundle or an input the workflow refuses
+		// creates no store, no run and no event.
+		c, err := sf.catalog()
+		if err != nil {
+			return err
+		}
+		cds, err := pinStart(args[0], sf.destination)(nil, c)
+		if err != nil {
+			return err
+		}
+		wf := cds[0].wf
+		if err := checkFirstInput(wf, runID, body); err != nil {
+			return err
+		}
+		st, r, err := sf.openWith(cmd.Context(), c, func(store.Store, *catalog) ([]candidate, error) { return cds, nil })
 		if err != nil {
 			return err
 		}
@@ -307,18 +497,17 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	}
 	rf := addRunnerFlags(resume)
 	resume.RunE = func(cmd *cobra.Command, args []string) error {
-		st, r, err := rf.openFor(cmd.Context(), pinRuns(cmd.Context(), args))
+		ids := args
+		pin := pinRuns(cmd.Context(), args)
+		if len(args) == 0 {
+			pin = pinLive(cmd.Context(), &ids, cmd.ErrOrStderr())
+		}
+		st, r, err := rf.openFor(cmd.Context(), pin)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		defer r.Close(cmd.Context())
-		ids := args
-		if len(ids) == 0 {
-			if ids, err = st.Live(cmd.Context()); err != nil {
-				return err
-			}
-		}
 		if err := rf.advance(cmd.Context(), st, r, ids); err != nil {
 			return err
 		}
@@ -333,7 +522,9 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 
 	// Acts of people. The CLI trusts its user's --as (they hold the store);
 	// the server takes the actor from an authenticated token instead.
-	act := func(use, short string, nargs int, do func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error) *cobra.Command {
+	// refusals names the trace records in which the run refuses this kind
+	// of act (see refusedAct).
+	act := func(use, short string, nargs int, refusals []string, do func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error) *cobra.Command {
 		c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs)}
 		f := addRunnerFlags(c)
 		as := c.Flags().String("as", "", "who acts (required)")
@@ -347,29 +538,40 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			}
 			defer st.Close()
 			defer r.Close(cmd.Context())
+			before, err := st.Trace(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
 			if err := do(cmd, r, args, *as); err != nil {
 				return err
 			}
 			if err := f.advance(cmd.Context(), st, r, args[:1]); err != nil {
 				return err
 			}
-			return printStatus(cmd, r, args[0])
+			if err := printStatus(cmd, r, args[0]); err != nil {
+				return err
+			}
+			after, err := st.Trace(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return refusedAct(args[0], refusals, after[min(len(before), len(after)):])
 		}
 		return c
 	}
-	approve := act("approve RUN REQUEST", "Approve exactly what a run waits for (bound to the request digest)", 2,
+	approve := act("approve RUN REQUEST", "Approve exactly what a run waits for (bound to the request digest)", 2, []string{"approval_refused", "approval_ignored"},
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Approve(cmd.Context(), args[0], args[1], runner.Actor{Name: as, Role: "human_approver", Capability: "approval.grant_exact_hash"}, 15*time.Minute)
 		})
-	deny := act("deny RUN REQUEST", "Deny the approval a run waits for; the run fails permanently", 2,
+	deny := act("deny RUN REQUEST", "Deny the approval a run waits for; the run fails permanently", 2, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Deny(cmd.Context(), args[0], args[1], "denied by "+as, runner.Actor{Name: as, Role: "human_approver", Capability: "approval.deny"})
 		})
-	cancel := act("cancel RUN", "Cancel a run (deferred until an in-flight effect is reconciled)", 1,
+	cancel := act("cancel RUN", "Cancel a run (deferred until an in-flight effect is reconciled)", 1, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Cancel(cmd.Context(), args[0], "cancelled by "+as, runner.Actor{Name: as, Role: "authorized_requester", Capability: "run.cancel"})
 		})
-	reconcile := act("reconcile RUN INTENT", "Settle an effect whose outcome is unknown, after checking the destination", 2,
+	reconcile := act("reconcile RUN INTENT", "Settle an effect whose outcome is unknown, after checking the destination", 2, []string{"reconcile_ignored"},
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			res, _ := cmd.Flags().GetString("resolution")
 			capability := "receipt.confirm_external"
@@ -378,9 +580,17 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			}
 			return r.Reconcile(cmd.Context(), args[0], args[1], res, runner.Actor{Name: as, Role: "human_reconciler", Capability: capability})
 		})
-	choose := act("choose RUN PROPOSAL OPTION", "Choose among the options H offered a person for a proposal (Contestable Gate Mode)", 3,
+	choose := act("choose RUN PROPOSAL OPTION", "Choose among the options H offered a person for a proposal (Contestable Gate Mode)", 3, []string{"refusal"},
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
-			return r.Choose(cmd.Context(), args[0], args[1], args[2], runner.Actor{Name: as, Role: "operator", Capability: "mrp.choose_option"})
+			by := runner.Actor{Name: as, Role: "operator", Capability: "mrp.choose_option"}
+			status, err := r.Inspect(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if err := checkChoice(status, args[0], args[1], args[2], by); err != nil {
+				return err
+			}
+			return r.Choose(cmd.Context(), args[0], args[1], args[2], by)
 		})
 	var confirmed, failed, abandon bool
 	reconcile.Flags().BoolVar(&confirmed, "confirmed", false, "the destination shows the effect applied")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,13 +55,23 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		run, err := st.Run(cmd.Context(), args[0])
+		run, err := readRun(cmd.Context(), st, args[0])
 		if err != nil {
 			return err
 		}
 		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "run %s (%s@%s)\n  state %s, outcome %q, %d events, lease %s gen %d\n", run.ID, run.WorkflowID, run.WorkflowVersion,
-			run.State, run.Outcome, run.Head, run.Lease.Owner, run.Lease.Generation)
+		outcome, lease := "no outcome yet", "no lease held"
+		if run.Outcome != "" {
+			outcome = "outcome " + run.Outcome
+		}
+		switch {
+		case run.Lease.Owner != "" && run.Lease.ExpiresAt.After(time.Now()):
+			lease = fmt.Sprintf("leased to %s until %s", run.Lease.Owner, run.Lease.ExpiresAt.UTC().Format(time.RFC3339))
+		case run.Lease.Owner != "":
+			lease = "lease lapsed (last held by " + run.Lease.Owner + ")"
+		}
+		fmt.Fprintf(out, "run %s (%s@%s)\n  state %s, %s, %d events, %s, generation %d\n", run.ID, run.WorkflowID, run.WorkflowVersion,
+			run.State, outcome, run.Head, lease, run.Lease.Generation)
 		if run.Quarantine != "" {
 			fmt.Fprintf(out, "  QUARANTINED: %s\n", run.Quarantine)
 		}
@@ -73,11 +84,8 @@ func init() {
 			if err == nil {
 				status, err := r.Inspect(cmd.Context(), run.ID)
 				if err == nil {
-					for _, w := range status.Waiting {
-						fmt.Fprintf(out, "  waits for approval %s: %s (request %s)\n", w.RequestID, w.Preview, w.RequestDigest)
-					}
-					for _, u := range status.Unknown {
-						fmt.Fprintf(out, "  waits for a person to reconcile %s (outcome unknown)\n", u)
+					if run.Outcome == "" {
+						printWaits(out, run.ID, status)
 					}
 					if b := status.Budget; b != nil {
 						fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,
@@ -119,6 +127,9 @@ func init() {
 			return err
 		}
 		defer st.Close()
+		if _, err := readRun(cmd.Context(), st, args[0]); err != nil {
+			return err
+		}
 		evs, err := st.Events(cmd.Context(), args[0], 0)
 		if err != nil {
 			return err
@@ -156,6 +167,9 @@ func init() {
 			return err
 		}
 		defer st.Close()
+		if _, err := readRun(cmd.Context(), st, args[0]); err != nil {
+			return err
+		}
 		tr, err := st.Trace(cmd.Context(), args[0])
 		if err != nil {
 			return err
@@ -191,6 +205,26 @@ func init() {
 	runCmd.AddCommand(list, show, events, trace, export)
 	rootCmd.AddCommand(runCmd)
 }
+
+// readRun reads a run's header. A run the store does not hold is said to
+// be missing in those words (the store's own error names its lookup).
+func readRun(ctx context.Context, st store.Store, id string) (store.Run, error) {
+	run, err := st.Run(ctx, id)
+	if store.CodeOf(err) == store.CodeNotFound {
+		return run, noRunError{id: id, err: err}
+	}
+	return run, err
+}
+
+// noRunError reports a run id the store does not hold; it unwraps to the
+// store's NOT_FOUND error.
+type noRunError struct {
+	id  string
+	err error
+}
+
+func (e noRunError) Error() string { return fmt.Sprintf("no run %s in this store", e.id) }
+func (e noRunError) Unwrap() error { return e.err }
 
 // RunExportKind names the layout of an exported run.
 const RunExportKind = "flrh-run-export/1"
@@ -278,7 +312,7 @@ type exportApproval struct {
 
 // exportRun reads a run's durable record from st.
 func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, error) {
-	run, err := st.Run(ctx, runID)
+	run, err := readRun(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -124,6 +125,9 @@ Runs started through any of them are advanced by whichever is free.`,
 		b, err := server.LoadBundles(*workflowsDir, os.Getenv)
 		switch {
 		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
+		case err != nil && strings.HasPrefix(*workflowsDir, examplePrefix):
+			// run commands take example:NAME; serve loads bundles from disk.
+			return usagef("--workflows: serve loads bundle directories, not %s (the example bundles are in the source tree's examples/ directory)", *workflowsDir)
 		case err != nil:
 			return usagef("--workflows: %v", err)
 		default:

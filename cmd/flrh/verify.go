@@ -40,6 +40,11 @@ any check fails.`,
 		if err != nil {
 			return err
 		}
+		for _, id := range args {
+			if _, err := readRun(cmd.Context(), st, id); err != nil {
+				return err
+			}
+		}
 		reports, verr := verify.Many(cmd.Context(), st, nil, ids)
 		failed := false
 		for _, rep := range reports {
@@ -101,7 +106,7 @@ were created). Exit status 1 if anything differs.`,
 		var jobs []verify.Job
 		var resolveErr error
 		for _, id := range ids {
-			run, err := st.Run(ctx, id)
+			run, err := readRun(ctx, st, id)
 			if err != nil {
 				resolveErr = err
 				break

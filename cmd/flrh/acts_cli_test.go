@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var proposalRef = regexp.MustCompile(`proposal:[0-9a-f]{64}`)
+
+// exitStatus is the exit status of a finished flrh process (0 on success).
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return ee.ExitCode()
+}
+
+// cliRig runs flrh processes against one SQLite store and one sandbox.
+type cliRig struct {
+	t          *testing.T
+	bin, store string
+	dest, base string
+}
+
+func newCLIRig(t *testing.T) *cliRig {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	return &cliRig{t: t, bin: bin, store: "--store=sqlite:" + filepath.Join(dir, "flrh.db"), dest: "--destination=" + base + "/v1/effects", base: base}
+}
+
+// run runs flrh with the rig's store and returns its output and exit status.
+func (c *cliRig) run(args ...string) (string, int) {
+	c.t.Helper()
+	out, err := flrh(c.bin, nil, append(args, c.store)...)
+	return out, exitStatus(c.t, err)
+}
+
+// ok runs flrh and fails the test unless it exits 0.
+func (c *cliRig) ok(args ...string) string {
+	c.t.Helper()
+	out, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("flrh %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// events is how many events the run's log holds.
+func (c *cliRig) events(run string) int {
+	c.t.Helper()
+	return strings.Count(c.ok("run", "events", run, "--json"), "\n")
+}
+
+const (
+	largeRefund    = `{"type":"refund.requested/1","payload":{"refund_id":"r-1","amount":600,"payee":"alice","reason":"damaged"}}`
+	goodwillRefund = `{"type":"refund.requested/1","payload":{"refund_id":"r-2","amount":60,"payee":"alice","reason":"goodwill"}}`
+)
+
+// A person's act the run does not take is an error, not an unchanged
+// status with exit 0: an approval by someone the policy does not name, a
+// choice on a run that offers none, on a proposal it did not offer, or of
+// an option it did not offer. Nothing is handed to the run for a choice it
+// does not wait for; the run still takes the right act afterwards.
+func TestRefusedActsFailOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	req := approvalRequest.FindString(out)
+	if req == "" {
+		t.Fatalf("no approval request in:\n%s", out)
+	}
+	out = c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
+	if !strings.Contains(out, "waits for a choice on proposal:") || !strings.Contains(out, "path:store-credit") {
+		t.Fatalf("start does not say the run waits for a choice:\n%s", out)
+	}
+	proposal := proposalRef.FindString(out)
+	bigEvents, gwEvents := c.events("big"), c.events("gw")
+
+	for _, bad := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"approval by someone the policy does not name", []string{"approve", "big", req, "--as", "mallory", c.dest}, 1, `the approval policy names "finance-lead"`},
+		{"choice on a run that offers none", []string{"choose", "big", proposal, "path:store-credit", "--as", "dana"}, 1, "not waiting for a choice"},
+		{"choice on a proposal not offered", []string{"choose", "gw", "proposal:nope", "path:store-credit", "--as", "dana"}, 1, "not waiting for a choice on proposal:nope"},
+		{"option not offered", []string{"choose", "gw", proposal, "path:bogus", "--as", "dana"}, 2, "not path:bogus"},
+		{"reconcile of an effect that does not exist", []string{"reconcile", "big", "intent:nope", "--confirmed", "--as", "bob"}, 1, "not waiting for reconciliation of intent:nope"},
+		{"act on a run that does not exist", []string{"cancel", "nope", "--as", "carol"}, 1, "no run nope"},
+	} {
+		out, code := c.run(bad.args...)
+		if code != bad.code || !strings.Contains(out, bad.says) {
+			t.Errorf("%s: exit %d, want %d saying %q:\n%s", bad.name, code, bad.code, bad.says, out)
+		}
+	}
+	if n := c.events("big"); n != bigEvents {
+		t.Errorf("refused acts changed big: %d events, had %d", n, bigEvents)
+	}
+	if n := c.events("gw"); n != gwEvents {
+		t.Errorf("refused acts changed gw: %d events, had %d", n, gwEvents)
+	}
+	if n := len(mutations(t, c.base)); n != 0 {
+		t.Fatalf("%d mutations after refused acts", n)
+	}
+
+	if out := c.ok("approve", "big", req, "--as", "finance-lead", c.dest); !strings.Contains(out, "SUCCEEDED (outcome success)") {
+		t.Errorf("the named approver's approval did not settle the run:\n%s", out)
+	}
+	if out := c.ok("choose", "gw", proposal, "path:store-credit", "--as", "dana", c.dest); !strings.Contains(out, "SUCCEEDED (outcome success)") {
+		t.Errorf("a choice among the options offered did not settle the run:\n%s", out)
+	}
+	for _, run := range []string{"big", "gw"} {
+		c.ok("verify", run)
+		c.ok("replay", run)
+	}
+}
+
+// An input the workflow refuses, or a bundle that does not load, stops run
+// start before anything is written: no store file, no run.
+func TestRunStartRefusesBadInputBeforeWriting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "workflow.json"), []byte(`{"schema_version": "flrh-workflow/1",,}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "flrh.db")
+	for _, bad := range []struct{ name, ref, input, says string }{
+		{"amount not a number", "example:refund-agent", `{"type":"refund.requested/1","payload":{"refund_id":"r-1","amount":"forty","payee":"alice","reason":"x"}}`, "MALFORMED_ACCEPTED_EVENT"},
+		{"unknown event type", "example:refund-agent", `{"type":"nosuch/1","payload":{}}`, "refuses the run's input"},
+		{"not an event", "example:ops-agent", `[]`, "refuses the run's input"},
+		{"malformed built-in input", "builtin:refund-agent", `{"refunds":[{"id":"x","amount":-5,"payee":"a","reason":"b"}]}`, "refuses the run's input"},
+		{"malformed bundle", broken, `{}`, "workflow.json"},
+	} {
+		out, err := flrh(bin, nil, "run", "start", bad.ref, "--input-json", bad.input, "--store=sqlite:"+db)
+		if code := exitStatus(t, err); code != 2 || !strings.Contains(out, bad.says) {
+			t.Errorf("%s: exit %d, want 2 saying %q:\n%s", bad.name, code, bad.says, out)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%s: a store was created", bad.name)
+		}
+	}
+}
+
+// A command acts on the runs it names. Two live runs share the id and
+// version refund-agent@1 under different definitions (the built-in Go
+// workflow and the example bundle): starting a third run, or resuming all,
+// must not advance either under the other's definition, which quarantined
+// it.
+func TestActsLeaveOtherDefinitionsAlone(t *testing.T) {
+	c := newCLIRig(t)
+	c.ok("run", "start", "example:refund-agent", "--id", "ex", "--input-json", largeRefund, c.dest)
+	c.ok("run", "start", "builtin:refund-agent", "--id", "bi", "--input-json", `{"refunds":[{"id":"b-1","amount":500,"payee":"bob","reason":"late"}]}`, c.dest)
+	c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
+	out, code := c.run("run", "resume", c.dest)
+	if code != 0 || !strings.Contains(out, "run bi left as it is") {
+		t.Errorf("resume of every live run: exit %d, want 0 and a note on the run it cannot advance:\n%s", code, out)
+	}
+	c.ok("run", "resume", "bi", c.dest)
+	if list := c.ok("run", "list"); strings.Contains(list, "written by workflow") {
+		t.Fatalf("a run was quarantined:\n%s", list)
+	}
+	for _, run := range []string{"ex", "bi", "gw"} {
+		c.ok("verify", run)
+	}
+}
+
+// Commands that read one run say so when the store holds no such run,
+// instead of printing nothing and exiting 0.
+func TestReadingAMissingRun(t *testing.T) {
+	c := newCLIRig(t)
+	c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	for _, args := range [][]string{{"run", "show", "nope"}, {"run", "events", "nope"}, {"run", "trace", "nope"}, {"run", "export", "nope"},
+		{"verify", "nope"}, {"replay", "nope"}} {
+		if out, code := c.run(args...); code != 1 || !strings.Contains(out, "no run nope in this store") {
+			t.Errorf("flrh %s: exit %d, want 1 saying the run is missing:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}

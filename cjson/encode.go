@@ -77,14 +77,21 @@ func Marshal(v any) ([]byte, error) { return Encode(v) }
 // Digest returns "sha256:" and the lowercase hex SHA-256 of canonical bytes.
 func Digest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	// Written into one array and converted once: one allocation, where
+	// the hex string and its concatenation with the prefix took three.
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 // HexDigest returns the bare 64-character lowercase hex SHA-256, for ids of
 // the form "prefix:<hex>".
 func HexDigest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // DigestOf marshals v canonically and returns its digest.

@@ -214,30 +214,34 @@ func appendProposal(b []byte, e *Event, pr *Proposal, action, dest string, pre [
 // appendVersions writes a version envelope whose labels passed
 // validVersion (so are ASCII), members in canonical order.
 func appendVersions(b []byte, v *protocol.VersionEnvelope) []byte {
-	for i, m := range [...]struct {
-		key string
-		val string
-	}{
-		{"canonicalization", v.Canonicalization},
-		{"composition_profile", v.CompositionProfile},
-		{"dataflow", v.Dataflow},
-		{"event_schema", v.EventSchema},
-		{"gate", v.Gate},
-		{"graph_schema", v.GraphSchema},
-		{"model", v.Model},
-		{"oracle", v.Oracle},
-		{"resolver", v.Resolver},
-		{"rule_set", v.RuleSet},
-		{"state_schema", v.StateSchema},
-		{"tool", v.Tool},
-		{"workflow", v.Workflow},
-	} {
-		if i == 0 {
-			b = append(b, '{')
-		}
-		b = appendMember(b, i == 0, m.key)
-		b = cjson.AppendString(b, m.val)
-	}
+	// The member names are constants, written with their punctuation
+	// rather than quoted one by one.
+	b = append(b, `{"canonicalization":`...)
+	b = cjson.AppendString(b, v.Canonicalization)
+	b = append(b, `,"composition_profile":`...)
+	b = cjson.AppendString(b, v.CompositionProfile)
+	b = append(b, `,"dataflow":`...)
+	b = cjson.AppendString(b, v.Dataflow)
+	b = append(b, `,"event_schema":`...)
+	b = cjson.AppendString(b, v.EventSchema)
+	b = append(b, `,"gate":`...)
+	b = cjson.AppendString(b, v.Gate)
+	b = append(b, `,"graph_schema":`...)
+	b = cjson.AppendString(b, v.GraphSchema)
+	b = append(b, `,"model":`...)
+	b = cjson.AppendString(b, v.Model)
+	b = append(b, `,"oracle":`...)
+	b = cjson.AppendString(b, v.Oracle)
+	b = append(b, `,"resolver":`...)
+	b = cjson.AppendString(b, v.Resolver)
+	b = append(b, `,"rule_set":`...)
+	b = cjson.AppendString(b, v.RuleSet)
+	b = append(b, `,"state_schema":`...)
+	b = cjson.AppendString(b, v.StateSchema)
+	b = append(b, `,"tool":`...)
+	b = cjson.AppendString(b, v.Tool)
+	b = append(b, `,"workflow":`...)
+	b = cjson.AppendString(b, v.Workflow)
 	return append(b, '}')
 }
 

@@ -202,6 +202,8 @@ func NewSnapshot(d Domain, aggregateID string, versions protocol.VersionEnvelope
 		AggregateID: aggregateID,
 		Phase:       PhaseOpen,
 		Versions:    versions,
-		State:       deepCopyObject(d.Profile().InitialState),
+		// The profile a declarative domain built at Load, read and not
+		// built again: its initial state is copied here.
+		State: deepCopyObject(profileOf(d).InitialState),
 	}
 }

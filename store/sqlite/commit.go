@@ -33,23 +33,25 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 
 		// Events extend the hash chain, inserted a few hundred rows per
 		// statement (well inside SQLite's limit on bound parameters).
+		// Each chain hash is computed as its sum, stored as those 32 bytes
+		// (what packHash makes of its text) and is the next event's
+		// previous hash; only its text, which the next preimage holds, is
+		// formatted. The values every row shares are boxed once.
 		head, hash := run.Head, run.HeadHash
-		for start := 0; start < len(tick.Events); start += 500 {
-			chunk := tick.Events[start:min(start+500, len(tick.Events))]
-			var q strings.Builder
+		prev := packHash(hash)
+		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
+		for start := 0; start < len(tick.Events); start += eventsPerInsert {
+			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
 			args := make([]any, 0, 9*len(chunk))
-			q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
-			for i, ev := range chunk {
+			for _, ev := range chunk {
 				head++
-				next := store.ChainHash(hash, head, ev.Digest)
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-				args = append(args, lease.RunID, head, ev.Kind, ev.Body, packHash(ev.Digest), packHash(hash), packHash(next), lease.Generation, ts)
-				hash = next
+				sum := store.ChainSum(hash, head, ev.Digest)
+				hash = store.SumText(sum)
+				next := any(sum[:])
+				args = append(args, runArg, head, ev.Kind, ev.Body, packHash(ev.Digest), prev, next, genArg, tsArg)
+				prev = next
 			}
-			if _, err := s.exec(ctx, tx, q.String(), args...); err != nil {
+			if _, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...); err != nil {
 				return err
 			}
 		}
@@ -206,7 +208,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		// The tick's trace records, in one row (trace.go).
 		if len(tick.Trace) > 0 {
 			last := counters.traceSeq
-			var frame []byte
+			size := 0
+			for _, tr := range tick.Trace {
+				size += 8 + len(tr.Kind) + len(tr.Body)
+			}
+			frame := make([]byte, 0, size+size/8) // room for a sealer's overhead
 			for i, tr := range tick.Trace {
 				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body)
 				if err != nil {
@@ -221,6 +227,40 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		}
 		return nil
 	})
+}
+
+// eventsPerInsert bounds the rows of one INSERT INTO events, well inside
+// SQLite's limit on bound parameters.
+const eventsPerInsert = 500
+
+// insertEvents is the statement that inserts n events. The texts for the
+// tick sizes a runner commits are built once: the statement cache is keyed
+// by the text, and building it cost as much as looking it up.
+func insertEvents(n int) string {
+	if n < len(insertEventsText) {
+		return insertEventsText[n]
+	}
+	return buildInsertEvents(n)
+}
+
+var insertEventsText = func() []string {
+	t := make([]string, 33)
+	for n := 1; n < len(t); n++ {
+		t[n] = buildInsertEvents(n)
+	}
+	return t
+}()
+
+func buildInsertEvents(n int) string {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return q.String()
 }
 
 // BeginAttempt implements store.Store.

@@ -41,3 +41,59 @@ func DecodeAccepted(event []byte) (Accepted, error) {
 	return Accepted{Seq: rec.Seq, Kind: rec.Kind, Body: body, Digest: rec.Digest, Actor: rec.Actor,
 		ActorRole: rec.ActorRole, Capability: rec.Capability, Usage: rec.Usage}, nil
 }
+
+// encodeAccepted writes the body of an EventAccepted event: the input's
+// identity, its usage report if one came, and its body embedded. An input's
+// body is canonical bytes already, and canonical bytes embedded are
+// themselves (no member of the record is a set, and the record's own kind
+// is the input's, never a kind with set-like members at /body), so the
+// record is written member by member around them; decoding the body only
+// to encode it again cost more than the rest of accepting it. A body that
+// is not canonical, or nests so deep that embedding it could reach cjson's
+// depth limit, takes the general path, which refuses what it must.
+func encodeAccepted(in Accepted) ([]byte, error) {
+	if nesting(in.Body) >= cjson.MaxDepth-2 || !cjson.IsCanonical(in.Body) {
+		return encodeAcceptedValue(in)
+	}
+	// Members in sorted order: actor, actor_role, body, capability,
+	// digest, kind, seq, usage.
+	w := cjson.Members{B: make([]byte, 0, len(in.Body)+len(in.Actor)+len(in.ActorRole)+len(in.Capability)+len(in.Digest)+len(in.Kind)+160)}
+	w.Open()
+	w.Str("actor", in.Actor)
+	w.Str("actor_role", in.ActorRole)
+	w.Key("body")
+	w.B = append(w.B, in.Body...)
+	w.Str("capability", in.Capability)
+	w.Str("digest", in.Digest)
+	w.Str("kind", in.Kind)
+	w.Int("seq", in.Seq)
+	if in.Usage != nil {
+		w.Key("usage")
+		w.Open()
+		w.Int("cost_micros", in.Usage.CostMicros)
+		w.Int("tokens", in.Usage.Tokens)
+		w.Close()
+	}
+	w.Close()
+	if w.Err != nil {
+		// The general path reports the refusal as it always has.
+		return encodeAcceptedValue(in)
+	}
+	return w.B, nil
+}
+
+// encodeAcceptedValue is encodeAccepted through the value model: the
+// record as a map, the body decoded into it, all of it encoded.
+func encodeAcceptedValue(in Accepted) ([]byte, error) {
+	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest,
+		"actor_role": in.ActorRole, "capability": in.Capability}
+	if in.Usage != nil {
+		rec["usage"] = map[string]any{"tokens": in.Usage.Tokens, "cost_micros": in.Usage.CostMicros}
+	}
+	v, err := canonValue(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	rec["body"] = v
+	return cjson.Marshal(rec)
+}

@@ -568,22 +568,12 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 	if inbound == "" {
 		inbound = in.Digest
 	}
-	rec := map[string]any{"seq": in.Seq, "kind": in.Kind, "actor": in.Actor, "digest": in.Digest,
-		"actor_role": in.ActorRole, "capability": in.Capability}
-	if in.Usage != nil {
-		rec["usage"] = map[string]any{"tokens": in.Usage.Tokens, "cost_micros": in.Usage.CostMicros}
-		if in.Kind != "receipt" {
-			l := r.ledger(t)
-			l.Tokens += in.Usage.Tokens
-			l.CostMicros += in.Usage.CostMicros
-		}
+	if in.Usage != nil && in.Kind != "receipt" {
+		l := r.ledger(t)
+		l.Tokens += in.Usage.Tokens
+		l.CostMicros += in.Usage.CostMicros
 	}
-	v, err := canonValue(in.Body)
-	if err != nil {
-		return err
-	}
-	rec["body"] = v
-	body, err := cjson.Marshal(rec)
+	body, err := encodeAccepted(in)
 	if err != nil {
 		return err
 	}
@@ -1295,7 +1285,8 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	if err != nil {
 		return err
 	}
-	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: store.BodyDigest(body)})
+	digest := store.BodyDigest(body)
+	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest})
 	rv, err := canonValue(body)
 	if err != nil {
 		return err
@@ -1303,7 +1294,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.
-	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: store.BodyDigest(body), Receipt: rv, Usage: e.Usage})
+	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: rv, Usage: e.Usage})
 	e.Stage = "closed"
 	return nil
 }

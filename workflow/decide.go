@@ -265,7 +265,15 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	w.cache.put(next, mat, st)
+	// A run that is over waits for nothing: complete or failed with no
+	// intent, request or offer open, the runner verifies it and takes no
+	// further input. Its state is not cached, where it would keep its
+	// materialization and a copy of the document alive until the cache
+	// starts over; deciding it again anyway decodes the document, as any
+	// miss does.
+	if completion == Continue || len(st.Open) > 0 || len(st.Pending) > 0 || len(st.Offered) > 0 {
+		w.cache.put(next, mat, st)
+	}
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }
 

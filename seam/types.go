@@ -79,8 +79,59 @@ func AtomOf(v any) (Atom, error) {
 	return Atom{canon: string(b)}, nil
 }
 
+// AtomOfFact is AtomOf(map[string]any{"predicate": predicate, "args":
+// args}), written directly when every argument is a string, an int64 or
+// nil and every string keeps the string rule: the bytes cjson would write,
+// without the map and its encoding. Anything else goes through AtomOf,
+// whose bytes and errors are the contract.
+func AtomOfFact(predicate string, args []any) (Atom, error) {
+	n := 32 + len(predicate)
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			if cjson.CheckString(v, "") != nil {
+				return AtomOf(map[string]any{"predicate": predicate, "args": args})
+			}
+			n += len(v) + 3
+		case int64:
+			n += 21
+		case nil:
+			n += 5
+		default:
+			return AtomOf(map[string]any{"predicate": predicate, "args": args})
+		}
+	}
+	if cjson.CheckString(predicate, "") != nil || args == nil {
+		return AtomOf(map[string]any{"predicate": predicate, "args": args})
+	}
+	b := append(make([]byte, 0, n), `{"args":[`...)
+	for i, a := range args {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := a.(type) {
+		case string:
+			b = cjson.AppendString(b, v)
+		case int64:
+			b = cjson.AppendInt(b, v)
+		default:
+			b = append(b, "null"...)
+		}
+	}
+	b = append(b, `],"predicate":`...)
+	b = cjson.AppendString(b, predicate)
+	return Atom{canon: string(append(b, '}'))}, nil
+}
+
 // CanonicalJSON returns the atom's canonical bytes.
 func (a Atom) CanonicalJSON() []byte { return []byte(a.canon) }
+
+// AppendCanonical appends the atom's canonical bytes to b, without the
+// copy CanonicalJSON makes.
+func (a Atom) AppendCanonical(b []byte) []byte { return append(b, a.canon...) }
+
+// CanonicalSize is the length of the atom's canonical bytes.
+func (a Atom) CanonicalSize() int { return len(a.canon) }
 
 // IsZero reports whether a was never set.
 func (a Atom) IsZero() bool { return a.canon == "" }

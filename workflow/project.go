@@ -31,13 +31,13 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		for i, tmpl := range e.args {
 			args[i] = render(tmpl, a)
 		}
-		atom, err := seam.AtomOf(map[string]any{"predicate": e.relation, "args": args})
+		atom, err := seam.AtomOfFact(e.relation, args)
 		if err != nil {
 			return nil, fmt.Sprintf("precondition %s: %v", pre, err)
 		}
 		reqs = append(reqs, seam.FactRequirement{PreconditionID: pre, Literal: seam.Literal{Polarity: e.polarity, Atom: atom}})
 		t.explainEligibility(mat, p.ProposalID, pre, e, args)
-		if slices.ContainsFunc(atoms, func(x seam.Atom) bool { return string(x.CanonicalJSON()) == string(atom.CanonicalJSON()) }) {
+		if slices.Contains(atoms, atom) { // an atom is its canonical bytes
 			continue
 		}
 		atoms = append(atoms, atom)
@@ -79,7 +79,7 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64) (fix, mat string, err error) {
 	n := 160 + len(w.ruleDigest)
 	for _, f := range facts {
-		n += 48 + len(f.Atom.CanonicalJSON()) + 80*(len(f.Positive)+len(f.Negative))
+		n += 48 + f.Atom.CanonicalSize() + 80*(len(f.Positive)+len(f.Negative))
 	}
 	for _, s := range supports {
 		n += len(s.ID) + 3
@@ -94,7 +94,7 @@ func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64
 		// An atom's canonical bytes are its encoding in any place: it is
 		// an object without a kind, so no array in it is a set.
 		b = append(b, `{"atom":`...)
-		b = append(b, f.Atom.CanonicalJSON()...)
+		b = f.Atom.AppendCanonical(b)
 		b = append(b, `,"negative":`...)
 		b, ok = appendIDs(b, f.Negative, ok)
 		b = append(b, `,"positive":`...)

@@ -93,6 +93,14 @@ a fact file or the evaluation fails.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags.warn = cmd.ErrOrStderr()
+			// A missing output directory is the command line's mistake:
+			// say so before evaluating, not after, in words about the
+			// directory rather than the temporary file the writer opens.
+			if outDir != "-" {
+				if fi, err := os.Stat(outDir); err != nil || !fi.IsDir() {
+					return usagef("-D %s: no such directory (create it, or give -D - for standard output)", outDir)
+				}
+			}
 			// Start-up faulted in code and tables of the whole product
 			// that a Datalog run never touches again; release the pages
 			// no loader wrote so they stop counting beside the

@@ -100,6 +100,16 @@ func TestDatalogStdoutAndFailures(t *testing.T) {
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "edge.facts:2:1") {
 		t.Fatalf("got %v, want a usage error at edge.facts:2:1", err)
 	}
+	// So is an output directory that does not exist; nothing is created.
+	prog, facts, out = datalogFixture(t, pathsProgram, "a\tb\n")
+	missing := filepath.Join(out, "missing")
+	_, _, err = runDatalog(t, "datalog", prog, "-F", facts, "-D", missing, "--stats=false", "--explain=false", "--max-tuples=1000", "--max-firings=0")
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "-D "+missing+": no such directory") {
+		t.Fatalf("got %v, want a usage error naming the missing -D directory", err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("the missing output directory was created")
+	}
 	// So is a malformed program.
 	prog, facts, out = datalogFixture(t, pathsProgram+"path(x, y) :- edge(x).\n", "a\tb\n")
 	_, _, err = runDatalog(t, "datalog", prog, "-F", facts, "-D", out, "--stats=false", "--explain=false", "--max-tuples=1000", "--max-firings=0")
@@ -131,6 +141,15 @@ func TestWhy(t *testing.T) {
 	_, _, err = runDatalog(t, "why", prog, "-F", facts, `path("a")`, "--json=false", "--max-tuples=1000", "--max-firings=0")
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "ARITY_MISMATCH") {
 		t.Fatalf("got %v, want an arity usage error", err)
+	}
+	// A negated atom without -- reads as flags; the error says where it goes.
+	_, _, err = runDatalog(t, "why", prog, "-F", facts, `-blocked("a")`)
+	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "a negated atom goes after --") {
+		t.Fatalf("got %v, want a usage error pointing to --", err)
+	}
+	stdout, _, err = runDatalog(t, "why", prog, "-F", facts, "--json=false", "--max-tuples=1000", "--max-firings=0", "--", `-blocked("b")`)
+	if err != nil || !strings.HasPrefix(stdout, `blocked("b") is FALSE_ONLY`) {
+		t.Fatalf("after --: %v\n%s", err, stdout)
 	}
 }
 

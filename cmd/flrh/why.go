@@ -19,7 +19,13 @@ func init() {
 		Short: "Explain a Datalog fact with a minimal proof tree",
 		Long: `Evaluate the program over its input facts and explain one atom: its
 four-valued state and, for each side that holds (both for a BOTH conflict),
-a minimal proof tree of rules, premises and absence witnesses.`,
+a minimal proof tree of rules, premises and absence witnesses.
+
+A negated atom (-fact(args)) starts with a dash: put -- before the
+arguments so that it is not read as a flag.`,
+		Example: `  flrh why tc.dl -F facts 'tc(1, 4)'
+  flrh why policy.dl -F facts --json 'blocked("bob")'
+  flrh why policy.dl -F facts -- '-blocked("alice")'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags.warn = cmd.ErrOrStderr()
@@ -47,6 +53,14 @@ a minimal proof tree of rules, premises and absence witnesses.`,
 	}
 	flags.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the explanation as JSON")
+	// A negated atom on the command line reads as a cluster of shorthand
+	// flags; say what was meant.
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "unknown shorthand flag") && strings.Contains(err.Error(), "(") {
+			return usagef("%v (a negated atom goes after --: flrh why PROGRAM.dl -- '-fact(args)')", err)
+		}
+		return usageError{err}
+	})
 	rootCmd.AddCommand(cmd)
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -196,5 +198,51 @@ func TestReadingAMissingRun(t *testing.T) {
 		if out, code := c.run(args...); code != 1 || !strings.Contains(out, "no run nope in this store") {
 			t.Errorf("flrh %s: exit %d, want 1 saying the run is missing:\n%s", strings.Join(args, " "), code, out)
 		}
+	}
+}
+
+// run show --json and run list --json are JSON in the API's shape (snake
+// case, a run's header as GET /v1/runs/{id} has it), carrying what the
+// human output shows: the approval with its preview, the options offered.
+func TestRunShowAndListJSON(t *testing.T) {
+	c := newCLIRig(t)
+	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	req := approvalRequest.FindString(out)
+	out = c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
+	proposal := proposalRef.FindString(out)
+
+	var big, gw struct {
+		Run struct {
+			ID, State string
+			Workflow  string `json:"workflow"`
+		} `json:"run"`
+		Waiting []struct {
+			RequestID string `json:"request_id"`
+			Preview   string `json:"preview"`
+		} `json:"waiting"`
+		Offers []struct {
+			ProposalID string   `json:"proposal_id"`
+			Options    []string `json:"options"`
+		} `json:"offers"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("run", "show", "big", "--json")), &big); err != nil {
+		t.Fatal(err)
+	}
+	if big.Run.ID != "big" || big.Run.State != "WAIT_APPROVAL" || big.Run.Workflow != "refund-agent" || len(big.Waiting) != 1 ||
+		big.Waiting[0].RequestID != req || !strings.Contains(big.Waiting[0].Preview, "amount = 600") {
+		t.Errorf("run show big --json: %+v", big)
+	}
+	if err := json.Unmarshal([]byte(c.ok("run", "show", "gw", "--json")), &gw); err != nil {
+		t.Fatal(err)
+	}
+	if len(gw.Offers) != 1 || gw.Offers[0].ProposalID != proposal || !slices.Contains(gw.Offers[0].Options, "path:store-credit") {
+		t.Errorf("run show gw --json: %+v", gw)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(c.ok("run", "list", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0]["id"] != "big" || list[0]["state"] != "WAIT_APPROVAL" || list[1]["workflow"] != "support-agent" {
+		t.Errorf("run list --json: %v", list)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/workflow"
 )
 
 // runCmd groups the commands that start, advance and inspect runs.
@@ -36,7 +38,16 @@ func init() {
 			return err
 		}
 		if *lJSON {
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(runs)
+			views := []server.RunView{}
+			for _, r := range runs {
+				v := server.RunView{ID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome, Events: r.Head,
+					HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+				if r.Outcome == "" && r.Lease.Owner != "" {
+					v.LeaseOwner = r.Lease.Owner
+				}
+				views = append(views, v)
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(views)
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "RUN\tWORKFLOW\tSTATE\tOUTCOME\tEVENTS\tQUARANTINE")
@@ -49,6 +60,7 @@ func init() {
 	show := &cobra.Command{Use: "show RUN", Short: "Show a run: state, what it waits for, effects and receipts", Args: cobra.ExactArgs(1)}
 	sStore := addStoreFlag(show)
 	sWorkflows := addWorkflowsFlag(show)
+	sJSON := show.Flags().Bool("json", false, "print the run as one JSON object")
 	show.RunE = func(cmd *cobra.Command, args []string) error {
 		st, err := openStore(cmd.Context(), *sStore, true)
 		if err != nil {
@@ -59,7 +71,60 @@ func init() {
 		if err != nil {
 			return err
 		}
+		v := runShow{Run: server.RunView{ID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, State: run.State, Outcome: run.Outcome,
+			Events: run.Head, HeadHash: run.HeadHash, Quarantine: run.Quarantine, CreatedAt: run.CreatedAt.UTC(), UpdatedAt: run.UpdatedAt.UTC()},
+			Generation: run.Lease.Generation, Waiting: []runner.ApprovalNeed{}, Offers: []workflow.Offer{}, Unknown: []string{},
+			Effects: []showEffect{}, Receipts: []showReceipt{}}
+		if run.Outcome == "" && run.Lease.Owner != "" {
+			v.Run.LeaseOwner = run.Lease.Owner
+		}
+		var status runner.Status
+		wf, ok, err := workflowFor(cmd.Context(), st, run, *sWorkflows)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			v.Unread = fmt.Sprintf("workflow %s@%s in the definition this run was started with is not loaded (give the same --workflows)", run.WorkflowID, run.WorkflowVersion)
+		default:
+			r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: nil})
+			if err == nil {
+				status, err = r.Inspect(cmd.Context(), run.ID)
+			}
+			if err != nil {
+				v.Unread = err.Error()
+				break
+			}
+			v.Budget = status.Budget
+			if run.Outcome == "" {
+				v.Waiting, v.Unknown = append(v.Waiting, status.Waiting...), append(v.Unknown, status.Unknown...)
+				if view, ok := status.View.(workflow.View); ok {
+					v.Offers = append(v.Offers, view.Offers...)
+				}
+			}
+			if view, ok := status.View.(workflow.View); ok {
+				v.MRPState = view.MRPState
+			}
+		}
+		ins, err := st.Intents(cmd.Context(), run.ID)
+		if err != nil {
+			return err
+		}
+		for _, in := range ins {
+			v.Effects = append(v.Effects, showEffect{IntentID: in.ID, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey, Outbox: string(in.Outbox), Attempts: in.Attempts})
+		}
+		rcs, err := st.Receipts(cmd.Context(), run.ID)
+		if err != nil {
+			return err
+		}
+		for _, rc := range rcs {
+			v.Receipts = append(v.Receipts, showReceipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest})
+		}
 		out := cmd.OutOrStdout()
+		if *sJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
 		outcome, lease := "no outcome yet", "no lease held"
 		if run.Outcome != "" {
 			outcome = "outcome " + run.Outcome
@@ -75,44 +140,30 @@ func init() {
 		if run.Quarantine != "" {
 			fmt.Fprintf(out, "  QUARANTINED: %s\n", run.Quarantine)
 		}
-		wf, ok, err := workflowFor(cmd.Context(), st, run, *sWorkflows)
-		if err != nil {
-			return err
+		if v.Unread != "" {
+			fmt.Fprintf(out, "  what it waits for cannot be read: %s\n", v.Unread)
 		}
-		if ok {
-			r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: nil})
-			if err == nil {
-				status, err := r.Inspect(cmd.Context(), run.ID)
-				if err == nil {
-					if run.Outcome == "" {
-						printWaits(out, run.ID, status)
-					}
-					if b := status.Budget; b != nil {
-						fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,
-							b.Used.ToolCalls, b.Limits.ToolCalls, b.Used.WallSeconds, b.Limits.WallSeconds, b.Used.SuspendedSeconds, b.Limits.SuspendedSeconds,
-							b.Used.Tokens, b.Limits.Tokens, b.Used.CostMicros, b.Limits.CostMicros)
-						if b.Breach != "" {
-							fmt.Fprintf(out, "  budget exhausted: %s\n", b.Breach)
-						}
-						if b.Retries != "" {
-							fmt.Fprintf(out, "  retries exhausted: %s\n", b.Retries)
-						}
-					}
-				}
+		if v.MRPState != "" {
+			fmt.Fprintf(out, "  deliberation (MRP) %s\n", v.MRPState)
+		}
+		if run.Outcome == "" {
+			printWaits(out, run.ID, status)
+		}
+		if b := v.Budget; b != nil {
+			fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,
+				b.Used.ToolCalls, b.Limits.ToolCalls, b.Used.WallSeconds, b.Limits.WallSeconds, b.Used.SuspendedSeconds, b.Limits.SuspendedSeconds,
+				b.Used.Tokens, b.Limits.Tokens, b.Used.CostMicros, b.Limits.CostMicros)
+			if b.Breach != "" {
+				fmt.Fprintf(out, "  budget exhausted: %s\n", b.Breach)
+			}
+			if b.Retries != "" {
+				fmt.Fprintf(out, "  retries exhausted: %s\n", b.Retries)
 			}
 		}
-		ins, err := st.Intents(cmd.Context(), run.ID)
-		if err != nil {
-			return err
+		for _, e := range v.Effects {
+			fmt.Fprintf(out, "  effect %s %s key %s outbox %s attempts %d\n", e.IntentID, e.EffectType, e.IdempotencyKey, e.Outbox, e.Attempts)
 		}
-		for _, in := range ins {
-			fmt.Fprintf(out, "  effect %s %s key %s outbox %s attempts %d\n", in.ID, in.EffectType, in.IdempotencyKey, in.Outbox, in.Attempts)
-		}
-		rcs, err := st.Receipts(cmd.Context(), run.ID)
-		if err != nil {
-			return err
-		}
-		for _, rc := range rcs {
+		for _, rc := range v.Receipts {
 			fmt.Fprintf(out, "  receipt %s %s %s\n", rc.IntentID, rc.Outcome, rc.Digest)
 		}
 		return nil
@@ -204,6 +255,37 @@ func init() {
 	}
 	runCmd.AddCommand(list, show, events, trace, export)
 	rootCmd.AddCommand(runCmd)
+}
+
+// runShow is what run show prints, as --json writes it. The run's header
+// has the API's shape (GET /v1/runs/{id}).
+type runShow struct {
+	Run        server.RunView        `json:"run"`
+	Generation int64                 `json:"generation"`
+	MRPState   string                `json:"mrp_state,omitempty"`
+	Waiting    []runner.ApprovalNeed `json:"waiting"` // approvals, with the preview the approver is shown
+	Offers     []workflow.Offer      `json:"offers"`  // proposals waiting for a person's choice among options
+	Unknown    []string              `json:"unknown"` // intents whose outcome a person must reconcile
+	Budget     *runner.BudgetStatus  `json:"budget,omitempty"`
+	Effects    []showEffect          `json:"effects"`
+	Receipts   []showReceipt         `json:"receipts"`
+	// Unread says why what the run waits for could not be read (its
+	// workflow is not loaded, say); the lists above are then empty.
+	Unread string `json:"unread,omitempty"`
+}
+
+type showEffect struct {
+	IntentID       string `json:"intent_id"`
+	EffectType     string `json:"effect_type"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Outbox         string `json:"outbox"`
+	Attempts       int64  `json:"attempts"`
+}
+
+type showReceipt struct {
+	IntentID string `json:"intent_id"`
+	Outcome  string `json:"outcome"`
+	Digest   string `json:"digest"`
 }
 
 // readRun reads a run's header. A run the store does not hold is said to

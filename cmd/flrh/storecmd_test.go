@@ -65,6 +65,14 @@ func populate(t *testing.T, spec string) {
 }
 
 func testStoreCommands(t *testing.T, spec string) {
+	if strings.HasPrefix(spec, "postgres") {
+		// Before migrate the schema does not exist: a command that only
+		// reads says which command creates it.
+		_, err := runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "0s")
+		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "flrh store migrate --store") {
+			t.Fatalf("check before migrate: exit %d: %v", exitCode(err), err)
+		}
+	}
 	out, err := runStoreCmd(t, "store", "migrate", "--store", spec, "--json")
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
@@ -105,6 +113,22 @@ func testStoreCommands(t *testing.T, spec string) {
 
 func TestStoreCommandsSQLite(t *testing.T) {
 	testStoreCommands(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"))
+}
+
+// A read-only command on a store that needs migrating says which command
+// migrates it, and changes nothing.
+func TestReadOnlyCommandPointsToMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "needs migration") || !strings.Contains(err.Error(), "flrh store migrate --store 'sqlite:"+path+"'") {
+		t.Fatalf("exit %d: %v", exitCode(err), err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Fatalf("the store was written: %v", err)
+	}
 }
 
 func TestStoreCommandsPostgres(t *testing.T) {

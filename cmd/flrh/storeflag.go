@@ -44,7 +44,8 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 	case strings.HasPrefix(spec, "sqlite:"):
 		path = strings.TrimPrefix(spec, "sqlite:")
 	case strings.Contains(spec, "://"):
-		return openURLStore(ctx, spec, readOnly, sealer)
+		st, err := openURLStore(ctx, spec, readOnly, sealer)
+		return st, openHint(err, spec, readOnly)
 	}
 	if path == "" {
 		return nil, usagef("empty store path")
@@ -56,7 +57,28 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 			return nil, usagef("no store at %s (give --store sqlite:PATH)", path)
 		}
 	}
-	return sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly, Sealer: sealer})
+	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly, Sealer: sealer})
+	return st, openHint(err, spec, readOnly)
+}
+
+// openHint adds to a store's refusal to open what the person can do about
+// it: a command that only reads never migrates (the store's own words, "open
+// it read-write first", name no command), and a PostgreSQL schema that does
+// not exist yet is created by migrate.
+func openHint(err error, spec string, readOnly bool) error {
+	if err == nil || !readOnly || store.CodeOf(err) != store.CodeInvalidInput {
+		return err
+	}
+	hint := ""
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "needs migration"):
+		hint = "this command only reads; migrate the store first: flrh store migrate --store '%s'"
+	case strings.Contains(msg, "no schema on the search_path"):
+		hint = "the schema does not exist yet; flrh store migrate --store '%s' creates it"
+	default:
+		return err
+	}
+	return usagef("%v (%s)", err, fmt.Sprintf(hint, redactURL(spec)))
 }
 
 // builtinWorkflows are the workflows compiled into this binary.

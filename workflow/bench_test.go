@@ -14,13 +14,15 @@ import (
 
 // benchDecide readies b: allocations reported, and no test-only check of
 // cached states (see statecache_test.go), which would decode every state
-// a tick takes from the cache, or of sealed batches (sealbatch_test.go),
-// which would seal each again, and so measure the checks, not Decide.
+// a tick takes from the cache, of sealed batches (sealbatch_test.go),
+// which would seal each again, or of the pairing of proposals with their
+// actions (match_test.go), which would digest them, and so measure the
+// checks, not Decide.
 func benchDecide(b *testing.B) {
 	b.ReportAllocs()
-	saved, savedBatch := verifyCachedState, verifySealedBatch
-	verifyCachedState, verifySealedBatch = nil, nil
-	b.Cleanup(func() { verifyCachedState, verifySealedBatch = saved, savedBatch })
+	saved, savedBatch, savedMatch := verifyCachedState, verifySealedBatch, verifyMatch
+	verifyCachedState, verifySealedBatch, verifyMatch = nil, nil, nil
+	b.Cleanup(func() { verifyCachedState, verifySealedBatch, verifyMatch = saved, savedBatch, savedMatch })
 }
 
 // reportCPU reports the CPU per op since cpu0, as cpu-ns/op.

@@ -499,11 +499,29 @@ type action struct {
 }
 
 // matchEmission pairs each proposal with the action and destination
-// objects it binds by digest.
+// objects it binds by digest. F builds exactly one proposal from each
+// emitted one, of its effect type, in an order of its own: an effect type
+// that only one emitted proposal has pairs it with the only proposal of
+// that type without digesting anything (the digests F took of the same
+// objects could not differ). Only proposals whose type several emitted
+// proposals share are paired by digest (TestMatchEmissionIsByDigest, and
+// every other test of the package through a hook, hold this to pairing
+// every proposal by digest).
 func matchEmission(props []protocol.EffectProposal, emitted []kernel.Proposal) ([]action, error) {
 	out := make([]action, len(props))
 	used := make([]bool, len(emitted))
 	for i, p := range props {
+		only, n := -1, 0
+		for j, e := range emitted {
+			if e.EffectType == p.EffectType {
+				only, n = j, n+1
+			}
+		}
+		if n == 1 && !used[only] {
+			e := emitted[only]
+			out[i], used[only] = action{e.Action, e.Destination}, true
+			continue
+		}
 		found := false
 		for j, e := range emitted {
 			if used[j] || e.EffectType != p.EffectType {
@@ -520,8 +538,17 @@ func matchEmission(props []protocol.EffectProposal, emitted []kernel.Proposal) (
 			return nil, fmt.Errorf("workflow: proposal %s has no emitted action", p.ProposalID)
 		}
 	}
+	if verifyMatch != nil {
+		if err := verifyMatch(props, emitted, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
+
+// verifyMatch, when set (by tests), checks matchEmission's pairing
+// against pairing every proposal by digest.
+var verifyMatch func(props []protocol.EffectProposal, emitted []kernel.Proposal, got []action) error
 
 // factChanges maps F's fact deltas to named L support changes through the
 // bundle's facts table, and returns the live supports after them.

@@ -183,6 +183,11 @@ func printGates(w io.Writer, t authority.Ticket, ev authority.Evaluation, res au
 			if len(r.Facts) > 0 || len(r.Absent) > 0 {
 				fmt.Fprintf(w, " [%s]", strings.Join(append(append([]string{}, r.Facts...), r.Absent...), ", "))
 			}
+			// The detail is why a decision is not what the rule said
+			// (a gate or verdict the policy misnamed, refused closed).
+			if r.Detail != "" {
+				fmt.Fprintf(w, " — %s", r.Detail)
+			}
 		}
 		if g.Error != "" {
 			fmt.Fprintf(w, " (error: %s)", g.Error)

@@ -87,4 +87,12 @@ decision("H1", "REFUSE", "h1.ceiling") :- param_num(t, "amount", n), n > 10000.
 	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `"highest_tier":0`) {
 		t.Fatalf("ceiling: %v\n%s", err, out)
 	}
+	// A decision for a gate the matrix does not know is refused, and the
+	// human output says why, not only the JSON.
+	os.WriteFile(policy, []byte(`decision("G9", "ALLOW", "g9.typo") :- action(t, _).
+`), 0o644)
+	out, err = runAuthority(t, "authority", "gates", "--json=false", policy, ticket, "--capability", "c")
+	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `unknown gate "G9"`) {
+		t.Fatalf("unknown gate: %v\n%s", err, out)
+	}
 }

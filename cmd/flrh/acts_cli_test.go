@@ -246,3 +246,24 @@ func TestRunShowAndListJSON(t *testing.T) {
 		t.Errorf("run list --json: %v", list)
 	}
 }
+
+// Options stay pending after a person pauses the turn, but the machine
+// takes no choice in HOLD: run show says so instead of offering the choose
+// command, and choose is refused before anything reaches the run.
+func TestPausedOptionsAreNotOffered(t *testing.T) {
+	c := newCLIRig(t)
+	out := c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
+	proposal := proposalRef.FindString(out)
+	c.ok("mrp", "gw", "pause", "--as", "dana", c.dest)
+	show := c.ok("run", "show", "gw")
+	if strings.Contains(show, "choose with") || !strings.Contains(show, "MRP HOLD takes no choice now") {
+		t.Errorf("run show after a pause:\n%s", show)
+	}
+	events := c.events("gw")
+	if out, code := c.run("choose", "gw", proposal, "path:store-credit", "--as", "dana", c.dest); code != 1 || !strings.Contains(out, "does not take a choice now") {
+		t.Errorf("choose after a pause: exit %d:\n%s", code, out)
+	}
+	if n := c.events("gw"); n != events {
+		t.Errorf("a refused choice changed the run: %d events, had %d", n, events)
+	}
+}

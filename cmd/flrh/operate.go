@@ -416,7 +416,20 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
 	}
 	if v, ok := st.View.(workflow.View); ok {
+		// The offers outlive a turn that left OPTIONS (a pause, an exit);
+		// only a machine that takes a choice now gets the command.
+		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
 		for _, o := range v.Offers {
+			option := ""
+			if len(o.Options) > 0 {
+				option = o.Options[0]
+			}
+			_, refused := mrp.Step(v.Machine, mrp.Event{Trigger: mrp.ChooseOption, Target: mrp.Decide, Option: option,
+				Actor: mrp.Actor{ID: "person", Kind: mrp.ActorHuman, Role: "operator", Capabilities: []string{capName}}})
+			if refused != nil {
+				fmt.Fprintf(out, "  options %s are pending for %s, but MRP %s takes no choice now\n", strings.Join(o.Options, ", "), o.ProposalID, v.MRPState)
+				continue
+			}
 			fmt.Fprintf(out, "  waits for a choice on %s among %s\n    choose with: flrh choose %s %s OPTION --as NAME\n",
 				o.ProposalID, strings.Join(o.Options, ", "), id, o.ProposalID)
 		}

@@ -266,10 +266,25 @@ func AppendString(dst []byte, s string) []byte {
 // copied eight at a time rather than tested one by one: digests, ids and
 // previews, the strings records are made of, are mostly such runs.
 func AppendQuoted(dst []byte, s string) ([]byte, bool) {
+	// Most strings are plain: checked a word at a time, the last bytes by
+	// the word that ends the string (overlapping the one before), and
+	// copied whole. The loop below starts at the first word that is not
+	// plain; everything before it is plain ASCII.
+	i := 0
+	if n := len(s); n >= 8 {
+		for i+8 <= n && plainWord(word(s, i)) {
+			i += 8
+		}
+		if i == n || i+8 > n && plainWord(word(s, n-8)) {
+			dst = append(dst, '"')
+			dst = append(dst, s...)
+			return append(dst, '"'), true
+		}
+	}
 	dst = append(dst, '"')
 	ascii := true
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if i+8 <= len(s) && plainWord(word(s, i)) {
 			i += 8
 			continue
@@ -313,13 +328,17 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 // bytes at a time; plainBytes is the byte-at-a-time definition it is
 // tested against.
 func Plain(s string) bool {
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
+	n := len(s)
+	if n < 8 {
+		return plainBytes(s)
+	}
+	for i := 0; i+8 <= n; i += 8 {
 		if !plainWord(word(s, i)) {
 			return false
 		}
 	}
-	return plainBytes(s[i:])
+	// The last bytes, by the word that ends s (it overlaps the one before).
+	return n%8 == 0 || plainWord(word(s, n-8))
 }
 
 func plainBytes(s string) bool {

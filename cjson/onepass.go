@@ -136,9 +136,24 @@ func (e *onePassEncoder) isSet(name string) bool {
 
 // stringOK applies the string rule: valid UTF-8 in NFC. ASCII is both.
 func stringOK(s string) bool {
-	for i := 0; i < len(s); i++ {
+	if asciiString(s) {
+		return true
+	}
+	return utf8.ValidString(s) && norm.NFC.IsNormalString(s)
+}
+
+// asciiString reports whether every byte of s is below utf8.RuneSelf,
+// eight bytes at a time.
+func asciiString(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if word(s, i)&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			return utf8.ValidString(s) && norm.NFC.IsNormalString(s)
+			return false
 		}
 	}
 	return true

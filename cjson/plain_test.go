@@ -111,3 +111,14 @@ func BenchmarkAppendStringDigest(b *testing.B) {
 		buf = AppendString(buf[:0], s)
 	}
 }
+
+// asciiString, a word at a time, is isASCII.
+func TestASCIIStringMatchesBytewise(t *testing.T) {
+	for _, gen := range []*rapid.Generator[string]{rapid.Custom(mostlyPlain), rapid.String()} {
+		rapid.Check(t, func(t *rapid.T) {
+			if s := gen.Draw(t, "s"); asciiString(s) != isASCII(s) {
+				t.Fatalf("asciiString(%q) = %v", s, asciiString(s))
+			}
+		})
+	}
+}

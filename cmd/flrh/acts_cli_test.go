@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"flrh.dev/flrh/store/sqlite"
 )
 
 var proposalRef = regexp.MustCompile(`proposal:[0-9a-f]{64}`)
@@ -265,5 +268,30 @@ func TestPausedOptionsAreNotOffered(t *testing.T) {
 	}
 	if n := c.events("gw"); n != events {
 		t.Errorf("a refused choice changed the run: %d events, had %d", n, events)
+	}
+}
+
+// A checkpoint whose bytes no longer match its digest quarantines its run
+// on the next pass; resume says the run is quarantined and why, and exits 1.
+func TestResumeReportsAQuarantine(t *testing.T) {
+	c := newCLIRig(t)
+	c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	path := strings.TrimPrefix(c.store, "--store=sqlite:")
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage on disk, past the store's own guard against updates.
+	_, err = st.DB().Exec(`DROP TRIGGER checkpoints_no_update; UPDATE checkpoints SET body = CAST(REPLACE(CAST(body AS TEXT), '"amount":600', '"amount":60') AS BLOB) WHERE run_id = 'big'`)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code := c.run("run", "resume", "big", c.dest)
+	if code != 1 || !strings.Contains(out, "run big: WAIT_APPROVAL QUARANTINED: checkpoint") {
+		t.Fatalf("resume of a damaged run: exit %d:\n%s", code, out)
+	}
+	if n := len(mutations(t, c.base)); n != 0 {
+		t.Fatalf("%d mutations from a damaged run", n)
 	}
 }

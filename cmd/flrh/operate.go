@@ -384,10 +384,16 @@ func refusedAct(runID string, kinds []string, recs []store.TraceRecord) error {
 
 func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
 	st, err := r.Inspect(cmd.Context(), id)
+	out := cmd.OutOrStdout()
+	if err != nil && st.Run.Quarantine != "" {
+		// A run the pass quarantined has a checkpoint nothing can read:
+		// say what became of it rather than only why its state is unreadable.
+		fmt.Fprintf(out, "run %s: %s QUARANTINED: %s\n", id, st.Run.State, st.Run.Quarantine)
+		return errChecksFailed
+	}
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "run %s: %s", id, st.State)
 	if st.Run.Outcome != "" {
 		fmt.Fprintf(out, " (outcome %s)", st.Run.Outcome)

@@ -295,3 +295,24 @@ func TestResumeReportsAQuarantine(t *testing.T) {
 		t.Fatalf("%d mutations from a damaged run", n)
 	}
 }
+
+// replay --json reports each run as JSON: identical, with the verifier's
+// and the replay's reports.
+func TestReplayJSON(t *testing.T) {
+	c := newCLIRig(t)
+	c.ok("run", "start", "example:refund-agent", "--id", "small", "--input-json", strings.Replace(largeRefund, "600", "40", 1), c.dest)
+	var reps []struct {
+		RunID     string `json:"run_id"`
+		Identical bool   `json:"identical"`
+		Replay    struct {
+			Inputs   int   `json:"inputs_replayed"`
+			Findings []any `json:"findings"`
+		} `json:"replay"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("replay", "small", "--json")), &reps); err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 || reps[0].RunID != "small" || !reps[0].Identical || reps[0].Replay.Inputs != 2 || len(reps[0].Replay.Findings) != 0 {
+		t.Fatalf("replay --json: %+v", reps)
+	}
+}

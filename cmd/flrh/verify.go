@@ -85,6 +85,7 @@ were created). Exit status 1 if anything differs.`,
 	rStore := addStoreFlag(rc)
 	rWorkflows := addWorkflowsFlag(rc)
 	rAll := rc.Flags().Bool("all", false, "replay every run in the store")
+	rJSON := rc.Flags().Bool("json", false, "print the reports as JSON")
 	rc.Args = runsArgs(rAll)
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -120,10 +121,21 @@ were created). Exit status 1 if anything differs.`,
 		}
 		results, err := verify.CheckMany(ctx, st, nil, jobs)
 		failed := false
+		type replayJSON struct {
+			RunID     string               `json:"run_id"`
+			Identical bool                 `json:"identical"`
+			Verify    *verify.Report       `json:"verify"`
+			Replay    *verify.ReplayReport `json:"replay"`
+		}
+		reports := []replayJSON{}
 		for _, r := range results {
 			ver, rep := r.Report, r.Replay
 			ok := rep.OK() && ver.OK()
 			failed = failed || !ok
+			if *rJSON {
+				reports = append(reports, replayJSON{RunID: rep.RunID, Identical: ok, Verify: ver, Replay: rep})
+				continue
+			}
 			verdict := "identical"
 			if !ok {
 				verdict = "DIFFERS"
@@ -132,6 +144,13 @@ were created). Exit status 1 if anything differs.`,
 				rep.RunID, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
 			for _, f := range append(ver.Findings, rep.Findings...) {
 				fmt.Fprintf(cmd.OutOrStdout(), "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
+			}
+		}
+		if *rJSON && err == nil && resolveErr == nil {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(reports); err != nil {
+				return err
 			}
 		}
 		if err != nil {

@@ -195,7 +195,9 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 		proposals: proposals,
 		verdicts:  verdicts,
 	}
-	size := 512 + 72*(len(pids)+len(vids))
+	// The members around the values take some 580 bytes, and every id
+	// some 75 in the batch and its lists.
+	size := 768 + 80*(len(pids)+len(vids))
 	for _, v := range proposals {
 		size += len(v.canon) + 1
 	}

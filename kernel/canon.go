@@ -336,6 +336,21 @@ var snapshotMembersSorted = [...]string{
 // arrays — and the caller then encodes s.Wire(), whose bytes or error are
 // the contract. stateChecked says the caller already ran canonCheck's
 // checks on the state (canonCopy made it).
+// snapshotCap is a capacity for s's canonical bytes, so that
+// appendSnapshot rarely grows its buffer: the kernel's members and the
+// version envelope in full, with room for a small state. The buffer still
+// grows for a larger state.
+func snapshotCap(s *Snapshot) int {
+	v := &s.Versions
+	n := 640 + len(s.AggregateID) + len(v.Workflow) + len(v.StateSchema) + len(v.EventSchema) + len(v.GraphSchema) +
+		len(v.RuleSet) + len(v.Dataflow) + len(v.Canonicalization) + len(v.Tool) + len(v.Model) + len(v.Oracle) +
+		len(v.Gate) + len(v.Resolver) + len(v.CompositionProfile)
+	if s.LastEventID != nil {
+		n += len(*s.LastEventID)
+	}
+	return n
+}
+
 func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
 	for _, str := range [...]string{s.AggregateID, s.Phase, s.Versions.Workflow, s.Versions.StateSchema,
 		s.Versions.EventSchema, s.Versions.GraphSchema, s.Versions.RuleSet, s.Versions.Dataflow,

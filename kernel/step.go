@@ -77,7 +77,7 @@ func parseTypedSnapshot(d Domain, p Profile, s *Snapshot, known []byte) (Snapsho
 	}
 	prior, ok := known, true
 	if known == nil {
-		prior, ok = appendSnapshot(make([]byte, 0, 512), s, false)
+		prior, ok = appendSnapshot(make([]byte, 0, snapshotCap(s)), s, false)
 	}
 	if !ok {
 		return Snapshot{}, nil, false
@@ -648,7 +648,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 		w := s
 		w.State = rawState
 		var ok bool
-		if canon, ok = appendSnapshot(make([]byte, 0, 512), &w, true); !ok {
+		if canon, ok = appendSnapshot(make([]byte, 0, snapshotCap(&w)), &w, true); !ok {
 			var err error
 			if canon, err = cjson.Encode(raw); err != nil {
 				return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
@@ -909,7 +909,7 @@ func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []by
 		state[k] = c
 	}
 	next.State = state
-	b, ok := appendSnapshot(make([]byte, 0, 512), &next, true)
+	b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&next)), &next, true)
 	if !ok {
 		return nil, nil, "", false
 	}

@@ -94,7 +94,7 @@ func (s Snapshot) Wire() map[string]any {
 
 // MarshalJSON encodes the snapshot in canonical form.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
-	if b, ok := appendSnapshot(make([]byte, 0, 512), &s, false); ok {
+	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false); ok {
 		return b, nil
 	}
 	return cjson.Encode(s.Wire())

@@ -16,7 +16,8 @@ import (
 // fhrNote is the body of the h.fhr note:
 // {"event":event,"fhr":f,"fhr_chain":chain}.
 func fhrNote(f mrp.FHR, event, chain string) ([]byte, bool) {
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 640+len(chain)+len(event)+224*len(f.Transitions))}}
+	// An FHR of one transition is some 1,400 bytes.
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 1280+len(chain)+len(event)+224*len(f.Transitions))}}
 	w.Open()
 	w.Str("event", event)
 	w.Key("fhr")
@@ -112,7 +113,8 @@ type outcomeRec struct {
 }
 
 func (r *outcomeRec) bytes() ([]byte, bool) {
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 384+len(r.preview)+len(r.held))}}
+	// The members' names and digests take some 700 bytes.
+	w := noteWriter{cjson.Members{B: make([]byte, 0, 768+len(r.preview)+len(r.held)+48*(len(r.audit)+len(r.options)))}}
 	w.Open()
 	w.Str("action_digest", r.actionDigest)
 	w.Str("assessed_risk", r.assessedRisk)

@@ -146,7 +146,9 @@ func (st *state) encode() ([]byte, error) {
 
 // sizeHint bounds the encoding's size for one allocation in the usual case.
 func (st *state) sizeHint() int {
-	n := 1024 + len(st.Snapshot) + len(st.RunID) + len(st.FHRChain) + 160*len(st.Open) + 1024*len(st.Machine.Journey)/4
+	// A pending request holds its batch, request and machine: some 4 kB.
+	n := 1024 + len(st.Snapshot) + len(st.RunID) + len(st.FHRChain) + 160*len(st.Open) + 1024*len(st.Machine.Journey)/4 +
+		4096*len(st.Pending)
 	for _, s := range st.Supports {
 		n += 64 + len(s.ID) + len(s.Predicate) + len(s.Provenance) + 24*len(s.Args)
 	}

@@ -316,3 +316,22 @@ func TestReplayJSON(t *testing.T) {
 		t.Fatalf("replay --json: %+v", reps)
 	}
 }
+
+// A lease length that is not positive is refused, not quietly replaced by
+// the runner's default.
+func TestLeaseTTLMustBePositive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	db := filepath.Join(t.TempDir(), "flrh.db")
+	for _, args := range [][]string{{"run", "resume", "--lease-ttl", "0s"}, {"serve", "--lease-ttl", "-1s", "--addr", "127.0.0.1:0"}} {
+		out, err := flrh(bin, nil, append(args, "--store=sqlite:"+db)...)
+		if code := exitStatus(t, err); code != 2 || !strings.Contains(out, "--lease-ttl must be positive") {
+			t.Errorf("flrh %s: exit %d:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a store was created")
+	}
+}

@@ -116,6 +116,10 @@ func (f *runnerFlags) catalog() (*catalog, error) {
 // check what it was given (a bundle, an input) before the store is opened
 // — opening a SQLite store creates its file.
 func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.Store, *catalog) ([]candidate, error)) (store.Store, *runner.Runner, error) {
+	if f.leaseTTL <= 0 {
+		// The runner would quietly take 30s instead.
+		return nil, nil, usagef("--lease-ttl must be positive, not %s", f.leaseTTL)
+	}
 	st, err := openStore(ctx, *f.store, false)
 	if err != nil {
 		return nil, nil, err

@@ -88,6 +88,10 @@ Runs started through any of them are advanced by whichever is free.`,
 		if *runners < 1 || *runners > 256 {
 			return usagef("--runners must be from 1 to 256")
 		}
+		if *leaseTTL <= 0 {
+			// The runner would quietly take 30s instead.
+			return usagef("--lease-ttl must be positive, not %s", *leaseTTL)
+		}
 		var tokens *server.Tokens
 		if *tokensFile != "" {
 			data, err := os.ReadFile(*tokensFile)

@@ -83,17 +83,17 @@ func (s *Store) Live(ctx context.Context) ([]string, error) {
 // submitInTick appends a tick's own inbound events to the inbox, consumed:
 // the rows Submit and a consuming tick would leave, in one transaction.
 func (s *Store) submitInTick(ctx context.Context, tx *sql.Tx, runID string, ins []store.Inbound, ts int64) error {
+	// (run_id, inbound_id) is UNIQUE: an entry already there refuses the
+	// INSERT, which leaves the transaction as it was, and only then is it
+	// looked up to be reported as such.
 	for _, in := range ins {
-		var one int
-		err := s.queryRow(ctx, tx, `SELECT 1 FROM inbox WHERE run_id = ? AND inbound_id = ?`, runID, in.ID).Scan(&one)
-		if err == nil {
-			return store.Errorf(store.CodeExists, "commit", runID, nil, "inbound %s is already in the inbox", in.ID)
-		} else if err != sql.ErrNoRows {
-			return err
-		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
 			runID, runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts); err != nil {
+			var one int
+			if s.queryRow(ctx, tx, `SELECT 1 FROM inbox WHERE run_id = ? AND inbound_id = ?`, runID, in.ID).Scan(&one) == nil {
+				return store.Errorf(store.CodeExists, "commit", runID, nil, "inbound %s is already in the inbox", in.ID)
+			}
 			return err
 		}
 	}

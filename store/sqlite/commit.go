@@ -19,7 +19,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		run, counters, err := s.fenceTick(ctx, tx, op, lease, now)
 		if err != nil {
 			return err
@@ -311,7 +311,7 @@ func buildInsertEvents(n int) string {
 func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID string) (store.Attempt, error) {
 	const op = "begin attempt"
 	var at store.Attempt
-	err := s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	err := s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		if _, err := s.fence(ctx, tx, op, lease, now); err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 }
 
 // beginAttempt records attempt n+1 of an intent inside tx (already fenced).
-func (s *Store) beginAttempt(ctx context.Context, tx *sql.Tx, lease store.Lease, intentID string, now time.Time) (store.Attempt, error) {
+func (s *Store) beginAttempt(ctx context.Context, tx *wtx, lease store.Lease, intentID string, now time.Time) (store.Attempt, error) {
 	const op = "begin attempt"
 	var status string
 	var attempts int64
@@ -353,7 +353,7 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 	if reason == "" {
 		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
 	}
-	return s.write(ctx, "quarantine", runID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "quarantine", runID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		res, err := s.exec(ctx, tx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
 			reason, nanos(now), runID)
 		if err != nil {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -37,7 +36,7 @@ import (
 type writeReq struct {
 	ctx       context.Context
 	op, runID string
-	fn        func(ctx context.Context, tx *sql.Tx, now time.Time) error
+	fn        func(ctx context.Context, tx *wtx, now time.Time) error
 	err       error
 	panicked  any // what fn panicked with, re-raised in the caller
 	didPanic  bool
@@ -66,7 +65,7 @@ const (
 // are queued with it, with the store's clock read after the write lock is
 // held and after every write ordered before it, so "now" is ordered with
 // every other write.
-func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context.Context, tx *sql.Tx, now time.Time) error) error {
+func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context.Context, tx *wtx, now time.Time) error) error {
 	if s.ro {
 		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
 	}
@@ -153,12 +152,18 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// can roll the whole transaction back). Each caller's context is
 	// checked before its turn instead.
 	bctx := context.WithoutCancel(batch[0].ctx)
-	tx, err := s.db.BeginTx(bctx, nil)
-	if err != nil {
+	if err := s.withWriter(bctx, func(tx *wtx) { s.runBatchIn(bctx, tx, batch, failAll) }); err != nil {
+		failAll(err)
+	}
+}
+
+// runBatchIn is runBatch on the writing connection.
+func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, failAll func(error)) {
+	if err := s.begin(bctx, tx); err != nil {
 		failAll(err)
 		return
 	}
-	defer tx.Rollback()
+	defer s.rollback(tx)
 
 	if len(batch) == 1 {
 		// Alone: the transaction is the caller's, as with no batching.
@@ -171,7 +176,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			r.err = mapErr(r.op, r.runID, err)
 			return
 		}
-		r.err = mapErr(r.op, r.runID, s.commitTx(tx))
+		r.err = mapErr(r.op, r.runID, s.commitTx(bctx, tx))
 		return
 	}
 
@@ -205,7 +210,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	if landed == 0 {
 		return // every caller was refused; nothing to commit
 	}
-	if err := s.commitTx(tx); err != nil {
+	if err := s.commitTx(bctx, tx); err != nil {
 		failAll(err)
 	}
 }
@@ -214,7 +219,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 // without its cancellation), catching a panic (an approval
 // check's, say) so that it rolls back that caller's work only and is
 // raised again in the caller's own goroutine.
-func (s *Store) runOne(ctx context.Context, tx *sql.Tx, r *writeReq) (err error) {
+func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked, r.didPanic = p, true
@@ -224,11 +229,11 @@ func (s *Store) runOne(ctx context.Context, tx *sql.Tx, r *writeReq) (err error)
 	return r.fn(ctx, tx, s.clock())
 }
 
-func (s *Store) commitTx(tx *sql.Tx) error {
+func (s *Store) commitTx(ctx context.Context, tx *wtx) error {
 	if s.testCommit != nil {
 		if err := s.testCommit(); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return s.commit(ctx, tx)
 }

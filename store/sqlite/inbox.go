@@ -15,7 +15,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	if err := store.ValidateInbound(op, in); err != nil {
 		return err
 	}
-	return s.write(ctx, op, in.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, op, in.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		var outcome, quarantine string
 		if err := s.queryRow(ctx, tx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
 			return err
@@ -82,7 +82,7 @@ func (s *Store) Live(ctx context.Context) ([]string, error) {
 
 // submitInTick appends a tick's own inbound events to the inbox, consumed:
 // the rows Submit and a consuming tick would leave, in one transaction.
-func (s *Store) submitInTick(ctx context.Context, tx *sql.Tx, runID string, ins []store.Inbound, ts int64) error {
+func (s *Store) submitInTick(ctx context.Context, tx *wtx, runID string, ins []store.Inbound, ts int64) error {
 	// (run_id, inbound_id) is UNIQUE: an entry already there refuses the
 	// INSERT, which leaves the transaction as it was, and only then is it
 	// looked up to be reported as such.
@@ -101,7 +101,7 @@ VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?,
 }
 
 // consume marks inbox entries consumed inside a commit.
-func (s *Store) consume(ctx context.Context, tx *sql.Tx, runID string, ids []string) error {
+func (s *Store) consume(ctx context.Context, tx *wtx, runID string, ids []string) error {
 	for _, id := range ids {
 		res, err := s.exec(ctx, tx, `UPDATE inbox SET consumed = 1 WHERE run_id = ? AND inbound_id = ? AND consumed = 0`, runID, id)
 		if err != nil {

@@ -42,10 +42,6 @@ func (c *statements) close() {
 	c.m = nil
 }
 
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	return s.stmts.get(ctx, s.db, query)
-}
-
 // read runs a query outside any transaction on the readers' pool.
 func (s *Store) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := s.rstmts.get(ctx, s.rdb, query)
@@ -65,26 +61,7 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 	return st.QueryRowContext(ctx, args...)
 }
 
-// exec runs a statement inside tx through the statement cache.
-func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-}
-
-// queryRow runs a one-row query inside tx through the statement cache. A
-// failure to prepare surfaces from Scan, as with QueryRowContext.
-func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return tx.QueryRowContext(ctx, query, args...) // reports the same error on Scan
-	}
-	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-}
-
 func (s *Store) closeStatements() {
-	s.stmts.close()
+	s.w.close()
 	s.rstmts.close()
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -28,7 +27,7 @@ func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
 	if store.BodyDigest(a.Body) != a.Digest {
 		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
 	}
-	return s.write(ctx, "grant approval", a.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "grant approval", a.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
 		return err
@@ -37,7 +36,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.N
 
 // RevokeApproval implements store.Store.
 func (s *Store) RevokeApproval(ctx context.Context, approvalID string) error {
-	return s.write(ctx, "revoke approval", "", func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "revoke approval", "", func(ctx context.Context, tx *wtx, now time.Time) error {
 		var status string
 		err := s.queryRow(ctx, tx, `SELECT status FROM approvals WHERE approval_id = ?`, approvalID).Scan(&status)
 		if err != nil {

@@ -41,7 +41,7 @@ type Store struct {
 	rdb    *sql.DB // reads outside transactions; db itself when read-only
 	clock  func() time.Time
 	ro     bool
-	stmts  statements // prepared on db
+	w      writer     // the writing connection (writer.go)
 	rstmts statements // prepared on rdb
 	sealer store.Sealer
 	group  group // concurrent writes, batched into shared transactions
@@ -220,7 +220,7 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inb
 	if err := store.ValidateNewRun(run, first); err != nil {
 		return err
 	}
-	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `
 INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order)
 VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
@@ -292,7 +292,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
 	}
 	var lease store.Lease
-	err := s.write(ctx, "acquire lease", runID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	err := s.write(ctx, "acquire lease", runID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
 		if err != nil {
 			return err
@@ -315,7 +315,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 // RenewLease implements store.Store.
 func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Duration) (store.Lease, error) {
 	out := lease
-	err := s.write(ctx, "renew lease", lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	err := s.write(ctx, "renew lease", lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		if _, err := s.fence(ctx, tx, "renew lease", lease, now); err != nil {
 			return err
 		}
@@ -329,7 +329,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 
 // ReleaseLease implements store.Store.
 func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
-	return s.write(ctx, "release lease", lease.RunID, func(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	return s.write(ctx, "release lease", lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		if _, err := s.fence(ctx, tx, "release lease", lease, now); err != nil {
 			return err
 		}
@@ -341,7 +341,7 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 
 // fence checks, inside tx, that lease is the run's current, unexpired lease
 // and that the run is not quarantined. It returns the run header.
-func (s *Store) fence(ctx context.Context, tx *sql.Tx, op string, lease store.Lease, now time.Time) (store.Run, error) {
+func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time) (store.Run, error) {
 	r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, lease.RunID))
 	if err != nil {
 		return r, err
@@ -358,7 +358,7 @@ type runCounters struct {
 
 // fenceTick is fence for Commit: it also reads the run's counters, in
 // the same read of its row.
-func (s *Store) fenceTick(ctx context.Context, tx *sql.Tx, op string, lease store.Lease, now time.Time) (store.Run, runCounters, error) {
+func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time) (store.Run, runCounters, error) {
 	var c runCounters
 	var exp, created, updated int64
 	var r store.Run

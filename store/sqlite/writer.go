@@ -1,0 +1,265 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The writing connection.
+//
+// Every write runs in a batch led by one caller at a time (group.go), so
+// the store keeps one connection for writing, held for its life, and runs
+// a batch's statements on it through the driver's own prepared statements.
+// Through database/sql each statement of a transaction was bound to the
+// transaction anew (an allocation and a connection lookup), its arguments
+// converted into a fresh slice, and each one-row read wrapped in a Rows
+// with its own lock and close; a governed step runs some twenty statements
+// in two transactions. The conversions kept are database/sql's own: an
+// argument that is not already a driver value goes through
+// driver.DefaultParameterConverter, as database/sql sends it to a driver
+// without a NamedValueChecker (this one), and a scan that is not a plain
+// copy goes through sql.Null's Scan, which is database/sql's conversion.
+
+// writer is the store's writing connection and the statements prepared on
+// it. Only a batch's leader touches it.
+type writer struct {
+	conn  *sql.Conn
+	stmts map[string]driver.Stmt
+}
+
+// wtx is a batch's transaction on the writing connection.
+type wtx struct {
+	dc   driver.Conn
+	w    *writer
+	open bool                // BEGIN ran and neither COMMIT nor ROLLBACK since
+	args []driver.NamedValue // reused from statement to statement
+}
+
+// withWriter runs f on the writing connection, opening it first if need
+// be. A connection the driver reports broken is dropped with its
+// statements; the next batch opens another.
+func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
+	if s.w.conn == nil {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		s.w.conn, s.w.stmts = c, map[string]driver.Stmt{}
+	}
+	err := s.w.conn.Raw(func(dc any) error {
+		f(&wtx{dc: dc.(driver.Conn), w: &s.w})
+		return nil
+	})
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		s.w.conn.Close()
+		s.w.conn, s.w.stmts = nil, nil
+	}
+	return err
+}
+
+// close finalizes the writer's statements and gives its connection back.
+func (w *writer) close() {
+	if w.conn == nil {
+		return
+	}
+	w.conn.Raw(func(any) error {
+		for _, st := range w.stmts {
+			st.Close()
+		}
+		return nil
+	})
+	w.conn.Close()
+	w.conn, w.stmts = nil, nil
+}
+
+func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
+	if st, ok := tx.w.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := tx.dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	tx.w.stmts[query] = st
+	return st, nil
+}
+
+// bind converts args as database/sql converts them for this driver.
+func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
+	nv := tx.args[:0]
+	for i, a := range args {
+		var v driver.Value
+		switch a := a.(type) {
+		case nil, int64, string, []byte, bool, float64, time.Time:
+			v = a
+		default:
+			var err error
+			if v, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
+				return nil, fmt.Errorf("sql: converting argument $%d type: %w", i+1, err)
+			}
+		}
+		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	tx.args = nv
+	return nv, nil
+}
+
+// exec runs a statement inside tx.
+func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {
+	st, err := tx.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	nv, err := tx.bind(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := st.(driver.StmtExecContext).ExecContext(ctx, nv)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// queryRow runs a one-row query inside tx. Its error, or sql.ErrNoRows,
+// surfaces from Scan, as with database/sql's QueryRow.
+func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) *wrow {
+	st, err := tx.stmt(ctx, query)
+	if err != nil {
+		return &wrow{err: err}
+	}
+	nv, err := tx.bind(args)
+	if err != nil {
+		return &wrow{err: err}
+	}
+	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nv)
+	if err != nil {
+		return &wrow{err: err}
+	}
+	// The statement is reused: its rows are read and closed here.
+	vals := make([]driver.Value, len(rows.Columns()))
+	err = rows.Next(vals)
+	if cerr := rows.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == io.EOF {
+		err = sql.ErrNoRows
+	}
+	return &wrow{vals: vals, err: err}
+}
+
+// begin starts tx's IMMEDIATE transaction: the write lock is taken now,
+// not at the first write.
+func (s *Store) begin(ctx context.Context, tx *wtx) error {
+	if _, err := s.exec(ctx, tx, `BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	tx.open = true
+	return nil
+}
+
+// commit commits tx. A COMMIT that fails leaves the transaction open in
+// some cases (a busy lock); it is rolled back then, so that the
+// connection holds no transaction when the batch is done.
+func (s *Store) commit(ctx context.Context, tx *wtx) error {
+	if _, err := s.exec(ctx, tx, `COMMIT`); err != nil {
+		s.rollback(tx)
+		return err
+	}
+	tx.open = false
+	return nil
+}
+
+// rollback rolls tx back if it is still open.
+func (s *Store) rollback(tx *wtx) {
+	if tx.open {
+		s.exec(context.Background(), tx, `ROLLBACK`) // "no transaction is active" after SQLite rolled back on its own
+		tx.open = false
+	}
+}
+
+// wrow is one row read inside a write transaction.
+type wrow struct {
+	vals []driver.Value
+	err  error
+}
+
+// Scan copies the row's columns into dest as database/sql's Row.Scan
+// does.
+func (r *wrow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if len(dest) != len(r.vals) {
+		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(r.vals), len(dest))
+	}
+	for i, d := range dest {
+		if err := assign(d, r.vals[i]); err != nil {
+			return fmt.Errorf("sql: Scan error on column index %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// assign stores src in dest. The copies database/sql makes for the types
+// the store scans into are made directly; anything else converts through
+// sql.Null's Scan (database/sql's own conversion), a NULL into a
+// destination that cannot hold one being an error, as there.
+func assign(dest any, src driver.Value) error {
+	switch d := dest.(type) {
+	case sql.Scanner:
+		return d.Scan(src)
+	case *string:
+		if v, ok := src.(string); ok {
+			*d = v
+			return nil
+		}
+		return assignVia(d, src)
+	case *int64:
+		if v, ok := src.(int64); ok {
+			*d = v
+			return nil
+		}
+		return assignVia(d, src)
+	case *int:
+		return assignVia(d, src)
+	case *bool:
+		return assignVia(d, src)
+	case *[]byte:
+		switch v := src.(type) {
+		case []byte:
+			*d = bytes.Clone(v)
+			return nil
+		case nil:
+			*d = nil
+			return nil
+		}
+		return assignVia(d, src)
+	case *any:
+		if b, ok := src.([]byte); ok {
+			*d = bytes.Clone(b)
+		} else {
+			*d = src
+		}
+		return nil
+	}
+	return fmt.Errorf("unsupported Scan, storing driver.Value type %T into type %T", src, dest)
+}
+
+func assignVia[T any](d *T, src driver.Value) error {
+	var n sql.Null[T]
+	if err := n.Scan(src); err != nil {
+		return err
+	}
+	if !n.Valid {
+		return fmt.Errorf("converting NULL to %T is unsupported", *d)
+	}
+	*d = n.V
+	return nil
+}

@@ -142,6 +142,12 @@ func TestWhy(t *testing.T) {
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "ARITY_MISMATCH") {
 		t.Fatalf("got %v, want an arity usage error", err)
 	}
+	// Comparisons in rules are printed as written, not as HTML escapes.
+	prog2, facts2, _ := datalogFixture(t, pathsProgram+".decl big(x: number)\n.output big\nbig(n) :- n = 3, n >= 2.\n", "a\tb\n")
+	stdout, _, err = runDatalog(t, "why", prog2, "-F", facts2, "big(3)", "--json=true", "--max-tuples=1000", "--max-firings=0")
+	if err != nil || !strings.Contains(stdout, "n >= 2") {
+		t.Fatalf("why --json of a rule with a comparison: %v\n%s", err, stdout)
+	}
 	// A negated atom without -- reads as flags; the error says where it goes.
 	_, _, err = runDatalog(t, "why", prog, "-F", facts, `-blocked("a")`)
 	if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "a negated atom goes after --") {

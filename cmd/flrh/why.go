@@ -45,6 +45,9 @@ arguments so that it is not read as a flag.`,
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
+				// Rules hold comparisons: keep "a >= 18" as written
+				// rather than as \u003e escapes meant for HTML.
+				enc.SetEscapeHTML(false)
 				return enc.Encode(explanationJSON(e))
 			}
 			printExplanation(out, e)

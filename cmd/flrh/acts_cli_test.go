@@ -157,8 +157,13 @@ func TestRunStartRefusesBadInputBeforeWriting(t *testing.T) {
 		{"not an event", "example:ops-agent", `[]`, "refuses the run's input"},
 		{"malformed built-in input", "builtin:refund-agent", `{"refunds":[{"id":"x","amount":-5,"payee":"a","reason":"b"}]}`, "refuses the run's input"},
 		{"malformed bundle", broken, `{}`, "workflow.json"},
+		{"malformed run id", "example:refund-agent", largeRefund, "is not a run id"},
 	} {
-		out, err := flrh(bin, nil, "run", "start", bad.ref, "--input-json", bad.input, "--store=sqlite:"+db)
+		id := "r1"
+		if bad.name == "malformed run id" {
+			id = "bad id!"
+		}
+		out, err := flrh(bin, nil, "run", "start", bad.ref, "--id", id, "--input-json", bad.input, "--store=sqlite:"+db)
 		if code := exitStatus(t, err); code != 2 || !strings.Contains(out, bad.says) {
 			t.Errorf("%s: exit %d, want 2 saying %q:\n%s", bad.name, code, bad.says, out)
 		}
@@ -196,6 +201,9 @@ func TestActsLeaveOtherDefinitionsAlone(t *testing.T) {
 func TestReadingAMissingRun(t *testing.T) {
 	c := newCLIRig(t)
 	c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	if out, code := c.run("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest); code != 2 || !strings.Contains(out, "run big already exists") {
+		t.Errorf("a second run start with the same id: exit %d:\n%s", code, out)
+	}
 	for _, args := range [][]string{{"run", "show", "nope"}, {"run", "events", "nope"}, {"run", "trace", "nope"}, {"run", "export", "nope"},
 		{"verify", "nope"}, {"replay", "nope"}} {
 		if out, code := c.run(args...); code != 1 || !strings.Contains(out, "no run nope in this store") {

@@ -484,6 +484,9 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
 		}
+		if !cjson.ValidID(runID) {
+			return usagef("--id %q is not a run id (letters, digits and . _ : / -, starting with a letter or digit, at most %d)", runID, cjson.MaxIDLength)
+		}
 		// The workflow and the input are checked before the store is
 		// opened: a malformed bundle or an input the workflow refuses
 		// creates no store, no run and no event.
@@ -505,7 +508,9 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		}
 		defer st.Close()
 		defer r.Close(cmd.Context())
-		if err := r.Start(cmd.Context(), runID, wf.ID(), wf.Version(), body); err != nil {
+		if err := r.Start(cmd.Context(), runID, wf.ID(), wf.Version(), body); store.CodeOf(err) == store.CodeExists {
+			return usagef("run %s already exists in this store (give another --id)", runID)
+		} else if err != nil {
 			return err
 		}
 		if err := sf.advance(cmd.Context(), st, r, []string{runID}); err != nil {

@@ -204,6 +204,9 @@ func TestReadingAMissingRun(t *testing.T) {
 	if out, code := c.run("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest); code != 2 || !strings.Contains(out, "run big already exists") {
 		t.Errorf("a second run start with the same id: exit %d:\n%s", code, out)
 	}
+	if out := c.ok("verify", "big"); !strings.Contains(out, "run big: verified — WAIT_APPROVAL, no outcome yet;") {
+		t.Errorf("verify of a live run:\n%s", out)
+	}
 	for _, args := range [][]string{{"run", "show", "nope"}, {"run", "events", "nope"}, {"run", "trace", "nope"}, {"run", "export", "nope"},
 		{"verify", "nope"}, {"replay", "nope"}} {
 		if out, code := c.run(args...); code != 1 || !strings.Contains(out, "no run nope in this store") {

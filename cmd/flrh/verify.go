@@ -172,8 +172,12 @@ func printVerify(w io.Writer, rep *verify.Report) {
 	if !rep.OK() {
 		verdict = fmt.Sprintf("FAILED (%d findings)", len(rep.Findings))
 	}
-	fmt.Fprintf(w, "run %s: %s — %s %q; %d events, %d control records, %d intents, %d receipts, %d approvals consumed\n",
-		rep.RunID, verdict, rep.State, rep.Outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals)
+	outcome := "no outcome yet"
+	if rep.Outcome != "" {
+		outcome = "outcome " + rep.Outcome
+	}
+	fmt.Fprintf(w, "run %s: %s — %s, %s; %d events, %d control records, %d intents, %d receipts, %d approvals consumed\n",
+		rep.RunID, verdict, rep.State, outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals)
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
 	}

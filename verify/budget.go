@@ -62,17 +62,17 @@ var budgetEvents = map[string]string{"TIMEOUT": "deadline_controller", "BUDGET_E
 // does exactly as it would within the body (members gives up wherever the
 // two could differ).
 type checkpoint struct {
-	body                          []byte
-	read                          bool
-	budget, control, ingest, open []byte // nil: absent
+	body                                 []byte
+	read                                 bool
+	budget, control, ingest, open, state []byte // nil: absent
 }
 
 func readCheckpoint(body []byte) *checkpoint {
 	c := &checkpoint{body: body}
-	m, ok := jsonread.Members(body, "budget", "control", "ingest", "open")
+	m, ok := jsonread.Members(body, "budget", "control", "ingest", "open", "state")
 	if ok {
 		c.read = true
-		c.budget, c.control, c.ingest, c.open = m[0], m[1], m[2], m[3]
+		c.budget, c.control, c.ingest, c.open, c.state = m[0], m[1], m[2], m[3], m[4]
 	}
 	return c
 }

@@ -44,6 +44,19 @@ type record struct {
 	bulk      bool
 	attempts  map[string][]store.Attempt
 	approvals map[string]store.Approval
+	// scanned is the checkpoint's members, read once for both the
+	// verifier and the replay (see checkpointOf); nil until then.
+	scanned *checkpoint
+}
+
+// checkpointOf returns the checkpoint body's members, scanning the body
+// (which holds the whole workflow state) the first time only: Check
+// verifies and replays one record, and both read the checkpoint.
+func (r *record) checkpointOf() *checkpoint {
+	if r.scanned == nil {
+		r.scanned = readCheckpoint(r.cp.Body)
+	}
+	return r.scanned
 }
 
 // What load reads beyond the events, intents and checkpoint replay needs.

@@ -327,7 +327,7 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *check
 	// A stored configuration that is, byte for byte, the canonical form
 	// of the replayed one decodes to it: nothing to report, and no need
 	// to decode the checkpoint (which holds the whole workflow state).
-	c := readCheckpoint(cp.Body)
+	c := rec.checkpointOf()
 	b, err := cjson.Marshal(cfg)
 	if c.read && err == nil && bytes.Equal(c.control, b) {
 		return c

@@ -143,7 +143,8 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		w.cache.putBack(key, taken)
 		return Result{}, fmt.Errorf("workflow: logical time %d does not follow %d", in.Seq, st.Time)
 	}
-	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
+	// A tick writes three to five notes: room for them from the start.
+	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why, trace: make([]Note, 0, 6)}
 	var mat *logic.Materialization // owned by this tick once materialized
 	refuse := func(format string, args ...any) (Result, error) {
 		// The state is not advanced: keep its materialization for the
@@ -197,11 +198,24 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		}
 		if w.receipts != nil {
 			evType = ReceiptEventType
-			all := map[string]any{"intent_id": o.IntentID, "effect_type": o.EffectType, "outcome": outcome,
-				"action_digest": o.ActionDigest, "proposal_id": o.ProposalID}
-			members = map[string]any{}
+			// The members the bundle names, each the receipt's value (a
+			// name it does not have is null).
+			members = make(map[string]any, len(w.receipts))
 			for _, k := range w.receipts {
-				members[k] = all[k]
+				var v any
+				switch k {
+				case "intent_id":
+					v = o.IntentID
+				case "effect_type":
+					v = o.EffectType
+				case "outcome":
+					v = outcome
+				case "action_digest":
+					v = o.ActionDigest
+				case "proposal_id":
+					v = o.ProposalID
+				}
+				members[k] = v
 			}
 		}
 	case KindChoice, KindControl:

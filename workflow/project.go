@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -241,12 +243,23 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 				continue
 			}
 			text, _ = s.AppendText(text[:0])
-			out = append(out, logic.DerivedPrefix+"rule:"+cjson.HexDigest(text))
+			out = append(out, ruleSupportID(text))
 		}
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
 	return ids(false), ids(true)
+}
+
+// ruleSupportID is a rule support's id: the derived prefix, "rule:" and
+// the hex digest of the support's text, written into one array.
+func ruleSupportID(text []byte) string {
+	const prefix = logic.DerivedPrefix + "rule:"
+	sum := sha256.Sum256(text)
+	var id [len(prefix) + 2*sha256.Size]byte
+	copy(id[:], prefix)
+	hex.Encode(id[len(prefix):], sum[:])
+	return string(id[:])
 }
 
 // react runs R: from the stored watermark, apply each projection's

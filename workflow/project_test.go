@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/seam"
 )
 
@@ -80,4 +81,15 @@ func TestWatermarkPastTheTickIsRefused(t *testing.T) {
 	if _, err := w.Decide(bad, in); err == nil || !strings.Contains(err.Error(), "R refused") {
 		t.Fatalf("a watermark past the tick's epochs: %v", err)
 	}
+}
+
+// ruleSupportID writes what the prefix, "rule:" and cjson's hex digest of
+// the text spell, over any text.
+func TestRuleSupportIDIsPrefixAndHexDigest(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.SliceOf(rapid.Byte()).Draw(t, "text")
+		if got, want := ruleSupportID(text), logic.DerivedPrefix+"rule:"+cjson.HexDigest(text); got != want {
+			t.Fatalf("ruleSupportID = %s, want %s", got, want)
+		}
+	})
 }

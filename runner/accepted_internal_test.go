@@ -121,3 +121,44 @@ func anySlice(xs []string) []any {
 	}
 	return out
 }
+
+// nestingByteByByte is nesting as first written, one byte at a time: the
+// oracle for the version that skips strings with IndexByte.
+func nestingByteByByte(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+func TestNestingMatchesByteByByte(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		// Text made of what nesting looks at, JSON or not: quotes,
+		// backslashes (runs of them), brackets, and filler.
+		b := rapid.SliceOf(rapid.SampledFrom([]byte(`"\[]{}a:,`))).Draw(t, "text")
+		if got, want := nesting(b), nestingByteByByte(b); got != want {
+			t.Fatalf("nesting(%q) = %d, byte by byte %d", b, got, want)
+		}
+	})
+	for _, s := range []string{``, `"`, `\`, `"\"`, `"\\"[`, `["\\\"]"]`, `[[["a"]]]`, `{"a":[{"b":"[[["}]}`} {
+		if got, want := nesting([]byte(s)), nestingByteByByte([]byte(s)); got != want {
+			t.Fatalf("nesting(%q) = %d, byte by byte %d", s, got, want)
+		}
+	}
+}

@@ -126,24 +126,33 @@ func (c *checkpoint) setCanonical(b []byte) bool {
 }
 
 // nesting is how deep arrays and objects nest in JSON text b (strings
-// skipped), at most as deep as cjson admits anything.
+// skipped), at most as deep as cjson admits anything. A workflow's state is
+// mostly strings: each is skipped to its closing quote with IndexByte
+// rather than byte by byte (a quote is closing when an even number of
+// backslashes precedes it).
 func nesting(b []byte) int {
-	depth, deepest, inString := 0, 0, false
+	depth, deepest := 0, 0
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
+		switch b[i] {
+		case '"':
+			for {
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return deepest // unterminated: the rest is the string
+				}
+				i += 1 + j
+				k := i - 1
+				for b[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
 			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
+		case '[', '{':
 			depth++
 			deepest = max(deepest, depth)
-		case c == ']' || c == '}':
+		case ']', '}':
 			depth--
 		}
 	}

@@ -43,7 +43,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			args := make([]any, 0, 9*len(chunk))
+			args := tx.w.values[:0]
 			for _, ev := range chunk {
 				head++
 				sum := store.ChainSum(hash, head, ev.Digest)
@@ -52,7 +52,10 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 				args = append(args, runArg, head, ev.Kind, ev.Body, packHash(ev.Digest), prev, next, genArg, tsArg)
 				prev = next
 			}
-			if _, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...); err != nil {
+			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)
+			clear(args) // holds no event once bound
+			tx.w.values = args[:0]
+			if err != nil {
 				return err
 			}
 		}
@@ -256,7 +259,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 			for _, tr := range tick.Trace {
 				size += 8 + len(tr.Kind) + len(tr.Body)
 			}
-			frame := make([]byte, 0, size+size/8) // room for a sealer's overhead
+			frame := slices.Grow(tx.w.frame[:0], size+size/8) // room for a sealer's overhead
 			for i, tr := range tick.Trace {
 				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body)
 				if err != nil {
@@ -264,8 +267,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 				}
 				frame = appendTraceRecord(frame, tr.Kind, body)
 			}
-			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-				lease.RunID, last+1, last+int64(len(tick.Trace)), frame, ts); err != nil {
+			_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+				lease.RunID, last+1, last+int64(len(tick.Trace)), frame, ts)
+			tx.w.frame = frame[:0] // the driver copied it
+			if err != nil {
 				return err
 			}
 		}

@@ -31,14 +31,18 @@ import (
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]driver.Stmt
+	// Buffers reused from statement to statement and commit to commit:
+	// the driver copies what it binds before a statement returns.
+	args   []driver.NamedValue
+	values []any  // a multi-row INSERT's values
+	frame  []byte // a tick's trace frame
 }
 
 // wtx is a batch's transaction on the writing connection.
 type wtx struct {
 	dc   driver.Conn
 	w    *writer
-	open bool                // BEGIN ran and neither COMMIT nor ROLLBACK since
-	args []driver.NamedValue // reused from statement to statement
+	open bool // BEGIN ran and neither COMMIT nor ROLLBACK since
 }
 
 // withWriter runs f on the writing connection, opening it first if need
@@ -92,7 +96,7 @@ func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 
 // bind converts args as database/sql converts them for this driver.
 func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
-	nv := tx.args[:0]
+	nv := tx.w.args[:0]
 	for i, a := range args {
 		var v driver.Value
 		switch a := a.(type) {
@@ -106,7 +110,7 @@ func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
 		}
 		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
 	}
-	tx.args = nv
+	tx.w.args = nv
 	return nv, nil
 }
 

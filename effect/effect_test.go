@@ -1,6 +1,7 @@
 package effect_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/internal/fixture"
@@ -204,6 +206,37 @@ func TestNewActionReceipt(t *testing.T) {
 	} {
 		if _, err := effect.NewActionReceipt(e, bind, tc.obs); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+		// The checked form refuses with the same error, and so does
+		// protocol.Check where the observation gets that far.
+		_, cerr := effect.NewCheckedActionReceipt(e, bind, tc.obs)
+		_, err := effect.NewActionReceipt(e, bind, tc.obs)
+		if cerr == nil || cerr.Error() != err.Error() {
+			t.Errorf("%s: checked err = %v, unchecked %v", tc.name, cerr, err)
+		}
+	}
+	// What the checked form returns is what encoding and decoding the
+	// receipt give, and the receipt passes protocol.Check.
+	for _, obs := range []effect.Observation{
+		{AttemptID: "attempt:1", Outcome: protocol.OutcomeConfirmedSuccess, OutputDigests: []string{out, bind.CommandDigest, out}, RecordedAt: "2026-08-08T00:00:02Z"},
+		{AttemptID: "attempt:2", Outcome: protocol.OutcomeUnknown, RecordedAt: "2026-08-08T00:00:03Z"},
+	} {
+		c, err := effect.NewCheckedActionReceipt(e, bind, obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cjson.Marshal(c.Receipt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(c.Canonical, want) {
+			t.Errorf("canonical\n%s\nMarshal\n%s", c.Canonical, want)
+		}
+		if v, _ := cjson.Decode(want); !reflect.DeepEqual(c.Value, v) {
+			t.Errorf("value %#v, decoded %#v", c.Value, v)
+		}
+		if err := protocol.Check(c.Receipt); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -60,6 +61,22 @@ type Observation struct {
 // (protocol.CheckReceiptBinding) before it is returned, so a receipt that
 // could be refused on re-read is never produced.
 func NewActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) (protocol.ActionReceipt, error) {
+	c, err := NewCheckedActionReceipt(e, b, o)
+	return c.Receipt, err
+}
+
+// CheckedReceipt is a receipt with what its check made of it: its canonical
+// bytes (what cjson.Marshal writes of it) and their cjson value.
+type CheckedReceipt struct {
+	Receipt   protocol.ActionReceipt
+	Canonical []byte
+	Value     any // cjson.Decode(Canonical), the caller's to keep
+}
+
+// NewCheckedActionReceipt is NewActionReceipt that also returns the bytes
+// and the value protocol.Check's validation works on. A caller that records
+// the receipt would otherwise encode it again and decode those bytes again.
+func NewCheckedActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) (CheckedReceipt, error) {
 	out := slices.Clone(o.OutputDigests)
 	slices.Sort(out)
 	out = slices.Compact(out)
@@ -85,13 +102,22 @@ func NewActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) 
 		r.TraceRef = &t
 	}
 	if o.Outcome == protocol.OutcomeConfirmedSuccess && len(out) == 0 {
-		return protocol.ActionReceipt{}, fmt.Errorf("effect: a confirmed success names the destination evidence it rests on; output digests are empty")
+		return CheckedReceipt{}, fmt.Errorf("effect: a confirmed success names the destination evidence it rests on; output digests are empty")
 	}
-	if err := protocol.Check(r); err != nil {
-		return protocol.ActionReceipt{}, err
+	// protocol.Check, keeping what it makes on the way.
+	canon, err := cjson.Marshal(r)
+	if err != nil {
+		return CheckedReceipt{}, err
+	}
+	v, err := cjson.Decode(canon)
+	if err != nil {
+		return CheckedReceipt{}, err
+	}
+	if err := protocol.ValidateValue(r.WireKind(), v); err != nil {
+		return CheckedReceipt{}, err
 	}
 	if err := protocol.CheckReceiptBinding(e, r); err != nil {
-		return protocol.ActionReceipt{}, err
+		return CheckedReceipt{}, err
 	}
-	return r, nil
+	return CheckedReceipt{Receipt: r, Canonical: canon, Value: v}, nil
 }

@@ -44,17 +44,17 @@ func DecodeAccepted(event []byte) (Accepted, error) {
 
 // encodeAccepted writes the body of an EventAccepted event: the input's
 // identity, its usage report if one came, and its body embedded. An input's
-// body is canonical bytes already, and canonical bytes embedded are
-// themselves (no member of the record is a set, and the record's own kind
-// is the input's, never a kind with set-like members at /body), so the
-// record is written member by member around them; decoding the body only
-// to encode it again cost more than the rest of accepting it. A body that
-// is not canonical, or nests so deep that embedding it could reach cjson's
-// depth limit, takes the general path, which refuses what it must.
+// body is canonical bytes already, so the record is written member by
+// member around them, and then checked to be canonical as a whole
+// (cjson.IsCanonical: one pass, nothing built), which holds exactly when
+// the general path, decoding the body into the record and encoding it all,
+// would write these same bytes. A receipt's body, whose own kind names a
+// set, is checked where it is embedded, where no member is a set. Decoding
+// the body only to encode it again cost more than the rest of accepting
+// it. Anything the check refuses (a body not canonical, nested too deep
+// once embedded, a string that is not NFC) takes the general path, which
+// refuses what it must.
 func encodeAccepted(in Accepted) ([]byte, error) {
-	if nesting(in.Body) >= cjson.MaxDepth-2 || !cjson.IsCanonical(in.Body) {
-		return encodeAcceptedValue(in)
-	}
 	// Members in sorted order: actor, actor_role, body, capability,
 	// digest, kind, seq, usage.
 	w := cjson.Members{B: make([]byte, 0, len(in.Body)+len(in.Actor)+len(in.ActorRole)+len(in.Capability)+len(in.Digest)+len(in.Kind)+160)}
@@ -75,7 +75,7 @@ func encodeAccepted(in Accepted) ([]byte, error) {
 		w.Close()
 	}
 	w.Close()
-	if w.Err != nil {
+	if w.Err != nil || !cjson.IsCanonical(w.B) {
 		// The general path reports the refusal as it always has.
 		return encodeAcceptedValue(in)
 	}

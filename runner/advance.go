@@ -1275,22 +1275,17 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	if evidenceDigest != "" {
 		outputs = []string{evidenceDigest}
 	}
-	receipt, err := effect.NewActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
+	// The receipt's check encodes and decodes it: its bytes are the
+	// record's, its value the checkpoint's.
+	checked, err := effect.NewCheckedActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
 		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: fmt.Sprintf("%s/attempt/%d", e.IntentID, n), Outcome: outcome,
 		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
 	if err != nil {
 		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
 	}
-	body, err := cjson.Marshal(receipt)
-	if err != nil {
-		return err
-	}
+	body, rv := checked.Canonical, checked.Value
 	digest := store.BodyDigest(body)
 	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest})
-	rv, err := canonValue(body)
-	if err != nil {
-		return err
-	}
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.

@@ -25,6 +25,15 @@ func IsCanonical(text []byte) bool {
 	return true
 }
 
+// canonicalAt reports whether text is a value in canonical form as it is
+// written depth containers deep, below the root object's members (where
+// no array is sorted as a set): whether encoding what it decodes to there
+// gives text itself, containers counted against MaxDepth from depth.
+func canonicalAt(text []byte, depth int) bool {
+	c := canonicalChecker{b: text}
+	return c.value(depth, false) && c.i == len(text)
+}
+
 type canonicalChecker struct {
 	b    []byte
 	i    int

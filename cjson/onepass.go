@@ -274,8 +274,18 @@ func (e *onePassEncoder) reflectValue(dst []byte, rv reflect.Value, depth int, s
 		return strconv.AppendInt(dst, n, 10), true
 	}
 	if t.Implements(marshalerType) && !isNilRef(rv) {
-		v, ok := marshalled(rv)
-		if !ok {
+		b, err := rv.Interface().(json.Marshaler).MarshalJSON()
+		if err != nil {
+			return nil, false
+		}
+		// Bytes already canonical below the root, where no array is a
+		// set, are what decoding and encoding them again gives: a raw
+		// message kept canonical, an id set, are copied as they are.
+		if depth > 0 && !set && canonicalAt(b, depth) {
+			return append(dst, b...), true
+		}
+		v, err := Decode(b)
+		if err != nil {
 			return nil, false
 		}
 		return e.value(dst, v, depth, set)

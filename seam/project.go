@@ -418,7 +418,9 @@ func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Reje
 		if order != nil {
 			i = order[pos]
 		}
-		pq, rej := s.checkQuery(&qs[i], "/query_batch/queries/"+strconv.Itoa(pos), seen, order != nil)
+		// The query's path, written only for a rejection.
+		qpath := func() string { return "/query_batch/queries/" + strconv.Itoa(pos) }
+		pq, rej := s.checkQuery(&qs[i], qpath, seen, order != nil)
 		if rej != nil {
 			return nil, rej
 		}
@@ -427,34 +429,34 @@ func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Reje
 	return out, nil
 }
 
-func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, diagnostic bool) (*parsedQuery, *Rejection) {
+func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bool, diagnostic bool) (*parsedQuery, *Rejection) {
 	v, rej := frontier.NewProposalValue(q.Proposal)
 	if rej != nil {
-		return nil, reject(CodeMalformedQueryBatch, qpath+"/proposal"+rej.Path)
+		return nil, reject(CodeMalformedQueryBatch, qpath()+"/proposal"+rej.Path)
 	}
 	p, _ := v.Proposal()
 	id := p.ProposalID
 	if seen[id] {
-		r := reject(CodeDuplicateProposal, qpath+"/proposal/proposal_id")
+		r := reject(CodeDuplicateProposal, qpath()+"/proposal/proposal_id")
 		r.Context.ProposalID = id
 		return nil, r
 	}
 	seen[id] = true
 	if p.Versions.RuleSet != s.b.RuleSetVersion {
-		r := reject(CodeVersionMismatch, qpath+"/proposal/versions/rule_set").expect(s.b.RuleSetVersion, p.Versions.RuleSet)
+		r := reject(CodeVersionMismatch, qpath()+"/proposal/versions/rule_set").expect(s.b.RuleSetVersion, p.Versions.RuleSet)
 		r.Context.ProposalID = id
 		return nil, r
 	}
 	if p.Versions.Dataflow != s.b.DataflowVersion {
-		r := reject(CodeVersionMismatch, qpath+"/proposal/versions/dataflow").expect(s.b.DataflowVersion, p.Versions.Dataflow)
+		r := reject(CodeVersionMismatch, qpath()+"/proposal/versions/dataflow").expect(s.b.DataflowVersion, p.Versions.Dataflow)
 		r.Context.ProposalID = id
 		return nil, r
 	}
 	if p.Versions.Canonicalization != Canonicalization {
-		return nil, reject(CodeUnsupportedCanonicalization, qpath+"/proposal/versions/canonicalization")
+		return nil, reject(CodeUnsupportedCanonicalization, qpath()+"/proposal/versions/canonicalization")
 	}
 	if n := int64(len(q.FactRequirements)); n > s.b.MaxFactRequirementsPerQuery {
-		r := reject(CodeLimitExceeded, qpath+"/fact_requirements").limit(s.b.MaxFactRequirementsPerQuery, n)
+		r := reject(CodeLimitExceeded, qpath()+"/fact_requirements").limit(s.b.MaxFactRequirementsPerQuery, n)
 		r.Context.ProposalID = id
 		return nil, r
 	}
@@ -467,18 +469,19 @@ func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, dia
 	duplicate := false
 	for k := range reqs {
 		req := &reqs[k]
-		rpath := qpath + "/fact_requirements/" + strconv.Itoa(k)
+		// The requirement's path, written only for a rejection.
+		rpath := func() string { return qpath() + "/fact_requirements/" + strconv.Itoa(k) }
 		if !cjson.ValidID(req.PreconditionID) {
-			return nil, reject(CodeMalformedQueryBatch, rpath)
+			return nil, reject(CodeMalformedQueryBatch, rpath())
 		}
 		if req.Literal.Polarity != Positive && req.Literal.Polarity != Negative {
-			return nil, reject(CodeMalformedQueryBatch, rpath+"/literal/polarity")
+			return nil, reject(CodeMalformedQueryBatch, rpath()+"/literal/polarity")
 		}
 		if req.Literal.Atom.IsZero() {
-			return nil, reject(CodeMalformedQueryBatch, rpath+"/literal/atom")
+			return nil, reject(CodeMalformedQueryBatch, rpath()+"/literal/atom")
 		}
 		if !s.declared[req.Literal.Atom.canon] {
-			r := reject(CodeQueryAtomNotDeclared, rpath+"/literal/atom")
+			r := reject(CodeQueryAtomNotDeclared, rpath()+"/literal/atom")
 			r.Context.ProposalID, r.Context.PreconditionID = id, req.PreconditionID
 			return nil, r
 		}
@@ -488,28 +491,28 @@ func (s *projector) checkQuery(q *Query, qpath string, seen map[string]bool, dia
 		ids[req.PreconditionID] = true
 	}
 	if duplicate {
-		return nil, reject(CodePreconditionBindingMismatch, qpath+"/fact_requirements").invariant("unique_fact_precondition_id", id)
+		return nil, reject(CodePreconditionBindingMismatch, qpath()+"/fact_requirements").invariant("unique_fact_precondition_id", id)
 	}
 	fr := q.FrontierPreconditionIDs
 	if _, ok := sortedIDSet(fr); !ok || len(fr) > MaxFactRequirementsCeiling {
-		return nil, reject(CodeMalformedQueryBatch, qpath+"/frontier_precondition_ids")
+		return nil, reject(CodeMalformedQueryBatch, qpath()+"/frontier_precondition_ids")
 	}
 	for _, f := range fr {
 		if ids[f] {
-			return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("disjoint_precondition_bindings", id)
+			return nil, reject(CodePreconditionBindingMismatch, qpath()).invariant("disjoint_precondition_bindings", id)
 		}
 	}
 	if len(ids)+len(fr) != len(p.Preconditions) {
-		return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("exact_precondition_partition", id)
+		return nil, reject(CodePreconditionBindingMismatch, qpath()).invariant("exact_precondition_partition", id)
 	}
 	for _, pre := range p.Preconditions {
 		if !ids[pre] && !slices.Contains(fr, pre) {
-			return nil, reject(CodePreconditionBindingMismatch, qpath).invariant("exact_precondition_partition", id)
+			return nil, reject(CodePreconditionBindingMismatch, qpath()).invariant("exact_precondition_partition", id)
 		}
 	}
 	pq := normalizeValue(q, v)
 	if !s.sealing && q.QueryDigest != pq.digest {
-		r := reject(CodeDigestMismatch, qpath+"/query_digest").expect(pq.digest, q.QueryDigest)
+		r := reject(CodeDigestMismatch, qpath()+"/query_digest").expect(pq.digest, q.QueryDigest)
 		r.Context.ProposalID = id
 		return nil, r
 	}

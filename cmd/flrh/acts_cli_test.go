@@ -346,3 +346,28 @@ func TestLeaseTTLMustBePositive(t *testing.T) {
 		t.Error("a store was created")
 	}
 }
+
+// A run whose first pass never committed has no checkpoint naming its
+// definition, and its workflow id names two (the built-in refund-agent and
+// the example bundle). Resume takes the one whose pure step takes the
+// run's first input — the example's — instead of the first loaded, the
+// built-in one, which refused the input and bound the run to itself.
+func TestRunWithoutCheckpointFindsItsDefinition(t *testing.T) {
+	c := newCLIRig(t)
+	// A reason too large for the payments request: the intent cannot be
+	// bound, and the first pass ends with nothing committed.
+	input := strings.NewReplacer(`"amount":600`, `"amount":40`, `"reason":"damaged"`, `"reason":"`+strings.Repeat("x", 2<<20)+`"`).Replace(largeRefund)
+	path := filepath.Join(t.TempDir(), "input.json")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 1 || !strings.Contains(out, "BODY_TOO_LARGE") {
+		t.Fatalf("start: exit %d:\n%s", code, out)
+	}
+	if out, code := c.run("run", "resume", "huge", c.dest); code != 1 || !strings.Contains(out, "BODY_TOO_LARGE") {
+		t.Errorf("resume did not advance the run under the example's definition: exit %d:\n%s", code, out)
+	}
+	if tr := c.ok("run", "trace", "huge"); strings.Contains(tr, "refused") {
+		t.Errorf("the run was advanced under another definition:\n%s", tr)
+	}
+}

@@ -161,7 +161,7 @@ func pinRuns(ctx context.Context, ids []string) func(store.Store, *catalog) ([]c
 			}
 			cd, ok := c.forRun(ctx, st, run, true)
 			if !ok {
-				return nil, usagef("run %s uses workflow %s@%s in a definition that is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+				return nil, usagef("run %s uses workflow %s@%s in a definition that is not loaded, or has no checkpoint yet to say which loaded one (give the same --workflows it was started with: its bundle directory or example:NAME)", id, run.WorkflowID, run.WorkflowVersion)
 			}
 			out = append(out, cd)
 		}
@@ -189,7 +189,7 @@ func pinLive(ctx context.Context, ids *[]string, warn io.Writer) func(store.Stor
 			}
 			cd, ok := c.forRun(ctx, st, run, true)
 			if !ok {
-				fmt.Fprintf(warn, "flrh: run %s left as it is: workflow %s@%s in the definition it was started with is not loaded (give the same --workflows)\n", id, run.WorkflowID, run.WorkflowVersion)
+				fmt.Fprintf(warn, "flrh: run %s left as it is: workflow %s@%s in the definition it was started with is not loaded, or it has no checkpoint yet to say which (give the same --workflows)\n", id, run.WorkflowID, run.WorkflowVersion)
 				continue
 			}
 			k := slices.IndexFunc(out, func(o candidate) bool { return o.wf.ID() == cd.wf.ID() && o.wf.Version() == cd.wf.Version() })

@@ -219,7 +219,8 @@ func (c *catalog) first(id, version string) (candidate, bool) {
 // will do: advancing a run under another one would quarantine it.
 func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run, exact bool) (candidate, bool) {
 	digest := ""
-	if cp, err := st.Checkpoint(ctx, run.ID); err == nil {
+	cp, cpErr := st.Checkpoint(ctx, run.ID)
+	if cpErr == nil {
 		var body struct {
 			WorkflowDigest string `json:"workflow_digest"`
 		}
@@ -237,7 +238,58 @@ func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run, exa
 			return candidate{}, false
 		}
 	}
+	if exact && store.CodeOf(cpErr) == store.CodeNotFound && c.ambiguous(run.WorkflowID, run.WorkflowVersion) {
+		// No checkpoint says which definition the run was started with
+		// (its first pass never committed), and the loaded ones differ:
+		// the first of them, the built-in one, say, would advance a run
+		// started from a bundle under other rules. The one definition
+		// that takes the run's first input is the one it was started
+		// with (run start checks exactly that); none or several, and the
+		// person must say.
+		return c.takesFirstInput(ctx, st, run)
+	}
 	return c.first(run.WorkflowID, run.WorkflowVersion)
+}
+
+// ambiguous reports whether id@version names more than one definition and
+// none of them was given with --workflows.
+func (c *catalog) ambiguous(id, version string) bool {
+	digests := map[string]bool{}
+	for i, cd := range c.cands {
+		if cd.wf.ID() != id || cd.wf.Version() != version {
+			continue
+		}
+		if i < c.explicit {
+			return false
+		}
+		digests[cd.wf.Digest()] = true
+	}
+	return len(digests) > 1
+}
+
+// takesFirstInput returns the one definition of the run's workflow whose
+// pure step takes the run's first input, if exactly one does.
+func (c *catalog) takesFirstInput(ctx context.Context, st store.Store, run store.Run) (candidate, bool) {
+	inbox, err := st.Inbox(ctx, run.ID, false)
+	if err != nil || len(inbox) == 0 || inbox[0].Kind != runner.KindInput {
+		return candidate{}, false
+	}
+	var found *candidate
+	for i, cd := range c.cands {
+		if cd.wf.ID() != run.WorkflowID || cd.wf.Version() != run.WorkflowVersion || checkFirstInput(cd.wf, run.ID, inbox[0].Body) != nil {
+			continue
+		}
+		if found != nil && found.wf.Digest() != cd.wf.Digest() {
+			return candidate{}, false
+		}
+		if found == nil {
+			found = &c.cands[i]
+		}
+	}
+	if found == nil {
+		return candidate{}, false
+	}
+	return *found, true
 }
 
 // pick returns one workflow per id@version for a runner, preferring the

@@ -371,3 +371,26 @@ func TestRunWithoutCheckpointFindsItsDefinition(t *testing.T) {
 		t.Errorf("the run was advanced under another definition:\n%s", tr)
 	}
 }
+
+// A run whose proposal H refused, or handed to a person, rests in INGEST
+// with nothing to approve or choose; start and show say what H decided.
+func TestStatusSaysWhatHDecided(t *testing.T) {
+	c := newCLIRig(t)
+	frozen := `{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"billing","target":"dest:ops-api","reason":"leak"}}`
+	unknown := `{"type":"restart.requested/1","payload":{"restart_id":"rst-2","service":"api","target":"dest:ops-api","reason":"unknown"}}`
+	for _, tc := range []struct{ id, input, says string }{
+		{"frozen", frozen, "REJECTED on proposal:"},
+		{"unknown", unknown, "ESCALATED on proposal:"},
+	} {
+		out := c.ok("run", "start", "example:ops-agent", "--id", tc.id, "--input-json", tc.input, c.dest)
+		show := c.ok("run", "show", tc.id)
+		for _, o := range []string{out, show} {
+			if !strings.Contains(o, "H decided "+tc.says) {
+				t.Errorf("%s: want %q in:\n%s", tc.id, tc.says, o)
+			}
+		}
+	}
+	if show := c.ok("run", "show", "frozen"); !strings.Contains(show, "PROPOSAL_INELIGIBLE") {
+		t.Errorf("the ineligible restart does not say so:\n%s", show)
+	}
+}

@@ -98,7 +98,7 @@ now is an error and nothing is handed to the run. Choosing an option is
 		if err := f.advance(cmd.Context(), st, r, args[:1]); err != nil {
 			return err
 		}
-		if err := printStatus(cmd, r, runID); err != nil {
+		if err := printStatus(cmd, st, r, runID); err != nil {
 			return err
 		}
 		after, err := r.Inspect(cmd.Context(), runID)

@@ -386,7 +386,7 @@ func refusedAct(runID string, kinds []string, recs []store.TraceRecord) error {
 	return fmt.Errorf("run %s refused it: %s", runID, strings.Join(why, "; "))
 }
 
-func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
+func printStatus(cmd *cobra.Command, st0 store.Store, r *runner.Runner, id string) error {
 	st, err := r.Inspect(cmd.Context(), id)
 	out := cmd.OutOrStdout()
 	if err != nil && st.Run.Quarantine != "" {
@@ -410,7 +410,59 @@ func printStatus(cmd *cobra.Command, r *runner.Runner, id string) error {
 		return nil // an ended run waits for nothing, whatever it was asked
 	}
 	printWaits(out, id, st)
+	if tr, err := st0.Trace(cmd.Context(), id); err == nil {
+		printDecisions(out, tr)
+	}
 	return nil
+}
+
+// printDecisions prints H's latest decision on each proposal it turned
+// into neither an effect nor a wait shown elsewhere — a refusal, an
+// ineligible proposal, an escalation to a person — from the run's trace,
+// so that a run resting in INGEST says why nothing happened. The trace is
+// not authoritative; the proof trees are GET /v1/runs/{id}/why.
+func printDecisions(out io.Writer, recs []store.TraceRecord) {
+	type decision struct {
+		Proposal  string   `json:"proposal_id"`
+		Outcome   string   `json:"outcome"`
+		Held      string   `json:"held"`
+		Audit     []string `json:"audit"`
+		Rejection *struct {
+			Code string `json:"code"`
+		} `json:"rejection"`
+	}
+	var order []string
+	last := map[string]decision{}
+	for _, rec := range recs {
+		var d decision
+		if rec.Kind != "h.outcome" || json.Unmarshal(rec.Body, &d) != nil || d.Proposal == "" {
+			continue
+		}
+		if _, seen := last[d.Proposal]; !seen {
+			order = append(order, d.Proposal)
+		}
+		last[d.Proposal] = d
+	}
+	for _, p := range order {
+		d := last[p]
+		var why []string
+		switch d.Outcome {
+		case "INTENT", "APPROVAL_REQUEST", "OPTIONS":
+			continue // an effect, an approval or a choice: shown with the run
+		}
+		if d.Rejection != nil {
+			why = append(why, d.Rejection.Code)
+		}
+		if d.Held != "" {
+			why = append(why, d.Held)
+		}
+		why = append(why, d.Audit...)
+		line := fmt.Sprintf("  H decided %s on %s", d.Outcome, p)
+		if len(why) > 0 {
+			line += ": " + strings.Join(why, "; ")
+		}
+		fmt.Fprintln(out, line)
+	}
 }
 
 // printWaits prints what a live run waits for from a person, each with the
@@ -516,7 +568,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		if err := sf.advance(cmd.Context(), st, r, []string{runID}); err != nil {
 			return err
 		}
-		return printStatus(cmd, r, runID)
+		return printStatus(cmd, st, r, runID)
 	}
 
 	resume := &cobra.Command{
@@ -540,7 +592,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			return err
 		}
 		for _, id := range ids {
-			if err := printStatus(cmd, r, id); err != nil {
+			if err := printStatus(cmd, st, r, id); err != nil {
 				return err
 			}
 		}
@@ -576,7 +628,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			if err := f.advance(cmd.Context(), st, r, args[:1]); err != nil {
 				return err
 			}
-			if err := printStatus(cmd, r, args[0]); err != nil {
+			if err := printStatus(cmd, st, r, args[0]); err != nil {
 				return err
 			}
 			after, err := st.Trace(cmd.Context(), args[0])

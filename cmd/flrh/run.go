@@ -130,6 +130,8 @@ func init() {
 			outcome = "outcome " + run.Outcome
 		}
 		switch {
+		case run.Outcome != "":
+			lease = "ended"
 		case run.Lease.Owner != "" && run.Lease.ExpiresAt.After(time.Now()):
 			lease = fmt.Sprintf("leased to %s until %s", run.Lease.Owner, run.Lease.ExpiresAt.UTC().Format(time.RFC3339))
 		case run.Lease.Owner != "":
@@ -148,6 +150,9 @@ func init() {
 		}
 		if run.Outcome == "" {
 			printWaits(out, run.ID, status)
+			if tr, err := st.Trace(cmd.Context(), run.ID); err == nil {
+				printDecisions(out, tr)
+			}
 		}
 		if b := v.Budget; b != nil {
 			fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,

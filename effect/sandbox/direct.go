@@ -43,15 +43,24 @@ func (d direct) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, 
 		obs.Connected, obs.TransportErr = false, err
 		return httpadapter.Classify(obs), nil
 	}
-	done := make(chan answer, 1)
-	go func() { done <- d.s.mutate(in.Effect.IdempotencyKey, field, body) }()
-	select {
-	case a := <-done:
+	answered := func(a answer) {
 		if a.drop {
 			obs.TransportErr = errDropped
 		} else {
 			obs.Status, obs.Body, obs.Replayed = a.status, a.body, a.replayed
 		}
+	}
+	if ctx.Done() == nil {
+		// A context that can never end: nothing to wait beside the
+		// answer, so no goroutine to wait on it.
+		answered(d.s.mutate(in.Effect.IdempotencyKey, field, body))
+		return httpadapter.Classify(obs), nil
+	}
+	done := make(chan answer, 1)
+	go func() { done <- d.s.mutate(in.Effect.IdempotencyKey, field, body) }()
+	select {
+	case a := <-done:
+		answered(a)
 	case <-ctx.Done():
 		obs.TransportErr = ctx.Err()
 	}

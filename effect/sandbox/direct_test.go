@@ -40,7 +40,7 @@ func TestDirectAdapterMatchesHTTP(t *testing.T) {
 		replayed bool
 		lookup   effect.LookupStatus
 	}
-	run := func(a effect.Adapter, s *sandbox.Sandbox) []seen {
+	run := func(ctx context.Context, a effect.Adapter, s *sandbox.Sandbox) []seen {
 		var out []seen
 		for _, st := range steps {
 			if st.fault != nil {
@@ -48,7 +48,7 @@ func TestDirectAdapterMatchesHTTP(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := a.Execute(context.Background(), fixture.Intent(st.key, st.payload))
+			r, err := a.Execute(ctx, fixture.Intent(st.key, st.payload))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,17 +61,26 @@ func TestDirectAdapterMatchesHTTP(t *testing.T) {
 		return out
 	}
 	overHTTP := start(t, sandbox.Options{})
-	viaHTTP := run(adapterFor(t, overHTTP.EffectsURL), overHTTP.Sandbox)
+	viaHTTP := run(context.Background(), adapterFor(t, overHTTP.EffectsURL), overHTTP.Sandbox)
 	inProc, err := sandbox.New(sandbox.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaDirect := run(inProc.Adapter(), inProc)
+	// A context that can never end is answered without a goroutine; one
+	// that could end (but does not) through one. Both as over HTTP.
+	viaDirect := run(context.Background(), inProc.Adapter(), inProc)
+	inProc2, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	viaDirectCancellable := run(cctx, inProc2.Adapter(), inProc2)
 	for i := range steps {
-		h, d := viaHTTP[i], viaDirect[i]
+		h, d, c := viaHTTP[i], viaDirect[i], viaDirectCancellable[i]
 		// Transport details differ in wording only; the classes and codes must agree.
-		if h != d {
-			t.Errorf("step %d (%s): HTTP saw %+v, in-process saw %+v", i, steps[i].key, h, d)
+		if h != d || h != c {
+			t.Errorf("step %d (%s): HTTP saw %+v, in-process %+v and %+v", i, steps[i].key, h, d, c)
 		}
 	}
 	if len(overHTTP.Mutations()) != 3 || len(inProc.Mutations()) != 3 {

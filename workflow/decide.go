@@ -592,7 +592,8 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 			}
 			args[i] = v
 		}
-		prov, err := cjson.Marshal(fd.ProvenanceDelta)
+		// As a plain map: the encoder writes it without reflection.
+		prov, err := cjson.Marshal(map[string]any(fd.ProvenanceDelta))
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
 		}

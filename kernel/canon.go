@@ -173,9 +173,29 @@ func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivat
 	return append(b, '}')
 }
 
-// appendProposal writes a proposal in canonical form (preconditions
-// already sorted); empty ids leave the identity members out.
-func appendProposal(b []byte, e *Event, pr *Proposal, action, dest string, pre []string, id, dedup string) []byte {
+// A proposal in canonical form (preconditions already sorted) is its head,
+// its two identity members and its tail; its identity value is the head
+// and the tail alone.
+
+// appendProposalIDs writes the proposal's two identity members, which sit
+// between its head and its tail.
+func appendProposalIDs(b []byte, id, dedup string) []byte {
+	b = append(b, `,"proposal_dedup_key":`...)
+	b = cjson.AppendString(b, dedup)
+	b = append(b, `,"proposal_id":`...)
+	return cjson.AppendString(b, id)
+}
+
+// appendProposalTail writes the proposal's versions and closes it.
+func appendProposalTail(b []byte, e *Event) []byte {
+	b = append(b, `,"versions":`...)
+	b = appendVersions(b, &e.Versions)
+	return append(b, '}')
+}
+
+// appendProposalHead writes the proposal's members before its
+// identities: the action digest through the precondition list.
+func appendProposalHead(b []byte, e *Event, pr *Proposal, action, dest string, pre []string) []byte {
 	b = append(b, `{"action_digest":`...)
 	b = cjson.AppendString(b, action)
 	b = append(b, `,"cause_id":`...)
@@ -199,16 +219,7 @@ func appendProposal(b []byte, e *Event, pr *Proposal, action, dest string, pre [
 		}
 		b = cjson.AppendString(b, s)
 	}
-	b = append(b, ']')
-	if id != "" {
-		b = append(b, `,"proposal_dedup_key":`...)
-		b = cjson.AppendString(b, dedup)
-		b = append(b, `,"proposal_id":`...)
-		b = cjson.AppendString(b, id)
-	}
-	b = append(b, `,"versions":`...)
-	b = appendVersions(b, &e.Versions)
-	return append(b, '}')
+	return append(b, ']')
 }
 
 // appendVersions writes a version envelope whose labels passed

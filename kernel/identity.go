@@ -219,10 +219,16 @@ func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool)
 	if err1 != nil || err2 != nil {
 		return protocol.EffectProposal{}, nil, false
 	}
-	value := appendProposal(make([]byte, 0, 1024), &e, &pr, action, dest, pre, "", "")
+	value := appendProposalHead(make([]byte, 0, 1024), &e, &pr, action, dest, pre)
+	head := len(value)
+	value = appendProposalTail(value, &e)
 	id := identityOf("proposal", identityProposal, value)
 	dedup := identityOf("proposal-dedup", identityProposalDedup, value)
-	canon := appendProposal(make([]byte, 0, len(value)+200), &e, &pr, action, dest, pre, id, dedup)
+	// The proposal is its value with the two identities between head and
+	// tail: copied around them rather than written again.
+	canon := make([]byte, 0, len(value)+200)
+	canon = appendProposalIDs(append(canon, value[:head]...), id, dedup)
+	canon = append(canon, value[head:]...)
 	return protocol.EffectProposal{
 		Kind:              protocol.KindEffectProposal,
 		ProposalID:        id,

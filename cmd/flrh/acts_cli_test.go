@@ -393,4 +393,7 @@ func TestStatusSaysWhatHDecided(t *testing.T) {
 	if show := c.ok("run", "show", "frozen"); !strings.Contains(show, "PROPOSAL_INELIGIBLE") {
 		t.Errorf("the ineligible restart does not say so:\n%s", show)
 	}
+	if show := c.ok("run", "show", "unknown"); !strings.Contains(show, "G3 ESCALATE g3.unexplained-restart") {
+		t.Errorf("the escalated restart does not name the gate:\n%s", show)
+	}
 }

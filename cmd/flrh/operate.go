@@ -424,6 +424,7 @@ func printStatus(cmd *cobra.Command, st0 store.Store, r *runner.Runner, id strin
 func printDecisions(out io.Writer, recs []store.TraceRecord) {
 	type decision struct {
 		Proposal  string   `json:"proposal_id"`
+		Ticket    string   `json:"ticket_id"`
 		Outcome   string   `json:"outcome"`
 		Held      string   `json:"held"`
 		Audit     []string `json:"audit"`
@@ -433,7 +434,29 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 	}
 	var order []string
 	last := map[string]decision{}
+	gates := map[string][]string{} // ticket → the gate signals that held it back, latest turn
 	for _, rec := range recs {
+		if rec.Kind == "h.fhr" {
+			var f struct {
+				FHR struct {
+					Signals []struct {
+						Decision, Rule, Source, Ticket string
+					} `json:"signals"`
+				} `json:"fhr"`
+			}
+			if json.Unmarshal(rec.Body, &f) == nil {
+				turn := map[string][]string{}
+				for _, sg := range f.FHR.Signals {
+					if sg.Decision != "ALLOW" && sg.Ticket != "" {
+						turn[sg.Ticket] = append(turn[sg.Ticket], fmt.Sprintf("%s %s %s", sg.Source, sg.Decision, sg.Rule))
+					}
+				}
+				for t, g := range turn {
+					gates[t] = g
+				}
+			}
+			continue
+		}
 		var d decision
 		if rec.Kind != "h.outcome" || json.Unmarshal(rec.Body, &d) != nil || d.Proposal == "" {
 			continue
@@ -452,6 +475,9 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 		}
 		if d.Rejection != nil {
 			why = append(why, d.Rejection.Code)
+		}
+		if d.Ticket != "" {
+			why = append(why, gates[d.Ticket]...)
 		}
 		if d.Held != "" {
 			why = append(why, d.Held)

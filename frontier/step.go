@@ -48,7 +48,7 @@ func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) 
 		}
 		return nil, rej
 	}
-	return t, nil
+	return &t, nil
 }
 
 // StepState is Step for a caller that keeps only the next state and what
@@ -106,28 +106,28 @@ const (
 // step is step_r; mode says what it takes beyond the next state's values
 // and the published batches. A bare state (stepBare) is only ever the
 // prior of another bare step: sealing a state reuses its prior's pieces.
-func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (*Transition, *Rejection) {
+func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (Transition, *Rejection) {
 	if p.digest == "" {
-		return nil, reject(CodeMalformedDataflowProfile, "/profile")
+		return Transition{}, reject(CodeMalformedDataflowProfile, "/profile")
 	}
 	if prior == nil {
 		prior = InitialState(*p)
 	}
 	if prior.profileDigest != p.digest {
-		return nil, reject(CodeProfileMismatch, "/prior_state/profile_digest")
+		return Transition{}, reject(CodeProfileMismatch, "/prior_state/profile_digest")
 	}
 	if prior.dataflow != p.dataflow {
-		return nil, reject(CodeDataflowVersionMismatch, "/prior_state/dataflow_version")
+		return Transition{}, reject(CodeDataflowVersionMismatch, "/prior_state/dataflow_version")
 	}
 	if cmd == nil {
-		return nil, reject(CodeMalformedCommand, "/command")
+		return Transition{}, reject(CodeMalformedCommand, "/command")
 	}
 	pd, df := cmd.base()
 	if pd != p.digest {
-		return nil, reject(CodeProfileMismatch, "/command/profile_digest")
+		return Transition{}, reject(CodeProfileMismatch, "/command/profile_digest")
 	}
 	if df != p.dataflow {
-		return nil, reject(CodeDataflowVersionMismatch, "/command/dataflow_version")
+		return Transition{}, reject(CodeDataflowVersionMismatch, "/command/dataflow_version")
 	}
 	next := &State{
 		profileDigest: prior.profileDigest,
@@ -156,19 +156,19 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (*Tra
 	case GrantDemand:
 		published, rej = grant(p, prior, next, c, &stats)
 	default:
-		return nil, reject(CodeMalformedCommand, "/command/kind")
+		return Transition{}, reject(CodeMalformedCommand, "/command/kind")
 	}
 	if rej != nil {
-		return nil, rej
+		return Transition{}, rej
 	}
 	if mode == stepBare {
-		return &Transition{Next: next, Published: published}, nil
+		return Transition{Next: next, Published: published}, nil
 	}
 	next.seal(prior, h)
 	if mode == stepSeal {
-		return &Transition{Next: next, Published: published}, nil
+		return Transition{Next: next, Published: published}, nil
 	}
-	t := &Transition{
+	t := Transition{
 		ProfileDigest:    p.digest,
 		PriorStateDigest: prior.digest,
 		CommandDigest:    commandDigest(cmd, digests, h),

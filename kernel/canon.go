@@ -42,7 +42,9 @@ func canonCopy(v any, depth int, reflected bool) (any, bool) {
 	case int:
 		return int64(t), true
 	case string:
-		return t, cjson.CheckString(t, "") == nil
+		// v itself: the string is already boxed, and boxing it again
+		// allocates.
+		return v, cjson.CheckString(t, "") == nil
 	case map[string]any:
 		if t == nil && reflected {
 			return nil, true

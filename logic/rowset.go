@@ -13,12 +13,82 @@ package logic
 // doubles past 1<<rowBits (a set of 2M rows keeps 10 bits, of 25M rows 7).
 // 0 is an empty slot; a slot with row bits 0 and any bit above them set is
 // a tombstone.
+//
+// Up to segSlots the slots are one array; past that, segments of segSlots,
+// so that growing from the rows (which never reads the old slots) clears
+// and keeps the slots it has and allocates only the new half. With one
+// array the old one, unread but not yet collected, sat beside the new one
+// at every growth: half the new set again at the peak of a large closure,
+// of which the rows appended afterwards reused only part.
 type rowSet struct {
-	slots   []uint32
-	used    int // occupied slots, tombstones included
+	flat    []uint32            // the slots while there are at most segSlots
+	segs    []*[segSlots]uint32 // the slots from then on: slot i is segs[i>>segShift][i&segMask]
+	size    int                 // slots, a power of two
+	used    int                 // occupied slots, tombstones included
 	live    int
 	rowBits uint8
 	sink    uint32 // see warm
+}
+
+// A segment is 4 MB: the directory of the largest sets stays within a few
+// cache lines, which every probe reads before its slot.
+const (
+	segShift = 20
+	segSlots = 1 << segShift
+	segMask  = segSlots - 1
+)
+
+func (s *rowSet) at(i uint64) uint32 {
+	if s.segs != nil {
+		return s.segs[i>>segShift][i&segMask]
+	}
+	return s.flat[i]
+}
+
+// slot returns slot i for writing.
+func (s *rowSet) slot(i uint64) *uint32 {
+	if s.segs != nil {
+		return &s.segs[i>>segShift][i&segMask]
+	}
+	return &s.flat[i]
+}
+
+// parts returns the slots as slices, in order.
+func (s *rowSet) parts() [][]uint32 {
+	if s.segs == nil {
+		return [][]uint32{s.flat}
+	}
+	out := make([][]uint32, len(s.segs))
+	for i, seg := range s.segs {
+		out[i] = seg[:]
+	}
+	return out
+}
+
+// alloc gives the set size empty slots. keep says whether the slots it has
+// may be cleared and reused (nothing will read them again); otherwise the
+// caller holds on to them if it still needs them.
+func (s *rowSet) alloc(size int, keep bool) {
+	if size <= segSlots {
+		s.flat, s.segs = nil, nil // unreachable before the allocation below can collect
+		s.flat = make([]uint32, size)
+		s.size = size
+		return
+	}
+	if !keep {
+		s.flat, s.segs = nil, nil
+	}
+	if len(s.flat) == segSlots {
+		s.segs = []*[segSlots]uint32{(*[segSlots]uint32)(s.flat)}
+	}
+	s.flat = nil
+	for _, seg := range s.segs {
+		clear(seg[:])
+	}
+	for len(s.segs)*segSlots < size {
+		s.segs = append(s.segs, new([segSlots]uint32))
+	}
+	s.size = size
 }
 
 const (
@@ -31,7 +101,8 @@ const (
 
 // newRowSet returns an empty set for a table of n rows.
 func newRowSet(n int32) rowSet {
-	s := rowSet{slots: make([]uint32, 16), rowBits: minRowBits}
+	s := rowSet{rowBits: minRowBits}
+	s.alloc(16, false)
 	s.fitRows(n)
 	return s
 }
@@ -42,10 +113,19 @@ func newRowSet(n int32) rowSet {
 // Tombstones keep a bit above it set. It reports whether it widened (a
 // fingerprint computed before is then stale).
 func (s *rowSet) fitRows(n int32) (widened bool) {
+	if s.rowBits >= maxRowBits || uint64(n)+1 < 1<<s.rowBits {
+		return false // the common case, kept small enough to inline
+	}
+	return s.widenRows(n)
+}
+
+func (s *rowSet) widenRows(n int32) (widened bool) {
 	for s.rowBits < maxRowBits && uint64(n)+1 >= 1<<s.rowBits {
 		bit := uint32(1) << s.rowBits
-		for i, x := range s.slots {
-			s.slots[i] = x &^ bit
+		for _, seg := range s.parts() {
+			for i, x := range seg {
+				seg[i] = x &^ bit
+			}
 		}
 		s.rowBits++
 		widened = true
@@ -66,9 +146,9 @@ func (s *rowSet) fingerprint(h uint64) uint32 { return uint32(h>>16) &^ s.rowMas
 func (s *rowSet) find(t *table, h uint64, v []int64) int32 {
 	rm := s.rowMask()
 	fp := s.fingerprint(h)
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(s.size - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		x := s.slots[i]
+		x := s.at(i)
 		if x == 0 {
 			return -1
 		}
@@ -84,10 +164,10 @@ func (s *rowSet) find(t *table, h uint64, v []int64) int32 {
 func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
 	rm := s.rowMask()
 	fp := s.fingerprint(h)
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(s.size - 1)
 	tomb := int64(-1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		x := s.slots[i]
+		x := s.at(i)
 		if x == 0 {
 			if tomb >= 0 {
 				return -1, uint64(tomb)
@@ -113,15 +193,19 @@ func (s *rowSet) probe(t *table, h uint64, v []int64) (int32, uint64) {
 // time waits for each miss in turn; their sum goes to sink only so that
 // the compiler keeps them.
 func (s *rowSet) warm(t *table, hs []uint64) {
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(s.size - 1)
 	var acc uint32
-	for _, h := range hs {
-		acc += s.slots[h&mask]
+	var xs [insertBatch]uint32
+	hs = hs[:min(len(hs), insertBatch)]
+	for k, h := range hs {
+		x := s.at(h & mask)
+		xs[k] = x
+		acc += x
 	}
 	if t != nil && t.stride > 0 {
 		rm := s.rowMask()
-		for _, h := range hs {
-			x := s.slots[h&mask]
+		for k, h := range hs {
+			x := xs[k]
 			if x&rm != 0 && x&^rm == s.fingerprint(h) {
 				if r := int32(x&rm) - 1; r < t.n {
 					acc += uint32(t.chunks[r>>chunkShift][int(r&chunkMask)*t.stride])
@@ -137,20 +221,21 @@ func (s *rowSet) warm(t *table, hs []uint64) {
 // three quarters, which keeps memory near Soufflé's for closures of tens
 // of millions of tuples while fingerprints keep long probes cheap.
 func (s *rowSet) full() bool {
-	if len(s.slots) >= denseSlots {
-		return (s.used+1)*4 >= len(s.slots)*3
+	if s.size >= denseSlots {
+		return (s.used+1)*4 >= s.size*3
 	}
-	return (s.used+1)*2 >= len(s.slots)
+	return (s.used+1)*2 >= s.size
 }
 
 // put records row r with hash h in slot at, where probe said its tuple
 // would go (nothing changed the set since).
 func (s *rowSet) put(at uint64, r int32, h uint64) {
-	if s.slots[at] == 0 {
+	p := s.slot(at)
+	if *p == 0 {
 		s.used++
 	}
 	s.live++
-	s.slots[at] = s.fingerprint(h) | uint32(r+1)
+	*p = s.fingerprint(h) | uint32(r+1)
 }
 
 // place adds row r with hash h, which the set does not hold yet.
@@ -165,12 +250,12 @@ func (s *rowSet) place(t *table, r int32, h uint64) {
 // placeNew puts row r into the first empty slot of its probe sequence; the
 // set has room.
 func (s *rowSet) placeNew(r int32, h uint64) {
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(s.size - 1)
 	i := h & mask
-	for s.slots[i] != 0 {
+	for s.at(i) != 0 {
 		i = (i + 1) & mask
 	}
-	s.slots[i] = s.fingerprint(h) | uint32(r+1)
+	*s.slot(i) = s.fingerprint(h) | uint32(r+1)
 	s.used++
 	s.live++
 }
@@ -178,7 +263,7 @@ func (s *rowSet) placeNew(r int32, h uint64) {
 // grow rebuilds the set from its live rows at (at least) twice the size,
 // dropping tombstones.
 func (s *rowSet) grow(t *table) {
-	size := len(s.slots) * 2
+	size := s.size * 2
 	for size <= (s.live+1)*2 {
 		size *= 2
 	}
@@ -187,13 +272,10 @@ func (s *rowSet) grow(t *table) {
 		// it does throughout a from-scratch evaluation: take them in row
 		// order, which reads the rows sequentially instead of one cache
 		// miss a row, and place them a block at a time so that the misses
-		// on the new slots overlap. The old array is not read, so it is
-		// dropped before the new one is allocated: a collection that the
-		// allocation starts then frees it (and the rows that follow reuse
-		// its pages) instead of counting it live and setting the next
-		// target above both arrays.
-		s.slots = nil
-		s.slots, s.used, s.live = make([]uint32, size), 0, 0
+		// on the new slots overlap. The old slots are not read, so their
+		// segments are cleared and kept (see alloc).
+		s.alloc(size, true)
+		s.used, s.live = 0, 0
 		var hs [insertBatch]uint64
 		for r0 := int32(0); r0 < t.n; r0 += insertBatch {
 			b := hs[:min(insertBatch, t.n-r0)]
@@ -207,29 +289,32 @@ func (s *rowSet) grow(t *table) {
 		}
 		return
 	}
-	old := s.slots
-	s.slots, s.used, s.live = make([]uint32, size), 0, 0
+	old := s.parts()
+	s.alloc(size, false)
+	s.used, s.live = 0, 0
 	rm := s.rowMask()
-	for _, x := range old {
-		if x&rm == 0 {
-			continue
+	for _, seg := range old {
+		for _, x := range seg {
+			if x&rm == 0 {
+				continue
+			}
+			r := int32(x&rm) - 1
+			s.placeNew(r, t.hashRow(r))
 		}
-		r := int32(x&rm) - 1
-		s.placeNew(r, t.hashRow(r))
 	}
 }
 
 // unlink removes row r, whose hash is h.
 func (s *rowSet) unlink(r int32, h uint64) {
 	rm := s.rowMask()
-	mask := uint64(len(s.slots) - 1)
+	mask := uint64(s.size - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		x := s.slots[i]
+		x := s.at(i)
 		if x == 0 {
 			return
 		}
 		if x&rm == uint32(r+1) {
-			s.slots[i] = s.tomb()
+			*s.slot(i) = s.tomb()
 			s.live--
 			return
 		}
@@ -238,6 +323,13 @@ func (s *rowSet) unlink(r int32, h uint64) {
 
 func (s *rowSet) clone() rowSet {
 	u := *s
-	u.slots = append([]uint32(nil), s.slots...)
+	u.flat = append([]uint32(nil), s.flat...)
+	if s.segs != nil {
+		u.segs = make([]*[segSlots]uint32, len(s.segs))
+		for i, seg := range s.segs {
+			c := *seg
+			u.segs[i] = &c
+		}
+	}
 	return u
 }

@@ -27,19 +27,26 @@ func checkSet(t interface {
 		}
 	}
 	live, used := 0, 0
-	for _, x := range tb.set.slots {
-		if x != 0 {
-			used++
+	slots := 0
+	for _, seg := range tb.set.parts() {
+		slots += len(seg)
+		for _, x := range seg {
+			if x != 0 {
+				used++
+			}
+			if x&tb.set.rowMask() != 0 {
+				live++
+			}
 		}
-		if x&tb.set.rowMask() != 0 {
-			live++
-		}
+	}
+	if slots != tb.set.size {
+		t.Fatalf("%d slots in the segments, size %d", slots, tb.set.size)
 	}
 	if live != tb.set.live || used != tb.set.used {
 		t.Fatalf("set counts live %d used %d, slots say %d and %d", tb.set.live, tb.set.used, live, used)
 	}
-	if used*4 > len(tb.set.slots)*3 {
-		t.Fatalf("%d of %d slots used", used, len(tb.set.slots))
+	if used*4 > tb.set.size*3 {
+		t.Fatalf("%d of %d slots used", used, tb.set.size)
 	}
 	if live != len(model) {
 		t.Fatalf("set holds %d rows, model %d", live, len(model))
@@ -134,8 +141,51 @@ func TestRowSetDenseAndWiderRows(t *testing.T) {
 	}
 	// 2.2M rows in 4M slots: past half full, so only the three-quarter
 	// rule kept the set from doubling again.
-	if !testing.Short() && len(tb.set.slots) != denseSlots {
-		t.Fatalf("%d slots after %d rows, want %d", len(tb.set.slots), n, denseSlots)
+	if !testing.Short() && tb.set.size != denseSlots {
+		t.Fatalf("%d slots after %d rows, want %d", tb.set.size, n, denseSlots)
 	}
 	checkSet(t, tb, model, [][2]int64{{-5, 3}, {2000, 0}, {0, int64(n)}})
+}
+
+// A set of several segments grows both ways: from the rows while it holds
+// every row (clearing and keeping its slots, the one flat array becoming
+// the first segment), and from its old slots once rows were unlinked
+// (fresh segments); both keep every live tuple findable and no unlinked
+// one.
+func TestRowSetSegmentsGrowWithTombstones(t *testing.T) {
+	tb := newTable(2, nil)
+	model := map[[2]int64]int32{}
+	var absent [][2]int64
+	key := func(i int) [2]int64 { return [2]int64{int64(i % 701), int64(i / 701)} }
+	n := segSlots/2 + segSlots/16 // past half of one segment: two segments
+	for i := range n {
+		k := key(i)
+		r, _ := tb.insert(k[:], 0)
+		model[k] = r
+	}
+	if len(tb.set.segs) != 2 {
+		t.Fatalf("%d segments after %d rows", len(tb.set.segs), n)
+	}
+	checkSet(t, tb, model, nil)
+	for i := 0; i < n; i += 3 {
+		k := key(i)
+		tb.unlink(model[k])
+		delete(model, k)
+		absent = append(absent, k)
+	}
+	before := tb.set.size
+	for i := n; tb.set.size == before; i++ {
+		k := key(i)
+		r, added := tb.insert(k[:], 0)
+		if !added {
+			t.Fatalf("insert %v: not added", k)
+		}
+		model[k] = r
+	}
+	if tb.set.live == int(tb.n) {
+		t.Fatalf("no tombstones when the set grew")
+	}
+	checkSet(t, tb, model, absent)
+	c := tb.clone()
+	checkSet(t, c, model, absent)
 }

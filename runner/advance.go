@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"flrh.dev/flrh/cjson"
@@ -525,7 +526,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg.Context = guards
 	t.cp.Transitions++
 	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
-		EventID: fmt.Sprintf("%s:%d", t.run.ID, t.cp.Transitions), Payload: evidence(ev)})
+		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10), Payload: evidence(ev)})
 	// A record is under a kilobyte or so: one allocation, not a doubling
 	// series.
 	body, err := res.Record.AppendCanonical(make([]byte, 0, 1280))

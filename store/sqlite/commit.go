@@ -261,9 +261,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 			}
 			frame := slices.Grow(tx.w.frame[:0], size+size/8) // room for a sealer's overhead
 			for i, tr := range tick.Trace {
-				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body)
-				if err != nil {
-					return err
+				body := tr.Body
+				if s.sealer != nil { // the reference's kind is built only to seal
+					var err error
+					if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body); err != nil {
+						return err
+					}
 				}
 				frame = appendTraceRecord(frame, tr.Kind, body)
 			}

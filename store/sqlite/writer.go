@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -27,8 +28,10 @@ import (
 // copy goes through sql.Null's Scan, which is database/sql's conversion.
 
 // writer is the store's writing connection and the statements prepared on
-// it. Only a batch's leader touches it.
+// it. A batch's leader holds mu for the batch (leaders follow one another,
+// so it is never contended but by Close).
 type writer struct {
+	mu    sync.Mutex
 	conn  *sql.Conn
 	stmts map[string]driver.Stmt
 	// Buffers reused from statement to statement and commit to commit:
@@ -36,6 +39,7 @@ type writer struct {
 	args   []driver.NamedValue
 	values []any  // a multi-row INSERT's values
 	frame  []byte // a tick's trace frame
+	closed bool   // Close ran
 }
 
 // wtx is a batch's transaction on the writing connection.
@@ -49,6 +53,11 @@ type wtx struct {
 // be. A connection the driver reports broken is dropped with its
 // statements; the next batch opens another.
 func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if s.w.closed {
+		return errWriterClosed
+	}
 	if s.w.conn == nil {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
@@ -67,8 +76,15 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 	return err
 }
 
-// close finalizes the writer's statements and gives its connection back.
+// errWriterClosed refuses a write that comes after Close.
+var errWriterClosed = errors.New("sqlite: store closed")
+
+// close finalizes the writer's statements and gives its connection back,
+// once the batch under way, if any, is done; no write runs after it.
 func (w *writer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
 	if w.conn == nil {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/store"
 )
 
 // A row read inside a write transaction scans as database/sql's Row.Scan
@@ -122,5 +124,31 @@ func TestWriterBindMatchesDatabaseSQL(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("a struct was bound")
+	}
+}
+
+// Close waits for the batch under way and gives the writing connection
+// back; a write after it is refused as unavailable, as writes to a closed
+// database were, and none is lost half-done.
+func TestWriterClose(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; err == nil; i++ {
+			err = s.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r%d", i), WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"})
+		}
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; store.CodeOf(err) != store.CodeUnavailable {
+		t.Fatalf("a write racing Close: %v, want %s", err, store.CodeUnavailable)
+	}
+	if err := s.CreateRun(ctx, store.Run{ID: "late", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); store.CodeOf(err) != store.CodeUnavailable {
+		t.Fatalf("a write after Close: %v, want %s", err, store.CodeUnavailable)
 	}
 }

@@ -204,6 +204,9 @@ func TestReadingAMissingRun(t *testing.T) {
 	if out, code := c.run("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest); code != 2 || !strings.Contains(out, "run big already exists") {
 		t.Errorf("a second run start with the same id: exit %d:\n%s", code, out)
 	}
+	if out := c.ok("run", "events", "big"); !strings.Contains(out, "input #1") || !strings.Contains(out, "by runner/run.start") {
+		t.Errorf("run events does not say what was accepted:\n%s", out)
+	}
 	if out := c.ok("verify", "big"); !strings.Contains(out, "run big: verified — WAIT_APPROVAL, no outcome yet;") {
 		t.Errorf("verify of a live run:\n%s", out)
 	}

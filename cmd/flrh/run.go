@@ -208,6 +208,19 @@ func init() {
 				}
 				fmt.Fprintf(out, "%4d  %-24s %-24s %s  by %s/%s\n", e.Seq, rec.Event, rec.From, verdict, rec.ActorRole, rec.Capability)
 			default:
+				// An accepted input says what it was and who handed it in.
+				var acc struct {
+					Kind, Actor, Capability string
+					Seq                     int64
+				}
+				if e.Kind == "accepted" && json.Unmarshal(e.Body, &acc) == nil && acc.Kind != "" {
+					by := ""
+					if acc.Actor != "" {
+						by = fmt.Sprintf("  by %s/%s", acc.Actor, acc.Capability)
+					}
+					fmt.Fprintf(out, "%4d  %-24s %-24s %s%s\n", e.Seq, e.Kind, fmt.Sprintf("%s #%d", acc.Kind, acc.Seq), e.Digest, by)
+					continue
+				}
 				fmt.Fprintf(out, "%4d  %-24s %s\n", e.Seq, e.Kind, e.Digest)
 			}
 		}

@@ -159,6 +159,10 @@ func TestStoreCommandsPostgres(t *testing.T) {
 }
 
 func TestStoreURLErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+dir, "--json=false", "--stuck-after", "0s"); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("a directory as the store: exit %d: %v", exitCode(err), err)
+	}
 	for spec, want := range map[string]int{
 		"mysql://x":                       exitUsage,
 		"postgres://u:secret@[::1":        exitUsage,

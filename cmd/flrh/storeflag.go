@@ -50,6 +50,10 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 	if path == "" {
 		return nil, usagef("empty store path")
 	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// SQLite answers a directory with a disk I/O error.
+		return nil, usagef("%s is a directory; give the store's file: --store sqlite:%s", path, filepath.Join(path, "flrh.db"))
+	}
 	if readOnly {
 		// Reading a store that is not there is a mistake in the command
 		// line, not an empty store: say so rather than create one.

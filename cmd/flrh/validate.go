@@ -55,7 +55,15 @@ func init() {
 				if len(args) == 0 {
 					return usagef("validate: no FILE after kind %s", kind)
 				}
-			} else if _, err := os.Stat(args[0]); err != nil && args[0] != "-" && looksLikeKind(args[0]) {
+			} else if _, err := os.Stat(args[0]); err != nil && args[0] != "-" && (looksLikeKind(args[0]) || len(args) > 1 && !strings.ContainsAny(args[0], "./\\")) {
+				// A lower-case kind ("event") is not a file either: say
+				// which kind was meant instead of failing to open it.
+				all := append(append(slices.Clone(protocol.Kinds), kernelSchemas...), domainKind)
+				for _, k := range all {
+					if strings.EqualFold(k, args[0]) {
+						return usagef("validate: unknown kind %q; kinds are spelled as in the protocol: %s", args[0], k)
+					}
+				}
 				return usagef("validate: unknown kind %q (kinds: %s)", args[0], strings.Join(protocol.Kinds, ", "))
 			}
 			type report struct {

@@ -133,6 +133,9 @@ func TestRefusedActsFailOverTheCLI(t *testing.T) {
 		c.ok("verify", run)
 		c.ok("replay", run)
 	}
+	if out, code := c.run("cancel", "big", "--as", "carol", c.dest); code != 1 || !strings.Contains(out, "run big has ended (success): it takes no cancel") {
+		t.Errorf("cancel of an ended run: exit %d:\n%s", code, out)
+	}
 }
 
 // An input the workflow refuses, or a bundle that does not load, stops run

@@ -644,6 +644,11 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			}
 			defer st.Close()
 			defer r.Close(cmd.Context())
+			if run, err := readRun(cmd.Context(), st, args[0]); err != nil {
+				return err
+			} else if run.Outcome != "" {
+				return fmt.Errorf("run %s has ended (%s): it takes no %s", args[0], run.Outcome, cmd.Name())
+			}
 			before, err := st.Trace(cmd.Context(), args[0])
 			if err != nil {
 				return err

@@ -265,6 +265,9 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 		if inputs[cl.Head.Name] {
 			return nil, &PolicyError{fmt.Errorf("%s: a policy cannot assert ticket facts (%s)", cl.Pos, cl.Head.Name)}
 		}
+		if err := checkDecisionHead(cl.Head); err != nil {
+			return nil, &PolicyError{err}
+		}
 	}
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
@@ -374,6 +377,27 @@ func CapabilityFact(ticketID, capabilityID string) logic.Fact {
 // ModeFact states a runtime mode, such as "degraded_safe".
 func ModeFact(mode string) logic.Fact {
 	return logic.Fact{Rel: "mode", Args: []logic.Value{logic.Sym(mode)}}
+}
+
+// checkDecisionHead refuses, when the policy is loaded, a decision rule
+// whose gate or verdict is written as a constant the matrix does not know:
+// a misspelt gate ("G9") or verdict ("ALOW") would otherwise surface only
+// as a refusal at evaluation time, filed under G2. A gate or verdict bound
+// from the ticket's facts can only be judged then, so Evaluate still
+// refuses those closed.
+func checkDecisionHead(h *logic.AtomExpr) error {
+	if h.Name != "decision" || h.Neg || len(h.Args) != 3 {
+		return nil
+	}
+	if g, ok := h.Args[0].(*logic.SymConst); ok && !isGate(g.Val) {
+		return fmt.Errorf("%s: decision names unknown gate %q (the gates are %s)", g.Pos, g.Val, strings.Join(Gates, ", "))
+	}
+	if v, ok := h.Args[1].(*logic.SymConst); ok {
+		if _, known := ParseDecision(v.Val); !known {
+			return fmt.Errorf("%s: decision names unknown verdict %q (the verdicts are %s)", v.Pos, v.Val, strings.Join(decisionNames[1:], ", "))
+		}
+	}
+	return nil
 }
 
 // Evaluate runs every gate over a ticket. Deny by default: when no G2

@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -119,9 +120,11 @@ func TestGateFailsClosed(t *testing.T) {
 	if r, _ := Resolve(ev.Signals); r.Decision != Refuse {
 		t.Errorf("budget exhaustion decided %s", r.Decision)
 	}
-	// Unknown verdicts and unknown gates refuse.
-	bad, err := CompilePolicy("policy/2", "bad.dl", []byte(`decision("G2", "MAYBE", "r") :- ticket(t).
-decision("G7", "ALLOW", "r2") :- ticket(t).`), logic.Limits{})
+	// Unknown verdicts and unknown gates refuse. Written as constants they
+	// are refused when the policy loads (TestCompilePolicyErrors); bound
+	// from the ticket's facts, only evaluation can see them.
+	bad, err := CompilePolicy("policy/2", "bad.dl", []byte(`decision("G2", v, "r") :- action(t, v).
+decision(g, "ALLOW", "r2") :- action(t, g).`), logic.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +136,11 @@ decision("G7", "ALLOW", "r2") :- ticket(t).`), logic.Limits{})
 
 func TestCompilePolicyErrors(t *testing.T) {
 	for name, src := range map[string]string{
-		"syntax":        `decision("G2", "ALLOW" :- ticket(t).`,
-		"foreign input": ".decl secrets(x: symbol)\n.input secrets\ndecision(\"G2\", \"ALLOW\", \"r\") :- secrets(x).",
-		"arity":         `decision("G2", "ALLOW") :- ticket(t).`,
+		"syntax":          `decision("G2", "ALLOW" :- ticket(t).`,
+		"foreign input":   ".decl secrets(x: symbol)\n.input secrets\ndecision(\"G2\", \"ALLOW\", \"r\") :- secrets(x).",
+		"arity":           `decision("G2", "ALLOW") :- ticket(t).`,
+		"unknown gate":    `decision("G9", "ALLOW", "r") :- ticket(t).`,
+		"unknown verdict": `decision("G2", "ALOW", "r") :- ticket(t).`,
 	} {
 		if _, err := CompilePolicy("p/1", name+".dl", []byte(src), logic.Limits{}); err == nil {
 			t.Errorf("%s: compiled", name)
@@ -143,6 +148,18 @@ func TestCompilePolicyErrors(t *testing.T) {
 	}
 	if _, err := CompilePolicy("bad version", "x.dl", nil, logic.Limits{}); err == nil {
 		t.Error("bad version accepted")
+	}
+	// A misspelt gate or verdict is named with its position, not only
+	// refused later under G2.
+	for src, want := range map[string]string{
+		"decision(\"G2\", \"ALLOW\", \"ok\") :- ticket(t).\ndecision(\"G9\", \"ALLOW\", \"r\") :- ticket(t).": `p.dl:2:10: decision names unknown gate "G9"`,
+		`decision("G3", "ALOW", "r") :- ticket(t).`:                                                           `p.dl:1:16: decision names unknown verdict "ALOW"`,
+	} {
+		_, err := CompilePolicy("p/1", "p.dl", []byte(src), logic.Limits{})
+		var pe *PolicyError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want a PolicyError containing %q", src, err, want)
+		}
 	}
 }
 

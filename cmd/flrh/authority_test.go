@@ -87,12 +87,20 @@ decision("H1", "REFUSE", "h1.ceiling") :- param_num(t, "amount", n), n > 10000.
 	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `"highest_tier":0`) {
 		t.Fatalf("ceiling: %v\n%s", err, out)
 	}
-	// A decision for a gate the matrix does not know is refused, and the
-	// human output says why, not only the JSON.
+	// A decision for a gate the matrix does not know: written as a
+	// constant, the policy is refused when it loads, with the position;
+	// bound from the ticket, it is refused when evaluated, and the human
+	// output says why, not only the JSON.
 	os.WriteFile(policy, []byte(`decision("G9", "ALLOW", "g9.typo") :- action(t, _).
 `), 0o644)
+	_, err = runAuthority(t, "authority", "gates", "--json=false", policy, ticket, "--capability", "c")
+	if err == nil || !strings.Contains(err.Error(), `p.dl:1:10: decision names unknown gate "G9"`) {
+		t.Fatalf("unknown gate at load: %v", err)
+	}
+	os.WriteFile(policy, []byte(`decision(g, "ALLOW", "g9.typo") :- destination(t, g).
+`), 0o644)
 	out, err = runAuthority(t, "authority", "gates", "--json=false", policy, ticket, "--capability", "c")
-	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `unknown gate "G9"`) {
+	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `unknown gate "dest:shop"`) {
 		t.Fatalf("unknown gate: %v\n%s", err, out)
 	}
 }

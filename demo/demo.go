@@ -193,7 +193,13 @@ func Report(ctx context.Context, st store.Store, runID string) (RunReport, error
 	if err != nil {
 		return RunReport{}, err
 	}
-	fmt.Fprintf(&b, "run %s — %s, outcome %q\n", run.ID, run.State, run.Outcome)
+	if run.Outcome == "" {
+		// A run resting in the loop (waiting for a choice or its next
+		// input) has no outcome yet: say so rather than print an empty one.
+		fmt.Fprintf(&b, "run %s — %s, live: no outcome yet\n", run.ID, run.State)
+	} else {
+		fmt.Fprintf(&b, "run %s — %s, outcome %q\n", run.ID, run.State, run.Outcome)
+	}
 	evs, err := st.Events(ctx, runID, 0)
 	if err != nil {
 		return RunReport{}, err

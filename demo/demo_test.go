@@ -25,11 +25,15 @@ func TestDemo(t *testing.T) {
 		"H decided: REJECTED",
 		"Journey Strip: [HOLD DECIDE] (now DECIDE)",
 		"sandbox ledger: 2 mutations",
-		"run refund-small — SUCCEEDED",
+		`run refund-small — SUCCEEDED, outcome "success"`,
+		"run refund-goodwill — INGEST, live: no outcome yet",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
+	}
+	if strings.Contains(text, `outcome ""`) {
+		t.Error(`demo prints an empty outcome for a run that has none yet`)
 	}
 	if t.Failed() {
 		t.Log(text)

@@ -2,6 +2,7 @@ package logic
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,10 @@ func TestProgramErrors(t *testing.T) {
 		{"unsupported directive", ".pragma \"x\"\n", UnsupportedFeature, "t.dl:1:1", "directive .pragma is not supported"},
 		{"disjunction", decls + "edge(x, y) :- edge(x, y); edge(y, x).\n", UnsupportedFeature, "t.dl:3:25", "disjunction"},
 		{"functor", decls + "edge(x, y) :- edge(x, y), y = max(x, 1).\n", UnsupportedFeature, "t.dl:3:31", "functor"},
+		{"number out of range", decls + "edge(9223372036854775808, 1).\n", SyntaxError, "t.dl:3:6", `number "9223372036854775808" is out of range`},
+		{"negative number out of range", decls + "edge(-9223372036854775809, 1).\n", SyntaxError, "t.dl:3:7", `number "9223372036854775809" is out of range`},
+		{"hex out of range", decls + "edge(0x10000000000000000, 1).\n", SyntaxError, "t.dl:3:6", "is out of range"},
+		{"malformed number", decls + "edge(12ab, 1).\n", SyntaxError, "t.dl:3:6", `malformed number "12ab"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,5 +124,32 @@ func TestDeepNestingIsAnError(t *testing.T) {
 	src = decls + "edge(x, " + strings.Repeat("-", 100000) + "x) :- edge(x, _).\n"
 	if _, err := Load("t.dl", []byte(src)); !errors.As(err, &e) || e.Code != SyntaxError {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The least number reads the same in a program as in a fact file, and
+// round-trips through the fact writer.
+func TestLeastNumberInProgramAndFacts(t *testing.T) {
+	c, err := Load("t.dl", []byte(decls+"edge(-9223372036854775808, 9223372036854775807).\nedge(-0x8000000000000000, -1).\n.output edge\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.WriteFacts("edge", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "-9223372036854775808\t-1\n-9223372036854775808\t9223372036854775807\n"; string(got) != want {
+		t.Fatalf("program text gave %q, want %q", got, want)
+	}
+	facts, err := ReadFacts(c, "edge", false, "edge.facts", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(facts) != 2 || facts[0].Args[0] != Num(math.MinInt64) {
+		t.Fatalf("fact reader gave %v", facts)
 	}
 }

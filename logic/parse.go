@@ -1,6 +1,8 @@
 package logic
 
 import (
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,6 +25,9 @@ type token struct {
 	text string // identifier, directive name, punctuation, or decoded string
 	num  int64
 	pos  Pos
+	// minAbs marks the literal 9223372036854775808 (num holds
+	// math.MinInt64): valid only after a minus sign, as the least number.
+	minAbs bool
 }
 
 // lexer turns source bytes into tokens, tracking line and column.
@@ -128,11 +133,21 @@ func (lx *lexer) next() (token, *Error) {
 			base, digits = 16, text[2:]
 		}
 		n, err := strconv.ParseInt(digits, base, 64)
+		minAbs := false
 		if err != nil {
-			return token{}, errorf(SyntaxError, p, "malformed number %q", text)
+			u, uerr := strconv.ParseUint(digits, base, 64)
+			switch {
+			case uerr == nil && u == 1<<63:
+				// Only "-" can make this a number; the parser decides.
+				n, minAbs = math.MinInt64, true
+			case uerr == nil || errors.Is(uerr, strconv.ErrRange):
+				return token{}, errorf(SyntaxError, p, "number %q is out of range (numbers are signed 64-bit integers)", text)
+			default:
+				return token{}, errorf(SyntaxError, p, "malformed number %q", text)
+			}
 		}
 		lx.advance(end - lx.off)
-		return token{kind: tNumber, num: n, text: text, pos: p}, nil
+		return token{kind: tNumber, num: n, text: text, pos: p, minAbs: minAbs}, nil
 	case c == '"':
 		return lx.lexString(p)
 	}
@@ -639,13 +654,12 @@ func (p *parser) unary() (Term, *Error) {
 			return nil, err
 		}
 		if p.tok.kind == tNumber {
-			// A negative literal; -9223372036854775808 needs special care.
+			// A negative literal. For 9223372036854775808 the lexer holds
+			// math.MinInt64, which negation leaves as it is: the least
+			// number, as the fact reader reads it.
 			t := p.tok
 			if err := p.advance(); err != nil {
 				return nil, err
-			}
-			if t.num == 0 && strings.TrimLeft(t.text, "0") != "" {
-				return nil, errorf(SyntaxError, t.pos, "malformed number %q", t.text)
 			}
 			return &NumConst{Pos: pos, Val: -t.num}, nil
 		}
@@ -662,6 +676,9 @@ func (p *parser) primary() (Term, *Error) {
 	t := p.tok
 	switch {
 	case t.kind == tNumber:
+		if t.minAbs {
+			return nil, errorf(SyntaxError, t.pos, "number %q is out of range (numbers are signed 64-bit integers)", t.text)
+		}
 		return &NumConst{Pos: t.pos, Val: t.num}, p.advance()
 	case t.kind == tString:
 		return &SymConst{Pos: t.pos, Val: t.text}, p.advance()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -65,5 +67,36 @@ func TestErrorMapping(t *testing.T) {
 	}
 	if mapErr("op", "", nil) != nil {
 		t.Fatal("nil maps to an error")
+	}
+}
+
+// A store that cannot connect says so, and names a refusal no retry mends
+// (no such database, credentials refused) with a code of its own.
+func TestOpenSaysWhyItCannotConnect(t *testing.T) {
+	ctx := context.Background()
+	// Nothing listens on port 1: the dial is refused.
+	_, err := Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5", Options{})
+	if store.CodeOf(err) != store.CodeUnavailable || !strings.Contains(err.Error(), "cannot connect") {
+		t.Errorf("refused dial: %v", err)
+	}
+	u, err := url.Parse(dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(u *url.URL)
+		code store.Code
+		says string
+	}{
+		{"no such database", func(u *url.URL) { u.Path = "/flrh_no_such_database" }, store.CodeNotFound, "the database does not exist"},
+		{"no such role", func(u *url.URL) { u.User = url.User("flrh_no_such_role") }, store.CodeInvalidInput, "the server refused the credentials"},
+	} {
+		v := *u
+		tc.edit(&v)
+		_, err := Open(ctx, v.String(), Options{})
+		if store.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want %s saying %q", tc.name, err, tc.code, tc.says)
+		}
 	}
 }

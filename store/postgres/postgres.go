@@ -319,6 +319,19 @@ func mapErr(op, runID string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Errorf(store.CodeNotFound, op, runID, nil, "not found")
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Never connected: say so, and name a server's refusal of the
+		// database or the role, which no retry will mend.
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "3D000":
+			return store.Errorf(store.CodeNotFound, op, runID, err, "cannot connect: the database does not exist")
+		case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28"):
+			return store.Errorf(store.CodeInvalidInput, op, runID, err, "cannot connect: the server refused the credentials")
+		}
+		return store.Errorf(store.CodeUnavailable, op, runID, err, "cannot connect")
+	}
 	if connLost(err) {
 		return store.Errorf(store.CodeUnavailable, op, runID, err, "connection lost")
 	}

@@ -71,3 +71,20 @@ func TestDigestMatches(t *testing.T) {
 		}
 	})
 }
+
+// SumMatches over ChainSum says what comparing with ChainHash's text says,
+// on the hash itself and on every other string drawn (the verifier checks
+// each event's chain hash this way).
+func TestSumMatchesChainHash(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		body := rapid.SliceOf(rapid.Byte()).Draw(t, "body")
+		prev := rapid.OneOf(rapid.Just(store.GenesisHash), rapid.Just(store.BodyDigest(body)), rapid.String()).Draw(t, "prev")
+		digest := rapid.OneOf(rapid.Just(store.BodyDigest(body)), rapid.String()).Draw(t, "digest")
+		seq := rapid.Int64().Draw(t, "seq")
+		want := store.ChainHash(prev, seq, digest)
+		other := rapid.OneOf(rapid.Just(want), rapid.Just(want[:len(want)-1]+"0"), rapid.Just("SHA256"+want[6:]), rapid.String()).Draw(t, "candidate")
+		if got := store.SumMatches(other, store.ChainSum(prev, seq, digest)); got != (other == want) {
+			t.Fatalf("SumMatches(%q, ChainSum(%q, %d, %q)) = %v; the chain hash is %q", other, prev, seq, digest, got, want)
+		}
+	})
+}

@@ -188,7 +188,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 				rep.fail("event-canonical", where(), "body is not flrh-cjson/1 canonical (%v)", err)
 			}
 		}
-		if e.PrevHash != prev || !chainHashIs(e.ChainHash, prev, e.Seq, e.Digest) {
+		if e.PrevHash != prev || !store.SumMatches(e.ChainHash, store.ChainSum(prev, e.Seq, e.Digest)) {
 			rep.fail("event-chain", where(), "hash chain broken")
 		}
 		prev = e.ChainHash

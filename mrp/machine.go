@@ -301,6 +301,10 @@ var Table = []Row{
 	{"H04", []State{Options}, RejectAll, "", Hold, false, "SPEC §7.3"},
 	{"H05", []State{Hold, Options, Decide}, RequestTest, "", Test, false, "SPEC §7.3"},
 	{"H06", []State{Hold, Options, Test, Decide}, HumanEscalate, "", Escalate, false, "SPEC §7.3"},
+	// A person's PAUSE or ESCALATE out of OPTIONS suspends the choice and
+	// keeps the options on record; RESUME returns to them (decision 0611).
+	// Tried before H07 and H10, which resume into HOLD.
+	{"H11", []State{Hold, Escalate}, Resume, "options on record", Options, false, "flrh"},
 	{"H07", []State{Failsafe}, Resume, "", Hold, false, "SPEC §7.3"},
 	{"H08", live, LeaveSafeMode, "in safe mode", Hold, false, "SPEC §7.3"},
 	{"H09", live, HumanExit, "", Exit, false, "SPEC §7.3"},
@@ -358,10 +362,13 @@ func Step(m Machine, ev Event) (Machine, error) {
 	case CareCooloffOK:
 		next.Cooldown = false
 	}
+	// Leaving OPTIONS withdraws the options, except when a person pauses
+	// or escalates: that suspends the choice, and RESUME (H11) returns to
+	// the same options.
 	switch {
 	case to == Options && len(ev.Options) > 0:
 		next.Options = append([]string(nil), ev.Options...)
-	case to != Options && m.State == Options:
+	case to != Options && m.State == Options && ev.Trigger != Pause && ev.Trigger != HumanEscalate:
 		next.Options = []string{}
 	}
 	b := &next.Budgets

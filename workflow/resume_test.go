@@ -1,0 +1,57 @@
+package workflow
+
+import (
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/mrp"
+)
+
+// A person who pauses or escalates a run waiting in OPTIONS and then
+// resumes it can choose again, and the choice decides the proposal: the
+// run does not sit in HOLD with the offer still pending. The server and
+// the command line check acts with CheckControl first, so it must admit
+// the RESUME too.
+func TestSuspendedChoiceResumesInTheRun(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	for _, suspend := range []mrp.Trigger{mrp.Pause, mrp.HumanEscalate} {
+		st, _ := goodwill(t, w, 60)
+		v, _ := w.Inspect(st)
+		if v.MRPState != "OPTIONS" || len(v.Offers) != 1 {
+			t.Fatalf("view %+v", v)
+		}
+		proposal, option := v.Offers[0].ProposalID, v.Offers[0].Options[0]
+		capName, _ := mrp.RequiredCapability(suspend)
+		r, err := w.Decide(st, controlInput(2, trig(suspend), "dana", "operator", capName))
+		if err != nil || r.Refusal != "" {
+			t.Fatalf("%s: %v %q", suspend, err, r.Refusal)
+		}
+		resume := controlInput(3, trig(mrp.Resume), "dana", "operator", "mrp.resume")
+		v, _ = w.Inspect(r.State)
+		if err := CheckControl(v.Machine, []string{proposal}, Control{Trigger: mrp.Resume}, ControlActor(resume)); err != nil {
+			t.Fatalf("%s then RESUME refused by the check: %v", suspend, err)
+		}
+		r, err = w.Decide(r.State, resume)
+		if err != nil || r.Refusal != "" {
+			t.Fatalf("%s then RESUME: %v %q", suspend, err, r.Refusal)
+		}
+		v, _ = w.Inspect(r.State)
+		if v.MRPState != "OPTIONS" || len(v.Offers) != 1 || v.Journey[len(v.Journey)-1].Row != "H11" {
+			t.Fatalf("%s then RESUME: in %s, offers %v", suspend, v.MRPState, v.Offers)
+		}
+		r, err = w.Decide(r.State, choiceInput(4, proposal, option, "dana", "operator", "mrp.choose_option"))
+		if err != nil || r.Refusal != "" {
+			t.Fatalf("%s, RESUME, then a choice: %v %q", suspend, err, r.Refusal)
+		}
+		if c := notes(r, "choice"); len(c) != 1 || c[0]["proposal_id"] != proposal {
+			t.Fatalf("the choice did not decide %s again: %v", proposal, c)
+		}
+		if o := outcomes(r); len(o) != 1 || o[0]["proposal_id"] != proposal {
+			t.Fatalf("H did not decide %s again: %v", proposal, o)
+		}
+		v, _ = w.Inspect(r.State)
+		if len(v.Offers) != 0 || strings.HasPrefix(v.MRPState, "OPTIONS") {
+			t.Fatalf("after the choice: %s offers %v", v.MRPState, v.Offers)
+		}
+	}
+}

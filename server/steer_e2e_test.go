@@ -419,7 +419,7 @@ func TestMRPTransitionsOverHTTP(t *testing.T) {
 	}{
 		{tokDana, "pause", "dana", "operator", "HOLD", "H01"},
 		{tokFinance, "escalate", "finance-lead", "human_approver", "ESCALATE", "H06"},
-		{tokDana, "resume", "dana", "operator", "HOLD", "H10"},
+		{tokDana, "resume", "dana", "operator", "OPTIONS", "H11"}, // back to the options paused on
 	}
 	for i, s := range steps {
 		if a := f.post("/v1/runs/steer-1/mrp", s.token, mrpBody(s.trigger)); a.status != 202 {
@@ -440,7 +440,7 @@ func TestMRPTransitionsOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	if strip := strings.Join(v.Strip, ","); strip != "HOLD,OPTIONS,HOLD" {
+	if strip := strings.Join(v.Strip, ","); strip != "HOLD,OPTIONS,HOLD,OPTIONS" {
 		t.Fatalf("strip %s", strip) // ESCALATE shows as HOLD
 	}
 	if a := f.post("/v1/runs/steer-1/mrp", tokFinance, mrpBody("exit")); a.status != 202 {

@@ -39,7 +39,7 @@ func TestMRPOverTheCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"mrp", "gw", "resume", "--as", "dana"}, "CONTROL_MRP_REFUSED"},
+		{[]string{"mrp", "gw", "leave_safe_mode", "--as", "dana"}, "CONTROL_MRP_REFUSED"},
 		{[]string{"mrp", "gw", "tier1_allow", "--as", "dana"}, "TRIGGER must be one of"},
 		{[]string{"mrp", "gw", "pause"}, "--as"},
 		{[]string{"mrp", "gw", "pause", "--proposal", "proposal:x", "--as", "dana"}, "reject_all only"},
@@ -54,8 +54,9 @@ func TestMRPOverTheCLI(t *testing.T) {
 	if !strings.Contains(out, "MRP ESCALATE") {
 		t.Fatalf("escalate:\n%s", out)
 	}
+	// Resumed, the run is back in OPTIONS with the offer it paused on.
 	out = run("mrp", "gw", "RESUME", "--as", "dana", storeFlag, dest, wfs)
-	if !strings.Contains(out, "MRP HOLD") {
+	if !strings.Contains(out, "MRP OPTIONS") || !strings.Contains(out, "waits for a choice") {
 		t.Fatalf("resume:\n%s", out)
 	}
 	if out := run("verify", "gw", storeFlag); !strings.Contains(out, "verified") {

@@ -111,7 +111,16 @@ func stepControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) (
 	if c.ProposalID != "" {
 		cause += " (" + c.ProposalID + ")"
 	}
-	next, err := mrp.Step(m, mrp.Event{Trigger: c.Trigger, Actor: issuer, Cause: cause})
+	// An EXIT closes deliberation with a summary (SPEC §7.3): who ended it,
+	// where, what it leaves undecided and why.
+	summary := ""
+	if c.Trigger == mrp.HumanExit {
+		summary = fmt.Sprintf("deliberation ended by %s in %s; offers withdrawn: %v", issuer.ID, m.State, nonNil(offered))
+		if c.Reason != "" {
+			summary += "; reason: " + c.Reason
+		}
+	}
+	next, err := mrp.Step(m, mrp.Event{Trigger: c.Trigger, Actor: issuer, Cause: cause, Summary: summary})
 	if err != nil {
 		return m, fmt.Errorf("%s: %v", ControlMRPRefused, err)
 	}
@@ -121,7 +130,8 @@ func stepControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) (
 // control handles a person's control input: the deliberation machine
 // steps with the human trigger (recorded in the Journey Strip under the
 // issuer's name and role). REJECT_ALL also withdraws the options it
-// rejects: the named proposal's, or every pending offer's. Nothing reaches
+// rejects: the named proposal's, or every pending offer's; EXIT withdraws
+// every pending offer. Nothing reaches
 // the world; any failure is a refusal that changes nothing.
 func (t *tick) control(in Input) (string, error) {
 	c, err := ParseControl(in.Body)
@@ -140,7 +150,9 @@ func (t *tick) control(in Input) (string, error) {
 	}
 	st.Machine = next
 	var withdrawn []any
-	if c.Trigger == mrp.RejectAll {
+	// REJECT_ALL withdraws what it rejects; EXIT ends deliberation, so
+	// nothing it leaves on offer can be chosen any more (decision 0611).
+	if c.Trigger == mrp.RejectAll || next.State.Terminal() {
 		st.Offered = slices.DeleteFunc(st.Offered, func(o offer) bool {
 			drop := c.ProposalID == "" || o.ProposalID == c.ProposalID
 			if drop {

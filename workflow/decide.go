@@ -273,6 +273,11 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		completion = Fail
 	} else if w.completeWhen != nil && holds(mat, *w.completeWhen) {
 		completion = Complete
+	} else if st.Machine.State.Terminal() {
+		// Deliberation exited (a person's EXIT, or a closure budget): no
+		// proposal can be decided any more, so the work cannot be done
+		// and the run ends with that typed outcome (decision 0611).
+		completion = Fail
 	}
 	st.normalize()
 	next, err := st.encode()

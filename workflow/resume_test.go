@@ -55,3 +55,45 @@ func TestSuspendedChoiceResumesInTheRun(t *testing.T) {
 		}
 	}
 }
+
+// A person's EXIT ends deliberation with a summary, and the run with it:
+// the offers are withdrawn, the summary says what was left undecided,
+// and the workflow reports the run failed (its work cannot be done any
+// more: EXIT is terminal, so no later proposal could be decided), so the
+// runner ends it with a typed outcome instead of waiting for a choice no
+// one can make.
+func TestExitEndsTheRun(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, _ := goodwill(t, w, 60)
+	v, _ := w.Inspect(st)
+	proposal := v.Offers[0].ProposalID
+	exit := controlInput(2, map[string]any{"trigger": "EXIT", "reason": "customer withdrew the request"}, "dana", "operator", "mrp.exit")
+	r, err := w.Decide(st, exit)
+	if err != nil || r.Refusal != "" {
+		t.Fatalf("exit: %v %q", err, r.Refusal)
+	}
+	if r.Completion != Fail {
+		t.Fatalf("after EXIT the run's completion is %q, want %q", r.Completion, Fail)
+	}
+	v, _ = w.Inspect(r.State)
+	e := v.Journey[len(v.Journey)-1]
+	if v.MRPState != "EXIT" || len(v.Offers) != 0 || e.Row != "H09" {
+		t.Fatalf("after EXIT: %s offers %v entry %+v", v.MRPState, v.Offers, e)
+	}
+	if !strings.Contains(e.Summary, "dana") || !strings.Contains(e.Summary, proposal) || !strings.Contains(e.Summary, "customer withdrew the request") {
+		t.Fatalf("EXIT summary %q", e.Summary)
+	}
+	if n := notes(r, "mrp.control"); len(n) != 1 || len(n[0]["withdrawn"].([]any)) != 1 {
+		t.Fatalf("control note %v", n)
+	}
+	// Ended, it stays ended: a late choice is refused, and whatever input
+	// still arrives leaves the run failed.
+	if ch, _ := w.Decide(r.State, choiceInput(3, proposal, "path:store-credit", "dana", "operator", "mrp.choose_option")); ch.Refusal == "" {
+		t.Fatal("a choice after EXIT was taken")
+	}
+	in := refundInput("r-8", 10, "carol", "goodwill")
+	late, err := w.Decide(r.State, Input{Seq: 3, Kind: KindInput, Body: in, Actor: "agent"})
+	if err != nil || late.Completion != Fail || len(late.Effects) != 0 {
+		t.Fatalf("an input after EXIT: %v completion %q effects %d", err, late.Completion, len(late.Effects))
+	}
+}

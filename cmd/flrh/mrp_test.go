@@ -59,6 +59,14 @@ func TestMRPOverTheCLI(t *testing.T) {
 	if !strings.Contains(out, "MRP OPTIONS") || !strings.Contains(out, "waits for a choice") {
 		t.Fatalf("resume:\n%s", out)
 	}
+	// EXIT ends deliberation with a summary and the run with a typed outcome.
+	out = run("mrp", "gw", "exit", "--reason", "customer withdrew", "--as", "dana", storeFlag, dest, wfs)
+	if !strings.Contains(out, "FAILED_PERMANENT") {
+		t.Fatalf("exit:\n%s", out)
+	}
+	if out, err := flrh(bin, nil, "mrp", "gw", "pause", "--as", "dana", storeFlag, dest, wfs); err == nil {
+		t.Fatalf("pause after EXIT:\n%s", out)
+	}
 	if out := run("verify", "gw", storeFlag); !strings.Contains(out, "verified") {
 		t.Fatalf("verify:\n%s", out)
 	}

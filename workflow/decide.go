@@ -193,6 +193,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		}
 		body, ok := receiptNote(o.IntentID, o.ProposalID, outcome)
 		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, outcome) })
+		t.closeTest(o, outcome)
 		if w.ctl != nil {
 			obs = w.ctl.ofReceipt(outcome)
 		}

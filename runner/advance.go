@@ -115,6 +115,12 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 	if fold == nil {
 		return moved, err
 	}
+	if errors.Is(err, ErrDefinitionNotLoaded) {
+		// The run is another definition's: the pass touched nothing, and
+		// the input is submitted on its own below, as for a run another
+		// runner holds, for a runner holding that definition to take.
+		err = nil
+	}
 	// Not deferred: a pass that never returns (the process dies) leaves
 	// nothing behind, and the caller was told nothing.
 	if !folded {

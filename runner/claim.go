@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -107,7 +108,14 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			// A claim that returns after shutdown began is recorded, its
 			// runs are not started, and Close releases them.
 			claimCtx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LeaseTTL)
-			leases, err = r.cfg.Claimer.ClaimReady(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+			if dc, ok := r.cfg.Claimer.(store.DefinitionClaimer); ok {
+				// Only runs of the definitions this runner holds: another
+				// definition's run is left for a runner holding it, not
+				// leased and handed back on every claim.
+				leases, err = dc.ClaimReadyOf(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates, r.definitions)
+			} else {
+				leases, err = r.cfg.Claimer.ClaimReady(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+			}
 			cancelClaim()
 			if err != nil {
 				r.log.Error("claim ready runs", "err", err)
@@ -199,7 +207,10 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 	held, holding := r.leases[runID]
 	r.mu.Unlock()
 	switch code := store.CodeOf(err); {
-	case err == nil:
+	case err == nil || errors.Is(err, ErrDefinitionNotLoaded):
+		// A run of a definition this runner lacks (claimed from a store
+		// that cannot tell, or visited by the sweep) was not touched: the
+		// lease, if the claim took one, is given back at once.
 		if holding {
 			r.forget(runID)
 			if err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), held); err != nil && store.CodeOf(err) != store.CodeFenced {

@@ -102,6 +102,7 @@ type Runner struct {
 	authorities map[string]control.AuthorityPair
 	contract    *control.Contract
 	workflows   map[string]Workflow
+	definitions []string // the loaded workflows' digests, for claiming their runs only
 	log         *slog.Logger
 	wake        chan struct{}
 	mu          sync.Mutex
@@ -200,6 +201,7 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("runner: workflow %s registered twice", key)
 		}
 		r.workflows[key] = wf
+		r.definitions = append(r.definitions, wf.Digest())
 		if c := r.contractFor(wf); c.MachineDigest != "" && c.MachineDigest != r.machine.Digest() {
 			return nil, fmt.Errorf("runner: workflow %s brings a loop contract bound to another FSM table", key)
 		}
@@ -207,10 +209,25 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// ErrDefinitionNotLoaded marks a run created under a definition of its
+// workflow that this runner has not loaded (another definition of the same
+// id and version, say). The runner leaves such a run alone — no lease, no
+// write, no quarantine — for a runner that holds the definition. The error
+// carries store.CodeLeaseHeld: as with a run another runner holds, the run
+// is someone else's to advance.
+var ErrDefinitionNotLoaded = errors.New("runner: the run's workflow definition is not loaded")
+
+// workflow returns the loaded workflow a run was created under: its id and
+// version, and, when the run records one, its definition digest.
 func (r *Runner) workflow(run store.Run) (Workflow, error) {
 	wf, ok := r.workflows[run.WorkflowID+"@"+run.WorkflowVersion]
 	if !ok {
 		return nil, fmt.Errorf("runner: run %s needs workflow %s@%s, which is not loaded", run.ID, run.WorkflowID, run.WorkflowVersion)
+	}
+	if run.WorkflowDigest != "" && run.WorkflowDigest != wf.Digest() {
+		return nil, store.Errorf(store.CodeLeaseHeld, "advance", run.ID, ErrDefinitionNotLoaded,
+			"created under definition %s of %s@%s; this process has loaded %s, so a process holding that definition must advance it",
+			run.WorkflowDigest, run.WorkflowID, run.WorkflowVersion, wf.Digest())
 	}
 	return wf, nil
 }
@@ -263,7 +280,7 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	// or neither, never a run with nothing to start from.
 	first := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}
-	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), State: r.machine.InitialState()}, first); err != nil {
+	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, first); err != nil {
 		undo()
 		return err
 	}
@@ -375,7 +392,11 @@ func (r *Runner) Run(ctx context.Context) error {
 			go func(id string) {
 				defer wg.Done()
 				defer func() { <-sem; r.release(id) }()
-				if _, err := r.Advance(ctx, id); err != nil && ctx.Err() == nil {
+				if _, err := r.Advance(ctx, id); errors.Is(err, ErrDefinitionNotLoaded) {
+					// Another definition's run: left, untouched, to a runner
+					// that holds it. Not a warning: it is listed every poll.
+					r.log.Debug("advance: definition not loaded", "run_id", id, "err", err)
+				} else if err != nil && ctx.Err() == nil {
 					r.log.Warn("advance", "run_id", id, "err", err)
 				}
 			}(id)
@@ -433,7 +454,8 @@ func (r *Runner) release(id string) {
 }
 
 // RunToIdle advances every live run until none can move without outside
-// input, and returns the runs that ended. It is what the demo and tests use
+// input, and returns the runs that ended. Runs created under a definition
+// the runner has not loaded are left alone. It is what the demo and tests use
 // instead of the background loop.
 func (r *Runner) RunToIdle(ctx context.Context) error {
 	for pass := 0; pass < 1000; pass++ {
@@ -444,7 +466,9 @@ func (r *Runner) RunToIdle(ctx context.Context) error {
 		moved := false
 		for _, id := range ids {
 			m, err := r.Advance(ctx, id)
-			if err != nil {
+			if errors.Is(err, ErrDefinitionNotLoaded) {
+				continue // another definition's run, for a runner holding it
+			} else if err != nil {
 				return fmt.Errorf("run %s: %w", id, err)
 			}
 			moved = moved || m

@@ -80,14 +80,21 @@ type Run struct {
 	ID              string
 	WorkflowID      string
 	WorkflowVersion string
-	State           string // the run FSM state after the last commit
-	Outcome         string // the final outcome category, "" while the run is live
-	Head            int64  // sequence number of the last accepted event, 0 before any
-	HeadHash        string // chain hash after the last event (GenesisHash before any)
-	Lease           Lease
-	Quarantine      string // why the run is parked, "" when it is not
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// WorkflowDigest is the digest of the workflow definition the run was
+	// created under (Workflow.Digest in the runner), recorded with the
+	// header so that a process holding another definition of the same id
+	// and version can tell the run is not its own before reading anything
+	// else. "" for a run created without one, or migrated from a store
+	// that did not record it and holding no readable checkpoint.
+	WorkflowDigest string
+	State          string // the run FSM state after the last commit
+	Outcome        string // the final outcome category, "" while the run is live
+	Head           int64  // sequence number of the last accepted event, 0 before any
+	HeadHash       string // chain hash after the last event (GenesisHash before any)
+	Lease          Lease
+	Quarantine     string // why the run is parked, "" when it is not
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Lease is a writer's claim on a run. Generation grows by one on every

@@ -19,6 +19,18 @@ type Claimer interface {
 	ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]Lease, error)
 }
 
+// DefinitionClaimer is implemented by Claimers that can leave alone the
+// runs a runner cannot advance: those created under a workflow definition
+// it has not loaded (another process, holding that definition, will).
+type DefinitionClaimer interface {
+	Claimer
+	// ClaimReadyOf is ClaimReady limited to runs whose recorded definition
+	// digest (Run.WorkflowDigest) is one of definitions, or "" (a run that
+	// records none, which any runner of its workflow id and version may
+	// take).
+	ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]Lease, error)
+}
+
 // WorkWatcher is implemented by stores that can tell a runner when there
 // may be new work (a run created, an input submitted, a lease released).
 type WorkWatcher interface {

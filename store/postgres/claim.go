@@ -15,8 +15,9 @@ import (
 type Claimer = store.Claimer
 
 var (
-	_ store.Claimer     = (*Store)(nil)
-	_ store.WorkWatcher = (*Store)(nil)
+	_ store.Claimer           = (*Store)(nil)
+	_ store.DefinitionClaimer = (*Store)(nil)
+	_ store.WorkWatcher       = (*Store)(nil)
 )
 
 // ClaimReady implements Claimer with one statement: SELECT … FOR NO KEY
@@ -28,6 +29,20 @@ var (
 // empty inbox is never claimed, so that runners do not take turns leasing
 // runs that wait for a person or for input.
 func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
+	return s.claimReady(ctx, owner, ttl, limit, resting, nil)
+}
+
+// ClaimReadyOf implements store.DefinitionClaimer: ClaimReady's statement,
+// with the runs' recorded definition digests filtered in the same scan.
+func (s *Store) ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]store.Lease, error) {
+	if definitions == nil {
+		definitions = []string{}
+	}
+	return s.claimReady(ctx, owner, ttl, limit, resting, definitions)
+}
+
+// claimReady is ClaimReady, limited to definitions when not nil.
+func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]store.Lease, error) {
 	const op = "claim"
 	if owner == "" || ttl <= 0 || limit <= 0 {
 		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "owner, a positive ttl and a positive limit are required")
@@ -43,6 +58,7 @@ picked AS MATERIALIZED (
 	SELECT run_id, created_order FROM runs, clock
 	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
 		AND (NOT (state = ANY($5)) OR EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = runs.run_id AND NOT i.consumed))
+		AND ($6::text[] IS NULL OR workflow_digest = '' OR workflow_digest = ANY($6))
 	ORDER BY created_order LIMIT $3
 	FOR NO KEY UPDATE OF runs SKIP LOCKED)
 UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
@@ -50,7 +66,7 @@ UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
 FROM picked, clock
 WHERE r.run_id = picked.run_id
 RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order`,
-		owner, ttl.Nanoseconds(), limit, s.injected(), resting)
+		owner, ttl.Nanoseconds(), limit, s.injected(), resting, definitions)
 	if err != nil {
 		return nil, s.mapErr(op, "", err)
 	}

@@ -11,13 +11,13 @@ import (
 )
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest`
 
 func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 	var r store.Run
 	var exp, created, updated int64
 	dest := append([]any{&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated}, extra...)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest}, extra...)
 	err := row.Scan(dest...)
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
@@ -141,9 +141,9 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inb
 	return s.write(ctx, "create run", run.ID, func(tx *wtx) error {
 		// One round trip: BEGIN, the row, its first inbox entries, the
 		// notification and COMMIT.
-		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
-			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected())
+		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at)
+VALUES ($1, $2, $3, $7, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest)
 		// The run is new, so its inbox is empty: the entries take
 		// positions 1, 2, ... in the order given.
 		for i, in := range first {

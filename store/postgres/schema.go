@@ -261,6 +261,25 @@ ALTER INDEX events_sums_pkey RENAME TO events_pkey;
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
 `},
+	// A run's header records the digest of the workflow definition it was
+	// created under, so that runners holding another definition of the
+	// same id and version leave it alone. An existing run takes the
+	// definition digest its latest checkpoint names: the body's top-level
+	// "workflow_digest" (build_digest is the platform's, not the
+	// definition's). The body is read through encode(..., 'escape'),
+	// which never fails, rather than as JSON, which fails the migration
+	// on a sealed body; a sealed body starts with a NUL byte, not
+	// "{", and leaves "". Canonical JSON sorts its keys, so the top-level member
+	// comes after any nested one of that name: the greedy match takes the
+	// last. A run with no such checkpoint keeps "".
+	{"run definition digest", `
+ALTER TABLE runs ADD COLUMN workflow_digest text NOT NULL DEFAULT '';
+UPDATE runs SET workflow_digest = COALESCE((
+	SELECT CASE WHEN substring(c.body FROM 1 FOR 1) = '\x7b'::bytea
+		THEN substring(encode(c.body, 'escape') FROM '.*"workflow_digest":"(sha256:[0-9a-f]{64})"') END
+	FROM checkpoints c WHERE c.run_id = runs.run_id
+	ORDER BY c.n DESC LIMIT 1), '');
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

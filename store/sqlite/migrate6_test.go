@@ -237,6 +237,7 @@ func TestMigrateFromVersion5RealRuns(t *testing.T) {
 	}
 	writeVersion5(t, ctx, src, srcPath, v5Path)
 	src.Close()
+	addDefinitionCases(t, v5Path)
 
 	st, err := sqlite.Open(ctx, v5Path, sqlite.Options{})
 	if err != nil {
@@ -250,6 +251,17 @@ func TestMigrateFromVersion5RealRuns(t *testing.T) {
 	for _, id := range ids {
 		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
 			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+		// The definition digest a run recorded when it was created is
+		// the one the migration reads back from its latest checkpoint.
+		if want[id].Run.WorkflowDigest == "" {
+			t.Fatalf("run %s recorded no definition digest", id)
+		}
+	}
+	for id, d := range map[string]string{"sealed": "", "garbled": "", "bare": "", "nested": "sha256:" + strings.Repeat("4", 64)} {
+		r, err := st.Run(ctx, id)
+		if err != nil || r.WorkflowDigest != d {
+			t.Fatalf("run %s migrated with definition digest %q (%v), want %q", id, r.WorkflowDigest, err, d)
 		}
 	}
 	// Every hash the version-5 rows held as text is now 32 bytes.
@@ -276,5 +288,42 @@ OR checkpoint_n <> COALESCE((SELECT MAX(n) FROM checkpoints WHERE checkpoints.ru
 	var fk int64
 	if err := st.DB().QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
 		t.Fatalf("foreign key check: %d rows, %v", fk, err)
+	}
+}
+
+// addDefinitionCases adds to a version-5 database runs whose definition
+// digest the migration cannot or must not take from a checkpoint: one
+// whose latest checkpoint is sealed (its bytes hold a digest's text, after
+// the sealed prefix), one whose checkpoint is not JSON, one with none;
+// and one whose checkpoint has a nested member of that name before its
+// own. They are parked, so that the runners of the test leave them.
+func addDefinitionCases(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	digest := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	q := `INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, quarantine, created_at, updated_at, created_order)
+SELECT column1, 'wf', '1', 'S', 'h', 'by hand', 0, 0, (SELECT MAX(created_order) FROM runs) + column2
+FROM (VALUES ('sealed', 1), ('garbled', 2), ('bare', 3), ('nested', 4))`
+	if _, err := db.Exec(q); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		run  string
+		n    int
+		body []byte
+	}{
+		{"sealed", 1, []byte(`{"workflow_digest":"` + digest("1") + `"}`)},
+		{"sealed", 2, []byte(store.SealedPrefix + `{"workflow_digest":"` + digest("2") + `"}`)},
+		{"garbled", 1, []byte("\xff{")},
+		{"nested", 1, []byte(`{"state":{"workflow_digest":"` + digest("3") + `"},"workflow_digest":"` + digest("4") + `","workflow_id":"wf"}`)},
+	} {
+		if _, err := db.Exec(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, ?, 0, 1, 'b', ?, 'd', 1, 0)`, c.run, c.n, c.body); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -320,6 +320,22 @@ UPDATE runs SET
 	trace_seq = COALESCE((SELECT MAX(last_seq) FROM trace WHERE trace.run_id = runs.run_id), 0),
 	checkpoint_n = COALESCE((SELECT MAX(n) FROM checkpoints WHERE checkpoints.run_id = runs.run_id), 0);
 `,
+	// 7: a run's header records the digest of the workflow definition it
+	// was created under, so that runners holding another definition of
+	// the same id and version leave it alone. An existing run takes the
+	// definition digest its latest checkpoint names (the body's top-level
+	// "workflow_digest"; the build_digest column is the platform's, not
+	// the definition's); a run with no checkpoint, or whose checkpoint is
+	// sealed or not JSON, keeps "". CASE is evaluated lazily, so
+	// json_extract never sees a body json_valid refused.
+	`
+ALTER TABLE runs ADD COLUMN workflow_digest TEXT NOT NULL DEFAULT '';
+UPDATE runs SET workflow_digest = COALESCE((
+	SELECT CASE WHEN json_valid(CAST(c.body AS TEXT))
+		THEN CASE WHEN json_type(CAST(c.body AS TEXT), '$.workflow_digest') = 'text'
+			THEN json_extract(CAST(c.body AS TEXT), '$.workflow_digest') END END
+	FROM checkpoints c WHERE c.run_id = runs.run_id ORDER BY c.n DESC LIMIT 1), '');
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

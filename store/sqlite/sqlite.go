@@ -222,9 +222,9 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inb
 	}
 	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `
-INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order)
-VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
-			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, nanos(now), nanos(now))
+INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now))
 		if err != nil {
 			return err
 		}
@@ -242,7 +242,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 }
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -250,7 +250,7 @@ func scanRun(row scanner) (store.Run, error) {
 	var r store.Run
 	var exp, created, updated int64
 	err := row.Scan(&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest)
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
 	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -364,7 +364,7 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	var r store.Run
 	err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`, lease.RunID).Scan(
 		&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &c.traceSeq, &c.checkpointN)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &c.traceSeq, &c.checkpointN)
 	if err != nil {
 		return r, c, err
 	}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"Ready", testReady},
 		{"CreateRunWithInput", testCreateRunWithInput},
 		{"ConcurrentRunsFencedAlone", testConcurrentRunsFencedAlone},
+		{"RunDefinitionDigest", testRunDefinitionDigest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -879,4 +880,73 @@ func testCreateRunWithInput(t *testing.T, s store.Store, _ *Clock) {
 	if in, _ = s.Inbox(ctx, "r", false); len(in) != 3 {
 		t.Fatalf("a refused creation changed the inbox: %+v", in)
 	}
+}
+
+// A run's definition digest is recorded when the run is created and comes
+// back, unchanged by anything written to the run since, with its header
+// however it is read; a run created without one reads "". A store that
+// claims runs for a runner (DefinitionClaimer) hands out only runs of the
+// definitions asked for, and those that record none.
+func testRunDefinitionDigest(t *testing.T, s store.Store, c *Clock) {
+	defA, defB := store.BodyDigest([]byte("definition a")), store.BodyDigest([]byte("definition b"))
+	must(t, s.CreateRun(ctx, store.Run{ID: "a", WorkflowID: "wf", WorkflowVersion: "1", WorkflowDigest: defA, State: "CREATED"},
+		Inb("a", "input:1", "INPUT", `{}`)))
+	must(t, s.CreateRun(ctx, store.Run{ID: "b", WorkflowID: "wf", WorkflowVersion: "1", WorkflowDigest: defB, State: "CREATED"},
+		Inb("b", "input:1", "INPUT", `{}`)))
+	must(t, s.CreateRun(ctx, store.Run{ID: "none", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"},
+		Inb("none", "input:1", "INPUT", `{}`)))
+	want := map[string]string{"a": defA, "b": defB, "none": ""}
+	check := func(when string) {
+		t.Helper()
+		for id, d := range want {
+			r, err := s.Run(ctx, id)
+			must(t, err)
+			if r.WorkflowDigest != d || r.WorkflowID != "wf" || r.WorkflowVersion != "1" {
+				t.Fatalf("%s: Run(%s) = %q@%q digest %q, want digest %q", when, id, r.WorkflowID, r.WorkflowVersion, r.WorkflowDigest, d)
+			}
+		}
+		rs, err := s.Runs(ctx, "", 10)
+		must(t, err)
+		if len(rs) != 3 {
+			t.Fatalf("%s: Runs = %d runs", when, len(rs))
+		}
+		for _, r := range rs {
+			if r.WorkflowDigest != want[r.ID] {
+				t.Fatalf("%s: Runs has %s with digest %q, want %q", when, r.ID, r.WorkflowDigest, want[r.ID])
+			}
+		}
+	}
+	check("created")
+
+	if dc, ok := s.(store.DefinitionClaimer); ok {
+		got, err := dc.ClaimReadyOf(ctx, "runner-b", time.Minute, 10, nil, []string{defB})
+		must(t, err)
+		ids := []string{}
+		for _, l := range got {
+			ids = append(ids, l.RunID)
+		}
+		if fmt.Sprint(ids) != "[b none]" {
+			t.Fatalf("claim for definition b took %v, want [b none]", ids)
+		}
+		for _, l := range got {
+			must(t, s.ReleaseLease(ctx, l))
+		}
+		got, err = dc.ClaimReadyOf(ctx, "runner-x", time.Minute, 10, nil, []string{})
+		must(t, err)
+		if len(got) != 1 || got[0].RunID != "none" {
+			t.Fatalf("claim for no definition took %v, want only the run that records none", got)
+		}
+		must(t, s.ReleaseLease(ctx, got[0]))
+	}
+
+	// Commits, checkpoints, leases and a quarantine leave it as it was.
+	l, err := s.AcquireLease(ctx, "a", "runner-a", time.Minute)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{Ev("E", `{"n":1}`)}, State: "INGEST",
+		Checkpoint: &store.Checkpoint{Seq: 1, FormatVersion: 1, BuildDigest: "build", Body: []byte(`{"workflow_digest":"other"}`),
+			Digest: store.BodyDigest([]byte(`{"workflow_digest":"other"}`))}, Consume: []string{"input:1"}}))
+	must(t, s.ReleaseLease(ctx, l))
+	must(t, s.Quarantine(ctx, "b", "parked"))
+	c.Advance(time.Hour)
+	check("after commits and a quarantine")
 }

@@ -147,6 +147,7 @@ ALTER TABLE events_v4 RENAME TO events;
 ALTER INDEX events_v4_pkey RENAME TO events_pkey;
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+ALTER TABLE runs DROP COLUMN workflow_digest;
 DELETE FROM schema_migrations WHERE version > 4;
 -- A run whose event hashes were written by hand, not canonical: they
 -- must read back as the text they are.
@@ -154,7 +155,19 @@ INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_seq, head_h
 VALUES ('odd', 'wf', '1', 'S', 2, 'SHA256:X', 'written by hand', 0, 0);
 INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES
 	('odd', 1, 'k', '\x7b7d', 'sha256:ABCDEF', '', 'sha256:00000000000000000000000000000000000000000000000000000000000000000', 1, 0),
-	('odd', 2, 'k', '\x7b7d', 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'x', 'SHA256:X', 1, 0);`)
+	('odd', 2, 'k', '\x7b7d', 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'x', 'SHA256:X', 1, 0);
+-- Runs whose latest checkpoint is sealed (it starts with a NUL byte;
+-- its bytes happen to hold a definition digest's text, which must not
+-- be taken), names its definition after a nested member of that name,
+-- or is not JSON at all; and a run with no checkpoint.
+INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, quarantine, created_at, updated_at) VALUES
+	('sealed', 'wf', '1', 'S', 'h', 'by hand', 0, 0), ('nested', 'wf', '1', 'S', 'h', 'by hand', 0, 0),
+	('garbled', 'wf', '1', 'S', 'h', 'by hand', 0, 0), ('bare', 'wf', '1', 'S', 'h', 'by hand', 0, 0);
+INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at) VALUES
+	('sealed', 1, 0, 1, 'b', convert_to('{"workflow_digest":"sha256:`+strings.Repeat("1", 64)+`"}', 'UTF8'), 'd', 1, 0),
+	('sealed', 2, 0, 1, 'b', '\x00'::bytea || convert_to('"workflow_digest":"sha256:`+strings.Repeat("2", 64)+`"', 'UTF8'), 'd', 1, 0),
+	('nested', 1, 0, 1, 'b', convert_to('{"state":{"workflow_digest":"sha256:`+strings.Repeat("3", 64)+`"},"workflow_digest":"sha256:`+strings.Repeat("4", 64)+`","workflow_id":"wf"}', 'UTF8'), 'd', 1, 0),
+	('garbled', 1, 0, 1, 'b', '\xff7b'::bytea, 'd', 1, 0);`)
 	must(t, err)
 	must(t, tx.Commit(ctx))
 }
@@ -203,6 +216,19 @@ func TestMigrateFromVersion4RealRuns(t *testing.T) {
 	for _, id := range ids {
 		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
 			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+		// The definition digest a run recorded when it was created is
+		// the one the migration reads back from its latest checkpoint.
+		if want[id].Run.WorkflowDigest == "" {
+			t.Fatalf("run %s recorded no definition digest", id)
+		}
+	}
+	for id, d := range map[string]string{"odd": "", "sealed": "", "garbled": "", "bare": "",
+		"nested": "sha256:" + strings.Repeat("4", 64)} {
+		r, err := st.Run(ctx, id)
+		must(t, err)
+		if r.WorkflowDigest != d {
+			t.Fatalf("run %s migrated with definition digest %q, want %q", id, r.WorkflowDigest, d)
 		}
 	}
 	// Every canonical hash the version-4 rows held as text is now its sum.

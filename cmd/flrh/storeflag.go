@@ -218,18 +218,23 @@ func (c *catalog) first(id, version string) (candidate, bool) {
 }
 
 // forRun returns the candidate a recorded run needs: its id and version,
-// and, among several, the one whose digest the run's checkpoint records.
-// When exact is set and the run has a checkpoint, only that definition
-// will do: advancing a run under another one would quarantine it.
+// and, among several, the one whose digest the run recorded when it was
+// created (or, for a run from a store that did not record it, the one its
+// checkpoint records). When exact is set and the run names a definition,
+// only that one will do: a runner holding another leaves the run alone.
 func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run, exact bool) (candidate, bool) {
-	digest := ""
-	cp, cpErr := st.Checkpoint(ctx, run.ID)
-	if cpErr == nil {
-		var body struct {
-			WorkflowDigest string `json:"workflow_digest"`
-		}
-		if json.Unmarshal(cp.Body, &body) == nil {
-			digest = body.WorkflowDigest
+	digest := run.WorkflowDigest
+	var cpErr error
+	if digest == "" {
+		var cp store.Checkpoint
+		cp, cpErr = st.Checkpoint(ctx, run.ID)
+		if cpErr == nil {
+			var body struct {
+				WorkflowDigest string `json:"workflow_digest"`
+			}
+			if json.Unmarshal(cp.Body, &body) == nil {
+				digest = body.WorkflowDigest
+			}
 		}
 	}
 	if digest != "" {

@@ -93,3 +93,38 @@ func TestDatalogKeepsAGOGCTheUserSet(t *testing.T) {
 		t.Fatalf("target %d %%, want %d %% (kept)", got, before)
 	}
 }
+
+// For datalog the pages are also released by the clock, without any
+// collection, and those releases end with stop.
+func TestDatalogReleasesByTheClockUntilStop(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start-up pages are released on Linux only")
+	}
+	// No collection may run while the clock is watched: a target this
+	// high leaves the test's few allocations far below it.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	s := start([]string{"flrh", "datalog", "p.dl"}, true)
+	if s == nil || s.err != nil || s.pages == nil {
+		t.Fatalf("start: %+v", s)
+	}
+	counts := func() (ticks, cycles int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.ticks, s.cycles
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ticks, _ := counts(); ticks < 3 && time.Now().Before(deadline); ticks, _ = counts() {
+		time.Sleep(releaseEvery)
+	}
+	ticks, cycles := counts()
+	if ticks < 3 || cycles != 0 {
+		s.stop()
+		t.Fatalf("%d releases by the clock and %d after collections, want at least 3 and 0", ticks, cycles)
+	}
+	s.stop()
+	after, _ := counts()
+	time.Sleep(20 * releaseEvery)
+	if ticks, _ := counts(); ticks != after {
+		t.Fatalf("released by the clock after stop: %d → %d", after, ticks)
+	}
+}

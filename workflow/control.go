@@ -131,8 +131,8 @@ func stepControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) (
 // steps with the human trigger (recorded in the Journey Strip under the
 // issuer's name and role). REJECT_ALL also withdraws the options it
 // rejects: the named proposal's, or every pending offer's; EXIT withdraws
-// every pending offer. Nothing reaches
-// the world; any failure is a refusal that changes nothing.
+// every pending offer, whatever proposal it names. Nothing reaches the
+// world; any failure is a refusal that changes nothing.
 func (t *tick) control(in Input) (string, error) {
 	c, err := ParseControl(in.Body)
 	if err != nil {
@@ -154,7 +154,7 @@ func (t *tick) control(in Input) (string, error) {
 	// nothing it leaves on offer can be chosen any more (decision 0611).
 	if c.Trigger == mrp.RejectAll || next.State.Terminal() {
 		st.Offered = slices.DeleteFunc(st.Offered, func(o offer) bool {
-			drop := c.ProposalID == "" || o.ProposalID == c.ProposalID
+			drop := next.State.Terminal() || c.ProposalID == "" || o.ProposalID == c.ProposalID
 			if drop {
 				withdrawn = append(withdrawn, o.ProposalID)
 			}

@@ -97,3 +97,17 @@ func TestExitEndsTheRun(t *testing.T) {
 		t.Fatalf("an input after EXIT: %v completion %q effects %d", err, late.Completion, len(late.Effects))
 	}
 }
+
+// An EXIT that names a proposal still withdraws every offer: nothing can
+// be chosen after it.
+func TestExitNamingAProposalWithdrawsEveryOffer(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st, _ := goodwill(t, w, 60)
+	r, err := w.Decide(st, controlInput(2, map[string]any{"trigger": "EXIT", "proposal_id": "proposal:other"}, "dana", "operator", "mrp.exit"))
+	if err != nil || r.Refusal != "" {
+		t.Fatalf("exit: %v %q", err, r.Refusal)
+	}
+	if v, _ := w.Inspect(r.State); len(v.Offers) != 0 || r.Completion != Fail {
+		t.Fatalf("after EXIT naming another proposal: offers %v completion %q", v.Offers, r.Completion)
+	}
+}

@@ -52,6 +52,25 @@ func TestSuspendedChoiceResumes(t *testing.T) {
 	}
 }
 
+// A test a person asks for while options are offered suspends the choice
+// too: after the test (or a pause during it) the person resumes to the
+// same options.
+func TestTestRequestedInOptionsKeepsThem(t *testing.T) {
+	m, err := Step(offering(t), Event{Trigger: RequestTest, Actor: alice})
+	if err != nil || m.State != Test || len(m.Options) != 2 {
+		t.Fatalf("REQUEST_TEST: %v in %s options %v", err, m.State, m.Options)
+	}
+	// The test contradicts the path: back to the options (R18).
+	if c, err := Step(m, Event{Trigger: TestsContradict, Target: Options, Actor: runtime}); err != nil || c.State != Options || len(c.Options) != 2 {
+		t.Fatalf("TESTS_CONTRADICT to OPTIONS: %v in %s options %v", err, c.State, c.Options)
+	}
+	m, _ = Step(m, Event{Trigger: Pause, Actor: alice})
+	m, err = Step(m, Event{Trigger: Resume, Actor: alice})
+	if err != nil || m.State != Options || !slices.Equal(m.Options, []string{"path:a", "path:b"}) {
+		t.Fatalf("PAUSE, RESUME after a test: %v in %s options %v", err, m.State, m.Options)
+	}
+}
+
 // Options withdrawn by a rejection or by the runtime are gone: RESUME
 // from HOLD has nothing to return to and is refused, changing nothing.
 func TestResumeWithoutOptionsIsRefused(t *testing.T) {

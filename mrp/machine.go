@@ -301,8 +301,9 @@ var Table = []Row{
 	{"H04", []State{Options}, RejectAll, "", Hold, false, "SPEC §7.3"},
 	{"H05", []State{Hold, Options, Decide}, RequestTest, "", Test, false, "SPEC §7.3"},
 	{"H06", []State{Hold, Options, Test, Decide}, HumanEscalate, "", Escalate, false, "SPEC §7.3"},
-	// A person's PAUSE or ESCALATE out of OPTIONS suspends the choice and
-	// keeps the options on record; RESUME returns to them (decision 0611).
+	// A person's PAUSE, ESCALATE or REQUEST_TEST out of OPTIONS suspends
+	// the choice and keeps the options on record; RESUME returns to them
+	// (decision 0611).
 	// Tried before H07 and H10, which resume into HOLD.
 	{"H11", []State{Hold, Escalate}, Resume, "options on record", Options, false, "flrh"},
 	{"H07", []State{Failsafe}, Resume, "", Hold, false, "SPEC §7.3"},
@@ -362,13 +363,13 @@ func Step(m Machine, ev Event) (Machine, error) {
 	case CareCooloffOK:
 		next.Cooldown = false
 	}
-	// Leaving OPTIONS withdraws the options, except when a person pauses
-	// or escalates: that suspends the choice, and RESUME (H11) returns to
-	// the same options.
+	// Leaving OPTIONS withdraws the options, except when a person pauses,
+	// escalates or asks for a test: that suspends the choice, and RESUME
+	// (H11, from HOLD or ESCALATE) returns to the same options.
 	switch {
 	case to == Options && len(ev.Options) > 0:
 		next.Options = append([]string(nil), ev.Options...)
-	case to != Options && m.State == Options && ev.Trigger != Pause && ev.Trigger != HumanEscalate:
+	case to != Options && m.State == Options && !suspendsChoice[ev.Trigger]:
 		next.Options = []string{}
 	}
 	b := &next.Budgets
@@ -420,6 +421,10 @@ func (m Machine) enforceBudgets(progress bool) Machine {
 	}
 	return m
 }
+
+// suspendsChoice are the person's triggers that leave OPTIONS without
+// answering it; the options stay on record (decision 0611).
+var suspendsChoice = map[Trigger]bool{Pause: true, HumanEscalate: true, RequestTest: true}
 
 func join(a, b string) string {
 	if a == "" {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/mrp"
 )
 
@@ -110,4 +112,55 @@ func TestExitNamingAProposalWithdrawsEveryOffer(t *testing.T) {
 	if v, _ := w.Inspect(r.State); len(v.Offers) != 0 || r.Completion != Fail {
 		t.Fatalf("after EXIT naming another proposal: offers %v completion %q", v.Offers, r.Completion)
 	}
+}
+
+// Whatever a person does to a run waiting in OPTIONS — pause, escalate,
+// ask for a test, resume, in any order — as long as the run has not
+// exited and the offer is still pending, the person can get back to it:
+// at most a PAUSE and a RESUME away, a choice is taken and decides the
+// proposal.
+func TestNoSteeringDeadEnd(t *testing.T) {
+	w := compileExample(t, "support-agent")
+	st0, _ := goodwill(t, w, 60)
+	v0, _ := w.Inspect(st0)
+	proposal, option := v0.Offers[0].ProposalID, v0.Offers[0].Options[0]
+	rapid.Check(t, func(rt *rapid.T) {
+		st, seq := st0, int64(1)
+		act := func(tr mrp.Trigger) Result {
+			seq++
+			capName, _ := mrp.RequiredCapability(tr)
+			r, err := w.Decide(st, controlInput(seq, trig(tr), "dana", "operator", capName))
+			if err != nil {
+				rt.Fatal(err)
+			}
+			return r
+		}
+		n := rapid.IntRange(1, 6).Draw(rt, "acts")
+		for i := 0; i < n; i++ {
+			tr := rapid.SampledFrom([]mrp.Trigger{mrp.Pause, mrp.HumanEscalate, mrp.RequestTest, mrp.Resume}).Draw(rt, "act")
+			st = act(tr).State
+		}
+		for _, path := range [][]mrp.Trigger{nil, {mrp.Resume}, {mrp.Pause, mrp.Resume}} {
+			s := st
+			for _, tr := range path {
+				if r := act(tr); r.Refusal == "" {
+					st = r.State
+				}
+			}
+			seq++
+			r, err := w.Decide(st, choiceInput(seq, proposal, option, "dana", "operator", "mrp.choose_option"))
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if r.Refusal == "" {
+				if o := outcomes(r); len(o) != 1 || o[0]["proposal_id"] != proposal {
+					rt.Fatalf("the choice did not decide the proposal: %v", o)
+				}
+				return
+			}
+			st = s
+		}
+		v, _ := w.Inspect(st)
+		rt.Fatalf("dead end: MRP %s, strip %v, offers %d", v.MRPState, v.Strip, len(v.Offers))
+	})
 }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,15 +67,27 @@ func TestSupportAgentChoices(t *testing.T) {
 		}
 		proposal := cards[0]["proposal_id"].(string)
 
-		// An agent cannot choose: the input is refused and nothing changes.
+		// An agent cannot choose: the workflow refuses the choice before it
+		// is handed on, and nothing changes.
 		agent := runner.Actor{Name: "refund-bot", Role: "agent", Capability: "mrp.choose_option"}
-		h.choose("goodwill-large", proposal, "path:store-credit", agent)
-		refusals := h.trace("goodwill-large", "refusal")
-		if len(refusals) != 1 || !strings.HasPrefix(refusals[0]["reason"].(string), workflow.ChoiceNotAPerson) {
-			t.Fatalf("refusals %v", refusals)
+		var nw *runner.NotWaitingError
+		if err := h.r.Choose(h.ctx, "goodwill-large", proposal, "path:store-credit", agent); !errors.As(err, &nw) ||
+			!strings.Contains(nw.What, workflow.ChoiceNotAPerson) {
+			t.Fatalf("an agent's choice: err = %v", err)
 		}
-		if len(h.intents("goodwill-large")) != 0 {
-			t.Fatal("an agent's choice produced an intent")
+		// Nor can a person choose an option not offered, or for a proposal
+		// with none pending.
+		if err := h.r.Choose(h.ctx, "goodwill-large", proposal, "path:cash", chooser); !errors.As(err, &nw) ||
+			!strings.Contains(nw.What, workflow.ChoiceNotOffered) {
+			t.Fatalf("an option not offered: err = %v", err)
+		}
+		if err := h.r.Choose(h.ctx, "goodwill-large", "proposal:none", "path:store-credit", chooser); !errors.As(err, &nw) ||
+			!strings.Contains(nw.What, workflow.ChoiceNotPending) {
+			t.Fatalf("a proposal with no options pending: err = %v", err)
+		}
+		h.idle()
+		if refusals := h.trace("goodwill-large", "refusal"); len(refusals) != 0 || len(h.intents("goodwill-large")) != 0 {
+			t.Fatalf("refused choices reached the run: refusals %v", refusals)
 		}
 
 		h.choose("goodwill-large", proposal, "path:store-credit", chooser)

@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"path/filepath"
 	"strings"
@@ -221,10 +222,17 @@ func TestRefundAgentEndToEnd(t *testing.T) {
 		if len(h.sb.Mutations()) != 1 {
 			t.Fatal("something reached the destination before the approval")
 		}
-		// Someone other than the named approver cannot approve it.
+		// Someone other than the named approver cannot approve it: the
+		// approval is refused before any grant is stored.
+		var ar *runner.ApproverRefusedError
 		if err := h.r.Approve(h.ctx, "refund-large", w.RequestID, runner.Actor{Name: "intern", Role: "human_approver",
-			Capability: "approval.grant_exact_hash"}, time.Minute); err != nil {
-			t.Fatal(err)
+			Capability: "approval.grant_exact_hash"}, time.Minute); !errors.As(err, &ar) || !strings.Contains(ar.Reason, `names "finance-lead"`) {
+			t.Fatalf("approval by intern: err = %v", err)
+		}
+		// Nor deny it: a denial fails the run for good.
+		if err := h.r.Deny(h.ctx, "refund-large", w.RequestID, "no", runner.Actor{Name: "intern", Role: "human_approver",
+			Capability: "approval.deny"}); !errors.As(err, &ar) {
+			t.Fatalf("denial by intern: err = %v", err)
 		}
 		h.idle()
 		if s := h.status("refund-large"); s.State != "WAIT_APPROVAL" || len(h.intents("refund-large")) != 0 {
@@ -270,11 +278,15 @@ func TestRefundAgentEndToEnd(t *testing.T) {
 	})
 
 	t.Run("malformed input is refused and changes nothing", func(t *testing.T) {
-		h.start("refund-bad", `{"type":"refund.requested/1","payload":{"refund_id":"r-9","amount":"lots","payee":"x","reason":""}}`)
-		if len(h.trace("refund-bad", "refusal")) != 1 || len(h.intents("refund-bad")) != 0 {
-			t.Fatalf("refusals %v", h.trace("refund-bad", "refusal"))
+		bad := `{"type":"refund.requested/1","payload":{"refund_id":"r-9","amount":"lots","payee":"x","reason":""}}`
+		var refused *runner.InputRefusedError
+		if err := h.r.Start(h.ctx, "refund-bad", h.wf.ID(), h.wf.Version(), []byte(bad)); !errors.As(err, &refused) ||
+			!strings.Contains(refused.Reason, "MALFORMED_ACCEPTED_EVENT") {
+			t.Fatalf("err = %v", err)
 		}
-		h.checkRecord("refund-bad")
+		if _, err := h.st.Run(h.ctx, "refund-bad"); store.CodeOf(err) != store.CodeNotFound {
+			t.Fatalf("a refused input created a run (%v)", err)
+		}
 	})
 }
 

@@ -192,48 +192,50 @@ func (c *statusCache) put(runID string, d derived) {
 
 // Approve grants the approval a run waits on, bound to the exact request
 // digest, and tells the run. The grant is one-time and expires after ttl.
+// An approver the request does not allow (ApproverRefusedError), a run
+// that has ended (EndedError) or a request the run does not wait on
+// (NotWaitingError) is refused before the grant is stored.
 func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) error {
-	st, err := r.Inspect(ctx, runID)
+	wf, need, err := r.waitingApproval(ctx, runID, requestID)
 	if err != nil {
 		return err
 	}
-	var need *ApprovalNeed
-	for i := range st.Waiting {
-		if st.Waiting[i].RequestID == requestID {
-			need = &st.Waiting[i]
-		}
-	}
-	if need == nil {
-		return &NotWaitingError{RunID: runID, What: "approval " + requestID}
+	if ttl <= 0 {
+		return fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)
 	}
 	now := r.cfg.Clock().UTC()
-	nonce := cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", runID, requestID, by.Name, now.UnixNano())))[:32]
-	grant := map[string]any{"kind": "flrh.approval.grant", "run_id": runID, "request_id": requestID, "request_digest": need.RequestDigest,
-		"actor": by.Name, "role": by.Role, "nonce": nonce, "expires_at": now.Add(ttl).Format(time.RFC3339Nano)}
-	body, err := cjson.Marshal(grant)
+	grant, err := grantFor(runID, need, by, now, ttl)
 	if err != nil {
 		return err
 	}
-	id := "grant:" + nonce
-	if err := r.cfg.Store.GrantApproval(ctx, store.Approval{ID: id, RunID: runID, RequestDigest: need.RequestDigest, Nonce: nonce,
-		Body: body, Digest: store.BodyDigest(body), ExpiresAt: now.Add(ttl)}); err != nil {
+	if err := checkApprover(wf, runID, need, grant, by, now); err != nil {
 		return err
 	}
-	return r.submit(ctx, runID, KindApprove, by, map[string]any{"approval_id": id})
+	if err := r.cfg.Store.GrantApproval(ctx, grant); err != nil {
+		return err
+	}
+	return r.submit(ctx, runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
 }
 
 // Deny refuses the approval a run waits on; the run fails permanently.
+// Only someone who could have approved it may deny it: anyone else is
+// refused (ApproverRefusedError) before anything is written, as are a run
+// that has ended and a request the run does not wait on.
 func (r *Runner) Deny(ctx context.Context, runID, requestID, reason string, by Actor) error {
-	st, err := r.Inspect(ctx, runID)
+	wf, need, err := r.waitingApproval(ctx, runID, requestID)
 	if err != nil {
 		return err
 	}
-	found := false
-	for _, w := range st.Waiting {
-		found = found || w.RequestID == requestID
+	// Who may deny is who may approve: the grant this person would have
+	// issued, in the approver's role, is put to the workflow's check. It
+	// is never stored.
+	now := r.cfg.Clock().UTC()
+	probe, err := grantFor(runID, need, Actor{Name: by.Name, Role: by.Role}, now, time.Minute)
+	if err != nil {
+		return err
 	}
-	if !found {
-		return &NotWaitingError{RunID: runID, What: "approval " + requestID}
+	if err := checkApprover(wf, runID, need, probe, by, now); err != nil {
+		return err
 	}
 	return r.submit(ctx, runID, KindDeny, by, map[string]any{"request_id": requestID, "reason": reason})
 }
@@ -252,6 +254,9 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 	if err != nil {
 		return err
 	}
+	if st.Run.Outcome != "" {
+		return &EndedError{RunID: runID, Outcome: st.Run.Outcome}
+	}
 	found := false
 	for _, id := range st.Unknown {
 		found = found || id == intentID
@@ -269,13 +274,24 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 
 // Choose hands a run a person's choice among the options H offered for a
 // proposal (Contestable Gate Mode). The workflow checks the choice against
-// what it offered and who may choose; the runner only carries it, with the
-// chooser's authenticated role and capability.
+// what it offered and who may choose; the runner carries it, with the
+// chooser's authenticated role and capability, once the workflow's own
+// step, on the run as it stands, takes it: a choice it would refuse is
+// refused here (NotWaitingError; EndedError on a run that has ended)
+// instead of sitting in the inbox.
 func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, by Actor) error {
 	if proposalID == "" || option == "" {
 		return fmt.Errorf("runner: a choice names a proposal and an option")
 	}
-	return r.submit(ctx, runID, KindChoice, by, map[string]any{"proposal_id": proposalID, "option": option})
+	body := map[string]any{"proposal_id": proposalID, "option": option}
+	b, err := cjson.Marshal(body)
+	if err != nil {
+		return err
+	}
+	if err := r.checkChoice(ctx, runID, b, by); err != nil {
+		return err
+	}
+	return r.submit(ctx, runID, KindChoice, by, body)
 }
 
 // Control hands a run a person's transition of its deliberation machine
@@ -388,7 +404,7 @@ func (r *Runner) submitInbound(ctx context.Context, in store.Inbound) error {
 	} else {
 		undo()
 	}
-	return err
+	return r.ended(ctx, in.RunID, err)
 }
 
 // NotWaitingError reports an act on something a run is not waiting for.

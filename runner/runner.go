@@ -269,6 +269,9 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	if err := plainInput(v); err != nil {
 		return err
 	}
+	if err := CheckFirstInput(wf, runID, body, u, by); err != nil {
+		return err
+	}
 	if !u.zero() {
 		if body, err = reportedBody(v, u); err != nil {
 			return err

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -198,11 +199,12 @@ func TestStoredRunsSatisfyTheWires(t *testing.T) {
 	})
 	t.Run("inputs with usage reports", func(t *testing.T) {
 		h := newHarness(t)
-		if err := h.r.StartWithUsage(ctx, "run", "refunds", "1", []byte(`{"note":"not a refund"}`), Usage{Tokens: 3}, payer); err != nil {
-			t.Fatal(err)
+		// A first input the workflow refuses creates no run at all.
+		var refused *InputRefusedError
+		if err := h.r.StartWithUsage(ctx, "run", "refunds", "1", []byte(`{"note":"not a refund"}`), Usage{Tokens: 3}, payer); !errors.As(err, &refused) {
+			t.Fatalf("err = %v", err)
 		}
-		h.idle()
-		if err := h.r.SubmitWithUsage(ctx, "run", []byte(small), Usage{Tokens: 10, CostMicros: 20}, payer); err != nil {
+		if err := h.r.StartWithUsage(ctx, "run", "refunds", "1", []byte(small), Usage{Tokens: 10, CostMicros: 20}, payer); err != nil {
 			t.Fatal(err)
 		}
 		h.idle()

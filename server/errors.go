@@ -15,10 +15,10 @@ import (
 const (
 	TypeMalformed        = "malformed"              // 400: not JSON, not flrh-cjson/1, bad query
 	TypeUnauthenticated  = "unauthenticated"        // 401: no token or an unknown one
-	TypeForbidden        = "forbidden"              // 403: the token's roles do not allow the act
+	TypeForbidden        = "forbidden"              // 403: the token's roles, or the run's approval policy, do not allow the act
 	TypeNotFound         = "not_found"              // 404: no such run or route
 	TypeMethodNotAllowed = "method_not_allowed"     // 405
-	TypeConflict         = "conflict"               // 409: the run is not waiting for this, or the id is taken
+	TypeConflict         = "conflict"               // 409: the run is not waiting for this, has ended, or the id is taken
 	TypeTooLarge         = "too_large"              // 413: the body exceeds the limit
 	TypeUnsupportedMedia = "unsupported_media_type" // 415: not application/json
 	TypeInvalid          = "invalid"                // 422: well-formed but against the schema
@@ -66,6 +66,23 @@ func classify(err error) *Error {
 	var nw *runner.NotWaitingError
 	if errors.As(err, &nw) {
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", nw.Error())
+	}
+	// A run that has ended takes no act; said so before the store's own
+	// refusal (INVALID_TRANSITION), which the error may wrap.
+	var ended *runner.EndedError
+	if errors.As(err, &ended) {
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", ended.Error())
+	}
+	// The approval policy does not let this person answer the request:
+	// their token's role allows approving, the run's policy not them.
+	var ar *runner.ApproverRefusedError
+	if errors.As(err, &ar) {
+		return apiErr(http.StatusForbidden, TypeForbidden, "", "%s", ar.Error())
+	}
+	// A new run's first input its workflow refuses: nothing was created.
+	var ir *runner.InputRefusedError
+	if errors.As(err, &ir) {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/input", "%s", ir.Error())
 	}
 	// The runner refuses a usage report out of range, or an input that
 	// poses as one, with a typed control error.

@@ -590,6 +590,9 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
+	if st.Run.Outcome != "" {
+		return &runner.EndedError{RunID: id, Outcome: st.Run.Outcome}
+	}
 	var need *runner.ApprovalNeed
 	for i := range st.Waiting {
 		if st.Waiting[i].RequestID == req.RequestID {

@@ -34,6 +34,7 @@ const (
 	tokBot     = "tok-bot-agent-6c4d0e"
 	tokVic     = "tok-vic-viewer-2a9f5b"
 	tokRita    = "tok-rita-reconciler-3e8c1a"
+	tokAlex    = "tok-alex-approver-7d2f4b" // an approver the bundles' policy does not name
 )
 
 const steerTokens = `{"tokens":[
@@ -41,7 +42,8 @@ const steerTokens = `{"tokens":[
  {"actor":"finance-lead","roles":["approver"],"token":"` + tokFinance + `"},
  {"actor":"refund-bot","roles":["agent"],"token":"` + tokBot + `"},
  {"actor":"vic","roles":["viewer"],"token":"` + tokVic + `"},
- {"actor":"rita","roles":["reconciler"],"token":"` + tokRita + `"}
+ {"actor":"rita","roles":["reconciler"],"token":"` + tokRita + `"},
+ {"actor":"alex","roles":["approver"],"token":"` + tokAlex + `"}
 ]}`
 
 // newBundleFixture serves the refund-agent and support-agent example

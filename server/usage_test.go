@@ -2,19 +2,28 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // An agent's input may carry what producing it cost; the run charges it
-// when it accepts the input, and reports out of range are refused.
+// when it accepts the input, and reports out of range are refused. (That a
+// submitted input's report is charged is the runner's own test: a demo run
+// takes no input after its first.)
 func TestSubmitWithAUsageReport(t *testing.T) {
 	f := newFixture(t, tokenFileText)
-	// A first input the workflow refuses leaves the run waiting for more.
-	if a := f.post("/v1/runs", tokAgent, `{"workflow":"refund-agent","run_id":"refund-u","input":{"note":"hello"},"usage":{"tokens":5}}`); a.status != 201 {
+	// A first input the workflow refuses creates nothing, usage or not.
+	a := f.post("/v1/runs", tokAgent, `{"workflow":"refund-agent","run_id":"refund-u","input":{"note":"hello"},"usage":{"tokens":5}}`)
+	if typ, field := a.errorOf(t); a.status != 422 || typ != TypeInvalid || field != "/input" {
+		t.Fatalf("start with a refused input: %d %s", a.status, a.body)
+	}
+	// A refund large enough to wait for a person keeps the run live while
+	// inputs with reports are handed in.
+	if a := f.post("/v1/runs", tokAgent, `{"workflow":"refund-agent","run_id":"refund-u","input":`+largeRefund+`,"usage":{"tokens":5}}`); a.status != 201 {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
-	f.waitFor("refund-u", tokViewer, "a refused first input", func(p RunPage) bool { return p.Run.State == "INGEST" })
+	need := f.waitFor("refund-u", tokViewer, "an approval wait", waiting).Waiting[0]
 	for _, tc := range []struct {
 		body, field string
 	}{
@@ -31,9 +40,9 @@ func TestSubmitWithAUsageReport(t *testing.T) {
 			t.Fatalf("%s: %d %s", tc.body, a.status, a.body)
 		}
 	}
-	body := `{"input":{"refunds":[{"id":"r-2009","amount":10,"payee":"dan","reason":"x"}]},"usage":{"tokens":1500,"cost_micros":4200}}`
-	if a := f.post("/v1/runs/refund-u/inputs", tokAgent, body); a.status != 202 {
-		t.Fatalf("submit: %d %s", a.status, a.body)
+	approve := fmt.Sprintf(`{"request_id":%q,"request_digest":%q}`, need.RequestID, need.RequestDigest)
+	if a := f.post("/v1/runs/refund-u/approve", tokApprover, approve); a.status != 202 {
+		t.Fatalf("approve: %d %s", a.status, a.body)
 	}
 	if p := f.waitFor("refund-u", tokViewer, "its end", ended); p.Run.State != "SUCCEEDED" {
 		t.Fatalf("run ended %s", p.Run.State)
@@ -42,7 +51,8 @@ func TestSubmitWithAUsageReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Budget.Used.Tokens != 1505 || st.Budget.Used.CostMicros != 4200 {
+	// The start's report is charged; the refused ones are not.
+	if st.Budget.Used.Tokens != 5 || st.Budget.Used.CostMicros != 0 {
 		t.Fatalf("budget %+v", st.Budget)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -301,28 +302,21 @@ func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Run
 	}
 }
 
-// checkFirstInput runs the workflow's own pure step on a new run's first
-// input, as the runner will, and refuses an input the workflow would
-// refuse. Without it a malformed input still created the run, was recorded
-// as accepted and refused only in the trace, and start said nothing.
+// checkFirstInput refuses, before the store is opened (opening a SQLite
+// store creates its file), a first input the workflow would refuse: the
+// runner's own check (runner.CheckFirstInput), which Start makes again,
+// with its refusal a usage error.
 func checkFirstInput(wf runner.Workflow, runID string, input []byte) error {
 	body, err := cjson.Canonicalize(input)
 	if err != nil {
 		return usagef("the run's input: %v", err)
 	}
-	state, err := wf.Init(runID)
-	if err != nil {
-		return err
+	err = runner.CheckFirstInput(wf, runID, body, runner.Usage{}, runner.Actor{Name: "runner", Role: "runner", Capability: "run.start"})
+	var refused *runner.InputRefusedError
+	if errors.As(err, &refused) {
+		return usagef("%v", err)
 	}
-	d, err := wf.Decide(state, runner.Accepted{Seq: 1, Kind: runner.KindInput, Body: body, Digest: store.BodyDigest(body),
-		Actor: "runner", ActorRole: "runner", Capability: "run.start"})
-	if err != nil {
-		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
-	}
-	if d.Refusal != "" {
-		return usagef("workflow %s@%s refuses the run's input: %s", wf.ID(), wf.Version(), d.Refusal)
-	}
-	return nil
+	return err
 }
 
 // checkChoice says whether a run waits for this choice, with the checks

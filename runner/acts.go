@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
+)
+
+// Acts refused up front. A person's act, or a new run's first input, that
+// the run would refuse anyway is refused before anything is written: once
+// written it was accepted (202, a nil error) and then refused silently in
+// the trace, or sat unread in the inbox for good. Each check asks the
+// workflow's own pure code the question the run will ask it, so it cannot
+// drift from what the run does; nothing it does is recorded.
+
+// InputRefusedError reports a new run's first input that its workflow
+// refuses: the run is not created.
+type InputRefusedError struct {
+	WorkflowID, Version string
+	Reason              string // the workflow's refusal
+}
+
+func (e *InputRefusedError) Error() string {
+	return fmt.Sprintf("workflow %s@%s refuses the run's input: %s", e.WorkflowID, e.Version, e.Reason)
+}
+
+// ApproverRefusedError reports an approval or a denial by someone the
+// request does not allow to answer it (the approval policy names another
+// person, or the role is not an approver's). Nothing is recorded.
+type ApproverRefusedError struct {
+	RunID, RequestID, Actor string
+	Reason                  string // the workflow's reason
+}
+
+func (e *ApproverRefusedError) Error() string {
+	return fmt.Sprintf("%s may not answer approval %s of run %s: %s", e.Actor, e.RequestID, e.RunID, e.Reason)
+}
+
+// EndedError reports an act on a run that has ended: it takes none.
+type EndedError struct {
+	RunID, Outcome string
+	Err            error // the store's refusal, when it was the store that refused
+}
+
+func (e *EndedError) Error() string {
+	return fmt.Sprintf("run %s has ended (%s): it takes no more acts", e.RunID, e.Outcome)
+}
+
+func (e *EndedError) Unwrap() error { return e.Err }
+
+// CheckFirstInput runs a workflow's pure step on a new run's first input,
+// as the run's first pass will, and refuses (InputRefusedError) an input
+// the workflow would refuse. input is canonical JSON; u is the usage
+// reported beside it. StartWithUsage calls it before the run exists; a
+// command that creates a store may call it before creating anything.
+func CheckFirstInput(wf Workflow, runID string, input []byte, u Usage, by Actor) error {
+	state, err := wf.Init(runID)
+	if err != nil {
+		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+	}
+	in := Accepted{Seq: 1, Kind: KindInput, Body: input, Digest: store.BodyDigest(input),
+		Actor: by.Name, ActorRole: by.Role, Capability: by.Capability}
+	if !u.zero() {
+		in.Usage = &u
+	}
+	d, err := wf.Decide(state, in)
+	if errors.Is(err, ErrRuleBudget) {
+		// The run records the spent rule budget as its outcome: that is
+		// the run's to say, not a malformed input.
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+	}
+	if d.Refusal != "" {
+		return &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(), Reason: d.Refusal}
+	}
+	return nil
+}
+
+// checkApprover asks the workflow whether it would take grant from by as
+// the answer to need (CheckApproval, the check the run makes when the
+// grant arrives), and refuses the act when it would not.
+func checkApprover(wf Workflow, runID string, need ApprovalNeed, grant store.Approval, by Actor, now time.Time) error {
+	if err := wf.CheckApproval(need, grant, now); err != nil {
+		return &ApproverRefusedError{RunID: runID, RequestID: need.RequestID, Actor: by.Name, Reason: err.Error()}
+	}
+	return nil
+}
+
+// grantFor is the grant by would issue for need, and its ledger id.
+func grantFor(runID string, need ApprovalNeed, by Actor, now time.Time, ttl time.Duration) (store.Approval, error) {
+	nonce := cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", runID, need.RequestID, by.Name, now.UnixNano())))[:32]
+	grant := map[string]any{"kind": "flrh.approval.grant", "run_id": runID, "request_id": need.RequestID, "request_digest": need.RequestDigest,
+		"actor": by.Name, "role": by.Role, "nonce": nonce, "expires_at": now.Add(ttl).Format(time.RFC3339Nano)}
+	body, err := cjson.Marshal(grant)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	return store.Approval{ID: "grant:" + nonce, RunID: runID, RequestDigest: need.RequestDigest, Nonce: nonce,
+		Body: body, Digest: store.BodyDigest(body), ExpiresAt: now.Add(ttl)}, nil
+}
+
+// waitingApproval reads what a live run waits on for approval requestID:
+// an ended run is refused (EndedError), a request it does not wait on too
+// (NotWaitingError).
+func (r *Runner) waitingApproval(ctx context.Context, runID, requestID string) (Workflow, ApprovalNeed, error) {
+	st, err := r.Inspect(ctx, runID)
+	if err != nil {
+		return nil, ApprovalNeed{}, err
+	}
+	if st.Run.Outcome != "" {
+		return nil, ApprovalNeed{}, &EndedError{RunID: runID, Outcome: st.Run.Outcome}
+	}
+	for _, w := range st.Waiting {
+		if w.RequestID == requestID {
+			wf, err := r.workflow(st.Run)
+			return wf, w, err
+		}
+	}
+	return nil, ApprovalNeed{}, &NotWaitingError{RunID: runID, What: "approval " + requestID}
+}
+
+// checkChoice asks the workflow whether the run, as it stands, takes this
+// choice: its pure step decides the choice on the run's latest state, as
+// the run's next pass would, and a refusal (no options pending for the
+// proposal, an option not offered, a chooser who may not choose, a
+// workflow that offers no options) refuses the act. An error of the step
+// itself is left for the run to record, and so is a choice handed to a run
+// that has not taken its first pass yet (there is no state to judge it on).
+func (r *Runner) checkChoice(ctx context.Context, runID string, body []byte, by Actor) error {
+	run, stored, found, err := r.readRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.Outcome != "" {
+		return &EndedError{RunID: runID, Outcome: run.Outcome}
+	}
+	if !found {
+		// The run has not taken its first pass: a choice handed in now is
+		// judged after the inputs before it, by the run itself.
+		return nil
+	}
+	wf, err := r.workflow(run)
+	if err != nil {
+		return err
+	}
+	cp, err := decodeCheckpoint(stored, wf)
+	if err != nil {
+		return err
+	}
+	state, err := cp.stateBytes()
+	if err != nil {
+		return err
+	}
+	d, err := wf.Decide(state, Accepted{Seq: cp.Accepted + 1, Kind: KindChoice, Body: body, Digest: store.BodyDigest(body),
+		Actor: by.Name, ActorRole: by.Role, Capability: by.Capability})
+	if err == nil && d.Refusal != "" {
+		return &NotWaitingError{RunID: runID, What: "a choice " + string(body) + ": " + d.Refusal}
+	}
+	return nil
+}
+
+// ended turns the store's refusal of an act on a run that has ended into
+// an EndedError; any other error is returned as it is.
+func (r *Runner) ended(ctx context.Context, runID string, err error) error {
+	if store.CodeOf(err) != store.CodeInvalidTransition {
+		return err
+	}
+	if run, rerr := r.cfg.Store.Run(ctx, runID); rerr == nil && run.Outcome != "" {
+		return &EndedError{RunID: runID, Outcome: run.Outcome, Err: err}
+	}
+	return err
+}

@@ -370,8 +370,8 @@ func (m *meteredPayments) ExecuteMetered(ctx context.Context, in effect.Intent) 
 	return rec, runner.Usage{Tokens: 3, CostMicros: 900}, err
 }
 
-// reported records a run whose second input comes with a usage report and
-// whose adapter is metered, and returns the database path.
+// reported records a run whose input comes with a usage report and whose
+// adapter is metered, and returns the database path.
 func reported(t *testing.T) string {
 	t.Helper()
 	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -388,12 +388,8 @@ func reported(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first input is refused by the workflow; the second, reported,
-	// asks for two refunds.
-	if err := r.Start(ctx, "used", wf.ID(), wf.Version(), []byte(`{"note":"not a refund"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.SubmitWithUsage(ctx, "used", []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"b","amount":6,"payee":"bob","reason":"x"}]}`),
+	// The first input, reported, asks for two refunds.
+	if err := r.StartWithUsage(ctx, "used", wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"b","amount":6,"payee":"bob","reason":"x"}]}`),
 		runner.Usage{Tokens: 40, CostMicros: 200}, runner.Actor{Name: "model", Role: "agent", Capability: "run.input"}); err != nil {
 		t.Fatal(err)
 	}

@@ -509,3 +509,67 @@ func postgresVerify(t *testing.T, bin, storeURL string, runs ...string) error {
 	}
 	return nil
 }
+
+// Two serve processes on one schema hold different definitions of the same
+// workflow id and version: one the built-in refund-agent, the other the
+// refund-agent bundle, which replaces it there. Each run records the
+// definition it was started under and is advanced only by the process
+// holding it: every run ends, none is quarantined, and the last lease on
+// each is its own process's. Before runs recorded their definition, the
+// built-in process claimed bundle runs and refused their input.
+func TestServeProcessesKeepToTheirDefinitions(t *testing.T) {
+	storeURL, st := pgStoreURL(t)
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dest := sb + "/v1/effects"
+	builtin := startServe(t, bin, nil, "--store", storeURL, "--runners", "2", "--lease-ttl", "5s", "--destination", dest)
+	bundled := startServe(t, bin, []string{"FLRH_PAYMENTS_URL=" + dest}, "--store", storeURL, "--runners", "2", "--lease-ttl", "5s",
+		"--workflows", filepath.Join("..", "..", "examples", "refund-agent"))
+
+	post := func(base, runID, input string) {
+		t.Helper()
+		resp, err := http.Post(base+"/v1/runs", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":%s}`, runID, input)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("start %s: %s %s", runID, resp.Status, b)
+		}
+	}
+	const each = 12
+	owner := map[string]*serveProc{}
+	for i := 0; i < each; i++ {
+		b, g := fmt.Sprintf("builtin-%02d", i), fmt.Sprintf("bundle-%02d", i)
+		post(builtin.base, b, fmt.Sprintf(`{"refunds":[{"id":"%s-r","amount":%d,"payee":"p-%s","reason":"damaged item"}]}`, b, 10+i, b))
+		post(bundled.base, g, fmt.Sprintf(`{"type":"refund.requested/1","payload":{"refund_id":"%s-r","amount":%d,"payee":"p-%s","reason":"damaged item"}}`, g, 10+i, g))
+		owner[b], owner[g] = builtin, bundled
+	}
+	ctx := context.Background()
+	eventually(t, "every run done", 90*time.Second, func() bool {
+		ids, err := st.Live(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids) == 0
+	})
+	digests := map[*serveProc]map[string]bool{builtin: {}, bundled: {}}
+	for id, p := range owner {
+		rec := readRecord(t, st, id)
+		if rec.Run.Quarantine != "" || rec.Run.State != "SUCCEEDED" || rec.Receipts != 1 {
+			t.Errorf("%s ended %s (quarantine %q) with %d receipts", id, rec.Run.State, rec.Run.Quarantine, rec.Receipts)
+		}
+		if rec.Run.Lease.Owner != p.owner() {
+			t.Errorf("%s was last advanced by %s, want %s", id, rec.Run.Lease.Owner, p.owner())
+		}
+		digests[p][rec.Run.WorkflowDigest] = true
+	}
+	if len(digests[builtin]) != 1 || len(digests[bundled]) != 1 || fmt.Sprint(digests[builtin]) == fmt.Sprint(digests[bundled]) {
+		t.Fatalf("recorded definitions: built-in process %v, bundle process %v; want one each, different", digests[builtin], digests[bundled])
+	}
+	if n := len(mutations(t, sb)); n != 2*each {
+		t.Fatalf("the destination applied %d mutations for %d refunds", n, 2*each)
+	}
+}

@@ -28,8 +28,10 @@ const (
 	DepthExceeded       Code = "DERIVATION_DEPTH_EXCEEDED"
 	TupleBudgetExceeded Code = "TUPLE_BUDGET_EXHAUSTED"
 	InputBudgetExceeded Code = "INPUT_BUDGET_EXHAUSTED"
-	UnknownFact         Code = "UNKNOWN_FACT"
-	Consumed            Code = "MATERIALIZATION_CONSUMED"
+	// MemoryBudgetExceeded: the relations' storage passed Limits.MaxBytes.
+	MemoryBudgetExceeded Code = "MEMORY_BUDGET_EXHAUSTED"
+	UnknownFact          Code = "UNKNOWN_FACT"
+	Consumed             Code = "MATERIALIZATION_CONSUMED"
 )
 
 // Warning codes (see [Compiled.Warnings]).

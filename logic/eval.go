@@ -12,6 +12,17 @@ type Limits struct {
 	MaxFirings int64 // rule instantiations that reach the head (RULE_BUDGET_EXHAUSTED)
 	MaxDepth   int   // height of any fact's shortest proof (DERIVATION_DEPTH_EXCEEDED)
 	MaxTuples  int64 // live tuples over all relations (TUPLE_BUDGET_EXHAUSTED)
+	// MaxBytes bounds the engine's own storage of the relations, as
+	// [Materialization.Footprint] counts it (MEMORY_BUDGET_EXHAUSTED). It is
+	// checked every memCheckEvery tuples added and after each bulk insert,
+	// so a program may pass it by at most that many rows and one growth of
+	// a hash set before it stops.
+	MaxBytes int64
+
+	// memEvery, when positive, replaces memCheckEvery: tests check the
+	// memory budget after every few tuples to exercise it on small
+	// programs.
+	memEvery int64
 
 	// Progress, when set, is called after each stratum of a from-scratch
 	// evaluation completes, in order. It lets a shell time strata or show
@@ -41,19 +52,23 @@ type Stats struct {
 // supports that feed them. Queries on it are read-only and safe to call
 // concurrently; [Materialization.Apply] and [Solve] consume it.
 type Materialization struct {
-	c        *Compiled
-	syms     []string
-	symID    map[string]int64
-	tables   []*table
-	base     []map[int32]int32      // per table: row -> number of base supports
-	ledger   map[string]ledgerEntry // named base supports (Solve)
-	byFact   map[string][]string    // fact -> its named supports, sorted
-	time     int64                  // logical time of the last Solve, -1 before
-	round    uint32
-	epoch    uint32
-	lim      Limits
-	stats    Stats
-	live     int64
+	c      *Compiled
+	syms   []string
+	symID  map[string]int64
+	tables []*table
+	base   []map[int32]int32      // per table: row -> number of base supports
+	ledger map[string]ledgerEntry // named base supports (Solve)
+	byFact map[string][]string    // fact -> its named supports, sorted
+	time   int64                  // logical time of the last Solve, -1 before
+	round  uint32
+	epoch  uint32
+	lim    Limits
+	stats  Stats
+	live   int64
+	// memNext is the live count at which the memory budget is next
+	// checked: the hot path compares against it only (math.MaxInt64
+	// without a budget).
+	memNext  int64
 	consumed bool
 	// unbatched turns off batched inserts (see exec.batch).
 	unbatched bool
@@ -74,7 +89,10 @@ func (m *Materialization) Program() *Compiled { return m.c }
 func (m *Materialization) Stats() Stats { return m.stats }
 
 func newMaterialization(c *Compiled, lim Limits) *Materialization {
-	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim, time: -1}
+	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim, time: -1, memNext: math.MaxInt64}
+	if lim.MaxBytes > 0 {
+		m.memNext = m.memEvery()
+	}
 	m.syms = append([]string(nil), c.consts...)
 	for i, s := range m.syms {
 		m.symID[s] = int64(i)
@@ -200,7 +218,44 @@ func (m *Materialization) checkTuples() *Error {
 	if m.lim.MaxTuples > 0 && m.live > m.lim.MaxTuples {
 		return errorf(TupleBudgetExceeded, Pos{}, "more than %d tuples: the tuple budget is exhausted", m.lim.MaxTuples)
 	}
+	if m.lim.MaxBytes > 0 {
+		if b, over := m.checkMemory(); over {
+			return errorf(MemoryBudgetExceeded, Pos{}, "%d bytes of relation storage exceed the memory budget of %d", b, m.lim.MaxBytes)
+		}
+	}
 	return nil
+}
+
+// memCheckEvery is how many tuples may be added between two computations
+// of the footprint. A computation sums a few sizes per table, so even
+// every 65,536 tuples it costs nothing measurable, and between two of them
+// storage grows by at most that many rows and one growth per table.
+const memCheckEvery = 1 << 16
+
+func (m *Materialization) memEvery() int64 {
+	if m.lim.memEvery > 0 {
+		return m.lim.memEvery
+	}
+	return memCheckEvery
+}
+
+// checkMemory computes the footprint, schedules the next check and reports
+// whether the footprint is over the budget. The footprint depends only on
+// the tables' sizes, so the same program and limits stop at the same tuple.
+func (m *Materialization) checkMemory() (int64, bool) {
+	m.memNext = m.live + m.memEvery()
+	b := m.Footprint()
+	return b, b > m.lim.MaxBytes
+}
+
+// memoryOK is the evaluator's memory check, run when the live count
+// reaches memNext; false when the budget is exhausted (the error is
+// recorded).
+func (x *exec) memoryOK() bool {
+	if b, over := x.m.checkMemory(); over {
+		return x.fail(errorf(MemoryBudgetExceeded, x.r.pos, "%d bytes of relation storage exceed the memory budget of %d (last rule: %s)", b, x.m.lim.MaxBytes, x.r.text))
+	}
+	return true
 }
 
 func (m *Materialization) evalAll() error {
@@ -208,6 +263,13 @@ func (m *Materialization) evalAll() error {
 	for si := range m.c.strata {
 		if err := m.evalStratum(si); err != nil {
 			return err
+		}
+		// A stratum may end short of the next periodic check: the
+		// budget holds at every stratum's end too.
+		if m.lim.MaxBytes > 0 {
+			if b, over := m.checkMemory(); over {
+				return errorf(MemoryBudgetExceeded, Pos{}, "stratum %d: %d bytes of relation storage exceed the memory budget of %d", si, b, m.lim.MaxBytes)
+			}
 		}
 	}
 	m.stats.Tuples = m.live
@@ -775,6 +837,9 @@ func (x *exec) emit() bool {
 		if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
 			return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
 		}
+		if x.m.live >= x.m.memNext && !x.memoryOK() {
+			return false
+		}
 		if x.track {
 			x.added = append(x.added, r)
 		}
@@ -839,6 +904,9 @@ func (x *exec) counted() bool {
 	x.m.live++
 	if x.m.lim.MaxTuples > 0 && x.m.live > x.m.lim.MaxTuples {
 		return x.fail(errorf(TupleBudgetExceeded, x.r.pos, "more than %d tuples: the tuple budget is exhausted (last rule: %s)", x.m.lim.MaxTuples, x.r.text))
+	}
+	if x.m.live >= x.m.memNext {
+		return x.memoryOK()
 	}
 	return true
 }

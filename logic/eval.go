@@ -45,6 +45,7 @@ type Stats struct {
 	Strata  []StratumStats
 	Firings int64
 	Tuples  int64 // live tuples after the evaluation
+	Bytes   int64 // Footprint after the evaluation
 }
 
 // Materialization is the evaluated state of a program over some base facts:
@@ -273,6 +274,7 @@ func (m *Materialization) evalAll() error {
 		}
 	}
 	m.stats.Tuples = m.live
+	m.stats.Bytes = m.Footprint()
 	return nil
 }
 

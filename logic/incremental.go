@@ -280,6 +280,7 @@ func (m *Materialization) finish() {
 			m.compact(t)
 		}
 	}
+	m.stats.Bytes = m.Footprint()
 }
 
 // compact drops dead rows once they are the majority of a table, so a

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +26,7 @@ type datalogFlags struct {
 	factsDir  string
 	maxTuples int64
 	maxFiring int64
+	maxMemory byteSize
 	// stratumTime is the wall time of each evaluated stratum, in order.
 	stratumTime []time.Duration
 	warn        io.Writer // where program warnings go
@@ -33,6 +36,8 @@ func (f *datalogFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.factsDir, "fact-dir", "F", ".", "directory holding <relation>.facts for each .input relation")
 	cmd.Flags().Int64Var(&f.maxTuples, "max-tuples", 100_000_000, "stop with TUPLE_BUDGET_EXHAUSTED beyond this many tuples (0: no limit)")
 	cmd.Flags().Int64Var(&f.maxFiring, "max-firings", 0, "stop with RULE_BUDGET_EXHAUSTED beyond this many rule firings (0: no limit)")
+	f.maxMemory = defaultMaxMemory
+	cmd.Flags().Var(&f.maxMemory, "max-memory", "stop with MEMORY_BUDGET_EXHAUSTED when the relations' storage passes this size, e.g. 512MiB or 8GiB (0: no limit)")
 }
 
 // loadAndEvaluate reads and checks the program, reads every .input fact
@@ -65,7 +70,7 @@ func (f *datalogFlags) loadAndEvaluate(progPath string) (*logic.Materialization,
 	start := time.Now()
 	last := start
 	f.stratumTime = f.stratumTime[:0]
-	lim := logic.Limits{MaxTuples: f.maxTuples, MaxFirings: f.maxFiring, Progress: func(logic.StratumStats) {
+	lim := logic.Limits{MaxTuples: f.maxTuples, MaxFirings: f.maxFiring, MaxBytes: int64(f.maxMemory), Progress: func(logic.StratumStats) {
 		now := time.Now()
 		f.stratumTime = append(f.stratumTime, now.Sub(last))
 		last = now
@@ -245,6 +250,7 @@ func printStats(w io.Writer, m *logic.Materialization, took time.Duration, times
 		fmt.Fprintf(w, "%d\t%d\t%d\t%d\t%s\t%s%s\n", s.Index, s.Iterations, s.Firings, s.NewTuples, d.Round(time.Microsecond), strings.Join(s.Relations, ", "), rec)
 	}
 	fmt.Fprintf(w, "total: %d firings, %d tuples, %s\n", st.Firings, st.Tuples, took.Round(time.Microsecond))
+	fmt.Fprintf(w, "relation storage: %s (the memory budget's measure)\n", byteSize(st.Bytes))
 }
 
 func printConflicts(w io.Writer, m *logic.Materialization) error {
@@ -351,3 +357,57 @@ const (
 	largeHeapGCPercent = 25
 	largeHeap          = 64 << 20
 )
+
+// defaultMaxMemory stops a runaway program long before a laptop swaps or
+// the kernel kills it, and is sixteen times what the largest benchmark's
+// relations take (see docs/decisions/0310-datalog-memory-budget.md).
+const defaultMaxMemory = 4 << 30
+
+// byteSize is a --max-memory value: a number of bytes with an optional
+// unit, binary (KiB, MiB, GiB, TiB) or decimal (kB, MB, GB, TB).
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	// Longest first, so that "MiB" is not read as "B" after a number "1Mi".
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"B", 1},
+}
+
+func (b *byteSize) Set(s string) error {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a size: give a whole number of bytes with an optional unit (B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)", s)
+	}
+	if n > math.MaxInt64/mult {
+		return fmt.Errorf("%q is too large", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+// String gives the size in the largest binary unit that divides it, so the
+// default reads 4GiB in the help and a value round-trips through Set.
+func (b byteSize) String() string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b != 0 && int64(b)%u.mult == 0 {
+			return strconv.FormatInt(int64(b)/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
+func (b *byteSize) Type() string { return "size" }

@@ -998,16 +998,31 @@ func (r *Runner) traceNote(t *tick, kind, inbound, detail string) {
 // approval consumption and the first attempt of each, in the same
 // transaction as the checkpoint. Nothing is sent before this commit.
 func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
-	var committed []string
+	// Every planned intent is bound before any is marked committed, so
+	// that an intent its adapter can never encode trips the run with the
+	// open effects exactly as they stand.
+	bodies := make([][]byte, len(t.cp.Open))
 	for i := range t.cp.Open {
 		e := &t.cp.Open[i]
 		if e.Stage != stagePlanned {
 			continue
 		}
 		body, err := r.bindContent(e)
-		if err != nil {
+		var never *unsendableError
+		if errors.As(err, &never) {
+			return r.tripUnsendable(ctx, t, i, never)
+		} else if err != nil {
 			return err
 		}
+		bodies[i] = body
+	}
+	var committed []string
+	for i := range t.cp.Open {
+		e := &t.cp.Open[i]
+		if e.Stage != stagePlanned {
+			continue
+		}
+		body := bodies[i]
 		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: effectType(e.Intent), IdempotencyKey: idempotencyKey(e.Intent),
 			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: store.BodyDigest(body)}
 		t.pending.Intents = append(t.pending.Intents, in)
@@ -1066,7 +1081,10 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	}
 	d, err := cd.ContentDigest(effect.Intent{Effect: intent, Payload: payload})
 	if err != nil {
-		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
+		// ContentDigest does no I/O: it encodes the intent, and its
+		// refusal is a property of the content, which every later pass
+		// would present again unchanged.
+		return nil, &unsendableError{IntentID: e.IntentID, Err: err}
 	}
 	e.ContentDigest = d
 	return body, nil

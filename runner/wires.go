@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"flrh.dev/flrh/control"
@@ -164,7 +166,13 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	if err == nil {
 		park = string(rep.Disposition.Park)
 	}
-	if err := r.cfg.Store.Quarantine(ctx, t.run.ID, "tripwire "+park+": "+strings.Join(names, ", ")); err != nil {
+	reason := "tripwire " + park + ": " + strings.Join(names, ", ")
+	if len(trips) == 1 && trips[0].Wire == wireUnsendable {
+		// The adapter's refusal is the one thing a person needs to know,
+		// and the run has no event that would say it.
+		reason += ": " + trips[0].Explanation
+	}
+	if err := r.cfg.Store.Quarantine(ctx, t.run.ID, reason); err != nil {
 		return err
 	}
 	t.cp = nil
@@ -192,4 +200,37 @@ func (r *Runner) checkIdle(ctx context.Context, t *tick) error {
 		return r.trip(ctx, t, b, trips)
 	}
 	return nil
+}
+
+// wireUnsendable names the trip of a run whose planned intent its adapter
+// refuses to encode (effect.ContentDigester). Encoding is pure, so the
+// same intent is refused on every pass: left alone the run would retry
+// for ever without committing anything, and rest silently where it was.
+const wireUnsendable = "unsendable"
+
+// unsendableError is an adapter's refusal to encode an intent: no retry
+// can mend it, only a different intent or a different adapter.
+type unsendableError struct {
+	IntentID string
+	Err      error
+}
+
+func (e *unsendableError) Error() string {
+	return fmt.Sprintf("intent %s cannot be encoded by its adapter: %v", e.IntentID, e.Err)
+}
+
+func (e *unsendableError) Unwrap() error { return e.Err }
+
+// tripUnsendable freezes the tick that planned the unsendable effect (the
+// i-th open effect, still planned, so nothing was sent) and parks the run
+// with the adapter's reason. The boundary is the commit the tick would
+// have made: the effects the run owes are exactly those of earlier ticks,
+// so the park is Degraded Safe Mode unless one of them is in flight.
+func (r *Runner) tripUnsendable(ctx context.Context, t *tick, i int, never *unsendableError) error {
+	p := t.pending // not yet flushed: it names no checkpoint
+	p.State, p.Checkpoint = t.cp.Control.State, &store.Checkpoint{BuildDigest: r.cfg.PlatformDigest}
+	b := r.commitBoundary(t, &p)
+	trips := []tripwire.Trip{{Wire: wireUnsendable, Severity: tripwire.SeverityDegrade,
+		Where: "/open_after/" + strconv.Itoa(i), Explanation: never.Error()}}
+	return r.trip(ctx, t, b, trips)
 }

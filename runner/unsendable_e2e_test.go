@@ -1,0 +1,72 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect/httpwire"
+	"flrh.dev/flrh/tripwire"
+	"flrh.dev/flrh/verify"
+)
+
+// A refund whose reason makes the HTTP request larger than the wire allows
+// can never be sent. The real bundle on SQLite against the sandbox: the
+// run is parked with the wire's reason instead of resting in INIT with no
+// record, nothing reaches the destination, its record verifies and
+// replays, and a refund started beside it is paid.
+func TestTooLargeRequestParksTheRun(t *testing.T) {
+	o := newObserved(t, false)
+	big, err := json.Marshal(map[string]any{"type": "refund.requested/1",
+		"payload": map[string]any{"refund_id": "r-big", "amount": 40, "payee": plantedPayee, "reason": strings.Repeat("x", 2_000_000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.r.Start(o.ctx, "big", o.wf.ID(), o.wf.Version(), big); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if err := o.r.Start(o.ctx, "small", o.wf.ID(), o.wf.Version(), refundInput("r-1", 40)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.r.RunToIdle(o.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	run, err := o.st.Run(o.ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(run.Quarantine, "tripwire DEGRADED_SAFE_MODE: unsendable") || !strings.Contains(run.Quarantine, httpwire.CodeTooLarge) {
+		t.Fatalf("run big: state %s, quarantine %q", run.State, run.Quarantine)
+	}
+	tr, err := o.st.Trace(o.ctx, "big")
+	if err != nil || len(tr) == 0 || tr[len(tr)-1].Kind != tripwire.ReportKind {
+		t.Fatalf("no tripwire report (%v)", err)
+	}
+	var rep tripwire.Report
+	if err := json.Unmarshal(tr[len(tr)-1].Body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Trips) != 1 || rep.Trips[0].Wire != "unsendable" || !strings.Contains(rep.Trips[0].Explanation, httpwire.CodeTooLarge) {
+		t.Fatalf("report trips %+v", rep.Trips)
+	}
+	if ins, err := o.st.Intents(o.ctx, "big"); err != nil || len(ins) != 0 {
+		t.Fatalf("an intent was committed: %d (%v)", len(ins), err)
+	}
+	if strings.Contains(o.logs.String(), plantedPayee) {
+		t.Fatal("the payee reached the log")
+	}
+	vr, err := verify.Run(o.ctx, o.st, control.Default(), "big")
+	if err != nil || !vr.OK() {
+		t.Fatalf("verify: %v %+v", err, vr)
+	}
+	rp, err := verify.Replay(o.ctx, o.st, o.wf, "big")
+	if err != nil || !rp.OK() {
+		t.Fatalf("replay: %v %+v", err, rp)
+	}
+	small, err := o.st.Run(o.ctx, "small")
+	if err != nil || small.State != "SUCCEEDED" {
+		t.Fatalf("small: %+v (%v)", small, err)
+	}
+}

@@ -1008,10 +1008,11 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 			continue
 		}
 		body, err := r.bindContent(e)
-		var never *unsendableError
-		if errors.As(err, &never) {
-			return r.tripUnsendable(ctx, t, i, never)
-		} else if err != nil {
+		if err != nil {
+			var never *unsendableError
+			if errors.As(err, &never) {
+				return r.tripUnsendable(ctx, t, i, never)
+			}
 			return err
 		}
 		bodies[i] = body

@@ -30,7 +30,9 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		m, err := Evaluate(c, nil, Limits{MaxTuples: 2000, MaxFirings: 20000, MaxDepth: 50})
+		// The memory budget is checked every 16 tuples so that fuzzed
+		// programs reach it, not only the tuple budget.
+		m, err := Evaluate(c, nil, Limits{MaxTuples: 2000, MaxFirings: 20000, MaxDepth: 50, MaxBytes: 48 << 10, memEvery: 16})
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {

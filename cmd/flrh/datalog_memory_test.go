@@ -57,8 +57,8 @@ func TestDatalogMaxMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	flag := cmd.Flags().Lookup("max-memory")
-	// The default is 4 GiB, and flags outlive a run: later tests get it back.
-	if flag == nil || flag.DefValue != "4GiB" || flag.Value.Type() != "size" {
+	// The default is 1 GiB, and flags outlive a run: later tests get it back.
+	if flag == nil || flag.DefValue != "1GiB" || flag.Value.Type() != "size" {
 		t.Fatalf("--max-memory flag: %+v", flag)
 	}
 	t.Cleanup(func() { flag.Value.Set(flag.DefValue) })
@@ -84,7 +84,7 @@ func TestDatalogMaxMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr, "relation storage: ") || !strings.Contains(stderr, "B (the memory budget's measure)") {
+	if !strings.Contains(stderr, "relation storage: ") || !strings.Contains(stderr, "MiB; what --max-memory bounds)") {
 		t.Fatalf("stats:\n%s", stderr)
 	}
 	// A size that does not parse is a usage error naming the flag.

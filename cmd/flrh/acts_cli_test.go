@@ -361,17 +361,23 @@ func TestLeaseTTLMustBePositive(t *testing.T) {
 func TestRunWithoutCheckpointFindsItsDefinition(t *testing.T) {
 	c := newCLIRig(t)
 	// A reason too large for the payments request: the intent cannot be
-	// bound, and the first pass ends with nothing committed.
+	// bound, and the first pass commits no event.
 	input := strings.NewReplacer(`"amount":600`, `"amount":40`, `"reason":"damaged"`, `"reason":"`+strings.Repeat("x", 2<<20)+`"`).Replace(largeRefund)
 	path := filepath.Join(t.TempDir(), "input.json")
 	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 1 || !strings.Contains(out, "BODY_TOO_LARGE") {
+	// The example's HTTP adapter refuses the intent, and the run is parked
+	// with its reason (decision 1161) before any event is committed.
+	parked := "QUARANTINED: tripwire DEGRADED_SAFE_MODE: unsendable: "
+	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 0 || !strings.Contains(out, parked) || !strings.Contains(out, "BODY_TOO_LARGE") {
 		t.Fatalf("start: exit %d:\n%s", code, out)
 	}
-	if out, code := c.run("run", "resume", "huge", c.dest); code != 1 || !strings.Contains(out, "BODY_TOO_LARGE") {
-		t.Errorf("resume did not advance the run under the example's definition: exit %d:\n%s", code, out)
+	if out, code := c.run("run", "resume", "huge", c.dest); code != 0 || !strings.Contains(out, "BODY_TOO_LARGE") {
+		t.Errorf("resume did not find the run parked under the example's definition: exit %d:\n%s", code, out)
+	}
+	if show := c.ok("run", "show", "huge"); !strings.Contains(show, "state INIT, no outcome yet, 0 events") || !strings.Contains(show, parked) {
+		t.Errorf("show:\n%s", show)
 	}
 	if tr := c.ok("run", "trace", "huge"); strings.Contains(tr, "refused") {
 		t.Errorf("the run was advanced under another definition:\n%s", tr)

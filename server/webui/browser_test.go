@@ -691,7 +691,9 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("ESCALATE drawn as %s", strip[len(strip)-1])
 		}
 		w.shot("8-escalated")
-		w.run("resume", press(`details.mrp-controls button[data-trigger="resume"]`), waitText("#mrp-state", "HOLD"),
+		// The options were kept through the pause and the escalation, so a
+		// person's resume goes back to choosing among them (row H11).
+		w.run("resume", press(`details.mrp-controls button[data-trigger="resume"]`), waitText("#mrp-state", "OPTIONS"),
 			chromedp.WaitNotPresent(chromedp.CSS("#mrp-alarm")))
 		w.checkStrip("goodwill-steered")
 		steer("exit", "EXIT", "EXIT: the turn closed")

@@ -166,7 +166,7 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	if err == nil {
 		park = string(rep.Disposition.Park)
 	}
-	reason := "tripwire " + park + ": " + strings.Join(names, ", ")
+	reason := store.ParkPrefix + park + ": " + strings.Join(names, ", ")
 	if len(trips) == 1 && trips[0].Wire == wireUnsendable {
 		// The adapter's refusal is the one thing a person needs to know,
 		// and the run has no event that would say it.

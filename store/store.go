@@ -353,6 +353,13 @@ type Store interface {
 
 	// Quarantine parks a run; a quarantined run refuses every fenced write.
 	Quarantine(ctx context.Context, runID, reason string) error
+	// Release lifts a tripwire's park (IsPark) on a person's word, and
+	// records who released it, with which capability, why and when as a
+	// trace record of kind ReleaseKind, in one transaction. It refuses
+	// (CheckReleasable) a run not parked, quarantined for anything else,
+	// or parked again since the person read rel.Park. The run is then live
+	// and unleased: the next runner pass takes it and its inbox.
+	Release(ctx context.Context, rel Release) error
 
 	// Close releases the store's resources.
 	Close() error

@@ -303,3 +303,41 @@ ORDER BY created_order`, resting)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, s.mapErr("ready", "", err)
 }
+
+// Release implements store.Store: the run is locked, its park checked,
+// lifted and recorded in its trace in one transaction.
+func (s *Store) Release(ctx context.Context, rel store.Release) error {
+	const op = "release"
+	if err := store.CheckRelease(op, rel); err != nil {
+		return err
+	}
+	s.heads.forget(rel.RunID) // the trace grows outside a tick
+	return s.write(ctx, op, rel.RunID, func(tx *wtx) error {
+		var trace int64
+		r, now, err := s.lockRun(ctx, tx, rel.RunID, func(b *pgx.Batch) {
+			b.Queue(`SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0)`, rel.RunID).
+				QueryRow(func(row pgx.Row) error { return row.Scan(&trace) })
+		})
+		if err != nil {
+			return err
+		}
+		if err := store.CheckReleasable(op, r, rel); err != nil {
+			return err
+		}
+		body, err := store.ReleaseRecord(op, rel, now)
+		if err != nil {
+			return err
+		}
+		seq := trace + 1
+		if s.sealer != nil {
+			if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: rel.RunID, Kind: store.SealTrace + "/" + store.ReleaseKind, Seq: seq}, body); err != nil {
+				return err
+			}
+		}
+		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, $2, $2, $3::text[], $4::bytea[], $5)`,
+			rel.RunID, seq, []string{store.ReleaseKind}, [][]byte{body}, nanos(now))
+		tx.Queue(`UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $1`,
+			rel.RunID, nanos(now))
+		return nil
+	})
+}

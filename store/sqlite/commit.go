@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -371,5 +372,48 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 			return store.Errorf(store.CodeNotFound, "quarantine", runID, nil, "no such run")
 		}
 		return nil
+	})
+}
+
+// Release implements store.Store: the header's park is checked, lifted and
+// recorded in the run's trace in one write transaction.
+func (s *Store) Release(ctx context.Context, rel store.Release) error {
+	const op = "release"
+	if err := store.CheckRelease(op, rel); err != nil {
+		return err
+	}
+	return s.write(ctx, op, rel.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		var traceSeq int64
+		var exp, created, updated int64
+		var r store.Run
+		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq FROM runs WHERE run_id = ?`, rel.RunID).Scan(
+			&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
+			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, rel.RunID, nil, "no such run")
+		}
+		if err != nil {
+			return err
+		}
+		if err := store.CheckReleasable(op, r, rel); err != nil {
+			return err
+		}
+		body, err := store.ReleaseRecord(op, rel, now)
+		if err != nil {
+			return err
+		}
+		seq := traceSeq + 1
+		if s.sealer != nil {
+			if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: rel.RunID, Kind: store.SealTrace + "/" + store.ReleaseKind, Seq: seq}, body); err != nil {
+				return err
+			}
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+			rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now)); err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, trace_seq = ?, updated_at = ? WHERE run_id = ?`,
+			seq, nanos(now), rel.RunID)
+		return err
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"IdempotencyKeys", testIdempotency},
 		{"AttemptsAndReceipts", testAttempts},
 		{"QuarantineRefusesWrites", testQuarantine},
+		{"ReleaseLiftsOnlyAPark", testRelease},
 		{"EndedRunRefusesCommits", testEnded},
 		{"InvalidTicksWriteNothing", testInvalidTicks},
 		{"ConcurrentWritersOneWinner", testConcurrentWriters},
@@ -408,6 +410,71 @@ func testQuarantine(t *testing.T, s store.Store, _ *Clock) {
 	}
 	mustCode(t, s.Quarantine(ctx, "nope", "x"), store.CodeNotFound)
 	mustCode(t, s.Quarantine(ctx, "r", ""), store.CodeInvalidInput)
+}
+
+func testRelease(t *testing.T, s store.Store, _ *Clock) {
+	const park = store.ParkPrefix + "DEGRADED_SAFE_MODE: wedge"
+	rel := store.Release{RunID: "p", Park: park, By: "ana", Role: "operator", Capability: "mrp.leave_safe_mode", Reason: "cause fixed"}
+	newRun(t, s, "p")
+	l, _ := s.AcquireLease(ctx, "p", "w", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Trace: []store.TraceRecord{{Kind: "tripwire", Body: []byte(`{"t":1}`)}}}))
+	mustCode(t, s.Release(ctx, rel), store.CodeInvalidTransition) // not parked yet
+	must(t, s.Quarantine(ctx, "p", park))
+
+	// Bad input and a stale park write nothing.
+	for _, bad := range []store.Release{{RunID: "p", Park: park, Capability: "c", Reason: "r"}, {RunID: "p", Park: park, By: "b", Reason: "r"},
+		{RunID: "p", Park: park, By: "b", Capability: "c"}, {RunID: "p", By: "b", Capability: "c", Reason: "r"}} {
+		mustCode(t, s.Release(ctx, bad), store.CodeInvalidInput)
+	}
+	other := rel
+	other.Park = store.ParkPrefix + "HUMAN_RECONCILIATION: fencing"
+	mustCode(t, s.Release(ctx, other), store.CodeHeadMismatch)
+	missing := rel
+	missing.RunID = "nope"
+	mustCode(t, s.Release(ctx, missing), store.CodeNotFound)
+	if tr, _ := s.Trace(ctx, "p"); len(tr) != 1 {
+		t.Fatalf("refused releases wrote %d trace records", len(tr)-1)
+	}
+
+	must(t, s.Release(ctx, rel))
+	r, _ := s.Run(ctx, "p")
+	if r.Quarantine != "" || r.Lease.Owner != "" {
+		t.Fatalf("released run: quarantine %q, lease %q", r.Quarantine, r.Lease.Owner)
+	}
+	live, _ := s.Live(ctx)
+	if !slices.Contains(live, "p") {
+		t.Fatalf("released run not live: %v", live)
+	}
+	tr, err := s.Trace(ctx, "p")
+	must(t, err)
+	if len(tr) != 2 || tr[1].Kind != store.ReleaseKind {
+		t.Fatalf("trace after release: %+v", tr)
+	}
+	for _, want := range []string{`"by":"ana"`, `"capability":"mrp.leave_safe_mode"`, `"reason":"cause fixed"`, `"park":"tripwire DEGRADED_SAFE_MODE: wedge"`, `"at":"`} {
+		if !strings.Contains(string(tr[1].Body), want) {
+			t.Fatalf("release record %s lacks %s", tr[1].Body, want)
+		}
+	}
+	mustCode(t, s.Release(ctx, rel), store.CodeInvalidTransition) // once only
+
+	// The released run takes a lease and commits again, after the record.
+	l2, err := s.AcquireLease(ctx, "p", "w2", time.Hour)
+	must(t, err)
+	if l2.Generation <= l.Generation {
+		t.Fatalf("generation %d after %d", l2.Generation, l.Generation)
+	}
+	must(t, s.Commit(ctx, l2, store.Tick{ExpectHead: 0, Trace: []store.TraceRecord{{Kind: "note", Body: []byte(`{}`)}}}))
+	if tr, _ := s.Trace(ctx, "p"); len(tr) != 3 || tr[2].Kind != "note" {
+		t.Fatalf("trace after a commit that follows the release: %+v", tr)
+	}
+
+	// A quarantine that is not a park stays.
+	newRun(t, s, "c")
+	must(t, s.Quarantine(ctx, "c", "checkpoint digest mismatch"))
+	mustCode(t, s.Release(ctx, store.Release{RunID: "c", Park: "checkpoint digest mismatch", By: "ana", Capability: "mrp.leave_safe_mode", Reason: "r"}), store.CodeInvalidTransition)
+	if r, _ := s.Run(ctx, "c"); r.Quarantine != "checkpoint digest mismatch" {
+		t.Fatalf("corrupt run released: %q", r.Quarantine)
+	}
 }
 
 func testEnded(t *testing.T, s store.Store, _ *Clock) {

@@ -89,6 +89,20 @@ func (r *Runner) Release(ctx context.Context, runID, reason string, by Actor) er
 	return nil
 }
 
+// Summoned returns the capability the park of a run asks of the person who
+// releases it, so that a command acting for a person can name it;
+// NotParkedError when no tripwire parked the run.
+func (r *Runner) Summoned(ctx context.Context, runID string) (string, error) {
+	run, err := r.cfg.Store.Run(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	if run.Outcome != "" || !store.IsPark(run.Quarantine) {
+		return "", &NotParkedError{RunID: runID, Quarantine: run.Quarantine, Outcome: run.Outcome}
+	}
+	return r.summoned(ctx, run)
+}
+
 // summoned returns the capability a run's park asks of the person who
 // releases it: the disposition of the newest tripwire report in its trace,
 // or, when the report could not be recorded, the one its park implies.

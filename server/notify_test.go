@@ -30,3 +30,42 @@ func TestNotifyCommitsKeepsTheReadyListing(t *testing.T) {
 		t.Fatalf("a resting run with an empty inbox is ready: %v %v", ids, err)
 	}
 }
+
+// A release through the wrapper wakes the run's streams, as a quarantine
+// does; a refused one does not.
+func TestNotifyCommitsWakesOnRelease(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wrapped, n := NotifyCommits(st)
+	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
+		t.Fatal(err)
+	}
+	park := store.ParkPrefix + "DEGRADED_SAFE_MODE: wedge"
+	if err := st.Quarantine(ctx, "r", park); err != nil {
+		t.Fatal(err)
+	}
+	woken, done := n.subscribe("r")
+	defer done()
+	rel := store.Release{RunID: "r", Park: "tripwire HUMAN_RECONCILIATION: fencing", By: "dana", Role: "operator", Capability: "mrp.leave_safe_mode", Reason: "checked"}
+	if err := wrapped.Release(ctx, rel); store.CodeOf(err) != store.CodeHeadMismatch {
+		t.Fatalf("release of another park: %v", err)
+	}
+	select {
+	case <-woken:
+		t.Fatal("a refused release woke the stream")
+	default:
+	}
+	rel.Park = park
+	if err := wrapped.Release(ctx, rel); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	default:
+		t.Fatal("the release did not wake the stream")
+	}
+}

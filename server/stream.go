@@ -19,8 +19,8 @@ type Notifier struct {
 	subs map[string]map[chan struct{}]struct{}
 }
 
-// NotifyCommits wraps st so that every successful Commit (and Quarantine)
-// notifies the returned Notifier. Give the wrapped store to the runner and
+// NotifyCommits wraps st so that every successful Commit (and Quarantine,
+// and Release) notifies the returned Notifier. Give the wrapped store to the runner and
 // the Notifier to the server's Config.
 func NotifyCommits(st store.Store) (store.Store, *Notifier) {
 	n := &Notifier{}
@@ -48,6 +48,15 @@ func (s notifyingStore) Quarantine(ctx context.Context, runID, reason string) er
 	err := s.Store.Quarantine(ctx, runID, reason)
 	if err == nil {
 		s.n.Notify(runID)
+	}
+	return err
+}
+
+// Release notifies too: a released run's stream may have work again.
+func (s notifyingStore) Release(ctx context.Context, rel store.Release) error {
+	err := s.Store.Release(ctx, rel)
+	if err == nil {
+		s.n.Notify(rel.RunID)
 	}
 	return err
 }

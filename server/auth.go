@@ -34,6 +34,7 @@ const (
 	permCancel    permission = "cancel"    // operator
 	permApprove   permission = "approve"   // approver (approve and deny)
 	permReconcile permission = "reconcile" // reconciler
+	permRelease   permission = "release"   // operator, reconciler: a person releases a parked run
 	permChoose    permission = "choose"    // operator, approver: choose among the options H offered
 	permSteer     permission = "steer"     // operator, approver: a person's MRP transition (pause, resume, …)
 )
@@ -43,9 +44,9 @@ const (
 var grants = map[string][]permission{
 	RoleViewer:     {permRead},
 	RoleAgent:      {permRead, permStart, permSubmit},
-	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer},
+	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer, permRelease},
 	RoleApprover:   {permRead, permApprove, permChoose, permSteer},
-	RoleReconciler: {permRead, permReconcile},
+	RoleReconciler: {permRead, permReconcile, permRelease},
 }
 
 // Principal is an authenticated caller.

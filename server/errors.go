@@ -79,6 +79,16 @@ func classify(err error) *Error {
 	if errors.As(err, &ar) {
 		return apiErr(http.StatusForbidden, TypeForbidden, "", "%s", ar.Error())
 	}
+	// A release by someone the park does not summon, or of a run no
+	// tripwire parked (a quarantine for an untrusted checkpoint stays).
+	var rr *runner.ReleaseRefusedError
+	if errors.As(err, &rr) {
+		return apiErr(http.StatusForbidden, TypeForbidden, "", "%s", rr.Error())
+	}
+	var np *runner.NotParkedError
+	if errors.As(err, &np) {
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", np.Error())
+	}
 	// A new run's first input its workflow refuses: nothing was created.
 	var ir *runner.InputRefusedError
 	if errors.As(err, &ir) {

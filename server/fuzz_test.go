@@ -29,6 +29,8 @@ func bodyTarget(schema string) any {
 		return &Cancel{}
 	case "reconcile":
 		return &Reconcile{}
+	case "release":
+		return &Release{}
 	case "choose":
 		return &Choose{}
 	case "mrp":

@@ -17,6 +17,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
 	"flrh.dev/flrh/verify"
 )
 
@@ -45,6 +46,7 @@ var routes = []route{
 	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},
 	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, Body: "cancel", handle: (*Server).cancel},
 	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, Body: "reconcile", handle: (*Server).reconcile},
+	{Method: "POST", Pattern: "/v1/runs/{id}/release", Perm: permRelease, Body: "release", handle: (*Server).release},
 	// A person's steering of the deliberation (handlers_people.go).
 	{Method: "POST", Pattern: "/v1/runs/{id}/choose", Perm: permChoose, Body: "choose", handle: (*Server).choose},
 	{Method: "POST", Pattern: "/v1/runs/{id}/mrp", Perm: permSteer, Body: "mrp", handle: (*Server).steer},
@@ -95,6 +97,21 @@ func reconcilerActor(p Principal, resolution string) runner.Actor {
 		capability = "receipt.abandon_unknown"
 	}
 	return runner.Actor{Name: p.Actor, Role: "human_reconciler", Capability: capability}
+}
+
+// releaserActor is the caller releasing a parked run: a reconciler for a
+// park that summons receipt.confirm_external, an operator for one that
+// summons mrp.leave_safe_mode. A caller whose roles do not carry the
+// summoned capability acts under the one they do carry, and the runner
+// refuses it (ReleaseRefusedError, 403).
+func releaserActor(p Principal, summoned string) runner.Actor {
+	if summoned == tripwire.SummonReconcile && slices.Contains(p.Roles, RoleReconciler) {
+		return runner.Actor{Name: p.Actor, Role: "human_reconciler", Capability: tripwire.SummonReconcile}
+	}
+	if slices.Contains(p.Roles, RoleOperator) {
+		return runner.Actor{Name: p.Actor, Role: "operator", Capability: tripwire.SummonSafeMode}
+	}
+	return runner.Actor{Name: p.Actor, Role: "human_reconciler", Capability: tripwire.SummonReconcile}
 }
 
 func submitterActor(p Principal) runner.Actor {
@@ -692,6 +709,35 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, p Principal) 
 }
 
 // accepted answers an act the run will take up on its next tick.
+// Release is the body of POST /v1/runs/{id}/release.
+type Release struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request, p Principal) error {
+	id, err := runID(r)
+	if err != nil {
+		return err
+	}
+	var req Release
+	if err := s.decode(w, r, "release", &req); err != nil {
+		return err
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "released by " + p.Actor
+	}
+	summoned, err := s.cfg.Runner.Summoned(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Runner.Release(r.Context(), id, reason, releaserActor(p, summoned)); err != nil {
+		return err
+	}
+	s.cfg.Runner.Wake()
+	return accepted(w, id, "release")
+}
+
 func accepted(w http.ResponseWriter, runID, act string) error {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "accepted": act})
 	return nil

@@ -20,6 +20,7 @@ var bodySchemaNames = map[string]string{
 	"deny":         "Deny",
 	"cancel":       "Cancel",
 	"reconcile":    "Reconcile",
+	"release":      "Release",
 	"choose":       "Choose",
 	"mrp":          "MRPTransition",
 }

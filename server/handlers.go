@@ -708,7 +708,6 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, p Principal) 
 	return accepted(w, id, "reconcile")
 }
 
-// accepted answers an act the run will take up on its next tick.
 // Release is the body of POST /v1/runs/{id}/release.
 type Release struct {
 	Reason string `json:"reason,omitempty"`
@@ -738,6 +737,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request, p Principal) er
 	return accepted(w, id, "release")
 }
 
+// accepted answers an act the run will take up on its next tick.
 func accepted(w http.ResponseWriter, runID, act string) error {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID, "accepted": act})
 	return nil

@@ -78,3 +78,18 @@ func CheckReleasable(op string, run Run, rel Release) error {
 	}
 	return nil
 }
+
+// ReleaseBody checks a release of run as it stands (CheckReleasable) and
+// returns the trace record it writes at position seq (ReleaseRecord),
+// sealed when the store seals its trace: the part of a release that does
+// not depend on the backend.
+func ReleaseBody(op string, run Run, rel Release, at time.Time, seq int64, sealer Sealer) ([]byte, error) {
+	if err := CheckReleasable(op, run, rel); err != nil {
+		return nil, err
+	}
+	body, err := ReleaseRecord(op, rel, at)
+	if err != nil || sealer == nil {
+		return body, err
+	}
+	return SealBody(sealer, op, SealRef{RunID: rel.RunID, Kind: SealTrace + "/" + ReleaseKind, Seq: seq}, body)
+}

@@ -321,18 +321,10 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckReleasable(op, r, rel); err != nil {
-			return err
-		}
-		body, err := store.ReleaseRecord(op, rel, now)
+		seq := trace + 1
+		body, err := store.ReleaseBody(op, r, rel, now, seq, s.sealer)
 		if err != nil {
 			return err
-		}
-		seq := trace + 1
-		if s.sealer != nil {
-			if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: rel.RunID, Kind: store.SealTrace + "/" + store.ReleaseKind, Seq: seq}, body); err != nil {
-				return err
-			}
 		}
 		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, $2, $2, $3::text[], $4::bytea[], $5)`,
 			rel.RunID, seq, []string{store.ReleaseKind}, [][]byte{body}, nanos(now))

@@ -395,18 +395,10 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckReleasable(op, r, rel); err != nil {
-			return err
-		}
-		body, err := store.ReleaseRecord(op, rel, now)
+		seq := traceSeq + 1
+		body, err := store.ReleaseBody(op, r, rel, now, seq, s.sealer)
 		if err != nil {
 			return err
-		}
-		seq := traceSeq + 1
-		if s.sealer != nil {
-			if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: rel.RunID, Kind: store.SealTrace + "/" + store.ReleaseKind, Seq: seq}, body); err != nil {
-				return err
-			}
 		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
 			rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now)); err != nil {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/user"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -31,33 +30,8 @@ func TestLibrariesReleasesOnlyReadOnlyPagesOfSharedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ro []Mapping
-	for _, line := range strings.Split(string(text), "\n") {
-		fs := strings.Fields(line)
-		if len(fs) < 6 || !strings.HasPrefix(fs[5], "/") || fs[5] == exe {
-			continue
-		}
-		ms, err := ParseMaps(strings.NewReader(line), strings.Join(fs[5:], " "), inodeOf(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			if !strings.Contains(m.Perms, "w") && strings.HasSuffix(m.Perms, "p") {
-				ro = append(ro, m)
-			}
-		}
-	}
-	sort.Slice(ro, func(i, j int) bool { return ro[i].Start < ro[j].Start })
-	for _, r := range ranges {
-		i := sort.Search(len(ro), func(i int) bool { return ro[i].End > r.Start })
-		if i == len(ro) || ro[i].Start > r.Start || ro[i].End < r.End {
-			t.Fatalf("range %x is not inside one read-only mapping of a shared object", r)
-		}
-	}
+	ro := readOnlyMappings(t, func(p string) bool { return strings.HasPrefix(p, "/") && p != exe }, true)
+	requireInside(t, ranges, ro, "a shared object")
 	p := &Pages{ranges: ranges}
 	if n, err := p.Release(); err != nil || n == 0 {
 		t.Fatalf("released %d bytes: %v", n, err)

@@ -22,31 +22,8 @@ func TestReleaseOnTheRunningExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ro []Mapping
-	for _, line := range strings.Split(string(text), "\n") {
-		if !strings.HasSuffix(line, " "+path) {
-			continue
-		}
-		ms, err := ParseMaps(strings.NewReader(line), path, inodeOf(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			if !strings.Contains(m.Perms, "w") {
-				ro = append(ro, m)
-			}
-		}
-	}
-	for _, r := range ranges {
-		i := sort.Search(len(ro), func(i int) bool { return ro[i].End > r.Start })
-		if i == len(ro) || ro[i].Start > r.Start || ro[i].End < r.End {
-			t.Fatalf("range %x is not inside one read-only mapping of the executable %x", r, ro)
-		}
-	}
+	ro := readOnlyMappings(t, func(p string) bool { return p == path }, false)
+	requireInside(t, ranges, ro, "the executable")
 	n, err := Release()
 	if err != nil || n == 0 {
 		t.Fatalf("released %d bytes: %v", n, err)
@@ -57,6 +34,51 @@ func TestReleaseOnTheRunningExecutable(t *testing.T) {
 	sort.Strings(words)
 	if got := strings.Join(words, ","); got != "are,as,back,come,file,from,pages,the,the,they,used" {
 		t.Fatalf("after release: %s", got)
+	}
+}
+
+// readOnlyMappings returns, by start address, the non-writable mappings
+// (private ones only, if private) of the files in /proc/self/maps whose
+// path keep accepts: what a release plan may name.
+func readOnlyMappings(t *testing.T, keep func(path string) bool, private bool) []Mapping {
+	t.Helper()
+	text, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ro []Mapping
+	for _, line := range strings.Split(string(text), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 6 {
+			continue
+		}
+		path := strings.Join(fs[5:], " ")
+		if !keep(path) {
+			continue
+		}
+		ms, err := ParseMaps(strings.NewReader(line), path, inodeOf(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if !strings.Contains(m.Perms, "w") && (!private || strings.HasSuffix(m.Perms, "p")) {
+				ro = append(ro, m)
+			}
+		}
+	}
+	sort.Slice(ro, func(i, j int) bool { return ro[i].Start < ro[j].Start })
+	return ro
+}
+
+// requireInside fails unless every range lies inside one mapping of ro
+// (sorted by start), naming what the mappings are of.
+func requireInside(t *testing.T, ranges []Range, ro []Mapping, what string) {
+	t.Helper()
+	for _, r := range ranges {
+		i := sort.Search(len(ro), func(i int) bool { return ro[i].End > r.Start })
+		if i == len(ro) || ro[i].Start > r.Start || ro[i].End < r.End {
+			t.Fatalf("range %x is not inside one read-only mapping of %s %x", r, what, ro)
+		}
 	}
 }
 

@@ -461,15 +461,29 @@ func (r *Runner) release(id string) {
 // the runner has not loaded are left alone. It is what the demo and tests use
 // instead of the background loop.
 func (r *Runner) RunToIdle(ctx context.Context) error {
+	return r.toIdle(ctx, func() ([]string, error) { return r.cfg.Store.Live(ctx) }, true)
+}
+
+// AdvanceToIdle advances the named runs, and only those, until none of
+// them can move without outside input. A run whose definition the runner
+// has not loaded is an error here: its caller named it.
+func (r *Runner) AdvanceToIdle(ctx context.Context, ids []string) error {
+	return r.toIdle(ctx, func() ([]string, error) { return ids, nil }, false)
+}
+
+// toIdle advances the runs list names, listed again before each pass,
+// until a pass moves none; skipForeign passes over runs of a definition
+// the runner has not loaded instead of failing on them.
+func (r *Runner) toIdle(ctx context.Context, list func() ([]string, error), skipForeign bool) error {
 	for pass := 0; pass < 1000; pass++ {
-		ids, err := r.cfg.Store.Live(ctx)
+		ids, err := list()
 		if err != nil {
 			return err
 		}
 		moved := false
 		for _, id := range ids {
 			m, err := r.Advance(ctx, id)
-			if errors.Is(err, ErrDefinitionNotLoaded) {
+			if skipForeign && errors.Is(err, ErrDefinitionNotLoaded) {
 				continue // another definition's run, for a runner holding it
 			} else if err != nil {
 				return fmt.Errorf("run %s: %w", id, err)

@@ -239,31 +239,12 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 	}
 }
 
-// advance runs the given runs (all live ones when none are named) until
-// they wait for outside input, waiting for foreign leases up to f.wait.
-// advanceIdle advances the given runs, and only those, until none of them
-// can move without outside input. A command acts on the runs it names: the
-// runner holds one definition per workflow id and version, and another
-// live run of the same id recorded under another definition (the built-in
-// refund-agent and example:refund-agent, say) would be quarantined if this
-// runner advanced it.
-func advanceIdle(ctx context.Context, r *runner.Runner, ids []string) error {
-	for pass := 0; pass < 1000; pass++ {
-		moved := false
-		for _, id := range ids {
-			m, err := r.Advance(ctx, id)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", id, err)
-			}
-			moved = moved || m
-		}
-		if !moved {
-			return nil
-		}
-	}
-	return fmt.Errorf("runs kept moving for 1000 passes")
-}
-
+// advance runs the given runs until they wait for outside input, waiting
+// for foreign leases up to f.wait. A command acts on the runs it names
+// (runner.AdvanceToIdle): the runner holds one definition per workflow id
+// and version, and another live run of the same id recorded under another
+// definition (the built-in refund-agent and example:refund-agent, say)
+// would be quarantined if this runner advanced it.
 func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Runner, ids []string) error {
 	deadline := time.Now().Add(f.wait)
 	heldElsewhere := func() (bool, error) {
@@ -286,7 +267,7 @@ func (f *runnerFlags) advance(ctx context.Context, st store.Store, r *runner.Run
 		if err != nil {
 			return err
 		}
-		if err := advanceIdle(ctx, r, ids); err != nil {
+		if err := r.AdvanceToIdle(ctx, ids); err != nil {
 			return err
 		}
 		held, err := heldElsewhere()

@@ -382,13 +382,36 @@ func printStatus(cmd *cobra.Command, st0 store.Store, r *runner.Runner, id strin
 	}
 	fmt.Fprintln(out)
 	if st.Run.Outcome != "" {
+		printInbox(cmd.Context(), out, st0, id, true)
 		return nil // an ended run waits for nothing, whatever it was asked
 	}
 	printWaits(out, id, st)
+	printInbox(cmd.Context(), out, st0, id, false)
 	if tr, err := st0.Trace(cmd.Context(), id); err == nil {
 		printDecisions(out, tr)
 	}
 	return nil
+}
+
+// printInbox says how many inputs a live run holds unread: an input
+// handed to a run that waits for something else stays in its inbox until
+// the run next takes input.
+// An ended run reads nothing more: what it left unread is said too, so
+// that nobody takes an input handed to it for one it acted on.
+func printInbox(ctx context.Context, out io.Writer, st store.Store, id string, ended bool) {
+	pending, err := st.Inbox(ctx, id, true)
+	if err != nil || len(pending) == 0 {
+		return
+	}
+	n, s := len(pending), "s"
+	if n == 1 {
+		s = ""
+	}
+	if ended {
+		fmt.Fprintf(out, "  %d input%s never read: the run ended before it took %s\n", n, s, map[bool]string{true: "it", false: "them"}[n == 1])
+		return
+	}
+	fmt.Fprintf(out, "  %d input%s in the inbox, read when the run next takes input\n", n, s)
 }
 
 // printDecisions prints H's latest decision on each proposal it turned
@@ -523,16 +546,9 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	start.Flags().StringVar(&inputFile, "input", "", "file with the run's input (JSON)")
 	start.Flags().StringVar(&input, "input-json", "", "the run's input as a JSON string")
 	start.RunE = func(cmd *cobra.Command, args []string) error {
-		body := []byte(input)
-		if inputFile != "" {
-			b, err := os.ReadFile(inputFile)
-			if err != nil {
-				return usagef("--input: %v", err)
-			}
-			body = b
-		}
-		if len(body) == 0 {
-			return usagef("give the run's input with --input FILE or --input-json TEXT")
+		body, err := readInputFlags(inputFile, input)
+		if err != nil {
+			return err
 		}
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
@@ -641,7 +657,10 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			if err != nil {
 				return err
 			}
-			return refusedAct(args[0], refusals, after[min(len(before), len(after)):])
+			if err := refusedAct(args[0], refusals, after[min(len(before), len(after)):]); err != nil || cmd.Name() != "submit" {
+				return err
+			}
+			return unreadAtEnd(cmd.Context(), st, args[0])
 		}
 		return c
 	}
@@ -700,5 +719,80 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		}
 		return cmd.Flags().Set("resolution", res)
 	}
+	submit := act("submit RUN", "Hand a live run a new input and advance it until it waits", 1, []string{"refusal"},
+		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
+			body, _ := readInputFlags(subFile, subJSON) // checked in PreRunE
+			u := runner.Usage{Tokens: subTokens, CostMicros: subCost}
+			_, err := r.SubmitAdvanceWithUsage(cmd.Context(), args[0], body, u, runner.Actor{Name: as, Role: "authorized_requester", Capability: "input.submit"})
+			return err
+		})
+	submit.Long = `submit hands a live run one more input (the same JSON a run's first
+input is, e.g. another refund request) and advances the run until it waits.
+A run that waits for something else (an approval, a choice, a reconciliation)
+keeps the input in its inbox and reads it when it next takes input. --tokens
+and --cost-micros report what producing the input cost; they are charged
+against the run's budgets in the commit that accepts it. An input the
+workflow refuses is recorded as refused and the command fails saying why.`
+	submit.Flags().StringVar(&subFile, "input", "", "file with the input (JSON)")
+	submit.Flags().StringVar(&subJSON, "input-json", "", "the input as a JSON string")
+	submit.Flags().Int64Var(&subTokens, "tokens", 0, "model tokens producing this input cost (charged to the run's tokens budget)")
+	submit.Flags().Int64Var(&subCost, "cost-micros", 0, "what producing this input cost, in millionths of the budget's currency")
+	submit.PreRunE = func(cmd *cobra.Command, args []string) error {
+		// Everything the command can check without the store is checked
+		// before it is opened: a malformed input or report changes nothing.
+		body, err := readInputFlags(subFile, subJSON)
+		if err != nil {
+			return err
+		}
+		if _, err := cjson.Canonicalize(body); err != nil {
+			return usagef("the input: %v", err)
+		}
+		if err := (runner.Usage{Tokens: subTokens, CostMicros: subCost}).Check(); err != nil {
+			return usagef("the usage report: %v", err)
+		}
+		return nil
+	}
+	runCmd.AddCommand(submit)
 	rootCmd.AddCommand(approve, deny, cancel, reconcile, choose)
+}
+
+// unreadAtEnd fails a submission the run will never read: it ended (its
+// completion decided by what it had read before) with inputs left in its
+// inbox.
+func unreadAtEnd(ctx context.Context, st store.Store, id string) error {
+	run, err := st.Run(ctx, id)
+	if err != nil || run.Outcome == "" {
+		return err
+	}
+	pending, err := st.Inbox(ctx, id, true)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return fmt.Errorf("run %s ended (%s) before it read the input: nothing was done with it", id, run.Outcome)
+}
+
+// The flags of run submit.
+var (
+	subFile, subJSON   string
+	subTokens, subCost int64
+)
+
+// readInputFlags reads an input given as --input FILE or --input-json TEXT
+// (exactly one of them).
+func readInputFlags(file, text string) ([]byte, error) {
+	if file != "" && text != "" {
+		return nil, usagef("give the input once: --input FILE or --input-json TEXT, not both")
+	}
+	body := []byte(text)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--input: %v", err)
+		}
+		body = b
+	}
+	if len(body) == 0 {
+		return nil, usagef("give the input with --input FILE or --input-json TEXT")
+	}
+	return body, nil
 }

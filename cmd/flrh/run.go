@@ -105,6 +105,11 @@ func init() {
 				v.MRPState = view.MRPState
 			}
 		}
+		pending, err := st.Inbox(cmd.Context(), run.ID, true)
+		if err != nil {
+			return err
+		}
+		v.Inbox = len(pending)
 		ins, err := st.Intents(cmd.Context(), run.ID)
 		if err != nil {
 			return err
@@ -150,9 +155,13 @@ func init() {
 		}
 		if run.Outcome == "" {
 			printWaits(out, run.ID, status)
+			printInbox(cmd.Context(), out, st, run.ID, false)
 			if tr, err := st.Trace(cmd.Context(), run.ID); err == nil {
 				printDecisions(out, tr)
 			}
+		}
+		if run.Outcome != "" {
+			printInbox(cmd.Context(), out, st, run.ID, true)
 		}
 		if b := v.Budget; b != nil {
 			fmt.Fprintf(out, "  budget: steps %d/%d, tool calls %d/%d, working %ds/%ds, waiting %ds/%ds, tokens %d/%d, cost_micros %d/%d\n", b.Used.Steps, b.Limits.Steps,
@@ -287,6 +296,9 @@ type runShow struct {
 	Budget     *runner.BudgetStatus  `json:"budget,omitempty"`
 	Effects    []showEffect          `json:"effects"`
 	Receipts   []showReceipt         `json:"receipts"`
+	// Inbox counts the inputs the run holds unread: handed to it while it
+	// waited for something else, or left unread when it ended.
+	Inbox int `json:"inbox_pending"`
 	// Unread says why what the run waits for could not be read (its
 	// workflow is not loaded, say); the lists above are then empty.
 	Unread string `json:"unread,omitempty"`

@@ -18,6 +18,17 @@ import (
 // from done("refund") to done("never"). It fails if the example no longer
 // states the condition it rewrites, rather than measure another workflow.
 func RefundAgent() (*bundle.Workflow, error) {
+	m, err := Files()
+	if err != nil {
+		return nil, err
+	}
+	wf, _, err := bundle.LoadFS(m)
+	return wf, err
+}
+
+// Files is the rewritten bundle's files, for a test that needs it as a
+// directory (a command line given --workflows DIR).
+func Files() (fstest.MapFS, error) {
 	src, err := examples.Bundle("refund-agent")
 	if err != nil {
 		return nil, err
@@ -44,6 +55,5 @@ func RefundAgent() (*bundle.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf, _, err := bundle.LoadFS(m)
-	return wf, err
+	return m, nil
 }

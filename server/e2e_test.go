@@ -211,6 +211,11 @@ func TestCancelAndSubmit(t *testing.T) {
 	if lastIn.Actor != "bot" || lastIn.ActorRole != "agent" {
 		t.Fatalf("agent input recorded as %s/%s", lastIn.Actor, lastIn.ActorRole)
 	}
+	// The run waits for an approval: the input waits in its inbox, and the
+	// run page says so.
+	if p := f.page("refund-c", tokViewer); p.Inbox != 1 {
+		t.Fatalf("run page of a run holding one unread input: inbox_pending %d", p.Inbox)
+	}
 	if a := f.post("/v1/runs/refund-c/cancel", tokAgent, `{}`); a.status != 403 {
 		t.Fatalf("agent cancel: %d", a.status)
 	}
@@ -218,8 +223,8 @@ func TestCancelAndSubmit(t *testing.T) {
 		t.Fatalf("cancel: %d %s", a.status, a.body)
 	}
 	p := f.waitFor("refund-c", tokViewer, "its end", ended)
-	if p.Run.State != "CANCELED" {
-		t.Fatalf("cancelled run ended %s", p.Run.State)
+	if p.Run.State != "CANCELED" || p.Inbox != 1 {
+		t.Fatalf("cancelled run ended %s with %d unread inputs, want CANCELED and the one it never read", p.Run.State, p.Inbox)
 	}
 	assertActor(t, f, "refund-c", "cancel", "oscar", "authorized_requester", "run.cancel")
 	// An ended run refuses more input: a conflict, not a server error.

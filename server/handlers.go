@@ -302,7 +302,10 @@ type RunPage struct {
 	Unknown  []string              `json:"unknown"`
 	Open     int                   `json:"open_effects"`
 	Accepted int64                 `json:"accepted_inputs"`
-	Effects  []EffectView          `json:"effects"`
+	// Inbox counts inputs handed to the run and not yet read: it waits for
+	// something else, or it ended before it took them.
+	Inbox   int          `json:"inbox_pending"`
+	Effects []EffectView `json:"effects"`
 	// View is the workflow's own view of the run (MRP state, Journey
 	// Strip, options offered with their ranking, approvals pending), when
 	// its workflow keeps one.
@@ -329,6 +332,11 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 	if page.Unknown == nil {
 		page.Unknown = []string{}
 	}
+	pending, err := s.cfg.Store.Inbox(ctx, id, true)
+	if err != nil {
+		return RunPage{}, err
+	}
+	page.Inbox = len(pending)
 	ins, err := s.cfg.Store.Intents(ctx, id)
 	if err != nil {
 		return RunPage{}, err

@@ -493,6 +493,12 @@ func TestBrowser(t *testing.T) {
 		w.fullShot("1-run-waiting-approval-full")
 
 		need := w.status("big-refund").Waiting[0]
+		// An input handed to the run while it waits for the approval stays
+		// unread: the run completes with its one payment.
+		more := []byte(`{"type":"refund.requested/1","payload":{"refund_id":"r-more","amount":5,"payee":"bob","reason":"again"}}`)
+		if err := w.r.Submit(context.Background(), "big-refund", more, runner.Actor{Name: "bot", Role: "agent", Capability: "input.propose"}); err != nil {
+			t.Fatal(err)
+		}
 		w.run("inbox", chromedp.Navigate(w.ts.URL+"/ui/#/inbox"),
 			chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="big-refund"]`)))
 		preview := value(w, "preview", chromedp.TextContent(chromedp.CSS(`article.approval[data-run="big-refund"] pre.preview`)))
@@ -509,7 +515,8 @@ func TestBrowser(t *testing.T) {
 			chromedp.KeyEvent("\r"),
 			waitText("#status", "Approved"),
 			chromedp.WaitNotPresent(chromedp.CSS(`article.approval[data-run="big-refund"]`)))
-		w.run("see it complete", w.page("#/run/big-refund"), waitText("#run-state", "SUCCEEDED"), waitText("#live", "ended"))
+		w.run("see it complete", w.page("#/run/big-refund"), waitText("#run-state", "SUCCEEDED"), waitText("#live", "ended"),
+			waitText("#run-inbox", "1 the run ended before it took them"))
 		run, err := w.st.Run(context.Background(), "big-refund")
 		if err != nil {
 			t.Fatal(err)

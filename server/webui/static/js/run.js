@@ -61,6 +61,8 @@ export async function runPage(el, signal, id) {
         h('dt', {}, 'Outcome'), h('dd', { id: 'run-outcome' }, r.outcome ? stateBadge(r.outcome, 'outcome') : h('span', { class: 'muted' }, 'not ended')),
         h('dt', {}, 'Events'), h('dd', {}, String(r.events), ' ', h('span', { class: 'muted mono', title: r.head_hash }, 'head ' + short(r.head_hash, 20))),
         h('dt', {}, 'Inputs accepted'), h('dd', {}, String(page.accepted_inputs)),
+        page.inbox_pending ? [h('dt', {}, 'Inputs unread'), h('dd', { id: 'run-inbox', class: ended ? 'bad' : '' },
+          String(page.inbox_pending), ' ', h('span', { class: 'muted' }, ended ? 'the run ended before it took them' : 'read when the run next takes input'))] : null,
         r.lease_owner ? [h('dt', {}, 'Advanced by'), h('dd', {}, r.lease_owner)] : null,
         r.quarantine ? [h('dt', {}, 'Quarantined'), h('dd', { class: 'bad' }, r.quarantine)] : null,
         page.status_error ? [h('dt', {}, 'Status'), h('dd', { class: 'bad' }, page.status_error)] : null,

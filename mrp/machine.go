@@ -64,6 +64,11 @@ const (
 	CareCooldown      Trigger = "CARE_COOLDOWN"
 	CareCooloffOK     Trigger = "CARE_COOLOFF_OK"
 	EnterSafeMode     Trigger = "SAFE_MODE"
+	// Redecide records that a proposal H held or escalated is decided
+	// again, now that the machine admits a decision (Reopens); Withdraw
+	// that a kept proposal is dropped undecided. Neither moves the machine.
+	Redecide Trigger = "REDECIDE"
+	Withdraw Trigger = "WITHDRAW"
 )
 
 // Causes of Degraded Safe Mode: the runtime cannot trust itself.
@@ -294,6 +299,10 @@ var Table = []Row{
 	{"R42", live, CareCooloffOK, "", "", false, "AD-07 §6"}, // stays where it is
 	{"R43", []State{Test}, Tier3, "", Hold, false, "SPEC §7.2"},
 	{"R44", []State{Test}, Tier2, "", Test, false, "SPEC §7.2"},
+	// A kept proposal decided again or withdrawn: recorded, stays
+	// (decision 0612).
+	{"R48", live, Redecide, "", "", false, "flrh"},
+	{"R49", live, Withdraw, "", "", false, "flrh"},
 	// Human-initiated transitions.
 	{"H01", live, Pause, "", Hold, false, "SPEC §7.3"},
 	{"H02", []State{Options}, ChooseOption, "target=TEST", Test, false, "SPEC §7.3"},
@@ -518,6 +527,20 @@ func (m *Machine) record(from State, ev Event, row, cause, rejected string) {
 		Row: row, ActorID: ev.Actor.ID, Role: ev.Actor.Role, Cause: cause, Summary: ev.Summary,
 		SafeMode: m.SafeMode, Rejected: rejected,
 	})
+}
+
+// reopening are the triggers after which a proposal H held or escalated
+// may be decided again: a test passed, a person resumed deliberation or
+// left Degraded Safe Mode, the conflicts resolved.
+var reopening = map[Trigger]bool{TestsPass: true, Resume: true, LeaveSafeMode: true, ConflictsResolved: true}
+
+// Reopens reports whether an accepted journey entry reopens deliberation
+// for the proposals H held or escalated: one of the triggers TESTS_PASS,
+// RESUME, LEAVE_SAFE_MODE or CONFLICTS_RESOLVED that landed in HOLD or a
+// non-refusal DECIDE, where H decides. Landing in OPTIONS (a choice is
+// owed) or TEST (only verification runs) reopens nothing (decision 0612).
+func Reopens(e Entry) bool {
+	return e.Rejected == "" && reopening[e.Trigger] && (e.To == Hold || e.To == Decide && !e.Refusal)
 }
 
 // Admits reports whether an action with this reduced ticket may run now:

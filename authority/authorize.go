@@ -91,6 +91,11 @@ type Input struct {
 	// policy delegates the choice; any other choice is ignored (and
 	// audited).
 	Choices []Choice
+	// Resumed are people's RESUME of deliberation on proposals H escalated
+	// or held, presented when such a proposal is decided again: the gates
+	// read resumed(t). One by anyone but a person holding mrp.resume is
+	// ignored (and audited).
+	Resumed []Resumption
 	// Signals are the turn's non-gate signals (watchdog, verification,
 	// clarification, attunement).
 	Signals []Signal
@@ -122,6 +127,18 @@ type Choice struct {
 	ProposalID string    `json:"proposal_id"`
 	Option     string    `json:"option"`
 	Actor      mrp.Actor `json:"actor"`
+}
+
+// Resumption is a person's RESUME of deliberation on a proposal H
+// escalated or held.
+type Resumption struct {
+	ProposalID string    `json:"proposal_id"`
+	Actor      mrp.Actor `json:"actor"`
+}
+
+// ResumedFact states that a person resumed deliberation on the ticket.
+func ResumedFact(ticketID string) logic.Fact {
+	return logic.Fact{Rel: "resumed", Args: []logic.Value{logic.Sym(ticketID)}}
 }
 
 // ChosenFact states that a person chose an option for the ticket.
@@ -520,6 +537,18 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			continue
 		}
 		extra = append(extra, ChosenFact(t.TicketID, c.Option))
+	}
+	for _, r := range in.Resumed {
+		if r.ProposalID != p.ProposalID {
+			continue
+		}
+		capName, _ := mrp.RequiredCapability(mrp.Resume)
+		if r.Actor.Kind != mrp.ActorHuman || !slices.Contains(mrp.HumanRoles, r.Actor.Role) || !slices.Contains(r.Actor.Capabilities, capName) {
+			o.Audit = append(o.Audit, fmt.Sprintf("resumption by %q (%s): not a person holding %s", r.Actor.ID, r.Actor.Kind, capName))
+			continue
+		}
+		extra = append(extra, ResumedFact(t.TicketID))
+		break
 	}
 	ev := in.Policy.Policy.Evaluate(t, extra...)
 	risk := ev.AssessedRisk

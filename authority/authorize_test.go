@@ -762,3 +762,52 @@ option("G4", "g4.tone", "send-as-is") :- ticket(t).
 		})
 	}
 }
+
+// A person's RESUME answers an escalation only when the policy reads it
+// (resumed(t)) and only from a person holding mrp.resume; anyone else's is
+// audited and ignored, so the proposal is escalated again.
+func TestResumedIsReadFromPeopleOnly(t *testing.T) {
+	p, err := CompilePolicy("authority/1", "resume.dl", []byte(`
+decision("G2", "ALLOW", "g2.publish") :- action(t, "artifact.publish"), capability(t, _).
+assess("reversible", "g2.publish") :- action(t, "artifact.publish").
+decision("G3", "ESCALATE", "g3.unexplained") :- param_sym(t, "why", "unknown"), !resumed(t).
+`), logic.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := mrp.Actor{ID: "oncall", Kind: mrp.ActorHuman, Role: "operator", Capabilities: []string{"mrp.resume"}}
+	for _, c := range []struct {
+		name    string
+		resumed []Resumption
+		want    string
+		audited bool
+	}{
+		{"nobody resumed", nil, OutcomeEscalated, false},
+		{"a person resumed it", []Resumption{{ProposalID: "", Actor: person}}, OutcomeIntent, false},
+		{"a person resumed another proposal", []Resumption{{ProposalID: "other", Actor: person}}, OutcomeEscalated, false},
+		{"the runtime resumed it", []Resumption{{Actor: mrp.Actor{ID: "rt", Kind: mrp.ActorSystem, Role: "runtime", Capabilities: []string{"mrp.resume"}}}}, OutcomeEscalated, true},
+		{"a person without mrp.resume", []Resumption{{Actor: mrp.Actor{ID: "x", Kind: mrp.ActorHuman, Role: "operator", Capabilities: []string{"mrp.pause"}}}}, OutcomeEscalated, true},
+		{"a model", []Resumption{{Actor: mrp.Actor{ID: "m", Kind: mrp.ActorModel, Role: "operator", Capabilities: []string{"mrp.resume"}}}}, OutcomeEscalated, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, _ := fixtureInput(t, "internal")
+			in.Policy.Policy = p
+			in.Actions[0].Parameters = map[string]any{"artifact": "pkg.tgz", "why": "unknown"}
+			pid := in.Batch.Proposals[0].ProposalID
+			for _, r := range c.resumed {
+				if r.ProposalID == "" {
+					r.ProposalID = pid
+				}
+				in.Resumed = append(in.Resumed, r)
+			}
+			d, err := Authorize(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := d.Outcomes[0]
+			if o.Kind != c.want || (len(o.Audit) > 0) != c.audited {
+				t.Fatalf("%s, audit %v; want %s, audited %v", o.Kind, o.Audit, c.want, c.audited)
+			}
+		})
+	}
+}

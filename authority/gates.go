@@ -24,6 +24,8 @@ import (
 //	complete(t)                  missing(t, field)
 //	capability(t, capability_id) mode(m)   (e.g. mode("degraded_safe"))
 //	chosen(t, option)            an option a person chose (Contestable Gate Mode)
+//	resumed(t)                   a person resumed deliberation on a proposal H
+//	                             escalated or held, and it is decided again
 //
 // Outputs:
 //
@@ -46,6 +48,7 @@ const GateVocabulary = `
 .decl capability(t: symbol, c: symbol)
 .decl mode(m: symbol)
 .decl chosen(t: symbol, option: symbol)
+.decl resumed(t: symbol)
 .decl decision(g: symbol, v: symbol, r: symbol)
 .decl shape_max(g: symbol, r: symbol, k: symbol, max: number)
 .decl shape_scope(g: symbol, r: symbol, s: symbol)
@@ -64,6 +67,7 @@ const GateVocabulary = `
 .input capability
 .input mode
 .input chosen
+.input resumed
 .output decision
 .output shape_max
 .output shape_scope

@@ -26,16 +26,18 @@ func (w *Workflow) input(b authority.PublishedBatch, spec authority.ActionSpec, 
 
 // authorize runs H over one published batch (one proposal) and maps the
 // outcome to effects. choices are the choices among options presented to
-// the gates (none on a first decision); checked is what SealBatch checked
-// of b, if anything.
-func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authority.Choice, checked authority.CheckedBatch) ([]Effect, error) {
+// the gates (none on a first decision), resumed a person's RESUME of a
+// held proposal decided again; checked is what SealBatch checked of b, if
+// anything. A proposal H holds or escalates is kept for a new decision
+// (decision 0612).
+func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authority.Choice, resumed []authority.Resumption, checked authority.CheckedBatch) ([]Effect, error) {
 	w, st := t.w, t.st
 	p := b.Proposals[0]
 	spec := actionSpec(p.ProposalID, a)
 	before := st.Machine
 	turn := st.Turn + 1
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
-	in.Choices, in.Checked = choices, checked
+	in.Choices, in.Checked, in.Resumed = choices, checked, resumed
 	in.ScorecardDigest = t.scorecard
 	d, err := authority.Authorize(in)
 	if err != nil {
@@ -50,6 +52,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	body, ok := fhrNote(d.FHR, d.Event, chain)
 	t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	o := d.Outcomes[0]
+	t.outcome = o.Kind
 	t.explainOutcome(o, choices)
 	rec := &outcomeRec{proposalID: o.ProposalID, kind: o.Kind, ticketID: o.Ticket.TicketID, mrpState: string(o.MRPState),
 		preview: o.Ticket.Preview, held: o.Held, options: o.Options, audit: o.Audit,
@@ -73,13 +76,17 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		actionJSON, _ := cjson.Marshal(a.Action)
 		destJSON, _ := cjson.Marshal(a.Destination)
 		pd := pending{RequestID: q.RequestID, Request: q, Batch: b, Action: actionJSON, Dest: destJSON, Machine: before,
-			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices}
+			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
 		eff, approved, err := w.reauthorize(pd, w.namedApprover(), checked)
 		if err != nil {
+			// Not even a grant would let it through now (a restart in
+			// TEST): H holds it, and the run keeps it.
 			rec.held = "held: " + err.Error()
 			t.noteOutcome(rec)
+			t.outcome = authority.OutcomeHeld
+			t.keep(o, authority.OutcomeHeld, rec.held, b, a, choices)
 			return nil, nil
 		}
 		pd.IntentID, pd.approved = eff.Intent.IntentID, &approved
@@ -100,12 +107,29 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			Batch: b, Action: actionJSON, Dest: destJSON}
 		st.Offered = append(slices.DeleteFunc(st.Offered, func(x offer) bool { return x.ProposalID == p.ProposalID }), of)
 		return t.offered(of, o.Ticket)
+	case authority.OutcomeHeld, authority.OutcomeEscalated:
+		// Nothing reaches the world now; the run keeps the proposal and
+		// decides it again once deliberation admits a decision.
+		t.noteOutcome(rec)
+		t.keep(o, o.Kind, o.Held, b, a, choices)
+		return nil, nil
 	default:
-		// HELD, ESCALATED, REJECTED: nothing reaches the world; the trace
-		// (and the MRP machine in the state) records why.
+		// REJECTED: nothing reaches the world; the trace (and the MRP
+		// machine in the state) records why.
 		t.noteOutcome(rec)
 		return nil, nil
 	}
+}
+
+// keep records a proposal H held or escalated, replacing what was kept
+// of it before.
+func (t *tick) keep(o authority.Outcome, kind, why string, b authority.PublishedBatch, a action, choices []authority.Choice) {
+	st := t.st
+	actionJSON, _ := cjson.Marshal(a.Action)
+	destJSON, _ := cjson.Marshal(a.Destination)
+	h := held{ProposalID: o.ProposalID, TicketID: o.Ticket.TicketID, Outcome: kind, Why: why, Since: t.lt,
+		Batch: b, Action: actionJSON, Dest: destJSON, Choices: choices}
+	st.Held = append(slices.DeleteFunc(st.Held, func(x held) bool { return x.ProposalID == o.ProposalID }), h)
 }
 
 // fhrChain links a turn's FHR digest to the run's chain: the digest of
@@ -136,7 +160,7 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver, checked author
 	a := action{Action: act, Destination: dest}
 	p := pd.Batch.Proposals[0]
 	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
-	in.Choices, in.Checked = pd.Choices, checked
+	in.Choices, in.Checked, in.Resumed = pd.Choices, checked, pd.Resumed
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
 	d, err := authority.Authorize(in)
 	if err != nil {

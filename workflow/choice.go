@@ -103,7 +103,7 @@ func (t *tick) decideChoice(c choiceBody, actor mrp.Actor, trigger mrp.Trigger) 
 	t.note("choice", map[string]any{"proposal_id": of.ProposalID, "ticket_id": of.TicketID, "option": c.Option,
 		"chooser": actor.ID, "role": actor.Role, "kind": actor.Kind, "trigger": string(trigger), "mrp_state": string(m.State)})
 	choices := []authority.Choice{{ProposalID: of.ProposalID, Option: c.Option, Actor: actor}}
-	eff, err := t.authorize(of.Batch, action{Action: act, Destination: dest}, choices, authority.CheckedBatch{})
+	eff, err := t.authorize(of.Batch, action{Action: act, Destination: dest}, choices, nil, authority.CheckedBatch{})
 	if err == nil && len(eff) > 0 {
 		err = t.acted(c.Option)
 	}

@@ -88,13 +88,17 @@ func ControlActor(in Input) mrp.Actor {
 // control c from the issuer now, without changing anything: nil, or the
 // refusal the workflow would record. A caller can answer a person at once;
 // the run still judges the input itself when it accepts it.
+//
+// offered lists the proposals waiting for a choice and, since REJECT_ALL
+// may name one, the proposals H held or escalated (View.Held).
 func CheckControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) error {
-	_, err := stepControl(m, offered, c, issuer)
+	_, err := stepControl(m, offered, nil, c, issuer)
 	return err
 }
 
 // stepControl judges a control input and returns the machine after it.
-func stepControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) (mrp.Machine, error) {
+// kept are the held proposals an EXIT withdraws besides the offers.
+func stepControl(m mrp.Machine, offered, kept []string, c Control, issuer mrp.Actor) (mrp.Machine, error) {
 	capName, _ := mrp.RequiredCapability(c.Trigger)
 	switch {
 	case !slices.Contains(mrp.HumanRoles, issuer.Role):
@@ -116,6 +120,9 @@ func stepControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) (
 	summary := ""
 	if c.Trigger == mrp.HumanExit {
 		summary = fmt.Sprintf("deliberation ended by %s in %s; offers withdrawn: %v", issuer.ID, m.State, nonNil(offered))
+		if len(kept) > 0 {
+			summary += fmt.Sprintf("; held proposals withdrawn: %v", kept)
+		}
 		if c.Reason != "" {
 			summary += "; reason: " + c.Reason
 		}
@@ -139,12 +146,16 @@ func (t *tick) control(in Input) (string, error) {
 		return err.Error(), nil
 	}
 	st := t.st
-	var offered []string
+	var offered, kept []string
 	for _, o := range st.Offered {
 		offered = append(offered, o.ProposalID)
 	}
+	for _, h := range st.Held {
+		kept = append(kept, h.ProposalID)
+	}
 	from := st.Machine.State
-	next, err := stepControl(st.Machine, offered, c, ControlActor(in))
+	// REJECT_ALL may name a held proposal as well as an offered one.
+	next, err := stepControl(st.Machine, append(slices.Clip(offered), kept...), kept, c, ControlActor(in))
 	if err != nil {
 		return err.Error(), nil
 	}
@@ -161,7 +172,28 @@ func (t *tick) control(in Input) (string, error) {
 			return drop
 		})
 	}
+	// They withdraw the held proposals too (decision 0612): EXIT all of
+	// them, in its summary; REJECT_ALL the one it names or every one, each
+	// with a journey entry.
+	var dropped []any
+	if c.Trigger == mrp.RejectAll || next.State.Terminal() {
+		st.Held = slices.DeleteFunc(st.Held, func(h held) bool {
+			drop := next.State.Terminal() || c.ProposalID == "" || h.ProposalID == c.ProposalID
+			if drop {
+				dropped = append(dropped, h.ProposalID)
+			}
+			return drop
+		})
+	}
 	last := next.Journey[len(next.Journey)-1]
+	if !next.State.Terminal() {
+		for _, p := range dropped {
+			t.withdraw(p.(string), fmt.Sprintf("%s withdrawn by %s by %s", p, c.Trigger, in.Actor))
+		}
+	}
+	if len(dropped) > 0 {
+		t.note("held.withdrawn", map[string]any{"proposals": dropped, "trigger": string(c.Trigger), "actor": in.Actor})
+	}
 	t.note("mrp.control", map[string]any{"trigger": string(c.Trigger), "actor": in.Actor, "role": in.ActorRole, "capability": in.Capability,
 		"from": string(from), "to": string(next.State), "row": last.Row, "cause": last.Cause, "safe_mode": next.SafeMode,
 		"proposal_id": c.ProposalID, "withdrawn": nonNilAny(withdrawn)})

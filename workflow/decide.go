@@ -112,6 +112,7 @@ type tick struct {
 	tried     map[string]bool // proposals the controller already chose for in this tick
 	why       *explainer      // nil but in Explain
 	consumed  bool            // L consumed the materialization the tick started from
+	outcome   string          // the kind of H's last outcome in this tick
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -145,6 +146,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	}
 	// A tick writes three to five notes: room for them from the start.
 	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why, trace: make([]Note, 0, 6)}
+	journeyStart := len(st.Machine.Journey)
 	var mat *logic.Materialization // owned by this tick once materialized
 	refuse := func(format string, args ...any) (Result, error) {
 		// The state is not advanced: keep its materialization for the
@@ -256,15 +258,28 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			return refuse("%s", refusal)
 		}
 	}
+	// A test passed, a person resumed or left safe mode: the proposals H
+	// held or escalated are decided again (decision 0612).
+	if len(st.Held) > 0 {
+		if e, ok := reopened(st.Machine.Journey[journeyStart:]); ok {
+			again, err := t.redecide(e)
+			if err != nil {
+				return Result{}, err
+			}
+			effects = append(effects, again...)
+		}
+	}
 	if evType != "" {
 		var refusal string
-		effects, mat, refusal, err = t.pipeline(mat, evType, members, occurred)
+		var fresh []Effect
+		fresh, mat, refusal, err = t.pipeline(mat, evType, members, occurred)
 		if err != nil {
 			return Result{}, err
 		}
 		if refusal != "" {
 			return refuse("%s", refusal)
 		}
+		effects = append(effects, fresh...)
 	}
 	st.Time = in.Seq
 	body, ok := journeyNote(st.Machine, len(st.Pending), len(st.Open))
@@ -291,7 +306,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	// materialization and a copy of the document alive until the cache
 	// starts over; deciding it again anyway decodes the document, as any
 	// miss does.
-	if completion == Continue || len(st.Open) > 0 || len(st.Pending) > 0 || len(st.Offered) > 0 {
+	if completion == Continue || len(st.Open) > 0 || len(st.Pending) > 0 || len(st.Offered) > 0 || len(st.Held) > 0 {
 		w.cache.put(next, mat, st)
 	}
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
@@ -488,7 +503,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		if k < 0 {
 			return nil, nil, "", fmt.Errorf("workflow: R published unknown proposal %s", p.ProposalID)
 		}
-		e, err := t.authorize(b, specs[k], nil, sb.checked)
+		e, err := t.authorize(b, specs[k], nil, nil, sb.checked)
 		if err != nil {
 			return nil, nil, "", err
 		}

@@ -30,6 +30,7 @@ type state struct {
 	EffectSeq int64           `json:"effect_sequence"`
 	Turn      int64           `json:"turn"`
 	FHRChain  string          `json:"fhr_chain"`         // hash chain over every turn's FHR digest, "" before the first
+	Held      []held          `json:"held,omitempty"`    // proposals H held or escalated, to be decided again
 	Open      []openIntent    `json:"open"`              // intents planned and not yet answered by a receipt
 	Pending   []pending       `json:"pending"`           // approval requests awaiting a person
 	Offered   []offer         `json:"offered,omitempty"` // OPTIONS awaiting a choice, by proposal
@@ -80,6 +81,9 @@ type pending struct {
 	// Choices presented when the request was decided (a request that
 	// follows a choice among options), presented again with the grant.
 	Choices []authority.Choice `json:"choices,omitempty"`
+	// Resumed is the person's RESUME presented when the request was
+	// decided (a held proposal decided again), presented again with it.
+	Resumed []authority.Resumption `json:"resumed,omitempty"`
 
 	// approved is the MRP machine H leaves once the grant is used, when
 	// the tick that wrote the request computed it (deciding the intent a
@@ -102,6 +106,21 @@ type offer struct {
 	// Scorecard the digest of its scorecard (empty without a controller).
 	Ranking   []Ranked `json:"ranking,omitempty"`
 	Scorecard string   `json:"scorecard,omitempty"`
+}
+
+// held is a proposal H held or escalated: everything needed to decide it
+// again once the deliberation machine admits a decision (decision 0612).
+type held struct {
+	ProposalID string                   `json:"proposal_id"`
+	TicketID   string                   `json:"ticket_id"`
+	Outcome    string                   `json:"outcome"` // HELD or ESCALATED
+	Why        string                   `json:"why"`
+	Since      int64                    `json:"since"` // the logical time H held it
+	Batch      authority.PublishedBatch `json:"batch"`
+	Action     json.RawMessage          `json:"action"`
+	Dest       json.RawMessage          `json:"destination"`
+	// Choices presented when H held it, presented again.
+	Choices []authority.Choice `json:"choices,omitempty"`
 }
 
 func (w *Workflow) initial(runID string) (*state, error) {
@@ -148,7 +167,7 @@ func (st *state) encode() ([]byte, error) {
 func (st *state) sizeHint() int {
 	// A pending request holds its batch, request and machine: some 4 kB.
 	n := 1024 + len(st.Snapshot) + len(st.RunID) + len(st.FHRChain) + 160*len(st.Open) + 1024*len(st.Machine.Journey)/4 +
-		4096*len(st.Pending)
+		4096*(len(st.Pending)+len(st.Held))
 	for _, s := range st.Supports {
 		n += 64 + len(s.ID) + len(s.Predicate) + len(s.Provenance) + 24*len(s.Args)
 	}
@@ -182,6 +201,10 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	b = cjson.AppendInt(b, st.EffectSeq)
 	b = append(b, `,"fhr_chain":`...)
 	str(st.FHRChain)
+	if len(st.Held) > 0 {
+		b = append(b, `,"held":`...)
+		nested(st.Held)
+	}
 	b = append(b, `,"kind":`...)
 	str(st.Kind)
 	b = append(b, `,"logical_time":`...)
@@ -305,8 +328,8 @@ func appendNested(b []byte, v any) ([]byte, bool) {
 
 // normalize puts the state in the form decoding its encoding gives, which
 // encodes to the same bytes: integer fact arguments as json.Number, no
-// empty list of offers. Decide keeps the state it encoded for the next
-// tick instead of decoding the document again.
+// empty list of offers or of held proposals. Decide keeps the state it
+// encoded for the next tick instead of decoding the document again.
 func (st *state) normalize() {
 	for i := range st.Supports {
 		for j, a := range st.Supports[i].Args {
@@ -317,6 +340,9 @@ func (st *state) normalize() {
 	}
 	if len(st.Offered) == 0 {
 		st.Offered = nil
+	}
+	if len(st.Held) == 0 {
+		st.Held = nil
 	}
 }
 

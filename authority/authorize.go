@@ -538,6 +538,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		}
 		extra = append(extra, ChosenFact(t.TicketID, c.Option))
 	}
+	resumedBy := ""
 	for _, r := range in.Resumed {
 		if r.ProposalID != p.ProposalID {
 			continue
@@ -548,6 +549,7 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			continue
 		}
 		extra = append(extra, ResumedFact(t.TicketID))
+		resumedBy = r.Actor.ID
 		break
 	}
 	ev := in.Policy.Policy.Evaluate(t, extra...)
@@ -572,6 +574,13 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	res, err := Resolve(signals)
 	if err != nil {
 		return reject("MALFORMED_COMMAND", "/signals", err.Error())
+	}
+	// A person who resumed deliberation on a proposal H escalated has
+	// answered the escalation: a tier-1 ESCALATE becomes ASK_FIRST, so the
+	// action still waits for an exact-hash approval (decision 0612).
+	if resumedBy != "" && res.Decision == Escalate && res.Move == mrp.MoveEscalate {
+		res.Decision, res.Move = AskFirst, mrp.MoveAskFirst
+		o.Audit = append(o.Audit, fmt.Sprintf("escalation answered by %q's RESUME: the action asks first", resumedBy))
 	}
 	o.Resolution = res
 	if res.Decision == ShapeDecision || res.Decision == AskFirst {

@@ -763,14 +763,16 @@ option("G4", "g4.tone", "send-as-is") :- ticket(t).
 	}
 }
 
-// A person's RESUME answers an escalation only when the policy reads it
-// (resumed(t)) and only from a person holding mrp.resume; anyone else's is
-// audited and ignored, so the proposal is escalated again.
+// A person's RESUME is read by the policy as resumed(t), and answers an
+// escalation the policy keeps by asking first (an approval request); only
+// from a person holding mrp.resume: anyone else's is audited and ignored,
+// so the proposal is escalated again.
 func TestResumedIsReadFromPeopleOnly(t *testing.T) {
 	p, err := CompilePolicy("authority/1", "resume.dl", []byte(`
 decision("G2", "ALLOW", "g2.publish") :- action(t, "artifact.publish"), capability(t, _).
 assess("reversible", "g2.publish") :- action(t, "artifact.publish").
 decision("G3", "ESCALATE", "g3.unexplained") :- param_sym(t, "why", "unknown"), !resumed(t).
+decision("G3", "ESCALATE", "g3.always") :- param_sym(t, "why", "always").
 `), logic.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -783,6 +785,7 @@ decision("G3", "ESCALATE", "g3.unexplained") :- param_sym(t, "why", "unknown"), 
 		audited bool
 	}{
 		{"nobody resumed", nil, OutcomeEscalated, false},
+		{"a person resumed an escalation the policy keeps: ask first", []Resumption{{Actor: person}}, OutcomeApprovalRequest, true},
 		{"a person resumed it", []Resumption{{ProposalID: "", Actor: person}}, OutcomeIntent, false},
 		{"a person resumed another proposal", []Resumption{{ProposalID: "other", Actor: person}}, OutcomeEscalated, false},
 		{"the runtime resumed it", []Resumption{{Actor: mrp.Actor{ID: "rt", Kind: mrp.ActorSystem, Role: "runtime", Capabilities: []string{"mrp.resume"}}}}, OutcomeEscalated, true},
@@ -792,7 +795,11 @@ decision("G3", "ESCALATE", "g3.unexplained") :- param_sym(t, "why", "unknown"), 
 		t.Run(c.name, func(t *testing.T) {
 			in, _ := fixtureInput(t, "internal")
 			in.Policy.Policy = p
-			in.Actions[0].Parameters = map[string]any{"artifact": "pkg.tgz", "why": "unknown"}
+			why := "unknown"
+			if c.want == OutcomeApprovalRequest {
+				why = "always"
+			}
+			in.Actions[0].Parameters = map[string]any{"artifact": "pkg.tgz", "why": why}
 			pid := in.Batch.Proposals[0].ProposalID
 			for _, r := range c.resumed {
 				if r.ProposalID == "" {

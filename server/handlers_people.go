@@ -145,6 +145,9 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, p Principal) erro
 	for _, o := range v.Offers {
 		offered = append(offered, o.ProposalID)
 	}
+	for _, h := range v.Held {
+		offered = append(offered, h.ProposalID)
+	}
 	c := workflow.Control{Trigger: trigger, ProposalID: req.ProposalID, Reason: req.Reason}
 	issuer := mrp.Actor{ID: by.Name, Kind: mrp.ActorHuman, Role: by.Role, Capabilities: []string{by.Capability}}
 	if err := workflow.CheckControl(v.Machine, offered, c, issuer); err != nil {

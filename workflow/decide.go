@@ -188,8 +188,14 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		o := st.Open[k]
 		st.Open = slices.Delete(st.Open, k, k+1)
 		if j := slices.IndexFunc(st.Pending, func(p pending) bool { return p.IntentID == o.IntentID }); j >= 0 {
-			if m, ok := w.approvedMachine(st.Pending[j]); ok {
-				st.Machine = m
+			// The grant's turn is the deliberation's end only if nothing
+			// was decided or steered since the request (the same turn, as
+			// many journey entries): a later EXIT, RESUME or decision is
+			// never rewound by a receipt.
+			if pd := st.Pending[j]; st.Turn == pd.Turn {
+				if m, ok := w.approvedMachine(pd); ok && len(m.Journey) == len(st.Machine.Journey) {
+					st.Machine = m
+				}
 			}
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}

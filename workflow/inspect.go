@@ -24,6 +24,9 @@ type View struct {
 	Options      []string          `json:"options"` // the safe paths offered while in OPTIONS
 	Offers       []Offer           `json:"offers"`  // proposals waiting for a choice among options
 	Pending      []PendingApproval `json:"pending"`
+	// Held are the proposals H held or escalated, kept to be decided
+	// again once deliberation admits it (a test passes, a person resumes).
+	Held []HeldProposal `json:"held,omitempty"`
 	Open         []string          `json:"open"`     // intents planned and not yet answered by a receipt
 	Domain       map[string]any    `json:"domain"`   // the declarative domain's own state
 	Supports     int               `json:"supports"` // live L base supports
@@ -42,6 +45,16 @@ type Offer struct {
 	Options    []string `json:"options"`
 	Ranking    []Ranked `json:"ranking"`
 	Scorecard  string   `json:"scorecard_digest,omitempty"`
+}
+
+// HeldProposal is a proposal H held or escalated, waiting to be decided
+// again: H's outcome (HELD or ESCALATED), why, and since when.
+type HeldProposal struct {
+	ProposalID string `json:"proposal_id"`
+	TicketID   string `json:"ticket_id"`
+	Outcome    string `json:"outcome"`
+	Why        string `json:"why"`
+	Since      int64  `json:"since"`
 }
 
 // PendingApproval is an approval request the run waits on.
@@ -73,6 +86,9 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	for _, o := range st.Offered {
 		v.Offers = append(v.Offers, Offer{ProposalID: o.ProposalID, TicketID: o.TicketID, Options: append([]string{}, o.Options...),
 			Ranking: append([]Ranked{}, o.Ranking...), Scorecard: o.Scorecard})
+	}
+	for _, h := range st.Held {
+		v.Held = append(v.Held, HeldProposal{ProposalID: h.ProposalID, TicketID: h.TicketID, Outcome: h.Outcome, Why: h.Why, Since: h.Since})
 	}
 	for _, o := range st.Open {
 		v.Open = append(v.Open, o.IntentID)

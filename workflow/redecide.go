@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/mrp"
@@ -31,10 +32,10 @@ func reopened(entries []mrp.Entry) (mrp.Entry, bool) {
 // options, or hold the proposal again, which keeps it for the next
 // reopening. One H refuses is withdrawn with a WITHDRAW entry. A RESUME
 // is presented to the gates as the person's (resumed(t)) for the proposal
-// it names, or for every one when it names none.
+// it names, which is decided first, or for every one when it names none.
 func (t *tick) redecide(e mrp.Entry) ([]Effect, error) {
 	st := t.st
-	kept := st.Held
+	kept := slices.Clone(st.Held)
 	st.Held = nil
 	named := ""
 	var by *mrp.Actor
@@ -44,6 +45,13 @@ func (t *tick) redecide(e mrp.Entry) ([]Effect, error) {
 			a := ControlActor(t.in)
 			by, named = &a, c.ProposalID
 		}
+	}
+	// The proposals the person's RESUME names are decided first: another
+	// escalated again must not hold them back.
+	if by != nil && named != "" {
+		slices.SortStableFunc(kept, func(a, b held) int {
+			return cmpBool(b.ProposalID == named, a.ProposalID == named)
+		})
 	}
 	var effects []Effect
 	for _, h := range kept {
@@ -86,4 +94,15 @@ func (t *tick) withdraw(proposalID, cause string) {
 	if m, err := mrp.Step(t.st.Machine, mrp.Event{Trigger: mrp.Withdraw, Actor: redecider, Cause: cause}); err == nil {
 		t.st.Machine = m
 	}
+}
+
+// cmpBool orders true before false when called as cmpBool(b, a).
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

@@ -87,6 +87,9 @@ now is an error and nothing is handed to the run. Choosing an option is
 		for _, o := range v.Offers {
 			offered = append(offered, o.ProposalID)
 		}
+		for _, h := range v.Held {
+			offered = append(offered, h.ProposalID)
+		}
 		c := workflow.Control{Trigger: trigger, ProposalID: *proposal, Reason: *reason}
 		issuer := mrp.Actor{ID: by.Name, Kind: mrp.ActorHuman, Role: by.Role, Capabilities: []string{by.Capability}}
 		if err := workflow.CheckControl(v.Machine, offered, c, issuer); err != nil {

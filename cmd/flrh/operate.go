@@ -519,6 +519,10 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 			fmt.Fprintf(out, "  waits for a choice on %s among %s\n    choose with: flrh choose %s %s OPTION --as NAME\n",
 				o.ProposalID, strings.Join(o.Options, ", "), id, o.ProposalID)
 		}
+		for _, h := range v.Held {
+			fmt.Fprintf(out, "  holds %s (%s since %d: %s), decided again when a test passes or a person resumes (flrh mrp %s resume)\n",
+				h.ProposalID, h.Outcome, h.Since, h.Why, id)
+		}
 	}
 	for _, u := range st.Unknown {
 		fmt.Fprintf(out, "  outcome of %s unknown — after checking the destination: flrh reconcile %s %s --confirmed|--failed|--abandon --as NAME\n", u, id, u)

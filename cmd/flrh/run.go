@@ -99,6 +99,7 @@ func init() {
 				v.Waiting, v.Unknown = append(v.Waiting, status.Waiting...), append(v.Unknown, status.Unknown...)
 				if view, ok := status.View.(workflow.View); ok {
 					v.Offers = append(v.Offers, view.Offers...)
+					v.Held = append(v.Held, view.Held...)
 				}
 			}
 			if view, ok := status.View.(workflow.View); ok {
@@ -292,10 +293,13 @@ type runShow struct {
 	MRPState   string                `json:"mrp_state,omitempty"`
 	Waiting    []runner.ApprovalNeed `json:"waiting"` // approvals, with the preview the approver is shown
 	Offers     []workflow.Offer      `json:"offers"`  // proposals waiting for a person's choice among options
-	Unknown    []string              `json:"unknown"` // intents whose outcome a person must reconcile
-	Budget     *runner.BudgetStatus  `json:"budget,omitempty"`
-	Effects    []showEffect          `json:"effects"`
-	Receipts   []showReceipt         `json:"receipts"`
+	// Held are proposals H held or escalated, decided again once a test
+	// passes or a person resumes.
+	Held     []workflow.HeldProposal `json:"held,omitempty"`
+	Unknown  []string                `json:"unknown"` // intents whose outcome a person must reconcile
+	Budget   *runner.BudgetStatus    `json:"budget,omitempty"`
+	Effects  []showEffect            `json:"effects"`
+	Receipts []showReceipt           `json:"receipts"`
 	// Inbox counts the inputs the run holds unread: handed to it while it
 	// waited for something else, or left unread when it ended.
 	Inbox int `json:"inbox_pending"`

@@ -26,11 +26,11 @@ type View struct {
 	Pending      []PendingApproval `json:"pending"`
 	// Held are the proposals H held or escalated, kept to be decided
 	// again once deliberation admits it (a test passes, a person resumes).
-	Held []HeldProposal `json:"held,omitempty"`
-	Open         []string          `json:"open"`     // intents planned and not yet answered by a receipt
-	Domain       map[string]any    `json:"domain"`   // the declarative domain's own state
-	Supports     int               `json:"supports"` // live L base supports
-	Turns        int64             `json:"turns"`    // turns H decided (one FHR each)
+	Held     []HeldProposal `json:"held,omitempty"`
+	Open     []string       `json:"open"`     // intents planned and not yet answered by a receipt
+	Domain   map[string]any `json:"domain"`   // the declarative domain's own state
+	Supports int            `json:"supports"` // live L base supports
+	Turns    int64          `json:"turns"`    // turns H decided (one FHR each)
 	// Machine is the deliberation machine itself, for checking a person's
 	// transition before it is handed to the run (CheckControl).
 	Machine mrp.Machine `json:"-"`

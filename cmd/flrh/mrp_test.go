@@ -77,3 +77,57 @@ func TestMRPOverTheCLI(t *testing.T) {
 		t.Fatalf("%d payments from steering", n)
 	}
 }
+
+// TestEscalatedRestartResumedOverTheCLI: H escalates an unexplained
+// restart and the run keeps it (run show names it and the command that
+// resumes); a person's RESUME decides it again, it asks for its approval,
+// the approval runs it exactly once at the sandbox, and the run verifies
+// and replays byte for byte.
+func TestEscalatedRestartResumedOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	dest := "--destination=" + base + "/v1/effects"
+	wfs := "--workflows=example:ops-agent"
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := flrh(bin, nil, args...)
+		if err != nil {
+			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	input := `{"type":"restart.requested/1","payload":{"restart_id":"rst-4","service":"api","target":"dest:ops-api","reason":"unknown"}}`
+	out := run("run", "start", "example:ops-agent", "--id", "esc", "--input-json", input, storeFlag, dest)
+	if !strings.Contains(out, "ESCALATED since 1") || approvalRequest.MatchString(out) {
+		t.Fatalf("start:\n%s", out)
+	}
+	if out := run("run", "show", "esc", "--json", storeFlag, wfs); !strings.Contains(out, `"held": [`) || !strings.Contains(out, `"outcome": "ESCALATED"`) {
+		t.Fatalf("run show --json:\n%s", out)
+	}
+	out = run("mrp", "esc", "resume", "--reason", "the leak is known now", "--as", "oncall-lead", storeFlag, dest, wfs)
+	req := approvalRequest.FindString(out)
+	if req == "" || !strings.Contains(out, "WAIT_APPROVAL") || strings.Contains(out, "ESCALATED since") {
+		t.Fatalf("resume:\n%s", out)
+	}
+	if n := len(mutations(t, base)); n != 0 {
+		t.Fatalf("%d restarts before the approval", n)
+	}
+	out = run("approve", "esc", req, "--as", "oncall-lead", storeFlag, dest, wfs)
+	if !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("approve:\n%s", out)
+	}
+	if m := mutations(t, base); len(m) != 1 {
+		t.Fatalf("%d restarts, want exactly one: %v", len(m), m)
+	}
+	if out := run("verify", "esc", storeFlag); !strings.Contains(out, "verified") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	if out := run("replay", "esc", storeFlag, wfs); !strings.Contains(out, "identical") {
+		t.Fatalf("replay:\n%s", out)
+	}
+}

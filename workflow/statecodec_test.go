@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -49,6 +50,10 @@ func TestStateEncodingIsMarshal(t *testing.T) {
 				open = open[1:]
 			case verr == nil && len(v.Offers) > 0 && rapid.Bool().Draw(rt, "choose"):
 				in = choiceInput(seq, v.Offers[0].ProposalID, rapid.SampledFrom(v.Offers[0].Options).Draw(rt, "option"), "dana", "operator", "mrp.choose_option")
+			case verr == nil && len(v.Held) > 0 && rapid.Bool().Draw(rt, "resume"):
+				// Held proposals decided again: requests that keep the
+				// person's resumption.
+				in = controlInput(seq, trig(mrp.Resume), "dana", "operator", "mrp.resume")
 			case name == "ops-agent":
 				typ := rapid.SampledFrom([]string{"diagnostics.requested/1", "restart.requested/1"}).Draw(rt, "type")
 				in = Input{Seq: seq, Kind: KindInput, Body: opsInput(typ, fmt.Sprintf("id-%d", seq), "api", "dest:ops-api",

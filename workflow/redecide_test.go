@@ -81,7 +81,14 @@ func TestEscalatedRestartIsDecidedAgainOnResume(t *testing.T) {
 	}
 	pid := v.Held[0].ProposalID
 
+	escalated := r.State
 	r = mustDecide(t, w, r.State, resumeBy(2, "oncall-lead"))
+	// Explaining the RESUME decides the same and says why H decided the
+	// restart again as it did.
+	ex, whys, err := w.Explain(escalated, resumeBy(2, "oncall-lead"))
+	if err != nil || string(ex.State) != string(r.State) || len(whys) != 1 || whys[0].ProposalID != pid {
+		t.Fatalf("explain: %v, same state %v, whys %+v", err, string(ex.State) == string(r.State), whys)
+	}
 	v = mustView(t, w, r.State)
 	if len(v.Held) != 0 || len(r.Effects) != 1 || r.Effects[0].Approval == nil || len(v.Pending) != 1 || v.Pending[0].ProposalID != pid {
 		t.Fatalf("after RESUME: held %+v, effects %d, pending %+v, outcomes %v", v.Held, len(r.Effects), v.Pending, outcomes(r))

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"flrh.dev/flrh/effect"
 	"fmt"
 	"time"
 
@@ -58,9 +59,16 @@ func (e *EndedError) Unwrap() error { return e.Err }
 // reported beside it. StartWithUsage calls it before the run exists; a
 // command that creates a store may call it before creating anything.
 func CheckFirstInput(wf Workflow, runID string, input []byte, u Usage, by Actor) error {
+	_, err := firstDecision(wf, runID, input, u, by)
+	return err
+}
+
+// firstDecision is CheckFirstInput's decision on the first input: the zero
+// Decision when the run is to record a spent rule budget instead.
+func firstDecision(wf Workflow, runID string, input []byte, u Usage, by Actor) (Decision, error) {
 	state, err := wf.Init(runID)
 	if err != nil {
-		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+		return Decision{}, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
 	}
 	in := Accepted{Seq: 1, Kind: KindInput, Body: input, Digest: store.BodyDigest(input),
 		Actor: by.Name, ActorRole: by.Role, Capability: by.Capability}
@@ -71,12 +79,39 @@ func CheckFirstInput(wf Workflow, runID string, input []byte, u Usage, by Actor)
 	if errors.Is(err, ErrRuleBudget) {
 		// The run records the spent rule budget as its outcome: that is
 		// the run's to say, not a malformed input.
-		return nil
+		return Decision{}, nil
 	} else if err != nil {
-		return fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+		return Decision{}, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
 	}
 	if d.Refusal != "" {
-		return &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(), Reason: d.Refusal}
+		return Decision{}, &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(), Reason: d.Refusal}
+	}
+	return d, nil
+}
+
+// checkSendable refuses a first input whose decision plans an effect its
+// adapter cannot encode (a payload over the wire's size limit, say). The
+// run would plan it on its first pass and trip (wireUnsendable); refused
+// here, nothing is created. Encoding is pure and needs no destination. An
+// effect with no adapter registered here is left to the run, which parks
+// it when it comes to send it.
+func (r *Runner) checkSendable(wf Workflow, d Decision) error {
+	if r.cfg.Adapters == nil {
+		return nil
+	}
+	for _, e := range d.Effects {
+		a, err := r.cfg.Adapters.For(e.Intent)
+		if err != nil {
+			continue
+		}
+		cd, ok := a.(effect.ContentDigester)
+		if !ok {
+			continue
+		}
+		if _, err := cd.ContentDigest(effect.Intent{Effect: e.Intent, Payload: e.Payload}); err != nil {
+			return &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(),
+				Reason: fmt.Sprintf("the %s effect it plans cannot be sent: %v", e.Intent.EffectType, err)}
+		}
 	}
 	return nil
 }

@@ -19,9 +19,7 @@ import (
 func TestReleasedTooLargeRunVerifiesAndCancels(t *testing.T) {
 	o := newObserved(t, false)
 	big := `{"type":"refund.requested/1","payload":{"refund_id":"r-big","amount":40,"payee":"` + plantedPayee + `","reason":"` + strings.Repeat("x", 2_000_000) + `"}}`
-	if err := o.r.Start(o.ctx, "big", o.wf.ID(), o.wf.Version(), []byte(big)); err != nil {
-		t.Fatal(err)
-	}
+	startUnchecked(t, o, "big", []byte(big))
 	if err := o.r.RunToIdle(o.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,15 @@ func traceKinds(h *harness, id string) []string {
 }
 
 // parkedStuck starts a run whose refund its adapter can never encode: it
-// is parked in Degraded Safe Mode on its first pass.
+// is parked in Degraded Safe Mode on its first pass. (Created under an
+// adapter that takes the refund: the picky runner refuses such a run up
+// front.)
 func parkedStuck(t *testing.T) *harness {
 	h := newHarness(t)
-	h.r = h.pickyRunner()
 	if err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`)); err != nil {
 		t.Fatal(err)
 	}
+	h.r = h.pickyRunner()
 	h.idle()
 	if !store.IsPark(h.run("stuck").Quarantine) {
 		t.Fatalf("not parked: %q", h.run("stuck").Quarantine)

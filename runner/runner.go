@@ -269,7 +269,11 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	if err := plainInput(v); err != nil {
 		return err
 	}
-	if err := CheckFirstInput(wf, runID, body, u, by); err != nil {
+	d, err := firstDecision(wf, runID, body, u, by)
+	if err != nil {
+		return err
+	}
+	if err := r.checkSendable(wf, d); err != nil {
 		return err
 	}
 	if !u.zero() {

@@ -2,11 +2,13 @@ package runner_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect/httpwire"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/tripwire"
 	"flrh.dev/flrh/verify"
 )
@@ -23,9 +25,16 @@ func TestTooLargeRequestParksTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.r.Start(o.ctx, "big", o.wf.ID(), o.wf.Version(), big); err != nil {
-		t.Fatalf("start: %v", err)
+	// Asked for with the adapters in hand, the run is refused: nothing is
+	// created.
+	var refused *runner.InputRefusedError
+	if err := o.r.Start(o.ctx, "big", o.wf.ID(), o.wf.Version(), big); !errors.As(err, &refused) || !strings.Contains(err.Error(), httpwire.CodeTooLarge) {
+		t.Fatalf("start with the adapters: %v", err)
 	}
+	if _, err := o.st.Run(o.ctx, "big"); err == nil {
+		t.Fatal("the refused run was created")
+	}
+	startUnchecked(t, o, "big", big)
 	if err := o.r.Start(o.ctx, "small", o.wf.ID(), o.wf.Version(), refundInput("r-1", 40)); err != nil {
 		t.Fatal(err)
 	}
@@ -68,5 +77,20 @@ func TestTooLargeRequestParksTheRun(t *testing.T) {
 	small, err := o.st.Run(o.ctx, "small")
 	if err != nil || small.State != "SUCCEEDED" {
 		t.Fatalf("small: %+v (%v)", small, err)
+	}
+}
+
+// startUnchecked creates a run through a runner with no adapters, which
+// cannot check that the first input's effect can be sent: the way a run
+// meets an adapter that refuses its intent on a pass (its input created
+// before the adapter changed, say) rather than at its start.
+func startUnchecked(t *testing.T, o *observed, id string, input []byte) {
+	t.Helper()
+	r, err := runner.New(runner.Config{Store: o.st, Workflows: []runner.Workflow{o.wf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(o.ctx, id, o.wf.ID(), o.wf.Version(), input); err != nil {
+		t.Fatalf("start %s: %v", id, err)
 	}
 }

@@ -42,14 +42,20 @@ func (h *harness) pickyRunner() *Runner {
 // An intent its adapter can never encode parks the run with the adapter's
 // reason instead of failing every pass with nothing recorded; nothing is
 // sent, nothing the tick decided is kept, and other runs go on.
+//
+// A runner whose adapter refuses the first input's effect refuses the run
+// up front (TestUnsendableFirstInputIsRefused); a run meets the refusal on
+// a pass when a later input plans the effect, or, as here, when the run
+// was created under an adapter that took it and is advanced under one
+// that does not.
 func TestUnsendableIntentParksItsRun(t *testing.T) {
 	h := newHarness(t)
+	if err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`)); err != nil {
+		t.Fatalf("start: %v", err)
+	}
 	h.r = h.pickyRunner()
 	if err := h.r.Start(ctx, "bystander", "refunds", "1", []byte(small)); err != nil {
 		t.Fatal(err)
-	}
-	if err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`)); err != nil {
-		t.Fatalf("start: %v", err)
 	}
 	h.idle()
 
@@ -89,5 +95,25 @@ func TestUnsendableIntentParksItsRun(t *testing.T) {
 	}
 	if s := h.run("bystander").State; s != "SUCCEEDED" || h.dest.count() != 1 {
 		t.Fatalf("bystander %s, mutations %d", s, h.dest.count())
+	}
+}
+
+// A first input whose effect its adapter cannot encode is refused when the
+// run is asked for, as an input the workflow refuses is: nothing is
+// created, and the refusal names the effect and the adapter's reason.
+func TestUnsendableFirstInputIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.r = h.pickyRunner()
+	err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`))
+	var refused *InputRefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "refund.pay effect it plans cannot be sent") || !strings.Contains(err.Error(), errTooBig.Error()) {
+		t.Fatalf("start with an unsendable first effect: %v", err)
+	}
+	if runs, err := h.store.Runs(ctx, "", 10); err != nil || len(runs) != 0 {
+		t.Fatalf("runs after the refusal: %v (%v)", runs, err)
+	}
+	// The same input through a runner whose adapter takes it starts.
+	if err := h.r.Start(ctx, "fine", "refunds", "1", []byte(small)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,10 +12,46 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/sqlite"
 )
 
 var proposalRef = regexp.MustCompile(`proposal:[0-9a-f]{64}`)
+
+// startUnchecked creates a run in the rig's store through a runner with
+// no adapters (so no check that its first effect can be sent), as a run
+// created before its adapter changed would be; the next pass meets the
+// adapter.
+func (c *cliRig) startUnchecked(ref, id, input string) {
+	c.t.Helper()
+	name, ok := strings.CutPrefix(ref, "example:")
+	if !ok {
+		c.t.Fatalf("startUnchecked takes example:NAME, not %s", ref)
+	}
+	src, err := examples.Bundle(name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	wf, _, err := bundle.LoadFS(src)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, strings.TrimPrefix(c.store, "--store=sqlite:"), sqlite.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(input)); err != nil {
+		c.t.Fatalf("start %s: %v", id, err)
+	}
+}
 
 // exitStatus is the exit status of a finished flrh process (0 on success).
 func exitStatus(t *testing.T, err error) int {
@@ -367,11 +403,21 @@ func TestRunWithoutCheckpointFindsItsDefinition(t *testing.T) {
 	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The example's HTTP adapter refuses the intent, and the run is parked
-	// with its reason (decision 1161) before any event is committed.
+	// Asked for here, the run is refused before anything is created: the
+	// example's HTTP adapter cannot send the refund.
+	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 2 || !strings.Contains(out, "refuses the run's input: the refund.pay effect it plans cannot be sent") || !strings.Contains(out, "BODY_TOO_LARGE") {
+		t.Fatalf("start: exit %d, want 2 and the wire's reason:\n%s", code, out)
+	}
+	if out := c.ok("run", "list"); strings.Contains(out, "huge") {
+		t.Fatalf("the refused run was created:\n%s", out)
+	}
+	// Created where the adapter was not at hand, the run meets it on its
+	// first pass: parked with its reason (decision 1161) before any event
+	// is committed.
+	c.startUnchecked("example:refund-agent", "huge", input)
 	parked := "QUARANTINED: tripwire DEGRADED_SAFE_MODE: unsendable: "
-	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 0 || !strings.Contains(out, parked) || !strings.Contains(out, "BODY_TOO_LARGE") {
-		t.Fatalf("start: exit %d:\n%s", code, out)
+	if out, code := c.run("run", "resume", "huge", c.dest); code != 0 || !strings.Contains(out, parked) || !strings.Contains(out, "BODY_TOO_LARGE") {
+		t.Fatalf("resume: exit %d:\n%s", code, out)
 	}
 	if out, code := c.run("run", "resume", "huge", c.dest); code != 0 || !strings.Contains(out, "BODY_TOO_LARGE") {
 		t.Errorf("resume did not find the run parked under the example's definition: exit %d:\n%s", code, out)

@@ -581,8 +581,13 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		}
 		defer st.Close()
 		defer r.Close(cmd.Context())
+		var refused *runner.InputRefusedError
 		if err := r.Start(cmd.Context(), runID, wf.ID(), wf.Version(), body); store.CodeOf(err) == store.CodeExists {
 			return usagef("run %s already exists in this store (give another --id)", runID)
+		} else if errors.As(err, &refused) {
+			// Refused with the adapters in hand (an effect they cannot
+			// send): as a refusal before the store was opened is.
+			return usagef("%v", err)
 		} else if err != nil {
 			return err
 		}

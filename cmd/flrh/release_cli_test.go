@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,13 +14,10 @@ import (
 func TestRunReleaseCLI(t *testing.T) {
 	c := newCLIRig(t)
 	input := strings.NewReplacer(`"amount":600`, `"amount":40`, `"reason":"damaged"`, `"reason":"`+strings.Repeat("x", 2<<20)+`"`).Replace(largeRefund)
-	path := filepath.Join(t.TempDir(), "input.json")
-	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	parked := "tripwire DEGRADED_SAFE_MODE: unsendable: "
-	if out, code := c.run("run", "start", "example:refund-agent", "--id", "huge", "--input", path, c.dest); code != 0 || !strings.Contains(out, parked) {
-		t.Fatalf("start: exit %d:\n%s", code, out)
+	c.startUnchecked("example:refund-agent", "huge", input)
+	if out, code := c.run("run", "resume", "huge", c.dest); code != 0 || !strings.Contains(out, parked) {
+		t.Fatalf("resume: exit %d:\n%s", code, out)
 	}
 	if out, code := c.run("run", "release", "huge", c.dest); code != 2 || !strings.Contains(out, "--as") {
 		t.Fatalf("release without --as: exit %d:\n%s", code, out)

@@ -38,7 +38,9 @@ func FuzzMembersAgreeWithEncodingJSON(f *testing.F) {
 // decodeAccepted and runner.DecodeAccepted read every text alike.
 func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 	for _, s := range []string{`{"actor":"a","actor_role":"r","body":{"x":1},"capability":"c","digest":"d","kind":"input","seq":1}`,
-		`{"body":null}`, `{"seq":"1"}`, `{"Kind":"x"}`, `{"kind":"a\u0062"}`, `{"seq":1,"seq":2}`, `{"body":{"a":1.5}}`} {
+		`{"body":null}`, `{"seq":"1"}`, `{"Kind":"x"}`, `{"kind":"a\u0062"}`, `{"seq":1,"seq":2}`, `{"body":{"a":1.5}}`,
+		`{"body":{"b":1,"a":2}}`, `{"body":{"kind":"ActionReceipt","output_digests":["sha256:b","sha256:a"]}}`,
+		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:a","sha256:b"]},"kind":"receipt"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

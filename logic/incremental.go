@@ -390,6 +390,11 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		}
 	}
 	x := m.newExec()
+	// The per-stratum row lists, indexed by table: one outer array each
+	// for the whole apply, emptied (every list nil, as a fresh one) at
+	// each use instead of made again for every stratum and round.
+	allD, addedBy := make([][]int32, nt), make([][]int32, nt)
+	var next [][]int32 // the rounds' second list, made on the first round
 	for si, s := range c.strata {
 		st := StratumStats{Index: si, Recursive: s.recursive}
 		for _, t := range s.tables {
@@ -397,7 +402,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		}
 		inS := func(t int) bool { return c.tstratum[t] == si }
 		// 1. Over-delete, reading the old state.
-		allD := make([][]int32, nt)
+		clear(allD)
 		var recompute bool
 		var err error
 		if s.recursive {
@@ -444,7 +449,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		x.mode = emitInsert
 		x.track = true
 		x.added = x.added[:0]
-		addedBy := make([][]int32, nt)
+		clear(addedBy)
 		for _, rv := range revive {
 			m.revive(int(rv[0]), rv[1])
 			addedBy[rv[0]] = append(addedBy[rv[0]], rv[1])
@@ -513,7 +518,11 @@ func (m *Materialization) applyChanges(changes []Change) error {
 				rounds++
 				m.round++
 				cur := addedBy
-				addedBy = make([][]int32, nt)
+				if next == nil {
+					next = make([][]int32, nt)
+				}
+				clear(next)
+				addedBy, next = next, cur
 				for _, ri := range s.rules {
 					r := c.rules[ri]
 					for ai := 0; ai < r.npos; ai++ {

@@ -190,14 +190,17 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 					reported.Tokens, reported.CostMicros, l.Limits.Tokens, l.Limits.CostMicros)
 			}
 		case runner.EventControl:
-			var rec control.Record
+			// The record vouched for is read where it is; only one
+			// decoded here is made (a control.Record per event was most
+			// of what this check allocated).
+			var rec *control.Record
 			if known[i].ok {
-				rec = known[i].rec
-			} else if !mayHold(e.Body, "TIMEOUT", "BUDGET_EXHAUSTED") || json.Unmarshal(e.Body, &rec) != nil {
+				rec = &known[i].rec
+			} else if rec = new(control.Record); !mayHold(e.Body, "TIMEOUT", "BUDGET_EXHAUSTED") || json.Unmarshal(e.Body, rec) != nil {
 				break
 			}
 			if budgetEvents[rec.Event] != "" && rec.ActorRole == budgetEvents[rec.Event] {
-				issued = append(issued, rec)
+				issued = append(issued, *rec)
 			}
 		}
 	}
@@ -349,14 +352,14 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 	for i, e := range evs {
 		switch e.Kind {
 		case runner.EventControl:
-			var cr control.Record
+			var cr *control.Record // as in checkBudgets
 			if known[i].ok {
-				cr = known[i].rec
-			} else if !mayHold(e.Body, retryEvent) || json.Unmarshal(e.Body, &cr) != nil {
+				cr = &known[i].rec
+			} else if cr = new(control.Record); !mayHold(e.Body, retryEvent) || json.Unmarshal(e.Body, cr) != nil {
 				break
 			}
 			if cr.Event == retryEvent {
-				issued = append(issued, cr)
+				issued = append(issued, *cr)
 			}
 		case runner.EventAccepted:
 			var in struct {

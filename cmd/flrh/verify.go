@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +33,7 @@ any check fails.`,
 	vAll := vc.Flags().Bool("all", false, "verify every run in the store")
 	vc.Args = runsArgs(vAll)
 	vc.RunE = func(cmd *cobra.Command, args []string) error {
+		defer checkGC()()
 		st, err := openStore(cmd.Context(), *vStore, true)
 		if err != nil {
 			return err
@@ -88,6 +91,7 @@ were created). Exit status 1 if anything differs.`,
 	rJSON := rc.Flags().Bool("json", false, "print the reports as JSON")
 	rc.Args = runsArgs(rAll)
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
+		defer checkGC()()
 		ctx := cmd.Context()
 		st, err := openStore(ctx, *rStore, true)
 		if err != nil {
@@ -165,6 +169,27 @@ were created). Exit status 1 if anything differs.`,
 		return nil
 	}
 	rootCmd.AddCommand(rc)
+}
+
+// checkGCPercent is the collector's target while verify or replay checks
+// runs. What a check keeps live is small (a run's record and the state it
+// replays, a few megabytes per worker), while it allocates tens of
+// megabytes a second as it reads and re-decides: at the default target
+// the heap doubles past that small live set many times a second and the
+// collector's cycles and assists take about a quarter of the CPU. At 400
+// the heap may grow to five times the live set before a cycle, which
+// stays small next to the store's pages (BenchmarkVerifyMany: +30 % or
+// more events per CPU-second; see docs/performance/runner.md).
+const checkGCPercent = 400
+
+// checkGC sets the collector's target for a verify or replay command
+// unless GOGC is set, and returns what restores it.
+func checkGC() (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	old := debug.SetGCPercent(checkGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }
 
 func printVerify(w io.Writer, rep *verify.Report) {

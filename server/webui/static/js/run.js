@@ -76,7 +76,7 @@ export async function runPage(el, signal, id) {
   let actsShown = '';
   function renderActs() {
     const view = page.view || null;
-    const shows = JSON.stringify([page.waiting, page.unknown, page.effects, field(view, 'offers', 'Offers'), field(view, 'pending', 'Pending'),
+    const shows = JSON.stringify([page.waiting, page.unknown, page.effects, field(view, 'offers', 'Offers'), field(view, 'pending', 'Pending'), field(view, 'held', 'Held'),
       !!view, !!page.run.outcome, tickets, document.body.dataset.roles]);
     if (shows === actsShown) return;
     actsShown = shows;
@@ -92,6 +92,7 @@ export async function runPage(el, signal, id) {
       parts.push(approvalCard(id, need, effect, extra, refreshSoon));
     }
     for (const offer of field(view, 'offers', 'Offers') || []) parts.push(offerCard(offer));
+    for (const held of field(view, 'held', 'Held') || []) parts.push(heldCard(held));
     for (const intent of page.unknown || []) parts.push(reconcileCard(intent));
     if (view && !page.run.outcome) parts.push(mrpControls());
     if (parts.length === 1) parts.push(h('p', { class: 'muted' }, 'Nothing: the run needs no one now.'));
@@ -137,6 +138,18 @@ export async function runPage(el, signal, id) {
       ranking.length ? scoreTable(ranking, 'Ranked by the AIF controller, best first (lower expected free energy is better)') : null,
       digest ? h('p', { class: 'muted' }, 'Scorecard ', h('code', {}, digest)) : null,
       h('div', { class: 'actions' }, buttons));
+  }
+
+  // heldCard: a proposal H held or escalated, which the run keeps and
+  // decides again when a test passes or a person resumes (the controls
+  // below).
+  function heldCard(held) {
+    const proposal = field(held, 'proposal_id', 'ProposalID');
+    const escalated = field(held, 'outcome', 'Outcome') === 'ESCALATED';
+    return h('article', { class: 'card held', 'data-proposal': proposal },
+      h('h3', {}, escalated ? 'Escalated proposal ' : 'Held proposal ', h('code', {}, proposal)),
+      h('p', {}, field(held, 'why', 'Why') || '', ' (since input ', String(field(held, 'since', 'Since')), ').'),
+      h('p', { class: 'muted' }, 'Decided again when a test passes or a person resumes deliberation.'));
   }
 
   // reconcileCard: an effect whose outcome is unknown; a person who has

@@ -36,7 +36,7 @@ const goldenDir = "../../testdata/golden"
 var goldenRuns = []struct {
 	name, bundle, input string
 	fault               string // a sandbox fault rule installed before the start
-	then                string // "approve AS" or "deny AS"
+	then                string // "approve AS", "deny AS" or "resume AS", several joined by "; "
 }{
 	{name: "refund-small", bundle: "example:refund-agent",
 		input: `{"type":"refund.requested/1","payload":{"refund_id":"g-small","amount":40,"payee":"alice","reason":"damaged item"}}`},
@@ -52,6 +52,10 @@ var goldenRuns = []struct {
 		input: `{"type":"restart.requested/1","payload":{"restart_id":"g-rst","service":"api","target":"dest:ops-api","reason":"memory leak"}}`},
 	{name: "ops-dropped-reconciled", bundle: "example:ops-agent", fault: `{"times":1,"drop":true}`,
 		input: `{"type":"diagnostics.requested/1","payload":{"check_id":"g-drop","service":"billing","target":"dest:ops-api","probe":"health"}}`},
+	// H escalates the restart and the run keeps it; the person's RESUME
+	// decides it again, and it waits for its approval (decision 0612).
+	{name: "ops-escalated-resumed", bundle: "example:ops-agent", then: "resume oncall-lead; approve oncall-lead",
+		input: `{"type":"restart.requested/1","payload":{"restart_id":"g-esc","service":"api","target":"dest:ops-api","reason":"unknown"}}`},
 }
 
 func TestGoldenCorpus(t *testing.T) {
@@ -310,7 +314,15 @@ func recordGolden(t *testing.T) {
 			return out
 		}
 		out := run("run", "start", g.bundle, "--id", g.name, "--input-json", g.input, storeFlag, dest)
-		if verb, as, ok := strings.Cut(g.then, " "); ok {
+		for _, act := range strings.Split(g.then, "; ") {
+			verb, as, ok := strings.Cut(act, " ")
+			if !ok {
+				continue
+			}
+			if verb == "resume" {
+				out = run("mrp", g.name, "resume", "--as", as, storeFlag, dest, "--workflows="+g.bundle)
+				continue
+			}
 			req := pendingRequest.FindString(out)
 			if req == "" {
 				t.Fatalf("%s: nothing to %s in:\n%s", g.name, verb, out)

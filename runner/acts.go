@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flrh.dev/flrh/effect"
@@ -63,12 +64,25 @@ func CheckFirstInput(wf Workflow, runID string, input []byte, u Usage, by Actor)
 	return err
 }
 
-// firstDecision is CheckFirstInput's decision on the first input: the zero
-// Decision when the run is to record a spent rule budget instead.
-func firstDecision(wf Workflow, runID string, input []byte, u Usage, by Actor) (Decision, error) {
+// keptDecision is a new run's first input as StartWithUsage decided it:
+// the state it was decided on, the input as the workflow saw it, and the
+// decision. The run's first pass, deciding the same input on the same
+// state, takes it instead of deciding again (Runner.decideStep): the
+// workflow's step is pure, so it would decide the same.
+type keptDecision struct {
+	workflowID, version, digest string
+	state                       []byte
+	in                          Accepted
+	d                           Decision
+}
+
+// firstDecision is CheckFirstInput's decision on the first input, with
+// the state and input it was made on: nil when the run is to record a
+// spent rule budget instead.
+func firstDecision(wf Workflow, runID string, input []byte, u Usage, by Actor) (*keptDecision, error) {
 	state, err := wf.Init(runID)
 	if err != nil {
-		return Decision{}, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+		return nil, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
 	}
 	in := Accepted{Seq: 1, Kind: KindInput, Body: input, Digest: store.BodyDigest(input),
 		Actor: by.Name, ActorRole: by.Role, Capability: by.Capability}
@@ -79,14 +93,27 @@ func firstDecision(wf Workflow, runID string, input []byte, u Usage, by Actor) (
 	if errors.Is(err, ErrRuleBudget) {
 		// The run records the spent rule budget as its outcome: that is
 		// the run's to say, not a malformed input.
-		return Decision{}, nil
+		return nil, nil
 	} else if err != nil {
-		return Decision{}, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
+		return nil, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
 	}
 	if d.Refusal != "" {
-		return Decision{}, &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(), Reason: d.Refusal}
+		return nil, &InputRefusedError{WorkflowID: wf.ID(), Version: wf.Version(), Reason: d.Refusal}
 	}
-	return d, nil
+	return &keptDecision{workflowID: wf.ID(), version: wf.Version(), digest: wf.Digest(), state: state, in: in, d: d}, nil
+}
+
+// matches reports whether deciding in on state under wf is exactly the
+// decision k holds: the same workflow definition, state bytes and input,
+// field by field.
+func (k *keptDecision) matches(wf Workflow, state []byte, in Accepted) bool {
+	a := k.in
+	if a.Seq != in.Seq || a.Kind != in.Kind || a.Digest != in.Digest || a.Actor != in.Actor ||
+		a.ActorRole != in.ActorRole || a.Capability != in.Capability || !bytes.Equal(a.Body, in.Body) ||
+		!bytes.Equal(k.state, state) || (a.Usage == nil) != (in.Usage == nil) || (a.Usage != nil && *a.Usage != *in.Usage) {
+		return false
+	}
+	return k.workflowID == wf.ID() && k.version == wf.Version() && k.digest == wf.Digest()
 }
 
 // checkSendable refuses a first input whose decision plans an effect its

@@ -411,11 +411,11 @@ func (r *Runner) observeTrip(ctx context.Context, t *tick, b tripwire.Boundary, 
 // (flrh.phase.timed=false) carrying the work the tick's trace says it did.
 func (r *Runner) decide(t *tick, state []byte, in Accepted) (Decision, error) {
 	if !r.obs.tracing {
-		return t.wf.Decide(state, in)
+		return r.decideStep(t, state, in)
 	}
 	_, sp := r.phase(nil, t, "flrh.decide")
 	start := time.Now()
-	d, err := t.wf.Decide(state, in)
+	d, err := r.decideStep(t, state, in)
 	end := time.Now()
 	sp.SetAttributes(attribute.String("flrh.input.kind", in.Kind), attribute.Int64("flrh.input.seq", in.Seq),
 		attribute.Bool("flrh.input.refused", err == nil && d.Refusal != ""), attribute.Int("flrh.decide.effects", len(d.Effects)))
@@ -429,6 +429,19 @@ func (r *Runner) decide(t *tick, state []byte, in Accepted) (Decision, error) {
 	}
 	endSpan(sp, err, trace.WithTimestamp(end))
 	return d, err
+}
+
+// decideStep is the workflow's pure step on state and in. A run's first
+// input, decided already when the run was started (StartWithUsage) on the
+// same state under the same definition, takes that decision: the step is
+// pure, so deciding again would give the same.
+func (r *Runner) decideStep(t *tick, state []byte, in Accepted) (Decision, error) {
+	if in.Seq == 1 {
+		if f := r.takeFirst(t.run.ID); f != nil && f.matches(t.wf, state, in) {
+			return f.d, nil
+		}
+	}
+	return t.wf.Decide(state, in)
 }
 
 // phaseWork is one phase of the pure tick and what it did.

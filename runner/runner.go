@@ -111,8 +111,13 @@ type Runner struct {
 	cps         map[string]cachedCheckpoint
 	carries     map[string]tripwire.Carry // what the wires remember of each run
 	statuses    statusCache               // what Inspect read from recent checkpoints
-	obs         *observer
-	lastSweep   time.Time // when Run last visited every live run
+	// first holds the decisions StartWithUsage made on new runs' first
+	// inputs, for the runs' first passes to take instead of deciding again;
+	// at most maxFirstDecisions (a run another runner takes leaves its
+	// entry until it is crowded out).
+	first     map[string]*keptDecision
+	obs       *observer
+	lastSweep time.Time // when Run last visited every live run
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this
@@ -188,7 +193,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
+		cps: map[string]cachedCheckpoint{}, first: map[string]*keptDecision{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
 		authorities: map[string]control.AuthorityPair{}}
 	for _, e := range r.machine.Events() {
 		if _, seen := r.authorities[e.ID]; !seen && len(e.Authority) > 0 {
@@ -269,12 +274,14 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	if err := plainInput(v); err != nil {
 		return err
 	}
-	d, err := firstDecision(wf, runID, body, u, by)
+	first, err := firstDecision(wf, runID, body, u, by)
 	if err != nil {
 		return err
 	}
-	if err := r.checkSendable(wf, d); err != nil {
-		return err
+	if first != nil {
+		if err := r.checkSendable(wf, first.d); err != nil {
+			return err
+		}
 	}
 	if !u.zero() {
 		if body, err = reportedBody(v, u); err != nil {
@@ -282,17 +289,48 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 		}
 	}
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
+	if first != nil {
+		r.keepFirst(runID, first)
+	}
 	// The run and its input in one transaction: a runner that takes the
 	// run at once finds the input waiting, and a crash leaves either both
 	// or neither, never a run with nothing to start from.
-	first := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
+	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}
-	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, first); err != nil {
+	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
 		undo()
+		r.takeFirst(runID)
 		return err
 	}
 	r.Wake()
 	return nil
+}
+
+// maxFirstDecisions bounds Runner.first.
+const maxFirstDecisions = 256
+
+// keepFirst keeps the decision on a new run's first input for the run's
+// first pass, crowding out another run's when full.
+func (r *Runner) keepFirst(runID string, k *keptDecision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.first[runID]; !ok && len(r.first) >= maxFirstDecisions {
+		for id := range r.first {
+			delete(r.first, id)
+			break
+		}
+	}
+	r.first[runID] = k
+}
+
+// takeFirst removes and returns the decision kept on the run's first
+// input, nil when none is kept.
+func (r *Runner) takeFirst(runID string) *keptDecision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.first[runID]
+	delete(r.first, runID)
+	return k
 }
 
 // Close gives up every lease this runner holds, so that another runner (or

@@ -357,20 +357,20 @@ type runCounters struct {
 }
 
 // fenceTick is fence for Commit: it also reads the run's counters, in
-// the same read of its row.
+// the same read of its row. It reads only what the fence and the commit
+// use: the header it returns holds the run's state, outcome, head, lease
+// and quarantine, and nothing else.
 func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time) (store.Run, runCounters, error) {
 	var c runCounters
-	var exp, created, updated int64
-	var r store.Run
-	err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`, lease.RunID).Scan(
-		&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &c.traceSeq, &c.checkpointN)
+	var exp int64
+	r := store.Run{ID: lease.RunID}
+	err := s.queryRow(ctx, tx, `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`, lease.RunID).Scan(
+		&r.State, &r.Outcome, &r.Head, &r.HeadHash, &r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &c.traceSeq, &c.checkpointN)
 	if err != nil {
 		return r, c, err
 	}
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
-	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return r, c, checkFence(op, lease, r, now)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -34,13 +35,25 @@ func (c *listClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Dur
 			break
 		}
 		// Like the PostgreSQL claim, never take a run whose lease is live,
-		// even from its own holder (AcquireLease would renew that).
+		// even from its own holder (AcquireLease would renew that). Whether
+		// it is ready is judged again on this read: the list above may
+		// predate a pass that has since brought the run to rest and
+		// released it, which one statement (PostgreSQL's claim) never sees.
 		run, err := c.st.Run(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if run.Lease.Owner != "" && run.Lease.ExpiresAt.After(time.Now()) {
 			continue
+		}
+		if slices.Contains(resting, run.State) {
+			pending, err := c.st.Inbox(ctx, id, true)
+			if err != nil {
+				return nil, err
+			}
+			if len(pending) == 0 {
+				continue
+			}
 		}
 		l, err := c.st.AcquireLease(ctx, id, owner, ttl)
 		if store.CodeOf(err) == store.CodeLeaseHeld {

@@ -285,7 +285,11 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		if refusal != "" {
 			return refuse("%s", refusal)
 		}
-		effects = append(effects, fresh...)
+		if effects == nil {
+			effects = fresh // as it is: most ticks decided nothing again
+		} else {
+			effects = append(effects, fresh...)
+		}
 	}
 	st.Time = in.Seq
 	body, ok := journeyNote(st.Machine, len(st.Pending), len(st.Open))

@@ -644,12 +644,18 @@ func planned(e EffectPlan) (openEffect, error) {
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect intent: %w", err)
 	}
-	intent, _ := canonValue(iv)
+	intent, err := canonValue(iv)
+	if err != nil {
+		iv = nil // encoded from the value when bound, as before
+	}
 	payload, err := canonValue(e.Payload)
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect payload: %w", err)
 	}
-	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: intent, Payload: payload, ContentDigest: e.ContentDigest, Approval: e.Approval}, nil
+	// iv is cjson's own encoding of the intent, which encoding its decoded
+	// value gives back byte for byte.
+	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: intent, Payload: payload, ContentDigest: e.ContentDigest, Approval: e.Approval,
+		intentBytes: iv}, nil
 }
 
 // step advances the run by one control decision. It returns false when the
@@ -948,7 +954,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		// (what was approved) is unchanged.
 		if m, ok := e.Intent.(map[string]any); ok && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
-			e.committed = nil
+			e.committed, e.intentBytes = nil, nil
 		}
 		matched = true
 	}
@@ -972,7 +978,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 				t.cp.Open[i].ApprovalID = ""
 				if m, ok := t.cp.Open[i].Intent.(map[string]any); ok {
 					m["approval_digest"] = nil
-					t.cp.Open[i].committed = nil
+					t.cp.Open[i].committed, t.cp.Open[i].intentBytes = nil, nil
 				}
 			}
 		}
@@ -1058,7 +1064,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 // intent's canonical bytes, which it encodes on the way (binding changes
 // the open effect's content digest, never its intent).
 func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
-	body, err := canonBytes(e.Intent)
+	body, err := e.intentCanonical()
 	if err != nil {
 		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
@@ -1076,7 +1082,7 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	if !ok {
 		return body, nil
 	}
-	payload, err := canonBytes(e.Payload)
+	payload, err := e.payloadCanonical()
 	if err != nil {
 		return nil, err
 	}
@@ -1141,7 +1147,7 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 	if err != nil {
 		return fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
-	payload, err := canonBytes(e.Payload)
+	payload, err := e.payloadCanonical()
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,35 @@ type openEffect struct {
 	// committed intent no longer changes. Whatever edits Intent drops it;
 	// nil after a checkpoint is read, and then Intent is decoded.
 	committed *protocol.EffectIntent
+	// intentBytes and payloadBytes are Intent's and Payload's canonical
+	// bytes, kept so that binding and sending need not encode them again:
+	// intentBytes as planned encoded the intent (whatever edits Intent
+	// drops it, with committed), payloadBytes from the first encoding
+	// (Payload is never edited). nil after a checkpoint is read, and then
+	// they are encoded.
+	intentBytes, payloadBytes []byte
+}
+
+// intentCanonical returns Intent's canonical bytes.
+func (e *openEffect) intentCanonical() ([]byte, error) {
+	if e.intentBytes != nil {
+		return e.intentBytes, nil
+	}
+	return canonBytes(e.Intent)
+}
+
+// payloadCanonical returns a copy of Payload's canonical bytes, encoding
+// them at most once: the copy is the caller's, which an adapter it hands
+// it to may modify.
+func (e *openEffect) payloadCanonical() ([]byte, error) {
+	if e.payloadBytes == nil {
+		b, err := canonBytes(e.Payload)
+		if err != nil {
+			return nil, err
+		}
+		e.payloadBytes = b
+	}
+	return bytes.Clone(e.payloadBytes), nil
 }
 
 // protocolIntent is the effect's intent, decoded strictly: the caller's

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
@@ -40,7 +41,10 @@ func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 	for _, s := range []string{`{"actor":"a","actor_role":"r","body":{"x":1},"capability":"c","digest":"d","kind":"input","seq":1}`,
 		`{"body":null}`, `{"seq":"1"}`, `{"Kind":"x"}`, `{"kind":"a\u0062"}`, `{"seq":1,"seq":2}`, `{"body":{"a":1.5}}`,
 		`{"body":{"b":1,"a":2}}`, `{"body":{"kind":"ActionReceipt","output_digests":["sha256:b","sha256:a"]}}`,
-		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:a","sha256:b"]},"kind":"receipt"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
+		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:a","sha256:b"]},"kind":"receipt"}`,
+		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:b","sha256:a"]},"kind":"receipt","seq":2}`,
+		`{"body":{"kind":5,"z":[2,1]},"kind":"input"}`, `{"body":[{"kind":"ActionReceipt"}],"kind":"input"}`,
+		`{"body":{"kind":"EffectIntent","preconditions":["b","a","a"]},"kind":"input"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -48,6 +52,14 @@ func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 		want, werr := runner.DecodeAccepted(b)
 		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\n got %+v %v\nwant %+v %v", b, got, gerr, want, werr)
+		}
+		// A record the verifier found canonical as a whole is read
+		// alike when replay takes that as known.
+		if c, err := cjson.Canonicalize(b); err == nil && bytes.Equal(c, b) {
+			got, gerr := decodeAcceptedAs(b, true)
+			if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q, vouched canonical:\n got %+v %v\nwant %+v %v", b, got, gerr, want, werr)
+			}
 		}
 	})
 }

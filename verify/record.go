@@ -44,6 +44,10 @@ type record struct {
 	bulk      bool
 	attempts  map[string][]store.Attempt
 	approvals map[string]store.Approval
+	// known is what verifying the record vouched for, event by event
+	// (see vouched), when it was verified before being replayed (Check);
+	// nil otherwise.
+	known []vouched
 	// scanned is the checkpoint's members, read once for both the
 	// verifier and the replay (see checkpointOf); nil until then.
 	scanned *checkpoint

@@ -61,12 +61,12 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 	// (Decision.StateCanonical): then a checkpoint holding the same bytes
 	// canonicalizes to them, and needs no decoding to be compared.
 	canonical := false
-	for _, e := range evs {
+	for i, e := range evs {
 		if e.Kind != runner.EventAccepted {
 			continue
 		}
 		where := "event " + strconv.FormatInt(e.Seq, 10)
-		in, err := decodeAccepted(e.Body)
+		in, err := decodeAcceptedAs(e.Body, rec.known != nil && rec.known[i].canonical)
 		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
 			fail("accepted-record", where, "unreadable: %v", err)
 			continue

@@ -68,9 +68,14 @@ var acceptedMembers = []string{"seq", "kind", "actor", "actor_role", "capability
 
 // decodeAccepted is runner.DecodeAccepted without encoding/json for a
 // record made only of plain members: the strings without escapes and
-// valid UTF-8, the sequence an integer. Anything else is decoded by runner.DecodeAccepted,
-// whose result and error stand.
-func decodeAccepted(event []byte) (runner.Accepted, error) {
+// valid UTF-8, the sequence an integer. Anything else is decoded by
+// runner.DecodeAccepted, whose result and error stand.
+func decodeAccepted(event []byte) (runner.Accepted, error) { return decodeAcceptedAs(event, false) }
+
+// decodeAcceptedAs is decodeAccepted for a record the verifier may have
+// found canonical as a whole (canonical true: cjson.Canonicalize of the
+// record gives the record itself), which then answers for its body too.
+func decodeAcceptedAs(event []byte, canonical bool) (runner.Accepted, error) {
 	m, ok := jsonread.OnlyMembers(event, acceptedMembers...)
 	var in runner.Accepted
 	for i := 0; ok && i < len(m); i++ {
@@ -104,12 +109,11 @@ func decodeAccepted(event []byte) (runner.Accepted, error) {
 	if !ok {
 		return runner.DecodeAccepted(event)
 	}
-	// A body cjson.IsCanonical vouches for is what Canonicalize would
-	// return (FuzzIsCanonical holds the two together): the runner stores
-	// inputs canonical, so replay copies them instead of decoding and
-	// encoding each one again. Anything else is canonicalized, whose
-	// error stands.
-	if cjson.IsCanonical(m[6]) {
+	// The runner stores inputs canonical, so replay copies a body whose
+	// canonical form is known to be itself instead of decoding and
+	// encoding it again. Anything else is canonicalized, whose error
+	// stands.
+	if bodyCanonical(m[6], canonical) {
 		in.Body = bytes.Clone(m[6])
 		return in, nil
 	}
@@ -119,4 +123,49 @@ func decodeAccepted(event []byte) (runner.Accepted, error) {
 	}
 	in.Body = body
 	return in, nil
+}
+
+// bodyCanonical reports whether cjson.Canonicalize of an accepted input's
+// body would give the body itself, answering false whenever that is not
+// established (the caller then canonicalizes).
+//
+// A body sits one level below the root of its record, where no array is
+// a set: when the whole record is canonical (recordCanonical), the body
+// is canonical as a value nested there, and so on its own, unless its own
+// root kind names set-like arrays, which on its own are sorted (a
+// receipt's body, an ActionReceipt, names one). Such a body goes straight
+// to Canonicalize, since cjson.IsCanonical would hand it there too. A body
+// whose kind cannot be read plainly, or one that no record vouches for,
+// is checked by cjson.IsCanonical, which answers exactly that question
+// (FuzzIsCanonical holds it to Canonicalize).
+func bodyCanonical(body []byte, recordCanonical bool) bool {
+	sets, known := rootKindSets(body)
+	switch {
+	case !known:
+		return cjson.IsCanonical(body)
+	case sets:
+		return false
+	case recordCanonical:
+		return true
+	}
+	return cjson.IsCanonical(body)
+}
+
+// rootKindSets reports whether a JSON text is an object whose "kind"
+// member is a string naming set-like arrays (cjson.SetLikePaths), with
+// known false when the member reader cannot say: the text is not an
+// object it reads, or its kind is a string with escapes.
+func rootKindSets(text []byte) (sets, known bool) {
+	m, ok := jsonread.Members(text, "kind")
+	if !ok {
+		return false, false
+	}
+	if m[0] == nil || m[0][0] != '"' {
+		return false, true // no kind, or not a string: no sets
+	}
+	kind, ok := jsonread.PlainString(m[0])
+	if !ok {
+		return false, false
+	}
+	return len(cjson.SetLikePaths(kind)) > 0, true
 }

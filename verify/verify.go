@@ -99,6 +99,7 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 	rep := &Report{RunID: runID, State: run.State, Outcome: run.Outcome, Findings: []Finding{}}
 	rep.Events = len(evs)
 	known := make([]vouched, len(evs))
+	rec.known = known
 	cfg := checkEvents(rep, m, run, evs, known)
 	cp := checkCheckpoint(rep, rec, cfg)
 	attempts, err := checkEffects(ctx, rep, rec)
@@ -145,7 +146,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 					cfg = next
 					if known != nil {
 						in.From = from
-						known[i] = vouched{in, true}
+						known[i] = vouched{rec: in, ok: true}
 					}
 				}
 			}
@@ -162,7 +163,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 					cfg.Context = nil
 				}
 				if known != nil {
-					known[i] = vouched{res.Record, true}
+					known[i] = vouched{rec: res.Record, ok: true}
 				}
 			} else {
 				var rec control.Record
@@ -186,7 +187,14 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 		if !canonical && !cjson.IsCanonical(e.Body) {
 			if c, err := cjson.Canonicalize(e.Body); err != nil || !bytes.Equal(c, e.Body) {
 				rep.fail("event-canonical", where(), "body is not flrh-cjson/1 canonical (%v)", err)
+			} else {
+				canonical = true
 			}
+		} else {
+			canonical = true
+		}
+		if known != nil {
+			known[i].canonical = canonical
 		}
 		if e.PrevHash != prev || !store.SumMatches(e.ChainHash, store.ChainSum(prev, e.Seq, e.Digest)) {
 			rep.fail("event-chain", where(), "hash chain broken")
@@ -224,6 +232,11 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 type vouched struct {
 	rec control.Record
 	ok  bool
+	// canonical is whether the event's stored bytes are canonical (no
+	// event-canonical finding), for any kind of event: replay, run from
+	// the same read (Check), then need not prove an accepted input's
+	// body canonical again.
+	canonical bool
 }
 
 // restepFast re-steps a control record read by stepInputs and reports

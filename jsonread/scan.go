@@ -1,6 +1,9 @@
 package jsonread
 
-import "strconv"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // Scanner reads JSON text in flrh-cjson/1 form (no whitespace, strings
 // without escapes where values are read). It only ever opens a fast path:
@@ -61,19 +64,37 @@ func (s *Scanner) StrBytes() []byte {
 	if !s.ok {
 		return nil
 	}
-	for i := s.i; i < len(s.b); i++ {
-		switch c := s.b[i]; {
-		case c == '"':
-			start := s.i
-			s.i = i + 1
-			return s.b[start:i]
-		case c == '\\' || c < 0x20:
-			s.Fail()
-			return nil
-		}
+	if i := plainRun(s.b, s.i); i < len(s.b) && s.b[i] == '"' {
+		start := s.i
+		s.i = i + 1
+		return s.b[start:i]
 	}
 	s.Fail()
 	return nil
+}
+
+// plainRun returns the index of the first byte at or after i that ends a
+// run of plain string bytes — a quote, a backslash or a control character
+// — or len(b) when none does. It passes over eight bytes at a time while
+// none of them is one (most strings in a record are hex digests and ids),
+// then byte by byte.
+func plainRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		// Each term has a byte's high bit set when, and only when some
+		// byte of w is below 0x20, or a quote, or a backslash (the
+		// lowest such byte always is; a borrow from it may mark a higher
+		// one too, which only ends the word loop early).
+		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+		i++
+	}
+	return i
 }
 
 // SkipStr passes over a string, escapes included.
@@ -81,10 +102,7 @@ func (s *Scanner) SkipStr() {
 	s.Expect('"')
 	for s.ok && s.i < len(s.b) {
 		// Runs of plain bytes are passed over in one loop.
-		i := s.i
-		for i < len(s.b) && s.b[i] != '"' && s.b[i] != '\\' && s.b[i] >= 0x20 {
-			i++
-		}
+		i := plainRun(s.b, s.i)
 		s.i = i
 		if i == len(s.b) {
 			break

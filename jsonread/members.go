@@ -160,3 +160,17 @@ func PlainText(b []byte) (string, bool) {
 	str, ok := PlainString(b)
 	return str, ok && utf8.ValidString(str)
 }
+
+// Elements returns the raw texts of a top-level array's elements, each
+// as the text gives it, or false when the text is not an array the
+// scanner reads whole.
+func Elements(b []byte) ([][]byte, bool) {
+	var out [][]byte
+	s := NewScanner(b)
+	s.Array(func() {
+		start := s.i
+		s.Skip()
+		out = append(out, b[start:s.i])
+	})
+	return out, s.End()
+}

@@ -48,3 +48,38 @@ func TestPlainRunMatchesTheByteLoop(t *testing.T) {
 		}
 	})
 }
+
+// Elements gives each element's text, in order, exactly as it stands,
+// and nothing for what is not one array.
+func TestElements(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want []string
+		ok   bool
+	}{
+		{`[]`, nil, true},
+		{`["a","b"]`, []string{`"a"`, `"b"`}, true},
+		{`[1,{"x":[2,3]},null,"c\"d",[]]`, []string{`1`, `{"x":[2,3]}`, `null`, `"c\"d"`, `[]`}, true},
+		{`["a",]`, nil, false},
+		{`["a"]x`, nil, false},
+		{`{"a":1}`, nil, false},
+		{`"a"`, nil, false},
+		{``, nil, false},
+	} {
+		got, ok := Elements([]byte(c.text))
+		if ok != c.ok {
+			t.Fatalf("%s: ok %v, want %v", c.text, ok, c.ok)
+		}
+		if !ok {
+			continue
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("%s: %q, want %q", c.text, got, c.want)
+		}
+		for i := range got {
+			if string(got[i]) != c.want[i] {
+				t.Fatalf("%s: %q, want %q", c.text, got, c.want)
+			}
+		}
+	}
+}

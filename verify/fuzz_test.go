@@ -44,7 +44,12 @@ func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:a","sha256:b"]},"kind":"receipt"}`,
 		`{"body":{"kind":"ActionReceipt","output_digests":["sha256:b","sha256:a"]},"kind":"receipt","seq":2}`,
 		`{"body":{"kind":5,"z":[2,1]},"kind":"input"}`, `{"body":[{"kind":"ActionReceipt"}],"kind":"input"}`,
-		`{"body":{"kind":"EffectIntent","preconditions":["b","a","a"]},"kind":"input"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
+		`{"body":{"kind":"EffectIntent","preconditions":["b","a","a"]},"kind":"input"}`,
+		`{"body":{"kind":"EffectIntent","preconditions":["a","a"]},"kind":"input"}`,
+		`{"body":{"kind":"EffectIntent","preconditions":["a","b"]},"kind":"input"}`,
+		`{"body":{"kind":"EffectIntent","preconditions":"a"},"kind":"input"}`,
+		`{"body":{"kind":"ActionReceipt","output_digests":[{"b":1},{"a":2}]},"kind":"receipt"}`,
+		`{"body":{"kind":"StableProposalBatch","eligibility_verdict_ids":["a","c"],"proposal_ids":["b","a"]},"kind":"input"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

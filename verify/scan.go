@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
@@ -133,39 +134,77 @@ func decodeAcceptedAs(event []byte, canonical bool) (runner.Accepted, error) {
 // a set: when the whole record is canonical (recordCanonical), the body
 // is canonical as a value nested there, and so on its own, unless its own
 // root kind names set-like arrays, which on its own are sorted (a
-// receipt's body, an ActionReceipt, names one). Such a body goes straight
-// to Canonicalize, since cjson.IsCanonical would hand it there too. A body
-// whose kind cannot be read plainly, or one that no record vouches for,
-// is checked by cjson.IsCanonical, which answers exactly that question
-// (FuzzIsCanonical holds it to Canonicalize).
+// receipt's body, an ActionReceipt, names one). Such a body is its own
+// canonical form when each of those arrays is already in the order
+// Canonicalize writes a set in: elements' canonical texts strictly
+// increasing. A body whose kind cannot be read plainly, or one that no
+// record vouches for, is checked by cjson.IsCanonical, which answers
+// exactly that question (FuzzIsCanonical holds it to Canonicalize).
 func bodyCanonical(body []byte, recordCanonical bool) bool {
-	sets, known := rootKindSets(body)
+	paths, known := rootKindSets(body)
 	switch {
 	case !known:
 		return cjson.IsCanonical(body)
-	case sets:
-		return false
+	case len(paths) > 0:
+		// IsCanonical would hand such a body to Canonicalize anyway.
+		return recordCanonical && setsInOrder(body, paths)
 	case recordCanonical:
 		return true
 	}
 	return cjson.IsCanonical(body)
 }
 
-// rootKindSets reports whether a JSON text is an object whose "kind"
-// member is a string naming set-like arrays (cjson.SetLikePaths), with
-// known false when the member reader cannot say: the text is not an
-// object it reads, or its kind is a string with escapes.
-func rootKindSets(text []byte) (sets, known bool) {
+// rootKindSets returns the set-like paths (cjson.SetLikePaths) of a JSON
+// text's root kind: none when it is an object without a "kind" member or
+// with one that is not a string. known is false when the member reader
+// cannot say: the text is not an object it reads, or its kind is a string
+// with escapes.
+func rootKindSets(text []byte) (paths []string, known bool) {
 	m, ok := jsonread.Members(text, "kind")
 	if !ok {
-		return false, false
+		return nil, false
 	}
 	if m[0] == nil || m[0][0] != '"' {
-		return false, true // no kind, or not a string: no sets
+		return nil, true // no kind, or not a string: no sets
 	}
 	kind, ok := jsonread.PlainString(m[0])
 	if !ok {
-		return false, false
+		return nil, false
 	}
-	return len(cjson.SetLikePaths(kind)) > 0, true
+	return cjson.SetLikePaths(kind), true
+}
+
+// setsInOrder reports whether each set-like root member the paths name
+// (each "/name") is absent or an array whose elements' texts, canonical
+// where they stand, strictly increase: the order, without duplicates, in
+// which cjson writes a set. Anything else (a member that is not an array,
+// elements out of order or repeated) is false, for Canonicalize to sort
+// or refuse.
+func setsInOrder(body []byte, paths []string) bool {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		if len(p) < 2 || p[0] != '/' || strings.ContainsAny(p[1:], "/~") {
+			return false
+		}
+		names[i] = p[1:]
+	}
+	m, ok := jsonread.Members(body, names...)
+	if !ok {
+		return false
+	}
+	for _, v := range m {
+		if v == nil {
+			continue
+		}
+		els, ok := jsonread.Elements(v)
+		if !ok {
+			return false
+		}
+		for i := 1; i < len(els); i++ {
+			if bytes.Compare(els[i-1], els[i]) >= 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

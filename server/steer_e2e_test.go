@@ -35,6 +35,7 @@ const (
 	tokVic     = "tok-vic-viewer-2a9f5b"
 	tokRita    = "tok-rita-reconciler-3e8c1a"
 	tokAlex    = "tok-alex-approver-7d2f4b" // an approver the bundles' policy does not name
+	tokOncall  = "tok-oncall-approver-5e1c8d" // the operations example's approver
 )
 
 const steerTokens = `{"tokens":[
@@ -43,7 +44,8 @@ const steerTokens = `{"tokens":[
  {"actor":"refund-bot","roles":["agent"],"token":"` + tokBot + `"},
  {"actor":"vic","roles":["viewer"],"token":"` + tokVic + `"},
  {"actor":"rita","roles":["reconciler"],"token":"` + tokRita + `"},
- {"actor":"alex","roles":["approver"],"token":"` + tokAlex + `"}
+ {"actor":"alex","roles":["approver"],"token":"` + tokAlex + `"},
+ {"actor":"oncall-lead","roles":["approver"],"token":"` + tokOncall + `"}
 ]}`
 
 // newBundleFixture serves the refund-agent and support-agent example
@@ -69,8 +71,8 @@ func newBundleFixture(t testing.TB) *fixture {
 	go func() { defer close(sbDone); sb.Serve(ctx, ln, time.Second) }()
 	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
 	var wfs []runner.Workflow
-	var reg *effect.Registry
-	for _, name := range []string{"refund-agent", "support-agent"} {
+	reg := &effect.Registry{}
+	for _, name := range []string{"refund-agent", "support-agent", "ops-agent"} {
 		fsys, err := examples.Bundle(name)
 		if err != nil {
 			t.Fatal(err)
@@ -80,9 +82,20 @@ func newBundleFixture(t testing.TB) *fixture {
 			t.Fatal(err)
 		}
 		wfs = append(wfs, wf)
-		// Both bundles pay refund.pay over http/1: one registry serves both.
-		if reg, err = ads.Registry(func(string) string { return url }); err != nil {
+		own, err := ads.Registry(func(string) string { return url })
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The refund bundles both pay refund.pay over http/1: the first
+		// one's adapter serves both.
+		for _, e := range own.Entries() {
+			if _, ok := reg.Adapter(e[0], e[1]); ok {
+				continue
+			}
+			a, _ := own.Adapter(e[0], e[1])
+			if err := reg.Register(e[0], e[1], a); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	runnerLog := slog.New(slog.NewTextHandler(testWriter{t}, nil))

@@ -119,7 +119,8 @@ func TestRowSetAgreesWithAMap(t *testing.T) {
 	})
 }
 
-// A set of 4M slots fills to three quarters instead of half, and a row
+// A set from three segments on fills to three quarters instead of half, the
+// halfway step between two and four segments holds 2.2M rows, and a row
 // count past 1<<16 widens the row bits of every slot.
 func TestRowSetDenseAndWiderRows(t *testing.T) {
 	n := 2_200_000
@@ -139,10 +140,10 @@ func TestRowSetDenseAndWiderRows(t *testing.T) {
 	if tb.set.rowBits <= minRowBits {
 		t.Fatalf("row bits %d after %d rows", tb.set.rowBits, n)
 	}
-	// 2.2M rows in 4M slots: past half full, so only the three-quarter
-	// rule kept the set from doubling again.
-	if !testing.Short() && tb.set.size != denseSlots {
-		t.Fatalf("%d slots after %d rows, want %d", tb.set.size, n, denseSlots)
+	// 2.2M rows in 3M slots: a halfway step, filled past two thirds, which
+	// only the three-quarter rule allows.
+	if want := 3 * segSlots; !testing.Short() && tb.set.size != want {
+		t.Fatalf("%d slots after %d rows, want %d", tb.set.size, n, want)
 	}
 	checkSet(t, tb, model, [][2]int64{{-5, 3}, {2000, 0}, {0, int64(n)}})
 }
@@ -188,4 +189,38 @@ func TestRowSetSegmentsGrowWithTombstones(t *testing.T) {
 	checkSet(t, tb, model, absent)
 	c := tb.clone()
 	checkSet(t, c, model, absent)
+}
+
+// The size ladder doubles but for one halfway step at three segments;
+// every step past one segment is a whole number of segments, and a set
+// that grows from full keeps room for what it held.
+func TestRowSetSizeLadder(t *testing.T) {
+	var got []int
+	for size := 16; size <= 64*segSlots; size = nextSize(size) {
+		if size > segSlots {
+			got = append(got, size/segSlots)
+			if size%segSlots != 0 {
+				t.Fatalf("size %d is not a whole number of segments", size)
+			}
+		} else if size&(size-1) != 0 {
+			t.Fatalf("flat size %d is not a power of two", size)
+		}
+		next := nextSize(size)
+		full := size / 2
+		if size >= denseSlots {
+			full = size * 3 / 4
+		}
+		if !roomFor(next, full+full/4) {
+			t.Fatalf("growing from %d full slots (%d used) to %d leaves no room", size, full, next)
+		}
+	}
+	want := []int{2, 3, 4, 8, 16, 32, 64}
+	if len(got) != len(want) {
+		t.Fatalf("ladder in segments %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ladder in segments %v, want %v", got, want)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -95,7 +96,27 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		clock = time.Now
 	}
 	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer}
-	if err := s.migrate(ctx); err != nil {
+	err = s.migrate(ctx)
+	if opts.ReadOnly && cannotShare(err, path) {
+		// A reader of a WAL database needs its shared-memory file, which
+		// it cannot create in a directory it may not write (an archived
+		// store, a read-only mount). With no log beside the database, the
+		// file is the whole database and nobody is writing it: read it as
+		// immutable. A log with commits in it cannot be read so.
+		db.Close()
+		if fi, serr := os.Stat(path + "-wal"); serr == nil && fi.Size() > 0 {
+			return nil, store.Errorf(store.CodeUnavailable, "open", "", err,
+				"%s: its directory cannot be written and its write-ahead log (%s-wal, %d bytes) holds commits not yet in the database file; open it once where it can be written, or copy it with its -wal file", path, path, fi.Size())
+		}
+		q.Add("immutable", "1")
+		if db, err = sql.Open("sqlite", file+q.Encode()); err != nil {
+			return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "open %s", path)
+		}
+		db.SetMaxIdleConns(readers)
+		s.db, s.rdb = db, db
+		err = s.migrate(ctx)
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -169,6 +190,21 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // mapErr turns driver errors into typed store errors.
+// cannotShare says whether err is a reader's failure to create the
+// shared-memory file of the WAL database at path, which exists without one
+// (SQLITE_READONLY_DIRECTORY; SQLITE_CANTOPEN when a log is there too).
+func cannotShare(err error, path string) bool {
+	var le *sqlite.Error
+	if !errors.As(err, &le) || (le.Code() != sqlite3.SQLITE_READONLY_DIRECTORY && le.Code() != sqlite3.SQLITE_CANTOPEN) {
+		return false
+	}
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	_, err = os.Stat(path + "-shm")
+	return os.IsNotExist(err)
+}
+
 func mapErr(op, runID string, err error) error {
 	if err == nil {
 		return nil

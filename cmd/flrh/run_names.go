@@ -42,6 +42,10 @@ func (c *catalog) byName(ref string) (candidate, error) {
 		return candidate{}, usagef("no built-in workflow %s@%s (built-in: %s)", id, version, c.builtinNames())
 	}
 	if len(matches) == 0 {
+		if strings.ContainsAny(ref, `/\`) || strings.HasPrefix(ref, ".") {
+			// A path, not an id: it was looked for as a directory first.
+			return candidate{}, usagef("no bundle directory %s (and no workflow of that id)", ref)
+		}
 		return candidate{}, usagef("no workflow %s@%s (give a workflow id, builtin:ID, a bundle directory or example:NAME)", id, version)
 	}
 	for _, m := range matches[1:] {

@@ -29,6 +29,8 @@ func TestRunStartNames(t *testing.T) {
 		{ref: "builtin:ops-agent", refused: "no built-in workflow ops-agent@1 (built-in: builtin:refund-agent@1)"},
 		{ref: "refund-agent@2", refused: "no workflow refund-agent@2"},
 		{ref: "example:nope", refused: `no example bundle "nope"`},
+		{ref: "./no-such-bundle", refused: "no bundle directory ./no-such-bundle"},
+		{ref: "bundles/refunds", refused: "no bundle directory bundles/refunds"},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
 			cds, err := pinStart(tc.ref, "")(nil, c)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,6 +103,11 @@ func TestFirstDecisionMatchesOnlyItsOwnInput(t *testing.T) {
 		if f.matches(wf, state, in(base)) {
 			t.Errorf("an input with another %s matches", name)
 		}
+	}
+	// matches compares every field of an input: one added to Accepted
+	// must be added there too.
+	if n := reflect.TypeOf(Accepted{}).NumField(); n != 8 {
+		t.Errorf("Accepted has %d fields; matches compares 8", n)
 	}
 	if f.matches(wf, []byte(`{"paid":1}`), base) {
 		t.Error("another state matches")

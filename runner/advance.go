@@ -909,6 +909,12 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		r.traceNote(t, "approval_ignored", in.ID, "malformed approve event")
 		return true, nil
 	}
+	// A grant handed in after a person's EXIT is refused: the action was
+	// decided before deliberation ended, and is never carried out.
+	if ex, ok := exitBefore(t.inbox, in.Seq); ok {
+		r.traceNote(t, "approval_refused", in.ID, "not carried out: "+exitRefusal(body.ApprovalID, ex))
+		return true, nil
+	}
 	grant, err := r.cfg.Store.Approval(ctx, body.ApprovalID)
 	if err != nil {
 		r.traceNote(t, "approval_ignored", in.ID, err.Error())

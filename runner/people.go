@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -199,6 +200,15 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	wf, need, err := r.waitingApproval(ctx, runID, requestID)
 	if err != nil {
 		return err
+	}
+	// A person's EXIT handed in before the grant ended deliberation: the
+	// run would refuse the grant (see waitApproval), so it is refused now.
+	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
+	if err != nil {
+		return err
+	}
+	if ex, ok := exitBefore(inbox, math.MaxInt64); ok {
+		return &NotWaitingError{RunID: runID, What: exitRefusal(requestID, ex)}
 	}
 	if ttl <= 0 {
 		return fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)

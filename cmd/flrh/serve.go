@@ -84,10 +84,15 @@ Runs started through any of them are advanced by whichever is free.`,
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
 	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
 	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
+	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
 			return usagef("--runners must be from 1 to 256")
 		}
+		if *gcPercent < 1 {
+			return usagef("--gc-percent must be positive, not %d", *gcPercent)
+		}
+		defer collectorTarget(*gcPercent)()
 		if *leaseTTL <= 0 {
 			// The runner would quietly take 30s instead.
 			return usagef("--lease-ttl must be positive, not %s", *leaseTTL)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -184,13 +182,7 @@ const checkGCPercent = 400
 
 // checkGC sets the collector's target for a verify or replay command
 // unless GOGC is set, and returns what restores it.
-func checkGC() (restore func()) {
-	if _, set := os.LookupEnv("GOGC"); set {
-		return func() {}
-	}
-	old := debug.SetGCPercent(checkGCPercent)
-	return func() { debug.SetGCPercent(old) }
-}
+func checkGC() (restore func()) { return collectorTarget(checkGCPercent) }
 
 func printVerify(w io.Writer, rep *verify.Report) {
 	verdict := "verified"

@@ -138,6 +138,9 @@ func need(n runner.ApprovalNeed) workflow.ApprovalNeed {
 // View implements runner.Viewer: the workflow's view of a run's state.
 func (w *Workflow) View(state []byte) (any, error) { return w.Workflow.Inspect(state) }
 
+// Kept implements runner.Keeper: the proposals the run keeps for a person.
+func (w *Workflow) Kept(state []byte) (int, error) { return w.Workflow.Kept(state) }
+
 // CheckApproval implements runner.Workflow: the grant must answer exactly
 // this request, come from the approver the bundle names, and be unexpired.
 func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now time.Time) error {

@@ -1506,5 +1506,14 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 		return false, err
 	}
 	t.cp.Progress, t.cp.RoundReceipts = w, 0
+	if v.NoProgress {
+		// Proposals kept for a person are work owed, as an open effect is:
+		// the plateau holds the run rather than ending it.
+		if k, ok := t.wf.(Keeper); ok {
+			if n, err := k.Kept(sb); err == nil && n > 0 {
+				return false, nil
+			}
+		}
+	}
 	return v.NoProgress, nil
 }

@@ -95,6 +95,14 @@ type ApprovalAuthorizer interface {
 	AuthorizeApproved(state []byte, need ApprovalNeed, grant store.Approval, logicalTime int64) (EffectPlan, error)
 }
 
+// Keeper is implemented by workflows that keep proposals for a person to
+// decide again (a proposal held or escalated, decision 0612). A run that
+// keeps one is waiting on a person, not spinning: rounds that gain nothing
+// meanwhile do not end it NO_PROGRESS (its step budget still bounds it).
+type Keeper interface {
+	Kept(state []byte) (int, error)
+}
+
 // Viewer is implemented by workflows that can show a person where their
 // own deliberation stands (the MRP state and Journey Strip, options offered
 // with their scores, what the run waits for). Inspect includes it.

@@ -100,3 +100,14 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	v.Domain, _ = snap["state"].(map[string]any)
 	return v, nil
 }
+
+// Kept reports how many proposals a run's state keeps, held or escalated,
+// for a person to decide again (decision 0612): the run waits on a person
+// for them, as it does for an approval.
+func (w *Workflow) Kept(stateJSON []byte) (int, error) {
+	st, err := decodeState(stateJSON)
+	if err != nil {
+		return 0, err
+	}
+	return len(st.Held), nil
+}

@@ -1,0 +1,49 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+)
+
+// keeping is the chooser workflow with kept proposals: a run of it waits
+// on a person for kept decisions (decision 0612) whenever kept > 0.
+type keeping struct {
+	chooser
+	kept int
+}
+
+func (k keeping) Kept([]byte) (int, error) { return k.kept, nil }
+
+// A run that keeps proposals for a person is waiting on that person: the
+// inputs it takes meanwhile gain nothing, but the plateau does not end it
+// NO_PROGRESS (which would drop what it keeps undecided); its step budget
+// still bounds it, and it ends BUDGET_EXHAUSTED there. A run that keeps
+// nothing ends NO_PROGRESS after the window, as before.
+func TestKeptProposalsHoldTheNoProgressPlateau(t *testing.T) {
+	for _, tc := range []struct {
+		kept  int
+		state string
+	}{{0, "NO_PROGRESS"}, {1, "BUDGET_EXHAUSTED"}, {3, "BUDGET_EXHAUSTED"}} {
+		t.Run(fmt.Sprint(tc.kept), func(t *testing.T) {
+			const steps = 6
+			b := newBudgetRig(t, fmt.Sprintf(`{"budgets":{"steps":%d}}`, steps), keeping{kept: tc.kept})
+			if err := b.r.Start(ctx, "run", "chooser", "1", []byte(`{"x":0}`)); err != nil {
+				t.Fatal(err)
+			}
+			b.idle()
+			for i := 1; i < 3*steps && b.run("run").Outcome == ""; i++ {
+				if err := b.r.Submit(ctx, "run", []byte(fmt.Sprintf(`{"x":%d}`, i)), payer); err != nil {
+					t.Fatal(err)
+				}
+				b.idle()
+			}
+			l := b.checkLedger("run")
+			if s := b.run("run").State; s != tc.state || l.Steps > steps {
+				t.Fatalf("kept %d: state %s after %d steps, want %s within %d", tc.kept, s, l.Steps, tc.state, steps)
+			}
+			if tc.kept > 0 && l.Steps != steps {
+				t.Fatalf("kept %d: ended after %d steps, before its budget of %d", tc.kept, l.Steps, steps)
+			}
+		})
+	}
+}

@@ -235,3 +235,67 @@ func TestLargeRelationsAcrossChunks(t *testing.T) {
 	}
 	same(m, edges)
 }
+
+// A closure whose hash set sits on the halfway step (2.0 M rows in 3M
+// slots, decision 0311) and updates that leave tombstones in it, refill
+// it and push it past the step into 4M slots, each agreeing with a fresh
+// evaluation.
+func TestUpdatesAcrossTheHalfwayStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2 M-tuple closures")
+	}
+	c, err := Load("t.dl", []byte(chainProgram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := chainEdges(2000)
+	m, err := Evaluate(c, edges, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := m.tables[2*m.c.relByName["tc"]]
+	if tc.set.size != halfStep {
+		t.Fatalf("tc's set has %d slots after %d rows, want the halfway step %d", tc.set.size, tc.n, halfStep)
+	}
+	same := func(m *Materialization, base []Fact, step string) {
+		t.Helper()
+		want, err := Evaluate(c, base, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := m.WriteFacts("tc", false)
+		w, _ := want.WriteFacts("tc", false)
+		if string(g) != string(w) {
+			t.Fatalf("%s: tc differs from a fresh evaluation (%d vs %d bytes)", step, len(g), len(w))
+		}
+	}
+	cut := Fact{Rel: "edge", Args: []Value{Num(1500), Num(1501)}}
+	if m, err = m.Apply([]Change{{Fact: cut, Diff: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	var rest []Fact
+	for _, e := range edges {
+		if e.Args[0].Int() != 1500 {
+			rest = append(rest, e)
+		}
+	}
+	same(m, rest, "cut")
+	if m, err = m.Apply([]Change{{Fact: cut, Diff: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	same(m, edges, "rejoined")
+	// Closing a cycle over the first thousand nodes adds ~0.5 M tuples:
+	// 2.5 M rows, past the 2.36 M the halfway step holds.
+	cycle := Fact{Rel: "edge", Args: []Value{Num(1000), Num(1)}}
+	if m, err = m.Apply([]Change{{Fact: cycle, Diff: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	same(m, append(append([]Fact(nil), edges...), cycle), "cycle")
+	if tc := m.tables[2*m.c.relByName["tc"]]; tc.set.size <= halfStep {
+		t.Fatalf("tc's set has %d slots after the cycle (%d rows), want past the halfway step", tc.set.size, tc.n)
+	}
+	if m, err = m.Apply([]Change{{Fact: cycle, Diff: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	same(m, edges, "cycle removed")
+}

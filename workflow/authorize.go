@@ -266,6 +266,12 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if pd.Request.RequestDigest != need.RequestDigest || pd.IntentID != need.IntentID {
 		return Effect{}, errors.New("the pending request differs from the one approved")
 	}
+	// Deliberation ended after the request (a person's EXIT, a closure
+	// budget): nothing it left undecided is carried out, the request
+	// included.
+	if st.Machine.State.Terminal() {
+		return Effect{}, fmt.Errorf("deliberation ended (%s) after approval request %s: nothing is carried out after it", st.Machine.State, need.RequestID)
+	}
 	b, _ := g.decode()
 	kind := "human"
 	if b.Role != authority.ApproverRole {

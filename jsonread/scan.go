@@ -2,6 +2,7 @@ package jsonread
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 )
 
@@ -75,20 +76,19 @@ func (s *Scanner) StrBytes() []byte {
 
 // plainRun returns the index of the first byte at or after i that ends a
 // run of plain string bytes — a quote, a backslash or a control character
-// — or len(b) when none does. It passes over eight bytes at a time while
-// none of them is one (most strings in a record are hex digests and ids),
-// then byte by byte.
+// — or len(b) when none does. It reads eight bytes at a time while eight
+// remain, then byte by byte.
 func plainRun(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(b); i += 8 {
 		w := binary.LittleEndian.Uint64(b[i:])
 		q, bs := w^(ones*'"'), w^(ones*'\\')
-		// Each term has a byte's high bit set when, and only when some
-		// byte of w is below 0x20, or a quote, or a backslash (the
-		// lowest such byte always is; a borrow from it may mark a higher
-		// one too, which only ends the word loop early).
-		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
-			break
+		// Each term sets the high bit of the lowest byte of w that is
+		// below 0x20, a quote or a backslash, and of no byte below it (a
+		// borrow from that byte may mark higher ones too): the lowest
+		// bit set is the first byte that ends the run.
+		if m := ((w-ones*0x20)&^w | (q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
 	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {

@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,17 @@ func BenchmarkVerifyMany(b *testing.B) {
 		jobs[i] = Job{RunID: id, Workflow: wf}
 	}
 	b.Run("check-parallel", func(b *testing.B) {
+		measure(b, events, func() {
+			out, err := CheckMany(ctx, st, nil, jobs)
+			if err != nil || len(out) != len(jobs) {
+				b.Fatal(err)
+			}
+		})
+	})
+	// The same with the collector's target `flrh verify` and `flrh
+	// replay` run under when GOGC is not set (checkGCPercent, cmd/flrh).
+	b.Run("check-parallel-gc400", func(b *testing.B) {
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
 		measure(b, events, func() {
 			out, err := CheckMany(ctx, st, nil, jobs)
 			if err != nil || len(out) != len(jobs) {

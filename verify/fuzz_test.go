@@ -49,7 +49,9 @@ func FuzzDecodeAcceptedAgreesWithTheRunner(f *testing.F) {
 		`{"body":{"kind":"EffectIntent","preconditions":["a","b"]},"kind":"input"}`,
 		`{"body":{"kind":"EffectIntent","preconditions":"a"},"kind":"input"}`,
 		`{"body":{"kind":"ActionReceipt","output_digests":[{"b":1},{"a":2}]},"kind":"receipt"}`,
-		`{"body":{"kind":"StableProposalBatch","eligibility_verdict_ids":["a","c"],"proposal_ids":["b","a"]},"kind":"input"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
+		`{"body":{"kind":"StableProposalBatch","eligibility_verdict_ids":["a","c"],"proposal_ids":["b","a"]},"kind":"input"}`,
+		`{"kind":"receipt","body":{"output_digests":["a","b"],"kind":"ActionReceipt"}}`,
+		`{"body":{"output_digests":["a","b"],"kind":"ActionReceipt"},"kind":"receipt"}`, "{\"actor\":\"\x83\",\"body\":0}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

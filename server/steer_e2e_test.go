@@ -34,7 +34,7 @@ const (
 	tokBot     = "tok-bot-agent-6c4d0e"
 	tokVic     = "tok-vic-viewer-2a9f5b"
 	tokRita    = "tok-rita-reconciler-3e8c1a"
-	tokAlex    = "tok-alex-approver-7d2f4b" // an approver the bundles' policy does not name
+	tokAlex    = "tok-alex-approver-7d2f4b"   // an approver the bundles' policy does not name
 	tokOncall  = "tok-oncall-approver-5e1c8d" // the operations example's approver
 )
 

@@ -137,11 +137,12 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	go func() { defer close(sbDone); w.sb.Serve(ctx, ln, time.Second) }()
 	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
 
-	// The refund example, and the support example (the same refunds with
-	// an AIF controller scoring the options); both pay through the sandbox.
+	// The refund example, the support example (the same refunds with an
+	// AIF controller scoring the options), and the operations example
+	// (restarts H may escalate); all act through the sandbox.
 	var wfs []runner.Workflow
 	reg := &effect.Registry{}
-	for _, name := range []string{"refund-agent", "support-agent"} {
+	for _, name := range []string{"refund-agent", "support-agent", "ops-agent"} {
 		fsys, err := examples.Bundle(name)
 		if err != nil {
 			t.Fatal(err)
@@ -722,6 +723,32 @@ func TestBrowser(t *testing.T) {
 		if got["lit"] != "HOLD,TEST,HOLD" || got["now"] != "HOLD" || !strings.HasPrefix(got["alarm"], "FAILSAFE") ||
 			!strings.Contains(got["safe"], "Degraded Safe Mode") || !strings.Contains(got["safe"], "tripwire") {
 			t.Fatalf("FAILSAFE in safe mode drawn as %v", got)
+		}
+	})
+
+	t.Run("held", func(t *testing.T) {
+		w.t = t
+		// An unexplained restart is escalated and kept: the run page says
+		// so while the run lives, and says nothing of deciding it again
+		// once the run has ended (a cancel ends it; nothing is decided).
+		in := map[string]any{"type": "restart.requested/1", "payload": map[string]any{"restart_id": "rst-ui", "service": "api", "target": "dest:ops-api", "reason": "unknown"}}
+		if code, out := w.api("POST", "/v1/runs", tokLead, map[string]any{"workflow": "ops-agent", "run_id": "held-restart", "input": in}); code != 201 {
+			t.Fatalf("start: %d %v", code, out)
+		}
+		w.run("kept", w.page("#/run/held-restart"), waitText("#run-state", "INGEST"),
+			chromedp.WaitVisible(chromedp.CSS(`#acts article.held`)))
+		card := value(w, "card", chromedp.TextContent(chromedp.CSS(`#acts article.held`)))
+		pid := value(w, "proposal", chromedp.AttributeValue(chromedp.CSS(`#acts article.held`), "data-proposal")).Value
+		held := w.status("held-restart").View
+		if !strings.HasPrefix(card, "Escalated proposal") || !strings.Contains(fmt.Sprint(held), pid) {
+			t.Fatalf("held card %q for %q; the run keeps %v", card, pid, held)
+		}
+		if code, out := w.api("POST", "/v1/runs/held-restart/cancel", tokLead, map[string]any{"reason": "not today"}); code != 202 {
+			t.Fatalf("cancel: %d %v", code, out)
+		}
+		w.run("ended", waitText("#run-state", "CANCELED"), chromedp.WaitNotPresent(chromedp.CSS(`#acts article.held`)))
+		if len(w.sb.Mutations()) != 0 && strings.Contains(string(w.sb.Mutations()[len(w.sb.Mutations())-1].Body), "rst-ui") {
+			t.Fatal("the kept restart ran")
 		}
 	})
 

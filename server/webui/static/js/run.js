@@ -92,7 +92,9 @@ export async function runPage(el, signal, id) {
       parts.push(approvalCard(id, need, effect, extra, refreshSoon));
     }
     for (const offer of field(view, 'offers', 'Offers') || []) parts.push(offerCard(offer));
-    for (const held of field(view, 'held', 'Held') || []) parts.push(heldCard(held));
+    // Kept proposals are decided again only while the run lives: an ended
+    // run (canceled, failed) waits for no one over them.
+    if (!page.run.outcome) for (const held of field(view, 'held', 'Held') || []) parts.push(heldCard(held));
     for (const intent of page.unknown || []) parts.push(reconcileCard(intent));
     if (view && !page.run.outcome) parts.push(mrpControls());
     if (parts.length === 1) parts.push(h('p', { class: 'muted' }, 'Nothing: the run needs no one now.'));

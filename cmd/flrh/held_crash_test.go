@@ -110,3 +110,93 @@ func TestCrashWhileAResumedRestartIsDecidedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashWhileManyKeptProposalsAreCarriedOut keeps three proposals (an
+// escalated restart, a diagnostic and a restart held behind it), resumes
+// them, and kills the runner at a cut point while the approvals carry the
+// three effects out (the diagnostic and both restarts are dispatched in
+// the same pass); recovery by a plain resume runs each exactly once.
+func TestCrashWhileManyKeptProposalsAreCarriedOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	for _, c := range []struct{ cut, fault string }{
+		{cut: "after-intent-commit"},
+		{cut: "after-apply-before-receipt"},
+		{cut: "during-reconcile", fault: `{"times":1,"drop":true}`},
+	} {
+		t.Run(c.cut, func(t *testing.T) {
+			dir := t.TempDir()
+			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+			if c.fault != "" {
+				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(c.fault))
+				if err != nil || resp.StatusCode/100 != 2 {
+					t.Fatalf("install fault: %v %v", err, resp)
+				}
+				resp.Body.Close()
+			}
+			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+			dest := "--destination=" + base + "/v1/effects"
+			wfs := "--workflows=example:ops-agent"
+			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut}
+			must := func(args ...string) string {
+				t.Helper()
+				out, err := flrh(bin, nil, args...)
+				if err != nil {
+					t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				return out
+			}
+			restart := func(id, reason string) string {
+				return `{"type":"restart.requested/1","payload":{"restart_id":"` + id + `","service":"api","target":"dest:ops-api","reason":"` + reason + `"}}`
+			}
+			must("run", "start", "example:ops-agent", "--id", "many", "--input-json", restart("rst-1", "unknown"), storeFlag, dest)
+			must("run", "submit", "many", "--as", "agent-7", "--input-json", `{"type":"diagnostics.requested/1","payload":{"check_id":"chk-1","service":"api","target":"dest:ops-api","probe":"health"}}`, storeFlag, dest, wfs)
+			must("run", "submit", "many", "--as", "agent-7", "--input-json", restart("rst-2", "leak"), storeFlag, dest, wfs)
+			out := must("mrp", "many", "resume", "--as", "oncall-lead", storeFlag, dest, wfs)
+			reqs := map[string]bool{}
+			for _, r := range approvalRequest.FindAllString(out, -1) {
+				reqs[r] = true
+			}
+			if len(reqs) != 2 {
+				t.Fatalf("after the RESUME:\n%s", out)
+			}
+			killed := 0
+			for r := range reqs {
+				out, err := flrh(bin, crash, "approve", "many", r, "--as", "oncall-lead", storeFlag, dest, wfs, "--lease-ttl", crashLeaseTTL)
+				if killedOrFine(t, err, out) {
+					killed++
+					out = must("run", "resume", "many", storeFlag, dest, wfs, "--wait", resumeWait)
+				}
+				if !strings.Contains(out, "WAIT_APPROVAL") && !strings.Contains(out, "run many: SUCCEEDED") {
+					t.Fatalf("after approving %s (killed %d):\n%s", r, killed, out)
+				}
+			}
+			if killed == 0 {
+				t.Fatalf("the run never reached %s", c.cut)
+			}
+			if out := must("run", "show", "many", storeFlag, wfs); !strings.Contains(out, "SUCCEEDED") {
+				t.Fatalf("after recovery:\n%s", out)
+			}
+			count := map[string]int{}
+			for _, m := range mutations(t, base) {
+				b, _ := json.Marshal(m)
+				for _, id := range []string{"rst-1", "rst-2", "chk-1"} {
+					if strings.Contains(string(b), `\"`+id+`\"`) || strings.Contains(string(b), `"`+id+`"`) {
+						count[id]++
+					}
+				}
+			}
+			if count["rst-1"] != 1 || count["rst-2"] != 1 || count["chk-1"] != 1 {
+				t.Fatalf("calls at the sandbox %v, want each exactly once: %v", count, mutations(t, base))
+			}
+			if out := must("verify", "many", storeFlag); !strings.Contains(out, "verified") {
+				t.Fatalf("verify:\n%s", out)
+			}
+			if out := must("replay", "many", storeFlag, wfs); !strings.Contains(out, "identical") {
+				t.Fatalf("replay:\n%s", out)
+			}
+		})
+	}
+}

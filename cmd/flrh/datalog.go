@@ -17,6 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/cmd/flrh/internal/datalogstart"
+	// Lowers the collector's target while packages initialise, for this
+	// command only; see its documentation.
+	_ "flrh.dev/flrh/cmd/flrh/internal/datalogstart/gctarget"
 	"flrh.dev/flrh/internal/startpages"
 	"flrh.dev/flrh/logic"
 )
@@ -117,13 +120,14 @@ a fact file or the evaluation fails.`,
 			// it touched.
 			pages, released, ran, keptWhy := datalogstart.Stop()
 			if !ran {
-				pages, keptWhy = startpages.Find()
+				// Initialisation did not plan (the command runs inside
+				// another process, a test's): plan here, shared
+				// objects included, as datalogstart does.
+				if pages, keptWhy = startpages.Find(); keptWhy == nil {
+					pages = pages.WithLibraries()
+				}
 			}
 			if keptWhy == nil {
-				// The shared C library and the loader are planned only
-				// now: reading them costs heap that, during package
-				// initialisation, would count at a small run's peak.
-				pages = pages.WithLibraries()
 				var n int
 				n, keptWhy = pages.Release()
 				released = max(released, n)

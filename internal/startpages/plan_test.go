@@ -216,13 +216,24 @@ func TestReadTargetsKeepsOnlyThoseNearReadOnlySegments(t *testing.T) {
 		binary.LittleEndian.PutUint64(e, v)
 		data = append(data, e...)
 	}
-	if err := l.readTargets(bytes.NewReader(data), uint64(len(data)), 24, 8, binary.LittleEndian); err != nil {
+	if err := l.readTargets(bytes.NewReader(data), uint64(len(data)), 24, 8, binary.LittleEndian, make([]byte, readBuffer)); err != nil {
 		t.Fatal(err)
 	}
 	if want := []uint64{0x400ff8, 0x3ffffc, 0x419140}; !reflect.DeepEqual(l.Targets, want) {
 		t.Fatalf("kept %x, want %x", l.Targets, want)
 	}
-	if err := l.readTargets(bytes.NewReader(data[:30]), 30, 24, 8, binary.LittleEndian); err == nil {
+	// The table streams through whatever buffer it is given, shorter than
+	// an entry or not a whole number of entries, with the same result.
+	for _, n := range []int{0, 1, 23, 24, 40, 71, 72, 1000} {
+		l.Targets = nil
+		if err := l.readTargets(bytes.NewReader(data), uint64(len(data)), 24, 8, binary.LittleEndian, make([]byte, n)); err != nil {
+			t.Fatalf("buffer of %d: %v", n, err)
+		}
+		if want := []uint64{0x400ff8, 0x3ffffc, 0x419140}; !reflect.DeepEqual(l.Targets, want) {
+			t.Fatalf("buffer of %d: kept %x, want %x", n, l.Targets, want)
+		}
+	}
+	if err := l.readTargets(bytes.NewReader(data[:30]), 30, 24, 8, binary.LittleEndian, make([]byte, readBuffer)); err == nil {
 		t.Fatal("a table that is not a whole number of entries was accepted")
 	}
 }

@@ -26,6 +26,9 @@ func ReadLayout(r io.ReaderAt) (Layout, error) {
 	if f.Class == elf.ELFCLASS32 {
 		word, l.TargetSize = 4, 4
 	}
+	// One read buffer serves every relocation table of the file: planning
+	// runs while packages initialise, where its heap counts.
+	buf := make([]byte, readBuffer)
 	for _, p := range f.Progs {
 		l.Progs = append(l.Progs, Prog{Type: p.Type, Flags: p.Flags, Off: p.Off, Vaddr: p.Vaddr, Filesz: p.Filesz, Memsz: p.Memsz})
 	}
@@ -34,7 +37,7 @@ func ReadLayout(r io.ReaderAt) (Layout, error) {
 		// (and so the relocation tables) cannot be read here.
 		l.Unknown = "dynamic segment without a dynamic section"
 	} else if f.SectionByType(elf.SHT_DYNAMIC) != nil {
-		if err := readDynamic(f, &l, word); err != nil {
+		if err := readDynamic(f, &l, word, buf); err != nil {
 			return Layout{}, err
 		}
 	}
@@ -43,7 +46,7 @@ func ReadLayout(r io.ReaderAt) (Layout, error) {
 			if s.Entsize != 0 && s.Entsize != word {
 				return Layout{}, unexpected("section %s: entry size %d", s.Name, s.Entsize)
 			}
-			if err := l.readRELRTargets(s.Open(), s.Size, word, f.ByteOrder); err != nil {
+			if err := l.readRELRTargets(s.Open(), s.Size, word, f.ByteOrder, buf); err != nil {
 				return Layout{}, unexpected("section %s: %v", s.Name, err)
 			}
 			continue
@@ -58,7 +61,7 @@ func ReadLayout(r io.ReaderAt) (Layout, error) {
 		if s.Entsize != 0 {
 			ent = s.Entsize
 		}
-		if err := l.readTargets(s.Open(), s.Size, ent, word, f.ByteOrder); err != nil {
+		if err := l.readTargets(s.Open(), s.Size, ent, word, f.ByteOrder, buf); err != nil {
 			return Layout{}, unexpected("section %s: %v", s.Name, err)
 		}
 	}
@@ -87,7 +90,7 @@ const (
 // readRELR reads the packed relative relocations the dynamic section
 // names, if any. Any tag missing, or an entry size other than the word,
 // is recorded as Unknown so that Plan refuses.
-func readRELR(f *elf.File, l *Layout, word uint64, one func(elf.DynTag) (uint64, bool, error)) error {
+func readRELR(f *elf.File, l *Layout, word uint64, buf []byte, one func(elf.DynTag) (uint64, bool, error)) error {
 	addr, hasAddr, err := one(dtRELR)
 	if err != nil {
 		return err
@@ -111,7 +114,7 @@ func readRELR(f *elf.File, l *Layout, word uint64, one func(elf.DynTag) (uint64,
 	if err != nil {
 		return err
 	}
-	if err := l.readRELRTargets(r, size, word, f.ByteOrder); err != nil {
+	if err := l.readRELRTargets(r, size, word, f.ByteOrder, buf); err != nil {
 		return unexpected("packed relocations at %#x: %v", addr, err)
 	}
 	return nil
@@ -122,14 +125,17 @@ func readRELR(f *elf.File, l *Layout, word uint64, one func(elf.DynTag) (uint64,
 // i (from 1) relocates the i-th word after the run's last address
 // covered. Like readTargets it keeps only targets near a read-only
 // segment.
-func (l *Layout) readRELRTargets(r io.Reader, size, word uint64, bo binary.ByteOrder) error {
+func (l *Layout) readRELRTargets(r io.Reader, size, word uint64, bo binary.ByteOrder, buf []byte) error {
 	if size%word != 0 {
 		return fmt.Errorf("%d bytes of %d-byte entries", size, word)
 	}
 	bits := word*8 - 1 // bitmap bits per odd entry
 	var next uint64    // first address the next bitmap covers
 	haveAddr := false
-	buf := make([]byte, (32<<10)/word*word)
+	if word > uint64(len(buf)) {
+		buf = make([]byte, word)
+	}
+	buf = buf[:uint64(len(buf))/word*word]
 	for size > 0 {
 		n := min(uint64(len(buf)), size)
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {
@@ -166,7 +172,7 @@ func (l *Layout) readRELRTargets(r io.Reader, size, word uint64, bo binary.ByteO
 	return nil
 }
 
-func readDynamic(f *elf.File, l *Layout, word uint64) error {
+func readDynamic(f *elf.File, l *Layout, word uint64, buf []byte) error {
 	one := func(tag elf.DynTag) (uint64, bool, error) {
 		vs, err := f.DynValue(tag)
 		if err != nil {
@@ -185,7 +191,7 @@ func readDynamic(f *elf.File, l *Layout, word uint64) error {
 	} else if ok {
 		l.TextRel = true
 	}
-	if err := readRELR(f, l, word, one); err != nil {
+	if err := readRELR(f, l, word, buf, one); err != nil {
 		return err
 	}
 	if flags, ok, err := one(elf.DT_FLAGS); err != nil {
@@ -239,7 +245,7 @@ func readDynamic(f *elf.File, l *Layout, word uint64) error {
 		if err != nil {
 			return err
 		}
-		if err := l.readTargets(r, size, ent, word, f.ByteOrder); err != nil {
+		if err := l.readTargets(r, size, ent, word, f.ByteOrder, buf); err != nil {
 			return unexpected("relocations at %#x: %v", addr, err)
 		}
 	}
@@ -258,6 +264,10 @@ func atVaddr(f *elf.File, a, n uint64) (io.Reader, error) {
 	return nil, unexpected("relocations at %#x+%#x outside the file's segments", a, n)
 }
 
+// readBuffer is the size of the one buffer ReadLayout reads relocation
+// tables through.
+const readBuffer = 32 << 10
+
 // readTargets streams relocation entries of ent bytes and keeps the
 // r_offset (first word) of those that overlap a non-writable segment:
 // Plan releases only whole pages inside such a segment, so a target
@@ -265,11 +275,14 @@ func atVaddr(f *elf.File, a, n uint64) (io.Reader, error) {
 // hundreds of thousands of relocations, all in writable or RELRO ranges
 // the plan excludes whole; holding them would cost more memory than
 // releasing saves.
-func (l *Layout) readTargets(r io.Reader, size, ent, word uint64, bo binary.ByteOrder) error {
+func (l *Layout) readTargets(r io.Reader, size, ent, word uint64, bo binary.ByteOrder, buf []byte) error {
 	if ent < word || size%ent != 0 {
 		return fmt.Errorf("entry size %d for %d bytes", ent, size)
 	}
-	buf := make([]byte, (32<<10)/ent*ent)
+	if ent > uint64(len(buf)) {
+		buf = make([]byte, ent)
+	}
+	buf = buf[:uint64(len(buf))/ent*ent]
 	for size > 0 {
 		n := min(uint64(len(buf)), size)
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {

@@ -52,9 +52,8 @@ func Find() (*Pages, error) {
 
 // WithLibraries returns the plan extended with the pages of the shared
 // objects the process maps (Libraries). It is separate from Find because
-// reading those files costs heap (half a megabyte for the C library and
-// the loader) that a caller counting its peak may want to spend only
-// after the first release.
+// reading those files costs heap (about 170 KB for the C library and the
+// loader) that a caller may not want to spend.
 func (p *Pages) WithLibraries() *Pages {
 	return &Pages{ranges: append(slices.Clip(p.ranges), Libraries()...)}
 }

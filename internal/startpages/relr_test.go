@@ -28,11 +28,23 @@ func TestReadRELRTargetsDecodesAddressesAndBitmaps(t *testing.T) {
 	for i, e := range entries {
 		binary.LittleEndian.PutUint64(data[8*i:], e)
 	}
-	if err := l.readRELRTargets(bytes.NewReader(data), uint64(len(data)), 8, binary.LittleEndian); err != nil {
+	if err := l.readRELRTargets(bytes.NewReader(data), uint64(len(data)), 8, binary.LittleEndian, make([]byte, readBuffer)); err != nil {
 		t.Fatal(err)
 	}
 	if want := []uint64{0x1000, 0x1008, 0x1018, 0x11f8, 0x1208, 0xfffc}; !reflect.DeepEqual(l.Targets, want) {
 		t.Fatalf("targets %x, want %x", l.Targets, want)
+	}
+	// Any buffer gives the same targets, however the entries fall across
+	// reads.
+	for _, n := range []int{0, 1, 7, 8, 12, 16, 24, 1000} {
+		l2 := l
+		l2.Targets = nil
+		if err := l2.readRELRTargets(bytes.NewReader(data), uint64(len(data)), 8, binary.LittleEndian, make([]byte, n)); err != nil {
+			t.Fatalf("buffer of %d: %v", n, err)
+		}
+		if !reflect.DeepEqual(l2.Targets, l.Targets) {
+			t.Fatalf("buffer of %d: targets %x, want %x", n, l2.Targets, l.Targets)
+		}
 	}
 	// Each target keeps its page out of the plan.
 	maps := []Mapping{{Start: 0x7f0000000000, End: 0x7f0000010000, Perms: "r--p", Offset: 0}}
@@ -49,7 +61,7 @@ func TestReadRELRTargetsDecodesAddressesAndBitmaps(t *testing.T) {
 	data32 := make([]byte, 8)
 	binary.LittleEndian.PutUint32(data32, 0x2000)
 	binary.LittleEndian.PutUint32(data32[4:], 1|1<<31)
-	if err := l32.readRELRTargets(bytes.NewReader(data32), 8, 4, binary.LittleEndian); err != nil {
+	if err := l32.readRELRTargets(bytes.NewReader(data32), 8, 4, binary.LittleEndian, make([]byte, readBuffer)); err != nil {
 		t.Fatal(err)
 	}
 	if want := []uint64{0x2000, 0x2004 + 30*4}; !reflect.DeepEqual(l32.Targets, want) {
@@ -58,10 +70,10 @@ func TestReadRELRTargetsDecodesAddressesAndBitmaps(t *testing.T) {
 
 	// A bitmap with no address before it, or a partial entry, is refused.
 	bad := Layout{Type: elf.ET_DYN, TargetSize: 8, Progs: l.Progs}
-	if err := bad.readRELRTargets(bytes.NewReader(data[8:16]), 8, 8, binary.LittleEndian); err == nil {
+	if err := bad.readRELRTargets(bytes.NewReader(data[8:16]), 8, 8, binary.LittleEndian, make([]byte, readBuffer)); err == nil {
 		t.Fatal("a bitmap before any address was accepted")
 	}
-	if err := bad.readRELRTargets(bytes.NewReader(data[:12]), 12, 8, binary.LittleEndian); err == nil {
+	if err := bad.readRELRTargets(bytes.NewReader(data[:12]), 12, 8, binary.LittleEndian, make([]byte, readBuffer)); err == nil {
 		t.Fatal("a table that is not a whole number of entries was accepted")
 	}
 }

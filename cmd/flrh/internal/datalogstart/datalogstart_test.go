@@ -24,6 +24,10 @@ func TestOtherCommandsChangeNothing(t *testing.T) {
 			t.Fatalf("%q: target %d %%, want %d %%", args, got, before)
 		}
 		var none *state
+		none.lowerGC(debug.SetGCPercent)
+		if got := gcPercent(); got != before {
+			t.Fatalf("lowerGC without a start: target %d %%, want %d %%", got, before)
+		}
 		if p, n, ran, err := none.stop(); p != nil || n != 0 || ran || err != nil {
 			t.Fatalf("stop without a start: %v %d %v %v", p, n, ran, err)
 		}
@@ -42,6 +46,12 @@ func TestDatalogReleasesAndStops(t *testing.T) {
 	if s == nil || s.err != nil || s.pages == nil || s.released == 0 {
 		t.Fatalf("start: %+v", s)
 	}
+	if got := gcPercent(); got != before {
+		s.stop()
+		t.Fatalf("target %d %% before lowerGC, want %d %%", got, before)
+	}
+	s.lowerGC(debug.SetGCPercent)
+	s.lowerGC(func(int) int { t.Fatal("lowered twice"); return 0 })
 	if got := gcPercent(); got != initGCPercent {
 		s.stop()
 		t.Fatalf("target %d %% while initialising, want %d %%", got, initGCPercent)
@@ -75,9 +85,14 @@ func TestDatalogReleasesAndStops(t *testing.T) {
 	if cycles() != after {
 		t.Fatalf("released after stop: %d → %d", after, cycles())
 	}
-	// Stopping twice is harmless and changes nothing more.
+	// Stopping twice is harmless and changes nothing more, and the
+	// target is not lowered once the command has taken over.
 	if _, _, ran, _ := s.stop(); !ran || gcPercent() != before {
 		t.Fatal("second stop")
+	}
+	s.lowerGC(debug.SetGCPercent)
+	if got := gcPercent(); got != before {
+		t.Fatalf("target %d %% after lowerGC past stop, want %d %%", got, before)
 	}
 }
 
@@ -89,6 +104,7 @@ func TestDatalogKeepsAGOGCTheUserSet(t *testing.T) {
 	before := gcPercent()
 	s := start([]string{"flrh", "datalog"}, true)
 	defer s.stop()
+	s.lowerGC(debug.SetGCPercent)
 	if got := gcPercent(); got != before {
 		t.Fatalf("target %d %%, want %d %% (kept)", got, before)
 	}

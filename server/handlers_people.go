@@ -133,8 +133,8 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, p Principal) erro
 	if !slices.Contains(workflow.ControlTriggers, trigger) {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/trigger", "%q is not a person's MRP trigger", req.Trigger)
 	}
-	if req.ProposalID != "" && trigger != mrp.RejectAll {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/proposal_id", "only reject_all names a proposal")
+	if req.ProposalID != "" && trigger != mrp.RejectAll && trigger != mrp.Resume {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/proposal_id", "only reject_all and resume name a proposal")
 	}
 	v, err := s.deliberation(r.Context(), id)
 	if err != nil {

@@ -39,7 +39,16 @@ func TestEscalatedRestartResumedOverHTTP(t *testing.T) {
 	if a := f.post("/v1/runs/esc/mrp", tokBot, `{"trigger":"resume"}`); a.status != 403 {
 		t.Fatalf("an agent's resume: %d %s", a.status, a.body)
 	}
-	if a := f.post("/v1/runs/esc/mrp", tokDana, `{"trigger":"resume","reason":"the leak is known now"}`); a.status != 202 {
+	// A resumption names the kept proposal it answers, or none; only
+	// reject_all and resume name one.
+	if a := f.post("/v1/runs/esc/mrp", tokDana, `{"trigger":"resume","proposal_id":"proposal:nope"}`); a.status != 404 {
+		t.Fatalf("resume naming a proposal the run never had: %d %s", a.status, a.body)
+	}
+	if a := f.post("/v1/runs/esc/mrp", tokDana, `{"trigger":"exit","proposal_id":"proposal:nope"}`); a.status != 422 {
+		t.Fatalf("exit naming a proposal: %d %s", a.status, a.body)
+	}
+	kept, _ := heldOf(t, p)[0]["proposal_id"].(string)
+	if a := f.post("/v1/runs/esc/mrp", tokDana, `{"trigger":"resume","proposal_id":"`+kept+`","reason":"the leak is known now"}`); a.status != 202 {
 		t.Fatalf("resume: %d %s", a.status, a.body)
 	}
 	p = f.waitFor("esc", tokVic, "an approval wait", waiting)

@@ -20,7 +20,7 @@ const (
 	ControlTrigger    = "CONTROL_NOT_A_HUMAN_TRIGGER" // the trigger is not one a person issues this way
 	ControlNotAPerson = "CONTROL_NOT_A_PERSON"        // the issuer's role is not a human role
 	ControlCapability = "CONTROL_CAPABILITY_MISSING"  // the issuer did not exercise the trigger's capability
-	ControlNotPending = "CONTROL_NOT_PENDING"         // REJECT_ALL names a proposal with no options pending
+	ControlNotPending = "CONTROL_NOT_PENDING"         // REJECT_ALL or RESUME names a proposal nothing is pending for
 	ControlMRPRefused = "CONTROL_MRP_REFUSED"         // the deliberation machine does not admit the trigger now
 )
 
@@ -107,6 +107,9 @@ func stepControl(m mrp.Machine, offered, kept []string, c Control, issuer mrp.Ac
 		return m, fmt.Errorf("%s: %q exercised %v; %s needs %s", ControlCapability, issuer.ID, issuer.Capabilities, c.Trigger, capName)
 	case c.Trigger == mrp.RejectAll && c.ProposalID != "" && !slices.Contains(offered, c.ProposalID):
 		return m, fmt.Errorf("%s: no options are pending for %s", ControlNotPending, c.ProposalID)
+	case c.Trigger == mrp.Resume && c.ProposalID != "" && !slices.Contains(offered, c.ProposalID):
+		// A RESUME names the kept proposal it answers (decision 0612).
+		return m, fmt.Errorf("%s: nothing is held, escalated or offered for %s", ControlNotPending, c.ProposalID)
 	}
 	cause := fmt.Sprintf("%s by %s", c.Trigger, issuer.ID)
 	if c.Reason != "" {

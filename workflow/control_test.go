@@ -46,6 +46,7 @@ func TestControlInputs(t *testing.T) {
 		{"resume from OPTIONS", controlInput(2, trig(mrp.Resume), "dana", "operator", "mrp.resume"), ControlMRPRefused},
 		{"leave safe mode outside it", controlInput(2, trig(mrp.LeaveSafeMode), "dana", "operator", "mrp.leave_safe_mode"), ControlMRPRefused},
 		{"reject an unknown offer", controlInput(2, map[string]any{"trigger": "REJECT_ALL", "proposal_id": "proposal:nope"}, "dana", "operator", "mrp.reject_all"), ControlNotPending},
+		{"resume naming an unknown proposal", controlInput(2, map[string]any{"trigger": "RESUME", "proposal_id": "proposal:nope"}, "dana", "operator", "mrp.resume"), ControlNotPending},
 		{"an unknown member", controlInput(2, map[string]any{"trigger": "PAUSE", "actor": "x"}, "dana", "operator", "mrp.pause"), ControlMalformed},
 		{"a number trigger", controlInput(2, map[string]any{"trigger": int64(1)}, "dana", "operator", "mrp.pause"), ControlMalformed},
 		{"a bad proposal id", controlInput(2, map[string]any{"trigger": "REJECT_ALL", "proposal_id": "a b"}, "dana", "operator", "mrp.reject_all"), ControlMalformed},

@@ -74,7 +74,9 @@ func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
 	pid := s.Held[0].ProposalID
 	refused("esc", "CONTROL_MRP_REFUSED", "mrp", "esc", "reject_all", "--proposal", pid, "--as", "oncall-lead", storeFlag, dest, wfs)
 	refused("esc", "CONTROL_NOT_PENDING", "mrp", "esc", "reject_all", "--proposal", "proposal:nope", "--as", "oncall-lead", storeFlag, dest, wfs)
-	out := run("mrp", "esc", "resume", "--as", "oncall-lead", storeFlag, dest, wfs)
+	refused("esc", "CONTROL_NOT_PENDING", "mrp", "esc", "resume", "--proposal", "proposal:nope", "--as", "oncall-lead", storeFlag, dest, wfs)
+	refused("esc", "--proposal goes with reject_all or resume only", "mrp", "esc", "exit", "--proposal", pid, "--as", "oncall-lead", storeFlag, dest, wfs)
+	out := run("mrp", "esc", "resume", "--proposal", pid, "--as", "oncall-lead", storeFlag, dest, wfs)
 	req := approvalRequest.FindString(out)
 	if req == "" {
 		t.Fatalf("resume:\n%s", out)

@@ -29,10 +29,14 @@ func init() {
 		Long: `mrp hands a run a person's transition of its deliberation machine (MRP):
 
   pause            back to HOLD from any live state
-  reject_all       reject the options offered (--proposal P: only that proposal's)
+  reject_all       reject the options offered, and withdraw what is held
+                   (--proposal P: only that proposal's)
   request_test     into TEST from HOLD, OPTIONS or DECIDE
   escalate         hand the turn to a person (ESCALATE)
-  resume           back to HOLD from FAILSAFE or ESCALATE
+  resume           back from FAILSAFE or ESCALATE (to OPTIONS when options
+                   are on record); held and escalated proposals are decided
+                   again (--proposal P: P first, and only P's escalation
+                   counts as answered)
   leave_safe_mode  end Degraded Safe Mode
   exit             end the turn (EXIT)
 
@@ -47,7 +51,7 @@ now is an error and nothing is handed to the run. Choosing an option is
 	}
 	f := addRunnerFlags(cmd)
 	as := cmd.Flags().String("as", "", "who acts (required)")
-	proposal := cmd.Flags().String("proposal", "", "with reject_all: the proposal whose options are rejected")
+	proposal := cmd.Flags().String("proposal", "", "with reject_all: the proposal whose options are rejected or that is withdrawn; with resume: the kept proposal the resumption answers")
 	reason := cmd.Flags().String("reason", "", "why, for the Journey Strip")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		runID := args[0]
@@ -59,8 +63,8 @@ now is an error and nothing is handed to the run. Choosing an option is
 		switch {
 		case *as == "":
 			return usagef("say who acts with --as NAME")
-		case *proposal != "" && trigger != mrp.RejectAll:
-			return usagef("--proposal goes with reject_all only")
+		case *proposal != "" && trigger != mrp.RejectAll && trigger != mrp.Resume:
+			return usagef("--proposal goes with reject_all or resume only")
 		case len(*reason) > 1000:
 			return usagef("--reason is longer than 1000 bytes")
 		}

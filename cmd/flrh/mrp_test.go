@@ -42,7 +42,7 @@ func TestMRPOverTheCLI(t *testing.T) {
 		{[]string{"mrp", "gw", "leave_safe_mode", "--as", "dana"}, "CONTROL_MRP_REFUSED"},
 		{[]string{"mrp", "gw", "tier1_allow", "--as", "dana"}, "TRIGGER must be one of"},
 		{[]string{"mrp", "gw", "pause"}, "--as"},
-		{[]string{"mrp", "gw", "pause", "--proposal", "proposal:x", "--as", "dana"}, "reject_all only"},
+		{[]string{"mrp", "gw", "pause", "--proposal", "proposal:x", "--as", "dana"}, "reject_all or resume only"},
 		{[]string{"mrp", "gw", "reject_all", "--proposal", "proposal:x", "--as", "dana"}, "CONTROL_NOT_PENDING"},
 	} {
 		out, err := flrh(bin, nil, append(c.args, storeFlag, dest, wfs)...)

@@ -752,6 +752,19 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("offers on an ended run", func(t *testing.T) {
+		w.t = t
+		// A contest opens options; canceled before anyone chooses, the
+		// run's page offers no choice any more.
+		w.start("goodwill-canceled", 30, "erin", "goodwill")
+		w.run("options", w.page("#/run/goodwill-canceled"), waitText("#mrp-state", "OPTIONS"),
+			chromedp.WaitVisible(chromedp.CSS(`#acts article.offer`)))
+		if code, out := w.api("POST", "/v1/runs/goodwill-canceled/cancel", tokLead, map[string]any{"reason": "customer withdrew"}); code != 202 {
+			t.Fatalf("cancel: %d %v", code, out)
+		}
+		w.run("ended", waitText("#run-state", "CANCELED"), chromedp.WaitNotPresent(chromedp.CSS(`#acts article.offer`)))
+	})
+
 	t.Run("why", func(t *testing.T) {
 		w.t = t
 		// A refund to a blocked payee is refused; the page explains why

@@ -91,9 +91,9 @@ export async function runPage(el, signal, id) {
       extra.push(...ticketFields(tickets, need));
       parts.push(approvalCard(id, need, effect, extra, refreshSoon));
     }
-    for (const offer of field(view, 'offers', 'Offers') || []) parts.push(offerCard(offer));
-    // Kept proposals are decided again only while the run lives: an ended
-    // run (canceled, failed) waits for no one over them.
+    // Offers are chosen, and kept proposals decided again, only while the
+    // run lives: an ended run (canceled, failed) waits for no one over them.
+    if (!page.run.outcome) for (const offer of field(view, 'offers', 'Offers') || []) parts.push(offerCard(offer));
     if (!page.run.outcome) for (const held of field(view, 'held', 'Held') || []) parts.push(heldCard(held));
     for (const intent of page.unknown || []) parts.push(reconcileCard(intent));
     if (view && !page.run.outcome) parts.push(mrpControls());

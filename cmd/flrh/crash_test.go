@@ -31,7 +31,14 @@ func buildFlrh(t *testing.T) string {
 		}
 		flrhBin.dir = dir
 		bin := filepath.Join(dir, "flrh")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		args := []string{"build", "-o", bin}
+		if raceBuild {
+			// Under -race the processes race too: the multi-process,
+			// signal and crash tests are where runners, the server and
+			// their shutdown run concurrently for real.
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			flrhBin.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
@@ -63,11 +70,52 @@ var flrhBin struct {
 }
 
 func TestMain(m *testing.M) {
+	raceDir := ""
+	if raceBuild && !strings.Contains(os.Getenv("GORACE"), "log_path=") {
+		// The flrh processes the tests start write their race reports
+		// into raceDir instead of a stderr the test may not read (or has
+		// killed by then); any report fails the package. (A test binary
+		// started by a test reports into its parent's.)
+		var err error
+		if raceDir, err = os.MkdirTemp("", "flrh-test-race-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" log_path="+filepath.Join(raceDir, "report")))
+	}
 	code := m.Run()
 	if flrhBin.dir != "" {
 		os.RemoveAll(flrhBin.dir)
 	}
+	if raceDir != "" {
+		if raceReports(raceDir) {
+			code = 1
+		}
+		os.RemoveAll(raceDir)
+	}
 	os.Exit(code)
+}
+
+// raceReports prints the race reports the flrh processes left in dir and
+// says whether there were any.
+func raceReports(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "race reports:", err)
+		return true
+	}
+	found := false
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		if len(b) > 0 {
+			found = true
+			fmt.Fprintf(os.Stderr, "an flrh process the tests started reported a data race (%s):\n%s\n", e.Name(), b)
+		}
+	}
+	return found
 }
 
 // startSandbox runs "flrh sandbox" as its own process and returns its base URL.

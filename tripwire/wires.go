@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/control"
 )
@@ -173,20 +174,22 @@ func New(cfg Config) (*Set, error) {
 	return s, nil
 }
 
-var defaultSet = func() *Set {
+// defaultSet is built on first use, not while packages initialise: it
+// loads the FSM table, which most commands of the executable never need.
+var defaultSet = sync.OnceValue(func() *Set {
 	s, err := New(Config{})
 	if err != nil {
 		panic("tripwire: the default configuration is invalid: " + err.Error())
 	}
 	return s
-}()
+})
 
 // Default returns the Set over the embedded FSM table and the runner's
 // vocabulary.
-func Default() *Set { return defaultSet }
+func Default() *Set { return defaultSet() }
 
 // Check runs the default wires over a boundary.
-func Check(b Boundary) []Trip { return defaultSet.Check(b) }
+func Check(b Boundary) []Trip { return defaultSet().Check(b) }
 
 // Wires returns the names of the wires in the order they are checked.
 func (s *Set) Wires() []string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -290,19 +291,20 @@ const eventsPerInsert = 500
 // tick sizes a runner commits are built once: the statement cache is keyed
 // by the text, and building it cost as much as looking it up.
 func insertEvents(n int) string {
-	if n < len(insertEventsText) {
-		return insertEventsText[n]
+	if t := insertEventsText(); n < len(t) {
+		return t[n]
 	}
 	return buildInsertEvents(n)
 }
 
-var insertEventsText = func() []string {
+// insertEventsText is built on first use, not while packages initialise.
+var insertEventsText = sync.OnceValue(func() []string {
 	t := make([]string, 33)
 	for n := 1; n < len(t); n++ {
 		t[n] = buildInsertEvents(n)
 	}
 	return t
-}()
+})
 
 func buildInsertEvents(n int) string {
 	var q strings.Builder

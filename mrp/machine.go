@@ -308,6 +308,10 @@ var Table = []Row{
 	{"H02", []State{Options}, ChooseOption, "target=TEST", Test, false, "SPEC §7.3"},
 	{"H03", []State{Options}, ChooseOption, "target=DECIDE", Decide, false, "SPEC §7.3"},
 	{"H04", []State{Options}, RejectAll, "", Hold, false, "SPEC §7.3"},
+	// A person declines what deliberation keeps (a held or escalated
+	// proposal) without ending it; the workflow sets the target only when
+	// something is kept (decision 0612).
+	{"H12", []State{Hold, Escalate}, RejectAll, "target=HOLD", Hold, false, "flrh"},
 	{"H05", []State{Hold, Options, Decide}, RequestTest, "", Test, false, "SPEC §7.3"},
 	{"H06", []State{Hold, Options, Test, Decide}, HumanEscalate, "", Escalate, false, "SPEC §7.3"},
 	// A person's PAUSE, ESCALATE or REQUEST_TEST out of OPTIONS suspends

@@ -141,16 +141,9 @@ func (s *Server) steer(w http.ResponseWriter, r *http.Request, p Principal) erro
 		return err
 	}
 	by := steererActor(p, trigger)
-	var offered []string
-	for _, o := range v.Offers {
-		offered = append(offered, o.ProposalID)
-	}
-	for _, h := range v.Held {
-		offered = append(offered, h.ProposalID)
-	}
 	c := workflow.Control{Trigger: trigger, ProposalID: req.ProposalID, Reason: req.Reason}
 	issuer := mrp.Actor{ID: by.Name, Kind: mrp.ActorHuman, Role: by.Role, Capabilities: []string{by.Capability}}
-	if err := workflow.CheckControl(v.Machine, offered, c, issuer); err != nil {
+	if err := workflow.CheckControl(v, c, issuer); err != nil {
 		if strings.HasPrefix(err.Error(), workflow.ControlNotPending) {
 			return s.notPending(r.Context(), id, req.ProposalID, "/proposal_id", "%v", err)
 		}

@@ -89,15 +89,24 @@ func ControlActor(in Input) mrp.Actor {
 // refusal the workflow would record. A caller can answer a person at once;
 // the run still judges the input itself when it accepts it.
 //
-// offered lists the proposals waiting for a choice and, since REJECT_ALL
-// may name one, the proposals H held or escalated (View.Held).
-func CheckControl(m mrp.Machine, offered []string, c Control, issuer mrp.Actor) error {
-	_, err := stepControl(m, offered, nil, c, issuer)
+// v is the run's view: its machine, the proposals waiting for a choice
+// and those H held or escalated (which REJECT_ALL and RESUME may name).
+func CheckControl(v View, c Control, issuer mrp.Actor) error {
+	var offered, kept []string
+	for _, o := range v.Offers {
+		offered = append(offered, o.ProposalID)
+	}
+	for _, h := range v.Held {
+		kept = append(kept, h.ProposalID)
+	}
+	_, err := stepControl(v.Machine, append(offered, kept...), kept, c, issuer)
 	return err
 }
 
 // stepControl judges a control input and returns the machine after it.
-// kept are the held proposals an EXIT withdraws besides the offers.
+// offered lists the proposals a control may name (offers and kept ones);
+// kept are the held proposals, which an EXIT withdraws besides the offers
+// and a REJECT_ALL may withdraw out of HOLD or ESCALATE (row H12).
 func stepControl(m mrp.Machine, offered, kept []string, c Control, issuer mrp.Actor) (mrp.Machine, error) {
 	capName, _ := mrp.RequiredCapability(c.Trigger)
 	switch {
@@ -130,7 +139,15 @@ func stepControl(m mrp.Machine, offered, kept []string, c Control, issuer mrp.Ac
 			summary += "; reason: " + c.Reason
 		}
 	}
-	next, err := mrp.Step(m, mrp.Event{Trigger: c.Trigger, Actor: issuer, Cause: cause, Summary: summary})
+	// A REJECT_ALL out of HOLD or ESCALATE withdraws what is kept (the
+	// named proposal, or all of them) and leaves deliberation in HOLD: a
+	// person declines an escalated or held action without ending the run.
+	var target mrp.State
+	if c.Trigger == mrp.RejectAll && (m.State == mrp.Hold || m.State == mrp.Escalate) &&
+		(slices.Contains(kept, c.ProposalID) || c.ProposalID == "" && len(kept) > 0) {
+		target = mrp.Hold
+	}
+	next, err := mrp.Step(m, mrp.Event{Trigger: c.Trigger, Actor: issuer, Cause: cause, Summary: summary, Target: target})
 	if err != nil {
 		return m, fmt.Errorf("%s: %v", ControlMRPRefused, err)
 	}

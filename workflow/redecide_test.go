@@ -251,6 +251,32 @@ func TestKeptProposalsAreWithdrawn(t *testing.T) {
 			}
 		})
 	}
+	// Out of ESCALATE itself (row H12): a person declines the escalated
+	// restart without ending deliberation; with nothing kept, REJECT_ALL
+	// there is refused as before.
+	for _, named := range []bool{false, true} {
+		t.Run(fmt.Sprintf("REJECT_ALL in ESCALATE naming it %v", named), func(t *testing.T) {
+			st, pid := escalated(t)
+			if v := mustView(t, w, st); v.MRPState != "ESCALATE" {
+				t.Fatalf("kept restart in %s, want ESCALATE", v.MRPState)
+			}
+			body := trig(mrp.RejectAll)
+			if named {
+				body["proposal_id"] = pid
+			}
+			r := mustDecide(t, w, st, controlInput(2, body, "oncall-lead", "operator", "mrp.reject_all"))
+			v := mustView(t, w, r.State)
+			wd := entriesWith(v, mrp.Withdraw)
+			rej := entriesWith(v, mrp.RejectAll)
+			if len(v.Held) != 0 || v.MRPState != "HOLD" || r.Completion == Fail || len(wd) != 1 || len(rej) != 1 || rej[0].Row != "H12" {
+				t.Fatalf("state %s, held %+v, completion %s, WITHDRAW %+v, REJECT_ALL %+v", v.MRPState, v.Held, r.Completion, wd, rej)
+			}
+			again, err := w.Decide(r.State, controlInput(3, trig(mrp.RejectAll), "oncall-lead", "operator", "mrp.reject_all"))
+			if err != nil || !strings.HasPrefix(again.Refusal, ControlMRPRefused) {
+				t.Fatalf("REJECT_ALL with nothing kept: %v %q", err, again.Refusal)
+			}
+		})
+	}
 	t.Run("REJECT_ALL naming another proposal", func(t *testing.T) {
 		st, _ := escalated(t)
 		st = edit(t, st, func(s *state) { s.Machine.State, s.Machine.Options = mrp.Options, []string{"path:a"} })

@@ -30,7 +30,7 @@ func TestSuspendedChoiceResumesInTheRun(t *testing.T) {
 		}
 		resume := controlInput(3, trig(mrp.Resume), "dana", "operator", "mrp.resume")
 		v, _ = w.Inspect(r.State)
-		if err := CheckControl(v.Machine, []string{proposal}, Control{Trigger: mrp.Resume}, ControlActor(resume)); err != nil {
+		if err := CheckControl(v, Control{Trigger: mrp.Resume}, ControlActor(resume)); err != nil {
 			t.Fatalf("%s then RESUME refused by the check: %v", suspend, err)
 		}
 		r, err = w.Decide(r.State, resume)

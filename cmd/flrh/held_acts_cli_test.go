@@ -9,13 +9,14 @@ import (
 
 // TestActsOnHeldProposalsOverTheCLI tries a person's acts around a kept
 // (escalated) restart through separate flrh processes, each refused act
-// changing nothing (same events, same state): reject_all naming the kept
-// restart while H's escalation stands, or a proposal that does not exist;
-// a second RESUME while the first one's approval waits; an approval
-// after the person exited (refused, never run; the denial then ends the
-// run); and, on a second run, a cancel while the restart is kept (the run
-// ends, nothing is decided again, a later RESUME is refused). Every run
-// verifies and replays byte for byte and the sandbox sees no restart.
+// changing nothing (same events, same state): reject_all or resume naming
+// a proposal that does not exist, exit naming one; a second RESUME while
+// the first one's approval waits; an approval after the person exited
+// (refused, never run; the denial then ends the run). On a second run a
+// person declines the kept restart (reject_all, row H12: withdrawn, the run
+// lives on in HOLD); on a third, a cancel while the restart is kept (the
+// run ends, nothing is decided again, a later RESUME is refused). Every
+// run verifies and replays byte for byte and the sandbox sees no restart.
 func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
@@ -72,7 +73,6 @@ func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
 		t.Fatalf("start: %+v", s)
 	}
 	pid := s.Held[0].ProposalID
-	refused("esc", "CONTROL_MRP_REFUSED", "mrp", "esc", "reject_all", "--proposal", pid, "--as", "oncall-lead", storeFlag, dest, wfs)
 	refused("esc", "CONTROL_NOT_PENDING", "mrp", "esc", "reject_all", "--proposal", "proposal:nope", "--as", "oncall-lead", storeFlag, dest, wfs)
 	refused("esc", "CONTROL_NOT_PENDING", "mrp", "esc", "resume", "--proposal", "proposal:nope", "--as", "oncall-lead", storeFlag, dest, wfs)
 	refused("esc", "--proposal goes with reject_all or resume only", "mrp", "esc", "exit", "--proposal", pid, "--as", "oncall-lead", storeFlag, dest, wfs)
@@ -88,6 +88,19 @@ func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
 		t.Fatalf("deny:\n%s", out)
 	}
 
+	// A person declines the escalated restart without ending the run
+	// (row H12): withdrawn, deliberation back in HOLD, the run live; with
+	// nothing kept any more, REJECT_ALL is refused there as before.
+	run("run", "start", "example:ops-agent", "--id", "declined", "--input-json", input, storeFlag, dest)
+	did := show("declined").Held[0].ProposalID
+	out = run("mrp", "declined", "reject_all", "--proposal", did, "--reason", "not this time", "--as", "oncall-lead", storeFlag, dest, wfs)
+	if d := show("declined"); len(d.Held) != 0 || d.MRP != "HOLD" || d.Run.State != "INGEST" || approvalRequest.MatchString(out) ||
+		!strings.Contains(out, "withdrawn by oncall-lead (REJECT_ALL)") {
+		t.Fatalf("reject_all of the kept restart: %+v\n%s", d, out)
+	}
+	refused("declined", "CONTROL_MRP_REFUSED", "mrp", "declined", "reject_all", "--as", "oncall-lead", storeFlag, dest, wfs)
+	refused("declined", "CONTROL_MRP_REFUSED", "mrp", "declined", "resume", "--as", "oncall-lead", storeFlag, dest, wfs)
+
 	run("run", "start", "example:ops-agent", "--id", "gone", "--input-json", input, storeFlag, dest)
 	if out := run("cancel", "gone", "--as", "oncall-lead", storeFlag, dest, wfs); !strings.Contains(out, "CANCELED") {
 		t.Fatalf("cancel:\n%s", out)
@@ -100,7 +113,7 @@ func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
 	if n := len(mutations(t, base)); n != 0 {
 		t.Fatalf("%d restarts at the sandbox", n)
 	}
-	for _, id := range []string{"esc", "gone"} {
+	for _, id := range []string{"esc", "declined", "gone"} {
 		if out := run("verify", id, storeFlag); !strings.Contains(out, "verified") {
 			t.Fatalf("verify %s:\n%s", id, out)
 		}

@@ -87,16 +87,9 @@ now is an error and nothing is handed to the run. Choosing an option is
 		if !ok {
 			return fmt.Errorf("run %s has no deliberation machine to steer: its workflow keeps none", runID)
 		}
-		var offered []string
-		for _, o := range v.Offers {
-			offered = append(offered, o.ProposalID)
-		}
-		for _, h := range v.Held {
-			offered = append(offered, h.ProposalID)
-		}
 		c := workflow.Control{Trigger: trigger, ProposalID: *proposal, Reason: *reason}
 		issuer := mrp.Actor{ID: by.Name, Kind: mrp.ActorHuman, Role: by.Role, Capabilities: []string{by.Capability}}
-		if err := workflow.CheckControl(v.Machine, offered, c, issuer); err != nil {
+		if err := workflow.CheckControl(v, c, issuer); err != nil {
 			return fmt.Errorf("run %s (MRP %s): %v", runID, v.MRPState, err)
 		}
 		if err := r.Control(cmd.Context(), runID, string(trigger), *proposal, *reason, by); err != nil {

@@ -432,8 +432,22 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 	}
 	var order []string
 	last := map[string]decision{}
-	gates := map[string][]string{} // ticket → the gate signals that held it back, latest turn
+	gates := map[string][]string{}   // ticket → the gate signals that held it back, latest turn
+	withdrawn := map[string]string{} // proposal → who withdrew it, and how, since H last decided it
 	for _, rec := range recs {
+		if rec.Kind == "held.withdrawn" {
+			var w struct {
+				Actor     string   `json:"actor"`
+				Trigger   string   `json:"trigger"`
+				Proposals []string `json:"proposals"`
+			}
+			if json.Unmarshal(rec.Body, &w) == nil {
+				for _, p := range w.Proposals {
+					withdrawn[p] = fmt.Sprintf("withdrawn by %s (%s)", w.Actor, w.Trigger)
+				}
+			}
+			continue
+		}
 		if rec.Kind == "h.fhr" {
 			var f struct {
 				FHR struct {
@@ -463,6 +477,7 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 			order = append(order, d.Proposal)
 		}
 		last[d.Proposal] = d
+		delete(withdrawn, d.Proposal)
 	}
 	for _, p := range order {
 		d := last[p]
@@ -481,6 +496,9 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 			why = append(why, d.Held)
 		}
 		why = append(why, d.Audit...)
+		if w := withdrawn[p]; w != "" {
+			why = append(why, w)
+		}
 		line := fmt.Sprintf("  H decided %s on %s", d.Outcome, p)
 		if len(why) > 0 {
 			line += ": " + strings.Join(why, "; ")

@@ -91,6 +91,17 @@ func (c *cliRig) run(args ...string) (string, int) {
 	return out, exitStatus(c.t, err)
 }
 
+// must runs flrh with exactly the arguments given (no store flag added)
+// and fails the test unless it exits 0.
+func (c *cliRig) must(args ...string) string {
+	c.t.Helper()
+	out, err := flrh(c.bin, nil, args...)
+	if err != nil {
+		c.t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 // ok runs flrh and fails the test unless it exits 0.
 func (c *cliRig) ok(args ...string) string {
 	c.t.Helper()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,23 +17,9 @@ import (
 // run ends, nothing is decided again, a later RESUME is refused). Every
 // run verifies and replays byte for byte and the sandbox sees no restart.
 func TestActsOnHeldProposalsOverTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes")
-	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-	dest := "--destination=" + base + "/v1/effects"
+	c := newCLIRig(t)
+	bin, base, storeFlag, dest, run := c.bin, c.base, c.store, c.dest, c.must
 	wfs := "--workflows=example:ops-agent"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := flrh(bin, nil, args...)
-		if err != nil {
-			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
 	type shown struct {
 		Run struct {
 			State  string `json:"state"`

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,23 +14,9 @@ import (
 // its own approval. Both grants run each restart exactly once; the run
 // succeeds, keeps nothing, and verifies and replays byte for byte.
 func TestManyHeldProposalsOverTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes")
-	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-	dest := "--destination=" + base + "/v1/effects"
+	c := newCLIRig(t)
+	base, storeFlag, dest, run := c.base, c.store, c.dest, c.must
 	wfs := "--workflows=example:ops-agent"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := flrh(bin, nil, args...)
-		if err != nil {
-			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
 	restart := func(id, reason string) string {
 		return `{"type":"restart.requested/1","payload":{"restart_id":"` + id + `","service":"api","target":"dest:ops-api","reason":"` + reason + `"}}`
 	}

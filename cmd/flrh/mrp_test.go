@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,23 +10,9 @@ import (
 // handed to the run), escalate, resume; bad triggers and a missing --as are
 // usage errors. The run verifies and replays afterwards.
 func TestMRPOverTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes")
-	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-	dest := "--destination=" + base + "/v1/effects"
+	c := newCLIRig(t)
+	bin, base, storeFlag, dest, run := c.bin, c.base, c.store, c.dest, c.must
 	wfs := "--workflows=example:support-agent"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := flrh(bin, nil, args...)
-		if err != nil {
-			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
 	input := `{"type":"refund.requested/1","payload":{"refund_id":"r-gw","amount":60,"payee":"carol","reason":"goodwill"}}`
 	run("run", "start", "example:support-agent", "--id", "gw", "--input-json", input, storeFlag, dest)
 
@@ -84,23 +69,9 @@ func TestMRPOverTheCLI(t *testing.T) {
 // the approval runs it exactly once at the sandbox, and the run verifies
 // and replays byte for byte.
 func TestEscalatedRestartResumedOverTheCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real processes")
-	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-	dest := "--destination=" + base + "/v1/effects"
+	c := newCLIRig(t)
+	base, storeFlag, dest, run := c.base, c.store, c.dest, c.must
 	wfs := "--workflows=example:ops-agent"
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := flrh(bin, nil, args...)
-		if err != nil {
-			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
 	input := `{"type":"restart.requested/1","payload":{"restart_id":"rst-4","service":"api","target":"dest:ops-api","reason":"unknown"}}`
 	out := run("run", "start", "example:ops-agent", "--id", "esc", "--input-json", input, storeFlag, dest)
 	if !strings.Contains(out, "ESCALATED since 1") || approvalRequest.MatchString(out) {

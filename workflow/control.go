@@ -180,30 +180,16 @@ func (t *tick) control(in Input) (string, error) {
 		return err.Error(), nil
 	}
 	st.Machine = next
-	var withdrawn []any
 	// REJECT_ALL withdraws what it rejects; EXIT ends deliberation, so
 	// nothing it leaves on offer can be chosen any more (decision 0611).
-	if c.Trigger == mrp.RejectAll || next.State.Terminal() {
-		st.Offered = slices.DeleteFunc(st.Offered, func(o offer) bool {
-			drop := next.State.Terminal() || c.ProposalID == "" || o.ProposalID == c.ProposalID
-			if drop {
-				withdrawn = append(withdrawn, o.ProposalID)
-			}
-			return drop
-		})
-	}
 	// They withdraw the held proposals too (decision 0612): EXIT all of
 	// them, in its summary; REJECT_ALL the one it names or every one, each
 	// with a journey entry.
-	var dropped []any
+	var withdrawn, dropped []any
 	if c.Trigger == mrp.RejectAll || next.State.Terminal() {
-		st.Held = slices.DeleteFunc(st.Held, func(h held) bool {
-			drop := next.State.Terminal() || c.ProposalID == "" || h.ProposalID == c.ProposalID
-			if drop {
-				dropped = append(dropped, h.ProposalID)
-			}
-			return drop
-		})
+		all := next.State.Terminal() || c.ProposalID == ""
+		st.Offered, withdrawn = withdrawNamed(st.Offered, func(o offer) string { return o.ProposalID }, all, c.ProposalID)
+		st.Held, dropped = withdrawNamed(st.Held, func(h held) string { return h.ProposalID }, all, c.ProposalID)
 	}
 	last := next.Journey[len(next.Journey)-1]
 	if !next.State.Terminal() {
@@ -218,4 +204,19 @@ func (t *tick) control(in Input) (string, error) {
 		"from": string(from), "to": string(next.State), "row": last.Row, "cause": last.Cause, "safe_mode": next.SafeMode,
 		"proposal_id": c.ProposalID, "withdrawn": nonNilAny(withdrawn)})
 	return "", nil
+}
+
+// withdrawNamed removes every entry of list (when all) or the one whose
+// proposal is proposal, and returns the rest with the proposals removed,
+// in list order.
+func withdrawNamed[T any](list []T, proposalOf func(T) string, all bool, proposal string) ([]T, []any) {
+	var gone []any
+	list = slices.DeleteFunc(list, func(e T) bool {
+		drop := all || proposalOf(e) == proposal
+		if drop {
+			gone = append(gone, proposalOf(e))
+		}
+		return drop
+	})
+	return list, gone
 }

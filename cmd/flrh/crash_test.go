@@ -142,6 +142,23 @@ func startSandbox(t *testing.T, bin, state string) string {
 	return strings.Fields(line[i:])[0]
 }
 
+// crashRig starts a sandbox for one crash case in a directory of its own,
+// tells it to fail as fault says (none when empty), and returns its base
+// URL with the store and destination flags of the case.
+func crashRig(t *testing.T, bin, fault string) (base, storeFlag, dest string) {
+	t.Helper()
+	dir := t.TempDir()
+	base = startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	if fault != "" {
+		resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(fault))
+		if err != nil || resp.StatusCode/100 != 2 {
+			t.Fatalf("install fault: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+	return base, "--store=sqlite:" + filepath.Join(dir, "flrh.db"), "--destination=" + base + "/v1/effects"
+}
+
 func mutations(t *testing.T, base string) []map[string]any {
 	t.Helper()
 	resp, err := http.Get(base + "/_sandbox/mutations")
@@ -193,17 +210,7 @@ func TestCrashAtEveryCutPoint(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.cut, func(t *testing.T) {
-			dir := t.TempDir()
-			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-			if c.fault != "" {
-				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(c.fault))
-				if err != nil || resp.StatusCode/100 != 2 {
-					t.Fatalf("install fault: %v %v", err, resp)
-				}
-				resp.Body.Close()
-			}
-			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-			dest := "--destination=" + base + "/v1/effects"
+			base, storeFlag, dest := crashRig(t, bin, c.fault)
 			out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut},
 				"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", c.input, storeFlag, dest, "--lease-ttl", crashLeaseTTL)
 			var ee *exec.ExitError

@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,17 +43,7 @@ func TestCrashWhileAResumedRestartIsDecidedAgain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.cut, func(t *testing.T) {
-			dir := t.TempDir()
-			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-			if c.fault != "" {
-				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(c.fault))
-				if err != nil || resp.StatusCode/100 != 2 {
-					t.Fatalf("install fault: %v %v", err, resp)
-				}
-				resp.Body.Close()
-			}
-			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-			dest := "--destination=" + base + "/v1/effects"
+			base, storeFlag, dest := crashRig(t, bin, c.fault)
 			wfs := "--workflows=example:ops-agent"
 			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut}
 			input := `{"type":"restart.requested/1","payload":{"restart_id":"rst-9","service":"api","target":"dest:ops-api","reason":"unknown"}}`
@@ -127,17 +115,7 @@ func TestCrashWhileManyKeptProposalsAreCarriedOut(t *testing.T) {
 		{cut: "during-reconcile", fault: `{"times":1,"drop":true}`},
 	} {
 		t.Run(c.cut, func(t *testing.T) {
-			dir := t.TempDir()
-			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-			if c.fault != "" {
-				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(c.fault))
-				if err != nil || resp.StatusCode/100 != 2 {
-					t.Fatalf("install fault: %v %v", err, resp)
-				}
-				resp.Body.Close()
-			}
-			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
-			dest := "--destination=" + base + "/v1/effects"
+			base, storeFlag, dest := crashRig(t, bin, c.fault)
 			wfs := "--workflows=example:ops-agent"
 			crash := []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + c.cut}
 			must := func(args ...string) string {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"regexp"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -9,7 +10,7 @@ import (
 // MaxConfigurationBytes bounds one encoded configuration.
 const MaxConfigurationBytes = 1 << 16
 
-var reDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+var reDigest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 
 // EncodeConfiguration returns the canonical bytes of a configuration, the
 // form a checkpoint stores.
@@ -36,13 +37,13 @@ func DecodeConfiguration(text []byte) (Configuration, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Table, err = o.str("table", false, reDigest); err != nil {
+	if c.Table, err = o.str("table", false, reDigest()); err != nil {
 		return c, err
 	}
-	if c.State, err = o.str("state", true, reUpperID); err != nil {
+	if c.State, err = o.str("state", true, reUpperID()); err != nil {
 		return c, err
 	}
-	if c.Pending, err = o.strings("pending_interrupts", true, false, reUpperID); err != nil {
+	if c.Pending, err = o.strings("pending_interrupts", true, false, reUpperID()); err != nil {
 		return c, err
 	}
 	if c.Pending == nil {
@@ -70,7 +71,7 @@ func DecodeConfiguration(text []byte) (Configuration, error) {
 		return c, errorf(CodeSchema, "/seq", "seq %d is negative", seq)
 	}
 	c.Seq = seq
-	if c.Head, err = o.str("head", false, reDigest); err != nil {
+	if c.Head, err = o.str("head", false, reDigest()); err != nil {
 		return c, err
 	}
 	return c, o.done()

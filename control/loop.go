@@ -127,7 +127,7 @@ func LoadContract(text []byte, m *Machine) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.ApprovalFields, err = ap.strings("binding_fields", true, true, reSnake); err != nil {
+	if c.ApprovalFields, err = ap.strings("binding_fields", true, true, reSnake()); err != nil {
 		return nil, err
 	}
 	if c.ApprovalOneTime, err = ap.boolean("one_time", true); err != nil {
@@ -136,7 +136,7 @@ func LoadContract(text []byte, m *Machine) (*Contract, error) {
 	if !c.ApprovalOneTime {
 		return nil, errorf(CodeBinding, "/approval/one_time", "approvals must be one-time")
 	}
-	if c.ApprovalStale, err = ap.str("stale_state", true, reUpperID); err != nil {
+	if c.ApprovalStale, err = ap.str("stale_state", true, reUpperID()); err != nil {
 		return nil, err
 	}
 	if s, ok := m.State(c.ApprovalStale); !ok || s.Final() {
@@ -151,7 +151,7 @@ func LoadContract(text []byte, m *Machine) (*Contract, error) {
 	if !slices.Contains(c.CheckpointFields, "pending interrupts") {
 		return nil, errorf(CodeBinding, "/checkpoint_fields", "a checkpoint must persist the pending interrupts")
 	}
-	if c.TraceFields, err = root.strings("trace_fields", true, true, reSnake); err != nil {
+	if c.TraceFields, err = root.strings("trace_fields", true, true, reSnake()); err != nil {
 		return nil, err
 	}
 	if err := root.done(); err != nil {
@@ -226,7 +226,7 @@ func (c *Contract) parseEffectPath(root *obj, m *Machine) error {
 		{"reconciliation_state", &p.Reconciliation}, {"unknown_outcome_state", &p.UnknownOutcome},
 		{"post_reconciliation_state", &p.PostReconciliation}, {"abandon_terminal", &p.Abandon}, {"resume_state", &p.Resume},
 	} {
-		if *f.dst, err = o.str(f.key, true, reUpperID); err != nil {
+		if *f.dst, err = o.str(f.key, true, reUpperID()); err != nil {
 			return err
 		}
 		if _, ok := m.State(*f.dst); !ok {
@@ -258,7 +258,7 @@ func (c *Contract) parseEffectPath(root *obj, m *Machine) error {
 
 // eventOf reads an event name that must be declared by the machine.
 func eventOf(o *obj, key string, m *Machine) (string, error) {
-	e, err := o.str(key, true, reUpperID)
+	e, err := o.str(key, true, reUpperID())
 	if err != nil {
 		return "", err
 	}

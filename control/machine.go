@@ -331,11 +331,11 @@ func (m *Machine) checkEvent(ev Event) (string, string) {
 	if _, ok := m.eventIdx[ev.Type]; !ok {
 		return "/type", fmt.Sprintf("event type %q is not declared", ev.Type)
 	}
-	if !reRole.MatchString(ev.ActorRole) {
-		return "/actor_role", fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole)
+	if !reRole().MatchString(ev.ActorRole) {
+		return "/actor_role", fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole())
 	}
-	if !reCapability.MatchString(ev.Capability) {
-		return "/capability", fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability)
+	if !reCapability().MatchString(ev.Capability) {
+		return "/capability", fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability())
 	}
 	if !cjson.ValidID(ev.EventID) {
 		return "/event_id", fmt.Sprintf("event_id %q is not a protocol identifier", ev.EventID)

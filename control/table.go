@@ -35,12 +35,12 @@ func TableSchema() []byte { return slices.Clone(tableSchema) }
 func ContractSchema() []byte { return slices.Clone(contractSchema) }
 
 var (
-	reUpperID    = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	reLowerID    = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	reSnake      = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	reRole       = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	reCapability = regexp.MustCompile(`^[a-z][a-z0-9_.]*$`)
-	reEffectName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	reUpperID    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`) })
+	reLowerID    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
+	reSnake      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
+	reRole       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
+	reCapability = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_.]*$`) })
+	reEffectName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`) })
 )
 
 // OutcomeCategories is the closed vocabulary of final-state outcome
@@ -301,7 +301,7 @@ func parseTable(v any) (*Machine, error) {
 		interruptOf: map[string]int{},
 		honoredBy:   map[string]int{},
 	}
-	if m.id, err = root.str("machine", true, reLowerID); err != nil {
+	if m.id, err = root.str("machine", true, reLowerID()); err != nil {
 		return nil, err
 	}
 	steps := []func(*obj) error{m.parseContext, m.parseGuards, m.parseEffects, m.parseStates, m.parseEvents, m.parseTransitions, m.parseInterrupts, m.parseRejection}
@@ -311,7 +311,7 @@ func parseTable(v any) (*Machine, error) {
 		}
 	}
 	// initial is read after the states so it can be checked against them.
-	if m.initial, err = root.str("initial", true, reUpperID); err != nil {
+	if m.initial, err = root.str("initial", true, reUpperID()); err != nil {
 		return nil, err
 	}
 	if err := root.done(); err != nil {
@@ -337,7 +337,7 @@ func parseTable(v any) (*Machine, error) {
 }
 
 func (m *Machine) parseContext(root *obj) error {
-	fields, err := root.strings("context", true, false, reSnake)
+	fields, err := root.strings("context", true, false, reSnake())
 	if err != nil {
 		return err
 	}
@@ -355,14 +355,14 @@ func (m *Machine) parseGuards(root *obj) error {
 	}
 	for _, name := range sortedKeys(g.m) {
 		p := child(g.ptr, name)
-		if !reSnake.MatchString(name) {
-			return errorf(CodeSchema, p, "guard name %q does not match %s", name, reSnake)
+		if !reSnake().MatchString(name) {
+			return errorf(CodeSchema, p, "guard name %q does not match %s", name, reSnake())
 		}
 		o, err := g.object(name, true)
 		if err != nil {
 			return err
 		}
-		reads, err := o.strings("all_true", true, true, reSnake)
+		reads, err := o.strings("all_true", true, true, reSnake())
 		if err != nil {
 			return err
 		}
@@ -389,8 +389,8 @@ func (m *Machine) parseEffects(root *obj) error {
 	}
 	for _, name := range sortedKeys(e.m) {
 		p := child(e.ptr, name)
-		if !reEffectName.MatchString(name) {
-			return errorf(CodeSchema, p, "effect name %q does not match %s", name, reEffectName)
+		if !reEffectName().MatchString(name) {
+			return errorf(CodeSchema, p, "effect name %q does not match %s", name, reEffectName())
 		}
 		o, err := e.object(name, true)
 		if err != nil {
@@ -438,7 +438,7 @@ func (m *Machine) parseStates(root *obj) error {
 		if err != nil {
 			return err
 		}
-		id, err := o.str("id", true, reUpperID)
+		id, err := o.str("id", true, reUpperID())
 		if err != nil {
 			return err
 		}
@@ -480,7 +480,7 @@ func (m *Machine) parseEvents(root *obj) error {
 		if err != nil {
 			return err
 		}
-		id, err := o.str("id", true, reUpperID)
+		id, err := o.str("id", true, reUpperID())
 		if err != nil {
 			return err
 		}
@@ -501,11 +501,11 @@ func (m *Machine) parseEvents(root *obj) error {
 			if err != nil {
 				return err
 			}
-			role, err := ao.str("role", true, reRole)
+			role, err := ao.str("role", true, reRole())
 			if err != nil {
 				return err
 			}
-			capability, err := ao.str("capability", true, reCapability)
+			capability, err := ao.str("capability", true, reCapability())
 			if err != nil {
 				return err
 			}
@@ -553,29 +553,29 @@ func (m *Machine) parseTransitions(root *obj) error {
 			return err
 		}
 		var t Transition
-		if t.ID, err = o.str("id", true, reLowerID); err != nil {
+		if t.ID, err = o.str("id", true, reLowerID()); err != nil {
 			return err
 		}
 		if ids[t.ID] {
 			return errorf(CodeDuplicate, child(o.ptr, "id"), "transition %q is declared twice", t.ID)
 		}
 		ids[t.ID] = true
-		if t.From, err = o.str("from", true, reUpperID); err != nil {
+		if t.From, err = o.str("from", true, reUpperID()); err != nil {
 			return err
 		}
-		if t.Event, err = o.str("on", true, reUpperID); err != nil {
+		if t.Event, err = o.str("on", true, reUpperID()); err != nil {
 			return err
 		}
-		if t.To, err = o.str("to", true, reUpperID); err != nil {
+		if t.To, err = o.str("to", true, reUpperID()); err != nil {
 			return err
 		}
-		if t.Guard, err = o.str("guard", false, reSnake); err != nil {
+		if t.Guard, err = o.str("guard", false, reSnake()); err != nil {
 			return err
 		}
-		if t.Emit, err = o.strings("emit", true, true, reEffectName); err != nil {
+		if t.Emit, err = o.strings("emit", true, true, reEffectName()); err != nil {
 			return err
 		}
-		if t.Evidence, err = o.strings("evidence", true, true, reSnake); err != nil {
+		if t.Evidence, err = o.strings("evidence", true, true, reSnake()); err != nil {
 			return err
 		}
 		if err := o.done(); err != nil {
@@ -623,7 +623,7 @@ func (m *Machine) parseInterrupts(root *obj) error {
 	if err != nil {
 		return err
 	}
-	deferred, err := o.strings("deferred_in", true, true, reUpperID)
+	deferred, err := o.strings("deferred_in", true, true, reUpperID())
 	if err != nil {
 		return err
 	}
@@ -646,7 +646,7 @@ func (m *Machine) parseInterrupts(root *obj) error {
 		{"deferred_effect", &m.deferredEffect, []string{FieldEventID, FieldInterrupt}},
 		{"immediate_effect", &m.immediateEffect, []string{FieldEventID}},
 	} {
-		name, err := o.str(f.key, true, reEffectName)
+		name, err := o.str(f.key, true, reEffectName())
 		if err != nil {
 			return err
 		}
@@ -664,7 +664,7 @@ func (m *Machine) parseInterrupts(root *obj) error {
 		}
 		*f.dst = name
 	}
-	if m.resumeEvent, err = o.str("resume_event", true, reUpperID); err != nil {
+	if m.resumeEvent, err = o.str("resume_event", true, reUpperID()); err != nil {
 		return err
 	}
 	if _, ok := m.eventIdx[m.resumeEvent]; !ok {
@@ -683,13 +683,13 @@ func (m *Machine) parseInterrupts(root *obj) error {
 			return err
 		}
 		var in Interrupt
-		if in.Event, err = io.str("event", true, reUpperID); err != nil {
+		if in.Event, err = io.str("event", true, reUpperID()); err != nil {
 			return err
 		}
-		if in.To, err = io.str("to", true, reUpperID); err != nil {
+		if in.To, err = io.str("to", true, reUpperID()); err != nil {
 			return err
 		}
-		if in.HonoredBy, err = io.str("honored_by", true, reUpperID); err != nil {
+		if in.HonoredBy, err = io.str("honored_by", true, reUpperID()); err != nil {
 			return err
 		}
 		if err := io.done(); err != nil {
@@ -744,7 +744,7 @@ func (m *Machine) parseRejection(root *obj) error {
 	if err != nil {
 		return err
 	}
-	name, err := o.str("effect", true, reEffectName)
+	name, err := o.str("effect", true, reEffectName())
 	if err != nil {
 		return err
 	}

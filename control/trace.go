@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // TraceFormat is the schema_version of a run-FSM trace vector file, the
@@ -14,8 +15,8 @@ const TraceFormat = "flrh-run-fsm-traces/v1"
 const MaxTraceFileBytes = 8 << 20
 
 var (
-	reCaseID     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	reEffectWant = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	reCaseID     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
+	reEffectWant = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`) })
 )
 
 // TraceFile is a decoded trace vector file.
@@ -101,7 +102,7 @@ func decodeCase(v any, ptr string) (TraceCase, error) {
 	if err != nil {
 		return tc, err
 	}
-	if tc.ID, err = o.str("id", true, reCaseID); err != nil {
+	if tc.ID, err = o.str("id", true, reCaseID()); err != nil {
 		return tc, err
 	}
 	if tc.Machine, err = o.str("machine", true, nil); err != nil {
@@ -149,8 +150,8 @@ func decodeStep(v any, ptr string) (TraceStep, error) {
 	}
 	st.Guards = map[string]bool{}
 	for _, name := range sortedKeys(g.m) {
-		if !reSnake.MatchString(name) {
-			return st, errorf(CodeSchema, child(g.ptr, name), "guard name %q does not match %s", name, reSnake)
+		if !reSnake().MatchString(name) {
+			return st, errorf(CodeSchema, child(g.ptr, name), "guard name %q does not match %s", name, reSnake())
 		}
 		b, err := g.boolean(name, true)
 		if err != nil {
@@ -158,10 +159,10 @@ func decodeStep(v any, ptr string) (TraceStep, error) {
 		}
 		st.Guards[name] = b
 	}
-	if st.WantState, err = o.str("expected_state", true, reUpperID); err != nil {
+	if st.WantState, err = o.str("expected_state", true, reUpperID()); err != nil {
 		return st, err
 	}
-	if st.WantEffects, err = o.strings("expected_effects", true, false, reEffectWant); err != nil {
+	if st.WantEffects, err = o.strings("expected_effects", true, false, reEffectWant()); err != nil {
 		return st, err
 	}
 	if st.WantEffects == nil {
@@ -176,13 +177,13 @@ func decodeStep(v any, ptr string) (TraceStep, error) {
 func decodeEvent(o *obj) (Event, error) {
 	var ev Event
 	var err error
-	if ev.Type, err = o.str("type", true, reUpperID); err != nil {
+	if ev.Type, err = o.str("type", true, reUpperID()); err != nil {
 		return ev, err
 	}
-	if ev.ActorRole, err = o.str("actor_role", true, reRole); err != nil {
+	if ev.ActorRole, err = o.str("actor_role", true, reRole()); err != nil {
 		return ev, err
 	}
-	if ev.Capability, err = o.str("capability", true, reCapability); err != nil {
+	if ev.Capability, err = o.str("capability", true, reCapability()); err != nil {
 		return ev, err
 	}
 	if ev.EventID, err = o.str("event_id", true, nil); err != nil {

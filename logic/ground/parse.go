@@ -4,27 +4,28 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 var (
-	idPattern      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
-	versionPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`)
-	digestPattern  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	idPattern      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`) })
+	versionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`) })
+	digestPattern  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 func validID(v any) bool {
 	s, ok := v.(string)
-	return ok && len(s) >= 1 && len(s) <= 128 && idPattern.MatchString(s)
+	return ok && len(s) >= 1 && len(s) <= 128 && idPattern().MatchString(s)
 }
 
 func validVersion(v any) bool {
 	s, ok := v.(string)
-	return ok && len(s) >= 1 && len(s) <= 128 && versionPattern.MatchString(s)
+	return ok && len(s) >= 1 && len(s) <= 128 && versionPattern().MatchString(s)
 }
 
 func validDigest(v any) bool {
 	s, ok := v.(string)
-	return ok && digestPattern.MatchString(s)
+	return ok && digestPattern().MatchString(s)
 }
 
 // asInt reports v as a signed 64-bit integer (booleans are not integers).

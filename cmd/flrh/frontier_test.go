@@ -7,10 +7,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
+// runFrontier runs a frontier or seam command in this process. Flags keep
+// their values between Execute calls (a repeated flag such as --source
+// appends to what the last run left), so every flag of those commands is
+// reset first: otherwise a second run of the tests (go test -count=2)
+// declared the sources of the first twice.
 func runFrontier(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "frontier" || c.Name() == "seam" {
+			resetFlags(c)
+		}
+	}
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	rootCmd.SetArgs(args)
@@ -56,5 +69,24 @@ func TestFrontierCommands(t *testing.T) {
 	_, err = runFrontier(t, "frontier", "step", "--profile", filepath.Join(dir, "missing.json"), "--state", "", "--command", pf, "--next", "", "--json=false")
 	if exitCode(err) != exitUsage {
 		t.Fatalf("missing file: exit %d, want %d", exitCode(err), exitUsage)
+	}
+}
+
+// resetFlags sets every flag of cmd and its subcommands back to its
+// default, as in a fresh process. A slice flag is emptied: none of the
+// commands reset here has a slice with a default, and pflag appends to
+// what a slice holds once it has been set, so an empty one is what makes
+// the next run's values its only ones.
+func resetFlags(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			_ = sv.Replace(nil)
+		} else {
+			_ = f.Value.Set(f.DefValue)
+		}
+		f.Changed = false
+	})
+	for _, sub := range cmd.Commands() {
+		resetFlags(sub)
 	}
 }

@@ -191,11 +191,13 @@ func TestRowSetSegmentsGrowWithTombstones(t *testing.T) {
 	checkSet(t, c, model, absent)
 }
 
-// The size ladder doubles but for one halfway step at three segments;
-// every step past one segment is a whole number of segments, and a set
-// that grows from full keeps room for what it held.
+// The size ladder doubles but for two halfway steps: three quarters of a
+// segment instead of one segment, and three segments between two and
+// four; every step past one segment is a whole number of segments, and a
+// set that grows from full keeps room for what it held.
 func TestRowSetSizeLadder(t *testing.T) {
 	var got []int
+	var flat []int
 	for size := 16; size <= 64*segSlots; size = nextSize(size) {
 		if size > segSlots {
 			got = append(got, size/segSlots)
@@ -203,16 +205,19 @@ func TestRowSetSizeLadder(t *testing.T) {
 				t.Fatalf("size %d is not a whole number of segments", size)
 			}
 		} else if size&(size-1) != 0 {
-			t.Fatalf("flat size %d is not a power of two", size)
+			flat = append(flat, size)
 		}
 		next := nextSize(size)
 		full := size / 2
-		if size >= denseSlots {
+		if size >= denseSlots || size == flatHalfStep {
 			full = size * 3 / 4
 		}
 		if !roomFor(next, full+full/4) {
 			t.Fatalf("growing from %d full slots (%d used) to %d leaves no room", size, full, next)
 		}
+	}
+	if len(flat) != 1 || flat[0] != 3*segSlots/4 {
+		t.Fatalf("flat sizes that are not powers of two: %v, want only %d", flat, 3*segSlots/4)
 	}
 	want := []int{2, 3, 4, 8, 16, 32, 64}
 	if len(got) != len(want) {

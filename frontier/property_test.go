@@ -401,8 +401,10 @@ func genCommand(t *rapid.T, p Profile, pl *pool, live []ValueDelta, s *State, no
 func TestModelAgreement(t *testing.T) {
 	publishedTotal = 0
 	defer func() {
-		// The generator must reach publication, or the comparison is hollow.
-		if publishedTotal == 0 {
+		// The generator must reach publication, or the comparison is
+		// hollow. A full run (100 cases) always does; -short draws 20,
+		// which miss it about one time in three, so there it is logged.
+		if publishedTotal == 0 && !testing.Short() {
 			t.Error("no run published a batch")
 		}
 		t.Logf("%d batches published across all runs", publishedTotal)

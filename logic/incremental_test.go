@@ -196,18 +196,7 @@ func TestLargeRelationsAcrossChunks(t *testing.T) {
 	if n := m.Count("tc", false); n != 79800 {
 		t.Fatalf("tc has %d tuples, want 79800", n)
 	}
-	same := func(m *Materialization, base []Fact) {
-		t.Helper()
-		want, err := Evaluate(c, base, Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, _ := m.WriteFacts("tc", false)
-		w, _ := want.WriteFacts("tc", false)
-		if string(g) != string(w) {
-			t.Fatalf("tc differs from a fresh evaluation (%d vs %d bytes)", len(g), len(w))
-		}
-	}
+	same := func(m *Materialization, base []Fact) { t.Helper(); sameTCAsFresh(t, c, m, base, "") }
 	// Extending the chain by 30 nodes exceeds the tuple budget: rolled back.
 	var ext []Change
 	for i := 400; i < 430; i++ {
@@ -257,18 +246,7 @@ func TestUpdatesAcrossTheHalfwayStep(t *testing.T) {
 	if tc.set.size != halfStep {
 		t.Fatalf("tc's set has %d slots after %d rows, want the halfway step %d", tc.set.size, tc.n, halfStep)
 	}
-	same := func(m *Materialization, base []Fact, step string) {
-		t.Helper()
-		want, err := Evaluate(c, base, Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, _ := m.WriteFacts("tc", false)
-		w, _ := want.WriteFacts("tc", false)
-		if string(g) != string(w) {
-			t.Fatalf("%s: tc differs from a fresh evaluation (%d vs %d bytes)", step, len(g), len(w))
-		}
-	}
+	same := func(m *Materialization, base []Fact, step string) { t.Helper(); sameTCAsFresh(t, c, m, base, step+": ") }
 	cut := Fact{Rel: "edge", Args: []Value{Num(1500), Num(1501)}}
 	if m, err = m.Apply([]Change{{Fact: cut, Diff: -1}}); err != nil {
 		t.Fatal(err)
@@ -298,4 +276,19 @@ func TestUpdatesAcrossTheHalfwayStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(m, edges, "cycle removed")
+}
+
+// sameTCAsFresh fails the test unless m's tc relation is, byte for byte,
+// what a fresh evaluation of c over base derives.
+func sameTCAsFresh(t *testing.T, c *Compiled, m *Materialization, base []Fact, step string) {
+	t.Helper()
+	want, err := Evaluate(c, base, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := m.WriteFacts("tc", false)
+	w, _ := want.WriteFacts("tc", false)
+	if string(g) != string(w) {
+		t.Fatalf("%stc differs from a fresh evaluation (%d vs %d bytes)", step, len(g), len(w))
+	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -101,11 +100,7 @@ func TestApprovalAfterAnExitIsRefused(t *testing.T) {
 	if p.Run.State != "FAILED_PERMANENT" || len(f.sb.Mutations()) != 0 {
 		t.Fatalf("ended %s with %d restarts", p.Run.State, len(f.sb.Mutations()))
 	}
-	v := f.get("/v1/runs/esc/verify", tokVic)
-	var vr struct {
-		OK bool `json:"ok"`
-	}
-	if v.status != 200 || json.Unmarshal(v.body, &vr) != nil || !vr.OK {
-		t.Fatalf("verify: %d %s", v.status, v.body)
+	if a := f.get("/v1/runs/esc/verify", tokVic); a.status != 200 || a.json(t)["ok"] != true {
+		t.Fatalf("verify: %d %s", a.status, a.body)
 	}
 }

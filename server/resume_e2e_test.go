@@ -67,11 +67,7 @@ func TestEscalatedRestartResumedOverHTTP(t *testing.T) {
 	if p.Run.State != "SUCCEEDED" || len(f.sb.Mutations()) != 1 {
 		t.Fatalf("ended %s with %d restarts, want SUCCEEDED and one", p.Run.State, len(f.sb.Mutations()))
 	}
-	a := f.get("/v1/runs/esc/verify", tokVic)
-	var vr struct {
-		OK bool `json:"ok"`
-	}
-	if a.status != 200 || json.Unmarshal(a.body, &vr) != nil || !vr.OK {
+	if a := f.get("/v1/runs/esc/verify", tokVic); a.status != 200 || a.json(t)["ok"] != true {
 		t.Fatalf("verify: %d %s", a.status, a.body)
 	}
 }

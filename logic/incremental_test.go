@@ -246,7 +246,10 @@ func TestUpdatesAcrossTheHalfwayStep(t *testing.T) {
 	if tc.set.size != halfStep {
 		t.Fatalf("tc's set has %d slots after %d rows, want the halfway step %d", tc.set.size, tc.n, halfStep)
 	}
-	same := func(m *Materialization, base []Fact, step string) { t.Helper(); sameTCAsFresh(t, c, m, base, step+": ") }
+	same := func(m *Materialization, base []Fact, step string) {
+		t.Helper()
+		sameTCAsFresh(t, c, m, base, step+": ")
+	}
 	cut := Fact{Rel: "edge", Args: []Value{Num(1500), Num(1501)}}
 	if m, err = m.Apply([]Change{{Fact: cut, Diff: -1}}); err != nil {
 		t.Fatal(err)

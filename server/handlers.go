@@ -230,34 +230,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 			out = append(out, runView(run))
 		}
 	} else {
-		// The store pages in creation order only, so a filter scans; a
-		// request reads at most maxRunScan rows and hands back a cursor.
-		cursor, scanned := after, 0
-	scan:
-		for {
-			page, err := s.cfg.Store.Runs(r.Context(), cursor, 500)
-			if err != nil {
-				return err
-			}
-			for _, run := range page {
-				cursor = run.ID
-				scanned++
-				if match(run) {
-					out = append(out, runView(run))
-					if len(out) == int(limit) {
-						next = cursor
-						break scan
-					}
-				}
-				if scanned >= maxRunScan {
-					next = cursor
-					break scan
-				}
-			}
-			if len(page) < 500 {
-				break
-			}
+		// A filter scans (store.MatchingRuns): a request reads at most
+		// maxRunScan rows and hands back a cursor.
+		runs, cursor, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, match)
+		if err != nil {
+			return err
 		}
+		for _, run := range runs {
+			out = append(out, runView(run))
+		}
+		next = cursor
 	}
 	body := map[string]any{"runs": out}
 	if next != "" {

@@ -312,6 +312,35 @@ func TestRunShowAndListJSON(t *testing.T) {
 	if len(list) != 2 || list[0]["id"] != "big" || list[0]["state"] != "WAIT_APPROVAL" || list[1]["workflow"] != "support-agent" {
 		t.Errorf("run list --json: %v", list)
 	}
+	// Filters, as the API's ?state= and ?workflow= have them.
+	for _, f := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--state", "WAIT_APPROVAL"}, []string{"big"}},
+		{[]string{"--workflow", "support-agent"}, []string{"gw"}},
+		{[]string{"--workflow", "support-agent@2"}, nil},
+		{[]string{"--state", "INGEST", "--workflow", "refund-agent@1"}, nil},
+		{[]string{"--limit", "1"}, []string{"big"}},
+		{[]string{"--after", "big"}, []string{"gw"}},
+	} {
+		var got []map[string]any
+		if err := json.Unmarshal([]byte(c.ok(append([]string{"run", "list", "--json"}, f.args...)...)), &got); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r["id"].(string))
+		}
+		if !slices.Equal(ids, f.want) {
+			t.Errorf("run list %v: %v, want %v", f.args, ids, f.want)
+		}
+	}
+	for _, bad := range [][]string{{"--state", "waiting"}, {"--workflow", "a b"}, {"--limit", "0"}} {
+		if out, code := c.run(append([]string{"run", "list"}, bad...)...); code != 2 {
+			t.Errorf("run list %v: exit %d, want a usage error:\n%s", bad, code, out)
+		}
+	}
 }
 
 // Options stay pending after a person pauses the turn, but the machine

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -27,13 +29,32 @@ func init() {
 	lJSON := list.Flags().Bool("json", false, "print JSON")
 	lAfter := list.Flags().String("after", "", "start after this run id (paging)")
 	lLimit := list.Flags().Int("limit", 100, "at most this many runs")
+	lState := list.Flags().String("state", "", "only runs in this run-FSM state (e.g. WAIT_APPROVAL, SUCCEEDED)")
+	lWorkflow := list.Flags().String("workflow", "", "only runs of this workflow (ID or ID@VERSION)")
 	list.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *lLimit < 1 {
+			return usagef("--limit must be at least 1, not %d", *lLimit)
+		}
+		if *lState != "" && !slices.ContainsFunc(control.Default().States(), func(s control.State) bool { return s.ID == *lState }) {
+			var ids []string
+			for _, s := range control.Default().States() {
+				ids = append(ids, s.ID)
+			}
+			return usagef("--state %q is not a run-FSM state (%s)", *lState, strings.Join(ids, ", "))
+		}
+		wfID, wfVersion, _ := strings.Cut(*lWorkflow, "@")
+		if *lWorkflow != "" && (!cjson.ValidID(wfID) || strings.Contains(*lWorkflow, "@") && !cjson.ValidID(wfVersion)) {
+			return usagef("--workflow %q is not ID or ID@VERSION", *lWorkflow)
+		}
 		st, err := openStore(cmd.Context(), *lStore, true)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		runs, err := st.Runs(cmd.Context(), *lAfter, *lLimit)
+		match := func(r store.Run) bool {
+			return (*lState == "" || r.State == *lState) && (wfID == "" || r.WorkflowID == wfID) && (wfVersion == "" || r.WorkflowVersion == wfVersion)
+		}
+		runs, _, err := store.MatchingRuns(cmd.Context(), st, *lAfter, *lLimit, 0, match)
 		if err != nil {
 			return err
 		}

@@ -233,49 +233,66 @@ func TestUpdatesAcrossTheHalfwayStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2 M-tuple closures")
 	}
+	updatesAcrossAStep(t, 2000, halfStep, 1500, 1000)
+}
+
+// The same across the flat halfway step (decision 0313): a 1,000-node
+// chain's closure (499,500 rows) rests in 768K slots filled to three
+// quarters; a cycle over the first 450 nodes (≈101 K rows more) pushes
+// it past 590 K rows into two segments.
+func TestUpdatesAcrossTheFlatHalfwayStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("0.5 M-tuple closures")
+	}
+	updatesAcrossAStep(t, 1000, flatHalfStep, 750, 450)
+}
+
+// updatesAcrossAStep evaluates the closure of an n-node chain, checks its
+// set rests at size slots, then cuts the edge out of node cut, rejoins it,
+// closes a cycle from node cycle back to 1 (which must grow the set past
+// size) and opens it again, each step agreeing with a fresh evaluation.
+func updatesAcrossAStep(t *testing.T, n, size, cut, cycle int) {
 	c, err := Load("t.dl", []byte(chainProgram))
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges := chainEdges(2000)
+	edges := chainEdges(n)
 	m, err := Evaluate(c, edges, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc := m.tables[2*m.c.relByName["tc"]]
-	if tc.set.size != halfStep {
-		t.Fatalf("tc's set has %d slots after %d rows, want the halfway step %d", tc.set.size, tc.n, halfStep)
+	if tc.set.size != size {
+		t.Fatalf("tc's set has %d slots after %d rows, want the halfway step %d", tc.set.size, tc.n, size)
 	}
 	same := func(m *Materialization, base []Fact, step string) {
 		t.Helper()
 		sameTCAsFresh(t, c, m, base, step+": ")
 	}
-	cut := Fact{Rel: "edge", Args: []Value{Num(1500), Num(1501)}}
-	if m, err = m.Apply([]Change{{Fact: cut, Diff: -1}}); err != nil {
+	cutEdge := Fact{Rel: "edge", Args: []Value{Num(int64(cut)), Num(int64(cut + 1))}}
+	if m, err = m.Apply([]Change{{Fact: cutEdge, Diff: -1}}); err != nil {
 		t.Fatal(err)
 	}
 	var rest []Fact
 	for _, e := range edges {
-		if e.Args[0].Int() != 1500 {
+		if e.Args[0].Int() != int64(cut) {
 			rest = append(rest, e)
 		}
 	}
 	same(m, rest, "cut")
-	if m, err = m.Apply([]Change{{Fact: cut, Diff: 1}}); err != nil {
+	if m, err = m.Apply([]Change{{Fact: cutEdge, Diff: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	same(m, edges, "rejoined")
-	// Closing a cycle over the first thousand nodes adds ~0.5 M tuples:
-	// 2.5 M rows, past the 2.36 M the halfway step holds.
-	cycle := Fact{Rel: "edge", Args: []Value{Num(1000), Num(1)}}
-	if m, err = m.Apply([]Change{{Fact: cycle, Diff: 1}}); err != nil {
+	back := Fact{Rel: "edge", Args: []Value{Num(int64(cycle)), Num(1)}}
+	if m, err = m.Apply([]Change{{Fact: back, Diff: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	same(m, append(append([]Fact(nil), edges...), cycle), "cycle")
-	if tc := m.tables[2*m.c.relByName["tc"]]; tc.set.size <= halfStep {
+	same(m, append(append([]Fact(nil), edges...), back), "cycle")
+	if tc := m.tables[2*m.c.relByName["tc"]]; tc.set.size <= size {
 		t.Fatalf("tc's set has %d slots after the cycle (%d rows), want past the halfway step", tc.set.size, tc.n)
 	}
-	if m, err = m.Apply([]Change{{Fact: cycle, Diff: -1}}); err != nil {
+	if m, err = m.Apply([]Change{{Fact: back, Diff: -1}}); err != nil {
 		t.Fatal(err)
 	}
 	same(m, edges, "cycle removed")

@@ -303,13 +303,13 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 	if r := checkBatchIdentity(b, profile); r != nil {
 		return r
 	}
-	d, err := publishedBatchDigest(b)
+	d, err := publishedBatchSum(b)
 	if err != nil {
 		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
 		r.Actual = err.Error()
 		return r
 	}
-	if b.PublishedBatchDigest != d {
+	if b.PublishedBatchDigest != string(d[:]) {
 		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
 	}
 	return nil
@@ -320,8 +320,17 @@ func checkBatchIdentity(b PublishedBatch, profile string) *Rejection {
 	if r := checkBatchShape(b); r != nil {
 		return r
 	}
-	want := StableBatchDigest(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
-	if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
+	sum, err := stableBatchSum(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	if err != nil {
+		// The digest is the "invalid:" form, compared as before.
+		want := invalidDigest(err)
+		if id := b.Batch.BatchID; b.Batch.BatchDigest != want || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != hexOf(want) {
+			return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
+		}
+		return nil
+	}
+	// Compared as bytes: the digest's string is never needed.
+	if id := b.Batch.BatchID; b.Batch.BatchDigest != string(sum[:]) || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != string(sum[len("sha256:"):]) {
 		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
 	return nil
@@ -514,13 +523,22 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		}
 		cap, haveCap = c, true
 	}
-	var extra []logic.Fact
+	// The capability and mode facts stay on the stack (Evaluate and
+	// Delegates copy the arguments of the facts they are given and keep
+	// nothing of them): they are stored into an array by index, never
+	// appended, and joinFacts copies them when a choice or a resumption
+	// adds facts of its own.
+	var base [2]logic.Fact
+	nb := 0
 	if haveCap {
-		extra = append(extra, CapabilityFact(t.TicketID, cap.ID))
+		base[nb] = CapabilityFact(t.TicketID, cap.ID)
+		nb++
 	}
 	if m.SafeMode {
-		extra = append(extra, ModeFact("degraded_safe"))
+		base[nb] = ModeFact("degraded_safe")
+		nb++
 	}
+	var more []logic.Fact
 	for _, c := range in.Choices {
 		if c.ProposalID != p.ProposalID {
 			continue
@@ -531,12 +549,12 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 		// choose only where the policy itself delegates the choice for
 		// this very ticket, and never in Degraded Safe Mode.
 		delegated := c.Actor.Kind == mrp.ActorSystem && c.Actor.Role == ControllerRole && !m.SafeMode &&
-			in.Policy.Policy.Delegates(t, extra...)
+			in.Policy.Policy.Delegates(t, joinFacts(base[:nb], more)...)
 		if !ValidID(c.Option) || (!person && !delegated) {
 			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s, nor a controller the policy delegates to", c.Option, c.Actor.ID, c.Actor.Kind, capName))
 			continue
 		}
-		extra = append(extra, ChosenFact(t.TicketID, c.Option))
+		more = append(more, ChosenFact(t.TicketID, c.Option))
 	}
 	resumedBy := ""
 	for _, r := range in.Resumed {
@@ -548,11 +566,11 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 			o.Audit = append(o.Audit, fmt.Sprintf("resumption by %q (%s): not a person holding %s", r.Actor.ID, r.Actor.Kind, capName))
 			continue
 		}
-		extra = append(extra, ResumedFact(t.TicketID))
+		more = append(more, ResumedFact(t.TicketID))
 		resumedBy = r.Actor.ID
 		break
 	}
-	ev := in.Policy.Policy.Evaluate(t, extra...)
+	ev := in.Policy.Policy.Evaluate(t, joinFacts(base[:nb], more)...)
 	risk := ev.AssessedRisk
 	if riskRank[manifest.DeclaredRisk] > riskRank[risk] {
 		risk = manifest.DeclaredRisk
@@ -758,6 +776,21 @@ var (
 	grantedPayloadNames    = []string{"approval_context_digest", "approval_digest", "approval_request_digest", "authority_digest", "command_digest", "exact_hash_approval_digest", "intent_id", "policy_digest", "published_batch_digest"}
 	requestPayloadNames    = []string{"action_digest", "approval_context_digest", "approval_request_digest", "authority_digest", "command_digest", "policy_digest", "published_batch_digest", "risk_classification"}
 )
+
+// joinFacts returns base followed by more. base is returned as it is when
+// there is nothing to add; otherwise its facts go into a new array with
+// their arguments copied and their names as extraRel gives them, so that
+// base's own arrays never reach the heap.
+func joinFacts(base, more []logic.Fact) []logic.Fact {
+	if len(more) == 0 {
+		return base
+	}
+	out := make([]logic.Fact, 0, len(base)+len(more))
+	for _, f := range base {
+		out = append(out, logic.Fact{Rel: extraRel(f.Rel), Neg: f.Neg, Args: slices.Clone(f.Args)})
+	}
+	return append(out, more...)
+}
 
 // step advances the machine with a runtime trigger; a trigger the machine
 // does not admit in its state is recorded there as refused and changes

@@ -216,16 +216,27 @@ func isASCII(s string) bool {
 
 // digest returns the sha256 digest of what was written.
 func (w *canonWriter) digest() (string, error) {
+	out, err := w.sum()
+	if err != nil {
+		return "", err
+	}
+	return string(out[:]), nil
+}
+
+// sum is digest without the string: the digest's bytes ("sha256:" and
+// the hex digits) in a fixed array, for a digest that is only compared
+// with a recorded one, so that checking it allocates nothing
+// (string(out[:]) in a comparison is not copied).
+func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 	if w.err != nil {
 		w.release()
-		return "", w.err
+		return out, w.err
 	}
 	sum := sha256.Sum256(w.b)
 	w.release()
-	var out [7 + 64]byte
 	copy(out[:], "sha256:")
 	hexSum((*[64]byte)(out[7:]), &sum)
-	return string(out[:]), nil
+	return out, nil
 }
 
 // mustDigestAs returns prefix + hexOf(w.mustDigest()) as one allocation:
@@ -351,6 +362,14 @@ func publishedBatchDigest(b PublishedBatch) (string, error) {
 	w := pooledWriter(publishedBatchSize(b))
 	w.publishedBatch(b)
 	return w.digest()
+}
+
+// publishedBatchSum is publishedBatchDigest as a fixed array, for the
+// check against the digest a batch carries.
+func publishedBatchSum(b PublishedBatch) ([7 + 64]byte, error) {
+	w := pooledWriter(publishedBatchSize(b))
+	w.publishedBatch(b)
+	return w.sum()
 }
 
 // publishedBatch writes a published batch's preimage.

@@ -308,7 +308,7 @@ func TicketFacts(t Ticket, extra ...logic.Fact) []logic.Fact {
 	n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields)
 	// One backing array for every fact's arguments: a ticket has a few
 	// dozen facts at most, each with at most three arguments.
-	return appendTicketFacts(make([]logic.Fact, 0, n+len(extra)), make([]logic.Value, 0, 3*n), t, extra)
+	return appendTicketFacts(make([]logic.Fact, 0, n+len(extra)), make([]logic.Value, 0, 3*n+extraArgs(extra)), t, extra)
 }
 
 // ticketFactBufs recycles the fact and argument arrays an evaluation
@@ -370,7 +370,43 @@ func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra [
 	for _, m := range t.MissingFields {
 		facts = append(facts, f("missing", logic.Sym(m)))
 	}
-	return append(facts, extra...)
+	// The extra facts' arguments are copied into args like the ticket's
+	// own, so that the caller's facts are only read: a caller can build
+	// them on its stack (Authorize does) and nothing keeps them.
+	for _, e := range extra {
+		start := len(args)
+		args = append(args, e.Args...)
+		facts = append(facts, logic.Fact{Rel: extraRel(e.Rel), Neg: e.Neg, Args: args[start:len(args):len(args)]})
+	}
+	return facts
+}
+
+// extraRel is rel, as this package's constant where it is one of the
+// relations callers add: escape analysis does not tell a fact's fields
+// apart, so keeping the caller's string would make every array its facts
+// point to escape with it. Any other name is copied, for the same reason.
+func extraRel(rel string) string {
+	switch rel {
+	case "capability":
+		return "capability"
+	case "mode":
+		return "mode"
+	case "chosen":
+		return "chosen"
+	case "resumed":
+		return "resumed"
+	}
+	return strings.Clone(rel)
+}
+
+// extraArgs counts the arguments of extra facts, which appendTicketFacts
+// copies into the same array as the ticket's.
+func extraArgs(extra []logic.Fact) int {
+	n := 0
+	for _, e := range extra {
+		n += len(e.Args)
+	}
+	return n
 }
 
 // CapabilityFact states that a verified capability covers the ticket.
@@ -412,8 +448,8 @@ func checkDecisionHead(h *logic.AtomExpr) error {
 func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	buf := ticketFactBufs.Get().(*ticketFactBuf)
 	n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields)
-	if cap(buf.args) < 3*n {
-		buf.args = make([]logic.Value, 0, 3*n)
+	if na := 3*n + extraArgs(extra); cap(buf.args) < na {
+		buf.args = make([]logic.Value, 0, na)
 	}
 	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
 	d, err := p.engine.derive(facts)

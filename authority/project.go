@@ -690,6 +690,15 @@ func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposal
 	return d
 }
 
+// stableBatchSum is StableBatchDigest as a fixed array, for the check
+// against the digest and id a batch carries; on an error the caller falls
+// back to StableBatchDigest's string.
+func stableBatchSum(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) ([7 + 64]byte, error) {
+	w := pooledWriter(512)
+	w.stableBatchPreimage(profile, logicalTime, lowWatermark, proposalIDs, verdictIDs, dataflow)
+	return w.sum()
+}
+
 // stableBatchPreimage writes what a stable batch's digest binds: the R
 // profile, the logical time and watermark, both id sets and the dataflow.
 func (w *canonWriter) stableBatchPreimage(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) {

@@ -504,15 +504,24 @@ func renderPreview(t Ticket, actionDigest string) string {
 	if len(keys) == 0 {
 		b.WriteString("  (none)\n")
 	}
-	var buf [128]byte
-	for _, k := range keys {
-		w := canonWriter{b: buf[:0]}
-		w.value(t.Parameters[k])
-		enc := w.b
-		if w.err != nil {
-			enc, _ = cjson.Encode(t.Parameters[k])
+	if len(keys) > 0 {
+		// One pooled buffer for every parameter's encoding, each written
+		// from empty and copied into the preview.
+		w := pooledWriter(128)
+		for _, k := range keys {
+			w.b, w.err = w.b[:0], nil
+			w.value(t.Parameters[k])
+			enc := w.b
+			if w.err != nil {
+				enc, _ = cjson.Encode(t.Parameters[k])
+			}
+			b.WriteString("  ")
+			b.WriteString(k)
+			b.WriteString(" = ")
+			b.Write(enc)
+			b.WriteByte('\n')
 		}
-		line("  ", k, " = ", string(enc))
+		w.release()
 	}
 	for _, c := range t.Constraints {
 		switch {

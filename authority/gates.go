@@ -381,6 +381,54 @@ func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra [
 	return facts
 }
 
+// gateAcc is one slot per gate in Evaluate, in Gates order: the gate's
+// result, its (decision, reason) pairs, options and constraints.
+type gateAcc struct {
+	res GateResult
+	// first holds, by decision, 1 + the index in res.Reasons of the
+	// first reason that gave it (0: none yet).
+	first   [len(decisionNames)]int
+	options []string
+	cons    []Constraint
+}
+
+// carveReasons gives every gate's reasons and the risk reasons one
+// shared backing array, counted first, instead of one array each: each
+// gate gets a slice of it as long as its decisions (G2 one longer, for
+// the default deny), capped so that no gate's reasons run into the next.
+// The slices are empty and not nil, as before; only where their elements
+// live changes.
+func carveReasons(acc []gateAcc, ev *Evaluation, d derived) {
+	var countArr [8]int
+	if len(acc) > len(countArr) {
+		return // each keeps its own array
+	}
+	count := countArr[:len(acc)]
+	g2 := slices.Index(Gates, GateG2)
+	if g2 < 0 || g2 >= len(count) {
+		return
+	}
+	count[g2]++ // the default deny
+	for _, dd := range d.decisions {
+		k := slices.Index(Gates, dd.gate)
+		if k < 0 || k >= len(count) {
+			k = g2 // an unknown gate's decision is G2's refusal
+		}
+		count[k]++
+	}
+	total := len(d.risks)
+	for _, c := range count {
+		total += c
+	}
+	all := make([]Reason, total)
+	off := 0
+	for k, c := range count {
+		acc[k].res.Reasons = all[off : off : off+c]
+		off += c
+	}
+	ev.RiskReasons = all[off:off:total]
+}
+
 // extraRel is rel, as this package's constant where it is one of the
 // relations callers add: escape analysis does not tell a fact's fields
 // apart, so keeping the caller's string would make every array its facts
@@ -459,16 +507,6 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	buf.facts = facts[:0]
 	ticketFactBufs.Put(buf)
 	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}
-	// One slot per gate, in Gates order: the gate's result, its
-	// (decision, reason) pairs, options and constraints.
-	type gateAcc struct {
-		res GateResult
-		// first holds, by decision, 1 + the index in res.Reasons of the
-		// first reason that gave it (0: none yet).
-		first   [len(decisionNames)]int
-		options []string
-		cons    []Constraint
-	}
 	var accArr [8]gateAcc // the five gates, on the stack
 	acc := accArr[:0]
 	if len(Gates) <= len(accArr) {
@@ -488,6 +526,7 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 			r.Reasons = []Reason{{Rule: "fail-closed", Facts: []string{}, Absent: []string{}, Detail: msg}}
 		}
 	} else {
+		carveReasons(acc, &ev, d)
 		for _, dd := range d.decisions {
 			verdict, ok := ParseDecision(dd.verdict)
 			gate := dd.gate

@@ -98,9 +98,9 @@ func normalizeFacts(fs []logic.Fact) []logic.Fact {
 	return out
 }
 
-// The gates' reasons and the risk reasons share one array, each capped:
-// appending to any of them changes none of the others, and each is empty
-// rather than nil when it has no reasons.
+// The gates' reasons and the risk reasons share one array, as do the
+// reasons' fact lists, each capped: appending to any of them changes none
+// of the others, and each is empty rather than nil when it is empty.
 func TestEvaluateReasonsAreSeparate(t *testing.T) {
 	p, err := CompilePolicy("p/1", "fixture.dl", []byte(fixturePolicy), logic.Limits{MaxFirings: 10000, MaxInputs: 1000})
 	if err != nil {
@@ -117,12 +117,21 @@ func TestEvaluateReasonsAreSeparate(t *testing.T) {
 			if ev.RiskReasons == nil {
 				t.Fatalf("%s: risk reasons nil", audience)
 			}
+			var all []Reason
+			for _, g := range ev.Gates {
+				all = append(all, g.Reasons...)
+			}
+			all = append(all, ev.RiskReasons...)
 			snapshot := func() []any {
 				var s []any
 				for _, g := range ev.Gates {
 					s = append(s, slices.Clone(g.Reasons))
 				}
-				return append(s, slices.Clone(ev.RiskReasons))
+				s = append(s, slices.Clone(ev.RiskReasons))
+				for _, r := range all {
+					s = append(s, slices.Clone(r.Facts))
+				}
+				return s
 			}
 			before := snapshot()
 			sentinel := Reason{Rule: "sentinel"}
@@ -133,6 +142,12 @@ func TestEvaluateReasonsAreSeparate(t *testing.T) {
 				_ = append(ev.Gates[i].Reasons, sentinel, sentinel)
 			}
 			_ = append(ev.RiskReasons, sentinel, sentinel)
+			for _, r := range all {
+				if r.Facts == nil {
+					t.Fatalf("%s: reason %s: facts nil", audience, r.Rule)
+				}
+				_ = append(r.Facts, "sentinel", "sentinel")
+			}
 			if after := snapshot(); !reflect.DeepEqual(before, after) {
 				t.Fatalf("%s: appending to one list of reasons changed another:\n%v\n%v", audience, before, after)
 			}

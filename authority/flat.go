@@ -474,6 +474,8 @@ type flatRun struct {
 	vals []logic.Value
 	// group is where the rows of the helper being derived start in rows.
 	group int
+	// factSlots backs the firings' fact strings (factSlice).
+	factSlots []string
 }
 
 // flatScanMax is how many tuples of one relation are compared one by one
@@ -791,7 +793,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.args = r.args[:start]
 		return nil
 	}
-	why := Reason{Facts: factStrings(premises), Absent: absent, Detail: rule.where}
+	why := Reason{Facts: factStringsInto(r.factSlice(len(premises)), premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
@@ -807,6 +809,23 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.keys[o] = m
 	}
 	return nil
+}
+
+// factSlice returns n elements for a firing's fact strings, carved
+// (capped, so that no firing's list runs into the next) from an array the
+// run shares among its firings instead of one array per firing. The
+// lists are the run's output, so the array is the run's own, never
+// recycled. An empty list is empty, not nil.
+func (r *flatRun) factSlice(n int) []string {
+	if n == 0 {
+		return []string{}
+	}
+	if cap(r.factSlots)-len(r.factSlots) < n {
+		r.factSlots = make([]string, 0, max(8, n))
+	}
+	k := len(r.factSlots)
+	r.factSlots = r.factSlots[:k+n]
+	return r.factSlots[k : k+n : k+n]
 }
 
 // matches reports whether some row of a's relation meets the literal a
@@ -878,7 +897,11 @@ func (r *flatRun) seen(o int, args []logic.Value) bool {
 // shared string: a firing's reasons cost two allocations (the strings and
 // their slice) instead of several per fact.
 func factStrings(fs []logic.Fact) []string {
-	out := make([]string, len(fs))
+	return factStringsInto(make([]string, len(fs)), fs)
+}
+
+// factStringsInto is factStrings into out, which has one element per fact.
+func factStringsInto(out []string, fs []logic.Fact) []string {
 	n := 0
 	for _, f := range fs {
 		n += len(f.Rel) + 3

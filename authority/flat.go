@@ -476,6 +476,8 @@ type flatRun struct {
 	group int
 	// factSlots backs the firings' fact strings (factSlice).
 	factSlots []string
+	// dst holds the arrays result appends the decisions and risks to.
+	dst derived
 }
 
 // flatScanMax is how many tuples of one relation are compared one by one
@@ -531,6 +533,13 @@ type flatTuple struct {
 }
 
 func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
+	return e.deriveInto(facts, derived{})
+}
+
+// deriveInto is derive with its decisions and risks appended to into's
+// arrays, emptied first, so that a caller can recycle them (Evaluate
+// does).
+func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, error) {
 	if e.lim.MaxInputs > 0 && len(facts) > e.lim.MaxInputs {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
@@ -539,7 +548,7 @@ func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
 	// what a firing derives is allocated.
 	sc := flatScratchPool.Get().(*flatScratch)
 	// Every relation's rows are set below before any is read.
-	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0]}
+	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0], dst: into}
 	for k := range run.out {
 		run.out[k] = run.out[k][:0]
 	}
@@ -986,7 +995,7 @@ func (r *flatRun) sorted(rel string) []flatTuple {
 
 func (r *flatRun) result() derived {
 	// caps and options stay nil (readable, empty) unless a rule fills them.
-	var d derived
+	d := derived{decisions: r.dst.decisions[:0], risks: r.dst.risks[:0]}
 	addCap := func(k [2]string, c capSpec) {
 		if d.caps == nil {
 			d.caps = map[[2]string][]capSpec{}

@@ -319,6 +319,10 @@ var ticketFactBufs = sync.Pool{New: func() any { return new(ticketFactBuf) }}
 type ticketFactBuf struct {
 	facts []logic.Fact
 	args  []logic.Value
+	// decisions and risks receive what the flat engine derives; Evaluate
+	// copies each out by value.
+	decisions []derivedDecision
+	risks     []derivedRisk
 }
 
 // appendTicketFacts is TicketFacts into the given arrays. Callers size
@@ -500,12 +504,28 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 		buf.args = make([]logic.Value, 0, na)
 	}
 	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
-	d, err := p.engine.derive(facts)
+	var d derived
+	var err error
+	if fe, ok := p.engine.(*flatEngine); ok {
+		// The derived decisions and risks are read here and copied into
+		// the evaluation: their arrays are recycled with the facts'.
+		d, err = fe.deriveInto(facts, derived{decisions: buf.decisions, risks: buf.risks})
+	} else {
+		d, err = p.engine.derive(facts)
+	}
 	// The engines copied what they keep: the arrays go back as they are,
 	// to be overwritten by the next ticket (see flatScratch on why they
-	// are not cleared).
+	// are not cleared), once the evaluation is built.
 	buf.facts = facts[:0]
-	ticketFactBufs.Put(buf)
+	defer func() {
+		if d.decisions != nil {
+			buf.decisions = d.decisions[:0]
+		}
+		if d.risks != nil {
+			buf.risks = d.risks[:0]
+		}
+		ticketFactBufs.Put(buf)
+	}()
 	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}
 	var accArr [8]gateAcc // the five gates, on the stack
 	acc := accArr[:0]

@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/tripwire"
-	"flrh.dev/flrh/verify"
 )
 
 // The run from decision 1161 (a request too large for the HTTP wire), on
@@ -35,14 +33,7 @@ func TestReleasedTooLargeRunVerifiesAndCancels(t *testing.T) {
 				t.Fatalf("trace record %d is %s, want %s", i, tr[i].Kind, k)
 			}
 		}
-		vr, err := verify.Run(o.ctx, o.st, control.Default(), "big")
-		if err != nil || !vr.OK() {
-			t.Fatalf("verify: %v %+v", err, vr)
-		}
-		rp, err := verify.Replay(o.ctx, o.st, o.wf, "big")
-		if err != nil || !rp.OK() {
-			t.Fatalf("replay: %v %+v", err, rp)
-		}
+		o.verifiedAndReplayed(t, "big")
 	}
 	if err := o.r.Release(o.ctx, "big", "limit checked", runner.Actor{Name: "model", Role: "agent", Capability: tripwire.SummonSafeMode}); !errors.As(err, new(*runner.ReleaseRefusedError)) {
 		t.Fatalf("an agent's release: %v", err)

@@ -66,14 +66,7 @@ func TestTooLargeRequestParksTheRun(t *testing.T) {
 	if strings.Contains(o.logs.String(), plantedPayee) {
 		t.Fatal("the payee reached the log")
 	}
-	vr, err := verify.Run(o.ctx, o.st, control.Default(), "big")
-	if err != nil || !vr.OK() {
-		t.Fatalf("verify: %v %+v", err, vr)
-	}
-	rp, err := verify.Replay(o.ctx, o.st, o.wf, "big")
-	if err != nil || !rp.OK() {
-		t.Fatalf("replay: %v %+v", err, rp)
-	}
+	o.verifiedAndReplayed(t, "big")
 	small, err := o.st.Run(o.ctx, "small")
 	if err != nil || small.State != "SUCCEEDED" {
 		t.Fatalf("small: %+v (%v)", small, err)
@@ -92,5 +85,19 @@ func startUnchecked(t *testing.T, o *observed, id string, input []byte) {
 	}
 	if err := r.Start(o.ctx, id, o.wf.ID(), o.wf.Version(), input); err != nil {
 		t.Fatalf("start %s: %v", id, err)
+	}
+}
+
+// verifiedAndReplayed fails the test unless the run's record verifies and
+// replays byte for byte.
+func (o *observed) verifiedAndReplayed(t *testing.T, id string) {
+	t.Helper()
+	vr, err := verify.Run(o.ctx, o.st, control.Default(), id)
+	if err != nil || !vr.OK() {
+		t.Fatalf("verify %s: %v %+v", id, err, vr)
+	}
+	rp, err := verify.Replay(o.ctx, o.st, o.wf, id)
+	if err != nil || !rp.OK() {
+		t.Fatalf("replay %s: %v %+v", id, err, rp)
 	}
 }

@@ -34,11 +34,7 @@ func sameTables(t interface{ Fatalf(string, ...any) }, a, b *Materialization) {
 // statistics and errors (budgets included) of inserting each tuple at once.
 func TestBatchedInsertsAgreeWithUnbatched(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		src := genProgram(t)
-		c, err := Load("gen.dl", []byte(src))
-		if err != nil {
-			t.Skip("rejected program")
-		}
+		c, src := genLoaded(t)
 		base := genFacts(t)
 		lim := Limits{
 			MaxTuples:  int64(rapid.IntRange(0, 60).Draw(t, "maxTuples")),

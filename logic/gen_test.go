@@ -20,6 +20,18 @@ var genRels = []genRel{{"e", 2}, {"f", 1}, {"p", 2}, {"q", 1}, {"r", 2}, {"s", 1
 // numbers: recursion, default and explicit negation, comparisons and
 // bounded arithmetic. Programs that fail Check are still useful inputs for
 // the checker; differential tests skip them.
+// genLoaded draws a program and loads it, skipping the case when the
+// checker rejects it (checkOracle holds the rejections to their codes).
+// It returns the program's text too, for failure messages.
+func genLoaded(t *rapid.T) (*Compiled, string) {
+	src := genProgram(t)
+	c, err := Load("gen.dl", []byte(src))
+	if err != nil {
+		t.Skip("rejected program")
+	}
+	return c, src
+}
+
 func genProgram(t *rapid.T) string {
 	var b strings.Builder
 	for _, r := range genRels {

@@ -77,11 +77,7 @@ func TestApplyRecomputeMatchesFromScratch(t *testing.T) {
 
 func checkApply(t *rapid.T) {
 	{
-		src := genProgram(t)
-		c, err := Load("gen.dl", []byte(src))
-		if err != nil {
-			t.Skip("rejected program")
-		}
+		c, src := genLoaded(t)
 		lim := Limits{MaxTuples: 20000, MaxDepth: rapid.IntRange(0, 4).Draw(t, "maxdepth")}
 		ms := baseMultiset{}
 		initial := genFacts(t)

@@ -139,11 +139,7 @@ func TestFootprintMonotoneAndMatchesOracle(t *testing.T) {
 // stop at the same point.
 func TestMemoryBudgetIsExact(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		src := genProgram(t)
-		c, err := Load("gen.dl", []byte(src))
-		if err != nil {
-			t.Skip("rejected program")
-		}
+		c, src := genLoaded(t)
 		base := genFacts(t)
 		free, err := Evaluate(c, base, Limits{MaxTuples: 20000})
 		if err != nil {

@@ -647,8 +647,11 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	// Acts of people. The CLI trusts its user's --as (they hold the store);
 	// the server takes the actor from an authenticated token instead.
 	// refusals names the trace records in which the run refuses this kind
-	// of act (see refusedAct).
-	act := func(use, short string, nargs int, refusals []string, do func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error) *cobra.Command {
+	// of act (see refusedAct); after, when not nil, judges the act once the
+	// run has taken it and rests (a submission the run ended without
+	// reading, say).
+	act := func(use, short string, nargs int, refusals []string, after func(ctx context.Context, st store.Store, runID string) error,
+		do func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error) *cobra.Command {
 		c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs)}
 		f := addRunnerFlags(c)
 		as := c.Flags().String("as", "", "who acts (required)")
@@ -680,30 +683,30 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			if err := printStatus(cmd, st, r, args[0]); err != nil {
 				return err
 			}
-			after, err := st.Trace(cmd.Context(), args[0])
+			recs, err := st.Trace(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			if err := refusedAct(args[0], refusals, after[min(len(before), len(after)):]); err != nil || cmd.Name() != "submit" {
+			if err := refusedAct(args[0], refusals, recs[min(len(before), len(recs)):]); err != nil || after == nil {
 				return err
 			}
-			return unreadAtEnd(cmd.Context(), st, args[0])
+			return after(cmd.Context(), st, args[0])
 		}
 		return c
 	}
-	approve := act("approve RUN REQUEST", "Approve exactly what a run waits for (bound to the request digest)", 2, []string{"approval_refused", "approval_ignored"},
+	approve := act("approve RUN REQUEST", "Approve exactly what a run waits for (bound to the request digest)", 2, []string{"approval_refused", "approval_ignored"}, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Approve(cmd.Context(), args[0], args[1], runner.Actor{Name: as, Role: "human_approver", Capability: "approval.grant_exact_hash"}, 15*time.Minute)
 		})
-	deny := act("deny RUN REQUEST", "Deny the approval a run waits for; the run fails permanently", 2, nil,
+	deny := act("deny RUN REQUEST", "Deny the approval a run waits for; the run fails permanently", 2, nil, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Deny(cmd.Context(), args[0], args[1], "denied by "+as, runner.Actor{Name: as, Role: "human_approver", Capability: "approval.deny"})
 		})
-	cancel := act("cancel RUN", "Cancel a run (deferred until an in-flight effect is reconciled)", 1, nil,
+	cancel := act("cancel RUN", "Cancel a run (deferred until an in-flight effect is reconciled)", 1, nil, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			return r.Cancel(cmd.Context(), args[0], "cancelled by "+as, runner.Actor{Name: as, Role: "authorized_requester", Capability: "run.cancel"})
 		})
-	reconcile := act("reconcile RUN INTENT", "Settle an effect whose outcome is unknown, after checking the destination", 2, []string{"reconcile_ignored"},
+	reconcile := act("reconcile RUN INTENT", "Settle an effect whose outcome is unknown, after checking the destination", 2, []string{"reconcile_ignored"}, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			res, _ := cmd.Flags().GetString("resolution")
 			capability := "receipt.confirm_external"
@@ -712,7 +715,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 			}
 			return r.Reconcile(cmd.Context(), args[0], args[1], res, runner.Actor{Name: as, Role: "human_reconciler", Capability: capability})
 		})
-	choose := act("choose RUN PROPOSAL OPTION", "Choose among the options H offered a person for a proposal (Contestable Gate Mode)", 3, []string{"refusal"},
+	choose := act("choose RUN PROPOSAL OPTION", "Choose among the options H offered a person for a proposal (Contestable Gate Mode)", 3, []string{"refusal"}, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			by := runner.Actor{Name: as, Role: "operator", Capability: "mrp.choose_option"}
 			status, err := r.Inspect(cmd.Context(), args[0])
@@ -746,7 +749,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		}
 		return cmd.Flags().Set("resolution", res)
 	}
-	submit := act("submit RUN", "Hand a live run a new input and advance it until it waits", 1, []string{"refusal"},
+	submit := act("submit RUN", "Hand a live run a new input and advance it until it waits", 1, []string{"refusal"}, unreadAtEnd,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			body, _ := readInputFlags(subFile, subJSON) // checked in PreRunE
 			u := runner.Usage{Tokens: subTokens, CostMicros: subCost}

@@ -31,7 +31,7 @@ any check fails.`,
 	vAll := vc.Flags().Bool("all", false, "verify every run in the store")
 	vc.Args = runsArgs(vAll)
 	vc.RunE = func(cmd *cobra.Command, args []string) error {
-		defer checkGC()()
+		defer collectorTarget(checkGCPercent)()
 		st, err := openStore(cmd.Context(), *vStore, true)
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ were created). Exit status 1 if anything differs.`,
 	rJSON := rc.Flags().Bool("json", false, "print the reports as JSON")
 	rc.Args = runsArgs(rAll)
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
-		defer checkGC()()
+		defer collectorTarget(checkGCPercent)()
 		ctx := cmd.Context()
 		st, err := openStore(ctx, *rStore, true)
 		if err != nil {
@@ -179,10 +179,6 @@ were created). Exit status 1 if anything differs.`,
 // stays small next to the store's pages (BenchmarkVerifyMany: +30 % or
 // more events per CPU-second; see docs/performance/runner.md).
 const checkGCPercent = 400
-
-// checkGC sets the collector's target for a verify or replay command
-// unless GOGC is set, and returns what restores it.
-func checkGC() (restore func()) { return collectorTarget(checkGCPercent) }
 
 func printVerify(w io.Writer, rep *verify.Report) {
 	verdict := "verified"

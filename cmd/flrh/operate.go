@@ -408,7 +408,11 @@ func printInbox(ctx context.Context, out io.Writer, st store.Store, id string, e
 		s = ""
 	}
 	if ended {
-		fmt.Fprintf(out, "  %d input%s never read: the run ended before it took %s\n", n, s, map[bool]string{true: "it", false: "them"}[n == 1])
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(out, "  %d input%s never read: the run ended before it took %s\n", n, s, them)
 		return
 	}
 	fmt.Fprintf(out, "  %d input%s in the inbox, read when the run next takes input\n", n, s)
@@ -749,6 +753,8 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		}
 		return cmd.Flags().Set("resolution", res)
 	}
+	var subFile, subJSON string
+	var subTokens, subCost int64
 	submit := act("submit RUN", "Hand a live run a new input and advance it until it waits", 1, []string{"refusal"}, unreadAtEnd,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
 			body, _ := readInputFlags(subFile, subJSON) // checked in PreRunE
@@ -800,12 +806,6 @@ func unreadAtEnd(ctx context.Context, st store.Store, id string) error {
 	}
 	return fmt.Errorf("run %s ended (%s) before it read the input: nothing was done with it", id, run.Outcome)
 }
-
-// The flags of run submit.
-var (
-	subFile, subJSON   string
-	subTokens, subCost int64
-)
 
 // readInputFlags reads an input given as --input FILE or --input-json TEXT
 // (exactly one of them).

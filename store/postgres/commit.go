@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,7 +199,8 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 	commitSent, err := s.once(ctx, func(tx *wtx) error {
 		next = h
 		tx.Queue(expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-c AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r)
+n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
+c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true) FROM n)
 UPDATE runs SET head_seq = $6, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
 FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
 	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence"),
@@ -287,11 +289,17 @@ func (h *heads) forget(runID string) {
 }
 
 // tsParam is the tick's time in its writes: $n when the caller knows it,
-// else the run header's updated_at, which the transaction has already set
-// to the clock reading taken after the lock.
+// else the clock reading the one-round-trip commit's first statement took
+// after the lock and left in the transaction's tickAt setting (the run
+// header's updated_at). A setting, not a read of the header: every write
+// would otherwise start an index scan of runs for it.
 func tsParam(n int) string {
-	return `COALESCE($` + itoa(n) + `::bigint, (SELECT updated_at FROM runs WHERE run_id = $` + itoa(n+1) + `))`
+	return `COALESCE($` + itoa(n) + `::bigint, current_setting('` + tickAt + `')::bigint)`
 }
+
+// tickAt is the transaction-local setting that holds the tick's time on
+// the one-round-trip path (see tsParam); it ends with the transaction.
+const tickAt = "flrh.tick_at"
 
 func itoa(n int) string {
 	if n < 10 {
@@ -312,32 +320,54 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	const op = "commit"
 	runID := lease.RunID
 	head := next.head + int64(len(tick.Events))
+	// An intent new in this tick that the tick also begins takes its
+	// first attempt in the statement that writes it: its outbox row is
+	// written in flight, never pending and then moved. (Any further begin
+	// of it goes the usual way, and its guard refuses it.)
+	var begunNew map[string]bool
+	skip := make([]bool, len(tick.Begin))
+	for i, id := range tick.Begin {
+		if begin[i] == 1 && newIntent(tick, id) && !begunNew[id] {
+			if begunNew == nil {
+				begunNew = map[string]bool{}
+			}
+			begunNew[id], skip[i] = true, true
+		}
+	}
 	for _, in := range tick.Intents {
 		var approval any
 		if in.ApprovalID != "" {
 			approval = in.ApprovalID
 		}
-		tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, `+tsParam(11)+`)`,
-			in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts, runID)
-		tx.Queue(`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ($1, $2, 'pending', `+tsParam(3)+`)`, in.ID, runID, ts, runID)
+		sql := intentSQL
+		if begunNew[in.ID] {
+			sql = intentBegunSQL
+			delete(begunNew, in.ID) // a second intent of the same id fails on the key
+		}
+		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
 	}
 	for _, r := range tick.Results {
-		tx.Queue(expectOne(`UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
-WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4)`, "attempt result"),
-			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N)
-		tx.Queue(`UPDATE outbox SET status = $1, route = $2, updated_at = `+tsParam(3)+` WHERE intent_id = $5`,
-			string(r.Outbox), r.Route, ts, runID, r.IntentID)
+		// The attempt's row and its intent's outbox in one statement; the
+		// guard is on the attempt.
+		tx.Queue(`WITH a AS (UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
+	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
+o AS (UPDATE outbox SET status = $7, route = $8, updated_at = `+tsParam(3)+` WHERE intent_id = $5)
+SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`,
+			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, string(r.Outbox), r.Route)
 	}
 	for i, id := range tick.Begin {
-		queueAttempt(tx, lease, id, begin[i], ts)
+		if !skip[i] {
+			queueAttempt(tx, lease, id, begin[i], ts)
+		}
 	}
 	for _, rc := range tick.Receipts {
-		// The guard is the check that the intent is this run's.
-		tx.Queue(expectOne(`UPDATE outbox SET status = 'done', updated_at = `+tsParam(1)+` WHERE intent_id = $3 AND run_id = $2`, "receipt"),
-			ts, runID, rc.IntentID)
-		tx.Queue(`INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, `+tsParam(7)+`)`, rc.IntentID, runID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts, runID)
+		// The guard is the check that the intent is this run's; the
+		// receipt is written only beside the outbox row it closes.
+		tx.Queue(`WITH o AS (UPDATE outbox SET status = 'done', updated_at = `+tsParam(1)+` WHERE intent_id = $3 AND run_id = $2 RETURNING 1),
+r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT $3, $2, $4, $5, $6, $7, `+tsParam(1)+` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
+			ts, runID, rc.IntentID, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 	}
 	for _, in := range tick.Submit {
 		// Appended consumed, at the next inbox position: what Submit and
@@ -345,7 +375,7 @@ VALUES ($1, $2, $3, $4, $5, $6, `+tsParam(7)+`)`, rc.IntentID, runID, rc.Outcome
 		// submissions to the run are serialized with this tick.
 		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
 SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsParam(9)+` FROM inbox WHERE run_id = $1`,
-			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts, runID)
+			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts)
 	}
 	for _, id := range store.FromInbox(tick) {
 		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
@@ -364,38 +394,43 @@ SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsPara
 	if err != nil {
 		return err
 	}
+	// Events, checkpoint and trace row go as one statement (a data-modifying
+	// WITH for each but the last): one execution instead of three.
+	var ap appends
 	if n := len(tick.Events); n > 0 {
-		seqs, kinds, bodies := make([]int64, n), make([]string, n), make([][]byte, n)
+		kinds, bodies := make([]string, n), make([][]byte, n)
 		var digests, prevs, chainHashes hashColumns
 		prev := next.hash
 		for i, ev := range tick.Events {
-			seqs[i], kinds[i], bodies[i] = next.head+int64(i)+1, ev.Kind, ev.Body
+			kinds[i], bodies[i] = ev.Kind, ev.Body
 			digests.add(ev.Digest)
 			prevs.add(prev)
 			chainHashes.add(chains[i])
 			prev = chains[i]
 		}
 		next.hash = prev
-		tx.Queue(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
-SELECT $1, e.seq, e.kind, e.body, e.digest_sum, e.digest, e.prev_sum, e.prev_hash, e.chain_sum, e.chain_hash, $11, `+tsParam(12)+`
-FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bytea[], $6::text[], $7::bytea[], $8::text[], $9::bytea[], $10::text[])
-	AS e(seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash)`,
-			runID, seqs, kinds, bodies, digests.sums, digests.texts, prevs.sums, prevs.texts, chainHashes.sums, chainHashes.texts,
-			lease.Generation, ts, runID)
+		cols := []string{"kind", "body"}
+		arrays := []string{ap.arg(kinds) + "::text[]", ap.arg(bodies) + "::bytea[]"}
+		sel := func(c hashColumns, sum, text string) string {
+			cols = append(cols, sum)
+			arrays = append(arrays, ap.arg(c.sums)+"::bytea[]")
+			if !c.anyText {
+				return "e." + sum + ", NULL"
+			}
+			cols = append(cols, text)
+			arrays = append(arrays, ap.arg(c.texts)+"::text[]")
+			return "e." + sum + ", e." + text
+		}
+		hashes := sel(digests, "digest_sum", "digest") + ", " + sel(prevs, "prev_sum", "prev_hash") + ", " + sel(chainHashes, "chain_sum", "chain_hash")
+		ap.add(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
+SELECT ` + ap.arg(runID) + `, ` + ap.arg(next.head) + `::bigint + e.i, e.kind, e.body, ` + hashes + `, ` + ap.arg(lease.Generation) + `, ` + ap.ts(ts) + `
+FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS e(` + strings.Join(cols, ", ") + `, i)`)
 	}
 	next.head = head
 	if cp := tick.Checkpoint; cp != nil {
 		next.checkpoints++
-		tx.Queue(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+tsParam(9)+`)`,
-			runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation, ts, runID)
-	}
-	if state != "" {
-		if tick.State != "" {
-			state = tick.State
-		}
-		tx.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
-			head, next.hash, state, tick.Outcome, ts, runID)
+		ap.add(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (` + ap.args(runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation) + `, ` + ap.ts(ts) + `)`)
 	}
 	if n := len(tick.Trace); n > 0 {
 		// One row for the tick's records (see the schema's "trace records
@@ -406,12 +441,87 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+tsParam(9)+`)`,
 		}
 		first := next.trace + 1
 		next.trace += int64(n)
-		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
-VALUES ($1, $2, $3, $4::text[], $5::bytea[], `+tsParam(6)+`)`,
-			runID, first, next.trace, kinds, traceBodies, ts, runID)
+		ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
+VALUES (` + ap.args(runID, first, next.trace) + `, ` + ap.arg(kinds) + `::text[], ` + ap.arg(traceBodies) + `::bytea[], ` + ap.ts(ts) + `)`)
+	}
+	ap.queue(tx)
+	if state != "" {
+		if tick.State != "" {
+			state = tick.State
+		}
+		tx.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
+			head, next.hash, state, tick.Outcome, ts, runID)
 	}
 	return nil
 }
+
+// appends builds one statement of several INSERTs, each but the last a
+// data-modifying WITH, numbering their parameters as they are added.
+type appends struct {
+	parts []string
+	vals  []any
+	tsRef string // the tick time's parameter, once added
+}
+
+// arg adds a parameter and returns its placeholder.
+func (a *appends) arg(v any) string {
+	a.vals = append(a.vals, v)
+	return "$" + itoa(len(a.vals))
+}
+
+// args adds parameters and returns their placeholders, comma-separated.
+func (a *appends) args(vs ...any) string {
+	ps := make([]string, len(vs))
+	for i, v := range vs {
+		ps[i] = a.arg(v)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// ts is the tick's time (see tsParam), its parameter added once.
+func (a *appends) ts(ts any) string {
+	if a.tsRef == "" {
+		a.tsRef = a.arg(ts)
+	}
+	return `COALESCE(` + a.tsRef + `::bigint, current_setting('` + tickAt + `')::bigint)`
+}
+
+func (a *appends) add(stmt string) { a.parts = append(a.parts, stmt) }
+
+// queue queues the statement, if there is anything to append.
+func (a *appends) queue(tx *wtx) {
+	if len(a.parts) == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, p := range a.parts[:len(a.parts)-1] {
+		if i == 0 {
+			b.WriteString("WITH ")
+		} else {
+			b.WriteString(",\n")
+		}
+		b.WriteString("a" + itoa(i) + " AS (" + p + ")")
+	}
+	if len(a.parts) > 1 {
+		b.WriteString("\n")
+	}
+	b.WriteString(a.parts[len(a.parts)-1])
+	tx.Queue(b.String(), a.vals...)
+}
+
+// intentSQL writes an intent ($1 … $10, at time $11: see tsParam) and its
+// pending outbox row in one statement; intentBegunSQL writes it with its
+// outbox in flight and its first attempt begun.
+const (
+	intentSQL = `WITH i AS (INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ` + tsParam11 + `) RETURNING intent_id, run_id, recorded_at)
+INSERT INTO outbox (intent_id, run_id, status, updated_at) SELECT intent_id, run_id, 'pending', recorded_at FROM i`
+	intentBegunSQL = `WITH i AS (INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ` + tsParam11 + `) RETURNING intent_id, run_id, generation, recorded_at),
+o AS (INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) SELECT intent_id, run_id, 'in_flight', 1, recorded_at FROM i)
+INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, 1, 'started', generation, recorded_at FROM i`
+	tsParam11 = `COALESCE($11::bigint, current_setting('` + tickAt + `')::bigint)`
+)
 
 // chainOf returns the chain hash of each event appended after head, whose
 // chain hash is prev.
@@ -718,10 +828,10 @@ func queueAttempt(tx *wtx, lease store.Lease, intentID string, n int64, ts any) 
 	// transaction's snapshot, the update fails with a serialization error
 	// (run again, and told exactly why) before the attempt's number can
 	// collide.
-	tx.Queue(expectOne(`UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = `+tsParam(2)+`
-WHERE intent_id = $4 AND attempts = $1 - 1 AND status IN ('pending', 'retry')`, "attempt start"), n, ts, lease.RunID, intentID)
-	tx.Queue(`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ($1, $2, 'started', $3, `+tsParam(4)+`)`,
-		intentID, n, lease.Generation, ts, lease.RunID)
+	tx.Queue(`WITH o AS (UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = `+tsParam(2)+`
+	WHERE intent_id = $3 AND attempts = $1 - 1 AND status IN ('pending', 'retry') RETURNING intent_id),
+a AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, $1, 'started', $4, `+tsParam(2)+` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`, n, ts, intentID, lease.Generation)
 }
 
 // sealTick returns the bodies the tick's checkpoint and trace records are

@@ -30,8 +30,9 @@ func hashSum(h string) []byte {
 // hashColumns are one hash column pair's values for a multi-row insert:
 // per row, the sum or NULL, and NULL or the text.
 type hashColumns struct {
-	sums  [][]byte
-	texts []*string
+	sums    [][]byte
+	texts   []*string
+	anyText bool // some hash is not canonical: texts holds it
 }
 
 func (c *hashColumns) add(h string) {
@@ -42,6 +43,7 @@ func (c *hashColumns) add(h string) {
 		return
 	}
 	c.texts = append(c.texts, &h)
+	c.anyText = true
 }
 
 // hashText reads a hash column pair back as the text it was written as.

@@ -302,6 +302,23 @@ EXCEPTION WHEN feature_not_supported OR syntax_error THEN
 END
 $$;
 `},
+	// A checkpoint or a tick's trace row stays one heap tuple unless it
+	// will not fit a page even compressed. Under the default (EXTENDED)
+	// storage a row over TOAST's threshold (about 2 KB, which most are)
+	// has its large value compressed and then, still over it, cut into
+	// TOAST chunks: each a heap tuple and an index entry of its own, with
+	// their write-ahead log records, written now and read back through
+	// that index. Under MAIN a value is compressed in the row and moved
+	// out only when the row would still not fit a page. Every variable-
+	// length column of the two tables takes MAIN: one left EXTENDED is the
+	// first the server moves out of line, however small. Only the place
+	// of values written afterwards changes, never their bytes.
+	{"checkpoints and trace rows kept whole", `
+ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE MAIN, ALTER COLUMN build_digest SET STORAGE MAIN,
+	ALTER COLUMN body SET STORAGE MAIN, ALTER COLUMN digest SET STORAGE MAIN;
+ALTER TABLE trace ALTER COLUMN run_id SET STORAGE MAIN, ALTER COLUMN kinds SET STORAGE MAIN,
+	ALTER COLUMN bodies SET STORAGE MAIN;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

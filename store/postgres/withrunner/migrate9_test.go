@@ -1,0 +1,93 @@
+package withrunner
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store/postgres"
+)
+
+// toVersion8 gives schema's checkpoints and trace tables back the storage
+// of the released version 8 (every column EXTENDED) and forgets the
+// migrations after 8: what a version-8 build leaves.
+func toVersion8(t *testing.T, schema string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	must(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
+ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN build_digest SET STORAGE EXTENDED,
+	ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN digest SET STORAGE EXTENDED;
+ALTER TABLE trace ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN kinds SET STORAGE EXTENDED,
+	ALTER COLUMN bodies SET STORAGE EXTENDED;
+DELETE FROM schema_migrations WHERE version > 8;`)
+	must(t, err)
+}
+
+// toastRows counts the TOAST chunks of schema's checkpoints and trace.
+func toastRows(t *testing.T, st *postgres.Store) int64 {
+	t.Helper()
+	var n int64
+	for _, table := range []string{"checkpoints", "trace"} {
+		var toast string
+		must(t, st.Pool().QueryRow(ctx, `SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = $1::regclass`, table).Scan(&toast))
+		var c int64
+		must(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+toast).Scan(&c))
+		n += c
+	}
+	return n
+}
+
+// Real runs written by a version-8 build (checkpoints and trace rows cut
+// into TOAST chunks) read back exactly as before after migration 9,
+// verify, and go on; the checkpoints and trace rows written after it stay
+// whole in their rows.
+func TestMigrateFromVersion8RealRuns(t *testing.T) {
+	schema := freshSchema(t)
+	// This build's writes under version 8's storage: the store is opened
+	// (which migrates to this build's version) and then put back to
+	// version 8 underneath it; the migration is what this test is about.
+	old := openNamed(t, schema, "flrh-migrate8-old", postgres.Options{})
+	toVersion8(t, schema)
+	ids := recordRuns(t, old, "", true)
+	want := map[string]runRecord{}
+	for _, id := range ids {
+		want[id] = readRun(t, old, id)
+	}
+	var v int64
+	must(t, old.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
+	if v != 8 {
+		t.Fatalf("schema at version %d, want 8", v)
+	}
+	chunks := toastRows(t, old)
+	if chunks == 0 {
+		t.Fatal("the version-8 runs left nothing in TOAST; the test would prove nothing")
+	}
+	old.Close()
+
+	st := openNamed(t, schema, "flrh-migrate8", postgres.Options{})
+	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
+	if v != postgres.SchemaVersion || v < 9 {
+		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
+	}
+	for _, id := range ids {
+		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+	verifyRuns(t, st, ids)
+	more := recordRuns(t, st, "after-", false)
+	verifyRuns(t, st, append(ids, more...))
+	if got := toastRows(t, st); got != chunks {
+		t.Fatalf("TOAST chunks %d → %d: rows written after migration 9 were cut", chunks, got)
+	}
+	// They are still compressed, in the row.
+	var compressed, all int64
+	must(t, st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_column_size(body) < octet_length(body)), count(*)
+FROM checkpoints WHERE run_id LIKE 'after-%'`).Scan(&compressed, &all))
+	if all == 0 || compressed == 0 {
+		t.Fatalf("%d of %d checkpoints after migration 9 compressed", compressed, all)
+	}
+}

@@ -69,7 +69,45 @@ const (
 	withEffects             // receipts, attempts and approvals
 )
 
+// recordReader is implemented by stores that read a run's tables at
+// once (SQLite: one statement), each part as its own method returns it;
+// all asks for the header and the effects as well (withRun|withEffects).
+type recordReader interface {
+	ReadRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, error)
+}
+
+// recordReaderOf returns the recordReader of st, or of the first store it
+// wraps that has one.
+func recordReaderOf(st store.Store) (recordReader, bool) {
+	for st != nil {
+		if rr, ok := st.(recordReader); ok {
+			return rr, true
+		}
+		u, ok := st.(store.Unwrapper)
+		if !ok {
+			break
+		}
+		st = u.Unwrap()
+	}
+	return nil, false
+}
+
 func load(ctx context.Context, st store.Store, runID string, parts int) (*record, error) {
+	if parts == withRun|withEffects || parts == 0 {
+		if rr, ok := recordReaderOf(st); ok {
+			r, err := rr.ReadRunRecord(ctx, runID, parts != 0)
+			if err != nil {
+				return nil, err
+			}
+			rec := &record{st: st, run: r.Run, events: r.Events, cp: r.Checkpoint, hasCP: r.HasCheckpoint,
+				intents: r.Intents, receipts: r.Receipts}
+			if parts != 0 {
+				rec.bulk = true
+				rec.setEffects(r.Attempts, r.Approvals)
+			}
+			return rec, nil
+		}
+	}
 	rec := &record{st: st}
 	var err error
 	if parts&withRun != 0 {
@@ -105,25 +143,36 @@ func load(ctx context.Context, st store.Store, runID string, parts int) (*record
 	if err != nil {
 		return nil, err
 	}
-	rec.attempts = make(map[string][]store.Attempt, len(rec.intents))
-	for _, a := range ats {
-		rec.attempts[a.IntentID] = append(rec.attempts[a.IntentID], a)
-	}
+	var aps []store.Approval
 	for _, in := range rec.intents {
 		if in.ApprovalID != "" {
-			aps, err := rr.RunApprovals(ctx, runID)
-			if err != nil {
+			if aps, err = rr.RunApprovals(ctx, runID); err != nil {
 				return nil, err
-			}
-			rec.approvals = make(map[string]store.Approval, len(aps))
-			for _, a := range aps {
-				rec.approvals[a.ID] = a
 			}
 			break
 		}
 	}
 	rec.bulk = true
+	rec.setEffects(ats, aps)
 	return rec, nil
+}
+
+// setEffects files the attempts and grants read for the whole run by
+// intent and by id.
+func (r *record) setEffects(ats []store.Attempt, aps []store.Approval) {
+	if len(r.intents) == 0 {
+		return
+	}
+	r.attempts = make(map[string][]store.Attempt, len(r.intents))
+	for _, a := range ats {
+		r.attempts[a.IntentID] = append(r.attempts[a.IntentID], a)
+	}
+	if len(aps) > 0 {
+		r.approvals = make(map[string]store.Approval, len(aps))
+		for _, a := range aps {
+			r.approvals[a.ID] = a
+		}
+	}
 }
 
 // attemptsOf returns an intent's attempts in order.

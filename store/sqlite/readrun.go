@@ -1,0 +1,281 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"flrh.dev/flrh/store"
+)
+
+// A run's record read by one statement. Each of Run, Events, Checkpoint,
+// Intents, Receipts, RunAttempts and RunApprovals is a statement of its
+// own, and most of a small run's read is the fixed cost of a statement in
+// the driver and in database/sql (a result set, a value per column, the
+// columns' names); a verifier reading every table of a run paid it seven
+// times. ReadRunRecord reads the same rows with one compound statement,
+// one arm per table, a leading column naming the arm and the rest holding
+// the arm's columns in the order its own read selects them (NULL beyond).
+// One statement also reads one state of the database.
+//
+// Each arm selects what the table's own read selects, with the same
+// WHERE; the order of the rows each read returns is restored from the
+// same keys (the arms' order within the compound is not relied on).
+const (
+	recordWidth = 15 // the tag and up to 14 columns (the run's header)
+
+	armRun        = 0
+	armEvents     = 1
+	armCheckpoint = 2
+	armIntents    = 3
+	armReceipts   = 4
+	armAttempts   = 5
+	armApprovals  = 6
+)
+
+const recordRunArm = `SELECT 0, ` + runColumns + ` FROM runs WHERE run_id = ?1`
+
+const recordCoreArms = `
+SELECT 1, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
+FROM events WHERE run_id = ?1
+UNION ALL
+SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM (SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints WHERE run_id = ?1 ORDER BY n DESC LIMIT 1)
+UNION ALL
+SELECT 3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
+FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ?1`
+
+const recordEffectArms = `
+UNION ALL
+SELECT 4, intent_id, outcome, body, digest, commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM receipts WHERE run_id = ?1
+UNION ALL
+SELECT 5, a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ?1
+UNION ALL
+SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1`
+
+// The two statements: with the run's header and effects, and without.
+const (
+	recordAllQuery  = recordRunArm + "\nUNION ALL" + recordCoreArms + recordEffectArms
+	recordCoreQuery = recordCoreArms
+)
+
+// ReadRunRecord reads run runID's events, latest checkpoint and intents,
+// and with all its header (Run), receipts, attempts (RunAttempts) and the
+// grants its intents name (RunApprovals) as well: each part exactly as
+// its own method returns it, read by one statement. Where the statement
+// meets anything but the plain case (no such run, a value of a type the
+// column's own read would convert or refuse, a sealed checkpoint that does
+// not open, a database error), the parts are read by their own methods
+// instead, one after the other in the order above, so that what is
+// returned, errors included, is what those methods return.
+func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
+	if rec, ok := s.readRunRecord(ctx, runID, all); ok {
+		return rec, nil
+	}
+	return s.readRunRecordByParts(ctx, runID, all)
+}
+
+// readRunRecordByParts is ReadRunRecord through each part's own method.
+func (s *Store) readRunRecordByParts(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
+	var rec store.RunRecord
+	var err error
+	if all {
+		if rec.Run, err = s.Run(ctx, runID); err != nil {
+			return store.RunRecord{}, err
+		}
+	}
+	if rec.Events, err = s.Events(ctx, runID, 0); err != nil {
+		return store.RunRecord{}, err
+	}
+	rec.Checkpoint, err = s.Checkpoint(ctx, runID)
+	switch {
+	case err == nil:
+		rec.HasCheckpoint = true
+	case store.CodeOf(err) == store.CodeNotFound:
+		rec.Checkpoint = store.Checkpoint{}
+	default:
+		return store.RunRecord{}, err
+	}
+	if rec.Intents, err = s.Intents(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if !all {
+		return rec, nil
+	}
+	if rec.Receipts, err = s.Receipts(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if rec.Attempts, err = s.RunAttempts(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if rec.Approvals, err = s.RunApprovals(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	return rec, nil
+}
+
+// cell is a Scan destination that keeps the driver's value as it is.
+type cell struct{ v any }
+
+// Scan implements sql.Scanner.
+func (c *cell) Scan(src any) error {
+	c.v = src
+	return nil
+}
+
+// cells reads one row's driver values as the parts' own reads would
+// convert them for their destinations, for the values they take as they
+// are; any other value makes bad true (and the record is read by parts).
+type cells struct {
+	row [recordWidth]cell
+	bad bool
+}
+
+func (c *cells) str(i int) string {
+	s, ok := c.row[i].v.(string)
+	c.bad = c.bad || !ok
+	return s
+}
+
+func (c *cells) i64(i int) int64 {
+	n, ok := c.row[i].v.(int64)
+	c.bad = c.bad || !ok
+	return n
+}
+
+func (c *cells) blob(i int) []byte {
+	var b []byte
+	c.bad = c.bad || blob{&b}.Scan(c.row[i].v) != nil
+	return b
+}
+
+// keyed is a row of a part with the key its own read orders it by.
+type keyed[T any] struct {
+	v    T
+	n    int64  // an integer key
+	text string // a text key, compared before n
+}
+
+func ordered[T any](rows []keyed[T]) []T {
+	cmpKey := func(a, b keyed[T]) int {
+		if c := cmp.Compare(a.text, b.text); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.n, b.n)
+	}
+	if !slices.IsSortedFunc(rows, cmpKey) {
+		slices.SortStableFunc(rows, cmpKey)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = r.v
+	}
+	return out
+}
+
+// readRunRecord is the one-statement read; ok is false where
+// ReadRunRecord reads by parts instead.
+func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, bool) {
+	query := recordCoreQuery
+	if all {
+		query = recordAllQuery
+	}
+	rows, err := s.read(ctx, query, runID)
+	if err != nil {
+		return store.RunRecord{}, false
+	}
+	defer rows.Close()
+	var (
+		rec       store.RunRecord
+		hasRun    bool
+		cpN       int64
+		c         cells
+		dest      [recordWidth]any
+		events    []keyed[store.Event]
+		intents   []keyed[store.Intent]
+		receipts  []keyed[store.Receipt]
+		attempts  []keyed[store.Attempt]
+		approvals []keyed[store.Approval]
+		h         [3]any
+	)
+	for i := range dest {
+		dest[i] = &c.row[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest[:]...); err != nil {
+			return store.RunRecord{}, false
+		}
+		switch c.i64(0) {
+		case armRun:
+			r := &rec.Run
+			r.ID, r.WorkflowID, r.WorkflowVersion, r.State, r.Outcome = c.str(1), c.str(2), c.str(3), c.str(4), c.str(5)
+			r.Head, r.HeadHash = c.i64(6), c.str(7)
+			r.Lease.Owner, r.Lease.Generation = c.str(8), c.i64(9)
+			r.Lease.ExpiresAt = fromNanos(c.i64(10))
+			r.Quarantine = c.str(11)
+			r.CreatedAt, r.UpdatedAt = fromNanos(c.i64(12)), fromNanos(c.i64(13))
+			r.WorkflowDigest = c.str(14)
+			r.Lease.RunID = r.ID
+			c.bad = c.bad || hasRun
+			hasRun = true
+		case armEvents:
+			var e store.Event
+			e.Seq, e.Kind, e.Body = c.i64(1), c.str(2), c.blob(3)
+			h[0], h[1], h[2] = c.row[4].v, c.row[5].v, c.row[6].v
+			c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &h) != nil
+			e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
+			events = append(events, keyed[store.Event]{v: e, n: e.Seq})
+		case armCheckpoint:
+			cp := &rec.Checkpoint
+			cpN = c.i64(1)
+			cp.Seq, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest = c.i64(2), c.i64(3), c.str(4), c.blob(5), c.str(6)
+			c.bad = c.bad || rec.HasCheckpoint
+			rec.HasCheckpoint = true
+		case armIntents:
+			var in store.Intent
+			in.ID, in.RunID, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest = c.str(1), c.str(2), c.i64(3), c.str(4), c.str(5), c.str(6)
+			in.ApprovalID, in.Body, in.Digest = c.str(7), c.blob(8), c.str(9)
+			in.Outbox, in.Route, in.Attempts = store.OutboxStatus(c.str(10)), c.str(11), c.i64(12)
+			intents = append(intents, keyed[store.Intent]{v: in, n: c.i64(13)})
+		case armReceipts:
+			var r store.Receipt
+			r.IntentID, r.Outcome, r.Body, r.Digest = c.str(1), c.str(2), c.blob(3), c.str(4)
+			receipts = append(receipts, keyed[store.Receipt]{v: r, n: c.i64(5)})
+		case armAttempts:
+			var a store.Attempt
+			a.IntentID, a.N, a.Status, a.Generation, a.Detail = c.str(1), c.i64(2), store.AttemptStatus(c.str(3)), c.i64(4), c.str(5)
+			a.StartedAt, a.FinishedAt = fromNanos(c.i64(6)), fromNanos(c.i64(7))
+			attempts = append(attempts, keyed[store.Attempt]{v: a, text: a.IntentID, n: a.N})
+		case armApprovals:
+			var a store.Approval
+			a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest = c.str(1), c.str(2), c.str(3), c.str(4), c.blob(5), c.str(6)
+			a.ExpiresAt, a.Status, a.ConsumedBy = fromNanos(c.i64(7)), store.ApprovalStatus(c.str(8)), c.str(9)
+			approvals = append(approvals, keyed[store.Approval]{v: a, text: a.ID})
+		default:
+			c.bad = true
+		}
+		if c.bad {
+			return store.RunRecord{}, false
+		}
+	}
+	if rows.Err() != nil || (all && !hasRun) {
+		return store.RunRecord{}, false
+	}
+	if rec.HasCheckpoint {
+		body, err := store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cpN}, rec.Checkpoint.Body)
+		if err != nil {
+			return store.RunRecord{}, false
+		}
+		rec.Checkpoint.Body = body
+	}
+	rec.Events, rec.Intents = ordered(events), ordered(intents)
+	rec.Receipts, rec.Attempts, rec.Approvals = ordered(receipts), ordered(attempts), ordered(approvals)
+	return rec, true
+}

@@ -1,0 +1,210 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sealed"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// byParts is what ReadRunRecord must return: each part as its own method
+// reads it (and, without all, no header and no effects).
+func byParts(t *testing.T, ctx context.Context, st *sqlite.Store, id string, all bool) store.RunRecord {
+	t.Helper()
+	var rec store.RunRecord
+	var err error
+	must := func(what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s %s: %v", what, id, err)
+		}
+	}
+	rec.Events, err = st.Events(ctx, id, 0)
+	must("events")
+	if cp, err := st.Checkpoint(ctx, id); err == nil {
+		rec.Checkpoint, rec.HasCheckpoint = cp, true
+	} else if store.CodeOf(err) != store.CodeNotFound {
+		t.Fatal(err)
+	}
+	rec.Intents, err = st.Intents(ctx, id)
+	must("intents")
+	if !all {
+		return rec
+	}
+	rec.Run, err = st.Run(ctx, id)
+	must("run")
+	rec.Receipts, err = st.Receipts(ctx, id)
+	must("receipts")
+	rec.Attempts, err = st.RunAttempts(ctx, id)
+	must("attempts")
+	rec.Approvals, err = st.RunApprovals(ctx, id)
+	must("approvals")
+	return rec
+}
+
+// sameRecord fails unless ReadRunRecord reads run id as its parts' own
+// methods do, in one statement (inOne) or not.
+func sameRecord(t *testing.T, ctx context.Context, st *sqlite.Store, id string, inOne bool) {
+	t.Helper()
+	for _, all := range []bool{true, false} {
+		want := byParts(t, ctx, st, id, all)
+		got, err := st.ReadRunRecord(ctx, id, all)
+		if err != nil {
+			t.Fatalf("read %s (all %v): %v", id, all, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("run %s (all %v):\n got %+v\nwant %+v", id, all, got, want)
+		}
+		if _, ok := st.ReadRunRecordInOne(ctx, id, all); ok != inOne {
+			t.Fatalf("run %s (all %v) read in one statement: %v, want %v", id, all, ok, inOne)
+		}
+	}
+}
+
+// ReadRunRecord returns exactly what the reads of each table return, for
+// runs that paid effects, one approved by a person (a grant), runs whose
+// ticks wrote trace records, with checkpoints sealed or not.
+func TestReadRunRecordMatchesEachRead(t *testing.T) {
+	ctx := context.Background()
+	k, err := sealed.New(bytes.Repeat([]byte{9}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string]sqlite.Options{"clear": {}, "sealed": {Sealer: k}} {
+		t.Run(name, func(t *testing.T) {
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			ids := recordRuns(t, ctx, st, "", true)
+			approvals := 0
+			for _, id := range ids {
+				sameRecord(t, ctx, st, id, true)
+				rec, _ := st.ReadRunRecord(ctx, id, true)
+				approvals += len(rec.Approvals)
+				if len(rec.Events) < 2 || !rec.HasCheckpoint || len(rec.Intents) == 0 || len(rec.Attempts) == 0 || len(rec.Receipts) == 0 {
+					t.Fatalf("run %s: too little to compare: %+v", id, rec)
+				}
+			}
+			if approvals == 0 {
+				t.Fatal("no run consumed a grant")
+			}
+		})
+	}
+}
+
+// A run with no checkpoint, no intents, or none at all; hashes kept as
+// text (as a store written before they were packed holds them); several
+// intents of one run, committed out of id order, with several attempts.
+func TestReadRunRecordEdges(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// No such run: with its header, Run's error; without, nothing, as
+	// Events, Checkpoint and Intents find nothing.
+	_, want := st.Run(ctx, "absent")
+	if _, err := st.ReadRunRecord(ctx, "absent", true); store.CodeOf(err) != store.CodeNotFound || err.Error() != want.Error() {
+		t.Fatalf("absent run: %v, want %v", err, want)
+	}
+	if rec, err := st.ReadRunRecord(ctx, "absent", false); err != nil || !reflect.DeepEqual(rec, store.RunRecord{}) {
+		t.Fatalf("absent run without its header: %+v, %v", rec, err)
+	}
+	if err := st.CreateRun(ctx, store.Run{ID: "bare", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, ctx, st, "bare", true)
+
+	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "r", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("E", `{"a":1}`), storetest.Ev("E", `{"a":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, ctx, st, "r", true) // no checkpoint, no intents
+	tick := store.Tick{ExpectHead: 2, Events: []store.Event{storetest.Ev("E", `{"a":3}`)},
+		Intents: []store.Intent{storetest.In("z-intent", "kz", "cz"), storetest.In("a-intent", "ka", "ca"), storetest.In("m-intent", "km", "cm")}}
+	if err := st.Commit(ctx, l, tick); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m-intent", "z-intent", "a-intent", "z-intent"} {
+		at, err := st.BeginAttempt(ctx, l, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Commit(ctx, l, store.Tick{ExpectHead: 3, Results: []store.AttemptResult{
+			{IntentID: id, N: at.N, Status: store.AttemptFailedTransient, Detail: "again", Outbox: store.OutboxRetry, Route: "transient"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameRecord(t, ctx, st, "r", true)
+	rec, _ := st.ReadRunRecord(ctx, "r", true)
+	if len(rec.Intents) != 3 || rec.Intents[0].ID != "z-intent" || len(rec.Attempts) != 4 || rec.Attempts[0].IntentID != "a-intent" {
+		t.Fatalf("intents %+v, attempts %+v", rec.Intents, rec.Attempts)
+	}
+	if _, err := st.DB().Exec(`DROP TRIGGER events_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(`UPDATE events SET digest = 'sha256:' || lower(hex(digest)) WHERE seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, ctx, st, "r", true)
+}
+
+// Wherever the one statement meets what a part's own read refuses, the
+// error is that read's: a damaged hash (Events), a sealed checkpoint
+// without its key (Checkpoint).
+func TestReadRunRecordErrorsAreTheParts(t *testing.T) {
+	ctx := context.Background()
+	k, err := sealed.New(bytes.Repeat([]byte{3}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Sealer: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := recordRuns(t, ctx, st, "", false)
+	st.Close()
+	unsealed, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsealed.Close()
+	_, want := unsealed.Checkpoint(ctx, ids[0])
+	if want == nil {
+		t.Fatal("a sealed checkpoint opened without its key")
+	}
+	for _, all := range []bool{true, false} {
+		if _, err := unsealed.ReadRunRecord(ctx, ids[0], all); err == nil || err.Error() != want.Error() || store.CodeOf(err) != store.CodeOf(want) {
+			t.Fatalf("read without the key (all %v): %v, want %v", all, err, want)
+		}
+	}
+	if _, err := unsealed.DB().Exec(`DROP TRIGGER events_no_update; UPDATE events SET chain_hash = x'00ff' WHERE seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	_, want = unsealed.Events(ctx, ids[1], 0)
+	if store.CodeOf(want) != store.CodeCorrupt {
+		t.Fatalf("damaged hash read as %v", want)
+	}
+	for _, all := range []bool{true, false} {
+		if _, err := unsealed.ReadRunRecord(ctx, ids[1], all); err == nil || err.Error() != want.Error() {
+			t.Fatalf("read of a damaged hash (all %v): %v, want %v", all, err, want)
+		}
+	}
+}

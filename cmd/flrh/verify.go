@@ -37,7 +37,7 @@ any check fails.`,
 			return err
 		}
 		defer st.Close()
-		ids, err := runIDs(cmd.Context(), st, args, *vAll)
+		ids, _, err := runIDs(cmd.Context(), st, args, *vAll)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ were created). Exit status 1 if anything differs.`,
 			return err
 		}
 		defer st.Close()
-		ids, err := runIDs(ctx, st, args, *rAll)
+		ids, listed, err := runIDs(ctx, st, args, *rAll)
 		if err != nil {
 			return err
 		}
@@ -108,9 +108,11 @@ were created). Exit status 1 if anything differs.`,
 		// not loaded stops there, after the runs before it are reported.
 		var jobs []verify.Job
 		var resolveErr error
-		for _, id := range ids {
-			run, err := readRun(ctx, st, id)
-			if err != nil {
+		for i, id := range ids {
+			var run store.Run
+			if listed != nil {
+				run = listed[i] // --all: the header the listing read
+			} else if run, err = readRun(ctx, st, id); err != nil {
 				resolveErr = err
 				break
 			}
@@ -210,23 +212,27 @@ func runsArgs(all *bool) cobra.PositionalArgs {
 }
 
 // runIDs returns the runs named, or with all every run in the store in the
-// order they were created.
-func runIDs(ctx context.Context, st store.Store, args []string, all bool) ([]string, error) {
+// order they were created, with the headers the listing read (which name
+// each run's workflow, for replay to resolve without reading each run's
+// header again).
+func runIDs(ctx context.Context, st store.Store, args []string, all bool) ([]string, []store.Run, error) {
 	if !all {
-		return args, nil
+		return args, nil, nil
 	}
 	var ids []string
+	runs := []store.Run{} // not nil: the headers were listed
 	after := ""
 	for {
 		page, err := st.Runs(ctx, after, 1000)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, r := range page {
 			ids = append(ids, r.ID)
 		}
+		runs = append(runs, page...)
 		if len(page) < 1000 {
-			return ids, nil
+			return ids, runs, nil
 		}
 		after = page[len(page)-1].ID
 	}

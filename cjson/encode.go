@@ -96,7 +96,18 @@ func HexDigest(canonical []byte) string {
 
 // DigestOf marshals v canonically and returns its digest.
 func DigestOf(v any) (string, error) {
-	b, err := Marshal(v)
+	// The bytes are digested where they were written, never copied out.
+	s := scratchBufs.Get().(*[]byte)
+	b, ok := onePassInto((*s)[:0], v)
+	var d string
+	if ok {
+		d = Digest(b)
+	}
+	releaseScratch(s, b)
+	if ok {
+		return d, nil
+	}
+	b, err := encodeTwoPass(v)
 	if err != nil {
 		return "", err
 	}

@@ -28,19 +28,53 @@ import (
 // FuzzOnePassMatchesTwoPass hold them to it.
 
 // onePass encodes v; ok is false when v breaks a rule (or takes a path the
-// one-pass encoder leaves to the two-pass one).
+// one-pass encoder leaves to the two-pass one). The bytes are written into
+// a recycled scratch buffer and copied out once at their final length, so
+// an encoding allocates its own size once instead of every buffer it grew
+// through.
 func onePass(v any) (out []byte, ok bool) {
+	s := scratchBufs.Get().(*[]byte)
+	b, ok := onePassInto((*s)[:0], v)
+	if ok {
+		out = make([]byte, len(b))
+		copy(out, b)
+	}
+	releaseScratch(s, b)
+	return out, ok
+}
+
+// onePassInto appends v's canonical bytes to dst.
+func onePassInto(dst []byte, v any) ([]byte, bool) {
 	var e onePassEncoder
 	root, ok := e.rootSets(v)
 	if !ok {
-		return nil, false
+		return dst, false
 	}
 	e.sets = root
-	dst, ok := e.value(make([]byte, 0, 256), v, 0, false)
-	if !ok {
-		return nil, false
+	return e.value(dst, v, 0, false)
+}
+
+// scratchBufs recycles the buffers canonical bytes are written into before
+// they are copied out or digested. A buffer is always written from length
+// zero and never handed to a caller, so what it held before reaches no
+// output; it is the package's only shared state, invisible to callers
+// (decision 0608 on pooled buffers in pure packages).
+var scratchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxScratch is the largest buffer given back to the pool; larger ones are
+// left to the collector.
+const maxScratch = 64 << 10
+
+// releaseScratch gives the pool the buffer b grew into (it may have moved
+// from *s).
+func releaseScratch(s *[]byte, b []byte) {
+	if cap(b) > maxScratch {
+		return
 	}
-	return dst, true
+	if cap(b) > cap(*s) {
+		*s = b[:0]
+	}
+	scratchBufs.Put(s)
 }
 
 type onePassEncoder struct {

@@ -3,6 +3,7 @@ package cjson
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,15 +25,73 @@ func agree(t interface {
 		t.Fatalf("bytes differ for %#v:\none-pass %s\ntwo-pass %s", v, got, ref)
 	}
 	enc, err := Encode(v)
+	d, derr := DigestOf(v)
 	if refErr != nil {
 		var a, b *Error
 		if !errors.As(err, &a) || !errors.As(refErr, &b) || *a != *b {
 			t.Fatalf("Encode error %v, reference %v", err, refErr)
 		}
+		if !errors.As(derr, &a) || *a != *b {
+			t.Fatalf("DigestOf error %v, reference %v", derr, refErr)
+		}
 		return
 	}
 	if err != nil || string(enc) != string(ref) {
 		t.Fatalf("Encode = %s, %v; reference %s", enc, err, ref)
+	}
+	if derr != nil || d != Digest(ref) {
+		t.Fatalf("DigestOf = %s, %v; reference %s", d, derr, Digest(ref))
+	}
+	// The bytes Encode returned are the caller's: encoding again (through
+	// the recycled buffer) changes none of them.
+	kept := string(enc)
+	if _, err := Encode(map[string]any{"overwrite": strings.Repeat("x", len(enc)+1)}); err != nil || string(enc) != kept {
+		t.Fatalf("encoded bytes changed by a later encoding: %s, was %s (%v)", enc, kept, err)
+	}
+}
+
+// TestScratchUnderConcurrency encodes and digests drawn values from four
+// goroutines at once, each against its own sequential reference: the
+// recycled buffers are shared by all callers and must change no byte.
+func TestScratchUnderConcurrency(t *testing.T) {
+	vals := []any{
+		map[string]any{"kind": "x", "a": strings.Repeat("long ", 400), "b": []any{int64(1), "two", nil}},
+		map[string]any{"z": map[string]any{"y": strings.Repeat("é", 300)}},
+		[]any{"a", "b\n\"quoted\"", true, int64(-3)},
+		strings.Repeat("w", 70000),
+		struct {
+			A string `json:"a"`
+			B []int  `json:"b"`
+		}{"s", []int{3, 1, 2}},
+	}
+	want := make([]string, len(vals))
+	wantD := make([]string, len(vals))
+	for i, v := range vals {
+		b, err := Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i], wantD[i] = string(b), Digest(b)
+	}
+	done := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			for n := range 300 {
+				i := (n + g) % len(vals)
+				b, err := Encode(vals[i])
+				d, derr := DigestOf(vals[i])
+				if err != nil || derr != nil || string(b) != want[i] || d != wantD[i] {
+					done <- "value " + strconv.Itoa(i) + " differs under concurrency"
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 4 {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
 	}
 }
 

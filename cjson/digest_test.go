@@ -21,5 +21,16 @@ func TestDigestIsHexOfSum(t *testing.T) {
 		if got := Digest(b); got != "sha256:"+want {
 			t.Fatalf("Digest = %s, want sha256:%s", got, want)
 		}
+		// Written into a recycled buffer (one a longer preimage may have
+		// left bytes in), the digests are the same.
+		long := rapid.IntRange(0, 3*len(b)+70000).Draw(t, "earlier")
+		DigestWritten(func(x []byte) []byte { return append(x, make([]byte, long)...) })
+		write := func(x []byte) []byte { return append(x, b...) }
+		if got := HexDigestWritten(write); got != want {
+			t.Fatalf("HexDigestWritten = %s, want %s", got, want)
+		}
+		if got := DigestWritten(write); got != "sha256:"+want {
+			t.Fatalf("DigestWritten = %s, want sha256:%s", got, want)
+		}
 	})
 }

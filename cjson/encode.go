@@ -94,6 +94,37 @@ func HexDigest(canonical []byte) string {
 	return string(out[:])
 }
 
+// DigestWritten returns Digest of the bytes write appends to an empty
+// buffer. The buffer is recycled for later calls: write must keep no
+// reference to it (nor to what it appended), and the digest is built from
+// the hash sum, never from the buffer. It is for preimages that are only
+// digested, so that writing one allocates nothing.
+func DigestWritten(write func(b []byte) []byte) string {
+	sum := SumWritten(write)
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
+}
+
+// HexDigestWritten is DigestWritten for HexDigest.
+func HexDigestWritten(write func(b []byte) []byte) string {
+	sum := SumWritten(write)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
+}
+
+// SumWritten is DigestWritten's SHA-256 sum itself, for digests spelled
+// another way.
+func SumWritten(write func(b []byte) []byte) [sha256.Size]byte {
+	s := scratchBufs.Get().(*[]byte)
+	b := write((*s)[:0])
+	sum := sha256.Sum256(b)
+	releaseScratch(s, b)
+	return sum
+}
+
 // DigestOf marshals v canonically and returns its digest.
 func DigestOf(v any) (string, error) {
 	// The bytes are digested where they were written, never copied out.

@@ -54,9 +54,9 @@ func (pq *parsedQuery) size() int {
 	return n
 }
 
-// preimage is the LRQueryPreimage.
-func (pq *parsedQuery) preimage() []byte {
-	b := append(make([]byte, 0, pq.size()), `{"contract_version":`...)
+// appendPreimage appends the LRQueryPreimage.
+func (pq *parsedQuery) appendPreimage(b []byte) []byte {
+	b = append(b, `{"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
 	b = append(b, `,"kind":"LRQueryPreimage",`...)
 	b = pq.appendLists(b, `"ordered_fact_requirements":`, `"ordered_frontier_precondition_ids":`)
@@ -118,16 +118,17 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 	pq.reqs = reqs
 	pq.frontier = slices.Clone(q.FrontierPreconditionIDs)
 	slices.Sort(pq.frontier)
-	pq.digest = cjson.Digest(pq.preimage())
+	pq.digest = cjson.DigestWritten(pq.appendPreimage)
 	return pq
 }
 
 func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
-	n := 512
-	for _, c := range orderedQueries {
-		n += len(c) + 1
-	}
-	b := append(make([]byte, 0, n), `{"binding_profile_digest":`...)
+	return cjson.DigestWritten(func(b []byte) []byte { return appendBatchPreimage(b, q, orderedQueries) })
+}
+
+// appendBatchPreimage appends the LRQueryBatchPreimage.
+func appendBatchPreimage(b []byte, q *QueryBatch, orderedQueries [][]byte) []byte {
+	b = append(b, `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, q.BindingProfileDigest)
 	b = append(b, `,"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
@@ -144,7 +145,7 @@ func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
 	b = cjson.AppendString(b, q.RProfileDigest)
 	b = append(b, `,"rule_bundle_digest":`...)
 	b = cjson.AppendString(b, q.RuleBundleDigest)
-	return cjson.Digest(append(b, '}'))
+	return append(b, '}')
 }
 
 // projector carries the validated inputs of one Project call.
@@ -157,12 +158,11 @@ type projector struct {
 	missing  map[string]bool // declared atoms without a fact state
 
 	// Scratch space reused from one query to the next: evidence rows are
-	// written into one arena and the verdict preimage into one buffer, so
-	// evaluating a query allocates only what it returns.
-	arena   []byte
-	spans   [][2]int
-	rows    [][]byte
-	scratch []byte
+	// written into one arena (the verdict preimage into cjson's recycled
+	// buffer), so evaluating a query allocates only what it returns.
+	arena []byte
+	spans [][2]int
+	rows  [][]byte
 
 	// sealing: the batch's declared digests are not checked but derived,
 	// as QueryBatch.Sealed would fill them in (SealAndProject).
@@ -548,13 +548,15 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 		canon []byte
 		v     frontier.Value
 	}
-	ks := make([]keyed, len(out.Verdicts))
-	for i, v := range out.Verdicts {
-		ks[i] = keyed{v.AppendCanonical(nil), v}
-	}
-	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.canon, b.canon) })
-	for i := range ks {
-		out.Verdicts[i] = ks[i].v
+	if len(out.Verdicts) > 1 { // one verdict is in order
+		ks := make([]keyed, len(out.Verdicts))
+		for i, v := range out.Verdicts {
+			ks[i] = keyed{v.AppendCanonical(nil), v}
+		}
+		slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.canon, b.canon) })
+		for i := range ks {
+			out.Verdicts[i] = ks[i].v
+		}
 	}
 	if n := int64(len(deltas)); n > s.r.Limits().MaxDeltasPerCommand {
 		return nil, reject(CodeLimitExceeded, "/command/deltas").limit(s.r.Limits().MaxDeltasPerCommand, n)
@@ -562,16 +564,7 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 	if len(deltas) > 0 {
 		out.Command = &frontier.ApplyDeltaBatch{ProfileDigest: s.r.Digest(), DataflowVersion: s.b.DataflowVersion, Deltas: deltas}
 	}
-	// The preimage holds the command (each delta's value and more) and the
-	// verdicts: sized for them, it is written without regrowing.
-	n := 1024
-	for i := range ks {
-		n += 2*len(ks[i].canon) + 512
-	}
-	for _, pq := range queries {
-		n += pq.proposal.CanonicalSize() + 512
-	}
-	out.Digest = cjson.Digest(out.appendPreimage(make([]byte, 0, n)))
+	out.Digest = cjson.DigestWritten(out.appendPreimage)
 	return out, nil
 }
 
@@ -580,7 +573,6 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	if s.arena == nil {
 		// One evidence row is some 300 bytes plus its ids and literal.
 		s.arena = make([]byte, 0, 512*len(pq.reqs))
-		s.scratch = make([]byte, 0, 1024+512*len(pq.reqs))
 	}
 	s.arena, s.spans = s.arena[:0], s.spans[:0]
 	var supports []string
@@ -648,7 +640,25 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	case allSatisfied:
 		status = "eligible"
 	}
-	b := append(s.scratch[:0], `{"binding_profile_digest":`...)
+	suffix := cjson.HexDigestWritten(func(b []byte) []byte { return s.appendVerdictPreimage(b, pq, rows, supports, status) })
+	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{
+		VerdictID:            "verdict:lr:" + suffix,
+		ProposalID:           pq.proposalID,
+		Status:               status,
+		SupportDerivationIDs: supports,
+		CauseID:              "cause:lr:" + suffix,
+		RuleSetVersion:       s.b.RuleSetVersion,
+	})
+	if rej != nil {
+		return frontier.Value{}, reject(CodeInvariantViolation, "/verdicts").invariant("verdict_construction", pq.proposalID)
+	}
+	return v, nil
+}
+
+// appendVerdictPreimage appends the LRVerdictPreimage of a query's
+// evaluation.
+func (s *projector) appendVerdictPreimage(b []byte, pq *parsedQuery, rows [][]byte, supports []string, status string) []byte {
+	b = append(b, `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, s.b.ProfileDigest)
 	b = append(b, `,"contract_version":`...)
 	b = cjson.AppendString(b, ContractVersion)
@@ -675,21 +685,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	b = cjson.AppendString(b, s.b.RuleSetVersion)
 	b = append(b, `,"status":`...)
 	b = cjson.AppendString(b, status)
-	b = append(b, '}')
-	s.scratch = b
-	suffix := cjson.HexDigest(b)
-	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{
-		VerdictID:            "verdict:lr:" + suffix,
-		ProposalID:           pq.proposalID,
-		Status:               status,
-		SupportDerivationIDs: supports,
-		CauseID:              "cause:lr:" + suffix,
-		RuleSetVersion:       s.b.RuleSetVersion,
-	})
-	if rej != nil {
-		return frontier.Value{}, reject(CodeInvariantViolation, "/verdicts").invariant("verdict_construction", pq.proposalID)
-	}
-	return v, nil
+	return append(b, '}')
 }
 
 // mergeSorted returns the sorted union of two sorted id lists.

@@ -118,13 +118,19 @@ const (
 // identityOf is identity for a value already in canonical bytes: the
 // preimage object is written around them. domain must be canonical text.
 func identityOf(prefix, domain string, value []byte) string {
-	b := make([]byte, 0, len(preimageHead)+len(domain)+len(preimageKind)+len(value)+4)
-	b = append(b, preimageHead...)
-	b = cjson.AppendString(b, domain)
-	b = append(b, preimageKind...)
-	b = append(b, value...)
-	b = append(b, '}')
-	sum := sha256.Sum256(b)
+	return identityWritten(prefix, domain, func(b []byte) []byte { return append(b, value...) })
+}
+
+// identityWritten is identityOf for the value appendValue writes: the
+// value is written into the preimage itself and never kept.
+func identityWritten(prefix, domain string, appendValue func([]byte) []byte) string {
+	sum := cjson.SumWritten(func(b []byte) []byte {
+		b = append(b, preimageHead...)
+		b = cjson.AppendString(b, domain)
+		b = append(b, preimageKind...)
+		b = appendValue(b)
+		return append(b, '}')
+	})
 	var buf [96]byte // the kernel's prefixes are short; a longer one takes the heap
 	out := buf[:0]
 	out = append(out, prefix...)
@@ -153,6 +159,15 @@ func appendMember(b []byte, first bool, key string) []byte {
 
 // appendFactDelta writes a fact delta in canonical form; an empty
 // derivationID leaves the member out (the identity's value).
+// factDeltaSize is the length appendFactDelta writes when none of its
+// strings needs escaping, and a little more than it, to spare a regrowth
+// when one does.
+func factDeltaSize(e *Event, tuple, prov []byte, derivationID string) int {
+	const fixed = len(`{"causation_id":"","dataflow_version":"","derivation_id":"","diff":-1,"kind":"` + protocol.KindFactDelta +
+		`","logical_time":,"provenance_delta":,"rule_set_version":"","tuple":}`)
+	return fixed + 20 + len(e.ID) + len(e.Versions.Dataflow) + len(derivationID) + len(prov) + len(e.Versions.RuleSet) + len(tuple) + 8
+}
+
 func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivationID string) []byte {
 	b = append(b, `{"causation_id":`...)
 	b = cjson.AppendString(b, e.ID)

@@ -99,9 +99,8 @@ func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
 	if !ok1 || !ok2 || cjson.CheckString(p.FactIdentity, "") != nil {
 		return buildFactSlow(p, e, f)
 	}
-	value := appendFactDelta(make([]byte, 0, 256+len(tb)+len(pb)), &e, f.Diff, tb, pb, "")
-	id := identityOf("derivation", p.FactIdentity, value)
-	canon := appendFactDelta(make([]byte, 0, len(value)+len(id)+20), &e, f.Diff, tb, pb, id)
+	id := identityWritten("derivation", p.FactIdentity, func(b []byte) []byte { return appendFactDelta(b, &e, f.Diff, tb, pb, "") })
+	canon := appendFactDelta(make([]byte, 0, factDeltaSize(&e, tb, pb, id)), &e, f.Diff, tb, pb, id)
 	return protocol.FactDelta{
 		Kind:            protocol.KindFactDelta,
 		Tuple:           protocol.Object(tuple),

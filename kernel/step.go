@@ -1022,19 +1022,19 @@ func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (s
 			return transitionDigestValue(eventID, prior, next, facts, proposals)
 		}
 	}
-	b := make([]byte, 0, 256+80*(len(facts)+len(proposals)))
-	b = append(b, `{"contract_version":"`+ContractVersion+`","event_id":`...)
-	b = cjson.AppendString(b, eventID)
-	b = append(b, `,"kind":"FTransitionDigestProjection","next_snapshot_digest":`...)
-	b = cjson.AppendString(b, next)
-	b = append(b, `,"ordered_effect_proposal_digests":`...)
-	b = appendDigests(b, proposals)
-	b = append(b, `,"ordered_fact_delta_digests":`...)
-	b = appendDigests(b, facts)
-	b = append(b, `,"prior_snapshot_digest":`...)
-	b = cjson.AppendString(b, prior)
-	b = append(b, '}')
-	return digest(b), nil
+	return cjson.DigestWritten(func(b []byte) []byte {
+		b = append(b, `{"contract_version":"`+ContractVersion+`","event_id":`...)
+		b = cjson.AppendString(b, eventID)
+		b = append(b, `,"kind":"FTransitionDigestProjection","next_snapshot_digest":`...)
+		b = cjson.AppendString(b, next)
+		b = append(b, `,"ordered_effect_proposal_digests":`...)
+		b = appendDigests(b, proposals)
+		b = append(b, `,"ordered_fact_delta_digests":`...)
+		b = appendDigests(b, facts)
+		b = append(b, `,"prior_snapshot_digest":`...)
+		b = cjson.AppendString(b, prior)
+		return append(b, '}')
+	}), nil
 }
 
 // transitionDigestValue is transitionDigest through a value map, for text

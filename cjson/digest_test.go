@@ -32,5 +32,13 @@ func TestDigestIsHexOfSum(t *testing.T) {
 		if got := DigestWritten(write); got != "sha256:"+want {
 			t.Fatalf("DigestWritten = %s, want sha256:%s", got, want)
 		}
+		got := Written(write)
+		if string(got) != string(b) || len(got) != cap(got) {
+			t.Fatalf("Written = %x (cap %d), want %x", got, cap(got), b)
+		}
+		DigestWritten(func(x []byte) []byte { return append(x, make([]byte, long)...) })
+		if string(got) != string(b) {
+			t.Fatalf("Written's bytes changed by a later use of the buffer: %x, want %x", got, b)
+		}
 	})
 }

@@ -125,6 +125,19 @@ func SumWritten(write func(b []byte) []byte) [sha256.Size]byte {
 	return sum
 }
 
+// Written returns a copy, at its exact length, of the bytes write appends
+// to an empty buffer. The buffer is recycled as for DigestWritten: write
+// must keep no reference to it. It is for bytes that are kept but whose
+// size is not known before they are written.
+func Written(write func(b []byte) []byte) []byte {
+	s := scratchBufs.Get().(*[]byte)
+	b := write((*s)[:0])
+	out := make([]byte, len(b))
+	copy(out, b)
+	releaseScratch(s, b)
+	return out
+}
+
 // DigestOf marshals v canonically and returns its digest.
 func DigestOf(v any) (string, error) {
 	// The bytes are digested where they were written, never copied out.

@@ -157,21 +157,17 @@ func decodeState(b []byte) (*state, error) {
 // argument of another type, an error in a nested part — is left to
 // cjson.Marshal, whose bytes and errors are the contract.
 func (st *state) encode() ([]byte, error) {
-	if b, ok := st.appendCanonical(make([]byte, 0, st.sizeHint())); ok {
+	// Written into a recycled buffer and copied out at its length: the
+	// document is kept, and its size is known only once it is written.
+	ok := false
+	b := cjson.Written(func(b []byte) []byte {
+		b, ok = st.appendCanonical(b)
+		return b
+	})
+	if ok {
 		return b, nil
 	}
 	return cjson.Marshal(st)
-}
-
-// sizeHint bounds the encoding's size for one allocation in the usual case.
-func (st *state) sizeHint() int {
-	// A pending request holds its batch, request and machine: some 4 kB.
-	n := 1024 + len(st.Snapshot) + len(st.RunID) + len(st.FHRChain) + 160*len(st.Open) + 1024*len(st.Machine.Journey)/4 +
-		4096*(len(st.Pending)+len(st.Held))
-	for _, s := range st.Supports {
-		n += 64 + len(s.ID) + len(s.Predicate) + len(s.Provenance) + 24*len(s.Args)
-	}
-	return n
 }
 
 // appendCanonical appends the members in byte order of their names. A

@@ -39,7 +39,7 @@ func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion
 	}
 	d := ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v}
 	d.deliveryID = DeliveryID(sourceID, logicalTime, dataflowVersion, v.kind, v.digest)
-	d.digest = digestOf(d.appendCanonical(make([]byte, 0, len(v.canon)+512)))
+	d.digest = cjson.DigestWritten(d.appendCanonical)
 	return d, nil
 }
 

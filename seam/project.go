@@ -67,7 +67,12 @@ func (pq *parsedQuery) appendPreimage(b []byte) []byte {
 
 // canonical is the LRProjectionQuery with its derived digest.
 func (pq *parsedQuery) canonical() []byte {
-	b := append(make([]byte, 0, pq.size()), '{')
+	return pq.appendCanonical(make([]byte, 0, pq.size()))
+}
+
+// appendCanonical appends the LRProjectionQuery with its derived digest.
+func (pq *parsedQuery) appendCanonical(b []byte) []byte {
+	b = append(b, '{')
 	b = pq.appendLists(b, `"fact_requirements":`, `"frontier_precondition_ids":`)
 	b = append(b, `,"kind":"LRProjectionQuery","proposal":`...)
 	b = pq.proposal.AppendCanonical(b)
@@ -123,11 +128,14 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 }
 
 func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
-	return cjson.DigestWritten(func(b []byte) []byte { return appendBatchPreimage(b, q, orderedQueries) })
+	return cjson.DigestWritten(func(b []byte) []byte {
+		return appendBatchPreimage(b, q, func(b []byte, i int) []byte { return append(b, orderedQueries[i]...) }, len(orderedQueries))
+	})
 }
 
-// appendBatchPreimage appends the LRQueryBatchPreimage.
-func appendBatchPreimage(b []byte, q *QueryBatch, orderedQueries [][]byte) []byte {
+// appendBatchPreimage appends the LRQueryBatchPreimage of n queries, the
+// i-th in canonical order written by appendQuery.
+func appendBatchPreimage(b []byte, q *QueryBatch, appendQuery func(b []byte, i int) []byte, n int) []byte {
 	b = append(b, `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, q.BindingProfileDigest)
 	b = append(b, `,"contract_version":`...)
@@ -135,11 +143,11 @@ func appendBatchPreimage(b []byte, q *QueryBatch, orderedQueries [][]byte) []byt
 	b = append(b, `,"kind":"LRQueryBatchPreimage","l_fixpoint_digest":`...)
 	b = cjson.AppendString(b, q.LFixpointDigest)
 	b = append(b, `,"ordered_queries":[`...)
-	for i, c := range orderedQueries {
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, c...)
+		b = appendQuery(b, i)
 	}
 	b = append(b, `],"r_profile_digest":`...)
 	b = cjson.AppendString(b, q.RProfileDigest)
@@ -386,6 +394,17 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 	if rej != nil {
 		_, rej = s.checkQueries(q.Queries, diagnosticOrder(q.Queries))
 		return nil, "", rej
+	}
+	if len(queries) == 1 {
+		// One query is in order; its canonical form is written into the
+		// batch preimage directly.
+		want := cjson.DigestWritten(func(b []byte) []byte {
+			return appendBatchPreimage(b, q, func(b []byte, _ int) []byte { return queries[0].appendCanonical(b) }, 1)
+		})
+		if !s.sealing && q.QueryBatchDigest != want {
+			return nil, "", reject(CodeDigestMismatch, "/query_batch/query_batch_digest").expect(want, q.QueryBatchDigest)
+		}
+		return queries, want, nil
 	}
 	canon := make([][]byte, len(queries))
 	for i, pq := range queries {

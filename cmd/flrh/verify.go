@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,11 +48,14 @@ any check fails.`,
 			}
 		}
 		reports, verr := verify.Many(cmd.Context(), st, nil, ids)
+		// One write for all the reports, not one or more per run.
+		out := bufio.NewWriter(cmd.OutOrStdout())
+		defer out.Flush()
 		failed := false
 		for _, rep := range reports {
 			failed = failed || !rep.OK()
 			if !*vJSON {
-				printVerify(cmd.OutOrStdout(), rep)
+				printVerify(out, rep)
 			}
 		}
 		if verr != nil {
@@ -61,9 +65,12 @@ any check fails.`,
 			if reports == nil {
 				reports = []*verify.Report{}
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(reports); err != nil {
+				return err
+			}
+			if err := out.Flush(); err != nil {
 				return err
 			}
 		}
@@ -124,6 +131,8 @@ were created). Exit status 1 if anything differs.`,
 			jobs = append(jobs, verify.Job{RunID: id, Workflow: cd.wf})
 		}
 		results, err := verify.CheckMany(ctx, st, nil, jobs)
+		out := bufio.NewWriter(cmd.OutOrStdout()) // as verify's
+		defer out.Flush()
 		failed := false
 		type replayJSON struct {
 			RunID     string               `json:"run_id"`
@@ -144,16 +153,19 @@ were created). Exit status 1 if anything differs.`,
 			if !ok {
 				verdict = "DIFFERS"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s: %s — %d inputs, %d effects, %d control records re-stepped; state %s\n",
+			fmt.Fprintf(out, "run %s: %s — %d inputs, %d effects, %d control records re-stepped; state %s\n",
 				rep.RunID, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
 			for _, f := range append(ver.Findings, rep.Findings...) {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
+				fmt.Fprintf(out, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
 			}
 		}
 		if *rJSON && err == nil && resolveErr == nil {
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(reports); err != nil {
+				return err
+			}
+			if err := out.Flush(); err != nil {
 				return err
 			}
 		}

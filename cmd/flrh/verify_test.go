@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -69,6 +70,35 @@ func TestVerifyAndReplayManyRuns(t *testing.T) {
 			}
 		}
 	}
+	// With --json, one document of every run's report, in order, the
+	// tampered run's with its finding.
+	for _, cmd := range []string{"verify", "replay"} {
+		out, err := runStoreCmd(t, cmd, "--all", "--json", storeFlag)
+		if !errors.Is(err, errChecksFailed) {
+			t.Fatalf("%s --all --json: %v", cmd, err)
+		}
+		var reps []struct {
+			RunID  string `json:"run_id"`
+			Verify *struct {
+				Findings []struct{ Check string } `json:"findings"`
+			} `json:"verify"`
+			Findings []struct{ Check string } `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(out), &reps); err != nil || len(reps) != len(ids) {
+			t.Fatalf("%s --all --json: %d reports (%v)\n%s", cmd, len(reps), err, out)
+		}
+		for i, r := range reps {
+			findings := r.Findings
+			if r.Verify != nil {
+				findings = r.Verify.Findings
+			}
+			if r.RunID != ids[i] || (len(findings) > 0) != (ids[i] == tampered) {
+				t.Fatalf("%s --all --json: report %d is run %s with %d findings", cmd, i, r.RunID, len(findings))
+			}
+		}
+	}
+	runStoreCmd(t, "verify", "--json=false", storeFlag, ids[0]) // flags keep their values
+	runStoreCmd(t, "replay", "--json=false", storeFlag, ids[0])
 	for _, args := range [][]string{{"verify", storeFlag, "--all=false"}, {"verify", "--all", ids[0], storeFlag}, {"replay", storeFlag, "--all=false"}} {
 		if out, err := runStoreCmd(t, args...); err == nil || !strings.Contains(err.Error(), "--all") {
 			t.Fatalf("%v: %v\n%s", args, err, out)

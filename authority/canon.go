@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"flrh.dev/flrh/cjson"
@@ -77,27 +78,48 @@ func (w *canonWriter) close() {
 
 func (w *canonWriter) key(k string) {
 	top := w.depth - 1
+	b := w.b
 	if l := w.last[top]; l.n != 0 {
 		// Successive member names nearly always differ in their first
 		// byte; only when k's is not greater are the names compared whole.
-		if prev := w.b[l.off : l.off+l.n]; (k == "" || k[0] <= prev[0]) && k <= string(prev) && w.err == nil {
+		if prev := b[l.off : l.off+l.n]; (k == "" || k[0] <= prev[0]) && k <= string(prev) && w.err == nil {
 			w.err = &cjson.Error{Code: cjson.CodeDuplicateKey, Pointer: "/" + k, Detail: "preimage keys out of order (after " + string(prev) + ")"}
 		}
-		w.b = append(w.b, ',', '"')
+		b = append(b, ',', '"')
 	} else {
-		w.b = append(w.b, '"')
+		b = append(b, '"')
 	}
-	w.last[top].off, w.last[top].n = int32(len(w.b)), int32(len(k))
-	w.b = append(w.b, k...) // keys are this package's own ASCII member names
-	w.b = append(w.b, '"', ':')
+	w.last[top].off, w.last[top].n = int32(len(b)), int32(len(k))
+	b = append(b, k...) // keys are this package's own ASCII member names
+	b = append(b, '"', ':')
+	w.set(b)
+}
+
+// set makes b, which was appended to from w.b, the writer's buffer. When
+// nothing grew, b shares w.b's array and capacity, and only the length is
+// stored (a slice of w.b assigned back to it): no pointer store, so no
+// write barrier while the collector marks. Appending to a local copy
+// instead of to w.b keeps the slice in registers between appends.
+func (w *canonWriter) set(b []byte) {
+	if cap(b) == cap(w.b) {
+		w.b = w.b[:len(b)]
+	} else {
+		w.b = b
+	}
+}
+
+// quoted writes s between quotes; s needs no escaping.
+func (w *canonWriter) quoted(s string) {
+	b := append(w.b, '"')
+	b = append(b, s...)
+	b = append(b, '"')
+	w.set(b)
 }
 
 func (w *canonWriter) strVal(s string) {
 	if cjson.Plain(s) {
 		// Printable ASCII without '"' or '\\' needs no escaping and is NFC.
-		w.b = append(w.b, '"')
-		w.b = append(w.b, s...)
-		w.b = append(w.b, '"')
+		w.quoted(s)
 		return
 	}
 	b, ascii := cjson.AppendQuoted(w.b, s)
@@ -111,6 +133,44 @@ func (w *canonWriter) strVal(s string) {
 
 func (w *canonWriter) str(k, v string) { w.key(k); w.strVal(v) }
 
+// lines writes a member whose value is text of lines, such as a
+// preview: the bytes str writes. Escaping is byte by byte, so the quoted
+// text is its lines' quoted forms joined by an escaped newline: a plain
+// line is copied whole, any other is quoted on its own. A preview's lines
+// are mostly plain, and the quoting loop would otherwise run byte by byte
+// around every newline. Text that is not all ASCII is left to str.
+func (w *canonWriter) lines(k, v string) {
+	w.key(k)
+	start := len(w.b)
+	b := append(w.b, '"')
+	for s := v; ; {
+		i := strings.IndexByte(s, '\n')
+		line := s
+		if i >= 0 {
+			line = s[:i]
+		}
+		if cjson.Plain(line) {
+			b = append(b, line...)
+		} else {
+			n := len(b)
+			var ascii bool
+			if b, ascii = cjson.AppendQuoted(b, line); !ascii {
+				w.set(b[:start])
+				w.strVal(v)
+				return
+			}
+			// Drop the quotes AppendQuoted put around the line.
+			b = append(b[:n], b[n+1:len(b)-1]...)
+		}
+		if i < 0 {
+			break
+		}
+		b = append(b, '\\', 'n')
+		s = s[i+1:]
+	}
+	w.set(append(b, '"'))
+}
+
 // known writes a member whose value needs no check because of where it
 // comes from, never because of what it looks like: a constant of this
 // package (a preimage kind, a contract or ticket version, a transition
@@ -121,9 +181,7 @@ func (w *canonWriter) str(k, v string) { w.key(k); w.strVal(v) }
 // caller supplied, even one checked earlier, goes through str.
 func (w *canonWriter) known(k, v string) {
 	w.key(k)
-	w.b = append(w.b, '"')
-	w.b = append(w.b, v...)
-	w.b = append(w.b, '"')
+	w.quoted(v)
 }
 func (w *canonWriter) num(k string, v int64) { w.key(k); w.b = cjson.AppendInt(w.b, v) }
 func (w *canonWriter) boolean(k string, v bool) {

@@ -3,6 +3,7 @@ package authority
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -184,6 +185,25 @@ func TestCanonWriterKeyOrderProperty(t *testing.T) {
 		anyNested := slices.Contains(nested, true)
 		if want := increasing(outer) && (!anyNested || increasing(inner)); (err == nil) != want {
 			rt.Fatalf("outer %q inner %q (nested %v): err %v, want ok=%v", outer, inner, nested, err, want)
+		}
+	})
+}
+
+// lines writes exactly what str writes, error included, whether every
+// line is plain (its fast path) or not.
+func TestCanonWriterLinesIsStr(t *testing.T) {
+	line := rapid.OneOf(rapid.StringMatching(`[ -~]{0,40}`), rapid.StringMatching(`[a-z"\\\t\r]{0,6}`), rapid.String())
+	rapid.Check(t, func(rt *rapid.T) {
+		v := strings.Join(rapid.SliceOfN(line, 0, 12).Draw(rt, "lines"), "\n")
+		var a, b canonWriter
+		a.open()
+		a.str("k", v)
+		a.close()
+		b.open()
+		b.lines("k", v)
+		b.close()
+		if string(a.b) != string(b.b) || (a.err == nil) != (b.err == nil) || (a.err != nil && a.err.Error() != b.err.Error()) {
+			rt.Fatalf("lines wrote %q (%v), str %q (%v)", b.b, b.err, a.b, a.err)
 		}
 	})
 }

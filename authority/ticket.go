@@ -345,7 +345,7 @@ func (t Ticket) seal() Ticket {
 	w.open()
 	w.known("action_digest", t.ActionDigest) // computed just above
 	w.known("kind", "ActionTicketPreviewPreimage")
-	w.str("preview", t.Preview)
+	w.lines("preview", t.Preview)
 	w.str("ticket_id", t.TicketID)
 	w.known("ticket_version", TicketVersion)
 	w.close()

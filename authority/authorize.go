@@ -423,12 +423,16 @@ func PublishedBatchDigest(b PublishedBatch) string {
 // ticketID derives a proposal's ticket id within its batch.
 func ticketID(proposalID, batchID string) string {
 	w := pooledWriter(256)
-	w.open()
-	w.str("batch_id", batchID)
-	w.known("kind", "ActionTicketIDPreimage")
-	w.str("proposal_id", proposalID)
-	w.close()
+	w.ticketIDPreimage(proposalID, batchID)
 	return w.mustDigestAs("ticket:")
+}
+
+func (w *canonWriter) ticketIDPreimage(proposalID, batchID string) {
+	w.lit(`{"batch_id":`)
+	w.val(batchID)
+	w.lit(`,"kind":"ActionTicketIDPreimage","proposal_id":`)
+	w.val(proposalID)
+	w.lit(`}`)
 }
 
 func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
@@ -850,17 +854,24 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 
 func inputDigest(in Input, i int, seq int64) string {
 	w := pooledWriter(512)
-	w.open()
-	w.known("contract_version", ContractVersion)
-	w.num("effect_sequence", seq)
-	w.known("kind", "AuthorizeInputPreimage")
-	w.num("now", in.Now)
-	w.str("policy_digest", in.Policy.Policy.Digest)
-	w.num("proposal_index", int64(i))
-	w.str("published_batch_digest", in.Batch.PublishedBatchDigest)
-	w.str("r_profile_digest", in.ProfileDigest)
-	w.close()
+	w.inputPreimage(seq, in.Now, in.Policy.Policy.Digest, int64(i), in.Batch.PublishedBatchDigest, in.ProfileDigest)
 	return w.mustDigest()
+}
+
+func (w *canonWriter) inputPreimage(seq, now int64, policy string, index int64, batch, profile string) {
+	w.lit(`{"contract_version":"` + ContractVersion + `","effect_sequence":`)
+	w.int(seq)
+	w.lit(`,"kind":"AuthorizeInputPreimage","now":`)
+	w.int(now)
+	w.lit(`,"policy_digest":`)
+	w.val(policy)
+	w.lit(`,"proposal_index":`)
+	w.int(index)
+	w.lit(`,"published_batch_digest":`)
+	w.val(batch)
+	w.lit(`,"r_profile_digest":`)
+	w.val(profile)
+	w.lit(`}`)
 }
 
 func controlEvent(event, commandDigest string, evidence map[string]string, names []string) *ControlEvent {
@@ -894,12 +905,11 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 		names = appendSortedKeys(keysArr[:0], payload)
 	}
 	w := pooledWriter(1024)
-	w.open()
-	w.str("actor_role", auth[0])
-	w.str("capability", auth[1])
-	w.known("contract_version", ContractVersion)
-	w.known("kind", "M4AControlEventPreimage")
-	w.key("payload")
+	w.lit(`{"actor_role":`)
+	w.val(auth[0])
+	w.lit(`,"capability":`)
+	w.val(auth[1])
+	w.lit(`,"contract_version":"` + ContractVersion + `","kind":"M4AControlEventPreimage","payload":`)
 	w.open()
 	for _, k := range names {
 		v, ok := payload[k]
@@ -912,8 +922,9 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 		w.str(k, v)
 	}
 	w.close()
-	w.str("type", event)
-	w.close()
+	w.lit(`,"type":`)
+	w.val(event)
+	w.lit(`}`)
 	return w
 }
 

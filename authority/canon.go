@@ -108,6 +108,41 @@ func (w *canonWriter) set(b []byte) {
 	}
 }
 
+// The template writers. A preimage of fixed shape is its constant
+// fragments — punctuation, member names in canonical order, constant
+// values — with the variable values between them: lit appends a fragment
+// as it is, val a caller's string (checked as strVal checks it), ours a
+// string this package wrote (see known), int and flag a number and a
+// boolean. Nothing is checked at run time about a fragment: each
+// template's bytes are held to cjson's encoding of the same members by
+// TestTemplatesAreCjson, over generated values. A template writes no key
+// through key, so it must not share an object level with one that does.
+func (w *canonWriter) lit(s string) { w.set(append(w.b, s...)) }
+func (w *canonWriter) val(s string) { w.strVal(s) }
+func (w *canonWriter) ours(s string) {
+	w.quoted(s)
+}
+func (w *canonWriter) int(v int64) { w.set(cjson.AppendInt(w.b, v)) }
+func (w *canonWriter) flag(v bool) {
+	if v {
+		w.lit("true")
+	} else {
+		w.lit("false")
+	}
+}
+
+// vals writes an array of strings.
+func (w *canonWriter) vals(vs []string) {
+	w.set(append(w.b, '['))
+	for i, v := range vs {
+		if i > 0 {
+			w.set(append(w.b, ','))
+		}
+		w.strVal(v)
+	}
+	w.set(append(w.b, ']'))
+}
+
 // quoted writes s between quotes; s needs no escaping.
 func (w *canonWriter) quoted(s string) {
 	b := append(w.b, '"')
@@ -128,19 +163,18 @@ func (w *canonWriter) strVal(s string) {
 			w.err = err
 		}
 	}
-	w.b = b
+	w.set(b)
 }
 
 func (w *canonWriter) str(k, v string) { w.key(k); w.strVal(v) }
 
-// lines writes a member whose value is text of lines, such as a
-// preview: the bytes str writes. Escaping is byte by byte, so the quoted
+// lines writes a value that is text of lines, such as a preview: the
+// bytes strVal writes. Escaping is byte by byte, so the quoted
 // text is its lines' quoted forms joined by an escaped newline: a plain
 // line is copied whole, any other is quoted on its own. A preview's lines
 // are mostly plain, and the quoting loop would otherwise run byte by byte
 // around every newline. Text that is not all ASCII is left to str.
-func (w *canonWriter) lines(k, v string) {
-	w.key(k)
+func (w *canonWriter) lines(v string) {
 	start := len(w.b)
 	b := append(w.b, '"')
 	for s := v; ; {
@@ -373,15 +407,21 @@ func (w *canonWriter) proposal(p protocol.EffectProposal) {
 }
 
 func (w *canonWriter) verdict(v protocol.EligibilityVerdict) {
-	w.open()
-	w.str("cause_id", v.CauseID)
-	w.str("kind", v.Kind)
-	w.str("proposal_id", v.ProposalID)
-	w.str("rule_set_version", v.RuleSetVersion)
-	w.str("status", v.Status)
-	w.strs("support_derivation_ids", v.SupportDerivationIDs)
-	w.str("verdict_id", v.VerdictID)
-	w.close()
+	w.lit(`{"cause_id":`)
+	w.val(v.CauseID)
+	w.lit(`,"kind":`)
+	w.val(v.Kind)
+	w.lit(`,"proposal_id":`)
+	w.val(v.ProposalID)
+	w.lit(`,"rule_set_version":`)
+	w.val(v.RuleSetVersion)
+	w.lit(`,"status":`)
+	w.val(v.Status)
+	w.lit(`,"support_derivation_ids":`)
+	w.vals(v.SupportDerivationIDs)
+	w.lit(`,"verdict_id":`)
+	w.val(v.VerdictID)
+	w.lit(`}`)
 }
 
 // publishedBatchSize bounds the length of a published batch's preimage

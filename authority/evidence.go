@@ -37,21 +37,31 @@ func (s AuthoritySnapshot) ComputeDigest() string {
 // writePreimage writes the digest's preimage: the snapshot's members but
 // its digest, and the contract version, in canonical order.
 func (s AuthoritySnapshot) writePreimage(w *canonWriter) {
-	w.open()
-	w.str("adapter_version", s.AdapterVersion)
-	w.str("assessed_risk", s.AssessedRisk)
-	w.str("authority_version", s.AuthorityVersion)
-	w.str("capability", s.Capability)
-	w.known("contract_version", ContractVersion)
-	w.str("decision", s.Decision)
-	w.str("destination_digest", s.DestinationDigest)
-	w.str("effect_type", s.EffectType)
-	w.str("kind", s.Kind)
-	w.str("proposal_id", s.ProposalID)
-	w.boolean("revoked", s.Revoked)
-	w.num("valid_from", s.ValidFrom)
-	w.num("valid_until", s.ValidUntil)
-	w.close()
+	w.lit(`{"adapter_version":`)
+	w.val(s.AdapterVersion)
+	w.lit(`,"assessed_risk":`)
+	w.val(s.AssessedRisk)
+	w.lit(`,"authority_version":`)
+	w.val(s.AuthorityVersion)
+	w.lit(`,"capability":`)
+	w.val(s.Capability)
+	w.lit(`,"contract_version":"` + ContractVersion + `","decision":`)
+	w.val(s.Decision)
+	w.lit(`,"destination_digest":`)
+	w.val(s.DestinationDigest)
+	w.lit(`,"effect_type":`)
+	w.val(s.EffectType)
+	w.lit(`,"kind":`)
+	w.val(s.Kind)
+	w.lit(`,"proposal_id":`)
+	w.val(s.ProposalID)
+	w.lit(`,"revoked":`)
+	w.flag(s.Revoked)
+	w.lit(`,"valid_from":`)
+	w.int(s.ValidFrom)
+	w.lit(`,"valid_until":`)
+	w.int(s.ValidUntil)
+	w.lit(`}`)
 }
 
 func parseSnapshot(v any, p protocol.EffectProposal, observed int64) (AuthoritySnapshot, *Rejection) {
@@ -436,15 +446,17 @@ func IdempotencyKey(runID, transitionID string, sequence int64, actionDigest, ad
 
 // idempotencyPreimage writes the loop contract's idempotency tuple.
 func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence int64, actionDigest, adapterVersion string) {
-	w.open()
-	w.str("action_digest", actionDigest)
-	w.str("adapter_version", adapterVersion)
-	w.known("contract_version", ContractVersion)
-	w.num("effect_sequence", sequence)
-	w.known("kind", "M4AIdempotencyPreimage")
-	w.str("run_id", runID)
-	w.str("transition_id", transitionID)
-	w.close()
+	w.lit(`{"action_digest":`)
+	w.val(actionDigest)
+	w.lit(`,"adapter_version":`)
+	w.val(adapterVersion)
+	w.lit(`,"contract_version":"` + ContractVersion + `","effect_sequence":`)
+	w.int(sequence)
+	w.lit(`,"kind":"M4AIdempotencyPreimage","run_id":`)
+	w.val(runID)
+	w.lit(`,"transition_id":`)
+	w.val(transitionID)
+	w.lit(`}`)
 }
 
 func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
@@ -473,31 +485,38 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 // consumes (or null), the authority, the batch, the idempotency digest and
 // the proposal.
 func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDigest, batchID, idempotencyDigest, proposalID string) {
-	w.open()
-	w.strOrNull("approval_digest", approvalDigest)
-	w.known("authority_digest", authorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
-	w.str("batch_id", batchID)
-	w.known("contract_version", ContractVersion)
-	w.known("idempotency_digest", idempotencyDigest) // IdempotencyKey's
-	w.known("kind", "M4AIntentIdentityPreimage")
-	w.str("proposal_id", proposalID)
-	w.close()
+	if approvalDigest == nil {
+		w.lit(`{"approval_digest":null`)
+	} else {
+		w.lit(`{"approval_digest":`)
+		w.val(*approvalDigest)
+	}
+	w.lit(`,"authority_digest":`)
+	w.ours(authorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
+	w.lit(`,"batch_id":`)
+	w.val(batchID)
+	w.lit(`,"contract_version":"` + ContractVersion + `","idempotency_digest":`)
+	w.ours(idempotencyDigest) // IdempotencyKey's
+	w.lit(`,"kind":"M4AIntentIdentityPreimage","proposal_id":`)
+	w.val(proposalID)
+	w.lit(`}`)
 }
 
 // policyVerdictPreimage writes the policy-verdict evidence: the R profile,
 // the whole eligibility verdict and the authority's decision, digest and
 // assessed risk.
 func (w *canonWriter) policyVerdictPreimage(profile string, v protocol.EligibilityVerdict, s AuthoritySnapshot) {
-	w.open()
-	w.str("assessed_risk", s.AssessedRisk)
-	w.str("authority_decision", s.Decision)
-	w.known("authority_digest", s.AuthorityDigest) // Authorize's own ComputeDigest
-	w.known("contract_version", ContractVersion)
-	w.key("eligibility_verdict")
+	w.lit(`{"assessed_risk":`)
+	w.val(s.AssessedRisk)
+	w.lit(`,"authority_decision":`)
+	w.val(s.Decision)
+	w.lit(`,"authority_digest":`)
+	w.ours(s.AuthorityDigest) // Authorize's own ComputeDigest
+	w.lit(`,"contract_version":"` + ContractVersion + `","eligibility_verdict":`)
 	w.verdict(v)
-	w.known("kind", "M4APolicyVerdictEvidencePreimage")
-	w.str("r_profile_digest", profile)
-	w.close()
+	w.lit(`,"kind":"M4APolicyVerdictEvidencePreimage","r_profile_digest":`)
+	w.val(profile)
+	w.lit(`}`)
 }
 
 func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) string {
@@ -518,17 +537,21 @@ func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) st
 // capability, the authority, and the proposal's action, destination and
 // adapter.
 func (w *canonWriter) capabilityEvidencePreimage(p protocol.EffectProposal, s AuthoritySnapshot) {
-	w.open()
-	w.str("action_digest", p.ActionDigest)
-	w.str("adapter_version", s.AdapterVersion)
-	w.known("authority_digest", s.AuthorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
-	w.str("capability", s.Capability)
-	w.known("contract_version", ContractVersion)
-	w.str("destination_digest", p.DestinationDigest)
-	w.str("effect_type", p.EffectType)
-	w.known("kind", "M4ACapabilityEvidencePreimage")
-	w.str("proposal_id", p.ProposalID)
-	w.close()
+	w.lit(`{"action_digest":`)
+	w.val(p.ActionDigest)
+	w.lit(`,"adapter_version":`)
+	w.val(s.AdapterVersion)
+	w.lit(`,"authority_digest":`)
+	w.ours(s.AuthorityDigest) // ComputeDigest's, or parseSnapshot's recomputed one
+	w.lit(`,"capability":`)
+	w.val(s.Capability)
+	w.lit(`,"contract_version":"` + ContractVersion + `","destination_digest":`)
+	w.val(p.DestinationDigest)
+	w.lit(`,"effect_type":`)
+	w.val(p.EffectType)
+	w.lit(`,"kind":"M4ACapabilityEvidencePreimage","proposal_id":`)
+	w.val(p.ProposalID)
+	w.lit(`}`)
 }
 
 var _ = cjson.Digest

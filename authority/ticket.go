@@ -342,13 +342,7 @@ func (t Ticket) seal() Ticket {
 	t.ActionDigest = t.computeActionDigest()
 	t.Preview = renderPreview(t, t.ActionDigest)
 	w := pooledWriter(256 + len(t.Preview))
-	w.open()
-	w.known("action_digest", t.ActionDigest) // computed just above
-	w.known("kind", "ActionTicketPreviewPreimage")
-	w.lines("preview", t.Preview)
-	w.str("ticket_id", t.TicketID)
-	w.known("ticket_version", TicketVersion)
-	w.close()
+	w.previewPreimage(t)
 	t.PreviewDigest = w.mustDigest()
 	t.Status = t.status()
 	t.TicketDigest = ""
@@ -356,19 +350,23 @@ func (t Ticket) seal() Ticket {
 	return t
 }
 
+// previewPreimage writes the preview digest's preimage, for a ticket
+// whose action digest seal has just computed.
+func (w *canonWriter) previewPreimage(t Ticket) {
+	w.lit(`{"action_digest":`)
+	w.ours(t.ActionDigest) // computed by seal
+	w.lit(`,"kind":"ActionTicketPreviewPreimage","preview":`)
+	w.lines(t.Preview)
+	w.lit(`,"ticket_id":`)
+	w.val(t.TicketID)
+	w.lit(`,"ticket_version":"` + TicketVersion + `"}`)
+}
+
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
 func (t Ticket) computeActionDigest() string {
 	w := pooledWriter(512)
-	w.open()
-	w.str("action", t.Action)
-	w.str("destination", t.Destination)
-	w.known("kind", "ActionTicketActionPreimage")
-	w.key("parameters")
-	w.value(t.Parameters) // a nil map is {} here, as in cjson
-	w.str("scope", t.Scope)
-	w.known("ticket_version", TicketVersion)
-	w.close()
+	w.actionPreimage(t, nil)
 	if w.err != nil {
 		// Parameters outside the strict value model (say an int from a Go
 		// caller): let the reflective encoder canonicalize them.
@@ -378,16 +376,28 @@ func (t Ticket) computeActionDigest() string {
 		}
 		w.release()
 		w = pooledWriter(512 + len(params))
-		w.open()
-		w.str("action", t.Action)
-		w.str("destination", t.Destination)
-		w.known("kind", "ActionTicketActionPreimage")
-		w.raw("parameters", params)
-		w.str("scope", t.Scope)
-		w.known("ticket_version", TicketVersion)
-		w.close()
+		w.actionPreimage(t, params)
 	}
 	return w.mustDigest()
+}
+
+// actionPreimage writes the action digest's preimage, with the
+// parameters' canonical bytes when given and written from the map
+// otherwise (a nil map is {} here, as in cjson).
+func (w *canonWriter) actionPreimage(t Ticket, params []byte) {
+	w.lit(`{"action":`)
+	w.val(t.Action)
+	w.lit(`,"destination":`)
+	w.val(t.Destination)
+	w.lit(`,"kind":"ActionTicketActionPreimage","parameters":`)
+	if params != nil {
+		w.lit(string(params))
+	} else {
+		w.value(t.Parameters)
+	}
+	w.lit(`,"scope":`)
+	w.val(t.Scope)
+	w.lit(`,"ticket_version":"` + TicketVersion + `"}`)
 }
 
 // computeTicketDigest digests every member but the digest itself. The
@@ -395,55 +405,71 @@ func (t Ticket) computeActionDigest() string {
 // preview digest.
 func (t Ticket) computeTicketDigest() string {
 	w := pooledWriter(1024)
-	w.open()
-	w.str("action", t.Action)
-	w.str("action_digest", t.ActionDigest)
-	w.str("assessed_risk", t.AssessedRisk)
-	w.boolean("confirmation_received", t.ConfirmationReceived)
-	w.boolean("confirmation_required", t.ConfirmationRequired)
-	w.key("constraints")
-	w.b = append(w.b, '[')
+	w.ticketPreimage(t)
+	return w.mustDigest()
+}
+
+// ticketPreimage writes the ticket digest's preimage.
+func (w *canonWriter) ticketPreimage(t Ticket) {
+	w.lit(`{"action":`)
+	w.val(t.Action)
+	w.lit(`,"action_digest":`)
+	w.val(t.ActionDigest)
+	w.lit(`,"assessed_risk":`)
+	w.val(t.AssessedRisk)
+	w.lit(`,"confirmation_received":`)
+	w.flag(t.ConfirmationReceived)
+	w.lit(`,"confirmation_required":`)
+	w.flag(t.ConfirmationRequired)
+	w.lit(`,"constraints":[`)
 	for i, c := range t.Constraints {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.lit(`,`)
 		}
-		w.open()
-		w.str("field", c.Field)
-		w.str("gate", c.Gate)
-		w.key("max")
+		w.lit(`{"field":`)
+		w.val(c.Field)
+		w.lit(`,"gate":`)
+		w.val(c.Gate)
 		if c.Max != nil {
-			w.b = cjson.AppendInt(w.b, *c.Max)
+			w.lit(`,"max":`)
+			w.int(*c.Max)
 		} else {
-			w.b = append(w.b, "null"...)
+			w.lit(`,"max":null`)
 		}
-		w.str("rule", c.Rule)
-		w.str("scope", c.Scope)
-		w.close()
+		w.lit(`,"rule":`)
+		w.val(c.Rule)
+		w.lit(`,"scope":`)
+		w.val(c.Scope)
+		w.lit(`}`)
 	}
-	w.b = append(w.b, ']')
-	w.str("declared_risk", t.DeclaredRisk)
-	w.str("destination", t.Destination)
-	w.known("kind", "ActionTicketPreimage")
-	w.strs("missing_fields", t.MissingFields)
-	w.str("preview_digest", t.PreviewDigest)
-	w.boolean("preview_required", t.PreviewRequired)
-	w.boolean("preview_shown", t.PreviewShown)
-	w.str("scope", t.Scope)
-	w.key("side_effects")
-	w.b = append(w.b, '[')
+	w.lit(`],"declared_risk":`)
+	w.val(t.DeclaredRisk)
+	w.lit(`,"destination":`)
+	w.val(t.Destination)
+	w.lit(`,"kind":"ActionTicketPreimage","missing_fields":`)
+	w.vals(t.MissingFields)
+	w.lit(`,"preview_digest":`)
+	w.val(t.PreviewDigest)
+	w.lit(`,"preview_required":`)
+	w.flag(t.PreviewRequired)
+	w.lit(`,"preview_shown":`)
+	w.flag(t.PreviewShown)
+	w.lit(`,"scope":`)
+	w.val(t.Scope)
+	w.lit(`,"side_effects":[`)
 	for i, e := range t.SideEffects {
 		if i > 0 {
-			w.b = append(w.b, ',')
+			w.lit(`,`)
 		}
-		w.strVal(string(e))
+		w.val(string(e))
 	}
-	w.b = append(w.b, ']')
-	w.str("ticket_completeness", t.Completeness)
-	w.str("ticket_id", t.TicketID)
-	w.str("ticket_status", t.Status)
-	w.known("ticket_version", TicketVersion)
-	w.close()
-	return w.mustDigest()
+	w.lit(`],"ticket_completeness":`)
+	w.val(t.Completeness)
+	w.lit(`,"ticket_id":`)
+	w.val(t.TicketID)
+	w.lit(`,"ticket_status":`)
+	w.val(t.Status)
+	w.lit(`,"ticket_version":"` + TicketVersion + `"}`)
 }
 
 // Verify recomputes every derived member and reports the first that

@@ -1,0 +1,167 @@
+package authority
+
+import (
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
+	"pgregory.net/rapid"
+)
+
+// templateString draws the strings preimages are written from: ids and
+// digests (plain), printable ASCII with quotes and backslashes, control
+// bytes, non-ASCII text, text that is not NFC and bytes that are not UTF-8.
+func templateString(t *rapid.T, label string) string {
+	return rapid.OneOf(
+		rapid.StringMatching(`[a-z0-9][a-z0-9:._/-]{0,24}`),
+		rapid.StringMatching(`sha256:[0-9a-f]{64}`),
+		rapid.StringMatching(`[ -~]{0,16}`),
+		rapid.StringMatching(`[a-z"\\\n\t\x01é]{0,8}`),
+		rapid.SampledFrom([]string{"", "e\u0301", "\xff", "é", "\u212b"}),
+		rapid.String(),
+	).Draw(t, label)
+}
+
+func templateStrings(t *rapid.T, label string) []string {
+	return rapid.SliceOfN(rapid.Custom(func(t *rapid.T) string { return templateString(t, "s") }), 0, 3).Draw(t, label)
+}
+
+func anyStrings(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// sameAsCjson holds a template's bytes to cjson's encoding of the same
+// members: both refuse, or both write the same bytes.
+func sameAsCjson(t *rapid.T, name string, write func(w *canonWriter), want map[string]any) {
+	var w canonWriter
+	write(&w)
+	enc, err := cjson.Encode(want)
+	switch {
+	case (err == nil) != (w.err == nil):
+		t.Fatalf("%s: template error %v, cjson error %v", name, w.err, err)
+	case err == nil && string(w.b) != string(enc):
+		t.Fatalf("%s: template wrote\n%s\ncjson\n%s", name, w.b, enc)
+	}
+}
+
+// Every template preimage writer writes cjson's bytes for its members,
+// and refuses exactly the strings cjson refuses.
+func TestTemplatesAreCjson(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		str := func(label string) string { return templateString(rt, label) }
+		num := func(label string) int64 { return rapid.Int64().Draw(rt, label) }
+		// "ours" values are this package's own digests: plain by
+		// construction, so only such strings are drawn for them.
+		digest := func(label string) string { return rapid.StringMatching(`sha256:[0-9a-f]{64}`).Draw(rt, label) }
+
+		pid, bid := str("proposal_id"), str("batch_id")
+		sameAsCjson(rt, "ticket id", func(w *canonWriter) { w.ticketIDPreimage(pid, bid) },
+			map[string]any{"batch_id": bid, "kind": "ActionTicketIDPreimage", "proposal_id": pid})
+
+		seq, now, idx := num("seq"), num("now"), num("index")
+		pol, pub, prof := str("policy"), str("published"), str("profile")
+		sameAsCjson(rt, "input", func(w *canonWriter) { w.inputPreimage(seq, now, pol, idx, pub, prof) },
+			map[string]any{"contract_version": ContractVersion, "effect_sequence": seq, "kind": "AuthorizeInputPreimage", "now": now,
+				"policy_digest": pol, "proposal_index": idx, "published_batch_digest": pub, "r_profile_digest": prof})
+
+		s := AuthoritySnapshot{
+			Kind: str("kind"), AuthorityVersion: str("authority_version"), ProposalID: pid, EffectType: str("effect_type"),
+			Capability: str("capability"), Decision: str("decision"), AssessedRisk: str("risk"), AdapterVersion: str("adapter"),
+			DestinationDigest: str("destination"), ValidFrom: num("from"), ValidUntil: num("until"),
+			Revoked: rapid.Bool().Draw(rt, "revoked"), AuthorityDigest: digest("authority_digest"),
+		}
+		sameAsCjson(rt, "authority snapshot", s.writePreimage, map[string]any{
+			"adapter_version": s.AdapterVersion, "assessed_risk": s.AssessedRisk, "authority_version": s.AuthorityVersion,
+			"capability": s.Capability, "contract_version": ContractVersion, "decision": s.Decision,
+			"destination_digest": s.DestinationDigest, "effect_type": s.EffectType, "kind": s.Kind, "proposal_id": s.ProposalID,
+			"revoked": s.Revoked, "valid_from": s.ValidFrom, "valid_until": s.ValidUntil,
+		})
+
+		run, tr, ad := str("run"), str("transition"), str("action_digest")
+		sameAsCjson(rt, "idempotency", func(w *canonWriter) { w.idempotencyPreimage(run, tr, seq, ad, s.AdapterVersion) },
+			map[string]any{"action_digest": ad, "adapter_version": s.AdapterVersion, "contract_version": ContractVersion,
+				"effect_sequence": seq, "kind": "M4AIdempotencyPreimage", "run_id": run, "transition_id": tr})
+
+		idem := digest("idempotency")
+		var approval *string
+		var approvalAny any
+		if rapid.Bool().Draw(rt, "approved") {
+			a := str("approval")
+			approval, approvalAny = &a, a
+		}
+		sameAsCjson(rt, "intent identity", func(w *canonWriter) { w.intentIdentityPreimage(approval, s.AuthorityDigest, bid, idem, pid) },
+			map[string]any{"approval_digest": approvalAny, "authority_digest": s.AuthorityDigest, "batch_id": bid,
+				"contract_version": ContractVersion, "idempotency_digest": idem, "kind": "M4AIntentIdentityPreimage", "proposal_id": pid})
+
+		v := protocol.EligibilityVerdict{
+			CauseID: str("cause"), Kind: str("verdict_kind"), ProposalID: pid, RuleSetVersion: str("rule_set"),
+			Status: str("status"), SupportDerivationIDs: templateStrings(rt, "supports"), VerdictID: str("verdict_id"),
+		}
+		sameAsCjson(rt, "policy verdict", func(w *canonWriter) { w.policyVerdictPreimage(prof, v, s) },
+			map[string]any{"assessed_risk": s.AssessedRisk, "authority_decision": s.Decision, "authority_digest": s.AuthorityDigest,
+				"contract_version": ContractVersion, "kind": "M4APolicyVerdictEvidencePreimage", "r_profile_digest": prof,
+				"eligibility_verdict": map[string]any{"cause_id": v.CauseID, "kind": v.Kind, "proposal_id": v.ProposalID,
+					"rule_set_version": v.RuleSetVersion, "status": v.Status, "support_derivation_ids": anyStrings(v.SupportDerivationIDs),
+					"verdict_id": v.VerdictID}})
+
+		p := protocol.EffectProposal{ProposalID: pid, ActionDigest: ad, DestinationDigest: str("proposal_destination"), EffectType: str("proposal_effect_type")}
+		sameAsCjson(rt, "capability evidence", func(w *canonWriter) { w.capabilityEvidencePreimage(p, s) },
+			map[string]any{"action_digest": p.ActionDigest, "adapter_version": s.AdapterVersion, "authority_digest": s.AuthorityDigest,
+				"capability": s.Capability, "contract_version": ContractVersion, "destination_digest": p.DestinationDigest,
+				"effect_type": p.EffectType, "kind": "M4ACapabilityEvidencePreimage", "proposal_id": p.ProposalID})
+
+		event, role, capName := str("event"), str("role"), str("event_capability")
+		payload := map[string]string{}
+		for _, k := range rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z_]{1,12}`), 0, 8, rapid.ID[string]).Draw(rt, "payload_names") {
+			payload[k] = str("payload_value")
+		}
+		payloadAny := map[string]any{}
+		for k, v := range payload {
+			payloadAny[k] = v
+		}
+		sameAsCjson(rt, "control event", func(w *canonWriter) { *w = controlEventPreimage(event, [2]string{role, capName}, payload, nil) },
+			map[string]any{"actor_role": role, "capability": capName, "contract_version": ContractVersion,
+				"kind": "M4AControlEventPreimage", "payload": payloadAny, "type": event})
+
+		tk := Ticket{
+			TicketID: str("ticket_id"), Action: str("action"), Destination: str("ticket_destination"), Scope: str("scope"),
+			Parameters: map[string]any{"amount": num("amount"), "memo": str("memo")},
+			ActionDigest: digest("ticket_action_digest"), Preview: str("preview") + "\n" + str("preview_line"),
+			PreviewDigest: str("preview_digest"), DeclaredRisk: str("declared"), AssessedRisk: str("assessed"),
+			Completeness: str("completeness"), MissingFields: templateStrings(rt, "missing"),
+			SideEffects:     []SideEffect{SideEffect(str("effect"))},
+			PreviewRequired: rapid.Bool().Draw(rt, "preview_required"), PreviewShown: rapid.Bool().Draw(rt, "preview_shown"),
+			ConfirmationRequired: rapid.Bool().Draw(rt, "confirmation_required"), ConfirmationReceived: rapid.Bool().Draw(rt, "confirmation_received"),
+			Status: str("ticket_status"),
+		}
+		cs := []any{}
+		for i := rapid.IntRange(0, 2).Draw(rt, "constraints"); i > 0; i-- {
+			c := Constraint{Gate: str("gate"), Rule: str("rule"), Field: str("field"), Scope: str("constraint_scope")}
+			var max any
+			if rapid.Bool().Draw(rt, "capped") {
+				m := num("max")
+				c.Max, max = &m, m
+			}
+			tk.Constraints = append(tk.Constraints, c)
+			cs = append(cs, map[string]any{"field": c.Field, "gate": c.Gate, "max": max, "rule": c.Rule, "scope": c.Scope})
+		}
+		sameAsCjson(rt, "action", func(w *canonWriter) { w.actionPreimage(tk, nil) },
+			map[string]any{"action": tk.Action, "destination": tk.Destination, "kind": "ActionTicketActionPreimage",
+				"parameters": tk.Parameters, "scope": tk.Scope, "ticket_version": TicketVersion})
+		sameAsCjson(rt, "preview", func(w *canonWriter) { w.previewPreimage(tk) },
+			map[string]any{"action_digest": tk.ActionDigest, "kind": "ActionTicketPreviewPreimage", "preview": tk.Preview,
+				"ticket_id": tk.TicketID, "ticket_version": TicketVersion})
+		sameAsCjson(rt, "ticket", func(w *canonWriter) { w.ticketPreimage(tk) },
+			map[string]any{"action": tk.Action, "action_digest": tk.ActionDigest, "assessed_risk": tk.AssessedRisk,
+				"confirmation_received": tk.ConfirmationReceived, "confirmation_required": tk.ConfirmationRequired,
+				"constraints": cs, "declared_risk": tk.DeclaredRisk, "destination": tk.Destination, "kind": "ActionTicketPreimage",
+				"missing_fields": anyStrings(tk.MissingFields), "preview_digest": tk.PreviewDigest,
+				"preview_required": tk.PreviewRequired, "preview_shown": tk.PreviewShown, "scope": tk.Scope,
+				"side_effects": []any{string(tk.SideEffects[0])}, "ticket_completeness": tk.Completeness,
+				"ticket_id": tk.TicketID, "ticket_status": tk.Status, "ticket_version": TicketVersion})
+	})
+}

@@ -129,7 +129,7 @@ func TestTemplatesAreCjson(t *testing.T) {
 
 		tk := Ticket{
 			TicketID: str("ticket_id"), Action: str("action"), Destination: str("ticket_destination"), Scope: str("scope"),
-			Parameters: map[string]any{"amount": num("amount"), "memo": str("memo")},
+			Parameters:   map[string]any{"amount": num("amount"), "memo": str("memo")},
 			ActionDigest: digest("ticket_action_digest"), Preview: str("preview") + "\n" + str("preview_line"),
 			PreviewDigest: str("preview_digest"), DeclaredRisk: str("declared"), AssessedRisk: str("assessed"),
 			Completeness: str("completeness"), MissingFields: templateStrings(rt, "missing"),

@@ -3,6 +3,7 @@ package mrp
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"sync"
 
 	"flrh.dev/flrh/cjson"
@@ -98,7 +99,14 @@ func (f FHR) AppendCanonical(b []byte) ([]byte, error) {
 	return w.B, nil
 }
 
-// fhrWriter is cjson's member writer with the FHR's own lists.
+// fhrWriter is cjson's member writer with the FHR's own lists. The FHR,
+// its budgets and its list items are written as templates: their
+// constant fragments (punctuation and member names in canonical order)
+// with the values between them, and no per-member key; the machine's
+// own members go through Members' Key. A template writes the bytes
+// Members would (TestFHRAppendCanonicalIsMarshal holds them to
+// cjson.Marshal, TestFHRSealIsMemberWriter the seal to the member by
+// member writer it replaced).
 type fhrWriter struct {
 	cjson.Members
 	// strict checks list items too, as cjson.Marshal does; Seal's
@@ -106,132 +114,233 @@ type fhrWriter struct {
 	strict bool
 }
 
-func (w *fhrWriter) strs(k string, vs []string) {
-	w.Key(k)
-	if vs == nil {
-		w.B = append(w.B, "null"...)
+// set makes b, appended to from w.B, the buffer: when nothing grew only
+// the length is stored, so no pointer store and no write barrier while
+// the collector marks.
+func (w *fhrWriter) set(b []byte) {
+	if cap(b) == cap(w.B) {
+		w.B = w.B[:len(b)]
+	} else {
+		w.B = b
+	}
+}
+
+// lit appends a template's constant fragment.
+func (w *fhrWriter) lit(s string) { w.set(append(w.B, s...)) }
+
+// str writes v as the string value of member k, as Members.Quote does.
+func (w *fhrWriter) str(v, k string) {
+	if cjson.Plain(v) {
+		b := append(w.B, '"')
+		b = append(b, v...)
+		w.set(append(b, '"'))
 		return
 	}
-	w.B = append(w.B, '[')
+	w.Quote(v, k)
+}
+
+func (w *fhrWriter) int(v int64) { w.set(strconv.AppendInt(w.B, v, 10)) }
+
+func (w *fhrWriter) flag(v bool) {
+	if v {
+		w.lit("true")
+	} else {
+		w.lit("false")
+	}
+}
+
+// strsVal writes a list of strings (items of member k), or null.
+func (w *fhrWriter) strsVal(k string, vs []string) {
+	if vs == nil {
+		w.lit("null")
+		return
+	}
+	w.lit("[")
 	for i, v := range vs {
 		if i > 0 {
-			w.B = append(w.B, ',')
+			w.lit(",")
 		}
 		if w.strict {
-			w.Quote(v, k)
+			w.str(v, k)
 		} else {
 			w.B = cjson.AppendString(w.B, v)
 		}
 	}
-	w.B = append(w.B, ']')
+	w.lit("]")
+}
+
+func (w *fhrWriter) strs(k string, vs []string) {
+	w.Key(k)
+	w.strsVal(k, vs)
+}
+
+// listVal writes a list of n objects, or null for a nil one.
+func (w *fhrWriter) listVal(n int, isNil bool, item func(i int)) {
+	if isNil {
+		w.lit("null")
+		return
+	}
+	w.lit("[")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			w.lit(",")
+		}
+		item(i)
+	}
+	w.lit("]")
 }
 
 // list writes a member holding a slice of n objects, or null for a nil one.
 func (w *fhrWriter) list(k string, n int, isNil bool, item func(i int)) {
 	w.Key(k)
-	if isNil {
-		w.B = append(w.B, "null"...)
-		return
-	}
-	w.B = append(w.B, '[')
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			w.B = append(w.B, ',')
-		}
-		item(i)
-	}
-	w.B = append(w.B, ']')
+	w.listVal(n, isNil, item)
 }
 
-// Members are written in sorted key order.
+// fhr writes the record, members in sorted key order.
 func (w *fhrWriter) fhr(f FHR) {
-	w.Open()
-	w.budgets(f.Budgets)
-	w.Str("fhr_digest", f.Digest)
-	w.Str("kind", f.Kind)
-	w.Str("prev_fhr_digest", f.Prev)
-	w.list("resolutions", len(f.Resolutions), f.Resolutions == nil, func(i int) {
-		r := f.Resolutions[i]
-		w.Open()
-		w.Bool("contestable", r.Contestable)
-		w.Str("decision", r.Decision)
-		w.Int("highest_tier", int64(r.HighestTier))
+	w.lit(`{"budgets":`)
+	w.budgetsVal(f.Budgets)
+	w.lit(`,"fhr_digest":`)
+	w.str(f.Digest, "fhr_digest")
+	w.lit(`,"kind":`)
+	w.str(f.Kind, "kind")
+	w.lit(`,"prev_fhr_digest":`)
+	w.str(f.Prev, "prev_fhr_digest")
+	w.lit(`,"resolutions":`)
+	w.listVal(len(f.Resolutions), f.Resolutions == nil, func(i int) {
+		r := &f.Resolutions[i]
+		w.lit(`{"contestable":`)
+		w.flag(r.Contestable)
+		w.lit(`,"decision":`)
+		w.str(r.Decision, "decision")
+		w.lit(`,"highest_tier":`)
+		w.int(int64(r.HighestTier))
 		if w.strict && w.Err == nil {
 			// cjson.Marshal refuses a move without a name (MarshalJSON).
 			_, w.Err = r.Move.MarshalText()
 		}
-		w.Str("move", r.Move.String())
-		w.strs("options", r.Options)
-		w.Str("outcome", r.Outcome)
-		w.Str("ticket", r.Ticket)
-		w.Int("ties", int64(r.Ties))
-		w.Close()
+		w.lit(`,"move":`)
+		w.str(r.Move.String(), "move")
+		w.lit(`,"options":`)
+		w.strsVal("options", r.Options)
+		w.lit(`,"outcome":`)
+		w.str(r.Outcome, "outcome")
+		w.lit(`,"ticket":`)
+		w.str(r.Ticket, "ticket")
+		w.lit(`,"ties":`)
+		w.int(int64(r.Ties))
+		w.lit(`}`)
 	})
-	w.Bool("safe_mode", f.SafeMode)
-	w.Str("scorecard_digest", f.Scorecard)
-	w.list("signals", len(f.Signals), f.Signals == nil, func(i int) {
-		s := f.Signals[i]
-		w.Open()
-		w.Str("decision", s.Decision)
-		w.Str("kind", s.Kind)
-		w.Str("rule", s.Rule)
-		w.Str("source", s.Source)
-		w.Str("ticket", s.Ticket)
-		w.Int("tier", int64(s.Tier))
-		w.Close()
+	w.lit(`,"safe_mode":`)
+	w.flag(f.SafeMode)
+	w.lit(`,"scorecard_digest":`)
+	w.str(f.Scorecard, "scorecard_digest")
+	w.lit(`,"signals":`)
+	w.listVal(len(f.Signals), f.Signals == nil, func(i int) {
+		s := &f.Signals[i]
+		w.lit(`{"decision":`)
+		w.str(s.Decision, "decision")
+		w.lit(`,"kind":`)
+		w.str(s.Kind, "kind")
+		w.lit(`,"rule":`)
+		w.str(s.Rule, "rule")
+		w.lit(`,"source":`)
+		w.str(s.Source, "source")
+		w.lit(`,"ticket":`)
+		w.str(s.Ticket, "ticket")
+		w.lit(`,"tier":`)
+		w.int(int64(s.Tier))
+		w.lit(`}`)
 	})
-	w.Str("state", string(f.State))
-	w.list("tickets", len(f.Tickets), f.Tickets == nil, func(i int) {
-		t := f.Tickets[i]
-		w.Open()
-		w.Bool("complete", t.Complete)
-		w.Bool("confirmation_received", t.ConfirmationReceived)
-		w.Bool("confirmation_required", t.ConfirmationRequired)
-		w.strs("missing_fields", t.MissingFields)
-		w.Bool("preview_required", t.PreviewRequired)
-		w.Bool("preview_shown", t.PreviewShown)
-		w.Str("status", t.Status)
-		w.Str("ticket_digest", t.TicketDigest)
-		w.Str("ticket_id", t.TicketID)
-		w.Bool("verification_only", t.VerificationOnly)
-		w.Close()
+	w.lit(`,"state":`)
+	w.str(string(f.State), "state")
+	w.lit(`,"tickets":`)
+	w.listVal(len(f.Tickets), f.Tickets == nil, func(i int) {
+		t := &f.Tickets[i]
+		w.lit(`{"complete":`)
+		w.flag(t.Complete)
+		w.lit(`,"confirmation_received":`)
+		w.flag(t.ConfirmationReceived)
+		w.lit(`,"confirmation_required":`)
+		w.flag(t.ConfirmationRequired)
+		w.lit(`,"missing_fields":`)
+		w.strsVal("missing_fields", t.MissingFields)
+		w.lit(`,"preview_required":`)
+		w.flag(t.PreviewRequired)
+		w.lit(`,"preview_shown":`)
+		w.flag(t.PreviewShown)
+		w.lit(`,"status":`)
+		w.str(t.Status, "status")
+		w.lit(`,"ticket_digest":`)
+		w.str(t.TicketDigest, "ticket_digest")
+		w.lit(`,"ticket_id":`)
+		w.str(t.TicketID, "ticket_id")
+		w.lit(`,"verification_only":`)
+		w.flag(t.VerificationOnly)
+		w.lit(`}`)
 	})
-	w.list("transitions", len(f.Transitions), f.Transitions == nil, func(i int) { w.entry(f.Transitions[i]) })
-	w.Int("turn", f.Turn)
-	w.Close()
+	w.lit(`,"transitions":`)
+	w.listVal(len(f.Transitions), f.Transitions == nil, func(i int) { w.entry(&f.Transitions[i]) })
+	w.lit(`,"turn":`)
+	w.int(f.Turn)
+	w.lit(`}`)
 }
 
 func (w *fhrWriter) budgets(b Budgets) {
 	w.Key("budgets")
-	w.Open()
-	w.Int("deep_limit", int64(b.DeepLimit))
-	w.Int("deep_used", int64(b.DeepUsed))
-	w.Bool("escalate_on_no_progress", b.EscalateOnNoProgress)
-	w.Int("no_progress_limit", int64(b.NoProgressLimit))
-	w.Int("no_progress_run", int64(b.NoProgressRun))
-	w.Int("session_limit", int64(b.SessionLimit))
-	w.Int("session_used", int64(b.SessionUsed))
-	w.Int("turn_limit", int64(b.TurnLimit))
-	w.Int("turn_used", int64(b.TurnUsed))
-	w.Close()
+	w.budgetsVal(b)
+}
+
+// budgetsVal writes the budgets object.
+func (w *fhrWriter) budgetsVal(b Budgets) {
+	w.lit(`{"deep_limit":`)
+	w.int(int64(b.DeepLimit))
+	w.lit(`,"deep_used":`)
+	w.int(int64(b.DeepUsed))
+	w.lit(`,"escalate_on_no_progress":`)
+	w.flag(b.EscalateOnNoProgress)
+	w.lit(`,"no_progress_limit":`)
+	w.int(int64(b.NoProgressLimit))
+	w.lit(`,"no_progress_run":`)
+	w.int(int64(b.NoProgressRun))
+	w.lit(`,"session_limit":`)
+	w.int(int64(b.SessionLimit))
+	w.lit(`,"session_used":`)
+	w.int(int64(b.SessionUsed))
+	w.lit(`,"turn_limit":`)
+	w.int(int64(b.TurnLimit))
+	w.lit(`,"turn_used":`)
+	w.int(int64(b.TurnUsed))
+	w.lit(`}`)
 }
 
 // entry writes one Journey Strip entry.
-func (w *fhrWriter) entry(e Entry) {
-	w.Open()
-	w.Str("actor_id", e.ActorID)
-	w.Str("cause", e.Cause)
-	w.Str("from", string(e.From))
-	w.Bool("refusal", e.Refusal)
-	w.Str("rejected", e.Rejected)
-	w.Str("role", e.Role)
-	w.Str("row", e.Row)
-	w.Bool("safe_mode", e.SafeMode)
-	w.Int("seq", int64(e.Seq))
-	w.Str("summary", e.Summary)
-	w.Str("to", string(e.To))
-	w.Str("trigger", string(e.Trigger))
-	w.Close()
+func (w *fhrWriter) entry(e *Entry) {
+	w.lit(`{"actor_id":`)
+	w.str(e.ActorID, "actor_id")
+	w.lit(`,"cause":`)
+	w.str(e.Cause, "cause")
+	w.lit(`,"from":`)
+	w.str(string(e.From), "from")
+	w.lit(`,"refusal":`)
+	w.flag(e.Refusal)
+	w.lit(`,"rejected":`)
+	w.str(e.Rejected, "rejected")
+	w.lit(`,"role":`)
+	w.str(e.Role, "role")
+	w.lit(`,"row":`)
+	w.str(e.Row, "row")
+	w.lit(`,"safe_mode":`)
+	w.flag(e.SafeMode)
+	w.lit(`,"seq":`)
+	w.int(int64(e.Seq))
+	w.lit(`,"summary":`)
+	w.str(e.Summary, "summary")
+	w.lit(`,"to":`)
+	w.str(string(e.To), "to")
+	w.lit(`,"trigger":`)
+	w.str(string(e.Trigger), "trigger")
+	w.lit(`}`)
 }
 
 // AppendCanonical appends the machine's canonical bytes (flrh-cjson/1):
@@ -244,7 +353,7 @@ func (m Machine) AppendCanonical(b []byte) ([]byte, error) {
 	w.Open()
 	w.budgets(m.Budgets)
 	w.Bool("care_cooldown", m.Cooldown)
-	w.list("journey", len(m.Journey), m.Journey == nil, func(i int) { w.entry(m.Journey[i]) })
+	w.list("journey", len(m.Journey), m.Journey == nil, func(i int) { w.entry(&m.Journey[i]) })
 	w.strs("options", m.Options)
 	w.Bool("refusal", m.Refusal)
 	w.Bool("safe_mode", m.SafeMode)

@@ -252,7 +252,7 @@ func Authorize(in Input) (Decisions, error) {
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
 	for i, p := range in.Batch.Proposals {
-		o := decideOne(in, i, p, &m, seq)
+		o := decideOne(&in, i, p, &m, seq)
 		if o.Intent != nil {
 			seq++
 		}
@@ -445,7 +445,7 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 }
 
 // decideOne decides one proposal and steps the machine for it.
-func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
+func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
 	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	// ptr is the proposal's pointer, built only for a rejection.
 	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
@@ -576,7 +576,8 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	}
 	ev := in.Policy.Policy.Evaluate(t, joinFacts(base[:nb], more)...)
 	risk := ev.AssessedRisk
-	if riskRank[manifest.DeclaredRisk] > riskRank[risk] {
+	declaredRank, _ := riskRank(manifest.DeclaredRisk)
+	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {
 		risk = manifest.DeclaredRisk
 	}
 	if risk == "" {
@@ -746,26 +747,25 @@ func decideOne(in Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq i
 	}
 	intent := buildIntent(prop, in.Batch.Batch, snap, seq, approvalDigest)
 	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, &intent, &snap
+	if grant == nil {
+		w := pooledWriter(1024)
+		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
+		verdict := w.mustDigest()
+		// In authorizedPayloadNames' order; all but the policy and the
+		// published batch digests are this package's own.
+		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(prop, snap), inputDigest(in, i, seq),
+			intent.IntentID, in.Policy.Policy.Digest, verdict, in.Batch.PublishedBatchDigest}
+		const ours = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5
+		o.ControlEvent = controlEventFrom(event, authorizedPayloadNames, vals[:], ours)
+		return o
+	}
 	evidence := map[string]string{
 		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 		"intent_id": intent.IntentID, "policy_digest": in.Policy.Policy.Digest,
+		"exact_hash_approval_digest": *approvalDigest, "approval_digest": *approvalDigest,
+		"approval_request_digest": grant.Request.RequestDigest, "approval_context_digest": grant.Request.ContextDigest,
 	}
-	if grant != nil {
-		evidence["exact_hash_approval_digest"] = *approvalDigest
-		evidence["approval_digest"] = *approvalDigest
-		evidence["approval_request_digest"] = grant.Request.RequestDigest
-		evidence["approval_context_digest"] = grant.Request.ContextDigest
-	} else {
-		w := pooledWriter(1024)
-		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
-		evidence["policy_verdict"] = w.mustDigest()
-		evidence["capability_digest"] = capabilityEvidenceDigest(prop, snap)
-	}
-	names := authorizedPayloadNames
-	if grant != nil {
-		names = grantedPayloadNames
-	}
-	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence, names)
+	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence, grantedPayloadNames)
 	return o
 }
 
@@ -805,7 +805,7 @@ func step(m *mrp.Machine, t mrp.Trigger, v *mrp.TicketView, cause string, option
 }
 
 // newContext builds the approval context a new request binds.
-func newContext(in Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
+func newContext(in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
 	b := Binding{
 		RunID: p.CorrelationID, WorkflowVersion: p.Versions.Workflow, ActionDigest: p.ActionDigest,
 		ArtifactDigest: spec.ArtifactDigest, DestinationDigest: p.DestinationDigest,
@@ -852,7 +852,7 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 	return buildRequest(p, s, c)
 }
 
-func inputDigest(in Input, i int, seq int64) string {
+func inputDigest(in *Input, i int, seq int64) string {
 	w := pooledWriter(512)
 	w.inputPreimage(seq, in.Now, in.Policy.Policy.Digest, int64(i), in.Batch.PublishedBatchDigest, in.ProfileDigest)
 	return w.mustDigest()
@@ -883,6 +883,58 @@ func controlEvent(event, commandDigest string, evidence map[string]string, names
 	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(event, auth, payload, names), Payload: payload}
 }
 
+// controlEventFrom is controlEvent for a payload given as its member
+// names in sorted order (package constants, held to the payloads by
+// TestPayloadNamesAreThePayloads) and their values, command digest
+// included: the preimage is written from the values without looking each
+// up in the map, which is built for the event. Bit k of ours marks
+// vals[k] as a digest or id this package wrote (see known).
+func controlEventFrom(event string, names, vals []string, ours uint32) *ControlEvent {
+	auth := eventAuthority[event]
+	payload := make(map[string]string, len(names))
+	for k, n := range names {
+		payload[n] = vals[k]
+	}
+	w := controlEventPreimageFrom(event, auth, names, vals, ours)
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAs("event:"), Payload: payload}
+}
+
+// controlEventPreimageFrom writes the preimage controlEventPreimage
+// writes for the payload names[k]: vals[k].
+func controlEventPreimageFrom(event string, auth [2]string, names, vals []string, ours uint32) canonWriter {
+	w := pooledWriter(1024)
+	w.controlEventHead(auth)
+	w.lit(`{`)
+	for k, n := range names {
+		if k > 0 {
+			w.lit(`,"`)
+		} else {
+			w.lit(`"`)
+		}
+		w.lit(n)
+		w.lit(`":`)
+		if ours&(1<<k) != 0 {
+			w.ours(vals[k])
+		} else {
+			w.val(vals[k])
+		}
+	}
+	w.lit(`},"type":`)
+	w.val(event)
+	w.lit(`}`)
+	return w
+}
+
+// controlEventHead writes a control event preimage's members before its
+// payload's value.
+func (w *canonWriter) controlEventHead(auth [2]string) {
+	w.lit(`{"actor_role":`)
+	w.val(auth[0])
+	w.lit(`,"capability":`)
+	w.val(auth[1])
+	w.lit(`,"contract_version":"` + ContractVersion + `","kind":"M4AControlEventPreimage","payload":`)
+}
+
 // controlEventDigest digests a control event's preimage.
 func controlEventDigest(event string, auth [2]string, payload map[string]string) string {
 	w := controlEventPreimage(event, auth, payload, nil)
@@ -905,11 +957,7 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 		names = appendSortedKeys(keysArr[:0], payload)
 	}
 	w := pooledWriter(1024)
-	w.lit(`{"actor_role":`)
-	w.val(auth[0])
-	w.lit(`,"capability":`)
-	w.val(auth[1])
-	w.lit(`,"contract_version":"` + ContractVersion + `","kind":"M4AControlEventPreimage","payload":`)
+	w.controlEventHead(auth)
 	w.open()
 	for _, k := range names {
 		v, ok := payload[k]

@@ -300,7 +300,19 @@ type Evaluation struct {
 	RiskReasons  []Reason     `json:"risk_reasons"`
 }
 
-var riskRank = map[string]int{RiskReadOnly: 1, RiskReversible: 2, RiskHighRiskExternal: 3}
+// riskRank orders the risk vocabulary (READ_ONLY 1 to
+// HIGH_RISK_EXTERNAL 3); anything else is 0 and not ok.
+func riskRank(r string) (rank int, ok bool) {
+	switch r {
+	case RiskReadOnly:
+		return 1, true
+	case RiskReversible:
+		return 2, true
+	case RiskHighRiskExternal:
+		return 3, true
+	}
+	return 0, false
+}
 
 // TicketFacts renders a ticket as gate input facts. extra facts (such as
 // capability and mode facts established by the caller) are appended.
@@ -588,10 +600,11 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 			g2.Reasons = append(g2.Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
 		}
 		for _, r := range d.risks {
-			if _, ok := riskRank[r.risk]; !ok {
+			rr, ok := riskRank(r.risk)
+			if !ok {
 				continue
 			}
-			if riskRank[r.risk] > riskRank[ev.AssessedRisk] {
+			if cur, _ := riskRank(ev.AssessedRisk); rr > cur {
 				ev.AssessedRisk = r.risk
 			}
 			ev.RiskReasons = append(ev.RiskReasons, r.why)

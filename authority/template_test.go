@@ -1,6 +1,8 @@
 package authority
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -127,16 +129,34 @@ func TestTemplatesAreCjson(t *testing.T) {
 			map[string]any{"actor_role": role, "capability": capName, "contract_version": ContractVersion,
 				"kind": "M4AControlEventPreimage", "payload": payloadAny, "type": event})
 
+		// The payload written from its sorted names and their values, some
+		// marked as this package's own, is the map's preimage.
+		names := slices.Sorted(maps.Keys(payload))
+		vals := make([]string, len(names))
+		var ours uint32
+		for k, n := range names {
+			if rapid.Bool().Draw(rt, "ours") {
+				ours |= 1 << k
+				payload[n] = digest("our_value")
+				payloadAny[n] = payload[n]
+			}
+			vals[k] = payload[n]
+		}
+		sameAsCjson(rt, "control event from values", func(w *canonWriter) {
+			*w = controlEventPreimageFrom(event, [2]string{role, capName}, names, vals, ours)
+		}, map[string]any{"actor_role": role, "capability": capName, "contract_version": ContractVersion,
+			"kind": "M4AControlEventPreimage", "payload": payloadAny, "type": event})
+
 		tk := Ticket{
 			TicketID: str("ticket_id"), Action: str("action"), Destination: str("ticket_destination"), Scope: str("scope"),
 			Parameters:   map[string]any{"amount": num("amount"), "memo": str("memo")},
 			ActionDigest: digest("ticket_action_digest"), Preview: str("preview") + "\n" + str("preview_line"),
-			PreviewDigest: str("preview_digest"), DeclaredRisk: str("declared"), AssessedRisk: str("assessed"),
+			PreviewDigest: digest("preview_digest"), DeclaredRisk: str("declared"), AssessedRisk: str("assessed"),
 			Completeness: str("completeness"), MissingFields: templateStrings(rt, "missing"),
 			SideEffects:     []SideEffect{SideEffect(str("effect"))},
 			PreviewRequired: rapid.Bool().Draw(rt, "preview_required"), PreviewShown: rapid.Bool().Draw(rt, "preview_shown"),
 			ConfirmationRequired: rapid.Bool().Draw(rt, "confirmation_required"), ConfirmationReceived: rapid.Bool().Draw(rt, "confirmation_received"),
-			Status: str("ticket_status"),
+			Status: rapid.SampledFrom([]string{StatusDraft, StatusAwaitingPreview, StatusAwaitingConfirmation, StatusReady, StatusExecuted, StatusRefused, StatusExpired, StatusCanceled}).Draw(rt, "ticket_status"),
 		}
 		cs := []any{}
 		for i := rapid.IntRange(0, 2).Draw(rt, "constraints"); i > 0; i-- {

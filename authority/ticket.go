@@ -27,7 +27,24 @@ const (
 	SideEffectIrreversible SideEffect = "IRREVERSIBLE"
 )
 
-var sideEffectRank = map[SideEffect]int{SideEffectNone: 0, SideEffectRead: 1, SideEffectWrite: 2, SideEffectExternal: 3, SideEffectIrreversible: 4}
+// effectRank orders the side-effect vocabulary (NONE 0 to IRREVERSIBLE
+// 4); ok is false for anything outside it. A switch rather than a map: it
+// is read for every side effect of every ticket.
+func effectRank(s SideEffect) (rank int, ok bool) {
+	switch s {
+	case SideEffectNone:
+		return 0, true
+	case SideEffectRead:
+		return 1, true
+	case SideEffectWrite:
+		return 2, true
+	case SideEffectExternal:
+		return 3, true
+	case SideEffectIrreversible:
+		return 4, true
+	}
+	return 0, false
+}
 
 // Ticket statuses. EXECUTED means authorized dispatch crossed the commit
 // boundary; it does not claim the external effect succeeded.
@@ -66,17 +83,18 @@ func ValidateSideEffects(set []SideEffect) error {
 	if len(set) == 0 {
 		return &TicketError{"SIDE_EFFECTS_EMPTY", "/side_effects", "a ticket declares at least one side-effect class (NONE for none)"}
 	}
-	seen := map[SideEffect]bool{}
+	var seen uint8 // bit r: the class of rank r was seen
 	for i, s := range set {
-		if _, ok := sideEffectRank[s]; !ok {
+		r, ok := effectRank(s)
+		if !ok {
 			return &TicketError{"SIDE_EFFECT_UNKNOWN", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q is not a side-effect class", s)}
 		}
-		if seen[s] {
+		if seen&(1<<r) != 0 {
 			return &TicketError{"SIDE_EFFECT_DUPLICATE", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q appears twice", s)}
 		}
-		seen[s] = true
+		seen |= 1 << r
 	}
-	if seen[SideEffectNone] && len(set) > 1 {
+	if seen&1 != 0 && len(set) > 1 {
 		return &TicketError{"SIDE_EFFECT_NONE_NOT_ALONE", "/side_effects", "NONE cannot stand beside another side-effect class"}
 	}
 	return nil
@@ -235,7 +253,11 @@ func sortedEffects(in []SideEffect) []SideEffect {
 	// slices.SortFunc runs the same pattern-defeating quicksort as
 	// sort.Slice (the generic copy of it), so equal ranks keep the order
 	// they always had, without sort.Slice's reflective swapper.
-	slices.SortFunc(out, func(a, b SideEffect) int { return cmp.Compare(sideEffectRank[a], sideEffectRank[b]) })
+	slices.SortFunc(out, func(a, b SideEffect) int {
+		ra, _ := effectRank(a)
+		rb, _ := effectRank(b)
+		return cmp.Compare(ra, rb)
+	})
 	return out
 }
 
@@ -409,12 +431,14 @@ func (t Ticket) computeTicketDigest() string {
 	return w.mustDigest()
 }
 
-// ticketPreimage writes the ticket digest's preimage.
+// ticketPreimage writes the ticket digest's preimage, for a ticket seal
+// has just given its action and preview digests and its status (one of
+// the status constants).
 func (w *canonWriter) ticketPreimage(t Ticket) {
 	w.lit(`{"action":`)
 	w.val(t.Action)
 	w.lit(`,"action_digest":`)
-	w.val(t.ActionDigest)
+	w.ours(t.ActionDigest)
 	w.lit(`,"assessed_risk":`)
 	w.val(t.AssessedRisk)
 	w.lit(`,"confirmation_received":`)
@@ -449,7 +473,7 @@ func (w *canonWriter) ticketPreimage(t Ticket) {
 	w.lit(`,"kind":"ActionTicketPreimage","missing_fields":`)
 	w.vals(t.MissingFields)
 	w.lit(`,"preview_digest":`)
-	w.val(t.PreviewDigest)
+	w.ours(t.PreviewDigest)
 	w.lit(`,"preview_required":`)
 	w.flag(t.PreviewRequired)
 	w.lit(`,"preview_shown":`)
@@ -468,7 +492,7 @@ func (w *canonWriter) ticketPreimage(t Ticket) {
 	w.lit(`,"ticket_id":`)
 	w.val(t.TicketID)
 	w.lit(`,"ticket_status":`)
-	w.val(t.Status)
+	w.ours(t.Status)
 	w.lit(`,"ticket_version":"` + TicketVersion + `"}`)
 }
 

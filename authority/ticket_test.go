@@ -2,8 +2,10 @@ package authority
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -263,10 +265,61 @@ func TestMissingFieldsAndSortedEffectsMatchPlainDefinitions(t *testing.T) {
 
 		effects := rapid.SliceOfN(rapid.SampledFrom([]SideEffect{SideEffectNone, SideEffectRead, SideEffectWrite, SideEffectExternal, SideEffectIrreversible, "x.unknown", "y.unknown"}), 0, 8).Draw(rt, "effects")
 		ref := slices.Clone(effects)
-		sort.Slice(ref, func(i, j int) bool { return sideEffectRank[ref[i]] < sideEffectRank[ref[j]] })
+		sort.Slice(ref, func(i, j int) bool { return sideEffectRankRef[ref[i]] < sideEffectRankRef[ref[j]] })
 		inEffects := slices.Clone(effects)
 		if out := sortedEffects(effects); !slices.Equal(out, ref) || !slices.Equal(effects, inEffects) {
 			rt.Fatalf("sortedEffects(%q) = %q, want %q (argument now %q)", inEffects, out, ref, effects)
+		}
+	})
+}
+
+// sideEffectRankRef is the side-effect order as a map, the definition
+// effectRank is held to.
+var sideEffectRankRef = map[SideEffect]int{SideEffectNone: 0, SideEffectRead: 1, SideEffectWrite: 2, SideEffectExternal: 3, SideEffectIrreversible: 4}
+
+// validateSideEffectsRef is ValidateSideEffects over the map and a set of
+// seen classes, as it was written before effectRank.
+func validateSideEffectsRef(set []SideEffect) error {
+	if len(set) == 0 {
+		return &TicketError{"SIDE_EFFECTS_EMPTY", "/side_effects", "a ticket declares at least one side-effect class (NONE for none)"}
+	}
+	seen := map[SideEffect]bool{}
+	for i, s := range set {
+		if _, ok := sideEffectRankRef[s]; !ok {
+			return &TicketError{"SIDE_EFFECT_UNKNOWN", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q is not a side-effect class", s)}
+		}
+		if seen[s] {
+			return &TicketError{"SIDE_EFFECT_DUPLICATE", "/side_effects/" + strconv.Itoa(i), fmt.Sprintf("%q appears twice", s)}
+		}
+		seen[s] = true
+	}
+	if seen[SideEffectNone] && len(set) > 1 {
+		return &TicketError{"SIDE_EFFECT_NONE_NOT_ALONE", "/side_effects", "NONE cannot stand beside another side-effect class"}
+	}
+	return nil
+}
+
+// effectRank and riskRank are their vocabularies' orders, and
+// ValidateSideEffects judges every set as the map-based check did.
+func TestRanksAndSideEffectCheckMatchMaps(t *testing.T) {
+	riskRef := map[string]int{RiskReadOnly: 1, RiskReversible: 2, RiskHighRiskExternal: 3}
+	rapid.Check(t, func(rt *rapid.T) {
+		vocab := []SideEffect{SideEffectNone, SideEffectRead, SideEffectWrite, SideEffectExternal, SideEffectIrreversible, "x.unknown", "", "none"}
+		set := rapid.SliceOfN(rapid.SampledFrom(vocab), 0, 7).Draw(rt, "set")
+		got, want := ValidateSideEffects(set), validateSideEffectsRef(set)
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			rt.Fatalf("ValidateSideEffects(%q) = %v, want %v", set, got, want)
+		}
+		for _, s := range set {
+			r, ok := effectRank(s)
+			wr, wok := sideEffectRankRef[s]
+			if r != wr || ok != wok {
+				rt.Fatalf("effectRank(%q) = %d, %v; want %d, %v", s, r, ok, wr, wok)
+			}
+		}
+		risk := rapid.SampledFrom([]string{RiskReadOnly, RiskReversible, RiskHighRiskExternal, "", "x"}).Draw(rt, "risk")
+		if r, ok := riskRank(risk); r != riskRef[risk] || ok != (riskRef[risk] != 0) {
+			rt.Fatalf("riskRank(%q) = %d, %v", risk, r, ok)
 		}
 	})
 }

@@ -369,34 +369,38 @@ r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation
 SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
 			ts, runID, rc.IntentID, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 	}
+	// The rest goes as one statement (a data-modifying WITH for each part
+	// but the last): the tick's own input, appended consumed, the events
+	// extending the hash chain, the checkpoint, the trace row and the
+	// check that the inbox is left empty.
+	var ap appends
 	for _, in := range tick.Submit {
 		// Appended consumed, at the next inbox position: what Submit and
 		// then consuming it would leave. The run's row is locked, so
-		// submissions to the run are serialized with this tick.
-		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
-SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsParam(9)+` FROM inbox WHERE run_id = $1`,
+		// submissions to the run are serialized with this tick. Parts of
+		// one statement share its snapshot, so only a single input goes
+		// with the rest; more go one statement each, each numbered after
+		// the last.
+		const insert = `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
+SELECT `
+		if len(tick.Submit) == 1 {
+			run := ap.arg(runID)
+			ap.add(insert + run + `, COALESCE(MAX(seq), 0) + 1, ` + ap.args(in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest) +
+				`, true, ` + ap.ts(ts) + ` FROM inbox WHERE run_id = ` + run)
+			continue
+		}
+		tx.Queue(insert+`$1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsParam(9)+` FROM inbox WHERE run_id = $1`,
 			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts)
 	}
 	for _, id := range store.FromInbox(tick) {
 		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
 			runID, id)
 	}
-	if tick.ExpectInboxEmpty {
-		// Checked here on the one-round-trip path, which reads nothing
-		// first (the other decided on its read, under the run's lock).
-		tx.Queue(`SELECT flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
-	(SELECT 1 FROM inbox WHERE run_id = $1 AND NOT consumed)) AS e), 'empty inbox')`, runID)
-	}
 
-	// The rest only appends: events extending the hash chain, the
-	// checkpoint, the run header and the trace.
 	cpBody, traceBodies, err := s.sealTick(op, runID, tick, next.checkpoints, next.trace)
 	if err != nil {
 		return err
 	}
-	// Events, checkpoint and trace row go as one statement (a data-modifying
-	// WITH for each but the last): one execution instead of three.
-	var ap appends
 	if n := len(tick.Events); n > 0 {
 		kinds, bodies := make([]string, n), make([][]byte, n)
 		var digests, prevs, chainHashes hashColumns
@@ -443,6 +447,15 @@ VALUES (` + ap.args(runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDig
 		next.trace += int64(n)
 		ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
 VALUES (` + ap.args(runID, first, next.trace) + `, ` + ap.arg(kinds) + `::text[], ` + ap.arg(traceBodies) + `::bytea[], ` + ap.ts(ts) + `)`)
+	}
+	if tick.ExpectInboxEmpty {
+		// Checked here on the one-round-trip path, which reads nothing
+		// first (the other decided on its read, under the run's lock),
+		// after the consumption above; the tick's own input is appended
+		// consumed. Last, so that it is the statement's own query: the
+		// server runs a WITH that only reads when it is read.
+		ap.add(`SELECT flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
+	(SELECT 1 FROM inbox WHERE run_id = ` + ap.arg(runID) + ` AND NOT consumed)) AS e), 'empty inbox')`)
 	}
 	ap.queue(tx)
 	if state != "" {

@@ -702,16 +702,19 @@ func stableBatchSum(profile string, logicalTime, lowWatermark int64, proposalIDs
 // stableBatchPreimage writes what a stable batch's digest binds: the R
 // profile, the logical time and watermark, both id sets and the dataflow.
 func (w *canonWriter) stableBatchPreimage(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) {
-	w.open()
-	w.known("contract_version", reactiveContract)
-	w.str("dataflow_version", dataflow)
-	w.known("kind", "M3StableBatchPreimage")
-	w.num("logical_time", logicalTime)
-	w.num("low_watermark", lowWatermark)
-	w.strs("ordered_eligibility_verdict_ids", verdictIDs)
-	w.strs("ordered_proposal_ids", proposalIDs)
-	w.str("profile_digest", profile)
-	w.close()
+	w.lit(`{"contract_version":"` + reactiveContract + `","dataflow_version":`)
+	w.val(dataflow)
+	w.lit(`,"kind":"M3StableBatchPreimage","logical_time":`)
+	w.int(logicalTime)
+	w.lit(`,"low_watermark":`)
+	w.int(lowWatermark)
+	w.lit(`,"ordered_eligibility_verdict_ids":`)
+	w.vals(verdictIDs)
+	w.lit(`,"ordered_proposal_ids":`)
+	w.vals(proposalIDs)
+	w.lit(`,"profile_digest":`)
+	w.val(profile)
+	w.lit(`}`)
 }
 
 // envelope reads a validated versions object.

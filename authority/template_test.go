@@ -147,6 +147,47 @@ func TestTemplatesAreCjson(t *testing.T) {
 		}, map[string]any{"actor_role": role, "capability": capName, "contract_version": ContractVersion,
 			"kind": "M4AControlEventPreimage", "payload": payloadAny, "type": event})
 
+		vs := protocol.VersionEnvelope{Workflow: str("workflow"), StateSchema: str("state_schema"), EventSchema: str("event_schema"),
+			GraphSchema: str("graph_schema"), RuleSet: str("rule_set_v"), Dataflow: str("dataflow"), Canonicalization: str("canon"),
+			Tool: str("tool"), Model: str("model"), Oracle: str("oracle"), Gate: str("gate_v"), Resolver: str("resolver"),
+			CompositionProfile: str("composition")}
+		fullProposal := protocol.EffectProposal{Kind: str("proposal_kind"), ProposalID: pid, EffectType: p.EffectType, ActionDigest: ad,
+			CauseID: str("proposal_cause"), CorrelationID: run, ProposalDedupKey: str("dedup"), DestinationDigest: p.DestinationDigest,
+			GoalID: str("goal"), ObligationID: str("obligation"), DeclaredRiskHint: str("hint"), Preconditions: templateStrings(rt, "preconditions"),
+			Versions: vs}
+		batch := protocol.StableProposalBatch{Kind: str("batch_kind"), BatchID: bid, BatchDigest: str("batch_digest"), CauseID: str("batch_cause"),
+			DataflowVersion: str("batch_dataflow"), LogicalTime: num("logical_time"), LowWatermark: num("low_watermark"),
+			ProposalIDs: templateStrings(rt, "proposal_ids"), EligibilityVerdictIDs: templateStrings(rt, "verdict_ids")}
+		sameAsCjson(rt, "stable batch", func(w *canonWriter) {
+			w.stableBatchPreimage(prof, batch.LogicalTime, batch.LowWatermark, batch.ProposalIDs, batch.EligibilityVerdictIDs, batch.DataflowVersion)
+		}, map[string]any{"contract_version": reactiveContract, "dataflow_version": batch.DataflowVersion, "kind": "M3StableBatchPreimage",
+			"logical_time": batch.LogicalTime, "low_watermark": batch.LowWatermark, "ordered_eligibility_verdict_ids": anyStrings(batch.EligibilityVerdictIDs),
+			"ordered_proposal_ids": anyStrings(batch.ProposalIDs), "profile_digest": prof})
+		versionsMap := map[string]any{"workflow": vs.Workflow, "state_schema": vs.StateSchema, "event_schema": vs.EventSchema,
+			"graph_schema": vs.GraphSchema, "rule_set": vs.RuleSet, "dataflow": vs.Dataflow, "canonicalization": vs.Canonicalization,
+			"tool": vs.Tool, "model": vs.Model, "oracle": vs.Oracle, "gate": vs.Gate, "resolver": vs.Resolver, "composition_profile": vs.CompositionProfile}
+		proposalMap := map[string]any{"kind": fullProposal.Kind, "proposal_id": pid, "effect_type": fullProposal.EffectType, "action_digest": ad,
+			"cause_id": fullProposal.CauseID, "correlation_id": run, "proposal_dedup_key": fullProposal.ProposalDedupKey,
+			"destination_digest": fullProposal.DestinationDigest, "goal_id": fullProposal.GoalID, "obligation_id": fullProposal.ObligationID,
+			"declared_risk_hint": fullProposal.DeclaredRiskHint, "preconditions": anyStrings(fullProposal.Preconditions), "versions": versionsMap}
+		verdictMap := map[string]any{"cause_id": v.CauseID, "kind": v.Kind, "proposal_id": v.ProposalID,
+			"rule_set_version": v.RuleSetVersion, "status": v.Status, "support_derivation_ids": anyStrings(v.SupportDerivationIDs),
+			"verdict_id": v.VerdictID}
+		n := rapid.IntRange(0, 2).Draw(rt, "batch_size")
+		pb := PublishedBatch{Batch: batch}
+		proposalsAny, verdictsAny := []any{}, []any{}
+		for k := 0; k < n; k++ {
+			pb.Proposals, pb.Verdicts = append(pb.Proposals, fullProposal), append(pb.Verdicts, v)
+			proposalsAny, verdictsAny = append(proposalsAny, proposalMap), append(verdictsAny, verdictMap)
+		}
+		sameAsCjson(rt, "published batch", func(w *canonWriter) { w.publishedBatch(pb) },
+			map[string]any{"batch": map[string]any{"batch_digest": batch.BatchDigest, "batch_id": bid, "cause_id": batch.CauseID,
+				"dataflow_version": batch.DataflowVersion, "eligibility_verdict_ids": anyStrings(batch.EligibilityVerdictIDs),
+				"kind": batch.Kind, "logical_time": batch.LogicalTime, "low_watermark": batch.LowWatermark,
+				"proposal_ids": anyStrings(batch.ProposalIDs)},
+				"contract_version": reactiveContract, "kind": "M3PublishedBatchPreimage",
+				"ordered_effect_proposals": proposalsAny, "ordered_eligibility_verdicts": verdictsAny})
+
 		tk := Ticket{
 			TicketID: str("ticket_id"), Action: str("action"), Destination: str("ticket_destination"), Scope: str("scope"),
 			Parameters:   map[string]any{"amount": num("amount"), "memo": str("memo")},

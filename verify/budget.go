@@ -169,7 +169,7 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 				Kind  string        `json:"kind"`
 				Usage *runner.Usage `json:"usage"`
 			}
-			if a := readAcceptedInput(e.Body); !a.read {
+			if a := acceptedInputOf(known, i, e.Body); !a.read {
 				if json.Unmarshal(e.Body, &in) != nil {
 					break
 				}
@@ -366,7 +366,7 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 				Kind   string `json:"kind"`
 				Digest string `json:"digest"`
 			}
-			if a := readAcceptedInput(e.Body); a.read && a.digestRead {
+			if a := acceptedInputOf(known, i, e.Body); a.read && a.digestRead {
 				if a.kind == "receipt" {
 					accepted[a.digest] = true
 				}
@@ -480,6 +480,16 @@ type acceptedInput struct {
 	usage      []byte
 	digest     string
 	digestRead bool
+}
+
+// acceptedInputOf is readAcceptedInput of event i's body, read once for
+// the budget and the retry checks (known holds it; see vouched).
+func acceptedInputOf(known []vouched, i int, body []byte) acceptedInput {
+	v := &known[i]
+	if !v.inputRead {
+		v.input, v.inputRead = readAcceptedInput(body), true
+	}
+	return v.input
 }
 
 func readAcceptedInput(b []byte) acceptedInput {

@@ -237,6 +237,10 @@ type vouched struct {
 	// the same read (Check), then need not prove an accepted input's
 	// body canonical again.
 	canonical bool
+	// input is an accepted input's members as readAcceptedInput reads
+	// them, once inputRead (acceptedInputOf).
+	input     acceptedInput
+	inputRead bool
 }
 
 // restepFast re-steps a control record read by stepInputs and reports

@@ -74,6 +74,22 @@ func encodeTwoPass(v any) ([]byte, error) {
 // channels, functions and complex numbers are rejected, whatever their value.
 func Marshal(v any) ([]byte, error) { return Encode(v) }
 
+// AppendMarshal appends the canonical bytes of v, exactly those Marshal
+// returns, to dst and returns the extended slice; on error it returns dst
+// unextended (its spare capacity may have been written). Inside Written's
+// write function it encodes into the recycled buffer, so that bytes built
+// around an encoding (spliced, say) are copied out once.
+func AppendMarshal(dst []byte, v any) ([]byte, error) {
+	if out, ok := onePassInto(dst, v); ok {
+		return out, nil
+	}
+	b, err := encodeTwoPass(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
 // Digest returns "sha256:" and the lowercase hex SHA-256 of canonical bytes.
 func Digest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)

@@ -34,6 +34,10 @@ func agree(t interface {
 		if !errors.As(derr, &a) || *a != *b {
 			t.Fatalf("DigestOf error %v, reference %v", derr, refErr)
 		}
+		out, aerr := AppendMarshal([]byte("prefix:"), v)
+		if !errors.As(aerr, &a) || *a != *b || string(out) != "prefix:" {
+			t.Fatalf("AppendMarshal = %q, %v; want the prefix alone and %v", out, aerr, refErr)
+		}
 		return
 	}
 	if err != nil || string(enc) != string(ref) {
@@ -47,6 +51,15 @@ func agree(t interface {
 	kept := string(enc)
 	if _, err := Encode(map[string]any{"overwrite": strings.Repeat("x", len(enc)+1)}); err != nil || string(enc) != kept {
 		t.Fatalf("encoded bytes changed by a later encoding: %s, was %s (%v)", enc, kept, err)
+	}
+	// AppendMarshal writes the same bytes after what dst holds, into its
+	// spare capacity or not, and leaves the prefix alone.
+	for _, dst := range [][]byte{nil, []byte("prefix:"), append(make([]byte, 0, 4096), "p"...)} {
+		prefix := string(dst)
+		out, err := AppendMarshal(dst, v)
+		if err != nil || string(out) != prefix+string(ref) {
+			t.Fatalf("AppendMarshal(%q) = %s, %v; want the prefix and %s", prefix, out, err, ref)
+		}
 	}
 }
 

@@ -467,10 +467,12 @@ func evidence(items map[string]any) map[string]any {
 }
 
 // plainEvidenceDigest is the digest evidence gives an item whose value is
-// an integer, a plain string or a list of plain strings (most of what the
-// runner fires with), written directly instead of through the encoder's
-// reflection: the same bytes cjson.Marshal writes for
-// {"evidence": name, "value": v}. ok is false for anything else.
+// an integer, a plain string, a list of plain strings, or a list or an
+// object (with plain keys) of such values a few levels deep (most of what
+// the runner fires with: attempt numbers, intent ids, cursors), written
+// directly instead of through the encoder's reflection: the same bytes
+// cjson.Marshal writes for {"evidence": name, "value": v}. ok is false for
+// anything else.
 func plainEvidenceDigest(name string, v any) (string, bool) {
 	if !cjson.Plain(name) {
 		return "", false
@@ -479,36 +481,93 @@ func plainEvidenceDigest(name string, v any) (string, bool) {
 	b := append(buf[:0], `{"evidence":`...)
 	b = cjson.AppendString(b, name)
 	b = append(b, `,"value":`...)
+	b, ok := appendPlainEvidence(b, v, 0)
+	if !ok {
+		return "", false
+	}
+	return cjson.Digest(append(b, '}')), true
+}
+
+// appendPlainEvidence appends v's canonical bytes below the evidence
+// root, which has no kind and so no set-like members: objects' keys in
+// byte order (the encoder's order for printable ASCII), lists in their
+// order. ok is false for a value of another type, a string or key with
+// anything to escape or normalize, a nil list or object, or nesting
+// deeper than plainEvidenceDepth.
+func appendPlainEvidence(b []byte, v any, depth int) ([]byte, bool) {
 	switch v := v.(type) {
 	case int64:
-		b = cjson.AppendInt(b, v)
+		return cjson.AppendInt(b, v), true
 	case int:
-		b = cjson.AppendInt(b, int64(v))
+		return cjson.AppendInt(b, int64(v)), true
 	case string:
 		if !cjson.Plain(v) {
-			return "", false
+			return b, false
 		}
-		b = cjson.AppendString(b, v)
+		return cjson.AppendString(b, v), true
 	case []string:
 		if v == nil {
-			return "", false
+			return b, false
 		}
 		b = append(b, '[')
 		for i, s := range v {
 			if !cjson.Plain(s) {
-				return "", false
+				return b, false
 			}
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = cjson.AppendString(b, s)
 		}
-		b = append(b, ']')
-	default:
-		return "", false
+		return append(b, ']'), true
+	case []any:
+		if v == nil || depth >= plainEvidenceDepth {
+			return b, false
+		}
+		b = append(b, '[')
+		for i, item := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendPlainEvidence(b, item, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		if v == nil || depth >= plainEvidenceDepth || len(v) > 8 {
+			return b, false
+		}
+		var kb [8]string
+		keys := kb[:0]
+		for k := range v {
+			if !cjson.Plain(k) {
+				return b, false
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = cjson.AppendString(b, k)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendPlainEvidence(b, v[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
 	}
-	return cjson.Digest(append(b, '}')), true
+	return b, false
 }
+
+// plainEvidenceDepth bounds how deep appendPlainEvidence follows lists and
+// objects; anything deeper goes through the encoder.
+const plainEvidenceDepth = 3
 
 // fire steps the FSM with an event the runner itself issues, under the
 // first (role, capability) pair the table grants for it. A refusal is a
@@ -533,9 +592,14 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	t.cp.Transitions++
 	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
 		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10), Payload: evidence(ev)})
-	// A record is under a kilobyte or so: one allocation, not a doubling
-	// series.
-	body, err := res.Record.AppendCanonical(make([]byte, 0, 1280))
+	// The record is written into cjson's recycled buffer and copied out at
+	// its own size: one allocation, neither a doubling series nor a fixed
+	// capacity most records leave a third of unused.
+	var err error
+	body := cjson.Written(func(b []byte) []byte {
+		b, err = res.Record.AppendCanonical(b)
+		return b
+	})
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}

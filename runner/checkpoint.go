@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -268,20 +269,44 @@ func (c *checkpoint) encode() ([]byte, error) {
 	}
 	rest := *c
 	rest.State = nil
-	b, err := cjson.Marshal(&rest)
-	if err != nil {
-		return nil, err
-	}
-	at := bytes.LastIndex(b, []byte(stateMarker))
-	if at < 0 {
+	// The members other than State are encoded into cjson's recycled
+	// buffer, State is spliced in there, and the checkpoint is copied out
+	// once at its length.
+	var err2 error
+	out := cjson.Written(func(b []byte) []byte {
+		b, err2 = cjson.AppendMarshal(b, &rest)
+		if err2 != nil {
+			return b[:0]
+		}
+		at := bytes.LastIndex(b, []byte(stateMarker))
+		if at < 0 {
+			err2 = errNoStateMember
+			return b[:0]
+		}
+		at += len(`,"state":`)
+		// "null" becomes State's bytes: what follows moves by the
+		// difference (copy moves overlapping bytes either way).
+		tail := b[at+len("null"):]
+		n := len(b) - len("null") + len(state)
+		if n > len(b) {
+			b = slices.Grow(b, n-len(b))
+			tail = b[at+len("null") : len(b)]
+		}
+		b = b[:n]
+		copy(b[at+len(state):], tail)
+		copy(b[at:], state)
+		return b
+	})
+	if err2 == errNoStateMember {
 		return cjson.Marshal(c) // not reached: State is never omitted
 	}
-	at += len(`,"state":`)
-	out := make([]byte, 0, len(b)-len("null")+len(state))
-	out = append(out, b[:at]...)
-	out = append(out, state...)
-	return append(out, b[at+len("null"):]...), nil
+	if err2 != nil {
+		return nil, err2
+	}
+	return out, nil
 }
+
+var errNoStateMember = errors.New("checkpoint encoded without its state member")
 
 // decodeCheckpoint reads a stored checkpoint and refuses anything it cannot
 // trust: a digest that does not match, another kind, a newer format, a

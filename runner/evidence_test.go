@@ -19,22 +19,7 @@ func TestPlainEvidenceDigestMatchesTheEncoder(t *testing.T) {
 	)
 	rapid.Check(t, func(rt *rapid.T) {
 		name := str.Draw(rt, "name")
-		var v any
-		switch rapid.IntRange(0, 4).Draw(rt, "type") {
-		case 0:
-			v = rapid.Int64().Draw(rt, "int64")
-		case 1:
-			v = rapid.Int().Draw(rt, "int")
-		case 2:
-			v = str.Draw(rt, "string")
-		case 3:
-			v = rapid.SliceOf(str).Draw(rt, "strings")
-			if rapid.Bool().Draw(rt, "nil") {
-				v = []string(nil)
-			}
-		case 4:
-			v = map[string]any{"accepted": rapid.Int64().Draw(rt, "cursor")}
-		}
+		v := evidenceValue(rt, str, 0)
 		got, ok := plainEvidenceDigest(name, v)
 		want, err := cjson.DigestOf(map[string]any{"evidence": name, "value": v})
 		if ok && (err != nil || got != want) {
@@ -42,9 +27,59 @@ func TestPlainEvidenceDigestMatchesTheEncoder(t *testing.T) {
 		}
 	})
 	// The shapes the runner fires with most are written directly.
-	for _, v := range []any{int64(3), 4, "authorized", []string{"intent:a"}, []string{}} {
+	for _, v := range []any{int64(3), 4, "authorized", []string{"intent:a"}, []string{},
+		map[string]any{"accepted": int64(3)}, map[string]any{"accepted": 3},
+		[]any{"sha256:" + cjson.HexDigest(nil)}, map[string]any{"b": []any{int64(1), "x"}, "a": map[string]any{}}} {
 		if _, ok := plainEvidenceDigest("attempt_id", v); !ok {
 			t.Errorf("%#v is not written directly", v)
 		}
+	}
+}
+
+// evidenceValue draws an evidence item's value: the shapes the runner
+// fires with, lists and objects of them nested past the depth the direct
+// writer follows, keys and strings it must decline, floats and other
+// types the encoder refuses or converts.
+func evidenceValue(rt *rapid.T, str *rapid.Generator[string], depth int) any {
+	top := 7
+	if depth > 4 {
+		top = 3
+	}
+	switch rapid.IntRange(0, top).Draw(rt, "type") {
+	case 0:
+		return rapid.Int64().Draw(rt, "int64")
+	case 1:
+		return rapid.Int().Draw(rt, "int")
+	case 2:
+		return str.Draw(rt, "string")
+	case 3:
+		if rapid.Bool().Draw(rt, "nil") {
+			return []string(nil)
+		}
+		return rapid.SliceOf(str).Draw(rt, "strings")
+	case 4:
+		return map[string]any{"accepted": rapid.Int64().Draw(rt, "cursor")}
+	case 5:
+		if rapid.IntRange(0, 9).Draw(rt, "nil list") == 0 {
+			return []any(nil)
+		}
+		n := rapid.IntRange(0, 3).Draw(rt, "len")
+		l := make([]any, n)
+		for i := range l {
+			l[i] = evidenceValue(rt, str, depth+1)
+		}
+		return l
+	case 6:
+		if rapid.IntRange(0, 9).Draw(rt, "nil map") == 0 {
+			return map[string]any(nil)
+		}
+		n := rapid.IntRange(0, 10).Draw(rt, "len")
+		m := make(map[string]any, n)
+		for i := 0; i < n; i++ {
+			m[str.Draw(rt, "key")] = evidenceValue(rt, str, depth+1)
+		}
+		return m
+	default:
+		return rapid.SampledFrom([]any{1.5, true, nil, int8(-3), uint64(1 << 63), []int{1, 2}, map[string]string{"a": "b"}}).Draw(rt, "other")
 	}
 }

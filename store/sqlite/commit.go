@@ -22,7 +22,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		return err
 	}
 	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		run, counters, err := s.fenceTick(ctx, tx, op, lease, now)
+		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty)
 		if err != nil {
 			return err
 		}
@@ -204,17 +204,17 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 		if err := s.submitInTick(ctx, tx, lease.RunID, tick.Submit, ts); err != nil {
 			return err
 		}
-		if err := s.consume(ctx, tx, lease.RunID, store.FromInbox(tick)); err != nil {
+		consumed := store.FromInbox(tick)
+		if err := s.consume(ctx, tx, lease.RunID, consumed); err != nil {
 			return err
 		}
-		if tick.ExpectInboxEmpty {
-			var pending bool
-			if err := s.queryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM inbox WHERE run_id = ? AND consumed = 0)`, lease.RunID).Scan(&pending); err != nil {
-				return err
-			}
-			if pending {
-				return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
-			}
+		// The fence counted the entries pending when the tick began; each
+		// one the tick consumed was one of them (consume refuses any
+		// other), and the tick's own submissions are written consumed. So
+		// the inbox is empty now exactly when the tick consumed as many
+		// as there were: no read of the inbox after the writes.
+		if tick.ExpectInboxEmpty && counters.pending > int64(len(consumed)) {
+			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
 		}
 
 		for _, rc := range tick.Receipts {

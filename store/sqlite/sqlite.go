@@ -387,21 +387,30 @@ func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease
 
 // runCounters are the numbers of a run's last trace record and last
 // checkpoint, kept in its row (since schema version 6) so that a tick
-// numbers its own without reading the trace and checkpoint tables.
+// numbers its own without reading the trace and checkpoint tables; and,
+// when the tick asked for it, how many of the run's inbox entries were
+// pending when it began.
 type runCounters struct {
 	traceSeq, checkpointN int64
+	pending               int64
 }
 
 // fenceTick is fence for Commit: it also reads the run's counters, in
-// the same read of its row. It reads only what the fence and the commit
+// the same read of its row, and with pending the number of the run's
+// pending inbox entries. It reads only what the fence and the commit
 // use: the header it returns holds the run's state, outcome, head, lease
 // and quarantine, and nothing else.
-func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time) (store.Run, runCounters, error) {
+func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time, pending bool) (store.Run, runCounters, error) {
 	var c runCounters
 	var exp int64
 	r := store.Run{ID: lease.RunID}
-	err := s.queryRow(ctx, tx, `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`, lease.RunID).Scan(
-		&r.State, &r.Outcome, &r.Head, &r.HeadHash, &r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &c.traceSeq, &c.checkpointN)
+	dest := []any{&r.State, &r.Outcome, &r.Head, &r.HeadHash, &r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &c.traceSeq, &c.checkpointN}
+	q := fenceTickQuery
+	if pending {
+		q = fenceTickPendingQuery
+		dest = append(dest, &c.pending)
+	}
+	err := s.queryRow(ctx, tx, q, lease.RunID).Scan(dest...)
 	if err != nil {
 		return r, c, err
 	}
@@ -409,6 +418,14 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	r.Lease.ExpiresAt = fromNanos(exp)
 	return r, c, checkFence(op, lease, r, now)
 }
+
+const (
+	fenceTickQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?1`
+	// The count is read through inbox_pending, the partial index of
+	// pending entries.
+	fenceTickPendingQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n,
+	(SELECT COUNT(*) FROM inbox WHERE run_id = ?1 AND consumed = 0) FROM runs WHERE run_id = ?1`
+)
 
 // checkFence refuses a write under lease to run r at now unless the lease
 // is the run's current, unexpired one and the run is not quarantined.

@@ -749,6 +749,18 @@ func testExpectInboxEmpty(t *testing.T, s store.Store, _ *Clock) {
 	if pending, _ := s.Inbox(ctx, "r", true); len(pending) != 1 || pending[0].ID != "c" {
 		t.Fatalf("pending %+v", pending)
 	}
+	// Two pending, one consumed: one is left, and the tick is refused;
+	// both consumed, it commits.
+	must(t, s.Submit(ctx, Inb("r", "e", "input", `{"e":1}`)))
+	before = snapshot(t, s, "r")
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, ExpectInboxEmpty: true, Consume: []string{"e"}, Events: []store.Event{Ev("E", `{"n":4}`)}}), store.CodeHeadMismatch)
+	if after := snapshot(t, s, "r"); after != before {
+		t.Fatalf("a refused tick wrote: %s, was %s", after, before)
+	}
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, ExpectInboxEmpty: true, Consume: []string{"e", "c"}, Events: []store.Event{Ev("E", `{"n":4}`)}}))
+	if pending, _ := s.Inbox(ctx, "r", true); len(pending) != 0 {
+		t.Fatalf("pending %+v", pending)
+	}
 }
 
 // One transaction may commit an intent and start its first attempt, and a

@@ -75,6 +75,23 @@ type tick struct {
 	obs       tickObs          // logs, spans and metrics of the tick (observe.go)
 }
 
+// appendEvent adds an event to the pending tick, and what the wires see
+// of it. A tick's first event makes room for a tick's usual count at once
+// (a governed step's ticks hold five to eight) rather than growing both
+// slices by doubling up to it.
+func (t *tick) appendEvent(ev store.Event, w tripwire.Event) {
+	if t.pending.Events == nil {
+		t.pending.Events = make([]store.Event, 0, tickEvents)
+	}
+	if t.wire == nil {
+		t.wire = make([]tripwire.Event, 0, tickEvents)
+	}
+	t.pending.Events = append(t.pending.Events, ev)
+	t.wire = append(t.wire, w)
+}
+
+const tickEvents = 8
+
 type inboxStart int
 
 const (
@@ -606,13 +623,11 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	rec := res.Record
 	if res.Rejection != nil {
 		d := store.BodyDigest(body)
-		t.pending.Events = append(t.pending.Events, store.Event{Kind: EventRejected, Body: body, Digest: d})
-		t.wire = append(t.wire, tripwire.Event{Kind: EventRejected, Digest: d, Record: &rec})
+		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d}, tripwire.Event{Kind: EventRejected, Digest: d, Record: &rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
 	d := store.BodyDigest(body)
-	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventControl, Body: body, Digest: d})
-	t.wire = append(t.wire, tripwire.Event{Kind: EventControl, Digest: d, Record: &rec})
+	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d}, tripwire.Event{Kind: EventControl, Digest: d, Record: &rec})
 	next := res.Next
 	next.Context = nil
 	t.cp.Control = next
@@ -649,8 +664,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 		return err
 	}
 	digest := store.BodyDigest(body)
-	t.pending.Events = append(t.pending.Events, store.Event{Kind: EventAccepted, Body: body, Digest: digest})
-	t.wire = append(t.wire, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound}})
+	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound}})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}

@@ -346,7 +346,22 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		}
 		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
 	}
+	closed := closedWithResult(tick)
 	for _, r := range tick.Results {
+		if rc, ok := closed[r.IntentID]; ok {
+			// The intent's only result and only receipt in this tick, and
+			// nothing begins it in between: one statement leaves what the
+			// two would (the outbox done, on the result's route), guarded
+			// on the attempt and on the intent being this run's.
+			tx.Queue(`WITH a AS (UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
+	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
+o AS (UPDATE outbox SET status = 'done', route = $7, updated_at = `+tsParam(3)+` WHERE intent_id = $5 AND run_id = $4 RETURNING 1),
+r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT $5, $4, $8, $9, $10, $11, `+tsParam(3)+` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result'), flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
+				string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
+			continue
+		}
 		// The attempt's row and its intent's outbox in one statement; the
 		// guard is on the attempt.
 		tx.Queue(`WITH a AS (UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
@@ -361,6 +376,9 @@ SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`,
 		}
 	}
 	for _, rc := range tick.Receipts {
+		if _, ok := closed[rc.IntentID]; ok {
+			continue // written with its result
+		}
 		// The guard is the check that the intent is this run's; the
 		// receipt is written only beside the outbox row it closes.
 		tx.Queue(`WITH o AS (UPDATE outbox SET status = 'done', updated_at = `+tsParam(1)+` WHERE intent_id = $3 AND run_id = $2 RETURNING 1),
@@ -520,6 +538,46 @@ func (a *appends) queue(tx *wtx) {
 	}
 	b.WriteString(a.parts[len(a.parts)-1])
 	tx.Queue(b.String(), a.vals...)
+}
+
+// closedWithResult returns, by intent, the receipts of tick that may be
+// written with the intent's attempt result: the intent has exactly one
+// result and one receipt in the tick, and the tick neither begins nor
+// writes it (a begin comes between results and receipts).
+func closedWithResult(tick store.Tick) map[string]store.Receipt {
+	if len(tick.Results) == 0 || len(tick.Receipts) == 0 {
+		return nil
+	}
+	type uses struct{ results, receipts, other int }
+	count := map[string]*uses{}
+	use := func(id string) *uses {
+		if count[id] == nil {
+			count[id] = &uses{}
+		}
+		return count[id]
+	}
+	for _, r := range tick.Results {
+		use(r.IntentID).results++
+	}
+	for _, rc := range tick.Receipts {
+		use(rc.IntentID).receipts++
+	}
+	for _, id := range tick.Begin {
+		use(id).other++
+	}
+	for _, in := range tick.Intents {
+		use(in.ID).other++
+	}
+	var out map[string]store.Receipt
+	for _, rc := range tick.Receipts {
+		if u := count[rc.IntentID]; u.results == 1 && u.receipts == 1 && u.other == 0 {
+			if out == nil {
+				out = map[string]store.Receipt{}
+			}
+			out[rc.IntentID] = rc
+		}
+	}
+	return out
 }
 
 // intentSQL writes an intent ($1 … $10, at time $11: see tsParam) and its

@@ -107,3 +107,58 @@ VALUES ('r', 2, 'k', '\x00', '\x` + canon[9:] + `', '\x` + canon[7:] + `', '\x` 
 VALUES ('r', 2, 'k', '\x00', 'x', '\x`+canon[7:]+`', '\x`+canon[7:]+`', 1, 0)`)
 	must(t, err)
 }
+
+// An intent begun in its own tick is written in flight with its first
+// attempt, and a later tick's result and receipt for it are written
+// together: the outbox ends done on the result's route, as the separate
+// writes left it. The same pair naming another run's intent is refused
+// and writes nothing.
+func TestIntentWrittenWithItsAttemptAndReceipt(t *testing.T) {
+	s := openTest(t, Options{})
+	for _, id := range []string{"r", "other"} {
+		must(t, s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}))
+	}
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	lo, err := s.AcquireLease(ctx, "other", "w", time.Hour)
+	must(t, err)
+	body := []byte(`{"pay":1}`)
+	in := store.Intent{ID: "i1", EffectType: "refund.pay", IdempotencyKey: "k1", ContentDigest: store.BodyDigest(body), Body: body, Digest: store.BodyDigest(body)}
+	must(t, s.Commit(ctx, l, store.Tick{Intents: []store.Intent{in}, Begin: []string{"i1"}}))
+	outbox := func() (status, route string, attempts int64) {
+		t.Helper()
+		must(t, s.pool.QueryRow(ctx, `SELECT status, route, attempts FROM outbox WHERE intent_id = 'i1'`).Scan(&status, &route, &attempts))
+		return
+	}
+	if st, _, n := outbox(); st != "in_flight" || n != 1 {
+		t.Fatalf("outbox %s at attempt %d after the tick that begins it, want in_flight at 1", st, n)
+	}
+	ats, err := s.Attempts(ctx, "i1")
+	must(t, err)
+	if len(ats) != 1 || ats[0].N != 1 || ats[0].Status != store.AttemptStarted {
+		t.Fatalf("attempts %+v", ats)
+	}
+
+	rb := []byte(`{"applied":1}`)
+	rc := store.Receipt{IntentID: "i1", Outcome: "applied", Body: rb, Digest: store.BodyDigest(rb)}
+	result := store.AttemptResult{IntentID: "i1", N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone, Route: "direct"}
+	// A tick of the other run first, so that the next goes the
+	// one-round-trip way, whose statement's guards refuse it.
+	must(t, s.Commit(ctx, lo, store.Tick{Trace: []store.TraceRecord{{Kind: "k", Body: []byte(`{}`)}}}))
+	mustCode(t, s.Commit(ctx, lo, store.Tick{Results: []store.AttemptResult{result}, Receipts: []store.Receipt{rc}}), store.CodeInvalidTransition)
+	if st, _, _ := outbox(); st != "in_flight" {
+		t.Fatalf("another run's refused tick moved the outbox to %s", st)
+	}
+	must(t, s.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{result}, Receipts: []store.Receipt{rc}}))
+	if st, route, n := outbox(); st != "done" || route != "direct" || n != 1 {
+		t.Fatalf("outbox %s on route %q at attempt %d, want done on direct at 1", st, route, n)
+	}
+	rcs, err := s.Receipts(ctx, "r")
+	must(t, err)
+	if len(rcs) != 1 || rcs[0].Outcome != "applied" {
+		t.Fatalf("receipts %+v", rcs)
+	}
+	if rcs, err := s.Receipts(ctx, "other"); err != nil || len(rcs) != 0 {
+		t.Fatalf("the other run holds receipts %+v (%v)", rcs, err)
+	}
+}

@@ -122,6 +122,11 @@ func (w *canonWriter) val(s string) { w.strVal(s) }
 func (w *canonWriter) ours(s string) {
 	w.quoted(s)
 }
+func (w *canonWriter) oursBytes(s []byte) {
+	b := append(w.b, '"')
+	b = append(b, s...)
+	w.set(append(b, '"'))
+}
 func (w *canonWriter) int(v int64) { w.set(cjson.AppendInt(w.b, v)) }
 func (w *canonWriter) flag(v bool) {
 	if v {

@@ -464,7 +464,18 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 	if approvalDigest != nil {
 		transition = "consume-approval"
 	}
-	key, idem := IdempotencyKey(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
+	// IdempotencyKey without the digest as a string: the intent id binds
+	// its bytes, and only the key is kept.
+	iw := pooledWriter(384)
+	iw.idempotencyPreimage(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
+	var idem []byte
+	var key string
+	if sum, err := iw.sum(); err != nil {
+		d := invalidDigest(err)
+		idem, key = []byte(d), "effect:"+hexOf(d)
+	} else {
+		idem, key = sum[:], "effect:"+string(sum[len("sha256:"):])
+	}
 	w := pooledWriter(512)
 	w.intentIdentityPreimage(approvalDigest, s.AuthorityDigest, b.BatchID, idem, p.ProposalID)
 	intentID := w.mustDigestAs("intent:")
@@ -484,7 +495,7 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 // intentIdentityPreimage writes what an intent id binds: the approval it
 // consumes (or null), the authority, the batch, the idempotency digest and
 // the proposal.
-func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDigest, batchID, idempotencyDigest, proposalID string) {
+func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDigest, batchID string, idempotencyDigest []byte, proposalID string) {
 	if approvalDigest == nil {
 		w.lit(`{"approval_digest":null`)
 	} else {
@@ -496,7 +507,7 @@ func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDi
 	w.lit(`,"batch_id":`)
 	w.val(batchID)
 	w.lit(`,"contract_version":"` + ContractVersion + `","idempotency_digest":`)
-	w.ours(idempotencyDigest) // IdempotencyKey's
+	w.oursBytes(idempotencyDigest) // IdempotencyKey's
 	w.lit(`,"kind":"M4AIntentIdentityPreimage","proposal_id":`)
 	w.val(proposalID)
 	w.lit(`}`)

@@ -59,7 +59,7 @@ func contractPreimages(t testing.TB) (perDecision, perBatch []forcedPreimage) {
 		{"authority snapshot", write(snap.writePreimage), "sha256:", intent["authority_digest"].(string)},
 		{"idempotency key", idem, "effect:", intent["idempotency_key"].(string)},
 		{"intent id", write(func(w *canonWriter) {
-			w.intentIdentityPreimage(nil, snap.AuthorityDigest, b.BatchID, "sha256:"+hex.EncodeToString(idemSum[:]), p.ProposalID)
+			w.intentIdentityPreimage(nil, snap.AuthorityDigest, b.BatchID, []byte("sha256:"+hex.EncodeToString(idemSum[:])), p.ProposalID)
 		}), "intent:", intent["intent_id"].(string)},
 		{"policy verdict", write(func(w *canonWriter) { w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[0], snap) }), "sha256:", payload["policy_verdict"]},
 		{"capability evidence", write(func(w *canonWriter) { w.capabilityEvidencePreimage(p, snap) }), "sha256:", payload["capability_digest"]},

@@ -95,7 +95,7 @@ func TestTemplatesAreCjson(t *testing.T) {
 			a := str("approval")
 			approval, approvalAny = &a, a
 		}
-		sameAsCjson(rt, "intent identity", func(w *canonWriter) { w.intentIdentityPreimage(approval, s.AuthorityDigest, bid, idem, pid) },
+		sameAsCjson(rt, "intent identity", func(w *canonWriter) { w.intentIdentityPreimage(approval, s.AuthorityDigest, bid, []byte(idem), pid) },
 			map[string]any{"approval_digest": approvalAny, "authority_digest": s.AuthorityDigest, "batch_id": bid,
 				"contract_version": ContractVersion, "idempotency_digest": idem, "kind": "M4AIntentIdentityPreimage", "proposal_id": pid})
 
@@ -224,5 +224,31 @@ func TestTemplatesAreCjson(t *testing.T) {
 				"preview_required": tk.PreviewRequired, "preview_shown": tk.PreviewShown, "scope": tk.Scope,
 				"side_effects": []any{string(tk.SideEffects[0])}, "ticket_completeness": tk.Completeness,
 				"ticket_id": tk.TicketID, "ticket_status": tk.Status, "ticket_version": TicketVersion})
+	})
+}
+
+// buildIntent's idempotency key and intent id are those of IdempotencyKey
+// and the intent identity preimage over its digest string, refusals
+// (an "invalid:" digest) included.
+func TestBuildIntentIsIdempotencyKey(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		str := func(label string) string { return templateString(rt, label) }
+		p := protocol.EffectProposal{ProposalID: str("proposal_id"), CorrelationID: str("run"), ActionDigest: str("action_digest")}
+		b := protocol.StableProposalBatch{BatchID: str("batch_id")}
+		s := AuthoritySnapshot{AdapterVersion: str("adapter"), AuthorityDigest: rapid.StringMatching(`sha256:[0-9a-f]{64}`).Draw(rt, "authority")}
+		seq := rapid.Int64().Draw(rt, "seq")
+		var approval *string
+		transition := "authorize-low-risk"
+		if rapid.Bool().Draw(rt, "approved") {
+			a := str("approval")
+			approval, transition = &a, "consume-approval"
+		}
+		got := buildIntent(p, b, s, seq, approval)
+		key, idem := IdempotencyKey(p.CorrelationID, transition, seq, p.ActionDigest, s.AdapterVersion)
+		w := pooledWriter(512)
+		w.intentIdentityPreimage(approval, s.AuthorityDigest, b.BatchID, []byte(idem), p.ProposalID)
+		if id := w.mustDigestAs("intent:"); got.IdempotencyKey != key || got.IntentID != id {
+			rt.Fatalf("intent key %s id %s, want %s %s", got.IdempotencyKey, got.IntentID, key, id)
+		}
 	})
 }

@@ -9,7 +9,8 @@ import "flrh.dev/flrh/protocol"
 // them. Here each snapshot is written once.
 //
 // sBytes is nil, or the bytes a previous StepEncoded returned with s as
-// its transition's NextSnapshot (unchanged since). next is the
+// its transition's NextSnapshot (unchanged since), or those s.Encoded()
+// returned as known. next is the
 // transition's NextSnapshot.MarshalJSON() when the step wrote them on its
 // way (nil otherwise: the caller encodes the snapshot itself); the
 // transition and the error are Step's.

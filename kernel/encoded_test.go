@@ -63,6 +63,20 @@ func TestStepEncodedIsStep(t *testing.T) {
 		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
 			t.Fatalf("encoded %s\nstep %s", gb, wb)
 		}
+		// A snapshot's own known bytes, handed over, change nothing.
+		if sb, known, err := s.Encoded(); known {
+			mj, merr := s.MarshalJSON()
+			if err != nil || merr != nil || !bytes.Equal(sb, mj) {
+				t.Fatalf("Encoded %s (%v), MarshalJSON %s (%v)", sb, err, mj, merr)
+			}
+			got0, next0, gerr0 := StepEncoded(d, s, sb, e)
+			if gb, wb := resultBytes(t, got0, gerr0), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
+				t.Fatalf("from known bytes, encoded %s\nstep %s", gb, wb)
+			}
+			if !bytes.Equal(next0, next) || !reflect.DeepEqual(got0, got) {
+				t.Fatalf("from known bytes, next %s, want %s", next0, next)
+			}
+		}
 		if got == nil {
 			if next != nil {
 				t.Fatal("bytes returned without a transition")

@@ -94,10 +94,18 @@ func (s Snapshot) Wire() map[string]any {
 
 // MarshalJSON encodes the snapshot in canonical form.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
+	b, _, err := s.Encoded()
+	return b, err
+}
+
+// Encoded is MarshalJSON, and says whether the bytes are those a step
+// writes for s as its prior (known): StepEncoded may be handed them with s.
+func (s Snapshot) Encoded() (b []byte, known bool, err error) {
 	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false); ok {
-		return b, nil
+		return b, true, nil
 	}
-	return cjson.Encode(s.Wire())
+	b, err = cjson.Encode(s.Wire())
+	return b, false, err
 }
 
 // Digest is the sha256 digest of the snapshot's canonical bytes.

@@ -46,7 +46,9 @@ type state struct {
 	// it instead of parsing the bytes again. nil: parse them.
 	parsed *kernel.Snapshot
 	// kernelBytes says Snapshot holds the bytes kernel.StepEncoded returned
-	// with parsed as the next snapshot, which the next step may be handed.
+	// with parsed as the next snapshot (or, for a run's first state, those
+	// parsed.Encoded() returned as known), which the next step may be
+	// handed.
 	kernelBytes bool
 }
 
@@ -128,12 +130,12 @@ func (w *Workflow) initial(runID string) (*state, error) {
 		return nil, fmt.Errorf("workflow: run id %q is not an id", runID)
 	}
 	snap := kernel.NewSnapshot(w.domain, runID, w.versions)
-	b, err := snap.MarshalJSON() // what cjson.Marshal writes for it
+	b, known, err := snap.Encoded() // what cjson.Marshal writes for it
 	if err != nil {
 		return nil, err
 	}
 	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
-		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: &snap}, nil
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: &snap, kernelBytes: known}, nil
 }
 
 func decodeState(b []byte) (*state, error) {

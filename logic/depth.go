@@ -30,37 +30,43 @@ func (m *Materialization) checkDepth() error {
 	x := m.newExec()
 	x.mode = emitCollect
 	head := make([]int64, len(x.head))
-	for pass := 1; pass <= limit+1; pass++ {
-		changed := false
-		for _, r := range m.c.rules {
-			rr := r
-			ht := m.tables[r.head]
-			x.onMatch = func([]int64) bool {
-				var hgt int32
-				if len(rr.atoms) > 0 || rr.npos > 0 {
-					hgt = 1
-				}
-				for ai := 0; ai < rr.npos; ai++ {
-					ph := height[rr.atoms[ai].table][x.rows[ai]]
-					if ph == inf {
-						return true
-					}
-					hgt = max(hgt, ph+1)
-				}
-				h := head[:len(rr.hargs)]
-				for k, e := range rr.hargs {
-					v, ok := x.eval(e)
-					if !ok {
-						return false
-					}
-					h[k] = v
-				}
-				if row := ht.find(h); row >= 0 && hgt < height[rr.head][row] {
-					height[rr.head][row] = hgt
-					changed = true
-				}
+	// One callback for every rule and pass, reading the rule in hand
+	// (a closure per rule and pass was most of the allocations here).
+	var (
+		rr      *rule
+		ht      *table
+		changed bool
+	)
+	x.onMatch = func([]int64) bool {
+		var hgt int32
+		if len(rr.atoms) > 0 || rr.npos > 0 {
+			hgt = 1
+		}
+		for ai := 0; ai < rr.npos; ai++ {
+			ph := height[rr.atoms[ai].table][x.rows[ai]]
+			if ph == inf {
 				return true
 			}
+			hgt = max(hgt, ph+1)
+		}
+		h := head[:len(rr.hargs)]
+		for k, e := range rr.hargs {
+			v, ok := x.eval(e)
+			if !ok {
+				return false
+			}
+			h[k] = v
+		}
+		if row := ht.find(h); row >= 0 && hgt < height[rr.head][row] {
+			height[rr.head][row] = hgt
+			changed = true
+		}
+		return true
+	}
+	for pass := 1; pass <= limit+1; pass++ {
+		changed = false
+		for _, r := range m.c.rules {
+			rr, ht = r, m.tables[r.head]
 			for ai := range r.atoms {
 				x.views[ai] = view{hi: math.MaxInt32}
 			}

@@ -49,6 +49,9 @@ type stratum struct {
 	tables    []int
 	rules     []int
 	recursive bool
+	// relations names the tables, as StratumStats lists them (each
+	// evaluation reports a copy).
+	relations []string
 }
 
 // Relations lists the declared relations in declaration order.
@@ -703,7 +706,11 @@ func (c *Compiled) stratify() *Error {
 	c.tstratum = comp
 	c.strata = make([]*stratum, len(comps))
 	for ci, cc := range comps {
-		c.strata[ci] = &stratum{tables: cc, recursive: recursive[ci]}
+		st := &stratum{tables: cc, recursive: recursive[ci]}
+		for _, t := range cc {
+			st.relations = append(st.relations, tableName(c, t))
+		}
+		c.strata[ci] = st
 	}
 	for _, r := range c.rules {
 		r.stratum = comp[r.head]

@@ -3,6 +3,7 @@ package logic
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Limits bound an evaluation. A zero field means "no limit". Exceeding a
@@ -303,10 +304,7 @@ func (m *Materialization) evalStratum(si int) error {
 	if len(s.rules) == 0 {
 		return nil
 	}
-	st := StratumStats{Index: si, Recursive: s.recursive}
-	for _, t := range s.tables {
-		st.Relations = append(st.Relations, tableName(m.c, t))
-	}
+	st := StratumStats{Index: si, Recursive: s.recursive, Relations: slices.Clone(s.relations)}
 	x := m.newExec()
 	x.mode = emitInsert
 	x.batch = !m.unbatched

@@ -396,10 +396,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	allD, addedBy := make([][]int32, nt), make([][]int32, nt)
 	var next [][]int32 // the rounds' second list, made on the first round
 	for si, s := range c.strata {
-		st := StratumStats{Index: si, Recursive: s.recursive}
-		for _, t := range s.tables {
-			st.Relations = append(st.Relations, tableName(c, t))
-		}
+		st := StratumStats{Index: si, Recursive: s.recursive} // Relations: below, reported only for a stratum with rules
 		inS := func(t int) bool { return c.tstratum[t] == si }
 		// 1. Over-delete, reading the old state.
 		clear(allD)
@@ -560,6 +557,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		m.stats.Firings += x.firings
 		x.firings = 0
 		if len(s.rules) > 0 {
+			st.Relations = slices.Clone(s.relations)
 			m.stats.Strata = append(m.stats.Strata, st)
 		}
 	}

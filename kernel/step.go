@@ -922,13 +922,18 @@ func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []by
 			extra++
 		}
 	}
-	declared := make(protocol.Object, len(p.StateMembers))
+	declared := state // when it holds no kernel member, the state is the declared members
+	if extra != len(state) {
+		declared = make(protocol.Object, len(p.StateMembers))
+	}
 	for _, k := range p.StateMembers {
 		v, ok := state[k]
 		if !ok {
 			return nil, nil, "next_snapshot_valid", true
 		}
-		declared[k] = v
+		if extra != len(state) {
+			declared[k] = v
+		}
 	}
 	if extra != len(p.StateMembers) || d.CheckState(domainArg(d, declared)) != nil {
 		return nil, nil, "next_snapshot_valid", true

@@ -137,8 +137,8 @@ func (t *tick) keep(o authority.Outcome, kind, why string, b authority.Published
 // writes it. A string outside the string rule (never a digest) is left to
 // cjson, which reports it.
 func fhrChain(prev, fhr string) (string, error) {
-	b := make([]byte, 0, 64+len(prev)+len(fhr))
-	b = append(b, `{"fhr":`...)
+	var arr [256]byte // two digests and the members fit: no allocation
+	b := append(arr[:0], `{"fhr":`...)
 	b, ok := appendStr(b, fhr, true)
 	b = append(b, `,"kind":"flrh.workflow.fhr-chain","prev":`...)
 	if b, ok = appendStr(b, prev, ok); !ok {

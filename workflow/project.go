@@ -79,51 +79,50 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 // them; a string outside the string rule leaves them to lDigestsOf, which
 // reports it.
 func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64) (fix, mat string, err error) {
-	n := 160 + len(w.ruleDigest)
-	for _, f := range facts {
-		n += 48 + f.Atom.CanonicalSize() + 80*(len(f.Positive)+len(f.Negative))
-	}
-	for _, s := range supports {
-		n += len(s.ID) + 3
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"facts":[`...)
+	// Both preimages are only digested: written into cjson's recycled
+	// buffer.
 	ok := true
-	for i, f := range facts {
-		if i > 0 {
-			b = append(b, ',')
+	fix = cjson.DigestWritten(func(b []byte) []byte {
+		b = append(b, `{"facts":[`...)
+		for i, f := range facts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			// An atom's canonical bytes are its encoding in any place: it
+			// is an object without a kind, so no array in it is a set.
+			b = append(b, `{"atom":`...)
+			b = f.Atom.AppendCanonical(b)
+			b = append(b, `,"negative":`...)
+			b, ok = appendIDs(b, f.Negative, ok)
+			b = append(b, `,"positive":`...)
+			b, ok = appendIDs(b, f.Positive, ok)
+			b = append(b, '}')
 		}
-		// An atom's canonical bytes are its encoding in any place: it is
-		// an object without a kind, so no array in it is a set.
-		b = append(b, `{"atom":`...)
-		b = f.Atom.AppendCanonical(b)
-		b = append(b, `,"negative":`...)
-		b, ok = appendIDs(b, f.Negative, ok)
-		b = append(b, `,"positive":`...)
-		b, ok = appendIDs(b, f.Positive, ok)
-		b = append(b, '}')
-	}
-	b = append(b, `],"kind":"flrh.workflow.l-fixpoint","logical_time":`...)
-	b = cjson.AppendInt(b, et)
-	b = append(b, `,"rule_bundle":`...)
-	b, ok = appendStr(b, w.ruleDigest, ok)
+		b = append(b, `],"kind":"flrh.workflow.l-fixpoint","logical_time":`...)
+		b = cjson.AppendInt(b, et)
+		b = append(b, `,"rule_bundle":`...)
+		b, ok = appendStr(b, w.ruleDigest, ok)
+		return append(b, '}')
+	})
 	if !ok {
 		return w.lDigestsOf(facts, supports, et)
 	}
-	fix = cjson.Digest(append(b, '}'))
-	b = append(b[:0], `{"fixpoint":`...)
-	b = cjson.AppendString(b, fix)
-	b = append(b, `,"kind":"flrh.workflow.l-materialization","supports":[`...)
-	for i, s := range supports {
-		if i > 0 {
-			b = append(b, ',')
+	mat = cjson.DigestWritten(func(b []byte) []byte {
+		b = append(b, `{"fixpoint":`...)
+		b = cjson.AppendString(b, fix)
+		b = append(b, `,"kind":"flrh.workflow.l-materialization","supports":[`...)
+		for i, s := range supports {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, ok = appendStr(b, s.ID, ok)
 		}
-		b, ok = appendStr(b, s.ID, ok)
-	}
+		return append(b, "]}"...)
+	})
 	if !ok {
 		return w.lDigestsOf(facts, supports, et)
 	}
-	return fix, cjson.Digest(append(b, "]}"...)), nil
+	return fix, mat, nil
 }
 
 // appendStr appends a string; ok turns false if it breaks the string rule.

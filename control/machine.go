@@ -325,16 +325,34 @@ func (m *Machine) effect(name string, c Configuration, ev Event, interrupt strin
 	return Effect{Name: name, Kind: spec.Kind, Payload: p}
 }
 
+// lowerName reports whether s matches reRole (a lowercase letter, then
+// lowercase letters, digits and underscores) or, with dot, reCapability
+// (dots allowed too). checkEvent runs for every event a runner fires, and
+// the regular expressions' matcher cost more than the rest of the check;
+// TestLowerNameMatchesThePatterns holds the loop to them.
+func lowerName(s string, dot bool) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || dot && c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 // checkEvent applies the event schema. It returns the pointer and a detail
 // for the first defect, or two empty strings.
 func (m *Machine) checkEvent(ev Event) (string, string) {
 	if _, ok := m.eventIdx[ev.Type]; !ok {
 		return "/type", fmt.Sprintf("event type %q is not declared", ev.Type)
 	}
-	if !reRole().MatchString(ev.ActorRole) {
+	if !lowerName(ev.ActorRole, false) {
 		return "/actor_role", fmt.Sprintf("actor_role %q does not match %s", ev.ActorRole, reRole())
 	}
-	if !reCapability().MatchString(ev.Capability) {
+	if !lowerName(ev.Capability, true) {
 		return "/capability", fmt.Sprintf("capability %q does not match %s", ev.Capability, reCapability())
 	}
 	if !cjson.ValidID(ev.EventID) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 )
 
@@ -927,7 +926,7 @@ func factStringsInto(out []string, fs []logic.Fact) []string {
 	for _, f := range fs {
 		// Each fact is rendered on the stack and copied into the one
 		// string the builder hands over without a further copy.
-		sb.Write(appendFactText(factArr[:0], f))
+		sb.Write(f.AppendText(factArr[:0]))
 		ends = append(ends, sb.Len())
 	}
 	all, start := sb.String(), 0
@@ -935,34 +934,6 @@ func factStringsInto(out []string, fs []logic.Fact) []string {
 		out[k], start = all[start:end], end
 	}
 	return out
-}
-
-// appendFactText appends f's text exactly as logic.Fact.AppendText does.
-// A symbol that is plain (cjson.Plain: no quote, backslash or control
-// byte, so nothing Datalog's quoting escapes) is copied whole between
-// quotes instead of byte by byte; any other symbol is quoted by logic.
-func appendFactText(b []byte, f logic.Fact) []byte {
-	if f.Neg {
-		b = append(b, '-')
-	}
-	b = append(b, f.Rel...)
-	b = append(b, '(')
-	for i, a := range f.Args {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		switch s := a.Str(); {
-		case !a.IsSym():
-			b = strconv.AppendInt(b, a.Int(), 10)
-		case cjson.Plain(s):
-			b = append(b, '"')
-			b = append(b, s...)
-			b = append(b, '"')
-		default:
-			b = append(b, a.String()...)
-		}
-	}
-	return append(b, ')')
 }
 
 // cmpRow orders rows by value, column by column, a shorter row before

@@ -28,7 +28,7 @@ func TestFactStringsMatchLogic(t *testing.T) {
 	value := rapid.Custom(func(t *rapid.T) logic.Value {
 		if rapid.Bool().Draw(t, "sym") {
 			// Printable ASCII (plain, or not for a quote or a backslash)
-			// takes appendFactText's fast path; the rest logic's quoting.
+			// and strings with bytes logic's quoting escapes.
 			return logic.Sym(rapid.OneOf(rapid.String(), rapid.StringMatching(`[ -~]{0,80}`), rapid.StringOf(rapid.SampledFrom([]rune{'a', '"', '\\', '\n', '\t', '\r', 'é', 0}))).Draw(t, "s"))
 		}
 		return logic.Num(rapid.Int64().Draw(t, "n"))

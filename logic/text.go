@@ -11,7 +11,14 @@ import "strconv"
 // appendSym appends a symbol as a Datalog string constant.
 func appendSym(b []byte, s string) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
+	// Most symbols need no escape: copy the run before the first byte
+	// that does whole, then go on byte by byte.
+	i := 0
+	for i < len(s) && !needsEscape(s[i]) {
+		i++
+	}
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '"', '\\':
 			b = append(b, '\\', c)
@@ -26,6 +33,11 @@ func appendSym(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// needsEscape reports whether appendSym writes c as an escape.
+func needsEscape(c byte) bool {
+	return c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r'
 }
 
 func (v Value) appendText(b []byte) []byte {

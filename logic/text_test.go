@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // The text forms as they were written with a strings.Builder and fmt:
@@ -177,4 +179,17 @@ func TestTextFormsMatchReference(t *testing.T) {
 			t.Fatalf("case %d: AppendText %q, %v, want %q", i, got, err, "kept:"+want)
 		}
 	}
+}
+
+// TestAppendSymMatchesByteQuoting holds appendSym, which copies the run
+// before the first escaped byte whole, to quoting every byte in turn, with
+// escaped bytes anywhere in the symbol.
+func TestAppendSymMatchesByteQuoting(t *testing.T) {
+	near := rapid.SampledFrom([]byte{0, 'a', 'Z', ' ', '"', '\\', '\n', '\t', '\r', 0x7f, 0xc3, 0xff})
+	rapid.Check(t, func(t *rapid.T) {
+		s := string(rapid.SliceOfN(near, 0, 40).Draw(t, "s"))
+		if got, want := string(appendSym([]byte("x"), s)), "x"+oldQuote(s); got != want {
+			t.Fatalf("appendSym(%q) = %q, want %q", s, got, want)
+		}
+	})
 }

@@ -159,6 +159,11 @@ type Machine struct {
 	rejectEffect string
 
 	strictEvidence bool
+
+	// names maps every name the table declares that a control record
+	// repeats (event types, actor roles, capabilities, context fields,
+	// evidence names, states, guards, transitions) to the table's own copy.
+	names map[string]string
 }
 
 type edge struct{ from, event string }
@@ -333,7 +338,51 @@ func parseTable(v any) (*Machine, error) {
 	if err := m.checkSafety(); err != nil {
 		return nil, err
 	}
+	m.names = m.declaredNames()
 	return m, nil
+}
+
+// declaredNames is the names index of a loaded table.
+func (m *Machine) declaredNames() map[string]string {
+	names := map[string]string{}
+	add := func(s string) { names[s] = s }
+	for _, f := range m.context {
+		add(f)
+	}
+	for _, s := range m.states {
+		add(s.ID)
+	}
+	for _, e := range m.events {
+		add(e.ID)
+		for _, p := range e.Authority {
+			add(p.Role)
+			add(p.Capability)
+		}
+	}
+	for _, t := range m.transitions {
+		add(t.ID)
+		add(t.Guard)
+		for _, ev := range t.Evidence {
+			add(ev)
+		}
+	}
+	delete(names, "")
+	return names
+}
+
+// Name returns the bytes b as a string. When b spells a name the table
+// declares (an event type, actor role, capability, context field, evidence
+// name, state, guard or transition id) it is the table's own copy of that
+// name, and nothing is allocated: a reader of many control records, which
+// repeat those names, reads them without a copy each. The value is the
+// same string either way.
+func (m *Machine) Name(b []byte) string {
+	if m != nil {
+		if s, ok := m.names[string(b)]; ok {
+			return s
+		}
+	}
+	return string(b)
 }
 
 func (m *Machine) parseContext(root *obj) error {

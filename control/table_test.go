@@ -337,3 +337,29 @@ func TestLoadRejectsMalformedTables(t *testing.T) {
 		})
 	}
 }
+
+// Name gives the same string as a conversion, and the table's own copy of a
+// name the table declares.
+func TestNameIsTheTablesCopy(t *testing.T) {
+	m := Default()
+	for _, e := range m.Events() {
+		for _, s := range append([]string{e.ID}, e.Authority[0].Role, e.Authority[0].Capability) {
+			got := m.Name([]byte(s))
+			if got != s {
+				t.Fatalf("Name(%q) = %q", s, got)
+			}
+			if n := testing.AllocsPerRun(10, func() { _ = m.Name([]byte(s)) }); n != 0 {
+				t.Fatalf("Name(%q) allocates %v times", s, n)
+			}
+		}
+	}
+	for _, s := range []string{"", "NOT_AN_EVENT", "é"} {
+		if got := m.Name([]byte(s)); got != s {
+			t.Fatalf("Name(%q) = %q", s, got)
+		}
+	}
+	var none *Machine
+	if got := none.Name([]byte("x")); got != "x" {
+		t.Fatalf("a nil machine's Name(%q) = %q", "x", got)
+	}
+}

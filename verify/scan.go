@@ -15,25 +15,30 @@ import (
 // the event it met and the guard inputs it was judged on. Every other
 // member is passed over; the re-stepped record, compared byte for byte
 // with the stored one, answers for them.
-func stepInputs(b []byte) (control.Record, bool) {
+//
+// The names a record repeats (event type, actor role, capability, evidence
+// and guard input names) are read through m.Name, which gives the table's
+// own copy of a name the table declares instead of a new string each time;
+// the values read are the same with m nil.
+func stepInputs(m *control.Machine, b []byte) (control.Record, bool) {
 	var rec control.Record
 	s := jsonread.NewScanner(b)
 	s.Object(func(k []byte) {
 		switch string(k) {
 		case "event":
-			rec.Event = s.Str()
+			rec.Event = m.Name(s.StrBytes())
 		case "actor_role":
-			rec.ActorRole = s.Str()
+			rec.ActorRole = m.Name(s.StrBytes())
 		case "capability":
-			rec.Capability = s.Str()
+			rec.Capability = m.Name(s.StrBytes())
 		case "event_id":
 			rec.EventID = s.Str()
 		case "evidence":
 			rec.Evidence = map[string]string{}
-			s.Object(func(k []byte) { rec.Evidence[string(k)] = s.Str() })
+			s.Object(func(k []byte) { rec.Evidence[m.Name(k)] = s.Str() })
 		case "guard_inputs":
 			rec.GuardInputs = map[string]bool{}
-			s.Object(func(k []byte) { rec.GuardInputs[string(k)] = s.Bool() })
+			s.Object(func(k []byte) { rec.GuardInputs[m.Name(k)] = s.Bool() })
 		default:
 			s.Skip()
 		}

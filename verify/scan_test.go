@@ -11,6 +11,7 @@ import (
 	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
+	"pgregory.net/rapid"
 )
 
 // stepInputs reads the same step inputs from every stored control record
@@ -28,7 +29,7 @@ func TestStepInputsMatchStrictDecoding(t *testing.T) {
 				continue
 			}
 			n++
-			fast, ok := stepInputs(e.Body)
+			fast, ok := stepInputs(control.Default(), e.Body)
 			if !ok {
 				t.Fatalf("%s event %d: the fast reader gave up on %s", id, e.Seq, e.Body)
 			}
@@ -56,13 +57,17 @@ func TestStepInputsGiveUp(t *testing.T) {
 		`{"event":1}`, `{"guard_inputs":{"g":1}}`, `{"evidence":{"e":true}}`, `{"seq":1.5}`, `{"seq":99999999999999999999}`,
 		`{"x":[1,}`, `{"x":tru}`, "{\"event\":\"a\nb\"}", `{"a":1,}`,
 	} {
-		if _, ok := stepInputs([]byte(b)); ok {
-			t.Errorf("%q was read", b)
+		for _, m := range []*control.Machine{nil, control.Default()} {
+			if _, ok := stepInputs(m, []byte(b)); ok {
+				t.Errorf("%q was read", b)
+			}
 		}
 	}
 	for _, b := range []string{`{}`, `{"x":[1,-2,{"y":null}],"z":"q\"uote","event":"A","guard_inputs":{"g":false}}`} {
-		if _, ok := stepInputs([]byte(b)); !ok {
-			t.Errorf("%q was not read", b)
+		for _, m := range []*control.Machine{nil, control.Default()} {
+			if _, ok := stepInputs(m, []byte(b)); !ok {
+				t.Errorf("%q was not read", b)
+			}
 		}
 	}
 }
@@ -233,4 +238,54 @@ func TestStructReaderLeavesWhatDecodesOtherwise(t *testing.T) {
 	if jsonread.NewReader(counted{}).Read(text, &gc) && gc != wc {
 		t.Fatalf("read %+v, encoding/json %+v", gc, wc)
 	}
+}
+
+// Reading a control record's names through the table gives the same record
+// as reading them without it, for records built from the table's own names,
+// names it does not declare, and text the reader gives up on.
+func TestStepInputsThroughTheTable(t *testing.T) {
+	m := control.Default()
+	var names []string
+	for _, e := range m.Events() {
+		names = append(names, e.ID)
+		for _, p := range e.Authority {
+			names = append(names, p.Role, p.Capability)
+		}
+	}
+	for _, tr := range m.Transitions() {
+		names = append(names, tr.Evidence...)
+		if g, ok := m.Guard(tr.Guard); ok {
+			names = append(names, g.AllTrue...)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.OneOf(rapid.SampledFrom(names), rapid.StringMatching(`[a-zA-Z_.:]{0,12}`), rapid.String())
+		str := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+		var members []string
+		for _, k := range []string{"event", "actor_role", "capability", "event_id", "seq"} {
+			if rapid.Bool().Draw(t, "has "+k) {
+				members = append(members, str(k)+":"+str(name.Draw(t, k)))
+			}
+		}
+		for _, k := range []string{"evidence", "guard_inputs"} {
+			if !rapid.Bool().Draw(t, "has "+k) {
+				continue
+			}
+			var inner []string
+			for i, n := 0, rapid.IntRange(0, 3).Draw(t, k+" size"); i < n; i++ {
+				v := str(name.Draw(t, "value"))
+				if k == "guard_inputs" {
+					v = rapid.SampledFrom([]string{"true", "false", `"x"`}).Draw(t, "flag")
+				}
+				inner = append(inner, str(name.Draw(t, "key"))+":"+v)
+			}
+			members = append(members, str(k)+":{"+strings.Join(inner, ",")+"}")
+		}
+		b := []byte("{" + strings.Join(members, ",") + "}")
+		plain, okPlain := stepInputs(nil, b)
+		named, okNamed := stepInputs(m, b)
+		if okPlain != okNamed || !reflect.DeepEqual(plain, named) {
+			t.Fatalf("%s: %+v %v through the table, %+v %v without", b, named, okNamed, plain, okPlain)
+		}
+	})
 }

@@ -138,7 +138,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 			// The cheapest path: an ordinary accepted transition, which
 			// Recheck recomputes without Step's effects and copies, and
 			// whose digest is the one computed above.
-			if in, ok := stepInputs(e.Body); ok {
+			if in, ok := stepInputs(m, e.Body); ok {
 				from := cfg.State
 				var next control.Configuration
 				if next, canonical, buf = m.Recheck(cfg, control.StepInputs{Event: in.Event, ActorRole: in.ActorRole,
@@ -250,7 +250,7 @@ type vouched struct {
 // checks the strict path makes can fail on it. Anything else (ok false)
 // goes to the strict path.
 func restepFast(m *control.Machine, cfg control.Configuration, e store.Event, buf []byte) (control.Result, bool, []byte) {
-	rec, ok := stepInputs(e.Body)
+	rec, ok := stepInputs(m, e.Body)
 	if !ok {
 		return control.Result{}, false, buf
 	}
@@ -364,11 +364,23 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *check
 }
 
 // The readers of intents and receipts: encoding/json's reading of them,
-// without reflection over the plain members.
+// without reflection over the plain members. Each accepts exactly what
+// encoding/json accepts but keeps only the members the checks below read
+// (bindingMembers, and what checkEffects, checkApproval and checkReceipt
+// read besides); the schema check has already read every member, and the
+// rest (an intent's versions and preconditions, a receipt's attempt,
+// platform and trace) are not built only to be dropped.
 var (
-	intentReader  = jsonread.NewReader(protocol.EffectIntent{})
-	receiptReader = jsonread.NewReader(protocol.ActionReceipt{})
+	intentReader  = jsonread.NewReader(protocol.EffectIntent{}).Keeping(append(bindingMembers, "effect_type")...)
+	receiptReader = jsonread.NewReader(protocol.ActionReceipt{}).Keeping(append(bindingMembers, "outcome", "output_digests")...)
 )
+
+// bindingMembers are the members protocol.CheckReceiptBinding compares.
+var bindingMembers = []string{
+	"intent_id", "action_digest", "cause_id", "correlation_id", "capability", "authority_digest",
+	"destination_digest", "goal_id", "obligation_id", "adapter_version", "assessed_risk",
+	"approval_required", "approval_digest", "idempotency_key",
+}
 
 // checkEffects checks every intent, its attempts and its receipt, and
 // returns how many attempts the run recorded.

@@ -388,9 +388,19 @@ func (m *Machine) checkConfiguration(c Configuration) (string, string) {
 	if len(c.Pending) > 0 && !m.deferredIn[c.State] && !m.Final(c.State) {
 		return "/pending_interrupts", fmt.Sprintf("interrupts are pending outside the deferral states, in %s", c.State)
 	}
-	for _, k := range sortedKeys(c.Context) {
+	// The fields are sorted only to name the first undeclared one.
+	declared := true
+	for k := range c.Context { //flrh:orderfree a conjunction: every field must be declared
 		if !m.contextSet[k] {
-			return child("/context", k), fmt.Sprintf("context field %q is not declared", k)
+			declared = false
+			break
+		}
+	}
+	if !declared {
+		for _, k := range sortedKeys(c.Context) {
+			if !m.contextSet[k] {
+				return child("/context", k), fmt.Sprintf("context field %q is not declared", k)
+			}
 		}
 	}
 	return "", ""

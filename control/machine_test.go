@@ -453,3 +453,26 @@ func TestAwaiting(t *testing.T) {
 		t.Errorf("an invalid configuration awaits %v", got)
 	}
 }
+
+// A configuration with several undeclared context fields names the first in
+// byte order, whatever the map's order, and one with only declared fields
+// passes.
+func TestCheckConfigurationNamesTheFirstUndeclaredField(t *testing.T) {
+	m := Default()
+	c := m.Initial()
+	c.Context = map[string]bool{}
+	for _, f := range m.context {
+		c.Context[f] = true
+	}
+	if ptr, detail := m.checkConfiguration(c); detail != "" {
+		t.Fatalf("declared fields refused at %s: %s", ptr, detail)
+	}
+	for _, f := range []string{"zz_last", "mm_mid", "aa_first", "ab_second"} {
+		c.Context[f] = false
+	}
+	for range 20 {
+		if ptr, detail := m.checkConfiguration(c); ptr != "/context/aa_first" || !strings.Contains(detail, `"aa_first"`) {
+			t.Fatalf("named %s: %s", ptr, detail)
+		}
+	}
+}

@@ -41,6 +41,7 @@ func appendRecord(b []byte, r *Record) []byte {
 		}
 		b = append(b, ']')
 	}
+	var keys [8]string // the evidence and guard inputs' names, sorted; on the stack when few
 	b = append(b, `{"accepted":`...)
 	if r.Accepted {
 		b = append(b, "true"...)
@@ -55,7 +56,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	str("event_id", r.EventID, false)
 	if len(r.Evidence) > 0 {
 		b = append(b, `,"evidence":{`...)
-		for i, k := range sortedKeys(r.Evidence) {
+		for i, k := range sortedKeysIn(keys[:0], r.Evidence) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -71,7 +72,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	str("guard", r.Guard, true)
 	if len(r.GuardInputs) > 0 {
 		b = append(b, `,"guard_inputs":{`...)
-		for i, k := range sortedKeys(r.GuardInputs) {
+		for i, k := range sortedKeysIn(keys[:0], r.GuardInputs) {
 			if i > 0 {
 				b = append(b, ',')
 			}

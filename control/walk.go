@@ -176,3 +176,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// sortedKeysIn is sortedKeys appending to buf[:0], for a caller that holds
+// the keys only while it reads them.
+func sortedKeysIn[V any](buf []string, m map[string]V) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -13,26 +13,26 @@ import (
 // Every string of an accepted record is an identifier, name or digest the
 // machine has validated as ASCII, so no NFC check is needed here.
 func appendRecord(b []byte, r *Record) []byte {
-	str := func(key, v string, omitEmpty bool) {
+	// str and list are given a member's separator and quoted key written
+	// out (`,"key":`): the keys are fixed plain ASCII, which cjson quotes
+	// as they are.
+	str := func(member, v string, omitEmpty bool) {
 		if omitEmpty && v == "" {
 			return
 		}
-		b = append(b, ',')
-		b = cjson.AppendString(b, key)
-		b = append(b, ':')
+		b = append(b, member...)
 		b = cjson.AppendString(b, v)
 	}
-	list := func(key string, vs []string, omitEmpty bool) {
+	list := func(member string, vs []string, omitEmpty bool) {
 		if omitEmpty && len(vs) == 0 {
 			return
 		}
-		b = append(b, ',')
-		b = cjson.AppendString(b, key)
+		b = append(b, member...)
 		if vs == nil {
-			b = append(b, ":null"...)
+			b = append(b, "null"...)
 			return
 		}
-		b = append(b, ":["...)
+		b = append(b, '[')
 		for i, v := range vs {
 			if i > 0 {
 				b = append(b, ',')
@@ -48,12 +48,12 @@ func appendRecord(b []byte, r *Record) []byte {
 	} else {
 		b = append(b, "false"...)
 	}
-	str("actor_role", r.ActorRole, false)
-	str("capability", r.Capability, false)
-	str("detail", r.Detail, true)
-	list("effects", r.Effects, false)
-	str("event", r.Event, false)
-	str("event_id", r.EventID, false)
+	str(`,"actor_role":`, r.ActorRole, false)
+	str(`,"capability":`, r.Capability, false)
+	str(`,"detail":`, r.Detail, true)
+	list(`,"effects":`, r.Effects, false)
+	str(`,"event":`, r.Event, false)
+	str(`,"event_id":`, r.EventID, false)
 	if len(r.Evidence) > 0 {
 		b = append(b, `,"evidence":{`...)
 		for i, k := range sortedKeysIn(keys[:0], r.Evidence) {
@@ -66,10 +66,10 @@ func appendRecord(b []byte, r *Record) []byte {
 		}
 		b = append(b, '}')
 	}
-	list("evidence_required", r.EvidenceRequired, true)
-	str("format", r.Format, false)
-	str("from", r.From, false)
-	str("guard", r.Guard, true)
+	list(`,"evidence_required":`, r.EvidenceRequired, true)
+	str(`,"format":`, r.Format, false)
+	str(`,"from":`, r.From, false)
+	str(`,"guard":`, r.Guard, true)
 	if len(r.GuardInputs) > 0 {
 		b = append(b, `,"guard_inputs":{`...)
 		for i, k := range sortedKeysIn(keys[:0], r.GuardInputs) {
@@ -85,15 +85,15 @@ func appendRecord(b []byte, r *Record) []byte {
 		}
 		b = append(b, '}')
 	}
-	list("pending_interrupts", r.Pending, false)
-	str("pointer", r.Pointer, true)
-	str("prev", r.Prev, true)
-	str("reason", string(r.Reason), true)
+	list(`,"pending_interrupts":`, r.Pending, false)
+	str(`,"pointer":`, r.Pointer, true)
+	str(`,"prev":`, r.Prev, true)
+	str(`,"reason":`, string(r.Reason), true)
 	b = append(b, `,"seq":`...)
 	b = cjson.AppendInt(b, r.Seq)
-	str("table", r.Table, false)
-	str("to", r.To, false)
-	str("transition", r.Transition, true)
+	str(`,"table":`, r.Table, false)
+	str(`,"to":`, r.To, false)
+	str(`,"transition":`, r.Transition, true)
 	return append(b, '}')
 }
 

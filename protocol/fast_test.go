@@ -607,3 +607,49 @@ func TestTextPathAcceptsValidObjects(t *testing.T) {
 		}
 	}
 }
+
+// scalarStringByBytes is scalarText's reading of a string not known to be
+// inside the grammar, a byte at a time.
+func scalarStringByBytes(src []byte, i int) (textValue, int, bool) {
+	for j := i + 1; j < len(src); j++ {
+		c := src[j]
+		if c == '"' {
+			return textValue{t: tString, str: src[i+1 : j]}, j + 1, true
+		}
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return textValue{}, 0, false
+		}
+	}
+	return textValue{}, 0, false
+}
+
+// scalarText reads a string eight bytes at a time exactly as a byte at a
+// time, over strings of plain bytes with every kind of byte that ends or
+// refuses one placed anywhere, including in the last word.
+func TestScalarTextStringsByWords(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		plain := rapid.ByteRange(0x20, 0x7e)
+		special := rapid.SampledFrom([]byte{'"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xff, ' ', '~', '!', '#', '[', ']'})
+		body := rapid.SliceOfN(rapid.OneOf(plain, plain, plain, special), 0, 40).Draw(t, "body")
+		src := append([]byte{'"'}, body...)
+		if rapid.Bool().Draw(t, "closed") {
+			src = append(src, '"')
+		}
+		wantV, wantEnd, wantOK := scalarStringByBytes(src, 0)
+		v, end, ok := scalarText(src, 0, false)
+		if ok != wantOK || end != wantEnd || string(v.str) != string(wantV.str) || v.t != wantV.t {
+			t.Fatalf("%q: %v %d %q, a byte at a time %v %d %q", src, ok, end, v.str, wantOK, wantEnd, wantV.str)
+		}
+	})
+	for b := 0; b < 256; b++ {
+		for at := 0; at < 9; at++ {
+			body := []byte("abcdefghijklmnop")
+			body[at] = byte(b)
+			src := append(append([]byte{'"'}, body...), '"')
+			_, wantEnd, wantOK := scalarStringByBytes(src, 0)
+			if _, end, ok := scalarText(src, 0, false); ok != wantOK || end != wantEnd {
+				t.Fatalf("byte %#x at %d: %v %d, a byte at a time %v %d", b, at, ok, end, wantOK, wantEnd)
+			}
+		}
+	}
+}

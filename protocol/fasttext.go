@@ -1,6 +1,9 @@
 package protocol
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // The fast check over text.
 //
@@ -93,7 +96,11 @@ func scalarText(src []byte, i int, known bool) (v textValue, end int, ok bool) {
 			return textValue{t: tString, str: src[i+1 : i+1+j]}, i + 2 + j, true
 		}
 	case c == '"':
-		for j := i + 1; j < len(src); j++ {
+		j := i + 1
+		for j+8 <= len(src) && plainTextWord(binary.LittleEndian.Uint64(src[j:])) {
+			j += 8
+		}
+		for ; j < len(src); j++ {
 			c := src[j]
 			if c == '"' {
 				return textValue{t: tString, str: src[i+1 : j]}, j + 1, true
@@ -132,6 +139,18 @@ func scalarText(src []byte, i int, known bool) (v textValue, end int, ok bool) {
 		return textValue{t: tInteger, num: n}, j, true
 	}
 	return v, 0, false
+}
+
+// plainTextWord reports whether the eight bytes of w (little-endian) are
+// all printable ASCII other than a quote or a backslash: bytes a string of
+// the text grammar may hold, none of which ends it. A word holding any
+// other byte answers false (its lowest such byte always sets its high bit
+// below: no borrow reaches it from the plain bytes under it), and the
+// caller reads that word byte by byte.
+func plainTextWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs, del := w^(ones*'"'), w^(ones*'\\'), w^(ones*0x7f)
+	return ((w-ones*0x20)|(q-ones)|(bs-ones)|(del-ones)|w)&highs == 0
 }
 
 func hasWord(src []byte, i int, w string) bool {

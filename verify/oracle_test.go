@@ -90,6 +90,10 @@ func TestCheckEventsMatchesTheSlowOracle(t *testing.T) {
 			edit: []string{`UPDATE events SET kind = 'control.rejected' WHERE run_id = 'small' AND kind = 'control' AND seq = 3`}},
 		{name: "not JSON at all", run: "small", chain: true,
 			edit: []string{`UPDATE events SET body = CAST('not json' AS BLOB) WHERE run_id = 'small' AND seq = 2`}},
+		{name: "a control record's digest is another event's", run: "small",
+			edit: []string{`UPDATE events SET digest = (SELECT digest FROM events WHERE run_id = 'small' AND seq = 1) WHERE run_id = 'small' AND seq = 3`}},
+		{name: "an input's digest is another event's", run: "small",
+			edit: []string{`UPDATE events SET digest = (SELECT digest FROM events WHERE run_id = 'small' AND seq = 3) WHERE run_id = 'small' AND seq = 1`}},
 		{name: "generations out of order", run: "large",
 			edit: []string{`UPDATE events SET generation = 99 WHERE run_id = 'large' AND seq = 2`}},
 	}

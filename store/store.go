@@ -383,10 +383,15 @@ type Unwrapper interface {
 
 // ReadyListerOf returns the ReadyLister of s, or of the first store it
 // wraps that has one.
-func ReadyListerOf(s Store) (ReadyLister, bool) {
+func ReadyListerOf(s Store) (ReadyLister, bool) { return As[ReadyLister](s) }
+
+// As returns s as a T, or the first store s wraps (through Unwrapper,
+// link by link) that is one: how an optional interface is found behind
+// wrappers, as errors.As finds an error in a chain.
+func As[T any](s Store) (T, bool) {
 	for s != nil {
-		if rl, ok := s.(ReadyLister); ok {
-			return rl, true
+		if t, ok := s.(T); ok {
+			return t, true
 		}
 		u, ok := s.(Unwrapper)
 		if !ok {
@@ -394,7 +399,8 @@ func ReadyListerOf(s Store) (ReadyLister, bool) {
 		}
 		s = u.Unwrap()
 	}
-	return nil, false
+	var zero T
+	return zero, false
 }
 
 // GenesisHash is the chain hash of a run before its first event.

@@ -24,7 +24,7 @@ type wrapper struct{ store.Store }
 
 func (w wrapper) Unwrap() store.Store { return w.Store }
 
-// ReadyListerOf finds the lister on the store itself or down a chain of
+// ReadyListerOf (store.As) finds the lister on the store itself or down a chain of
 // wrappers, takes the outermost one, and reports false when the chain has
 // none or a link does not unwrap.
 func TestReadyListerOf(t *testing.T) {

@@ -16,19 +16,7 @@ type runReader interface {
 
 // runReaderOf returns the runReader of st, or of the first store it wraps
 // that has one.
-func runReaderOf(st store.Store) (runReader, bool) {
-	for st != nil {
-		if rr, ok := st.(runReader); ok {
-			return rr, true
-		}
-		u, ok := st.(store.Unwrapper)
-		if !ok {
-			break
-		}
-		st = u.Unwrap()
-	}
-	return nil, false
-}
+func runReaderOf(st store.Store) (runReader, bool) { return store.As[runReader](st) }
 
 // record is what verify and replay read of one run, each table once.
 type record struct {
@@ -78,19 +66,7 @@ type recordReader interface {
 
 // recordReaderOf returns the recordReader of st, or of the first store it
 // wraps that has one.
-func recordReaderOf(st store.Store) (recordReader, bool) {
-	for st != nil {
-		if rr, ok := st.(recordReader); ok {
-			return rr, true
-		}
-		u, ok := st.(store.Unwrapper)
-		if !ok {
-			break
-		}
-		st = u.Unwrap()
-	}
-	return nil, false
-}
+func recordReaderOf(st store.Store) (recordReader, bool) { return store.As[recordReader](st) }
 
 func load(ctx context.Context, st store.Store, runID string, parts int) (*record, error) {
 	if parts == withRun|withEffects || parts == 0 {

@@ -547,20 +547,27 @@ func TestRunMatchesTheSlowOracle(t *testing.T) {
 	}
 }
 
+// storedEffects reads run id's intents and receipts, failing t on error.
+func storedEffects(t *testing.T, st store.Store, id string) ([]store.Intent, []store.Receipt) {
+	t.Helper()
+	ins, err := st.Intents(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcs, err := st.Receipts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ins, rcs
+}
+
 // The struct reader reads every stored intent and receipt itself, exactly
 // as encoding/json does, in the members it keeps.
 func TestStructReaderReadsStoredEffects(t *testing.T) {
 	st := open(t, recorded(t), true)
 	n := 0
 	for _, id := range []string{"small", "large"} {
-		ins, err := st.Intents(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rcs, err := st.Receipts(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ins, rcs := storedEffects(t, st, id)
 		for _, in := range ins {
 			var got, want protocol.EffectIntent
 			if !intentReader.Read(in.Body, &got) {
@@ -636,14 +643,7 @@ func TestEffectReadersKeepWhatTheChecksRead(t *testing.T) {
 	st := open(t, recorded(t), true)
 	n := 0
 	for _, id := range []string{"small", "large"} {
-		ins, err := st.Intents(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rcs, err := st.Receipts(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ins, rcs := storedEffects(t, st, id)
 		for _, in := range ins {
 			var intent protocol.EffectIntent
 			if err := json.Unmarshal(in.Body, &intent); err != nil {

@@ -508,6 +508,7 @@ func FuzzFastMatchesSchema(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		checkSameText(t, text)
+		checkTextReaders(t, text)
 		if v, err := cjson.Decode(text); err == nil {
 			checkSame(t, v)
 		}

@@ -54,7 +54,7 @@ func acceptsText(kind string, text []byte) bool {
 	if i >= len(text) || text[i] != '{' {
 		return false
 	}
-	end, ok := n.acceptsTextAt(text, i, 0, 0, false, false)
+	end, ok := n.acceptsTextAt(text, i, 0, 0, false, false, nil)
 	return ok && skipWS(text, end) == len(text)
 }
 
@@ -180,8 +180,10 @@ func equalText(c any, v *textValue) bool {
 // applies this one at the same place), so only this node's own keywords
 // remain to check; here says the caller is such a node, which does not use
 // the returned index, so an object may be left as soon as its declared
-// members are checked.
-func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here bool) (int, bool) {
+// members are checked. spans, when not nil, receives the text of each
+// declared member of the object read here, by the member's index in
+// n.declared (see textread.go).
+func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here bool, spans [][]byte) (int, bool) {
 	if depth > maxFastDepth || i >= len(src) {
 		return 0, false
 	}
@@ -203,7 +205,7 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 			end, ok = skipValue(src, i), true
 		case src[i] == '{':
 			t = tObject
-			end, ok = n.objectText(src, i, depth, cdepth, known, known && here)
+			end, ok = n.objectText(src, i, depth, cdepth, known, known && here, spans)
 		default:
 			t = tArray
 			end, ok = n.arrayText(src, i, depth, cdepth, known)
@@ -255,19 +257,19 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 		}
 	}
 	if n.ref != nil {
-		if _, ok := n.ref.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
+		if _, ok := n.ref.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
 			return 0, false
 		}
 	}
 	for _, s := range n.allOf {
-		if _, ok := s.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
+		if _, ok := s.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
 			return 0, false
 		}
 	}
 	if n.anyOf != nil {
 		ok := false
 		for _, s := range n.anyOf {
-			if _, ok = s.acceptsTextAt(src, i, depth+1, cdepth, true, true); ok {
+			if _, ok = s.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); ok {
 				break
 			}
 		}
@@ -276,14 +278,14 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 		}
 	}
 	if n.ifN != nil {
-		if _, ok := n.ifN.acceptsTextAt(src, i, depth+1, cdepth, true, true); ok {
+		if _, ok := n.ifN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); ok {
 			if n.thenN != nil {
-				if _, ok := n.thenN.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
+				if _, ok := n.thenN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
 					return 0, false
 				}
 			}
 		} else if n.elseN != nil {
-			if _, ok := n.elseN.acceptsTextAt(src, i, depth+1, cdepth, true, true); !ok {
+			if _, ok := n.elseN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
 				return 0, false
 			}
 		}
@@ -295,7 +297,7 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 // by comparing them with each other rather than by the declared members.
 const maxTextKeys = 32
 
-func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool) (int, bool) {
+func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool, spans [][]byte) (int, bool) {
 	i = skipWS(src, i+1)
 	if i < len(src) && src[i] == '}' {
 		return i + 1, len(n.required) == 0 && n.minProps == 0 && n.nRequired >= 0
@@ -345,8 +347,12 @@ func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool
 			}
 			found++
 		}
-		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false); !ok {
+		start := i
+		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false, nil); !ok {
 			return 0, false
+		}
+		if declared && p.idx < len(spans) {
+			spans[p.idx] = src[start:i]
 		}
 		if here && !n.closed && n.minProps == 0 && found == len(n.props) {
 			// Every declared member is checked and the rest of an open
@@ -405,7 +411,7 @@ func (n *fastNode) arrayText(src []byte, i, depth, cdepth int, known bool) (int,
 		}
 		count++
 		var ok bool
-		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false); !ok {
+		if i, ok = sub.acceptsTextAt(src, i, depth+1, cdepth+1, known, false, nil); !ok {
 			return 0, false
 		}
 		i = skipWS(src, i)

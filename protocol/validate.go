@@ -85,6 +85,11 @@ func Validate(kind string, jsonText []byte) error {
 		// check: see fasttext.go. Anything else takes the full path.
 		return nil
 	}
+	return validateFull(kind, jsonText)
+}
+
+// validateFull is Validate for a text the text path does not accept.
+func validateFull(kind string, jsonText []byte) error {
 	v, err := cjson.Decode(jsonText)
 	if err != nil {
 		return err

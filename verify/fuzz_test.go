@@ -94,6 +94,7 @@ func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		sameRead(t, b)
 		var gi, wi protocol.EffectIntent
 		var whole protocol.EffectIntent
 		if intentReader.Read(b, &gi) != wholeIntentReader.Read(b, &whole) {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"pgregory.net/rapid"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -570,6 +573,14 @@ func TestStructReaderReadsStoredEffects(t *testing.T) {
 		ins, rcs := storedEffects(t, st, id)
 		for _, in := range ins {
 			var got, want protocol.EffectIntent
+			if read, err := intentCheck.Validate(in.Body, &got); !read || err != nil {
+				t.Fatalf("the schema check did not read %s: %v", in.Body, err)
+			}
+			if err := json.Unmarshal(in.Body, &want); err != nil || !reflect.DeepEqual(got, keptOnly(want, intentKept)) {
+				t.Fatalf("checked %+v, encoding/json %+v %v", got, want, err)
+			}
+			sameRead(t, in.Body)
+			got = protocol.EffectIntent{}
 			if !intentReader.Read(in.Body, &got) {
 				t.Fatalf("gave up on %s", in.Body)
 			}
@@ -580,6 +591,14 @@ func TestStructReaderReadsStoredEffects(t *testing.T) {
 		}
 		for _, rc := range rcs {
 			var got, want protocol.ActionReceipt
+			if read, err := receiptCheck.Validate(rc.Body, &got); !read || err != nil {
+				t.Fatalf("the schema check did not read %s: %v", rc.Body, err)
+			}
+			if err := json.Unmarshal(rc.Body, &want); err != nil || !reflect.DeepEqual(got, keptOnly(want, receiptKept)) {
+				t.Fatalf("checked %+v, encoding/json %+v %v", got, want, err)
+			}
+			sameRead(t, rc.Body)
+			got = protocol.ActionReceipt{}
 			if !receiptReader.Read(rc.Body, &got) {
 				t.Fatalf("gave up on %s", rc.Body)
 			}
@@ -591,6 +610,52 @@ func TestStructReaderReadsStoredEffects(t *testing.T) {
 	}
 	if n < 4 {
 		t.Fatalf("only %d intents and receipts", n)
+	}
+}
+
+// previousReadIntent is how verify read an intent before readIntent: the
+// schema check, then the struct reader, encoding/json where it gave up.
+func previousReadIntent(b []byte) (intent protocol.EffectIntent, err error) {
+	if err := protocol.Validate(protocol.KindEffectIntent, b); err != nil {
+		return intent, err
+	}
+	if intentReader.Read(b, &intent) {
+		return intent, nil
+	}
+	intent = protocol.EffectIntent{}
+	return intent, json.Unmarshal(b, &intent)
+}
+
+// previousReadReceipt is previousReadIntent for a receipt.
+func previousReadReceipt(b []byte) (receipt protocol.ActionReceipt, err error) {
+	if err := protocol.Validate(protocol.KindActionReceipt, b); err != nil {
+		return receipt, err
+	}
+	if receiptReader.Read(b, &receipt) {
+		return receipt, nil
+	}
+	receipt = protocol.ActionReceipt{}
+	return receipt, json.Unmarshal(b, &receipt)
+}
+
+// sameRead fails unless readIntent and readReceipt give what the
+// previous reading gave for b: the same error, message included, and the
+// same members the checks read (the previous reading filled the others
+// only where it fell back to encoding/json).
+func sameRead(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, b []byte) {
+	t.Helper()
+	gi, gerr := readIntent(b)
+	wi, werr := previousReadIntent(b)
+	if !reflect.DeepEqual(keptOnly(gi, intentKept), keptOnly(wi, intentKept)) || fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(gerr, werr) {
+		t.Fatalf("%q: intent %+v %v, previously %+v %v", b, gi, gerr, wi, werr)
+	}
+	gr, gerr := readReceipt(b)
+	wr, werr := previousReadReceipt(b)
+	if !reflect.DeepEqual(keptOnly(gr, receiptKept), keptOnly(wr, receiptKept)) || fmt.Sprint(gerr) != fmt.Sprint(werr) || !reflect.DeepEqual(gerr, werr) {
+		t.Fatalf("%q: receipt %+v %v, previously %+v %v", b, gr, gerr, wr, werr)
 	}
 }
 
@@ -680,3 +745,57 @@ func TestEffectReadersKeepWhatTheChecksRead(t *testing.T) {
 		t.Fatal("no intent with a receipt")
 	}
 }
+
+// Generated bodies: the stored intents and receipts with a member's value
+// replaced, a member dropped or repeated, or the text edited anywhere, read
+// the same way as before (intents as receipts and the other way round too).
+func TestReadEffectsAsBefore(t *testing.T) {
+	st := open(t, recorded(t), true)
+	var bodies [][]byte
+	for _, id := range []string{"small", "large"} {
+		ins, rcs := storedEffects(t, st, id)
+		for _, in := range ins {
+			bodies = append(bodies, in.Body)
+		}
+		for _, rc := range rcs {
+			bodies = append(bodies, rc.Body)
+		}
+	}
+	values := []string{
+		`"x"`, `"sha256:` + strings.Repeat("a", 64) + `"`, `null`, `true`, `false`, `1`, `-0`, `1.5`, `[]`, `["sha256:` + strings.Repeat("b", 64) + `"]`,
+		`{}`, `"\u0041"`, `"é"`, `"a\"b"`, `"high_risk_external"`, `"confirmed_success"`, `"outcome_unknown"`, `""`, `[1]`, `["a","a"]`,
+	}
+	tokens := []string{`"`, `\`, ",", ":", "]", "}", "{", "[", " ", "\x7f", "\xff", "null", `"Intent_ID"`, `"intent_id"`}
+	rapid.Check(t, func(t *rapid.T) {
+		b := slices.Clone(rapid.SampledFrom(bodies).Draw(t, "body"))
+		for n := rapid.IntRange(1, 3).Draw(t, "edits"); n > 0; n-- {
+			switch rapid.IntRange(0, 2).Draw(t, "op") {
+			case 0: // a member's value replaced
+				m := memberValue.FindAllIndex(b, -1)
+				if len(m) == 0 {
+					continue
+				}
+				at := m[rapid.IntRange(0, len(m)-1).Draw(t, "member")]
+				v := rapid.SampledFrom(values).Draw(t, "value")
+				b = slices.Concat(b[:at[0]], memberValue.ReplaceAll(b[at[0]:at[1]], []byte("${1}"+v)), b[at[1]:])
+			case 1: // a member repeated under another name or the same
+				m := memberValue.FindAllIndex(b, -1)
+				if len(m) == 0 {
+					continue
+				}
+				at := m[rapid.IntRange(0, len(m)-1).Draw(t, "member")]
+				name := rapid.SampledFrom(append(slices.Clone(intentKept), "Outcome", "kind", "extra")).Draw(t, "name")
+				b = slices.Concat(b[:at[1]], []byte(`,"`+name+`":`+rapid.SampledFrom(values).Draw(t, "value")), b[at[1]:])
+			default: // the text edited
+				at := rapid.IntRange(0, len(b)-1).Draw(t, "at")
+				cut := rapid.IntRange(0, min(2, len(b)-at)).Draw(t, "cut")
+				b = slices.Concat(b[:at], []byte(rapid.SampledFrom(tokens).Draw(t, "token")), b[at+cut:])
+			}
+		}
+		sameRead(t, b)
+	})
+}
+
+// memberValue finds a member whose value is a string, a literal or a
+// number (the name and colon in group 1).
+var memberValue = regexp.MustCompile(`("[a-z_]+"\s*:\s*)("[^"\\]*"|true|false|null|-?[0-9]+)`)

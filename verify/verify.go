@@ -383,6 +383,43 @@ var (
 	receiptReader = jsonread.NewReader(protocol.ActionReceipt{}).Keeping(append(bindingMembers, "outcome", "output_digests")...)
 )
 
+// The schema check of intents and receipts, which reads the same members
+// as it checks a text on protocol's text path, so that such a text (every
+// intent and receipt the runtime writes) is read once; the readers above
+// read the others.
+var (
+	intentCheck  = protocol.NewTextReader[protocol.EffectIntent](protocol.KindEffectIntent, append(bindingMembers, "effect_type")...)
+	receiptCheck = protocol.NewTextReader[protocol.ActionReceipt](protocol.KindActionReceipt, append(bindingMembers, "outcome", "output_digests")...)
+)
+
+// readIntent checks an intent's text against the schema and reads the
+// members the checks use: the schema's error, or encoding/json's (with
+// what it read before it), or none.
+func readIntent(b []byte) (intent protocol.EffectIntent, err error) {
+	read, err := intentCheck.Validate(b, &intent)
+	if err != nil || read {
+		return intent, err
+	}
+	if intent = (protocol.EffectIntent{}); intentReader.Read(b, &intent) {
+		return intent, nil
+	}
+	intent = protocol.EffectIntent{}
+	return intent, json.Unmarshal(b, &intent)
+}
+
+// readReceipt is readIntent for a receipt.
+func readReceipt(b []byte) (receipt protocol.ActionReceipt, err error) {
+	read, err := receiptCheck.Validate(b, &receipt)
+	if err != nil || read {
+		return receipt, err
+	}
+	if receipt = (protocol.ActionReceipt{}); receiptReader.Read(b, &receipt) {
+		return receipt, nil
+	}
+	receipt = protocol.ActionReceipt{}
+	return receipt, json.Unmarshal(b, &receipt)
+}
+
 // bindingMembers are the members protocol.CheckReceiptBinding compares.
 var bindingMembers = []string{
 	"intent_id", "action_digest", "cause_id", "correlation_id", "capability", "authority_digest",
@@ -407,17 +444,12 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 	for _, in := range ins {
 		intentIDs[in.ID] = true
 		where := "intent " + in.ID
-		var intent protocol.EffectIntent
 		if !store.DigestMatches(in.Body, in.Digest) {
 			rep.fail("intent-digest", where, "digest does not match its bytes")
 		}
-		if err := protocol.Validate(protocol.KindEffectIntent, in.Body); err != nil {
+		intent, err := readIntent(in.Body)
+		if err != nil {
 			rep.fail("intent-protocol", where, "%v", err)
-		} else if !intentReader.Read(in.Body, &intent) {
-			intent = protocol.EffectIntent{}
-			if err := json.Unmarshal(in.Body, &intent); err != nil {
-				rep.fail("intent-protocol", where, "%v", err)
-			}
 		}
 		if intent.IdempotencyKey != in.IdempotencyKey || intent.IntentID != in.ID || intent.EffectType != in.EffectType {
 			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")
@@ -521,17 +553,10 @@ func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, a
 	if !store.DigestMatches(rc.Body, rc.Digest) {
 		rep.fail("receipt-digest", where, "digest does not match its bytes")
 	}
-	var receipt protocol.ActionReceipt
-	if err := protocol.Validate(protocol.KindActionReceipt, rc.Body); err != nil {
+	receipt, err := readReceipt(rc.Body)
+	if err != nil {
 		rep.fail("receipt-protocol", where, "%v", err)
 		return
-	}
-	if !receiptReader.Read(rc.Body, &receipt) {
-		receipt = protocol.ActionReceipt{}
-		if err := json.Unmarshal(rc.Body, &receipt); err != nil {
-			rep.fail("receipt-protocol", where, "%v", err)
-			return
-		}
 	}
 	if err := protocol.CheckReceiptBinding(intent, receipt); err != nil {
 		rep.fail("receipt-binding", where, "%v", err)

@@ -158,6 +158,33 @@ const (
 // pending interrupts, guard, evidence). A refused event changes nothing and
 // emits exactly the table's rejection effect.
 func (m *Machine) Step(c Configuration, ev Event) Result {
+	var buf [1024]byte
+	res, _ := m.step(buf[:0], c, ev)
+	return res
+}
+
+// StepAppend is Step that also appends the step's record, in its
+// canonical bytes (Record.AppendCanonical), to b. An accepted record is
+// written once, for both: the bytes appended are those whose digest is
+// the next configuration's Head, so a caller that keeps them needs
+// neither to encode the record again nor to hash it. A refused record is
+// encoded as AppendCanonical encodes it; err is that encoder's error,
+// with b returned as it was.
+func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byte, error) {
+	res, out := m.step(b, c, ev)
+	if res.Rejection == nil {
+		return res, out, nil
+	}
+	out, err := res.Record.AppendCanonical(b)
+	if err != nil {
+		return res, b, err
+	}
+	return res, out, nil
+}
+
+// step is Step; an accepted step's record is appended to b, which is
+// returned (as it was for a refused step).
+func (m *Machine) step(b []byte, c Configuration, ev Event) (Result, []byte) {
 	c = cloneConfiguration(c)
 	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
 		c.State = m.initial
@@ -166,35 +193,35 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 		c.Pending = []string{}
 	}
 	if ptr, detail := m.checkConfiguration(c); detail != "" {
-		return m.reject(c, ev, ReasonConfiguration, ptr, detail)
+		return m.reject(c, ev, ReasonConfiguration, ptr, detail), b
 	}
 	if ptr, detail := m.checkEvent(ev); detail != "" {
-		return m.reject(c, ev, ReasonSchema, ptr, detail)
+		return m.reject(c, ev, ReasonSchema, ptr, detail), b
 	}
 	if !m.Authorized(ev.Type, ev.ActorRole, ev.Capability) {
-		return m.reject(c, ev, ReasonAuthority, "/actor_role", fmt.Sprintf("(%s, %s) may not issue %s", ev.ActorRole, ev.Capability, ev.Type))
+		return m.reject(c, ev, ReasonAuthority, "/actor_role", fmt.Sprintf("(%s, %s) may not issue %s", ev.ActorRole, ev.Capability, ev.Type)), b
 	}
 	if m.Final(c.State) {
-		return m.reject(c, ev, ReasonTerminal, "/type", fmt.Sprintf("%s is final", c.State))
+		return m.reject(c, ev, ReasonTerminal, "/type", fmt.Sprintf("%s is final", c.State)), b
 	}
 	if i, ok := m.interruptOf[ev.Type]; ok {
-		return m.interrupt(c, ev, m.interrupts[i])
+		return m.interrupt(b, c, ev, m.interrupts[i])
 	}
 	ti, ok := m.byEdge[edge{c.State, ev.Type}]
 	if !ok {
-		return m.reject(c, ev, ReasonNoTransition, "/type", fmt.Sprintf("no transition leaves %s on %s", c.State, ev.Type))
+		return m.reject(c, ev, ReasonNoTransition, "/type", fmt.Sprintf("no transition leaves %s on %s", c.State, ev.Type)), b
 	}
 	t := m.transitions[ti]
 	next := Configuration{Table: m.digest, State: t.To, Pending: c.Pending, Seq: c.Seq + 1}
 	if i, honors := m.honoredBy[ev.Type]; honors {
 		irq := m.interrupts[i].Event
 		if !slices.Contains(c.Pending, irq) {
-			return m.reject(c, ev, ReasonNotPending, "/type", fmt.Sprintf("%s honors %s, which is not pending", ev.Type, irq))
+			return m.reject(c, ev, ReasonNotPending, "/type", fmt.Sprintf("%s honors %s, which is not pending", ev.Type, irq)), b
 		}
 		next.Pending = slices.DeleteFunc(slices.Clone(c.Pending), func(p string) bool { return p == irq })
 	}
 	if ev.Type == m.resumeEvent && len(c.Pending) > 0 {
-		return m.reject(c, ev, ReasonPending, "/type", fmt.Sprintf("interrupts %v are pending", c.Pending))
+		return m.reject(c, ev, ReasonPending, "/type", fmt.Sprintf("interrupts %v are pending", c.Pending)), b
 	}
 	rec := m.record(c, ev)
 	if t.Guard != "" {
@@ -212,12 +239,12 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 		if falseAt != "" {
 			r := m.reject(c, ev, ReasonGuardFalse, "/context/"+falseAt, fmt.Sprintf("guard %s is false: %s does not hold", t.Guard, falseAt))
 			r.Record.Guard, r.Record.GuardInputs = rec.Guard, rec.GuardInputs
-			return r
+			return r, b
 		}
 	}
 	evidence, missing := evidenceOf(ev.Payload, t.Evidence)
 	if m.strictEvidence && missing != "" {
-		return m.reject(c, ev, ReasonEvidence, "/payload/evidence/"+missing, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing))
+		return m.reject(c, ev, ReasonEvidence, "/payload/evidence/"+missing, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing)), b
 	}
 	effects := make([]Effect, len(t.Emit))
 	for i, name := range t.Emit {
@@ -231,21 +258,23 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = slices.Clone(t.Emit)
-	return m.accept(next, effects, rec)
+	return m.accept(b, next, effects, rec)
 }
 
 // accept chains an accepted step's record onto the history and returns the
-// result. The head is the digest of the record's canonical bytes, the same
-// digest cjson.DigestOf(rec) gives.
-func (m *Machine) accept(next Configuration, effects []Effect, rec Record) Result {
-	next.Head = recordDigest(&rec)
-	return Result{Next: next, Effects: effects, Record: rec}
+// result, with the record's canonical bytes appended to b. The head is the
+// digest of those bytes, the same digest cjson.DigestOf(rec) gives.
+func (m *Machine) accept(b []byte, next Configuration, effects []Effect, rec Record) (Result, []byte) {
+	start := len(b)
+	b = appendRecord(b, &rec)
+	next.Head = recordDigest(b[start:])
+	return Result{Next: next, Effects: effects, Record: rec}, b
 }
 
 // interrupt handles a global interrupt in a non-final state: deferred (state
 // kept, interrupt made pending) inside the effect-critical states, immediate
 // (straight to the interrupt's final state) elsewhere.
-func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
+func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt) (Result, []byte) {
 	rec := m.record(c, ev)
 	next := Configuration{Table: m.digest, Seq: c.Seq + 1}
 	var effect Effect
@@ -269,7 +298,7 @@ func (m *Machine) interrupt(c Configuration, ev Event, in Interrupt) Result {
 	rec.To = next.State
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = []string{effect.Name}
-	return m.accept(next, []Effect{effect}, rec)
+	return m.accept(b, next, []Effect{effect}, rec)
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {

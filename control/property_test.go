@@ -1,6 +1,8 @@
 package control
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"reflect"
 	"slices"
 	"strings"
@@ -456,4 +458,60 @@ func TestRecordAppendCanonical(t *testing.T) {
 		}
 		c = res.Next
 	}
+}
+
+// StepAppend steps exactly as Step does, and the bytes it appends are the
+// record's AppendCanonical bytes; an accepted record's digest is the next
+// configuration's Head. Random event sequences (accepted, refused,
+// interrupts, evidence present or not) run through both from the same
+// configurations, StepAppend's bytes appended after a prefix it must keep.
+func TestPropertyStepAppendIsStep(t *testing.T) {
+	m := Default()
+	rapid.Check(t, func(t *rapid.T) {
+		c := m.Initial()
+		prefix := []byte(rapid.StringMatching(`[a-z]{0,40}`).Draw(t, "prefix"))
+		n := rapid.IntRange(5, 60).Draw(t, "steps")
+		for i := 0; i < n; i++ {
+			e, _ := drawEvent(t, c.State, i)
+			if rapid.Bool().Draw(t, "with_evidence") {
+				ev := map[string]any{}
+				for _, name := range rapid.SliceOfN(rapid.SampledFrom([]string{"a", "cursor", "attempt_id", "policy_verdict", "x_y"}), 0, 4).Draw(t, "names") {
+					ev[name] = "sha256:" + strings.Repeat(rapid.SampledFrom([]string{"0", "a", "f"}).Draw(t, "hex"), 64)
+				}
+				e.Payload = map[string]any{"evidence": ev}
+			}
+			ctx := map[string]bool{}
+			for _, f := range contextFields {
+				if rapid.IntRange(0, 5).Draw(t, f) < 5 {
+					ctx[f] = true
+				}
+			}
+			c.Context = ctx
+			want := m.Step(c, e)
+			got, b, err := m.StepAppend(slices.Clone(prefix), c, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("step %d %s: StepAppend\n%+v\nStep\n%+v", i, e.Type, got, want)
+			}
+			wantBytes, err := want.Record.AppendCanonical(slices.Clone(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != string(wantBytes) {
+				t.Fatalf("step %d %s: StepAppend wrote\n%s\nAppendCanonical\n%s", i, e.Type, b, wantBytes)
+			}
+			if got.Accepted() {
+				d, err := cjson.DigestOf(want.Record)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum := sha256.Sum256(b[len(prefix):]); got.Next.Head != d || d != "sha256:"+hex.EncodeToString(sum[:]) {
+					t.Fatalf("step %d: head %s, record digest %s", i, got.Next.Head, d)
+				}
+				c = got.Next
+			}
+		}
+	})
 }

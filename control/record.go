@@ -97,10 +97,10 @@ func appendRecord(b []byte, r *Record) []byte {
 	return append(b, '}')
 }
 
-// recordDigest is the sha256 digest of an accepted record's canonical bytes.
-func recordDigest(r *Record) string {
-	var buf [1024]byte
-	sum := sha256.Sum256(appendRecord(buf[:0], r))
+// recordDigest is the sha256 digest of an accepted record's canonical
+// bytes.
+func recordDigest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 

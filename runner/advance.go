@@ -607,14 +607,17 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg := t.cp.Control
 	cfg.Context = guards
 	t.cp.Transitions++
-	res := r.machine.Step(cfg, control.Event{Type: typ, ActorRole: role, Capability: capability,
-		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10), Payload: evidence(ev)})
-	// The record is written into cjson's recycled buffer and copied out at
-	// its own size: one allocation, neither a doubling series nor a fixed
-	// capacity most records leave a third of unused.
+	e := control.Event{Type: typ, ActorRole: role, Capability: capability,
+		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10), Payload: evidence(ev)}
+	// The machine writes the record as it steps, into cjson's recycled
+	// buffer, and it is copied out at its own size: one allocation, neither
+	// a doubling series nor a fixed capacity most records leave a third of
+	// unused. An accepted record's digest is the next configuration's Head,
+	// which the machine took of these very bytes.
+	var res control.Result
 	var err error
 	body := cjson.Written(func(b []byte) []byte {
-		b, err = res.Record.AppendCanonical(b)
+		res, b, err = r.machine.StepAppend(b, cfg, e)
 		return b
 	})
 	if err != nil {
@@ -626,7 +629,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d}, tripwire.Event{Kind: EventRejected, Digest: d, Record: &rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
-	d := store.BodyDigest(body)
+	d := res.Next.Head
 	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d}, tripwire.Event{Kind: EventControl, Digest: d, Record: &rec})
 	next := res.Next
 	next.Context = nil

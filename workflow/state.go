@@ -134,8 +134,15 @@ func (w *Workflow) initial(runID string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	return w.initialState(runID, b, &snap, known), nil
+}
+
+// initialState is a run's initial state with the snapshot snap, whose
+// canonical bytes are b (known: the ones snap.Encoded says a step writes
+// as its prior).
+func (w *Workflow) initialState(runID string, b []byte, snap *kernel.Snapshot, known bool) *state {
 	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
-		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: &snap, kernelBytes: known}, nil
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: snap, kernelBytes: known}
 }
 
 func decodeState(b []byte) (*state, error) {

@@ -54,6 +54,9 @@ type Declarative struct {
 	// steps, which only read it; Profile still hands each caller a fresh
 	// one it may modify. Nil for a value Load did not make.
 	profile *Profile
+	// profileOK is profileValid(*profile), decided once by Load: the
+	// profile never changes, and every step asks.
+	profileOK bool
 }
 
 // A rule keeps its configuration as loaded and, compiled once by Load,
@@ -185,7 +188,7 @@ func Load(jsonText []byte) (*Declarative, error) {
 		d.events[typ] = r
 	}
 	p := d.Profile()
-	d.profile = &p
+	d.profile, d.profileOK = &p, profileValid(p)
 	return d, nil
 }
 

@@ -164,6 +164,23 @@ func profileOf(d Domain) Profile {
 	return d.Profile()
 }
 
+// validProfileOf is profileOf(d) and profileValid of it, the verdict a
+// declarative domain's Load decided for the profile it built.
+func validProfileOf(d Domain) (Profile, bool) {
+	var dd *Declarative
+	switch t := d.(type) {
+	case *Declarative:
+		dd = t
+	case Wrapping:
+		dd = t.Wrapped()
+	}
+	if dd != nil && dd.profile != nil {
+		return *dd.profile, dd.profileOK
+	}
+	p := d.Profile()
+	return p, profileValid(p)
+}
+
 // CheckProfile reports what is wrong with a profile, or nil. Step refuses
 // to run a domain whose profile is inconsistent (INVARIANT_VIOLATION,
 // invariant domain_profile_valid), because its closed member sets would

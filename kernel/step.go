@@ -26,7 +26,7 @@ func stepTyped(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (*
 	// The typed fields are checked where they are; only an input that
 	// fails a check takes the value path, which finds the same fault and
 	// reports it as StepValue does.
-	if p := profileOf(d); profileValid(p) {
+	if p, ok := validProfileOf(d); ok {
 		if ps, prior, ok := parseTypedSnapshot(d, p, &s, sBytes); ok {
 			if pe, ok := parseTypedEvent(d, p, &e); ok {
 				if rej := compatible(p, ps, pe); rej != nil {
@@ -249,8 +249,8 @@ func StepValue(d Domain, snapshot, event any) (*Transition, error) {
 // encodes canonically (it was decoded from text, or built by eventValue),
 // which spares the encoding that would only confirm it.
 func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition, error) {
-	p := profileOf(d)
-	if !profileValid(p) {
+	p, ok := validProfileOf(d)
+	if !ok {
 		return nil, reject(CodeInvariantViolation, "/", snapshot, event, map[string]any{"invariant": "domain_profile_valid"})
 	}
 	s, prior, rej := parseSnapshot(d, p, snapshot, event, nil, false)

@@ -159,7 +159,7 @@ const (
 // emits exactly the table's rejection effect.
 func (m *Machine) Step(c Configuration, ev Event) Result {
 	var buf [1024]byte
-	res, _ := m.step(buf[:0], c, ev)
+	res, _ := m.step(buf[:0], c, ev, nil, false)
 	return res
 }
 
@@ -171,7 +171,21 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 // encoded as AppendCanonical encodes it; err is that encoder's error,
 // with b returned as it was.
 func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byte, error) {
-	res, out := m.step(b, c, ev)
+	return m.stepAppend(b, c, ev, nil, false)
+}
+
+// StepEvidence is StepAppend of ev with the payload
+// {"evidence": evidence} (ev.Payload is not read): for a caller that holds
+// its evidence digests by name and need not box them into a payload for
+// the machine to read them back out. When evidence holds exactly the
+// transition's required names, each a valid digest, the record keeps the
+// map itself as its Evidence; the caller must not change it afterwards.
+func (m *Machine) StepEvidence(b []byte, c Configuration, ev Event, evidence map[string]string) (Result, []byte, error) {
+	return m.stepAppend(b, c, ev, evidence, true)
+}
+
+func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, evidence map[string]string, typed bool) (Result, []byte, error) {
+	res, out := m.step(b, c, ev, evidence, typed)
 	if res.Rejection == nil {
 		return res, out, nil
 	}
@@ -183,8 +197,9 @@ func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byt
 }
 
 // step is Step; an accepted step's record is appended to b, which is
-// returned (as it was for a refused step).
-func (m *Machine) step(b []byte, c Configuration, ev Event) (Result, []byte) {
+// returned (as it was for a refused step). With typed, the event's
+// evidence is typedEvidence, not what its payload holds.
+func (m *Machine) step(b []byte, c Configuration, ev Event, typedEvidence map[string]string, typed bool) (Result, []byte) {
 	c = cloneConfiguration(c)
 	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
 		c.State = m.initial
@@ -242,7 +257,13 @@ func (m *Machine) step(b []byte, c Configuration, ev Event) (Result, []byte) {
 			return r, b
 		}
 	}
-	evidence, missing := evidenceOf(ev.Payload, t.Evidence)
+	var evidence map[string]string
+	var missing string
+	if typed {
+		evidence, missing = evidenceIn(typedEvidence, t.Evidence)
+	} else {
+		evidence, missing = evidenceOf(ev.Payload, t.Evidence)
+	}
 	if m.strictEvidence && missing != "" {
 		return m.reject(c, ev, ReasonEvidence, "/payload/evidence/"+missing, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing)), b
 	}
@@ -446,6 +467,44 @@ func evidenceOf(payload map[string]any, required []string) (map[string]string, s
 	missing := ""
 	for _, name := range required {
 		d, ok := have[name].(string)
+		if !ok || !cjson.ValidDigest(d) {
+			if missing == "" {
+				missing = name
+			}
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = d
+	}
+	return out, missing
+}
+
+// evidenceIn is evidenceOf for evidence held by name: have itself when it
+// holds exactly the required names, each a valid digest (the common case,
+// with nothing to copy; a table lists no evidence name twice, so equal
+// sizes mean no other name), otherwise a map of the required ones it
+// holds.
+func evidenceIn(have map[string]string, required []string) (map[string]string, string) {
+	if len(required) == 0 {
+		return nil, ""
+	}
+	exact := len(have) == len(required)
+	for _, name := range required {
+		d, ok := have[name]
+		if !ok || !cjson.ValidDigest(d) {
+			exact = false
+			break
+		}
+	}
+	if exact {
+		return have, ""
+	}
+	var out map[string]string
+	missing := ""
+	for _, name := range required {
+		d, ok := have[name]
 		if !ok || !cjson.ValidDigest(d) {
 			if missing == "" {
 				missing = name

@@ -515,3 +515,79 @@ func TestPropertyStepAppendIsStep(t *testing.T) {
 		}
 	})
 }
+
+// StepEvidence is StepAppend with its evidence given by name: over random
+// event sequences on the strict and the lenient machine, with evidence
+// exactly the transition's, some of it, more, or with digests that are not
+// digests, the result and the bytes are StepAppend's with that evidence as
+// payload.evidence.
+func TestPropertyStepEvidenceIsStepAppend(t *testing.T) {
+	lenient := Default()
+	strict := lenient.WithStrictEvidence()
+	var names []string
+	for _, tr := range lenient.transitions {
+		for _, n := range tr.Evidence {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	names = append(names, "not_required")
+	digest := rapid.Custom(func(t *rapid.T) string {
+		if rapid.IntRange(0, 9).Draw(t, "valid") == 9 {
+			return rapid.SampledFrom([]string{"", "sha256:00", "md5:" + strings.Repeat("a", 64)}).Draw(t, "bad")
+		}
+		return "sha256:" + strings.Repeat(rapid.SampledFrom([]string{"0", "7", "e"}).Draw(t, "hex"), 64)
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		m := lenient
+		if rapid.Bool().Draw(t, "strict") {
+			m = strict
+		}
+		c := m.Initial()
+		n := rapid.IntRange(5, 60).Draw(t, "steps")
+		for i := 0; i < n; i++ {
+			e, _ := drawEvent(t, c.State, i)
+			evd := map[string]string{}
+			if ti, ok := m.byEdge[edge{c.State, e.Type}]; ok && rapid.IntRange(0, 3).Draw(t, "exact") > 0 {
+				for _, name := range m.transitions[ti].Evidence {
+					evd[name] = digest.Draw(t, "digest")
+				}
+			}
+			for _, name := range rapid.SliceOfN(rapid.SampledFrom(names), 0, 3).Draw(t, "more") {
+				evd[name] = digest.Draw(t, "digest")
+			}
+			for _, name := range rapid.SliceOfN(rapid.SampledFrom(names), 0, 2).Draw(t, "less") {
+				delete(evd, name)
+			}
+			ctx := map[string]bool{}
+			for _, f := range contextFields {
+				if rapid.IntRange(0, 5).Draw(t, f) < 5 {
+					ctx[f] = true
+				}
+			}
+			c.Context = ctx
+			payload := map[string]any{}
+			for k, v := range evd {
+				payload[k] = v
+			}
+			pe := e
+			pe.Payload = map[string]any{"evidence": payload}
+			want, wantBytes, werr := m.StepAppend([]byte("x"), c, pe)
+			e.Payload = map[string]any{"evidence": map[string]any{}} // not read
+			got, b, err := m.StepEvidence([]byte("x"), c, e, evd)
+			if err != nil || werr != nil {
+				t.Fatal(err, werr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("step %d %s: StepEvidence\n%+v\nStepAppend\n%+v", i, e.Type, got, want)
+			}
+			if string(b) != string(wantBytes) {
+				t.Fatalf("step %d %s: StepEvidence wrote\n%s\nStepAppend\n%s", i, e.Type, b, wantBytes)
+			}
+			if got.Accepted() {
+				c = got.Next
+			}
+		}
+	})
+}

@@ -462,10 +462,11 @@ func (r *Runner) noteBegun(t *tick, p *store.Tick) {
 	}
 }
 
-// evidence builds the payload evidence of a control event: each named item
-// is a digest of what the runner holds as that evidence.
-func evidence(items map[string]any) map[string]any {
-	out := map[string]any{}
+// evidence builds the evidence of a control event: each named item is a
+// digest of what the runner holds as that evidence. The machine reads it
+// as the event's payload.evidence.
+func evidence(items map[string]any) map[string]string {
+	out := make(map[string]string, len(items))
 	for name, v := range items {
 		if s, ok := v.(string); ok && cjson.ValidDigest(s) {
 			out[name] = s
@@ -480,7 +481,7 @@ func evidence(items map[string]any) map[string]any {
 		}
 		out[name] = d
 	}
-	return map[string]any{"evidence": out}
+	return out
 }
 
 // plainEvidenceDigest is the digest evidence gives an item whose value is
@@ -608,7 +609,8 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg.Context = guards
 	t.cp.Transitions++
 	e := control.Event{Type: typ, ActorRole: role, Capability: capability,
-		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10), Payload: evidence(ev)}
+		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10)}
+	evd := evidence(ev)
 	// The machine writes the record as it steps, into cjson's recycled
 	// buffer, and it is copied out at its own size: one allocation, neither
 	// a doubling series nor a fixed capacity most records leave a third of
@@ -617,7 +619,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	var res control.Result
 	var err error
 	body := cjson.Written(func(b []byte) []byte {
-		res, b, err = r.machine.StepAppend(b, cfg, e)
+		res, b, err = r.machine.StepEvidence(b, cfg, e, evd)
 		return b
 	})
 	if err != nil {

@@ -200,7 +200,9 @@ func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, evidence map[s
 // returned (as it was for a refused step). With typed, the event's
 // evidence is typedEvidence, not what its payload holds.
 func (m *Machine) step(b []byte, c Configuration, ev Event, typedEvidence map[string]string, typed bool) (Result, []byte) {
-	c = cloneConfiguration(c)
+	// The context is only read here; reject, whose result holds c, copies
+	// it. An accepted step's next configuration has none.
+	c.Pending = slices.Clone(c.Pending)
 	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
 		c.State = m.initial
 	}
@@ -323,6 +325,7 @@ func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt) (
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {
+	c = cloneConfiguration(c)
 	rec := m.record(c, ev)
 	rec.Reason = reason
 	rec.Pointer = ptr

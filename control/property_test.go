@@ -502,6 +502,15 @@ func TestPropertyStepAppendIsStep(t *testing.T) {
 			if string(b) != string(wantBytes) {
 				t.Fatalf("step %d %s: StepAppend wrote\n%s\nAppendCanonical\n%s", i, e.Type, b, wantBytes)
 			}
+			if !got.Accepted() && len(ctx) > 0 {
+				// The refused result holds the context, not the caller's map.
+				for f := range ctx {
+					ctx[f] = !ctx[f]
+				}
+				if reflect.DeepEqual(got.Next.Context, ctx) || !reflect.DeepEqual(got.Next.Context, want.Next.Context) {
+					t.Fatalf("step %d: the refused configuration's context follows the caller's map", i)
+				}
+			}
 			if got.Accepted() {
 				d, err := cjson.DigestOf(want.Record)
 				if err != nil {

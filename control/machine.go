@@ -159,7 +159,7 @@ const (
 // emits exactly the table's rejection effect.
 func (m *Machine) Step(c Configuration, ev Event) Result {
 	var buf [1024]byte
-	res, _ := m.step(buf[:0], c, ev, nil, false)
+	res, _ := m.step(buf[:0], c, ev, stepOpts{})
 	return res
 }
 
@@ -171,21 +171,32 @@ func (m *Machine) Step(c Configuration, ev Event) Result {
 // encoded as AppendCanonical encodes it; err is that encoder's error,
 // with b returned as it was.
 func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byte, error) {
-	return m.stepAppend(b, c, ev, nil, false)
+	return m.stepAppend(b, c, ev, stepOpts{})
 }
 
 // StepEvidence is StepAppend of ev with the payload
-// {"evidence": evidence} (ev.Payload is not read): for a caller that holds
-// its evidence digests by name and need not box them into a payload for
-// the machine to read them back out. When evidence holds exactly the
+// {"evidence": evidence} (ev.Payload is not read), for a caller that
+// keeps the record and not the effects: it holds its evidence digests by
+// name and need not box them into a payload for the machine to read them
+// back out, and an accepted step's result has no Effects (their names
+// are the record's Effects; a refused step's audit effect is built). When evidence holds exactly the
 // transition's required names, each a valid digest, the record keeps the
 // map itself as its Evidence; the caller must not change it afterwards.
 func (m *Machine) StepEvidence(b []byte, c Configuration, ev Event, evidence map[string]string) (Result, []byte, error) {
-	return m.stepAppend(b, c, ev, evidence, true)
+	return m.stepAppend(b, c, ev, stepOpts{evidence: evidence, typed: true, noEffects: true})
 }
 
-func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, evidence map[string]string, typed bool) (Result, []byte, error) {
-	res, out := m.step(b, c, ev, evidence, typed)
+// stepOpts are how a step departs from Step: with typed, the event's
+// evidence is evidence rather than what its payload holds; with
+// noEffects, an accepted step's result carries no Effects.
+type stepOpts struct {
+	evidence  map[string]string
+	typed     bool
+	noEffects bool
+}
+
+func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, o stepOpts) (Result, []byte, error) {
+	res, out := m.step(b, c, ev, o)
 	if res.Rejection == nil {
 		return res, out, nil
 	}
@@ -197,9 +208,8 @@ func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, evidence map[s
 }
 
 // step is Step; an accepted step's record is appended to b, which is
-// returned (as it was for a refused step). With typed, the event's
-// evidence is typedEvidence, not what its payload holds.
-func (m *Machine) step(b []byte, c Configuration, ev Event, typedEvidence map[string]string, typed bool) (Result, []byte) {
+// returned (as it was for a refused step).
+func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result, []byte) {
 	// The context is only read here; reject, whose result holds c, copies
 	// it. An accepted step's next configuration has none.
 	c.Pending = slices.Clone(c.Pending)
@@ -222,7 +232,7 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, typedEvidence map[st
 		return m.reject(c, ev, ReasonTerminal, "/type", fmt.Sprintf("%s is final", c.State)), b
 	}
 	if i, ok := m.interruptOf[ev.Type]; ok {
-		return m.interrupt(b, c, ev, m.interrupts[i])
+		return m.interrupt(b, c, ev, m.interrupts[i], o.noEffects)
 	}
 	ti, ok := m.byEdge[edge{c.State, ev.Type}]
 	if !ok {
@@ -261,17 +271,20 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, typedEvidence map[st
 	}
 	var evidence map[string]string
 	var missing string
-	if typed {
-		evidence, missing = evidenceIn(typedEvidence, t.Evidence)
+	if o.typed {
+		evidence, missing = evidenceIn(o.evidence, t.Evidence)
 	} else {
 		evidence, missing = evidenceOf(ev.Payload, t.Evidence)
 	}
 	if m.strictEvidence && missing != "" {
 		return m.reject(c, ev, ReasonEvidence, "/payload/evidence/"+missing, fmt.Sprintf("transition %s needs evidence %q as a sha256 digest under payload.evidence", t.ID, missing)), b
 	}
-	effects := make([]Effect, len(t.Emit))
-	for i, name := range t.Emit {
-		effects[i] = m.effect(name, c, ev, "", "")
+	var effects []Effect
+	if !o.noEffects {
+		effects = make([]Effect, len(t.Emit))
+		for i, name := range t.Emit {
+			effects[i] = m.effect(name, c, ev, "", "")
+		}
 	}
 	rec.Seq = next.Seq
 	rec.Accepted = true
@@ -297,7 +310,7 @@ func (m *Machine) accept(b []byte, next Configuration, effects []Effect, rec Rec
 // interrupt handles a global interrupt in a non-final state: deferred (state
 // kept, interrupt made pending) inside the effect-critical states, immediate
 // (straight to the interrupt's final state) elsewhere.
-func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt) (Result, []byte) {
+func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt, noEffects bool) (Result, []byte) {
 	rec := m.record(c, ev)
 	next := Configuration{Table: m.digest, Seq: c.Seq + 1}
 	var effect Effect
@@ -308,12 +321,18 @@ func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt) (
 			next.Pending = append(next.Pending, in.Event)
 			slices.Sort(next.Pending)
 		}
-		effect = m.effect(m.deferredEffect, c, ev, in.Event, "")
+		effect = Effect{Name: m.deferredEffect}
+		if !noEffects {
+			effect = m.effect(m.deferredEffect, c, ev, in.Event, "")
+		}
 		rec.Transition = labelDefer + in.Event
 	} else {
 		next.State = in.To
 		next.Pending = []string{}
-		effect = m.effect(m.immediateEffect, c, ev, in.Event, "")
+		effect = Effect{Name: m.immediateEffect}
+		if !noEffects {
+			effect = m.effect(m.immediateEffect, c, ev, in.Event, "")
+		}
 		rec.Transition = labelInterrupt + in.Event
 	}
 	rec.Seq = next.Seq
@@ -321,7 +340,11 @@ func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt) (
 	rec.To = next.State
 	rec.Pending = slices.Clone(next.Pending)
 	rec.Effects = []string{effect.Name}
-	return m.accept(b, next, []Effect{effect}, rec)
+	var effects []Effect
+	if !noEffects {
+		effects = []Effect{effect}
+	}
+	return m.accept(b, next, effects, rec)
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {

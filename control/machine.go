@@ -489,22 +489,10 @@ func evidenceOf(payload map[string]any, required []string) (map[string]string, s
 	if e, ok := payload["evidence"].(map[string]any); ok {
 		have = e
 	}
-	var out map[string]string
-	missing := ""
-	for _, name := range required {
+	return requiredDigests(required, func(name string) (string, bool) {
 		d, ok := have[name].(string)
-		if !ok || !cjson.ValidDigest(d) {
-			if missing == "" {
-				missing = name
-			}
-			continue
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[name] = d
-	}
-	return out, missing
+		return d, ok
+	})
 }
 
 // evidenceIn is evidenceOf for evidence held by name: have itself when it
@@ -527,10 +515,19 @@ func evidenceIn(have map[string]string, required []string) (map[string]string, s
 	if exact {
 		return have, ""
 	}
+	return requiredDigests(required, func(name string) (string, bool) {
+		d, ok := have[name]
+		return d, ok
+	})
+}
+
+// requiredDigests collects the required names whose lookup is a valid
+// digest, and names the first required one that is not.
+func requiredDigests(required []string, lookup func(string) (string, bool)) (map[string]string, string) {
 	var out map[string]string
 	missing := ""
 	for _, name := range required {
-		d, ok := have[name]
+		d, ok := lookup(name)
 		if !ok || !cjson.ValidDigest(d) {
 			if missing == "" {
 				missing = name

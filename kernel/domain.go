@@ -147,18 +147,22 @@ type Wrapping interface {
 	Wrapped() *Declarative
 }
 
+// declarativeOf is d as a *Declarative, or the one it wraps, or nil.
+func declarativeOf(d Domain) *Declarative {
+	switch t := d.(type) {
+	case *Declarative:
+		return t
+	case Wrapping:
+		return t.Wrapped()
+	}
+	return nil
+}
+
 // profileOf is d.Profile() for the kernel's own reading: the profile a
 // *Declarative (or one it wraps) built at Load, shared, where there is one.
 // The kernel never modifies a profile it is handed.
 func profileOf(d Domain) Profile {
-	var dd *Declarative
-	switch t := d.(type) {
-	case *Declarative:
-		dd = t
-	case Wrapping:
-		dd = t.Wrapped()
-	}
-	if dd != nil && dd.profile != nil {
+	if dd := declarativeOf(d); dd != nil && dd.profile != nil {
 		return *dd.profile
 	}
 	return d.Profile()
@@ -167,14 +171,7 @@ func profileOf(d Domain) Profile {
 // validProfileOf is profileOf(d) and profileValid of it, the verdict a
 // declarative domain's Load decided for the profile it built.
 func validProfileOf(d Domain) (Profile, bool) {
-	var dd *Declarative
-	switch t := d.(type) {
-	case *Declarative:
-		dd = t
-	case Wrapping:
-		dd = t.Wrapped()
-	}
-	if dd != nil && dd.profile != nil {
+	if dd := declarativeOf(d); dd != nil && dd.profile != nil {
 		return *dd.profile, dd.profileOK
 	}
 	p := d.Profile()

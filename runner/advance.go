@@ -499,93 +499,12 @@ func plainEvidenceDigest(name string, v any) (string, bool) {
 	b := append(buf[:0], `{"evidence":`...)
 	b = cjson.AppendString(b, name)
 	b = append(b, `,"value":`...)
-	b, ok := appendPlainEvidence(b, v, 0)
+	b, ok := cjson.AppendPlain(b, v)
 	if !ok {
 		return "", false
 	}
 	return cjson.Digest(append(b, '}')), true
 }
-
-// appendPlainEvidence appends v's canonical bytes below the evidence
-// root, which has no kind and so no set-like members: objects' keys in
-// byte order (the encoder's order for printable ASCII), lists in their
-// order. ok is false for a value of another type, a string or key with
-// anything to escape or normalize, a nil list or object, or nesting
-// deeper than plainEvidenceDepth.
-func appendPlainEvidence(b []byte, v any, depth int) ([]byte, bool) {
-	switch v := v.(type) {
-	case int64:
-		return cjson.AppendInt(b, v), true
-	case int:
-		return cjson.AppendInt(b, int64(v)), true
-	case string:
-		if !cjson.Plain(v) {
-			return b, false
-		}
-		return cjson.AppendString(b, v), true
-	case []string:
-		if v == nil {
-			return b, false
-		}
-		b = append(b, '[')
-		for i, s := range v {
-			if !cjson.Plain(s) {
-				return b, false
-			}
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = cjson.AppendString(b, s)
-		}
-		return append(b, ']'), true
-	case []any:
-		if v == nil || depth >= plainEvidenceDepth {
-			return b, false
-		}
-		b = append(b, '[')
-		for i, item := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendPlainEvidence(b, item, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	case map[string]any:
-		if v == nil || depth >= plainEvidenceDepth || len(v) > 8 {
-			return b, false
-		}
-		var kb [8]string
-		keys := kb[:0]
-		for k := range v {
-			if !cjson.Plain(k) {
-				return b, false
-			}
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = cjson.AppendString(b, k)
-			b = append(b, ':')
-			var ok bool
-			if b, ok = appendPlainEvidence(b, v[k], depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
-	}
-	return b, false
-}
-
-// plainEvidenceDepth bounds how deep appendPlainEvidence follows lists and
-// objects; anything deeper goes through the encoder.
-const plainEvidenceDepth = 3
 
 // fire steps the FSM with an event the runner itself issues, under the
 // first (role, capability) pair the table grants for it. A refusal is a

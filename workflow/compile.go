@@ -104,10 +104,7 @@ type Workflow struct {
 	// empty is the materialization of no supports at logical time 0 (a
 	// run's initial state), evaluated once at Compile; nil if that failed,
 	// and the tick then evaluates it and reports why.
-	empty *logic.Materialization
-	// first is a run's initial state document cut around the run id,
-	// written once at Compile; nil: Init writes it from scratch.
-	first    *firstState
+	empty    *logic.Materialization
 	ctl      *controller       // nil: no AIF controller; every choice is a person's
 	contract *control.Contract // the loop contract with the bundle's loop section applied
 }
@@ -319,7 +316,6 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	if m, err := w.rebuild(nil, 0); err == nil {
 		w.empty = m
 	}
-	w.first = w.cutFirst()
 	return w, nil
 }
 

@@ -85,12 +85,6 @@ var ErrRuleBudget = errors.New("rule budget exhausted")
 
 // Init returns the initial state of a run.
 func (w *Workflow) Init(runID string) ([]byte, error) {
-	if w.first != nil && cjson.ValidID(runID) {
-		// The pieces written at Compile, joined with the run's id.
-		st, b := w.first.fromPieces(w, runID)
-		w.cache.put(b, nil, st)
-		return b, nil
-	}
 	st, err := w.initial(runID)
 	if err != nil {
 		return nil, err

@@ -134,15 +134,8 @@ func (w *Workflow) initial(runID string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.initialState(runID, b, &snap, known), nil
-}
-
-// initialState is a run's initial state with the snapshot snap, whose
-// canonical bytes are b (known: the ones snap.Encoded says a step writes
-// as its prior).
-func (w *Workflow) initialState(runID string, b []byte, snap *kernel.Snapshot, known bool) *state {
 	return &state{Kind: StateKind, RunID: runID, Snapshot: b, Supports: []support{}, Machine: mrp.New(mrp.Budgets{}),
-		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: snap, kernelBytes: known}
+		EffectSeq: 1, Open: []openIntent{}, Pending: []pending{}, canonSnapshot: true, parsed: &snap, kernelBytes: known}, nil
 }
 
 func decodeState(b []byte) (*state, error) {

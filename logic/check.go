@@ -21,6 +21,7 @@ type Compiled struct {
 	indexes   [][]uint64 // per table: the column masks that need an index
 	warnings  []*Error
 	scratch   scratchSize // what an evaluator over this program needs, see plan
+	ruled     int         // strata with rules: the entries an evaluation's Stats lists
 }
 
 // Warnings lists what Check found suspicious but legal, in source order:
@@ -49,8 +50,8 @@ type stratum struct {
 	tables    []int
 	rules     []int
 	recursive bool
-	// relations names the tables, as StratumStats lists them (each
-	// evaluation reports a copy).
+	// relations names the tables, as StratumStats lists them (an
+	// evaluation's stats refer to it; Stats and Progress hand out copies).
 	relations []string
 }
 
@@ -714,6 +715,9 @@ func (c *Compiled) stratify() *Error {
 	}
 	for _, r := range c.rules {
 		r.stratum = comp[r.head]
+		if len(c.strata[r.stratum].rules) == 0 {
+			c.ruled++
+		}
 		c.strata[r.stratum].rules = append(c.strata[r.stratum].rules, r.id)
 	}
 	return nil

@@ -88,7 +88,35 @@ type Materialization struct {
 func (m *Materialization) Program() *Compiled { return m.c }
 
 // Stats returns statistics of the evaluation or update that produced m.
-func (m *Materialization) Stats() Stats { return m.stats }
+// Each call returns its own copy: the materialization keeps its strata's
+// relation names shared with the program and copies them only here.
+func (m *Materialization) Stats() Stats { return m.stats.copied() }
+
+// copied returns s with its own Strata list and Relations lists.
+func (s Stats) copied() Stats {
+	if s.Strata != nil {
+		s.Strata = slices.Clone(s.Strata)
+		for i := range s.Strata {
+			s.Strata[i] = s.Strata[i].copied()
+		}
+	}
+	return s
+}
+
+// copied returns s with its own Relations list.
+func (s StratumStats) copied() StratumStats {
+	s.Relations = slices.Clone(s.Relations)
+	return s
+}
+
+// addStratum records one evaluated stratum's stats. st.Relations is the
+// program's own list, copied only when the stats are handed out.
+func (m *Materialization) addStratum(st StratumStats) {
+	if m.stats.Strata == nil {
+		m.stats.Strata = make([]StratumStats, 0, m.c.ruled)
+	}
+	m.stats.Strata = append(m.stats.Strata, st)
+}
 
 func newMaterialization(c *Compiled, lim Limits) *Materialization {
 	m := &Materialization{c: c, symID: make(map[string]int64, len(c.consts)), lim: lim, time: -1, memNext: math.MaxInt64}
@@ -304,7 +332,7 @@ func (m *Materialization) evalStratum(si int) error {
 	if len(s.rules) == 0 {
 		return nil
 	}
-	st := StratumStats{Index: si, Recursive: s.recursive, Relations: slices.Clone(s.relations)}
+	st := StratumStats{Index: si, Recursive: s.recursive, Relations: s.relations}
 	x := m.newExec()
 	x.mode = emitInsert
 	x.batch = !m.unbatched
@@ -379,9 +407,9 @@ func (m *Materialization) evalStratum(si int) error {
 	st.Firings = x.firings
 	st.NewTuples = m.live - before
 	m.stats.Firings += x.firings
-	m.stats.Strata = append(m.stats.Strata, st)
+	m.addStratum(st)
 	if m.lim.Progress != nil && m.undo == nil {
-		m.lim.Progress(st)
+		m.lim.Progress(st.copied())
 	}
 	return nil
 }

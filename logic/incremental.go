@@ -557,8 +557,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		m.stats.Firings += x.firings
 		x.firings = 0
 		if len(s.rules) > 0 {
-			st.Relations = slices.Clone(s.relations)
-			m.stats.Strata = append(m.stats.Strata, st)
+			st.Relations = s.relations
+			m.addStratum(st)
 		}
 	}
 	return nil

@@ -54,6 +54,9 @@ func (m *Materialization) setBase(t int, r int32, v int32) {
 	if v == 0 {
 		delete(m.base[t], r)
 	} else {
+		if m.base[t] == nil {
+			m.base[t] = map[int32]int32{} // Clone leaves an empty one out
+		}
 		m.base[t][r] = v
 	}
 }
@@ -123,27 +126,66 @@ func (m *Materialization) Clone() *Materialization {
 	for i, s := range u.syms {
 		u.symID[s] = int64(i)
 	}
-	u.tables = make([]*table, len(m.tables))
-	u.base = make([]map[int32]int32, len(m.base))
-	for t, tb := range m.tables {
-		u.tables[t] = tb.clone()
-		u.base[t] = make(map[int32]int32, len(m.base[t]))
-		for r, c := range m.base[t] {
-			u.base[t][r] = c
+	// The tables' headers, their index lists and their small slot arrays
+	// each come from one allocation for all tables (a program has one
+	// table per relation and sign, most of them small or empty).
+	n := len(m.tables)
+	u.tables = make([]*table, n)
+	heads := make([]table, n)
+	nidx, nflat := 0, 0
+	for _, tb := range m.tables {
+		nidx += len(tb.idx)
+		if tb.set.segs == nil {
+			nflat += len(tb.set.flat)
 		}
 	}
-	u.ledger = make(map[string]ledgerEntry, len(m.ledger))
-	for k, v := range m.ledger {
-		u.ledger[k] = v
+	idx := make([]*index, nidx)
+	var flat []uint32
+	if nflat <= cloneSharedSlots {
+		flat = make([]uint32, nflat)
 	}
-	u.byFact = make(map[string][]string, len(m.byFact))
-	for k, v := range m.byFact {
-		u.byFact[k] = slices.Clone(v)
+	u.base = make([]map[int32]int32, n)
+	for t, tb := range m.tables {
+		k := len(tb.idx)
+		var f []uint32
+		if flat != nil && tb.set.segs == nil && len(tb.set.flat) > 0 {
+			f = flat[:len(tb.set.flat):len(tb.set.flat)]
+			flat = flat[len(tb.set.flat):]
+		}
+		tb.cloneInto(&heads[t], idx[:k:k], f)
+		idx = idx[k:]
+		u.tables[t] = &heads[t]
+		if len(m.base[t]) > 0 { // an empty one is made when first written (setBase)
+			u.base[t] = make(map[int32]int32, len(m.base[t]))
+			for r, c := range m.base[t] {
+				u.base[t][r] = c
+			}
+		}
+	}
+	// An empty ledger is made when Solve first writes it.
+	u.ledger, u.byFact = nil, nil
+	if len(m.ledger) > 0 {
+		u.ledger = make(map[string]ledgerEntry, len(m.ledger))
+		for k, v := range m.ledger {
+			u.ledger[k] = v
+		}
+	}
+	if len(m.byFact) > 0 {
+		u.byFact = make(map[string][]string, len(m.byFact))
+		for k, v := range m.byFact {
+			u.byFact[k] = slices.Clone(v)
+		}
 	}
 	u.undo = nil
 	u.start = nil
 	return &u
 }
+
+// cloneSharedSlots bounds the slots Clone copies into one array shared by
+// the tables' sets (each its own capped part of it; a set that grows
+// allocates its own). Larger sets are copied each on its own, so that one
+// grown table does not keep the others' old slots alive.
+const cloneSharedSlots = 4096
 
 // Apply updates the materialization with base-support changes in time
 // proportional to the change: stratum by stratum, it deletes what lost

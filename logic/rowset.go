@@ -370,9 +370,16 @@ func (s *rowSet) unlink(r int32, h uint64) {
 	}
 }
 
-func (s *rowSet) clone() rowSet {
+// cloneInto deep-copies the set, with flat, when it is not nil, as the
+// copy's slots: it must have the length of s's one array.
+func (s *rowSet) cloneInto(flat []uint32) rowSet {
 	u := *s
-	u.flat = append([]uint32(nil), s.flat...)
+	if flat != nil && s.segs == nil {
+		u.flat = flat
+		copy(u.flat, s.flat)
+	} else {
+		u.flat = append([]uint32(nil), s.flat...)
+	}
 	if s.segs != nil {
 		u.segs = make([]*[segSlots]uint32, len(s.segs))
 		for i, seg := range s.segs {

@@ -433,15 +433,24 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 
 // clone deep-copies the table.
 func (t *table) clone() *table {
-	u := *t
+	u := new(table)
+	t.cloneInto(u, make([]*index, len(t.idx)), nil)
+	return u
+}
+
+// cloneInto deep-copies the table into u, with idx (of the table's length)
+// as its index list and flat, when the table's set is one array of that
+// length, as the set's slots.
+func (t *table) cloneInto(u *table, idx []*index, flat []uint32) {
+	*u = *t
 	u.chunks = make([][]byte, len(t.chunks))
 	for i, c := range t.chunks {
 		u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
 	}
 	u.round = t.round.clone()
 	u.died = t.died.clone()
-	u.set = t.set.clone()
-	u.idx = make([]*index, len(t.idx))
+	u.set = t.set.cloneInto(flat)
+	u.idx = idx
 	for i, ix := range t.idx {
 		if ix == nil {
 			continue
@@ -452,7 +461,6 @@ func (t *table) clone() *table {
 		v.next = append([]int32(nil), ix.next...)
 		u.idx[i] = &v
 	}
-	return &u
 }
 
 // liveRows counts rows that are alive.

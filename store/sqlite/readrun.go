@@ -35,8 +35,13 @@ const (
 
 const recordRunArm = `SELECT 0, ` + runColumns + ` FROM runs WHERE run_id = ?1`
 
+// An event's kind, where it is one the runtime writes, is selected as its
+// index in eventKinds (a small integer, which the driver hands over
+// without making a string of it), and any other kind as its text.
+var eventKinds = [...]string{1: "control", 2: "accepted", 3: "control.rejected"}
+
 const recordCoreArms = `
-SELECT 1, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
 FROM events WHERE run_id = ?1
 UNION ALL
 SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -147,6 +152,21 @@ func (c *cells) i64(i int) int64 {
 	return n
 }
 
+// kind reads an event's kind as the events arm selects it: an index in
+// eventKinds, or the kind's own text.
+func (c *cells) kind(i int) string {
+	switch v := c.row[i].v.(type) {
+	case int64:
+		if v >= 1 && v < int64(len(eventKinds)) {
+			return eventKinds[v]
+		}
+	case string:
+		return v
+	}
+	c.bad = true
+	return ""
+}
+
 func (c *cells) blob(i int) []byte {
 	var b []byte
 	c.bad = c.bad || blob{&b}.Scan(c.row[i].v) != nil
@@ -198,7 +218,7 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 		cpN       int64
 		c         cells
 		dest      [recordWidth]any
-		events    []keyed[store.Event]
+		events    []store.Event // in the order read; sorted by seq below if need be
 		intents   []keyed[store.Intent]
 		receipts  []keyed[store.Receipt]
 		attempts  []keyed[store.Attempt]
@@ -226,12 +246,17 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 			c.bad = c.bad || hasRun
 			hasRun = true
 		case armEvents:
-			var e store.Event
-			e.Seq, e.Kind, e.Body = c.i64(1), c.str(2), c.blob(3)
+			if events == nil && hasRun {
+				// The header, when it came first, says how many events
+				// to expect: one slice, filled in place.
+				events = make([]store.Event, 0, min(max(rec.Run.Head, 1), 1<<12))
+			}
+			events = append(events, store.Event{})
+			e := &events[len(events)-1]
+			e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
 			h[0], h[1], h[2] = c.row[4].v, c.row[5].v, c.row[6].v
 			c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &h) != nil
 			e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
-			events = append(events, keyed[store.Event]{v: e, n: e.Seq})
 		case armCheckpoint:
 			cp := &rec.Checkpoint
 			cpN = c.i64(1)
@@ -275,7 +300,11 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 		}
 		rec.Checkpoint.Body = body
 	}
-	rec.Events, rec.Intents = ordered(events), ordered(intents)
+	bySeq := func(a, b store.Event) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(events, bySeq) {
+		slices.SortStableFunc(events, bySeq)
+	}
+	rec.Events, rec.Intents = events, ordered(intents)
 	rec.Receipts, rec.Attempts, rec.Approvals = ordered(receipts), ordered(attempts), ordered(approvals)
 	return rec, true
 }

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -205,6 +206,43 @@ func TestReadRunRecordErrorsAreTheParts(t *testing.T) {
 	for _, all := range []bool{true, false} {
 		if _, err := unsealed.ReadRunRecord(ctx, ids[1], all); err == nil || err.Error() != want.Error() {
 			t.Fatalf("read of a damaged hash (all %v): %v, want %v", all, err, want)
+		}
+	}
+}
+
+// The kinds the runtime writes are selected as small integers and read
+// back as their names; every other kind, however close to one of them,
+// is read as its own text.
+func TestReadRunRecordEventKinds(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateRun(ctx, store.Run{ID: "k", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "k", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{"control", "accepted", "control.rejected", "Control", "accepted ", "control.", "1", "2", "x"}
+	var tick store.Tick
+	for i, k := range kinds {
+		tick.Events = append(tick.Events, storetest.Ev(k, fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	if err := st.Commit(ctx, l, tick); err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, ctx, st, "k", true)
+	rec, err := st.ReadRunRecord(ctx, "k", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range rec.Events {
+		if e.Kind != kinds[i] {
+			t.Fatalf("event %d read as kind %q, want %q", i+1, e.Kind, kinds[i])
 		}
 	}
 }

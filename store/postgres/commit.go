@@ -201,7 +201,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		tx.Queue(expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
 c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true) FROM n)
-UPDATE runs SET head_seq = $6, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
+UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
 FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
 	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence"),
 			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
@@ -353,7 +353,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			// nothing begins it in between: one statement leaves what the
 			// two would (the outbox done, on the result's route), guarded
 			// on the attempt and on the intent being this run's.
-			tx.Queue(`WITH a AS (UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
+			tx.Queue(`WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = `+tsParam(3)+`
 	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
 o AS (UPDATE outbox SET status = 'done', route = $7, updated_at = `+tsParam(3)+` WHERE intent_id = $5 AND run_id = $4 RETURNING 1),
 r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
@@ -364,9 +364,9 @@ SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result'), flrh_expect_
 		}
 		// The attempt's row and its intent's outbox in one statement; the
 		// guard is on the attempt.
-		tx.Queue(`WITH a AS (UPDATE attempts SET status = $1, detail = $2, finished_at = `+tsParam(3)+`
+		tx.Queue(`WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = `+tsParam(3)+`
 	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
-o AS (UPDATE outbox SET status = $7, route = $8, updated_at = `+tsParam(3)+` WHERE intent_id = $5)
+o AS (UPDATE outbox SET status = $7::text, route = $8, updated_at = `+tsParam(3)+` WHERE intent_id = $5)
 SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`,
 			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, string(r.Outbox), r.Route)
 	}
@@ -452,7 +452,7 @@ FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS e(` + strings
 	if cp := tick.Checkpoint; cp != nil {
 		next.checkpoints++
 		ap.add(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (` + ap.args(runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation) + `, ` + ap.ts(ts) + `)`)
+VALUES (` + ap.arg(runID) + `, ` + ap.arg(next.checkpoints) + `::bigint, ` + ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation) + `, ` + ap.ts(ts) + `)`)
 	}
 	if n := len(tick.Trace); n > 0 {
 		// One row for the tick's records (see the schema's "trace records
@@ -464,7 +464,7 @@ VALUES (` + ap.args(runID, next.checkpoints, head, cp.FormatVersion, cp.BuildDig
 		first := next.trace + 1
 		next.trace += int64(n)
 		ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
-VALUES (` + ap.args(runID, first, next.trace) + `, ` + ap.arg(kinds) + `::text[], ` + ap.arg(traceBodies) + `::bytea[], ` + ap.ts(ts) + `)`)
+VALUES (` + ap.arg(runID) + `, ` + ap.arg(first) + `::bigint, ` + ap.arg(next.trace) + `, ` + ap.arg(kinds) + `::text[], ` + ap.arg(traceBodies) + `::bytea[], ` + ap.ts(ts) + `)`)
 	}
 	if tick.ExpectInboxEmpty {
 		// Checked here on the one-round-trip path, which reads nothing
@@ -480,7 +480,7 @@ VALUES (` + ap.args(runID, first, next.trace) + `, ` + ap.arg(kinds) + `::text[]
 		if tick.State != "" {
 			state = tick.State
 		}
-		tx.Queue(`UPDATE runs SET head_seq = $1, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
+		tx.Queue(`UPDATE runs SET head_seq = $1::bigint, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
 			head, next.hash, state, tick.Outcome, ts, runID)
 	}
 	return nil

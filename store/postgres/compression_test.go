@@ -24,7 +24,7 @@ func TestLargeValuesCompressedWithLZ4(t *testing.T) {
 	rows, err := s.pool.Query(ctx, `SELECT c.relname || '.' || a.attname, a.attcompression::text FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
-AND a.atttypid IN ('bytea'::regtype, 'bytea[]'::regtype)`)
+AND (SELECT COALESCE(NULLIF(typbasetype, 0), oid) FROM pg_type WHERE oid = a.atttypid) IN ('bytea'::regtype, 'bytea[]'::regtype)`)
 	must(t, err)
 	got := map[string]string{}
 	for rows.Next() {

@@ -326,7 +326,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		if err != nil {
 			return err
 		}
-		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, $2, $2, $3::text[], $4::bytea[], $5)`,
+		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, $2::bigint, $2, $3::text[], $4::bytea[], $5)`,
 			rel.RunID, seq, []string{store.ReleaseKind}, [][]byte{body}, nanos(now))
 		tx.Queue(`UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $1`,
 			rel.RunID, nanos(now))

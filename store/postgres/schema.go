@@ -319,6 +319,56 @@ ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE MAIN, ALTER COLUMN build
 ALTER TABLE trace ALTER COLUMN run_id SET STORAGE MAIN, ALTER COLUMN kinds SET STORAGE MAIN,
 	ALTER COLUMN bodies SET STORAGE MAIN;
 `},
+	// The checks a row of the hot tables is held to, kept where the
+	// server reads them once per connection. A table's CHECK constraint
+	// is stored as the text of its expression tree, and every statement
+	// that writes the table reads that text back into a tree and plans it
+	// before the first row (for the trace and events rows, thousands of
+	// bytes per statement); a domain's check is read and planned once per
+	// connection and kept. So every check on one column becomes the
+	// column's domain, with the same condition, and a table keeps a CHECK
+	// only for what relates columns: an event's hash pairs, a trace row's
+	// record count. Nothing a row may hold changes: a trace row's arrays
+	// are one-dimensional, without NULLs and not empty (with the count,
+	// what last_seq >= seq said), sums are 32 bytes, positions and
+	// attempt numbers at least 1, a run's head at least 0, a status one
+	// of its list. A type change rewrites the table and resets a
+	// column's storage and compression, which the trace columns get
+	// back.
+	{"checks kept in domains", `
+CREATE DOMAIN flrh_position AS bigint CONSTRAINT flrh_position_check CHECK (VALUE >= 1);
+CREATE DOMAIN flrh_head AS bigint CONSTRAINT flrh_head_check CHECK (VALUE >= 0);
+CREATE DOMAIN flrh_sum AS bytea CONSTRAINT flrh_sum_check CHECK (octet_length(VALUE) = 32);
+CREATE DOMAIN flrh_outbox_status AS text CONSTRAINT flrh_outbox_status_check
+	CHECK (VALUE IN ('pending', 'in_flight', 'retry', 'reconcile', 'human', 'done'));
+CREATE DOMAIN flrh_attempt_status AS text CONSTRAINT flrh_attempt_status_check
+	CHECK (VALUE IN ('started', 'succeeded', 'failed_transient', 'failed_permanent', 'unknown', 'reconciled_applied', 'reconciled_not_applied'));
+CREATE DOMAIN flrh_trace_kinds AS text[] CONSTRAINT flrh_trace_kinds_check
+	CHECK (array_ndims(VALUE) = 1 AND array_position(VALUE, NULL) IS NULL AND cardinality(VALUE) >= 1);
+CREATE DOMAIN flrh_trace_bodies AS bytea[] CONSTRAINT flrh_trace_bodies_check
+	CHECK (array_ndims(VALUE) = 1 AND array_position(VALUE, NULL) IS NULL AND cardinality(VALUE) >= 1);
+ALTER TABLE runs DROP CONSTRAINT runs_head_seq_check, ALTER COLUMN head_seq TYPE flrh_head;
+ALTER TABLE events DROP CONSTRAINT events_sums_seq_check, DROP CONSTRAINT event_hashes,
+	ALTER COLUMN seq TYPE flrh_position, ALTER COLUMN digest_sum TYPE flrh_sum,
+	ALTER COLUMN prev_sum TYPE flrh_sum, ALTER COLUMN chain_sum TYPE flrh_sum,
+	ADD CONSTRAINT event_hashes CHECK ((digest_sum IS NULL) <> (digest IS NULL)
+		AND (prev_sum IS NULL) <> (prev_hash IS NULL) AND (chain_sum IS NULL) <> (chain_hash IS NULL));
+ALTER TABLE checkpoints DROP CONSTRAINT checkpoints_n_check, ALTER COLUMN n TYPE flrh_position;
+ALTER TABLE outbox DROP CONSTRAINT outbox_status_check, ALTER COLUMN status TYPE flrh_outbox_status;
+ALTER TABLE attempts DROP CONSTRAINT attempts_n_check, DROP CONSTRAINT attempts_status_check,
+	ALTER COLUMN n TYPE flrh_position, ALTER COLUMN status TYPE flrh_attempt_status;
+ALTER TABLE trace DROP CONSTRAINT trace_ticks_seq_check, DROP CONSTRAINT trace_records,
+	ALTER COLUMN seq TYPE flrh_position, ALTER COLUMN kinds TYPE flrh_trace_kinds, ALTER COLUMN bodies TYPE flrh_trace_bodies,
+	ADD CONSTRAINT trace_records CHECK (cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1);
+ALTER TABLE trace ALTER COLUMN kinds SET STORAGE MAIN, ALTER COLUMN bodies SET STORAGE MAIN;
+DO $$
+BEGIN
+	EXECUTE 'ALTER TABLE trace ALTER COLUMN bodies SET COMPRESSION lz4';
+EXCEPTION WHEN feature_not_supported OR syntax_error THEN
+	NULL;
+END
+$$;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

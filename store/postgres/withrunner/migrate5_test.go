@@ -101,6 +101,7 @@ func verifyRuns(t *testing.T, st store.Store, ids []string) {
 // runs.
 func toVersion4(t *testing.T, schema string) {
 	t.Helper()
+	toVersion9(t, schema)
 	conn, err := pgx.Connect(ctx, dsn(t))
 	must(t, err)
 	defer conn.Close(ctx)

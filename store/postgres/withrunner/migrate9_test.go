@@ -11,9 +11,11 @@ import (
 
 // toVersion8 gives schema's checkpoints and trace tables back the storage
 // of the released version 8 (every column EXTENDED) and forgets the
-// migrations after 8: what a version-8 build leaves.
+// migrations after 8 (version 9's checks first): what a version-8
+// build leaves.
 func toVersion8(t *testing.T, schema string) {
 	t.Helper()
+	toVersion9(t, schema)
 	conn, err := pgx.Connect(ctx, dsn(t))
 	must(t, err)
 	defer conn.Close(ctx)
@@ -78,6 +80,10 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 		}
 	}
 	verifyRuns(t, st, ids)
+	// Migration 10 rewrites both tables (a column of each changes type),
+	// which may take earlier rows out of TOAST; the count is taken after
+	// it.
+	chunks = toastRows(t, st)
 	more := recordRuns(t, st, "after-", false)
 	verifyRuns(t, st, append(ids, more...))
 	if got := toastRows(t, st); got != chunks {

@@ -343,6 +343,10 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 	// plain; everything before it is plain ASCII.
 	i := 0
 	if n := len(s); n >= 8 {
+		// Two words at a time, as Plain, then one.
+		for i+16 <= n && plainMask(word(s, i))|plainMask(word(s, i+8)) == 0 {
+			i += 16
+		}
 		for i+8 <= n && plainWord(word(s, i)) {
 			i += 8
 		}
@@ -395,7 +399,7 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 }
 
 // Plain reports whether s is printable ASCII with nothing to escape: its
-// canonical encoding is s between quotes, and it is NFC. It tests eight
+// canonical encoding is s between quotes, and it is NFC. It tests sixteen
 // bytes at a time; plainBytes is the byte-at-a-time definition it is
 // tested against.
 func Plain(s string) bool {
@@ -403,13 +407,24 @@ func Plain(s string) bool {
 	if n < 8 {
 		return plainBytes(s)
 	}
-	for i := 0; i+8 <= n; i += 8 {
-		if !plainWord(word(s, i)) {
+	// Two words at a time: their masks joined, sixteen bytes take one
+	// branch, and the two words' tests are independent of each other.
+	i := 0
+	for ; i+16 <= n; i += 16 {
+		if plainMask(word(s, i))|plainMask(word(s, i+8)) != 0 {
 			return false
 		}
 	}
-	// The last bytes, by the word that ends s (it overlaps the one before).
-	return n%8 == 0 || plainWord(word(s, n-8))
+	// The last bytes, by the word that ends s (it overlaps the one before)
+	// and, past eight of them, the word before it.
+	if r := n - i; r > 0 {
+		m := plainMask(word(s, n-8))
+		if r > 8 {
+			m |= plainMask(word(s, i))
+		}
+		return m == 0
+	}
+	return true
 }
 
 func plainBytes(s string) bool {
@@ -433,7 +448,11 @@ func word(s string, i int) uint64 {
 // plainWord reports whether the eight bytes of x are plain: no byte below
 // 0x20, none above 0x7e, none equal to '"' or '\\'. Each test is the exact
 // "some byte" form of the classic word tricks.
-func plainWord(x uint64) bool {
+func plainWord(x uint64) bool { return plainMask(x) == 0 }
+
+// plainMask is zero when the eight bytes of x are plain (see plainWord),
+// and has the high bit of some byte set otherwise.
+func plainMask(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	below := (x - lo*0x20) &^ x // some byte < 0x20
 	above := (x + lo) | x       // some byte > 0x7e
@@ -441,7 +460,7 @@ func plainWord(x uint64) bool {
 	bs := x ^ (lo * '\\')       // a zero byte where '\\' was
 	quote := (q - lo) &^ q      // some byte of q is zero
 	slash := (bs - lo) &^ bs    // some byte of bs is zero
-	return (below|above|quote|slash)&hi == 0
+	return (below | above | quote | slash) & hi
 }
 
 // AppendInt appends the canonical encoding of n.

@@ -15,58 +15,34 @@ func (m *Materialization) checkDepth() error {
 	if limit <= 0 {
 		return nil
 	}
-	inf := int32(math.MaxInt32)
-	height := make([][]int32, len(m.tables))
+	// Every table's heights come from one array; the callback's state is
+	// one value (a closure per rule and pass, then one variable each that
+	// the callback shared, were most of the allocations here).
+	rows := 0
+	for _, tb := range m.tables {
+		rows += int(tb.n)
+	}
+	x := m.newExec()
+	x.mode = emitCollect
+	d := &depthCheck{x: x, height: make([][]int32, len(m.tables)), head: make([]int64, len(x.head))}
+	all := make([]int32, rows)
 	for t, tb := range m.tables {
-		h := make([]int32, tb.n)
+		h := all[:tb.n:tb.n]
+		all = all[tb.n:]
 		for r := range h {
-			h[r] = inf
+			h[r] = depthInf
 			if tb.alive(int32(r)) && m.base[t][int32(r)] > 0 {
 				h[r] = 0
 			}
 		}
-		height[t] = h
+		d.height[t] = h
 	}
-	x := m.newExec()
-	x.mode = emitCollect
-	head := make([]int64, len(x.head))
-	// One callback for every rule and pass, reading the rule in hand
-	// (a closure per rule and pass was most of the allocations here).
-	var (
-		rr      *rule
-		ht      *table
-		changed bool
-	)
-	x.onMatch = func([]int64) bool {
-		var hgt int32
-		if len(rr.atoms) > 0 || rr.npos > 0 {
-			hgt = 1
-		}
-		for ai := 0; ai < rr.npos; ai++ {
-			ph := height[rr.atoms[ai].table][x.rows[ai]]
-			if ph == inf {
-				return true
-			}
-			hgt = max(hgt, ph+1)
-		}
-		h := head[:len(rr.hargs)]
-		for k, e := range rr.hargs {
-			v, ok := x.eval(e)
-			if !ok {
-				return false
-			}
-			h[k] = v
-		}
-		if row := ht.find(h); row >= 0 && hgt < height[rr.head][row] {
-			height[rr.head][row] = hgt
-			changed = true
-		}
-		return true
-	}
+	height := d.height
+	x.onMatch = d.match
 	for pass := 1; pass <= limit+1; pass++ {
-		changed = false
+		d.changed = false
 		for _, r := range m.c.rules {
-			rr, ht = r, m.tables[r.head]
+			d.rr, d.ht = r, m.tables[r.head]
 			for ai := range r.atoms {
 				x.views[ai] = view{hi: math.MaxInt32}
 			}
@@ -75,7 +51,7 @@ func (m *Materialization) checkDepth() error {
 				return err
 			}
 		}
-		if !changed {
+		if !d.changed {
 			break
 		}
 	}
@@ -87,4 +63,47 @@ func (m *Materialization) checkDepth() error {
 		}
 	}
 	return nil
+}
+
+const depthInf = int32(math.MaxInt32)
+
+// depthCheck is checkDepth's state, read by its callback for the rule in
+// hand.
+type depthCheck struct {
+	x       *exec
+	height  [][]int32 // per table and row: the shortest proof found so far
+	head    []int64
+	rr      *rule
+	ht      *table
+	changed bool
+}
+
+// match lowers the height of the head of the rule instantiation just
+// matched to one more than its highest premise, if that is lower.
+func (d *depthCheck) match([]int64) bool {
+	rr, x := d.rr, d.x
+	var hgt int32
+	if len(rr.atoms) > 0 || rr.npos > 0 {
+		hgt = 1
+	}
+	for ai := 0; ai < rr.npos; ai++ {
+		ph := d.height[rr.atoms[ai].table][x.rows[ai]]
+		if ph == depthInf {
+			return true
+		}
+		hgt = max(hgt, ph+1)
+	}
+	h := d.head[:len(rr.hargs)]
+	for k, e := range rr.hargs {
+		v, ok := x.eval(e)
+		if !ok {
+			return false
+		}
+		h[k] = v
+	}
+	if row := d.ht.find(h); row >= 0 && hgt < d.height[rr.head][row] {
+		d.height[rr.head][row] = hgt
+		d.changed = true
+	}
+	return true
 }

@@ -220,10 +220,10 @@ func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 
 func (m *Materialization) beginUndo() {
 	u := &undo{nsyms: len(m.syms), round: m.round, epoch: m.epoch, live: m.live, stats: m.stats}
-	u.n = make([]int32, len(m.tables))
-	u.ndead = make([]int32, len(m.tables))
-	u.hadDie = make([]bool, len(m.tables))
-	m.start = make([]int32, len(m.tables))
+	n := len(m.tables)
+	counts := make([]int32, 3*n) // one array for three per-table columns
+	u.n, u.ndead, m.start = counts[:n:n], counts[n:2*n:2*n], counts[2*n:]
+	u.hadDie = make([]bool, n)
 	for t, tb := range m.tables {
 		u.n[t] = tb.n
 		u.ndead[t] = tb.ndead
@@ -293,6 +293,13 @@ func (t *table) rebuild() {
 func (m *Materialization) finish() {
 	m.lastChanges = nil
 	if m.recordChanges {
+		n := 0
+		for t := range m.tables {
+			n += len(m.deltaPlus[t]) + len(m.deltaMinus[t])
+		}
+		if n > 0 {
+			m.lastChanges = make([]FactDelta, 0, n)
+		}
 		for t := range m.tables {
 			for _, r := range m.deltaPlus[t] {
 				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].tuple(r)), Diff: 1})
@@ -379,8 +386,11 @@ func (m *Materialization) apply(changes []Change) error {
 func (m *Materialization) applyChanges(changes []Change) error {
 	c := m.c
 	nt := len(m.tables)
-	m.deltaPlus = make([][]int32, nt)
-	m.deltaMinus = make([][]int32, nt)
+	// The apply's six per-table row lists share one outer array, each
+	// capped at its own part.
+	lists := make([][]int32, 6*nt)
+	part := func(k int) [][]int32 { return lists[k*nt : (k+1)*nt : (k+1)*nt] }
+	m.deltaPlus, m.deltaMinus = part(0), part(1)
 	m.stats = Stats{}
 	// Base changes, resolved against the current state in order.
 	type ins struct {
@@ -389,7 +399,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	}
 	var inserts []ins
 	pendingIns := map[string]int{} // pending insert key -> count
-	baseDoomed := make([][]int32, nt)
+	baseDoomed := part(2)
 	for i, ch := range changes {
 		if ch.Diff != 1 && ch.Diff != -1 {
 			return errorf(MalformedDelta, Pos{}, "change %d: diff must be +1 or -1, got %d", i+1, ch.Diff)
@@ -435,8 +445,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	// The per-stratum row lists, indexed by table: one outer array each
 	// for the whole apply, emptied (every list nil, as a fresh one) at
 	// each use instead of made again for every stratum and round.
-	allD, addedBy := make([][]int32, nt), make([][]int32, nt)
-	var next [][]int32 // the rounds' second list, made on the first round
+	allD, addedBy := part(3), part(4)
+	next := part(5) // the rounds' second list
 	for si, s := range c.strata {
 		st := StratumStats{Index: si, Recursive: s.recursive} // Relations: below, reported only for a stratum with rules
 		inS := func(t int) bool { return c.tstratum[t] == si }
@@ -557,9 +567,6 @@ func (m *Materialization) applyChanges(changes []Change) error {
 				rounds++
 				m.round++
 				cur := addedBy
-				if next == nil {
-					next = make([][]int32, nt)
-				}
 				clear(next)
 				addedBy, next = next, cur
 				for _, ri := range s.rules {

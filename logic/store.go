@@ -566,11 +566,15 @@ func (v *u32vec) set(r int32, x uint32) { v.chunks[r>>chunkShift][r&chunkMask] =
 func (v *u32vec) push(x uint32) {
 	last := len(v.chunks) - 1
 	if last < 0 || len(v.chunks[last]) == rowsPerChunk {
-		size := rowsPerChunk
-		if last < 0 {
-			size = 64
+		if last < 0 && cap(v.chunks) == 0 {
+			v.chunks = firstChunk(0)
+		} else {
+			size := rowsPerChunk
+			if last < 0 {
+				size = firstChunkCap
+			}
+			v.chunks = append(v.chunks, make([]uint32, 0, size))
 		}
-		v.chunks = append(v.chunks, make([]uint32, 0, size))
 		last++
 	}
 	c := v.chunks[last]
@@ -584,6 +588,12 @@ func (v *u32vec) push(x uint32) {
 
 // zeroed returns a column of n zeros.
 func zeroed(n int32) u32vec {
+	if n <= firstChunkCap {
+		if n == 0 {
+			return u32vec{chunks: [][]uint32{}}
+		}
+		return u32vec{chunks: firstChunk(int(n))}
+	}
 	v := u32vec{chunks: [][]uint32{}}
 	for n > 0 {
 		k := min(n, rowsPerChunk)
@@ -608,9 +618,35 @@ func (v u32vec) clone() u32vec {
 	if v.chunks == nil {
 		return v
 	}
+	if len(v.chunks) == 1 && cap(v.chunks[0]) <= firstChunkCap {
+		u := u32vec{chunks: firstChunk(len(v.chunks[0]))}
+		copy(u.chunks[0], v.chunks[0])
+		return u
+	}
 	u := u32vec{chunks: make([][]uint32, len(v.chunks))}
 	for i, c := range v.chunks {
 		u.chunks[i] = append(make([]uint32, 0, cap(c)), c...)
 	}
 	return u
+}
+
+// firstChunkCap is the capacity of a column's first chunk.
+const firstChunkCap = 64
+
+// chunkOne is a column's chunk list with its first chunk's storage: most
+// columns never pass one small chunk, and one allocation for both is
+// cheaper than one for each.
+type chunkOne struct {
+	list [1][]uint32
+	data [firstChunkCap]uint32
+}
+
+// firstChunk returns a chunk list holding one chunk of length n (at most
+// firstChunkCap) and capacity firstChunkCap, in one allocation. The list
+// is capped at its length: a second chunk moves it, and a chunk that grows
+// is replaced in it.
+func firstChunk(n int) [][]uint32 {
+	c := new(chunkOne)
+	c.list[0] = c.data[:n]
+	return c.list[:1:1]
 }

@@ -285,6 +285,26 @@ type Tick struct {
 	// for Submit to decide.
 	Submit []Inbound
 	Trace  []TraceRecord
+	// MayLag lets the tick be committed without waiting for the disk:
+	// it is committed, visible to every reader, fenced and atomic as any
+	// other tick, but the store does not wait for it to reach stable
+	// storage (SQLite commits it with synchronous=NORMAL, PostgreSQL with
+	// synchronous_commit off). A crash of the process keeps it; a power
+	// loss or an operating-system crash (SQLite), or a crash of the
+	// database server (PostgreSQL), before the store's next durable
+	// commit may lose it, and then the tick before it is the run's last.
+	// Both stores' logs are durable as a prefix, so any later durable
+	// commit, of any run, makes it durable too.
+	//
+	// Only a tick whose every record can be derived again after its loss
+	// may set it (decision 1174): the runner marks the receipt commit of a
+	// step that leaves its run waiting for input, whose receipt the
+	// reconciler recovers from the destination by idempotency key.
+	// ValidateTick refuses it on a tick that holds an intent, an
+	// approval's consumption, an attempt's beginning, an inbound event of
+	// its own or a final outcome: what such a tick records must be durable
+	// before anything follows from it.
+	MayLag bool
 }
 
 // Store is the durable record. All methods are safe for concurrent use.

@@ -84,6 +84,16 @@ func ValidateTick(runID string, t Tick) error {
 			return bad("attempt result %d does not finish the attempt", i)
 		}
 	}
+	if t.MayLag {
+		switch {
+		case len(t.Intents) > 0, len(t.Approvals) > 0, len(t.Begin) > 0:
+			return bad("a tick that commits an intent, consumes an approval or begins an attempt must be durable before anything is sent")
+		case len(t.Submit) > 0:
+			return bad("a tick that submits an inbound event must be durable: its sender is told it was accepted")
+		case t.Outcome != "":
+			return bad("a tick that ends the run must be durable")
+		}
+	}
 	return nil
 }
 

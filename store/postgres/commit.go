@@ -53,6 +53,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	}
 	var next runHead
 	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
+		tx.lazy, tx.testSetting = tick.MayLag, testSetting
 		var rd tickReads
 		run, now, err := s.fence(ctx, tx, op, lease, rd.queue(lease.RunID, tick))
 		if err != nil {
@@ -198,14 +199,18 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 	}
 	commitSent, err := s.once(ctx, func(tx *wtx) error {
 		next = h
+		// A tick that may lag turns synchronous_commit off in this
+		// statement, not in one of its own.
+		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
 		tx.Queue(expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
-c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true) FROM n)
+c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
+	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
 FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
 	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence"),
 			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
-			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome)
+			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, tick.MayLag)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -216,6 +221,11 @@ FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_gen
 	}
 	return next, true, err
 }
+
+// testSetting, when set (by this package's tests, which do not run in
+// parallel), is told synchronous_commit as each tick's transaction has it
+// just before COMMIT.
+var testSetting func(string)
 
 // runHead is what a store knows of a run after its own last commit of it:
 // the lease it wrote under, the head and its hash, the number of the last

@@ -25,9 +25,25 @@ type wtx struct {
 	begun      bool               // BEGIN has been sent
 	commitSent bool               // COMMIT has been sent: a lost connection leaves the outcome unknown
 	done       bool               // COMMIT has succeeded
+	// lazy commits the transaction with synchronous_commit off
+	// (store.Tick.MayLag): COMMIT returns without waiting for the WAL's
+	// flush. lazySent says that one of its statements already set it;
+	// otherwise commit sends the setting with COMMIT.
+	lazy, lazySent bool
+	// testSetting, when set (tests only), is told synchronous_commit as
+	// the transaction has it just before COMMIT.
+	testSetting func(string)
 }
 
 const beginSQL = `BEGIN ISOLATION LEVEL REPEATABLE READ`
+
+// lazySQL turns synchronous_commit off for the rest of the transaction.
+// The one-round-trip commit sets it in its first statement instead
+// (lazyExpr).
+const lazySQL = `SELECT ` + lazyExpr
+
+// lazyExpr is lazySQL's expression.
+const lazyExpr = `set_config('synchronous_commit', 'off', true)`
 
 // batch returns b with BEGIN (if the transaction has not begun) and the
 // queued writes in front, in that order, so that statements reach the
@@ -98,6 +114,19 @@ func (t *wtx) SendBatch(ctx context.Context, b *pgx.Batch) error {
 // commit sends what is queued and COMMIT in one round trip.
 func (t *wtx) commit(ctx context.Context) error {
 	b := t.batch(&pgx.Batch{})
+	if t.lazy && !t.lazySent {
+		// Local to the transaction: the session's own setting is back
+		// once it ends, whatever became of it.
+		b.Queue(lazySQL)
+	}
+	if t.testSetting != nil {
+		b.Queue(`SELECT current_setting('synchronous_commit')`).QueryRow(func(row pgx.Row) error {
+			var v string
+			err := row.Scan(&v)
+			t.testSetting(v)
+			return err
+		})
+	}
 	var tag pgconn.CommandTag
 	reached := false // COMMIT's answer was awaited
 	q := b.Queue(`COMMIT`)

@@ -21,7 +21,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
+	return s.enqueue(ctx, op, lease.RunID, tick.MayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
 		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty)
 		if err != nil {
 			return err

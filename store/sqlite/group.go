@@ -37,9 +37,12 @@ type writeReq struct {
 	ctx       context.Context
 	op, runID string
 	fn        func(ctx context.Context, tx *wtx, now time.Time) error
-	err       error
-	panicked  any // what fn panicked with, re-raised in the caller
-	didPanic  bool
+	// lazy is a tick's store.Tick.MayLag: its COMMIT need not wait for
+	// the disk. A batch is committed so only when all of its writes are.
+	lazy     bool
+	err      error
+	panicked any // what fn panicked with, re-raised in the caller
+	didPanic bool
 	// wake receives true when this caller is to lead the next batch
 	// (itself included), false when its write is decided.
 	// A leader's own write has none.
@@ -66,13 +69,19 @@ const (
 // held and after every write ordered before it, so "now" is ordered with
 // every other write.
 func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context.Context, tx *wtx, now time.Time) error) error {
+	return s.enqueue(ctx, op, runID, false, fn)
+}
+
+// enqueue is write, with lazy saying whether the write may be committed
+// without waiting for the disk (store.Tick.MayLag).
+func (s *Store) enqueue(ctx context.Context, op, runID string, lazy bool, fn func(ctx context.Context, tx *wtx, now time.Time) error) error {
 	if s.ro {
 		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
 	}
 	if err := ctx.Err(); err != nil {
 		return mapErr(op, runID, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn}
+	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn, lazy: lazy}
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
@@ -152,13 +161,29 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// can roll the whole transaction back). Each caller's context is
 	// checked before its turn instead.
 	bctx := context.WithoutCancel(batch[0].ctx)
-	if err := s.withWriter(bctx, func(tx *wtx) { s.runBatchIn(bctx, tx, batch, failAll) }); err != nil {
+	lazy := true
+	for _, r := range batch {
+		lazy = lazy && r.lazy
+	}
+	if err := s.withWriter(bctx, func(tx *wtx) { s.runBatchIn(bctx, tx, batch, lazy, failAll) }); err != nil {
 		failAll(err)
 	}
 }
 
-// runBatchIn is runBatch on the writing connection.
-func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, failAll func(error)) {
+// runBatchIn is runBatch on the writing connection. A lazy batch is
+// committed with synchronous=NORMAL: in WAL mode its COMMIT appends to the
+// log without an fsync, and the next COMMIT at FULL syncs the log with it.
+// SQLite refuses to change the level inside a transaction, so it is set
+// before BEGIN and set back to FULL once the transaction is over, whatever
+// became of it; a connection that cannot be set back is dropped.
+func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, lazy bool, failAll func(error)) {
+	if lazy {
+		defer s.restoreSync(tx)
+		if err := tx.pragma(bctx, syncNormal); err != nil {
+			failAll(err)
+			return
+		}
+	}
 	if err := s.begin(bctx, tx); err != nil {
 		failAll(err)
 		return
@@ -235,5 +260,32 @@ func (s *Store) commitTx(ctx context.Context, tx *wtx) error {
 			return err
 		}
 	}
+	if s.testSync != nil {
+		level, err := tx.synchronous(ctx)
+		if err != nil {
+			return err
+		}
+		s.testSync(level)
+	}
 	return s.commit(ctx, tx)
+}
+
+// The synchronous levels a batch commits at: FULL, the store's own (set
+// when a connection opens), and NORMAL for a lazy batch.
+const (
+	syncFull   = `PRAGMA synchronous = FULL`
+	syncNormal = `PRAGMA synchronous = NORMAL`
+)
+
+// restoreSync sets the writing connection back to synchronous=FULL after
+// a lazy batch. Should that fail, the connection is dropped (withWriter
+// closes it), so that no later batch commits on it without an fsync.
+func (s *Store) restoreSync(tx *wtx) {
+	err := tx.pragma(context.Background(), syncFull)
+	if s.testRestore != nil {
+		err = s.testRestore(err)
+	}
+	if err != nil {
+		tx.w.drop = true
+	}
 }

@@ -53,6 +53,12 @@ type Store struct {
 	// COMMIT with it instead of committing.
 	testBatch  func(reqs []context.Context)
 	testCommit func() error
+	// testSync, when set, is told the writing connection's synchronous
+	// level just before each COMMIT.
+	testSync func(level int64)
+	// testRestore, when set, decides what setting the writing connection
+	// back to synchronous=FULL after a lagging batch returns.
+	testRestore func(error) error
 }
 
 // readers bounds the readers' pool. Every connection is kept open once

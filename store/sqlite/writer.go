@@ -40,6 +40,7 @@ type writer struct {
 	values []any  // a multi-row INSERT's values
 	frame  []byte // a tick's trace frame
 	closed bool   // Close ran
+	drop   bool   // the connection must not be used again (restoreSync)
 }
 
 // wtx is a batch's transaction on the writing connection.
@@ -69,9 +70,19 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 		f(&wtx{dc: dc.(driver.Conn), w: &s.w})
 		return nil
 	})
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || s.w.drop {
+		if s.w.drop {
+			// Its statements go with it: it is not handed back to the
+			// pool but closed.
+			s.w.conn.Raw(func(any) error {
+				for _, st := range s.w.stmts {
+					st.Close()
+				}
+				return driver.ErrBadConn
+			})
+		}
 		s.w.conn.Close()
-		s.w.conn, s.w.stmts = nil, nil
+		s.w.conn, s.w.stmts, s.w.drop = nil, nil, false
 	}
 	return err
 }
@@ -108,6 +119,33 @@ func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 	}
 	tx.w.stmts[query] = st
 	return st, nil
+}
+
+// pragma runs a PRAGMA that SQLite applies while it prepares it, as it does
+// synchronous: such a statement is never kept among the prepared ones,
+// whose next run would not apply it again.
+func (tx *wtx) pragma(ctx context.Context, query string) error {
+	_, err := tx.dc.(driver.ExecerContext).ExecContext(ctx, query, nil)
+	return err
+}
+
+// synchronous reads the connection's synchronous level (0 OFF, 1 NORMAL,
+// 2 FULL, 3 EXTRA), prepared afresh for the same reason as pragma.
+func (tx *wtx) synchronous(ctx context.Context) (int64, error) {
+	rows, err := tx.dc.(driver.QueryerContext).QueryContext(ctx, `PRAGMA synchronous`, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 1)
+	if err := rows.Next(vals); err != nil {
+		return 0, err
+	}
+	level, ok := vals[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("PRAGMA synchronous answered %T", vals[0])
+	}
+	return level, nil
 }
 
 // bind converts args as database/sql converts them for this driver.

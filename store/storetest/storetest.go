@@ -65,6 +65,7 @@ func Run(t *testing.T, open Opener) {
 		{"CreateRunWithInput", testCreateRunWithInput},
 		{"ConcurrentRunsFencedAlone", testConcurrentRunsFencedAlone},
 		{"RunDefinitionDigest", testRunDefinitionDigest},
+		{"MayLag", testMayLag},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1028,4 +1029,85 @@ func testRunDefinitionDigest(t *testing.T, s store.Store, c *Clock) {
 	must(t, s.Quarantine(ctx, "b", "parked"))
 	c.Advance(time.Hour)
 	check("after commits and a quarantine")
+}
+
+// A tick whose durability may lag is committed like any other: visible
+// to every read at once, fenced, chained, and followed by the next tick
+// from its head. A lagging tick that holds what must be durable before
+// anything follows from it (an intent, an approval's consumption, an
+// attempt's beginning, its own inbound event, a final outcome) is refused
+// and writes nothing.
+func testMayLag(t *testing.T, s store.Store, _ *Clock) {
+	newRun(t, s, "r")
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "EXECUTE", Events: []store.Event{Ev("A", `{"a":1}`)},
+		Intents: []store.Intent{In("i1", "k1", "x")}, Begin: []string{"i1"}}))
+	rc := []byte(`{"outcome":"confirmed_success"}`)
+	cp := []byte(`{"state":"INGEST"}`)
+	lagging := store.Tick{ExpectHead: 1, State: "INGEST", MayLag: true,
+		Events:     []store.Event{Ev("B", `{"b":2}`), Ev("C", `{"c":3}`)},
+		Checkpoint: &store.Checkpoint{FormatVersion: 1, BuildDigest: "build", Body: cp, Digest: store.BodyDigest(cp)},
+		Results:    []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+		Receipts:   []store.Receipt{{IntentID: "i1", Outcome: "confirmed_success", Body: rc, Digest: store.BodyDigest(rc)}},
+		Trace:      []store.TraceRecord{{Kind: "tick", Body: []byte(`{"n":2}`)}}}
+
+	// Refused members, each on a copy of the lagging tick.
+	before := snapshot(t, s, "r")
+	refused := map[string]func(*store.Tick){
+		"intent":  func(k *store.Tick) { k.Intents = []store.Intent{In("i2", "k2", "y")} },
+		"begin":   func(k *store.Tick) { k.Begin = []string{"i1"} },
+		"outcome": func(k *store.Tick) { k.Outcome = "SUCCEEDED" },
+		"submit": func(k *store.Tick) {
+			in := Inb("r", "in-1", "input", `{"x":1}`)
+			k.Submit, k.Consume = []store.Inbound{in}, []string{in.ID}
+		},
+		"approval": func(k *store.Tick) {
+			in := In("i3", "k3", "z")
+			in.ApprovalID = "ap"
+			k.Intents, k.Approvals = []store.Intent{in}, []store.ApprovalUse{{ApprovalID: "ap", IntentID: "i3"}}
+		},
+	}
+	for name, add := range refused {
+		k := lagging
+		add(&k)
+		mustCode(t, s.Commit(ctx, l, k), store.CodeInvalidInput)
+		if after := snapshot(t, s, "r"); after != before {
+			t.Fatalf("lagging tick with %s: refused, but wrote something", name)
+		}
+	}
+
+	must(t, s.Commit(ctx, l, lagging))
+	r, err := s.Run(ctx, "r")
+	must(t, err)
+	evs, _ := s.Events(ctx, "r", 0)
+	rcs, _ := s.Receipts(ctx, "r")
+	ins, _ := s.Intents(ctx, "r")
+	got, _ := s.Checkpoint(ctx, "r")
+	tr, _ := s.Trace(ctx, "r")
+	if r.Head != 3 || r.State != "INGEST" || len(evs) != 3 || evs[2].ChainHash != r.HeadHash || len(rcs) != 1 ||
+		len(ins) != 1 || ins[0].Outbox != store.OutboxDone || got.Seq != 3 || string(got.Body) != string(cp) || len(tr) != 1 {
+		t.Fatalf("after the lagging tick: run %+v, %d events, %d receipts, intents %+v, checkpoint %d, %d trace rows",
+			r, len(evs), len(rcs), ins, got.Seq, len(tr))
+	}
+	// Fenced as any tick: a stale lease is refused.
+	stale := l
+	stale.Generation--
+	k := lagging
+	k.ExpectHead, k.Results, k.Receipts = 3, nil, nil
+	mustCode(t, s.Commit(ctx, stale, k), store.CodeFenced)
+	// The next tick follows it, durable or not.
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, Events: []store.Event{Ev("D", `{"d":4}`)}, MayLag: true}))
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 4, Events: []store.Event{Ev("E", `{"e":5}`)}}))
+	evs, _ = s.Events(ctx, "r", 0)
+	prev := store.GenesisHash
+	for i, e := range evs {
+		if e.Seq != int64(i+1) || e.PrevHash != prev || e.ChainHash != store.ChainHash(prev, e.Seq, e.Digest) {
+			t.Fatalf("event %d breaks the chain: %+v", i, e)
+		}
+		prev = e.ChainHash
+	}
+	if len(evs) != 5 {
+		t.Fatalf("%d events after five", len(evs))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -401,6 +402,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if r.machine.Final(t.cp.Control.State) {
 		p.Outcome = r.machine.Outcome(t.cp.Control)
 	}
+	p.MayLag = mayLag(p)
 	b := r.commitBoundary(t, p)
 	if trips := tripwire.Check(b); len(trips) > 0 {
 		return r.trip(ctx, t, b, trips)
@@ -431,6 +433,35 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	t.pending = store.Tick{}
 	return nil
+}
+
+// mayLag reports whether tick p may be committed without waiting for the
+// disk (store.Tick.MayLag; decision 1174): whether every record in it can
+// be derived again should a power loss take it, and nothing follows from
+// it before the store's next durable commit. It is so for a tick that
+// leaves the run in INGEST, waiting for its next input, and holds nothing
+// but events, the checkpoint, attempt results, receipts and trace records:
+// the events and checkpoint are the pure core's, derived again from the
+// durable records before them; a receipt and its result are what the
+// reconciler asks the destination for again by idempotency key when it
+// finds the attempt started under an earlier lease (the state a process
+// killed after the destination applied and before the receipt leaves).
+//
+// Anything else keeps the tick durable: an intent or an attempt's
+// beginning (an effect is sent after the commit), an approval's
+// consumption, an inbound event the tick submits or consumes (its sender
+// was told it was accepted; a person's action among them), a final
+// outcome (reported to people), a state that waits for a person. So does
+// any member of store.Tick not named here, a new one included: the test
+// of this rule lists every member.
+func mayLag(p *store.Tick) bool {
+	if p.State != "INGEST" || p.Outcome != "" {
+		return false
+	}
+	rest := *p
+	rest.ExpectHead, rest.ExpectInboxEmpty, rest.State, rest.MayLag = 0, false, "", false
+	rest.Events, rest.Checkpoint, rest.Results, rest.Receipts, rest.Trace = nil, nil, nil, nil, nil
+	return reflect.ValueOf(&rest).Elem().IsZero()
 }
 
 // noteBegun records the attempts the committed tick p began: attempt 1 of

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/cputime"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -209,5 +211,49 @@ func TestMayLagDropsAConnectionLeftAtNormal(t *testing.T) {
 	}
 	if run, err := s.Run(ctx, "r"); err != nil || run.Head != 2 {
 		t.Fatalf("head %d (%v), want both ticks", run.Head, err)
+	}
+}
+
+// BenchmarkCommitReceiptTick commits ticks shaped like a refund-agent
+// step's receipt commit (six events of ~800 bytes, a 7 KiB checkpoint,
+// four trace records), one writer, each waiting for the disk or marked
+// MayLag: what a lagging commit saves, the fsync.
+func BenchmarkCommitReceiptTick(b *testing.B) {
+	ev := strings.Repeat("e", 700)
+	cp := []byte(`{"state":"` + strings.Repeat("s", 7<<10) + `"}`)
+	tr := []byte(`{"trace":"` + strings.Repeat("t", 400) + `"}`)
+	for _, lag := range []bool{false, true} {
+		b.Run(fmt.Sprintf("MayLag=%v", lag), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "flrh.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+				b.Fatal(err)
+			}
+			l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cputime.Used()
+			for n := 0; n < b.N; n++ {
+				tick := store.Tick{ExpectHead: int64(6 * n), MayLag: lag, State: "INGEST",
+					Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}
+				for e := 0; e < 6; e++ {
+					tick.Events = append(tick.Events, storetest.Ev("E", fmt.Sprintf(`{"n":%d,"e":%d,"pad":%q}`, n, e, ev)))
+				}
+				for k := 0; k < 4; k++ {
+					tick.Trace = append(tick.Trace, store.TraceRecord{Kind: "t", Body: tr})
+				}
+				if err := s.Commit(ctx, l, tick); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -681,14 +682,18 @@ func planned(e EffectPlan) (openEffect, error) {
 	if err != nil {
 		iv = nil // encoded from the value when bound, as before
 	}
-	payload, err := canonValue(e.Payload)
+	// The payload is only ever encoded again (in checkpoints, and to be
+	// sent): kept as its bytes when they are canonical, which are then
+	// also its canonical bytes.
+	payload, err := keptValue(e.Payload)
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect payload: %w", err)
 	}
+	pb, _ := payload.(json.RawMessage)
 	// iv is cjson's own encoding of the intent, which encoding its decoded
 	// value gives back byte for byte.
 	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: intent, Payload: payload, ContentDigest: e.ContentDigest, Approval: e.Approval,
-		intentBytes: iv}, nil
+		intentBytes: iv, payloadBytes: pb}, nil
 }
 
 // step advances the run by one control decision. It returns false when the
@@ -839,7 +844,7 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	if len(t.cp.Ingest) > 0 {
 		next := t.cp.Ingest[0]
 		t.cp.Ingest = t.cp.Ingest[1:]
-		body, err := canonBytes(next.Receipt)
+		body, err := keptBytes(next.Receipt)
 		if err != nil {
 			return true, err
 		}
@@ -1354,13 +1359,16 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	if err != nil {
 		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
 	}
-	body, rv := checked.Canonical, checked.Value
+	body := checked.Canonical
 	digest := store.BodyDigest(body)
 	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest})
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.
-	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: rv, Usage: e.Usage})
+	// Kept as its canonical bytes, not as checked.Value (what they decode
+	// to): the checkpoint writes them as it would the value, and accepting
+	// the receipt takes them as they are.
+	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: json.RawMessage(body), Usage: e.Usage})
 	e.Stage = "closed"
 	return nil
 }

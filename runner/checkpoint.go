@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,7 +60,7 @@ type checkpoint struct {
 type pendingReceipt struct {
 	IntentID string `json:"intent_id"`
 	Digest   string `json:"digest"`
-	Receipt  any    `json:"receipt"`
+	Receipt  any    `json:"receipt"`         // the receipt's value, or its canonical bytes (a json.RawMessage) as close keeps them
 	Usage    *Usage `json:"usage,omitempty"` // what the adapter reported its attempts cost, charged already
 }
 
@@ -68,7 +69,7 @@ type openEffect struct {
 	IntentID      string        `json:"intent_id"`
 	Stage         string        `json:"stage"` // planned, awaiting_approval, committed, unknown
 	Intent        any           `json:"intent"`
-	Payload       any           `json:"payload"`
+	Payload       any           `json:"payload"` // a value, or canonical bytes (a json.RawMessage) as planned keeps them
 	ContentDigest string        `json:"content_digest"`
 	Approval      *ApprovalNeed `json:"approval"`
 	ApprovalID    string        `json:"approval_id"`
@@ -81,10 +82,12 @@ type openEffect struct {
 	committed *protocol.EffectIntent
 	// intentBytes and payloadBytes are Intent's and Payload's canonical
 	// bytes, kept so that binding and sending need not encode them again:
-	// intentBytes as planned encoded the intent (whatever edits Intent
-	// drops it, with committed), payloadBytes from the first encoding
-	// (Payload is never edited). nil after a checkpoint is read, and then
-	// they are encoded.
+	// intentBytes as planned encoded the intent, the bytes Intent was
+	// decoded from (whatever edits Intent drops it, with committed), so
+	// that the checkpoint can be written from them (keptOpen);
+	// payloadBytes the payload's bytes kept as planned, or from their
+	// first encoding (Payload is never edited). nil after a checkpoint is
+	// read, and then they are encoded.
 	intentBytes, payloadBytes []byte
 }
 
@@ -269,6 +272,7 @@ func (c *checkpoint) encode() ([]byte, error) {
 	}
 	rest := *c
 	rest.State = nil
+	rest.Open = keptOpen(c.Open)
 	// The members other than State are encoded into cjson's recycled
 	// buffer, State is spliced in there, and the checkpoint is copied out
 	// once at its length.
@@ -307,6 +311,33 @@ func (c *checkpoint) encode() ([]byte, error) {
 }
 
 var errNoStateMember = errors.New("checkpoint encoded without its state member")
+
+// keptOpen is open with each intent whose canonical bytes are kept given
+// as those bytes (a json.RawMessage), for the encoder to copy rather than
+// walk the decoded value, sorting every map's keys on the way. The
+// intent's value is what decoding those very bytes gave (planned), so
+// the encoder writes the same bytes either way: below the root, where no
+// array is a set, bytes that are canonical at their depth are exactly the
+// encoding of what they decode to, and anything else it decodes and
+// encodes as it would the value. Open itself is not changed.
+func keptOpen(open []openEffect) []openEffect {
+	n := 0
+	for i := range open {
+		if open[i].intentBytes != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return open
+	}
+	out := slices.Clone(open)
+	for i := range out {
+		if out[i].intentBytes != nil {
+			out[i].Intent = json.RawMessage(out[i].intentBytes)
+		}
+	}
+	return out
+}
 
 // decodeCheckpoint reads a stored checkpoint and refuses anything it cannot
 // trust: a digest that does not match, another kind, a newer format, a

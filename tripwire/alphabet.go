@@ -51,10 +51,12 @@ func checkAlphabet(s *Set, b *Boundary, f *finder) {
 	}
 	conf := func(where string, c control.Configuration) {
 		if !(c.State == "" && c.Seq == 0) {
-			state(where+"/state", c.State)
+			if _, ok := s.m.State(c.State); !ok {
+				state(where+"/state", c.State)
+			}
 		}
 		for i, p := range c.Pending {
-			sym(ptr(where+"/pending_interrupts", i), "interrupt", p, s.interrupt[p])
+			symAt(where+"/pending_interrupts", i, "", "interrupt", p, s.interrupt[p])
 		}
 	}
 	conf("/before", b.Before)

@@ -9,20 +9,20 @@ func checkApprovals(s *Set, b *Boundary, f *finder) {
 	if b.Phase == PhaseCommit {
 		byApproval, byIntent := map[string]int{}, map[string]int{}
 		for i, a := range b.Approvals {
-			where := ptr("/approvals", i)
+			where := at{"/approvals", i}
 			if j, dup := byApproval[a.ApprovalID]; dup {
-				f.trip(where, fmt.Sprintf("grant %s consumed twice in one tick (approvals/%d)", a.ApprovalID, j), evidenceDigest("approval", a.ApprovalID))
+				f.tripAt(where, "", fmt.Sprintf("grant %s consumed twice in one tick (approvals/%d)", a.ApprovalID, j), evidenceDigest("approval", a.ApprovalID))
 			}
 			byApproval[a.ApprovalID] = i
 			if j, dup := byIntent[a.IntentID]; dup {
-				f.trip(where, fmt.Sprintf("intent %s consumes two grants (approvals/%d)", a.IntentID, j), evidenceDigest("intent", a.IntentID))
+				f.tripAt(where, "", fmt.Sprintf("intent %s consumes two grants (approvals/%d)", a.IntentID, j), evidenceDigest("intent", a.IntentID))
 			}
 			byIntent[a.IntentID] = i
 			if a.GrantRunID != "" && a.GrantRunID != b.RunID {
-				f.trip(where+"/grant_run_id", fmt.Sprintf("grant %s belongs to run %s, not %s", a.ApprovalID, a.GrantRunID, b.RunID), evidenceDigest("approval", a))
+				f.tripAt(where, "/grant_run_id", fmt.Sprintf("grant %s belongs to run %s, not %s", a.ApprovalID, a.GrantRunID, b.RunID), evidenceDigest("approval", a))
 			}
 			if a.GrantStatus != "" && a.GrantStatus != "granted" {
-				f.trip(where+"/grant_status", fmt.Sprintf("grant %s is %s, not granted", a.ApprovalID, a.GrantStatus), evidenceDigest("approval", a))
+				f.tripAt(where, "/grant_status", fmt.Sprintf("grant %s is %s, not granted", a.ApprovalID, a.GrantStatus), evidenceDigest("approval", a))
 			}
 			k := -1
 			for j, in := range b.Intents {
@@ -32,9 +32,9 @@ func checkApprovals(s *Set, b *Boundary, f *finder) {
 			}
 			switch {
 			case k < 0:
-				f.trip(where, fmt.Sprintf("grant %s consumed for %s, which this tick does not commit", a.ApprovalID, a.IntentID), evidenceDigest("approval", a))
+				f.tripAt(where, "", fmt.Sprintf("grant %s consumed for %s, which this tick does not commit", a.ApprovalID, a.IntentID), evidenceDigest("approval", a))
 			case b.Intents[k].ApprovalID != a.ApprovalID:
-				f.trip(where, fmt.Sprintf("grant %s consumed for %s, which rests on %q", a.ApprovalID, a.IntentID, b.Intents[k].ApprovalID), evidenceDigest("approval", a), b.Intents[k].Digest)
+				f.tripAt(where, "", fmt.Sprintf("grant %s consumed for %s, which rests on %q", a.ApprovalID, a.IntentID, b.Intents[k].ApprovalID), evidenceDigest("approval", a), b.Intents[k].Digest)
 			}
 		}
 		for i, in := range b.Intents {
@@ -53,9 +53,9 @@ func checkApprovals(s *Set, b *Boundary, f *finder) {
 	grants := map[string]int{}
 	for i, a := range l.Approvals {
 		grants[a.ID] = i
-		where := ptr("/ledger/approvals", i)
+		where := at{"/ledger/approvals", i}
 		if a.RunID != b.RunID {
-			f.trip(where, fmt.Sprintf("grant %s of run %s is in this run's ledger", a.ID, a.RunID), evidenceDigest("approval", a))
+			f.tripAt(where, "", fmt.Sprintf("grant %s of run %s is in this run's ledger", a.ID, a.RunID), evidenceDigest("approval", a))
 		}
 		users := 0
 		for _, in := range l.Intents {
@@ -65,11 +65,11 @@ func checkApprovals(s *Set, b *Boundary, f *finder) {
 		}
 		switch {
 		case users > 1:
-			f.trip(where, fmt.Sprintf("grant %s rests under %d intents", a.ID, users), evidenceDigest("approval", a))
+			f.tripAt(where, "", fmt.Sprintf("grant %s rests under %d intents", a.ID, users), evidenceDigest("approval", a))
 		case a.Status == "consumed" && users == 0:
-			f.trip(where, fmt.Sprintf("grant %s is consumed by %s, which is not an intent of this run", a.ID, a.ConsumedBy), evidenceDigest("approval", a))
+			f.tripAt(where, "", fmt.Sprintf("grant %s is consumed by %s, which is not an intent of this run", a.ID, a.ConsumedBy), evidenceDigest("approval", a))
 		case users == 1 && a.Status != "consumed":
-			f.trip(where, fmt.Sprintf("an intent rests on grant %s, which is %s, not consumed", a.ID, a.Status), evidenceDigest("approval", a))
+			f.tripAt(where, "", fmt.Sprintf("an intent rests on grant %s, which is %s, not consumed", a.ID, a.Status), evidenceDigest("approval", a))
 		}
 	}
 	for i, in := range l.Intents {

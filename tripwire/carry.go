@@ -30,11 +30,16 @@ func AfterCommit(c Carry, b Boundary) (Carry, error) {
 		if c.Known.Hash == "" {
 			return c, fmt.Errorf("tripwire: the head at event %d has no known hash to extend", c.Known.Seq)
 		}
-		h := c.Known
-		for _, e := range b.Events {
-			h = Head{Seq: h.Seq + 1, Hash: ChainHash(h.Hash, h.Seq+1, e.Digest)}
+		// Each link's text is the next one's prev: the links are written
+		// into two arrays in turn, and only the last becomes a string.
+		var bufs [2][hashLen]byte
+		seq := c.Known.Seq + 1
+		prev := appendChainHash(bufs[0][:0], c.Known.Hash, seq, b.Events[0].Digest)
+		for i, e := range b.Events[1:] {
+			seq++
+			prev = appendChainHash(bufs[(i+1)%2][:0], prev, seq, e.Digest)
 		}
-		next.Known = h
+		next.Known = Head{Seq: seq, Hash: string(prev)}
 	}
 	if p := b.Progress; p != nil {
 		w, _, err := p.Rule.Observe(c.Window, p.Round)

@@ -19,10 +19,30 @@ const GenesisHash = "sha256:0000000000000000000000000000000000000000000000000000
 // digest. The store computes the same function; a test holds the two
 // together, and the wire recomputes it independently of whoever wrote it.
 func ChainHash(prev string, seq int64, digest string) string {
-	h := sha256.New()
-	h.Write([]byte("flrh-event-chain/1\x00" + prev + "\x00" + strconv.FormatInt(seq, 10) + "\x00" + digest))
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	var text [hashLen]byte
+	return string(appendChainHash(text[:0], prev, seq, digest))
 }
+
+// hashLen is the length of a hash's text, "sha256:" and 64 hex digits.
+const hashLen = len("sha256:") + 2*sha256.Size
+
+// appendChainHash appends ChainHash(prev, seq, digest) to dst. The
+// preimage is written into an array on the stack (it spills to the heap
+// only for a prev or digest far longer than a hash).
+func appendChainHash[P string | []byte](dst []byte, prev P, seq int64, digest string) []byte {
+	var buf [len(chainPrefix) + 2*hashLen + 24]byte
+	b := append(buf[:0], chainPrefix...)
+	b = append(b, prev...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, 0)
+	b = append(b, digest...)
+	sum := sha256.Sum256(b)
+	dst = append(dst, "sha256:"...)
+	return hex.AppendEncode(dst, sum[:])
+}
+
+const chainPrefix = "flrh-event-chain/1\x00"
 
 // checkAppendOnly: the tick's control records extend the checkpoint's
 // control history exactly and lead where the checkpoint says; the stored
@@ -51,17 +71,17 @@ func checkAppendOnly(s *Set, b *Boundary, f *finder) {
 		prev = GenesisHash
 	}
 	for i, l := range c.Links {
-		where := ptr("/chain/links", i)
+		where := at{"/chain/links", i}
 		if l.Seq != c.Known.Seq+int64(i)+1 {
-			f.trip(where+"/seq", fmt.Sprintf("link %d has sequence %d, expected %d", i, l.Seq, c.Known.Seq+int64(i)+1), evidenceDigest("link", l))
+			f.tripAt(where, "/seq", fmt.Sprintf("link %d has sequence %d, expected %d", i, l.Seq, c.Known.Seq+int64(i)+1), evidenceDigest("link", l))
 			return
 		}
 		if prev != "" && l.PrevHash != prev {
-			f.trip(where+"/prev_hash", fmt.Sprintf("event %d does not extend the chain: it names %s, the head was %s", l.Seq, l.PrevHash, prev), l.PrevHash, evidenceDigest("prev", prev))
+			f.tripAt(where, "/prev_hash", fmt.Sprintf("event %d does not extend the chain: it names %s, the head was %s", l.Seq, l.PrevHash, prev), l.PrevHash, evidenceDigest("prev", prev))
 			return
 		}
 		if want := ChainHash(l.PrevHash, l.Seq, l.Digest); l.ChainHash != want {
-			f.trip(where+"/chain_hash", fmt.Sprintf("event %d's chain hash does not recompute: stored %s, computed %s", l.Seq, l.ChainHash, want), evidenceDigest("stored", l.ChainHash), want)
+			f.tripAt(where, "/chain_hash", fmt.Sprintf("event %d's chain hash does not recompute: stored %s, computed %s", l.Seq, l.ChainHash, want), evidenceDigest("stored", l.ChainHash), want)
 			return
 		}
 		prev = l.ChainHash
@@ -92,28 +112,28 @@ func checkControlChain(s *Set, b *Boundary, f *finder) {
 		if e.Record == nil || (e.Kind != EventControl && e.Kind != EventRejected) {
 			continue
 		}
-		where := "/events/" + strconv.Itoa(i)
+		where := at{"/events", i}
 		r := e.Record
 		accepted := e.Kind == EventControl
 		if r.Accepted != accepted {
-			f.trip(where+"/record/accepted", fmt.Sprintf("%s is logged as %s but its record says accepted=%v", r.Event, e.Kind, r.Accepted), evidenceDigest("digest", e.Digest))
+			f.tripAt(where, "/record/accepted", fmt.Sprintf("%s is logged as %s but its record says accepted=%v", r.Event, e.Kind, r.Accepted), evidenceDigest("digest", e.Digest))
 		}
 		if r.Prev != cur.Head || r.From != cur.State {
-			f.trip(where+"/record/prev", fmt.Sprintf("%s does not extend the control history, or was logged under another digest: it met %s at %q, the history was at %s at %q",
+			f.tripAt(where, "/record/prev", fmt.Sprintf("%s does not extend the control history, or was logged under another digest: it met %s at %q, the history was at %s at %q",
 				r.Event, r.From, r.Prev, cur.State, cur.Head), evidenceDigest("digest", e.Digest), evidenceDigest("head", cur.Head))
 		}
 		if !r.Accepted {
 			if d, err := cjson.DigestOf(r); err != nil || d != e.Digest {
-				f.trip(where+"/digest", fmt.Sprintf("event %d's bytes are not the record the FSM returned for refused %s", i, r.Event),
+				f.tripAt(where, "/digest", fmt.Sprintf("event %d's bytes are not the record the FSM returned for refused %s", i, r.Event),
 					evidenceDigest("digest", e.Digest), evidenceDigest("record", d))
 			}
 			if r.Seq != cur.Seq || r.To != r.From {
-				f.trip(where+"/record/seq", fmt.Sprintf("refused %s moved the history (seq %d, %s to %s)", r.Event, r.Seq, r.From, r.To), evidenceDigest("digest", e.Digest))
+				f.tripAt(where, "/record/seq", fmt.Sprintf("refused %s moved the history (seq %d, %s to %s)", r.Event, r.Seq, r.From, r.To), evidenceDigest("digest", e.Digest))
 			}
 			continue
 		}
 		if r.Seq != cur.Seq+1 {
-			f.trip(where+"/record/seq", fmt.Sprintf("%s has sequence %d after %d", r.Event, r.Seq, cur.Seq), evidenceDigest("digest", e.Digest))
+			f.tripAt(where, "/record/seq", fmt.Sprintf("%s has sequence %d after %d", r.Event, r.Seq, cur.Seq), evidenceDigest("digest", e.Digest))
 		}
 		cur = control.Configuration{Table: r.Table, State: r.To, Pending: r.Pending, Seq: r.Seq, Head: e.Digest}
 	}
@@ -168,18 +188,19 @@ func checkCoherence(s *Set, b *Boundary, f *finder) {
 		f.trip("/code/checkpoint_workflow", fmt.Sprintf("the checkpoint was written by workflow %s; workflow %s is loaded", c.CheckpointWorkflow, c.RunningWorkflow),
 			evidenceDigest("checkpoint_workflow", c.CheckpointWorkflow), evidenceDigest("running_workflow", c.RunningWorkflow))
 	}
-	table := func(where, t string) {
+	// The pointer is built only when the wire trips there.
+	table := func(where func() string, t string) {
 		if t != "" && t != s.m.Digest() {
-			f.trip(where, fmt.Sprintf("written under FSM table %s; table %s is loaded", t, s.m.Digest()), evidenceDigest("table", t), s.m.Digest())
+			f.trip(where(), fmt.Sprintf("written under FSM table %s; table %s is loaded", t, s.m.Digest()), evidenceDigest("table", t), s.m.Digest())
 		}
 	}
-	table("/before/table", b.Before.Table)
+	table(func() string { return "/before/table" }, b.Before.Table)
 	if b.Phase == PhaseCommit {
-		table("/after/table", b.After.Table)
+		table(func() string { return "/after/table" }, b.After.Table)
 	}
 	for i, e := range b.Events {
 		if e.Record != nil {
-			table(ptr("/events", i)+"/record/table", e.Record.Table)
+			table(func() string { return ptr("/events", i) + "/record/table" }, e.Record.Table)
 		}
 	}
 }

@@ -39,12 +39,12 @@ func checkTickLedger(s *Set, b *Boundary, f *finder) {
 	}
 	receipted := map[string]int{}
 	for i, r := range b.Receipts {
-		where := ptr("/receipts", i)
+		where := at{"/receipts", i}
 		if !isOwed(r.IntentID) {
-			f.trip(where, fmt.Sprintf("receipt for %s, which the run did not owe (never committed, or already closed)", r.IntentID), r.Digest)
+			f.tripAt(where, "", fmt.Sprintf("receipt for %s, which the run did not owe (never committed, or already closed)", r.IntentID), r.Digest)
 		}
 		if j, dup := receipted[r.IntentID]; dup {
-			f.trip(where, fmt.Sprintf("second receipt for %s (first at receipts/%d)", r.IntentID, j), r.Digest)
+			f.tripAt(where, "", fmt.Sprintf("second receipt for %s (first at receipts/%d)", r.IntentID, j), r.Digest)
 		}
 		receipted[r.IntentID] = i
 	}
@@ -67,34 +67,34 @@ func checkTickLedger(s *Set, b *Boundary, f *finder) {
 		}
 	}
 	// Nothing owed vanishes: it is closed by a receipt or still owed after.
-	check := func(where, id string) {
+	check := func(where at, id string) {
 		if _, ok := receipted[id]; ok {
 			return
 		}
 		if i := findEffect(b.OpenAfter, id); i >= 0 && owed(b.OpenAfter[i].Stage) {
 			return
 		}
-		f.trip(where, fmt.Sprintf("intent %s was owed and is neither receipted nor open after the tick: it vanished", id), evidenceDigest("intent", id))
+		f.tripAt(where, "", fmt.Sprintf("intent %s was owed and is neither receipted nor open after the tick: it vanished", id), evidenceDigest("intent", id))
 	}
 	for i, e := range b.OpenBefore {
 		if owed(e.Stage) {
-			check(ptr("/open_before", i), e.IntentID)
+			check(at{"/open_before", i}, e.IntentID)
 		}
 	}
 	for i, in := range b.Intents {
-		check(ptr("/intents", i), in.ID)
+		check(at{"/intents", i}, in.ID)
 	}
 	// Nothing becomes owed, or closed, without the ledger saying so.
 	for i, e := range b.OpenAfter {
-		where := ptr("/open_after", i)
+		where := at{"/open_after", i}
 		before := findEffect(b.OpenBefore, e.IntentID)
 		switch {
 		case owed(e.Stage) && !isOwed(e.IntentID):
-			f.trip(where, fmt.Sprintf("effect %s is %s in the checkpoint but no intent for it was ever committed: it could be sent without a durable intent", e.IntentID, e.Stage),
+			f.tripAt(where, "", fmt.Sprintf("effect %s is %s in the checkpoint but no intent for it was ever committed: it could be sent without a durable intent", e.IntentID, e.Stage),
 				evidenceDigest("effect", e))
 		case e.Stage == StageClosed && !(before >= 0 && b.OpenBefore[before].Stage == StageClosed):
 			if _, ok := receipted[e.IntentID]; !ok {
-				f.trip(where, fmt.Sprintf("effect %s closed without a receipt", e.IntentID), evidenceDigest("effect", e))
+				f.tripAt(where, "", fmt.Sprintf("effect %s closed without a receipt", e.IntentID), evidenceDigest("effect", e))
 			}
 		}
 	}
@@ -125,21 +125,21 @@ func checkStoredLedger(s *Set, b *Boundary, open []Effect, f *finder) {
 	abandoned := s.m.Final(state) && s.m.Outcome(control.Configuration{State: state}) == "unknown_external_outcome"
 	stored := map[string]string{}
 	for i, in := range l.Intents {
-		where := ptr("/ledger/intents", i)
+		where := at{"/ledger/intents", i}
 		if _, dup := stored[in.ID]; dup {
-			f.trip(where, fmt.Sprintf("intent %s is stored twice", in.ID), evidenceDigest("intent", in.ID))
+			f.tripAt(where, "", fmt.Sprintf("intent %s is stored twice", in.ID), evidenceDigest("intent", in.ID))
 		}
 		stored[in.ID] = in.Outbox
 		switch {
 		case in.Receipts > 1:
-			f.trip(where, fmt.Sprintf("intent %s has %d receipts", in.ID, in.Receipts), evidenceDigest("intent", in))
+			f.tripAt(where, "", fmt.Sprintf("intent %s has %d receipts", in.ID, in.Receipts), evidenceDigest("intent", in))
 		case in.Outbox == "done" && in.Receipts != 1:
-			f.trip(where, fmt.Sprintf("intent %s is done without a receipt", in.ID), evidenceDigest("intent", in))
+			f.tripAt(where, "", fmt.Sprintf("intent %s is done without a receipt", in.ID), evidenceDigest("intent", in))
 		case in.Outbox != "done" && in.Receipts > 0:
-			f.trip(where, fmt.Sprintf("intent %s has a receipt but its outbox is %q", in.ID, in.Outbox), evidenceDigest("intent", in))
+			f.tripAt(where, "", fmt.Sprintf("intent %s has a receipt but its outbox is %q", in.ID, in.Outbox), evidenceDigest("intent", in))
 		case in.Outbox != "done":
 			if j := findEffect(open, in.ID); (j < 0 || !owed(open[j].Stage)) && !abandoned {
-				f.trip(where, fmt.Sprintf("intent %s is %s in the outbox but the run no longer owes it: it vanished", in.ID, in.Outbox), evidenceDigest("intent", in))
+				f.tripAt(where, "", fmt.Sprintf("intent %s is %s in the outbox but the run no longer owes it: it vanished", in.ID, in.Outbox), evidenceDigest("intent", in))
 			}
 		}
 	}

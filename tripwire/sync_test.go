@@ -27,6 +27,29 @@ func TestChainHashIsTheStores(t *testing.T) {
 	})
 }
 
+// AfterCommit extends any known head over any tick's events as the store
+// chains them, one link after another.
+func TestAfterCommitChainsAsTheStore(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		prev := rapid.OneOf(rapid.Just(store.GenesisHash), rapid.String()).Draw(rt, "head")
+		if prev == "" {
+			prev = "x"
+		}
+		seq := rapid.Int64Range(0, 1<<40).Draw(rt, "seq")
+		digests := rapid.SliceOfN(rapid.OneOf(rapid.Just(store.BodyDigest([]byte("e"))), rapid.String()), 1, 12).Draw(rt, "digests")
+		b := tripwire.Boundary{Phase: tripwire.PhaseCommit}
+		want := tripwire.Head{Seq: seq, Hash: prev}
+		for _, d := range digests {
+			b.Events = append(b.Events, tripwire.Event{Kind: tripwire.EventControl, Digest: d})
+			want = tripwire.Head{Seq: want.Seq + 1, Hash: store.ChainHash(want.Hash, want.Seq+1, d)}
+		}
+		got, err := tripwire.AfterCommit(tripwire.Carry{Known: tripwire.Head{Seq: seq, Hash: prev}}, b)
+		if err != nil || got.Known != want {
+			rt.Fatalf("AfterCommit = %+v, %v; the store chains to %+v", got.Known, err, want)
+		}
+	})
+}
+
 // The default alphabet is exactly the runner's and the store's vocabulary:
 // a symbol added there without being added here would trip every run.
 func TestDefaultAlphabetMatchesTheRuntime(t *testing.T) {

@@ -26,14 +26,14 @@ func checkConservation(s *Set, b *Boundary, f *finder) {
 	phase, cursor, open := idle, b.CursorBefore, -1
 	var inputs []int
 	for i, e := range b.Events {
-		where := ptr("/events", i)
+		where := at{"/events", i}
 		switch {
 		case e.Kind == EventAccepted && e.Input != nil:
 			if phase != idle {
 				f.trip(ptr("/events", open), fmt.Sprintf("input at event %d got no decision before the next input", open), evidenceDigest("input", b.Events[open].Input.Digest))
 			}
 			if e.Input.Seq != cursor+1 {
-				f.trip(where+"/input/seq", fmt.Sprintf("input accepted as number %d after %d", e.Input.Seq, cursor), evidenceDigest("input", e.Input.Digest))
+				f.tripAt(where, "/input/seq", fmt.Sprintf("input accepted as number %d after %d", e.Input.Seq, cursor), evidenceDigest("input", e.Input.Digest))
 			}
 			cursor = e.Input.Seq
 			phase, open = accepted, i
@@ -43,16 +43,16 @@ func checkConservation(s *Set, b *Boundary, f *finder) {
 			switch {
 			case ev == "EVENT_ACCEPTED":
 				if phase != accepted {
-					f.trip(where, "EVENT_ACCEPTED without an accepted input before it", e.Digest)
+					f.tripAt(where, "", "EVENT_ACCEPTED without an accepted input before it", e.Digest)
 				}
 				phase = deciding
 			case slices.Contains(s.decisions, ev):
 				if phase != deciding {
-					f.trip(where, fmt.Sprintf("decision %s without a turn of its own: no input is waiting for one", ev), e.Digest)
+					f.tripAt(where, "", fmt.Sprintf("decision %s without a turn of its own: no input is waiting for one", ev), e.Digest)
 				}
 				phase = idle
 			case phase != idle && !s.interrupt[ev]:
-				f.trip(where, fmt.Sprintf("%s interleaved into a turn before its decision", ev), e.Digest)
+				f.tripAt(where, "", fmt.Sprintf("%s interleaved into a turn before its decision", ev), e.Digest)
 			}
 		}
 	}

@@ -215,21 +215,30 @@ func (s *Set) WiresAt(p Phase) []string {
 // wire order. An unknown phase is itself an alphabet trip. Check never
 // modifies b.
 func (s *Set) Check(b Boundary) []Trip {
-	var trips []Trip
 	if b.Phase != PhaseLoad && b.Phase != PhaseCommit && b.Phase != PhaseIdle {
 		f := &finder{wire: WireAlphabet, severity: SeverityDegrade}
 		f.trip("/phase", fmt.Sprintf("unknown boundary phase %q", b.Phase), evidenceDigest("phase", string(b.Phase)))
 		return f.trips
 	}
+	// One finder serves every wire in turn, each appending its trips after
+	// the last one's, and it holds the wires' copy of b: the two reach the
+	// wires through pointers, so they cost one allocation between them
+	// rather than one per wire and one for b.
+	c := &checking{b: b}
 	for _, w := range s.wires {
 		if !slices.Contains(w.phases, b.Phase) {
 			continue
 		}
-		f := &finder{wire: w.name, severity: w.severity}
-		w.check(s, &b, f)
-		trips = append(trips, f.trips...)
+		c.f.wire, c.f.severity = w.name, w.severity
+		w.check(s, &c.b, &c.f)
 	}
-	return trips
+	return c.f.trips
+}
+
+// checking is what Check hands each wire.
+type checking struct {
+	b Boundary
+	f finder
 }
 
 // finder collects one wire's trips.
@@ -255,3 +264,16 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func ptr(base string, i int) string { return base + "/" + strconv.Itoa(i) }
+
+// at is the JSON Pointer ptr(base, i), spelled out only when a wire trips
+// there: a wire checks every event and effect of a boundary, and almost
+// never trips.
+type at struct {
+	base string
+	i    int
+}
+
+// tripAt is trip at the pointer where followed by suffix.
+func (f *finder) tripAt(where at, suffix, explanation string, evidence ...string) {
+	f.trip(ptr(where.base, where.i)+suffix, explanation, evidence...)
+}

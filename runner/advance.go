@@ -678,10 +678,6 @@ func planned(e EffectPlan) (openEffect, error) {
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect intent: %w", err)
 	}
-	intent, err := canonValue(iv)
-	if err != nil {
-		iv = nil // encoded from the value when bound, as before
-	}
 	// The payload is only ever encoded again (in checkpoints, and to be
 	// sent): kept as its bytes when they are canonical, which are then
 	// also its canonical bytes.
@@ -691,9 +687,11 @@ func planned(e EffectPlan) (openEffect, error) {
 	}
 	pb, _ := payload.(json.RawMessage)
 	// iv is cjson's own encoding of the intent, which encoding its decoded
-	// value gives back byte for byte.
-	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: intent, Payload: payload, ContentDigest: e.ContentDigest, Approval: e.Approval,
-		intentBytes: iv, payloadBytes: pb}, nil
+	// value gives back byte for byte: the intent is kept as those bytes,
+	// and decoded only where its members are read or edited
+	// (intentObject).
+	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: json.RawMessage(iv), Payload: payload, ContentDigest: e.ContentDigest,
+		Approval: e.Approval, intentBytes: iv, payloadBytes: pb}, nil
 }
 
 // step advances the run by one control decision. It returns false when the
@@ -996,7 +994,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		e.ApprovalID = grant.ID
 		// The intent names the exact grant it rests on; its action digest
 		// (what was approved) is unchanged.
-		if m, ok := e.Intent.(map[string]any); ok && m["approval_digest"] == nil {
+		if m := e.intentObject(); m != nil && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
 			e.committed, e.intentBytes = nil, nil
 		}
@@ -1020,7 +1018,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		for i := range t.cp.Open {
 			if t.cp.Open[i].ApprovalID == grant.ID {
 				t.cp.Open[i].ApprovalID = ""
-				if m, ok := t.cp.Open[i].Intent.(map[string]any); ok {
+				if m := t.cp.Open[i].intentObject(); m != nil {
 					m["approval_digest"] = nil
 					t.cp.Open[i].committed, t.cp.Open[i].intentBytes = nil, nil
 				}
@@ -1074,7 +1072,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 			continue
 		}
 		body := bodies[i]
-		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: effectType(e.Intent), IdempotencyKey: idempotencyKey(e.Intent),
+		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: e.effectType(), IdempotencyKey: e.idempotencyKey(),
 			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: store.BodyDigest(body)}
 		t.pending.Intents = append(t.pending.Intents, in)
 		if e.ApprovalID != "" {
@@ -1141,20 +1139,22 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	return body, nil
 }
 
-func effectType(intent any) string {
-	if m, ok := intent.(map[string]any); ok {
-		s, _ := m["effect_type"].(string)
-		return s
+// effectType is the intent's effect_type member.
+func (e *openEffect) effectType() string {
+	if c := e.keptIntent(); c != nil {
+		return c.EffectType
 	}
-	return ""
+	s, _ := e.intentObject()["effect_type"].(string)
+	return s
 }
 
-func idempotencyKey(intent any) string {
-	if m, ok := intent.(map[string]any); ok {
-		s, _ := m["idempotency_key"].(string)
-		return s
+// idempotencyKey is the intent's idempotency_key member.
+func (e *openEffect) idempotencyKey() string {
+	if c := e.keptIntent(); c != nil {
+		return c.IdempotencyKey
 	}
-	return ""
+	s, _ := e.intentObject()["idempotency_key"].(string)
+	return s
 }
 
 func protocolIntent(v any) (protocol.EffectIntent, error) {
@@ -1365,9 +1365,9 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.
-	// Kept as its canonical bytes, not as checked.Value (what they decode
-	// to): the checkpoint writes them as it would the value, and accepting
-	// the receipt takes them as they are.
+	// Kept as its canonical bytes, not as the value they decode to: the
+	// checkpoint writes them as it would the value, and accepting the
+	// receipt takes them as they are.
 	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: json.RawMessage(body), Usage: e.Usage})
 	e.Stage = "closed"
 	return nil

@@ -277,7 +277,7 @@ func (r *Runner) maxAttempts(t *tick) int64 {
 // with deterministic equal jitter from the run's recorded seed and the
 // effect's idempotency key. The decision is traced with the attempt.
 func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64) (time.Duration, error) {
-	d, err := r.contractFor(t.wf).Retry.Decide(control.ClassTransient, attempt, r.ledger(t).JitterSeed, idempotencyKey(e.Intent))
+	d, err := r.contractFor(t.wf).Retry.Decide(control.ClassTransient, attempt, r.ledger(t).JitterSeed, e.idempotencyKey())
 	if err != nil {
 		return 0, err
 	}

@@ -117,9 +117,40 @@ func (e *openEffect) payloadCanonical() ([]byte, error) {
 // own, which it (or an adapter it hands it to) may modify.
 func (e *openEffect) protocolIntent() (protocol.EffectIntent, error) {
 	if e.committed == nil {
-		return protocolIntent(e.Intent)
+		var pi protocol.EffectIntent
+		b, err := e.intentCanonical()
+		if err != nil {
+			return pi, err
+		}
+		return pi, decodeInto(b, &pi)
 	}
 	return cloneIntent(*e.committed), nil
+}
+
+// intentObject returns Intent as an object of cjson's value model (nil if
+// it is not one), decoding the kept bytes into Intent on first use: what
+// reads or edits the intent's members reads them there. Intent and
+// intentBytes still agree after it.
+func (e *openEffect) intentObject() map[string]any {
+	if raw, ok := e.Intent.(json.RawMessage); ok {
+		v, err := canonValue(raw)
+		if err != nil {
+			return nil
+		}
+		e.Intent = v
+	}
+	m, _ := e.Intent.(map[string]any)
+	return m
+}
+
+// keptIntent is the intent commitIntents decoded, while Intent is still
+// the bytes planned kept: cjson's encoding of a protocol.EffectIntent,
+// whose members are those of the struct decoded from it. nil otherwise.
+func (e *openEffect) keptIntent() *protocol.EffectIntent {
+	if _, ok := e.Intent.(json.RawMessage); ok {
+		return e.committed
+	}
+	return nil
 }
 
 // cloneIntent is pi sharing nothing with it.

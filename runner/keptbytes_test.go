@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,8 +48,9 @@ func genDocText() *rapid.Generator[[]byte] {
 // and pending receipts are kept as canonical bytes (planned, close) to
 // the same checkpoint with each of them decoded, as it was before they
 // were kept: the checkpoint's bytes, the digest of its open effects (the
-// no-progress fingerprint's), the payload handed to adapters and the
-// receipt accepted back.
+// no-progress fingerprint's), the intents' evidence digest, the members
+// read from an intent, the payload handed to adapters and the receipt
+// accepted back.
 func TestKeptBytesEncodeAsValues(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		kept := &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: "wf", WorkflowDigest: cjson.Digest([]byte("wf")),
@@ -80,6 +82,31 @@ func TestKeptBytesEncodeAsValues(t *testing.T) {
 			ref.intentBytes, ref.payloadBytes = nil, nil
 			if ref.Payload, err = canonValue(plan.Payload); err != nil {
 				t.Fatalf("planned kept %s, which does not decode: %v", plan.Payload, err)
+			}
+			iv, err := cjson.Marshal(plan.Intent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.Intent, err = canonValue(iv); err != nil {
+				t.Fatal(err)
+			}
+			m := ref.Intent.(map[string]any)
+			if rapid.Bool().Draw(t, "bound") {
+				// What commitIntents reads once bindContent decoded the intent.
+				var pi protocol.EffectIntent
+				if err := decodeInto(e.intentBytes, &pi); err != nil {
+					t.Fatal(err)
+				}
+				e.committed = &pi
+			}
+			if got, want := e.effectType(), m["effect_type"]; got != want {
+				t.Fatalf("effect type %q, the decoded intent's %q", got, want)
+			}
+			if got, want := e.idempotencyKey(), m["idempotency_key"]; got != want {
+				t.Fatalf("idempotency key %q, the decoded intent's %q", got, want)
+			}
+			if rapid.Bool().Draw(t, "read") && !reflect.DeepEqual(e.intentObject(), m) {
+				t.Fatalf("intent object %v, decoded %v", e.intentObject(), m)
 			}
 			decoded.Open = append(decoded.Open, ref)
 		}
@@ -113,6 +140,14 @@ func TestKeptBytesEncodeAsValues(t *testing.T) {
 		wd, werr := cjson.DigestOf(decoded.Open)
 		if gd != wd || (gerr == nil) != (werr == nil) {
 			t.Fatalf("open effects digest %s (%v), decoded %s (%v)", gd, gerr, wd, werr)
+		}
+		// What EFFECT_AUTHORIZED digests: the intents as they are held.
+		var keptIntents, decodedIntents []any
+		for i := range kept.Open {
+			keptIntents, decodedIntents = append(keptIntents, kept.Open[i].Intent), append(decodedIntents, decoded.Open[i].Intent)
+		}
+		if g, w := evidence(map[string]any{"capability_digest": keptIntents}), evidence(map[string]any{"capability_digest": decodedIntents}); !reflect.DeepEqual(g, w) {
+			t.Fatalf("intents' evidence %v, decoded %v", g, w)
 		}
 		for i := range kept.Open {
 			got, gerr := kept.Open[i].payloadCanonical()

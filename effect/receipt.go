@@ -77,6 +77,19 @@ type CheckedReceipt struct {
 // and the value protocol.Check's validation works on. A caller that records
 // the receipt would otherwise encode it again and decode those bytes again.
 func NewCheckedActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) (CheckedReceipt, error) {
+	return newCheckedActionReceipt(e, b, o, true)
+}
+
+// NewCanonicalActionReceipt is NewCheckedActionReceipt for a caller that
+// keeps the canonical bytes and not the value (Value is nil): the bytes
+// are validated as text (protocol.Validate), which gives the verdict and
+// the error that validating their decoded value gives, without decoding
+// them where the kind's schema can be checked on the text.
+func NewCanonicalActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation) (CheckedReceipt, error) {
+	return newCheckedActionReceipt(e, b, o, false)
+}
+
+func newCheckedActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observation, value bool) (CheckedReceipt, error) {
 	out := slices.Clone(o.OutputDigests)
 	slices.Sort(out)
 	out = slices.Compact(out)
@@ -109,11 +122,16 @@ func NewCheckedActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observ
 	if err != nil {
 		return CheckedReceipt{}, err
 	}
-	v, err := cjson.Decode(canon)
-	if err != nil {
-		return CheckedReceipt{}, err
+	var v any
+	if value {
+		if v, err = cjson.Decode(canon); err != nil {
+			return CheckedReceipt{}, err
+		}
+		err = protocol.ValidateValue(r.WireKind(), v)
+	} else {
+		err = protocol.Validate(r.WireKind(), canon)
 	}
-	if err := protocol.ValidateValue(r.WireKind(), v); err != nil {
+	if err != nil {
 		return CheckedReceipt{}, err
 	}
 	if err := protocol.CheckReceiptBinding(e, r); err != nil {

@@ -1351,9 +1351,10 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	if evidenceDigest != "" {
 		outputs = []string{evidenceDigest}
 	}
-	// The receipt's check encodes and decodes it: its bytes are the
-	// record's, its value the checkpoint's.
-	checked, err := effect.NewCheckedActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
+	// The receipt's check encodes it and validates the bytes as text: they
+	// are the record's and, until the run accepts the receipt, the
+	// checkpoint's.
+	checked, err := effect.NewCanonicalActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
 		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: fmt.Sprintf("%s/attempt/%d", e.IntentID, n), Outcome: outcome,
 		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
 	if err != nil {

@@ -182,6 +182,9 @@ func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byt
 // are the record's Effects; a refused step's audit effect is built). When evidence holds exactly the
 // transition's required names, each a valid digest, the record keeps the
 // map itself as its Evidence; the caller must not change it afterwards.
+// An accepted record's EvidenceRequired and Effects are the table's own
+// lists (clipped: appending copies them), which the caller must not
+// change either.
 func (m *Machine) StepEvidence(b []byte, c Configuration, ev Event, evidence map[string]string) (Result, []byte, error) {
 	return m.stepAppend(b, c, ev, stepOpts{evidence: evidence, typed: true, noEffects: true})
 }
@@ -290,10 +293,15 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result,
 	rec.Accepted = true
 	rec.To = next.State
 	rec.Transition = t.ID
-	rec.EvidenceRequired = slices.Clone(t.Evidence)
+	if o.noEffects {
+		// StepEvidence's caller keeps the record and reads it only: it
+		// shares the table's lists, clipped so that an append copies them.
+		rec.EvidenceRequired, rec.Effects = slices.Clip(t.Evidence), slices.Clip(t.Emit)
+	} else {
+		rec.EvidenceRequired, rec.Effects = slices.Clone(t.Evidence), slices.Clone(t.Emit)
+	}
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
-	rec.Effects = slices.Clone(t.Emit)
 	return m.accept(b, next, effects, rec)
 }
 

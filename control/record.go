@@ -101,7 +101,12 @@ func appendRecord(b []byte, r *Record) []byte {
 // bytes.
 func recordDigest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	// Written into one array and converted once: one allocation, where
+	// the hex string and its concatenation with the prefix took two.
+	var out [len("sha256:") + 2*sha256.Size]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[len("sha256:"):], sum[:])
+	return string(out[:])
 }
 
 // AppendCanonical appends the record's flrh-cjson/1 bytes: accepted records

@@ -369,6 +369,45 @@ EXCEPTION WHEN feature_not_supported OR syntax_error THEN
 END
 $$;
 `},
+	// An event's run is checked once per statement instead of once per
+	// row. The foreign key ran a SELECT ... FOR KEY SHARE of the run, with
+	// its own executor start-up, for every event row (a tick inserts many
+	// in one statement); a statement trigger over the inserted rows checks
+	// them all in one query and fails the insert with the key's SQLSTATE
+	// (23503), so the store's error is the same. The key also held off a
+	// DELETE of the run, or a change of its run_id, while events named it:
+	// flrh does neither, and now the server refuses both outright (and
+	// TRUNCATE, which row triggers miss), so no lock on the run is needed
+	// and no event can be left without its run. The functions keep the
+	// search_path of the migration, so that a session with another one
+	// checks this schema's runs, not a namesake's.
+	{"event runs checked per statement", `
+CREATE FUNCTION flrh_runs_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'runs are never deleted, truncated or renamed (% on %)', TG_OP, TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$;
+CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs FOR EACH ROW EXECUTE FUNCTION flrh_runs_kept();
+CREATE TRIGGER runs_no_truncate BEFORE TRUNCATE ON runs FOR EACH STATEMENT EXECUTE FUNCTION flrh_runs_kept();
+CREATE TRIGGER runs_no_rename BEFORE UPDATE OF run_id ON runs FOR EACH ROW
+	WHEN (OLD.run_id IS DISTINCT FROM NEW.run_id) EXECUTE FUNCTION flrh_runs_kept();
+CREATE FUNCTION flrh_event_runs() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+	missing text;
+BEGIN
+	SELECT n.run_id INTO missing FROM new_rows n
+	WHERE NOT EXISTS (SELECT FROM runs r WHERE r.run_id = n.run_id) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%" does not exist', missing
+			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
+	END IF;
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION flrh_event_runs();
+ALTER TABLE events DROP CONSTRAINT events_sums_run_id_fkey;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -264,6 +264,16 @@ func (h *heads) ahead(lease store.Lease, tick store.Tick) (runHead, bool) {
 			return runHead{}, false
 		}
 	}
+	// A result for an intent this tick creates names an attempt that did
+	// not exist before the tick: the tick is refused, as SQLite refuses it
+	// (results are applied before the tick's attempts begin). The one
+	// statement would begin the new intent's attempt first and accept it;
+	// the reading path refuses it with the same error SQLite gives.
+	for _, r := range tick.Results {
+		if newIntent(tick, r.IntentID) {
+			return runHead{}, false
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r, ok := h.m[lease.RunID]

@@ -775,6 +775,14 @@ func testBeginInTick(t *testing.T, s store.Store, _ *Clock) {
 	if len(ats) != 1 || ats[0].Status != store.AttemptStarted || ins[0].Outbox != store.OutboxInFlight {
 		t.Fatalf("attempts %+v intents %+v", ats, ins)
 	}
+	// A result for attempt 1 of an intent the same tick creates names an
+	// attempt that did not exist before the tick (results are applied
+	// before the tick's attempts begin): refused, nothing written.
+	mustCode(t, s.Commit(ctx, l, store.Tick{Intents: []store.Intent{In("i0", "k0", "y")}, Begin: []string{"i0"},
+		Results: []store.AttemptResult{{IntentID: "i0", N: 1, Status: store.AttemptFailedTransient, Outbox: store.OutboxRetry}}}), store.CodeInvalidTransition)
+	if ins, _ := s.Intents(ctx, "r"); len(ins) != 1 {
+		t.Fatalf("a refused tick wrote intents: %+v", ins)
+	}
 	mustCode(t, s.Commit(ctx, l, store.Tick{Begin: []string{"i1"}}), store.CodeInvalidTransition)
 	must(t, s.Commit(ctx, l, store.Tick{
 		Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptFailedTransient, Outbox: store.OutboxRetry}},

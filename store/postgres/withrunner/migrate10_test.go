@@ -88,18 +88,11 @@ func TestMigrateFromVersion9RealRuns(t *testing.T) {
 		t.Fatalf("version 9's checks %v, want %v", got, wantOld)
 	}
 	ids := recordRuns(t, old, "", true)
-	want := map[string]runRecord{}
-	for _, id := range ids {
-		want[id] = readRun(t, old, id)
-	}
+	want := readRuns(t, old, ids)
 	old.Close()
 
 	st := openNamed(t, schema, "flrh-migrate9", postgres.Options{})
-	var v int64
-	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
-	if v != postgres.SchemaVersion || v < 10 {
-		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
-	}
+	migratedTo(t, st, 10)
 	wantNew := []string{"approvals.approvals_status_check", "events.event_hashes",
 		"flrh_attempt_status.flrh_attempt_status_check", "flrh_head.flrh_head_check", "flrh_outbox_status.flrh_outbox_status_check",
 		"flrh_position.flrh_position_check", "flrh_sum.flrh_sum_check", "flrh_trace_bodies.flrh_trace_bodies_check",
@@ -107,11 +100,7 @@ func TestMigrateFromVersion9RealRuns(t *testing.T) {
 	if got := checks(t, st); !reflect.DeepEqual(got, wantNew) {
 		t.Fatalf("checks after migration %v, want %v", got, wantNew)
 	}
-	for _, id := range ids {
-		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
-			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
-		}
-	}
+	sameRuns(t, st, ids, want)
 	verifyRuns(t, st, ids)
 	more := recordRuns(t, st, "after-", false)
 	verifyRuns(t, st, append(ids, more...))

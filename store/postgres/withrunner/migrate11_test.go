@@ -59,27 +59,16 @@ func TestMigrateFromVersion10RealRuns(t *testing.T) {
 		t.Fatalf("version 10's run keys %v, want %v", got, want)
 	}
 	ids := recordRuns(t, old, "", true)
-	want := map[string]runRecord{}
-	for _, id := range ids {
-		want[id] = readRun(t, old, id)
-	}
+	want := readRuns(t, old, ids)
 	old.Close()
 
 	st := openNamed(t, schema, "flrh-migrate10", postgres.Options{})
-	var v int64
-	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
-	if v != postgres.SchemaVersion || v < 11 {
-		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
-	}
+	migratedTo(t, st, 11)
 	wantKeys := []string{"trigger events.events_run_exists", "trigger runs.runs_no_delete", "trigger runs.runs_no_rename", "trigger runs.runs_no_truncate"}
 	if got := runKeys(t, st); !reflect.DeepEqual(got, wantKeys) {
 		t.Fatalf("run keys after migration %v, want %v", got, wantKeys)
 	}
-	for _, id := range ids {
-		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
-			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
-		}
-	}
+	sameRuns(t, st, ids, want)
 	verifyRuns(t, st, ids)
 	more := recordRuns(t, st, "after-", false)
 	verifyRuns(t, st, append(ids, more...))

@@ -83,6 +83,37 @@ func readRun(t *testing.T, st *postgres.Store, id string) runRecord {
 	return r
 }
 
+// readRuns reads every record of each run, by run id.
+func readRuns(t *testing.T, st *postgres.Store, ids []string) map[string]runRecord {
+	t.Helper()
+	want := make(map[string]runRecord, len(ids))
+	for _, id := range ids {
+		want[id] = readRun(t, st, id)
+	}
+	return want
+}
+
+// sameRuns fails unless each run reads back exactly as want holds it.
+func sameRuns(t *testing.T, st *postgres.Store, ids []string, want map[string]runRecord) {
+	t.Helper()
+	for _, id := range ids {
+		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+}
+
+// migratedTo fails unless the store's schema is at this build's version,
+// and that version is at least min.
+func migratedTo(t *testing.T, st *postgres.Store, min int64) {
+	t.Helper()
+	var v int64
+	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
+	if v != postgres.SchemaVersion || v < min {
+		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
+	}
+}
+
 func verifyRuns(t *testing.T, st store.Store, ids []string) {
 	t.Helper()
 	for _, id := range ids {

@@ -1,7 +1,6 @@
 package withrunner
 
 import (
-	"reflect"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -54,10 +53,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	old := openNamed(t, schema, "flrh-migrate8-old", postgres.Options{})
 	toVersion8(t, schema)
 	ids := recordRuns(t, old, "", true)
-	want := map[string]runRecord{}
-	for _, id := range ids {
-		want[id] = readRun(t, old, id)
-	}
+	want := readRuns(t, old, ids)
 	var v int64
 	must(t, old.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
 	if v != 8 {
@@ -70,15 +66,8 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	old.Close()
 
 	st := openNamed(t, schema, "flrh-migrate8", postgres.Options{})
-	must(t, st.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
-	if v != postgres.SchemaVersion || v < 9 {
-		t.Fatalf("schema version %d after migration, build writes %d", v, postgres.SchemaVersion)
-	}
-	for _, id := range ids {
-		if got := readRun(t, st, id); !reflect.DeepEqual(got, want[id]) {
-			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
-		}
-	}
+	migratedTo(t, st, 9)
+	sameRuns(t, st, ids, want)
 	verifyRuns(t, st, ids)
 	// Migration 10 rewrites both tables (a column of each changes type),
 	// which may take earlier rows out of TOAST; the count is taken after

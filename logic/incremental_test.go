@@ -93,25 +93,7 @@ func checkApply(t *rapid.T) {
 		}
 		steps := rapid.IntRange(1, 12).Draw(t, "steps")
 		for step := 0; step < steps; step++ {
-			var changes []Change
-			nch := rapid.IntRange(1, 4).Draw(t, "nch")
-			for i := 0; i < nch; i++ {
-				present := ms.facts()
-				if len(present) > 0 && rapid.Bool().Draw(t, "retract") {
-					f := sortedFacts(present)[rapid.IntRange(0, len(present)-1).Draw(t, "which2")]
-					changes = append(changes, Change{Fact: f, Diff: -1})
-					e := ms[f.String()]
-					e.n--
-					ms[f.String()] = e
-				} else {
-					f := genFacts1(t)
-					changes = append(changes, Change{Fact: f, Diff: 1})
-					e := ms[f.String()]
-					e.f = f
-					e.n++
-					ms[f.String()] = e
-				}
-			}
+			changes := genChanges(t, ms)
 			t.Logf("step %d initial %v changes %v", step, initial, changes)
 			want, werr := Evaluate(c, ms.facts(), lim)
 			got, gerr := m.Apply(changes)

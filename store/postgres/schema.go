@@ -408,61 +408,6 @@ CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS
 	FOR EACH STATEMENT EXECUTE FUNCTION flrh_event_runs();
 ALTER TABLE events DROP CONSTRAINT events_sums_run_id_fkey;
 `},
-	// The same for every other table a tick inserts into with its run:
-	// checkpoints, trace, intents, outbox, receipts and inbox lose their
-	// foreign keys to runs for a statement trigger, with events, of one
-	// function that names the table it fires on (TG_TABLE_NAME). Their
-	// keys to intents stay, and so does the approvals' key to runs (a
-	// grant is not a tick). The key also refused changing a row's run_id
-	// to a missing run: outbox and inbox rows are updated, never their
-	// run, so a change of it is refused outright (the other four tables
-	// refuse every update already).
-	{"other tables' runs checked per statement", `
-CREATE FUNCTION flrh_run_exists() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-	missing text;
-BEGIN
-	SELECT n.run_id INTO missing FROM new_rows n
-	WHERE NOT EXISTS (SELECT FROM runs r WHERE r.run_id = n.run_id) LIMIT 1;
-	IF FOUND THEN
-		RAISE EXCEPTION 'insert into table "%" violates its run key: run "%" does not exist', TG_TABLE_NAME, missing
-			USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME, COLUMN = 'run_id';
-	END IF;
-	RETURN NULL;
-END
-$$;
-CREATE FUNCTION flrh_run_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	RAISE EXCEPTION 'a row of % never changes its run', TG_TABLE_NAME USING ERRCODE = 'FL001';
-END
-$$;
-DROP TRIGGER events_run_exists ON events;
-DROP FUNCTION flrh_event_runs();
-CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER checkpoints_run_exists AFTER INSERT ON checkpoints REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER trace_run_exists AFTER INSERT ON trace REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER intents_run_exists AFTER INSERT ON intents REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER outbox_run_exists AFTER INSERT ON outbox REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER receipts_run_exists AFTER INSERT ON receipts REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER inbox_run_exists AFTER INSERT ON inbox REFERENCING NEW TABLE AS new_rows
-	FOR EACH STATEMENT EXECUTE FUNCTION flrh_run_exists();
-CREATE TRIGGER outbox_run_fixed BEFORE UPDATE OF run_id ON outbox FOR EACH ROW
-	WHEN (OLD.run_id IS DISTINCT FROM NEW.run_id) EXECUTE FUNCTION flrh_run_fixed();
-CREATE TRIGGER inbox_run_fixed BEFORE UPDATE OF run_id ON inbox FOR EACH ROW
-	WHEN (OLD.run_id IS DISTINCT FROM NEW.run_id) EXECUTE FUNCTION flrh_run_fixed();
-ALTER TABLE checkpoints DROP CONSTRAINT checkpoints_run_id_fkey;
-ALTER TABLE trace DROP CONSTRAINT trace_ticks_run_id_fkey;
-ALTER TABLE intents DROP CONSTRAINT intents_run_id_fkey;
-ALTER TABLE outbox DROP CONSTRAINT outbox_run_id_fkey;
-ALTER TABLE receipts DROP CONSTRAINT receipts_run_id_fkey;
-ALTER TABLE inbox DROP CONSTRAINT inbox_run_id_fkey;
-`},
 }
 
 // SchemaVersion is the schema version this build writes.

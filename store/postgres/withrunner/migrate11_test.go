@@ -21,15 +21,14 @@ DROP FUNCTION flrh_event_runs(), flrh_runs_kept();
 ALTER TABLE events ADD CONSTRAINT events_sums_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(run_id);
 DELETE FROM schema_migrations WHERE version > 10;`
 
-// toVersion10 undoes migration 12 (see toVersion11), gives schema's events
-// back their foreign key, drops the triggers of migration 11 and forgets
-// it: what a version-10 build leaves.
+// toVersion10 gives schema's events back their foreign key, drops the
+// triggers of migration 11 and forgets it: what a version-10 build leaves.
 func toVersion10(t *testing.T, schema string) {
 	t.Helper()
 	conn, err := pgx.Connect(ctx, dsn(t))
 	must(t, err)
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version11RunKeys+version10RunKey)
+	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version10RunKey)
 	must(t, err)
 }
 

@@ -18,6 +18,19 @@ import (
 	"flrh.dev/flrh/store/storetest"
 )
 
+// leasedRun creates run "r" in s and leases it to writer "w" for an hour.
+func leasedRun(t testing.TB, s *Store) store.Lease {
+	t.Helper()
+	if err := s.CreateRun(context.Background(), store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireLease(context.Background(), "r", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func openAt(t testing.TB, path string, clock func() time.Time) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), path, Options{Clock: clock})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -140,13 +139,7 @@ func TestDamagedLayoutReadsCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-				t.Fatal(err)
-			}
-			l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := leasedRun(t, s)
 			tick := store.Tick{Events: []store.Event{storetest.Ev("E", `{"a":1}`), storetest.Ev("E", `{"a":2}`)}}
 			for i := 0; i < 3; i++ {
 				tick.Trace = append(tick.Trace, store.TraceRecord{Kind: fmt.Sprint("k", i), Body: []byte(fmt.Sprintf(`{"t":%d}`, i))})

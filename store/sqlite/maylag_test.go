@@ -61,13 +61,7 @@ func TestMayLagCommitsAtNormalThenFull(t *testing.T) {
 	s := openAt(t, path, time.Now)
 	var seen syncLevels
 	s.testSync = seen.add
-	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasedRun(t, s)
 	if got := seen.take(); len(got) != 2 || got[0] != 2 || got[1] != 2 {
 		t.Fatalf("levels of the run's creation and lease: %v, want FULL (2) twice", got)
 	}
@@ -183,13 +177,7 @@ func TestMayLagDropsAConnectionLeftAtNormal(t *testing.T) {
 	ctx := context.Background()
 	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
 	defer s.Close()
-	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := leasedRun(t, s)
 	s.testRestore = func(error) error { return fmt.Errorf("injected: cannot set synchronous back") }
 	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
 		t.Fatalf("the lagging tick committed before the failed restore: %v", err)
@@ -230,13 +218,7 @@ func BenchmarkCommitReceiptTick(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-				b.Fatal(err)
-			}
-			l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := leasedRun(b, s)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cputime.Used()

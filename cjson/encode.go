@@ -341,8 +341,10 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 	// the word that ends the string (overlapping the one before), and
 	// copied whole. The loop below starts at the first word that is not
 	// plain; everything before it is plain ASCII.
-	i := 0
-	if n := len(s); n >= 8 {
+	i, n := 0, len(s)
+	var plain bool
+	switch {
+	case n >= 8:
 		// Two words at a time, as Plain, then one.
 		for i+16 <= n && plainMask(word(s, i))|plainMask(word(s, i+8)) == 0 {
 			i += 16
@@ -350,11 +352,19 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 		for i+8 <= n && plainWord(word(s, i)) {
 			i += 8
 		}
-		if i == n || i+8 > n && plainWord(word(s, n-8)) {
-			dst = append(dst, '"')
-			dst = append(dst, s...)
-			return append(dst, '"'), true
-		}
+		plain = i == n || i+8 > n && plainWord(word(s, n-8))
+	case n >= 4:
+		plain = plainWord(shortWord(s))
+	default:
+		plain = plainBytes(s)
+	}
+	if plain {
+		k := len(dst)
+		dst = slices.Grow(dst, n+2)[:k+n+2]
+		dst[k] = '"'
+		copy(dst[k+1:], s)
+		dst[k+n+1] = '"'
+		return dst, true
 	}
 	dst = append(dst, '"')
 	ascii := true
@@ -405,6 +415,9 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 func Plain(s string) bool {
 	n := len(s)
 	if n < 8 {
+		if n >= 4 {
+			return plainWord(shortWord(s))
+		}
 		return plainBytes(s)
 	}
 	// Two words at a time: their masks joined, sixteen bytes take one
@@ -446,21 +459,38 @@ func word(s string, i int) uint64 {
 }
 
 // plainWord reports whether the eight bytes of x are plain: no byte below
-// 0x20, none above 0x7e, none equal to '"' or '\\'. Each test is the exact
-// "some byte" form of the classic word tricks.
+// 0x20, none above 0x7e, none equal to '"' or '\\'.
 func plainWord(x uint64) bool { return plainMask(x) == 0 }
 
 // plainMask is zero when the eight bytes of x are plain (see plainWord),
-// and has the high bit of some byte set otherwise.
+// and has the high bit of some byte set otherwise. Each term is the
+// "some byte" word trick without its "&^ x" (or "&^ q"): that part only
+// clears false positives, and these come either from a byte at or above
+// 0x80, which the second term flags anyway, or from a borrow or carry out
+// of a lower byte, which only a byte that is itself not plain makes. So
+// the lowest byte that is not plain is flagged exactly, and a word of
+// plain bytes flags nothing (plainMaskExact, the exact form, is what
+// the tests hold it to).
 func plainMask(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	below := (x - lo*0x20) &^ x // some byte < 0x20
-	above := (x + lo) | x       // some byte > 0x7e
-	q := x ^ (lo * '"')         // a zero byte where '"' was
-	bs := x ^ (lo * '\\')       // a zero byte where '\\' was
-	quote := (q - lo) &^ q      // some byte of q is zero
-	slash := (bs - lo) &^ bs    // some byte of bs is zero
+	below := x - lo*0x20            // a byte < 0x20 wraps
+	above := (x + lo) | x           // 0x7f carries into, 0x80 and up have, the high bit
+	quote := (x ^ (lo * '"')) - lo  // a byte that was '"' wraps
+	slash := (x ^ (lo * '\\')) - lo // a byte that was '\\' wraps
 	return (below | above | quote | slash) & hi
+}
+
+// word4 reads the four bytes of s at i as a little-endian number.
+func word4(s string, i int) uint64 {
+	t := s[i : i+4]
+	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24
+}
+
+// shortWord packs a string of four to seven bytes into one word: its first
+// four bytes and its last four (overlapping them), so that plainMask of it
+// is zero exactly when every byte of s is plain.
+func shortWord(s string) uint64 {
+	return word4(s, 0) | word4(s, len(s)-4)<<32
 }
 
 // AppendInt appends the canonical encoding of n.

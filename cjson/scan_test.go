@@ -83,6 +83,82 @@ func TestAppendQuotedIsByteByByte(t *testing.T) {
 	})
 }
 
+// plainMaskExact is the exact "some byte" form plainMask was written as
+// before it dropped the terms that only clear false positives: the high
+// bit of a byte is set exactly where that byte is not plain.
+func plainMaskExact(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	below := (x - lo*0x20) &^ x
+	above := (x + lo) | x
+	q := x ^ (lo * '"')
+	bs := x ^ (lo * '\\')
+	quote := (q - lo) &^ q
+	slash := (bs - lo) &^ bs
+	return (below | above | quote | slash) & hi
+}
+
+// wordBytes are the bytes around each limit plainMask tests, and a few
+// plain ones: every word made of them meets the borrows and carries the
+// dropped terms used to clear.
+var wordBytes = []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', 0x23, 0x5b, '\\', 0x5d, 0x7e, 0x7f, 0x80, 0x81, 0x9f, 0xa0, 0xa2, 0xdc, 0xdf, 0xe0, 0xfe, 0xff, 'a', '0'}
+
+func TestPlainMaskIsExact(t *testing.T) {
+	check := func(t interface{ Fatalf(string, ...any) }, b []byte) {
+		x := uint64(0)
+		for i := 7; i >= 0; i-- {
+			x = x<<8 | uint64(b[i])
+		}
+		if got, want := plainMask(x) == 0, plainBytes(string(b)); got != want {
+			t.Fatalf("plainMask(%#x) == 0 is %v, byte by byte %v", x, got, want)
+		}
+		if got, want := plainMask(x) == 0, plainMaskExact(x) == 0; got != want {
+			t.Fatalf("plainMask(%#x) == 0 is %v, the exact form %v", x, got, want)
+		}
+	}
+	// Every pair of limit bytes at every pair of positions in a plain word.
+	for i := range 8 {
+		for j := i; j < 8; j++ {
+			for _, a := range wordBytes {
+				for _, c := range wordBytes {
+					b := []byte("abcdefgh")
+					b[i], b[j] = a, c
+					check(t, b)
+				}
+			}
+		}
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		b := make([]byte, 8)
+		for i := range b {
+			if rapid.Bool().Draw(rt, "limit") {
+				b[i] = rapid.SampledFrom(wordBytes).Draw(rt, "byte")
+			} else {
+				b[i] = rapid.Byte().Draw(rt, "byte")
+			}
+		}
+		check(rt, b)
+	})
+}
+
+// TestShortStringsArePlainBytes runs every string of one to seven bytes
+// drawn from the limit bytes at each length through Plain and
+// AppendQuoted: the four-to-seven-byte ones are tested as one word of
+// their first and last four bytes.
+func TestShortStringsArePlainBytes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom(wordBytes), 0, 7).Draw(t, "b")
+		s := string(b)
+		if got, want := Plain(s), plainBytes(s); got != want {
+			t.Fatalf("Plain(%q) = %v, byte by byte %v", s, got, want)
+		}
+		got, gotASCII := AppendQuoted([]byte("x"), s)
+		want, wantASCII := quotedBytes([]byte("x"), s)
+		if string(got) != string(want) || gotASCII != wantASCII {
+			t.Fatalf("AppendQuoted(%q) = %q %v, byte by byte %q %v", s, got, gotASCII, want, wantASCII)
+		}
+	})
+}
+
 func FuzzStringScans(f *testing.F) {
 	for _, s := range []string{"", "a", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "sixteen bytes!!!", "fifteen bytes!!", "seventeen bytes!!", "a\"b", "tab\there", "caf\u00e9 au lait, sixteen+", strings.Repeat("x", 31) + "\x7f", strings.Repeat("y", 33) + "\\"} {
 		f.Add(s)

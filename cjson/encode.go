@@ -342,29 +342,32 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 	// copied whole. The loop below starts at the first word that is not
 	// plain; everything before it is plain ASCII.
 	i, n := 0, len(s)
-	var plain bool
+	plain := false
 	switch {
 	case n >= 8:
-		// Two words at a time, as Plain, then one.
-		for i+16 <= n && plainMask(word(s, i))|plainMask(word(s, i+8)) == 0 {
-			i += 16
+		// As Plain: two words at a time, then the last bytes by the word
+		// that ends s and, past eight of them, the word before it.
+		for ; i+16 <= n; i += 16 {
+			if plainMask(word(s, i))|plainMask(word(s, i+8)) != 0 {
+				break
+			}
 		}
-		for i+8 <= n && plainWord(word(s, i)) {
-			i += 8
+		if r := n - i; r < 16 {
+			m := plainMask(word(s, n-8))
+			if r > 8 {
+				m |= plainMask(word(s, i))
+			}
+			plain = m == 0
 		}
-		plain = i == n || i+8 > n && plainWord(word(s, n-8))
 	case n >= 4:
 		plain = plainWord(shortWord(s))
 	default:
 		plain = plainBytes(s)
 	}
 	if plain {
-		k := len(dst)
-		dst = slices.Grow(dst, n+2)[:k+n+2]
-		dst[k] = '"'
-		copy(dst[k+1:], s)
-		dst[k+n+1] = '"'
-		return dst, true
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"'), true
 	}
 	dst = append(dst, '"')
 	ascii := true

@@ -113,6 +113,9 @@ func (t *wtx) SendBatch(ctx context.Context, b *pgx.Batch) error {
 
 // commit sends what is queued and COMMIT in one round trip.
 func (t *wtx) commit(ctx context.Context) error {
+	if handled, err := t.commitDirect(ctx); handled {
+		return err
+	}
 	b := t.batch(&pgx.Batch{})
 	if t.lazy && !t.lazySent {
 		// Local to the transaction: the session's own setting is back
@@ -120,7 +123,7 @@ func (t *wtx) commit(ctx context.Context) error {
 		b.Queue(lazySQL)
 	}
 	if t.testSetting != nil {
-		b.Queue(`SELECT current_setting('synchronous_commit')`).QueryRow(func(row pgx.Row) error {
+		b.Queue(testSettingSQL).QueryRow(func(row pgx.Row) error {
 			var v string
 			err := row.Scan(&v)
 			t.testSetting(v)

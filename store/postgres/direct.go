@@ -1,0 +1,443 @@
+package postgres
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// A transaction's last round trip — its queued writes and COMMIT — goes
+// through the connection's protocol layer itself when none of them wants
+// its result read back (see wtx.commitDirect): each statement is prepared
+// once per connection and kept by its text, and its parameters are
+// encoded here, straight into one buffer the connection keeps, in the
+// formats pgx would choose for them. The statements, their parameters'
+// bytes and their order are those pgx would send; only the client's work
+// to get them there is less.
+
+// directKey names a connection's directConn in its custom data.
+const directKey = "flrh.direct"
+
+// maxDirect bounds the statements prepared on one connection for the
+// direct path; a round trip that would need more goes through pgx.
+const maxDirect = 512
+
+// directConn is what one connection keeps for the direct path. It is only
+// used while the connection is acquired, by one transaction at a time.
+type directConn struct {
+	stmts map[string]*pgconn.StatementDescription // by SQL text
+	seq   int                                     // names prepared so far; a name is never reused
+	buf   []byte                                  // parameter bytes of the round trip being encoded
+	spans []span                                  // each parameter's bytes in buf, in statement order
+	fmts  []int16                                 // each parameter's format code, in statement order
+	vals  [][]byte                                // one statement's parameters, as sent
+}
+
+// span is a parameter's bytes in directConn.buf; start < 0 is NULL.
+type span struct{ start, end int }
+
+func directOf(pc *pgconn.PgConn) *directConn {
+	d, _ := pc.CustomData()[directKey].(*directConn)
+	if d == nil {
+		d = &directConn{stmts: map[string]*pgconn.StatementDescription{}}
+		pc.CustomData()[directKey] = d
+	}
+	return d
+}
+
+// prepare prepares sqls (none of them prepared yet) in one round trip.
+func (d *directConn) prepare(ctx context.Context, pc *pgconn.PgConn, sqls []string) error {
+	p := pc.StartPipeline(ctx)
+	names := make([]string, len(sqls))
+	for i, sql := range sqls {
+		d.seq++
+		names[i] = "flrh_" + strconv.Itoa(d.seq)
+		p.SendPrepare(names[i], sql, nil)
+	}
+	if err := p.Sync(); err != nil {
+		return err
+	}
+	for i, sql := range sqls {
+		res, err := p.GetResults()
+		if err != nil {
+			p.Close()
+			return err
+		}
+		sd, ok := res.(*pgconn.StatementDescription)
+		if !ok {
+			p.Close()
+			return fmt.Errorf("preparing a statement: unexpected result %T", res)
+		}
+		sd.Name, sd.SQL = names[i], sql
+		d.stmts[sql] = sd
+	}
+	if res, err := p.GetResults(); err != nil {
+		p.Close()
+		return err
+	} else if _, ok := res.(*pgconn.PipelineSync); !ok {
+		p.Close()
+		return fmt.Errorf("preparing statements: unexpected result %T", res)
+	}
+	return p.Close()
+}
+
+// forgetOnError drops the connection's prepared statements when err says
+// the server no longer has them as described (a statement gone, or its
+// result's type changed under it); the next round trip prepares afresh.
+func (d *directConn) forgetOnError(err error) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "26000" || pe.Code == "0A000") {
+		clear(d.stmts)
+	}
+}
+
+// PostgreSQL type OIDs the direct path encodes itself; any other
+// parameter is encoded by pgx's type map.
+const (
+	oidBool       = 16
+	oidBytea      = 17
+	oidInt8       = 20
+	oidText       = 25
+	oidVarchar    = 1043
+	oidByteaArray = 1001
+	oidTextArray  = 1009
+)
+
+const (
+	textFormat   int16 = pgtype.TextFormatCode
+	binaryFormat int16 = pgtype.BinaryFormatCode
+)
+
+// encode appends the parameters args of a statement whose parameters have
+// the types oids to d's buffer, each in the format pgx chooses for it
+// (strings as text, everything else in the type's preferred format) and
+// as pgx encodes it: a nil slice, pointer or interface is NULL.
+func (d *directConn) encode(m *pgtype.Map, oids []uint32, args []any) error {
+	if len(oids) != len(args) {
+		return fmt.Errorf("statement takes %d parameters, given %d", len(oids), len(args))
+	}
+	for i, a := range args {
+		if err := d.encodeOne(m, oids[i], a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeOne appends one parameter a of type oid (see encode).
+func (d *directConn) encodeOne(m *pgtype.Map, oid uint32, a any) error {
+	start := len(d.buf)
+	f := binaryFormat
+	null := false
+	switch v := a.(type) {
+	case nil:
+		null = true
+	case string:
+		f = textFormat
+		d.buf = append(d.buf, v...)
+	case *string:
+		f = textFormat
+		if null = v == nil; !null {
+			d.buf = append(d.buf, *v...)
+		}
+	case int64:
+		if oid != oidInt8 {
+			return d.encodeOther(m, oid, a)
+		}
+		d.buf = binary.BigEndian.AppendUint64(d.buf, uint64(v))
+	case bool:
+		if oid != oidBool {
+			return d.encodeOther(m, oid, a)
+		}
+		b := byte(0)
+		if v {
+			b = 1
+		}
+		d.buf = append(d.buf, b)
+	case []byte:
+		if oid != oidBytea {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil; !null {
+			d.buf = append(d.buf, v...)
+		}
+	case []string:
+		if oid != oidTextArray {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil; !null {
+			d.buf = appendArray(d.buf, oidText, len(v), false, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), true })
+		}
+	case []*string:
+		if oid != oidTextArray {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil; !null {
+			nulls := false
+			for _, s := range v {
+				nulls = nulls || s == nil
+			}
+			d.buf = appendArray(d.buf, oidText, len(v), nulls, func(b []byte, i int) ([]byte, bool) {
+				if v[i] == nil {
+					return b, false
+				}
+				return append(b, *v[i]...), true
+			})
+		}
+	case [][]byte:
+		if oid != oidByteaArray {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil; !null {
+			nulls := false
+			for _, s := range v {
+				nulls = nulls || s == nil
+			}
+			d.buf = appendArray(d.buf, oidBytea, len(v), nulls, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), v[i] != nil })
+		}
+	default:
+		return d.encodeOther(m, oid, a)
+	}
+	if null {
+		start = -1
+	}
+	d.spans = append(d.spans, span{start, len(d.buf)})
+	d.fmts = append(d.fmts, f)
+	return nil
+}
+
+// encodeOther encodes one parameter as pgx would (see
+// pgx.ExtendedQueryBuilder): in its type's preferred format, else in the
+// other one.
+func (d *directConn) encodeOther(m *pgtype.Map, oid uint32, a any) error {
+	start := len(d.buf)
+	f := m.FormatCodeForOID(oid)
+	buf, err := m.Encode(oid, f, a, d.buf)
+	if err != nil {
+		f = textFormat + binaryFormat - f
+		var err2 error
+		if buf, err2 = m.Encode(oid, f, a, d.buf); err2 != nil {
+			return fmt.Errorf("encoding a parameter of type %d: %w", oid, err)
+		}
+	}
+	if buf == nil {
+		d.spans = append(d.spans, span{-1, start})
+	} else {
+		d.buf = buf
+		d.spans = append(d.spans, span{start, len(d.buf)})
+	}
+	d.fmts = append(d.fmts, f)
+	return nil
+}
+
+// appendArray appends a one-dimensional array of n elements of type elem
+// in PostgreSQL's binary array format; el appends element i and reports
+// false for NULL. An empty array has no dimensions, as pgx sends it.
+func appendArray(b []byte, elem uint32, n int, nulls bool, el func([]byte, int) ([]byte, bool)) []byte {
+	dims := uint32(1)
+	if n == 0 {
+		dims = 0
+	}
+	hasNull := uint32(0)
+	if nulls {
+		hasNull = 1
+	}
+	b = binary.BigEndian.AppendUint32(b, dims)
+	b = binary.BigEndian.AppendUint32(b, hasNull)
+	b = binary.BigEndian.AppendUint32(b, elem)
+	if n > 0 {
+		b = binary.BigEndian.AppendUint32(b, uint32(n))
+		b = binary.BigEndian.AppendUint32(b, 1)
+	}
+	for i := range n {
+		at := len(b)
+		b = append(b, 0, 0, 0, 0)
+		var ok bool
+		b, ok = el(b, i)
+		size := uint32(len(b) - at - 4)
+		if !ok {
+			size = 0xFFFFFFFF // -1: NULL
+		}
+		binary.BigEndian.PutUint32(b[at:], size)
+	}
+	return b
+}
+
+// params returns the parameters spans[from:to] as sent, sharing d's
+// buffers.
+func (d *directConn) params(from, to int) ([][]byte, []int16) {
+	d.vals = d.vals[:0]
+	for _, s := range d.spans[from:to] {
+		if s.start < 0 {
+			d.vals = append(d.vals, nil)
+			continue
+		}
+		d.vals = append(d.vals, d.buf[s.start:s.end:s.end])
+	}
+	return d.vals, d.fmts[from:to]
+}
+
+// reset empties the buffers for the next round trip, keeping their
+// memory unless a large value grew them.
+func (d *directConn) reset() {
+	const keep = 64 << 10
+	if cap(d.buf) > keep {
+		d.buf = nil
+	}
+	d.buf, d.spans, d.fmts = d.buf[:0], d.spans[:0], d.fmts[:0]
+}
+
+// testSettingSQL reads synchronous_commit for wtx.testSetting.
+const testSettingSQL = `SELECT current_setting('synchronous_commit')`
+
+// commitDirect is commit on the direct path: BEGIN when not yet sent, the
+// queued writes, the lazy setting, the test's reading and COMMIT, in that
+// order and in one round trip, as commit sends them through pgx. handled
+// is false, and nothing was sent, when a queued write wants its result
+// read back or the connection holds too many prepared statements: the
+// caller then sends the round trip through pgx.
+func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
+	for _, q := range t.pending {
+		if q.Fn != nil {
+			return false, nil
+		}
+	}
+	pc := t.conn.Conn().PgConn()
+	d := directOf(pc)
+	n := len(t.pending) + 1 // and COMMIT
+	if !t.begun {
+		n++
+	}
+	lazy := t.lazy && !t.lazySent
+	if lazy {
+		n++
+	}
+	if t.testSetting != nil {
+		n++
+	}
+	sqls := make([]string, 0, n)
+	if !t.begun {
+		sqls = append(sqls, beginSQL)
+	}
+	for _, q := range t.pending {
+		sqls = append(sqls, q.SQL)
+	}
+	if lazy {
+		sqls = append(sqls, lazySQL)
+	}
+	test := -1
+	if t.testSetting != nil {
+		test = len(sqls)
+		sqls = append(sqls, testSettingSQL)
+	}
+	sqls = append(sqls, `COMMIT`)
+
+	var missing []string
+	for _, sql := range sqls {
+		if d.stmts[sql] == nil && !containsString(missing, sql) {
+			missing = append(missing, sql)
+		}
+	}
+	if len(d.stmts)+len(missing) > maxDirect {
+		return false, nil
+	}
+	if len(missing) > 0 {
+		// Nothing of the transaction has been sent in this round trip
+		// yet: a failure leaves COMMIT unsent.
+		if err := d.prepare(ctx, pc, missing); err != nil {
+			d.forgetOnError(err)
+			return true, err
+		}
+	}
+
+	// Every parameter is encoded before anything is sent, so that an
+	// encoding failure sends nothing.
+	d.reset()
+	defer d.reset()
+	m := t.conn.Conn().TypeMap()
+	ends := make([]int, len(sqls)) // each statement's last parameter's end in d.spans
+	off := 0
+	if !t.begun {
+		off = 1
+	}
+	for i, q := range t.pending {
+		if err := d.encode(m, d.stmts[q.SQL].ParamOIDs, q.Arguments); err != nil {
+			return true, err
+		}
+		ends[off+i] = len(d.spans)
+	}
+	for i := off + len(t.pending); i < len(sqls); i++ {
+		ends[i] = len(d.spans)
+	}
+
+	t.begun, t.pending = true, nil
+	t.commitSent = true
+	p := pc.StartPipeline(ctx)
+	from := 0
+	for i, sql := range sqls {
+		vals, fmts := d.params(from, ends[i])
+		from = ends[i]
+		p.SendQueryStatement(d.stmts[sql], vals, fmts, nil)
+	}
+	if err := p.Sync(); err != nil {
+		// The pipeline never left this process, or left it only in
+		// part: as commit judges it.
+		if pgconn.SafeToRetry(err) {
+			t.commitSent = false
+		}
+		return true, err
+	}
+	reached := false // COMMIT's answer was awaited
+	var tag pgconn.CommandTag
+	for i := range sqls {
+		reached = i == len(sqls)-1
+		res, err := p.GetResults()
+		if err == nil {
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("unexpected pipeline result %T", res)
+			} else {
+				var v string
+				if i == test && rr.NextRow() && len(rr.Values()) > 0 {
+					v = string(rr.Values()[0])
+				}
+				tag, err = rr.Close()
+				if i == test && err == nil {
+					t.testSetting(v)
+				}
+			}
+		}
+		if err != nil {
+			p.Close()
+			d.forgetOnError(err)
+			var pe *pgconn.PgError
+			if !reached && (errors.As(err, &pe) || pgconn.SafeToRetry(err)) {
+				t.commitSent = false
+			}
+			return true, err
+		}
+	}
+	if err := p.Close(); err != nil {
+		return true, err
+	}
+	if tag.String() != "COMMIT" {
+		// The server answers COMMIT of a failed transaction with ROLLBACK.
+		return true, fmt.Errorf("transaction rolled back by the server (%s)", tag)
+	}
+	t.done = true
+	return true, nil
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

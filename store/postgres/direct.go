@@ -136,7 +136,7 @@ func (d *directConn) encodeOne(m *pgtype.Map, oid uint32, a any) error {
 	null := false
 	switch v := a.(type) {
 	case nil:
-		null = true
+		return d.encodeOther(m, oid, a)
 	case string:
 		f = textFormat
 		d.buf = append(d.buf, v...)
@@ -237,23 +237,18 @@ func (d *directConn) encodeOther(m *pgtype.Map, oid uint32, a any) error {
 
 // appendArray appends a one-dimensional array of n elements of type elem
 // in PostgreSQL's binary array format; el appends element i and reports
-// false for NULL. An empty array has no dimensions, as pgx sends it.
+// false for NULL. An empty array has one dimension of length 0, as pgx
+// sends it.
 func appendArray(b []byte, elem uint32, n int, nulls bool, el func([]byte, int) ([]byte, bool)) []byte {
-	dims := uint32(1)
-	if n == 0 {
-		dims = 0
-	}
 	hasNull := uint32(0)
 	if nulls {
 		hasNull = 1
 	}
-	b = binary.BigEndian.AppendUint32(b, dims)
+	b = binary.BigEndian.AppendUint32(b, 1) // dimensions
 	b = binary.BigEndian.AppendUint32(b, hasNull)
 	b = binary.BigEndian.AppendUint32(b, elem)
-	if n > 0 {
-		b = binary.BigEndian.AppendUint32(b, uint32(n))
-		b = binary.BigEndian.AppendUint32(b, 1)
-	}
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = binary.BigEndian.AppendUint32(b, 1) // lower bound
 	for i := range n {
 		at := len(b)
 		b = append(b, 0, 0, 0, 0)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -321,12 +322,7 @@ func tsParam(n int) string {
 // the one-round-trip path (see tsParam); it ends with the transaction.
 const tickAt = "flrh.tick_at"
 
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
-}
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // queueTick queues a tick's writes, in the order the checks visited them:
 // intents with their outbox rows, attempt results, new attempts (numbered
@@ -441,7 +437,7 @@ SELECT `
 	}
 	if n := len(tick.Events); n > 0 {
 		kinds, bodies := make([]string, n), make([][]byte, n)
-		var digests, prevs, chainHashes hashColumns
+		digests, prevs, chainHashes := newHashColumns(n), newHashColumns(n), newHashColumns(n)
 		prev := next.hash
 		for i, ev := range tick.Events {
 			kinds[i], bodies[i] = ev.Kind, ev.Body
@@ -460,7 +456,7 @@ SELECT `
 				return "e." + sum + ", NULL"
 			}
 			cols = append(cols, text)
-			arrays = append(arrays, ap.arg(c.texts)+"::text[]")
+			arrays = append(arrays, ap.arg(c.texts())+"::text[]")
 			return "e." + sum + ", e." + text
 		}
 		hashes := sel(digests, "digest_sum", "digest") + ", " + sel(prevs, "prev_sum", "prev_hash") + ", " + sel(chainHashes, "chain_sum", "chain_hash")

@@ -3,6 +3,8 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +198,43 @@ func TestDirectPathPreparesOnceAndRecovers(t *testing.T) {
 	if err != nil || int64(len(evs)) != head {
 		t.Fatalf("%d events (%v), want %d", len(evs), err, head)
 	}
+}
+
+// An event hash column pair holds, per hash, its sum when it is canonical
+// (the sum hashSum gives and encoding/hex agrees with) and else its text.
+func TestHashColumns(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		canon := rapid.Custom(func(t *rapid.T) string {
+			return hashPrefix + hex.EncodeToString(rapid.SliceOfN(rapid.Byte(), 32, 32).Draw(t, "sum"))
+		})
+		other := rapid.OneOf(rapid.String(), rapid.Custom(func(t *rapid.T) string {
+			h := []byte(canon.Draw(t, "h"))
+			h[rapid.IntRange(0, len(h)-1).Draw(t, "at")] = rapid.Byte().Draw(t, "c")
+			return string(h)
+		}))
+		hs := rapid.SliceOfN(rapid.OneOf(canon, other), 0, 8).Draw(t, "hashes")
+		c := newHashColumns(rapid.IntRange(0, 8).Draw(t, "capacity"))
+		for _, h := range hs {
+			c.add(h)
+		}
+		texts := c.texts()
+		anyText := false
+		for i, h := range hs {
+			want, err := hex.DecodeString(strings.TrimPrefix(h, hashPrefix))
+			isCanon := err == nil && len(want) == 32 && strings.HasPrefix(h, hashPrefix) && strings.ToLower(h) == h
+			if !isCanon {
+				want = nil
+			}
+			anyText = anyText || !isCanon
+			if !bytes.Equal(c.sums[i], want) || (c.sums[i] == nil) != (want == nil) || !bytes.Equal(hashSum(h), want) {
+				t.Fatalf("%q: sum %x, want %x", h, c.sums[i], want)
+			}
+			if isCanon != (texts[i] == nil) || (texts[i] != nil && *texts[i] != h) {
+				t.Fatalf("%q: text %v", h, texts[i])
+			}
+		}
+		if c.anyText != anyText {
+			t.Fatalf("anyText %v, want %v", c.anyText, anyText)
+		}
+	})
 }

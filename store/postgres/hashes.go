@@ -1,7 +1,5 @@
 package postgres
 
-import "encoding/hex"
-
 // An event's hashes are stored as their 32-byte sums when they are
 // canonical ("sha256:" and 64 lowercase hex digits), else as the text they
 // are (see the schema's "event hashes as sums"): each hash is a pair of
@@ -12,38 +10,73 @@ const hashPrefix = "sha256:"
 // hashSum returns the 32 bytes a canonical hash stands for, or nil when h
 // is not canonical (it is then stored as its text).
 func hashSum(h string) []byte {
-	if len(h) != len(hashPrefix)+64 || h[:len(hashPrefix)] != hashPrefix {
-		return nil
+	if sum := appendSum(nil, h); len(sum) > 0 {
+		return sum
 	}
-	for i := len(hashPrefix); i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return nil
-		}
-	}
-	sum, err := hex.DecodeString(h[len(hashPrefix):])
-	if err != nil {
-		return nil
-	}
-	return sum
+	return nil
 }
 
 // hashColumns are one hash column pair's values for a multi-row insert:
-// per row, the sum or NULL, and NULL or the text.
+// per row, the sum or NULL, and NULL or the text. Its sums share one
+// array.
 type hashColumns struct {
 	sums    [][]byte
-	texts   []*string
-	anyText bool // some hash is not canonical: texts holds it
+	all     []string // every hash added, for texts
+	buf     []byte   // the sums' bytes
+	anyText bool     // some hash is not canonical: texts holds it
+}
+
+// newHashColumns returns columns for n hashes.
+func newHashColumns(n int) hashColumns {
+	return hashColumns{sums: make([][]byte, 0, n), all: make([]string, 0, n), buf: make([]byte, 0, 32*n)}
 }
 
 func (c *hashColumns) add(h string) {
-	sum := hashSum(h)
-	c.sums = append(c.sums, sum)
-	if sum != nil {
-		c.texts = append(c.texts, nil)
+	c.all = append(c.all, h)
+	at := len(c.buf)
+	c.buf = appendSum(c.buf, h)
+	if len(c.buf) == at {
+		c.sums = append(c.sums, nil)
+		c.anyText = true
 		return
 	}
-	c.texts = append(c.texts, &h)
-	c.anyText = true
+	c.sums = append(c.sums, c.buf[at:len(c.buf):len(c.buf)])
+}
+
+// texts returns the text column: NULL for a hash stored as its sum.
+func (c *hashColumns) texts() []*string {
+	texts := make([]*string, len(c.all))
+	for i := range c.all {
+		if c.sums[i] == nil {
+			texts[i] = &c.all[i]
+		}
+	}
+	return texts
+}
+
+// appendSum appends the 32 bytes canonical hash h stands for to b, or
+// nothing when h is not canonical.
+func appendSum(b []byte, h string) []byte {
+	if len(h) != len(hashPrefix)+64 || h[:len(hashPrefix)] != hashPrefix {
+		return b
+	}
+	for i := len(hashPrefix); i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return b
+		}
+	}
+	for i := len(hashPrefix); i < len(h); i += 2 {
+		b = append(b, nibble(h[i])<<4|nibble(h[i+1]))
+	}
+	return b
+}
+
+// nibble is the value of a lowercase hex digit.
+func nibble(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // hashText reads a hash column pair back as the text it was written as.

@@ -407,7 +407,7 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
 	// but the last): the tick's own input, appended consumed, the events
 	// extending the hash chain, the checkpoint, the trace row and the
 	// check that the inbox is left empty.
-	var ap appends
+	ap := appends{vals: make([]any, 0, 32), parts: make([]string, 0, 6)}
 	for _, in := range tick.Submit {
 		// Appended consumed, at the next inbox position: what Submit and
 		// then consuming it would leave. The run's row is locked, so
@@ -541,13 +541,22 @@ func (a *appends) queue(tx *wtx) {
 		return
 	}
 	var b strings.Builder
+	size := 0
+	for _, p := range a.parts {
+		size += len(p) + 16
+	}
+	b.Grow(size)
 	for i, p := range a.parts[:len(a.parts)-1] {
 		if i == 0 {
 			b.WriteString("WITH ")
 		} else {
 			b.WriteString(",\n")
 		}
-		b.WriteString("a" + itoa(i) + " AS (" + p + ")")
+		b.WriteString("a")
+		b.WriteString(itoa(i))
+		b.WriteString(" AS (")
+		b.WriteString(p)
+		b.WriteString(")")
 	}
 	if len(a.parts) > 1 {
 		b.WriteString("\n")

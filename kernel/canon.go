@@ -429,11 +429,11 @@ func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
 		case string:
 			b = cjson.AppendString(b, v)
 		default:
-			enc, err := cjson.Encode(v)
-			if err != nil {
+			// Encoded in place: AppendMarshal writes what Encode returns.
+			var err error
+			if b, err = cjson.AppendMarshal(b, v); err != nil {
 				return false
 			}
-			b = append(b, enc...)
 		}
 		return true
 	}

@@ -38,13 +38,19 @@ func ValueDigest(domain string, value protocol.Object) (string, error) {
 	// too deep, and no kind of its own that would sort its arrays.
 	m := map[string]any(value)
 	if cjson.CheckString(domain, "") == nil && canonCheckMap(m, 1, false) && rootSetFree(m) {
-		if enc, err := cjson.Encode(m); err == nil {
-			b := make([]byte, 0, len(valueHeadBytes)+len(domain)+len(valueKindBytes)+len(enc)+4)
+		// The value is encoded in place, into a recycled buffer, by
+		// AppendMarshal: the bytes Encode returns.
+		encoded := false
+		d := cjson.DigestWritten(func(b []byte) []byte {
 			b = append(b, valueHeadBytes...)
 			b = cjson.AppendString(b, domain)
 			b = append(b, valueKindBytes...)
-			b = append(b, enc...)
-			return digest(append(b, '}')), nil
+			b, err := cjson.AppendMarshal(b, m)
+			encoded = err == nil
+			return append(b, '}')
+		})
+		if encoded {
+			return d, nil
 		}
 	}
 	return valueDigestMap(domain, value)

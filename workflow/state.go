@@ -317,11 +317,15 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 // state's root object: one level down, where no array is a set (only a
 // root object's kind names sets). Wrapping v in an array puts it there.
 func appendNested(b []byte, v any) ([]byte, bool) {
-	w, err := cjson.Marshal([]any{v})
+	// Written in place (AppendMarshal writes what Marshal returns), then
+	// moved one byte down over the array's '[' and cut before its ']'.
+	start := len(b)
+	w, err := cjson.AppendMarshal(b, []any{v})
 	if err != nil {
 		return b, false
 	}
-	return append(b, w[1:len(w)-1]...), true
+	n := copy(w[start:], w[start+1:len(w)-1])
+	return w[:start+n], true
 }
 
 // normalize puts the state in the form decoding its encoding gives, which

@@ -115,6 +115,10 @@ func (p Profile) DataflowVersion() string { return p.dataflow }
 // SourceIDs returns the declared sources in canonical order.
 func (p Profile) SourceIDs() []string { return slices.Clone(p.sources) }
 
+// DeclaresSource reports whether id is one of the declared sources:
+// whether it is in SourceIDs, without copying them.
+func (p Profile) DeclaresSource(id string) bool { return p.sourceIndex(id) >= 0 }
+
 // Limits returns the declared bounds.
 func (p Profile) Limits() Limits { return p.limits }
 

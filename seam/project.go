@@ -347,12 +347,11 @@ func (s *projector) checkBinding() *Rejection {
 	if b.DataflowVersion != l.DataflowVersion || b.DataflowVersion != r.DataflowVersion() {
 		return reject(CodeVersionMismatch, "/binding_profile/dataflow_version").expect(l.DataflowVersion, b.DataflowVersion)
 	}
-	sources := r.SourceIDs()
 	for _, f := range []struct{ name, id string }{{"proposal_source_id", b.ProposalSourceID}, {"verdict_source_id", b.VerdictSourceID}} {
 		if !cjson.ValidID(f.id) {
 			return reject(CodeMalformedBindingProfile, "/binding_profile/"+f.name)
 		}
-		if _, ok := slices.BinarySearch(sources, f.id); !ok {
+		if !r.DeclaresSource(f.id) {
 			rej := reject(CodeProfileMismatch, "/binding_profile/"+f.name)
 			rej.Context.SourceID, rej.Context.Invariant = f.id, "source_declared_by_r_profile"
 			return rej

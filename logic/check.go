@@ -22,6 +22,9 @@ type Compiled struct {
 	warnings  []*Error
 	scratch   scratchSize // what an evaluator over this program needs, see plan
 	ruled     int         // strata with rules: the entries an evaluation's Stats lists
+	// depthBound is the greatest derivation depth any fact of the program
+	// can need, or -1 when none holds (see boundDepth).
+	depthBound int
 }
 
 // Warnings lists what Check found suspicious but legal, in source order:
@@ -141,6 +144,7 @@ func Check(p *Program) (*Compiled, error) {
 		return nil, err
 	}
 	c.plan()
+	c.depthBound = c.boundDepth()
 	return c, nil
 }
 

@@ -1,6 +1,9 @@
 package logic
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // checkDepth enforces Limits.MaxDepth as the reference defines derivation
 // depth: the height of a fact's shortest proof, where base facts and
@@ -12,9 +15,84 @@ import "math"
 // instantiations, which suits the small rule sets budgets are set for.
 func (m *Materialization) checkDepth() error {
 	limit := m.lim.MaxDepth
-	if limit <= 0 {
+	if limit <= 0 || depthShortcut && m.c.depthBound >= 0 && m.c.depthBound <= limit {
+		// No fact of this program can need a deeper derivation.
 		return nil
 	}
+	return m.checkDepthFull()
+}
+
+// depthShortcut lets checkDepth skip the enumeration when the program's
+// depth bound is within the limit; tests turn it off to hold the shortcut
+// to the enumeration.
+var depthShortcut = true
+
+// boundDepth is a bound on the height checkDepthFull finds for any fact,
+// whatever the facts: 0 for a table no rule derives (its facts are base
+// facts), and for a rule's head one more than the bound of its highest
+// matched premise, as match counts (1 for a rule with only negated
+// atoms, 0 for an inline fact); a fact's shortest proof is no higher than
+// any of its proofs. It is -1, no bound, when the heights grow without
+// end (a rule recursive through its matched atoms), and when a rule does
+// arithmetic that can fail (division or remainder): the enumeration
+// evaluates its expressions over combinations of rows the evaluation's
+// own plans may not have met, so its error is left for it to find.
+func (c *Compiled) boundDepth() int {
+	for _, r := range c.rules {
+		for _, e := range r.hargs {
+			if mayFail(e) {
+				return -1
+			}
+		}
+		for _, a := range r.atoms {
+			for _, e := range a.args {
+				if mayFail(e) {
+					return -1
+				}
+			}
+		}
+		for _, cm := range r.cmps {
+			if mayFail(cm.l) || mayFail(cm.r) {
+				return -1
+			}
+		}
+	}
+	h := make([]int, 2*len(c.rels))
+	// Each pass settles at least one more level of the matched-atom
+	// dependencies; past one pass per table, only a cycle still grows.
+	for pass := 0; pass <= len(h); pass++ {
+		changed := false
+		for _, r := range c.rules {
+			hgt := 0
+			if len(r.atoms) > 0 {
+				hgt = 1
+			}
+			for _, a := range r.atoms[:r.npos] {
+				hgt = max(hgt, h[a.table]+1)
+			}
+			if hgt > h[r.head] {
+				h[r.head], changed = hgt, true
+			}
+		}
+		if !changed {
+			return slices.Max(append(h, 0))
+		}
+	}
+	return -1
+}
+
+// mayFail reports whether evaluating e can fail: whether it applies any
+// operator but '+', '-' and '*' (division, remainder) anywhere.
+func mayFail(e *expr) bool {
+	if e == nil || e.kind != exBin {
+		return false
+	}
+	return (e.op != '+' && e.op != '-' && e.op != '*') || mayFail(e.l) || mayFail(e.r)
+}
+
+// checkDepthFull is checkDepth's enumeration.
+func (m *Materialization) checkDepthFull() error {
+	limit := m.lim.MaxDepth
 	// Every table's heights come from one array; the callback's state is
 	// one value (a closure per rule and pass, then one variable each that
 	// the callback shared, were most of the allocations here).

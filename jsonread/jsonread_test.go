@@ -119,3 +119,73 @@ func TestNewReaderRefusesWhatItCannotRead(t *testing.T) {
 	}()
 	NewReader(struct{ A string }{})
 }
+
+// plainDoc holds only members the reader reads itself.
+type plainDoc struct {
+	Kind  string   `json:"kind"`
+	Count int64    `json:"count"`
+	OK    bool     `json:"ok"`
+	Ref   *string  `json:"ref"`
+	Names names    `json:"names"`
+	List  []string `json:"list,omitempty"`
+	Inner inner    `json:"inner"`
+}
+
+var (
+	strictReader    = NewReader(plainDoc{}).Strict()
+	strictDocReader = NewReader(doc{}).Strict()
+)
+
+// strictDecode is how a caller that refuses unknown members decodes.
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// Wherever a strict reader answers, a json.Decoder refusing unknown
+// members reads the same value from the same text, without error; what
+// the strict reader reads the lenient one reads alike.
+func FuzzStrictReaderAgreesWithStrictDecoding(f *testing.F) {
+	for _, s := range append(seeds, `{"kind":"x","other":1}`, `{"inner":{"n":1,"other":2}}`, `{"kind":"x"}{"kind":"y"}`, `{"inner":{"n":1},"kind":"k"}`) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got, want, lenient plainDoc
+		if strictReader.Read(b, &got) {
+			if err := strictDecode(b, &want); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: read %+v, the strict decoder %+v %v", b, got, want, err)
+			}
+			if !NewReader(plainDoc{}).Read(b, &lenient) || !reflect.DeepEqual(got, lenient) {
+				t.Fatalf("%q: strict %+v, lenient %+v", b, got, lenient)
+			}
+		}
+		var d, dw doc
+		if strictDocReader.Read(b, &d) {
+			if err := strictDecode(b, &dw); err != nil || !reflect.DeepEqual(d, dw) {
+				t.Fatalf("%q: read %+v, the strict decoder %+v %v", b, d, dw, err)
+			}
+		}
+	})
+}
+
+func TestStrictReaderRefusesUnknownMembers(t *testing.T) {
+	var d plainDoc
+	if !strictReader.Read([]byte(seeds[0]), &d) || d.Inner.N != -7 || d.Kind != "k" {
+		t.Fatalf("read %+v", d)
+	}
+	for _, s := range []string{`{"kind":"x","other":1}`, `{"inner":{"n":1,"other":2}}`} {
+		if strictReader.Read([]byte(s), &plainDoc{}) {
+			t.Errorf("%s: read, but a strict decoder refuses it", s)
+		}
+		if !NewReader(plainDoc{}).Read([]byte(s), &plainDoc{}) {
+			t.Errorf("%s: the lenient reader refuses it", s)
+		}
+	}
+	// A member the reader would hand to encoding/json is left to the
+	// strict decoder whole.
+	if strictDocReader.Read([]byte(`{"extra":{"a":1}}`), &doc{}) {
+		t.Error("a map member read by a strict reader")
+	}
+}

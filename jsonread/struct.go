@@ -28,6 +28,9 @@ type Reader struct {
 	// kept is read as closely as a kept one, so that Read accepts exactly
 	// the same text, but left zero.
 	keep []bool
+	// strict: read as a json.Decoder with DisallowUnknownFields reads,
+	// refusing a member no field names (Strict).
+	strict bool
 }
 
 // NewReader returns the reader of v's type, a struct every field of which
@@ -53,6 +56,18 @@ func (r *Reader) Keeping(names ...string) *Reader {
 			k.keep[i] = k.keep[i] || key == n
 		}
 	}
+	return &k
+}
+
+// Strict returns a reader that reads as a json.Decoder with
+// DisallowUnknownFields (and UseNumber, which changes nothing it reads)
+// does: an object, or a nested one, with a member no field names is not
+// read, and neither is one with a member r would hand to encoding/json, so
+// that Read answers only for text read entirely here. Read false leaves the
+// text to the strict decoder, whose result and error stand.
+func (r *Reader) Strict() *Reader {
+	k := *r
+	k.strict = true
 	return &k
 }
 
@@ -122,11 +137,11 @@ func implementsUnmarshaler(t reflect.Type) bool {
 // Read decodes b into v, a pointer to a zero value of the reader's struct.
 // On false v may be partly written: the caller starts again from zero.
 func (r *Reader) Read(b []byte, v any) bool {
-	return r.readValue(b, reflect.ValueOf(v).Elem())
+	return r.readValue(b, reflect.ValueOf(v).Elem(), r.strict)
 }
 
-func (r *Reader) readValue(b []byte, s reflect.Value) bool {
-	m, ok := readMembers(b, false, r.keys, r.index)
+func (r *Reader) readValue(b []byte, s reflect.Value, strict bool) bool {
+	m, ok := readMembers(b, strict, r.keys, r.index)
 	if !ok {
 		return false
 	}
@@ -186,10 +201,13 @@ func (r *Reader) readValue(b []byte, s reflect.Value) bool {
 			if !keep {
 				f = reflect.New(s.Field(r.fields[i]).Type()).Elem()
 			}
-			if !r.nested[i].readValue(raw, f) {
+			if !r.nested[i].readValue(raw, f, strict) {
 				return false
 			}
 		default:
+			if strict {
+				return false
+			}
 			if !keep {
 				f = reflect.New(s.Field(r.fields[i]).Type()).Elem()
 			}

@@ -1110,8 +1110,8 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
-	var intent protocol.EffectIntent
-	if err := decodeInto(body, &intent); err != nil {
+	intent, err := decodeIntent(body)
+	if err != nil {
 		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
 	kept := cloneIntent(intent)
@@ -1158,12 +1158,11 @@ func (e *openEffect) idempotencyKey() string {
 }
 
 func protocolIntent(v any) (protocol.EffectIntent, error) {
-	var pi protocol.EffectIntent
 	b, err := canonBytes(v)
 	if err != nil {
-		return pi, err
+		return protocol.EffectIntent{}, err
 	}
-	return pi, decodeInto(b, &pi)
+	return decodeIntent(b)
 }
 
 // execute sends every committed effect whose attempt is in flight, one at a

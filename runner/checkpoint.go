@@ -117,12 +117,11 @@ func (e *openEffect) payloadCanonical() ([]byte, error) {
 // own, which it (or an adapter it hands it to) may modify.
 func (e *openEffect) protocolIntent() (protocol.EffectIntent, error) {
 	if e.committed == nil {
-		var pi protocol.EffectIntent
 		b, err := e.intentCanonical()
 		if err != nil {
-			return pi, err
+			return protocol.EffectIntent{}, err
 		}
-		return pi, decodeInto(b, &pi)
+		return decodeIntent(b)
 	}
 	return cloneIntent(*e.committed), nil
 }

@@ -6,7 +6,26 @@ import (
 	"fmt"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsonread"
+	"flrh.dev/flrh/protocol"
 )
+
+// intentReader reads an effect intent as decodeInto does, without
+// reflection over its plain members: the intents the runner reads are its
+// own canonical bytes, which it reads entirely.
+var intentReader = jsonread.NewReader(protocol.EffectIntent{}).Strict()
+
+// decodeIntent is decodeInto for an effect intent: read by intentReader,
+// or, where it cannot vouch for what it read, by decodeInto, whose result
+// and error stand.
+func decodeIntent(b []byte) (protocol.EffectIntent, error) {
+	var pi protocol.EffectIntent
+	if intentReader.Read(b, &pi) {
+		return pi, nil
+	}
+	pi = protocol.EffectIntent{}
+	return pi, decodeInto(b, &pi)
+}
 
 // decodeInto decodes canonical JSON into a Go value strictly (unknown
 // fields are an error) with integers kept exact.

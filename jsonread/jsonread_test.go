@@ -45,6 +45,7 @@ type doc struct {
 var (
 	docReader  = NewReader(doc{})
 	keptReader = NewReader(doc{}).Keeping("kind", "names", "inner")
+	copyReader = NewReader(doc{}).OneCopy()
 )
 
 var seeds = []string{
@@ -78,6 +79,19 @@ func FuzzReaderAgreesWithEncodingJSON(f *testing.F) {
 		ml, okl := readMembers(b, false, docReader.keys, nil)
 		if oki != okl || !reflect.DeepEqual(mi, ml) {
 			t.Fatalf("%q: indexed %v %q, compared %v %q", b, oki, mi, okl, ml)
+		}
+		// A one-copy reader reads the same, and its strings are not the
+		// text's bytes: overwriting the text changes none of them.
+		var copied doc
+		text := append([]byte(nil), b...)
+		if copyReader.Read(text, &copied) != ok {
+			t.Fatalf("%q: the one-copy reader says %v, the whole reader %v", b, !ok, ok)
+		}
+		for i := range text {
+			text[i] = 'x'
+		}
+		if ok && !reflect.DeepEqual(copied, got) {
+			t.Fatalf("%q: one copy read %+v, the reader %+v", b, copied, got)
 		}
 		var kept doc
 		if keptReader.Read(b, &kept) != ok {
@@ -132,7 +146,7 @@ type plainDoc struct {
 }
 
 var (
-	strictReader    = NewReader(plainDoc{}).Strict()
+	strictReader    = NewReader(plainDoc{}).Strict().OneCopy()
 	strictDocReader = NewReader(doc{}).Strict()
 )
 

@@ -31,6 +31,9 @@ type Reader struct {
 	// strict: read as a json.Decoder with DisallowUnknownFields reads,
 	// refusing a member no field names (Strict).
 	strict bool
+	// oneCopy: the strings read are cut from one copy of the text
+	// (OneCopy).
+	oneCopy bool
 }
 
 // NewReader returns the reader of v's type, a struct every field of which
@@ -69,6 +72,30 @@ func (r *Reader) Strict() *Reader {
 	k := *r
 	k.strict = true
 	return &k
+}
+
+// OneCopy returns a reader that reads what r reads, but copies the text
+// once and cuts every string it reads from that copy, instead of making
+// one string per member: one allocation for a record of many short
+// strings, which then keep the whole copy alive.
+func (r *Reader) OneCopy() *Reader {
+	k := *r
+	k.oneCopy = true
+	return &k
+}
+
+// source is the text a one-copy reader reads and its copy; a member's
+// bytes are a slice of b, and where they sit in it is what their
+// capacity says.
+type source struct {
+	b    []byte
+	text string
+}
+
+// cut returns the copy's string of raw, a slice of src.b.
+func (src *source) cut(raw []byte) string {
+	off := cap(src.b) - cap(raw)
+	return src.text[off : off+len(raw)]
 }
 
 // readerOf returns the reader of t, or nil if t is not a struct whose
@@ -137,10 +164,16 @@ func implementsUnmarshaler(t reflect.Type) bool {
 // Read decodes b into v, a pointer to a zero value of the reader's struct.
 // On false v may be partly written: the caller starts again from zero.
 func (r *Reader) Read(b []byte, v any) bool {
-	return r.readValue(b, reflect.ValueOf(v).Elem(), r.strict)
+	var src *source
+	if r.oneCopy {
+		src = &source{b: b, text: string(b)}
+	}
+	return r.readValue(b, reflect.ValueOf(v).Elem(), r.strict, src)
 }
 
-func (r *Reader) readValue(b []byte, s reflect.Value, strict bool) bool {
+// readValue reads b into s; with src, b is a slice of src.b, from whose
+// copy it cuts its strings.
+func (r *Reader) readValue(b []byte, s reflect.Value, strict bool, src *source) bool {
 	m, ok := readMembers(b, strict, r.keys, r.index)
 	if !ok {
 		return false
@@ -165,8 +198,13 @@ func (r *Reader) readValue(b []byte, s reflect.Value, strict bool) bool {
 				}
 				continue
 			}
-			str, ok := PlainText(raw)
-			if !ok {
+			var str string
+			if src != nil {
+				if !plainTextBytes(raw) {
+					return false
+				}
+				str = src.cut(raw[1 : len(raw)-1])
+			} else if str, ok = PlainText(raw); !ok {
 				return false
 			}
 			if r.kinds[i] == reflect.String {
@@ -194,14 +232,14 @@ func (r *Reader) readValue(b []byte, s reflect.Value, strict bool) bool {
 				f.SetInt(n)
 			}
 		case reflect.Slice:
-			if !readStrings(raw, f, keep) {
+			if !readStrings(raw, f, keep, src) {
 				return false
 			}
 		case reflect.Struct:
 			if !keep {
 				f = reflect.New(s.Field(r.fields[i]).Type()).Elem()
 			}
-			if !r.nested[i].readValue(raw, f, strict) {
+			if !r.nested[i].readValue(raw, f, strict, src) {
 				return false
 			}
 		default:
@@ -222,7 +260,7 @@ func (r *Reader) readValue(b []byte, s reflect.Value, strict bool) bool {
 // readStrings reads a list of plain strings into the slice f (a fresh
 // slice, empty but not nil for [], as encoding/json makes it), or only
 // checks it when keep is false.
-func readStrings(raw []byte, f reflect.Value, keep bool) bool {
+func readStrings(raw []byte, f reflect.Value, keep bool, src *source) bool {
 	var out []string
 	sc := NewScanner(raw)
 	sc.Array(func() {
@@ -231,7 +269,11 @@ func readStrings(raw []byte, f reflect.Value, keep bool) bool {
 			sc.Fail()
 		}
 		if sc.OK() && keep {
-			out = append(out, string(b))
+			if src != nil {
+				out = append(out, src.cut(b))
+			} else {
+				out = append(out, string(b))
+			}
 		}
 	})
 	if !sc.End() {

@@ -12,8 +12,9 @@ import (
 
 // intentReader reads an effect intent as decodeInto does, without
 // reflection over its plain members: the intents the runner reads are its
-// own canonical bytes, which it reads entirely.
-var intentReader = jsonread.NewReader(protocol.EffectIntent{}).Strict()
+// own canonical bytes, which it reads entirely, its strings cut from one
+// copy of them.
+var intentReader = jsonread.NewReader(protocol.EffectIntent{}).Strict().OneCopy()
 
 // decodeIntent is decodeInto for an effect intent: read by intentReader,
 // or, where it cannot vouch for what it read, by decodeInto, whose result

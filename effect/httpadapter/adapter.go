@@ -153,6 +153,9 @@ func Prepare(in effect.Intent) (body []byte, contentDigest string, err error) {
 	if !httpwire.ValidKey(in.Effect.IdempotencyKey) {
 		return nil, "", fmt.Errorf("httpadapter: intent %q has no valid idempotency key", in.Effect.IntentID)
 	}
+	if body, contentDigest, ok := httpwire.EncodeRequestText(in.Effect.IntentID, in.Effect.EffectType, in.Effect.ActionDigest, in.Effect.DestinationDigest, in.Payload); ok {
+		return body, contentDigest, nil
+	}
 	req, err := httpwire.NewRequest(in.Effect.IntentID, in.Effect.EffectType, in.Effect.ActionDigest, in.Effect.DestinationDigest, in.Payload)
 	if err != nil {
 		return nil, "", fmt.Errorf("httpadapter: intent %q: %w", in.Effect.IntentID, err)

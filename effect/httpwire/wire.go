@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,6 +153,39 @@ func (r Request) Encode() (body []byte, digest string, err error) {
 	return body, ContentDigest(body), nil
 }
 
+// requestBody is a request as its body is written, the payload kept as its
+// text: the encoder copies text already canonical where the payload sits
+// and decodes and encodes anything else, writing exactly what it writes
+// for the decoded payload.
+type requestBody struct {
+	ActionDigest      string          `json:"action_digest"`
+	DestinationDigest string          `json:"destination_digest"`
+	EffectType        string          `json:"effect_type"`
+	IntentID          string          `json:"intent_id"`
+	Kind              string          `json:"kind"`
+	Payload           json.RawMessage `json:"payload"`
+	Protocol          string          `json:"protocol"`
+}
+
+// EncodeRequestText returns what NewRequest with the same arguments, then
+// Encode, return when neither fails: the canonical body of the request and
+// its content digest. A payload that is canonical text is copied into the
+// body rather than decoded into a value to be encoded again. ok is false,
+// and nothing returned, for a nil payload and wherever NewRequest or
+// Encode could fail: their path then gives the body or the error.
+func EncodeRequestText(intentID, effectType, actionDigest, destinationDigest string, payload []byte) (body []byte, digest string, ok bool) {
+	r := Request{IntentID: intentID, EffectType: effectType, ActionDigest: actionDigest, DestinationDigest: destinationDigest}
+	if payload == nil || r.check() != nil {
+		return nil, "", false
+	}
+	b, err := cjson.AppendMarshal(nil, requestBody{ActionDigest: actionDigest, DestinationDigest: destinationDigest, EffectType: effectType,
+		IntentID: intentID, Kind: KindRequest, Payload: json.RawMessage(payload), Protocol: Protocol})
+	if err != nil || len(b) > MaxRequestBytes {
+		return nil, "", false
+	}
+	return b, ContentDigest(b), true
+}
+
 // ContentDigest returns the flrh digest ("sha256:<hex>") of body bytes.
 func ContentDigest(body []byte) string { return cjson.Digest(body) }
 
@@ -237,16 +271,9 @@ func DecodeRequest(key, contentDigestField string, body []byte) (Mutation, error
 	if claimed != actual {
 		return Mutation{}, errorf(CodeDigestMismatch, HeaderContentDigest, "the header names %s, the body is %s", claimed, actual)
 	}
-	v, err := cjson.Decode(body)
+	v, canon, err := decodeCanonical(body)
 	if err != nil {
-		return Mutation{}, wrapCJSON(err)
-	}
-	canon, err := cjson.Encode(v)
-	if err != nil {
-		return Mutation{}, wrapCJSON(err)
-	}
-	if !bytes.Equal(canon, body) {
-		return Mutation{}, errorf(CodeNotCanonical, "", "the body is not in flrh-cjson/1 canonical form")
+		return Mutation{}, err
 	}
 	o, err := closed(v, KindRequest, []string{"action_digest", "destination_digest", "effect_type", "intent_id", "kind", "payload", "protocol"})
 	if err != nil {
@@ -266,6 +293,27 @@ func DecodeRequest(key, contentDigestField string, body []byte) (Mutation, error
 		return Mutation{}, err
 	}
 	return Mutation{Key: key, ContentDigest: actual, Body: canon, Request: r}, nil
+}
+
+// decodeCanonical decodes a body that must be canonical: its value and its
+// canonical bytes (a copy of body), or the error. A body cjson.IsCanonical
+// vouches for is decoded without being encoded again to be compared.
+func decodeCanonical(body []byte) (any, []byte, error) {
+	v, err := cjson.Decode(body)
+	if err != nil {
+		return nil, nil, wrapCJSON(err)
+	}
+	if cjson.IsCanonical(body) {
+		return v, bytes.Clone(body), nil
+	}
+	canon, err := cjson.Encode(v)
+	if err != nil {
+		return nil, nil, wrapCJSON(err)
+	}
+	if !bytes.Equal(canon, body) {
+		return nil, nil, errorf(CodeNotCanonical, "", "the body is not in flrh-cjson/1 canonical form")
+	}
+	return v, canon, nil
 }
 
 func wrapCJSON(err error) error {

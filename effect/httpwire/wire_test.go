@@ -3,6 +3,7 @@ package httpwire
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -421,6 +422,94 @@ func TestPropertyResultEncoderMatchesCanonical(t *testing.T) {
 		}
 		if got, want := r.Encode(), encodeResultSlow(r); !bytes.Equal(got, want) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// payloadText draws a payload's text: canonical, or edited into what the
+// decoder reads otherwise, refuses, or nests to the depth limit.
+func payloadText(t *rapid.T) []byte {
+	text, err := cjson.Encode(jsonValue(0).Draw(t, "payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch rapid.IntRange(0, 9).Draw(t, "edit") {
+	case 1:
+		return append([]byte(" "), text...)
+	case 2:
+		return []byte(`{"b":1,"a":[3,1,2],"kind":"EffectIntent","preconditions":["z","a"]}`)
+	case 3:
+		return []byte(`{"a":"\u0041","n":-0}`)
+	case 4:
+		return []byte(`{"a":1,"a":2}`)
+	case 5:
+		return []byte("\"\xff\"")
+	case 6:
+		return text[:rapid.IntRange(0, len(text)).Draw(t, "cut")]
+	case 7:
+		n := rapid.IntRange(cjson.MaxDepth-3, cjson.MaxDepth+1).Draw(t, "depth")
+		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	case 8:
+		return []byte(`{"x":"` + strings.Repeat("y", MaxRequestBytes) + `"}`)
+	case 9:
+		return nil
+	}
+	return text
+}
+
+// EncodeRequestText writes exactly what NewRequest and Encode write, and
+// declines wherever either fails; it writes the ordinary requests itself.
+func TestEncodeRequestTextMatchesNewRequest(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		payload := payloadText(t)
+		id := rapid.SampledFrom([]string{"intent:1", "bad id", ""}).Draw(t, "id")
+		typ := rapid.SampledFrom([]string{"refund", "ré"}).Draw(t, "type")
+		action := rapid.SampledFrom([]string{dA, "sha256:x"}).Draw(t, "action")
+		body, digest, ok := EncodeRequestText(id, typ, action, dB, payload)
+		r, err := NewRequest(id, typ, action, dB, payload)
+		var want []byte
+		var wantDigest string
+		if err == nil {
+			want, wantDigest, err = r.Encode()
+		}
+		if ok && (err != nil || !bytes.Equal(body, want) || digest != wantDigest) {
+			t.Fatalf("payload %.200q: written %.300s %s, NewRequest %.300s %s %v", payload, body, digest, want, wantDigest, err)
+		}
+		if !ok && err == nil && payload != nil {
+			t.Fatalf("payload %.200q: declined a request NewRequest encodes", payload)
+		}
+	})
+}
+
+// decodeCanonical answers as decoding, encoding again and comparing
+// does: the same value, the same bytes, the same error.
+func TestDecodeCanonicalMatchesReencoding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		body := payloadText(t)
+		v, canon, err := decodeCanonical(body)
+		var wantV any
+		var want []byte
+		wantErr := func() error {
+			var err error
+			if wantV, err = cjson.Decode(body); err != nil {
+				return wrapCJSON(err)
+			}
+			if want, err = cjson.Encode(wantV); err != nil {
+				return wrapCJSON(err)
+			}
+			if !bytes.Equal(want, body) {
+				return errorf(CodeNotCanonical, "", "the body is not in flrh-cjson/1 canonical form")
+			}
+			return nil
+		}()
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("%.200q: error %v, want %v", body, err, wantErr)
+		}
+		if err == nil && (!bytes.Equal(canon, want) || !reflect.DeepEqual(v, wantV)) {
+			t.Fatalf("%.200q: %.200s, want %.200s", body, canon, want)
+		}
+		if err == nil && len(body) > 0 && &canon[0] == &body[0] {
+			t.Fatal("the canonical bytes share the caller's body")
 		}
 	})
 }

@@ -500,21 +500,97 @@ func (r *Runner) noteBegun(t *tick, p *store.Tick) {
 func evidence(items map[string]any) map[string]string {
 	out := make(map[string]string, len(items))
 	for name, v := range items {
-		if s, ok := v.(string); ok && cjson.ValidDigest(s) {
-			out[name] = s
-			continue
-		}
-		d, ok := plainEvidenceDigest(name, v)
-		if !ok {
-			var err error
-			if d, err = cjson.DigestOf(map[string]any{"evidence": name, "value": v}); err != nil {
-				d = store.BodyDigest([]byte(fmt.Sprint(v)))
-			}
-		}
-		out[name] = d
+		out[name] = evidenceItem(name, v)
 	}
 	return out
 }
+
+// evidenceItem is the digest evidence gives the item name = v.
+func evidenceItem(name string, v any) string {
+	if s, ok := v.(string); ok && cjson.ValidDigest(s) {
+		return s
+	}
+	d, ok := plainEvidenceDigest(name, v)
+	if !ok {
+		var err error
+		if d, err = cjson.DigestOf(map[string]any{"evidence": name, "value": v}); err != nil {
+			d = store.BodyDigest([]byte(fmt.Sprint(v)))
+		}
+	}
+	return d
+}
+
+// The evidence items the runner fires with on every step, digested from
+// their typed values without a map of values or boxing: each is exactly
+// evidenceItem of the same value (TestTypedEvidenceMatchesEvidence).
+
+// evidenceHead starts the bytes of an item whose name is plain.
+func evidenceHead(b []byte, name string) []byte {
+	b = append(b, `{"evidence":`...)
+	b = cjson.AppendString(b, name)
+	return append(b, `,"value":`...)
+}
+
+// evInt is evidenceItem(name, n).
+func evInt(name string, n int64) string {
+	if !cjson.Plain(name) {
+		return evidenceItem(name, n)
+	}
+	var buf [128]byte
+	b := cjson.AppendInt(evidenceHead(buf[:0], name), n)
+	return cjson.Digest(append(b, '}'))
+}
+
+// evCursor is evidenceItem(name, map[string]any{"accepted": n}).
+func evCursor(name string, n int64) string {
+	if !cjson.Plain(name) {
+		return evidenceItem(name, map[string]any{"accepted": n})
+	}
+	var buf [128]byte
+	b := append(evidenceHead(buf[:0], name), `{"accepted":`...)
+	b = cjson.AppendInt(b, n)
+	return cjson.Digest(append(b, '}', '}'))
+}
+
+// evText is evidenceItem(name, s).
+func evText(name, s string) string {
+	if cjson.ValidDigest(s) {
+		return s
+	}
+	if !cjson.Plain(name) || !cjson.Plain(s) {
+		return evidenceItem(name, s)
+	}
+	var buf [256]byte
+	b := cjson.AppendString(evidenceHead(buf[:0], name), s)
+	return cjson.Digest(append(b, '}'))
+}
+
+// evTexts is evidenceItem(name, l).
+func evTexts(name string, l []string) string {
+	if l == nil || !cjson.Plain(name) {
+		return evidenceItem(name, l)
+	}
+	var buf [512]byte
+	b := append(evidenceHead(buf[:0], name), '[')
+	for i, s := range l {
+		if !cjson.Plain(s) {
+			return evidenceItem(name, l)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cjson.AppendString(b, s)
+	}
+	return cjson.Digest(append(b, ']', '}'))
+}
+
+// The guard inputs of the events that carry them: read by the machine,
+// never written.
+var (
+	guardFrontierPassed = map[string]bool{"frontier_passed": true}
+	guardIntentDurable  = map[string]bool{"intent_durable": true}
+	guardVerified       = map[string]bool{"independent_receipt_closed": true, "no_unknown_effects": true}
+)
 
 // plainEvidenceDigest is the digest evidence gives an item whose value is
 // an integer, a plain string, a list of plain strings, or a list or an
@@ -541,9 +617,9 @@ func plainEvidenceDigest(name string, v any) (string, bool) {
 // fire steps the FSM with an event the runner itself issues, under the
 // first (role, capability) pair the table grants for it. A refusal is a
 // runner defect: it is audited and returned.
-func (r *Runner) fire(t *tick, typ string, guards map[string]bool, ev map[string]any) error {
+func (r *Runner) fire(t *tick, typ string, guards map[string]bool, evd map[string]string) error {
 	role, capability := r.authority(typ)
-	return r.fireAs(t, typ, role, capability, guards, ev)
+	return r.fireAs(t, typ, role, capability, guards, evd)
 }
 
 // authority is the first authority pair the machine declares for an
@@ -555,13 +631,12 @@ func (r *Runner) authority(typ string) (string, string) {
 
 // fireAs steps the FSM with an event under the given authority; it appends
 // the control record to the pending tick either way.
-func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string]bool, ev map[string]any) error {
+func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string]bool, evd map[string]string) error {
 	cfg := t.cp.Control
 	cfg.Context = guards
 	t.cp.Transitions++
 	e := control.Event{Type: typ, ActorRole: role, Capability: capability,
 		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10)}
-	evd := evidence(ev)
 	// The machine writes the record as it steps, into cjson's recycled
 	// buffer, and it is copied out at its own size: one allocation, neither
 	// a doubling series nor a fixed capacity most records leave a third of
@@ -625,7 +700,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 		t.cp.RoundReceipts++
 	}
 	r.ledger(t).Steps++
-	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]any{"accepted_event_digest": in.Digest, "cursor": map[string]any{"accepted": in.Seq}}); err != nil {
+	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]string{"accepted_event_digest": evText("accepted_event_digest", in.Digest), "cursor": evCursor("cursor", in.Seq)}); err != nil {
 		return err
 	}
 	state, err := t.cp.stateBytes()
@@ -634,7 +709,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 	}
 	d, err := r.decide(t, state, in)
 	if errors.Is(err, ErrRuleBudget) {
-		return r.fire(t, "RULE_BUDGET_EXHAUSTED", nil, map[string]any{"rule_budget_ledger": err.Error()})
+		return r.fire(t, "RULE_BUDGET_EXHAUSTED", nil, evidence(map[string]any{"rule_budget_ledger": err.Error()}))
 	} else if err != nil {
 		return fmt.Errorf("workflow decide: %w", err)
 	}
@@ -666,8 +741,8 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 	if b, err := t.cp.stateBytes(); err == nil {
 		stateDigest = cjson.Digest(b)
 	}
-	return r.fire(t, "EPOCH_STABLE", map[string]bool{"frontier_passed": true},
-		map[string]any{"frontier_receipt": map[string]any{"accepted": in.Seq}, "state_digest": stateDigest, "support_digest": in.Digest})
+	return r.fire(t, "EPOCH_STABLE", guardFrontierPassed,
+		map[string]string{"frontier_receipt": evCursor("frontier_receipt", in.Seq), "state_digest": evText("state_digest", stateDigest), "support_digest": evText("support_digest", in.Digest)})
 }
 
 func planned(e EffectPlan) (openEffect, error) {
@@ -711,7 +786,7 @@ func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
 	}
 	switch state {
 	case "INIT":
-		return true, r.fire(t, "START", nil, map[string]any{"version_envelope_digest": t.wf.Version(), "workflow_digest": t.wf.Digest()})
+		return true, r.fire(t, "START", nil, evidence(map[string]any{"version_envelope_digest": t.wf.Version(), "workflow_digest": t.wf.Digest()}))
 	case "INGEST":
 		return r.ingest(ctx, t)
 	case "PLAN_EFFECTS":
@@ -814,7 +889,7 @@ func (r *Runner) interrupts(ctx context.Context, t *tick) (bool, error) {
 	if r.cfg.Cut != nil && r.machine.Final(t.cp.Control.State) == false && isDeferred(r.machine, t.cp.Control.State) {
 		r.cfg.Cut("during-interrupt")
 	}
-	err = r.fireAs(t, "CANCEL", in.ActorRole, in.Capability, nil, map[string]any{"cancel": in.Digest})
+	err = r.fireAs(t, "CANCEL", in.ActorRole, in.Capability, nil, evidence(map[string]any{"cancel": in.Digest}))
 	var refused *RefusedError
 	if errors.As(err, &refused) {
 		return true, nil // audited; an unauthorised cancel changes nothing
@@ -897,7 +972,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 	}
 	if len(todo) == 0 {
-		return r.fire(t, "NO_EFFECTS", nil, map[string]any{"empty_stable_proposal_batch": map[string]any{"accepted": t.cp.Accepted}})
+		return r.fire(t, "NO_EFFECTS", nil, evidence(map[string]any{"empty_stable_proposal_batch": map[string]any{"accepted": t.cp.Accepted}}))
 	}
 	if !r.fitsCalls(t, int64(len(todo))) {
 		return r.refuseCalls(t, int64(len(todo)))
@@ -908,13 +983,13 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 			t.cp.Open[i].Stage = stageAwaitingApproval
 			digests = append(digests, t.cp.Open[i].Approval.RequestDigest)
 		}
-		return r.fire(t, "APPROVAL_REQUIRED", nil, map[string]any{"action_digest": digests, "risk_classification": "approval_required"})
+		return r.fire(t, "APPROVAL_REQUIRED", nil, evidence(map[string]any{"action_digest": digests, "risk_classification": "approval_required"}))
 	}
 	var actions []any
 	for _, i := range todo {
 		actions = append(actions, t.cp.Open[i].Intent)
 	}
-	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]any{"capability_digest": actions, "policy_verdict": "authorized"})
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]string{"capability_digest": evidenceItem("capability_digest", actions), "policy_verdict": evText("policy_verdict", "authorized")})
 }
 
 type approveBody struct {
@@ -927,7 +1002,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 	} else if len(denials) > 0 {
 		in := denials[0]
 		t.pending.Consume = append(t.pending.Consume, in.ID)
-		err := r.fireAs(t, "APPROVAL_DENIED", in.ActorRole, in.Capability, nil, map[string]any{"approval_rejection": in.Digest})
+		err := r.fireAs(t, "APPROVAL_DENIED", in.ActorRole, in.Capability, nil, evidence(map[string]any{"approval_rejection": in.Digest}))
 		var refused *RefusedError
 		if errors.As(err, &refused) {
 			return true, nil
@@ -1010,7 +1085,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		}
 	}
 	err = r.fireAs(t, "APPROVAL_GRANTED", in.ActorRole, in.Capability, map[string]bool{"approval_matches": true},
-		map[string]any{"exact_hash_approval_digest": grant.Digest})
+		evidence(map[string]any{"exact_hash_approval_digest": grant.Digest}))
 	var refused *RefusedError
 	if errors.As(err, &refused) {
 		// Not a person with the approver capability: audited, and every
@@ -1087,8 +1162,8 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 	if r.cfg.Cut != nil {
 		r.cfg.Cut("before-intent-commit")
 	}
-	if err := r.fire(t, "INTENT_COMMITTED", map[string]bool{"intent_durable": true},
-		map[string]any{"atomic_intent_checkpoint_outbox_receipt": committed}); err != nil {
+	if err := r.fire(t, "INTENT_COMMITTED", guardIntentDurable,
+		map[string]string{"atomic_intent_checkpoint_outbox_receipt": evTexts("atomic_intent_checkpoint_outbox_receipt", committed)}); err != nil {
 		return err
 	}
 	if err := r.flush(ctx, t); err != nil {
@@ -1182,7 +1257,8 @@ func (r *Runner) execute(ctx context.Context, t *tick) error {
 		}
 		attempts = append(attempts, e.IntentID)
 	}
-	return r.fire(t, "ATTEMPT_RECORDED", nil, map[string]any{"attempt_id": attempts, "idempotency_key": attempts, "response_hash": len(t.pending.Receipts)})
+	return r.fire(t, "ATTEMPT_RECORDED", nil, map[string]string{"attempt_id": evTexts("attempt_id", attempts), "idempotency_key": evTexts("idempotency_key", attempts),
+		"response_hash": evInt("response_hash", int64(len(t.pending.Receipts)))})
 }
 
 func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
@@ -1376,7 +1452,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 func (r *Runner) reconcile(t *tick) error {
 	for _, e := range t.cp.Open {
 		if e.Stage == stageUnknown {
-			return r.fire(t, "OUTCOME_UNKNOWN", nil, map[string]any{"ambiguous_external_state": e.IntentID, "bounded_query_log": e.ContentDigest})
+			return r.fire(t, "OUTCOME_UNKNOWN", nil, evidence(map[string]any{"ambiguous_external_state": e.IntentID, "bounded_query_log": e.ContentDigest}))
 		}
 	}
 	r.dropClosed(t)
@@ -1384,7 +1460,7 @@ func (r *Runner) reconcile(t *tick) error {
 	for _, rc := range t.pending.Receipts {
 		receipts = append(receipts, rc.Digest)
 	}
-	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, map[string]any{"independent_action_receipt": receipts})
+	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, map[string]string{"independent_action_receipt": evTexts("independent_action_receipt", receipts)})
 }
 
 func (r *Runner) dropClosed(t *tick) {
@@ -1426,7 +1502,7 @@ func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
 	}
 	if !r.machine.Authorized("HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability) && !r.machine.Authorized("ABANDON", in.ActorRole, in.Capability) {
 		// Let the FSM refuse and audit it.
-		err := r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, nil)
+		err := r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, evidence(nil))
 		var refused *RefusedError
 		if errors.As(err, &refused) {
 			return true, nil
@@ -1435,7 +1511,7 @@ func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
 	}
 	switch body.Resolution {
 	case "abandon":
-		return true, r.fireAs(t, "ABANDON", in.ActorRole, in.Capability, nil, map[string]any{"typed_unresolved_outcome_disposition": in.Digest})
+		return true, r.fireAs(t, "ABANDON", in.ActorRole, in.Capability, nil, evidence(map[string]any{"typed_unresolved_outcome_disposition": in.Digest}))
 	case "confirmed_success", "confirmed_failure":
 		intent, err := target.protocolIntent()
 		if err != nil {
@@ -1458,7 +1534,7 @@ func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
 			}
 		}
 		r.dropClosed(t)
-		return true, r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, map[string]any{"independently_checked_external_receipt": in.Digest})
+		return true, r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, evidence(map[string]any{"independently_checked_external_receipt": in.Digest}))
 	default:
 		r.traceNote(t, "reconcile_ignored", in.ID, "unknown resolution "+body.Resolution)
 		return true, nil
@@ -1469,11 +1545,12 @@ func (r *Runner) honor(t *tick) error {
 	for _, p := range t.cp.Control.Pending {
 		for _, in := range r.machine.Interrupts() {
 			if in.Event == p {
-				return r.fire(t, in.HonoredBy, nil, map[string]any{"durable_pending_" + pendingName(p): p, "reconciled_effect": t.cp.Accepted})
+				return r.fire(t, in.HonoredBy, nil, evidence(map[string]any{"durable_pending_" + pendingName(p): p, "reconciled_effect": t.cp.Accepted}))
 			}
 		}
 	}
-	return r.fire(t, "NO_PENDING_INTERRUPT", nil, map[string]any{"accepted_receipt_event": t.cp.Accepted, "empty_pending_interrupt_ledger": t.cp.Control.Pending})
+	return r.fire(t, "NO_PENDING_INTERRUPT", nil, map[string]string{"accepted_receipt_event": evInt("accepted_receipt_event", t.cp.Accepted),
+		"empty_pending_interrupt_ledger": evTexts("empty_pending_interrupt_ledger", t.cp.Control.Pending)})
 }
 
 func pendingName(event string) string {
@@ -1496,22 +1573,22 @@ func (r *Runner) verify(t *tick) error {
 	closed := len(t.cp.Open) == 0
 	switch {
 	case t.cp.Completion == Complete && closed && !unknown:
-		return r.fire(t, "VERIFIED_COMPLETE", map[string]bool{"independent_receipt_closed": true, "no_unknown_effects": true},
-			map[string]any{"empty_unknown_effect_ledger": t.cp.Open, "independent_closure_receipt": t.cp.Accepted})
+		return r.fire(t, "VERIFIED_COMPLETE", guardVerified,
+			map[string]string{"empty_unknown_effect_ledger": evidenceItem("empty_unknown_effect_ledger", t.cp.Open), "independent_closure_receipt": evInt("independent_closure_receipt", t.cp.Accepted)})
 	case t.cp.Completion == Fail:
-		return r.fire(t, "VERIFIED_FAILURE", nil, map[string]any{"typed_failed_completion_gate": t.cp.Accepted})
+		return r.fire(t, "VERIFIED_FAILURE", nil, evidence(map[string]any{"typed_failed_completion_gate": t.cp.Accepted}))
 	case t.cp.RoundSteered:
 		t.cp.RoundSteered = false
-		return r.fire(t, "MORE_WORK", nil, map[string]any{"typed_residual_work": t.cp.Accepted})
+		return r.fire(t, "MORE_WORK", nil, map[string]string{"typed_residual_work": evInt("typed_residual_work", t.cp.Accepted)})
 	default:
 		stalled, err := r.observeRound(t)
 		if err != nil {
 			return err
 		}
 		if stalled {
-			return r.fire(t, "NO_PROGRESS", nil, map[string]any{"unchanged_fingerprint_window": t.cp.Progress})
+			return r.fire(t, "NO_PROGRESS", nil, evidence(map[string]any{"unchanged_fingerprint_window": t.cp.Progress}))
 		}
-		return r.fire(t, "MORE_WORK", nil, map[string]any{"typed_residual_work": t.cp.Accepted})
+		return r.fire(t, "MORE_WORK", nil, map[string]string{"typed_residual_work": evInt("typed_residual_work", t.cp.Accepted)})
 	}
 }
 

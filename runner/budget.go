@@ -247,7 +247,7 @@ func (r *Runner) breach(t *tick, b budgetBreach) error {
 	}
 	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: BudgetTraceKind, Body: body})
 	r.log.Info("budget exhausted", "run", t.run.ID, "dimension", b.Dimension, "limit", b.Limit, "used", b.Used, "event", b.Event)
-	return r.fire(t, b.Event, nil, map[string]any{pendingEvidence(b.Event): b})
+	return r.fire(t, b.Event, nil, evidence(map[string]any{pendingEvidence(b.Event): b}))
 }
 
 func pendingEvidence(event string) string { return "budget_" + pendingName(event) }
@@ -369,7 +369,7 @@ func (r *Runner) checkRetries(t *tick) (bool, error) {
 	if a == nil {
 		return false, nil
 	}
-	return true, r.fire(t, r.contractFor(t.wf).Retry.ExhaustedEvent, nil, map[string]any{"bounded_attempt_ledger": a})
+	return true, r.fire(t, r.contractFor(t.wf).Retry.ExhaustedEvent, nil, evidence(map[string]any{"bounded_attempt_ledger": a}))
 }
 
 // wait sleeps out a retry delay in the middle of a pass without letting the

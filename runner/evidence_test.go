@@ -83,3 +83,36 @@ func evidenceValue(rt *rapid.T, str *rapid.Generator[string], depth int) any {
 		return rapid.SampledFrom([]any{1.5, true, nil, int8(-3), uint64(1 << 63), []int{1, 2}, map[string]string{"a": "b"}}).Draw(rt, "other")
 	}
 }
+
+// The typed evidence writers give each item the digest evidence gives the
+// same value, including where they hand the item to it.
+func TestTypedEvidenceMatchesEvidence(t *testing.T) {
+	str := rapid.OneOf(
+		rapid.StringMatching(`[a-z_]{0,20}`),
+		rapid.String(),
+		rapid.SampledFrom([]string{"", "a\"b", "é", "\x00", "sha256:" + cjson.HexDigest(nil), "sha256:" + cjson.HexDigest([]byte("x"))[:10]}),
+	)
+	rapid.Check(t, func(rt *rapid.T) {
+		name := str.Draw(rt, "name")
+		n := rapid.Int64().Draw(rt, "n")
+		s := str.Draw(rt, "s")
+		var l []string
+		if !rapid.Bool().Draw(rt, "nil list") {
+			l = rapid.SliceOfN(str, 0, 40).Draw(rt, "list")
+		}
+		for _, c := range []struct {
+			what      string
+			got, want string
+		}{
+			{"int", evInt(name, n), evidence(map[string]any{name: n})[name]},
+			{"len", evInt(name, int64(int(n))), evidence(map[string]any{name: int(n)})[name]},
+			{"cursor", evCursor(name, n), evidence(map[string]any{name: map[string]any{"accepted": n}})[name]},
+			{"text", evText(name, s), evidence(map[string]any{name: s})[name]},
+			{"texts", evTexts(name, l), evidence(map[string]any{name: l})[name]},
+		} {
+			if c.got != c.want {
+				rt.Fatalf("%s evidence %q (n %d, s %q, l %q): typed %s, evidence %s", c.what, name, n, s, l, c.got, c.want)
+			}
+		}
+	})
+}

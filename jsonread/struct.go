@@ -210,7 +210,11 @@ func (r *Reader) readValue(b []byte, s reflect.Value, strict bool, src *source) 
 			if r.kinds[i] == reflect.String {
 				f.SetString(str)
 			} else {
-				f.Set(reflect.ValueOf(&str))
+				// A string of its own for the pointer: taking str's
+				// address would move str to the heap for every member.
+				p := new(string)
+				*p = str
+				f.Set(reflect.ValueOf(p))
 			}
 		case reflect.Bool:
 			switch string(raw) {

@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -367,11 +370,14 @@ func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input
 	if err := plainInput(v); err != nil {
 		return false, err
 	}
-	if !u.zero() {
-		v = reported(v, u)
-	}
-	in, err := r.inbound(runID, KindInput, by, v)
-	if err != nil {
+	var in store.Inbound
+	if u.zero() {
+		b, err := inputBytes(input, v)
+		if err != nil {
+			return false, err
+		}
+		in = r.inboundBytes(runID, KindInput, by, b)
+	} else if in, err = r.inbound(runID, KindInput, by, reported(v, u)); err != nil {
 		return false, err
 	}
 	if !r.claim(runID) {
@@ -398,12 +404,45 @@ func (r *Runner) inbound(runID, kind string, by Actor, body any) (store.Inbound,
 	if err != nil {
 		return store.Inbound{}, err
 	}
+	return r.inboundBytes(runID, kind, by, b), nil
+}
+
+// inputBytes is cjson.Marshal(v) for v, the value input decodes to: a
+// copy of input when it is canonical already, which is what encoding its
+// value gives.
+func inputBytes(input []byte, v any) ([]byte, error) {
+	if cjson.IsCanonical(input) {
+		return bytes.Clone(input), nil
+	}
+	return cjson.Marshal(v)
+}
+
+// inboundBytes is inbound for a body already encoded, b.
+func (r *Runner) inboundBytes(runID, kind string, by Actor, b []byte) store.Inbound {
 	// The id only has to be unique: it never reaches the pure steps (the
 	// store orders the inbox). Two people acting at once must not collide.
-	id := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s",
-		runID, by.Name, by.Role, r.cfg.Clock().UnixNano(), b)))[:32])
-	return store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)}, nil
+	return store.Inbound{ID: inboundID(runID, kind, by, r.cfg.Clock().UnixNano(), b), RunID: runID, Kind: kind, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)}
+}
+
+// inboundID is kind, a colon and the first 32 hex digits of the SHA-256 of
+// the run, the actor's name and role, the time and the body, separated by
+// NUL bytes (the bytes fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s") wrote).
+func inboundID(runID, kind string, by Actor, nanos int64, b []byte) string {
+	sum := cjson.SumWritten(func(p []byte) []byte {
+		p = append(p, runID...)
+		p = append(p, 0)
+		p = append(p, by.Name...)
+		p = append(p, 0)
+		p = append(p, by.Role...)
+		p = append(p, 0)
+		p = strconv.AppendInt(p, nanos, 10)
+		p = append(p, 0)
+		return append(p, b...)
+	})
+	var buf [96]byte
+	id := append(append(buf[:0], kind...), ':')
+	return string(hex.AppendEncode(id, sum[:16]))
 }
 
 func (r *Runner) submitInbound(ctx context.Context, in store.Inbound) error {

@@ -1,6 +1,11 @@
 package httpwire
 
-import "flrh.dev/flrh/cjson"
+import (
+	"bytes"
+	"math"
+
+	"flrh.dev/flrh/cjson"
+)
 
 // HTTP status codes the classification names. They are spelled out here
 // rather than imported so that this package stays free of the network stack.
@@ -48,6 +53,15 @@ func encodeResultSlow(r Result) []byte {
 // answer that names another key or content witnesses some other effect and
 // is reported as CodeBinding; it must never be taken as success.
 func DecodeResult(body []byte, key, contentDigest string) (Result, error) {
+	if r, ok := ownResult(body, key, contentDigest); ok {
+		return r, nil
+	}
+	return decodeResult(body, key, contentDigest)
+}
+
+// decodeResult is DecodeResult the general way: the body decoded, its
+// members checked and read.
+func decodeResult(body []byte, key, contentDigest string) (Result, error) {
 	o, err := decodeClosed(body, KindResult, []string{"content_digest", "idempotency_key", "kind", "protocol", "sequence", "status"})
 	if err != nil {
 		return Result{}, err
@@ -77,6 +91,38 @@ func DecodeResult(body []byte, key, contentDigest string) (Result, error) {
 		return Result{}, errorf(CodeBinding, "/content_digest", "the answer names content %s, the request sent %s", r.ContentDigest, contentDigest)
 	}
 	return r, nil
+}
+
+// ownResult reads a body that is exactly the canonical result for key and
+// contentDigest (Result.Encode's bytes) with a sequence number of at least
+// 1: what DecodeResult reads from it, without decoding it into a map. ok
+// is false for any other body, which DecodeResult reads the general way.
+func ownResult(body []byte, key, contentDigest string) (Result, bool) {
+	if !cjson.Plain(key) || !cjson.Plain(contentDigest) || len(body) > MaxAnswerBytes {
+		return Result{}, false
+	}
+	var buf [512]byte
+	head := append(buf[:0], `{"content_digest":`...)
+	head = cjson.AppendString(head, contentDigest)
+	head = append(head, `,"idempotency_key":`...)
+	head = cjson.AppendString(head, key)
+	head = append(head, `,"kind":"`+KindResult+`","protocol":"`+Protocol+`","sequence":`...)
+	const tail = `,"status":"` + StatusApplied + `"}`
+	if !bytes.HasPrefix(body, head) || !bytes.HasSuffix(body, []byte(tail)) || len(body) < len(head)+len(tail) {
+		return Result{}, false
+	}
+	digits := body[len(head) : len(body)-len(tail)]
+	if len(digits) == 0 || len(digits) > 19 || digits[0] < '1' || digits[0] > '9' {
+		return Result{}, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' || n > (math.MaxInt64-int64(c-'0'))/10 {
+			return Result{}, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return Result{IdempotencyKey: key, ContentDigest: contentDigest, Sequence: n}, true
 }
 
 // LookupAnswer is a destination's answer to "what happened to this key?".

@@ -3,6 +3,7 @@ package httpwire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -512,4 +513,41 @@ func TestDecodeCanonicalMatchesReencoding(t *testing.T) {
 			t.Fatal("the canonical bytes share the caller's body")
 		}
 	})
+}
+
+// DecodeResult answers every body as the general reading does, the
+// result's own canonical bytes included, which it reads without it.
+func TestDecodeResultMatchesTheGeneralReading(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		key := rapid.SampledFrom([]string{"effect:1", "effect:2", "é", `a"b`}).Draw(t, "key")
+		digest := rapid.SampledFrom([]string{dA, dB}).Draw(t, "digest")
+		res := Result{IdempotencyKey: rapid.SampledFrom([]string{"effect:1", "effect:2", "é", `a"b`}).Draw(t, "answer key"),
+			ContentDigest: rapid.SampledFrom([]string{dA, dB}).Draw(t, "answer digest"),
+			Sequence:      rapid.OneOf(rapid.Int64(), rapid.Int64Range(-2, 12)).Draw(t, "sequence")}
+		body := res.Encode()
+		switch rapid.IntRange(0, 6).Draw(t, "edit") {
+		case 1:
+			body = append(body, ' ')
+		case 2:
+			seq := fmt.Sprint(res.Sequence)
+			body = bytes.Replace(body, []byte(`"sequence":`+seq), []byte(`"sequence":0`+seq), 1)
+		case 3:
+			body = bytes.Replace(body, []byte(`"sequence":`), []byte(`"sequence":99999999999999999999`), 1)
+		case 4:
+			body = body[:rapid.IntRange(0, len(body)).Draw(t, "cut")]
+		case 5:
+			body = bytes.Replace(body, []byte(`"applied"`), []byte(`"not_applied"`), 1)
+		case 6:
+			body = bytes.Replace(body, []byte(`"sequence":`), []byte(`"sequence":1.`), 1)
+		}
+		got, err := DecodeResult(body, key, digest)
+		want, wantErr := decodeResult(body, key, digest)
+		if got != want || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("%s: %+v %v, the general reading %+v %v", body, got, err, want, wantErr)
+		}
+	})
+	res := Result{IdempotencyKey: "effect:1", ContentDigest: dA, Sequence: 7}
+	if _, ok := ownResult(res.Encode(), "effect:1", dA); !ok {
+		t.Fatal("the result's own bytes are read the general way")
+	}
 }

@@ -284,6 +284,7 @@ type rule struct {
 	hargs   []*expr
 	atoms   []atomRef // positive (matched) body atoms, then negated ones, in source order within each
 	npos    int       // atoms[:npos] are matched, atoms[npos:] default-negated
+	pargs   int       // the arguments of the matched atoms, all told
 	cmps    []cmpRef
 	nvars   int
 	vars    []string
@@ -430,6 +431,9 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 		r.atoms = append(r.atoms, ar)
 	}
 	r.npos = len(r.atoms)
+	for _, a := range r.atoms {
+		r.pargs += len(a.args)
+	}
 	for _, it := range cl.Body {
 		l, ok := it.(*Literal)
 		if !ok || !l.Not {

@@ -192,8 +192,14 @@ func (m *Materialization) encode(f Fact, intern bool) (int, []int64, bool, error
 }
 
 func (m *Materialization) decode(t int, tup []int64) Fact {
+	return m.decodeInto(t, tup, make([]Value, len(tup)))
+}
+
+// decodeInto is decode with the fact's arguments written into args, of
+// the tuple's length.
+func (m *Materialization) decodeInto(t int, tup []int64, args []Value) Fact {
 	rel := m.c.rels[t/2]
-	f := Fact{Rel: rel.name, Neg: t%2 == 1, Args: make([]Value, len(tup))}
+	f := Fact{Rel: rel.name, Neg: t%2 == 1, Args: args}
 	for i, v := range tup {
 		if rel.types[i] == TypeSymbol {
 			f.Args[i] = Sym(m.syms[v])

@@ -95,7 +95,7 @@ type Support struct {
 	Premises []Fact
 	Absent   []Absence
 	rows     []int32 // premise rows, parallel to Premises
-	tables   []int
+	tables   []int32 // premise tables, parallel to Premises
 }
 
 func (s Support) String() string {
@@ -144,19 +144,23 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 			s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
 			if rr.npos > 0 {
 				// Sized once: the premises are known before they are read.
-				s.Premises = make([]Fact, 0, rr.npos)
-				s.rows = make([]int32, 0, rr.npos)
-				s.tables = make([]int, 0, rr.npos)
+				// Their rows and tables share one array, and their
+				// arguments another, each premise's capped at its own.
+				s.Premises = make([]Fact, rr.npos)
+				rt := make([]int32, 2*rr.npos)
+				s.rows, s.tables = rt[:rr.npos:rr.npos], rt[rr.npos:]
+				args := make([]Value, rr.pargs)
+				for ai := 0; ai < rr.npos; ai++ {
+					at := rr.atoms[ai].table
+					row := x.rows[ai]
+					n := len(rr.atoms[ai].args)
+					s.Premises[ai] = m.decodeInto(at, m.tables[at].tuple(row), args[:n:n])
+					args = args[n:]
+					s.rows[ai], s.tables[ai] = row, int32(at)
+				}
 			}
 			if n := len(rr.atoms) - rr.npos; n > 0 {
 				s.Absent = make([]Absence, 0, n)
-			}
-			for ai := 0; ai < rr.npos; ai++ {
-				at := rr.atoms[ai].table
-				row := x.rows[ai]
-				s.Premises = append(s.Premises, m.decode(at, m.tables[at].tuple(row)))
-				s.rows = append(s.rows, row)
-				s.tables = append(s.tables, at)
 			}
 			for ai := rr.npos; ai < len(rr.atoms); ai++ {
 				a := &rr.atoms[ai]
@@ -327,7 +331,7 @@ func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
 	for i := 0; i < len(nodes); i++ {
 		for si, s := range nodes[i].sups {
 			for k, pr := range s.rows {
-				j, err := add(s.tables[k], pr)
+				j, err := add(int(s.tables[k]), pr)
 				if err != nil {
 					return nil, err
 				}
@@ -391,7 +395,7 @@ func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
 			h := 1
 			ok := true
 			for k, pr := range s.rows {
-				pn := nodes[index[[2]int32{int32(s.tables[k]), pr}]]
+				pn := nodes[index[[2]int32{s.tables[k], pr}]]
 				if !pn.done || pn.level >= n.level {
 					ok = false
 					break

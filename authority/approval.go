@@ -125,11 +125,14 @@ func Revalidate(a Approval, by Approver, q ApprovalRequest, l Ledger, now int64)
 	if _, used := l.Consumed[a.Nonce]; used || a.Consumed {
 		return reject("APPROVAL_ALREADY_CONSUMED", root+"/consumed")
 	}
-	type pair struct {
-		field     string
-		got, want any
+	// Every bound member compared in the same order, the first mismatch
+	// reported; the strings are compared as strings (boxing each pair as
+	// a value of any took two allocations apiece).
+	type pair struct{ field, got, want string }
+	mismatch := func(field string, want, got any) *Rejection {
+		return &Rejection{Code: "APPROVAL_BINDING_MISMATCH", Path: root + "/" + field, Expected: scalar(want), Actual: scalar(got)}
 	}
-	for _, p := range []pair{
+	for _, p := range [...]pair{
 		{"request_digest", a.RequestDigest, q.RequestDigest},
 		{"capability", a.Capability, q.Capability},
 		{"authority_digest", a.AuthorityDigest, q.AuthorityDigest},
@@ -145,12 +148,20 @@ func Revalidate(a Approval, by Approver, q ApprovalRequest, l Ledger, now int64)
 		{"visibility", a.Visibility, q.Visibility},
 		{"scope", a.Scope, q.Scope},
 		{"actor", a.Actor, q.Actor},
-		{"expires_at", a.ExpiresAt, q.ExpiresAt},
+	} {
+		if p.got != p.want {
+			return mismatch(p.field, p.want, p.got)
+		}
+	}
+	if a.ExpiresAt != q.ExpiresAt {
+		return mismatch("expires_at", q.ExpiresAt, a.ExpiresAt)
+	}
+	for _, p := range [...]pair{
 		{"nonce", a.Nonce, q.Nonce},
 		{"rationale", a.Rationale, q.Rationale},
 	} {
 		if p.got != p.want {
-			return &Rejection{Code: "APPROVAL_BINDING_MISMATCH", Path: root + "/" + p.field, Expected: scalar(p.want), Actual: scalar(p.got)}
+			return mismatch(p.field, p.want, p.got)
 		}
 	}
 	if a.IssuedAt < q.RequestedAt || a.IssuedAt > now || now >= a.ExpiresAt {

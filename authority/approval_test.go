@@ -184,3 +184,55 @@ func TestApprovalWindowRapid(t *testing.T) {
 		}
 	})
 }
+
+// TestRevalidateNamesTheFirstBindingMismatch changes bound members from
+// each one to the last (re-digested) and holds the rejection to the first
+// of them in the order Revalidate compares them: its path, the request's
+// value expected, the approval's found.
+func TestRevalidateNamesTheFirstBindingMismatch(t *testing.T) {
+	_, _, q, alice := approvalFixture()
+	good := Grant(q, 110)
+	order := []struct {
+		field  string
+		change func(*Approval)
+		value  func(a Approval) any
+	}{
+		{"request_digest", func(a *Approval) { a.RequestDigest = "sha256:" + strings.Repeat("8", 64) }, func(a Approval) any { return a.RequestDigest }},
+		{"capability", func(a *Approval) { a.Capability = "capability:other" }, func(a Approval) any { return a.Capability }},
+		{"authority_digest", func(a *Approval) { a.AuthorityDigest = "sha256:" + strings.Repeat("7", 64) }, func(a Approval) any { return a.AuthorityDigest }},
+		{"adapter_version", func(a *Approval) { a.AdapterVersion = "pay/2" }, func(a Approval) any { return a.AdapterVersion }},
+		{"context_digest", func(a *Approval) { a.ContextDigest = "sha256:" + strings.Repeat("6", 64) }, func(a Approval) any { return a.ContextDigest }},
+		{"policy_version", func(a *Approval) { a.PolicyVersion = "approval-policy/2" }, func(a Approval) any { return a.PolicyVersion }},
+		{"approver_scope", func(a *Approval) { a.ApproverScope = "scope:other" }, func(a Approval) any { return a.ApproverScope }},
+		{"run_id", func(a *Approval) { a.RunID = "run:2" }, func(a Approval) any { return a.RunID }},
+		{"workflow_version", func(a *Approval) { a.WorkflowVersion = "wf/2" }, func(a Approval) any { return a.WorkflowVersion }},
+		{"action_digest", func(a *Approval) { a.ActionDigest = "sha256:" + strings.Repeat("9", 64) }, func(a Approval) any { return a.ActionDigest }},
+		{"artifact_digest", func(a *Approval) { a.ArtifactDigest = "sha256:" + strings.Repeat("9", 64) }, func(a Approval) any { return a.ArtifactDigest }},
+		{"destination_digest", func(a *Approval) { a.DestinationDigest = "sha256:" + strings.Repeat("9", 64) }, func(a Approval) any { return a.DestinationDigest }},
+		{"visibility", func(a *Approval) { a.Visibility = "visibility:internal" }, func(a Approval) any { return a.Visibility }},
+		{"scope", func(a *Approval) { a.Scope = "scope:org" }, func(a Approval) any { return a.Scope }},
+		{"actor", func(a *Approval) { a.Actor = "actor:mallory" }, func(a Approval) any { return a.Actor }},
+		{"expires_at", func(a *Approval) { a.ExpiresAt = 10_000 }, func(a Approval) any { return a.ExpiresAt }},
+		{"nonce", func(a *Approval) { a.Nonce = "nonce:other" }, func(a Approval) any { return a.Nonce }},
+		{"rationale", func(a *Approval) { a.Rationale = "rationale:other" }, func(a Approval) any { return a.Rationale }},
+	}
+	want := good // a grant carries the request's value of every bound member
+	for i, first := range order {
+		a := good
+		for _, later := range order[i:] {
+			later.change(&a)
+		}
+		a.ApprovalDigest = a.ComputeDigest()
+		by := alice
+		by.ID = a.Actor
+		by.Scopes = []string{a.ApproverScope}
+		r := Revalidate(a, by, q, Ledger{}, 150)
+		if r == nil || r.Code != "APPROVAL_BINDING_MISMATCH" || r.Path != "/approval/"+first.field {
+			t.Errorf("%s onwards changed: %+v", first.field, r)
+			continue
+		}
+		if r.Expected != first.value(want) || r.Actual != first.value(a) {
+			t.Errorf("%s: expected %#v, actual %#v; want %#v and %#v", first.field, r.Expected, r.Actual, first.value(want), first.value(a))
+		}
+	}
+}

@@ -11,3 +11,14 @@ import (
 func (s *Store) ReadRunRecordInOne(ctx context.Context, runID string, all bool) (store.RunRecord, bool) {
 	return s.readRunRecord(ctx, runID, all)
 }
+
+// ReadRunRecordsInOne is ReadRunRecords' one-statement read of up to
+// RecordBatch runs alone: ok[i] is false where ReadRunRecords would read
+// run ids[i] by ReadRunRecord.
+func (s *Store) ReadRunRecordsInOne(ctx context.Context, ids []string, all bool) ([]store.RunRecord, []bool) {
+	recs := make([]store.RunRecord, len(ids))
+	return recs, s.readRunRecords(ctx, ids, all, recs)
+}
+
+// RecordBatchQuery is the statement that reads a batch of runs.
+var RecordBatchQuery = recordBatchAllQuery

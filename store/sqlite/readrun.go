@@ -3,7 +3,9 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	"flrh.dev/flrh/store"
 )
@@ -200,6 +202,105 @@ func ordered[T any](rows []keyed[T]) []T {
 	return out
 }
 
+// runRows gathers one run's rows of a compound statement and makes its
+// record of them; bad is set by any row ReadRunRecord would read by parts
+// instead.
+type runRows struct {
+	rec       store.RunRecord
+	hasRun    bool
+	cpN       int64
+	events    []store.Event // in the order read; sorted by seq in record if need be
+	intents   []keyed[store.Intent]
+	receipts  []keyed[store.Receipt]
+	attempts  []keyed[store.Attempt]
+	approvals []keyed[store.Approval]
+	h         [3]any
+	bad       bool
+}
+
+// add files one row of arm arm, read into c, whose bad the caller clears
+// before reading the arm from the row.
+func (r *runRows) add(arm int64, c *cells) {
+	switch arm {
+	case armRun:
+		run := &r.rec.Run
+		run.ID, run.WorkflowID, run.WorkflowVersion, run.State, run.Outcome = c.str(1), c.str(2), c.str(3), c.str(4), c.str(5)
+		run.Head, run.HeadHash = c.i64(6), c.str(7)
+		run.Lease.Owner, run.Lease.Generation = c.str(8), c.i64(9)
+		run.Lease.ExpiresAt = fromNanos(c.i64(10))
+		run.Quarantine = c.str(11)
+		run.CreatedAt, run.UpdatedAt = fromNanos(c.i64(12)), fromNanos(c.i64(13))
+		run.WorkflowDigest = c.str(14)
+		run.Lease.RunID = run.ID
+		c.bad = c.bad || r.hasRun
+		r.hasRun = true
+	case armEvents:
+		if r.events == nil && r.hasRun {
+			// The header, when it came first, says how many events
+			// to expect: one slice, filled in place.
+			r.events = make([]store.Event, 0, min(max(r.rec.Run.Head, 1), 1<<12))
+		}
+		r.events = append(r.events, store.Event{})
+		e := &r.events[len(r.events)-1]
+		e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
+		r.h[0], r.h[1], r.h[2] = c.row[4].v, c.row[5].v, c.row[6].v
+		c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h) != nil
+		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
+	case armCheckpoint:
+		cp := &r.rec.Checkpoint
+		r.cpN = c.i64(1)
+		cp.Seq, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest = c.i64(2), c.i64(3), c.str(4), c.blob(5), c.str(6)
+		c.bad = c.bad || r.rec.HasCheckpoint
+		r.rec.HasCheckpoint = true
+	case armIntents:
+		var in store.Intent
+		in.ID, in.RunID, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest = c.str(1), c.str(2), c.i64(3), c.str(4), c.str(5), c.str(6)
+		in.ApprovalID, in.Body, in.Digest = c.str(7), c.blob(8), c.str(9)
+		in.Outbox, in.Route, in.Attempts = store.OutboxStatus(c.str(10)), c.str(11), c.i64(12)
+		r.intents = append(r.intents, keyed[store.Intent]{v: in, n: c.i64(13)})
+	case armReceipts:
+		var rc store.Receipt
+		rc.IntentID, rc.Outcome, rc.Body, rc.Digest = c.str(1), c.str(2), c.blob(3), c.str(4)
+		r.receipts = append(r.receipts, keyed[store.Receipt]{v: rc, n: c.i64(5)})
+	case armAttempts:
+		var a store.Attempt
+		a.IntentID, a.N, a.Status, a.Generation, a.Detail = c.str(1), c.i64(2), store.AttemptStatus(c.str(3)), c.i64(4), c.str(5)
+		a.StartedAt, a.FinishedAt = fromNanos(c.i64(6)), fromNanos(c.i64(7))
+		r.attempts = append(r.attempts, keyed[store.Attempt]{v: a, text: a.IntentID, n: a.N})
+	case armApprovals:
+		var a store.Approval
+		a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest = c.str(1), c.str(2), c.str(3), c.str(4), c.blob(5), c.str(6)
+		a.ExpiresAt, a.Status, a.ConsumedBy = fromNanos(c.i64(7)), store.ApprovalStatus(c.str(8)), c.str(9)
+		r.approvals = append(r.approvals, keyed[store.Approval]{v: a, text: a.ID})
+	default:
+		c.bad = true
+	}
+	r.bad = r.bad || c.bad
+}
+
+// record is the run's record of the rows added; ok is false where
+// ReadRunRecord reads by parts instead.
+func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, bool) {
+	if r.bad || (all && !r.hasRun) {
+		return store.RunRecord{}, false
+	}
+	rec := r.rec
+	if rec.HasCheckpoint {
+		body, err := store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: r.cpN}, rec.Checkpoint.Body)
+		if err != nil {
+			return store.RunRecord{}, false
+		}
+		rec.Checkpoint.Body = body
+	}
+	bySeq := func(a, b store.Event) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(r.events, bySeq) {
+		slices.SortStableFunc(r.events, bySeq)
+	}
+	rec.Events, rec.Intents = r.events, ordered(r.intents)
+	rec.Receipts, rec.Attempts, rec.Approvals = ordered(r.receipts), ordered(r.attempts), ordered(r.approvals)
+	return rec, true
+}
+
 // readRunRecord is the one-statement read; ok is false where
 // ReadRunRecord reads by parts instead.
 func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, bool) {
@@ -213,17 +314,9 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 	}
 	defer rows.Close()
 	var (
-		rec       store.RunRecord
-		hasRun    bool
-		cpN       int64
-		c         cells
-		dest      [recordWidth]any
-		events    []store.Event // in the order read; sorted by seq below if need be
-		intents   []keyed[store.Intent]
-		receipts  []keyed[store.Receipt]
-		attempts  []keyed[store.Attempt]
-		approvals []keyed[store.Approval]
-		h         [3]any
+		r    runRows
+		c    cells
+		dest [recordWidth]any
 	)
 	for i := range dest {
 		dest[i] = &c.row[i]
@@ -232,79 +325,131 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 		if err := rows.Scan(dest[:]...); err != nil {
 			return store.RunRecord{}, false
 		}
-		switch c.i64(0) {
-		case armRun:
-			r := &rec.Run
-			r.ID, r.WorkflowID, r.WorkflowVersion, r.State, r.Outcome = c.str(1), c.str(2), c.str(3), c.str(4), c.str(5)
-			r.Head, r.HeadHash = c.i64(6), c.str(7)
-			r.Lease.Owner, r.Lease.Generation = c.str(8), c.i64(9)
-			r.Lease.ExpiresAt = fromNanos(c.i64(10))
-			r.Quarantine = c.str(11)
-			r.CreatedAt, r.UpdatedAt = fromNanos(c.i64(12)), fromNanos(c.i64(13))
-			r.WorkflowDigest = c.str(14)
-			r.Lease.RunID = r.ID
-			c.bad = c.bad || hasRun
-			hasRun = true
-		case armEvents:
-			if events == nil && hasRun {
-				// The header, when it came first, says how many events
-				// to expect: one slice, filled in place.
-				events = make([]store.Event, 0, min(max(rec.Run.Head, 1), 1<<12))
-			}
-			events = append(events, store.Event{})
-			e := &events[len(events)-1]
-			e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
-			h[0], h[1], h[2] = c.row[4].v, c.row[5].v, c.row[6].v
-			c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &h) != nil
-			e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
-		case armCheckpoint:
-			cp := &rec.Checkpoint
-			cpN = c.i64(1)
-			cp.Seq, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest = c.i64(2), c.i64(3), c.str(4), c.blob(5), c.str(6)
-			c.bad = c.bad || rec.HasCheckpoint
-			rec.HasCheckpoint = true
-		case armIntents:
-			var in store.Intent
-			in.ID, in.RunID, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest = c.str(1), c.str(2), c.i64(3), c.str(4), c.str(5), c.str(6)
-			in.ApprovalID, in.Body, in.Digest = c.str(7), c.blob(8), c.str(9)
-			in.Outbox, in.Route, in.Attempts = store.OutboxStatus(c.str(10)), c.str(11), c.i64(12)
-			intents = append(intents, keyed[store.Intent]{v: in, n: c.i64(13)})
-		case armReceipts:
-			var r store.Receipt
-			r.IntentID, r.Outcome, r.Body, r.Digest = c.str(1), c.str(2), c.blob(3), c.str(4)
-			receipts = append(receipts, keyed[store.Receipt]{v: r, n: c.i64(5)})
-		case armAttempts:
-			var a store.Attempt
-			a.IntentID, a.N, a.Status, a.Generation, a.Detail = c.str(1), c.i64(2), store.AttemptStatus(c.str(3)), c.i64(4), c.str(5)
-			a.StartedAt, a.FinishedAt = fromNanos(c.i64(6)), fromNanos(c.i64(7))
-			attempts = append(attempts, keyed[store.Attempt]{v: a, text: a.IntentID, n: a.N})
-		case armApprovals:
-			var a store.Approval
-			a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest = c.str(1), c.str(2), c.str(3), c.str(4), c.blob(5), c.str(6)
-			a.ExpiresAt, a.Status, a.ConsumedBy = fromNanos(c.i64(7)), store.ApprovalStatus(c.str(8)), c.str(9)
-			approvals = append(approvals, keyed[store.Approval]{v: a, text: a.ID})
-		default:
-			c.bad = true
-		}
-		if c.bad {
+		c.bad = false
+		if r.add(c.i64(0), &c); r.bad {
 			return store.RunRecord{}, false
 		}
 	}
-	if rows.Err() != nil || (all && !hasRun) {
+	if rows.Err() != nil {
 		return store.RunRecord{}, false
 	}
-	if rec.HasCheckpoint {
-		body, err := store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cpN}, rec.Checkpoint.Body)
-		if err != nil {
-			return store.RunRecord{}, false
+	return r.record(s, runID, all)
+}
+
+// RecordBatch is how many runs ReadRunRecords reads by one statement.
+const RecordBatch = 16
+
+// A batch of runs is read by one compound statement whose arms are those
+// of recordAllQuery (or recordCoreQuery), each joined to the batch's run
+// ids, given as the rows (k, run id) of a table of values. The leading
+// column is the run's position k in the batch times eight plus the arm:
+// a row names its run without carrying the run's id. Positions beyond
+// the ids given are bound to NULL, which matches no run, so that every
+// batch is one statement, prepared once.
+const (
+	recordBatchRunArm = `SELECT b.k*8, ` + runColumns + ` FROM b JOIN runs ON runs.run_id = b.rid`
+
+	recordBatchCoreArms = `
+SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN events ON events.run_id = b.rid
+UNION ALL
+SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN checkpoints c ON c.run_id = b.rid AND c.n = (SELECT max(n) FROM checkpoints WHERE run_id = b.rid)
+UNION ALL
+SELECT b.k*8+3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
+FROM b JOIN intents i ON i.run_id = b.rid JOIN outbox o ON o.intent_id = i.intent_id`
+
+	recordBatchEffectArms = `
+UNION ALL
+SELECT b.k*8+4, r.intent_id, r.outcome, r.body, r.digest, r.commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN receipts r ON r.run_id = b.rid
+UNION ALL
+SELECT b.k*8+5, a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN intents i ON i.run_id = b.rid JOIN attempts a ON a.intent_id = i.intent_id
+UNION ALL
+SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id`
+)
+
+// The batch statements, with the run's header and effects and without.
+var recordBatchAllQuery, recordBatchCoreQuery = func() (string, string) {
+	var with strings.Builder
+	with.WriteString("WITH b(k, rid) AS (VALUES ")
+	for k := range RecordBatch {
+		if k > 0 {
+			with.WriteString(", ")
 		}
-		rec.Checkpoint.Body = body
+		fmt.Fprintf(&with, "(%d, ?%d)", k, k+1)
 	}
-	bySeq := func(a, b store.Event) int { return cmp.Compare(a.Seq, b.Seq) }
-	if !slices.IsSortedFunc(events, bySeq) {
-		slices.SortStableFunc(events, bySeq)
+	with.WriteString(")\n")
+	return with.String() + recordBatchRunArm + "\nUNION ALL" + recordBatchCoreArms + recordBatchEffectArms,
+		with.String() + strings.TrimPrefix(recordBatchCoreArms, "\n")
+}()
+
+// ReadRunRecords reads the records of the runs runIDs as ReadRunRecord
+// reads each: recs[i] and errs[i] are what ReadRunRecord(ctx, runIDs[i],
+// all) returns. Up to RecordBatch runs are read by one statement, which
+// reads one state of the database for all of them; a run the statement
+// does not read plainly (see ReadRunRecord) is read by ReadRunRecord.
+func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) ([]store.RunRecord, []error) {
+	recs := make([]store.RunRecord, len(runIDs))
+	errs := make([]error, len(runIDs))
+	for lo := 0; lo < len(runIDs); lo += RecordBatch {
+		ids := runIDs[lo:min(lo+RecordBatch, len(runIDs))]
+		ok := s.readRunRecords(ctx, ids, all, recs[lo:])
+		for i, id := range ids {
+			if !ok[i] {
+				recs[lo+i], errs[lo+i] = s.ReadRunRecord(ctx, id, all)
+			}
+		}
 	}
-	rec.Events, rec.Intents = events, ordered(intents)
-	rec.Receipts, rec.Attempts, rec.Approvals = ordered(receipts), ordered(attempts), ordered(approvals)
-	return rec, true
+	return recs, errs
+}
+
+// readRunRecords is the one-statement read of up to RecordBatch runs into
+// recs; ok[i] is false where ReadRunRecord would read run ids[i] by parts
+// (and for every run when the statement itself fails).
+func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs []store.RunRecord) []bool {
+	ok := make([]bool, len(ids))
+	query := recordBatchCoreQuery
+	if all {
+		query = recordBatchAllQuery
+	}
+	var args [RecordBatch]any
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.read(ctx, query, args[:]...)
+	if err != nil {
+		return ok
+	}
+	defer rows.Close()
+	var (
+		runs [RecordBatch]runRows
+		c    cells
+		dest [recordWidth]any
+	)
+	for i := range dest {
+		dest[i] = &c.row[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest[:]...); err != nil {
+			return ok
+		}
+		c.bad = false
+		tag := c.i64(0)
+		k := tag >> 3
+		if c.bad || tag < 0 || k >= int64(len(ids)) {
+			return ok // no row the statement makes
+		}
+		runs[k].add(tag&7, &c)
+	}
+	if rows.Err() != nil {
+		return ok
+	}
+	for i, id := range ids {
+		recs[i], ok[i] = runs[i].record(s, id, all)
+	}
+	return ok
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +68,39 @@ func sameRecord(t *testing.T, ctx context.Context, st *sqlite.Store, id string, 
 		if _, ok := st.ReadRunRecordInOne(ctx, id, all); ok != inOne {
 			t.Fatalf("run %s (all %v) read in one statement: %v, want %v", id, all, ok, inOne)
 		}
+		if _, ok := st.ReadRunRecordsInOne(ctx, []string{"absent", id}, all); ok[1] != inOne || ok[0] != !all {
+			t.Fatalf("run %s (all %v) read in a batch: %v, want [%v %v]", id, all, ok, !all, inOne)
+		}
+	}
+	sameRecords(t, ctx, st, []string{id})
+}
+
+// sameRecords fails unless ReadRunRecords reads each of the runs ids as
+// ReadRunRecord reads it, record and error alike: the ids as given, each
+// with a run that does not exist before it, and all of them twice over
+// (more than one batch, a run repeated within one).
+func sameRecords(t *testing.T, ctx context.Context, st *sqlite.Store, ids []string) {
+	t.Helper()
+	var mixed []string
+	for _, id := range ids {
+		mixed = append(mixed, "absent-"+id, id)
+	}
+	for _, list := range [][]string{ids, mixed, append(append(slices.Clone(ids), ids...), mixed...)} {
+		for _, all := range []bool{true, false} {
+			recs, errs := st.ReadRunRecords(ctx, list, all)
+			if len(recs) != len(list) || len(errs) != len(list) {
+				t.Fatalf("%d runs read as %d records, %d errors", len(list), len(recs), len(errs))
+			}
+			for i, id := range list {
+				want, werr := st.ReadRunRecord(ctx, id, all)
+				if fmt.Sprint(errs[i]) != fmt.Sprint(werr) || store.CodeOf(errs[i]) != store.CodeOf(werr) {
+					t.Fatalf("run %s (all %v) in a batch: error %v, want %v", id, all, errs[i], werr)
+				}
+				if !reflect.DeepEqual(recs[i], want) {
+					t.Fatalf("run %s (all %v) in a batch:\n got %+v\nwant %+v", id, all, recs[i], want)
+				}
+			}
+		}
 	}
 }
 
@@ -97,6 +132,14 @@ func TestReadRunRecordMatchesEachRead(t *testing.T) {
 			}
 			if approvals == 0 {
 				t.Fatal("no run consumed a grant")
+			}
+			sameRecords(t, ctx, st, ids)
+			// A batch read in one statement: every run of it plainly.
+			if len(ids) > sqlite.RecordBatch {
+				ids = ids[:sqlite.RecordBatch]
+			}
+			if _, ok := st.ReadRunRecordsInOne(ctx, ids, true); slices.Contains(ok, false) {
+				t.Fatalf("a batch of %d runs read in one statement: %v", len(ids), ok)
 			}
 		})
 	}
@@ -153,6 +196,7 @@ func TestReadRunRecordEdges(t *testing.T) {
 		}
 	}
 	sameRecord(t, ctx, st, "r", true)
+	sameRecords(t, ctx, st, []string{"r", "bare", "absent"})
 	rec, _ := st.ReadRunRecord(ctx, "r", true)
 	if len(rec.Intents) != 3 || rec.Intents[0].ID != "z-intent" || len(rec.Attempts) != 4 || rec.Attempts[0].IntentID != "a-intent" {
 		t.Fatalf("intents %+v, attempts %+v", rec.Intents, rec.Attempts)
@@ -208,6 +252,12 @@ func TestReadRunRecordErrorsAreTheParts(t *testing.T) {
 			t.Fatalf("read of a damaged hash (all %v): %v, want %v", all, err, want)
 		}
 	}
+	// In a batch, the damaged runs are read by ReadRunRecord and give its
+	// errors; the others are read with them.
+	sameRecords(t, ctx, unsealed, ids)
+	if _, ok := unsealed.ReadRunRecordsInOne(ctx, ids[:2], true); ok[0] || ok[1] {
+		t.Fatalf("damaged runs read plainly in a batch: %v", ok)
+	}
 }
 
 // The kinds the runtime writes are selected as small integers and read
@@ -244,5 +294,40 @@ func TestReadRunRecordEventKinds(t *testing.T) {
 		if e.Kind != kinds[i] {
 			t.Fatalf("event %d read as kind %q, want %q", i+1, e.Kind, kinds[i])
 		}
+	}
+}
+
+// The batch statement finds each run's rows through the tables' run
+// indexes, never by scanning a whole table.
+func TestReadRunRecordsPlan(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	args := make([]any, sqlite.RecordBatch)
+	rows, err := st.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlite.RecordBatchQuery, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+		if strings.HasPrefix(detail, "SCAN ") && !strings.HasPrefix(detail, "SCAN b") && !strings.Contains(detail, "CONSTANT ROW") {
+			t.Errorf("the batch statement scans a table: %q", detail)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if t.Failed() {
+		t.Log(strings.Join(plan, "\n"))
 	}
 }

@@ -47,9 +47,28 @@ func Many(ctx context.Context, st store.Store, m *control.Machine, ids []string)
 // make at once. If any job fails with an error, CheckMany returns the
 // error of the first such job in order, as the sequential loop would, with
 // the results of the jobs before it.
+//
+// A store that reads several runs at once (ReadRunRecords) is asked for a
+// batch of consecutive jobs' runs at a time, each run as Run and Check
+// read it alone: a worker then holds one batch's records at a time.
 func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job) ([]Checked, error) {
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	size := 1
+	if _, ok := recordsReaderOf(st); ok {
+		size = batchSize(len(jobs), workers)
+	}
+	return checkMany(ctx, st, m, jobs, workers, size)
+}
+
+// checkMany is CheckMany on the workers given, each taking size
+// consecutive jobs at a time (read at once when size is above one).
+func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job, workers, size int) ([]Checked, error) {
 	if m == nil {
 		m = control.Default()
+	}
+	rr, batched := recordsReaderOf(st)
+	if !batched || size < 1 {
+		size = 1
 	}
 	out := make([]Checked, len(jobs))
 	errs := make([]error, len(jobs))
@@ -61,36 +80,60 @@ func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		}
 		out[i].Report, out[i].Replay, errs[i] = Check(ctx, st, m, j.Workflow, j.RunID)
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(jobs))
-	// Jobs are handed out in order and none is taken after one has failed:
-	// every job before the first failure therefore ran, and the first
-	// error in order is the one the sequential loop would have met.
+	// A batch's runs read at once, then checked one after the other; ids
+	// is the worker's own buffer for their ids.
+	checkBatch := func(lo, hi int, ids []string) bool {
+		if size == 1 {
+			check(lo)
+			return errs[lo] == nil
+		}
+		ids = ids[:0]
+		for _, j := range jobs[lo:hi] {
+			ids = append(ids, j.RunID)
+		}
+		recs, rerrs := rr.ReadRunRecords(ctx, ids, true)
+		for i := lo; i < hi; i++ {
+			if errs[i] = rerrs[i-lo]; errs[i] == nil {
+				rec := fromRunRecord(st, recs[i-lo], withRun|withEffects)
+				recs[i-lo] = store.RunRecord{} // the batch's records are held no longer than checked
+				out[i].Report, out[i].Replay, errs[i] = checkRecord(ctx, rec, m, jobs[i].Workflow, jobs[i].RunID)
+			}
+			if errs[i] != nil {
+				return false // the jobs after the first failure are not checked
+			}
+		}
+		return true
+	}
+	// Batches are handed out in order and none is taken after a job has
+	// failed: every job before the first failure therefore ran, and the
+	// first error in order is the one the sequential loop would have met.
 	var (
 		mu     sync.Mutex
 		next   int
 		failed bool
 		wg     sync.WaitGroup
 	)
-	take := func() (int, bool) {
+	take := func() (int, int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if failed || next == len(jobs) {
-			return 0, false
+			return 0, 0, false
 		}
-		next++
-		return next - 1, true
+		lo := next
+		next = min(next+size, len(jobs))
+		return lo, next, true
 	}
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ids := make([]string, 0, size)
 			for {
-				i, ok := take()
+				lo, hi, ok := take()
 				if !ok {
 					return
 				}
-				check(i)
-				if errs[i] != nil {
+				if !checkBatch(lo, hi, ids) {
 					mu.Lock()
 					failed = true
 					mu.Unlock()
@@ -105,4 +148,12 @@ func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		}
 	}
 	return out, nil
+}
+
+// batchSize is how many consecutive jobs a worker takes at once from a
+// store that reads several runs at once: up to a statement's worth
+// (sixteen runs), but small enough that every worker gets several
+// batches to keep it busy until the end.
+func batchSize(jobs, workers int) int {
+	return max(1, min(16, jobs/(4*max(workers, 1))))
 }

@@ -208,6 +208,17 @@ func TestCheckManyMatchesSequential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Batches of runs read at once, of every size from one run to more
+	// than the jobs, on one worker or several, check the same.
+	for _, ws := range [][2]int{{1, 1}, {1, 3}, {2, 2}, {2, 7}, {3, 16}, {2, 25}} {
+		got, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d workers taking %d runs at a time: the results differ", ws[0], ws[1])
+		}
+	}
 	failed := map[string]bool{}
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
@@ -264,6 +275,33 @@ func TestCheckManyReportsTheFirstError(t *testing.T) {
 		}
 		if len(reps) != 3 || reps[2].RunID != ids[2] || !reps[2].OK() {
 			t.Fatalf("%d reports before the error, want those of the 3 runs before it", len(reps))
+		}
+	}
+	// The same with runs read several at a time: the missing run in the
+	// middle of a batch, at its start, or in a batch of its own.
+	jobs := make([]Job, len(ids))
+	for i, id := range ids {
+		jobs[i].RunID = id
+	}
+	for _, ws := range [][2]int{{1, 2}, {2, 2}, {2, 3}, {1, 4}, {2, 5}, {2, 16}} {
+		out, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1])
+		if err == nil || err.Error() != want.Error() {
+			t.Fatalf("%d workers taking %d runs at a time: error %v, want %v", ws[0], ws[1], err, want)
+		}
+		if len(out) != 3 || out[2].Report.RunID != ids[2] || !out[2].Report.OK() {
+			t.Fatalf("%d workers taking %d runs at a time: %d reports before the error, want 3", ws[0], ws[1], len(out))
+		}
+	}
+}
+
+// A batch is up to a statement's sixteen runs, and small enough that each
+// worker has several.
+func TestBatchSize(t *testing.T) {
+	for _, c := range []struct{ jobs, workers, want int }{
+		{0, 0, 1}, {1, 1, 1}, {7, 2, 1}, {8, 2, 1}, {16, 2, 2}, {200, 2, 16}, {200, 4, 12}, {1000, 1, 16}, {10, 64, 1},
+	} {
+		if got := batchSize(c.jobs, c.workers); got != c.want {
+			t.Errorf("batchSize(%d, %d) = %d, want %d", c.jobs, c.workers, got, c.want)
 		}
 	}
 }

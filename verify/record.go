@@ -68,6 +68,29 @@ type recordReader interface {
 // wraps that has one.
 func recordReaderOf(st store.Store) (recordReader, bool) { return store.As[recordReader](st) }
 
+// recordsReader is implemented by stores that read several runs' records
+// at once (SQLite: up to sixteen runs by one statement), each record and
+// error exactly as ReadRunRecord returns it.
+type recordsReader interface {
+	ReadRunRecords(ctx context.Context, runIDs []string, all bool) ([]store.RunRecord, []error)
+}
+
+// recordsReaderOf returns the recordsReader of st, or of the first store
+// it wraps that has one.
+func recordsReaderOf(st store.Store) (recordsReader, bool) { return store.As[recordsReader](st) }
+
+// fromRunRecord is the record load reads from a store's RunRecord, read
+// with the parts given (withRun|withEffects, or 0).
+func fromRunRecord(st store.Store, r store.RunRecord, parts int) *record {
+	rec := &record{st: st, run: r.Run, events: r.Events, cp: r.Checkpoint, hasCP: r.HasCheckpoint,
+		intents: r.Intents, receipts: r.Receipts}
+	if parts != 0 {
+		rec.bulk = true
+		rec.setEffects(r.Attempts, r.Approvals)
+	}
+	return rec
+}
+
 func load(ctx context.Context, st store.Store, runID string, parts int) (*record, error) {
 	if parts == withRun|withEffects || parts == 0 {
 		if rr, ok := recordReaderOf(st); ok {
@@ -75,13 +98,7 @@ func load(ctx context.Context, st store.Store, runID string, parts int) (*record
 			if err != nil {
 				return nil, err
 			}
-			rec := &record{st: st, run: r.Run, events: r.Events, cp: r.Checkpoint, hasCP: r.HasCheckpoint,
-				intents: r.Intents, receipts: r.Receipts}
-			if parts != 0 {
-				rec.bulk = true
-				rec.setEffects(r.Attempts, r.Approvals)
-			}
-			return rec, nil
+			return fromRunRecord(st, r, parts), nil
 		}
 	}
 	rec := &record{st: st}

@@ -74,6 +74,20 @@ func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) 
 	return verifyRecord(ctx, rec, m, runID)
 }
 
+// checkRecord is Run, or with a workflow Check, of a run already read by
+// load (withRun|withEffects).
+func checkRecord(ctx context.Context, rec *record, m *control.Machine, wf runner.Workflow, runID string) (*Report, *ReplayReport, error) {
+	rep, err := verifyRecord(ctx, rec, m, runID)
+	if err != nil || wf == nil {
+		return rep, nil, err
+	}
+	state, err := wf.Init(runID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workflow init: %w", err)
+	}
+	return rep, replayRecord(rec, wf, runID, state), nil
+}
+
 // Check verifies a run and replays it with wf, reading the run from the
 // store once: its reports are exactly those of Run and of Replay.
 func Check(ctx context.Context, st store.Store, m *control.Machine, wf runner.Workflow, runID string) (*Report, *ReplayReport, error) {
@@ -81,15 +95,7 @@ func Check(ctx context.Context, st store.Store, m *control.Machine, wf runner.Wo
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := verifyRecord(ctx, rec, m, runID)
-	if err != nil {
-		return nil, nil, err
-	}
-	state, err := wf.Init(runID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("workflow init: %w", err)
-	}
-	return rep, replayRecord(rec, wf, runID, state), nil
+	return checkRecord(ctx, rec, m, wf, runID)
 }
 
 func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID string) (*Report, error) {

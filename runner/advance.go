@@ -74,7 +74,12 @@ type tick struct {
 
 	committed committedView    // what the last commit made durable, for the wires
 	wire      []tripwire.Event // the pending tick's events as the wires see them
-	obs       tickObs          // logs, spans and metrics of the tick (observe.go)
+	// records holds the control records wire points at, so that a tick's
+	// records take one allocation rather than one each. Records are never
+	// changed once appended; a pointer into an array append has since
+	// outgrown still reads its record. Dropped with wire.
+	records []control.Record
+	obs     tickObs // logs, spans and metrics of the tick (observe.go)
 }
 
 // appendEvent adds an event to the pending tick, and what the wires see
@@ -635,8 +640,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg := t.cp.Control
 	cfg.Context = guards
 	t.cp.Transitions++
-	e := control.Event{Type: typ, ActorRole: role, Capability: capability,
-		EventID: t.run.ID + ":" + strconv.FormatInt(t.cp.Transitions, 10)}
+	e := control.Event{Type: typ, ActorRole: role, Capability: capability, EventID: eventID(t.run.ID, t.cp.Transitions)}
 	// The machine writes the record as it steps, into cjson's recycled
 	// buffer, and it is copied out at its own size: one allocation, neither
 	// a doubling series nor a fixed capacity most records leave a third of
@@ -651,18 +655,36 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}
-	rec := res.Record
+	rec := t.keepRecord(res.Record)
 	if res.Rejection != nil {
 		d := store.BodyDigest(body)
-		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d}, tripwire.Event{Kind: EventRejected, Digest: d, Record: &rec})
+		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d}, tripwire.Event{Kind: EventRejected, Digest: d, Record: rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
 	d := res.Next.Head
-	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d}, tripwire.Event{Kind: EventControl, Digest: d, Record: &rec})
+	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d}, tripwire.Event{Kind: EventControl, Digest: d, Record: rec})
 	next := res.Next
 	next.Context = nil
 	t.cp.Control = next
 	return nil
+}
+
+// eventID is a runner-issued control event's id: the run's id, a colon and
+// the transition's number, in one allocation.
+func eventID(runID string, n int64) string {
+	var buf [128]byte
+	b := append(append(buf[:0], runID...), ':')
+	return string(strconv.AppendInt(b, n, 10))
+}
+
+// keepRecord keeps a copy of rec for the pending tick's wires and returns
+// where it is.
+func (t *tick) keepRecord(rec control.Record) *control.Record {
+	if t.records == nil {
+		t.records = make([]control.Record, 0, tickEvents)
+	}
+	t.records = append(t.records, rec)
+	return &t.records[len(t.records)-1]
 }
 
 // RefusedError reports a control event the FSM refused.
@@ -972,7 +994,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 	}
 	if len(todo) == 0 {
-		return r.fire(t, "NO_EFFECTS", nil, evidence(map[string]any{"empty_stable_proposal_batch": map[string]any{"accepted": t.cp.Accepted}}))
+		return r.fire(t, "NO_EFFECTS", nil, map[string]string{"empty_stable_proposal_batch": evCursor("empty_stable_proposal_batch", t.cp.Accepted)})
 	}
 	if !r.fitsCalls(t, int64(len(todo))) {
 		return r.refuseCalls(t, int64(len(todo)))

@@ -131,7 +131,7 @@ func (r *Runner) afterCommit(t *tick, b tripwire.Boundary) {
 		r.forgetCarry(t.run.ID) // reseeded from the header next time
 	}
 	t.committed = viewOf(t.cp)
-	t.wire = nil
+	t.wire, t.records = nil, nil
 }
 
 func (r *Runner) forgetCarry(runID string) {
@@ -145,7 +145,7 @@ func (r *Runner) forgetCarry(runID string) {
 // run is quarantined until a person releases it.
 func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips []tripwire.Trip) error {
 	t.pending = store.Tick{}
-	t.wire = nil
+	t.wire, t.records = nil, nil
 	r.forget(t.run.ID)
 	rep, err := tripwire.NewReport(b, trips)
 	var names []string

@@ -26,6 +26,9 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		if err != nil {
 			return err
 		}
+		if err := s.refuseLost(tx, op, lease.RunID); err != nil {
+			return err
+		}
 		if run.Head != tick.ExpectHead {
 			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "writer computed from event %d, the run is at %d", tick.ExpectHead, run.Head)
 		}

@@ -40,6 +40,7 @@ func crashWriter(path string) {
 		os.Exit(3)
 	}
 	runs := strings.Split(os.Getenv("FLRH_CRASH_WRITER_RUNS"), ",")
+	lag := os.Getenv("FLRH_CRASH_WRITER_LAG") != ""
 	if runs[0] == "" {
 		runs = []string{"r"}
 	}
@@ -64,13 +65,30 @@ func crashWriter(path string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			run, err := s.Run(ctx, l.RunID)
+			if err != nil {
+				os.Exit(4)
+			}
 			for {
-				run, err := s.Run(ctx, l.RunID)
-				if err != nil {
-					os.Exit(4)
+				if !lag {
+					if run, err = s.Run(ctx, l.RunID); err != nil {
+						os.Exit(4)
+					}
 				}
 				n := run.Head + 1
 				cp := []byte(fmt.Sprintf(`{"events":%d}`, n))
+				if lag && n%2 == 0 {
+					// A lagging tick (an event and a checkpoint) after
+					// each durable one, left open for the next to commit.
+					if err := s.Commit(ctx, l, store.Tick{ExpectHead: run.Head, MayLag: true,
+						Events:     []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))},
+						Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)}}); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(5)
+					}
+					run.Head = n
+					continue
+				}
 				// Every tick also submits and consumes its own input, as
 				// the runner's SubmitAdvance does.
 				in := storetest.Inb(l.RunID, fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
@@ -82,6 +100,7 @@ func crashWriter(path string) {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(5)
 				}
+				run.Head = n
 			}
 		}()
 	}
@@ -93,16 +112,23 @@ func crashWriter(path string) {
 // tick is either wholly present or wholly absent: the event chain is
 // intact, every event has its intent, its checkpoint and the inbound event
 // the tick submitted and consumed, and nothing else.
-func TestCrashKeepsTicksWhole(t *testing.T) { crashRounds(t, []string{"r"}) }
+func TestCrashKeepsTicksWhole(t *testing.T) { crashRounds(t, []string{"r"}, false) }
+
+// TestCrashKeepsLaggingTicksWhole is the same with a lagging tick after
+// each durable one, left open for the next tick's COMMIT: a kill loses the
+// open one, never a durable one, and leaves every tick whole.
+func TestCrashKeepsLaggingTicksWhole(t *testing.T) {
+	crashRounds(t, []string{"r0", "r1", "r2", "r3"}, true)
+}
 
 // TestCrashKeepsBatchesWhole is the same with eight runs written at once,
 // whose ticks commit in shared batches: a kill in the middle of a batch
 // leaves each of its ticks wholly present or wholly absent.
 func TestCrashKeepsBatchesWhole(t *testing.T) {
-	crashRounds(t, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"})
+	crashRounds(t, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}, false)
 }
 
-func crashRounds(t *testing.T, runs []string) {
+func crashRounds(t *testing.T, runs []string, lag bool) {
 	if testing.Short() {
 		t.Skip("crash test runs real processes")
 	}
@@ -123,6 +149,9 @@ func crashRounds(t *testing.T, runs []string) {
 	for round := 0; round < 4; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "FLRH_CRASH_WRITER_DB="+path, "FLRH_CRASH_WRITER_RUNS="+strings.Join(runs, ","))
+		if lag {
+			cmd.Env = append(cmd.Env, "FLRH_CRASH_WRITER_LAG=1")
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -159,11 +188,19 @@ func crashRounds(t *testing.T, runs []string) {
 			ins, _ := s.Intents(ctx, id)
 			cp, _ := s.Checkpoint(ctx, id)
 			inbox, _ := s.Inbox(ctx, id, false)
-			if int64(len(evs)) != run.Head || int64(len(ins)) != run.Head || (run.Head > 0 && cp.Seq != run.Head) || int64(len(inbox)) != run.Head {
+			durable := run.Head // ticks with an intent and an input
+			if lag {
+				durable = (run.Head + 1) / 2
+			}
+			if int64(len(evs)) != run.Head || int64(len(ins)) != durable || (run.Head > 0 && cp.Seq != run.Head) || int64(len(inbox)) != durable {
 				t.Fatalf("round %d run %s: torn tick: head=%d events=%d intents=%d checkpoint=%d inbox=%d", round, id, run.Head, len(evs), len(ins), cp.Seq, len(inbox))
 			}
 			for i, in := range inbox {
-				if !in.Consumed || in.Seq != int64(i+1) || in.ID != fmt.Sprintf("in-%d", i+1) {
+				want := fmt.Sprintf("in-%d", i+1)
+				if lag {
+					want = fmt.Sprintf("in-%d", 2*i+1)
+				}
+				if !in.Consumed || in.Seq != int64(i+1) || in.ID != want {
 					t.Fatalf("round %d run %s: inbox entry %d is %+v", round, id, i+1, in)
 				}
 			}

@@ -39,7 +39,10 @@ type writeReq struct {
 	fn        func(ctx context.Context, tx *wtx, now time.Time) error
 	// lazy is a tick's store.Tick.MayLag: its COMMIT need not wait for
 	// the disk. A batch is committed so only when all of its writes are.
-	lazy     bool
+	lazy bool
+	// flush asks for a lagging batch's open transaction to be committed
+	// (linger.go); such a request has no work of its own.
+	flush    bool
 	err      error
 	panicked any // what fn panicked with, re-raised in the caller
 	didPanic bool
@@ -81,7 +84,12 @@ func (s *Store) enqueue(ctx context.Context, op, runID string, lazy bool, fn fun
 	if err := ctx.Err(); err != nil {
 		return mapErr(op, runID, err)
 	}
-	req := &writeReq{ctx: ctx, op: op, runID: runID, fn: fn, lazy: lazy}
+	return s.enqueueReq(&writeReq{ctx: ctx, op: op, runID: runID, fn: fn, lazy: lazy})
+}
+
+// enqueueReq queues req for the next batch, leading it if no batch is
+// under way, and returns req's outcome.
+func (s *Store) enqueueReq(req *writeReq) error {
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
@@ -170,27 +178,42 @@ func (s *Store) runBatch(batch []*writeReq) {
 	}
 }
 
-// runBatchIn is runBatch on the writing connection. A lazy batch is
-// committed with synchronous=NORMAL: in WAL mode its COMMIT appends to the
-// log without an fsync, and the next COMMIT at FULL syncs the log with it.
-// SQLite refuses to change the level inside a transaction, so it is set
-// before BEGIN and set back to FULL once the transaction is over, whatever
-// became of it; a connection that cannot be set back is dropped.
+// runBatchIn is runBatch on the writing connection. The transaction is
+// the one a lagging batch left open, if any (linger.go), or one begun now.
+// A batch whose every write is a lagging tick and was accepted leaves it
+// open; any other commits it, and syncs the log if a write that must be
+// durable landed in it. The writing connection is at synchronous=NORMAL, so a COMMIT
+// itself never waits for the disk.
 func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, lazy bool, failAll func(error)) {
-	if lazy {
-		defer s.restoreSync(tx)
-		if err := tx.pragma(bctx, syncNormal); err != nil {
+	w := tx.w
+	held := w.linger != nil
+	work, flush := 0, false
+	for _, r := range batch {
+		if r.flush {
+			flush = true
+		} else {
+			work++
+		}
+	}
+	if !held {
+		if work == 0 {
+			return // a flush with nothing open: done
+		}
+		if err := s.begin(bctx, tx); err != nil {
 			failAll(err)
 			return
 		}
 	}
-	if err := s.begin(bctx, tx); err != nil {
-		failAll(err)
-		return
-	}
-	defer s.rollback(tx)
+	keep := false
+	defer func() {
+		if keep {
+			return
+		}
+		s.rollback(tx) // no transaction left open unless kept lingering
+		s.endLinger(w, !tx.open && tx.committed)
+	}()
 
-	if len(batch) == 1 {
+	if work == 1 && len(batch) == 1 && !held {
 		// Alone: the transaction is the caller's, as with no batching.
 		r := batch[0]
 		if err := r.ctx.Err(); err != nil {
@@ -201,12 +224,20 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 			r.err = mapErr(r.op, r.runID, err)
 			return
 		}
-		r.err = mapErr(r.op, r.runID, s.commitTx(bctx, tx))
+		if lazy && w.logSync && !s.closing.Load() {
+			keep = true
+			s.beginLinger(tx, []string{r.runID})
+			return
+		}
+		r.err = mapErr(r.op, r.runID, s.commitTx(bctx, tx, !lazy))
 		return
 	}
 
-	landed := 0
+	landed, durable := 0, false
 	for _, r := range batch {
+		if r.flush {
+			continue
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.err = mapErr(r.op, r.runID, err)
 			continue
@@ -226,16 +257,31 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 			}
 		} else {
 			landed++
+			durable = durable || !r.lazy
 		}
 		if _, err := s.exec(bctx, tx, savepointRelease); err != nil {
 			failAll(err)
 			return
 		}
 	}
-	if landed == 0 {
+	if landed == 0 && !held {
 		return // every caller was refused; nothing to commit
 	}
-	if err := s.commitTx(bctx, tx); err != nil {
+	if lazy && !flush && landed == work && w.logSync && !s.closing.Load() {
+		// Every write lags and was accepted: they join the open
+		// transaction and wait for the next batch's COMMIT.
+		keep = true
+		runs := make([]string, 0, len(batch))
+		for _, r := range batch {
+			runs = append(runs, r.runID)
+		}
+		s.beginLinger(tx, runs)
+		return
+	}
+	// A refusal is decided on the writes before it, lagging ones included;
+	// it stands only if they are committed: a failed COMMIT fails every
+	// caller of the batch.
+	if err := s.commitTx(bctx, tx, durable); err != nil {
 		failAll(err)
 	}
 }
@@ -254,38 +300,22 @@ func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 	return r.fn(ctx, tx, s.clock())
 }
 
-func (s *Store) commitTx(ctx context.Context, tx *wtx) error {
+// commitTx commits tx and, when durable, syncs the log: the caller is
+// told only once the commit is on stable storage, as with
+// synchronous=FULL. A sync that fails leaves the commit's durability
+// unknown; it is reported as the commit's failure.
+func (s *Store) commitTx(ctx context.Context, tx *wtx, durable bool) error {
 	if s.testCommit != nil {
 		if err := s.testCommit(); err != nil {
 			return err
 		}
 	}
-	if s.testSync != nil {
-		level, err := tx.synchronous(ctx)
-		if err != nil {
-			return err
-		}
-		s.testSync(level)
+	if err := s.commit(ctx, tx); err != nil {
+		return err
 	}
-	return s.commit(ctx, tx)
-}
-
-// The synchronous levels a batch commits at: FULL, the store's own (set
-// when a connection opens), and NORMAL for a lazy batch.
-const (
-	syncFull   = `PRAGMA synchronous = FULL`
-	syncNormal = `PRAGMA synchronous = NORMAL`
-)
-
-// restoreSync sets the writing connection back to synchronous=FULL after
-// a lazy batch. Should that fail, the connection is dropped (withWriter
-// closes it), so that no later batch commits on it without an fsync.
-func (s *Store) restoreSync(tx *wtx) {
-	err := tx.pragma(context.Background(), syncFull)
-	if s.testRestore != nil {
-		err = s.testRestore(err)
+	tx.committed = true
+	if durable && tx.w.logSync {
+		return s.syncLog()
 	}
-	if err != nil {
-		tx.w.drop = true
-	}
+	return nil
 }

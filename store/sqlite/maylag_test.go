@@ -14,25 +14,42 @@ import (
 	"flrh.dev/flrh/store/storetest"
 )
 
-// syncLevels records the writing connection's synchronous level at each
-// COMMIT.
-type syncLevels struct {
-	mu     sync.Mutex
-	levels []int64
+// commitCounts counts the COMMITs and the log syncs of a store.
+type commitCounts struct {
+	mu             sync.Mutex
+	commits, syncs int
+	fail           error // returned by the next COMMIT instead of committing
 }
 
-func (l *syncLevels) add(level int64) { l.mu.Lock(); l.levels = append(l.levels, level); l.mu.Unlock() }
-
-func (l *syncLevels) take() []int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.levels
-	l.levels = nil
-	return out
+func countCommits(s *Store) *commitCounts {
+	c := &commitCounts{}
+	s.testCommit = func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err := c.fail; err != nil {
+			c.fail = nil
+			return err
+		}
+		c.commits++
+		return nil
+	}
+	s.testLogSync = func() { c.mu.Lock(); c.syncs++; c.mu.Unlock() }
+	return c
 }
 
-// writerSync reads the writing connection's synchronous level between
-// batches.
+// take returns the COMMITs and syncs counted since the last take.
+func (c *commitCounts) take() (commits, syncs int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	commits, syncs = c.commits, c.syncs
+	c.commits, c.syncs = 0, 0
+	return commits, syncs
+}
+
+func (c *commitCounts) failNext(err error) { c.mu.Lock(); c.fail = err; c.mu.Unlock() }
+
+// writerSync reads the writing connection's synchronous level (inside a
+// lagging batch's open transaction, if one is).
 func writerSync(t *testing.T, s *Store) int64 {
 	t.Helper()
 	var level int64
@@ -50,70 +67,142 @@ func lagTick(head int64, body string, lag bool) store.Tick {
 	return store.Tick{ExpectHead: head, Events: []store.Event{storetest.Ev("E", body)}, MayLag: lag}
 }
 
-// A tick whose durability may lag is committed at synchronous=NORMAL (no
-// fsync of the log at its COMMIT), readable at once through the readers'
-// pool and through a second store on the file, and the writing connection
-// is back at FULL for the next write. Closed and opened again, the file
-// holds it and the durable tick after it.
-func TestMayLagCommitsAtNormalThenFull(t *testing.T) {
+// otherHead reads a run's head through a second store on the file, as
+// another process would.
+func otherHead(t *testing.T, path, runID string) int64 {
+	t.Helper()
+	other, err := Open(context.Background(), path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	run, err := other.Run(context.Background(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.Head
+}
+
+// A lagging tick is executed but its COMMIT waits for the next write,
+// which commits both at once and syncs the log; until then another
+// process does not see it. A durable write is committed and synced at
+// once. The writing connection is at NORMAL throughout: the store syncs
+// the log itself after a durable COMMIT.
+func TestMayLagWaitsForTheNextCommit(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
 	s := openAt(t, path, time.Now)
-	var seen syncLevels
-	s.testSync = seen.add
+	c := countCommits(s)
 	l := leasedRun(t, s)
-	if got := seen.take(); len(got) != 2 || got[0] != 2 || got[1] != 2 {
-		t.Fatalf("levels of the run's creation and lease: %v, want FULL (2) twice", got)
+	if commits, syncs := c.take(); commits != 2 || syncs != 2 {
+		t.Fatalf("the run's creation and lease: %d COMMITs, %d syncs; want 2 and 2", commits, syncs)
 	}
 	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
 		t.Fatal(err)
 	}
-	if got := seen.take(); len(got) != 1 || got[0] != 1 {
-		t.Fatalf("level of the lagging tick's COMMIT: %v, want NORMAL (1)", got)
+	if commits, syncs := c.take(); commits != 0 || syncs != 0 || !s.lingering() {
+		t.Fatalf("a lagging tick: %d COMMITs, %d syncs, open %v; want its transaction left open", commits, syncs, s.lingering())
 	}
-	if got := writerSync(t, s); got != 2 {
-		t.Fatalf("writing connection after the lagging tick: synchronous %d, want FULL (2)", got)
+	if got := writerSync(t, s); got != 1 {
+		t.Fatalf("writing connection: synchronous %d, want NORMAL (1)", got)
 	}
-	evs, err := s.Events(ctx, "r", 0)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("readers' pool after the lagging tick: %d events (%v)", len(evs), err)
-	}
-	other, err := Open(ctx, path, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := other.Run(ctx, "r")
-	other.Close()
-	if err != nil || run.Head != 1 {
-		t.Fatalf("a second store on the file: head %d (%v)", run.Head, err)
+	if h := otherHead(t, path, "r"); h != 0 {
+		t.Fatalf("another process sees head %d before the COMMIT, want 0", h)
 	}
 	if err := s.Commit(ctx, l, lagTick(1, `{"n":2}`, false)); err != nil {
 		t.Fatal(err)
 	}
-	if got := seen.take(); len(got) != 1 || got[0] != 2 {
-		t.Fatalf("level of the durable tick after it: %v, want FULL (2)", got)
+	if commits, syncs := c.take(); commits != 1 || syncs != 1 || s.lingering() {
+		t.Fatalf("the durable tick after it: %d COMMITs, %d syncs, open %v; want one of each, nothing open", commits, syncs, s.lingering())
 	}
-	// A lagging tick the store refuses leaves the level restored too.
-	if err := s.Commit(ctx, l, lagTick(0, `{"n":3}`, true)); store.CodeOf(err) != store.CodeHeadMismatch {
-		t.Fatalf("lagging tick from a stale head: %v", err)
-	}
-	if got := writerSync(t, s); got != 2 {
-		t.Fatalf("after a refused lagging tick: synchronous %d, want FULL (2)", got)
+	if h := otherHead(t, path, "r"); h != 2 {
+		t.Fatalf("another process sees head %d after the COMMIT, want 2", h)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = openAt(t, path, time.Now)
 	defer s.Close()
-	run, err = s.Run(ctx, "r")
-	if err != nil || run.Head != 2 {
+	if run, err := s.Run(ctx, "r"); err != nil || run.Head != 2 {
 		t.Fatalf("opened again: head %d (%v), want both ticks", run.Head, err)
 	}
 }
 
-// A batch is committed at NORMAL only when every write in it may lag: one
-// durable write among lagging ones makes the batch's COMMIT wait for the
-// disk.
+// A lagging tick's open transaction is committed, without a sync, by a
+// read of the store, by DB, by the timer, by Close; a refused write joins
+// it and commits it, so that the refusal is decided on committed writes.
+func TestMayLagIsCommittedByWhatComesNext(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		next  func(t *testing.T, s *Store, l store.Lease)
+		after func(t *testing.T, s *Store) // checks once the store is closed and opened again
+	}{
+		{"a read", func(t *testing.T, s *Store, l store.Lease) {
+			if evs, err := s.Events(ctx, "r", 0); err != nil || len(evs) != 1 {
+				t.Fatalf("the reader sees %d events (%v), want the lagging tick's", len(evs), err)
+			}
+		}, nil},
+		{"DB", func(t *testing.T, s *Store, l store.Lease) {
+			var n int
+			if err := s.DB().QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("DB sees %d events (%v), want the lagging tick's", n, err)
+			}
+		}, nil},
+		{"the timer", func(t *testing.T, s *Store, l store.Lease) {
+			deadline := time.Now().Add(10 * time.Second)
+			for s.lingering() && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		}, nil},
+		{"a refused tick", func(t *testing.T, s *Store, l store.Lease) {
+			if err := s.Commit(ctx, l, lagTick(7, `{"n":2}`, false)); store.CodeOf(err) != store.CodeHeadMismatch {
+				t.Fatalf("a tick from a wrong head: %v", err)
+			}
+		}, nil},
+		{"a refused lagging tick", func(t *testing.T, s *Store, l store.Lease) {
+			if err := s.Commit(ctx, l, lagTick(7, `{"n":2}`, true)); store.CodeOf(err) != store.CodeHeadMismatch {
+				t.Fatalf("a tick from a wrong head: %v", err)
+			}
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "flrh.db")
+			s := openAt(t, path, time.Now)
+			defer func() { s.Close() }()
+			l := leasedRun(t, s)
+			c := countCommits(s)
+			if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
+				t.Fatal(err)
+			}
+			tc.next(t, s, l)
+			if commits, syncs := c.take(); commits != 1 || syncs != 0 || s.lingering() {
+				t.Fatalf("%d COMMITs, %d syncs, open %v; want one COMMIT without a sync", commits, syncs, s.lingering())
+			}
+			if h := otherHead(t, path, "r"); h != 1 {
+				t.Fatalf("another process sees head %d, want the lagging tick's 1", h)
+			}
+		})
+	}
+	t.Run("Close", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "flrh.db")
+		s := openAt(t, path, time.Now)
+		l := leasedRun(t, s)
+		if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if h := otherHead(t, path, "r"); h != 1 {
+			t.Fatalf("after Close the file holds head %d, want the lagging tick's 1", h)
+		}
+	})
+}
+
+// A batch is left open only when every write in it is a lagging tick: one
+// durable write among lagging ones commits the batch, with the lagging
+// tick held before it, and syncs the log.
 func TestMayLagBatchWaitsIfAnyWriteMust(t *testing.T) {
 	ctx := context.Background()
 	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
@@ -135,22 +224,21 @@ func TestMayLagBatchWaitsIfAnyWriteMust(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name   string
-		hold   func(ctx context.Context) error // a lagging tick, alone in the first batch
-		writes []func(ctx context.Context) error
-		want   int64
+		name    string
+		hold    func(ctx context.Context) error // a lagging tick, alone in the first batch
+		writes  []func(ctx context.Context) error
+		commits int // after both batches
 	}{
-		{"all lagging", commit("h", 0, true), []func(ctx context.Context) error{commit("a", 0, true), commit("b", 0, true)}, 1},
-		{"one durable tick", commit("h", 1, true), []func(ctx context.Context) error{commit("a", 1, true), commit("c", 0, false), commit("b", 1, true)}, 2},
+		{"all lagging", commit("h", 0, true), []func(ctx context.Context) error{commit("a", 0, true), commit("b", 0, true)}, 0},
+		{"one durable tick", commit("h", 1, true), []func(ctx context.Context) error{commit("a", 1, true), commit("c", 0, false), commit("b", 1, true)}, 1},
 		{"a lease renewal", commit("h", 2, true), []func(ctx context.Context) error{commit("a", 2, true), func(ctx context.Context) error {
 			_, err := s.RenewLease(ctx, leases["d"], time.Hour)
 			return err
-		}}, 2},
+		}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var seen syncLevels
-			s.testSync = seen.add
-			defer func() { s.testSync = nil }()
+			c := countCommits(s)
+			defer func() { s.testCommit, s.testLogSync = nil, nil }()
 			batches, errs := forceBatch(t, s, tc.hold, len(tc.writes), tc.writes...)
 			for i, err := range errs {
 				if err != nil {
@@ -160,45 +248,69 @@ func TestMayLagBatchWaitsIfAnyWriteMust(t *testing.T) {
 			if len(batches) != 2 || len(batches[1]) != len(tc.writes) {
 				t.Fatalf("batches %v, want the hold alone and then the rest together", batches)
 			}
-			if got := seen.take(); len(got) != 2 || got[0] != 1 || got[1] != tc.want {
-				t.Fatalf("levels at COMMIT: %v, want [1 %d]", got, tc.want)
+			if commits, syncs := c.take(); commits != tc.commits || syncs != tc.commits || s.lingering() != (tc.commits == 0) {
+				t.Fatalf("%d COMMITs, %d syncs, open %v; want %d of each", commits, syncs, s.lingering(), tc.commits)
 			}
-			if got := writerSync(t, s); got != 2 {
-				t.Fatalf("synchronous %d after the batches, want FULL (2)", got)
-			}
+			s.settle(ctx)
 		})
 	}
 }
 
-// A writing connection that cannot be set back to FULL after a lagging
-// tick is dropped: the next write opens another, at FULL, and finds
-// everything the lagging tick wrote.
-func TestMayLagDropsAConnectionLeftAtNormal(t *testing.T) {
+// A lagging tick whose COMMIT fails is lost, and the run's next tick,
+// computed from it, is refused, never committed on a state the database
+// does not hold; the tick after that, computed from the store, commits.
+// The lost tick here has no events, so the head alone would not tell.
+func TestLostLingeringCommitRefusesTheNextTick(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
-	defer s.Close()
-	l := leasedRun(t, s)
-	s.testRestore = func(error) error { return fmt.Errorf("injected: cannot set synchronous back") }
-	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
-		t.Fatalf("the lagging tick committed before the failed restore: %v", err)
-	}
-	s.testRestore = nil
-	s.w.mu.Lock()
-	dropped := s.w.conn == nil
-	s.w.mu.Unlock()
-	if !dropped {
-		t.Fatal("the connection left at NORMAL was kept")
-	}
-	var seen syncLevels
-	s.testSync = seen.add
-	if err := s.Commit(ctx, l, lagTick(1, `{"n":2}`, false)); err != nil {
-		t.Fatal(err)
-	}
-	if got := seen.take(); len(got) != 1 || got[0] != 2 {
-		t.Fatalf("the next durable tick committed at %v, want FULL (2)", got)
-	}
-	if run, err := s.Run(ctx, "r"); err != nil || run.Head != 2 {
-		t.Fatalf("head %d (%v), want both ticks", run.Head, err)
+	traceOnly := store.Tick{Trace: []store.TraceRecord{{Kind: "t", Body: []byte(`{"lost":true}`)}}, MayLag: true}
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, s *Store, l store.Lease, c *commitCounts)
+	}{
+		{"committed by a read", func(t *testing.T, s *Store, l store.Lease, c *commitCounts) {
+			c.failNext(fmt.Errorf("injected: disk full"))
+			if evs, err := s.Events(ctx, "r", 0); err != nil || len(evs) != 1 {
+				t.Fatalf("read after the lost COMMIT: %d events (%v), want the one committed before", len(evs), err)
+			}
+		}},
+		{"committed with the next tick", func(t *testing.T, s *Store, l store.Lease, c *commitCounts) {
+			c.failNext(fmt.Errorf("injected: disk full"))
+			if err := s.Commit(ctx, l, lagTick(1, `{"n":2}`, false)); err == nil || !strings.Contains(err.Error(), "disk full") {
+				t.Fatalf("the tick sharing the failed COMMIT: %v, want its error", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+			defer s.Close()
+			l := leasedRun(t, s)
+			if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, false)); err != nil {
+				t.Fatal(err)
+			}
+			c := countCommits(s)
+			lost := traceOnly
+			lost.ExpectHead = 1
+			if err := s.Commit(ctx, l, lost); err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, s, l, c)
+			if tr, err := s.Trace(ctx, "r"); err != nil || len(tr) != 0 {
+				t.Fatalf("trace after the lost COMMIT: %d records (%v), want none", len(tr), err)
+			}
+			// Computed from the lost tick: same head, one trace record on.
+			next := lagTick(1, `{"n":3}`, false)
+			next.Trace = []store.TraceRecord{{Kind: "t", Body: []byte(`{"after":true}`)}}
+			if err := s.Commit(ctx, l, next); store.CodeOf(err) != store.CodeHeadMismatch {
+				t.Fatalf("the tick built on the lost one: %v, want %s", err, store.CodeHeadMismatch)
+			}
+			if err := s.Commit(ctx, l, next); err != nil {
+				t.Fatalf("the tick computed again from the store: %v", err)
+			}
+			tr, err := s.Trace(ctx, "r")
+			if err != nil || len(tr) != 1 || string(tr[0].Body) != `{"after":true}` {
+				t.Fatalf("trace %+v (%v), want the last tick's record alone", tr, err)
+			}
+		})
 	}
 }
 

@@ -43,7 +43,9 @@ func (c *statements) close() {
 }
 
 // read runs a query outside any transaction on the readers' pool.
+// A lagging batch's open transaction is committed first (linger.go).
 func (s *Store) read(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s.settle(ctx)
 	st, err := s.rstmts.get(ctx, s.rdb, query)
 	if err != nil {
 		return nil, err
@@ -54,6 +56,7 @@ func (s *Store) read(ctx context.Context, query string, args ...any) (*sql.Rows,
 // readRow runs a one-row query outside any transaction on the readers'
 // pool. A failure to prepare surfaces from Scan, as with QueryRowContext.
 func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s.settle(ctx)
 	st, err := s.rstmts.get(ctx, s.rdb, query)
 	if err != nil {
 		return s.rdb.QueryRowContext(ctx, query, args...) // reports the same error on Scan

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -53,12 +54,16 @@ type Store struct {
 	// COMMIT with it instead of committing.
 	testBatch  func(reqs []context.Context)
 	testCommit func() error
-	// testSync, when set, is told the writing connection's synchronous
-	// level just before each COMMIT.
-	testSync func(level int64)
-	// testRestore, when set, decides what setting the writing connection
-	// back to synchronous=FULL after a lagging batch returns.
-	testRestore func(error) error
+	// testLogSync, when set, is called before each sync of the log.
+	testLogSync func()
+
+	path string // the database file; its log is path + "-wal"
+	// A lagging batch's transaction left open (linger.go): lingerOpen
+	// says one is, lingerFor bounds how long, closing that Close has
+	// begun and no new one is left open.
+	lingerOpen atomic.Bool
+	lingerFor  time.Duration
+	closing    atomic.Bool
 }
 
 // readers bounds the readers' pool. Every connection is kept open once
@@ -101,7 +106,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer}
+	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor}
 	err = s.migrate(ctx)
 	if opts.ReadOnly && cannotShare(err, path) {
 		// A reader of a WAL database needs its shared-memory file, which
@@ -147,8 +152,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
+// Close commits a lagging batch's open transaction, if any, and closes the
+// database.
 func (s *Store) Close() error {
+	s.closing.Store(true)
+	if !s.ro {
+		// Queued behind any batch under way, which may be leaving its
+		// transaction open as Close begins; no batch after it does.
+		s.enqueueReq(&writeReq{ctx: context.Background(), op: "close", lazy: true, flush: true})
+	}
 	s.closeStatements()
 	err := s.db.Close()
 	if s.rdb != s.db {
@@ -161,7 +173,12 @@ func (s *Store) Close() error {
 
 // DB exposes the database handle for read-only inspection by tests and the
 // verifier; writing through it bypasses the fence and is never done.
-func (s *Store) DB() *sql.DB { return s.db }
+// A lagging batch's open transaction is committed first, so what is read
+// through it includes every write whose caller has returned.
+func (s *Store) DB() *sql.DB {
+	s.settle(context.Background())
+	return s.db
+}
 
 func (s *Store) migrate(ctx context.Context) error {
 	var have int64

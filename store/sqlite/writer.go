@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,14 +42,25 @@ type writer struct {
 	values []any  // a multi-row INSERT's values
 	frame  []byte // a tick's trace frame
 	closed bool   // Close ran
-	drop   bool   // the connection must not be used again (restoreSync)
+	// logSync: the connection is at synchronous=NORMAL in WAL mode and a
+	// durable COMMIT is followed by a sync of the log (linger.go). Unset
+	// (a database not in WAL mode) it stays at FULL and nothing lingers.
+	logSync bool
+	log     *os.File // the write-ahead log, opened for syncLog
+	// A lagging batch's transaction left open (linger.go): the timer that
+	// commits it, the runs whose ticks it holds, and the runs whose
+	// lagging ticks were lost with a failed COMMIT.
+	linger     *time.Timer
+	lingerRuns []string
+	lost       map[string]bool
 }
 
 // wtx is a batch's transaction on the writing connection.
 type wtx struct {
-	dc   driver.Conn
-	w    *writer
-	open bool // BEGIN ran and neither COMMIT nor ROLLBACK since
+	dc        driver.Conn
+	w         *writer
+	open      bool // BEGIN ran and neither COMMIT nor ROLLBACK since
+	committed bool // a COMMIT succeeded
 }
 
 // withWriter runs f on the writing connection, opening it first if need
@@ -65,26 +78,63 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 			return err
 		}
 		s.w.conn, s.w.stmts = c, map[string]driver.Stmt{}
+		if err := c.Raw(func(dc any) error { return s.w.setSync(ctx, dc.(driver.Conn)) }); err != nil {
+			s.dropWriter()
+			return err
+		}
 	}
 	err := s.w.conn.Raw(func(dc any) error {
-		f(&wtx{dc: dc.(driver.Conn), w: &s.w})
+		tx := &wtx{dc: dc.(driver.Conn), w: &s.w, open: s.w.linger != nil}
+		f(tx)
 		return nil
 	})
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || s.w.drop {
-		if s.w.drop {
-			// Its statements go with it: it is not handed back to the
-			// pool but closed.
-			s.w.conn.Raw(func(any) error {
-				for _, st := range s.w.stmts {
-					st.Close()
-				}
-				return driver.ErrBadConn
-			})
-		}
-		s.w.conn.Close()
-		s.w.conn, s.w.stmts, s.w.drop = nil, nil, false
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		s.dropWriter()
 	}
 	return err
+}
+
+// dropWriter closes the writing connection with its statements; a
+// transaction left open on it is gone with it.
+func (s *Store) dropWriter() {
+	s.w.conn.Raw(func(any) error {
+		for _, st := range s.w.stmts {
+			st.Close()
+		}
+		return driver.ErrBadConn // not handed back to the pool
+	})
+	s.w.conn.Close()
+	s.w.conn, s.w.stmts = nil, nil
+	s.endLinger(&s.w, false)
+	s.w.closeLog()
+	s.w.logSync = false
+}
+
+// setSync sets a new writing connection to synchronous=NORMAL if the
+// database is in WAL mode: its durable COMMITs are followed by syncLog.
+// The pragma takes effect when SQLite prepares it, so it is run once and
+// never kept among the prepared statements.
+func (w *writer) setSync(ctx context.Context, dc driver.Conn) error {
+	rows, err := dc.(driver.QueryerContext).QueryContext(ctx, `PRAGMA journal_mode`, nil)
+	if err != nil {
+		return err
+	}
+	vals := make([]driver.Value, 1)
+	err = rows.Next(vals)
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	if mode, _ := vals[0].(string); !strings.EqualFold(mode, "wal") {
+		return nil
+	}
+	for _, p := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA temp_store = MEMORY`} {
+		if _, err := dc.(driver.ExecerContext).ExecContext(ctx, p, nil); err != nil {
+			return err
+		}
+	}
+	w.logSync = true
+	return nil
 }
 
 // errWriterClosed refuses a write that comes after Close.
@@ -107,6 +157,7 @@ func (w *writer) close() {
 	})
 	w.conn.Close()
 	w.conn, w.stmts = nil, nil
+	w.closeLog()
 }
 
 func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
@@ -119,14 +170,6 @@ func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 	}
 	tx.w.stmts[query] = st
 	return st, nil
-}
-
-// pragma runs a PRAGMA that SQLite applies while it prepares it, as it does
-// synchronous: such a statement is never kept among the prepared ones,
-// whose next run would not apply it again.
-func (tx *wtx) pragma(ctx context.Context, query string) error {
-	_, err := tx.dc.(driver.ExecerContext).ExecContext(ctx, query, nil)
-	return err
 }
 
 // synchronous reads the connection's synchronous level (0 OFF, 1 NORMAL,

@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// A lagging batch's transaction left open (decision 1186).
+//
+// A batch whose every write is a lagging tick (store.Tick.MayLag) runs its
+// statements, so that its callers learn at once whether it was refused,
+// but is not committed: its transaction stays open on the writing
+// connection for at most lingerFor, and the next batch runs inside it,
+// each of its writes in its own savepoint, so that a refused write does
+// not undo the lagging ticks before it. One COMMIT then covers both, and
+// every page both wrote (page 1, the runs' rows and index pages, the ends
+// of the events', checkpoints' and trace's b-trees) goes to the log once.
+// A governed step's receipt commit is such a tick and the next step's
+// input commit follows it: two commits per step become one.
+//
+// The transaction is committed, whichever comes first:
+//   - with the next batch that is not wholly lagging ticks all accepted
+//     (a durable write, a refusal, a flush);
+//   - when lingerFor has passed since it was left open (a timer);
+//   - before any read of the store (read, readRow, DB), so a reader in
+//     this process sees every write whose caller has returned;
+//   - at Close.
+//
+// A lagging batch is committed at synchronous=NORMAL (no fsync), as
+// decision 1174 has it; a batch with a durable write is committed and then
+// the log is synced (syncLog): the writing connection stays at NORMAL and
+// the store syncs the write-ahead log itself after a durable COMMIT, which
+// is what synchronous=FULL does in WAL mode, since SQLite cannot change
+// the level inside a transaction and the lagging ticks' transaction is the
+// one the durable write joins.
+//
+// If the COMMIT fails, the lagging ticks in it are lost, as decision 1174
+// allows (reconciliation recovers them). Their runs are remembered
+// (writer.lost) and each run's next tick is refused (CodeHeadMismatch),
+// so that nothing is built on a state that is not in the database.
+
+// lingerFor bounds how long a lagging batch's transaction stays open: the
+// write lock other processes' writers wait for (busy_timeout), and the
+// delay before other processes see the lagging ticks (this process's
+// readers commit it first).
+const lingerFor = 20 * time.Millisecond
+
+// syncLog makes the write-ahead log durable after a COMMIT, as SQLite's
+// synchronous=FULL does at each COMMIT in WAL mode (fdatasync where SQLite
+// itself would use it). The log is opened once for the writing
+// connection's life; SQLite deletes it only when the last connection
+// closes, and this one is open.
+func (s *Store) syncLog() error {
+	if s.testLogSync != nil {
+		s.testLogSync()
+	}
+	w := &s.w
+	if w.log == nil {
+		f, err := os.OpenFile(s.path+"-wal", os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		w.log = f
+	}
+	return datasync(w.log)
+}
+
+// closeLog closes the writing connection's handle on the log.
+func (w *writer) closeLog() {
+	if w.log != nil {
+		w.log.Close()
+		w.log = nil
+	}
+}
+
+// lingering reports whether a lagging batch's transaction is open.
+func (s *Store) lingering() bool { return s.lingerOpen.Load() }
+
+// settle commits a lagging batch's open transaction, if any, so that what
+// follows reads every write whose caller has returned. Its error is not
+// the reader's: a COMMIT that fails loses the lagging ticks, which the
+// reader then does not see, and their runs' next ticks are refused.
+func (s *Store) settle(ctx context.Context) {
+	if s.lingering() {
+		s.enqueueReq(&writeReq{ctx: context.WithoutCancel(ctx), op: "flush", lazy: true, flush: true})
+	}
+}
+
+// beginLinger leaves tx open after a lagging batch: a timer commits it
+// once lingerFor has passed, if nothing else has.
+func (s *Store) beginLinger(tx *wtx, runs []string) {
+	w := tx.w
+	w.lingerRuns = append(w.lingerRuns, runs...)
+	if w.linger != nil {
+		return
+	}
+	s.lingerOpen.Store(true)
+	w.linger = time.AfterFunc(s.lingerFor, func() { s.settle(context.Background()) })
+}
+
+// endLinger records that tx, open since a lagging batch, was committed
+// (committed) or is gone: then the lagging ticks in it are lost and their
+// runs' next ticks will be refused.
+func (s *Store) endLinger(w *writer, committed bool) {
+	if w.linger == nil {
+		return
+	}
+	w.linger.Stop()
+	w.linger = nil
+	if !committed {
+		if w.lost == nil {
+			w.lost = map[string]bool{}
+		}
+		for _, id := range w.lingerRuns {
+			w.lost[id] = true
+		}
+	}
+	clear(w.lingerRuns)
+	w.lingerRuns = w.lingerRuns[:0]
+	s.lingerOpen.Store(false)
+}
+
+// refuseLost refuses a run's tick when a lagging tick of the run was lost
+// with its COMMIT: the tick was computed from a state the database does
+// not hold. The refusal is given once; the writer computes again from the
+// store.
+func (s *Store) refuseLost(tx *wtx, op, runID string) error {
+	if len(tx.w.lost) == 0 || !tx.w.lost[runID] {
+		return nil
+	}
+	delete(tx.w.lost, runID)
+	return store.Errorf(store.CodeHeadMismatch, op, runID, nil, "a lagging commit of this run was lost; its state is the database's")
+}

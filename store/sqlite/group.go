@@ -12,8 +12,8 @@ import (
 
 // Group commit.
 //
-// SQLite has one writer at a time, and with synchronous=FULL every COMMIT
-// waits for an fsync of the write-ahead log. Writers that arrive while a
+// SQLite has one writer at a time, and every durable COMMIT waits for a
+// sync of the write-ahead log. Writers that arrive while a
 // transaction is committing would each wait for the lock and then pay their
 // own fsync; instead they queue, and whoever finds no transaction under way
 // becomes the leader: it takes everything queued at that moment, runs each
@@ -28,7 +28,8 @@ import (
 // is no answer) and nothing of the batch is in the database.
 //
 // The leader never waits for a batch to fill: a lone writer runs alone,
-// without savepoints, as before. When the leader is done it hands the lead
+// without savepoints, as before, unless it joins the transaction a batch
+// of lagging ticks left open (linger.go). When the leader is done it hands the lead
 // to the first caller queued meanwhile, so no caller keeps working for
 // others indefinitely.
 

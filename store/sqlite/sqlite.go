@@ -1,9 +1,11 @@
-// Package sqlite is flrh's embedded store: one SQLite file in WAL mode with
-// synchronous=FULL, STRICT tables, foreign keys on, untrusted schema, and
-// every write transaction begun IMMEDIATE so that the fence check and the
-// writes it guards see one consistent database. Writes that arrive while
-// another commits are committed together, one transaction and one fsync,
-// each in its own savepoint (group.go).
+// Package sqlite is flrh's embedded store: one SQLite file in WAL mode,
+// every durable commit synced to disk before it returns, STRICT tables,
+// foreign keys on, untrusted schema, and every write transaction begun
+// IMMEDIATE so that the fence check and the writes it guards see one
+// consistent database. Writes that arrive while another commits are
+// committed together, one transaction and one sync, each in its own
+// savepoint (group.go); a lagging tick's transaction waits for the next
+// write's (linger.go).
 package sqlite
 
 import (

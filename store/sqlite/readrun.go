@@ -412,6 +412,9 @@ func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) (
 // (and for every run when the statement itself fails).
 func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs []store.RunRecord) []bool {
 	ok := make([]bool, len(ids))
+	if len(ids) > RecordBatch {
+		return ok // more than one statement holds: each run read alone
+	}
 	query := recordBatchCoreQuery
 	if all {
 		query = recordBatchAllQuery

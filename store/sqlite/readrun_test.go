@@ -141,6 +141,11 @@ func TestReadRunRecordMatchesEachRead(t *testing.T) {
 			if _, ok := st.ReadRunRecordsInOne(ctx, ids, true); slices.Contains(ok, false) {
 				t.Fatalf("a batch of %d runs read in one statement: %v", len(ids), ok)
 			}
+			// More runs than one statement holds are not read by it.
+			more := append(slices.Clone(ids), make([]string, sqlite.RecordBatch+1-len(ids))...)
+			if _, ok := st.ReadRunRecordsInOne(ctx, more, true); slices.Contains(ok, true) {
+				t.Fatalf("%d runs read by one statement of %d: %v", len(more), sqlite.RecordBatch, ok)
+			}
 		})
 	}
 }

@@ -126,65 +126,27 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 	if r := tb.find(tup); r >= 0 && tb.alive(r) && m.base[t][r] > 0 {
 		out = append(out, Support{Base: true, Rule: -1, BaseIDs: m.baseIDs(t, tup)})
 	}
+	// The collector, with the evaluator, is made on the first rule that
+	// can derive the tuple: a base relation's supports need neither. One
+	// collector serves every rule (a closure per rule, and the variables
+	// it shared, were allocations of their own).
+	var c *supportCollector
 	for _, r := range m.c.rules {
 		if r.head != t {
 			continue
 		}
-		// The evaluator is built on the first rule that can derive the
-		// tuple: a base relation's supports need none.
-		if x == nil {
-			x = m.newExec()
+		if c == nil {
+			if x == nil {
+				x = m.newExec()
+			}
+			c = &supportCollector{m: m, x: x, out: out}
+			x.onMatch = c.match
 		}
 		x.mode = emitCollect
 		for ai := range r.atoms {
 			x.views[ai] = view{hi: math.MaxInt32}
 		}
-		rr := r
-		x.onMatch = func(regs []int64) bool {
-			s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
-			if rr.npos > 0 {
-				// Sized once: the premises are known before they are read.
-				// Their rows and tables share one array, and their
-				// arguments another, each premise's capped at its own.
-				s.Premises = make([]Fact, rr.npos)
-				rt := make([]int32, 2*rr.npos)
-				s.rows, s.tables = rt[:rr.npos:rr.npos], rt[rr.npos:]
-				args := make([]Value, rr.pargs)
-				for ai := 0; ai < rr.npos; ai++ {
-					at := rr.atoms[ai].table
-					row := x.rows[ai]
-					n := len(rr.atoms[ai].args)
-					s.Premises[ai] = m.decodeInto(at, m.tables[at].tuple(row), args[:n:n])
-					args = args[n:]
-					s.rows[ai], s.tables[ai] = row, int32(at)
-				}
-			}
-			if n := len(rr.atoms) - rr.npos; n > 0 {
-				s.Absent = make([]Absence, 0, n)
-			}
-			for ai := rr.npos; ai < len(rr.atoms); ai++ {
-				a := &rr.atoms[ai]
-				ab := Absence{Stratum: m.c.tstratum[a.table], Wildcard: make([]bool, len(a.args))}
-				vals := make([]int64, len(a.args))
-				for k, e := range a.args {
-					if e == nil {
-						ab.Wildcard[k] = true
-						continue
-					}
-					v, _ := x.eval(e)
-					vals[k] = v
-				}
-				ab.Pattern = m.decode(a.table, vals)
-				for k := range ab.Wildcard {
-					if ab.Wildcard[k] {
-						ab.Pattern.Args[k] = Value{}
-					}
-				}
-				s.Absent = append(s.Absent, ab)
-			}
-			out = append(out, s)
-			return true
-		}
+		c.rr = r
 		x.target = tup
 		for k, e := range r.hargs {
 			if e.kind == exReg {
@@ -196,8 +158,67 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 			return nil, err
 		}
 	}
+	if c != nil {
+		out = c.out
+	}
 	slices.SortStableFunc(out, compareSupports)
 	return out, nil
+}
+
+// supportCollector gathers the supports one rule's instantiations give:
+// match is the evaluator's callback for the rule in hand (rr).
+type supportCollector struct {
+	m   *Materialization
+	x   *exec
+	rr  *rule
+	out []Support
+}
+
+func (c *supportCollector) match([]int64) bool {
+	m, x, rr := c.m, c.x, c.rr
+	s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
+	if rr.npos > 0 {
+		// Sized once: the premises are known before they are read.
+		// Their rows and tables share one array, and their
+		// arguments another, each premise's capped at its own.
+		s.Premises = make([]Fact, rr.npos)
+		rt := make([]int32, 2*rr.npos)
+		s.rows, s.tables = rt[:rr.npos:rr.npos], rt[rr.npos:]
+		args := make([]Value, rr.pargs)
+		for ai := 0; ai < rr.npos; ai++ {
+			at := rr.atoms[ai].table
+			row := x.rows[ai]
+			n := len(rr.atoms[ai].args)
+			s.Premises[ai] = m.decodeInto(at, m.tables[at].tuple(row), args[:n:n])
+			args = args[n:]
+			s.rows[ai], s.tables[ai] = row, int32(at)
+		}
+	}
+	if n := len(rr.atoms) - rr.npos; n > 0 {
+		s.Absent = make([]Absence, 0, n)
+	}
+	for ai := rr.npos; ai < len(rr.atoms); ai++ {
+		a := &rr.atoms[ai]
+		ab := Absence{Stratum: m.c.tstratum[a.table], Wildcard: make([]bool, len(a.args))}
+		vals := make([]int64, len(a.args))
+		for k, e := range a.args {
+			if e == nil {
+				ab.Wildcard[k] = true
+				continue
+			}
+			v, _ := x.eval(e)
+			vals[k] = v
+		}
+		ab.Pattern = m.decode(a.table, vals)
+		for k := range ab.Wildcard {
+			if ab.Wildcard[k] {
+				ab.Pattern.Args[k] = Value{}
+			}
+		}
+		s.Absent = append(s.Absent, ab)
+	}
+	c.out = append(c.out, s)
+	return true
 }
 
 // compareSupports orders supports deterministically: base first, then by

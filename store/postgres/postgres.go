@@ -83,6 +83,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set && idle > 0 {
 		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(max(idle.Milliseconds(), 1))
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		// Every statement of the store is prepared and looks rows up by
+		// their keys, where a generic plan is as good as one made for the
+		// parameters; left to choose, the server plans some statements
+		// afresh at every execution (see docs/performance/postgres.md).
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

@@ -37,6 +37,10 @@ import (
 // the level inside a transaction and the lagging ticks' transaction is the
 // one the durable write joins.
 //
+// A read commits through the write queue, so a write's own work (and an
+// approval's Check, which runs inside it) must not read through the
+// store's read methods; it reads through its transaction.
+//
 // If the COMMIT fails, the lagging ticks in it are lost, as decision 1174
 // allows (reconciliation recovers them). Their runs are remembered
 // (writer.lost) and each run's next tick is refused (CodeHeadMismatch),

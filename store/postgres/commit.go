@@ -350,20 +350,31 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			begunNew[id], skip[i] = true, true
 		}
 	}
-	for _, in := range tick.Intents {
+	ap := appends{vals: make([]any, 0, 32), parts: make([]string, 0, 6)}
+	closed := closedWithResult(tick)
+	merge := mergeable(tick, skip, closed)
+	for i, in := range tick.Intents {
 		var approval any
 		if in.ApprovalID != "" {
 			approval = in.ApprovalID
 		}
+		begun := begunNew[in.ID]
+		delete(begunNew, in.ID) // a second intent of the same id fails on the key
+		if merge {
+			ap.intent(i, begun, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
+			continue
+		}
 		sql := intentSQL
-		if begunNew[in.ID] {
+		if begun {
 			sql = intentBegunSQL
-			delete(begunNew, in.ID) // a second intent of the same id fails on the key
 		}
 		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
 	}
-	closed := closedWithResult(tick)
-	for _, r := range tick.Results {
+	for i, r := range tick.Results {
+		if rc, ok := closed[r.IntentID]; ok && merge {
+			ap.closed(i, string(r.Status), r.Detail, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
+			continue
+		}
 		if rc, ok := closed[r.IntentID]; ok {
 			// The intent's only result and only receipt in this tick, and
 			// nothing begins it in between: one statement leaves what the
@@ -407,7 +418,6 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
 	// but the last): the tick's own input, appended consumed, the events
 	// extending the hash chain, the checkpoint, the trace row and the
 	// check that the inbox is left empty.
-	ap := appends{vals: make([]any, 0, 32), parts: make([]string, 0, 6)}
 	for _, in := range tick.Submit {
 		// Appended consumed, at the next inbox position: what Submit and
 		// then consuming it would leave. The run's row is locked, so
@@ -488,7 +498,7 @@ VALUES (` + ap.arg(runID) + `, ` + ap.arg(first) + `::bigint, ` + ap.arg(next.tr
 		// after the consumption above; the tick's own input is appended
 		// consumed. Last, so that it is the statement's own query: the
 		// server runs a WITH that only reads when it is read.
-		ap.add(`SELECT flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
+		ap.guard(`flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
 	(SELECT 1 FROM inbox WHERE run_id = ` + ap.arg(runID) + ` AND NOT consumed)) AS e), 'empty inbox')`)
 	}
 	ap.queue(tx)
@@ -502,12 +512,16 @@ VALUES (` + ap.arg(runID) + `, ` + ap.arg(first) + `::bigint, ` + ap.arg(next.tr
 	return nil
 }
 
-// appends builds one statement of several INSERTs, each but the last a
-// data-modifying WITH, numbering their parameters as they are added.
+// appends builds one statement of several writes, each but the last a
+// data-modifying WITH, numbering their parameters as they are added. A
+// statement with guards has every write in its WITH and the guards as its
+// query; a tick's merged writes (see mergeable) come first in the WITH.
 type appends struct {
-	parts []string
-	vals  []any
-	tsRef string // the tick time's parameter, once added
+	ctes   []string // merged writes, each "name AS (statement)"
+	parts  []string
+	guards []string // expressions of the query, when there are any
+	vals   []any
+	tsRef  string // the tick time's parameter, once added
 }
 
 // arg adds a parameter and returns its placeholder.
@@ -535,34 +549,124 @@ func (a *appends) ts(ts any) string {
 
 func (a *appends) add(stmt string) { a.parts = append(a.parts, stmt) }
 
+// guard adds expressions the statement's query evaluates, each failing
+// the transaction when its check does not hold.
+func (a *appends) guard(exprs ...string) { a.guards = append(a.guards, exprs...) }
+
+// intent merges the tick's i-th intent and its outbox row (in flight with
+// its first attempt when begun): what intentSQL or intentBegunSQL writes.
+func (a *appends) intent(i int, begun bool, id, runID string, head int64, effect, key, content string, approval any, body []byte, digest string, gen int64, ts any) {
+	n := itoa(i)
+	a.ctes = append(a.ctes, "i"+n+` AS (INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+	VALUES (`+a.args(id, runID, head, effect, key, content, approval, body, digest, gen)+`, `+a.ts(ts)+`) RETURNING intent_id, run_id, generation, recorded_at)`)
+	if !begun {
+		a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, updated_at) SELECT intent_id, run_id, 'pending', recorded_at FROM i`+n+`)`)
+		return
+	}
+	a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) SELECT intent_id, run_id, 'in_flight', 1, recorded_at FROM i`+n+`)`,
+		"t"+n+` AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, 1, 'started', generation, recorded_at FROM i`+n+`)`)
+}
+
+// closed merges the tick's i-th attempt result with its intent's receipt
+// (see closedWithResult): what their own statement writes, its guards
+// among the statement's.
+func (a *appends) closed(i int, status, detail, runID, intentID string, n int64, route, outcome string, body []byte, digest string, gen int64, ts any) {
+	k := itoa(i)
+	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
+	a.ctes = append(a.ctes,
+		"ra"+k+` AS (UPDATE attempts SET status = `+a.arg(status)+`::text, detail = `+a.arg(detail)+`, finished_at = `+at+`
+	WHERE intent_id = `+id+` AND n = `+a.arg(n)+` AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = `+run+`) RETURNING 1)`,
+		"ro"+k+` AS (UPDATE outbox SET status = 'done', route = `+a.arg(route)+`, updated_at = `+at+` WHERE intent_id = `+id+` AND run_id = `+run+` RETURNING 1)`,
+		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT `+id+`, `+run+`, `+a.args(outcome, body, digest, gen)+`, `+at+` FROM ro`+k+`)`)
+	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
+}
+
 // queue queues the statement, if there is anything to append.
 func (a *appends) queue(tx *wtx) {
-	if len(a.parts) == 0 {
+	if len(a.parts) == 0 && len(a.guards) == 0 {
 		return
 	}
 	var b strings.Builder
 	size := 0
+	for _, p := range a.ctes {
+		size += len(p) + 8
+	}
 	for _, p := range a.parts {
 		size += len(p) + 16
 	}
+	for _, g := range a.guards {
+		size += len(g) + 8
+	}
 	b.Grow(size)
-	for i, p := range a.parts[:len(a.parts)-1] {
-		if i == 0 {
+	with := 0
+	next := func() {
+		if with == 0 {
 			b.WriteString("WITH ")
 		} else {
 			b.WriteString(",\n")
 		}
+		with++
+	}
+	for _, c := range a.ctes {
+		next()
+		b.WriteString(c)
+	}
+	inWith := a.parts
+	if len(a.guards) == 0 {
+		inWith = a.parts[:len(a.parts)-1]
+	}
+	for i, p := range inWith {
+		next()
 		b.WriteString("a")
 		b.WriteString(itoa(i))
 		b.WriteString(" AS (")
 		b.WriteString(p)
 		b.WriteString(")")
 	}
-	if len(a.parts) > 1 {
+	if with > 0 {
 		b.WriteString("\n")
 	}
-	b.WriteString(a.parts[len(a.parts)-1])
+	if len(a.guards) == 0 {
+		b.WriteString(a.parts[len(a.parts)-1])
+	} else {
+		b.WriteString("SELECT ")
+		for i, g := range a.guards {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(g)
+		}
+	}
 	tx.Queue(b.String(), a.vals...)
+}
+
+// mergeable reports whether the tick's intents, or its attempt results
+// with their receipts, go in the appended statement instead of one
+// statement each (one statement's executor start-up and round of the
+// protocol fewer each). Parts of one statement share its snapshot and do
+// not see each other's rows, so they are merged only when no other write
+// of the tick touches their rows: intents when nothing else in the tick
+// names an intent (a begin of a new intent is written with it), results
+// when every one is closed by its receipt (closed) and the tick writes or
+// begins no intent. The appended statement must exist: the tick appends
+// something of its own.
+func mergeable(tick store.Tick, skip []bool, closed map[string]store.Receipt) bool {
+	if len(tick.Submit) != 1 && len(tick.Events) == 0 && tick.Checkpoint == nil && len(tick.Trace) == 0 && !tick.ExpectInboxEmpty {
+		return false
+	}
+	for _, s := range skip {
+		if !s {
+			return false
+		}
+	}
+	switch {
+	case len(tick.Intents) > 0:
+		return len(tick.Results) == 0 && len(tick.Receipts) == 0
+	case len(tick.Results) > 0:
+		return len(tick.Begin) == 0 && len(closed) == len(tick.Results) && len(closed) == len(tick.Receipts)
+	}
+	return false
 }
 
 // closedWithResult returns, by intent, the receipts of tick that may be

@@ -19,7 +19,9 @@ func TestMergedWrites(t *testing.T) {
 	res := func(id string) store.AttemptResult {
 		return store.AttemptResult{IntentID: id, N: 1, Status: "succeeded", Outbox: store.OutboxDone}
 	}
-	rc := func(id string) store.Receipt { return store.Receipt{IntentID: id, Outcome: "confirmed_success", Body: []byte(`{}`), Digest: "d"} }
+	rc := func(id string) store.Receipt {
+		return store.Receipt{IntentID: id, Outcome: "confirmed_success", Body: []byte(`{}`), Digest: "d"}
+	}
 	evs := []store.Event{storetest.Ev("E", `{}`)}
 	cp := &store.Checkpoint{Body: []byte(`{}`), Digest: "d"}
 	for _, c := range []struct {

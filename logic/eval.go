@@ -154,6 +154,12 @@ func (m *Materialization) internSym(s string) int64 {
 // intern is set (otherwise an unknown symbol means the fact is absent,
 // reported by ok=false with a nil error).
 func (m *Materialization) encode(f Fact, intern bool) (int, []int64, bool, error) {
+	return m.encodeInto(f, intern, nil)
+}
+
+// encodeInto is encode with the tuple written into buf when it has room
+// (a caller that keeps no tuple passes an array of its own).
+func (m *Materialization) encodeInto(f Fact, intern bool, buf []int64) (int, []int64, bool, error) {
 	if m.consumed {
 		return 0, nil, false, errConsumed()
 	}
@@ -169,7 +175,11 @@ func (m *Materialization) encode(f Fact, intern bool) (int, []int64, bool, error
 	if f.Neg {
 		t++
 	}
-	tup := make([]int64, len(f.Args))
+	tup := buf[:0]
+	if cap(tup) < len(f.Args) {
+		tup = make([]int64, 0, len(f.Args))
+	}
+	tup = tup[:len(f.Args)]
 	ok := true
 	for i, a := range f.Args {
 		want := rel.types[i]

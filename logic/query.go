@@ -44,7 +44,8 @@ func (m *Materialization) Count(rel string, neg bool) int {
 
 // Has reports whether a signed fact has support.
 func (m *Materialization) Has(f Fact) (bool, error) {
-	t, tup, ok, err := m.encode(f, false)
+	var buf [8]int64 // the tuple is looked up, never kept
+	t, tup, ok, err := m.encodeInto(f, false, buf[:0])
 	if err != nil || !ok {
 		return false, err
 	}

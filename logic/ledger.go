@@ -145,7 +145,7 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		}
 		group := order[k:j]
 		k = j
-		where := fmt.Sprintf("delta[%d]", group[0])
+		first0 := group[0] // named in an error as delta[first0], written only then
 		for _, gi := range group {
 			ch := delta[gi]
 			if ch.Diff != 1 && ch.Diff != -1 {
@@ -154,7 +154,8 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 			if !validID(ch.ID) {
 				return nil, errorf(MalformedDelta, Pos{}, "delta[%d]: derivation id %q is not a valid id", gi, ch.ID)
 			}
-			if _, _, _, err := check.encode(ch.Fact, false); err != nil {
+			var buf [8]int64 // the fact is checked, its tuple dropped
+			if _, _, _, err := check.encodeInto(ch.Fact, false, buf[:0]); err != nil {
 				e := err.(*Error)
 				return nil, &Error{Code: MalformedDelta, Msg: fmt.Sprintf("delta[%d]: %s", gi, e.Msg)}
 			}
@@ -162,10 +163,10 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		first := delta[group[0]]
 		last := delta[group[len(group)-1]]
 		if first.Diff != last.Diff {
-			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is both inserted and retracted in one batch", where, id)
+			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is both inserted and retracted in one batch", deltaAt(first0), id)
 		}
 		if first.Diff == -1 && len(group) > 1 {
-			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is retracted more than once in one batch", where, id)
+			return nil, errorf(AmbiguousBatchDelta, Pos{}, "%s: derivation %s is retracted more than once in one batch", deltaAt(first0), id)
 		}
 		for _, gi := range group[1:] {
 			if delta[gi].content() != first.content() {
@@ -173,7 +174,7 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 			}
 		}
 		if isDerivedID(id) {
-			return nil, errorf(DerivedSupportTarget, Pos{}, "%s: %s has the form of a derived support id, which only rules can change", where, id)
+			return nil, errorf(DerivedSupportTarget, Pos{}, "%s: %s has the form of a derived support id, which only rules can change", deltaAt(first0), id)
 		}
 		var prev ledgerEntry
 		var known bool
@@ -183,7 +184,7 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		if first.Diff == 1 {
 			if known {
 				if prev.content != first.content() {
-					return nil, errorf(IdentityConflict, Pos{}, "%s: derivation %s already supports %s with different content", where, id, prev.fact)
+					return nil, errorf(IdentityConflict, Pos{}, "%s: derivation %s already supports %s with different content", deltaAt(first0), id, prev.fact)
 				}
 				continue // exact repeat: idempotent
 			}
@@ -192,10 +193,10 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 			continue
 		}
 		if !known {
-			return nil, errorf(UnknownDerivation, Pos{}, "%s: derivation %s is not a base support", where, id)
+			return nil, errorf(UnknownDerivation, Pos{}, "%s: derivation %s is not a base support", deltaAt(first0), id)
 		}
 		if prev.content != first.content() {
-			return nil, errorf(IdentityConflict, Pos{}, "%s: retraction of %s does not match its content (%s)", where, id, prev.fact)
+			return nil, errorf(IdentityConflict, Pos{}, "%s: retraction of %s does not match its content (%s)", deltaAt(first0), id, prev.fact)
 		}
 		changes = append(changes, Change{Fact: first.Fact, Diff: -1})
 		ledgerOps = append(ledgerOps, pend{false, first})
@@ -287,3 +288,6 @@ func (m *Materialization) allFacts() []FactDelta {
 	slices.SortFunc(out, func(a, b FactDelta) int { return compareFacts(a.Fact, b.Fact) })
 	return out
 }
+
+// deltaAt names the delta at index i in an error, as delta[i].
+func deltaAt(i int) string { return fmt.Sprintf("delta[%d]", i) }

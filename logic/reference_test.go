@@ -239,3 +239,25 @@ func TestReferenceRejectionsAreAtomic(t *testing.T) {
 		t.Fatalf("changes %s", got)
 	}
 }
+
+// TestRejectionsNameTheirDelta: a batch's rejection names the change it
+// is about as delta[i], its index in the batch.
+func TestRejectionsNameTheirDelta(t *testing.T) {
+	for _, tc := range []struct {
+		bundle string
+		deltas []string
+		want   string
+	}{
+		{"empty", []string{"unknown_retract"}, "delta[0]: "},
+		{"empty", []string{"a_positive", "unknown_retract"}, "delta[1]: "},
+		{"empty", []string{"a_positive", "a_identity_conflict"}, "delta[1]: "},
+		{"empty", []string{"a_positive", "a_positive_retract"}, "delta[1]: "},
+		{"one_firing_exact", []string{"a_derived_id_collision"}, "delta[0]: "},
+	} {
+		_, err := refSolve(tc.bundle, tc.deltas)
+		var e *Error
+		if !errors.As(err, &e) || !strings.HasPrefix(e.Msg, tc.want) {
+			t.Errorf("%v: %v, want a message beginning %q", tc.deltas, err, tc.want)
+		}
+	}
+}

@@ -22,3 +22,6 @@ func (s *Store) ReadRunRecordsInOne(ctx context.Context, ids []string, all bool)
 
 // RecordBatchQuery is the statement that reads a batch of runs.
 var RecordBatchQuery = recordBatchAllQuery
+
+// QueryPlan is queryPlan for the package's external tests.
+var QueryPlan = queryPlan

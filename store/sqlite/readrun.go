@@ -142,6 +142,14 @@ type cells struct {
 	bad bool
 }
 
+// dests returns the Scan destinations of c's row, one per column.
+func (c *cells) dests() (d [recordWidth]any) {
+	for i := range d {
+		d[i] = &c.row[i]
+	}
+	return d
+}
+
 func (c *cells) str(i int) string {
 	s, ok := c.row[i].v.(string)
 	c.bad = c.bad || !ok
@@ -314,13 +322,10 @@ func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (stor
 	}
 	defer rows.Close()
 	var (
-		r    runRows
-		c    cells
-		dest [recordWidth]any
+		r runRows
+		c cells
 	)
-	for i := range dest {
-		dest[i] = &c.row[i]
-	}
+	dest := c.dests()
 	for rows.Next() {
 		if err := rows.Scan(dest[:]...); err != nil {
 			return store.RunRecord{}, false
@@ -431,11 +436,8 @@ func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs
 	var (
 		runs [RecordBatch]runRows
 		c    cells
-		dest [recordWidth]any
 	)
-	for i := range dest {
-		dest[i] = &c.row[i]
-	}
+	dest := c.dests()
 	for rows.Next() {
 		if err := rows.Scan(dest[:]...); err != nil {
 			return ok

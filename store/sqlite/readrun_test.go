@@ -312,25 +312,11 @@ func TestReadRunRecordsPlan(t *testing.T) {
 	}
 	defer st.Close()
 	args := make([]any, sqlite.RecordBatch)
-	rows, err := st.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlite.RecordBatchQuery, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
+	plan := sqlite.QueryPlan(t, st.DB(), sqlite.RecordBatchQuery, args...)
+	for _, detail := range plan {
 		if strings.HasPrefix(detail, "SCAN ") && !strings.HasPrefix(detail, "SCAN b") && !strings.Contains(detail, "CONSTANT ROW") {
 			t.Errorf("the batch statement scans a table: %q", detail)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if t.Failed() {
 		t.Log(strings.Join(plan, "\n"))

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -92,8 +93,25 @@ func TestReadyDoesNotScanEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	q := `EXPLAIN QUERY PLAN ` + readyQuery(1)
-	rows, err := s.db.QueryContext(ctx, q, "A")
+	plan := queryPlan(t, s.db, readyQuery(1), "A")
+	text := strings.Join(plan, "\n")
+	for _, want := range []string{"INDEX runs_live", "INDEX inbox_pending", "SEARCH r USING INDEX"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("plan lacks %q:\n%s", want, text)
+		}
+	}
+	for _, step := range plan {
+		if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "runs_live") && !strings.Contains(step, "inbox_pending") {
+			t.Errorf("plan scans a whole table (%s):\n%s", step, text)
+		}
+	}
+}
+
+// queryPlan returns the details of EXPLAIN QUERY PLAN for query with args,
+// one step a line.
+func queryPlan(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +125,8 @@ func TestReadyDoesNotScanEveryRun(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	text := strings.Join(plan, "\n")
-	for _, want := range []string{"INDEX runs_live", "INDEX inbox_pending", "SEARCH r USING INDEX"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("plan lacks %q:\n%s", want, text)
-		}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
-	for _, step := range plan {
-		if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "runs_live") && !strings.Contains(step, "inbox_pending") {
-			t.Errorf("plan scans a whole table (%s):\n%s", step, text)
-		}
-	}
+	return plan
 }

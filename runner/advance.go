@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -771,7 +770,7 @@ func planned(e EffectPlan) (openEffect, error) {
 	if e.Intent.IntentID == "" || e.Intent.IdempotencyKey == "" || e.ContentDigest == "" {
 		return openEffect{}, errors.New("workflow planned an effect without intent id, idempotency key or content digest")
 	}
-	iv, err := cjson.Marshal(e.Intent)
+	iv, err := encodedJSON(e.Intent)
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect intent: %w", err)
 	}
@@ -782,12 +781,12 @@ func planned(e EffectPlan) (openEffect, error) {
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect payload: %w", err)
 	}
-	pb, _ := payload.(json.RawMessage)
+	pb, _ := asKept(payload)
 	// iv is cjson's own encoding of the intent, which encoding its decoded
 	// value gives back byte for byte: the intent is kept as those bytes,
 	// and decoded only where its members are read or edited
 	// (intentObject).
-	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: json.RawMessage(iv), Payload: payload, ContentDigest: e.ContentDigest,
+	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: iv, Payload: payload, ContentDigest: e.ContentDigest,
 		Approval: e.Approval, intentBytes: iv, payloadBytes: pb}, nil
 }
 
@@ -1093,7 +1092,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		// (what was approved) is unchanged.
 		if m := e.intentObject(); m != nil && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
-			e.committed, e.intentBytes = nil, nil
+			e.committed, e.intentBytes = nil, canonJSON{}
 		}
 		matched = true
 	}
@@ -1117,7 +1116,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 				t.cp.Open[i].ApprovalID = ""
 				if m := t.cp.Open[i].intentObject(); m != nil {
 					m["approval_digest"] = nil
-					t.cp.Open[i].committed, t.cp.Open[i].intentBytes = nil, nil
+					t.cp.Open[i].committed, t.cp.Open[i].intentBytes = nil, canonJSON{}
 				}
 			}
 		}
@@ -1457,7 +1456,8 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	if err != nil {
 		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
 	}
-	body := checked.Canonical
+	kept := receiptJSON(checked)
+	body := kept.b
 	digest := store.BodyDigest(body)
 	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest})
 	// The receipt waits in the checkpoint, not in memory, until the run
@@ -1466,7 +1466,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// Kept as its canonical bytes, not as the value they decode to: the
 	// checkpoint writes them as it would the value, and accepting the
 	// receipt takes them as they are.
-	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: json.RawMessage(body), Usage: e.Usage})
+	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: kept, Usage: e.Usage})
 	e.Stage = "closed"
 	return nil
 }

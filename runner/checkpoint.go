@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,7 +59,7 @@ type checkpoint struct {
 type pendingReceipt struct {
 	IntentID string `json:"intent_id"`
 	Digest   string `json:"digest"`
-	Receipt  any    `json:"receipt"`         // the receipt's value, or its canonical bytes (a json.RawMessage) as close keeps them
+	Receipt  any    `json:"receipt"`         // the receipt's value, or its canonical bytes (a canonJSON) as close keeps them
 	Usage    *Usage `json:"usage,omitempty"` // what the adapter reported its attempts cost, charged already
 }
 
@@ -69,7 +68,7 @@ type openEffect struct {
 	IntentID      string        `json:"intent_id"`
 	Stage         string        `json:"stage"` // planned, awaiting_approval, committed, unknown
 	Intent        any           `json:"intent"`
-	Payload       any           `json:"payload"` // a value, or canonical bytes (a json.RawMessage) as planned keeps them
+	Payload       any           `json:"payload"` // a value, or canonical bytes (a canonJSON) as planned keeps them
 	ContentDigest string        `json:"content_digest"`
 	Approval      *ApprovalNeed `json:"approval"`
 	ApprovalID    string        `json:"approval_id"`
@@ -86,15 +85,15 @@ type openEffect struct {
 	// decoded from (whatever edits Intent drops it, with committed), so
 	// that the checkpoint can be written from them (keptOpen);
 	// payloadBytes the payload's bytes kept as planned, or from their
-	// first encoding (Payload is never edited). nil after a checkpoint is
-	// read, and then they are encoded.
-	intentBytes, payloadBytes []byte
+	// first encoding (Payload is never edited). Empty after a checkpoint
+	// is read, and then they are encoded.
+	intentBytes, payloadBytes canonJSON
 }
 
 // intentCanonical returns Intent's canonical bytes.
 func (e *openEffect) intentCanonical() ([]byte, error) {
-	if e.intentBytes != nil {
-		return e.intentBytes, nil
+	if e.intentBytes.kept() {
+		return e.intentBytes.b, nil
 	}
 	return canonBytes(e.Intent)
 }
@@ -103,14 +102,18 @@ func (e *openEffect) intentCanonical() ([]byte, error) {
 // them at most once: the copy is the caller's, which an adapter it hands
 // it to may modify.
 func (e *openEffect) payloadCanonical() ([]byte, error) {
-	if e.payloadBytes == nil {
-		b, err := canonBytes(e.Payload)
-		if err != nil {
-			return nil, err
+	if !e.payloadBytes.kept() {
+		if k, ok := asKept(e.Payload); ok {
+			e.payloadBytes = k
+		} else {
+			b, err := canonBytes(e.Payload)
+			if err != nil {
+				return nil, err
+			}
+			e.payloadBytes = canonJSON{b: b, depth: nesting(b)}
 		}
-		e.payloadBytes = b
 	}
-	return bytes.Clone(e.payloadBytes), nil
+	return bytes.Clone(e.payloadBytes.b), nil
 }
 
 // protocolIntent is the effect's intent, decoded strictly: the caller's
@@ -131,7 +134,7 @@ func (e *openEffect) protocolIntent() (protocol.EffectIntent, error) {
 // reads or edits the intent's members reads them there. Intent and
 // intentBytes still agree after it.
 func (e *openEffect) intentObject() map[string]any {
-	if raw, ok := e.Intent.(json.RawMessage); ok {
+	if raw, ok := rawOf(e.Intent); ok {
 		v, err := canonValue(raw)
 		if err != nil {
 			return nil
@@ -146,7 +149,7 @@ func (e *openEffect) intentObject() map[string]any {
 // the bytes planned kept: cjson's encoding of a protocol.EffectIntent,
 // whose members are those of the struct decoded from it. nil otherwise.
 func (e *openEffect) keptIntent() *protocol.EffectIntent {
-	if _, ok := e.Intent.(json.RawMessage); ok {
+	if _, ok := rawOf(e.Intent); ok {
 		return e.committed
 	}
 	return nil
@@ -294,12 +297,32 @@ const stateMarker = `,"state":null,"transitions":`
 
 // encode returns the checkpoint's canonical bytes. State is encoded once
 // per state (stateEmbedded) and spliced in, rather than re-encoded with
-// every checkpoint; the bytes are those cjson.Marshal(c) writes.
+// every checkpoint; the bytes are those cjson.Marshal(c) writes. They are
+// written member by member (appendCanonical) into cjson's recycled buffer
+// and copied out once; where that writer gives up, encodeGeneric writes
+// them, or the error.
 func (c *checkpoint) encode() ([]byte, error) {
 	state, err := c.stateEmbedded()
 	if err != nil {
 		return nil, err
 	}
+	var ok bool
+	out := cjson.Written(func(b []byte) []byte {
+		b, ok = c.appendCanonical(b, state)
+		if !ok {
+			return b[:0]
+		}
+		return b
+	})
+	if ok {
+		return out, nil
+	}
+	return c.encodeGeneric(state)
+}
+
+// encodeGeneric is encode through cjson's encoder: the members other than
+// State encoded by cjson, State's bytes spliced in.
+func (c *checkpoint) encodeGeneric(state []byte) ([]byte, error) {
 	rest := *c
 	rest.State = nil
 	rest.Open = keptOpen(c.Open)
@@ -353,7 +376,7 @@ var errNoStateMember = errors.New("checkpoint encoded without its state member")
 func keptOpen(open []openEffect) []openEffect {
 	n := 0
 	for i := range open {
-		if open[i].intentBytes != nil {
+		if open[i].intentBytes.kept() {
 			n++
 		}
 	}
@@ -362,8 +385,8 @@ func keptOpen(open []openEffect) []openEffect {
 	}
 	out := slices.Clone(open)
 	for i := range out {
-		if out[i].intentBytes != nil {
-			out[i].Intent = json.RawMessage(out[i].intentBytes)
+		if out[i].intentBytes.kept() {
+			out[i].Intent = out[i].intentBytes
 		}
 	}
 	return out

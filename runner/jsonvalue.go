@@ -58,25 +58,24 @@ func canonBytes(v any) ([]byte, error) {
 
 // keptValue is canonValue(b) for a value that is only ever encoded again,
 // never read: when b is canonical it is kept as its bytes (a copy, as a
-// json.RawMessage) instead of decoded. cjson writes such bytes exactly as
-// it writes what they decode to — copied where they are canonical at
-// their depth, decoded and encoded anywhere else — so every encoding of
-// a document holding it is unchanged, and canonBytes of it is b.
+// canonJSON) instead of decoded. cjson writes such bytes exactly as it
+// writes what they decode to — copied where they are canonical at their
+// depth, decoded and encoded anywhere else — and so does the checkpoint's
+// own writer, so every encoding of a document holding it is unchanged,
+// and canonBytes of it is b.
 func keptValue(b []byte) (any, error) {
-	if cjson.IsCanonical(b) {
-		return json.RawMessage(bytes.Clone(b)), nil
+	if k, ok := checkedJSON(b); ok {
+		return k, nil
 	}
 	return canonValue(b)
 }
 
 // keptBytes is canonBytes(v), taking v's own bytes when v is kept as
-// canonical bytes: the runner only ever keeps a json.RawMessage in a
-// value it encodes again (an effect's payload, a pending receipt) when
-// the bytes are canonical as a document of their own (keptValue, close).
-// The bytes are shared, not copied.
+// bytes proved canonical (a canonJSON: keptValue, close). The bytes are
+// shared, not copied. Bytes of any other kind are encoded, and so checked.
 func keptBytes(v any) ([]byte, error) {
-	if raw, ok := v.(json.RawMessage); ok {
-		return raw, nil
+	if k, ok := asKept(v); ok {
+		return k.b, nil
 	}
 	return canonBytes(v)
 }

@@ -79,7 +79,7 @@ func TestKeptBytesEncodeAsValues(t *testing.T) {
 			}
 			kept.Open = append(kept.Open, e)
 			ref := e
-			ref.intentBytes, ref.payloadBytes = nil, nil
+			ref.intentBytes, ref.payloadBytes = canonJSON{}, canonJSON{}
 			if ref.Payload, err = canonValue(plan.Payload); err != nil {
 				t.Fatalf("planned kept %s, which does not decode: %v", plan.Payload, err)
 			}
@@ -94,7 +94,7 @@ func TestKeptBytesEncodeAsValues(t *testing.T) {
 			if rapid.Bool().Draw(t, "bound") {
 				// What commitIntents reads once bindContent decoded the intent.
 				var pi protocol.EffectIntent
-				if err := decodeInto(e.intentBytes, &pi); err != nil {
+				if err := decodeInto(e.intentBytes.b, &pi); err != nil {
 					t.Fatal(err)
 				}
 				e.committed = &pi
@@ -120,7 +120,11 @@ func TestKeptBytesEncodeAsValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := cjson.Digest(body)
-			kept.Ingest = append(kept.Ingest, pendingReceipt{IntentID: "r" + string(rune('a'+i)), Digest: d, Receipt: json.RawMessage(body)})
+			var held any = json.RawMessage(body) // bytes not proved: checked where written
+			if rapid.Bool().Draw(t, "proved") {
+				held, _ = checkedJSON(body)
+			}
+			kept.Ingest = append(kept.Ingest, pendingReceipt{IntentID: "r" + string(rune('a'+i)), Digest: d, Receipt: held})
 			decoded.Ingest = append(decoded.Ingest, pendingReceipt{IntentID: "r" + string(rune('a'+i)), Digest: d, Receipt: v})
 			got, err := keptBytes(kept.Ingest[len(kept.Ingest)-1].Receipt)
 			want, werr := canonBytes(v)

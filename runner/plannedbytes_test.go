@@ -46,8 +46,8 @@ func TestPlannedKeepsCanonicalBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.intentBytes == nil || !bytes.Equal(e.intentBytes, want) {
-			t.Fatalf("kept intent bytes %s, encoding the value gives %s", e.intentBytes, want)
+		if !e.intentBytes.kept() || !bytes.Equal(e.intentBytes.b, want) {
+			t.Fatalf("kept intent bytes %s, encoding the value gives %s", e.intentBytes.b, want)
 		}
 		wantPayload, err := canonBytes(e.Payload)
 		if err != nil {

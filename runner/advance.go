@@ -1006,11 +1006,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 		return r.fire(t, "APPROVAL_REQUIRED", nil, evidence(map[string]any{"action_digest": digests, "risk_classification": "approval_required"}))
 	}
-	var actions []any
-	for _, i := range todo {
-		actions = append(actions, t.cp.Open[i].Intent)
-	}
-	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]string{"capability_digest": evidenceItem("capability_digest", actions), "policy_verdict": evText("policy_verdict", "authorized")})
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]string{"capability_digest": intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict": evText("policy_verdict", "authorized")})
 }
 
 type approveBody struct {
@@ -1625,7 +1621,7 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 		return false, err
 	}
 	state := cjson.Digest(sb)
-	open, err := cjson.DigestOf(t.cp.Open)
+	open, err := openDigest(t.cp.Open)
 	if err != nil {
 		return false, err
 	}

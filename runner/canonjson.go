@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
@@ -30,6 +31,10 @@ func (k canonJSON) MarshalJSON() ([]byte, error) {
 	}
 	return k.b, nil
 }
+
+// String prints the bytes as a json.RawMessage of them prints (a list of
+// byte values): what evidence digests when cjson refuses an item.
+func (k canonJSON) String() string { return fmt.Sprint(k.b) }
 
 // kept reports whether k holds bytes.
 func (k canonJSON) kept() bool { return k.b != nil }

@@ -343,3 +343,54 @@ func appendAt(b []byte, v any, depth int) ([]byte, bool) {
 	m := copy(out[n:], out[n+head:len(out)-depth])
 	return out[:n+m], true
 }
+
+// openDigest is cjson.DigestOf(open), the digest of the open effects the
+// no-progress fingerprint reads, written by the checkpoint's writer (the
+// list at the root, its items' documents two containers deep).
+func openDigest(open []openEffect) (string, error) {
+	var ok bool
+	d := cjson.DigestWritten(func(b []byte) []byte {
+		w := ckWriter{Members: cjson.Members{B: b}, ok: true}
+		w.open(open, 2)
+		ok = w.ok && w.Err == nil
+		return w.B
+	})
+	if ok {
+		return d, nil
+	}
+	return cjson.DigestOf(open)
+}
+
+// intentsEvidence is evidenceItem(name, intents) for intents, the Intent
+// members of open effects, as EFFECT_AUTHORIZED digests them: each item
+// written as the checkpoint's writer writes an intent (its kept bytes
+// where it has them, which is what Intent encodes to), two containers
+// deep in {"evidence": name, "value": [...]}.
+func intentsEvidence(name string, open []openEffect, idx []int) string {
+	if cjson.Plain(name) {
+		var ok bool
+		d := cjson.DigestWritten(func(b []byte) []byte {
+			w := ckWriter{Members: cjson.Members{B: evidenceHead(b, name)}, ok: true}
+			w.B = append(w.B, '[')
+			for n, i := range idx {
+				w.item(n)
+				if e := &open[i]; e.intentBytes.kept() {
+					w.doc(e.intentBytes, 2)
+				} else {
+					w.value(e.Intent, 2)
+				}
+			}
+			w.B = append(w.B, ']', '}')
+			ok = w.ok && w.Err == nil
+			return w.B
+		})
+		if ok {
+			return d
+		}
+	}
+	intents := make([]any, 0, len(idx))
+	for _, i := range idx {
+		intents = append(intents, open[i].Intent)
+	}
+	return evidenceItem(name, intents)
+}

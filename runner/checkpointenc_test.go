@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -67,6 +68,60 @@ func genDoc(t *rapid.T, label string) (held any, kept canonJSON) {
 	return genJSON(3).Draw(t, label+" value"), canonJSON{}
 }
 
+// genOpen draws open effects as a checkpoint may hold them (nil, empty,
+// or up to three).
+func genOpen(t *rapid.T) []openEffect {
+	if !rapid.Bool().Draw(t, "open") {
+		return nil
+	}
+	open := []openEffect{}
+	for range rapid.IntRange(0, 3).Draw(t, "nopen") {
+		e := openEffect{IntentID: genText().Draw(t, "intent id"), Stage: genText().Draw(t, "stage"), ContentDigest: genText().Draw(t, "cd"),
+			ApprovalID: genText().Draw(t, "approval id"), Usage: genUsage(t, "open usage")}
+		if rapid.Bool().Draw(t, "approval") {
+			e.Approval = &ApprovalNeed{RequestID: genText().Draw(t, "rid"), RequestDigest: genText().Draw(t, "rd"), IntentID: genText().Draw(t, "aid"),
+				Preview: genText().Draw(t, "preview")}
+		}
+		e.Intent, e.intentBytes = genDoc(t, "intent")
+		if e.intentBytes.kept() && rapid.Bool().Draw(t, "intent read") {
+			e.intentObject() // Intent decoded from the kept bytes, which stay
+		}
+		e.Payload, _ = genDoc(t, "payload")
+		open = append(open, e)
+	}
+	return open
+}
+
+// TestOpenDigestAndIntentsEvidenceMatchGeneric holds the open effects'
+// digest (the no-progress fingerprint's) and EFFECT_AUTHORIZED's intents
+// evidence, written by the checkpoint's writer, to cjson.DigestOf and
+// evidenceItem of the same values.
+func TestOpenDigestAndIntentsEvidenceMatchGeneric(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		open := genOpen(t)
+		got, gerr := openDigest(open)
+		want, werr := cjson.DigestOf(open)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Fatalf("openDigest = %s, %v; cjson.DigestOf = %s, %v", got, gerr, want, werr)
+		}
+		var idx []int
+		var intents []any
+		for i := range open {
+			if rapid.Bool().Draw(t, "authorized") {
+				idx = append(idx, i)
+				intents = append(intents, open[i].Intent)
+			}
+		}
+		if len(idx) == 0 {
+			return
+		}
+		name := rapid.SampledFrom([]string{"capability_digest", "é", `a"b`}).Draw(t, "name")
+		if g, w := intentsEvidence(name, open, idx), evidenceItem(name, intents); g != w {
+			t.Fatalf("intentsEvidence = %s, evidenceItem = %s", g, w)
+		}
+	})
+}
+
 func genCheckpoint(t *rapid.T) *checkpoint {
 	c := &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: genText().Draw(t, "wf"), WorkflowDigest: genText().Draw(t, "wfd"),
 		Accepted: genInt().Draw(t, "accepted"), Completion: Completion(genText().Draw(t, "completion")), Transitions: genInt().Draw(t, "transitions"),
@@ -105,23 +160,7 @@ func genCheckpoint(t *rapid.T) *checkpoint {
 		}
 		c.Budget = l
 	}
-	if rapid.Bool().Draw(t, "open") {
-		c.Open = []openEffect{}
-		for range rapid.IntRange(0, 3).Draw(t, "nopen") {
-			e := openEffect{IntentID: genText().Draw(t, "intent id"), Stage: genText().Draw(t, "stage"), ContentDigest: genText().Draw(t, "cd"),
-				ApprovalID: genText().Draw(t, "approval id"), Usage: genUsage(t, "open usage")}
-			if rapid.Bool().Draw(t, "approval") {
-				e.Approval = &ApprovalNeed{RequestID: genText().Draw(t, "rid"), RequestDigest: genText().Draw(t, "rd"), IntentID: genText().Draw(t, "aid"),
-					Preview: genText().Draw(t, "preview")}
-			}
-			e.Intent, e.intentBytes = genDoc(t, "intent")
-			if e.intentBytes.kept() && rapid.Bool().Draw(t, "intent read") {
-				e.intentObject() // Intent decoded from the kept bytes, which stay
-			}
-			e.Payload, _ = genDoc(t, "payload")
-			c.Open = append(c.Open, e)
-		}
-	}
+	c.Open = genOpen(t)
 	if rapid.Bool().Draw(t, "ingest") {
 		c.Ingest = []pendingReceipt{}
 		for range rapid.IntRange(0, 3).Draw(t, "ningest") {
@@ -250,5 +289,18 @@ func TestCheckpointWriterKnowsEveryMember(t *testing.T) {
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("%s members: %s\nthe checkpoint's writer knows: %s", rt, strings.Join(got, " "), tc.want)
 		}
+	}
+}
+
+// TestCanonJSONPrintsAsRawMessage: evidence that cjson refuses is
+// digested from its printed form, which holding an intent as canonJSON
+// rather than a json.RawMessage must not change.
+func TestCanonJSONPrintsAsRawMessage(t *testing.T) {
+	k, ok := checkedJSON([]byte(`{"a":[1,"x"]}`))
+	if !ok {
+		t.Fatal("not kept")
+	}
+	if got, want := fmt.Sprint([]any{k}), fmt.Sprint([]any{json.RawMessage(k.b)}); got != want {
+		t.Fatalf("printed %s, a json.RawMessage prints %s", got, want)
 	}
 }

@@ -203,13 +203,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// A tick that may lag turns synchronous_commit off in this
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
-		tx.Queue(expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
-c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
-	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
-UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
-	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence"),
+		tx.Queue(fenceAheadSQL,
 			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
 			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, tick.MayLag)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
@@ -350,51 +344,36 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			begunNew[id], skip[i] = true, true
 		}
 	}
-	ap := appends{vals: make([]any, 0, 32), parts: make([]string, 0, 6)}
 	closed := closedWithResult(tick)
 	merge := mergeable(tick, skip, closed)
-	for i, in := range tick.Intents {
-		var approval any
-		if in.ApprovalID != "" {
-			approval = in.ApprovalID
+	for _, in := range tick.Intents {
+		if merge {
+			break // in the appended statement
 		}
 		begun := begunNew[in.ID]
 		delete(begunNew, in.ID) // a second intent of the same id fails on the key
-		if merge {
-			ap.intent(i, begun, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
-			continue
-		}
 		sql := intentSQL
 		if begun {
 			sql = intentBegunSQL
 		}
-		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts)
+		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, lease.Generation, ts)
 	}
-	for i, r := range tick.Results {
-		if rc, ok := closed[r.IntentID]; ok && merge {
-			ap.closed(i, string(r.Status), r.Detail, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
-			continue
+	for _, r := range tick.Results {
+		if _, ok := closed[r.IntentID]; ok && merge {
+			continue // in the appended statement
 		}
 		if rc, ok := closed[r.IntentID]; ok {
 			// The intent's only result and only receipt in this tick, and
 			// nothing begins it in between: one statement leaves what the
 			// two would (the outbox done, on the result's route), guarded
 			// on the attempt and on the intent being this run's.
-			tx.Queue(`WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = `+tsParam(3)+`
-	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
-o AS (UPDATE outbox SET status = 'done', route = $7, updated_at = `+tsParam(3)+` WHERE intent_id = $5 AND run_id = $4 RETURNING 1),
-r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
-	SELECT $5, $4, $8, $9, $10, $11, `+tsParam(3)+` FROM o)
-SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result'), flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
+			tx.Queue(resultClosedSQL,
 				string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 			continue
 		}
 		// The attempt's row and its intent's outbox in one statement; the
 		// guard is on the attempt.
-		tx.Queue(`WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = `+tsParam(3)+`
-	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
-o AS (UPDATE outbox SET status = $7::text, route = $8, updated_at = `+tsParam(3)+` WHERE intent_id = $5)
-SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`,
+		tx.Queue(resultSQL,
 			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, string(r.Outbox), r.Route)
 	}
 	for i, id := range tick.Begin {
@@ -408,10 +387,7 @@ SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`,
 		}
 		// The guard is the check that the intent is this run's; the
 		// receipt is written only beside the outbox row it closes.
-		tx.Queue(`WITH o AS (UPDATE outbox SET status = 'done', updated_at = `+tsParam(1)+` WHERE intent_id = $3 AND run_id = $2 RETURNING 1),
-r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
-	SELECT $3, $2, $4, $5, $6, $7, `+tsParam(1)+` FROM o)
-SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
+		tx.Queue(receiptSQL,
 			ts, runID, rc.IntentID, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 	}
 	// The rest goes as one statement (a data-modifying WITH for each part
@@ -425,83 +401,157 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`,
 		// one statement share its snapshot, so only a single input goes
 		// with the rest; more go one statement each, each numbered after
 		// the last.
-		const insert = `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
-SELECT `
 		if len(tick.Submit) == 1 {
-			run := ap.arg(runID)
-			ap.add(insert + run + `, COALESCE(MAX(seq), 0) + 1, ` + ap.args(in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest) +
-				`, true, ` + ap.ts(ts) + ` FROM inbox WHERE run_id = ` + run)
-			continue
+			break // in the appended statement
 		}
-		tx.Queue(insert+`$1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, `+tsParam(9)+` FROM inbox WHERE run_id = $1`,
+		tx.Queue(submitSQL,
 			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts)
 	}
 	for _, id := range store.FromInbox(tick) {
-		tx.Queue(expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption"),
-			runID, id)
+		tx.Queue(consumeSQL, runID, id)
 	}
 
 	cpBody, traceBodies, err := s.sealTick(op, runID, tick, next.checkpoints, next.trace)
 	if err != nil {
 		return err
 	}
+	var ev eventColumns
 	if n := len(tick.Events); n > 0 {
-		kinds, bodies := make([]string, n), make([][]byte, n)
-		digests, prevs, chainHashes := newHashColumns(n), newHashColumns(n), newHashColumns(n)
+		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n),
+			digests: newHashColumns(n), prevs: newHashColumns(n), chains: newHashColumns(n)}
 		prev := next.hash
-		for i, ev := range tick.Events {
-			kinds[i], bodies[i] = ev.Kind, ev.Body
-			digests.add(ev.Digest)
-			prevs.add(prev)
-			chainHashes.add(chains[i])
+		for i, e := range tick.Events {
+			ev.kinds[i], ev.bodies[i] = e.Kind, e.Body
+			ev.digests.add(e.Digest)
+			ev.prevs.add(prev)
+			ev.chains.add(chains[i])
 			prev = chains[i]
 		}
 		next.hash = prev
-		cols := []string{"kind", "body"}
-		arrays := []string{ap.arg(kinds) + "::text[]", ap.arg(bodies) + "::bytea[]"}
-		sel := func(c hashColumns, sum, text string) string {
-			cols = append(cols, sum)
-			arrays = append(arrays, ap.arg(c.sums)+"::bytea[]")
-			if !c.anyText {
-				return "e." + sum + ", NULL"
-			}
-			cols = append(cols, text)
-			arrays = append(arrays, ap.arg(c.texts())+"::text[]")
-			return "e." + sum + ", e." + text
-		}
-		hashes := sel(digests, "digest_sum", "digest") + ", " + sel(prevs, "prev_sum", "prev_hash") + ", " + sel(chainHashes, "chain_sum", "chain_hash")
-		ap.add(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
-SELECT ` + ap.arg(runID) + `, ` + ap.arg(next.head) + `::bigint + e.i, e.kind, e.body, ` + hashes + `, ` + ap.arg(lease.Generation) + `, ` + ap.ts(ts) + `
-FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS e(` + strings.Join(cols, ", ") + `, i)`)
 	}
+	from := next.head
 	next.head = head
-	if cp := tick.Checkpoint; cp != nil {
+	if tick.Checkpoint != nil {
 		next.checkpoints++
-		ap.add(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (` + ap.arg(runID) + `, ` + ap.arg(next.checkpoints) + `::bigint, ` + ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation) + `, ` + ap.ts(ts) + `)`)
 	}
+	var traceKinds []string
+	firstTrace := next.trace + 1
 	if n := len(tick.Trace); n > 0 {
 		// One row for the tick's records (see the schema's "trace records
 		// per tick").
-		kinds := make([]string, n)
+		traceKinds = make([]string, n)
 		for i, tr := range tick.Trace {
-			kinds[i] = tr.Kind
+			traceKinds[i] = tr.Kind
 		}
-		first := next.trace + 1
 		next.trace += int64(n)
-		ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
-VALUES (` + ap.arg(runID) + `, ` + ap.arg(first) + `::bigint, ` + ap.arg(next.trace) + `, ` + ap.arg(kinds) + `::text[], ` + ap.arg(traceBodies) + `::bytea[], ` + ap.ts(ts) + `)`)
 	}
-	if tick.ExpectInboxEmpty {
-		// Checked here on the one-round-trip path, which reads nothing
-		// first (the other decided on its read, under the run's lock),
-		// after the consumption above; the tick's own input is appended
-		// consumed. Last, so that it is the statement's own query: the
-		// server runs a WITH that only reads when it is read.
-		ap.guard(`flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
-	(SELECT 1 FROM inbox WHERE run_id = ` + ap.arg(runID) + ` AND NOT consumed)) AS e), 'empty inbox')`)
+	// The appended statement, built by build in one pass or two (see
+	// appends): each part adds its parameters, then (when ap.text) its
+	// text from their placeholders.
+	build := func(ap *appends) {
+		if merge {
+			for i, in := range tick.Intents {
+				// A second intent of the same id fails on the key.
+				begun := begunNew[in.ID] && firstIntent(tick, i)
+				ap.intent(i, begun, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, lease.Generation, ts)
+			}
+			for i, r := range tick.Results {
+				if rc, ok := closed[r.IntentID]; ok {
+					ap.closed(i, string(r.Status), r.Detail, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
+				}
+			}
+		}
+		if len(tick.Submit) == 1 {
+			// The tick's one input (see above).
+			in := tick.Submit[0]
+			run := ap.arg(runID)
+			vals := ap.args(in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest)
+			at := ap.ts(ts)
+			ap.shape.submit = true
+			if ap.text {
+				ap.add(submitInsert + run + `, COALESCE(MAX(seq), 0) + 1, ` + vals + `, true, ` + at + ` FROM inbox WHERE run_id = ` + run)
+			} else {
+				ap.add("")
+			}
+		}
+		if len(tick.Events) > 0 {
+			kinds, bodies := ap.arg(ev.kinds), ap.arg(ev.bodies)
+			var cols, arrays []string
+			if ap.text {
+				cols, arrays = []string{"kind", "body"}, []string{kinds + "::text[]", bodies + "::bytea[]"}
+			}
+			sel := func(j int, c hashColumns, sum, text string) string {
+				sums := ap.arg(c.sums)
+				if !c.anyText {
+					if !ap.text {
+						return ""
+					}
+					cols = append(cols, sum)
+					arrays = append(arrays, sums+"::bytea[]")
+					return "e." + sum + ", NULL"
+				}
+				ap.shape.texts |= 1 << j
+				texts := ap.arg(c.texts())
+				if !ap.text {
+					return ""
+				}
+				cols = append(cols, sum, text)
+				arrays = append(arrays, sums+"::bytea[]", texts+"::text[]")
+				return "e." + sum + ", e." + text
+			}
+			d := sel(0, ev.digests, "digest_sum", "digest")
+			p := sel(1, ev.prevs, "prev_sum", "prev_hash")
+			c := sel(2, ev.chains, "chain_sum", "chain_hash")
+			run, seq, gen, at := ap.arg(runID), ap.arg(from), ap.arg(lease.Generation), ap.ts(ts)
+			ap.shape.events = true
+			if ap.text {
+				ap.add(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
+SELECT ` + run + `, ` + seq + `::bigint + e.i, e.kind, e.body, ` + d + ", " + p + ", " + c + `, ` + gen + `, ` + at + `
+FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS e(` + strings.Join(cols, ", ") + `, i)`)
+			} else {
+				ap.add("")
+			}
+		}
+		if cp := tick.Checkpoint; cp != nil {
+			run, n := ap.arg(runID), ap.arg(next.checkpoints)
+			vals := ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation)
+			at := ap.ts(ts)
+			ap.shape.checkpoint = true
+			if ap.text {
+				ap.add(`INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (` + run + `, ` + n + `::bigint, ` + vals + `, ` + at + `)`)
+			} else {
+				ap.add("")
+			}
+		}
+		if len(tick.Trace) > 0 {
+			run, first, last := ap.arg(runID), ap.arg(firstTrace), ap.arg(next.trace)
+			kinds, bodies, at := ap.arg(traceKinds), ap.arg(traceBodies), ap.ts(ts)
+			ap.shape.trace = true
+			if ap.text {
+				ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
+VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[], ` + bodies + `::bytea[], ` + at + `)`)
+			} else {
+				ap.add("")
+			}
+		}
+		if tick.ExpectInboxEmpty {
+			// Checked here on the one-round-trip path, which reads nothing
+			// first (the other decided on its read, under the run's lock),
+			// after the consumption above; the tick's own input is appended
+			// consumed. Last, so that it is the statement's own query: the
+			// server runs a WITH that only reads when it is read.
+			run := ap.arg(runID)
+			ap.shape.inboxEmpty = true
+			if ap.text {
+				ap.guard(`flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
+	(SELECT 1 FROM inbox WHERE run_id = ` + run + ` AND NOT consumed)) AS e), 'empty inbox')`)
+			} else {
+				ap.guard("")
+			}
+		}
 	}
-	ap.queue(tx)
+	s.queueAppends(tx, build)
 	if state != "" {
 		if tick.State != "" {
 			state = tick.State
@@ -510,135 +560,6 @@ VALUES (` + ap.arg(runID) + `, ` + ap.arg(first) + `::bigint, ` + ap.arg(next.tr
 			head, next.hash, state, tick.Outcome, ts, runID)
 	}
 	return nil
-}
-
-// appends builds one statement of several writes, each but the last a
-// data-modifying WITH, numbering their parameters as they are added. A
-// statement with guards has every write in its WITH and the guards as its
-// query; a tick's merged writes (see mergeable) come first in the WITH.
-type appends struct {
-	ctes   []string // merged writes, each "name AS (statement)"
-	parts  []string
-	guards []string // expressions of the query, when there are any
-	vals   []any
-	tsRef  string // the tick time's parameter, once added
-}
-
-// arg adds a parameter and returns its placeholder.
-func (a *appends) arg(v any) string {
-	a.vals = append(a.vals, v)
-	return "$" + itoa(len(a.vals))
-}
-
-// args adds parameters and returns their placeholders, comma-separated.
-func (a *appends) args(vs ...any) string {
-	ps := make([]string, len(vs))
-	for i, v := range vs {
-		ps[i] = a.arg(v)
-	}
-	return strings.Join(ps, ", ")
-}
-
-// ts is the tick's time (see tsParam), its parameter added once.
-func (a *appends) ts(ts any) string {
-	if a.tsRef == "" {
-		a.tsRef = a.arg(ts)
-	}
-	return `COALESCE(` + a.tsRef + `::bigint, current_setting('` + tickAt + `')::bigint)`
-}
-
-func (a *appends) add(stmt string) { a.parts = append(a.parts, stmt) }
-
-// guard adds expressions the statement's query evaluates, each failing
-// the transaction when its check does not hold.
-func (a *appends) guard(exprs ...string) { a.guards = append(a.guards, exprs...) }
-
-// intent merges the tick's i-th intent and its outbox row (in flight with
-// its first attempt when begun): what intentSQL or intentBegunSQL writes.
-func (a *appends) intent(i int, begun bool, id, runID string, head int64, effect, key, content string, approval any, body []byte, digest string, gen int64, ts any) {
-	n := itoa(i)
-	a.ctes = append(a.ctes, "i"+n+` AS (INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
-	VALUES (`+a.args(id, runID, head, effect, key, content, approval, body, digest, gen)+`, `+a.ts(ts)+`) RETURNING intent_id, run_id, generation, recorded_at)`)
-	if !begun {
-		a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, updated_at) SELECT intent_id, run_id, 'pending', recorded_at FROM i`+n+`)`)
-		return
-	}
-	a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) SELECT intent_id, run_id, 'in_flight', 1, recorded_at FROM i`+n+`)`,
-		"t"+n+` AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, 1, 'started', generation, recorded_at FROM i`+n+`)`)
-}
-
-// closed merges the tick's i-th attempt result with its intent's receipt
-// (see closedWithResult): what their own statement writes, its guards
-// among the statement's.
-func (a *appends) closed(i int, status, detail, runID, intentID string, n int64, route, outcome string, body []byte, digest string, gen int64, ts any) {
-	k := itoa(i)
-	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
-	a.ctes = append(a.ctes,
-		"ra"+k+` AS (UPDATE attempts SET status = `+a.arg(status)+`::text, detail = `+a.arg(detail)+`, finished_at = `+at+`
-	WHERE intent_id = `+id+` AND n = `+a.arg(n)+` AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = `+run+`) RETURNING 1)`,
-		"ro"+k+` AS (UPDATE outbox SET status = 'done', route = `+a.arg(route)+`, updated_at = `+at+` WHERE intent_id = `+id+` AND run_id = `+run+` RETURNING 1)`,
-		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
-	SELECT `+id+`, `+run+`, `+a.args(outcome, body, digest, gen)+`, `+at+` FROM ro`+k+`)`)
-	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
-}
-
-// queue queues the statement, if there is anything to append.
-func (a *appends) queue(tx *wtx) {
-	if len(a.parts) == 0 && len(a.guards) == 0 {
-		return
-	}
-	var b strings.Builder
-	size := 0
-	for _, p := range a.ctes {
-		size += len(p) + 8
-	}
-	for _, p := range a.parts {
-		size += len(p) + 16
-	}
-	for _, g := range a.guards {
-		size += len(g) + 8
-	}
-	b.Grow(size)
-	with := 0
-	next := func() {
-		if with == 0 {
-			b.WriteString("WITH ")
-		} else {
-			b.WriteString(",\n")
-		}
-		with++
-	}
-	for _, c := range a.ctes {
-		next()
-		b.WriteString(c)
-	}
-	inWith := a.parts
-	if len(a.guards) == 0 {
-		inWith = a.parts[:len(a.parts)-1]
-	}
-	for i, p := range inWith {
-		next()
-		b.WriteString("a")
-		b.WriteString(itoa(i))
-		b.WriteString(" AS (")
-		b.WriteString(p)
-		b.WriteString(")")
-	}
-	if with > 0 {
-		b.WriteString("\n")
-	}
-	if len(a.guards) == 0 {
-		b.WriteString(a.parts[len(a.parts)-1])
-	} else {
-		b.WriteString("SELECT ")
-		for i, g := range a.guards {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(g)
-		}
-	}
-	tx.Queue(b.String(), a.vals...)
 }
 
 // mergeable reports whether the tick's intents, or its attempt results
@@ -707,6 +628,100 @@ func closedWithResult(tick store.Tick) map[string]store.Receipt {
 		}
 	}
 	return out
+}
+
+// The fixed statements of a tick, built once.
+var (
+	// fenceAheadSQL is the one-round-trip commit's first statement (see
+	// commitAhead).
+	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
+c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
+	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
+UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
+FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
+	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence")
+	// resultClosedSQL writes an attempt result with the receipt that
+	// closes its intent; resultSQL an attempt result alone; receiptSQL a
+	// receipt alone; attemptSQL an attempt begun (see queueAttempt).
+	resultClosedSQL = `WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = ` + tsParam(3) + `
+	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
+o AS (UPDATE outbox SET status = 'done', route = $7, updated_at = ` + tsParam(3) + ` WHERE intent_id = $5 AND run_id = $4 RETURNING 1),
+r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT $5, $4, $8, $9, $10, $11, ` + tsParam(3) + ` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result'), flrh_expect_one((SELECT count(*) FROM o), 'receipt')`
+	resultSQL = `WITH a AS (UPDATE attempts SET status = $1::text, detail = $2, finished_at = ` + tsParam(3) + `
+	WHERE intent_id = $5 AND n = $6 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = $4) RETURNING 1),
+o AS (UPDATE outbox SET status = $7::text, route = $8, updated_at = ` + tsParam(3) + ` WHERE intent_id = $5)
+SELECT flrh_expect_one((SELECT count(*) FROM a), 'attempt result')`
+	receiptSQL = `WITH o AS (UPDATE outbox SET status = 'done', updated_at = ` + tsParam(1) + ` WHERE intent_id = $3 AND run_id = $2 RETURNING 1),
+r AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT $3, $2, $4, $5, $6, $7, ` + tsParam(1) + ` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`
+	attemptSQL = `WITH o AS (UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = ` + tsParam(2) + `
+	WHERE intent_id = $3 AND attempts = $1 - 1 AND status IN ('pending', 'retry') RETURNING intent_id),
+a AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, $1, 'started', $4, ` + tsParam(2) + ` FROM o)
+SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
+	// submitSQL appends an input consumed; consumeSQL consumes one.
+	submitSQL  = submitInsert + `$1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, ` + tsParam(9) + ` FROM inbox WHERE run_id = $1`
+	consumeSQL = expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption")
+)
+
+// submitInsert begins the statement that appends an input consumed.
+const submitInsert = `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
+SELECT `
+
+// approvalArg is an intent's approval id as its parameter: NULL when it
+// has none.
+func approvalArg(id string) any {
+	if id == "" {
+		return nil
+	}
+	return id
+}
+
+// firstIntent reports whether the tick's i-th intent is the first of its
+// id.
+func firstIntent(tick store.Tick, i int) bool {
+	for _, in := range tick.Intents[:i] {
+		if in.ID == tick.Intents[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+// eventColumns are a tick's events as the columns of their multi-row
+// insert.
+type eventColumns struct {
+	kinds                  []string
+	bodies                 [][]byte
+	digests, prevs, chains hashColumns
+}
+
+// queueAppends queues the tick's appended statement, if it has anything
+// to append, as build adds it: the parameters in one pass, the text from
+// a tick of the same shape or, the first time, from a second pass.
+func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
+	ap := appends{vals: make([]any, 0, 32)}
+	build(&ap)
+	if ap.shape.parts == 0 {
+		return
+	}
+	if !ap.shape.wide {
+		if sql, ok := s.shapes.get(ap.shape); ok {
+			tx.Queue(sql, ap.vals...)
+			return
+		}
+	}
+	k := ap.shape
+	ap.reset(true)
+	build(&ap)
+	sql := ap.sql()
+	if !k.wide {
+		s.shapes.put(k, sql)
+	}
+	tx.Queue(sql, ap.vals...)
 }
 
 // intentSQL writes an intent ($1 … $10, at time $11: see tsParam) and its
@@ -1028,10 +1043,7 @@ func queueAttempt(tx *wtx, lease store.Lease, intentID string, n int64, ts any) 
 	// transaction's snapshot, the update fails with a serialization error
 	// (run again, and told exactly why) before the attempt's number can
 	// collide.
-	tx.Queue(`WITH o AS (UPDATE outbox SET status = 'in_flight', attempts = $1, updated_at = `+tsParam(2)+`
-	WHERE intent_id = $3 AND attempts = $1 - 1 AND status IN ('pending', 'retry') RETURNING intent_id),
-a AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, $1, 'started', $4, `+tsParam(2)+` FROM o)
-SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`, n, ts, intentID, lease.Generation)
+	tx.Queue(attemptSQL, n, ts, intentID, lease.Generation)
 }
 
 // sealTick returns the bodies the tick's checkpoint and trace records are

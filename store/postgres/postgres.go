@@ -57,7 +57,8 @@ type Store struct {
 	schema  string // the schema the tables live in, resolved at Open
 	retries int
 	sealer  store.Sealer
-	heads   heads // what the next tick of a run may assume (see Commit)
+	heads   heads  // what the next tick of a run may assume (see Commit)
+	shapes  shapes // the appended statement's text by tick shape (see appends)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -1,0 +1,270 @@
+package postgres
+
+import (
+	"strings"
+	"sync"
+)
+
+// appends builds one statement of several writes, each but the last a
+// data-modifying WITH, numbering their parameters as they are added. A
+// statement with guards has every write in its WITH and the guards as its
+// query; a tick's merged writes (see mergeable) come first in the WITH.
+//
+// The statement's text, and the order of its parameters, follow from the
+// tick's shape alone (what it carries of each kind of row, not the rows'
+// values: see shape). A tick's appends are built in two passes of the same
+// code: the first (text false) only collects the parameters and the shape;
+// when a tick of that shape has been seen, its text is reused, and only
+// then does a second pass (text true) build the text. So a tick of a shape
+// already seen builds no SQL text. Each part of the statement adds its
+// parameters first, in the order of their placeholders, and builds its
+// text from the placeholders only when text is set.
+type appends struct {
+	text   bool     // build the text (else only the parameters and the shape)
+	ctes   []string // merged writes, each "name AS (statement)"
+	parts  []string
+	guards []string // expressions of the query, when there are any
+	vals   []any
+	tsRef  string // the tick time's parameter, once added
+	tsSet  bool   // the tick time's parameter is added
+	shape  shape
+}
+
+// shape is what an appended statement's text depends on. Two ticks of
+// the same shape get byte-identical text, their parameters in the same
+// order.
+type shape struct {
+	intents    uint8  // merged intents
+	begun      uint64 // bit i: merged intent i is written begun
+	closed     uint8  // merged attempt results closed by their receipts
+	submit     bool   // the tick's one input, appended consumed
+	events     bool
+	texts      uint8 // bit j: event hash column j has a text (see hashColumns)
+	checkpoint bool
+	trace      bool
+	inboxEmpty bool
+	parts      uint16 // parts and guards added
+	wide       bool   // too many merged rows for the fields above: never cached
+}
+
+// maxMerged is the most merged intents or results a cached shape counts.
+const maxMerged = 64
+
+// reset empties a for another pass, building the text or not.
+func (a *appends) reset(text bool) {
+	*a = appends{text: text, vals: a.vals[:0]}
+	if text {
+		a.parts = make([]string, 0, 6)
+	}
+}
+
+// placeholders are "$1" … "$N" for the first N parameters, built once.
+var placeholders = func() []string {
+	ps := make([]string, 129)
+	for i := 1; i < len(ps); i++ {
+		ps[i] = "$" + itoa(i)
+	}
+	return ps
+}()
+
+// arg adds a parameter and returns its placeholder ("" when not building
+// the text).
+func (a *appends) arg(v any) string {
+	a.vals = append(a.vals, v)
+	if !a.text {
+		return ""
+	}
+	if n := len(a.vals); n < len(placeholders) {
+		return placeholders[n]
+	}
+	return "$" + itoa(len(a.vals))
+}
+
+// args adds parameters and returns their placeholders, comma-separated
+// ("" when not building the text).
+func (a *appends) args(vs ...any) string {
+	if !a.text {
+		a.vals = append(a.vals, vs...)
+		return ""
+	}
+	ps := make([]string, len(vs))
+	for i, v := range vs {
+		ps[i] = a.arg(v)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// ts is the tick's time (see tsParam), its parameter added once ("" when
+// not building the text).
+func (a *appends) ts(ts any) string {
+	if !a.tsSet {
+		a.tsSet = true
+		a.tsRef = a.arg(ts)
+	}
+	if !a.text {
+		return ""
+	}
+	return `COALESCE(` + a.tsRef + `::bigint, current_setting('` + tickAt + `')::bigint)`
+}
+
+// add adds a part built by the caller (when building the text).
+func (a *appends) add(stmt string) {
+	a.shape.parts++
+	if a.text {
+		a.parts = append(a.parts, stmt)
+	}
+}
+
+// guard adds expressions the statement's query evaluates, each failing
+// the transaction when its check does not hold.
+func (a *appends) guard(exprs ...string) {
+	a.shape.parts += uint16(len(exprs))
+	if a.text {
+		a.guards = append(a.guards, exprs...)
+	}
+}
+
+// intent merges the tick's i-th intent and its outbox row (in flight with
+// its first attempt when begun): what intentSQL or intentBegunSQL writes.
+func (a *appends) intent(i int, begun bool, id, runID string, head int64, effect, key, content string, approval any, body []byte, digest string, gen int64, ts any) {
+	vals := a.args(id, runID, head, effect, key, content, approval, body, digest, gen)
+	at := a.ts(ts)
+	if i >= maxMerged {
+		a.shape.wide = true
+	} else {
+		a.shape.intents = uint8(i + 1)
+		if begun {
+			a.shape.begun |= 1 << i
+		}
+	}
+	if !a.text {
+		return
+	}
+	n := itoa(i)
+	a.ctes = append(a.ctes, "i"+n+` AS (INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+	VALUES (`+vals+`, `+at+`) RETURNING intent_id, run_id, generation, recorded_at)`)
+	if !begun {
+		a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, updated_at) SELECT intent_id, run_id, 'pending', recorded_at FROM i`+n+`)`)
+		return
+	}
+	a.ctes = append(a.ctes, "o"+n+` AS (INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) SELECT intent_id, run_id, 'in_flight', 1, recorded_at FROM i`+n+`)`,
+		"t"+n+` AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, 1, 'started', generation, recorded_at FROM i`+n+`)`)
+}
+
+// closed merges the tick's i-th attempt result with its intent's receipt
+// (see closedWithResult): what their own statement writes, its guards
+// among the statement's.
+func (a *appends) closed(i int, status, detail, runID, intentID string, n int64, route, outcome string, body []byte, digest string, gen int64, ts any) {
+	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
+	st, det, num := a.arg(status), a.arg(detail), a.arg(n)
+	rt := a.arg(route)
+	rest := a.args(outcome, body, digest, gen)
+	if i >= maxMerged {
+		a.shape.wide = true
+	} else {
+		a.shape.closed = uint8(i + 1)
+	}
+	if !a.text {
+		a.shape.parts += 2 // the guards below
+		return
+	}
+	k := itoa(i)
+	a.ctes = append(a.ctes,
+		"ra"+k+` AS (UPDATE attempts SET status = `+st+`::text, detail = `+det+`, finished_at = `+at+`
+	WHERE intent_id = `+id+` AND n = `+num+` AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = `+run+`) RETURNING 1)`,
+		"ro"+k+` AS (UPDATE outbox SET status = 'done', route = `+rt+`, updated_at = `+at+` WHERE intent_id = `+id+` AND run_id = `+run+` RETURNING 1)`,
+		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+	SELECT `+id+`, `+run+`, `+rest+`, `+at+` FROM ro`+k+`)`)
+	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
+}
+
+// sql returns the statement's text (building the text).
+func (a *appends) sql() string {
+	var b strings.Builder
+	size := 0
+	for _, p := range a.ctes {
+		size += len(p) + 8
+	}
+	for _, p := range a.parts {
+		size += len(p) + 16
+	}
+	for _, g := range a.guards {
+		size += len(g) + 8
+	}
+	b.Grow(size)
+	with := 0
+	next := func() {
+		if with == 0 {
+			b.WriteString("WITH ")
+		} else {
+			b.WriteString(",\n")
+		}
+		with++
+	}
+	for _, c := range a.ctes {
+		next()
+		b.WriteString(c)
+	}
+	inWith := a.parts
+	if len(a.guards) == 0 {
+		inWith = a.parts[:len(a.parts)-1]
+	}
+	for i, p := range inWith {
+		next()
+		b.WriteString("a")
+		b.WriteString(itoa(i))
+		b.WriteString(" AS (")
+		b.WriteString(p)
+		b.WriteString(")")
+	}
+	if with > 0 {
+		b.WriteString("\n")
+	}
+	if len(a.guards) == 0 {
+		b.WriteString(a.parts[len(a.parts)-1])
+	} else {
+		b.WriteString("SELECT ")
+		for i, g := range a.guards {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(g)
+		}
+	}
+	return b.String()
+}
+
+// maxShapes bounds the texts a store keeps: shapes are few (a workflow's
+// ticks take a handful), and a shape past the bound has its text built
+// each time.
+const maxShapes = 128
+
+// shapes is a store's appended statements' texts by shape.
+type shapes struct {
+	mu sync.RWMutex
+	m  map[shape]string
+}
+
+func (c *shapes) get(k shape) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sql, ok := c.m[k]
+	return sql, ok
+}
+
+func (c *shapes) put(k shape, sql string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[shape]string{}
+	}
+	if len(c.m) < maxShapes {
+		c.m[k] = sql
+	}
+}
+
+func (c *shapes) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}

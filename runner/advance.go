@@ -700,7 +700,8 @@ func (e *RefusedError) Error() string {
 // which differs when the entry wrapped the input with a usage report. An
 // outside input's report is charged here, with its record; a receipt's was
 // charged when its attempts were recorded and is only repeated here.
-func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
+// proof, when kept, is the runner's own proof that in.Body is canonical.
+func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) error {
 	t.cp.Accepted++
 	in.Seq = t.cp.Accepted
 	if inbound == "" {
@@ -711,7 +712,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string) error {
 		l.Tokens += in.Usage.Tokens
 		l.CostMicros += in.Usage.CostMicros
 	}
-	body, err := encodeAccepted(in)
+	body, err := encodeAccepted(in, proof)
 	if err != nil {
 		return err
 	}
@@ -942,7 +943,8 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest, Usage: next.Usage}, "")
+		proof, _ := asKept(next.Receipt)
+		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest, Usage: next.Usage}, "", proof)
 	}
 	inputs, err := r.pendingInbox(ctx, t, KindInput)
 	if err != nil {
@@ -979,7 +981,7 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 		}
 	}
 	r.consume(t, in)
-	return true, r.accept(t, a, in.Digest)
+	return true, r.accept(t, a, in.Digest, canonJSON{})
 }
 
 func (r *Runner) plan(ctx context.Context, t *tick) error {

@@ -36,6 +36,12 @@ func (k canonJSON) MarshalJSON() ([]byte, error) {
 // byte values): what evidence digests when cjson refuses an item.
 func (k canonJSON) String() string { return fmt.Sprint(k.b) }
 
+// vouches reports whether k is the proof of b: the very same bytes (not
+// a copy, which may have changed since).
+func (k canonJSON) vouches(b []byte) bool {
+	return len(b) > 0 && len(b) == len(k.b) && &b[0] == &k.b[0]
+}
+
 // kept reports whether k holds bytes.
 func (k canonJSON) kept() bool { return k.b != nil }
 

@@ -126,7 +126,7 @@ func (a *appends) guard(exprs ...string) {
 
 // intent merges the tick's i-th intent and its outbox row (in flight with
 // its first attempt when begun): what intentSQL or intentBegunSQL writes.
-func (a *appends) intent(i int, begun bool, id, runID string, head int64, effect, key, content string, approval any, body []byte, digest string, gen int64, ts any) {
+func (a *appends) intent(i int, begun bool, id string, runID any, head int64, effect, key, content string, approval any, body []byte, digest string, gen, ts any) {
 	vals := a.args(id, runID, head, effect, key, content, approval, body, digest, gen)
 	at := a.ts(ts)
 	if i >= maxMerged {
@@ -154,7 +154,7 @@ func (a *appends) intent(i int, begun bool, id, runID string, head int64, effect
 // closed merges the tick's i-th attempt result with its intent's receipt
 // (see closedWithResult): what their own statement writes, its guards
 // among the statement's.
-func (a *appends) closed(i int, status, detail, runID, intentID string, n int64, route, outcome string, body []byte, digest string, gen int64, ts any) {
+func (a *appends) closed(i int, status, detail string, runID any, intentID string, n int64, route, outcome string, body []byte, digest string, gen, ts any) {
 	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
 	st, det, num := a.arg(status), a.arg(detail), a.arg(n)
 	rt := a.arg(route)

@@ -448,23 +448,25 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	// The appended statement, built by build in one pass or two (see
 	// appends): each part adds its parameters, then (when ap.text) its
 	// text from their placeholders.
+	// The run and the lease generation go in several parts: boxed once.
+	runV, genV := any(runID), any(lease.Generation)
 	build := func(ap *appends) {
 		if merge {
 			for i, in := range tick.Intents {
 				// A second intent of the same id fails on the key.
 				begun := begunNew[in.ID] && firstIntent(tick, i)
-				ap.intent(i, begun, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, lease.Generation, ts)
+				ap.intent(i, begun, in.ID, runV, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, genV, ts)
 			}
 			for i, r := range tick.Results {
 				if rc, ok := closed[r.IntentID]; ok {
-					ap.closed(i, string(r.Status), r.Detail, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts)
+					ap.closed(i, string(r.Status), r.Detail, runV, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, genV, ts)
 				}
 			}
 		}
 		if len(tick.Submit) == 1 {
 			// The tick's one input (see above).
 			in := tick.Submit[0]
-			run := ap.arg(runID)
+			run := ap.arg(runV)
 			vals := ap.args(in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest)
 			at := ap.ts(ts)
 			ap.shape.submit = true
@@ -502,7 +504,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			d := sel(0, ev.digests, "digest_sum", "digest")
 			p := sel(1, ev.prevs, "prev_sum", "prev_hash")
 			c := sel(2, ev.chains, "chain_sum", "chain_hash")
-			run, seq, gen, at := ap.arg(runID), ap.arg(from), ap.arg(lease.Generation), ap.ts(ts)
+			run, seq, gen, at := ap.arg(runV), ap.arg(from), ap.arg(genV), ap.ts(ts)
 			ap.shape.events = true
 			if ap.text {
 				ap.add(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
@@ -513,8 +515,8 @@ FROM unnest(` + strings.Join(arrays, ", ") + `) WITH ORDINALITY AS e(` + strings
 			}
 		}
 		if cp := tick.Checkpoint; cp != nil {
-			run, n := ap.arg(runID), ap.arg(next.checkpoints)
-			vals := ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, lease.Generation)
+			run, n := ap.arg(runV), ap.arg(next.checkpoints)
+			vals := ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, genV)
 			at := ap.ts(ts)
 			ap.shape.checkpoint = true
 			if ap.text {
@@ -525,7 +527,7 @@ VALUES (` + run + `, ` + n + `::bigint, ` + vals + `, ` + at + `)`)
 			}
 		}
 		if len(tick.Trace) > 0 {
-			run, first, last := ap.arg(runID), ap.arg(firstTrace), ap.arg(next.trace)
+			run, first, last := ap.arg(runV), ap.arg(firstTrace), ap.arg(next.trace)
 			kinds, bodies, at := ap.arg(traceKinds), ap.arg(traceBodies), ap.ts(ts)
 			ap.shape.trace = true
 			if ap.text {
@@ -541,7 +543,7 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 			// after the consumption above; the tick's own input is appended
 			// consumed. Last, so that it is the statement's own query: the
 			// server runs a WITH that only reads when it is read.
-			run := ap.arg(runID)
+			run := ap.arg(runV)
 			ap.shape.inboxEmpty = true
 			if ap.text {
 				ap.guard(`flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS

@@ -417,8 +417,8 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	}
 	var ev eventColumns
 	if n := len(tick.Events); n > 0 {
-		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n),
-			digests: newHashColumns(n), prevs: newHashColumns(n), chains: newHashColumns(n)}
+		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n)}
+		ev.digests, ev.prevs, ev.chains = newHashColumns3(n)
 		prev := next.hash
 		for i, e := range tick.Events {
 			ev.kinds[i], ev.bodies[i] = e.Kind, e.Body

@@ -31,6 +31,18 @@ func newHashColumns(n int) hashColumns {
 	return hashColumns{sums: make([][]byte, 0, n), all: make([]string, 0, n), buf: make([]byte, 0, 32*n)}
 }
 
+// newHashColumns3 returns three hash columns for n hashes each (an
+// event's digest, previous and chain hash), sharing three allocations.
+// Each column's slices are capped at its own part, so that none can
+// grow into the next.
+func newHashColumns3(n int) (a, b, c hashColumns) {
+	sums, all, buf := make([][]byte, 0, 3*n), make([]string, 0, 3*n), make([]byte, 0, 3*32*n)
+	col := func(i int) hashColumns {
+		return hashColumns{sums: sums[i*n : i*n : (i+1)*n], all: all[i*n : i*n : (i+1)*n], buf: buf[i*32*n : i*32*n : (i+1)*32*n]}
+	}
+	return col(0), col(1), col(2)
+}
+
 func (c *hashColumns) add(h string) {
 	c.all = append(c.all, h)
 	at := len(c.buf)

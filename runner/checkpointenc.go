@@ -75,17 +75,22 @@ func (w *ckWriter) item(i int) {
 	}
 }
 
-func (w *ckWriter) strings(l []string, k string) {
+// list writes l as an array, null when l is nil, each item by f.
+func list[T any](w *ckWriter, l []T, f func(*T)) {
 	if l == nil {
 		w.B = append(w.B, "null"...)
 		return
 	}
 	w.B = append(w.B, '[')
-	for i, s := range l {
+	for i := range l {
 		w.item(i)
-		w.Quote(s, k)
+		f(&l[i])
 	}
 	w.B = append(w.B, ']')
+}
+
+func (w *ckWriter) strings(l []string, k string) {
+	list(w, l, func(s *string) { w.Quote(*s, k) })
 }
 
 func (w *ckWriter) control(cf *control.Configuration) {
@@ -131,22 +136,14 @@ func (w *ckWriter) control(cf *control.Configuration) {
 func (w *ckWriter) progress(p *control.ProgressWindow) {
 	w.Open()
 	w.Key("rounds")
-	if p.Rounds == nil {
-		w.B = append(w.B, "null"...)
-	} else {
-		w.B = append(w.B, '[')
-		for i := range p.Rounds {
-			r := &p.Rounds[i]
-			w.item(i)
-			w.Open()
-			w.Str("fingerprint", r.Fingerprint)
-			w.Bool("stalled", r.Stalled)
-			w.Bool("unchanged", r.Unchanged)
-			w.Int("weighted_gain", r.Weighted)
-			w.Close()
-		}
-		w.B = append(w.B, ']')
-	}
+	list(w, p.Rounds, func(r *control.RoundVerdict) {
+		w.Open()
+		w.Str("fingerprint", r.Fingerprint)
+		w.Bool("stalled", r.Stalled)
+		w.Bool("unchanged", r.Unchanged)
+		w.Int("weighted_gain", r.Weighted)
+		w.Close()
+	})
 	w.Close()
 }
 
@@ -214,14 +211,7 @@ func (w *ckWriter) budget(l *budgetLedger) {
 
 // open writes the open effects, their documents at depth d.
 func (w *ckWriter) open(open []openEffect, d int) {
-	if open == nil {
-		w.B = append(w.B, "null"...)
-		return
-	}
-	w.B = append(w.B, '[')
-	for i := range open {
-		e := &open[i]
-		w.item(i)
+	list(w, open, func(e *openEffect) {
 		w.Open()
 		w.Key("approval")
 		if a := e.Approval; a == nil {
@@ -253,20 +243,12 @@ func (w *ckWriter) open(open []openEffect, d int) {
 			w.usage(e.Usage)
 		}
 		w.Close()
-	}
-	w.B = append(w.B, ']')
+	})
 }
 
 // ingest writes the pending receipts, their documents at depth d.
 func (w *ckWriter) ingest(in []pendingReceipt, d int) {
-	if in == nil {
-		w.B = append(w.B, "null"...)
-		return
-	}
-	w.B = append(w.B, '[')
-	for i := range in {
-		p := &in[i]
-		w.item(i)
+	list(w, in, func(p *pendingReceipt) {
 		w.Open()
 		w.Str("digest", p.Digest)
 		w.Str("intent_id", p.IntentID)
@@ -277,8 +259,7 @@ func (w *ckWriter) ingest(in []pendingReceipt, d int) {
 			w.usage(p.Usage)
 		}
 		w.Close()
-	}
-	w.B = append(w.B, ']')
+	})
 }
 
 // doc writes proved bytes at depth d, or gives up where cjson would

@@ -203,9 +203,9 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// A tick that may lag turns synchronous_commit off in this
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
-		tx.Queue(fenceAheadSQL,
-			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
-			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, tick.MayLag)
+		tx.queueTyped(fenceAheadSQL,
+			pstr(lease.RunID), pstr(lease.Owner), pint(lease.Generation), pint(h.head), pstr(h.hash),
+			pint(h.head+int64(len(tick.Events))), pstr(hash), pstr(tick.State), pany(s.injected()), pstr(tick.Outcome), pany(tick.MayLag))
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}

@@ -1,0 +1,327 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// Several runs' records read at once. A verifier reading a run by parts
+// pays a round trip per table (the header, events, latest checkpoint,
+// intents, receipts, attempts, grants), and most of a small run's read is
+// those round trips. ReadRunRecords reads up to RecordBatch runs with one
+// batch of statements, one per table, each selecting the rows of every run
+// of the batch (run_id = ANY($1)), sent together and answered in one round
+// trip. The rows each statement returns are filed by run, in the order
+// the run's own read returns them (the same ORDER BY after the run).
+
+// errNoRun is a row of a run the batch did not ask for.
+var errNoRun = errors.New("a row of a run not asked for")
+
+// RecordBatch is how many runs ReadRunRecords reads with one round trip.
+const RecordBatch = 16
+
+const (
+	recordsRunSQL = `SELECT ` + runColumns + ` FROM runs WHERE run_id = ANY($1)`
+
+	recordsCheckpointSQL = `SELECT DISTINCT ON (run_id) run_id, n, seq, format_version, build_digest, body, digest
+FROM checkpoints WHERE run_id = ANY($1) ORDER BY run_id, n DESC`
+
+	recordsIntentsSQL = `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
+FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, i.commit_order`
+
+	recordsReceiptsSQL = `SELECT run_id, intent_id, outcome, body, digest FROM receipts
+WHERE run_id = ANY($1) ORDER BY run_id, commit_order`
+
+	recordsAttemptsSQL = `SELECT i.run_id, a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
+FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, a.intent_id, a.n`
+
+	recordsApprovalsSQL = `SELECT i.run_id, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, a.approval_id`
+)
+
+// recordsEventsSQL is built once: hashText spells the hash columns.
+var recordsEventsSQL = `SELECT run_id, seq, kind, body, ` + hashText("digest_sum", "digest") + `, ` + hashText("prev_sum", "prev_hash") + `,
+	` + hashText("chain_sum", "chain_hash") + `, generation, recorded_at
+FROM events WHERE run_id = ANY($1) ORDER BY run_id, seq`
+
+// ReadRunRecords reads the records of the runs runIDs: recs[i] and
+// errs[i] are what reading run runIDs[i] by parts returns (its header
+// with all, events, latest checkpoint, intents, and with all its
+// receipts, RunAttempts and RunApprovals), errors included. Up to
+// RecordBatch runs are read with one round trip; a run that read does not
+// give plainly (no such run, a repeated id, a sealed checkpoint that does
+// not open, any database error) is read by parts instead.
+func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) ([]store.RunRecord, []error) {
+	recs := make([]store.RunRecord, len(runIDs))
+	errs := make([]error, len(runIDs))
+	for lo := 0; lo < len(runIDs); lo += RecordBatch {
+		ids := runIDs[lo:min(lo+RecordBatch, len(runIDs))]
+		ok := s.readRunRecords(ctx, ids, all, recs[lo:])
+		for i, id := range ids {
+			if !ok[i] {
+				recs[lo+i], errs[lo+i] = s.readRunRecordByParts(ctx, id, all)
+			}
+		}
+	}
+	return recs, errs
+}
+
+// readRunRecordByParts reads a run's record one table at a time, as a
+// verifier reads it without ReadRunRecords: attempts only for a run with
+// intents, grants only for a run whose intents name one.
+func (s *Store) readRunRecordByParts(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
+	var rec store.RunRecord
+	var err error
+	if all {
+		if rec.Run, err = s.Run(ctx, runID); err != nil {
+			return store.RunRecord{}, err
+		}
+	}
+	if rec.Events, err = s.Events(ctx, runID, 0); err != nil {
+		return store.RunRecord{}, err
+	}
+	rec.Checkpoint, err = s.Checkpoint(ctx, runID)
+	switch {
+	case err == nil:
+		rec.HasCheckpoint = true
+	case store.CodeOf(err) == store.CodeNotFound:
+		rec.Checkpoint = store.Checkpoint{}
+	default:
+		return store.RunRecord{}, err
+	}
+	if rec.Intents, err = s.Intents(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if !all {
+		return rec, nil
+	}
+	if rec.Receipts, err = s.Receipts(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if len(rec.Intents) == 0 {
+		return rec, nil
+	}
+	if rec.Attempts, err = s.RunAttempts(ctx, runID); err != nil {
+		return store.RunRecord{}, err
+	}
+	if slices.ContainsFunc(rec.Intents, func(in store.Intent) bool { return in.ApprovalID != "" }) {
+		if rec.Approvals, err = s.RunApprovals(ctx, runID); err != nil {
+			return store.RunRecord{}, err
+		}
+	}
+	return rec, nil
+}
+
+// readRunRecords reads up to RecordBatch runs with one round trip into
+// recs; ok[i] is false where run ids[i] is to be read by parts (and for
+// every run when the batch fails).
+func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs []store.RunRecord) []bool {
+	ok := make([]bool, len(ids))
+	if len(ids) > RecordBatch {
+		return ok
+	}
+	at := make(map[string]int, len(ids))
+	var distinct []string
+	for i, id := range ids {
+		if _, seen := at[id]; !seen {
+			at[id] = i
+			distinct = append(distinct, id)
+		}
+	}
+	got := make([]store.RunRecord, len(ids))
+	found := make([]bool, len(ids))
+	cpN := make([]int64, len(ids))
+	if err := s.readRecordsBatch(ctx, distinct, all, at, got, found, cpN); err != nil {
+		return ok
+	}
+	for id, i := range at { //flrh:orderfree each run's record is filed at its own position
+		rec := got[i]
+		if all && !found[i] {
+			continue // no such run: its read by parts says so
+		}
+		if rec.HasCheckpoint {
+			body, err := store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: id, Kind: store.SealCheckpoint, Seq: cpN[i]}, rec.Checkpoint.Body)
+			if err != nil {
+				continue
+			}
+			rec.Checkpoint.Body = body
+		}
+		if !all {
+			rec.Run, rec.Receipts, rec.Attempts, rec.Approvals = store.Run{}, nil, nil, nil
+		}
+		recs[i], ok[i] = rec, true
+	}
+	return ok
+}
+
+// readRecordsBatch sends the batch's statements for the runs ids and files
+// each row in got at its run's position (at); found marks the runs whose
+// header was read, cpN the number of each run's latest checkpoint.
+func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at map[string]int,
+	got []store.RunRecord, found []bool, cpN []int64) error {
+	var b pgx.Batch
+	if all {
+		b.Queue(recordsRunSQL, ids)
+	}
+	b.Queue(recordsEventsSQL, ids)
+	b.Queue(recordsCheckpointSQL, ids)
+	b.Queue(recordsIntentsSQL, ids)
+	if all {
+		b.Queue(recordsReceiptsSQL, ids)
+		b.Queue(recordsAttemptsSQL, ids)
+		b.Queue(recordsApprovalsSQL, ids)
+	}
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	// each reads one statement's rows, scanning a row with scan, which
+	// returns the run the row belongs to.
+	each := func(scan func(pgx.Rows) (string, error)) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if _, err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	pos := func(id string) (int, error) {
+		i, ok := at[id]
+		if !ok {
+			return 0, errNoRun
+		}
+		return i, nil
+	}
+	if all {
+		if err := each(func(rows pgx.Rows) (string, error) {
+			r, err := scanRun(rows)
+			if err != nil {
+				return "", err
+			}
+			i, err := pos(r.ID)
+			if err != nil {
+				return "", err
+			}
+			got[i].Run, found[i] = r, true
+			return r.ID, nil
+		}); err != nil {
+			return err
+		}
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var id string
+		var e store.Event
+		var at int64
+		if err := rows.Scan(&id, &e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+			return "", err
+		}
+		e.RecordedAt = fromNanos(at)
+		i, err := pos(id)
+		if err != nil {
+			return "", err
+		}
+		got[i].Events = append(got[i].Events, e)
+		return id, nil
+	}); err != nil {
+		return err
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var id string
+		var c store.Checkpoint
+		var n int64
+		if err := rows.Scan(&id, &n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest); err != nil {
+			return "", err
+		}
+		i, err := pos(id)
+		if err != nil {
+			return "", err
+		}
+		got[i].Checkpoint, got[i].HasCheckpoint, cpN[i] = c, true, n
+		return id, nil
+	}); err != nil {
+		return err
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var in store.Intent
+		var status string
+		if err := rows.Scan(&in.ID, &in.RunID, &in.Seq, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest,
+			&in.ApprovalID, &in.Body, &in.Digest, &status, &in.Route, &in.Attempts); err != nil {
+			return "", err
+		}
+		in.Outbox = store.OutboxStatus(status)
+		i, err := pos(in.RunID)
+		if err != nil {
+			return "", err
+		}
+		got[i].Intents = append(got[i].Intents, in)
+		return in.RunID, nil
+	}); err != nil {
+		return err
+	}
+	if !all {
+		return nil
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var id string
+		var r store.Receipt
+		if err := rows.Scan(&id, &r.IntentID, &r.Outcome, &r.Body, &r.Digest); err != nil {
+			return "", err
+		}
+		i, err := pos(id)
+		if err != nil {
+			return "", err
+		}
+		got[i].Receipts = append(got[i].Receipts, r)
+		return id, nil
+	}); err != nil {
+		return err
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var id string
+		var a store.Attempt
+		var status string
+		var st, fin int64
+		if err := rows.Scan(&id, &a.IntentID, &a.N, &status, &a.Generation, &a.Detail, &st, &fin); err != nil {
+			return "", err
+		}
+		a.Status = store.AttemptStatus(status)
+		a.StartedAt, a.FinishedAt = fromNanos(st), fromNanos(fin)
+		i, err := pos(id)
+		if err != nil {
+			return "", err
+		}
+		got[i].Attempts = append(got[i].Attempts, a)
+		return id, nil
+	}); err != nil {
+		return err
+	}
+	if err := each(func(rows pgx.Rows) (string, error) {
+		var id string
+		var a store.Approval
+		var exp int64
+		var status string
+		if err := rows.Scan(&id, &a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, &a.Body, &a.Digest, &exp, &status, &a.ConsumedBy); err != nil {
+			return "", err
+		}
+		a.ExpiresAt = fromNanos(exp)
+		a.Status = store.ApprovalStatus(status)
+		i, err := pos(id)
+		if err != nil {
+			return "", err
+		}
+		got[i].Approvals = append(got[i].Approvals, a)
+		return id, nil
+	}); err != nil {
+		return err
+	}
+	return br.Close()
+}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -24,27 +25,53 @@ const (
 	paramInt64
 )
 
-// param is one typed parameter (see queueTyped).
+// param is one typed parameter (see queueTyped). A string's or a byte
+// slice's bytes are kept by their address and length, so that a param
+// is no larger than it must be (it is copied into the write's list of
+// parameters); the bytes are only read.
 type param struct {
-	kind paramKind
-	s    string
-	b    []byte
-	i    int64
+	p    *byte // a string's or a byte slice's first byte
+	i    int64 // its length, or the int64
 	a    any
+	kind paramKind
 }
 
-func pstr(s string) param   { return param{kind: paramString, s: s} }
-func pbytes(b []byte) param { return param{kind: paramBytes, b: b} }
-func pint(i int64) param    { return param{kind: paramInt64, i: i} }
-func pany(a any) param      { return param{kind: paramAny, a: a} }
+func pstr(s string) param { return param{kind: paramString, p: unsafe.StringData(s), i: int64(len(s))} }
+
+func pbytes(b []byte) param {
+	if b == nil {
+		return param{kind: paramBytes}
+	}
+	if len(b) == 0 {
+		return param{kind: paramBytes, p: &emptyBytes} // not NULL
+	}
+	return param{kind: paramBytes, p: unsafe.SliceData(b), i: int64(len(b))}
+}
+
+// emptyBytes is where an empty, non-nil byte slice param points.
+var emptyBytes byte
+
+func pint(i int64) param { return param{kind: paramInt64, i: i} }
+func pany(a any) param   { return param{kind: paramAny, a: a} }
+
+// str is a string param's value.
+func (p param) str() string { return unsafe.String(p.p, int(p.i)) }
+
+// bytes is a byte slice param's value (nil for NULL).
+func (p param) bytes() []byte {
+	if p.p == nil {
+		return nil
+	}
+	return unsafe.Slice(p.p, int(p.i))
+}
 
 // boxed is p's value as an argument to pgx.
 func (p param) boxed() any {
 	switch p.kind {
 	case paramString:
-		return p.s
+		return p.str()
 	case paramBytes:
-		return p.b
+		return p.bytes()
 	case paramInt64:
 		return p.i
 	}
@@ -108,14 +135,14 @@ func (d *directConn) encodeTyped(m *pgtype.Map, oids []uint32, ps []param) error
 		switch {
 		case p.kind == paramString:
 			f = textFormat
-			d.buf = append(d.buf, p.s...)
+			d.buf = append(d.buf, p.str()...)
 		case p.kind == paramInt64 && oids[i] == oidInt8:
 			d.buf = binary.BigEndian.AppendUint64(d.buf, uint64(p.i))
 		case p.kind == paramBytes && oids[i] == oidBytea:
-			if p.b == nil {
+			if b := p.bytes(); b == nil {
 				start = -1
 			} else {
-				d.buf = append(d.buf, p.b...)
+				d.buf = append(d.buf, b...)
 			}
 		default:
 			if err := d.encodeOne(m, oids[i], p.boxed()); err != nil {

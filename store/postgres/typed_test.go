@@ -23,20 +23,28 @@ func sent(d *directConn) ([][]byte, []int16) {
 	return out, append([]int16{}, fmts...)
 }
 
-func genParam(t *rapid.T, label string) param {
+// genParam returns a typed parameter and the same value boxed.
+func genParam(t *rapid.T, label string) (param, any) {
 	switch rapid.IntRange(0, 3).Draw(t, label+" kind") {
 	case 0:
-		return pstr(rapid.String().Draw(t, label+" string"))
+		s := rapid.String().Draw(t, label+" string")
+		return pstr(s), s
 	case 1:
-		if rapid.Bool().Draw(t, label+" nil") {
-			return pbytes(nil)
+		var b []byte
+		switch rapid.IntRange(0, 2).Draw(t, label+" bytes kind") {
+		case 1:
+			b = []byte{}
+		case 2:
+			b = rapid.SliceOf(rapid.Byte()).Draw(t, label+" bytes")
 		}
-		return pbytes(rapid.SliceOf(rapid.Byte()).Draw(t, label+" bytes"))
+		return pbytes(b), b
 	case 2:
-		return pint(rapid.Int64().Draw(t, label+" int"))
+		i := rapid.Int64().Draw(t, label+" int")
+		return pint(i), i
 	}
 	others := []any{nil, true, false, int64(7), int32(-3), "s", []byte(nil), []byte{1, 2}, []string{"a", ""}, [][]byte{nil, {9}}, (*string)(nil), 1.5}
-	return pany(others[rapid.IntRange(0, len(others)-1).Draw(t, label+" other")])
+	a := others[rapid.IntRange(0, len(others)-1).Draw(t, label+" other")]
+	return pany(a), a
 }
 
 // TestEncodeTypedAsBoxed checks that typed parameters are sent byte for
@@ -50,8 +58,7 @@ func TestEncodeTypedAsBoxed(t *testing.T) {
 		boxed := make([]any, n)
 		oids := make([]uint32, n)
 		for i := range ps {
-			ps[i] = genParam(t, fmt.Sprint(i))
-			boxed[i] = ps[i].boxed()
+			ps[i], boxed[i] = genParam(t, fmt.Sprint(i))
 			oids[i] = rapid.SampledFrom(types).Draw(t, fmt.Sprint(i, " oid"))
 		}
 		if rapid.IntRange(0, 9).Draw(t, "short") == 0 && n > 0 {
@@ -93,13 +100,13 @@ func TestEncodeTypedAsBoxed(t *testing.T) {
 // parameters boxed, in order, and that an untyped one is left alone.
 func TestQueueTypedThroughPgx(t *testing.T) {
 	tx := &wtx{begun: true}
-	q := tx.queueTyped("SELECT $1, $2, $3, $4, $5", pstr("a"), pbytes(nil), pint(1<<40), pany(true), pbytes([]byte{1}))
+	q := tx.queueTyped("SELECT $1, $2, $3, $4, $5, $6, $7", pstr("a"), pbytes(nil), pint(1<<40), pany(true), pbytes([]byte{1}), pbytes([]byte{}), pstr(""))
 	u := tx.Queue("SELECT $1", "b")
 	b := tx.batch(&pgx.Batch{})
 	if len(b.QueuedQueries) != 2 || b.QueuedQueries[0] != q || b.QueuedQueries[1] != u {
 		t.Fatalf("batch %v", b.QueuedQueries)
 	}
-	want := []any{"a", []byte(nil), int64(1 << 40), true, []byte{1}}
+	want := []any{"a", []byte(nil), int64(1 << 40), true, []byte{1}, []byte{}, ""}
 	if got := q.Arguments; fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
 		t.Fatalf("arguments %#v, want %#v", got, want)
 	}

@@ -203,9 +203,9 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// A tick that may lag turns synchronous_commit off in this
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
-		tx.queueTyped(fenceAheadSQL,
-			pstr(lease.RunID), pstr(lease.Owner), pint(lease.Generation), pint(h.head), pstr(h.hash),
-			pint(h.head+int64(len(tick.Events))), pstr(hash), pstr(tick.State), pany(s.injected()), pstr(tick.Outcome), pany(tick.MayLag))
+		tx.Queue(fenceAheadSQL,
+			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
+			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, tick.MayLag)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -356,7 +356,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		if begun {
 			sql = intentBegunSQL
 		}
-		tx.queueTyped(sql, pstr(in.ID), pstr(runID), pint(head), pstr(in.EffectType), pstr(in.IdempotencyKey), pstr(in.ContentDigest), pany(approvalArg(in.ApprovalID)), pbytes(in.Body), pstr(in.Digest), pint(lease.Generation), pany(ts))
+		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, lease.Generation, ts)
 	}
 	for _, r := range tick.Results {
 		if _, ok := closed[r.IntentID]; ok && merge {
@@ -367,14 +367,14 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			// nothing begins it in between: one statement leaves what the
 			// two would (the outbox done, on the result's route), guarded
 			// on the attempt and on the intent being this run's.
-			tx.queueTyped(resultClosedSQL,
-				pstr(string(r.Status)), pstr(r.Detail), pany(ts), pstr(runID), pstr(r.IntentID), pint(r.N), pstr(r.Route), pstr(rc.Outcome), pbytes(rc.Body), pstr(rc.Digest), pint(lease.Generation))
+			tx.Queue(resultClosedSQL,
+				string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 			continue
 		}
 		// The attempt's row and its intent's outbox in one statement; the
 		// guard is on the attempt.
-		tx.queueTyped(resultSQL,
-			pstr(string(r.Status)), pstr(r.Detail), pany(ts), pstr(runID), pstr(r.IntentID), pint(r.N), pstr(string(r.Outbox)), pstr(r.Route))
+		tx.Queue(resultSQL,
+			string(r.Status), r.Detail, ts, runID, r.IntentID, r.N, string(r.Outbox), r.Route)
 	}
 	for i, id := range tick.Begin {
 		if !skip[i] {
@@ -387,8 +387,8 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		}
 		// The guard is the check that the intent is this run's; the
 		// receipt is written only beside the outbox row it closes.
-		tx.queueTyped(receiptSQL,
-			pany(ts), pstr(runID), pstr(rc.IntentID), pstr(rc.Outcome), pbytes(rc.Body), pstr(rc.Digest), pint(lease.Generation))
+		tx.Queue(receiptSQL,
+			ts, runID, rc.IntentID, rc.Outcome, rc.Body, rc.Digest, lease.Generation)
 	}
 	// The rest goes as one statement (a data-modifying WITH for each part
 	// but the last): the tick's own input, appended consumed, the events
@@ -404,11 +404,11 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		if len(tick.Submit) == 1 {
 			break // in the appended statement
 		}
-		tx.queueTyped(submitSQL,
-			pstr(runID), pstr(in.ID), pstr(in.Kind), pstr(in.ActorRole), pstr(in.Actor), pstr(in.Capability), pbytes(in.Body), pstr(in.Digest), pany(ts))
+		tx.Queue(submitSQL,
+			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts)
 	}
 	for _, id := range store.FromInbox(tick) {
-		tx.queueTyped(consumeSQL, pstr(runID), pstr(id))
+		tx.Queue(consumeSQL, runID, id)
 	}
 
 	cpBody, traceBodies, err := s.sealTick(op, runID, tick, next.checkpoints, next.trace)
@@ -558,8 +558,8 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 		if tick.State != "" {
 			state = tick.State
 		}
-		tx.queueTyped(`UPDATE runs SET head_seq = $1::bigint, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
-			pint(head), pstr(next.hash), pstr(state), pstr(tick.Outcome), pany(ts), pstr(runID))
+		tx.Queue(`UPDATE runs SET head_seq = $1::bigint, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
+			head, next.hash, state, tick.Outcome, ts, runID)
 	}
 	return nil
 }
@@ -1045,7 +1045,7 @@ func queueAttempt(tx *wtx, lease store.Lease, intentID string, n int64, ts any) 
 	// transaction's snapshot, the update fails with a serialization error
 	// (run again, and told exactly why) before the attempt's number can
 	// collide.
-	tx.queueTyped(attemptSQL, pint(n), pany(ts), pstr(intentID), pint(lease.Generation))
+	tx.Queue(attemptSQL, n, ts, intentID, lease.Generation)
 }
 
 // sealTick returns the bodies the tick's checkpoint and trace records are

@@ -118,9 +118,6 @@ const (
 // (strings as text, everything else in the type's preferred format) and
 // as pgx encodes it: a nil slice, pointer or interface is NULL.
 func (d *directConn) encode(m *pgtype.Map, oids []uint32, args []any) error {
-	if ps, ok := typedArgs(args); ok {
-		return d.encodeTyped(m, oids, ps)
-	}
 	if len(oids) != len(args) {
 		return fmt.Errorf("statement takes %d parameters, given %d", len(oids), len(args))
 	}

@@ -57,9 +57,6 @@ func (t *wtx) batch(b *pgx.Batch) *pgx.Batch {
 		t.begun = true
 		nb.Queue(beginSQL)
 	}
-	for _, q := range t.pending {
-		unbox(q)
-	}
 	nb.QueuedQueries = append(nb.QueuedQueries, t.pending...)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	t.pending = nil

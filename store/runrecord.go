@@ -1,5 +1,10 @@
 package store
 
+import (
+	"context"
+	"slices"
+)
+
 // RunRecord is what a reader that checks a whole run (a verifier) reads
 // of it, each part exactly as the Store method of the same name returns
 // it. A store may offer to read it at once (see the SQLite store's
@@ -20,4 +25,64 @@ type RunRecord struct {
 	Receipts  []Receipt
 	Attempts  []Attempt
 	Approvals []Approval
+}
+
+// RecordParts reads a run's record table by table: a Store that also
+// reads all of a run's attempts, and the grants its intents name, at once.
+type RecordParts interface {
+	Run(ctx context.Context, runID string) (Run, error)
+	Events(ctx context.Context, runID string, after int64) ([]Event, error)
+	Checkpoint(ctx context.Context, runID string) (Checkpoint, error)
+	Intents(ctx context.Context, runID string) ([]Intent, error)
+	Receipts(ctx context.Context, runID string) ([]Receipt, error)
+	RunAttempts(ctx context.Context, runID string) ([]Attempt, error)
+	RunApprovals(ctx context.Context, runID string) ([]Approval, error)
+}
+
+// ReadRunRecordByParts reads runID's record through each part's own
+// method, so that what it returns, errors included, is what those methods
+// return: the header only when all, the effects only when all, attempts
+// only for a run with intents, grants only for one whose intents name one
+// (a read that would find none is not made).
+func ReadRunRecordByParts(ctx context.Context, r RecordParts, runID string, all bool) (RunRecord, error) {
+	var rec RunRecord
+	var err error
+	if all {
+		if rec.Run, err = r.Run(ctx, runID); err != nil {
+			return RunRecord{}, err
+		}
+	}
+	if rec.Events, err = r.Events(ctx, runID, 0); err != nil {
+		return RunRecord{}, err
+	}
+	rec.Checkpoint, err = r.Checkpoint(ctx, runID)
+	switch {
+	case err == nil:
+		rec.HasCheckpoint = true
+	case CodeOf(err) == CodeNotFound:
+		rec.Checkpoint = Checkpoint{}
+	default:
+		return RunRecord{}, err
+	}
+	if rec.Intents, err = r.Intents(ctx, runID); err != nil {
+		return RunRecord{}, err
+	}
+	if !all {
+		return rec, nil
+	}
+	if rec.Receipts, err = r.Receipts(ctx, runID); err != nil {
+		return RunRecord{}, err
+	}
+	if len(rec.Intents) == 0 {
+		return rec, nil
+	}
+	if rec.Attempts, err = r.RunAttempts(ctx, runID); err != nil {
+		return RunRecord{}, err
+	}
+	if slices.ContainsFunc(rec.Intents, func(in Intent) bool { return in.ApprovalID != "" }) {
+		if rec.Approvals, err = r.RunApprovals(ctx, runID); err != nil {
+			return RunRecord{}, err
+		}
+	}
+	return rec, nil
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -65,57 +64,11 @@ func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) (
 		ok := s.readRunRecords(ctx, ids, all, recs[lo:])
 		for i, id := range ids {
 			if !ok[i] {
-				recs[lo+i], errs[lo+i] = s.readRunRecordByParts(ctx, id, all)
+				recs[lo+i], errs[lo+i] = store.ReadRunRecordByParts(ctx, s, id, all)
 			}
 		}
 	}
 	return recs, errs
-}
-
-// readRunRecordByParts reads a run's record one table at a time, as a
-// verifier reads it without ReadRunRecords: attempts only for a run with
-// intents, grants only for a run whose intents name one.
-func (s *Store) readRunRecordByParts(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
-	var rec store.RunRecord
-	var err error
-	if all {
-		if rec.Run, err = s.Run(ctx, runID); err != nil {
-			return store.RunRecord{}, err
-		}
-	}
-	if rec.Events, err = s.Events(ctx, runID, 0); err != nil {
-		return store.RunRecord{}, err
-	}
-	rec.Checkpoint, err = s.Checkpoint(ctx, runID)
-	switch {
-	case err == nil:
-		rec.HasCheckpoint = true
-	case store.CodeOf(err) == store.CodeNotFound:
-		rec.Checkpoint = store.Checkpoint{}
-	default:
-		return store.RunRecord{}, err
-	}
-	if rec.Intents, err = s.Intents(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if !all {
-		return rec, nil
-	}
-	if rec.Receipts, err = s.Receipts(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if len(rec.Intents) == 0 {
-		return rec, nil
-	}
-	if rec.Attempts, err = s.RunAttempts(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if slices.ContainsFunc(rec.Intents, func(in store.Intent) bool { return in.ApprovalID != "" }) {
-		if rec.Approvals, err = s.RunApprovals(ctx, runID); err != nil {
-			return store.RunRecord{}, err
-		}
-	}
-	return rec, nil
 }
 
 // readRunRecords reads up to RecordBatch runs with one round trip into

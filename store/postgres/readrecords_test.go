@@ -31,7 +31,7 @@ func sameRecords(t *testing.T, st *Store, ids []string) {
 				t.Fatalf("%d runs read as %d records, %d errors", len(list), len(recs), len(errs))
 			}
 			for i, id := range list {
-				want, werr := st.readRunRecordByParts(ctx, id, all)
+				want, werr := store.ReadRunRecordByParts(ctx, st, id, all)
 				if fmt.Sprint(errs[i]) != fmt.Sprint(werr) || store.CodeOf(errs[i]) != store.CodeOf(werr) {
 					t.Fatalf("run %s (all %v) in a batch: error %v, want %v", id, all, errs[i], werr)
 				}
@@ -65,7 +65,7 @@ func TestReadRunRecordsMatchesByParts(t *testing.T) {
 
 			var effects, grants int
 			for _, id := range ids {
-				rec, err := st.readRunRecordByParts(ctx, id, true)
+				rec, err := store.ReadRunRecordByParts(ctx, st, id, true)
 				must(t, err)
 				effects += len(rec.Attempts) + len(rec.Receipts)
 				grants += len(rec.Approvals)

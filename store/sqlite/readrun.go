@@ -83,46 +83,7 @@ func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (stor
 	if rec, ok := s.readRunRecord(ctx, runID, all); ok {
 		return rec, nil
 	}
-	return s.readRunRecordByParts(ctx, runID, all)
-}
-
-// readRunRecordByParts is ReadRunRecord through each part's own method.
-func (s *Store) readRunRecordByParts(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
-	var rec store.RunRecord
-	var err error
-	if all {
-		if rec.Run, err = s.Run(ctx, runID); err != nil {
-			return store.RunRecord{}, err
-		}
-	}
-	if rec.Events, err = s.Events(ctx, runID, 0); err != nil {
-		return store.RunRecord{}, err
-	}
-	rec.Checkpoint, err = s.Checkpoint(ctx, runID)
-	switch {
-	case err == nil:
-		rec.HasCheckpoint = true
-	case store.CodeOf(err) == store.CodeNotFound:
-		rec.Checkpoint = store.Checkpoint{}
-	default:
-		return store.RunRecord{}, err
-	}
-	if rec.Intents, err = s.Intents(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if !all {
-		return rec, nil
-	}
-	if rec.Receipts, err = s.Receipts(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if rec.Attempts, err = s.RunAttempts(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	if rec.Approvals, err = s.RunApprovals(ctx, runID); err != nil {
-		return store.RunRecord{}, err
-	}
-	return rec, nil
+	return store.ReadRunRecordByParts(ctx, s, runID, all)
 }
 
 // cell is a Scan destination that keeps the driver's value as it is.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -101,7 +102,20 @@ func TestMetricsAfterRealRuns(t *testing.T) {
 		t.Fatalf("input for an ended run: %d %s", a.status, a.body)
 	}
 
+	// A run's state is in the store once its tick commits; the runner
+	// counts the tick after its commit returns, which on SQLite is after
+	// the log's sync. Wait for the last tick's counts to land: the lost
+	// effect counted and every commit-latency sample's tick counted.
 	mfs := f.scrape(t)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); mfs = f.scrape(t) {
+		ticks := series(t, mfs, "flrh_ticks_total")
+		hs := mfs["flrh_commit_duration_seconds"].GetMetric()
+		if value(series(t, mfs, "flrh_effects_total")["outcome=unknown"]) == 1 && len(hs) > 0 &&
+			float64(hs[0].GetHistogram().GetSampleCount()) == value(ticks["outcome=committed,workflow=refund-agent"]) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	runs := series(t, mfs, "flrh_runs")
 	for state, n := range map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "HUMAN_RECONCILIATION": 1} {
 		if got := value(runs["state="+state]); got != n {

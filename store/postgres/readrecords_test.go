@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sealed"
 	"flrh.dev/flrh/store/storetest"
@@ -54,7 +55,7 @@ func TestReadRunRecordsMatchesByParts(t *testing.T) {
 	for name, opts := range map[string]Options{"clear": {}, "sealed": {Sealer: k}} {
 		t.Run(name, func(t *testing.T) {
 			st := openTest(t, opts)
-			ids := recordAgentRuns(t, st, "", []int{12, 30, 5, 800, 7})
+			ids := refundruns.Record(t, st, "", true, 12, 30, 5, 800, 7)
 			// A run with events only, and one with nothing but its header.
 			must(t, st.CreateRun(ctx, store.Run{ID: "bare", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}))
 			l, err := st.AcquireLease(ctx, "bare", "A", time.Minute)

@@ -1,20 +1,13 @@
 package withrunner
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"flrh.dev/flrh/bundle"
-	"flrh.dev/flrh/demo"
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
-	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/storetest"
@@ -25,50 +18,7 @@ import (
 // that end, one approved by a person; then two of the refund-agent
 // bundle, whose ticks write several trace records each.
 func recordRuns(t *testing.T, st store.Store, prefix string, withDemo bool) []string {
-	t.Helper()
-	src, err := examples.Bundle("refund-agent")
-	must(t, err)
-	agent, _, err := bundle.LoadFS(src)
-	must(t, err)
-	sb, err := sandbox.New(sandbox.Options{})
-	must(t, err)
-	reg := &effect.Registry{}
-	must(t, reg.Register("refund.pay", "http/1", sb.Adapter()))
-	newRunner := func(wf runner.Workflow) *runner.Runner {
-		t.Helper()
-		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
-			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-		must(t, err)
-		return r
-	}
-	var ids []string
-	if withDemo {
-		wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
-		r := newRunner(wf)
-		small, large := prefix+"small", prefix+"large"
-		must(t, r.Start(ctx, small, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"d","amount":9,"payee":"dan","reason":"w"}]}`)))
-		must(t, r.Start(ctx, large, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"},{"id":"c","amount":7,"payee":"carol","reason":"z"}]}`)))
-		must(t, r.RunToIdle(ctx))
-		in, err := r.Inspect(ctx, large)
-		must(t, err)
-		if len(in.Waiting) != 1 {
-			t.Fatalf("%s waits for %d approvals", large, len(in.Waiting))
-		}
-		must(t, r.Approve(ctx, large, in.Waiting[0].RequestID, runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
-		must(t, r.RunToIdle(ctx))
-		must(t, r.Close(ctx))
-		ids = append(ids, small, large)
-	}
-	r := newRunner(agent)
-	defer r.Close(ctx)
-	for i, amount := range []int{12, 30} {
-		id := fmt.Sprintf("%sagent-%d", prefix, i)
-		must(t, r.Start(ctx, id, agent.ID(), agent.Version(), []byte(fmt.Sprintf(
-			`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d"}}`, amount, i, i))))
-		ids = append(ids, id)
-	}
-	must(t, r.RunToIdle(ctx))
-	return ids
+	return refundruns.Record(t, st, prefix, withDemo, 12, 30)
 }
 
 type runRecord = storetest.Record

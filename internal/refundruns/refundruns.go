@@ -1,0 +1,80 @@
+// Package refundruns writes runs of the refund examples to a store
+// through a real runner, for tests that need records a runner wrote:
+// effects paid at a sandbox destination, a grant a person gave and the
+// runner consumed, trace records of several ticks.
+package refundruns
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+)
+
+// Record runs refunds on st, each to idle, and returns the runs' ids in
+// the order written: with demo, two runs of the refunds demo that end,
+// prefix+"small" and prefix+"large", the large one with a refund a person
+// approves; then one run of the refund-agent bundle per amount,
+// prefix+"agent-0", prefix+"agent-1", …, whose ticks write several trace
+// records each. Any failure fails t.
+func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts ...int) []string {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := examples.Bundle("refund-agent")
+	must(err)
+	agent, _, err := bundle.LoadFS(src)
+	must(err)
+	sb, err := sandbox.New(sandbox.Options{})
+	must(err)
+	reg := &effect.Registry{}
+	must(reg.Register("refund.pay", "http/1", sb.Adapter()))
+	run := func(wf runner.Workflow, start func(r *runner.Runner)) {
+		t.Helper()
+		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+		must(err)
+		start(r)
+		must(r.RunToIdle(ctx))
+		must(r.Close(ctx))
+	}
+	var ids []string
+	if withDemo {
+		wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
+		small, large := prefix+"small", prefix+"large"
+		run(wf, func(r *runner.Runner) {
+			must(r.Start(ctx, small, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"d","amount":9,"payee":"dan","reason":"w"}]}`)))
+			must(r.Start(ctx, large, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"},{"id":"c","amount":7,"payee":"carol","reason":"z"}]}`)))
+			must(r.RunToIdle(ctx))
+			in, err := r.Inspect(ctx, large)
+			must(err)
+			if len(in.Waiting) != 1 {
+				t.Fatalf("%s waits for %d approvals", large, len(in.Waiting))
+			}
+			must(r.Approve(ctx, large, in.Waiting[0].RequestID, runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
+		})
+		ids = append(ids, small, large)
+	}
+	run(agent, func(r *runner.Runner) {
+		for i, amount := range amounts {
+			id := fmt.Sprintf("%sagent-%d", prefix, i)
+			must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(fmt.Sprintf(
+				`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d"}}`, amount, i, i))))
+			ids = append(ids, id)
+		}
+	})
+	return ids
+}

@@ -86,3 +86,25 @@ func ReadRunRecordByParts(ctx context.Context, r RecordParts, runID string, all 
 	}
 	return rec, nil
 }
+
+// ReadRunRecordsInBatches is a store's ReadRunRecords: runIDs are read
+// batch at a time by readBatch, which fills recs and reports for each run
+// whether it read it plainly; every run it did not is read alone by
+// readOne, so that recs[i] and errs[i] are what reading runIDs[i] alone
+// returns, errors included.
+func ReadRunRecordsInBatches(ctx context.Context, runIDs []string, all bool, batch int,
+	readBatch func(ctx context.Context, ids []string, all bool, recs []RunRecord) []bool,
+	readOne func(ctx context.Context, runID string, all bool) (RunRecord, error)) ([]RunRecord, []error) {
+	recs := make([]RunRecord, len(runIDs))
+	errs := make([]error, len(runIDs))
+	for lo := 0; lo < len(runIDs); lo += batch {
+		ids := runIDs[lo:min(lo+batch, len(runIDs))]
+		ok := readBatch(ctx, ids, all, recs[lo:])
+		for i, id := range ids {
+			if !ok[i] {
+				recs[lo+i], errs[lo+i] = readOne(ctx, id, all)
+			}
+		}
+	}
+	return recs, errs
+}

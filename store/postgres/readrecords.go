@@ -57,18 +57,9 @@ FROM events WHERE run_id = ANY($1) ORDER BY run_id, seq`
 // give plainly (no such run, a repeated id, a sealed checkpoint that does
 // not open, any database error) is read by parts instead.
 func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) ([]store.RunRecord, []error) {
-	recs := make([]store.RunRecord, len(runIDs))
-	errs := make([]error, len(runIDs))
-	for lo := 0; lo < len(runIDs); lo += RecordBatch {
-		ids := runIDs[lo:min(lo+RecordBatch, len(runIDs))]
-		ok := s.readRunRecords(ctx, ids, all, recs[lo:])
-		for i, id := range ids {
-			if !ok[i] {
-				recs[lo+i], errs[lo+i] = store.ReadRunRecordByParts(ctx, s, id, all)
-			}
-		}
-	}
-	return recs, errs
+	return store.ReadRunRecordsInBatches(ctx, runIDs, all, RecordBatch, s.readRunRecords, func(ctx context.Context, id string, all bool) (store.RunRecord, error) {
+		return store.ReadRunRecordByParts(ctx, s, id, all)
+	})
 }
 
 // readRunRecords reads up to RecordBatch runs with one round trip into

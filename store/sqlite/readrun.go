@@ -359,18 +359,7 @@ var recordBatchAllQuery, recordBatchCoreQuery = func() (string, string) {
 // reads one state of the database for all of them; a run the statement
 // does not read plainly (see ReadRunRecord) is read by ReadRunRecord.
 func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) ([]store.RunRecord, []error) {
-	recs := make([]store.RunRecord, len(runIDs))
-	errs := make([]error, len(runIDs))
-	for lo := 0; lo < len(runIDs); lo += RecordBatch {
-		ids := runIDs[lo:min(lo+RecordBatch, len(runIDs))]
-		ok := s.readRunRecords(ctx, ids, all, recs[lo:])
-		for i, id := range ids {
-			if !ok[i] {
-				recs[lo+i], errs[lo+i] = s.ReadRunRecord(ctx, id, all)
-			}
-		}
-	}
-	return recs, errs
+	return store.ReadRunRecordsInBatches(ctx, runIDs, all, RecordBatch, s.readRunRecords, s.ReadRunRecord)
 }
 
 // readRunRecords is the one-statement read of up to RecordBatch runs into

@@ -149,7 +149,7 @@ VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?,
 		// set the row to what it already holds.
 		var closed []string
 		for _, r := range tick.Results {
-			res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, ts, r.IntentID, r.N, lease.RunID)
+			res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, ts, r.IntentID, r.N, r.IntentID, lease.RunID)
 			if err != nil {
 				return err
 			}
@@ -284,14 +284,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 	})
 }
 
-// finishAttempt records attempt ?5 of intent ?4's result (?1 status, ?2
-// detail, ?3 finish time) if the intent is run ?6's. The run is checked by
-// looking the one intent up by its key: an IN over the run's intents made
-// SQLite list every intent of the run (and build a filter of them) for
-// each result, a cost that grew with the run. The rows it changes are the
-// same (TestFinishAttemptMatchesListedIntents).
-const finishAttempt = `UPDATE attempts SET status = ?1, detail = ?2, finished_at = ?3
-WHERE intent_id = ?4 AND n = ?5 AND (SELECT run_id FROM intents WHERE intent_id = ?4) = ?6`
+// finishAttempt records an attempt's result (status, detail, finish time)
+// if its intent (given twice) is the run's: the arguments are status,
+// detail, finished_at, intent_id, n, intent_id, run_id. The run is checked
+// by looking the one intent up by its key: an IN over the run's intents
+// made SQLite list every intent of the run (and build a filter of them)
+// for each result, a cost that grew with the run. The rows it changes are
+// the same (TestFinishAttemptMatchesListedIntents). Its parameters are
+// plain ? (the driver makes a string of each numbered parameter's name).
+const finishAttempt = `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
+WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = ?) = ?`
 
 // eventsPerInsert bounds the rows of one INSERT INTO events, well inside
 // SQLite's limit on bound parameters.

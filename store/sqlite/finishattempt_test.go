@@ -13,8 +13,8 @@ import (
 
 // finishAttemptByList is the statement finishAttempt replaced, kept as its
 // oracle: the run checked with an IN over the run's intents.
-const finishAttemptByList = `UPDATE attempts SET status = ?1, detail = ?2, finished_at = ?3
-WHERE intent_id = ?4 AND n = ?5 AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = ?6)`
+const finishAttemptByList = `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
+WHERE intent_id = ? AND n = ? AND intent_id IN (SELECT intent_id FROM intents WHERE run_id = ?)`
 
 // TestFinishAttemptMatchesListedIntents holds finishAttempt to the
 // statement it replaced: over random intents of three runs, with random
@@ -74,7 +74,11 @@ VALUES (?, ?, 1, ?, 'e', ?, 'c', x'00', 'd', 1, 1)`, id, r, order, "k-"+id); err
 					}
 				}
 			}
-			res, err := tx.Exec(stmt, "succeeded", "done", 7, intent, n, run)
+			args := []any{"succeeded", "done", 7, intent, n, intent, run}
+			if stmt == finishAttemptByList {
+				args = []any{"succeeded", "done", 7, intent, n, run}
+			}
+			res, err := tx.Exec(stmt, args...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -430,12 +430,12 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	var exp int64
 	r := store.Run{ID: lease.RunID}
 	dest := []any{&r.State, &r.Outcome, &r.Head, &r.HeadHash, &r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &c.traceSeq, &c.checkpointN}
-	q := fenceTickQuery
+	q, args := fenceTickQuery, []any{lease.RunID}
 	if pending {
-		q = fenceTickPendingQuery
+		q, args = fenceTickPendingQuery, []any{lease.RunID, lease.RunID}
 		dest = append(dest, &c.pending)
 	}
-	err := s.queryRow(ctx, tx, q, lease.RunID).Scan(dest...)
+	err := s.queryRow(ctx, tx, q, args...).Scan(dest...)
 	if err != nil {
 		return r, c, err
 	}
@@ -445,11 +445,12 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 }
 
 const (
-	fenceTickQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?1`
+	fenceTickQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`
 	// The count is read through inbox_pending, the partial index of
-	// pending entries.
+	// pending entries. The run's id is given twice: the driver makes a
+	// string of each numbered parameter's name on every call.
 	fenceTickPendingQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n,
-	(SELECT COUNT(*) FROM inbox WHERE run_id = ?1 AND consumed = 0) FROM runs WHERE run_id = ?1`
+	(SELECT COUNT(*) FROM inbox WHERE run_id = ? AND consumed = 0) FROM runs WHERE run_id = ?`
 )
 
 // checkFence refuses a write under lease to run r at now unless the lease

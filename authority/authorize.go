@@ -251,8 +251,10 @@ func Authorize(in Input) (Decisions, error) {
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
+	// The decisions' digests and ids share one buffer.
+	var arena strArena
 	for i, p := range in.Batch.Proposals {
-		o := decideOne(&in, i, p, &m, seq)
+		o := decideOne(&in, i, p, &m, seq, &arena)
 		if o.Intent != nil {
 			seq++
 		}
@@ -491,10 +493,10 @@ func PublishedBatchDigest(b PublishedBatch) string {
 }
 
 // ticketID derives a proposal's ticket id within its batch.
-func ticketID(proposalID, batchID string) string {
+func ticketID(a *strArena, proposalID, batchID string) string {
 	w := pooledWriter(256)
 	w.ticketIDPreimage(proposalID, batchID)
-	return w.mustDigestAs("ticket:")
+	return w.mustDigestAsIn(a, "ticket:")
 }
 
 func (w *canonWriter) ticketIDPreimage(proposalID, batchID string) {
@@ -515,7 +517,7 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 }
 
 // decideOne decides one proposal and steps the machine for it.
-func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64) Outcome {
+func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena) Outcome {
 	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	// ptr is the proposal's pointer, built only for a rejection.
 	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
@@ -550,7 +552,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		pre = RiskHighRiskExternal
 	}
 	t, err := buildTicket(TicketSpec{
-		TicketID: ticketID(p.ProposalID, in.Batch.Batch.BatchID),
+		TicketID: ticketID(a, p.ProposalID, in.Batch.Batch.BatchID),
 		Action:   p.EffectType, Destination: spec.Destination, Scope: spec.Scope, Parameters: spec.Parameters,
 		SideEffects: manifest.SideEffects, DeclaredRisk: declared, AssessedRisk: pre,
 		RequiredParameters: manifest.RequiredParameters,
@@ -653,7 +655,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	if risk == "" {
 		risk = RiskHighRiskExternal // unassessed is treated as the most consequential
 	}
-	t = t.withRisk(risk, manifest.RequiredParameters).seal()
+	t = t.withRisk(risk, manifest.RequiredParameters).sealIn(a)
 	o.Ticket, o.Evaluation = t, ev
 	// Resolve reads the signals and keeps its own sorted copy, so the
 	// gates' signals are handed over as they are unless more are added.
@@ -713,7 +715,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		AdapterVersion: p.Versions.Tool, DestinationDigest: p.DestinationDigest,
 		ValidFrom: cap.NotBefore, ValidUntil: cap.Expiry,
 	}
-	snap.AuthorityDigest = snap.ComputeDigest()
+	snap.AuthorityDigest = snap.computeDigest(a)
 	needApproval := res.Decision == AskFirst || risk == RiskHighRiskExternal
 	// A valid exact-hash grant satisfies ASK_FIRST and stands for the
 	// person having seen the preview and confirmed the action.
@@ -781,7 +783,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		ctx := newContext(in, p, t, spec)
 		q := buildRequest(p, snap, ctx)
 		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
-		o.ControlEvent = controlEvent(EventApprovalRequired, inputDigest(in, i, seq), map[string]string{
+		o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
 			"action_digest": ctx.ActionDigest, "risk_classification": risk,
 			"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
@@ -815,18 +817,18 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		approvalDigest, event = &d, EventApprovalGranted
 		o.Approval = grant
 	}
-	intent := buildIntent(prop, in.Batch.Batch, snap, seq, approvalDigest)
+	intent := buildIntent(a, prop, in.Batch.Batch, snap, seq, approvalDigest)
 	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, &intent, &snap
 	if grant == nil {
 		w := pooledWriter(1024)
 		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
-		verdict := w.mustDigest()
+		verdict := w.mustDigestIn(a)
 		// In authorizedPayloadNames' order; all but the policy and the
 		// published batch digests are this package's own.
-		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(prop, snap), inputDigest(in, i, seq),
+		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(a, prop, snap), inputDigest(a, in, i, seq),
 			intent.IntentID, in.Policy.Policy.Digest, verdict, in.Batch.PublishedBatchDigest}
 		const ours = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5
-		o.ControlEvent = controlEventFrom(event, authorizedPayloadNames, vals[:], ours)
+		o.ControlEvent = controlEventFrom(a, event, authorizedPayloadNames, vals[:], ours)
 		return o
 	}
 	evidence := map[string]string{
@@ -835,7 +837,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		"exact_hash_approval_digest": *approvalDigest, "approval_digest": *approvalDigest,
 		"approval_request_digest": grant.Request.RequestDigest, "approval_context_digest": grant.Request.ContextDigest,
 	}
-	o.ControlEvent = controlEvent(event, inputDigest(in, i, seq), evidence, grantedPayloadNames)
+	o.ControlEvent = controlEvent(a, event, inputDigest(a, in, i, seq), evidence, grantedPayloadNames)
 	return o
 }
 
@@ -922,10 +924,10 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 	return buildRequest(p, s, c)
 }
 
-func inputDigest(in *Input, i int, seq int64) string {
+func inputDigest(a *strArena, in *Input, i int, seq int64) string {
 	w := pooledWriter(512)
 	w.inputPreimage(seq, in.Now, in.Policy.Policy.Digest, int64(i), in.Batch.PublishedBatchDigest, in.ProfileDigest)
-	return w.mustDigest()
+	return w.mustDigestIn(a)
 }
 
 func (w *canonWriter) inputPreimage(seq, now int64, policy string, index int64, batch, profile string) {
@@ -944,13 +946,13 @@ func (w *canonWriter) inputPreimage(seq, now int64, policy string, index int64, 
 	w.lit(`}`)
 }
 
-func controlEvent(event, commandDigest string, evidence map[string]string, names []string) *ControlEvent {
+func controlEvent(a *strArena, event, commandDigest string, evidence map[string]string, names []string) *ControlEvent {
 	auth := eventAuthority[event]
 	// evidence is always a map its caller built for this event alone; it
 	// becomes the payload.
 	payload := evidence
 	payload["command_digest"] = commandDigest
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(event, auth, payload, names), Payload: payload}
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: controlEventID(a, event, auth, payload, names), Payload: payload}
 }
 
 // controlEventFrom is controlEvent for a payload given as its member
@@ -959,14 +961,14 @@ func controlEvent(event, commandDigest string, evidence map[string]string, names
 // included: the preimage is written from the values without looking each
 // up in the map, which is built for the event. Bit k of ours marks
 // vals[k] as a digest or id this package wrote (see known).
-func controlEventFrom(event string, names, vals []string, ours uint32) *ControlEvent {
+func controlEventFrom(a *strArena, event string, names, vals []string, ours uint32) *ControlEvent {
 	auth := eventAuthority[event]
 	payload := make(map[string]string, len(names))
 	for k, n := range names {
 		payload[n] = vals[k]
 	}
 	w := controlEventPreimageFrom(event, auth, names, vals, ours)
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAs("event:"), Payload: payload}
+	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAsIn(a, "event:"), Payload: payload}
 }
 
 // controlEventPreimageFrom writes the preimage controlEventPreimage
@@ -1012,9 +1014,9 @@ func controlEventDigest(event string, auth [2]string, payload map[string]string)
 }
 
 // controlEventID is "event:" and the hex of controlEventDigest.
-func controlEventID(event string, auth [2]string, payload map[string]string, names []string) string {
+func controlEventID(a *strArena, event string, auth [2]string, payload map[string]string, names []string) string {
 	w := controlEventPreimage(event, auth, payload, names)
-	return w.mustDigestAs("event:")
+	return w.mustDigestAsIn(a, "event:")
 }
 
 // controlEventPreimage writes a control event's preimage. names, when the

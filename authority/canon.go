@@ -32,6 +32,52 @@ type canonWriter struct {
 	pooled *[]byte
 }
 
+// strArena carves the strings one decision returns — its digests and ids
+// — out of one buffer instead of allocating each on its own. Strings are
+// only ever appended to the builder, so each one handed out stays as it
+// was: a full builder is replaced, never overwritten, and the strings cut
+// from it keep its array alive. A nil arena allocates each string.
+type strArena struct {
+	sb strings.Builder
+}
+
+// arenaChunk is the size of an arena's buffer: about a decision's digests
+// and ids (eleven of 70 or 71 bytes, and the idempotency key).
+const arenaChunk = 1024
+
+// bytes returns p as a string.
+func (a *strArena) bytes(p []byte) string {
+	if a == nil {
+		return string(p)
+	}
+	a.room(len(p))
+	n := a.sb.Len()
+	a.sb.Write(p)
+	return a.sb.String()[n:]
+}
+
+// concat returns x + y as a string.
+func (a *strArena) concat(x string, y []byte) string {
+	if a == nil {
+		return x + string(y)
+	}
+	a.room(len(x) + len(y))
+	n := a.sb.Len()
+	a.sb.WriteString(x)
+	a.sb.Write(y)
+	return a.sb.String()[n:]
+}
+
+// room makes sure n more bytes fit without the builder growing (growing
+// would copy the strings already handed out into a new array for
+// nothing): a full buffer is left to the strings cut from it.
+func (a *strArena) room(n int) {
+	if a.sb.Cap()-a.sb.Len() < n {
+		a.sb = strings.Builder{}
+		a.sb.Grow(max(n, arenaChunk))
+	}
+}
+
 // preimageBufs recycles preimage buffers: a decision writes about a dozen
 // preimages, each hashed once and then dropped. A buffer is always written
 // from empty, so recycling changes no byte of any digest; it spares the
@@ -312,12 +358,15 @@ func isASCII(s string) bool {
 }
 
 // digest returns the sha256 digest of what was written.
-func (w *canonWriter) digest() (string, error) {
+func (w *canonWriter) digest() (string, error) { return w.digestIn(nil) }
+
+// digestIn is digest with the string carved from a.
+func (w *canonWriter) digestIn(a *strArena) (string, error) {
 	out, err := w.sum()
 	if err != nil {
 		return "", err
 	}
-	return string(out[:]), nil
+	return a.bytes(out[:]), nil
 }
 
 // sum is digest without the string: the digest's bytes ("sha256:" and
@@ -339,7 +388,10 @@ func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 // mustDigestAs returns prefix + hexOf(w.mustDigest()) as one allocation:
 // the id forms ("ticket:…", "event:…", "intent:…") of a digest that is
 // needed only as an id.
-func (w *canonWriter) mustDigestAs(prefix string) string {
+func (w *canonWriter) mustDigestAs(prefix string) string { return w.mustDigestAsIn(nil, prefix) }
+
+// mustDigestAsIn is mustDigestAs with the string carved from a.
+func (w *canonWriter) mustDigestAsIn(a *strArena, prefix string) string {
 	if w.err != nil || len(prefix) > 32 {
 		return prefix + hexOf(w.mustDigest())
 	}
@@ -348,11 +400,14 @@ func (w *canonWriter) mustDigestAs(prefix string) string {
 	var out [32 + 64]byte
 	n := copy(out[:], prefix)
 	hexSum((*[64]byte)(out[n:n+64]), &sum)
-	return string(out[:n+64])
+	return a.bytes(out[:n+64])
 }
 
-func (w *canonWriter) mustDigest() string {
-	d, err := w.digest()
+func (w *canonWriter) mustDigest() string { return w.mustDigestIn(nil) }
+
+// mustDigestIn is mustDigest with the string carved from a.
+func (w *canonWriter) mustDigestIn(a *strArena) string {
+	d, err := w.digestIn(a)
 	if err != nil {
 		return invalidDigest(err)
 	}

@@ -34,7 +34,7 @@ func TestTicketPreimagesMatchCjson(t *testing.T) {
 			"kind": "ActionTicketActionPreimage", "ticket_version": TicketVersion,
 			"action": tk.Action, "destination": tk.Destination, "scope": tk.Scope, "parameters": tk.Parameters,
 		})
-		if got := tk.computeActionDigest(); got != want {
+		if got := tk.computeActionDigest(nil); got != want {
 			rt.Fatalf("action digest %s, cjson %s", got, want)
 		}
 		se := []any{}
@@ -63,7 +63,7 @@ func TestTicketPreimagesMatchCjson(t *testing.T) {
 			"confirmation_required": tk.ConfirmationRequired, "confirmation_received": tk.ConfirmationReceived,
 			"constraints": cs, "ticket_status": tk.Status,
 		})
-		if got := tk.computeTicketDigest(); got != want {
+		if got := tk.computeTicketDigest(nil); got != want {
 			rt.Fatalf("ticket digest %s, cjson %s", got, want)
 		}
 		want, _ = cjson.DigestOf(map[string]any{"kind": "ActionTicketPreviewPreimage", "ticket_version": TicketVersion, "ticket_id": tk.TicketID, "action_digest": tk.ActionDigest, "preview": tk.Preview})

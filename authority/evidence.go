@@ -28,10 +28,13 @@ type AuthoritySnapshot struct {
 
 // ComputeDigest returns the snapshot's authority digest: the snapshot
 // without its digest member, bound to the contract version.
-func (s AuthoritySnapshot) ComputeDigest() string {
+func (s AuthoritySnapshot) ComputeDigest() string { return s.computeDigest(nil) }
+
+// computeDigest is ComputeDigest with the digest carved from a.
+func (s AuthoritySnapshot) computeDigest(a *strArena) string {
 	w := pooledWriter(768)
 	s.writePreimage(&w)
-	return w.mustDigest()
+	return w.mustDigestIn(a)
 }
 
 // writePreimage writes the digest's preimage: the snapshot's members but
@@ -459,7 +462,7 @@ func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence i
 	w.lit(`}`)
 }
 
-func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
+func buildIntent(a *strArena, p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
 	transition := "authorize-low-risk"
 	if approvalDigest != nil {
 		transition = "consume-approval"
@@ -474,11 +477,11 @@ func buildIntent(p protocol.EffectProposal, b protocol.StableProposalBatch, s Au
 		d := invalidDigest(err)
 		idem, key = []byte(d), "effect:"+hexOf(d)
 	} else {
-		idem, key = sum[:], "effect:"+string(sum[len("sha256:"):])
+		idem, key = sum[:], a.concat("effect:", sum[len("sha256:"):])
 	}
 	w := pooledWriter(512)
 	w.intentIdentityPreimage(approvalDigest, s.AuthorityDigest, b.BatchID, idem, p.ProposalID)
-	intentID := w.mustDigestAs("intent:")
+	intentID := w.mustDigestAsIn(a, "intent:")
 	pre := append([]string(nil), p.Preconditions...)
 	sortStrings(pre)
 	return protocol.EffectIntent{
@@ -538,10 +541,10 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 	})
 }
 
-func capabilityEvidenceDigest(p protocol.EffectProposal, s AuthoritySnapshot) string {
+func capabilityEvidenceDigest(a *strArena, p protocol.EffectProposal, s AuthoritySnapshot) string {
 	w := pooledWriter(640)
 	w.capabilityEvidencePreimage(p, s)
-	return w.mustDigest()
+	return w.mustDigestIn(a)
 }
 
 // capabilityEvidencePreimage writes the capability evidence: the

@@ -22,7 +22,7 @@ func TestPayloadNamesAreThePayloads(t *testing.T) {
 		if got := sortedKeys(ce.Payload); !slices.Equal(got, names) {
 			t.Errorf("%s: payload members %v, names %v", name, got, names)
 		}
-		if want := controlEventID(ce.Type, eventAuthority[ce.Type], ce.Payload, nil); ce.EventID != want {
+		if want := controlEventID(nil, ce.Type, eventAuthority[ce.Type], ce.Payload, nil); ce.EventID != want {
 			t.Errorf("%s: event id %s, from the payload's own keys %s", name, ce.EventID, want)
 		}
 	}

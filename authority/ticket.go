@@ -360,15 +360,18 @@ func flatASCII(params map[string]any) bool {
 
 // seal recomputes the derived members: action digest, preview, preview
 // digest, status and ticket digest.
-func (t Ticket) seal() Ticket {
-	t.ActionDigest = t.computeActionDigest()
+func (t Ticket) seal() Ticket { return t.sealIn(nil) }
+
+// sealIn is seal with the digests carved from a.
+func (t Ticket) sealIn(a *strArena) Ticket {
+	t.ActionDigest = t.computeActionDigest(a)
 	t.Preview = renderPreview(t, t.ActionDigest)
 	w := pooledWriter(256 + len(t.Preview))
 	w.previewPreimage(t)
-	t.PreviewDigest = w.mustDigest()
+	t.PreviewDigest = w.mustDigestIn(a)
 	t.Status = t.status()
 	t.TicketDigest = ""
-	t.TicketDigest = t.computeTicketDigest()
+	t.TicketDigest = t.computeTicketDigest(a)
 	return t
 }
 
@@ -386,7 +389,7 @@ func (w *canonWriter) previewPreimage(t Ticket) {
 
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
-func (t Ticket) computeActionDigest() string {
+func (t Ticket) computeActionDigest(a *strArena) string {
 	w := pooledWriter(512)
 	w.actionPreimage(t, nil)
 	if w.err != nil {
@@ -400,7 +403,7 @@ func (t Ticket) computeActionDigest() string {
 		w = pooledWriter(512 + len(params))
 		w.actionPreimage(t, params)
 	}
-	return w.mustDigest()
+	return w.mustDigestIn(a)
 }
 
 // actionPreimage writes the action digest's preimage, with the
@@ -425,10 +428,10 @@ func (w *canonWriter) actionPreimage(t Ticket, params []byte) {
 // computeTicketDigest digests every member but the digest itself. The
 // parameters enter through the action digest, the preview through the
 // preview digest.
-func (t Ticket) computeTicketDigest() string {
+func (t Ticket) computeTicketDigest(a *strArena) string {
 	w := pooledWriter(1024)
 	w.ticketPreimage(t)
-	return w.mustDigest()
+	return w.mustDigestIn(a)
 }
 
 // ticketPreimage writes the ticket digest's preimage, for a ticket seal
@@ -516,7 +519,7 @@ func (t Ticket) Verify() error {
 // RenderPreview renders the human-readable preview of a ticket. It is a
 // pure function of the ticket's content: the same ticket always previews
 // to the same bytes, so the preview can be digested and approved.
-func RenderPreview(t Ticket) string { return renderPreview(t, t.computeActionDigest()) }
+func RenderPreview(t Ticket) string { return renderPreview(t, t.computeActionDigest(nil)) }
 
 func renderPreview(t Ticket, actionDigest string) string {
 	var b strings.Builder

@@ -251,6 +251,16 @@ func Authorize(in Input) (Decisions, error) {
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
+	transitions := []mrp.Entry{}
+	if n := len(in.Batch.Proposals); n == 1 {
+		// One allocation for the records of a batch of one: each list is
+		// cut from its array with the array's capacity, so one that
+		// outgrows it is copied out as an append would copy it.
+		r := new(singleRecords)
+		out.Outcomes, fhr.Signals, fhr.Resolutions, fhr.Tickets, transitions = r.o[:0:1], r.s[:0:len(r.s)], r.r[:0:1], r.t[:0:1], r.e[:0:len(r.e)]
+	} else if n > 1 {
+		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
+	}
 	// The decisions' digests and ids share one buffer.
 	var arena strArena
 	for i, p := range in.Batch.Proposals {
@@ -282,13 +292,34 @@ func Authorize(in Input) (Decisions, error) {
 		}
 	}
 	fhr.Budgets, fhr.State, fhr.SafeMode = m.Budgets, m.State, m.SafeMode
-	fhr.Transitions = append([]mrp.Entry{}, m.Journey[before:]...)
+	fhr.Transitions = append(transitions, m.Journey[before:]...)
 	sealed, err := fhr.Seal()
 	if err != nil {
 		return Decisions{}, &Rejection{Code: "CANONICALIZATION_VIOLATION", Path: "/fhr", Actual: err.Error()}
 	}
 	out.FHR, out.Machine = sealed, m
 	return out, nil
+}
+
+// intentRecords holds what decideOne returns with an intent: the intent,
+// room for its preconditions, the authority snapshot it was authorized
+// under and its control event.
+type intentRecords struct {
+	intent protocol.EffectIntent
+	pre    [4]string
+	snap   AuthoritySnapshot
+	event  ControlEvent
+}
+
+// singleRecords holds what Authorize returns for a batch of one proposal:
+// the outcome, its FHR resolution and ticket, room for its signals and
+// for the transitions it makes.
+type singleRecords struct {
+	o [1]Outcome
+	r [1]mrp.ResolutionRecord
+	t [1]mrp.TicketView
+	s [2]mrp.SignalRecord
+	e [1]mrp.Entry
 }
 
 func nonNil(s []string) []string {
@@ -747,7 +778,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		trigger = mrp.Tier1Allow
 	}
 	view := t.Reduced()
-	cause := t.TicketID + ": " + res.Decision.String() + "/" + res.Move.String()
+	cause := a.cat(t.TicketID, ": ", res.Decision.String(), "/", res.Move.String())
 	step(m, trigger, &view, cause, res.Options...)
 	o.MRPState, o.Refusal = m.State, m.Refusal
 	switch {
@@ -817,8 +848,12 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		approvalDigest, event = &d, EventApprovalGranted
 		o.Approval = grant
 	}
-	intent := buildIntent(a, prop, in.Batch.Batch, snap, seq, approvalDigest)
-	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, &intent, &snap
+	// The intent, its authority and its control event are one allocation.
+	r := new(intentRecords)
+	r.snap = snap
+	r.intent = buildIntent(a, r.pre[:0:len(r.pre)], prop, in.Batch.Batch, snap, seq, approvalDigest)
+	intent := &r.intent
+	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, intent, &r.snap
 	if grant == nil {
 		w := pooledWriter(1024)
 		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
@@ -828,7 +863,8 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(a, prop, snap), inputDigest(a, in, i, seq),
 			intent.IntentID, in.Policy.Policy.Digest, verdict, in.Batch.PublishedBatchDigest}
 		const ours = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5
-		o.ControlEvent = controlEventFrom(a, event, authorizedPayloadNames, vals[:], ours)
+		r.event = controlEventFrom(a, event, authorizedPayloadNames, vals[:], ours)
+		o.ControlEvent = &r.event
 		return o
 	}
 	evidence := map[string]string{
@@ -961,14 +997,14 @@ func controlEvent(a *strArena, event, commandDigest string, evidence map[string]
 // included: the preimage is written from the values without looking each
 // up in the map, which is built for the event. Bit k of ours marks
 // vals[k] as a digest or id this package wrote (see known).
-func controlEventFrom(a *strArena, event string, names, vals []string, ours uint32) *ControlEvent {
+func controlEventFrom(a *strArena, event string, names, vals []string, ours uint32) ControlEvent {
 	auth := eventAuthority[event]
 	payload := make(map[string]string, len(names))
 	for k, n := range names {
 		payload[n] = vals[k]
 	}
 	w := controlEventPreimageFrom(event, auth, names, vals, ours)
-	return &ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAsIn(a, "event:"), Payload: payload}
+	return ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAsIn(a, "event:"), Payload: payload}
 }
 
 // controlEventPreimageFrom writes the preimage controlEventPreimage

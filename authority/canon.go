@@ -68,6 +68,23 @@ func (a *strArena) concat(x string, y []byte) string {
 	return a.sb.String()[n:]
 }
 
+// cat returns the concatenation of parts.
+func (a *strArena) cat(parts ...string) string {
+	if a == nil {
+		return strings.Join(parts, "")
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	a.room(n)
+	start := a.sb.Len()
+	for _, p := range parts {
+		a.sb.WriteString(p)
+	}
+	return a.sb.String()[start:]
+}
+
 // room makes sure n more bytes fit without the builder growing (growing
 // would copy the strings already handed out into a new array for
 // nothing): a full buffer is left to the strings cut from it.

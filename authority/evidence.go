@@ -462,7 +462,10 @@ func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence i
 	w.lit(`}`)
 }
 
-func buildIntent(a *strArena, p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
+// buildIntent builds the intent of a proposal. Its preconditions are
+// appended to pre (nil, or an empty slice with room for them); none are
+// nil, as always.
+func buildIntent(a *strArena, pre []string, p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
 	transition := "authorize-low-risk"
 	if approvalDigest != nil {
 		transition = "consume-approval"
@@ -482,7 +485,11 @@ func buildIntent(a *strArena, p protocol.EffectProposal, b protocol.StablePropos
 	w := pooledWriter(512)
 	w.intentIdentityPreimage(approvalDigest, s.AuthorityDigest, b.BatchID, idem, p.ProposalID)
 	intentID := w.mustDigestAsIn(a, "intent:")
-	pre := append([]string(nil), p.Preconditions...)
+	if len(p.Preconditions) == 0 {
+		pre = nil
+	} else {
+		pre = append(pre[:0], p.Preconditions...)
+	}
 	sortStrings(pre)
 	return protocol.EffectIntent{
 		Kind: "EffectIntent", IntentID: intentID, ProposalID: p.ProposalID,

@@ -243,7 +243,7 @@ func TestBuildIntentIsIdempotencyKey(t *testing.T) {
 			a := str("approval")
 			approval, transition = &a, "consume-approval"
 		}
-		got := buildIntent(nil, p, b, s, seq, approval)
+		got := buildIntent(nil, nil, p, b, s, seq, approval)
 		key, idem := IdempotencyKey(p.CorrelationID, transition, seq, p.ActionDigest, s.AdapterVersion)
 		w := pooledWriter(512)
 		w.intentIdentityPreimage(approval, s.AuthorityDigest, b.BatchID, []byte(idem), p.ProposalID)

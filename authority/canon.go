@@ -88,10 +88,13 @@ func (a *strArena) cat(parts ...string) string {
 // room makes sure n more bytes fit without the builder growing (growing
 // would copy the strings already handed out into a new array for
 // nothing): a full buffer is left to the strings cut from it.
-func (a *strArena) room(n int) {
+func (a *strArena) room(n int) { a.roomFor(n, arenaChunk) }
+
+// roomFor is room with a new buffer of chunk bytes or n, the larger.
+func (a *strArena) roomFor(n, chunk int) {
 	if a.sb.Cap()-a.sb.Len() < n {
 		a.sb = strings.Builder{}
-		a.sb.Grow(max(n, arenaChunk))
+		a.sb.Grow(max(n, chunk))
 	}
 }
 

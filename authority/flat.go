@@ -475,8 +475,10 @@ type flatRun struct {
 	vals []logic.Value
 	// group is where the rows of the helper being derived start in rows.
 	group int
-	// factSlots backs the firings' fact strings (factSlice).
+	// factSlots backs the firings' lists of fact strings (factSlice),
+	// strs the strings themselves.
 	factSlots []string
+	strs      strArena
 	// dst holds the arrays result appends the decisions and risks to.
 	dst derived
 }
@@ -803,7 +805,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.args = r.args[:start]
 		return nil
 	}
-	why := Reason{Facts: factStringsInto(r.factSlice(len(premises)), premises), Absent: absent, Detail: rule.where}
+	why := Reason{Facts: factStringsInto(&r.strs, r.factSlice(len(premises)), premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
@@ -907,11 +909,12 @@ func (r *flatRun) seen(o int, args []logic.Value) bool {
 // shared string: a firing's reasons cost two allocations (the strings and
 // their slice) instead of several per fact.
 func factStrings(fs []logic.Fact) []string {
-	return factStringsInto(make([]string, len(fs)), fs)
+	return factStringsInto(nil, make([]string, len(fs)), fs)
 }
 
-// factStringsInto is factStrings into out, which has one element per fact.
-func factStringsInto(out []string, fs []logic.Fact) []string {
+// factStringsInto is factStrings into out, which has one element per
+// fact, with the strings carved from a (a new buffer for a nil a).
+func factStringsInto(a *strArena, out []string, fs []logic.Fact) []string {
 	n := 0
 	for _, f := range fs {
 		n += len(f.Rel) + 3
@@ -921,16 +924,20 @@ func factStringsInto(out []string, fs []logic.Fact) []string {
 	}
 	var endsArr [16]int
 	ends := endsArr[:0]
-	var sb strings.Builder
-	sb.Grow(n)
+	if a == nil {
+		a = new(strArena)
+	}
+	a.roomFor(n, factChunk)
+	sb := &a.sb
+	start := sb.Len()
 	var factArr [256]byte
 	for _, f := range fs {
-		// Each fact is rendered on the stack and copied into the one
-		// string the builder hands over without a further copy.
+		// Each fact is rendered on the stack and copied into the
+		// builder, whose strings are handed over without a further copy.
 		sb.Write(appendFactText(factArr[:0], f))
 		ends = append(ends, sb.Len())
 	}
-	all, start := sb.String(), 0
+	all := sb.String()
 	for k, end := range ends {
 		out[k], start = all[start:end], end
 	}
@@ -967,6 +974,9 @@ func appendFactText(b []byte, f logic.Fact) []byte {
 	}
 	return append(b, ')')
 }
+
+// factChunk is the size of a run's buffer for its firings' fact strings.
+const factChunk = 512
 
 // cmpRow orders rows by value, column by column, a shorter row before
 // its extensions.

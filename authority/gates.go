@@ -397,6 +397,15 @@ func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra [
 	return facts
 }
 
+// evalRecords is where Evaluate's lists live: the gates' results, their
+// room for their signals (at most one a gate; most tickets get one or
+// two) and for their reasons.
+type evalRecords struct {
+	gates   [5]GateResult
+	signals [2]Signal
+	reasons [4]Reason
+}
+
 // gateAcc is one slot per gate in Evaluate, in Gates order: the gate's
 // result, its (decision, reason) pairs, options and constraints.
 type gateAcc struct {
@@ -414,7 +423,7 @@ type gateAcc struct {
 // the default deny), capped so that no gate's reasons run into the next.
 // The slices are empty and not nil, as before; only where their elements
 // live changes.
-func carveReasons(acc []gateAcc, ev *Evaluation, d derived) {
+func carveReasons(acc []gateAcc, ev *Evaluation, d derived, room []Reason) {
 	var countArr [8]int
 	if len(acc) > len(countArr) {
 		return // each keeps its own array
@@ -436,7 +445,12 @@ func carveReasons(acc []gateAcc, ev *Evaluation, d derived) {
 	for _, c := range count {
 		total += c
 	}
-	all := make([]Reason, total)
+	var all []Reason
+	if total <= len(room) {
+		all = room[:total:total]
+	} else {
+		all = make([]Reason, total)
+	}
 	off := 0
 	for k, c := range count {
 		acc[k].res.Reasons = all[off : off : off+c]
@@ -538,7 +552,15 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 		}
 		ticketFactBufs.Put(buf)
 	}()
-	ev := Evaluation{RiskReasons: []Reason{}, Gates: make([]GateResult, 0, len(Gates))}
+	// The gates' results, their signals and (when they fit) their
+	// reasons share one allocation.
+	rec := new(evalRecords)
+	ev := Evaluation{RiskReasons: []Reason{}}
+	if len(Gates) <= len(rec.gates) {
+		ev.Gates = rec.gates[:0:len(Gates)]
+	} else {
+		ev.Gates = make([]GateResult, 0, len(Gates))
+	}
 	var accArr [8]gateAcc // the five gates, on the stack
 	acc := accArr[:0]
 	if len(Gates) <= len(accArr) {
@@ -558,7 +580,7 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 			r.Reasons = []Reason{{Rule: "fail-closed", Facts: []string{}, Absent: []string{}, Detail: msg}}
 		}
 	} else {
-		carveReasons(acc, &ev, d)
+		carveReasons(acc, &ev, d, rec.reasons[:])
 		for _, dd := range d.decisions {
 			verdict, ok := ParseDecision(dd.verdict)
 			gate := dd.gate
@@ -625,6 +647,11 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 		s.Options = a.options
 		sort.Strings(s.Options)
 		s.Constraints = a.cons
+		if ev.Signals == nil {
+			// The list stays nil when no gate decides; appending past
+			// the array's room copies it out.
+			ev.Signals = rec.signals[:0:len(rec.signals)]
+		}
 		ev.Signals = append(ev.Signals, s)
 	}
 	return ev

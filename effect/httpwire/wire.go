@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsonread"
 )
 
 // Protocol is the version every object of this protocol names.
@@ -254,6 +255,51 @@ type Mutation struct {
 // canonical flrh-cjson/1 Request object with exactly the protocol's members.
 // Any failure is an *Error and the request must not be applied.
 func DecodeRequest(key, contentDigestField string, body []byte) (Mutation, error) {
+	return decodeRequest(key, contentDigestField, body, true)
+}
+
+// CheckRequest is DecodeRequest for a destination that never reads the
+// payload's value (the sandbox keeps the body's bytes): the same checks,
+// the same errors, and the same Mutation except that Request.Payload is
+// left nil. A canonical body is read member by member, without building
+// its value; any other goes DecodeRequest's way.
+func CheckRequest(key, contentDigestField string, body []byte) (Mutation, error) {
+	m, err := decodeRequest(key, contentDigestField, body, false)
+	m.Request.Payload = nil
+	return m, err
+}
+
+// requestMembers are a request's members, sorted.
+var requestMembers = []string{"action_digest", "destination_digest", "effect_type", "intent_id", "kind", "payload", "protocol"}
+
+// ownRequest reads a canonical body (cjson.IsCanonical vouches for it)
+// that has exactly the request's members, the request's kind and
+// protocol, and its four strings without escapes: the Request DecodeRequest
+// would read from it, less the payload's value. ok is false for anything
+// else, which the general reading decodes (and refuses, where it does).
+func ownRequest(body []byte) (Request, bool) {
+	vals, ok := jsonread.OnlyMembers(body, requestMembers...)
+	if !ok {
+		return Request{}, false
+	}
+	for _, v := range vals {
+		if v == nil {
+			return Request{}, false
+		}
+	}
+	if string(vals[4]) != `"`+KindRequest+`"` || string(vals[6]) != `"`+Protocol+`"` {
+		return Request{}, false
+	}
+	var r Request
+	for i, dst := range [...]*string{&r.ActionDigest, &r.DestinationDigest, &r.EffectType, &r.IntentID} {
+		if *dst, ok = jsonread.PlainString(vals[i]); !ok {
+			return Request{}, false
+		}
+	}
+	return r, true
+}
+
+func decodeRequest(key, contentDigestField string, body []byte, payload bool) (Mutation, error) {
 	if key == "" {
 		return Mutation{}, errorf(CodeMissingKey, HeaderIdempotencyKey, "the request has no idempotency key")
 	}
@@ -271,11 +317,19 @@ func DecodeRequest(key, contentDigestField string, body []byte) (Mutation, error
 	if claimed != actual {
 		return Mutation{}, errorf(CodeDigestMismatch, HeaderContentDigest, "the header names %s, the body is %s", claimed, actual)
 	}
+	if !payload && cjson.IsCanonical(body) {
+		if r, ok := ownRequest(body); ok {
+			if err := r.check(); err != nil {
+				return Mutation{}, err
+			}
+			return Mutation{Key: key, ContentDigest: actual, Body: bytes.Clone(body), Request: r}, nil
+		}
+	}
 	v, canon, err := decodeCanonical(body)
 	if err != nil {
 		return Mutation{}, err
 	}
-	o, err := closed(v, KindRequest, []string{"action_digest", "destination_digest", "effect_type", "intent_id", "kind", "payload", "protocol"})
+	o, err := closed(v, KindRequest, requestMembers)
 	if err != nil {
 		return Mutation{}, err
 	}

@@ -556,3 +556,104 @@ func TestDecodeResultMatchesTheGeneralReading(t *testing.T) {
 		t.Fatal("the result's own bytes are read the general way")
 	}
 }
+
+// CheckRequest accepts and refuses exactly what DecodeRequest does, with
+// the same errors, and returns the same Mutation without the payload's
+// value: over requests the encoder writes, their texts edited member by
+// member, tampered bytes and wrong headers.
+func TestCheckRequestMatchesDecodeRequest(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		// Mostly what the encoder writes, so that each edit below is met
+		// alone as often as in company.
+		often := func(name string) bool { return rapid.IntRange(0, 9).Draw(t, name) > 0 }
+		payload := payloadText(t)
+		if len(payload) > 4096 {
+			payload = []byte(`{"x":1}`)
+		}
+		if often("usual payload") {
+			payload = []byte(`{"amount":1250,"currency":"EUR"}`)
+		}
+		if payload == nil {
+			payload = []byte("null")
+		}
+		str := func(name, usual string) string {
+			if often(name + "?") {
+				return usual
+			}
+			return rapid.SampledFrom([]string{"intent:2", "refund", dA, dB, "", "bad id", "ré", `q"uote`, "sha256:x", KindRequest, Protocol, "tab\there"}).Draw(t, name)
+		}
+		members := []string{
+			`"action_digest":` + string(cjson.AppendString(nil, str("action", dA))),
+			`"destination_digest":` + string(cjson.AppendString(nil, str("dest", dB))),
+			`"effect_type":` + string(cjson.AppendString(nil, str("type", "refund"))),
+			`"intent_id":` + string(cjson.AppendString(nil, str("id", "intent:1"))),
+			`"kind":` + string(cjson.AppendString(nil, str("kind", KindRequest))),
+			`"payload":` + string(payload),
+			`"protocol":` + string(cjson.AppendString(nil, str("protocol", Protocol))),
+		}
+		shape := 0
+		if !often("usual shape") {
+			shape = rapid.IntRange(1, 5).Draw(t, "shape")
+		}
+		switch shape {
+		case 1: // a member left out
+			i := rapid.IntRange(0, len(members)-1).Draw(t, "drop")
+			members = append(members[:i:i], members[i+1:]...)
+		case 2: // a member added
+			extra := rapid.SampledFrom([]string{`"zeta":1`, `"aa":"x"`, `"Kind":"EffectRequest"`, `"kïnd":1`}).Draw(t, "extra")
+			members = append(members, extra)
+		case 3: // a member given twice
+			i := rapid.IntRange(0, len(members)-1).Draw(t, "twice")
+			members = append(members, members[i])
+		case 4: // members out of order
+			i := rapid.IntRange(0, len(members)-2).Draw(t, "swap")
+			members[i], members[i+1] = members[i+1], members[i]
+		case 5: // a string member's value of another type
+			i := rapid.SampledFrom([]int{0, 1, 2, 3, 4, 6}).Draw(t, "member")
+			k, _, _ := strings.Cut(members[i], ":")
+			members[i] = k + ":" + rapid.SampledFrom([]string{"1", "null", `["x"]`, `{}`, `"\u0041"`, `"a\\"`}).Draw(t, "other")
+		}
+		body := []byte("{" + strings.Join(members, ",") + "}")
+		if !often("unwrapped") {
+			body = []byte(rapid.SampledFrom([]string{"[]", "null", `"x"`, " " + string(body), string(body) + " "}).Draw(t, "text"))
+		}
+		key := "effect:1"
+		if !often("usual key") {
+			key = rapid.SampledFrom([]string{"", "bad key"}).Draw(t, "key")
+		}
+		field := headerFor(t, body)
+		if !often("usual header") {
+			field = rapid.SampledFrom([]string{"", headerFor(t, []byte("other"))}).Draw(t, "header")
+		}
+		if !often("untampered") && len(body) > 0 {
+			i := rapid.IntRange(0, len(body)-1).Draw(t, "at")
+			body = bytes.Clone(body)
+			body[i] ^= byte(rapid.IntRange(1, 255).Draw(t, "x"))
+		}
+		got, gotErr := CheckRequest(key, field, body)
+		want, wantErr := DecodeRequest(key, field, body)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || codeOf(gotErr) != codeOf(wantErr) || (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("errors differ for %s:\n got %v\nwant %v", body, gotErr, wantErr)
+		}
+		want.Request.Payload = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("mutations differ for %s:\n got %+v\nwant %+v", body, got, want)
+		}
+		if gotErr == nil && len(body) > 0 && &got.Body[0] == &body[0] {
+			t.Fatal("the mutation's body is not a copy")
+		}
+	})
+}
+
+// The sandbox's own requests are checked without building their values.
+func TestCheckRequestReadsOwnRequestsDirectly(t *testing.T) {
+	body, _, _ := sampleRequest(t).Encode()
+	field := headerFor(t, body)
+	if _, ok := ownRequest(body); !ok {
+		t.Fatal("an encoded request is not read directly")
+	}
+	m, err := CheckRequest("effect:1", field, body)
+	if err != nil || m.Request.IntentID != "intent:1" || m.Request.ActionDigest != dA || m.Request.Payload != nil {
+		t.Fatalf("%+v %v", m, err)
+	}
+}

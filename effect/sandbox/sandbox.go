@@ -270,7 +270,7 @@ func mustParse(field string) string {
 
 func (s *Sandbox) mutateQuiet(key, digestField string, body []byte) answer {
 	s.count(func(st *Stats) { st.Requests++ })
-	m, err := httpwire.DecodeRequest(key, digestField, body)
+	m, err := httpwire.CheckRequest(key, digestField, body)
 	if err != nil {
 		s.count(func(st *Stats) { st.Rejected++ })
 		code := httpwire.CodeMalformed

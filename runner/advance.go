@@ -346,13 +346,11 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("workflow init: %w", err)
 		}
-		sv, err := canonValue(state)
-		if err != nil {
-			return "", fmt.Errorf("workflow init state: %w", err)
-		}
 		t.cp = &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, WorkflowID: t.wf.ID(), WorkflowDigest: t.wf.Digest(),
 			Control: r.machine.Initial(), Completion: Continue, Open: []openEffect{}, Ingest: []pendingReceipt{}}
-		t.cp.setState(sv)
+		if err := t.cp.setInitial(state); err != nil {
+			return "", fmt.Errorf("workflow init state: %w", err)
+		}
 		t.cp.Budget = r.openLedger(t, false)
 		return r.cfg.PlatformDigest, nil
 	} else if err != nil && store.CodeOf(err) != store.CodeNotFound && store.CodeOf(err) != store.CodeCorrupt {

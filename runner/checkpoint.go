@@ -8,6 +8,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/store"
 )
@@ -175,6 +176,42 @@ const (
 // setState replaces the workflow state and drops its cached encodings.
 func (c *checkpoint) setState(v any) {
 	c.State, c.alone, c.embedded = v, nil, nil
+}
+
+// setInitial sets the state Init returned, b, as setState(canonValue(b))
+// does: kept as a copy of its bytes where they are canonical, with a root
+// object whose kind (if any) names no set-like members, and nest within
+// setCanonical's limit — which is what encoding their value, alone or
+// inside the checkpoint, writes — and decoded otherwise.
+func (c *checkpoint) setInitial(b []byte) error {
+	if plainRootObject(b) && cjson.IsCanonical(b) && c.setCanonical(bytes.Clone(b)) {
+		return nil
+	}
+	sv, err := canonValue(b)
+	if err != nil {
+		return err
+	}
+	c.setState(sv)
+	return nil
+}
+
+// plainRootObject reports whether b, read as JSON text, is an object with
+// no "kind" member or one whose kind names no set-like members, the kind
+// read without escapes. False where that cannot be told (not an object,
+// a key the member reader declines, a kind that is not a plain string).
+func plainRootObject(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	vals, ok := jsonread.Members(b, "kind")
+	if !ok {
+		return false
+	}
+	if vals[0] == nil {
+		return true
+	}
+	kind, ok := jsonread.PlainString(vals[0])
+	return ok && cjson.SetLikePaths(kind) == nil
 }
 
 // setCanonical makes b, canonical bytes of a value whose root kind has no

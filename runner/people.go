@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/store"
 )
 
@@ -363,21 +364,11 @@ func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input
 	if err := u.Check(); err != nil {
 		return false, err
 	}
-	v, err := cjson.Decode(input)
-	if err != nil {
-		return false, err
-	}
-	if err := plainInput(v); err != nil {
-		return false, err
-	}
 	var in store.Inbound
-	if u.zero() {
-		b, err := inputBytes(input, v)
-		if err != nil {
-			return false, err
-		}
-		in = r.inboundBytes(runID, KindInput, by, b)
-	} else if in, err = r.inbound(runID, KindInput, by, reported(v, u)); err != nil {
+	if u.zero() && canonicalPlainInput(input) {
+		// What decoding it, checking it and encoding it again gives.
+		in = r.inboundBytes(runID, KindInput, by, bytes.Clone(input))
+	} else if in, err = r.checkedInbound(runID, input, u, by); err != nil {
 		return false, err
 	}
 	if !r.claim(runID) {
@@ -388,6 +379,49 @@ func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input
 	}
 	defer r.release(runID)
 	return r.advance(ctx, runID, &in)
+}
+
+// canonicalPlainInput reports, without decoding it, that input is
+// canonical and not a usage report's wrapper (plainInput): that decoding
+// it succeeds, plainInput passes and inputBytes gives a copy of it. False
+// where that cannot be told from its bytes alone (a root object whose
+// keys the member reader declines), which the decoding path then tells.
+func canonicalPlainInput(input []byte) bool {
+	if !cjson.IsCanonical(input) {
+		return false
+	}
+	if len(input) == 0 || input[0] != '{' {
+		return true // not an object: never a wrapper
+	}
+	vals, ok := jsonread.Members(input, "format")
+	if !ok {
+		return false
+	}
+	// Canonical text spells a string one way only.
+	return vals[0] == nil || !bytes.Equal(vals[0], reportedFormatText)
+}
+
+// reportedFormatText is ReportedInputFormat as canonical JSON text.
+var reportedFormatText = cjson.AppendString(nil, ReportedInputFormat)
+
+// checkedInbound is the inbox entry of an outside input: decoded, checked
+// (plainInput) and encoded, with its usage report when u is not zero.
+func (r *Runner) checkedInbound(runID string, input []byte, u Usage, by Actor) (store.Inbound, error) {
+	v, err := cjson.Decode(input)
+	if err != nil {
+		return store.Inbound{}, err
+	}
+	if err := plainInput(v); err != nil {
+		return store.Inbound{}, err
+	}
+	if u.zero() {
+		b, err := inputBytes(input, v)
+		if err != nil {
+			return store.Inbound{}, err
+		}
+		return r.inboundBytes(runID, KindInput, by, b), nil
+	}
+	return r.inbound(runID, KindInput, by, reported(v, u))
 }
 
 func (r *Runner) submit(ctx context.Context, runID, kind string, by Actor, body any) error {

@@ -34,6 +34,45 @@ func canonicalAt(text []byte, depth int) bool {
 	return c.value(depth, false) && c.i == len(text)
 }
 
+// canonicalSetAt reports whether text is an array canonical at the given
+// depth whose elements, each as written, are in strictly increasing byte
+// order. Decoded and encoded there as a set (each element alone, sorted by
+// bytes, none repeated), it gives text back: each element is canonical at
+// its own depth, so it is its own encoding, and the order is already the
+// set's.
+func canonicalSetAt(text []byte, depth int) bool {
+	c := canonicalChecker{b: text}
+	if c.peek() != '[' || depth >= MaxDepth {
+		return false
+	}
+	c.i++
+	if c.peek() == ']' {
+		c.i++
+		return c.i == len(text)
+	}
+	var prev []byte
+	for first := true; ; first = false {
+		start := c.i
+		if !c.value(depth+1, false) {
+			return false
+		}
+		elem := text[start:c.i]
+		if !first && bytes.Compare(elem, prev) <= 0 {
+			return false
+		}
+		prev = elem
+		switch c.peek() {
+		case ',':
+			c.i++
+		case ']':
+			c.i++
+			return c.i == len(text)
+		default:
+			return false
+		}
+	}
+}
+
 type canonicalChecker struct {
 	b    []byte
 	i    int

@@ -314,8 +314,9 @@ func (e *onePassEncoder) reflectValue(dst []byte, rv reflect.Value, depth int, s
 		}
 		// Bytes already canonical below the root, where no array is a
 		// set, are what decoding and encoding them again gives: a raw
-		// message kept canonical, an id set, are copied as they are.
-		if depth > 0 && !set && canonicalAt(b, depth) {
+		// message kept canonical, an id set, are copied as they are; so
+		// is a set's array already canonical and in the set's order.
+		if depth > 0 && (!set && canonicalAt(b, depth) || set && canonicalSetAt(b, depth)) {
 			return append(dst, b...), true
 		}
 		v, err := Decode(b)

@@ -171,3 +171,21 @@ func TestNestingMatchesByteByByte(t *testing.T) {
 		}
 	}
 }
+
+// nestsBelow tells what comparing nesting with the limit tells, for texts
+// with few brackets and many, strings full of them, and limits around
+// their depth and count.
+func TestNestsBelowMatchesNesting(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOf(rapid.SampledFrom([]byte(`"\[]{}a:,`))).Draw(t, "text")
+		if rapid.Bool().Draw(t, "deep") {
+			n := rapid.IntRange(0, 140).Draw(t, "n")
+			b = append(append(bytes.Repeat([]byte("["), n), b...), bytes.Repeat([]byte("]"), n)...)
+		}
+		n := nesting(b)
+		limit := rapid.SampledFrom([]int{0, 1, n - 1, n, n + 1, bytes.Count(b, []byte("[")) + bytes.Count(b, []byte("{")), cjson.MaxDepth - 2}).Draw(t, "limit")
+		if got, want := nestsBelow(b, limit), n < limit; got != want {
+			t.Fatalf("nestsBelow(%q, %d) = %v; nesting is %d", b, limit, got, n)
+		}
+	})
+}

@@ -221,11 +221,22 @@ func plainRootObject(b []byte) bool {
 // bytes nested so deep that their encoding inside the checkpoint could
 // differ.
 func (c *checkpoint) setCanonical(b []byte) bool {
-	if nesting(b) >= cjson.MaxDepth-2 || len(b) == 0 {
+	if !nestsBelow(b, cjson.MaxDepth-2) || len(b) == 0 {
 		return false
 	}
 	c.State, c.alone, c.embedded = nil, b, b
 	return true
+}
+
+// nestsBelow reports whether nesting(b) < limit. Containers cannot nest
+// deeper than there are brackets that open them, so text with fewer than
+// limit of '{' and '[' together (inside strings or not), counted a word at
+// a time, needs no scan; other text is scanned.
+func nestsBelow(b []byte, limit int) bool {
+	if bytes.Count(b, []byte{'{'})+bytes.Count(b, []byte{'['}) < limit {
+		return true
+	}
+	return nesting(b) < limit
 }
 
 // nesting is how deep arrays and objects nest in JSON text b (strings

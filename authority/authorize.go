@@ -252,11 +252,13 @@ func Authorize(in Input) (Decisions, error) {
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
 	transitions := []mrp.Entry{}
+	var recs *decisionRecords // a batch of one proposal's, else each its own
 	if n := len(in.Batch.Proposals); n == 1 {
 		// One allocation for the records of a batch of one: each list is
 		// cut from its array with the array's capacity, so one that
 		// outgrows it is copied out as an append would copy it.
 		r := new(singleRecords)
+		recs = &r.d
 		out.Outcomes, fhr.Signals, fhr.Resolutions, fhr.Tickets, transitions = r.o[:0:1], r.s[:0:len(r.s)], r.r[:0:1], r.t[:0:1], r.e[:0:len(r.e)]
 	} else if n > 1 {
 		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
@@ -264,7 +266,7 @@ func Authorize(in Input) (Decisions, error) {
 	// The decisions' digests and ids share one buffer.
 	var arena strArena
 	for i, p := range in.Batch.Proposals {
-		o := decideOne(&in, i, p, &m, seq, &arena)
+		o := decideOne(&in, i, p, &m, seq, &arena, recs)
 		if o.Intent != nil {
 			seq++
 		}
@@ -311,10 +313,20 @@ type intentRecords struct {
 	event  ControlEvent
 }
 
+// decisionRecords holds the lists and records decideOne returns for one
+// proposal: its gates' evaluation, its resolution's sorted signals and,
+// with an intent, the intent's records.
+type decisionRecords struct {
+	ev     evalRecords
+	sorted [2]Signal
+	intent intentRecords
+}
+
 // singleRecords holds what Authorize returns for a batch of one proposal:
 // the outcome, its FHR resolution and ticket, room for its signals and
-// for the transitions it makes.
+// for the transitions it makes, and the decision's own records.
 type singleRecords struct {
+	d decisionRecords
 	o [1]Outcome
 	r [1]mrp.ResolutionRecord
 	t [1]mrp.TicketView
@@ -548,7 +560,7 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 }
 
 // decideOne decides one proposal and steps the machine for it.
-func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena) Outcome {
+func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena, rec *decisionRecords) Outcome {
 	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	// ptr is the proposal's pointer, built only for a rejection.
 	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
@@ -677,7 +689,10 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		resumedBy = r.Actor.ID
 		break
 	}
-	ev := in.Policy.Policy.Evaluate(t, joinFacts(base[:nb], more)...)
+	if rec == nil {
+		rec = new(decisionRecords)
+	}
+	ev := in.Policy.Policy.evaluate(&rec.ev, t, joinFacts(base[:nb], more)...)
 	risk := ev.AssessedRisk
 	declaredRank, _ := riskRank(manifest.DeclaredRisk)
 	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {
@@ -697,7 +712,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	if t.Completeness != Complete {
 		signals = append(signals, Signal{Tier: 3, Kind: KindClarification, Source: "ticket", Reason: Reason{Rule: "ticket-incomplete", Facts: t.MissingFields, Absent: []string{}, Detail: "the action is not fully specified"}})
 	}
-	res, err := Resolve(signals)
+	res, err := resolveInto(rec.sorted[:0:len(rec.sorted)], signals)
 	if err != nil {
 		return reject("MALFORMED_COMMAND", "/signals", err.Error())
 	}
@@ -848,8 +863,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		approvalDigest, event = &d, EventApprovalGranted
 		o.Approval = grant
 	}
-	// The intent, its authority and its control event are one allocation.
-	r := new(intentRecords)
+	r := &rec.intent
 	r.snap = snap
 	r.intent = buildIntent(a, r.pre[:0:len(r.pre)], prop, in.Batch.Batch, snap, seq, approvalDigest)
 	intent := &r.intent

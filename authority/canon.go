@@ -42,8 +42,9 @@ type strArena struct {
 }
 
 // arenaChunk is the size of an arena's buffer: about a decision's digests
-// and ids (eleven of 70 or 71 bytes, and the idempotency key).
-const arenaChunk = 1024
+// and ids (eleven of 70 or 71 bytes, and the idempotency key), its
+// ticket's preview and its transition's cause.
+const arenaChunk = 1536
 
 // bytes returns p as a string.
 func (a *strArena) bytes(p []byte) string {

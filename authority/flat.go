@@ -551,7 +551,7 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 	// what a firing derives is allocated.
 	sc := flatScratchPool.Get().(*flatScratch)
 	// Every relation's rows are set below before any is read.
-	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0], dst: into}
+	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0], dst: into, factSlots: into.slots[:0:len(into.slots)]}
 	for k := range run.out {
 		run.out[k] = run.out[k][:0]
 	}

@@ -90,6 +90,9 @@ type derived struct {
 	caps      map[[2]string][]capSpec // (gate, rule) -> SHAPE constraints
 	options   map[[2]string][]string  // (gate, rule) -> safe paths
 	risks     []derivedRisk
+	// slots, given to deriveInto, is room for the firings' lists of
+	// fact strings; it is not part of the result.
+	slots []string
 }
 
 type derivedDecision struct {
@@ -404,6 +407,8 @@ type evalRecords struct {
 	gates   [5]GateResult
 	signals [2]Signal
 	reasons [4]Reason
+	// slots is room for the lists of fact strings of the reasons.
+	slots [8]string
 }
 
 // gateAcc is one slot per gate in Evaluate, in Gates order: the gate's
@@ -524,6 +529,14 @@ func checkDecisionHead(h *logic.AtomExpr) error {
 // or verdict makes its gate (or, for an unknown gate, G2) refuse; nothing
 // that errs can allow. G1, H1, G3 and G4 object only when a rule fires.
 func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
+	return p.evaluate(nil, t, extra...)
+}
+
+// evaluate is Evaluate with its lists in rec (a new one when nil).
+func (p *Policy) evaluate(rec *evalRecords, t Ticket, extra ...logic.Fact) Evaluation {
+	if rec == nil {
+		rec = new(evalRecords)
+	}
 	buf := ticketFactBufs.Get().(*ticketFactBuf)
 	n := 8 + len(t.SideEffects) + len(t.Parameters) + len(t.MissingFields)
 	if na := 3*n + extraArgs(extra); cap(buf.args) < na {
@@ -535,7 +548,7 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	if fe, ok := p.engine.(*flatEngine); ok {
 		// The derived decisions and risks are read here and copied into
 		// the evaluation: their arrays are recycled with the facts'.
-		d, err = fe.deriveInto(facts, derived{decisions: buf.decisions, risks: buf.risks})
+		d, err = fe.deriveInto(facts, derived{decisions: buf.decisions, risks: buf.risks, slots: rec.slots[:]})
 	} else {
 		d, err = p.engine.derive(facts)
 	}
@@ -554,7 +567,6 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 	}()
 	// The gates' results, their signals and (when they fit) their
 	// reasons share one allocation.
-	rec := new(evalRecords)
 	ev := Evaluation{RiskReasons: []Reason{}}
 	if len(Gates) <= len(rec.gates) {
 		ev.Gates = rec.gates[:0:len(Gates)]

@@ -239,13 +239,20 @@ func signalKey(s Signal) string {
 // conservative decision and are logged as ties; lower tiers may make the
 // move more conservative but never less. The result does not depend on the
 // order of the signals.
-func Resolve(signals []Signal) (Resolution, error) {
+func Resolve(signals []Signal) (Resolution, error) { return resolveInto(nil, signals) }
+
+// resolveInto is Resolve with its sorted copy of the signals appended to
+// room (nil, or an empty slice with room for them). No signals are nil.
+func resolveInto(room []Signal, signals []Signal) (Resolution, error) {
 	for i, s := range signals {
 		if err := validSignal(s); err != nil {
 			return Resolution{}, &MatrixError{i, err.Error()}
 		}
 	}
-	sorted := append([]Signal(nil), signals...)
+	var sorted []Signal
+	if len(signals) > 0 {
+		sorted = append(room[:0], signals...)
+	}
 	if len(sorted) > 1 {
 		// Each signal's key is built once, not at every comparison; a
 		// stable sort by the keys is the order sort.SliceStable gave.

@@ -124,6 +124,7 @@ func TestAuthorizeListsAreSeparate(t *testing.T) {
 			_ = append(o.Evaluation.Gates, GateResult{Gate: "sentinel"}, GateResult{Gate: "sentinel"})
 			_ = append(o.Evaluation.Signals, Signal{Source: "sentinel"}, Signal{Source: "sentinel"}, Signal{Source: "sentinel"})
 			_ = append(o.Evaluation.RiskReasons, Reason{Rule: "sentinel"})
+			_ = append(o.Resolution.Signals, Signal{Source: "sentinel"}, Signal{Source: "sentinel"}, Signal{Source: "sentinel"})
 			for _, g := range o.Evaluation.Gates {
 				_ = append(g.Reasons, Reason{Rule: "sentinel"}, Reason{Rule: "sentinel"})
 			}

@@ -365,7 +365,7 @@ func (t Ticket) seal() Ticket { return t.sealIn(nil) }
 // sealIn is seal with the digests carved from a.
 func (t Ticket) sealIn(a *strArena) Ticket {
 	t.ActionDigest = t.computeActionDigest(a)
-	t.Preview = renderPreview(t, t.ActionDigest)
+	t.Preview = renderPreviewIn(a, t, t.ActionDigest)
 	w := pooledWriter(256 + len(t.Preview))
 	w.previewPreimage(t)
 	t.PreviewDigest = w.mustDigestIn(a)
@@ -522,8 +522,20 @@ func (t Ticket) Verify() error {
 func RenderPreview(t Ticket) string { return renderPreview(t, t.computeActionDigest(nil)) }
 
 func renderPreview(t Ticket, actionDigest string) string {
-	var b strings.Builder
-	b.Grow(256 + 32*len(t.Parameters))
+	return renderPreviewIn(nil, t, actionDigest)
+}
+
+// renderPreviewIn is renderPreview with the preview carved from a (a new
+// buffer for a nil a).
+func renderPreviewIn(a *strArena, t Ticket, actionDigest string) string {
+	if n := 256 + 32*len(t.Parameters); a == nil {
+		a = new(strArena)
+		a.roomFor(n, n)
+	} else {
+		a.room(n)
+	}
+	b := &a.sb
+	start := b.Len()
 	line := func(parts ...string) {
 		for _, p := range parts {
 			b.WriteString(p)
@@ -588,7 +600,7 @@ func renderPreview(t Ticket, actionDigest string) string {
 		line("Incomplete: missing ", strings.Join(t.MissingFields, ", "))
 	}
 	line("Action digest: ", actionDigest)
-	return b.String()
+	return b.String()[start:]
 }
 
 // Shape applies SHAPE constraints and returns the constrained ticket. A

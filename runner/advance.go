@@ -758,8 +758,8 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "refusal", Body: refusal})
 	}
 	stateDigest := ""
-	if b, err := t.cp.stateBytes(); err == nil {
-		stateDigest = cjson.Digest(b)
+	if d, err := t.cp.stateDigest(); err == nil {
+		stateDigest = d
 	}
 	return r.fire(t, "EPOCH_STABLE", guardFrontierPassed,
 		map[string]string{"frontier_receipt": evCursor("frontier_receipt", in.Seq), "state_digest": evText("state_digest", stateDigest), "support_digest": evText("support_digest", in.Digest)})
@@ -1616,11 +1616,10 @@ func (r *Runner) verify(t *tick) error {
 // keeps taking inputs and never gets anything done ends NO_PROGRESS instead
 // of looping forever.
 func (r *Runner) observeRound(t *tick) (bool, error) {
-	sb, err := t.cp.stateBytes()
+	state, err := t.cp.stateDigest()
 	if err != nil {
 		return false, err
 	}
-	state := cjson.Digest(sb)
 	open, err := openDigest(t.cp.Open)
 	if err != nil {
 		return false, err
@@ -1646,6 +1645,7 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 		// Proposals kept for a person are work owed, as an open effect is:
 		// the plateau holds the run rather than ending it.
 		if k, ok := t.wf.(Keeper); ok {
+			sb, _ := t.cp.stateBytes() // cached by stateDigest
 			if n, err := k.Kept(sb); err == nil && n > 0 {
 				return false, nil
 			}

@@ -54,6 +54,10 @@ type checkpoint struct {
 	// state digests cover), embedded is State as it is written inside the
 	// checkpoint. nil means not yet computed; setState clears both.
 	alone, embedded []byte
+	// digest caches cjson.Digest(alone) ("" until computed; cleared with
+	// alone): the epoch's state digest and the round's fingerprint both
+	// cover the same state.
+	digest string
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.
@@ -175,7 +179,7 @@ const (
 
 // setState replaces the workflow state and drops its cached encodings.
 func (c *checkpoint) setState(v any) {
-	c.State, c.alone, c.embedded = v, nil, nil
+	c.State, c.alone, c.embedded, c.digest = v, nil, nil, ""
 }
 
 // setInitial sets the state Init returned, b, as setState(canonValue(b))
@@ -224,7 +228,7 @@ func (c *checkpoint) setCanonical(b []byte) bool {
 	if !nestsBelow(b, cjson.MaxDepth-2) || len(b) == 0 {
 		return false
 	}
-	c.State, c.alone, c.embedded = nil, b, b
+	c.State, c.alone, c.embedded, c.digest = nil, b, b, ""
 	return true
 }
 
@@ -292,6 +296,20 @@ func (c *checkpoint) stateBytes() ([]byte, error) {
 	}
 	c.alone = b
 	return b, nil
+}
+
+// stateDigest is cjson.Digest of stateBytes, taken at most once per
+// state.
+func (c *checkpoint) stateDigest() (string, error) {
+	if c.digest != "" {
+		return c.digest, nil
+	}
+	b, err := c.stateBytes()
+	if err != nil {
+		return "", err
+	}
+	c.digest = cjson.Digest(b)
+	return c.digest, nil
 }
 
 // stateEmbedded returns the bytes State has inside the checkpoint: as the

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -144,4 +145,31 @@ func TestCheckpointCanonicalStateMatchesMarshal(t *testing.T) {
 	if cp.setCanonical([]byte(deep)) || cp.alone != nil {
 		t.Fatal("setCanonical kept a state nested at the limit")
 	}
+}
+
+// stateDigest is the digest of the state's bytes, for every way a state
+// is set, after each replaces the last.
+func TestStateDigestFollowsTheState(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cp := &checkpoint{Kind: CheckpointKind, Format: CheckpointFormat, Open: []openEffect{}, Ingest: []pendingReceipt{}}
+		for i := range rapid.IntRange(1, 4).Draw(rt, "states") {
+			v := genJSON(3).Draw(rt, fmt.Sprint("state", i))
+			switch b, err := cjson.Encode(v); {
+			case err == nil && rapid.Bool().Draw(rt, fmt.Sprint("canonical", i)) && !ownSets(v) && cp.setCanonical(b):
+			case err == nil && rapid.Bool().Draw(rt, fmt.Sprint("initial", i)):
+				if cp.setInitial(b) != nil {
+					rt.Fatalf("setInitial refused %s", b)
+				}
+			default:
+				cp.setState(v)
+			}
+			for range rapid.IntRange(1, 2).Draw(rt, fmt.Sprint("reads", i)) {
+				sb, serr := cp.stateBytes()
+				d, derr := cp.stateDigest()
+				if (serr == nil) != (derr == nil) || serr == nil && d != cjson.Digest(sb) {
+					rt.Fatalf("stateDigest = %s, %v; stateBytes %s, %v", d, derr, sb, serr)
+				}
+			}
+		}
+	})
 }

@@ -203,7 +203,11 @@ func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, o stepOpts) (R
 	if res.Rejection == nil {
 		return res, out, nil
 	}
-	out, err := res.Record.AppendCanonical(b)
+	// A copy is encoded, so that only a refused step's record (which
+	// AppendCanonical's receiver makes escape) goes to the heap, not every
+	// step's result.
+	rec := res.Record
+	out, err := rec.AppendCanonical(b)
 	if err != nil {
 		return res, b, err
 	}

@@ -1,0 +1,31 @@
+package control
+
+import (
+	"strings"
+	"testing"
+)
+
+// An accepted StepEvidence allocates its record's bytes, head and lists,
+// not its whole result: the result stays on the caller's stack unless the
+// step is refused.
+func TestStepEvidenceResultStaysOnTheStack(t *testing.T) {
+	m := Default()
+	c := Configuration{Table: m.Digest(), State: "STABILIZE", Pending: []string{}, Seq: 2, Context: map[string]bool{"frontier_passed": true}}
+	e := ev("EPOCH_STABLE", "b:1")
+	evd := map[string]string{}
+	for _, name := range m.transitions[m.byEdge[edge{c.State, e.Type}]].Evidence {
+		evd[name] = "sha256:" + strings.Repeat("7", 64)
+	}
+	buf := make([]byte, 0, 4096)
+	step := func() {
+		r, _, err := m.StepEvidence(buf[:0], c, e, evd)
+		if err != nil || !r.Accepted() {
+			t.Fatal(r.Rejection, err)
+		}
+	}
+	step()
+	const want = 3 // the guard inputs' map and its storage, the head's text
+	if n := testing.AllocsPerRun(100, step); n > want {
+		t.Fatalf("an accepted StepEvidence made %v allocations, want at most %d", n, want)
+	}
+}

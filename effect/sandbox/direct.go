@@ -57,7 +57,8 @@ func (d direct) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, 
 		return httpadapter.Classify(obs), nil
 	}
 	done := make(chan answer, 1)
-	go func() { done <- d.s.mutate(in.Effect.IdempotencyKey, field, body) }()
+	key := in.Effect.IdempotencyKey // the goroutine takes the key, not the whole intent
+	go func() { done <- d.s.mutate(key, field, body) }()
 	select {
 	case a := <-done:
 		answered(a)

@@ -179,12 +179,50 @@ func EncodeRequestText(intentID, effectType, actionDigest, destinationDigest str
 	if payload == nil || r.check() != nil {
 		return nil, "", false
 	}
+	if b, ok := ownRequestText(r, payload); ok {
+		return b, ContentDigest(b), true
+	}
 	b, err := cjson.AppendMarshal(nil, requestBody{ActionDigest: actionDigest, DestinationDigest: destinationDigest, EffectType: effectType,
 		IntentID: intentID, Kind: KindRequest, Payload: json.RawMessage(payload), Protocol: Protocol})
 	if err != nil || len(b) > MaxRequestBytes {
 		return nil, "", false
 	}
 	return b, ContentDigest(b), true
+}
+
+// ownRequestText writes, without the encoder's reflection, what
+// cjson.AppendMarshal writes for r's requestBody with a payload that is
+// canonical on its own and has fewer brackets than the nesting limit less
+// two (so that one level down it is still canonical and within the limit,
+// and is copied as it is). r is checked: its strings are identifiers and
+// digests, plain ASCII, which cjson quotes as they are. ok is false for
+// any other payload, or a body over the size limit.
+func ownRequestText(r Request, payload []byte) ([]byte, bool) {
+	if bytes.Count(payload, []byte{'{'})+bytes.Count(payload, []byte{'['}) >= cjson.MaxDepth-2 || !cjson.IsCanonical(payload) {
+		return nil, false
+	}
+	const (
+		kindAndPayload = `,"kind":"` + KindRequest + `","payload":`
+		protocolAndEnd = `,"protocol":"` + Protocol + `"}`
+	)
+	n := len(`{"action_digest":,"destination_digest":,"effect_type":,"intent_id":`) + 8 + len(kindAndPayload) + len(protocolAndEnd) +
+		len(r.ActionDigest) + len(r.DestinationDigest) + len(r.EffectType) + len(r.IntentID) + len(payload)
+	if n > MaxRequestBytes {
+		return nil, false
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"action_digest":`...)
+	b = cjson.AppendString(b, r.ActionDigest)
+	b = append(b, `,"destination_digest":`...)
+	b = cjson.AppendString(b, r.DestinationDigest)
+	b = append(b, `,"effect_type":`...)
+	b = cjson.AppendString(b, r.EffectType)
+	b = append(b, `,"intent_id":`...)
+	b = cjson.AppendString(b, r.IntentID)
+	b = append(b, kindAndPayload...)
+	b = append(b, payload...)
+	b = append(b, protocolAndEnd...)
+	return b, len(b) == n
 }
 
 // ContentDigest returns the flrh digest ("sha256:<hex>") of body bytes.

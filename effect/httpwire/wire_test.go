@@ -464,9 +464,11 @@ func payloadText(t *rapid.T) []byte {
 func TestEncodeRequestTextMatchesNewRequest(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		payload := payloadText(t)
-		id := rapid.SampledFrom([]string{"intent:1", "bad id", ""}).Draw(t, "id")
-		typ := rapid.SampledFrom([]string{"refund", "ré"}).Draw(t, "type")
-		action := rapid.SampledFrom([]string{dA, "sha256:x"}).Draw(t, "action")
+		// Mostly a request NewRequest encodes, so that the writer's own
+		// path is met as often as the declines.
+		id := rapid.SampledFrom([]string{"intent:1", "intent:1", "intent:1", "bad id", ""}).Draw(t, "id")
+		typ := rapid.SampledFrom([]string{"refund", "refund", "refund", "ré"}).Draw(t, "type")
+		action := rapid.SampledFrom([]string{dA, dA, dA, "sha256:x"}).Draw(t, "action")
 		body, digest, ok := EncodeRequestText(id, typ, action, dB, payload)
 		r, err := NewRequest(id, typ, action, dB, payload)
 		var want []byte

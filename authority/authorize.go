@@ -612,10 +612,9 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		// now, covering the ticket, audited when not — so handing over
 		// chains verified once gives the same outcome, byte for byte, as
 		// presenting them to be verified again.
-		fp := in.Policy.Keyring.Fingerprint()
 		for _, v := range in.Verified {
 			var err error
-			if v.keyring != fp {
+			if !in.Policy.Keyring.hasFingerprint(v.keyring) {
 				err = &CapabilityError{"UNTRUSTED_KEY", v.c.ID, "verified under another keyring"}
 			} else if err = v.liveAt(in.Now); err == nil {
 				err = v.c.Covers(t)

@@ -240,6 +240,29 @@ func (k Keyring) Fingerprint() string {
 	return strings.Join(ids, ",")
 }
 
+// hasFingerprint reports whether k.Fingerprint() is fp. When fp lists ids
+// of k in strictly increasing order, as many as k has, it is k's sorted
+// ids joined, so it is k's fingerprint and nothing is built; otherwise
+// the fingerprint is built and compared (TestHasFingerprintIsFingerprint).
+func (k Keyring) hasFingerprint(fp string) bool {
+	n, prev := 0, ""
+	for rest := fp; ; {
+		id, after, more := strings.Cut(rest, ",")
+		if _, ok := k[id]; !ok || (n > 0 && id <= prev) {
+			return k.Fingerprint() == fp
+		}
+		n, prev = n+1, id
+		if !more {
+			break
+		}
+		rest = after
+	}
+	if n != len(k) {
+		return k.Fingerprint() == fp
+	}
+	return true
+}
+
 // Verify checks a chain's signatures and narrowing once, so that a
 // caller can present the verified capability to many authorizations
 // without re-verifying signatures each time.

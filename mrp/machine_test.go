@@ -3,6 +3,8 @@ package mrp
 import (
 	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -475,5 +477,62 @@ func TestNewTurnResetsOnlyTheTurnBudget(t *testing.T) {
 	}
 	if m.Budgets.TurnUsed == 0 {
 		t.Fatal("NewTurn changed its input")
+	}
+}
+
+// matchByScan is match as a scan of the whole table, the definition the
+// indexed match is held to.
+func matchByScan(m Machine, ev Event) (Row, *Error) {
+	if m.State.Terminal() {
+		return Row{}, &Error{"TERMINAL_STATE", ev.Trigger, m.State, "the turn has exited"}
+	}
+	for _, r := range Table {
+		if r.Trigger != ev.Trigger || !slices.Contains(r.From, m.State) {
+			continue
+		}
+		if guard(r, m, ev) {
+			return r, nil
+		}
+	}
+	return Row{}, &Error{"NO_TRANSITION", ev.Trigger, m.State, "no row admits this event here"}
+}
+
+// TestMatchIsTableScan: for every state, every trigger of the table (and
+// one it does not know), every target a row names and every setting of
+// what the guards read, match finds the row a scan of the table finds.
+func TestMatchIsTableScan(t *testing.T) {
+	states, triggers, targets := map[State]bool{}, map[Trigger]bool{"NO_SUCH_TRIGGER": true}, map[State]bool{"": true}
+	for _, r := range Table {
+		triggers[r.Trigger] = true
+		for _, s := range r.From {
+			states[s] = true
+		}
+		states[r.To] = true
+		if after, ok := strings.CutPrefix(r.Guard, "target="); ok {
+			targets[State(after)] = true
+		}
+	}
+	n := 0
+	for s := range states {
+		for tr := range triggers {
+			for target := range targets {
+				for _, opts := range [][]string{nil, {"a"}} {
+					for _, flags := range [4][2]bool{{}, {true}, {false, true}, {true, true}} {
+						m := Machine{State: s, Options: opts, SafeMode: flags[0]}
+						m.Budgets.EscalateOnNoProgress = flags[1]
+						ev := Event{Trigger: tr, Target: target}
+						gr, ge := match(m, ev)
+						wr, we := matchByScan(m, ev)
+						if !reflect.DeepEqual(gr, wr) || !reflect.DeepEqual(ge, we) {
+							t.Fatalf("%s on %s (target %q): %+v %v, want %+v %v", tr, s, target, gr, ge, wr, we)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("nothing compared")
 	}
 }

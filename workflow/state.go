@@ -250,7 +250,12 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	case len(st.Pending) == 0:
 		b = append(b, "[]"...)
 	default:
-		nested(st.Pending)
+		// Written member by member (statepending.go), not by reflection.
+		if ok {
+			pw := pendingWriter{b: b, ok: true}
+			pw.pendings(st.Pending)
+			b, ok = pw.b, pw.ok
+		}
 	}
 	b = append(b, `,"run_id":`...)
 	str(st.RunID)

@@ -450,8 +450,28 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	for si, s := range c.strata {
 		st := StratumStats{Index: si, Recursive: s.recursive} // Relations: below, reported only for a stratum with rules
 		inS := func(t int) bool { return c.tstratum[t] == si }
+		// A stratum nothing reaches — no base change to its tables, no
+		// change below to a table its rules read — changes nothing: its
+		// passes would find nothing to delete, revive or insert. Only
+		// what they leave behind is done: the rounds, the budget check,
+		// the evaluator's mode and the stratum's stats.
+		if skipIdleStrata && m.idleStratum(s, inserts == nil || !slices.ContainsFunc(inserts, func(in ins) bool { return inS(in.t) }), baseDoomed) {
+			m.round += 2
+			x.mode, x.candOnly, x.track, x.added = emitInsert, false, true, x.added[:0]
+			if err := m.checkTuples(); err != nil {
+				return err
+			}
+			if len(s.rules) > 0 {
+				if s.recursive {
+					st.Iterations = 1
+				}
+				st.Relations = s.relations
+				m.addStratum(st)
+			}
+			continue
+		}
 		// 1. Over-delete, reading the old state.
-		clear(allD)
+		clearTables(allD, s.tables)
 		var recompute bool
 		var err error
 		if s.recursive {
@@ -498,7 +518,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		x.mode = emitInsert
 		x.track = true
 		x.added = x.added[:0]
-		clear(addedBy)
+		clearTables(addedBy, s.tables)
 		for _, rv := range revive {
 			m.revive(int(rv[0]), rv[1])
 			addedBy[rv[0]] = append(addedBy[rv[0]], rv[1])
@@ -567,7 +587,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 				rounds++
 				m.round++
 				cur := addedBy
-				clear(next)
+				clearTables(next, s.tables)
 				addedBy, next = next, cur
 				for _, ri := range s.rules {
 					r := c.rules[ri]
@@ -611,6 +631,44 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// skipIdleStrata lets an update pass over the strata nothing reaches
+// (idleStratum); tests turn it off to run every stratum's passes, the
+// reference the shortcut is held to.
+var skipIdleStrata = true
+
+// clearTables empties the lists of a stratum's tables. A stratum's passes
+// write and read the per-table lists of its own tables only (a rule's
+// head is in its stratum), so the entries another stratum left need not
+// be emptied for it.
+func clearTables(lists [][]int32, tables []int) {
+	for _, t := range tables {
+		lists[t] = nil
+	}
+}
+
+// idleStratum reports whether nothing reaches stratum s in this update:
+// no base insertion into its tables (noInserts), no base support of its
+// rows lost, and no change so far to a table any of its rules reads (the
+// tables of lower strata; its own have none before it runs).
+func (m *Materialization) idleStratum(s *stratum, noInserts bool, baseDoomed [][]int32) bool {
+	if !noInserts {
+		return false
+	}
+	for _, t := range s.tables {
+		if len(baseDoomed[t]) > 0 || len(m.deltaPlus[t]) > 0 || len(m.deltaMinus[t]) > 0 {
+			return false
+		}
+	}
+	for _, ri := range s.rules {
+		for _, a := range m.c.rules[ri].atoms {
+			if len(m.deltaPlus[a.table]) > 0 || len(m.deltaMinus[a.table]) > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // recomputeStratum re-evaluates stratum si from scratch in fresh tables

@@ -204,9 +204,9 @@ func appendProposalIDs(b []byte, id, dedup string) []byte {
 }
 
 // appendProposalTail writes the proposal's versions and closes it.
-func appendProposalTail(b []byte, e *Event) []byte {
+func appendProposalTail(b []byte, e *Event, cv *CheckedVersions) []byte {
 	b = append(b, `,"versions":`...)
-	b = appendVersions(b, &e.Versions)
+	b = appendVersions(b, &e.Versions, cv)
 	return append(b, '}')
 }
 
@@ -241,7 +241,10 @@ func appendProposalHead(b []byte, e *Event, pr *Proposal, action, dest string, p
 
 // appendVersions writes a version envelope whose labels passed
 // validVersion (so are ASCII), members in canonical order.
-func appendVersions(b []byte, v *protocol.VersionEnvelope) []byte {
+func appendVersions(b []byte, v *protocol.VersionEnvelope, cv *CheckedVersions) []byte {
+	if cv.is(v) {
+		return append(b, cv.canon...)
+	}
 	// The member names are constants, written with their punctuation
 	// rather than quoted one by one.
 	b = append(b, `{"canonicalization":`...)
@@ -379,13 +382,19 @@ func snapshotCap(s *Snapshot) int {
 	return n
 }
 
-func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
-	for _, str := range [...]string{s.AggregateID, s.Phase, s.Versions.Workflow, s.Versions.StateSchema,
-		s.Versions.EventSchema, s.Versions.GraphSchema, s.Versions.RuleSet, s.Versions.Dataflow,
-		s.Versions.Canonicalization, s.Versions.Tool, s.Versions.Model, s.Versions.Oracle, s.Versions.Gate,
-		s.Versions.Resolver, s.Versions.CompositionProfile} {
-		if cjson.CheckString(str, "") != nil {
-			return b, false
+func appendSnapshot(b []byte, s *Snapshot, stateChecked bool, cv *CheckedVersions) ([]byte, bool) {
+	if cjson.CheckString(s.AggregateID, "") != nil || cjson.CheckString(s.Phase, "") != nil {
+		return b, false
+	}
+	// Version labels checked once (cv) pass the string rule.
+	if !cv.is(&s.Versions) {
+		for _, str := range [...]string{s.Versions.Workflow, s.Versions.StateSchema,
+			s.Versions.EventSchema, s.Versions.GraphSchema, s.Versions.RuleSet, s.Versions.Dataflow,
+			s.Versions.Canonicalization, s.Versions.Tool, s.Versions.Model, s.Versions.Oracle, s.Versions.Gate,
+			s.Versions.Resolver, s.Versions.CompositionProfile} {
+			if cjson.CheckString(str, "") != nil {
+				return b, false
+			}
 		}
 	}
 	if s.LastEventID != nil && cjson.CheckString(*s.LastEventID, "") != nil {
@@ -469,7 +478,7 @@ func appendSnapshot(b []byte, s *Snapshot, stateChecked bool) ([]byte, bool) {
 		case "schema_version":
 			b = append(b, `"`+SnapshotSchemaVersion+`"`...)
 		case "versions":
-			b = appendVersions(b, &s.Versions)
+			b = appendVersions(b, &s.Versions, cv)
 		}
 	}
 	for ; next < len(keys); next++ {

@@ -39,6 +39,10 @@ type Profile struct {
 	// InsertOnly restricts facts to +1 deltas: the domain records, never
 	// retracts.
 	InsertOnly bool
+
+	// versions is the envelope the domain had checked (VersionsChecked),
+	// set on the step's copy of the profile; nil otherwise.
+	versions *CheckedVersions
 }
 
 // Fault is a domain's refusal: a rejection code (DOMAIN_REJECTED,
@@ -172,10 +176,55 @@ func profileOf(d Domain) Profile {
 // declarative domain's Load decided for the profile it built.
 func validProfileOf(d Domain) (Profile, bool) {
 	if dd := declarativeOf(d); dd != nil && dd.profile != nil {
-		return *dd.profile, dd.profileOK
+		p := *dd.profile
+		if vc, ok := d.(VersionsChecked); ok {
+			p.versions = vc.CheckedVersions()
+		}
+		return p, dd.profileOK
 	}
 	p := d.Profile()
+	if vc, ok := d.(VersionsChecked); ok {
+		p.versions = vc.CheckedVersions()
+	}
 	return p, profileValid(p)
+}
+
+// CheckedVersions is a version envelope every label of which is a version
+// label, with the canonical bytes a step writes for it. A domain whose
+// snapshots and events carry one envelope (a workflow's, checked when it
+// is loaded) may hand it to the step by implementing VersionsChecked: an
+// envelope equal to it is then not checked label by label, nor written
+// again, on every step. Any other envelope is checked and written as
+// before.
+type CheckedVersions struct {
+	env   protocol.VersionEnvelope
+	canon []byte
+}
+
+// CheckVersions returns v checked, or false when one of its labels is not
+// a version label.
+func CheckVersions(v protocol.VersionEnvelope) (*CheckedVersions, bool) {
+	if !versionsValid(&v) {
+		return nil, false
+	}
+	return &CheckedVersions{env: v, canon: appendVersions(nil, &v, nil)}, true
+}
+
+// is reports whether v is the checked envelope (false for a nil cv).
+func (cv *CheckedVersions) is(v *protocol.VersionEnvelope) bool {
+	return cv != nil && cv.env == *v
+}
+
+// VersionsChecked is implemented by a domain that knows the version
+// envelope its snapshots and events carry, checked by CheckVersions.
+type VersionsChecked interface {
+	CheckedVersions() *CheckedVersions
+}
+
+// versionsOK is versionsValid, answered by comparison for the envelope
+// the domain had checked.
+func (p *Profile) versionsOK(v *protocol.VersionEnvelope) bool {
+	return p.versions.is(v) || versionsValid(v)
 }
 
 // CheckProfile reports what is wrong with a profile, or nil. Step refuses

@@ -63,6 +63,16 @@ func TestStepEncodedIsStep(t *testing.T) {
 		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
 			t.Fatalf("encoded %s\nstep %s", gb, wb)
 		}
+		// A domain that hands the step a checked version envelope (the
+		// snapshot's, the event's or another) changes nothing either.
+		other := s.Versions
+		other.Model = "other-model/2"
+		if cv, ok := CheckVersions(rapid.SampledFrom([]protocol.VersionEnvelope{s.Versions, e.Versions, other}).Draw(t, "checked")); ok {
+			gotC, nextC, errC := StepEncoded(withChecked{d, cv}, s, nil, e)
+			if gb, wb := resultBytes(t, gotC, errC), resultBytes(t, want, werr); !bytes.Equal(gb, wb) || !bytes.Equal(nextC, next) {
+				t.Fatalf("with checked versions, encoded %s (next %s)\nstep %s (next %s)", gb, nextC, wb, next)
+			}
+		}
 		// A snapshot's own known bytes, handed over, change nothing.
 		if sb, known, err := s.Encoded(); known {
 			mj, merr := s.MarshalJSON()
@@ -105,3 +115,11 @@ func TestStepEncodedIsStep(t *testing.T) {
 		}
 	})
 }
+
+// withChecked is a domain that hands the step a checked version envelope.
+type withChecked struct {
+	Domain
+	cv *CheckedVersions
+}
+
+func (w withChecked) CheckedVersions() *CheckedVersions { return w.cv }

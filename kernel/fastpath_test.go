@@ -171,7 +171,7 @@ func TestBuildProposalMatchesReference(t *testing.T) {
 			}
 			pr.Preconditions = append(pr.Preconditions, rapid.SampledFrom([]string{"a", "b", "a:1", "a-1", "a.b", "B", "9", "a_b", "a/b", "ab", "x y"}).Draw(t, "pre"))
 		}
-		ep, b, ok := buildProposal(e, pr)
+		ep, b, ok := buildProposal(e, pr, drawChecked(t, e.Versions))
 		rep, rb, rok := referenceBuildProposal(e, pr)
 		if ok != rok || !bytes.Equal(b, rb) || !reflect.DeepEqual(ep, rep) {
 			t.Fatalf("fast %v %s %#v\nreference %v %s %#v", ok, b, ep, rok, rb, rep)
@@ -262,7 +262,7 @@ func TestAppendSnapshotMatchesEncode(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genSnapshot(t)
 		want, werr := cjson.Encode(s.Wire())
-		got, ok := appendSnapshot(nil, &s, false)
+		got, ok := appendSnapshot(nil, &s, false, drawChecked(t, s.Versions))
 		if ok && (werr != nil || !bytes.Equal(got, want)) {
 			t.Fatalf("appendSnapshot %s\nEncode        %s %v", got, want, werr)
 		}
@@ -754,4 +754,21 @@ func TestParsedSnapshotBytesMatchEncode(tt *testing.T) {
 			t.Fatalf("parsed bytes %s\nencoding     %s %v", b, want, err)
 		}
 	})
+}
+
+// drawChecked draws the checked envelope a step may be handed: none, the
+// envelope v itself when its labels pass (the writers then copy its bytes),
+// or another checked envelope (they then check and write v as before).
+func drawChecked(t *rapid.T, v protocol.VersionEnvelope) *CheckedVersions {
+	switch rapid.IntRange(0, 2).Draw(t, "checked") {
+	case 1:
+		cv, _ := CheckVersions(v)
+		return cv
+	case 2:
+		o := v
+		o.Tool = "other-tool/9"
+		cv, _ := CheckVersions(o)
+		return cv
+	}
+	return nil
 }

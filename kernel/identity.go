@@ -210,7 +210,7 @@ func sortPreconditions(pre []string) ([]string, bool) {
 // every member is checked here or was checked when the event was parsed,
 // so the proposal is valid by construction and its bytes are written
 // directly; both identities hash the same value bytes.
-func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool) {
+func buildProposal(e Event, pr Proposal, cv *CheckedVersions) (protocol.EffectProposal, []byte, bool) {
 	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
 		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
 		return protocol.EffectProposal{}, nil, false
@@ -226,7 +226,7 @@ func buildProposal(e Event, pr Proposal) (protocol.EffectProposal, []byte, bool)
 	}
 	value := appendProposalHead(make([]byte, 0, 1024), &e, &pr, action, dest, pre)
 	head := len(value)
-	value = appendProposalTail(value, &e)
+	value = appendProposalTail(value, &e, cv)
 	id := identityOf("proposal", identityProposal, value)
 	dedup := identityOf("proposal-dedup", identityProposalDedup, value)
 	// The proposal is its value with the two identities between head and

@@ -72,12 +72,12 @@ func stepWire(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, erro
 func parseTypedSnapshot(d Domain, p Profile, s *Snapshot, known []byte) (Snapshot, []byte, bool) {
 	if !cjson.ValidID(s.AggregateID) || s.Revision < 0 || (s.Phase != PhaseOpen && s.Phase != PhaseClosed) ||
 		(s.LastLogicalTime != nil && *s.LastLogicalTime < 0) || (s.LastEventID != nil && !cjson.ValidID(*s.LastEventID)) ||
-		!versionsValid(&s.Versions) {
+		!p.versionsOK(&s.Versions) {
 		return Snapshot{}, nil, false
 	}
 	prior, ok := known, true
 	if known == nil {
-		prior, ok = appendSnapshot(make([]byte, 0, snapshotCap(s)), s, false)
+		prior, ok = appendSnapshot(make([]byte, 0, snapshotCap(s)), s, false, p.versions)
 	}
 	if !ok {
 		return Snapshot{}, nil, false
@@ -115,7 +115,7 @@ func parseTypedEvent(d Domain, p Profile, e *protocol.AcceptedEvent) (Event, boo
 	if e.Kind != protocol.KindAcceptedEvent || !cjson.ValidID(e.EventID) || !cjson.ValidID(e.CorrelationID) ||
 		!cjson.ValidID(e.IdempotencyKey) || (e.CausationID != nil && !cjson.ValidID(*e.CausationID)) ||
 		e.LogicalTime < 0 || !protocol.ValidTimestamp(e.OccurredAt) || !protocol.ValidTimestamp(e.ReceivedAt) ||
-		!versionsValid(&e.Versions) || e.Payload == nil {
+		!p.versionsOK(&e.Versions) || e.Payload == nil {
 		return Event{}, false
 	}
 	payload, ok := canonCopyMap(e.Payload, 1, true)
@@ -648,7 +648,7 @@ func parseSnapshot(d Domain, p Profile, raw, event any, canon []byte, checked bo
 		w := s
 		w.State = rawState
 		var ok bool
-		if canon, ok = appendSnapshot(make([]byte, 0, snapshotCap(&w)), &w, true); !ok {
+		if canon, ok = appendSnapshot(make([]byte, 0, snapshotCap(&w)), &w, true, p.versions); !ok {
 			var err error
 			if canon, err = cjson.Encode(raw); err != nil {
 				return Snapshot{}, nil, canonicalRejection("/snapshot", err, eventIDOf(event), revisionOf(raw))
@@ -830,7 +830,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (t *Tran
 	proposals := make([]protocol.EffectProposal, 0, len(em.Proposals))
 	propBytes := make([][]byte, 0, len(em.Proposals))
 	for _, prop := range em.Proposals {
-		ep, b, ok := buildProposal(e, prop)
+		ep, b, ok := buildProposal(e, prop, p.versions)
 		if !ok {
 			return nil, nil, invariant("proposal_well_formed", &s, &e)
 		}
@@ -909,7 +909,7 @@ func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []by
 		state[k] = c
 	}
 	next.State = state
-	b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&next)), &next, true)
+	b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&next)), &next, true, p.versions)
 	if !ok {
 		return nil, nil, "", false
 	}

@@ -101,7 +101,7 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 // Encoded is MarshalJSON, and says whether the bytes are those a step
 // writes for s as its prior (known): StepEncoded may be handed them with s.
 func (s Snapshot) Encoded() (b []byte, known bool, err error) {
-	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false); ok {
+	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false, nil); ok {
 		return b, true, nil
 	}
 	b, err = cjson.Encode(s.Wire())

@@ -81,6 +81,7 @@ type eligibility struct {
 type Workflow struct {
 	id, version, digest string
 	versions            protocol.VersionEnvelope
+	checkedVersions     *kernel.CheckedVersions // versions, checked for the kernel's steps (nil: checked per step)
 	domain              *kernel.Declarative
 	receipts            []string // the receipt members the domain declares, nil if it takes no receipts
 	rules               *logic.Compiled
@@ -251,6 +252,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	if err = c.versions(w); err != nil {
 		return nil, err
 	}
+	w.checkedVersions, _ = kernel.CheckVersions(w.versions)
 	if err = c.ruleLimits(w); err != nil {
 		return nil, err
 	}

@@ -376,7 +376,13 @@ func logicalTimestamp(lt int64) string {
 type recorder struct {
 	*kernel.Declarative
 	em *kernel.Emission
+	cv *kernel.CheckedVersions
 }
+
+// CheckedVersions implements kernel.VersionsChecked: every event the tick
+// steps carries the bundle's version envelope, checked at Compile, and so
+// does every snapshot of its runs.
+func (r recorder) CheckedVersions() *kernel.CheckedVersions { return r.cv }
 
 // ReadsOnly implements kernel.ReadOnly: the recorder keeps the emission it
 // returns and changes nothing it is handed, and what it keeps of the kernel's
@@ -427,7 +433,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		known = st.Snapshot
 	}
 	var em kernel.Emission
-	tr, nextBytes, err := kernel.StepEncoded(recorder{w.domain, &em}, snap, known, ev)
+	tr, nextBytes, err := kernel.StepEncoded(recorder{w.domain, &em, w.checkedVersions}, snap, known, ev)
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}

@@ -234,8 +234,15 @@ func FormatContentDigest(digest string) (string, bool) {
 	if !cjson.ValidDigest(digest) {
 		return "", false
 	}
-	raw, _ := hex.DecodeString(digest[len("sha256:"):])
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(raw) + ":", true
+	// Decoded and encoded on the stack, the field made in one allocation.
+	var text [2 * sha256.Size]byte
+	copy(text[:], digest[len("sha256:"):])
+	var raw [sha256.Size]byte
+	hex.Decode(raw[:], text[:])
+	var buf [len("sha-256=::") + 44]byte
+	b := append(buf[:0], "sha-256=:"...)
+	b = base64.StdEncoding.AppendEncode(b, raw[:])
+	return string(append(b, ':')), true
 }
 
 // ParseContentDigest reads an RFC 9530 Content-Digest field value and
@@ -243,6 +250,38 @@ func FormatContentDigest(digest string) (string, bool) {
 // are ignored; a value without exactly one well-formed sha-256 member is an
 // error, because the body could then not be bound to its content.
 func ParseContentDigest(field string) (string, error) {
+	if d, ok := ownContentDigest(field); ok {
+		return d, nil
+	}
+	return parseContentDigest(field)
+}
+
+// ownContentDigest reads a field that is exactly one well-formed sha-256
+// member, as FormatContentDigest writes it, without splitting it: what
+// parseContentDigest returns for it, in one allocation. ok is false for
+// any other field.
+func ownContentDigest(field string) (string, bool) {
+	const prefix = "sha-256=:"
+	if len(field) != len(prefix)+44+1 || field[:len(prefix)] != prefix || field[len(field)-1] != ':' {
+		return "", false
+	}
+	var text [44]byte
+	copy(text[:], field[len(prefix):])
+	var raw [sha256.Size + 1]byte
+	n, err := strictBase64.Decode(raw[:], text[:])
+	if err != nil || n != sha256.Size {
+		return "", false
+	}
+	var buf [len("sha256:") + 2*sha256.Size]byte
+	b := append(buf[:0], "sha256:"...)
+	return string(hex.AppendEncode(b, raw[:n])), true
+}
+
+// strictBase64 is the standard encoding, refusing non-zero padding bits.
+var strictBase64 = base64.StdEncoding.Strict()
+
+// parseContentDigest is ParseContentDigest for any field.
+func parseContentDigest(field string) (string, error) {
 	if strings.TrimSpace(field) == "" {
 		return "", errorf(CodeMissingDigest, HeaderContentDigest, "the request has no content digest")
 	}

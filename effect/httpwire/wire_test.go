@@ -2,6 +2,8 @@ package httpwire
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -658,4 +660,58 @@ func TestCheckRequestReadsOwnRequestsDirectly(t *testing.T) {
 	if err != nil || m.Request.IntentID != "intent:1" || m.Request.ActionDigest != dA || m.Request.Payload != nil {
 		t.Fatalf("%+v %v", m, err)
 	}
+}
+
+// formatContentDigestSlow is FormatContentDigest as first written, the
+// oracle of the one that writes on the stack.
+func formatContentDigestSlow(digest string) (string, bool) {
+	if !cjson.ValidDigest(digest) {
+		return "", false
+	}
+	raw, _ := hex.DecodeString(digest[len("sha256:"):])
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(raw) + ":", true
+}
+
+// The content digest field is written and read as before: FormatContentDigest
+// against its first form, ParseContentDigest (whose direct reading takes
+// the fields FormatContentDigest writes) against parseContentDigest, over
+// digests, their fields, and fields edited a byte or a member at a time.
+func TestContentDigestFieldMatchesTheGeneralForms(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var digest string
+		if rapid.IntRange(0, 4).Draw(t, "valid") > 0 {
+			digest = "sha256:" + hex.EncodeToString(rapid.SliceOfN(rapid.Byte(), 32, 32).Draw(t, "sum"))
+		} else {
+			digest = rapid.SampledFrom([]string{"", "sha256:", "sha256:" + strings.Repeat("G", 64), "sha256:" + strings.Repeat("A", 64), "md5:00", dA + "0"}).Draw(t, "digest")
+		}
+		field, ok := FormatContentDigest(digest)
+		want, wantOK := formatContentDigestSlow(digest)
+		if field != want || ok != wantOK {
+			t.Fatalf("FormatContentDigest(%q) = %q, %v; want %q, %v", digest, field, ok, want, wantOK)
+		}
+		if !ok {
+			field = "sha-256=:" + base64.StdEncoding.EncodeToString(rapid.SliceOfN(rapid.Byte(), 31, 33).Draw(t, "raw")) + ":"
+		}
+		switch rapid.IntRange(0, 5).Draw(t, "edit") {
+		case 1:
+			i := rapid.IntRange(0, len(field)-1).Draw(t, "at")
+			b := []byte(field)
+			b[i] = rapid.SampledFrom([]byte("=:,-_+/ aA0\x00")).Draw(t, "byte")
+			field = string(b)
+		case 2:
+			field = rapid.SampledFrom([]string{"md5=:AAAA:, ", " ", ", "}).Draw(t, "before") + field
+		case 3:
+			field += rapid.SampledFrom([]string{", sha-256=:AAAA:", ",md5=:x:", " "}).Draw(t, "after")
+		case 4:
+			field = strings.TrimSuffix(field, ":")
+		}
+		got, err := ParseContentDigest(field)
+		want2, err2 := parseContentDigest(field)
+		if got != want2 || fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("ParseContentDigest(%q) = %q, %v; want %q, %v", field, got, err, want2, err2)
+		}
+		if ok && field == want && got != digest {
+			t.Fatalf("ParseContentDigest(FormatContentDigest(%q)) = %q", digest, got)
+		}
+	})
 }

@@ -170,12 +170,12 @@ func factDeltaSize(e *Event, tuple, prov []byte, derivationID string) int {
 
 func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivationID string) []byte {
 	b = append(b, `{"causation_id":`...)
-	b = cjson.AppendString(b, e.ID)
+	b = appendPlain(b, e.ID)
 	b = append(b, `,"dataflow_version":`...)
-	b = cjson.AppendString(b, e.Versions.Dataflow)
+	b = appendPlain(b, e.Versions.Dataflow)
 	if derivationID != "" {
 		b = append(b, `,"derivation_id":`...)
-		b = cjson.AppendString(b, derivationID)
+		b = appendPlain(b, derivationID)
 	}
 	b = append(b, `,"diff":`...)
 	b = cjson.AppendInt(b, diff)
@@ -184,7 +184,7 @@ func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivat
 	b = append(b, `,"provenance_delta":`...)
 	b = append(b, prov...)
 	b = append(b, `,"rule_set_version":`...)
-	b = cjson.AppendString(b, e.Versions.RuleSet)
+	b = appendPlain(b, e.Versions.RuleSet)
 	b = append(b, `,"tuple":`...)
 	b = append(b, tuple...)
 	return append(b, '}')
@@ -198,9 +198,9 @@ func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivat
 // between its head and its tail.
 func appendProposalIDs(b []byte, id, dedup string) []byte {
 	b = append(b, `,"proposal_dedup_key":`...)
-	b = cjson.AppendString(b, dedup)
+	b = appendPlain(b, dedup)
 	b = append(b, `,"proposal_id":`...)
-	return cjson.AppendString(b, id)
+	return appendPlain(b, id)
 }
 
 // appendProposalTail writes the proposal's versions and closes it.
@@ -214,30 +214,49 @@ func appendProposalTail(b []byte, e *Event, cv *CheckedVersions) []byte {
 // identities: the action digest through the precondition list.
 func appendProposalHead(b []byte, e *Event, pr *Proposal, action, dest string, pre []string) []byte {
 	b = append(b, `{"action_digest":`...)
-	b = cjson.AppendString(b, action)
+	b = appendPlain(b, action)
 	b = append(b, `,"cause_id":`...)
-	b = cjson.AppendString(b, e.ID)
+	b = appendPlain(b, e.ID)
 	b = append(b, `,"correlation_id":`...)
-	b = cjson.AppendString(b, e.CorrelationID)
+	b = appendPlain(b, e.CorrelationID)
 	b = append(b, `,"declared_risk_hint":`...)
-	b = cjson.AppendString(b, pr.RiskHint)
+	b = appendPlain(b, pr.RiskHint)
 	b = append(b, `,"destination_digest":`...)
-	b = cjson.AppendString(b, dest)
+	b = appendPlain(b, dest)
 	b = append(b, `,"effect_type":`...)
-	b = cjson.AppendString(b, pr.EffectType)
+	b = appendPlain(b, pr.EffectType)
 	b = append(b, `,"goal_id":`...)
-	b = cjson.AppendString(b, pr.GoalID)
+	b = appendPlain(b, pr.GoalID)
 	b = append(b, `,"kind":"`+protocol.KindEffectProposal+`","obligation_id":`...)
-	b = cjson.AppendString(b, pr.ObligationID)
+	b = appendPlain(b, pr.ObligationID)
 	b = append(b, `,"preconditions":[`...)
 	for i, s := range pre {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = cjson.AppendString(b, s)
+		b = appendPlain(b, s)
 	}
 	return append(b, ']')
 }
+
+// appendPlain appends s quoted, as cjson.AppendString does for a string
+// that needs no escape: an id, a digest, a version label or a risk hint,
+// each checked when the event was parsed or the fact or proposal was
+// built (or derived here as a digest). It skips the scan for bytes to
+// escape; every kernel test runs with a check that panics if a string
+// that needs escaping reaches it.
+func appendPlain(b []byte, s string) []byte {
+	if checkPlain != nil {
+		checkPlain(s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// checkPlain, when set (by tests), is handed every string appendPlain
+// writes.
+var checkPlain func(string)
 
 // appendVersions writes a version envelope whose labels passed
 // validVersion (so are ASCII), members in canonical order.

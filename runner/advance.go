@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -785,8 +786,35 @@ func planned(e EffectPlan) (openEffect, error) {
 	// value gives back byte for byte: the intent is kept as those bytes,
 	// and decoded only where its members are read or edited
 	// (intentObject).
-	return openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: iv, Payload: payload, ContentDigest: e.ContentDigest,
-		Approval: e.Approval, intentBytes: iv, payloadBytes: pb}, nil
+	// The intent as decoding iv gives it back is kept too, so that binding
+	// it need not decode the bytes planned just wrote.
+	oe := openEffect{IntentID: e.Intent.IntentID, Stage: stagePlanned, Intent: iv, Payload: payload, ContentDigest: e.ContentDigest,
+		Approval: e.Approval, intentBytes: iv, payloadBytes: pb}
+	if kept, ok := asDecoded(e.Intent); ok {
+		oe.committed = &kept
+	}
+	return oe, nil
+}
+
+// asDecoded is pi as decoding cjson's encoding of it gives it back (for a
+// pi cjson encodes): sharing nothing with pi, its precondition set in the
+// order the encoding writes a set (by the elements' encoded bytes), and
+// never nil (the encoding writes nil as an empty set). ok is false for an
+// intent of another kind (whose preconditions are no set), left to be
+// decoded. TestAsDecodedMatchesDecoding holds it to decodeIntent.
+func asDecoded(pi protocol.EffectIntent) (protocol.EffectIntent, bool) {
+	if pi.Kind != protocol.KindEffectIntent {
+		return protocol.EffectIntent{}, false
+	}
+	pi = cloneIntent(pi)
+	if pi.Preconditions == nil {
+		pi.Preconditions = protocol.IDSet{}
+	}
+	slices.SortFunc(pi.Preconditions, func(a, b string) int {
+		var ab, bb [128]byte
+		return bytes.Compare(cjson.AppendString(ab[:0], a), cjson.AppendString(bb[:0], b))
+	})
+	return pi, true
 }
 
 // step advances the run by one control decision. It returns false when the
@@ -1202,12 +1230,17 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
 	}
-	intent, err := decodeIntent(body)
-	if err != nil {
-		return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
+	var intent protocol.EffectIntent
+	if c := e.keptIntent(); c != nil {
+		// Planned's own, as decoding body gives it.
+		intent = cloneIntent(*c)
+	} else {
+		if intent, err = decodeIntent(body); err != nil {
+			return nil, fmt.Errorf("intent %s: %w", e.IntentID, err)
+		}
+		kept := cloneIntent(intent)
+		e.committed = &kept
 	}
-	kept := cloneIntent(intent)
-	e.committed = &kept
 	a, err := r.cfg.Adapters.For(intent)
 	if err != nil {
 		return nil, err

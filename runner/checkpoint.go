@@ -79,10 +79,11 @@ type openEffect struct {
 	ApprovalID    string        `json:"approval_id"`
 	Usage         *Usage        `json:"usage,omitempty"` // what the adapter reported its attempts cost so far
 
-	// committed is Intent as commitIntents decoded it, kept so that sending
-	// and reconciling need not encode and decode the intent again: a
-	// committed intent no longer changes. Whatever edits Intent drops it;
-	// nil after a checkpoint is read, and then Intent is decoded.
+	// committed is Intent as planned kept it (asDecoded) or commitIntents
+	// decoded it, kept so that binding, sending and reconciling need not
+	// encode and decode the intent again: a committed intent no longer
+	// changes. Whatever edits Intent drops it; nil after a checkpoint is
+	// read, and then Intent is decoded.
 	committed *protocol.EffectIntent
 	// intentBytes and payloadBytes are Intent's and Payload's canonical
 	// bytes, kept so that binding and sending need not encode them again:

@@ -65,3 +65,52 @@ func TestDecodeIntentMatchesDecodeInto(t *testing.T) {
 		t.Fatalf("%s is left to encoding/json", b)
 	}
 }
+
+// asDecoded gives what decoding cjson's encoding of an intent gives, for
+// every intent cjson encodes (preconditions unsorted, empty or nil, texts
+// to escape, an approval digest or none), sharing nothing with it.
+func TestAsDecodedMatchesDecoding(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.StringMatching(`[a-z0-9:\-_ "\\é\x00]{0,12}`)
+		var approval *string
+		if rapid.Bool().Draw(t, "approved") {
+			d := "sha256:" + cjson.HexDigest([]byte(text.Draw(t, "approval")))
+			approval = &d
+		}
+		var pre protocol.IDSet
+		switch rapid.IntRange(0, 3).Draw(t, "preconditions") {
+		case 0:
+		case 1:
+			pre = protocol.IDSet{}
+		default:
+			pre = rapid.SliceOf(text).Draw(t, "pre")
+		}
+		vs := versions()
+		vs.Tool = text.Draw(t, "tool")
+		pi := protocol.EffectIntent{Kind: rapid.SampledFrom([]string{protocol.KindEffectIntent, protocol.KindEffectIntent, "other"}).Draw(t, "kind"),
+			IntentID: text.Draw(t, "id"), IdempotencyKey: text.Draw(t, "key"), ProposalID: text.Draw(t, "proposal"),
+			EffectType: text.Draw(t, "type"), CauseID: text.Draw(t, "cause"), AssessedRisk: text.Draw(t, "risk"),
+			ApprovalRequired: rapid.Bool().Draw(t, "required"), ApprovalDigest: approval, Preconditions: pre, Versions: vs}
+		kb, err := encodedJSON(pi)
+		if err != nil {
+			return // planned refuses it
+		}
+		want, err := decodeIntent(kb.b)
+		if err != nil {
+			t.Fatalf("%s: %v", kb.b, err)
+		}
+		got, ok := asDecoded(pi)
+		if !ok {
+			if pi.Kind == protocol.KindEffectIntent {
+				t.Fatal("asDecoded declined an intent")
+			}
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\nasDecoded %#v\n  decoded %#v", kb.b, got, want)
+		}
+		if len(got.Preconditions) > 0 && &got.Preconditions[0] == &pi.Preconditions[0] || got.ApprovalDigest != nil && got.ApprovalDigest == pi.ApprovalDigest {
+			t.Fatal("asDecoded shares the intent's lists or pointers")
+		}
+	})
+}

@@ -67,29 +67,43 @@ func (c *hashColumns) texts() []*string {
 }
 
 // appendSum appends the 32 bytes canonical hash h stands for to b, or
-// nothing when h is not canonical.
+// nothing when h is not canonical. Each pair of digits is read through
+// hexValue in one pass, into a sum that is appended only when every digit
+// was a lowercase hex digit.
 func appendSum(b []byte, h string) []byte {
 	if len(h) != len(hashPrefix)+64 || h[:len(hashPrefix)] != hashPrefix {
 		return b
 	}
-	for i := len(hashPrefix); i < len(h); i++ {
-		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return b
-		}
+	var sum [32]byte
+	bad := byte(0)
+	digits := h[len(hashPrefix):]
+	for i := range sum {
+		hi, lo := hexValue[digits[2*i]], hexValue[digits[2*i+1]]
+		bad |= hi | lo
+		sum[i] = hi<<4 | lo
 	}
-	for i := len(hashPrefix); i < len(h); i += 2 {
-		b = append(b, nibble(h[i])<<4|nibble(h[i+1]))
+	if bad&notHex != 0 {
+		return b
 	}
-	return b
+	return append(b, sum[:]...)
 }
 
-// nibble is the value of a lowercase hex digit.
-func nibble(c byte) byte {
-	if c <= '9' {
-		return c - '0'
+// notHex marks a byte that is not a lowercase hex digit in hexValue.
+const notHex = 0x10
+
+// hexValue is each byte's value as a lowercase hex digit, or notHex.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = notHex
 	}
-	return c - 'a' + 10
-}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+	}
+	return t
+}()
 
 // hashText reads a hash column pair back as the text it was written as.
 func hashText(sum, text string) string {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/hex"
 	"reflect"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -42,4 +43,70 @@ func TestHashColumns3(t *testing.T) {
 			}
 		}
 	})
+}
+
+// appendSumByDigit is appendSum as it was first written, a digit at a
+// time: the oracle for the table-driven one.
+func appendSumByDigit(b []byte, h string) []byte {
+	if len(h) != len(hashPrefix)+64 || h[:len(hashPrefix)] != hashPrefix {
+		return b
+	}
+	for i := len(hashPrefix); i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return b
+		}
+	}
+	nibble := func(c byte) byte {
+		if c <= '9' {
+			return c - '0'
+		}
+		return c - 'a' + 10
+	}
+	for i := len(hashPrefix); i < len(h); i += 2 {
+		b = append(b, nibble(h[i])<<4|nibble(h[i+1]))
+	}
+	return b
+}
+
+// TestAppendSumMatchesByDigit: the table-driven appendSum appends what
+// the digit-at-a-time one does, for canonical hashes, for ones with a
+// single byte changed anywhere (to any value, so every byte that is not a
+// lowercase hex digit is tried), and for other text.
+func TestAppendSumMatchesByDigit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := hashPrefix + hex.EncodeToString(rapid.SliceOfN(rapid.Byte(), 32, 32).Draw(t, "sum"))
+		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		case 1, 2:
+			b := []byte(h)
+			b[rapid.IntRange(0, len(b)-1).Draw(t, "at")] = rapid.Byte().Draw(t, "byte")
+			h = string(b)
+		case 3:
+			h = rapid.String().Draw(t, "text")
+		}
+		prefix := rapid.SliceOfN(rapid.Byte(), 0, 3).Draw(t, "prefix")
+		got := appendSum(append([]byte(nil), prefix...), h)
+		want := appendSumByDigit(append([]byte(nil), prefix...), h)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("appendSum(%q) = %x, want %x", h, got, want)
+		}
+	})
+	// Every byte value in every digit position.
+	base := hashPrefix + strings.Repeat("0123456789abcdef", 4)
+	for at := len(hashPrefix); at < len(base); at++ {
+		for c := 0; c < 256; c++ {
+			b := []byte(base)
+			b[at] = byte(c)
+			if got, want := appendSum(nil, string(b)), appendSumByDigit(nil, string(b)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("appendSum(%q) = %x, want %x", b, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkAppendSum(b *testing.B) {
+	h := hashPrefix + strings.Repeat("0123456789abcdef", 4)
+	buf := make([]byte, 0, 32)
+	for b.Loop() {
+		buf = appendSum(buf[:0], h)
+	}
 }

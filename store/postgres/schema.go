@@ -408,6 +408,58 @@ CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS
 	FOR EACH STATEMENT EXECUTE FUNCTION flrh_event_runs();
 ALTER TABLE events DROP CONSTRAINT events_sums_run_id_fkey;
 `},
+	// The two table checks left by migration 10 are no longer read from
+	// their stored tree text at every statement that writes their table
+	// (the server reads a table CHECK's text back into a tree and plans
+	// it per statement, a domain's once per connection). A trace row's
+	// record count is one call of a function that holds the same
+	// condition: the constraint keeps its name and its error, and its
+	// text is the call's. An event's hash pairs are checked by the
+	// statement trigger that already reads every inserted event for its
+	// run, in one query over them, and a row that holds both or neither
+	// of a pair fails the insert with the check's SQLSTATE (23514) and
+	// name. Events are never updated (a row trigger refuses it), so the
+	// insert is the only way a row gets there. The trigger's function
+	// names the runs table with its schema instead of pinning the
+	// search_path (a configuration change and back at every call).
+	{"table checks in a function and the events trigger", `
+CREATE FUNCTION flrh_trace_records(seq flrh_position, last_seq bigint, kinds flrh_trace_kinds, bodies flrh_trace_bodies) RETURNS boolean
+	LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	RETURN cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1;
+END
+$$;
+ALTER TABLE trace DROP CONSTRAINT trace_records,
+	ADD CONSTRAINT trace_records CHECK (flrh_trace_records(seq, last_seq, kinds, bodies));
+DO $do$
+BEGIN
+	EXECUTE format($f$
+CREATE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	missing text;
+BEGIN
+	IF EXISTS (SELECT FROM new_rows n WHERE (n.digest_sum IS NULL) = (n.digest IS NULL)
+		OR (n.prev_sum IS NULL) = (n.prev_hash IS NULL) OR (n.chain_sum IS NULL) = (n.chain_hash IS NULL)) THEN
+		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_hashes"'
+			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_hashes';
+	END IF;
+	SELECT n.run_id INTO missing FROM new_rows n
+	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%%" does not exist', missing
+			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
+	END IF;
+	RETURN NULL;
+END
+$$$f$, current_schema());
+END
+$do$;
+DROP TRIGGER events_run_exists ON events;
+CREATE TRIGGER events_checked AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION flrh_events_checked();
+DROP FUNCTION flrh_event_runs();
+ALTER TABLE events DROP CONSTRAINT event_hashes;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

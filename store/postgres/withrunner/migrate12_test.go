@@ -1,0 +1,217 @@
+package withrunner
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/store/postgres"
+)
+
+// version11Checks is what migration 12 replaced: the event hash pairs and
+// the trace row's record count as table CHECKs, as migration 10 wrote them,
+// and the events' statement trigger of migration 11, checking their run
+// only, with the search_path pinned.
+const version11Checks = `
+DROP TRIGGER events_checked ON events;
+DROP FUNCTION flrh_events_checked();
+CREATE FUNCTION flrh_event_runs() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+	missing text;
+BEGIN
+	SELECT n.run_id INTO missing FROM new_rows n
+	WHERE NOT EXISTS (SELECT FROM runs r WHERE r.run_id = n.run_id) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%" does not exist', missing
+			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
+	END IF;
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION flrh_event_runs();
+ALTER TABLE events ADD CONSTRAINT event_hashes CHECK ((digest_sum IS NULL) <> (digest IS NULL)
+	AND (prev_sum IS NULL) <> (prev_hash IS NULL) AND (chain_sum IS NULL) <> (chain_hash IS NULL));
+ALTER TABLE trace DROP CONSTRAINT trace_records,
+	ADD CONSTRAINT trace_records CHECK (cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1);
+DROP FUNCTION flrh_trace_records(flrh_position, bigint, flrh_trace_kinds, flrh_trace_bodies);
+DELETE FROM schema_migrations WHERE version > 11;`
+
+// toVersion11 gives schema back the table checks and the events trigger of
+// version 11 and forgets migration 12: what a version-11 build leaves.
+func toVersion11(t *testing.T, schema string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	must(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version11Checks)
+	must(t, err)
+}
+
+// Real runs written by a version-11 build read back exactly as before after
+// migration 12, verify, and go on; the events' hash pairs are no longer a
+// table check, the trace row's count is one call, and the events trigger
+// is the new one.
+func TestMigrateFromVersion11RealRuns(t *testing.T) {
+	schema := freshSchema(t)
+	old := openNamed(t, schema, "flrh-migrate11-old", postgres.Options{})
+	toVersion11(t, schema)
+	tableChecks := func(st *postgres.Store) []string {
+		var out []string
+		for _, c := range checks(t, st) {
+			if strings.HasPrefix(c, "events.") || strings.HasPrefix(c, "trace.") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if got, want := tableChecks(old), []string{"events.event_hashes", "trace.trace_records"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 11's table checks %v, want %v", got, want)
+	}
+	if got, want := runKeys(t, old), []string{"trigger events.events_run_exists", "trigger runs.runs_no_delete", "trigger runs.runs_no_rename", "trigger runs.runs_no_truncate"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("version 11's run keys %v, want %v", got, want)
+	}
+	ids := recordRuns(t, old, "", true)
+	want := readRuns(t, old, ids)
+	old.Close()
+
+	st := openNamed(t, schema, "flrh-migrate11", postgres.Options{})
+	migratedTo(t, st, 12)
+	if got, want := tableChecks(st), []string{"trace.trace_records"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("table checks after migration %v, want %v", got, want)
+	}
+	if got, want := runKeys(t, st), []string{"trigger events.events_checked", "trigger runs.runs_no_delete", "trigger runs.runs_no_rename", "trigger runs.runs_no_truncate"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("run keys after migration %v, want %v", got, want)
+	}
+	// The events trigger no longer pins the search_path.
+	var config []string
+	must(t, st.Pool().QueryRow(ctx, `SELECT COALESCE(proconfig, '{}') FROM pg_proc WHERE oid = 'flrh_events_checked'::regproc`).Scan(&config))
+	if len(config) != 0 {
+		t.Fatalf("flrh_events_checked sets %v", config)
+	}
+	sameRuns(t, st, ids, want)
+	verifyRuns(t, st, ids)
+	more := recordRuns(t, st, "after-", false)
+	verifyRuns(t, st, append(ids, more...))
+}
+
+// Migration 12's checks refuse exactly the rows version 11's refused, with
+// the same SQLSTATE and, for a check, the same constraint's name: random
+// inserts of events (several rows a statement, each hash pair mostly one
+// of its two, now and then a row of another run) and of trace rows go to a
+// version-11 schema and to this build's, each in a transaction rolled
+// back.
+func TestTableChecksMovedRefuseWhatTheyRefused(t *testing.T) {
+	open := func(app string, v11 bool) *pgx.Conn {
+		schema := freshSchema(t)
+		st := openNamed(t, schema, app, postgres.Options{})
+		st.Close()
+		if v11 {
+			toVersion11(t, schema)
+		}
+		conn, err := pgx.Connect(ctx, dsn(t))
+		must(t, err)
+		t.Cleanup(func() { conn.Close(ctx) })
+		_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
+INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at) VALUES ('r', 'wf', '1', 'S', 'h', 0, 0);`)
+		must(t, err)
+		return conn
+	}
+	v11, v12 := open("flrh-checks-v11", true), open("flrh-checks-v12", false)
+	// outcome is "" for a write stored, else its SQLSTATE and, for a
+	// check, the constraint's name.
+	outcome := func(conn *pgx.Conn, sql string) string {
+		tx, err := conn.Begin(ctx)
+		must(t, err)
+		defer tx.Rollback(ctx)
+		_, err = tx.Exec(ctx, sql)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			if pe.Code == "23514" {
+				return pe.Code + " " + pe.TableName + "." + pe.ConstraintName
+			}
+			return pe.Code
+		}
+		must(t, err)
+		return ""
+	}
+	// A sum's length is its domain's check, which migration 12 leaves
+	// (TestChecksKeptInDomainsRefuseWhatTheyRefused covers it); every
+	// sum here is 32 bytes, so that which check refuses a row first does
+	// not depend on the rows' order.
+	sum := `'\x` + strings.Repeat("ab", 32) + `'`
+	bigint := rapid.SampledFrom([]string{"-1", "0", "1", "2", "7", "9223372036854775807"})
+	array := func(rt *rapid.T, name, elem, typ string, n int, off bool) string {
+		if off {
+			if rapid.IntRange(0, 3).Draw(rt, name+" shape") == 0 {
+				return "ARRAY[[" + elem + "], [" + elem + "]]::" + typ + "[]"
+			}
+			n += rapid.SampledFrom([]int{-1, 1}).Draw(rt, name+" delta")
+		}
+		es := make([]string, max(n, 0))
+		for i := range es {
+			es[i] = elem
+			if rapid.IntRange(0, 9).Draw(rt, name+" null") == 0 {
+				es[i] = "NULL"
+			}
+		}
+		return "ARRAY[" + strings.Join(es, ", ") + "]::" + typ + "[]"
+	}
+	seen := map[string]int{}
+	write := func(rt *rapid.T) string {
+		if rapid.Bool().Draw(rt, "events") {
+			pair := func(name string) string {
+				switch rapid.IntRange(0, 9).Draw(rt, name) {
+				case 0:
+					return sum + ", 'x'"
+				case 1:
+					return "NULL, NULL"
+				case 2, 3, 4:
+					return "NULL, 'x'"
+				}
+				return sum + ", NULL"
+			}
+			rows := make([]string, rapid.IntRange(1, 4).Draw(rt, "rows"))
+			for i := range rows {
+				run := "'r'"
+				if rapid.IntRange(0, 9).Draw(rt, "other run") == 0 {
+					run = "'nope'"
+				}
+				rows[i] = fmt.Sprintf(`(%s, %d, 'k', '\x00', %s, %s, %s, 1, 0)`, run, i+1, pair("digest"), pair("prev"), pair("chain"))
+			}
+			return `INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
+VALUES ` + strings.Join(rows, ", ")
+		}
+		seq, n := rapid.SampledFrom([]int{1, 2, 5, 0}).Draw(rt, "seq"), rapid.IntRange(0, 3).Draw(rt, "n")
+		last, off := fmt.Sprint(seq+n-1), rapid.SampledFrom([]int{0, 0, 1, 2, 3}).Draw(rt, "arrays off")
+		switch rapid.IntRange(0, 5).Draw(rt, "last_seq") {
+		case 0:
+			last = bigint.Draw(rt, "any last_seq")
+		case 1:
+			last = fmt.Sprint(seq - 1)
+		}
+		return fmt.Sprintf(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ('r', %d, %s, %s, %s, 0)`,
+			seq, last, array(rt, "kinds", "'k'", "text", n, off == 1 || off == 3), array(rt, "bodies", `'\x00'`, "bytea", n, off == 2 || off == 3))
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		for range 10 {
+			sql := write(rt)
+			was, is := outcome(v11, sql), outcome(v12, sql)
+			if was != is {
+				rt.Fatalf("%s\nversion 11: %q, this build: %q", sql, was, is)
+			}
+			seen[was]++
+		}
+	})
+	for _, o := range []string{"", "23514 events.event_hashes", "23514 trace.trace_records", "23503"} {
+		if seen[o] == 0 {
+			t.Fatalf("no write came out as %q (%v): the test would prove too little", o, seen)
+		}
+	}
+}

@@ -410,27 +410,21 @@ ALTER TABLE events DROP CONSTRAINT events_sums_run_id_fkey;
 `},
 	// The two table checks left by migration 10 are no longer read from
 	// their stored tree text at every statement that writes their table
-	// (the server reads a table CHECK's text back into a tree and plans
-	// it per statement, a domain's once per connection). A trace row's
-	// record count is one call of a function that holds the same
-	// condition: the constraint keeps its name and its error, and its
-	// text is the call's. An event's hash pairs are checked by the
+	// (the server reads a table CHECK's text back into a tree and plans it
+	// per statement, a domain's once per connection). Each moves into a
+	// trigger on its table with the same condition, failing with the
+	// check's SQLSTATE (23514) and name: an event's hash pairs into the
 	// statement trigger that already reads every inserted event for its
-	// run, in one query over them, and a row that holds both or neither
-	// of a pair fails the insert with the check's SQLSTATE (23514) and
-	// name. Events are never updated (a row trigger refuses it), so the
-	// insert is the only way a row gets there. The trigger's function
-	// names the runs table with its schema instead of pinning the
-	// search_path (a configuration change and back at every call).
-	{"table checks in a function and the events trigger", `
-CREATE FUNCTION flrh_trace_records(seq flrh_position, last_seq bigint, kinds flrh_trace_kinds, bodies flrh_trace_bodies) RETURNS boolean
-	LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN
-	RETURN cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1;
-END
-$$;
-ALTER TABLE trace DROP CONSTRAINT trace_records,
-	ADD CONSTRAINT trace_records CHECK (flrh_trace_records(seq, last_seq, kinds, bodies));
+	// run, in one query over them; a trace row's record count into a row
+	// trigger (one row a tick) that also checks the row's run, in place of
+	// the foreign key (runs are never deleted or renamed: see migration
+	// 11). Events and trace rows are never updated (their row triggers
+	// refuse it), so the insert is the only way a row gets there. A row
+	// with a NULL is left to its column's NOT NULL, which came first. The
+	// triggers' functions name the runs table with its schema instead of
+	// pinning the search_path (a configuration change and back at every
+	// call).
+	{"table checks in the events and trace triggers", `
 DO $do$
 BEGIN
 	EXECUTE format($f$
@@ -459,6 +453,29 @@ CREATE TRIGGER events_checked AFTER INSERT ON events REFERENCING NEW TABLE AS ne
 	FOR EACH STATEMENT EXECUTE FUNCTION flrh_events_checked();
 DROP FUNCTION flrh_event_runs();
 ALTER TABLE events DROP CONSTRAINT event_hashes;
+DO $do$
+BEGIN
+	EXECUTE format($f$
+CREATE FUNCTION flrh_trace_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF num_nulls(NEW.run_id, NEW.seq, NEW.last_seq, NEW.kinds, NEW.bodies, NEW.recorded_at) > 0 THEN
+		RETURN NEW; -- refused by the column's NOT NULL, as before
+	END IF;
+	IF NOT (cardinality(NEW.kinds) = NEW.last_seq - NEW.seq + 1 AND cardinality(NEW.bodies) = NEW.last_seq - NEW.seq + 1) THEN
+		RAISE EXCEPTION 'new row for relation "trace" violates check constraint "trace_records"'
+			USING ERRCODE = 'check_violation', TABLE = 'trace', CONSTRAINT = 'trace_records';
+	END IF;
+	IF NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = NEW.run_id) THEN
+		RAISE EXCEPTION 'insert into table "trace" violates its run key: run "%%" does not exist', NEW.run_id
+			USING ERRCODE = 'foreign_key_violation', TABLE = 'trace', COLUMN = 'run_id';
+	END IF;
+	RETURN NEW;
+END
+$$$f$, current_schema());
+END
+$do$;
+CREATE TRIGGER trace_checked BEFORE INSERT ON trace FOR EACH ROW EXECUTE FUNCTION flrh_trace_checked();
+ALTER TABLE trace DROP CONSTRAINT trace_records, DROP CONSTRAINT trace_ticks_run_id_fkey;
 `},
 }
 

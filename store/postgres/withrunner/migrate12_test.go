@@ -16,8 +16,9 @@ import (
 
 // version11Checks is what migration 12 replaced: the event hash pairs and
 // the trace row's record count as table CHECKs, as migration 10 wrote them,
-// and the events' statement trigger of migration 11, checking their run
-// only, with the search_path pinned.
+// the trace rows' foreign key to their run, and the events' statement
+// trigger of migration 11, checking their run only, with the search_path
+// pinned.
 const version11Checks = `
 DROP TRIGGER events_checked ON events;
 DROP FUNCTION flrh_events_checked();
@@ -38,9 +39,10 @@ CREATE TRIGGER events_run_exists AFTER INSERT ON events REFERENCING NEW TABLE AS
 	FOR EACH STATEMENT EXECUTE FUNCTION flrh_event_runs();
 ALTER TABLE events ADD CONSTRAINT event_hashes CHECK ((digest_sum IS NULL) <> (digest IS NULL)
 	AND (prev_sum IS NULL) <> (prev_hash IS NULL) AND (chain_sum IS NULL) <> (chain_hash IS NULL));
-ALTER TABLE trace DROP CONSTRAINT trace_records,
+DROP TRIGGER trace_checked ON trace;
+DROP FUNCTION flrh_trace_checked();
+ALTER TABLE trace ADD CONSTRAINT trace_ticks_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(run_id),
 	ADD CONSTRAINT trace_records CHECK (cardinality(kinds) = last_seq - seq + 1 AND cardinality(bodies) = last_seq - seq + 1);
-DROP FUNCTION flrh_trace_records(flrh_position, bigint, flrh_trace_kinds, flrh_trace_bodies);
 DELETE FROM schema_migrations WHERE version > 11;`
 
 // toVersion11 gives schema back the table checks and the events trigger of
@@ -55,9 +57,8 @@ func toVersion11(t *testing.T, schema string) {
 }
 
 // Real runs written by a version-11 build read back exactly as before after
-// migration 12, verify, and go on; the events' hash pairs are no longer a
-// table check, the trace row's count is one call, and the events trigger
-// is the new one.
+// migration 12, verify, and go on; neither table check is left, the trace
+// rows' key to their run is gone, and the two triggers are there.
 func TestMigrateFromVersion11RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	old := openNamed(t, schema, "flrh-migrate11-old", postgres.Options{})
@@ -83,17 +84,30 @@ func TestMigrateFromVersion11RealRuns(t *testing.T) {
 
 	st := openNamed(t, schema, "flrh-migrate11", postgres.Options{})
 	migratedTo(t, st, 12)
-	if got, want := tableChecks(st), []string{"trace.trace_records"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("table checks after migration %v, want %v", got, want)
+	if got := tableChecks(st); len(got) != 0 {
+		t.Fatalf("table checks after migration %v, want none", got)
 	}
 	if got, want := runKeys(t, st), []string{"trigger events.events_checked", "trigger runs.runs_no_delete", "trigger runs.runs_no_rename", "trigger runs.runs_no_truncate"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("run keys after migration %v, want %v", got, want)
 	}
-	// The events trigger no longer pins the search_path.
+	var traceKeys []string
+	must(t, st.Pool().QueryRow(ctx, `SELECT COALESCE(array_agg(conname::text ORDER BY conname), '{}') FROM pg_constraint
+WHERE conrelid = 'trace'::regclass AND contype = 'f'`).Scan(&traceKeys))
+	if len(traceKeys) != 0 {
+		t.Fatalf("trace's foreign keys after migration %v, want none", traceKeys)
+	}
+	var triggers []string
+	must(t, st.Pool().QueryRow(ctx, `SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger
+WHERE tgrelid = 'trace'::regclass AND NOT tgisinternal`).Scan(&triggers))
+	if want := []string{"trace_append_only", "trace_checked", "trace_no_truncate"}; !reflect.DeepEqual(triggers, want) {
+		t.Fatalf("trace's triggers after migration %v, want %v", triggers, want)
+	}
+	// Neither trigger's function pins the search_path.
 	var config []string
-	must(t, st.Pool().QueryRow(ctx, `SELECT COALESCE(proconfig, '{}') FROM pg_proc WHERE oid = 'flrh_events_checked'::regproc`).Scan(&config))
+	must(t, st.Pool().QueryRow(ctx, `SELECT COALESCE(array_agg(c), '{}') FROM pg_proc, unnest(proconfig) AS c
+WHERE oid IN ('flrh_events_checked'::regproc, 'flrh_trace_checked'::regproc)`).Scan(&config))
 	if len(config) != 0 {
-		t.Fatalf("flrh_events_checked sets %v", config)
+		t.Fatalf("the triggers' functions set %v", config)
 	}
 	sameRuns(t, st, ids, want)
 	verifyRuns(t, st, ids)
@@ -104,9 +118,9 @@ func TestMigrateFromVersion11RealRuns(t *testing.T) {
 // Migration 12's checks refuse exactly the rows version 11's refused, with
 // the same SQLSTATE and, for a check, the same constraint's name: random
 // inserts of events (several rows a statement, each hash pair mostly one
-// of its two, now and then a row of another run) and of trace rows go to a
-// version-11 schema and to this build's, each in a transaction rolled
-// back.
+// of its two, now and then a row of another run) and of trace rows (now
+// and then of a missing run or none) go to a version-11 schema and to this
+// build's, each in a transaction rolled back.
 func TestTableChecksMovedRefuseWhatTheyRefused(t *testing.T) {
 	open := func(app string, v11 bool) *pgx.Conn {
 		schema := freshSchema(t)
@@ -196,8 +210,15 @@ VALUES ` + strings.Join(rows, ", ")
 		case 1:
 			last = fmt.Sprint(seq - 1)
 		}
-		return fmt.Sprintf(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ('r', %d, %s, %s, %s, 0)`,
-			seq, last, array(rt, "kinds", "'k'", "text", n, off == 1 || off == 3), array(rt, "bodies", `'\x00'`, "bytea", n, off == 2 || off == 3))
+		run := "'r'"
+		switch rapid.IntRange(0, 9).Draw(rt, "trace run") {
+		case 0:
+			run = "'nope'"
+		case 1:
+			run = "NULL"
+		}
+		return fmt.Sprintf(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES (%s, %d, %s, %s, %s, 0)`,
+			run, seq, last, array(rt, "kinds", "'k'", "text", n, off == 1 || off == 3), array(rt, "bodies", `'\x00'`, "bytea", n, off == 2 || off == 3))
 	}
 	rapid.Check(t, func(rt *rapid.T) {
 		for range 10 {
@@ -209,7 +230,7 @@ VALUES ` + strings.Join(rows, ", ")
 			seen[was]++
 		}
 	})
-	for _, o := range []string{"", "23514 events.event_hashes", "23514 trace.trace_records", "23503"} {
+	for _, o := range []string{"", "23514 events.event_hashes", "23514 trace.trace_records", "23503", "23502"} {
 		if seen[o] == 0 {
 			t.Fatalf("no write came out as %q (%v): the test would prove too little", o, seen)
 		}

@@ -21,7 +21,23 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	return s.enqueue(ctx, op, lease.RunID, tick.MayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+	req := &writeReq{ctx: ctx, op: op, runID: lease.RunID, fn: s.commitWork(lease, tick), lazy: tick.MayLag}
+	if tick.MayLag {
+		// A lagging tick may be run again, after its caller has returned,
+		// if a write that joins its transaction is refused (linger.go):
+		// then it runs on the writer's copy of it, made before its caller
+		// returns, which the caller cannot change.
+		req.again = func(w *writer) func(ctx context.Context, tx *wtx, now time.Time) error {
+			return s.commitWork(lease, w.cloneTick(tick))
+		}
+	}
+	return s.enqueueWrite(req)
+}
+
+// commitWork is Commit's work inside the batch's transaction.
+func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.Context, tx *wtx, now time.Time) error {
+	const op = "commit"
+	return func(ctx context.Context, tx *wtx, now time.Time) error {
 		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty)
 		if err != nil {
 			return err
@@ -281,7 +297,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // finishAttempt records an attempt's result (status, detail, finish time)
@@ -422,4 +438,57 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 			seq, nanos(now), rel.RunID)
 		return err
 	})
+}
+
+// cloneTick copies t with every slice and body its own, so that the
+// caller may reuse what it passed once Commit has returned. The bodies are
+// copied into the writer's arena, which is reused once the lagging
+// batch's transaction is over (endLinger): the copy is made for every
+// lagging tick and is needed only until then.
+func (w *writer) cloneTick(t store.Tick) store.Tick {
+	c := t
+	c.Events = slices.Clone(t.Events)
+	for i := range c.Events {
+		c.Events[i].Body = w.keep(c.Events[i].Body)
+	}
+	if t.Checkpoint != nil {
+		cp := *t.Checkpoint
+		cp.Body = w.keep(cp.Body)
+		c.Checkpoint = &cp
+	}
+	c.Intents = slices.Clone(t.Intents)
+	for i := range c.Intents {
+		c.Intents[i].Body = w.keep(c.Intents[i].Body)
+	}
+	c.Approvals = slices.Clone(t.Approvals)
+	c.Results = slices.Clone(t.Results)
+	c.Receipts = slices.Clone(t.Receipts)
+	for i := range c.Receipts {
+		c.Receipts[i].Body = w.keep(c.Receipts[i].Body)
+	}
+	c.Consume = slices.Clone(t.Consume)
+	c.Begin = slices.Clone(t.Begin)
+	c.Submit = slices.Clone(t.Submit)
+	for i := range c.Submit {
+		c.Submit[i].Body = w.keep(c.Submit[i].Body)
+	}
+	c.Trace = slices.Clone(t.Trace)
+	for i := range c.Trace {
+		c.Trace[i].Body = w.keep(c.Trace[i].Body)
+	}
+	return c
+}
+
+// keep copies b into the writer's arena (nil stays nil). A full arena is
+// replaced by a larger one; the copies already made keep the old.
+func (w *writer) keep(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if cap(w.arena)-len(w.arena) < len(b) {
+		w.arena = make([]byte, 0, max(2*cap(w.arena), len(b), 64<<10))
+	}
+	n := len(w.arena)
+	w.arena = append(w.arena, b...)
+	return w.arena[n:len(w.arena):len(w.arena)]
 }

@@ -43,7 +43,15 @@ type writeReq struct {
 	lazy bool
 	// flush asks for a lagging batch's open transaction to be committed
 	// (linger.go); such a request has no work of its own.
-	flush    bool
+	flush bool
+	// again, for a lagging tick, returns the tick's work on the writer's
+	// own copy of it, to be run again after its caller has returned
+	// (linger.go).
+	again func(w *writer) func(ctx context.Context, tx *wtx, now time.Time) error
+	// now is the clock reading fn ran with: a lagging tick left in an
+	// open transaction is run again with it if a write that joins the
+	// transaction is refused (linger.go).
+	now      time.Time
 	err      error
 	panicked any // what fn panicked with, re-raised in the caller
 	didPanic bool
@@ -79,13 +87,18 @@ func (s *Store) write(ctx context.Context, op, runID string, fn func(ctx context
 // enqueue is write, with lazy saying whether the write may be committed
 // without waiting for the disk (store.Tick.MayLag).
 func (s *Store) enqueue(ctx context.Context, op, runID string, lazy bool, fn func(ctx context.Context, tx *wtx, now time.Time) error) error {
+	return s.enqueueWrite(&writeReq{ctx: ctx, op: op, runID: runID, fn: fn, lazy: lazy})
+}
+
+// enqueueWrite is enqueue for a request made by its caller.
+func (s *Store) enqueueWrite(req *writeReq) error {
 	if s.ro {
-		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "store opened read-only")
+		return store.Errorf(store.CodeInvalidInput, req.op, req.runID, nil, "store opened read-only")
 	}
-	if err := ctx.Err(); err != nil {
-		return mapErr(op, runID, err)
+	if err := req.ctx.Err(); err != nil {
+		return mapErr(req.op, req.runID, err)
 	}
-	return s.enqueueReq(&writeReq{ctx: ctx, op: op, runID: runID, fn: fn, lazy: lazy})
+	return s.enqueueReq(req)
 }
 
 // enqueueReq queues req for the next batch, leading it if no batch is
@@ -231,13 +244,21 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 		}
 		if lazy && w.logSync && !s.closing.Load() {
 			keep = true
-			s.beginLinger(tx, []string{r.runID})
+			s.beginLinger(tx, batch)
 			return
 		}
 		r.err = mapErr(r.op, r.runID, s.commitTx(bctx, tx, !lazy))
 		return
 	}
 
+	// One write joining a lagging batch's open transaction runs without a
+	// savepoint: if it is refused, the transaction is rolled back whole
+	// and the lagging ticks are run again in it (replayLinger), which
+	// leaves what its savepoint's rollback would have left. That is a
+	// governed step's input commit, which follows its previous step's
+	// receipt commit; the savepoint's journal of the pages it changes
+	// was most of what joining cost.
+	alone := held && work == 1 && !s.testSavepoints && s.canReplay()
 	landed, durable := 0, false
 	for _, r := range batch {
 		if r.flush {
@@ -245,6 +266,19 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 		}
 		if err := r.ctx.Err(); err != nil {
 			r.err = mapErr(r.op, r.runID, err)
+			continue
+		}
+		if alone {
+			if err := s.runOne(context.WithoutCancel(r.ctx), tx, r); err != nil {
+				r.err = mapErr(r.op, r.runID, err)
+				if rerr := s.replayLinger(bctx, tx); rerr != nil {
+					failAll(fmt.Errorf("lagging ticks run again after %s: %w", r.op, errors.Join(err, rerr)))
+					return
+				}
+			} else {
+				landed++
+				durable = durable || !r.lazy
+			}
 			continue
 		}
 		if _, err := s.exec(bctx, tx, savepointBegin); err != nil {
@@ -276,11 +310,7 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 		// Every write lags and was accepted: they join the open
 		// transaction and wait for the next batch's COMMIT.
 		keep = true
-		runs := make([]string, 0, len(batch))
-		for _, r := range batch {
-			runs = append(runs, r.runID)
-		}
-		s.beginLinger(tx, runs)
+		s.beginLinger(tx, batch)
 		return
 	}
 	// A refusal is decided on the writes before it, lagging ones included;
@@ -302,7 +332,8 @@ func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 			err = fmt.Errorf("%s panicked: %v", r.op, p)
 		}
 	}()
-	return r.fn(ctx, tx, s.clock())
+	r.now = s.clock()
+	return r.fn(ctx, tx, r.now)
 }
 
 // commitTx commits tx and, when durable, syncs the log: the caller is

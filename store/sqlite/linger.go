@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -96,11 +97,35 @@ func (s *Store) settle(ctx context.Context) {
 	}
 }
 
-// beginLinger leaves tx open after a lagging batch: a timer commits it
-// once lingerFor has passed, if nothing else has.
-func (s *Store) beginLinger(tx *wtx, runs []string) {
+// lingered is a lagging tick that ran in the open transaction: what is
+// needed to run it again there (replayLinger). Its work runs on the
+// writer's copy of the tick (writer.cloneTick), so running it again with
+// the same clock reading, on the database as it was before it, writes the
+// same rows. A write that cannot be run again has no fn.
+type lingered struct {
+	ctx       context.Context
+	op, runID string
+	fn        func(ctx context.Context, tx *wtx, now time.Time) error
+	now       time.Time
+	lazy      bool
+}
+
+// beginLinger leaves tx open after a lagging batch, whose writes all ran
+// in it, in order: a timer commits it once lingerFor has passed, if
+// nothing else has.
+func (s *Store) beginLinger(tx *wtx, batch []*writeReq) {
 	w := tx.w
-	w.lingerRuns = append(w.lingerRuns, runs...)
+	for _, r := range batch {
+		if r.flush {
+			continue
+		}
+		w.lingerRuns = append(w.lingerRuns, r.runID)
+		l := lingered{ctx: context.WithoutCancel(r.ctx), op: r.op, runID: r.runID, now: r.now, lazy: r.lazy}
+		if r.again != nil {
+			l.fn = r.again(w) // copied now: its caller returns once this batch is done
+		}
+		w.lingered = append(w.lingered, l)
+	}
 	if w.linger != nil {
 		return
 	}
@@ -127,7 +152,56 @@ func (s *Store) endLinger(w *writer, committed bool) {
 	}
 	clear(w.lingerRuns)
 	w.lingerRuns = w.lingerRuns[:0]
+	clear(w.lingered)
+	w.lingered = w.lingered[:0]
+	w.arena = w.arena[:0] // nothing refers to the copies any more
 	s.lingerOpen.Store(false)
+}
+
+// canReplay says whether every write in the open transaction can be run
+// again (replayLinger): each is a lagging tick, which Commit made safe to
+// run again.
+func (s *Store) canReplay() bool {
+	for _, l := range s.w.lingered {
+		if !l.lazy || l.fn == nil {
+			return false
+		}
+	}
+	return len(s.w.lingered) > 0
+}
+
+// replayLinger undoes a refused write that ran without a savepoint in the
+// open transaction of lagging ticks: it rolls the transaction back whole
+// and runs the lagging ticks again in a new one, in their order, each with
+// the clock reading it first ran with. Each reads what it read the first
+// time (the database before the transaction, then the ticks before it)
+// and so writes what it wrote, and is accepted as it was; the transaction
+// is then what a rollback to the refused write's savepoint would have
+// left. If one of them fails now (an I/O error), the lagging ticks are
+// lost, as with a failed COMMIT: the caller fails the batch, and the
+// runs' next ticks are refused.
+func (s *Store) replayLinger(ctx context.Context, tx *wtx) error {
+	s.rollback(tx)
+	if err := s.begin(ctx, tx); err != nil {
+		return err
+	}
+	for _, l := range tx.w.lingered {
+		if err := replayOne(l, tx); err != nil {
+			return fmt.Errorf("%s of run %s: %w", l.op, l.runID, err)
+		}
+	}
+	return nil
+}
+
+// replayOne runs a lagging tick again, a panic (which it did not raise
+// the first time) being its error.
+func replayOne(l lingered, tx *wtx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panicked: %v", p)
+		}
+	}()
+	return l.fn(l.ctx, tx, l.now)
 }
 
 // refuseLost refuses a run's tick when a lagging tick of the run was lost

@@ -58,6 +58,10 @@ type Store struct {
 	testCommit func() error
 	// testLogSync, when set, is called before each sync of the log.
 	testLogSync func()
+	// testSavepoints runs a write that joins a lagging batch's open
+	// transaction alone in a savepoint, as one of several is, instead of
+	// without one.
+	testSavepoints bool
 
 	path string // the database file; its log is path + "-wal"
 	// A lagging batch's transaction left open (linger.go): lingerOpen

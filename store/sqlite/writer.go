@@ -52,6 +52,8 @@ type writer struct {
 	// lagging ticks were lost with a failed COMMIT.
 	linger     *time.Timer
 	lingerRuns []string
+	lingered   []lingered // the lagging ticks run in it, in order
+	arena      []byte     // their bodies' copies
 	lost       map[string]bool
 }
 

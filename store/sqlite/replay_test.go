@@ -28,9 +28,29 @@ import (
 // outcome and, at the end, every row of every table must be the same.
 func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 	dir := t.TempDir()
+	type pair struct {
+		s    *Store
+		tick int64 // the store's clock: a millisecond more at each reading
+	}
+	open := func(savepoints bool) *pair {
+		p := &pair{}
+		s, err := Open(context.Background(), filepath.Join(dir, fmt.Sprintf("%v.db", savepoints)),
+			Options{Clock: func() time.Time { p.tick++; return time.Unix(1700000000, p.tick*int64(time.Millisecond)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lingerFor = time.Hour // only the next write, a read or Close commits
+		s.testSavepoints = savepoints
+		p.s = s
+		return p
+	}
+	withSP, without := open(true), open(false)
+	defer withSP.s.Close()
+	defer without.s.Close()
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
+		runID := fmt.Sprintf("r%d", n) // a run of its own in both stores
 		type op struct {
 			kind   string
 			events int
@@ -44,21 +64,12 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 			}
 		}), 1, 24).Draw(rt, "ops")
 
-		run := func(savepoints bool) ([]string, map[string][]string) {
-			var tick int64
-			clock := func() time.Time { tick++; return time.Unix(1700000000, tick*int64(time.Millisecond)) }
-			s, err := Open(context.Background(), filepath.Join(dir, fmt.Sprintf("%d-%v.db", n, savepoints)), Options{Clock: clock})
-			if err != nil {
-				rt.Fatal(err)
-			}
-			defer s.Close()
-			s.lingerFor = time.Hour // only the next write, a read or Close commits
-			s.testSavepoints = savepoints
+		run := func(s *Store) ([]string, map[string][]string) {
 			ctx := context.Background()
-			if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
+			if err := s.CreateRun(ctx, store.Run{ID: runID, WorkflowID: "wf", State: "S"}); err != nil {
 				rt.Fatal(err)
 			}
-			l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+			l, err := s.AcquireLease(ctx, runID, "w", time.Hour)
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -77,7 +88,7 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 				switch o.kind {
 				case "intent":
 					intents++
-					id := fmt.Sprintf("i%d", intents)
+					id := fmt.Sprintf("%s-i%d", runID, intents)
 					tk.Intents = []store.Intent{storetest.In(id, "k-"+id, id)}
 					tk.Begin = []string{id}
 					tk.MayLag = false
@@ -92,7 +103,7 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 				case "unknown-attempt":
 					tk.Results = []store.AttemptResult{{IntentID: "nope", N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}}
 				case "reused-key":
-					tk.Intents = []store.Intent{storetest.In(fmt.Sprintf("x%d", i), "k-i1", "other")}
+					tk.Intents = []store.Intent{storetest.In(fmt.Sprintf("%s-x%d", runID, i), "k-"+runID+"-i1", "other")}
 					tk.MayLag = false
 				case "unknown-receipt":
 					tk.Receipts = []store.Receipt{{IntentID: "nope", Outcome: "confirmed_success", Body: []byte(`{"ok":true}`), Digest: store.BodyDigest([]byte(`{"ok":true}`))}}
@@ -119,8 +130,8 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 			}
 			return outcomes, dumpTables(rt, s)
 		}
-		wantOut, want := run(true)
-		gotOut, got := run(false)
+		wantOut, want := run(withSP.s)
+		gotOut, got := run(without.s)
 		if !slices.Equal(gotOut, wantOut) {
 			rt.Fatalf("outcomes without a savepoint:\n%s\nwith one:\n%s", strings.Join(gotOut, "\n"), strings.Join(wantOut, "\n"))
 		}

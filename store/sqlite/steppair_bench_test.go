@@ -20,7 +20,16 @@ import (
 // disk, and the receipt tick (the attempt's result, the receipt, six
 // events, a checkpoint, four trace records), marked MayLag. An op is a
 // step.
-func BenchmarkCommitStepPair(b *testing.B) {
+func BenchmarkCommitStepPair(b *testing.B) { benchStepPair(b, 0) }
+
+// BenchmarkCommitStepPairRuns10 is BenchmarkCommitStepPair in runs of ten
+// steps, as bench/governedstep's runs are: what a tick costs that grows
+// with its run shows in the one-run benchmark and not here.
+func BenchmarkCommitStepPairRuns10(b *testing.B) { benchStepPair(b, 10) }
+
+// benchStepPair commits b.N steps, in one run (perRun 0) or in runs of
+// perRun steps.
+func benchStepPair(b *testing.B, perRun int) {
 	ev := strings.Repeat("e", 700)
 	cp := []byte(`{"state":"` + strings.Repeat("s", 7<<10) + `"}`)
 	tr := []byte(`{"trace":"` + strings.Repeat("t", 400) + `"}`)
@@ -54,6 +63,16 @@ func BenchmarkCommitStepPair(b *testing.B) {
 	b.ResetTimer()
 	cpu0 := cputime.Used()
 	for n := 0; n < b.N; n++ {
+		if perRun > 0 && n > 0 && n%perRun == 0 {
+			runID := fmt.Sprintf("r%d", n/perRun)
+			if err := s.CreateRun(ctx, store.Run{ID: runID, WorkflowID: "wf", State: "S"}); err != nil {
+				b.Fatal(err)
+			}
+			if l, err = s.AcquireLease(ctx, runID, "w", time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			head = 0
+		}
 		id := fmt.Sprintf("i-%d", n)
 		in := storetest.Inb("r", fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
 		first := store.Tick{ExpectHead: head, State: "EFFECT", Submit: []store.Inbound{in}, Consume: []string{in.ID},

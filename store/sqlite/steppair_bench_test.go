@@ -58,13 +58,13 @@ func benchStepPair(b *testing.B, perRun int) {
 			tick.Trace = append(tick.Trace, store.TraceRecord{Kind: "t", Body: tr})
 		}
 	}
-	head := int64(0)
+	head, runID := int64(0), "r"
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cputime.Used()
 	for n := 0; n < b.N; n++ {
 		if perRun > 0 && n > 0 && n%perRun == 0 {
-			runID := fmt.Sprintf("r%d", n/perRun)
+			runID = fmt.Sprintf("r%d", n/perRun)
 			if err := s.CreateRun(ctx, store.Run{ID: runID, WorkflowID: "wf", State: "S"}); err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func benchStepPair(b *testing.B, perRun int) {
 			head = 0
 		}
 		id := fmt.Sprintf("i-%d", n)
-		in := storetest.Inb("r", fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
+		in := storetest.Inb(runID, fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
 		first := store.Tick{ExpectHead: head, State: "EFFECT", Submit: []store.Inbound{in}, Consume: []string{in.ID},
 			Intents:    []store.Intent{storetest.In(id, "k-"+id, fmt.Sprint(n))},
 			Begin:      []string{id},

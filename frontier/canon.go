@@ -16,24 +16,12 @@ import (
 // appendString appends s as a JSON string the way flrh-cjson/1 spells it.
 func appendString(b []byte, s string) []byte { return cjson.AppendString(b, s) }
 
-// appendPlain appends s quoted, as appendString does for a string that
-// needs no escape: an id, a digest, a version label or an enumerated
-// word, each checked where the value holding it was built (or a constant
-// of this package). It skips the scan for bytes to escape, which such a
-// string never has; TestPlainWritersAreStringWriters holds the writers
-// that use it to appendString over every value they are handed.
-func appendPlain(b []byte, s string) []byte {
-	if checkPlain != nil {
-		checkPlain(s)
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// checkPlain, when set (by tests), is handed every string appendPlain
-// writes.
-var checkPlain func(string)
+// Strings this package writes with cjson.AppendChecked, which skips the
+// scan for bytes to escape, are ids, digests, version labels and
+// enumerated words, each checked where the value holding it was built (or
+// a constant of this package). Every frontier test runs with
+// cjson.MustBePlain as the check, which panics if a string that needs
+// escaping reaches it.
 
 // appendKey appends a member name and its colon, preceded by a comma unless
 // the member opens its object.
@@ -67,17 +55,8 @@ func appendStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
-// appendPlains is appendStrings for strings appendPlain may write.
-func appendPlains(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPlain(b, s)
-	}
-	return append(b, ']')
-}
+// appendPlains is appendStrings for strings cjson.AppendChecked may write.
+func appendPlains(b []byte, ss []string) []byte { return cjson.AppendCheckedList(b, ss) }
 
 // digestOf returns the sha256:<hex> form of canonical bytes.
 func digestOf(canonical []byte) string {

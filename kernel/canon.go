@@ -170,12 +170,12 @@ func factDeltaSize(e *Event, tuple, prov []byte, derivationID string) int {
 
 func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivationID string) []byte {
 	b = append(b, `{"causation_id":`...)
-	b = appendPlain(b, e.ID)
+	b = cjson.AppendChecked(b, e.ID)
 	b = append(b, `,"dataflow_version":`...)
-	b = appendPlain(b, e.Versions.Dataflow)
+	b = cjson.AppendChecked(b, e.Versions.Dataflow)
 	if derivationID != "" {
 		b = append(b, `,"derivation_id":`...)
-		b = appendPlain(b, derivationID)
+		b = cjson.AppendChecked(b, derivationID)
 	}
 	b = append(b, `,"diff":`...)
 	b = cjson.AppendInt(b, diff)
@@ -184,7 +184,7 @@ func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivat
 	b = append(b, `,"provenance_delta":`...)
 	b = append(b, prov...)
 	b = append(b, `,"rule_set_version":`...)
-	b = appendPlain(b, e.Versions.RuleSet)
+	b = cjson.AppendChecked(b, e.Versions.RuleSet)
 	b = append(b, `,"tuple":`...)
 	b = append(b, tuple...)
 	return append(b, '}')
@@ -198,9 +198,9 @@ func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivat
 // between its head and its tail.
 func appendProposalIDs(b []byte, id, dedup string) []byte {
 	b = append(b, `,"proposal_dedup_key":`...)
-	b = appendPlain(b, dedup)
+	b = cjson.AppendChecked(b, dedup)
 	b = append(b, `,"proposal_id":`...)
-	return appendPlain(b, id)
+	return cjson.AppendChecked(b, id)
 }
 
 // appendProposalTail writes the proposal's versions and closes it.
@@ -214,49 +214,37 @@ func appendProposalTail(b []byte, e *Event, cv *CheckedVersions) []byte {
 // identities: the action digest through the precondition list.
 func appendProposalHead(b []byte, e *Event, pr *Proposal, action, dest string, pre []string) []byte {
 	b = append(b, `{"action_digest":`...)
-	b = appendPlain(b, action)
+	b = cjson.AppendChecked(b, action)
 	b = append(b, `,"cause_id":`...)
-	b = appendPlain(b, e.ID)
+	b = cjson.AppendChecked(b, e.ID)
 	b = append(b, `,"correlation_id":`...)
-	b = appendPlain(b, e.CorrelationID)
+	b = cjson.AppendChecked(b, e.CorrelationID)
 	b = append(b, `,"declared_risk_hint":`...)
-	b = appendPlain(b, pr.RiskHint)
+	b = cjson.AppendChecked(b, pr.RiskHint)
 	b = append(b, `,"destination_digest":`...)
-	b = appendPlain(b, dest)
+	b = cjson.AppendChecked(b, dest)
 	b = append(b, `,"effect_type":`...)
-	b = appendPlain(b, pr.EffectType)
+	b = cjson.AppendChecked(b, pr.EffectType)
 	b = append(b, `,"goal_id":`...)
-	b = appendPlain(b, pr.GoalID)
+	b = cjson.AppendChecked(b, pr.GoalID)
 	b = append(b, `,"kind":"`+protocol.KindEffectProposal+`","obligation_id":`...)
-	b = appendPlain(b, pr.ObligationID)
+	b = cjson.AppendChecked(b, pr.ObligationID)
 	b = append(b, `,"preconditions":[`...)
 	for i, s := range pre {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendPlain(b, s)
+		b = cjson.AppendChecked(b, s)
 	}
 	return append(b, ']')
 }
 
-// appendPlain appends s quoted, as cjson.AppendString does for a string
-// that needs no escape: an id, a digest, a version label or a risk hint,
-// each checked when the event was parsed or the fact or proposal was
-// built (or derived here as a digest). It skips the scan for bytes to
-// escape; every kernel test runs with a check that panics if a string
-// that needs escaping reaches it.
-func appendPlain(b []byte, s string) []byte {
-	if checkPlain != nil {
-		checkPlain(s)
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// checkPlain, when set (by tests), is handed every string appendPlain
-// writes.
-var checkPlain func(string)
+// Strings this package writes with cjson.AppendChecked, which skips the
+// scan for bytes to escape, are ids, digests, version labels and risk
+// hints, each checked when the event was parsed or the fact or proposal
+// was built (or derived here as a digest). Every kernel test runs with
+// cjson.MustBePlain as the check, which panics if a string that needs
+// escaping reaches it.
 
 // appendVersions writes a version envelope whose labels passed
 // validVersion (so are ASCII), members in canonical order.

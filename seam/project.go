@@ -631,15 +631,15 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 		row := append(s.arena, `{"evidence_derivation_ids":`...)
 		row = appendPlainIDs(row, evidence)
 		row = append(row, `,"fact_key":`...)
-		row = appendPlain(row, f.key)
+		row = cjson.AppendChecked(row, f.key)
 		row = append(row, `,"kind":"LRRequirementEvidence","literal":`...)
 		row = req.Literal.appendCanonical(row)
 		row = append(row, `,"precondition_id":`...)
-		row = appendPlain(row, req.PreconditionID)
+		row = cjson.AppendChecked(row, req.PreconditionID)
 		row = append(row, `,"satisfied":`...)
 		row = strconv.AppendBool(row, satisfied)
 		row = append(row, `,"truth_state":`...)
-		row = appendPlain(row, string(f.state))
+		row = cjson.AppendChecked(row, string(f.state))
 		s.arena = append(row, '}')
 		s.spans = append(s.spans, [2]int{start, len(s.arena)})
 	}
@@ -677,13 +677,13 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 // evaluation.
 func (s *projector) appendVerdictPreimage(b []byte, pq *parsedQuery, rows [][]byte, supports []string, status string) []byte {
 	b = append(b, `{"binding_profile_digest":`...)
-	b = appendPlain(b, s.b.ProfileDigest)
+	b = cjson.AppendChecked(b, s.b.ProfileDigest)
 	b = append(b, `,"contract_version":`...)
-	b = appendPlain(b, ContractVersion)
+	b = cjson.AppendChecked(b, ContractVersion)
 	b = append(b, `,"kind":"LRVerdictPreimage","l_fixpoint_digest":`...)
-	b = appendPlain(b, s.l.FixpointDigest)
+	b = cjson.AppendChecked(b, s.l.FixpointDigest)
 	b = append(b, `,"l_materialization_digest":`...)
-	b = appendPlain(b, s.l.MaterializationDigest)
+	b = cjson.AppendChecked(b, s.l.MaterializationDigest)
 	b = append(b, `,"ordered_requirement_evidence":[`...)
 	for i, r := range rows {
 		if i > 0 {
@@ -694,49 +694,28 @@ func (s *projector) appendVerdictPreimage(b []byte, pq *parsedQuery, rows [][]by
 	b = append(b, `],"ordered_support_derivation_ids":`...)
 	b = appendPlainIDs(b, supports)
 	b = append(b, `,"proposal_value_digest":`...)
-	b = appendPlain(b, pq.proposal.Digest())
+	b = cjson.AppendChecked(b, pq.proposal.Digest())
 	b = append(b, `,"query_digest":`...)
-	b = appendPlain(b, pq.digest)
+	b = cjson.AppendChecked(b, pq.digest)
 	b = append(b, `,"rule_bundle_digest":`...)
-	b = appendPlain(b, s.l.RuleBundleDigest)
+	b = cjson.AppendChecked(b, s.l.RuleBundleDigest)
 	b = append(b, `,"rule_set_version":`...)
-	b = appendPlain(b, s.b.RuleSetVersion)
+	b = cjson.AppendChecked(b, s.b.RuleSetVersion)
 	b = append(b, `,"status":`...)
-	b = appendPlain(b, status)
+	b = cjson.AppendChecked(b, status)
 	return append(b, '}')
 }
 
-// appendPlain appends s quoted, as cjson.AppendString does for a string
-// that needs no escape: here a digest, an id, a version label or a truth
-// state or status word the projection checked or derived (the
-// materialization's and binding's digests and versions, each
-// precondition id, each support id, the fact keys, which are digests),
-// written without the scan for bytes to escape. Every seam test runs with
-// a check that panics if a string that needs escaping reaches it.
-func appendPlain(b []byte, s string) []byte {
-	if checkPlain != nil {
-		checkPlain(s)
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
+// Strings this package writes with cjson.AppendChecked, which skips the
+// scan for bytes to escape, are digests, ids, version labels and truth
+// state or status words the projection checked or derived (the
+// materialization's and binding's digests and versions, each precondition
+// id, each support id, the fact keys, which are digests). Every seam test
+// runs with cjson.MustBePlain as the check, which panics if a string that
+// needs escaping reaches it.
 
-// checkPlain, when set (by tests), is handed every string appendPlain
-// writes.
-var checkPlain func(string)
-
-// appendPlainIDs is appendIDs for ids appendPlain may write.
-func appendPlainIDs(b []byte, ids []string) []byte {
-	b = append(b, '[')
-	for i, s := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendPlain(b, s)
-	}
-	return append(b, ']')
-}
+// appendPlainIDs is appendIDs for ids cjson.AppendChecked may write.
+func appendPlainIDs(b []byte, ids []string) []byte { return cjson.AppendCheckedList(b, ids) }
 
 // mergeSorted returns the sorted union of two sorted id lists.
 func mergeSorted(a, b []string) []string {

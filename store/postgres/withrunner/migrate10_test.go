@@ -160,24 +160,6 @@ INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ('i',
 	outboxStatus := rapid.SampledFrom([]string{"'pending'", "'in_flight'", "'retry'", "'reconcile'", "'human'", "'done'", "''", "'DONE'", "'started'", "'x'"})
 	attemptStatus := rapid.SampledFrom([]string{"'started'", "'succeeded'", "'failed_transient'", "'failed_permanent'", "'unknown'",
 		"'reconciled_applied'", "'reconciled_not_applied'", "''", "'done'", "'Started'"})
-	// array is an array of n elements (now and then a NULL among them),
-	// or off: one more or fewer, or two-dimensional.
-	array := func(rt *rapid.T, name, elem, typ string, n int, off bool) string {
-		if off {
-			if rapid.IntRange(0, 3).Draw(rt, name+" shape") == 0 {
-				return "ARRAY[[" + elem + "], [" + elem + "]]::" + typ + "[]"
-			}
-			n += rapid.SampledFrom([]int{-1, 1}).Draw(rt, name+" delta")
-		}
-		es := make([]string, max(n, 0))
-		for i := range es {
-			es[i] = elem
-			if rapid.IntRange(0, 9).Draw(rt, name+" null") == 0 {
-				es[i] = "NULL"
-			}
-		}
-		return "ARRAY[" + strings.Join(es, ", ") + "]::" + typ + "[]"
-	}
 
 	refused := map[bool]int{}
 	write := func(rt *rapid.T) string {
@@ -259,4 +241,24 @@ INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ('j', 'r', %s,
 	if refused[true] == 0 || refused[false] == 0 {
 		t.Fatalf("%d writes stored, %d refused: the test would prove nothing", refused[false], refused[true])
 	}
+}
+
+// array draws the SQL text of an array of n elem values of type typ (now
+// and then a NULL among them), or, when off, one that a length check must
+// refuse: one element more or fewer, or two-dimensional.
+func array(rt *rapid.T, name, elem, typ string, n int, off bool) string {
+	if off {
+		if rapid.IntRange(0, 3).Draw(rt, name+" shape") == 0 {
+			return "ARRAY[[" + elem + "], [" + elem + "]]::" + typ + "[]"
+		}
+		n += rapid.SampledFrom([]int{-1, 1}).Draw(rt, name+" delta")
+	}
+	es := make([]string, max(n, 0))
+	for i := range es {
+		es[i] = elem
+		if rapid.IntRange(0, 9).Draw(rt, name+" null") == 0 {
+			es[i] = "NULL"
+		}
+	}
+	return "ARRAY[" + strings.Join(es, ", ") + "]::" + typ + "[]"
 }

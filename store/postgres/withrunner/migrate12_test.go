@@ -161,22 +161,6 @@ INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, creat
 	// not depend on the rows' order.
 	sum := `'\x` + strings.Repeat("ab", 32) + `'`
 	bigint := rapid.SampledFrom([]string{"-1", "0", "1", "2", "7", "9223372036854775807"})
-	array := func(rt *rapid.T, name, elem, typ string, n int, off bool) string {
-		if off {
-			if rapid.IntRange(0, 3).Draw(rt, name+" shape") == 0 {
-				return "ARRAY[[" + elem + "], [" + elem + "]]::" + typ + "[]"
-			}
-			n += rapid.SampledFrom([]int{-1, 1}).Draw(rt, name+" delta")
-		}
-		es := make([]string, max(n, 0))
-		for i := range es {
-			es[i] = elem
-			if rapid.IntRange(0, 9).Draw(rt, name+" null") == 0 {
-				es[i] = "NULL"
-			}
-		}
-		return "ARRAY[" + strings.Join(es, ", ") + "]::" + typ + "[]"
-	}
 	seen := map[string]int{}
 	write := func(rt *rapid.T) string {
 		if rapid.Bool().Draw(rt, "events") {

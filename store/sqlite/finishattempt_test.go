@@ -97,31 +97,13 @@ VALUES (?, ?, 1, ?, 'e', ?, 'c', x'00', 'd', 1, 1)`, id, r, order, "k-"+id); err
 }
 
 func dumpRows(t *rapid.T, tx *sql.Tx, q string) [][]any {
-	rows, err := tx.Query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+	out := queryRows(t.Fatal, tx, q)
+	for _, vals := range out {
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
 				vals[i] = fmt.Sprintf("%x", b)
 			}
 		}
-		out = append(out, vals)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

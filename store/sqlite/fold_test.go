@@ -21,23 +21,9 @@ func outboxRows(t *testing.T, s *Store) []string {
 		`SELECT intent_id, run_id, status, attempts, route, updated_at FROM outbox ORDER BY intent_id`,
 		`SELECT intent_id, n, status, generation, detail, started_at, finished_at FROM attempts ORDER BY intent_id, n`,
 	} {
-		rows, err := s.db.Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range queryRows(t.Fatal, s.db, q) {
 			out = append(out, fmt.Sprint(vals...))
 		}
-		rows.Close()
 	}
 	return out
 }

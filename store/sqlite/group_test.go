@@ -253,20 +253,7 @@ func dump(t testing.TB, db *sql.DB) string {
 	rows.Close()
 	var b strings.Builder
 	for _, tb := range tables {
-		rs, err := db.Query(`SELECT * FROM "` + tb + `" ORDER BY 1, 2`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rs.Columns()
-		for rs.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rs.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range queryRows(t.Fatal, db, `SELECT * FROM "`+tb+`" ORDER BY 1, 2`) {
 			fmt.Fprintf(&b, "%s:", tb)
 			for _, v := range vals {
 				if bs, ok := v.([]byte); ok {
@@ -276,7 +263,6 @@ func dump(t testing.TB, db *sql.DB) string {
 			}
 			b.WriteByte('\n')
 		}
-		rs.Close()
 	}
 	return b.String()
 }

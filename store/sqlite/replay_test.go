@@ -148,26 +148,9 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 func dumpTables(t interface{ Fatal(...any) }, s *Store) map[string][]string {
 	out := map[string][]string{}
 	for _, tb := range []string{"runs", "events", "checkpoints", "trace", "intents", "outbox", "attempts", "receipts", "inbox", "approvals"} {
-		rows, err := s.DB().Query(`SELECT * FROM ` + tb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
+		for _, vals := range queryRows(t.Fatal, s.DB(), `SELECT * FROM `+tb) {
 			out[tb] = append(out[tb], fmt.Sprintf("%#v", vals))
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
 		sort.Strings(out[tb])
 	}
 	return out

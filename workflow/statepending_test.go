@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"flrh.dev/flrh/authority"
@@ -95,6 +96,11 @@ func TestPendingWriterIsNested(t *testing.T) {
 	written := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		ps := rapid.SliceOfN(rapid.Custom(drawPending), 1, 3).Draw(rt, "pending")
+		if rapid.Bool().Draw(rt, "plain") {
+			// Most drawn lists hold some string the writer refuses; make
+			// half of them plain, so that the writing side is exercised.
+			makePlain(reflect.ValueOf(ps))
+		}
 		want, wantOK := appendNested([]byte("prefix"), ps)
 		w := pendingWriter{b: []byte("prefix"), ok: true}
 		w.pendings(ps)
@@ -144,4 +150,35 @@ func allPlain(ps []pending) bool {
 	}
 	walk(reflect.ValueOf(ps))
 	return plain
+}
+
+// makePlain replaces every exported string of v with one the string rule
+// passes and every raw member with a JSON object, leaving v's shape (nil
+// and empty lists, lengths, numbers) as drawn.
+func makePlain(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString("plain-" + strconv.Itoa(v.Len()))
+		}
+	case reflect.Slice:
+		if v.Type() == reflect.TypeFor[json.RawMessage]() {
+			if v.CanSet() {
+				v.SetBytes([]byte(`{"a":1}`))
+			}
+			return
+		}
+		for i := range v.Len() {
+			makePlain(v.Index(i))
+		}
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[mrp.Machine]() {
+			return // the machine writes itself, as drawn
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				makePlain(v.Field(i))
+			}
+		}
+	}
 }

@@ -3,113 +3,24 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
-	"flrh.dev/flrh/bundle"
-	"flrh.dev/flrh/demo"
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
-	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
 	"flrh.dev/flrh/verify"
 )
 
-// payments is an in-process destination that applies every intent.
-type payments struct{}
-
-func (payments) Execute(_ context.Context, in effect.Intent) (effect.Receipt, error) {
-	ev := []byte(fmt.Sprintf(`{"applied":%q}`, in.Effect.IdempotencyKey))
-	return effect.Receipt{Outcome: effect.Succeeded, Code: "OK", Evidence: ev, EvidenceDigest: store.BodyDigest(ev)}, nil
-}
-
-func (payments) Lookup(context.Context, string, string) (effect.LookupResult, error) {
-	return effect.LookupResult{Status: effect.StillUnknown}, nil
-}
-
-var refunds = demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
-
-// recordRuns runs refunds on st: runs that end, one approved by a person,
-// then (once those have ended: the demo and the bundle share a workflow
-// id) two of the refund-agent bundle, whose ticks write trace records.
-// Without demo, only the bundle's runs are started.
-func recordRuns(t *testing.T, ctx context.Context, st store.Store, prefix string, demo bool) []string {
+// recordRuns runs refunds on st through a real runner: with demo, the
+// refunds demo's two runs (one approved by a person), then two runs of the
+// refund-agent bundle, whose ticks write trace records.
+func recordRuns(t *testing.T, _ context.Context, st store.Store, prefix string, demo bool) []string {
 	t.Helper()
-	src, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, _, err := bundle.LoadFS(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
-		t.Fatal(err)
-	}
-	newRunner := func(wf runner.Workflow) *runner.Runner {
-		t.Helper()
-		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
-			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	var ids []string
-	if demo {
-		ids = recordDemoRuns(t, ctx, newRunner(refunds), prefix)
-	}
-	r := newRunner(agent)
-	defer r.Close(ctx)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, amount := range []int{12, 30} {
-		id := fmt.Sprintf("%sagent-%d", prefix, i)
-		must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(fmt.Sprintf(
-			`{"type":"refund.requested/1","payload":{"amount":%d,"payee":"p%d","reason":"damaged item","refund_id":"r-%d"}}`, amount, i, i))))
-		ids = append(ids, id)
-	}
-	must(r.RunToIdle(ctx))
-	return ids
-}
-
-func recordDemoRuns(t *testing.T, ctx context.Context, r *runner.Runner, prefix string) []string {
-	t.Helper()
-	defer r.Close(ctx)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	ids := []string{prefix + "small", prefix + "large"}
-	must(r.Start(ctx, ids[0], refunds.ID(), refunds.Version(), []byte(`{"refunds":[{"id":"a","amount":5,"payee":"alice","reason":"x"},{"id":"d","amount":9,"payee":"dan","reason":"w"}]}`)))
-	must(r.Start(ctx, ids[1], refunds.ID(), refunds.Version(), []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob","reason":"y"},{"id":"c","amount":7,"payee":"carol","reason":"z"}]}`)))
-	must(r.RunToIdle(ctx))
-	st2, err := r.Inspect(ctx, ids[1])
-	must(err)
-	if len(st2.Waiting) != 1 {
-		t.Fatalf("%s waits for %d approvals", ids[1], len(st2.Waiting))
-	}
-	must(r.Approve(ctx, ids[1], st2.Waiting[0].RequestID, runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
-	must(r.RunToIdle(ctx))
-	return ids
+	return refundruns.Record(t, st, prefix, demo, 12, 30)
 }
 
 type runRecord = storetest.Record

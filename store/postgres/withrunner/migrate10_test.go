@@ -121,39 +121,12 @@ WHERE attrelid = 'trace'::regclass AND attname IN ('kinds', 'bodies')`).Scan(&st
 // transaction rolled back, and both accept it or both refuse it as a check
 // violation.
 func TestChecksKeptInDomainsRefuseWhatTheyRefused(t *testing.T) {
-	open := func(app string, v9 bool) *pgx.Conn {
-		schema := freshSchema(t)
-		st := openNamed(t, schema, app, postgres.Options{})
-		st.Close()
-		if v9 {
-			toVersion9(t, schema)
-		}
-		conn, err := pgx.Connect(ctx, dsn(t))
-		must(t, err)
-		t.Cleanup(func() { conn.Close(ctx) })
-		_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
-INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at) VALUES ('r', 'wf', '1', 'S', 'h', 0, 0);
+	v9, v10 := checkSchemas(t, "flrh-checks-v9", "flrh-checks-v10", toVersion9, `
 INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at)
 	VALUES ('i', 'r', 1, 'e', 'k', 'c', '\x00', 'd', 1, 0);
 INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ('i', 'r', 'pending', 0);
 INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES ('i', 1, 'started', 1, 0);`)
-		must(t, err)
-		return conn
-	}
-	v9, v10 := open("flrh-checks-v9", true), open("flrh-checks-v10", false)
-	// outcome is "" for a write stored, else its SQLSTATE.
-	outcome := func(conn *pgx.Conn, sql string) string {
-		tx, err := conn.Begin(ctx)
-		must(t, err)
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, sql)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			return pe.Code
-		}
-		must(t, err)
-		return ""
-	}
+	outcome := func(conn *pgx.Conn, sql string) string { return writeOutcome(t, conn, sql, false) }
 
 	bigint := rapid.SampledFrom([]string{"-1", "0", "1", "2", "7", "9223372036854775807"})
 	sums := []string{`'\x` + strings.Repeat("ab", 32) + `'`, "''::bytea", `'\x` + strings.Repeat("ab", 31) + `'`, `'\x` + strings.Repeat("ab", 33) + `'`}
@@ -261,4 +234,46 @@ func array(rt *rapid.T, name, elem, typ string, n int, off bool) string {
 		}
 	}
 	return "ARRAY[" + strings.Join(es, ", ") + "]::" + typ + "[]"
+}
+
+// checkSchemas opens two fresh schemas of this build's version, takes the
+// first back to an older one with toOld, and returns a connection to each
+// (the older first) with its search path set, a run 'r' inserted and then
+// setup run.
+func checkSchemas(t *testing.T, oldApp, newApp string, toOld func(*testing.T, string), setup string) (older, newer *pgx.Conn) {
+	open := func(app string, old bool) *pgx.Conn {
+		schema := freshSchema(t)
+		st := openNamed(t, schema, app, postgres.Options{})
+		st.Close()
+		if old {
+			toOld(t, schema)
+		}
+		conn, err := pgx.Connect(ctx, dsn(t))
+		must(t, err)
+		t.Cleanup(func() { conn.Close(ctx) })
+		_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
+INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at) VALUES ('r', 'wf', '1', 'S', 'h', 0, 0);`+setup)
+		must(t, err)
+		return conn
+	}
+	return open(oldApp, true), open(newApp, false)
+}
+
+// writeOutcome runs sql on conn in a transaction it rolls back, and
+// returns "" for a write stored, else its SQLSTATE and, when named and the
+// write broke a check, the check's table and constraint name.
+func writeOutcome(t *testing.T, conn *pgx.Conn, sql string, named bool) string {
+	tx, err := conn.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, sql)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		if named && pe.Code == "23514" {
+			return pe.Code + " " + pe.TableName + "." + pe.ConstraintName
+		}
+		return pe.Code
+	}
+	must(t, err)
+	return ""
 }

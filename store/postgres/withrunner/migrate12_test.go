@@ -1,14 +1,12 @@
 package withrunner
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/store/postgres"
@@ -122,39 +120,8 @@ WHERE oid IN ('flrh_events_checked'::regproc, 'flrh_trace_checked'::regproc)`).S
 // and then of a missing run or none) go to a version-11 schema and to this
 // build's, each in a transaction rolled back.
 func TestTableChecksMovedRefuseWhatTheyRefused(t *testing.T) {
-	open := func(app string, v11 bool) *pgx.Conn {
-		schema := freshSchema(t)
-		st := openNamed(t, schema, app, postgres.Options{})
-		st.Close()
-		if v11 {
-			toVersion11(t, schema)
-		}
-		conn, err := pgx.Connect(ctx, dsn(t))
-		must(t, err)
-		t.Cleanup(func() { conn.Close(ctx) })
-		_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
-INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at) VALUES ('r', 'wf', '1', 'S', 'h', 0, 0);`)
-		must(t, err)
-		return conn
-	}
-	v11, v12 := open("flrh-checks-v11", true), open("flrh-checks-v12", false)
-	// outcome is "" for a write stored, else its SQLSTATE and, for a
-	// check, the constraint's name.
-	outcome := func(conn *pgx.Conn, sql string) string {
-		tx, err := conn.Begin(ctx)
-		must(t, err)
-		defer tx.Rollback(ctx)
-		_, err = tx.Exec(ctx, sql)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			if pe.Code == "23514" {
-				return pe.Code + " " + pe.TableName + "." + pe.ConstraintName
-			}
-			return pe.Code
-		}
-		must(t, err)
-		return ""
-	}
+	v11, v12 := checkSchemas(t, "flrh-checks-v11", "flrh-checks-v12", toVersion11, "")
+	outcome := func(conn *pgx.Conn, sql string) string { return writeOutcome(t, conn, sql, true) }
 	// A sum's length is its domain's check, which migration 12 leaves
 	// (TestChecksKeptInDomainsRefuseWhatTheyRefused covers it); every
 	// sum here is 32 bytes, so that which check refuses a row first does

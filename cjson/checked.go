@@ -17,13 +17,19 @@ func AppendChecked(b []byte, s string) []byte {
 
 // AppendCheckedList appends ss as a JSON array of strings, each written
 // by AppendChecked.
-func AppendCheckedList(b []byte, ss []string) []byte {
+func AppendCheckedList(b []byte, ss []string) []byte { return appendList(b, ss, AppendChecked) }
+
+// AppendStringList appends ss as a JSON array of strings, each written by
+// AppendString.
+func AppendStringList(b []byte, ss []string) []byte { return appendList(b, ss, AppendString) }
+
+func appendList(b []byte, ss []string, appendOne func([]byte, string) []byte) []byte {
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendChecked(b, s)
+		b = appendOne(b, s)
 	}
 	return append(b, ']')
 }

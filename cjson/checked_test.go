@@ -33,6 +33,17 @@ func TestCheckedIsAppendString(t *testing.T) {
 		if got := AppendCheckedList(nil, plain); string(got) != string(want) {
 			t.Fatalf("AppendCheckedList(%q) = %s, want %s", plain, got, want)
 		}
+		all := []byte{'['}
+		for i, s := range ss {
+			if i > 0 {
+				all = append(all, ',')
+			}
+			all = AppendString(all, s)
+		}
+		all = append(all, ']')
+		if got := AppendStringList(nil, ss); string(got) != string(all) {
+			t.Fatalf("AppendStringList(%q) = %s, want %s", ss, got, all)
+		}
 	})
 }
 

@@ -44,16 +44,7 @@ func appendNullableInt(b []byte, v int64, ok bool) []byte {
 	return appendInt(b, v)
 }
 
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
-}
+func appendStrings(b []byte, ss []string) []byte { return cjson.AppendStringList(b, ss) }
 
 // appendPlains is appendStrings for strings cjson.AppendChecked may write.
 func appendPlains(b []byte, ss []string) []byte { return cjson.AppendCheckedList(b, ss) }

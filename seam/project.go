@@ -81,16 +81,7 @@ func (pq *parsedQuery) appendCanonical(b []byte) []byte {
 	return append(b, '}')
 }
 
-func appendIDs(b []byte, ids []string) []byte {
-	b = append(b, '[')
-	for i, s := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = cjson.AppendString(b, s)
-	}
-	return append(b, ']')
-}
+func appendIDs(b []byte, ids []string) []byte { return cjson.AppendStringList(b, ids) }
 
 // normalizeQuery sorts a query's sets and derives its digest without the
 // checks that need a materialization or a binding profile.

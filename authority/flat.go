@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 )
 
@@ -934,7 +933,7 @@ func factStringsInto(a *strArena, out []string, fs []logic.Fact) []string {
 	for _, f := range fs {
 		// Each fact is rendered on the stack and copied into the
 		// builder, whose strings are handed over without a further copy.
-		sb.Write(appendFactText(factArr[:0], f))
+		sb.Write(f.AppendText(factArr[:0]))
 		ends = append(ends, sb.Len())
 	}
 	all := sb.String()
@@ -942,37 +941,6 @@ func factStringsInto(a *strArena, out []string, fs []logic.Fact) []string {
 		out[k], start = all[start:end], end
 	}
 	return out
-}
-
-// appendFactText appends f's text, the bytes logic's Fact.AppendText
-// appends (TestFactStringsMatchLogic). A symbol that cjson.Plain accepts
-// has nothing logic's quoting escapes, so it is copied whole between
-// quotes after one word-at-a-time test, where logic's quoting tests it
-// byte by byte; a fact with any other symbol is left to logic.
-func appendFactText(b []byte, f logic.Fact) []byte {
-	start := len(b)
-	if f.Neg {
-		b = append(b, '-')
-	}
-	b = append(b, f.Rel...)
-	b = append(b, '(')
-	for i, a := range f.Args {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		if !a.IsSym() {
-			b = strconv.AppendInt(b, a.Int(), 10)
-			continue
-		}
-		s := a.Str()
-		if !cjson.Plain(s) {
-			return f.AppendText(b[:start])
-		}
-		b = append(b, '"')
-		b = append(b, s...)
-		b = append(b, '"')
-	}
-	return append(b, ')')
 }
 
 // factChunk is the size of a run's buffer for its firings' fact strings.

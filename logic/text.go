@@ -12,8 +12,10 @@ import "strconv"
 func appendSym(b []byte, s string) []byte {
 	b = append(b, '"')
 	// Most symbols need no escape: copy the run before the first byte
-	// that does whole, then go on byte by byte.
-	i := 0
+	// that does whole, then go on byte by byte. The run is found eight
+	// bytes at a time while no byte of a word is below a space, a quote
+	// or a backslash (a superset of the escaped bytes), then byte by byte.
+	i := plainPrefix(s)
 	for i < len(s) && !needsEscape(s[i]) {
 		i++
 	}
@@ -33,6 +35,30 @@ func appendSym(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// plainPrefix returns a multiple of eight such that no byte of s before
+// it is a control byte (below 0x20), '"' or '\\', so none of them needs an
+// escape.
+func plainPrefix(s string) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// Some byte's high bit is set in a term exactly when some byte
+		// of w is below 0x20 (the first), or is '"' or '\\' (a zero byte
+		// of w XOR that byte repeated, the second and third).
+		q := w ^ (ones * '"')
+		bs := w ^ (ones * '\\')
+		if ((w-ones*0x20)&^w|(q-ones)&^q|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	return i
 }
 
 // needsEscape reports whether appendSym writes c as an escape.

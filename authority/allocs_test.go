@@ -164,7 +164,7 @@ func TestBatchSumsAreTheDigests(t *testing.T) {
 		lt, lw := rapid.Int64().Draw(rt, "lt"), rapid.Int64().Draw(rt, "lw")
 		pids, vids := ids.Draw(rt, "pids"), ids.Draw(rt, "vids")
 		want := StableBatchDigest(profile, lt, lw, pids, vids, df)
-		sum, err := stableBatchSum(profile, lt, lw, pids, vids, df)
+		sum, err := stableBatchSum(profile, lt, lw, pids, vids, df, nil)
 		if err != nil {
 			if want != invalidDigest(err) {
 				rt.Fatalf("error %v, digest %q", err, want)
@@ -176,7 +176,7 @@ func TestBatchSumsAreTheDigests(t *testing.T) {
 		}
 		b := PublishedBatch{Batch: protocol.StableProposalBatch{BatchID: "batch:x", BatchDigest: want, ProposalIDs: pids, EligibilityVerdictIDs: vids, DataflowVersion: df}}
 		pd, err1 := publishedBatchDigest(b)
-		ps, err2 := publishedBatchSum(b)
+		ps, err2 := publishedBatchSum(b, nil)
 		if (err1 == nil) != (err2 == nil) || (err1 == nil && string(ps[:]) != pd) {
 			rt.Fatalf("published: sum %q (%v), digest %q (%v)", ps[:], err2, pd, err1)
 		}

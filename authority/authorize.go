@@ -202,8 +202,19 @@ type Decisions struct {
 // decisions, byte for byte. A malformed batch is one typed rejection and
 // decides nothing; every other failure is a per-proposal rejection.
 func Authorize(in Input) (Decisions, error) {
+	// The decisions' digests and ids share one buffer, and one plainSeen
+	// that serves the batch check's preimages too. A batch of one
+	// proposal has its records, plainSeen included, in one allocation.
+	var arena strArena
+	var single *singleRecords
+	if n := len(in.Batch.Proposals); n == 1 {
+		single = new(singleRecords)
+		arena.seen = &single.seen
+	} else if n > 1 {
+		arena.seen = new(plainSeen)
+	}
 	if !in.Checked.covers(in.Batch, in.ProfileDigest) {
-		if err := checkBatch(in.Batch, in.ProfileDigest); err != nil {
+		if err := checkBatch(in.Batch, in.ProfileDigest, arena.seen); err != nil {
 			return Decisions{}, err
 		}
 	}
@@ -257,14 +268,12 @@ func Authorize(in Input) (Decisions, error) {
 		// One allocation for the records of a batch of one: each list is
 		// cut from its array with the array's capacity, so one that
 		// outgrows it is copied out as an append would copy it.
-		r := new(singleRecords)
+		r := single
 		recs = &r.d
 		out.Outcomes, fhr.Signals, fhr.Resolutions, fhr.Tickets, transitions = r.o[:0:1], r.s[:0:len(r.s)], r.r[:0:1], r.t[:0:1], r.e[:0:len(r.e)]
 	} else if n > 1 {
 		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
 	}
-	// The decisions' digests and ids share one buffer.
-	var arena strArena
 	for i, p := range in.Batch.Proposals {
 		o := decideOne(&in, i, p, &m, seq, &arena, recs)
 		if o.Intent != nil {
@@ -332,6 +341,8 @@ type singleRecords struct {
 	t [1]mrp.TicketView
 	s [2]mrp.SignalRecord
 	e [1]mrp.Entry
+	// seen serves every preimage of the decision (see plainSeen).
+	seen plainSeen
 }
 
 func nonNil(s []string) []string {
@@ -344,11 +355,11 @@ func nonNil(s []string) []string {
 // checkBatch checks a batch's self-consistency: pairing, identity and the
 // profile-bound digests. Hashes are not authentication; this only proves
 // the batch is the one R published under that profile.
-func checkBatch(b PublishedBatch, profile string) *Rejection {
-	if r := checkBatchIdentity(b, profile); r != nil {
+func checkBatch(b PublishedBatch, profile string, seen *plainSeen) *Rejection {
+	if r := checkBatchIdentity(b, profile, seen); r != nil {
 		return r
 	}
-	d, err := publishedBatchSum(b)
+	d, err := publishedBatchSum(b, seen)
 	if err != nil {
 		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
 		r.Actual = err.Error()
@@ -361,11 +372,11 @@ func checkBatch(b PublishedBatch, profile string) *Rejection {
 }
 
 // checkBatchIdentity is checkBatch short of the published-batch digest.
-func checkBatchIdentity(b PublishedBatch, profile string) *Rejection {
+func checkBatchIdentity(b PublishedBatch, profile string, seen *plainSeen) *Rejection {
 	if r := checkBatchShape(b); r != nil {
 		return r
 	}
-	sum, err := stableBatchSum(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion)
+	sum, err := stableBatchSum(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion, seen)
 	if err != nil {
 		// The digest is the "invalid:" form, compared as before.
 		want := invalidDigest(err)
@@ -537,7 +548,7 @@ func PublishedBatchDigest(b PublishedBatch) string {
 
 // ticketID derives a proposal's ticket id within its batch.
 func ticketID(a *strArena, proposalID, batchID string) string {
-	w := pooledWriter(256)
+	w := a.writer(256)
 	w.ticketIDPreimage(proposalID, batchID)
 	return w.mustDigestAsIn(a, "ticket:")
 }
@@ -868,7 +879,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	intent := &r.intent
 	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, intent, &r.snap
 	if grant == nil {
-		w := pooledWriter(1024)
+		w := a.writer(1024)
 		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
 		verdict := w.mustDigestIn(a)
 		// In authorizedPayloadNames' order; all but the policy and the
@@ -974,7 +985,7 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 }
 
 func inputDigest(a *strArena, in *Input, i int, seq int64) string {
-	w := pooledWriter(512)
+	w := a.writer(512)
 	w.inputPreimage(seq, in.Now, in.Policy.Policy.Digest, int64(i), in.Batch.PublishedBatchDigest, in.ProfileDigest)
 	return w.mustDigestIn(a)
 }
@@ -1016,14 +1027,15 @@ func controlEventFrom(a *strArena, event string, names, vals []string, ours uint
 	for k, n := range names {
 		payload[n] = vals[k]
 	}
-	w := controlEventPreimageFrom(event, auth, names, vals, ours)
+	w := controlEventPreimageFrom(a, event, auth, names, vals, ours)
 	return ControlEvent{Type: event, ActorRole: auth[0], Capability: auth[1], EventID: w.mustDigestAsIn(a, "event:"), Payload: payload}
 }
 
 // controlEventPreimageFrom writes the preimage controlEventPreimage
-// writes for the payload names[k]: vals[k].
-func controlEventPreimageFrom(event string, auth [2]string, names, vals []string, ours uint32) canonWriter {
-	w := pooledWriter(1024)
+// writes for the payload names[k]: vals[k], its strings tested through
+// a's plainSeen (see strArena.writer).
+func controlEventPreimageFrom(a *strArena, event string, auth [2]string, names, vals []string, ours uint32) canonWriter {
+	w := a.writer(1024)
 	w.controlEventHead(auth)
 	w.lit(`{`)
 	for k, n := range names {

@@ -30,6 +30,35 @@ type canonWriter struct {
 	// pooled, when set, is where b came from and goes back to once
 	// digested.
 	pooled *[]byte
+	// seen, when set, remembers strings strVal found plain, so that one
+	// written again in the same decision is not tested again.
+	seen *plainSeen
+}
+
+// plainSeen remembers strings of at least seenMin bytes that cjson.Plain
+// accepted. Plain is a function of a string's bytes alone, so a string
+// equal to a remembered one is plain too: a hit skips the test whatever
+// the string's origin. A slot is chosen by a multiplicative hash of the
+// string's last eight bytes (the random end of a digest or id) and its
+// length (a batch's id, digest and cause id end alike), and is
+// overwritten by the next string that lands on it, so a collision only
+// costs a test. A decision writes the same proposal id,
+// batch id, profile and action digests into several preimages; comparing
+// an id with the remembered copy (the same bytes, usually the same
+// pointer) costs less than testing it again.
+type plainSeen [32]string
+
+// seenMin is the shortest string plainSeen remembers: the digests and
+// ids (70 to 75 bytes) that recur; a shorter string is tested in a few
+// words, not much more than looking it up would cost.
+const seenMin = 64
+
+// slot is where s is remembered; len(s) >= seenMin.
+func (m *plainSeen) slot(s string) *string {
+	t := s[len(s)-8:]
+	x := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+	return &m[((x^uint64(len(s)))*0x9e3779b97f4a7c15)>>59]
 }
 
 // strArena carves the strings one decision returns — its digests and ids
@@ -39,6 +68,19 @@ type canonWriter struct {
 // from it keep its array alive. A nil arena allocates each string.
 type strArena struct {
 	sb strings.Builder
+	// seen, when set, serves every preimage of the decision (see
+	// plainSeen).
+	seen *plainSeen
+}
+
+// writer is pooledWriter for a preimage of a's decision: its strings are
+// tested through a's plainSeen. A nil arena's writer tests every string.
+func (a *strArena) writer(n int) canonWriter {
+	w := pooledWriter(n)
+	if a != nil {
+		w.seen = a.seen
+	}
+	return w
 }
 
 // arenaChunk is the size of an arena's buffer: about a decision's digests
@@ -224,7 +266,18 @@ func (w *canonWriter) quoted(s string) {
 }
 
 func (w *canonWriter) strVal(s string) {
-	if cjson.Plain(s) {
+	if len(s) >= seenMin && w.seen != nil {
+		slot := w.seen.slot(s)
+		if *slot == s {
+			w.quoted(s)
+			return
+		}
+		if cjson.Plain(s) {
+			*slot = s
+			w.quoted(s)
+			return
+		}
+	} else if cjson.Plain(s) {
 		// Printable ASCII without '"' or '\\' needs no escaping and is NFC.
 		w.quoted(s)
 		return
@@ -575,8 +628,9 @@ func publishedBatchDigest(b PublishedBatch) (string, error) {
 
 // publishedBatchSum is publishedBatchDigest as a fixed array, for the
 // check against the digest a batch carries.
-func publishedBatchSum(b PublishedBatch) ([7 + 64]byte, error) {
+func publishedBatchSum(b PublishedBatch, seen *plainSeen) ([7 + 64]byte, error) {
 	w := pooledWriter(publishedBatchSize(b))
+	w.seen = seen
 	w.publishedBatch(b)
 	return w.sum()
 }

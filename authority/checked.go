@@ -26,7 +26,7 @@ type CheckedBatch struct {
 // CheckedBatch that lets Authorize skip the same work for it. A batch
 // Authorize would reject is the same typed rejection here.
 func SealBatch(b PublishedBatch, profile string) (PublishedBatch, CheckedBatch, error) {
-	if r := checkBatchIdentity(b, profile); r != nil {
+	if r := checkBatchIdentity(b, profile, nil); r != nil {
 		return b, CheckedBatch{}, r
 	}
 	d, err := publishedBatchDigest(b)

@@ -32,7 +32,7 @@ func (s AuthoritySnapshot) ComputeDigest() string { return s.computeDigest(nil) 
 
 // computeDigest is ComputeDigest with the digest carved from a.
 func (s AuthoritySnapshot) computeDigest(a *strArena) string {
-	w := pooledWriter(768)
+	w := a.writer(768)
 	s.writePreimage(&w)
 	return w.mustDigestIn(a)
 }
@@ -472,7 +472,7 @@ func buildIntent(a *strArena, pre []string, p protocol.EffectProposal, b protoco
 	}
 	// IdempotencyKey without the digest as a string: the intent id binds
 	// its bytes, and only the key is kept.
-	iw := pooledWriter(384)
+	iw := a.writer(384)
 	iw.idempotencyPreimage(p.CorrelationID, transition, sequence, p.ActionDigest, s.AdapterVersion)
 	var idem []byte
 	var key string
@@ -482,7 +482,7 @@ func buildIntent(a *strArena, pre []string, p protocol.EffectProposal, b protoco
 	} else {
 		idem, key = sum[:], a.concat("effect:", sum[len("sha256:"):])
 	}
-	w := pooledWriter(512)
+	w := a.writer(512)
 	w.intentIdentityPreimage(approvalDigest, s.AuthorityDigest, b.BatchID, idem, p.ProposalID)
 	intentID := w.mustDigestAsIn(a, "intent:")
 	if len(p.Preconditions) == 0 {
@@ -549,7 +549,7 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 }
 
 func capabilityEvidenceDigest(a *strArena, p protocol.EffectProposal, s AuthoritySnapshot) string {
-	w := pooledWriter(640)
+	w := a.writer(640)
 	w.capabilityEvidencePreimage(p, s)
 	return w.mustDigestIn(a)
 }

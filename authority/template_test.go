@@ -143,7 +143,7 @@ func TestTemplatesAreCjson(t *testing.T) {
 			vals[k] = payload[n]
 		}
 		sameAsCjson(rt, "control event from values", func(w *canonWriter) {
-			*w = controlEventPreimageFrom(event, [2]string{role, capName}, names, vals, ours)
+			*w = controlEventPreimageFrom(nil, event, [2]string{role, capName}, names, vals, ours)
 		}, map[string]any{"actor_role": role, "capability": capName, "contract_version": ContractVersion,
 			"kind": "M4AControlEventPreimage", "payload": payloadAny, "type": event})
 

@@ -366,7 +366,7 @@ func (t Ticket) seal() Ticket { return t.sealIn(nil) }
 func (t Ticket) sealIn(a *strArena) Ticket {
 	t.ActionDigest = t.computeActionDigest(a)
 	t.Preview = renderPreviewIn(a, t, t.ActionDigest)
-	w := pooledWriter(256 + len(t.Preview))
+	w := a.writer(256 + len(t.Preview))
 	w.previewPreimage(t)
 	t.PreviewDigest = w.mustDigestIn(a)
 	t.Status = t.status()
@@ -390,7 +390,7 @@ func (w *canonWriter) previewPreimage(t Ticket) {
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
 func (t Ticket) computeActionDigest(a *strArena) string {
-	w := pooledWriter(512)
+	w := a.writer(512)
 	w.actionPreimage(t, nil)
 	if w.err != nil {
 		// Parameters outside the strict value model (say an int from a Go
@@ -400,7 +400,7 @@ func (t Ticket) computeActionDigest(a *strArena) string {
 			return invalidDigest(err)
 		}
 		w.release()
-		w = pooledWriter(512 + len(params))
+		w = a.writer(512 + len(params))
 		w.actionPreimage(t, params)
 	}
 	return w.mustDigestIn(a)
@@ -429,7 +429,7 @@ func (w *canonWriter) actionPreimage(t Ticket, params []byte) {
 // parameters enter through the action digest, the preview through the
 // preview digest.
 func (t Ticket) computeTicketDigest(a *strArena) string {
-	w := pooledWriter(1024)
+	w := a.writer(1024)
 	w.ticketPreimage(t)
 	return w.mustDigestIn(a)
 }

@@ -202,19 +202,25 @@ type Decisions struct {
 // decisions, byte for byte. A malformed batch is one typed rejection and
 // decides nothing; every other failure is a per-proposal rejection.
 func Authorize(in Input) (Decisions, error) {
-	// The decisions' digests and ids share one buffer, and one plainSeen
-	// that serves the batch check's preimages too. A batch of one
-	// proposal has its records, plainSeen included, in one allocation.
+	// The decisions' digests and ids share one buffer; their preimages,
+	// the batch check's included, share one plainSeen and one preimage
+	// buffer. A batch of one proposal has its records, these included, in
+	// one allocation.
 	var arena strArena
 	var single *singleRecords
+	var shared *decisionShared
 	if n := len(in.Batch.Proposals); n == 1 {
 		single = new(singleRecords)
-		arena.seen = &single.seen
+		shared = &single.shared
 	} else if n > 1 {
-		arena.seen = new(plainSeen)
+		shared = new(decisionShared)
+	}
+	if shared != nil {
+		arena.seen, arena.scratch = &shared.seen, &shared.scratch
+		defer shared.scratch.done()
 	}
 	if !in.Checked.covers(in.Batch, in.ProfileDigest) {
-		if err := checkBatch(in.Batch, in.ProfileDigest, arena.seen); err != nil {
+		if err := checkBatch(in.Batch, in.ProfileDigest, &arena); err != nil {
 			return Decisions{}, err
 		}
 	}
@@ -335,14 +341,20 @@ type decisionRecords struct {
 // the outcome, its FHR resolution and ticket, room for its signals and
 // for the transitions it makes, and the decision's own records.
 type singleRecords struct {
-	d decisionRecords
-	o [1]Outcome
-	r [1]mrp.ResolutionRecord
-	t [1]mrp.TicketView
-	s [2]mrp.SignalRecord
-	e [1]mrp.Entry
-	// seen serves every preimage of the decision (see plainSeen).
-	seen plainSeen
+	d      decisionRecords
+	o      [1]Outcome
+	r      [1]mrp.ResolutionRecord
+	t      [1]mrp.TicketView
+	s      [2]mrp.SignalRecord
+	e      [1]mrp.Entry
+	shared decisionShared
+}
+
+// decisionShared is what every preimage of one Authorize call shares:
+// the strings found plain and the buffer they are written in.
+type decisionShared struct {
+	seen    plainSeen
+	scratch preimageScratch
 }
 
 func nonNil(s []string) []string {
@@ -355,11 +367,11 @@ func nonNil(s []string) []string {
 // checkBatch checks a batch's self-consistency: pairing, identity and the
 // profile-bound digests. Hashes are not authentication; this only proves
 // the batch is the one R published under that profile.
-func checkBatch(b PublishedBatch, profile string, seen *plainSeen) *Rejection {
-	if r := checkBatchIdentity(b, profile, seen); r != nil {
+func checkBatch(b PublishedBatch, profile string, a *strArena) *Rejection {
+	if r := checkBatchIdentity(b, profile, a); r != nil {
 		return r
 	}
-	d, err := publishedBatchSum(b, seen)
+	d, err := publishedBatchSum(b, a)
 	if err != nil {
 		r := reject("CANONICALIZATION_VIOLATION", "/published_batch")
 		r.Actual = err.Error()
@@ -372,11 +384,11 @@ func checkBatch(b PublishedBatch, profile string, seen *plainSeen) *Rejection {
 }
 
 // checkBatchIdentity is checkBatch short of the published-batch digest.
-func checkBatchIdentity(b PublishedBatch, profile string, seen *plainSeen) *Rejection {
+func checkBatchIdentity(b PublishedBatch, profile string, a *strArena) *Rejection {
 	if r := checkBatchShape(b); r != nil {
 		return r
 	}
-	sum, err := stableBatchSum(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion, seen)
+	sum, err := stableBatchSum(profile, b.Batch.LogicalTime, b.Batch.LowWatermark, b.Batch.ProposalIDs, b.Batch.EligibilityVerdictIDs, b.Batch.DataflowVersion, a)
 	if err != nil {
 		// The digest is the "invalid:" form, compared as before.
 		want := invalidDigest(err)

@@ -33,6 +33,45 @@ type canonWriter struct {
 	// seen, when set, remembers strings strVal found plain, so that one
 	// written again in the same decision is not tested again.
 	seen *plainSeen
+	// home, when set, is the decision's preimage buffer b was lent from
+	// (instead of the pool); release gives it back.
+	home *preimageScratch
+}
+
+// preimageScratch is the one preimage buffer a decision lends to its
+// writers in turn: each preimage is written, hashed and released before
+// the next is begun, so one buffer serves them all, taken from
+// preimageBufs once per decision rather than once per preimage. A writer
+// asking while the buffer is lent out (none does today) gets one from
+// the pool instead.
+type preimageScratch struct {
+	p    *[]byte // from preimageBufs, returned by done
+	busy bool
+}
+
+// take lends the buffer, with room for at least n bytes, or reports
+// false while it is lent out.
+func (s *preimageScratch) take(n int) ([]byte, bool) {
+	if s.busy {
+		return nil, false
+	}
+	if s.p == nil {
+		s.p = preimageBufs.Get().(*[]byte)
+	}
+	s.busy = true
+	b := (*s.p)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, max(n, 1024))
+	}
+	return b, true
+}
+
+// done hands the buffer back to preimageBufs at the end of the decision.
+func (s *preimageScratch) done() {
+	if s.p != nil && !s.busy && cap(*s.p) <= 64<<10 {
+		preimageBufs.Put(s.p)
+	}
+	s.p = nil
 }
 
 // plainSeen remembers strings of at least seenMin bytes that cjson.Plain
@@ -69,17 +108,25 @@ func (m *plainSeen) slot(s string) *string {
 type strArena struct {
 	sb strings.Builder
 	// seen, when set, serves every preimage of the decision (see
-	// plainSeen).
-	seen *plainSeen
+	// plainSeen); scratch, when set, is the buffer they are written in.
+	seen    *plainSeen
+	scratch *preimageScratch
 }
 
-// writer is pooledWriter for a preimage of a's decision: its strings are
-// tested through a's plainSeen. A nil arena's writer tests every string.
+// writer is pooledWriter for a preimage of a's decision: its buffer is
+// a's scratch when there is one and it is free, and its strings are
+// tested through a's plainSeen. A nil arena's writer is pooledWriter's.
 func (a *strArena) writer(n int) canonWriter {
-	w := pooledWriter(n)
-	if a != nil {
-		w.seen = a.seen
+	if a == nil {
+		return pooledWriter(n)
 	}
+	if s := a.scratch; s != nil {
+		if b, ok := s.take(n); ok {
+			return canonWriter{b: b, seen: a.seen, home: s}
+		}
+	}
+	w := pooledWriter(n)
+	w.seen = a.seen
 	return w
 }
 
@@ -161,6 +208,11 @@ func pooledWriter(n int) canonWriter {
 
 // release hands a pooled buffer back; the writer keeps no reference to it.
 func (w *canonWriter) release() {
+	if h := w.home; h != nil {
+		*h.p, h.busy = w.b[:0], false
+		w.b, w.home = nil, nil
+		return
+	}
 	if w.pooled == nil {
 		return
 	}
@@ -628,9 +680,8 @@ func publishedBatchDigest(b PublishedBatch) (string, error) {
 
 // publishedBatchSum is publishedBatchDigest as a fixed array, for the
 // check against the digest a batch carries.
-func publishedBatchSum(b PublishedBatch, seen *plainSeen) ([7 + 64]byte, error) {
-	w := pooledWriter(publishedBatchSize(b))
-	w.seen = seen
+func publishedBatchSum(b PublishedBatch, a *strArena) ([7 + 64]byte, error) {
+	w := a.writer(publishedBatchSize(b))
 	w.publishedBatch(b)
 	return w.sum()
 }

@@ -717,9 +717,8 @@ func StableBatchDigest(profile string, logicalTime, lowWatermark int64, proposal
 // stableBatchSum is StableBatchDigest as a fixed array, for the check
 // against the digest and id a batch carries; on an error the caller falls
 // back to StableBatchDigest's string.
-func stableBatchSum(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string, seen *plainSeen) ([7 + 64]byte, error) {
-	w := pooledWriter(512)
-	w.seen = seen
+func stableBatchSum(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string, a *strArena) ([7 + 64]byte, error) {
+	w := a.writer(512)
 	w.stableBatchPreimage(profile, logicalTime, lowWatermark, proposalIDs, verdictIDs, dataflow)
 	return w.sum()
 }

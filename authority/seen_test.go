@@ -75,3 +75,51 @@ func isPlainRef(s string) bool {
 	}
 	return true
 }
+
+// TestScratchWritersAreFresh holds writers lent a decision's scratch
+// buffer to writers of their own: preimages written in turn, and one
+// begun while another is still open (it gets a pooled buffer), digest
+// to what a nil arena's writers give, and the buffer is handed back.
+func TestScratchWritersAreFresh(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var shared decisionShared
+		a := &strArena{seen: &shared.seen, scratch: &shared.scratch}
+		vals := rapid.SliceOfN(rapid.StringMatching(`[ -~é"\\]{0,90}`), 1, 8).Draw(rt, "vals")
+		ref := func(v string) string {
+			w := (*strArena)(nil).writer(16)
+			w.lit(`{"v":`)
+			w.val(v)
+			w.lit(`}`)
+			return w.mustDigest()
+		}
+		for i, v := range vals {
+			w := a.writer(rapid.IntRange(0, 4096).Draw(rt, "n"))
+			w.lit(`{"v":`)
+			w.val(v)
+			w.lit(`}`)
+			if rapid.Bool().Draw(rt, "nested") {
+				u := vals[(i+1)%len(vals)]
+				x := a.writer(16)
+				if x.home != nil {
+					rt.Fatalf("a second writer was lent the buffer already lent")
+				}
+				x.lit(`{"v":`)
+				x.val(u)
+				x.lit(`}`)
+				if got, want := x.mustDigest(), ref(u); got != want {
+					rt.Fatalf("nested %q: %s, want %s", u, got, want)
+				}
+			}
+			if got, want := w.mustDigestIn(a), ref(v); got != want {
+				rt.Fatalf("%q: %s, want %s", v, got, want)
+			}
+			if shared.scratch.busy {
+				rt.Fatalf("the buffer was not handed back")
+			}
+		}
+		shared.scratch.done()
+		if shared.scratch.p != nil {
+			rt.Fatalf("done kept the buffer")
+		}
+	})
+}

@@ -770,7 +770,7 @@ func planned(e EffectPlan) (openEffect, error) {
 	if e.Intent.IntentID == "" || e.Intent.IdempotencyKey == "" || e.ContentDigest == "" {
 		return openEffect{}, errors.New("workflow planned an effect without intent id, idempotency key or content digest")
 	}
-	iv, err := encodedJSON(e.Intent)
+	iv, err := intentJSON(&e.Intent)
 	if err != nil {
 		return openEffect{}, fmt.Errorf("effect intent: %w", err)
 	}

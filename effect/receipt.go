@@ -118,7 +118,7 @@ func newCheckedActionReceipt(e protocol.EffectIntent, b ReceiptBinding, o Observ
 		return CheckedReceipt{}, fmt.Errorf("effect: a confirmed success names the destination evidence it rests on; output digests are empty")
 	}
 	// protocol.Check, keeping what it makes on the way.
-	canon, err := cjson.Marshal(r)
+	canon, err := marshalReceipt(&r)
 	if err != nil {
 		return CheckedReceipt{}, err
 	}

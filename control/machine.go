@@ -183,8 +183,9 @@ func (m *Machine) StepAppend(b []byte, c Configuration, ev Event) (Result, []byt
 // transition's required names, each a valid digest, the record keeps the
 // map itself as its Evidence; the caller must not change it afterwards.
 // An accepted record's EvidenceRequired and Effects are the table's own
-// lists (clipped: appending copies them), which the caller must not
-// change either.
+// lists (clipped: appending copies them), and its GuardInputs, when every
+// one is true, the table's own map; the caller must not change them
+// either.
 func (m *Machine) StepEvidence(b []byte, c Configuration, ev Event, evidence map[string]string) (Result, []byte, error) {
 	return m.stepAppend(b, c, ev, stepOpts{evidence: evidence, typed: true, noEffects: true})
 }
@@ -261,18 +262,11 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result,
 	if t.Guard != "" {
 		g := m.guards[t.Guard]
 		rec.Guard = t.Guard
-		rec.GuardInputs = map[string]bool{}
-		falseAt := ""
-		for _, f := range g.AllTrue {
-			v := c.Context[f]
-			rec.GuardInputs[f] = v
-			if !v && falseAt == "" {
-				falseAt = f
-			}
-		}
-		if falseAt != "" {
-			r := m.reject(c, ev, ReasonGuardFalse, "/context/"+falseAt, fmt.Sprintf("guard %s is false: %s does not hold", t.Guard, falseAt))
-			r.Record.Guard, r.Record.GuardInputs = rec.Guard, rec.GuardInputs
+		if o.noEffects && allTrue(c.Context, g.AllTrue) {
+			// StepEvidence's caller reads the record only: it shares
+			// the inputs the table's guard holds at.
+			rec.GuardInputs = m.guardsTrue[t.Guard]
+		} else if r, refused := m.guardInputs(c, ev, t, g, &rec); refused {
 			return r, b
 		}
 	}
@@ -307,6 +301,36 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result,
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
 	return m.accept(b, next, effects, rec)
+}
+
+// guardInputs records the guard's inputs in rec; refused is true, with
+// the refusal, when one of them is false.
+func (m *Machine) guardInputs(c Configuration, ev Event, t Transition, g Guard, rec *Record) (Result, bool) {
+	rec.GuardInputs = make(map[string]bool, len(g.AllTrue))
+	falseAt := ""
+	for _, f := range g.AllTrue {
+		v := c.Context[f]
+		rec.GuardInputs[f] = v
+		if !v && falseAt == "" {
+			falseAt = f
+		}
+	}
+	if falseAt == "" {
+		return Result{}, false
+	}
+	r := m.reject(c, ev, ReasonGuardFalse, "/context/"+falseAt, fmt.Sprintf("guard %s is false: %s does not hold", t.Guard, falseAt))
+	r.Record.Guard, r.Record.GuardInputs = rec.Guard, rec.GuardInputs
+	return r, true
+}
+
+// allTrue reports whether every one of fields is true in ctx.
+func allTrue(ctx map[string]bool, fields []string) bool {
+	for _, f := range fields {
+		if !ctx[f] {
+			return false
+		}
+	}
+	return true
 }
 
 // accept chains an accepted step's record onto the history and returns the

@@ -137,6 +137,10 @@ type Machine struct {
 	contextSet map[string]bool
 	guards     map[string]Guard
 	effects    map[string]EffectSpec
+	// guardsTrue holds, per guard, the guard inputs of a step at which
+	// all of its fields are true: what StepEvidence's accepted records
+	// share rather than build. Never written after Load.
+	guardsTrue map[string]map[string]bool
 
 	states   []State
 	stateIdx map[string]int
@@ -297,6 +301,7 @@ func parseTable(v any) (*Machine, error) {
 	m := &Machine{
 		contextSet:  map[string]bool{},
 		guards:      map[string]Guard{},
+		guardsTrue:  map[string]map[string]bool{},
 		effects:     map[string]EffectSpec{},
 		stateIdx:    map[string]int{},
 		eventIdx:    map[string]int{},
@@ -424,6 +429,11 @@ func (m *Machine) parseGuards(root *obj) error {
 			}
 		}
 		m.guards[name] = Guard{Name: name, AllTrue: reads}
+		inputs := make(map[string]bool, len(reads))
+		for _, r := range reads {
+			inputs[r] = true
+		}
+		m.guardsTrue[name] = inputs
 	}
 	return g.done()
 }

@@ -477,6 +477,22 @@ $do$;
 CREATE TRIGGER trace_checked BEFORE INSERT ON trace FOR EACH ROW EXECUTE FUNCTION flrh_trace_checked();
 ALTER TABLE trace DROP CONSTRAINT trace_records, DROP CONSTRAINT trace_ticks_run_id_fkey;
 `},
+	// An outbox row and a receipt name their intent and their run, and
+	// each was checked by two foreign keys: the intent's and the run's,
+	// one SELECT ... FOR KEY SHARE with its own executor start-up each, per
+	// row. One key on the pair, to the intent's (intent_id, run_id), checks
+	// both at once: the intent exists, and so does its run (the intent's
+	// own key). It also holds what the store always wrote and the old keys
+	// did not: an outbox row or a receipt is of its intent's run. The pair
+	// needs a unique index on intents, an entry per intent; a step writes
+	// one intent and two rows checked by the key.
+	{"outbox and receipts keyed by their intent's run", `
+ALTER TABLE intents ADD CONSTRAINT intents_intent_run UNIQUE (intent_id, run_id);
+ALTER TABLE outbox ADD CONSTRAINT outbox_intent_run_fkey FOREIGN KEY (intent_id, run_id) REFERENCES intents (intent_id, run_id),
+	DROP CONSTRAINT outbox_intent_id_fkey, DROP CONSTRAINT outbox_run_id_fkey;
+ALTER TABLE receipts ADD CONSTRAINT receipts_intent_run_fkey FOREIGN KEY (intent_id, run_id) REFERENCES intents (intent_id, run_id),
+	DROP CONSTRAINT receipts_intent_id_fkey, DROP CONSTRAINT receipts_run_id_fkey;
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -15,5 +15,19 @@ import "flrh.dev/flrh/protocol"
 // way (nil otherwise: the caller encodes the snapshot itself); the
 // transition and the error are Step's.
 func StepEncoded(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (t *Transition, next []byte, err error) {
-	return stepTyped(d, s, sBytes, e)
+	t, next, _, err = stepTyped(d, s, sBytes, "", e)
+	return t, next, err
+}
+
+// StepDigested is StepEncoded for a caller that keeps the snapshot's
+// digest with its bytes as well: every step digests the prior snapshot's
+// bytes (its transition's PriorSnapshotDigest) and the next one's (bound
+// into its transition digest), so the next snapshot's digest is the next
+// step's prior digest, taken once instead of twice.
+//
+// sDigest is "", or the digest a previous StepDigested returned with
+// sBytes; it is used only with sBytes. nextDigest is the digest of next
+// ("sha256:" and the hex SHA-256 of the bytes), "" when next is nil.
+func StepDigested(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.AcceptedEvent) (t *Transition, next []byte, nextDigest string, err error) {
+	return stepTyped(d, s, sBytes, sDigest, e)
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/protocol"
@@ -63,6 +64,15 @@ func TestStepEncodedIsStep(t *testing.T) {
 		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
 			t.Fatalf("encoded %s\nstep %s", gb, wb)
 		}
+		// StepDigested answers as StepEncoded does, and a prior digest
+		// handed without the prior's bytes is not used.
+		gotD, nextD, nextDigest, errD := StepDigested(d, s, nil, "sha256:"+strings.Repeat("0", 64), e)
+		if gb, wb := resultBytes(t, gotD, errD), resultBytes(t, want, werr); !bytes.Equal(gb, wb) || !bytes.Equal(nextD, next) {
+			t.Fatalf("digested %s (next %s)\nstep %s (next %s)", gb, nextD, wb, next)
+		}
+		if (nextDigest == "") != (nextD == nil) || (nextD != nil && nextDigest != digest(nextD)) {
+			t.Fatalf("next digest %q for next %s", nextDigest, nextD)
+		}
 		// A domain that hands the step a checked version envelope (the
 		// snapshot's, the event's or another) changes nothing either.
 		other := s.Versions
@@ -112,6 +122,12 @@ func TestStepEncodedIsStep(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got2, want2) {
 			t.Fatalf("second transition %#v\n%#v", got2, want2)
+		}
+		// Handed the digest the first step returned, the second step
+		// answers the same.
+		got3, _, _, gerr3 := StepDigested(d, s2, next, nextDigest, e2)
+		if gb, wb := resultBytes(t, got3, gerr3), resultBytes(t, want2, werr2); !bytes.Equal(gb, wb) || !reflect.DeepEqual(got3, want2) {
+			t.Fatalf("second step from the kept digest, encoded %s\nstep %s", gb, wb)
 		}
 	})
 }

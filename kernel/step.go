@@ -15,14 +15,15 @@ import (
 // Step applies one accepted event to a snapshot under a domain. It is
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
-	t, _, err := stepTyped(d, s, nil, e)
+	t, _, _, err := stepTyped(d, s, nil, "", e)
 	return t, err
 }
 
 // stepTyped is Step, given the snapshot's canonical bytes when the caller
 // holds them (see StepEncoded), returning the next snapshot's when the
-// step wrote them on its fast path.
-func stepTyped(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (*Transition, []byte, error) {
+// step wrote them on its fast path, with their digest. sDigest is "" or
+// the digest of sBytes (see StepDigested); it is used only with them.
+func stepTyped(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.AcceptedEvent) (*Transition, []byte, string, error) {
 	// The typed fields are checked where they are; only an input that
 	// fails a check takes the value path, which finds the same fault and
 	// reports it as StepValue does.
@@ -30,14 +31,17 @@ func stepTyped(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (*
 		if ps, prior, ok := parseTypedSnapshot(d, p, &s, sBytes); ok {
 			if pe, ok := parseTypedEvent(d, p, &e); ok {
 				if rej := compatible(p, ps, pe); rej != nil {
-					return nil, nil, rej
+					return nil, nil, "", rej
 				}
-				return apply(d, p, ps, pe, prior)
+				if sBytes == nil {
+					sDigest = "" // the step wrote the prior bytes itself
+				}
+				return apply(d, p, ps, pe, prior, sDigest)
 			}
 		}
 	}
 	t, err := stepWire(d, s, e)
-	return t, nil, err
+	return t, nil, "", err
 }
 
 // stepWire is Step through the snapshot's wire map and the event's value
@@ -264,7 +268,7 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 	if rej := compatible(p, s, e); rej != nil {
 		return nil, rej
 	}
-	t, _, err := apply(d, p, s, e, prior)
+	t, _, _, err := apply(d, p, s, e, prior, "")
 	return t, err
 }
 
@@ -782,47 +786,48 @@ func invariant(name string, s *Snapshot, e *Event) *Rejection {
 }
 
 // apply evolves and emits for a parsed snapshot and event and checks the
-// outputs; priorBytes are the snapshot's canonical bytes. nextCanon is the
+// outputs; priorBytes are the snapshot's canonical bytes and priorDigest
+// their digest, or "" to take it here. nextCanon is the
 // next snapshot's canonical bytes when the fast path wrote them — exactly what appendSnapshot, and so MarshalJSON, writes for
 // t.NextSnapshot: its state is the checked state's declared members, the
 // only ones of its non-kernel keys appendSnapshot writes — and nil
-// otherwise.
-func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (t *Transition, nextCanon []byte, err error) {
+// otherwise; nextDigest is their digest when nextCanon is not nil.
+func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDigest string) (t *Transition, nextCanon []byte, nextDigest string, err error) {
 	ds, de := s, e
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
 	}
 	ev, f := d.Evolve(ds, de)
 	if f != nil {
-		return nil, nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
+		return nil, nil, "", rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
 	}
 	em, f := d.Emit(ds, de)
 	if f != nil {
-		return nil, nil, rejectParsed(f.Code, f.Path, &s, &e, f.Context)
+		return nil, nil, "", rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}
 	if len(em.Facts) < p.MinFacts || len(em.Facts) > p.MaxFacts {
-		return nil, nil, invariant("fact_count_within_profile", &s, &e)
+		return nil, nil, "", invariant("fact_count_within_profile", &s, &e)
 	}
 	if len(em.Proposals) > p.MaxProposals {
-		return nil, nil, invariant("proposal_count_within_profile", &s, &e)
+		return nil, nil, "", invariant("proposal_count_within_profile", &s, &e)
 	}
 
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
-			return nil, nil, invariant("insert_only_facts", &s, &e)
+			return nil, nil, "", invariant("insert_only_facts", &s, &e)
 		}
 		fd, b, ok := buildFact(p, e, fact)
 		if !ok {
-			return nil, nil, invariant("fact_well_formed", &s, &e)
+			return nil, nil, "", invariant("fact_well_formed", &s, &e)
 		}
 		for i := range facts {
 			if facts[i].DerivationID == fd.DerivationID {
-				return nil, nil, invariant("unique_derivation_ids", &s, &e)
+				return nil, nil, "", invariant("unique_derivation_ids", &s, &e)
 			}
 		}
 		facts, factBytes = append(facts, fd), append(factBytes, b)
@@ -832,11 +837,11 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (t *Tran
 	for _, prop := range em.Proposals {
 		ep, b, ok := buildProposal(e, prop, p.versions)
 		if !ok {
-			return nil, nil, invariant("proposal_well_formed", &s, &e)
+			return nil, nil, "", invariant("proposal_well_formed", &s, &e)
 		}
 		for i := range proposals {
 			if proposals[i].ProposalID == ep.ProposalID {
-				return nil, nil, invariant("unique_proposal_ids", &s, &e)
+				return nil, nil, "", invariant("unique_proposal_ids", &s, &e)
 			}
 		}
 		proposals, propBytes = append(proposals, ep), append(propBytes, b)
@@ -859,27 +864,31 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte) (t *Tran
 	// The next snapshot must itself be a valid input: replay depends on it.
 	nextState, nextBytes, verdict, fast := nextSnapshot(d, p, next)
 	if verdict != "" {
-		return nil, nil, invariant(verdict, &s, &e)
+		return nil, nil, "", invariant(verdict, &s, &e)
 	}
 	next.State = nextState
+	if priorDigest == "" {
+		priorDigest = digest(priorBytes)
+	}
 	t = &Transition{
 		Kind:                KindTransition,
 		SchemaVersion:       ResultSchemaVersion,
 		ContractVersion:     ContractVersion,
 		EventID:             e.ID,
-		PriorSnapshotDigest: digest(priorBytes),
+		PriorSnapshotDigest: priorDigest,
 		NextSnapshot:        next,
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
 	}
-	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, digest(nextBytes), factBytes, propBytes)
+	nextDigest = digest(nextBytes)
+	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, nextDigest, factBytes, propBytes)
 	if err != nil {
-		return nil, nil, invariant("transition_digest", &s, &e)
+		return nil, nil, "", invariant("transition_digest", &s, &e)
 	}
-	if fast {
-		nextCanon = nextBytes
+	if !fast {
+		return t, nil, "", nil
 	}
-	return t, nextCanon, nil
+	return t, nextBytes, nextDigest, nil
 }
 
 // nextSnapshot checks a next snapshot as parseSnapshot would check it as

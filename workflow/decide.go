@@ -428,12 +428,14 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		IdempotencyKey: "accepted:" + st.RunID + ":" + lt, Versions: w.versions}
 	// The snapshot's canonical bytes go with it when the tick that wrote
 	// them kept it: the kernel then need not write them again.
+	// Their digest too, when the step that wrote them took it.
 	var known []byte
+	knownDigest := ""
 	if st.parsed != nil && st.kernelBytes {
-		known = st.Snapshot
+		known, knownDigest = st.Snapshot, st.snapDigest
 	}
 	var em kernel.Emission
-	tr, nextBytes, err := kernel.StepEncoded(recorder{w.domain, &em, w.checkedVersions}, snap, known, ev)
+	tr, nextBytes, nextDigest, err := kernel.StepDigested(recorder{w.domain, &em, w.checkedVersions}, snap, known, knownDigest, ev)
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}
@@ -446,7 +448,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		return nil, nil, "", err
 	}
 	next := tr.NextSnapshot
-	st.canonSnapshot, st.parsed, st.kernelBytes = true, &next, nextBytes != nil
+	st.canonSnapshot, st.parsed, st.kernelBytes, st.snapDigest = true, &next, nextBytes != nil, nextDigest
 	body, ok := transitionNote(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
 	t.noteBytes("f.transition", body, ok, func() map[string]any {
 		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))

@@ -50,6 +50,10 @@ type state struct {
 	// parsed.Encoded() returned as known), which the next step may be
 	// handed.
 	kernelBytes bool
+	// snapDigest is the digest kernel.StepDigested returned with those
+	// bytes (the next step's prior snapshot digest), "" when none was
+	// returned. Only meaningful with kernelBytes.
+	snapDigest string
 }
 
 // support is one live base support of L: a named fact and its provenance.

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"testing"
@@ -57,8 +59,15 @@ func init() {
 				return fmt.Errorf("cached state: the kept kernel bytes are not the snapshot's (%v):\n%s\n%s", err, st.Snapshot, b)
 			}
 		}
+		// A digest kept with them is theirs.
+		if st.snapDigest != "" {
+			sum := sha256.Sum256(st.Snapshot)
+			if !st.kernelBytes || st.snapDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+				return fmt.Errorf("cached state: the kept snapshot digest %s is not its bytes' (kernel bytes %v)", st.snapDigest, st.kernelBytes)
+			}
+		}
 		got := *st
-		got.canonSnapshot, got.parsed, got.kernelBytes = false, nil, false
+		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest = false, nil, false, ""
 		if st.Pending != nil {
 			got.Pending = make([]pending, len(st.Pending))
 			for i, pd := range st.Pending {

@@ -139,3 +139,25 @@ type withChecked struct {
 }
 
 func (w withChecked) CheckedVersions() *CheckedVersions { return w.cv }
+
+// EncodedChecked writes what Encoded writes, and says the same, whether
+// the checked envelope it is handed is the snapshot's, another, or none.
+func TestEncodedCheckedIsEncoded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genSnapshot(t)
+		other := s.Versions
+		other.Tool = "other-tool/2"
+		var cv *CheckedVersions
+		switch rapid.IntRange(0, 2).Draw(t, "checked") {
+		case 0:
+			cv, _ = CheckVersions(s.Versions)
+		case 1:
+			cv, _ = CheckVersions(other)
+		}
+		want, wantKnown, werr := s.Encoded()
+		got, gotKnown, gerr := s.EncodedChecked(cv)
+		if !bytes.Equal(got, want) || gotKnown != wantKnown || (gerr == nil) != (werr == nil) {
+			t.Fatalf("checked %s (%v, %v)\nencoded %s (%v, %v)", got, gotKnown, gerr, want, wantKnown, werr)
+		}
+	})
+}

@@ -101,7 +101,15 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 // Encoded is MarshalJSON, and says whether the bytes are those a step
 // writes for s as its prior (known): StepEncoded may be handed them with s.
 func (s Snapshot) Encoded() (b []byte, known bool, err error) {
-	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false, nil); ok {
+	return s.EncodedChecked(nil)
+}
+
+// EncodedChecked is Encoded for a caller that holds a checked version
+// envelope (CheckVersions): when the snapshot carries it, its canonical
+// bytes are copied instead of its thirteen labels checked and written
+// again. cv may be nil, or any checked envelope; the bytes are Encoded's.
+func (s Snapshot) EncodedChecked(cv *CheckedVersions) (b []byte, known bool, err error) {
+	if b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&s)), &s, false, cv); ok {
 		return b, true, nil
 	}
 	b, err = cjson.Encode(s.Wire())

@@ -134,7 +134,8 @@ func (w *Workflow) initial(runID string) (*state, error) {
 		return nil, fmt.Errorf("workflow: run id %q is not an id", runID)
 	}
 	snap := kernel.NewSnapshot(w.domain, runID, w.versions)
-	b, known, err := snap.Encoded() // what cjson.Marshal writes for it
+	// What cjson.Marshal writes for it, the bundle's checked envelope copied.
+	b, known, err := snap.EncodedChecked(w.checkedVersions)
 	if err != nil {
 		return nil, err
 	}

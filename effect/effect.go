@@ -143,6 +143,27 @@ type ContentDigester interface {
 	ContentDigest(in Intent) (string, error)
 }
 
+// Prepared is the request an adapter sends for an intent, as it prepared
+// it before any I/O: the bytes and their content digest (what
+// ContentDigest returns for the intent).
+type Prepared struct {
+	Body          []byte
+	ContentDigest string
+}
+
+// Preparer is implemented by adapters whose ContentDigest prepares the
+// very request Execute sends. A caller that prepared an intent to learn
+// its content digest hands the preparation back to ExecutePrepared, which
+// is Execute without preparing the request again: for p = Prepare(in),
+// ExecutePrepared(ctx, in, p) does exactly what Execute(ctx, in) does.
+// Neither the adapter nor the caller changes p.Body. Both built-in
+// adapters implement it.
+type Preparer interface {
+	ContentDigester
+	Prepare(in Intent) (Prepared, error)
+	ExecutePrepared(ctx context.Context, in Intent, p Prepared) (Receipt, error)
+}
+
 // ErrNoAdapter is returned when no adapter is registered for an intent's
 // effect type and adapter version.
 var ErrNoAdapter = errors.New("effect: no adapter registered")

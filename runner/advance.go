@@ -1116,7 +1116,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		// (what was approved) is unchanged.
 		if m := e.intentObject(); m != nil && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
-			e.committed, e.intentBytes = nil, canonJSON{}
+			e.committed, e.intentBytes, e.prepared = nil, canonJSON{}, nil
 		}
 		matched = true
 	}
@@ -1140,7 +1140,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 				t.cp.Open[i].ApprovalID = ""
 				if m := t.cp.Open[i].intentObject(); m != nil {
 					m["approval_digest"] = nil
-					t.cp.Open[i].committed, t.cp.Open[i].intentBytes = nil, canonJSON{}
+					t.cp.Open[i].committed, t.cp.Open[i].intentBytes, t.cp.Open[i].prepared = nil, canonJSON{}, nil
 				}
 			}
 		}
@@ -1253,7 +1253,17 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := cd.ContentDigest(effect.Intent{Effect: intent, Payload: payload})
+	in := effect.Intent{Effect: intent, Payload: payload}
+	var d string
+	if pr, ok := a.(effect.Preparer); ok {
+		// The request it prepares is kept for sending it.
+		var p effect.Prepared
+		if p, err = pr.Prepare(in); err == nil {
+			d, e.prepared = p.ContentDigest, &p
+		}
+	} else {
+		d, err = cd.ContentDigest(in)
+	}
 	if err != nil {
 		// ContentDigest does no I/O: it encodes the intent, and its
 		// refusal is a property of the content, which every later pass

@@ -8,6 +8,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/store"
@@ -94,6 +95,20 @@ type openEffect struct {
 	// first encoding (Payload is never edited). Empty after a checkpoint
 	// is read, and then they are encoded.
 	intentBytes, payloadBytes canonJSON
+	// prepared is the request an effect.Preparer prepared when binding
+	// bound ContentDigest to it, kept so that sending need not prepare it
+	// again; sent only while its digest is still ContentDigest (whatever
+	// edits Intent drops it too). Nil after a checkpoint is read.
+	prepared *effect.Prepared
+}
+
+// sendable is the request prepared when the effect's content was bound,
+// while the content digest is still the one bound to it, or nil.
+func (e *openEffect) sendable() *effect.Prepared {
+	if e.prepared == nil || e.prepared.ContentDigest != e.ContentDigest {
+		return nil
+	}
+	return e.prepared
 }
 
 // intentCanonical returns Intent's canonical bytes.

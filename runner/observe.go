@@ -535,7 +535,7 @@ func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter e
 	r.log.LogAttrs(ctx, slog.LevelInfo, "effect dispatched", slog.String("run_id", t.run.ID), slog.String("intent_id", e.IntentID),
 		slog.String("effect_type", in.Effect.EffectType), slog.Int64("attempt", n), slog.Int64("lease_generation", t.lease.Generation))
 	cctx, sp := r.phase(ctx, t, "flrh.execute")
-	rec, used, err := execute(cctx, adapter, in)
+	rec, used, err := execute(cctx, adapter, in, e.sendable())
 	if bad := used.Check(); bad != nil {
 		// The adapter's defect: the call happened and its outcome stands,
 		// but what it cost is unknown, and it is charged as nothing rather

@@ -172,10 +172,15 @@ func (r *Runner) chargeEffect(t *tick, e *openEffect, u Usage) error {
 	return nil
 }
 
-// execute calls an adapter once, metered when it can be.
-func execute(ctx context.Context, a effect.Adapter, in effect.Intent) (effect.Receipt, Usage, error) {
+// execute calls an adapter once, metered when it can be, with the
+// request it prepared for the intent when there is one (p non-nil).
+func execute(ctx context.Context, a effect.Adapter, in effect.Intent, p *effect.Prepared) (effect.Receipt, Usage, error) {
 	if m, ok := a.(Metered); ok {
 		return m.ExecuteMetered(ctx, in)
+	}
+	if pr, ok := a.(effect.Preparer); ok && p != nil {
+		rec, err := pr.ExecutePrepared(ctx, in, *p)
+		return rec, Usage{}, err
 	}
 	rec, err := a.Execute(ctx, in)
 	return rec, Usage{}, err

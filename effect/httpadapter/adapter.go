@@ -170,18 +170,48 @@ func (a *Adapter) ContentDigest(in effect.Intent) (string, error) {
 	return d, err
 }
 
-var _ effect.ContentDigester = (*Adapter)(nil)
+var _ effect.Preparer = (*Adapter)(nil)
+
+// Prepare returns the request Execute would send for the intent (see the
+// package function Prepare), for ExecutePrepared.
+func (a *Adapter) Prepare(in effect.Intent) (effect.Prepared, error) {
+	body, d, err := Prepare(in)
+	return effect.Prepared{Body: body, ContentDigest: d}, err
+}
 
 // Execute performs one attempt of the intent. See the package comment for
 // how the answer is classified.
 func (a *Adapter) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
-	if a.dest != "" && in.Effect.DestinationDigest != a.dest {
-		return effect.Receipt{}, fmt.Errorf("httpadapter: intent %q is for destination %s, this adapter reaches %s", in.Effect.IntentID, in.Effect.DestinationDigest, a.dest)
+	if err := a.forDestination(in); err != nil {
+		return effect.Receipt{}, err
 	}
 	body, digest, err := Prepare(in)
 	if err != nil {
 		return effect.Receipt{}, err
 	}
+	return a.send(ctx, in, body, digest)
+}
+
+// ExecutePrepared is Execute of the intent p was prepared for, sending
+// p's bytes as they are.
+func (a *Adapter) ExecutePrepared(ctx context.Context, in effect.Intent, p effect.Prepared) (effect.Receipt, error) {
+	if err := a.forDestination(in); err != nil {
+		return effect.Receipt{}, err
+	}
+	return a.send(ctx, in, p.Body, p.ContentDigest)
+}
+
+// forDestination refuses an intent for another destination than the one
+// this adapter reaches.
+func (a *Adapter) forDestination(in effect.Intent) error {
+	if a.dest != "" && in.Effect.DestinationDigest != a.dest {
+		return fmt.Errorf("httpadapter: intent %q is for destination %s, this adapter reaches %s", in.Effect.IntentID, in.Effect.DestinationDigest, a.dest)
+	}
+	return nil
+}
+
+// send makes the attempt with the request's prepared bytes.
+func (a *Adapter) send(ctx context.Context, in effect.Intent, body []byte, digest string) (effect.Receipt, error) {
 	cd, _ := httpwire.FormatContentDigest(digest)
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()

@@ -21,12 +21,19 @@ func (s *Sandbox) Adapter() effect.Adapter { return direct{s} }
 
 type direct struct{ s *Sandbox }
 
-var _ effect.ContentDigester = direct{}
+var _ effect.Preparer = direct{}
 
 // ContentDigest returns the digest of the content Execute would hand over.
 func (direct) ContentDigest(in effect.Intent) (string, error) {
 	_, d, err := httpadapter.Prepare(in)
 	return d, err
+}
+
+// Prepare returns the request Execute would hand over, for
+// ExecutePrepared.
+func (direct) Prepare(in effect.Intent) (effect.Prepared, error) {
+	body, d, err := httpadapter.Prepare(in)
+	return effect.Prepared{Body: body, ContentDigest: d}, err
 }
 
 var errDropped = errors.New("the destination closed the connection without answering")
@@ -36,6 +43,17 @@ func (d direct) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, 
 	if err != nil {
 		return effect.Receipt{}, err
 	}
+	return d.send(ctx, in, body, digest)
+}
+
+// ExecutePrepared is Execute of the intent p was prepared for, handing
+// over p's bytes as they are.
+func (d direct) ExecutePrepared(ctx context.Context, in effect.Intent, p effect.Prepared) (effect.Receipt, error) {
+	return d.send(ctx, in, p.Body, p.ContentDigest)
+}
+
+// send hands the request's prepared bytes to the sandbox.
+func (d direct) send(ctx context.Context, in effect.Intent, body []byte, digest string) (effect.Receipt, error) {
 	field, _ := httpwire.FormatContentDigest(digest)
 	obs := httpadapter.Observation{Key: in.Effect.IdempotencyKey, ContentDigest: digest, Connected: true}
 	if err := ctx.Err(); err != nil {

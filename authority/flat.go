@@ -478,8 +478,19 @@ type flatRun struct {
 	// strs the strings themselves.
 	factSlots []string
 	strs      strArena
+	// rendered remembers the last premises rendered (see factStrings).
+	rendered  [4]renderedFact
+	nrendered int
 	// dst holds the arrays result appends the decisions and risks to.
 	dst derived
+}
+
+// renderedFact is a premise row rendered once in a run: its relation, its
+// row (the run's own, which no run changes while it lasts) and its text.
+type renderedFact struct {
+	rel string
+	row []logic.Value
+	s   string
 }
 
 // flatScanMax is how many tuples of one relation are compared one by one
@@ -804,7 +815,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.args = r.args[:start]
 		return nil
 	}
-	why := Reason{Facts: factStringsInto(&r.strs, r.factSlice(len(premises)), premises), Absent: absent, Detail: rule.where}
+	why := Reason{Facts: r.factStrings(premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
@@ -820,6 +831,43 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.keys[o] = m
 	}
 	return nil
+}
+
+// factStrings renders a firing's premises. A premise is a row of the
+// run's relations, and rules that share a literal (the ticket's action,
+// say) name the same row in their reasons: a row rendered earlier in the
+// run, recognised by its relation and the address of its first value
+// (rows are never moved or rewritten while the run lasts), is given the
+// same string instead of being rendered again. The text is that of
+// factStringsInto either way (TestFlatFactStringsReuseRows).
+func (r *flatRun) factStrings(premises []logic.Fact) []string {
+	out := r.factSlice(len(premises))
+	for k, f := range premises {
+		if s, ok := r.renderedText(f); ok {
+			out[k] = s
+			continue
+		}
+		factStringsInto(&r.strs, out[k:k+1], premises[k:k+1])
+		if len(f.Args) > 0 {
+			r.rendered[r.nrendered%len(r.rendered)] = renderedFact{rel: f.Rel, row: f.Args, s: out[k]}
+			r.nrendered++
+		}
+	}
+	return out
+}
+
+// renderedText is the text of a premise row rendered earlier in the run.
+func (r *flatRun) renderedText(f logic.Fact) (string, bool) {
+	if len(f.Args) == 0 {
+		return "", false
+	}
+	for i := range min(r.nrendered, len(r.rendered)) {
+		e := &r.rendered[i]
+		if len(e.row) == len(f.Args) && &e.row[0] == &f.Args[0] && e.rel == f.Rel {
+			return e.s, true
+		}
+	}
+	return "", false
 }
 
 // factSlice returns n elements for a firing's fact strings, carved

@@ -230,3 +230,54 @@ func TestFlatEngineManyTuplesAgreeWithLogic(t *testing.T) {
 		t.Fatalf("flat and engine disagree\nflat:   %+v\nengine: %+v", got, want)
 	}
 }
+
+// TestFlatFactStringsReuseRows holds a run that renders each premise row
+// once (flatRun.factStrings) to the engine: rules sharing literals over
+// one ticket, rules reading different rows of one relation (two
+// capabilities) and the same row again, a derived
+// helper row read by two rules, and more distinct premise rows than the
+// run remembers, so that remembered rows are also evicted. Every reason's
+// fact strings must be the engine's.
+func TestFlatFactStringsReuseRows(t *testing.T) {
+	src := `.decl ok(t: symbol)
+ok(t) :- action(t, "act.a1").
+decision("G2", "ALLOW", "r1") :- action(t, "act.a1"), capability(t, c).
+decision("G2", "ALLOW", "r2") :- action(t, "act.a1").
+assess("reversible", "r3") :- action(t, "act.a1"), destination(t, d).
+decision("G3", "ASK_FIRST", "r4") :- destination(t, d), capability(t, c).
+decision("G4", "SHAPE", "r5") :- param_num(t, "amount", n), capability(t, c), action(t, a).
+decision("G2", "ALLOW", "r6") :- ok(t), capability(t, c), param_num(t, "amount", n).
+decision("H1", "REFUSE", "r7") :- ok(t), destination(t, "dest:d2"), param_num(t, "amount", n), n > 5.
+decision("G3", "ASK_FIRST", "r8") :- capability(t, "capability:c1").
+decision("G3", "ASK_FIRST", "r9") :- capability(t, "capability:c2"), action(t, "act.a1").
+decision("G4", "SHAPE", "r10") :- capability(t, "capability:c1"), param_num(t, "amount", 7).
+`
+	p, err := CompilePolicy("p/1", "rows.dl", []byte(src), logic.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Flat {
+		t.Fatal("policy not recognised as flat")
+	}
+	tk, err := DraftTicket(TicketSpec{TicketID: "ticket:r", Action: "act.a1", Destination: "dest:d2", Scope: "scope:s",
+		Parameters: map[string]any{"amount": int64(7)}, SideEffects: []SideEffect{SideEffectWrite}, AssessedRisk: RiskReversible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := TicketFacts(tk, CapabilityFact(tk.TicketID, "capability:c1"), CapabilityFact(tk.TicketID, "capability:c2"))
+	got, err1 := p.engine.derive(facts)
+	want, err2 := p.oracle.derive(facts)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("flat %v, engine %v", err1, err2)
+	}
+	if !reflect.DeepEqual(normalizeDerived(got), normalizeDerived(want)) {
+		t.Fatalf("flat and engine disagree\nflat:   %+v\nengine: %+v", got, want)
+	}
+	n := 0
+	for _, d := range got.decisions {
+		n += len(d.why.Facts)
+	}
+	if n < 10 {
+		t.Fatalf("only %d premises rendered; the test no longer reuses rows", n)
+	}
+}

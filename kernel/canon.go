@@ -365,6 +365,16 @@ var snapshotMembersSorted = [...]string{
 	"aggregate_id", "kind", "last_event_id", "last_logical_time", "phase", "revision", "schema_version", "versions",
 }
 
+// snapshotMembersKeyed holds each of snapshotMembersSorted as appendMember
+// writes it after a first member (a comma, the quoted name, a colon),
+// written once: the names are constants.
+var snapshotMembersKeyed = func() (out [len(snapshotMembersSorted)]string) {
+	for i, k := range snapshotMembersSorted {
+		out[i] = string(appendMember(nil, false, k))
+	}
+	return out
+}()
+
 // appendSnapshot appends the canonical bytes of s.Wire() without building
 // it: the kernel members are written directly and merged, in key order,
 // with the state members, each encoded alone. ok is false outside the fast
@@ -453,13 +463,17 @@ func appendSnapshot(b []byte, s *Snapshot, stateChecked bool, cv *CheckedVersion
 		}
 		return true
 	}
-	for _, km := range snapshotMembersSorted {
+	for i, km := range snapshotMembersSorted {
 		for ; next < len(keys) && keys[next] < km; next++ {
 			if !state(keys[next]) {
 				return b, false
 			}
 		}
-		b = appendMember(b, first, km)
+		if first {
+			b = appendMember(b, true, km)
+		} else {
+			b = append(b, snapshotMembersKeyed[i]...)
+		}
 		first = false
 		switch km {
 		case "aggregate_id":

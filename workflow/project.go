@@ -127,7 +127,17 @@ func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64
 
 // appendStr appends a string; ok turns false if it breaks the string rule.
 func appendStr(b []byte, s string, ok bool) ([]byte, bool) {
-	return cjson.AppendString(b, s), ok && cjson.CheckString(s, "") == nil
+	b, good := appendChecked(b, s)
+	return b, ok && good
+}
+
+// appendChecked appends s's canonical encoding (cjson.AppendString's
+// bytes) and reports whether s keeps the string rule
+// (cjson.CheckString): a string AppendQuoted found all ASCII is valid
+// UTF-8 and in NFC, so only another is checked, in a second pass.
+func appendChecked(b []byte, s string) ([]byte, bool) {
+	b, ascii := cjson.AppendQuoted(b, s)
+	return b, ascii || cjson.CheckString(s, "") == nil
 }
 
 // appendIDs appends a list of strings, as appendStr does each.

@@ -185,8 +185,8 @@ func (st *state) encode() ([]byte, error) {
 func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	ok := true
 	str := func(s string) {
-		if ok = ok && cjson.CheckString(s, "") == nil; ok {
-			b = cjson.AppendString(b, s)
+		if ok {
+			b, ok = appendChecked(b, s)
 		}
 	}
 	nested := func(v any) {

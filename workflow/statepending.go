@@ -23,8 +23,8 @@ type pendingWriter struct {
 func (w *pendingWriter) lit(s string) { w.b = append(w.b, s...) }
 
 func (w *pendingWriter) str(s string) {
-	if w.ok = w.ok && cjson.CheckString(s, "") == nil; w.ok {
-		w.b = cjson.AppendString(w.b, s)
+	if w.ok {
+		w.b, w.ok = appendChecked(w.b, s)
 	}
 }
 

@@ -29,7 +29,10 @@ type flatEngine struct {
 	derived []flatGroup
 	helpers map[string][][]logic.Value // fact-only helper relations
 	relID   map[string]int             // every relation a body reads
-	lim     logic.Limits
+	// relNames names the relation of each id; a policy reads a handful
+	// of relations, and a run looks each of its facts up (relOf).
+	relNames []string
+	lim      logic.Limits
 	// guards index rules by one symbol constant of a positive literal: a
 	// rule can fire only when some row of that relation carries that
 	// symbol at that position, so a ticket's handful of rows selects the
@@ -105,8 +108,28 @@ func (e *flatEngine) rel(name string) int {
 	if !ok {
 		id = len(e.relID)
 		e.relID[name] = id
+		e.relNames = append(e.relNames, name)
 	}
 	return id
+}
+
+// relScanMax is the most relations relOf compares one by one: comparing
+// a few short names (most differ in length, which settles it) costs less
+// than hashing the name for the map.
+const relScanMax = 8
+
+// relOf is the id of the relation name, as relID has it.
+func (e *flatEngine) relOf(name string) (int, bool) {
+	if len(e.relNames) <= relScanMax {
+		for id, n := range e.relNames {
+			if n == name {
+				return id, true
+			}
+		}
+		return 0, false
+	}
+	id, ok := e.relID[name]
+	return id, ok
 }
 
 var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true}
@@ -586,7 +609,7 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 	ids := grow(&sc.ids, len(facts))
 	for k, f := range facts {
 		ids[k] = -1
-		if id, ok := e.relID[f.Rel]; ok {
+		if id, ok := e.relOf(f.Rel); ok {
 			ids[k] = id
 			count[id]++
 			total++

@@ -281,3 +281,23 @@ decision("G4", "SHAPE", "r10") :- capability(t, "capability:c1"), param_num(t, "
 		t.Fatalf("only %d premises rendered; the test no longer reuses rows", n)
 	}
 }
+
+// TestRelOfIsRelID holds relOf to the relID map it stands in for, with
+// few relations (compared one by one) and many (looked up in the map),
+// for names the engine has and names it has not.
+func TestRelOfIsRelID(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		name := rapid.StringMatching(`[a-e_]{0,4}`)
+		var e flatEngine
+		for _, n := range rapid.SliceOfN(name, 0, 20).Draw(rt, "rels") {
+			e.rel(n)
+		}
+		for _, n := range rapid.SliceOfN(name, 1, 20).Draw(rt, "asked") {
+			id, ok := e.relOf(n)
+			wantID, wantOK := e.relID[n]
+			if ok != wantOK || (ok && id != wantID) {
+				rt.Fatalf("relOf(%q) = %d, %v; relID has %d, %v (%d relations)", n, id, ok, wantID, wantOK, len(e.relNames))
+			}
+		}
+	})
+}

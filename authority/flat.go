@@ -55,6 +55,15 @@ type guardKey struct {
 // the tuples of each in its own slot.
 var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess"}
 
+// The slots of flatOutputs, by name.
+const (
+	outDecision = iota
+	outShapeMax
+	outShapeScope
+	outOption
+	outAssess
+)
+
 // flatGroup is the rules of one derived helper relation.
 type flatGroup struct {
 	rel   int // the relation's id
@@ -66,11 +75,14 @@ type flatRule struct {
 	// helper is the head's relation id when the rule derives a helper
 	// relation, -1 when it derives a gate output.
 	helper int
-	args   []fterm
-	pos    []flatLit // positive literals, in source order
-	neg    []flatLit // default-negated literals
-	cmps   []flatCmp
-	nvars  int
+	// out is a gate output's slot in flatRun.out (outID of head), set
+	// when the policy is indexed.
+	out   int
+	args  []fterm
+	pos   []flatLit // positive literals, in source order
+	neg   []flatLit // default-negated literals
+	cmps  []flatCmp
+	nvars int
 	// where is the rule's source position as its reasons print it,
 	// rendered once when the policy is compiled.
 	where string
@@ -403,6 +415,7 @@ func (e *flatEngine) index() {
 	}
 	for i := range e.rules {
 		r := &e.rules[i]
+		r.out = e.outID[r.head]
 		e.maxVars = max(e.maxVars, r.nvars)
 		var best guardKey
 		found := false
@@ -833,7 +846,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.args = append(r.args, b.term(t))
 	}
 	args := r.args[start:len(r.args):len(r.args)]
-	o := r.e.outID[rule.head]
+	o := rule.out
 	if r.seen(o, args) {
 		r.args = r.args[:start]
 		return nil
@@ -1057,8 +1070,8 @@ func tupleKey(args []logic.Value) string {
 // Distinct tuples of one relation never compare equal, so the order is
 // total and any sort gives the same result; slices.SortFunc does not
 // allocate as sort.Slice does.
-func (r *flatRun) sorted(rel string) []flatTuple {
-	out := r.out[r.e.outID[rel]]
+func (r *flatRun) sorted(slot int) []flatTuple {
+	out := r.out[slot]
 	if len(out) < 2 {
 		return out
 	}
@@ -1083,27 +1096,27 @@ func (r *flatRun) result() derived {
 		}
 		d.caps[k] = append(d.caps[k], c)
 	}
-	for _, t := range r.sorted("decision") {
+	for _, t := range r.sorted(outDecision) {
 		why := t.why
 		why.Rule = t.args[2].Str()
 		d.decisions = append(d.decisions, derivedDecision{gate: t.args[0].Str(), verdict: t.args[1].Str(), rule: why.Rule, why: why})
 	}
-	for _, t := range r.sorted("shape_max") {
+	for _, t := range r.sorted(outShapeMax) {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
 		addCap(k, capSpec{param: t.args[2].Str(), max: t.args[3].Int()})
 	}
-	for _, t := range r.sorted("shape_scope") {
+	for _, t := range r.sorted(outShapeScope) {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
 		addCap(k, capSpec{scope: t.args[2].Str()})
 	}
-	for _, t := range r.sorted("option") {
+	for _, t := range r.sorted(outOption) {
 		k := [2]string{t.args[0].Str(), t.args[1].Str()}
 		if d.options == nil {
 			d.options = map[[2]string][]string{}
 		}
 		d.options[k] = append(d.options[k], t.args[2].Str())
 	}
-	for _, t := range r.sorted("assess") {
+	for _, t := range r.sorted(outAssess) {
 		why := t.why
 		why.Rule = t.args[1].Str()
 		d.risks = append(d.risks, derivedRisk{risk: t.args[0].Str(), why: why})

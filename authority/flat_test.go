@@ -301,3 +301,12 @@ func TestRelOfIsRelID(t *testing.T) {
 		}
 	})
 }
+
+// TestFlatOutputSlots holds the output slot constants to flatOutputs.
+func TestFlatOutputSlots(t *testing.T) {
+	for slot, name := range map[int]string{outDecision: "decision", outShapeMax: "shape_max", outShapeScope: "shape_scope", outOption: "option", outAssess: "assess"} {
+		if flatOutputs[slot] != name {
+			t.Errorf("slot %d is %q in flatOutputs, %q by its constant", slot, flatOutputs[slot], name)
+		}
+	}
+}

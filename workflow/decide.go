@@ -113,6 +113,11 @@ type tick struct {
 	why       *explainer      // nil but in Explain
 	consumed  bool            // L consumed the materialization the tick started from
 	outcome   string          // the kind of H's last outcome in this tick
+	// em and rec are F's emission and the domain the step is handed,
+	// kept in the tick (already on the heap) rather than allocated for
+	// the step.
+	em  kernel.Emission
+	rec recorder
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -434,8 +439,8 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if st.parsed != nil && st.kernelBytes {
 		known, knownDigest = st.Snapshot, st.snapDigest
 	}
-	var em kernel.Emission
-	tr, nextBytes, nextDigest, err := kernel.StepDigested(recorder{w.domain, &em, w.checkedVersions}, snap, known, knownDigest, ev)
+	t.rec = recorder{w.domain, &t.em, w.checkedVersions}
+	tr, nextBytes, nextDigest, err := kernel.StepDigested(&t.rec, snap, known, knownDigest, ev)
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}
@@ -447,8 +452,9 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	} else if st.Snapshot, err = tr.NextSnapshot.MarshalJSON(); err != nil {
 		return nil, nil, "", err
 	}
-	next := tr.NextSnapshot
-	st.canonSnapshot, st.parsed, st.kernelBytes, st.snapDigest = true, &next, nextBytes != nil, nextDigest
+	// The next snapshot is kept where the step returned it: nothing
+	// changes a transition once stepped.
+	st.canonSnapshot, st.parsed, st.kernelBytes, st.snapDigest = true, &tr.NextSnapshot, nextBytes != nil, nextDigest
 	body, ok := transitionNote(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
 	t.noteBytes("f.transition", body, ok, func() map[string]any {
 		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
@@ -486,7 +492,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if len(tr.EffectProposals) >= EpochStride {
 		return nil, nil, "", fmt.Errorf("workflow: %d proposals in one tick", len(tr.EffectProposals))
 	}
-	specs, err := matchEmission(tr.EffectProposals, em.Proposals)
+	specs, err := matchEmission(tr.EffectProposals, t.em.Proposals)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -196,7 +196,7 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 		if err != nil {
 			return nil, err
 		}
-		scrub, err := redact.NewScrubber(values...)
+		scrubber, err := redact.NewScrubber(values...)
 		if err != nil {
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}
@@ -205,8 +205,8 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}
 		var eff effect.Adapter = HTTP(ad)
-		if scrub.Len() > 0 {
-			eff = scrubbed{eff, scrub}
+		if scrubber.Len() > 0 {
+			eff = scrub(eff, scrubber)
 		}
 		if err := reg.Register(et, a.tool, eff); err != nil {
 			return nil, err
@@ -275,7 +275,10 @@ type scrubbed struct {
 }
 
 func (a scrubbed) Execute(ctx context.Context, in effect.Intent) (effect.Receipt, error) {
-	rc, err := a.Adapter.Execute(ctx, in)
+	return a.scrubReceipt(a.Adapter.Execute(ctx, in))
+}
+
+func (a scrubbed) scrubReceipt(rc effect.Receipt, err error) (effect.Receipt, error) {
 	rc.Code, rc.Detail = a.s.String(rc.Code), a.s.String(rc.Detail)
 	if ev := a.s.Bytes(rc.Evidence); len(rc.Evidence) > 0 && &ev[0] != &rc.Evidence[0] {
 		rc.Evidence, rc.EvidenceDigest = ev, cjson.Digest(ev)
@@ -294,6 +297,31 @@ func (a scrubbed) Lookup(ctx context.Context, key, contentDigest string) (effect
 
 func (a scrubbed) ContentDigest(in effect.Intent) (string, error) {
 	return a.Adapter.(effect.ContentDigester).ContentDigest(in)
+}
+
+// scrubbedPreparer is scrubbed over an adapter that prepares its
+// requests (effect.Preparer). It passes the preparation through, so the
+// runner sends the request it bound the intent's content to instead of
+// preparing it a second time; the secrets never enter the preparation
+// (they travel as headers), and what the adapter reports is scrubbed as
+// in Execute.
+type scrubbedPreparer struct{ scrubbed }
+
+func (a scrubbedPreparer) Prepare(in effect.Intent) (effect.Prepared, error) {
+	return a.Adapter.(effect.Preparer).Prepare(in)
+}
+
+func (a scrubbedPreparer) ExecutePrepared(ctx context.Context, in effect.Intent, p effect.Prepared) (effect.Receipt, error) {
+	return a.scrubReceipt(a.Adapter.(effect.Preparer).ExecutePrepared(ctx, in, p))
+}
+
+// scrub wraps an adapter so that nothing it reports carries a secret,
+// keeping whether it is an effect.Preparer.
+func scrub(a effect.Adapter, s *redact.Scrubber) effect.Adapter {
+	if _, ok := a.(effect.Preparer); ok {
+		return scrubbedPreparer{scrubbed{a, s}}
+	}
+	return scrubbed{a, s}
 }
 
 func (a scrubbed) scrubErr(err error) error {

@@ -71,3 +71,92 @@ func TestRegistryReadsSecretsFromTheEnvironment(t *testing.T) {
 		t.Fatalf("a short secret: %v", err)
 	}
 }
+
+// preparingEcho is echo that also prepares its requests, recording the
+// preparation it was handed.
+type preparingEcho struct {
+	echo
+	got *effect.Prepared
+}
+
+func (e preparingEcho) ContentDigest(in effect.Intent) (string, error) {
+	p, err := e.Prepare(in)
+	return p.ContentDigest, err
+}
+
+func (e preparingEcho) Prepare(in effect.Intent) (effect.Prepared, error) {
+	b := append([]byte(`{"payload":`), in.Payload...)
+	b = append(b, '}')
+	return effect.Prepared{Body: b, ContentDigest: cjson.Digest(b)}, nil
+}
+
+func (e preparingEcho) ExecutePrepared(ctx context.Context, in effect.Intent, p effect.Prepared) (effect.Receipt, error) {
+	*e.got = p
+	return e.Execute(ctx, in)
+}
+
+// TestScrubbedKeepsPreparer holds that scrubbing an adapter that prepares
+// its requests keeps it a Preparer, hands the caller's preparation through
+// unchanged, and scrubs what ExecutePrepared reports as Execute's answer
+// is scrubbed; an adapter that does not prepare stays one that does not.
+func TestScrubbedKeepsPreparer(t *testing.T) {
+	const secret = "Bearer tok-prepared-77a1"
+	s, err := redact.NewScrubber(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scrub(echo{secret}, s).(effect.Preparer); ok {
+		t.Fatal("a scrubbed adapter that does not prepare claims to")
+	}
+	var got effect.Prepared
+	a, ok := scrub(preparingEcho{echo{secret}, &got}, s).(effect.Preparer)
+	if !ok {
+		t.Fatal("scrubbing dropped the adapter's Preparer")
+	}
+	in := effect.Intent{Payload: []byte(`{"amount":5}`)}
+	p, err := a.Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.ContentDigest(in)
+	if err != nil || d != p.ContentDigest {
+		t.Fatalf("ContentDigest %q, %v; the preparation's %q", d, err, p.ContentDigest)
+	}
+	rc, err := a.ExecutePrepared(context.Background(), in, p)
+	if &got.Body[0] != &p.Body[0] || got.ContentDigest != p.ContentDigest {
+		t.Fatalf("the adapter was handed %+v, not the caller's preparation %+v", got, p)
+	}
+	want, wantErr := scrubbed{echo{secret}, s}.Execute(context.Background(), in)
+	if rc.Code != want.Code || rc.Detail != want.Detail || string(rc.Evidence) != string(want.Evidence) ||
+		rc.EvidenceDigest != want.EvidenceDigest || err.Error() != wantErr.Error() {
+		t.Fatalf("ExecutePrepared reported %+v, %v; Execute %+v, %v", rc, err, want, wantErr)
+	}
+	if strings.Contains(rc.Detail+rc.Code+string(rc.Evidence)+err.Error(), secret) {
+		t.Fatalf("the receipt repeats the secret: %+v, %v", rc, err)
+	}
+}
+
+// TestRegistryAdaptersPrepare holds that the HTTP adapters a bundle
+// registers prepare their requests, with secrets configured and without,
+// so the runner sends the request it bound each intent's content to.
+func TestRegistryAdaptersPrepare(t *testing.T) {
+	for _, secrets := range []bool{false, true} {
+		spec := workflow.AdapterSpec{Kind: "http", URLEnv: "URL"}
+		if secrets {
+			spec.Secrets = []redact.Member{{Name: "api_key", Env: "KEY"}}
+		}
+		a := &Adapters{tool: "http/1", specs: map[string]workflow.AdapterSpec{"refund.pay": spec}}
+		env := map[string]string{"URL": "http://127.0.0.1:9/v1/effects", "KEY": "key-value-456"}
+		reg, err := a.Registry(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad, ok := reg.Adapter("refund.pay", "http/1")
+		if !ok {
+			t.Fatalf("secrets %v: no adapter registered", secrets)
+		}
+		if _, ok := ad.(effect.Preparer); !ok {
+			t.Fatalf("secrets %v: the registered adapter %T does not prepare its requests", secrets, ad)
+		}
+	}
+}

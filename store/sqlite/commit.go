@@ -129,8 +129,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			if in.ApprovalID != "" {
 				approval = in.ApprovalID
 			}
-			if _, err := s.exec(ctx, tx, `INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
-VALUES (?, ?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM intents), ?, ?, ?, ?, ?, ?, ?, ?)`,
+			if _, err := s.exec(ctx, tx, insertIntent,
 				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts); err != nil {
 				var existing string
 				switch qerr := s.queryRow(ctx, tx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing); {
@@ -235,8 +234,7 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 		}
 
 		for _, rc := range tick.Receipts {
-			if _, err := s.exec(ctx, tx, `INSERT INTO receipts (intent_id, run_id, commit_order, outcome, body, digest, generation, recorded_at)
-VALUES (?, ?, (SELECT COALESCE(MAX(commit_order), 0) + 1 FROM receipts), ?, ?, ?, ?, ?)`,
+			if _, err := s.exec(ctx, tx, insertReceipt,
 				rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts); err != nil {
 				return err
 			}
@@ -299,6 +297,21 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		return nil
 	}
 }
+
+// insertIntent and insertReceipt leave the commit order to SQLite: it is
+// the table's rowid (intents since schema version 8, receipts since 5),
+// and a row inserted without one is given the largest rowid in the table
+// plus one (1 in an empty table), which is what COALESCE(MAX(commit_order),
+// 0) + 1 read before each insert; the tables are append-only, so no
+// larger order was ever taken and freed. (Only a table whose largest rowid
+// is the largest integer would be given another; an order is one per
+// intent or receipt.)
+const (
+	insertIntent = `INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertReceipt = `INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)`
+)
 
 // finishAttempt records an attempt's result (status, detail, finish time)
 // if its intent (given twice) is the run's: the arguments are status,

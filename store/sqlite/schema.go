@@ -336,6 +336,49 @@ UPDATE runs SET workflow_digest = COALESCE((
 			THEN json_extract(CAST(c.body AS TEXT), '$.workflow_digest') END END
 	FROM checkpoints c WHERE c.run_id = runs.run_id ORDER BY c.n DESC LIMIT 1), '');
 `,
+	// 8: an intent's commit order becomes its rowid, as a receipt's did in
+	// version 5: the unique index of commit orders was a b-tree of its
+	// own, written (and read for its maximum) by every intent committed.
+	// The order stays unique (it is the table's key); intents_by_run holds
+	// the run and, as every index does, the rowid, so it still lists a
+	// run's intents in commit order. Rows and their order are unchanged;
+	// the append-only triggers are made again under their names. The
+	// outbox, attempts and receipts reference intents by intent_id, which
+	// stays unique: the rebuild runs with foreign keys off and is checked
+	// with foreign_key_check before it commits (migrate).
+	`
+CREATE TABLE intents_v8 (
+	commit_order    INTEGER PRIMARY KEY,
+	intent_id       TEXT NOT NULL UNIQUE,
+	run_id          TEXT NOT NULL REFERENCES runs(run_id),
+	seq             INTEGER NOT NULL,
+	effect_type     TEXT NOT NULL,
+	idempotency_key TEXT NOT NULL UNIQUE,
+	content_digest  TEXT NOT NULL,
+	approval_id     TEXT REFERENCES approvals(approval_id),
+	body            BLOB NOT NULL,
+	digest          TEXT NOT NULL,
+	generation      INTEGER NOT NULL,
+	recorded_at     INTEGER NOT NULL
+) STRICT;
+INSERT INTO intents_v8 (commit_order, intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+	SELECT commit_order, intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at FROM intents ORDER BY commit_order;
+DROP TABLE intents;
+ALTER TABLE intents_v8 RENAME TO intents;
+CREATE INDEX intents_by_run ON intents(run_id);
+CREATE TRIGGER intents_no_update BEFORE UPDATE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
+CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
+`,
+}
+
+// rebuiltParents are the tables a migration rebuilds that other tables
+// reference, by the version the rebuild brings the schema to. Such a
+// migration runs with foreign keys off (DROP TABLE would otherwise delete
+// what the children reference); the tables listed are those to check with
+// foreign_key_check before the migration commits: the rebuilt table
+// (which references others) and every table that references it.
+var rebuiltParents = map[int64][]string{
+	8: {"intents", "outbox", "attempts", "receipts"},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -11,6 +11,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -202,7 +203,32 @@ func (s *Store) migrate(ctx context.Context) error {
 		return store.Errorf(store.CodeInvalidInput, "migrate", "", nil,
 			"database schema version %d needs migration to %d; open it read-write first", have, SchemaVersion)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// A migration that rebuilds a table others reference runs with
+	// foreign keys off, on a connection of its own (the pragma is a no-op
+	// inside a transaction), and the tables it touched are checked before
+	// it commits; the connection gets foreign keys back before it returns
+	// to the pool.
+	var check []string
+	for v := have + 1; v <= SchemaVersion; v++ {
+		check = append(check, rebuiltParents[v]...)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return mapErr("migrate", "", err)
+	}
+	defer conn.Close()
+	if len(check) > 0 {
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return mapErr("migrate", "", err)
+		}
+		defer func() {
+			if _, err := conn.ExecContext(context.Background(), `PRAGMA foreign_keys = ON`); err != nil {
+				// Not handed back to the pool without its foreign keys.
+				conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr("migrate", "", err)
 	}
@@ -210,6 +236,17 @@ func (s *Store) migrate(ctx context.Context) error {
 	for v := have; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return store.Errorf(store.CodeUnavailable, "migrate", "", err, "migration to version %d", v+1)
+		}
+	}
+	for _, table := range check {
+		var child, parent string
+		var rowid sql.NullInt64
+		var fk int64
+		switch err := tx.QueryRowContext(ctx, `SELECT "table", rowid, parent, fkid FROM pragma_foreign_key_check(?)`, table).Scan(&child, &rowid, &parent, &fk); {
+		case err == nil:
+			return store.Errorf(store.CodeCorrupt, "migrate", "", nil, "migration to version %d: a row of %s (rowid %v) references no row of %s", SchemaVersion, child, rowid.Int64, parent)
+		case !errors.Is(err, sql.ErrNoRows):
+			return mapErr("migrate", "", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, SchemaVersion)); err != nil {

@@ -1,0 +1,271 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// writeVersion7 writes, at path, the database a version-7 build would hold
+// for the runs of src: the released migrations 1 to 7 and every row of
+// src, in src's order (the layout of version 7 differs from the current
+// one only in how intents are keyed).
+func writeVersion7(t *testing.T, src *sqlite.Store, srcPath, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // the attachment belongs to one connection
+	for _, m := range sqlite.MigrationsThrough(7) {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(`PRAGMA user_version = 7`)
+	exec(`ATTACH DATABASE ? AS src`, srcPath)
+	for _, tb := range []string{"runs", "approvals", "intents", "outbox", "attempts", "receipts", "inbox", "checkpoints", "events", "trace"} {
+		cs := tableColumns(t, db, tb)
+		order := "rowid"
+		switch tb {
+		case "intents", "receipts":
+			order = "commit_order"
+		case "outbox", "attempts", "inbox":
+			order = "1" // WITHOUT ROWID: key order
+		}
+		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb + ` ORDER BY ` + order)
+	}
+	exec(`DETACH DATABASE src`)
+}
+
+// tableColumns names the columns of table in db, comma-separated.
+func tableColumns(t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cs []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	return strings.Join(cs, ", ")
+}
+
+// intentOrders lists every intent's id with its commit order, in order.
+func intentOrders(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT intent_id || '@' || commit_order || '/' || run_id || '/' || idempotency_key FROM intents ORDER BY commit_order`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// A database written at schema version 7 holding real runs (ended, one
+// approved by a person, bundle runs with intents, receipts and trace
+// records) migrates to version 8: every run reads back exactly as before
+// with its intents at the same commit orders, verifies and goes on; the
+// intents' keys are still unique, their rows still append-only, the
+// foreign keys hold and are enforced again on the store's connections.
+func TestMigrateFromVersion7RealRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srcPath, v7Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v7.db")
+	src, err := sqlite.Open(ctx, srcPath, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := recordRuns(t, ctx, src, "", true)
+	want := map[string]runRecord{}
+	for _, id := range ids {
+		want[id] = readRun(t, ctx, src, id)
+	}
+	wantOrders := intentOrders(t, src.DB())
+	if len(wantOrders) < 2 {
+		t.Fatalf("the runs committed %d intents", len(wantOrders))
+	}
+	writeVersion7(t, src, srcPath, v7Path)
+	src.Close()
+
+	st, err := sqlite.Open(ctx, v7Path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db := st.DB()
+	var v int64
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqlite.SchemaVersion || v < 8 {
+		t.Fatalf("user_version %d (%v) after migration, build writes %d", v, err, sqlite.SchemaVersion)
+	}
+	var pk string
+	if err := db.QueryRow(`SELECT name FROM pragma_table_info('intents') WHERE pk = 1`).Scan(&pk); err != nil || pk != "commit_order" {
+		t.Fatalf("intents keyed by %q (%v), want commit_order", pk, err)
+	}
+	var indexes int64
+	db.QueryRow(`SELECT COUNT(*) FROM pragma_index_list('intents')`).Scan(&indexes)
+	if indexes != 3 { // intent_id, idempotency_key, intents_by_run
+		t.Fatalf("intents has %d indexes after migration, want 3", indexes)
+	}
+	if got := intentOrders(t, db); !reflect.DeepEqual(got, wantOrders) {
+		t.Fatalf("intents after migration:\n got %q\nwant %q", got, wantOrders)
+	}
+	for _, id := range ids {
+		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+	verifyRuns(t, ctx, st, ids)
+	more := recordRuns(t, ctx, st, "after-", false)
+	verifyRuns(t, ctx, st, append(ids, more...))
+	// The new intents take the orders after the old ones, one each.
+	orders := intentOrders(t, db)
+	if len(orders) <= len(wantOrders) || !reflect.DeepEqual(orders[:len(wantOrders)], wantOrders) {
+		t.Fatalf("intents after new runs: %q", orders)
+	}
+	var first, last, n int64
+	db.QueryRow(`SELECT MIN(commit_order), MAX(commit_order), COUNT(*) FROM intents`).Scan(&first, &last, &n)
+	if first != 1 || last != n {
+		t.Fatalf("commit orders %d to %d for %d intents", first, last, n)
+	}
+	var fk int64
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d rows, %v", fk, err)
+	}
+
+	// What the schema enforced on intents, it still does.
+	var id, key string
+	db.QueryRow(`SELECT intent_id, idempotency_key FROM intents ORDER BY commit_order LIMIT 1`).Scan(&id, &key)
+	dup := `INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at)
+SELECT ?, run_id, seq, effect_type, ?, content_digest, body, digest, generation, recorded_at FROM intents WHERE intent_id = ?`
+	for _, c := range []struct {
+		name string
+		q    string
+		args []any
+	}{
+		{"a second intent of the same id", dup, []any{id, "fresh-key", id}},
+		{"a second intent of the same idempotency key", dup, []any{"fresh-id", key, id}},
+		{"an intent of no run", `INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('x', 'no-such-run', 1, 'e', 'kx', 'c', x'00', 'd', 1, 1)`, nil},
+		{"an intent under a taken commit order", `INSERT INTO intents (commit_order, intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at)
+SELECT 1, 'y', run_id, seq, effect_type, 'ky', content_digest, body, digest, generation, recorded_at FROM intents WHERE intent_id = ?`, []any{id}},
+		{"an outbox row of no intent", `INSERT INTO outbox (intent_id, run_id, status, updated_at) SELECT 'no-such-intent', run_id, 'pending', 1 FROM intents WHERE intent_id = ?`, []any{id}},
+		{"a changed intent", `UPDATE intents SET body = x'00' WHERE intent_id = ?`, []any{id}},
+		{"a deleted intent", `DELETE FROM intents WHERE intent_id = ?`, []any{id}},
+	} {
+		// Every connection of the pool, the migration's among them.
+		for range 3 {
+			if _, err := db.Exec(c.q, c.args...); err == nil {
+				t.Fatalf("%s was accepted after migration", c.name)
+			}
+		}
+	}
+	// A commit of a reused key is still told from a reused intent id.
+	if err := st.CreateRun(ctx, store.Run{ID: "fresh-run", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "fresh-run", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   store.Intent
+		want store.Code
+	}{
+		{storetest.In("fresh", key, "other content"), store.CodeIdempotencyConflict},
+		{storetest.In(id, "fresh-key", "content"), store.CodeExists},
+		{storetest.In("fresh", "fresh-key", "content"), ""},
+	} {
+		err := st.Commit(ctx, l, store.Tick{ExpectHead: 0, Intents: []store.Intent{c.in}})
+		if store.CodeOf(err) != c.want {
+			t.Fatalf("intent %s with key %s: %v, want %q", c.in.ID, c.in.IdempotencyKey, err, c.want)
+		}
+	}
+	if got := intentOrders(t, db); got[len(got)-1] != "fresh@"+fmt.Sprint(n+1)+"/fresh-run/fresh-key" {
+		t.Fatalf("the new intent: %q", got[len(got)-1])
+	}
+}
+
+// A version-7 database whose rows break a foreign key the rebuild is to
+// keep (an outbox row of no intent, written with foreign keys off) is not
+// migrated: Open fails with CORRUPT and the database is left as it was,
+// at version 7 with its intents in their old table.
+func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v7.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, m := range sqlite.MigrationsThrough(7) {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`PRAGMA user_version = 7`,
+		`PRAGMA foreign_keys = OFF`,
+		`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order) VALUES ('a', 'wf', '1', 'S', 'h', 1, 1, 1)`,
+		`INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('ia', 'a', 1, 1, 'e', 'ka', 'c', x'00', 'd', 1, 1)`,
+		`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ('ia', 'a', 'pending', 1), ('gone', 'a', 'pending', 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	_, err = sqlite.Open(ctx, path, sqlite.Options{})
+	var se *store.Error
+	if !errors.As(err, &se) || se.Code != store.CodeCorrupt || !strings.Contains(err.Error(), "outbox") {
+		t.Fatalf("Open of a database with an outbox row of no intent: %v", err)
+	}
+	db, err = sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int64
+	var ddl string
+	db.QueryRow(`PRAGMA user_version`).Scan(&v)
+	db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'intents'`).Scan(&ddl)
+	if v != 7 || !strings.Contains(ddl, "intent_id       TEXT PRIMARY KEY") {
+		t.Fatalf("after the refused migration: version %d, intents %s", v, ddl)
+	}
+	var tables int64
+	db.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'intents_v8'`).Scan(&tables)
+	if tables != 0 {
+		t.Fatal("the refused migration left its new table behind")
+	}
+}

@@ -11,9 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
+	"flrh.dev/flrh/verify"
 )
 
 // writeVersion7 writes, at path, the database a version-7 build would hold
@@ -147,8 +152,10 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 		}
 	}
 	verifyRuns(t, ctx, st, ids)
+	replayRuns(t, ctx, st, ids)
 	more := recordRuns(t, ctx, st, "after-", false)
 	verifyRuns(t, ctx, st, append(ids, more...))
+	replayRuns(t, ctx, st, more)
 	// The new intents take the orders after the old ones, one each.
 	orders := intentOrders(t, db)
 	if len(orders) <= len(wantOrders) || !reflect.DeepEqual(orders[:len(wantOrders)], wantOrders) {
@@ -267,5 +274,34 @@ func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
 	db.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'intents_v8'`).Scan(&tables)
 	if tables != 0 {
 		t.Fatal("the refused migration left its new table behind")
+	}
+}
+
+// replayRuns replays each run from its record with the workflow that
+// recorded it (recordRuns' demo refunds or the refund-agent bundle) and
+// fails unless the replay reproduces the record exactly.
+func replayRuns(t *testing.T, ctx context.Context, st store.Store, ids []string) {
+	t.Helper()
+	src, err := examples.Bundle("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := bundle.LoadFS(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refunds := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments"}
+	for _, id := range ids {
+		var wf runner.Workflow = refunds
+		if strings.Contains(id, "agent") {
+			wf = agent
+		}
+		rep, err := verify.Replay(ctx, st, wf, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Inputs == 0 {
+			t.Fatalf("replay of %s: %+v", id, rep)
+		}
 	}
 }

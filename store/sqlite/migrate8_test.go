@@ -176,6 +176,20 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	db.QueryRow(`SELECT intent_id, idempotency_key FROM intents ORDER BY commit_order LIMIT 1`).Scan(&id, &key)
 	dup := `INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at)
 SELECT ?, run_id, seq, effect_type, ?, content_digest, body, digest, generation, recorded_at FROM intents WHERE intent_id = ?`
+	// Every idle connection of the pool, and more, held at once: each
+	// must enforce the keys.
+	var conns []*sql.Conn
+	for range 4 {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var on int64
+		if err := conn.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 1 {
+			t.Fatalf("a connection with foreign_keys %d (%v) after migration", on, err)
+		}
+		conns = append(conns, conn)
+	}
 	for _, c := range []struct {
 		name string
 		q    string
@@ -190,12 +204,14 @@ SELECT 1, 'y', run_id, seq, effect_type, 'ky', content_digest, body, digest, gen
 		{"a changed intent", `UPDATE intents SET body = x'00' WHERE intent_id = ?`, []any{id}},
 		{"a deleted intent", `DELETE FROM intents WHERE intent_id = ?`, []any{id}},
 	} {
-		// Every connection of the pool, the migration's among them.
-		for range 3 {
-			if _, err := db.Exec(c.q, c.args...); err == nil {
-				t.Fatalf("%s was accepted after migration", c.name)
+		for i, conn := range conns {
+			if _, err := conn.ExecContext(ctx, c.q, c.args...); err == nil {
+				t.Fatalf("%s was accepted after migration (connection %d)", c.name, i)
 			}
 		}
+	}
+	for _, conn := range conns {
+		conn.Close()
 	}
 	// A commit of a reused key is still told from a reused intent id.
 	if err := st.CreateRun(ctx, store.Run{ID: "fresh-run", WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,6 +47,58 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 		}
 		if strings.HasPrefix(c.query, "SELECT i.intent_id") && strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("plan of a run's intents sorts them:\n%s", text)
+		}
+	}
+}
+
+// A migration run with foreign keys off (version 8 rebuilds intents)
+// leaves no connection without them: the writing connection, which the
+// store opens after migrating, and the pool's enforce them.
+func TestMigrationLeavesForeignKeysOn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, m := range append(migrations[:7:7], `PRAGMA user_version = 7`) {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var writer int64 = -1
+	if err := s.withWriter(ctx, func(tx *wtx) {
+		if err := s.queryRow(ctx, tx, `PRAGMA foreign_keys`).Scan(&writer); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if writer != 1 {
+		t.Fatalf("the writing connection has foreign_keys %d after migration", writer)
+	}
+	var conns []*sql.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 3 {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var on int64
+		if err := c.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 1 {
+			t.Fatalf("a pooled connection has foreign_keys %d (%v) after migration", on, err)
 		}
 	}
 }

@@ -206,8 +206,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	// A migration that rebuilds a table others reference runs with
 	// foreign keys off, on a connection of its own (the pragma is a no-op
 	// inside a transaction), and the tables it touched are checked before
-	// it commits; the connection gets foreign keys back before it returns
-	// to the pool.
+	// it commits. That connection is then closed, never handed back to
+	// the pool: every connection the store uses has foreign keys on from
+	// the moment it is opened.
 	var check []string
 	for v := have + 1; v <= SchemaVersion; v++ {
 		check = append(check, rebuiltParents[v]...)
@@ -218,15 +219,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	defer conn.Close()
 	if len(check) > 0 {
+		defer conn.Raw(func(any) error { return driver.ErrBadConn }) // closes it
 		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
 			return mapErr("migrate", "", err)
 		}
-		defer func() {
-			if _, err := conn.ExecContext(context.Background(), `PRAGMA foreign_keys = ON`); err != nil {
-				// Not handed back to the pool without its foreign keys.
-				conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-		}()
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {

@@ -37,6 +37,12 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		if err != nil {
 			return nil, fmt.Sprintf("precondition %s: %v", pre, err)
 		}
+		if reqs == nil {
+			// Room for every precondition at the first bound one (the
+			// lists stay nil when none is bound, as the seam reads them).
+			n := len(p.Preconditions)
+			reqs, atoms, facts = make([]seam.FactRequirement, 0, n), make([]seam.Atom, 0, n), make([]seam.FactState, 0, n)
+		}
 		reqs = append(reqs, seam.FactRequirement{PreconditionID: pre, Literal: seam.Literal{Polarity: e.polarity, Atom: atom}})
 		t.explainEligibility(mat, p.ProposalID, pre, e, args)
 		if slices.Contains(atoms, atom) { // an atom is its canonical bytes

@@ -612,7 +612,12 @@ var verifyMatch func(props []protocol.EffectProposal, emitted []kernel.Proposal,
 // factChanges maps F's fact deltas to named L support changes through the
 // bundle's facts table, and returns the live supports after them.
 func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []support, string) {
-	supports := slices.Clone(t.st.Supports)
+	// A copy with room for the tick's insertions, not grown by the first
+	// (nil stays nil, as slices.Clone keeps it).
+	var supports []support
+	if t.st.Supports != nil {
+		supports = append(make([]support, 0, len(t.st.Supports)+len(deltas)), t.st.Supports...)
+	}
 	var changes []logic.FactChange
 	for _, fd := range deltas {
 		pred, _ := fd.Tuple["predicate"].(string)

@@ -303,6 +303,7 @@ func (s *projector) checkMaterialization() *Rejection {
 		s.declared[a.canon] = true
 	}
 	s.facts = make(map[string]*fact, len(l.Facts))
+	all := make([]fact, len(l.Facts)) // the facts in one allocation
 	for i, f := range l.Facts {
 		// The path is written only for a rejection.
 		path := func() string { return "/l_result/next_materialization/fact_states/" + strconv.Itoa(i) }
@@ -317,7 +318,8 @@ func (s *projector) checkMaterialization() *Rejection {
 		if s.facts[f.Atom.canon] != nil {
 			return reject(CodeInvariantViolation, path()).invariant("unique_fact_state_atom", "")
 		}
-		s.facts[f.Atom.canon] = &fact{positive: pos, negative: neg, state: stateOf(pos, neg)}
+		all[i] = fact{positive: pos, negative: neg, state: stateOf(pos, neg)}
+		s.facts[f.Atom.canon] = &all[i]
 	}
 	for _, a := range l.QueryAtoms {
 		if s.facts[a.canon] == nil {

@@ -1,12 +1,13 @@
 package sqlite
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +61,9 @@ func crashWriter(path string) {
 		}
 	}
 	fmt.Println("ready")
+	// Say once that a tick committed in this process, so the test kills
+	// it only after it has made progress, however slow the machine.
+	var committed sync.Once
 	var wg sync.WaitGroup
 	for _, l := range leases {
 		wg.Add(1)
@@ -100,6 +104,7 @@ func crashWriter(path string) {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(5)
 				}
+				committed.Do(func() { fmt.Println("committed") })
 				run.Head = n
 			}
 		}()
@@ -160,17 +165,48 @@ func crashRounds(t *testing.T, runs []string, lag bool) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		buf := make([]byte, 6)
-		if _, err := out.Read(buf); err != nil {
-			t.Fatalf("writer did not start: %v", err)
+		// The writer's lines: "ready", then "committed" after its first
+		// durable tick and "grouped" once commits shared a batch. The kill
+		// lands a while after the first commit, not at a fixed time after
+		// start, so a slow machine (the race detector, a loaded host)
+		// still sees every round make progress.
+		lines := make(chan string, 4)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		var said []string
+		wait := time.After(60 * time.Second)
+	waitCommit:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					cmd.Wait()
+					t.Fatalf("round %d: the writer exited before committing (said %q)", round, said)
+				}
+				said = append(said, l)
+				if l == "committed" {
+					break waitCommit
+				}
+			case <-wait:
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("round %d: the writer committed nothing in 60 s (said %q)", round, said)
+			}
 		}
-		time.Sleep(time.Duration(150+round*70) * time.Millisecond)
+		time.Sleep(time.Duration(80+round*70) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		rest, _ := io.ReadAll(out)
+		for l := range lines {
+			said = append(said, l)
+		}
 		cmd.Wait()
-		if strings.Contains(string(rest), "grouped") {
+		if slices.Contains(said, "grouped") {
 			groupedRounds++
 		}
 

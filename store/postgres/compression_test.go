@@ -111,3 +111,34 @@ AND (SELECT COALESCE(NULLIF(typbasetype, 0), oid) FROM pg_type WHERE oid = a.att
 		}
 	}
 }
+
+// A checkpoint or a trace row that fits a page is stored as it is, whole
+// in its row; one that does not is still compressed. Both read back byte
+// for byte.
+func TestRowsUpToAPageStoredWhole(t *testing.T) {
+	s := openTest(t, Options{})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	small := []byte(`{"journey":"` + strings.Repeat("x", 7000) + `"}`)
+	big := []byte(`{"journey":"` + strings.Repeat("x", 9000) + `"}`)
+	for i, body := range [][]byte{small, big} {
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: body, Digest: store.BodyDigest(body)},
+			Trace: []store.TraceRecord{{Kind: "k", Body: body}}}))
+		cp, err := s.Checkpoint(ctx, "r")
+		must(t, err)
+		tr, err := s.Trace(ctx, "r")
+		must(t, err)
+		if !bytes.Equal(cp.Body, body) || len(tr) != i+1 || !bytes.Equal(tr[i].Body, body) {
+			t.Fatalf("tick %d does not read back as written", i)
+		}
+	}
+	for _, q := range []string{`SELECT string_agg(COALESCE(pg_column_compression(body), 'none'), ',' ORDER BY n) FROM checkpoints`,
+		`SELECT string_agg(COALESCE(pg_column_compression(bodies), 'none'), ',' ORDER BY seq) FROM trace`} {
+		var got string
+		must(t, s.pool.QueryRow(ctx, q).Scan(&got))
+		if got != "none,lz4" && got != "none,pglz" {
+			t.Fatalf("%s: %s, want the first stored as it is and the second compressed", q, got)
+		}
+	}
+}

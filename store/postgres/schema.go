@@ -493,6 +493,17 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_intent_run_fkey FOREIGN KEY (intent_id,
 ALTER TABLE receipts ADD CONSTRAINT receipts_intent_run_fkey FOREIGN KEY (intent_id, run_id) REFERENCES intents (intent_id, run_id),
 	DROP CONSTRAINT receipts_intent_id_fkey, DROP CONSTRAINT receipts_run_id_fkey;
 `},
+	// A checkpoint or a tick's trace row is stored uncompressed when the
+	// row fits a page as it is (toast_tuple_target at its largest): the
+	// server compressed every one over about 2 KB at insert. A larger row
+	// is still compressed in place (its columns take MAIN storage) and
+	// moved out of line only if it still does not fit. Only rows written
+	// afterwards change, and only in how they are stored, never in their
+	// bytes.
+	{"checkpoints and trace rows stored whole up to a page", `
+ALTER TABLE checkpoints SET (toast_tuple_target = 8160);
+ALTER TABLE trace SET (toast_tuple_target = 8160);
+`},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -25,9 +25,11 @@ ALTER TABLE intents DROP CONSTRAINT intents_intent_run;
 DELETE FROM schema_migrations WHERE version > 12;`
 
 // toVersion12 gives schema's outbox and receipts back their two keys each
-// and forgets migration 13: what a version-12 build leaves.
+// and forgets migration 13: what a version-12 build leaves (version 13's
+// storage first).
 func toVersion12(t *testing.T, schema string) {
 	t.Helper()
+	toVersion13(t, schema)
 	conn, err := pgx.Connect(ctx, dsn(t))
 	must(t, err)
 	defer conn.Close(ctx)

@@ -223,11 +223,17 @@ func Authorize(in Input) (Decisions, error) {
 		if err := checkBatch(in.Batch, in.ProfileDigest, &arena); err != nil {
 			return Decisions{}, err
 		}
+	} else if in.Checked.plainIDs {
+		// The same bytes as the sealed copy's, found plain when sealed.
+		arena.plain(in.Batch.Batch.BatchDigest)
+		arena.plain(in.Batch.Batch.BatchID)
+		arena.plain(in.Batch.PublishedBatchDigest)
 	}
 	in.Batch = pairVerdicts(in.Batch)
 	if in.Policy.Policy == nil {
 		return Decisions{}, reject("MALFORMED_AUTHORITY_SNAPSHOT", "/policy")
 	}
+	arena.plain(in.Policy.Policy.digest)
 	if in.EffectSequence < 1 {
 		return Decisions{}, reject("MALFORMED_COMMAND", "/effect_sequence")
 	}
@@ -380,6 +386,8 @@ func checkBatch(b PublishedBatch, profile string, a *strArena) *Rejection {
 	if b.PublishedBatchDigest != string(d[:]) {
 		return reject("PUBLISHED_BATCH_DIGEST_MISMATCH", "/published_batch/published_batch_digest")
 	}
+	// Equal to the digest just computed: plain.
+	a.plain(b.PublishedBatchDigest)
 	return nil
 }
 
@@ -401,6 +409,10 @@ func checkBatchIdentity(b PublishedBatch, profile string, a *strArena) *Rejectio
 	if id := b.Batch.BatchID; b.Batch.BatchDigest != string(sum[:]) || !strings.HasPrefix(id, "batch:") || id[len("batch:"):] != string(sum[len("sha256:"):]) {
 		return reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
+	// The digest is the one just computed and the id "batch:" and its hex
+	// digits: both plain, and written next in the published batch.
+	a.plain(b.Batch.BatchDigest)
+	a.plain(b.Batch.BatchID)
 	return nil
 }
 
@@ -562,7 +574,11 @@ func PublishedBatchDigest(b PublishedBatch) string {
 func ticketID(a *strArena, proposalID, batchID string) string {
 	w := a.writer(256)
 	w.ticketIDPreimage(proposalID, batchID)
-	return w.mustDigestAsIn(a, "ticket:")
+	id := w.mustDigestAsIn(a, "ticket:")
+	// "ticket:" and hex digits (or the invalid form's code): plain, and
+	// written again in the preview's and the ticket's preimages.
+	a.plain(id)
+	return id
 }
 
 func (w *canonWriter) ticketIDPreimage(proposalID, batchID string) {

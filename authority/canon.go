@@ -100,6 +100,18 @@ func (m *plainSeen) slot(s string) *string {
 	return &m[((x^uint64(len(s)))*0x9e3779b97f4a7c15)>>59]
 }
 
+// remember notes s, a string known to need no escaping, so that a
+// writer sharing m copies it without the test. Only a string that is
+// plain may be remembered: one cjson.Plain accepted, or one this package
+// made that way (a digest or id it cut from a hash sum, see known). A
+// string shorter than seenMin is not remembered (strVal does not look it
+// up).
+func (m *plainSeen) remember(s string) {
+	if len(s) >= seenMin {
+		*m.slot(s) = s
+	}
+}
+
 // strArena carves the strings one decision returns — its digests and ids
 // — out of one buffer instead of allocating each on its own. Strings are
 // only ever appended to the builder, so each one handed out stays as it
@@ -112,6 +124,20 @@ type strArena struct {
 	seen    *plainSeen
 	scratch *preimageScratch
 }
+
+// plain remembers s, which must need no escaping, in a's plainSeen (see
+// plainSeen.remember): a digest or id the decision compared with one it
+// computed, or computed itself, is then written without the test. A nil
+// arena, or one without a plainSeen, remembers nothing.
+func (a *strArena) plain(s string) {
+	if a != nil && a.seen != nil && rememberPlain {
+		a.seen.remember(s)
+	}
+}
+
+// rememberPlain is false only in tests that hold decisions made with
+// strings remembered as plain to the same decisions made without.
+var rememberPlain = true
 
 // writer is pooledWriter for a preimage of a's decision: its buffer is
 // a's scratch when there is one and it is free, and its strings are

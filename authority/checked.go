@@ -3,6 +3,8 @@ package authority
 import (
 	"slices"
 	"strings"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // CheckedBatch is a published batch sealed and checked once, under one
@@ -18,6 +20,11 @@ type CheckedBatch struct {
 	batch   PublishedBatch // a deep copy: no caller can change it
 	profile string
 	ok      bool
+	// plainIDs reports that the batch's digest and id and its published
+	// digest need no escaping (computed or compared with computed ones
+	// when sealed, or tested then), so that a decision of the batch
+	// writes them without the test.
+	plainIDs bool
 }
 
 // SealBatch computes b's published-batch digest, checks the batch under
@@ -36,7 +43,9 @@ func SealBatch(b PublishedBatch, profile string) (PublishedBatch, CheckedBatch, 
 		return b, CheckedBatch{}, r
 	}
 	b.PublishedBatchDigest = d
-	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true}, nil
+	// checkBatchIdentity compared the batch's digest and id with the
+	// digest it computed, and d was just computed: all three are plain.
+	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true, plainIDs: true}, nil
 }
 
 // SealBatchDigested is SealBatch for a batch whose producer took both
@@ -57,7 +66,8 @@ func SealBatchDigested(b PublishedBatch, profile, published string) (PublishedBa
 		return b, CheckedBatch{}, reject("BATCH_DIGEST_MISMATCH", "/published_batch/batch/batch_digest")
 	}
 	b.PublishedBatchDigest = published
-	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true}, nil
+	plainIDs := cjson.Plain(b.Batch.BatchDigest) && cjson.Plain(b.Batch.BatchID) && cjson.Plain(published)
+	return b, CheckedBatch{batch: copyBatch(b), profile: profile, ok: true, plainIDs: plainIDs}, nil
 }
 
 // covers reports whether c checked exactly b under profile.

@@ -217,6 +217,11 @@ type Policy struct {
 	Flat   bool
 	engine ruleEngine
 	oracle ruleEngine
+	// digest is Digest as compiled: mustDigest's form, a digest or the
+	// "invalid:" form, so it needs no escaping. Digest is the caller's to
+	// change; a decision remembers this one as plain (strArena.plain), and
+	// a Digest still equal to it is written without the test.
+	digest string
 }
 
 // Delegates reports whether the policy lets the controller choose among the
@@ -278,7 +283,7 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 	}
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
-	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle}
+	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest}
 	if flat := compileFlat(prog, inputs, limits); flat != nil {
 		p.engine, p.Flat = flat, true
 	}

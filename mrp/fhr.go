@@ -2,7 +2,6 @@ package mrp
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"sync"
 
@@ -79,7 +78,7 @@ func (f FHR) Seal() (FHR, error) {
 	}
 	var out [7 + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[7:], sum[:])
+	hexSum((*[64]byte)(out[7:]), &sum)
 	f.Digest = string(out[:])
 	return f, nil
 }

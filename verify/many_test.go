@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flrh.dev/flrh/control"
 	"fmt"
 	"net"
 	"os"
@@ -351,5 +352,28 @@ func TestBulkReadsOnPostgres(t *testing.T) {
 	}
 	if approvals != 2 {
 		t.Fatalf("%d approvals consumed, want 2", approvals)
+	}
+}
+
+// TestKnownBuffersComeBackZero holds the pooled vouched buffers to what a
+// fresh slice gives: a buffer released dirty is handed out again with
+// every entry zero, whether the next run is shorter or as long.
+func TestKnownBuffersComeBackZero(t *testing.T) {
+	for _, n := range []int{10, 5, 10, 0, 12} {
+		var r record
+		k := r.takeKnown(n)
+		if len(k) != n {
+			t.Fatalf("takeKnown(%d) gave %d entries", n, len(k))
+		}
+		for i := range k {
+			if k[i].ok || k[i].canonical || k[i].inputRead || k[i].rec.Event != "" || k[i].rec.Evidence != nil {
+				t.Fatalf("entry %d of a taken buffer is not zero: %+v", i, k[i])
+			}
+			k[i] = vouched{ok: true, canonical: true, inputRead: true, rec: control.Record{Event: "E", Evidence: map[string]string{"a": "b"}}}
+		}
+		r.releaseKnown()
+		if r.known != nil || r.knownBuf != nil {
+			t.Fatal("a released record still holds its buffer")
+		}
 	}
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"sync"
 
 	"flrh.dev/flrh/store"
 )
@@ -36,6 +37,8 @@ type record struct {
 	// (see vouched), when it was verified before being replayed (Check);
 	// nil otherwise.
 	known []vouched
+	// knownBuf is the pooled buffer known was cut from (takeKnown).
+	knownBuf *[]vouched
 	// scanned is the checkpoint's members, read once for both the
 	// verifier and the replay (see checkpointOf); nil until then.
 	scanned *checkpoint
@@ -183,4 +186,38 @@ func (r *record) approval(ctx context.Context, id string) (store.Approval, error
 		return a, nil
 	}
 	return r.st.Approval(ctx, id)
+}
+
+// knownPool holds the buffers of vouched entries that verifying a run
+// fills, one per event, for the next run to reuse: a buffer is about 400
+// bytes per event, much of a verification's allocation, and is dead once
+// the run's reports are made. Every buffer in the pool is zero over its
+// whole capacity, as a fresh one would be.
+var knownPool sync.Pool // of *[]vouched
+
+// takeKnown sets r.known to n zero entries, from a pooled buffer when one
+// is large enough, and returns it.
+func (r *record) takeKnown(n int) []vouched {
+	r.releaseKnown()
+	p, _ := knownPool.Get().(*[]vouched)
+	if p == nil || cap(*p) < n {
+		p = new([]vouched)
+		*p = make([]vouched, 0, n)
+	}
+	r.known, r.knownBuf = (*p)[:n], p
+	return r.known
+}
+
+// releaseKnown hands r.known's buffer back to the pool, cleared (no entry
+// keeps a record's strings and maps alive, and the next run starts from
+// zero entries). Nothing may read r.known afterwards: it is nil.
+func (r *record) releaseKnown() {
+	if r.knownBuf == nil {
+		return
+	}
+	clear(r.known)
+	p := r.knownBuf
+	*p = (*p)[:0]
+	r.known, r.knownBuf = nil, nil
+	knownPool.Put(p)
 }

@@ -71,12 +71,14 @@ func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) 
 	if err != nil {
 		return nil, err
 	}
-	return verifyRecord(ctx, rec, m, runID)
+	rep, _, err := checkRecord(ctx, rec, m, nil, runID)
+	return rep, err
 }
 
 // checkRecord is Run, or with a workflow Check, of a run already read by
 // load (withRun|withEffects).
 func checkRecord(ctx context.Context, rec *record, m *control.Machine, wf runner.Workflow, runID string) (*Report, *ReplayReport, error) {
+	defer rec.releaseKnown()
 	rep, err := verifyRecord(ctx, rec, m, runID)
 	if err != nil || wf == nil {
 		return rep, nil, err
@@ -105,8 +107,7 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 	run, evs := rec.run, rec.events
 	rep := &Report{RunID: runID, State: run.State, Outcome: run.Outcome, Findings: []Finding{}}
 	rep.Events = len(evs)
-	known := make([]vouched, len(evs))
-	rec.known = known
+	known := rec.takeKnown(len(evs))
 	cfg := checkEvents(rep, m, run, evs, known)
 	cp := checkCheckpoint(rep, rec, cfg)
 	attempts, err := checkEffects(ctx, rep, rec)

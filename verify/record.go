@@ -39,6 +39,10 @@ type record struct {
 	known []vouched
 	// knownBuf is the pooled buffer known was cut from (takeKnown).
 	knownBuf *[]vouched
+	// approvalRead holds, intent by intent, the approval digest the
+	// verifier read from each committed intent it could read (Check),
+	// for replay to try first; nil otherwise.
+	approvalRead []approvalHint
 	// scanned is the checkpoint's members, read once for both the
 	// verifier and the replay (see checkpointOf); nil until then.
 	scanned *checkpoint
@@ -220,4 +224,11 @@ func (r *record) releaseKnown() {
 	*p = (*p)[:0]
 	r.known, r.knownBuf = nil, nil
 	knownPool.Put(p)
+}
+
+// approvalHint is an approval digest read from a committed intent (ok
+// false: none was read).
+type approvalHint struct {
+	digest *string
+	ok     bool
 }

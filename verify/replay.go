@@ -52,9 +52,9 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
 	}
 	evs, ins := rec.events, rec.intents
-	committed := map[string]store.Intent{}
-	for _, in := range ins {
-		committed[in.ID] = in
+	committed := make(map[string]int, len(ins)) // an intent's index in ins
+	for i, in := range ins {
+		committed[in.ID] = i
 	}
 	planned := map[string]bool{}
 	// canonical is whether state is vouched to be cjson's own encoding
@@ -89,12 +89,18 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 			rep.Effects++
 			id := p.Intent.IntentID
 			planned[id] = true
-			in, ok := committed[id]
+			k, ok := committed[id]
 			if !ok {
 				continue // planned but not (yet) committed: waiting, or refused later
 			}
+			in := ins[k]
 			// The committed intent is the planned one, except that an
-			// approved intent names the grant it consumed.
+			// approved intent names the grant it consumed. The digest
+			// the verifier read from it, when it read one, is tried
+			// first: the byte comparison decides either way.
+			if k < len(rec.approvalRead) && rec.approvalRead[k].ok && sameIntentAs(p.Intent, in.Body, rec.approvalRead[k].digest) {
+				continue
+			}
 			if sameIntent(p.Intent, in.Body) {
 				continue
 			}
@@ -160,6 +166,13 @@ func sameIntent(planned protocol.EffectIntent, committed []byte) bool {
 	if !ok {
 		return false
 	}
+	return sameIntentAs(planned, committed, d)
+}
+
+// sameIntentAs reports whether committed is exactly the planned intent's
+// canonical bytes naming the grant digest d. It holds for any d: bytes
+// equal to that encoding name d and nothing else, whoever said d.
+func sameIntentAs(planned protocol.EffectIntent, committed []byte, d *string) bool {
 	planned.ApprovalDigest = d
 	b, err := cjson.Marshal(planned)
 	return err == nil && bytes.Equal(b, committed)

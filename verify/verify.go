@@ -448,7 +448,8 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 		byIntent[rc.IntentID] = rc
 	}
 	intentIDs := map[string]bool{}
-	for _, in := range ins {
+	rec.approvalRead = make([]approvalHint, len(ins))
+	for i, in := range ins {
 		intentIDs[in.ID] = true
 		where := "intent " + in.ID
 		if !store.DigestMatches(in.Body, in.Digest) {
@@ -457,6 +458,8 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 		intent, err := readIntent(in.Body)
 		if err != nil {
 			rep.fail("intent-protocol", where, "%v", err)
+		} else {
+			rec.approvalRead[i] = approvalHint{digest: intent.ApprovalDigest, ok: true}
 		}
 		if intent.IdempotencyKey != in.IdempotencyKey || intent.IntentID != in.ID || intent.EffectType != in.EffectType {
 			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")

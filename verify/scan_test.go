@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/protocol"
@@ -288,4 +289,48 @@ func TestStepInputsThroughTheTable(t *testing.T) {
 			t.Fatalf("%s: %+v %v through the table, %+v %v without", b, named, okNamed, plain, okPlain)
 		}
 	})
+}
+
+// TestAppendConfigurationMatchesMarshal holds the configuration writer to
+// cjson.Marshal: whatever it writes is Marshal's encoding, and it writes
+// every configuration the FSM leads to in an ordinary run.
+func TestAppendConfigurationMatchesMarshal(t *testing.T) {
+	str := rapid.OneOf(rapid.SampledFrom([]string{"", "A", "RUNNING", "sha256:00ff", "é", "a\"b", "a\\b", "\x01", "a\u0301", "\xff", "<&>"}), rapid.String())
+	rapid.Check(t, func(t *rapid.T) {
+		c := control.Configuration{
+			Table: str.Draw(t, "table"),
+			State: str.Draw(t, "state"),
+			Seq:   rapid.OneOf(rapid.Int64Range(-5, 100), rapid.Int64(), rapid.SampledFrom([]int64{1 << 53, 1<<53 + 1, -1 << 63, 1<<63 - 1})).Draw(t, "seq"),
+			Head:  str.Draw(t, "head"),
+		}
+		if !rapid.Bool().Draw(t, "nil pending") {
+			c.Pending = rapid.SliceOf(str).Draw(t, "pending")
+		}
+		if rapid.IntRange(0, 4).Draw(t, "context") == 0 {
+			c.Context = rapid.MapOf(str, rapid.Bool()).Draw(t, "guards")
+		}
+		got, ok := appendConfiguration([]byte("x"), c)
+		if !ok {
+			return
+		}
+		want, err := cjson.Marshal(c)
+		if err != nil || !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("appendConfiguration wrote %s; cjson.Marshal %s (%v)", got, want, err)
+		}
+	})
+	// Every configuration of the recorded runs is written.
+	path, _, ids := manyRuns(t, 5)
+	st := open(t, path, true)
+	for _, id := range ids {
+		rec, err := load(ctx, st, id, withRun|withEffects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep Report
+		cfg := checkEvents(&rep, control.Default(), rec.run, rec.events, nil)
+		b, ok := appendConfiguration(nil, cfg)
+		if want, _ := cjson.Marshal(cfg); !ok || !bytes.Equal(b, want) {
+			t.Fatalf("run %s: configuration %s written as %s (%v)", id, want, b, ok)
+		}
+	}
 }

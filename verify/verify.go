@@ -360,6 +360,12 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *check
 	// of the replayed one decodes to it: nothing to report, and no need
 	// to decode the checkpoint (which holds the whole workflow state).
 	c := rec.checkpointOf()
+	if c.read {
+		var buf [512]byte
+		if b, ok := appendConfiguration(buf[:0], cfg); ok && bytes.Equal(c.control, b) {
+			return c
+		}
+	}
 	b, err := cjson.Marshal(cfg)
 	if c.read && err == nil && bytes.Equal(c.control, b) {
 		return c
@@ -376,6 +382,48 @@ func checkCheckpoint(rep *Report, rec *record, cfg control.Configuration) *check
 		rep.fail("checkpoint", "checkpoint", "control configuration %s differs from the replayed %s", a, b)
 	}
 	return c
+}
+
+// appendConfiguration appends cjson.Marshal's encoding of c, without
+// reflection, for the configuration the FSM's steps lead to: no guard
+// inputs, a pending list (possibly empty, not nil), and every string plain
+// (cjson.Plain: printable ASCII with nothing to escape, written as it is).
+// Anything else is not written (ok false), for cjson.Marshal to encode.
+// TestAppendConfigurationMatchesMarshal holds it to cjson.Marshal.
+func appendConfiguration(b []byte, c control.Configuration) ([]byte, bool) {
+	if len(c.Context) > 0 || c.Pending == nil || !cjson.Plain(c.State) ||
+		(c.Head != "" && !cjson.Plain(c.Head)) || (c.Table != "" && !cjson.Plain(c.Table)) {
+		return b, false
+	}
+	b = append(b, '{')
+	if c.Head != "" {
+		b = append(b, `"head":"`...)
+		b = append(b, c.Head...)
+		b = append(b, '"', ',')
+	}
+	b = append(b, `"pending_interrupts":[`...)
+	for i, p := range c.Pending {
+		if !cjson.Plain(p) {
+			return b, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, p...)
+		b = append(b, '"')
+	}
+	b = append(b, `],"seq":`...)
+	b = strconv.AppendInt(b, c.Seq, 10)
+	b = append(b, `,"state":"`...)
+	b = append(b, c.State...)
+	b = append(b, '"')
+	if c.Table != "" {
+		b = append(b, `,"table":"`...)
+		b = append(b, c.Table...)
+		b = append(b, '"')
+	}
+	return append(b, '}'), true
 }
 
 // The readers of intents and receipts: encoding/json's reading of them,

@@ -79,3 +79,32 @@ func TestReplayComparesTheCheckpointState(t *testing.T) {
 		})
 	}
 }
+
+// An accepted input whose body is not its recorded digest's is reported and
+// not replayed; one whose digest is right, in any other form, is too.
+func TestReplayChecksTheInputDigest(t *testing.T) {
+	wf := fixedState{`{"n":0}`, true}
+	good := store.BodyDigest([]byte(`{"x":1}`))
+	for _, c := range []struct {
+		digest string
+		ok     bool
+	}{
+		{good, true},
+		{strings.ToUpper(good[:7]) + good[7:], false},
+		{good[:len(good)-1] + "0", good[len(good)-1] == '0'},
+		{"sha256:" + strings.Repeat("0", 64), false},
+		{good + "0", false},
+		{"", false},
+	} {
+		rec := oneInput(`{"n":0}`)
+		rec.events[0].Body = []byte(strings.Replace(string(rec.events[0].Body), good, c.digest, 1))
+		init, _ := wf.Init("r")
+		rep := replayRecord(rec, wf, "r", init)
+		if got := rep.Inputs == 1 && rep.OK(); got != c.ok {
+			t.Fatalf("digest %q: replayed %d inputs, findings %+v; want ok %v", c.digest, rep.Inputs, rep.Findings, c.ok)
+		}
+		if !c.ok && (len(rep.Findings) != 1 || rep.Findings[0].Check != "accepted-record") {
+			t.Fatalf("digest %q: findings %+v", c.digest, rep.Findings)
+		}
+	}
+}

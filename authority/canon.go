@@ -533,7 +533,7 @@ func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 	sum := sha256.Sum256(w.b)
 	w.release()
 	copy(out[:], "sha256:")
-	hexSum((*[64]byte)(out[7:]), &sum)
+	cjson.HexSum((*[64]byte)(out[7:]), &sum)
 	return out, nil
 }
 
@@ -551,7 +551,7 @@ func (w *canonWriter) mustDigestAsIn(a *strArena, prefix string) string {
 	w.release()
 	var out [32 + 64]byte
 	n := copy(out[:], prefix)
-	hexSum((*[64]byte)(out[n:n+64]), &sum)
+	cjson.HexSum((*[64]byte)(out[n:n+64]), &sum)
 	return a.bytes(out[:n+64])
 }
 

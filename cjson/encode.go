@@ -3,7 +3,6 @@ package cjson
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"sort"
 	"strconv"
@@ -97,7 +96,7 @@ func Digest(canonical []byte) string {
 	// the hex string and its concatenation with the prefix took three.
 	var out [len("sha256:") + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[len("sha256:"):], sum[:])
+	HexSum((*[64]byte)(out[len("sha256:"):]), &sum)
 	return string(out[:])
 }
 
@@ -106,7 +105,7 @@ func Digest(canonical []byte) string {
 func HexDigest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
+	HexSum(&out, &sum)
 	return string(out[:])
 }
 
@@ -119,7 +118,7 @@ func DigestWritten(write func(b []byte) []byte) string {
 	sum := SumWritten(write)
 	var out [len("sha256:") + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[len("sha256:"):], sum[:])
+	HexSum((*[64]byte)(out[len("sha256:"):]), &sum)
 	return string(out[:])
 }
 
@@ -127,7 +126,7 @@ func DigestWritten(write func(b []byte) []byte) string {
 func HexDigestWritten(write func(b []byte) []byte) string {
 	sum := SumWritten(write)
 	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
+	HexSum(&out, &sum)
 	return string(out[:])
 }
 

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
@@ -58,7 +57,7 @@ func digestOf(canonical []byte) string {
 func digestString(sum [32]byte) string {
 	var out [7 + 64]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[7:], sum[:])
+	cjson.HexSum((*[64]byte)(out[7:]), &sum)
 	return string(out[:])
 }
 

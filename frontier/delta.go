@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 
 	"flrh.dev/flrh/cjson"
@@ -90,7 +89,7 @@ func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind
 	sum := sha256.Sum256(b)
 	var out [len("delivery:") + 2*sha256.Size]byte
 	copy(out[:], "delivery:")
-	hex.Encode(out[len("delivery:"):], sum[:])
+	cjson.HexSum((*[64]byte)(out[len("delivery:"):]), &sum)
 	return string(out[:])
 }
 

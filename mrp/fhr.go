@@ -78,7 +78,7 @@ func (f FHR) Seal() (FHR, error) {
 	}
 	var out [7 + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hexSum((*[64]byte)(out[7:]), &sum)
+	cjson.HexSum((*[64]byte)(out[7:]), &sum)
 	f.Digest = string(out[:])
 	return f, nil
 }

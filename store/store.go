@@ -3,10 +3,11 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // Code classifies a store failure. Callers branch on codes, never on text.
@@ -453,7 +454,7 @@ func ChainSum(prev string, seq int64, digest string) [sha256.Size]byte {
 func SumText(sum [sha256.Size]byte) string {
 	var buf [sumTextLen]byte
 	copy(buf[:], sumPrefix)
-	hex.Encode(buf[len(sumPrefix):], sum[:])
+	cjson.HexSum((*[64]byte)(buf[len(sumPrefix):]), &sum)
 	return string(buf[:])
 }
 

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -273,7 +272,7 @@ func ruleSupportID(text []byte) string {
 	sum := sha256.Sum256(text)
 	var id [len(prefix) + 2*sha256.Size]byte
 	copy(id[:], prefix)
-	hex.Encode(id[len(prefix):], sum[:])
+	cjson.HexSum((*[64]byte)(id[len(prefix):]), &sum)
 	return string(id[:])
 }
 

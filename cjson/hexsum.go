@@ -1,4 +1,4 @@
-package authority
+package cjson
 
 import "encoding/binary"
 
@@ -12,14 +12,13 @@ var hexPairs = func() (t [256]uint16) {
 	return t
 }()
 
-// hexSum writes the 64 lower-case hex digits of a SHA-256 sum into dst,
-// as hex.Encode does, a byte's two digits at a time from hexPairs: every
-// digest and id a decision records ends in these digits, a dozen of them
-// per decision. One table load and one two-byte store a byte cost fewer
-// instructions than hex.Encode's lookup per nibble or than spreading the
-// nibbles of a word by arithmetic. TestHexSumMatchesHexEncode holds it to
+// HexSum writes the 64 lower-case hex digits of a SHA-256 sum into dst,
+// exactly as hex.Encode does. Every digest and id flrh records ends in
+// these digits, so it takes a byte's two digits at a time from a table:
+// one load and one two-byte store a byte cost fewer instructions than
+// hex.Encode's lookup per nibble. TestHexSumMatchesHexEncode holds it to
 // hex.Encode.
-func hexSum(dst *[64]byte, sum *[32]byte) {
+func HexSum(dst *[64]byte, sum *[32]byte) {
 	for i := 0; i < 32; i += 4 {
 		d := dst[2*i : 2*i+8]
 		binary.LittleEndian.PutUint16(d[0:], hexPairs[sum[i]])

@@ -1,4 +1,4 @@
-package mrp
+package cjson
 
 import (
 	"encoding/hex"
@@ -10,10 +10,10 @@ import (
 func TestHexSumMatchesHexEncode(t *testing.T) {
 	check := func(t interface{ Fatalf(string, ...any) }, sum [32]byte) {
 		var got, want [64]byte
-		hexSum(&got, &sum)
+		HexSum(&got, &sum)
 		hex.Encode(want[:], sum[:])
 		if got != want {
-			t.Fatalf("hexSum(%x) = %s, want %s", sum, got[:], want[:])
+			t.Fatalf("HexSum(%x) = %s, want %s", sum, got[:], want[:])
 		}
 	}
 	// Every byte value at every position of a word.

@@ -61,27 +61,6 @@ func appendReceipt(b []byte, r *protocol.ActionReceipt) ([]byte, bool) {
 	if r.ApprovalDigest != nil && !cjson.Plain(*r.ApprovalDigest) || r.TraceRef != nil && !cjson.Plain(*r.TraceRef) {
 		return b, false
 	}
-	// The set in the order cjson writes a set: by the elements' encoded
-	// bytes, on the stack when it is small.
-	var stack [8]string
-	out := append(stack[:0], r.OutputDigests...)
-	for _, d := range out {
-		if !cjson.Plain(d) {
-			return b, false
-		}
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0; j-- {
-			c := compareQuoted(out[j-1], out[j])
-			if c == 0 {
-				return b, false // a duplicate, which cjson refuses
-			}
-			if c < 0 {
-				break
-			}
-			out[j-1], out[j] = out[j], out[j-1]
-		}
-	}
 	// Members in byte order of their keys; every key is plain ASCII.
 	str := func(member, s string) {
 		b = append(b, member...)
@@ -119,29 +98,12 @@ func appendReceipt(b []byte, r *protocol.ActionReceipt) ([]byte, bool) {
 	str(`,"obligation_id":`, r.ObligationID)
 	str(`,"outcome":`, r.Outcome)
 	b = append(b, `,"output_digests":`...)
-	b = cjson.AppendCheckedList(b, out)
+	var ok bool
+	if b, ok = cjson.AppendPlainSet(b, r.OutputDigests); !ok {
+		return b, false
+	}
 	str(`,"platform_digest":`, r.PlatformDigest)
 	str(`,"recorded_at":`, r.RecordedAt)
 	opt(`,"trace_ref":`, r.TraceRef)
 	return append(b, '}'), true
-}
-
-// compareQuoted compares two plain strings as their encodings compare:
-// each between quotes, so where one is a prefix of the other the closing
-// quote meets the other's next byte.
-func compareQuoted(a, b string) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	switch {
-	case len(a) == len(b):
-		return 0
-	case len(a) < len(b):
-		return int('"') - int(b[n])
-	default:
-		return int(a[n]) - int('"')
-	}
 }

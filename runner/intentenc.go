@@ -66,27 +66,6 @@ func appendIntent(b []byte, pi *protocol.EffectIntent) ([]byte, bool) {
 	if pi.ApprovalDigest != nil && !cjson.Plain(*pi.ApprovalDigest) {
 		return b, false
 	}
-	// The set in the order cjson writes a set: by the elements' encoded
-	// bytes, on the stack when it is small.
-	var stack [8]string
-	pre := append(stack[:0], pi.Preconditions...)
-	for _, p := range pre {
-		if !cjson.Plain(p) {
-			return b, false
-		}
-	}
-	for i := 1; i < len(pre); i++ {
-		for j := i; j > 0; j-- {
-			c := compareQuoted(pre[j-1], pre[j])
-			if c == 0 {
-				return b, false // a duplicate, which cjson refuses
-			}
-			if c < 0 {
-				break
-			}
-			pre[j-1], pre[j] = pre[j], pre[j-1]
-		}
-	}
 	// Members in byte order of their keys; every key is plain ASCII.
 	str := func(member, s string) {
 		b = append(b, member...)
@@ -119,7 +98,10 @@ func appendIntent(b []byte, pi *protocol.EffectIntent) ([]byte, bool) {
 	str(`,"kind":`, pi.Kind)
 	str(`,"obligation_id":`, pi.ObligationID)
 	b = append(b, `,"preconditions":`...)
-	b = cjson.AppendCheckedList(b, pre)
+	var ok bool
+	if b, ok = cjson.AppendPlainSet(b, pi.Preconditions); !ok {
+		return b, false
+	}
 	str(`,"proposal_id":`, pi.ProposalID)
 	v := &pi.Versions
 	str(`,"versions":{"canonicalization":`, v.Canonicalization)
@@ -136,24 +118,4 @@ func appendIntent(b []byte, pi *protocol.EffectIntent) ([]byte, bool) {
 	str(`,"tool":`, v.Tool)
 	str(`,"workflow":`, v.Workflow)
 	return append(b, "}}"...), true
-}
-
-// compareQuoted compares two plain strings as their encodings compare:
-// each between quotes, so where one is a prefix of the other the closing
-// quote meets the other's next byte.
-func compareQuoted(a, b string) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	switch {
-	case len(a) == len(b):
-		return 0
-	case len(a) < len(b):
-		return int('"') - int(b[n])
-	default:
-		return int(a[n]) - int('"')
-	}
 }

@@ -55,41 +55,12 @@ func verifyRuns(t *testing.T, ctx context.Context, st store.Store, ids []string)
 // record), in src's order.
 func writeVersion5(t *testing.T, ctx context.Context, src *sqlite.Store, srcPath, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := dbAtVersion(t, path, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)", 5)
 	defer db.Close()
-	db.SetMaxOpenConns(1) // the attachment belongs to one connection
-	for _, m := range sqlite.MigrationsThrough(5) {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`PRAGMA user_version = 5`)
+	exec := execOn(t, db)
 	exec(`ATTACH DATABASE ? AS src`, srcPath)
-	columns := func(table string) string {
-		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var cs []string
-		for rows.Next() {
-			var c string
-			rows.Scan(&c)
-			cs = append(cs, c)
-		}
-		return strings.Join(cs, ", ")
-	}
 	for _, tb := range []string{"runs", "approvals", "intents", "outbox", "attempts", "receipts", "inbox", "checkpoints"} {
-		cs := columns(tb)
+		cs := tableColumns(t, db, tb)
 		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb)
 	}
 	hash := func(c string) string {

@@ -27,24 +27,9 @@ import (
 // one only in how intents are keyed).
 func writeVersion7(t *testing.T, src *sqlite.Store, srcPath, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := dbAtVersion(t, path, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)", 7)
 	defer db.Close()
-	db.SetMaxOpenConns(1) // the attachment belongs to one connection
-	for _, m := range sqlite.MigrationsThrough(7) {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`PRAGMA user_version = 7`)
+	exec := execOn(t, db)
 	exec(`ATTACH DATABASE ? AS src`, srcPath)
 	for _, tb := range []string{"runs", "approvals", "intents", "outbox", "attempts", "receipts", "inbox", "checkpoints", "events", "trace"} {
 		cs := tableColumns(t, db, tb)
@@ -77,6 +62,37 @@ func tableColumns(t *testing.T, db *sql.DB, table string) string {
 		cs = append(cs, c)
 	}
 	return strings.Join(cs, ", ")
+}
+
+// dbAtVersion creates, at path (opened with the given URI parameters), a
+// database as a build at version would leave it with no runs: the released
+// migrations 1 to version and its user_version. It holds one connection,
+// so that an attachment or a pragma set on it lasts.
+func dbAtVersion(t *testing.T, path, params string, version int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?"+params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for _, m := range sqlite.MigrationsThrough(version) {
+		if _, err := db.Exec(m); err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+	}
+	execOn(t, db)(fmt.Sprintf(`PRAGMA user_version = %d`, version))
+	return db
+}
+
+// execOn returns a function that runs a statement on db or fails the test.
+func execOn(t *testing.T, db *sql.DB) func(q string, args ...any) {
+	return func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 }
 
 // intentOrders lists every intent's id with its commit order, in order.
@@ -246,18 +262,8 @@ SELECT 1, 'y', run_id, seq, effect_type, 'ky', content_digest, body, digest, gen
 func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v7.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	for _, m := range sqlite.MigrationsThrough(7) {
-		if _, err := db.Exec(m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := dbAtVersion(t, path, "_pragma=journal_mode(WAL)", 7)
 	for _, q := range []string{
-		`PRAGMA user_version = 7`,
 		`PRAGMA foreign_keys = OFF`,
 		`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order) VALUES ('a', 'wf', '1', 'S', 'h', 1, 1, 1)`,
 		`INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('ia', 'a', 1, 1, 'e', 'ka', 'c', x'00', 'd', 1, 1)`,
@@ -269,7 +275,7 @@ func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
 	}
 	db.Close()
 
-	_, err = sqlite.Open(ctx, path, sqlite.Options{})
+	_, err := sqlite.Open(ctx, path, sqlite.Options{})
 	var se *store.Error
 	if !errors.As(err, &se) || se.Code != store.CodeCorrupt || !strings.Contains(err.Error(), "outbox") {
 		t.Fatalf("Open of a database with an outbox row of no intent: %v", err)

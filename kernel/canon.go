@@ -94,6 +94,54 @@ func canonCopyMap(m map[string]any, depth int, reflected bool) (map[string]any, 
 	return out, true
 }
 
+// canonStable reports whether canonCopy(v, depth, reflected) would
+// succeed and return v itself, deeply: every container already the type
+// the copy makes (map[string]any, []any, neither nil), every number an
+// int64, every string and key canonical. A value for which it is true is
+// its own canonical copy; only the copy's isolation from its holder is
+// left, which a caller may do without when nothing else changes the value.
+func canonStable(v any, depth int, reflected bool) bool {
+	if v == nil {
+		return true
+	}
+	if reflected && depth >= cjson.MaxDepth {
+		return false
+	}
+	switch t := v.(type) {
+	case bool, int64:
+		return true
+	case string:
+		return cjson.CheckString(t, "") == nil
+	case map[string]any:
+		return t != nil && canonStableMap(t, depth, reflected)
+	case []any:
+		if t == nil || depth >= cjson.MaxDepth {
+			return false
+		}
+		for _, e := range t {
+			if !canonStable(e, depth+1, reflected) {
+				return false
+			}
+		}
+		return true
+	}
+	return false // int, protocol.Object and other types: the copy changes them
+}
+
+// canonStableMap is canonStable of a non-nil object's members, as
+// canonCopyMap copies them.
+func canonStableMap(m map[string]any, depth int, reflected bool) bool {
+	if depth >= cjson.MaxDepth {
+		return false
+	}
+	for k, e := range m { //flrh:orderfree every failure gives the same verdict
+		if !asciiKey(k) || !canonStable(e, depth+1, reflected) {
+			return false
+		}
+	}
+	return true
+}
+
 func asciiKey(k string) bool {
 	for i := 0; i < len(k); i++ {
 		if k[i] >= 0x80 {

@@ -130,7 +130,11 @@ type Domain interface {
 // modify the values they are handed (a snapshot's state, an event's
 // payload) and return nothing that shares them except what the kernel
 // only reads (proposals' action and destination objects). Step then hands
-// it the values it parsed instead of a fresh copy for each call. Observation
+// it the values it parsed instead of a fresh copy for each call, and keeps
+// the state and the facts' tuples and provenance it returns as they are
+// when they are already in the value model's exact form (no copy would
+// change them), instead of copying them: what it returns is its own to
+// give, and nothing changes it afterwards. Observation
 // and *Declarative are treated so already; a type wrapping one of them that
 // keeps the promise — say, to record what Emit returned — implements
 // ReadOnly to be treated so too. A type embedding one does not inherit it.

@@ -130,13 +130,77 @@ func TestCanonCopyMatchesRoundTrip(t *testing.T) {
 	})
 }
 
+// genStable draws values mostly inside the exact types canonCopy makes,
+// with the awkward strings and keys, a nil container or a Go int now and
+// then: the values canonStable must sort.
+func genStable(t *rapid.T, depth int, label string) any {
+	n := rapid.IntRange(0, 9).Draw(t, label)
+	if depth > 3 && n >= 5 {
+		n %= 5
+	}
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		return rapid.Bool().Draw(t, label+"b")
+	case 2:
+		return rapid.Int64().Draw(t, label+"i")
+	case 3:
+		return rapid.SampledFrom(awkwardStrings).Draw(t, label+"s")
+	case 4:
+		return rapid.SampledFrom([]any{1, map[string]any(nil), []any(nil), protocol.Object{}, "plain", int64(7)}).Draw(t, label+"odd")
+	case 5, 6, 7:
+		m := map[string]any{}
+		for i := rapid.IntRange(0, 4).Draw(t, label+"n"); i > 0; i-- {
+			m[rapid.SampledFrom(awkwardKeys).Draw(t, label+"k")] = genStable(t, depth+1, label+"m")
+		}
+		return m
+	default:
+		a := []any{}
+		for i := rapid.IntRange(0, 4).Draw(t, label+"n"); i > 0; i-- {
+			a = append(a, genStable(t, depth+1, label+"a"))
+		}
+		return a
+	}
+}
+
+// TestCanonStableIsItsOwnCopy: a value canonStable accepts is one canonCopy
+// accepts and returns unchanged, types and nil-ness included; one it
+// refuses is one canonCopy refuses or changes.
+func TestCanonStableIsItsOwnCopy(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var v any
+		if rapid.Bool().Draw(t, "any") {
+			v = genValue(t, 0, "v")
+		} else {
+			v = genStable(t, 0, "v")
+		}
+		if rapid.IntRange(0, 9).Draw(t, "deep") == 0 {
+			v = deepNest(rapid.IntRange(120, 130).Draw(t, "depth"))
+		}
+		depth := rapid.IntRange(0, 3).Draw(t, "at")
+		reflected := rapid.Bool().Draw(t, "reflected")
+		c, ok := canonCopy(v, depth, reflected)
+		same := ok && reflect.DeepEqual(c, v) && reflect.TypeOf(c) == reflect.TypeOf(v)
+		if stable := canonStable(v, depth, reflected); stable != same {
+			t.Fatalf("canonStable %v, canonCopy %v and %#v from %#v", stable, ok, c, v)
+		}
+		if m, isMap := v.(map[string]any); isMap && m != nil {
+			cm, ok := canonCopyMap(m, depth, reflected)
+			if canonStableMap(m, depth, reflected) != (ok && reflect.DeepEqual(cm, m)) {
+				t.Fatalf("canonStableMap disagrees with canonCopyMap on %#v", m)
+			}
+		}
+	})
+}
+
 func TestBuildFactMatchesSlowPath(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := Observation{}.Profile()
 		p.FactIdentity = rapid.SampledFrom([]string{"observation-fact-value", "déclaré", "e\u0301"}).Draw(t, "identity")
 		e := genEvent(t)
 		f := Fact{Tuple: genObject(t, "tuple"), Provenance: genObject(t, "prov"), Diff: rapid.SampledFrom([]int64{1, -1, 0}).Draw(t, "diff")}
-		fd, b, ok := buildFact(p, e, f)
+		fd, b, ok := buildFact(p, e, f, rapid.Bool().Draw(t, "own"))
 		var sfd protocol.FactDelta
 		var sb []byte
 		var sok bool
@@ -645,6 +709,22 @@ func TestOwnDomainsNeedNoCopies(tt *testing.T) {
 		if gb, wb := resultBytes(t, got, gerr), resultBytes(t, want, werr); !bytes.Equal(gb, wb) {
 			t.Fatalf("uncopied %s\ncopied   %s", gb, wb)
 		}
+		// The values, not only their bytes: the next snapshot is the next
+		// step's input, and its Go types are read there.
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("uncopied %#v\ncopied   %#v", got, want)
+		}
+		if got != nil {
+			// What the step returns shares nothing with its inputs.
+			clobber(map[string]any(got.NextSnapshot.State))
+			for _, f := range got.FactDeltas {
+				clobber(map[string]any(f.Tuple))
+				clobber(map[string]any(f.ProvenanceDelta))
+			}
+			if fmtValue(s) != sBefore || fmtValue(e) != eBefore {
+				t.Fatal("a step's result shares its input")
+			}
+		}
 		sv, ev := s.Wire(), any(nil)
 		if v, err := toValue(e); err == nil {
 			ev = v
@@ -666,6 +746,24 @@ func TestOwnDomainsNeedNoCopies(tt *testing.T) {
 			t.Fatal("a step changed its input")
 		}
 	})
+}
+
+// clobber changes every container below m in place.
+func clobber(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case map[string]any:
+			clobber(t)
+		case []any:
+			for i := range t {
+				if c, ok := t[i].(map[string]any); ok {
+					clobber(c)
+				}
+				t[i] = "clobbered"
+			}
+		}
+		m[k] = "clobbered"
+	}
 }
 
 func fmtValue(v any) string {

@@ -96,12 +96,15 @@ func identity(prefix, domain string, value map[string]any) (string, error) {
 // (Go values beyond the cjson model, a root kind with set-like members, deep
 // nesting, text that is not canonical) takes buildFactSlow, the
 // round-trip-and-validate path whose verdict on such values is the contract.
-func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
+//
+// own says the tuple and provenance are the domain's to give (a ReadOnly
+// domain's): one that is already its canonical copy is then kept as it is.
+func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte, bool) {
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
 		return protocol.FactDelta{}, nil, false
 	}
-	tuple, tb, ok1 := factPart(f.Tuple)
-	prov, pb, ok2 := factPart(f.Provenance)
+	tuple, tb, ok1 := factPart(f.Tuple, own)
+	prov, pb, ok2 := factPart(f.Provenance, own)
 	if !ok1 || !ok2 || cjson.CheckString(p.FactIdentity, "") != nil {
 		return buildFactSlow(p, e, f)
 	}
@@ -123,8 +126,11 @@ func buildFact(p Profile, e Event, f Fact) (protocol.FactDelta, []byte, bool) {
 // factPart returns a canonical copy of a tuple or provenance and its
 // canonical bytes, or false when it is not the fast case. It sits two
 // containers deep in the identity preimage (preimage, fact, part).
-func factPart(o protocol.Object) (map[string]any, []byte, bool) {
-	c, ok := canonCopyMap(o, 2, false)
+func factPart(o protocol.Object, own bool) (map[string]any, []byte, bool) {
+	c, ok := map[string]any(o), true
+	if !own || !canonStableMap(c, 2, false) {
+		c, ok = canonCopyMap(o, 2, false)
+	}
 	if !ok || !rootSetFree(c) {
 		return nil, nil, false
 	}

@@ -122,9 +122,14 @@ func parseTypedEvent(d Domain, p Profile, e *protocol.AcceptedEvent) (Event, boo
 		!p.versionsOK(&e.Versions) || e.Payload == nil {
 		return Event{}, false
 	}
-	payload, ok := canonCopyMap(e.Payload, 1, true)
-	if !ok {
-		return Event{}, false
+	payload, ok := e.Payload, true
+	if !readsOnly(d) || !canonStableMap(payload, 1, true) {
+		// The copy is the value a domain that reads only would be handed
+		// as it is (nothing the step returns holds the payload): only
+		// another domain, or a payload the copy would change, needs it.
+		if payload, ok = canonCopyMap(e.Payload, 1, true); !ok {
+			return Event{}, false
+		}
 	}
 	typ, isString := payload["event_type"].(string)
 	members, known := p.EventTypes[typ]
@@ -815,13 +820,14 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		return nil, nil, "", invariant("proposal_count_within_profile", &s, &e)
 	}
 
+	own := readsOnly(d) // its emission is its own (see ReadOnly)
 	facts := make([]protocol.FactDelta, 0, len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
 			return nil, nil, "", invariant("insert_only_facts", &s, &e)
 		}
-		fd, b, ok := buildFact(p, e, fact)
+		fd, b, ok := buildFact(p, e, fact, own)
 		if !ok {
 			return nil, nil, "", invariant("fact_well_formed", &s, &e)
 		}
@@ -909,15 +915,21 @@ func nextSnapshot(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, 
 // nextSnapshotFast is nextSnapshot when the state passes canonCopy and
 // appendSnapshot; ok is false otherwise.
 func nextSnapshotFast(d Domain, p Profile, next Snapshot) (protocol.Object, []byte, string, bool) {
-	state := make(protocol.Object, len(next.State))
-	for k, v := range next.State { //flrh:orderfree a copy; every failure gives the same verdict
-		c, ok := canonCopy(v, 1, false)
-		if !ok || !asciiKey(k) {
-			return nil, nil, "", false
+	state := next.State
+	if state == nil || !readsOnly(d) || !canonStableMap(state, 0, false) {
+		// A domain that reads only returns a state that is its own (see
+		// ReadOnly): when it is already its canonical copy it is kept as
+		// it is; another domain's is copied.
+		state = make(protocol.Object, len(next.State))
+		for k, v := range next.State { //flrh:orderfree a copy; every failure gives the same verdict
+			c, ok := canonCopy(v, 1, false)
+			if !ok || !asciiKey(k) {
+				return nil, nil, "", false
+			}
+			state[k] = c
 		}
-		state[k] = c
+		next.State = state
 	}
-	next.State = state
 	b, ok := appendSnapshot(make([]byte, 0, snapshotCap(&next)), &next, true, p.versions)
 	if !ok {
 		return nil, nil, "", false

@@ -97,23 +97,38 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 // built.
 func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 	p, _ := v.Proposal()
-	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID, reqs: slices.Clone(q.FactRequirements)}
-	canon := make([][]byte, len(pq.reqs))
-	idx := make([]int, len(pq.reqs))
-	for i := range pq.reqs {
-		r := &pq.reqs[i]
-		canon[i] = r.appendCanonical(make([]byte, 0, 96+len(r.Literal.Atom.canon)+len(r.PreconditionID)))
+	src := q.FactRequirements
+	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID}
+	// Every requirement's canonical form is written into one buffer
+	// sized for all of them; each keeps its own capacity, so none grows
+	// into the next.
+	size := 0
+	for i := range src {
+		size += 96 + len(src[i].Literal.Atom.canon) + len(src[i].PreconditionID)
+	}
+	buf := make([]byte, 0, size)
+	canon := make([][]byte, len(src))
+	idx := make([]int, len(src))
+	for i := range src {
+		start := len(buf)
+		buf = src[i].appendCanonical(buf)
+		canon[i] = buf[start:len(buf):len(buf)]
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(canon[a], canon[b]) })
 	reqs := make([]FactRequirement, len(idx))
 	pq.reqCanon = make([][]byte, len(idx))
 	for i, j := range idx {
-		reqs[i], pq.reqCanon[i] = pq.reqs[j], canon[j]
+		reqs[i], pq.reqCanon[i] = src[j], canon[j]
 	}
 	pq.reqs = reqs
-	pq.frontier = slices.Clone(q.FrontierPreconditionIDs)
-	slices.Sort(pq.frontier)
+	// The frontier ids are only read: ids already in order are kept as
+	// given, others are sorted in a copy.
+	pq.frontier = q.FrontierPreconditionIDs
+	if !slices.IsSorted(pq.frontier) {
+		pq.frontier = slices.Clone(pq.frontier)
+		slices.Sort(pq.frontier)
+	}
 	pq.digest = cjson.DigestWritten(pq.appendPreimage)
 	return pq
 }
@@ -231,12 +246,24 @@ func (v VerifiedBinding) Profile() BindingProfile { return v.b }
 // binding profile's digest not derived again. The zero VerifiedBinding is
 // checked in full.
 func SealAndProjectVerified(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch) (*Projection, *Rejection) {
-	var trusted Rejection
-	b := v.b
-	if out, rej := projectWith(&projector{l: &l, r: &r, b: &b, sealing: true, verified: v.ok}, &q, &trusted); rej == nil {
+	// The projector, its inputs and the digests it trusts live in one
+	// allocation.
+	f := &sealFrame{l: l, r: r, b: v.b, q: q}
+	f.p = projector{l: &f.l, r: &f.r, b: &f.b, sealing: true, verified: v.ok}
+	if out, rej := projectWith(&f.p, &f.q, &f.trusted); rej == nil {
 		return out, nil
 	}
 	return Project(l, r, v.b, q.Sealed())
+}
+
+// sealFrame holds what SealAndProjectVerified's projector points to.
+type sealFrame struct {
+	l       Materialization
+	r       frontier.Profile
+	b       BindingProfile
+	q       QueryBatch
+	trusted Rejection
+	p       projector
 }
 
 func project(l *Materialization, r *frontier.Profile, b *BindingProfile, q *QueryBatch, trusted *Rejection, sealing bool) (*Projection, *Rejection) {
@@ -718,15 +745,23 @@ func mergeSorted(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-// sortedIDSet returns a sorted copy of ids, or false if one is not an id or
-// two are equal.
+// sortedIDSet returns ids sorted, or false if one is not an id or two are
+// equal. Ids already in strictly increasing order are returned as given
+// (the projection only reads them); others are sorted in a copy.
 func sortedIDSet(ids []string) ([]string, bool) {
-	out := slices.Clone(ids)
-	for _, s := range out {
+	inOrder := true
+	for i, s := range ids {
 		if !cjson.ValidID(s) {
 			return nil, false
 		}
+		if i > 0 && ids[i-1] >= s {
+			inOrder = false
+		}
 	}
+	if inOrder {
+		return ids, true
+	}
+	out := slices.Clone(ids)
 	slices.Sort(out)
 	for i := 1; i < len(out); i++ {
 		if out[i] == out[i-1] {

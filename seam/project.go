@@ -104,7 +104,8 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 	// into the next.
 	size := 0
 	for i := range src {
-		size += 96 + len(src[i].Literal.Atom.canon) + len(src[i].PreconditionID)
+		// 109 bytes of names, quotes and the longer polarity.
+		size += 112 + len(src[i].Literal.Atom.canon) + len(src[i].PreconditionID)
 	}
 	buf := make([]byte, 0, size)
 	canon := make([][]byte, len(src))
@@ -174,9 +175,14 @@ type projector struct {
 	// Scratch space reused from one query to the next: evidence rows are
 	// written into one arena (the verdict preimage into cjson's recycled
 	// buffer), so evaluating a query allocates only what it returns.
-	arena []byte
-	spans [][2]int
-	rows  [][]byte
+	arena    []byte
+	spans    [][2]int
+	rows     [][]byte
+	supports []string // a verdict's support ids; the verdict value keeps a copy
+	// The first few spans, rows and support ids live in the projector.
+	spanBuf [4][2]int
+	rowBuf  [4][]byte
+	supBuf  [8]string
 
 	// sealing: the batch's declared digests are not checked but derived,
 	// as QueryBatch.Sealed would fill them in (SealAndProject).
@@ -611,9 +617,10 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	if s.arena == nil {
 		// One evidence row is some 300 bytes plus its ids and literal.
 		s.arena = make([]byte, 0, 512*len(pq.reqs))
+		s.spans, s.rows, s.supports = s.spanBuf[:0], s.rowBuf[:0], s.supBuf[:0]
 	}
 	s.arena, s.spans = s.arena[:0], s.spans[:0]
-	var supports []string
+	supports := s.supports[:0]
 	allSatisfied, anyConflict := true, false
 	for _, req := range pq.reqs {
 		f := s.facts[req.Literal.Atom.canon]
@@ -671,6 +678,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	slices.SortFunc(rows, bytes.Compare)
 	slices.Sort(supports)
 	supports = slices.Compact(supports)
+	s.supports = supports
 	status := "ineligible"
 	switch {
 	case anyConflict:
@@ -679,12 +687,14 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 		status = "eligible"
 	}
 	suffix := cjson.HexDigestWritten(func(b []byte) []byte { return s.appendVerdictPreimage(b, pq, rows, supports, status) })
+	// The verdict's and cause's ids share one string.
+	ids := verdictPrefix + suffix + causePrefix + suffix
 	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{
-		VerdictID:            "verdict:lr:" + suffix,
+		VerdictID:            ids[:len(verdictPrefix)+len(suffix)],
 		ProposalID:           pq.proposalID,
 		Status:               status,
 		SupportDerivationIDs: supports,
-		CauseID:              "cause:lr:" + suffix,
+		CauseID:              ids[len(verdictPrefix)+len(suffix):],
 		RuleSetVersion:       s.b.RuleSetVersion,
 	})
 	if rej != nil {
@@ -692,6 +702,12 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	}
 	return v, nil
 }
+
+// The prefixes of a verdict's id and its cause's id.
+const (
+	verdictPrefix = "verdict:lr:"
+	causePrefix   = "cause:lr:"
+)
 
 // appendVerdictPreimage appends the LRVerdictPreimage of a query's
 // evaluation.

@@ -138,13 +138,14 @@ func (a Atom) IsZero() bool { return a.canon == "" }
 
 // FactKey is the L fact key of the atom: the digest of its M2FactKeyPreimage.
 func (a Atom) FactKey() string {
-	b := make([]byte, 0, len(a.canon)+96)
-	b = append(b, `{"atom":`...)
-	b = append(b, a.canon...)
-	b = append(b, `,"contract_version":`...)
-	b = cjson.AppendString(b, LContractVersion)
-	b = append(b, `,"kind":"M2FactKeyPreimage"}`...)
-	return cjson.Digest(b)
+	// The preimage is only digested: written into cjson's recycled buffer.
+	return cjson.DigestWritten(func(b []byte) []byte {
+		b = append(b, `{"atom":`...)
+		b = append(b, a.canon...)
+		b = append(b, `,"contract_version":`...)
+		b = cjson.AppendString(b, LContractVersion)
+		return append(b, `,"kind":"M2FactKeyPreimage"}`...)
+	})
 }
 
 // Polarity is the sign of a literal.

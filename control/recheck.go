@@ -1,8 +1,8 @@
 package control
 
 import (
-	"bytes"
 	"slices"
+	"strconv"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -31,135 +31,266 @@ type StepInputs struct {
 // the rejection or the copies Step returns. It answers false for whatever
 // it does not vouch for (a refused step, a global interrupt, a record that
 // differs anywhere); a verifier then steps the record with Step, whose
-// result and wording stand. buf is scratch space for the recomputed
-// record, returned for reuse.
+// result and wording stand. buf is scratch space kept for callers of an
+// earlier form of Recheck, which wrote the record there; it is returned
+// as it came.
 func (m *Machine) Recheck(c Configuration, in StepInputs, stored []byte, digest string, buf []byte) (Configuration, bool, []byte) {
-	rec, next, accepted, built := m.acceptedRecord(c, in)
-	if !built || !accepted {
-		return Configuration{}, false, buf
-	}
-	buf = appendRecord(buf[:0], &rec)
-	if !bytes.Equal(buf, stored) {
+	next, ok := m.recheck(c, in, stored)
+	if !ok {
 		return Configuration{}, false, buf
 	}
 	next.Head = digest
 	return next, true, buf
 }
 
-// acceptedRecord is the record and the next configuration (Head left out)
-// of an ordinary transition from c on the event in names, had Step
-// accepted it, and whether Step does accept it. built is false when no
-// such record can be written (an undeclared event, no transition from
-// c's state on it, a global interrupt). The record is written even for a
-// step Step refuses, as a forger would write it, so that a test can hold
-// Recheck to refusing it.
-func (m *Machine) acceptedRecord(c Configuration, in StepInputs) (rec Record, next Configuration, accepted, built bool) {
+// recheck is Recheck without the head. It reads stored in place against
+// the record Step writes, whose parts that depend only on the transition
+// were written when the table loaded (recheckForm), and makes Step's
+// decisions in the order cheapest first: every one of them only says no,
+// so their order does not change the answer.
+func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Configuration, bool) {
 	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
 		c.State = m.initial
 	}
 	if c.Pending == nil {
 		c.Pending = []string{}
 	}
-	c.Context = in.GuardInputs
-	accepted = true
-	if _, detail := m.checkConfiguration(c); detail != "" {
-		accepted = false
-	}
-	// The event schema: a declared type, a role and a capability of the
-	// schema's forms, a protocol identifier. Every authority pair of the
-	// table was checked against those forms when it loaded, so an
-	// authorized pair has them.
-	if !m.Authorized(in.Event, in.ActorRole, in.Capability) || !cjson.ValidID(in.EventID) {
-		accepted = false
-	}
-	if m.Final(c.State) {
-		accepted = false
-	}
-	if _, ok := m.interruptOf[in.Event]; ok {
-		return Record{}, Configuration{}, false, false
-	}
 	ti, ok := m.byEdge[edge{c.State, in.Event}]
 	if !ok {
-		return Record{}, Configuration{}, false, false
+		return Configuration{}, false
 	}
-	t := m.transitions[ti]
-	next = Configuration{Table: m.digest, State: t.To, Pending: slices.Clone(c.Pending), Seq: c.Seq + 1}
-	if i, honors := m.honoredBy[in.Event]; honors {
-		irq := m.interrupts[i].Event
-		if !slices.Contains(c.Pending, irq) {
-			accepted = false
+	t, f := &m.transitions[ti], &m.forms[ti]
+	if f.interrupt {
+		return Configuration{}, false // Step handles a global interrupt itself
+	}
+	// The configuration, as checkConfiguration judges it. Its state is
+	// declared and not final: a transition leaves it, and the table's
+	// transitions leave declared, non-final states only.
+	if c.Table != "" && c.Table != m.digest || c.Seq < 0 || c.Head != "" && !cjson.ValidDigest(c.Head) {
+		return Configuration{}, false
+	}
+	for i, p := range c.Pending {
+		if _, ok := m.interruptOf[p]; !ok || i > 0 && c.Pending[i-1] >= p {
+			return Configuration{}, false
 		}
-		next.Pending = slices.DeleteFunc(next.Pending, func(p string) bool { return p == irq })
+	}
+	if len(c.Pending) > 0 && !m.deferredIn[c.State] {
+		return Configuration{}, false
+	}
+	// The guard inputs are the configuration's context: every field must
+	// be declared, and the guard's own fields true. The guard's fields are
+	// declared and distinct, so when the inputs hold no more fields than
+	// the guard reads, they are exactly those.
+	gi, known := in.GuardInputs, 0
+	if t.Guard != "" {
+		for _, field := range f.allTrue {
+			if !gi[field] {
+				return Configuration{}, false
+			}
+		}
+		known = len(f.allTrue)
+	}
+	if len(gi) > known {
+		for k := range gi { //flrh:orderfree a conjunction: every field must be declared
+			if !m.contextSet[k] {
+				return Configuration{}, false
+			}
+		}
+	}
+	// The event schema and authority.
+	if !cjson.ValidID(in.EventID) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
+		return Configuration{}, false
 	}
 	if in.Event == m.resumeEvent && len(c.Pending) > 0 {
-		accepted = false
+		return Configuration{}, false
 	}
-	rec = Record{
-		Format: RecordFormat, Table: m.digest, Seq: next.Seq, Prev: c.Head, Accepted: true,
-		EventID: in.EventID, Event: in.Event, ActorRole: in.ActorRole, Capability: in.Capability,
-		From: c.State, To: next.State, Transition: t.ID, EvidenceRequired: t.Evidence,
-		Pending: next.Pending, Effects: t.Emit,
+	next := Configuration{Table: m.digest, State: t.To, Pending: slices.Clone(c.Pending), Seq: c.Seq + 1}
+	if f.honors != "" {
+		if !slices.Contains(c.Pending, f.honors) {
+			return Configuration{}, false
+		}
+		next.Pending = slices.DeleteFunc(next.Pending, func(p string) bool { return p == f.honors })
 	}
-	// Step records the guard's fields, each with its context value, and
-	// refuses the event if one is false. The stored record's own guard
-	// inputs are usually exactly those, and are used as they are.
-	if t.Guard != "" {
-		g := m.guards[t.Guard]
-		gi := in.GuardInputs
-		for _, f := range g.AllTrue {
-			if !gi[f] {
-				accepted = false
+
+	// The record, read in place. Every string it holds is a name of the
+	// table, an identifier or a digest validated above, none of which
+	// cjson escapes: each is its bytes between quotes.
+	x := recordReader{b: stored, ok: true}
+	x.lit(`{"accepted":true,"actor_role":`)
+	x.str(in.ActorRole)
+	x.lit(`,"capability":`)
+	x.str(in.Capability)
+	x.lit(f.mid)
+	x.str(in.EventID)
+	// Step records the required evidence the event carries as digests,
+	// names in byte order; with strict evidence it refuses the event if
+	// one is missing.
+	open := false
+	for i, name := range f.evidence {
+		d, ok := in.Evidence[name]
+		if !ok || !cjson.ValidDigest(d) {
+			if m.strictEvidence {
+				return Configuration{}, false
 			}
+			continue
 		}
-		if !accepted || !sameKeys(gi, g.AllTrue) {
-			gi = make(map[string]bool, len(g.AllTrue))
-			for _, f := range g.AllTrue {
-				gi[f] = true
+		if !open {
+			x.lit(`,"evidence":{`)
+			open = true
+		} else {
+			x.lit(",")
+		}
+		x.lit(f.evidenceKeys[i])
+		x.str(d)
+	}
+	if open {
+		x.lit("}")
+	}
+	x.lit(f.after)
+	if next.Pending == nil {
+		x.lit("null")
+	} else {
+		x.lit("[")
+		for i, p := range next.Pending {
+			if i > 0 {
+				x.lit(",")
 			}
+			x.str(p)
 		}
-		rec.Guard, rec.GuardInputs = t.Guard, gi
+		x.lit("]")
 	}
-	// Step records the required evidence the event carries as digests
-	// (with strict evidence, it refuses the event if one is missing). The
-	// stored record's own evidence is usually exactly that.
-	ev, valid := in.Evidence, 0
-	for _, name := range t.Evidence {
-		if d, ok := ev[name]; ok && cjson.ValidDigest(d) {
-			valid++
-		} else if m.strictEvidence {
-			accepted = false
-		}
+	if c.Head != "" {
+		x.lit(`,"prev":`)
+		x.str(c.Head)
 	}
-	if valid != len(ev) || !sameKeys(ev, t.Evidence) {
-		ev = nil
-		for _, name := range t.Evidence {
-			if d, ok := in.Evidence[name]; ok && cjson.ValidDigest(d) {
-				if ev == nil {
-					ev = map[string]string{}
-				}
-				ev[name] = d
-			}
-		}
+	x.lit(`,"seq":`)
+	var seq [20]byte
+	x.lit(string(strconv.AppendInt(seq[:0], next.Seq, 10)))
+	x.lit(f.end)
+	if !x.ok || x.i != len(stored) {
+		return Configuration{}, false
 	}
-	rec.Evidence = ev
-	return rec, next, accepted, true
+	return next, true
 }
 
-// sameKeys reports whether the keys of m are exactly the names.
-func sameKeys[V any](m map[string]V, names []string) bool {
-	n := 0
-	for _, name := range names {
-		if _, ok := m[name]; ok {
-			n++
+// recordReader compares a stored record with the pieces of the expected
+// one, in order.
+type recordReader struct {
+	b  []byte
+	i  int
+	ok bool
+}
+
+// lit reads the bytes s.
+func (x *recordReader) lit(s string) {
+	if x.ok && len(x.b)-x.i >= len(s) && string(x.b[x.i:x.i+len(s)]) == s {
+		x.i += len(s)
+		return
+	}
+	x.ok = false
+}
+
+// str reads s as cjson writes a string that needs no escape.
+func (x *recordReader) str(s string) {
+	if x.ok && len(x.b)-x.i >= len(s)+2 && x.b[x.i] == '"' && string(x.b[x.i+1:x.i+1+len(s)]) == s && x.b[x.i+1+len(s)] == '"' {
+		x.i += len(s) + 2
+		return
+	}
+	x.ok = false
+}
+
+// recheckForm is what the record of an accepted step on one transition
+// holds whatever the step: its encoded pieces and the names Recheck reads
+// by, written once when the table loads.
+type recheckForm struct {
+	interrupt bool   // the transition's event is a global interrupt
+	honors    string // the pending interrupt its event honors, if any
+	allTrue   []string
+	// mid runs from the effects to the event id's key; evidenceKeys are
+	// the evidence names, sorted, each quoted with its colon; after runs
+	// from evidence_required to the pending interrupts' key, end from the
+	// table to the record's close.
+	mid          string
+	evidence     []string
+	evidenceKeys []string
+	after        string
+	end          string
+}
+
+// recheckForms writes the form of every transition, once the table's
+// digest is known. The pieces are written as appendRecord writes them.
+func (m *Machine) recheckForms() []recheckForm {
+	forms := make([]recheckForm, len(m.transitions))
+	for i, t := range m.transitions {
+		f := &forms[i]
+		_, f.interrupt = m.interruptOf[t.Event]
+		if j, ok := m.honoredBy[t.Event]; ok {
+			f.honors = m.interrupts[j].Event
 		}
-	}
-	if n != len(m) {
-		return false
-	}
-	for k := range m { //flrh:orderfree a conjunction: every key must be named
-		if !slices.Contains(names, k) {
-			return false
+		var b []byte
+		b = append(b, `,"effects":`...)
+		b = appendList(b, t.Emit)
+		b = append(b, `,"event":`...)
+		b = cjson.AppendString(b, t.Event)
+		b = append(b, `,"event_id":`...)
+		f.mid = string(b)
+		f.evidence = slices.Sorted(slices.Values(t.Evidence))
+		for _, name := range f.evidence {
+			f.evidenceKeys = append(f.evidenceKeys, string(append(cjson.AppendString(nil, name), ':')))
 		}
+		b = b[:0]
+		if len(t.Evidence) > 0 {
+			b = append(b, `,"evidence_required":`...)
+			b = appendList(b, t.Evidence)
+		}
+		b = append(b, `,"format":`...)
+		b = cjson.AppendString(b, RecordFormat)
+		b = append(b, `,"from":`...)
+		b = cjson.AppendString(b, t.From)
+		if t.Guard != "" {
+			f.allTrue = m.guards[t.Guard].AllTrue
+			b = append(b, `,"guard":`...)
+			b = cjson.AppendString(b, t.Guard)
+			if len(f.allTrue) > 0 {
+				b = append(b, `,"guard_inputs":{`...)
+				for j, field := range slices.Sorted(slices.Values(f.allTrue)) {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					b = cjson.AppendString(b, field)
+					b = append(b, ":true"...)
+				}
+				b = append(b, '}')
+			}
+		}
+		b = append(b, `,"pending_interrupts":`...)
+		f.after = string(b)
+		b = b[:0]
+		b = append(b, `,"table":`...)
+		b = cjson.AppendString(b, m.digest)
+		b = append(b, `,"to":`...)
+		b = cjson.AppendString(b, t.To)
+		if t.ID != "" {
+			b = append(b, `,"transition":`...)
+			b = cjson.AppendString(b, t.ID)
+		}
+		f.end = string(append(b, '}'))
 	}
-	return true
+	return forms
+}
+
+// appendList appends a list of strings as appendRecord writes it: null
+// when nil.
+func appendList(b []byte, vs []string) []byte {
+	if vs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = cjson.AppendString(b, v)
+	}
+	return append(b, ']')
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -113,6 +114,42 @@ func TestRecheckAgreesWithStep(t *testing.T) {
 				wantBytes, _ := want.Record.AppendCanonical(nil)
 				matches := want.Rejection == nil && string(wantBytes) == string(stored)
 				next, ok, _ := m.Recheck(c, inputs, stored, digestOf(stored), nil)
+				// The record encoded and compared whole, as Recheck was
+				// first written, answers exactly as Recheck reads it.
+				refNext, refOK, _ := m.recheckByRecord(c, inputs, stored, digestOf(stored), nil)
+				if ok != refOK || !reflect.DeepEqual(next, refNext) {
+					t.Fatalf("step %d: Recheck says %v %+v, the record encoded whole %v %+v (%s)", i, ok, next, refOK, refNext, stored)
+				}
+				// And so it does from a configuration no step leads to.
+				bad := c
+				bad.Pending = slices.Clone(c.Pending)
+				switch rapid.IntRange(0, 9).Draw(t, "configuration") {
+				case 1:
+					bad.Head = rapid.SampledFrom([]string{"", "sha256:00", digestOf([]byte("x"))[:70] + "G"}).Draw(t, "head")
+				case 2:
+					bad.Table = rapid.SampledFrom([]string{"", "sha256:00", digestOf(nil)}).Draw(t, "table")
+				case 3:
+					bad.Pending = append(bad.Pending, rapid.SampledFrom([]string{"CANCEL", "TIMEOUT", "PAUSE", "NOT_AN_INTERRUPT", ""}).Draw(t, "pending"))
+				case 4:
+					bad.Seq = rapid.Int64Range(-2, 2).Draw(t, "seq")
+				case 5:
+					bad.State = rapid.SampledFrom([]string{"", "SUCCEEDED", "NOT_A_STATE", m.initial}).Draw(t, "state")
+				case 6:
+					bad = Configuration{}
+				}
+				if !reflect.DeepEqual(bad, c) {
+					stored := stored
+					if rapid.Bool().Draw(t, "forged from it") {
+						if forged, _, _, built := m.acceptedRecord(bad, inputs); built {
+							stored = appendRecord(nil, &forged)
+						}
+					}
+					next, ok, _ := m.Recheck(bad, inputs, stored, digestOf(stored), nil)
+					refNext, refOK, _ := m.recheckByRecord(bad, inputs, stored, digestOf(stored), nil)
+					if ok != refOK || !reflect.DeepEqual(next, refNext) {
+						t.Fatalf("step %d from %+v: Recheck says %v %+v, the record encoded whole %v %+v (%s)", i, bad, ok, next, refOK, refNext, stored)
+					}
+				}
 				_, interrupt := m.interruptOf[inputs.Event]
 				switch {
 				case ok && !matches:

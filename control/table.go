@@ -168,6 +168,10 @@ type Machine struct {
 	// repeats (event types, actor roles, capabilities, context fields,
 	// evidence names, states, guards, transitions) to the table's own copy.
 	names map[string]string
+
+	// forms holds, per transition, the parts of its accepted records that
+	// Recheck reads a stored record against. Never written after Load.
+	forms []recheckForm
 }
 
 type edge struct{ from, event string }
@@ -283,6 +287,7 @@ func Load(text []byte) (*Machine, error) {
 		return nil, err
 	}
 	m.digest = cjson.Digest(canon)
+	m.forms = m.recheckForms()
 	return m, nil
 }
 

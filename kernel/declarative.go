@@ -806,6 +806,9 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 	x := env{s, e}
 	r := d.events[e.Type]
 	var em Emission
+	if len(r.facts) > 0 {
+		em.Facts = make([]Fact, 0, len(r.facts)) // what appending made, grown once
+	}
 	for _, fr := range r.facts {
 		tuple, f := x.render(fr.tupleT)
 		if f != nil {
@@ -838,6 +841,9 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 			return Emission{}, f
 		}
 		var ids []string
+		if list := pre.([]any); len(list) > 0 {
+			ids = make([]string, 0, len(list))
+		}
 		for _, p := range pre.([]any) {
 			s, ok := p.(string)
 			if !ok {
@@ -845,6 +851,9 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 					Context: map[string]any{"invariant": "preconditions_are_ids"}}
 			}
 			ids = append(ids, s)
+		}
+		if em.Proposals == nil {
+			em.Proposals = make([]Proposal, 0, len(r.proposals))
 		}
 		em.Proposals = append(em.Proposals, Proposal{
 			EffectType: pr.effectType, Action: action.(map[string]any), Destination: dest.(map[string]any),

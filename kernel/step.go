@@ -97,13 +97,24 @@ func parseTypedSnapshot(d Domain, p Profile, s *Snapshot, known []byte) (Snapsho
 		return Snapshot{}, nil, false
 	}
 	out := *s
-	out.State = make(protocol.Object, len(p.StateMembers))
-	for _, k := range p.StateMembers {
-		v, ok := s.State[k]
-		if !ok {
-			return Snapshot{}, nil, false
+	if s.State != nil && len(s.State) == extra {
+		// No kernel member shadows: the state is the declared members
+		// when it holds each of them, and is read as it is (a step
+		// changes no snapshot it is handed).
+		for _, k := range p.StateMembers {
+			if _, ok := s.State[k]; !ok {
+				return Snapshot{}, nil, false
+			}
 		}
-		out.State[k] = v
+	} else {
+		out.State = make(protocol.Object, len(p.StateMembers))
+		for _, k := range p.StateMembers {
+			v, ok := s.State[k]
+			if !ok {
+				return Snapshot{}, nil, false
+			}
+			out.State[k] = v
+		}
 	}
 	out.State = ownValues(d, out.State)
 	if d.CheckState(domainArg(d, out.State)) != nil {

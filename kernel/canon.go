@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 
 	"flrh.dev/flrh/cjson"
@@ -183,7 +182,9 @@ func identityWritten(prefix, domain string, appendValue func([]byte) []byte) str
 	out := buf[:0]
 	out = append(out, prefix...)
 	out = append(out, ':')
-	out = hex.AppendEncode(out, sum[:])
+	var hx [2 * sha256.Size]byte
+	cjson.HexSum(&hx, &sum)
+	out = append(out, hx[:]...)
 	return string(out)
 }
 
@@ -193,7 +194,7 @@ func digest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	var out [7 + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[7:], sum[:])
+	cjson.HexSum((*[2 * sha256.Size]byte)(out[7:]), &sum)
 	return string(out[:])
 }
 
@@ -339,8 +340,10 @@ func appendDigests(b []byte, encodings [][]byte) []byte {
 			b = append(b, ',')
 		}
 		sum := sha256.Sum256(enc)
+		var hx [2 * sha256.Size]byte
+		cjson.HexSum(&hx, &sum)
 		b = append(b, `"sha256:`...)
-		b = hex.AppendEncode(b, sum[:])
+		b = append(b, hx[:]...)
 		b = append(b, '"')
 	}
 	return append(b, ']')

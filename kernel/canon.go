@@ -206,38 +206,41 @@ func appendMember(b []byte, first bool, key string) []byte {
 	return append(b, ':')
 }
 
-// appendFactDelta writes a fact delta in canonical form; an empty
-// derivationID leaves the member out (the identity's value).
-// factDeltaSize is the length appendFactDelta writes when none of its
-// strings needs escaping, and a little more than it, to spare a regrowth
-// when one does.
-func factDeltaSize(e *Event, tuple, prov []byte, derivationID string) int {
-	const fixed = len(`{"causation_id":"","dataflow_version":"","derivation_id":"","diff":-1,"kind":"` + protocol.KindFactDelta +
-		`","logical_time":,"provenance_delta":,"rule_set_version":"","tuple":}`)
-	return fixed + 20 + len(e.ID) + len(e.Versions.Dataflow) + len(derivationID) + len(prov) + len(e.Versions.RuleSet) + len(tuple) + 8
-}
-
-func appendFactDelta(b []byte, e *Event, diff int64, tuple, prov []byte, derivationID string) []byte {
+// appendFactValue writes a fact delta in canonical form without its
+// derivation_id member (the identity's value), its tuple and provenance
+// encoded in place; head is the offset where that member sits in the
+// whole delta (after dataflow_version). ok is false when a part does not
+// encode (b is then unusable).
+func appendFactValue(b []byte, e *Event, diff int64, tuple, prov map[string]any) (_ []byte, head int, ok bool) {
 	b = append(b, `{"causation_id":`...)
 	b = cjson.AppendChecked(b, e.ID)
 	b = append(b, `,"dataflow_version":`...)
 	b = cjson.AppendChecked(b, e.Versions.Dataflow)
-	if derivationID != "" {
-		b = append(b, `,"derivation_id":`...)
-		b = cjson.AppendChecked(b, derivationID)
-	}
+	head = len(b)
 	b = append(b, `,"diff":`...)
 	b = cjson.AppendInt(b, diff)
 	b = append(b, `,"kind":"`+protocol.KindFactDelta+`","logical_time":`...)
 	b = cjson.AppendInt(b, e.LogicalTime)
 	b = append(b, `,"provenance_delta":`...)
-	b = append(b, prov...)
+	b, err := cjson.AppendMarshal(b, prov)
+	if err != nil {
+		return b, 0, false
+	}
 	b = append(b, `,"rule_set_version":`...)
 	b = cjson.AppendChecked(b, e.Versions.RuleSet)
 	b = append(b, `,"tuple":`...)
-	b = append(b, tuple...)
-	return append(b, '}')
+	if b, err = cjson.AppendMarshal(b, tuple); err != nil {
+		return b, 0, false
+	}
+	return append(b, '}'), head, true
 }
+
+// A fact's derivation id is "derivation:" and 64 hex digits; its member,
+// at the fact's head, is the member name and the quoted id.
+const (
+	derivationIDLen  = len("derivation:") + 2*sha256.Size
+	derivationMember = len(`,"derivation_id":""`) + derivationIDLen
+)
 
 // A proposal in canonical form (preconditions already sorted) is its head,
 // its two identity members and its tail; its identity value is the head

@@ -103,13 +103,35 @@ func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
 		return protocol.FactDelta{}, nil, false
 	}
-	tuple, tb, ok1 := factPart(f.Tuple, own)
-	prov, pb, ok2 := factPart(f.Provenance, own)
+	tuple, ok1 := factPart(f.Tuple, own)
+	prov, ok2 := factPart(f.Provenance, own)
 	if !ok1 || !ok2 || cjson.CheckString(p.FactIdentity, "") != nil {
 		return buildFactSlow(p, e, f)
 	}
-	id := identityWritten("derivation", p.FactIdentity, func(b []byte) []byte { return appendFactDelta(b, &e, f.Diff, tb, pb, "") })
-	canon := appendFactDelta(make([]byte, 0, factDeltaSize(&e, tb, pb, id)), &e, f.Diff, tb, pb, id)
+	// The fact is written once, as its identity's value inside the
+	// preimage; its canonical bytes are that value with the derivation id
+	// spliced in at its head, copied around a gap the id then fills.
+	var canon []byte
+	head, encoded := 0, false
+	id := identityWritten("derivation", p.FactIdentity, func(b []byte) []byte {
+		start := len(b)
+		if b, head, encoded = appendFactValue(b, &e, f.Diff, tuple, prov); !encoded {
+			return b
+		}
+		value := b[start:]
+		head -= start
+		canon = make([]byte, len(value)+derivationMember)
+		copy(canon, value[:head])
+		copy(canon[head+derivationMember:], value[head:])
+		return b
+	})
+	if !encoded || len(id) != derivationIDLen {
+		return buildFactSlow(p, e, f)
+	}
+	gap := canon[head : head+derivationMember]
+	n := copy(gap, `,"derivation_id":"`)
+	n += copy(gap[n:], id)
+	gap[n] = '"'
 	return protocol.FactDelta{
 		Kind:            protocol.KindFactDelta,
 		Tuple:           protocol.Object(tuple),
@@ -123,22 +145,16 @@ func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte
 	}, canon, true
 }
 
-// factPart returns a canonical copy of a tuple or provenance and its
-// canonical bytes, or false when it is not the fast case. It sits two
-// containers deep in the identity preimage (preimage, fact, part).
-func factPart(o protocol.Object, own bool) (map[string]any, []byte, bool) {
+// factPart returns a canonical copy of a tuple or provenance (o itself
+// when it is own and already its copy), or false when it is not the fast
+// case. It sits two containers deep in the identity preimage (preimage,
+// fact, part).
+func factPart(o protocol.Object, own bool) (map[string]any, bool) {
 	c, ok := map[string]any(o), true
 	if !own || !canonStableMap(c, 2, false) {
 		c, ok = canonCopyMap(o, 2, false)
 	}
-	if !ok || !rootSetFree(c) {
-		return nil, nil, false
-	}
-	b, err := cjson.Encode(c)
-	if err != nil {
-		return nil, nil, false
-	}
-	return c, b, true
+	return c, ok && rootSetFree(c)
 }
 
 // buildFactSlow is buildFact through encode/decode round trips, a value

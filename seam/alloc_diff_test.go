@@ -104,3 +104,30 @@ func TestNormalizeValueIsCopyingNormalize(t *testing.T) {
 		}
 	})
 }
+
+// An atomIndex answers as a map from each atom to the order it was added
+// in, below and above the number it scans.
+func TestAtomIndexIsMap(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var x atomIndex
+		ref := map[string]int{}
+		for _, k := range rapid.SliceOfN(rapid.StringMatching(`[a-e]{1,2}`), 0, 3*atomIndexScan).Draw(rt, "ops") {
+			if _, ok := ref[k]; !ok && rapid.Bool().Draw(rt, "add") {
+				x.add(k)
+				ref[k] = len(ref)
+			}
+			want, ok := ref[k]
+			if !ok {
+				want = -1
+			}
+			if got := x.find(k); got != want || x.has(k) != ok {
+				rt.Fatalf("find(%q) = %d after %d atoms, want %d", k, got, len(ref), want)
+			}
+		}
+		for k, want := range ref {
+			if got := x.find(k); got != want {
+				rt.Fatalf("find(%q) = %d, want %d", k, got, want)
+			}
+		}
+	})
+}

@@ -168,8 +168,9 @@ type projector struct {
 	l        *Materialization
 	r        *frontier.Profile
 	b        *BindingProfile
-	declared map[string]bool // query atoms
-	facts    map[string]*fact
+	declared atomIndex // query atoms
+	facts    atomIndex // fact states: positions in all
+	all      []fact
 	missing  map[string]bool // declared atoms without a fact state
 
 	// Scratch space reused from one query to the next: evidence rows are
@@ -328,15 +329,14 @@ func (s *projector) checkMaterialization() *Rejection {
 	case !cjson.ValidVersion(l.DataflowVersion):
 		return reject(CodeMalformedRuleBundle, "/rule_bundle/dataflow_version")
 	}
-	s.declared = make(map[string]bool, len(l.QueryAtoms))
 	for i, a := range l.QueryAtoms {
-		if a.IsZero() || s.declared[a.canon] {
+		if a.IsZero() || s.declared.has(a.canon) {
 			return reject(CodeMalformedRuleBundle, "/rule_bundle/query_atoms/"+strconv.Itoa(i))
 		}
-		s.declared[a.canon] = true
+		s.declared.add(a.canon)
 	}
-	s.facts = make(map[string]*fact, len(l.Facts))
 	all := make([]fact, len(l.Facts)) // the facts in one allocation
+	s.all = all
 	for i, f := range l.Facts {
 		// The path is written only for a rejection.
 		path := func() string { return "/l_result/next_materialization/fact_states/" + strconv.Itoa(i) }
@@ -348,14 +348,14 @@ func (s *projector) checkMaterialization() *Rejection {
 		if !ok1 || !ok2 {
 			return reject(CodeMalformedLResult, path())
 		}
-		if s.facts[f.Atom.canon] != nil {
+		if s.facts.has(f.Atom.canon) {
 			return reject(CodeInvariantViolation, path()).invariant("unique_fact_state_atom", "")
 		}
 		all[i] = fact{positive: pos, negative: neg, state: stateOf(pos, neg)}
-		s.facts[f.Atom.canon] = &all[i]
+		s.facts.add(f.Atom.canon) // at position i: every fact before it was added
 	}
 	for _, a := range l.QueryAtoms {
-		if s.facts[a.canon] == nil {
+		if !s.facts.has(a.canon) {
 			if s.missing == nil {
 				s.missing = make(map[string]bool)
 			}
@@ -524,7 +524,7 @@ func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bo
 		if req.Literal.Atom.IsZero() {
 			return nil, reject(CodeMalformedQueryBatch, rpath()+"/literal/atom")
 		}
-		if !s.declared[req.Literal.Atom.canon] {
+		if !s.declared.has(req.Literal.Atom.canon) {
 			r := reject(CodeQueryAtomNotDeclared, rpath()+"/literal/atom")
 			r.Context.ProposalID, r.Context.PreconditionID = id, req.PreconditionID
 			return nil, r
@@ -612,6 +612,65 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 	return out, nil
 }
 
+// fact returns the fact state of the atom with canonical bytes canon, or
+// nil.
+func (s *projector) fact(canon string) *fact {
+	if i := s.facts.find(canon); i >= 0 {
+		return &s.all[i]
+	}
+	return nil
+}
+
+// atomIndex maps atoms' canonical bytes to the order they were added in. A
+// few are found by comparing each (a workflow tick's materialization holds
+// one or two), more through a map; either way nothing is allocated until
+// it holds more than atomIndexScan.
+type atomIndex struct {
+	keys []string
+	buf  [atomIndexScan]string
+	m    map[string]int
+}
+
+const atomIndexScan = 8
+
+// find returns the position canon was added at, or -1.
+func (x *atomIndex) find(canon string) int {
+	if x.m != nil {
+		if i, ok := x.m[canon]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range x.keys {
+		if k == canon {
+			return i
+		}
+	}
+	return -1
+}
+
+func (x *atomIndex) has(canon string) bool { return x.find(canon) >= 0 }
+
+// add adds canon, which is not yet in x, at the next position.
+func (x *atomIndex) add(canon string) {
+	switch {
+	case x.m != nil:
+		x.m[canon] = len(x.m)
+	case len(x.keys) < atomIndexScan:
+		if x.keys == nil {
+			x.keys = x.buf[:0]
+		}
+		x.keys = append(x.keys, canon)
+	default:
+		x.m = make(map[string]int, 2*atomIndexScan)
+		for i, k := range x.keys {
+			x.m[k] = i
+		}
+		x.m[canon] = len(x.keys)
+		x.keys = nil
+	}
+}
+
 // evaluate applies the four-valued truth table to one query.
 func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	if s.arena == nil {
@@ -623,7 +682,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	supports := s.supports[:0]
 	allSatisfied, anyConflict := true, false
 	for _, req := range pq.reqs {
-		f := s.facts[req.Literal.Atom.canon]
+		f := s.fact(req.Literal.Atom.canon)
 		if f == nil {
 			r := reject(CodeFactStateNotFound, "/query_batch/queries/fact_requirements/literal/atom")
 			r.Context.ProposalID, r.Context.PreconditionID = pq.proposalID, req.PreconditionID

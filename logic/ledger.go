@@ -257,23 +257,42 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 }
 
 // validID mirrors the flrh-cjson/1 id grammar: ^[A-Za-z0-9][A-Za-z0-9._:/-]*$,
-// at most 128 characters.
+// at most 128 characters. Each byte's class is read from idClass.
 func validID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > 128 || idClass[s[0]] != idAlnum {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-		if i == 0 && !alnum {
-			return false
-		}
-		if !alnum && c != '.' && c != '_' && c != ':' && c != '/' && c != '-' {
+	for i := 1; i < len(s); i++ {
+		if idClass[s[i]] == 0 {
 			return false
 		}
 	}
 	return true
 }
+
+// The classes of an id's bytes: a letter or digit, which may start it, or
+// one of "._:/-", which may follow.
+const (
+	idAlnum = 1 + iota
+	idPunct
+)
+
+// idClass is each byte's class in the id grammar, 0 for a byte outside it.
+var idClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = idAlnum
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = idAlnum
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = idAlnum
+	}
+	for _, c := range "._:/-" {
+		t[c] = idPunct
+	}
+	return t
+}()
 
 // allFacts lists every present signed fact as a +1 change, sorted.
 func (m *Materialization) allFacts() []FactDelta {

@@ -151,10 +151,94 @@ func (s *Scanner) Skip() {
 	switch c := s.Peek(); {
 	case c == '"':
 		s.SkipStr()
-	case c == '{':
-		s.Object(func([]byte) { s.Skip() })
-	case c == '[':
-		s.Array(s.Skip)
+	case c == '{' || c == '[':
+		s.skipContainer()
+	case c == 't':
+		s.Word("true")
+	case c == 'f':
+		s.Word("false")
+	case c == 'n':
+		s.Word("null")
+	case c == '-' || c >= '0' && c <= '9':
+		s.Int()
+	default:
+		s.Fail()
+	}
+}
+
+// skipContainer passes over an object or array as Object and Array with
+// Skip for every member and element would, reading and refusing what they
+// do, but in one loop: the containers open are a stack of bits (set for an
+// object), not of calls.
+func (s *Scanner) skipContainer() {
+	base := s.depth
+	var objects [maxScanDepth/64 + 1]uint64
+	level := 0 // containers open in this value
+	for s.ok {
+		// At a value.
+		if c := s.Peek(); c == '{' || c == '[' {
+			s.i++
+			if s.depth++; s.depth > maxScanDepth {
+				s.Fail()
+				break
+			}
+			obj := c == '{'
+			if obj {
+				objects[level>>6] |= 1 << (level & 63)
+			} else {
+				objects[level>>6] &^= 1 << (level & 63)
+			}
+			level++
+			if closer := c + 2; s.Peek() != closer { // '{'+2 is '}', '['+2 is ']'
+				if obj {
+					s.StrBytes()
+					s.Expect(':')
+				}
+				continue
+			}
+			s.i++
+			level--
+			s.depth--
+		} else {
+			s.skipScalar(c)
+		}
+		// After a value: a separator and the next value, or the close
+		// of its container (and then after that container).
+		for level > 0 && s.ok {
+			obj := objects[(level-1)>>6]&(1<<((level-1)&63)) != 0
+			switch s.Peek() {
+			case ',':
+				s.i++
+				if obj {
+					s.StrBytes()
+					s.Expect(':')
+				}
+			case '}', ']':
+				if (s.b[s.i] == '}') != obj {
+					s.Fail()
+					break
+				}
+				s.i++
+				level--
+				s.depth--
+				continue
+			default:
+				s.Fail()
+			}
+			break
+		}
+		if level == 0 {
+			break
+		}
+	}
+	s.depth = base
+}
+
+// skipScalar passes over a value that is not a container, starting with c.
+func (s *Scanner) skipScalar(c byte) {
+	switch {
+	case c == '"':
+		s.SkipStr()
 	case c == 't':
 		s.Word("true")
 	case c == 'f':

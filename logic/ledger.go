@@ -228,7 +228,8 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 	for _, op := range ledgerOps {
 		key := op.ch.Fact.String()
 		if op.add {
-			next.ledger[op.ch.ID] = ledgerEntry{fact: op.ch.Fact, content: op.ch.content()}
+			// op.ch.content(), with the fact written once for key and content.
+			next.ledger[op.ch.ID] = ledgerEntry{fact: op.ch.Fact, content: key + "\x00" + op.ch.Provenance}
 			ids := append(next.byFact[key], op.ch.ID)
 			slices.Sort(ids)
 			next.byFact[key] = ids

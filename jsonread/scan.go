@@ -148,21 +148,10 @@ func (s *Scanner) escape() {
 
 // Skip passes over any value.
 func (s *Scanner) Skip() {
-	switch c := s.Peek(); {
-	case c == '"':
-		s.SkipStr()
-	case c == '{' || c == '[':
+	if c := s.Peek(); c == '{' || c == '[' {
 		s.skipContainer()
-	case c == 't':
-		s.Word("true")
-	case c == 'f':
-		s.Word("false")
-	case c == 'n':
-		s.Word("null")
-	case c == '-' || c >= '0' && c <= '9':
-		s.Int()
-	default:
-		s.Fail()
+	} else {
+		s.skipScalar(c)
 	}
 }
 
@@ -246,9 +235,31 @@ func (s *Scanner) skipScalar(c byte) {
 	case c == 'n':
 		s.Word("null")
 	case c == '-' || c >= '0' && c <= '9':
-		s.Int()
+		s.skipInt()
 	default:
 		s.Fail()
+	}
+}
+
+// skipInt passes over what Int reads, refusing what it refuses: at most
+// 18 digits are always in int64's range, so only longer numbers are
+// parsed.
+func (s *Scanner) skipInt() {
+	start := s.i
+	if s.Peek() == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	switch n := s.i - digits; {
+	case n == 0, n > 1 && s.b[digits] == '0':
+		s.Fail()
+	case n > 18:
+		if _, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64); err != nil {
+			s.Fail()
+		}
 	}
 }
 

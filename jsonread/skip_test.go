@@ -15,9 +15,40 @@ func (s *Scanner) skipByCalls() {
 		s.Object(func([]byte) { s.skipByCalls() })
 	case c == '[':
 		s.Array(s.skipByCalls)
+	case c == '"':
+		s.SkipStr()
+	case c == 't':
+		s.Word("true")
+	case c == 'f':
+		s.Word("false")
+	case c == 'n':
+		s.Word("null")
+	case c == '-' || c >= '0' && c <= '9':
+		s.Int()
 	default:
-		s.skipScalar(c)
+		s.Fail()
 	}
+}
+
+// skipInt stops and refuses exactly where Int does: every length of
+// digits, leading zeros and signs, and int64's bounds.
+func TestSkipIntAgreesWithInt(t *testing.T) {
+	check := func(t interface{ Fatalf(string, ...any) }, text string) {
+		fast, slow := NewScanner([]byte(text)), NewScanner([]byte(text))
+		fast.skipInt()
+		slow.Int()
+		if fast.ok != slow.ok || fast.i != slow.i {
+			t.Fatalf("%q: skipInt %v at %d, Int %v at %d", text, fast.ok, fast.i, slow.ok, slow.i)
+		}
+	}
+	for _, text := range []string{"", "-", "0", "-0", "00", "01", "-01", "7", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "999999999999999999", "1000000000000000000", "-999999999999999999",
+		"99999999999999999999", "1x", "-x", "12,"} {
+		check(t, text)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		check(t, rapid.StringMatching(`-?[0-9]{0,22}[,x\]]?`).Draw(t, "text"))
+	})
 }
 
 // skipBoth skips b from an outer depth with both skips and reports a

@@ -245,14 +245,7 @@ func (s *Scanner) skipScalar(c byte) {
 // 18 digits are always in int64's range, so only longer numbers are
 // parsed.
 func (s *Scanner) skipInt() {
-	start := s.i
-	if s.Peek() == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
+	start, digits := s.intText()
 	switch n := s.i - digits; {
 	case n == 0, n > 1 && s.b[digits] == '0':
 		s.Fail()
@@ -261,6 +254,21 @@ func (s *Scanner) skipInt() {
 			s.Fail()
 		}
 	}
+}
+
+// intText passes over an optional minus sign and a run of digits, and
+// returns where the number and its digits start; Int and skipInt judge
+// what it passed over.
+func (s *Scanner) intText() (start, digits int) {
+	start = s.i
+	if s.Peek() == '-' {
+		s.i++
+	}
+	digits = s.i
+	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return start, digits
 }
 
 // Word reads the literal w (true, false, null).
@@ -288,14 +296,7 @@ func (s *Scanner) Bool() bool {
 
 // Int reads an integer in int64's range, as JSON writes it.
 func (s *Scanner) Int() int64 {
-	start := s.i
-	if s.Peek() == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.ok && s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
+	start, digits := s.intText()
 	if s.i-digits > 1 && s.b[digits] == '0' {
 		s.Fail() // not JSON
 		return 0

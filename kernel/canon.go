@@ -130,11 +130,17 @@ func canonStable(v any, depth int, reflected bool) bool {
 // canonStableMap is canonStable of a non-nil object's members, as
 // canonCopyMap copies them.
 func canonStableMap(m map[string]any, depth int, reflected bool) bool {
+	return everyMember(m, depth, reflected, canonStable)
+}
+
+// everyMember reports whether an object below cjson.MaxDepth has only
+// plain ASCII keys and members that each pass ok one level deeper.
+func everyMember(m map[string]any, depth int, reflected bool, ok func(any, int, bool) bool) bool {
 	if depth >= cjson.MaxDepth {
 		return false
 	}
 	for k, e := range m { //flrh:orderfree every failure gives the same verdict
-		if !asciiKey(k) || !canonStable(e, depth+1, reflected) {
+		if !asciiKey(k) || !ok(e, depth+1, reflected) {
 			return false
 		}
 	}
@@ -390,15 +396,7 @@ func canonCheck(v any, depth int, reflected bool) bool {
 }
 
 func canonCheckMap(m map[string]any, depth int, reflected bool) bool {
-	if depth >= cjson.MaxDepth {
-		return false
-	}
-	for k, e := range m { //flrh:orderfree every failure gives the same verdict
-		if !asciiKey(k) || !canonCheck(e, depth+1, reflected) {
-			return false
-		}
-	}
-	return true
+	return everyMember(m, depth, reflected, canonCheck)
 }
 
 // rootSetFreeValue is rootSetFree for any value: only an object can carry

@@ -101,14 +101,13 @@ SELECT run_id, seq, kind, body, ` + hash("digest") + `, ` + hash("prev_hash") + 
 	exec(`DETACH DATABASE src`)
 }
 
-// A database written at schema version 5 holding real runs (ended, one
-// approved by a person, bundle runs with trace records) migrates to the current layout: every
-// run reads back exactly as before, verifies, and goes on.
-func TestMigrateFromVersion5RealRuns(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	srcPath, v5Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v5.db")
-	src, err := sqlite.Open(ctx, srcPath, sqlite.Options{})
+// recordedSource opens a store at path, records real runs in it
+// (recordRuns: ended, approved by a person, bundle runs with intents,
+// receipts and trace records) and reads each back, for a migration test to
+// copy into an older layout and compare with after migrating.
+func recordedSource(t *testing.T, ctx context.Context, path string) (*sqlite.Store, []string, map[string]runRecord) {
+	t.Helper()
+	src, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +116,17 @@ func TestMigrateFromVersion5RealRuns(t *testing.T) {
 	for _, id := range ids {
 		want[id] = readRun(t, ctx, src, id)
 	}
+	return src, ids, want
+}
+
+// A database written at schema version 5 holding real runs (ended, one
+// approved by a person, bundle runs with trace records) migrates to the current layout: every
+// run reads back exactly as before, verifies, and goes on.
+func TestMigrateFromVersion5RealRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srcPath, v5Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v5.db")
+	src, ids, want := recordedSource(t, ctx, srcPath)
 	writeVersion5(t, ctx, src, srcPath, v5Path)
 	src.Close()
 	addDefinitionCases(t, v5Path)

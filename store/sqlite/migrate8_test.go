@@ -124,15 +124,7 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	srcPath, v7Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v7.db")
-	src, err := sqlite.Open(ctx, srcPath, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := recordRuns(t, ctx, src, "", true)
-	want := map[string]runRecord{}
-	for _, id := range ids {
-		want[id] = readRun(t, ctx, src, id)
-	}
+	src, ids, want := recordedSource(t, ctx, srcPath)
 	wantOrders := intentOrders(t, src.DB())
 	if len(wantOrders) < 2 {
 		t.Fatalf("the runs committed %d intents", len(wantOrders))

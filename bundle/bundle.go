@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -38,6 +41,28 @@ func Load(dir string) (*Workflow, *Adapters, error) {
 	w, a, err := LoadFS(os.DirFS(dir))
 	if err != nil && !isCompileError(err) {
 		return nil, nil, fmt.Errorf("%w (in %s)", err, dir)
+	}
+	return w, a, err
+}
+
+// ErrNoExample is the error LoadExample wraps for a name that is not an
+// embedded example bundle.
+var ErrNoExample = errors.New("no example bundle")
+
+// LoadExample loads and compiles the example bundle the flrh binary
+// embeds under name (see examples.Names); a name that is not one of them is
+// ErrNoExample, with the names there are.
+func LoadExample(name string) (*Workflow, *Adapters, error) {
+	if !slices.Contains(examples.Names(), name) {
+		return nil, nil, fmt.Errorf("%w %q (have %s)", ErrNoExample, name, strings.Join(examples.Names(), ", "))
+	}
+	fsys, err := examples.Bundle(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bundle: example %s: %w", name, err)
+	}
+	w, a, err := LoadFS(fsys)
+	if err != nil && !isCompileError(err) {
+		return nil, nil, fmt.Errorf("%w (in example %s)", err, name)
 	}
 	return w, a, err
 }

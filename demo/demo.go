@@ -22,7 +22,6 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -77,11 +76,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 	go sb.Serve(sctx, ln, time.Second)
 	url := "http://" + ln.Addr().String() + sandbox.EffectsPath
 
-	fsys, err := examples.Bundle("refund-agent")
-	if err != nil {
-		return err
-	}
-	wf, ads, err := bundle.LoadFS(fsys)
+	wf, ads, err := bundle.LoadExample("refund-agent")
 	if err != nil {
 		return fmt.Errorf("refund-agent bundle: %w", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -73,11 +72,7 @@ func newBundleFixture(t testing.TB) *fixture {
 	var wfs []runner.Workflow
 	reg := &effect.Registry{}
 	for _, name := range []string{"refund-agent", "support-agent", "ops-agent"} {
-		fsys, err := examples.Bundle(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wf, ads, err := bundle.LoadFS(fsys)
+		wf, ads, err := bundle.LoadExample(name)
 		if err != nil {
 			t.Fatal(err)
 		}

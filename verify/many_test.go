@@ -18,7 +18,6 @@ import (
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
@@ -29,11 +28,7 @@ import (
 // binary does for example:refund-agent.
 func refundAgent(tb testing.TB) (*bundle.Workflow, *bundle.Adapters) {
 	tb.Helper()
-	fsys, err := examples.Bundle("refund-agent")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wf, ads, err := bundle.LoadFS(fsys)
+	wf, ads, err := bundle.LoadExample("refund-agent")
 	if err != nil {
 		tb.Fatal(err)
 	}

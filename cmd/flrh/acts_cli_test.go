@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/bundle"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/sqlite"
 )
@@ -30,11 +29,7 @@ func (c *cliRig) startUnchecked(ref, id, input string) {
 	if !ok {
 		c.t.Fatalf("startUnchecked takes example:NAME, not %s", ref)
 	}
-	src, err := examples.Bundle(name)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	wf, _, err := bundle.LoadFS(src)
+	wf, _, err := bundle.LoadExample(name)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -166,11 +166,10 @@ func loadCatalog(refs []string, changed bool, destination string) (*catalog, err
 // addRef loads one bundle reference and appends what it holds.
 func (c *catalog) addRef(ref string, getenv func(string) string) error {
 	if name, ok := strings.CutPrefix(ref, examplePrefix); ok {
-		fsys, err := examples.Bundle(name)
-		if err != nil || !slices.Contains(examples.Names(), name) {
-			return fmt.Errorf("no example bundle %q (have %s)", name, strings.Join(examples.Names(), ", "))
+		wf, ads, err := bundle.LoadExample(name)
+		if errors.Is(err, bundle.ErrNoExample) {
+			return err
 		}
-		wf, ads, err := bundle.LoadFS(fsys)
 		if err != nil {
 			return fmt.Errorf("%s: %w", ref, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/bundle"
-	"flrh.dev/flrh/examples"
 )
 
 // The rewritten bundle loads as the refund agent under its name and
@@ -14,11 +13,7 @@ func TestRefundAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig, _, err := bundle.LoadFS(src)
+	orig, _, err := bundle.LoadExample("refund-agent")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
@@ -34,9 +33,7 @@ func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts 
 			t.Fatal(err)
 		}
 	}
-	src, err := examples.Bundle("refund-agent")
-	must(err)
-	agent, _, err := bundle.LoadFS(src)
+	agent, _, err := bundle.LoadExample("refund-agent")
 	must(err)
 	sb, err := sandbox.New(sandbox.Options{})
 	must(err)

@@ -25,7 +25,6 @@ import (
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
@@ -143,11 +142,7 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	var wfs []runner.Workflow
 	reg := &effect.Registry{}
 	for _, name := range []string{"refund-agent", "support-agent", "ops-agent"} {
-		fsys, err := examples.Bundle(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wf, ads, err := bundle.LoadFS(fsys)
+		wf, ads, err := bundle.LoadExample(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/demo"
-	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -296,11 +295,7 @@ func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
 // fails unless the replay reproduces the record exactly.
 func replayRuns(t *testing.T, ctx context.Context, st store.Store, ids []string) {
 	t.Helper()
-	src, err := examples.Bundle("refund-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, _, err := bundle.LoadFS(src)
+	agent, _, err := bundle.LoadExample("refund-agent")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/protocol"
@@ -478,7 +479,7 @@ func checkBatchShapeMaps(b PublishedBatch) *Rejection {
 
 // checkProposalForm is checkBatchShape's check of one proposal's form.
 func checkProposalForm(p protocol.EffectProposal, i int) *Rejection {
-	if !ValidID(p.ProposalID) || !ValidID(p.EffectType) || !ValidID(p.CorrelationID) || !isDigest(p.ActionDigest) || !isDigest(p.DestinationDigest) {
+	if !ValidID(p.ProposalID) || !ValidID(p.EffectType) || !ValidID(p.CorrelationID) || !cjson.ValidDigest(p.ActionDigest) || !cjson.ValidDigest(p.DestinationDigest) {
 		return reject("MALFORMED_PROPOSAL", fmt.Sprintf("/published_batch/effect_proposals/%d", i))
 	}
 	if p.Versions.Canonicalization != Canonicalization {

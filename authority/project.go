@@ -3,7 +3,6 @@ package authority
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -43,10 +42,6 @@ const (
 	RiskReversible       = "reversible"
 	RiskHighRiskExternal = "high_risk_external"
 )
-
-// digestPattern is the digest grammar; isDigest is its hand-written
-// equivalent for the per-decision path (held equal by a differential test).
-var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // The exact member sets of every object the projection admits. An object
 // with a missing or an extra member is malformed: nothing is defaulted.
@@ -407,7 +402,7 @@ func versionField(v any, code, path string) (string, *Rejection) {
 
 func digestField(v any, code, path string) (string, *Rejection) {
 	s, ok := v.(string)
-	if !ok || !digestPattern.MatchString(s) {
+	if !ok || !cjson.ValidDigest(s) {
 		return "", reject(code, path)
 	}
 	return s, nil
@@ -662,44 +657,6 @@ func parsePublished(v any, profile string) (*published, *Rejection) {
 	}
 	out.verdictRaw = vm
 	return &out, nil
-}
-
-// isDigest reports whether s matches digestPattern: "sha256:" and 64
-// lowercase hex digits, nothing before or after.
-func isDigest(s string) bool {
-	if len(s) != 7+64 || s[:7] != "sha256:" {
-		return false
-	}
-	for i := 7; i < len(s); i += 8 {
-		if !hexWord(word(s, i)) {
-			return false
-		}
-	}
-	return true
-}
-
-// word reads the eight bytes of s at i as a little-endian word (one
-// bounds check, one load).
-func word(s string, i int) uint64 {
-	t := s[i : i+8]
-	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-}
-
-// hexWord reports whether each of the eight bytes of x is a lowercase
-// hex digit, '0'-'9' or 'a'-'f' (held to the byte-by-byte test by
-// TestHexWordIsBytewise). For a byte below 0x80, adding 0x80-lo sets its
-// high bit exactly when it is at least lo, and adding 0x7f-hi exactly
-// when it is above hi, with no carry into the next byte; a byte at or
-// above 0x80 is refused first.
-func hexWord(x uint64) bool {
-	const l, h = 0x0101010101010101, 0x8080808080808080
-	if x&h != 0 {
-		return false
-	}
-	digit := (x + l*(0x80-'0')) &^ (x + l*(0x7f-'9'))
-	letter := (x + l*(0x80-'a')) &^ (x + l*(0x7f-'f'))
-	return (digit|letter)&h == h
 }
 
 // StableBatchDigest is the stable-batch digest of the scalar-frontier

@@ -66,7 +66,7 @@ func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Config
 	// The configuration, as checkConfiguration judges it. Its state is
 	// declared and not final: a transition leaves it, and the table's
 	// transitions leave declared, non-final states only.
-	if c.Table != "" && c.Table != m.digest || c.Seq < 0 || c.Head != "" && !validDigest(c.Head) {
+	if c.Table != "" && c.Table != m.digest || c.Seq < 0 || c.Head != "" && !cjson.ValidDigest(c.Head) {
 		return Configuration{}, false
 	}
 	for i, p := range c.Pending {
@@ -128,7 +128,7 @@ func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Config
 	open := false
 	for i, name := range f.evidence {
 		d, ok := in.Evidence[name]
-		if !ok || !validDigest(d) {
+		if !ok || !cjson.ValidDigest(d) {
 			if m.strictEvidence {
 				return Configuration{}, false
 			}
@@ -293,30 +293,4 @@ func appendList(b []byte, vs []string) []byte {
 		b = cjson.AppendString(b, v)
 	}
 	return append(b, ']')
-}
-
-// validDigest is cjson.ValidDigest eight hex digits at a time: "sha256:"
-// and 64 lowercase hex digits.
-func validDigest(s string) bool {
-	if len(s) != 7+64 || s[:7] != "sha256:" {
-		return false
-	}
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for i := 7; i < len(s); i += 8 {
-		t := s[i : i+8]
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		if w&highs != 0 {
-			return false
-		}
-		// With every byte below 0x80 no sum carries into the next byte:
-		// the high bit of x+0x80-lo is set when x ≥ lo, that of
-		// x+0x7f-hi when x > hi.
-		digit := (w + ones*(0x80-'0')) &^ (w + ones*(0x7f-'9'))
-		letter := (w + ones*(0x80-'a')) &^ (w + ones*(0x7f-'f'))
-		if (digit|letter)&highs != highs {
-			return false
-		}
-	}
-	return true
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"flrh.dev/flrh/cjson"
 	"pgregory.net/rapid"
 )
 
@@ -176,24 +175,4 @@ func TestRecheckAgreesWithStep(t *testing.T) {
 func withContext(c Configuration, ctx map[string]bool) Configuration {
 	c.Context = ctx
 	return c
-}
-
-// validDigest answers as cjson.ValidDigest: every byte in every place of
-// a digest, and random strings.
-func TestValidDigestMatchesCjson(t *testing.T) {
-	d := digestOf([]byte("x"))
-	for i := 0; i < len(d); i++ {
-		for c := 0; c < 256; c++ {
-			s := d[:i] + string([]byte{byte(c)}) + d[i+1:]
-			if validDigest(s) != cjson.ValidDigest(s) {
-				t.Fatalf("%q: validDigest %v", s, validDigest(s))
-			}
-		}
-	}
-	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.OneOf(rapid.String(), rapid.StringMatching(`sha256:[0-9a-gA-F]{62,66}`)).Draw(t, "s")
-		if validDigest(s) != cjson.ValidDigest(s) {
-			t.Fatalf("%q: validDigest %v", s, validDigest(s))
-		}
-	})
 }

@@ -1065,6 +1065,7 @@ func controlEventFrom(a *strArena, event string, names, vals []string, ours uint
 // a's plainSeen (see strArena.writer).
 func controlEventPreimageFrom(a *strArena, event string, auth [2]string, names, vals []string, ours uint32) canonWriter {
 	w := a.writer(1024)
+	w.from = eventMidstate(event)
 	w.controlEventHead(auth)
 	w.lit(`{`)
 	for k, n := range names {
@@ -1119,6 +1120,7 @@ func controlEventPreimage(event string, auth [2]string, payload map[string]strin
 		names = appendSortedKeys(keysArr[:0], payload)
 	}
 	w := pooledWriter(1024)
+	w.from = eventMidstate(event)
 	w.controlEventHead(auth)
 	w.open()
 	for _, k := range names {

@@ -36,6 +36,10 @@ type canonWriter struct {
 	// home, when set, is the decision's preimage buffer b was lent from
 	// (instead of the pool); release gives it back.
 	home *preimageScratch
+	// from, when set, is the midstate of the opening this kind of
+	// preimage usually has; the digest continues from it when b begins
+	// with its prefix (see midstate).
+	from *midstate
 }
 
 // preimageScratch is the one preimage buffer a decision lends to its
@@ -47,6 +51,17 @@ type canonWriter struct {
 type preimageScratch struct {
 	p    *[]byte // from preimageBufs, returned by done
 	busy bool
+	// r is the hash the decision's digests continue from midstates in,
+	// from resumers on first use, returned by done.
+	r *resumer
+}
+
+// resumer returns the decision's hash for continuing from a midstate.
+func (s *preimageScratch) resumer() *resumer {
+	if s.r == nil {
+		s.r = resumers.Get().(*resumer)
+	}
+	return s.r
 }
 
 // take lends the buffer, with room for at least n bytes, or reports
@@ -72,6 +87,10 @@ func (s *preimageScratch) done() {
 		preimageBufs.Put(s.p)
 	}
 	s.p = nil
+	if s.r != nil {
+		resumers.Put(s.r)
+		s.r = nil
+	}
 }
 
 // plainSeen remembers strings of at least seenMin bytes that cjson.Plain
@@ -530,11 +549,24 @@ func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 		w.release()
 		return out, w.err
 	}
-	sum := sha256.Sum256(w.b)
+	sum := w.sum256()
 	w.release()
 	copy(out[:], "sha256:")
 	cjson.HexSum((*[64]byte)(out[7:]), &sum)
 	return out, nil
+}
+
+// sum256 is the SHA-256 of what was written, continued from w.from's
+// state when the bytes begin with its prefix.
+func (w *canonWriter) sum256() [sha256.Size]byte {
+	if w.from == nil {
+		return sha256.Sum256(w.b)
+	}
+	var r *resumer
+	if w.home != nil {
+		r = w.home.resumer()
+	}
+	return sum256(w.b, w.from, r)
 }
 
 // mustDigestAs returns prefix + hexOf(w.mustDigest()) as one allocation:
@@ -547,7 +579,7 @@ func (w *canonWriter) mustDigestAsIn(a *strArena, prefix string) string {
 	if w.err != nil || len(prefix) > 32 {
 		return prefix + hexOf(w.mustDigest())
 	}
-	sum := sha256.Sum256(w.b)
+	sum := w.sum256()
 	w.release()
 	var out [32 + 64]byte
 	n := copy(out[:], prefix)

@@ -527,6 +527,7 @@ func (w *canonWriter) intentIdentityPreimage(approvalDigest *string, authorityDi
 // the whole eligibility verdict and the authority's decision, digest and
 // assessed risk.
 func (w *canonWriter) policyVerdictPreimage(profile string, v protocol.EligibilityVerdict, s AuthoritySnapshot) {
+	w.from = verdictMidstate(s.AssessedRisk)
 	w.lit(`{"assessed_risk":`)
 	w.val(s.AssessedRisk)
 	w.lit(`,"authority_decision":`)

@@ -683,6 +683,7 @@ func stableBatchSum(profile string, logicalTime, lowWatermark int64, proposalIDs
 // stableBatchPreimage writes what a stable batch's digest binds: the R
 // profile, the logical time and watermark, both id sets and the dataflow.
 func (w *canonWriter) stableBatchPreimage(profile string, logicalTime, lowWatermark int64, proposalIDs, verdictIDs []string, dataflow string) {
+	w.from = stableBatchMidstate
 	w.lit(`{"contract_version":"` + reactiveContract + `","dataflow_version":`)
 	w.val(dataflow)
 	w.lit(`,"kind":"M3StableBatchPreimage","logical_time":`)

@@ -68,7 +68,7 @@ func (f FHR) Seal() (FHR, error) {
 	p := sealBufs.Get().(*[]byte)
 	w := fhrWriter{Members: cjson.Members{B: (*p)[:0]}}
 	w.fhr(f)
-	err, sum := w.Err, sha256.Sum256(w.B)
+	err, sum := w.Err, sealSum(w.B, fhrMidstates[:])
 	if cap(w.B) <= 64<<10 { // an outsized buffer is left to the collector
 		*p = w.B[:0]
 		sealBufs.Put(p)

@@ -178,7 +178,7 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	pre = appendString(pre, profileDigest)
 	pre = append(pre, '}')
 	h.keep(pre)
-	digest := digestOf(pre)
+	digest := digestString(stableBatchDigests.Sum(pre))
 	suffix := hexOf(digest)
 	pb := &PublishedBatch{
 		batch: StableProposalBatch{

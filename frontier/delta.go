@@ -66,27 +66,32 @@ func (d ValueDelta) Retraction() ValueDelta {
 	return r
 }
 
+// deliveryDigests digests delivery preimages, which open with the same
+// contract version, dataflow version, kind, logical time and source id
+// call after call, from a kept SHA-256 state (cjson.Prefix).
+var deliveryDigests cjson.Prefix
+
 // DeliveryID derives the delivery identity from its preimage.
 func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind ValueKind, valueDigest string) string {
-	var arr [512]byte
-	b := append(arr[:0], '{')
-	b = appendKey(b, "contract_version", true)
-	b = appendString(b, ContractVersion)
-	b = appendKey(b, "dataflow_version", false)
-	b = appendString(b, dataflowVersion)
-	b = appendKey(b, "kind", false)
-	b = appendString(b, "M3DeliveryPreimage")
-	b = appendKey(b, "logical_time", false)
-	b = appendInt(b, logicalTime)
-	b = appendKey(b, "source_id", false)
-	b = appendString(b, sourceID)
-	b = appendKey(b, "value_digest", false)
-	b = appendString(b, valueDigest)
-	b = appendKey(b, "value_kind", false)
-	b = appendString(b, string(kind))
-	b = append(b, '}')
+	sum := deliveryDigests.SumWritten(func(b []byte) []byte {
+		b = append(b, '{')
+		b = appendKey(b, "contract_version", true)
+		b = appendString(b, ContractVersion)
+		b = appendKey(b, "dataflow_version", false)
+		b = appendString(b, dataflowVersion)
+		b = appendKey(b, "kind", false)
+		b = appendString(b, "M3DeliveryPreimage")
+		b = appendKey(b, "logical_time", false)
+		b = appendInt(b, logicalTime)
+		b = appendKey(b, "source_id", false)
+		b = appendString(b, sourceID)
+		b = appendKey(b, "value_digest", false)
+		b = appendString(b, valueDigest)
+		b = appendKey(b, "value_kind", false)
+		b = appendString(b, string(kind))
+		return append(b, '}')
+	})
 	// delivery:<hex>, spelled in one string rather than cut from a digest.
-	sum := sha256.Sum256(b)
 	var out [len("delivery:") + 2*sha256.Size]byte
 	copy(out[:], "delivery:")
 	cjson.HexSum((*[64]byte)(out[len("delivery:"):]), &sum)

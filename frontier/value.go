@@ -315,8 +315,13 @@ func sealValueBytes(kind ValueKind, b []byte, start int) (canon []byte, digest s
 	b = appendKey(b, "value_kind", false)
 	b = cjson.AppendChecked(b, string(kind))
 	b = append(b, '}')
-	return b[start:end:end], digestOf(b)
+	return b[start:end:end], digestString(valueDigests.Sum(b))
 }
+
+// Value and stable batch preimages open with the same bytes call after
+// call (the contract's version and kind, and a batch's logical time and
+// watermarks), which these digest from a kept SHA-256 state (cjson.Prefix).
+var valueDigests, stableBatchDigests cjson.Prefix
 
 // proposalSize estimates the canonical length of a proposal (member names
 // and punctuation take under 500 bytes), so that it is written without

@@ -171,19 +171,27 @@ const (
 // identityOf is identity for a value already in canonical bytes: the
 // preimage object is written around them. domain must be canonical text.
 func identityOf(prefix, domain string, value []byte) string {
-	return identityWritten(prefix, domain, func(b []byte) []byte { return append(b, value...) })
+	return identityWritten(nil, prefix, domain, func(b []byte) []byte { return append(b, value...) })
 }
 
 // identityWritten is identityOf for the value appendValue writes: the
-// value is written into the preimage itself and never kept.
-func identityWritten(prefix, domain string, appendValue func([]byte) []byte) string {
-	sum := cjson.SumWritten(func(b []byte) []byte {
+// value is written into the preimage itself and never kept. With a
+// cjson.Prefix, preimages opening with the same blocks are digested from
+// its kept state (the same sum).
+func identityWritten(c *cjson.Prefix, prefix, domain string, appendValue func([]byte) []byte) string {
+	write := func(b []byte) []byte {
 		b = append(b, preimageHead...)
 		b = cjson.AppendString(b, domain)
 		b = append(b, preimageKind...)
 		b = appendValue(b)
 		return append(b, '}')
-	})
+	}
+	var sum [sha256.Size]byte
+	if c != nil {
+		sum = c.SumWritten(write)
+	} else {
+		sum = cjson.SumWritten(write)
+	}
 	var buf [96]byte // the kernel's prefixes are short; a longer one takes the heap
 	out := buf[:0]
 	out = append(out, prefix...)

@@ -108,12 +108,14 @@ func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte
 	if !ok1 || !ok2 || cjson.CheckString(p.FactIdentity, "") != nil {
 		return buildFactSlow(p, e, f)
 	}
+	// (A fact's preimage opens with its domain and the head of the fact,
+	// the same from one fact to the next: factIdentities.)
 	// The fact is written once, as its identity's value inside the
 	// preimage; its canonical bytes are that value with the derivation id
 	// spliced in at its head, copied around a gap the id then fills.
 	var canon []byte
 	head, encoded := 0, false
-	id := identityWritten("derivation", p.FactIdentity, func(b []byte) []byte {
+	id := identityWritten(&factIdentities, "derivation", p.FactIdentity, func(b []byte) []byte {
 		start := len(b)
 		if b, head, encoded = appendFactValue(b, &e, f.Diff, tuple, prov); !encoded {
 			return b
@@ -322,3 +324,8 @@ func copyEvent(e Event) Event {
 	}
 	return e
 }
+
+// factIdentities digests fact identity preimages, which open with the
+// same contract version, domain, kind and causation id fact after fact,
+// from a kept SHA-256 state (cjson.Prefix).
+var factIdentities cjson.Prefix

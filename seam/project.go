@@ -16,6 +16,12 @@ type fact struct {
 	key                string // fact_key, computed on first use
 }
 
+// The seam's preimages open with the same bytes call after call (the
+// contract's version and kind, the binding profile's digest), which these
+// digest from a kept SHA-256 state instead of hashing them again; see
+// cjson.Prefix.
+var queryDigests, batchDigests, verdictDigests, projectionDigests cjson.Prefix
+
 // parsedQuery is a query that passed every binding check.
 type parsedQuery struct {
 	proposal   frontier.Value
@@ -130,12 +136,12 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 		pq.frontier = slices.Clone(pq.frontier)
 		slices.Sort(pq.frontier)
 	}
-	pq.digest = cjson.DigestWritten(pq.appendPreimage)
+	pq.digest = queryDigests.DigestWritten(pq.appendPreimage)
 	return pq
 }
 
 func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
-	return cjson.DigestWritten(func(b []byte) []byte {
+	return batchDigests.DigestWritten(func(b []byte) []byte {
 		return appendBatchPreimage(b, q, func(b []byte, i int) []byte { return append(b, orderedQueries[i]...) }, len(orderedQueries))
 	})
 }
@@ -423,7 +429,7 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 	if len(queries) == 1 {
 		// One query is in order; its canonical form is written into the
 		// batch preimage directly.
-		want := cjson.DigestWritten(func(b []byte) []byte {
+		want := batchDigests.DigestWritten(func(b []byte) []byte {
 			return appendBatchPreimage(b, q, func(b []byte, _ int) []byte { return queries[0].appendCanonical(b) }, 1)
 		})
 		if !s.sealing && q.QueryBatchDigest != want {
@@ -608,7 +614,7 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 	if len(deltas) > 0 {
 		out.Command = &frontier.ApplyDeltaBatch{ProfileDigest: s.r.Digest(), DataflowVersion: s.b.DataflowVersion, Deltas: deltas}
 	}
-	out.Digest = cjson.DigestWritten(out.appendPreimage)
+	out.Digest = projectionDigests.DigestWritten(out.appendPreimage)
 	return out, nil
 }
 
@@ -745,7 +751,7 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	case allSatisfied:
 		status = "eligible"
 	}
-	suffix := cjson.HexDigestWritten(func(b []byte) []byte { return s.appendVerdictPreimage(b, pq, rows, supports, status) })
+	suffix := verdictDigests.HexDigestWritten(func(b []byte) []byte { return s.appendVerdictPreimage(b, pq, rows, supports, status) })
 	// The verdict's and cause's ids share one string.
 	ids := verdictPrefix + suffix + causePrefix + suffix
 	v, rej := frontier.NewVerdictValue(frontier.EligibilityVerdict{

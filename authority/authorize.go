@@ -1020,6 +1020,9 @@ func inputDigest(a *strArena, in *Input, i int, seq int64) string {
 }
 
 func (w *canonWriter) inputPreimage(seq, now int64, policy string, index int64, batch, profile string) {
+	if 0 <= seq && seq < int64(len(inputMidstates)) {
+		w.from = inputMidstates[seq]
+	}
 	w.lit(`{"contract_version":"` + ContractVersion + `","effect_sequence":`)
 	w.int(seq)
 	w.lit(`,"kind":"AuthorizeInputPreimage","now":`)

@@ -75,7 +75,8 @@ func sum256(b []byte, m *midstate, r *resumer) [sha256.Size]byte {
 // payload's first name (its type's actor role and capability, the
 // contract version and kind), the policy-verdict evidence's up to the
 // authority digest (an assessed risk and the decision "allow", which is
-// the only decision such evidence is written for), and a stable batch's
+// the only decision such evidence is written for), an input's up to its
+// kind (an effect sequence of one digit), and a stable batch's
 // up to its dataflow version (R's "dataflow/0"). A preimage that opens
 // otherwise is hashed whole.
 var (
@@ -93,6 +94,16 @@ var (
 	verdictMidstates = [...]*midstate{
 		verdictOpening(RiskReadOnly), verdictOpening(RiskReversible), verdictOpening(RiskHighRiskExternal),
 	}
+
+	// An input preimage's first block ends four bytes into its kind
+	// member when the effect sequence has one digit: the first ten
+	// effects of every run.
+	inputMidstates = func() (ms [10]*midstate) {
+		for i := range ms {
+			ms[i] = newMidstate(`{"contract_version":"` + ContractVersion + `","effect_sequence":` + string(rune('0'+i)) + `,"kind":"AuthorizeInputPreimage","now":`)
+		}
+		return ms
+	}()
 
 	stableBatchMidstate = newMidstate(`{"contract_version":"` + reactiveContract +
 		`","dataflow_version":"dataflow/0","kind":"M3StableBatchPreimage","logical_time":`)

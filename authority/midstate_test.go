@@ -54,6 +54,7 @@ func TestSum256FromMidstateIsSum256(t *testing.T) {
 func TestMidstatesAreTheirPrefixes(t *testing.T) {
 	all := []*midstate{stableBatchMidstate}
 	all = append(all, verdictMidstates[:]...)
+	all = append(all, inputMidstates[:]...)
 	for _, m := range eventMidstates {
 		all = append(all, m)
 	}

@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"crypto/sha256"
 	"maps"
 	"slices"
 	"testing"
@@ -37,7 +38,9 @@ func anyStrings(ss []string) []any {
 }
 
 // sameAsCjson holds a template's bytes to cjson's encoding of the same
-// members: both refuse, or both write the same bytes.
+// members: both refuse, or both write the same bytes; and the writer's
+// SHA-256, continued from the midstate the template chose if any, to
+// sha256.Sum256 of those bytes.
 func sameAsCjson(t *rapid.T, name string, write func(w *canonWriter), want map[string]any) {
 	var w canonWriter
 	write(&w)
@@ -47,6 +50,8 @@ func sameAsCjson(t *rapid.T, name string, write func(w *canonWriter), want map[s
 		t.Fatalf("%s: template error %v, cjson error %v", name, w.err, err)
 	case err == nil && string(w.b) != string(enc):
 		t.Fatalf("%s: template wrote\n%s\ncjson\n%s", name, w.b, enc)
+	case err == nil && w.sum256() != sha256.Sum256(enc):
+		t.Fatalf("%s: digest %x (from %v), want %x", name, w.sum256(), w.from != nil, sha256.Sum256(enc))
 	}
 }
 
@@ -56,6 +61,14 @@ func TestTemplatesAreCjson(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		str := func(label string) string { return templateString(rt, label) }
 		num := func(label string) int64 { return rapid.Int64().Draw(rt, label) }
+		// usual draws one of the values a preimage's usual opening has
+		// (so that its midstate is used) or any string.
+		usual := func(label string, vals ...string) string {
+			if rapid.Bool().Draw(rt, label+" usual") {
+				return rapid.SampledFrom(vals).Draw(rt, label)
+			}
+			return str(label)
+		}
 		// "ours" values are this package's own digests: plain by
 		// construction, so only such strings are drawn for them.
 		digest := func(label string) string { return rapid.StringMatching(`sha256:[0-9a-f]{64}`).Draw(rt, label) }
@@ -64,7 +77,8 @@ func TestTemplatesAreCjson(t *testing.T) {
 		sameAsCjson(rt, "ticket id", func(w *canonWriter) { w.ticketIDPreimage(pid, bid) },
 			map[string]any{"batch_id": bid, "kind": "ActionTicketIDPreimage", "proposal_id": pid})
 
-		seq, now, idx := num("seq"), num("now"), num("index")
+		seq := rapid.OneOf(rapid.Int64Range(-2, 12), rapid.Int64()).Draw(rt, "seq")
+		now, idx := num("now"), num("index")
 		pol, pub, prof := str("policy"), str("published"), str("profile")
 		sameAsCjson(rt, "input", func(w *canonWriter) { w.inputPreimage(seq, now, pol, idx, pub, prof) },
 			map[string]any{"contract_version": ContractVersion, "effect_sequence": seq, "kind": "AuthorizeInputPreimage", "now": now,
@@ -72,7 +86,8 @@ func TestTemplatesAreCjson(t *testing.T) {
 
 		s := AuthoritySnapshot{
 			Kind: str("kind"), AuthorityVersion: str("authority_version"), ProposalID: pid, EffectType: str("effect_type"),
-			Capability: str("capability"), Decision: str("decision"), AssessedRisk: str("risk"), AdapterVersion: str("adapter"),
+			Capability: str("capability"), Decision: usual("decision", "allow"), AssessedRisk: usual("risk", RiskReadOnly, RiskReversible, RiskHighRiskExternal),
+			AdapterVersion:    str("adapter"),
 			DestinationDigest: str("destination"), ValidFrom: num("from"), ValidUntil: num("until"),
 			Revoked: rapid.Bool().Draw(rt, "revoked"), AuthorityDigest: digest("authority_digest"),
 		}
@@ -117,6 +132,12 @@ func TestTemplatesAreCjson(t *testing.T) {
 				"effect_type": p.EffectType, "kind": "M4ACapabilityEvidencePreimage", "proposal_id": p.ProposalID})
 
 		event, role, capName := str("event"), str("role"), str("event_capability")
+		if rapid.Bool().Draw(rt, "usual event") {
+			event = rapid.SampledFrom([]string{EventEffectAuthorized, EventApprovalRequired, EventApprovalGranted}).Draw(rt, "event")
+			if rapid.Bool().Draw(rt, "its authority") {
+				role, capName = eventAuthority[event][0], eventAuthority[event][1]
+			}
+		}
 		payload := map[string]string{}
 		for _, k := range rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z_]{1,12}`), 0, 8, rapid.ID[string]).Draw(rt, "payload_names") {
 			payload[k] = str("payload_value")
@@ -156,7 +177,7 @@ func TestTemplatesAreCjson(t *testing.T) {
 			GoalID: str("goal"), ObligationID: str("obligation"), DeclaredRiskHint: str("hint"), Preconditions: templateStrings(rt, "preconditions"),
 			Versions: vs}
 		batch := protocol.StableProposalBatch{Kind: str("batch_kind"), BatchID: bid, BatchDigest: str("batch_digest"), CauseID: str("batch_cause"),
-			DataflowVersion: str("batch_dataflow"), LogicalTime: num("logical_time"), LowWatermark: num("low_watermark"),
+			DataflowVersion: usual("batch_dataflow", "dataflow/0", "dataflow/1", "datafl"), LogicalTime: num("logical_time"), LowWatermark: num("low_watermark"),
 			ProposalIDs: templateStrings(rt, "proposal_ids"), EligibilityVerdictIDs: templateStrings(rt, "verdict_ids")}
 		sameAsCjson(rt, "stable batch", func(w *canonWriter) {
 			w.stableBatchPreimage(prof, batch.LogicalTime, batch.LowWatermark, batch.ProposalIDs, batch.EligibilityVerdictIDs, batch.DataflowVersion)

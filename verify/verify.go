@@ -28,6 +28,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
@@ -133,6 +134,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 	cfg := m.Initial()
 	var scratch Report // the control findings of one event, held back to keep the report's order
 	var buf []byte     // a recomputed record's bytes, reused
+	var step stepScratch
 	for i, e := range evs {
 		// The stored digest, when it is the body's, is the text the body's
 		// digest would be: it is used as that text rather than building it.
@@ -153,7 +155,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 			// The cheapest path: an ordinary accepted transition, which
 			// Recheck recomputes without Step's effects and copies, and
 			// whose digest is the one computed above.
-			if in, ok := stepInputs(m, e.Body); ok {
+			if in, ok := stepInputsInto(m, e.Body, &step); ok {
 				from := cfg.State
 				var next control.Configuration
 				if next, canonical, buf = m.Recheck(cfg, control.StepInputs{Event: in.Event, ActorRole: in.ActorRole,
@@ -161,7 +163,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 					cfg = next
 					if known != nil {
 						in.From = from
-						known[i] = vouched{rec: in, ok: true}
+						known[i] = vouched{rec: kept(in), ok: true}
 					}
 				}
 			}
@@ -241,9 +243,11 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 }
 
 // vouched is a control record checkEvents found, byte for byte, to be the
-// record it recomputed (ok false: none): its event, actor role, capability,
-// event id, evidence and guard inputs as read, the state it left, and, for
-// a record Step recomputed, every other field.
+// record it recomputed (ok false: none): its event, actor role, capability
+// and event id as read, the state it left, and, for a record Step
+// recomputed, every other field. Its evidence and guard inputs as read are
+// kept for the events the ledger checks read them from (see kept), and
+// for a record Step recomputed.
 type vouched struct {
 	rec control.Record
 	ok  bool
@@ -256,6 +260,20 @@ type vouched struct {
 	// them, once inputRead (acceptedInputOf).
 	input     acceptedInput
 	inputRead bool
+}
+
+// kept is a record read by stepInputsInto as a vouched entry keeps it:
+// its maps are the reader's, refilled by the next record, so they are
+// copied for the records the ledger checks read them from (the budget and
+// retry controllers' events) and dropped from the others, which no check
+// reads them from.
+func kept(rec control.Record) control.Record {
+	if budgetEvents[rec.Event] == "" && rec.Event != retryEvent {
+		rec.Evidence, rec.GuardInputs = nil, nil
+		return rec
+	}
+	rec.Evidence, rec.GuardInputs = maps.Clone(rec.Evidence), maps.Clone(rec.GuardInputs)
+	return rec
 }
 
 // restepFast re-steps a control record read by stepInputs and reports

@@ -1,0 +1,174 @@
+package verify
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/jsonread"
+	"flrh.dev/flrh/runner"
+	"pgregory.net/rapid"
+)
+
+// stepInputsByScanner is stepInputs as it was before it read into reused
+// maps and cut its strings from one copy: the oracle of
+// TestStepInputsIntoMatchesTheScanner.
+func stepInputsByScanner(m *control.Machine, b []byte) (control.Record, bool) {
+	var rec control.Record
+	s := jsonread.NewScanner(b)
+	s.Object(func(k []byte) {
+		switch string(k) {
+		case "event":
+			rec.Event = m.Name(s.StrBytes())
+		case "actor_role":
+			rec.ActorRole = m.Name(s.StrBytes())
+		case "capability":
+			rec.Capability = m.Name(s.StrBytes())
+		case "event_id":
+			rec.EventID = s.Str()
+		case "evidence":
+			rec.Evidence = map[string]string{}
+			s.Object(func(k []byte) { rec.Evidence[m.Name(k)] = s.Str() })
+		case "guard_inputs":
+			rec.GuardInputs = map[string]bool{}
+			s.Object(func(k []byte) { rec.GuardInputs[m.Name(k)] = s.Bool() })
+		default:
+			s.Skip()
+		}
+	})
+	return rec, s.End()
+}
+
+// stepInputsInto, reading into maps left over from earlier records, reads
+// what the scanner-based reader reads, value for value (nil and empty maps
+// told apart), and gives up where it gives up: for records of the table's
+// own names, repeated members, escapes, text it refuses, and every control
+// record of recorded runs.
+func TestStepInputsIntoMatchesTheScanner(t *testing.T) {
+	m := control.Default()
+	var names []string
+	for _, e := range m.Events() {
+		names = append(names, e.ID)
+		for _, p := range e.Authority {
+			names = append(names, p.Role, p.Capability)
+		}
+	}
+	for _, tr := range m.Transitions() {
+		names = append(names, tr.Evidence...)
+	}
+	var x stepScratch // shared by every draw: never cleaned between records
+	check := func(t interface{ Fatalf(string, ...any) }, b []byte) {
+		for _, mm := range []*control.Machine{nil, m} {
+			want, wok := stepInputsByScanner(mm, b)
+			got, ok := stepInputsInto(mm, b, &x)
+			if ok != wok || ok && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: read %+v %v into the scratch maps, %+v %v by the scanner", b, got, ok, want, wok)
+			}
+			if got, ok := stepInputs(mm, b); ok != wok || ok && !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: read %+v %v, %+v %v by the scanner", b, got, ok, want, wok)
+			}
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.OneOf(rapid.SampledFrom(names), rapid.StringMatching(`[a-zA-Z_.:]{0,12}`), rapid.String())
+		str := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+		var members []string
+		for i, n := 0, rapid.IntRange(0, 9).Draw(t, "members"); i < n; i++ {
+			k := rapid.SampledFrom([]string{"event", "actor_role", "capability", "event_id", "evidence", "guard_inputs",
+				"seq", "effects", "from", "x"}).Draw(t, "key")
+			switch k {
+			case "evidence", "guard_inputs":
+				var inner []string
+				for j, n := 0, rapid.IntRange(0, 3).Draw(t, k+" size"); j < n; j++ {
+					v := str(name.Draw(t, "value"))
+					if k == "guard_inputs" {
+						v = rapid.SampledFrom([]string{"true", "false", `"x"`}).Draw(t, "flag")
+					}
+					inner = append(inner, str(name.Draw(t, "name"))+":"+v)
+				}
+				members = append(members, str(k)+":{"+strings.Join(inner, ",")+"}")
+			case "seq":
+				members = append(members, `"seq":`+rapid.SampledFrom([]string{"1", "-2", "1.5", "null"}).Draw(t, "seq"))
+			case "effects":
+				members = append(members, `"effects":[`+str(name.Draw(t, "effect"))+`]`)
+			default:
+				members = append(members, str(k)+":"+str(name.Draw(t, k)))
+			}
+		}
+		check(t, []byte("{"+strings.Join(members, ",")+"}"))
+	})
+	for _, b := range []string{``, `{`, `{"evidence":{"a":"b"},"evidence":{}}`, `{"event_id":""}`, `{"event_id":"a\"b"}`,
+		`{"evidence":{"a":"b","a":"c"}}`, `{"guard_inputs":{"g":true},"guard_inputs":{"h":false}}`} {
+		check(t, []byte(b))
+	}
+	st := open(t, recorded(t), true)
+	for _, id := range []string{"small", "large"} {
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == runner.EventControl || e.Kind == runner.EventRejected {
+				check(t, e.Body)
+			}
+		}
+	}
+}
+
+// Every vouched control record keeps its event, actor, capability, event
+// id and the state it left as the strict decoder reads them, and those the
+// ledger checks read their evidence from keep it whole, although the
+// reader's maps were refilled by every record after them: over runs that
+// spent their retries and runs that did not.
+func TestVouchedRecordsKeepWhatTheLedgerChecksRead(t *testing.T) {
+	for _, failFor := range []int{100, 3} {
+		path, _ := retried(t, failFor)
+		st := open(t, path, true)
+		rec, err := load(ctx, st, "flaky", withRun|withEffects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The run's first control record with evidence read once more
+		// after the last, as a forger might append it: the reader's maps
+		// are refilled after every record the run vouched for.
+		evs := rec.events
+		for _, e := range evs {
+			if e.Kind == runner.EventControl && strings.Contains(string(e.Body), `"evidence":{"`) {
+				evs = append(evs[:len(evs):len(evs)], e)
+				break
+			}
+		}
+		if len(evs) == len(rec.events) {
+			t.Fatal("no control record with evidence")
+		}
+		known := make([]vouched, len(evs))
+		var rep Report
+		checkEvents(&rep, control.Default(), rec.run, evs, known)
+		spent := false
+		for i, e := range evs {
+			if !known[i].ok {
+				continue
+			}
+			var strict control.Record
+			if err := strictDecode(e.Body, &strict); err != nil {
+				t.Fatal(err)
+			}
+			got := known[i].rec
+			if got.Event != strict.Event || got.ActorRole != strict.ActorRole || got.Capability != strict.Capability ||
+				got.EventID != strict.EventID || got.From != strict.From {
+				t.Fatalf("event %d kept as %+v; strictly %+v", e.Seq, got, strict)
+			}
+			if budgetEvents[strict.Event] != "" || strict.Event == retryEvent {
+				spent = spent || strict.Event == retryEvent
+				if !reflect.DeepEqual(got.Evidence, strict.Evidence) {
+					t.Fatalf("event %d (%s) kept evidence %v; strictly %v", e.Seq, strict.Event, got.Evidence, strict.Evidence)
+				}
+			}
+		}
+		if spent != (failFor == 100) {
+			t.Fatalf("failing %d times: %s vouched for = %v", failFor, retryEvent, spent)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"sync"
 
@@ -46,6 +47,30 @@ type record struct {
 	// scanned is the checkpoint's members, read once for both the
 	// verifier and the replay (see checkpointOf); nil until then.
 	scanned *checkpoint
+	// hashed holds bytes the verifier found to have their digest (the
+	// receipts it checked), for replay to recognize them (digestMatches);
+	// nil when the record was not verified first.
+	hashed []hashedBody
+}
+
+// hashedBody is bytes whose SHA-256 digest is digest.
+type hashedBody struct {
+	digest string
+	body   []byte
+}
+
+// digestMatches is store.DigestMatches(body, digest), answered without
+// hashing when the verifier found those very bytes to have that digest: a
+// receipt accepted as an input is the receipt's own body under its own
+// digest, which Check's verifier has just hashed. Any other body, or the
+// same body under another digest, is hashed.
+func (r *record) digestMatches(body []byte, digest string) bool {
+	for _, h := range r.hashed {
+		if h.digest == digest && bytes.Equal(h.body, body) {
+			return true
+		}
+	}
+	return store.DigestMatches(body, digest)
 }
 
 // checkpointOf returns the checkpoint body's members, scanning the body

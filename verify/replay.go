@@ -71,7 +71,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 			fail("accepted-record", where, "unreadable: %v", err)
 			continue
 		}
-		if err != nil || !store.DigestMatches(in.Body, in.Digest) {
+		if err != nil || !rec.digestMatches(in.Body, in.Digest) {
 			fail("accepted-record", where, "input bytes do not match their recorded digest")
 			continue
 		}

@@ -544,7 +544,9 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 		case hasReceipt != (in.Outbox == store.OutboxDone):
 			rep.fail("outbox", where, "outbox %s but receipt present=%v", in.Outbox, hasReceipt)
 		case hasReceipt:
-			checkReceipt(rep, intent, rc, ats, where)
+			if checkReceipt(rep, intent, rc, ats, where) {
+				rec.hashed = append(rec.hashed, hashedBody{digest: rc.Digest, body: rc.Body})
+			}
 		}
 		if run.Outcome != "" && !hasReceipt && run.State != "EFFECT_OUTCOME_UNKNOWN" {
 			rep.fail("closure", where, "the run ended %s but this effect has no receipt", run.State)
@@ -625,14 +627,16 @@ func checkAttempts(rep *Report, run store.Run, in store.Intent, ats []store.Atte
 	}
 }
 
-func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, ats []store.Attempt, where string) {
-	if !store.DigestMatches(rc.Body, rc.Digest) {
+// checkReceipt checks a receipt against its intent and attempts, and
+// reports whether its bytes have its digest.
+func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, ats []store.Attempt, where string) (digestOK bool) {
+	if digestOK = store.DigestMatches(rc.Body, rc.Digest); !digestOK {
 		rep.fail("receipt-digest", where, "digest does not match its bytes")
 	}
 	receipt, err := readReceipt(rc.Body)
 	if err != nil {
 		rep.fail("receipt-protocol", where, "%v", err)
-		return
+		return digestOK
 	}
 	if err := protocol.CheckReceiptBinding(intent, receipt); err != nil {
 		rep.fail("receipt-binding", where, "%v", err)
@@ -652,4 +656,5 @@ func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, a
 			rep.fail("verified-success-only", where, "a confirmed success that names no destination evidence")
 		}
 	}
+	return digestOK
 }

@@ -25,35 +25,48 @@ func stepInputs(m *control.Machine, b []byte) (control.Record, bool) {
 }
 
 // stepScratch is what stepInputsInto reuses from one record to the next:
-// the evidence and guard-input maps it fills. A record read into them
-// holds them only until the next record is read.
+// the evidence and guard-input maps it fills, and where it found the
+// evidence values. A record read into them holds them only until the next
+// record is read.
 type stepScratch struct {
 	evidence map[string]string
 	guards   map[string]bool
+	values   []keptValue
+}
+
+// keptValue is a string value a record holds: its bytes' place in the
+// record (at -1: copied into text instead), and for an evidence value its
+// name.
+type keptValue struct {
+	name  string
+	at, n int
+	text  string
 }
 
 // stepInputsInto is stepInputs, reading the record's evidence and guard
 // inputs into x's maps, cleared first, instead of new ones (x nil: new
-// ones, as stepInputs). The event id and the evidence values are cut from
-// one string copy of the record, made once, instead of a string each.
+// ones, as stepInputs). The event id and the evidence values, which a
+// canonical record holds side by side, are cut from one string copy of
+// the bytes from the first to the last of them instead of a string each.
 // The record is the same, value for value, as stepInputs reads
 // (TestStepInputsIntoMatchesTheScanner).
 func stepInputsInto(m *control.Machine, b []byte, x *stepScratch) (control.Record, bool) {
 	var rec control.Record
-	var text string // b as a string, made when a value is first kept
-	keep := func(v []byte) string {
+	if x == nil {
+		x = new(stepScratch)
+	}
+	var id keptValue // the event id
+	values := x.values[:0]
+	// place finds v, which StrBytes cut from b without copying, in b: its
+	// offset is where its capacity starts. Anything else is copied.
+	place := func(v []byte) keptValue {
 		if len(v) == 0 {
-			return ""
+			return keptValue{}
 		}
-		// v is b's own bytes (StrBytes does not copy): its offset in b is
-		// where its capacity starts. Anything else is copied.
 		if at := cap(b) - cap(v); at >= 0 && at+len(v) <= len(b) && &b[at] == &v[0] {
-			if text == "" {
-				text = string(b)
-			}
-			return text[at : at+len(v)]
+			return keptValue{at: at, n: len(v)}
 		}
-		return string(v)
+		return keptValue{at: -1, text: string(v)}
 	}
 	s := jsonread.NewScanner(b)
 	s.Object(func(k []byte) {
@@ -65,34 +78,57 @@ func stepInputsInto(m *control.Machine, b []byte, x *stepScratch) (control.Recor
 		case "capability":
 			rec.Capability = m.Name(s.StrBytes())
 		case "event_id":
-			rec.EventID = keep(s.StrBytes())
+			id = place(s.StrBytes())
 		case "evidence":
-			if x == nil {
-				rec.Evidence = map[string]string{}
-			} else {
-				if x.evidence == nil {
-					x.evidence = map[string]string{}
-				}
-				clear(x.evidence)
-				rec.Evidence = x.evidence
+			if x.evidence == nil {
+				x.evidence = map[string]string{}
 			}
-			s.Object(func(k []byte) { rec.Evidence[m.Name(k)] = keep(s.StrBytes()) })
+			rec.Evidence, values = x.evidence, values[:0]
+			s.Object(func(k []byte) {
+				name := m.Name(k)
+				v := place(s.StrBytes())
+				v.name = name
+				values = append(values, v)
+			})
 		case "guard_inputs":
-			if x == nil {
-				rec.GuardInputs = map[string]bool{}
-			} else {
-				if x.guards == nil {
-					x.guards = map[string]bool{}
-				}
-				clear(x.guards)
-				rec.GuardInputs = x.guards
+			if x.guards == nil {
+				x.guards = map[string]bool{}
 			}
+			rec.GuardInputs = x.guards
+			clear(rec.GuardInputs)
 			s.Object(func(k []byte) { rec.GuardInputs[m.Name(k)] = s.Bool() })
 		default:
 			s.Skip()
 		}
 	})
-	return rec, s.End()
+	x.values = values
+	if !s.End() {
+		return control.Record{}, false
+	}
+	lo, hi := len(b), 0
+	for _, v := range append(values, id) {
+		if v.n > 0 {
+			lo, hi = min(lo, v.at), max(hi, v.at+v.n)
+		}
+	}
+	var text string
+	if lo < hi {
+		text = string(b[lo:hi])
+	}
+	cut := func(v keptValue) string {
+		if v.n == 0 {
+			return v.text
+		}
+		return text[v.at-lo : v.at-lo+v.n]
+	}
+	rec.EventID = cut(id)
+	if rec.Evidence != nil {
+		clear(rec.Evidence)
+		for _, v := range values { // in order: a name given twice keeps its last value
+			rec.Evidence[v.name] = cut(v)
+		}
+	}
+	return rec, true
 }
 
 // approvalDigest reads an intent's approval_digest member: a string, or

@@ -40,6 +40,10 @@ type canonWriter struct {
 	// preimage usually has; the digest continues from it when b begins
 	// with its prefix (see midstate).
 	from *midstate
+	// cache, when set, holds the midstates of openings learnt from earlier
+	// preimages; opening is the length of this one's (see midstateCache).
+	cache   *midstateCache
+	opening int
 }
 
 // preimageScratch is the one preimage buffer a decision lends to its
@@ -559,12 +563,15 @@ func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 // sum256 is the SHA-256 of what was written, continued from w.from's
 // state when the bytes begin with its prefix.
 func (w *canonWriter) sum256() [sha256.Size]byte {
-	if w.from == nil {
+	if w.from == nil && w.cache == nil {
 		return sha256.Sum256(w.b)
 	}
 	var r *resumer
 	if w.home != nil {
 		r = w.home.resumer()
+	}
+	if w.cache != nil {
+		return w.cache.sum256(w.b, w.opening, r)
 	}
 	return sum256(w.b, w.from, r)
 }

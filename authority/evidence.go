@@ -33,6 +33,7 @@ func (s AuthoritySnapshot) ComputeDigest() string { return s.computeDigest(nil) 
 // computeDigest is ComputeDigest with the digest carved from a.
 func (s AuthoritySnapshot) computeDigest(a *strArena) string {
 	w := a.writer(768)
+	w.cache = &snapshotOpenings
 	s.writePreimage(&w)
 	return w.mustDigestIn(a)
 }
@@ -51,6 +52,9 @@ func (s AuthoritySnapshot) writePreimage(w *canonWriter) {
 	w.lit(`,"contract_version":"` + ContractVersion + `","decision":`)
 	w.val(s.Decision)
 	w.lit(`,"destination_digest":`)
+	// The opening, what a policy's decisions under one capability for one
+	// adapter and risk have in common, ends in the digest's usual prefix.
+	w.opening = len(w.b) + len(`"sha256:`)
 	w.val(s.DestinationDigest)
 	w.lit(`,"effect_type":`)
 	w.val(s.EffectType)

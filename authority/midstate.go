@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"hash"
 	"sync"
+	"sync/atomic"
 )
 
 // midstate is SHA-256's state after the whole 64-byte blocks of an
@@ -43,12 +44,13 @@ func newMidstate(opening string) *midstate {
 type resumer struct {
 	h   hash.Hash
 	u   encoding.BinaryUnmarshaler
+	m   encoding.BinaryMarshaler
 	sum [sha256.Size]byte
 }
 
 var resumers = sync.Pool{New: func() any {
 	h := sha256.New()
-	return &resumer{h: h, u: h.(encoding.BinaryUnmarshaler)}
+	return &resumer{h: h, u: h.(encoding.BinaryUnmarshaler), m: h.(encoding.BinaryMarshaler)}
 }}
 
 // sum256 is sha256.Sum256(b), continued from m when b begins with m's
@@ -58,6 +60,12 @@ func sum256(b []byte, m *midstate, r *resumer) [sha256.Size]byte {
 	if m == nil || len(b) < len(m.prefix) || string(b[:len(m.prefix)]) != m.prefix {
 		return sha256.Sum256(b)
 	}
+	return resume(b, m, r)
+}
+
+// resume hashes b, which begins with m's prefix, from m's state, in r or
+// in a hash from the pool when r is nil.
+func resume(b []byte, m *midstate, r *resumer) [sha256.Size]byte {
 	if r == nil {
 		r = resumers.Get().(*resumer)
 		defer resumers.Put(r)
@@ -134,4 +142,55 @@ func verdictMidstate(risk string) *midstate {
 		return verdictMidstates[2]
 	}
 	return nil
+}
+
+// midstateCache keeps the midstates of openings that many decisions
+// share but that are not known before the first of them: the authority
+// snapshot's, whose first blocks hold the adapter's version, the assessed
+// risk, the policy's version and the capability's id (three of its eight
+// blocks for the usual ids), the same for every decision under one
+// capability for one adapter, risk and policy version. The cache is
+// consulted by comparing bytes, as a midstate always is, so what it holds
+// changes no digest, only how much is hashed: a preimage whose opening is
+// in a slot continues from its state; any other is hashed whole in a kept
+// hash, whose state after the opening then replaces the oldest slot. The
+// cache is process-wide, as cjson.Prefix's kept blocks are (decision
+// 0511), and not a member of the policy or the capability, which a
+// decision must leave as it found them. Slots are read and replaced
+// atomically and a midstate never changes once stored, so decisions may
+// run at once.
+type midstateCache struct {
+	slots [4]atomic.Pointer[midstate]
+	next  atomic.Uint32
+}
+
+// snapshotOpenings is the authority snapshots' cache.
+var snapshotOpenings midstateCache
+
+// sum256 is sha256.Sum256(b), where b's first n bytes are its opening: the
+// whole blocks of it are hashed from a slot's state when one holds them,
+// and kept in a slot otherwise. r is the hash to use, or nil for one from
+// the pool.
+func (c *midstateCache) sum256(b []byte, n int, r *resumer) [sha256.Size]byte {
+	n &^= sha256.BlockSize - 1
+	if n <= 0 || n > len(b) {
+		return sha256.Sum256(b)
+	}
+	for i := range c.slots {
+		if m := c.slots[i].Load(); m != nil && len(m.prefix) == n && string(b[:n]) == m.prefix {
+			return resume(b, m, r)
+		}
+	}
+	if r == nil {
+		r = resumers.Get().(*resumer)
+		defer resumers.Put(r)
+	}
+	r.h.Reset()
+	r.h.Write(b[:n])
+	if st, err := r.m.MarshalBinary(); err == nil {
+		c.slots[c.next.Add(1)%uint32(len(c.slots))].Store(&midstate{prefix: string(b[:n]), state: st})
+	}
+	r.h.Write(b[n:])
+	r.h.Sum(r.sum[:0])
+	return r.sum
 }

@@ -88,3 +88,72 @@ func benchSum256(b *testing.B, resumed bool) {
 // control-event preimage whole and from its event type's midstate.
 func BenchmarkSum256Whole(b *testing.B)   { benchSum256(b, false) }
 func BenchmarkSum256Resumed(b *testing.B) { benchSum256(b, true) }
+
+// A midstateCache gives sha256.Sum256 of every preimage whatever it
+// holds: preimages drawn from a few openings (so that slots are hit,
+// missed and replaced), with the opening's length given right, short or
+// long, and bytes changed inside or after it.
+func TestMidstateCacheIsSum256(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var c midstateCache
+		// Openings of one length that differ in a byte or two, and others.
+		size := rapid.IntRange(0, 260).Draw(rt, "size")
+		base := rapid.SliceOfN(rapid.Byte(), size, size).Draw(rt, "base")
+		openings := [][]byte{base}
+		for range rapid.IntRange(0, 5).Draw(rt, "variants") {
+			o := append([]byte(nil), base...)
+			if len(o) > 0 && rapid.Bool().Draw(rt, "alike") {
+				o[rapid.IntRange(0, len(o)-1).Draw(rt, "differs at")] ^= byte(rapid.IntRange(1, 255).Draw(rt, "by"))
+			} else {
+				o = rapid.SliceOfN(rapid.Byte(), 0, 260).Draw(rt, "other")
+			}
+			openings = append(openings, o)
+		}
+		for range rapid.IntRange(1, 30).Draw(rt, "preimages") {
+			o := openings[rapid.IntRange(0, len(openings)-1).Draw(rt, "which")]
+			b := append(append([]byte(nil), o...), rapid.SliceOfN(rapid.Byte(), 0, 200).Draw(rt, "rest")...)
+			n := len(o)
+			switch rapid.IntRange(0, 3).Draw(rt, "how") {
+			case 1: // a byte of the opening differs
+				if len(o) > 0 {
+					b[rapid.IntRange(0, len(o)-1).Draw(rt, "at")] ^= byte(rapid.IntRange(1, 255).Draw(rt, "xor"))
+				}
+			case 2: // the opening's length given wrong, even past the end
+				n = rapid.IntRange(-1, len(b)+70).Draw(rt, "n")
+			case 3: // the preimage cut inside the opening
+				b = b[:rapid.IntRange(0, len(o)).Draw(rt, "cut")]
+			}
+			var r *resumer
+			if rapid.Bool().Draw(rt, "own hash") {
+				r = resumers.Get().(*resumer)
+			}
+			if got, want := c.sum256(b, n, r), sha256.Sum256(b); got != want {
+				rt.Fatalf("sum256(%q, %d) = %x, want %x", b, n, got, want)
+			}
+		}
+	})
+}
+
+// Decisions may share the cache at once: every sum is Sum256's while
+// goroutines hit and replace the same slots.
+func TestMidstateCacheConcurrent(t *testing.T) {
+	var c midstateCache
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			ok := true
+			for i := range 300 {
+				b := []byte(strings.Repeat(string(rune('a'+(g+i)%6)), 130) + strings.Repeat("z", i%90))
+				if c.sum256(b, 130, nil) != sha256.Sum256(b) {
+					ok = false
+				}
+			}
+			done <- ok
+		}()
+	}
+	for range 4 {
+		if !<-done {
+			t.Fatal("a concurrent sum differs from sha256.Sum256")
+		}
+	}
+}

@@ -88,3 +88,18 @@ func TestSumMatchesChainHash(t *testing.T) {
 		}
 	})
 }
+
+// ChainSumAfter is the chain hash after a sum, its text written in place:
+// the definition's, with the previous chain hash as its text.
+func TestChainSumAfterMatchesItsDefinition(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var prev [sha256.Size]byte
+		copy(prev[:], rapid.SliceOfN(rapid.Byte(), sha256.Size, sha256.Size).Draw(t, "prev"))
+		seq := rapid.Int64().Draw(t, "seq")
+		digest := rapid.OneOf(rapid.Just(oracleBodyDigest([]byte("x"))), rapid.String(), rapid.StringN(0, 400, -1)).Draw(t, "digest")
+		want := oracleChainHash("sha256:"+hex.EncodeToString(prev[:]), seq, digest)
+		if got := store.SumText(store.ChainSumAfter(prev, seq, digest)); got != want {
+			t.Fatalf("ChainSumAfter = %s, want %s", got, want)
+		}
+	})
+}

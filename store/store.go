@@ -449,6 +449,23 @@ func ChainSum(prev string, seq int64, digest string) [sha256.Size]byte {
 	return sha256.Sum256(b)
 }
 
+// ChainSumAfter is ChainSum(SumText(prev), seq, digest): the chain hash
+// after an event whose chain hash is the sum prev, without the text of
+// prev made as a string (a store appending a tick's events hashes each
+// after the one before).
+func ChainSumAfter(prev [sha256.Size]byte, seq int64, digest string) [sha256.Size]byte {
+	var buf [256]byte
+	b := append(buf[:0], "flrh-event-chain/1\x00"...)
+	b = append(b, sumPrefix...)
+	b = b[:len(b)+2*sha256.Size]
+	cjson.HexSum((*[64]byte)(b[len(b)-2*sha256.Size:]), &prev)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, 0)
+	b = append(b, digest...)
+	return sha256.Sum256(b)
+}
+
 // SumText is a SHA-256 sum in the text every digest and chain hash is
 // written in: "sha256:" and 64 lowercase hex digits.
 func SumText(sum [sha256.Size]byte) string {

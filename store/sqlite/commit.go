@@ -57,28 +57,49 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// statement (well inside SQLite's limit on bound parameters).
 		// Each chain hash is computed as its sum, stored as those 32 bytes
 		// (what packHash makes of its text) and is the next event's
-		// previous hash; only its text, which the next preimage holds, is
-		// formatted. The values every row shares are boxed once.
+		// previous hash; it is hashed after the one before from that sum
+		// (store.ChainSumAfter), and only the last is made into its text,
+		// for the run's row. The digests' and chain hashes' bytes are cut
+		// from one buffer the writer reuses, a kind's value is boxed once,
+		// and the values every row shares are boxed once: the driver copies
+		// what it binds.
 		head, hash := run.Head, run.HeadHash
 		prev := packHash(hash)
 		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
+		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
 			args := tx.w.values[:0]
+			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk)+32) // never grown below: what is bound from it stays put
+			if head != run.Head {
+				// The previous chunk's last chain hash, cut from the
+				// buffer this chunk overwrites: copied in first.
+				sums = append(sums, sum[:]...)
+				prev = any(sums[:32:32])
+			}
 			for _, ev := range chunk {
+				if head == run.Head {
+					sum = store.ChainSum(hash, head+1, ev.Digest)
+				} else {
+					sum = store.ChainSumAfter(sum, head+1, ev.Digest)
+				}
 				head++
-				sum := store.ChainSum(hash, head, ev.Digest)
-				hash = store.SumText(sum)
-				next := any(sum[:])
-				args = append(args, runArg, head, ev.Kind, ev.Body, packHash(ev.Digest), prev, next, genArg, tsArg)
+				n := len(sums)
+				sums = append(sums, sum[:]...)
+				next := any(sums[n : n+32 : n+32])
+				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, packHashInto(&sums, ev.Digest), prev, next, genArg, tsArg)
 				prev = next
 			}
 			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)
 			clear(args) // holds no event once bound
 			tx.w.values = args[:0]
+			tx.w.sums = sums[:0]
 			if err != nil {
 				return err
 			}
+		}
+		if head != run.Head {
+			hash = store.SumText(sum)
 		}
 
 		// Approvals: revalidated against the grant as stored, at this

@@ -16,19 +16,42 @@ const hashPrefix = "sha256:"
 // carries three). Any other text is stored as it is, in a column typed
 // ANY, so that every string reads back exactly as it was written.
 func packHash(s string) any {
-	if len(s) != len(hashPrefix)+64 || s[:len(hashPrefix)] != hashPrefix {
+	var sum [32]byte
+	if !unhexSum(&sum, s) {
 		return s
 	}
+	return sum[:]
+}
+
+// packHashInto is packHash with the 32 bytes of a sum appended to *buf
+// (which must have room for them, so that nothing bound earlier from it
+// moves) and the value a slice of it: a tick's digests share one buffer
+// the writer reuses, the driver having copied them once bound.
+func packHashInto(buf *[]byte, s string) any {
 	var sum [32]byte
+	if !unhexSum(&sum, s) {
+		return s
+	}
+	n := len(*buf)
+	*buf = append(*buf, sum[:]...)
+	return (*buf)[n : n+32 : n+32]
+}
+
+// unhexSum reads s, if it is "sha256:" and 64 lowercase hex digits, into
+// sum, and reports whether it was.
+func unhexSum(sum *[32]byte, s string) bool {
+	if len(s) != len(hashPrefix)+64 || s[:len(hashPrefix)] != hashPrefix {
+		return false
+	}
 	for i := 0; i < 32; i++ {
 		hi, ok1 := lowerHexDigit(s[len(hashPrefix)+2*i])
 		lo, ok2 := lowerHexDigit(s[len(hashPrefix)+2*i+1])
 		if !ok1 || !ok2 {
-			return s
+			return false
 		}
 		sum[i] = hi<<4 | lo
 	}
-	return sum[:]
+	return true
 }
 
 func lowerHexDigit(c byte) (byte, bool) {

@@ -41,6 +41,8 @@ type writer struct {
 	args   []driver.NamedValue
 	values []any  // a multi-row INSERT's values
 	frame  []byte // a tick's trace frame
+	sums   []byte // a multi-row INSERT's digests and chain hashes
+	kinds  []any  // event kinds boxed, each a string (kind)
 	closed bool   // Close ran
 	// logSync: the connection is at synchronous=NORMAL in WAL mode and a
 	// durable COMMIT is followed by a sync of the log (linger.go). Unset
@@ -212,6 +214,24 @@ func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
 	tx.w.args = nv
 	return nv, nil
 }
+
+// kind is k as a value to bind, boxed once per writer for the few kinds
+// a store records (a box is never changed; any other kind is boxed anew).
+func (w *writer) kind(k string) any {
+	for _, v := range w.kinds {
+		if v.(string) == k {
+			return v
+		}
+	}
+	v := any(k)
+	if len(w.kinds) < maxKinds {
+		w.kinds = append(w.kinds, v)
+	}
+	return v
+}
+
+// maxKinds bounds the kinds a writer keeps boxed.
+const maxKinds = 8
 
 // exec runs a statement inside tx.
 func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {

@@ -170,8 +170,9 @@ const (
 
 // identityOf is identity for a value already in canonical bytes: the
 // preimage object is written around them. domain must be canonical text.
-func identityOf(prefix, domain string, value []byte) string {
-	return identityWritten(nil, prefix, domain, func(b []byte) []byte { return append(b, value...) })
+// c is as for identityWritten.
+func identityOf(c *cjson.Prefix, prefix, domain string, value []byte) string {
+	return identityWritten(c, prefix, domain, func(b []byte) []byte { return append(b, value...) })
 }
 
 // identityWritten is identityOf for the value appendValue writes: the

@@ -251,8 +251,8 @@ func buildProposal(e Event, pr Proposal, cv *CheckedVersions) (protocol.EffectPr
 	value := appendProposalHead(make([]byte, 0, 1024), &e, &pr, action, dest, pre)
 	head := len(value)
 	value = appendProposalTail(value, &e, cv)
-	id := identityOf("proposal", identityProposal, value)
-	dedup := identityOf("proposal-dedup", identityProposalDedup, value)
+	id := identityOf(&proposalIdentities, "proposal", identityProposal, value)
+	dedup := identityOf(&dedupIdentities, "proposal-dedup", identityProposalDedup, value)
 	// The proposal is its value with the two identities between head and
 	// tail: copied around them rather than written again.
 	canon := make([]byte, 0, len(value)+200)
@@ -325,7 +325,10 @@ func copyEvent(e Event) Event {
 	return e
 }
 
-// factIdentities digests fact identity preimages, which open with the
-// same contract version, domain, kind and causation id fact after fact,
-// from a kept SHA-256 state (cjson.Prefix).
-var factIdentities cjson.Prefix
+// factIdentities, proposalIdentities and dedupIdentities digest identity
+// preimages of one domain each, which open with the same contract
+// version, domain, kind and head of the value (a fact's causation id, a
+// proposal's "action_digest" member) call after call, from a kept SHA-256
+// state (cjson.Prefix). A proposal's two domains alternate, so each has
+// its own.
+var factIdentities, proposalIdentities, dedupIdentities cjson.Prefix

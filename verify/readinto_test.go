@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -169,6 +170,62 @@ func TestVouchedRecordsKeepWhatTheLedgerChecksRead(t *testing.T) {
 		}
 		if spent != (failFor == 100) {
 			t.Fatalf("failing %d times: %s vouched for = %v", failFor, retryEvent, spent)
+		}
+	}
+}
+
+// A step scratch handed back to the pool keeps nothing of the records read
+// into it: its maps are empty and its values zero over their capacity.
+func TestStepScratchComesBackEmpty(t *testing.T) {
+	m := control.Default()
+	x := new(stepScratch)
+	for _, b := range []string{
+		`{"event":"A","event_id":"e1","evidence":{"a":"sha256:1","b":"sha256:2","c":"sha256:3"},"guard_inputs":{"g":true}}`,
+		`{"event":"B","event_id":"e2","evidence":{"a":"sha256:4"}}`,
+	} {
+		if _, ok := stepInputsInto(m, []byte(b), x); !ok {
+			t.Fatalf("%s was not read", b)
+		}
+	}
+	x.release()
+	if len(x.evidence) != 0 || len(x.guards) != 0 || len(x.values) != 0 {
+		t.Fatalf("released with %v %v %v", x.evidence, x.guards, x.values)
+	}
+	for i, v := range x.values[:cap(x.values)] {
+		if v != (keptValue{}) {
+			t.Fatalf("value %d kept as %+v", i, v)
+		}
+	}
+}
+
+// The usage reports a checkpoint still holds (open effects', receipts' not
+// yet accepted) are counted, and an empty list counts nothing: the budget
+// check reads the same whether the lists are decoded or passed over, and
+// whether the checkpoint's members are read one by one or the body whole.
+func TestBudgetCountsTheCheckpointsOpenReports(t *testing.T) {
+	const ledger = `{"adopted":false,"breach":null,"clock_millis":0,"cost_micros":0,"limits":{"cost_micros":100,"steps":10,"tokens":100,"tool_calls":10},"started_millis":0,"steps":0,"suspended_millis":0,"tokens":%d,"tool_calls":0,"wall_millis":0}`
+	for _, c := range []struct {
+		tokens       int
+		open, ingest string
+		ok           bool
+	}{
+		{0, `[]`, `[]`, true},
+		{5, `[]`, `[]`, false},
+		{5, `[{"stage":"dispatched","usage":{"cost_micros":0,"tokens":5}}]`, `[]`, true},
+		{5, `[{"stage":"closed","usage":{"cost_micros":0,"tokens":5}}]`, `[]`, false},
+		{5, `[]`, `[{"usage":{"cost_micros":0,"tokens":5}}]`, true},
+		{7, `[{"stage":"dispatched","usage":{"cost_micros":0,"tokens":5}}]`, `[{"usage":{"cost_micros":0,"tokens":2}}]`, true},
+		{0, `null`, `null`, true},
+	} {
+		body := []byte(strings.ReplaceAll(`{"budget":`+strings.Replace(ledger, "%d", strconv.Itoa(c.tokens), 1)+
+			`,"ingest":INGEST,"open":OPEN}`, "OPEN", c.open))
+		body = []byte(strings.ReplaceAll(string(body), "INGEST", c.ingest))
+		for _, cp := range []*checkpoint{readCheckpoint(body), {body: body}} {
+			var rep Report
+			checkBudgets(&rep, cp, nil, nil, 0)
+			if rep.OK() != c.ok {
+				t.Fatalf("tokens %d, open %s, ingest %s (members read %v): findings %+v", c.tokens, c.open, c.ingest, cp.read, rep.Findings)
+			}
 		}
 	}
 }

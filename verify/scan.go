@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
@@ -32,6 +33,20 @@ type stepScratch struct {
 	evidence map[string]string
 	guards   map[string]bool
 	values   []keptValue
+}
+
+// stepPool holds the scratch space of checkEvents' step inputs for the
+// next run to reuse, empty.
+var stepPool = sync.Pool{New: func() any { return new(stepScratch) }}
+
+// release empties x (its maps keep no record's strings alive) and hands it
+// back to stepPool.
+func (x *stepScratch) release() {
+	clear(x.evidence)
+	clear(x.guards)
+	clear(x.values[:cap(x.values)])
+	x.values = x.values[:0]
+	stepPool.Put(x)
 }
 
 // keptValue is a string value a record holds: its bytes' place in the

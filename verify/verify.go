@@ -134,7 +134,8 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 	cfg := m.Initial()
 	var scratch Report // the control findings of one event, held back to keep the report's order
 	var buf []byte     // a recomputed record's bytes, reused
-	var step stepScratch
+	step := stepPool.Get().(*stepScratch)
+	defer step.release()
 	for i, e := range evs {
 		// The stored digest, when it is the body's, is the text the body's
 		// digest would be: it is used as that text rather than building it.
@@ -155,7 +156,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 			// The cheapest path: an ordinary accepted transition, which
 			// Recheck recomputes without Step's effects and copies, and
 			// whose digest is the one computed above.
-			if in, ok := stepInputsInto(m, e.Body, &step); ok {
+			if in, ok := stepInputsInto(m, e.Body, step); ok {
 				from := cfg.State
 				var next control.Configuration
 				if next, canonical, buf = m.Recheck(cfg, control.StepInputs{Event: in.Event, ActorRole: in.ActorRole,

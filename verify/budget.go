@@ -135,7 +135,16 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 			}
 			body.Budget = l
 		}
-		if cp.unmarshal(&body, cp.open, &body.Open, cp.ingest, &body.Ingest) != nil {
+		// An empty list, as most checkpoints hold, adds nothing: it is
+		// left nil rather than decoded by reflection to an empty slice.
+		open, ingest := cp.open, cp.ingest
+		if string(open) == "[]" {
+			open = nil
+		}
+		if string(ingest) == "[]" {
+			ingest = nil
+		}
+		if cp.unmarshal(&body, open, &body.Open, ingest, &body.Ingest) != nil {
 			return
 		}
 	}

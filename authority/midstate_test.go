@@ -71,9 +71,7 @@ func TestMidstatesAreTheirPrefixes(t *testing.T) {
 	}
 }
 
-func benchSum256(b *testing.B, resumed bool) {
-	p := []byte(`{"actor_role":"policy_evaluator","capability":"effect.authorize_low_risk","contract_version":"flrh-h-authority/1","kind":"M4AControlEventPreimage","payload":{"authority_digest":"sha256:` + strings.Repeat("a", 650))
-	m := eventMidstate(EventEffectAuthorized)
+func benchSum256(b *testing.B, p []byte, m *midstate, resumed bool) {
 	r := resumers.Get().(*resumer)
 	for b.Loop() {
 		if resumed {
@@ -84,10 +82,25 @@ func benchSum256(b *testing.B, resumed bool) {
 	}
 }
 
+var (
+	benchEvent = []byte(`{"actor_role":"policy_evaluator","capability":"effect.authorize_low_risk","contract_version":"flrh-h-authority/1","kind":"M4AControlEventPreimage","payload":{"authority_digest":"sha256:` + strings.Repeat("a", 650))
+	benchInput = []byte(`{"contract_version":"flrh-h-authority/1","effect_sequence":1,"kind":"AuthorizeInputPreimage","now":` + strings.Repeat("1", 305))
+)
+
 // BenchmarkSum256Whole and BenchmarkSum256Resumed hash an 830-byte
-// control-event preimage whole and from its event type's midstate.
-func BenchmarkSum256Whole(b *testing.B)   { benchSum256(b, false) }
-func BenchmarkSum256Resumed(b *testing.B) { benchSum256(b, true) }
+// control-event preimage whole and from its event type's midstate (two
+// blocks); the OneBlock pair a 404-byte input preimage, whole and from
+// its midstate (one block).
+func BenchmarkSum256Whole(b *testing.B) {
+	benchSum256(b, benchEvent, eventMidstate(EventEffectAuthorized), false)
+}
+func BenchmarkSum256Resumed(b *testing.B) {
+	benchSum256(b, benchEvent, eventMidstate(EventEffectAuthorized), true)
+}
+func BenchmarkSum256OneBlockWhole(b *testing.B) { benchSum256(b, benchInput, inputMidstates[1], false) }
+func BenchmarkSum256OneBlockResumed(b *testing.B) {
+	benchSum256(b, benchInput, inputMidstates[1], true)
+}
 
 // A midstateCache gives sha256.Sum256 of every preimage whatever it
 // holds: preimages drawn from a few openings (so that slots are hit,

@@ -42,7 +42,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		return err
 	}
 	if h, ok := s.heads.ahead(lease, tick); ok {
-		next, done, err := s.commitAhead(ctx, lease, tick, h)
+		next, done, err := s.commitGrouped(ctx, lease, tick, h)
 		if done {
 			if err != nil {
 				s.heads.forget(lease.RunID)
@@ -189,23 +189,14 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		return h, false, nil
 	}
 	next = h
-	begin := make([]int64, len(tick.Begin))
-	for i := range begin {
-		begin[i] = 1 // only intents new in this tick are begun here
-	}
+	begin := aheadBegin(tick)
 	chains := chainOf(h.hash, h.head, tick.Events)
-	hash := h.hash
-	if len(chains) > 0 {
-		hash = chains[len(chains)-1]
-	}
 	commitSent, err := s.once(ctx, func(tx *wtx) error {
 		next = h
 		// A tick that may lag turns synchronous_commit off in this
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
-		tx.Queue(fenceAheadSQL,
-			lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
-			h.head+int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, tick.MayLag)
+		tx.Queue(fenceAheadSQL, aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)...)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}

@@ -370,6 +370,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		ends[i] = len(d.spans)
 	}
 
+	queued := len(t.pending)
 	t.begun, t.pending = true, nil
 	t.commitSent = true
 	p := pc.StartPipeline(ctx)
@@ -414,6 +415,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 			if !reached && (errors.As(err, &pe) || pgconn.SafeToRetry(err)) {
 				t.commitSent = false
 			}
+			if pe != nil && i >= off && i < off+queued {
+				t.failed = i - off + 1
+			}
 			return true, err
 		}
 	}
@@ -422,7 +426,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	}
 	if tag.String() != "COMMIT" {
 		// The server answers COMMIT of a failed transaction with ROLLBACK.
-		return true, fmt.Errorf("transaction rolled back by the server (%s)", tag)
+		return true, fmt.Errorf("%w (%s)", errRolledBack, tag)
 	}
 	t.done = true
 	return true, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ type Options struct {
 	// serialization race or a deadlock is run again; 0 means 8, a negative
 	// number means never.
 	Retries int
+	// CommitGroups bounds how many groups of ticks this store commits at
+	// once (see group.go): a tick committed while that many are under way
+	// waits and commits with the others waiting, in one transaction. 0
+	// means half of GOMAXPROCS, at least one; a negative number commits
+	// every tick alone.
+	CommitGroups int
 	// Sealer, when set, encrypts checkpoint and trace bodies at rest
 	// (package store/sealed); nil stores them as they are.
 	Sealer store.Sealer
@@ -57,8 +64,16 @@ type Store struct {
 	schema  string // the schema the tables live in, resolved at Open
 	retries int
 	sealer  store.Sealer
-	heads   heads  // what the next tick of a run may assume (see Commit)
-	shapes  shapes // the appended statement's text by tick shape (see appends)
+	heads   heads      // what the next tick of a run may assume (see Commit)
+	shapes  shapes     // the appended statement's text by tick shape (see appends)
+	group   aheadGroup // one-round-trip ticks waiting to commit together (see group.go)
+	// testGroupWait, when set (tests only), has a group's leader wait
+	// briefly for that many more ticks to queue.
+	testGroupWait int
+	groups        int // Options.CommitGroups resolved
+	// testGroup, when set (tests only), is told the size of each group
+	// committed together and whether it committed.
+	testGroup func(n int, ok bool)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -99,6 +114,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "connect")
 	}
 	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries, sealer: opts.Sealer}
+	switch s.groups = opts.CommitGroups; {
+	case s.groups == 0:
+		s.groups = max(1, runtime.GOMAXPROCS(0)/2)
+	case s.groups < 0:
+		s.groups = 0
+	}
 	switch {
 	case s.retries == 0:
 		s.retries = 8

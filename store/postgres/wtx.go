@@ -33,7 +33,14 @@ type wtx struct {
 	// testSetting, when set (tests only), is told synchronous_commit as
 	// the transaction has it just before COMMIT.
 	testSetting func(string)
+	// failed, after a round trip the server refused, is the refused
+	// statement's place (from 1) among the writes queued for it, when it
+	// was one of them and the round trip went the direct way; else 0.
+	failed int
 }
+
+// errRolledBack is the error of a COMMIT the server answered ROLLBACK.
+var errRolledBack = errors.New("transaction rolled back by the server")
 
 const beginSQL = `BEGIN ISOLATION LEVEL REPEATABLE READ`
 
@@ -154,7 +161,7 @@ func (t *wtx) commit(ctx context.Context) error {
 	}
 	if tag.String() != "COMMIT" {
 		// The server answers COMMIT of a failed transaction with ROLLBACK.
-		return fmt.Errorf("transaction rolled back by the server (%s)", tag)
+		return fmt.Errorf("%w (%s)", errRolledBack, tag)
 	}
 	t.done = true
 	return nil

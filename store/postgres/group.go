@@ -18,8 +18,8 @@ import (
 // time, each in its own transaction: a BEGIN, a COMMIT, a round trip and
 // (for a durable tick) a flush of the server's WAL each. Instead, a tick
 // on the one-round-trip path (commitAhead) whose caller finds a group
-// already committing (or Options.CommitGroups of them) queues, and when
-// a group is done the first caller queued leads the next one: every tick queued by then, each after its
+// already committing (Options.CommitGroups of them, when set) queues, and
+// when a group is done the first caller queued leads the next one: every tick queued by then, each after its
 // own fence, in one transaction, one round trip and one COMMIT. A lone
 // tick commits alone, as before.
 //

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"strings"
 	"time"
 
@@ -45,11 +44,12 @@ type Options struct {
 	// serialization race or a deadlock is run again; 0 means 8, a negative
 	// number means never.
 	Retries int
-	// CommitGroups bounds how many groups of ticks this store commits at
-	// once (see group.go): a tick committed while that many are under way
-	// waits and commits with the others waiting, in one transaction. 0
-	// means half of GOMAXPROCS, at least one; a negative number commits
-	// every tick alone.
+	// CommitGroups, when positive, lets this store commit the ticks of
+	// several runs that arrive together in one transaction (see
+	// group.go), with at most that many such groups under way at once.
+	// It lowers the server's CPU per tick (one BEGIN, COMMIT and WAL flush
+	// for the group) at the price of each tick's latency: a tick waits for
+	// the group before it. 0 (or negative) commits every tick alone.
 	CommitGroups int
 	// Sealer, when set, encrypts checkpoint and trace bodies at rest
 	// (package store/sealed); nil stores them as they are.
@@ -113,13 +113,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "connect")
 	}
-	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries, sealer: opts.Sealer}
-	switch s.groups = opts.CommitGroups; {
-	case s.groups == 0:
-		s.groups = max(1, runtime.GOMAXPROCS(0)/2)
-	case s.groups < 0:
-		s.groups = 0
-	}
+	s := &Store{pool: pool, clock: opts.Clock, ro: opts.ReadOnly, retries: opts.Retries, sealer: opts.Sealer,
+		groups: max(opts.CommitGroups, 0)}
 	switch {
 	case s.retries == 0:
 		s.retries = 8

@@ -77,21 +77,65 @@ func readCheckpoint(body []byte) *checkpoint {
 	return c
 }
 
-// unmarshal decodes the members of the body that the struct whole names:
-// each of parts is a member's value and where to decode it, and together
-// they are every member whole has.
-func (c *checkpoint) unmarshal(whole any, parts ...any) error {
-	if !c.read {
-		return json.Unmarshal(c.body, whole)
-	}
-	for i := 0; i < len(parts); i += 2 {
-		if raw := parts[i].([]byte); raw != nil {
-			if err := json.Unmarshal(raw, parts[i+1]); err != nil {
-				return err
-			}
+// budgetBody is what the budget check reads of a checkpoint.
+type budgetBody struct {
+	Budget *ledger `json:"budget"`
+	// Reported usage the log does not hold yet: adapters' reports on
+	// effects still open, and on receipts not yet accepted.
+	Open   []openReport   `json:"open"`
+	Ingest []ingestReport `json:"ingest"`
+}
+
+type openReport struct {
+	Stage string        `json:"stage"`
+	Usage *runner.Usage `json:"usage"`
+}
+
+type ingestReport struct {
+	Usage *runner.Usage `json:"usage"`
+}
+
+// readBudgetBody reads cp as checkBudgets reads it (ok false: it cannot,
+// and there is nothing to check). Each decode into a variable of its own
+// is made only where the fast readers cannot read, so that the variables
+// the common case fills stay off the heap.
+func readBudgetBody(cp *checkpoint) (body budgetBody, ok bool) {
+	if !cp.read {
+		var whole budgetBody
+		if json.Unmarshal(cp.body, &whole) != nil {
+			return budgetBody{}, false
 		}
+		return whole, true
 	}
-	return nil
+	if cp.budget != nil && string(cp.budget) != "null" {
+		l := new(ledger)
+		if !ledgerReader.Read(cp.budget, l) {
+			var decoded *ledger
+			if json.Unmarshal(cp.budget, &decoded) != nil {
+				return budgetBody{}, false
+			}
+			l = decoded
+		}
+		body.Budget = l
+	}
+	// An empty list, as most checkpoints hold, adds nothing: it is left
+	// nil rather than decoded by reflection to an empty slice. The lists
+	// are decoded in the order cp.unmarshal decodes them.
+	if cp.open != nil && string(cp.open) != "[]" {
+		var open []openReport
+		if json.Unmarshal(cp.open, &open) != nil {
+			return budgetBody{}, false
+		}
+		body.Open = open
+	}
+	if cp.ingest != nil && string(cp.ingest) != "[]" {
+		var ingest []ingestReport
+		if json.Unmarshal(cp.ingest, &ingest) != nil {
+			return budgetBody{}, false
+		}
+		body.Ingest = ingest
+	}
+	return body, true
 }
 
 // checkBudgets checks the run's budget ledger against the record, without
@@ -108,45 +152,9 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 	if cp == nil {
 		return
 	}
-	var body struct {
-		Budget *ledger `json:"budget"`
-		// Reported usage the log does not hold yet: adapters' reports on
-		// effects still open, and on receipts not yet accepted.
-		Open []struct {
-			Stage string        `json:"stage"`
-			Usage *runner.Usage `json:"usage"`
-		} `json:"open"`
-		Ingest []struct {
-			Usage *runner.Usage `json:"usage"`
-		} `json:"ingest"`
-	}
-	if !cp.read {
-		if json.Unmarshal(cp.body, &body) != nil {
-			return
-		}
-	} else {
-		if cp.budget != nil && string(cp.budget) != "null" {
-			l := new(ledger)
-			if !ledgerReader.Read(cp.budget, l) {
-				l = nil
-				if json.Unmarshal(cp.budget, &l) != nil {
-					return
-				}
-			}
-			body.Budget = l
-		}
-		// An empty list, as most checkpoints hold, adds nothing: it is
-		// left nil rather than decoded by reflection to an empty slice.
-		open, ingest := cp.open, cp.ingest
-		if string(open) == "[]" {
-			open = nil
-		}
-		if string(ingest) == "[]" {
-			ingest = nil
-		}
-		if cp.unmarshal(&body, open, &body.Open, ingest, &body.Ingest) != nil {
-			return
-		}
+	body, ok := readBudgetBody(cp)
+	if !ok {
+		return
 	}
 	if body.Budget == nil {
 		return
@@ -174,18 +182,9 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 		switch e.Kind {
 		case runner.EventAccepted:
 			accepted++
-			var in struct {
-				Kind  string        `json:"kind"`
-				Usage *runner.Usage `json:"usage"`
-			}
-			if a := acceptedInputOf(known, i, e.Body); !a.read {
-				if json.Unmarshal(e.Body, &in) != nil {
-					break
-				}
-			} else if a.usage != nil && json.Unmarshal(a.usage, &in.Usage) != nil {
+			in, ok := acceptedUsage(known, i, e.Body)
+			if !ok {
 				break
-			} else {
-				in.Kind = a.kind
 			}
 			if in.Kind != "receipt" && !l.Adopted && accepted > l.Limits.Steps {
 				rep.fail("budget-limit", "event "+strconv.FormatInt(e.Seq, 10), "outside input accepted as step %d of a budget of %d", accepted, l.Limits.Steps)
@@ -250,6 +249,35 @@ func checkBudgets(rep *Report, cp *checkpoint, evs []store.Event, known []vouche
 	case len(issued) == 1:
 		checkBreach(rep, l, issued[0])
 	}
+}
+
+// usageInput is what the budget check reads of an accepted input.
+type usageInput struct {
+	Kind  string        `json:"kind"`
+	Usage *runner.Usage `json:"usage"`
+}
+
+// acceptedUsage reads an accepted input's kind and usage report as
+// encoding/json reads them (ok false: it cannot), from the members
+// acceptedInputOf read where it could.
+func acceptedUsage(known []vouched, i int, body []byte) (usageInput, bool) {
+	a := acceptedInputOf(known, i, body)
+	if !a.read {
+		var in usageInput
+		if json.Unmarshal(body, &in) != nil {
+			return usageInput{}, false
+		}
+		return in, true
+	}
+	in := usageInput{Kind: a.kind}
+	if a.usage != nil {
+		var u *runner.Usage
+		if json.Unmarshal(a.usage, &u) != nil {
+			return usageInput{}, false
+		}
+		in.Usage = u
+	}
+	return in, true
 }
 
 func checkBreach(rep *Report, l *ledger, rec control.Record) {
@@ -321,6 +349,33 @@ func spentAttempts(ats []store.Attempt, limit int64) (map[string]any, bool) {
 	return map[string]any{"intent": last.IntentID, "attempts": limit, "limit": limit, "outcomes": outcomes}, true
 }
 
+// readRetryLedger reads what the retry check reads of cp's budget ledger
+// (nil: none; ok false: unreadable), decoding into variables of its own
+// only where the fast reader cannot read (see readBudgetBody).
+func readRetryLedger(cp *checkpoint) (*retryLedger, bool) {
+	if !cp.read {
+		var body struct {
+			Budget *retryLedger `json:"budget"`
+		}
+		if json.Unmarshal(cp.body, &body) != nil {
+			return nil, false
+		}
+		return body.Budget, true
+	}
+	if cp.budget == nil || string(cp.budget) == "null" {
+		return nil, true
+	}
+	l := new(retryLedger)
+	if !retryLedgerReader.Read(cp.budget, l) {
+		var decoded *retryLedger
+		if json.Unmarshal(cp.budget, &decoded) != nil {
+			return nil, false
+		}
+		l = decoded
+	}
+	return l, true
+}
+
 // checkRetries recounts the attempt ledger behind RETRIES_EXHAUSTED from
 // the attempt rows: the event is issued at most once, only on the
 // recorded ledger of an intent whose attempt rows show its retries spent,
@@ -331,30 +386,13 @@ func spentAttempts(ats []store.Attempt, limit int64) (map[string]any, bool) {
 // to check.
 func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint, known []vouched) error {
 	run, evs := rec.run, rec.events
-	var body struct {
-		Budget *retryLedger `json:"budget"`
-	}
 	if cp == nil {
 		return nil
 	}
-	if !cp.read {
-		if json.Unmarshal(cp.body, &body) != nil {
-			return nil
-		}
-	} else if cp.budget != nil && string(cp.budget) != "null" {
-		l := new(retryLedger)
-		if !retryLedgerReader.Read(cp.budget, l) {
-			l = nil
-			if json.Unmarshal(cp.budget, &l) != nil {
-				return nil
-			}
-		}
-		body.Budget = l
-	}
-	if body.Budget == nil {
+	l, ok := readRetryLedger(cp)
+	if !ok || l == nil {
 		return nil
 	}
-	l := body.Budget
 	const where = "retries"
 	var issued []control.Record
 	accepted := map[string]bool{} // digests of accepted receipts
@@ -371,16 +409,12 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 				issued = append(issued, *cr)
 			}
 		case runner.EventAccepted:
-			var in struct {
-				Kind   string `json:"kind"`
-				Digest string `json:"digest"`
-			}
 			if a := acceptedInputOf(known, i, e.Body); a.read && a.digestRead {
 				if a.kind == "receipt" {
 					accepted[a.digest] = true
 				}
-			} else if mayHold(e.Body, "receipt") && json.Unmarshal(e.Body, &in) == nil && in.Kind == "receipt" {
-				accepted[in.Digest] = true
+			} else if d, ok := acceptedReceiptDigest(e.Body); ok {
+				accepted[d] = true
 			}
 		}
 	}
@@ -456,6 +490,19 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 		}
 	}
 	return nil
+}
+
+// acceptedReceiptDigest is the digest of an accepted input that
+// encoding/json reads as a receipt's (ok false: it reads none).
+func acceptedReceiptDigest(body []byte) (string, bool) {
+	var in struct {
+		Kind   string `json:"kind"`
+		Digest string `json:"digest"`
+	}
+	if !mayHold(body, "receipt") || json.Unmarshal(body, &in) != nil || in.Kind != "receipt" {
+		return "", false
+	}
+	return in.Digest, true
 }
 
 // mayHold reports whether a JSON text could decode to hold one of the

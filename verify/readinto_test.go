@@ -229,3 +229,26 @@ func TestBudgetCountsTheCheckpointsOpenReports(t *testing.T) {
 		}
 	}
 }
+
+// The retry check's reading of an accepted input the member reader gives up
+// on (here, a kind spelled with an escape) finds a receipt's digest as
+// encoding/json reads it, and nothing for any other input.
+func TestAcceptedReceiptDigest(t *testing.T) {
+	for _, c := range []struct {
+		body, digest string
+		ok           bool
+	}{
+		{`{"kind":"receipt","digest":"sha256:ab"}`, "sha256:ab", true},
+		{`{"kind":"rec\u0065ipt","digest":"sha256:ab"}`, "sha256:ab", true},
+		{`{"kind":"input","digest":"sha256:ab"}`, "", false},
+		{`{"kind":"receipt","digest":1}`, "", false},
+		{`{"kind":"receipt"`, "", false},
+	} {
+		if d, ok := acceptedReceiptDigest([]byte(c.body)); d != c.digest || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.body, d, ok, c.digest, c.ok)
+		}
+		if a := readAcceptedInput([]byte(c.body)); a.read && a.digestRead && (a.kind == "receipt") != c.ok {
+			t.Errorf("%s: the member reader reads kind %q", c.body, a.kind)
+		}
+	}
+}

@@ -607,7 +607,10 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	reject := func(code, path, held string) Outcome {
 		o.Kind, o.Rejection = OutcomeRejected, &Rejection{Code: code, Path: path, Actual: held}
 		if o.Ticket.TicketID != "" {
-			o.Ticket, _ = Advance(o.Ticket, TicketRefuse)
+			// Sealed by this decision: only its status and digest change.
+			if u, err := o.Ticket.apply(TicketRefuse); err == nil {
+				o.Ticket = o.Ticket.applied(a, u)
+			}
 		}
 		o.MRPState, o.Refusal = m.State, m.Refusal
 		return o
@@ -779,12 +782,16 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 			}
 		}
 	}
+	// Both events as Advance applies them (one it refuses changes
+	// nothing), the ticket sealed once: t is this decision's own.
+	u := t
 	if slices.Contains(in.PreviewsShown, t.PreviewDigest) {
-		t, _ = Advance(t, TicketShowPreview)
+		u, _ = u.apply(TicketShowPreview)
 	}
-	if slices.Contains(in.Confirmations, t.ActionDigest) && t.PreviewShown {
-		t, _ = Advance(t, TicketConfirm)
+	if slices.Contains(in.Confirmations, t.ActionDigest) && u.PreviewShown {
+		u, _ = u.apply(TicketConfirm)
 	}
+	t = t.applied(a, u)
 	o.Ticket = t
 	if (res.Decision == Allow || res.Decision == ShapeDecision || res.Decision == AskFirst) && !haveCap {
 		// Authority is external: no operator capability, no effect, whatever
@@ -820,8 +827,9 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: %s at %s", pa.Approval.ApprovalDigest, r.Code, r.Path))
 			} else {
 				grant = &pa
-				t, _ = Advance(t, TicketShowPreview)
-				t, _ = Advance(t, TicketConfirm)
+				u, _ := t.apply(TicketShowPreview)
+				u, _ = u.apply(TicketConfirm)
+				t = t.applied(a, u)
 				o.Ticket = t
 				break
 			}

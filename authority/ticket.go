@@ -656,6 +656,17 @@ const (
 // confirmation counts; only a READY ticket may be executed; terminal
 // tickets accept nothing.
 func Advance(t Ticket, event string) (Ticket, error) {
+	u, err := t.apply(event)
+	if err != nil {
+		return t, err
+	}
+	return u.seal(), nil
+}
+
+// apply is Advance short of the seal: the event's change of t's
+// lifecycle members (preview shown, confirmation received, status), with
+// their status as seal sets it, or t and Advance's error.
+func (t Ticket) apply(event string) (Ticket, error) {
 	switch t.Status {
 	case StatusExecuted, StatusRefused, StatusExpired, StatusCanceled:
 		return t, &TicketError{"TICKET_TERMINAL", "/ticket_status", fmt.Sprintf("ticket is %s", t.Status)}
@@ -688,7 +699,26 @@ func Advance(t Ticket, event string) (Ticket, error) {
 	default:
 		return t, &TicketError{"UNKNOWN_TICKET_EVENT", "/", fmt.Sprintf("%q is not a ticket event", event)}
 	}
-	return t.seal(), nil
+	t.Status = t.status()
+	return t, nil
+}
+
+// applied is u, which is t with lifecycle events applied (apply), sealed:
+// the last step of Advance for a ticket this package sealed. A lifecycle
+// event changes none of what the action digest, the preview and the
+// preview digest are computed from (action, destination, scope,
+// parameters, side effects, risks, ticket id), so those of t are u's, and
+// only the ticket digest is computed again; u with the lifecycle members
+// of t is t itself. t must be as seal left it: a ticket from outside, its
+// digests unchecked, goes through Advance. TestAppliedIsAdvance holds the
+// two to each other.
+func (t Ticket) applied(a *strArena, u Ticket) Ticket {
+	if u.PreviewShown == t.PreviewShown && u.ConfirmationReceived == t.ConfirmationReceived && u.Status == t.Status {
+		return t
+	}
+	u.TicketDigest = ""
+	u.TicketDigest = u.computeTicketDigest(a)
+	return u
 }
 
 // Reduced returns the reduced interface MRP reads.

@@ -3,6 +3,7 @@ package authority
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -320,6 +321,52 @@ func TestRanksAndSideEffectCheckMatchMaps(t *testing.T) {
 		risk := rapid.SampledFrom([]string{RiskReadOnly, RiskReversible, RiskHighRiskExternal, "", "x"}).Draw(rt, "risk")
 		if r, ok := riskRank(risk); r != riskRef[risk] || ok != (riskRef[risk] != 0) {
 			rt.Fatalf("riskRank(%q) = %d, %v", risk, r, ok)
+		}
+	})
+}
+
+// A ticket this package sealed, with lifecycle events applied and sealed
+// once (apply, applied), is the ticket Advance gives applying them one by
+// one, an event Advance refuses skipped in both: every member, the
+// digests, the preview and the status included. Tickets are drawn
+// complete and incomplete, of every risk and side effect (so previews
+// and confirmations are required or not), some already advanced or
+// shaped, and events in any order and number.
+func TestAppliedIsAdvance(t *testing.T) {
+	events := []string{TicketShowPreview, TicketConfirm, TicketExecute, TicketRefuse, TicketExpire, TicketCancel, "NOT_AN_EVENT"}
+	rapid.Check(t, func(rt *rapid.T) {
+		s := baseSpec()
+		s.Parameters = map[string]any{"amount": rapid.Int64Range(0, 1000).Draw(rt, "amount")}
+		if rapid.Bool().Draw(rt, "memo") {
+			s.Parameters["memo"] = rapid.StringMatching(`[a-z "\\é\n]{0,8}`).Draw(rt, "memo text")
+		}
+		s.SideEffects = rapid.SliceOfNDistinct(rapid.SampledFrom([]SideEffect{SideEffectRead, SideEffectWrite, SideEffectExternal, SideEffectIrreversible}), 1, 3, rapid.ID[SideEffect]).Draw(rt, "effects")
+		s.DeclaredRisk = rapid.SampledFrom([]string{"", RiskReadOnly, RiskReversible, RiskHighRiskExternal}).Draw(rt, "declared")
+		s.AssessedRisk = rapid.SampledFrom([]string{RiskReadOnly, RiskReversible, RiskHighRiskExternal}).Draw(rt, "assessed")
+		tk, err := DraftTicket(s)
+		if err != nil {
+			rt.Skip(err)
+		}
+		if rapid.Bool().Draw(rt, "shaped") {
+			limit := rapid.Int64Range(0, 1000).Draw(rt, "limit")
+			if sh, err := Shape(tk, Constraint{Gate: "G2", Rule: "r", Field: "parameters/amount", Max: &limit}); err == nil {
+				tk = sh
+			}
+		}
+		for _, e := range rapid.SliceOfN(rapid.SampledFrom(events), 0, 2).Draw(rt, "before") {
+			tk, _ = Advance(tk, e)
+		}
+		want, u := tk, tk
+		for _, e := range rapid.SliceOfN(rapid.SampledFrom(events), 1, 3).Draw(rt, "events") {
+			want, _ = Advance(want, e)
+			u, _ = u.apply(e)
+		}
+		var a *strArena
+		if rapid.Bool().Draw(rt, "arena") {
+			a = new(strArena)
+		}
+		if got := tk.applied(a, u); !reflect.DeepEqual(got, want) {
+			rt.Fatalf("applied:\n%+v\nAdvance:\n%+v", got, want)
 		}
 	})
 }

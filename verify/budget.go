@@ -528,8 +528,10 @@ func mayHold(text []byte, strs ...string) bool {
 // input's record: its kind, its usage report's text, its digest. read is
 // false when the member reader gave up on the record or its kind was not a
 // plain string; the checks then decode it with encoding/json as they
-// always did. digestRead is false when the digest member is not a plain
-// string (encoding/json would then fail or read it otherwise).
+// always did. The digest is read for a receipt only, the one kind the
+// retry check reads it of; digestRead is false when a receipt's digest
+// member is not a plain string (encoding/json would then fail or read it
+// otherwise).
 type acceptedInput struct {
 	read       bool
 	kind       string
@@ -554,12 +556,19 @@ func readAcceptedInput(b []byte) acceptedInput {
 		return acceptedInput{}
 	}
 	a := acceptedInput{read: true, usage: m[1], digestRead: true}
-	if m[0] != nil {
+	// The runner's kinds are named without a copy of their text.
+	switch string(m[0]) {
+	case "":
+	case `"` + runner.KindInput + `"`:
+		a.kind = runner.KindInput
+	case `"receipt"`:
+		a.kind = "receipt"
+	default:
 		if a.kind, ok = jsonread.PlainString(m[0]); !ok {
 			return acceptedInput{}
 		}
 	}
-	if m[2] != nil {
+	if m[2] != nil && a.kind == "receipt" {
 		a.digest, a.digestRead = jsonread.PlainString(m[2])
 	}
 	return a

@@ -252,3 +252,47 @@ func TestAcceptedReceiptDigest(t *testing.T) {
 		}
 	}
 }
+
+// The member reader of accepted inputs reads a kind, and a receipt's
+// digest, as encoding/json reads them, whenever it reads them at all:
+// kinds the runner writes (named without a copy), others, escaped,
+// not strings, absent; digests plain, escaped, not strings, absent.
+func TestReadAcceptedInputMatchesEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var members []string
+		if k := rapid.SampledFrom([]string{"", `"input"`, `"receipt"`, `"choice"`, `"rec\u0065ipt"`, `"in"`, `1`, `null`, `"input"x`}).Draw(t, "kind"); k != "" {
+			members = append(members, `"kind":`+k)
+		}
+		if d := rapid.SampledFrom([]string{"", `"sha256:ab"`, `"sha\u0032"`, `2`, `null`}).Draw(t, "digest"); d != "" {
+			members = append(members, `"digest":`+d)
+		}
+		if rapid.Bool().Draw(t, "usage") {
+			members = append(members, `"usage":{"cost_micros":1,"tokens":2}`)
+		}
+		members = rapid.Permutation(members).Draw(t, "order")
+		b := []byte("{" + strings.Join(members, ",") + "}")
+		var want struct {
+			Kind   string `json:"kind"`
+			Digest string `json:"digest"`
+		}
+		a := readAcceptedInput(b)
+		if !a.read {
+			return
+		}
+		if err := json.Unmarshal(b, &want); err != nil {
+			var kindOnly struct {
+				Kind string `json:"kind"`
+			}
+			if json.Unmarshal(b, &kindOnly) != nil || kindOnly.Kind != a.kind {
+				t.Fatalf("%s: read kind %q; encoding/json %v", b, a.kind, err)
+			}
+			if a.kind == "receipt" && a.digestRead {
+				t.Fatalf("%s: read digest %q; encoding/json %v", b, a.digest, err)
+			}
+			return
+		}
+		if a.kind != want.Kind || a.kind == "receipt" && a.digestRead && a.digest != want.Digest {
+			t.Fatalf("%s: read %q %q; encoding/json %q %q", b, a.kind, a.digest, want.Kind, want.Digest)
+		}
+	})
+}

@@ -994,9 +994,37 @@ func newContext(in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec)
 		b.Rationale = "rationale:policy"
 	}
 	if b.Nonce == "" {
-		b.Nonce = "nonce:" + hexOf(mustDigest(map[string]any{"kind": "ApprovalNoncePreimage", "proposal_id": p.ProposalID, "batch_id": in.Batch.Batch.BatchID, "requested_at": in.Now, "ticket_digest": t.TicketDigest}))
+		b.Nonce = approvalNonce(p.ProposalID, in.Batch.Batch.BatchID, in.Now, t.TicketDigest)
 	}
 	return NewApprovalContext(in.Policy.ApprovalPolicyVersion, in.Policy.ApproverScope, in.Now, b)
+}
+
+// approvalNonce is the nonce of an approval request H makes for a
+// proposal of a batch at a time, over the ticket's digest: "nonce:" and
+// the hex digits of the digest of its preimage, written as a template
+// (TestTemplatesAreCjson). A string the template refuses leaves the nonce
+// to the encoder, whose "invalid:" form it has always been.
+func approvalNonce(proposalID, batchID string, requestedAt int64, ticketDigest string) string {
+	w := pooledWriter(384)
+	w.noncePreimage(proposalID, batchID, requestedAt, ticketDigest)
+	if w.err != nil {
+		w.release()
+		return "nonce:" + hexOf(mustDigest(map[string]any{"kind": "ApprovalNoncePreimage", "proposal_id": proposalID, "batch_id": batchID, "requested_at": requestedAt, "ticket_digest": ticketDigest}))
+	}
+	return w.mustDigestAs("nonce:")
+}
+
+// noncePreimage writes what an approval nonce binds.
+func (w *canonWriter) noncePreimage(proposalID, batchID string, requestedAt int64, ticketDigest string) {
+	w.lit(`{"batch_id":`)
+	w.val(batchID)
+	w.lit(`,"kind":"ApprovalNoncePreimage","proposal_id":`)
+	w.val(proposalID)
+	w.lit(`,"requested_at":`)
+	w.int(requestedAt)
+	w.lit(`,"ticket_digest":`)
+	w.val(ticketDigest)
+	w.lit(`}`)
 }
 
 // expectedRequest is the request the current state would make, keeping

@@ -77,6 +77,13 @@ func TestTemplatesAreCjson(t *testing.T) {
 		sameAsCjson(rt, "ticket id", func(w *canonWriter) { w.ticketIDPreimage(pid, bid) },
 			map[string]any{"batch_id": bid, "kind": "ActionTicketIDPreimage", "proposal_id": pid})
 
+		at, td := num("requested_at"), str("ticket_digest")
+		nonce := map[string]any{"kind": "ApprovalNoncePreimage", "proposal_id": pid, "batch_id": bid, "requested_at": at, "ticket_digest": td}
+		sameAsCjson(rt, "approval nonce", func(w *canonWriter) { w.noncePreimage(pid, bid, at, td) }, nonce)
+		if got, want := approvalNonce(pid, bid, at, td), "nonce:"+hexOf(mustDigest(nonce)); got != want {
+			rt.Fatalf("approvalNonce = %s, want %s", got, want)
+		}
+
 		seq := rapid.OneOf(rapid.Int64Range(-2, 12), rapid.Int64()).Draw(rt, "seq")
 		now, idx := num("now"), num("index")
 		pol, pub, prof := str("policy"), str("published"), str("profile")

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,7 +42,32 @@ func BenchmarkFlrhPostgresRTT(b *testing.B) {
 		b.Skip("FLRH_TEST_POSTGRES is unset")
 	}
 	p := newCountingProxy(b, dsn, 500*time.Microsecond)
-	benchFlrhPostgresAt(b, p.DSN(), "", p)
+	benchFlrhPostgresAt(b, p.DSN(), "", p, 1, 0)
+}
+
+// BenchmarkFlrhPostgresConcurrent is BenchmarkFlrhPostgres with C runs
+// advanced at once by C workers (C = 1, 2, 4, 8), each store committing
+// every tick alone ("alone") or ticks that arrive together in groups
+// (postgres.Options.CommitGroups, "groups=1"). Besides the CPU of both
+// processes per step it reports steps/s, wall-clock throughput. For one
+// C, alternate the two in one sitting:
+//
+//	cd bench && FLRH_TEST_POSTGRES=postgres://... go test ./governedstep -run XXX \
+//		-bench 'FlrhPostgresConcurrent/C=8/' -benchtime 1600x -count 3
+func BenchmarkFlrhPostgresConcurrent(b *testing.B) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	for _, c := range []int{1, 2, 4, 8} {
+		for _, groups := range []int{0, 1} {
+			name := fmt.Sprintf("C=%d/alone", c)
+			if groups > 0 {
+				name = fmt.Sprintf("C=%d/groups=%d", c, groups)
+			}
+			b.Run(name, func(b *testing.B) { benchFlrhPostgresAt(b, dsn, "", nil, c, groups) })
+		}
+	}
 }
 
 func benchFlrhPostgres(b *testing.B, param string) {
@@ -49,12 +75,13 @@ func benchFlrhPostgres(b *testing.B, param string) {
 	if dsn == "" {
 		b.Skip("FLRH_TEST_POSTGRES is unset")
 	}
-	benchFlrhPostgresAt(b, dsn, param, nil)
+	benchFlrhPostgresAt(b, dsn, param, nil, 1, 0)
 }
 
-// benchFlrhPostgresAt runs the benchmark on dsn; through p, when not nil,
-// it also reports round trips per step.
-func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy) {
+// benchFlrhPostgresAt runs the benchmark on dsn, c runs at a time, with
+// the store's CommitGroups set to groups; through p, when not nil, it also
+// reports round trips per step. With c > 1 it reports steps/s.
+func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy, c, groups int) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		b.Skipf("the server's CPU is read for postgres:// URLs only (%v)", err)
@@ -67,7 +94,7 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy) {
 	}
 	u.RawQuery = q.Encode()
 	schema := "bench_" + app
-	st, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, MaxConns: 16})
+	st, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, MaxConns: 16, CommitGroups: groups})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,10 +110,42 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy) {
 	if p != nil {
 		trips0 = p.Trips()
 	}
-	for i := 0; i*10 < b.N; i++ {
-		if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
+	start := time.Now()
+	if c <= 1 {
+		for i := 0; i*10 < b.N; i++ {
+			if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		// Runs of ten handed out to c workers as they finish one.
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, c)
+		for w := 0; w < c; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i*10 >= b.N {
+						return
+					}
+					if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
 			b.Fatal(err)
 		}
+	}
+	if c > 1 {
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")
 	}
 	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(backendCPU(b, st, app)-srv0)/float64(b.N), "server-cpu-ns/op")

@@ -112,6 +112,10 @@ func (c *Compiled) Schema(rel string) ([]Type, bool) {
 	return append([]Type(nil), c.rels[i].types...), true
 }
 
+// NumRules is the number of the program's rules: a rule Support's Rule
+// is below it.
+func (c *Compiled) NumRules() int { return len(c.rules) }
+
 // NumStrata is the number of strata of the program.
 func (c *Compiled) NumStrata() int { return len(c.strata) }
 

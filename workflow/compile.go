@@ -85,6 +85,7 @@ type Workflow struct {
 	domain              *kernel.Declarative
 	receipts            []string // the receipt members the domain declares, nil if it takes no receipts
 	rules               *logic.Compiled
+	ruleTexts           []cjson.Prefix // one per rule: a rule support's text opens with its rule's
 	ruleDigest          string
 	limits              logic.Limits
 	facts               map[string][]string // predicate → member names in column order
@@ -315,6 +316,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 		return nil, malformed("/", "cannot digest the bundle: %v", derr)
 	}
 	w.digest = d
+	w.ruleTexts = make([]cjson.Prefix, w.rules.NumRules())
 	if m, err := w.rebuild(nil, 0); err == nil {
 		w.empty = m
 	}

@@ -240,9 +240,9 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 		}
 		f.Args[i] = v
 	}
-	// A rule support's id is the digest of its text, written into one
-	// buffer for both sides rather than built as a string each.
-	text := make([]byte, 0, 256)
+	// A rule support's id is the digest of its text, written where it is
+	// digested; the text opens with its rule's, digested from the state
+	// kept after its leading blocks (w.ruleTexts).
 	ids := func(neg bool) []string {
 		g := f
 		g.Neg = neg
@@ -256,8 +256,12 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 				out = append(out, s.BaseIDs...)
 				continue
 			}
-			text, _ = s.AppendText(text[:0])
-			out = append(out, ruleSupportID(text))
+			write := func(b []byte) []byte { b, _ = s.AppendText(b); return b }
+			if s.Rule >= 0 && s.Rule < len(w.ruleTexts) {
+				out = append(out, ruleSupportID(w.ruleTexts[s.Rule].SumWritten(write)))
+			} else {
+				out = append(out, ruleSupportID(cjson.SumWritten(write)))
+			}
 		}
 		slices.Sort(out)
 		return slices.Compact(out)
@@ -265,11 +269,11 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 	return ids(false), ids(true)
 }
 
-// ruleSupportID is a rule support's id: the derived prefix, "rule:" and
-// the hex digest of the support's text, written into one array.
-func ruleSupportID(text []byte) string {
+// ruleSupportID is a rule support's id, from the SHA-256 sum of its text:
+// the derived prefix, "rule:" and the sum's hex digits, written into one
+// array.
+func ruleSupportID(sum [sha256.Size]byte) string {
 	const prefix = logic.DerivedPrefix + "rule:"
-	sum := sha256.Sum256(text)
 	var id [len(prefix) + 2*sha256.Size]byte
 	copy(id[:], prefix)
 	cjson.HexSum((*[64]byte)(id[len(prefix):]), &sum)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -84,12 +85,21 @@ func TestWatermarkPastTheTickIsRefused(t *testing.T) {
 }
 
 // ruleSupportID writes what the prefix, "rule:" and cjson's hex digest of
-// the text spell, over any text.
+// the text spell, over any text, its sum taken through a rule's
+// cjson.Prefix as supportIDs takes it (texts drawn to open alike, as a
+// rule's supports do) or whole.
 func TestRuleSupportIDIsPrefixAndHexDigest(t *testing.T) {
+	var rule cjson.Prefix
 	rapid.Check(t, func(t *rapid.T) {
-		text := rapid.SliceOf(rapid.Byte()).Draw(t, "text")
-		if got, want := ruleSupportID(text), logic.DerivedPrefix+"rule:"+cjson.HexDigest(text); got != want {
+		head := rapid.SampledFrom([]string{"", "rule -blocked(p) :- refund_requested(_, _, p), !blocked_payee(p). (rules.dl:20:1)",
+			strings.Repeat("rule needs_approval(r) :- refund_requested(r, a, _), a > 100. ", 3)}).Draw(t, "head")
+		text := append([]byte(head), rapid.SliceOf(rapid.Byte()).Draw(t, "text")...)
+		want := logic.DerivedPrefix + "rule:" + cjson.HexDigest(text)
+		if got := ruleSupportID(sha256.Sum256(text)); got != want {
 			t.Fatalf("ruleSupportID = %s, want %s", got, want)
+		}
+		if got := ruleSupportID(rule.SumWritten(func(b []byte) []byte { return append(b, text...) })); got != want {
+			t.Fatalf("through a Prefix: ruleSupportID = %s, want %s", got, want)
 		}
 	})
 }

@@ -783,15 +783,18 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		}
 	}
 	// Both events as Advance applies them (one it refuses changes
-	// nothing), the ticket sealed once: t is this decision's own.
-	u := t
-	if slices.Contains(in.PreviewsShown, t.PreviewDigest) {
-		u, _ = u.apply(TicketShowPreview)
+	// nothing), the ticket sealed once: t is this decision's own. A
+	// ticket neither event names is not copied.
+	if shown, confirmed := slices.Contains(in.PreviewsShown, t.PreviewDigest), slices.Contains(in.Confirmations, t.ActionDigest); shown || confirmed {
+		u := t
+		if shown {
+			u, _ = u.apply(TicketShowPreview)
+		}
+		if confirmed && u.PreviewShown {
+			u, _ = u.apply(TicketConfirm)
+		}
+		t = t.applied(a, u)
 	}
-	if slices.Contains(in.Confirmations, t.ActionDigest) && u.PreviewShown {
-		u, _ = u.apply(TicketConfirm)
-	}
-	t = t.applied(a, u)
 	o.Ticket = t
 	if (res.Decision == Allow || res.Decision == ShapeDecision || res.Decision == AskFirst) && !haveCap {
 		// Authority is external: no operator capability, no effect, whatever

@@ -370,3 +370,38 @@ func TestAppliedIsAdvance(t *testing.T) {
 		}
 	})
 }
+
+// A decision given shown previews and confirmations applies them to its
+// ticket as Advance does, one after the other: the outcome's ticket is
+// the one the same decision makes without them, advanced by Advance.
+func TestShownPreviewsAndConfirmationsAreAdvance(t *testing.T) {
+	for _, audience := range []string{"internal", "public"} {
+		in, _ := fixtureInput(t, audience)
+		d, err := Authorize(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := d.Outcomes[0].Ticket
+		for _, c := range []struct{ shown, confirmed bool }{{true, false}, {false, true}, {true, true}} {
+			want := plain
+			with := in
+			if c.shown {
+				with.PreviewsShown = []string{"sha256:other", plain.PreviewDigest}
+				want, _ = Advance(want, TicketShowPreview)
+			}
+			if c.confirmed {
+				with.Confirmations = []string{plain.ActionDigest}
+				if want.PreviewShown {
+					want, _ = Advance(want, TicketConfirm)
+				}
+			}
+			d, err := Authorize(with)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Outcomes[0].Ticket; !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, shown %v, confirmed %v: ticket\n%+v\nwant\n%+v", audience, c.shown, c.confirmed, got, want)
+			}
+		}
+	}
+}

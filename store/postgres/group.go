@@ -157,6 +157,9 @@ func (s *Store) commitBatch(batch []*aheadReq) {
 		}
 		left = append(left, r)
 	}
+	if mergeableGroup(left) && s.commitMerged(left) {
+		return
+	}
 	for len(left) > 1 {
 		out, all := s.commitTogether(left)
 		if all {

@@ -90,7 +90,14 @@ func TestGroupCommitKeepsEachTicksOutcome(t *testing.T) {
 	s.testGroupWait = 5
 	var groups []string
 	s.testGroup = func(n int, ok bool) { groups = append(groups, fmt.Sprintf("%d:%v", n, ok)) }
+	var merged []string
+	s.testMerged = func(n int, ok bool) { merged = append(merged, fmt.Sprintf("%d:%v", n, ok)) }
 	got := groupScenario(t, s, other, true)
+	// The six went first as one merged group, refused as a whole, and
+	// then tick by tick.
+	if fmt.Sprint(merged) != "[6:false]" {
+		t.Errorf("merged groups %v, want [6:false]", merged)
+	}
 
 	for run, code := range map[string]store.Code{"r1": store.CodeFenced, "r3": store.CodeHeadMismatch} {
 		mustCode(t, want[run], code)

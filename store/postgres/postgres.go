@@ -74,6 +74,9 @@ type Store struct {
 	// testGroup, when set (tests only), is told the size of each group
 	// committed together and whether it committed.
 	testGroup func(n int, ok bool)
+	// testMerged, when set (tests only), is told the size of each merged
+	// group and whether it committed (see commitMerged).
+	testMerged func(n int, ok bool)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -114,22 +114,22 @@ type mergedRows struct {
 	sbBody                                                [][]byte
 	sbT                                                   []int32
 
-	evRun, evKind                  []string
-	evSeq, evGen                   []int64
-	evBody, evDS, evPS, evCS       [][]byte
-	evD, evP, evC                  []*string
-	evT                            []int32
-	cpRun, cpBuild, cpDigest       []string
-	cpN, cpSeq, cpFormat, cpGen    []int64
-	cpBody                         [][]byte
-	cpT                            []int32
-	trRun                          []string
-	trFirst, trLast                []int64
-	trLo, trHi                     []int32
-	trKinds                        []string
-	trBodies                       [][]byte
-	trT                            []int32
-	emptyRuns                      []string
+	evRun, evKind               []string
+	evSeq, evGen                []int64
+	evBody, evDS, evPS, evCS    [][]byte
+	evD, evP, evC               []*string
+	evT                         []int32
+	cpRun, cpBuild, cpDigest    []string
+	cpN, cpSeq, cpFormat, cpGen []int64
+	cpBody                      [][]byte
+	cpT                         []int32
+	trRun                       []string
+	trFirst, trLast             []int64
+	trLo, trHi                  []int32
+	trKinds                     []string
+	trBodies                    [][]byte
+	trT                         []int32
+	emptyRuns                   []string
 }
 
 // add adds tick (the group's t-th) after h, its events' chain hashes

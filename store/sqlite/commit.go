@@ -38,7 +38,10 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.Context, tx *wtx, now time.Time) error {
 	const op = "commit"
 	return func(ctx context.Context, tx *wtx, now time.Time) error {
-		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty)
+		// A lagging tick counts the run's pending inbox entries too, so
+		// that the next tick, which at C=1 joins its transaction and
+		// expects the inbox empty, finds the run's row known.
+		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty || tick.MayLag)
 		if err != nil {
 			return err
 		}
@@ -315,6 +318,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 				return err
 			}
 		}
+
+		// The run's row as this tick leaves it, for the next write's
+		// fence should that be the run's next tick (decision 1188). Set
+		// last: a tick refused on the way leaves nothing known.
+		known := run
+		known.Head, known.HeadHash, known.State, known.Outcome = head, hash, state, tick.Outcome
+		counters.traceSeq = traceSeq
+		counters.pending -= int64(len(consumed))
+		tx.w.known = knownRun{run: known, c: counters, pending: tick.ExpectInboxEmpty || tick.MayLag}
 		return nil
 	}
 }

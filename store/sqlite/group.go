@@ -333,6 +333,9 @@ func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 		}
 	}()
 	r.now = s.clock()
+	// The row the write before left known is this write's alone.
+	tx.known, tx.w.known = tx.w.known, knownRun{}
+	defer func() { tx.known = knownRun{} }()
 	return r.fn(ctx, tx, r.now)
 }
 

@@ -201,6 +201,7 @@ func replayOne(l lingered, tx *wtx) (err error) {
 			err = fmt.Errorf("panicked: %v", p)
 		}
 	}()
+	tx.forget() // run again reading every row
 	return l.fn(l.ctx, tx, l.now)
 }
 

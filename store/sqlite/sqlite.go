@@ -63,6 +63,11 @@ type Store struct {
 	// transaction alone in a savepoint, as one of several is, instead of
 	// without one.
 	testSavepoints bool
+	// testNoKnown makes every tick read its run's row, as if no tick
+	// before it in the transaction had left it known.
+	testNoKnown bool
+	// testRowRead, when set, is called when a tick reads its run's row.
+	testRowRead func()
 
 	path string // the database file; its log is path + "-wal"
 	// A lagging batch's transaction left open (linger.go): lingerOpen
@@ -462,7 +467,23 @@ type runCounters struct {
 // pending inbox entries. It reads only what the fence and the commit
 // use: the header it returns holds the run's state, outcome, head, lease
 // and quarantine, and nothing else.
+//
+// When the write just before this one in the open transaction was a tick
+// of the same run that knew the run's row as it left it (tx.known), the
+// row is taken from there instead of read: nothing else has written in the
+// transaction since, and no other connection writes while it is open
+// (decision 1188).
 func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time, pending bool) (store.Run, runCounters, error) {
+	if k := &tx.known; k.run.ID == lease.RunID && (k.pending || !pending) && !s.testNoKnown {
+		r, c := k.run, k.c
+		if !pending {
+			c.pending = 0
+		}
+		return r, c, checkFence(op, lease, r, now)
+	}
+	if s.testRowRead != nil {
+		s.testRowRead()
+	}
 	var c runCounters
 	var exp int64
 	r := store.Run{ID: lease.RunID}

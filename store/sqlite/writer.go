@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"flrh.dev/flrh/store"
 	"fmt"
 	"io"
 	"os"
@@ -57,6 +58,20 @@ type writer struct {
 	lingered   []lingered // the lagging ticks run in it, in order
 	arena      []byte     // their bodies' copies
 	lost       map[string]bool
+	// known is the row of the run whose tick was the last write in the
+	// open transaction, as that tick left it; handed to the next write
+	// alone (runOne) and forgotten at every end of a transaction.
+	known knownRun
+}
+
+// knownRun is a run's row as a tick committed in the open transaction
+// left it: what fenceTick reads (the header's state, outcome, head, lease
+// and quarantine, the counters) and, with pending, the number of the
+// run's pending inbox entries. A zero knownRun (no run id) knows nothing.
+type knownRun struct {
+	run     store.Run
+	c       runCounters
+	pending bool
 }
 
 // wtx is a batch's transaction on the writing connection.
@@ -65,6 +80,9 @@ type wtx struct {
 	w         *writer
 	open      bool // BEGIN ran and neither COMMIT nor ROLLBACK since
 	committed bool // a COMMIT succeeded
+	// known is the row the write before this one left known (writer.known),
+	// for this write's fence.
+	known knownRun
 }
 
 // withWriter runs f on the writing connection, opening it first if need
@@ -101,6 +119,7 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 // dropWriter closes the writing connection with its statements; a
 // transaction left open on it is gone with it.
 func (s *Store) dropWriter() {
+	s.w.known = knownRun{}
 	s.w.conn.Raw(func(any) error {
 		for _, st := range s.w.stmts {
 			st.Close()
@@ -280,6 +299,7 @@ func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any
 // begin starts tx's IMMEDIATE transaction: the write lock is taken now,
 // not at the first write.
 func (s *Store) begin(ctx context.Context, tx *wtx) error {
+	tx.forget()
 	if _, err := s.exec(ctx, tx, `BEGIN IMMEDIATE`); err != nil {
 		return err
 	}
@@ -291,6 +311,7 @@ func (s *Store) begin(ctx context.Context, tx *wtx) error {
 // some cases (a busy lock); it is rolled back then, so that the
 // connection holds no transaction when the batch is done.
 func (s *Store) commit(ctx context.Context, tx *wtx) error {
+	tx.forget()
 	if _, err := s.exec(ctx, tx, `COMMIT`); err != nil {
 		s.rollback(tx)
 		return err
@@ -301,10 +322,17 @@ func (s *Store) commit(ctx context.Context, tx *wtx) error {
 
 // rollback rolls tx back if it is still open.
 func (s *Store) rollback(tx *wtx) {
+	tx.forget()
 	if tx.open {
 		s.exec(context.Background(), tx, `ROLLBACK`) // "no transaction is active" after SQLite rolled back on its own
 		tx.open = false
 	}
+}
+
+// forget drops the run row a write left known: at every end of a
+// transaction, and before each write, which takes it for its own fence.
+func (tx *wtx) forget() {
+	tx.known, tx.w.known = knownRun{}, knownRun{}
 }
 
 // wrow is one row read inside a write transaction.

@@ -1,0 +1,236 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// TestKnownRunMatchesReadRow holds a tick's fence taken from the row the
+// tick before it left known (decision 1188) to the fence read from the
+// database. Random sequences over two runs, on two stores at the same
+// clock readings, one of which reads every row: lagging and durable ticks
+// (which join each other's open transactions), ticks that expect the
+// inbox empty, consume what was submitted or submit their own, change the
+// state, end the run or are refused (a stale head, a stale lease); and
+// between them submissions, lease renewals, quarantines and reads, each
+// of which changes the row or the inbox or ends the transaction. Every
+// caller's outcome and, at the end, every row of every table must be the
+// same.
+func TestKnownRunMatchesReadRow(t *testing.T) {
+	dir := t.TempDir()
+	type side struct {
+		s    *Store
+		tick int64
+	}
+	open := func(name string, noKnown bool) *side {
+		p := &side{}
+		s, err := Open(context.Background(), filepath.Join(dir, name+".db"),
+			Options{Clock: func() time.Time { p.tick++; return time.Unix(1700000000, p.tick*int64(time.Millisecond)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.lingerFor = time.Hour // only the next write, a read or Close commits
+		s.testNoKnown = noKnown
+		p.s = s
+		return p
+	}
+	read, known := open("read", true), open("known", false)
+	defer read.s.Close()
+	defer known.s.Close()
+	n := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		n++
+		runs := []string{fmt.Sprintf("a%d", n), fmt.Sprintf("b%d", n)}
+		type op struct {
+			kind        string
+			run         int
+			events      int
+			lag, expect bool
+			state       string
+		}
+		ops := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) op {
+			return op{
+				kind:   rapid.SampledFrom([]string{"tick", "tick", "tick", "tick", "consume", "consume", "own", "stale", "fenced", "end", "submit", "submit", "renew", "quarantine", "read"}).Draw(t, "kind"),
+				run:    rapid.SampledFrom([]int{0, 0, 0, 1}).Draw(t, "run"),
+				events: rapid.IntRange(0, 2).Draw(t, "events"),
+				lag:    rapid.IntRange(0, 2).Draw(t, "lag") > 0,
+				expect: rapid.IntRange(0, 2).Draw(t, "expect") > 0,
+				state:  rapid.SampledFrom([]string{"", "S", "T"}).Draw(t, "state"),
+			}
+		}), 1, 30).Draw(rt, "ops")
+
+		play := func(s *Store) ([]string, map[string][]string) {
+			ctx := context.Background()
+			leases := make([]store.Lease, len(runs))
+			heads := make([]int64, len(runs))
+			pending := make([][]string, len(runs))
+			for i, id := range runs {
+				if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
+					rt.Fatal(err)
+				}
+				l, err := s.AcquireLease(ctx, id, "w", time.Hour)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				leases[i] = l
+			}
+			var out []string
+			submitted := 0
+			for i, o := range ops {
+				id, l := runs[o.run], leases[o.run]
+				tk := store.Tick{ExpectHead: heads[o.run], MayLag: o.lag, ExpectInboxEmpty: o.expect, State: o.state}
+				for e := 0; e < o.events; e++ {
+					tk.Events = append(tk.Events, storetest.Ev("E", fmt.Sprintf(`{"op":%d,"e":%d}`, i, e)))
+				}
+				tk.Trace = []store.TraceRecord{{Kind: "t", Body: []byte(fmt.Sprintf(`{"op":%d}`, i))}}
+				tk.Checkpoint = &store.Checkpoint{FormatVersion: 1, Body: []byte(fmt.Sprintf(`{"op":%d}`, i))}
+				tk.Checkpoint.Digest = store.BodyDigest(tk.Checkpoint.Body)
+				var err error
+				switch o.kind {
+				case "submit":
+					submitted++
+					in := storetest.Inb(id, fmt.Sprintf("in%d", submitted), "approval", fmt.Sprintf(`{"op":%d}`, i))
+					if err = s.Submit(ctx, in); err == nil {
+						pending[o.run] = append(pending[o.run], in.ID)
+					}
+					out = append(out, fmt.Sprintf("%d submit %s: %s", i, id, store.CodeOf(err)))
+					continue
+				case "renew":
+					var nl store.Lease
+					if nl, err = s.RenewLease(ctx, l, time.Duration(i+1)*time.Hour); err == nil {
+						leases[o.run] = nl
+					}
+					out = append(out, fmt.Sprintf("%d renew %s: %s", i, id, store.CodeOf(err)))
+					continue
+				case "quarantine":
+					err = s.Quarantine(ctx, id, "test")
+					out = append(out, fmt.Sprintf("%d quarantine %s: %s", i, id, store.CodeOf(err)))
+					continue
+				case "read":
+					_, err = s.Run(ctx, id)
+					out = append(out, fmt.Sprintf("%d read %s: %s", i, id, store.CodeOf(err)))
+					continue
+				case "consume":
+					tk.Consume = slices.Clone(pending[o.run])
+				case "own":
+					submitted++
+					in := storetest.Inb(id, fmt.Sprintf("in%d", submitted), "approval", fmt.Sprintf(`{"own":%d}`, i))
+					tk.Submit, tk.Consume, tk.MayLag = []store.Inbound{in}, []string{in.ID}, false
+				case "stale":
+					tk.ExpectHead++
+				case "fenced":
+					l.Generation++
+				case "end":
+					tk.Outcome, tk.MayLag = "done", false
+				}
+				err = s.Commit(ctx, l, tk)
+				out = append(out, fmt.Sprintf("%d %s %s: %s", i, o.kind, id, store.CodeOf(err)))
+				if err == nil {
+					heads[o.run] += int64(len(tk.Events))
+					if o.kind == "consume" {
+						pending[o.run] = nil
+					}
+				}
+			}
+			return out, dumpTables(rt, s)
+		}
+		wantOut, want := play(read.s)
+		gotOut, got := play(known.s)
+		if !slices.Equal(gotOut, wantOut) {
+			rt.Fatalf("outcomes with the row known:\n%s\nread:\n%s", strings.Join(gotOut, "\n"), strings.Join(wantOut, "\n"))
+		}
+		for _, tb := range slices.Sorted(maps.Keys(want)) {
+			if !slices.Equal(got[tb], want[tb]) {
+				rt.Fatalf("table %s with the row known:\n%s\nread:\n%s", tb, strings.Join(got[tb], "\n"), strings.Join(want[tb], "\n"))
+			}
+		}
+	})
+}
+
+// A governed step's input tick joining its previous step's lagging
+// receipt tick takes the run's row from it: no read of the row.
+func TestJoiningTickTakesTheKnownRow(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	defer s.Close()
+	s.lingerFor = time.Hour
+	l := leasedRun(t, s)
+	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
+		t.Fatal(err)
+	}
+	if k := s.w.known; k.run.ID != "r" || !k.pending || k.run.Head != 1 {
+		t.Fatalf("after a lagging tick the writer knows %+v; want run r at head 1 with its pending count", k)
+	}
+	reads := 0
+	s.testRowRead = func() { reads++ }
+	next := lagTick(1, `{"n":2}`, false)
+	next.ExpectInboxEmpty = true
+	if err := s.Commit(ctx, l, next); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 0 {
+		t.Fatalf("the joining tick read the run's row %d times, want none", reads)
+	}
+}
+
+// A write between two ticks of a run inside one batch (each in its own
+// savepoint) leaves nothing known: a lagging tick's batch is held while a
+// submission and then a tick expecting the inbox empty are queued behind
+// it in that order, to form the next batch, which joins the lagging
+// tick's transaction. The tick must see the entry submitted before it and
+// be refused, as a tick reading the row is.
+func TestWriteBetweenTicksInABatchForgetsTheRow(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	defer s.Close()
+	s.lingerFor = time.Hour
+	l := leasedRun(t, s)
+	release := make(chan struct{})
+	held := make(chan struct{})
+	first := true
+	s.testBatch = func([]context.Context) {
+		if first {
+			first = false
+			close(held)
+			<-release
+		}
+	}
+	lagErr := make(chan error, 1)
+	go func() { lagErr <- s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)) }()
+	<-held
+	var subErr, tickErr error
+	done := make(chan struct{}, 2)
+	go func() { subErr = s.Submit(ctx, storetest.Inb("r", "x", "approval", `{"x":1}`)); done <- struct{}{} }()
+	for s.queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	next := lagTick(1, `{"n":2}`, false)
+	next.ExpectInboxEmpty = true
+	go func() { tickErr = s.Commit(ctx, l, next); done <- struct{}{} }()
+	for s.queued() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	<-done
+	<-done
+	if err := <-lagErr; err != nil {
+		t.Fatal(err)
+	}
+	if subErr != nil {
+		t.Fatalf("submission: %v", subErr)
+	}
+	if store.CodeOf(tickErr) != store.CodeHeadMismatch {
+		t.Fatalf("the tick after the submission: %v, want %s (the inbox holds an entry it did not see)", tickErr, store.CodeHeadMismatch)
+	}
+}

@@ -41,20 +41,36 @@ func ValueDigest(domain string, value protocol.Object) (string, error) {
 		// The value is encoded in place, into a recycled buffer, by
 		// AppendMarshal: the bytes Encode returns.
 		encoded := false
-		d := cjson.DigestWritten(func(b []byte) []byte {
+		write := func(b []byte) []byte {
 			b = append(b, valueHeadBytes...)
 			b = cjson.AppendString(b, domain)
 			b = append(b, valueKindBytes...)
 			b, err := cjson.AppendMarshal(b, m)
 			encoded = err == nil
 			return append(b, '}')
-		})
+		}
+		var d string
+		switch domain {
+		case ValueEffectAction:
+			d = actionValues.DigestWritten(write)
+		case ValueEffectDestination:
+			d = destinationValues.DigestWritten(write)
+		default:
+			d = cjson.DigestWritten(write)
+		}
 		if encoded {
 			return d, nil
 		}
 	}
 	return valueDigestMap(domain, value)
 }
+
+// actionValues and destinationValues digest the value preimages of a
+// proposal's action and destination, which open with the same contract
+// version, domain and kind (and a bundle's destinations with the same
+// value) proposal after proposal, from a kept SHA-256 state
+// (cjson.Prefix).
+var actionValues, destinationValues cjson.Prefix
 
 const (
 	valueHeadBytes = `{"contract_version":"` + ContractVersion + `","domain":`

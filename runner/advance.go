@@ -70,7 +70,7 @@ type tick struct {
 	// begun is the attempt each intent has in flight by this pass's own
 	// commits (its number, and the lease generation it began under): the
 	// pass sends it without reading the intent's attempts back.
-	begun map[string]store.Attempt
+	begun begunSet
 
 	committed committedView    // what the last commit made durable, for the wires
 	wire      []tripwire.Event // the pending tick's events as the wires see them
@@ -477,24 +477,52 @@ func (r *Runner) noteBegun(t *tick, p *store.Tick) {
 		var n int64
 		if slices.ContainsFunc(p.Intents, func(in store.Intent) bool { return in.ID == id }) {
 			n = 1
-		} else if prev, ok := t.begun[id]; ok && prev.Generation == t.lease.Generation {
+		} else if prev, ok := t.begun.get(id); ok && prev.Generation == t.lease.Generation {
 			n = prev.N + 1
 		}
 		if n == 0 {
-			delete(t.begun, id)
+			t.begun.del(id)
 			continue
 		}
-		if t.begun == nil {
-			t.begun = map[string]store.Attempt{}
-		}
-		t.begun[id] = store.Attempt{IntentID: id, N: n, Status: store.AttemptStarted, Generation: t.lease.Generation}
+		t.begun.set(store.Attempt{IntentID: id, N: n, Status: store.AttemptStarted, Generation: t.lease.Generation})
 	}
 	// An attempt whose end p records is no longer in flight.
 	for _, res := range p.Results {
 		if !slices.Contains(p.Begin, res.IntentID) {
-			delete(t.begun, res.IntentID)
+			t.begun.del(res.IntentID)
 		}
 	}
+}
+
+// begunSet is the attempts a pass has in flight, at most one per intent,
+// found by the intent's id: a list, not a map, for the one or few effects
+// a pass has open (a map cost its buckets' kilobyte every pass).
+type begunSet []store.Attempt
+
+// get returns the attempt of intent id, if any.
+func (b begunSet) get(id string) (store.Attempt, bool) {
+	for _, a := range b {
+		if a.IntentID == id {
+			return a, true
+		}
+	}
+	return store.Attempt{}, false
+}
+
+// set records a, replacing the attempt of its intent, if any.
+func (b *begunSet) set(a store.Attempt) {
+	for i := range *b {
+		if (*b)[i].IntentID == a.IntentID {
+			(*b)[i] = a
+			return
+		}
+	}
+	*b = append(*b, a)
+}
+
+// del forgets the attempt of intent id, if any.
+func (b *begunSet) del(id string) {
+	*b = slices.DeleteFunc(*b, func(a store.Attempt) bool { return a.IntentID == id })
 }
 
 // evidence builds the evidence of a control event: each named item is a
@@ -1335,7 +1363,7 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 		return err
 	}
 	for {
-		last, ok := t.begun[e.IntentID]
+		last, ok := t.begun.get(e.IntentID)
 		if !ok {
 			attempts, err := r.cfg.Store.Attempts(ctx, e.IntentID)
 			if err != nil {

@@ -39,10 +39,10 @@ type canonWriter struct {
 	// from, when set, is the midstate of the opening this kind of
 	// preimage usually has; the digest continues from it when b begins
 	// with its prefix (see midstate).
-	from *midstate
+	from *cjson.Midstate
 	// cache, when set, holds the midstates of openings learnt from earlier
-	// preimages; opening is the length of this one's (see midstateCache).
-	cache   *midstateCache
+	// preimages; opening is the length of this one's (see cjson.Openings).
+	cache   *cjson.Openings
 	opening int
 }
 
@@ -57,13 +57,13 @@ type preimageScratch struct {
 	busy bool
 	// r is the hash the decision's digests continue from midstates in,
 	// from resumers on first use, returned by done.
-	r *resumer
+	r *cjson.Resumer
 }
 
 // resumer returns the decision's hash for continuing from a midstate.
-func (s *preimageScratch) resumer() *resumer {
+func (s *preimageScratch) resumer() *cjson.Resumer {
 	if s.r == nil {
-		s.r = resumers.Get().(*resumer)
+		s.r = cjson.GetResumer()
 	}
 	return s.r
 }
@@ -92,7 +92,7 @@ func (s *preimageScratch) done() {
 	}
 	s.p = nil
 	if s.r != nil {
-		resumers.Put(s.r)
+		cjson.PutResumer(s.r)
 		s.r = nil
 	}
 }
@@ -566,14 +566,14 @@ func (w *canonWriter) sum256() [sha256.Size]byte {
 	if w.from == nil && w.cache == nil {
 		return sha256.Sum256(w.b)
 	}
-	var r *resumer
+	var r *cjson.Resumer
 	if w.home != nil {
 		r = w.home.resumer()
 	}
 	if w.cache != nil {
-		return w.cache.sum256(w.b, w.opening, r)
+		return w.cache.Sum256(w.b, w.opening, r)
 	}
-	return sum256(w.b, w.from, r)
+	return w.from.Sum256(w.b, r)
 }
 
 // mustDigestAs returns prefix + hexOf(w.mustDigest()) as one allocation:

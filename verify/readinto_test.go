@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -293,6 +294,55 @@ func TestReadAcceptedInputMatchesEncodingJSON(t *testing.T) {
 		}
 		if a.kind != want.Kind || a.kind == "receipt" && a.digestRead && a.digest != want.Digest {
 			t.Fatalf("%s: read %q %q; encoding/json %q %q", b, a.kind, a.digest, want.Kind, want.Digest)
+		}
+	})
+}
+
+// An accepted input's record read once for both checks (acceptedInputOf,
+// then replay's decoding from the members kept) reads what each read on
+// its own: the budget and retry checks' kind, usage and digest as
+// readAcceptedInput reads them, and replay's input and error as
+// decodeAcceptedAs gives them, for records of the members an accepted
+// input has, with a usage report or without, members repeated, folded,
+// unknown or missing, values plain or escaped, and text refused.
+func TestAcceptedRecordReadOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		values := map[string][]string{
+			"seq":        {`1`, `-2`, `1.5`, `"1"`},
+			"kind":       {`"input"`, `"receipt"`, `"choice"`, `"rec\u0065ipt"`, `1`},
+			"actor":      {`"ann"`, `"a\"b"`, `null`},
+			"actor_role": {`"runner"`, `""`},
+			"capability": {`"run.start"`, `"\u00e9"`},
+			"digest":     {`"sha256:ab"`, `"sha\u0032"`, `2`},
+			"body":       {`{"a":1}`, `{"b":[2,1],"a":"x"}`, `{"kind":"flrh.action_receipt/1","output_digests":["b","a"]}`, `[1]`, `"s"`},
+			"usage":      {`{"cost_micros":1,"tokens":2}`, `null`},
+			"Kind":       {`"input"`},
+			"extra":      {`0`},
+		}
+		var members []string
+		for _, k := range []string{"seq", "kind", "actor", "actor_role", "capability", "digest", "body", "usage", "Kind", "extra", "kind"} {
+			if rapid.IntRange(0, 3).Draw(t, "has "+k) > 0 == (k == "usage" || k == "Kind" || k == "extra" || k == "kind" && len(members) > 6) {
+				continue
+			}
+			members = append(members, `"`+k+`":`+rapid.SampledFrom(values[k]).Draw(t, k))
+		}
+		members = rapid.Permutation(members).Draw(t, "order")
+		b := []byte("{" + strings.Join(members, ",") + "}")
+		if rapid.IntRange(0, 9).Draw(t, "cut") == 0 {
+			b = b[:len(b)-1]
+		}
+		canonical := rapid.Bool().Draw(t, "canonical")
+		known := make([]vouched, 1)
+		known[0].canonical = canonical
+		if got, want := acceptedInputOf(known, 0, b), readAcceptedInput(b); got.read != want.read || got.kind != want.kind ||
+			!bytes.Equal(got.usage, want.usage) || got.digestRead != want.digestRead || got.digest != want.digest {
+			t.Fatalf("%s: read %+v once, %+v alone", b, got, want)
+		}
+		rec := &record{known: known}
+		got, gerr := rec.acceptedInput(0, b)
+		want, werr := decodeAcceptedAs(b, canonical)
+		if !reflect.DeepEqual(got, want) || (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("%s: decoded %+v %v from the members kept, %+v %v alone", b, got, gerr, want, werr)
 		}
 	})
 }

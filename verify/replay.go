@@ -66,7 +66,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 			continue
 		}
 		where := "event " + strconv.FormatInt(e.Seq, 10)
-		in, err := decodeAcceptedAs(e.Body, rec.known != nil && rec.known[i].canonical)
+		in, err := rec.acceptedInput(i, e.Body)
 		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
 			fail("accepted-record", where, "unreadable: %v", err)
 			continue
@@ -155,6 +155,24 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		fail("replay-state", "checkpoint", "replayed state differs from the checkpoint at byte %d", firstDiff(recorded, state))
 	}
 	return rep
+}
+
+// acceptedInput decodes event i's accepted input as decodeAcceptedAs
+// does, from the members the verifier read when it read them (Check): a
+// record whose members it read holds no member but acceptedRecordMembers,
+// so without a usage report it holds no member but acceptedMembers, read
+// as OnlyMembers reads them; with one, OnlyMembers of acceptedMembers
+// gives up, and so does this.
+func (r *record) acceptedInput(i int, event []byte) (runner.Accepted, error) {
+	if r.known == nil {
+		return decodeAcceptedAs(event, false)
+	}
+	v := &r.known[i]
+	if v.members == nil {
+		return decodeAcceptedAs(event, v.canonical)
+	}
+	m := v.members
+	return decodeAcceptedMembers(event, m[:len(acceptedMembers)], m[len(acceptedMembers)] == nil, v.canonical)
 }
 
 // sameIntent reports whether a committed intent's bytes are exactly the

@@ -183,6 +183,13 @@ func decodeAccepted(event []byte) (runner.Accepted, error) { return decodeAccept
 // record gives the record itself), which then answers for its body too.
 func decodeAcceptedAs(event []byte, canonical bool) (runner.Accepted, error) {
 	m, ok := jsonread.OnlyMembers(event, acceptedMembers...)
+	return decodeAcceptedMembers(event, m, ok, canonical)
+}
+
+// decodeAcceptedMembers is decodeAcceptedAs of a record whose members
+// acceptedMembers name were read as m (ok false: the member reader gave
+// up on the record).
+func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool) (runner.Accepted, error) {
 	var in runner.Accepted
 	for i := 0; ok && i < len(m); i++ {
 		if m[i] == nil || i == 6 {

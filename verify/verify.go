@@ -261,6 +261,9 @@ type vouched struct {
 	// them, once inputRead (acceptedInputOf).
 	input     acceptedInput
 	inputRead bool
+	// members are an accepted input's record's acceptedRecordMembers,
+	// when acceptedInputOf read the record by them (nil otherwise).
+	members [][]byte
 }
 
 // kept is a record read by stepInputsInto as a vouched entry keeps it:

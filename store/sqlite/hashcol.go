@@ -1,9 +1,10 @@
 package sqlite
 
 import (
-	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // hashPrefix is how every digest and chain hash flrh writes begins; the
@@ -109,7 +110,7 @@ func unpackHashes(dst [3]*string, vals *[3]any) error {
 	for _, v := range vals {
 		if sum, ok := v.([]byte); ok {
 			b.WriteString(hashPrefix)
-			hex.Encode(digits[:], sum)
+			cjson.HexSum(&digits, (*[32]byte)(sum))
 			b.Write(digits[:])
 		}
 	}

@@ -47,10 +47,11 @@ func BenchmarkFlrhPostgresRTT(b *testing.B) {
 
 // BenchmarkFlrhPostgresConcurrent is BenchmarkFlrhPostgres with C runs
 // advanced at once by C workers (C = 1, 2, 4, 8), each store committing
-// every tick alone ("alone") or ticks that arrive together in groups
-// (postgres.Options.CommitGroups, "groups=1"). Besides the CPU of both
-// processes per step it reports steps/s, wall-clock throughput. For one
-// C, alternate the two in one sitting:
+// every tick alone ("alone") or ticks that arrive together in groups, at
+// most n under way at once (postgres.Options.CommitGroups, "groups=n",
+// n = 1, 2, 4). Besides the CPU of both processes per step it reports
+// steps/s, wall-clock throughput. For one C, alternate them in one
+// sitting:
 //
 //	cd bench && FLRH_TEST_POSTGRES=postgres://... go test ./governedstep -run XXX \
 //		-bench 'FlrhPostgresConcurrent/C=8/' -benchtime 1600x -count 3
@@ -60,7 +61,7 @@ func BenchmarkFlrhPostgresConcurrent(b *testing.B) {
 		b.Skip("FLRH_TEST_POSTGRES is unset")
 	}
 	for _, c := range []int{1, 2, 4, 8} {
-		for _, groups := range []int{0, 1} {
+		for _, groups := range []int{0, 1, 2, 4} {
 			name := fmt.Sprintf("C=%d/alone", c)
 			if groups > 0 {
 				name = fmt.Sprintf("C=%d/groups=%d", c, groups)

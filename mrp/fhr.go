@@ -2,6 +2,7 @@ package mrp
 
 import (
 	"crypto/sha256"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -83,6 +84,68 @@ func (f FHR) Seal() (FHR, error) {
 	return f, nil
 }
 
+// SealAppend seals the record as Seal does and appends to b its sealed
+// canonical bytes, what AppendCanonical writes for the sealed record:
+// the preimage Seal hashes is written once, in b, and the digest then
+// takes the place of its empty fhr_digest, so a caller that records the
+// FHR does not write it again. ok is false, with b returned as it was,
+// when the record is not sealed (err, Seal's) or when it holds a list
+// item AppendCanonical checks and the preimage does not (a move without
+// a name, a string that is not plain): the caller then asks
+// AppendCanonical, whose answer is the contract.
+func (f FHR) SealAppend(b []byte) (sealed FHR, out []byte, ok bool, err error) {
+	f.Kind = "FHR"
+	f.Digest = ""
+	n := len(b)
+	w := fhrWriter{Members: cjson.Members{B: b}}
+	w.fhr(f)
+	if w.Err != nil {
+		return FHR{}, b[:n], false, w.Err
+	}
+	sum := sealSum(w.B[n:], fhrMidstates[:])
+	var d [1 + 7 + 2*sha256.Size + 1]byte
+	d[0], d[len(d)-1] = '"', '"'
+	copy(d[1:], "sha256:")
+	cjson.HexSum((*[64]byte)(d[8:]), &sum)
+	f.Digest = string(d[1 : len(d)-1])
+	if !f.listsPlain() {
+		return f, b[:n], false, nil
+	}
+	// The preimage's "" at digestAt becomes the quoted digest.
+	at, end := w.digestAt, len(w.B)
+	out = slices.Grow(w.B, len(d)-2)[:end+len(d)-2]
+	copy(out[at+len(d):], out[at+2:end])
+	copy(out[at:], d[:])
+	return f, out, true, nil
+}
+
+// listsPlain reports whether the record's list items are written alike by
+// the seal's preimage and by AppendCanonical: every move named and every
+// list string plain.
+func (f *FHR) listsPlain() bool {
+	for i := range f.Resolutions {
+		r := &f.Resolutions[i]
+		if r.Move < 0 || int(r.Move) >= len(moveNames) || !allPlain(r.Options) {
+			return false
+		}
+	}
+	for i := range f.Tickets {
+		if !allPlain(f.Tickets[i].MissingFields) {
+			return false
+		}
+	}
+	return true
+}
+
+func allPlain(vs []string) bool {
+	for _, v := range vs {
+		if !cjson.Plain(v) {
+			return false
+		}
+	}
+	return true
+}
+
 // AppendCanonical appends the record's canonical bytes (flrh-cjson/1),
 // digest member included: exactly what cjson.Marshal(f) writes, without
 // reflection. A trace that records the FHR every turn writes it this way,
@@ -111,6 +174,8 @@ type fhrWriter struct {
 	// strict checks list items too, as cjson.Marshal does; Seal's
 	// preimage has never checked them, and its errors stay as they were.
 	strict bool
+	// digestAt is where the fhr_digest member's value begins.
+	digestAt int
 }
 
 // set makes b, appended to from w.B, the buffer: when nothing grew only
@@ -200,6 +265,7 @@ func (w *fhrWriter) fhr(f FHR) {
 	w.lit(`{"budgets":`)
 	w.budgetsVal(f.Budgets)
 	w.lit(`,"fhr_digest":`)
+	w.digestAt = len(w.B)
 	w.str(f.Digest, "fhr_digest")
 	w.lit(`,"kind":`)
 	w.str(f.Kind, "kind")

@@ -163,3 +163,70 @@ func TestMachineAppendCanonicalIsMarshal(t *testing.T) {
 		}
 	})
 }
+
+// SealAppend seals as Seal seals and appends what AppendCanonical writes
+// for the sealed record; where it declines (ok false) it leaves the
+// buffer as it was, and it declines only where the record holds a list
+// item the preimage writes unchecked. The records drawn are the
+// generator's and the same with plain lists, so both sides are met.
+func TestFHRSealAppendIsSealThenAppendCanonical(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawFHR(rt)
+		if rapid.Bool().Draw(rt, "plain_scalars") {
+			// Scalars Seal accepts, so the lists decide.
+			f.Kind, f.Scorecard, f.State, f.Prev, f.Digest = "k", "s", "st", "p", "d"
+			for i := range f.Signals {
+				f.Signals[i] = SignalRecord{Ticket: "t", Tier: i, Kind: "k", Source: "s", Decision: "d", Rule: "r"}
+			}
+			for i := range f.Resolutions {
+				r := &f.Resolutions[i]
+				r.Ticket, r.Decision, r.Outcome = "t", "d", "o"
+			}
+			for i := range f.Tickets {
+				v := &f.Tickets[i]
+				v.TicketID, v.TicketDigest, v.Status = "t", "g", "s"
+			}
+			for i := range f.Transitions {
+				f.Transitions[i] = Entry{Seq: i, From: "a", To: "b", Trigger: "t", ActorID: "x", Role: "r", Cause: "c"}
+			}
+		}
+		if rapid.Bool().Draw(rt, "plain_lists") {
+			for i := range f.Resolutions {
+				f.Resolutions[i].Move = Move(rapid.IntRange(0, int(MoveFailsafe)).Draw(rt, "pmove"))
+				f.Resolutions[i].Options = nil
+			}
+			for i := range f.Tickets {
+				f.Tickets[i].MissingFields = []string{"a", "b c"}
+			}
+		}
+		prefix := []byte(fhrText.Draw(rt, "prefix"))
+		buf := append(make([]byte, 0, len(prefix)+rapid.IntRange(0, 4096).Draw(rt, "room")), prefix...)
+		sealed, got, ok, err := f.SealAppend(buf)
+		want, werr := f.Seal()
+		if (err != nil) != (werr != nil) || (err != nil && err.Error() != werr.Error()) {
+			rt.Fatalf("SealAppend error %v, Seal error %v", err, werr)
+		}
+		if werr != nil || !ok {
+			if ok || string(got) != string(prefix) {
+				rt.Fatalf("declined seal (ok %v) left %q, want the prefix %q", ok, got, prefix)
+			}
+			if werr == nil && sealed.Digest != want.Digest {
+				rt.Fatalf("declined seal's digest %s, Seal's %s", sealed.Digest, want.Digest)
+			}
+			if _, aerr := want.AppendCanonical(nil); werr == nil && aerr == nil && f.listsPlain() {
+				rt.Fatalf("declined a record whose lists are plain")
+			}
+			return
+		}
+		if sealed.Digest != want.Digest || sealed.Kind != want.Kind {
+			rt.Fatalf("SealAppend sealed %s %s, Seal %s %s", sealed.Kind, sealed.Digest, want.Kind, want.Digest)
+		}
+		canon, aerr := want.AppendCanonical(nil)
+		if aerr != nil {
+			rt.Fatalf("SealAppend wrote a record AppendCanonical refuses: %v", aerr)
+		}
+		if string(got) != string(prefix)+string(canon) {
+			rt.Fatalf("SealAppend\n%s\nAppendCanonical\n%s", got[len(prefix):], canon)
+		}
+	})
+}

@@ -106,7 +106,11 @@ type Input struct {
 	// FHR records it.
 	ScorecardDigest string
 	// Machine is the run's MRP machine before this batch.
-	Machine        mrp.Machine
+	Machine mrp.Machine
+	// FHRTo, when not nil, is a buffer the FHR's canonical bytes are
+	// appended to, as Decisions.FHRCanonical: a caller that records the
+	// FHR gets the bytes its seal wrote instead of writing them again.
+	FHRTo          []byte
 	Now            int64
 	EffectSequence int64
 	Turn           int64
@@ -196,6 +200,11 @@ type Decisions struct {
 	Event   string      `json:"event"`
 	Machine mrp.Machine `json:"machine"`
 	FHR     mrp.FHR     `json:"fhr"`
+	// FHRCanonical is FHRTo with FHR.AppendCanonical's bytes appended,
+	// when FHRTo was given and mrp.FHR.SealAppend wrote them; nil
+	// otherwise (the caller then writes them itself). It is not part of
+	// the decisions' encoding.
+	FHRCanonical []byte `json:"-"`
 }
 
 // Authorize decides, for each proposal of a stable batch, whether and how
@@ -317,7 +326,17 @@ func Authorize(in Input) (Decisions, error) {
 	}
 	fhr.Budgets, fhr.State, fhr.SafeMode = m.Budgets, m.State, m.SafeMode
 	fhr.Transitions = append(transitions, m.Journey[before:]...)
-	sealed, err := fhr.Seal()
+	var sealed mrp.FHR
+	var err error
+	if in.FHRTo != nil {
+		var canon []byte
+		var ok bool
+		if sealed, canon, ok, err = fhr.SealAppend(in.FHRTo); ok {
+			out.FHRCanonical = canon
+		}
+	} else {
+		sealed, err = fhr.Seal()
+	}
 	if err != nil {
 		return Decisions{}, &Rejection{Code: "CANONICALIZATION_VIOLATION", Path: "/fhr", Actual: err.Error()}
 	}

@@ -39,6 +39,8 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
 	in.Choices, in.Checked, in.Resumed = choices, checked, resumed
 	in.ScorecardDigest = t.scorecard
+	fhrBuf := fhrNoteBuf(len(st.FHRChain))
+	in.FHRTo = fhrBuf[fhrNoteHead:]
 	d, err := authority.Authorize(in)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
@@ -49,7 +51,10 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		return nil, err
 	}
 	st.FHRChain = chain
-	body, ok := fhrNote(d.FHR, d.Event, chain)
+	body, ok := fhrNoteFrom(fhrBuf, d.FHRCanonical, d.Event, chain)
+	if !ok {
+		body, ok = fhrNote(d.FHR, d.Event, chain)
+	}
 	t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	o := d.Outcomes[0]
 	t.outcome = o.Kind

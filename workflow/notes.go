@@ -29,6 +29,43 @@ func fhrNote(f mrp.FHR, event, chain string) ([]byte, bool) {
 	return w.done()
 }
 
+// fhrNoteHead is the room fhrNoteBuf leaves before the FHR for the h.fhr
+// note's opening, {"event":event,"fhr":, which the longest event fills
+// to 36 bytes.
+const fhrNoteHead = 40
+
+// fhrNoteBuf is a buffer for the h.fhr note whose FHR H appends after
+// fhrNoteHead bytes (authority.Input.FHRTo): the FHR is then written once,
+// by its seal, and fhrNoteFrom writes the note around it in place.
+func fhrNoteBuf(chain int) []byte {
+	// An FHR of one transition is some 1,400 bytes; the note's last
+	// member is the chain and 16 bytes.
+	return make([]byte, fhrNoteHead, fhrNoteHead+1280+224+16+chain)
+}
+
+// fhrNoteFrom is fhrNote for an FHR whose canonical bytes canon H
+// appended to buf[fhrNoteHead:]: the note's opening is written in the room
+// before them and its last member after them. Where the FHR outgrew buf
+// and H's append moved it, it is copied once into a buffer with the room.
+// ok is false when H wrote no bytes (or the event is not plain); the
+// caller then asks fhrNote.
+func fhrNoteFrom(buf, canon []byte, event, chain string) ([]byte, bool) {
+	if len(canon) == 0 || !cjson.Plain(event) || len(`{"event":"","fhr":`)+len(event) > fhrNoteHead {
+		return nil, false
+	}
+	if len(buf) != fhrNoteHead || cap(buf) <= fhrNoteHead || &canon[0] != &buf[:fhrNoteHead+1][fhrNoteHead] {
+		buf = append(make([]byte, fhrNoteHead, fhrNoteHead+len(canon)+len(chain)+16), canon...)
+		canon = buf[fhrNoteHead:]
+	}
+	start := fhrNoteHead - (len(`{"event":"","fhr":`) + len(event))
+	b := append(buf[start:start], `{"event":"`...)
+	b = append(b, event...)
+	_ = append(b, `","fhr":`...)
+	w := noteWriter{cjson.Members{B: buf[start : fhrNoteHead+len(canon)]}}
+	w.Str("fhr_chain", chain)
+	return w.done()
+}
+
 // journeyNote is the body of the mrp.journey note: the machine's state,
 // its Journey Strip and the counts of what the run holds open.
 func journeyNote(m mrp.Machine, pending, open int) ([]byte, bool) {

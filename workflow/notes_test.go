@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/mrp"
 	"pgregory.net/rapid"
@@ -57,21 +58,54 @@ func checkNote(rt *rapid.T, got []byte, ok bool, body map[string]any) {
 	}
 }
 
+func drawNoteFHR(rt *rapid.T) mrp.FHR {
+	f := mrp.FHR{Kind: noteText.Draw(rt, "kind"), Turn: rapid.Int64().Draw(rt, "turn"), Scorecard: noteText.Draw(rt, "score"),
+		State: drawState(rt, "state"), SafeMode: rapid.Bool().Draw(rt, "safe"), Prev: noteText.Draw(rt, "prev"),
+		Digest: noteText.Draw(rt, "digest"), Transitions: drawJourney(rt),
+		Budgets: mrp.Budgets{TurnLimit: rapid.Int().Draw(rt, "tl"), SessionUsed: rapid.Int().Draw(rt, "su")}}
+	if rapid.Bool().Draw(rt, "filled") {
+		f.Signals = []mrp.SignalRecord{{Ticket: noteText.Draw(rt, "st"), Tier: 2, Kind: "GATE", Source: noteText.Draw(rt, "ss"), Decision: "ALLOW", Rule: noteText.Draw(rt, "rule")}}
+		f.Resolutions = []mrp.ResolutionRecord{{Ticket: "t", HighestTier: 1, Decision: noteText.Draw(rt, "rd"), Move: mrp.MoveOptions,
+			Options: rapid.SliceOfN(noteText, 0, 3).Draw(rt, "options"), Ties: 2, Outcome: "HELD"}}
+		f.Tickets = []mrp.TicketView{{TicketID: noteText.Draw(rt, "tid"), MissingFields: rapid.SliceOfN(noteText, 0, 2).Draw(rt, "mf"), Complete: true}}
+	}
+	return f
+}
+
 func TestFHRNoteIsMarshal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		f := mrp.FHR{Kind: noteText.Draw(rt, "kind"), Turn: rapid.Int64().Draw(rt, "turn"), Scorecard: noteText.Draw(rt, "score"),
-			State: drawState(rt, "state"), SafeMode: rapid.Bool().Draw(rt, "safe"), Prev: noteText.Draw(rt, "prev"),
-			Digest: noteText.Draw(rt, "digest"), Transitions: drawJourney(rt),
-			Budgets: mrp.Budgets{TurnLimit: rapid.Int().Draw(rt, "tl"), SessionUsed: rapid.Int().Draw(rt, "su")}}
-		if rapid.Bool().Draw(rt, "filled") {
-			f.Signals = []mrp.SignalRecord{{Ticket: noteText.Draw(rt, "st"), Tier: 2, Kind: "GATE", Source: noteText.Draw(rt, "ss"), Decision: "ALLOW", Rule: noteText.Draw(rt, "rule")}}
-			f.Resolutions = []mrp.ResolutionRecord{{Ticket: "t", HighestTier: 1, Decision: noteText.Draw(rt, "rd"), Move: mrp.MoveOptions,
-				Options: rapid.SliceOfN(noteText, 0, 3).Draw(rt, "options"), Ties: 2, Outcome: "HELD"}}
-			f.Tickets = []mrp.TicketView{{TicketID: noteText.Draw(rt, "tid"), MissingFields: rapid.SliceOfN(noteText, 0, 2).Draw(rt, "mf"), Complete: true}}
-		}
+		f := drawNoteFHR(rt)
 		event, chain := noteText.Draw(rt, "event"), noteText.Draw(rt, "chain")
 		got, ok := fhrNote(f, event, chain)
 		checkNote(rt, got, ok, fhrNoteMap(f, event, chain))
+	})
+}
+
+// The h.fhr note written around the FHR's sealed bytes is the note
+// fhrNote writes for the sealed FHR, whether the FHR fit the buffer or
+// was moved out of it; it declines only where there are no bytes or the
+// event is not a plain one that fits the room.
+func TestFHRNoteFromIsFHRNote(t *testing.T) {
+	events := rapid.OneOf(noteText, rapid.SampledFrom([]string{authority.EventNoEffects, authority.EventApprovalRequired, authority.EventEffectAuthorized, "an event too long for the room before the FHR"}))
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawNoteFHR(rt)
+		event, chain := events.Draw(rt, "event"), noteText.Draw(rt, "chain")
+		buf := fhrNoteBuf(rapid.IntRange(-1280, 200).Draw(rt, "room"))
+		sealed, canon, sok, err := f.SealAppend(buf[fhrNoteHead:])
+		if err != nil || !sok {
+			canon = nil
+		}
+		got, ok := fhrNoteFrom(buf, canon, event, chain)
+		want, wok := fhrNote(sealed, event, chain)
+		if !ok {
+			if wok && canon != nil && cjson.Plain(event) && len(event) <= 18 {
+				rt.Fatalf("declined the note of a sealed FHR, event %q", event)
+			}
+			return
+		}
+		if !wok || !bytes.Equal(got, want) {
+			rt.Fatalf("fhrNoteFrom\n%s\nfhrNote (ok %v)\n%s", got, wok, want)
+		}
 	})
 }
 

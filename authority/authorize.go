@@ -110,7 +110,11 @@ type Input struct {
 	// FHRTo, when not nil, is a buffer the FHR's canonical bytes are
 	// appended to, as Decisions.FHRCanonical: a caller that records the
 	// FHR gets the bytes its seal wrote instead of writing them again.
-	FHRTo          []byte
+	FHRTo []byte
+	// Memo, when set, records the digests of the decision's preimages,
+	// and gives those of byte-identical preimages recorded by an earlier
+	// decision given the same memo (see DigestMemo).
+	Memo           *DigestMemo
 	Now            int64
 	EffectSequence int64
 	Turn           int64
@@ -227,6 +231,7 @@ func Authorize(in Input) (Decisions, error) {
 	}
 	if shared != nil {
 		arena.seen, arena.scratch = &shared.seen, &shared.scratch
+		arena.memo = in.Memo
 		defer shared.scratch.done()
 	}
 	if !in.Checked.covers(in.Batch, in.ProfileDigest) {

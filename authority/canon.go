@@ -44,6 +44,8 @@ type canonWriter struct {
 	// preimages; opening is the length of this one's (see cjson.Openings).
 	cache   *cjson.Openings
 	opening int
+	// memo, when set, is the decision's DigestMemo (with home only).
+	memo *DigestMemo
 }
 
 // preimageScratch is the one preimage buffer a decision lends to its
@@ -146,6 +148,10 @@ type strArena struct {
 	// plainSeen); scratch, when set, is the buffer they are written in.
 	seen    *plainSeen
 	scratch *preimageScratch
+	// memo, when set, is the caller's DigestMemo (Input.Memo): the
+	// digests of preimages written in scratch are looked up in it and
+	// recorded in it.
+	memo *DigestMemo
 }
 
 // plain remembers s, which must need no escaping, in a's plainSeen (see
@@ -171,7 +177,7 @@ func (a *strArena) writer(n int) canonWriter {
 	}
 	if s := a.scratch; s != nil {
 		if b, ok := s.take(n); ok {
-			return canonWriter{b: b, seen: a.seen, home: s}
+			return canonWriter{b: b, seen: a.seen, home: s, memo: a.memo}
 		}
 	}
 	w := pooledWriter(n)
@@ -563,6 +569,21 @@ func (w *canonWriter) sum() (out [7 + 64]byte, err error) {
 // sum256 is the SHA-256 of what was written, continued from w.from's
 // state when the bytes begin with its prefix.
 func (w *canonWriter) sum256() [sha256.Size]byte {
+	m := w.memo
+	if m == nil {
+		return w.hash()
+	}
+	if sum, ok := m.lookup(w.b); ok {
+		return sum
+	}
+	sum := w.hash()
+	m.add(w.b, sum)
+	return sum
+}
+
+// hash is the SHA-256 of what was written, continued from w.from's
+// state when the bytes begin with its prefix.
+func (w *canonWriter) hash() [sha256.Size]byte {
 	if w.from == nil && w.cache == nil {
 		return sha256.Sum256(w.b)
 	}

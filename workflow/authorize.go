@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
@@ -41,6 +42,12 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	in.ScorecardDigest = t.scorecard
 	fhrBuf := fhrNoteBuf(len(st.FHRChain))
 	in.FHRTo = fhrBuf[fhrNoteHead:]
+	// An approval request is decided again at once with a grant, over
+	// the same batch: the memo gives that decision the digests of the
+	// preimages it writes again byte for byte.
+	memo := digestMemos.Get().(*authority.DigestMemo)
+	defer putMemo(memo)
+	in.Memo = memo
 	d, err := authority.Authorize(in)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: H refused the batch: %w", err)
@@ -84,7 +91,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, approved, err := w.reauthorize(pd, w.namedApprover(), checked)
+		eff, approved, err := w.reauthorizeWith(pd, w.namedApprover(), checked, memo)
 		if err != nil {
 			// Not even a grant would let it through now (a restart in
 			// TEST): H holds it, and the run keeps it.
@@ -157,6 +164,11 @@ func fhrChain(prev, fhr string) (string, error) {
 // grant presented. The grant is issued at the request's own logical time:
 // the run's logical clock does not move while it waits for a person.
 func (w *Workflow) reauthorize(pd pending, by authority.Approver, checked authority.CheckedBatch) (Effect, mrp.Machine, error) {
+	return w.reauthorizeWith(pd, by, checked, nil)
+}
+
+// reauthorizeWith is reauthorize with H given memo (authority.Input.Memo).
+func (w *Workflow) reauthorizeWith(pd pending, by authority.Approver, checked authority.CheckedBatch, memo *authority.DigestMemo) (Effect, mrp.Machine, error) {
 	act, err1 := plain(pd.Action)
 	dest, err2 := plain(pd.Dest)
 	if err1 != nil || err2 != nil {
@@ -167,6 +179,7 @@ func (w *Workflow) reauthorize(pd pending, by authority.Approver, checked author
 	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
 	in.Choices, in.Checked, in.Resumed = pd.Choices, checked, pd.Resumed
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
+	in.Memo = memo
 	d, err := authority.Authorize(in)
 	if err != nil {
 		return Effect{}, mrp.Machine{}, fmt.Errorf("H refused the batch: %w", err)
@@ -291,4 +304,15 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	}
 	eff.Approval = &need
 	return eff, nil
+}
+
+// digestMemos recycles the memos authorize gives H; a memo is emptied
+// before it goes back, and one grown past 64 KiB is left to the collector.
+var digestMemos = sync.Pool{New: func() any { return new(authority.DigestMemo) }}
+
+func putMemo(m *authority.DigestMemo) {
+	if m.Size() <= 64<<10 {
+		m.Reset()
+		digestMemos.Put(m)
+	}
 }

@@ -234,3 +234,18 @@ func TestWriteBetweenTicksInABatchForgetsTheRow(t *testing.T) {
 		t.Fatalf("the tick after the submission: %v, want %s (the inbox holds an entry it did not see)", tickErr, store.CodeHeadMismatch)
 	}
 }
+
+// A commit under a lease naming no run, or a run that does not exist,
+// finds no run, as PostgreSQL's store answers: the zero row that stands
+// for "nothing known" must never be taken for a run's (its id is empty,
+// as a zero lease's is).
+func TestCommitForNoRunIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	defer s.Close()
+	for _, lease := range []store.Lease{{}, {RunID: "absent"}, {RunID: "absent", Owner: "B"}} {
+		if err := s.Commit(ctx, lease, lagTick(0, `{"n":1}`, false)); store.CodeOf(err) != store.CodeNotFound {
+			t.Fatalf("commit under %+v: %v, want %s", lease, err, store.CodeNotFound)
+		}
+	}
+}

@@ -474,7 +474,7 @@ type runCounters struct {
 // transaction since, and no other connection writes while it is open
 // (decision 1188).
 func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time, pending bool) (store.Run, runCounters, error) {
-	if k := &tx.known; k.run.ID == lease.RunID && (k.pending || !pending) && !s.testNoKnown {
+	if k := &tx.known; k.run.ID != "" && k.run.ID == lease.RunID && (k.pending || !pending) && !s.testNoKnown {
 		r, c := k.run, k.c
 		if !pending {
 			c.pending = 0

@@ -6,13 +6,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"flrh.dev/flrh/store"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"flrh.dev/flrh/store"
 )
 
 // The writing connection.

@@ -58,6 +58,36 @@ type result struct {
 
 func (r result) perSec() float64 { return float64(r.steps) / r.wall.Seconds() }
 
+// inFlight calls do(0) … do(n-1) with c calls in flight, each worker taking
+// the next i as it finishes one, and returns the first error any call
+// returned (a worker stops at its error; the others go on).
+func inFlight(n, c int, do func(i int) error) error {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, max(c, 1))
+	)
+	for w := 0; w < max(c, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := do(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 // campaign runs n runs of k steps with c in flight.
 func campaign(t *testing.T, name string, s system, n, k, c int) result {
 	t.Helper()
@@ -68,32 +98,17 @@ func campaign(t *testing.T, name string, s system, n, k, c int) result {
 	var (
 		mu   sync.Mutex
 		lats = make([]time.Duration, 0, n*k)
-		next atomic.Int64
-		wg   sync.WaitGroup
-		errs = make(chan error, c)
 	)
 	rec := func(d time.Duration) { mu.Lock(); lats = append(lats, d); mu.Unlock() }
 	start := time.Now()
-	for w := 0; w < c; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := s.run(i, k, rec); err != nil {
-					errs <- fmt.Errorf("run %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	err = inFlight(n, c, func(i int) error {
+		if err := s.run(i, k, rec); err != nil {
+			return fmt.Errorf("run %d: %w", i, err)
+		}
+		return nil
+	})
 	wall := time.Since(start)
-	close(errs)
-	for err := range errs {
+	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	if err := s.check(n, k); err != nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,38 +111,11 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy, c,
 		trips0 = p.Trips()
 	}
 	start := time.Now()
-	if c <= 1 {
-		for i := 0; i*10 < b.N; i++ {
-			if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	} else {
-		// Runs of ten handed out to c workers as they finish one.
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, c)
-		for w := 0; w < c; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i*10 >= b.N {
-						return
-					}
-					if err := s.run(i, min(10, b.N-i*10), func(time.Duration) {}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
+	// Runs of ten handed out to c workers as they finish one.
+	if err := inFlight((b.N+9)/10, c, func(i int) error {
+		return s.run(i, min(10, b.N-i*10), func(time.Duration) {})
+	}); err != nil {
+		b.Fatal(err)
 	}
 	if c > 1 {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "steps/s")

@@ -50,16 +50,7 @@ func stepInputsByScanner(m *control.Machine, b []byte) (control.Record, bool) {
 // record of recorded runs.
 func TestStepInputsIntoMatchesTheScanner(t *testing.T) {
 	m := control.Default()
-	var names []string
-	for _, e := range m.Events() {
-		names = append(names, e.ID)
-		for _, p := range e.Authority {
-			names = append(names, p.Role, p.Capability)
-		}
-	}
-	for _, tr := range m.Transitions() {
-		names = append(names, tr.Evidence...)
-	}
+	names := tableNames(m)
 	var x stepScratch // shared by every draw: never cleaned between records
 	check := func(t interface{ Fatalf(string, ...any) }, b []byte) {
 		for _, mm := range []*control.Machine{nil, m} {

@@ -246,19 +246,7 @@ func TestStructReaderLeavesWhatDecodesOtherwise(t *testing.T) {
 // names it does not declare, and text the reader gives up on.
 func TestStepInputsThroughTheTable(t *testing.T) {
 	m := control.Default()
-	var names []string
-	for _, e := range m.Events() {
-		names = append(names, e.ID)
-		for _, p := range e.Authority {
-			names = append(names, p.Role, p.Capability)
-		}
-	}
-	for _, tr := range m.Transitions() {
-		names = append(names, tr.Evidence...)
-		if g, ok := m.Guard(tr.Guard); ok {
-			names = append(names, g.AllTrue...)
-		}
-	}
+	names := tableNames(m)
 	rapid.Check(t, func(t *rapid.T) {
 		name := rapid.OneOf(rapid.SampledFrom(names), rapid.StringMatching(`[a-zA-Z_.:]{0,12}`), rapid.String())
 		str := func(v string) string { b, _ := json.Marshal(v); return string(b) }
@@ -333,4 +321,24 @@ func TestAppendConfigurationMatchesMarshal(t *testing.T) {
 			t.Fatalf("run %s: configuration %s written as %s (%v)", id, want, b, ok)
 		}
 	}
+}
+
+// tableNames is every name m's table declares: its events, their actor
+// roles and capabilities, its transitions' evidence and guards' inputs,
+// the names a control record's reader looks up.
+func tableNames(m *control.Machine) []string {
+	var names []string
+	for _, e := range m.Events() {
+		names = append(names, e.ID)
+		for _, p := range e.Authority {
+			names = append(names, p.Role, p.Capability)
+		}
+	}
+	for _, tr := range m.Transitions() {
+		names = append(names, tr.Evidence...)
+		if g, ok := m.Guard(tr.Guard); ok {
+			names = append(names, g.AllTrue...)
+		}
+	}
+	return names
 }

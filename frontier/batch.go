@@ -35,6 +35,13 @@ func (p *PublishedBatch) Proposals() []Value { return slices.Clone(p.proposals) 
 // Verdicts returns the embedded verdicts in canonical order.
 func (p *PublishedBatch) Verdicts() []Value { return slices.Clone(p.verdicts) }
 
+// NumProposals and ProposalAt read the embedded proposals in canonical
+// order without copying the list; NumVerdicts and VerdictAt the verdicts.
+func (p *PublishedBatch) NumProposals() int      { return len(p.proposals) }
+func (p *PublishedBatch) ProposalAt(i int) Value { return p.proposals[i] }
+func (p *PublishedBatch) NumVerdicts() int       { return len(p.verdicts) }
+func (p *PublishedBatch) VerdictAt(i int) Value  { return p.verdicts[i] }
+
 // Digest is the published_batch_digest.
 func (p *PublishedBatch) Digest() string { return p.digest }
 

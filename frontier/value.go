@@ -60,6 +60,30 @@ func (v Value) Proposal() (EffectProposal, bool) {
 	return p, v.kind == KindEffectProposal
 }
 
+// SharedProposal is Proposal without the copy of the preconditions: the
+// list shares the value's array (capped, so an append moves it). It is
+// for a caller that only reads the proposal; writing to an element of
+// the list would change the sealed value.
+func (v Value) SharedProposal() (EffectProposal, bool) {
+	if !v.sealed() {
+		return EffectProposal{}, false
+	}
+	p := v.proposal
+	p.Preconditions = slices.Clip(p.Preconditions)
+	return p, v.kind == KindEffectProposal
+}
+
+// SharedVerdict is Verdict without the copy of the support ids, on the
+// terms of SharedProposal.
+func (v Value) SharedVerdict() (EligibilityVerdict, bool) {
+	if !v.sealed() {
+		return EligibilityVerdict{}, false
+	}
+	e := v.verdict
+	e.SupportDerivationIDs = slices.Clip(e.SupportDerivationIDs)
+	return e, v.kind == KindEligibilityVerdict
+}
+
 // Verdict returns a copy of the verdict; ok is false for a proposal.
 func (v Value) Verdict() (EligibilityVerdict, bool) {
 	if !v.sealed() {

@@ -102,7 +102,7 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 // normalizeValue is normalizeQuery with the query's proposal value already
 // built.
 func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
-	p, _ := v.Proposal()
+	p, _ := v.SharedProposal() // read only
 	src := q.FactRequirements
 	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID}
 	// Every requirement's canonical form is written into one buffer
@@ -484,7 +484,7 @@ func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bo
 	if rej != nil {
 		return nil, reject(CodeMalformedQueryBatch, qpath()+"/proposal"+rej.Path)
 	}
-	p, _ := v.Proposal()
+	p, _ := v.SharedProposal() // read only
 	id := p.ProposalID
 	if seen[id] {
 		r := reject(CodeDuplicateProposal, qpath()+"/proposal/proposal_id")

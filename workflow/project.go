@@ -360,14 +360,21 @@ func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 
 // authorityBatch is R's published batch in H's input form, unsealed.
 func authorityBatch(pb *frontier.PublishedBatch) authority.PublishedBatch {
+	// H and the run's state only read a batch's lists, so the proposals'
+	// and verdicts' lists share the sealed values' arrays
+	// (TestAuthorityBatchIsCopied holds the batch to the copied one).
 	b := authority.PublishedBatch{Batch: pb.Batch()}
-	for _, v := range pb.Proposals() {
-		p, _ := v.Proposal()
-		b.Proposals = append(b.Proposals, p)
+	if n := pb.NumProposals(); n > 0 {
+		b.Proposals = make([]protocol.EffectProposal, n)
+		for i := range n {
+			b.Proposals[i], _ = pb.ProposalAt(i).SharedProposal()
+		}
 	}
-	for _, v := range pb.Verdicts() {
-		vd, _ := v.Verdict()
-		b.Verdicts = append(b.Verdicts, vd)
+	if n := pb.NumVerdicts(); n > 0 {
+		b.Verdicts = make([]protocol.EligibilityVerdict, n)
+		for i := range n {
+			b.Verdicts[i], _ = pb.VerdictAt(i).SharedVerdict()
+		}
 	}
 	return b
 }

@@ -20,8 +20,38 @@ func init() {
 		if want := sealBySealBatch(w, pb); !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("sealed batch: R's digests are not H's:\n%#v\n%#v", got, want)
 		}
-		return nil
+		return checkAuthorityBatch(pb)
 	}
+}
+
+// checkAuthorityBatch holds authorityBatch, whose lists share the sealed
+// values' arrays, to the batch built from R's copying accessors, and its
+// shared lists to capped ones (an append moves them).
+func checkAuthorityBatch(pb *frontier.PublishedBatch) error {
+	want := authority.PublishedBatch{Batch: pb.Batch()}
+	for _, v := range pb.Proposals() {
+		p, _ := v.Proposal()
+		want.Proposals = append(want.Proposals, p)
+	}
+	for _, v := range pb.Verdicts() {
+		vd, _ := v.Verdict()
+		want.Verdicts = append(want.Verdicts, vd)
+	}
+	got := authorityBatch(pb)
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("authorityBatch:\n%#v\ncopied:\n%#v", got, want)
+	}
+	for _, p := range got.Proposals {
+		if cap(p.Preconditions) != len(p.Preconditions) {
+			return fmt.Errorf("authorityBatch: proposal %s's preconditions not capped", p.ProposalID)
+		}
+	}
+	for _, v := range got.Verdicts {
+		if cap(v.SupportDerivationIDs) != len(v.SupportDerivationIDs) {
+			return fmt.Errorf("authorityBatch: verdict %s's supports not capped", v.VerdictID)
+		}
+	}
+	return nil
 }
 
 // sealBySealBatch is toAuthority taking the batch's digests itself.
@@ -107,6 +137,9 @@ func TestToAuthorityIsSealBatch(t *testing.T) {
 			}
 			if reflect.DeepEqual(want.checked, authority.CheckedBatch{}) {
 				rt.Fatalf("batch %d: SealBatch refused it", i)
+			}
+			if err := checkAuthorityBatch(pb); err != nil {
+				rt.Fatalf("batch %d: %v", i, err)
 			}
 		}
 		batches += len(published)

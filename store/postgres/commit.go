@@ -627,13 +627,14 @@ func closedWithResult(tick store.Tick) map[string]store.Receipt {
 var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
 	// commitAhead).
-	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r),
-c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
+	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, lease_expires_at, quarantine, outcome, head_seq, head_hash
+	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+n AS MATERIALIZED (SELECT r.*, `+nowParam(9)+` AS now FROM r),
+c AS MATERIALIZED (SELECT n.*, set_config('`+tickAt+`', n.now::text, true),
 	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = c.run_id AND runs.lease_owner = $2 AND runs.lease_generation = $3 AND runs.lease_expires_at > c.now
-	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = $4 AND runs.head_hash = $5`, "fence")
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND c.lease_owner = $2 AND c.lease_generation = $3 AND c.lease_expires_at > c.now
+	AND c.quarantine = '' AND c.outcome = '' AND c.head_seq = $4 AND c.head_hash = $5`, "fence")
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).

@@ -194,7 +194,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	}
 	r, now, ok, err := s.leaseWrite(ctx, op, runID, `,
 u AS (UPDATE runs SET lease_owner = $3, lease_generation = c.lease_generation + 1, lease_expires_at = c.now + $4, updated_at = c.now
-	FROM c WHERE runs.run_id = c.run_id AND c.quarantine = '' AND (c.lease_owner IN ('', $3) OR c.lease_expires_at <= c.now)
+	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND c.quarantine = '' AND (c.lease_owner IN ('', $3) OR c.lease_expires_at <= c.now)
 	RETURNING 1)
 SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
 	switch {
@@ -219,7 +219,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 	}
 	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
 u AS (UPDATE runs SET lease_expires_at = c.now + $5, updated_at = c.now
-	FROM c WHERE runs.run_id = c.run_id AND `+fenceSQL+`
+	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+`
 	RETURNING 1)
 SELECT c.*, (SELECT count(*) FROM u) FROM c`, lease.Owner, lease.Generation, ttl.Nanoseconds())
 	// A refused renewal hands the lease back as it was, as it always has.
@@ -245,7 +245,7 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 	// notify, when released.
 	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
 u AS (UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = c.now
-	FROM c WHERE runs.run_id = c.run_id AND `+fenceSQL+`
+	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+`
 	RETURNING 1),
 woken AS (SELECT pg_notify($5, $1) FROM u)
 SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, s.channel())
@@ -270,7 +270,7 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 	s.heads.forget(runID)
 	_, _, ok, err := s.leaseWrite(ctx, op, runID, `,
 u AS (UPDATE runs SET quarantine = $3, lease_owner = '', lease_expires_at = 0, updated_at = c.now
-	FROM c WHERE runs.run_id = c.run_id
+	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id
 	RETURNING 1)
 SELECT c.*, (SELECT count(*) FROM u) FROM c`, reason)
 	if err == nil && !ok {

@@ -67,4 +67,5 @@ func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row
 func (s *Store) closeStatements() {
 	s.w.close()
 	s.rstmts.close()
+	s.rrecs.close()
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"cmp"
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,39 +87,22 @@ func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (stor
 	return store.ReadRunRecordByParts(ctx, s, runID, all)
 }
 
-// cell is a Scan destination that keeps the driver's value as it is.
-type cell struct{ v any }
-
-// Scan implements sql.Scanner.
-func (c *cell) Scan(src any) error {
-	c.v = src
-	return nil
-}
-
 // cells reads one row's driver values as the parts' own reads would
 // convert them for their destinations, for the values they take as they
 // are; any other value makes bad true (and the record is read by parts).
 type cells struct {
-	row [recordWidth]cell
+	row [recordWidth]driver.Value
 	bad bool
 }
 
-// dests returns the Scan destinations of c's row, one per column.
-func (c *cells) dests() (d [recordWidth]any) {
-	for i := range d {
-		d[i] = &c.row[i]
-	}
-	return d
-}
-
 func (c *cells) str(i int) string {
-	s, ok := c.row[i].v.(string)
+	s, ok := c.row[i].(string)
 	c.bad = c.bad || !ok
 	return s
 }
 
 func (c *cells) i64(i int) int64 {
-	n, ok := c.row[i].v.(int64)
+	n, ok := c.row[i].(int64)
 	c.bad = c.bad || !ok
 	return n
 }
@@ -126,7 +110,7 @@ func (c *cells) i64(i int) int64 {
 // kind reads an event's kind as the events arm selects it: an index in
 // eventKinds, or the kind's own text.
 func (c *cells) kind(i int) string {
-	switch v := c.row[i].v.(type) {
+	switch v := c.row[i].(type) {
 	case int64:
 		if v >= 1 && v < int64(len(eventKinds)) {
 			return eventKinds[v]
@@ -140,7 +124,7 @@ func (c *cells) kind(i int) string {
 
 func (c *cells) blob(i int) []byte {
 	var b []byte
-	c.bad = c.bad || blob{&b}.Scan(c.row[i].v) != nil
+	c.bad = c.bad || blob{&b}.Scan(c.row[i]) != nil
 	return b
 }
 
@@ -212,7 +196,7 @@ func (r *runRows) add(arm int64, c *cells) {
 		r.events = append(r.events, store.Event{})
 		e := &r.events[len(r.events)-1]
 		e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
-		r.h[0], r.h[1], r.h[2] = c.row[4].v, c.row[5].v, c.row[6].v
+		r.h[0], r.h[1], r.h[2] = c.row[4], c.row[5], c.row[6]
 		c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h) != nil
 		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
 	case armCheckpoint:
@@ -273,30 +257,29 @@ func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, boo
 // readRunRecord is the one-statement read; ok is false where
 // ReadRunRecord reads by parts instead.
 func (s *Store) readRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, bool) {
+	return s.readRunRecordBy(ctx, runID, all, s.queryRecords)
+}
+
+// rowQuery runs a record statement and hands each row to row (queryRecords).
+type rowQuery func(ctx context.Context, query string, args []driver.NamedValue, c *cells, row rowFunc) bool
+
+// readRunRecordBy is readRunRecord with its statement run by q.
+func (s *Store) readRunRecordBy(ctx context.Context, runID string, all bool, q rowQuery) (store.RunRecord, bool) {
 	query := recordCoreQuery
 	if all {
 		query = recordAllQuery
 	}
-	rows, err := s.read(ctx, query, runID)
-	if err != nil {
-		return store.RunRecord{}, false
-	}
-	defer rows.Close()
 	var (
 		r runRows
 		c cells
 	)
-	dest := c.dests()
-	for rows.Next() {
-		if err := rows.Scan(dest[:]...); err != nil {
-			return store.RunRecord{}, false
-		}
+	args := [1]driver.NamedValue{{Ordinal: 1, Value: runID}}
+	ok := q(ctx, query, args[:], &c, func(c *cells) bool {
 		c.bad = false
-		if r.add(c.i64(0), &c); r.bad {
-			return store.RunRecord{}, false
-		}
-	}
-	if rows.Err() != nil {
+		r.add(c.i64(0), c)
+		return !r.bad
+	})
+	if !ok {
 		return store.RunRecord{}, false
 	}
 	return r.record(s, runID, all)
@@ -366,6 +349,11 @@ func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) (
 // recs; ok[i] is false where ReadRunRecord would read run ids[i] by parts
 // (and for every run when the statement itself fails).
 func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs []store.RunRecord) []bool {
+	return s.readRunRecordsBy(ctx, ids, all, recs, s.queryRecords)
+}
+
+// readRunRecordsBy is readRunRecords with its statement run by q.
+func (s *Store) readRunRecordsBy(ctx context.Context, ids []string, all bool, recs []store.RunRecord, q rowQuery) []bool {
 	ok := make([]bool, len(ids))
 	if len(ids) > RecordBatch {
 		return ok // more than one statement holds: each run read alone
@@ -374,33 +362,29 @@ func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs
 	if all {
 		query = recordBatchAllQuery
 	}
-	var args [RecordBatch]any
+	// Positions beyond the ids given are NULL (a nil value).
+	var args [RecordBatch]driver.NamedValue
+	for i := range args {
+		args[i].Ordinal = i + 1
+	}
 	for i, id := range ids {
-		args[i] = id
+		args[i].Value = id
 	}
-	rows, err := s.read(ctx, query, args[:]...)
-	if err != nil {
-		return ok
-	}
-	defer rows.Close()
 	var (
 		runs [RecordBatch]runRows
 		c    cells
 	)
-	dest := c.dests()
-	for rows.Next() {
-		if err := rows.Scan(dest[:]...); err != nil {
-			return ok
-		}
+	read := q(ctx, query, args[:], &c, func(c *cells) bool {
 		c.bad = false
 		tag := c.i64(0)
 		k := tag >> 3
 		if c.bad || tag < 0 || k >= int64(len(ids)) {
-			return ok // no row the statement makes
+			return false // no row the statement makes
 		}
-		runs[k].add(tag&7, &c)
-	}
-	if rows.Err() != nil {
+		runs[k].add(tag&7, c)
+		return true
+	})
+	if !read {
 		return ok
 	}
 	for i, id := range ids {

@@ -46,8 +46,9 @@ type Store struct {
 	rdb    *sql.DB // reads outside transactions; db itself when read-only
 	clock  func() time.Time
 	ro     bool
-	w      writer     // the writing connection (writer.go)
-	rstmts statements // prepared on rdb
+	w      writer      // the writing connection (writer.go)
+	rstmts statements  // prepared on rdb
+	rrecs  recordConns // reading connections held for the runs' records (readrun_raw.go)
 	sealer store.Sealer
 	group  group // concurrent writes, batched into shared transactions
 

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -84,8 +86,9 @@ func damaged(t fataler, image []byte, path, tb, col, run string, v any) *sqlite.
 }
 
 // sameAsSQL fails unless the driver's reads of the runs list return what
-// the same statements return through database/sql; it returns how many of
-// them, not absent, were read by parts.
+// the same statements return through database/sql, and ReadRunRecords
+// what the parts' own reads return, errors included; it returns how many
+// of them, not absent, were read by parts.
 func sameAsSQL(t fataler, st *sqlite.Store, list []string) (byParts int) {
 	ctx := context.Background()
 	for _, all := range []bool{true, false} {
@@ -104,6 +107,13 @@ func sameAsSQL(t fataler, st *sqlite.Store, list []string) (byParts int) {
 			want, wok := st.ReadRunRecordInOneSQL(ctx, id, all)
 			if gok != wok || !reflect.DeepEqual(got, want) {
 				t.Fatalf("run %s (all %v): read %v, through database/sql %v\n got %+v\nwant %+v", id, all, gok, wok, got, want)
+			}
+		}
+		recs, errs := st.ReadRunRecords(ctx, list, all)
+		for i, id := range list {
+			want, werr := store.ReadRunRecordByParts(ctx, st, id, all)
+			if fmt.Sprint(errs[i]) != fmt.Sprint(werr) || store.CodeOf(errs[i]) != store.CodeOf(werr) || !reflect.DeepEqual(recs[i], want) {
+				t.Fatalf("run %s (all %v): read %+v, %v; by parts %+v, %v", id, all, recs[i], errs[i], want, werr)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
@@ -309,12 +310,11 @@ func (s *Store) readRunRecordBy(ctx context.Context, runID string, all bool, q r
 	if all {
 		query = recordAllQuery
 	}
-	var (
-		r runRows
-		c cells
-	)
+	b := takeBatchRead()
+	defer b.give()
+	r := &b.runs[0]
 	args := [1]driver.NamedValue{{Ordinal: 1, Value: runID}}
-	ok := q(ctx, query, args[:], &c, func(c *cells) bool {
+	ok := q(ctx, query, args[:], &b.c, func(c *cells) bool {
 		c.bad = false
 		r.add(c.i64(0), c)
 		return !r.bad
@@ -323,6 +323,25 @@ func (s *Store) readRunRecordBy(ctx context.Context, runID string, all bool, q r
 		return store.RunRecord{}, false
 	}
 	return r.record(s, runID, all)
+}
+
+// batchRead is a statement's state: its runs' rows and the row read. The
+// function that reads the rows holds it, so it lives on the heap; one is
+// reused from statement to statement.
+type batchRead struct {
+	runs [RecordBatch]runRows
+	c    cells
+}
+
+var batchReads = sync.Pool{New: func() any { return new(batchRead) }}
+
+func takeBatchRead() *batchRead { return batchReads.Get().(*batchRead) }
+
+// give forgets b's rows (its records belong to the caller) and puts it
+// back.
+func (b *batchRead) give() {
+	*b = batchRead{}
+	batchReads.Put(b)
 }
 
 // RecordBatch is how many runs ReadRunRecords reads by one statement.
@@ -410,11 +429,10 @@ func (s *Store) readRunRecordsBy(ctx context.Context, ids []string, all bool, re
 	for i, id := range ids {
 		args[i].Value = id
 	}
-	var (
-		runs [RecordBatch]runRows
-		c    cells
-	)
-	read := q(ctx, query, args[:], &c, func(c *cells) bool {
+	b := takeBatchRead()
+	defer b.give()
+	runs := &b.runs
+	read := q(ctx, query, args[:], &b.c, func(c *cells) bool {
 		c.bad = false
 		tag := c.i64(0)
 		k := tag >> 3

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
 )
 
@@ -45,21 +44,8 @@ const recordRunArm = `SELECT 0, ` + runColumns + ` FROM runs WHERE run_id = ?1`
 // without making a string of it), and any other kind as its text.
 var eventKinds = [...]string{1: "control", 2: "accepted", 3: "control.rejected"}
 
-// An event's three hashes, each stored as its 32-byte sum (hashcol.go),
-// are selected as one BLOB of the three sums (eventHashesPlain, column 9):
-// one value of the driver's, copied and boxed once, instead of three.
-// Where any of them is not such a sum (a hash stored as text, a damaged
-// value), that column is NULL and the three are selected as they are
-// (eventHashColumns, columns 4 to 6); otherwise those are NULL.
-const (
-	hashesPlain = `typeof(digest) = 'blob' AND length(digest) = 32 AND typeof(prev_hash) = 'blob' AND length(prev_hash) = 32 AND typeof(chain_hash) = 'blob' AND length(chain_hash) = 32`
-
-	eventHashColumns = `CASE WHEN ` + hashesPlain + ` THEN NULL ELSE digest END, CASE WHEN ` + hashesPlain + ` THEN NULL ELSE prev_hash END, CASE WHEN ` + hashesPlain + ` THEN NULL ELSE chain_hash END`
-	eventHashesPlain = `CASE WHEN ` + hashesPlain + ` THEN CAST(digest || prev_hash || chain_hash AS BLOB) END`
-)
-
 const recordCoreArms = `
-SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, ` + eventHashColumns + `, generation, recorded_at, ` + eventHashesPlain + `, NULL, NULL, NULL, NULL, NULL
+SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
 FROM events WHERE run_id = ?1
 UNION ALL
 SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -143,28 +129,6 @@ func (c *cells) blob(i int) []byte {
 	return b
 }
 
-// sumsHashes sets dst to the hashes of the three 32-byte sums in v, one
-// after the other, as unpackHashes sets them from the three sums (texts
-// of one string); false where v is not 96 bytes.
-func sumsHashes(dst [3]*string, v driver.Value) bool {
-	sums, ok := v.([]byte)
-	if !ok || len(sums) != 3*32 {
-		return false
-	}
-	const n = len(hashPrefix) + 64
-	var b [3 * n]byte
-	for i := range 3 {
-		h := b[i*n : (i+1)*n]
-		copy(h, hashPrefix)
-		cjson.HexSum((*[64]byte)(h[len(hashPrefix):]), (*[32]byte)(sums[i*32:]))
-	}
-	all := string(b[:])
-	for i := range 3 {
-		*dst[i] = all[i*n : (i+1)*n]
-	}
-	return true
-}
-
 // keyed is a row of a part with the key its own read orders it by.
 type keyed[T any] struct {
 	v    T
@@ -233,12 +197,8 @@ func (r *runRows) add(arm int64, c *cells) {
 		r.events = append(r.events, store.Event{})
 		e := &r.events[len(r.events)-1]
 		e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
-		if c.row[9] != nil {
-			c.bad = c.bad || !sumsHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, c.row[9])
-		} else {
-			r.h[0], r.h[1], r.h[2] = c.row[4], c.row[5], c.row[6]
-			c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h) != nil
-		}
+		r.h[0], r.h[1], r.h[2] = c.row[4], c.row[5], c.row[6]
+		c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h) != nil
 		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
 	case armCheckpoint:
 		cp := &r.rec.Checkpoint
@@ -358,7 +318,7 @@ const (
 	recordBatchRunArm = `SELECT b.k*8, ` + runColumns + ` FROM b JOIN runs ON runs.run_id = b.rid`
 
 	recordBatchCoreArms = `
-SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, ` + eventHashColumns + `, generation, recorded_at, ` + eventHashesPlain + `, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN events ON events.run_id = b.rid
 UNION ALL
 SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL

@@ -627,14 +627,14 @@ func closedWithResult(tick store.Tick) map[string]store.Receipt {
 var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
 	// commitAhead).
-	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, lease_expires_at, quarantine, outcome, head_seq, head_hash
+	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
 	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-n AS MATERIALIZED (SELECT r.*, `+nowParam(9)+` AS now FROM r),
-c AS MATERIALIZED (SELECT n.*, set_config('`+tickAt+`', n.now::text, true),
+n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5),
+c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
 	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND c.lease_owner = $2 AND c.lease_generation = $3 AND c.lease_expires_at > c.now
-	AND c.quarantine = '' AND c.outcome = '' AND c.head_seq = $4 AND c.head_hash = $5`, "fence")
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`, "fence")
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).

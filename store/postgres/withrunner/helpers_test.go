@@ -82,3 +82,15 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// execInSchema runs sql, statements separated by semicolons, on a
+// connection of its own with schema as its search path: how the migration
+// tests put a schema back as an older build left it.
+func execInSchema(t testing.TB, schema, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	must(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+sql)
+	must(t, err)
+}

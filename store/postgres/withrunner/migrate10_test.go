@@ -55,11 +55,7 @@ DELETE FROM schema_migrations WHERE version > 9;`
 func toVersion9(t *testing.T, schema string) {
 	t.Helper()
 	toVersion10(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version9Checks)
-	must(t, err)
+	execInSchema(t, schema, version9Checks)
 }
 
 // checks lists schema's CHECK constraints, table ones as table.name and

@@ -27,11 +27,7 @@ DELETE FROM schema_migrations WHERE version > 10;`
 func toVersion10(t *testing.T, schema string) {
 	t.Helper()
 	toVersion11(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version10RunKey)
-	must(t, err)
+	execInSchema(t, schema, version10RunKey)
 }
 
 // runKeys lists what guards the events' and runs' keys in st's schema: the

@@ -49,11 +49,7 @@ DELETE FROM schema_migrations WHERE version > 11;`
 func toVersion11(t *testing.T, schema string) {
 	t.Helper()
 	toVersion12(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version11Checks)
-	must(t, err)
+	execInSchema(t, schema, version11Checks)
 }
 
 // Real runs written by a version-11 build read back exactly as before after

@@ -30,11 +30,7 @@ DELETE FROM schema_migrations WHERE version > 12;`
 func toVersion12(t *testing.T, schema string) {
 	t.Helper()
 	toVersion13(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version12Keys)
-	must(t, err)
+	execInSchema(t, schema, version12Keys)
 }
 
 // intentKeys lists the foreign keys of the outbox and the receipts, and the

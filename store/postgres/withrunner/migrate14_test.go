@@ -23,11 +23,7 @@ DELETE FROM schema_migrations WHERE version > 13;`
 func toVersion13(t *testing.T, schema string) {
 	t.Helper()
 	toVersion14(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version13Storage)
-	must(t, err)
+	execInSchema(t, schema, version13Storage)
 }
 
 // storageOptions lists the storage parameters of the checkpoints and trace

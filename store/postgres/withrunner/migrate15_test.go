@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"flrh.dev/flrh/store/postgres"
 )
 
@@ -42,11 +40,7 @@ DELETE FROM schema_migrations WHERE version > 14;`
 // forgets migration 15: what a version-14 build leaves.
 func toVersion14(t *testing.T, schema string) {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;`+version14Events)
-	must(t, err)
+	execInSchema(t, schema, version14Events)
 }
 
 // eventsCheck is the source of the events trigger's function in st's

@@ -3,8 +3,6 @@ package withrunner
 import (
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"flrh.dev/flrh/store/postgres"
 )
 
@@ -15,16 +13,11 @@ import (
 func toVersion8(t *testing.T, schema string) {
 	t.Helper()
 	toVersion9(t, schema)
-	conn, err := pgx.Connect(ctx, dsn(t))
-	must(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()+`;
-ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN build_digest SET STORAGE EXTENDED,
+	execInSchema(t, schema, `ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN build_digest SET STORAGE EXTENDED,
 	ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN digest SET STORAGE EXTENDED;
 ALTER TABLE trace ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN kinds SET STORAGE EXTENDED,
 	ALTER COLUMN bodies SET STORAGE EXTENDED;
 DELETE FROM schema_migrations WHERE version > 8;`)
-	must(t, err)
 }
 
 // toastRows counts the TOAST chunks of schema's checkpoints and trace.

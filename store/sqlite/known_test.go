@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,25 +27,14 @@ import (
 // same.
 func TestKnownRunMatchesReadRow(t *testing.T) {
 	dir := t.TempDir()
-	type side struct {
-		s    *Store
-		tick int64
-	}
-	open := func(name string, noKnown bool) *side {
-		p := &side{}
-		s, err := Open(context.Background(), filepath.Join(dir, name+".db"),
-			Options{Clock: func() time.Time { p.tick++; return time.Unix(1700000000, p.tick*int64(time.Millisecond)) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.lingerFor = time.Hour // only the next write, a read or Close commits
+	open := func(name string, noKnown bool) *Store {
+		s := openLingering(t, filepath.Join(dir, name+".db"))
 		s.testNoKnown = noKnown
-		p.s = s
-		return p
+		return s
 	}
 	read, known := open("read", true), open("known", false)
-	defer read.s.Close()
-	defer known.s.Close()
+	defer read.Close()
+	defer known.Close()
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
@@ -145,16 +132,9 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 			}
 			return out, dumpTables(rt, s)
 		}
-		wantOut, want := play(read.s)
-		gotOut, got := play(known.s)
-		if !slices.Equal(gotOut, wantOut) {
-			rt.Fatalf("outcomes with the row known:\n%s\nread:\n%s", strings.Join(gotOut, "\n"), strings.Join(wantOut, "\n"))
-		}
-		for _, tb := range slices.Sorted(maps.Keys(want)) {
-			if !slices.Equal(got[tb], want[tb]) {
-				rt.Fatalf("table %s with the row known:\n%s\nread:\n%s", tb, strings.Join(got[tb], "\n"), strings.Join(want[tb], "\n"))
-			}
-		}
+		wantOut, want := play(read)
+		gotOut, got := play(known)
+		sameOutcomesAndTables(rt, "with the row known", "read", gotOut, wantOut, got, want)
 	})
 }
 

@@ -28,25 +28,14 @@ import (
 // outcome and, at the end, every row of every table must be the same.
 func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 	dir := t.TempDir()
-	type pair struct {
-		s    *Store
-		tick int64 // the store's clock: a millisecond more at each reading
-	}
-	open := func(savepoints bool) *pair {
-		p := &pair{}
-		s, err := Open(context.Background(), filepath.Join(dir, fmt.Sprintf("%v.db", savepoints)),
-			Options{Clock: func() time.Time { p.tick++; return time.Unix(1700000000, p.tick*int64(time.Millisecond)) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.lingerFor = time.Hour // only the next write, a read or Close commits
+	open := func(savepoints bool) *Store {
+		s := openLingering(t, filepath.Join(dir, fmt.Sprintf("%v.db", savepoints)))
 		s.testSavepoints = savepoints
-		p.s = s
-		return p
+		return s
 	}
 	withSP, without := open(true), open(false)
-	defer withSP.s.Close()
-	defer without.s.Close()
+	defer withSP.Close()
+	defer without.Close()
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
@@ -130,17 +119,40 @@ func TestJoinedWriteWithoutSavepointMatchesSavepoint(t *testing.T) {
 			}
 			return outcomes, dumpTables(rt, s)
 		}
-		wantOut, want := run(withSP.s)
-		gotOut, got := run(without.s)
-		if !slices.Equal(gotOut, wantOut) {
-			rt.Fatalf("outcomes without a savepoint:\n%s\nwith one:\n%s", strings.Join(gotOut, "\n"), strings.Join(wantOut, "\n"))
-		}
-		for _, tb := range slices.Sorted(maps.Keys(want)) {
-			if !slices.Equal(got[tb], want[tb]) {
-				rt.Fatalf("table %s without a savepoint:\n%s\nwith one:\n%s", tb, strings.Join(got[tb], "\n"), strings.Join(want[tb], "\n"))
-			}
-		}
+		wantOut, want := run(withSP)
+		gotOut, got := run(without)
+		sameOutcomesAndTables(rt, "without a savepoint", "with one", gotOut, wantOut, got, want)
 	})
+}
+
+// openLingering opens a store at path whose clock reads a millisecond
+// later at each reading (so that two stores given the same calls record
+// the same times) and whose lagging batches stay open until the next
+// write, a read or Close commits them.
+func openLingering(t *testing.T, path string) *Store {
+	t.Helper()
+	var tick int64
+	s, err := Open(context.Background(), path,
+		Options{Clock: func() time.Time { tick++; return time.Unix(1700000000, tick*int64(time.Millisecond)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lingerFor = time.Hour
+	return s
+}
+
+// sameOutcomesAndTables fails rt unless two stores given the same calls
+// answered them alike (got, want) and left every table's rows alike.
+func sameOutcomesAndTables(rt *rapid.T, gotIs, wantIs string, gotOut, wantOut []string, got, want map[string][]string) {
+	rt.Helper()
+	if !slices.Equal(gotOut, wantOut) {
+		rt.Fatalf("outcomes %s:\n%s\n%s:\n%s", gotIs, strings.Join(gotOut, "\n"), wantIs, strings.Join(wantOut, "\n"))
+	}
+	for _, tb := range slices.Sorted(maps.Keys(want)) {
+		if !slices.Equal(got[tb], want[tb]) {
+			rt.Fatalf("table %s %s:\n%s\n%s:\n%s", tb, gotIs, strings.Join(got[tb], "\n"), wantIs, strings.Join(want[tb], "\n"))
+		}
+	}
 }
 
 // dumpTables reads every row of every table of s, each table's rows

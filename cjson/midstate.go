@@ -88,13 +88,16 @@ type Resumer struct {
 	sum [sha256.Size]byte
 }
 
-var resumers = sync.Pool{New: func() any {
+// newResumer returns a Resumer with a fresh hash.
+func newResumer() Resumer {
 	h := sha256.New()
-	r := &Resumer{h: h}
+	r := Resumer{h: h}
 	r.u, _ = h.(encoding.BinaryUnmarshaler)
 	r.m, _ = h.(encoding.BinaryMarshaler)
 	return r
-}}
+}
+
+var resumers = sync.Pool{New: func() any { r := newResumer(); return &r }}
 
 // GetResumer returns a Resumer from a pool; PutResumer gives it back.
 func GetResumer() *Resumer { return resumers.Get().(*Resumer) }

@@ -50,14 +50,14 @@ func (st *prefixState) match(b []byte) int {
 	return k
 }
 
-// prefixScratch is a recycled hash state and preimage buffer.
+// prefixScratch is a recycled hash, the one midstates continue in, and a
+// preimage buffer.
 type prefixScratch struct {
-	h   hash.Hash
+	Resumer
 	buf []byte
-	sum [sha256.Size]byte
 }
 
-var prefixScratches = sync.Pool{New: func() any { return &prefixScratch{h: sha256.New()} }}
+var prefixScratches = sync.Pool{New: func() any { return &prefixScratch{Resumer: newResumer()} }}
 
 // resumable reports whether this build's SHA-256 saves and restores its
 // state; when it does not, a Prefix hashes every preimage from scratch.
@@ -132,7 +132,7 @@ func (c *Prefix) sum(s *prefixScratch, b []byte) [sha256.Size]byte {
 	if st != nil {
 		k = st.match(b)
 	}
-	if k > 0 && h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.saved[k-1]) == nil {
+	if k > 0 && s.u.UnmarshalBinary(st.saved[k-1]) == nil {
 		h.Write(b[64*k:])
 	} else {
 		h.Reset()

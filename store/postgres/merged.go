@@ -37,6 +37,14 @@ const tickAts = "flrh.tick_ats"
 // fails unless every run moved. $11 turns synchronous_commit off, $12 is
 // the number of ticks.
 //
+// As fenceAheadSQL, it names its runs by their key alone, in the lock and
+// in the UPDATE (run_id = ANY($1)), and checks the lease, state and head on
+// the locked rows, the UPDATE only the lease's expiry: a generic plan made
+// on a young database then has no other path than the primary key, where a
+// lock by "IN (SELECT run_id FROM x)" and an UPDATE whose conditions imply
+// runs_live's predicate were planned as a scan of every run and a walk of
+// every live run, at every group.
+//
 // It also turns sequential scans, hash and merge joins off for the rest
 // of the transaction: the merged statement after it is planned once per
 // connection (a generic plan, see Open) and then kept, and planned on
@@ -46,14 +54,15 @@ const tickAts = "flrh.tick_ats"
 // against 2.74 million planned as index lookups).
 var mergedFenceSQL = `WITH x AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
 	WITH ORDINALITY AS x(run_id, owner, gen, head, hash, new_head, new_hash, state, outcome, k)),
-r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id IN (SELECT run_id FROM x) FOR NO KEY UPDATE NOWAIT),
-n AS MATERIALIZED (SELECT x.*, COALESCE(($10::bigint[])[x.k], ` + nowNanos + `) AS now FROM x WHERE x.run_id IN (SELECT run_id FROM r)),
+r AS MATERIALIZED (SELECT l.* FROM unnest($1::text[]) AS k(run_id), LATERAL (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
+	FROM runs WHERE runs.run_id = k.run_id FOR NO KEY UPDATE NOWAIT) AS l),
+n AS MATERIALIZED (SELECT x.*, COALESCE(($10::bigint[])[x.k], ` + nowNanos + `) AS now FROM x, r WHERE r.run_id = x.run_id
+	AND r.lease_owner = x.owner AND r.lease_generation = x.gen AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = x.head AND r.head_hash = x.hash),
 c AS MATERIALIZED (SELECT set_config('` + tickAts + `', (SELECT array_agg(now ORDER BY k) FROM n)::text, true),
 	set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
 	CASE WHEN $11 THEN ` + lazyExpr + ` END),
 w AS (UPDATE runs SET head_seq = n.new_head, head_hash = n.new_hash, state = CASE WHEN n.state = '' THEN runs.state ELSE n.state END, outcome = n.outcome, updated_at = n.now
-	FROM n, c WHERE runs.run_id = n.run_id AND runs.lease_owner = n.owner AND runs.lease_generation = n.gen AND runs.lease_expires_at > n.now
-	AND runs.quarantine = '' AND runs.outcome = '' AND runs.head_seq = n.head AND runs.head_hash = n.hash RETURNING 1)
+	FROM n, c WHERE runs.run_id = ANY($1::text[]) AND runs.run_id = n.run_id AND runs.lease_expires_at > n.now RETURNING 1)
 SELECT flrh_expect_one(CASE WHEN (SELECT count(*) FROM w) = $12 THEN 1 ELSE 0 END, 'fence')`
 
 // mergedTick reports whether tick, on the one-round-trip path, is sent as

@@ -49,6 +49,28 @@ func TestGenericPlans(t *testing.T) {
 // through the primary key and never walks the live runs (runs_live) or
 // scans the table, whose cost would grow with the runs.
 func TestFenceUpdatesItsRunByKey(t *testing.T) {
+	plan := genericPlan(t, fenceAheadSQL)
+	if strings.Contains(plan, "runs_live") || strings.Contains(plan, "Seq Scan on runs") || !strings.Contains(plan, "Update on runs") {
+		t.Fatalf("the fence's plan reads more than its run:\n%s", plan)
+	}
+}
+
+// The merged group's fence locks and updates its runs by their key too:
+// its generic plan, made on a young database's small tables, reads the
+// runs' rows through the primary key alone, never scanning the table (the
+// lock's semi-join did) nor walking the live runs (its UPDATE did).
+func TestMergedFenceUpdatesItsRunsByKey(t *testing.T) {
+	plan := genericPlan(t, mergedFenceSQL)
+	if strings.Contains(plan, "runs_live") || strings.Contains(plan, "Seq Scan on runs") ||
+		strings.Count(plan, "Index Scan using runs_pkey on runs") != 2 || !strings.Contains(plan, "Update on runs") {
+		t.Fatalf("the merged fence's plan reads more than its runs:\n%s", plan)
+	}
+}
+
+// genericPlan is sql's generic plan as the store's sessions make it, on a
+// young database of three runs.
+func genericPlan(t *testing.T, sql string) string {
+	t.Helper()
 	ctx := context.Background()
 	s := openTest(t, Options{})
 	for _, r := range []string{"a", "b", "c"} {
@@ -57,17 +79,14 @@ func TestFenceUpdatesItsRunByKey(t *testing.T) {
 	conn, err := s.pool.Acquire(ctx)
 	must(t, err)
 	defer conn.Release()
-	sd, err := conn.Conn().Prepare(ctx, "fence_plan", fenceAheadSQL)
+	sd, err := conn.Conn().Prepare(ctx, "plan", sql)
 	must(t, err)
 	args := strings.TrimSuffix(strings.Repeat("NULL, ", len(sd.ParamOIDs)), ", ")
-	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE fence_plan(`+args+`)`)
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE plan(`+args+`)`)
 	must(t, err)
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	must(t, err)
-	plan := strings.Join(lines, "\n")
-	if strings.Contains(plan, "runs_live") || strings.Contains(plan, "Seq Scan on runs") || !strings.Contains(plan, "Update on runs") {
-		t.Fatalf("the fence's plan reads more than its run:\n%s", plan)
-	}
+	return strings.Join(lines, "\n")
 }
 
 // The one-round-trip fence refuses a tick whenever the run's row fails any
@@ -104,6 +123,52 @@ func TestFenceRefusesEveryStaleCondition(t *testing.T) {
 		}
 		if got := state(t, s, run); got != before {
 			t.Fatalf("%s: the refused tick changed the run: %s, was %s", change, got, before)
+		}
+	}
+}
+
+// The merged group's fence refuses the whole group whenever one run's row
+// fails any of its conditions — another lease generation or owner, an
+// expired lease, a quarantined or ended run, another head or head hash —
+// and moves every run on when none does.
+func TestMergedFenceRefusesEveryStaleCondition(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{})
+	tick := store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{}`)}}
+	for i, change := range []string{
+		"", "lease_generation = lease_generation + 1", "lease_owner = 'other'", "lease_expires_at = 1",
+		"quarantine = 'q'", "outcome = 'done'", "head_seq = head_seq + 1", "head_hash = 'sha256:other'",
+	} {
+		var runs, owners, hashes, newHashes, states, outcomes []string
+		var gens, heads, newHeads []int64
+		for _, suffix := range []string{"a", "b", "c"} {
+			run := fmt.Sprintf("m%d%s", i, suffix)
+			l := setupRun(t, s, run)
+			must(t, s.Commit(ctx, l, tick))
+			var head int64
+			var hash string
+			must(t, s.pool.QueryRow(ctx, `SELECT head_seq, head_hash FROM runs WHERE run_id = $1`, run).Scan(&head, &hash))
+			runs, owners, gens, heads, hashes = append(runs, run), append(owners, l.Owner), append(gens, l.Generation), append(heads, head), append(hashes, hash)
+			newHeads, newHashes, states, outcomes = append(newHeads, head+1), append(newHashes, "sha256:next"), append(states, "NEXT"), append(outcomes, "")
+		}
+		if change != "" {
+			_, err := s.pool.Exec(ctx, `UPDATE runs SET `+change+` WHERE run_id = $1`, runs[1])
+			must(t, err)
+		}
+		tx, err := s.pool.Begin(ctx)
+		must(t, err)
+		_, err = tx.Exec(ctx, mergedFenceSQL, runs, owners, gens, heads, hashes, newHeads, newHashes, states, outcomes,
+			[]*int64{nil, nil, nil}, false, int64(len(runs)))
+		var moved int64
+		if err == nil {
+			err = tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE run_id = ANY($1) AND head_hash = 'sha256:next' AND state = 'NEXT'`, runs).Scan(&moved)
+		}
+		must(t, tx.Rollback(ctx))
+		switch {
+		case change == "" && (err != nil || moved != 3):
+			t.Fatalf("the fence moved %d runs of 3 (%v)", moved, err)
+		case change != "" && err == nil:
+			t.Fatalf("%s: the merged fence let the group through", change)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 )
 
@@ -1014,10 +1015,11 @@ func factStringsInto(a *strArena, out []string, fs []logic.Fact) []string {
 	sb := &a.sb
 	start := sb.Len()
 	var factArr [256]byte
+	var seen string // a symbol of these facts found plain
 	for _, f := range fs {
 		// Each fact is rendered on the stack and copied into the
 		// builder, whose strings are handed over without a further copy.
-		sb.Write(f.AppendText(factArr[:0]))
+		sb.Write(appendFactText(factArr[:0], f, &seen))
 		ends = append(ends, sb.Len())
 	}
 	all := sb.String()
@@ -1025,6 +1027,43 @@ func factStringsInto(a *strArena, out []string, fs []logic.Fact) []string {
 		out[k], start = all[start:end], end
 	}
 	return out
+}
+
+// appendFactText appends f's text, exactly as logic.Fact.AppendText
+// writes it. A symbol that cjson.Plain accepts (printable ASCII without
+// '"' or '\\') is one logic's quoting copies unchanged, so it is copied
+// between quotes after a word-at-a-time test instead of logic's byte by
+// byte scan; a symbol equal to *seen, which an earlier fact's test found
+// plain (the ticket's id, an argument of every ticket fact), is copied
+// without a test. A fact with a symbol that is not plain is rendered by
+// AppendText. TestFactStringsMatchLogic holds it to logic.Fact.String.
+func appendFactText(b []byte, f logic.Fact, seen *string) []byte {
+	start := len(b)
+	if f.Neg {
+		b = append(b, '-')
+	}
+	b = append(b, f.Rel...)
+	b = append(b, '(')
+	for i, a := range f.Args {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if !a.IsSym() {
+			b = strconv.AppendInt(b, a.Int(), 10)
+			continue
+		}
+		s := a.Str()
+		if s != *seen {
+			if !cjson.Plain(s) {
+				return f.AppendText(b[:start])
+			}
+			*seen = s
+		}
+		b = append(b, '"')
+		b = append(b, s...)
+		b = append(b, '"')
+	}
+	return append(b, ')')
 }
 
 // factChunk is the size of a run's buffer for its firings' fact strings.

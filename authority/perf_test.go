@@ -50,6 +50,32 @@ func TestFactStringsMatchLogic(t *testing.T) {
 	})
 }
 
+// TestFactStringsSharedSymbolsMatchLogic is TestFactStringsMatchLogic
+// with the facts' symbols drawn from a few, as a ticket's facts all
+// carry its id: a symbol met again is written without a second test only
+// when the first found it plain.
+func TestFactStringsSharedSymbolsMatchLogic(t *testing.T) {
+	sym := rapid.OneOf(rapid.StringMatching(`[ -~]{0,80}`), rapid.StringOf(rapid.SampledFrom([]rune{'a', '"', '\\', '\n', 'é', 0})), rapid.String())
+	rapid.Check(t, func(t *rapid.T) {
+		pool := rapid.SliceOfN(sym, 1, 3).Draw(t, "pool")
+		value := rapid.Custom(func(t *rapid.T) logic.Value {
+			if rapid.IntRange(0, 4).Draw(t, "kind") == 0 {
+				return logic.Num(rapid.Int64().Draw(t, "n"))
+			}
+			return logic.Sym(rapid.SampledFrom(pool).Draw(t, "s"))
+		})
+		fs := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) logic.Fact {
+			return logic.Fact{Rel: rapid.StringMatching(`[a-z_]{1,8}`).Draw(t, "rel"), Neg: rapid.Bool().Draw(t, "neg"), Args: rapid.SliceOfN(value, 0, 4).Draw(t, "args")}
+		}), 1, 12).Draw(t, "facts")
+		got := factStrings(fs)
+		for k, f := range fs {
+			if got[k] != f.String() {
+				t.Fatalf("fact %d: %q, want %q", k, got[k], f.String())
+			}
+		}
+	})
+}
+
 // TestPublishedBatchSizeBoundsPreimage checks that the published batch's
 // buffer estimate covers the preimage of the reference batches, so the
 // digest never grows its buffer for plain input.

@@ -301,8 +301,8 @@ func Authorize(in Input) (Decisions, error) {
 	} else if n > 1 {
 		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
 	}
-	for i, p := range in.Batch.Proposals {
-		o := decideOne(&in, i, p, &m, seq, &arena, recs)
+	for i := range in.Batch.Proposals {
+		o := decideOne(&in, i, &in.Batch.Proposals[i], &m, seq, &arena, recs)
 		if o.Intent != nil {
 			seq++
 		}
@@ -316,16 +316,16 @@ func Authorize(in Input) (Decisions, error) {
 		out.Outcomes = append(out.Outcomes, o)
 	}
 	out.Event = EventNoEffects
-	for _, o := range out.Outcomes {
-		if o.Kind != OutcomeRejected && o.Kind != OutcomeIntent {
+	for k := range out.Outcomes {
+		if o := &out.Outcomes[k]; o.Kind != OutcomeRejected && o.Kind != OutcomeIntent {
 			// Someone or something is still owed (an approval, a choice, a
 			// person after escalation, a test, a clarification): the run
 			// waits rather than moving on to completion.
 			out.Event = EventApprovalRequired
 		}
 	}
-	for _, o := range out.Outcomes {
-		if o.Kind == OutcomeIntent {
+	for k := range out.Outcomes {
+		if out.Outcomes[k].Kind == OutcomeIntent {
 			out.Event = EventEffectAuthorized
 		}
 	}
@@ -624,7 +624,7 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 }
 
 // decideOne decides one proposal and steps the machine for it.
-func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena, rec *decisionRecords) Outcome {
+func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena, rec *decisionRecords) Outcome {
 	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	// ptr is the proposal's pointer, built only for a rejection.
 	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
@@ -845,7 +845,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 			if pa.Request.ProposalID != p.ProposalID {
 				continue
 			}
-			want := expectedRequest(p, snap, t, spec, pa.Request)
+			want := expectedRequest(*p, snap, t, spec, pa.Request)
 			if pa.Request != want {
 				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVAL_REQUEST_DRIFT: the request no longer matches the action", pa.Approval.ApprovalDigest))
 				continue
@@ -900,8 +900,8 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return o
 		}
-		ctx := newContext(in, p, t, spec)
-		q := buildRequest(p, snap, ctx)
+		ctx := newContext(in, *p, t, spec)
+		q := buildRequest(*p, snap, ctx)
 		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
 		o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
 			"action_digest": ctx.ActionDigest, "risk_classification": risk,
@@ -928,7 +928,9 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	// different action, bound by the ticket's own action digest.
 	prop := p
 	if len(t.Constraints) > 0 {
-		prop.ActionDigest = t.ActionDigest
+		shaped := *p
+		shaped.ActionDigest = t.ActionDigest
+		prop = &shaped
 	}
 	var approvalDigest *string
 	event := EventEffectAuthorized
@@ -939,7 +941,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 	}
 	r := &rec.intent
 	r.snap = snap
-	r.intent = buildIntent(a, r.pre[:0:len(r.pre)], prop, in.Batch.Batch, snap, seq, approvalDigest)
+	r.intent = buildIntent(a, r.pre[:0:len(r.pre)], prop, &in.Batch.Batch, snap, seq, approvalDigest)
 	intent := &r.intent
 	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, intent, &r.snap
 	if grant == nil {
@@ -948,7 +950,7 @@ func decideOne(in *Input, i int, p protocol.EffectProposal, m *mrp.Machine, seq 
 		verdict := w.mustDigestIn(a)
 		// In authorizedPayloadNames' order; all but the policy and the
 		// published batch digests are this package's own.
-		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(a, prop, snap), inputDigest(a, in, i, seq),
+		vals := [...]string{snap.AuthorityDigest, capabilityEvidenceDigest(a, prop, &snap), inputDigest(a, in, i, seq),
 			intent.IntentID, in.Policy.Policy.Digest, verdict, in.Batch.PublishedBatchDigest}
 		const ours = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5
 		r.event = controlEventFrom(a, event, authorizedPayloadNames, vals[:], ours)

@@ -469,7 +469,7 @@ func (w *canonWriter) idempotencyPreimage(runID, transitionID string, sequence i
 // buildIntent builds the intent of a proposal. Its preconditions are
 // appended to pre (nil, or an empty slice with room for them); none are
 // nil, as always.
-func buildIntent(a *strArena, pre []string, p protocol.EffectProposal, b protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
+func buildIntent(a *strArena, pre []string, p *protocol.EffectProposal, b *protocol.StableProposalBatch, s AuthoritySnapshot, sequence int64, approvalDigest *string) protocol.EffectIntent {
 	transition := "authorize-low-risk"
 	if approvalDigest != nil {
 		transition = "consume-approval"
@@ -553,7 +553,7 @@ func policyVerdictDigest(profile string, verdict any, s AuthoritySnapshot) strin
 	})
 }
 
-func capabilityEvidenceDigest(a *strArena, p protocol.EffectProposal, s AuthoritySnapshot) string {
+func capabilityEvidenceDigest(a *strArena, p *protocol.EffectProposal, s *AuthoritySnapshot) string {
 	w := a.writer(640)
 	w.capabilityEvidencePreimage(p, s)
 	return w.mustDigestIn(a)
@@ -562,7 +562,7 @@ func capabilityEvidenceDigest(a *strArena, p protocol.EffectProposal, s Authorit
 // capabilityEvidencePreimage writes the capability evidence: the
 // capability, the authority, and the proposal's action, destination and
 // adapter.
-func (w *canonWriter) capabilityEvidencePreimage(p protocol.EffectProposal, s AuthoritySnapshot) {
+func (w *canonWriter) capabilityEvidencePreimage(p *protocol.EffectProposal, s *AuthoritySnapshot) {
 	w.lit(`{"action_digest":`)
 	w.val(p.ActionDigest)
 	w.lit(`,"adapter_version":`)

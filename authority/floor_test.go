@@ -62,7 +62,7 @@ func contractPreimages(t testing.TB) (perDecision, perBatch []forcedPreimage) {
 			w.intentIdentityPreimage(nil, snap.AuthorityDigest, b.BatchID, []byte("sha256:"+hex.EncodeToString(idemSum[:])), p.ProposalID)
 		}), "intent:", intent["intent_id"].(string)},
 		{"policy verdict", write(func(w *canonWriter) { w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[0], snap) }), "sha256:", payload["policy_verdict"]},
-		{"capability evidence", write(func(w *canonWriter) { w.capabilityEvidencePreimage(p, snap) }), "sha256:", payload["capability_digest"]},
+		{"capability evidence", write(func(w *canonWriter) { w.capabilityEvidencePreimage(&p, &snap) }), "sha256:", payload["capability_digest"]},
 		{"control event", evBytes, "event:", event["event_id"].(string)},
 	}
 	perBatch = []forcedPreimage{

@@ -254,10 +254,10 @@ func ProjectIntent(command any) (proj *Projection, rej *Rejection) {
 		if cmd["approval_context"] != nil {
 			return nil, reject("APPROVAL_FIELD_DRIFT", "/approval_context")
 		}
-		intent := buildIntent(nil, nil, pub.proposal, pub.batch, snap, sequence, nil)
+		intent := buildIntent(nil, nil, &pub.proposal, &pub.batch, snap, sequence, nil)
 		return project(trusted, EventEffectAuthorized, StateCommitIntent, &intent, nil, map[string]string{
 			"policy_verdict":         policyVerdictDigest(profile, pub.verdictRaw, snap),
-			"capability_digest":      capabilityEvidenceDigest(nil, pub.proposal, snap),
+			"capability_digest":      capabilityEvidenceDigest(nil, &pub.proposal, &snap),
 			"published_batch_digest": pubDigest,
 			"authority_digest":       snap.AuthorityDigest,
 			"intent_id":              intent.IntentID,
@@ -293,7 +293,7 @@ func ProjectIntent(command any) (proj *Projection, rej *Rejection) {
 	if r != nil {
 		return nil, r
 	}
-	intent := buildIntent(nil, nil, pub.proposal, pub.batch, snap, sequence, &grant.ApprovalDigest)
+	intent := buildIntent(nil, nil, &pub.proposal, &pub.batch, snap, sequence, &grant.ApprovalDigest)
 	return project(trusted, EventApprovalGranted, StateCommitIntent, &intent, nil, map[string]string{
 		"exact_hash_approval_digest": grant.ApprovalDigest,
 		"published_batch_digest":     pubDigest,

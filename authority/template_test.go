@@ -133,7 +133,7 @@ func TestTemplatesAreCjson(t *testing.T) {
 					"verdict_id": v.VerdictID}})
 
 		p := protocol.EffectProposal{ProposalID: pid, ActionDigest: ad, DestinationDigest: str("proposal_destination"), EffectType: str("proposal_effect_type")}
-		sameAsCjson(rt, "capability evidence", func(w *canonWriter) { w.capabilityEvidencePreimage(p, s) },
+		sameAsCjson(rt, "capability evidence", func(w *canonWriter) { w.capabilityEvidencePreimage(&p, &s) },
 			map[string]any{"action_digest": p.ActionDigest, "adapter_version": s.AdapterVersion, "authority_digest": s.AuthorityDigest,
 				"capability": s.Capability, "contract_version": ContractVersion, "destination_digest": p.DestinationDigest,
 				"effect_type": p.EffectType, "kind": "M4ACapabilityEvidencePreimage", "proposal_id": p.ProposalID})
@@ -271,7 +271,7 @@ func TestBuildIntentIsIdempotencyKey(t *testing.T) {
 			a := str("approval")
 			approval, transition = &a, "consume-approval"
 		}
-		got := buildIntent(nil, nil, p, b, s, seq, approval)
+		got := buildIntent(nil, nil, &p, &b, s, seq, approval)
 		key, idem := IdempotencyKey(p.CorrelationID, transition, seq, p.ActionDigest, s.AdapterVersion)
 		w := pooledWriter(512)
 		w.intentIdentityPreimage(approval, s.AuthorityDigest, b.BatchID, []byte(idem), p.ProposalID)

@@ -758,7 +758,11 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	if rec == nil {
 		rec = new(decisionRecords)
 	}
-	ev := in.Policy.Policy.evaluate(&rec.ev, t, joinFacts(base[:nb], more)...)
+	// The ticket's parameter names, sorted once for the gates, the action
+	// digest and the preview (on the stack for up to sixteen).
+	var keysArr [16]string
+	keys := appendSortedKeys(keysArr[:0], t.Parameters)
+	ev := in.Policy.Policy.evaluateKeyed(&rec.ev, t, keys, joinFacts(base[:nb], more)...)
 	risk := ev.AssessedRisk
 	declaredRank, _ := riskRank(manifest.DeclaredRisk)
 	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {
@@ -767,7 +771,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	if risk == "" {
 		risk = RiskHighRiskExternal // unassessed is treated as the most consequential
 	}
-	t = t.withRisk(risk, manifest.RequiredParameters).sealIn(a)
+	t = t.withRisk(risk, manifest.RequiredParameters).sealKeyed(a, keys)
 	o.Ticket, o.Evaluation = t, ev
 	// Resolve reads the signals and keeps its own sorted copy, so the
 	// gates' signals are handed over as they are unless more are added.

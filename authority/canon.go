@@ -487,6 +487,23 @@ func (w *canonWriter) strs(k string, vs []string) {
 // string, int64, bool, nil) with sorted keys; anything else is recorded as
 // an error. Set-like arrays are not special here: parameters are
 // application data and keep their order.
+// object writes the map m, keys its names in sorted order.
+func (w *canonWriter) object(m map[string]any, keys []string) {
+	w.b = append(w.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		if !isASCII(k) && w.err == nil {
+			w.err = &cjson.Error{Code: cjson.CodeNonASCIIKey, Detail: "object keys must be ASCII"}
+		}
+		w.strVal(k)
+		w.b = append(w.b, ':')
+		w.value(m[k])
+	}
+	w.b = append(w.b, '}')
+}
+
 func (w *canonWriter) value(v any) {
 	switch x := v.(type) {
 	case nil:
@@ -507,20 +524,7 @@ func (w *canonWriter) value(v any) {
 		}
 		w.b = append(w.b, ']')
 	case map[string]any:
-		keys := sortedKeys(x)
-		w.b = append(w.b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			if !isASCII(k) && w.err == nil {
-				w.err = &cjson.Error{Code: cjson.CodeNonASCIIKey, Detail: "object keys must be ASCII"}
-			}
-			w.strVal(k)
-			w.b = append(w.b, ':')
-			w.value(x[k])
-		}
-		w.b = append(w.b, '}')
+		w.object(x, sortedKeys(x))
 	default:
 		if w.err == nil {
 			w.err = &cjson.Error{Code: cjson.CodeUnsupportedType, Pointer: "", Detail: fmt.Sprintf("%T is not in the canonical value model", v)}

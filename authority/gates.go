@@ -349,6 +349,12 @@ type ticketFactBuf struct {
 // args for three arguments per fact, so it is not grown (were it grown,
 // the facts already made would keep the arguments they were given).
 func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra []logic.Fact) []logic.Fact {
+	return appendTicketFactsKeyed(facts, args, t, nil, extra)
+}
+
+// appendTicketFactsKeyed is appendTicketFacts with the parameters' sorted
+// names given (nil: sorted here).
+func appendTicketFactsKeyed(facts []logic.Fact, args []logic.Value, t Ticket, keys []string, extra []logic.Fact) []logic.Fact {
 	id := logic.Sym(t.TicketID)
 	f := func(rel string, vals ...logic.Value) logic.Fact {
 		start := len(args)
@@ -373,7 +379,10 @@ func appendTicketFacts(facts []logic.Fact, args []logic.Value, t Ticket, extra [
 		facts = append(facts, f("declared_risk", logic.Sym(t.DeclaredRisk)))
 	}
 	var keysArr [16]string
-	for _, k := range appendSortedKeys(keysArr[:0], t.Parameters) {
+	if keys == nil {
+		keys = appendSortedKeys(keysArr[:0], t.Parameters)
+	}
+	for _, k := range keys {
 		switch v := t.Parameters[k].(type) {
 		case int64:
 			facts = append(facts, f("param_num", logic.Sym(k), logic.Num(v)))
@@ -539,6 +548,12 @@ func (p *Policy) Evaluate(t Ticket, extra ...logic.Fact) Evaluation {
 
 // evaluate is Evaluate with its lists in rec (a new one when nil).
 func (p *Policy) evaluate(rec *evalRecords, t Ticket, extra ...logic.Fact) Evaluation {
+	return p.evaluateKeyed(rec, t, nil, extra...)
+}
+
+// evaluateKeyed is evaluate with the parameters' sorted names given (nil:
+// sorted here).
+func (p *Policy) evaluateKeyed(rec *evalRecords, t Ticket, keys []string, extra ...logic.Fact) Evaluation {
 	if rec == nil {
 		rec = new(evalRecords)
 	}
@@ -547,7 +562,7 @@ func (p *Policy) evaluate(rec *evalRecords, t Ticket, extra ...logic.Fact) Evalu
 	if na := 3*n + extraArgs(extra); cap(buf.args) < na {
 		buf.args = make([]logic.Value, 0, na)
 	}
-	facts := appendTicketFacts(buf.facts[:0], buf.args[:0], t, extra)
+	facts := appendTicketFactsKeyed(buf.facts[:0], buf.args[:0], t, keys, extra)
 	var d derived
 	var err error
 	if fe, ok := p.engine.(*flatEngine); ok {

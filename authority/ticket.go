@@ -363,9 +363,15 @@ func flatASCII(params map[string]any) bool {
 func (t Ticket) seal() Ticket { return t.sealIn(nil) }
 
 // sealIn is seal with the digests carved from a.
-func (t Ticket) sealIn(a *strArena) Ticket {
-	t.ActionDigest = t.computeActionDigest(a)
-	t.Preview = renderPreviewIn(a, t, t.ActionDigest)
+func (t Ticket) sealIn(a *strArena) Ticket { return t.sealKeyed(a, nil) }
+
+// sealKeyed is sealIn given keys, the sorted names of t.Parameters (nil:
+// sorted here), so that a decision sorts its ticket's parameter names
+// once for its gates, the action digest and the preview instead of once
+// for each.
+func (t Ticket) sealKeyed(a *strArena, keys []string) Ticket {
+	t.ActionDigest = t.computeActionDigestKeyed(a, keys)
+	t.Preview = renderPreviewKeyed(a, t, t.ActionDigest, keys)
 	w := a.writer(256 + len(t.Preview))
 	w.previewPreimage(t)
 	t.PreviewDigest = w.mustDigestIn(a)
@@ -389,9 +395,13 @@ func (w *canonWriter) previewPreimage(t Ticket) {
 
 // computeActionDigest binds exactly what would happen: action, destination,
 // scope and the canonical parameters.
-func (t Ticket) computeActionDigest(a *strArena) string {
+func (t Ticket) computeActionDigest(a *strArena) string { return t.computeActionDigestKeyed(a, nil) }
+
+// computeActionDigestKeyed is computeActionDigest with the parameters'
+// sorted names given (nil: sorted here).
+func (t Ticket) computeActionDigestKeyed(a *strArena, keys []string) string {
 	w := a.writer(512)
-	w.actionPreimage(t, nil)
+	w.actionPreimageKeyed(t, nil, keys)
 	if w.err != nil {
 		// Parameters outside the strict value model (say an int from a Go
 		// caller): let the reflective encoder canonicalize them.
@@ -409,7 +419,11 @@ func (t Ticket) computeActionDigest(a *strArena) string {
 // actionPreimage writes the action digest's preimage, with the
 // parameters' canonical bytes when given and written from the map
 // otherwise (a nil map is {} here, as in cjson).
-func (w *canonWriter) actionPreimage(t Ticket, params []byte) {
+func (w *canonWriter) actionPreimage(t Ticket, params []byte) { w.actionPreimageKeyed(t, params, nil) }
+
+// actionPreimageKeyed is actionPreimage with the parameters' sorted names
+// given (nil: sorted here).
+func (w *canonWriter) actionPreimageKeyed(t Ticket, params []byte, keys []string) {
 	w.lit(`{"action":`)
 	w.val(t.Action)
 	w.lit(`,"destination":`)
@@ -417,6 +431,8 @@ func (w *canonWriter) actionPreimage(t Ticket, params []byte) {
 	w.lit(`,"kind":"ActionTicketActionPreimage","parameters":`)
 	if params != nil {
 		w.lit(string(params))
+	} else if keys != nil {
+		w.object(t.Parameters, keys)
 	} else {
 		w.value(t.Parameters)
 	}
@@ -528,6 +544,12 @@ func renderPreview(t Ticket, actionDigest string) string {
 // renderPreviewIn is renderPreview with the preview carved from a (a new
 // buffer for a nil a).
 func renderPreviewIn(a *strArena, t Ticket, actionDigest string) string {
+	return renderPreviewKeyed(a, t, actionDigest, nil)
+}
+
+// renderPreviewKeyed is renderPreviewIn with the parameters' sorted names
+// given (nil: sorted here).
+func renderPreviewKeyed(a *strArena, t Ticket, actionDigest string, keys []string) string {
 	if n := 256 + 32*len(t.Parameters); a == nil {
 		a = new(strArena)
 		a.roomFor(n, n)
@@ -565,7 +587,9 @@ func renderPreviewIn(a *strArena, t Ticket, actionDigest string) string {
 	}
 	line("Risk: declared ", declared, ", assessed ", orMissing(t.AssessedRisk))
 	b.WriteString("Parameters:\n")
-	keys := sortedKeys(t.Parameters)
+	if keys == nil {
+		keys = sortedKeys(t.Parameters)
+	}
 	if len(keys) == 0 {
 		b.WriteString("  (none)\n")
 	}

@@ -3,6 +3,7 @@ package authority
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,15 +52,60 @@ type canonWriter struct {
 // preimageScratch is the one preimage buffer a decision lends to its
 // writers in turn: each preimage is written, hashed and released before
 // the next is begun, so one buffer serves them all, taken from
-// preimageBufs once per decision rather than once per preimage. A writer
+// scratchBufs once per decision rather than once per preimage. A writer
 // asking while the buffer is lent out (none does today) gets one from
 // the pool instead.
 type preimageScratch struct {
-	p    *[]byte // from preimageBufs, returned by done
+	p    *scratchBuf // from scratchBufs, returned by done
 	busy bool
 	// r is the hash the decision's digests continue from midstates in,
 	// from resumers on first use, returned by done.
 	r *cjson.Resumer
+}
+
+// scratchBuf is a decision's preimage buffer and the verdict encoding it
+// keeps between preimages.
+type scratchBuf struct {
+	b       []byte
+	verdict keptVerdict
+	// kept reports whether verdict holds this decision's verdict.
+	kept bool
+}
+
+var scratchBufs = sync.Pool{New: func() any { return new(scratchBuf) }}
+
+// keptVerdict is an eligibility verdict with its canonical encoding as
+// the published batch's preimage has it. The policy-verdict evidence
+// writes the same verdict again; written from the batch's bytes, it is
+// not encoded (its strings tested and copied one by one) a second time.
+// The bytes stand only for a verdict equal, member by member, to the one
+// they were written from (sameVerdict).
+type keptVerdict struct {
+	v   protocol.EligibilityVerdict
+	enc []byte
+}
+
+// keepVerdict records enc as v's encoding for the rest of the decision
+// (the buffer is lent: s.p is set).
+func (s *preimageScratch) keepVerdict(v protocol.EligibilityVerdict, enc []byte) {
+	k := &s.p.verdict
+	k.v, k.enc, s.p.kept = v, append(k.enc[:0], enc...), true
+}
+
+// keptEncoding is v's encoding when the batch check wrote an equal
+// verdict in this decision.
+func (s *preimageScratch) keptEncoding(v *protocol.EligibilityVerdict) ([]byte, bool) {
+	if s == nil || s.p == nil || !s.p.kept || !sameVerdict(&s.p.verdict.v, v) {
+		return nil, false
+	}
+	return s.p.verdict.enc, true
+}
+
+// sameVerdict reports whether a and b have the same members
+// (TestSameVerdictComparesEveryMember).
+func sameVerdict(a, b *protocol.EligibilityVerdict) bool {
+	return a.Kind == b.Kind && a.VerdictID == b.VerdictID && a.ProposalID == b.ProposalID && a.Status == b.Status &&
+		a.CauseID == b.CauseID && a.RuleSetVersion == b.RuleSetVersion && slices.Equal(a.SupportDerivationIDs, b.SupportDerivationIDs)
 }
 
 // resumer returns the decision's hash for continuing from a midstate.
@@ -77,26 +123,29 @@ func (s *preimageScratch) take(n int) ([]byte, bool) {
 		return nil, false
 	}
 	if s.p == nil {
-		s.p = preimageBufs.Get().(*[]byte)
+		s.p = scratchBufs.Get().(*scratchBuf)
 	}
 	s.busy = true
-	b := (*s.p)[:0]
+	b := s.p.b[:0]
 	if cap(b) < n {
 		b = make([]byte, 0, max(n, 1024))
 	}
 	return b, true
 }
 
-// done hands the buffer back to preimageBufs at the end of the decision.
+// done hands the buffer back to scratchBufs at the end of the decision.
 func (s *preimageScratch) done() {
-	if s.p != nil && !s.busy && cap(*s.p) <= 64<<10 {
-		preimageBufs.Put(s.p)
+	if s.p != nil && !s.busy && cap(s.p.b) <= 64<<10 {
+		// The kept verdict holds nothing of the caller's while pooled.
+		s.p.verdict.v, s.p.kept = protocol.EligibilityVerdict{}, false
+		scratchBufs.Put(s.p)
 	}
 	s.p = nil
 	if s.r != nil {
 		cjson.PutResumer(s.r)
 		s.r = nil
 	}
+
 }
 
 // plainSeen remembers strings of at least seenMin bytes that cjson.Plain
@@ -264,7 +313,7 @@ func pooledWriter(n int) canonWriter {
 // release hands a pooled buffer back; the writer keeps no reference to it.
 func (w *canonWriter) release() {
 	if h := w.home; h != nil {
-		*h.p, h.busy = w.b[:0], false
+		h.p.b, h.busy = w.b[:0], false
 		w.b, w.home = nil, nil
 		return
 	}
@@ -792,7 +841,13 @@ func (w *canonWriter) publishedBatch(b PublishedBatch) {
 		if i > 0 {
 			w.lit(`,`)
 		}
+		start := len(w.b)
 		w.verdict(v)
+		if len(b.Verdicts) == 1 && w.home != nil && w.err == nil {
+			// A batch of one: its verdict is written again, in the
+			// policy-verdict evidence.
+			w.home.keepVerdict(v, w.b[start:])
+		}
 	}
 	w.lit(`]}`)
 }

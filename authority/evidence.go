@@ -539,7 +539,11 @@ func (w *canonWriter) policyVerdictPreimage(profile string, v protocol.Eligibili
 	w.lit(`,"authority_digest":`)
 	w.ours(s.AuthorityDigest) // Authorize's own ComputeDigest
 	w.lit(`,"contract_version":"` + ContractVersion + `","eligibility_verdict":`)
-	w.verdict(v)
+	if enc, ok := w.home.keptEncoding(&v); ok {
+		w.set(append(w.b, enc...))
+	} else {
+		w.verdict(v)
+	}
 	w.lit(`,"kind":"M4APolicyVerdictEvidencePreimage","r_profile_digest":`)
 	w.val(profile)
 	w.lit(`}`)

@@ -315,7 +315,8 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	if t.testSetting != nil {
 		n++
 	}
-	sqls := make([]string, 0, n)
+	var sqlBuf [8]string // a tick's statements, on the stack
+	sqls := sqlBuf[:0]
 	if !t.begun {
 		sqls = append(sqls, beginSQL)
 	}
@@ -355,7 +356,13 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	d.reset()
 	defer d.reset()
 	m := t.conn.Conn().TypeMap()
-	ends := make([]int, len(sqls)) // each statement's last parameter's end in d.spans
+	var endBuf [8]int
+	ends := endBuf[:0] // each statement's last parameter's end in d.spans
+	if len(sqls) <= len(endBuf) {
+		ends = endBuf[:len(sqls)]
+	} else {
+		ends = make([]int, len(sqls))
+	}
 	off := 0
 	if !t.begun {
 		off = 1

@@ -37,6 +37,12 @@ type wtx struct {
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.
 	failed int
+	// queued and pendingBuf hold the transaction's first queued writes
+	// and the list of them, so that a tick's few statements cost no
+	// allocation of their own; used counts queued's entries handed out.
+	queued     [4]pgx.QueuedQuery
+	used       int
+	pendingBuf [4]*pgx.QueuedQuery
 }
 
 // errRolledBack is the error of a COMMIT the server answered ROLLBACK.
@@ -74,7 +80,19 @@ func (t *wtx) batch(b *pgx.Batch) *pgx.Batch {
 // latest, the one that commits). Its failure fails that round trip; a
 // callback set on the returned query runs when its result arrives.
 func (t *wtx) Queue(sql string, args ...any) *pgx.QueuedQuery {
-	q := &pgx.QueuedQuery{SQL: sql, Arguments: args}
+	var q *pgx.QueuedQuery
+	if t.used < len(t.queued) {
+		q = &t.queued[t.used]
+		t.used++
+		*q = pgx.QueuedQuery{SQL: sql, Arguments: args}
+	} else {
+		q = &pgx.QueuedQuery{SQL: sql, Arguments: args}
+	}
+	if t.pending == nil {
+		// batch and commitDirect copy the list before they drop it, so
+		// the buffer is free again once pending is nil.
+		t.pending = t.pendingBuf[:0]
+	}
 	t.pending = append(t.pending, q)
 	return q
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql/driver"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
 )
 
@@ -88,22 +92,41 @@ func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (stor
 	return store.ReadRunRecordByParts(ctx, s, runID, all)
 }
 
-// cells reads one row's driver values as the parts' own reads would
-// convert them for their destinations, for the values they take as they
-// are; any other value makes bad true (and the record is read by parts).
+// cells reads one row's values as the parts' own reads would convert them
+// for their destinations, for the values they take as they are; any other
+// value makes bad true (and the record is read by parts). The row is the
+// driver's values in row, or, while st is set, the current row of st,
+// read where SQLite holds it: a cell of the type its reader takes is read
+// as it is, any other is made into the driver's value (st.value) and read
+// as that.
 type cells struct {
 	row [recordWidth]driver.Value
+	st  *libStmt
 	bad bool
 }
 
+// at is cell i as the driver's value.
+func (c *cells) at(i int) driver.Value {
+	if c.st != nil {
+		c.row[i] = c.st.value(i)
+	}
+	return c.row[i]
+}
+
 func (c *cells) str(i int) string {
-	s, ok := c.row[i].(string)
+	if c.st != nil && c.st.typ(i) == sqlite3.SQLITE_TEXT {
+		return string(c.st.textBytes(i))
+	}
+	s, ok := c.at(i).(string)
 	c.bad = c.bad || !ok
 	return s
 }
 
 func (c *cells) i64(i int) int64 {
-	n, ok := c.row[i].(int64)
+	if c.st != nil && c.st.typ(i) == sqlite3.SQLITE_INTEGER {
+		return c.st.int64(i)
+	}
+	n, ok := c.at(i).(int64)
 	c.bad = c.bad || !ok
 	return n
 }
@@ -111,7 +134,7 @@ func (c *cells) i64(i int) int64 {
 // kind reads an event's kind as the events arm selects it: an index in
 // eventKinds, or the kind's own text.
 func (c *cells) kind(i int) string {
-	switch v := c.row[i].(type) {
+	switch v := c.at(i).(type) {
 	case int64:
 		if v >= 1 && v < int64(len(eventKinds)) {
 			return eventKinds[v]
@@ -124,9 +147,53 @@ func (c *cells) kind(i int) string {
 }
 
 func (c *cells) blob(i int) []byte {
+	if c.st != nil && c.st.typ(i) == sqlite3.SQLITE_BLOB {
+		return bytes.Clone(c.st.blobBytes(i)) // nil when empty, as the driver hands it on
+	}
 	var b []byte
-	c.bad = c.bad || blob{&b}.Scan(c.row[i]) != nil
+	c.bad = c.bad || blob{&b}.Scan(c.at(i)) != nil
 	return b
+}
+
+// hashes reads an event's three hash columns, from cell i on, into dst as
+// unpackHashes reads them; h holds their values where they are read as
+// the driver's.
+func (c *cells) hashes(i int, dst [3]*string, h *[3]any) {
+	if c.st != nil {
+		var sums [3][]byte
+		for k := range sums {
+			if c.st.typ(i+k) != sqlite3.SQLITE_BLOB {
+				break
+			}
+			sums[k] = c.st.blobBytes(i + k)
+		}
+		if len(sums[0]) == 32 && len(sums[1]) == 32 && len(sums[2]) == 32 {
+			all := hashTexts(&sums)
+			for k, d := range dst {
+				*d = all[k*hashText : (k+1)*hashText]
+			}
+			return
+		}
+	}
+	h[0], h[1], h[2] = c.at(i), c.at(i+1), c.at(i+2)
+	c.bad = c.bad || unpackHashes(dst, h) != nil
+}
+
+// hashText is the length of a hash sum's text.
+const hashText = len(hashPrefix) + 64
+
+// hashTexts is the three sums' texts as unpackHashes builds them, in one
+// string.
+func hashTexts(sums *[3][]byte) string {
+	var b strings.Builder
+	b.Grow(3 * hashText)
+	var digits [64]byte
+	for _, sum := range sums {
+		b.WriteString(hashPrefix)
+		cjson.HexSum(&digits, (*[32]byte)(sum))
+		b.Write(digits[:])
+	}
+	return b.String()
 }
 
 // keyed is a row of a part with the key its own read orders it by.
@@ -197,8 +264,7 @@ func (r *runRows) add(arm int64, c *cells) {
 		r.events = append(r.events, store.Event{})
 		e := &r.events[len(r.events)-1]
 		e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
-		r.h[0], r.h[1], r.h[2] = c.row[4], c.row[5], c.row[6]
-		c.bad = c.bad || unpackHashes([3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h) != nil
+		c.hashes(4, [3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h)
 		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
 	case armCheckpoint:
 		cp := &r.rec.Checkpoint

@@ -1,77 +1,103 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
-	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math/bits"
+	"net/url"
+	"strings"
 	"sync"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The runs' records are read through the driver itself.
+// The runs' records are read through SQLite's own interface.
 //
 // Through database/sql each statement of ReadRunRecords cost a Rows with
 // its own lock and a fresh slice of column values, its arguments converted
 // into a fresh slice, and each row a Scan of its fifteen columns through
 // convertAssign's type switches into Scanners that only kept the value.
-// The driver already hands Next its values as the cells keep them, so the
-// record reads run the driver's own prepared statements (as the writer
-// does, decision 1159) on a reading connection, and each row is read by
-// driver.Rows.Next into the one reused array of cells. The values are
-// those database/sql handed the Scanners: Scan gives a Scanner the
-// driver's value as it is.
+// Through the driver's own statements (decision 1193) each column still
+// cost a heap value and, for a TEXT or BLOB, a copy made before the
+// reader had looked at it; and every call into SQLite for a column (its
+// type, its bytes, its length) took and released the connection's mutex,
+// which the driver opens every connection with. So the held reading
+// connections are opened through SQLite's interface itself (the driver's
+// library, modernc.org/sqlite/lib), without a mutex (SQLITE_OPEN_NOMUTEX:
+// each is used by one reader at a time), with the same URI and pragmas as
+// the readers' pool, and each row's cells are read where SQLite holds
+// them: an integer as it is, a TEXT or BLOB copied once into what the
+// record keeps, an event's hash sums written as their text straight from
+// SQLite's bytes. Any other value is made into the value the driver would
+// have handed on (libValue) and read as before, so every check made of
+// the cells is unchanged (decision 1710).
 //
-// The statements are prepared once per connection; a connection holding
-// them is taken out of the readers' pool for the store's life (a pool may
-// close a connection it holds idle, and a statement must be finalized
-// before its connection closes). At most heldReaders are held: a read
-// beyond them takes a connection from the pool for the read alone and
-// prepares its statement for it.
+// The statements are prepared once per connection. At most heldReaders
+// connections are held, for the store's life; a read beyond them, or on a
+// connection that cannot be opened, runs the driver's statement on a
+// connection from the readers' pool (queryRecordsDriver), as do the
+// statements whose columns the driver would read as times.
 const heldReaders = readers / 2
 
-// recordConn is a reading connection held for the records' reads, with
-// the driver's statements prepared on it.
-type recordConn struct {
-	conn  *sql.Conn
-	stmts map[string]driver.Stmt
+// libConn is a reading connection opened through SQLite's interface, with
+// the record statements prepared on it.
+type libConn struct {
+	tls   *libc.TLS
+	db    uintptr
+	stmts map[string]*libStmt
+}
+
+// libStmt is a prepared record statement. asDriver is set where a
+// column's declared type would make the driver read a value as a time:
+// such a statement is run through the driver.
+type libStmt struct {
+	tls      *libc.TLS
+	p        uintptr
+	asDriver bool
 }
 
 // recordConns are the held reading connections: free ones, and how many
-// are held in all.
+// are held in all. dsn is the readers' pool's data source name.
 type recordConns struct {
 	mu     sync.Mutex
-	free   []*recordConn
+	dsn    string
+	free   []*libConn
 	held   int
 	closed bool
 }
 
-// take returns a held connection, holding a new one if fewer than
-// heldReaders are; nil with no error when all are busy.
-func (rc *recordConns) take(ctx context.Context, db *sql.DB) (*recordConn, error) {
+// take returns a held connection, opening a new one if fewer than
+// heldReaders are held; nil when all are busy or one cannot be opened.
+func (rc *recordConns) take() *libConn {
 	rc.mu.Lock()
 	if n := len(rc.free); n > 0 {
 		c := rc.free[n-1]
 		rc.free = rc.free[:n-1]
 		rc.mu.Unlock()
-		return c, nil
+		return c
 	}
-	if rc.closed || rc.held >= heldReaders {
+	if rc.closed || rc.held >= heldReaders || rc.dsn == "" {
 		rc.mu.Unlock()
-		return nil, nil
+		return nil
 	}
 	rc.held++
+	dsn := rc.dsn
 	rc.mu.Unlock()
-	conn, err := db.Conn(ctx)
+	c, err := openLibConn(dsn)
 	if err != nil {
 		rc.drop(nil)
-		return nil, err
+		return nil
 	}
-	return &recordConn{conn: conn, stmts: map[string]driver.Stmt{}}, nil
+	return c
 }
 
 // give hands c back after a read.
-func (rc *recordConns) give(c *recordConn) {
+func (rc *recordConns) give(c *libConn) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.closed {
@@ -84,7 +110,7 @@ func (rc *recordConns) give(c *recordConn) {
 
 // drop closes c (nil: one that was never opened) and makes room for
 // another.
-func (rc *recordConns) drop(c *recordConn) {
+func (rc *recordConns) drop(c *libConn) {
 	if c != nil {
 		c.close()
 	}
@@ -93,8 +119,8 @@ func (rc *recordConns) drop(c *recordConn) {
 	rc.mu.Unlock()
 }
 
-// close finalizes the free connections' statements and hands the
-// connections back; one in use is closed as it is given back.
+// close finalizes the free connections' statements and closes them; one
+// in use is closed as it is given back.
 func (rc *recordConns) close() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -106,54 +132,258 @@ func (rc *recordConns) close() {
 	rc.free = nil
 }
 
-func (c *recordConn) close() {
-	c.conn.Raw(func(any) error {
-		for _, st := range c.stmts {
-			st.Close()
+// openLibConn opens a connection on dsn as the driver opens one, without
+// its mutex, and runs the dsn's pragmas on it as the driver does.
+func openLibConn(dsn string) (*libConn, error) {
+	var pragmas []string
+	if at := strings.IndexByte(dsn, '?'); at >= 0 {
+		q, err := url.ParseQuery(dsn[at+1:])
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	c.conn.Close()
+		pragmas = q["_pragma"]
+	}
+	c := &libConn{tls: libc.NewTLS(), stmts: map[string]*libStmt{}}
+	name, err := libc.CString(dsn)
+	if err != nil {
+		c.tls.Close()
+		return nil, err
+	}
+	defer libc.Xfree(c.tls, name)
+	pp := libc.Xmalloc(c.tls, 8)
+	if pp == 0 {
+		c.tls.Close()
+		return nil, errLib
+	}
+	defer libc.Xfree(c.tls, pp)
+	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, pp, sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_CREATE|
+		sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	c.db = readPointer(pp)
+	if rc != sqlite3.SQLITE_OK {
+		c.close()
+		return nil, errLib
+	}
+	for _, p := range pragmas {
+		if err := c.exec("PRAGMA " + p); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
-// rowFunc reads the row in c; false stops the read.
-type rowFunc func(c *cells) bool
+// errLib is a failure of a call into SQLite on a held connection; the
+// read it stops goes on by another way.
+var errLib = errors.New("sqlite: a held reading connection's call failed")
 
-// queryRecords runs query with args on a reading connection, outside any
-// transaction, and hands each row to row in c; ok is false where the
+// readPointer reads the pointer SQLite wrote at p.
+func readPointer(p uintptr) uintptr {
+	b := libc.GoBytes(p, bits.UintSize/8)
+	if bits.UintSize == 32 {
+		return uintptr(binary.NativeEndian.Uint32(b))
+	}
+	return uintptr(binary.NativeEndian.Uint64(b))
+}
+
+func (c *libConn) exec(query string) error {
+	q, err := libc.CString(query)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(c.tls, q)
+	if sqlite3.Xsqlite3_exec(c.tls, c.db, q, 0, 0, 0) != sqlite3.SQLITE_OK {
+		return errLib
+	}
+	return nil
+}
+
+// prepare returns query's statement, preparing it the first time.
+func (c *libConn) prepare(query string) (*libStmt, error) {
+	if st := c.stmts[query]; st != nil {
+		return st, nil
+	}
+	q, err := libc.CString(query)
+	if err != nil {
+		return nil, err
+	}
+	defer libc.Xfree(c.tls, q)
+	pp := libc.Xmalloc(c.tls, 8)
+	if pp == 0 {
+		return nil, errLib
+	}
+	defer libc.Xfree(c.tls, pp)
+	if sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, q, -1, pp, 0) != sqlite3.SQLITE_OK {
+		return nil, errLib
+	}
+	st := &libStmt{tls: c.tls, p: readPointer(pp)}
+	if st.p == 0 {
+		return nil, errLib // no statement in the text
+	}
+	n := int32(sqlite3.Xsqlite3_column_count(c.tls, st.p))
+	for i := range n {
+		switch strings.ToUpper(libc.GoString(sqlite3.Xsqlite3_column_decltype(c.tls, st.p, i))) {
+		case "DATE", "DATETIME", "TIMESTAMP":
+			st.asDriver = true
+		}
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+func (c *libConn) close() {
+	for _, st := range c.stmts {
+		sqlite3.Xsqlite3_finalize(c.tls, st.p)
+	}
+	c.stmts = nil
+	if c.db != 0 {
+		sqlite3.Xsqlite3_close_v2(c.tls, c.db)
+		c.db = 0
+	}
+	c.tls.Close()
+}
+
+// query runs st with args and hands each row to row in c. ok is as
+// queryRecords' ok; failed is set where a call into SQLite failed (the
+// connection is then closed rather than kept).
+func (st *libStmt) query(ctx context.Context, args []driver.NamedValue, c *cells, row rowFunc) (ok, failed bool) {
+	defer func() {
+		sqlite3.Xsqlite3_reset(st.tls, st.p)
+		sqlite3.Xsqlite3_clear_bindings(st.tls, st.p)
+		c.st = nil
+	}()
+	for _, a := range args {
+		switch v := a.Value.(type) {
+		case nil:
+			if sqlite3.Xsqlite3_bind_null(st.tls, st.p, int32(a.Ordinal)) != sqlite3.SQLITE_OK {
+				return false, true
+			}
+		case string:
+			p, err := libc.CString(v)
+			if err != nil {
+				return false, true
+			}
+			rc := sqlite3.Xsqlite3_bind_text(st.tls, st.p, int32(a.Ordinal), p, int32(len(v)), sqlite3.SQLITE_TRANSIENT)
+			libc.Xfree(st.tls, p)
+			if rc != sqlite3.SQLITE_OK {
+				return false, true
+			}
+		default:
+			return false, false // not an argument the record reads bind
+		}
+	}
+	if sqlite3.Xsqlite3_column_count(st.tls, st.p) != recordWidth {
+		return false, false
+	}
+	c.st = st
+	for n := 0; ; n++ {
+		if n&63 == 0 && ctx.Err() != nil {
+			return false, false
+		}
+		switch sqlite3.Xsqlite3_step(st.tls, st.p) {
+		case sqlite3.SQLITE_ROW:
+		case sqlite3.SQLITE_DONE:
+			return true, false
+		default:
+			return false, true
+		}
+		if !row(c) {
+			return false, false
+		}
+	}
+}
+
+// The cells of the current row, read where SQLite holds them.
+
+func (st *libStmt) typ(i int) int32 { return sqlite3.Xsqlite3_column_type(st.tls, st.p, int32(i)) }
+
+func (st *libStmt) int64(i int) int64 { return sqlite3.Xsqlite3_column_int64(st.tls, st.p, int32(i)) }
+
+// textBytes are the bytes of a TEXT cell, and blobBytes of a BLOB cell,
+// where SQLite holds them until the statement steps on: to be copied
+// before then.
+func (st *libStmt) textBytes(i int) []byte {
+	p := sqlite3.Xsqlite3_column_text(st.tls, st.p, int32(i))
+	n := sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i))
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return libc.GoBytes(p, int(n))
+}
+
+func (st *libStmt) blobBytes(i int) []byte {
+	p := sqlite3.Xsqlite3_column_blob(st.tls, st.p, int32(i))
+	n := sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i))
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return libc.GoBytes(p, int(n))
+}
+
+// value is cell i as the driver's Rows.Next hands it on for a column whose
+// declared type is not a time's: an int64, a float64, a string, a []byte
+// (nil when empty) or nil.
+func (st *libStmt) value(i int) driver.Value {
+	switch st.typ(i) {
+	case sqlite3.SQLITE_INTEGER:
+		return st.int64(i)
+	case sqlite3.SQLITE_FLOAT:
+		return sqlite3.Xsqlite3_column_double(st.tls, st.p, int32(i))
+	case sqlite3.SQLITE_TEXT:
+		return string(st.textBytes(i))
+	case sqlite3.SQLITE_BLOB:
+		if b := st.blobBytes(i); b != nil {
+			return bytes.Clone(b)
+		}
+		return nil
+	default:
+		return nil
+	}
+}
+
+// queryRecords runs query with args on a held reading connection, outside
+// any transaction, and hands each row to row in c; ok is false where the
 // statement fails or row stops it (the caller then reads by parts). A
 // lagging batch's open transaction is committed first, as by read.
 func (s *Store) queryRecords(ctx context.Context, query string, args []driver.NamedValue, c *cells, row rowFunc) bool {
 	s.settle(ctx)
-	rc, err := s.rrecs.take(ctx, s.rdb)
+	lc := s.rrecs.take()
+	if lc == nil {
+		return s.queryRecordsDriver(ctx, query, args, c, row)
+	}
+	st, err := lc.prepare(query)
+	if err != nil {
+		s.rrecs.drop(lc)
+		return s.queryRecordsDriver(ctx, query, args, c, row)
+	}
+	if st.asDriver {
+		s.rrecs.give(lc)
+		return s.queryRecordsDriver(ctx, query, args, c, row)
+	}
+	ok, failed := st.query(ctx, args, c, row)
+	if failed {
+		s.rrecs.drop(lc)
+	} else {
+		s.rrecs.give(lc)
+	}
+	return ok
+}
+
+// queryRecordsDriver is queryRecords through the driver's own statement,
+// prepared for the read on a connection from the readers' pool, each row
+// read by driver.Rows.Next into the one reused array of cells.
+func (s *Store) queryRecordsDriver(ctx context.Context, query string, args []driver.NamedValue, c *cells, row rowFunc) bool {
+	conn, err := s.rdb.Conn(ctx)
 	if err != nil {
 		return false
 	}
-	var conn *sql.Conn
-	if rc != nil {
-		conn = rc.conn
-	} else if conn, err = s.rdb.Conn(ctx); err != nil {
-		return false
-	} else {
-		defer conn.Close()
-	}
+	defer conn.Close()
 	ok := false
 	err = conn.Raw(func(dc any) error {
-		var st driver.Stmt
-		if rc != nil {
-			st = rc.stmts[query]
+		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+		if err != nil {
+			return err
 		}
-		if st == nil {
-			var err error
-			if st, err = dc.(driver.ConnPrepareContext).PrepareContext(ctx, query); err != nil {
-				return err
-			}
-			if rc != nil {
-				rc.stmts[query] = st
-			} else {
-				defer st.Close()
-			}
-		}
+		defer st.Close()
 		rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
 		if err != nil {
 			return err
@@ -175,12 +405,8 @@ func (s *Store) queryRecords(ctx context.Context, query string, args []driver.Na
 			}
 		}
 	})
-	if rc != nil {
-		if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
-			s.rrecs.drop(rc)
-		} else {
-			s.rrecs.give(rc)
-		}
-	}
 	return ok && err == nil
 }
+
+// rowFunc reads the row in c; false stops the read.
+type rowFunc func(c *cells) bool

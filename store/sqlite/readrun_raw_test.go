@@ -102,11 +102,22 @@ func sameAsSQL(t fataler, st *sqlite.Store, list []string) (byParts int) {
 		if !reflect.DeepEqual(gok, wok) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("batch %v (all %v): read %v, through database/sql %v\n got %+v\nwant %+v", list, all, gok, wok, got, want)
 		}
+		if st.HeldRecordConns() == 0 {
+			t.Fatal("the batch was not read on a held connection")
+		}
+		drv, dok := st.ReadRunRecordsInOneDriver(ctx, list, all)
+		if !reflect.DeepEqual(dok, wok) || !reflect.DeepEqual(drv, want) {
+			t.Fatalf("batch %v (all %v): through the driver %v, through database/sql %v\n got %+v\nwant %+v", list, all, dok, wok, drv, want)
+		}
 		for _, id := range list {
 			got, gok := st.ReadRunRecordInOne(ctx, id, all)
 			want, wok := st.ReadRunRecordInOneSQL(ctx, id, all)
 			if gok != wok || !reflect.DeepEqual(got, want) {
 				t.Fatalf("run %s (all %v): read %v, through database/sql %v\n got %+v\nwant %+v", id, all, gok, wok, got, want)
+			}
+			drv, dok := st.ReadRunRecordInOneDriver(ctx, id, all)
+			if dok != wok || !reflect.DeepEqual(drv, want) {
+				t.Fatalf("run %s (all %v): through the driver %v, through database/sql %v\n got %+v\nwant %+v", id, all, dok, wok, drv, want)
 			}
 		}
 		recs, errs := st.ReadRunRecords(ctx, list, all)
@@ -141,9 +152,10 @@ func recordImage(t *testing.T, dir string) ([]string, []byte) {
 	return ids, image
 }
 
-// The driver's own reads of the runs' records (ReadRunRecordInOne,
-// ReadRunRecordsInOne) return what the same statements returned through
-// database/sql, records and whether each run was read plainly, over
+// The reads of the runs' records on the held connections, through SQLite's
+// own interface (ReadRunRecordInOne, ReadRunRecordsInOne), and through the
+// driver's statements on the readers' pool, return what the same
+// statements returned through database/sql, records and whether each run was read plainly, over
 // recorded runs and over the same runs with a column of one run's rows set
 // to a value of each storage class (a damaged hash, a kind of the wrong
 // type, a NULL where a number belongs, ...), which the reads either take

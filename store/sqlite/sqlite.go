@@ -120,6 +120,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		clock = time.Now
 	}
 	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor}
+	s.rrecs.dsn = file + q.Encode()
 	err = s.migrate(ctx)
 	if opts.ReadOnly && cannotShare(err, path) {
 		// A reader of a WAL database needs its shared-memory file, which
@@ -138,6 +139,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		db.SetMaxIdleConns(readers)
 		s.db, s.rdb = db, db
+		s.rrecs.dsn = file + q.Encode()
 		err = s.migrate(ctx)
 	}
 	if err != nil {
@@ -160,7 +162,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		rdb.SetMaxOpenConns(readers)
 		rdb.SetMaxIdleConns(readers)
-		s.rdb = rdb
+		s.rdb, s.rrecs.dsn = rdb, file+rq.Encode()
 	}
 	return s, nil
 }

@@ -45,7 +45,7 @@ func TestCheckFindsATamperedReceiptInput(t *testing.T) {
 		jobs, want = append(jobs, Job{RunID: id, Workflow: wf}), append(want, Checked{Report: rep, Replay: rp})
 	}
 	for _, ws := range [][2]int{{1, 1}, {2, 3}} {
-		got, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1])
+		got, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1], false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,12 +57,13 @@ func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 	if _, ok := recordsReaderOf(st); ok {
 		size = batchSize(len(jobs), workers)
 	}
-	return checkMany(ctx, st, m, jobs, workers, size)
+	return checkMany(ctx, st, m, jobs, workers, size, true)
 }
 
 // checkMany is CheckMany on the workers given, each taking size
-// consecutive jobs at a time (read at once when size is above one).
-func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job, workers, size int) ([]Checked, error) {
+// consecutive jobs at a time (read at once when size is above one); with
+// taper, fewer towards the end (tapered).
+func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job, workers, size int, taper bool) ([]Checked, error) {
 	if m == nil {
 		m = control.Default()
 	}
@@ -119,8 +120,11 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		if failed || next == len(jobs) {
 			return 0, 0, false
 		}
-		lo := next
-		next = min(next+size, len(jobs))
+		lo, n := next, size
+		if taper {
+			n = tapered(len(jobs)-next, workers, size)
+		}
+		next = min(next+n, len(jobs))
 		return lo, next, true
 	}
 	for range workers {
@@ -156,4 +160,16 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 // batches to keep it busy until the end.
 func batchSize(jobs, workers int) int {
 	return max(1, min(16, jobs/(4*max(workers, 1))))
+}
+
+// tapered is how many of the jobs left a worker takes at once: up to size,
+// and no more than a share of what is left that keeps every worker busy
+// until the end. Batches of size to the last would leave a worker idle for
+// up to a whole batch while another checks the last one (with sixteen
+// runs a batch and two workers, a twelfth of a pass of 200 runs); taken
+// in shares of a half of each worker's part of what is left, the last
+// batches are of one run.
+func tapered(left, workers, size int) int {
+	share := max(1, workers) * 2
+	return max(1, min(size, (left+share-1)/share))
 }

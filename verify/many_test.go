@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,14 +206,17 @@ func TestCheckManyMatchesSequential(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Batches of runs read at once, of every size from one run to more
-	// than the jobs, on one worker or several, check the same.
+	// than the jobs, on one worker or several, tapered towards the end or
+	// not, check the same.
 	for _, ws := range [][2]int{{1, 1}, {1, 3}, {2, 2}, {2, 7}, {3, 16}, {2, 25}} {
-		got, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%d workers taking %d runs at a time: the results differ", ws[0], ws[1])
+		for _, taper := range []bool{false, true} {
+			got, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1], taper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d workers taking %d runs at a time (tapered %v): the results differ", ws[0], ws[1], taper)
+			}
 		}
 	}
 	failed := map[string]bool{}
@@ -280,12 +284,14 @@ func TestCheckManyReportsTheFirstError(t *testing.T) {
 		jobs[i].RunID = id
 	}
 	for _, ws := range [][2]int{{1, 2}, {2, 2}, {2, 3}, {1, 4}, {2, 5}, {2, 16}} {
-		out, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1])
-		if err == nil || err.Error() != want.Error() {
-			t.Fatalf("%d workers taking %d runs at a time: error %v, want %v", ws[0], ws[1], err, want)
-		}
-		if len(out) != 3 || out[2].Report.RunID != ids[2] || !out[2].Report.OK() {
-			t.Fatalf("%d workers taking %d runs at a time: %d reports before the error, want 3", ws[0], ws[1], len(out))
+		for _, taper := range []bool{false, true} {
+			out, err := checkMany(ctx, st, nil, jobs, ws[0], ws[1], taper)
+			if err == nil || err.Error() != want.Error() {
+				t.Fatalf("%d workers taking %d runs at a time (tapered %v): error %v, want %v", ws[0], ws[1], taper, err, want)
+			}
+			if len(out) != 3 || out[2].Report.RunID != ids[2] || !out[2].Report.OK() {
+				t.Fatalf("%d workers taking %d runs at a time (tapered %v): %d reports before the error, want 3", ws[0], ws[1], taper, len(out))
+			}
 		}
 	}
 }
@@ -298,6 +304,32 @@ func TestBatchSize(t *testing.T) {
 	} {
 		if got := batchSize(c.jobs, c.workers); got != c.want {
 			t.Errorf("batchSize(%d, %d) = %d, want %d", c.jobs, c.workers, got, c.want)
+		}
+	}
+}
+
+// Tapered batches cover the jobs in order, none above the size asked for
+// or empty, and end in batches of one run where there are more jobs than
+// workers; over 200 jobs on two workers sixteen at a time they are
+// sixteen runs while a quarter of what is left is at least that.
+func TestTapered(t *testing.T) {
+	for _, c := range []struct{ jobs, workers, size int }{
+		{1, 1, 1}, {7, 2, 3}, {200, 2, 16}, {200, 4, 12}, {1000, 1, 16}, {10, 64, 1}, {25, 3, 16},
+	} {
+		var sizes []int
+		for left := c.jobs; left > 0; {
+			n := tapered(left, c.workers, c.size)
+			if n < 1 || n > c.size || n > max(1, left) {
+				t.Fatalf("%+v: %d of %d left", c, n, left)
+			}
+			sizes = append(sizes, n)
+			left -= n
+		}
+		if c.jobs > c.workers && sizes[len(sizes)-1] != 1 {
+			t.Errorf("%+v: batches %v end in more than one run", c, sizes)
+		}
+		if c.jobs == 200 && c.workers == 2 && !slices.Equal(sizes[:9], []int{16, 16, 16, 16, 16, 16, 16, 16, 16}) {
+			t.Errorf("%+v: batches %v", c, sizes)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -679,7 +680,44 @@ func (w *canonWriter) mustDigestIn(a *strArena) string {
 	return d
 }
 
+// keptVersions is a version envelope with its encoding as versions
+// writes it.
+type keptVersions struct {
+	v   protocol.VersionEnvelope
+	enc []byte
+}
+
+// recentVersions holds the envelopes most recently written, with their
+// encodings: the proposals of a run, and of every decision of it, carry
+// the same one. It is consulted by comparing the envelope member by
+// member (== on its strings), so what it holds changes no byte, only
+// whether the thirteen strings are tested and copied one by one or the
+// encoding of equal strings is copied whole. It is process-wide, like
+// the snapshots' openings (snapshotOpenings): slots are read and replaced
+// atomically, a stored entry never changes, and the zero value is ready.
+var recentVersions struct {
+	slots [4]atomic.Pointer[keptVersions]
+	next  atomic.Uint32
+}
+
+// versions writes a version envelope.
 func (w *canonWriter) versions(v protocol.VersionEnvelope) {
+	for i := range recentVersions.slots {
+		if k := recentVersions.slots[i].Load(); k != nil && k.v == v {
+			w.set(append(w.b, k.enc...))
+			return
+		}
+	}
+	start := len(w.b)
+	w.versionsWritten(v)
+	if w.err == nil {
+		k := &keptVersions{v: v, enc: slices.Clone(w.b[start:])}
+		recentVersions.slots[recentVersions.next.Add(1)%uint32(len(recentVersions.slots))].Store(k)
+	}
+}
+
+// versionsWritten is versions, each member written.
+func (w *canonWriter) versionsWritten(v protocol.VersionEnvelope) {
 	w.lit(`{"canonicalization":`)
 	w.val(v.Canonicalization)
 	w.lit(`,"composition_profile":`)

@@ -29,6 +29,16 @@ func (p *PublishedBatch) Batch() StableProposalBatch {
 	return b
 }
 
+// SharedBatch is Batch without the copies of its id lists, for callers
+// that only read them: the lists share the batch's arrays, capped, so
+// that an append moves them.
+func (p *PublishedBatch) SharedBatch() StableProposalBatch {
+	b := p.batch
+	b.ProposalIDs = slices.Clip(b.ProposalIDs)
+	b.EligibilityVerdictIDs = slices.Clip(b.EligibilityVerdictIDs)
+	return b
+}
+
 // Proposals returns the embedded proposals in canonical order.
 func (p *PublishedBatch) Proposals() []Value { return slices.Clone(p.proposals) }
 

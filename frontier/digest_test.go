@@ -133,6 +133,7 @@ func scratchCommandDigest(t tb, cmd Command) string {
 // stable-batch preimage binds the profile; the wire batch does not carry it).
 func checkScratchBatch(t tb, b *PublishedBatch, profileDigest string) {
 	t.Helper()
+	checkSharedBatch(t, b)
 	w := decodeObject(t, b.canon)
 	batch := w["batch"].(map[string]any)
 	if want := scratchDigest(t, map[string]any{

@@ -28,3 +28,18 @@ func TestSharedAccessorsAreTheCopies(t *testing.T) {
 		}
 	}
 }
+
+// checkSharedBatch holds SharedBatch to Batch: the same batch, its id
+// lists capped, and an append to them changes nothing of the batch's.
+func checkSharedBatch(t tb, p *PublishedBatch) {
+	t.Helper()
+	b, sb := p.Batch(), p.SharedBatch()
+	if !reflect.DeepEqual(b, sb) || cap(sb.ProposalIDs) != len(sb.ProposalIDs) || cap(sb.EligibilityVerdictIDs) != len(sb.EligibilityVerdictIDs) {
+		t.Fatalf("SharedBatch %+v, Batch %+v", sb, b)
+	}
+	_ = append(sb.ProposalIDs, "x")
+	_ = append(sb.EligibilityVerdictIDs, "x")
+	if !reflect.DeepEqual(p.Batch(), b) {
+		t.Fatal("an append to a shared id list changed the batch")
+	}
+}

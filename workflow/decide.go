@@ -214,7 +214,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			evType = ReceiptEventType
 			// The members the bundle names, each the receipt's value (a
 			// name it does not have is null).
-			members = make(map[string]any, len(w.receipts))
+			members = make(map[string]any, len(w.receipts)+3) // room for the stamped members
 			for _, k := range w.receipts {
 				var v any
 				switch k {
@@ -419,10 +419,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	} else if snap, err = kernel.ParseSnapshot(w.domain, st.Snapshot); err != nil {
 		return nil, nil, "", fmt.Errorf("workflow state: snapshot: %w", err)
 	}
-	payload := protocol.Object{"event_type": evType, "aggregate_id": snap.AggregateID, "expected_revision": snap.Revision}
-	for k, v := range members {
-		payload[k] = v
-	}
+	payload := stampPayload(members, evType, snap.AggregateID, snap.Revision)
 	stamp := logicalTimestamp(t.lt)
 	if occurred == "" {
 		occurred = stamp
@@ -534,6 +531,29 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 		effects = append(effects, e...)
 	}
 	return effects, mat, "", nil
+}
+
+// stampPayload is an event's payload: the input's members with the
+// stamped ones added, where a member of a stamped name keeps its value (as
+// over a copy of the stamps the members were written into). The members'
+// map is the tick's own — decoded from the input or built from the
+// receipt — and read by nothing after F's event is built, so the stamps go
+// into it rather than into a copy of it (TestStampPayloadIsTheCopy).
+func stampPayload(members map[string]any, evType, aggregateID string, revision int64) protocol.Object {
+	payload := protocol.Object(members)
+	if payload == nil {
+		payload = make(protocol.Object, 3)
+	}
+	if _, ok := payload["event_type"]; !ok {
+		payload["event_type"] = evType
+	}
+	if _, ok := payload["aggregate_id"]; !ok {
+		payload["aggregate_id"] = aggregateID
+	}
+	if _, ok := payload["expected_revision"]; !ok {
+		payload["expected_revision"] = revision
+	}
+	return payload
 }
 
 func anySlice(s []string) []any {

@@ -66,11 +66,11 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	}
 	rec := &verdictRec{proposalID: p.ProposalID, projectionDigest: proj.Digest, frontier: frontierIDs}
 	if len(proj.Verdicts) == 1 {
-		v, _ := proj.Verdicts[0].Verdict()
+		v, _ := proj.Verdicts[0].SharedVerdict() // read only: the note writes its lists
 		rec.verdict, rec.status, rec.supports = true, v.Status, v.SupportDerivationIDs
 	}
 	if t.why != nil && len(proj.Verdicts) == 1 {
-		v, _ := proj.Verdicts[0].Verdict()
+		v, _ := proj.Verdicts[0].SharedVerdict() // read only: the note writes its lists
 		t.why.verdicts[p.ProposalID] = v.Status
 	}
 	body, ok := rec.bytes()
@@ -360,10 +360,12 @@ func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 
 // authorityBatch is R's published batch in H's input form, unsealed.
 func authorityBatch(pb *frontier.PublishedBatch) authority.PublishedBatch {
-	// H and the run's state only read a batch's lists, so the proposals'
-	// and verdicts' lists share the sealed values' arrays
-	// (TestAuthorityBatchIsCopied holds the batch to the copied one).
-	b := authority.PublishedBatch{Batch: pb.Batch()}
+	// H and the run's state only read a batch's lists, so the batch's id
+	// lists share R's batch's arrays and the proposals' and verdicts'
+	// lists the sealed values' (checkAuthorityBatch, run by every test of
+	// the package through the sealed-batch hook, holds the batch to the
+	// copied one).
+	b := authority.PublishedBatch{Batch: pb.SharedBatch()}
 	if n := pb.NumProposals(); n > 0 {
 		b.Proposals = make([]protocol.EffectProposal, n)
 		for i := range n {

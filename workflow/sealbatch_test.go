@@ -41,6 +41,12 @@ func checkAuthorityBatch(pb *frontier.PublishedBatch) error {
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Errorf("authorityBatch:\n%#v\ncopied:\n%#v", got, want)
 	}
+	if ids := got.Batch.ProposalIDs; cap(ids) != len(ids) {
+		return fmt.Errorf("authorityBatch: the batch's proposal ids not capped")
+	}
+	if ids := got.Batch.EligibilityVerdictIDs; cap(ids) != len(ids) {
+		return fmt.Errorf("authorityBatch: the batch's verdict ids not capped")
+	}
 	for _, p := range got.Proposals {
 		if cap(p.Preconditions) != len(p.Preconditions) {
 			return fmt.Errorf("authorityBatch: proposal %s's preconditions not capped", p.ProposalID)

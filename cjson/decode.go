@@ -17,7 +17,23 @@ const MaxDepth = 128
 // It rejects everything flrh-cjson/1 rejects (see the package comment), and
 // also duplicate object keys, which plain JSON tolerates. It never panics.
 func Decode(text []byte) (any, error) {
+	return decode(text, len(text) <= sharedTextMax)
+}
+
+// sharedTextMax bounds the documents whose strings are cut from one copy
+// of the whole text: a small document's strings, keys and number texts
+// then cost one allocation between them instead of one each, and a string
+// kept from it keeps at most this many bytes alive. A larger document's
+// strings are copied each on its own.
+const sharedTextMax = 4096
+
+// decode is Decode, its strings cut from one copy of the text when shared
+// is set.
+func decode(text []byte, shared bool) (any, error) {
 	d := decoder{src: text}
+	if shared {
+		d.text = string(text)
+	}
 	if len(text) >= 3 && text[0] == 0xEF && text[1] == 0xBB && text[2] == 0xBF {
 		return nil, errAt(CodeInvalidUTF8, "/", 0, "byte order mark is not allowed")
 	}
@@ -36,6 +52,18 @@ func Decode(text []byte) (any, error) {
 type decoder struct {
 	src []byte
 	pos int
+	// text, when not empty, is a copy of src that strings without escapes
+	// are cut from.
+	text string
+}
+
+// slice returns src[i:j] as a string: cut from text when there is one,
+// else copied.
+func (d *decoder) slice(i, j int) string {
+	if d.text != "" {
+		return d.text[i:j]
+	}
+	return string(d.src[i:j])
 }
 
 // at is the JSON Pointer of the value being read, kept as its container's
@@ -216,7 +244,7 @@ func (d *decoder) number(p at) (any, error) {
 			return nil, errAt(CodeFloat, p.ptr(), start, "floating-point numbers are not allowed; use a scaled integer")
 		}
 	}
-	text := string(d.src[start:d.pos])
+	text := d.slice(start, d.pos)
 	if d.pos-digits > 1 && d.src[digits] == '0' {
 		return nil, errAt(CodeSyntax, p.ptr(), start, "leading zero in %s", text)
 	}
@@ -239,8 +267,9 @@ func (d *decoder) str(p at) (string, error) {
 		c := d.src[i]
 		if c == '"' {
 			if b := d.src[d.pos+1 : i]; utf8.Valid(b) {
+				s := d.slice(d.pos+1, i)
 				d.pos = i + 1
-				return string(b), nil
+				return s, nil
 			}
 			break
 		}

@@ -112,6 +112,18 @@ func (c *Compiled) Schema(rel string) ([]Type, bool) {
 	return append([]Type(nil), c.rels[i].types...), true
 }
 
+// SharedSchema is Schema without the copy, for callers that only read
+// the types: the list is the program's own, capped so that an append
+// moves it.
+func (c *Compiled) SharedSchema(rel string) ([]Type, bool) {
+	i, ok := c.relByName[rel]
+	if !ok {
+		return nil, false
+	}
+	t := c.rels[i].types
+	return t[:len(t):len(t)], true
+}
+
 // NumRules is the number of the program's rules: a rule Support's Rule
 // is below it.
 func (c *Compiled) NumRules() int { return len(c.rules) }

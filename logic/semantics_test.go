@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -287,6 +288,19 @@ func TestProgramIntrospection(t *testing.T) {
 	}
 	if ty, ok := c.Schema("e"); !ok || fmt.Sprint(ty) != "[symbol number]" {
 		t.Fatalf("schema %v %v", ty, ok)
+	}
+	// SharedSchema is Schema without the copy, capped: an append to it
+	// leaves the program's types as they were.
+	for _, rel := range append(c.Relations(), "missing") {
+		ty, ok := c.Schema(rel)
+		sh, sok := c.SharedSchema(rel)
+		if ok != sok || !slices.Equal(ty, sh) || cap(sh) != len(sh) {
+			t.Fatalf("%s: SharedSchema %v %v, Schema %v %v", rel, sh, sok, ty, ok)
+		}
+		_ = append(sh, TypeNumber)
+		if again, _ := c.Schema(rel); !slices.Equal(again, ty) {
+			t.Fatalf("%s: an append to the shared schema changed it", rel)
+		}
 	}
 	if c.NumStrata() < 2 {
 		t.Fatalf("%d strata", c.NumStrata())

@@ -715,7 +715,7 @@ func baseID(derivationID string) string {
 
 // fact converts a stored support to a logic fact, checking column types.
 func (w *Workflow) fact(s support) (logic.Fact, error) {
-	schema, ok := w.rules.Schema(s.Predicate)
+	schema, ok := w.rules.SharedSchema(s.Predicate) // read only
 	if !ok || len(schema) != len(s.Args) {
 		return logic.Fact{}, fmt.Errorf("relation %s/%d is not declared", s.Predicate, len(s.Args))
 	}

@@ -206,12 +206,16 @@ func render(tmpl any, a action) any {
 	if !isRef {
 		return strings.TrimPrefix(s, "$")
 	}
-	parts := strings.Split(ref, ".")
+	// The reference's dotted parts, read in place: the first names the
+	// object, each after it a member.
+	head, rest, more := strings.Cut(ref, ".")
 	var cur any = a.Action
-	if parts[0] == "destination" {
+	if head == "destination" {
 		cur = a.Destination
 	}
-	for _, p := range parts[1:] {
+	for more {
+		var p string
+		p, rest, more = strings.Cut(rest, ".")
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil
@@ -231,7 +235,7 @@ func render(tmpl any, a action) any {
 // base supports by their derivation ids, rule supports by an id derived
 // from the rule instance.
 func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any) ([]string, []string) {
-	schema, _ := w.rules.Schema(rel)
+	schema, _ := w.rules.SharedSchema(rel) // read only
 	f := logic.Fact{Rel: rel, Args: make([]logic.Value, len(args))}
 	for i, a := range args {
 		v, err := value(a, schema[i])

@@ -153,6 +153,20 @@ func Written(write func(b []byte) []byte) []byte {
 	return out
 }
 
+// MarshalString returns Marshal's bytes as a string: written into the
+// recycled buffer and copied out once, as the string, where converting
+// Marshal's bytes copies them a second time.
+func MarshalString(v any) (string, error) {
+	s := scratchBufs.Get().(*[]byte)
+	b, err := AppendMarshal((*s)[:0], v)
+	out := ""
+	if err == nil {
+		out = string(b)
+	}
+	releaseScratch(s, b)
+	return out, err
+}
+
 // DigestOf marshals v canonically and returns its digest.
 func DigestOf(v any) (string, error) {
 	// The bytes are digested where they were written, never copied out.

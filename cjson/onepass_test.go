@@ -38,7 +38,17 @@ func agree(t interface {
 		if !errors.As(aerr, &a) || *a != *b || string(out) != "prefix:" {
 			t.Fatalf("AppendMarshal = %q, %v; want the prefix alone and %v", out, aerr, refErr)
 		}
+		if s, serr := MarshalString(v); !errors.As(serr, &a) || *a != *b || s != "" {
+			t.Fatalf("MarshalString = %q, %v; want %v", s, serr, refErr)
+		}
 		return
+	}
+	// MarshalString is the reference's bytes as a string, which a later
+	// encoding (through the recycled buffer) does not change.
+	if s, serr := MarshalString(v); serr != nil || s != string(ref) {
+		t.Fatalf("MarshalString = %q, %v; reference %s", s, serr, ref)
+	} else if _, err := Encode(map[string]any{"overwrite": strings.Repeat("x", len(s)+1)}); err != nil || s != string(ref) {
+		t.Fatalf("MarshalString's string changed by a later encoding: %q, was %s (%v)", s, ref, err)
 	}
 	if err != nil || string(enc) != string(ref) {
 		t.Fatalf("Encode = %s, %v; reference %s", enc, err, ref)

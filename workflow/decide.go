@@ -663,11 +663,11 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 			args[i] = v
 		}
 		// As a plain map: the encoder writes it without reflection.
-		prov, err := cjson.Marshal(map[string]any(fd.ProvenanceDelta))
+		prov, err := cjson.MarshalString(map[string]any(fd.ProvenanceDelta))
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
 		}
-		s := support{ID: baseID(fd.DerivationID), Predicate: pred, Args: args, Provenance: string(prov)}
+		s := support{ID: baseID(fd.DerivationID), Predicate: pred, Args: args, Provenance: prov}
 		f, err := t.w.fact(s)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)

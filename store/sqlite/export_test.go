@@ -3,3 +3,7 @@ package sqlite
 // MigrationsThrough lets the external tests build a database as an older
 // build left it: the first v migrations, exactly as released.
 func MigrationsThrough(v int) []string { return migrations[:v] }
+
+// CheckpointEvery sets how many log pages the writer's COMMITs write
+// before the checkpointer runs; set before the first write.
+func CheckpointEvery(s *Store, frames int) { s.ckpt.every = frames }

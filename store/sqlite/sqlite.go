@@ -50,7 +50,8 @@ type Store struct {
 	rstmts statements  // prepared on rdb
 	rrecs  recordConns // reading connections held for the runs' records (readrun_raw.go)
 	sealer store.Sealer
-	group  group // concurrent writes, batched into shared transactions
+	group  group        // concurrent writes, batched into shared transactions
+	ckpt   checkpointer // the log's checkpoints, off the commit path (walcheckpoint.go)
 
 	// Test hooks, nil outside this package's tests: testBatch sees each
 	// batch's callers' contexts in the order they will run, before any of
@@ -119,7 +120,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor}
+	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor, ckpt: newCheckpointer()}
 	s.rrecs.dsn = file + q.Encode()
 	err = s.migrate(ctx)
 	if opts.ReadOnly && cannotShare(err, path) {
@@ -177,6 +178,7 @@ func (s *Store) Close() error {
 		s.enqueueReq(&writeReq{ctx: context.Background(), op: "close", lazy: true, flush: true})
 	}
 	s.closeStatements()
+	s.stopCheckpoints()
 	err := s.db.Close()
 	if s.rdb != s.db {
 		if rerr := s.rdb.Close(); err == nil {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"modernc.org/sqlite"
+
 	"flrh.dev/flrh/store"
 )
 
@@ -63,6 +65,9 @@ type writer struct {
 	// open transaction, as that tick left it; handed to the next write
 	// alone (runOne) and forgotten at every end of a transaction.
 	known knownRun
+	// walFrames counts the log pages COMMITs wrote since the checkpointer
+	// was last asked to run (walcheckpoint.go).
+	walFrames int
 }
 
 // knownRun is a run's row as a tick committed in the open transaction
@@ -152,7 +157,13 @@ func (w *writer) setSync(ctx context.Context, dc driver.Conn) error {
 	if mode, _ := vals[0].(string); !strings.EqualFold(mode, "wal") {
 		return nil
 	}
-	for _, p := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA temp_store = MEMORY`} {
+	pragmas := []string{`PRAGMA synchronous = NORMAL`, `PRAGMA temp_store = MEMORY`}
+	if _, ok := dc.(sqlite.DBStatus); ok {
+		// The log's checkpoints run on the checkpointer's connection;
+		// this one's are the backstop (walcheckpoint.go).
+		pragmas = append(pragmas, fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, walBackstopFrames))
+	}
+	for _, p := range pragmas {
 		if _, err := dc.(driver.ExecerContext).ExecContext(ctx, p, nil); err != nil {
 			return err
 		}
@@ -318,6 +329,9 @@ func (s *Store) commit(ctx context.Context, tx *wtx) error {
 		return err
 	}
 	tx.open = false
+	if tx.w.logSync {
+		s.walFrames(tx.dc)
+	}
 	return nil
 }
 

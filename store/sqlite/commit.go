@@ -55,6 +55,9 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
 		}
 		ts := nanos(now)
+		// The values most statements bind, boxed once: the driver copies
+		// what it binds.
+		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
 
 		// Events extend the hash chain, inserted a few hundred rows per
 		// statement (well inside SQLite's limit on bound parameters).
@@ -68,7 +71,6 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// what it binds.
 		head, hash := run.Head, run.HeadHash
 		prev := packHash(hash)
-		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
@@ -154,7 +156,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				approval = in.ApprovalID
 			}
 			if _, err := s.exec(ctx, tx, insertIntent,
-				in.ID, lease.RunID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, lease.Generation, ts); err != nil {
+				in.ID, runArg, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, genArg, tsArg); err != nil {
 				var existing string
 				switch qerr := s.queryRow(ctx, tx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing); {
 				case qerr == nil && existing != in.ContentDigest:
@@ -166,14 +168,14 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			}
 			if slices.Contains(tick.Begin, in.ID) && !slices.Contains(begun, in.ID) {
 				if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) VALUES (?, ?, 'in_flight', 1, ?)`,
-					in.ID, lease.RunID, ts); err != nil {
+					in.ID, runArg, tsArg); err != nil {
 					return err
 				}
 				begun = append(begun, in.ID)
 				continue
 			}
 			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
-				in.ID, lease.RunID, ts); err != nil {
+				in.ID, runArg, tsArg); err != nil {
 				return err
 			}
 		}
@@ -188,7 +190,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// set the row to what it already holds.
 		var closed []string
 		for _, r := range tick.Results {
-			res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, ts, r.IntentID, r.N, r.IntentID, lease.RunID)
+			res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, tsArg, r.IntentID, r.N, r.IntentID, runArg)
 			if err != nil {
 				return err
 			}
@@ -196,7 +198,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
 			}
 			res, err = s.exec(ctx, tx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
-				string(r.Outbox), r.Route, ts, r.IntentID)
+				string(r.Outbox), r.Route, tsArg, r.IntentID)
 			if err != nil {
 				return err
 			}
@@ -212,7 +214,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				// Its outbox row was written in flight with the intent.
 				begun = slices.Delete(begun, i, i+1)
 				if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, 1, 'started', ?, ?)`,
-					id, lease.Generation, ts); err != nil {
+					id, genArg, tsArg); err != nil {
 					return err
 				}
 				continue
@@ -233,7 +235,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			}
 			var status string
 			err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
-WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
+WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, runArg).Scan(&status)
 			if err == sql.ErrNoRows {
 				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
 			} else if err != nil {
@@ -259,13 +261,13 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 
 		for _, rc := range tick.Receipts {
 			if _, err := s.exec(ctx, tx, insertReceipt,
-				rc.IntentID, lease.RunID, rc.Outcome, rc.Body, rc.Digest, lease.Generation, ts); err != nil {
+				rc.IntentID, runArg, rc.Outcome, rc.Body, rc.Digest, genArg, tsArg); err != nil {
 				return err
 			}
 			if slices.Contains(closed, rc.IntentID) {
 				continue // set to done at ts by its result
 			}
-			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, ts, rc.IntentID); err != nil {
+			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, tsArg, rc.IntentID); err != nil {
 				return err
 			}
 		}
@@ -278,7 +280,7 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, lease.RunID).Scan(&status)
 				return err
 			}
 			if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, lease.Generation, ts); err != nil {
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg); err != nil {
 				return err
 			}
 		}
@@ -289,7 +291,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 		}
 		traceSeq := counters.traceSeq + int64(len(tick.Trace))
 		if _, err := s.exec(ctx, tx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`,
-			head, hash, state, tick.Outcome, ts, traceSeq, counters.checkpointN, lease.RunID); err != nil {
+			head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
 			return err
 		}
 
@@ -312,7 +314,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, lease.RunID, n, head, cp.FormatVersion, cp.
 				frame = appendTraceRecord(frame, tr.Kind, body)
 			}
 			_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-				lease.RunID, last+1, last+int64(len(tick.Trace)), frame, ts)
+				runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg)
 			tx.w.frame = frame[:0] // the driver copied it
 			if err != nil {
 				return err

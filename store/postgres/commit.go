@@ -196,6 +196,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// A tick that may lag turns synchronous_commit off in this
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
+		tx.implicit = implicitTick
 		tx.Queue(fenceAheadSQL, aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)...)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
@@ -1069,3 +1070,8 @@ func (s *Store) sealTick(op, runID string, tick store.Tick, checkpoints, trace i
 	}
 	return cp, bodies, nil
 }
+
+// implicitTick sends the one-round-trip tick (commitAhead, commitTogether)
+// as the pipeline's implicit transaction, without BEGIN and COMMIT (see
+// wtx.implicit). A variable so that tests can compare the two.
+var implicitTick = true

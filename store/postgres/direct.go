@@ -292,7 +292,11 @@ const testSettingSQL = `SELECT current_setting('synchronous_commit')`
 
 // commitDirect is commit on the direct path: BEGIN when not yet sent, the
 // queued writes, the lazy setting, the test's reading and COMMIT, in that
-// order and in one round trip, as commit sends them through pgx. handled
+// order and in one round trip, as commit sends them through pgx. A
+// transaction marked implicit and not yet begun sends neither BEGIN nor
+// COMMIT: its statements and the one Sync after them are the whole
+// transaction, which the server runs as one (at the session's isolation
+// level), commits at the Sync and rolls back whole at any error. handled
 // is false, and nothing was sent, when a queued write wants its result
 // read back or the connection holds too many prepared statements: the
 // caller then sends the round trip through pgx.
@@ -304,20 +308,11 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	}
 	pc := t.conn.Conn().PgConn()
 	d := directOf(pc)
-	n := len(t.pending) + 1 // and COMMIT
-	if !t.begun {
-		n++
-	}
+	implicit := t.implicit && !t.begun
 	lazy := t.lazy && !t.lazySent
-	if lazy {
-		n++
-	}
-	if t.testSetting != nil {
-		n++
-	}
 	var sqlBuf [8]string // a tick's statements, on the stack
 	sqls := sqlBuf[:0]
-	if !t.begun {
+	if !t.begun && !implicit {
 		sqls = append(sqls, beginSQL)
 	}
 	for _, q := range t.pending {
@@ -331,7 +326,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		test = len(sqls)
 		sqls = append(sqls, testSettingSQL)
 	}
-	sqls = append(sqls, `COMMIT`)
+	if !implicit {
+		sqls = append(sqls, `COMMIT`)
+	}
 
 	var missing []string
 	for _, sql := range sqls {
@@ -364,7 +361,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		ends = make([]int, len(sqls))
 	}
 	off := 0
-	if !t.begun {
+	if !t.begun && !implicit {
 		off = 1
 	}
 	for i, q := range t.pending {
@@ -387,7 +384,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		from = ends[i]
 		p.SendQueryStatement(d.stmts[sql], vals, fmts, nil)
 	}
-	if err := p.Sync(); err != nil {
+	if err := p.Sync(); err == nil && testAfterSync != nil {
+		testAfterSync(pc)
+	} else if err != nil {
 		// The pipeline never left this process, or left it only in
 		// part: as commit judges it.
 		if pgconn.SafeToRetry(err) {
@@ -398,7 +397,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	reached := false // COMMIT's answer was awaited
 	var tag pgconn.CommandTag
 	for i := range sqls {
-		reached = i == len(sqls)-1
+		reached = i == len(sqls)-1 && !implicit
 		res, err := p.GetResults()
 		if err == nil {
 			rr, ok := res.(*pgconn.ResultReader)
@@ -420,6 +419,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 			d.forgetOnError(err)
 			var pe *pgconn.PgError
 			if !reached && (errors.As(err, &pe) || pgconn.SafeToRetry(err)) {
+				// An error the server sent for a statement aborts the
+				// transaction, an implicit one whole: nothing of it
+				// was written.
 				t.commitSent = false
 			}
 			if pe != nil && i >= off && i < off+queued {
@@ -429,7 +431,18 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		}
 	}
 	if err := p.Close(); err != nil {
+		// An implicit transaction commits at the Sync: an error the
+		// server sent there rolled it back; a connection lost while its
+		// answer was awaited leaves the outcome unknown.
+		var pe *pgconn.PgError
+		if implicit && errors.As(err, &pe) {
+			t.commitSent = false
+		}
 		return true, err
+	}
+	if implicit {
+		t.done = true
+		return true, nil
 	}
 	if tag.String() != "COMMIT" {
 		// The server answers COMMIT of a failed transaction with ROLLBACK.
@@ -438,6 +451,11 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	t.done = true
 	return true, nil
 }
+
+// testAfterSync, when set (by this package's tests, which do not run in
+// parallel), is called once a direct commit's pipeline has been sent,
+// before its answers are read.
+var testAfterSync func(*pgconn.PgConn)
 
 func containsString(ss []string, s string) bool {
 	for _, x := range ss {

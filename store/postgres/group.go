@@ -191,6 +191,7 @@ func (s *Store) commitTogether(ticks []*aheadReq) (out int, all bool) {
 	commitSent, err := s.once(ctx, func(t *wtx) error {
 		tx = t
 		t.lazy, t.lazySent, t.testSetting = lazy, lazy, testSetting
+		t.implicit = implicitTick
 		for i, r := range ticks {
 			r.next = r.h
 			chains := chainOf(r.h.hash, r.h.head, r.tick.Events)

@@ -33,6 +33,13 @@ type wtx struct {
 	// testSetting, when set (tests only), is told synchronous_commit as
 	// the transaction has it just before COMMIT.
 	testSetting func(string)
+	// implicit lets a transaction whose whole is its commit's one round
+	// trip on the direct path go without BEGIN and COMMIT, as the
+	// pipeline's implicit transaction at the session's isolation level
+	// (see commitDirect); set only where READ COMMITTED is as safe as
+	// REPEATABLE READ (the one-round-trip tick, its fence checking the
+	// run on the row it locks).
+	implicit bool
 	// failed, after a round trip the server refused, is the refused
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.

@@ -381,6 +381,7 @@ func (s *Store) commitMerged(ticks []*aheadReq) bool {
 	nexts := make([]runHead, n)
 	commitSent, err := s.once(ctx, func(t *wtx) error {
 		t.lazy, t.lazySent, t.testSetting = lazy, lazy, testSetting
+		t.implicit = implicitTick
 		var m mergedRows
 		for i, r := range ticks {
 			nexts[i] = r.h

@@ -20,6 +20,9 @@
 // commit of the run under the same lease is one round trip: what it would
 // read first is known or checked by the guards, and a tick whose
 // one-round-trip attempt the server refuses goes the two-round-trip way.
+// That one round trip carries neither BEGIN nor COMMIT: its statements up
+// to the Sync are one implicit transaction at READ COMMITTED, its fence
+// checking the lease and head on the row it locks.
 // A submission and each lease operation is one statement in one round
 // trip, which writes only where the check holds; the store explains a
 // refusal from the row it read. Beginning an attempt is one round trip too,

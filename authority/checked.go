@@ -76,19 +76,46 @@ func (c CheckedBatch) covers(b PublishedBatch, profile string) bool {
 }
 
 // copyBatch copies every slice of b, so later writes to the caller's
-// slices cannot reach the copy. Strings are immutable and shared.
+// slices cannot reach the copy. Strings are immutable and shared. Every
+// id list of the copy (the batch's two, each proposal's preconditions,
+// each verdict's supports) is cut from one array, each capped at its
+// length so that an append to one moves it and cannot reach the next:
+// three allocations for a batch, however many lists it has.
 func copyBatch(b PublishedBatch) PublishedBatch {
-	b.Batch.ProposalIDs = slices.Clone(b.Batch.ProposalIDs)
-	b.Batch.EligibilityVerdictIDs = slices.Clone(b.Batch.EligibilityVerdictIDs)
+	n := len(b.Batch.ProposalIDs) + len(b.Batch.EligibilityVerdictIDs)
+	for i := range b.Proposals {
+		n += len(b.Proposals[i].Preconditions)
+	}
+	for i := range b.Verdicts {
+		n += len(b.Verdicts[i].SupportDerivationIDs)
+	}
+	var ids []string
+	if n > 0 {
+		ids = make([]string, n)
+	}
+	b.Batch.ProposalIDs, ids = cutCopy(b.Batch.ProposalIDs, ids)
+	b.Batch.EligibilityVerdictIDs, ids = cutCopy(b.Batch.EligibilityVerdictIDs, ids)
 	b.Proposals = slices.Clone(b.Proposals)
 	for i := range b.Proposals {
-		b.Proposals[i].Preconditions = slices.Clone(b.Proposals[i].Preconditions)
+		b.Proposals[i].Preconditions, ids = cutCopy(b.Proposals[i].Preconditions, ids)
 	}
 	b.Verdicts = slices.Clone(b.Verdicts)
 	for i := range b.Verdicts {
-		b.Verdicts[i].SupportDerivationIDs = slices.Clone(b.Verdicts[i].SupportDerivationIDs)
+		b.Verdicts[i].SupportDerivationIDs, ids = cutCopy(b.Verdicts[i].SupportDerivationIDs, ids)
 	}
 	return b
+}
+
+// cutCopy copies s into the front of ids and returns the copy, capped at
+// its length, and the rest of ids. A nil s stays nil and an empty one
+// empty, as slices.Clone keeps them (an empty s comes back capped at
+// nothing, so no element of the caller's array is reachable through it).
+func cutCopy(s, ids []string) (cp, rest []string) {
+	if len(s) == 0 {
+		return s[:0:0], ids
+	}
+	k := copy(ids, s)
+	return ids[:k:k], ids[k:]
 }
 
 // sameBatch reports whether two published batches have the same members.

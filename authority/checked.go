@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/protocol"
 )
 
 // CheckedBatch is a published batch sealed and checked once, under one
@@ -80,7 +81,8 @@ func (c CheckedBatch) covers(b PublishedBatch, profile string) bool {
 // id list of the copy (the batch's two, each proposal's preconditions,
 // each verdict's supports) is cut from one array, each capped at its
 // length so that an append to one moves it and cannot reach the next:
-// three allocations for a batch, however many lists it has.
+// three allocations for a batch, however many lists it has, and two for
+// a batch of one proposal and one verdict.
 func copyBatch(b PublishedBatch) PublishedBatch {
 	n := len(b.Batch.ProposalIDs) + len(b.Batch.EligibilityVerdictIDs)
 	for i := range b.Proposals {
@@ -95,11 +97,20 @@ func copyBatch(b PublishedBatch) PublishedBatch {
 	}
 	b.Batch.ProposalIDs, ids = cutCopy(b.Batch.ProposalIDs, ids)
 	b.Batch.EligibilityVerdictIDs, ids = cutCopy(b.Batch.EligibilityVerdictIDs, ids)
-	b.Proposals = slices.Clone(b.Proposals)
+	if len(b.Proposals) == 1 && len(b.Verdicts) == 1 {
+		// A batch of one (the workflow's): its proposal and verdict
+		// together, each list capped at one.
+		one := &struct {
+			p [1]protocol.EffectProposal
+			v [1]protocol.EligibilityVerdict
+		}{[1]protocol.EffectProposal{b.Proposals[0]}, [1]protocol.EligibilityVerdict{b.Verdicts[0]}}
+		b.Proposals, b.Verdicts = one.p[:], one.v[:]
+	} else {
+		b.Proposals, b.Verdicts = slices.Clone(b.Proposals), slices.Clone(b.Verdicts)
+	}
 	for i := range b.Proposals {
 		b.Proposals[i].Preconditions, ids = cutCopy(b.Proposals[i].Preconditions, ids)
 	}
-	b.Verdicts = slices.Clone(b.Verdicts)
 	for i := range b.Verdicts {
 		b.Verdicts[i].SupportDerivationIDs, ids = cutCopy(b.Verdicts[i].SupportDerivationIDs, ids)
 	}

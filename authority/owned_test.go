@@ -85,6 +85,9 @@ func TestCopyBatchOwnsItsLists(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: copyBatch\n%#v\ncloned\n%#v", name, got, want)
 		}
+		if cap(got.Proposals) != len(got.Proposals) || cap(got.Verdicts) != len(got.Verdicts) {
+			t.Fatalf("%s: the copy's proposals or verdicts have room to append in place", name)
+		}
 		writes := 0
 		eachString(&orig, func(path string, v reflect.Value) {
 			v.SetString(v.String() + "x")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -65,23 +66,23 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// (what packHash makes of its text) and is the next event's
 		// previous hash; it is hashed after the one before from that sum
 		// (store.ChainSumAfter), and only the last is made into its text,
-		// for the run's row. The digests' and chain hashes' bytes are cut
-		// from one buffer the writer reuses, a kind's value is boxed once,
-		// and the values every row shares are boxed once: the driver copies
-		// what it binds.
+		// for the run's row. A chunk's chain hashes and then its digests
+		// are bound as one blob, from a buffer the writer reuses, each
+		// row's cut from it by the statement (packedEvents), and its
+		// sequence numbers counted from one bound number: a row binds only
+		// its kind, boxed once, and its body. The driver copies what it
+		// binds.
 		head, hash := run.Head, run.HeadHash
 		prev := packHash(hash)
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			args := tx.w.values[:0]
-			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk)+32) // never grown below: what is bound from it stays put
-			if head != run.Head {
-				// The previous chunk's last chain hash, cut from the
-				// buffer this chunk overwrites: copied in first.
-				sums = append(sums, sum[:]...)
-				prev = any(sums[:32:32])
+			if !packedDigests(chunk) {
+				// ValidateTick has matched every digest to its body.
+				return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "an event's digest is not a sum's text")
 			}
+			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk))
+			base := head
 			for _, ev := range chunk {
 				if head == run.Head {
 					sum = store.ChainSum(hash, head+1, ev.Digest)
@@ -89,18 +90,28 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 					sum = store.ChainSumAfter(sum, head+1, ev.Digest)
 				}
 				head++
-				n := len(sums)
 				sums = append(sums, sum[:]...)
-				next := any(sums[n : n+32 : n+32])
-				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, packHashInto(&sums, ev.Digest), prev, next, genArg, tsArg)
-				prev = next
 			}
-			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)
+			for _, ev := range chunk {
+				var d [32]byte
+				unhexSum(&d, ev.Digest)
+				sums = append(sums, d[:]...)
+			}
+			args := append(tx.w.values[:0], runArg, genArg, tsArg, prev, sums, base)
+			for _, ev := range chunk {
+				args = append(args, tx.w.kind(ev.Kind), ev.Body)
+			}
+			_, err := s.exec(ctx, tx, packedEvents(len(chunk)), args...)
 			clear(args) // holds no event once bound
 			tx.w.values = args[:0]
 			tx.w.sums = sums[:0]
 			if err != nil {
 				return err
+			}
+			if start+len(chunk) < len(tick.Events) {
+				// The next chunk's first previous hash, its own
+				// copy: the buffer is overwritten.
+				prev = any(slices.Clone(sum[:]))
 			}
 		}
 		if head != run.Head {
@@ -363,33 +374,54 @@ WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = 
 // SQLite's limit on bound parameters.
 const eventsPerInsert = 500
 
-// insertEvents is the statement that inserts n events. The texts for the
-// tick sizes a runner commits are built once: the statement cache is keyed
-// by the text, and building it cost as much as looking it up.
-func insertEvents(n int) string {
-	if t := insertEventsText(); n < len(t) {
-		return t[n]
+// packedDigests reports whether every event's digest is "sha256:" and 64
+// lowercase hex digits, stored as the sum's 32 bytes: then its chunk is
+// inserted by packedEvents.
+func packedDigests(chunk []store.Event) bool {
+	var d [32]byte
+	for _, ev := range chunk {
+		if !unhexSum(&d, ev.Digest) {
+			return false
+		}
 	}
-	return buildInsertEvents(n)
+	return true
 }
 
-// insertEventsText is built on first use, not while packages initialise.
-var insertEventsText = sync.OnceValue(func() []string {
+// packedEvents is the statement that inserts n events binding ?1 the run
+// id, ?2 the generation, ?3 the clock reading, ?4 the first event's
+// previous hash, ?5 one blob of the n chain hashes and then the n digests
+// (32 bytes each), ?6 the sequence number before the first, and each
+// event's kind and body after them. Each row's digest, previous hash (but
+// the first's) and chain hash are cut from the blob: substr of a blob is
+// the blob of those bytes, stored as the 32 bytes insertEvents binds.
+func packedEvents(n int) string {
+	if t := packedEventsText(); n < len(t) {
+		return t[n]
+	}
+	return buildPackedEvents(n)
+}
+
+var packedEventsText = sync.OnceValue(func() []string {
 	t := make([]string, 33)
 	for n := 1; n < len(t); n++ {
-		t[n] = buildInsertEvents(n)
+		t[n] = buildPackedEvents(n)
 	}
 	return t
 })
 
-func buildInsertEvents(n int) string {
+func buildPackedEvents(n int) string {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		prev := "?4"
+		if i > 0 {
+			prev = fmt.Sprintf("substr(?5, %d, 32)", 32*(i-1)+1)
+		}
+		fmt.Fprintf(&q, "(?1, ?6 + %d, ?%d, ?%d, substr(?5, %d, 32), %s, substr(?5, %d, 32), ?2, ?3)",
+			i+1, 7+2*i, 8+2*i, 32*(n+i)+1, prev, 32*i+1)
 	}
 	return q.String()
 }

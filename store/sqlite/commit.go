@@ -97,7 +97,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				unhexSum(&d, ev.Digest)
 				sums = append(sums, d[:]...)
 			}
-			args := append(tx.w.values[:0], runArg, genArg, tsArg, prev, sums, base)
+			args := append(tx.w.values[:0], sums, runArg, genArg, tsArg, base, prev)
 			for _, ev := range chunk {
 				args = append(args, tx.w.kind(ev.Kind), ev.Body)
 			}
@@ -411,18 +411,15 @@ var packedEventsText = sync.OnceValue(func() []string {
 
 func buildPackedEvents(n int) string {
 	var q strings.Builder
-	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
-	for i := 0; i < n; i++ {
-		if i > 0 {
+	q.WriteString(`WITH b(s, r, g, t, base, p) AS (SELECT ?, ?, ?, ?, ?, ?) INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) `)
+	fmt.Fprintf(&q, "SELECT r, base + column1, column2, column3, substr(s, %d + 32 * column1, 32), CASE column1 WHEN 1 THEN p ELSE substr(s, 32 * column1 - 63, 32) END, substr(s, 32 * column1 - 31, 32), g, t FROM b, (VALUES ", 32*n-31)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
 			q.WriteString(", ")
 		}
-		prev := "?4"
-		if i > 0 {
-			prev = fmt.Sprintf("substr(?5, %d, 32)", 32*(i-1)+1)
-		}
-		fmt.Fprintf(&q, "(?1, ?6 + %d, ?%d, ?%d, substr(?5, %d, 32), %s, substr(?5, %d, 32), ?2, ?3)",
-			i+1, 7+2*i, 8+2*i, 32*(n+i)+1, prev, 32*i+1)
+		fmt.Fprintf(&q, "(%d, ?, ?)", i)
 	}
+	q.WriteString(")")
 	return q.String()
 }
 

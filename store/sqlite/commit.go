@@ -387,13 +387,16 @@ func packedDigests(chunk []store.Event) bool {
 	return true
 }
 
-// packedEvents is the statement that inserts n events binding ?1 the run
-// id, ?2 the generation, ?3 the clock reading, ?4 the first event's
-// previous hash, ?5 one blob of the n chain hashes and then the n digests
-// (32 bytes each), ?6 the sequence number before the first, and each
-// event's kind and body after them. Each row's digest, previous hash (but
-// the first's) and chain hash are cut from the blob: substr of a blob is
-// the blob of those bytes, stored as the 32 bytes insertEvents binds.
+// packedEvents is the statement that inserts n events. It binds, in
+// order, one blob of the n chain hashes and then the n digests (32 bytes
+// each), the run id, the generation, the clock reading, the sequence
+// number before the first event and the first event's previous hash, all
+// read from one row (b), and then each event's kind and body, numbered
+// from 1 in the rows of a VALUES list. Each row's digest, previous hash
+// (but the first's) and chain hash are cut from the blob: substr of a
+// blob is the blob of those bytes, the 32 bytes packHash stores. Its
+// parameters are anonymous: the driver reads a numbered parameter's name
+// back as a new string each time it binds it.
 func packedEvents(n int) string {
 	if t := packedEventsText(); n < len(t) {
 		return t[n]

@@ -77,10 +77,6 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			if !packedDigests(chunk) {
-				// ValidateTick has matched every digest to its body.
-				return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "an event's digest is not a sum's text")
-			}
 			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk))
 			base := head
 			for _, ev := range chunk {
@@ -94,7 +90,10 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			}
 			for _, ev := range chunk {
 				var d [32]byte
-				unhexSum(&d, ev.Digest)
+				if !unhexSum(&d, ev.Digest) {
+					// ValidateTick has matched every digest to its body.
+					return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "an event's digest is not a sum's text")
+				}
 				sums = append(sums, d[:]...)
 			}
 			args := append(tx.w.values[:0], sums, runArg, genArg, tsArg, base, prev)
@@ -373,19 +372,6 @@ WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = 
 // eventsPerInsert bounds the rows of one INSERT INTO events, well inside
 // SQLite's limit on bound parameters.
 const eventsPerInsert = 500
-
-// packedDigests reports whether every event's digest is "sha256:" and 64
-// lowercase hex digits, stored as the sum's 32 bytes: then its chunk is
-// inserted by packedEvents.
-func packedDigests(chunk []store.Event) bool {
-	var d [32]byte
-	for _, ev := range chunk {
-		if !unhexSum(&d, ev.Digest) {
-			return false
-		}
-	}
-	return true
-}
 
 // packedEvents is the statement that inserts n events. It binds, in
 // order, one blob of the n chain hashes and then the n digests (32 bytes

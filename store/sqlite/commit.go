@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -66,19 +65,23 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// (what packHash makes of its text) and is the next event's
 		// previous hash; it is hashed after the one before from that sum
 		// (store.ChainSumAfter), and only the last is made into its text,
-		// for the run's row. A chunk's chain hashes and then its digests
-		// are bound as one blob, from a buffer the writer reuses, each
-		// row's cut from it by the statement (packedEvents), and its
-		// sequence numbers counted from one bound number: a row binds only
-		// its kind, boxed once, and its body. The driver copies what it
-		// binds.
+		// for the run's row. The digests' and chain hashes' bytes are cut
+		// from one buffer the writer reuses, a kind's value is boxed once,
+		// and the values every row shares are boxed once: the driver copies
+		// what it binds.
 		head, hash := run.Head, run.HeadHash
 		prev := packHash(hash)
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk))
-			base := head
+			args := tx.w.values[:0]
+			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk)+32) // never grown below: what is bound from it stays put
+			if head != run.Head {
+				// The previous chunk's last chain hash, cut from the
+				// buffer this chunk overwrites: copied in first.
+				sums = append(sums, sum[:]...)
+				prev = any(sums[:32:32])
+			}
 			for _, ev := range chunk {
 				if head == run.Head {
 					sum = store.ChainSum(hash, head+1, ev.Digest)
@@ -86,31 +89,18 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 					sum = store.ChainSumAfter(sum, head+1, ev.Digest)
 				}
 				head++
+				n := len(sums)
 				sums = append(sums, sum[:]...)
+				next := any(sums[n : n+32 : n+32])
+				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, packHashInto(&sums, ev.Digest), prev, next, genArg, tsArg)
+				prev = next
 			}
-			for _, ev := range chunk {
-				var d [32]byte
-				if !unhexSum(&d, ev.Digest) {
-					// ValidateTick has matched every digest to its body.
-					return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "an event's digest is not a sum's text")
-				}
-				sums = append(sums, d[:]...)
-			}
-			args := append(tx.w.values[:0], sums, runArg, genArg, tsArg, base, prev)
-			for _, ev := range chunk {
-				args = append(args, tx.w.kind(ev.Kind), ev.Body)
-			}
-			_, err := s.exec(ctx, tx, packedEvents(len(chunk)), args...)
+			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)
 			clear(args) // holds no event once bound
 			tx.w.values = args[:0]
 			tx.w.sums = sums[:0]
 			if err != nil {
 				return err
-			}
-			if start+len(chunk) < len(tick.Events) {
-				// The next chunk's first previous hash, its own
-				// copy: the buffer is overwritten.
-				prev = any(slices.Clone(sum[:]))
 			}
 		}
 		if head != run.Head {
@@ -373,42 +363,34 @@ WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = 
 // SQLite's limit on bound parameters.
 const eventsPerInsert = 500
 
-// packedEvents is the statement that inserts n events. It binds, in
-// order, one blob of the n chain hashes and then the n digests (32 bytes
-// each), the run id, the generation, the clock reading, the sequence
-// number before the first event and the first event's previous hash, all
-// read from one row (b), and then each event's kind and body, numbered
-// from 1 in the rows of a VALUES list. Each row's digest, previous hash
-// (but the first's) and chain hash are cut from the blob: substr of a
-// blob is the blob of those bytes, the 32 bytes packHash stores. Its
-// parameters are anonymous: the driver reads a numbered parameter's name
-// back as a new string each time it binds it.
-func packedEvents(n int) string {
-	if t := packedEventsText(); n < len(t) {
+// insertEvents is the statement that inserts n events. The texts for the
+// tick sizes a runner commits are built once: the statement cache is keyed
+// by the text, and building it cost as much as looking it up.
+func insertEvents(n int) string {
+	if t := insertEventsText(); n < len(t) {
 		return t[n]
 	}
-	return buildPackedEvents(n)
+	return buildInsertEvents(n)
 }
 
-var packedEventsText = sync.OnceValue(func() []string {
+// insertEventsText is built on first use, not while packages initialise.
+var insertEventsText = sync.OnceValue(func() []string {
 	t := make([]string, 33)
 	for n := 1; n < len(t); n++ {
-		t[n] = buildPackedEvents(n)
+		t[n] = buildInsertEvents(n)
 	}
 	return t
 })
 
-func buildPackedEvents(n int) string {
+func buildInsertEvents(n int) string {
 	var q strings.Builder
-	q.WriteString(`WITH b(s, r, g, t, base, p) AS (SELECT ?, ?, ?, ?, ?, ?) INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) `)
-	fmt.Fprintf(&q, "SELECT r, base + column1, column2, column3, substr(s, %d + 32 * column1, 32), CASE column1 WHEN 1 THEN p ELSE substr(s, 32 * column1 - 63, 32) END, substr(s, 32 * column1 - 31, 32), g, t FROM b, (VALUES ", 32*n-31)
-	for i := 1; i <= n; i++ {
-		if i > 1 {
+	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
+	for i := 0; i < n; i++ {
+		if i > 0 {
 			q.WriteString(", ")
 		}
-		fmt.Fprintf(&q, "(%d, ?, ?)", i)
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
-	q.WriteString(")")
 	return q.String()
 }
 

@@ -14,8 +14,8 @@ import (
 )
 
 // TestEventRowsMatchTheChainDefinition holds the events a commit writes
-// (chain hashes from the sum before them, digests and hashes cut by the
-// statement from one bound blob, kinds boxed once) to the rows the definition
+// (chain hashes from the sum before them, digests and hashes cut from the
+// writer's reused buffer, kinds boxed once) to the rows the definition
 // gives: over ticks of random sizes, across the rows of one INSERT and
 // beyond them, with more kinds than the writer keeps boxed, every stored
 // column is the oracle's (the chain through store.ChainHash over texts,
@@ -92,6 +92,27 @@ func TestEventRowsMatchTheChainDefinition(t *testing.T) {
 		}
 		if headHash != prev {
 			t.Fatalf("head hash %s, want %s", headHash, prev)
+		}
+	})
+}
+
+// packHashInto binds what packHash binds, appending a canonical hash's
+// bytes to the buffer and leaving what was there before.
+func TestPackHashIntoMatchesPackHash(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		buf := make([]byte, 0, 64)
+		buf = append(buf, rapid.SliceOfN(rapid.Byte(), 0, 32).Draw(t, "before")...)
+		before := string(buf)
+		h := drawHash(t, "hash")
+		got, want := packHashInto(&buf, h), packHash(h)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("packHashInto(%q) = %#v, packHash %#v", h, got, want)
+		}
+		if string(buf[:len(before)]) != before {
+			t.Fatalf("packHashInto changed the buffer's bytes before it")
+		}
+		if _, ok := want.([]byte); ok != (len(buf) == len(before)+32) {
+			t.Fatalf("packHashInto(%q) left %d bytes after %d", h, len(buf), len(before))
 		}
 	})
 }

@@ -24,6 +24,20 @@ func packHash(s string) any {
 	return sum[:]
 }
 
+// packHashInto is packHash with the 32 bytes of a sum appended to *buf
+// (which must have room for them, so that nothing bound earlier from it
+// moves) and the value a slice of it: a tick's digests share one buffer
+// the writer reuses, the driver having copied them once bound.
+func packHashInto(buf *[]byte, s string) any {
+	var sum [32]byte
+	if !unhexSum(&sum, s) {
+		return s
+	}
+	n := len(*buf)
+	*buf = append(*buf, sum[:]...)
+	return (*buf)[n : n+32 : n+32]
+}
+
 // unhexSum reads s, if it is "sha256:" and 64 lowercase hex digits, into
 // sum, and reports whether it was.
 func unhexSum(sum *[32]byte, s string) bool {

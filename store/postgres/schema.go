@@ -424,30 +424,9 @@ ALTER TABLE events DROP CONSTRAINT events_sums_run_id_fkey;
 	// triggers' functions name the runs table with its schema instead of
 	// pinning the search_path (a configuration change and back at every
 	// call).
-	{"table checks in the events and trace triggers", `
-DO $do$
-BEGIN
-	EXECUTE format($f$
-CREATE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-	missing text;
-BEGIN
-	IF EXISTS (SELECT FROM new_rows n WHERE (n.digest_sum IS NULL) = (n.digest IS NULL)
-		OR (n.prev_sum IS NULL) = (n.prev_hash IS NULL) OR (n.chain_sum IS NULL) = (n.chain_hash IS NULL)) THEN
-		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_hashes"'
-			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_hashes';
-	END IF;
+	{"table checks in the events and trace triggers", eventsChecked("CREATE FUNCTION", `
 	SELECT n.run_id INTO missing FROM new_rows n
-	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id) LIMIT 1;
-	IF FOUND THEN
-		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%%" does not exist', missing
-			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
-	END IF;
-	RETURN NULL;
-END
-$$$f$, current_schema());
-END
-$do$;
+	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id) LIMIT 1;`) + `
 DROP TRIGGER events_run_exists ON events;
 CREATE TRIGGER events_checked AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
 	FOR EACH STATEMENT EXECUTE FUNCTION flrh_events_checked();
@@ -512,11 +491,22 @@ ALTER TABLE trace SET (toast_tuple_target = 8160);
 	// subquery run for each distinct run_id inserted, with it as a
 	// parameter, which the primary key answers (and keeps the check from
 	// being pushed below the DISTINCT). Same checks, same errors.
-	{"events' runs looked up by key", `
+	{"events' runs looked up by key", eventsChecked("CREATE OR REPLACE FUNCTION", `
+	SELECT n.run_id INTO missing FROM (SELECT DISTINCT run_id FROM new_rows OFFSET 0) n
+	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id OFFSET 0) LIMIT 1;`) + "\n"},
+}
+
+// eventsChecked is the statement that creates (create: "CREATE FUNCTION")
+// or replaces the events' statement trigger function in the current
+// schema: the hashes' check, then runCheck, which sets missing to an
+// inserted row's run_id that runs does not hold (%I is the schema), then
+// the error for it. Migrations 12 and 15 differ only in runCheck.
+func eventsChecked(create, runCheck string) string {
+	return `
 DO $do$
 BEGIN
 	EXECUTE format($f$
-CREATE OR REPLACE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+` + create + ` flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
 	missing text;
 BEGIN
@@ -524,9 +514,7 @@ BEGIN
 		OR (n.prev_sum IS NULL) = (n.prev_hash IS NULL) OR (n.chain_sum IS NULL) = (n.chain_hash IS NULL)) THEN
 		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_hashes"'
 			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_hashes';
-	END IF;
-	SELECT n.run_id INTO missing FROM (SELECT DISTINCT run_id FROM new_rows OFFSET 0) n
-	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id OFFSET 0) LIMIT 1;
+	END IF;` + runCheck + `
 	IF FOUND THEN
 		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%%" does not exist', missing
 			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
@@ -535,8 +523,7 @@ BEGIN
 END
 $$$f$, current_schema());
 END
-$do$;
-`},
+$do$;`
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -7,31 +7,23 @@ import (
 	"flrh.dev/flrh/store/postgres"
 )
 
-// version14Events is what migration 15 changed: the events' statement
-// trigger of migration 12, its run check an anti-join of the inserted rows
-// to runs.
+// version14Events is what migration 15 changed, undone: the events'
+// statement trigger function as migration 12 wrote it, which is migration
+// 15's with its run check the anti-join of the inserted rows to runs.
 const version14Events = `
 DO $do$
-BEGIN
-	EXECUTE format($f$
-CREATE OR REPLACE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-	missing text;
+	src text := (SELECT prosrc FROM pg_proc WHERE oid = 'flrh_events_checked'::regproc);
+	byKey CONSTANT text[] := ARRAY['FROM (SELECT DISTINCT run_id FROM new_rows OFFSET 0) n', 'r.run_id = n.run_id OFFSET 0)'];
+	joined CONSTANT text[] := ARRAY['FROM new_rows n', 'r.run_id = n.run_id)'];
 BEGIN
-	IF EXISTS (SELECT FROM new_rows n WHERE (n.digest_sum IS NULL) = (n.digest IS NULL)
-		OR (n.prev_sum IS NULL) = (n.prev_hash IS NULL) OR (n.chain_sum IS NULL) = (n.chain_hash IS NULL)) THEN
-		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_hashes"'
-			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_hashes';
-	END IF;
-	SELECT n.run_id INTO missing FROM new_rows n
-	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id) LIMIT 1;
-	IF FOUND THEN
-		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%%" does not exist', missing
-			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
-	END IF;
-	RETURN NULL;
-END
-$$$f$, current_schema());
+	FOR i IN 1..2 LOOP
+		IF position(byKey[i] IN src) = 0 THEN
+			RAISE EXCEPTION 'the events check has no %', byKey[i];
+		END IF;
+		src := replace(src, byKey[i], joined[i]);
+	END LOOP;
+	EXECUTE 'CREATE OR REPLACE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS ' || quote_literal(src);
 END
 $do$;
 DELETE FROM schema_migrations WHERE version > 14;`

@@ -142,10 +142,7 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 // receipt tick takes the run's row from it: no read of the row.
 func TestJoiningTickTakesTheKnownRow(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
-	defer s.Close()
-	s.lingerFor = time.Hour
-	l := leasedRun(t, s)
+	s, l := lingeringRun(t)
 	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +169,7 @@ func TestJoiningTickTakesTheKnownRow(t *testing.T) {
 // be refused, as a tick reading the row is.
 func TestWriteBetweenTicksInABatchForgetsTheRow(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
-	defer s.Close()
-	s.lingerFor = time.Hour
-	l := leasedRun(t, s)
+	s, l := lingeringRun(t)
 	release := make(chan struct{})
 	held := make(chan struct{})
 	first := true

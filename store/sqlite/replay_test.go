@@ -141,6 +141,16 @@ func openLingering(t *testing.T, path string) *Store {
 	return s
 }
 
+// lingeringRun opens a store on a new file whose lagging ticks stay open
+// an hour, closed when t ends, and leases its run "r".
+func lingeringRun(t *testing.T) (*Store, store.Lease) {
+	t.Helper()
+	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
+	t.Cleanup(func() { s.Close() })
+	s.lingerFor = time.Hour
+	return s, leasedRun(t, s)
+}
+
 // sameOutcomesAndTables fails rt unless two stores given the same calls
 // answered them alike (got, want) and left every table's rows alike.
 func sameOutcomesAndTables(rt *rapid.T, gotIs, wantIs string, gotOut, wantOut []string, got, want map[string][]string) {
@@ -173,10 +183,7 @@ func dumpTables(t interface{ Fatal(...any) }, s *Store) map[string][]string {
 // was, and the refused tick left nothing.
 func TestJoinedWriteRefusedKeepsLaggingTicks(t *testing.T) {
 	ctx := context.Background()
-	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
-	defer s.Close()
-	s.lingerFor = time.Hour
-	l := leasedRun(t, s)
+	s, l := lingeringRun(t)
 	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
 		t.Fatal(err)
 	}

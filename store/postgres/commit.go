@@ -538,8 +538,7 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 			run := ap.arg(runV)
 			ap.shape.inboxEmpty = true
 			if ap.text {
-				ap.guard(`flrh_expect_one((SELECT count(*) FROM (SELECT 1 WHERE NOT EXISTS
-	(SELECT 1 FROM inbox WHERE run_id = ` + run + ` AND NOT consumed)) AS e), 'empty inbox')`)
+				ap.guard(`flrh_expect_one(CASE WHEN EXISTS (SELECT 1 FROM inbox WHERE run_id = ` + run + ` AND NOT consumed) THEN 0 ELSE 1 END, 'empty inbox')`)
 			} else {
 				ap.guard("")
 			}
@@ -630,10 +629,9 @@ var (
 	// commitAhead).
 	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
 	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-n AS MATERIALIZED (SELECT r.run_id, `+nowParam(9)+` AS now FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
-	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5),
-c AS MATERIALIZED (SELECT n.run_id, n.now, set_config('`+tickAt+`', n.now::text, true),
-	CASE WHEN $11 THEN `+lazyExpr+` END FROM n)
+c AS MATERIALIZED (SELECT r.run_id, set_config('`+tickAt+`', (`+nowParam(9)+`)::text, true)::bigint AS now,
+	CASE WHEN $11 THEN `+lazyExpr+` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
 FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`, "fence")
 	// resultClosedSQL writes an attempt result with the receipt that

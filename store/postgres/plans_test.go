@@ -55,6 +55,20 @@ func TestFenceUpdatesItsRunByKey(t *testing.T) {
 	}
 }
 
+// The one-round-trip fence runs in as few plan nodes as its checks need:
+// the run locked (one CTE), the time taken and left in the tick's setting
+// with the run's checks on the locked row (a second), the update, and the
+// guard as an aggregate over the update's rows. Every node is set up at
+// every execution (two fences a governed step): no result node or
+// subplan for the guard, no third CTE for the time.
+func TestFencePlanIsSmall(t *testing.T) {
+	plan := genericPlan(t, fenceAheadSQL)
+	if !strings.HasPrefix(plan, "Aggregate") || strings.Contains(plan, "InitPlan") || strings.Contains(plan, "Result") ||
+		strings.Count(plan, "CTE Scan") != 3 || strings.Count(plan, "->") != 8 {
+		t.Fatalf("the fence's plan has more nodes than its checks need:\n%s", plan)
+	}
+}
+
 // The merged group's fence locks and updates its runs by their key too:
 // its generic plan, made on a young database's small tables, reads the
 // runs' rows through the primary key alone, never scanning the table (the

@@ -230,5 +230,5 @@ func (r errRow) Scan(...any) error { return r.err }
 // row. what names the write in the error; it is a constant of this
 // package, never input.
 func expectOne(stmt, what string) string {
-	return `WITH w AS (` + stmt + ` RETURNING 1) SELECT flrh_expect_one((SELECT count(*) FROM w), '` + what + `')`
+	return `WITH w AS (` + stmt + ` RETURNING 1) SELECT flrh_expect_one(count(*), '` + what + `') FROM w`
 }

@@ -129,8 +129,10 @@ func newMaterialization(c *Compiled, lim Limits) *Materialization {
 	}
 	m.tables = make([]*table, len(c.rels)*2)
 	m.base = make([]map[int32]int32, len(m.tables))
+	sl := new(slab)
 	for t := range m.tables {
 		m.tables[t] = newTable(len(c.rels[t/2].types), c.indexes[t])
+		m.tables[t].sl = sl
 		m.base[t] = map[int32]int32{}
 	}
 	return m

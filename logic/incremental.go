@@ -140,6 +140,7 @@ func (m *Materialization) Clone() *Materialization {
 		}
 	}
 	idx := make([]*index, nidx)
+	sl := new(slab) // the clone's own: m may be carving from its slab
 	var flat []uint32
 	if nflat <= cloneSharedSlots {
 		flat = make([]uint32, nflat)
@@ -152,7 +153,7 @@ func (m *Materialization) Clone() *Materialization {
 			f = flat[:len(tb.set.flat):len(tb.set.flat)]
 			flat = flat[len(tb.set.flat):]
 		}
-		tb.cloneInto(&heads[t], idx[:k:k], f)
+		tb.cloneInto(&heads[t], idx[:k:k], f, sl)
 		idx = idx[k:]
 		u.tables[t] = &heads[t]
 		if len(m.base[t]) > 0 { // an empty one is made when first written (setBase)
@@ -230,9 +231,9 @@ func (m *Materialization) beginUndo() {
 		u.hadDie[t] = tb.died.on()
 		m.start[t] = tb.n
 		if !tb.died.on() {
-			tb.died = zeroed(tb.n)
+			tb.died = zeroedIn(tb.sl, tb.n)
 		}
-		tb.round.expand(tb.n)
+		tb.round.expandIn(tb.sl, tb.n)
 	}
 	m.undo = u
 	m.epoch++
@@ -685,6 +686,7 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 	for _, t := range s.tables {
 		old := m.tables[t]
 		fresh := newTable(old.arity, m.c.indexes[t])
+		fresh.sl = old.sl
 		tup := make([]int64, old.arity)
 		for r := int32(0); r < m.start[t]; r++ {
 			if m.base[t][r] > 0 {

@@ -26,6 +26,9 @@ type table struct {
 	set    rowSet   // every row (dead ones until they are unlinked), by value
 	masks  []uint64 // column sets plans look up by
 	idx    []*index // per mask, nil until first used
+	// sl is where the table's first chunks come from, shared by the
+	// tables of one materialization (nil: each its own allocation).
+	sl *slab
 }
 
 // index maps the values of some columns to a chain of rows, newest first.
@@ -161,11 +164,15 @@ func (t *table) appendRow(v []int64) {
 	}
 	last := len(t.chunks) - 1
 	if last < 0 || len(t.chunks[last]) == rowsPerChunk*t.stride {
-		size := rowsPerChunk * t.stride
-		if last < 0 {
-			size = 64 * t.stride
+		if last < 0 && cap(t.chunks) == 0 {
+			t.chunks = t.sl.firstRows(64 * t.stride)
+		} else {
+			size := rowsPerChunk * t.stride
+			if last < 0 {
+				size = 64 * t.stride
+			}
+			t.chunks = append(t.chunks, make([]byte, 0, size))
 		}
-		t.chunks = append(t.chunks, make([]byte, 0, size))
 		last++
 	}
 	c := t.chunks[last]
@@ -333,9 +340,9 @@ func (t *table) insertHashed(v []int64, h uint64, round uint32) (int32, bool) {
 	t.n++
 	t.appendRow(v)
 	t.set.put(at, r, h)
-	t.round.push(r, round)
+	t.round.pushIn(t.sl, r, round)
 	if t.died.on() {
-		t.died.push(0)
+		t.died.pushIn(t.sl, 0)
 	}
 	for _, ix := range t.idx {
 		if ix != nil {
@@ -434,21 +441,24 @@ func (ix *index) lookup(t *table, key []int64) int32 {
 // clone deep-copies the table.
 func (t *table) clone() *table {
 	u := new(table)
-	t.cloneInto(u, make([]*index, len(t.idx)), nil)
+	t.cloneInto(u, make([]*index, len(t.idx)), nil, nil)
 	return u
 }
 
 // cloneInto deep-copies the table into u, with idx (of the table's length)
 // as its index list and flat, when the table's set is one array of that
-// length, as the set's slots.
-func (t *table) cloneInto(u *table, idx []*index, flat []uint32) {
+// length, as the set's slots. The copy's first chunks, and those it makes
+// later, come from sl: never from t's slab, which t's own materialization
+// may be carving from at the same time.
+func (t *table) cloneInto(u *table, idx []*index, flat []uint32, sl *slab) {
 	*u = *t
+	u.sl = sl
 	u.chunks = make([][]byte, len(t.chunks))
 	for i, c := range t.chunks {
 		u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
 	}
-	u.round = t.round.clone()
-	u.died = t.died.clone()
+	u.round = t.round.cloneIn(sl)
+	u.died = t.died.cloneIn(sl)
 	u.set = t.set.cloneInto(flat)
 	u.idx = idx
 	for i, ix := range t.idx {
@@ -503,7 +513,10 @@ func (v *rounds) get(r int32) uint32 {
 func (v *rounds) set(r int32, x uint32) { v.vec.set(r, x) }
 
 // push records round x for row r, the row just appended.
-func (v *rounds) push(r int32, x uint32) {
+func (v *rounds) push(r int32, x uint32) { v.pushIn(nil, r, x) }
+
+// pushIn is push with a first chunk from sl.
+func (v *rounds) pushIn(sl *slab, r int32, x uint32) {
 	if !v.vec.on() {
 		last := len(v.runs) - 1
 		if last >= 0 && v.runs[last].round == x {
@@ -513,18 +526,21 @@ func (v *rounds) push(r int32, x uint32) {
 			v.runs = append(v.runs, roundRun{r, x})
 			return
 		}
-		v.expand(r) // a smaller round than the last: runs cannot say it
+		v.expandIn(sl, r) // a smaller round than the last: runs cannot say it
 	}
-	v.vec.push(x)
+	v.vec.pushIn(sl, x)
 }
 
 // expand turns the runs of the first n rows into a per-row column, which
 // updates set row by row.
-func (v *rounds) expand(n int32) {
+func (v *rounds) expand(n int32) { v.expandIn(nil, n) }
+
+// expandIn is expand with a first chunk from sl.
+func (v *rounds) expandIn(sl *slab, n int32) {
 	if v.vec.on() {
 		return
 	}
-	v.vec = zeroed(n)
+	v.vec = zeroedIn(sl, n)
 	for i, run := range v.runs {
 		end := n
 		if i+1 < len(v.runs) {
@@ -547,8 +563,11 @@ func (v *rounds) truncate(n int32) {
 	}
 }
 
-func (v rounds) clone() rounds {
-	return rounds{runs: append([]roundRun(nil), v.runs...), vec: v.vec.clone()}
+func (v rounds) clone() rounds { return v.cloneIn(nil) }
+
+// cloneIn is clone with a first chunk from sl.
+func (v rounds) cloneIn(sl *slab) rounds {
+	return rounds{runs: append([]roundRun(nil), v.runs...), vec: v.vec.cloneIn(sl)}
 }
 
 // u32vec is a per-row uint32 column stored in chunks like the rows.
@@ -563,11 +582,14 @@ func (v *u32vec) get(r int32) uint32 { return v.chunks[r>>chunkShift][r&chunkMas
 
 func (v *u32vec) set(r int32, x uint32) { v.chunks[r>>chunkShift][r&chunkMask] = x }
 
-func (v *u32vec) push(x uint32) {
+func (v *u32vec) push(x uint32) { v.pushIn(nil, x) }
+
+// pushIn is push with a first chunk from sl.
+func (v *u32vec) pushIn(sl *slab, x uint32) {
 	last := len(v.chunks) - 1
 	if last < 0 || len(v.chunks[last]) == rowsPerChunk {
 		if last < 0 && cap(v.chunks) == 0 {
-			v.chunks = firstChunk(0)
+			v.chunks = sl.firstColumn(0)
 		} else {
 			size := rowsPerChunk
 			if last < 0 {
@@ -587,12 +609,15 @@ func (v *u32vec) push(x uint32) {
 }
 
 // zeroed returns a column of n zeros.
-func zeroed(n int32) u32vec {
+func zeroed(n int32) u32vec { return zeroedIn(nil, n) }
+
+// zeroedIn is zeroed with a first chunk from sl.
+func zeroedIn(sl *slab, n int32) u32vec {
 	if n <= firstChunkCap {
 		if n == 0 {
 			return u32vec{chunks: [][]uint32{}}
 		}
-		return u32vec{chunks: firstChunk(int(n))}
+		return u32vec{chunks: sl.firstColumn(int(n))}
 	}
 	v := u32vec{chunks: [][]uint32{}}
 	for n > 0 {
@@ -614,12 +639,15 @@ func (v *u32vec) truncate(n int32) {
 	}
 }
 
-func (v u32vec) clone() u32vec {
+func (v u32vec) clone() u32vec { return v.cloneIn(nil) }
+
+// cloneIn is clone with a first chunk from sl.
+func (v u32vec) cloneIn(sl *slab) u32vec {
 	if v.chunks == nil {
 		return v
 	}
 	if len(v.chunks) == 1 && cap(v.chunks[0]) <= firstChunkCap {
-		u := u32vec{chunks: firstChunk(len(v.chunks[0]))}
+		u := u32vec{chunks: sl.firstColumn(len(v.chunks[0]))}
 		copy(u.chunks[0], v.chunks[0])
 		return u
 	}
@@ -649,4 +677,66 @@ func firstChunk(n int) [][]uint32 {
 	c := new(chunkOne)
 	c.list[0] = c.data[:n]
 	return c.list[:1:1]
+}
+
+// slab hands out the first chunks of a materialization's tables — the
+// rows' chunk list and first chunk, the round and death columns' first
+// chunks — from arrays shared by all its tables: an update that gives a
+// handful of empty tables their first rows made four allocations each.
+// Every piece is capped at its own length and capacity, so an append
+// past it moves it (as a chunk that outgrows its first capacity already
+// is moved) and never reaches a neighbour. A slab belongs to one
+// materialization: Clone gives the copy its own, since the original may
+// be carving from its slab at the same time. A nil slab allocates every
+// piece on its own.
+type slab struct {
+	cols  []chunkOne // first column chunks, with their lists, not yet handed out
+	lists [][]byte   // rows' chunk lists, one entry each
+	bytes []byte     // rows' first chunks
+}
+
+// How many pieces one allocation of a slab holds, and the largest rows'
+// first chunk carved from it (a larger one is made on its own).
+const (
+	slabCols     = 8
+	slabLists    = 16
+	slabBytes    = 1024
+	slabMaxChunk = 512
+)
+
+// firstColumn is firstChunk(n) from the slab.
+func (s *slab) firstColumn(n int) [][]uint32 {
+	if s == nil {
+		return firstChunk(n)
+	}
+	if len(s.cols) == 0 {
+		s.cols = make([]chunkOne, slabCols)
+	}
+	c := &s.cols[0]
+	s.cols = s.cols[1:]
+	c.list[0] = c.data[:n:firstChunkCap]
+	return c.list[:1:1]
+}
+
+// firstRows returns a rows' chunk list of length 1 and capacity 1 whose
+// chunk is empty with capacity size.
+func (s *slab) firstRows(size int) [][]byte {
+	if s == nil {
+		return [][]byte{make([]byte, 0, size)}
+	}
+	if len(s.lists) == 0 {
+		s.lists = make([][]byte, slabLists)
+	}
+	list := s.lists[:1:1]
+	s.lists = s.lists[1:]
+	if size > slabMaxChunk {
+		list[0] = make([]byte, 0, size)
+		return list
+	}
+	if len(s.bytes) < size {
+		s.bytes = make([]byte, slabBytes)
+	}
+	list[0] = s.bytes[:0:size]
+	s.bytes = s.bytes[size:]
+	return list
 }

@@ -119,9 +119,42 @@ func (m *Materialization) Supports(f Fact) ([]Support, error) {
 	return m.supports(t, tup, nil)
 }
 
+// SupportsBoth returns what Supports returns for f as a positive fact and
+// for f negated (f.Neg is ignored), each with its own error, from one
+// encoding of the fact and one evaluator for both.
+func (m *Materialization) SupportsBoth(f Fact) (pos, neg []Support, posErr, negErr error) {
+	f.Neg = false
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil {
+		return nil, nil, err, err
+	}
+	if !ok {
+		return nil, nil, nil, nil
+	}
+	var q supportQuery
+	pos, posErr = m.supportsIn(t, tup, &q)
+	neg, negErr = m.supportsIn(t+1, tup, &q)
+	return pos, neg, posErr, negErr
+}
+
 // supports enumerates supports of a tuple; views are all-visible unless
 // custom is given (used by rederivation with a restricted state).
 func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, error) {
+	return m.supportsIn(t, tup, &supportQuery{x: x})
+}
+
+// supportQuery is what lookups of supports can share: the evaluator and
+// the collector with its callback, each made when a first rule can derive
+// the tuple looked up.
+type supportQuery struct {
+	x     *exec
+	c     *supportCollector
+	match func([]int64) bool
+}
+
+// supportsIn is supports with the evaluator and collector q holds, or
+// makes and keeps in q.
+func (m *Materialization) supportsIn(t int, tup []int64, q *supportQuery) ([]Support, error) {
 	var out []Support
 	tb := m.tables[t]
 	if r := tb.find(tup); r >= 0 && tb.alive(r) && m.base[t][r] > 0 {
@@ -132,16 +165,22 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 	// collector serves every rule (a closure per rule, and the variables
 	// it shared, were allocations of their own).
 	var c *supportCollector
+	var x *exec
 	for _, r := range m.c.rules {
 		if r.head != t {
 			continue
 		}
 		if c == nil {
-			if x == nil {
-				x = m.newExec()
+			if q.x == nil {
+				q.x = m.newExec()
 			}
-			c = &supportCollector{m: m, x: x, out: out}
-			x.onMatch = c.match
+			if q.c == nil {
+				q.c = &supportCollector{m: m, x: q.x}
+				q.match = q.c.match
+			}
+			c, x = q.c, q.x
+			c.out = out
+			x.onMatch = q.match
 		}
 		x.mode = emitCollect
 		for ai := range r.atoms {
@@ -160,7 +199,7 @@ func (m *Materialization) supports(t int, tup []int64, x *exec) ([]Support, erro
 		}
 	}
 	if c != nil {
-		out = c.out
+		out, c.out = c.out, nil
 	}
 	slices.SortStableFunc(out, compareSupports)
 	return out, nil

@@ -247,10 +247,8 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 	// A rule support's id is the digest of its text, written where it is
 	// digested; the text opens with its rule's, digested from the state
 	// kept after its leading blocks (w.ruleTexts).
-	ids := func(neg bool) []string {
-		g := f
-		g.Neg = neg
-		sup, err := mat.Supports(g)
+	pos, neg, posErr, negErr := mat.SupportsBoth(f)
+	ids := func(sup []logic.Support, err error) []string {
 		if err != nil {
 			return []string{}
 		}
@@ -270,7 +268,7 @@ func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
-	return ids(false), ids(true)
+	return ids(pos, posErr), ids(neg, negErr)
 }
 
 // ruleSupportID is a rule support's id, from the SHA-256 sum of its text:

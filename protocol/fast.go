@@ -664,7 +664,22 @@ func (fc *fastCompiler) object(s map[string]any) (*fastNode, error) {
 		// then and else without if are ignored by the specification.
 		n.thenN, n.elseN = nil, nil
 	}
+	if n.onlyRef() {
+		// A schema that is only a reference accepts what its target
+		// accepts: the target is checked in its place, so that a value
+		// is not read once for this node and again for the target.
+		return n.ref, nil
+	}
 	return n, nil
+}
+
+// onlyRef reports whether $ref is the one keyword of n that checks
+// anything.
+func (n *fastNode) onlyRef() bool {
+	return n.ref != nil && n.types == 0 && !n.hasConst && n.enum == nil &&
+		n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && !n.dateTime && !n.hasMin && !n.hasMax &&
+		n.props == nil && !n.closed && n.required == nil && n.nRequired == 0 && n.minProps == 0 &&
+		n.items == nil && !n.unique && n.anyOf == nil && n.allOf == nil && n.ifN == nil
 }
 
 func (n *fastNode) setTypes(val any) error {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -652,5 +653,87 @@ func TestScalarTextStringsByWords(t *testing.T) {
 				t.Fatalf("byte %#x at %d: %v %d, a byte at a time %v %d", b, at, ok, end, wantOK, wantEnd)
 			}
 		}
+	}
+}
+
+// A node that looks at nothing inside a container, applied where the text
+// is known to be inside the grammar, passes over the container when its
+// caller reads on after it (here false), and need not when the caller
+// applies it at the same place (here true).
+func TestKnownContainerPassedOverOnlyWhereReadOn(t *testing.T) {
+	for _, text := range []string{`{"a":[1,{"b":"c"}],"d":{}}`, `[{"x":["]"]},"}"]`, `{}`, `[]`} {
+		src := []byte(text + `,"tail"`)
+		end, ok := anyNode.acceptsTextAt(src, 0, 0, 0, true, false, nil)
+		if !ok || end != len(text) {
+			t.Errorf("%s: end %d ok %v, want %d true", text, end, ok, len(text))
+		}
+		if _, ok := anyNode.acceptsTextAt(src, 0, 0, 0, true, true, nil); !ok {
+			t.Errorf("%s: refused where the caller does not read on", text)
+		}
+	}
+	// The approval rules' conditions read an intent's members up to the
+	// one they test; members written before it, containers among them,
+	// are passed over (the text path does not need canonical order).
+	v, err := cjson.Decode(mustRead("valid", "effect-intent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	var b strings.Builder
+	b.WriteByte('{')
+	first := []string{"preconditions", "versions"}
+	rest := slices.DeleteFunc(slices.Sorted(maps.Keys(m)), func(k string) bool { return slices.Contains(first, k) })
+	for i, k := range append(first, rest...) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		val, err := cjson.Encode(m[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%q:%s", k, val)
+	}
+	b.WriteByte('}')
+	if !acceptsText(KindEffectIntent, []byte(b.String())) {
+		t.Errorf("text path refuses the valid intent with its containers first: %s", b.String())
+	}
+	checkSameText(t, []byte(b.String()))
+}
+
+// A schema that is only a $ref compiles to its target, so that a member
+// declared by reference is read once; a schema with any other keyword
+// beside $ref keeps its own node.
+func TestOnlyRefCompilesToItsTarget(t *testing.T) {
+	n := compiledFast()[KindEffectIntent]
+	id := compiledFast()["VersionEnvelope"]
+	if n == nil || id == nil {
+		t.Fatal("no fast check of EffectIntent or VersionEnvelope")
+	}
+	if got := n.props["versions"].node; got != id {
+		t.Errorf("versions compiles to %p, not the VersionEnvelope node %p", got, id)
+	}
+	if n.ref == nil || n.ref == n || !n.closed {
+		t.Errorf("EffectIntent lost its own keywords beside $ref")
+	}
+	fc, err := newFastCompiler(Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []map[string]any{
+		{"$ref": "#/$defs/id", "maxLength": json.Number("3")},
+		{"$ref": "#/$defs/id", "type": "string"},
+		{"$ref": "#/$defs/id", "enum": []any{"a"}},
+		{"$ref": "#/$defs/id", "allOf": []any{true}},
+	} {
+		got, err := fc.node(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == got.ref || got.ref == nil || got.onlyRef() {
+			t.Errorf("%v compiled to its target alone", s)
+		}
+	}
+	if got, err := fc.node(map[string]any{"$ref": "#/$defs/id", "description": "x"}); err != nil || got.ref != nil || got.pattern == nil {
+		t.Errorf("a $ref with an annotation does not compile to its target: %+v %v", got, err)
 	}
 }

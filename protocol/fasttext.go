@@ -197,12 +197,17 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 		var ok bool
 		switch {
 		case known && n.props == nil && n.required == nil && n.minProps == 0 && !n.closed && n.items == nil && !n.unique:
-			// Nothing of this node looks inside the container.
+			// Nothing of this node looks inside the container. A caller
+			// that applies this node at the same place (here) does not use
+			// the index past the value, so the value is not passed over.
 			t = tObject
 			if src[i] == '[' {
 				t = tArray
 			}
-			end, ok = skipValue(src, i), true
+			end, ok = i, true
+			if !here {
+				end = skipValue(src, i)
+			}
 		case src[i] == '{':
 			t = tObject
 			end, ok = n.objectText(src, i, depth, cdepth, known, known && here, spans)

@@ -324,11 +324,21 @@ type matcher struct {
 }
 
 type atom struct {
-	class    [4]uint64 // bytes the atom matches (ASCII only)
-	min, max int       // repetitions; max < 0 is unbounded
+	class    [4]uint64  // bytes the atom matches (ASCII only)
+	min, max int        // repetitions; max < 0 is unbounded
+	in       *[256]bool // class as a table, one entry per byte (set by compilePattern)
 }
 
 func (a *atom) has(c byte) bool { return a.class[c>>6]&(1<<(c&63)) != 0 }
+
+// table returns a's class as one entry per byte.
+func (a *atom) table() *[256]bool {
+	var t [256]bool
+	for c := range t {
+		t[c] = a.has(byte(c))
+	}
+	return &t
+}
 
 func (m *matcher) match(s string) bool { return matchIn(m, s) }
 
@@ -343,13 +353,18 @@ func matchIn[T string | []byte](m *matcher, s T) bool {
 		}
 	}
 	i := 0
-	for _, a := range m.atoms {
-		n := 0
-		for i < len(s) && (a.max < 0 || n < a.max) && a.has(s[i]) {
-			i++
-			n++
+	for k := range m.atoms {
+		// Greedy: as many bytes of the class as the atom may take.
+		a := &m.atoms[k]
+		end := len(s)
+		if a.max >= 0 && a.max < end-i {
+			end = i + a.max
 		}
-		if n < a.min {
+		start := i
+		for i < end && a.in[s[i]] {
+			i++
+		}
+		if i-start < a.min {
 			return false
 		}
 	}
@@ -358,6 +373,9 @@ func matchIn[T string | []byte](m *matcher, s T) bool {
 
 func compilePattern(p string) (*matcher, error) {
 	if atoms, ok := parseSimplePattern(p); ok {
+		for i := range atoms {
+			atoms[i].in = atoms[i].table()
+		}
 		return &matcher{atoms: atoms}, nil
 	}
 	re, err := regexp.Compile(p)

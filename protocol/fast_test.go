@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -157,6 +158,33 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 		`^sha256:[0-9a-f]{64}$`,
 		`^a+$`,
 		`^[a-c]{2}x*$`,
+		`^ab{2}c+$`,
+		`^x[0-9]{3}$`,
+		`^[0-9]{0}a*$`,
+	}
+	// Every short string over an alphabet the patterns tell apart, and
+	// digests a byte off, then drawn strings.
+	short := []string{""}
+	for range 4 {
+		for _, s := range short {
+			for _, c := range "aAbcx019:." {
+				if n := s + string(c); !slices.Contains(short, n) {
+					short = append(short, n)
+				}
+			}
+		}
+	}
+	hex := strings.Repeat("0123456789abcdef", 4)
+	short = append(short, "sha256:"+hex, "sha256:"+hex[1:], "sha256:"+hex+"0", "sha256:"+hex[1:]+"A",
+		"sha256:"+hex[1:]+"g", "sha256:A"+hex[1:], "sha257:"+hex, "sha256"+hex)
+	for _, p := range patterns {
+		m, _ := compilePattern(p)
+		re := regexp.MustCompile(p)
+		for _, s := range short {
+			if got, want := m.match(s), re.MatchString(s); got != want {
+				t.Fatalf("%s on %q: matcher %v, regexp %v", p, s, got, want)
+			}
+		}
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		p := rapid.SampledFrom(patterns).Draw(t, "pattern")
@@ -164,6 +192,7 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 			rapid.StringMatching(`[A-Za-z0-9._:+/ -]{0,8}`),
 			rapid.StringMatching(`sha256:[0-9a-fA-F]{62,66}`),
 			rapid.StringMatching(`[abcx]{0,5}\n?`),
+			rapid.StringMatching(`[abcx0-9]{0,6}`),
 			rapid.String(),
 		).Draw(t, "s")
 		m, err := compilePattern(p)

@@ -310,6 +310,7 @@ func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool
 	var seen uint64 // declared members seen, by index (closed objects)
 	var keys [maxTextKeys][]byte
 	members, required, found := 0, 0, 0
+	next := 0 // the index in n.declared of the member expected next
 	for {
 		if i >= len(src) || src[i] != '"' {
 			return 0, false
@@ -323,7 +324,18 @@ func (n *fastNode) objectText(src []byte, i, depth, cdepth int, known, here bool
 			return 0, false
 		}
 		i = skipWS(src, i+1)
-		p, declared := n.props[string(k.str)]
+		// Members in canonical order come in the declared order: the
+		// member after the last one found is tried before the lookup.
+		var p prop
+		declared := false
+		if next < len(n.declared) && n.declared[next].name == string(k.str) {
+			p, declared = n.declared[next], true
+		} else {
+			p, declared = n.props[string(k.str)]
+		}
+		if declared {
+			next = p.idx + 1
+		}
 		if n.closed && (!declared || p.idx >= 64) {
 			return 0, false
 		}

@@ -40,6 +40,16 @@ type index struct {
 	next  []int32 // per row: next row in its chain, -1 at the end
 }
 
+// indexOne is an index with room for its first slots, columns and chains:
+// one allocation for an index few tables grow past. Each is capped at its
+// room, so that growing moves it.
+type indexOne struct {
+	ix    index
+	slots [16]int32
+	cols  [4]int
+	next  [16]int32
+}
+
 const hashSeed = 0x9E3779B97F4A7C15
 
 func mix(h uint64, v int64) uint64 {
@@ -61,7 +71,9 @@ func (t *table) index(k int) *index {
 		return ix
 	}
 	m := t.masks[k]
-	ix := &index{mask: m, slots: make([]int32, 16)}
+	o := new(indexOne)
+	ix := &o.ix
+	ix.mask, ix.slots, ix.cols, ix.next = m, o.slots[:], o.cols[:0:len(o.cols)], o.next[:0:len(o.next)]
 	for c := 0; c < t.arity; c++ {
 		if m&(1<<c) != 0 {
 			ix.cols = append(ix.cols, c)

@@ -1,6 +1,7 @@
 package logic
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 )
@@ -25,7 +26,7 @@ type undo struct {
 	live   int64
 	ndead  []int32
 	stats  Stats
-	hadDie []bool
+	hadDie []int32 // per table: 1 if its death column was on before
 }
 
 type diedRec struct {
@@ -222,13 +223,14 @@ func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 func (m *Materialization) beginUndo() {
 	u := &undo{nsyms: len(m.syms), round: m.round, epoch: m.epoch, live: m.live, stats: m.stats}
 	n := len(m.tables)
-	counts := make([]int32, 3*n) // one array for three per-table columns
-	u.n, u.ndead, m.start = counts[:n:n], counts[n:2*n:2*n], counts[2*n:]
-	u.hadDie = make([]bool, n)
+	counts := make([]int32, 4*n) // one array for four per-table columns
+	u.n, u.ndead, u.hadDie, m.start = counts[:n:n], counts[n:2*n:2*n], counts[2*n:3*n:3*n], counts[3*n:]
 	for t, tb := range m.tables {
 		u.n[t] = tb.n
 		u.ndead[t] = tb.ndead
-		u.hadDie[t] = tb.died.on()
+		if tb.died.on() {
+			u.hadDie[t] = 1
+		}
 		m.start[t] = tb.n
 		if !tb.died.on() {
 			tb.died = zeroedIn(tb.sl, tb.n)
@@ -266,7 +268,7 @@ func (m *Materialization) rollback() {
 			tb.died.truncate(tb.n)
 			tb.rebuild()
 		}
-		if !u.hadDie[t] {
+		if u.hadDie[t] == 0 {
 			tb.died = u32vec{}
 		}
 	}
@@ -414,25 +416,27 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		if r >= 0 && !tb.alive(r) {
 			r = -1
 		}
-		key := tableKey(t, tup)
+		// The key's bytes, made a string only where a key is stored.
+		var kb [tableKeyBuf]byte
+		key := appendTableKey(kb[:0], t, tup)
 		if ch.Diff == 1 {
 			if r >= 0 && m.base[t][r] > 0 {
 				m.setBase(t, r, m.base[t][r]+1)
-			} else if pendingIns[key] > 0 {
-				pendingIns[key]++
+			} else if pendingIns[string(key)] > 0 {
+				pendingIns[string(key)]++
 			} else if r >= 0 {
 				m.setBase(t, r, 1) // derived fact gains base support
 			} else {
-				if _, listed := pendingIns[key]; !listed {
+				if _, listed := pendingIns[string(key)]; !listed {
 					inserts = append(inserts, ins{t, tup})
 				}
-				pendingIns[key] = 1
+				pendingIns[string(key)] = 1
 			}
 			continue
 		}
 		switch {
-		case pendingIns[key] > 0:
-			pendingIns[key]--
+		case pendingIns[string(key)] > 0:
+			pendingIns[string(key)]--
 		case r >= 0 && m.base[t][r] > 0:
 			m.setBase(t, r, m.base[t][r]-1)
 			if m.base[t][r] == 0 {
@@ -488,7 +492,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		if recompute {
 			var pend [][]int64
 			for _, in := range inserts {
-				if inS(in.t) && pendingIns[tableKey(in.t, in.tup)] > 0 {
+				var kb [tableKeyBuf]byte
+				if inS(in.t) && pendingIns[string(appendTableKey(kb[:0], in.t, in.tup))] > 0 {
 					pend = append(pend, append([]int64{int64(in.t)}, in.tup...))
 				}
 			}
@@ -531,7 +536,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 			if !inS(in.t) {
 				continue
 			}
-			cnt := int32(pendingIns[tableKey(in.t, in.tup)])
+			var kb [tableKeyBuf]byte
+			cnt := int32(pendingIns[string(appendTableKey(kb[:0], in.t, in.tup))])
 			if cnt == 0 {
 				continue // inserted and retracted in the same batch
 			}
@@ -1028,16 +1034,17 @@ func (m *Materialization) derivable(x *exec, t int, r int32) (bool, error) {
 	return false, nil
 }
 
-func tupleKey(tup []int64) string {
-	b := make([]byte, 0, len(tup)*8)
+// appendTableKey appends the key identifying a tuple of a table in maps
+// local to one update (each value's eight bytes, little-endian, the
+// table's first) to b: a lookup of
+// string(appendTableKey(buf[:0], ...)) in a map makes no string.
+func appendTableKey(b []byte, t int, tup []int64) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	for _, v := range tup {
-		u := uint64(v)
-		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
-	return string(b)
+	return b
 }
 
-// tableKey identifies a tuple of a table in maps local to one update.
-func tableKey(t int, tup []int64) string {
-	return tupleKey(append([]int64{int64(t)}, tup...))
-}
+// tableKeyBuf is the room a key of a tuple of up to seven values takes.
+const tableKeyBuf = 64

@@ -303,12 +303,28 @@ func (m *Materialization) finish() {
 		if n > 0 {
 			m.lastChanges = make([]FactDelta, 0, n)
 		}
-		for t := range m.tables {
-			for _, r := range m.deltaPlus[t] {
-				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].tuple(r)), Diff: 1})
+		// Every change's arguments come from one array, each capped at
+		// its own; each row is read into a buffer on the stack.
+		vals := 0
+		for t, tb := range m.tables {
+			vals += (len(m.deltaPlus[t]) + len(m.deltaMinus[t])) * tb.arity
+		}
+		var args []Value
+		if n > 0 {
+			args = make([]Value, vals)
+		}
+		var tbuf [8]int64
+		for t, tb := range m.tables {
+			tup := tbuf[:]
+			if tb.arity > len(tbuf) {
+				tup = make([]int64, tb.arity)
 			}
-			for _, r := range m.deltaMinus[t] {
-				m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decode(t, m.tables[t].tuple(r)), Diff: -1})
+			for i, rows := range [2][]int32{m.deltaPlus[t], m.deltaMinus[t]} {
+				for _, r := range rows {
+					a := args[:tb.arity:tb.arity]
+					args = args[tb.arity:]
+					m.lastChanges = append(m.lastChanges, FactDelta{Fact: m.decodeInto(t, tb.load(r, tup), a), Diff: 1 - 2*i})
+				}
 			}
 		}
 		slices.SortFunc(m.lastChanges, func(a, b FactDelta) int {

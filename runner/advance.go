@@ -79,7 +79,71 @@ type tick struct {
 	// changed once appended; a pointer into an array append has since
 	// outgrown still reads its record. Dropped with wire.
 	records []control.Record
-	obs     tickObs // logs, spans and metrics of the tick (observe.go)
+	// evMaps are the maps of evidence digests the pass has handed to the
+	// machine (evd), which the records of the pending tick hold; evUsed of
+	// them are held, the rest free since the last commit.
+	evMaps []map[string]string
+	evUsed int
+	obs    tickObs // logs, spans and metrics of the tick (observe.go)
+}
+
+// passScratch is what a pass's ticks hold only until each commits: the
+// arrays of the wires' events and of the records they point at, and the
+// maps of evidence digests those records hold. Nothing outside the pass
+// keeps any of it (the store is handed the events' bytes, the logs and
+// metrics copy strings, the wires keep nothing past the check), so a
+// tick that commits frees it for the pass's next tick, and a pass that
+// ends hands it to the runner's next pass (Runner.scratch) instead of
+// each tick allocating its own.
+type passScratch struct {
+	records []control.Record
+	wire    []tripwire.Event
+	evMaps  []map[string]string
+}
+
+// takeScratch gives t the scratch a finished pass left, if any.
+func (r *Runner) takeScratch(t *tick) {
+	if s, _ := r.scratch.Get().(*passScratch); s != nil {
+		t.records, t.wire, t.evMaps, t.evUsed = s.records[:0], s.wire[:0], s.evMaps, 0
+	}
+}
+
+// leaveScratch hands t's scratch to the runner's next pass; t holds none
+// of it afterwards. Only at the end of t's pass: every record of its
+// ticks is dropped by then.
+func (r *Runner) leaveScratch(t *tick) {
+	if t.records == nil && t.wire == nil && t.evMaps == nil {
+		return
+	}
+	clear(t.records[:cap(t.records)])
+	clear(t.wire[:cap(t.wire)])
+	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps})
+	t.records, t.wire, t.evMaps, t.evUsed = nil, nil, nil, 0
+}
+
+// dropRecords forgets the pending tick's wires and records once it has
+// committed, keeping their arrays and evidence maps for the next tick.
+func (t *tick) dropRecords() {
+	t.wire, t.records, t.evUsed = t.wire[:0], t.records[:0], 0
+}
+
+// evd returns a map of evidence digests holding the name and digest
+// pairs kv (name, digest, name, digest, ...), for fire: one of the pass's
+// maps no record of the pending tick holds, emptied, or a new one.
+func (t *tick) evd(kv ...string) map[string]string {
+	var m map[string]string
+	if t.evUsed < len(t.evMaps) {
+		m = t.evMaps[t.evUsed]
+		clear(m)
+	} else {
+		m = make(map[string]string, len(kv)/2)
+		t.evMaps = append(t.evMaps, m)
+	}
+	t.evUsed++
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
 }
 
 // appendEvent adds an event to the pending tick, and what the wires see
@@ -166,6 +230,9 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	var cached, inboxEmpty bool
 	defer func() {
 		r.endPass(t, err)
+		if t != nil {
+			r.leaveScratch(t)
+		}
 		folded = t != nil && t.folded
 		switch c := store.CodeOf(err); {
 		case !cached:
@@ -200,6 +267,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 		return false, false, false, err
 	}
 	t = &tick{run: run, lease: lease, wf: wf}
+	r.takeScratch(t)
 	r.beginTick(t)
 	defer r.settleLease(ctx, t)
 	r.mu.Lock()
@@ -749,7 +817,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		t.cp.RoundReceipts++
 	}
 	r.ledger(t).Steps++
-	if err := r.fire(t, "EVENT_ACCEPTED", nil, map[string]string{"accepted_event_digest": evText("accepted_event_digest", in.Digest), "cursor": evCursor("cursor", in.Seq)}); err != nil {
+	if err := r.fire(t, "EVENT_ACCEPTED", nil, t.evd("accepted_event_digest", evText("accepted_event_digest", in.Digest), "cursor", evCursor("cursor", in.Seq))); err != nil {
 		return err
 	}
 	state, err := t.cp.stateBytes()
@@ -791,7 +859,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		stateDigest = d
 	}
 	return r.fire(t, "EPOCH_STABLE", guardFrontierPassed,
-		map[string]string{"frontier_receipt": evCursor("frontier_receipt", in.Seq), "state_digest": evText("state_digest", stateDigest), "support_digest": evText("support_digest", in.Digest)})
+		t.evd("frontier_receipt", evCursor("frontier_receipt", in.Seq), "state_digest", evText("state_digest", stateDigest), "support_digest", evText("support_digest", in.Digest)))
 }
 
 func planned(e EffectPlan) (openEffect, error) {
@@ -1049,7 +1117,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 	}
 	if len(todo) == 0 {
-		return r.fire(t, "NO_EFFECTS", nil, map[string]string{"empty_stable_proposal_batch": evCursor("empty_stable_proposal_batch", t.cp.Accepted)})
+		return r.fire(t, "NO_EFFECTS", nil, t.evd("empty_stable_proposal_batch", evCursor("empty_stable_proposal_batch", t.cp.Accepted)))
 	}
 	if !r.fitsCalls(t, int64(len(todo))) {
 		return r.refuseCalls(t, int64(len(todo)))
@@ -1062,7 +1130,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 		return r.fire(t, "APPROVAL_REQUIRED", nil, evidence(map[string]any{"action_digest": digests, "risk_classification": "approval_required"}))
 	}
-	return r.fire(t, "EFFECT_AUTHORIZED", nil, map[string]string{"capability_digest": intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict": evText("policy_verdict", "authorized")})
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, t.evd("capability_digest", intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict", evText("policy_verdict", "authorized")))
 }
 
 type approveBody struct {
@@ -1236,7 +1304,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		r.cfg.Cut("before-intent-commit")
 	}
 	if err := r.fire(t, "INTENT_COMMITTED", guardIntentDurable,
-		map[string]string{"atomic_intent_checkpoint_outbox_receipt": evTexts("atomic_intent_checkpoint_outbox_receipt", committed)}); err != nil {
+		t.evd("atomic_intent_checkpoint_outbox_receipt", evTexts("atomic_intent_checkpoint_outbox_receipt", committed))); err != nil {
 		return err
 	}
 	if err := r.flush(ctx, t); err != nil {
@@ -1345,8 +1413,8 @@ func (r *Runner) execute(ctx context.Context, t *tick) error {
 		}
 		attempts = append(attempts, e.IntentID)
 	}
-	return r.fire(t, "ATTEMPT_RECORDED", nil, map[string]string{"attempt_id": evTexts("attempt_id", attempts), "idempotency_key": evTexts("idempotency_key", attempts),
-		"response_hash": evInt("response_hash", int64(len(t.pending.Receipts)))})
+	return r.fire(t, "ATTEMPT_RECORDED", nil, t.evd("attempt_id", evTexts("attempt_id", attempts), "idempotency_key", evTexts("idempotency_key", attempts),
+		"response_hash", evInt("response_hash", int64(len(t.pending.Receipts)))))
 }
 
 func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
@@ -1549,7 +1617,7 @@ func (r *Runner) reconcile(t *tick) error {
 	for _, rc := range t.pending.Receipts {
 		receipts = append(receipts, rc.Digest)
 	}
-	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, map[string]string{"independent_action_receipt": evTexts("independent_action_receipt", receipts)})
+	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, t.evd("independent_action_receipt", evTexts("independent_action_receipt", receipts)))
 }
 
 func (r *Runner) dropClosed(t *tick) {
@@ -1638,8 +1706,8 @@ func (r *Runner) honor(t *tick) error {
 			}
 		}
 	}
-	return r.fire(t, "NO_PENDING_INTERRUPT", nil, map[string]string{"accepted_receipt_event": evInt("accepted_receipt_event", t.cp.Accepted),
-		"empty_pending_interrupt_ledger": evTexts("empty_pending_interrupt_ledger", t.cp.Control.Pending)})
+	return r.fire(t, "NO_PENDING_INTERRUPT", nil, t.evd("accepted_receipt_event", evInt("accepted_receipt_event", t.cp.Accepted),
+		"empty_pending_interrupt_ledger", evTexts("empty_pending_interrupt_ledger", t.cp.Control.Pending)))
 }
 
 func pendingName(event string) string {
@@ -1663,12 +1731,12 @@ func (r *Runner) verify(t *tick) error {
 	switch {
 	case t.cp.Completion == Complete && closed && !unknown:
 		return r.fire(t, "VERIFIED_COMPLETE", guardVerified,
-			map[string]string{"empty_unknown_effect_ledger": evidenceItem("empty_unknown_effect_ledger", t.cp.Open), "independent_closure_receipt": evInt("independent_closure_receipt", t.cp.Accepted)})
+			t.evd("empty_unknown_effect_ledger", evidenceItem("empty_unknown_effect_ledger", t.cp.Open), "independent_closure_receipt", evInt("independent_closure_receipt", t.cp.Accepted)))
 	case t.cp.Completion == Fail:
 		return r.fire(t, "VERIFIED_FAILURE", nil, evidence(map[string]any{"typed_failed_completion_gate": t.cp.Accepted}))
 	case t.cp.RoundSteered:
 		t.cp.RoundSteered = false
-		return r.fire(t, "MORE_WORK", nil, map[string]string{"typed_residual_work": evInt("typed_residual_work", t.cp.Accepted)})
+		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evInt("typed_residual_work", t.cp.Accepted)))
 	default:
 		stalled, err := r.observeRound(t)
 		if err != nil {
@@ -1677,7 +1745,7 @@ func (r *Runner) verify(t *tick) error {
 		if stalled {
 			return r.fire(t, "NO_PROGRESS", nil, evidence(map[string]any{"unchanged_fingerprint_window": t.cp.Progress}))
 		}
-		return r.fire(t, "MORE_WORK", nil, map[string]string{"typed_residual_work": evInt("typed_residual_work", t.cp.Accepted)})
+		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evInt("typed_residual_work", t.cp.Accepted)))
 	}
 }
 

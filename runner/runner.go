@@ -118,6 +118,7 @@ type Runner struct {
 	first     map[string]*keptDecision
 	obs       *observer
 	lastSweep time.Time // when Run last visited every live run
+	scratch   sync.Pool // a finished pass's *passScratch, for the next pass
 }
 
 // cachedCheckpoint is the checkpoint a pass ended with, kept while this

@@ -131,7 +131,7 @@ func (r *Runner) afterCommit(t *tick, b tripwire.Boundary) {
 		r.forgetCarry(t.run.ID) // reseeded from the header next time
 	}
 	t.committed = viewOf(t.cp)
-	t.wire, t.records = nil, nil
+	t.dropRecords()
 }
 
 func (r *Runner) forgetCarry(runID string) {
@@ -145,7 +145,9 @@ func (r *Runner) forgetCarry(runID string) {
 // run is quarantined until a person releases it.
 func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips []tripwire.Trip) error {
 	t.pending = store.Tick{}
-	t.wire, t.records = nil, nil
+	// b's events and the report keep the records and their evidence: none
+	// of them is handed on (leaveScratch).
+	t.wire, t.records, t.evMaps, t.evUsed = nil, nil, nil, 0
 	r.forget(t.run.ID)
 	rep, err := tripwire.NewReport(b, trips)
 	var names []string

@@ -1,0 +1,107 @@
+package runner
+
+import (
+	"maps"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
+)
+
+func storeEvent(digest string) store.Event {
+	return store.Event{Kind: EventControl, Digest: digest}
+}
+
+// The records a tick keeps, and the evidence maps they hold, read as they
+// were kept until the tick commits, however the pass's scratch is reused:
+// by the pass's later ticks once a tick commits, by the runner's next
+// passes once a pass ends. Drawn: fired events (evidence of one to three
+// items), commits and pass ends in any order.
+func TestScratchHoldsUntilCommit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := &Runner{}
+		tk := &tick{}
+		r.takeScratch(tk)
+		type kept struct {
+			rec  *control.Record
+			want map[string]string
+			id   string
+		}
+		var held []kept
+		check := func() {
+			for i, k := range held {
+				if !maps.Equal(k.rec.Evidence, k.want) || k.rec.EventID != k.id {
+					t.Fatalf("record %d reads %q %v, was kept as %q %v", i, k.rec.EventID, k.rec.Evidence, k.id, k.want)
+				}
+				if w := tk.wire[i]; w.Record != k.rec || w.Digest != k.id {
+					t.Fatalf("wire %d reads %+v", i, w)
+				}
+			}
+		}
+		n := 0
+		for range rapid.IntRange(1, 60).Draw(t, "ops") {
+			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			case 0: // the tick commits
+				tk.dropRecords()
+				held = nil
+			case 1: // the pass ends; the next begins
+				r.leaveScratch(tk)
+				tk = &tick{}
+				r.takeScratch(tk)
+				held = nil
+			default: // an event is fired
+				n++
+				items := rapid.IntRange(1, 3).Draw(t, "items")
+				kv := make([]string, 0, 2*items)
+				want := map[string]string{}
+				for j := range items {
+					name, d := "e"+strconv.Itoa(j), "d"+strconv.Itoa(n)+"."+strconv.Itoa(j)
+					kv = append(kv, name, d)
+					want[name] = d
+				}
+				id := "run:" + strconv.Itoa(n)
+				rec := tk.keepRecord(control.Record{EventID: id, Evidence: tk.evd(kv...)})
+				tk.appendEvent(storeEvent(id), tripwire.Event{Kind: EventControl, Digest: id, Record: rec})
+				held = append(held, kept{rec, want, id})
+			}
+			check()
+		}
+	})
+}
+
+// A committed tick's evidence maps, records and wire array are the next
+// tick's, and a finished pass's the next pass's: the scratch is reused,
+// not allocated again.
+func TestScratchIsReused(t *testing.T) {
+	r := &Runner{}
+	tk := &tick{}
+	r.takeScratch(tk)
+	m := tk.evd("a", "1", "b", "2")
+	tk.keepRecord(control.Record{Evidence: m})
+	tk.appendEvent(storeEvent("x"), tripwire.Event{Kind: EventControl})
+	records, wire := &tk.records[:1][0], &tk.wire[:1][0]
+	tk.dropRecords()
+	if got := tk.evd("c", "3"); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(m).UnsafePointer() || len(got) != 1 || got["c"] != "3" {
+		t.Fatalf("after a commit evd gave %v, a new map", got)
+	}
+	r.leaveScratch(tk)
+	if tk.records != nil || tk.wire != nil || tk.evMaps != nil {
+		t.Fatal("a finished pass's tick still holds its scratch")
+	}
+	next := &tick{}
+	r.takeScratch(next) // a sync.Pool may drop what it holds; it does not between these calls
+	if next.records == nil || next.wire == nil || len(next.evMaps) != 1 {
+		t.Skip("the pool dropped the scratch")
+	}
+	if &next.records[:1][0] != records || &next.wire[:1][0] != wire {
+		t.Fatal("the next pass allocated its own arrays")
+	}
+	if !reflect.ValueOf(next.records[:1][0]).IsZero() {
+		t.Fatal("a finished pass's records were handed on uncleared")
+	}
+}

@@ -1586,7 +1586,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// are the record's and, until the run accepts the receipt, the
 	// checkpoint's.
 	checked, err := effect.NewCanonicalActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
-		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: fmt.Sprintf("%s/attempt/%d", e.IntentID, n), Outcome: outcome,
+		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: attemptID(e.IntentID, n), Outcome: outcome,
 		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
 	if err != nil {
 		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
@@ -1604,6 +1604,14 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	t.cp.Ingest = append(t.cp.Ingest, pendingReceipt{IntentID: e.IntentID, Digest: digest, Receipt: kept, Usage: e.Usage})
 	e.Stage = "closed"
 	return nil
+}
+
+// attemptID is the id a receipt gives attempt n of an intent: the
+// intent's id, "/attempt/" and n, in one allocation.
+func attemptID(intentID string, n int64) string {
+	var buf [160]byte
+	b := append(append(buf[:0], intentID...), "/attempt/"...)
+	return string(strconv.AppendInt(b, n, 10))
 }
 
 func (r *Runner) reconcile(t *tick) error {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -36,4 +37,15 @@ func TestKeptRecordsStayPut(t *testing.T) {
 			t.Fatalf("record %d reads %+v", i, *p)
 		}
 	}
+}
+
+// attemptID spells what fmt.Sprintf("%s/attempt/%d") spelled.
+func TestAttemptIDMatchesSprintf(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.String().Draw(t, "intent")
+		n := rapid.Int64().Draw(t, "n")
+		if got, want := attemptID(id, n), fmt.Sprintf("%s/attempt/%d", id, n); got != want {
+			t.Fatalf("attemptID %q, want %q", got, want)
+		}
+	})
 }

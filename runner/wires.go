@@ -130,7 +130,9 @@ func (r *Runner) afterCommit(t *tick, b tripwire.Boundary) {
 	} else {
 		r.forgetCarry(t.run.ID) // reseeded from the header next time
 	}
-	t.committed = viewOf(t.cp)
+	// What the wires compared the tick with is what it committed: the
+	// boundary's lists are the view's, not made again.
+	t.committed = committedView{control: t.cp.Control, accepted: t.cp.Accepted, open: b.OpenAfter, awaiting: b.AwaitingAfter}
 	t.dropRecords()
 }
 

@@ -205,6 +205,15 @@ func (m *Materialization) supportsIn(t int, tup []int64, q *supportQuery) ([]Sup
 	return out, nil
 }
 
+// supportRoom holds a small support's premises, their rows and tables,
+// and their arguments: one allocation for the three lists, each capped at
+// its own length.
+type supportRoom struct {
+	prem [2]Fact
+	rt   [4]int32
+	args [4]Value
+}
+
 // supportCollector gathers the supports one rule's instantiations give:
 // match is the evaluator's callback for the rule in hand (rr).
 type supportCollector struct {
@@ -221,10 +230,18 @@ func (c *supportCollector) match([]int64) bool {
 		// Sized once: the premises are known before they are read.
 		// Their rows and tables share one array, and their
 		// arguments another, each premise's capped at its own.
-		s.Premises = make([]Fact, rr.npos)
-		rt := make([]int32, 2*rr.npos)
+		var rt []int32
+		var args []Value
+		if rr.npos <= len(supportRoom{}.prem) && rr.pargs <= len(supportRoom{}.args) {
+			// A small support's lists share one allocation.
+			o := new(supportRoom)
+			s.Premises = o.prem[:rr.npos:rr.npos]
+			rt, args = o.rt[:2*rr.npos:2*rr.npos], o.args[:rr.pargs:rr.pargs]
+		} else {
+			s.Premises = make([]Fact, rr.npos)
+			rt, args = make([]int32, 2*rr.npos), make([]Value, rr.pargs)
+		}
 		s.rows, s.tables = rt[:rr.npos:rr.npos], rt[rr.npos:]
-		args := make([]Value, rr.pargs)
 		for ai := 0; ai < rr.npos; ai++ {
 			at := rr.atoms[ai].table
 			row := x.rows[ai]

@@ -10,7 +10,8 @@ import (
 // TestSupportsBothIsSupports holds SupportsBoth, which looks both signs of
 // a fact up with one encoding, evaluator and collector, to Supports of the
 // fact positive and negated: every tuple of every relation of generated
-// programs, and drawn facts that may hold or not.
+// programs, and drawn facts that may hold or not; and every support's
+// lists end at their length.
 func TestSupportsBothIsSupports(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c, src := genLoaded(t)
@@ -38,6 +39,19 @@ func TestSupportsBothIsSupports(t *testing.T) {
 			wn, wnErr := m.Supports(n)
 			if fmt.Sprint(pos, posErr) != fmt.Sprint(wp, wpErr) || fmt.Sprint(neg, negErr) != fmt.Sprint(wn, wnErr) {
 				t.Fatalf("%s:\n got %v %v | %v %v\nwant %v %v | %v %v\nprogram:\n%s", f, pos, posErr, neg, negErr, wp, wpErr, wn, wnErr, src)
+			}
+			// A support's lists share an allocation when small: each
+			// must be capped at its length, so that a caller's append
+			// moves it instead of writing over its neighbour.
+			for _, s := range append(pos, neg...) {
+				if cap(s.Premises) != len(s.Premises) || cap(s.rows) != len(s.rows) || cap(s.tables) != len(s.tables) {
+					t.Fatalf("%s: a support of %s has room past its lists", f, s)
+				}
+				for _, p := range s.Premises {
+					if cap(p.Args) != len(p.Args) {
+						t.Fatalf("%s: premise %s of %s has room past its arguments", f, p, s)
+					}
+				}
 			}
 		}
 	})

@@ -2,7 +2,6 @@ package control
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -105,7 +104,7 @@ func recordDigest(canonical []byte) string {
 	// the hex string and its concatenation with the prefix took two.
 	var out [len("sha256:") + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
-	hex.Encode(out[len("sha256:"):], sum[:])
+	cjson.HexSum((*[64]byte)(out[len("sha256:"):]), &sum)
 	return string(out[:])
 }
 

@@ -139,15 +139,33 @@ func (r *TextReader[T]) Validate(text []byte, v *T) (read bool, err error) {
 	if i := skipWS(text, 0); i < len(text) && text[i] == '{' {
 		end, ok := r.root.acceptsTextAt(text, i, 0, 0, false, false, spans)
 		if ok && skipWS(text, end) == len(text) {
-			return r.fill(spans, v), nil
+			return r.fill(text, spans, v), nil
 		}
 	}
 	return false, validateFull(r.kind, text)
 }
 
-// fill sets the kept members of *v from their spans, or answers false for
-// a value encoding/json would not read into its field as it stands.
-func (r *TextReader[T]) fill(spans [][]byte, v *T) bool {
+// fill sets the kept members of *v from their spans in text, or answers
+// false for a value encoding/json would not read into its field as it
+// stands. The strings it sets are cut from one copy of the part of text
+// that holds every kept member, instead of a copy each.
+func (r *TextReader[T]) fill(text []byte, spans [][]byte, v *T) bool {
+	lo, hi := len(text), 0
+	for _, k := range r.fields {
+		if raw := spans[k.idx]; raw != nil && k.kind != reflect.Bool {
+			at := offsetIn(text, raw)
+			lo, hi = min(lo, at), max(hi, at+len(raw))
+		}
+	}
+	var held string
+	if lo < hi {
+		held = string(text[lo:hi])
+	}
+	// cut is the string of b, bytes of text inside text[lo:hi].
+	cut := func(b []byte) string {
+		at := offsetIn(text, b) - lo
+		return held[at : at+len(b)]
+	}
 	s := reflect.ValueOf(v).Elem()
 	for _, k := range r.fields {
 		raw := spans[k.idx]
@@ -161,7 +179,7 @@ func (r *TextReader[T]) fill(spans [][]byte, v *T) bool {
 			if raw[0] != '"' {
 				return false
 			}
-			f.SetString(string(raw[1 : len(raw)-1]))
+			f.SetString(cut(raw[1 : len(raw)-1]))
 		case reflect.Bool:
 			switch string(raw) {
 			case "true":
@@ -175,7 +193,7 @@ func (r *TextReader[T]) fill(spans [][]byte, v *T) bool {
 			case string(raw) == "null":
 				f.SetZero()
 			case raw[0] == '"':
-				str := string(raw[1 : len(raw)-1])
+				str := cut(raw[1 : len(raw)-1])
 				f.Set(reflect.ValueOf(&str))
 			default:
 				return false
@@ -185,7 +203,7 @@ func (r *TextReader[T]) fill(spans [][]byte, v *T) bool {
 				f.SetZero()
 				continue
 			}
-			out, ok := textStrings(raw)
+			out, ok := textStrings(raw, cut)
 			if !ok {
 				return false
 			}
@@ -195,9 +213,13 @@ func (r *TextReader[T]) fill(spans [][]byte, v *T) bool {
 	return true
 }
 
+// offsetIn is where b, a part of text cut from it, starts in text.
+func offsetIn(text, b []byte) int { return cap(text) - cap(b) }
+
 // textStrings reads an array of strings whose text the text path accepted
-// (no escapes: a quote always ends a string), [] as an empty list, not nil.
-func textStrings(raw []byte) ([]string, bool) {
+// (no escapes: a quote always ends a string), [] as an empty list, not nil;
+// cut makes each string of its bytes.
+func textStrings(raw []byte, cut func([]byte) string) ([]string, bool) {
 	if raw[0] != '[' {
 		return nil, false
 	}
@@ -211,7 +233,7 @@ func textStrings(raw []byte) ([]string, bool) {
 			return nil, false
 		}
 		j := bytes.IndexByte(raw[i+1:], '"')
-		out = append(out, string(raw[i+1:i+1+j]))
+		out = append(out, cut(raw[i+1:i+1+j]))
 		i = skipWS(raw, i+2+j)
 		if raw[i] == ']' {
 			return out, true

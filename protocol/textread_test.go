@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // Every member of an intent and of a receipt a TextReader can fill.
@@ -215,5 +217,51 @@ func TestTextReaderRefusesWhatItCannotRead(t *testing.T) {
 			}()
 			use()
 		}()
+	}
+}
+
+// The strings a TextReader reads are cut from one copy of the text, made
+// once per text (not one per member), which the caller's text does not
+// share: overwriting the text afterwards changes none of them.
+func TestTextReaderCopiesTheTextOnce(t *testing.T) {
+	g := recordedGolden(t)
+	for _, c := range []struct {
+		ptr   string
+		check func(text []byte) any
+	}{
+		{"intents", func(text []byte) any {
+			var v EffectIntent
+			read, err := intentText.Validate(text, &v)
+			if err != nil || !read {
+				t.Fatalf("intent: read %v, %v", read, err)
+			}
+			return v
+		}},
+		{"receipts", func(text []byte) any {
+			var v ActionReceipt
+			read, err := receiptText.Validate(text, &v)
+			if err != nil || !read {
+				t.Fatalf("receipt: read %v, %v", read, err)
+			}
+			return v
+		}},
+	} {
+		text, err := cjson.Encode(g[c.ptr].([]any)[0].(map[string]any)["body"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.check(text) // the reader resolved
+		// One copy of the text, then the pointers and lists reflection
+		// sets (a handful), where a copy per kept member made 25 or more.
+		allocs := testing.AllocsPerRun(20, func() { c.check(text) })
+		if allocs > 8 {
+			t.Errorf("%s: %.0f allocations a read, want at most 8", c.ptr, allocs)
+		}
+		before := c.check(text)
+		kept := show(before)
+		clear(text)
+		if after := show(before); after != kept {
+			t.Errorf("%s: overwriting the text changed what was read: %s, then %s", c.ptr, kept, after)
+		}
 	}
 }

@@ -104,6 +104,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "trusted_schema(0)")
 	q.Add("_pragma", "synchronous(FULL)")
+	vfs := walVFSParam() // a commit's log frames written at once (walvfs.go)
+	if vfs != "" {
+		q.Add("vfs", vfs)
+	}
 	if opts.ReadOnly {
 		q.Add("mode", "ro")
 	} else {
@@ -156,6 +160,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 		rq.Add("_pragma", "trusted_schema(0)")
 		rq.Add("_pragma", "query_only(1)")
+		if vfs != "" {
+			rq.Add("vfs", vfs)
+		}
 		rdb, err := sql.Open("sqlite", file+rq.Encode())
 		if err != nil {
 			db.Close()

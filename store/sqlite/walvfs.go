@@ -89,10 +89,11 @@ var walVFS struct {
 	methods uintptr // walMethods, in SQLite's memory
 }
 
-// walFlushFault, when set, is asked at each flush with the log file's
-// name; a non-zero answer is returned as the flush's error, nothing being
-// written (tests inject write failures with it).
-var walFlushFault atomic.Pointer[func(name string) int32]
+// walFlushTest, when set, is told of each flush: the log file's name and
+// the bytes buffered. A non-zero answer is returned as the flush's error,
+// nothing being written (tests count flushes and inject write failures
+// with it).
+var walFlushTest atomic.Pointer[func(name string, n int64) int32]
 
 // walVFSParam is the DSN parameter that opens a connection through the
 // store's VFS ("vfs=flrh-wal"), or "" if it cannot be registered (no unix
@@ -211,8 +212,8 @@ func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 	}
 	n, start := w.n, w.start
 	w.n = 0
-	if h := walFlushFault.Load(); h != nil {
-		if rc := (*h)(libc.GoString(w.name)); rc != 0 {
+	if h := walFlushTest.Load(); h != nil {
+		if rc := (*h)(libc.GoString(w.name), n); rc != 0 {
 			return rc
 		}
 	}

@@ -133,7 +133,7 @@ func registerWalVFS() {
 	*v = *u
 	v.FpNext = 0
 	v.FzName = name
-	v.FpAppData = unix
+	// pAppData stays unix's: its methods, copied, may read it.
 	v.FszOsFile = int32(ext + unsafe.Sizeof(walFile{}))
 	v.FxOpen = cFunc(walOpen)
 	m := (*sqlite3.Tsqlite3_io_methods)(cptr(pm))

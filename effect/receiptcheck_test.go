@@ -38,9 +38,19 @@ func TestReceiptConformsOnlyWhereValid(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id := rapid.StringMatching(`[A-Za-z0-9][A-Za-z0-9._:/-]{0,20}`)
 		dg := rapid.StringMatching(`sha256:[0-9a-f]{64}`)
-		// Each member is valid, or (one time in five) drawn from the edges.
+		// A receipt is valid throughout (fault 0), has one fault where a
+		// single member is drawn from the edges (1–21), the approval
+		// digest disagrees with approval_required (22) or the outputs may
+		// be bad (23), or (24) each member is drawn from the edges one time
+		// in five. One fault at a time is what finds a rule the typed check
+		// forgot: with every member free, a receipt with exactly one bad
+		// member is rare.
+		const mismatchFault, outputsFault, everyFault = 22, 23, 24
+		fault := rapid.IntRange(0, everyFault).Draw(t, "fault")
+		member := 0
 		pick := func(valid *rapid.Generator[string], name string) string {
-			if rapid.IntRange(0, 4).Draw(t, name+"_edge") == 0 {
+			member++
+			if member == fault || fault == everyFault && rapid.IntRange(0, 4).Draw(t, name+"_edge") == 0 {
 				return receiptText().Draw(t, name)
 			}
 			return valid.Draw(t, name)
@@ -58,7 +68,7 @@ func TestReceiptConformsOnlyWhereValid(t *testing.T) {
 			Outcome:    pick(rapid.SampledFrom([]string{protocol.OutcomeConfirmedSuccess, protocol.OutcomeConfirmedFailure, protocol.OutcomeUnknown}), "outcome"),
 			RecordedAt: pick(rapid.SampledFrom([]string{"2026-12-01T08:00:00Z", "2024-02-29T23:59:60.5+01:30"}), "recorded_at"),
 		}
-		if rapid.IntRange(0, 5).Draw(t, "approval_mismatch") == 0 {
+		if fault == mismatchFault || fault == everyFault && rapid.IntRange(0, 5).Draw(t, "approval_mismatch") == 0 {
 			if rapid.Bool().Draw(t, "approval") {
 				d := pick(dg, "approval_digest")
 				r.ApprovalDigest = &d
@@ -71,7 +81,11 @@ func TestReceiptConformsOnlyWhereValid(t *testing.T) {
 			d := pick(id, "trace_ref")
 			r.TraceRef = &d
 		}
-		switch rapid.IntRange(0, 3).Draw(t, "outputs") {
+		outputs := 2
+		if fault == outputsFault || fault == everyFault {
+			outputs = 3
+		}
+		switch rapid.IntRange(0, outputs).Draw(t, "outputs") {
 		case 0:
 		case 1:
 			r.OutputDigests = protocol.DigestSet{}

@@ -1,6 +1,7 @@
 package effect
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -112,6 +113,69 @@ func TestReceiptConformsOnlyWhereValid(t *testing.T) {
 	})
 	if conforming == 0 {
 		t.Fatal("no receipt drawn conformed: the typed check was never the one that passed")
+	}
+}
+
+// TestReceiptConformsAtEveryMembersEdges puts each of receiptText's listed
+// edges (ids at 127, 128 and 129 characters among them) into each string
+// member of a valid receipt in turn, one at a time, and holds
+// receiptConforms to protocol.Validate on every one: the deterministic
+// floor under the drawn test above.
+func TestReceiptConformsAtEveryMembersEdges(t *testing.T) {
+	d := "sha256:" + strings.Repeat("1", 64)
+	long := strings.Repeat("a", 127)
+	edges := []string{"", "a", "a+1", "+a", "-a", "é", "a\x00", "a b", long, long + "b", long + "bc",
+		"2026-01-02T03:04:05Z", "2026-01-02t03:04:05.123z", "2026-02-30T03:04:05Z", "2026-01-02T03:04:05+24:00",
+		"2026-01-02 03:04:05Z", "read_only", "reversible", "high_risk_external", "unknown",
+		"confirmed_success", "confirmed_failure", "outcome_unknown", protocol.KindActionReceipt,
+		"sha256:" + strings.Repeat("0", 64), "SHA256:" + strings.Repeat("0", 64), d[:len(d)-1], d + "1"}
+	approval, trace := d, "trace-1"
+	base := protocol.ActionReceipt{Kind: protocol.KindActionReceipt, IntentID: "i-1", ActionDigest: d, CommandDigest: d,
+		InputRootDigest: d, PlatformDigest: d, CauseID: "c", CorrelationID: "k", Capability: "refund.pay", AuthorityDigest: d,
+		DestinationDigest: d, GoalID: "g", ObligationID: "o", AdapterVersion: "fake/1+2", AssessedRisk: protocol.RiskReversible,
+		ApprovalRequired: true, ApprovalDigest: &approval, TraceRef: &trace, AttemptID: "i-1/attempt/1", IdempotencyKey: "key-1",
+		Outcome: protocol.OutcomeConfirmedSuccess, OutputDigests: protocol.DigestSet{d}, RecordedAt: "2026-12-01T08:00:00Z"}
+	check := func(r *protocol.ActionReceipt, what string) bool {
+		t.Helper()
+		canon, err := marshalReceipt(r)
+		if err != nil {
+			if receiptConforms(r) {
+				t.Fatalf("%s: conforms, but its encoding is refused: %v", what, err)
+			}
+			return false
+		}
+		verr := protocol.Validate(r.WireKind(), canon)
+		if got := receiptConforms(r); got != (verr == nil) {
+			t.Fatalf("%s: receiptConforms %v, protocol.Validate %v\n%s", what, got, verr, canon)
+		}
+		return verr == nil
+	}
+	if !check(&base, "the base receipt") {
+		t.Fatal("the base receipt does not conform")
+	}
+	refused := 0
+	rt := reflect.TypeOf(base)
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		for _, e := range edges {
+			r := base
+			v := reflect.ValueOf(&r).Elem().Field(i)
+			switch {
+			case f.Type.Kind() == reflect.String:
+				v.SetString(e)
+			case f.Type == reflect.TypeOf((*string)(nil)):
+				e := e
+				v.Set(reflect.ValueOf(&e))
+			default:
+				continue
+			}
+			if !check(&r, f.Name+" = "+e) {
+				refused++
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no edge was refused: the table tests nothing")
 	}
 }
 

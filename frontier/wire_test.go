@@ -265,6 +265,14 @@ func TestEncodeCommandOrder(t *testing.T) {
 		if !ok {
 			return
 		}
+		// The batch in canonical order and in a drawn order: both paths of
+		// the encoder every time (a drawn order alone is seldom canonical).
+		canonical := a
+		canonical.Deltas = slices.SortedFunc(slices.Values(a.Deltas), func(x, y ValueDelta) int { return compareDeltaCanon(&x, &y) })
+		sortedIn++
+		if got := EncodeCommand(canonical); !bytes.Equal(got, want) {
+			rt.Fatalf("in canonical order\n%s\noriginal\n%s", got, want)
+		}
 		a.Deltas = permute(rt, a.Deltas)
 		if slices.IsSortedFunc(a.Deltas, func(x, y ValueDelta) int { return compareDeltaCanon(&x, &y) }) {
 			sortedIn++

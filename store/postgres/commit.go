@@ -463,7 +463,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			at := ap.ts(ts)
 			ap.shape.submit = true
 			if ap.text {
-				ap.add(submitInsert + run + `, COALESCE(MAX(seq), 0) + 1, ` + vals + `, true, ` + at + ` FROM inbox WHERE run_id = ` + run)
+				ap.add(submitInsert + run + `, ` + nextInboxSeq(run) + `, ` + vals + `, true, ` + at)
 			} else {
 				ap.add("")
 			}
@@ -656,9 +656,17 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'receipt')`
 a AS (INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT intent_id, $1, 'started', $4, ` + tsParam(2) + ` FROM o)
 SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 	// submitSQL appends an input consumed; consumeSQL consumes one.
-	submitSQL  = submitInsert + `$1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, true, ` + tsParam(9) + ` FROM inbox WHERE run_id = $1`
+	submitSQL  = submitInsert + `$1, ` + nextInboxSeq("$1") + `, $2, $3, $4, $5, $6, $7, $8, true, ` + tsParam(9)
 	consumeSQL = expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption")
 )
+
+// nextInboxSeq is the position of the next input of the run whose id is
+// the parameter run: one past its last, read backwards from the inbox's
+// key (what MAX(seq) reads, in a plan of two nodes where the aggregate's
+// took four).
+func nextInboxSeq(run string) string {
+	return `COALESCE((SELECT seq FROM inbox WHERE run_id = ` + run + ` ORDER BY seq DESC LIMIT 1), 0) + 1`
+}
 
 // submitInsert begins the statement that appends an input consumed.
 const submitInsert = `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)

@@ -162,3 +162,59 @@ func TestIntentWrittenWithItsAttemptAndReceipt(t *testing.T) {
 		t.Fatalf("the other run holds receipts %+v (%v)", rcs, err)
 	}
 }
+
+// A tick's attempt result closed by its receipt, merged into the tick's
+// statement on the one-round-trip path, is refused when the attempt it
+// finishes is not there (the statement's query counts the attempt's rows
+// itself) or its intent is another run's (the receipt's guard finds no
+// outbox row of the intent in the tick's run), and leaves the attempt,
+// the outbox and the receipts as they were.
+func TestMergedResultRefusedUnlessItsAttempt(t *testing.T) {
+	s := openTest(t, Options{})
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	body := []byte(`{"pay":1}`)
+	in := store.Intent{ID: "i1", EffectType: "refund.pay", IdempotencyKey: "k1", ContentDigest: store.BodyDigest(body), Body: body, Digest: store.BodyDigest(body)}
+	must(t, s.Commit(ctx, l, store.Tick{Intents: []store.Intent{in}, Begin: []string{"i1"}}))
+	rb := []byte(`{"applied":1}`)
+	rc := store.Receipt{IntentID: "i1", Outcome: "applied", Body: rb, Digest: store.BodyDigest(rb)}
+	// The tick follows the store's own last commit of the run: it goes the
+	// one-round-trip way, the result and receipt merged into its statement
+	// with its trace.
+	tr := []store.TraceRecord{{Kind: "k", Body: []byte(`{}`)}}
+	result := store.AttemptResult{IntentID: "i1", N: 2, Status: store.AttemptSucceeded, Outbox: store.OutboxDone, Route: "direct"}
+	if err := s.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{result}, Receipts: []store.Receipt{rc}, Trace: tr}); err == nil {
+		t.Fatal("a result of attempt 2, never begun, committed")
+	}
+	var status string
+	var attempts int64
+	must(t, s.pool.QueryRow(ctx, `SELECT status, attempts FROM outbox WHERE intent_id = 'i1'`).Scan(&status, &attempts))
+	if status != "in_flight" || attempts != 1 {
+		t.Fatalf("outbox %s at attempt %d after the refused tick, want in_flight at 1", status, attempts)
+	}
+	ats, err := s.Attempts(ctx, "i1")
+	must(t, err)
+	if len(ats) != 1 || ats[0].Status != store.AttemptStarted {
+		t.Fatalf("attempts %+v after the refused tick", ats)
+	}
+	if rcs, err := s.Receipts(ctx, "r"); err != nil || len(rcs) != 0 {
+		t.Fatalf("receipts %+v (%v) after the refused tick", rcs, err)
+	}
+	// Nor does another run's tick finish the attempt, merged the same way.
+	must(t, s.CreateRun(ctx, store.Run{ID: "other", WorkflowID: "wf", State: "S"}))
+	lo, err := s.AcquireLease(ctx, "other", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, lo, store.Tick{Trace: tr}))
+	result.N = 1
+	if err := s.Commit(ctx, lo, store.Tick{Results: []store.AttemptResult{result}, Receipts: []store.Receipt{rc}, Trace: tr}); err == nil {
+		t.Fatal("another run's tick finished the attempt")
+	}
+	if ats, err := s.Attempts(ctx, "i1"); err != nil || len(ats) != 1 || ats[0].Status != store.AttemptStarted {
+		t.Fatalf("attempts %+v (%v) after another run's refused tick", ats, err)
+	}
+	must(t, s.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{result}, Receipts: []store.Receipt{rc}, Trace: tr}))
+	if rcs, err := s.Receipts(ctx, "r"); err != nil || len(rcs) != 1 {
+		t.Fatalf("receipts %+v (%v)", rcs, err)
+	}
+}

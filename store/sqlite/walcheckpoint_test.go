@@ -43,21 +43,8 @@ func commitTicks(t *testing.T, s *Store, l store.Lease, head int64, n int) int64
 func TestLogCheckpointedOffTheWriter(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var runs, copied int64
-	s.ckpt.test = func(busy, log, n int64, err error) {
-		if err != nil {
-			t.Errorf("checkpoint: %v", err)
-		}
-		mu.Lock()
-		runs++
-		copied += n
-		mu.Unlock()
-	}
+	s, count := openCheckpointed(t, path, 0)
+	var err error
 	l := leasedRun(t, s)
 	head := commitTicks(t, s, l, 0, 10)
 	var auto int64
@@ -81,9 +68,7 @@ func TestLogCheckpointedOffTheWriter(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if runs == 0 || copied == 0 {
+	if runs, copied := count.counts(); runs == 0 || copied == 0 {
 		t.Fatalf("%d checkpoints copied %d frames", runs, copied)
 	}
 	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
@@ -97,30 +82,16 @@ func TestLogCheckpointedOffTheWriter(t *testing.T) {
 func TestLogCheckpointedUnderWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.ckpt.every = 8
-	var mu sync.Mutex
-	var runs int
-	s.ckpt.test = func(busy, log, n int64, err error) {
-		if err != nil {
-			t.Errorf("checkpoint: %v", err)
-		}
-		mu.Lock()
-		runs++
-		mu.Unlock()
-	}
+	s, count := openCheckpointed(t, path, 8)
 	l := leasedRun(t, s)
 	head := commitTicks(t, s, l, 0, 300)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if runs < 10 {
+	if runs, _ := count.counts(); runs < 10 {
 		t.Fatalf("%d checkpoints", runs)
 	}
-	s, err = Open(ctx, path, Options{})
+	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +110,42 @@ func TestLogCheckpointedUnderWrites(t *testing.T) {
 	if int64(len(evs)) != head {
 		t.Fatalf("%d events, want %d", len(evs), head)
 	}
+}
+
+// checkpointCount counts a store's checkpoints and the log pages they
+// copied.
+type checkpointCount struct {
+	mu           sync.Mutex
+	runs, copied int64
+}
+
+func (c *checkpointCount) counts() (runs, copied int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs, c.copied
+}
+
+// openCheckpointed opens the store at path with its checkpointer asked
+// every `every` log pages (0: the store's own mark) and its checkpoints
+// counted; a checkpoint that fails fails the test.
+func openCheckpointed(t *testing.T, path string, every int) (*Store, *checkpointCount) {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if every > 0 {
+		s.ckpt.every = every
+	}
+	c := &checkpointCount{}
+	s.ckpt.test = func(busy, log, n int64, err error) {
+		if err != nil {
+			t.Errorf("checkpoint: %v", err)
+		}
+		c.mu.Lock()
+		c.runs++
+		c.copied += n
+		c.mu.Unlock()
+	}
+	return s, c
 }

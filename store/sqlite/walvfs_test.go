@@ -111,21 +111,7 @@ func libQuery(c *libConn, query string) (int64, int64, []byte, error) {
 func TestLogCommitsSeenAtOnce(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.ckpt.every = 8
-	var mu sync.Mutex
-	var checkpoints int
-	s.ckpt.test = func(busy, log, n int64, err error) {
-		if err != nil {
-			t.Errorf("checkpoint: %v", err)
-		}
-		mu.Lock()
-		checkpoints++
-		mu.Unlock()
-	}
+	s, count := openCheckpointed(t, path, 8)
 	l := leasedRun(t, s)
 
 	held, err := openLibConn(s.rrecs.dsn)
@@ -167,7 +153,7 @@ func TestLogCommitsSeenAtOnce(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if checkpoints < 10 {
+	if checkpoints, _ := count.counts(); checkpoints < 10 {
 		t.Fatalf("%d checkpoints", checkpoints)
 	}
 	s, err = Open(ctx, path, Options{})

@@ -18,13 +18,7 @@ func TestCloneIsIndependent(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c, src := genLoaded(t)
 		lim := Limits{MaxTuples: 20000}
-		ms := baseMultiset{}
-		for _, f := range genFacts(t) {
-			ms[f.String()] = struct {
-				f Fact
-				n int
-			}{f, 1} // Evaluate counts each base fact once
-		}
+		ms := genBase(t)
 		m, err := Evaluate(c, ms.facts(), lim)
 		if err != nil {
 			t.Skip("evaluation error")

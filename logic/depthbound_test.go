@@ -66,13 +66,7 @@ func TestDepthBoundHoldsTheEnumeration(t *testing.T) {
 		if c.depthBound < 0 {
 			t.Skip("no bound")
 		}
-		ms := baseMultiset{}
-		for _, f := range genFacts(t) {
-			k := f.String()
-			e := ms[k]
-			e.f, e.n = f, 1
-			ms[k] = e
-		}
+		ms := genBase(t)
 		m, err := Evaluate(c, ms.facts(), Limits{MaxTuples: 20000})
 		if err != nil {
 			t.Skip("evaluation error")
@@ -103,13 +97,7 @@ func TestDepthShortcutIsEnumeration(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c, src := genLoaded(t)
 		lim := Limits{MaxTuples: 20000, MaxDepth: rapid.IntRange(0, 5).Draw(t, "maxdepth")}
-		ms := baseMultiset{}
-		for _, f := range genFacts(t) {
-			k := f.String()
-			e := ms[k]
-			e.f, e.n = f, 1
-			ms[k] = e
-		}
+		ms := genBase(t)
 		both := func(run func() (*Materialization, error)) (*Materialization, *Materialization, error) {
 			defer func() { depthShortcut = true }()
 			depthShortcut = true

@@ -16,13 +16,7 @@ import (
 func TestRecordedChangesAreTheDifference(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c, src := genLoaded(rt)
-		ms := baseMultiset{}
-		for _, f := range genFacts(rt) {
-			k := f.String()
-			e := ms[k]
-			e.f, e.n = f, 1
-			ms[k] = e
-		}
+		ms := genBase(rt)
 		m, err := Evaluate(c, ms.facts(), Limits{MaxTuples: 20000})
 		if err != nil {
 			rt.Skip("evaluation error")

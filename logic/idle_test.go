@@ -16,13 +16,7 @@ func TestIdleStrataSkipIsEveryPass(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c, src := genLoaded(rt)
 		lim := Limits{MaxTuples: rapid.SampledFrom([]int64{0, 8, 20000}).Draw(rt, "maxtuples"), MaxDepth: rapid.IntRange(0, 4).Draw(rt, "maxdepth")}
-		ms := baseMultiset{}
-		for _, f := range genFacts(rt) {
-			k := f.String()
-			e := ms[k]
-			e.f, e.n = f, 1
-			ms[k] = e
-		}
+		ms := genBase(rt)
 		m, err := Evaluate(c, ms.facts(), lim)
 		if err != nil {
 			rt.Skip("evaluation error")

@@ -14,6 +14,19 @@ type baseMultiset map[string]struct {
 	n int
 }
 
+// genBase draws the base facts a test starts from, each counted once as
+// Evaluate counts them.
+func genBase(t *rapid.T) baseMultiset {
+	ms := baseMultiset{}
+	for _, f := range genFacts(t) {
+		k := f.String()
+		e := ms[k]
+		e.f, e.n = f, 1
+		ms[k] = e
+	}
+	return ms
+}
+
 func (b baseMultiset) facts() []Fact {
 	var out []Fact
 	for _, e := range b {

@@ -20,7 +20,7 @@ func receiptConforms(r *protocol.ActionReceipt) bool {
 	}
 	for _, s := range [...]string{r.IntentID, r.CauseID, r.CorrelationID, r.Capability, r.GoalID,
 		r.ObligationID, r.AttemptID, r.IdempotencyKey} {
-		if !schemaID(s, false) {
+		if !cjson.ValidID(s) {
 			return false
 		}
 	}
@@ -30,7 +30,7 @@ func receiptConforms(r *protocol.ActionReceipt) bool {
 			return false
 		}
 	}
-	if !schemaID(r.AdapterVersion, true) {
+	if !cjson.ValidVersion(r.AdapterVersion) {
 		return false
 	}
 	switch r.AssessedRisk {
@@ -48,7 +48,7 @@ func receiptConforms(r *protocol.ActionReceipt) bool {
 	if r.ApprovalDigest != nil && !cjson.ValidDigest(*r.ApprovalDigest) {
 		return false
 	}
-	if r.TraceRef != nil && !schemaID(*r.TraceRef, false) {
+	if r.TraceRef != nil && !cjson.ValidID(*r.TraceRef) {
 		return false
 	}
 	switch r.Outcome {
@@ -67,26 +67,4 @@ func receiptConforms(r *protocol.ActionReceipt) bool {
 		}
 	}
 	return protocol.ValidTimestamp(r.RecordedAt)
-}
-
-// schemaID reports whether s matches the schema's id pattern
-// (^[A-Za-z0-9][A-Za-z0-9._:/-]*$, 1 to 128 characters) or, with
-// version, its version pattern, which also admits '+' after the first.
-// Every character either admits is ASCII, so characters are bytes.
-func schemaID(s string, version bool) bool {
-	if len(s) == 0 || len(s) > 128 || !alnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if alnum(c) || c == '.' || c == '_' || c == ':' || c == '/' || c == '-' || version && c == '+' {
-			continue
-		}
-		return false
-	}
-	return true
-}
-
-func alnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -69,8 +69,13 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// from one buffer the writer reuses, a kind's value is boxed once,
 		// and the values every row shares are boxed once: the driver copies
 		// what it binds.
+		//
+		// Every sum is cut from the buffer at a multiple of 32 bytes, so
+		// the value bound for it is the writer's box of that slice of the
+		// buffer (sumBox), made once per slot while the buffer stays the
+		// same: three boxes an event fewer to allocate.
 		head, hash := run.Head, run.HeadHash
-		prev := packHash(hash)
+		var prev any
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
@@ -80,7 +85,9 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				// The previous chunk's last chain hash, cut from the
 				// buffer this chunk overwrites: copied in first.
 				sums = append(sums, sum[:]...)
-				prev = any(sums[:32:32])
+				prev = tx.w.sumBox(sums, 0)
+			} else {
+				prev = tx.w.packHashBoxed(&sums, hash)
 			}
 			for _, ev := range chunk {
 				if head == run.Head {
@@ -91,8 +98,8 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 				head++
 				n := len(sums)
 				sums = append(sums, sum[:]...)
-				next := any(sums[n : n+32 : n+32])
-				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, packHashInto(&sums, ev.Digest), prev, next, genArg, tsArg)
+				next := tx.w.sumBox(sums, n)
+				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, tx.w.packHashBoxed(&sums, ev.Digest), prev, next, genArg, tsArg)
 				prev = next
 			}
 			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)

@@ -38,6 +38,35 @@ func packHashInto(buf *[]byte, s string) any {
 	return (*buf)[n : n+32 : n+32]
 }
 
+// packHashBoxed is packHashInto with the value the writer's box of the
+// slice (sumBox): *buf's length must be a multiple of 32.
+func (w *writer) packHashBoxed(buf *[]byte, s string) any {
+	n := len(*buf)
+	v := packHashInto(buf, s)
+	if len(*buf) == n {
+		return v // the text as it is
+	}
+	return w.sumBox(*buf, n)
+}
+
+// sumBox is buf[n:n+32:n+32] as a value to bind (n a multiple of 32),
+// boxed once per slot of buf's array: a box holds where the slot is, not
+// what it holds, and the driver copies what it binds, so a box serves
+// every commit that cuts sums from the same array. A new array (the
+// buffer grown) drops the boxes of the old.
+func (w *writer) sumBox(buf []byte, n int) any {
+	base := &buf[:1][0]
+	if base != w.boxBase {
+		w.boxBase, w.boxes = base, w.boxes[:0]
+	}
+	k := n / 32
+	for len(w.boxes) <= k {
+		i := 32 * len(w.boxes)
+		w.boxes = append(w.boxes, any(buf[i:i+32:i+32]))
+	}
+	return w.boxes[k]
+}
+
 // unhexSum reads s, if it is "sha256:" and 64 lowercase hex digits, into
 // sum, and reports whether it was.
 func unhexSum(sum *[32]byte, s string) bool {

@@ -46,8 +46,12 @@ type writer struct {
 	values []any  // a multi-row INSERT's values
 	frame  []byte // a tick's trace frame
 	sums   []byte // a multi-row INSERT's digests and chain hashes
-	kinds  []any  // event kinds boxed, each a string (kind)
-	closed bool   // Close ran
+	// boxes[k] is sums[32k:32k+32:32k+32] boxed, for the array boxBase
+	// begins (sumBox).
+	boxes   []any
+	boxBase *byte
+	kinds   []any // event kinds boxed, each a string (kind)
+	closed  bool  // Close ran
 	// logSync: the connection is at synchronous=NORMAL in WAL mode and a
 	// durable COMMIT is followed by a sync of the log (linger.go). Unset
 	// (a database not in WAL mode) it stays at FULL and nothing lingers.

@@ -36,6 +36,7 @@ type directConn struct {
 	spans []span                                  // each parameter's bytes in buf, in statement order
 	fmts  []int16                                 // each parameter's format code, in statement order
 	vals  [][]byte                                // one statement's parameters, as sent
+	wbuf  writeBuffer                             // the round trip's messages, kept between round trips
 }
 
 // span is a parameter's bytes in directConn.buf; start < 0 is NULL.
@@ -84,6 +85,59 @@ func (d *directConn) prepare(ctx context.Context, pc *pgconn.PgConn, sqls []stri
 		return fmt.Errorf("preparing statements: unexpected result %T", res)
 	}
 	return p.Close()
+}
+
+// writeBuffer is a frontend message of no bytes that hands the
+// connection's message encoder a buffer the directConn keeps. pgproto3
+// appends each message of a round trip to its write buffer and, after
+// writing a buffer of more than 1 KB, replaces it with a new one of 1 KB:
+// a round trip of a tick's parameters (tens of KB, the checkpoint's and
+// the events' bodies) regrew it from 1 KB by successive copies at every
+// round trip, about 90 KB allocated a governed step. Sent first, this
+// message makes the encoder append the round trip's messages to buf,
+// which is large enough to hold them, instead: the bytes sent are the
+// same, and the encoder lets go of buf once it has written it.
+type writeBuffer struct{ buf []byte }
+
+// Encode returns buf holding dst's bytes (messages already in the
+// encoder's buffer, none at the start of a round trip); dst may be buf
+// itself, when the encoder kept it after writing less than 1 KB.
+func (w *writeBuffer) Encode(dst []byte) ([]byte, error) {
+	if cap(w.buf) < len(dst) {
+		return dst, nil
+	}
+	return append(w.buf[:0], dst...), nil
+}
+
+// Decode is never called: the message is never received.
+func (w *writeBuffer) Decode([]byte) error { return errors.New("a write buffer is not received") }
+
+// Frontend marks writeBuffer a frontend message.
+func (w *writeBuffer) Frontend() {}
+
+// maxWriteBuffer bounds the write buffer a directConn keeps; a round trip
+// that needs more leaves the encoder to grow its own.
+const maxWriteBuffer = 1 << 20
+
+// handWriteBuffer gives pc's message encoder d's write buffer, grown to
+// size bytes if smaller, before a round trip whose messages take at most
+// size bytes. It sends nothing.
+func (d *directConn) handWriteBuffer(pc *pgconn.PgConn, size int) {
+	if size > maxWriteBuffer {
+		return
+	}
+	if cap(d.wbuf.buf) < size {
+		d.wbuf.buf = make([]byte, 0, size+size/4)
+	}
+	pc.Frontend().Send(&d.wbuf)
+}
+
+// messagesSize is an upper bound of the bytes of a round trip's messages:
+// the Bind and Execute messages of n statements whose parameters take
+// params bytes in all (with a length and a format code each), and the
+// Sync.
+func messagesSize(params, nparams, n int) int {
+	return params + 6*nparams + n*(64+len("flrh_")+20) + 5
 }
 
 // forgetOnError drops the connection's prepared statements when err says
@@ -377,6 +431,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	queued := len(t.pending)
 	t.begun, t.pending = true, nil
 	t.commitSent = true
+	d.handWriteBuffer(pc, messagesSize(len(d.buf), len(d.spans), len(sqls)))
 	p := pc.StartPipeline(ctx)
 	from := 0
 	for i, sql := range sqls {

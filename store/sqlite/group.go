@@ -354,7 +354,10 @@ func (s *Store) commitTx(ctx context.Context, tx *wtx, durable bool) error {
 	}
 	tx.committed = true
 	if durable && tx.w.logSync {
-		return s.syncLog()
+		if err := s.syncLog(); err != nil {
+			tx.w.carried = knownRun{} // a commit reported failed leaves nothing known
+			return err
+		}
 	}
 	return nil
 }

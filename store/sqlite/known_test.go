@@ -22,7 +22,11 @@ import (
 // inbox empty, consume what was submitted or submit their own, change the
 // state, end the run or are refused (a stale head, a stale lease); and
 // between them submissions, lease renewals, quarantines and reads, each
-// of which changes the row or the inbox or ends the transaction. Every
+// of which changes the row or the inbox or ends the transaction, and
+// changes to the row through another connection once the lagging
+// transaction is committed (the row a committed tick left known, which
+// the next transaction takes when nothing was committed since, is then
+// stale). Every
 // caller's outcome and, at the end, every row of every table must be the
 // same.
 func TestKnownRunMatchesReadRow(t *testing.T) {
@@ -48,7 +52,7 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 		}
 		ops := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) op {
 			return op{
-				kind:   rapid.SampledFrom([]string{"tick", "tick", "tick", "tick", "consume", "consume", "own", "stale", "fenced", "end", "submit", "submit", "renew", "quarantine", "read"}).Draw(t, "kind"),
+				kind:   rapid.SampledFrom([]string{"tick", "tick", "tick", "tick", "consume", "consume", "own", "stale", "fenced", "end", "submit", "submit", "renew", "quarantine", "read", "outside", "outside"}).Draw(t, "kind"),
 				run:    rapid.SampledFrom([]int{0, 0, 0, 1}).Draw(t, "run"),
 				events: rapid.IntRange(0, 2).Draw(t, "events"),
 				lag:    rapid.IntRange(0, 2).Draw(t, "lag") > 0,
@@ -103,6 +107,18 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 				case "quarantine":
 					err = s.Quarantine(ctx, id, "test")
 					out = append(out, fmt.Sprintf("%d quarantine %s: %s", i, id, store.CodeOf(err)))
+					continue
+				case "outside":
+					// Through another connection, once the lagging
+					// transaction is committed: the row a committed
+					// tick left known is stale now.
+					s.settle(ctx)
+					q := `UPDATE runs SET state = 'X' WHERE run_id = ?`
+					if i%3 == 0 {
+						q = `UPDATE runs SET lease_generation = lease_generation + 1 WHERE run_id = ?`
+					}
+					_, err = s.DB().ExecContext(ctx, q, id)
+					out = append(out, fmt.Sprintf("%d outside %s: %v", i, id, err))
 					continue
 				case "read":
 					_, err = s.Run(ctx, id)
@@ -221,5 +237,43 @@ func TestCommitForNoRunIsNotFound(t *testing.T) {
 		if err := s.Commit(ctx, lease, lagTick(0, `{"n":1}`, false)); store.CodeOf(err) != store.CodeNotFound {
 			t.Fatalf("commit under %+v: %v, want %s", lease, err, store.CodeNotFound)
 		}
+	}
+}
+
+// A tick that begins a transaction after the COMMIT of its run's previous
+// tick takes the row that tick left, when nothing was committed since:
+// no read of the row. A commit by another process in between (a second
+// store on the file quarantining the run) makes the next tick read the
+// row, and be refused as quarantined.
+func TestTickAfterACommitTakesTheCarriedRow(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	s := openAt(t, path, time.Now)
+	defer s.Close()
+	l := leasedRun(t, s)
+	reads := 0
+	s.testRowRead = func() { reads++ }
+	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, false)); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 1 {
+		t.Fatalf("the first tick read the run's row %d times, want once", reads)
+	}
+	if err := s.Commit(ctx, l, lagTick(1, `{"n":2}`, false)); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 1 {
+		t.Fatalf("the tick after a committed one read the run's row: %d reads, want 1", reads)
+	}
+	other := openAt(t, path, time.Now)
+	if err := other.Quarantine(ctx, l.RunID, "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if err := s.Commit(ctx, l, lagTick(2, `{"n":3}`, false)); store.CodeOf(err) != store.CodeQuarantined {
+		t.Fatalf("the tick after another process's commit: %v, want %s", err, store.CodeQuarantined)
+	}
+	if reads != 2 {
+		t.Fatalf("the tick after another process's commit read the run's row %d times in all, want 2", reads)
 	}
 }

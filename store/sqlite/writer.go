@@ -67,8 +67,17 @@ type writer struct {
 	lost       map[string]bool
 	// known is the row of the run whose tick was the last write in the
 	// open transaction, as that tick left it; handed to the next write
-	// alone (runOne) and forgotten at every end of a transaction.
+	// alone (runOne) and forgotten at every end of a transaction; a
+	// COMMIT carries it to the next transaction begun on the connection,
+	// if nothing is committed between (carried, begin).
 	known knownRun
+	// carried is the row the last write of the transaction committed
+	// last left known, and carriedVersion the database's data version
+	// read on this connection right after that COMMIT: the next
+	// transaction begun on it takes the row as known if the version is
+	// the same once its write lock is held (begin).
+	carried        knownRun
+	carriedVersion uint32
 	// walFrames counts the log pages COMMITs wrote since the checkpointer
 	// was last asked to run (walcheckpoint.go).
 	walFrames int
@@ -129,7 +138,7 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 // dropWriter closes the writing connection with its statements; a
 // transaction left open on it is gone with it.
 func (s *Store) dropWriter() {
-	s.w.known = knownRun{}
+	s.w.known, s.w.carried = knownRun{}, knownRun{}
 	s.w.conn.Raw(func(any) error {
 		for _, st := range s.w.stmts {
 			st.Close()
@@ -314,25 +323,60 @@ func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any
 
 // begin starts tx's IMMEDIATE transaction: the write lock is taken now,
 // not at the first write.
+//
+// A run's row the last committed transaction left known is known to this
+// one too if nothing was committed to the database since but by this
+// connection: the data version SQLite keeps for the database changes
+// with every transaction committed, by this connection or any other,
+// another process's included, and it is compared once the write lock is
+// held, when no other can commit until this transaction ends. So a
+// governed step's lagging receipt tick, which begins a transaction after
+// its input tick's COMMIT, takes the row as that tick left it, as a tick
+// joining an open transaction does (decision 1188), instead of reading it.
 func (s *Store) begin(ctx context.Context, tx *wtx) error {
 	tx.forget()
+	carried := tx.w.carried
+	tx.w.carried = knownRun{}
 	if _, err := s.exec(ctx, tx, `BEGIN IMMEDIATE`); err != nil {
 		return err
 	}
 	tx.open = true
+	if carried.run.ID != "" {
+		if v, ok := dataVersion(tx.dc); ok && v == tx.w.carriedVersion {
+			tx.w.known = carried
+		}
+	}
 	return nil
+}
+
+// dataVersion is the main database's data version on dc
+// (SQLITE_FCNTL_DATA_VERSION); false if it cannot be read.
+func dataVersion(dc driver.Conn) (uint32, bool) {
+	fc, ok := dc.(sqlite.FileControl)
+	if !ok {
+		return 0, false
+	}
+	v, err := fc.FileControlDataVersion("main")
+	return v, err == nil
 }
 
 // commit commits tx. A COMMIT that fails leaves the transaction open in
 // some cases (a busy lock); it is rolled back then, so that the
 // connection holds no transaction when the batch is done.
 func (s *Store) commit(ctx context.Context, tx *wtx) error {
+	last := tx.w.known
 	tx.forget()
+	tx.w.carried = knownRun{}
 	if _, err := s.exec(ctx, tx, `COMMIT`); err != nil {
 		s.rollback(tx)
 		return err
 	}
 	tx.open = false
+	if last.run.ID != "" {
+		if v, ok := dataVersion(tx.dc); ok {
+			tx.w.carried, tx.w.carriedVersion = last, v
+		}
+	}
 	if tx.w.logSync {
 		s.walFrames(tx.dc)
 	}

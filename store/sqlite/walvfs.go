@@ -51,7 +51,12 @@ import (
 // what a kill before those writes would have left.
 //
 // Every other file (the database, its shared memory, journals, temporary
-// files) is the unix VFS's own, methods and all. Connections of this VFS
+// files) is the unix VFS's own, methods and all. The checkpoint's writes
+// into the database file are not gathered (decision 1702): after its last
+// page SQLite ignores what SQLITE_FCNTL_CKPT_DONE answers and, when it
+// copied only part of the log, marks the frames copied (nBackfill) with
+// no call in between, so a held-back write that failed would be counted
+// as copied. Connections of this VFS
 // and of the unix VFS can share a database: the file format, the locks
 // (the unix VFS's, shared by inode) and the shared memory are the unix
 // VFS's.

@@ -33,7 +33,11 @@ type FactChange struct {
 	Provenance string
 }
 
-func (c FactChange) content() string { return c.Fact.String() + "\x00" + c.Provenance }
+func (c FactChange) content() string {
+	var buf [160]byte // the fact, a NUL and the provenance, written once
+	b := append(append(c.Fact.appendText(buf[:0]), 0), c.Provenance...)
+	return string(b)
+}
 
 // FactDelta is a net change in the presence of a signed fact: +1 it
 // appeared, -1 it disappeared (base and derived facts alike).
@@ -136,7 +140,9 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		add bool
 		ch  FactChange
 	}
-	var ledgerOps []pend
+	// The ledger's operations stay in Solve: a small batch's on the stack.
+	var opsBuf [8]pend
+	ledgerOps := opsBuf[:0]
 	for k := 0; k < len(order); {
 		id := delta[order[k]].ID
 		j := k
@@ -226,14 +232,16 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		next.byFact = map[string][]string{}
 	}
 	for _, op := range ledgerOps {
-		key := op.ch.Fact.String()
 		if op.add {
-			// op.ch.content(), with the fact written once for key and content.
-			next.ledger[op.ch.ID] = ledgerEntry{fact: op.ch.Fact, content: key + "\x00" + op.ch.Provenance}
+			// The key (the fact's text) is the content's leading part.
+			content := op.ch.content()
+			key := content[:len(content)-len(op.ch.Provenance)-1]
+			next.ledger[op.ch.ID] = ledgerEntry{fact: op.ch.Fact, content: content}
 			ids := append(next.byFact[key], op.ch.ID)
 			slices.Sort(ids)
 			next.byFact[key] = ids
 		} else {
+			key := op.ch.Fact.String()
 			delete(next.ledger, op.ch.ID)
 			ids := slices.DeleteFunc(slices.Clone(next.byFact[key]), func(s string) bool { return s == op.ch.ID })
 			if len(ids) == 0 {

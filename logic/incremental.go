@@ -121,8 +121,16 @@ func (m *Materialization) Clone() *Materialization {
 	if m.consumed {
 		return m // nothing left to copy; every query on it reports the consumption
 	}
-	u := *m
-	u.syms = append([]string(nil), m.syms...)
+	// The copy and its own slab in one allocation (m may be carving from
+	// its slab).
+	both := &struct {
+		m  Materialization
+		sl slab
+	}{m: *m}
+	u, sl := &both.m, &both.sl
+	// The symbols are only appended to or cut back to a length they had,
+	// so the copy shares m's, capped: its first new symbol moves them.
+	u.syms = m.syms[:len(m.syms):len(m.syms)]
 	u.symID = make(map[string]int64, len(m.symID))
 	for i, s := range u.syms {
 		u.symID[s] = int64(i)
@@ -141,7 +149,6 @@ func (m *Materialization) Clone() *Materialization {
 		}
 	}
 	idx := make([]*index, nidx)
-	sl := new(slab) // the clone's own: m may be carving from its slab
 	var flat []uint32
 	if nflat <= cloneSharedSlots {
 		flat = make([]uint32, nflat)
@@ -180,7 +187,7 @@ func (m *Materialization) Clone() *Materialization {
 	}
 	u.undo = nil
 	u.start = nil
-	return &u
+	return u
 }
 
 // cloneSharedSlots bounds the slots Clone copies into one array shared by

@@ -101,10 +101,20 @@ func TestCloneHasItsOwnSlab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sl := m.tables[0].sl
+	nbytes, nlists, ncols := len(sl.bytes), len(sl.lists), len(sl.cols)
 	u := m.Clone()
 	for i, tb := range u.tables {
 		if tb.sl == nil || tb.sl == m.tables[i].sl || tb.sl != u.tables[0].sl {
 			t.Fatalf("table %d of the clone carves from %p, the original from %p", i, tb.sl, m.tables[i].sl)
 		}
+	}
+	// The copied first chunks come from the clone's slab: the original's
+	// is as it was.
+	if len(sl.bytes) != nbytes || len(sl.lists) != nlists || len(sl.cols) != ncols {
+		t.Fatalf("Clone carved from the original's slab")
+	}
+	if len(u.tables[0].sl.lists) == 0 && len(u.tables[0].sl.bytes) == 0 {
+		t.Fatalf("the clone's slab gave nothing")
 	}
 }

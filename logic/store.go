@@ -465,9 +465,16 @@ func (t *table) clone() *table {
 func (t *table) cloneInto(u *table, idx []*index, flat []uint32, sl *slab) {
 	*u = *t
 	u.sl = sl
-	u.chunks = make([][]byte, len(t.chunks))
-	for i, c := range t.chunks {
-		u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
+	if len(t.chunks) == 1 && cap(t.chunks[0]) <= slabMaxChunk {
+		// A table's only chunk, small enough, from the clone's slab
+		// as a first chunk would be, with the same capacity.
+		u.chunks = sl.firstRows(cap(t.chunks[0]))
+		u.chunks[0] = append(u.chunks[0], t.chunks[0]...)
+	} else {
+		u.chunks = make([][]byte, len(t.chunks))
+		for i, c := range t.chunks {
+			u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
+		}
 	}
 	u.round = t.round.cloneIn(sl)
 	u.died = t.died.cloneIn(sl)

@@ -2,6 +2,7 @@ package logic
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -49,4 +50,63 @@ func TestCloneSymbolsStayApart(t *testing.T) {
 			t.Fatalf("the %s's requests are %v", c.own, ids)
 		}
 	}
+}
+
+// TestUpdateEvaluatorHandedOn: an update leaves its evaluator, cleared, to
+// the materialization it returns, which reuses it; a clone starts without
+// one, so that a clone and its original never update through one
+// evaluator. Each step is held to an evaluation from scratch.
+func TestUpdateEvaluatorHandedOn(t *testing.T) {
+	c, err := Load("gate.dl", []byte(gateProgram))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base []Fact
+	for i := 0; i < 4; i++ {
+		f := []Fact{req(fmt.Sprintf("r%d", i)), appr(fmt.Sprintf("r%d", i), i%2 == 1)}
+		base = append(base, f...)
+		if m, err = m.Apply([]Change{{Fact: f[0], Diff: 1}, {Fact: f[1], Diff: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		x := m.spare
+		if x == nil || !reflect.DeepEqual(*x, exec{}) {
+			t.Fatalf("step %d: the update left %v, not a cleared evaluator", i, x)
+		}
+		u := m.Clone()
+		if u.spare != nil {
+			t.Fatalf("step %d: the clone shares its original's evaluator", i)
+		}
+		want, err := Evaluate(c, base, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []*Materialization{m, u} {
+			if g, w := gateTuples(t, got), gateTuples(t, want); g != w {
+				t.Fatalf("step %d: %s, want %s", i, g, w)
+			}
+		}
+	}
+}
+
+// gateTuples writes every relation's tuples of gateProgram, each sign,
+// sorted.
+func gateTuples(t *testing.T, m *Materialization) string {
+	var out []string
+	for _, rel := range []string{"request", "approved", "allow"} {
+		for _, neg := range []bool{false, true} {
+			rows, err := m.Tuples(rel, neg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				out = append(out, fmt.Sprint(neg, rel, r))
+			}
+		}
+	}
+	slices.Sort(out)
+	return fmt.Sprint(out)
 }

@@ -78,8 +78,12 @@ type Materialization struct {
 	recordChanges bool
 	lastChanges   []FactDelta
 	// valid only while an update runs
-	start      []int32
-	undo       *undo
+	start []int32
+	undo  *undo
+	// spare is the evaluator the last update ran, cleared, for the next
+	// update to reuse: the materialization an update returns takes it
+	// over, a clone starts without one.
+	spare      *exec
 	deltaPlus  [][]int32
 	deltaMinus [][]int32
 }
@@ -488,8 +492,34 @@ type execInline struct {
 }
 
 func (m *Materialization) newExec() *exec {
-	z := m.c.scratch
 	x := &exec{m: m}
+	m.carveExec(x)
+	return x
+}
+
+// updateExec is newExec for an update, on m's spare evaluator if it has
+// one; the update hands it back with putExec.
+func (m *Materialization) updateExec() *exec {
+	x := m.spare
+	if x == nil {
+		return m.newExec()
+	}
+	m.spare = nil
+	x.m = m // cleared by putExec
+	m.carveExec(x)
+	return x
+}
+
+// putExec clears x, dropping everything it points at, and keeps it as m's
+// spare.
+func (m *Materialization) putExec(x *exec) {
+	*x = exec{}
+	m.spare = x
+}
+
+// carveExec gives x, fresh or cleared, its scratch for m's program.
+func (m *Materialization) carveExec(x *exec) {
+	z := m.c.scratch
 	// The registers, the head and every step's key share one array, each
 	// capped at its own length so that no append reaches a neighbour.
 	n := z.regs + z.arity*(1+z.steps)
@@ -519,7 +549,6 @@ func (m *Materialization) newExec() *exec {
 	for i := range x.keys {
 		x.keys[i] = carve(z.arity)
 	}
-	return x
 }
 
 func (x *exec) runRule(r *rule, p *plan) error {

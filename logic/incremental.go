@@ -187,6 +187,7 @@ func (m *Materialization) Clone() *Materialization {
 	}
 	u.undo = nil
 	u.start = nil
+	u.spare = nil // an evaluator is never shared
 	return u
 }
 
@@ -223,7 +224,7 @@ func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 	m.finish()
 	next := *m
 	m.consumed = true
-	m.tables, m.base, m.ledger, m.byFact = nil, nil, nil, nil
+	m.tables, m.base, m.ledger, m.byFact, m.spare = nil, nil, nil, nil, nil
 	return &next, nil
 }
 
@@ -469,7 +470,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 			return errorf(UnknownFact, Pos{}, "change %d retracts %s, which has no base support", i+1, ch.Fact)
 		}
 	}
-	x := m.newExec()
+	x := m.updateExec()
+	defer m.putExec(x)
 	// The per-stratum row lists, indexed by table: one outer array each
 	// for the whole apply, emptied (every list nil, as a fresh one) at
 	// each use instead of made again for every stratum and round.

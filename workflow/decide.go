@@ -424,10 +424,10 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	if occurred == "" {
 		occurred = stamp
 	}
-	lt := strconv.FormatInt(t.lt, 10)
-	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: "event:" + st.RunID + ":" + lt, Payload: payload,
+	eventID, idemKey := eventIDs(st.RunID, t.lt)
+	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: eventID, Payload: payload,
 		OccurredAt: occurred, ReceivedAt: stamp, LogicalTime: t.lt, CorrelationID: st.RunID,
-		IdempotencyKey: "accepted:" + st.RunID + ":" + lt, Versions: w.versions}
+		IdempotencyKey: idemKey, Versions: w.versions}
 	// The snapshot's canonical bytes go with it when the tick that wrote
 	// them kept it: the kernel then need not write them again.
 	// Their digest too, when the step that wrote them took it.
@@ -771,4 +771,17 @@ func (w *Workflow) rebuild(supports []support, lt int64) (*logic.Materialization
 		return nil, fmt.Errorf("workflow state: rebuilding L: %w", err)
 	}
 	return res.Materialization, nil
+}
+
+// eventIDs returns a tick's event id, "event:<run>:<time>", and its
+// idempotency key, "accepted:<run>:<time>", as two parts of one string.
+func eventIDs(runID string, lt int64) (eventID, idemKey string) {
+	var num [20]byte
+	n := strconv.AppendInt(num[:0], lt, 10)
+	var buf [160]byte
+	b := append(append(append(append(buf[:0], "event:"...), runID...), ':'), n...)
+	k := len(b)
+	b = append(append(append(append(b, "accepted:"...), runID...), ':'), n...)
+	s := string(b)
+	return s[:k], s[k:]
 }

@@ -30,7 +30,14 @@ type parsedQuery struct {
 	reqCanon   [][]byte
 	frontier   []string // sorted
 	digest     string   // the derived query digest
+	// room for a query of few requirements: its reqs, and its canonical
+	// forms in the order given and in canonical order
+	inReqs  [smallReqs]FactRequirement
+	inCanon [2 * smallReqs][]byte
 }
+
+// smallReqs is how many requirements a parsedQuery has room for.
+const smallReqs = 2
 
 func (pq *parsedQuery) appendLists(b []byte, reqKey, frontierKey string) []byte {
 	b = append(b, reqKey...)
@@ -114,7 +121,15 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 		size += 112 + len(src[i].Literal.Atom.canon) + len(src[i].PreconditionID)
 	}
 	buf := make([]byte, 0, size)
-	canon := make([][]byte, len(src))
+	// canon in the order given, then pq.reqCanon in canonical order,
+	// from one list
+	var cc [][]byte
+	if len(src) <= smallReqs {
+		cc = pq.inCanon[:2*len(src)]
+	} else {
+		cc = make([][]byte, 2*len(src))
+	}
+	canon := cc[:len(src):len(src)]
 	idx := make([]int, len(src))
 	for i := range src {
 		start := len(buf)
@@ -123,8 +138,13 @@ func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int { return bytes.Compare(canon[a], canon[b]) })
-	reqs := make([]FactRequirement, len(idx))
-	pq.reqCanon = make([][]byte, len(idx))
+	var reqs []FactRequirement
+	if len(idx) <= smallReqs {
+		reqs = pq.inReqs[:len(idx):len(idx)]
+	} else {
+		reqs = make([]FactRequirement, len(idx))
+	}
+	pq.reqCanon = cc[len(src):]
 	for i, j := range idx {
 		reqs[i], pq.reqCanon[i] = src[j], canon[j]
 	}

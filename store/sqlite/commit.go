@@ -45,6 +45,18 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		if err != nil {
 			return err
 		}
+		// The run's row as the lagging tick before this one wrote it may
+		// be waiting to be written (deferRunRow). If the fence took the
+		// row known from that tick, no statement has run since (a read
+		// of the row would have written it first), and this tick writes
+		// every column of the row after its own writes: the deferred
+		// write is this tick's to make. Whatever refuses this tick from
+		// here rolls the transaction back whole and runs the lagging
+		// ticks again (the write joins a lagging transaction alone), or
+		// writes the row first (a SAVEPOINT is a statement).
+		if d := &tx.w.deferred; d.set && d.runID == lease.RunID {
+			d.set = false
+		}
 		if err := s.refuseLost(tx, op, lease.RunID); err != nil {
 			return err
 		}
@@ -296,12 +308,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 		if tick.State != "" {
 			state = tick.State
 		}
-		traceSeq := counters.traceSeq + int64(len(tick.Trace))
-		if _, err := s.exec(ctx, tx, `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`,
-			head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
-			return err
-		}
-
 		// The tick's trace records, in one row (trace.go).
 		if len(tick.Trace) > 0 {
 			last := counters.traceSeq
@@ -328,6 +334,19 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 			}
 		}
 
+		traceSeq := counters.traceSeq + int64(len(tick.Trace))
+		// The run's row, written last (a lagging tick's write of it waits;
+		// see deferRunRow).
+		if tick.MayLag {
+			// Written when the next statement runs, unless the next write
+			// is a tick of the run that takes this row known, which writes
+			// the row itself (deferRunRow).
+			tx.w.deferRunRow(lease.RunID, head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg)
+		} else if _, err := s.exec(ctx, tx, updateRunRow,
+			head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
+			return err
+		}
+
 		// The run's row as this tick leaves it, for the next write's
 		// fence should that be the run's next tick (decision 1188). Set
 		// last: a tick refused on the way leaves nothing known.
@@ -338,6 +357,39 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 		tx.w.known = knownRun{run: known, c: counters, pending: tick.ExpectInboxEmpty || tick.MayLag}
 		return nil
 	}
+}
+
+// updateRunRow writes a tick's changes to its run's row.
+const updateRunRow = `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`
+
+// deferredRow is a lagging tick's write of its run's row, not yet made.
+type deferredRow struct {
+	set   bool
+	runID string
+	args  [8]any // updateRunRow's
+}
+
+// deferRunRow keeps a lagging tick's write of its run's row (updateRunRow's
+// arguments) until the next statement on the connection, which writes it
+// first (flushRunRow), or the next tick of the run, taking the row known
+// from this one, which writes every column of it itself. At C=1 a governed
+// step's receipt tick lags and the next step's input tick joins its
+// transaction: the row is written once for the two. Anything else runs a
+// statement first: a read of the row, a SAVEPOINT, a COMMIT.
+func (w *writer) deferRunRow(runID string, args ...any) {
+	w.deferred.set, w.deferred.runID = true, runID
+	copy(w.deferred.args[:], args)
+}
+
+// flushRunRow writes the run's row a lagging tick left to write, if any.
+func (s *Store) flushRunRow(ctx context.Context, tx *wtx) error {
+	d := &tx.w.deferred
+	if !d.set {
+		return nil
+	}
+	d.set = false
+	_, err := s.exec(ctx, tx, updateRunRow, d.args[:]...)
+	return err
 }
 
 // insertIntent and insertReceipt leave the commit order to SQLite: it is

@@ -355,3 +355,34 @@ func BenchmarkCommitReceiptTick(b *testing.B) {
 		})
 	}
 }
+
+// A lagging tick's write of its run's row, waiting for the next statement
+// (deferRunRow), is lost with the tick when its transaction's COMMIT fails:
+// the next transaction must not write it. After the failure the run's
+// next tick is refused once (the lagging tick was lost) and then commits
+// at the head the database holds.
+func TestLostLaggingTickLeavesNoRowWrite(t *testing.T) {
+	ctx := context.Background()
+	s, l := lingeringRun(t)
+	c := countCommits(s)
+	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.fail = errInjected
+	c.mu.Unlock()
+	s.settle(ctx) // its COMMIT fails
+	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, false)); store.CodeOf(err) != store.CodeHeadMismatch {
+		t.Fatalf("the tick after the lost one: %v, want %s", err, store.CodeHeadMismatch)
+	}
+	if err := s.Commit(ctx, l, lagTick(0, `{"n":1}`, false)); err != nil {
+		t.Fatalf("the tick at the database's head: %v", err)
+	}
+	run, err := s.Run(ctx, l.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Head != 1 {
+		t.Fatalf("head %d, want 1", run.Head)
+	}
+}

@@ -78,6 +78,9 @@ type writer struct {
 	// the same once its write lock is held (begin).
 	carried        knownRun
 	carriedVersion uint32
+	// deferred is a lagging tick's write of its run's row, made before
+	// the next statement or by the run's next tick (deferRunRow).
+	deferred deferredRow
 	// walFrames counts the log pages COMMITs wrote since the checkpointer
 	// was last asked to run (walcheckpoint.go).
 	walFrames int
@@ -138,7 +141,7 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 // dropWriter closes the writing connection with its statements; a
 // transaction left open on it is gone with it.
 func (s *Store) dropWriter() {
-	s.w.known, s.w.carried = knownRun{}, knownRun{}
+	s.w.known, s.w.carried, s.w.deferred = knownRun{}, knownRun{}, deferredRow{}
 	s.w.conn.Raw(func(any) error {
 		for _, st := range s.w.stmts {
 			st.Close()
@@ -277,8 +280,12 @@ func (w *writer) kind(k string) any {
 // maxKinds bounds the kinds a writer keeps boxed.
 const maxKinds = 8
 
-// exec runs a statement inside tx.
+// exec runs a statement inside tx, after the run's row a lagging tick
+// left to write (flushRunRow).
 func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {
+	if err := s.flushRunRow(ctx, tx); err != nil {
+		return nil, err
+	}
 	st, err := tx.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -297,6 +304,9 @@ func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (s
 // queryRow runs a one-row query inside tx. Its error, or sql.ErrNoRows,
 // surfaces from Scan, as with database/sql's QueryRow.
 func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) *wrow {
+	if err := s.flushRunRow(ctx, tx); err != nil {
+		return &wrow{err: err}
+	}
 	st, err := tx.stmt(ctx, query)
 	if err != nil {
 		return &wrow{err: err}
@@ -386,6 +396,7 @@ func (s *Store) commit(ctx context.Context, tx *wtx) error {
 // rollback rolls tx back if it is still open.
 func (s *Store) rollback(tx *wtx) {
 	tx.forget()
+	tx.w.deferred = deferredRow{} // rolled back with the rest
 	if tx.open {
 		s.exec(context.Background(), tx, `ROLLBACK`) // "no transaction is active" after SQLite rolled back on its own
 		tx.open = false

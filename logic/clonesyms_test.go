@@ -52,10 +52,11 @@ func TestCloneSymbolsStayApart(t *testing.T) {
 	}
 }
 
-// TestUpdateEvaluatorHandedOn: an update leaves its evaluator, cleared, to
-// the materialization it returns, which reuses it; a clone starts without
-// one, so that a clone and its original never update through one
-// evaluator. Each step is held to an evaluation from scratch.
+// TestUpdateEvaluatorHandedOn: an update leaves its scratch (evaluator and
+// undo record), cleared, to the materialization it returns, which reuses
+// it; a clone starts without one, so that a clone and its original never
+// update through one scratch. Each step is held to an evaluation from
+// scratch.
 func TestUpdateEvaluatorHandedOn(t *testing.T) {
 	c, err := Load("gate.dl", []byte(gateProgram))
 	if err != nil {
@@ -72,9 +73,8 @@ func TestUpdateEvaluatorHandedOn(t *testing.T) {
 		if m, err = m.Apply([]Change{{Fact: f[0], Diff: 1}, {Fact: f[1], Diff: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		x := m.spare
-		if x == nil || !reflect.DeepEqual(*x, exec{}) {
-			t.Fatalf("step %d: the update left %v, not a cleared evaluator", i, x)
+		if m.spare == nil || !reflect.DeepEqual(m.spare.x, exec{}) || m.spare.u.stats.Strata != nil {
+			t.Fatalf("step %d: the update left %v, not a cleared scratch", i, m.spare)
 		}
 		u := m.Clone()
 		if u.spare != nil {

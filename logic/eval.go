@@ -80,10 +80,11 @@ type Materialization struct {
 	// valid only while an update runs
 	start []int32
 	undo  *undo
-	// spare is the evaluator the last update ran, cleared, for the next
-	// update to reuse: the materialization an update returns takes it
-	// over, a clone starts without one.
-	spare      *exec
+	// spare is the scratch of the last update (its evaluator and undo
+	// record), cleared, for the next update to reuse: the
+	// materialization an update returns takes it over, a clone starts
+	// without one.
+	spare      *updateScratch
 	deltaPlus  [][]int32
 	deltaMinus [][]int32
 }
@@ -497,25 +498,34 @@ func (m *Materialization) newExec() *exec {
 	return x
 }
 
-// updateExec is newExec for an update, on m's spare evaluator if it has
-// one; the update hands it back with putExec.
-func (m *Materialization) updateExec() *exec {
-	x := m.spare
-	if x == nil {
-		return m.newExec()
+// updateScratch is what an update keeps besides its row lists: the
+// evaluator and the undo record in one allocation, and the undo's lists
+// and per-table columns, which keep their capacity from update to update.
+type updateScratch struct {
+	x      exec
+	u      undo
+	counts []int32
+}
+
+// scratch returns m's update scratch, made on the first update.
+func (m *Materialization) scratch() *updateScratch {
+	if m.spare == nil {
+		m.spare = new(updateScratch)
 	}
-	m.spare = nil
-	x.m = m // cleared by putExec
+	return m.spare
+}
+
+// updateExec is newExec for an update, on m's scratch; the update clears
+// it with endExec.
+func (m *Materialization) updateExec() *exec {
+	x := &m.scratch().x
+	x.m = m
 	m.carveExec(x)
 	return x
 }
 
-// putExec clears x, dropping everything it points at, and keeps it as m's
-// spare.
-func (m *Materialization) putExec(x *exec) {
-	*x = exec{}
-	m.spare = x
-}
+// endExec clears an update's evaluator, dropping everything it points at.
+func endExec(x *exec) { *x = exec{} }
 
 // carveExec gives x, fresh or cleared, its scratch for m's program.
 func (m *Materialization) carveExec(x *exec) {

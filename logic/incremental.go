@@ -187,7 +187,7 @@ func (m *Materialization) Clone() *Materialization {
 	}
 	u.undo = nil
 	u.start = nil
-	u.spare = nil // an evaluator is never shared
+	u.spare = nil // an update's scratch is never shared
 	return u
 }
 
@@ -229,9 +229,17 @@ func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
 }
 
 func (m *Materialization) beginUndo() {
-	u := &undo{nsyms: len(m.syms), round: m.round, epoch: m.epoch, live: m.live, stats: m.stats}
+	// The undo record and its lists are the scratch's, the lists emptied.
+	s := m.scratch()
+	u := &s.u
+	*u = undo{nsyms: len(m.syms), round: m.round, epoch: m.epoch, live: m.live, stats: m.stats,
+		died: u.died[:0], base: u.base[:0]}
 	n := len(m.tables)
-	counts := make([]int32, 4*n) // one array for four per-table columns
+	if cap(s.counts) < 4*n {
+		s.counts = make([]int32, 4*n) // one array for four per-table columns
+	}
+	counts := s.counts[:4*n]
+	clear(counts)
 	u.n, u.ndead, u.hadDie, m.start = counts[:n:n], counts[n:2*n:2*n], counts[2*n:3*n:3*n], counts[3*n:]
 	for t, tb := range m.tables {
 		u.n[t] = tb.n
@@ -281,6 +289,7 @@ func (m *Materialization) rollback() {
 		}
 	}
 	m.round, m.epoch, m.live, m.stats = u.round, u.epoch, u.live, u.stats
+	u.stats = Stats{}
 	m.undo, m.start = nil, nil
 }
 
@@ -350,6 +359,7 @@ func (m *Materialization) finish() {
 		}
 	}
 	m.stats.Tuples = m.live
+	m.undo.stats = Stats{}
 	m.undo, m.start, m.deltaMinus, m.deltaPlus = nil, nil, nil, nil
 	for t, tb := range m.tables {
 		if tb.ndead > compactMin && tb.ndead*2 > tb.n {
@@ -471,7 +481,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		}
 	}
 	x := m.updateExec()
-	defer m.putExec(x)
+	defer endExec(x)
 	// The per-stratum row lists, indexed by table: one outer array each
 	// for the whole apply, emptied (every list nil, as a fresh one) at
 	// each use instead of made again for every stratum and round.

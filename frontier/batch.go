@@ -196,17 +196,17 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	pre = append(pre, '}')
 	h.keep(pre)
 	digest := digestString(stableBatchDigests.Sum(pre))
-	suffix := hexOf(digest)
+	batchID, causeID := batchIDs(hexOf(digest))
 	pb := &PublishedBatch{
 		batch: StableProposalBatch{
 			Kind:                  protocol.KindStableProposalBatch,
-			BatchID:               "batch:" + suffix,
+			BatchID:               batchID,
 			LogicalTime:           t,
 			LowWatermark:          low,
 			ProposalIDs:           pids,
 			EligibilityVerdictIDs: vids,
 			BatchDigest:           digest,
-			CauseID:               "reaction:" + suffix,
+			CauseID:               causeID,
 			DataflowVersion:       dataflow,
 		},
 		proposals: proposals,
@@ -293,4 +293,12 @@ func appendStableBatch(b []byte, s *StableProposalBatch) []byte {
 	b = appendKey(b, "proposal_ids", false)
 	b = appendStrings(b, s.ProposalIDs)
 	return append(b, '}')
+}
+
+// batchIDs returns a batch's id, "batch:<suffix>", and its cause id,
+// "reaction:<suffix>", as two parts of one string.
+func batchIDs(suffix string) (batchID, causeID string) {
+	s := "batch:" + suffix + "reaction:" + suffix
+	k := len("batch:") + len(suffix)
+	return s[:k], s[k:]
 }

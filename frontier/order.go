@@ -78,7 +78,12 @@ type keyedString struct {
 // sortedDigests returns the deltas' digests in byte order.
 func sortedDigests(ds []*ValueDelta) []string {
 	skip := commonPrefix(len(ds), func(i int) string { return ds[i].digest })
-	keyed := make([]keyedString, len(ds))
+	var buf [8]keyedString // a few deltas' keys on the stack
+	keyed := buf[:0]
+	if len(ds) > len(buf) {
+		keyed = make([]keyedString, 0, len(ds))
+	}
+	keyed = keyed[:len(ds)]
 	for i, d := range ds {
 		keyed[i] = keyedString{sortKey(d.digest, skip), d.digest}
 	}

@@ -12,14 +12,8 @@ import (
 // The original has room past its symbols when cloned; each then interns a
 // symbol of its own, at the same position, and each reads back its own.
 func TestCloneSymbolsStayApart(t *testing.T) {
-	c, err := Load("gate.dl", []byte(gateProgram))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := Evaluate(c, nil, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustEval(t, gateProgram, nil)
+	var err error
 	for i := 0; cap(m.syms) == len(m.syms); i++ {
 		if m, err = m.Apply([]Change{{Fact: req(fmt.Sprintf("s%d", i)), Diff: 1}}); err != nil {
 			t.Fatal(err)
@@ -58,14 +52,8 @@ func TestCloneSymbolsStayApart(t *testing.T) {
 // update through one scratch. Each step is held to an evaluation from
 // scratch.
 func TestUpdateEvaluatorHandedOn(t *testing.T) {
-	c, err := Load("gate.dl", []byte(gateProgram))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := Evaluate(c, nil, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustEval(t, gateProgram, nil)
+	var err error
 	var base []Fact
 	for i := 0; i < 4; i++ {
 		f := []Fact{req(fmt.Sprintf("r%d", i)), appr(fmt.Sprintf("r%d", i), i%2 == 1)}
@@ -80,10 +68,7 @@ func TestUpdateEvaluatorHandedOn(t *testing.T) {
 		if u.spare != nil {
 			t.Fatalf("step %d: the clone shares its original's evaluator", i)
 		}
-		want, err := Evaluate(c, base, Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := mustEval(t, gateProgram, base)
 		for _, got := range []*Materialization{m, u} {
 			if g, w := gateTuples(t, got), gateTuples(t, want); g != w {
 				t.Fatalf("step %d: %s, want %s", i, g, w)

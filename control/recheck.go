@@ -1,6 +1,8 @@
 package control
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -49,34 +51,11 @@ func (m *Machine) Recheck(c Configuration, in StepInputs, stored []byte, digest 
 // decisions in the order cheapest first: every one of them only says no,
 // so their order does not change the answer.
 func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Configuration, bool) {
-	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
-		c.State = m.initial
-	}
-	if c.Pending == nil {
-		c.Pending = []string{}
-	}
-	ti, ok := m.byEdge[edge{c.State, in.Event}]
+	c, ti, ok := m.recheckFrom(c, in.Event)
 	if !ok {
 		return Configuration{}, false
 	}
 	t, f := &m.transitions[ti], &m.forms[ti]
-	if f.interrupt {
-		return Configuration{}, false // Step handles a global interrupt itself
-	}
-	// The configuration, as checkConfiguration judges it. Its state is
-	// declared and not final: a transition leaves it, and the table's
-	// transitions leave declared, non-final states only.
-	if c.Table != "" && c.Table != m.digest || c.Seq < 0 || c.Head != "" && !cjson.ValidDigest(c.Head) {
-		return Configuration{}, false
-	}
-	for i, p := range c.Pending {
-		if _, ok := m.interruptOf[p]; !ok || i > 0 && c.Pending[i-1] >= p {
-			return Configuration{}, false
-		}
-	}
-	if len(c.Pending) > 0 && !m.deferredIn[c.State] {
-		return Configuration{}, false
-	}
 	// The guard inputs are the configuration's context: every field must
 	// be declared, and the guard's own fields true. The guard's fields are
 	// declared and distinct, so when the inputs hold no more fields than
@@ -101,15 +80,9 @@ func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Config
 	if !cjson.ValidID(in.EventID) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
 		return Configuration{}, false
 	}
-	if in.Event == m.resumeEvent && len(c.Pending) > 0 {
+	next, ok := m.recheckNext(c, in.Event, f)
+	if !ok {
 		return Configuration{}, false
-	}
-	next := Configuration{Table: m.digest, State: t.To, Pending: slices.Clone(c.Pending), Seq: c.Seq + 1}
-	if f.honors != "" {
-		if !slices.Contains(c.Pending, f.honors) {
-			return Configuration{}, false
-		}
-		next.Pending = slices.DeleteFunc(next.Pending, func(p string) bool { return p == f.honors })
 	}
 
 	// The record, read in place. Every string it holds is a name of the
@@ -146,6 +119,70 @@ func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Config
 	if open {
 		x.lit("}")
 	}
+	if !m.recheckTail(&x, c, next, f) {
+		return Configuration{}, false
+	}
+	return next, true
+}
+
+// recheckFrom makes the decisions recheck makes of the configuration c
+// and the event's type alone: the transition the event takes from c's
+// state (ti), not a global interrupt, and c as checkConfiguration judges
+// it. It returns c as Step reads it (the initial state for an empty
+// configuration, an empty pending list for nil).
+func (m *Machine) recheckFrom(c Configuration, event string) (Configuration, int, bool) {
+	if c.State == "" && c.Seq == 0 && len(c.Pending) == 0 {
+		c.State = m.initial
+	}
+	if c.Pending == nil {
+		c.Pending = []string{}
+	}
+	ti, ok := m.byEdge[edge{c.State, event}]
+	if !ok {
+		return Configuration{}, 0, false
+	}
+	if m.forms[ti].interrupt {
+		return Configuration{}, 0, false // Step handles a global interrupt itself
+	}
+	// The configuration, as checkConfiguration judges it. Its state is
+	// declared and not final: a transition leaves it, and the table's
+	// transitions leave declared, non-final states only.
+	if c.Table != "" && c.Table != m.digest || c.Seq < 0 || c.Head != "" && !cjson.ValidDigest(c.Head) {
+		return Configuration{}, 0, false
+	}
+	for i, p := range c.Pending {
+		if _, ok := m.interruptOf[p]; !ok || i > 0 && c.Pending[i-1] >= p {
+			return Configuration{}, 0, false
+		}
+	}
+	if len(c.Pending) > 0 && !m.deferredIn[c.State] {
+		return Configuration{}, 0, false
+	}
+	return c, ti, true
+}
+
+// recheckNext is the configuration Step leads to from c (as recheckFrom
+// returns it) on the event, by the transition whose form is f, without
+// its head; false where Step refuses the event for the pending
+// interrupts.
+func (m *Machine) recheckNext(c Configuration, event string, f *recheckForm) (Configuration, bool) {
+	if event == m.resumeEvent && len(c.Pending) > 0 {
+		return Configuration{}, false
+	}
+	next := Configuration{Table: m.digest, State: f.to, Pending: slices.Clone(c.Pending), Seq: c.Seq + 1}
+	if f.honors != "" {
+		if !slices.Contains(c.Pending, f.honors) {
+			return Configuration{}, false
+		}
+		next.Pending = slices.DeleteFunc(next.Pending, func(p string) bool { return p == f.honors })
+	}
+	return next, true
+}
+
+// recheckTail reads the rest of the record in x, from the evidence
+// required to its end: what the transition's form f, the configuration c
+// the step left and next say it holds, and nothing after.
+func (m *Machine) recheckTail(x *recordReader, c, next Configuration, f *recheckForm) bool {
 	x.lit(f.after)
 	if next.Pending == nil {
 		x.lit("null")
@@ -167,10 +204,131 @@ func (m *Machine) recheck(c Configuration, in StepInputs, stored []byte) (Config
 	var seq [20]byte
 	x.lit(string(strconv.AppendInt(seq[:0], next.Seq, 10)))
 	x.lit(f.end)
-	if !x.ok || x.i != len(stored) {
-		return Configuration{}, false
+	return x.ok && x.i == len(x.b)
+}
+
+// RecheckStored is Recheck for a verifier that has not read the step's
+// inputs from stored: it reads the event, actor role, capability and
+// event id out of the record while it compares it, and returns them with
+// the configuration. It vouches for a record only where Recheck, given
+// the inputs any JSON reader reads from stored, vouches for it and leads
+// to the same configuration: stored is then exactly the record Recheck
+// compares with, every string in it plain (printable ASCII with nothing
+// to escape). It answers false for anything else, Recheck's refusals
+// among it, and for records it does not read: a name the table does not
+// declare, a string cjson would escape. The caller then reads the record
+// and asks Recheck or Step, whose answers stand.
+//
+// The names returned are the table's own strings; the event id is the
+// one string made. The evidence and guard inputs are not returned: in a
+// record RecheckStored vouches for they are the evidence the record
+// shows and the guard's own fields, true.
+func (m *Machine) RecheckStored(c Configuration, stored []byte, digest string) (Configuration, StepInputs, bool) {
+	next, in, ok := m.recheckStored(c, stored)
+	if !ok {
+		return Configuration{}, StepInputs{}, false
 	}
-	return next, true
+	next.Head = digest
+	return next, in, true
+}
+
+func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, StepInputs, bool) {
+	var in StepInputs
+	x := recordReader{b: stored, ok: true}
+	x.lit(`{"accepted":true,"actor_role":`)
+	in.ActorRole = x.name(m)
+	x.lit(`,"capability":`)
+	in.Capability = x.name(m)
+	// The effects depend on the transition, which the event names: they
+	// are passed over to find the event, then read with the rest of the
+	// transition's form from mid.
+	mid := x.i
+	x.lit(`,"effects":`)
+	x.list()
+	x.lit(`,"event":`)
+	in.Event = x.name(m)
+	if !x.ok {
+		return Configuration{}, StepInputs{}, false
+	}
+	c, ti, ok := m.recheckFrom(c, in.Event)
+	if !ok {
+		return Configuration{}, StepInputs{}, false
+	}
+	f := &m.forms[ti]
+	x.i = mid
+	x.lit(f.mid)
+	id := x.plain()
+	if !x.ok {
+		return Configuration{}, StepInputs{}, false
+	}
+	in.EventID = string(id)
+	// The guard inputs a record of this transition shows are the guard's
+	// own fields, each true (f.after, read below): they satisfy the guard,
+	// and are no more fields than it reads.
+	if !cjson.ValidID(in.EventID) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
+		return Configuration{}, StepInputs{}, false
+	}
+	next, ok := m.recheckNext(c, in.Event, f)
+	if !ok {
+		return Configuration{}, StepInputs{}, false
+	}
+	// The evidence the record shows: names of the transition's, in byte
+	// order, each a valid digest; with strict evidence every one of them.
+	// Step writes no evidence member when there is none to show.
+	shown := 0
+	if x.has(`,"evidence":{`) {
+		x.i += len(`,"evidence":{`)
+		for _, key := range f.evidenceKeys {
+			sep := ""
+			if shown > 0 {
+				sep = ","
+			}
+			if x.has(sep) && x.hasAfter(len(sep), key) {
+				x.i += len(sep) + len(key)
+				if !validDigest(x.plain()) {
+					return Configuration{}, StepInputs{}, false
+				}
+				shown++
+			} else if m.strictEvidence {
+				return Configuration{}, StepInputs{}, false
+			}
+		}
+		if shown == 0 {
+			return Configuration{}, StepInputs{}, false
+		}
+		x.lit("}")
+	}
+	if shown == 0 && m.strictEvidence && len(f.evidence) > 0 {
+		return Configuration{}, StepInputs{}, false
+	}
+	if !m.recheckTail(&x, c, next, f) {
+		return Configuration{}, StepInputs{}, false
+	}
+	return next, in, true
+}
+
+// validDigest is cjson.ValidDigest of a digest's bytes, without making
+// them a string: "sha256:" and 64 lowercase hex digits, read eight at a
+// time as cjson's hexWord reads them (for a byte below 0x80, adding
+// 0x80-lo sets its high bit exactly when it is at least lo, adding
+// 0x7f-hi exactly when it is above hi, with no carry into the next byte).
+func validDigest(b []byte) bool {
+	if len(b) != 7+64 || string(b[:7]) != "sha256:" {
+		return false
+	}
+	const l, h = 0x0101010101010101, 0x8080808080808080
+	for i := 7; i < len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x&h != 0 {
+			return false
+		}
+		digit := (x + l*(0x80-'0')) &^ (x + l*(0x7f-'9'))
+		letter := (x + l*(0x80-'a')) &^ (x + l*(0x7f-'f'))
+		if (digit|letter)&h != h {
+			return false
+		}
+	}
+	return true
 }
 
 // recordReader compares a stored record with the pieces of the expected
@@ -199,11 +357,95 @@ func (x *recordReader) str(s string) {
 	x.ok = false
 }
 
+// has reports whether the bytes s are next.
+func (x *recordReader) has(s string) bool { return x.hasAfter(0, s) }
+
+// hasAfter reports whether the bytes s are next but n.
+func (x *recordReader) hasAfter(n int, s string) bool {
+	i := x.i + n
+	return x.ok && len(x.b)-i >= len(s) && string(x.b[i:i+len(s)]) == s
+}
+
+// plain reads a string that cjson writes as its bytes between quotes
+// (printable ASCII, no quote or backslash) and returns its bytes.
+func (x *recordReader) plain() []byte {
+	if !x.ok || x.i >= len(x.b) || x.b[x.i] != '"' {
+		x.ok = false
+		return nil
+	}
+	if j := plainEnd(x.b, x.i+1); j < len(x.b) && x.b[j] == '"' {
+		v := x.b[x.i+1 : j]
+		x.i = j + 1
+		return v
+	}
+	x.ok = false
+	return nil
+}
+
+// plainEnd returns the index of the first byte of b at or after i that is
+// not plain (below 0x20, above 0x7e, a quote or a backslash), or len(b).
+// It reads eight bytes at a time while eight remain: in each word the
+// lowest byte flagged is the first that is not plain (cjson's plainMask,
+// whose reasoning holds here), then byte by byte.
+func plainEnd(b []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		below := w - lo*0x20
+		above := (w + lo) | w
+		quote := (w ^ (lo * '"')) - lo
+		slash := (w ^ (lo * '\\')) - lo
+		if m := (below | above | quote | slash) & hi; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}
+
+// name reads a plain string naming something the table declares, and
+// returns the table's own copy of the name.
+func (x *recordReader) name(m *Machine) string {
+	b := x.plain()
+	if !x.ok {
+		return ""
+	}
+	s, ok := m.names[string(b)]
+	x.ok = ok
+	return s
+}
+
+// list passes over null or an array of plain strings.
+func (x *recordReader) list() {
+	if x.has("null") {
+		x.i += len("null")
+		return
+	}
+	x.lit("[")
+	if x.has("]") {
+		x.i++
+		return
+	}
+	for x.ok {
+		x.plain()
+		if x.has("]") {
+			x.i++
+			return
+		}
+		x.lit(",")
+	}
+}
+
 // recheckForm is what the record of an accepted step on one transition
 // holds whatever the step: its encoded pieces and the names Recheck reads
 // by, written once when the table loads.
 type recheckForm struct {
 	interrupt bool   // the transition's event is a global interrupt
+	to        string // the state the transition leads to
 	honors    string // the pending interrupt its event honors, if any
 	allTrue   []string
 	// mid runs from the effects to the event id's key; evidenceKeys are
@@ -224,6 +466,7 @@ func (m *Machine) recheckForms() []recheckForm {
 	for i, t := range m.transitions {
 		f := &forms[i]
 		_, f.interrupt = m.interruptOf[t.Event]
+		f.to = t.To
 		if j, ok := m.honoredBy[t.Event]; ok {
 			f.honors = m.interrupts[j].Event
 		}

@@ -155,9 +155,18 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 		if e.Kind == runner.EventControl {
 			// The cheapest path: an ordinary accepted transition, which
 			// Recheck recomputes without Step's effects and copies, and
-			// whose digest is the one computed above.
-			if in, ok := stepInputsInto(m, e.Body, step); ok {
-				from := cfg.State
+			// whose digest is the one computed above. RecheckStored reads
+			// the step's inputs as it compares the record; a record it does
+			// not vouch for, or one whose evidence a ledger check reads
+			// (ledgerEvent), is read by stepInputsInto for Recheck.
+			from := cfg.State
+			if next, in, ok := m.RecheckStored(cfg, e.Body, digest); ok && !ledgerEvent(in.Event) && readWhileRechecking {
+				cfg, canonical = next, true
+				if known != nil {
+					known[i] = vouched{rec: control.Record{Event: in.Event, ActorRole: in.ActorRole, Capability: in.Capability,
+						EventID: in.EventID, From: from}, ok: true}
+				}
+			} else if in, ok := stepInputsInto(m, e.Body, step); ok {
 				var next control.Configuration
 				if next, canonical, buf = m.Recheck(cfg, control.StepInputs{Event: in.Event, ActorRole: in.ActorRole,
 					Capability: in.Capability, EventID: in.EventID, Evidence: in.Evidence, GuardInputs: in.GuardInputs}, e.Body, digest, buf); canonical {
@@ -272,13 +281,23 @@ type vouched struct {
 // retry controllers' events) and dropped from the others, which no check
 // reads them from.
 func kept(rec control.Record) control.Record {
-	if budgetEvents[rec.Event] == "" && rec.Event != retryEvent {
+	if !ledgerEvent(rec.Event) {
 		rec.Evidence, rec.GuardInputs = nil, nil
 		return rec
 	}
 	rec.Evidence, rec.GuardInputs = maps.Clone(rec.Evidence), maps.Clone(rec.GuardInputs)
 	return rec
 }
+
+// readWhileRechecking is whether checkEvents asks RecheckStored before
+// it reads a control record for Recheck; TestRecheckStoredVouchesAsReading
+// turns it off to hold the two paths to each other.
+var readWhileRechecking = true
+
+// ledgerEvent reports whether the ledger checks read the evidence and
+// guard inputs of a control record of the event: the budget and retry
+// controllers' events.
+func ledgerEvent(event string) bool { return budgetEvents[event] != "" || event == retryEvent }
 
 // restepFast re-steps a control record read by stepInputs and reports
 // whether the recomputed record is, byte for byte, the stored one, with

@@ -1,0 +1,230 @@
+package control
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+	"pgregory.net/rapid"
+)
+
+// recheckByReading is what a verifier did before RecheckStored: read the
+// record's step inputs with a JSON reader (here encoding/json, which reads
+// a record as every reader that accepts it does where Recheck can vouch
+// for it: each string between quotes as its bytes), then ask Recheck.
+func (m *Machine) recheckByReading(c Configuration, stored []byte, digest string) (Configuration, StepInputs, bool) {
+	var rec Record
+	if json.Unmarshal(stored, &rec) != nil {
+		return Configuration{}, StepInputs{}, false
+	}
+	in := inputsOf(rec)
+	next, ok, _ := m.Recheck(c, in, stored, digest, nil)
+	return next, in, ok
+}
+
+// sameStepNames reports whether the names and event id RecheckStored read
+// are those the reader read.
+func sameStepNames(got, want StepInputs) bool {
+	return got.Event == want.Event && got.ActorRole == want.ActorRole && got.Capability == want.Capability &&
+		got.EventID == want.EventID && got.Evidence == nil && got.GuardInputs == nil
+}
+
+// RecheckStored vouches for a stored record exactly when Recheck, given
+// the inputs a reader reads from it, does, leads to the same
+// configuration, and returns the names and event id the reader read.
+// The records are drawn as in TestRecheckAgreesWithStep (Step's own,
+// forged, a byte changed) and also with a byte inserted or a stretch cut,
+// an escaped name or id, and an evidence member emptied or reordered;
+// from the configuration a step leads to and from others.
+func TestRecheckStoredAgreesWithRecheck(t *testing.T) {
+	vouched := 0
+	for _, m := range []*Machine{Default(), Default().WithStrictEvidence()} {
+		rapid.Check(t, func(t *rapid.T) {
+			c := m.Initial()
+			n := rapid.IntRange(10, 60).Draw(t, "steps")
+			for i := 0; i < n; i++ {
+				e, _ := drawEvent(t, c.State, i)
+				if rapid.IntRange(0, 9).Draw(t, "bad id") == 0 {
+					e.EventID = rapid.SampledFrom([]string{"", "-x", "a b", "é", `a"b`, `a\b`, "a\x01b"}).Draw(t, "id")
+				}
+				ctx := map[string]bool{}
+				for _, f := range contextFields {
+					switch rapid.IntRange(0, 6).Draw(t, f) {
+					case 0:
+					case 1:
+						ctx[f] = false
+					default:
+						ctx[f] = true
+					}
+				}
+				evidence := map[string]any{}
+				for _, name := range []string{"cursor", "accepted_event_digest", "workflow_digest", "version_envelope_digest", "frontier_receipt", "state_digest", "support_digest", "other"} {
+					switch rapid.IntRange(0, 5).Draw(t, name) {
+					case 0:
+					case 1:
+						evidence[name] = "sha256:" + "00"
+					case 2:
+						evidence[name] = "sha256:" + strings.Repeat("A", 64)
+					default:
+						evidence[name] = digestOf([]byte(name))
+					}
+				}
+				e.Payload = map[string]any{"evidence": evidence}
+				in := c
+				in.Context = ctx
+				r := m.Step(in, e)
+				stored, err := r.Record.AppendCanonical(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored = slices.Clone(stored)
+				switch rapid.IntRange(0, 9).Draw(t, "stored") {
+				case 1: // a byte changed
+					j := rapid.IntRange(0, len(stored)-1).Draw(t, "at")
+					stored[j] ^= byte(rapid.IntRange(1, 255).Draw(t, "xor"))
+				case 2: // a byte inserted
+					j := rapid.IntRange(0, len(stored)).Draw(t, "at")
+					stored = slices.Insert(stored, j, rapid.SampledFrom([]byte(`"\ ,:{}[]0a`)).Draw(t, "byte"))
+				case 3: // a stretch cut
+					j := rapid.IntRange(0, len(stored)-1).Draw(t, "from")
+					k := rapid.IntRange(j, min(len(stored), j+80)).Draw(t, "to")
+					stored = slices.Delete(stored, j, k)
+				case 4: // the record a forger would write
+					if forged, _, _, built := m.acceptedRecord(c, inputsOf(r.Record)); built {
+						stored = appendRecord(nil, &forged)
+					}
+				case 5: // a name or the id written with an escape
+					for _, k := range []string{`"actor_role":"`, `"capability":"`, `"event":"`, `"event_id":"`} {
+						if j := strings.Index(string(stored), k); j >= 0 && rapid.Bool().Draw(t, "escape "+k) {
+							at := j + len(k)
+							stored = slices.Concat(stored[:at], []byte(`\u00`), []byte(hexByte(stored[at])), stored[at+1:])
+						}
+					}
+				case 6: // the evidence emptied, or its first two members swapped
+					if j := strings.Index(string(stored), `,"evidence":{`); j >= 0 {
+						end := j + strings.Index(string(stored[j:]), "}")
+						body := string(stored[j+len(`,"evidence":{`) : end])
+						parts := strings.Split(body, ",")
+						if len(parts) > 1 && rapid.Bool().Draw(t, "swap") {
+							parts[0], parts[1] = parts[1], parts[0]
+						} else {
+							parts = nil
+						}
+						stored = slices.Concat(stored[:j+len(`,"evidence":{`)], []byte(strings.Join(parts, ",")), stored[end:])
+					}
+				case 7: // one of its punctuation bytes made another
+					var at []int
+					for j, b := range stored {
+						if strings.IndexByte(`,:{}[]"`, b) >= 0 {
+							at = append(at, j)
+						}
+					}
+					j := rapid.SampledFrom(at).Draw(t, "at")
+					stored[j] = rapid.SampledFrom([]byte(`,:{}[]"`)).Draw(t, "punctuation")
+				}
+				for _, from := range []Configuration{c, drawConfiguration(t, m, c)} {
+					d := digestOf(stored)
+					got, gotIn, ok := m.RecheckStored(from, stored, d)
+					want, wantIn, wantOK := m.recheckByReading(from, stored, d)
+					if ok != wantOK || !reflect.DeepEqual(got, want) || ok && !sameStepNames(gotIn, wantIn) {
+						t.Fatalf("step %d from %+v: RecheckStored says %v %+v %+v; read and rechecked %v %+v %+v (%s)",
+							i, from, ok, got, gotIn, wantOK, want, wantIn, stored)
+					}
+					if ok {
+						vouched++
+					}
+				}
+				if r.Rejection == nil {
+					c = r.Next
+					c.Context = nil
+				}
+			}
+		})
+	}
+	if vouched == 0 {
+		t.Fatal("RecheckStored vouched for no record")
+	}
+}
+
+func hexByte(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&15]})
+}
+
+// drawConfiguration is c, or mostly c with one thing changed that no step
+// leads to.
+func drawConfiguration(t *rapid.T, m *Machine, c Configuration) Configuration {
+	bad := c
+	bad.Pending = slices.Clone(c.Pending)
+	switch rapid.IntRange(0, 9).Draw(t, "configuration") {
+	case 1:
+		bad.Head = rapid.SampledFrom([]string{"", "sha256:00", digestOf([]byte("x"))[:70] + "G"}).Draw(t, "head")
+	case 2:
+		bad.Table = rapid.SampledFrom([]string{"", "sha256:00", digestOf(nil)}).Draw(t, "table")
+	case 3:
+		bad.Pending = append(bad.Pending, rapid.SampledFrom([]string{"CANCEL", "TIMEOUT", "PAUSE", "NOT_AN_INTERRUPT", ""}).Draw(t, "pending"))
+	case 4:
+		bad.Seq = rapid.Int64Range(-2, 2).Draw(t, "seq")
+	case 5:
+		bad.State = rapid.SampledFrom([]string{"", "SUCCEEDED", "NOT_A_STATE", m.initial}).Draw(t, "state")
+	case 6:
+		bad = Configuration{}
+	}
+	return bad
+}
+
+// TestValidDigestBytesIsValidDigest holds validDigest to cjson's
+// ValidDigest: every byte value at every position of a valid digest, and
+// lengths around it.
+func TestValidDigestBytesIsValidDigest(t *testing.T) {
+	valid := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for pos := 0; pos < len(valid); pos++ {
+		for c := 0; c < 256; c++ {
+			s := valid[:pos] + string([]byte{byte(c)}) + valid[pos+1:]
+			if got, want := validDigest([]byte(s)), cjson.ValidDigest(s); got != want {
+				t.Fatalf("validDigest(%q) = %v", s, got)
+			}
+		}
+	}
+	for _, s := range []string{"", "sha256:", valid[:len(valid)-1], valid + "0", "SHA256:" + valid[7:]} {
+		if got, want := validDigest([]byte(s)), cjson.ValidDigest(s); got != want {
+			t.Fatalf("validDigest(%q) = %v", s, got)
+		}
+	}
+}
+
+// plainEnd finds the first byte that is not plain as a byte-by-byte scan
+// does: every byte value at every position of words and their tails, from
+// every start, and drawn texts.
+func TestPlainEndIsBytewise(t *testing.T) {
+	bytewise := func(b []byte, i int) int {
+		for ; i < len(b); i++ {
+			if c := b[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return i
+	}
+	base := []byte("abcdefghijklmnopqrstu")
+	for pos := range base {
+		for c := 0; c < 256; c++ {
+			b := slices.Clone(base)
+			b[pos] = byte(c)
+			for start := 0; start <= len(b); start++ {
+				if got, want := plainEnd(b, start), bytewise(b, start); got != want {
+					t.Fatalf("plainEnd(%q, %d) = %d, want %d", b, start, got, want)
+				}
+			}
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOf(rapid.SampledFrom([]byte{'a', '"', '\\', 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff, 0})).Draw(t, "text")
+		start := rapid.IntRange(0, len(b)).Draw(t, "start")
+		if got, want := plainEnd(b, start), bytewise(b, start); got != want {
+			t.Fatalf("plainEnd(%q, %d) = %d, want %d", b, start, got, want)
+		}
+	})
+}

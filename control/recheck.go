@@ -209,8 +209,8 @@ func (m *Machine) recheckTail(x *recordReader, c, next Configuration, f *recheck
 
 // RecheckStored is Recheck for a verifier that has not read the step's
 // inputs from stored: it reads the event, actor role, capability and
-// event id out of the record while it compares it, and returns them with
-// the configuration. It vouches for a record only where Recheck, given
+// event id out of the record while it compares it, and returns the first
+// three with the configuration. It vouches for a record only where Recheck, given
 // the inputs any JSON reader reads from stored, vouches for it and leads
 // to the same configuration: stored is then exactly the record Recheck
 // compares with, every string in it plain (printable ASCII with nothing
@@ -219,10 +219,11 @@ func (m *Machine) recheckTail(x *recordReader, c, next Configuration, f *recheck
 // declare, a string cjson would escape. The caller then reads the record
 // and asks Recheck or Step, whose answers stand.
 //
-// The names returned are the table's own strings; the event id is the
-// one string made. The evidence and guard inputs are not returned: in a
-// record RecheckStored vouches for they are the evidence the record
-// shows and the guard's own fields, true.
+// The names returned are the table's own strings, and nothing is
+// allocated. The event id, the evidence and the guard inputs are not
+// returned (StepInputs leaves them empty): in a record RecheckStored
+// vouches for the event id is a valid identifier, the evidence is what
+// the record shows, the guard inputs the guard's own fields, true.
 func (m *Machine) RecheckStored(c Configuration, stored []byte, digest string) (Configuration, StepInputs, bool) {
 	next, in, ok := m.recheckStored(c, stored)
 	if !ok {
@@ -261,11 +262,12 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 	if !x.ok {
 		return Configuration{}, StepInputs{}, false
 	}
-	in.EventID = string(id)
 	// The guard inputs a record of this transition shows are the guard's
 	// own fields, each true (f.after, read below): they satisfy the guard,
-	// and are no more fields than it reads.
-	if !cjson.ValidID(in.EventID) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
+	// and are no more fields than it reads. The event id is checked where
+	// it stands (the string does not outlive the call: one of up to 32
+	// bytes is not made on the heap).
+	if !cjson.ValidID(string(id)) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
 		return Configuration{}, StepInputs{}, false
 	}
 	next, ok := m.recheckNext(c, in.Event, f)

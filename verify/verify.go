@@ -164,7 +164,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 				cfg, canonical = next, true
 				if known != nil {
 					known[i] = vouched{rec: control.Record{Event: in.Event, ActorRole: in.ActorRole, Capability: in.Capability,
-						EventID: in.EventID, From: from}, ok: true}
+						From: from}, ok: true}
 				}
 			} else if in, ok := stepInputsInto(m, e.Body, step); ok {
 				var next control.Configuration
@@ -253,11 +253,11 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 }
 
 // vouched is a control record checkEvents found, byte for byte, to be the
-// record it recomputed (ok false: none): its event, actor role, capability
-// and event id as read, the state it left, and, for a record Step
-// recomputed, every other field. Its evidence and guard inputs as read are
-// kept for the events the ledger checks read them from (see kept), and
-// for a record Step recomputed.
+// record it recomputed (ok false: none): its event, actor role and
+// capability as read, the state it left, and, for a record Step
+// recomputed, every other field. Its event id, evidence and guard inputs
+// as read are kept for the events the ledger checks read them from (see
+// kept), and for a record Step recomputed.
 type vouched struct {
 	rec control.Record
 	ok  bool
@@ -279,10 +279,11 @@ type vouched struct {
 // its maps are the reader's, refilled by the next record, so they are
 // copied for the records the ledger checks read them from (the budget and
 // retry controllers' events) and dropped from the others, which no check
-// reads them from.
+// reads them from; so is their event id, which RecheckStored, vouching
+// for most records, does not return.
 func kept(rec control.Record) control.Record {
 	if !ledgerEvent(rec.Event) {
-		rec.Evidence, rec.GuardInputs = nil, nil
+		rec.EventID, rec.Evidence, rec.GuardInputs = "", nil, nil
 		return rec
 	}
 	rec.Evidence, rec.GuardInputs = maps.Clone(rec.Evidence), maps.Clone(rec.GuardInputs)

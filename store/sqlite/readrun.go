@@ -103,6 +103,33 @@ type cells struct {
 	row [recordWidth]driver.Value
 	st  *libStmt
 	bad bool
+	// chunk is what the BLOBs read where SQLite holds them are copied
+	// into (see keep): one allocation for many bodies. A statement's
+	// records share its chunks; a batchRead starts each statement with
+	// none.
+	chunk []byte
+}
+
+// bodyChunk is the size of the chunks BLOBs are copied into, the largest
+// of the allocator's small size classes; a BLOB of more than an eighth of
+// it is copied on its own.
+const bodyChunk = 32 << 10
+
+// keep copies b, which SQLite holds until the statement steps on, for a
+// record to keep: nil when b is nil (an empty BLOB, as the driver hands
+// it on), else b's bytes in a slice whose capacity is its length, cut from
+// c's chunk, so that an append to it copies it rather than write over the
+// next body.
+func (c *cells) keep(b []byte) []byte {
+	if b == nil || len(b) > bodyChunk/8 {
+		return bytes.Clone(b)
+	}
+	if cap(c.chunk)-len(c.chunk) < len(b) {
+		c.chunk = make([]byte, 0, bodyChunk)
+	}
+	n := len(c.chunk)
+	c.chunk = append(c.chunk, b...)
+	return c.chunk[n:len(c.chunk):len(c.chunk)]
 }
 
 // at is cell i as the driver's value.
@@ -148,7 +175,7 @@ func (c *cells) kind(i int) string {
 
 func (c *cells) blob(i int) []byte {
 	if c.st != nil && c.st.typ(i) == sqlite3.SQLITE_BLOB {
-		return bytes.Clone(c.st.blobBytes(i)) // nil when empty, as the driver hands it on
+		return c.keep(c.st.blobBytes(i)) // nil when empty, as the driver hands it on
 	}
 	var b []byte
 	c.bad = c.bad || blob{&b}.Scan(c.at(i)) != nil

@@ -110,3 +110,50 @@ func TestLibCellsAreTheDriverValues(t *testing.T) {
 		}
 	})
 }
+
+// keep copies what it is given, nil as nil, each copy cut from a chunk
+// with its length as its capacity, and apart from the others (an append to one or a change to
+// the bytes copied leaves the rest), and cuts small ones from shared
+// chunks: a hundred 1 KB bodies in a few allocations, not a hundred.
+func TestKeepCutsFromChunks(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var c cells
+		var src, kept [][]byte
+		for range rapid.IntRange(1, 40).Draw(t, "bodies") {
+			var b []byte
+			if n := rapid.SampledFrom([]int{-1, 1, 2, 100, bodyChunk/8 - 1, bodyChunk / 8, bodyChunk/8 + 1, bodyChunk}).Draw(t, "size"); n >= 0 {
+				b = []byte(strings.Repeat(string(rune('a'+len(src)%26)), n))
+			}
+			k := c.keep(b)
+			if (b == nil) != (k == nil) || string(k) != string(b) || len(b) <= bodyChunk/8 && cap(k) != len(k) {
+				t.Fatalf("keep of %d bytes (nil %v): %d bytes, capacity %d, nil %v", len(b), b == nil, len(k), cap(k), k == nil)
+			}
+			src, kept = append(src, b), append(kept, k)
+		}
+		want := make([]string, len(kept))
+		for i, k := range kept {
+			want[i] = string(k)
+		}
+		for i := range kept {
+			for j := range src[i] {
+				src[i][j] = '#'
+			}
+			kept[i] = append(kept[i], '!')
+		}
+		for i, k := range kept {
+			if string(k[:len(k)-1]) != want[i] {
+				t.Fatalf("body %d changed by a change elsewhere", i)
+			}
+		}
+	})
+	body := []byte(strings.Repeat("x", 1024))
+	allocs := testing.AllocsPerRun(5, func() {
+		var c cells
+		for range 100 {
+			c.keep(body)
+		}
+	})
+	if allocs > 4 {
+		t.Fatalf("%v allocations for 100 bodies of 1 KB", allocs)
+	}
+}

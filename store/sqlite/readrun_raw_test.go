@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -201,4 +202,64 @@ func TestReadRunRecordsRawIsTheSQLRead(t *testing.T) {
 		defer st.Close()
 		sameAsSQL(rt, st, rapid.SliceOfN(rapid.SampledFrom(append([]string{"absent"}, ids...)), 1, sqlite.RecordBatch).Draw(rt, "ids"))
 	})
+}
+
+// The bodies a read of many runs returns are each their own, though most
+// are cut from shared chunks: after an append to every body, each still
+// holds what it did, and a second read returns what the first did.
+func TestRecordBodiesAreEachTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ids, image := recordImage(t, dir)
+	path := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(path, image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ids = ids[:min(len(ids), sqlite.RecordBatch)]
+	bodiesOf := func(recs []store.RunRecord) [][]byte {
+		var out [][]byte
+		for _, r := range recs {
+			for _, e := range r.Events {
+				out = append(out, e.Body)
+			}
+			out = append(out, r.Checkpoint.Body)
+			for _, in := range r.Intents {
+				out = append(out, in.Body)
+			}
+			for _, rc := range r.Receipts {
+				out = append(out, rc.Body)
+			}
+			for _, a := range r.Approvals {
+				out = append(out, a.Body)
+			}
+		}
+		return out
+	}
+	read := func() [][]byte {
+		recs, ok := st.ReadRunRecordsInOne(ctx, ids, true)
+		for i := range ok {
+			if !ok[i] {
+				t.Fatalf("run %s read by parts", ids[i])
+			}
+		}
+		return bodiesOf(recs)
+	}
+	first := read()
+	want := make([][]byte, len(first))
+	for i, b := range first {
+		want[i] = bytes.Clone(b)
+	}
+	for i := range first {
+		first[i] = append(first[i], '!')
+	}
+	for i, b := range read() {
+		if !bytes.Equal(b, want[i]) || !bytes.Equal(first[i][:len(first[i])-1], want[i]) {
+			t.Fatalf("body %d changed by an append to another", i)
+		}
+	}
 }

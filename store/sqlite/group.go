@@ -186,7 +186,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 	// gives up must not abort the others' writes (an interrupted statement
 	// can roll the whole transaction back). Each caller's context is
 	// checked before its turn instead.
-	bctx := context.WithoutCancel(batch[0].ctx)
+	bctx := uncancelled(batch[0].ctx)
 	lazy := true
 	for _, r := range batch {
 		lazy = lazy && r.lazy
@@ -194,6 +194,17 @@ func (s *Store) runBatch(batch []*writeReq) {
 	if err := s.withWriter(bctx, func(tx *wtx) { s.runBatchIn(bctx, tx, batch, lazy, failAll) }); err != nil {
 		failAll(err)
 	}
+}
+
+// uncancelled is ctx without its cancellation: ctx itself when it can
+// never be cancelled (its Done is nil, so it has no deadline either and
+// its Err is always nil), sparing context.WithoutCancel's allocation;
+// its values are the same either way.
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // runBatchIn is runBatch on the writing connection. The transaction is
@@ -269,7 +280,7 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 			continue
 		}
 		if alone {
-			if err := s.runOne(context.WithoutCancel(r.ctx), tx, r); err != nil {
+			if err := s.runOne(uncancelled(r.ctx), tx, r); err != nil {
 				r.err = mapErr(r.op, r.runID, err)
 				if rerr := s.replayLinger(bctx, tx); rerr != nil {
 					failAll(fmt.Errorf("lagging ticks run again after %s: %w", r.op, errors.Join(err, rerr)))
@@ -285,7 +296,7 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 			failAll(err)
 			return
 		}
-		if err := s.runOne(context.WithoutCancel(r.ctx), tx, r); err != nil {
+		if err := s.runOne(uncancelled(r.ctx), tx, r); err != nil {
 			r.err = mapErr(r.op, r.runID, err)
 			// Undo this caller's writes alone. If the savepoint is gone,
 			// SQLite rolled the whole transaction back (an I/O error, a

@@ -539,3 +539,30 @@ func TestBatchSkipsCancelledCaller(t *testing.T) {
 		t.Fatalf("the other commit did not land: head %d", r.Head)
 	}
 }
+
+// uncancelled keeps ctx's values and drops its cancellation and deadline:
+// a context that can never be cancelled is kept as it is, any other is
+// not cancelled when it is.
+func TestUncancelledKeepsValuesNotCancellation(t *testing.T) {
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, "v")
+	if got := uncancelled(base); got != base {
+		t.Fatalf("a context that is never cancelled was wrapped: %v", got)
+	}
+	dl, cancelDl := context.WithDeadline(base, time.Now().Add(-time.Second))
+	defer cancelDl()
+	cc, cancel := context.WithCancel(base)
+	cancel()
+	for _, ctx := range []context.Context{cc, dl} {
+		u := uncancelled(ctx)
+		if u.Err() != nil || u.Done() != nil {
+			t.Fatalf("uncancelled(%v): Err %v, Done %v; want neither", ctx, u.Err(), u.Done())
+		}
+		if _, ok := u.Deadline(); ok {
+			t.Fatalf("uncancelled(%v) has a deadline", ctx)
+		}
+		if u.Value(key{}) != "v" {
+			t.Fatalf("uncancelled(%v) lost its value", ctx)
+		}
+	}
+}

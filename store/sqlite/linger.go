@@ -93,7 +93,7 @@ func (s *Store) lingering() bool { return s.lingerOpen.Load() }
 // reader then does not see, and their runs' next ticks are refused.
 func (s *Store) settle(ctx context.Context) {
 	if s.lingering() {
-		s.enqueueReq(&writeReq{ctx: context.WithoutCancel(ctx), op: "flush", lazy: true, flush: true})
+		s.enqueueReq(&writeReq{ctx: uncancelled(ctx), op: "flush", lazy: true, flush: true})
 	}
 }
 
@@ -120,7 +120,7 @@ func (s *Store) beginLinger(tx *wtx, batch []*writeReq) {
 			continue
 		}
 		w.lingerRuns = append(w.lingerRuns, r.runID)
-		l := lingered{ctx: context.WithoutCancel(r.ctx), op: r.op, runID: r.runID, now: r.now, lazy: r.lazy}
+		l := lingered{ctx: uncancelled(r.ctx), op: r.op, runID: r.runID, now: r.now, lazy: r.lazy}
 		if r.again != nil {
 			l.fn = r.again(w) // copied now: its caller returns once this batch is done
 		}

@@ -206,6 +206,26 @@ func (c *cells) hashes(i int, dst [3]*string, h *[3]any) {
 	c.bad = c.bad || unpackHashes(dst, h) != nil
 }
 
+// sums reads an event's three hash columns, from cell i on, into dst when
+// all three are 32-byte BLOBs read where SQLite holds them, and reports
+// whether they were; hashes reads them otherwise.
+func (c *cells) sums(i int, dst *[3 * 32]byte) bool {
+	if c.st == nil {
+		return false
+	}
+	for k := range 3 {
+		if c.st.typ(i+k) != sqlite3.SQLITE_BLOB {
+			return false
+		}
+		b := c.st.blobBytes(i + k)
+		if len(b) != 32 {
+			return false
+		}
+		copy(dst[k*32:], b)
+	}
+	return true
+}
+
 // hashText is the length of a hash sum's text.
 const hashText = len(hashPrefix) + 64
 
@@ -264,6 +284,11 @@ type runRows struct {
 	approvals []keyed[store.Approval]
 	h         [3]any
 	bad       bool
+	// texts are the hash texts of the events at the indexes summed, three
+	// an event, written as their rows are read and cut from one string for
+	// the run (writeSums) instead of one string an event.
+	texts  strings.Builder
+	summed []int
 }
 
 // add files one row of arm arm, read into c, whose bad the caller clears
@@ -286,12 +311,26 @@ func (r *runRows) add(arm int64, c *cells) {
 		if r.events == nil && r.hasRun {
 			// The header, when it came first, says how many events
 			// to expect: one slice, filled in place.
-			r.events = make([]store.Event, 0, min(max(r.rec.Run.Head, 1), 1<<12))
+			n := min(max(r.rec.Run.Head, 1), 1<<12)
+			r.events = make([]store.Event, 0, n)
+			r.summed = make([]int, 0, n)
+			r.texts.Grow(int(n) * 3 * hashText)
 		}
 		r.events = append(r.events, store.Event{})
 		e := &r.events[len(r.events)-1]
 		e.Seq, e.Kind, e.Body = c.i64(1), c.kind(2), c.blob(3)
-		c.hashes(4, [3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h)
+		var sums [3 * 32]byte
+		if c.sums(4, &sums) {
+			var digits [64]byte
+			for k := range 3 {
+				r.texts.WriteString(hashPrefix)
+				cjson.HexSum(&digits, (*[32]byte)(sums[k*32:]))
+				r.texts.Write(digits[:])
+			}
+			r.summed = append(r.summed, len(r.events)-1)
+		} else {
+			c.hashes(4, [3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h)
+		}
 		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
 	case armCheckpoint:
 		cp := &r.rec.Checkpoint
@@ -339,6 +378,7 @@ func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, boo
 		}
 		rec.Checkpoint.Body = body
 	}
+	r.writeSums()
 	bySeq := func(a, b store.Event) int { return cmp.Compare(a.Seq, b.Seq) }
 	if !slices.IsSortedFunc(r.events, bySeq) {
 		slices.SortStableFunc(r.events, bySeq)
@@ -346,6 +386,20 @@ func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, boo
 	rec.Events, rec.Intents = r.events, ordered(r.intents)
 	rec.Receipts, rec.Attempts, rec.Approvals = ordered(r.receipts), ordered(r.attempts), ordered(r.approvals)
 	return rec, true
+}
+
+// writeSums sets the hash texts of the events whose sums were read as
+// they are (texts): each as unpackHashes builds it, all cut from one
+// string.
+func (r *runRows) writeSums() {
+	if len(r.summed) == 0 {
+		return
+	}
+	all := r.texts.String()
+	for i, ev := range r.summed {
+		e, t := &r.events[ev], all[i*3*hashText:]
+		e.Digest, e.PrevHash, e.ChainHash = t[:hashText], t[hashText:2*hashText], t[2*hashText:3*hashText]
+	}
 }
 
 // readRunRecord is the one-statement read; ok is false where

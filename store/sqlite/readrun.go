@@ -103,6 +103,8 @@ type cells struct {
 	row [recordWidth]driver.Value
 	st  *libStmt
 	bad bool
+	// text is where strs gathers a row's texts, reused row after row.
+	text []byte
 	// chunk is what the BLOBs read where SQLite holds them are copied
 	// into (see keep): one allocation for many bodies. A statement's
 	// records share its chunks; a batchRead starts each statement with
@@ -147,6 +149,29 @@ func (c *cells) str(i int) string {
 	s, ok := c.at(i).(string)
 	c.bad = c.bad || !ok
 	return s
+}
+
+// strs reads the cells at cols into dst as str reads each; the TEXT cells
+// read where SQLite holds them are copied into one string for the row and
+// cut from it, instead of one string a cell.
+func (c *cells) strs(cols []int, dst []*string) {
+	var end [recordWidth]int // where each cell's text ends in buf; -1: read by str
+	buf := c.text[:0]
+	for k, i := range cols {
+		if c.st != nil && c.st.typ(i) == sqlite3.SQLITE_TEXT {
+			buf = append(buf, c.st.textBytes(i)...)
+			end[k] = len(buf)
+		} else {
+			*dst[k], end[k] = c.str(i), -1
+		}
+	}
+	c.text = buf
+	all, lo := string(buf), 0
+	for k := range cols {
+		if end[k] >= 0 {
+			*dst[k], lo = all[lo:end[k]], end[k]
+		}
+	}
 }
 
 func (c *cells) i64(i int) int64 {
@@ -297,13 +322,11 @@ func (r *runRows) add(arm int64, c *cells) {
 	switch arm {
 	case armRun:
 		run := &r.rec.Run
-		run.ID, run.WorkflowID, run.WorkflowVersion, run.State, run.Outcome = c.str(1), c.str(2), c.str(3), c.str(4), c.str(5)
-		run.Head, run.HeadHash = c.i64(6), c.str(7)
-		run.Lease.Owner, run.Lease.Generation = c.str(8), c.i64(9)
+		c.strs([]int{1, 2, 3, 4, 5, 7, 8, 11, 14}, []*string{&run.ID, &run.WorkflowID, &run.WorkflowVersion, &run.State,
+			&run.Outcome, &run.HeadHash, &run.Lease.Owner, &run.Quarantine, &run.WorkflowDigest})
+		run.Head, run.Lease.Generation = c.i64(6), c.i64(9)
 		run.Lease.ExpiresAt = fromNanos(c.i64(10))
-		run.Quarantine = c.str(11)
 		run.CreatedAt, run.UpdatedAt = fromNanos(c.i64(12)), fromNanos(c.i64(13))
-		run.WorkflowDigest = c.str(14)
 		run.Lease.RunID = run.ID
 		c.bad = c.bad || r.hasRun
 		r.hasRun = true
@@ -335,28 +358,34 @@ func (r *runRows) add(arm int64, c *cells) {
 	case armCheckpoint:
 		cp := &r.rec.Checkpoint
 		r.cpN = c.i64(1)
-		cp.Seq, cp.FormatVersion, cp.BuildDigest, cp.Body, cp.Digest = c.i64(2), c.i64(3), c.str(4), c.blob(5), c.str(6)
+		cp.Seq, cp.FormatVersion, cp.Body = c.i64(2), c.i64(3), c.blob(5)
+		c.strs([]int{4, 6}, []*string{&cp.BuildDigest, &cp.Digest})
 		c.bad = c.bad || r.rec.HasCheckpoint
 		r.rec.HasCheckpoint = true
 	case armIntents:
 		var in store.Intent
-		in.ID, in.RunID, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest = c.str(1), c.str(2), c.i64(3), c.str(4), c.str(5), c.str(6)
-		in.ApprovalID, in.Body, in.Digest = c.str(7), c.blob(8), c.str(9)
-		in.Outbox, in.Route, in.Attempts = store.OutboxStatus(c.str(10)), c.str(11), c.i64(12)
+		var outbox string
+		c.strs([]int{1, 2, 4, 5, 6, 7, 9, 10, 11}, []*string{&in.ID, &in.RunID, &in.EffectType, &in.IdempotencyKey,
+			&in.ContentDigest, &in.ApprovalID, &in.Digest, &outbox, &in.Route})
+		in.Seq, in.Body, in.Outbox, in.Attempts = c.i64(3), c.blob(8), store.OutboxStatus(outbox), c.i64(12)
 		r.intents = append(r.intents, keyed[store.Intent]{v: in, n: c.i64(13)})
 	case armReceipts:
 		var rc store.Receipt
-		rc.IntentID, rc.Outcome, rc.Body, rc.Digest = c.str(1), c.str(2), c.blob(3), c.str(4)
+		c.strs([]int{1, 2, 4}, []*string{&rc.IntentID, &rc.Outcome, &rc.Digest})
+		rc.Body = c.blob(3)
 		r.receipts = append(r.receipts, keyed[store.Receipt]{v: rc, n: c.i64(5)})
 	case armAttempts:
 		var a store.Attempt
-		a.IntentID, a.N, a.Status, a.Generation, a.Detail = c.str(1), c.i64(2), store.AttemptStatus(c.str(3)), c.i64(4), c.str(5)
+		var status string
+		c.strs([]int{1, 3, 5}, []*string{&a.IntentID, &status, &a.Detail})
+		a.N, a.Status, a.Generation = c.i64(2), store.AttemptStatus(status), c.i64(4)
 		a.StartedAt, a.FinishedAt = fromNanos(c.i64(6)), fromNanos(c.i64(7))
 		r.attempts = append(r.attempts, keyed[store.Attempt]{v: a, text: a.IntentID, n: a.N})
 	case armApprovals:
 		var a store.Approval
-		a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest = c.str(1), c.str(2), c.str(3), c.str(4), c.blob(5), c.str(6)
-		a.ExpiresAt, a.Status, a.ConsumedBy = fromNanos(c.i64(7)), store.ApprovalStatus(c.str(8)), c.str(9)
+		var status string
+		c.strs([]int{1, 2, 3, 4, 6, 8, 9}, []*string{&a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, &a.Digest, &status, &a.ConsumedBy})
+		a.Body, a.ExpiresAt, a.Status = c.blob(5), fromNanos(c.i64(7)), store.ApprovalStatus(status)
 		r.approvals = append(r.approvals, keyed[store.Approval]{v: a, text: a.ID})
 	default:
 		c.bad = true

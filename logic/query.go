@@ -3,6 +3,7 @@ package logic
 import (
 	"math"
 	"slices"
+	"sync"
 )
 
 // Tuples returns the tuples of one side of a relation (neg selects the
@@ -116,7 +117,9 @@ func (m *Materialization) Supports(f Fact) ([]Support, error) {
 	if !ok {
 		return nil, nil
 	}
-	return m.supports(t, tup, nil)
+	l := m.lookup()
+	defer l.release()
+	return m.supportsIn(t, tup, &l.q)
 }
 
 // SupportsBoth returns what Supports returns for f as a positive fact and
@@ -131,10 +134,46 @@ func (m *Materialization) SupportsBoth(f Fact) (pos, neg []Support, posErr, negE
 	if !ok {
 		return nil, nil, nil, nil
 	}
-	var q supportQuery
-	pos, posErr = m.supportsIn(t, tup, &q)
-	neg, negErr = m.supportsIn(t+1, tup, &q)
+	l := m.lookup()
+	pos, posErr = m.supportsIn(t, tup, &l.q)
+	neg, negErr = m.supportsIn(t+1, tup, &l.q)
+	l.release()
 	return pos, neg, posErr, negErr
+}
+
+// supportLookup is a supportQuery with its evaluator and collector in one
+// allocation, the collector's callback bound once. Lookups may run at the
+// same time on one materialization, so none is kept on it: a lookup takes
+// one from supportLookups and gives it back cleared, holding nothing of
+// the materialization or of what it returned.
+type supportLookup struct {
+	q supportQuery
+	x exec
+	c supportCollector
+}
+
+var supportLookups = sync.Pool{New: func() any {
+	l := new(supportLookup)
+	l.q.match = l.c.match
+	return l
+}}
+
+// lookup returns a cleared supportLookup set up for m: what newExec and a
+// new collector would give.
+func (m *Materialization) lookup() *supportLookup {
+	l := supportLookups.Get().(*supportLookup)
+	l.x.m = m
+	m.carveExec(&l.x)
+	l.c.m, l.c.x = m, &l.x
+	l.q.x, l.q.c = &l.x, &l.c
+	return l
+}
+
+// release clears l and returns it to supportLookups.
+func (l *supportLookup) release() {
+	l.x, l.c = exec{}, supportCollector{}
+	l.q.x, l.q.c = nil, nil
+	supportLookups.Put(l)
 }
 
 // supports enumerates supports of a tuple; views are all-visible unless

@@ -56,3 +56,57 @@ func TestSupportsBothIsSupports(t *testing.T) {
 		}
 	})
 }
+
+// freshSupports is Supports on an evaluator and collector of its own, as
+// every lookup made them before lookups took them from supportLookups.
+func freshSupports(m *Materialization, f Fact) ([]Support, error) {
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return m.supportsIn(t, tup, &supportQuery{})
+}
+
+// TestPooledLookupsAreFresh holds the lookups that share evaluators
+// through supportLookups to lookups on evaluators of their own: two
+// generated programs' materializations looked up in turn, so that each
+// lookup takes what the other program's last one gave back.
+func TestPooledLookupsAreFresh(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var ms []*Materialization
+		var facts [][]Fact
+		for range 2 {
+			c, _ := genLoaded(t)
+			m, err := Evaluate(c, genFacts(t), Limits{MaxTuples: 20000})
+			if err != nil {
+				t.Skip("evaluation error")
+			}
+			var fs []Fact
+			for _, rel := range c.rels {
+				for _, neg := range []bool{false, true} {
+					tups, _ := m.Tuples(rel.name, neg)
+					for _, tup := range tups {
+						fs = append(fs, Fact{Rel: rel.name, Neg: neg, Args: tup})
+					}
+				}
+			}
+			for range rapid.IntRange(0, 4).Draw(t, "extra") {
+				fs = append(fs, genFacts1(t))
+			}
+			ms, facts = append(ms, m), append(facts, fs)
+		}
+		for i := 0; i < len(facts[0]) || i < len(facts[1]); i++ {
+			for k, m := range ms {
+				if i >= len(facts[k]) {
+					continue
+				}
+				f := facts[k][i]
+				got, gotErr := m.Supports(f)
+				want, wantErr := freshSupports(m, f)
+				if fmt.Sprint(got, gotErr) != fmt.Sprint(want, wantErr) {
+					t.Fatalf("%s: pooled %v %v, fresh %v %v", f, got, gotErr, want, wantErr)
+				}
+			}
+		}
+	})
+}

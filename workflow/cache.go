@@ -20,7 +20,7 @@ import (
 // from the state the tick before wrote, once.
 type matCache struct {
 	mu sync.Mutex
-	m  map[string]*cached
+	m  map[string]cached // by value: an entry is not an allocation of its own
 }
 
 type cached struct {
@@ -32,7 +32,7 @@ type cached struct {
 // maxCached bounds the cache; when full it starts over.
 const maxCached = 512
 
-func newMatCache() *matCache { return &matCache{m: map[string]*cached{}} }
+func newMatCache() *matCache { return &matCache{m: map[string]cached{}} }
 
 func (c *matCache) get(key string) *logic.Materialization {
 	if c == nil {
@@ -41,7 +41,7 @@ func (c *matCache) get(key string) *logic.Materialization {
 	c.mu.Lock()
 	e := c.m[key]
 	c.mu.Unlock()
-	if e == nil || e.mat == nil {
+	if e.mat == nil {
 		return nil
 	}
 	return e.mat.Clone()
@@ -61,7 +61,7 @@ func (c *matCache) take(doc []byte) (string, *state, *logic.Materialization) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[string(doc)]
-	if e == nil || e.st == nil {
+	if e.st == nil {
 		return "", nil, nil
 	}
 	delete(c.m, e.key)
@@ -75,13 +75,14 @@ func (c *matCache) putBack(key string, m *logic.Materialization) {
 		return
 	}
 	c.mu.Lock()
-	if e := c.m[key]; e == nil {
+	if e, ok := c.m[key]; !ok {
 		if len(c.m) >= maxCached {
-			c.m = map[string]*cached{}
+			c.m = map[string]cached{}
 		}
-		c.m[key] = &cached{key: key, mat: m}
+		c.m[key] = cached{key: key, mat: m}
 	} else if e.mat == nil {
 		e.mat = m
+		c.m[key] = e
 	}
 	c.mu.Unlock()
 }
@@ -97,9 +98,9 @@ func (c *matCache) put(doc []byte, m *logic.Materialization, st *state) {
 	key := string(doc)
 	c.mu.Lock()
 	if len(c.m) >= maxCached {
-		c.m = map[string]*cached{}
+		c.m = map[string]cached{}
 	}
-	c.m[key] = &cached{key: key, mat: m, st: st}
+	c.m[key] = cached{key: key, mat: m, st: st}
 	c.mu.Unlock()
 }
 

@@ -96,14 +96,14 @@ func TestStateCacheIsUsed(t *testing.T) {
 		t.Fatalf("first tick: %v %q", err, r1.Refusal)
 	}
 	key := string(r1.State)
-	if e := w.cache.m[key]; e == nil || e.st == nil {
+	if e, ok := w.cache.m[key]; !ok || e.st == nil {
 		t.Fatal("the first tick left no state in the cache")
 	}
 	r2, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")})
 	if err != nil || r2.Refusal != "" {
 		t.Fatalf("second tick: %v %q", err, r2.Refusal)
 	}
-	if e := w.cache.m[key]; e != nil {
+	if _, ok := w.cache.m[key]; ok {
 		t.Fatal("the second tick did not take the cached state and its materialization")
 	}
 	// Taken once: the same document again decodes, evaluates its
@@ -129,7 +129,7 @@ func TestRefusalKeepsMaterialization(t *testing.T) {
 	if err != nil || refused.Refusal == "" {
 		t.Fatalf("a malformed input was not refused: %v", err)
 	}
-	if e := w.cache.m[key]; e == nil || e.st != nil || e.mat == nil {
+	if e, ok := w.cache.m[key]; !ok || e.st != nil || e.mat == nil {
 		t.Fatal("the refusal did not leave the materialization (alone) in the cache")
 	}
 	in := Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 50, "mallory", "goodwill")}
@@ -139,5 +139,33 @@ func TestRefusalKeepsMaterialization(t *testing.T) {
 	r3, err3 := plain.Decide(r1.State, in)
 	if x, y := resultBytes(t, r2, err), resultBytes(t, r3, err3); !bytes.Equal(x, y) {
 		t.Fatalf("deciding from the kept materialization differs\n%s\n%s", x, y)
+	}
+}
+
+// The cache's entries are values: a materialization handed back to a
+// document whose entry was made again in the meantime (its state put
+// there, none cached with it) is written into the entry, and the entry's
+// state stays.
+func TestPutBackFillsAnEntryWithoutOne(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	c := newMatCache()
+	doc := []byte(`{"doc":1}`)
+	st := &state{}
+	c.put(doc, nil, st)
+	key, got, mat := c.take(doc)
+	if got != st || mat != nil || key != string(doc) {
+		t.Fatal("take did not return the state put")
+	}
+	c.put(doc, nil, st)
+	c.putBack(key, w.empty.Clone())
+	if e, ok := c.m[key]; !ok || e.st != st || e.mat == nil || e.key != key {
+		t.Fatalf("the entry after putBack: %+v", e)
+	}
+	if c.get(key) == nil {
+		t.Fatal("no materialization to clone after putBack")
+	}
+	c.putBack("other", w.empty.Clone())
+	if e, ok := c.m["other"]; !ok || e.st != nil || e.mat == nil {
+		t.Fatalf("putBack of a document not there: %+v", e)
 	}
 }

@@ -74,7 +74,7 @@ func TestStateEncodingIsMarshal(t *testing.T) {
 			}
 			doc = r.State
 			open = append(open, r.Effects...)
-			if e := w.cache.m[string(doc)]; e != nil && e.st != nil {
+			if e, ok := w.cache.m[string(doc)]; ok && e.st != nil {
 				checkEncoding(rt, e.st, "kept state")
 			}
 			st, err := decodeState(doc)

@@ -505,6 +505,7 @@ type updateScratch struct {
 	x      exec
 	u      undo
 	counts []int32
+	lists  [][]int32 // applyChanges' per-table row lists, emptied at each use
 }
 
 // scratch returns m's update scratch, made on the first update.

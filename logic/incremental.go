@@ -424,8 +424,14 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	c := m.c
 	nt := len(m.tables)
 	// The apply's six per-table row lists share one outer array, each
-	// capped at its own part.
-	lists := make([][]int32, 6*nt)
+	// capped at its own part: the scratch's, every list nil, as a fresh
+	// one.
+	s := m.scratch()
+	if cap(s.lists) < 6*nt {
+		s.lists = make([][]int32, 6*nt)
+	}
+	lists := s.lists[:6*nt]
+	clear(lists)
 	part := func(k int) [][]int32 { return lists[k*nt : (k+1)*nt : (k+1)*nt] }
 	m.deltaPlus, m.deltaMinus = part(0), part(1)
 	m.stats = Stats{}

@@ -95,3 +95,48 @@ func gateTuples(t *testing.T, m *Materialization) string {
 	slices.Sort(out)
 	return fmt.Sprint(out)
 }
+
+// A scratch taken from a materialization that was updated serves another
+// of the same program: a clone of the empty one updated with it, in turn
+// with updates of the one it came from, gives what evaluating from
+// scratch gives; a materialization of another program, or one with a
+// scratch of its own, does not take it.
+func TestScratchTakenAndUsed(t *testing.T) {
+	empty := mustEval(t, gateProgram, nil)
+	m := empty.Clone()
+	var err error
+	var base []Fact
+	for i := 0; i < 6; i++ {
+		f := []Fact{req(fmt.Sprintf("r%d", i)), appr(fmt.Sprintf("r%d", i), i%2 == 1)}
+		base = append(base, f...)
+		if m, err = m.Apply([]Change{{Fact: f[0], Diff: 1}, {Fact: f[1], Diff: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		s := m.TakeScratch()
+		if s.s == nil || m.spare != nil {
+			t.Fatalf("step %d: no scratch taken", i)
+		}
+		if other := mustEval(t, ".decl a(x: symbol)\n", nil); other.UseScratch(s) {
+			t.Fatalf("step %d: another program's materialization took the scratch", i)
+		}
+		u := empty.Clone()
+		if !u.UseScratch(s) || u.spare != s.s || u.UseScratch(s) {
+			t.Fatalf("step %d: the clone did not take the scratch once", i)
+		}
+		if u, err = u.Apply([]Change{{Fact: f[0], Diff: 1}, {Fact: f[1], Diff: 1}, {Fact: req("x"), Diff: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if u.spare != s.s {
+			t.Fatalf("step %d: the update did not hand the scratch on", i)
+		}
+		if g, w := gateTuples(t, u), gateTuples(t, mustEval(t, gateProgram, []Fact{f[0], f[1], req("x")})); g != w {
+			t.Fatalf("step %d: with the scratch %s, want %s", i, g, w)
+		}
+		if g, w := gateTuples(t, m), gateTuples(t, mustEval(t, gateProgram, base)); g != w {
+			t.Fatalf("step %d: after its scratch was taken %s, want %s", i, g, w)
+		}
+	}
+	if (&Materialization{consumed: true}).TakeScratch() != (Scratch{}) {
+		t.Fatal("a consumed materialization gave a scratch")
+	}
+}

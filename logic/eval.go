@@ -498,9 +498,10 @@ func (m *Materialization) newExec() *exec {
 	return x
 }
 
-// updateScratch is what an update keeps besides its row lists: the
-// evaluator and the undo record in one allocation, and the undo's lists
-// and per-table columns, which keep their capacity from update to update.
+// updateScratch is what an update keeps: the evaluator and the undo
+// record in one allocation, the undo's lists and per-table columns, and
+// the outer array of the apply's row lists, which keep their capacity
+// from update to update.
 type updateScratch struct {
 	x      exec
 	u      undo
@@ -514,6 +515,38 @@ func (m *Materialization) scratch() *updateScratch {
 		m.spare = new(updateScratch)
 	}
 	return m.spare
+}
+
+// Scratch is an update's scratch taken from one materialization
+// (TakeScratch) for another of the same program to update with
+// (UseScratch). The zero Scratch holds none.
+type Scratch struct {
+	c *Compiled
+	s *updateScratch
+}
+
+// TakeScratch takes m's update scratch, cleared since its last update, if
+// it has one: m's next update makes one of its own. A materialization that
+// will not be updated again can give it to one that has none yet, such as
+// a fresh clone, whose first update would make it.
+func (m *Materialization) TakeScratch() Scratch {
+	if m.consumed || m.spare == nil || m.undo != nil {
+		return Scratch{}
+	}
+	s := Scratch{c: m.c, s: m.spare}
+	m.spare = nil
+	return s
+}
+
+// UseScratch gives m the scratch s for its updates, when m has none and s
+// holds one taken from a materialization of m's program, and reports
+// whether it did. The scratch is then m's alone.
+func (m *Materialization) UseScratch(s Scratch) bool {
+	if s.s == nil || s.c != m.c || m.consumed || m.spare != nil {
+		return false
+	}
+	m.spare = s.s
+	return true
 }
 
 // updateExec is newExec for an update, on m's scratch; the update clears

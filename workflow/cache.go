@@ -21,6 +21,9 @@ import (
 type matCache struct {
 	mu sync.Mutex
 	m  map[string]cached // by value: an entry is not an allocation of its own
+	// spares are the update scratches of the materializations the cache
+	// dropped when it started over, for fresh clones (see spare).
+	spares []logic.Scratch
 }
 
 type cached struct {
@@ -39,12 +42,64 @@ func (c *matCache) get(key string) *logic.Materialization {
 		return nil
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e := c.m[key]
-	c.mu.Unlock()
 	if e.mat == nil {
 		return nil
 	}
+	// Cloned under the lock: startOver may take the scratch of the
+	// materialization once the entry is dropped.
 	return e.mat.Clone()
+}
+
+// startOver empties the full cache, keeping the scratches of the
+// materializations it drops (see keepScratch). The caller holds the lock.
+func (c *matCache) startOver() {
+	for _, e := range c.m { //flrh:orderfree every scratch is cleared: which one a clone gets changes nothing it computes
+		if len(c.spares) >= maxCached {
+			break
+		}
+		c.keepScratch(e.mat)
+	}
+	c.m = map[string]cached{}
+}
+
+// keepScratch keeps the scratch of a materialization the cache drops, if
+// there is room: no tick holds it (a cached one is only cloned, under the
+// lock, or taken out of the cache), and nothing will update it. The caller
+// holds the lock.
+func (c *matCache) keepScratch(m *logic.Materialization) {
+	if m == nil || len(c.spares) >= maxCached {
+		return
+	}
+	if s := m.TakeScratch(); s != (logic.Scratch{}) {
+		c.spares = append(c.spares, s)
+	}
+}
+
+// drop keeps the scratch of the materialization of a run that is over,
+// which the tick deciding it owns and will not cache (see keepScratch).
+func (c *matCache) drop(m *logic.Materialization) {
+	if c == nil || m == nil {
+		return
+	}
+	c.mu.Lock()
+	c.keepScratch(m)
+	c.mu.Unlock()
+}
+
+// spare gives a fresh clone one of the scratches startOver kept, for its
+// first update to use instead of making its own.
+func (c *matCache) spare(m *logic.Materialization) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if n := len(c.spares); n > 0 && m.UseScratch(c.spares[n-1]) {
+		c.spares[n-1] = logic.Scratch{}
+		c.spares = c.spares[:n-1]
+	}
+	c.mu.Unlock()
 }
 
 // take returns the decoded state and the materialization cached for
@@ -77,7 +132,7 @@ func (c *matCache) putBack(key string, m *logic.Materialization) {
 	c.mu.Lock()
 	if e, ok := c.m[key]; !ok {
 		if len(c.m) >= maxCached {
-			c.m = map[string]cached{}
+			c.startOver()
 		}
 		c.m[key] = cached{key: key, mat: m}
 	} else if e.mat == nil {
@@ -98,7 +153,10 @@ func (c *matCache) put(doc []byte, m *logic.Materialization, st *state) {
 	key := string(doc)
 	c.mu.Lock()
 	if len(c.m) >= maxCached {
-		c.m = map[string]cached{}
+		c.startOver()
+	}
+	if old, ok := c.m[key]; ok && old.mat != m {
+		c.keepScratch(old.mat) // the entry's materialization is dropped
 	}
 	c.m[key] = cached{key: key, mat: m, st: st}
 	c.mu.Unlock()
@@ -112,11 +170,14 @@ func (w *Workflow) materialize(key string, st *state, taken *logic.Materializati
 		return taken, nil
 	}
 	if m := w.cache.get(key); m != nil {
+		w.cache.spare(m)
 		return m, nil
 	}
 	if len(st.Supports) == 0 && st.Time == 0 && w.empty != nil {
 		// What rebuild(nil, 0) gives, which depends only on the bundle.
-		return w.empty.Clone(), nil
+		m := w.empty.Clone()
+		w.cache.spare(m)
+		return m, nil
 	}
 	return w.rebuild(st.Supports, st.Time)
 }

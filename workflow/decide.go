@@ -321,8 +321,12 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	// materialization and a copy of the document alive until the cache
 	// starts over; deciding it again anyway decodes the document, as any
 	// miss does.
+	// Its materialization's update scratch is kept for a fresh clone's
+	// first update, which would make one.
 	if completion == Continue || len(st.Open) > 0 || len(st.Pending) > 0 || len(st.Offered) > 0 || len(st.Held) > 0 {
 		w.cache.put(next, mat, st)
+	} else {
+		w.cache.drop(mat)
 	}
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/kernel"
+	"flrh.dev/flrh/protocol"
 )
 
 // Every test in this package runs with each cached state checked against
@@ -167,5 +168,40 @@ func TestPutBackFillsAnEntryWithoutOne(t *testing.T) {
 	c.putBack("other", w.empty.Clone())
 	if e, ok := c.m["other"]; !ok || e.st != nil || e.mat == nil {
 		t.Fatalf("putBack of a document not there: %+v", e)
+	}
+}
+
+// A run that is over leaves its materialization's update scratch in the
+// cache, and the next run's first tick, on a fresh clone, takes it: each
+// decides byte for byte as a workflow without the cache.
+func TestFinishedRunsScratchIsReused(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	plain := *w
+	plain.cache, plain.empty = nil, nil
+	for i := range 3 {
+		id := fmt.Sprintf("run-spare-%d", i)
+		in := Input{Seq: 1, Kind: KindInput, Body: refundInput(fmt.Sprintf("r-%d", i), int64(20+i), "alice", "late")}
+		s0, _ := w.Init(id)
+		r1, err := w.Decide(s0, in)
+		if i > 0 && len(w.cache.spares) != 0 {
+			t.Fatalf("run %d: the first tick left the finished run's scratch unused", i)
+		}
+		p0, _ := plain.Init(id)
+		p1, perr := plain.Decide(p0, in)
+		if x, y := resultBytes(t, r1, err), resultBytes(t, p1, perr); !bytes.Equal(x, y) {
+			t.Fatalf("run %d: first tick differs\n%s\n%s", i, x, y)
+		}
+		if err != nil || r1.Refusal != "" || len(r1.Effects) != 1 {
+			t.Fatalf("run %d: first tick %v %q", i, err, r1.Refusal)
+		}
+		rc := Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r1.Effects[0], protocol.OutcomeConfirmedSuccess)}
+		r2, err := w.Decide(r1.State, rc)
+		p2, perr := plain.Decide(p1.State, rc)
+		if x, y := resultBytes(t, r2, err), resultBytes(t, p2, perr); !bytes.Equal(x, y) {
+			t.Fatalf("run %d: receipt differs\n%s\n%s", i, x, y)
+		}
+		if r2.Completion != Complete || len(w.cache.spares) != 1 {
+			t.Fatalf("run %d: completion %v, %d scratches kept", i, r2.Completion, len(w.cache.spares))
+		}
 	}
 }

@@ -20,11 +20,40 @@ func SortedMembers(b []byte, at int, keys ...string) (vals [][]byte, next int, o
 		}
 	}
 	vals = make([][]byte, len(keys))
-	s := &Scanner{b: b, i: at, ok: true}
+	if next, ok = sortedMembers(b, at, keys, vals); !ok {
+		return nil, -1, false
+	}
+	return vals, next, true
+}
+
+// SortedMember is SortedMembers of one name, without allocating.
+func SortedMember(b []byte, at int, key string) (val []byte, next int, ok bool) {
+	var vals [1][]byte
+	next, ok = sortedMembers(b, at, []string{key}, vals[:])
+	return vals[0], next, ok
+}
+
+// SortedMembersTo is SortedMembers into vals, one per key, each nil
+// before the call (a member not read stays so).
+func SortedMembersTo(vals [][]byte, b []byte, at int, keys ...string) (next int, ok bool) {
+	for i := 1; i < len(keys); i++ {
+		if keys[i-1] >= keys[i] {
+			return -1, false
+		}
+	}
+	return sortedMembers(b, at, keys, vals[:len(keys)])
+}
+
+// sortedMembers is SortedMembers into vals, one per key, all nil.
+func sortedMembers(b []byte, at int, keys []string, vals [][]byte) (next int, ok bool) {
+	if at < 0 || at >= len(b) {
+		return -1, false
+	}
+	s := Scanner{b: b, i: at, ok: true}
 	if at == 0 {
 		s.Expect('{')
 		if s.Peek() == '}' {
-			return vals, -1, true
+			return -1, true
 		}
 	}
 	var prev []byte
@@ -32,14 +61,14 @@ func SortedMembers(b []byte, at int, keys ...string) (vals [][]byte, next int, o
 		start := s.i
 		k := s.StrBytes()
 		if !s.ok || prev != nil && string(k) <= string(prev) {
-			return nil, -1, false
+			return -1, false
 		}
 		prev = k
 		for j < len(keys) && keys[j] < string(k) {
 			j++
 		}
 		if j == len(keys) {
-			return vals, start, true
+			return start, true
 		}
 		s.Expect(':')
 		v := s.i
@@ -51,10 +80,10 @@ func SortedMembers(b []byte, at int, keys ...string) (vals [][]byte, next int, o
 		case ',':
 			s.i++
 		case '}':
-			return vals, -1, true
+			return -1, true
 		default:
 			s.Fail()
 		}
 	}
-	return nil, -1, false
+	return -1, false
 }

@@ -50,6 +50,11 @@ func TestSortedMembersAgreesWithMembers(t *testing.T) {
 			t.Errorf("%s: read", b)
 		}
 	}
+	for _, at := range []int{-1, 7} {
+		if _, _, ok := SortedMembers([]byte(`{"a":1}`), at, "a"); ok {
+			t.Errorf("from %d: read", at)
+		}
+	}
 	if _, _, ok := SortedMembers([]byte(`{"a":1}`), 0, "b", "a"); ok {
 		t.Error("names out of order: read")
 	}

@@ -290,40 +290,67 @@ func bodyCanonicalWhole(body []byte, recordCanonical bool, record []byte) bool {
 // its kind has escapes, a set's name sorts before "kind"); the caller
 // then reads the body whole.
 func canonicalBodySets(body []byte) (canonical, known bool) {
-	m, next, ok := jsonread.SortedMembers(body, 0, "kind")
+	v, next, ok := jsonread.SortedMember(body, 0, "kind")
 	if !ok {
 		return false, false
 	}
-	if m[0] == nil || m[0][0] != '"' {
+	if v == nil || v[0] != '"' {
 		return true, true // no kind, or not a string: no sets
 	}
-	kind, ok := jsonread.PlainString(m[0])
+	kind, ok := jsonread.PlainString(v)
 	if !ok {
 		return false, false
+	}
+	names, ok := setNamesAfterKind(kind)
+	switch {
+	case !ok:
+		return false, false
+	case len(names) == 0, next < 0:
+		return true, true // no sets, or nothing after the kind: every set absent
+	}
+	var vals [4][]byte
+	if len(names) > len(vals) {
+		return false, false
+	}
+	if _, ok = jsonread.SortedMembersTo(vals[:], body, next, names...); !ok {
+		return false, false
+	}
+	return elementsIncrease(vals[:len(names)]), true
+}
+
+// setNames holds, for each kind with set-like paths that
+// setNamesAfterKind was asked of, its answer: the sets' member names in
+// increasing order, or nil when canonicalBodySets cannot read them.
+var setNames sync.Map // kind string -> []string
+
+// setNamesAfterKind returns the root member names of kind's set-like paths
+// (cjson.SetLikePaths), sorted, when each is a root member named after
+// "kind"; ok is false otherwise.
+func setNamesAfterKind(kind string) (names []string, ok bool) {
+	if v, found := setNames.Load(kind); found {
+		names = v.([]string)
+		return names, names != nil
 	}
 	paths := cjson.SetLikePaths(kind)
 	if len(paths) == 0 {
-		return true, true
+		return nil, true // not kept: kinds without sets are any strings
 	}
-	names := make([]string, len(paths))
+	names = make([]string, len(paths))
 	for i, p := range paths {
 		if len(p) < 2 || p[0] != '/' || strings.ContainsAny(p[1:], "/~") || p[1:] <= "kind" {
-			return false, false
+			names = nil
+			break
 		}
 		names[i] = p[1:]
 	}
-	if next < 0 {
-		return true, true // nothing after the kind: every set absent
+	if names != nil {
+		slices.Sort(names)
+		if len(slices.Compact(slices.Clone(names))) != len(names) {
+			names = nil
+		}
 	}
-	slices.Sort(names)
-	if len(slices.Compact(names)) != len(paths) {
-		return false, false
-	}
-	m, _, ok = jsonread.SortedMembers(body, next, names...)
-	if !ok {
-		return false, false
-	}
-	return elementsIncrease(m), true
+	setNames.Store(kind, names)
+	return names, names != nil
 }
 
 // rootKindSets returns the set-like paths (cjson.SetLikePaths) of a JSON

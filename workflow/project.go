@@ -85,9 +85,12 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 // reports it.
 func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64) (fix, mat string, err error) {
 	// Both preimages are only digested: written into cjson's recycled
-	// buffer.
+	// buffer. Both digests are written into one array and made one
+	// string, each cut from it.
 	ok := true
-	fix = cjson.DigestWritten(func(b []byte) []byte {
+	var both [2 * lDigestLen]byte
+	fixD, matD := (*[lDigestLen]byte)(both[:lDigestLen]), (*[lDigestLen]byte)(both[lDigestLen:])
+	putDigest(fixD, cjson.SumWritten(func(b []byte) []byte {
 		b = append(b, `{"facts":[`...)
 		for i, f := range facts {
 			if i > 0 {
@@ -108,13 +111,14 @@ func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64
 		b = append(b, `,"rule_bundle":`...)
 		b, ok = appendStr(b, w.ruleDigest, ok)
 		return append(b, '}')
-	})
+	}))
 	if !ok {
 		return w.lDigestsOf(facts, supports, et)
 	}
-	mat = cjson.DigestWritten(func(b []byte) []byte {
-		b = append(b, `{"fixpoint":`...)
-		b = cjson.AppendString(b, fix)
+	putDigest(matD, cjson.SumWritten(func(b []byte) []byte {
+		b = append(b, `{"fixpoint":"`...) // a digest needs no escape
+		b = append(b, fixD[:]...)
+		b = append(b, '"')
 		b = append(b, `,"kind":"flrh.workflow.l-materialization","supports":[`...)
 		for i, s := range supports {
 			if i > 0 {
@@ -123,11 +127,22 @@ func (w *Workflow) lDigests(facts []seam.FactState, supports []support, et int64
 			b, ok = appendStr(b, s.ID, ok)
 		}
 		return append(b, "]}"...)
-	})
+	}))
 	if !ok {
 		return w.lDigestsOf(facts, supports, et)
 	}
-	return fix, mat, nil
+	d := string(both[:])
+	return d[:lDigestLen], d[lDigestLen:], nil
+}
+
+// lDigestLen is the length of a digest as cjson spells it: "sha256:" and
+// the sum's hex digits.
+const lDigestLen = len("sha256:") + 2*sha256.Size
+
+// putDigest writes a sum as cjson.Digest spells it.
+func putDigest(dst *[lDigestLen]byte, sum [sha256.Size]byte) {
+	copy(dst[:], "sha256:")
+	cjson.HexSum((*[2 * sha256.Size]byte)(dst[len("sha256:"):]), &sum)
 }
 
 // appendStr appends a string; ok turns false if it breaks the string rule.

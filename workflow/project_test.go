@@ -103,3 +103,22 @@ func TestRuleSupportIDIsPrefixAndHexDigest(t *testing.T) {
 		}
 	})
 }
+
+// The two L digests are made one string, each cut from it: one allocation
+// for both.
+func TestLDigestsAreOneString(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	atom, err := seam.AtomOf(map[string]any{"predicate": "eligible", "args": []any{"alice", int64(5)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := []seam.FactState{{Atom: atom, Positive: []string{"fact:a1"}, Negative: []string{}}}
+	supports := []support{{ID: "fact:a1"}, {ID: "derivation:rule:0f"}}
+	fix, mat, err := w.lDigests(facts, supports, 7)
+	if err != nil || len(fix) != lDigestLen || len(mat) != lDigestLen || !strings.HasPrefix(fix, "sha256:") || !strings.HasPrefix(mat, "sha256:") {
+		t.Fatalf("%q %q %v", fix, mat, err)
+	}
+	if a := testing.AllocsPerRun(20, func() { w.lDigests(facts, supports, 7) }); a != 1 {
+		t.Fatalf("lDigests makes %v allocations, want 1", a)
+	}
+}

@@ -37,8 +37,17 @@ func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/value")
 	}
 	d := ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v}
-	d.deliveryID = DeliveryID(sourceID, logicalTime, dataflowVersion, v.kind, v.digest)
-	d.digest = cjson.DigestWritten(d.appendCanonical)
+	// The delivery id and the delta's digest are written into one array
+	// and made one string, each cut from it; the canonical delta is
+	// written with the id's bytes from the array.
+	var both [deliveryIDLen + len("sha256:") + 2*sha256.Size]byte
+	id := (*[deliveryIDLen]byte)(both[:deliveryIDLen])
+	putDeliveryID(id, deliverySum(sourceID, logicalTime, dataflowVersion, v.kind, v.digest))
+	sum := cjson.SumWritten(func(b []byte) []byte { return appendCanonicalID(b, &d, id[:]) })
+	copy(both[deliveryIDLen:], "sha256:")
+	cjson.HexSum((*[2 * sha256.Size]byte)(both[deliveryIDLen+len("sha256:"):]), &sum)
+	ids := string(both[:])
+	d.deliveryID, d.digest = ids[:deliveryIDLen], ids[deliveryIDLen:]
 	return d, nil
 }
 
@@ -73,7 +82,25 @@ var deliveryDigests cjson.Prefix
 
 // DeliveryID derives the delivery identity from its preimage.
 func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind ValueKind, valueDigest string) string {
-	sum := deliveryDigests.SumWritten(func(b []byte) []byte {
+	// delivery:<hex>, spelled in one string rather than cut from a digest.
+	var out [deliveryIDLen]byte
+	putDeliveryID(&out, deliverySum(sourceID, logicalTime, dataflowVersion, kind, valueDigest))
+	return string(out[:])
+}
+
+// deliveryIDLen is the length of a delivery id: "delivery:" and the hex
+// digits of its preimage's SHA-256 sum.
+const deliveryIDLen = len("delivery:") + 2*sha256.Size
+
+// putDeliveryID spells a delivery id from its preimage's sum.
+func putDeliveryID(out *[deliveryIDLen]byte, sum [sha256.Size]byte) {
+	copy(out[:], "delivery:")
+	cjson.HexSum((*[2 * sha256.Size]byte)(out[len("delivery:"):]), &sum)
+}
+
+// deliverySum is the SHA-256 sum of a delivery's preimage.
+func deliverySum(sourceID string, logicalTime int64, dataflowVersion string, kind ValueKind, valueDigest string) [sha256.Size]byte {
+	return deliveryDigests.SumWritten(func(b []byte) []byte {
 		b = append(b, '{')
 		b = appendKey(b, "contract_version", true)
 		b = appendString(b, ContractVersion)
@@ -91,19 +118,21 @@ func DeliveryID(sourceID string, logicalTime int64, dataflowVersion string, kind
 		b = appendString(b, string(kind))
 		return append(b, '}')
 	})
-	// delivery:<hex>, spelled in one string rather than cut from a digest.
-	var out [len("delivery:") + 2*sha256.Size]byte
-	copy(out[:], "delivery:")
-	cjson.HexSum((*[64]byte)(out[len("delivery:"):]), &sum)
-	return string(out[:])
 }
 
-func (d *ValueDelta) appendCanonical(b []byte) []byte {
+func (d *ValueDelta) appendCanonical(b []byte) []byte { return appendCanonicalID(b, d, d.deliveryID) }
+
+// appendCanonicalID appends the canonical RValueDelta d with the delivery
+// id id, which is d's (what DeliveryID spells: plain ASCII, written as
+// cjson.AppendChecked writes it).
+func appendCanonicalID[T string | []byte](b []byte, d *ValueDelta, id T) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "dataflow_version", true)
 	b = cjson.AppendChecked(b, d.dataflow)
 	b = appendKey(b, "delivery_id", false)
-	b = cjson.AppendChecked(b, d.deliveryID)
+	b = append(b, '"')
+	b = append(b, id...)
+	b = append(b, '"')
 	b = appendKey(b, "diff", false)
 	b = appendInt(b, int64(d.diff))
 	b = appendKey(b, "kind", false)

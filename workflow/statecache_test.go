@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 
 	"flrh.dev/flrh/kernel"
@@ -202,6 +203,45 @@ func TestFinishedRunsScratchIsReused(t *testing.T) {
 		}
 		if r2.Completion != Complete || len(w.cache.spares) != 1 {
 			t.Fatalf("run %d: completion %v, %d scratches kept", i, r2.Completion, len(w.cache.spares))
+		}
+	}
+}
+
+// Runs decided at the same time on one workflow share its cache, the
+// scratches of finished runs included: each decides as a workflow without
+// the cache (run with -race, this also checks the cache's locking).
+func TestConcurrentRunsShareTheCache(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	plain := *w
+	plain.cache, plain.empty = nil, nil
+	run := func(w *Workflow, i int) string {
+		id := fmt.Sprintf("run-conc-%d", i)
+		in := Input{Seq: 1, Kind: KindInput, Body: refundInput(fmt.Sprintf("r-%d", i), int64(10+i), "alice", "late")}
+		s0, _ := w.Init(id)
+		r1, err := w.Decide(s0, in)
+		out := resultBytes(t, r1, err)
+		if err != nil || len(r1.Effects) != 1 {
+			return string(out)
+		}
+		r2, err := w.Decide(r1.State, Input{Seq: 2, Kind: KindReceipt, Body: receiptFor(r1.Effects[0], protocol.OutcomeConfirmedSuccess)})
+		return string(out) + string(resultBytes(t, r2, err))
+	}
+	const n = 24
+	got := make([]string, n)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 4 {
+				got[i] = run(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if want := run(&plain, i); got[i] != want {
+			t.Fatalf("run %d differs from the workflow without the cache", i)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package seam
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -39,4 +40,18 @@ func TestAtomOfFactIsAtomOf(t *testing.T) {
 			t.Fatalf("AtomOfFact = %q, %v; AtomOf = %q, %v", got.canon, gerr, want.canon, werr)
 		}
 	})
+}
+
+// A small atom is written on the stack: its string is the one allocation.
+func TestAtomOfFactOneAllocation(t *testing.T) {
+	args := []any{"alice", int64(42), nil}
+	if a := testing.AllocsPerRun(20, func() { AtomOfFact("eligible", args) }); a != 1 {
+		t.Fatalf("AtomOfFact makes %v allocations, want 1", a)
+	}
+	long := []any{strings.Repeat("x", 300)}
+	got, err := AtomOfFact("eligible", long)
+	want, werr := AtomOf(map[string]any{"predicate": "eligible", "args": long})
+	if err != nil || werr != nil || got.canon != want.canon {
+		t.Fatalf("a long atom: %q %v, want %q %v", got.canon, err, want.canon, werr)
+	}
 }

@@ -104,7 +104,14 @@ func AtomOfFact(predicate string, args []any) (Atom, error) {
 	if cjson.CheckString(predicate, "") != nil || args == nil {
 		return AtomOf(map[string]any{"predicate": predicate, "args": args})
 	}
-	b := append(make([]byte, 0, n), `{"args":[`...)
+	// Written on the stack when it fits, so that the string is the one
+	// allocation.
+	var buf [256]byte
+	b := buf[:0]
+	if n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	b = append(b, `{"args":[`...)
 	for i, a := range args {
 		if i > 0 {
 			b = append(b, ',')

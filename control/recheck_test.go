@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"reflect"
-	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -29,6 +28,39 @@ func stepEventOf(in StepInputs) Event {
 	return ev
 }
 
+// drawGuardContext draws each guard input absent, false or true.
+func drawGuardContext(t *rapid.T) map[string]bool {
+	ctx := map[string]bool{}
+	for _, f := range contextFields {
+		switch rapid.IntRange(0, 6).Draw(t, f) {
+		case 0:
+		case 1:
+			ctx[f] = false
+		default:
+			ctx[f] = true
+		}
+	}
+	return ctx
+}
+
+// drawEvidence draws each evidence name absent, a short digest, odd, or
+// a digest of its name.
+func drawEvidence(t *rapid.T, odd any) map[string]any {
+	evidence := map[string]any{}
+	for _, name := range []string{"cursor", "accepted_event_digest", "workflow_digest", "version_envelope_digest", "frontier_receipt", "state_digest", "support_digest", "other"} {
+		switch rapid.IntRange(0, 5).Draw(t, name) {
+		case 0:
+		case 1:
+			evidence[name] = "sha256:" + "00"
+		case 2:
+			evidence[name] = odd
+		default:
+			evidence[name] = digestOf([]byte(name))
+		}
+	}
+	return evidence
+}
+
 func digestOf(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -49,31 +81,11 @@ func TestRecheckAgreesWithStep(t *testing.T) {
 				if rapid.IntRange(0, 9).Draw(t, "bad id") == 0 {
 					e.EventID = rapid.SampledFrom([]string{"", "-x", "a b", "é"}).Draw(t, "id")
 				}
-				ctx := map[string]bool{}
-				for _, f := range contextFields {
-					switch rapid.IntRange(0, 6).Draw(t, f) {
-					case 0:
-					case 1:
-						ctx[f] = false
-					default:
-						ctx[f] = true
-					}
-				}
+				ctx := drawGuardContext(t)
 				if rapid.IntRange(0, 19).Draw(t, "undeclared context") == 0 {
 					ctx["not_a_field"] = true
 				}
-				evidence := map[string]any{}
-				for _, name := range []string{"cursor", "accepted_event_digest", "workflow_digest", "version_envelope_digest", "frontier_receipt", "state_digest", "support_digest", "other"} {
-					switch rapid.IntRange(0, 5).Draw(t, name) {
-					case 0:
-					case 1:
-						evidence[name] = "sha256:" + "00"
-					case 2:
-						evidence[name] = 7
-					default:
-						evidence[name] = digestOf([]byte(name))
-					}
-				}
+				evidence := drawEvidence(t, 7)
 				e.Payload = map[string]any{"evidence": evidence}
 				in := c
 				in.Context = ctx
@@ -121,22 +133,7 @@ func TestRecheckAgreesWithStep(t *testing.T) {
 					t.Fatalf("step %d: Recheck says %v %+v, the record encoded whole %v %+v (%s)", i, ok, next, refOK, refNext, stored)
 				}
 				// And so it does from a configuration no step leads to.
-				bad := c
-				bad.Pending = slices.Clone(c.Pending)
-				switch rapid.IntRange(0, 9).Draw(t, "configuration") {
-				case 1:
-					bad.Head = rapid.SampledFrom([]string{"", "sha256:00", digestOf([]byte("x"))[:70] + "G"}).Draw(t, "head")
-				case 2:
-					bad.Table = rapid.SampledFrom([]string{"", "sha256:00", digestOf(nil)}).Draw(t, "table")
-				case 3:
-					bad.Pending = append(bad.Pending, rapid.SampledFrom([]string{"CANCEL", "TIMEOUT", "PAUSE", "NOT_AN_INTERRUPT", ""}).Draw(t, "pending"))
-				case 4:
-					bad.Seq = rapid.Int64Range(-2, 2).Draw(t, "seq")
-				case 5:
-					bad.State = rapid.SampledFrom([]string{"", "SUCCEEDED", "NOT_A_STATE", m.initial}).Draw(t, "state")
-				case 6:
-					bad = Configuration{}
-				}
+				bad := drawConfiguration(t, m, c)
 				if !reflect.DeepEqual(bad, c) {
 					stored := stored
 					if rapid.Bool().Draw(t, "forged from it") {

@@ -50,28 +50,8 @@ func TestRecheckStoredAgreesWithRecheck(t *testing.T) {
 				if rapid.IntRange(0, 9).Draw(t, "bad id") == 0 {
 					e.EventID = rapid.SampledFrom([]string{"", "-x", "a b", "é", `a"b`, `a\b`, "a\x01b"}).Draw(t, "id")
 				}
-				ctx := map[string]bool{}
-				for _, f := range contextFields {
-					switch rapid.IntRange(0, 6).Draw(t, f) {
-					case 0:
-					case 1:
-						ctx[f] = false
-					default:
-						ctx[f] = true
-					}
-				}
-				evidence := map[string]any{}
-				for _, name := range []string{"cursor", "accepted_event_digest", "workflow_digest", "version_envelope_digest", "frontier_receipt", "state_digest", "support_digest", "other"} {
-					switch rapid.IntRange(0, 5).Draw(t, name) {
-					case 0:
-					case 1:
-						evidence[name] = "sha256:" + "00"
-					case 2:
-						evidence[name] = "sha256:" + strings.Repeat("A", 64)
-					default:
-						evidence[name] = digestOf([]byte(name))
-					}
-				}
+				ctx := drawGuardContext(t)
+				evidence := drawEvidence(t, "sha256:"+strings.Repeat("A", 64))
 				e.Payload = map[string]any{"evidence": evidence}
 				in := c
 				in.Context = ctx

@@ -184,6 +184,25 @@ func equalText(c any, v *textValue) bool {
 // declared member of the object read here, by the member's index in
 // n.declared (see textread.go).
 func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here bool, spans [][]byte) (int, bool) {
+	return n.acceptsTextIn(src, i, depth, cdepth, known, here, spans, nil)
+}
+
+// memberSpans are the members of one object, read by a closed node: its
+// declared members' texts by index (nil: absent). Every key of the object
+// is one of them, each once.
+type memberSpans struct {
+	node  *fastNode
+	spans [][]byte
+}
+
+// spansApplied says whether the subschemas applied at a closed object's
+// place read its members from the spans its own check found, instead of
+// reading the object again. Tests turn it off to compare the two.
+var spansApplied = true
+
+// acceptsTextIn is acceptsTextAt with outer, when not nil, the members of
+// the object at src[i] as a node applying n at the same place read them.
+func (n *fastNode) acceptsTextIn(src []byte, i, depth, cdepth int, known, here bool, spans [][]byte, outer *memberSpans) (int, bool) {
 	if depth > maxFastDepth || i >= len(src) {
 		return 0, false
 	}
@@ -208,9 +227,22 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 			if !here {
 				end = skipValue(src, i)
 			}
+		case src[i] == '{' && known && here && outer != nil && n.fromSpans():
+			// Applied at the place of a closed object already read: the
+			// members are checked where they stand, the object not read
+			// again. The caller does not use the index.
+			t = tObject
+			end, ok = i, n.objectSpans(src, depth, cdepth, outer)
 		case src[i] == '{':
 			t = tObject
+			if outer == nil && spans == nil && spansApplied && n.closed && n.hasApplicators() && len(n.declared) <= 64 {
+				var buf [64][]byte
+				spans = buf[:len(n.declared)]
+			}
 			end, ok = n.objectText(src, i, depth, cdepth, known, known && here, spans)
+			if ok && outer == nil && spans != nil && spansApplied && n.closed && n.hasApplicators() {
+				outer = &memberSpans{node: n, spans: spans}
+			}
 		default:
 			t = tArray
 			end, ok = n.arrayText(src, i, depth, cdepth, known)
@@ -262,19 +294,19 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 		}
 	}
 	if n.ref != nil {
-		if _, ok := n.ref.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
+		if _, ok := n.ref.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); !ok {
 			return 0, false
 		}
 	}
 	for _, s := range n.allOf {
-		if _, ok := s.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
+		if _, ok := s.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); !ok {
 			return 0, false
 		}
 	}
 	if n.anyOf != nil {
 		ok := false
 		for _, s := range n.anyOf {
-			if _, ok = s.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); ok {
+			if _, ok = s.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); ok {
 				break
 			}
 		}
@@ -283,19 +315,55 @@ func (n *fastNode) acceptsTextAt(src []byte, i, depth, cdepth int, known, here b
 		}
 	}
 	if n.ifN != nil {
-		if _, ok := n.ifN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); ok {
+		if _, ok := n.ifN.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); ok {
 			if n.thenN != nil {
-				if _, ok := n.thenN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
+				if _, ok := n.thenN.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); !ok {
 					return 0, false
 				}
 			}
 		} else if n.elseN != nil {
-			if _, ok := n.elseN.acceptsTextAt(src, i, depth+1, cdepth, true, true, nil); !ok {
+			if _, ok := n.elseN.acceptsTextIn(src, i, depth+1, cdepth, true, true, nil, outer); !ok {
 				return 0, false
 			}
 		}
 	}
 	return end, true
+}
+
+// hasApplicators reports whether n applies other schemas at its own place.
+func (n *fastNode) hasApplicators() bool {
+	return n.ref != nil || n.allOf != nil || n.anyOf != nil || n.ifN != nil
+}
+
+// fromSpans reports whether objectText's verdict on an object for n,
+// applied at the object's place, is that of its declared members alone:
+// an open object with no count of members, whose required members are
+// all declared. The members left over are then read by anyNode, which
+// accepts every value whose text is known.
+func (n *fastNode) fromSpans() bool {
+	return n.props != nil && !n.closed && n.minProps == 0 && n.nRequired >= 0
+}
+
+// objectSpans is objectText's verdict for n (fromSpans) on the object
+// whose members outer read: each declared member of n present in it is
+// checked as objectText checks it, at the same depths, and the required
+// ones counted. A member outer's node does not declare is absent, since
+// that node is closed.
+func (n *fastNode) objectSpans(src []byte, depth, cdepth int, outer *memberSpans) bool {
+	required := 0
+	for _, p := range n.declared {
+		q, ok := outer.node.props[p.name]
+		if !ok || q.idx >= len(outer.spans) || outer.spans[q.idx] == nil {
+			continue
+		}
+		if _, ok := p.node.acceptsTextAt(src, offsetIn(src, outer.spans[q.idx]), depth+1, cdepth+1, true, false, nil); !ok {
+			return false
+		}
+		if p.required {
+			required++
+		}
+	}
+	return required == n.nRequired
 }
 
 // maxTextKeys bounds the members of an object whose keys are told apart

@@ -86,6 +86,7 @@ type fastNode struct {
 
 	minLen, maxLen int // in code points; -1 when absent
 	pattern        *matcher
+	plainPattern   bool // pattern.plain: a string is read to its quote
 	dateTime       bool
 
 	hasMin, hasMax bool
@@ -321,6 +322,10 @@ func uniqueStringsSorted(a []any) bool {
 type matcher struct {
 	atoms []atom
 	re    *regexp.Regexp
+	// plain says no atom matches a byte a string of the text path may not
+	// hold (a control, DEL, a quote, a backslash; classes are ASCII): a
+	// string the pattern matches is inside the text path's grammar.
+	plain bool
 }
 
 type atom struct {
@@ -373,10 +378,16 @@ func matchIn[T string | []byte](m *matcher, s T) bool {
 
 func compilePattern(p string) (*matcher, error) {
 	if atoms, ok := parseSimplePattern(p); ok {
+		plain := true
 		for i := range atoms {
 			atoms[i].in = atoms[i].table()
+			for c := range 256 {
+				if atoms[i].in[c] && (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+					plain = false
+				}
+			}
 		}
-		return &matcher{atoms: atoms}, nil
+		return &matcher{atoms: atoms, plain: plain}, nil
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
@@ -570,6 +581,7 @@ func (fc *fastCompiler) object(s map[string]any) (*fastNode, error) {
 				return nil, fmt.Errorf("pattern is not a string")
 			}
 			n.pattern, err = compilePattern(p)
+			n.plainPattern = err == nil && n.pattern.plain
 		case "format":
 			if val != "date-time" {
 				return nil, fmt.Errorf("format %v is not compiled", val)

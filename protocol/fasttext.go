@@ -200,6 +200,10 @@ type memberSpans struct {
 // reading the object again. Tests turn it off to compare the two.
 var spansApplied = true
 
+// patternsCut says whether a string a plain pattern checks is read only to
+// its closing quote. Tests turn it off to compare.
+var patternsCut = true
+
 // acceptsTextIn is acceptsTextAt with outer, when not nil, the members of
 // the object at src[i] as a node applying n at the same place read them.
 func (n *fastNode) acceptsTextIn(src []byte, i, depth, cdepth int, known, here bool, spans [][]byte, outer *memberSpans) (int, bool) {
@@ -255,7 +259,10 @@ func (n *fastNode) acceptsTextIn(src []byte, i, depth, cdepth int, known, here b
 			return 0, false
 		}
 	default:
-		v, e, ok := scalarText(src, i, known)
+		// A string whose every byte the node's pattern must match is read
+		// to its closing quote only: the pattern refuses every byte the
+		// text path's grammar refuses, and with it, an escape.
+		v, e, ok := scalarText(src, i, known || n.plainPattern && patternsCut)
 		if !ok || n.types != 0 && n.types&v.t == 0 {
 			return 0, false
 		}

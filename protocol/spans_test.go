@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -200,5 +201,87 @@ func TestSpansAppliedConditions(t *testing.T) {
 	}
 	if decided == 0 {
 		t.Fatal("nothing accepted")
+	}
+}
+
+// TestPatternsCutAgreesWithPlainScan holds the reading of a patterned
+// string to its closing quote to the reading that scans it for plain
+// bytes first, and to the full validator, over texts whose strings hold
+// escapes, controls, DEL and non-ASCII bytes where the text path's
+// grammar refuses them.
+func TestPatternsCutAgreesWithPlainScan(t *testing.T) {
+	recorded := recordedGolden(t)
+	var texts [][]byte
+	for _, id := range []string{"effect-intent", "action-receipt", "fact-delta", "accepted-event", "effect-proposal",
+		"eligibility-verdict", "graph-envelope", "graph-delta"} {
+		texts = append(texts, mustRead("valid", id))
+	}
+	for _, ptr := range []string{"intents", "receipts"} {
+		b, err := cjson.Encode(recorded[ptr].([]any)[0].(map[string]any)["body"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, b)
+	}
+	inserts := []string{`\"`, `\\`, `\u0041`, `\n`, `\/`, "\x01", "\t", "\x7f", "é", "\xff", `"`, `\`, " ", "+", "A"}
+	checked, accepted := 0, 0
+	for _, text := range texts {
+		kind, err := KindOf(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every string of the text, each altered at its start, middle and end.
+		for i := 0; i < len(text); i++ {
+			if text[i] != '"' {
+				continue
+			}
+			j := i + 1 + bytes.IndexByte(text[i+1:], '"')
+			for _, at := range []int{i + 1, (i + 1 + j) / 2, j} {
+				for _, ins := range inserts {
+					alt := slices.Concat(text[:at], []byte(ins), text[at:])
+					patternsCut = false
+					before := acceptsText(kind, alt)
+					patternsCut = true
+					after := acceptsText(kind, alt)
+					checked++
+					if before != after {
+						t.Fatalf("%s: scanned %v, cut %v: %s", kind, before, after, alt)
+					}
+					if after {
+						accepted++
+						if err := validateFull(kind, alt); err != nil {
+							t.Fatalf("%s: the text path accepts what the validator refuses (%v): %s", kind, err, alt)
+						}
+					}
+				}
+			}
+			i = j
+		}
+	}
+	if accepted == 0 || checked == accepted {
+		t.Fatalf("%d texts, %d accepted: the alterations exercise nothing", checked, accepted)
+	}
+}
+
+// TestPlainPatterns: a pattern is plain only when none of its classes
+// holds a byte the text path's strings may not hold.
+func TestPlainPatterns(t *testing.T) {
+	for p, want := range map[string]bool{
+		`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`: true,
+		`^sha256:[0-9a-f]{64}$`:          true,
+		`^[ -~]*$`:                       false, // a quote and a backslash
+		`^[a-z\\]+$`:                     false,
+		`^[a-z"]+$`:                      false,
+		"^[a-z\x7f]+$":                   false,
+		"^[\t a-z]+$":                    false,
+		`^(a|b)$`:                        false, // not a simple pattern: the regular expression
+	} {
+		m, err := compilePattern(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.plain != want {
+			t.Errorf("%q: plain %v, want %v", p, m.plain, want)
+		}
 	}
 }

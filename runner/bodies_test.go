@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/internal/openended"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/sqlite"
 )
 
 // keptBodies is a store that keeps, by reference, every byte slice a tick
@@ -98,23 +93,7 @@ func (s *keptBodies) changed() []string {
 func TestCommittedBodiesAreNotReused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	wf, err := openended.RefundAgent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
-		t.Fatal(err)
-	}
+	wf, st, sb, reg := refundOnSQLite(ctx, t)
 	kept := &keptBodies{Store: st}
 	r, err := runner.New(runner.Config{Store: kept, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "node-1"})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
@@ -56,23 +57,7 @@ func (s *lossyStore) Unwrap() store.Store { return s.Store }
 func TestLostLaggingCommitIsRecoveredByReconciliation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	wf, err := openended.RefundAgent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
-		t.Fatal(err)
-	}
+	wf, st, sb, reg := refundOnSQLite(ctx, t)
 	lossy := &lossyStore{Store: st}
 	start := func() *runner.Runner {
 		r, err := runner.New(runner.Config{Store: lossy, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "node-1",
@@ -182,4 +167,29 @@ func TestLostLaggingCommitIsRecoveredByReconciliation(t *testing.T) {
 	if err != nil || !rp.OK() {
 		t.Fatalf("replay: %v %+v", err, rp)
 	}
+}
+
+// refundOnSQLite opens the refund agent, a SQLite store in a temporary
+// directory (closed when the test ends), a sandbox destination and a
+// registry with its adapter for refund.pay.
+func refundOnSQLite(ctx context.Context, t *testing.T) (*bundle.Workflow, *sqlite.Store, *sandbox.Sandbox, *effect.Registry) {
+	t.Helper()
+	wf, err := openended.RefundAgent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
+		t.Fatal(err)
+	}
+	return wf, st, sb, reg
 }

@@ -3,6 +3,8 @@ package cjson
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -196,6 +198,20 @@ func ValidDigest(s string) bool {
 	// built, read back or verified.
 	for i := 7; i < len(s); i += 8 {
 		if !hexWord(word(s, i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidDigestBytes is ValidDigest of b's bytes, for a reader that holds
+// them without making them a string.
+func ValidDigestBytes(b []byte) bool {
+	if len(b) != 7+64 || string(b[:7]) != "sha256:" {
+		return false
+	}
+	for i := 7; i < len(b); i += 8 {
+		if !hexWord(binary.LittleEndian.Uint64(b[i:])) {
 			return false
 		}
 	}
@@ -511,6 +527,26 @@ func plainMask(x uint64) uint64 {
 	quote := (x ^ (lo * '"')) - lo  // a byte that was '"' wraps
 	slash := (x ^ (lo * '\\')) - lo // a byte that was '\\' wraps
 	return (below | above | quote | slash) & hi
+}
+
+// PlainEnd returns the index of the first byte of b at or after i that
+// is not plain (below 0x20, above 0x7e, a quote or a backslash), or
+// len(b): where a string Plain would write between quotes as its bytes
+// ends. It reads eight bytes at a time while eight remain (in each word
+// the lowest byte plainMask flags is the first that is not plain), then
+// byte by byte.
+func PlainEnd(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := plainMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // word4 reads the four bytes of s at i as a little-endian number.

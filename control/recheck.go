@@ -1,8 +1,6 @@
 package control
 
 import (
-	"encoding/binary"
-	"math/bits"
 	"slices"
 	"strconv"
 
@@ -287,7 +285,7 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 			}
 			if x.has(sep) && x.hasAfter(len(sep), key) {
 				x.i += len(sep) + len(key)
-				if !validDigest(x.plain()) {
+				if !cjson.ValidDigestBytes(x.plain()) {
 					return Configuration{}, StepInputs{}, false
 				}
 				shown++
@@ -307,30 +305,6 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 		return Configuration{}, StepInputs{}, false
 	}
 	return next, in, true
-}
-
-// validDigest is cjson.ValidDigest of a digest's bytes, without making
-// them a string: "sha256:" and 64 lowercase hex digits, read eight at a
-// time as cjson's hexWord reads them (for a byte below 0x80, adding
-// 0x80-lo sets its high bit exactly when it is at least lo, adding
-// 0x7f-hi exactly when it is above hi, with no carry into the next byte).
-func validDigest(b []byte) bool {
-	if len(b) != 7+64 || string(b[:7]) != "sha256:" {
-		return false
-	}
-	const l, h = 0x0101010101010101, 0x8080808080808080
-	for i := 7; i < len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		if x&h != 0 {
-			return false
-		}
-		digit := (x + l*(0x80-'0')) &^ (x + l*(0x7f-'9'))
-		letter := (x + l*(0x80-'a')) &^ (x + l*(0x7f-'f'))
-		if (digit|letter)&h != h {
-			return false
-		}
-	}
-	return true
 }
 
 // recordReader compares a stored record with the pieces of the expected
@@ -375,38 +349,13 @@ func (x *recordReader) plain() []byte {
 		x.ok = false
 		return nil
 	}
-	if j := plainEnd(x.b, x.i+1); j < len(x.b) && x.b[j] == '"' {
+	if j := cjson.PlainEnd(x.b, x.i+1); j < len(x.b) && x.b[j] == '"' {
 		v := x.b[x.i+1 : j]
 		x.i = j + 1
 		return v
 	}
 	x.ok = false
 	return nil
-}
-
-// plainEnd returns the index of the first byte of b at or after i that is
-// not plain (below 0x20, above 0x7e, a quote or a backslash), or len(b).
-// It reads eight bytes at a time while eight remain: in each word the
-// lowest byte flagged is the first that is not plain (cjson's plainMask,
-// whose reasoning holds here), then byte by byte.
-func plainEnd(b []byte, i int) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		below := w - lo*0x20
-		above := (w + lo) | w
-		quote := (w ^ (lo * '"')) - lo
-		slash := (w ^ (lo * '\\')) - lo
-		if m := (below | above | quote | slash) & hi; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return i
-		}
-	}
-	return i
 }
 
 // name reads a plain string naming something the table declares, and

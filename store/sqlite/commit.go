@@ -592,10 +592,18 @@ func (w *writer) keep(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
-	if cap(w.arena)-len(w.arena) < len(b) {
-		w.arena = make([]byte, 0, max(2*cap(w.arena), len(b), 64<<10))
+	return cutCopy(&w.arena, b, max(2*cap(w.arena), len(b), 64<<10))
+}
+
+// cutCopy appends b to *chunk, first replacing *chunk with an empty one of
+// capacity fresh if b does not fit (copies already cut keep the old), and
+// returns the copy with its length as its capacity, so that an append to
+// it copies it rather than write over what follows.
+func cutCopy(chunk *[]byte, b []byte, fresh int) []byte {
+	if cap(*chunk)-len(*chunk) < len(b) {
+		*chunk = make([]byte, 0, fresh)
 	}
-	n := len(w.arena)
-	w.arena = append(w.arena, b...)
-	return w.arena[n:len(w.arena):len(w.arena)]
+	n := len(*chunk)
+	*chunk = append(*chunk, b...)
+	return (*chunk)[n:len(*chunk):len(*chunk)]
 }

@@ -126,12 +126,7 @@ func (c *cells) keep(b []byte) []byte {
 	if b == nil || len(b) > bodyChunk/8 {
 		return bytes.Clone(b)
 	}
-	if cap(c.chunk)-len(c.chunk) < len(b) {
-		c.chunk = make([]byte, 0, bodyChunk)
-	}
-	n := len(c.chunk)
-	c.chunk = append(c.chunk, b...)
-	return c.chunk[n:len(c.chunk):len(c.chunk)]
+	return cutCopy(&c.chunk, b, bodyChunk)
 }
 
 // at is cell i as the driver's value.

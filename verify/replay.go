@@ -190,11 +190,26 @@ func sameIntent(planned protocol.EffectIntent, committed []byte) bool {
 // sameIntentAs reports whether committed is exactly the planned intent's
 // canonical bytes naming the grant digest d. It holds for any d: bytes
 // equal to that encoding name d and nothing else, whoever said d.
+//
+// The planned intent is written by the runner's own intent writer
+// (runner.AppendIntent, which writes cjson.Marshal's bytes) into a buffer
+// on the stack where it can, and by cjson.Marshal otherwise
+// (TestSameIntentAsWritesAsMarshal).
 func sameIntentAs(planned protocol.EffectIntent, committed []byte, d *string) bool {
 	planned.ApprovalDigest = d
+	if intentWriter {
+		var buf [2048]byte
+		if b, ok := runner.AppendIntent(buf[:0], &planned); ok {
+			return bytes.Equal(b, committed)
+		}
+	}
 	b, err := cjson.Marshal(planned)
 	return err == nil && bytes.Equal(b, committed)
 }
+
+// intentWriter is whether sameIntentAs writes an intent with
+// runner.AppendIntent; tests turn it off to hold the two to each other.
+var intentWriter = true
 
 // intentWithoutApproval returns an intent's canonical bytes with its
 // approval digest cleared.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // The fast schema check.
@@ -326,7 +328,14 @@ type matcher struct {
 	// hold (a control, DEL, a quote, a backslash; classes are ASCII): a
 	// string the pattern matches is inside the text path's grammar.
 	plain bool
+	// digest says the pattern is digestPattern, which cjson.ValidDigest
+	// answers eight digits at a time.
+	digest bool
 }
+
+// digestPattern is the protocol's pattern of a digest: exactly the strings
+// cjson.ValidDigest accepts (TestDigestPatternIsValidDigest).
+const digestPattern = `^sha256:[0-9a-f]{64}$`
 
 type atom struct {
 	class    [4]uint64  // bytes the atom matches (ASCII only)
@@ -349,6 +358,14 @@ func (m *matcher) match(s string) bool { return matchIn(m, s) }
 
 // matchIn is match for a string or for the bytes of one in a JSON text.
 func matchIn[T string | []byte](m *matcher, s T) bool {
+	if m.digest {
+		switch x := any(s).(type) {
+		case string:
+			return cjson.ValidDigest(x)
+		case []byte:
+			return cjson.ValidDigestBytes(x)
+		}
+	}
 	if m.re != nil {
 		switch x := any(s).(type) {
 		case string:
@@ -387,7 +404,7 @@ func compilePattern(p string) (*matcher, error) {
 				}
 			}
 		}
-		return &matcher{atoms: atoms, plain: plain}, nil
+		return &matcher{atoms: atoms, plain: plain, digest: p == digestPattern}, nil
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {

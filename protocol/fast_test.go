@@ -181,8 +181,8 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 		m, _ := compilePattern(p)
 		re := regexp.MustCompile(p)
 		for _, s := range short {
-			if got, want := m.match(s), re.MatchString(s); got != want {
-				t.Fatalf("%s on %q: matcher %v, regexp %v", p, s, got, want)
+			if got, want := m.match(s), re.MatchString(s); got != want || matchIn(m, []byte(s)) != want {
+				t.Fatalf("%s on %q: matcher %v (bytes %v), regexp %v", p, s, got, matchIn(m, []byte(s)), want)
 			}
 		}
 	}
@@ -191,6 +191,7 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 		s := rapid.OneOf(
 			rapid.StringMatching(`[A-Za-z0-9._:+/ -]{0,8}`),
 			rapid.StringMatching(`sha256:[0-9a-fA-F]{62,66}`),
+			rapid.StringMatching("sha256:[0-9a-f]{56}[/09:@af`gG]{8}"),
 			rapid.StringMatching(`[abcx]{0,5}\n?`),
 			rapid.StringMatching(`[abcx0-9]{0,6}`),
 			rapid.String(),
@@ -206,10 +207,27 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 		if re.re == nil {
 			t.Fatal("expected a regexp")
 		}
-		if got, want := m.match(s), re.re.MatchString(s); got != want {
-			t.Fatalf("%s on %q: matcher %v, regexp %v", p, s, got, want)
+		if got, want := m.match(s), re.re.MatchString(s); got != want || matchIn(m, []byte(s)) != want {
+			t.Fatalf("%s on %q: matcher %v (bytes %v), regexp %v", p, s, got, matchIn(m, []byte(s)), want)
 		}
 	})
+}
+
+// TestDigestPatternIsValidDigest: the schema's digest pattern is matched by
+// cjson.ValidDigest (TestMatcherMatchesRegexp holds the two to the regular
+// expression), and only that pattern is.
+func TestDigestPatternIsValidDigest(t *testing.T) {
+	for p, digest := range map[string]bool{digestPattern: true, `^sha256:[0-9a-f]{63}$`: false, `^sha256:[0-9a-f]*$`: false} {
+		if m, err := compilePattern(p); err != nil || m.digest != digest {
+			t.Fatalf("%s: digest %v, want %v (%v)", p, m.digest, digest, err)
+		}
+	}
+	hex := strings.Repeat("0123456789abcdef", 4)
+	m, _ := compilePattern(digestPattern)
+	b := []byte("sha256:" + hex)
+	if n := testing.AllocsPerRun(100, func() { matchIn(m, b) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
 }
 
 // repoJSON is every JSON value in the repository's .json files that

@@ -126,6 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor, ckpt: newCheckpointer()}
 	s.rrecs.dsn = file + q.Encode()
+	s.w.dsn = s.rrecs.dsn
 	err = s.migrate(ctx)
 	if opts.ReadOnly && cannotShare(err, path) {
 		// A reader of a WAL database needs its shared-memory file, which
@@ -145,6 +146,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		db.SetMaxIdleConns(readers)
 		s.db, s.rdb = db, db
 		s.rrecs.dsn = file + q.Encode()
+		s.w.dsn = s.rrecs.dsn
 		err = s.migrate(ctx)
 	}
 	if err != nil {
@@ -273,8 +275,8 @@ func (s *Store) migrate(ctx context.Context) error {
 // shared-memory file of the WAL database at path, which exists without one
 // (SQLITE_READONLY_DIRECTORY; SQLITE_CANTOPEN when a log is there too).
 func cannotShare(err error, path string) bool {
-	var le *sqlite.Error
-	if !errors.As(err, &le) || (le.Code() != sqlite3.SQLITE_READONLY_DIRECTORY && le.Code() != sqlite3.SQLITE_CANTOPEN) {
+	code, ok := sqliteCode(err)
+	if !ok || (code != sqlite3.SQLITE_READONLY_DIRECTORY && code != sqlite3.SQLITE_CANTOPEN) {
 		return false
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -282,6 +284,33 @@ func cannotShare(err error, path string) bool {
 	}
 	_, err = os.Stat(path + "-shm")
 	return os.IsNotExist(err)
+}
+
+// sqliteCode is the result code of the SQLite failure in err, reported by
+// the driver or on the writing connection (libError).
+func sqliteCode(err error) (int, bool) {
+	var le *sqlite.Error
+	if errors.As(err, &le) {
+		return le.Code(), true
+	}
+	var we *libError
+	if errors.As(err, &we) {
+		return we.Code(), true
+	}
+	return 0, false
+}
+
+// sqliteText is the text of the SQLite failure in err.
+func sqliteText(err error) string {
+	var le *sqlite.Error
+	if errors.As(err, &le) {
+		return le.Error()
+	}
+	var we *libError
+	if errors.As(err, &we) {
+		return we.Error()
+	}
+	return ""
 }
 
 func mapErr(op, runID string, err error) error {
@@ -299,9 +328,8 @@ func mapErr(op, runID string, err error) error {
 	if errors.As(err, &he) {
 		return store.Errorf(store.CodeCorrupt, op, runID, err, "stored hash damaged")
 	}
-	var le *sqlite.Error
-	if errors.As(err, &le) {
-		switch le.Code() {
+	if code, ok := sqliteCode(err); ok {
+		switch code {
 		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
 			return store.Errorf(store.CodeExists, op, runID, err, "duplicate identity")
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_BUSY_SNAPSHOT:
@@ -309,7 +337,7 @@ func mapErr(op, runID string, err error) error {
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return store.Errorf(store.CodeCorrupt, op, runID, err, "database file damaged")
 		}
-		if strings.Contains(le.Error(), "append-only") {
+		if strings.Contains(sqliteText(err), "append-only") {
 			return store.Errorf(store.CodeInvalidTransition, op, runID, err, "evidence is append-only")
 		}
 	}

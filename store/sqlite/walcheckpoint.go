@@ -3,10 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"sync"
-
-	"modernc.org/sqlite"
 )
 
 // The write-ahead log's checkpoint, off the commit path.
@@ -60,16 +57,12 @@ func newCheckpointer() checkpointer {
 }
 
 // walFrames adds the log pages the COMMIT just made on the writing
-// connection dc wrote (SQLite's count of pages the connection wrote, read
+// connection wrote (SQLite's count of pages the connection wrote, read
 // and reset) and asks for a checkpoint when walCheckpointFrames have been
 // written since the last ask.
-func (s *Store) walFrames(dc driver.Conn) {
-	st, ok := dc.(sqlite.DBStatus)
+func (s *Store) walFrames(tx *wtx) {
+	n, ok := tx.cacheWrites()
 	if !ok {
-		return
-	}
-	n, _, err := st.Status(sqlite.DBStatusCacheWrite, true)
-	if err != nil {
 		return
 	}
 	w := &s.w

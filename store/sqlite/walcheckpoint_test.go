@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,14 +48,7 @@ func TestLogCheckpointedOffTheWriter(t *testing.T) {
 	head := commitTicks(t, s, l, 0, 10)
 	var auto int64
 	if err := s.withWriter(ctx, func(tx *wtx) {
-		rows, qerr := tx.dc.(driver.QueryerContext).QueryContext(ctx, `PRAGMA wal_autocheckpoint`, nil)
-		if err = qerr; err != nil {
-			return
-		}
-		vals := make([]driver.Value, 1)
-		err = rows.Next(vals)
-		rows.Close()
-		auto, _ = vals[0].(int64)
+		err = s.queryRow(ctx, tx, `PRAGMA wal_autocheckpoint`).Scan(&auto)
 	}); err != nil {
 		t.Fatal(err)
 	}

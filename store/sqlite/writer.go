@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"flrh.dev/flrh/store"
 )
@@ -37,9 +38,18 @@ import (
 // it. A batch's leader holds mu for the batch (leaders follow one another,
 // so it is never contended but by Close).
 type writer struct {
-	mu    sync.Mutex
-	conn  *sql.Conn
-	stmts map[string]driver.Stmt
+	mu sync.Mutex
+	// lc is the writing connection, opened through SQLite's interface on
+	// dsn, the database's URI (writeconn.go).
+	lc  *wconn
+	dsn string
+	// viaDriver runs the writer on a connection of the database's pool
+	// through the driver's own statements instead (conn, stmts), as
+	// before lc: the tests' reference.
+	viaDriver bool
+	conn      *sql.Conn
+	stmts     map[string]driver.Stmt
+	row       wrow // the row queryRow read last
 	// Buffers reused from statement to statement and commit to commit:
 	// the driver copies what it binds before a statement returns.
 	args   []driver.NamedValue
@@ -98,7 +108,8 @@ type knownRun struct {
 
 // wtx is a batch's transaction on the writing connection.
 type wtx struct {
-	dc        driver.Conn
+	lc        *wconn      // the writing connection; nil via the driver
+	dc        driver.Conn // via the driver
 	w         *writer
 	open      bool // BEGIN ran and neither COMMIT nor ROLLBACK since
 	committed bool // a COMMIT succeeded
@@ -116,13 +127,28 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 	if s.w.closed {
 		return errWriterClosed
 	}
+	if !s.w.viaDriver {
+		if s.w.lc == nil {
+			lc, err := openWConn(s.w.dsn)
+			if err != nil {
+				return err
+			}
+			s.w.lc = lc
+			if err := s.setSync(ctx, &wtx{lc: lc, w: &s.w}); err != nil {
+				s.dropWriter()
+				return err
+			}
+		}
+		f(&wtx{lc: s.w.lc, w: &s.w, open: s.w.linger != nil})
+		return nil
+	}
 	if s.w.conn == nil {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
 			return err
 		}
 		s.w.conn, s.w.stmts = c, map[string]driver.Stmt{}
-		if err := c.Raw(func(dc any) error { return s.w.setSync(ctx, dc.(driver.Conn)) }); err != nil {
+		if err := c.Raw(func(dc any) error { return s.setSync(ctx, &wtx{dc: dc.(driver.Conn), w: &s.w}) }); err != nil {
 			s.dropWriter()
 			return err
 		}
@@ -142,14 +168,19 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 // transaction left open on it is gone with it.
 func (s *Store) dropWriter() {
 	s.w.known, s.w.carried, s.w.deferred = knownRun{}, knownRun{}, deferredRow{}
-	s.w.conn.Raw(func(any) error {
-		for _, st := range s.w.stmts {
-			st.Close()
-		}
-		return driver.ErrBadConn // not handed back to the pool
-	})
-	s.w.conn.Close()
-	s.w.conn, s.w.stmts = nil, nil
+	if s.w.lc != nil {
+		s.w.lc.close()
+		s.w.lc = nil
+	} else {
+		s.w.conn.Raw(func(any) error {
+			for _, st := range s.w.stmts {
+				st.Close()
+			}
+			return driver.ErrBadConn // not handed back to the pool
+		})
+		s.w.conn.Close()
+		s.w.conn, s.w.stmts = nil, nil
+	}
 	s.endLinger(&s.w, false)
 	s.w.closeLog()
 	s.w.logSync = false
@@ -159,33 +190,50 @@ func (s *Store) dropWriter() {
 // database is in WAL mode: its durable COMMITs are followed by syncLog.
 // The pragma takes effect when SQLite prepares it, so it is run once and
 // never kept among the prepared statements.
-func (w *writer) setSync(ctx context.Context, dc driver.Conn) error {
-	rows, err := dc.(driver.QueryerContext).QueryContext(ctx, `PRAGMA journal_mode`, nil)
+func (s *Store) setSync(ctx context.Context, tx *wtx) error {
+	mode, err := tx.pragma(ctx, `PRAGMA journal_mode`)
 	if err != nil {
 		return err
 	}
-	vals := make([]driver.Value, 1)
-	err = rows.Next(vals)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	if mode, _ := vals[0].(string); !strings.EqualFold(mode, "wal") {
+	if m, _ := mode.(string); !strings.EqualFold(m, "wal") {
 		return nil
 	}
 	pragmas := []string{`PRAGMA synchronous = NORMAL`, `PRAGMA temp_store = MEMORY`}
-	if _, ok := dc.(sqlite.DBStatus); ok {
+	if _, ok := tx.dc.(sqlite.DBStatus); ok || tx.lc != nil {
 		// The log's checkpoints run on the checkpointer's connection;
 		// this one's are the backstop (walcheckpoint.go).
 		pragmas = append(pragmas, fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, walBackstopFrames))
 	}
 	for _, p := range pragmas {
-		if _, err := dc.(driver.ExecerContext).ExecContext(ctx, p, nil); err != nil {
+		if _, err := tx.pragma(ctx, p); err != nil {
 			return err
 		}
 	}
-	w.logSync = true
+	tx.w.logSync = true
 	return nil
+}
+
+// pragma runs a pragma statement prepared for this run alone, not kept,
+// and returns the first column of its first row (nil if none).
+func (tx *wtx) pragma(ctx context.Context, query string) (driver.Value, error) {
+	if tx.lc != nil {
+		return tx.lc.once(query)
+	}
+	rows, err := tx.dc.(driver.QueryerContext).QueryContext(ctx, query, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if len(rows.Columns()) == 0 {
+		return nil, nil
+	}
+	vals := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(vals); err == io.EOF {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return vals[0], nil
 }
 
 // errWriterClosed refuses a write that comes after Close.
@@ -197,6 +245,12 @@ func (w *writer) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
+	if w.lc != nil {
+		w.lc.close()
+		w.lc = nil
+		w.closeLog()
+		return
+	}
 	if w.conn == nil {
 		return
 	}
@@ -226,35 +280,37 @@ func (tx *wtx) stmt(ctx context.Context, query string) (driver.Stmt, error) {
 // synchronous reads the connection's synchronous level (0 OFF, 1 NORMAL,
 // 2 FULL, 3 EXTRA), prepared afresh for the same reason as pragma.
 func (tx *wtx) synchronous(ctx context.Context) (int64, error) {
-	rows, err := tx.dc.(driver.QueryerContext).QueryContext(ctx, `PRAGMA synchronous`, nil)
+	v, err := tx.pragma(ctx, `PRAGMA synchronous`)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Close()
-	vals := make([]driver.Value, 1)
-	if err := rows.Next(vals); err != nil {
-		return 0, err
-	}
-	level, ok := vals[0].(int64)
+	level, ok := v.(int64)
 	if !ok {
-		return 0, fmt.Errorf("PRAGMA synchronous answered %T", vals[0])
+		return 0, fmt.Errorf("PRAGMA synchronous answered %T", v)
 	}
 	return level, nil
 }
 
-// bind converts args as database/sql converts them for this driver.
+// bind converts args as database/sql converts them for this driver
+// (argValue), each value a copy: nothing of args is kept, so that the
+// callers' arguments stay on their stacks on either path.
 func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
 	nv := tx.w.args[:0]
 	for i, a := range args {
+		c, err := argValue(i+1, a)
+		if err != nil {
+			return nil, err
+		}
 		var v driver.Value
-		switch a := a.(type) {
-		case nil, int64, string, []byte, bool, float64, time.Time:
-			v = a
-		default:
-			var err error
-			if v, err = driver.DefaultParameterConverter.ConvertValue(a); err != nil {
-				return nil, fmt.Errorf("sql: converting argument $%d type: %w", i+1, err)
-			}
+		switch c.typ {
+		case sqlite3.SQLITE_INTEGER:
+			v = c.i
+		case sqlite3.SQLITE_FLOAT:
+			v = c.f
+		case sqlite3.SQLITE_TEXT:
+			v = strings.Clone(c.s)
+		case sqlite3.SQLITE_BLOB:
+			v = bytes.Clone(c.b)
 		}
 		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
 	}
@@ -282,42 +338,59 @@ const maxKinds = 8
 
 // exec runs a statement inside tx, after the run's row a lagging tick
 // left to write (flushRunRow).
-func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (sql.Result, error) {
+func (s *Store) exec(ctx context.Context, tx *wtx, query string, args ...any) (wres, error) {
 	if err := s.flushRunRow(ctx, tx); err != nil {
-		return nil, err
+		return wres{}, err
+	}
+	if tx.lc != nil {
+		return tx.lc.exec(query, args)
 	}
 	st, err := tx.stmt(ctx, query)
 	if err != nil {
-		return nil, err
+		return wres{}, err
 	}
 	nv, err := tx.bind(args)
 	if err != nil {
-		return nil, err
+		return wres{}, err
 	}
 	res, err := st.(driver.StmtExecContext).ExecContext(ctx, nv)
 	if err != nil {
-		return nil, err
+		return wres{}, err
 	}
-	return res, nil
+	n, err := res.RowsAffected()
+	return wres{n}, err
 }
 
 // queryRow runs a one-row query inside tx. Its error, or sql.ErrNoRows,
 // surfaces from Scan, as with database/sql's QueryRow.
+//
+// The row is the writer's, read again by the next queryRow: it is
+// scanned before then.
 func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any) *wrow {
+	r := &tx.w.row
+	*r = wrow{}
 	if err := s.flushRunRow(ctx, tx); err != nil {
-		return &wrow{err: err}
+		r.err = err
+		return r
+	}
+	if tx.lc != nil {
+		tx.lc.queryRow(query, args, r)
+		return r
 	}
 	st, err := tx.stmt(ctx, query)
 	if err != nil {
-		return &wrow{err: err}
+		r.err = err
+		return r
 	}
 	nv, err := tx.bind(args)
 	if err != nil {
-		return &wrow{err: err}
+		r.err = err
+		return r
 	}
 	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nv)
 	if err != nil {
-		return &wrow{err: err}
+		r.err = err
+		return r
 	}
 	// The statement is reused: its rows are read and closed here.
 	vals := make([]driver.Value, len(rows.Columns()))
@@ -328,7 +401,8 @@ func (s *Store) queryRow(ctx context.Context, tx *wtx, query string, args ...any
 	if err == io.EOF {
 		err = sql.ErrNoRows
 	}
-	return &wrow{vals: vals, err: err}
+	r.vals, r.err = vals, err
+	return r
 }
 
 // begin starts tx's IMMEDIATE transaction: the write lock is taken now,
@@ -352,22 +426,39 @@ func (s *Store) begin(ctx context.Context, tx *wtx) error {
 	}
 	tx.open = true
 	if carried.run.ID != "" {
-		if v, ok := dataVersion(tx.dc); ok && v == tx.w.carriedVersion {
+		if v, ok := tx.dataVersion(); ok && v == tx.w.carriedVersion {
 			tx.w.known = carried
 		}
 	}
 	return nil
 }
 
-// dataVersion is the main database's data version on dc
-// (SQLITE_FCNTL_DATA_VERSION); false if it cannot be read.
-func dataVersion(dc driver.Conn) (uint32, bool) {
-	fc, ok := dc.(sqlite.FileControl)
+// dataVersion is the main database's data version on the writing
+// connection (SQLITE_FCNTL_DATA_VERSION); false if it cannot be read.
+func (tx *wtx) dataVersion() (uint32, bool) {
+	if tx.lc != nil {
+		return tx.lc.dataVersion()
+	}
+	fc, ok := tx.dc.(sqlite.FileControl)
 	if !ok {
 		return 0, false
 	}
 	v, err := fc.FileControlDataVersion("main")
 	return v, err == nil
+}
+
+// cacheWrites is SQLite's count of the pages the writing connection
+// wrote (SQLITE_DBSTATUS_CACHE_WRITE), read and reset.
+func (tx *wtx) cacheWrites() (int, bool) {
+	if tx.lc != nil {
+		return tx.lc.cacheWrites()
+	}
+	st, ok := tx.dc.(sqlite.DBStatus)
+	if !ok {
+		return 0, false
+	}
+	n, _, err := st.Status(sqlite.DBStatusCacheWrite, true)
+	return n, err == nil
 }
 
 // commit commits tx. A COMMIT that fails leaves the transaction open in
@@ -383,12 +474,12 @@ func (s *Store) commit(ctx context.Context, tx *wtx) error {
 	}
 	tx.open = false
 	if last.run.ID != "" {
-		if v, ok := dataVersion(tx.dc); ok {
+		if v, ok := tx.dataVersion(); ok {
 			tx.w.carried, tx.w.carriedVersion = last, v
 		}
 	}
 	if tx.w.logSync {
-		s.walFrames(tx.dc)
+		s.walFrames(tx)
 	}
 	return nil
 }
@@ -409,10 +500,13 @@ func (tx *wtx) forget() {
 	tx.known, tx.w.known = knownRun{}, knownRun{}
 }
 
-// wrow is one row read inside a write transaction.
+// wrow is one row read inside a write transaction: its cells on the
+// writing connection (lib), its values via the driver.
 type wrow struct {
-	vals []driver.Value
-	err  error
+	vals  []driver.Value
+	cells []wcell
+	lib   bool
+	err   error
 }
 
 // Scan copies the row's columns into dest as database/sql's Row.Scan
@@ -421,11 +515,42 @@ func (r *wrow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
+	if r.lib {
+		return r.scanCells(dest)
+	}
 	if len(dest) != len(r.vals) {
 		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(r.vals), len(dest))
 	}
 	for i, d := range dest {
 		if err := assign(d, r.vals[i]); err != nil {
+			return fmt.Errorf("sql: Scan error on column index %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// scanCells is Scan of the cells read on the writing connection: a TEXT
+// into a string and an INTEGER into an int64 as they are, any other as
+// the value the driver would have handed on.
+func (r *wrow) scanCells(dest []any) error {
+	if len(dest) != len(r.cells) {
+		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", len(r.cells), len(dest))
+	}
+	for i, d := range dest {
+		c := &r.cells[i]
+		switch d := d.(type) {
+		case *string:
+			if c.typ == sqlite3.SQLITE_TEXT {
+				*d = c.s
+				continue
+			}
+		case *int64:
+			if c.typ == sqlite3.SQLITE_INTEGER {
+				*d = c.i
+				continue
+			}
+		}
+		if err := assign(d, c.value()); err != nil {
 			return fmt.Errorf("sql: Scan error on column index %d: %w", i, err)
 		}
 	}

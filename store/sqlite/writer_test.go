@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -85,7 +86,8 @@ func TestWriterScanMatchesDatabaseSQL(t *testing.T) {
 }
 
 // Arguments are converted as database/sql converts them: a named type, an
-// int, a driver.Valuer land as their driver values.
+// int land as their driver values. A driver.Valuer, which the store never
+// binds (its Value would be called on what the caller holds), is refused.
 func TestWriterBindMatchesDatabaseSQL(t *testing.T) {
 	ctx := context.Background()
 	s := openAt(t, filepath.Join(t.TempDir(), "flrh.db"), time.Now)
@@ -103,6 +105,12 @@ func TestWriterBindMatchesDatabaseSQL(t *testing.T) {
 		s.withWriter(ctx, func(tx *wtx) {
 			_, err = s.exec(ctx, tx, `INSERT INTO probe (id, v) VALUES (?, ?)`, 100+i, a)
 		})
+		if _, valuer := a.(driver.Valuer); valuer {
+			if err == nil {
+				t.Errorf("%#v: a Valuer was bound", a)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%#v: %v", a, err)
 		}

@@ -436,12 +436,32 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	m.deltaPlus, m.deltaMinus = part(0), part(1)
 	m.stats = Stats{}
 	// Base changes, resolved against the current state in order.
+	// A pending insertion counts its base supports in the batch; it is
+	// found by its table and tuple, by a linear search while the batch
+	// has few, through an index by key once it has more.
 	type ins struct {
 		t   int
 		tup []int64
+		cnt int
 	}
-	var inserts []ins
-	pendingIns := map[string]int{} // pending insert key -> count
+	var insBuf [8]ins // a small batch's on the stack
+	inserts := insBuf[:0]
+	var byKey map[string]int // key -> position in inserts, once made
+	pending := func(t int, tup []int64) int {
+		if byKey != nil {
+			var kb [tableKeyBuf]byte
+			if i, ok := byKey[string(appendTableKey(kb[:0], t, tup))]; ok {
+				return i
+			}
+			return -1
+		}
+		for i := range inserts {
+			if inserts[i].t == t && slices.Equal(inserts[i].tup, tup) {
+				return i
+			}
+		}
+		return -1
+	}
 	baseDoomed := part(2)
 	for i, ch := range changes {
 		if ch.Diff != 1 && ch.Diff != -1 {
@@ -456,27 +476,36 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		if r >= 0 && !tb.alive(r) {
 			r = -1
 		}
-		// The key's bytes, made a string only where a key is stored.
-		var kb [tableKeyBuf]byte
-		key := appendTableKey(kb[:0], t, tup)
+		p := -1
+		if len(inserts) > 0 {
+			p = pending(t, tup)
+		}
 		if ch.Diff == 1 {
 			if r >= 0 && m.base[t][r] > 0 {
 				m.setBase(t, r, m.base[t][r]+1)
-			} else if pendingIns[string(key)] > 0 {
-				pendingIns[string(key)]++
+			} else if p >= 0 && inserts[p].cnt > 0 {
+				inserts[p].cnt++
 			} else if r >= 0 {
 				m.setBase(t, r, 1) // derived fact gains base support
+			} else if p >= 0 {
+				inserts[p].cnt = 1
 			} else {
-				if _, listed := pendingIns[string(key)]; !listed {
-					inserts = append(inserts, ins{t, tup})
+				inserts = append(inserts, ins{t, tup, 1})
+				if byKey != nil || len(inserts) > pendingLinear {
+					if byKey == nil {
+						byKey = make(map[string]int, 2*len(inserts))
+					}
+					for i := len(byKey); i < len(inserts); i++ {
+						var kb [tableKeyBuf]byte
+						byKey[string(appendTableKey(kb[:0], inserts[i].t, inserts[i].tup))] = i
+					}
 				}
-				pendingIns[string(key)] = 1
 			}
 			continue
 		}
 		switch {
-		case pendingIns[string(key)] > 0:
-			pendingIns[string(key)]--
+		case p >= 0 && inserts[p].cnt > 0:
+			inserts[p].cnt--
 		case r >= 0 && m.base[t][r] > 0:
 			m.setBase(t, r, m.base[t][r]-1)
 			if m.base[t][r] == 0 {
@@ -533,8 +562,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		if recompute {
 			var pend [][]int64
 			for _, in := range inserts {
-				var kb [tableKeyBuf]byte
-				if inS(in.t) && pendingIns[string(appendTableKey(kb[:0], in.t, in.tup))] > 0 {
+				if inS(in.t) && in.cnt > 0 {
 					pend = append(pend, append([]int64{int64(in.t)}, in.tup...))
 				}
 			}
@@ -577,8 +605,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 			if !inS(in.t) {
 				continue
 			}
-			var kb [tableKeyBuf]byte
-			cnt := int32(pendingIns[string(appendTableKey(kb[:0], in.t, in.tup))])
+			cnt := int32(in.cnt)
 			if cnt == 0 {
 				continue // inserted and retracted in the same batch
 			}
@@ -1086,6 +1113,11 @@ func appendTableKey(b []byte, t int, tup []int64) []byte {
 	}
 	return b
 }
+
+// pendingLinear is how many pending insertions an update finds by a
+// linear search of its list; past it, they are indexed by key. Tests
+// lower it.
+var pendingLinear = 16
 
 // tableKeyBuf is the room a key of a tuple of up to seven values takes.
 const tableKeyBuf = 64

@@ -118,6 +118,9 @@ type tick struct {
 	// the step.
 	em  kernel.Emission
 	rec recorder
+	// notes is the trace's first room: a tick writes three to five notes,
+	// and the trace starts here rather than in an allocation of its own.
+	notes [6]Note
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -149,8 +152,10 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		w.cache.putBack(key, taken)
 		return Result{}, fmt.Errorf("workflow: logical time %d does not follow %d", in.Seq, st.Time)
 	}
-	// A tick writes three to five notes: room for them from the start.
-	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why, trace: make([]Note, 0, 6)}
+	// A tick writes three to five notes: room for them from the start,
+	// in the tick (TestTraceStartsInTheTick).
+	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
+	t.trace = t.notes[:0]
 	journeyStart := len(st.Machine.Journey)
 	var mat *logic.Materialization // owned by this tick once materialized
 	refuse := func(format string, args ...any) (Result, error) {
@@ -166,12 +171,13 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		return Result{State: stateJSON, Completion: Continue, Refusal: fmt.Sprintf(format, args...)}, nil
 	}
 	var evType string
+	var evTypeValue any // evType as the payload's member holds it
 	var members map[string]any
 	occurred := ""
 	var obs *observation // the controller's observation of this input, if any
 	switch in.Kind {
 	case KindInput:
-		evType, members, occurred, err = parseInput(in.Body)
+		evType, evTypeValue, members, occurred, err = parseInput(in.Body)
 		if err != nil {
 			return refuse("%v", err)
 		}
@@ -211,7 +217,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			obs = w.ctl.ofReceipt(outcome)
 		}
 		if w.receipts != nil {
-			evType = ReceiptEventType
+			evType, evTypeValue = ReceiptEventType, receiptEventTypeValue
 			// The members the bundle names, each the receipt's value (a
 			// name it does not have is null).
 			members = make(map[string]any, len(w.receipts)+3) // room for the stamped members
@@ -283,7 +289,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	if evType != "" {
 		var refusal string
 		var fresh []Effect
-		fresh, mat, refusal, err = t.pipeline(mat, evType, members, occurred)
+		fresh, mat, refusal, err = t.pipeline(mat, evType, evTypeValue, members, occurred)
 		if err != nil {
 			return Result{}, err
 		}
@@ -339,39 +345,47 @@ func holds(m *logic.Materialization, f logic.Fact) bool {
 	return err == nil && s.String() == string(seam.TrueOnly)
 }
 
-func parseInput(body []byte) (typ string, members map[string]any, occurred string, err error) {
+// parseInput reads an input's body. typValue is typ as the decoded body
+// holds it, which the event's payload takes as it is rather than a string
+// boxed again.
+func parseInput(body []byte) (typ string, typValue any, members map[string]any, occurred string, err error) {
 	v, derr := cjson.Decode(body)
 	m, ok := v.(map[string]any)
 	if derr != nil || !ok {
-		return "", nil, "", errors.New("input: must be a JSON object {\"type\", \"payload\"}")
+		return "", nil, nil, "", errors.New("input: must be a JSON object {\"type\", \"payload\"}")
 	}
 	for _, k := range sortedKeys(m) {
 		if k != "type" && k != "payload" && k != "occurred_at" {
-			return "", nil, "", fmt.Errorf("input: unknown member /%s", cjson.EscapePointer(k))
+			return "", nil, nil, "", fmt.Errorf("input: unknown member /%s", cjson.EscapePointer(k))
 		}
 	}
-	typ, ok = m["type"].(string)
+	typValue = m["type"]
+	typ, ok = typValue.(string)
 	if !ok || typ == "" {
-		return "", nil, "", errors.New("input: /type must be an event type")
+		return "", nil, nil, "", errors.New("input: /type must be an event type")
 	}
 	members, ok = m["payload"].(map[string]any)
 	if !ok {
-		return "", nil, "", errors.New("input: /payload must be an object")
+		return "", nil, nil, "", errors.New("input: /payload must be an object")
 	}
 	for _, k := range []string{"event_type", "aggregate_id", "expected_revision"} {
 		if _, present := members[k]; present {
-			return "", nil, "", fmt.Errorf("input: /payload/%s is stamped by the runtime", k)
+			return "", nil, nil, "", fmt.Errorf("input: /payload/%s is stamped by the runtime", k)
 		}
 	}
 	if raw, present := m["occurred_at"]; present {
 		s, ok := raw.(string)
 		if _, perr := time.Parse(time.RFC3339, s); !ok || perr != nil {
-			return "", nil, "", errors.New("input: /occurred_at must be an RFC 3339 timestamp")
+			return "", nil, nil, "", errors.New("input: /occurred_at must be an RFC 3339 timestamp")
 		}
 		occurred = s
 	}
-	return typ, members, occurred, nil
+	return typ, typValue, members, occurred, nil
 }
+
+// receiptEventTypeValue is ReceiptEventType as a receipt's payload holds
+// it, boxed once.
+var receiptEventTypeValue any = ReceiptEventType
 
 // logicalTimestamp derives a timestamp from logical time, so that an input
 // without its own time still steps deterministically.
@@ -413,7 +427,9 @@ func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *ker
 // pipeline runs F, L, the seam, R and H for one domain event.
 // prior is the materialization of the state's live supports, which the
 // pipeline consumes.
-func (t *tick) pipeline(prior *logic.Materialization, evType string, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
+//
+// evTypeValue is evType as an interface value (nil: evType is boxed here).
+func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue any, members map[string]any, occurred string) ([]Effect, *logic.Materialization, string, error) {
 	w, st := t.w, t.st
 	// F
 	var snap kernel.Snapshot
@@ -423,7 +439,10 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 	} else if snap, err = kernel.ParseSnapshot(w.domain, st.Snapshot); err != nil {
 		return nil, nil, "", fmt.Errorf("workflow state: snapshot: %w", err)
 	}
-	payload := stampPayload(members, evType, snap.AggregateID, snap.Revision)
+	if evTypeValue == nil {
+		evTypeValue = evType
+	}
+	payload := stampPayload(members, evTypeValue, snap.AggregateID, snap.Revision)
 	stamp := logicalTimestamp(t.lt)
 	if occurred == "" {
 		occurred = stamp
@@ -543,7 +562,8 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, members map
 // map is the tick's own — decoded from the input or built from the
 // receipt — and read by nothing after F's event is built, so the stamps go
 // into it rather than into a copy of it (TestStampPayloadIsTheCopy).
-func stampPayload(members map[string]any, evType, aggregateID string, revision int64) protocol.Object {
+// evType is the event type as an interface value holding its string.
+func stampPayload(members map[string]any, evType any, aggregateID string, revision int64) protocol.Object {
 	payload := protocol.Object(members)
 	if payload == nil {
 		payload = make(protocol.Object, 3)
@@ -666,12 +686,11 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 			}
 			args[i] = v
 		}
-		// As a plain map: the encoder writes it without reflection.
-		prov, err := cjson.MarshalString(map[string]any(fd.ProvenanceDelta))
+		id, prov, err := supportIDAndProvenance(fd.DerivationID, fd.ProvenanceDelta)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
 		}
-		s := support{ID: baseID(fd.DerivationID), Predicate: pred, Args: args, Provenance: prov}
+		s := support{ID: id, Predicate: pred, Args: args, Provenance: prov}
 		f, err := t.w.fact(s)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)
@@ -715,6 +734,24 @@ func supportKey(s support) string {
 // the prefix "fact:" instead, with the same digest.
 func baseID(derivationID string) string {
 	return "fact:" + strings.TrimPrefix(derivationID, "derivation:")
+}
+
+// supportIDAndProvenance is a base support's id, baseID(derivationID),
+// and its provenance's canonical encoding, written into one buffer and
+// made one string, each cut from it (TestSupportIDAndProvenance).
+func supportIDAndProvenance(derivationID string, provenance protocol.Object) (id, prov string, err error) {
+	k := 0
+	both := cjson.WrittenString(func(b []byte) []byte {
+		b = append(append(b, "fact:"...), strings.TrimPrefix(derivationID, "derivation:")...)
+		k = len(b)
+		// As a plain map: the encoder writes it without reflection.
+		b, err = cjson.AppendMarshal(b, map[string]any(provenance))
+		return b
+	})
+	if err != nil {
+		return "", "", err
+	}
+	return both[:k], both[k:], nil
 }
 
 // fact converts a stored support to a logic fact, checking column types.

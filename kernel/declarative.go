@@ -730,6 +730,76 @@ func (x env) render(t *template) (any, *Fault) {
 	return t.lit, nil
 }
 
+// preconditions renders a proposal's preconditions, an array template,
+// to the ids they must be: each element's string read where it is, with
+// no array of rendered values and no copy of what a reference names. Its
+// ids and fault are those of rendering the array and reading each element
+// as a string (TestPreconditionsAreTheRenderedArray): every element is
+// rendered, and a rendering fault reported, before an element that is
+// not a string is.
+func (x env) preconditions(t *template) ([]string, *Fault) {
+	if t.shape != 'a' {
+		return x.preconditionsRendered(t)
+	}
+	var ids []string
+	if len(t.elems) > 0 {
+		ids = make([]string, 0, len(t.elems))
+	}
+	allIDs := true
+	for i := range t.elems {
+		e := &t.elems[i]
+		var v any
+		var f *Fault
+		switch e.shape {
+		case 'l':
+			v = e.lit
+		case 'r':
+			// A copy of the value would be a string exactly when it is.
+			v, f = x.lookup(e.ref)
+		default:
+			v, f = x.render(e)
+		}
+		if f != nil {
+			return nil, f
+		}
+		if s, ok := v.(string); ok && allIDs {
+			ids = append(ids, s)
+		} else {
+			allIDs = false
+		}
+	}
+	if !allIDs {
+		return nil, preconditionsNotIDs()
+	}
+	return ids, nil
+}
+
+// preconditionsRendered is preconditions through the rendered array.
+func (x env) preconditionsRendered(t *template) ([]string, *Fault) {
+	pre, f := x.render(t)
+	if f != nil {
+		return nil, f
+	}
+	list, _ := pre.([]any)
+	var ids []string
+	if len(list) > 0 {
+		ids = make([]string, 0, len(list))
+	}
+	for _, p := range list {
+		s, ok := p.(string)
+		if !ok {
+			return nil, preconditionsNotIDs()
+		}
+		ids = append(ids, s)
+	}
+	return ids, nil
+}
+
+func preconditionsNotIDs() *Fault {
+	return &Fault{Code: CodeInvariantViolation, Path: "/accepted_event/payload",
+		Context: map[string]any{"invariant": "preconditions_are_ids"}}
+}
+
 func (x env) condition(c condition, path string) (bool, *Fault) {
 	if c.ref == nil {
 		return c.lit, nil
@@ -836,21 +906,9 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 		if f != nil {
 			return Emission{}, f
 		}
-		pre, f := x.render(pr.preT)
+		ids, f := x.preconditions(pr.preT)
 		if f != nil {
 			return Emission{}, f
-		}
-		var ids []string
-		if list := pre.([]any); len(list) > 0 {
-			ids = make([]string, 0, len(list))
-		}
-		for _, p := range pre.([]any) {
-			s, ok := p.(string)
-			if !ok {
-				return Emission{}, &Fault{Code: CodeInvariantViolation, Path: "/accepted_event/payload",
-					Context: map[string]any{"invariant": "preconditions_are_ids"}}
-			}
-			ids = append(ids, s)
 		}
 		if em.Proposals == nil {
 			em.Proposals = make([]Proposal, 0, len(r.proposals))

@@ -13,7 +13,8 @@ import (
 type fact struct {
 	positive, negative []string // sorted
 	state              TruthState
-	key                string // fact_key, computed on first use
+	key                factKey // fact_key, computed on first use
+	keyed              bool    // key is computed
 }
 
 // The seam's preimages open with the same bytes call after call (the
@@ -714,8 +715,9 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 			r.Context.ProposalID, r.Context.PreconditionID = pq.proposalID, req.PreconditionID
 			return frontier.Value{}, r
 		}
-		if f.key == "" {
-			f.key = req.Literal.Atom.FactKey()
+		if !f.keyed {
+			req.Literal.Atom.factKeyInto(&f.key)
+			f.keyed = true
 		}
 		var satisfied bool
 		var evidence []string
@@ -743,7 +745,8 @@ func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 		row := append(s.arena, `{"evidence_derivation_ids":`...)
 		row = appendPlainIDs(row, evidence)
 		row = append(row, `,"fact_key":`...)
-		row = cjson.AppendChecked(row, f.key)
+		// A digest is plain: quoted as it is.
+		row = append(append(append(row, '"'), f.key[:]...), '"')
 		row = append(row, `,"kind":"LRRequirementEvidence","literal":`...)
 		row = req.Literal.appendCanonical(row)
 		row = append(row, `,"precondition_id":`...)

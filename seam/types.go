@@ -2,6 +2,7 @@ package seam
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"slices"
 
 	"flrh.dev/flrh/cjson"
@@ -145,14 +146,27 @@ func (a Atom) IsZero() bool { return a.canon == "" }
 
 // FactKey is the L fact key of the atom: the digest of its M2FactKeyPreimage.
 func (a Atom) FactKey() string {
+	var k factKey
+	a.factKeyInto(&k)
+	return string(k[:])
+}
+
+// factKey is a fact key as FactKey spells it, "sha256:" and the hex
+// digits, kept as an array until it is written.
+type factKey [len("sha256:") + 2*sha256.Size]byte
+
+// factKeyInto writes the atom's fact key into k.
+func (a Atom) factKeyInto(k *factKey) {
 	// The preimage is only digested: written into cjson's recycled buffer.
-	return cjson.DigestWritten(func(b []byte) []byte {
+	sum := cjson.SumWritten(func(b []byte) []byte {
 		b = append(b, `{"atom":`...)
 		b = append(b, a.canon...)
 		b = append(b, `,"contract_version":`...)
 		b = cjson.AppendString(b, LContractVersion)
 		return append(b, `,"kind":"M2FactKeyPreimage"}`...)
 	})
+	copy(k[:], "sha256:")
+	cjson.HexSum((*[2 * sha256.Size]byte)(k[len("sha256:"):]), &sum)
 }
 
 // Polarity is the sign of a literal.

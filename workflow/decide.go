@@ -121,6 +121,8 @@ type tick struct {
 	// notes is the trace's first room: a tick writes three to five notes,
 	// and the trace starts here rather than in an allocation of its own.
 	notes [6]Note
+	// room is where the notes written as bytes are written (noteroom.go).
+	room noteRoom
 }
 
 // noteValue records a trace note whose body holds typed records.
@@ -210,7 +212,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			}
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}
-		body, ok := receiptNote(o.IntentID, o.ProposalID, outcome)
+		body, ok := receiptNote(&t.room, o.IntentID, o.ProposalID, outcome)
 		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, outcome) })
 		t.closeTest(o, outcome)
 		if w.ctl != nil {
@@ -303,7 +305,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		}
 	}
 	st.Time = in.Seq
-	body, ok := journeyNote(st.Machine, len(st.Pending), len(st.Open))
+	body, ok := journeyNote(&t.room, st.Machine, len(st.Pending), len(st.Open))
 	t.noteBytes("mrp.journey", body, ok, func() map[string]any { return journeyNoteMap(st.Machine, len(st.Pending), len(st.Open)) })
 	completion := Continue
 	if w.failWhen != nil && holds(mat, *w.failWhen) {
@@ -475,7 +477,10 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 	// The next snapshot is kept where the step returned it: nothing
 	// changes a transition once stepped.
 	st.canonSnapshot, st.parsed, st.kernelBytes, st.snapDigest = true, &tr.NextSnapshot, nextBytes != nil, nextDigest
-	body, ok := transitionNote(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
+	// Room for the tick's notes from here on: this one, each proposal's
+	// verdict and outcome, and the journey.
+	t.room.reserve(noteRoomTick + noteRoomProposal*len(tr.EffectProposals))
+	body, ok := transitionNote(&t.room, ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
 	t.noteBytes("f.transition", body, ok, func() map[string]any {
 		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
 	})

@@ -68,9 +68,9 @@ func fhrNoteFrom(buf, canon []byte, event, chain string) ([]byte, bool) {
 
 // journeyNote is the body of the mrp.journey note: the machine's state,
 // its Journey Strip and the counts of what the run holds open.
-func journeyNote(m mrp.Machine, pending, open int) ([]byte, bool) {
+func journeyNote(room *noteRoom, m mrp.Machine, pending, open int) ([]byte, bool) {
 	strip := m.Strip()
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 160+24*len(strip))}}
+	w := noteWriter{cjson.Members{B: room.buf(160 + 24*len(strip))}}
 	w.Open()
 	w.Int("open_intents", int64(open))
 	w.Int("pending_approvals", int64(pending))
@@ -91,7 +91,7 @@ func journeyNote(m mrp.Machine, pending, open int) ([]byte, bool) {
 		w.B = append(w.B, ']')
 	}
 	w.Int("transitions", int64(len(m.Journey)))
-	return w.done()
+	return room.kept(w.done())
 }
 
 // fhrNoteMap and journeyNoteMap are the notes' map forms: the fallback
@@ -149,9 +149,10 @@ type outcomeRec struct {
 	requestID, requestDigest                            *string
 }
 
-func (r *outcomeRec) bytes() ([]byte, bool) {
-	// The members' names and digests take some 700 bytes.
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 768+len(r.preview)+len(r.held)+48*(len(r.audit)+len(r.options)))}}
+func (r *outcomeRec) bytes(room *noteRoom) ([]byte, bool) {
+	// The members' names and digests take some 700 bytes, an approval's
+	// request some 200 more.
+	w := noteWriter{cjson.Members{B: room.buf(1024 + len(r.preview) + len(r.held) + 48*(len(r.audit)+len(r.options)))}}
 	w.Open()
 	w.Str("action_digest", r.actionDigest)
 	w.Str("assessed_risk", r.assessedRisk)
@@ -184,7 +185,7 @@ func (r *outcomeRec) bytes() ([]byte, bool) {
 	if w.Err != nil {
 		return nil, false
 	}
-	return w.B, true
+	return room.kept(w.B, true)
 }
 
 // asMap is the note's map form.
@@ -208,7 +209,7 @@ func (r *outcomeRec) asMap() map[string]any {
 }
 
 func (t *tick) noteOutcome(r *outcomeRec) {
-	b, ok := r.bytes()
+	b, ok := r.bytes(&t.room)
 	t.noteBytes("h.outcome", b, ok, r.asMap)
 }
 
@@ -222,8 +223,10 @@ type verdictRec struct {
 	supports                     []string
 }
 
-func (r *verdictRec) bytes() ([]byte, bool) {
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 256+72*(len(r.supports)+len(r.frontier)))}}
+func (r *verdictRec) bytes(room *noteRoom) ([]byte, bool) {
+	// Some 250 bytes and each id's 80: room a note that overruns would
+	// leave for one of its own.
+	w := noteWriter{cjson.Members{B: room.buf(320 + 96*(len(r.supports)+len(r.frontier)))}}
 	w.Open()
 	w.strs("frontier_preconditions", r.frontier)
 	w.Str("projection_digest", r.projectionDigest)
@@ -241,7 +244,7 @@ func (r *verdictRec) bytes() ([]byte, bool) {
 	if w.Err != nil {
 		return nil, false
 	}
-	return w.B, true
+	return room.kept(w.B, true)
 }
 
 // asMap is the note's map form.
@@ -265,15 +268,15 @@ func (w *noteWriter) done() ([]byte, bool) {
 // transitionNote is the body of the f.transition note: the event F
 // applied, its transition's digest, and how many facts and proposals it
 // yielded.
-func transitionNote(eventID, eventType, digest string, facts, proposals int) ([]byte, bool) {
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 128+len(eventID)+len(eventType)+len(digest))}}
+func transitionNote(room *noteRoom, eventID, eventType, digest string, facts, proposals int) ([]byte, bool) {
+	w := noteWriter{cjson.Members{B: room.buf(128 + len(eventID) + len(eventType) + len(digest))}}
 	w.Open()
 	w.Str("event_id", eventID)
 	w.Str("event_type", eventType)
 	w.Int("facts", int64(facts))
 	w.Int("proposals", int64(proposals))
 	w.Str("transition_digest", digest)
-	return w.done()
+	return room.kept(w.done())
 }
 
 func transitionNoteMap(eventID, eventType, digest string, facts, proposals int) map[string]any {
@@ -283,13 +286,13 @@ func transitionNoteMap(eventID, eventType, digest string, facts, proposals int) 
 
 // receiptNote is the body of the receipt note: which open intent a
 // receipt closed, and how.
-func receiptNote(intentID, proposalID, outcome string) ([]byte, bool) {
-	w := noteWriter{cjson.Members{B: make([]byte, 0, 64+len(intentID)+len(proposalID)+len(outcome))}}
+func receiptNote(room *noteRoom, intentID, proposalID, outcome string) ([]byte, bool) {
+	w := noteWriter{cjson.Members{B: room.buf(64 + len(intentID) + len(proposalID) + len(outcome))}}
 	w.Open()
 	w.Str("intent_id", intentID)
 	w.Str("outcome", outcome)
 	w.Str("proposal_id", proposalID)
-	return w.done()
+	return room.kept(w.done())
 }
 
 func receiptNoteMap(intentID, proposalID, outcome string) map[string]any {

@@ -113,7 +113,7 @@ func TestJourneyNoteIsMarshal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		m := mrp.Machine{State: drawState(rt, "state"), SafeMode: rapid.Bool().Draw(rt, "safe"), Journey: drawJourney(rt)}
 		pending, open := rapid.IntRange(0, 1<<20).Draw(rt, "pending"), rapid.IntRange(0, 1<<20).Draw(rt, "open")
-		got, ok := journeyNote(m, pending, open)
+		got, ok := journeyNote(nil, m, pending, open)
 		checkNote(rt, got, ok, journeyNoteMap(m, pending, open))
 	})
 }
@@ -159,7 +159,7 @@ func TestOutcomeNoteIsMarshal(t *testing.T) {
 		if rapid.Bool().Draw(rt, "rejected") {
 			r.rejection = &[2]string{s("code"), s("path")}
 		}
-		got, ok := r.bytes()
+		got, ok := r.bytes(nil)
 		checkNote(rt, got, ok, r.asMap())
 	})
 }
@@ -174,7 +174,7 @@ func TestVerdictNoteIsMarshal(t *testing.T) {
 		}
 		r := &verdictRec{proposalID: noteText.Draw(rt, "proposal"), projectionDigest: noteText.Draw(rt, "digest"),
 			frontier: list("frontier"), verdict: rapid.Bool().Draw(rt, "verdict"), status: noteText.Draw(rt, "status"), supports: list("supports")}
-		got, ok := r.bytes()
+		got, ok := r.bytes(nil)
 		checkNote(rt, got, ok, r.asMap())
 	})
 }
@@ -183,7 +183,7 @@ func TestTransitionNoteIsMarshal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		id, typ, digest := noteText.Draw(rt, "id"), noteText.Draw(rt, "type"), noteText.Draw(rt, "digest")
 		facts, proposals := rapid.IntRange(0, 1<<30).Draw(rt, "facts"), rapid.IntRange(0, 1<<30).Draw(rt, "proposals")
-		got, ok := transitionNote(id, typ, digest, facts, proposals)
+		got, ok := transitionNote(nil, id, typ, digest, facts, proposals)
 		checkNote(rt, got, ok, transitionNoteMap(id, typ, digest, facts, proposals))
 	})
 }
@@ -191,7 +191,7 @@ func TestTransitionNoteIsMarshal(t *testing.T) {
 func TestReceiptNoteIsMarshal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		intent, proposal, outcome := noteText.Draw(rt, "intent"), noteText.Draw(rt, "proposal"), noteText.Draw(rt, "outcome")
-		got, ok := receiptNote(intent, proposal, outcome)
+		got, ok := receiptNote(nil, intent, proposal, outcome)
 		checkNote(rt, got, ok, receiptNoteMap(intent, proposal, outcome))
 	})
 }

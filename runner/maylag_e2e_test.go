@@ -36,7 +36,7 @@ func (s *lossyStore) Commit(ctx context.Context, l store.Lease, tick store.Tick)
 		s.lagging++
 		if s.armed {
 			s.armed = false
-			s.lost = append(s.lost, tick)
+			s.lost = append(s.lost, store.CloneTick(tick)) // the runner may write over the tick once Commit returns
 			s.mu.Unlock()
 			return nil
 		}

@@ -80,14 +80,15 @@ func BenchmarkGovernedStepTracing(b *testing.B) {
 	}
 }
 
-// capture keeps every tick a runner commits.
+// capture keeps a copy of every tick a runner commits: the runner may
+// write over a tick's slices once Commit returns (store.Store.Commit).
 type capture struct {
 	store.Store
 	ticks []store.Tick
 }
 
 func (c *capture) Commit(ctx context.Context, l store.Lease, t store.Tick) error {
-	c.ticks = append(c.ticks, t)
+	c.ticks = append(c.ticks, store.CloneTick(t))
 	return c.Store.Commit(ctx, l, t)
 }
 

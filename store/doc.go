@@ -21,6 +21,14 @@
 // the caller's check (the pure authority revalidation) before consuming the
 // grant once.
 //
+// A tick's bytes are the caller's again once Commit returns: a store keeps
+// none of the slices a tick hands it (its bodies, its lists of records)
+// past the call, a lagging tick's included, whose transaction may stay
+// open and whose work may run again afterwards; what it keeps, it copies
+// ([CloneTick]). So a runner may encode each tick into buffers it reuses
+// at its next tick. The conformance suite holds every implementation to it
+// (storetest.RunKeepsNone).
+//
 // Implementations: store/sqlite (the embedded default) and store/postgres
 // (many runners sharing one database). The conformance suite in
 // store/storetest runs against every implementation.

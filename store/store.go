@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -308,6 +310,44 @@ type Tick struct {
 	MayLag bool
 }
 
+// CloneTick returns t with every slice and body its own: what a store, or
+// a wrapper of one, that keeps a tick past Commit keeps, since the caller
+// may write over the tick's slices once Commit returns (Store.Commit).
+// Approvals' Check functions are shared, not copied.
+func CloneTick(t Tick) Tick {
+	c := t
+	c.Events = slices.Clone(t.Events)
+	for i := range c.Events {
+		c.Events[i].Body = bytes.Clone(c.Events[i].Body)
+	}
+	if t.Checkpoint != nil {
+		cp := *t.Checkpoint
+		cp.Body = bytes.Clone(cp.Body)
+		c.Checkpoint = &cp
+	}
+	c.Intents = slices.Clone(t.Intents)
+	for i := range c.Intents {
+		c.Intents[i].Body = bytes.Clone(c.Intents[i].Body)
+	}
+	c.Approvals = slices.Clone(t.Approvals)
+	c.Results = slices.Clone(t.Results)
+	c.Receipts = slices.Clone(t.Receipts)
+	for i := range c.Receipts {
+		c.Receipts[i].Body = bytes.Clone(c.Receipts[i].Body)
+	}
+	c.Consume = slices.Clone(t.Consume)
+	c.Begin = slices.Clone(t.Begin)
+	c.Submit = slices.Clone(t.Submit)
+	for i := range c.Submit {
+		c.Submit[i].Body = bytes.Clone(c.Submit[i].Body)
+	}
+	c.Trace = slices.Clone(t.Trace)
+	for i := range c.Trace {
+		c.Trace[i].Body = bytes.Clone(c.Trace[i].Body)
+	}
+	return c
+}
+
 // Store is the durable record. All methods are safe for concurrent use.
 // Every mutating method that takes a Lease is fenced: it fails with
 // CodeFenced unless the lease is the run's current one and unexpired at the
@@ -335,7 +375,15 @@ type Store interface {
 	// ReleaseLease gives a current lease up.
 	ReleaseLease(ctx context.Context, lease Lease) error
 
-	// Commit writes a tick atomically, fenced by lease.
+	// Commit writes a tick atomically, fenced by lease. When it returns,
+	// whatever it returns, the store holds none of the tick's byte slices
+	// (bodies) nor its slices of records: what it keeps past the call, it
+	// keeps a copy of (CloneTick), so that the caller may write over every
+	// one of them at once, and reuse its buffers for its next tick. A
+	// lagging tick (MayLag) is no exception, though its transaction may
+	// stay open, and its work run again, after Commit has returned
+	// (decisions 1174, 1186, 1717): the store runs it from its own copy.
+	// storetest.RunKeepsNone holds a store to this.
 	Commit(ctx context.Context, lease Lease, tick Tick) error
 	// BeginAttempt records, fenced and before any adapter I/O, that attempt
 	// number n of an intent is starting, and marks its outbox in flight.

@@ -84,6 +84,12 @@ type tick struct {
 	// them are held, the rest free since the last commit.
 	evMaps []map[string]string
 	evUsed int
+	// bodies is where the pending tick's control records are written
+	// (fireAs), each event's body a piece of it: handed to the store's
+	// Commit, which keeps none of them once it returns
+	// (store.Store.Commit), and written over by the next tick's records
+	// once the tick has committed (dropRecords; decision 1724).
+	bodies []byte
 	obs    tickObs // logs, spans and metrics of the tick (observe.go)
 }
 
@@ -99,12 +105,13 @@ type passScratch struct {
 	records []control.Record
 	wire    []tripwire.Event
 	evMaps  []map[string]string
+	bodies  []byte
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
 func (r *Runner) takeScratch(t *tick) {
 	if s, _ := r.scratch.Get().(*passScratch); s != nil {
-		t.records, t.wire, t.evMaps, t.evUsed = s.records[:0], s.wire[:0], s.evMaps, 0
+		t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
 	}
 }
 
@@ -112,19 +119,21 @@ func (r *Runner) takeScratch(t *tick) {
 // of it afterwards. Only at the end of t's pass: every record of its
 // ticks is dropped by then.
 func (r *Runner) leaveScratch(t *tick) {
-	if t.records == nil && t.wire == nil && t.evMaps == nil {
+	if t.records == nil && t.wire == nil && t.evMaps == nil && t.bodies == nil {
 		return
 	}
 	clear(t.records[:cap(t.records)])
 	clear(t.wire[:cap(t.wire)])
-	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps})
-	t.records, t.wire, t.evMaps, t.evUsed = nil, nil, nil, 0
+	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0]})
+	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
 }
 
 // dropRecords forgets the pending tick's wires and records once it has
-// committed, keeping their arrays and evidence maps for the next tick.
+// committed, keeping their arrays, evidence maps and the records' bytes
+// for the next tick to write over: nothing but the store read those
+// bytes, and it keeps none of them.
 func (t *tick) dropRecords() {
-	t.wire, t.records, t.evUsed = t.wire[:0], t.records[:0], 0
+	t.wire, t.records, t.evUsed, t.bodies = t.wire[:0], t.records[:0], 0, t.bodies[:0]
 }
 
 // evd returns a map of evidence digests holding the name and digest
@@ -162,6 +171,10 @@ func (t *tick) appendEvent(ev store.Event, w tripwire.Event) {
 }
 
 const tickEvents = 8
+
+// tickBodies is the room a pass makes at first for its ticks' control
+// records: a governed step's ticks write 4 to 6 KB of them each.
+const tickBodies = 8 << 10
 
 type inboxStart int
 
@@ -456,7 +469,9 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 		return nil
 	}
 	r.chargeClock(t)
-	body, err := t.cp.encode()
+	// Written into the run's own buffer, over the last flush's checkpoint:
+	// the store kept none of it (store.Store.Commit).
+	body, err := t.cp.encodeReused()
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
@@ -735,20 +750,23 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg.Context = guards
 	t.cp.Transitions++
 	e := control.Event{Type: typ, ActorRole: role, Capability: capability, EventID: eventID(t.run.ID, t.cp.Transitions)}
-	// The machine writes the record as it steps, into cjson's recycled
-	// buffer, and it is copied out at its own size: one allocation, neither
-	// a doubling series nor a fixed capacity most records leave a third of
-	// unused. An accepted record's digest is the next configuration's Head,
-	// which the machine took of these very bytes.
-	var res control.Result
-	var err error
-	body := cjson.Written(func(b []byte) []byte {
-		res, b, err = r.machine.StepEvidence(b, cfg, e, evd)
-		return b
-	})
+	// The machine writes the record as it steps, after the tick's records
+	// before it (t.bodies), where the records of the pass's committed ticks
+	// were: no allocation once the pass's buffer has grown to a tick's
+	// records. An accepted record's digest is the next configuration's
+	// Head, which the machine took of these very bytes. A buffer that
+	// grows leaves the records before in the old one, which nothing
+	// writes again.
+	if t.bodies == nil {
+		t.bodies = make([]byte, 0, tickBodies)
+	}
+	start := len(t.bodies)
+	res, b, err := r.machine.StepEvidence(t.bodies, cfg, e, evd)
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}
+	body := b[start:len(b):len(b)]
+	t.bodies = b
 	rec := t.keepRecord(res.Record)
 	if res.Rejection != nil {
 		d := store.BodyDigest(body)

@@ -59,6 +59,12 @@ type checkpoint struct {
 	// alone): the epoch's state digest and the round's fingerprint both
 	// cover the same state.
 	digest string
+	// written is the run's buffer its checkpoints are written into at each
+	// flush (encodeReused) and handed to the store's Commit, which keeps
+	// none of it once it returns (store.Store.Commit): the run's next
+	// flush writes over it, so nothing but the store reads a checkpoint's
+	// body after its commit.
+	written []byte
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.
@@ -398,6 +404,34 @@ func (c *checkpoint) encode() ([]byte, error) {
 	})
 	if ok {
 		return out, nil
+	}
+	return c.encodeGeneric(state)
+}
+
+// encodeReused is encode written into the run's own buffer (written)
+// rather than copied out of cjson's: the bytes are those encode returns,
+// and they are the caller's only until the checkpoint is encoded again
+// through encodeReused. The runner hands them to the store's Commit, which
+// keeps none of them once it returns, and reads them no more after the
+// commit (decision 1724).
+func (c *checkpoint) encodeReused() ([]byte, error) {
+	if c.written == nil {
+		// The run's first: copied out of cjson's buffer at its size, rather
+		// than grown by doubling from nothing, and kept.
+		b, err := c.encode()
+		c.written = b[:0:cap(b)]
+		return b, err
+	}
+	state, err := c.stateEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	b, ok := c.appendCanonical(c.written[:0], state)
+	if cap(b) > cap(c.written) {
+		c.written = b[:0]
+	}
+	if ok {
+		return b[:len(b):len(b)], nil
 	}
 	return c.encodeGeneric(state)
 }

@@ -46,7 +46,11 @@ type Accepted struct {
 
 // Decision is what the workflow decided about one accepted input.
 type Decision struct {
-	State []byte // the next state, canonical JSON
+	// State is the next state, canonical JSON. The runner never changes
+	// its bytes (it keeps them, hands them to the next Decide, and copies
+	// them into the checkpoint), so a workflow may keep them too, as the
+	// bundle's workflow keeps them as its cache's key (decision 1725).
+	State []byte
 	// StateCanonical vouches that State is cjson's own encoding of a value
 	// whose root kind has no set-like members (as cjson.Marshal of a
 	// workflow's state struct writes it). The runner then keeps the bytes

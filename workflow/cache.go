@@ -3,6 +3,7 @@ package workflow
 import (
 	"sync"
 
+	"flrh.dev/flrh/internal/unchanged"
 	"flrh.dev/flrh/logic"
 )
 
@@ -150,7 +151,22 @@ func (c *matCache) put(doc []byte, m *logic.Materialization, st *state) {
 	if c == nil || (m == nil && st == nil) {
 		return
 	}
-	key := string(doc)
+	c.putKey(string(doc), m, st)
+}
+
+// putResult is put of a document Decide returns as Result.State, keyed
+// by the document's own bytes rather than a copy of them: nobody changes
+// a Result's State (see Result), and the entry holds the bytes as its
+// key for as long as it is cached (decision 1725).
+func (c *matCache) putResult(doc []byte, m *logic.Materialization, st *state) {
+	if c == nil || (m == nil && st == nil) {
+		return
+	}
+	c.putKey(unchanged.String(doc), m, st)
+}
+
+// putKey is put under key, the document's bytes as a string.
+func (c *matCache) putKey(key string, m *logic.Materialization, st *state) {
 	c.mu.Lock()
 	if len(c.m) >= maxCached {
 		c.startOver()

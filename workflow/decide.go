@@ -71,6 +71,12 @@ type Note struct {
 }
 
 // Result is what one tick decided.
+//
+// State is the workflow's to keep: nobody changes its bytes, the caller
+// included, which reads them, hands them to the next Decide, stores a
+// copy, and lets them go. Decide keeps the document as it returned it, as
+// the key of the state it decoded it from (decision 1725), and a refusal's
+// State is the document the caller handed in, as it was.
 type Result struct {
 	State      []byte
 	Effects    []Effect
@@ -332,7 +338,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	// Its materialization's update scratch is kept for a fresh clone's
 	// first update, which would make one.
 	if completion == Continue || len(st.Open) > 0 || len(st.Pending) > 0 || len(st.Offered) > 0 || len(st.Held) > 0 {
-		w.cache.put(next, mat, st)
+		w.cache.putResult(next, mat, st)
 	} else {
 		w.cache.drop(mat)
 	}

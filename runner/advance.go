@@ -90,7 +90,34 @@ type tick struct {
 	// (store.Store.Commit), and written over by the next tick's records
 	// once the tick has committed (dropRecords; decision 1724).
 	bodies []byte
-	obs    tickObs // logs, spans and metrics of the tick (observe.go)
+	// lists are the arrays of the wires' lists of the tick about to be
+	// committed (commitBoundary), kept for the next tick's.
+	lists boundaryLists
+	obs   tickObs // logs, spans and metrics of the tick (observe.go)
+}
+
+// boundaryLists are the arrays commitBoundary fills for the wires: what
+// the tick consumes, its intents, the approvals they consume, its
+// attempts' results and its receipts. Nothing keeps them past the check
+// and the commit (tripwire.AfterCommit reads the chain and the lease; a
+// trip's report is written at once, and the trip drops them).
+type boundaryLists struct {
+	consumed  []tripwire.Inbound
+	intents   []tripwire.Intent
+	approvals []tripwire.Consumption
+	results   []tripwire.Result
+	receipts  []tripwire.Receipt
+}
+
+// clear empties the lists, dropping what their arrays refer to.
+func (l *boundaryLists) clear() {
+	clear(l.consumed[:cap(l.consumed)])
+	clear(l.intents[:cap(l.intents)])
+	clear(l.approvals[:cap(l.approvals)])
+	clear(l.results[:cap(l.results)])
+	clear(l.receipts[:cap(l.receipts)])
+	l.consumed, l.intents, l.approvals, l.results = l.consumed[:0], l.intents[:0], l.approvals[:0], l.results[:0]
+	l.receipts = l.receipts[:0]
 }
 
 // passScratch is what a pass's ticks hold only until each commits: the
@@ -106,12 +133,15 @@ type passScratch struct {
 	wire    []tripwire.Event
 	evMaps  []map[string]string
 	bodies  []byte
+	lists   boundaryLists
+	tick    store.Tick // a committed tick's arrays of records, emptied (spareTick)
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
 func (r *Runner) takeScratch(t *tick) {
 	if s, _ := r.scratch.Get().(*passScratch); s != nil {
 		t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
+		t.lists, t.pending = s.lists, s.tick
 	}
 }
 
@@ -124,8 +154,11 @@ func (r *Runner) leaveScratch(t *tick) {
 	}
 	clear(t.records[:cap(t.records)])
 	clear(t.wire[:cap(t.wire)])
-	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0]})
+	t.lists.clear()
+	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], lists: t.lists,
+		tick: spareTick(&t.pending)})
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
+	t.lists, t.pending = boundaryLists{}, store.Tick{}
 }
 
 // dropRecords forgets the pending tick's wires and records once it has
@@ -518,8 +551,30 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 		}
 		t.inbox = kept
 	}
-	t.pending = store.Tick{}
+	// The next tick's records go where this one's were: the store kept
+	// none of them.
+	t.pending = spareTick(p)
 	return nil
+}
+
+// spareTick is an empty pending tick holding p's arrays of records (the
+// events, intents, approvals, results, receipts, consumed and begun
+// ids, submitted inputs, trace records), emptied, for the next tick to
+// append to. p has committed, or will not be: the store keeps none of
+// its slices once Commit returns (store.Store.Commit), and nothing in the
+// runner reads them again.
+func spareTick(p *store.Tick) store.Tick {
+	clear(p.Events)
+	clear(p.Intents)
+	clear(p.Approvals)
+	clear(p.Results)
+	clear(p.Receipts)
+	clear(p.Consume)
+	clear(p.Begin)
+	clear(p.Submit)
+	clear(p.Trace)
+	return store.Tick{Events: p.Events[:0], Intents: p.Intents[:0], Approvals: p.Approvals[:0], Results: p.Results[:0],
+		Receipts: p.Receipts[:0], Consume: p.Consume[:0], Begin: p.Begin[:0], Submit: p.Submit[:0], Trace: p.Trace[:0]}
 }
 
 // mayLag reports whether tick p may be committed without waiting for the
@@ -548,7 +603,15 @@ func mayLag(p *store.Tick) bool {
 	rest := *p
 	rest.ExpectHead, rest.ExpectInboxEmpty, rest.State, rest.MayLag = 0, false, "", false
 	rest.Events, rest.Checkpoint, rest.Results, rest.Receipts, rest.Trace = nil, nil, nil, nil, nil
-	return reflect.ValueOf(&rest).Elem().IsZero()
+	// An empty list holds nothing: a pending tick appends to the arrays
+	// of the tick before it (spareTick).
+	v := reflect.ValueOf(&rest).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Slice && f.Len() == 0 {
+			f.SetZero()
+		}
+	}
+	return v.IsZero()
 }
 
 // noteBegun records the attempts the committed tick p began: attempt 1 of

@@ -99,26 +99,40 @@ func (r *Runner) commitBoundary(t *tick, p *store.Tick) tripwire.Boundary {
 		Lease: tripwire.Lease{Generation: t.lease.Generation, Newest: c.Newest},
 		Code: tripwire.Code{CheckpointBuild: p.Checkpoint.BuildDigest, RunningBuild: r.cfg.PlatformDigest,
 			CheckpointWorkflow: t.cp.WorkflowDigest, RunningWorkflow: t.wf.Digest()}}
+	// Each list is written into the pass's array for it (t.lists), and
+	// stays nil when empty, as appending to nil leaves it.
+	l := &t.lists
+	l.consumed, l.intents, l.approvals, l.results, l.receipts = l.consumed[:0], l.intents[:0], l.approvals[:0], l.results[:0], l.receipts[:0]
 	for _, id := range p.Consume {
 		for _, in := range t.inbox {
 			if in.ID == id {
-				b.Consumed = append(b.Consumed, tripwire.Inbound{ID: in.ID, Kind: in.Kind, Digest: in.Digest})
+				l.consumed = append(l.consumed, tripwire.Inbound{ID: in.ID, Kind: in.Kind, Digest: in.Digest})
 			}
 		}
 	}
 	for _, in := range p.Intents {
-		b.Intents = append(b.Intents, tripwire.Intent{ID: in.ID, Digest: in.Digest, ApprovalID: in.ApprovalID})
+		l.intents = append(l.intents, tripwire.Intent{ID: in.ID, Digest: in.Digest, ApprovalID: in.ApprovalID})
 	}
 	for _, a := range p.Approvals {
-		b.Approvals = append(b.Approvals, tripwire.Consumption{ApprovalID: a.ApprovalID, IntentID: a.IntentID})
+		l.approvals = append(l.approvals, tripwire.Consumption{ApprovalID: a.ApprovalID, IntentID: a.IntentID})
 	}
 	for _, res := range p.Results {
-		b.Results = append(b.Results, tripwire.Result{IntentID: res.IntentID, N: res.N, Status: string(res.Status), Outbox: string(res.Outbox)})
+		l.results = append(l.results, tripwire.Result{IntentID: res.IntentID, N: res.N, Status: string(res.Status), Outbox: string(res.Outbox)})
 	}
 	for _, rc := range p.Receipts {
-		b.Receipts = append(b.Receipts, tripwire.Receipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest})
+		l.receipts = append(l.receipts, tripwire.Receipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest})
 	}
+	b.Consumed, b.Intents, b.Approvals, b.Results, b.Receipts = orNil(l.consumed), orNil(l.intents), orNil(l.approvals), orNil(l.results), orNil(l.receipts)
 	return b
+}
+
+// orNil is l, or nil when it is empty: what the wires were handed when
+// each list was appended to from nil.
+func orNil[T any](l []T) []T {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
 }
 
 // afterCommit moves the run's carry over a committed tick and refreshes
@@ -150,6 +164,7 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	// b's events and the report keep the records and their evidence: none
 	// of them is handed on (leaveScratch).
 	t.wire, t.records, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
+	t.lists = boundaryLists{}
 	r.forget(t.run.ID)
 	rep, err := tripwire.NewReport(b, trips)
 	var names []string

@@ -111,6 +111,13 @@ func FuzzStructReaderAgreesWithEncodingJSON(f *testing.F) {
 				t.Fatalf("%q: read %+v, encoding/json %+v %v", b, gl, wl, err)
 			}
 		}
+		if gb := (ledgers{}); ledgersReader.Read(b, &gb) {
+			var wb ledger
+			var wy retryLedger
+			if json.Unmarshal(b, &wb) != nil || json.Unmarshal(b, &wy) != nil || !reflect.DeepEqual(gb.budget(), wb) || !reflect.DeepEqual(gb.retry(), wy) {
+				t.Fatalf("%q: read %+v, encoding/json %+v and %+v", b, gb, wb, wy)
+			}
+		}
 		var gy, wy retryLedger
 		if retryLedgerReader.Read(b, &gy) {
 			if err := json.Unmarshal(b, &wy); err != nil || !reflect.DeepEqual(gy, wy) {

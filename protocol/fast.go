@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -341,6 +342,56 @@ type atom struct {
 	class    [4]uint64  // bytes the atom matches (ASCII only)
 	min, max int        // repetitions; max < 0 is unbounded
 	in       *[256]bool // class as a table, one entry per byte (set by compilePattern)
+	// ranges are the class's runs of consecutive bytes, as wordRanges
+	// writes them, for reading eight bytes at a time; words says there
+	// are at most len(ranges) runs (set by compilePattern).
+	ranges [4]wordRange
+	words  bool
+}
+
+// wordRange is a run of bytes lo..hi below 0x80, as the two words whose
+// sums with a word of such bytes set a byte's high bit: lo, when the byte
+// is at least lo, and hi, when it is above hi (no carry passes from one
+// byte to the next: each sum of a byte and its addend is below 0x100).
+// The zero wordRange holds no byte: neither sum sets a high bit.
+type wordRange struct{ lo, hi uint64 }
+
+// wordRanges writes the runs of a's class into a.ranges, and reports
+// whether there were no more than it holds.
+func (a *atom) wordRanges() bool {
+	const ones = 0x0101010101010101
+	n := 0
+	for c := 0; c < 0x80; c++ {
+		if !a.has(byte(c)) {
+			continue
+		}
+		lo := c
+		for c+1 < 0x80 && a.has(byte(c+1)) {
+			c++
+		}
+		if n == len(a.ranges) {
+			a.ranges = [4]wordRange{}
+			return false
+		}
+		a.ranges[n] = wordRange{lo: ones * uint64(0x80-lo), hi: ones * uint64(0x7f-c)}
+		n++
+	}
+	return true
+}
+
+// inWord reports whether each of the eight bytes of w (little-endian) is
+// in one of the runs r: every byte below 0x80, and for each byte, a run
+// whose lo sum sets its high bit and whose hi sum does not
+// (TestInWordIsBytewise).
+func inWord(w uint64, r *[4]wordRange) bool {
+	const highs = 0x8080808080808080
+	in := (w+r[0].lo)&^(w+r[0].hi) | (w+r[1].lo)&^(w+r[1].hi) | (w+r[2].lo)&^(w+r[2].hi) | (w+r[3].lo)&^(w+r[3].hi)
+	return w&highs == 0 && in&highs == highs
+}
+
+// word64 is the eight bytes of s from i, little-endian.
+func word64[T string | []byte](s T, i int) uint64 {
+	return binary.LittleEndian.Uint64([]byte(s[i : i+8]))
 }
 
 func (a *atom) has(c byte) bool { return a.class[c>>6]&(1<<(c&63)) != 0 }
@@ -355,6 +406,10 @@ func (a *atom) table() *[256]bool {
 }
 
 func (m *matcher) match(s string) bool { return matchIn(m, s) }
+
+// wordsRead says whether matchIn reads an atom's bytes eight at a time
+// where it can; tests turn it off to compare.
+var wordsRead = true
 
 // matchIn is match for a string or for the bytes of one in a JSON text.
 func matchIn[T string | []byte](m *matcher, s T) bool {
@@ -383,6 +438,11 @@ func matchIn[T string | []byte](m *matcher, s T) bool {
 			end = i + a.max
 		}
 		start := i
+		if a.words && wordsRead {
+			for i+8 <= end && inWord(word64(s, i), &a.ranges) {
+				i += 8
+			}
+		}
 		for i < end && a.in[s[i]] {
 			i++
 		}
@@ -398,6 +458,7 @@ func compilePattern(p string) (*matcher, error) {
 		plain := true
 		for i := range atoms {
 			atoms[i].in = atoms[i].table()
+			atoms[i].words = atoms[i].wordRanges()
 			for c := range 256 {
 				if atoms[i].in[c] && (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
 					plain = false

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,6 +193,7 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 			rapid.StringMatching(`[A-Za-z0-9._:+/ -]{0,8}`),
 			rapid.StringMatching(`sha256:[0-9a-fA-F]{62,66}`),
 			rapid.StringMatching("sha256:[0-9a-f]{56}[/09:@af`gG]{8}"),
+			rapid.StringMatching(`[A-Za-z0-9._:/+-]{0,40}[ -~\x00\x7f\x80-\xff]?[A-Za-z0-9._:/-]{0,24}`),
 			rapid.StringMatching(`[abcx]{0,5}\n?`),
 			rapid.StringMatching(`[abcx0-9]{0,6}`),
 			rapid.String(),
@@ -209,6 +211,87 @@ func TestMatcherMatchesRegexp(t *testing.T) {
 		}
 		if got, want := m.match(s), re.re.MatchString(s); got != want || matchIn(m, []byte(s)) != want {
 			t.Fatalf("%s on %q: matcher %v (bytes %v), regexp %v", p, s, got, matchIn(m, []byte(s)), want)
+		}
+	})
+}
+
+// TestInWordIsBytewise holds inWord to the class's table, byte by byte:
+// for drawn classes of up to four runs, words of bytes in the
+// class with any byte at any place, and drawn words.
+func TestInWordIsBytewise(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var a atom
+		for _, c := range rapid.SliceOfN(rapid.IntRange(0, 0x7f), 1, 12).Draw(t, "bytes") {
+			a.class[c>>6] |= 1 << (c & 63)
+		}
+		if rapid.Bool().Draw(t, "run") {
+			lo := rapid.IntRange(0, 0x7f).Draw(t, "lo")
+			for c := lo; c <= min(0x7f, lo+rapid.IntRange(0, 40).Draw(t, "n")); c++ {
+				a.class[c>>6] |= 1 << (c & 63)
+			}
+		}
+		if !a.wordRanges() {
+			return
+		}
+		var in []byte
+		for c := range 0x80 {
+			if a.has(byte(c)) {
+				in = append(in, byte(c))
+			}
+		}
+		var w [8]byte
+		for i := range w {
+			w[i] = rapid.SampledFrom(in).Draw(t, "in")
+		}
+		if rapid.Bool().Draw(t, "odd") {
+			w[rapid.IntRange(0, 7).Draw(t, "at")] = rapid.Byte().Draw(t, "b")
+		}
+		if rapid.IntRange(0, 4).Draw(t, "drawn") == 0 {
+			binary.LittleEndian.PutUint64(w[:], rapid.Uint64().Draw(t, "w"))
+		}
+		want := true
+		for _, c := range w {
+			want = want && c < 0x80 && a.has(c)
+		}
+		if got := inWord(binary.LittleEndian.Uint64(w[:]), &a.ranges); got != want {
+			t.Fatalf("%q: inWord %v, the class %v", w, got, want)
+		}
+		if word64(w[:], 0) != binary.LittleEndian.Uint64(w[:]) || word64(string(w[:]), 0) != binary.LittleEndian.Uint64(w[:]) {
+			t.Fatalf("%q: word64 %x", w, word64(w[:], 0))
+		}
+	})
+	// Every byte at every place, in a word of the identifiers' class.
+	m, _ := compilePattern(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
+	a := &m.atoms[1]
+	if !a.words {
+		t.Fatal("the identifiers' class is not read by words")
+	}
+	for at := range 8 {
+		for c := range 256 {
+			w := []byte("aZ09._:/")
+			w[at] = byte(c)
+			want := a.in[c]
+			if got := inWord(binary.LittleEndian.Uint64(w), &a.ranges); got != want {
+				t.Fatalf("%q: inWord %v, the class %v", w, got, want)
+			}
+		}
+	}
+}
+
+// TestWordsReadAgrees: matchIn reads the same strings with and without
+// reading eight bytes at a time.
+func TestWordsReadAgrees(t *testing.T) {
+	defer func() { wordsRead = true }()
+	patterns := []string{`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`, `^[A-Za-z0-9][A-Za-z0-9._:+/-]*$`, `^[a-c]{2}x*$`, `^x[0-9]{3}$`, `^[a-z]{0,9}[0-9]{3,12}$`}
+	rapid.Check(t, func(t *rapid.T) {
+		m, _ := compilePattern(rapid.SampledFrom(patterns).Draw(t, "pattern"))
+		s := rapid.OneOf(rapid.StringMatching(`[A-Za-z0-9._:/+-]{0,30}[ -~\x00\x80-\xff]?[A-Za-z0-9._:/-]{0,20}`),
+			rapid.StringMatching(`[a-cx0-9]{0,30}`), rapid.String()).Draw(t, "s")
+		wordsRead = false
+		want := matchIn(m, []byte(s))
+		wordsRead = true
+		if got := matchIn(m, []byte(s)); got != want || m.match(s) != want {
+			t.Fatalf("%q: by words %v (string %v), by bytes %v", s, got, m.match(s), want)
 		}
 	})
 }

@@ -301,11 +301,11 @@ func TestAcceptedRecordReadOnce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		values := map[string][]string{
 			"seq":        {`1`, `-2`, `1.5`, `"1"`},
-			"kind":       {`"input"`, `"receipt"`, `"choice"`, `"rec\u0065ipt"`, `1`},
+			"kind":       {`"input"`, `"receipt"`, `"choice"`, `"mrp"`, `"rec\u0065ipt"`, `1`, "\"rec\xffipt\""},
 			"actor":      {`"ann"`, `"a\"b"`, `null`},
 			"actor_role": {`"runner"`, `""`},
 			"capability": {`"run.start"`, `"\u00e9"`},
-			"digest":     {`"sha256:ab"`, `"sha\u0032"`, `2`},
+			"digest":     {`"sha256:ab"`, `"sha\u0032"`, `2`, "\"sha\xff\""},
 			"body":       {`{"a":1}`, `{"b":[2,1],"a":"x"}`, `{"kind":"flrh.action_receipt/1","output_digests":["b","a"]}`, `[1]`, `"s"`},
 			"usage":      {`{"cost_micros":1,"tokens":2}`, `null`},
 			"Kind":       {`"input"`},

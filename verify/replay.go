@@ -172,7 +172,7 @@ func (r *record) acceptedInput(i int, event []byte) (runner.Accepted, error) {
 		return decodeAcceptedAs(event, v.canonical)
 	}
 	m := v.members
-	return decodeAcceptedMembers(event, m[:len(acceptedMembers)], m[len(acceptedMembers)] == nil, v.canonical)
+	return decodeAcceptedMembers(event, m[:len(acceptedMembers)], m[len(acceptedMembers)] == nil, v.canonical, &v.input)
 }
 
 // sameIntent reports whether a committed intent's bytes are exactly the

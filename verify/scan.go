@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
@@ -184,13 +185,15 @@ func decodeAccepted(event []byte) (runner.Accepted, error) { return decodeAccept
 // record gives the record itself), which then answers for its body too.
 func decodeAcceptedAs(event []byte, canonical bool) (runner.Accepted, error) {
 	m, ok := jsonread.OnlyMembers(event, acceptedMembers...)
-	return decodeAcceptedMembers(event, m, ok, canonical)
+	return decodeAcceptedMembers(event, m, ok, canonical, nil)
 }
 
 // decodeAcceptedMembers is decodeAcceptedAs of a record whose members
 // acceptedMembers name were read as m (ok false: the member reader gave
-// up on the record).
-func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool) (runner.Accepted, error) {
+// up on the record). read, when not nil, is what acceptedInputFrom read
+// of the same members: a receipt's digest it read is taken from there
+// rather than made again.
+func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *acceptedInput) (runner.Accepted, error) {
 	var in runner.Accepted
 	for i := 0; ok && i < len(m); i++ {
 		if m[i] == nil || i == 6 {
@@ -206,7 +209,16 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool) (runner
 		// escapes and valid UTF-8 (encoding/json replaces invalid bytes
 		// with U+FFFD, which runner.DecodeAccepted then gives).
 		var v string
-		v, ok = jsonread.PlainText(m[i])
+		switch {
+		case i == 1:
+			v, ok = kindText(m[i])
+		case i == 5 && read != nil && read.read && read.digestRead && read.kind == "receipt":
+			// PlainString's reading of these bytes; PlainText's when
+			// they are valid UTF-8.
+			v, ok = read.digest, utf8.ValidString(read.digest)
+		default:
+			v, ok = jsonread.PlainText(m[i])
+		}
 		switch i {
 		case 1:
 			in.Kind = v
@@ -237,6 +249,26 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool) (runner
 	}
 	in.Body = body
 	return in, nil
+}
+
+// runnerKinds are the kinds of the inputs a runner accepts, each as the
+// text of a record's kind member spells it plainly.
+var runnerKinds = func() map[string]string {
+	kinds := map[string]string{}
+	for _, k := range []string{runner.KindInput, runner.KindChoice, runner.KindControl, runner.KindApprove,
+		runner.KindDeny, runner.KindCancel, runner.KindReconcile, "receipt"} {
+		kinds[`"`+k+`"`] = k
+	}
+	return kinds
+}()
+
+// kindText is jsonread.PlainText of a record's kind member, without a
+// copy of its text for a kind the runner names.
+func kindText(raw []byte) (string, bool) {
+	if k, ok := runnerKinds[string(raw)]; ok {
+		return k, true
+	}
+	return jsonread.PlainText(raw)
 }
 
 // bodyCanonical reports whether cjson.Canonicalize of an accepted input's

@@ -22,13 +22,20 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	var frontierIDs []string
 	var atoms []seam.Atom
 	var facts []seam.FactState
+	var room *projectRoom
 	for _, pre := range p.Preconditions {
 		e, bound := w.elig[pre]
 		if !bound {
 			frontierIDs = append(frontierIDs, pre)
 			continue
 		}
-		args := make([]any, len(e.args))
+		if reqs == nil {
+			// Room for every precondition at the first bound one (the
+			// lists stay nil when none is bound, as the seam reads them).
+			room = newProjectRoom(len(p.Preconditions))
+			reqs, atoms, facts = room.lists(len(p.Preconditions))
+		}
+		args := room.args(len(e.args))
 		for i, tmpl := range e.args {
 			args[i] = render(tmpl, a)
 		}
@@ -36,19 +43,13 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		if err != nil {
 			return nil, fmt.Sprintf("precondition %s: %v", pre, err)
 		}
-		if reqs == nil {
-			// Room for every precondition at the first bound one (the
-			// lists stay nil when none is bound, as the seam reads them).
-			n := len(p.Preconditions)
-			reqs, atoms, facts = make([]seam.FactRequirement, 0, n), make([]seam.Atom, 0, n), make([]seam.FactState, 0, n)
-		}
 		reqs = append(reqs, seam.FactRequirement{PreconditionID: pre, Literal: seam.Literal{Polarity: e.polarity, Atom: atom}})
 		t.explainEligibility(mat, p.ProposalID, pre, e, args)
 		if slices.Contains(atoms, atom) { // an atom is its canonical bytes
 			continue
 		}
 		atoms = append(atoms, atom)
-		pos, neg := w.supportIDs(mat, e.relation, args)
+		pos, neg := w.supportIDsIn(mat, e.relation, args, room.values(len(args)))
 		facts = append(facts, seam.FactState{Atom: atom, Positive: pos, Negative: neg})
 	}
 	slices.Sort(frontierIDs)
@@ -76,6 +77,65 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	body, ok := rec.bytes(&t.room)
 	t.noteBytes("seam.verdict", body, ok, rec.asMap)
 	return *proj.Command, ""
+}
+
+// projectRoom holds what projecting a proposal of few bound preconditions
+// builds: its requirements, atoms and fact states, and each bound
+// precondition's rendered arguments and their values as L reads them, in
+// one allocation. Each list is capped at its own room, so one that
+// outgrows it moves on its own (TestProjectRoomIsApart).
+type projectRoom struct {
+	reqs         [projectRoomPreconditions]seam.FactRequirement
+	atoms        [projectRoomPreconditions]seam.Atom
+	facts        [projectRoomPreconditions]seam.FactState
+	argv         [projectRoomArgs]any
+	vals         [projectRoomArgs]logic.Value
+	nargs, nvals int // how much of argv and vals is handed out
+}
+
+// The preconditions and arguments a projectRoom has room for: as many as
+// the seam keeps in a query of its own (smallReqs), some 480 bytes.
+const (
+	projectRoomPreconditions = 2
+	projectRoomArgs          = 4
+)
+
+// newProjectRoom is a room for a proposal of n preconditions, nil when
+// they are more than it holds (every list is then made on its own).
+func newProjectRoom(n int) *projectRoom {
+	if n > projectRoomPreconditions {
+		return nil
+	}
+	return new(projectRoom)
+}
+
+// lists are the requirement, atom and fact-state lists, empty with room
+// for n.
+func (r *projectRoom) lists(n int) ([]seam.FactRequirement, []seam.Atom, []seam.FactState) {
+	if r == nil {
+		return make([]seam.FactRequirement, 0, n), make([]seam.Atom, 0, n), make([]seam.FactState, 0, n)
+	}
+	return r.reqs[:0:n], r.atoms[:0:n], r.facts[:0:n]
+}
+
+// args is room for n rendered arguments.
+func (r *projectRoom) args(n int) []any {
+	if r == nil || r.nargs+n > len(r.argv) {
+		return make([]any, n)
+	}
+	a := r.argv[r.nargs : r.nargs+n : r.nargs+n]
+	r.nargs += n
+	return a
+}
+
+// values is room for n argument values.
+func (r *projectRoom) values(n int) []logic.Value {
+	if r == nil || r.nvals+n > len(r.vals) {
+		return make([]logic.Value, n)
+	}
+	v := r.vals[r.nvals : r.nvals+n : r.nvals+n]
+	r.nvals += n
+	return v
 }
 
 // lDigests are the digests of the L fixpoint and materialization the seam
@@ -250,8 +310,14 @@ func render(tmpl any, a action) any {
 // base supports by their derivation ids, rule supports by an id derived
 // from the rule instance.
 func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any) ([]string, []string) {
+	return w.supportIDsIn(mat, rel, args, make([]logic.Value, len(args)))
+}
+
+// supportIDsIn is supportIDs with the atom's fact's arguments written into
+// vals, of len(args).
+func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []any, vals []logic.Value) ([]string, []string) {
 	schema, _ := w.rules.SharedSchema(rel) // read only
-	f := logic.Fact{Rel: rel, Args: make([]logic.Value, len(args))}
+	f := logic.Fact{Rel: rel, Args: vals}
 	for i, a := range args {
 		v, err := value(a, schema[i])
 		if err != nil {

@@ -1,0 +1,61 @@
+package workflow
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/seam"
+)
+
+// TestProjectRoomIsApart hands out a projection room's lists, arguments
+// and values in drawn sizes, fills each (appending past its room, too),
+// and holds every piece to what was written into it: no piece reaches
+// another's, each is capped at its own length, and past the room each is
+// made on its own.
+func TestProjectRoomIsApart(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 6).Draw(rt, "preconditions")
+		r := newProjectRoom(n)
+		if (r == nil) != (n > projectRoomPreconditions) {
+			rt.Fatalf("room for %d preconditions: %v", n, r != nil)
+		}
+		reqs, atoms, facts := r.lists(n)
+		if len(reqs) != 0 || cap(reqs) != n || len(atoms) != 0 || cap(atoms) != n || len(facts) != 0 || cap(facts) != n {
+			rt.Fatalf("lists: %d/%d %d/%d %d/%d", len(reqs), cap(reqs), len(atoms), cap(atoms), len(facts), cap(facts))
+		}
+		grow := rapid.IntRange(0, 2).Draw(rt, "grow")
+		for i := range n + grow {
+			reqs = append(reqs, seam.FactRequirement{PreconditionID: fmt.Sprint("pre-", i)})
+			facts = append(facts, seam.FactState{Positive: []string{fmt.Sprint("pos-", i)}})
+		}
+		var argsOut [][]any
+		var valsOut [][]logic.Value
+		for k := range rapid.IntRange(0, 6).Draw(rt, "pieces") {
+			m := rapid.IntRange(0, 5).Draw(rt, "size")
+			a, v := r.args(m), r.values(m)
+			if len(a) != m || cap(a) != m || len(v) != m || cap(v) != m {
+				rt.Fatalf("piece %d of %d: args %d/%d values %d/%d", k, m, len(a), cap(a), len(v), cap(v))
+			}
+			for j := range m {
+				a[j] = fmt.Sprint(k, "-", j)
+				v[j] = logic.Num(int64(100*k + j))
+			}
+			argsOut, valsOut = append(argsOut, a), append(valsOut, v)
+		}
+		for i := range n + grow {
+			if reqs[i].PreconditionID != fmt.Sprint("pre-", i) || facts[i].Positive[0] != fmt.Sprint("pos-", i) {
+				rt.Fatalf("list entry %d changed: %v %v", i, reqs[i], facts[i])
+			}
+		}
+		for k := range argsOut {
+			for j := range argsOut[k] {
+				if argsOut[k][j] != fmt.Sprint(k, "-", j) || valsOut[k][j] != logic.Num(int64(100*k+j)) {
+					rt.Fatalf("piece %d entry %d changed: %v %v", k, j, argsOut[k][j], valsOut[k][j])
+				}
+			}
+		}
+	})
+}

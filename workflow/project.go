@@ -449,13 +449,26 @@ func authorityBatch(pb *frontier.PublishedBatch) authority.PublishedBatch {
 	// the package through the sealed-batch hook, holds the batch to the
 	// copied one).
 	b := authority.PublishedBatch{Batch: pb.SharedBatch()}
-	if n := pb.NumProposals(); n > 0 {
+	np, nv := pb.NumProposals(), pb.NumVerdicts()
+	if np == 1 && nv == 1 {
+		// A tick's batch, one proposal and its verdict: both lists in one
+		// allocation, each capped at its one entry.
+		both := new(struct {
+			p [1]protocol.EffectProposal
+			v [1]protocol.EligibilityVerdict
+		})
+		b.Proposals, b.Verdicts = both.p[:1:1], both.v[:1:1]
+		b.Proposals[0], _ = pb.ProposalAt(0).SharedProposal()
+		b.Verdicts[0], _ = pb.VerdictAt(0).SharedVerdict()
+		return b
+	}
+	if n := np; n > 0 {
 		b.Proposals = make([]protocol.EffectProposal, n)
 		for i := range n {
 			b.Proposals[i], _ = pb.ProposalAt(i).SharedProposal()
 		}
 	}
-	if n := pb.NumVerdicts(); n > 0 {
+	if n := nv; n > 0 {
 		b.Verdicts = make([]protocol.EligibilityVerdict, n)
 		for i := range n {
 			b.Verdicts[i], _ = pb.VerdictAt(i).SharedVerdict()

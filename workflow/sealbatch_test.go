@@ -26,7 +26,8 @@ func init() {
 
 // checkAuthorityBatch holds authorityBatch, whose lists share the sealed
 // values' arrays, to the batch built from R's copying accessors, and its
-// shared lists to capped ones (an append moves them).
+// shared lists, and its proposals and verdicts (one allocation for a
+// tick's batch), to capped ones (an append moves them).
 func checkAuthorityBatch(pb *frontier.PublishedBatch) error {
 	want := authority.PublishedBatch{Batch: pb.Batch()}
 	for _, v := range pb.Proposals() {
@@ -40,6 +41,9 @@ func checkAuthorityBatch(pb *frontier.PublishedBatch) error {
 	got := authorityBatch(pb)
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Errorf("authorityBatch:\n%#v\ncopied:\n%#v", got, want)
+	}
+	if cap(got.Proposals) != len(got.Proposals) || cap(got.Verdicts) != len(got.Verdicts) {
+		return fmt.Errorf("authorityBatch: the proposals or verdicts not capped")
 	}
 	if ids := got.Batch.ProposalIDs; cap(ids) != len(ids) {
 		return fmt.Errorf("authorityBatch: the batch's proposal ids not capped")

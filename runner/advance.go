@@ -79,6 +79,9 @@ type tick struct {
 	// changed once appended; a pointer into an array append has since
 	// outgrown still reads its record. Dropped with wire.
 	records []control.Record
+	// inputs holds the accepted inputs wire points at, as records holds
+	// its records. Dropped with wire.
+	inputs []tripwire.Input
 	// evMaps are the maps of evidence digests the pass has handed to the
 	// machine (evd), which the records of the pending tick hold; evUsed of
 	// them are held, the rest free since the last commit.
@@ -133,6 +136,7 @@ type passScratch struct {
 	wire    []tripwire.Event
 	evMaps  []map[string]string
 	bodies  []byte
+	inputs  []tripwire.Input
 	lists   boundaryLists
 	tick    store.Tick // a committed tick's arrays of records, emptied (spareTick)
 }
@@ -141,7 +145,7 @@ type passScratch struct {
 func (r *Runner) takeScratch(t *tick) {
 	if s, _ := r.scratch.Get().(*passScratch); s != nil {
 		t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
-		t.lists, t.pending = s.lists, s.tick
+		t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
 	}
 }
 
@@ -154,11 +158,12 @@ func (r *Runner) leaveScratch(t *tick) {
 	}
 	clear(t.records[:cap(t.records)])
 	clear(t.wire[:cap(t.wire)])
+	clear(t.inputs[:cap(t.inputs)])
 	t.lists.clear()
-	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], lists: t.lists,
+	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
 		tick: spareTick(&t.pending)})
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
-	t.lists, t.pending = boundaryLists{}, store.Tick{}
+	t.lists, t.pending, t.inputs = boundaryLists{}, store.Tick{}, nil
 }
 
 // dropRecords forgets the pending tick's wires and records once it has
@@ -166,7 +171,7 @@ func (r *Runner) leaveScratch(t *tick) {
 // for the next tick to write over: nothing but the store read those
 // bytes, and it keeps none of them.
 func (t *tick) dropRecords() {
-	t.wire, t.records, t.evUsed, t.bodies = t.wire[:0], t.records[:0], 0, t.bodies[:0]
+	t.wire, t.records, t.evUsed, t.bodies, t.inputs = t.wire[:0], t.records[:0], 0, t.bodies[:0], t.inputs[:0]
 }
 
 // evd returns a map of evidence digests holding the name and digest
@@ -812,7 +817,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	cfg := t.cp.Control
 	cfg.Context = guards
 	t.cp.Transitions++
-	e := control.Event{Type: typ, ActorRole: role, Capability: capability, EventID: eventID(t.run.ID, t.cp.Transitions)}
+	e := control.Event{Type: typ, ActorRole: role, Capability: capability, EventID: t.cp.ids.id(t.run.ID, t.cp.Transitions)}
 	// The machine writes the record as it steps, after the tick's records
 	// before it (t.bodies), where the records of the pass's committed ticks
 	// were: no allocation once the pass's buffer has grown to a tick's
@@ -845,11 +850,57 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 }
 
 // eventID is a runner-issued control event's id: the run's id, a colon and
-// the transition's number, in one allocation.
+// the transition's number, in one allocation. fireAs cuts it from a batch
+// (eventIDs); this is what the batch must spell.
 func eventID(runID string, n int64) string {
 	var buf [128]byte
 	b := append(append(buf[:0], runID...), ':')
 	return string(strconv.AppendInt(b, n, 10))
+}
+
+// eventIDs are the ids of a run's next transitions (eventID), spelled
+// one after another in one string and cut from it: one allocation for
+// idBatch transitions, where each id was one of its own.
+type eventIDs struct {
+	run  string
+	s    string
+	from int64        // the transition the first id is of
+	ends [idBatch]int // where each id ends in s
+}
+
+const idBatch = 16
+
+// id is eventID(runID, n).
+func (e *eventIDs) id(runID string, n int64) string {
+	i := uint64(n) - uint64(e.from) // n before from wraps past idBatch
+	if e.s == "" || e.run != runID || i >= idBatch {
+		e.fill(runID, n)
+		i = 0
+	}
+	start := 0
+	if i > 0 {
+		start = e.ends[i-1]
+	}
+	return e.s[start:e.ends[i]]
+}
+
+// fill spells the ids of transitions n to n+idBatch-1 of run runID (as
+// far as an int64 goes).
+func (e *eventIDs) fill(runID string, n int64) {
+	var buf [idBatch * 48]byte
+	b := buf[:0]
+	for i := range idBatch {
+		b = append(append(b, runID...), ':')
+		b = strconv.AppendInt(b, n+int64(i), 10)
+		e.ends[i] = len(b)
+		if n+int64(i) == math.MaxInt64 {
+			for j := i + 1; j < idBatch; j++ {
+				e.ends[j] = len(b) // not read: no transition follows
+			}
+			break
+		}
+	}
+	e.run, e.s, e.from = runID, string(b), n
 }
 
 // keepRecord keeps a copy of rec for the pending tick's wires and returns
@@ -860,6 +911,16 @@ func (t *tick) keepRecord(rec control.Record) *control.Record {
 	}
 	t.records = append(t.records, rec)
 	return &t.records[len(t.records)-1]
+}
+
+// keepInput keeps a copy of in for the pending tick's wires, as
+// keepRecord keeps records, and returns where it is.
+func (t *tick) keepInput(in tripwire.Input) *tripwire.Input {
+	if t.inputs == nil {
+		t.inputs = make([]tripwire.Input, 0, 2)
+	}
+	t.inputs = append(t.inputs, in)
+	return &t.inputs[len(t.inputs)-1]
 }
 
 // RefusedError reports a control event the FSM refused.
@@ -893,7 +954,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		return err
 	}
 	digest := store.BodyDigest(body)
-	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: &tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound}})
+	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: t.keepInput(tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound})})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
@@ -1141,7 +1202,14 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 	}
 	if len(t.cp.Ingest) > 0 {
 		next := t.cp.Ingest[0]
-		t.cp.Ingest = t.cp.Ingest[1:]
+		if len(t.cp.Ingest) == 1 {
+			// The last: its array is kept for the next receipt (emptied,
+			// not nil, which the checkpoint would write as null).
+			t.cp.Ingest[0] = pendingReceipt{}
+			t.cp.Ingest = t.cp.Ingest[:0]
+		} else {
+			t.cp.Ingest = t.cp.Ingest[1:]
+		}
 		body, err := keptBytes(next.Receipt)
 		if err != nil {
 			return true, err

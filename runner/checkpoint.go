@@ -65,6 +65,8 @@ type checkpoint struct {
 	// flush writes over it, so nothing but the store reads a checkpoint's
 	// body after its commit.
 	written []byte
+	// ids spells the ids of the run's next transitions (fireAs).
+	ids eventIDs
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.

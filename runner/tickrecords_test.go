@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 
@@ -17,6 +18,31 @@ func TestEventIDMatchesConcatenation(t *testing.T) {
 		n := rapid.Int64().Draw(t, "n")
 		if got, want := eventID(run, n), run+":"+strconv.FormatInt(n, 10); got != want {
 			t.Fatalf("eventID %q, want %q", got, want)
+		}
+	})
+}
+
+// The ids of a run's transitions cut from a spelled batch are eventID's,
+// whatever the run and the transition asked for next (the next one, as
+// a run goes, or any other).
+func TestEventIDsMatchEventID(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var ids eventIDs
+		runs := []string{rapid.String().Draw(t, "run"), rapid.String().Draw(t, "other")}
+		n := rapid.Int64().Draw(t, "n")
+		for range rapid.IntRange(1, 3*idBatch).Draw(t, "calls") {
+			run := runs[rapid.IntRange(0, 1).Draw(t, "which")]
+			switch rapid.IntRange(0, 3).Draw(t, "how") {
+			case 0:
+				n = rapid.Int64().Draw(t, "jump")
+			default:
+				if n < math.MaxInt64 {
+					n++
+				}
+			}
+			if got, want := ids.id(run, n), eventID(run, n); got != want {
+				t.Fatalf("id %q, want %q", got, want)
+			}
 		}
 	})
 }

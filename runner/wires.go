@@ -164,7 +164,7 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	// b's events and the report keep the records and their evidence: none
 	// of them is handed on (leaveScratch).
 	t.wire, t.records, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
-	t.lists = boundaryLists{}
+	t.lists, t.inputs = boundaryLists{}, nil
 	r.forget(t.run.ID)
 	rep, err := tripwire.NewReport(b, trips)
 	var names []string

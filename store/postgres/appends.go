@@ -47,6 +47,7 @@ type shape struct {
 	checkpoint bool
 	trace      bool
 	inboxEmpty bool
+	fence      bool   // the tick's fence folded in, as its first part
 	parts      uint16 // parts and guards added
 	wide       bool   // too many merged rows for the fields above: never cached
 }
@@ -126,6 +127,24 @@ func (a *appends) guard(exprs ...string) {
 	if a.text {
 		a.guards = append(a.guards, exprs...)
 	}
+}
+
+// foldFence makes the tick's fence (fenceAheadWrite, its parameters
+// fence: the statement's first) the statement's first part, f, and the
+// fence's guard its query's first expression, counting f's rows as the
+// query's aggregate. The server runs the query before the parts it does
+// not read, and its expressions in order, so the fence locks and checks
+// the run and sets the tick's time before any other part runs.
+func (a *appends) foldFence(fence []any) {
+	a.vals = append(a.vals, fence...)
+	a.shape.fence = true
+	a.shape.parts++ // the guard
+	if !a.text {
+		return
+	}
+	a.ctes = append(a.ctes, "f AS ("+fenceAheadWrite+" RETURNING 1)")
+	a.from = "f"
+	a.guards = append(a.guards, `flrh_expect_one(count(*), 'fence')`)
 }
 
 // intent merges the tick's i-th intent and its outbox row (in flight with

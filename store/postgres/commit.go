@@ -197,7 +197,11 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
 		tx.implicit = implicitTick
-		tx.Queue(fenceAheadSQL, aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)...)
+		fence := aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)
+		tx.Queue(fenceAheadSQL, fence...)
+		if foldsFence(tick) {
+			tx.fence = fence
+		}
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -207,6 +211,24 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		return h, false, nil
 	}
 	return next, true, err
+}
+
+// foldsFence reports whether the one-round-trip commit of tick may send
+// its fence as the first part of the tick's appended statement rather than
+// as a statement of its own (when nothing else of the tick is a statement
+// of its own: see queueAppends). One statement has one snapshot, taken
+// before the fence waits for the run's row; as two, the appended
+// statement's is taken after the fence has locked it. Every part of the
+// appended statement runs after the fence (the statement's query counts
+// the fence's rows first, the parts it does not read run after that query)
+// and finds its rows by their keys, an update re-reading a row changed
+// since the snapshot, but two parts read what they check from the
+// snapshot: the check that the inbox is left empty and the position of
+// the tick's own input. An input submitted while the fence waited (Submit
+// locks the run's row too) would be missed by both, so a tick with either
+// keeps the fence apart.
+func foldsFence(tick store.Tick) bool {
+	return !tick.ExpectInboxEmpty && len(tick.Submit) == 0
 }
 
 // testSetting, when set (by this package's tests, which do not run in
@@ -626,14 +648,16 @@ func closedWithResult(tick store.Tick) map[string]store.Receipt {
 // The fixed statements of a tick, built once.
 var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
-	// commitAhead).
-	fenceAheadSQL = expectOne(`WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
+	// commitAhead); fenceAheadWrite is its write, which a tick's appended
+	// statement may take as its first part instead (see foldsFence).
+	fenceAheadSQL   = expectOne(fenceAheadWrite, "fence")
+	fenceAheadWrite = `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
 	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-c AS MATERIALIZED (SELECT r.run_id, set_config('`+tickAt+`', (`+nowParam(9)+`)::text, true)::bigint AS now,
-	CASE WHEN $11 THEN `+lazyExpr+` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
+	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
 	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`, "fence")
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).
@@ -703,11 +727,26 @@ type eventColumns struct {
 // queueAppends queues the tick's appended statement, if it has anything
 // to append, as build adds it: the parameters in one pass, the text from
 // a tick of the same shape or, the first time, from a second pass.
+//
+// When the transaction's only queued statement is the fence of a tick that
+// may fold it (tx.fence, see foldsFence), the fence becomes the appended
+// statement's first part and is taken out of the queue: the tick is one
+// statement.
 func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	ap := appends{vals: make([]any, 0, 32)}
+	fence := tx.fence
+	if len(tx.pending) != 1 {
+		fence = nil // other statements of the tick come between
+	}
+	if fence != nil {
+		ap.foldFence(fence)
+	}
 	build(&ap)
-	if ap.shape.parts == 0 {
-		return
+	if ap.shape.parts == 0 || fence != nil && ap.shape.parts == 1 {
+		return // nothing appended: the fence, if queued, stays on its own
+	}
+	if fence != nil {
+		tx.pending, tx.used = nil, 0
 	}
 	if !ap.shape.wide {
 		if sql, ok := s.shapes.get(ap.shape); ok {
@@ -717,6 +756,9 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	}
 	k := ap.shape
 	ap.reset(true)
+	if fence != nil {
+		ap.foldFence(fence)
+	}
 	build(&ap)
 	sql := ap.sql()
 	if !k.wide {

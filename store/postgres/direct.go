@@ -375,6 +375,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	if lazy {
 		sqls = append(sqls, lazySQL)
 	}
+	if testSent != nil {
+		testSent(sqls)
+	}
 	test := -1
 	if t.testSetting != nil {
 		test = len(sqls)
@@ -511,6 +514,12 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 // parallel), is called once a direct commit's pipeline has been sent,
 // before its answers are read.
 var testAfterSync func(*pgconn.PgConn)
+
+// testSent, when set (by this package's tests, which do not run in
+// parallel), is told the statements of each direct commit as it starts:
+// BEGIN when it sends it, the queued writes and the lazy setting (not the
+// tests' reading of the setting, nor COMMIT).
+var testSent func(sqls []string)
 
 func containsString(ss []string, s string) bool {
 	for _, x := range ss {

@@ -40,6 +40,11 @@ type wtx struct {
 	// REPEATABLE READ (the one-round-trip tick, its fence checking the
 	// run on the row it locks).
 	implicit bool
+	// fence, on the one-round-trip tick that may fold its fence into its
+	// appended statement (foldsFence), is the fence's parameters; the
+	// fence is queued first, and queueAppends takes it out when it folds
+	// it.
+	fence []any
 	// failed, after a round trip the server refused, is the refused
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.

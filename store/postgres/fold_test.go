@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// sentWrites runs fn and returns the writes of each direct commit it
+// made (BEGIN and the lazy setting left out).
+func sentWrites(t *testing.T, fn func() error) [][]string {
+	t.Helper()
+	var sent [][]string
+	testSent = func(sqls []string) {
+		var w []string
+		for _, q := range sqls {
+			if q != beginSQL && q != lazySQL {
+				w = append(w, q)
+			}
+		}
+		sent = append(sent, w)
+	}
+	defer func() { testSent = nil }()
+	must(t, fn())
+	return sent
+}
+
+// A one-round-trip tick with nothing but appends (or an attempt result
+// closed by its receipt) is one statement, its fence folded in as the
+// first part; it runs after the fence whatever the session held before (a
+// part run first would read the tick's time before the fence set it, fail,
+// and send the tick the two-round-trip way: more commits, more
+// statements). Its rows carry the time the fence read after the lock.
+func TestFoldedFenceIsOneStatement(t *testing.T) {
+	forBothTicks(t, func(t *testing.T) {
+		schema := freshSchema(t)
+		s := openNamed(t, schema, "flrh-fold-"+schema, Options{MaxConns: 1})
+		adm := admin(t)
+		must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+		l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+		must(t, err)
+		body := []byte(`{"pay":1}`)
+		in := store.Intent{ID: "i", EffectType: "pay", IdempotencyKey: "k", ContentDigest: "c", Body: body, Digest: store.BodyDigest(body)}
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)},
+			Intents: []store.Intent{in}, Begin: []string{in.ID}}))
+
+		one := func(name string, tick store.Tick) {
+			t.Helper()
+			sent := sentWrites(t, func() error { return s.Commit(ctx, l, tick) })
+			if len(sent) != 1 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS (") {
+				t.Fatalf("%s: sent %d commits %q, want one of one statement with the fence folded in", name, len(sent), sent)
+			}
+		}
+		cp := []byte(`{"state":1}`)
+		one("appends", store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+			Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`1`)}}})
+		rb := []byte(`{"ok":true}`)
+		one("result with its receipt", store.Tick{ExpectHead: 2, MayLag: true, Events: []store.Event{storetest.Ev("C", `{"n":3}`)},
+			Results:  []store.AttemptResult{{IntentID: in.ID, N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+			Receipts: []store.Receipt{{IntentID: in.ID, Outcome: "applied", Body: rb, Digest: store.BodyDigest(rb)}}})
+
+		q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
+		var updated, evAt, rcAt, fin int64
+		must(t, adm.QueryRow(ctx, `SELECT updated_at FROM `+q("runs")+` WHERE run_id = 'r'`).Scan(&updated))
+		must(t, adm.QueryRow(ctx, `SELECT recorded_at FROM `+q("events")+` WHERE run_id = 'r' AND seq = 3`).Scan(&evAt))
+		must(t, adm.QueryRow(ctx, `SELECT recorded_at FROM `+q("receipts")+` WHERE intent_id = 'i'`).Scan(&rcAt))
+		must(t, adm.QueryRow(ctx, `SELECT finished_at FROM `+q("attempts")+` WHERE intent_id = 'i' AND n = 1`).Scan(&fin))
+		if evAt != updated || rcAt != updated || fin != updated {
+			t.Fatalf("the tick's rows at %d, %d, %d; the fence's time %d", evAt, rcAt, fin, updated)
+		}
+		if h := headOf(t, adm, schema, "r"); h != 3 {
+			t.Fatalf("head %d after three ticks of one event", h)
+		}
+
+		// A tick that checks the inbox, or appends its own input, keeps
+		// the fence a statement of its own.
+		two := func(name string, tick store.Tick) {
+			t.Helper()
+			sent := sentWrites(t, func() error { return s.Commit(ctx, l, tick) })
+			if len(sent) != 1 || len(sent[0]) != 2 || sent[0][0] != fenceAheadSQL {
+				t.Fatalf("%s: sent %d commits %q, want one of the fence and the appends", name, len(sent), sent)
+			}
+		}
+		two("inbox left empty", store.Tick{ExpectHead: 3, Events: []store.Event{storetest.Ev("D", `{"n":4}`)}, ExpectInboxEmpty: true})
+		ib := []byte(`{"a":1}`)
+		two("own input", store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)},
+			Submit:  []store.Inbound{{ID: "in1", RunID: "r", Kind: "input", ActorRole: "agent", Body: ib, Digest: store.BodyDigest(ib)}},
+			Consume: []string{"in1"}})
+	})
+}
+
+// An input submitted while a tick that expects the inbox left empty
+// waited for the run's row is seen by the tick's check: the tick is
+// refused and writes nothing. (Folded into one statement with the fence,
+// the check would read the snapshot taken before the wait and pass.) The
+// one-round-trip tick as BEGIN ISOLATION LEVEL REPEATABLE READ … COMMIT
+// reads the transaction's snapshot, taken before the wait, and is not
+// held to this.
+func TestInboxCheckAfterWaiting(t *testing.T) {
+	schema := freshSchema(t)
+	app := "flrh-inboxwait-" + schema
+	s := openNamed(t, schema, app, Options{})
+	adm := admin(t)
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+
+	// What Submit does, held open: the run's row locked, the input
+	// appended.
+	holder := admin(t)
+	tx, err := holder.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `SELECT FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'r' FOR NO KEY UPDATE`)
+	must(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "inbox"}.Sanitize()+` (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+		VALUES ('r', 1, 'in1', 'input', 'agent', '', '', '\x7b7d', 'sha256:x', 1)`)
+	must(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}, ExpectInboxEmpty: true})
+	}()
+	waitFor(t, func() bool {
+		var n int
+		must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
+		return n == 1
+	})
+	must(t, tx.Commit(ctx))
+	mustCode(t, <-done, store.CodeHeadMismatch)
+	evs, err := s.Events(ctx, "r", 0)
+	must(t, err)
+	if len(evs) != 1 || headOf(t, adm, schema, "r") != 1 {
+		t.Fatalf("a refused tick left events %+v", evs)
+	}
+}

@@ -140,3 +140,48 @@ func TestInboxCheckAfterWaiting(t *testing.T) {
 		t.Fatalf("a refused tick left events %+v", evs)
 	}
 }
+
+// A direct commit of one statement as the implicit transaction (the
+// folded tick) goes through the connection's exchange for one prepared
+// statement, not a pipeline: once its statement is prepared, a commit
+// allocates 4 times here (the test's own transaction and parameter among
+// them; through a pipeline, 14). Its outcome is the pipeline's: the write committed, and a
+// statement the server refuses rolls back and reports the commit unsent.
+func TestOneStatementCommitAllocatesLittle(t *testing.T) {
+	s := openNamed(t, freshSchema(t), "flrh-one", Options{MaxConns: 1})
+	conn, err := s.pool.Acquire(ctx)
+	must(t, err)
+	defer conn.Release()
+	must(t, conn.Conn().PgConn().Exec(ctx, `CREATE TEMP TABLE one (n bigint PRIMARY KEY)`).Close())
+	const ins = `INSERT INTO one (n) VALUES ($1)`
+	var n int64
+	commit := func() (*wtx, error) {
+		n++
+		tx := &wtx{conn: conn, implicit: true}
+		tx.Queue(ins, n)
+		return tx, tx.commit(ctx)
+	}
+	for range 3 {
+		if _, err := commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, err := commit(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 6 {
+		t.Fatalf("a one-statement commit allocates %.0f times", allocs)
+	}
+	var rows int64
+	must(t, conn.QueryRow(ctx, `SELECT count(*) FROM one`).Scan(&rows))
+	if rows != n {
+		t.Fatalf("%d rows after %d commits", rows, n)
+	}
+	n-- // the last key again
+	tx, err := commit()
+	if err == nil || tx.commitSent || tx.done {
+		t.Fatalf("a refused statement: error %v, sent %v, done %v", err, tx.commitSent, tx.done)
+	}
+}

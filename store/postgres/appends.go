@@ -134,7 +134,12 @@ func (a *appends) guard(exprs ...string) {
 // fence's guard its query's first expression, counting f's rows as the
 // query's aggregate. The server runs the query before the parts it does
 // not read, and its expressions in order, so the fence locks and checks
-// the run and sets the tick's time before any other part runs.
+// the run and sets the tick's time before any other part runs. When the
+// tick merges an attempt result closed by its receipt, the first such
+// result's update joins f instead and the query counts the update (see
+// closed): it updates nothing unless the fence moved the run, and the
+// fence runs before it changes a row, for the join has no row without
+// f's; two plan nodes fewer than a count of f and one of the update.
 func (a *appends) foldFence(fence []any) {
 	a.vals = append(a.vals, fence...)
 	a.shape.fence = true
@@ -196,8 +201,15 @@ func (a *appends) closed(i int, status, detail string, runID any, intentID strin
 		return
 	}
 	k := itoa(i)
+	from := ""
+	if a.from == "f" && len(a.guards) == 1 {
+		// The folded fence's only guard so far: the first result's
+		// update joins the fence's row instead, and the query counts the
+		// update (see foldFence).
+		a.from, a.guards, from = "", a.guards[:0], " FROM f"
+	}
 	a.ctes = append(a.ctes,
-		"ra"+k+` AS (UPDATE attempts SET status = `+st+`::text, detail = `+det+`, finished_at = `+at+`
+		"ra"+k+` AS (UPDATE attempts SET status = `+st+`::text, detail = `+det+`, finished_at = `+at+from+`
 	WHERE intent_id = `+id+` AND n = `+num+` RETURNING 1)`,
 		"ro"+k+` AS (UPDATE outbox SET status = 'done', route = `+rt+`, updated_at = `+at+` WHERE intent_id = `+id+` AND run_id = `+run+` RETURNING 1)`,
 		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)

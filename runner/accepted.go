@@ -59,9 +59,23 @@ func DecodeAccepted(event []byte) (Accepted, error) {
 // them), the body fits within the nesting limit one container deep, and
 // the record's kind names no set-like members.
 func encodeAccepted(in Accepted, body canonJSON) ([]byte, error) {
+	b := make([]byte, 0, len(in.Body)+len(in.Actor)+len(in.ActorRole)+len(in.Capability)+len(in.Digest)+len(in.Kind)+160)
+	if b, ok := appendAccepted(b, in, body); ok {
+		return b, nil
+	}
+	// The general path reports the refusal as it always has.
+	return encodeAcceptedValue(in)
+}
+
+// appendAccepted appends to b the bytes encodeAccepted returns, when its
+// member writer writes them (ok); otherwise what it appended is of no use
+// and encodeAcceptedValue says what they are. b's bytes before its length
+// are left as they were.
+func appendAccepted(b []byte, in Accepted, body canonJSON) ([]byte, bool) {
 	// Members in sorted order: actor, actor_role, body, capability,
 	// digest, kind, seq, usage.
-	w := cjson.Members{B: make([]byte, 0, len(in.Body)+len(in.Actor)+len(in.ActorRole)+len(in.Capability)+len(in.Digest)+len(in.Kind)+160)}
+	start := len(b)
+	w := cjson.Members{B: b}
 	w.Open()
 	w.Str("actor", in.Actor)
 	w.Str("actor_role", in.ActorRole)
@@ -80,11 +94,7 @@ func encodeAccepted(in Accepted, body canonJSON) ([]byte, error) {
 	}
 	w.Close()
 	proved := body.vouches(in.Body) && body.fitsAt(1) && cjson.SetLikePaths(in.Kind) == nil
-	if w.Err != nil || !proved && !cjson.IsCanonical(w.B) {
-		// The general path reports the refusal as it always has.
-		return encodeAcceptedValue(in)
-	}
-	return w.B, nil
+	return w.B, w.Err == nil && (proved || cjson.IsCanonical(w.B[start:]))
 }
 
 // encodeAcceptedValue is encodeAccepted through the value model: the

@@ -522,7 +522,10 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	p.ExpectHead = t.run.Head
 	p.ExpectInboxEmpty = t.inbox0 == inboxAssumed
-	p.Checkpoint = &store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
+	// The run's own, written over at its next flush: the store keeps
+	// none of a tick's checkpoint once Commit returns.
+	t.cp.stored = store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
+	p.Checkpoint = &t.cp.stored
 	p.State = t.cp.Control.State
 	if r.machine.Final(t.cp.Control.State) {
 		p.Outcome = r.machine.Outcome(t.cp.Control)
@@ -949,8 +952,17 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		l.Tokens += in.Usage.Tokens
 		l.CostMicros += in.Usage.CostMicros
 	}
-	body, err := encodeAccepted(in, proof)
-	if err != nil {
+	// Written after the tick's records before it (t.bodies), as fireAs
+	// writes control records.
+	if t.bodies == nil {
+		t.bodies = make([]byte, 0, tickBodies)
+	}
+	var body []byte
+	var err error
+	start := len(t.bodies)
+	if b, ok := appendAccepted(t.bodies, in, proof); ok {
+		body, t.bodies = b[start:len(b):len(b)], b
+	} else if body, err = encodeAcceptedValue(in); err != nil {
 		return err
 	}
 	digest := store.BodyDigest(body)

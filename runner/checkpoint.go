@@ -67,6 +67,9 @@ type checkpoint struct {
 	written []byte
 	// ids spells the ids of the run's next transitions (fireAs).
 	ids eventIDs
+	// stored is what the run's last flush handed the store's Commit as
+	// the tick's checkpoint (flush), written over at the next.
+	stored store.Checkpoint
 }
 
 // pendingReceipt is a committed receipt the run has still to accept.

@@ -377,7 +377,8 @@ type Store interface {
 
 	// Commit writes a tick atomically, fenced by lease. When it returns,
 	// whatever it returns, the store holds none of the tick's byte slices
-	// (bodies) nor its slices of records: what it keeps past the call, it
+	// (bodies), its slices of records nor its Checkpoint (the struct
+	// pointed to): what it keeps past the call, it
 	// keeps a copy of (CloneTick), so that the caller may write over every
 	// one of them at once, and reuse its buffers for its next tick. A
 	// lagging tick (MayLag) is no exception, though its transaction may

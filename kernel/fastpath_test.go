@@ -596,7 +596,7 @@ func TestLateRejectionsNameEventAndRevision(t *testing.T) {
 
 func TestValueDigestMatchesMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		domain := rapid.SampledFrom([]string{ValueObservation, ValueEffectAction, "é", "e\u0301"}).Draw(t, "domain")
+		domain := rapid.SampledFrom([]string{ValueObservation, ValueEffectAction, ValueEffectDestination, "é", "e\u0301"}).Draw(t, "domain")
 		v := genObject(t, "value")
 		if rapid.IntRange(0, 9).Draw(t, "nil") == 0 {
 			v = nil
@@ -605,6 +605,24 @@ func TestValueDigestMatchesMap(t *testing.T) {
 		want, err2 := valueDigestMap(domain, v)
 		if got != want || (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 			t.Fatalf("ValueDigest %s %v, map %s %v", got, err1, want, err2)
+		}
+	})
+}
+
+// TestDestinationDigestMemo holds the kept destination digest
+// (destinationMemo) to the map path over a run of destinations drawn from a
+// pool of two, so that a destination comes back after another and the same
+// one follows itself: a digest served for the wrong bytes fails here.
+func TestDestinationDigestMemo(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pool := []protocol.Object{genObject(t, "a"), genObject(t, "b")}
+		for i, n := 0, rapid.IntRange(1, 12).Draw(t, "n"); i < n; i++ {
+			v := pool[rapid.IntRange(0, 1).Draw(t, "pick")]
+			got, err1 := ValueDigest(ValueEffectDestination, v)
+			want, err2 := valueDigestMap(ValueEffectDestination, v)
+			if got != want || (err1 == nil) != (err2 == nil) {
+				t.Fatalf("ValueDigest %s %v, map %s %v", got, err1, want, err2)
+			}
 		}
 	})
 }

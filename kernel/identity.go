@@ -54,7 +54,7 @@ func ValueDigest(domain string, value protocol.Object) (string, error) {
 		case ValueEffectAction:
 			d = actionValues.DigestWritten(write)
 		case ValueEffectDestination:
-			d = destinationValues.DigestWritten(write)
+			d = destinationMemo.DigestWritten(&destinationValues, write)
 		default:
 			d = cjson.DigestWritten(write)
 		}
@@ -71,6 +71,12 @@ func ValueDigest(domain string, value protocol.Object) (string, error) {
 // value) proposal after proposal, from a kept SHA-256 state
 // (cjson.Prefix).
 var actionValues, destinationValues cjson.Prefix
+
+// destinationMemo keeps the last destination value's preimage and digest:
+// the proposals of a run, and the runs of a workflow, mostly name one
+// destination, whose digest is then served without hashing its bytes
+// again (cjson.Memo compares the whole preimage).
+var destinationMemo cjson.Memo
 
 const (
 	valueHeadBytes = `{"contract_version":"` + ContractVersion + `","domain":`

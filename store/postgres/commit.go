@@ -724,6 +724,12 @@ type eventColumns struct {
 	digests, prevs, chains hashColumns
 }
 
+// appendsParams is the room an appended statement's parameter list starts
+// with: a governed step's decision tick takes 41 parameters, its receipt
+// tick with the fence folded in 43, and a list regrown past its room is
+// copied into one twice its size.
+const appendsParams = 48
+
 // queueAppends queues the tick's appended statement, if it has anything
 // to append, as build adds it: the parameters in one pass, the text from
 // a tick of the same shape or, the first time, from a second pass.
@@ -733,7 +739,7 @@ type eventColumns struct {
 // statement's first part and is taken out of the queue: the tick is one
 // statement.
 func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
-	ap := appends{vals: make([]any, 0, 32)}
+	ap := appends{vals: make([]any, 0, appendsParams)}
 	fence := tx.fence
 	if len(tx.pending) != 1 {
 		fence = nil // other statements of the tick come between

@@ -185,3 +185,47 @@ func TestOneStatementCommitAllocatesLittle(t *testing.T) {
 		t.Fatalf("a refused statement: error %v, sent %v, done %v", err, tx.commitSent, tx.done)
 	}
 }
+
+// A governed step's two ticks fit their appended statement's parameters in
+// the list it starts with (appendsParams): the receipt tick with its fence
+// folded in and the decision tick with its input and the empty-inbox
+// check, as the refund agent's steps send them.
+func TestATicksParametersFitTheirList(t *testing.T) {
+	s := &Store{}
+	l := store.Lease{RunID: "r", Owner: "w", Generation: 1}
+	h := runHead{owner: "w", generation: 1, head: 2, hash: store.ChainHash("", 2, "d"), checkpoints: 1, trace: 1}
+	body := []byte(`{"a":1}`)
+	evs := make([]store.Event, 8)
+	for i := range evs {
+		evs[i] = storetest.Ev("control", `{"n":1}`)
+	}
+	cp := &store.Checkpoint{FormatVersion: 1, Body: body, Digest: store.BodyDigest(body)}
+	tr := []store.TraceRecord{{Kind: "t", Body: body}, {Kind: "t", Body: body}, {Kind: "t", Body: body}}
+	in := store.Intent{ID: "i", EffectType: "pay", IdempotencyKey: "k", ContentDigest: "c", Body: body, Digest: store.BodyDigest(body)}
+	for _, c := range []struct {
+		name string
+		tick store.Tick
+	}{
+		{"receipt", store.Tick{ExpectHead: 2, Events: evs, Checkpoint: cp, Trace: tr,
+			Results:  []store.AttemptResult{{IntentID: "i", N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+			Receipts: []store.Receipt{{IntentID: "i", Outcome: "applied", Body: body, Digest: store.BodyDigest(body)}}}},
+		{"decision", store.Tick{ExpectHead: 2, Events: evs, Checkpoint: cp, Trace: tr, ExpectInboxEmpty: true,
+			Intents: []store.Intent{in}, Begin: []string{"i"},
+			Submit:  []store.Inbound{{ID: "in", RunID: "r", Kind: "input", ActorRole: "agent", Body: body, Digest: store.BodyDigest(body)}},
+			Consume: []string{"in"}}},
+	} {
+		chains := chainOf(h.hash, h.head, c.tick.Events)
+		tx := &wtx{}
+		fence := aheadFenceArgs(s, l, c.tick, h, chains, false)
+		tx.Queue(fenceAheadSQL, fence...)
+		if foldsFence(c.tick) {
+			tx.fence = fence
+		}
+		next := h
+		must(t, s.queueTick(tx, l, c.tick, &next, chains, "", aheadBegin(c.tick), nil))
+		args := tx.pending[len(tx.pending)-1].Arguments
+		if cap(args) != appendsParams {
+			t.Errorf("%s tick: %d parameters in a list of %d, want the list it started with (%d)", c.name, len(args), cap(args), appendsParams)
+		}
+	}
+}

@@ -32,8 +32,12 @@ import (
 // call (withWriter, close). Statements are prepared once; an argument is
 // bound from what the caller holds, a TEXT or BLOB copied into one C
 // buffer the connection keeps (the driver's own copy, without its
-// allocations) and bound SQLITE_STATIC: the buffer is not written again
-// before the statement's bindings are cleared, after its reset. A failure
+// allocations) and bound SQLITE_STATIC: the buffer is written again only
+// by the next statement's binding, after this one's reset, and no
+// statement is stepped but right after every one of its parameters was
+// bound anew (bind). The bindings are not cleared after the reset:
+// sqlite3_clear_bindings marks a statement whose plan used a parameter's
+// value as expired, and SQLite prepared it again at its next step. A failure
 // is reported as the driver reports it (libError: the same text, the same
 // code), so every error the store maps is the one it was (decision 1726).
 
@@ -333,8 +337,6 @@ func (c *wconn) exec(query string, args []any) (wres, error) {
 	if rc := sqlite3.Xsqlite3_reset(c.tls, st.p); rc != sqlite3.SQLITE_OK && err == nil {
 		err = c.errstr(rc)
 	}
-	// Nothing stays bound to c.buf, which the next statement writes.
-	sqlite3.Xsqlite3_clear_bindings(c.tls, st.p)
 	return res, err
 }
 
@@ -404,7 +406,6 @@ func (c *wconn) queryRow(query string, args []any, r *wrow) {
 	if rc := sqlite3.Xsqlite3_reset(c.tls, st.p); rc != sqlite3.SQLITE_OK && err == nil && r.err == nil {
 		err = c.errstr(rc)
 	}
-	sqlite3.Xsqlite3_clear_bindings(c.tls, st.p)
 	if err != nil {
 		r.err = err
 	}

@@ -241,3 +241,46 @@ func TestWriterLibIsTheDriver(t *testing.T) {
 		sameOutcomesAndTables(rt, "through SQLite's interface", "through the driver", gotOut, wantOut, got, want)
 	})
 }
+
+// The writing connection prepares each statement once: over governed
+// steps (an input tick submitting and consuming an entry, an intent begun;
+// a lagging receipt tick), no statement kept on it was prepared again by
+// SQLite (SQLITE_STMTSTATUS_REPREPARE). It fails when the statements'
+// bindings are cleared after each run (sqlite3_clear_bindings marks a
+// statement whose plan used a parameter expired).
+func TestWriterStatementsPreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	s := openLingering(t, filepath.Join(t.TempDir(), "flrh.db"))
+	defer s.Close()
+	l := leasedRun(t, s)
+	head := int64(0)
+	for n := 0; n < 20; n++ {
+		id := fmt.Sprintf("i-%d", n)
+		in := storetest.Inb("r", fmt.Sprintf("in-%d", n), "input", fmt.Sprintf(`{"n":%d}`, n))
+		first := store.Tick{ExpectHead: head, State: "EFFECT", Submit: []store.Inbound{in}, Consume: []string{in.ID},
+			Intents: []store.Intent{storetest.In(id, "k-"+id, fmt.Sprint(n))}, Begin: []string{id},
+			Events: []store.Event{storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n))}, ExpectInboxEmpty: true}
+		if err := s.Commit(ctx, l, first); err != nil {
+			t.Fatal(err)
+		}
+		second := store.Tick{ExpectHead: head + 1, State: "INGEST", MayLag: true,
+			Results:  []store.AttemptResult{{IntentID: id, N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+			Receipts: []store.Receipt{{IntentID: id, Outcome: "confirmed_success", Body: []byte(`{"ok":true}`), Digest: store.BodyDigest([]byte(`{"ok":true}`))}},
+			Events:   []store.Event{storetest.Ev("E", fmt.Sprintf(`{"m":%d}`, n))}}
+		if err := s.Commit(ctx, l, second); err != nil {
+			t.Fatal(err)
+		}
+		head += 2
+	}
+	s.settle(ctx)
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if s.w.lc == nil {
+		t.Fatal("no writing connection")
+	}
+	for q, st := range s.w.lc.stmts {
+		if n := sqlite3.Xsqlite3_stmt_status(s.w.lc.tls, st.p, sqlite3.SQLITE_STMTSTATUS_REPREPARE, 0); n != 0 {
+			t.Errorf("prepared again %d times: %s", n, q)
+		}
+	}
+}

@@ -67,9 +67,7 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
 		}
 		ts := nanos(now)
-		// The values most statements bind, boxed once: the driver copies
-		// what it binds.
-		runArg, genArg, tsArg := any(lease.RunID), any(lease.Generation), any(ts)
+		runArg, genArg, tsArg := lease.RunID, lease.Generation, ts
 
 		// Events extend the hash chain, inserted a few hundred rows per
 		// statement (well inside SQLite's limit on bound parameters).
@@ -77,47 +75,28 @@ func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.
 		// (what packHash makes of its text) and is the next event's
 		// previous hash; it is hashed after the one before from that sum
 		// (store.ChainSumAfter), and only the last is made into its text,
-		// for the run's row. The digests' and chain hashes' bytes are cut
-		// from one buffer the writer reuses, a kind's value is boxed once,
-		// and the values every row shares are boxed once: the driver copies
-		// what it binds.
-		//
-		// Every sum is cut from the buffer at a multiple of 32 bytes, so
-		// the value bound for it is the writer's box of that slice of the
-		// buffer (sumBox), made once per slot while the buffer stays the
-		// same: three boxes an event fewer to allocate.
+		// for the run's row. The rows are kept typed in a list the writer
+		// reuses (eventRow) and bound as they are (insertEventRows).
 		head, hash := run.Head, run.HeadHash
-		var prev any
 		var sum [32]byte
 		for start := 0; start < len(tick.Events); start += eventsPerInsert {
 			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			args := tx.w.values[:0]
-			sums := slices.Grow(tx.w.sums[:0], 64*len(chunk)+32) // never grown below: what is bound from it stays put
-			if head != run.Head {
-				// The previous chunk's last chain hash, cut from the
-				// buffer this chunk overwrites: copied in first.
-				sums = append(sums, sum[:]...)
-				prev = tx.w.sumBox(sums, 0)
-			} else {
-				prev = tx.w.packHashBoxed(&sums, hash)
-			}
+			rows := tx.w.evRows[:0]
 			for _, ev := range chunk {
+				r := eventRow{kind: ev.Kind, body: ev.Body, digest: ev.Digest, prev: sum}
 				if head == run.Head {
+					r.prevText = hash
 					sum = store.ChainSum(hash, head+1, ev.Digest)
 				} else {
 					sum = store.ChainSumAfter(sum, head+1, ev.Digest)
 				}
 				head++
-				n := len(sums)
-				sums = append(sums, sum[:]...)
-				next := tx.w.sumBox(sums, n)
-				args = append(args, runArg, head, tx.w.kind(ev.Kind), ev.Body, tx.w.packHashBoxed(&sums, ev.Digest), prev, next, genArg, tsArg)
-				prev = next
+				r.head, r.next = head, sum
+				rows = append(rows, r)
 			}
-			_, err := s.exec(ctx, tx, insertEvents(len(chunk)), args...)
-			clear(args) // holds no event once bound
-			tx.w.values = args[:0]
-			tx.w.sums = sums[:0]
+			err := s.insertEventRows(ctx, tx, lease.RunID, lease.Generation, ts, rows)
+			clear(rows) // holds no event once bound
+			tx.w.evRows = rows[:0]
 			if err != nil {
 				return err
 			}
@@ -421,6 +400,71 @@ WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = 
 // eventsPerInsert bounds the rows of one INSERT INTO events, well inside
 // SQLite's limit on bound parameters.
 const eventsPerInsert = 500
+
+// eventRow is an event's row as a tick inserts it: its number, kind,
+// body and digest (bound as packHash binds the text), its previous hash
+// (the text prevText, the run's head, for the tick's first event; the
+// sum prev for the others) and its chain hash's sum.
+type eventRow struct {
+	head       int64
+	kind       string
+	body       []byte
+	digest     string
+	prevText   string
+	prev, next [32]byte
+}
+
+// insertEventRows inserts rows of run's events (generation gen, recorded
+// at ts) in one statement, after the run's row a lagging tick left to
+// write (flushRunRow). On the writing connection each value is bound as
+// it is, the sums from the row's arrays; via the driver as values
+// database/sql would hand on.
+func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, gen, ts int64, rows []eventRow) error {
+	if tx.lc == nil {
+		args := make([]any, 0, 9*len(rows))
+		for i := range rows {
+			r := &rows[i]
+			prev := packHash(r.prevText)
+			if r.prevText == "" {
+				prev = slices.Clone(r.prev[:])
+			}
+			args = append(args, run, r.head, r.kind, r.body, packHash(r.digest), prev, slices.Clone(r.next[:]), gen, ts)
+		}
+		_, err := s.exec(ctx, tx, insertEvents(len(rows)), args...)
+		return err
+	}
+	if err := s.flushRunRow(ctx, tx); err != nil {
+		return err
+	}
+	size := 0
+	for i := range rows {
+		r := &rows[i]
+		size += len(run) + len(r.kind) + len(r.body) + max(32, len(r.digest)) + max(32, len(r.prevText)) + 32
+	}
+	b, err := tx.lc.binder(insertEvents(len(rows)), size)
+	if err != nil {
+		return err
+	}
+	var sum [32]byte
+	for i := range rows {
+		r := &rows[i]
+		b.text(run)
+		b.int64(r.head)
+		b.text(r.kind)
+		b.blob(r.body)
+		b.hash(&sum, r.digest)
+		if r.prevText != "" {
+			b.hash(&sum, r.prevText)
+		} else {
+			b.blob(r.prev[:])
+		}
+		b.blob(r.next[:])
+		b.int64(gen)
+		b.int64(ts)
+	}
+	_, err = b.exec()
+	return err
+}
 
 // insertEvents is the statement that inserts n events. The texts for the
 // tick sizes a runner commits are built once: the statement cache is keyed

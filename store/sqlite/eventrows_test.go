@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -94,59 +92,6 @@ func TestEventRowsMatchTheChainDefinition(t *testing.T) {
 		}
 		if headHash != prev {
 			t.Fatalf("head hash %s, want %s", headHash, prev)
-		}
-	})
-}
-
-// packHashInto binds what packHash binds, appending a canonical hash's
-// bytes to the buffer and leaving what was there before.
-func TestPackHashIntoMatchesPackHash(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		buf := make([]byte, 0, 64)
-		buf = append(buf, rapid.SliceOfN(rapid.Byte(), 0, 32).Draw(t, "before")...)
-		before := string(buf)
-		h := drawHash(t, "hash")
-		got, want := packHashInto(&buf, h), packHash(h)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("packHashInto(%q) = %#v, packHash %#v", h, got, want)
-		}
-		if string(buf[:len(before)]) != before {
-			t.Fatalf("packHashInto changed the buffer's bytes before it")
-		}
-		if _, ok := want.([]byte); ok != (len(buf) == len(before)+32) {
-			t.Fatalf("packHashInto(%q) left %d bytes after %d", h, len(buf), len(before))
-		}
-	})
-}
-
-// The writer's boxed sums bind what packHash binds, each a slice of the
-// buffer as it is now at its slot: over drawn commits, each cutting its
-// sums from the reused buffer or from a larger one, every value is the
-// sum's bytes and shares the buffer's array at its offset (a box of an
-// array the buffer has left, or of another slot, fails).
-func TestSumBoxesAreTheBuffersSlots(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		var w writer
-		var buf []byte
-		for c := rapid.IntRange(1, 6).Draw(t, "commits"); c > 0; c-- {
-			n := rapid.IntRange(1, 12).Draw(t, "hashes")
-			buf = slices.Grow(buf[:0], 32*n+rapid.IntRange(0, 64).Draw(t, "room"))
-			for i := 0; i < n; i++ {
-				h := drawHash(t, "hash")
-				at := len(buf)
-				got, want := w.packHashBoxed(&buf, h), packHash(h)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("packHashBoxed(%q) = %#v, packHash %#v", h, got, want)
-				}
-				if b, ok := got.([]byte); ok {
-					if &b[0] != &buf[at] || cap(b) != 32 {
-						t.Fatalf("the box of slot %d is not the buffer's slot", at/32)
-					}
-					if v := w.sumBox(buf, at).([]byte); &v[0] != &buf[at] || !bytes.Equal(v, buf[at:at+32]) {
-						t.Fatalf("sumBox(%d) is not the buffer's slot", at)
-					}
-				}
-			}
 		}
 	})
 }

@@ -24,49 +24,6 @@ func packHash(s string) any {
 	return sum[:]
 }
 
-// packHashInto is packHash with the 32 bytes of a sum appended to *buf
-// (which must have room for them, so that nothing bound earlier from it
-// moves) and the value a slice of it: a tick's digests share one buffer
-// the writer reuses, the driver having copied them once bound.
-func packHashInto(buf *[]byte, s string) any {
-	var sum [32]byte
-	if !unhexSum(&sum, s) {
-		return s
-	}
-	n := len(*buf)
-	*buf = append(*buf, sum[:]...)
-	return (*buf)[n : n+32 : n+32]
-}
-
-// packHashBoxed is packHashInto with the value the writer's box of the
-// slice (sumBox): *buf's length must be a multiple of 32.
-func (w *writer) packHashBoxed(buf *[]byte, s string) any {
-	n := len(*buf)
-	v := packHashInto(buf, s)
-	if len(*buf) == n {
-		return v // the text as it is
-	}
-	return w.sumBox(*buf, n)
-}
-
-// sumBox is buf[n:n+32:n+32] as a value to bind (n a multiple of 32),
-// boxed once per slot of buf's array: a box holds where the slot is, not
-// what it holds, and the driver copies what it binds, so a box serves
-// every commit that cuts sums from the same array. A new array (the
-// buffer grown) drops the boxes of the old.
-func (w *writer) sumBox(buf []byte, n int) any {
-	base := &buf[:1][0]
-	if base != w.boxBase {
-		w.boxBase, w.boxes = base, w.boxes[:0]
-	}
-	k := n / 32
-	for len(w.boxes) <= k {
-		i := 32 * len(w.boxes)
-		w.boxes = append(w.boxes, any(buf[i:i+32:i+32]))
-	}
-	return w.boxes[k]
-}
-
 // unhexSum reads s, if it is "sha256:" and 64 lowercase hex digits, into
 // sum, and reports whether it was. Each digit's value is looked up in
 // hexValue, where a byte that is not a lowercase hex digit has a value

@@ -203,14 +203,8 @@ func (c *wconn) bind(st *libStmt, args []any) error {
 			size += len(a)
 		}
 	}
-	if size > c.bufCap {
-		fresh := max(size, 2*c.bufCap)
-		p := libc.Xmalloc(c.tls, types.Size_t(fresh))
-		if p == 0 {
-			return &libError{msg: "sqlite: cannot allocate the writer's buffer", code: sqlite3.SQLITE_NOMEM}
-		}
-		libc.Xfree(c.tls, c.buf)
-		c.buf, c.bufCap = p, fresh
+	if err := c.room(size); err != nil {
+		return err
 	}
 	at := c.buf
 	for i := 1; i <= n; i++ {
@@ -239,6 +233,103 @@ func (c *wconn) bind(st *libStmt, args []any) error {
 		}
 	}
 	return nil
+}
+
+// room makes c.buf hold at least size bytes. What was bound from it
+// before is not used again: every statement is bound anew before it runs.
+func (c *wconn) room(size int) error {
+	if size <= c.bufCap {
+		return nil
+	}
+	fresh := max(size, 2*c.bufCap)
+	p := libc.Xmalloc(c.tls, types.Size_t(fresh))
+	if p == 0 {
+		return &libError{msg: "sqlite: cannot allocate the writer's buffer", code: sqlite3.SQLITE_NOMEM}
+	}
+	libc.Xfree(c.tls, c.buf)
+	c.buf, c.bufCap = p, fresh
+	return nil
+}
+
+// binder binds a statement's parameters one after another, as bind
+// binds the values argValue makes, each TEXT or BLOB copied into c.buf:
+// for the writes that bind typed values rather than arguments boxed.
+// The first failure is kept and reported by exec.
+type binder struct {
+	c   *wconn
+	st  *libStmt
+	at  uintptr
+	i   int32
+	err error
+}
+
+// binder prepares query and makes room for size bytes of TEXTs and BLOBs.
+func (c *wconn) binder(query string, size int) (binder, error) {
+	st, err := c.prepare(query)
+	if err != nil {
+		return binder{}, err
+	}
+	if err := c.room(size); err != nil {
+		return binder{}, err
+	}
+	return binder{c: c, st: st, at: c.buf}, nil
+}
+
+func (b *binder) check(rc int32) {
+	if rc != sqlite3.SQLITE_OK && b.err == nil {
+		b.err = b.c.errstr(rc)
+	}
+}
+
+func (b *binder) int64(v int64) {
+	b.i++
+	b.check(sqlite3.Xsqlite3_bind_int64(b.c.tls, b.st.p, b.i, v))
+}
+
+func (b *binder) text(s string) {
+	b.i++
+	b.check(sqlite3.Xsqlite3_bind_text(b.c.tls, b.st.p, b.i, put(&b.at, s), int32(len(s)), 0))
+}
+
+// blob binds p as a BLOB, nil as NULL, as the driver binds a []byte.
+func (b *binder) blob(p []byte) {
+	b.i++
+	if p == nil {
+		b.check(sqlite3.Xsqlite3_bind_null(b.c.tls, b.st.p, b.i))
+		return
+	}
+	b.check(sqlite3.Xsqlite3_bind_blob(b.c.tls, b.st.p, b.i, put(&b.at, p), int32(len(p)), 0))
+}
+
+// hash binds h as packHash stores it: the 32 bytes of a canonical sum's
+// text (read through sum), any other text as it is.
+func (b *binder) hash(sum *[32]byte, h string) {
+	if unhexSum(sum, h) {
+		b.blob(sum[:])
+		return
+	}
+	b.text(h)
+}
+
+// exec runs the statement bound, as wconn.exec runs one; a statement
+// with parameters left unbound is refused as bind refuses it.
+func (b *binder) exec() (wres, error) {
+	c, st := b.c, b.st
+	err := b.err
+	if n := sqlite3.Xsqlite3_bind_parameter_count(c.tls, st.p); err == nil && b.i < n {
+		err = fmt.Errorf("missing argument with index %d", b.i+1)
+	}
+	if err == nil {
+		err = c.stepDone(st)
+	}
+	var res wres
+	if err == nil {
+		res.n = int64(sqlite3.Xsqlite3_changes(c.tls, c.db))
+	}
+	if rc := sqlite3.Xsqlite3_reset(c.tls, st.p); rc != sqlite3.SQLITE_OK && err == nil {
+		err = c.errstr(rc)
+	}
+	return res, err
 }
 
 // put copies b into c.buf at *at, moving *at past it, and returns where:

@@ -51,17 +51,11 @@ type writer struct {
 	stmts     map[string]driver.Stmt
 	row       wrow // the row queryRow read last
 	// Buffers reused from statement to statement and commit to commit:
-	// the driver copies what it binds before a statement returns.
-	args   []driver.NamedValue
-	values []any  // a multi-row INSERT's values
-	frame  []byte // a tick's trace frame
-	sums   []byte // a multi-row INSERT's digests and chain hashes
-	// boxes[k] is sums[32k:32k+32:32k+32] boxed, for the array boxBase
-	// begins (sumBox).
-	boxes   []any
-	boxBase *byte
-	kinds   []any // event kinds boxed, each a string (kind)
-	closed  bool  // Close ran
+	// what is bound is copied before a statement returns.
+	args   []driver.NamedValue // via the driver
+	evRows []eventRow          // a multi-row INSERT's events
+	frame  []byte              // a tick's trace frame
+	closed bool                // Close ran
 	// logSync: the connection is at synchronous=NORMAL in WAL mode and a
 	// durable COMMIT is followed by a sync of the log (linger.go). Unset
 	// (a database not in WAL mode) it stays at FULL and nothing lingers.
@@ -317,24 +311,6 @@ func (tx *wtx) bind(args []any) ([]driver.NamedValue, error) {
 	tx.w.args = nv
 	return nv, nil
 }
-
-// kind is k as a value to bind, boxed once per writer for the few kinds
-// a store records (a box is never changed; any other kind is boxed anew).
-func (w *writer) kind(k string) any {
-	for _, v := range w.kinds {
-		if v.(string) == k {
-			return v
-		}
-	}
-	v := any(k)
-	if len(w.kinds) < maxKinds {
-		w.kinds = append(w.kinds, v)
-	}
-	return v
-}
-
-// maxKinds bounds the kinds a writer keeps boxed.
-const maxKinds = 8
 
 // exec runs a statement inside tx, after the run's row a lagging tick
 // left to write (flushRunRow).

@@ -320,7 +320,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 			// Written when the next statement runs, unless the next write
 			// is a tick of the run that takes this row known, which writes
 			// the row itself (deferRunRow).
-			tx.w.deferRunRow(lease.RunID, head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg)
+			tx.w.deferRunRow(deferredRow{runID: lease.RunID, head: head, hash: hash, state: state, outcome: tick.Outcome,
+				ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN})
 		} else if _, err := s.exec(ctx, tx, updateRunRow,
 			head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
 			return err
@@ -341,23 +342,25 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 // updateRunRow writes a tick's changes to its run's row.
 const updateRunRow = `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`
 
-// deferredRow is a lagging tick's write of its run's row, not yet made.
+// deferredRow is a lagging tick's write of its run's row, not yet made:
+// updateRunRow's arguments.
 type deferredRow struct {
-	set   bool
-	runID string
-	args  [8]any // updateRunRow's
+	set                       bool
+	runID                     string
+	head                      int64
+	hash, state, outcome      string
+	ts, traceSeq, checkpointN int64
 }
 
-// deferRunRow keeps a lagging tick's write of its run's row (updateRunRow's
-// arguments) until the next statement on the connection, which writes it
+// deferRunRow keeps a lagging tick's write of its run's row until the next statement on the connection, which writes it
 // first (flushRunRow), or the next tick of the run, taking the row known
 // from this one, which writes every column of it itself. At C=1 a governed
 // step's receipt tick lags and the next step's input tick joins its
 // transaction: the row is written once for the two. Anything else runs a
 // statement first: a read of the row, a SAVEPOINT, a COMMIT.
-func (w *writer) deferRunRow(runID string, args ...any) {
-	w.deferred.set, w.deferred.runID = true, runID
-	copy(w.deferred.args[:], args)
+func (w *writer) deferRunRow(d deferredRow) {
+	d.set = true
+	w.deferred = d
 }
 
 // flushRunRow writes the run's row a lagging tick left to write, if any.
@@ -367,7 +370,7 @@ func (s *Store) flushRunRow(ctx context.Context, tx *wtx) error {
 		return nil
 	}
 	d.set = false
-	_, err := s.exec(ctx, tx, updateRunRow, d.args[:]...)
+	_, err := s.exec(ctx, tx, updateRunRow, d.head, d.hash, d.state, d.outcome, d.ts, d.traceSeq, d.checkpointN, d.runID)
 	return err
 }
 

@@ -527,13 +527,29 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	var c runCounters
 	var exp int64
 	r := store.Run{ID: lease.RunID}
-	dest := []any{&r.State, &r.Outcome, &r.Head, &r.HeadHash, &r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &c.traceSeq, &c.checkpointN}
-	q, args := fenceTickQuery, []any{lease.RunID}
+	// Read column by column as Scan reads them (wrow.str, wrow.i64),
+	// the destinations never handed on as interfaces.
+	var row *wrow
+	cols := 10
 	if pending {
-		q, args = fenceTickPendingQuery, []any{lease.RunID, lease.RunID}
-		dest = append(dest, &c.pending)
+		row, cols = s.queryRow(ctx, tx, fenceTickPendingQuery, lease.RunID, lease.RunID), 11
+	} else {
+		row = s.queryRow(ctx, tx, fenceTickQuery, lease.RunID)
 	}
-	err := s.queryRow(ctx, tx, q, args...).Scan(dest...)
+	err := row.check(cols)
+	err = row.str(err, 0, &r.State)
+	err = row.str(err, 1, &r.Outcome)
+	err = row.i64(err, 2, &r.Head)
+	err = row.str(err, 3, &r.HeadHash)
+	err = row.str(err, 4, &r.Lease.Owner)
+	err = row.i64(err, 5, &r.Lease.Generation)
+	err = row.i64(err, 6, &exp)
+	err = row.str(err, 7, &r.Quarantine)
+	err = row.i64(err, 8, &c.traceSeq)
+	err = row.i64(err, 9, &c.checkpointN)
+	if pending {
+		err = row.i64(err, 10, &c.pending)
+	}
 	if err != nil {
 		return r, c, err
 	}

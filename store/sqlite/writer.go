@@ -50,6 +50,7 @@ type writer struct {
 	conn      *sql.Conn
 	stmts     map[string]driver.Stmt
 	row       wrow // the row queryRow read last
+	tx        wtx  // the batch's transaction on lc (withWriter)
 	// Buffers reused from statement to statement and commit to commit:
 	// what is bound is copied before a statement returns.
 	args   []driver.NamedValue // via the driver
@@ -133,7 +134,9 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 				return err
 			}
 		}
-		f(&wtx{lc: s.w.lc, w: &s.w, open: s.w.linger != nil})
+		tx := &s.w.tx // the writer's: held by no one once f returns
+		*tx = wtx{lc: s.w.lc, w: &s.w, open: s.w.linger != nil}
+		f(tx)
 		return nil
 	}
 	if s.w.conn == nil {
@@ -503,6 +506,78 @@ func (r *wrow) Scan(dest ...any) error {
 		}
 	}
 	return nil
+}
+
+// check is Scan's first checks for n destinations: the row's error, and
+// as many columns as destinations.
+func (r *wrow) check(n int) error {
+	if r.err != nil {
+		return r.err
+	}
+	cols := len(r.vals)
+	if r.lib {
+		cols = len(r.cells)
+	}
+	if n != cols {
+		return fmt.Errorf("sql: expected %d destination arguments in Scan, not %d", cols, n)
+	}
+	return nil
+}
+
+// str and i64 are Scan of column i into a string or an int64, after err
+// (returned as it is if set), without handing the destination on as an
+// interface: a TEXT or an INTEGER as it is, any other value converted as
+// Scan converts it (strAny, i64Any).
+func (r *wrow) str(err error, i int, d *string) error {
+	if err != nil {
+		return err
+	}
+	if r.lib && r.cells[i].typ == sqlite3.SQLITE_TEXT {
+		*d = r.cells[i].s
+		return nil
+	}
+	v, err := strAny(r.value(i))
+	if err != nil {
+		return fmt.Errorf("sql: Scan error on column index %d: %w", i, err)
+	}
+	*d = v
+	return nil
+}
+
+func (r *wrow) i64(err error, i int, d *int64) error {
+	if err != nil {
+		return err
+	}
+	if r.lib && r.cells[i].typ == sqlite3.SQLITE_INTEGER {
+		*d = r.cells[i].i
+		return nil
+	}
+	v, err := i64Any(r.value(i))
+	if err != nil {
+		return fmt.Errorf("sql: Scan error on column index %d: %w", i, err)
+	}
+	*d = v
+	return nil
+}
+
+// value is column i as the driver hands it on.
+func (r *wrow) value(i int) driver.Value {
+	if r.lib {
+		return r.cells[i].value()
+	}
+	return r.vals[i]
+}
+
+func strAny(v driver.Value) (string, error) {
+	var s string
+	err := assign(&s, v)
+	return s, err
+}
+
+func i64Any(v driver.Value) (int64, error) {
+	var n int64
+	err := assign(&n, v)
+	return n, err
 }
 
 // scanCells is Scan of the cells read on the writing connection: a TEXT

@@ -59,6 +59,9 @@ type libStmt struct {
 	tls      *libc.TLS
 	p        uintptr
 	asDriver bool
+	// texts are, on the writing connection, the last short TEXT read in
+	// each column of the statement's rows (wconn.queryRow).
+	texts []string
 }
 
 // recordConns are the held reading connections: free ones, and how many

@@ -484,7 +484,7 @@ func (c *wconn) queryRow(query string, args []any, r *wrow) {
 			n := int(sqlite3.Xsqlite3_column_count(c.tls, st.p))
 			c.cells = c.cells[:0]
 			for i := range n {
-				c.cells = append(c.cells, st.cell(i))
+				c.cells = append(c.cells, st.keptCell(i, n))
 			}
 			r.cells, r.lib = c.cells, true
 		case sqlite3.SQLITE_DONE:
@@ -500,6 +500,34 @@ func (c *wconn) queryRow(query string, args []any, r *wrow) {
 	if err != nil {
 		r.err = err
 	}
+}
+
+// maxKeptText is the longest TEXT keptCell keeps: a run's state, its
+// lease's owner, its head's hash.
+const maxKeptText = 128
+
+// keptCell is cell for a row of n columns read by queryRow: a TEXT equal,
+// byte for byte, to the last one read in the same column of the
+// statement's rows is that string again, not a copy. The fence reads a
+// run's row tick after tick with the same state and lease owner; each was
+// a string allocated at every read. A string is never written over, so
+// handing the same one on to several callers is handing on its value.
+func (st *libStmt) keptCell(i, n int) wcell {
+	if st.typ(i) != sqlite3.SQLITE_TEXT {
+		return st.cell(i)
+	}
+	if len(st.texts) != n {
+		st.texts = make([]string, n)
+	}
+	b := st.textBytes(i)
+	if k := st.texts[i]; k == string(b) {
+		return wcell{typ: sqlite3.SQLITE_TEXT, s: k}
+	}
+	s := string(b)
+	if len(s) <= maxKeptText {
+		st.texts[i] = s
+	}
+	return wcell{typ: sqlite3.SQLITE_TEXT, s: s}
 }
 
 // cell reads column i of the current row.

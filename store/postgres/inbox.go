@@ -17,9 +17,18 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	}
 	// One round trip: BEGIN, one statement that locks the run's row, reads
 	// the earlier submission of this id and appends the event only when
-	// there is none and the run has not ended (waking idle runners if it
-	// did), and COMMIT. What it found decides the answer; when it appended
-	// nothing, the transaction commits nothing.
+	// there is none and the run has not ended (waking idle runners and
+	// counting the submission on the run's row if it did), and COMMIT.
+	// What it found decides the answer; when it appended nothing, the
+	// transaction commits nothing.
+	//
+	// The count changes the run's row, where a lock alone would leave it
+	// as it was: a tick at REPEATABLE READ whose snapshot was taken before
+	// this commit (its fence waited for the row this holds) fails to lock
+	// the row with a serialization failure, is run again on a snapshot
+	// that holds the input, and its check that the inbox is left empty
+	// sees it. The lock alone let the tick lock the row and read the inbox
+	// as it was before the input.
 	var found, pending int64
 	var outcome, digest *string
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
@@ -30,7 +39,8 @@ ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, cap
 	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
 	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
 	RETURNING 1),
-woken AS (SELECT pg_notify($9, $1) FROM ins)
+woken AS (SELECT pg_notify($9, $1) FROM ins),
+counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)
 SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT digest FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`,
 			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &digest, &pending) })

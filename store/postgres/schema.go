@@ -494,6 +494,20 @@ ALTER TABLE trace SET (toast_tuple_target = 8160);
 	{"events' runs looked up by key", eventsChecked("CREATE OR REPLACE FUNCTION", `
 	SELECT n.run_id INTO missing FROM (SELECT DISTINCT run_id FROM new_rows OFFSET 0) n
 	WHERE NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = n.run_id OFFSET 0) LIMIT 1;`) + "\n"},
+	// Submit counts the inputs it appends on the run's row, so that its
+	// commit changes the row a tick locks: a REPEATABLE READ tick whose
+	// snapshot is older than such a commit (taken before its lock waited,
+	// or before it reached the run in a group) then fails to lock the row
+	// with a serialization failure instead of checking an inbox older than
+	// the lock. Existing runs start at 0; the count is never read to
+	// decide anything else. A constant default: no row is rewritten. IF
+	// NOT EXISTS: an earlier version's schema holding the column (an
+	// earlier build ignores it, and the migration tests record their
+	// earlier versions' runs with this build's Submit, which writes it)
+	// keeps it as it is.
+	{"runs count their submissions", `
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS submissions bigint NOT NULL DEFAULT 0;
+`},
 }
 
 // eventsChecked is the statement that creates (create: "CREATE FUNCTION")

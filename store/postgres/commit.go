@@ -226,7 +226,10 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 // snapshot: the check that the inbox is left empty and the position of
 // the tick's own input. An input submitted while the fence waited (Submit
 // locks the run's row too) would be missed by both, so a tick with either
-// keeps the fence apart.
+// keeps the fence apart. (Submit's count on the run's row does not help
+// here: one READ COMMITTED statement's update of a row changed since its
+// snapshot reads the row again and goes on, where a REPEATABLE READ
+// transaction's lock of it fails; see decision 1730.)
 func foldsFence(tick store.Tick) bool {
 	return !tick.ExpectInboxEmpty && len(tick.Submit) == 0
 }

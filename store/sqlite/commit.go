@@ -596,12 +596,14 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 
 // cloneTick copies t with every slice and body its own, so that the
 // caller may reuse what it passed once Commit has returned. The bodies are
-// copied into the writer's arena, which is reused once the lagging
-// batch's transaction is over (endLinger): the copy is made for every
-// lagging tick and is needed only until then.
+// copied into the writer's arena and the slices into its arenas of their
+// types (tickArenas), which are reused once the lagging batch's
+// transaction is over (endLinger): the copy is made for every lagging
+// tick and is needed only until then.
 func (w *writer) cloneTick(t store.Tick) store.Tick {
+	a := &w.tickArenas
 	c := t
-	c.Events = slices.Clone(t.Events)
+	c.Events = cloneIn(&a.events, t.Events)
 	for i := range c.Events {
 		c.Events[i].Body = w.keep(c.Events[i].Body)
 	}
@@ -610,27 +612,74 @@ func (w *writer) cloneTick(t store.Tick) store.Tick {
 		cp.Body = w.keep(cp.Body)
 		c.Checkpoint = &cp
 	}
-	c.Intents = slices.Clone(t.Intents)
+	c.Intents = cloneIn(&a.intents, t.Intents)
 	for i := range c.Intents {
 		c.Intents[i].Body = w.keep(c.Intents[i].Body)
 	}
-	c.Approvals = slices.Clone(t.Approvals)
-	c.Results = slices.Clone(t.Results)
-	c.Receipts = slices.Clone(t.Receipts)
+	c.Approvals = cloneIn(&a.approvals, t.Approvals)
+	c.Results = cloneIn(&a.results, t.Results)
+	c.Receipts = cloneIn(&a.receipts, t.Receipts)
 	for i := range c.Receipts {
 		c.Receipts[i].Body = w.keep(c.Receipts[i].Body)
 	}
-	c.Consume = slices.Clone(t.Consume)
-	c.Begin = slices.Clone(t.Begin)
-	c.Submit = slices.Clone(t.Submit)
+	c.Consume = cloneIn(&a.ids, t.Consume)
+	c.Begin = cloneIn(&a.ids, t.Begin)
+	c.Submit = cloneIn(&a.submit, t.Submit)
 	for i := range c.Submit {
 		c.Submit[i].Body = w.keep(c.Submit[i].Body)
 	}
-	c.Trace = slices.Clone(t.Trace)
+	c.Trace = cloneIn(&a.trace, t.Trace)
 	for i := range c.Trace {
 		c.Trace[i].Body = w.keep(c.Trace[i].Body)
 	}
 	return c
+}
+
+// tickArenas hold the slices of the lagging ticks' copies (cloneTick)
+// until their transaction is over.
+type tickArenas struct {
+	events    []store.Event
+	intents   []store.Intent
+	approvals []store.ApprovalUse
+	results   []store.AttemptResult
+	receipts  []store.Receipt
+	ids       []string
+	submit    []store.Inbound
+	trace     []store.TraceRecord
+}
+
+// reset empties the arenas, dropping what their copies referred to:
+// nothing refers to the copies any more.
+func (a *tickArenas) reset() {
+	resetArena(&a.events)
+	resetArena(&a.intents)
+	resetArena(&a.approvals)
+	resetArena(&a.results)
+	resetArena(&a.receipts)
+	resetArena(&a.ids)
+	resetArena(&a.submit)
+	resetArena(&a.trace)
+}
+
+func resetArena[T any](a *[]T) {
+	clear(*a)
+	*a = (*a)[:0]
+}
+
+// cloneIn is slices.Clone(s), the copy appended to *arena: a full arena
+// is replaced by a larger one (the copies already made keep the old), and
+// the copy's capacity is its length, so that an append to it copies it
+// rather than write over what follows.
+func cloneIn[T any](arena *[]T, s []T) []T {
+	if len(s) == 0 {
+		return s[:0:0] // as slices.Clone
+	}
+	if cap(*arena)-len(*arena) < len(s) {
+		*arena = make([]T, 0, max(2*cap(*arena), len(s), 16))
+	}
+	n := len(*arena)
+	*arena = append(*arena, s...)
+	return (*arena)[n:len(*arena):len(*arena)]
 }
 
 // keep copies b into the writer's arena (nil stays nil). A full arena is

@@ -155,6 +155,7 @@ func (s *Store) endLinger(w *writer, committed bool) {
 	clear(w.lingered)
 	w.lingered = w.lingered[:0]
 	w.arena = w.arena[:0] // nothing refers to the copies any more
+	w.tickArenas.reset()
 	s.lingerOpen.Store(false)
 }
 

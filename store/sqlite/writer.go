@@ -69,6 +69,7 @@ type writer struct {
 	lingerRuns []string
 	lingered   []lingered // the lagging ticks run in it, in order
 	arena      []byte     // their bodies' copies
+	tickArenas tickArenas // their slices' copies
 	lost       map[string]bool
 	// known is the row of the run whose tick was the last write in the
 	// open transaction, as that tick left it; handed to the next write

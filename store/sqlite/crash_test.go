@@ -55,11 +55,11 @@ func crashWriter(path string) {
 	// Say once that commits were grouped, so the test knows a kill could
 	// land in the middle of a batch.
 	var grouped sync.Once
-	s.testBatch = func(reqs []context.Context) {
+	s.setTestBatch(func(reqs []context.Context) {
 		if len(reqs) > 1 {
 			grouped.Do(func() { fmt.Println("grouped") })
 		}
-	}
+	})
 	fmt.Println("ready")
 	// Say once that a tick committed in this process, so the test kills
 	// it only after it has made progress, however slow the machine.

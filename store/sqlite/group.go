@@ -164,7 +164,7 @@ func (s *Store) lead() {
 // runBatch runs a batch's writes in one transaction and decides each
 // caller's outcome.
 func (s *Store) runBatch(batch []*writeReq) {
-	if s.testBatch != nil {
+	if hook := s.testBatch.Load(); hook != nil {
 		var ctxs []context.Context // the callers' writes; a flush is none
 		for _, r := range batch {
 			if !r.flush {
@@ -172,7 +172,7 @@ func (s *Store) runBatch(batch []*writeReq) {
 			}
 		}
 		if len(ctxs) > 0 {
-			s.testBatch(ctxs)
+			(*hook)(ctxs)
 		}
 	}
 	failAll := func(err error) {

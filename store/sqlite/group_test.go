@@ -64,7 +64,7 @@ func forceBatch(t *testing.T, s *Store, hold func(ctx context.Context) error, wa
 	var batches [][]string
 	entered := make(chan struct{})
 	first := true
-	s.testBatch = func(reqs []context.Context) {
+	s.setTestBatch(func(reqs []context.Context) {
 		mu.Lock()
 		var tags []string
 		for _, r := range reqs {
@@ -81,8 +81,8 @@ func forceBatch(t *testing.T, s *Store, hold func(ctx context.Context) error, wa
 				time.Sleep(time.Millisecond)
 			}
 		}
-	}
-	defer func() { s.testBatch = nil }()
+	})
+	defer func() { s.setTestBatch(nil) }()
 	holdErr := make(chan error, 1)
 	go func() { holdErr <- hold(tagged("hold")) }()
 	<-entered
@@ -383,7 +383,7 @@ func TestBatchEqualsSerial(t *testing.T) {
 		setupGC(t, conc)
 		var mu sync.Mutex
 		var order []int
-		conc.testBatch = func(reqs []context.Context) {
+		conc.setTestBatch(func(reqs []context.Context) {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(reqs) > 1 {
@@ -392,7 +392,7 @@ func TestBatchEqualsSerial(t *testing.T) {
 			for _, r := range reqs {
 				order = append(order, r.Value(tagKey{}).(int))
 			}
-		}
+		})
 		got := make([]string, len(ops))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -494,7 +494,7 @@ func TestBatchSkipsCancelledCaller(t *testing.T) {
 	var once sync.Once
 	var batches [][]string
 	var mu sync.Mutex
-	s.testBatch = func(reqs []context.Context) {
+	s.setTestBatch(func(reqs []context.Context) {
 		mu.Lock()
 		var tags []string
 		for _, r := range reqs {
@@ -510,7 +510,7 @@ func TestBatchSkipsCancelledCaller(t *testing.T) {
 			}
 			cancel() // while both wait for the next batch
 		}
-	}
+	})
 	holdErr := make(chan error, 1)
 	go func() { holdErr <- commitOne(s, leases["h"], 0, `{"h":1}`)(tagged("hold")) }()
 	<-entered
@@ -521,7 +521,7 @@ func TestBatchSkipsCancelledCaller(t *testing.T) {
 	if err := <-holdErr; err != nil {
 		t.Fatal(err)
 	}
-	s.testBatch = nil
+	s.setTestBatch(nil)
 	if len(batches) != 2 || len(batches[1]) != 2 {
 		t.Fatalf("batches = %v", batches)
 	}
@@ -565,4 +565,13 @@ func TestUncancelledKeepsValuesNotCancellation(t *testing.T) {
 			t.Fatalf("uncancelled(%v) lost its value", ctx)
 		}
 	}
+}
+
+// setTestBatch sets (or, with nil, clears) the store's batch hook.
+func (s *Store) setTestBatch(f func(reqs []context.Context)) {
+	if f == nil {
+		s.testBatch.Store(nil)
+		return
+	}
+	s.testBatch.Store(&f)
 }

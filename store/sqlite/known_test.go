@@ -189,13 +189,13 @@ func TestWriteBetweenTicksInABatchForgetsTheRow(t *testing.T) {
 	release := make(chan struct{})
 	held := make(chan struct{})
 	first := true
-	s.testBatch = func([]context.Context) {
+	s.setTestBatch(func([]context.Context) {
 		if first {
 			first = false
 			close(held)
 			<-release
 		}
-	}
+	})
 	lagErr := make(chan error, 1)
 	go func() { lagErr <- s.Commit(ctx, l, lagTick(0, `{"n":1}`, true)) }()
 	<-held

@@ -55,9 +55,11 @@ type Store struct {
 
 	// Test hooks, nil outside this package's tests: testBatch sees each
 	// batch's callers' contexts in the order they will run, before any of
-	// them runs; testCommit, when it returns an error, fails the batch's
+	// them runs (held atomically: a lagging batch's timer may lead a
+	// batch after the test that set the hook has moved on to set
+	// another); testCommit, when it returns an error, fails the batch's
 	// COMMIT with it instead of committing.
-	testBatch  func(reqs []context.Context)
+	testBatch  atomic.Pointer[func(reqs []context.Context)]
 	testCommit func() error
 	// testLogSync, when set, is called before each sync of the log.
 	testLogSync func()

@@ -200,28 +200,40 @@ func (c *libConn) exec(query string) error {
 	return nil
 }
 
+// prepareLib prepares query's first statement on db through SQLite's
+// interface, out being room for the statement's pointer: the statement (0
+// when the text holds none) and SQLite's result code; err only when the
+// text cannot be handed to C.
+func prepareLib(tls *libc.TLS, db, out uintptr, query string) (p uintptr, rc int32, err error) {
+	q, err := libc.CString(query)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer libc.Xfree(tls, q)
+	if rc = sqlite3.Xsqlite3_prepare_v2(tls, db, q, -1, out, 0); rc != sqlite3.SQLITE_OK {
+		return 0, rc, nil
+	}
+	return readPointer(out), rc, nil
+}
+
 // prepare returns query's statement, preparing it the first time.
 func (c *libConn) prepare(query string) (*libStmt, error) {
 	if st := c.stmts[query]; st != nil {
 		return st, nil
 	}
-	q, err := libc.CString(query)
-	if err != nil {
-		return nil, err
-	}
-	defer libc.Xfree(c.tls, q)
 	pp := libc.Xmalloc(c.tls, 8)
 	if pp == 0 {
 		return nil, errLib
 	}
 	defer libc.Xfree(c.tls, pp)
-	if sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, q, -1, pp, 0) != sqlite3.SQLITE_OK {
-		return nil, errLib
+	p, rc, err := prepareLib(c.tls, c.db, pp, query)
+	if err != nil {
+		return nil, err
 	}
-	st := &libStmt{tls: c.tls, p: readPointer(pp)}
-	if st.p == 0 {
-		return nil, errLib // no statement in the text
+	if rc != sqlite3.SQLITE_OK || p == 0 {
+		return nil, errLib // refused, or no statement in the text
 	}
+	st := &libStmt{tls: c.tls, p: p}
 	n := int32(sqlite3.Xsqlite3_column_count(c.tls, st.p))
 	for i := range n {
 		switch strings.ToUpper(libc.GoString(sqlite3.Xsqlite3_column_decltype(c.tls, st.p, i))) {

@@ -171,15 +171,14 @@ func (c *wconn) prepare(query string) (*libStmt, error) {
 	if st := c.stmts[query]; st != nil {
 		return st, nil
 	}
-	q, err := libc.CString(query)
+	p, rc, err := prepareLib(c.tls, c.db, c.out, query)
 	if err != nil {
 		return nil, err
 	}
-	defer libc.Xfree(c.tls, q)
-	if rc := sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, q, -1, c.out, 0); rc != sqlite3.SQLITE_OK {
+	if rc != sqlite3.SQLITE_OK {
 		return nil, c.errstr(rc)
 	}
-	st := &libStmt{tls: c.tls, p: readPointer(c.out)}
+	st := &libStmt{tls: c.tls, p: p}
 	if st.p == 0 {
 		return nil, fmt.Errorf("sqlite: no statement in %q", query)
 	}
@@ -319,17 +318,7 @@ func (b *binder) exec() (wres, error) {
 	if n := sqlite3.Xsqlite3_bind_parameter_count(c.tls, st.p); err == nil && b.i < n {
 		err = fmt.Errorf("missing argument with index %d", b.i+1)
 	}
-	if err == nil {
-		err = c.stepDone(st)
-	}
-	var res wres
-	if err == nil {
-		res.n = int64(sqlite3.Xsqlite3_changes(c.tls, c.db))
-	}
-	if rc := sqlite3.Xsqlite3_reset(c.tls, st.p); rc != sqlite3.SQLITE_OK && err == nil {
-		err = c.errstr(rc)
-	}
-	return res, err
+	return c.finish(st, err)
 }
 
 // put copies b into c.buf at *at, moving *at past it, and returns where:
@@ -418,6 +407,13 @@ func (c *wconn) exec(query string, args []any) (wres, error) {
 		return wres{}, err
 	}
 	err = c.bind(st, args)
+	return c.finish(st, err)
+}
+
+// finish runs st, whose arguments are bound unless err says why not, to
+// its end and resets it: the rows it changed, or the first error of the
+// binding, the steps and the reset.
+func (c *wconn) finish(st *libStmt, err error) (wres, error) {
 	if err == nil {
 		err = c.stepDone(st)
 	}
@@ -573,15 +569,14 @@ func (c *wconn) cacheWrites() (int, bool) {
 // takes effect when SQLite prepares it), and returns the first column of
 // its first row as the driver hands it on (nil if none).
 func (c *wconn) once(query string) (driver.Value, error) {
-	q, err := libc.CString(query)
+	p, rc, err := prepareLib(c.tls, c.db, c.out, query)
 	if err != nil {
 		return nil, err
 	}
-	defer libc.Xfree(c.tls, q)
-	if rc := sqlite3.Xsqlite3_prepare_v2(c.tls, c.db, q, -1, c.out, 0); rc != sqlite3.SQLITE_OK {
+	if rc != sqlite3.SQLITE_OK {
 		return nil, c.errstr(rc)
 	}
-	st := &libStmt{tls: c.tls, p: readPointer(c.out)}
+	st := &libStmt{tls: c.tls, p: p}
 	if st.p == 0 {
 		return nil, nil
 	}

@@ -93,6 +93,17 @@ func bigTick(head int64, approval string, check func(store.Approval, time.Time) 
 		Trace:      []store.TraceRecord{{Kind: "tick", Body: []byte(`{}`)}}}
 }
 
+// oneEventRun makes run "r" on s, leased to "w", with one event A at its
+// head, and returns the lease.
+func oneEventRun(t testing.TB, s *Store) store.Lease {
+	t.Helper()
+	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+	return l
+}
+
 func setupRun(t testing.TB, s *Store, run string, approvals ...string) store.Lease {
 	t.Helper()
 	must(t, s.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", State: "S"}))

@@ -107,10 +107,7 @@ func TestInboxCheckAfterWaiting(t *testing.T) {
 	app := "flrh-inboxwait-" + schema
 	s := openNamed(t, schema, app, Options{})
 	adm := admin(t)
-	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-	must(t, err)
-	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+	l := oneEventRun(t, s)
 
 	// What Submit does, held open: the run's row locked, the input
 	// appended.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,10 +45,7 @@ func TestImplicitTickAnswerLost(t *testing.T) {
 		schema := freshSchema(t)
 		s := openNamed(t, schema, "flrh-lost-"+schema, Options{})
 		adm := admin(t)
-		must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-		l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-		must(t, err)
-		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+		l := oneEventRun(t, s)
 
 		calls := 0
 		testAfterSync = func(pc *pgconn.PgConn) {
@@ -84,10 +80,7 @@ func TestImplicitTickFenceAfterWaiting(t *testing.T) {
 		app := "flrh-waiting-" + schema
 		s := openNamed(t, schema, app, Options{})
 		adm := admin(t)
-		must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-		l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-		must(t, err)
-		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+		l := oneEventRun(t, s)
 
 		holder := admin(t)
 		tx, err := holder.Begin(ctx)

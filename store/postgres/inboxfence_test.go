@@ -61,10 +61,7 @@ func TestInputSubmittedWhileTickWaits(t *testing.T) {
 				s := openNamed(t, schema, app, Options{})
 				sub := openNamed(t, schema, subApp, Options{})
 				adm := admin(t)
-				must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-				l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
-				must(t, err)
-				must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)}}))
+				l := oneEventRun(t, s)
 				if path == "two round trips" {
 					s.heads.forget("r")
 				}

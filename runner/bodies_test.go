@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -13,9 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flrh.dev/flrh/control"
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
-	"flrh.dev/flrh/internal/openended"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -106,23 +102,7 @@ func reuseRun(ctx context.Context, t *testing.T, poison bool) (string, *reusingS
 	t.Helper()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	clock := func() time.Time { return at }
-	wf, err := openended.RefundAgent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
-		t.Fatal(err)
-	}
+	wf, st, sb, reg := refundOnSQLite(ctx, t, sqlite.Options{Clock: clock})
 	rs := &reusingStore{Store: st, poison: poison}
 	r, err := runner.New(runner.Config{Store: rs, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "node-1", Clock: clock})
 	if err != nil {

@@ -57,7 +57,7 @@ func (s *lossyStore) Unwrap() store.Store { return s.Store }
 func TestLostLaggingCommitIsRecoveredByReconciliation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	wf, st, sb, reg := refundOnSQLite(ctx, t)
+	wf, st, sb, reg := refundOnSQLite(ctx, t, sqlite.Options{})
 	lossy := &lossyStore{Store: st}
 	start := func() *runner.Runner {
 		r, err := runner.New(runner.Config{Store: lossy, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "node-1",
@@ -172,13 +172,13 @@ func TestLostLaggingCommitIsRecoveredByReconciliation(t *testing.T) {
 // refundOnSQLite opens the refund agent, a SQLite store in a temporary
 // directory (closed when the test ends), a sandbox destination and a
 // registry with its adapter for refund.pay.
-func refundOnSQLite(ctx context.Context, t *testing.T) (*bundle.Workflow, *sqlite.Store, *sandbox.Sandbox, *effect.Registry) {
+func refundOnSQLite(ctx context.Context, t *testing.T, opts sqlite.Options) (*bundle.Workflow, *sqlite.Store, *sandbox.Sandbox, *effect.Registry) {
 	t.Helper()
 	wf, err := openended.RefundAgent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

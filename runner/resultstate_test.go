@@ -10,6 +10,7 @@ import (
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/verify"
 )
 
@@ -59,7 +60,7 @@ func (w *statesKept) changed() int {
 func TestDecidedStatesAreNeverChanged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	inner, st, sb, reg := refundOnSQLite(ctx, t)
+	inner, st, sb, reg := refundOnSQLite(ctx, t, sqlite.Options{})
 	wf := &statesKept{Workflow: inner}
 	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "node-1"})
 	if err != nil {

@@ -30,3 +30,13 @@ func TestDefaultPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalImports: a pure package may import a package of the
+// module's internal tree only when it is pure or vouched for.
+func TestInternalImports(t *testing.T) {
+	if err := Analyzer.Flags.Set("pure", Module+"/purepkg"); err != nil {
+		t.Fatal(err)
+	}
+	defer Analyzer.Flags.Set("pure", "")
+	analysistest.Run(t, analysistest.TestData(), Analyzer, Module+"/purepkg")
+}

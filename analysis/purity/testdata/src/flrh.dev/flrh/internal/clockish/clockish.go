@@ -1,0 +1,3 @@
+package clockish
+
+func Now() int64 { return 0 }

@@ -1,0 +1,3 @@
+package unchanged
+
+func String(b []byte) string { return string(b) }

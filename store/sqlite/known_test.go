@@ -63,19 +63,9 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 
 		play := func(s *Store) ([]string, map[string][]string) {
 			ctx := context.Background()
-			leases := make([]store.Lease, len(runs))
+			leases := leaseRuns(rt, s, runs)
 			heads := make([]int64, len(runs))
 			pending := make([][]string, len(runs))
-			for i, id := range runs {
-				if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
-					rt.Fatal(err)
-				}
-				l, err := s.AcquireLease(ctx, id, "w", time.Hour)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				leases[i] = l
-			}
 			var out []string
 			submitted := 0
 			for i, o := range ops {
@@ -124,18 +114,8 @@ func TestKnownRunMatchesReadRow(t *testing.T) {
 					_, err = s.Run(ctx, id)
 					out = append(out, fmt.Sprintf("%d read %s: %s", i, id, store.CodeOf(err)))
 					continue
-				case "consume":
-					tk.Consume = slices.Clone(pending[o.run])
-				case "own":
-					submitted++
-					in := storetest.Inb(id, fmt.Sprintf("in%d", submitted), "approval", fmt.Sprintf(`{"own":%d}`, i))
-					tk.Submit, tk.Consume, tk.MayLag = []store.Inbound{in}, []string{in.ID}, false
-				case "stale":
-					tk.ExpectHead++
-				case "fenced":
-					l.Generation++
-				case "end":
-					tk.Outcome, tk.MayLag = "done", false
+				case "consume", "own", "stale", "fenced", "end":
+					shapeTwinTick(o.kind, id, i, &submitted, pending[o.run], &tk, &l)
 				}
 				err = s.Commit(ctx, l, tk)
 				out = append(out, fmt.Sprintf("%d %s %s: %s", i, o.kind, id, store.CodeOf(err)))
@@ -275,5 +255,43 @@ func TestTickAfterACommitTakesTheCarriedRow(t *testing.T) {
 	}
 	if reads != 2 {
 		t.Fatalf("the tick after another process's commit read the run's row %d times in all, want 2", reads)
+	}
+}
+
+// leaseRuns creates each of runs on s, in state S, and leases it to "w":
+// the start of a differential sequence.
+func leaseRuns(rt *rapid.T, s *Store, runs []string) []store.Lease {
+	leases := make([]store.Lease, len(runs))
+	for i, id := range runs {
+		if err := s.CreateRun(context.Background(), store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
+			rt.Fatal(err)
+		}
+		l, err := s.AcquireLease(context.Background(), id, "w", time.Hour)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		leases[i] = l
+	}
+	return leases
+}
+
+// shapeTwinTick applies to tk (and its lease l) the kinds of step both
+// differential sequences draw that only shape a tick of run at step i:
+// consume what was submitted (pending), submit and consume an input of its
+// own (counted in *submitted), a stale head, a stale lease, an end.
+func shapeTwinTick(kind, run string, i int, submitted *int, pending []string, tk *store.Tick, l *store.Lease) {
+	switch kind {
+	case "consume":
+		tk.Consume = slices.Clone(pending)
+	case "own":
+		*submitted++
+		in := storetest.Inb(run, fmt.Sprintf("in%d", *submitted), "approval", fmt.Sprintf(`{"own":%d}`, i))
+		tk.Submit, tk.Consume, tk.MayLag = []store.Inbound{in}, []string{in.ID}, false
+	case "stale":
+		tk.ExpectHead++
+	case "fenced":
+		l.Generation++
+	case "end":
+		tk.Outcome, tk.MayLag = "done", false
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -86,20 +85,10 @@ func TestWriterLibIsTheDriver(t *testing.T) {
 
 		play := func(s *Store, path string) ([]string, map[string][]string) {
 			ctx := context.Background()
-			leases := make([]store.Lease, len(runs))
+			leases := leaseRuns(rt, s, runs)
 			heads := make([]int64, len(runs))
 			pending := make([][]string, len(runs))
 			var intents [][2]string // id, key
-			for i, id := range runs {
-				if err := s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}); err != nil {
-					rt.Fatal(err)
-				}
-				l, err := s.AcquireLease(ctx, id, "w", time.Hour)
-				if err != nil {
-					rt.Fatal(err)
-				}
-				leases[i] = l
-			}
 			var out []string
 			submitted := 0
 			pickIntent := func(k int) [2]string {
@@ -202,21 +191,11 @@ func TestWriterLibIsTheDriver(t *testing.T) {
 					tk.Intents = []store.Intent{in}
 					tk.Approvals = []store.ApprovalUse{{ApprovalID: in.ApprovalID, IntentID: in.ID}}
 					newIntent = [2]string{in.ID, in.IdempotencyKey}
-				case "consume":
-					tk.Consume = slices.Clone(pending[o.run])
-				case "own":
-					submitted++
-					in := storetest.Inb(id, fmt.Sprintf("in%d", submitted), "approval", fmt.Sprintf(`{"own":%d}`, i))
-					tk.Submit, tk.Consume, tk.MayLag = []store.Inbound{in}, []string{in.ID}, false
+				case "consume", "own", "stale", "fenced", "end":
+					shapeTwinTick(o.kind, id, i, &submitted, pending[o.run], &tk, &l)
 				case "owndup":
 					in := storetest.Inb(id, "in1", "approval", fmt.Sprintf(`{"own":%d}`, i))
 					tk.Submit, tk.Consume, tk.MayLag = []store.Inbound{in}, []string{in.ID}, false
-				case "stale":
-					tk.ExpectHead++
-				case "fenced":
-					l.Generation++
-				case "end":
-					tk.Outcome, tk.MayLag = "done", false
 				}
 				err = s.Commit(ctx, l, tk)
 				out = append(out, fmt.Sprintf("%d %s %s: %v", i, o.kind, id, err))

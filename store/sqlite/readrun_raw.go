@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"math/bits"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -138,13 +137,9 @@ func (rc *recordConns) close() {
 // openLibConn opens a connection on dsn as the driver opens one, without
 // its mutex, and runs the dsn's pragmas on it as the driver does.
 func openLibConn(dsn string) (*libConn, error) {
-	var pragmas []string
-	if at := strings.IndexByte(dsn, '?'); at >= 0 {
-		q, err := url.ParseQuery(dsn[at+1:])
-		if err != nil {
-			return nil, err
-		}
-		pragmas = q["_pragma"]
+	pragmas, err := dsnPragmas(dsn)
+	if err != nil {
+		return nil, err
 	}
 	c := &libConn{tls: libc.NewTLS(), stmts: map[string]*libStmt{}}
 	name, err := libc.CString(dsn)

@@ -69,9 +69,9 @@ func (e *libError) Error() string { return e.msg }
 // Code is SQLite's (extended) result code.
 func (e *libError) Code() int { return e.code }
 
-// openWConn opens dsn as the driver opens a connection, without its
-// mutex, and runs the dsn's pragmas on it as the driver does.
-func openWConn(dsn string) (*wconn, error) {
+// dsnPragmas returns the pragmas dsn's query names (_pragma), in the
+// order the driver runs them: busy_timeout first, the rest by their text.
+func dsnPragmas(dsn string) ([]string, error) {
 	var pragmas []string
 	if at := strings.IndexByte(dsn, '?'); at >= 0 {
 		q, err := url.ParseQuery(dsn[at+1:])
@@ -80,7 +80,6 @@ func openWConn(dsn string) (*wconn, error) {
 		}
 		pragmas = q["_pragma"]
 	}
-	// The driver's order: busy_timeout first, the rest by their text.
 	sort.SliceStable(pragmas, func(i, j int) bool {
 		x, y := strings.TrimSpace(strings.ToLower(pragmas[i])), strings.TrimSpace(strings.ToLower(pragmas[j]))
 		if strings.HasPrefix(x, "busy_timeout") {
@@ -91,6 +90,16 @@ func openWConn(dsn string) (*wconn, error) {
 		}
 		return x < y
 	})
+	return pragmas, nil
+}
+
+// openWConn opens dsn as the driver opens a connection, without its
+// mutex, and runs the dsn's pragmas on it as the driver does.
+func openWConn(dsn string) (*wconn, error) {
+	pragmas, err := dsnPragmas(dsn)
+	if err != nil {
+		return nil, err
+	}
 	c := &wconn{tls: libc.NewTLS(), stmts: map[string]*libStmt{}}
 	c.out = libc.Xmalloc(c.tls, 8)
 	c.bufCap = 4 << 10

@@ -70,6 +70,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The PostgreSQL store keeps none of a tick's slices once Commit returns,
+// a lagging tick's included (group commit answers each caller once its
+// tick is decided).
+func TestCommitKeepsNoneOfTheTick(t *testing.T) {
+	dsn(t)
+	storetest.RunKeepsNone(t, func(t *testing.T, clock func() time.Time) store.Store {
+		return openTest(t, Options{Clock: clock})
+	})
+}
+
 // The database's own clock serves when none is injected: a lease taken
 // now expires in the future by the database's reckoning.
 func TestDatabaseClock(t *testing.T) {

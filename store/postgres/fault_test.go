@@ -185,11 +185,7 @@ func TestConnectionKilledWhileWaitingForLock(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- s.Commit(ctx, l, bigTick(0, "ap1", nil)) }()
 			adm := admin(t)
-			waiting := func() bool {
-				var n int
-				must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
-				return n == 1
-			}
+			waiting := func() bool { return lockWaits(t, adm, app) == 1 }
 			waitFor(t, waiting)
 			var killed bool
 			must(t, adm.QueryRow(ctx, `SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&killed))
@@ -258,11 +254,7 @@ func TestSerializationConflictOneWinner(t *testing.T) {
 			<-locked
 			bDone := make(chan error, 1)
 			go func() { bDone <- b.Commit(ctx, l, bigTick(0, "ap2", nil)) }()
-			waitFor(t, func() bool {
-				var n int
-				must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, bApp).Scan(&n))
-				return n == 1
-			})
+			waitFor(t, func() bool { return lockWaits(t, adm, bApp) == 1 })
 			close(release)
 			must(t, <-aDone)
 			err := <-bDone

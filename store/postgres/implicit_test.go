@@ -92,11 +92,7 @@ func TestImplicitTickFenceAfterWaiting(t *testing.T) {
 		go func() {
 			done <- s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}})
 		}()
-		waitFor(t, func() bool {
-			var n int
-			must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
-			return n == 1
-		})
+		waitFor(t, func() bool { return lockWaits(t, adm, app) == 1 })
 		must(t, tx.Commit(ctx))
 		mustCode(t, <-done, store.CodeFenced)
 		evs, err := s.Events(ctx, "r", 0)

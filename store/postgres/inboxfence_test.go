@@ -14,7 +14,7 @@ import (
 )
 
 // lockWaits counts the sessions of application app waiting for a lock.
-func lockWaits(t *testing.T, adm *pgx.Conn, app string) int {
+func lockWaits(t testing.TB, adm *pgx.Conn, app string) int {
 	t.Helper()
 	var n int
 	must(t, adm.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))

@@ -832,7 +832,8 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	}
 
 	own := readsOnly(d) // its emission is its own (see ReadOnly)
-	facts := make([]protocol.FactDelta, 0, len(em.Facts))
+	box := new(transitionBox)
+	facts := box.factSlice(len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
@@ -849,7 +850,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		}
 		facts, factBytes = append(facts, fd), append(factBytes, b)
 	}
-	proposals := make([]protocol.EffectProposal, 0, len(em.Proposals))
+	proposals := box.proposalSlice(len(em.Proposals))
 	propBytes := make([][]byte, 0, len(em.Proposals))
 	for _, prop := range em.Proposals {
 		ep, b, ok := buildProposal(e, prop, p.versions)
@@ -866,12 +867,13 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	sortByBytes(facts, factBytes)
 	sortByBytes(proposals, propBytes)
 
+	box.logicalTime, box.eventID = e.LogicalTime, e.ID
 	next := Snapshot{
 		AggregateID:     s.AggregateID,
 		Revision:        s.Revision + 1,
 		Phase:           s.Phase,
-		LastLogicalTime: &e.LogicalTime,
-		LastEventID:     &e.ID,
+		LastLogicalTime: &box.logicalTime,
+		LastEventID:     &box.eventID,
 		Versions:        s.Versions,
 		State:           ev.State,
 	}
@@ -887,7 +889,8 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	if priorDigest == "" {
 		priorDigest = digest(priorBytes)
 	}
-	t = &Transition{
+	t = &box.t
+	*t = Transition{
 		Kind:                KindTransition,
 		SchemaVersion:       ResultSchemaVersion,
 		ContractVersion:     ContractVersion,
@@ -906,6 +909,38 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		return t, nil, "", nil
 	}
 	return t, nextBytes, nextDigest, nil
+}
+
+// transitionBox is one allocation for what a transition holds of its own
+// beside its values: the transition, the logical time and event id its
+// next snapshot points to, and the one fact delta and one proposal of the
+// usual emission, which its slices then hold (capacity one, as the
+// emission's counts made them before). Its parts are never shared
+// between transitions, so a caller that keeps one part keeps the box,
+// but no other transition's values.
+type transitionBox struct {
+	t           Transition
+	logicalTime int64
+	eventID     string
+	fact        [1]protocol.FactDelta
+	proposal    [1]protocol.EffectProposal
+}
+
+// factSlice is an empty slice for n fact deltas, of capacity n: the box's
+// own element when n is one.
+func (b *transitionBox) factSlice(n int) []protocol.FactDelta {
+	if n == len(b.fact) {
+		return b.fact[:0:n]
+	}
+	return make([]protocol.FactDelta, 0, n)
+}
+
+// proposalSlice is factSlice for n proposals.
+func (b *transitionBox) proposalSlice(n int) []protocol.EffectProposal {
+	if n == len(b.proposal) {
+		return b.proposal[:0:n]
+	}
+	return make([]protocol.EffectProposal, 0, n)
 }
 
 // nextSnapshot checks a next snapshot as parseSnapshot would check it as

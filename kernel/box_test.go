@@ -1,0 +1,83 @@
+package kernel
+
+import (
+	"testing"
+
+	"flrh.dev/flrh/protocol"
+)
+
+// TestTransitionPartsAreItsOwn holds what a transition's box shares: its
+// fact and proposal lists have the emission's counts as capacity (so an
+// append by a caller copies rather than writes over a neighbour), the
+// next snapshot's logical time and event id are the event's values in
+// storage of the transition's own, and no two transitions share any of
+// it.
+func TestTransitionPartsAreItsOwn(t *testing.T) {
+	d := loadShop(t)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	for _, notify := range []bool{true, false} {
+		ev := shopEvent(s, "evt:1", 7, "order.placed/1", order("order:1", 30, notify))
+		a, err := Step(d, s, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Step(d, s, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range []*Transition{a, b} {
+			if len(tr.FactDeltas) != 1 || cap(tr.FactDeltas) != 1 || cap(tr.EffectProposals) != len(tr.EffectProposals) {
+				t.Fatalf("notify %v: facts %d/%d, proposals %d/%d", notify,
+					len(tr.FactDeltas), cap(tr.FactDeltas), len(tr.EffectProposals), cap(tr.EffectProposals))
+			}
+			if tr.EffectProposals == nil {
+				t.Fatalf("notify %v: proposals nil, want empty", notify)
+			}
+			if *tr.NextSnapshot.LastEventID != "evt:1" || *tr.NextSnapshot.LastLogicalTime != 7 {
+				t.Fatalf("next snapshot names %s at %d", *tr.NextSnapshot.LastEventID, *tr.NextSnapshot.LastLogicalTime)
+			}
+		}
+		if a.NextSnapshot.LastEventID == b.NextSnapshot.LastEventID || a.NextSnapshot.LastLogicalTime == b.NextSnapshot.LastLogicalTime ||
+			&a.FactDeltas[0] == &b.FactDeltas[0] {
+			t.Fatalf("notify %v: two transitions share their parts", notify)
+		}
+		if notify && &a.EffectProposals[0] == &b.EffectProposals[0] {
+			t.Fatal("two transitions share their proposal")
+		}
+		// A caller's append leaves the transition's lists as they were.
+		before := a.FactDeltas[0].DerivationID
+		grown := append(a.FactDeltas, protocol.FactDelta{DerivationID: "derivation:other"})
+		grown[0].DerivationID = "changed"
+		if a.FactDeltas[0].DerivationID != before {
+			t.Fatal("an append wrote into the transition's facts")
+		}
+		*a.NextSnapshot.LastLogicalTime = 99
+		if *b.NextSnapshot.LastLogicalTime != 7 {
+			t.Fatal("transitions share the next snapshot's logical time")
+		}
+	}
+}
+
+// TestDeclarativeStepAllocations holds the allocations of a declarative
+// step emitting one fact and one proposal: the transition, the next
+// snapshot's logical time and event id and the two lists' elements are
+// one allocation (three more without the box).
+const declarativeStepAllocs = 31
+
+func TestDeclarativeStepAllocations(t *testing.T) {
+	d := loadShop(t)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	ev := shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, true))
+	if _, err := Step(d, s, ev); err != nil {
+		t.Fatal(err)
+	}
+	got := testing.AllocsPerRun(50, func() {
+		if _, err := Step(d, s, ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%v allocations a step", got)
+	if got > declarativeStepAllocs {
+		t.Fatalf("%v allocations a step, want at most %d", got, declarativeStepAllocs)
+	}
+}

@@ -20,15 +20,21 @@ const ApproverRole = "human_approver"
 
 // NewApprovalContext builds and digests an approval context.
 func NewApprovalContext(policyVersion, approverScope string, requestedAt int64, b Binding) ApprovalContext {
+	return newApprovalContext(nil, policyVersion, approverScope, requestedAt, b)
+}
+
+// newApprovalContext is NewApprovalContext with the digest written
+// through a's writer (a may be nil).
+func newApprovalContext(a *strArena, policyVersion, approverScope string, requestedAt int64, b Binding) ApprovalContext {
 	c := ApprovalContext{PolicyVersion: policyVersion, ApproverScope: approverScope, RequestedAt: requestedAt, Binding: b}
-	c.ContextDigest = c.ComputeDigest()
+	c.ContextDigest = c.computeDigest(a)
 	return c
 }
 
 // NewApprovalRequest builds the exact-hash approval request for a
 // proposal under an authority snapshot and an approval context.
 func NewApprovalRequest(p protocol.EffectProposal, s AuthoritySnapshot, c ApprovalContext) ApprovalRequest {
-	return buildRequest(p, s, c)
+	return buildRequest(nil, p, s, c)
 }
 
 // Grant is what a person's "approve" produces: an approval bound to every
@@ -97,14 +103,20 @@ func (l Ledger) Consume(a Approval) (Ledger, *Rejection) {
 // is dead at expires_at). Every failure is fail-closed with its code; a
 // stale grant sends the run back to PLAN_EFFECTS for a new approval.
 func Revalidate(a Approval, by Approver, q ApprovalRequest, l Ledger, now int64) *Rejection {
+	return revalidate(nil, a, by, q, l, now)
+}
+
+// revalidate is Revalidate with the digests written through ar's writer
+// (ar may be nil).
+func revalidate(ar *strArena, a Approval, by Approver, q ApprovalRequest, l Ledger, now int64) *Rejection {
 	const root = "/approval"
 	if a.Kind != "HApproval" {
 		return reject("MALFORMED_APPROVAL", root+"/kind")
 	}
-	if a.ApprovalDigest != a.ComputeDigest() {
+	if a.ApprovalDigest != a.computeDigest(ar) {
 		return reject("APPROVAL_DIGEST_MISMATCH", root+"/approval_digest")
 	}
-	if q.RequestDigest != q.ComputeDigest() {
+	if q.RequestDigest != q.computeDigest(ar) {
 		return reject("APPROVAL_REQUEST_DRIFT", "/approval_request/request_digest")
 	}
 	if by.Kind != "human" || by.Role != ApproverRole {

@@ -5,10 +5,14 @@ package authority
 // Each writer's bytes are what cjson.Marshal writes for the map its
 // ComputeDigest builds; a string the writer cannot vouch for (ok false)
 // leaves the digest to that map, whose digest or error code stands
-// (TestApprovalDigestWritersAreTheMaps).
+// (TestApprovalDigestWritersAreTheMaps). Given a decision's arena, a
+// writer writes in its scratch, so that the decision's DigestMemo serves a
+// preimage the decision that made the request wrote before (a grant's
+// re-decision builds the same context and request again), and carves its
+// digest from the arena; a nil arena is pooledWriter's.
 
-func (c ApprovalContext) writeDigest() (string, bool) {
-	w := pooledWriter(512)
+func (c ApprovalContext) writeDigest(ar *strArena) (string, bool) {
+	w := ar.writer(512)
 	w.open()
 	w.str("action_digest", c.ActionDigest)
 	w.str("actor", c.Actor)
@@ -27,12 +31,12 @@ func (c ApprovalContext) writeDigest() (string, bool) {
 	w.str("visibility", c.Visibility)
 	w.str("workflow_version", c.WorkflowVersion)
 	w.close()
-	d, err := w.digest()
+	d, err := w.digestIn(ar)
 	return d, err == nil
 }
 
-func (q ApprovalRequest) writeDigest() (string, bool) {
-	w := pooledWriter(640)
+func (q ApprovalRequest) writeDigest(ar *strArena) (string, bool) {
+	w := ar.writer(640)
 	w.open()
 	w.str("action_digest", q.ActionDigest)
 	w.str("actor", q.Actor)
@@ -56,12 +60,12 @@ func (q ApprovalRequest) writeDigest() (string, bool) {
 	w.str("visibility", q.Visibility)
 	w.str("workflow_version", q.WorkflowVersion)
 	w.close()
-	d, err := w.digest()
+	d, err := w.digestIn(ar)
 	return d, err == nil
 }
 
-func (a Approval) writeDigest() (string, bool) {
-	w := pooledWriter(768)
+func (a Approval) writeDigest(ar *strArena) (string, bool) {
+	w := ar.writer(768)
 	w.open()
 	w.str("action_digest", a.ActionDigest)
 	w.str("actor", a.Actor)
@@ -88,6 +92,6 @@ func (a Approval) writeDigest() (string, bool) {
 	w.str("visibility", a.Visibility)
 	w.str("workflow_version", a.WorkflowVersion)
 	w.close()
-	d, err := w.digest()
+	d, err := w.digestIn(ar)
 	return d, err == nil
 }

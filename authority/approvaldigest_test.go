@@ -39,25 +39,39 @@ func TestApprovalDigestWritersAreTheMaps(t *testing.T) {
 			AuthorityDigest: q.AuthorityDigest, AdapterVersion: q.AdapterVersion, IssuedAt: num("issued"),
 			Revoked: rapid.Bool().Draw(rt, "revoked"), Consumed: rapid.Bool().Draw(rt, "consumed"), ContextDigest: q.ContextDigest,
 			PolicyVersion: c.PolicyVersion, ApproverScope: c.ApproverScope, Binding: b}
+		// A decision's arena, whose memo the preimages written through it
+		// are recorded in and served from: written twice, each digest
+		// must be the map's both times.
+		var sh decisionShared
+		arena := strArena{seen: &sh.seen, scratch: &sh.scratch, memo: new(DigestMemo)}
+		defer sh.scratch.done()
 		for _, x := range []struct {
 			name     string
-			write    func() (string, bool)
+			write    func(*strArena) (string, bool)
 			mapped   string
 			computed string
+			inArena  func(*strArena) string
 		}{
-			{"context", c.writeDigest, c.mapDigest(), c.ComputeDigest()},
-			{"request", q.writeDigest, q.mapDigest(), q.ComputeDigest()},
-			{"approval", a.writeDigest, a.mapDigest(), a.ComputeDigest()},
+			{"context", c.writeDigest, c.mapDigest(), c.ComputeDigest(), c.computeDigest},
+			{"request", q.writeDigest, q.mapDigest(), q.ComputeDigest(), q.computeDigest},
+			{"approval", a.writeDigest, a.mapDigest(), a.ComputeDigest(), a.computeDigest},
 		} {
-			d, ok := x.write()
-			if ok && d != x.mapped {
-				rt.Fatalf("%s: written %s, map %s", x.name, d, x.mapped)
-			}
-			if !ok && plain {
-				rt.Fatalf("%s: every string plain, yet the writer left the digest to the map", x.name)
+			for _, ar := range []*strArena{nil, &arena, &arena} {
+				d, ok := x.write(ar)
+				if ok && d != x.mapped {
+					rt.Fatalf("%s: written %s, map %s", x.name, d, x.mapped)
+				}
+				if !ok && plain {
+					rt.Fatalf("%s: every string plain, yet the writer left the digest to the map", x.name)
+				}
 			}
 			if x.computed != x.mapped {
 				rt.Fatalf("%s: ComputeDigest %s, map %s", x.name, x.computed, x.mapped)
+			}
+			for range 2 {
+				if d := x.inArena(&arena); d != x.mapped {
+					rt.Fatalf("%s: computed in a decision's arena %s, map %s", x.name, d, x.mapped)
+				}
 			}
 		}
 	})

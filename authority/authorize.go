@@ -849,12 +849,12 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 			if pa.Request.ProposalID != p.ProposalID {
 				continue
 			}
-			want := expectedRequest(*p, snap, t, spec, pa.Request)
+			want := expectedRequest(a, *p, snap, t, spec, pa.Request)
 			if pa.Request != want {
 				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVAL_REQUEST_DRIFT: the request no longer matches the action", pa.Approval.ApprovalDigest))
 				continue
 			}
-			if r := Revalidate(pa.Approval, pa.Approver, want, in.Ledger, in.Now); r != nil {
+			if r := revalidate(a, pa.Approval, pa.Approver, want, in.Ledger, in.Now); r != nil {
 				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: %s at %s", pa.Approval.ApprovalDigest, r.Code, r.Path))
 			} else {
 				grant = &pa
@@ -904,8 +904,8 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return o
 		}
-		ctx := newContext(in, *p, t, spec)
-		q := buildRequest(*p, snap, ctx)
+		ctx := newContext(a, in, *p, t, spec)
+		q := buildRequest(a, *p, snap, ctx)
 		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
 		o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
 			"action_digest": ctx.ActionDigest, "risk_classification": risk,
@@ -1006,8 +1006,9 @@ func step(m *mrp.Machine, t mrp.Trigger, v *mrp.TicketView, cause string, option
 	*m = next
 }
 
-// newContext builds the approval context a new request binds.
-func newContext(in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
+// newContext builds the approval context a new request binds, its digest
+// written through a's writer.
+func newContext(a *strArena, in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
 	b := Binding{
 		RunID: p.CorrelationID, WorkflowVersion: p.Versions.Workflow, ActionDigest: p.ActionDigest,
 		ArtifactDigest: spec.ArtifactDigest, DestinationDigest: p.DestinationDigest,
@@ -1029,7 +1030,7 @@ func newContext(in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec)
 	if b.Nonce == "" {
 		b.Nonce = approvalNonce(p.ProposalID, in.Batch.Batch.BatchID, in.Now, t.TicketDigest)
 	}
-	return NewApprovalContext(in.Policy.ApprovalPolicyVersion, in.Policy.ApproverScope, in.Now, b)
+	return newApprovalContext(a, in.Policy.ApprovalPolicyVersion, in.Policy.ApproverScope, in.Now, b)
 }
 
 // approvalNonce is the nonce of an approval request H makes for a
@@ -1063,8 +1064,8 @@ func (w *canonWriter) noncePreimage(proposalID, batchID string, requestedAt int6
 // expectedRequest is the request the current state would make, keeping
 // the presented request's own time, nonce, rationale and approver: every
 // field derived from the proposal, the ticket and the authority must be
-// what it is now.
-func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, spec ActionSpec, presented ApprovalRequest) ApprovalRequest {
+// what it is now. Its digests are written through a's writer.
+func expectedRequest(a *strArena, p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, spec ActionSpec, presented ApprovalRequest) ApprovalRequest {
 	b := presented.Binding()
 	b.RunID, b.WorkflowVersion, b.DestinationDigest = p.CorrelationID, p.Versions.Workflow, p.DestinationDigest
 	b.ActionDigest = p.ActionDigest
@@ -1078,8 +1079,8 @@ func expectedRequest(p protocol.EffectProposal, s AuthoritySnapshot, t Ticket, s
 	if spec.Visibility != "" {
 		b.Visibility = spec.Visibility
 	}
-	c := NewApprovalContext(presented.PolicyVersion, presented.ApproverScope, presented.RequestedAt, b)
-	return buildRequest(p, s, c)
+	c := newApprovalContext(a, presented.PolicyVersion, presented.ApproverScope, presented.RequestedAt, b)
+	return buildRequest(a, p, s, c)
 }
 
 func inputDigest(a *strArena, in *Input, i int, seq int64) string {

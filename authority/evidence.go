@@ -182,8 +182,11 @@ func (c ApprovalContext) object() object {
 }
 
 // ComputeDigest returns the context digest over the context's fields.
-func (c ApprovalContext) ComputeDigest() string {
-	if d, ok := c.writeDigest(); ok {
+func (c ApprovalContext) ComputeDigest() string { return c.computeDigest(nil) }
+
+// computeDigest is ComputeDigest written through a's writer.
+func (c ApprovalContext) computeDigest(a *strArena) string {
+	if d, ok := c.writeDigest(a); ok {
 		return d
 	}
 	return c.mapDigest()
@@ -306,8 +309,11 @@ func (q ApprovalRequest) object() object {
 
 // ComputeDigest returns the request digest over every member but the
 // request id and the digest itself.
-func (q ApprovalRequest) ComputeDigest() string {
-	if d, ok := q.writeDigest(); ok {
+func (q ApprovalRequest) ComputeDigest() string { return q.computeDigest(nil) }
+
+// computeDigest is ComputeDigest written through a's writer.
+func (q ApprovalRequest) computeDigest(a *strArena) string {
+	if d, ok := q.writeDigest(a); ok {
 		return d
 	}
 	return q.mapDigest()
@@ -321,7 +327,9 @@ func (q ApprovalRequest) mapDigest() string {
 	return mustDigest(m)
 }
 
-func buildRequest(p protocol.EffectProposal, s AuthoritySnapshot, c ApprovalContext) ApprovalRequest {
+// buildRequest builds a request and its digest, written through a's
+// writer (a may be nil).
+func buildRequest(a *strArena, p protocol.EffectProposal, s AuthoritySnapshot, c ApprovalContext) ApprovalRequest {
 	q := ApprovalRequest{
 		Kind: "HApprovalRequest", ProposalID: p.ProposalID, Capability: s.Capability,
 		AuthorityDigest: s.AuthorityDigest, AdapterVersion: s.AdapterVersion, RequestedAt: c.RequestedAt,
@@ -330,7 +338,7 @@ func buildRequest(p protocol.EffectProposal, s AuthoritySnapshot, c ApprovalCont
 		ArtifactDigest: c.ArtifactDigest, DestinationDigest: c.DestinationDigest, Visibility: c.Visibility,
 		Scope: c.Scope, Actor: c.Actor, ExpiresAt: c.ExpiresAt, Nonce: c.Nonce, Rationale: c.Rationale,
 	}
-	q.RequestDigest = q.ComputeDigest()
+	q.RequestDigest = q.computeDigest(a)
 	q.RequestID = "approval-request:" + hexOf(q.RequestDigest)
 	return q
 }
@@ -369,8 +377,11 @@ func (a Approval) Wire() map[string]any {
 }
 
 // ComputeDigest returns the approval digest over every other member.
-func (a Approval) ComputeDigest() string {
-	if d, ok := a.writeDigest(); ok {
+func (a Approval) ComputeDigest() string { return a.computeDigest(nil) }
+
+// computeDigest is ComputeDigest written through ar's writer.
+func (a Approval) computeDigest(ar *strArena) string {
+	if d, ok := a.writeDigest(ar); ok {
 		return d
 	}
 	return a.mapDigest()

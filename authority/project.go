@@ -241,7 +241,7 @@ func ProjectIntent(command any) (proj *Projection, rej *Rejection) {
 			if r != nil {
 				return nil, r
 			}
-			req := buildRequest(pub.proposal, snap, ctx)
+			req := buildRequest(nil, pub.proposal, snap, ctx)
 			return project(trusted, EventApprovalRequired, StateWaitApproval, nil, &req, map[string]string{
 				"action_digest":           pub.proposal.ActionDigest,
 				"risk_classification":     snap.AssessedRisk,
@@ -281,7 +281,7 @@ func ProjectIntent(command any) (proj *Projection, rej *Rejection) {
 	if r != nil {
 		return nil, r
 	}
-	want := buildRequest(pub.proposal, snap, ctx)
+	want := buildRequest(nil, pub.proposal, snap, ctx)
 	supplied, r := exact(cmd["approval_request"], requestKeys, "MALFORMED_APPROVAL_REQUEST", "/approval_request")
 	if r != nil {
 		return nil, r

@@ -92,6 +92,10 @@ func (a Approval) writeDigest(ar *strArena) (string, bool) {
 	w.str("visibility", a.Visibility)
 	w.str("workflow_version", a.WorkflowVersion)
 	w.close()
-	d, err := w.digestIn(ar)
+	d, err := recentApprovals.digest(&w, ar)
 	return d, err == nil
 }
+
+// recentApprovals keeps the approvals' preimages most recently digested:
+// a grant is digested when issued and again when a decision checks it.
+var recentApprovals recentDigests

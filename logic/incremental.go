@@ -210,22 +210,38 @@ const cloneSharedSlots = 4096
 // (Clone first to keep it). On error m is left exactly as it was and
 // nothing is returned.
 func (m *Materialization) Apply(changes []Change) (*Materialization, error) {
+	if err := m.update(changes); err != nil {
+		return nil, err
+	}
+	next := new(Materialization)
+	m.moveTo(next)
+	return next, nil
+}
+
+// update is Apply's work on m itself: on error m is left exactly as it
+// was.
+func (m *Materialization) update(changes []Change) error {
 	if m.consumed {
-		return nil, errConsumed()
+		return errConsumed()
 	}
 	if m.lim.MaxInputs > 0 && len(changes) > m.lim.MaxInputs {
-		return nil, errorf(InputBudgetExceeded, Pos{}, "%d changes exceed the input budget of %d", len(changes), m.lim.MaxInputs)
+		return errorf(InputBudgetExceeded, Pos{}, "%d changes exceed the input budget of %d", len(changes), m.lim.MaxInputs)
 	}
 	m.beginUndo()
 	if err := m.apply(changes); err != nil {
 		m.rollback()
-		return nil, err
+		return err
 	}
 	m.finish()
-	next := *m
+	return nil
+}
+
+// moveTo hands m's storage to next, which Apply returns, and leaves m
+// consumed.
+func (m *Materialization) moveTo(next *Materialization) {
+	*next = *m
 	m.consumed = true
 	m.tables, m.base, m.ledger, m.byFact, m.spare = nil, nil, nil, nil, nil
-	return &next, nil
 }
 
 func (m *Materialization) beginUndo() {

@@ -93,6 +93,20 @@ func (m *Materialization) LogicalTime() int64 { return m.time }
 // INPUT_BUDGET_EXHAUSTED and the evaluation budgets. lim applies to a nil
 // prior; a prior keeps its own limits.
 func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTime int64, lim Limits) (*Result, error) {
+	return solve(prior, prog, delta, logicalTime, lim, true)
+}
+
+// SolveWithoutChanges is [Solve] for a caller that does not read the net
+// fact changes: everything it returns, and every error, is what Solve
+// returns, except that Result.Changes is nil. The changes are then neither
+// decoded nor sorted (decision 0318).
+func SolveWithoutChanges(prior *Materialization, prog *Compiled, delta []FactChange, logicalTime int64, lim Limits) (*Result, error) {
+	return solve(prior, prog, delta, logicalTime, lim, false)
+}
+
+// solve is Solve, keeping the net fact changes in the result when record
+// is set.
+func solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTime int64, lim Limits, record bool) (*Result, error) {
 	if prior != nil && prior.consumed {
 		return nil, errConsumed()
 	}
@@ -135,7 +149,10 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 	if check == nil {
 		check = newMaterialization(prog, lim)
 	}
-	var changes []Change
+	// The batch's changes, which Apply reads and does not keep: a small
+	// batch's on the stack.
+	var changesBuf [8]Change
+	changes := changesBuf[:0]
 	type pend struct {
 		add bool
 		ch  FactChange
@@ -218,12 +235,18 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		m = prior
 	}
 	snapshot := m.recordChanges
-	m.recordChanges = true
-	next, err := m.Apply(changes)
-	if err != nil {
+	m.recordChanges = record
+	if err := m.update(changes); err != nil {
 		m.recordChanges = snapshot
 		return nil, err
 	}
+	// The next materialization and the result in one allocation.
+	both := new(struct {
+		m Materialization
+		r Result
+	})
+	next := &both.m
+	m.moveTo(next)
 	next.recordChanges = snapshot
 	if next.ledger == nil {
 		next.ledger = map[string]ledgerEntry{}
@@ -252,9 +275,10 @@ func Solve(prior *Materialization, prog *Compiled, delta []FactChange, logicalTi
 		}
 	}
 	next.time = logicalTime
-	res := &Result{Materialization: next, LogicalTime: logicalTime, Changes: next.lastChanges}
+	res := &both.r
+	*res = Result{Materialization: next, LogicalTime: logicalTime, Changes: next.lastChanges}
 	next.lastChanges = nil
-	if prior == nil {
+	if prior == nil && record {
 		// Relative to no prior, everything present is new (inline facts
 		// and what they derive included).
 		res.Changes = next.allFacts()

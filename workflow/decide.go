@@ -497,7 +497,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 		return nil, nil, refusal, nil
 	}
 	t.consumed = true
-	res, err := logic.Solve(prior, w.rules, changes, t.lt, w.limits)
+	res, err := logic.SolveWithoutChanges(prior, w.rules, changes, t.lt, w.limits)
 	if err != nil {
 		if isBudget(err) {
 			return nil, nil, "", fmt.Errorf("%w: %v", ErrRuleBudget, err)
@@ -815,7 +815,7 @@ func (w *Workflow) rebuild(supports []support, lt int64) (*logic.Materialization
 		}
 		changes = append(changes, logic.FactChange{ID: s.ID, Fact: f, Diff: 1, Provenance: s.Provenance})
 	}
-	res, err := logic.Solve(nil, w.rules, changes, lt, w.limits)
+	res, err := logic.SolveWithoutChanges(nil, w.rules, changes, lt, w.limits)
 	if err != nil {
 		if isBudget(err) {
 			return nil, fmt.Errorf("%w: %v", ErrRuleBudget, err)

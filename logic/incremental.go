@@ -191,6 +191,153 @@ func (m *Materialization) Clone() *Materialization {
 	return u
 }
 
+// CloneInto makes into what Clone would return, a deep copy of m, in
+// into's own storage where it has room (its table headers, index lists,
+// maps, first chunks and hash-set slots), and reports whether it did.
+// into must be a materialization of m's program that its holder is done
+// with: nothing reads it, updates it or clones it any more, and nothing
+// it handed out points into its storage (what its queries return is
+// copied out of it). It is then the copy, m unchanged; without a
+// materialization of m's program, or while into is consumed or in an
+// update, CloneInto changes nothing and returns false. Everything the
+// copy computes is what the clone computes (decision 0319).
+func (m *Materialization) CloneInto(into *Materialization) bool {
+	if m.consumed || into == nil || into == m || into.consumed || into.c != m.c || into.undo != nil ||
+		len(into.tables) != len(m.tables) || len(into.base) != len(m.base) {
+		return false
+	}
+	tables, base, ledger, byFact, symID, spare := into.tables, into.base, into.ledger, into.byFact, into.symID, into.spare
+	*into = *m
+	into.syms = m.syms[:len(m.syms):len(m.syms)]
+	clear(symID)
+	if symID == nil {
+		symID = make(map[string]int64, len(m.symID))
+	}
+	for i, s := range into.syms {
+		symID[s] = int64(i)
+	}
+	into.symID = symID
+	for t, tb := range m.tables {
+		tb.cloneOver(tables[t])
+		// An emptied map is kept (setBase makes one only when it is nil).
+		clear(base[t])
+		if base[t] == nil && len(m.base[t]) > 0 {
+			base[t] = make(map[int32]int32, len(m.base[t]))
+		}
+		for r, c := range m.base[t] {
+			base[t][r] = c
+		}
+	}
+	into.tables, into.base = tables, base
+	clear(ledger)
+	clear(byFact)
+	into.ledger, into.byFact = ledger, byFact
+	for k, v := range m.ledger {
+		if into.ledger == nil {
+			into.ledger = make(map[string]ledgerEntry, len(m.ledger))
+		}
+		into.ledger[k] = v
+	}
+	for k, v := range m.byFact {
+		if into.byFact == nil {
+			into.byFact = make(map[string][]string, len(m.byFact))
+		}
+		into.byFact[k] = slices.Clone(v)
+	}
+	into.undo, into.start, into.spare = nil, nil, spare
+	return true
+}
+
+// cloneOver makes u a deep copy of t, as cloneInto would, in u's own
+// storage where it has room. u is a table of another materialization of
+// the same program, which nothing reads any more; its slab stays its own.
+func (t *table) cloneOver(u *table) {
+	old := *u
+	*u = *t
+	u.sl = old.sl
+	// The rows: the first chunk in u's first chunk when it holds as much
+	// as t's would, and at most a full chunk (a first chunk's capacity
+	// only ever decides when it moves).
+	switch {
+	case t.arity > 0 && len(t.chunks) <= 1 && len(old.chunks) > 0 && reusableChunk(old.chunks[0], t):
+		c := append(old.chunks[0][:0], firstOf(t.chunks)...)
+		u.chunks = append(old.chunks[:0], c)
+	case len(t.chunks) == 0:
+		u.chunks = nil
+	case len(t.chunks) == 1 && cap(t.chunks[0]) <= slabMaxChunk:
+		u.chunks = u.sl.firstRows(cap(t.chunks[0]))
+		u.chunks[0] = append(u.chunks[0], t.chunks[0]...)
+	default:
+		u.chunks = make([][]byte, len(t.chunks))
+		for i, c := range t.chunks {
+			u.chunks[i] = append(make([]byte, 0, cap(c)), c...)
+		}
+	}
+	u.round = rounds{runs: append(old.round.runs[:0], t.round.runs...), vec: t.round.vec.cloneOver(old.round.vec, u.sl)}
+	if len(t.round.runs) == 0 {
+		u.round.runs = nil
+	}
+	u.died = t.died.cloneOver(old.died, u.sl)
+	if t.set.segs == nil && old.set.segs == nil && len(old.set.flat) >= len(t.set.flat) {
+		u.set.flat = old.set.flat[:len(t.set.flat)]
+		copy(u.set.flat, t.set.flat)
+	} else {
+		u.set = t.set.cloneInto(nil)
+	}
+	u.idx = old.idx
+	if len(u.idx) != len(t.idx) {
+		u.idx = make([]*index, len(t.idx))
+	}
+	for i, ix := range t.idx {
+		if ix == nil {
+			u.idx[i] = nil
+			continue
+		}
+		v := u.idx[i]
+		if v == nil {
+			v = new(index)
+		}
+		*v = index{mask: ix.mask, cols: append(v.cols[:0], ix.cols...), slots: append(v.slots[:0], ix.slots...),
+			used: ix.used, next: append(v.next[:0], ix.next...)}
+		u.idx[i] = v
+	}
+}
+
+// reusableChunk reports whether c, a first rows chunk of a table, has room
+// for t's first chunk as a first chunk: as much as t's has, as much as
+// appendRow gives a first chunk, and no more than a full chunk of t's.
+func reusableChunk(c []byte, t *table) bool {
+	need := 64 * t.stride
+	if len(t.chunks) == 1 {
+		need = max(need, cap(t.chunks[0]))
+	}
+	return cap(c) >= need && cap(c) <= rowsPerChunk*t.stride
+}
+
+// firstOf is a table's first chunk, or nil without one.
+func firstOf(chunks [][]byte) []byte {
+	if len(chunks) == 0 {
+		return nil
+	}
+	return chunks[0]
+}
+
+// cloneOver is cloneIn into old's first chunk when v has at most one
+// chunk and old's first has room for it.
+func (v u32vec) cloneOver(old u32vec, sl *slab) u32vec {
+	if v.chunks == nil {
+		return v
+	}
+	if len(v.chunks) <= 1 && len(old.chunks) > 0 && cap(old.chunks[0]) >= firstChunkCap && cap(old.chunks[0]) <= rowsPerChunk {
+		var first []uint32
+		if len(v.chunks) == 1 {
+			first = v.chunks[0]
+		}
+		return u32vec{chunks: append(old.chunks[:0], append(old.chunks[0][:0], first...))}
+	}
+	return v.cloneIn(sl)
+}
+
 // cloneSharedSlots bounds the slots Clone copies into one array shared by
 // the tables' sets (each its own capped part of it; a set that grows
 // allocates its own). Larger sets are copied each on its own, so that one

@@ -32,28 +32,9 @@ func TestSolveWithoutChangesIsSolve(t *testing.T) {
 			}
 			got, want = g.Materialization.Clone(), w.Materialization
 		}
-		type live struct {
-			id string
-			f  Fact
-		}
-		var supports []live
 		lt := int64(1)
 		for step := rapid.IntRange(1, 6).Draw(t, "steps"); step > 0; step-- {
-			var delta []FactChange
-			for n := rapid.IntRange(0, 4).Draw(t, "n"); n > 0; n-- {
-				switch k := rapid.IntRange(0, 9).Draw(t, "kind"); {
-				case k < 3 && len(supports) > 0:
-					s := supports[rapid.IntRange(0, len(supports)-1).Draw(t, "which")]
-					delta = append(delta, FactChange{ID: s.id, Fact: s.f, Diff: -1})
-				case k == 3 && len(supports) > 0: // an id again, perhaps with other content
-					s := supports[rapid.IntRange(0, len(supports)-1).Draw(t, "which")]
-					delta = append(delta, FactChange{ID: s.id, Fact: genFacts1(t), Diff: 1})
-				case k == 4:
-					delta = append(delta, FactChange{ID: "s" + strconv.Itoa(rapid.IntRange(0, 20).Draw(t, "id")), Fact: genFacts1(t), Diff: 2})
-				default:
-					delta = append(delta, FactChange{ID: "s" + strconv.Itoa(rapid.IntRange(0, 20).Draw(t, "id")), Fact: genFacts1(t), Diff: 1})
-				}
-			}
+			delta := drawBatch(t, want)
 			g, gerr := SolveWithoutChanges(got, c, delta, lt, lim)
 			w, werr := Solve(want, c, delta, lt, lim)
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) {
@@ -76,13 +57,35 @@ func TestSolveWithoutChangesIsSolve(t *testing.T) {
 			if fmt.Sprint(got.ledger) != fmt.Sprint(want.ledger) || fmt.Sprint(got.byFact) != fmt.Sprint(want.byFact) {
 				t.Fatalf("step %d: ledger %v %v, want %v %v", step, got.ledger, got.byFact, want.ledger, want.byFact)
 			}
-			supports = supports[:0]
-			for _, id := range slices.Sorted(maps.Keys(want.ledger)) {
-				supports = append(supports, live{id, want.ledger[id].fact})
-			}
 			lt += int64(rapid.IntRange(0, 2).Draw(t, "dt"))
 		}
 	})
+}
+
+// drawBatch draws a batch of named changes over the supports of m (nil: no
+// supports): retractions of live ones, their ids again perhaps with other
+// content, new ones, and malformed diffs.
+func drawBatch(t *rapid.T, m *Materialization) []FactChange {
+	var ids []string
+	if m != nil {
+		ids = slices.Sorted(maps.Keys(m.ledger))
+	}
+	var delta []FactChange
+	for n := rapid.IntRange(0, 4).Draw(t, "n"); n > 0; n-- {
+		switch k := rapid.IntRange(0, 9).Draw(t, "kind"); {
+		case k < 3 && len(ids) > 0:
+			id := ids[rapid.IntRange(0, len(ids)-1).Draw(t, "which")]
+			delta = append(delta, FactChange{ID: id, Fact: m.ledger[id].fact, Diff: -1})
+		case k == 3 && len(ids) > 0:
+			id := ids[rapid.IntRange(0, len(ids)-1).Draw(t, "which")]
+			delta = append(delta, FactChange{ID: id, Fact: genFacts1(t), Diff: 1})
+		case k == 4:
+			delta = append(delta, FactChange{ID: "s" + strconv.Itoa(rapid.IntRange(0, 20).Draw(t, "id")), Fact: genFacts1(t), Diff: 2})
+		default:
+			delta = append(delta, FactChange{ID: "s" + strconv.Itoa(rapid.IntRange(0, 20).Draw(t, "id")), Fact: genFacts1(t), Diff: 1})
+		}
+	}
+	return delta
 }
 
 // sameLiveRows asserts that two materializations hold the same rows under the

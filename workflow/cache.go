@@ -25,7 +25,19 @@ type matCache struct {
 	// spares are the update scratches of the materializations the cache
 	// dropped when it started over, for fresh clones (see spare).
 	spares []logic.Scratch
+	// husks are materializations of runs that are over, which no tick
+	// holds and nothing reads any more, for a run's first tick to copy the
+	// empty materialization into (see husk).
+	husks []*logic.Materialization
 }
+
+// maxHusks bounds the husks the cache keeps: about as many as runs start
+// at once. huskMaxFootprint bounds the storage of one it keeps, which a
+// copy of the empty materialization keeps for its own rows.
+const (
+	maxHusks         = 32
+	huskMaxFootprint = 64 << 10
+)
 
 type cached struct {
 	key string // the document: the map's key, kept to be handed back without copying it again
@@ -78,15 +90,40 @@ func (c *matCache) keepScratch(m *logic.Materialization) {
 	}
 }
 
-// drop keeps the scratch of the materialization of a run that is over,
-// which the tick deciding it owns and will not cache (see keepScratch).
+// drop keeps the materialization of a run that is over, which the tick
+// deciding it owns and will not cache, for a run's first tick to copy the
+// empty materialization into (see husk), or else its scratch (see
+// keepScratch). The tick hands out nothing that points into it: its
+// effects, trace and state are copied out of what it answered.
 func (c *matCache) drop(m *logic.Materialization) {
 	if c == nil || m == nil {
 		return
 	}
+	small := m.Footprint() <= huskMaxFootprint
 	c.mu.Lock()
-	c.keepScratch(m)
+	if small && len(c.husks) < maxHusks {
+		c.husks = append(c.husks, m)
+	} else {
+		c.keepScratch(m)
+	}
 	c.mu.Unlock()
+}
+
+// husk returns a materialization drop kept, for the caller to own, or nil.
+func (c *matCache) husk() *logic.Materialization {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.husks)
+	if n == 0 {
+		return nil
+	}
+	h := c.husks[n-1]
+	c.husks[n-1] = nil
+	c.husks = c.husks[:n-1]
+	return h
 }
 
 // spare gives a fresh clone one of the scratches startOver kept, for its
@@ -190,7 +227,11 @@ func (w *Workflow) materialize(key string, st *state, taken *logic.Materializati
 		return m, nil
 	}
 	if len(st.Supports) == 0 && st.Time == 0 && w.empty != nil {
-		// What rebuild(nil, 0) gives, which depends only on the bundle.
+		// What rebuild(nil, 0) gives, which depends only on the bundle:
+		// copied into the storage of a run that is over, when there is one.
+		if h := w.cache.husk(); h != nil && w.empty.CloneInto(h) {
+			return h, nil
+		}
 		m := w.empty.Clone()
 		w.cache.spare(m)
 		return m, nil

@@ -172,10 +172,10 @@ func TestPutBackFillsAnEntryWithoutOne(t *testing.T) {
 	}
 }
 
-// A run that is over leaves its materialization's update scratch in the
-// cache, and the next run's first tick, on a fresh clone, takes it: each
+// A run that is over leaves its materialization in the cache, and the
+// next run's first tick copies the empty materialization into it: each
 // decides byte for byte as a workflow without the cache.
-func TestFinishedRunsScratchIsReused(t *testing.T) {
+func TestFinishedRunsMaterializationIsReused(t *testing.T) {
 	w := compileExample(t, "refund-agent")
 	plain := *w
 	plain.cache, plain.empty = nil, nil
@@ -184,8 +184,8 @@ func TestFinishedRunsScratchIsReused(t *testing.T) {
 		in := Input{Seq: 1, Kind: KindInput, Body: refundInput(fmt.Sprintf("r-%d", i), int64(20+i), "alice", "late")}
 		s0, _ := w.Init(id)
 		r1, err := w.Decide(s0, in)
-		if i > 0 && len(w.cache.spares) != 0 {
-			t.Fatalf("run %d: the first tick left the finished run's scratch unused", i)
+		if i > 0 && len(w.cache.husks) != 0 {
+			t.Fatalf("run %d: the first tick left the finished run's materialization unused", i)
 		}
 		p0, _ := plain.Init(id)
 		p1, perr := plain.Decide(p0, in)
@@ -201,14 +201,14 @@ func TestFinishedRunsScratchIsReused(t *testing.T) {
 		if x, y := resultBytes(t, r2, err), resultBytes(t, p2, perr); !bytes.Equal(x, y) {
 			t.Fatalf("run %d: receipt differs\n%s\n%s", i, x, y)
 		}
-		if r2.Completion != Complete || len(w.cache.spares) != 1 {
-			t.Fatalf("run %d: completion %v, %d scratches kept", i, r2.Completion, len(w.cache.spares))
+		if r2.Completion != Complete || len(w.cache.husks) != 1 || len(w.cache.spares) != 0 {
+			t.Fatalf("run %d: completion %v, %d materializations and %d scratches kept", i, r2.Completion, len(w.cache.husks), len(w.cache.spares))
 		}
 	}
 }
 
 // Runs decided at the same time on one workflow share its cache, the
-// scratches of finished runs included: each decides as a workflow without
+// materializations of finished runs included: each decides as a workflow without
 // the cache (run with -race, this also checks the cache's locking).
 func TestConcurrentRunsShareTheCache(t *testing.T) {
 	w := compileExample(t, "refund-agent")
@@ -243,5 +243,31 @@ func TestConcurrentRunsShareTheCache(t *testing.T) {
 		if want := run(&plain, i); got[i] != want {
 			t.Fatalf("run %d differs from the workflow without the cache", i)
 		}
+	}
+}
+
+// The cache keeps at most maxHusks materializations of finished runs; past
+// them it keeps a finished run's update scratch, as it keeps the scratches
+// of what it drops when it starts over.
+func TestHusksAreBounded(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	c := newMatCache()
+	for i := range maxHusks + 1 {
+		m, err := w.rebuild(nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.drop(m) // updated by Solve: it has a scratch
+		if want, spares := min(i+1, maxHusks), max(i+1-maxHusks, 0); len(c.husks) != want || len(c.spares) != spares {
+			t.Fatalf("%d dropped, %d kept and %d scratches, want %d and %d", i+1, len(c.husks), len(c.spares), want, spares)
+		}
+	}
+	for range maxHusks {
+		if c.husk() == nil {
+			t.Fatal("a kept materialization not handed out")
+		}
+	}
+	if c.husk() != nil {
+		t.Fatal("a materialization handed out twice")
 	}
 }

@@ -231,17 +231,17 @@ func (m *Materialization) CloneInto(into *Materialization) bool {
 	into.tables, into.base = tables, base
 	clear(ledger)
 	clear(byFact)
+	if ledger == nil && len(m.ledger) > 0 {
+		ledger = make(map[string]ledgerEntry, len(m.ledger))
+	}
+	if byFact == nil && len(m.byFact) > 0 {
+		byFact = make(map[string][]string, len(m.byFact))
+	}
 	into.ledger, into.byFact = ledger, byFact
 	for k, v := range m.ledger {
-		if into.ledger == nil {
-			into.ledger = make(map[string]ledgerEntry, len(m.ledger))
-		}
 		into.ledger[k] = v
 	}
 	for k, v := range m.byFact {
-		if into.byFact == nil {
-			into.byFact = make(map[string][]string, len(m.byFact))
-		}
 		into.byFact[k] = slices.Clone(v)
 	}
 	into.undo, into.start, into.spare = nil, nil, spare

@@ -3,6 +3,8 @@ package kernel
 import (
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/protocol"
 )
 
@@ -61,8 +63,11 @@ func TestTransitionPartsAreItsOwn(t *testing.T) {
 // TestDeclarativeStepAllocations holds the allocations of a declarative
 // step emitting one fact and one proposal: the transition, the next
 // snapshot's logical time and event id and the two lists' elements are
-// one allocation (three more without the box).
-const declarativeStepAllocs = 31
+// one allocation (three more without the box), and its six ids and
+// digests (derivation id, proposal id and dedup key, the prior and next
+// snapshots' and the transition's digests) another, sized for them
+// (five more without stepStrings, one more if it were sized short).
+const declarativeStepAllocs = 26
 
 func TestDeclarativeStepAllocations(t *testing.T) {
 	d := loadShop(t)
@@ -79,5 +84,71 @@ func TestDeclarativeStepAllocations(t *testing.T) {
 	t.Logf("%v allocations a step", got)
 	if got > declarativeStepAllocs {
 		t.Fatalf("%v allocations a step, want at most %d", got, declarativeStepAllocs)
+	}
+}
+
+// drawStepStrings is nil (each string its own), an empty stepStrings
+// (growing as strings are carved) or one holding strings already.
+func drawStepStrings(t *rapid.T) *stepStrings {
+	switch rapid.IntRange(0, 2).Draw(t, "strings") {
+	case 0:
+		return nil
+	case 1:
+		return new(stepStrings)
+	}
+	ss := new(stepStrings)
+	ss.sb.Grow(stepStringsSize(1, 1, true))
+	ss.of([]byte("derivation:earlier"))
+	return ss
+}
+
+// A step's strings carved from one allocation are each what they were
+// as strings of their own, and carving one leaves the others as they
+// were: over drawn digests and ids carved in turn, each compared with
+// its bytes once all are carved.
+func TestStepStringsKeepEach(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ss := drawStepStrings(t)
+		var want, got []string
+		for i := rapid.IntRange(1, 8).Draw(t, "n"); i > 0; i-- {
+			p := []byte(rapid.StringMatching(`[a-z:0-9]{0,80}`).Draw(t, "s"))
+			got = append(got, ss.of(p))
+			want = append(want, string(p))
+			if len(p) > 0 { // the caller's bytes are its own again
+				p[0] = 'X'
+			}
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("string %d: %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// stepStringsSize is the length of the strings a step carves: over steps
+// with and without a proposal, the ids and digests of each transition.
+func TestStepStringsSizeIsExact(t *testing.T) {
+	d := loadShop(t)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	for _, notify := range []bool{true, false} {
+		tr, err := Step(d, s, shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, notify)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := tr.NextSnapshot.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(tr.PriorSnapshotDigest) + len(next) + len(tr.TransitionDigest)
+		for _, f := range tr.FactDeltas {
+			n += len(f.DerivationID)
+		}
+		for _, p := range tr.EffectProposals {
+			n += len(p.ProposalID) + len(p.ProposalDedupKey)
+		}
+		if want := stepStringsSize(len(tr.FactDeltas), len(tr.EffectProposals), true); n != want {
+			t.Fatalf("notify %v: the step's strings are %d bytes, sized %d", notify, n, want)
+		}
 	}
 }

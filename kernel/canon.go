@@ -3,6 +3,7 @@ package kernel
 import (
 	"crypto/sha256"
 	"slices"
+	"strings"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -171,15 +172,16 @@ const (
 // identityOf is identity for a value already in canonical bytes: the
 // preimage object is written around them. domain must be canonical text.
 // c is as for identityWritten.
-func identityOf(c *cjson.Prefix, prefix, domain string, value []byte) string {
-	return identityWritten(c, prefix, domain, func(b []byte) []byte { return append(b, value...) })
+func identityOf(c *cjson.Prefix, ss *stepStrings, prefix, domain string, value []byte) string {
+	return identityWritten(c, ss, prefix, domain, func(b []byte) []byte { return append(b, value...) })
 }
 
 // identityWritten is identityOf for the value appendValue writes: the
 // value is written into the preimage itself and never kept. With a
 // cjson.Prefix, preimages opening with the same blocks are digested from
-// its kept state (the same sum).
-func identityWritten(c *cjson.Prefix, prefix, domain string, appendValue func([]byte) []byte) string {
+// its kept state (the same sum). The id is carved from ss (nil: a string
+// of its own).
+func identityWritten(c *cjson.Prefix, ss *stepStrings, prefix, domain string, appendValue func([]byte) []byte) string {
 	write := func(b []byte) []byte {
 		b = append(b, preimageHead...)
 		b = cjson.AppendString(b, domain)
@@ -200,17 +202,58 @@ func identityWritten(c *cjson.Prefix, prefix, domain string, appendValue func([]
 	var hx [2 * sha256.Size]byte
 	cjson.HexSum(&hx, &sum)
 	out = append(out, hx[:]...)
-	return string(out)
+	return ss.of(out)
 }
 
 // digest is cjson.Digest in one allocation: "sha256:" and the lowercase
 // hex SHA-256 of canonical bytes.
-func digest(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	var out [7 + 2*sha256.Size]byte
+func digest(canonical []byte) string { return digestIn(nil, canonical) }
+
+// digestIn is digest carved from ss.
+func digestIn(ss *stepStrings, canonical []byte) string {
+	return sumDigest(ss, sha256.Sum256(canonical))
+}
+
+// sumDigest is "sha256:" and the lowercase hex of sum, carved from ss.
+func sumDigest(ss *stepStrings, sum [sha256.Size]byte) string {
+	var out [digestLen]byte
 	copy(out[:], "sha256:")
 	cjson.HexSum((*[2 * sha256.Size]byte)(out[7:]), &sum)
-	return string(out[:])
+	return ss.of(out[:])
+}
+
+// digestLen is the length of a digest, "sha256:" and 64 hex digits.
+const digestLen = len("sha256:") + 2*sha256.Size
+
+// stepStrings carves a step's ids and digests from one allocation, sized
+// for all of them before the first is written: its facts' derivation ids,
+// its proposals' ids and dedup keys, the prior snapshot's digest when the
+// step takes it, the next snapshot's and the transition's. Each was a
+// string of its own. A string carved from it keeps the others' bytes
+// alive with its own (some 300 bytes a step); none is ever written again.
+// A nil stepStrings gives each string its own allocation.
+type stepStrings struct {
+	sb strings.Builder
+}
+
+// of returns p as a string.
+func (ss *stepStrings) of(p []byte) string {
+	if ss == nil {
+		return string(p)
+	}
+	n := ss.sb.Len()
+	ss.sb.Write(p)
+	return ss.sb.String()[n:]
+}
+
+// stepStringsSize is what stepStrings holds for a step of facts facts and
+// proposals proposals, with the prior snapshot's digest when prior is set.
+func stepStringsSize(facts, proposals int, prior bool) int {
+	n := facts*derivationIDLen + proposals*(proposalIDLen+dedupKeyLen) + 2*digestLen
+	if prior {
+		n += digestLen
+	}
+	return n
 }
 
 func appendMember(b []byte, first bool, key string) []byte {
@@ -254,6 +297,8 @@ func appendFactValue(b []byte, e *Event, diff int64, tuple, prov map[string]any)
 // at the fact's head, is the member name and the quoted id.
 const (
 	derivationIDLen  = len("derivation:") + 2*sha256.Size
+	proposalIDLen    = len("proposal:") + 2*sha256.Size
+	dedupKeyLen      = len("proposal-dedup:") + 2*sha256.Size
 	derivationMember = len(`,"derivation_id":""`) + derivationIDLen
 )
 

@@ -121,7 +121,8 @@ func identity(prefix, domain string, value map[string]any) (string, error) {
 //
 // own says the tuple and provenance are the domain's to give (a ReadOnly
 // domain's): one that is already its canonical copy is then kept as it is.
-func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte, bool) {
+// The derivation id is carved from ss (see stepStrings; nil: its own).
+func buildFact(p Profile, e Event, f Fact, own bool, ss *stepStrings) (protocol.FactDelta, []byte, bool) {
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
 		return protocol.FactDelta{}, nil, false
 	}
@@ -137,7 +138,7 @@ func buildFact(p Profile, e Event, f Fact, own bool) (protocol.FactDelta, []byte
 	// spliced in at its head, copied around a gap the id then fills.
 	var canon []byte
 	head, encoded := 0, false
-	id := identityWritten(&factIdentities, "derivation", p.FactIdentity, func(b []byte) []byte {
+	id := identityWritten(&factIdentities, ss, "derivation", p.FactIdentity, func(b []byte) []byte {
 		start := len(b)
 		if b, head, encoded = appendFactValue(b, &e, f.Diff, tuple, prov); !encoded {
 			return b
@@ -255,8 +256,9 @@ func sortPreconditions(pre []string) ([]string, bool) {
 // buildProposal returns the proposal and its canonical bytes. As for facts,
 // every member is checked here or was checked when the event was parsed,
 // so the proposal is valid by construction and its bytes are written
-// directly; both identities hash the same value bytes.
-func buildProposal(e Event, pr Proposal, cv *CheckedVersions) (protocol.EffectProposal, []byte, bool) {
+// directly; both identities hash the same value bytes, and are carved
+// from ss (see stepStrings; nil: each its own).
+func buildProposal(e Event, pr Proposal, cv *CheckedVersions, ss *stepStrings) (protocol.EffectProposal, []byte, bool) {
 	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
 		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
 		return protocol.EffectProposal{}, nil, false
@@ -273,8 +275,8 @@ func buildProposal(e Event, pr Proposal, cv *CheckedVersions) (protocol.EffectPr
 	value := appendProposalHead(make([]byte, 0, 1024), &e, &pr, action, dest, pre)
 	head := len(value)
 	value = appendProposalTail(value, &e, cv)
-	id := identityOf(&proposalIdentities, "proposal", identityProposal, value)
-	dedup := identityOf(&dedupIdentities, "proposal-dedup", identityProposalDedup, value)
+	id := identityOf(&proposalIdentities, ss, "proposal", identityProposal, value)
+	dedup := identityOf(&dedupIdentities, ss, "proposal-dedup", identityProposalDedup, value)
 	// The proposal is its value with the two identities between head and
 	// tail: copied around them rather than written again.
 	canon := make([]byte, 0, len(value)+200)

@@ -833,13 +833,15 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 
 	own := readsOnly(d) // its emission is its own (see ReadOnly)
 	box := new(transitionBox)
+	ss := &box.strs
+	ss.sb.Grow(stepStringsSize(len(em.Facts), len(em.Proposals), priorDigest == ""))
 	facts := box.factSlice(len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
 			return nil, nil, "", invariant("insert_only_facts", &s, &e)
 		}
-		fd, b, ok := buildFact(p, e, fact, own)
+		fd, b, ok := buildFact(p, e, fact, own, ss)
 		if !ok {
 			return nil, nil, "", invariant("fact_well_formed", &s, &e)
 		}
@@ -853,7 +855,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	proposals := box.proposalSlice(len(em.Proposals))
 	propBytes := make([][]byte, 0, len(em.Proposals))
 	for _, prop := range em.Proposals {
-		ep, b, ok := buildProposal(e, prop, p.versions)
+		ep, b, ok := buildProposal(e, prop, p.versions, ss)
 		if !ok {
 			return nil, nil, "", invariant("proposal_well_formed", &s, &e)
 		}
@@ -887,7 +889,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	}
 	next.State = nextState
 	if priorDigest == "" {
-		priorDigest = digest(priorBytes)
+		priorDigest = digestIn(ss, priorBytes)
 	}
 	t = &box.t
 	*t = Transition{
@@ -900,8 +902,8 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
 	}
-	nextDigest = digest(nextBytes)
-	t.TransitionDigest, err = transitionDigest(t.EventID, t.PriorSnapshotDigest, nextDigest, factBytes, propBytes)
+	nextDigest = digestIn(ss, nextBytes)
+	t.TransitionDigest, err = transitionDigest(ss, t.EventID, t.PriorSnapshotDigest, nextDigest, factBytes, propBytes)
 	if err != nil {
 		return nil, nil, "", invariant("transition_digest", &s, &e)
 	}
@@ -924,6 +926,7 @@ type transitionBox struct {
 	eventID     string
 	fact        [1]protocol.FactDelta
 	proposal    [1]protocol.EffectProposal
+	strs        stepStrings // the step's ids and digests
 }
 
 // factSlice is an empty slice for n fact deltas, of capacity n: the box's
@@ -1088,13 +1091,14 @@ func sortCanonical[T protocol.Wire](items []T) ([][]byte, error) {
 // contract version, the event id, the prior and next snapshot digests and
 // the ordered digests of the emitted facts and proposals. Ingress-only
 // members of the event (timestamps, causation, ingress key) are not bound.
-func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (string, error) {
+// The digest is carved from ss (nil: its own string).
+func transitionDigest(ss *stepStrings, eventID, prior, next string, facts, proposals [][]byte) (string, error) {
 	for _, s := range [...]string{eventID, prior, next} {
 		if cjson.CheckString(s, "") != nil {
 			return transitionDigestValue(eventID, prior, next, facts, proposals)
 		}
 	}
-	return cjson.DigestWritten(func(b []byte) []byte {
+	return sumDigest(ss, cjson.SumWritten(func(b []byte) []byte {
 		b = append(b, `{"contract_version":"`+ContractVersion+`","event_id":`...)
 		b = cjson.AppendString(b, eventID)
 		b = append(b, `,"kind":"FTransitionDigestProjection","next_snapshot_digest":`...)
@@ -1106,7 +1110,7 @@ func transitionDigest(eventID, prior, next string, facts, proposals [][]byte) (s
 		b = append(b, `,"prior_snapshot_digest":`...)
 		b = cjson.AppendString(b, prior)
 		return append(b, '}')
-	}), nil
+	})), nil
 }
 
 // transitionDigestValue is transitionDigest through a value map, for text

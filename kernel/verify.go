@@ -90,7 +90,7 @@ func CheckTransition(d Domain, t *Transition) error {
 	if err != nil {
 		return err
 	}
-	want, err := transitionDigest(t.EventID, t.PriorSnapshotDigest, cjson.Digest(next), fb, pb)
+	want, err := transitionDigest(nil, t.EventID, t.PriorSnapshotDigest, cjson.Digest(next), fb, pb)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"hash"
+	"sync"
 )
 
 // hasher feeds canonical pieces to SHA-256 without assembling the whole
@@ -45,6 +46,22 @@ func (h *hasher) keep(b []byte) {
 }
 
 func newHasher() *hasher { return &hasher{h: sha256.New()} }
+
+// hashers recycles Publish's hasher, one a call. Recycling changes no
+// byte: every digest resets the hash before writing, the scratch buffer
+// is written from empty, and nothing Publish returns holds the buffer
+// or the sum array (the digests are strings of their own, and a batch's
+// preimage is dropped once hashed).
+var hashers = sync.Pool{New: func() any { return newHasher() }}
+
+// putHasher gives h back to hashers; an outsized buffer is left to the
+// collector.
+func putHasher(h *hasher) {
+	if cap(h.buf) > 64<<10 {
+		h.buf = nil
+	}
+	hashers.Put(h)
+}
 
 func (h *hasher) reset() { h.h.Reset() }
 

@@ -95,6 +95,11 @@ func TestPublishIsStepState(t *testing.T) {
 		if len(cmds) == 0 {
 			return
 		}
+		// Publish's recycled hasher may come back written to: a hash
+		// part-way through a preimage and a scratch buffer holding bytes.
+		if rapid.Bool().Draw(rt, "dirty") {
+			dirtyHasher(rapid.SliceOf(rapid.Byte()).Draw(rt, "junk"))
+		}
 		got, at, rej := Publish(prior, p, cmds)
 		if !bytes.Equal(before, must(json.Marshal(prior))) {
 			rt.Fatal("Publish changed its prior state")
@@ -160,4 +165,14 @@ func genPublishing(t *rapid.T, p Profile, pl *pool, s *State) Command {
 	}
 	return AdvanceFrontier{ProfileDigest: p.Digest(), DataflowVersion: "dataflow/0", SourceID: src,
 		LowWatermark: base + rapid.Int64Range(0, 3).Draw(t, "step")}
+}
+
+// dirtyHasher leaves a hasher in hashers with junk written to its hash
+// and its scratch buffer, as a use that ended part-way would.
+func dirtyHasher(junk []byte) {
+	h := hashers.Get().(*hasher)
+	h.bytes(junk)
+	h.buf = append(h.scratch(len(junk)), junk...)
+	h.sum[0] ^= 0xff
+	hashers.Put(h)
 }

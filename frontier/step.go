@@ -79,7 +79,9 @@ func StepState(prior *State, profile Profile, cmd Command) (*State, []*Published
 // batch's identity does not depend on the state it was published from.
 func Publish(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, int, *Rejection) {
 	var out []*PublishedBatch
-	s, h := prior, newHasher() // one hasher for every command's digests
+	h := hashers.Get().(*hasher) // one hasher for every command's digests
+	defer putHasher(h)
+	s := prior
 	for i, cmd := range cmds {
 		t, rej := step(s, &profile, cmd, stepBare, h)
 		if rej != nil {

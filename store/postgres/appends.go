@@ -48,6 +48,7 @@ type shape struct {
 	trace      bool
 	inboxEmpty bool
 	fence      bool   // the tick's fence folded in, as its first part
+	fenceInbox bool   // the folded fence checks the inbox (fenceAheadInboxWrite)
 	parts      uint16 // parts and guards added
 	wide       bool   // too many merged rows for the fields above: never cached
 }
@@ -129,8 +130,9 @@ func (a *appends) guard(exprs ...string) {
 	}
 }
 
-// foldFence makes the tick's fence (fenceAheadWrite, its parameters
-// fence: the statement's first) the statement's first part, f, and the
+// foldFence makes the tick's fence (fenceAheadWrite, or
+// fenceAheadInboxWrite when inbox; its parameters fence: the statement's
+// first) the statement's first part, f, and the
 // fence's guard its query's first expression, counting f's rows as the
 // query's aggregate. The server runs the query before the parts it does
 // not read, and its expressions in order, so the fence locks and checks
@@ -140,14 +142,18 @@ func (a *appends) guard(exprs ...string) {
 // closed): it updates nothing unless the fence moved the run, and the
 // fence runs before it changes a row, for the join has no row without
 // f's; two plan nodes fewer than a count of f and one of the update.
-func (a *appends) foldFence(fence []any) {
+func (a *appends) foldFence(fence []any, inbox bool) {
 	a.vals = append(a.vals, fence...)
-	a.shape.fence = true
+	a.shape.fence, a.shape.fenceInbox = true, inbox
 	a.shape.parts++ // the guard
 	if !a.text {
 		return
 	}
-	a.ctes = append(a.ctes, "f AS ("+fenceAheadWrite+" RETURNING 1)")
+	write := fenceAheadWrite
+	if inbox {
+		write = fenceAheadInboxWrite
+	}
+	a.ctes = append(a.ctes, "f AS ("+write+" RETURNING 1)")
 	a.from = "f"
 	a.guards = append(a.guards, `flrh_expect_one(count(*), 'fence')`)
 }

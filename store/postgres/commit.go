@@ -199,9 +199,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		tx.implicit = implicitTick
 		fence := aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)
 		tx.Queue(fenceAheadSQL, fence...)
-		if foldsFence(tick) {
-			tx.fence = fence
-		}
+		tx.fence, tx.fenceInbox = fence, fenceChecksInbox(tick)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -213,25 +211,31 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 	return next, true, err
 }
 
-// foldsFence reports whether the one-round-trip commit of tick may send
-// its fence as the first part of the tick's appended statement rather than
-// as a statement of its own (when nothing else of the tick is a statement
-// of its own: see queueAppends). One statement has one snapshot, taken
-// before the fence waits for the run's row; as two, the appended
-// statement's is taken after the fence has locked it. Every part of the
-// appended statement runs after the fence (the statement's query counts
-// the fence's rows first, the parts it does not read run after that query)
-// and finds its rows by their keys, an update re-reading a row changed
-// since the snapshot, but two parts read what they check from the
-// snapshot: the check that the inbox is left empty and the position of
-// the tick's own input. An input submitted while the fence waited (Submit
-// locks the run's row too) would be missed by both, so a tick with either
-// keeps the fence apart. (Submit's count on the run's row does not help
-// here: one READ COMMITTED statement's update of a row changed since its
-// snapshot reads the row again and goes on, where a REPEATABLE READ
-// transaction's lock of it fails; see decision 1730.)
-func foldsFence(tick store.Tick) bool {
-	return !tick.ExpectInboxEmpty && len(tick.Submit) == 0
+// fenceChecksInbox reports whether the one-round-trip commit of tick, when
+// it sends its fence as the first part of the tick's appended statement
+// rather than as a statement of its own (see queueAppends), folds the
+// fence that also checks that no input was submitted to the run while the
+// fence waited for its row (fenceAheadInboxWrite).
+//
+// One statement has one snapshot, taken before the fence waits for the
+// run's row; as two, the appended statement's is taken after the fence
+// has locked it. Every part of the appended statement runs after the
+// fence (the statement's query counts the fence's rows first, the parts
+// it does not read run after that query) and finds its rows by their
+// keys, an update re-reading a row changed since the snapshot, but two
+// parts read what they check from the snapshot: the check that the inbox
+// is left empty and the position of the tick's own input. An input
+// submitted while the fence waited would be missed by both. Submit
+// changes the run's row whenever it appends (runs.submissions, decision
+// 1730), and every other write that appends to a run's inbox is a tick of
+// the run, which moves its head: so the snapshot holds every input
+// committed before the fence locked the row exactly when the row the
+// fence locked (the newest version, read again after the wait) counts
+// the submissions the snapshot's row counts. The fence that checks the
+// inbox compares the two and refuses the tick when they differ, and the
+// tick goes the two-round-trip way, which reads the inbox after the lock.
+func fenceChecksInbox(tick store.Tick) bool {
+	return tick.ExpectInboxEmpty || len(tick.Submit) > 0
 }
 
 // testSetting, when set (by this package's tests, which do not run in
@@ -654,13 +658,13 @@ var (
 	// commitAhead); fenceAheadWrite is its write, which a tick's appended
 	// statement may take as its first part instead (see foldsFence).
 	fenceAheadSQL   = expectOne(fenceAheadWrite, "fence")
-	fenceAheadWrite = `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
-	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
-	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
-	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
-UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
+	fenceAheadWrite = fenceAhead(``, ``)
+	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
+	// submissions counted on the row it locks (its newest version, read
+	// again after any wait) to be those counted on the run's row in the
+	// statement's snapshot (see fenceChecksInbox).
+	fenceAheadInboxWrite = fenceAhead(`, submissions`, `
+	AND r.submissions = (SELECT submissions FROM runs WHERE run_id = $1)`)
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).
@@ -686,6 +690,21 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 	submitSQL  = submitInsert + `$1, ` + nextInboxSeq("$1") + `, $2, $3, $4, $5, $6, $7, $8, true, ` + tsParam(9)
 	consumeSQL = expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption")
 )
+
+// fenceAhead is the one-round-trip commit's fence (see commitAhead): it
+// locks the run's row, reads the clock after the lock and moves the header
+// on only if the lease, the head and its hash are still what the store
+// knows, with the columns cols read from the locked row and the further
+// conditions and on it.
+func fenceAhead(cols, and string) string {
+	return `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash` + cols + `
+	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
+	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5` + and + `)
+UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
+}
 
 // nextInboxSeq is the position of the next input of the run whose id is
 // the parameter run: one past its last, read backwards from the inbox's
@@ -728,18 +747,19 @@ type eventColumns struct {
 }
 
 // appendsParams is the room an appended statement's parameter list starts
-// with: a governed step's decision tick takes 41 parameters, its receipt
-// tick with the fence folded in 43, and a list regrown past its room is
-// copied into one twice its size.
-const appendsParams = 48
+// with: a governed step's ticks take 52 (the decision) and 43 (the
+// receipt) with their fences folded in, and a list regrown past its room
+// is copied into one twice its size.
+const appendsParams = 56
 
 // queueAppends queues the tick's appended statement, if it has anything
 // to append, as build adds it: the parameters in one pass, the text from
 // a tick of the same shape or, the first time, from a second pass.
 //
 // When the transaction's only queued statement is the fence of a tick that
-// may fold it (tx.fence, see foldsFence), the fence becomes the appended
-// statement's first part and is taken out of the queue: the tick is one
+// may fold it (tx.fence), the fence becomes the appended statement's
+// first part, checking the inbox when tx.fenceInbox (see
+// fenceChecksInbox), and is taken out of the queue: the tick is one
 // statement.
 func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	ap := appends{vals: make([]any, 0, appendsParams)}
@@ -748,7 +768,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 		fence = nil // other statements of the tick come between
 	}
 	if fence != nil {
-		ap.foldFence(fence)
+		ap.foldFence(fence, tx.fenceInbox)
 	}
 	build(&ap)
 	if ap.shape.parts == 0 || fence != nil && ap.shape.parts == 1 {
@@ -766,7 +786,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	k := ap.shape
 	ap.reset(true)
 	if fence != nil {
-		ap.foldFence(fence)
+		ap.foldFence(fence, tx.fenceInbox)
 	}
 	build(&ap)
 	sql := ap.sql()

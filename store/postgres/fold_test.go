@@ -49,13 +49,14 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":1}`)},
 			Intents: []store.Intent{in}, Begin: []string{in.ID}}))
 
-		one := func(name string, tick store.Tick) {
+		oneWith := func(fence, name string, tick store.Tick) {
 			t.Helper()
 			sent := sentWrites(t, func() error { return s.Commit(ctx, l, tick) })
-			if len(sent) != 1 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS (") {
+			if len(sent) != 1 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS ("+fence+" RETURNING 1)") {
 				t.Fatalf("%s: sent %d commits %q, want one of one statement with the fence folded in", name, len(sent), sent)
 			}
 		}
+		one := func(name string, tick store.Tick) { t.Helper(); oneWith(fenceAheadWrite, name, tick) }
 		cp := []byte(`{"state":1}`)
 		one("appends", store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)},
 			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
@@ -78,59 +79,102 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 			t.Fatalf("head %d after three ticks of one event", h)
 		}
 
-		// A tick that checks the inbox, or appends its own input, keeps
-		// the fence a statement of its own.
-		two := func(name string, tick store.Tick) {
-			t.Helper()
-			sent := sentWrites(t, func() error { return s.Commit(ctx, l, tick) })
-			if len(sent) != 1 || len(sent[0]) != 2 || sent[0][0] != fenceAheadSQL {
-				t.Fatalf("%s: sent %d commits %q, want one of the fence and the appends", name, len(sent), sent)
-			}
-		}
-		two("inbox left empty", store.Tick{ExpectHead: 3, Events: []store.Event{storetest.Ev("D", `{"n":4}`)}, ExpectInboxEmpty: true})
+		// A tick that checks the inbox, or appends its own input, folds
+		// the fence that also checks that nothing was submitted while it
+		// waited (see fenceChecksInbox).
+		inbox := func(name string, tick store.Tick) { t.Helper(); oneWith(fenceAheadInboxWrite, name, tick) }
+		inbox("inbox left empty", store.Tick{ExpectHead: 3, Events: []store.Event{storetest.Ev("D", `{"n":4}`)}, ExpectInboxEmpty: true})
 		ib := []byte(`{"a":1}`)
-		two("own input", store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)},
+		inbox("own input", store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)},
 			Submit:  []store.Inbound{{ID: "in1", RunID: "r", Kind: "input", ActorRole: "agent", Body: ib, Digest: store.BodyDigest(ib)}},
 			Consume: []string{"in1"}})
+		// A tick that consumes an input submitted earlier keeps the fence
+		// apart (its consumption is a statement of its own).
+		must(t, s.Submit(ctx, storetest.Inb("r", "in2", "INPUT", `{}`)))
+		sent := sentWrites(t, func() error {
+			return s.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)}, Consume: []string{"in2"}, ExpectInboxEmpty: true})
+		})
+		if len(sent) != 1 || len(sent[0]) != 3 || sent[0][0] != fenceAheadSQL {
+			t.Fatalf("consumption: sent %d commits %q, want one of the fence, the consumption and the appends", len(sent), sent)
+		}
+		if h := headOf(t, adm, schema, "r"); h != 6 {
+			t.Fatalf("head %d after six ticks of one event", h)
+		}
 	})
 }
 
-// An input submitted while a tick that expects the inbox left empty
-// waited for the run's row is seen by the tick's check: the tick is
-// refused and writes nothing. (Folded into one statement with the fence,
-// the check would read the snapshot taken before the wait and pass.) The
-// one-round-trip tick as BEGIN ISOLATION LEVEL REPEATABLE READ … COMMIT
-// reads the transaction's snapshot, taken before the wait, and is not
-// held to this.
+// An input submitted while a one-round-trip tick waited for the run's row
+// is seen by the tick, its fence folded into its one statement: a tick
+// that expects the inbox left empty is refused and writes nothing, and a
+// tick that appends its own input appends it after the submitted one,
+// which stays pending. (The statement's snapshot is taken before the
+// wait; its fence refuses the tick when the row it locked counts
+// submissions its snapshot does not, and the tick goes the two-round-trip
+// way, which reads the inbox after the lock.) What Submit does is held
+// open here by a transaction of the test's own: the run's row locked, the
+// input appended, the submission counted on the row.
 func TestInboxCheckAfterWaiting(t *testing.T) {
-	schema := freshSchema(t)
-	app := "flrh-inboxwait-" + schema
-	s := openNamed(t, schema, app, Options{})
-	adm := admin(t)
-	l := oneEventRun(t, s)
+	ib := []byte(`{"a":1}`)
+	for _, c := range []struct {
+		name string
+		tick store.Tick
+		code store.Code
+	}{
+		{"inbox left empty", store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}, ExpectInboxEmpty: true}, store.CodeHeadMismatch},
+		{"own input", store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)},
+			Submit:  []store.Inbound{{ID: "own", RunID: "r", Kind: "input", ActorRole: "agent", Body: ib, Digest: store.BodyDigest(ib)}},
+			Consume: []string{"own"}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schema := freshSchema(t)
+			app := "flrh-inboxwait-" + schema
+			s := openNamed(t, schema, app, Options{})
+			adm := admin(t)
+			l := oneEventRun(t, s)
 
-	// What Submit does, held open: the run's row locked, the input
-	// appended.
-	holder := admin(t)
-	tx, err := holder.Begin(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, `SELECT FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'r' FOR NO KEY UPDATE`)
-	must(t, err)
-	_, err = tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "inbox"}.Sanitize()+` (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+			holder := admin(t)
+			tx, err := holder.Begin(ctx)
+			must(t, err)
+			defer tx.Rollback(ctx)
+			_, err = tx.Exec(ctx, `SELECT FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'r' FOR NO KEY UPDATE`)
+			must(t, err)
+			_, err = tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "inbox"}.Sanitize()+` (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 		VALUES ('r', 1, 'in1', 'input', 'agent', '', '', '\x7b7d', 'sha256:x', 1)`)
-	must(t, err)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}, ExpectInboxEmpty: true})
-	}()
-	waitFor(t, func() bool { return lockWaits(t, adm, app) == 1 })
-	must(t, tx.Commit(ctx))
-	mustCode(t, <-done, store.CodeHeadMismatch)
-	evs, err := s.Events(ctx, "r", 0)
-	must(t, err)
-	if len(evs) != 1 || headOf(t, adm, schema, "r") != 1 {
-		t.Fatalf("a refused tick left events %+v", evs)
+			must(t, err)
+			_, err = tx.Exec(ctx, `UPDATE `+pgx.Identifier{schema, "runs"}.Sanitize()+` SET submissions = submissions + 1 WHERE run_id = 'r'`)
+			must(t, err)
+			var sent [][]string
+			testSent = func(sqls []string) { sent = append(sent, sqls) }
+			defer func() { testSent = nil }()
+			done := make(chan error, 1)
+			go func() { done <- s.Commit(ctx, l, c.tick) }()
+			waitFor(t, func() bool { return lockWaits(t, adm, app) == 1 })
+			must(t, tx.Commit(ctx))
+			err = <-done
+			if len(sent) == 0 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS ("+fenceAheadInboxWrite) {
+				t.Fatalf("sent %q first, want the tick's one statement with its fence folded in", sent)
+			}
+			pending, perr := s.Inbox(ctx, "r", true)
+			must(t, perr)
+			if len(pending) != 1 || pending[0].ID != "in1" {
+				t.Fatalf("pending %+v, want the submitted input", pending)
+			}
+			if c.code != "" {
+				mustCode(t, err, c.code)
+				evs, err := s.Events(ctx, "r", 0)
+				must(t, err)
+				if len(evs) != 1 || headOf(t, adm, schema, "r") != 1 {
+					t.Fatalf("a refused tick left events %+v", evs)
+				}
+				return
+			}
+			must(t, err)
+			all, err := s.Inbox(ctx, "r", false)
+			must(t, err)
+			if len(all) != 2 || all[0].ID != "in1" || all[1].ID != "own" || all[1].Seq != 2 || headOf(t, adm, schema, "r") != 2 {
+				t.Fatalf("inbox %+v, head %d; want the submitted input, then the tick's own at 2", all, headOf(t, adm, schema, "r"))
+			}
+		})
 	}
 }
 
@@ -211,9 +255,7 @@ func TestATicksParametersFitTheirList(t *testing.T) {
 		tx := &wtx{}
 		fence := aheadFenceArgs(s, l, c.tick, h, chains, false)
 		tx.Queue(fenceAheadSQL, fence...)
-		if foldsFence(c.tick) {
-			tx.fence = fence
-		}
+		tx.fence, tx.fenceInbox = fence, fenceChecksInbox(c.tick)
 		next := h
 		must(t, s.queueTick(tx, l, c.tick, &next, chains, "", aheadBegin(c.tick), nil))
 		args := tx.pending[len(tx.pending)-1].Arguments

@@ -40,11 +40,12 @@ type wtx struct {
 	// REPEATABLE READ (the one-round-trip tick, its fence checking the
 	// run on the row it locks).
 	implicit bool
-	// fence, on the one-round-trip tick that may fold its fence into its
-	// appended statement (foldsFence), is the fence's parameters; the
+	// fence, on the one-round-trip tick, is the fence's parameters: the
 	// fence is queued first, and queueAppends takes it out when it folds
-	// it.
-	fence []any
+	// it into the tick's appended statement; fenceInbox says the folded
+	// fence checks the inbox (see fenceChecksInbox).
+	fence      []any
+	fenceInbox bool
 	// failed, after a round trip the server refused, is the refused
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.

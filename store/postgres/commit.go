@@ -658,13 +658,16 @@ var (
 	// commitAhead); fenceAheadWrite is its write, which a tick's appended
 	// statement may take as its first part instead (see foldsFence).
 	fenceAheadSQL   = expectOne(fenceAheadWrite, "fence")
-	fenceAheadWrite = fenceAhead(``, ``)
+	fenceAheadWrite = fenceAhead(false)
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
 	// submissions counted on the row it locks (its newest version, read
 	// again after any wait) to be those counted on the run's row in the
-	// statement's snapshot (see fenceChecksInbox).
-	fenceAheadInboxWrite = fenceAhead(`, submissions`, `
-	AND r.submissions = (SELECT submissions FROM runs WHERE run_id = $1)`)
+	// statement's snapshot (see fenceChecksInbox). The update finds the
+	// row it moves as the snapshot holds it, and goes on to its newest
+	// version only when that one matches its condition (READ COMMITTED):
+	// the condition compares the snapshot's count with the locked row's
+	// at no cost of its own.
+	fenceAheadInboxWrite = fenceAhead(true)
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).
@@ -694,16 +697,20 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 // fenceAhead is the one-round-trip commit's fence (see commitAhead): it
 // locks the run's row, reads the clock after the lock and moves the header
 // on only if the lease, the head and its hash are still what the store
-// knows, with the columns cols read from the locked row and the further
-// conditions and on it.
-func fenceAhead(cols, and string) string {
+// knows; with inbox, only if the submissions counted on the row it locked
+// are also those its snapshot's row counts (see fenceAheadInboxWrite).
+func fenceAhead(inbox bool) string {
+	cols, carried, and := ``, ``, ``
+	if inbox {
+		cols, carried, and = `, submissions`, `, r.submissions`, ` AND runs.submissions = c.submissions`
+	}
 	return `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash` + cols + `
 	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
-	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
-	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5` + and + `)
+	CASE WHEN $11 THEN ` + lazyExpr + ` END` + carried + ` FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now` + and
 }
 
 // nextInboxSeq is the position of the next input of the run whose id is

@@ -656,7 +656,7 @@ func closedWithResult(tick store.Tick) map[string]store.Receipt {
 var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
 	// commitAhead); fenceAheadWrite is its write, which a tick's appended
-	// statement may take as its first part instead (see foldsFence).
+	// statement may take as its first part instead (see queueAppends).
 	fenceAheadSQL   = expectOne(fenceAheadWrite, "fence")
 	fenceAheadWrite = fenceAhead(false)
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the

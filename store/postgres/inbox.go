@@ -28,7 +28,9 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	// the row with a serialization failure, is run again on a snapshot
 	// that holds the input, and its check that the inbox is left empty
 	// sees it. The lock alone let the tick lock the row and read the inbox
-	// as it was before the input.
+	// as it was before the input. A one-round-trip tick whose fence is
+	// folded into its one statement compares the count on the row it
+	// locked with its snapshot's (see fenceChecksInbox).
 	var found, pending int64
 	var outcome, digest *string
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {

@@ -66,8 +66,10 @@ func TestTransitionPartsAreItsOwn(t *testing.T) {
 // one allocation (three more without the box), and its six ids and
 // digests (derivation id, proposal id and dedup key, the prior and next
 // snapshots' and the transition's digests) another, sized for them
-// (five more without stepStrings, one more if it were sized short).
-const declarativeStepAllocs = 26
+// (five more without stepStrings, one more if it were sized short); the
+// fact's and proposal's canonical bytes are in a pooled canonRoom (two
+// more without).
+const declarativeStepAllocs = 24
 
 func TestDeclarativeStepAllocations(t *testing.T) {
 	d := loadShop(t)
@@ -149,6 +151,63 @@ func TestStepStringsSizeIsExact(t *testing.T) {
 		}
 		if want := stepStringsSize(len(tr.FactDeltas), len(tr.EffectProposals), true); n != want {
 			t.Fatalf("notify %v: the step's strings are %d bytes, sized %d", notify, n, want)
+		}
+	}
+}
+
+// drawCanonRoom is nil (bytes of their own), a room whose buffer holds
+// junk where the pieces will be lent, or one nearly full (pieces that do
+// not fit are allocated).
+func drawCanonRoom(t *rapid.T) *canonRoom {
+	switch rapid.IntRange(0, 2).Draw(t, "room") {
+	case 0:
+		return nil
+	case 1:
+		r := &canonRoom{b: make([]byte, canonRoomSize)}
+		for i := range r.b {
+			r.b[i] = byte(rapid.IntRange(0, 255).Draw(t, "junk"))
+			if i > 8 {
+				r.b[i] = r.b[i%8]
+			}
+		}
+		r.b = r.b[:0]
+		return r
+	}
+	r := &canonRoom{b: make([]byte, canonRoomSize-rapid.IntRange(0, 64).Draw(t, "left"), canonRoomSize)}
+	return r
+}
+
+// A step whose pooled room holds what an earlier use left (junk in every
+// byte) gives the transition it gives from a clean one.
+func TestCanonRoomLeftDirty(t *testing.T) {
+	d := loadShop(t)
+	s := NewSnapshot(d, "shop:1", shopVersions)
+	ev := shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, true))
+	clean, err := Step(d, s, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := clean.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for junk := range 4 {
+		r := canonRooms.Get().(*canonRoom)
+		r.b = r.b[:cap(r.b)]
+		for i := range r.b {
+			r.b[i] = byte(junk*61 + i)
+		}
+		r.release()
+		tr, err := Step(d, s, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("after junk %d: %s\nwant %s", junk, got, want)
 		}
 	}
 }

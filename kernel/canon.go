@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"slices"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -614,4 +615,42 @@ func appendSnapshot(b []byte, s *Snapshot, stateChecked bool, cv *CheckedVersion
 		}
 	}
 	return append(b, '}'), true
+}
+
+// canonRoom lends a step's facts and proposals the buffer their canonical
+// bytes are written in. Those bytes are sorted, digested into the
+// transition digest and dropped before the step returns (nothing the step
+// returns holds them: a fact or proposal is its typed value, the next
+// snapshot's bytes have their own buffer), so one pooled buffer serves
+// them all, where each was an allocation of its own. take hands out
+// disjoint pieces of it, each capped at its length, whose bytes the
+// caller writes in full: what an earlier step left there is never read.
+type canonRoom struct {
+	b []byte
+}
+
+// canonRoomSize is a room's buffer: a usual step's fact (some 400 bytes)
+// and proposal (some 900) fit several times over; a piece that does not
+// fit is allocated.
+const canonRoomSize = 4096
+
+var canonRooms = sync.Pool{New: func() any { return &canonRoom{b: make([]byte, 0, canonRoomSize)} }}
+
+// take returns n bytes of r's buffer, or fresh ones when they do not fit
+// or r is nil. Their contents are whatever was there: the caller writes
+// every one.
+func (r *canonRoom) take(n int) []byte {
+	if r == nil || cap(r.b)-len(r.b) < n {
+		return make([]byte, n)
+	}
+	at := len(r.b)
+	r.b = r.b[:at+n]
+	return r.b[at : at+n : at+n]
+}
+
+// release gives r back to canonRooms, emptied; the pieces it lent must be
+// dead.
+func (r *canonRoom) release() {
+	r.b = r.b[:0]
+	canonRooms.Put(r)
 }

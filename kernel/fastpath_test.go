@@ -200,7 +200,7 @@ func TestBuildFactMatchesSlowPath(t *testing.T) {
 		p.FactIdentity = rapid.SampledFrom([]string{"observation-fact-value", "déclaré", "e\u0301"}).Draw(t, "identity")
 		e := genEvent(t)
 		f := Fact{Tuple: genObject(t, "tuple"), Provenance: genObject(t, "prov"), Diff: rapid.SampledFrom([]int64{1, -1, 0}).Draw(t, "diff")}
-		fd, b, ok := buildFact(p, e, f, rapid.Bool().Draw(t, "own"), drawStepStrings(t))
+		fd, b, ok := buildFact(p, e, f, rapid.Bool().Draw(t, "own"), drawStepStrings(t), drawCanonRoom(t))
 		var sfd protocol.FactDelta
 		var sb []byte
 		var sok bool
@@ -235,7 +235,7 @@ func TestBuildProposalMatchesReference(t *testing.T) {
 			}
 			pr.Preconditions = append(pr.Preconditions, rapid.SampledFrom([]string{"a", "b", "a:1", "a-1", "a.b", "B", "9", "a_b", "a/b", "ab", "x y"}).Draw(t, "pre"))
 		}
-		ep, b, ok := buildProposal(e, pr, drawChecked(t, e.Versions), drawStepStrings(t))
+		ep, b, ok := buildProposal(e, pr, drawChecked(t, e.Versions), drawStepStrings(t), drawCanonRoom(t))
 		rep, rb, rok := referenceBuildProposal(e, pr)
 		if ok != rok || !bytes.Equal(b, rb) || !reflect.DeepEqual(ep, rep) {
 			t.Fatalf("fast %v %s %#v\nreference %v %s %#v", ok, b, ep, rok, rb, rep)

@@ -121,8 +121,9 @@ func identity(prefix, domain string, value map[string]any) (string, error) {
 //
 // own says the tuple and provenance are the domain's to give (a ReadOnly
 // domain's): one that is already its canonical copy is then kept as it is.
-// The derivation id is carved from ss (see stepStrings; nil: its own).
-func buildFact(p Profile, e Event, f Fact, own bool, ss *stepStrings) (protocol.FactDelta, []byte, bool) {
+// The derivation id is carved from ss (see stepStrings; nil: its own),
+// the canonical bytes from room (see canonRoom; nil: their own).
+func buildFact(p Profile, e Event, f Fact, own bool, ss *stepStrings, room *canonRoom) (protocol.FactDelta, []byte, bool) {
 	if (f.Diff != 1 && f.Diff != -1) || len(f.Tuple) == 0 || len(f.Provenance) == 0 {
 		return protocol.FactDelta{}, nil, false
 	}
@@ -145,7 +146,7 @@ func buildFact(p Profile, e Event, f Fact, own bool, ss *stepStrings) (protocol.
 		}
 		value := b[start:]
 		head -= start
-		canon = make([]byte, len(value)+derivationMember)
+		canon = room.take(len(value) + derivationMember)
 		copy(canon, value[:head])
 		copy(canon[head+derivationMember:], value[head:])
 		return b
@@ -257,8 +258,9 @@ func sortPreconditions(pre []string) ([]string, bool) {
 // every member is checked here or was checked when the event was parsed,
 // so the proposal is valid by construction and its bytes are written
 // directly; both identities hash the same value bytes, and are carved
-// from ss (see stepStrings; nil: each its own).
-func buildProposal(e Event, pr Proposal, cv *CheckedVersions, ss *stepStrings) (protocol.EffectProposal, []byte, bool) {
+// from ss (see stepStrings; nil: each its own); the canonical bytes are
+// written in room (see canonRoom; nil: their own).
+func buildProposal(e Event, pr Proposal, cv *CheckedVersions, ss *stepStrings, room *canonRoom) (protocol.EffectProposal, []byte, bool) {
 	if !cjson.ValidID(pr.EffectType) || !cjson.ValidID(pr.GoalID) || !cjson.ValidID(pr.ObligationID) ||
 		!riskHints[pr.RiskHint] || len(pr.Action) == 0 || len(pr.Destination) == 0 {
 		return protocol.EffectProposal{}, nil, false
@@ -279,7 +281,7 @@ func buildProposal(e Event, pr Proposal, cv *CheckedVersions, ss *stepStrings) (
 	dedup := identityOf(&dedupIdentities, ss, "proposal-dedup", identityProposalDedup, value)
 	// The proposal is its value with the two identities between head and
 	// tail: copied around them rather than written again.
-	canon := make([]byte, 0, len(value)+200)
+	canon := room.take(len(value) + 200)[:0]
 	canon = appendProposalIDs(append(canon, value[:head]...), id, dedup)
 	canon = append(canon, value[head:]...)
 	return protocol.EffectProposal{

@@ -835,13 +835,15 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	box := new(transitionBox)
 	ss := &box.strs
 	ss.sb.Grow(stepStringsSize(len(em.Facts), len(em.Proposals), priorDigest == ""))
+	room := canonRooms.Get().(*canonRoom)
+	defer room.release()
 	facts := box.factSlice(len(em.Facts))
 	factBytes := make([][]byte, 0, len(em.Facts))
 	for _, fact := range em.Facts {
 		if p.InsertOnly && fact.Diff != 1 {
 			return nil, nil, "", invariant("insert_only_facts", &s, &e)
 		}
-		fd, b, ok := buildFact(p, e, fact, own, ss)
+		fd, b, ok := buildFact(p, e, fact, own, ss, room)
 		if !ok {
 			return nil, nil, "", invariant("fact_well_formed", &s, &e)
 		}
@@ -855,7 +857,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	proposals := box.proposalSlice(len(em.Proposals))
 	propBytes := make([][]byte, 0, len(em.Proposals))
 	for _, prop := range em.Proposals {
-		ep, b, ok := buildProposal(e, prop, p.versions, ss)
+		ep, b, ok := buildProposal(e, prop, p.versions, ss, room)
 		if !ok {
 			return nil, nil, "", invariant("proposal_well_formed", &s, &e)
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package workflow
+
+const raceBuild = false

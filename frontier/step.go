@@ -41,7 +41,7 @@ type Transition struct {
 // prior means the initial state. Step never modifies prior, and a rejection
 // carries no state at all, so a refused command changes nothing.
 func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) {
-	t, rej := step(prior, &profile, cmd, stepRecord, nil)
+	t, rej := step(prior, &profile, cmd, stepRecord, nil, nil)
 	if rej != nil {
 		if profile.digest != "" {
 			rej.ProfileDigest = profile.digest
@@ -58,7 +58,7 @@ func Step(prior *State, profile Profile, cmd Command) (*Transition, *Rejection) 
 // them over the whole next state. The workflow, which starts R afresh
 // every tick and records only the batches, takes this path.
 func StepState(prior *State, profile Profile, cmd Command) (*State, []*PublishedBatch, *Rejection) {
-	t, rej := step(prior, &profile, cmd, stepSeal, nil)
+	t, rej := step(prior, &profile, cmd, stepSeal, nil, nil)
 	if rej != nil {
 		if profile.digest != "" {
 			rej.ProfileDigest = profile.digest
@@ -81,9 +81,21 @@ func Publish(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, 
 	var out []*PublishedBatch
 	h := hashers.Get().(*hasher) // one hasher for every command's digests
 	defer putHasher(h)
+	// The states between the commands are only ever the next command's
+	// prior: two headers serve them all, each written over once the state
+	// it held is no longer the prior (its slices, shared with the states
+	// after it and never written through, stay as they were).
+	var states *[2]State
+	if len(cmds) > 1 {
+		states = new([2]State)
+	}
 	s := prior
 	for i, cmd := range cmds {
-		t, rej := step(s, &profile, cmd, stepBare, h)
+		var into *State
+		if states != nil {
+			into = &states[i%2]
+		}
+		t, rej := step(s, &profile, cmd, stepBare, h, into)
 		if rej != nil {
 			if profile.digest != "" {
 				rej.ProfileDigest = profile.digest
@@ -108,7 +120,10 @@ const (
 // step is step_r; mode says what it takes beyond the next state's values
 // and the published batches. A bare state (stepBare) is only ever the
 // prior of another bare step: sealing a state reuses its prior's pieces.
-func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (Transition, *Rejection) {
+// into, when not nil, is the header the next state is written in (it must
+// not be prior, and nothing may hold it but the caller); nil allocates
+// one.
+func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher, into *State) (Transition, *Rejection) {
 	if p.digest == "" {
 		return Transition{}, reject(CodeMalformedDataflowProfile, "/profile")
 	}
@@ -131,7 +146,11 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher) (Tran
 	if df != p.dataflow {
 		return Transition{}, reject(CodeDataflowVersionMismatch, "/command/dataflow_version")
 	}
-	next := &State{
+	next := into
+	if next == nil {
+		next = new(State)
+	}
+	*next = State{
 		profileDigest: prior.profileDigest,
 		dataflow:      prior.dataflow,
 		sources:       prior.sources,

@@ -508,6 +508,14 @@ ALTER TABLE trace SET (toast_tuple_target = 8160);
 	{"runs count their submissions", `
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS submissions bigint NOT NULL DEFAULT 0;
 `},
+	// An intent's and a receipt's commit order is read only with its run
+	// (intents_by_run, receipts_by_run); its values come from an identity
+	// no write overrides. The unique index on it alone served no read and
+	// took an index entry at every intent and receipt written.
+	{"intents and receipts keep their commit order in their run's index alone", `
+ALTER TABLE intents DROP CONSTRAINT IF EXISTS intents_commit_order_key;
+ALTER TABLE receipts DROP CONSTRAINT IF EXISTS receipts_commit_order_key;
+`},
 }
 
 // eventsChecked is the statement that creates (create: "CREATE FUNCTION")

@@ -78,8 +78,7 @@ func TestMigrateFromVersion12RealRuns(t *testing.T) {
 
 	st := openNamed(t, schema, "flrh-migrate12", postgres.Options{})
 	migratedTo(t, st, 13)
-	wantNew := []string{
-		"intents.intents_commit_order_key u UNIQUE (commit_order)",
+	wantNew := []string{ // (migration 17 drops intents_commit_order_key)
 		"intents.intents_idempotency_key u UNIQUE (idempotency_key)",
 		"intents.intents_intent_run u UNIQUE (intent_id, run_id)",
 		"intents.intents_pkey p PRIMARY KEY (intent_id)",

@@ -31,9 +31,11 @@ DELETE FROM schema_migrations WHERE version > 14;`
 // toVersion14 gives schema back the events trigger of version 14 and
 // forgets the migrations after 14: what a version-14 build leaves (the
 // runs keep their count of submissions, which that build does not read
-// and this build's Submit writes; migration 16 leaves it as it is).
+// and this build's Submit writes; migration 16 leaves it as it is), with
+// the unique indexes on commit order that migration 17 dropped.
 func toVersion14(t *testing.T, schema string) {
 	t.Helper()
+	execInSchema(t, schema, version16Orders)
 	execInSchema(t, schema, version14Events)
 }
 

@@ -110,6 +110,9 @@ type cells struct {
 	// records share its chunks; a batchRead starts each statement with
 	// none.
 	chunk []byte
+	// lent, when set, is the caller's memory the BLOBs are copied into
+	// instead (ReadRunRecordsReusing).
+	lent *lender
 }
 
 // bodyChunk is the size of the chunks BLOBs are copied into, the largest
@@ -123,6 +126,9 @@ const bodyChunk = 32 << 10
 // c's chunk, so that an append to it copies it rather than write over the
 // next body.
 func (c *cells) keep(b []byte) []byte {
+	if c.lent != nil && b != nil {
+		return c.lent.copy(b)
+	}
 	if b == nil || len(b) > bodyChunk/8 {
 		return bytes.Clone(b)
 	}
@@ -304,11 +310,25 @@ type runRows struct {
 	approvals []keyed[store.Approval]
 	h         [3]any
 	bad       bool
-	// texts are the hash texts of the events at the indexes summed, three
-	// an event, written as their rows are read and cut from one string for
-	// the run (writeSums) instead of one string an event.
+	// texts are the hash texts of the events summed, written as their rows
+	// are read and cut from one string for the run (writeSums) instead of
+	// one string an event: three an event, or two (its digest and chain
+	// hash) when its previous hash is the chain hash of the event read
+	// just before it, whose text it shares.
 	texts  strings.Builder
-	summed []int
+	summed []summedEvent
+	// chain is the chain hash sum of the last event read, when its sums
+	// were read as they are (chained).
+	chain   [32]byte
+	chained bool
+}
+
+// summedEvent is an event whose hash texts are in runRows.texts, from at
+// on; shared when its previous hash is the text of the chain hash of the
+// event read before it.
+type summedEvent struct {
+	ev, at int
+	shared bool
 }
 
 // add files one row of arm arm, read into c, whose bad the caller clears
@@ -331,8 +351,8 @@ func (r *runRows) add(arm int64, c *cells) {
 			// to expect: one slice, filled in place.
 			n := min(max(r.rec.Run.Head, 1), 1<<12)
 			r.events = make([]store.Event, 0, n)
-			r.summed = make([]int, 0, n)
-			r.texts.Grow(int(n) * 3 * hashText)
+			r.summed = make([]summedEvent, 0, n)
+			r.texts.Grow((2*int(n) + 1) * hashText)
 		}
 		r.events = append(r.events, store.Event{})
 		e := &r.events[len(r.events)-1]
@@ -340,14 +360,21 @@ func (r *runRows) add(arm int64, c *cells) {
 		var sums [3 * 32]byte
 		if c.sums(4, &sums) {
 			var digits [64]byte
+			se := summedEvent{ev: len(r.events) - 1, at: r.texts.Len()}
+			se.shared = r.chained && [32]byte(sums[32:64]) == r.chain
 			for k := range 3 {
+				if k == 1 && se.shared {
+					continue
+				}
 				r.texts.WriteString(hashPrefix)
 				cjson.HexSum(&digits, (*[32]byte)(sums[k*32:]))
 				r.texts.Write(digits[:])
 			}
-			r.summed = append(r.summed, len(r.events)-1)
+			r.summed = append(r.summed, se)
+			r.chain, r.chained = [32]byte(sums[64:]), true
 		} else {
 			c.hashes(4, [3]*string{&e.Digest, &e.PrevHash, &e.ChainHash}, &r.h)
+			r.chained = false
 		}
 		e.Generation, e.RecordedAt = c.i64(7), fromNanos(c.i64(8))
 	case armCheckpoint:
@@ -420,8 +447,13 @@ func (r *runRows) writeSums() {
 		return
 	}
 	all := r.texts.String()
-	for i, ev := range r.summed {
-		e, t := &r.events[ev], all[i*3*hashText:]
+	for _, se := range r.summed {
+		e, t := &r.events[se.ev], all[se.at:]
+		if se.shared {
+			// The event before it in r.events, summed before it.
+			e.Digest, e.PrevHash, e.ChainHash = t[:hashText], r.events[se.ev-1].ChainHash, t[hashText:2*hashText]
+			continue
+		}
 		e.Digest, e.PrevHash, e.ChainHash = t[:hashText], t[hashText:2*hashText], t[2*hashText:3*hashText]
 	}
 }
@@ -535,6 +567,65 @@ func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) (
 	return store.ReadRunRecordsInBatches(ctx, runIDs, all, RecordBatch, s.readRunRecords, s.ReadRunRecord)
 }
 
+// ReadRunRecordsReusing is ReadRunRecords copying the records' bytes into
+// memory the caller lends and gets back, instead of fresh memory each
+// time: the records, and their errors, are exactly what ReadRunRecords
+// returns, but the bytes of the bodies that the batch statements read
+// (events', the checkpoint's, intents', receipts' and grants' Body) may be
+// cut from *mem, whose chunks the call reuses and adds to.
+//
+// The records' bytes are therefore valid only until the next call given
+// the same mem, which writes over them; the caller must neither hold them
+// (nor anything aliasing them) beyond that nor write to them. Every string
+// of a record, and the records' slices themselves, are fresh and the
+// caller's to keep, as are the bytes of a run read by parts. One reader
+// reading batch after batch, and done with a batch's records before it
+// reads the next, keeps one mem and allocates no bytes for the bodies
+// once its chunks hold a batch. A mem is used by one caller at a time.
+func (s *Store) ReadRunRecordsReusing(ctx context.Context, runIDs []string, all bool, mem *[][]byte) ([]store.RunRecord, []error) {
+	l := lendChunks(*mem)
+	recs, errs := store.ReadRunRecordsInBatches(ctx, runIDs, all, RecordBatch,
+		func(ctx context.Context, ids []string, all bool, recs []store.RunRecord) []bool {
+			return s.readRunRecordsInto(ctx, ids, all, recs, s.queryRecords, &l)
+		}, s.ReadRunRecord)
+	*mem = l.chunks
+	return recs, errs
+}
+
+// lender hands out the bytes of the chunks lent to ReadRunRecordsReusing,
+// from the first chunk on, each byte at most once per call.
+type lender struct {
+	chunks [][]byte
+	at     int // the chunk being cut; the ones before it are full
+}
+
+// lendChunks is a lender of chunks, every byte of them free again.
+func lendChunks(chunks [][]byte) lender {
+	if len(chunks) > 0 {
+		chunks[0] = chunks[0][:0]
+	}
+	return lender{chunks: chunks}
+}
+
+// copy is cutCopy of b from the lent chunks: the chunk being cut while b
+// fits, then the next chunk, emptied, and then a new chunk added to them
+// (of bodyChunk bytes, or b's length when longer). The slice's capacity is
+// its length, so that an append to it copies it.
+func (l *lender) copy(b []byte) []byte {
+	for ; l.at < len(l.chunks); l.at++ {
+		if c := l.chunks[l.at]; cap(c)-len(c) >= len(b) {
+			break
+		}
+		if l.at+1 < len(l.chunks) {
+			l.chunks[l.at+1] = l.chunks[l.at+1][:0]
+		}
+	}
+	if l.at == len(l.chunks) {
+		l.chunks = append(l.chunks, make([]byte, 0, max(bodyChunk, len(b))))
+	}
+	return cutCopy(&l.chunks[l.at], b, 0)
+}
+
 // readRunRecords is the one-statement read of up to RecordBatch runs into
 // recs; ok[i] is false where ReadRunRecord would read run ids[i] by parts
 // (and for every run when the statement itself fails).
@@ -544,6 +635,12 @@ func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs
 
 // readRunRecordsBy is readRunRecords with its statement run by q.
 func (s *Store) readRunRecordsBy(ctx context.Context, ids []string, all bool, recs []store.RunRecord, q rowQuery) []bool {
+	return s.readRunRecordsInto(ctx, ids, all, recs, q, nil)
+}
+
+// readRunRecordsInto is readRunRecordsBy copying the BLOBs into the lent
+// chunks (nil: fresh ones).
+func (s *Store) readRunRecordsInto(ctx context.Context, ids []string, all bool, recs []store.RunRecord, q rowQuery, lent *lender) []bool {
 	ok := make([]bool, len(ids))
 	if len(ids) > RecordBatch {
 		return ok // more than one statement holds: each run read alone
@@ -562,6 +659,7 @@ func (s *Store) readRunRecordsBy(ctx context.Context, ids []string, all bool, re
 	}
 	b := takeBatchRead()
 	defer b.give()
+	b.c.lent = lent
 	runs := &b.runs
 	read := q(ctx, query, args[:], &b.c, func(c *cells) bool {
 		c.bad = false

@@ -157,3 +157,62 @@ func TestKeepCutsFromChunks(t *testing.T) {
 		t.Fatalf("%v allocations for 100 bodies of 1 KB", allocs)
 	}
 }
+
+// The lent chunks hand out each byte at most once per call: what copy
+// returns is what it was given, with its length as its capacity, apart
+// from every other copy of the call (a change to one, or an append, leaves
+// the rest); a new call starts again from the first chunk and adds a chunk
+// only where the ones lent are full.
+func TestLenderCutsEachByteOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var mem [][]byte
+		for call := range rapid.IntRange(1, 4).Draw(t, "calls") {
+			l := lendChunks(mem)
+			var kept [][]byte
+			var want []string
+			total := 0
+			for range rapid.IntRange(1, 30).Draw(t, "bodies") {
+				n := rapid.SampledFrom([]int{0, 1, 100, bodyChunk/8 + 1, bodyChunk - 1, bodyChunk, bodyChunk + 1, 3 * bodyChunk}).Draw(t, "size")
+				b := []byte(strings.Repeat(string(rune('a'+len(kept)%26)), n))
+				k := l.copy(b)
+				if k == nil || string(k) != string(b) || cap(k) != len(k) {
+					t.Fatalf("call %d: copy of %d bytes: %d bytes, capacity %d, nil %v", call, n, len(k), cap(k), k == nil)
+				}
+				kept, want, total = append(kept, k), append(want, string(b)), total+n
+			}
+			for i := range kept {
+				kept[i] = append(kept[i], '!')
+			}
+			for i, k := range kept {
+				if string(k[:len(k)-1]) != want[i] {
+					t.Fatalf("call %d: body %d changed by a change elsewhere", call, i)
+				}
+			}
+			// No chunk but the last is added while an earlier one had
+			// room, so the chunks lent hold no more than the bytes cut and
+			// a chunk's worth of room per chunk.
+			size := 0
+			for _, c := range l.chunks {
+				size += cap(c)
+			}
+			if size > total+len(l.chunks)*max(bodyChunk, 3*bodyChunk) {
+				t.Fatalf("call %d: %d bytes of chunks for %d bytes", call, size, total)
+			}
+			mem = l.chunks
+		}
+	})
+	// A call that fits in the chunks lent allocates nothing.
+	body := []byte(strings.Repeat("x", 1024))
+	var mem [][]byte
+	read := func() {
+		l := lendChunks(mem)
+		for range 100 {
+			l.copy(body)
+		}
+		mem = l.chunks
+	}
+	read()
+	if allocs := testing.AllocsPerRun(5, read); allocs != 0 {
+		t.Fatalf("%v allocations for 100 bodies of 1 KB in chunks lent", allocs)
+	}
+}

@@ -85,9 +85,17 @@ func sameRecords(t *testing.T, ctx context.Context, st *sqlite.Store, ids []stri
 	for _, id := range ids {
 		mixed = append(mixed, "absent-"+id, id)
 	}
+	// ReadRunRecordsReusing is given one mem throughout, whose bytes are
+	// written over before each call: its records are ReadRunRecords'.
+	var mem [][]byte
 	for _, list := range [][]string{ids, mixed, append(append(slices.Clone(ids), ids...), mixed...)} {
 		for _, all := range []bool{true, false} {
 			recs, errs := st.ReadRunRecords(ctx, list, all)
+			scribble(mem)
+			lrecs, lerrs := st.ReadRunRecordsReusing(ctx, list, all, &mem)
+			if !reflect.DeepEqual(lrecs, recs) || fmt.Sprint(lerrs) != fmt.Sprint(errs) {
+				t.Fatalf("runs %v (all %v) read into lent chunks:\n got %+v %v\nwant %+v %v", list, all, lrecs, lerrs, recs, errs)
+			}
 			if len(recs) != len(list) || len(errs) != len(list) {
 				t.Fatalf("%d runs read as %d records, %d errors", len(list), len(recs), len(errs))
 			}
@@ -320,5 +328,57 @@ func TestReadRunRecordsPlan(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(strings.Join(plan, "\n"))
+	}
+}
+
+// scribble writes over every byte of the chunks lent.
+func scribble(mem [][]byte) {
+	for _, c := range mem {
+		c = c[:cap(c)]
+		for i := range c {
+			c[i] = 0xa5
+		}
+	}
+}
+
+// ReadRunRecordsReusing cuts the bodies of a batch read in one statement
+// from the chunks lent, and a second read of the batch reuses them: it
+// adds no chunk, writes over the first read's bodies (which is why a
+// caller must be done with them), and still returns ReadRunRecords'
+// records.
+func TestReadRunRecordsReusingLendsTheChunks(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ids := recordRuns(t, ctx, st, "", true)
+	ids = ids[:min(len(ids), sqlite.RecordBatch)]
+	want, _ := st.ReadRunRecords(ctx, ids, true)
+	var mem [][]byte
+	first, _ := st.ReadRunRecordsReusing(ctx, ids, true, &mem)
+	if !reflect.DeepEqual(first, want) || len(mem) == 0 {
+		t.Fatalf("read into %d lent chunks: the records differ", len(mem))
+	}
+	// Writing over the chunks writes over every body read into them.
+	n, body := len(mem), first[0].Events[0].Body
+	scribble(mem)
+	for _, r := range first {
+		for _, e := range r.Events {
+			if len(e.Body) > 0 && e.Body[0] != 0xa5 {
+				t.Fatalf("event %d's body is not cut from the chunks lent", e.Seq)
+			}
+		}
+		if r.Checkpoint.Body[0] != 0xa5 || r.Intents[0].Body[0] != 0xa5 || r.Receipts[0].Body[0] != 0xa5 {
+			t.Fatal("a checkpoint's, intent's or receipt's body is not cut from the chunks lent")
+		}
+	}
+	second, _ := st.ReadRunRecordsReusing(ctx, ids, true, &mem)
+	if !reflect.DeepEqual(second, want) || len(mem) != n {
+		t.Fatalf("a second read: %d chunks, %d before; records equal %v", len(mem), n, reflect.DeepEqual(second, want))
+	}
+	if &second[0].Events[0].Body[0] != &body[0] {
+		t.Fatal("a second read did not reuse the chunks lent")
 	}
 }

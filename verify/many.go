@@ -50,7 +50,10 @@ func Many(ctx context.Context, st store.Store, m *control.Machine, ids []string)
 //
 // A store that reads several runs at once (ReadRunRecords) is asked for a
 // batch of consecutive jobs' runs at a time, each run as Run and Check
-// read it alone: a worker then holds one batch's records at a time.
+// read it alone: a worker then holds one batch's records at a time. A
+// store that reads them into memory lent to it (ReadRunRecordsReusing) is
+// lent the memory of the worker's last batch, which it writes over: the
+// worker is done with that batch, and its results hold none of its bytes.
 func CheckMany(ctx context.Context, st store.Store, m *control.Machine, jobs []Job) ([]Checked, error) {
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
 	size := 1
@@ -71,6 +74,11 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 	if !batched || size < 1 {
 		size = 1
 	}
+	// A worker lends the store the memory its last batch's bodies were
+	// read into, when the store takes it: the batch's records are checked,
+	// and dropped, before the worker reads the next (checkBatch), and
+	// nothing checkRecord returns holds a record's bytes.
+	reuser, reusing := store.As[reusingReader](st)
 	out := make([]Checked, len(jobs))
 	errs := make([]error, len(jobs))
 	check := func(i int) {
@@ -82,8 +90,9 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		out[i].Report, out[i].Replay, errs[i] = Check(ctx, st, m, j.Workflow, j.RunID)
 	}
 	// A batch's runs read at once, then checked one after the other; ids
-	// is the worker's own buffer for their ids.
-	checkBatch := func(lo, hi int, ids []string) bool {
+	// is the worker's own buffer for their ids, mem the memory it lends
+	// the store for their bodies.
+	checkBatch := func(lo, hi int, ids []string, mem *[][]byte) bool {
 		if size == 1 {
 			check(lo)
 			return errs[lo] == nil
@@ -92,7 +101,13 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		for _, j := range jobs[lo:hi] {
 			ids = append(ids, j.RunID)
 		}
-		recs, rerrs := rr.ReadRunRecords(ctx, ids, true)
+		var recs []store.RunRecord
+		var rerrs []error
+		if reusing {
+			recs, rerrs = reuser.ReadRunRecordsReusing(ctx, ids, true, mem)
+		} else {
+			recs, rerrs = rr.ReadRunRecords(ctx, ids, true)
+		}
 		for i := lo; i < hi; i++ {
 			if errs[i] = rerrs[i-lo]; errs[i] == nil {
 				rec := fromRunRecord(st, recs[i-lo], withRun|withEffects)
@@ -132,12 +147,14 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		go func() {
 			defer wg.Done()
 			ids := make([]string, 0, size)
+			mem := takeLent()
+			defer lent.Put(mem)
 			for {
 				lo, hi, ok := take()
 				if !ok {
 					return
 				}
-				if !checkBatch(lo, hi, ids) {
+				if !checkBatch(lo, hi, ids, mem) {
 					mu.Lock()
 					failed = true
 					mu.Unlock()
@@ -152,6 +169,20 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		}
 	}
 	return out, nil
+}
+
+// lent holds the memory workers lent a store's reusing read, for the
+// workers of the next CheckMany to lend again: once a worker has checked
+// its last batch, nothing holds the bytes read into it.
+var lent sync.Pool // of *[][]byte
+
+// takeLent returns memory to lend a store's reusing read: a worker's
+// before it, or none yet.
+func takeLent() *[][]byte {
+	if m, ok := lent.Get().(*[][]byte); ok {
+		return m
+	}
+	return new([][]byte)
 }
 
 // batchSize is how many consecutive jobs a worker takes at once from a

@@ -111,6 +111,15 @@ type recordsReader interface {
 // it wraps that has one.
 func recordsReaderOf(st store.Store) (recordsReader, bool) { return store.As[recordsReader](st) }
 
+// reusingReader is implemented by stores that read several runs' records
+// at once into memory the caller lends them (SQLite's
+// ReadRunRecordsReusing): the records are ReadRunRecords', but their
+// bodies' bytes stay valid only until the next call given the same mem,
+// which writes over them.
+type reusingReader interface {
+	ReadRunRecordsReusing(ctx context.Context, runIDs []string, all bool, mem *[][]byte) ([]store.RunRecord, []error)
+}
+
 // fromRunRecord is the record load reads from a store's RunRecord, read
 // with the parts given (withRun|withEffects, or 0).
 func fromRunRecord(st store.Store, r store.RunRecord, parts int) *record {

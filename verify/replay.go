@@ -65,20 +65,21 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		if e.Kind != runner.EventAccepted {
 			continue
 		}
-		where := "event " + strconv.FormatInt(e.Seq, 10)
+		// Named only when a check fails: most inputs pass every check.
+		where := func() string { return "event " + strconv.FormatInt(e.Seq, 10) }
 		in, err := rec.acceptedInput(i, e.Body)
 		if err != nil && !errors.Is(err, runner.ErrInputNotCanonical) {
-			fail("accepted-record", where, "unreadable: %v", err)
+			fail("accepted-record", where(), "unreadable: %v", err)
 			continue
 		}
 		if err != nil || !rec.digestMatches(in.Body, in.Digest) {
-			fail("accepted-record", where, "input bytes do not match their recorded digest")
+			fail("accepted-record", where(), "input bytes do not match their recorded digest")
 			continue
 		}
 		rep.Inputs++
 		d, err := wf.Decide(state, in)
 		if err != nil {
-			fail("decide", where, "the workflow failed on replay: %v", err)
+			fail("decide", where(), "the workflow failed on replay: %v", err)
 			return rep
 		}
 		if d.Refusal != "" {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,8 @@ func TestReplayChecksTheInputDigest(t *testing.T) {
 		if got := rep.Inputs == 1 && rep.OK(); got != c.ok {
 			t.Fatalf("digest %q: replayed %d inputs, findings %+v; want ok %v", c.digest, rep.Inputs, rep.Findings, c.ok)
 		}
-		if !c.ok && (len(rep.Findings) != 1 || rep.Findings[0].Check != "accepted-record") {
+		if !c.ok && (len(rep.Findings) != 1 || rep.Findings[0].Check != "accepted-record" ||
+			rep.Findings[0].Where != fmt.Sprintf("event %d", rec.events[0].Seq)) {
 			t.Fatalf("digest %q: findings %+v", c.digest, rep.Findings)
 		}
 	}

@@ -226,6 +226,9 @@ func (c *canonicalChecker) str(key bool) ([]byte, bool) {
 	start := c.i
 	escaped, ascii := false, true
 	for {
+		// A run of plain bytes (printable ASCII but the quote and the
+		// backslash) needs no look, and is passed over a word at a time.
+		c.i = PlainEnd(c.b, c.i)
 		if c.i >= len(c.b) {
 			return nil, false
 		}

@@ -15,6 +15,12 @@ func FuzzIsCanonical(f *testing.F) {
 		`{"kind":"EffectIntent","preconditions":["a","a"]}`, `{"kind":"input","preconditions":["b","a"]}`, `{"kind":1}`,
 		`{"a":{"kind":"EffectIntent","preconditions":["b","a"]}}`, "\xef\xbb\xbf{}", `{}`, `[]`, ``, `tru`, `{"a":1}x`, "\"\\n\u0301\"",
 		`{"a\"b":1,"a\\b":2}`, `{"a\nb":1}`,
+		// Strings longer than a word, whose first byte that is not plain
+		// (a DEL, an escape, a control character, UTF-8, the end of the
+		// text) comes after runs of plain ones.
+		"\"sixteen bytes!!!\x7f and after\"", `"sixteen bytes!!!\n"`, `"sixteen bytes!!!\u0001x"`, "\"sixteen bytes!!!\x01\"",
+		`"sixteen bytes!!!é and more"`, "\"sixteen bytes!!!e\u0301\"", `{"a long key name":"a long value here"}`, `"unterminated long string`,
+		`{"key":"sixteen bytes!!!\/"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -75,10 +75,11 @@ func checkMany(ctx context.Context, st store.Store, m *control.Machine, jobs []J
 		size = 1
 	}
 	// A worker lends the store the memory its last batch's bodies were
-	// read into, when the store takes it: the batch's records are checked,
-	// and dropped, before the worker reads the next (checkBatch), and
-	// nothing checkRecord returns holds a record's bytes.
-	reuser, reusing := store.As[reusingReader](st)
+	// read into, when the store that reads the batches takes it: the
+	// batch's records are checked, and dropped, before the worker reads
+	// the next (checkBatch), and nothing checkRecord returns holds a
+	// record's bytes.
+	reuser, reusing := rr.(reusingReader)
 	out := make([]Checked, len(jobs))
 	errs := make([]error, len(jobs))
 	check := func(i int) {

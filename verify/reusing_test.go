@@ -17,13 +17,20 @@ import (
 // write over it at the end as well.
 type scribbler struct {
 	store.Store
-	inner reusingReader
+	inner interface {
+		recordsReader
+		reusingReader
+	}
 	mu    sync.Mutex
 	mems  []*[][]byte
 	reads int
 }
 
 func (s *scribbler) Unwrap() store.Store { return s.Store }
+
+func (s *scribbler) ReadRunRecords(ctx context.Context, ids []string, all bool) ([]store.RunRecord, []error) {
+	return s.inner.ReadRunRecords(ctx, ids, all)
+}
 
 func (s *scribbler) ReadRunRecordsReusing(ctx context.Context, ids []string, all bool, mem *[][]byte) ([]store.RunRecord, []error) {
 	s.mu.Lock()
@@ -84,14 +91,17 @@ func TestCheckManyReusingMatchesFreshReads(t *testing.T) {
 		`DELETE FROM receipts WHERE run_id = 'refund-0012'`,
 	)
 	st := open(t, path, true)
-	inner, ok := store.As[reusingReader](st)
+	rr, _ := recordsReaderOf(st)
+	inner, ok := rr.(interface {
+		recordsReader
+		reusingReader
+	})
 	if !ok {
 		t.Fatal("the SQLite store has no reusing read")
 	}
-	rr, _ := recordsReaderOf(st)
 	ru, _ := runReaderOf(st)
 	oracle := hidesReusing{Store: st, rr: rr, ru: ru}
-	if _, ok := store.As[reusingReader](oracle); ok {
+	if rr, _ := recordsReaderOf(oracle); func() bool { _, ok := rr.(reusingReader); return ok }() {
 		t.Fatal("the oracle reuses memory")
 	}
 	var jobs []Job
@@ -139,5 +149,45 @@ func TestCheckManyReusingMatchesFreshReads(t *testing.T) {
 	}
 	if failed < 6 {
 		t.Fatalf("findings in %d runs, want at least 6: the tampering went unnoticed", failed)
+	}
+}
+
+// wrapsReads is a store whose reads of several runs are its own (here,
+// the wrapped store's ReadRunRecords): CheckMany lends no memory to the
+// store it wraps, whose reusing read would pass over them.
+type wrapsReads struct {
+	store.Store
+	rr recordsReader
+}
+
+func (w wrapsReads) Unwrap() store.Store { return w.Store }
+
+func (w wrapsReads) ReadRunRecords(ctx context.Context, ids []string, all bool) ([]store.RunRecord, []error) {
+	return w.rr.ReadRunRecords(ctx, ids, all)
+}
+
+// CheckMany lends memory only to the store whose reads of several runs it
+// uses, never to one a wrapper of it passes over.
+func TestCheckManyLendsOnlyTheStoreThatReads(t *testing.T) {
+	path, _, ids := manyRuns(t, 4)
+	st := open(t, path, true)
+	rr, _ := recordsReaderOf(st)
+	inner := rr.(interface {
+		recordsReader
+		reusingReader
+	})
+	s := &scribbler{Store: st, inner: inner}
+	jobs := make([]Job, len(ids))
+	for i, id := range ids {
+		jobs[i].RunID = id
+	}
+	if _, err := checkMany(ctx, wrapsReads{Store: s, rr: rr}, nil, jobs, 1, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	if s.reads != 0 {
+		t.Fatalf("%d reads into lent memory past the store's own reads", s.reads)
+	}
+	if _, err := checkMany(ctx, s, nil, jobs, 1, 2, false); err != nil || s.reads != 2 {
+		t.Fatalf("%d reads into lent memory of 2, %v", s.reads, err)
 	}
 }

@@ -195,18 +195,26 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	pre = appendString(pre, profileDigest)
 	pre = append(pre, '}')
 	h.keep(pre)
-	digest := digestString(stableBatchDigests.Sum(pre))
-	batchID, causeID := batchIDs(hexOf(digest))
+	// The batch digest, the batch and cause ids derived from it and the
+	// published digest are written in one array and made one string, each
+	// cut from it, once the published digest is known; until then the
+	// batch's canonical bytes take the first three from the array.
+	var ids [batchStringsLen]byte
+	sum := stableBatchDigests.Sum(pre)
+	writeDigest(ids[:digestLen], &sum)
+	hex := ids[len("sha256:"):digestLen]
+	k := digestLen
+	k += copy(ids[k:], "batch:")
+	k += copy(ids[k:], hex)
+	k += copy(ids[k:], "reaction:")
+	copy(ids[k:], hex)
 	pb := &PublishedBatch{
 		batch: StableProposalBatch{
 			Kind:                  protocol.KindStableProposalBatch,
-			BatchID:               batchID,
 			LogicalTime:           t,
 			LowWatermark:          low,
 			ProposalIDs:           pids,
 			EligibilityVerdictIDs: vids,
-			BatchDigest:           digest,
-			CauseID:               causeID,
 			DataflowVersion:       dataflow,
 		},
 		proposals: proposals,
@@ -225,7 +233,7 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	b = append(b, '{')
 	b = appendKey(b, "batch", true)
 	batchStart := len(b)
-	b = appendStableBatch(b, &pb.batch)
+	b = appendStableBatch(b, &pb.batch, ids[:digestLen], ids[digestLen:causeIDAt], ids[causeIDAt:publishedAt])
 	batchBytes := b[batchStart:]
 	// The published digest preimage shares the batch and the two value
 	// lists with the wire object; hash it from the pieces.
@@ -243,7 +251,13 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	b = appendValues(b, verdicts)
 	h.bytes(b[listStart:])
 	h.bytes(closeBrace)
-	pb.digest = h.digest()
+	h.h.Sum(h.sum[:0])
+	writeDigest(ids[publishedAt:], &h.sum)
+	all := string(ids[:])
+	pb.batch.BatchDigest = all[:digestLen]
+	pb.batch.BatchID = all[digestLen:causeIDAt]
+	pb.batch.CauseID = all[causeIDAt:publishedAt]
+	pb.digest = all[publishedAt:]
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RPublishedBatch")
 	b = appendKey(b, "published_batch_digest", false)
@@ -272,14 +286,17 @@ func appendValues(b []byte, vs []Value) []byte {
 	return append(b, ']')
 }
 
-func appendStableBatch(b []byte, s *StableProposalBatch) []byte {
+// The digest, the batch id and the cause id are given apart from s (which
+// need not hold them yet); they are a digest and two ids derived from its
+// hex, so none holds a byte JSON escapes and each is quoted as it is.
+func appendStableBatch(b []byte, s *StableProposalBatch, digest, batchID, causeID []byte) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "batch_digest", true)
-	b = appendString(b, s.BatchDigest)
+	b = appendQuoted(b, digest)
 	b = appendKey(b, "batch_id", false)
-	b = appendString(b, s.BatchID)
+	b = appendQuoted(b, batchID)
 	b = appendKey(b, "cause_id", false)
-	b = appendString(b, s.CauseID)
+	b = appendQuoted(b, causeID)
 	b = appendKey(b, "dataflow_version", false)
 	b = appendString(b, s.DataflowVersion)
 	b = appendKey(b, "eligibility_verdict_ids", false)
@@ -295,10 +312,18 @@ func appendStableBatch(b []byte, s *StableProposalBatch) []byte {
 	return append(b, '}')
 }
 
-// batchIDs returns a batch's id, "batch:<suffix>", and its cause id,
-// "reaction:<suffix>", as two parts of one string.
-func batchIDs(suffix string) (batchID, causeID string) {
-	s := "batch:" + suffix + "reaction:" + suffix
-	k := len("batch:") + len(suffix)
-	return s[:k], s[k:]
+func appendQuoted(b, s []byte) []byte {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
+
+// A batch's four derived strings, made one: its batch digest
+// ("sha256:<hex>"), batch id ("batch:<hex>"), cause id ("reaction:<hex>"),
+// all three from the stable batch digest's hex, and its published digest.
+const (
+	digestLen       = len("sha256:") + 64
+	causeIDAt       = digestLen + len("batch:") + 64
+	publishedAt     = causeIDAt + len("reaction:") + 64
+	batchStringsLen = publishedAt + digestLen
+)

@@ -61,6 +61,12 @@ func digestString(sum [32]byte) string {
 	return string(out[:])
 }
 
+// writeDigest writes sha256:<hex of sum> in out, digestLen bytes.
+func writeDigest(out []byte, sum *[32]byte) {
+	copy(out, "sha256:")
+	cjson.HexSum((*[64]byte)(out[len("sha256:"):digestLen]), sum)
+}
+
 // hexOf strips the "sha256:" prefix of a digest.
 func hexOf(digest string) string { return digest[len("sha256:"):] }
 

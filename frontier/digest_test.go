@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -149,6 +150,12 @@ func checkScratchBatch(t tb, b *PublishedBatch, profileDigest string) {
 		"ordered_effect_proposals": w["effect_proposals"], "ordered_eligibility_verdicts": w["eligibility_verdicts"],
 	}); b.digest != want || w["published_batch_digest"] != want {
 		t.Fatalf("published batch digest %s, from scratch %s", b.digest, want)
+	}
+	hex := strings.TrimPrefix(b.batch.BatchDigest, "sha256:")
+	if b.batch.BatchID != "batch:"+hex || b.batch.CauseID != "reaction:"+hex ||
+		batch["batch_id"] != b.batch.BatchID || batch["cause_id"] != b.batch.CauseID || batch["batch_digest"] != b.batch.BatchDigest {
+		t.Fatalf("batch id %s and cause id %s, batch digest %s (wire %v, %v, %v)",
+			b.batch.BatchID, b.batch.CauseID, b.batch.BatchDigest, batch["batch_id"], batch["cause_id"], batch["batch_digest"])
 	}
 }
 

@@ -21,322 +21,328 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	if err := store.ValidateTick(lease.RunID, tick); err != nil {
 		return err
 	}
-	req := &writeReq{ctx: ctx, op: op, runID: lease.RunID, fn: s.commitWork(lease, tick), lazy: tick.MayLag}
-	if tick.MayLag {
-		// A lagging tick may be run again, after its caller has returned,
-		// if a write that joins its transaction is refused (linger.go):
-		// then it runs on the writer's copy of it, made before its caller
-		// returns, which the caller cannot change.
-		req.again = func(w *writer) func(ctx context.Context, tx *wtx, now time.Time) error {
-			return s.commitWork(lease, w.cloneTick(tick))
-		}
-	}
-	return s.enqueueWrite(req)
+	// The request carries the lease and the tick themselves, not a
+	// closure over them, and is reused from commit to commit: a commit
+	// allocates none of it (commitReqs). A lagging tick may be run again,
+	// after its caller has returned, if a write that joins its
+	// transaction is refused (linger.go): then it runs on the writer's
+	// copy of it (beginLinger), made before its caller returns, which
+	// the caller cannot change.
+	req := commitReqs.Get().(*writeReq)
+	*req = writeReq{ctx: ctx, op: op, runID: lease.RunID, lazy: tick.MayLag, commit: true, lease: lease, tick: tick}
+	err := s.enqueueWrite(req)
+	// Nothing refers to the request once its write is decided (lead
+	// hands the batch's requests back to their callers); it is put back
+	// holding none of the tick (storetest.RunKeepsNone).
+	*req = writeReq{}
+	commitReqs.Put(req)
+	return err
 }
 
-// commitWork is Commit's work inside the batch's transaction.
-func (s *Store) commitWork(lease store.Lease, tick store.Tick) func(ctx context.Context, tx *wtx, now time.Time) error {
+// commitReqs are the requests Commit reuses.
+var commitReqs = sync.Pool{New: func() any { return new(writeReq) }}
+
+// commitTick is Commit's work inside the batch's transaction.
+func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease store.Lease, tick *store.Tick) error {
 	const op = "commit"
-	return func(ctx context.Context, tx *wtx, now time.Time) error {
-		// A lagging tick counts the run's pending inbox entries too, so
-		// that the next tick, which at C=1 joins its transaction and
-		// expects the inbox empty, finds the run's row known.
-		run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty || tick.MayLag)
+	// A lagging tick counts the run's pending inbox entries too, so
+	// that the next tick, which at C=1 joins its transaction and
+	// expects the inbox empty, finds the run's row known.
+	run, counters, err := s.fenceTick(ctx, tx, op, lease, now, tick.ExpectInboxEmpty || tick.MayLag)
+	if err != nil {
+		return err
+	}
+	// The run's row as the lagging tick before this one wrote it may
+	// be waiting to be written (deferRunRow). If the fence took the
+	// row known from that tick, no statement has run since (a read
+	// of the row would have written it first), and this tick writes
+	// every column of the row after its own writes: the deferred
+	// write is this tick's to make. Whatever refuses this tick from
+	// here rolls the transaction back whole and runs the lagging
+	// ticks again (the write joins a lagging transaction alone), or
+	// writes the row first (a SAVEPOINT is a statement).
+	if d := &tx.w.deferred; d.set && d.runID == lease.RunID {
+		d.set = false
+	}
+	if err := s.refuseLost(tx, op, lease.RunID); err != nil {
+		return err
+	}
+	if run.Head != tick.ExpectHead {
+		return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "writer computed from event %d, the run is at %d", tick.ExpectHead, run.Head)
+	}
+	if run.Outcome != "" {
+		return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
+	}
+	ts := nanos(now)
+	runArg, genArg, tsArg := lease.RunID, lease.Generation, ts
+
+	// Events extend the hash chain, inserted a few hundred rows per
+	// statement (well inside SQLite's limit on bound parameters).
+	// Each chain hash is computed as its sum, stored as those 32 bytes
+	// (what packHash makes of its text) and is the next event's
+	// previous hash; it is hashed after the one before from that sum
+	// (store.ChainSumAfter), and only the last is made into its text,
+	// for the run's row. The rows are kept typed in a list the writer
+	// reuses (eventRow) and bound as they are (insertEventRows).
+	head, hash := run.Head, run.HeadHash
+	var sum [32]byte
+	for start := 0; start < len(tick.Events); start += eventsPerInsert {
+		chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
+		rows := tx.w.evRows[:0]
+		for _, ev := range chunk {
+			r := eventRow{kind: ev.Kind, body: ev.Body, digest: ev.Digest, prev: sum}
+			if head == run.Head {
+				r.prevText = hash
+				sum = store.ChainSum(hash, head+1, ev.Digest)
+			} else {
+				sum = store.ChainSumAfter(sum, head+1, ev.Digest)
+			}
+			head++
+			r.head, r.next = head, sum
+			rows = append(rows, r)
+		}
+		err := s.insertEventRows(ctx, tx, lease.RunID, lease.Generation, ts, rows)
+		clear(rows) // holds no event once bound
+		tx.w.evRows = rows[:0]
 		if err != nil {
 			return err
 		}
-		// The run's row as the lagging tick before this one wrote it may
-		// be waiting to be written (deferRunRow). If the fence took the
-		// row known from that tick, no statement has run since (a read
-		// of the row would have written it first), and this tick writes
-		// every column of the row after its own writes: the deferred
-		// write is this tick's to make. Whatever refuses this tick from
-		// here rolls the transaction back whole and runs the lagging
-		// ticks again (the write joins a lagging transaction alone), or
-		// writes the row first (a SAVEPOINT is a statement).
-		if d := &tx.w.deferred; d.set && d.runID == lease.RunID {
-			d.set = false
-		}
-		if err := s.refuseLost(tx, op, lease.RunID); err != nil {
+	}
+	if head != run.Head {
+		hash = store.SumText(sum)
+	}
+
+	// Approvals: revalidated against the grant as stored, at this
+	// transaction's clock reading, then consumed once.
+	for _, use := range tick.Approvals {
+		a, err := scanApproval(s.queryRow(ctx, tx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, use.ApprovalID))
+		if err == sql.ErrNoRows {
+			return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s was never granted", use.ApprovalID)
+		} else if err != nil {
 			return err
 		}
-		if run.Head != tick.ExpectHead {
-			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "writer computed from event %d, the run is at %d", tick.ExpectHead, run.Head)
+		if a.Status != store.ApprovalGranted {
+			return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s is %s", use.ApprovalID, a.Status)
 		}
-		if run.Outcome != "" {
-			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "run already ended with %s", run.Outcome)
+		if a.RunID != lease.RunID {
+			return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s belongs to run %s", use.ApprovalID, a.RunID)
 		}
-		ts := nanos(now)
-		runArg, genArg, tsArg := lease.RunID, lease.Generation, ts
+		if !now.Before(a.ExpiresAt) {
+			return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s expired at %s", use.ApprovalID, a.ExpiresAt.Format(time.RFC3339Nano))
+		}
+		if use.Check != nil {
+			if err := use.Check(a, now); err != nil {
+				return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, err, "approval %s", use.ApprovalID)
+			}
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = ? AND status = 'granted'`,
+			use.IntentID, use.ApprovalID); err != nil {
+			return err
+		}
+	}
 
-		// Events extend the hash chain, inserted a few hundred rows per
-		// statement (well inside SQLite's limit on bound parameters).
-		// Each chain hash is computed as its sum, stored as those 32 bytes
-		// (what packHash makes of its text) and is the next event's
-		// previous hash; it is hashed after the one before from that sum
-		// (store.ChainSumAfter), and only the last is made into its text,
-		// for the run's row. The rows are kept typed in a list the writer
-		// reuses (eventRow) and bound as they are (insertEventRows).
-		head, hash := run.Head, run.HeadHash
-		var sum [32]byte
-		for start := 0; start < len(tick.Events); start += eventsPerInsert {
-			chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
-			rows := tx.w.evRows[:0]
-			for _, ev := range chunk {
-				r := eventRow{kind: ev.Kind, body: ev.Body, digest: ev.Digest, prev: sum}
-				if head == run.Head {
-					r.prevText = hash
-					sum = store.ChainSum(hash, head+1, ev.Digest)
-				} else {
-					sum = store.ChainSumAfter(sum, head+1, ev.Digest)
-				}
-				head++
-				r.head, r.next = head, sum
-				rows = append(rows, r)
-			}
-			err := s.insertEventRows(ctx, tx, lease.RunID, lease.Generation, ts, rows)
-			clear(rows) // holds no event once bound
-			tx.w.evRows = rows[:0]
-			if err != nil {
-				return err
-			}
+	// Intents, each with its outbox row. A reused idempotency key with the
+	// same content is the same intent committed twice: refused as a
+	// duplicate. With other content it is a conflict, never a reuse.
+	//
+	// The key's binding is looked up only when the INSERT is refused
+	// (the key is UNIQUE): a refusal for any reason leaves the
+	// transaction as it was, and the lookup then tells a reused key,
+	// reported as before, from a reused intent id.
+	//
+	// An intent the tick also begins is written with its outbox row
+	// already in flight for attempt 1, and beginAttempt below inserts
+	// only the attempt: the row is what the pending row and its
+	// update wrote, at the same clock reading, two statements fewer.
+	var begun []string // intents begun with their outbox row
+	for _, in := range tick.Intents {
+		var approval any
+		if in.ApprovalID != "" {
+			approval = in.ApprovalID
 		}
-		if head != run.Head {
-			hash = store.SumText(sum)
+		if _, err := s.exec(ctx, tx, insertIntent,
+			in.ID, runArg, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, genArg, tsArg); err != nil {
+			var existing string
+			switch qerr := s.queryRow(ctx, tx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing); {
+			case qerr == nil && existing != in.ContentDigest:
+				return store.Errorf(store.CodeIdempotencyConflict, op, lease.RunID, nil, "idempotency key %s is bound to other content", in.IdempotencyKey)
+			case qerr == nil:
+				return store.Errorf(store.CodeExists, op, lease.RunID, nil, "intent with idempotency key %s already committed", in.IdempotencyKey)
+			}
+			return err
 		}
-
-		// Approvals: revalidated against the grant as stored, at this
-		// transaction's clock reading, then consumed once.
-		for _, use := range tick.Approvals {
-			a, err := scanApproval(s.queryRow(ctx, tx, `SELECT `+approvalColumns+` FROM approvals WHERE approval_id = ?`, use.ApprovalID))
-			if err == sql.ErrNoRows {
-				return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s was never granted", use.ApprovalID)
-			} else if err != nil {
-				return err
-			}
-			if a.Status != store.ApprovalGranted {
-				return store.Errorf(store.CodeApprovalUnavailable, op, lease.RunID, nil, "approval %s is %s", use.ApprovalID, a.Status)
-			}
-			if a.RunID != lease.RunID {
-				return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s belongs to run %s", use.ApprovalID, a.RunID)
-			}
-			if !now.Before(a.ExpiresAt) {
-				return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, nil, "approval %s expired at %s", use.ApprovalID, a.ExpiresAt.Format(time.RFC3339Nano))
-			}
-			if use.Check != nil {
-				if err := use.Check(a, now); err != nil {
-					return store.Errorf(store.CodeApprovalRejected, op, lease.RunID, err, "approval %s", use.ApprovalID)
-				}
-			}
-			if _, err := s.exec(ctx, tx, `UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = ? AND status = 'granted'`,
-				use.IntentID, use.ApprovalID); err != nil {
-				return err
-			}
-		}
-
-		// Intents, each with its outbox row. A reused idempotency key with the
-		// same content is the same intent committed twice: refused as a
-		// duplicate. With other content it is a conflict, never a reuse.
-		//
-		// The key's binding is looked up only when the INSERT is refused
-		// (the key is UNIQUE): a refusal for any reason leaves the
-		// transaction as it was, and the lookup then tells a reused key,
-		// reported as before, from a reused intent id.
-		//
-		// An intent the tick also begins is written with its outbox row
-		// already in flight for attempt 1, and beginAttempt below inserts
-		// only the attempt: the row is what the pending row and its
-		// update wrote, at the same clock reading, two statements fewer.
-		var begun []string // intents begun with their outbox row
-		for _, in := range tick.Intents {
-			var approval any
-			if in.ApprovalID != "" {
-				approval = in.ApprovalID
-			}
-			if _, err := s.exec(ctx, tx, insertIntent,
-				in.ID, runArg, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, genArg, tsArg); err != nil {
-				var existing string
-				switch qerr := s.queryRow(ctx, tx, `SELECT content_digest FROM intents WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&existing); {
-				case qerr == nil && existing != in.ContentDigest:
-					return store.Errorf(store.CodeIdempotencyConflict, op, lease.RunID, nil, "idempotency key %s is bound to other content", in.IdempotencyKey)
-				case qerr == nil:
-					return store.Errorf(store.CodeExists, op, lease.RunID, nil, "intent with idempotency key %s already committed", in.IdempotencyKey)
-				}
-				return err
-			}
-			if slices.Contains(tick.Begin, in.ID) && !slices.Contains(begun, in.ID) {
-				if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) VALUES (?, ?, 'in_flight', 1, ?)`,
-					in.ID, runArg, tsArg); err != nil {
-					return err
-				}
-				begun = append(begun, in.ID)
-				continue
-			}
-			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
+		if slices.Contains(tick.Begin, in.ID) && !slices.Contains(begun, in.ID) {
+			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) VALUES (?, ?, 'in_flight', 1, ?)`,
 				in.ID, runArg, tsArg); err != nil {
 				return err
 			}
+			begun = append(begun, in.ID)
+			continue
 		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
+			in.ID, runArg, tsArg); err != nil {
+			return err
+		}
+	}
 
-		// Attempt results move their intent's outbox.
-		// (Results come before new attempts so that a retry can finish the
-		// last attempt and begin the next one in one tick.)
-		//
-		// A result that moved its intent's outbox row to done is noted: the
-		// intent is then known to be this run's with an outbox row, so its
-		// receipt below needs neither the lookup nor the update that would
-		// set the row to what it already holds.
-		var closed []string
-		for _, r := range tick.Results {
-			res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, tsArg, r.IntentID, r.N, r.IntentID, runArg)
-			if err != nil {
+	// Attempt results move their intent's outbox.
+	// (Results come before new attempts so that a retry can finish the
+	// last attempt and begin the next one in one tick.)
+	//
+	// A result that moved its intent's outbox row to done is noted: the
+	// intent is then known to be this run's with an outbox row, so its
+	// receipt below needs neither the lookup nor the update that would
+	// set the row to what it already holds.
+	var closed []string
+	for _, r := range tick.Results {
+		res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, tsArg, r.IntentID, r.N, r.IntentID, runArg)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
+		}
+		res, err = s.exec(ctx, tx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
+			string(r.Outbox), r.Route, tsArg, r.IntentID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 && r.Outbox == store.OutboxDone {
+			closed = append(closed, r.IntentID)
+		} else {
+			closed = slices.DeleteFunc(closed, func(id string) bool { return id == r.IntentID })
+		}
+	}
+
+	for _, id := range tick.Begin {
+		if i := slices.Index(begun, id); i >= 0 {
+			// Its outbox row was written in flight with the intent.
+			begun = slices.Delete(begun, i, i+1)
+			if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, 1, 'started', ?, ?)`,
+				id, genArg, tsArg); err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
-			}
-			res, err = s.exec(ctx, tx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
-				string(r.Outbox), r.Route, tsArg, r.IntentID)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 1 && r.Outbox == store.OutboxDone {
-				closed = append(closed, r.IntentID)
-			} else {
-				closed = slices.DeleteFunc(closed, func(id string) bool { return id == r.IntentID })
-			}
+			continue
 		}
+		if _, err := s.beginAttempt(ctx, tx, lease, id, now); err != nil {
+			return err
+		}
+	}
 
-		for _, id := range tick.Begin {
-			if i := slices.Index(begun, id); i >= 0 {
-				// Its outbox row was written in flight with the intent.
-				begun = slices.Delete(begun, i, i+1)
-				if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, 1, 'started', ?, ?)`,
-					id, genArg, tsArg); err != nil {
+	// Receipts close their intents. Every receipt's intent is checked,
+	// then the inbox entries consumed, then the receipts written: the
+	// order in which the PostgreSQL store finds the same faults (its
+	// reads come first, a duplicate receipt shows only when written),
+	// so both backends refuse a bad tick with the same error.
+	for _, rc := range tick.Receipts {
+		if slices.Contains(closed, rc.IntentID) {
+			continue
+		}
+		var status string
+		err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
+WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, runArg).Scan(&status)
+		if err == sql.ErrNoRows {
+			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
+		} else if err != nil {
+			return err
+		}
+	}
+
+	if err := s.submitInTick(ctx, tx, lease.RunID, tick.Submit, ts); err != nil {
+		return err
+	}
+	consumed := store.FromInbox(*tick)
+	if err := s.consume(ctx, tx, lease.RunID, consumed); err != nil {
+		return err
+	}
+	// The fence counted the entries pending when the tick began; each
+	// one the tick consumed was one of them (consume refuses any
+	// other), and the tick's own submissions are written consumed. So
+	// the inbox is empty now exactly when the tick consumed as many
+	// as there were: no read of the inbox after the writes.
+	if tick.ExpectInboxEmpty && counters.pending > int64(len(consumed)) {
+		return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
+	}
+
+	for _, rc := range tick.Receipts {
+		if _, err := s.exec(ctx, tx, insertReceipt,
+			rc.IntentID, runArg, rc.Outcome, rc.Body, rc.Digest, genArg, tsArg); err != nil {
+			return err
+		}
+		if slices.Contains(closed, rc.IntentID) {
+			continue // set to done at ts by its result
+		}
+		if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, tsArg, rc.IntentID); err != nil {
+			return err
+		}
+	}
+
+	if cp := tick.Checkpoint; cp != nil {
+		counters.checkpointN++
+		n := counters.checkpointN
+		body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealCheckpoint, Seq: n}, cp.Body)
+		if err != nil {
+			return err
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg); err != nil {
+			return err
+		}
+	}
+
+	state := run.State
+	if tick.State != "" {
+		state = tick.State
+	}
+	// The tick's trace records, in one row (trace.go).
+	if len(tick.Trace) > 0 {
+		last := counters.traceSeq
+		size := 0
+		for _, tr := range tick.Trace {
+			size += 8 + len(tr.Kind) + len(tr.Body)
+		}
+		frame := slices.Grow(tx.w.frame[:0], size+size/8) // room for a sealer's overhead
+		for i, tr := range tick.Trace {
+			body := tr.Body
+			if s.sealer != nil { // the reference's kind is built only to seal
+				var err error
+				if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body); err != nil {
 					return err
 				}
-				continue
 			}
-			if _, err := s.beginAttempt(ctx, tx, lease, id, now); err != nil {
-				return err
-			}
+			frame = appendTraceRecord(frame, tr.Kind, body)
 		}
-
-		// Receipts close their intents. Every receipt's intent is checked,
-		// then the inbox entries consumed, then the receipts written: the
-		// order in which the PostgreSQL store finds the same faults (its
-		// reads come first, a duplicate receipt shows only when written),
-		// so both backends refuse a bad tick with the same error.
-		for _, rc := range tick.Receipts {
-			if slices.Contains(closed, rc.IntentID) {
-				continue
-			}
-			var status string
-			err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
-WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, runArg).Scan(&status)
-			if err == sql.ErrNoRows {
-				return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
-			} else if err != nil {
-				return err
-			}
-		}
-
-		if err := s.submitInTick(ctx, tx, lease.RunID, tick.Submit, ts); err != nil {
+		_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+			runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg)
+		tx.w.frame = frame[:0] // the driver copied it
+		if err != nil {
 			return err
 		}
-		consumed := store.FromInbox(tick)
-		if err := s.consume(ctx, tx, lease.RunID, consumed); err != nil {
-			return err
-		}
-		// The fence counted the entries pending when the tick began; each
-		// one the tick consumed was one of them (consume refuses any
-		// other), and the tick's own submissions are written consumed. So
-		// the inbox is empty now exactly when the tick consumed as many
-		// as there were: no read of the inbox after the writes.
-		if tick.ExpectInboxEmpty && counters.pending > int64(len(consumed)) {
-			return store.Errorf(store.CodeHeadMismatch, op, lease.RunID, nil, "the run's inbox holds entries the writer did not see")
-		}
-
-		for _, rc := range tick.Receipts {
-			if _, err := s.exec(ctx, tx, insertReceipt,
-				rc.IntentID, runArg, rc.Outcome, rc.Body, rc.Digest, genArg, tsArg); err != nil {
-				return err
-			}
-			if slices.Contains(closed, rc.IntentID) {
-				continue // set to done at ts by its result
-			}
-			if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, tsArg, rc.IntentID); err != nil {
-				return err
-			}
-		}
-
-		if cp := tick.Checkpoint; cp != nil {
-			counters.checkpointN++
-			n := counters.checkpointN
-			body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealCheckpoint, Seq: n}, cp.Body)
-			if err != nil {
-				return err
-			}
-			if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg); err != nil {
-				return err
-			}
-		}
-
-		state := run.State
-		if tick.State != "" {
-			state = tick.State
-		}
-		// The tick's trace records, in one row (trace.go).
-		if len(tick.Trace) > 0 {
-			last := counters.traceSeq
-			size := 0
-			for _, tr := range tick.Trace {
-				size += 8 + len(tr.Kind) + len(tr.Body)
-			}
-			frame := slices.Grow(tx.w.frame[:0], size+size/8) // room for a sealer's overhead
-			for i, tr := range tick.Trace {
-				body := tr.Body
-				if s.sealer != nil { // the reference's kind is built only to seal
-					var err error
-					if body, err = store.SealBody(s.sealer, op, store.SealRef{RunID: lease.RunID, Kind: store.SealTrace + "/" + tr.Kind, Seq: last + 1 + int64(i)}, tr.Body); err != nil {
-						return err
-					}
-				}
-				frame = appendTraceRecord(frame, tr.Kind, body)
-			}
-			_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-				runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg)
-			tx.w.frame = frame[:0] // the driver copied it
-			if err != nil {
-				return err
-			}
-		}
-
-		traceSeq := counters.traceSeq + int64(len(tick.Trace))
-		// The run's row, written last (a lagging tick's write of it waits;
-		// see deferRunRow).
-		if tick.MayLag {
-			// Written when the next statement runs, unless the next write
-			// is a tick of the run that takes this row known, which writes
-			// the row itself (deferRunRow).
-			tx.w.deferRunRow(deferredRow{runID: lease.RunID, head: head, hash: hash, state: state, outcome: tick.Outcome,
-				ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN})
-		} else if _, err := s.exec(ctx, tx, updateRunRow,
-			head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
-			return err
-		}
-
-		// The run's row as this tick leaves it, for the next write's
-		// fence should that be the run's next tick (decision 1188). Set
-		// last: a tick refused on the way leaves nothing known.
-		known := run
-		known.Head, known.HeadHash, known.State, known.Outcome = head, hash, state, tick.Outcome
-		counters.traceSeq = traceSeq
-		counters.pending -= int64(len(consumed))
-		tx.w.known = knownRun{run: known, c: counters, pending: tick.ExpectInboxEmpty || tick.MayLag}
-		return nil
 	}
+
+	traceSeq := counters.traceSeq + int64(len(tick.Trace))
+	// The run's row, written last (a lagging tick's write of it waits;
+	// see deferRunRow).
+	if tick.MayLag {
+		// Written when the next statement runs, unless the next write
+		// is a tick of the run that takes this row known, which writes
+		// the row itself (deferRunRow).
+		tx.w.deferRunRow(deferredRow{runID: lease.RunID, head: head, hash: hash, state: state, outcome: tick.Outcome,
+			ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN})
+	} else if _, err := s.exec(ctx, tx, updateRunRow,
+		head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
+		return err
+	}
+
+	// The run's row as this tick leaves it, for the next write's
+	// fence should that be the run's next tick (decision 1188). Set
+	// last: a tick refused on the way leaves nothing known.
+	known := run
+	known.Head, known.HeadHash, known.State, known.Outcome = head, hash, state, tick.Outcome
+	counters.traceSeq = traceSeq
+	counters.pending -= int64(len(consumed))
+	tx.w.known = knownRun{run: known, c: counters, pending: tick.ExpectInboxEmpty || tick.MayLag}
+	return nil
 }
 
 // updateRunRow writes a tick's changes to its run's row.

@@ -44,10 +44,13 @@ type writeReq struct {
 	// flush asks for a lagging batch's open transaction to be committed
 	// (linger.go); such a request has no work of its own.
 	flush bool
-	// again, for a lagging tick, returns the tick's work on the writer's
-	// own copy of it, to be run again after its caller has returned
-	// (linger.go).
-	again func(w *writer) func(ctx context.Context, tx *wtx, now time.Time) error
+	// commit marks a tick's commit (Commit), whose work is commitTick
+	// with lease and tick, not fn. A lagging one is run again on the
+	// writer's own copy of the tick after its caller has returned, if a
+	// write that joins its transaction is refused (linger.go).
+	commit bool
+	lease  store.Lease
+	tick   store.Tick
 	// now is the clock reading fn ran with: a lagging tick left in an
 	// open transaction is run again with it if a write that joins the
 	// transaction is refused (linger.go).
@@ -215,7 +218,7 @@ func uncancelled(ctx context.Context) context.Context {
 // itself never waits for the disk.
 func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, lazy bool, failAll func(error)) {
 	w := tx.w
-	held := w.linger != nil
+	held := w.linger
 	work, flush := 0, false
 	for _, r := range batch {
 		if r.flush {
@@ -347,6 +350,9 @@ func (s *Store) runOne(ctx context.Context, tx *wtx, r *writeReq) (err error) {
 	// The row the write before left known is this write's alone.
 	tx.known, tx.w.known = tx.w.known, knownRun{}
 	defer func() { tx.known = knownRun{} }()
+	if r.commit {
+		return s.commitTick(ctx, tx, r.now, r.lease, &r.tick)
+	}
 	return r.fn(ctx, tx, r.now)
 }
 

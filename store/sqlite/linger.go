@@ -101,13 +101,18 @@ func (s *Store) settle(ctx context.Context) {
 // needed to run it again there (replayLinger). Its work runs on the
 // writer's copy of the tick (writer.cloneTick), so running it again with
 // the same clock reading, on the database as it was before it, writes the
-// same rows. A write that cannot be run again has no fn.
+// same rows. A write that cannot be run again has neither fn nor commit.
 type lingered struct {
 	ctx       context.Context
 	op, runID string
 	fn        func(ctx context.Context, tx *wtx, now time.Time) error
-	now       time.Time
-	lazy      bool
+	// commit marks a lagging tick's commit, run again as commitTick with
+	// lease and the writer's copy of the tick.
+	commit bool
+	lease  store.Lease
+	tick   store.Tick
+	now    time.Time
+	lazy   bool
 }
 
 // beginLinger leaves tx open after a lagging batch, whose writes all ran
@@ -121,27 +126,37 @@ func (s *Store) beginLinger(tx *wtx, batch []*writeReq) {
 		}
 		w.lingerRuns = append(w.lingerRuns, r.runID)
 		l := lingered{ctx: uncancelled(r.ctx), op: r.op, runID: r.runID, now: r.now, lazy: r.lazy}
-		if r.again != nil {
-			l.fn = r.again(w) // copied now: its caller returns once this batch is done
+		if r.commit && r.tick.MayLag {
+			// Copied now: its caller returns once this batch is done.
+			l.commit, l.lease, l.tick = true, r.lease, w.cloneTick(r.tick)
 		}
 		w.lingered = append(w.lingered, l)
 	}
-	if w.linger != nil {
+	if w.linger {
 		return
 	}
 	s.lingerOpen.Store(true)
-	w.linger = time.AfterFunc(s.lingerFor, func() { s.settle(context.Background()) })
+	w.linger = true
+	// One timer serves every open transaction, set again each time: a
+	// timer and its function were two allocations a lagging batch. Should
+	// it fire for a transaction already committed as the next one is left
+	// open, that one is committed early, as a read would commit it.
+	if w.lingerTimer == nil {
+		w.lingerTimer = time.AfterFunc(s.lingerFor, func() { s.settle(context.Background()) })
+	} else {
+		w.lingerTimer.Reset(s.lingerFor)
+	}
 }
 
 // endLinger records that tx, open since a lagging batch, was committed
 // (committed) or is gone: then the lagging ticks in it are lost and their
 // runs' next ticks will be refused.
 func (s *Store) endLinger(w *writer, committed bool) {
-	if w.linger == nil {
+	if !w.linger {
 		return
 	}
-	w.linger.Stop()
-	w.linger = nil
+	w.lingerTimer.Stop()
+	w.linger = false
 	if !committed {
 		if w.lost == nil {
 			w.lost = map[string]bool{}
@@ -164,7 +179,7 @@ func (s *Store) endLinger(w *writer, committed bool) {
 // run again.
 func (s *Store) canReplay() bool {
 	for _, l := range s.w.lingered {
-		if !l.lazy || l.fn == nil {
+		if !l.lazy || (l.fn == nil && !l.commit) {
 			return false
 		}
 	}
@@ -186,8 +201,9 @@ func (s *Store) replayLinger(ctx context.Context, tx *wtx) error {
 	if err := s.begin(ctx, tx); err != nil {
 		return err
 	}
-	for _, l := range tx.w.lingered {
-		if err := replayOne(l, tx); err != nil {
+	for i := range tx.w.lingered {
+		l := &tx.w.lingered[i]
+		if err := s.replayOne(l, tx); err != nil {
 			return fmt.Errorf("%s of run %s: %w", l.op, l.runID, err)
 		}
 	}
@@ -196,13 +212,16 @@ func (s *Store) replayLinger(ctx context.Context, tx *wtx) error {
 
 // replayOne runs a lagging tick again, a panic (which it did not raise
 // the first time) being its error.
-func replayOne(l lingered, tx *wtx) (err error) {
+func (s *Store) replayOne(l *lingered, tx *wtx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panicked: %v", p)
 		}
 	}()
 	tx.forget() // run again reading every row
+	if l.commit {
+		return s.commitTick(l.ctx, tx, l.now, l.lease, &l.tick)
+	}
 	return l.fn(l.ctx, tx, l.now)
 }
 

@@ -62,15 +62,17 @@ type writer struct {
 	// (a database not in WAL mode) it stays at FULL and nothing lingers.
 	logSync bool
 	log     *os.File // the write-ahead log, opened for syncLog
-	// A lagging batch's transaction left open (linger.go): the timer that
-	// commits it, the runs whose ticks it holds, and the runs whose
-	// lagging ticks were lost with a failed COMMIT.
-	linger     *time.Timer
-	lingerRuns []string
-	lingered   []lingered // the lagging ticks run in it, in order
-	arena      []byte     // their bodies' copies
-	tickArenas tickArenas // their slices' copies
-	lost       map[string]bool
+	// A lagging batch's transaction left open (linger.go): whether one
+	// is, the timer that commits it (made once, set again for each), the
+	// runs whose ticks it holds, and the runs whose lagging ticks were
+	// lost with a failed COMMIT.
+	linger      bool
+	lingerTimer *time.Timer
+	lingerRuns  []string
+	lingered    []lingered // the lagging ticks run in it, in order
+	arena       []byte     // their bodies' copies
+	tickArenas  tickArenas // their slices' copies
+	lost        map[string]bool
 	// known is the row of the run whose tick was the last write in the
 	// open transaction, as that tick left it; handed to the next write
 	// alone (runOne) and forgotten at every end of a transaction; a
@@ -136,7 +138,7 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 			}
 		}
 		tx := &s.w.tx // the writer's: held by no one once f returns
-		*tx = wtx{lc: s.w.lc, w: &s.w, open: s.w.linger != nil}
+		*tx = wtx{lc: s.w.lc, w: &s.w, open: s.w.linger}
 		f(tx)
 		return nil
 	}
@@ -152,7 +154,7 @@ func (s *Store) withWriter(ctx context.Context, f func(tx *wtx)) error {
 		}
 	}
 	err := s.w.conn.Raw(func(dc any) error {
-		tx := &wtx{dc: dc.(driver.Conn), w: &s.w, open: s.w.linger != nil}
+		tx := &wtx{dc: dc.(driver.Conn), w: &s.w, open: s.w.linger}
 		f(tx)
 		return nil
 	})

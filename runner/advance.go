@@ -750,16 +750,28 @@ func evText(name, s string) string {
 	return cjson.Digest(append(b, '}'))
 }
 
-// evTexts is evidenceItem(name, l).
+// nilIfEmpty is l, or nil when it holds nothing: a list gathered in a
+// buffer on the caller's stack, handed to evTexts as the list appended
+// to nil would have been (nil, not empty, when nothing was appended).
+func nilIfEmpty(l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// evTexts is evidenceItem(name, l). It keeps nothing of l (a list it
+// cannot write as plain text is handed on as a copy), so that its callers
+// may gather the list on their stacks.
 func evTexts(name string, l []string) string {
 	if l == nil || !cjson.Plain(name) {
-		return evidenceItem(name, l)
+		return evidenceItem(name, slices.Clone(l))
 	}
 	var buf [512]byte
 	b := append(evidenceHead(buf[:0], name), '[')
 	for i, s := range l {
 		if !cjson.Plain(s) {
-			return evidenceItem(name, l)
+			return evidenceItem(name, slices.Clone(l))
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -1442,7 +1454,8 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		}
 		bodies[i] = body
 	}
-	var committed []string
+	var committedBuf [4]string
+	committed := committedBuf[:0]
 	for i := range t.cp.Open {
 		e := &t.cp.Open[i]
 		if e.Stage != stagePlanned {
@@ -1465,7 +1478,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		r.cfg.Cut("before-intent-commit")
 	}
 	if err := r.fire(t, "INTENT_COMMITTED", guardIntentDurable,
-		t.evd("atomic_intent_checkpoint_outbox_receipt", evTexts("atomic_intent_checkpoint_outbox_receipt", committed))); err != nil {
+		t.evd("atomic_intent_checkpoint_outbox_receipt", evTexts("atomic_intent_checkpoint_outbox_receipt", nilIfEmpty(committed)))); err != nil {
 		return err
 	}
 	if err := r.flush(ctx, t); err != nil {
@@ -1563,7 +1576,8 @@ func protocolIntent(v any) (protocol.EffectIntent, error) {
 // an unknown outcome is reconciled by asking the destination, never by
 // sending again.
 func (r *Runner) execute(ctx context.Context, t *tick) error {
-	var attempts []string
+	var attemptsBuf [4]string
+	attempts := attemptsBuf[:0]
 	for i := range t.cp.Open {
 		e := &t.cp.Open[i]
 		if e.Stage != stageCommitted {
@@ -1574,6 +1588,7 @@ func (r *Runner) execute(ctx context.Context, t *tick) error {
 		}
 		attempts = append(attempts, e.IntentID)
 	}
+	attempts = nilIfEmpty(attempts)
 	return r.fire(t, "ATTEMPT_RECORDED", nil, t.evd("attempt_id", evTexts("attempt_id", attempts), "idempotency_key", evTexts("idempotency_key", attempts),
 		"response_hash", evInt("response_hash", int64(len(t.pending.Receipts)))))
 }
@@ -1782,11 +1797,12 @@ func (r *Runner) reconcile(t *tick) error {
 		}
 	}
 	r.dropClosed(t)
-	var receipts []string
+	var receiptsBuf [4]string
+	receipts := receiptsBuf[:0]
 	for _, rc := range t.pending.Receipts {
 		receipts = append(receipts, rc.Digest)
 	}
-	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, t.evd("independent_action_receipt", evTexts("independent_action_receipt", receipts)))
+	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, t.evd("independent_action_receipt", evTexts("independent_action_receipt", nilIfEmpty(receipts))))
 }
 
 func (r *Runner) dropClosed(t *tick) {

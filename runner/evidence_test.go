@@ -116,3 +116,26 @@ func TestTypedEvidenceMatchesEvidence(t *testing.T) {
 		}
 	})
 }
+
+// evTexts keeps nothing of the list it is handed, so that a list gathered
+// in a buffer on the caller's stack stays there (the intents committed,
+// the attempts recorded, the receipts confirmed): writing a plain list's
+// item allocates its digest's text alone. It fails when the list leaks.
+func TestEvTextsKeepsNoList(t *testing.T) {
+	a, b := "intent-1", "intent-2"
+	var got string
+	n := testing.AllocsPerRun(50, func() {
+		var buf [4]string
+		got = evTexts("attempt_id", append(buf[:0], a, b))
+	})
+	if n != 1 {
+		t.Errorf("%.1f allocations for a plain list's item, want 1 (its digest)", n)
+	}
+	if want := evidence(map[string]any{"attempt_id": []string{a, b}})["attempt_id"]; got != want {
+		t.Errorf("item %s, want %s", got, want)
+	}
+	// Nothing gathered is no list (null), as a list appended to nil was.
+	if evTexts("x", nilIfEmpty(make([]string, 0, 4))) != evTexts("x", nil) {
+		t.Error("an empty list gathered on the stack is not written as nil")
+	}
+}

@@ -322,8 +322,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	r.beginTick(t)
 	defer r.settleLease(ctx, t)
 	r.mu.Lock()
-	kept, ok := r.cps[runID]
-	delete(r.cps, runID) // a pass that fails leaves no cache behind
+	kept, ok := r.takeCached(runID) // a pass that fails leaves no cache behind
 	r.mu.Unlock()
 	if ok && kept.head == run.Head && kept.generation == lease.Generation {
 		t.cp = kept.cp
@@ -384,8 +383,8 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	if _, held := r.leases[runID]; held {
 		run := t.run
 		run.State, run.Lease = t.cp.Control.State, t.lease
-		r.cps[runID] = cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp, run: run,
-			inboxEmpty: t.inboxOK && len(t.inbox) == 0}
+		r.putCached(runID, cachedCheckpoint{head: t.run.Head, generation: t.lease.Generation, cp: t.cp, run: run,
+			inboxEmpty: t.inboxOK && len(t.inbox) == 0})
 	}
 	r.mu.Unlock()
 	return t.moved, false, false, nil
@@ -407,6 +406,40 @@ func (r *Runner) heldRun(runID string) (run store.Run, inboxEmpty, ok bool) {
 		return store.Run{}, false, false
 	}
 	return c.run, c.inboxEmpty, true
+}
+
+// takeCached removes the run's cached checkpoint, if any, and returns it.
+// Its entry is kept for the next putCached (cpSpare): a cachedCheckpoint
+// is larger than a map keeps in its own slots, and a pass's taking the
+// entry and putting it back allocated one each time. Called with r.mu
+// held.
+func (r *Runner) takeCached(runID string) (cachedCheckpoint, bool) {
+	c, ok := r.cps[runID]
+	if !ok {
+		return cachedCheckpoint{}, false
+	}
+	delete(r.cps, runID)
+	kept := *c
+	*c = cachedCheckpoint{} // the spare keeps no checkpoint
+	r.cpSpare = append(r.cpSpare, c)
+	return kept, true
+}
+
+// putCached caches the run's checkpoint in a spare entry if there is
+// one. Called with r.mu held.
+func (r *Runner) putCached(runID string, c cachedCheckpoint) {
+	if p := r.cps[runID]; p != nil {
+		*p = c
+		return
+	}
+	var p *cachedCheckpoint
+	if n := len(r.cpSpare); n > 0 {
+		p, r.cpSpare = r.cpSpare[n-1], r.cpSpare[:n-1]
+	} else {
+		p = new(cachedCheckpoint)
+	}
+	*p = c
+	r.cps[runID] = p
 }
 
 // parkIfStuck quarantines a run whose commit the store refuses for good —

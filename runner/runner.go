@@ -108,7 +108,8 @@ type Runner struct {
 	mu          sync.Mutex
 	busy        map[string]bool
 	leases      map[string]store.Lease // leases this runner holds, kept between passes
-	cps         map[string]cachedCheckpoint
+	cps         map[string]*cachedCheckpoint
+	cpSpare     []*cachedCheckpoint       // entries taken from cps, for reuse (takeCached)
 	carries     map[string]tripwire.Carry // what the wires remember of each run
 	statuses    statusCache               // what Inspect read from recent checkpoints
 	// first holds the decisions StartWithUsage made on new runs' first
@@ -194,7 +195,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
 		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
-		cps: map[string]cachedCheckpoint{}, first: map[string]*keptDecision{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
+		cps: map[string]*cachedCheckpoint{}, first: map[string]*keptDecision{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
 		authorities: map[string]control.AuthorityPair{}}
 	for _, e := range r.machine.Events() {
 		if _, seen := r.authorities[e.ID]; !seen && len(e.Authority) > 0 {

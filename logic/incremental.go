@@ -587,14 +587,15 @@ func (m *Materialization) applyChanges(changes []Change) error {
 	c := m.c
 	nt := len(m.tables)
 	// The apply's six per-table row lists share one outer array, each
-	// capped at its own part: the scratch's, every list nil, as a fresh
-	// one.
+	// capped at its own part: the scratch's, every list emptied. A list
+	// keeps the array the last update grew for it, up to keptRowList
+	// entries (see emptyRowLists).
 	s := m.scratch()
 	if cap(s.lists) < 6*nt {
 		s.lists = make([][]int32, 6*nt)
 	}
 	lists := s.lists[:6*nt]
-	clear(lists)
+	emptyRowLists(lists)
 	part := func(k int) [][]int32 { return lists[k*nt : (k+1)*nt : (k+1)*nt] }
 	m.deltaPlus, m.deltaMinus = part(0), part(1)
 	m.stats = Stats{}
@@ -876,13 +877,53 @@ func (m *Materialization) applyChanges(changes []Change) error {
 // reference the shortcut is held to.
 var skipIdleStrata = true
 
+// keptRowList bounds the capacity, in rows, of a per-table row list that
+// an update's scratch keeps for the next update; a longer one is dropped,
+// so that one large update does not keep its lists for every later one.
+var keptRowList = 1024 // tests lower it
+
+// keepRowLists turns on keeping the row lists' arrays from one update to
+// the next; tests turn it off for the reference, every list nil at each
+// update's start.
+var keepRowLists = true
+
+// emptyRowLists empties an update's per-table row lists at its start,
+// each keeping its array when at most keptRowList rows long.
+//
+// Invariant that makes the keeping safe: every list owns its array. The
+// lists are only appended to, emptied (here and in clearTables) or
+// swapped whole with their part (the rounds' addedBy and next); no list
+// is ever assigned another list or a slice of one, so no two share an
+// array, and nothing holds one once the update returns: finish copies
+// the changes out of deltaPlus and deltaMinus and drops its references,
+// and the evaluator's list views are set again before each use.
+func emptyRowLists(lists [][]int32) {
+	if !keepRowLists {
+		clear(lists)
+		return
+	}
+	for i, l := range lists {
+		if cap(l) > keptRowList {
+			lists[i] = nil
+		} else {
+			lists[i] = l[:0]
+		}
+	}
+}
+
 // clearTables empties the lists of a stratum's tables. A stratum's passes
 // write and read the per-table lists of its own tables only (a rule's
 // head is in its stratum), so the entries another stratum left need not
 // be emptied for it.
 func clearTables(lists [][]int32, tables []int) {
+	if !keepRowLists {
+		for _, t := range tables {
+			lists[t] = nil
+		}
+		return
+	}
 	for _, t := range tables {
-		lists[t] = nil
+		lists[t] = lists[t][:0]
 	}
 }
 

@@ -46,17 +46,8 @@ func TestSolveWithoutChangesIsSolve(t *testing.T) {
 			if g.Changes != nil {
 				t.Fatalf("step %d: changes %v", step, g.Changes)
 			}
-			if g.LogicalTime != w.LogicalTime || fmt.Sprint(g.Conflicts) != fmt.Sprint(w.Conflicts) {
-				t.Fatalf("step %d: time %d conflicts %v, want %d %v", step, g.LogicalTime, g.Conflicts, w.LogicalTime, w.Conflicts)
-			}
+			sameSolved(t, step, g, w)
 			got, want = g.Materialization, w.Materialization
-			sameLiveRows(t, got, want)
-			if a, b := render(t, got), render(t, want); a != b {
-				t.Fatalf("step %d: facts\n%s\nwant\n%s", step, a, b)
-			}
-			if fmt.Sprint(got.ledger) != fmt.Sprint(want.ledger) || fmt.Sprint(got.byFact) != fmt.Sprint(want.byFact) {
-				t.Fatalf("step %d: ledger %v %v, want %v %v", step, got.ledger, got.byFact, want.ledger, want.byFact)
-			}
 			lt += int64(rapid.IntRange(0, 2).Draw(t, "dt"))
 		}
 	})
@@ -91,6 +82,22 @@ func drawBatch(t *rapid.T, m *Materialization) []FactChange {
 // sameLiveRows asserts that two materializations hold the same rows under the
 // same row numbers, with the same rounds and deaths, and the same
 // statistics.
+// sameSolved fails t unless a step's two results agree in logical time,
+// conflicts and materialization (live rows, facts, ledger).
+func sameSolved(t *rapid.T, step int, g, w *Result) {
+	if g.LogicalTime != w.LogicalTime || fmt.Sprint(g.Conflicts) != fmt.Sprint(w.Conflicts) {
+		t.Fatalf("step %d: time %d conflicts %v, want %d %v", step, g.LogicalTime, g.Conflicts, w.LogicalTime, w.Conflicts)
+	}
+	got, want := g.Materialization, w.Materialization
+	sameLiveRows(t, got, want)
+	if a, b := render(t, got), render(t, want); a != b {
+		t.Fatalf("step %d: facts\n%s\nwant\n%s", step, a, b)
+	}
+	if fmt.Sprint(got.ledger) != fmt.Sprint(want.ledger) || fmt.Sprint(got.byFact) != fmt.Sprint(want.byFact) {
+		t.Fatalf("step %d: ledger %v %v, want %v %v", step, got.ledger, got.byFact, want.ledger, want.byFact)
+	}
+}
+
 func sameLiveRows(t *rapid.T, a, b *Materialization) {
 	for i := range a.tables {
 		ta, tb := a.tables[i], b.tables[i]

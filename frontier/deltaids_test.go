@@ -6,6 +6,8 @@ import (
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // A delta's delivery id and digest, made one string, are what DeliveryID
@@ -39,7 +41,7 @@ func TestDeltaIDsAreOneString(t *testing.T) {
 			rt.Fatalf("not canonical: %s", canon)
 		}
 	})
-	if raceBuild {
+	if racebuild.Enabled {
 		return // pooled scratch buffers are dropped at random under the race detector
 	}
 	if a := testing.AllocsPerRun(20, func() { NewValueDelta("src:a", 7, 1, "dataflow/0", v) }); a != 1 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // A published batch's batch digest, batch id, cause id and published
@@ -27,7 +29,7 @@ func TestPublishedBatchStringsAreOneString(t *testing.T) {
 	if b.batch.BatchID != "batch:"+hex || b.batch.CauseID != "reaction:"+hex || !validDigest(b.digest) || !validDigest(b.batch.BatchDigest) {
 		t.Fatalf("batch strings %q %q %q %q", b.batch.BatchDigest, b.batch.BatchID, b.batch.CauseID, b.digest)
 	}
-	if raceBuild {
+	if racebuild.Enabled {
 		return // counted without the race detector only, as the other allocation counts
 	}
 	if a := testing.AllocsPerRun(20, func() { mk() }); a != 3 {

@@ -6,6 +6,8 @@ import (
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/protocol"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // TestTransitionPartsAreItsOwn holds what a transition's box shares: its
@@ -72,7 +74,7 @@ func TestTransitionPartsAreItsOwn(t *testing.T) {
 const declarativeStepAllocs = 24
 
 func TestDeclarativeStepAllocations(t *testing.T) {
-	if raceBuild {
+	if racebuild.Enabled {
 		t.Skip("the race detector drops pooled buffers: allocation counts do not hold")
 	}
 	d := loadShop(t)

@@ -10,6 +10,8 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/seam"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // The L digests written member by member are the ones cjson's encoder
@@ -118,7 +120,7 @@ func TestLDigestsAreOneString(t *testing.T) {
 	if err != nil || len(fix) != lDigestLen || len(mat) != lDigestLen || !strings.HasPrefix(fix, "sha256:") || !strings.HasPrefix(mat, "sha256:") {
 		t.Fatalf("%q %q %v", fix, mat, err)
 	}
-	if raceBuild {
+	if racebuild.Enabled {
 		return // pooled scratch buffers are dropped at random under the race detector
 	}
 	if a := testing.AllocsPerRun(20, func() { w.lDigests(facts, supports, 7) }); a != 1 {

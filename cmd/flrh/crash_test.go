@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // buildFlrh builds the flrh binary once for the process tests: the first
@@ -32,7 +34,7 @@ func buildFlrh(t *testing.T) string {
 		flrhBin.dir = dir
 		bin := filepath.Join(dir, "flrh")
 		args := []string{"build", "-o", bin}
-		if raceBuild {
+		if racebuild.Enabled {
 			// Under -race the processes race too: the multi-process,
 			// signal and crash tests are where runners, the server and
 			// their shutdown run concurrently for real.
@@ -71,7 +73,7 @@ var flrhBin struct {
 
 func TestMain(m *testing.M) {
 	raceDir := ""
-	if raceBuild && !strings.Contains(os.Getenv("GORACE"), "log_path=") {
+	if racebuild.Enabled && !strings.Contains(os.Getenv("GORACE"), "log_path=") {
 		// The flrh processes the tests start write their race reports
 		// into raceDir instead of a stderr the test may not read (or has
 		// killed by then); any report fails the package. (A test binary

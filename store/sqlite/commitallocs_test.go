@@ -8,6 +8,8 @@ import (
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // A step's two commits, a lagging tick and the durable tick that joins
@@ -18,7 +20,7 @@ import (
 // allocates its request or its work's closure again, or a lagging batch
 // its timer.
 func TestCommitStepAllocations(t *testing.T) {
-	if raceBuild {
+	if racebuild.Enabled {
 		t.Skip("allocations are counted without the race detector")
 	}
 	ctx := context.Background()

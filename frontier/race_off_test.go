@@ -1,5 +1,0 @@
-//go:build !race
-
-package frontier
-
-const raceBuild = false

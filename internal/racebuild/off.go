@@ -1,0 +1,6 @@
+//go:build !race
+
+package racebuild
+
+// Enabled: this binary runs under the race detector.
+const Enabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package kernel
-
-const raceBuild = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package workflow
-
-const raceBuild = false

@@ -207,3 +207,17 @@ func NewSnapshot(d Domain, aggregateID string, versions protocol.VersionEnvelope
 		State: deepCopyObject(profileOf(d).InitialState),
 	}
 }
+
+// NewSharedSnapshot is NewSnapshot with the domain's initial state shared
+// rather than copied, when a copy would equal it (copyStable): the
+// snapshot's State is then the profile's own map, which nothing may
+// change. It is for a caller that only hands the snapshot to steps of a
+// domain that reads only (ReadOnly, a Declarative), which change no
+// snapshot they are handed, and never writes into its state itself.
+func NewSharedSnapshot(d Domain, aggregateID string, versions protocol.VersionEnvelope) Snapshot {
+	state := profileOf(d).InitialState
+	if !copyStable(map[string]any(state)) {
+		state = deepCopyObject(state)
+	}
+	return Snapshot{AggregateID: aggregateID, Phase: PhaseOpen, Versions: versions, State: state}
+}

@@ -133,7 +133,10 @@ func (w *Workflow) initial(runID string) (*state, error) {
 	if !cjson.ValidID(runID) {
 		return nil, fmt.Errorf("workflow: run id %q is not an id", runID)
 	}
-	snap := kernel.NewSnapshot(w.domain, runID, w.versions)
+	// The initial state is the domain profile's own, shared by every run's
+	// first snapshot: no step of the declarative domain, and nothing in
+	// the workflow, writes into a snapshot's state (Evolve copies it).
+	snap := kernel.NewSharedSnapshot(w.domain, runID, w.versions)
 	// What cjson.Marshal writes for it, the bundle's checked envelope copied.
 	b, known, err := snap.EncodedChecked(w.checkedVersions)
 	if err != nil {

@@ -345,16 +345,28 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 
 // mergeEpoch returns a new epoch holding old's values with the deltas (all
 // at time t, in delivery-id order, already checked) applied.
+//
+// A merge of at most mergedRoom values (a tick's proposal and verdict at a
+// new time) allocates the epoch, its value list and its added values
+// together (mergedEpoch); nothing of the box is shared with another epoch
+// but the added values, which later epochs may point to as old's.
 func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 	var prev []*storedValue
 	if old != nil {
 		prev = old.values
 	}
-	vals := make([]*storedValue, 0, len(prev)+len(ds))
 	var (
+		e     *epoch
+		vals  []*storedValue
 		added []storedValue
 		arena []byte // the pre and post pieces of the added values
 	)
+	if n := len(prev) + len(ds); n <= mergedRoom {
+		box := new(mergedEpoch)
+		e, vals, added = &box.e, box.vals[:0:n], box.added[:0:len(ds)]
+	} else {
+		e, vals = new(epoch), make([]*storedValue, 0, n)
+	}
 	k := 0
 	for _, d := range ds {
 		for k < len(prev) && prev[k].deliveryID < d.deliveryID {
@@ -370,8 +382,10 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 			vals = append(vals, prev[k]) // an exact repeat is idempotent
 			k++
 		default:
-			if added == nil {
-				added = make([]storedValue, 0, len(ds))
+			if arena == nil {
+				if added == nil {
+					added = make([]storedValue, 0, len(ds))
+				}
 				size := 0
 				for _, d := range ds {
 					size += storedPieceSize(d.deliveryID, d.sourceID, d.value.kind, d.value.digest)
@@ -386,7 +400,19 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 		}
 	}
 	vals = append(vals, prev[k:]...)
-	return (&epoch{time: t, values: vals}).seal()
+	e.time, e.values = t, vals
+	return e.seal()
+}
+
+// mergedRoom is how many values a mergedEpoch holds.
+const mergedRoom = 2
+
+// mergedEpoch is a small merged epoch in one allocation: the epoch, its
+// value list and the values the merge added.
+type mergedEpoch struct {
+	e     epoch
+	vals  [mergedRoom]*storedValue
+	added [mergedRoom]storedValue
 }
 
 func findEpoch(es []*epoch, t int64) *epoch {

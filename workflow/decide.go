@@ -667,6 +667,28 @@ var verifyMatch func(props []protocol.EffectProposal, emitted []kernel.Proposal,
 // factChanges maps F's fact deltas to named L support changes through the
 // bundle's facts table, and returns the live supports after them.
 func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []support, string) {
+	var room *factRoom
+	if len(deltas) == 1 {
+		room = new(factRoom)
+	}
+	return t.factChangesIn(deltas, room)
+}
+
+// factRoom holds what one fact delta's change is made of — the change,
+// the support's arguments and the fact's values — in one allocation, for
+// a delta of up to factRoomColumns columns. Its parts go to the one
+// support and change they were made for, and to nothing else.
+type factRoom struct {
+	change [1]logic.FactChange
+	args   [factRoomColumns]any
+	vals   [factRoomColumns]logic.Value
+}
+
+const factRoomColumns = 3
+
+// factChangesIn is factChanges taking the one delta's parts from room
+// (nil: each allocated on its own).
+func (t *tick) factChangesIn(deltas []protocol.FactDelta, room *factRoom) ([]logic.FactChange, []support, string) {
 	// A copy with room for the tick's insertions, not grown by the first
 	// (nil stays nil, as slices.Clone keeps it).
 	var supports []support
@@ -674,6 +696,9 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		supports = append(make([]support, 0, len(t.st.Supports)+len(deltas)), t.st.Supports...)
 	}
 	var changes []logic.FactChange
+	if room != nil {
+		changes = room.change[:0:1]
+	}
 	for _, fd := range deltas {
 		pred, _ := fd.Tuple["predicate"].(string)
 		cols, ok := t.w.facts[pred]
@@ -684,7 +709,14 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 		if len(fd.Tuple) != len(cols)+1 {
 			return nil, nil, fmt.Sprintf("fact %s: the tuple has members %v, the facts table names %v", pred, sortedKeys(fd.Tuple), cols)
 		}
-		args := make([]any, len(cols))
+		var args, vals = []any(nil), []logic.Value(nil)
+		if room != nil && len(cols) <= factRoomColumns {
+			// The room's arguments and values serve one delta.
+			args, vals = room.args[:len(cols):len(cols)], room.vals[:len(cols):len(cols)]
+			room = nil
+		} else {
+			args = make([]any, len(cols))
+		}
 		for i, c := range cols {
 			v, present := fd.Tuple[c]
 			if !present {
@@ -702,7 +734,7 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 			return nil, nil, fmt.Sprintf("fact %s: provenance: %v", pred, err)
 		}
 		s := support{ID: id, Predicate: pred, Args: args, Provenance: prov}
-		f, err := t.w.fact(s)
+		f, err := t.w.factInto(s, vals)
 		if err != nil {
 			return nil, nil, fmt.Sprintf("fact %s: %v", pred, err)
 		}
@@ -729,6 +761,9 @@ func (t *tick) factChanges(deltas []protocol.FactDelta) ([]logic.FactChange, []s
 			return nil, nil, fmt.Sprintf("fact %s: a retraction of a fact with no live support", pred)
 		}
 		supports = slices.DeleteFunc(supports, same)
+	}
+	if len(changes) == 0 {
+		changes = nil // as when nothing was appended
 	}
 	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 	return changes, supports, ""
@@ -766,12 +801,19 @@ func supportIDAndProvenance(derivationID string, provenance protocol.Object) (id
 }
 
 // fact converts a stored support to a logic fact, checking column types.
-func (w *Workflow) fact(s support) (logic.Fact, error) {
+func (w *Workflow) fact(s support) (logic.Fact, error) { return w.factInto(s, nil) }
+
+// factInto is fact with the fact's values written into vals when it has
+// one per argument (nil: allocated).
+func (w *Workflow) factInto(s support, vals []logic.Value) (logic.Fact, error) {
 	schema, ok := w.rules.SharedSchema(s.Predicate) // read only
 	if !ok || len(schema) != len(s.Args) {
 		return logic.Fact{}, fmt.Errorf("relation %s/%d is not declared", s.Predicate, len(s.Args))
 	}
-	f := logic.Fact{Rel: s.Predicate, Args: make([]logic.Value, len(s.Args))}
+	if len(vals) != len(s.Args) {
+		vals = make([]logic.Value, len(s.Args))
+	}
+	f := logic.Fact{Rel: s.Predicate, Args: vals}
 	for i, a := range s.Args {
 		v, err := value(a, schema[i])
 		if err != nil {

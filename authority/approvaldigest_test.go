@@ -43,7 +43,7 @@ func TestApprovalDigestWritersAreTheMaps(t *testing.T) {
 		// are recorded in and served from: written twice, each digest
 		// must be the map's both times.
 		var sh decisionShared
-		arena := strArena{seen: &sh.seen, scratch: &sh.scratch, memo: new(DigestMemo)}
+		arena := strArena{seen: sh.scratch.plainSeen(), scratch: &sh.scratch, memo: new(DigestMemo)}
 		defer sh.scratch.done()
 		for _, x := range []struct {
 			name     string

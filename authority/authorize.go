@@ -230,7 +230,7 @@ func Authorize(in Input) (Decisions, error) {
 		shared = new(decisionShared)
 	}
 	if shared != nil {
-		arena.seen, arena.scratch = &shared.seen, &shared.scratch
+		arena.seen, arena.scratch = shared.scratch.plainSeen(), &shared.scratch
 		arena.memo = in.Memo
 		defer shared.scratch.done()
 	}
@@ -333,21 +333,28 @@ func Authorize(in Input) (Decisions, error) {
 	fhr.Transitions = append(transitions, m.Journey[before:]...)
 	var sealed mrp.FHR
 	var err error
+	// The FHR's digest is cut from the decision's strings.
+	arena.room(fhrDigestLen)
 	if in.FHRTo != nil {
 		var canon []byte
 		var ok bool
-		if sealed, canon, ok, err = fhr.SealAppend(in.FHRTo); ok {
+		if sealed, canon, ok, err = fhr.SealAppendIn(in.FHRTo, &arena.sb); ok {
 			out.FHRCanonical = canon
 		}
 	} else {
-		sealed, err = fhr.Seal()
+		sealed, err = fhr.SealIn(&arena.sb)
 	}
+
 	if err != nil {
 		return Decisions{}, &Rejection{Code: "CANONICALIZATION_VIOLATION", Path: "/fhr", Actual: err.Error()}
 	}
 	out.FHR, out.Machine = sealed, m
 	return out, nil
 }
+
+// fhrDigestLen is the length of an FHR's digest, "sha256:" and 64 hex
+// digits.
+const fhrDigestLen = 7 + 64
 
 // intentRecords holds what decideOne returns with an intent: the intent,
 // room for its preconditions, the authority snapshot it was authorized
@@ -366,6 +373,14 @@ type decisionRecords struct {
 	ev     evalRecords
 	sorted [2]Signal
 	intent intentRecords
+	// effects is room for the ticket's sorted side effects, view for
+	// the ticket's reduced view the MRP step is given (mrp.Step leaks
+	// its event, so a view on the stack would be moved to the heap).
+	effects [4]SideEffect
+	view    mrp.TicketView
+	// journey is room for the machine's journey when the step is the
+	// first entry (mrp.StepIn).
+	journey [1]mrp.Entry
 }
 
 // singleRecords holds what Authorize returns for a batch of one proposal:
@@ -382,9 +397,9 @@ type singleRecords struct {
 }
 
 // decisionShared is what every preimage of one Authorize call shares:
-// the strings found plain and the buffer they are written in.
+// the buffer they are written in and, with it (pooled, outside the
+// decision's records), the strings found plain.
 type decisionShared struct {
-	seen    plainSeen
 	scratch preimageScratch
 }
 
@@ -661,12 +676,16 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	if pre == "" {
 		pre = RiskHighRiskExternal
 	}
-	t, err := buildTicket(TicketSpec{
+	var effects []SideEffect
+	if rec != nil {
+		effects = rec.effects[:]
+	}
+	t, err := buildTicketIn(TicketSpec{
 		TicketID: ticketID(a, p.ProposalID, in.Batch.Batch.BatchID),
 		Action:   p.EffectType, Destination: spec.Destination, Scope: spec.Scope, Parameters: spec.Parameters,
 		SideEffects: manifest.SideEffects, DeclaredRisk: declared, AssessedRisk: pre,
 		RequiredParameters: manifest.RequiredParameters,
-	})
+	}, effects)
 	if err != nil {
 		return reject("MALFORMED_TICKET", "/actions", err.Error())
 	}
@@ -870,9 +889,13 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	if grant != nil && res.Move == mrp.MoveAskFirst {
 		trigger = mrp.Tier1Allow
 	}
-	view := t.Reduced()
+	rec.view = t.Reduced()
 	cause := a.cat(t.TicketID, ": ", res.Decision.String(), "/", res.Move.String())
-	step(m, trigger, &view, cause, res.Options...)
+	var room []mrp.Entry
+	if len(m.Journey) == 0 {
+		room = rec.journey[:]
+	}
+	stepIn(m, room, trigger, &rec.view, cause, res.Options...)
 	o.MRPState, o.Refusal = m.State, m.Refusal
 	switch {
 	case res.Decision == Refuse || res.Move >= mrp.MoveRefuse:
@@ -915,11 +938,11 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		}, requestPayloadNames)
 		return o
 	}
-	if !m.Admits(view) {
+	if !m.Admits(rec.view) {
 		o.Kind = OutcomeHeld
-		ok, why := view.Decidable()
+		ok, why := rec.view.Decidable()
 		switch {
-		case m.SafeMode && !view.VerificationOnly:
+		case m.SafeMode && !rec.view.VerificationOnly:
 			o.Held = "held: degraded safe mode runs verification-class actions only"
 		case !ok:
 			o.Held = "held: " + why
@@ -1002,7 +1025,12 @@ func joinFacts(base, more []logic.Fact) []logic.Fact {
 // does not admit in its state is recorded there as refused and changes
 // nothing, which is the conservative outcome.
 func step(m *mrp.Machine, t mrp.Trigger, v *mrp.TicketView, cause string, options ...string) {
-	next, _ := mrp.Step(*m, mrp.Event{Trigger: t, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Ticket: v, Cause: cause, Options: options})
+	stepIn(m, nil, t, v, cause, options...)
+}
+
+// stepIn is step with room for the journey (mrp.StepIn).
+func stepIn(m *mrp.Machine, room []mrp.Entry, t mrp.Trigger, v *mrp.TicketView, cause string, options ...string) {
+	next, _ := mrp.StepIn(*m, mrp.Event{Trigger: t, Actor: mrp.Actor{ID: "authority", Kind: mrp.ActorSystem, Role: "policy_evaluator"}, Ticket: v, Cause: cause, Options: options}, room)
 	*m = next
 }
 

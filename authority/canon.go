@@ -67,7 +67,9 @@ type preimageScratch struct {
 // scratchBuf is a decision's preimage buffer and the verdict encoding it
 // keeps between preimages.
 type scratchBuf struct {
-	b       []byte
+	b []byte
+	// seen is the decision's plainSeen, cleared when pooled.
+	seen    plainSeen
 	verdict keptVerdict
 	// kept reports whether verdict holds this decision's verdict.
 	kept bool
@@ -117,6 +119,15 @@ func (s *preimageScratch) resumer() *cjson.Resumer {
 	return s.r
 }
 
+// plainSeen returns the decision's plainSeen, in the buffer taken from
+// scratchBufs for the decision (taken now if not yet).
+func (s *preimageScratch) plainSeen() *plainSeen {
+	if s.p == nil {
+		s.p = scratchBufs.Get().(*scratchBuf)
+	}
+	return &s.p.seen
+}
+
 // take lends the buffer, with room for at least n bytes, or reports
 // false while it is lent out.
 func (s *preimageScratch) take(n int) ([]byte, bool) {
@@ -137,8 +148,10 @@ func (s *preimageScratch) take(n int) ([]byte, bool) {
 // done hands the buffer back to scratchBufs at the end of the decision.
 func (s *preimageScratch) done() {
 	if s.p != nil && !s.busy && cap(s.p.b) <= 64<<10 {
-		// The kept verdict holds nothing of the caller's while pooled.
+		// The kept verdict and the strings found plain hold nothing of
+		// the caller's while pooled.
 		s.p.verdict.v, s.p.kept = protocol.EligibilityVerdict{}, false
+		s.p.seen = plainSeen{}
 		scratchBufs.Put(s.p)
 	}
 	s.p = nil

@@ -59,7 +59,7 @@ func TestPolicyVerdictFromBatchIsWritten(t *testing.T) {
 		}
 		s := AuthoritySnapshot{AssessedRisk: RiskReversible, Decision: "allow", AuthorityDigest: "sha256:" + hexOf("sha256:00")}
 		var shared decisionShared
-		a := strArena{seen: &shared.seen, scratch: &shared.scratch}
+		a := strArena{seen: shared.scratch.plainSeen(), scratch: &shared.scratch}
 		defer shared.scratch.done()
 		bw := a.writer(publishedBatchSize(b))
 		bw.publishedBatch(b)

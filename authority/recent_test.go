@@ -18,7 +18,7 @@ func TestRecentDigestsAreFresh(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var r recentDigests
 		var sh decisionShared
-		arena := strArena{seen: &sh.seen, scratch: &sh.scratch}
+		arena := strArena{seen: sh.scratch.plainSeen(), scratch: &sh.scratch}
 		defer sh.scratch.done()
 		pre := rapid.SliceOfN(rapid.SampledFrom([]byte("ab")), 0, 6)
 		for i := rapid.IntRange(1, 40).Draw(rt, "ops"); i > 0; i-- {

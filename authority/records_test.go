@@ -128,6 +128,7 @@ func TestAuthorizeListsAreSeparate(t *testing.T) {
 			for _, g := range o.Evaluation.Gates {
 				_ = append(g.Reasons, Reason{Rule: "sentinel"}, Reason{Rule: "sentinel"})
 			}
+			_ = append(o.Ticket.SideEffects, "sentinel", "sentinel", "sentinel", "sentinel", "sentinel")
 			if o.Intent != nil {
 				_ = append(o.Intent.Preconditions, "sentinel", "sentinel", "sentinel")
 			}

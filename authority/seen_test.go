@@ -83,7 +83,7 @@ func isPlainRef(s string) bool {
 func TestScratchWritersAreFresh(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var shared decisionShared
-		a := &strArena{seen: &shared.seen, scratch: &shared.scratch}
+		a := &strArena{seen: shared.scratch.plainSeen(), scratch: &shared.scratch}
 		vals := rapid.SliceOfN(rapid.StringMatching(`[ -~é"\\]{0,90}`), 1, 8).Draw(rt, "vals")
 		ref := func(v string) string {
 			w := (*strArena)(nil).writer(16)
@@ -117,9 +117,27 @@ func TestScratchWritersAreFresh(t *testing.T) {
 				rt.Fatalf("the buffer was not handed back")
 			}
 		}
+		a.plain(strings.Repeat("p", seenMin)) // at least one remembered
+		pooled := shared.scratch.p
 		shared.scratch.done()
 		if shared.scratch.p != nil {
 			rt.Fatalf("done kept the buffer")
 		}
+		// The strings found plain live in the pooled buffer: handed back,
+		// it holds none of them.
+		if pooled.seen != (plainSeen{}) {
+			rt.Fatalf("the pooled buffer still remembers %q", pooled.seen)
+		}
 	})
+}
+
+// TestSeenIsTheDecisionsScratch: a decision's plainSeen is the one in
+// its pooled preimage buffer, so it lives outside the decision's records.
+func TestSeenIsTheDecisionsScratch(t *testing.T) {
+	var shared decisionShared
+	seen := shared.scratch.plainSeen()
+	if shared.scratch.p == nil || seen != &shared.scratch.p.seen || shared.scratch.plainSeen() != seen {
+		t.Fatalf("plainSeen is not the pooled buffer's")
+	}
+	shared.scratch.done()
 }

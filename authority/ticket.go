@@ -191,7 +191,11 @@ func DraftTicket(s TicketSpec) (Ticket, error) {
 
 // buildTicket validates a spec and derives everything but the digests and
 // preview.
-func buildTicket(s TicketSpec) (Ticket, error) {
+func buildTicket(s TicketSpec) (Ticket, error) { return buildTicketIn(s, nil) }
+
+// buildTicketIn is buildTicket with room for the ticket's sorted side
+// effects (see sortedEffectsIn).
+func buildTicketIn(s TicketSpec, room []SideEffect) (Ticket, error) {
 	if !ValidID(s.TicketID) {
 		return Ticket{}, &TicketError{"MALFORMED_TICKET", "/ticket_id", "ticket id is not a protocol id"}
 	}
@@ -222,7 +226,7 @@ func buildTicket(s TicketSpec) (Ticket, error) {
 	t := Ticket{
 		Kind: "ActionTicket", TicketVersion: TicketVersion, TicketID: s.TicketID,
 		Action: s.Action, Destination: s.Destination, Scope: s.Scope,
-		Parameters: params, SideEffects: sortedEffects(s.SideEffects),
+		Parameters: params, SideEffects: sortedEffectsIn(room, s.SideEffects),
 		DeclaredRisk: s.DeclaredRisk, AssessedRisk: s.AssessedRisk,
 		Constraints: []Constraint{}, Status: StatusDraft,
 	}
@@ -248,8 +252,17 @@ func (t Ticket) withRisk(risk string, required []string) Ticket {
 	return t
 }
 
-func sortedEffects(in []SideEffect) []SideEffect {
-	out := append([]SideEffect(nil), in...)
+func sortedEffects(in []SideEffect) []SideEffect { return sortedEffectsIn(nil, in) }
+
+// sortedEffectsIn is sortedEffects copying into room's array while in
+// fits it (the copy capped at room's capacity, so an append past it
+// copies out, as one to sortedEffects' own copy would), else into a
+// new array; an empty list is nil, as before.
+func sortedEffectsIn(room, in []SideEffect) []SideEffect {
+	var out []SideEffect
+	if len(in) > 0 {
+		out = append(room[:0:len(room)], in...)
+	}
 	// slices.SortFunc runs the same pattern-defeating quicksort as
 	// sort.Slice (the generic copy of it), so equal ranks keep the order
 	// they always had, without sort.Slice's reflective swapper.

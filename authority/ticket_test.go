@@ -271,6 +271,20 @@ func TestMissingFieldsAndSortedEffectsMatchPlainDefinitions(t *testing.T) {
 		if out := sortedEffects(effects); !slices.Equal(out, ref) || !slices.Equal(effects, inEffects) {
 			rt.Fatalf("sortedEffects(%q) = %q, want %q (argument now %q)", inEffects, out, ref, effects)
 		}
+		// With room: the same list, nil when empty, in room's array when
+		// it fits, never in the argument's, capped at room.
+		room := make([]SideEffect, rapid.IntRange(0, 5).Draw(rt, "room"))
+		out := sortedEffectsIn(room, effects)
+		if !slices.Equal(out, ref) || (out == nil) != (len(effects) == 0) || !slices.Equal(effects, inEffects) {
+			rt.Fatalf("sortedEffectsIn(room %d, %q) = %q, want %q (argument now %q)", len(room), inEffects, out, ref, effects)
+		}
+		if len(out) > 0 {
+			inRoom := len(effects) <= len(room)
+			got := len(room) > 0 && &out[0] == &room[0]
+			if got != inRoom || &out[0] == &effects[0] || inRoom && cap(out) != len(room) {
+				rt.Fatalf("sortedEffectsIn(room %d, %q): in room %v, cap %d", len(room), inEffects, got, cap(out))
+			}
+		}
 	})
 }
 

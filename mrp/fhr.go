@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"flrh.dev/flrh/cjson"
@@ -63,7 +64,12 @@ var sealBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b
 // Seal computes the record's digest: the SHA-256 of its canonical bytes
 // (flrh-cjson/1) with an empty fhr_digest member. The bytes are written
 // directly, without reflection; a test holds them equal to cjson.Marshal.
-func (f FHR) Seal() (FHR, error) {
+func (f FHR) Seal() (FHR, error) { return f.SealIn(nil) }
+
+// SealIn is Seal with the digest string cut from sb, appended to it,
+// when sb is not nil (a caller that gathers a decision's strings in one
+// builder spares the digest an allocation of its own); Seal passes nil.
+func (f FHR) SealIn(sb *strings.Builder) (FHR, error) {
 	f.Kind = "FHR"
 	f.Digest = ""
 	p := sealBufs.Get().(*[]byte)
@@ -80,8 +86,19 @@ func (f FHR) Seal() (FHR, error) {
 	var out [7 + 2*sha256.Size]byte
 	copy(out[:], "sha256:")
 	cjson.HexSum((*[64]byte)(out[7:]), &sum)
-	f.Digest = string(out[:])
+	f.Digest = cut(sb, out[:])
 	return f, nil
+}
+
+// cut returns p as a string, appended to sb and cut from it when sb is
+// not nil.
+func cut(sb *strings.Builder, p []byte) string {
+	if sb == nil {
+		return string(p)
+	}
+	n := sb.Len()
+	sb.Write(p)
+	return sb.String()[n:]
 }
 
 // SealAppend seals the record as Seal does and appends to b its sealed
@@ -94,6 +111,12 @@ func (f FHR) Seal() (FHR, error) {
 // a name, a string that is not plain): the caller then asks
 // AppendCanonical, whose answer is the contract.
 func (f FHR) SealAppend(b []byte) (sealed FHR, out []byte, ok bool, err error) {
+	return f.SealAppendIn(b, nil)
+}
+
+// SealAppendIn is SealAppend with the digest string cut from sb as
+// SealIn cuts it.
+func (f FHR) SealAppendIn(b []byte, sb *strings.Builder) (sealed FHR, out []byte, ok bool, err error) {
 	f.Kind = "FHR"
 	f.Digest = ""
 	n := len(b)
@@ -107,7 +130,7 @@ func (f FHR) SealAppend(b []byte) (sealed FHR, out []byte, ok bool, err error) {
 	d[0], d[len(d)-1] = '"', '"'
 	copy(d[1:], "sha256:")
 	cjson.HexSum((*[64]byte)(d[8:]), &sum)
-	f.Digest = string(d[1 : len(d)-1])
+	f.Digest = cut(sb, d[1:len(d)-1])
 	if !f.listsPlain() {
 		return f, b[:n], false, nil
 	}

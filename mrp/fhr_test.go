@@ -1,6 +1,9 @@
 package mrp
 
 import (
+	"bytes"
+	"reflect"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/cjson"
@@ -227,6 +230,30 @@ func TestFHRSealAppendIsSealThenAppendCanonical(t *testing.T) {
 		}
 		if string(got) != string(prefix)+string(canon) {
 			rt.Fatalf("SealAppend\n%s\nAppendCanonical\n%s", got[len(prefix):], canon)
+		}
+	})
+}
+
+// TestSealInIsSeal: SealIn and SealAppendIn seal as Seal and SealAppend
+// do, the digest appended to the builder and cut from it.
+func TestSealInIsSeal(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawFHR(rt)
+		var sb strings.Builder
+		sb.WriteString(rapid.StringN(0, 8, -1).Draw(rt, "before"))
+		n := sb.Len()
+		want, wantErr := f.Seal()
+		got, gotErr := f.SealIn(&sb)
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+			rt.Fatalf("SealIn = %+v, %v; Seal = %+v, %v", got, gotErr, want, wantErr)
+		}
+		if wantErr == nil && sb.String()[n:] != want.Digest {
+			rt.Fatalf("the builder holds %q after the digest %q", sb.String()[n:], want.Digest)
+		}
+		w, wb, wok, werr := f.SealAppend([]byte("x"))
+		g, gb, gok, gerr := f.SealAppendIn([]byte("x"), &sb)
+		if !reflect.DeepEqual(g, w) || !bytes.Equal(gb, wb) || gok != wok || !reflect.DeepEqual(gerr, werr) {
+			rt.Fatalf("SealAppendIn = %+v, %q, %v, %v; SealAppend = %+v, %q, %v, %v", g, gb, gok, gerr, w, wb, wok, werr)
 		}
 	})
 }

@@ -328,8 +328,17 @@ var Table = []Row{
 // Step applies one event. It returns the next machine; on a refused event
 // it returns the unchanged machine with the refusal appended to the
 // Journey Strip, and the typed error.
-func Step(m Machine, ev Event) (Machine, error) {
-	next := m.clone()
+func Step(m Machine, ev Event) (Machine, error) { return StepIn(m, ev, nil) }
+
+// StepIn is Step with the returned machine's journey copied into room's
+// array, capped at room's length, when the journey and the entry the
+// event adds fit it (else into a new array, as Step copies it): a caller
+// that holds room for a decision's records spares the journey an
+// allocation of its own. Whatever room held is overwritten; nothing of
+// m is. room is the returned journey's only while the caller hands it
+// to no other step.
+func StepIn(m Machine, ev Event, room []Entry) (Machine, error) {
+	next := m.cloneIn(room)
 	if err := checkActor(ev); err != nil {
 		return next.refuse(ev, err), err
 	}
@@ -525,9 +534,17 @@ func guard(r Row, m Machine, ev Event) bool {
 	return false
 }
 
-func (m Machine) clone() Machine {
+func (m Machine) clone() Machine { return m.cloneIn(nil) }
+
+// cloneIn is clone with the journey in room when it and one more entry
+// fit (see StepIn).
+func (m Machine) cloneIn(room []Entry) Machine {
 	m.Options = append([]string{}, m.Options...)
-	m.Journey = append([]Entry{}, m.Journey...)
+	if len(m.Journey) < len(room) {
+		m.Journey = append(room[:0:len(room)], m.Journey...)
+	} else {
+		m.Journey = append([]Entry{}, m.Journey...)
+	}
 	return m
 }
 

@@ -536,3 +536,53 @@ func TestMatchIsTableScan(t *testing.T) {
 		t.Fatal("nothing compared")
 	}
 }
+
+// TestStepInIsStep holds StepIn to Step over random walks: the same
+// machine and error whatever room it is given, nothing of the machine
+// stepped from changed, and the journey in room's array, capped at its
+// length, only when it and the event's first entry fit, and always when
+// the event adds that entry alone (forced closure entries may copy it
+// out, as an append past the cap would).
+func TestStepInIsStep(t *testing.T) {
+	triggers := []Trigger{}
+	for trig := range knownTriggers {
+		triggers = append(triggers, trig)
+	}
+	sortTriggers(triggers)
+	actors := []Actor{runtime, alice, model}
+	targets := []State{"", Hold, Options, Test, Decide}
+	rapid.Check(t, func(rt *rapid.T) {
+		m := New(Budgets{TurnLimit: rapid.IntRange(0, 5).Draw(rt, "turn"), NoProgressLimit: rapid.IntRange(0, 4).Draw(rt, "np")})
+		n := rapid.IntRange(1, 12).Draw(rt, "n")
+		for i := 0; i < n; i++ {
+			ev := Event{
+				Trigger:  rapid.SampledFrom(triggers).Draw(rt, "trigger"),
+				Actor:    rapid.SampledFrom(actors).Draw(rt, "actor"),
+				Target:   rapid.SampledFrom(targets).Draw(rt, "target"),
+				Progress: rapid.Bool().Draw(rt, "progress"),
+			}
+			if rapid.Bool().Draw(rt, "withTicket") {
+				ev.Ticket = &TicketView{Complete: rapid.Bool().Draw(rt, "complete"), VerificationOnly: rapid.Bool().Draw(rt, "verif")}
+			}
+			room := make([]Entry, rapid.IntRange(0, 4).Draw(rt, "room"))
+			for k := range room {
+				room[k] = Entry{Cause: "sentinel"}
+			}
+			before := slices.Clone(m.Journey)
+			want, wantErr := Step(m, ev)
+			got, gotErr := StepIn(m, ev, room)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+				rt.Fatalf("StepIn (room %d) = %+v, %v; Step = %+v, %v", len(room), got, gotErr, want, wantErr)
+			}
+			if !slices.Equal(m.Journey, before) {
+				rt.Fatalf("StepIn changed the journey stepped from")
+			}
+			inRoom := len(room) > 0 && &got.Journey[0] == &room[0]
+			one := len(got.Journey) == len(m.Journey)+1
+			if inRoom && (len(m.Journey) >= len(room) || cap(got.Journey) != len(room)) || one && !inRoom && len(m.Journey) < len(room) {
+				rt.Fatalf("journey of %d in room of %d: %v (cap %d)", len(got.Journey), len(room), inRoom, cap(got.Journey))
+			}
+			m = want
+		}
+	})
+}

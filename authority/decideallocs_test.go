@@ -1,0 +1,37 @@
+package authority
+
+import (
+	"testing"
+
+	"flrh.dev/flrh/internal/racebuild"
+	"flrh.dev/flrh/logic"
+)
+
+// TestAuthorizeAllocations counts a decision's allocations for a batch
+// of one proposal with a verified capability: its records, the two
+// string arenas' buffers and the control event's payload map (two). The
+// ticket's side effects, its view for the MRP step and the machine's
+// journey are in the records, the FHR's digest in the decision's
+// strings; the strings found plain are in the pooled preimage buffer.
+func TestAuthorizeAllocations(t *testing.T) {
+	if racebuild.Enabled {
+		t.Skip("the race detector drops pooled buffers at random")
+	}
+	in, _ := fixtureInput(t, "internal")
+	p, err := CompilePolicy("authority/1", "bench.dl", []byte(policy100()), logic.Limits{MaxFirings: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy.Policy = p
+	v, err := in.Policy.Keyring.Verify(in.Capabilities[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
+	if d, err := Authorize(in); err != nil || d.Outcomes[0].Intent == nil {
+		t.Fatalf("does not authorize: %v", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = Authorize(in) }); n > 5 {
+		t.Fatalf("Authorize allocates %v times a decision, want at most 5", n)
+	}
+}

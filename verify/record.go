@@ -3,6 +3,8 @@ package verify
 import (
 	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	"flrh.dev/flrh/store"
@@ -34,6 +36,11 @@ type record struct {
 	bulk      bool
 	attempts  map[string][]store.Attempt
 	approvals map[string]store.Approval
+	// grouped holds the attempts read in bulk when they come grouped by
+	// intent, in increasing byte order of the intent id (as the SQLite
+	// store reads them): an intent's attempts are then the run of them
+	// found by a binary search, where attempts is nil.
+	grouped []store.Attempt
 	// known is what verifying the record vouched for, event by event
 	// (see vouched), when it was verified before being replayed (Check);
 	// nil otherwise.
@@ -192,14 +199,19 @@ func load(ctx context.Context, st store.Store, runID string, parts int) (*record
 }
 
 // setEffects files the attempts and grants read for the whole run by
-// intent and by id.
+// intent and by id: attempts already grouped by intent in byte order are
+// kept as they are (grouped), others filed in a map.
 func (r *record) setEffects(ats []store.Attempt, aps []store.Approval) {
 	if len(r.intents) == 0 {
 		return
 	}
-	r.attempts = make(map[string][]store.Attempt, len(r.intents))
-	for _, a := range ats {
-		r.attempts[a.IntentID] = append(r.attempts[a.IntentID], a)
+	if slices.IsSortedFunc(ats, attemptOrder) {
+		r.grouped = ats
+	} else {
+		r.attempts = make(map[string][]store.Attempt, len(r.intents))
+		for _, a := range ats {
+			r.attempts[a.IntentID] = append(r.attempts[a.IntentID], a)
+		}
 	}
 	if len(aps) > 0 {
 		r.approvals = make(map[string]store.Approval, len(aps))
@@ -212,9 +224,31 @@ func (r *record) setEffects(ats []store.Attempt, aps []store.Approval) {
 // attemptsOf returns an intent's attempts in order.
 func (r *record) attemptsOf(ctx context.Context, intentID string) ([]store.Attempt, error) {
 	if r.bulk {
+		if r.attempts == nil {
+			return attemptsIn(r.grouped, intentID), nil
+		}
 		return r.attempts[intentID], nil
 	}
 	return r.st.Attempts(ctx, intentID)
+}
+
+// attemptOrder orders attempts by the byte order of their intent ids.
+func attemptOrder(a, b store.Attempt) int { return strings.Compare(a.IntentID, b.IntentID) }
+
+// attemptsIn returns the attempts of intent id in ats, which are in
+// increasing byte order of their intent ids: the run of them with that id,
+// in their order in ats (nil: none), as filing them by intent would give.
+// The run's capacity is its length, so that an append to it copies it.
+func attemptsIn(ats []store.Attempt, id string) []store.Attempt {
+	lo, _ := slices.BinarySearchFunc(ats, id, func(a store.Attempt, id string) int { return strings.Compare(a.IntentID, id) })
+	hi := lo
+	for hi < len(ats) && ats[hi].IntentID == id {
+		hi++
+	}
+	if lo == hi {
+		return nil
+	}
+	return ats[lo:hi:hi]
 }
 
 // approval returns a grant by id. One the bulk read did not return is

@@ -117,7 +117,7 @@ func slowCheckEffects(ctx context.Context, rep *Report, rec *record) (int64, err
 			return 0, err
 		}
 		attempts += int64(len(ats))
-		checkAttempts(rep, run, in, ats, where)
+		checkAttempts(rep, run, in, ats)
 		rc, hasReceipt := byIntent[in.ID]
 		switch {
 		case hasReceipt != (in.Outbox == store.OutboxDone):

@@ -541,20 +541,19 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 	rec.approvalRead = make([]approvalHint, len(ins))
 	for i, in := range ins {
 		intentIDs[in.ID] = true
-		where := "intent " + in.ID
 		if !store.DigestMatches(in.Body, in.Digest) {
-			rep.fail("intent-digest", where, "digest does not match its bytes")
+			rep.fail("intent-digest", intentWhere(in.ID), "digest does not match its bytes")
 		}
 		intent, err := readIntent(in.Body)
 		if err != nil {
-			rep.fail("intent-protocol", where, "%v", err)
+			rep.fail("intent-protocol", intentWhere(in.ID), "%v", err)
 		} else {
 			rec.approvalRead[i] = approvalHint{digest: intent.ApprovalDigest, ok: true}
 		}
 		if intent.IdempotencyKey != in.IdempotencyKey || intent.IntentID != in.ID || intent.EffectType != in.EffectType {
-			rep.fail("intent-binding", where, "stored columns disagree with the intent's own fields")
+			rep.fail("intent-binding", intentWhere(in.ID), "stored columns disagree with the intent's own fields")
 		}
-		if err := checkApproval(ctx, rep, rec, in, intent, where); err != nil {
+		if err := checkApproval(ctx, rep, rec, in, intent); err != nil {
 			return 0, err
 		}
 		ats, err := rec.attemptsOf(ctx, in.ID)
@@ -562,18 +561,18 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 			return 0, err
 		}
 		attempts += int64(len(ats))
-		checkAttempts(rep, run, in, ats, where)
+		checkAttempts(rep, run, in, ats)
 		rc, hasReceipt := byIntent[in.ID]
 		switch {
 		case hasReceipt != (in.Outbox == store.OutboxDone):
-			rep.fail("outbox", where, "outbox %s but receipt present=%v", in.Outbox, hasReceipt)
+			rep.fail("outbox", intentWhere(in.ID), "outbox %s but receipt present=%v", in.Outbox, hasReceipt)
 		case hasReceipt:
-			if checkReceipt(rep, intent, rc, ats, where) {
+			if checkReceipt(rep, intent, rc, ats, in.ID) {
 				rec.hashed = append(rec.hashed, hashedBody{digest: rc.Digest, body: rc.Body})
 			}
 		}
 		if run.Outcome != "" && !hasReceipt && run.State != "EFFECT_OUTCOME_UNKNOWN" {
-			rep.fail("closure", where, "the run ended %s but this effect has no receipt", run.State)
+			rep.fail("closure", intentWhere(in.ID), "the run ended %s but this effect has no receipt", run.State)
 		}
 	}
 	for _, rc := range rcs { // in commit order, so that reports compare
@@ -592,81 +591,81 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 	return attempts, nil
 }
 
-func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Intent, intent protocol.EffectIntent, where string) error {
+func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Intent, intent protocol.EffectIntent) error {
 	if !intent.ApprovalRequired {
 		if in.ApprovalID != "" {
-			rep.fail("approval", where, "consumed approval %s although none was required", in.ApprovalID)
+			rep.fail("approval", intentWhere(in.ID), "consumed approval %s although none was required", in.ApprovalID)
 		}
 		return nil
 	}
 	if in.ApprovalID == "" {
-		rep.fail("approval", where, "approval required but none consumed")
+		rep.fail("approval", intentWhere(in.ID), "approval required but none consumed")
 		return nil
 	}
 	a, err := rec.approval(ctx, in.ApprovalID)
 	if store.CodeOf(err) == store.CodeNotFound {
-		rep.fail("approval", where, "approval %s is not in the ledger", in.ApprovalID)
+		rep.fail("approval", intentWhere(in.ID), "approval %s is not in the ledger", in.ApprovalID)
 		return nil
 	} else if err != nil {
 		return err
 	}
 	rep.Approvals++
 	if !store.DigestMatches(a.Body, a.Digest) {
-		rep.fail("approval", where, "grant %s digest does not match its bytes", a.ID)
+		rep.fail("approval", intentWhere(in.ID), "grant %s digest does not match its bytes", a.ID)
 	}
 	if a.Status != store.ApprovalConsumed || a.ConsumedBy != in.ID {
-		rep.fail("approval", where, "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)
+		rep.fail("approval", intentWhere(in.ID), "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)
 	}
 	if a.RunID != rec.run.ID {
-		rep.fail("approval", where, "grant %s belongs to run %s", a.ID, a.RunID)
+		rep.fail("approval", intentWhere(in.ID), "grant %s belongs to run %s", a.ID, a.RunID)
 	}
 	if intent.ApprovalDigest == nil || *intent.ApprovalDigest != a.Digest {
-		rep.fail("approval", where, "the intent does not name the grant it consumed")
+		rep.fail("approval", intentWhere(in.ID), "the intent does not name the grant it consumed")
 	}
 	return nil
 }
 
-func checkAttempts(rep *Report, run store.Run, in store.Intent, ats []store.Attempt, where string) {
+func checkAttempts(rep *Report, run store.Run, in store.Intent, ats []store.Attempt) {
 	if int64(len(ats)) != in.Attempts {
-		rep.fail("attempts", where, "outbox counts %d attempts, %d recorded", in.Attempts, len(ats))
+		rep.fail("attempts", intentWhere(in.ID), "outbox counts %d attempts, %d recorded", in.Attempts, len(ats))
 	}
 	succeeded := false
 	for i, a := range ats {
 		if a.N != int64(i+1) {
-			rep.fail("attempts", where, "attempt numbers are not 1..n")
+			rep.fail("attempts", intentWhere(in.ID), "attempt numbers are not 1..n")
 		}
 		if a.Status == store.AttemptStarted && i != len(ats)-1 {
-			rep.fail("attempts", where, "attempt %d never finished but a later one began", a.N)
+			rep.fail("attempts", intentWhere(in.ID), "attempt %d never finished but a later one began", a.N)
 		}
 		if succeeded {
-			rep.fail("attempts", where, "attempt %d began after a confirmed success", a.N)
+			rep.fail("attempts", intentWhere(in.ID), "attempt %d began after a confirmed success", a.N)
 		}
 		succeeded = a.Status == store.AttemptSucceeded || a.Status == store.AttemptReconciledApplied
 		if a.Generation > run.Lease.Generation {
-			rep.fail("fencing", where, "attempt %d from generation %d, beyond the run's %d", a.N, a.Generation, run.Lease.Generation)
+			rep.fail("fencing", intentWhere(in.ID), "attempt %d from generation %d, beyond the run's %d", a.N, a.Generation, run.Lease.Generation)
 		}
 	}
 	if len(ats) == 0 && in.Outbox != store.OutboxPending {
-		rep.fail("attempts", where, "outbox %s with no attempt recorded", in.Outbox)
+		rep.fail("attempts", intentWhere(in.ID), "outbox %s with no attempt recorded", in.Outbox)
 	}
 }
 
 // checkReceipt checks a receipt against its intent and attempts, and
 // reports whether its bytes have its digest.
-func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, ats []store.Attempt, where string) (digestOK bool) {
+func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, ats []store.Attempt, id string) (digestOK bool) {
 	if digestOK = store.DigestMatches(rc.Body, rc.Digest); !digestOK {
-		rep.fail("receipt-digest", where, "digest does not match its bytes")
+		rep.fail("receipt-digest", intentWhere(id), "digest does not match its bytes")
 	}
 	receipt, err := readReceipt(rc.Body)
 	if err != nil {
-		rep.fail("receipt-protocol", where, "%v", err)
+		rep.fail("receipt-protocol", intentWhere(id), "%v", err)
 		return digestOK
 	}
 	if err := protocol.CheckReceiptBinding(intent, receipt); err != nil {
-		rep.fail("receipt-binding", where, "%v", err)
+		rep.fail("receipt-binding", intentWhere(id), "%v", err)
 	}
 	if receipt.Outcome != rc.Outcome {
-		rep.fail("receipt-binding", where, "stored outcome %s, receipt says %s", rc.Outcome, receipt.Outcome)
+		rep.fail("receipt-binding", intentWhere(id), "stored outcome %s, receipt says %s", rc.Outcome, receipt.Outcome)
 	}
 	if receipt.Outcome == protocol.OutcomeConfirmedSuccess {
 		ok := false
@@ -674,11 +673,15 @@ func checkReceipt(rep *Report, intent protocol.EffectIntent, rc store.Receipt, a
 			ok = ok || a.Status == store.AttemptSucceeded || a.Status == store.AttemptReconciledApplied
 		}
 		if !ok {
-			rep.fail("verified-success-only", where, "a confirmed success with no succeeded or reconciled-applied attempt")
+			rep.fail("verified-success-only", intentWhere(id), "a confirmed success with no succeeded or reconciled-applied attempt")
 		}
 		if len(receipt.OutputDigests) == 0 {
-			rep.fail("verified-success-only", where, "a confirmed success that names no destination evidence")
+			rep.fail("verified-success-only", intentWhere(id), "a confirmed success that names no destination evidence")
 		}
 	}
 	return digestOK
 }
+
+// intentWhere names an intent in a finding; it is made only when a check
+// of the intent fails, where most intents pass every check.
+func intentWhere(id string) string { return "intent " + id }

@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"flrh.dev/flrh/internal/racebuild"
 	"flrh.dev/flrh/store"
 )
 
@@ -73,5 +74,23 @@ func TestSetEffectsKeepsGroupedAttempts(t *testing.T) {
 	r.setEffects([]store.Attempt{{IntentID: "b", N: 1}, {IntentID: "a", N: 1}}, nil)
 	if r.attempts == nil || r.grouped != nil {
 		t.Fatalf("attempts out of order not filed: %v %v", r.attempts, r.grouped)
+	}
+}
+
+// TestDecodeAcceptedMakesOneString: an accepted input's actor, role,
+// capability and digest are cut from one string; with the members' slice
+// and the body's copy, three allocations.
+func TestDecodeAcceptedMakesOneString(t *testing.T) {
+	if racebuild.Enabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
+	b := []byte(`{"actor":"alice","actor_role":"operator","body":{"x":1},"capability":"submit","digest":"sha256:00ff","kind":"input","seq":1}`)
+	in, err := decodeAcceptedAs(b, true)
+	if err != nil || in.Actor != "alice" || in.ActorRole != "operator" || in.Capability != "submit" || in.Digest != "sha256:00ff" ||
+		in.Kind != "input" || in.Seq != 1 || string(in.Body) != `{"x":1}` {
+		t.Fatalf("%+v %v", in, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeAcceptedAs(b, true) }); n > 3 {
+		t.Fatalf("%v allocations, want at most 3", n)
 	}
 }

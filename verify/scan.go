@@ -195,6 +195,10 @@ func decodeAcceptedAs(event []byte, canonical bool) (runner.Accepted, error) {
 // rather than made again.
 func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *acceptedInput) (runner.Accepted, error) {
 	var in runner.Accepted
+	// The texts of the actor, role, capability and digest (members 2 to
+	// 5), read without a copy and made one string, each cut from it.
+	var texts [4][]byte
+	digestRead := false
 	for i := 0; ok && i < len(m); i++ {
 		if m[i] == nil || i == 6 {
 			continue // absent: the zero value, as encoding/json leaves it
@@ -208,32 +212,36 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *a
 		// A string encoding/json reads as its own bytes: without
 		// escapes and valid UTF-8 (encoding/json replaces invalid bytes
 		// with U+FFFD, which runner.DecodeAccepted then gives).
-		var v string
 		switch {
 		case i == 1:
-			v, ok = kindText(m[i])
+			in.Kind, ok = kindText(m[i])
 		case i == 5 && read != nil && read.read && read.digestRead && read.kind == "receipt":
 			// PlainString's reading of these bytes; PlainText's when
 			// they are valid UTF-8.
-			v, ok = read.digest, utf8.ValidString(read.digest)
+			in.Digest, ok, digestRead = read.digest, utf8.ValidString(read.digest), true
 		default:
-			v, ok = jsonread.PlainText(m[i])
-		}
-		switch i {
-		case 1:
-			in.Kind = v
-		case 2:
-			in.Actor = v
-		case 3:
-			in.ActorRole = v
-		case 4:
-			in.Capability = v
-		case 5:
-			in.Digest = v
+			texts[i-2], ok = plainTextBytes(m[i])
 		}
 	}
 	if !ok {
 		return runner.DecodeAccepted(event)
+	}
+	if digestRead {
+		texts[3] = nil
+	}
+	if n := len(texts[0]) + len(texts[1]) + len(texts[2]) + len(texts[3]); n > 0 {
+		var b strings.Builder
+		b.Grow(n)
+		for _, t := range texts {
+			b.Write(t)
+		}
+		all, at := b.String(), 0
+		for k, dst := range [4]*string{&in.Actor, &in.ActorRole, &in.Capability, &in.Digest} {
+			if k == 3 && digestRead {
+				break
+			}
+			*dst, at = all[at:at+len(texts[k])], at+len(texts[k])
+		}
 	}
 	// The runner stores inputs canonical, so replay copies a body whose
 	// canonical form is known to be itself instead of decoding and
@@ -249,6 +257,14 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *a
 	}
 	in.Body = body
 	return in, nil
+}
+
+// plainTextBytes is jsonread.PlainText without a copy: the string's
+// bytes, which are the text's own.
+func plainTextBytes(raw []byte) ([]byte, bool) {
+	s := jsonread.NewScanner(raw)
+	v := s.StrBytes()
+	return v, s.End() && utf8.Valid(v)
 }
 
 // runnerKinds are the kinds of the inputs a runner accepts, each as the

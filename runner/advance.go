@@ -557,7 +557,11 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	p.ExpectInboxEmpty = t.inbox0 == inboxAssumed
 	// The run's own, written over at its next flush: the store keeps
 	// none of a tick's checkpoint once Commit returns.
-	t.cp.stored = store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: store.BodyDigest(body)}
+	// Its digest comes with the proof of it, so that the store does not
+	// hash the body again (store.DigestProof): nothing writes over the
+	// body before the commit.
+	digest, proof := store.ProveDigest(body)
+	t.cp.stored = store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: digest, Proof: proof}
 	p.Checkpoint = &t.cp.stored
 	p.State = t.cp.Control.State
 	if r.machine.Final(t.cp.Control.State) {
@@ -885,8 +889,8 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	t.bodies = b
 	rec := t.keepRecord(res.Record)
 	if res.Rejection != nil {
-		d := store.BodyDigest(body)
-		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d}, tripwire.Event{Kind: EventRejected, Digest: d, Record: rec})
+		d, proof := store.ProveDigest(body)
+		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d, Proof: proof}, tripwire.Event{Kind: EventRejected, Digest: d, Record: rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
 	d := res.Next.Head
@@ -1010,8 +1014,8 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 	} else if body, err = encodeAcceptedValue(in); err != nil {
 		return err
 	}
-	digest := store.BodyDigest(body)
-	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: t.keepInput(tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound})})
+	digest, held := store.ProveDigest(body)
+	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest, Proof: held}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: t.keepInput(tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound})})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
@@ -1495,8 +1499,9 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 			continue
 		}
 		body := bodies[i]
+		digest, proof := store.ProveDigest(body)
 		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: e.effectType(), IdempotencyKey: e.idempotencyKey(),
-			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: store.BodyDigest(body)}
+			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: digest, Proof: proof}
 		t.pending.Intents = append(t.pending.Intents, in)
 		if e.ApprovalID != "" {
 			need, wf := *e.Approval, t.wf
@@ -1802,8 +1807,8 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	}
 	kept := receiptJSON(checked)
 	body := kept.b
-	digest := store.BodyDigest(body)
-	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest})
+	digest, proof := store.ProveDigest(body)
+	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest, Proof: proof})
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
 	// person, say) must not lose it.

@@ -35,6 +35,7 @@ type reusingStore struct {
 	mu      sync.Mutex
 	lagged  int
 	bodies  int
+	proven  int // bodies handed with the proof of their digest (store.DigestProof)
 	garbled []string
 }
 
@@ -44,30 +45,34 @@ func (s *reusingStore) Commit(ctx context.Context, l store.Lease, tick store.Tic
 		b      []byte
 		digest string
 		caller bool // an inbound event's, the bytes the runner was handed
+		proven bool // handed with store.ProveDigest's proof of its digest
 	}
 	var all []body
 	if cp := tick.Checkpoint; cp != nil {
-		all = append(all, body{fmt.Sprintf("%s checkpoint at %d", l.RunID, tick.ExpectHead), cp.Body, cp.Digest, false})
+		all = append(all, body{fmt.Sprintf("%s checkpoint at %d", l.RunID, tick.ExpectHead), cp.Body, cp.Digest, false, cp.Proof != store.DigestProof{}})
 	}
 	for i, e := range tick.Events {
-		all = append(all, body{fmt.Sprintf("%s event %d (%s)", l.RunID, tick.ExpectHead+int64(i)+1, e.Kind), e.Body, e.Digest, false})
+		all = append(all, body{fmt.Sprintf("%s event %d (%s)", l.RunID, tick.ExpectHead+int64(i)+1, e.Kind), e.Body, e.Digest, false, e.Proof != store.DigestProof{}})
 	}
 	for _, in := range tick.Intents {
-		all = append(all, body{l.RunID + " intent " + in.ID, in.Body, in.Digest, false})
+		all = append(all, body{l.RunID + " intent " + in.ID, in.Body, in.Digest, false, in.Proof != store.DigestProof{}})
 	}
 	for _, rc := range tick.Receipts {
-		all = append(all, body{l.RunID + " receipt " + rc.IntentID, rc.Body, rc.Digest, false})
+		all = append(all, body{l.RunID + " receipt " + rc.IntentID, rc.Body, rc.Digest, false, rc.Proof != store.DigestProof{}})
 	}
 	for _, in := range tick.Submit {
-		all = append(all, body{l.RunID + " inbound " + in.ID, in.Body, in.Digest, true})
+		all = append(all, body{l.RunID + " inbound " + in.ID, in.Body, in.Digest, true, in.Proof != store.DigestProof{}})
 	}
 	for _, tr := range tick.Trace {
-		all = append(all, body{l.RunID + " trace " + tr.Kind, tr.Body, "", false})
+		all = append(all, body{l.RunID + " trace " + tr.Kind, tr.Body, "", false, false})
 	}
 	s.mu.Lock()
 	for _, b := range all {
 		if b.digest != "" && !store.DigestMatches(b.b, b.digest) {
 			s.garbled = append(s.garbled, b.name)
+		}
+		if b.proven {
+			s.proven++
 		}
 	}
 	if tick.MayLag {
@@ -204,7 +209,8 @@ func reuseRun(ctx context.Context, t *testing.T, poison bool) (string, *reusingS
 // returns, once without. The runs' records, the destination's mutations,
 // the runner's counters, every step's result and verification and replay
 // must be the same byte for byte, and every body handed to the store
-// must be the bytes its digest was taken of. A runner whose wires, logs,
+// must be the bytes its digest was taken of (which the store, handed the
+// proof of a digest, does not check again: store.DigestProof). A runner whose wires, logs,
 // metrics or retries read a committed tick's bytes, or a store that reads
 // them after Commit returns (a lagging tick run again from its caller's
 // bytes), fails here.
@@ -215,6 +221,9 @@ func TestNothingButTheStoreReadsCommittedBytes(t *testing.T) {
 	poisoned, rs := reuseRun(ctx, t, true)
 	if rs.lagged == 0 || !strings.Contains(plain, "15 mutations under 15 keys") {
 		t.Fatalf("%d lagging commits: not the governed steps asked for\n%s", rs.lagged, plain)
+	}
+	if rs.proven == 0 {
+		t.Fatalf("none of %d bodies handed to Commit came with the proof of its digest", rs.bodies)
 	}
 	if len(rs.garbled) > 0 {
 		t.Fatalf("%d of %d bodies handed to Commit were not the bytes their digests were taken of, first %s", len(rs.garbled), rs.bodies, rs.garbled[0])

@@ -455,8 +455,9 @@ func inputBytes(input []byte, v any) ([]byte, error) {
 func (r *Runner) inboundBytes(runID, kind string, by Actor, b []byte) store.Inbound {
 	// The id only has to be unique: it never reaches the pure steps (the
 	// store orders the inbox). Two people acting at once must not collide.
+	digest, proof := store.ProveDigest(b)
 	return store.Inbound{ID: inboundID(runID, kind, by, r.cfg.Clock().UnixNano(), b), RunID: runID, Kind: kind, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: b, Digest: store.BodyDigest(b)}
+		Actor: by.Name, Capability: by.Capability, Body: b, Digest: digest, Proof: proof}
 }
 
 // inboundID is kind, a colon and the first 32 hex digits of the SHA-256 of

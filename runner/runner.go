@@ -297,8 +297,9 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	// The run and its input in one transaction: a runner that takes the
 	// run at once finds the input waiting, and a crash leaves either both
 	// or neither, never a run with nothing to start from.
+	digest, proof := store.ProveDigest(body)
 	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: body, Digest: store.BodyDigest(body)}
+		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
 	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
 		undo()
 		r.takeFirst(runID)

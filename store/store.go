@@ -119,6 +119,10 @@ type Event struct {
 	ChainHash  string // ChainHash(PrevHash, Seq, Digest)
 	Generation int64  // the lease generation that committed it
 	RecordedAt time.Time
+	// Proof is ProveDigest's proof that Digest is Body's digest, if the
+	// writer has one: a store then does not hash Body again (ValidateTick).
+	// Never set by a store; the zero value proves nothing.
+	Proof DigestProof
 }
 
 // Checkpoint is a snapshot of a run's pure state after an event.
@@ -128,6 +132,10 @@ type Checkpoint struct {
 	BuildDigest   string // digest of the code that wrote it (loaded-code coherence)
 	Body          []byte // canonical JSON
 	Digest        string
+	// Proof is ProveDigest's proof that Digest is Body's digest, if the
+	// writer has one: a store then does not hash Body again (ValidateTick).
+	// Never set by a store; the zero value proves nothing.
+	Proof DigestProof
 }
 
 // Intent is a committed effect intent with the outbox state that drives it.
@@ -144,6 +152,10 @@ type Intent struct {
 	Outbox         OutboxStatus
 	Route          string // why the outbox is in its status (e.g. retry_exhausted)
 	Attempts       int64
+	// Proof is ProveDigest's proof that Digest is Body's digest, if the
+	// writer has one: a store then does not hash Body again (ValidateTick).
+	// Never set by a store; the zero value proves nothing.
+	Proof DigestProof
 }
 
 // OutboxStatus is where an intent stands on its way to the world.
@@ -188,6 +200,10 @@ type Receipt struct {
 	Outcome  string // confirmed_success, confirmed_failure, ...
 	Body     []byte // canonical ActionReceipt
 	Digest   string
+	// Proof is ProveDigest's proof that Digest is Body's digest, if the
+	// writer has one: a store then does not hash Body again (ValidateTick).
+	// Never set by a store; the zero value proves nothing.
+	Proof DigestProof
 }
 
 // Approval is a grant in the approvals ledger.
@@ -237,6 +253,10 @@ type Inbound struct {
 	Digest     string
 	Seq        int64 // inbox order, assigned by the store
 	Consumed   bool
+	// Proof is ProveDigest's proof that Digest is Body's digest, if the
+	// writer has one: a store then does not hash Body again (ValidateTick).
+	// Never set by a store; the zero value proves nothing.
+	Proof DigestProof
 }
 
 // TraceRecord is an append-only observation, never authoritative.

@@ -1,7 +1,8 @@
 package store
 
 // ValidateTick checks everything about a tick that needs no database: digests
-// match their bytes, required fields are present, every approval an intent
+// match their bytes (hashed, unless a record carries ProveDigest's proof of
+// its own), required fields are present, every approval an intent
 // names is consumed in the same tick and nothing else is. Backends call it
 // first, so malformed input is refused without a transaction.
 func ValidateTick(runID string, t Tick) error {
@@ -15,11 +16,11 @@ func ValidateTick(runID string, t Tick) error {
 		if ev.Kind == "" || len(ev.Body) == 0 {
 			return bad("event %d lacks a kind or body", i)
 		}
-		if !DigestMatches(ev.Body, ev.Digest) {
+		if !digestHolds(ev.Proof, ev.Body, ev.Digest) {
 			return bad("event %d digest %s does not match its body", i, ev.Digest)
 		}
 	}
-	if cp := t.Checkpoint; cp != nil && !DigestMatches(cp.Body, cp.Digest) {
+	if cp := t.Checkpoint; cp != nil && !digestHolds(cp.Proof, cp.Body, cp.Digest) {
 		return bad("checkpoint digest %s does not match its body", cp.Digest)
 	}
 	uses := map[string]bool{}
@@ -27,7 +28,7 @@ func ValidateTick(runID string, t Tick) error {
 		if in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" {
 			return bad("intent %d lacks an id, effect type, idempotency key or content digest", i)
 		}
-		if !DigestMatches(in.Body, in.Digest) {
+		if !digestHolds(in.Proof, in.Body, in.Digest) {
 			return bad("intent %s digest does not match its body", in.ID)
 		}
 		if in.ApprovalID != "" {
@@ -47,7 +48,7 @@ func ValidateTick(runID string, t Tick) error {
 		return bad("an intent names an approval that the tick does not consume")
 	}
 	for i, rc := range t.Receipts {
-		if rc.IntentID == "" || rc.Outcome == "" || !DigestMatches(rc.Body, rc.Digest) {
+		if rc.IntentID == "" || rc.Outcome == "" || !digestHolds(rc.Proof, rc.Body, rc.Digest) {
 			return bad("receipt %d lacks an intent or outcome, or its digest does not match", i)
 		}
 	}
@@ -60,7 +61,7 @@ func ValidateTick(runID string, t Tick) error {
 		if in.RunID != "" && in.RunID != runID {
 			return bad("submitted inbound %s belongs to run %s", in.ID, in.RunID)
 		}
-		if !DigestMatches(in.Body, in.Digest) {
+		if !digestHolds(in.Proof, in.Body, in.Digest) {
 			return bad("submitted inbound %s digest does not match its body", in.ID)
 		}
 		if submitted[in.ID] {
@@ -122,7 +123,7 @@ func ValidateInbound(op string, in Inbound) error {
 	if in.ID == "" || in.Kind == "" || in.ActorRole == "" || len(in.Body) == 0 {
 		return Errorf(CodeInvalidInput, op, in.RunID, nil, "id, kind, actor role and body are required")
 	}
-	if !DigestMatches(in.Body, in.Digest) {
+	if !digestHolds(in.Proof, in.Body, in.Digest) {
 		return Errorf(CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
 )
 
@@ -81,17 +82,20 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 	// Each chain hash is computed as its sum, stored as those 32 bytes
 	// (what packHash makes of its text) and is the next event's
 	// previous hash; it is hashed after the one before from that sum
-	// (store.ChainSumAfter), and only the last is made into its text,
-	// for the run's row. The rows are kept typed in a list the writer
+	// (store.ChainSumAfter). The last is kept as its sum for the run's
+	// row, whose text is written where the row is bound (writeRunRow),
+	// and for the run's next tick, should its row be known to it
+	// (runCounters.summed): a run's head hash is made into text only
+	// when read from its row. The rows are kept typed in a list the writer
 	// reuses (eventRow) and bound as they are (insertEventRows).
 	head, hash := run.Head, run.HeadHash
-	var sum [32]byte
+	sum, summed := counters.headSum, counters.summed
 	for start := 0; start < len(tick.Events); start += eventsPerInsert {
 		chunk := tick.Events[start:min(start+eventsPerInsert, len(tick.Events))]
 		rows := tx.w.evRows[:0]
 		for _, ev := range chunk {
 			r := eventRow{kind: ev.Kind, body: ev.Body, digest: ev.Digest, prev: sum}
-			if head == run.Head {
+			if head == run.Head && !summed {
 				r.prevText = hash
 				sum = store.ChainSum(hash, head+1, ev.Digest)
 			} else {
@@ -109,7 +113,7 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 		}
 	}
 	if head != run.Head {
-		hash = store.SumText(sum)
+		hash, summed = "", true
 	}
 
 	// Approvals: revalidated against the grant as stored, at this
@@ -323,14 +327,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 	traceSeq := counters.traceSeq + int64(len(tick.Trace))
 	// The run's row, written last (a lagging tick's write of it waits;
 	// see deferRunRow).
+	row := deferredRow{runID: lease.RunID, head: head, hash: hash, sum: sum, summed: summed, state: state, outcome: tick.Outcome,
+		ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN}
 	if tick.MayLag {
 		// Written when the next statement runs, unless the next write
 		// is a tick of the run that takes this row known, which writes
 		// the row itself (deferRunRow).
-		tx.w.deferRunRow(deferredRow{runID: lease.RunID, head: head, hash: hash, state: state, outcome: tick.Outcome,
-			ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN})
-	} else if _, err := s.exec(ctx, tx, updateRunRow,
-		head, hash, state, tick.Outcome, tsArg, traceSeq, counters.checkpointN, runArg); err != nil {
+		tx.w.deferRunRow(row)
+	} else if err := s.writeRunRow(ctx, tx, &row); err != nil {
 		return err
 	}
 
@@ -339,6 +343,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 	// last: a tick refused on the way leaves nothing known.
 	known := run
 	known.Head, known.HeadHash, known.State, known.Outcome = head, hash, state, tick.Outcome
+	counters.headSum, counters.summed = sum, summed
 	counters.traceSeq = traceSeq
 	counters.pending -= int64(len(consumed))
 	tx.w.known = knownRun{run: known, c: counters, pending: tick.ExpectInboxEmpty || tick.MayLag}
@@ -348,14 +353,52 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 // updateRunRow writes a tick's changes to its run's row.
 const updateRunRow = `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`
 
-// deferredRow is a lagging tick's write of its run's row, not yet made:
-// updateRunRow's arguments.
+// deferredRow is a tick's write of its run's row (a lagging tick's, not
+// yet made): updateRunRow's arguments, the head hash as its text or, when
+// summed, as its sum.
 type deferredRow struct {
 	set                       bool
 	runID                     string
 	head                      int64
 	hash, state, outcome      string
+	sum                       [32]byte
+	summed                    bool
 	ts, traceSeq, checkpointN int64
+}
+
+// writeRunRow runs updateRunRow for d, after the row a lagging tick left
+// to write (flushRunRow). On the writing connection a head hash known as
+// its sum is bound as its text written into the bound values' buffer;
+// via the driver, or known as text, the text is bound as it is.
+func (s *Store) writeRunRow(ctx context.Context, tx *wtx, d *deferredRow) error {
+	if tx.lc == nil || !d.summed {
+		hash := d.hash
+		if d.summed {
+			hash = store.SumText(d.sum)
+		}
+		_, err := s.exec(ctx, tx, updateRunRow, d.head, hash, d.state, d.outcome, d.ts, d.traceSeq, d.checkpointN, d.runID)
+		return err
+	}
+	if err := s.flushRunRow(ctx, tx); err != nil {
+		return err
+	}
+	var text [len(hashPrefix) + 64]byte
+	copy(text[:], hashPrefix)
+	cjson.HexSum((*[64]byte)(text[len(hashPrefix):]), &d.sum)
+	b, err := tx.lc.binder(updateRunRow, len(text)+len(d.state)+len(d.outcome)+len(d.runID))
+	if err != nil {
+		return err
+	}
+	b.int64(d.head)
+	b.textBytes(text[:])
+	b.text(d.state)
+	b.text(d.outcome)
+	b.int64(d.ts)
+	b.int64(d.traceSeq)
+	b.int64(d.checkpointN)
+	b.text(d.runID)
+	_, err = b.exec()
+	return err
 }
 
 // deferRunRow keeps a lagging tick's write of its run's row until the next statement on the connection, which writes it
@@ -376,8 +419,7 @@ func (s *Store) flushRunRow(ctx context.Context, tx *wtx) error {
 		return nil
 	}
 	d.set = false
-	_, err := s.exec(ctx, tx, updateRunRow, d.head, d.hash, d.state, d.outcome, d.ts, d.traceSeq, d.checkpointN, d.runID)
-	return err
+	return s.writeRunRow(ctx, tx, d)
 }
 
 // insertIntent and insertReceipt leave the commit order to SQLite: it is

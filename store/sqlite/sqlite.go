@@ -502,6 +502,12 @@ func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease
 type runCounters struct {
 	traceSeq, checkpointN int64
 	pending               int64
+	// headSum is the run's head hash as its sum, when summed: when the
+	// row is known from a tick that chained events (knownRun), whose
+	// header then holds no HeadHash. The text is made only where the
+	// row is written (writeRunRow).
+	headSum [32]byte
+	summed  bool
 }
 
 // fenceTick is fence for Commit: it also reads the run's counters, in

@@ -299,6 +299,12 @@ func (b *binder) text(s string) {
 	b.check(sqlite3.Xsqlite3_bind_text(b.c.tls, b.st.p, b.i, put(&b.at, s), int32(len(s)), 0))
 }
 
+// textBytes binds p as a TEXT, as text binds string(p).
+func (b *binder) textBytes(p []byte) {
+	b.i++
+	b.check(sqlite3.Xsqlite3_bind_text(b.c.tls, b.st.p, b.i, put(&b.at, p), int32(len(p)), 0))
+}
+
 // blob binds p as a BLOB, nil as NULL, as the driver binds a []byte.
 func (b *binder) blob(p []byte) {
 	b.i++

@@ -296,20 +296,51 @@ func ordered[T any](rows []keyed[T]) []T {
 	return out
 }
 
+// inOrder is ordered of the rows vals with the keys key gives for each
+// index (a text key compared before an integer one), in place: the rows
+// as read when their keys already increase, as a part's rows nearly
+// always come, or else sorted stably by them; nil for none.
+func inOrder[T any](vals []T, key func(i int) (string, int64)) []T {
+	if len(vals) == 0 {
+		return nil
+	}
+	pt, pn := key(0)
+	for i := 1; i < len(vals); i++ {
+		t, n := key(i)
+		if c := cmp.Compare(pt, t); c > 0 || c == 0 && pn > n {
+			rows := make([]keyed[T], len(vals))
+			for k, v := range vals {
+				rows[k].v = v
+				rows[k].text, rows[k].n = key(k)
+			}
+			copy(vals, ordered(rows))
+			return vals
+		}
+		pt, pn = t, n
+	}
+	return vals
+}
+
 // runRows gathers one run's rows of a compound statement and makes its
 // record of them; bad is set by any row ReadRunRecord would read by parts
 // instead.
 type runRows struct {
-	rec       store.RunRecord
-	hasRun    bool
-	cpN       int64
-	events    []store.Event // in the order read; sorted by seq in record if need be
-	intents   []keyed[store.Intent]
-	receipts  []keyed[store.Receipt]
-	attempts  []keyed[store.Attempt]
-	approvals []keyed[store.Approval]
-	h         [3]any
-	bad       bool
+	rec    store.RunRecord
+	hasRun bool
+	cpN    int64
+	events []store.Event // in the order read; sorted by seq in record if need be
+	// The effects' rows in the order read; intents and receipts are
+	// ordered by their commit order (intentOrder, receiptOrder, which
+	// the batch read keeps from one statement to the next), attempts by
+	// intent and number, approvals by id (see inOrder).
+	intents      []store.Intent
+	receipts     []store.Receipt
+	attempts     []store.Attempt
+	approvals    []store.Approval
+	intentOrder  []int64
+	receiptOrder []int64
+	h            [3]any
+	bad          bool
 	// texts are the hash texts of the events summed, written as their rows
 	// are read and cut from one string for the run (writeSums) instead of
 	// one string an event: three an event, or two (its digest and chain
@@ -351,7 +382,9 @@ func (r *runRows) add(arm int64, c *cells) {
 			// to expect: one slice, filled in place.
 			n := min(max(r.rec.Run.Head, 1), 1<<12)
 			r.events = make([]store.Event, 0, n)
-			r.summed = make([]summedEvent, 0, n)
+			if cap(r.summed) < int(n) {
+				r.summed = make([]summedEvent, 0, n)
+			}
 			r.texts.Grow((2*int(n) + 1) * hashText)
 		}
 		r.events = append(r.events, store.Event{})
@@ -390,25 +423,25 @@ func (r *runRows) add(arm int64, c *cells) {
 		c.strs([]int{1, 2, 4, 5, 6, 7, 9, 10, 11}, []*string{&in.ID, &in.RunID, &in.EffectType, &in.IdempotencyKey,
 			&in.ContentDigest, &in.ApprovalID, &in.Digest, &outbox, &in.Route})
 		in.Seq, in.Body, in.Outbox, in.Attempts = c.i64(3), c.blob(8), store.OutboxStatus(outbox), c.i64(12)
-		r.intents = append(r.intents, keyed[store.Intent]{v: in, n: c.i64(13)})
+		r.intents, r.intentOrder = append(r.intents, in), append(r.intentOrder, c.i64(13))
 	case armReceipts:
 		var rc store.Receipt
 		c.strs([]int{1, 2, 4}, []*string{&rc.IntentID, &rc.Outcome, &rc.Digest})
 		rc.Body = c.blob(3)
-		r.receipts = append(r.receipts, keyed[store.Receipt]{v: rc, n: c.i64(5)})
+		r.receipts, r.receiptOrder = append(r.receipts, rc), append(r.receiptOrder, c.i64(5))
 	case armAttempts:
 		var a store.Attempt
 		var status string
 		c.strs([]int{1, 3, 5}, []*string{&a.IntentID, &status, &a.Detail})
 		a.N, a.Status, a.Generation = c.i64(2), store.AttemptStatus(status), c.i64(4)
 		a.StartedAt, a.FinishedAt = fromNanos(c.i64(6)), fromNanos(c.i64(7))
-		r.attempts = append(r.attempts, keyed[store.Attempt]{v: a, text: a.IntentID, n: a.N})
+		r.attempts = append(r.attempts, a)
 	case armApprovals:
 		var a store.Approval
 		var status string
 		c.strs([]int{1, 2, 3, 4, 6, 8, 9}, []*string{&a.ID, &a.RunID, &a.RequestDigest, &a.Nonce, &a.Digest, &status, &a.ConsumedBy})
 		a.Body, a.ExpiresAt, a.Status = c.blob(5), fromNanos(c.i64(7)), store.ApprovalStatus(status)
-		r.approvals = append(r.approvals, keyed[store.Approval]{v: a, text: a.ID})
+		r.approvals = append(r.approvals, a)
 	default:
 		c.bad = true
 	}
@@ -434,8 +467,11 @@ func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, boo
 	if !slices.IsSortedFunc(r.events, bySeq) {
 		slices.SortStableFunc(r.events, bySeq)
 	}
-	rec.Events, rec.Intents = r.events, ordered(r.intents)
-	rec.Receipts, rec.Attempts, rec.Approvals = ordered(r.receipts), ordered(r.attempts), ordered(r.approvals)
+	rec.Events = r.events
+	rec.Intents = inOrder(r.intents, func(i int) (string, int64) { return "", r.intentOrder[i] })
+	rec.Receipts = inOrder(r.receipts, func(i int) (string, int64) { return "", r.receiptOrder[i] })
+	rec.Attempts = inOrder(r.attempts, func(i int) (string, int64) { return r.attempts[i].IntentID, r.attempts[i].N })
+	rec.Approvals = inOrder(r.approvals, func(i int) (string, int64) { return r.approvals[i].ID, 0 })
 	return rec, true
 }
 
@@ -501,9 +537,23 @@ var batchReads = sync.Pool{New: func() any { return new(batchRead) }}
 func takeBatchRead() *batchRead { return batchReads.Get().(*batchRead) }
 
 // give forgets b's rows (its records belong to the caller) and puts it
-// back.
+// back, keeping only the arrays of each run's scratch lists, which hold
+// no pointer and no part of a record: the summed events and the commit
+// orders.
 func (b *batchRead) give() {
+	var keep [RecordBatch]struct {
+		summed        []summedEvent
+		intent, rcpts []int64
+	}
+	for k := range b.runs {
+		r := &b.runs[k]
+		keep[k].summed, keep[k].intent, keep[k].rcpts = r.summed[:0], r.intentOrder[:0], r.receiptOrder[:0]
+	}
 	*b = batchRead{}
+	for k := range b.runs {
+		r := &b.runs[k]
+		r.summed, r.intentOrder, r.receiptOrder = keep[k].summed, keep[k].intent, keep[k].rcpts
+	}
 	batchReads.Put(b)
 }
 

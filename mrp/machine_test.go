@@ -389,15 +389,7 @@ func TestMachineProperties(t *testing.T) {
 		})
 		n := rapid.IntRange(1, 40).Draw(rt, "n")
 		for i := 0; i < n; i++ {
-			ev := Event{
-				Trigger:  rapid.SampledFrom(triggers).Draw(rt, "trigger"),
-				Actor:    rapid.SampledFrom(actors).Draw(rt, "actor"),
-				Target:   rapid.SampledFrom(targets).Draw(rt, "target"),
-				Progress: rapid.Bool().Draw(rt, "progress"),
-			}
-			if rapid.Bool().Draw(rt, "withTicket") {
-				ev.Ticket = &TicketView{Complete: rapid.Bool().Draw(rt, "complete"), VerificationOnly: rapid.Bool().Draw(rt, "verif")}
-			}
+			ev := drawEvent(rt, triggers, actors, targets)
 			next, err := Step(m, ev)
 			if err != nil {
 				if next.State != m.State || next.Refusal != m.Refusal || next.SafeMode != m.SafeMode {
@@ -434,6 +426,21 @@ func TestMachineProperties(t *testing.T) {
 			m = next
 		}
 	})
+}
+
+// drawEvent draws an event of the given triggers, actors and targets, with
+// or without a ticket view, for the machine's property tests.
+func drawEvent(rt *rapid.T, triggers []Trigger, actors []Actor, targets []State) Event {
+	ev := Event{
+		Trigger:  rapid.SampledFrom(triggers).Draw(rt, "trigger"),
+		Actor:    rapid.SampledFrom(actors).Draw(rt, "actor"),
+		Target:   rapid.SampledFrom(targets).Draw(rt, "target"),
+		Progress: rapid.Bool().Draw(rt, "progress"),
+	}
+	if rapid.Bool().Draw(rt, "withTicket") {
+		ev.Ticket = &TicketView{Complete: rapid.Bool().Draw(rt, "complete"), VerificationOnly: rapid.Bool().Draw(rt, "verif")}
+	}
+	return ev
 }
 
 func TestStepIsPure(t *testing.T) {
@@ -555,15 +562,7 @@ func TestStepInIsStep(t *testing.T) {
 		m := New(Budgets{TurnLimit: rapid.IntRange(0, 5).Draw(rt, "turn"), NoProgressLimit: rapid.IntRange(0, 4).Draw(rt, "np")})
 		n := rapid.IntRange(1, 12).Draw(rt, "n")
 		for i := 0; i < n; i++ {
-			ev := Event{
-				Trigger:  rapid.SampledFrom(triggers).Draw(rt, "trigger"),
-				Actor:    rapid.SampledFrom(actors).Draw(rt, "actor"),
-				Target:   rapid.SampledFrom(targets).Draw(rt, "target"),
-				Progress: rapid.Bool().Draw(rt, "progress"),
-			}
-			if rapid.Bool().Draw(rt, "withTicket") {
-				ev.Ticket = &TicketView{Complete: rapid.Bool().Draw(rt, "complete"), VerificationOnly: rapid.Bool().Draw(rt, "verif")}
-			}
+			ev := drawEvent(rt, triggers, actors, targets)
 			room := make([]Entry, rapid.IntRange(0, 4).Draw(rt, "room"))
 			for k := range room {
 				room[k] = Entry{Cause: "sentinel"}

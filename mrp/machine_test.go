@@ -375,13 +375,7 @@ func TestStripProjectsInternalStates(t *testing.T) {
 // anything, a refused event never changes the state, and every event adds
 // exactly one Journey entry (or two when a budget forces closure).
 func TestMachineProperties(t *testing.T) {
-	triggers := []Trigger{}
-	for trig := range knownTriggers {
-		triggers = append(triggers, trig)
-	}
-	sortTriggers(triggers)
-	actors := []Actor{runtime, alice, model}
-	targets := []State{"", Hold, Options, Test, Decide}
+	triggers, actors, targets := eventDomain()
 	rapid.Check(t, func(rt *rapid.T) {
 		m := New(Budgets{
 			TurnLimit: rapid.IntRange(0, 5).Draw(rt, "turn"), DeepLimit: rapid.IntRange(0, 3).Draw(rt, "deep"),
@@ -426,6 +420,17 @@ func TestMachineProperties(t *testing.T) {
 			m = next
 		}
 	})
+}
+
+// eventDomain is what the property tests draw events from: every known
+// trigger in order, a runtime, a human and a model actor, and the targets.
+func eventDomain() ([]Trigger, []Actor, []State) {
+	triggers := []Trigger{}
+	for trig := range knownTriggers {
+		triggers = append(triggers, trig)
+	}
+	sortTriggers(triggers)
+	return triggers, []Actor{runtime, alice, model}, []State{"", Hold, Options, Test, Decide}
 }
 
 // drawEvent draws an event of the given triggers, actors and targets, with
@@ -551,13 +556,7 @@ func TestMatchIsTableScan(t *testing.T) {
 // the event adds that entry alone (forced closure entries may copy it
 // out, as an append past the cap would).
 func TestStepInIsStep(t *testing.T) {
-	triggers := []Trigger{}
-	for trig := range knownTriggers {
-		triggers = append(triggers, trig)
-	}
-	sortTriggers(triggers)
-	actors := []Actor{runtime, alice, model}
-	targets := []State{"", Hold, Options, Test, Decide}
+	triggers, actors, targets := eventDomain()
 	rapid.Check(t, func(rt *rapid.T) {
 		m := New(Budgets{TurnLimit: rapid.IntRange(0, 5).Draw(rt, "turn"), NoProgressLimit: rapid.IntRange(0, 4).Draw(rt, "np")})
 		n := rapid.IntRange(1, 12).Draw(rt, "n")

@@ -161,6 +161,14 @@ func PlainText(b []byte) (string, bool) {
 	return str, ok && utf8.ValidString(str)
 }
 
+// PlainTextBytes is PlainText without the string: the bytes of a JSON
+// string without escapes, read in place, and whether they are valid UTF-8.
+func PlainTextBytes(b []byte) ([]byte, bool) {
+	s := NewScanner(b)
+	v := s.StrBytes()
+	return v, s.End() && utf8.Valid(v)
+}
+
 // Elements returns the raw texts of a top-level array's elements, each
 // as the text gives it, or false when the text is not an array the
 // scanner reads whole.

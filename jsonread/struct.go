@@ -193,14 +193,14 @@ func (r *Reader) readValue(b []byte, s reflect.Value, strict bool, src *source) 
 		switch r.kinds[i] {
 		case reflect.String, reflect.Pointer:
 			if !keep {
-				if !plainTextBytes(raw) {
+				if _, ok := PlainTextBytes(raw); !ok {
 					return false
 				}
 				continue
 			}
 			var str string
 			if src != nil {
-				if !plainTextBytes(raw) {
+				if _, ok := PlainTextBytes(raw); !ok {
 					return false
 				}
 				str = src.cut(raw[1 : len(raw)-1])
@@ -290,12 +290,4 @@ func readStrings(raw []byte, f reflect.Value, keep bool, src *source) bool {
 		f.Set(reflect.ValueOf(out).Convert(f.Type()))
 	}
 	return true
-}
-
-// plainTextBytes is PlainText without the string: whether raw is a JSON
-// string without escapes whose bytes are valid UTF-8.
-func plainTextBytes(raw []byte) bool {
-	sc := NewScanner(raw)
-	b := sc.StrBytes()
-	return sc.End() && utf8.Valid(b)
 }

@@ -220,7 +220,7 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *a
 			// they are valid UTF-8.
 			in.Digest, ok, digestRead = read.digest, utf8.ValidString(read.digest), true
 		default:
-			texts[i-2], ok = plainTextBytes(m[i])
+			texts[i-2], ok = jsonread.PlainTextBytes(m[i])
 		}
 	}
 	if !ok {
@@ -257,14 +257,6 @@ func decodeAcceptedMembers(event []byte, m [][]byte, ok, canonical bool, read *a
 	}
 	in.Body = body
 	return in, nil
-}
-
-// plainTextBytes is jsonread.PlainText without a copy: the string's
-// bytes, which are the text's own.
-func plainTextBytes(raw []byte) ([]byte, bool) {
-	s := jsonread.NewScanner(raw)
-	v := s.StrBytes()
-	return v, s.End() && utf8.Valid(v)
 }
 
 // runnerKinds are the kinds of the inputs a runner accepts, each as the

@@ -103,3 +103,16 @@ func TestChainSumAfterMatchesItsDefinition(t *testing.T) {
 		}
 	})
 }
+
+// AppendSumText appends exactly SumText's text, whatever b holds and
+// whatever room it has.
+func TestAppendSumTextIsSumText(t *testing.T) {
+	for _, sum := range [][32]byte{{}, sha256.Sum256([]byte("x")), {0xff, 0x0f, 0xf0}} {
+		for _, b := range [][]byte{nil, []byte("ab"), make([]byte, 3, 100)} {
+			want := string(b) + store.SumText(sum)
+			if got := string(store.AppendSumText(b, sum)); got != want {
+				t.Fatalf("AppendSumText(%q, %x) = %q, want %q", b, sum, got, want)
+			}
+		}
+	}
+}

@@ -525,9 +525,7 @@ func ChainSum(prev string, seq int64, digest string) [sha256.Size]byte {
 func ChainSumAfter(prev [sha256.Size]byte, seq int64, digest string) [sha256.Size]byte {
 	var buf [256]byte
 	b := append(buf[:0], "flrh-event-chain/1\x00"...)
-	b = append(b, sumPrefix...)
-	b = b[:len(b)+2*sha256.Size]
-	cjson.HexSum((*[64]byte)(b[len(b)-2*sha256.Size:]), &prev)
+	b = AppendSumText(b, prev)
 	b = append(b, 0)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, 0)
@@ -539,9 +537,15 @@ func ChainSumAfter(prev [sha256.Size]byte, seq int64, digest string) [sha256.Siz
 // written in: "sha256:" and 64 lowercase hex digits.
 func SumText(sum [sha256.Size]byte) string {
 	var buf [sumTextLen]byte
-	copy(buf[:], sumPrefix)
-	cjson.HexSum((*[64]byte)(buf[len(sumPrefix):]), &sum)
-	return string(buf[:])
+	return string(AppendSumText(buf[:0], sum))
+}
+
+// AppendSumText appends SumText(sum) to b, without the string.
+func AppendSumText(b []byte, sum [sha256.Size]byte) []byte {
+	b = append(b, sumPrefix...)
+	b = append(b, make([]byte, 2*sha256.Size)...)
+	cjson.HexSum((*[64]byte)(b[len(b)-2*sha256.Size:]), &sum)
+	return b
 }
 
 const (

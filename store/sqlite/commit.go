@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
 )
 
@@ -382,15 +381,14 @@ func (s *Store) writeRunRow(ctx context.Context, tx *wtx, d *deferredRow) error 
 	if err := s.flushRunRow(ctx, tx); err != nil {
 		return err
 	}
-	var text [len(hashPrefix) + 64]byte
-	copy(text[:], hashPrefix)
-	cjson.HexSum((*[64]byte)(text[len(hashPrefix):]), &d.sum)
+	var buf [len(hashPrefix) + 64]byte
+	text := store.AppendSumText(buf[:0], d.sum)
 	b, err := tx.lc.binder(updateRunRow, len(text)+len(d.state)+len(d.outcome)+len(d.runID))
 	if err != nil {
 		return err
 	}
 	b.int64(d.head)
-	b.textBytes(text[:])
+	b.textBytes(text)
 	b.text(d.state)
 	b.text(d.outcome)
 	b.int64(d.ts)

@@ -1,11 +1,13 @@
 package governedstep
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"flrh.dev/flrh/internal/tripcount"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
+	"github.com/jackc/pgx/v5"
 )
 
 // BenchmarkFlrhPostgres is b.N flrh governed steps on PostgreSQL, in runs
@@ -104,8 +107,13 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy, c,
 		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 		st.Close()
 	}()
+	var waits *waitSampler
+	if os.Getenv("FLRH_BENCH_PG_WAITS") != "" {
+		waits = sampleWaits(b, dsn, app)
+	}
 	b.ResetTimer()
 	cpu0, srv0 := cputime.Used(), backendCPU(b, st, app)
+	sys0 := backendSys(b, st, app)
 	var trips0 int64
 	if p != nil {
 		trips0 = p.Trips()
@@ -122,6 +130,10 @@ func benchFlrhPostgresAt(b *testing.B, dsn, param string, p *tripcount.Proxy, c,
 	}
 	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(backendCPU(b, st, app)-srv0)/float64(b.N), "server-cpu-ns/op")
+	b.ReportMetric(float64(backendSys(b, st, app)-sys0)/float64(b.N), "server-sys-ns/op")
+	if waits != nil {
+		waits.report(b)
+	}
 	if p != nil {
 		// Less the round trip of the backend CPU query above. (The
 		// proxy's own CPU is in cpu-ns/op.)
@@ -152,6 +164,114 @@ func backendCPU(b *testing.B, st *postgres.Store, app string) time.Duration {
 		b.Skipf("the server's processes are not readable here: %v", err)
 	}
 	return d
+}
+
+// backendSys is the system (kernel) share of backendCPU: the stime of the
+// same backends, from /proc/PID/stat (clock ticks of 10 ms).
+func backendSys(b *testing.B, st *postgres.Store, app string) time.Duration {
+	rows, err := st.Pool().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ticks int64
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended in between
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, stime the thirteenth.
+		i := bytes.LastIndexByte(raw, ')')
+		if f := strings.Fields(string(raw[i+1:])); i >= 0 && len(f) > 12 {
+			v, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// waitSampler reads, every few milliseconds from its own connection, what
+// the benchmark's backends are doing (pg_stat_activity), and reports the
+// share of backend samples in each class: waiting for this process (idle
+// between transactions, or reading the client's next message inside
+// one), for the WAL's write or flush, for a relation's extension, for a
+// lock, something else, or running. Set FLRH_BENCH_PG_WAITS=1; the
+// sampling costs the machine CPU of its own (not in server-cpu-ns/op).
+type waitSampler struct {
+	stop   chan struct{}
+	done   chan struct{}
+	counts map[string]int
+}
+
+var waitClasses = []string{"client", "wal", "extend", "lock", "other", "running"}
+
+func waitClass(typ, event, state string) string {
+	switch {
+	case typ == "Client" || state == "idle":
+		return "client"
+	case event == "WALWrite" || event == "WALSync" || event == "WALInsert" || event == "WALInitSync" || event == "WALInitWrite":
+		return "wal"
+	case event == "extend" || event == "DataFileExtend":
+		return "extend"
+	case typ == "Lock" || typ == "LWLock":
+		return "lock"
+	case typ != "":
+		return "other"
+	}
+	return "running"
+}
+
+func sampleWaits(b *testing.B, dsn, app string) *waitSampler {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &waitSampler{stop: make(chan struct{}), done: make(chan struct{}), counts: map[string]int{}}
+	go func() {
+		defer close(w.done)
+		defer conn.Close(ctx)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type, ''), coalesce(wait_event, ''), coalesce(state, '')
+FROM pg_stat_activity WHERE application_name = $1`, app)
+			if err != nil {
+				return
+			}
+			for rows.Next() {
+				var typ, event, state string
+				if rows.Scan(&typ, &event, &state) == nil {
+					w.counts[waitClass(typ, event, state)]++
+				}
+			}
+			rows.Close()
+		}
+	}()
+	return w
+}
+
+func (w *waitSampler) report(b *testing.B) {
+	close(w.stop)
+	<-w.done
+	total := 0
+	for _, n := range w.counts {
+		total += n
+	}
+	if total == 0 {
+		return
+	}
+	for _, c := range waitClasses {
+		b.ReportMetric(100*float64(w.counts[c])/float64(total), c+"-%")
+	}
 }
 
 // TestPostgresRoundTrips takes a few runs of governed steps through a TCP

@@ -781,7 +781,8 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	// digest and the preview (on the stack for up to sixteen).
 	var keysArr [16]string
 	keys := appendSortedKeys(keysArr[:0], t.Parameters)
-	ev := in.Policy.Policy.evaluateKeyed(&rec.ev, t, keys, joinFacts(base[:nb], more)...)
+	// The reasons' fact strings are cut from the decision's arena.
+	ev := in.Policy.Policy.evaluateIn(&rec.ev, a, t, keys, joinFacts(base[:nb], more)...)
 	risk := ev.AssessedRisk
 	declaredRank, _ := riskRank(manifest.DeclaredRisk)
 	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {

@@ -511,10 +511,10 @@ type flatRun struct {
 	vals []logic.Value
 	// group is where the rows of the helper being derived start in rows.
 	group int
-	// factSlots backs the firings' lists of fact strings (factSlice),
-	// strs the strings themselves.
+	// factSlots backs the firings' lists of fact strings (factSlice);
+	// the strings themselves are cut from the arena join is given (not
+	// kept here: a pointer in the run would leave the stack with it).
 	factSlots []string
-	strs      strArena
 	// rendered remembers the last premises rendered (see factStrings).
 	rendered  [4]renderedFact
 	nrendered int
@@ -583,13 +583,14 @@ type flatTuple struct {
 }
 
 func (e *flatEngine) derive(facts []logic.Fact) (derived, error) {
-	return e.deriveInto(facts, derived{})
+	return e.deriveInto(facts, derived{}, nil)
 }
 
 // deriveInto is derive with its decisions and risks appended to into's
 // arrays, emptied first, so that a caller can recycle them (Evaluate
-// does).
-func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, error) {
+// does), and the reasons' fact strings cut from strs (a decision's
+// arena; nil: a buffer of the run's own).
+func (e *flatEngine) deriveInto(facts []logic.Fact, into derived, strs *strArena) (derived, error) {
 	if e.lim.MaxInputs > 0 && len(facts) > e.lim.MaxInputs {
 		return derived{}, fmt.Errorf("%d base facts exceed the input budget of %d", len(facts), e.lim.MaxInputs)
 	}
@@ -597,6 +598,11 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 	// bindings and the candidate set) is recycled between runs; only
 	// what a firing derives is allocated.
 	sc := flatScratchPool.Get().(*flatScratch)
+	// The fact strings' arena: the caller's or the run's.
+	var own strArena
+	if strs == nil {
+		strs = &own
+	}
 	// Every relation's rows are set below before any is read.
 	run := flatRun{e: e, facts: reuse(&sc.facts, len(e.relID)), out: sc.out, args: sc.args[:0], dst: into, factSlots: into.slots[:0:len(into.slots)]}
 	for k := range run.out {
@@ -676,7 +682,7 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 		}
 		for k := range g.rules {
 			clear(b.set)
-			if err := run.join(&g.rules[k], 0, &b, premises); err != nil {
+			if err := run.join(strs, &g.rules[k], 0, &b, premises); err != nil {
 				return derived{}, err
 			}
 		}
@@ -709,7 +715,7 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 			i := w*64 + bits.TrailingZeros64(word)
 			word &= word - 1
 			clear(b.set)
-			if err := run.join(&e.rules[i], 0, &b, premises); err != nil {
+			if err := run.join(strs, &e.rules[i], 0, &b, premises); err != nil {
 				return derived{}, err
 			}
 		}
@@ -732,9 +738,9 @@ func (e *flatEngine) deriveInto(facts []logic.Fact, into derived) (derived, erro
 	return run.result(), nil
 }
 
-func (r *flatRun) join(rule *flatRule, i int, b *binding, premises []logic.Fact) error {
+func (r *flatRun) join(a *strArena, rule *flatRule, i int, b *binding, premises []logic.Fact) error {
 	if i == len(rule.pos) {
-		return r.finish(rule, b, premises)
+		return r.finish(a, rule, b, premises)
 	}
 	lit := &rule.pos[i]
 	var fresh [8]int
@@ -763,7 +769,7 @@ rows:
 			}
 			n++
 		}
-		err := r.join(rule, i+1, b, append(premises, logic.Fact{Rel: lit.name, Args: row}))
+		err := r.join(a, rule, i+1, b, append(premises, logic.Fact{Rel: lit.name, Args: row}))
 		for j := 0; j < n && j < len(fresh); j++ {
 			b.set[fresh[j]] = false
 		}
@@ -796,7 +802,7 @@ func slotBoundEarlier(rule *flatRule, i, slot int) bool {
 	return false
 }
 
-func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) error {
+func (r *flatRun) finish(a *strArena, rule *flatRule, b *binding, premises []logic.Fact) error {
 	for _, c := range rule.cmps {
 		l, rv := b.term(c.l), b.term(c.r)
 		d := cmpValues(l, rv)
@@ -852,7 +858,7 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 		r.args = r.args[:start]
 		return nil
 	}
-	why := Reason{Facts: r.factStrings(premises), Absent: absent, Detail: rule.where}
+	why := Reason{Facts: r.factStrings(a, premises), Absent: absent, Detail: rule.where}
 	if why.Absent == nil {
 		why.Absent = []string{}
 	}
@@ -877,14 +883,14 @@ func (r *flatRun) finish(rule *flatRule, b *binding, premises []logic.Fact) erro
 // (rows are never moved or rewritten while the run lasts), is given the
 // same string instead of being rendered again. The text is that of
 // factStringsInto either way (TestFlatFactStringsReuseRows).
-func (r *flatRun) factStrings(premises []logic.Fact) []string {
+func (r *flatRun) factStrings(a *strArena, premises []logic.Fact) []string {
 	out := r.factSlice(len(premises))
 	for k, f := range premises {
 		if s, ok := r.renderedText(f); ok {
 			out[k] = s
 			continue
 		}
-		factStringsInto(&r.strs, out[k:k+1], premises[k:k+1])
+		factStringsInto(a, out[k:k+1], premises[k:k+1])
 		if len(f.Args) > 0 {
 			r.rendered[r.nrendered%len(r.rendered)] = renderedFact{rel: f.Rel, row: f.Args, s: out[k]}
 			r.nrendered++

@@ -554,6 +554,12 @@ func (p *Policy) evaluate(rec *evalRecords, t Ticket, extra ...logic.Fact) Evalu
 // evaluateKeyed is evaluate with the parameters' sorted names given (nil:
 // sorted here).
 func (p *Policy) evaluateKeyed(rec *evalRecords, t Ticket, keys []string, extra ...logic.Fact) Evaluation {
+	return p.evaluateIn(rec, nil, t, keys, extra...)
+}
+
+// evaluateIn is evaluateKeyed with the reasons' fact strings cut from a
+// (a decision's arena; nil: a buffer of the run's own).
+func (p *Policy) evaluateIn(rec *evalRecords, a *strArena, t Ticket, keys []string, extra ...logic.Fact) Evaluation {
 	if rec == nil {
 		rec = new(evalRecords)
 	}
@@ -568,7 +574,7 @@ func (p *Policy) evaluateKeyed(rec *evalRecords, t Ticket, keys []string, extra 
 	if fe, ok := p.engine.(*flatEngine); ok {
 		// The derived decisions and risks are read here and copied into
 		// the evaluation: their arrays are recycled with the facts'.
-		d, err = fe.deriveInto(facts, derived{decisions: buf.decisions, risks: buf.risks, slots: rec.slots[:]})
+		d, err = fe.deriveInto(facts, derived{decisions: buf.decisions, risks: buf.risks, slots: rec.slots[:]}, a)
 	} else {
 		d, err = p.engine.derive(facts)
 	}

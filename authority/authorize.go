@@ -333,8 +333,10 @@ func Authorize(in Input) (Decisions, error) {
 	fhr.Transitions = append(transitions, m.Journey[before:]...)
 	var sealed mrp.FHR
 	var err error
-	// The FHR's digest is cut from the decision's strings.
-	arena.room(fhrDigestLen)
+	// The FHR's digest is cut from the decision's strings; it is the last
+	// of them, so an arena without room for it gets a buffer of its size
+	// alone rather than a chunk nothing else will use.
+	arena.roomFor(fhrDigestLen, fhrDigestLen)
 	if in.FHRTo != nil {
 		var canon []byte
 		var ok bool

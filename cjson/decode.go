@@ -20,6 +20,14 @@ func Decode(text []byte) (any, error) {
 	return decode(text, len(text) <= sharedTextMax)
 }
 
+// DecodeAt is Decode of a value that sits at nesting depth depth of a
+// larger text (0 for a whole text): its containers are counted against
+// MaxDepth from there, so it accepts exactly what decoding the whole text
+// accepts of this value, and gives the same value.
+func DecodeAt(text []byte, depth int) (any, error) {
+	return decodeAt(text, len(text) <= sharedTextMax, depth)
+}
+
 // sharedTextMax bounds the documents whose strings are cut from one copy
 // of the whole text: a small document's strings, keys and number texts
 // then cost one allocation between them instead of one each, and a string
@@ -29,7 +37,10 @@ const sharedTextMax = 4096
 
 // decode is Decode, its strings cut from one copy of the text when shared
 // is set.
-func decode(text []byte, shared bool) (any, error) {
+func decode(text []byte, shared bool) (any, error) { return decodeAt(text, shared, 0) }
+
+// decodeAt is decode of a value at nesting depth depth.
+func decodeAt(text []byte, shared bool, depth int) (any, error) {
 	d := decoder{src: text}
 	if shared {
 		d.text = string(text)
@@ -38,7 +49,7 @@ func decode(text []byte, shared bool) (any, error) {
 		return nil, errAt(CodeInvalidUTF8, "/", 0, "byte order mark is not allowed")
 	}
 	d.skipSpace()
-	v, err := d.value(at{}, 0)
+	v, err := d.value(at{}, depth)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,10 @@ type Workflow struct {
 	checkedVersions     *kernel.CheckedVersions // versions, checked for the kernel's steps (nil: checked per step)
 	domain              *kernel.Declarative
 	receipts            []string // the receipt members the domain declares, nil if it takes no receipts
+	// inputTypes holds each event type of the domain whose canonical
+	// encoding is its bytes between quotes, as an interface value: an
+	// input's type read in place is found here (parseInputCanonical).
+	inputTypes map[string]any
 	rules               *logic.Compiled
 	ruleTexts           []cjson.Prefix // one per rule: a rule support's text opens with its rule's
 	ruleDigest          string
@@ -420,6 +424,12 @@ func (c *compiler) domain(w *Workflow) *Error {
 			}
 		}
 		w.receipts = append([]string{}, members...)
+	}
+	w.inputTypes = make(map[string]any, len(p.EventTypes))
+	for t := range p.EventTypes { //flrh:orderfree each entry alone
+		if t != "" && cjson.Plain(t) {
+			w.inputTypes[t] = t
+		}
 	}
 	w.domain = d
 	return nil

@@ -185,7 +185,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	var obs *observation // the controller's observation of this input, if any
 	switch in.Kind {
 	case KindInput:
-		evType, evTypeValue, members, occurred, err = parseInput(in.Body)
+		evType, evTypeValue, members, occurred, err = w.parseInput(in.Body)
 		if err != nil {
 			return refuse("%v", err)
 		}
@@ -356,7 +356,88 @@ func holds(m *logic.Materialization, f logic.Fact) bool {
 // parseInput reads an input's body. typValue is typ as the decoded body
 // holds it, which the event's payload takes as it is rather than a string
 // boxed again.
-func parseInput(body []byte) (typ string, typValue any, members map[string]any, occurred string, err error) {
+func (w *Workflow) parseInput(body []byte) (typ string, typValue any, members map[string]any, occurred string, err error) {
+	if typ, typValue, members, occurred, ok := w.parseInputCanonical(body); ok {
+		return typ, typValue, members, occurred, nil
+	}
+	return parseInputDecoded(body)
+}
+
+// parseInputCanonical is parseInput of a body written as flrh-cjson/1
+// writes an input — {"occurred_at"?, "payload", "type"}, no space, the
+// type one of the domain's and the time printable ASCII without escapes —
+// which is how the runner records every input: only the payload is
+// decoded, where parseInputDecoded decodes the whole body into a map, and
+// the type and its interface value are the domain's own. It answers, and
+// answers as parseInputDecoded does, only where parseInputDecoded accepts
+// the body (TestParseInputCanonicalIsDecoded); ok is false for every
+// other body, which parseInputDecoded then reads.
+func (w *Workflow) parseInputCanonical(body []byte) (typ string, typValue any, members map[string]any, occurred string, ok bool) {
+	// The type ends the body: a plain string between the last '"' but
+	// one and the closing "}.
+	n := len(body)
+	if n < 2 || body[n-1] != '}' || body[n-2] != '"' {
+		return "", nil, nil, "", false
+	}
+	q := n - 3
+	for q >= 0 && body[q] != '"' {
+		q--
+	}
+	const typeKey = `,"type":`
+	if q < len(typeKey) || string(body[q-len(typeKey):q]) != typeKey {
+		return "", nil, nil, "", false
+	}
+	if typValue, ok = w.inputTypes[string(body[q+1:n-2])]; !ok {
+		return "", nil, nil, "", false
+	}
+	typ = typValue.(string)
+	rest := body[:q-len(typeKey)]
+	const open, timeKey, payloadKey = `{`, `"occurred_at":"`, `"payload":`
+	if len(rest) < len(open) || string(rest[:len(open)]) != open {
+		return "", nil, nil, "", false
+	}
+	rest = rest[len(open):]
+	if len(rest) >= len(timeKey) && string(rest[:len(timeKey)]) == timeKey {
+		rest = rest[len(timeKey):]
+		end := 0
+		for end < len(rest) && rest[end] != '"' {
+			if c := rest[end]; c < 0x20 || c > 0x7e || c == '\\' {
+				return "", nil, nil, "", false
+			}
+			end++
+		}
+		if end+1 >= len(rest) || rest[end+1] != ',' {
+			return "", nil, nil, "", false
+		}
+		occurred = string(rest[:end])
+		if _, perr := time.Parse(time.RFC3339, occurred); perr != nil {
+			return "", nil, nil, "", false
+		}
+		rest = rest[end+2:]
+	}
+	if len(rest) < len(payloadKey) || string(rest[:len(payloadKey)]) != payloadKey {
+		return "", nil, nil, "", false
+	}
+	// The payload is a member of the body's object: its containers are
+	// counted from depth 1, as decoding the whole body counts them.
+	v, derr := cjson.DecodeAt(rest[len(payloadKey):], 1)
+	if members, ok = v.(map[string]any); derr != nil || !ok {
+		return "", nil, nil, "", false
+	}
+	for _, k := range stampedMembers {
+		if _, present := members[k]; present {
+			return "", nil, nil, "", false
+		}
+	}
+	return typ, typValue, members, occurred, true
+}
+
+// stampedMembers are the payload members the runtime stamps: an input
+// that writes one is refused.
+var stampedMembers = [...]string{"event_type", "aggregate_id", "expected_revision"}
+
+// parseInputDecoded is parseInput of any body, decoded whole.
+func parseInputDecoded(body []byte) (typ string, typValue any, members map[string]any, occurred string, err error) {
 	v, derr := cjson.Decode(body)
 	m, ok := v.(map[string]any)
 	if derr != nil || !ok {
@@ -376,7 +457,7 @@ func parseInput(body []byte) (typ string, typValue any, members map[string]any, 
 	if !ok {
 		return "", nil, nil, "", errors.New("input: /payload must be an object")
 	}
-	for _, k := range []string{"event_type", "aggregate_id", "expected_revision"} {
+	for _, k := range stampedMembers {
 		if _, present := members[k]; present {
 			return "", nil, nil, "", fmt.Errorf("input: /payload/%s is stamped by the runtime", k)
 		}

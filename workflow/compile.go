@@ -87,26 +87,26 @@ type Workflow struct {
 	// inputTypes holds each event type of the domain whose canonical
 	// encoding is its bytes between quotes, as an interface value: an
 	// input's type read in place is found here (parseInputCanonical).
-	inputTypes map[string]any
-	rules               *logic.Compiled
-	ruleTexts           []cjson.Prefix // one per rule: a rule support's text opens with its rule's
-	ruleDigest          string
-	limits              logic.Limits
-	facts               map[string][]string // predicate → member names in column order
-	elig                map[string]eligibility
-	policy              authority.PolicySnapshot
-	chains              [][]authority.SignedCapability
-	verified            []authority.VerifiedCapability // chains, verified once at compile
-	approval            ApprovalPolicy
-	completeWhen        *logic.Fact
-	failWhen            *logic.Fact
-	adapters            map[string]AdapterSpec
-	secrets             map[string][]redact.Member // effect type → its secret parameters
-	rProfile            frontier.Profile
-	r0                  *frontier.State // R's state a tick starts from (demand granted), which Step never modifies
-	binding             seam.BindingProfile
-	verifiedBinding     seam.VerifiedBinding // binding, its digest checked once
-	cache               *matCache            // nil: evaluate every tick from scratch
+	inputTypes      map[string]any
+	rules           *logic.Compiled
+	ruleTexts       []cjson.Prefix // one per rule: a rule support's text opens with its rule's
+	ruleDigest      string
+	limits          logic.Limits
+	facts           map[string][]string // predicate → member names in column order
+	elig            map[string]eligibility
+	policy          authority.PolicySnapshot
+	chains          [][]authority.SignedCapability
+	verified        []authority.VerifiedCapability // chains, verified once at compile
+	approval        ApprovalPolicy
+	completeWhen    *logic.Fact
+	failWhen        *logic.Fact
+	adapters        map[string]AdapterSpec
+	secrets         map[string][]redact.Member // effect type → its secret parameters
+	rProfile        frontier.Profile
+	r0              *frontier.State // R's state a tick starts from (demand granted), which Step never modifies
+	binding         seam.BindingProfile
+	verifiedBinding seam.VerifiedBinding // binding, its digest checked once
+	cache           *matCache            // nil: evaluate every tick from scratch
 	// empty is the materialization of no supports at logical time 0 (a
 	// run's initial state), evaluated once at Compile; nil if that failed,
 	// and the tick then evaluates it and reports why.

@@ -592,15 +592,25 @@ func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bo
 
 // projection evaluates every validated query and assembles the result.
 func (s *projector) projection(batch string, queries []*parsedQuery) (*Projection, *Rejection) {
-	out := &Projection{
-		LogicalTime:            s.l.LogicalTime,
-		BindingProfileDigest:   s.b.ProfileDigest,
-		LFixpointDigest:        s.l.FixpointDigest,
-		LMaterializationDigest: s.l.MaterializationDigest,
-		QueryBatchDigest:       batch,
-		RProfileDigest:         s.r.Digest(),
+	// One query — each proposal's projection in a tick — takes its
+	// projection, verdict, deltas and command from one allocation; the
+	// lists are capped at their lengths, so an append copies them.
+	var out *Projection
+	var deltas []frontier.ValueDelta
+	var room *projectionRoom
+	if len(queries) == 1 {
+		room = new(projectionRoom)
+		out, deltas = &room.p, room.deltas[:0:len(room.deltas)]
+		out.Verdicts = room.verdicts[:0:len(room.verdicts)]
+	} else {
+		out, deltas = new(Projection), make([]frontier.ValueDelta, 0, 2*len(queries))
 	}
-	deltas := make([]frontier.ValueDelta, 0, 2*len(queries))
+	out.LogicalTime = s.l.LogicalTime
+	out.BindingProfileDigest = s.b.ProfileDigest
+	out.LFixpointDigest = s.l.FixpointDigest
+	out.LMaterializationDigest = s.l.MaterializationDigest
+	out.QueryBatchDigest = batch
+	out.RProfileDigest = s.r.Digest()
 	for _, pq := range queries {
 		verdict, rej := s.evaluate(pq)
 		if rej != nil {
@@ -633,10 +643,24 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 		return nil, reject(CodeLimitExceeded, "/command/deltas").limit(s.r.Limits().MaxDeltasPerCommand, n)
 	}
 	if len(deltas) > 0 {
-		out.Command = &frontier.ApplyDeltaBatch{ProfileDigest: s.r.Digest(), DataflowVersion: s.b.DataflowVersion, Deltas: deltas}
+		cmd := &frontier.ApplyDeltaBatch{}
+		if room != nil {
+			cmd = &room.cmd
+		}
+		cmd.ProfileDigest, cmd.DataflowVersion, cmd.Deltas = s.r.Digest(), s.b.DataflowVersion, deltas
+		out.Command = cmd
 	}
 	out.Digest = projectionDigests.DigestWritten(out.appendPreimage)
 	return out, nil
+}
+
+// projectionRoom is a one-query projection with its verdict, its two
+// deltas (the proposal's and the verdict's) and its command.
+type projectionRoom struct {
+	p        Projection
+	verdicts [1]frontier.Value
+	deltas   [2]frontier.ValueDelta
+	cmd      frontier.ApplyDeltaBatch
 }
 
 // fact returns the fact state of the atom with canonical bytes canon, or

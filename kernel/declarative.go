@@ -876,7 +876,12 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 	x := env{s, e}
 	r := d.events[e.Type]
 	var em Emission
-	if len(r.facts) > 0 {
+	if len(r.facts) == 1 && len(r.proposals) == 1 {
+		// One fact and at most one proposal, the common rule: both lists
+		// from one allocation, each capped at one.
+		room := new(emissionRoom)
+		em.Facts, em.Proposals = room.facts[:0:1], room.proposals[:0:1]
+	} else if len(r.facts) > 0 {
 		em.Facts = make([]Fact, 0, len(r.facts)) // what appending made, grown once
 	}
 	for _, fr := range r.facts {
@@ -918,7 +923,16 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 			GoalID: pr.goalID, ObligationID: pr.obligationID, RiskHint: pr.risk, Preconditions: ids,
 		})
 	}
+	if len(em.Proposals) == 0 {
+		em.Proposals = nil // as when no proposal was appended
+	}
 	return em, nil
+}
+
+// emissionRoom is an emission's lists of one fact and one proposal.
+type emissionRoom struct {
+	facts     [1]Fact
+	proposals [1]Proposal
 }
 
 // Decide implements Domain: a command {"type": <event type>, <payload

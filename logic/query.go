@@ -253,6 +253,13 @@ type supportRoom struct {
 	args [4]Value
 }
 
+// firstSupportRoom is a lookup's list of supports, room for one, and
+// that support's supportRoom.
+type firstSupportRoom struct {
+	out  [1]Support
+	room supportRoom
+}
+
 // supportCollector gathers the supports one rule's instantiations give:
 // match is the evaluator's callback for the rule in hand (rr).
 type supportCollector struct {
@@ -272,8 +279,15 @@ func (c *supportCollector) match([]int64) bool {
 		var rt []int32
 		var args []Value
 		if rr.npos <= len(supportRoom{}.prem) && rr.pargs <= len(supportRoom{}.args) {
-			// A small support's lists share one allocation.
-			o := new(supportRoom)
+			// A small support's lists share one allocation; a lookup's
+			// first support, the list that holds it too.
+			var o *supportRoom
+			if c.out == nil {
+				f := new(firstSupportRoom)
+				o, c.out = &f.room, f.out[:0:len(f.out)]
+			} else {
+				o = new(supportRoom)
+			}
 			s.Premises = o.prem[:rr.npos:rr.npos]
 			rt, args = o.rt[:2*rr.npos:2*rr.npos], o.args[:rr.pargs:rr.pargs]
 		} else {

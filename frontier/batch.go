@@ -91,7 +91,17 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*Published
 		}
 	}
 	nv := len(e.values) - np
-	ptrs := make([]*Value, 2*np+3*nv)
+	// One proposal and its verdict, each tick's batch: the pointers on
+	// the stack, and the batch, its values and its ids from one
+	// allocation (publishedRoom).
+	var ptrBuf [5]*Value
+	var ptrs []*Value
+	var room *publishedRoom
+	if np == 1 && nv == 1 {
+		ptrs, room = ptrBuf[:], new(publishedRoom)
+	} else {
+		ptrs = make([]*Value, 2*np+3*nv)
+	}
 	carve := func(k int) []*Value {
 		part := ptrs[:0:k]
 		ptrs = ptrs[k:]
@@ -148,7 +158,12 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*Published
 			}
 		}
 	}
-	pids := make([]string, len(byPID)+len(byVID))
+	var pids []string
+	if room != nil {
+		pids = room.ids[:]
+	} else {
+		pids = make([]string, len(byPID)+len(byVID))
+	}
 	vids := pids[len(byPID):]
 	pids = pids[:len(byPID):len(byPID)]
 	for i, v := range byPID {
@@ -160,7 +175,12 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*Published
 	byCanon := func(a, b *Value) int { return bytes.Compare(a.canon, b.canon) }
 	slices.SortFunc(props, byCanon)
 	slices.SortFunc(verds, byCanon)
-	values := make([]Value, len(e.values))
+	var values []Value
+	if room != nil {
+		values = room.values[:]
+	} else {
+		values = make([]Value, len(e.values))
+	}
 	proposals, verdicts := values[:len(props):len(props)], values[len(props):]
 	for i, v := range props {
 		proposals[i] = *v
@@ -168,13 +188,25 @@ func buildBatch(p *Profile, e *epoch, lowWatermark int64, h *hasher) (*Published
 	for i, v := range verds {
 		verdicts[i] = *v
 	}
-	return newPublishedBatch(p.digest, p.dataflow, e.time, lowWatermark, proposals, verdicts, pids, vids, h), nil
+	var into *PublishedBatch
+	if room != nil {
+		into = &room.pb
+	}
+	return newPublishedBatch(into, p.digest, p.dataflow, e.time, lowWatermark, proposals, verdicts, pids, vids, h), nil
+}
+
+// publishedRoom is a batch of one proposal and its verdict: the batch,
+// its two values and its two ids.
+type publishedRoom struct {
+	pb     PublishedBatch
+	values [2]Value
+	ids    [2]string
 }
 
 // newPublishedBatch derives every identity of a batch whose values and id
 // lists are already in canonical order. h is reset and used for the
 // published digest.
-func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, verdicts []Value, pids, vids []string, h *hasher) *PublishedBatch {
+func newPublishedBatch(into *PublishedBatch, profileDigest, dataflow string, t, low int64, proposals, verdicts []Value, pids, vids []string, h *hasher) *PublishedBatch {
 	pre := h.scratch(256 + 72*(len(pids)+len(vids)))
 	pre = append(pre, '{')
 	pre = appendKey(pre, "contract_version", true)
@@ -208,7 +240,11 @@ func newPublishedBatch(profileDigest, dataflow string, t, low int64, proposals, 
 	k += copy(ids[k:], hex)
 	k += copy(ids[k:], "reaction:")
 	copy(ids[k:], hex)
-	pb := &PublishedBatch{
+	pb := into
+	if pb == nil {
+		pb = new(PublishedBatch)
+	}
+	*pb = PublishedBatch{
 		batch: StableProposalBatch{
 			Kind:                  protocol.KindStableProposalBatch,
 			LogicalTime:           t,

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestPublishedBatchStringsAreOneString(t *testing.T) {
 	props, verds := []Value{p}, []Value{v}
 	pids, vids := []string{p.proposal.ProposalID}, []string{v.verdict.VerdictID}
 	mk := func() *PublishedBatch {
-		return newPublishedBatch(profile, "dataflow/0", 9, 4, props, verds, pids, vids, h)
+		return newPublishedBatch(nil, profile, "dataflow/0", 9, 4, props, verds, pids, vids, h)
 	}
 	b := mk()
 	hex := strings.TrimPrefix(b.batch.BatchDigest, "sha256:")
@@ -55,4 +56,28 @@ func TestSortedDigestsIsSorted(t *testing.T) {
 			t.Fatalf("sortedDigests = %s, want %s", strings.Join(got, " "), strings.Join(want, " "))
 		}
 	})
+}
+
+// TestOneProposalBatchIsTheGeneralOne: an epoch of one proposal and its
+// verdict, whose batch takes its values and ids from the batch's own
+// allocation, publishes the batch the general path makes of the same
+// values and ids, whichever order the epoch holds them in.
+func TestOneProposalBatchIsTheGeneralOne(t *testing.T) {
+	p := m3Profile(t)
+	prop, verd := mustProposal(t, m3Proposal()), mustVerdict(t, m3Verdict())
+	for _, order := range [][]Value{{prop, verd}, {verd, prop}} {
+		e := &epoch{time: 9}
+		for _, v := range order {
+			e.values = append(e.values, &storedValue{value: v})
+		}
+		got, rej := buildBatch(&p, e, 4, newHasher())
+		if rej != nil {
+			t.Fatal(rej)
+		}
+		want := newPublishedBatch(nil, p.digest, p.dataflow, 9, 4, []Value{prop}, []Value{verd},
+			[]string{prop.proposal.ProposalID}, []string{verd.verdict.VerdictID}, newHasher())
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("batch %+v, general %+v", got, want)
+		}
+	}
 }

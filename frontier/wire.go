@@ -667,7 +667,7 @@ func parsePublished(v any, p *Profile, path string) (*PublishedBatch, *Rejection
 	if !slices.Equal(gotP, pidList) || !slices.Equal(gotV, vidList) {
 		return bad("/batch")
 	}
-	pb := newPublishedBatch(p.digest, p.dataflow, t, lw, props, verds, pidList, vidList, newHasher())
+	pb := newPublishedBatch(nil, p.digest, p.dataflow, t, lw, props, verds, pidList, vidList, newHasher())
 	if !bo.is("batch_digest", pb.batch.BatchDigest) || !bo.is("batch_id", pb.batch.BatchID) || !bo.is("cause_id", pb.batch.CauseID) {
 		return bad("/batch/batch_digest")
 	}

@@ -507,6 +507,7 @@ type updateScratch struct {
 	u      undo
 	counts []int32
 	lists  [][]int32 // applyChanges' per-table row lists, emptied at each use
+	tuples []int64   // applyChanges' encoded changes, read only while it runs
 }
 
 // scratch returns m's update scratch, made on the first update.

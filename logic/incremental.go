@@ -627,11 +627,23 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		return -1
 	}
 	baseDoomed := part(2)
+	// The changes' tuples, read only while the apply runs (a table's
+	// insert copies its row), are carved from the scratch's array.
+	na := 0
+	for _, ch := range changes {
+		na += len(ch.Fact.Args)
+	}
+	if cap(s.tuples) < na {
+		s.tuples = make([]int64, na)
+	}
+	tuples := s.tuples[:na]
 	for i, ch := range changes {
 		if ch.Diff != 1 && ch.Diff != -1 {
 			return errorf(MalformedDelta, Pos{}, "change %d: diff must be +1 or -1, got %d", i+1, ch.Diff)
 		}
-		t, tup, _, err := m.encode(ch.Fact, true)
+		k := len(ch.Fact.Args)
+		t, tup, _, err := m.encodeInto(ch.Fact, true, tuples[:0:k])
+		tuples = tuples[k:]
 		if err != nil {
 			return err
 		}

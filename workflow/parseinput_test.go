@@ -58,22 +58,18 @@ var parseInputCases = []string{
 // checkParseInput holds parseInput of body to parseInputDecoded's reading:
 // the same type, value, members and time, or the same error; it reports
 // whether parseInputCanonical read the body.
-func checkParseInput(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, w *Workflow, body []byte) bool {
-	t.Helper()
+func checkParseInput(fatalf func(string, ...any), w *Workflow, body []byte) bool {
 	typ, typValue, members, occurred, err := w.parseInput(body)
 	wtyp, wtypValue, wmembers, woccurred, werr := parseInputDecoded(body)
 	if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
-		t.Fatalf("%q: error %v, decoded %v", body, err, werr)
+		fatalf("%q: error %v, decoded %v", body, err, werr)
 	}
 	if typ != wtyp || typValue != wtypValue || occurred != woccurred || !reflect.DeepEqual(members, wmembers) {
-		t.Fatalf("%q: %q %v %v %q, decoded %q %v %v %q", body, typ, typValue, members, occurred, wtyp, wtypValue, wmembers, woccurred)
+		fatalf("%q: %q %v %v %q, decoded %q %v %v %q", body, typ, typValue, members, occurred, wtyp, wtypValue, wmembers, woccurred)
 	}
 	_, _, _, _, ok := w.parseInputCanonical(body)
 	if ok && werr != nil {
-		t.Fatalf("%q: read in place where decoding refuses it: %v", body, werr)
+		fatalf("%q: read in place where decoding refuses it: %v", body, werr)
 	}
 	return ok
 }
@@ -85,14 +81,14 @@ func TestParseInputCanonicalIsDecoded(t *testing.T) {
 	w := compileExample(t, "refund-agent")
 	read := 0
 	for _, c := range parseInputCases {
-		if checkParseInput(t, w, []byte(c)) {
+		if checkParseInput(t.Fatalf, w, []byte(c)) {
 			read++
 		}
 	}
 	if read < 5 {
 		t.Fatalf("%d cases read in place", read)
 	}
-	if !checkParseInput(t, w, refundInput("r-1", 12, "p", "damaged")) {
+	if !checkParseInput(t.Fatalf, w, refundInput("r-1", 12, "p", "damaged")) {
 		t.Fatal("a canonical input is not read in place")
 	}
 	rapid.Check(t, func(rt *rapid.T) {
@@ -116,6 +112,6 @@ func TestParseInputCanonicalIsDecoded(t *testing.T) {
 			i := rapid.IntRange(0, len(body)-1).Draw(rt, "at")
 			body = append(append([]byte{}, body[:i]...), append([]byte{rapid.SampledFrom([]byte(`{}[]",: "\\a1`)).Draw(rt, "byte")}, body[i+1:]...)...)
 		}
-		checkParseInput(rt, w, body)
+		checkParseInput(rt.Fatalf, w, body)
 	})
 }

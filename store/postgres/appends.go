@@ -160,7 +160,7 @@ func (a *appends) foldFence(fence []any, inbox bool) {
 
 // intent merges the tick's i-th intent and its outbox row (in flight with
 // its first attempt when begun): what intentSQL or intentBegunSQL writes.
-func (a *appends) intent(i int, begun bool, id string, runID any, head int64, effect, key, content string, approval any, body []byte, digest string, gen, ts any) {
+func (a *appends) intent(i int, begun bool, id *string, runID any, head int64, effect, key, content *string, approval any, body []byte, digest *string, gen, ts any) {
 	vals := a.args(id, runID, head, effect, key, content, approval, body, digest, gen)
 	at := a.ts(ts)
 	if i >= maxMerged {
@@ -192,7 +192,7 @@ func (a *appends) intent(i int, begun bool, id string, runID any, head int64, ef
 // the intent's outbox row in the run (the outbox's key is the intent's
 // with its run), and the receipt's own key; a join to intents for it
 // took two plan nodes and an index lookup a tick.
-func (a *appends) closed(i int, status, detail string, runID any, intentID string, n int64, route, outcome string, body []byte, digest string, gen, ts any) {
+func (a *appends) closed(i int, status string, detail *string, runID any, intentID *string, n int64, route *string, outcome string, body []byte, digest string, gen, ts any) {
 	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
 	st, det, num := a.arg(status), a.arg(detail), a.arg(n)
 	rt := a.arg(route)

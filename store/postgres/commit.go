@@ -470,25 +470,31 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	// appends): each part adds its parameters, then (when ap.text) its
 	// text from their placeholders.
 	// The run and the lease generation go in several parts: boxed once.
+	// The tick's own strings go as pointers to its fields, which outlive
+	// the commit: a pointer goes into an interface without an allocation
+	// of its own, and a *string is sent as its string is (encodeOne, and
+	// pgx alike).
 	runV, genV := any(runID), any(lease.Generation)
 	build := func(ap *appends) {
 		if merge {
-			for i, in := range tick.Intents {
+			for i := range tick.Intents {
+				in := &tick.Intents[i]
 				// A second intent of the same id fails on the key.
 				begun := begunNew[in.ID] && firstIntent(tick, i)
-				ap.intent(i, begun, in.ID, runV, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, genV, ts)
+				ap.intent(i, begun, &in.ID, runV, head, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest, approvalArg(in.ApprovalID), in.Body, &in.Digest, genV, ts)
 			}
-			for i, r := range tick.Results {
+			for i := range tick.Results {
+				r := &tick.Results[i]
 				if rc, ok := closed[r.IntentID]; ok {
-					ap.closed(i, string(r.Status), r.Detail, runV, r.IntentID, r.N, r.Route, rc.Outcome, rc.Body, rc.Digest, genV, ts)
+					ap.closed(i, string(r.Status), &r.Detail, runV, &r.IntentID, r.N, &r.Route, rc.Outcome, rc.Body, rc.Digest, genV, ts)
 				}
 			}
 		}
 		if len(tick.Submit) == 1 {
 			// The tick's one input (see above).
-			in := tick.Submit[0]
+			in := &tick.Submit[0]
 			run := ap.arg(runV)
-			vals := ap.args(in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest)
+			vals := ap.args(&in.ID, &in.Kind, &in.ActorRole, &in.Actor, &in.Capability, in.Body, &in.Digest)
 			at := ap.ts(ts)
 			ap.shape.submit = true
 			if ap.text {
@@ -537,7 +543,7 @@ FROM (SELECT ` + unnestSideBySide(arrays, cols) + `, generate_series(1, cardinal
 		}
 		if cp := tick.Checkpoint; cp != nil {
 			run, n := ap.arg(runV), ap.arg(next.checkpoints)
-			vals := ap.args(head, cp.FormatVersion, cp.BuildDigest, cpBody, cp.Digest, genV)
+			vals := ap.args(head, cp.FormatVersion, &cp.BuildDigest, cpBody, &cp.Digest, genV)
 			at := ap.ts(ts)
 			ap.shape.checkpoint = true
 			if ap.text {

@@ -256,11 +256,12 @@ var fenceGroupSQL = strings.Replace(fenceAheadSQL, " FOR NO KEY UPDATE)", " FOR 
 // events' chain hashes are chains; lazy turns synchronous_commit off for
 // the transaction.
 func aheadFenceArgs(s *Store, lease store.Lease, tick store.Tick, h runHead, chains []string, lazy bool) []any {
-	hash := h.hash
+	prev := any(h.hash)
+	hash := prev
 	if n := len(chains); n > 0 {
-		hash = chains[n-1]
+		hash = &chains[n-1] // sent as the string is, without boxing a copy
 	}
-	return []any{lease.RunID, lease.Owner, lease.Generation, h.head, h.hash,
+	return []any{lease.RunID, lease.Owner, lease.Generation, h.head, prev,
 		h.head + int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, lazy}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -376,7 +377,9 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 		sqls = append(sqls, lazySQL)
 	}
 	if testSent != nil {
-		testSent(sqls)
+		// A copy: handing the tests sqls itself would move sqlBuf to the
+		// heap at every commit.
+		testSent(slices.Clone(sqls))
 	}
 	test := -1
 	if t.testSetting != nil {

@@ -105,6 +105,13 @@ type cells struct {
 	bad bool
 	// text is where strs gathers a row's texts, reused row after row.
 	text []byte
+	// cut holds the texts strs has cut for the records read: each row's
+	// are appended to it and cut from its String, so that many rows share
+	// one allocation instead of one a row. Appending leaves the bytes of
+	// the strings cut before it as they are, so a batchRead keeps it from
+	// statement to statement (give); a full one is left to the strings cut
+	// from it and a new one begun (cutText).
+	cut strings.Builder
 	// chunk is what the BLOBs read where SQLite holds them are copied
 	// into (see keep): one allocation for many bodies. A statement's
 	// records share its chunks; a batchRead starts each statement with
@@ -167,12 +174,35 @@ func (c *cells) strs(cols []int, dst []*string) {
 		}
 	}
 	c.text = buf
-	all, lo := string(buf), 0
+	all, lo := c.cutText(buf), 0
 	for k := range cols {
 		if end[k] >= 0 {
 			*dst[k], lo = all[lo:end[k]], end[k]
 		}
 	}
+}
+
+// textChunk is the size of the strings' allocations cutText cuts a
+// statement's texts from; a row's texts of more than an eighth of it are
+// a string of their own.
+const textChunk = 4 << 10
+
+// cutText is b as a string cut from c.cut: the row's texts, which
+// strs cuts each cell's from.
+func (c *cells) cutText(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > textChunk/8 {
+		return string(b)
+	}
+	if c.cut.Cap()-c.cut.Len() < len(b) {
+		c.cut = strings.Builder{}
+		c.cut.Grow(textChunk)
+	}
+	at := c.cut.Len()
+	c.cut.Write(b)
+	return c.cut.String()[at:]
 }
 
 func (c *cells) i64(i int) int64 {
@@ -538,8 +568,9 @@ func takeBatchRead() *batchRead { return batchReads.Get().(*batchRead) }
 
 // give forgets b's rows (its records belong to the caller) and puts it
 // back, keeping only the arrays of each run's scratch lists, which hold
-// no pointer and no part of a record: the summed events and the commit
-// orders.
+// no pointer and no part of a record (the summed events and the commit
+// orders), and the texts' builder, which only ever appends after the
+// strings cut from it.
 func (b *batchRead) give() {
 	var keep [RecordBatch]struct {
 		summed        []summedEvent
@@ -549,11 +580,13 @@ func (b *batchRead) give() {
 		r := &b.runs[k]
 		keep[k].summed, keep[k].intent, keep[k].rcpts = r.summed[:0], r.intentOrder[:0], r.receiptOrder[:0]
 	}
+	cut := b.c.cut // put back at the same address, where the builder was used
 	*b = batchRead{}
 	for k := range b.runs {
 		r := &b.runs[k]
 		r.summed, r.intentOrder, r.receiptOrder = keep[k].summed, keep[k].intent, keep[k].rcpts
 	}
+	b.c.cut = cut
 	batchReads.Put(b)
 }
 

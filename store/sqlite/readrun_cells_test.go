@@ -216,3 +216,42 @@ func TestLenderCutsEachByteOnce(t *testing.T) {
 		t.Fatalf("%v allocations for 100 bodies of 1 KB in chunks lent", allocs)
 	}
 }
+
+// The texts cutText cuts are what it was given, each apart from the
+// others though most share an allocation: a change to the bytes given,
+// or to the scratch they were gathered in, leaves every string cut; and
+// rows of short texts share one allocation for many rows.
+func TestCutTextKeepsEachRowsTexts(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var c cells
+		var got, want []string
+		scratch := make([]byte, 0, 2*textChunk)
+		for range rapid.IntRange(1, 60).Draw(t, "rows") {
+			n := rapid.SampledFrom([]int{0, 1, 7, 100, textChunk/8 - 1, textChunk / 8, textChunk/8 + 1, textChunk}).Draw(t, "size")
+			scratch = scratch[:0]
+			for i := range n {
+				scratch = append(scratch, byte('a'+(len(got)+i)%26))
+			}
+			want = append(want, string(scratch))
+			got = append(got, c.cutText(scratch))
+			for i := range scratch {
+				scratch[i] = '#'
+			}
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("row %d: cut %q, given %q", i, got[i], want[i])
+			}
+		}
+	})
+	row := []byte(strings.Repeat("x", 60))
+	allocs := testing.AllocsPerRun(5, func() {
+		var c cells
+		for range 60 {
+			c.cutText(row)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations for 60 rows of 60 bytes", allocs)
+	}
+}

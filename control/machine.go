@@ -190,13 +190,33 @@ func (m *Machine) StepEvidence(b []byte, c Configuration, ev Event, evidence map
 	return m.stepAppend(b, c, ev, stepOpts{evidence: evidence, typed: true, noEffects: true})
 }
 
+// A Digester takes an accepted record's digest from the record's canonical
+// bytes: "sha256:" and the lower-case hex of their SHA-256, the digest
+// the machine takes itself (cjson.DigestOf of the record). A caller that
+// hands the record on with its own proof of that digest (the runner hands
+// its store the store's proof) takes the digest through its Digester, so
+// that the record is hashed once, not once here and once there. A
+// Digester that returns any other text breaks the chain of heads.
+type Digester interface {
+	DigestRecord(canonical []byte) string
+}
+
+// StepEvidenceDigested is StepEvidence whose accepted record's digest
+// (the next configuration's Head) is d's of the record's bytes, read
+// before the call returns; a refused step does not call d.
+func (m *Machine) StepEvidenceDigested(b []byte, c Configuration, ev Event, evidence map[string]string, d Digester) (Result, []byte, error) {
+	return m.stepAppend(b, c, ev, stepOpts{evidence: evidence, typed: true, noEffects: true, digester: d})
+}
+
 // stepOpts are how a step departs from Step: with typed, the event's
 // evidence is evidence rather than what its payload holds; with
-// noEffects, an accepted step's result carries no Effects.
+// noEffects, an accepted step's result carries no Effects; with a
+// digester, an accepted record's digest is the digester's.
 type stepOpts struct {
 	evidence  map[string]string
 	typed     bool
 	noEffects bool
+	digester  Digester
 }
 
 func (m *Machine) stepAppend(b []byte, c Configuration, ev Event, o stepOpts) (Result, []byte, error) {
@@ -240,7 +260,7 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result,
 		return m.reject(c, ev, ReasonTerminal, "/type", fmt.Sprintf("%s is final", c.State)), b
 	}
 	if i, ok := m.interruptOf[ev.Type]; ok {
-		return m.interrupt(b, c, ev, m.interrupts[i], o.noEffects)
+		return m.interrupt(b, c, ev, m.interrupts[i], o.noEffects, o.digester)
 	}
 	ti, ok := m.byEdge[edge{c.State, ev.Type}]
 	if !ok {
@@ -300,7 +320,7 @@ func (m *Machine) step(b []byte, c Configuration, ev Event, o stepOpts) (Result,
 	}
 	rec.Evidence = evidence
 	rec.Pending = slices.Clone(next.Pending)
-	return m.accept(b, next, effects, rec)
+	return m.accept(b, next, effects, rec, o.digester)
 }
 
 // guardInputs records the guard's inputs in rec; refused is true, with
@@ -335,18 +355,23 @@ func allTrue(ctx map[string]bool, fields []string) bool {
 
 // accept chains an accepted step's record onto the history and returns the
 // result, with the record's canonical bytes appended to b. The head is the
-// digest of those bytes, the same digest cjson.DigestOf(rec) gives.
-func (m *Machine) accept(b []byte, next Configuration, effects []Effect, rec Record) (Result, []byte) {
+// digest of those bytes, the same digest cjson.DigestOf(rec) gives, taken
+// by d when there is one.
+func (m *Machine) accept(b []byte, next Configuration, effects []Effect, rec Record, d Digester) (Result, []byte) {
 	start := len(b)
 	b = appendRecord(b, &rec)
-	next.Head = recordDigest(b[start:])
+	if d != nil {
+		next.Head = d.DigestRecord(b[start:len(b):len(b)])
+	} else {
+		next.Head = recordDigest(b[start:])
+	}
 	return Result{Next: next, Effects: effects, Record: rec}, b
 }
 
 // interrupt handles a global interrupt in a non-final state: deferred (state
 // kept, interrupt made pending) inside the effect-critical states, immediate
 // (straight to the interrupt's final state) elsewhere.
-func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt, noEffects bool) (Result, []byte) {
+func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt, noEffects bool, d Digester) (Result, []byte) {
 	rec := m.record(c, ev)
 	next := Configuration{Table: m.digest, Seq: c.Seq + 1}
 	var effect Effect
@@ -380,7 +405,7 @@ func (m *Machine) interrupt(b []byte, c Configuration, ev Event, in Interrupt, n
 	if !noEffects {
 		effects = []Effect{effect}
 	}
-	return m.accept(b, next, effects, rec)
+	return m.accept(b, next, effects, rec, d)
 }
 
 func (m *Machine) reject(c Configuration, ev Event, reason Reason, ptr, detail string) Result {

@@ -602,9 +602,65 @@ func TestPropertyStepEvidenceIsStepAppend(t *testing.T) {
 			if string(b) != string(wantBytes) {
 				t.Fatalf("step %d %s: StepEvidence wrote\n%s\nStepAppend\n%s", i, e.Type, b, wantBytes)
 			}
+			// StepEvidenceDigested is StepEvidence, its digester handed
+			// an accepted record's bytes (those it appended, where it
+			// appended them) once, a refused one's never.
+			var d recordingDigester
+			dgot, db, err := m.StepEvidenceDigested([]byte("x"), c, e, evd, &d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(dgot, got) || string(db) != string(b) {
+				t.Fatalf("step %d %s: StepEvidenceDigested\n%+v\n%s\nStepEvidence\n%+v\n%s", i, e.Type, dgot, db, got, b)
+			}
+			wantCalls := 0
+			if got.Accepted() {
+				wantCalls = 1
+			}
+			if d.calls != wantCalls || (wantCalls == 1 && (len(d.got) != len(db)-1 || &d.got[0] != &db[1] || cap(d.got) != len(d.got))) {
+				t.Fatalf("step %d %s: the digester was called %d times, with %d bytes; want %d times, with the record's %d", i, e.Type, d.calls, len(d.got), wantCalls, len(db)-1)
+			}
 			if got.Accepted() {
 				c = got.Next
 			}
 		}
 	})
 }
+
+// recordingDigester takes the machine's digest and keeps what it was
+// handed.
+type recordingDigester struct {
+	calls int
+	got   []byte
+}
+
+func (d *recordingDigester) DigestRecord(canonical []byte) string {
+	d.calls++
+	d.got = canonical
+	return recordDigest(canonical)
+}
+
+// A digester's text is the head: the machine takes it as given.
+func TestStepEvidenceDigestedHeadIsTheDigesters(t *testing.T) {
+	m := Default()
+	c := Configuration{Table: m.Digest(), State: "STABILIZE", Pending: []string{}, Seq: 2, Context: map[string]bool{"frontier_passed": true}}
+	e := ev("EPOCH_STABLE", "b:1")
+	evd := map[string]string{}
+	for _, name := range m.transitions[m.byEdge[edge{c.State, e.Type}]].Evidence {
+		evd[name] = "sha256:" + strings.Repeat("7", 64)
+	}
+	r, b, err := m.StepEvidenceDigested(nil, c, e, evd, fixedDigester("sha256:"+strings.Repeat("0", 64)))
+	if err != nil || !r.Accepted() {
+		t.Fatal(r.Rejection, err)
+	}
+	if r.Next.Head != "sha256:"+strings.Repeat("0", 64) {
+		t.Fatalf("head %s, not the digester's", r.Next.Head)
+	}
+	if r2, b2, _ := m.StepEvidence(nil, c, e, evd); r2.Next.Head != recordDigest(b2) || string(b2) != string(b) {
+		t.Fatalf("StepEvidence's head %s, its record's digest %s", r2.Next.Head, recordDigest(b2))
+	}
+}
+
+type fixedDigester string
+
+func (d fixedDigester) DigestRecord([]byte) string { return string(d) }

@@ -93,6 +93,9 @@ type tick struct {
 	// (store.Store.Commit), and written over by the next tick's records
 	// once the tick has committed (dropRecords; decision 1724).
 	bodies []byte
+	// scratch is the pass's scratch (takeScratch), itself handed on to
+	// the next pass with what t leaves in it (leaveScratch).
+	scratch *passScratch
 	// lists are the arrays of the wires' lists of the tick about to be
 	// committed (commitBoundary), kept for the next tick's.
 	lists boundaryLists
@@ -139,14 +142,23 @@ type passScratch struct {
 	inputs  []tripwire.Input
 	lists   boundaryLists
 	tick    store.Tick // a committed tick's arrays of records, emptied (spareTick)
+	// prover takes the digests of the pass's accepted control records
+	// (fireAs): a digester the tick itself would make the tick escape
+	// to the heap, where the pass otherwise keeps it on its stack.
+	prover recordProver
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
 func (r *Runner) takeScratch(t *tick) {
-	if s, _ := r.scratch.Get().(*passScratch); s != nil {
-		t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
-		t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
+	s, _ := r.scratch.Get().(*passScratch)
+	if s == nil {
+		t.scratch = new(passScratch)
+		return
 	}
+	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
+	t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
+	*s = passScratch{}
+	t.scratch = s
 }
 
 // leaveScratch hands t's scratch to the runner's next pass; t holds none
@@ -160,8 +172,14 @@ func (r *Runner) leaveScratch(t *tick) {
 	clear(t.wire[:cap(t.wire)])
 	clear(t.inputs[:cap(t.inputs)])
 	t.lists.clear()
-	r.scratch.Put(&passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
-		tick: spareTick(&t.pending)})
+	s := t.scratch
+	if s == nil {
+		s = new(passScratch)
+	}
+	*s = passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
+		tick: spareTick(&t.pending)}
+	r.scratch.Put(s)
+	t.scratch = nil
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
 	t.lists, t.pending, t.inputs = boundaryLists{}, store.Tick{}, nil
 }
@@ -881,7 +899,11 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 		t.bodies = make([]byte, 0, tickBodies)
 	}
 	start := len(t.bodies)
-	res, b, err := r.machine.StepEvidence(t.bodies, cfg, e, evd)
+	if t.scratch == nil {
+		t.scratch = new(passScratch)
+	}
+	prover := &t.scratch.prover
+	res, b, err := r.machine.StepEvidenceDigested(t.bodies, cfg, e, evd, prover)
 	if err != nil {
 		return fmt.Errorf("encode control record: %w", err)
 	}
@@ -893,12 +915,30 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d, Proof: proof}, tripwire.Event{Kind: EventRejected, Digest: d, Record: rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
-	d := res.Next.Head
-	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d}, tripwire.Event{Kind: EventControl, Digest: d, Record: rec})
+	d, proof := res.Next.Head, prover.proof
+	prover.proof = store.DigestProof{}
+	t.appendEvent(store.Event{Kind: EventControl, Body: body, Digest: d, Proof: proof}, tripwire.Event{Kind: EventControl, Digest: d, Record: rec})
 	next := res.Next
 	next.Context = nil
 	t.cp.Control = next
 	return nil
+}
+
+// recordProver is the control machine's digester for the runner's
+// control records: it takes an accepted record's digest with the store's
+// ProveDigest as the machine steps (fireAs) and keeps the proof, which
+// the record's event carries to the store: the record is hashed once, not
+// again by the store (decision 1747).
+type recordProver struct {
+	proof store.DigestProof // of the record last digested
+}
+
+// DigestRecord is control.Digester's: store.ProveDigest's digest, whose
+// proof p keeps.
+func (p *recordProver) DigestRecord(canonical []byte) string {
+	d, proof := store.ProveDigest(canonical)
+	p.proof = proof
+	return d
 }
 
 // eventID is a runner-issued control event's id: the run's id, a colon and

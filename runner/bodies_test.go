@@ -31,12 +31,15 @@ import (
 // commit, would hand the store other bytes than it decided.
 type reusingStore struct {
 	store.Store
-	poison  bool
-	mu      sync.Mutex
-	lagged  int
-	bodies  int
-	proven  int // bodies handed with the proof of their digest (store.DigestProof)
-	garbled []string
+	poison bool
+	mu     sync.Mutex
+	lagged int
+	bodies int
+	proven int // bodies handed with the proof of their digest (store.DigestProof)
+	// unproven are the bodies of the runner's own (not a caller's input)
+	// handed without the proof of their digest, which the store hashes
+	unproven []string
+	garbled  []string
 }
 
 func (s *reusingStore) Commit(ctx context.Context, l store.Lease, tick store.Tick) error {
@@ -49,19 +52,19 @@ func (s *reusingStore) Commit(ctx context.Context, l store.Lease, tick store.Tic
 	}
 	var all []body
 	if cp := tick.Checkpoint; cp != nil {
-		all = append(all, body{fmt.Sprintf("%s checkpoint at %d", l.RunID, tick.ExpectHead), cp.Body, cp.Digest, false, cp.Proof != store.DigestProof{}})
+		all = append(all, body{fmt.Sprintf("%s checkpoint at %d", l.RunID, tick.ExpectHead), cp.Body, cp.Digest, false, cp.Proof.Proves(cp.Body, cp.Digest)})
 	}
 	for i, e := range tick.Events {
-		all = append(all, body{fmt.Sprintf("%s event %d (%s)", l.RunID, tick.ExpectHead+int64(i)+1, e.Kind), e.Body, e.Digest, false, e.Proof != store.DigestProof{}})
+		all = append(all, body{fmt.Sprintf("%s event %d (%s)", l.RunID, tick.ExpectHead+int64(i)+1, e.Kind), e.Body, e.Digest, false, e.Proof.Proves(e.Body, e.Digest)})
 	}
 	for _, in := range tick.Intents {
-		all = append(all, body{l.RunID + " intent " + in.ID, in.Body, in.Digest, false, in.Proof != store.DigestProof{}})
+		all = append(all, body{l.RunID + " intent " + in.ID, in.Body, in.Digest, false, in.Proof.Proves(in.Body, in.Digest)})
 	}
 	for _, rc := range tick.Receipts {
-		all = append(all, body{l.RunID + " receipt " + rc.IntentID, rc.Body, rc.Digest, false, rc.Proof != store.DigestProof{}})
+		all = append(all, body{l.RunID + " receipt " + rc.IntentID, rc.Body, rc.Digest, false, rc.Proof.Proves(rc.Body, rc.Digest)})
 	}
 	for _, in := range tick.Submit {
-		all = append(all, body{l.RunID + " inbound " + in.ID, in.Body, in.Digest, true, in.Proof != store.DigestProof{}})
+		all = append(all, body{l.RunID + " inbound " + in.ID, in.Body, in.Digest, true, in.Proof.Proves(in.Body, in.Digest)})
 	}
 	for _, tr := range tick.Trace {
 		all = append(all, body{l.RunID + " trace " + tr.Kind, tr.Body, "", false, false})
@@ -73,6 +76,8 @@ func (s *reusingStore) Commit(ctx context.Context, l store.Lease, tick store.Tic
 		}
 		if b.proven {
 			s.proven++
+		} else if b.digest != "" && !b.caller {
+			s.unproven = append(s.unproven, b.name)
 		}
 	}
 	if tick.MayLag {
@@ -222,8 +227,8 @@ func TestNothingButTheStoreReadsCommittedBytes(t *testing.T) {
 	if rs.lagged == 0 || !strings.Contains(plain, "15 mutations under 15 keys") {
 		t.Fatalf("%d lagging commits: not the governed steps asked for\n%s", rs.lagged, plain)
 	}
-	if rs.proven == 0 {
-		t.Fatalf("none of %d bodies handed to Commit came with the proof of its digest", rs.bodies)
+	if rs.proven == 0 || len(rs.unproven) > 0 {
+		t.Fatalf("%d of %d bodies handed to Commit came with the proof of their digest; %d of the runner's own without, first %v", rs.proven, rs.bodies, len(rs.unproven), rs.unproven[:min(1, len(rs.unproven))])
 	}
 	if len(rs.garbled) > 0 {
 		t.Fatalf("%d of %d bodies handed to Commit were not the bytes their digests were taken of, first %s", len(rs.garbled), rs.bodies, rs.garbled[0])

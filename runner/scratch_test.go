@@ -89,8 +89,9 @@ func TestScratchIsReused(t *testing.T) {
 	if got := tk.evd("c", "3"); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(m).UnsafePointer() || len(got) != 1 || got["c"] != "3" {
 		t.Fatalf("after a commit evd gave %v, a new map", got)
 	}
+	held := tk.scratch
 	r.leaveScratch(tk)
-	if tk.records != nil || tk.wire != nil || tk.evMaps != nil {
+	if tk.records != nil || tk.wire != nil || tk.evMaps != nil || tk.scratch != nil {
 		t.Fatal("a finished pass's tick still holds its scratch")
 	}
 	next := &tick{}
@@ -100,6 +101,9 @@ func TestScratchIsReused(t *testing.T) {
 	}
 	if &next.records[:1][0] != records || &next.wire[:1][0] != wire {
 		t.Fatal("the next pass allocated its own arrays")
+	}
+	if next.scratch != held || held == nil {
+		t.Fatal("the next pass allocated its own scratch")
 	}
 	if !reflect.ValueOf(next.records[:1][0]).IsZero() {
 		t.Fatal("a finished pass's records were handed on uncleared")

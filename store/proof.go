@@ -24,6 +24,10 @@ func ProveDigest(body []byte) (string, DigestProof) {
 	return d, DigestProof{first: firstByte(body), n: len(body), digest: d}
 }
 
+// Proves reports whether p is a proof that digest is body's digest: the
+// check a store makes before it takes a digest without hashing its body.
+func (p DigestProof) Proves(body []byte, digest string) bool { return p.proves(body, digest) }
+
 // proves reports whether p is a proof that digest is body's digest.
 func (p DigestProof) proves(body []byte, digest string) bool {
 	return p.digest != "" && p.n == len(body) && p.first == firstByte(body) && p.digest == digest

@@ -157,7 +157,7 @@ func (r *Runner) takeScratch(t *tick) {
 	}
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
 	t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
-	*s = passScratch{}
+	*s = passScratch{prover: recordProver{texts: s.prover.texts}} // t holds the rest
 	t.scratch = s
 }
 
@@ -177,7 +177,7 @@ func (r *Runner) leaveScratch(t *tick) {
 		s = new(passScratch)
 	}
 	*s = passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
-		tick: spareTick(&t.pending)}
+		tick: spareTick(&t.pending), prover: recordProver{texts: s.prover.texts}}
 	r.scratch.Put(s)
 	t.scratch = nil
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
@@ -578,7 +578,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	// Its digest comes with the proof of it, so that the store does not
 	// hash the body again (store.DigestProof): nothing writes over the
 	// body before the commit.
-	digest, proof := store.ProveDigest(body)
+	digest, proof := t.prove(body)
 	t.cp.stored = store.Checkpoint{FormatVersion: CheckpointFormat, BuildDigest: r.cfg.PlatformDigest, Body: body, Digest: digest, Proof: proof}
 	p.Checkpoint = &t.cp.stored
 	p.State = t.cp.Control.State
@@ -772,28 +772,37 @@ func evidenceHead(b []byte, name string) []byte {
 }
 
 // evInt is evidenceItem(name, n).
-func evInt(name string, n int64) string {
+func evInt(name string, n int64) string { return evIntIn(nil, name, n) }
+
+// evIntIn is evInt, its text spelled in d (digestText).
+func evIntIn(d *store.DigestTexts, name string, n int64) string {
 	if !cjson.Plain(name) {
 		return evidenceItem(name, n)
 	}
 	var buf [128]byte
 	b := cjson.AppendInt(evidenceHead(buf[:0], name), n)
-	return cjson.Digest(append(b, '}'))
+	return digestText(d, append(b, '}'))
 }
 
 // evCursor is evidenceItem(name, map[string]any{"accepted": n}).
-func evCursor(name string, n int64) string {
+func evCursor(name string, n int64) string { return evCursorIn(nil, name, n) }
+
+// evCursorIn is evCursor, its text spelled in d (digestText).
+func evCursorIn(d *store.DigestTexts, name string, n int64) string {
 	if !cjson.Plain(name) {
 		return evidenceItem(name, map[string]any{"accepted": n})
 	}
 	var buf [128]byte
 	b := append(evidenceHead(buf[:0], name), `{"accepted":`...)
 	b = cjson.AppendInt(b, n)
-	return cjson.Digest(append(b, '}', '}'))
+	return digestText(d, append(b, '}', '}'))
 }
 
 // evText is evidenceItem(name, s).
-func evText(name, s string) string {
+func evText(name, s string) string { return evTextIn(nil, name, s) }
+
+// evTextIn is evText, its text spelled in d (digestText).
+func evTextIn(d *store.DigestTexts, name, s string) string {
 	if cjson.ValidDigest(s) {
 		return s
 	}
@@ -802,7 +811,7 @@ func evText(name, s string) string {
 	}
 	var buf [256]byte
 	b := cjson.AppendString(evidenceHead(buf[:0], name), s)
-	return cjson.Digest(append(b, '}'))
+	return digestText(d, append(b, '}'))
 }
 
 // nilIfEmpty is l, or nil when it holds nothing: a list gathered in a
@@ -818,7 +827,10 @@ func nilIfEmpty(l []string) []string {
 // evTexts is evidenceItem(name, l). It keeps nothing of l (a list it
 // cannot write as plain text is handed on as a copy), so that its callers
 // may gather the list on their stacks.
-func evTexts(name string, l []string) string {
+func evTexts(name string, l []string) string { return evTextsIn(nil, name, l) }
+
+// evTextsIn is evTexts, its text spelled in d (digestText).
+func evTextsIn(d *store.DigestTexts, name string, l []string) string {
 	if l == nil || !cjson.Plain(name) {
 		return evidenceItem(name, slices.Clone(l))
 	}
@@ -833,7 +845,7 @@ func evTexts(name string, l []string) string {
 		}
 		b = cjson.AppendString(b, s)
 	}
-	return cjson.Digest(append(b, ']', '}'))
+	return digestText(d, append(b, ']', '}'))
 }
 
 // The guard inputs of the events that carry them: read by the machine,
@@ -911,7 +923,7 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 	t.bodies = b
 	rec := t.keepRecord(res.Record)
 	if res.Rejection != nil {
-		d, proof := store.ProveDigest(body)
+		d, proof := t.prove(body)
 		t.appendEvent(store.Event{Kind: EventRejected, Body: body, Digest: d, Proof: proof}, tripwire.Event{Kind: EventRejected, Digest: d, Record: rec})
 		return &RefusedError{Event: typ, Reason: string(res.Record.Reason), Detail: res.Record.Detail}
 	}
@@ -931,14 +943,39 @@ func (r *Runner) fireAs(t *tick, typ, role, capability string, guards map[string
 // again by the store (decision 1747).
 type recordProver struct {
 	proof store.DigestProof // of the record last digested
+	// texts spells the pass's digests (the records', the other bodies'
+	// it proves, its evidence items'), a block of them at a time.
+	texts store.DigestTexts
 }
 
 // DigestRecord is control.Digester's: store.ProveDigest's digest, whose
 // proof p keeps.
 func (p *recordProver) DigestRecord(canonical []byte) string {
-	d, proof := store.ProveDigest(canonical)
+	d, proof := p.texts.Prove(canonical)
 	p.proof = proof
 	return d
+}
+
+// texts is where the pass spells its digests' texts (store.DigestTexts).
+func (t *tick) texts() *store.DigestTexts {
+	if t.scratch == nil {
+		t.scratch = new(passScratch)
+	}
+	return &t.scratch.prover.texts
+}
+
+// prove is store.ProveDigest(body), its text spelled with the pass's
+// others.
+func (t *tick) prove(body []byte) (string, store.DigestProof) {
+	return t.texts().Prove(body)
+}
+
+// digestText is cjson.Digest(b), spelled in d when there is one.
+func digestText(d *store.DigestTexts, b []byte) string {
+	if d == nil {
+		return cjson.Digest(b)
+	}
+	return d.Digest(b)
 }
 
 // eventID is a runner-issued control event's id: the run's id, a colon and
@@ -1054,13 +1091,13 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 	} else if body, err = encodeAcceptedValue(in); err != nil {
 		return err
 	}
-	digest, held := store.ProveDigest(body)
+	digest, held := t.prove(body)
 	t.appendEvent(store.Event{Kind: EventAccepted, Body: body, Digest: digest, Proof: held}, tripwire.Event{Kind: EventAccepted, Digest: digest, Input: t.keepInput(tripwire.Input{Seq: in.Seq, Kind: in.Kind, Digest: inbound})})
 	if in.Kind == "receipt" {
 		t.cp.RoundReceipts++
 	}
 	r.ledger(t).Steps++
-	if err := r.fire(t, "EVENT_ACCEPTED", nil, t.evd("accepted_event_digest", evText("accepted_event_digest", in.Digest), "cursor", evCursor("cursor", in.Seq))); err != nil {
+	if err := r.fire(t, "EVENT_ACCEPTED", nil, t.evd("accepted_event_digest", evTextIn(t.texts(), "accepted_event_digest", in.Digest), "cursor", evCursorIn(t.texts(), "cursor", in.Seq))); err != nil {
 		return err
 	}
 	state, err := t.cp.stateBytes()
@@ -1102,7 +1139,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		stateDigest = d
 	}
 	return r.fire(t, "EPOCH_STABLE", guardFrontierPassed,
-		t.evd("frontier_receipt", evCursor("frontier_receipt", in.Seq), "state_digest", evText("state_digest", stateDigest), "support_digest", evText("support_digest", in.Digest)))
+		t.evd("frontier_receipt", evCursorIn(t.texts(), "frontier_receipt", in.Seq), "state_digest", evTextIn(t.texts(), "state_digest", stateDigest), "support_digest", evTextIn(t.texts(), "support_digest", in.Digest)))
 }
 
 func planned(e EffectPlan) (openEffect, error) {
@@ -1367,7 +1404,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 	}
 	if len(todo) == 0 {
-		return r.fire(t, "NO_EFFECTS", nil, t.evd("empty_stable_proposal_batch", evCursor("empty_stable_proposal_batch", t.cp.Accepted)))
+		return r.fire(t, "NO_EFFECTS", nil, t.evd("empty_stable_proposal_batch", evCursorIn(t.texts(), "empty_stable_proposal_batch", t.cp.Accepted)))
 	}
 	if !r.fitsCalls(t, int64(len(todo))) {
 		return r.refuseCalls(t, int64(len(todo)))
@@ -1380,7 +1417,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 		return r.fire(t, "APPROVAL_REQUIRED", nil, evidence(map[string]any{"action_digest": digests, "risk_classification": "approval_required"}))
 	}
-	return r.fire(t, "EFFECT_AUTHORIZED", nil, t.evd("capability_digest", intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict", evText("policy_verdict", "authorized")))
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, t.evd("capability_digest", intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict", evTextIn(t.texts(), "policy_verdict", "authorized")))
 }
 
 type approveBody struct {
@@ -1539,7 +1576,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 			continue
 		}
 		body := bodies[i]
-		digest, proof := store.ProveDigest(body)
+		digest, proof := t.prove(body)
 		in := store.Intent{ID: e.IntentID, RunID: t.run.ID, EffectType: e.effectType(), IdempotencyKey: e.idempotencyKey(),
 			ContentDigest: e.ContentDigest, ApprovalID: e.ApprovalID, Body: body, Digest: digest, Proof: proof}
 		t.pending.Intents = append(t.pending.Intents, in)
@@ -1556,7 +1593,7 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		r.cfg.Cut("before-intent-commit")
 	}
 	if err := r.fire(t, "INTENT_COMMITTED", guardIntentDurable,
-		t.evd("atomic_intent_checkpoint_outbox_receipt", evTexts("atomic_intent_checkpoint_outbox_receipt", nilIfEmpty(committed)))); err != nil {
+		t.evd("atomic_intent_checkpoint_outbox_receipt", evTextsIn(t.texts(), "atomic_intent_checkpoint_outbox_receipt", nilIfEmpty(committed)))); err != nil {
 		return err
 	}
 	if err := r.flush(ctx, t); err != nil {
@@ -1667,8 +1704,8 @@ func (r *Runner) execute(ctx context.Context, t *tick) error {
 		attempts = append(attempts, e.IntentID)
 	}
 	attempts = nilIfEmpty(attempts)
-	return r.fire(t, "ATTEMPT_RECORDED", nil, t.evd("attempt_id", evTexts("attempt_id", attempts), "idempotency_key", evTexts("idempotency_key", attempts),
-		"response_hash", evInt("response_hash", int64(len(t.pending.Receipts)))))
+	return r.fire(t, "ATTEMPT_RECORDED", nil, t.evd("attempt_id", evTextsIn(t.texts(), "attempt_id", attempts), "idempotency_key", evTextsIn(t.texts(), "idempotency_key", attempts),
+		"response_hash", evIntIn(t.texts(), "response_hash", int64(len(t.pending.Receipts)))))
 }
 
 func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
@@ -1847,7 +1884,7 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	}
 	kept := receiptJSON(checked)
 	body := kept.b
-	digest, proof := store.ProveDigest(body)
+	digest, proof := t.prove(body)
 	t.pending.Receipts = append(t.pending.Receipts, store.Receipt{IntentID: e.IntentID, Outcome: outcome, Body: body, Digest: digest, Proof: proof})
 	// The receipt waits in the checkpoint, not in memory, until the run
 	// accepts it: a pass that commits it and then stops (to wait for a
@@ -1880,7 +1917,7 @@ func (r *Runner) reconcile(t *tick) error {
 	for _, rc := range t.pending.Receipts {
 		receipts = append(receipts, rc.Digest)
 	}
-	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, t.evd("independent_action_receipt", evTexts("independent_action_receipt", nilIfEmpty(receipts))))
+	return r.fire(t, "EFFECT_RESULT_CONFIRMED", nil, t.evd("independent_action_receipt", evTextsIn(t.texts(), "independent_action_receipt", nilIfEmpty(receipts))))
 }
 
 func (r *Runner) dropClosed(t *tick) {
@@ -1969,8 +2006,8 @@ func (r *Runner) honor(t *tick) error {
 			}
 		}
 	}
-	return r.fire(t, "NO_PENDING_INTERRUPT", nil, t.evd("accepted_receipt_event", evInt("accepted_receipt_event", t.cp.Accepted),
-		"empty_pending_interrupt_ledger", evTexts("empty_pending_interrupt_ledger", t.cp.Control.Pending)))
+	return r.fire(t, "NO_PENDING_INTERRUPT", nil, t.evd("accepted_receipt_event", evIntIn(t.texts(), "accepted_receipt_event", t.cp.Accepted),
+		"empty_pending_interrupt_ledger", evTextsIn(t.texts(), "empty_pending_interrupt_ledger", t.cp.Control.Pending)))
 }
 
 func pendingName(event string) string {
@@ -1994,12 +2031,12 @@ func (r *Runner) verify(t *tick) error {
 	switch {
 	case t.cp.Completion == Complete && closed && !unknown:
 		return r.fire(t, "VERIFIED_COMPLETE", guardVerified,
-			t.evd("empty_unknown_effect_ledger", evidenceItem("empty_unknown_effect_ledger", t.cp.Open), "independent_closure_receipt", evInt("independent_closure_receipt", t.cp.Accepted)))
+			t.evd("empty_unknown_effect_ledger", evidenceItem("empty_unknown_effect_ledger", t.cp.Open), "independent_closure_receipt", evIntIn(t.texts(), "independent_closure_receipt", t.cp.Accepted)))
 	case t.cp.Completion == Fail:
 		return r.fire(t, "VERIFIED_FAILURE", nil, evidence(map[string]any{"typed_failed_completion_gate": t.cp.Accepted}))
 	case t.cp.RoundSteered:
 		t.cp.RoundSteered = false
-		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evInt("typed_residual_work", t.cp.Accepted)))
+		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evIntIn(t.texts(), "typed_residual_work", t.cp.Accepted)))
 	default:
 		stalled, err := r.observeRound(t)
 		if err != nil {
@@ -2008,7 +2045,7 @@ func (r *Runner) verify(t *tick) error {
 		if stalled {
 			return r.fire(t, "NO_PROGRESS", nil, evidence(map[string]any{"unchanged_fingerprint_window": t.cp.Progress}))
 		}
-		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evInt("typed_residual_work", t.cp.Accepted)))
+		return r.fire(t, "MORE_WORK", nil, t.evd("typed_residual_work", evIntIn(t.texts(), "typed_residual_work", t.cp.Accepted)))
 	}
 }
 

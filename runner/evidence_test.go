@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
 )
 
 // plainEvidenceDigest writes exactly the bytes cjson.Marshal writes for an
@@ -92,6 +94,8 @@ func TestTypedEvidenceMatchesEvidence(t *testing.T) {
 		rapid.String(),
 		rapid.SampledFrom([]string{"", "a\"b", "é", "\x00", "sha256:" + cjson.HexDigest(nil), "sha256:" + cjson.HexDigest([]byte("x"))[:10]}),
 	)
+	var texts store.DigestTexts // one for every draw: the texts spelled before stay what they were
+	var spelled []string
 	rapid.Check(t, func(rt *rapid.T) {
 		name := str.Draw(rt, "name")
 		n := rapid.Int64().Draw(rt, "n")
@@ -109,9 +113,20 @@ func TestTypedEvidenceMatchesEvidence(t *testing.T) {
 			{"cursor", evCursor(name, n), evidence(map[string]any{name: map[string]any{"accepted": n}})[name]},
 			{"text", evText(name, s), evidence(map[string]any{name: s})[name]},
 			{"texts", evTexts(name, l), evidence(map[string]any{name: l})[name]},
+			// The same spelled in the pass's texts (store.DigestTexts).
+			{"int in texts", evIntIn(&texts, name, n), evidence(map[string]any{name: n})[name]},
+			{"cursor in texts", evCursorIn(&texts, name, n), evidence(map[string]any{name: map[string]any{"accepted": n}})[name]},
+			{"text in texts", evTextIn(&texts, name, s), evidence(map[string]any{name: s})[name]},
+			{"texts in texts", evTextsIn(&texts, name, l), evidence(map[string]any{name: l})[name]},
 		} {
 			if c.got != c.want {
 				rt.Fatalf("%s evidence %q (n %d, s %q, l %q): typed %s, evidence %s", c.what, name, n, s, l, c.got, c.want)
+			}
+			spelled = append(spelled, c.got, strings.Clone(c.got))
+		}
+		for i := 0; i < len(spelled); i += 2 {
+			if spelled[i] != spelled[i+1] {
+				rt.Fatalf("a text spelled earlier reads %s, was %s", spelled[i], spelled[i+1])
 			}
 		}
 	})

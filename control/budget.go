@@ -179,6 +179,20 @@ const MaxReported = maxLimit
 // recursion depth and parallelism are not usage of one piece of work);
 // each is in [0, MaxReported].
 func CheckReport(u Usage) error {
+	// A report in range is checked without the dimensions' table, which
+	// holds pointers into u and so moved every report to the heap.
+	if u.Steps == 0 && u.ToolCalls == 0 && u.WallSeconds == 0 && u.SuspendedSeconds == 0 &&
+		u.RecursionDepth == 0 && u.Parallelism == 0 &&
+		u.Tokens >= 0 && u.Tokens <= MaxReported && u.CostMicros >= 0 && u.CostMicros <= MaxReported {
+		return nil
+	}
+	bad := u
+	return checkReport(&bad)
+}
+
+// checkReport is CheckReport through the dimensions' table: the error of
+// the first dimension out of range, or nil.
+func checkReport(u *Usage) error {
 	for _, d := range u.dims() {
 		switch v := *d.v; {
 		case d.d != DimTokens && d.d != DimCostMicros && v != 0:

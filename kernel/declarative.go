@@ -872,16 +872,22 @@ func (d *Declarative) Evolve(s Snapshot, e Event) (Evolution, *Fault) {
 }
 
 // Emit implements Domain.
-func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
+func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) { return d.emit(s, e, true) }
+
+// emit renders an event's facts and proposals. Sized, it takes the
+// lists' room ahead (one allocation for the common rule of one fact and
+// one proposal); unsized, each list grows as appending makes it, the
+// reference the sized lists are held to in tests.
+func (d *Declarative) emit(s Snapshot, e Event, sized bool) (Emission, *Fault) {
 	x := env{s, e}
 	r := d.events[e.Type]
 	var em Emission
-	if len(r.facts) == 1 && len(r.proposals) == 1 {
+	if sized && len(r.facts) == 1 && len(r.proposals) == 1 {
 		// One fact and at most one proposal, the common rule: both lists
 		// from one allocation, each capped at one.
 		room := new(emissionRoom)
 		em.Facts, em.Proposals = room.facts[:0:1], room.proposals[:0:1]
-	} else if len(r.facts) > 0 {
+	} else if sized && len(r.facts) > 0 {
 		em.Facts = make([]Fact, 0, len(r.facts)) // what appending made, grown once
 	}
 	for _, fr := range r.facts {
@@ -915,7 +921,7 @@ func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) {
 		if f != nil {
 			return Emission{}, f
 		}
-		if em.Proposals == nil {
+		if em.Proposals == nil && sized {
 			em.Proposals = make([]Proposal, 0, len(r.proposals))
 		}
 		em.Proposals = append(em.Proposals, Proposal{

@@ -643,12 +643,7 @@ func (d *recordingDigester) DigestRecord(canonical []byte) string {
 // A digester's text is the head: the machine takes it as given.
 func TestStepEvidenceDigestedHeadIsTheDigesters(t *testing.T) {
 	m := Default()
-	c := Configuration{Table: m.Digest(), State: "STABILIZE", Pending: []string{}, Seq: 2, Context: map[string]bool{"frontier_passed": true}}
-	e := ev("EPOCH_STABLE", "b:1")
-	evd := map[string]string{}
-	for _, name := range m.transitions[m.byEdge[edge{c.State, e.Type}]].Evidence {
-		evd[name] = "sha256:" + strings.Repeat("7", 64)
-	}
+	c, e, evd := stableStep(m)
 	r, b, err := m.StepEvidenceDigested(nil, c, e, evd, fixedDigester("sha256:"+strings.Repeat("0", 64)))
 	if err != nil || !r.Accepted() {
 		t.Fatal(r.Rejection, err)

@@ -10,59 +10,13 @@ import (
 	"pgregory.net/rapid"
 )
 
-// mergeEpochPlain is mergeEpoch as it was written before small merges
-// shared one allocation: each part allocated on its own.
-func mergeEpochPlain(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
-	var prev []*storedValue
-	if old != nil {
-		prev = old.values
-	}
-	vals := make([]*storedValue, 0, len(prev)+len(ds))
-	var (
-		added []storedValue
-		arena []byte
-	)
-	k := 0
-	for _, d := range ds {
-		for k < len(prev) && prev[k].deliveryID < d.deliveryID {
-			vals = append(vals, prev[k])
-			k++
-		}
-		present := k < len(prev) && prev[k].deliveryID == d.deliveryID
-		switch {
-		case d.diff < 0:
-			k++
-			stats.RetractedDeltaCount++
-		case present:
-			vals = append(vals, prev[k])
-			k++
-		default:
-			if added == nil {
-				added = make([]storedValue, 0, len(ds))
-				size := 0
-				for _, d := range ds {
-					size += storedPieceSize(d.deliveryID, d.sourceID, d.value.kind, d.value.digest)
-				}
-				arena = make([]byte, 0, size)
-			}
-			added = append(added, storedValue{deliveryID: d.deliveryID, sourceID: d.sourceID, logicalTime: t, value: d.value})
-			sv := &added[len(added)-1]
-			arena = sv.encode(arena)
-			vals = append(vals, sv)
-			stats.AcceptedDeltaCount++
-		}
-	}
-	vals = append(vals, prev[k:]...)
-	return (&epoch{time: t, values: vals}).seal()
-}
-
 func epochBytes(e *epoch) []byte {
 	var b []byte
 	e.write(func(p []byte) { b = append(b, p...) })
 	return b
 }
 
-// TestMergeEpochIsPlain holds mergeEpoch to mergeEpochPlain over chains
+// TestMergeEpochIsPlain holds mergeEpoch to its unboxed merge over chains
 // of merges at one time: small and large, inserts, repeats and
 // retractions of what the epoch holds, each merge from the epoch the one
 // before made.
@@ -98,7 +52,7 @@ func TestMergeEpochIsPlain(t *testing.T) {
 			}
 			slices.SortFunc(ds, func(a, b *ValueDelta) int { return compareCanonString(a.deliveryID, b.deliveryID) })
 			var gs, ws Stats
-			got, want = mergeEpoch(got, at, ds, &gs), mergeEpochPlain(want, at, ds, &ws)
+			got, want = mergeEpoch(got, at, ds, &gs), mergeEpochIn(want, at, ds, &ws, false)
 			if gs != ws {
 				t.Fatalf("stats %+v, plain %+v", gs, ws)
 			}

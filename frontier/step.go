@@ -351,6 +351,12 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 // together (mergedEpoch); nothing of the box is shared with another epoch
 // but the added values, which later epochs may point to as old's.
 func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
+	return mergeEpochIn(old, t, ds, stats, true)
+}
+
+// mergeEpochIn is mergeEpoch; boxed false allocates every part on its
+// own, the reference a boxed merge is held to in tests.
+func mergeEpochIn(old *epoch, t int64, ds []*ValueDelta, stats *Stats, boxed bool) *epoch {
 	var prev []*storedValue
 	if old != nil {
 		prev = old.values
@@ -361,7 +367,7 @@ func mergeEpoch(old *epoch, t int64, ds []*ValueDelta, stats *Stats) *epoch {
 		added []storedValue
 		arena []byte // the pre and post pieces of the added values
 	)
-	if n := len(prev) + len(ds); n <= mergedRoom {
+	if n := len(prev) + len(ds); boxed && n <= mergedRoom {
 		box := new(mergedEpoch)
 		e, vals, added = &box.e, box.vals[:0:n], box.added[:0:len(ds)]
 	} else {

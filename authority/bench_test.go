@@ -47,23 +47,8 @@ func BenchmarkAuthorizeVerifyingSignature(b *testing.B) { benchAuthorize(b, true
 func benchAuthorize(b *testing.B, raw bool) { benchAuthorizeWith(b, raw, false) }
 
 func benchAuthorizeWith(b *testing.B, raw, checked bool) {
-	in, _ := fixtureInput(b, "internal")
-	src := policy100()
-	if n := strings.Count(src, ":-"); n != 101 {
-		b.Fatalf("policy has %d rules", n)
-	}
-	p, err := CompilePolicy("authority/1", "bench.dl", []byte(src), logic.Limits{MaxFirings: 10000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in.Policy.Policy = p
-	v, err := in.Policy.Keyring.Verify(in.Capabilities[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	if !raw {
-		in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
-	}
+	in := policy100Input(b, raw)
+	var err error
 	if checked {
 		if in.Batch, in.Checked, err = SealBatch(in.Batch, in.ProfileDigest); err != nil {
 			b.Fatal(err)
@@ -79,6 +64,29 @@ func benchAuthorizeWith(b *testing.B, raw, checked bool) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// policy100Input is the fixture's internal batch of one proposal against
+// the 101-rule policy, its capability verified beforehand unless raw.
+func policy100Input(tb testing.TB, raw bool) Input {
+	in, _ := fixtureInput(tb, "internal")
+	src := policy100()
+	if n := strings.Count(src, ":-"); n != 101 {
+		tb.Fatalf("policy has %d rules", n)
+	}
+	p, err := CompilePolicy("authority/1", "bench.dl", []byte(src), logic.Limits{MaxFirings: 10000})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in.Policy.Policy = p
+	v, err := in.Policy.Keyring.Verify(in.Capabilities[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !raw {
+		in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
+	}
+	return in
 }
 
 func BenchmarkGateEvaluate100Rules(b *testing.B) {

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/internal/racebuild"
-	"flrh.dev/flrh/logic"
 )
 
 // TestAuthorizeAllocations counts a decision's allocations for a batch
@@ -18,17 +17,7 @@ func TestAuthorizeAllocations(t *testing.T) {
 	if racebuild.Enabled {
 		t.Skip("the race detector drops pooled buffers at random")
 	}
-	in, _ := fixtureInput(t, "internal")
-	p, err := CompilePolicy("authority/1", "bench.dl", []byte(policy100()), logic.Limits{MaxFirings: 10000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Policy.Policy = p
-	v, err := in.Policy.Keyring.Verify(in.Capabilities[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Capabilities, in.Verified = nil, []VerifiedCapability{v}
+	in := policy100Input(t, false)
 	if d, err := Authorize(in); err != nil || d.Outcomes[0].Intent == nil {
 		t.Fatalf("does not authorize: %v", err)
 	}

@@ -38,5 +38,5 @@ func (d *DigestTexts) Digest(body []byte) string {
 // Prove is ProveDigest(body).
 func (d *DigestTexts) Prove(body []byte) (string, DigestProof) {
 	text := d.Digest(body)
-	return text, DigestProof{first: firstByte(body), n: len(body), digest: text}
+	return text, proven(body, text)
 }

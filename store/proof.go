@@ -21,7 +21,13 @@ type DigestProof struct {
 // ProveDigest returns BodyDigest(body) and the proof that it is.
 func ProveDigest(body []byte) (string, DigestProof) {
 	d := BodyDigest(body)
-	return d, DigestProof{first: firstByte(body), n: len(body), digest: d}
+	return d, proven(body, d)
+}
+
+// proven is the proof that digest, which its caller has just made by
+// hashing body, is body's digest.
+func proven(body []byte, digest string) DigestProof {
+	return DigestProof{first: firstByte(body), n: len(body), digest: digest}
 }
 
 // Proves reports whether p is a proof that digest is body's digest: the

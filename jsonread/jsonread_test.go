@@ -75,8 +75,8 @@ func FuzzReaderAgreesWithEncodingJSON(f *testing.F) {
 			}
 		}
 		// The key index finds what comparing each key with every name finds.
-		mi, oki := readMembers(b, false, docReader.keys, docReader.index)
-		ml, okl := readMembers(b, false, docReader.keys, nil)
+		mi, oki := readMembers(make([][]byte, len(docReader.keys)), b, false, docReader.keys, docReader.index)
+		ml, okl := readMembers(make([][]byte, len(docReader.keys)), b, false, docReader.keys, nil)
 		if oki != okl || !reflect.DeepEqual(mi, ml) {
 			t.Fatalf("%q: indexed %v %q, compared %v %q", b, oki, mi, okl, ml)
 		}

@@ -8,14 +8,25 @@ import "unicode/utf8"
 // read the text otherwise than exactly: a named member given twice, a key
 // that matches one only case-insensitively, or any key that is not ASCII
 // (encoding/json folds some non-ASCII letters to ASCII ones).
-func Members(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, false, keys, nil) }
+func Members(b []byte, keys ...string) ([][]byte, bool) {
+	return readMembers(make([][]byte, len(keys)), b, false, keys, nil)
+}
 
 // OnlyMembers is Members for an object that may hold no other member.
-func OnlyMembers(b []byte, keys ...string) ([][]byte, bool) { return readMembers(b, true, keys, nil) }
+func OnlyMembers(b []byte, keys ...string) ([][]byte, bool) {
+	return readMembers(make([][]byte, len(keys)), b, true, keys, nil)
+}
 
-// readMembers is Members, finding keys through x when it is not nil.
-func readMembers(b []byte, only bool, keys []string, x *keyIndex) ([][]byte, bool) {
-	out := make([][]byte, len(keys))
+// OnlyMembersIn is OnlyMembers into out, which holds len(keys) nil
+// values: a caller's array keeps the values off the heap.
+func OnlyMembersIn(out [][]byte, b []byte, keys ...string) bool {
+	_, ok := readMembers(out[:len(keys)], b, true, keys, nil)
+	return ok
+}
+
+// readMembers is Members into out (len(keys) nil values), finding keys
+// through x when it is not nil.
+func readMembers(out [][]byte, b []byte, only bool, keys []string, x *keyIndex) ([][]byte, bool) {
 	s := NewScanner(b)
 	s.Object(func(k []byte) {
 		for i := 0; i < len(k); i++ {

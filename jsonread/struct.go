@@ -174,7 +174,7 @@ func (r *Reader) Read(b []byte, v any) bool {
 // readValue reads b into s; with src, b is a slice of src.b, from whose
 // copy it cuts its strings.
 func (r *Reader) readValue(b []byte, s reflect.Value, strict bool, src *source) bool {
-	m, ok := readMembers(b, strict, r.keys, r.index)
+	m, ok := readMembers(make([][]byte, len(r.keys)), b, strict, r.keys, r.index)
 	if !ok {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/jsonread"
 	"flrh.dev/flrh/kernel"
 	"flrh.dev/flrh/logic"
 	"flrh.dev/flrh/protocol"
@@ -363,64 +364,40 @@ func (w *Workflow) parseInput(body []byte) (typ string, typValue any, members ma
 	return parseInputDecoded(body)
 }
 
-// parseInputCanonical is parseInput of a body written as flrh-cjson/1
-// writes an input — {"occurred_at"?, "payload", "type"}, no space, the
-// type one of the domain's and the time printable ASCII without escapes —
-// which is how the runner records every input: only the payload is
-// decoded, where parseInputDecoded decodes the whole body into a map, and
-// the type and its interface value are the domain's own. It answers, and
-// answers as parseInputDecoded does, only where parseInputDecoded accepts
-// the body (TestParseInputCanonicalIsDecoded); ok is false for every
-// other body, which parseInputDecoded then reads.
+// parseInputCanonical is parseInput of a body in flrh-cjson/1 form, as
+// the runner records every input: its members read in place
+// (jsonread.OnlyMembersIn), only the payload decoded, where
+// parseInputDecoded decodes the whole body into a map, and the type and
+// its interface value the domain's own. It answers, and answers as
+// parseInputDecoded does, only where parseInputDecoded accepts the body
+// (TestParseInputCanonicalIsDecoded); ok is false for every other body,
+// which parseInputDecoded then reads.
 func (w *Workflow) parseInputCanonical(body []byte) (typ string, typValue any, members map[string]any, occurred string, ok bool) {
-	// The type ends the body: a plain string between the last '"' but
-	// one and the closing "}.
-	n := len(body)
-	if n < 2 || body[n-1] != '}' || body[n-2] != '"' {
+	var raw [3][]byte
+	if !jsonread.OnlyMembersIn(raw[:], body, "type", "payload", "occurred_at") || raw[0] == nil || raw[1] == nil {
 		return "", nil, nil, "", false
 	}
-	q := n - 3
-	for q >= 0 && body[q] != '"' {
-		q--
-	}
-	const typeKey = `,"type":`
-	if q < len(typeKey) || string(body[q-len(typeKey):q]) != typeKey {
+	t, ok := jsonread.PlainTextBytes(raw[0])
+	if !ok {
 		return "", nil, nil, "", false
 	}
-	if typValue, ok = w.inputTypes[string(body[q+1:n-2])]; !ok {
+	if typValue, ok = w.inputTypes[string(t)]; !ok {
 		return "", nil, nil, "", false
 	}
 	typ = typValue.(string)
-	rest := body[:q-len(typeKey)]
-	const open, timeKey, payloadKey = `{`, `"occurred_at":"`, `"payload":`
-	if len(rest) < len(open) || string(rest[:len(open)]) != open {
-		return "", nil, nil, "", false
-	}
-	rest = rest[len(open):]
-	if len(rest) >= len(timeKey) && string(rest[:len(timeKey)]) == timeKey {
-		rest = rest[len(timeKey):]
-		end := 0
-		for end < len(rest) && rest[end] != '"' {
-			if c := rest[end]; c < 0x20 || c > 0x7e || c == '\\' {
-				return "", nil, nil, "", false
-			}
-			end++
-		}
-		if end+1 >= len(rest) || rest[end+1] != ',' {
+	if raw[2] != nil {
+		at, ok := jsonread.PlainTextBytes(raw[2])
+		if !ok {
 			return "", nil, nil, "", false
 		}
-		occurred = string(rest[:end])
+		occurred = string(at)
 		if _, perr := time.Parse(time.RFC3339, occurred); perr != nil {
 			return "", nil, nil, "", false
 		}
-		rest = rest[end+2:]
-	}
-	if len(rest) < len(payloadKey) || string(rest[:len(payloadKey)]) != payloadKey {
-		return "", nil, nil, "", false
 	}
 	// The payload is a member of the body's object: its containers are
 	// counted from depth 1, as decoding the whole body counts them.
-	v, derr := cjson.DecodeAt(rest[len(payloadKey):], 1)
+	v, derr := cjson.DecodeAt(raw[1], 1)
 	if members, ok = v.(map[string]any); derr != nil || !ok {
 		return "", nil, nil, "", false
 	}

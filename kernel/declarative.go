@@ -540,6 +540,9 @@ type template struct {
 	vals  []template
 	elems []template
 	shape byte // 'l' literal, 'r' reference, 'o' object, 'a' array
+	// rendered is an object or array made only of literals, rendered once
+	// at Load: what renderShared hands every emission (nil otherwise).
+	rendered any
 }
 
 // reference is a compiled reference: its text, and for $payload and
@@ -589,6 +592,32 @@ func compileInto(t *template, v any) {
 	default:
 		t.shape, t.lit = 'l', v
 	}
+	if (t.shape == 'o' || t.shape == 'a') && literalOnly(t) {
+		// No reference below: what it renders to does not depend on
+		// the data, and no rendering can fault.
+		t.rendered, _ = env{}.render(t)
+	}
+}
+
+// literalOnly reports whether a template holds no reference.
+func literalOnly(t *template) bool {
+	switch t.shape {
+	case 'r':
+		return false
+	case 'o':
+		for i := range t.vals {
+			if !literalOnly(&t.vals[i]) {
+				return false
+			}
+		}
+	case 'a':
+		for i := range t.elems {
+			if !literalOnly(&t.elems[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func compileReference(text string) *reference {
@@ -700,6 +729,16 @@ func (x env) resolve(r *reference) (any, *Fault) {
 		return nil, f
 	}
 	return deepCopy(v), nil
+}
+
+// renderShared is render for a value its caller only reads: an object or
+// array made only of literals is the one rendered at Load, shared by every
+// emission, where render builds it again (TestRenderSharedIsRender).
+func (x env) renderShared(t *template) (any, *Fault) {
+	if t.rendered != nil {
+		return t.rendered, nil
+	}
+	return x.render(t)
 }
 
 func (x env) render(t *template) (any, *Fault) {
@@ -872,13 +911,23 @@ func (d *Declarative) Evolve(s Snapshot, e Event) (Evolution, *Fault) {
 }
 
 // Emit implements Domain.
-func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) { return d.emit(s, e, true) }
+func (d *Declarative) Emit(s Snapshot, e Event) (Emission, *Fault) { return d.emit(s, e, true, false) }
+
+// EmitShared is Emit for a caller that never modifies the proposals'
+// destination objects (it reads, digests or encodes them). A destination
+// template made only of literals is rendered once, at Load, and every
+// emission's proposal holds that one object: modifying it would change
+// every later emission's. Everything else is as Emit renders it.
+func (d *Declarative) EmitShared(s Snapshot, e Event) (Emission, *Fault) {
+	return d.emit(s, e, true, true)
+}
 
 // emit renders an event's facts and proposals. Sized, it takes the
 // lists' room ahead (one allocation for the common rule of one fact and
 // one proposal); unsized, each list grows as appending makes it, the
-// reference the sized lists are held to in tests.
-func (d *Declarative) emit(s Snapshot, e Event, sized bool) (Emission, *Fault) {
+// reference the sized lists are held to in tests. Shared, a destination
+// made only of literals is the one rendered at Load (EmitShared).
+func (d *Declarative) emit(s Snapshot, e Event, sized, shared bool) (Emission, *Fault) {
 	x := env{s, e}
 	r := d.events[e.Type]
 	var em Emission
@@ -913,7 +962,12 @@ func (d *Declarative) emit(s Snapshot, e Event, sized bool) (Emission, *Fault) {
 		if f != nil {
 			return Emission{}, f
 		}
-		dest, f := x.render(pr.destT)
+		var dest any
+		if shared {
+			dest, f = x.renderShared(pr.destT)
+		} else {
+			dest, f = x.render(pr.destT)
+		}
 		if f != nil {
 			return Emission{}, f
 		}

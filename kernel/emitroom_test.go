@@ -18,7 +18,7 @@ func TestEmitListsAreTheRendered(t *testing.T) {
 		{ID: "evt:4", Type: "order.placed/1", Payload: map[string]any{"notify": true}},
 	} {
 		em, f := d.Emit(s, e)
-		want, wf := d.emit(s, e, false)
+		want, wf := d.emit(s, e, false, false)
 		if !reflect.DeepEqual(em, want) || !reflect.DeepEqual(f, wf) {
 			t.Fatalf("%s: %#v %v, rendered %#v %v", e.ID, em, f, want, wf)
 		}

@@ -820,7 +820,14 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
 	}
-	em, f := d.Emit(ds, de)
+	var em Emission
+	if dd, ok := d.(*Declarative); ok {
+		// The emission is read here and dropped: its shared destinations
+		// are never modified.
+		em, f = dd.EmitShared(ds, de)
+	} else {
+		em, f = d.Emit(ds, de)
+	}
 	if f != nil {
 		return nil, nil, "", rejectParsed(f.Code, f.Path, &s, &e, f.Context)
 	}

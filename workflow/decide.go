@@ -484,11 +484,24 @@ func (recorder) ReadsOnly() {}
 // declarative domain's, which the kernel built once at Load.
 func (r recorder) Wrapped() *kernel.Declarative { return r.Declarative }
 
+// Emit renders through EmitShared: the tick reads the proposals'
+// destination objects (their id and scope for H, their digest and
+// encoding) and never modifies them, so a destination made only of
+// literals is the one the domain rendered at Load. A test-only check
+// compares each shared emission with a fresh one (verifyShared).
 func (r recorder) Emit(s kernel.Snapshot, e kernel.Event) (kernel.Emission, *kernel.Fault) {
-	em, f := r.Declarative.Emit(s, e)
+	em, f := r.Declarative.EmitShared(s, e)
+	if verifyShared != nil {
+		verifyShared(r.Declarative, s, e, em, f)
+	}
 	*r.em = em
 	return em, f
 }
+
+// verifyShared, set by tests, is handed every emission the recorder
+// returns: it holds it to what Emit renders afresh, so that a shared
+// destination any code modified would show (it panics if one did).
+var verifyShared func(d *kernel.Declarative, s kernel.Snapshot, e kernel.Event, em kernel.Emission, f *kernel.Fault)
 
 // pipeline runs F, L, the seam, R and H for one domain event.
 // prior is the materialization of the state's live supports, which the

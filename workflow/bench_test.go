@@ -16,13 +16,16 @@ import (
 // cached states (see statecache_test.go), which would decode every state
 // a tick takes from the cache, of sealed batches (sealbatch_test.go),
 // which would seal each again, or of the pairing of proposals with their
-// actions (match_test.go), which would digest them, and so measure the
-// checks, not Decide.
+// actions (match_test.go), which would digest them, or of shared
+// emissions (sharedemit_test.go), which would render each again, and so
+// measure the checks, not Decide.
 func benchDecide(b *testing.B) {
 	b.ReportAllocs()
-	saved, savedBatch, savedMatch := verifyCachedState, verifySealedBatch, verifyMatch
-	verifyCachedState, verifySealedBatch, verifyMatch = nil, nil, nil
-	b.Cleanup(func() { verifyCachedState, verifySealedBatch, verifyMatch = saved, savedBatch, savedMatch })
+	saved, savedBatch, savedMatch, savedShared := verifyCachedState, verifySealedBatch, verifyMatch, verifyShared
+	verifyCachedState, verifySealedBatch, verifyMatch, verifyShared = nil, nil, nil, nil
+	b.Cleanup(func() {
+		verifyCachedState, verifySealedBatch, verifyMatch, verifyShared = saved, savedBatch, savedMatch, savedShared
+	})
 }
 
 // reportCPU reports the CPU per op since cpu0, as cpu-ns/op.

@@ -289,7 +289,6 @@ func Authorize(in Input) (Decisions, error) {
 	seq := in.EffectSequence
 	out := Decisions{Outcomes: []Outcome{}}
 	fhr := mrp.FHR{Turn: in.Turn, Scorecard: in.ScorecardDigest, Prev: in.PrevFHR, Signals: []mrp.SignalRecord{}, Resolutions: []mrp.ResolutionRecord{}, Tickets: []mrp.TicketView{}}
-	transitions := []mrp.Entry{}
 	var recs *decisionRecords // a batch of one proposal's, else each its own
 	if n := len(in.Batch.Proposals); n == 1 {
 		// One allocation for the records of a batch of one: each list is
@@ -297,7 +296,7 @@ func Authorize(in Input) (Decisions, error) {
 		// outgrows it is copied out as an append would copy it.
 		r := single
 		recs = &r.d
-		out.Outcomes, fhr.Signals, fhr.Resolutions, fhr.Tickets, transitions = r.o[:0:1], r.s[:0:len(r.s)], r.r[:0:1], r.t[:0:1], r.e[:0:len(r.e)]
+		out.Outcomes, fhr.Signals, fhr.Resolutions, fhr.Tickets = r.o[:0:1], r.s[:0:len(r.s)], r.r[:0:1], r.t[:0:1]
 	} else if n > 1 {
 		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
 	}
@@ -330,7 +329,7 @@ func Authorize(in Input) (Decisions, error) {
 		}
 	}
 	fhr.Budgets, fhr.State, fhr.SafeMode = m.Budgets, m.State, m.SafeMode
-	fhr.Transitions = append(transitions, m.Journey[before:]...)
+	fhr.Transitions = transitionsOf(m.Journey, before, single)
 	var sealed mrp.FHR
 	var err error
 	// The FHR's digest is cut from the decision's strings; it is the last
@@ -354,6 +353,28 @@ func Authorize(in Input) (Decisions, error) {
 	return out, nil
 }
 
+// transitionsOf returns the FHR's transitions, the entries of journey
+// from before on, as a list of their own: in a batch of one (single set)
+// the journey's array itself when it is the records' journey room (the
+// decision's step was the journey's first entry; neither list is written
+// again), else a copy in that room while it holds one entry; otherwise a
+// new list. It is never nil.
+func transitionsOf(journey []mrp.Entry, before int, single *singleRecords) []mrp.Entry {
+	made := journey[before:]
+	if single == nil {
+		return append([]mrp.Entry{}, made...)
+	}
+	room := single.d.journey[:]
+	if len(made) > 0 && &made[0] == &room[0] {
+		return made[:len(made):len(made)]
+	}
+	if len(journey) > 0 && &journey[0] == &room[0] {
+		// The room holds the journey's first entry, before this decision's.
+		return append([]mrp.Entry{}, made...)
+	}
+	return append(room[:0], made...)
+}
+
 // fhrDigestLen is the length of an FHR's digest, "sha256:" and 64 hex
 // digits.
 const fhrDigestLen = 7 + 64
@@ -369,11 +390,10 @@ type intentRecords struct {
 }
 
 // decisionRecords holds the lists and records decideOne returns for one
-// proposal: its gates' evaluation, its resolution's sorted signals and,
-// with an intent, the intent's records.
+// proposal: its gates' evaluation (whose signals, in order already, are
+// also its resolution's) and, with an intent, the intent's records.
 type decisionRecords struct {
 	ev     evalRecords
-	sorted [2]Signal
 	intent intentRecords
 	// effects is room for the ticket's sorted side effects, view for
 	// the ticket's reduced view the MRP step is given (mrp.Step leaks
@@ -381,20 +401,20 @@ type decisionRecords struct {
 	effects [4]SideEffect
 	view    mrp.TicketView
 	// journey is room for the machine's journey when the step is the
-	// first entry (mrp.StepIn).
+	// first entry (mrp.StepIn). In a batch of one the FHR's transitions
+	// are then the journey's array; otherwise journey is their room.
 	journey [1]mrp.Entry
 }
 
 // singleRecords holds what Authorize returns for a batch of one proposal:
 // the outcome, its FHR resolution and ticket, room for its signals and
-// for the transitions it makes, and the decision's own records.
+// the decision's own records (the transitions' room among them).
 type singleRecords struct {
 	d      decisionRecords
 	o      [1]Outcome
 	r      [1]mrp.ResolutionRecord
 	t      [1]mrp.TicketView
 	s      [2]mrp.SignalRecord
-	e      [1]mrp.Entry
 	shared decisionShared
 }
 
@@ -795,8 +815,11 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	}
 	t = t.withRisk(risk, manifest.RequiredParameters).sealKeyed(a, keys)
 	o.Ticket, o.Evaluation = t, ev
-	// Resolve reads the signals and keeps its own sorted copy, so the
-	// gates' signals are handed over as they are unless more are added.
+	// The gates' signals are handed over as they are unless more are
+	// added. Neither list is written again, so the resolution's sorted
+	// list is the one handed over when that is in order already (one
+	// signal always is): Evaluation.Signals and Resolution.Signals then
+	// share their array.
 	signals := ev.Signals
 	if len(in.Signals) > 0 || t.Completeness != Complete {
 		signals = append(append([]Signal(nil), ev.Signals...), in.Signals...)
@@ -804,7 +827,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	if t.Completeness != Complete {
 		signals = append(signals, Signal{Tier: 3, Kind: KindClarification, Source: "ticket", Reason: Reason{Rule: "ticket-incomplete", Facts: t.MissingFields, Absent: []string{}, Detail: "the action is not fully specified"}})
 	}
-	res, err := resolveInto(rec.sorted[:0:len(rec.sorted)], signals)
+	res, err := resolveShared(signals)
 	if err != nil {
 		return reject("MALFORMED_COMMAND", "/signals", err.Error())
 	}

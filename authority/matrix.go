@@ -229,6 +229,38 @@ func contestable(s Signal) bool {
 	return false
 }
 
+// sortSignals returns signals in the matrix's order (a stable sort by
+// signalKey): appended to room, or, when share is set and they are in that
+// order already, signals itself capped at its length. No signals are nil.
+func sortSignals(room, signals []Signal, share bool) []Signal {
+	n := len(signals)
+	if n == 0 {
+		return nil
+	}
+	if share && n == 1 {
+		return signals[:1:1]
+	}
+	var idx []int
+	if n > 1 {
+		// Each signal's key is built once, not at every comparison; a
+		// stable sort by the keys is the order sort.SliceStable gave.
+		keys := make([]string, n)
+		idx = make([]int, n)
+		for i := range signals {
+			keys[i], idx[i] = signalKey(signals[i]), i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+		if share && slices.IsSorted(idx) {
+			return signals[:n:n]
+		}
+	}
+	sorted := append(room[:0], signals...)
+	for k, i := range idx {
+		sorted[k] = signals[i]
+	}
+	return sorted
+}
+
 func signalKey(s Signal) string {
 	return fmt.Sprintf("%d\x00%s\x00%s\x00%02d\x00%s\x00%s\x00%s", s.Tier, s.Kind, s.Source, int(s.Decision), s.Reason.Rule, strings.Join(s.Reason.Facts, "\x01"), strings.Join(s.Options, "\x01"))
 }
@@ -244,28 +276,24 @@ func Resolve(signals []Signal) (Resolution, error) { return resolveInto(nil, sig
 // resolveInto is Resolve with its sorted copy of the signals appended to
 // room (nil, or an empty slice with room for them). No signals are nil.
 func resolveInto(room []Signal, signals []Signal) (Resolution, error) {
+	return resolveIn(room, signals, false)
+}
+
+// resolveShared is Resolve for signals the caller owns and never writes
+// again: when they are already in the matrix's order (one signal always
+// is) the resolution's sorted list is signals itself, capped at its
+// length, rather than a copy; otherwise it is a new sorted copy.
+func resolveShared(signals []Signal) (Resolution, error) {
+	return resolveIn(nil, signals, true)
+}
+
+func resolveIn(room []Signal, signals []Signal, share bool) (Resolution, error) {
 	for i, s := range signals {
 		if err := validSignal(s); err != nil {
 			return Resolution{}, &MatrixError{i, err.Error()}
 		}
 	}
-	var sorted []Signal
-	if len(signals) > 0 {
-		sorted = append(room[:0], signals...)
-	}
-	if len(sorted) > 1 {
-		// Each signal's key is built once, not at every comparison; a
-		// stable sort by the keys is the order sort.SliceStable gave.
-		keys := make([]string, len(sorted))
-		idx := make([]int, len(sorted))
-		for i := range sorted {
-			keys[i], idx[i] = signalKey(sorted[i]), i
-		}
-		slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-		for k, i := range idx {
-			sorted[k] = signals[i]
-		}
-	}
+	sorted := sortSignals(room, signals, share)
 	res := Resolution{HighestTier: -1, Signals: sorted, Options: []string{}, Ties: []Tie{}, Constraints: []Constraint{}}
 	if len(sorted) == 0 {
 		res.Move = mrp.MoveProceed

@@ -177,3 +177,43 @@ func TestResolveOrderMatchesSignalKeySort(t *testing.T) {
 		}
 	})
 }
+
+// TestResolveSharedIsResolve holds resolveShared, which hands back the
+// signals themselves when they are in order already, to Resolve: the same
+// resolution, signals unchanged, and the signals' array shared exactly
+// when they were sorted (or were one). Half the draws are sorted first so
+// that both ways are taken.
+func TestResolveSharedIsResolve(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 6).Draw(rt, "n")
+		var sigs []Signal
+		for i := 0; i < n; i++ {
+			sigs = append(sigs, drawSignal(rt, fmt.Sprint(i)))
+		}
+		if rapid.Bool().Draw(rt, "sorted") {
+			sort.SliceStable(sigs, func(i, j int) bool { return signalKey(sigs[i]) < signalKey(sigs[j]) })
+		}
+		given := append([]Signal(nil), sigs...)
+		want, err1 := Resolve(sigs)
+		got, err2 := resolveShared(sigs)
+		if (err1 == nil) != (err2 == nil) {
+			rt.Fatalf("errors differ: %v, %v", err1, err2)
+		}
+		if !reflect.DeepEqual(got, want) {
+			rt.Fatalf("resolveShared\n%+v\nResolve\n%+v", got, want)
+		}
+		if !reflect.DeepEqual(sigs, given) {
+			rt.Fatalf("the signals were written: %v, were %v", sigs, given)
+		}
+		if err1 != nil || n == 0 {
+			return
+		}
+		inOrder := sort.SliceIsSorted(given, func(i, j int) bool { return signalKey(given[i]) < signalKey(given[j]) })
+		if shared := &got.Signals[0] == &sigs[0]; shared != inOrder {
+			rt.Fatalf("shared %v, in order %v", shared, inOrder)
+		}
+		if cap(got.Signals) != len(got.Signals) && &got.Signals[0] == &sigs[0] {
+			rt.Fatalf("a shared list has room past its end")
+		}
+	})
+}

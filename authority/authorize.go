@@ -301,7 +301,10 @@ func Authorize(in Input) (Decisions, error) {
 		out.Outcomes, fhr.Resolutions, fhr.Tickets = make([]Outcome, 0, n), make([]mrp.ResolutionRecord, 0, n), make([]mrp.TicketView, 0, n)
 	}
 	for i := range in.Batch.Proposals {
-		o := decideOne(&in, i, &in.Batch.Proposals[i], &m, seq, &arena, recs)
+		// Each outcome is decided where it is kept: no copy of it.
+		out.Outcomes = out.Outcomes[:i+1]
+		o := &out.Outcomes[i]
+		decideOne(o, &in, i, &in.Batch.Proposals[i], &m, seq, &arena, recs)
 		if o.Intent != nil {
 			seq++
 		}
@@ -312,7 +315,6 @@ func Authorize(in Input) (Decisions, error) {
 		if o.Ticket.TicketID != "" {
 			fhr.Tickets = append(fhr.Tickets, o.Ticket.Reduced())
 		}
-		out.Outcomes = append(out.Outcomes, o)
 	}
 	out.Event = EventNoEffects
 	for k := range out.Outcomes {
@@ -660,12 +662,14 @@ func findAction(as []ActionSpec, id string) (ActionSpec, bool) {
 	return ActionSpec{}, false
 }
 
-// decideOne decides one proposal and steps the machine for it.
-func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena, rec *decisionRecords) Outcome {
-	o := Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
+// decideOne decides one proposal and steps the machine for it. The
+// outcome is written in place, in o (the decision's records), rather than
+// built on the stack and copied there.
+func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq int64, a *strArena, rec *decisionRecords) {
+	*o = Outcome{ProposalID: p.ProposalID, Options: []string{}, Audit: []string{}}
 	// ptr is the proposal's pointer, built only for a rejection.
 	ptr := func() string { return "/published_batch/effect_proposals/" + strconv.Itoa(i) }
-	reject := func(code, path, held string) Outcome {
+	reject := func(code, path, held string) {
 		o.Kind, o.Rejection = OutcomeRejected, &Rejection{Code: code, Path: path, Actual: held}
 		if o.Ticket.TicketID != "" {
 			// Sealed by this decision: only its status and digest change.
@@ -674,20 +678,23 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 			}
 		}
 		o.MRPState, o.Refusal = m.State, m.Refusal
-		return o
 	}
 	switch in.Batch.Verdicts[i].Status {
 	case "eligible":
 	case "ineligible":
-		return reject("PROPOSAL_INELIGIBLE", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		reject("PROPOSAL_INELIGIBLE", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		return
 	case "conflicted":
-		return reject("PROPOSAL_CONFLICTED", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		reject("PROPOSAL_CONFLICTED", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		return
 	default:
-		return reject("MALFORMED_VERDICT", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		reject("MALFORMED_VERDICT", fmt.Sprintf("/published_batch/eligibility_verdicts/%d/status", i), "")
+		return
 	}
 	manifest, ok := in.Policy.Manifests[p.EffectType]
 	if !ok {
-		return reject("UNKNOWN_EFFECT_TYPE", ptr()+"/effect_type", p.EffectType)
+		reject("UNKNOWN_EFFECT_TYPE", ptr()+"/effect_type", p.EffectType)
+		return
 	}
 	spec, _ := findAction(in.Actions, p.ProposalID)
 	declared := p.DeclaredRiskHint
@@ -709,7 +716,8 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		RequiredParameters: manifest.RequiredParameters,
 	}, effects)
 	if err != nil {
-		return reject("MALFORMED_TICKET", "/actions", err.Error())
+		reject("MALFORMED_TICKET", "/actions", err.Error())
+		return
 	}
 	// Capability: the first presented operator chain that verifies now and
 	// covers the ticket. Nothing else can supply one.
@@ -829,7 +837,8 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 	}
 	res, err := resolveShared(signals)
 	if err != nil {
-		return reject("MALFORMED_COMMAND", "/signals", err.Error())
+		reject("MALFORMED_COMMAND", "/signals", err.Error())
+		return
 	}
 	// A person who resumed deliberation on a proposal H escalated has
 	// answered the escalation: a tier-1 ESCALATE becomes ASK_FIRST, so the
@@ -875,7 +884,8 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		res.Decision, res.Move = Refuse, mrp.MoveRefuse
 		o.Resolution = res
 		step(m, mrp.Tier1Refuse, nil, "no operator capability covers the action")
-		return reject("CAPABILITY_MISSING", ptr(), "no operator-signed capability covers this action")
+		reject("CAPABILITY_MISSING", ptr(), "no operator-signed capability covers this action")
+		return
 	}
 	snap := AuthoritySnapshot{
 		Kind: "HAuthoritySnapshot", AuthorityVersion: in.Policy.Policy.Version, ProposalID: p.ProposalID,
@@ -935,23 +945,22 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 				}
 			}
 		}
-		r := reject("AUTHORITY_DENIED", ptr(), why)
-		r.MRPState, r.Refusal = m.State, m.Refusal
-		return r
+		reject("AUTHORITY_DENIED", ptr(), why)
+		return
 	case res.Move == mrp.MoveEscalate:
 		o.Kind, o.Held = OutcomeEscalated, "escalated to a person"
-		return o
+		return
 	case res.Contestable:
 		o.Kind, o.Options = OutcomeOptions, res.Options
-		return o
+		return
 	case needApproval && grant == nil:
 		if res.Move != mrp.MoveProceed && res.Move != mrp.MoveConstrain && res.Move != mrp.MoveAskFirst {
 			o.Kind, o.Held = OutcomeHeld, "held: "+res.Move.String()
-			return o
+			return
 		}
 		if t.Completeness != Complete {
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
-			return o
+			return
 		}
 		ctx := newContext(a, in, *p, t, spec)
 		q := buildRequest(a, *p, snap, ctx)
@@ -962,7 +971,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
 			"policy_digest": in.Policy.Policy.Digest,
 		}, requestPayloadNames)
-		return o
+		return
 	}
 	if !m.Admits(rec.view) {
 		o.Kind = OutcomeHeld
@@ -975,7 +984,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		default:
 			o.Held = "held: MRP is in " + string(m.State)
 		}
-		return o
+		return
 	}
 	// The intent's action digest is the proposal's; a shaped ticket is a
 	// different action, bound by the ticket's own action digest.
@@ -1008,7 +1017,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		const ours = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5
 		r.event = controlEventFrom(a, event, authorizedPayloadNames, vals[:], ours)
 		o.ControlEvent = &r.event
-		return o
+		return
 	}
 	evidence := map[string]string{
 		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
@@ -1017,7 +1026,7 @@ func decideOne(in *Input, i int, p *protocol.EffectProposal, m *mrp.Machine, seq
 		"approval_request_digest": grant.Request.RequestDigest, "approval_context_digest": grant.Request.ContextDigest,
 	}
 	o.ControlEvent = controlEvent(a, event, inputDigest(a, in, i, seq), evidence, grantedPayloadNames)
-	return o
+	return
 }
 
 // The member names of the three payloads decideOne builds, command digest

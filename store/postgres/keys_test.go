@@ -4,17 +4,16 @@ import (
 	"fmt"
 	"testing"
 
-	"pgregory.net/rapid"
-
 	"flrh.dev/flrh/store"
 )
 
 // The key triggers of migration 19 refuse, outside the fence, exactly what
-// the foreign keys they replaced refused: random one-row inserts into each
-// table whose key became a trigger (naming an existing, a missing or a
-// NULL run or intent, an intent of the other run) go to a copy of the
-// table with its old key and to the table, each in a transaction rolled
-// back, and both store the row or both refuse it with one SQLSTATE.
+// the foreign keys they replaced refused: one-row inserts into each table
+// whose key became a trigger, naming every combination of an existing, a
+// missing or a NULL run and intent (an intent of the other run among
+// them), go to a copy of the table with its old key and to the table,
+// each in a transaction rolled back, and both store the row or both
+// refuse it with one SQLSTATE.
 func TestKeyTriggersRefuseWhatTheKeysRefused(t *testing.T) {
 	s := openTest(t, Options{})
 	for _, r := range []string{"r", "q"} {
@@ -47,30 +46,24 @@ VALUES ('ir', 'r', 1, 'e', 'kr', 'c', '\x00', 'd', 1, 0), ('iq', 'q', 1, 'e', 'k
 		return pgCode(err)
 	}
 	seen := map[string]int{}
-	rapid.Check(t, func(rt *rapid.T) {
-		run := rapid.SampledFrom([]string{"'r'", "'q'", "'gone'", "NULL"}).Draw(rt, "run")
-		intent := rapid.SampledFrom([]string{"'ir'", "'iq'", "'nope'", "NULL"}).Draw(rt, "intent")
-		var table, rest string
-		switch rapid.IntRange(0, 5).Draw(rt, "table") {
-		case 0:
-			table, rest = "checkpoints", fmt.Sprintf(`(run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at) VALUES (%s, 9, 1, 1, 'b', '\x00', 'd', 1, 0)`, run)
-		case 1:
-			table, rest = "intents", fmt.Sprintf(`(intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('new', %s, 1, 'e', 'knew', 'c', '\x00', 'd', 1, 0)`, run)
-		case 2:
-			table, rest = "inbox", fmt.Sprintf(`(run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at) VALUES (%s, 9, 'in9', 'k', 'a', 'a', 'c', '\x00', 'd', 0)`, run)
-		case 3:
-			table, rest = "outbox", fmt.Sprintf(`(intent_id, run_id, status, updated_at) VALUES (%s, %s, 'pending', 0)`, intent, run)
-		case 4:
-			table, rest = "receipts", fmt.Sprintf(`(intent_id, run_id, outcome, body, digest, generation, recorded_at) VALUES (%s, %s, 'o', '\x00', 'd', 1, 0)`, intent, run)
-		default:
-			table, rest = "attempts", fmt.Sprintf(`(intent_id, n, status, generation, started_at) VALUES (%s, 1, 'started', 1, 0)`, intent)
+	for _, run := range []string{"'r'", "'q'", "'gone'", "NULL"} {
+		for _, intent := range []string{"'ir'", "'iq'", "'nope'", "NULL"} {
+			for _, w := range []struct{ table, rest string }{
+				{"checkpoints", fmt.Sprintf(`(run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at) VALUES (%s, 9, 1, 1, 'b', '\x00', 'd', 1, 0)`, run)},
+				{"intents", fmt.Sprintf(`(intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('new', %s, 1, 'e', 'knew', 'c', '\x00', 'd', 1, 0)`, run)},
+				{"inbox", fmt.Sprintf(`(run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at) VALUES (%s, 9, 'in9', 'k', 'a', 'a', 'c', '\x00', 'd', 0)`, run)},
+				{"outbox", fmt.Sprintf(`(intent_id, run_id, status, updated_at) VALUES (%s, %s, 'pending', 0)`, intent, run)},
+				{"receipts", fmt.Sprintf(`(intent_id, run_id, outcome, body, digest, generation, recorded_at) VALUES (%s, %s, 'o', '\x00', 'd', 1, 0)`, intent, run)},
+				{"attempts", fmt.Sprintf(`(intent_id, n, status, generation, started_at) VALUES (%s, 1, 'started', 1, 0)`, intent)},
+			} {
+				was, is := outcome("INSERT INTO keyed_"+w.table+" "+w.rest), outcome("INSERT INTO "+w.table+" "+w.rest)
+				if was != is {
+					t.Errorf("%s %s: the key %q, the trigger %q", w.table, w.rest, was, is)
+				}
+				seen[w.table+" "+is]++
+			}
 		}
-		was, is := outcome("INSERT INTO keyed_"+table+" "+rest), outcome("INSERT INTO "+table+" "+rest)
-		if was != is {
-			rt.Fatalf("%s %s: the key %q, the trigger %q", table, rest, was, is)
-		}
-		seen[table+" "+is]++
-	})
+	}
 	for _, table := range []string{"checkpoints", "intents", "inbox", "outbox", "receipts", "attempts"} {
 		if seen[table+" "] == 0 || seen[table+" "+pgForeignKeyViolation] == 0 {
 			t.Errorf("%s: %d stored, %d refused by its key: the test proves nothing of it", table, seen[table+" "], seen[table+" "+pgForeignKeyViolation])

@@ -4,7 +4,7 @@ import "testing"
 
 // benchBoundaries returns one boundary of each shape the runner checks on
 // its hot path, from a clean run with an approval and a reconciliation.
-func benchBoundaries(b *testing.B) (turn, receipt, load, idle Boundary) {
+func benchBoundaries(b testing.TB) (turn, receipt, load, idle Boundary) {
 	s := newSim()
 	s.forgetful = true
 	for range 8 {

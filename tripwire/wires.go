@@ -106,6 +106,9 @@ type Set struct {
 	events    map[string]bool // declared control events
 	interrupt map[string]bool // global interrupt events
 	alphaSets alphaSets
+	// checkings holds what Check hands the wires, cleared, for the next
+	// Check.
+	checkings sync.Pool
 }
 
 type wire struct {
@@ -222,9 +225,14 @@ func (s *Set) Check(b Boundary) []Trip {
 	}
 	// One finder serves every wire in turn, each appending its trips after
 	// the last one's, and it holds the wires' copy of b: the two reach the
-	// wires through pointers, so they cost one allocation between them
-	// rather than one per wire and one for b.
-	c := &checking{b: b}
+	// wires through pointers, and so live on the heap. They are taken from
+	// the set's pool and put back cleared (checkings), so that a check
+	// allocates only the trips it finds.
+	c, _ := s.checkings.Get().(*checking)
+	if c == nil {
+		c = new(checking)
+	}
+	c.b = b
 	for _, w := range s.wires {
 		if !slices.Contains(w.phases, b.Phase) {
 			continue
@@ -232,7 +240,11 @@ func (s *Set) Check(b Boundary) []Trip {
 		c.f.wire, c.f.severity = w.name, w.severity
 		w.check(s, &c.b, &c.f)
 	}
-	return c.f.trips
+	trips := c.f.trips
+	// Nothing of b nor of the trips may stay behind in the pool.
+	*c = checking{}
+	s.checkings.Put(c)
+	return trips
 }
 
 // checking is what Check hands each wire.

@@ -24,11 +24,18 @@ type Result struct {
 	Sequence       int64
 }
 
+// resultSize is the length of a result's encoding less its key's and
+// content digest's texts: its constant parts, their quotes and the longest
+// sequence number. A key or digest that needs escapes grows it once.
+const resultSize = len(`{"content_digest":""`) + len(`,"idempotency_key":""`) +
+	len(`,"kind":"`+KindResult+`","protocol":"`+Protocol+`","sequence":`) + len("-9223372036854775808") +
+	len(`,"status":"`+StatusApplied+`"}`)
+
 // Encode returns the canonical bytes of the result. It is written by hand
 // (members in sorted order) because every applied mutation encodes one; a
 // test checks it against the general encoder.
 func (r Result) Encode() []byte {
-	b := make([]byte, 0, 96+len(r.IdempotencyKey)+len(r.ContentDigest))
+	b := make([]byte, 0, resultSize+len(r.IdempotencyKey)+len(r.ContentDigest))
 	b = append(b, `{"content_digest":`...)
 	b = cjson.AppendString(b, r.ContentDigest)
 	b = append(b, `,"idempotency_key":`...)

@@ -715,3 +715,18 @@ func TestContentDigestFieldMatchesTheGeneralForms(t *testing.T) {
 		}
 	})
 }
+
+// TestResultEncodeAllocatesOnce holds Encode to one allocation, its
+// bytes, at every sequence number's length: resultSize is what the
+// encoding writes besides the key and the digest, at most.
+func TestResultEncodeAllocatesOnce(t *testing.T) {
+	for _, seq := range []int64{1, 3, math.MaxInt64, math.MinInt64} {
+		r := Result{IdempotencyKey: "effect:refund-7", ContentDigest: dA, Sequence: seq}
+		if n := testing.AllocsPerRun(20, func() { r.Encode() }); n != 1 {
+			t.Errorf("sequence %d: %.1f allocations, want 1", seq, n)
+		}
+		if b := r.Encode(); len(b) > resultSize+len(r.IdempotencyKey)+len(r.ContentDigest) {
+			t.Errorf("sequence %d: %d bytes, more than resultSize allows", seq, len(b))
+		}
+	}
+}

@@ -65,6 +65,10 @@ type checkpoint struct {
 	// flush writes over it, so nothing but the store reads a checkpoint's
 	// body after its commit.
 	written []byte
+	// rest is the length of the last checkpoint written into written less
+	// its state's (encodeReused): with the next state's length, about
+	// what the next one needs.
+	rest int
 	// ids spells the ids of the run's next transitions (fireAs).
 	ids eventIDs
 	// stored is what the run's last flush handed the store's Commit as
@@ -425,16 +429,27 @@ func (c *checkpoint) encodeReused() ([]byte, error) {
 		// than grown by doubling from nothing, and kept.
 		b, err := c.encode()
 		c.written = b[:0:cap(b)]
+		if err == nil {
+			c.rest = len(b) - len(c.embedded)
+		}
 		return b, err
 	}
 	state, err := c.stateEmbedded()
 	if err != nil {
 		return nil, err
 	}
+	// A run's state grows at every step, and so does its checkpoint: a
+	// buffer it outgrows is replaced by one of twice what this checkpoint
+	// is expected to need, rather than grown by append by a quarter at a
+	// time, which a run's next few steps outgrow again.
+	if need := c.rest + len(state); need > cap(c.written) {
+		c.written = make([]byte, 0, 2*need)
+	}
 	b, ok := c.appendCanonical(c.written[:0], state)
 	if cap(b) > cap(c.written) {
 		c.written = b[:0]
 	}
+	c.rest = len(b) - len(state)
 	if ok {
 		return b[:len(b):len(b)], nil
 	}

@@ -1233,17 +1233,19 @@ func (r *Runner) step(ctx context.Context, t *tick) (bool, error) {
 	return false, fmt.Errorf("runner: no driver for state %s", state)
 }
 
-// pendingInbox returns the run's unconsumed inbound events of one kind,
-// leaving out those this pass already consumed.
+// firstPending returns the first of the run's unconsumed inbound events
+// of one kind, leaving out those this pass already consumed; ok is false
+// when there is none. Every caller takes the first alone, and a list of
+// them would be an allocation each time a pass looks.
 //
 // The inbox is read once per pass: what arrives during a pass waits for the
 // next one (submitters wake the runner).
-func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]store.Inbound, error) {
+func (r *Runner) firstPending(ctx context.Context, t *tick, kind string) (store.Inbound, bool, error) {
 	if err := r.readInbox(ctx, t); err != nil {
-		return nil, err
+		return store.Inbound{}, false, err
 	}
-	var out []store.Inbound
-	for _, in := range t.inbox {
+	for i := range t.inbox {
+		in := &t.inbox[i]
 		if in.Kind != kind {
 			continue
 		}
@@ -1252,10 +1254,10 @@ func (r *Runner) pendingInbox(ctx context.Context, t *tick, kind string) ([]stor
 			consumed = consumed || id == in.ID
 		}
 		if !consumed {
-			out = append(out, in)
+			return *in, true, nil
 		}
 	}
-	return out, nil
+	return store.Inbound{}, false, nil
 }
 
 func (r *Runner) readInbox(ctx context.Context, t *tick) error {
@@ -1304,11 +1306,10 @@ func (r *Runner) consume(t *tick, in store.Inbound) {
 }
 
 func (r *Runner) interrupts(ctx context.Context, t *tick) (bool, error) {
-	cancels, err := r.pendingInbox(ctx, t, KindCancel)
-	if err != nil || len(cancels) == 0 {
+	in, ok, err := r.firstPending(ctx, t, KindCancel)
+	if err != nil || !ok {
 		return false, err
 	}
-	in := cancels[0]
 	t.pending.Consume = append(t.pending.Consume, in.ID)
 	if r.cfg.Cut != nil && r.machine.Final(t.cp.Control.State) == false && isDeferred(r.machine, t.cp.Control.State) {
 		r.cfg.Cut("during-interrupt")
@@ -1355,23 +1356,15 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 		proof, _ := asKept(next.Receipt)
 		return true, r.accept(t, Accepted{Kind: "receipt", Body: body, Digest: next.Digest, Usage: next.Usage}, "", proof)
 	}
-	inputs, err := r.pendingInbox(ctx, t, KindInput)
-	if err != nil {
-		return false, err
-	}
-	choices, err := r.pendingInbox(ctx, t, KindChoice)
-	if err != nil {
-		return false, err
-	}
-	controls, err := r.pendingInbox(ctx, t, KindControl)
-	if err != nil {
-		return false, err
-	}
 	// Inputs, choices and controls are accepted in the order they arrived.
 	var in store.Inbound
-	for _, q := range [][]store.Inbound{inputs, choices, controls} {
-		if len(q) > 0 && (in.ID == "" || q[0].Seq < in.Seq) {
-			in = q[0]
+	for _, kind := range [...]string{KindInput, KindChoice, KindControl} {
+		q, ok, err := r.firstPending(ctx, t, kind)
+		if err != nil {
+			return false, err
+		}
+		if ok && (in.ID == "" || q.Seq < in.Seq) {
+			in = q
 		}
 	}
 	if in.ID == "" {
@@ -1425,10 +1418,9 @@ type approveBody struct {
 }
 
 func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
-	if denials, err := r.pendingInbox(ctx, t, KindDeny); err != nil {
+	if in, ok, err := r.firstPending(ctx, t, KindDeny); err != nil {
 		return false, err
-	} else if len(denials) > 0 {
-		in := denials[0]
+	} else if ok {
 		t.pending.Consume = append(t.pending.Consume, in.ID)
 		err := r.fireAs(t, "APPROVAL_DENIED", in.ActorRole, in.Capability, nil, evidence(map[string]any{"approval_rejection": in.Digest}))
 		var refused *RefusedError
@@ -1437,11 +1429,10 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		}
 		return true, err
 	}
-	approvals, err := r.pendingInbox(ctx, t, KindApprove)
-	if err != nil || len(approvals) == 0 {
+	in, ok, err := r.firstPending(ctx, t, KindApprove)
+	if err != nil || !ok {
 		return false, err
 	}
-	in := approvals[0]
 	t.pending.Consume = append(t.pending.Consume, in.ID)
 	var body approveBody
 	if err := decodeInto(in.Body, &body); err != nil || body.ApprovalID == "" {
@@ -1936,11 +1927,10 @@ type reconcileBody struct {
 }
 
 func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
-	items, err := r.pendingInbox(ctx, t, KindReconcile)
-	if err != nil || len(items) == 0 {
+	in, ok, err := r.firstPending(ctx, t, KindReconcile)
+	if err != nil || !ok {
 		return false, err
 	}
-	in := items[0]
 	t.pending.Consume = append(t.pending.Consume, in.ID)
 	var body reconcileBody
 	if err := decodeInto(in.Body, &body); err != nil {

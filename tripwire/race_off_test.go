@@ -1,0 +1,5 @@
+//go:build !race
+
+package tripwire
+
+const raceOn = false

@@ -136,13 +136,19 @@ func (cp *checkpoint) ledgers() (budget *ledger, retry *retryLedger, ok bool) {
 }
 
 func readCheckpoint(body []byte) *checkpoint {
-	c := &checkpoint{body: body}
+	c := new(checkpoint)
+	readCheckpointInto(c, body)
+	return c
+}
+
+// readCheckpointInto is readCheckpoint into c, which it sets whole.
+func readCheckpointInto(c *checkpoint, body []byte) {
+	*c = checkpoint{body: body}
 	m, ok := jsonread.Members(body, "budget", "control", "ingest", "open", "state")
 	if ok {
 		c.read = true
 		c.budget, c.control, c.ingest, c.open, c.state = m[0], m[1], m[2], m[3], m[4]
 	}
-	return c
 }
 
 // budgetBody is what the budget check reads of a checkpoint.

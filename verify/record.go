@@ -58,6 +58,12 @@ type record struct {
 	// receipts it checked), for replay to recognize them (digestMatches);
 	// nil when the record was not verified first.
 	hashed []hashedBody
+	// The arrays approvalRead, scanned and hashed are cut from while a
+	// run's few intents and receipts fit (most runs commit one or two
+	// effects): allocated with the record, not once more each.
+	approvalBuf [2]approvalHint
+	scannedBuf  checkpoint
+	hashedBuf   [2]hashedBody
 }
 
 // hashedBody is bytes whose SHA-256 digest is digest.
@@ -85,7 +91,8 @@ func (r *record) digestMatches(body []byte, digest string) bool {
 // verifies and replays one record, and both read the checkpoint.
 func (r *record) checkpointOf() *checkpoint {
 	if r.scanned == nil {
-		r.scanned = readCheckpoint(r.cp.Body)
+		r.scanned = &r.scannedBuf
+		readCheckpointInto(r.scanned, r.cp.Body)
 	}
 	return r.scanned
 }

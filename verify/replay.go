@@ -130,24 +130,30 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		return rep
 	}
 	cp := rec.cp
-	var body struct {
-		State json.RawMessage `json:"state"`
-	}
 	// A body whose members the verifier's scan read (five of them, none
 	// given twice or in another case) gives "state" as the scan for it
-	// alone would; any other body is scanned for it alone.
+	// alone would; any other body is scanned for it alone, and one the
+	// scan gives up on is decoded (into a variable of its own, so that
+	// the common case allocates none).
+	var stored json.RawMessage
 	if c := rec.checkpointOf(); c.read {
-		body.State = c.state // what encoding/json would have copied
+		stored = c.state // what encoding/json would have copied
 	} else if m, ok := jsonread.Members(cp.Body, "state"); ok {
-		body.State = m[0]
-	} else if err := json.Unmarshal(cp.Body, &body); err != nil {
-		fail("replay-state", "checkpoint", "unreadable: %v", err)
+		stored = m[0]
+	} else {
+		var body struct {
+			State json.RawMessage `json:"state"`
+		}
+		if err := json.Unmarshal(cp.Body, &body); err != nil {
+			fail("replay-state", "checkpoint", "unreadable: %v", err)
+			return rep
+		}
+		stored = body.State
+	}
+	if canonical && bytes.Equal(stored, state) {
 		return rep
 	}
-	if canonical && bytes.Equal(body.State, state) {
-		return rep
-	}
-	recorded, err := cjson.Canonicalize(body.State)
+	recorded, err := cjson.Canonicalize(stored)
 	if err != nil {
 		fail("replay-state", "checkpoint", "state is not canonical: %v", err)
 		return rep

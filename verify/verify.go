@@ -538,7 +538,12 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 		byIntent[rc.IntentID] = rc
 	}
 	intentIDs := map[string]bool{}
-	rec.approvalRead = make([]approvalHint, len(ins))
+	if len(ins) <= len(rec.approvalBuf) {
+		rec.approvalRead = rec.approvalBuf[:len(ins):len(ins)]
+		clear(rec.approvalRead)
+	} else {
+		rec.approvalRead = make([]approvalHint, len(ins))
+	}
 	for i, in := range ins {
 		intentIDs[in.ID] = true
 		if !store.DigestMatches(in.Body, in.Digest) {
@@ -568,6 +573,9 @@ func checkEffects(ctx context.Context, rep *Report, rec *record) (int64, error) 
 			rep.fail("outbox", intentWhere(in.ID), "outbox %s but receipt present=%v", in.Outbox, hasReceipt)
 		case hasReceipt:
 			if checkReceipt(rep, intent, rc, ats, in.ID) {
+				if rec.hashed == nil {
+					rec.hashed = rec.hashedBuf[:0]
+				}
 				rec.hashed = append(rec.hashed, hashedBody{digest: rc.Digest, body: rc.Body})
 			}
 		}

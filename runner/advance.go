@@ -1001,8 +1001,11 @@ const idBatch = 16
 
 // id is eventID(runID, n).
 func (e *eventIDs) id(runID string, n int64) string {
-	i := uint64(n) - uint64(e.from) // n before from wraps past idBatch
-	if e.s == "" || e.run != runID || i >= idBatch {
+	// n before from wraps past idBatch, but for a batch spelled from
+	// near math.MaxInt64, which an n near math.MinInt64 wraps back into:
+	// n < from is asked first.
+	i := uint64(n) - uint64(e.from)
+	if e.s == "" || e.run != runID || n < e.from || i >= idBatch {
 		e.fill(runID, n)
 		i = 0
 	}

@@ -773,36 +773,9 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 		nb++
 	}
 	var more []logic.Fact
-	for _, c := range in.Choices {
-		if c.ProposalID != p.ProposalID {
-			continue
-		}
-		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
-		person := c.Actor.Kind == mrp.ActorHuman && slices.Contains(mrp.HumanRoles, c.Actor.Role) && slices.Contains(c.Actor.Capabilities, capName)
-		// The controller (a pure, replayable scorer, never a model) may
-		// choose only where the policy itself delegates the choice for
-		// this very ticket, and never in Degraded Safe Mode.
-		delegated := c.Actor.Kind == mrp.ActorSystem && c.Actor.Role == ControllerRole && !m.SafeMode &&
-			in.Policy.Policy.Delegates(t, joinFacts(base[:nb], more)...)
-		if !ValidID(c.Option) || (!person && !delegated) {
-			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s, nor a controller the policy delegates to", c.Option, c.Actor.ID, c.Actor.Kind, capName))
-			continue
-		}
-		more = append(more, ChosenFact(t.TicketID, c.Option))
-	}
 	resumedBy := ""
-	for _, r := range in.Resumed {
-		if r.ProposalID != p.ProposalID {
-			continue
-		}
-		capName, _ := mrp.RequiredCapability(mrp.Resume)
-		if r.Actor.Kind != mrp.ActorHuman || !slices.Contains(mrp.HumanRoles, r.Actor.Role) || !slices.Contains(r.Actor.Capabilities, capName) {
-			o.Audit = append(o.Audit, fmt.Sprintf("resumption by %q (%s): not a person holding %s", r.Actor.ID, r.Actor.Kind, capName))
-			continue
-		}
-		more = append(more, ResumedFact(t.TicketID))
-		resumedBy = r.Actor.ID
-		break
+	if len(in.Choices) > 0 || len(in.Resumed) > 0 {
+		more, resumedBy = deliberationFacts(o, in, p, m, t, base[:nb])
 	}
 	if rec == nil {
 		rec = new(decisionRecords)
@@ -898,28 +871,8 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 	// A valid exact-hash grant satisfies ASK_FIRST and stands for the
 	// person having seen the preview and confirmed the action.
 	var grant *PresentedApproval
-	if needApproval && res.Decision <= AskFirst && res.Move <= mrp.MoveAskFirst && res.Move != mrp.MoveOptions {
-		for k := range in.Approvals {
-			pa := in.Approvals[k]
-			if pa.Request.ProposalID != p.ProposalID {
-				continue
-			}
-			want := expectedRequest(a, *p, snap, t, spec, pa.Request)
-			if pa.Request != want {
-				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVAL_REQUEST_DRIFT: the request no longer matches the action", pa.Approval.ApprovalDigest))
-				continue
-			}
-			if r := revalidate(a, pa.Approval, pa.Approver, want, in.Ledger, in.Now); r != nil {
-				o.Audit = append(o.Audit, fmt.Sprintf("approval %s: %s at %s", pa.Approval.ApprovalDigest, r.Code, r.Path))
-			} else {
-				grant = &pa
-				u, _ := t.apply(TicketShowPreview)
-				u, _ = u.apply(TicketConfirm)
-				t = t.applied(a, u)
-				o.Ticket = t
-				break
-			}
-		}
+	if needApproval && res.Decision <= AskFirst && res.Move <= mrp.MoveAskFirst && res.Move != mrp.MoveOptions && len(in.Approvals) > 0 {
+		grant, t = grantFor(o, a, in, p, snap, t, spec)
 	}
 	trigger := mrp.TriggerFor(res.Move, res.HighestTier == 0 && res.Move == mrp.MoveRefuse)
 	if grant != nil && res.Move == mrp.MoveAskFirst {
@@ -962,15 +915,7 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return
 		}
-		ctx := newContext(a, in, *p, t, spec)
-		q := buildRequest(a, *p, snap, ctx)
-		o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
-		o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
-			"action_digest": ctx.ActionDigest, "risk_classification": risk,
-			"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
-			"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
-			"policy_digest": in.Policy.Policy.Digest,
-		}, requestPayloadNames)
+		requestApproval(o, a, in, i, p, t, snap, spec, seq, risk)
 		return
 	}
 	if !m.Admits(rec.view) {
@@ -1019,6 +964,92 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 		o.ControlEvent = &r.event
 		return
 	}
+	grantedEvent(o, a, in, i, seq, &snap, intent, grant, event)
+}
+
+// deliberationFacts returns the facts the proposal's choices and
+// resumptions add, and who resumed it, auditing in o those that may not.
+// Apart from decideOne: most decisions have neither.
+func deliberationFacts(o *Outcome, in *Input, p *protocol.EffectProposal, m *mrp.Machine, t Ticket, base []logic.Fact) (more []logic.Fact, resumedBy string) {
+	for _, c := range in.Choices {
+		if c.ProposalID != p.ProposalID {
+			continue
+		}
+		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
+		person := c.Actor.Kind == mrp.ActorHuman && slices.Contains(mrp.HumanRoles, c.Actor.Role) && slices.Contains(c.Actor.Capabilities, capName)
+		// The controller (a pure, replayable scorer, never a model) may
+		// choose only where the policy itself delegates the choice for
+		// this very ticket, and never in Degraded Safe Mode.
+		delegated := c.Actor.Kind == mrp.ActorSystem && c.Actor.Role == ControllerRole && !m.SafeMode &&
+			in.Policy.Policy.Delegates(t, joinFacts(base, more)...)
+		if !ValidID(c.Option) || (!person && !delegated) {
+			o.Audit = append(o.Audit, fmt.Sprintf("choice %q by %q (%s): not a person holding %s, nor a controller the policy delegates to", c.Option, c.Actor.ID, c.Actor.Kind, capName))
+			continue
+		}
+		more = append(more, ChosenFact(t.TicketID, c.Option))
+	}
+	for _, r := range in.Resumed {
+		if r.ProposalID != p.ProposalID {
+			continue
+		}
+		capName, _ := mrp.RequiredCapability(mrp.Resume)
+		if r.Actor.Kind != mrp.ActorHuman || !slices.Contains(mrp.HumanRoles, r.Actor.Role) || !slices.Contains(r.Actor.Capabilities, capName) {
+			o.Audit = append(o.Audit, fmt.Sprintf("resumption by %q (%s): not a person holding %s", r.Actor.ID, r.Actor.Kind, capName))
+			continue
+		}
+		more = append(more, ResumedFact(t.TicketID))
+		resumedBy = r.Actor.ID
+		break
+	}
+	return more, resumedBy
+}
+
+// grantFor returns the first of the proposal's presented approvals that
+// is still valid, and the ticket it confirms (t when none), auditing in o
+// those that are not. Apart from decideOne: most decisions present none.
+func grantFor(o *Outcome, a *strArena, in *Input, p *protocol.EffectProposal, snap AuthoritySnapshot, t Ticket, spec ActionSpec) (*PresentedApproval, Ticket) {
+	for k := range in.Approvals {
+		pa := in.Approvals[k]
+		if pa.Request.ProposalID != p.ProposalID {
+			continue
+		}
+		want := expectedRequest(a, *p, snap, t, spec, pa.Request)
+		if pa.Request != want {
+			o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVAL_REQUEST_DRIFT: the request no longer matches the action", pa.Approval.ApprovalDigest))
+			continue
+		}
+		if r := revalidate(a, pa.Approval, pa.Approver, want, in.Ledger, in.Now); r != nil {
+			o.Audit = append(o.Audit, fmt.Sprintf("approval %s: %s at %s", pa.Approval.ApprovalDigest, r.Code, r.Path))
+		} else {
+			u, _ := t.apply(TicketShowPreview)
+			u, _ = u.apply(TicketConfirm)
+			t = t.applied(a, u)
+			o.Ticket = t
+			return &pa, t
+		}
+	}
+	return nil, t
+}
+
+// requestApproval writes in o the approval request a decision that must
+// ask first makes, and its control event. Apart from decideOne: most
+// decisions request none.
+func requestApproval(o *Outcome, a *strArena, in *Input, i int, p *protocol.EffectProposal, t Ticket, snap AuthoritySnapshot, spec ActionSpec, seq int64, risk string) {
+	ctx := newContext(a, in, *p, t, spec)
+	q := buildRequest(a, *p, snap, ctx)
+	o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
+	o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
+		"action_digest": ctx.ActionDigest, "risk_classification": risk,
+		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
+		"approval_context_digest": ctx.ContextDigest, "approval_request_digest": q.RequestDigest,
+		"policy_digest": in.Policy.Policy.Digest,
+	}, requestPayloadNames)
+}
+
+// grantedEvent writes in o the control event of an intent authorized by
+// an exact-hash approval. Apart from decideOne: most intents need none.
+func grantedEvent(o *Outcome, a *strArena, in *Input, i int, seq int64, snap *AuthoritySnapshot, intent *protocol.EffectIntent, grant *PresentedApproval, event string) {
+	approvalDigest := &grant.Approval.ApprovalDigest
 	evidence := map[string]string{
 		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,
 		"intent_id": intent.IntentID, "policy_digest": in.Policy.Policy.Digest,
@@ -1026,7 +1057,6 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 		"approval_request_digest": grant.Request.RequestDigest, "approval_context_digest": grant.Request.ContextDigest,
 	}
 	o.ControlEvent = controlEvent(a, event, inputDigest(a, in, i, seq), evidence, grantedPayloadNames)
-	return
 }
 
 // The member names of the three payloads decideOne builds, command digest

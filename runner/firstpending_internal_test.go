@@ -11,18 +11,23 @@ import (
 )
 
 // pendingList is what the pass looked up before firstPending: every
-// unconsumed entry of the kind, in the inbox's order.
+// unconsumed entry of the kind, in the inbox's order. It is written
+// independently of firstPending's scan: the consumed ids as a set, the
+// inbox filtered by kind and then by that set.
 func pendingList(t *tick, kind string) []store.Inbound {
-	var out []store.Inbound
+	consumed := make(map[string]bool, len(t.pending.Consume))
+	for _, id := range t.pending.Consume {
+		consumed[id] = true
+	}
+	var ofKind []store.Inbound
 	for _, in := range t.inbox {
-		if in.Kind != kind {
-			continue
+		if in.Kind == kind {
+			ofKind = append(ofKind, in)
 		}
-		consumed := false
-		for _, id := range t.pending.Consume {
-			consumed = consumed || id == in.ID
-		}
-		if !consumed {
+	}
+	var out []store.Inbound
+	for _, in := range ofKind {
+		if !consumed[in.ID] {
 			out = append(out, in)
 		}
 	}

@@ -38,13 +38,6 @@ VALUES ('ir', 'r', 1, 'e', 'kr', 'c', '\x00', 'd', 1, 0), ('iq', 'q', 1, 'e', 'k
 		_, err := s.pool.Exec(ctx, q)
 		must(t, err)
 	}
-	outcome := func(sql string) string {
-		_, err := s.pool.Exec(ctx, "BEGIN; "+sql+"; ROLLBACK")
-		if err != nil {
-			s.pool.Exec(ctx, "ROLLBACK")
-		}
-		return pgCode(err)
-	}
 	seen := map[string]int{}
 	for _, run := range []string{"'r'", "'q'", "'gone'", "NULL"} {
 		for _, intent := range []string{"'ir'", "'iq'", "'nope'", "NULL"} {
@@ -56,7 +49,7 @@ VALUES ('ir', 'r', 1, 'e', 'kr', 'c', '\x00', 'd', 1, 0), ('iq', 'q', 1, 'e', 'k
 				{"receipts", fmt.Sprintf(`(intent_id, run_id, outcome, body, digest, generation, recorded_at) VALUES (%s, %s, 'o', '\x00', 'd', 1, 0)`, intent, run)},
 				{"attempts", fmt.Sprintf(`(intent_id, n, status, generation, started_at) VALUES (%s, 1, 'started', 1, 0)`, intent)},
 			} {
-				was, is := outcome("INSERT INTO keyed_"+w.table+" "+w.rest), outcome("INSERT INTO "+w.table+" "+w.rest)
+				was, is := rolledBackCode(s, "INSERT INTO keyed_"+w.table+" "+w.rest), rolledBackCode(s, "INSERT INTO "+w.table+" "+w.rest)
 				if was != is {
 					t.Errorf("%s %s: the key %q, the trigger %q", w.table, w.rest, was, is)
 				}

@@ -93,26 +93,19 @@ func TestEventRunCheckRefusesWhatTheKeyRefused(t *testing.T) {
 	}
 	_, err := s.pool.Exec(ctx, `CREATE TABLE keyed_events (LIKE events INCLUDING DEFAULTS, PRIMARY KEY (run_id, seq), FOREIGN KEY (run_id) REFERENCES runs(run_id))`)
 	must(t, err)
-	outcome := func(sql string) string {
-		_, err := s.pool.Exec(ctx, "BEGIN; "+sql+"; ROLLBACK")
-		if err != nil {
-			s.pool.Exec(ctx, "ROLLBACK")
-		}
-		return pgCode(err)
-	}
 	refused := map[bool]int{}
 	rapid.Check(t, func(rt *rapid.T) {
 		runs := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "c", "x", "y"}), 0, 8).Draw(rt, "runs")
 		if len(runs) == 0 {
 			// An empty insert: INSERT ... SELECT of no rows.
 			for _, table := range []string{"keyed_events", "events"} {
-				if code := outcome(`INSERT INTO ` + table + ` SELECT * FROM events WHERE false`); code != "" {
+				if code := rolledBackCode(s, `INSERT INTO `+table+` SELECT * FROM events WHERE false`); code != "" {
 					rt.Fatalf("empty insert into %s refused with %s", table, code)
 				}
 			}
 			return
 		}
-		was, is := outcome(eventInsert("keyed_events", runs, 1)), outcome(eventInsert("events", runs, 1))
+		was, is := rolledBackCode(s, eventInsert("keyed_events", runs, 1)), rolledBackCode(s, eventInsert("events", runs, 1))
 		if was != is || (is != "" && is != pgForeignKeyViolation) {
 			rt.Fatalf("%v: the key %q, the trigger %q", runs, was, is)
 		}
@@ -167,4 +160,14 @@ func TestRunsKept(t *testing.T) {
 	if _, err := s.Run(ctx, "bare"); err != nil {
 		t.Fatalf("bare run: %v", err)
 	}
+}
+
+// rolledBackCode runs sql in a transaction it rolls back and returns the
+// SQLSTATE it failed with, or "" when it succeeded.
+func rolledBackCode(s *Store, sql string) string {
+	_, err := s.pool.Exec(ctx, "BEGIN; "+sql+"; ROLLBACK")
+	if err != nil {
+		s.pool.Exec(ctx, "ROLLBACK")
+	}
+	return pgCode(err)
 }

@@ -161,11 +161,7 @@ func TestHardBlocksWinOutright(t *testing.T) {
 // stable sort of the signals by signalKey.
 func TestResolveOrderMatchesSignalKeySort(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(0, 8).Draw(rt, "n")
-		var sigs []Signal
-		for i := 0; i < n; i++ {
-			sigs = append(sigs, drawSignal(rt, fmt.Sprint(i)))
-		}
+		sigs := drawSignals(rt, 8)
 		want := append([]Signal(nil), sigs...)
 		sort.SliceStable(want, func(i, j int) bool { return signalKey(want[i]) < signalKey(want[j]) })
 		res, err := Resolve(sigs)
@@ -185,11 +181,7 @@ func TestResolveOrderMatchesSignalKeySort(t *testing.T) {
 // that both ways are taken.
 func TestResolveSharedIsResolve(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		n := rapid.IntRange(0, 6).Draw(rt, "n")
-		var sigs []Signal
-		for i := 0; i < n; i++ {
-			sigs = append(sigs, drawSignal(rt, fmt.Sprint(i)))
-		}
+		sigs := drawSignals(rt, 6)
 		if rapid.Bool().Draw(rt, "sorted") {
 			sort.SliceStable(sigs, func(i, j int) bool { return signalKey(sigs[i]) < signalKey(sigs[j]) })
 		}
@@ -205,7 +197,7 @@ func TestResolveSharedIsResolve(t *testing.T) {
 		if !reflect.DeepEqual(sigs, given) {
 			rt.Fatalf("the signals were written: %v, were %v", sigs, given)
 		}
-		if err1 != nil || n == 0 {
+		if err1 != nil || len(sigs) == 0 {
 			return
 		}
 		inOrder := sort.SliceIsSorted(given, func(i, j int) bool { return signalKey(given[i]) < signalKey(given[j]) })
@@ -216,4 +208,14 @@ func TestResolveSharedIsResolve(t *testing.T) {
 			rt.Fatalf("a shared list has room past its end")
 		}
 	})
+}
+
+// drawSignals draws up to most signals, each labelled by its position.
+func drawSignals(rt *rapid.T, most int) []Signal {
+	n := rapid.IntRange(0, most).Draw(rt, "n")
+	var sigs []Signal
+	for i := 0; i < n; i++ {
+		sigs = append(sigs, drawSignal(rt, fmt.Sprint(i)))
+	}
+	return sigs
 }

@@ -3,6 +3,9 @@ package verify
 import (
 	"reflect"
 	"testing"
+
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 )
 
 // Check verifies and replays from one read, and replay recognizes a
@@ -27,14 +30,7 @@ func TestCheckFindsATamperedReceiptInput(t *testing.T) {
 	var jobs []Job
 	var want []Checked
 	for _, id := range ids {
-		rep, err := Run(ctx, st, nil, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp, err := Replay(ctx, st, wf, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep, rp := runAndReplay(t, st, wf, id)
 		crep, crp, err := Check(ctx, st, nil, wf, id)
 		if err != nil {
 			t.Fatal(err)
@@ -79,4 +75,19 @@ func TestCheckFindsATamperedReceiptInput(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runAndReplay verifies and replays one run apart, as Check does both,
+// failing the test on an error of either.
+func runAndReplay(t *testing.T, st store.Store, wf runner.Workflow, id string) (*Report, *ReplayReport) {
+	t.Helper()
+	rep, err := Run(ctx, st, nil, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := Replay(ctx, st, wf, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, rp
 }

@@ -34,14 +34,7 @@ func TestCheckHoldsAFewIntentsInTheRecord(t *testing.T) {
 		if rec.scanned != &rec.scannedBuf || !rec.scanned.read {
 			t.Errorf("%s: the checkpoint's members are not held in the record", id)
 		}
-		rep, err := Run(ctx, st, nil, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rp, err := Replay(ctx, st, wf, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep, rp := runAndReplay(t, st, wf, id)
 		if !reflect.DeepEqual(crep, rep) || !reflect.DeepEqual(crp, rp) {
 			t.Fatalf("%s: Check reported %+v %+v; Run and Replay %+v %+v", id, crep, crp, rep, rp)
 		}

@@ -230,9 +230,9 @@ func contestable(s Signal) bool {
 }
 
 // sortSignals returns signals in the matrix's order (a stable sort by
-// signalKey): appended to room, or, when share is set and they are in that
+// signalKey): a sorted copy, or, when share is set and they are in that
 // order already, signals itself capped at its length. No signals are nil.
-func sortSignals(room, signals []Signal, share bool) []Signal {
+func sortSignals(signals []Signal, share bool) []Signal {
 	n := len(signals)
 	if n == 0 {
 		return nil
@@ -254,7 +254,7 @@ func sortSignals(room, signals []Signal, share bool) []Signal {
 			return signals[:n:n]
 		}
 	}
-	sorted := append(room[:0], signals...)
+	sorted := slices.Clone(signals)
 	for k, i := range idx {
 		sorted[k] = signals[i]
 	}
@@ -271,29 +271,23 @@ func signalKey(s Signal) string {
 // conservative decision and are logged as ties; lower tiers may make the
 // move more conservative but never less. The result does not depend on the
 // order of the signals.
-func Resolve(signals []Signal) (Resolution, error) { return resolveInto(nil, signals) }
-
-// resolveInto is Resolve with its sorted copy of the signals appended to
-// room (nil, or an empty slice with room for them). No signals are nil.
-func resolveInto(room []Signal, signals []Signal) (Resolution, error) {
-	return resolveIn(room, signals, false)
-}
+func Resolve(signals []Signal) (Resolution, error) { return resolve(signals, false) }
 
 // resolveShared is Resolve for signals the caller owns and never writes
 // again: when they are already in the matrix's order (one signal always
 // is) the resolution's sorted list is signals itself, capped at its
 // length, rather than a copy; otherwise it is a new sorted copy.
 func resolveShared(signals []Signal) (Resolution, error) {
-	return resolveIn(nil, signals, true)
+	return resolve(signals, true)
 }
 
-func resolveIn(room []Signal, signals []Signal, share bool) (Resolution, error) {
+func resolve(signals []Signal, share bool) (Resolution, error) {
 	for i, s := range signals {
 		if err := validSignal(s); err != nil {
 			return Resolution{}, &MatrixError{i, err.Error()}
 		}
 	}
-	sorted := sortSignals(room, signals, share)
+	sorted := sortSignals(signals, share)
 	res := Resolution{HighestTier: -1, Signals: sorted, Options: []string{}, Ties: []Tie{}, Constraints: []Constraint{}}
 	if len(sorted) == 0 {
 		res.Move = mrp.MoveProceed

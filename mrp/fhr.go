@@ -75,7 +75,7 @@ func (f FHR) SealIn(sb *strings.Builder) (FHR, error) {
 	p := sealBufs.Get().(*[]byte)
 	w := fhrWriter{Members: cjson.Members{B: (*p)[:0]}}
 	w.fhr(f)
-	err, sum := w.Err, sealSum(w.B, fhrMidstates[:])
+	err, sum := w.Err, sealSum(w.B, w.openEnd, fhrMidstates[:])
 	if cap(w.B) <= 64<<10 { // an outsized buffer is left to the collector
 		*p = w.B[:0]
 		sealBufs.Put(p)
@@ -125,7 +125,7 @@ func (f FHR) SealAppendIn(b []byte, sb *strings.Builder) (sealed FHR, out []byte
 	if w.Err != nil {
 		return FHR{}, b[:n], false, w.Err
 	}
-	sum := sealSum(w.B[n:], fhrMidstates[:])
+	sum := sealSum(w.B[n:], w.openEnd-n, fhrMidstates[:])
 	var d [1 + 7 + 2*sha256.Size + 1]byte
 	d[0], d[len(d)-1] = '"', '"'
 	copy(d[1:], "sha256:")
@@ -199,6 +199,10 @@ type fhrWriter struct {
 	strict bool
 	// digestAt is where the fhr_digest member's value begins.
 	digestAt int
+	// openEnd is where the record's opening ends (see fhrOpenings): the
+	// previous digest's value when there is one, else the first
+	// resolution's ticket id; 0 for a record with neither.
+	openEnd int
 }
 
 // set makes b, appended to from w.B, the buffer: when nothing grew only
@@ -293,6 +297,9 @@ func (w *fhrWriter) fhr(f FHR) {
 	w.lit(`,"kind":`)
 	w.str(f.Kind, "kind")
 	w.lit(`,"prev_fhr_digest":`)
+	if f.Prev != "" {
+		w.openEnd = len(w.B) + 1 // after the opening quote
+	}
 	w.str(f.Prev, "prev_fhr_digest")
 	w.lit(`,"resolutions":`)
 	w.listVal(len(f.Resolutions), f.Resolutions == nil, func(i int) {
@@ -314,6 +321,9 @@ func (w *fhrWriter) fhr(f FHR) {
 		w.lit(`,"outcome":`)
 		w.str(r.Outcome, "outcome")
 		w.lit(`,"ticket":`)
+		if w.openEnd == 0 {
+			w.openEnd = len(w.B) + 1 // after the opening quote
+		}
 		w.str(r.Ticket, "ticket")
 		w.lit(`,"ties":`)
 		w.int(int64(r.Ties))

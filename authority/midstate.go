@@ -77,3 +77,10 @@ func verdictMidstate(risk string) *cjson.Midstate {
 // cjson.Prefix's kept blocks are (decision 0511), and not a member of the
 // policy or the capability, which a decision must leave as it found them.
 var snapshotOpenings cjson.Openings
+
+// actionOpenings keeps the midstates of action digests' openings: an
+// action and its destination, the same for every decision of one action
+// (one block of about four for the usual names). Process-wide, as
+// snapshotOpenings is, and apart from it, so that neither evicts the
+// other's openings.
+var actionOpenings cjson.Openings

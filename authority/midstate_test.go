@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/cjson"
+	"pgregory.net/rapid"
 )
 
 // Every midstate is the state after its own prefix: hashing the prefix
@@ -59,4 +60,37 @@ func BenchmarkSum256Resumed(b *testing.B) {
 func BenchmarkSum256OneBlockWhole(b *testing.B) { benchSum256(b, benchInput, inputMidstates[1], false) }
 func BenchmarkSum256OneBlockResumed(b *testing.B) {
 	benchSum256(b, benchInput, inputMidstates[1], true)
+}
+
+// Action digests continued from learnt openings (actionOpenings) are the
+// digests of their whole preimages, as cjson writes them: over actions
+// and destinations that repeat, so that openings are learnt, used and
+// evicted, names long enough for two blocks among them, and parameters
+// that differ.
+func TestActionDigestFromLearntOpenings(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := baseSpec()
+		s.Action = rapid.SampledFrom([]string{"refund.pay", "refund.void", "invoice." + strings.Repeat("long", 20)}).Draw(rt, "action")
+		s.Destination = rapid.SampledFrom([]string{"dest:payments", "dest:ledger", "dest:" + strings.Repeat("x", 40)}).Draw(rt, "destination")
+		s.Parameters = map[string]any{
+			"amount": rapid.Int64().Draw(rt, "amount"),
+			"payee":  rapid.StringMatching(`[a-z]{0,8}`).Draw(rt, "payee"),
+		}
+		tk, err := DraftTicket(s)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		want, _ := cjson.DigestOf(map[string]any{
+			"kind": "ActionTicketActionPreimage", "ticket_version": TicketVersion,
+			"action": tk.Action, "destination": tk.Destination, "scope": tk.Scope, "parameters": tk.Parameters,
+		})
+		for range 2 {
+			if got := tk.computeActionDigest(nil); got != want {
+				rt.Fatalf("action digest %s, cjson %s", got, want)
+			}
+			if got := tk.computeActionDigestKeyed(nil, sortedKeys(tk.Parameters)); got != want {
+				rt.Fatalf("keyed action digest %s, cjson %s", got, want)
+			}
+		}
+	})
 }

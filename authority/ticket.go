@@ -414,6 +414,7 @@ func (t Ticket) computeActionDigest(a *strArena) string { return t.computeAction
 // sorted names given (nil: sorted here).
 func (t Ticket) computeActionDigestKeyed(a *strArena, keys []string) string {
 	w := a.writer(512)
+	w.cache = &actionOpenings
 	w.actionPreimageKeyed(t, nil, keys)
 	if w.err != nil {
 		// Parameters outside the strict value model (say an int from a Go
@@ -442,6 +443,9 @@ func (w *canonWriter) actionPreimageKeyed(t Ticket, params []byte, keys []string
 	w.lit(`,"destination":`)
 	w.val(t.Destination)
 	w.lit(`,"kind":"ActionTicketActionPreimage","parameters":`)
+	// The opening, what the decisions of one action at one destination
+	// have in common, ends before the parameters.
+	w.opening = len(w.b)
 	if params != nil {
 		w.lit(string(params))
 	} else if keys != nil {

@@ -277,32 +277,7 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendKey(b, "dataflow_version", true)
 		b = appendString(b, df)
 		b = appendKey(b, "deltas", false)
-		b = append(b, '[')
-		byCanon := func(a, b *ValueDelta) int { return compareDeltaCanon(a, b) }
-		if slices.IsSortedFunc(x.Deltas, func(a, b ValueDelta) int { return byCanon(&a, &b) }) {
-			// Already in canonical order, as a set written out before
-			// usually is: nothing to sort or copy.
-			for i := range x.Deltas {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = x.Deltas[i].appendCanonical(b)
-			}
-		} else {
-			// Sort pointers, not the deltas themselves.
-			ds := make([]*ValueDelta, len(x.Deltas))
-			for i := range x.Deltas {
-				ds[i] = &x.Deltas[i]
-			}
-			slices.SortFunc(ds, byCanon)
-			for i, d := range ds {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = d.appendCanonical(b)
-			}
-		}
-		b = append(b, ']')
+		b = appendDeltas(b, x.Deltas)
 	case AdvanceFrontier:
 		b = appendKey(b, "dataflow_version", true)
 		b = appendString(b, df)
@@ -327,6 +302,38 @@ func appendCommand(b []byte, c Command) []byte {
 		b = appendString(b, x.SourceID)
 	}
 	return append(b, '}')
+}
+
+// appendDeltas appends a command's deltas as a list in canonical
+// (digest-sorted) order.
+func appendDeltas(b []byte, deltas []ValueDelta) []byte {
+	b = append(b, '[')
+	byCanon := func(a, b *ValueDelta) int { return compareDeltaCanon(a, b) }
+	if slices.IsSortedFunc(deltas, func(a, b ValueDelta) int { return byCanon(&a, &b) }) {
+		// Already in canonical order, as a set written out before
+		// usually is: nothing to sort or copy.
+		for i := range deltas {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = deltas[i].appendCanonical(b)
+		}
+	} else {
+		// Sort pointers, not the deltas themselves.
+		ds := make([]*ValueDelta, len(deltas))
+		for i := range deltas {
+			ds[i] = &deltas[i]
+		}
+		slices.SortFunc(ds, byCanon)
+		for i, d := range ds {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = d.appendCanonical(b)
+		}
+	}
+	b = append(b, ']')
+	return b
 }
 
 // compareDeltaCanon orders deltas by canonical bytes. Every canonical
@@ -371,19 +378,46 @@ func AppendCommand(b []byte, c Command) []byte {
 	return appendCommand(b, c)
 }
 
+// AppendDeltaBatch is AppendCommand(b, *c): the same bytes, for a caller
+// that holds the command by pointer, so that it is not copied into a
+// Command to be written.
+func AppendDeltaBatch(b []byte, c *ApplyDeltaBatch) []byte {
+	if n := deltaBatchSize(c.Deltas); cap(b)-len(b) < n {
+		b = append(make([]byte, 0, len(b)+n), b...)
+	}
+	b = append(b, '{')
+	b = appendKey(b, "dataflow_version", true)
+	b = appendString(b, c.DataflowVersion)
+	b = appendKey(b, "deltas", false)
+	b = appendDeltas(b, c.Deltas)
+	b = appendKey(b, "kind", false)
+	b = appendString(b, ApplyDeltaBatch{}.commandKind())
+	b = appendKey(b, "profile_digest", false)
+	b = appendString(b, c.ProfileDigest)
+	b = appendKey(b, "schema_version", false)
+	b = appendString(b, CommandSchema)
+	return append(b, '}')
+}
+
 // commandSize is an upper estimate of a command's wire length, so that the
 // buffer it is written to is allocated once: a delta's members other than
 // its value take under 400 bytes for identifiers and versions of ordinary
 // length.
 func commandSize(c Command) int {
-	n := 384
 	if x, ok := c.(ApplyDeltaBatch); ok {
-		for i := range x.Deltas {
-			d := &x.Deltas[i]
-			n += 400 + len(d.sourceID) + len(d.dataflow)
-			if d.value.sealed() {
-				n += len(d.value.canon)
-			}
+		return deltaBatchSize(x.Deltas)
+	}
+	return 384
+}
+
+// deltaBatchSize is commandSize for an ApplyDeltaBatch of these deltas.
+func deltaBatchSize(deltas []ValueDelta) int {
+	n := 384
+	for i := range deltas {
+		d := &deltas[i]
+		n += 400 + len(d.sourceID) + len(d.dataflow)
+		if d.value.sealed() {
+			n += len(d.value.canon)
 		}
 	}
 	return n

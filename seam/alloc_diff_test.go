@@ -93,7 +93,7 @@ func TestNormalizeValueIsCopyingNormalize(t *testing.T) {
 			return // a malformed proposal never reaches normalizeValue
 		}
 		frBefore, reqsBefore := slices.Clone(fr), slices.Clone(reqs)
-		got, want := normalizeValue(&q, v), normalizeValueCopy(&q, v)
+		got, want := normalizeValue(&q, v, nil), normalizeValueCopy(&q, v)
 		if got.digest != want.digest || got.proposalID != want.proposalID || !slices.Equal(got.reqs, want.reqs) ||
 			!slices.Equal(got.frontier, want.frontier) || !slices.EqualFunc(got.reqCanon, want.reqCanon, bytes.Equal) ||
 			!bytes.Equal(got.appendCanonical(nil), want.appendCanonical(nil)) {

@@ -9,7 +9,7 @@ func (p *Projection) appendCommand(b []byte) []byte {
 	if p.Command == nil {
 		return append(b, "null"...)
 	}
-	return frontier.AppendCommand(b, *p.Command)
+	return frontier.AppendDeltaBatch(b, p.Command)
 }
 
 func (p *Projection) appendVerdicts(b []byte) []byte {

@@ -104,15 +104,19 @@ func normalizeQuery(q *Query) (*parsedQuery, *Rejection) {
 	if rej != nil {
 		return nil, reject(CodeMalformedQueryBatch, "/proposal"+rej.Path)
 	}
-	return normalizeValue(q, v), nil
+	return normalizeValue(q, v, nil), nil
 }
 
 // normalizeValue is normalizeQuery with the query's proposal value already
-// built.
-func normalizeValue(q *Query, v frontier.Value) *parsedQuery {
+// built, written into pq (nil: a parsedQuery of its own), which must be
+// the zero parsedQuery.
+func normalizeValue(q *Query, v frontier.Value, pq *parsedQuery) *parsedQuery {
 	p, _ := v.SharedProposal() // read only
 	src := q.FactRequirements
-	pq := &parsedQuery{proposal: v, proposalID: p.ProposalID}
+	if pq == nil {
+		pq = new(parsedQuery)
+	}
+	pq.proposal, pq.proposalID = v, p.ProposalID
 	// Every requirement's canonical form is written into one buffer
 	// sized for all of them; each keeps its own capacity, so none grows
 	// into the next.
@@ -211,6 +215,17 @@ type projector struct {
 	spanBuf [4][2]int
 	rowBuf  [4][]byte
 	supBuf  [8]string
+	// A batch of one query, as a workflow tick projects, keeps its
+	// parsed query, its list and the materialization's facts (up to
+	// two) here, and the first evidence rows' bytes.
+	oneQuery parsedQuery
+	queryBuf [1]*parsedQuery
+	factBuf  [2]fact
+	arenaBuf [arenaBufSize]byte
+	lt       int64 // the logical time the trusted digests point to
+	// plain: nothing is kept in the rooms above; every list is made on
+	// its own, as the tests' reference.
+	plain bool
 
 	// sealing: the batch's declared digests are not checked but derived,
 	// as QueryBatch.Sealed would fill them in (SealAndProject).
@@ -309,8 +324,8 @@ func projectWith(s *projector, q *QueryBatch, trusted *Rejection) (*Projection, 
 	if rej := s.checkMaterialization(); rej != nil {
 		return nil, rej
 	}
-	lt := l.LogicalTime
-	trusted.LogicalTime, trusted.LFixpointDigest = &lt, l.FixpointDigest
+	s.lt = l.LogicalTime
+	trusted.LogicalTime, trusted.LFixpointDigest = &s.lt, l.FixpointDigest
 	if r.Digest() == "" {
 		return nil, reject(CodeMalformedRProfile, "/r_profile")
 	}
@@ -362,7 +377,12 @@ func (s *projector) checkMaterialization() *Rejection {
 		}
 		s.declared.add(a.canon)
 	}
-	all := make([]fact, len(l.Facts)) // the facts in one allocation
+	var all []fact // the facts in one allocation, or in the projector
+	if len(l.Facts) <= len(s.factBuf) && !s.plain {
+		all = s.factBuf[:len(l.Facts):len(l.Facts)]
+	} else {
+		all = make([]fact, len(l.Facts))
+	}
 	s.all = all
 	for i, f := range l.Facts {
 		// The path is written only for a rejection.
@@ -483,7 +503,15 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 // diagnostic order, requirements are also visited in diagnostic order.
 func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Rejection) {
 	seen := make(map[string]bool, len(qs))
-	out := make([]*parsedQuery, 0, len(qs))
+	// A batch of one query, checked once in the order given, keeps its
+	// list and its parsed query in the projector.
+	var out []*parsedQuery
+	var into *parsedQuery
+	if len(qs) == 1 && order == nil && !s.plain {
+		out, into = s.queryBuf[:0], &s.oneQuery
+	} else {
+		out = make([]*parsedQuery, 0, len(qs))
+	}
 	for pos := range qs {
 		i := pos
 		if order != nil {
@@ -491,7 +519,7 @@ func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Reje
 		}
 		// The query's path, written only for a rejection.
 		qpath := func() string { return "/query_batch/queries/" + strconv.Itoa(pos) }
-		pq, rej := s.checkQuery(&qs[i], qpath, seen, order != nil)
+		pq, rej := s.checkQuery(&qs[i], qpath, seen, order != nil, into)
 		if rej != nil {
 			return nil, rej
 		}
@@ -500,7 +528,9 @@ func (s *projector) checkQueries(qs []Query, order []int) ([]*parsedQuery, *Reje
 	return out, nil
 }
 
-func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bool, diagnostic bool) (*parsedQuery, *Rejection) {
+// A query that passes is written into into (nil: a parsedQuery of its
+// own).
+func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bool, diagnostic bool, into *parsedQuery) (*parsedQuery, *Rejection) {
 	v, rej := frontier.NewProposalValue(q.Proposal)
 	if rej != nil {
 		return nil, reject(CodeMalformedQueryBatch, qpath()+"/proposal"+rej.Path)
@@ -581,7 +611,7 @@ func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bo
 			return nil, reject(CodePreconditionBindingMismatch, qpath()).invariant("exact_precondition_partition", id)
 		}
 	}
-	pq := normalizeValue(q, v)
+	pq := normalizeValue(q, v, into)
 	if !s.sealing && q.QueryDigest != pq.digest {
 		r := reject(CodeDigestMismatch, qpath()+"/query_digest").expect(pq.digest, q.QueryDigest)
 		r.Context.ProposalID = id
@@ -684,6 +714,9 @@ type atomIndex struct {
 
 const atomIndexScan = 8
 
+// arenaBufSize is the evidence arena a projector holds: two rows'.
+const arenaBufSize = 1024
+
 // find returns the position canon was added at, or -1.
 func (x *atomIndex) find(canon string) int {
 	if x.m != nil {
@@ -726,7 +759,11 @@ func (x *atomIndex) add(canon string) {
 func (s *projector) evaluate(pq *parsedQuery) (frontier.Value, *Rejection) {
 	if s.arena == nil {
 		// One evidence row is some 300 bytes plus its ids and literal.
-		s.arena = make([]byte, 0, 512*len(pq.reqs))
+		if n := 512 * len(pq.reqs); n <= len(s.arenaBuf) && !s.plain {
+			s.arena = s.arenaBuf[:0]
+		} else {
+			s.arena = make([]byte, 0, n)
+		}
 		s.spans, s.rows, s.supports = s.spanBuf[:0], s.rowBuf[:0], s.supBuf[:0]
 	}
 	s.arena, s.spans = s.arena[:0], s.spans[:0]

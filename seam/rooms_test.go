@@ -1,0 +1,111 @@
+package seam
+
+import (
+	"fmt"
+	"testing"
+
+	"flrh.dev/flrh/frontier"
+	"flrh.dev/flrh/internal/racebuild"
+	"pgregory.net/rapid"
+)
+
+// projectPlain is Project with the projector's rooms unused: every list
+// made on its own.
+func projectPlain(l Materialization, r frontier.Profile, b BindingProfile, q QueryBatch) (*Projection, *Rejection) {
+	var trusted Rejection
+	out, rej := projectWith(&projector{l: &l, r: &r, b: &b, plain: true}, &q, &trusted)
+	if rej != nil {
+		if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
+			rej.LogicalTime = trusted.LogicalTime
+			rej.LFixpointDigest = trusted.LFixpointDigest
+			rej.RProfileDigest = trusted.RProfileDigest
+			rej.BindingProfileDigest = trusted.BindingProfileDigest
+			rej.QueryBatchDigest = trusted.QueryBatchDigest
+		}
+		return nil, rej
+	}
+	return out, nil
+}
+
+// A projection that keeps a batch of one query, the facts of a small
+// materialization and the evidence rows in the projector's rooms answers
+// as one that makes every list on its own: drawn materializations of none
+// to four facts in any order (the room holds two), batches of one query
+// (the room's) or two, requirements on atoms with and without a fact
+// state, projected once (SealAndProjectVerified) and again through the
+// same projector's rooms after a rejection.
+func TestProjectorRoomsArePlain(t *testing.T) {
+	r, b := lrRProfile(t), lrBinding().Sealed()
+	vb, ok := VerifyBinding(b)
+	if !ok {
+		t.Fatal("binding profile does not verify")
+	}
+	subjects := []string{"true_only", "false_only", "both", "neither"}
+	rapid.Check(t, func(rt *rapid.T) {
+		four := truthFour(rt)
+		l := four
+		l.Facts = nil
+		for _, i := range rapid.Permutation([]int{0, 1, 2, 3}).Draw(rt, "facts order")[:rapid.IntRange(0, 4).Draw(rt, "facts")] {
+			l.Facts = append(l.Facts, four.Facts[i])
+		}
+		if rapid.Bool().Draw(rt, "only the facts' atoms declared") {
+			l.QueryAtoms = nil
+			for _, f := range l.Facts {
+				l.QueryAtoms = append(l.QueryAtoms, f.Atom)
+			}
+		}
+		var qs []Query
+		for i, n := 0, rapid.IntRange(1, 2).Draw(rt, "queries"); i < n; i++ {
+			var reqs []FactRequirement
+			var pre []string
+			for j, k := 0, rapid.IntRange(0, 3).Draw(rt, "requirements"); j < k; j++ {
+				id := fmt.Sprintf("p:%d", j)
+				reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
+					rapid.SampledFrom(subjects).Draw(rt, "subject")))
+				pre = append(pre, id)
+			}
+			var fr []string
+			if rapid.Bool().Draw(rt, "frontier") {
+				fr = []string{"frontier:c"}
+				pre = append(pre, fr...)
+			}
+			qs = append(qs, Query{Proposal: lrProposal(fmt.Sprintf("q%d", i), pre...), FactRequirements: reqs, FrontierPreconditionIDs: fr})
+		}
+		q := QueryBatch{BindingProfileDigest: b.ProfileDigest, LFixpointDigest: l.FixpointDigest,
+			RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: qs}
+		want := outcomeJSON(projectPlain(l, r, b, q.Sealed()))
+		if got := outcomeJSON(SealAndProjectVerified(l, r, vb, q)); got != want {
+			rt.Fatalf("SealAndProjectVerified with its rooms\n got %s\nwant %s", got, want)
+		}
+		if got := outcomeJSON(Project(l, r, b, q.Sealed())); got != want {
+			rt.Fatalf("Project with its rooms\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// A refund tick's projection (one query of two requirements and a
+// frontier precondition) keeps its parsed query, its list, its facts and
+// its evidence rows in the projector, and writes its command into the
+// projection preimage without a copy: 20 allocations, where each of those
+// was one of its own (25).
+func TestOneQueryProjectionAllocations(t *testing.T) {
+	if racebuild.Enabled {
+		return // the race detector's pools drop what is put back
+	}
+	r, bind := lrRProfile(t), lrBinding().Sealed()
+	l := truthFour(t)
+	l.Facts = l.Facts[:2]
+	l.QueryAtoms = []Atom{l.Facts[0].Atom, l.Facts[1].Atom}
+	v, _ := VerifyBinding(bind)
+	q := QueryBatch{BindingProfileDigest: bind.ProfileDigest, LFixpointDigest: l.FixpointDigest,
+		RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: []Query{{
+			Proposal:                lrProposal("allocs", "p:a", "p:b", "frontier:c"),
+			FactRequirements:        []FactRequirement{req(t, "p:b", Negative, "false_only"), req(t, "p:a", Positive, "true_only")},
+			FrontierPreconditionIDs: []string{"frontier:c"}}}}
+	if _, rej := SealAndProjectVerified(l, r, v, q); rej != nil {
+		t.Fatal(rej.Code, rej.Path)
+	}
+	if a := testing.AllocsPerRun(50, func() { SealAndProjectVerified(l, r, v, q) }); a > 20 {
+		t.Fatalf("SealAndProjectVerified makes %v allocations, want at most 20", a)
+	}
+}

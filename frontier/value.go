@@ -37,7 +37,14 @@ type sealedValue struct {
 	verdict  EligibilityVerdict
 	canon    []byte // canonical bytes of the bare value
 	digest   string // sha256 of the M3ValuePreimage
+	// ids holds the value's sorted id set (a proposal's preconditions, a
+	// verdict's support ids) when it has room for them.
+	ids [valueIDs]string
 }
+
+// valueIDs is how many ids of its set a sealed value holds itself: a
+// refund's proposal has three preconditions, its verdict two supports.
+const valueIDs = 4
 
 // sealed reports whether v was built by a constructor.
 func (v Value) sealed() bool { return v.sealedValue != nil }
@@ -165,7 +172,8 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 	if !riskHints[p.DeclaredRiskHint] {
 		return bad("/declared_risk_hint")
 	}
-	pre, ok := sortedIDSet(p.Preconditions)
+	sv := &sealedValue{kind: KindEffectProposal}
+	pre, ok := sortedIDSetIn(sv.ids[:0], p.Preconditions)
 	if !ok {
 		return bad("/preconditions")
 	}
@@ -176,7 +184,8 @@ func newProposalValue(p EffectProposal, path string) (Value, *Rejection) {
 		}
 	}
 	p.Preconditions = pre
-	v := Value{&sealedValue{kind: KindEffectProposal, proposal: p}}
+	sv.proposal = p
+	v := Value{sv}
 	b := valuePreimageOpen(proposalSize(&v.proposal))
 	start := len(b)
 	b = appendProposal(b, &v.proposal)
@@ -203,7 +212,8 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 	if !verdictStatuses[e.Status] {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/status")
 	}
-	sup, ok := sortedIDSet(e.SupportDerivationIDs)
+	sv := &sealedValue{kind: KindEligibilityVerdict}
+	sup, ok := sortedIDSetIn(sv.ids[:0], e.SupportDerivationIDs)
 	if !ok {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/support_derivation_ids")
 	}
@@ -211,7 +221,8 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 		return Value{}, reject(CodeMalformedValueDelta, path+"/rule_set_version")
 	}
 	e.SupportDerivationIDs = sup
-	v := Value{&sealedValue{kind: KindEligibilityVerdict, verdict: e}}
+	sv.verdict = e
+	v := Value{sv}
 	b := valuePreimageOpen(verdictSize(&v.verdict))
 	start := len(b)
 	b = appendVerdict(b, &v.verdict)
@@ -222,8 +233,17 @@ func newVerdictValue(e EligibilityVerdict, path string) (Value, *Rejection) {
 // sortedIDSet returns a sorted copy of ids, or ok=false if one is not an id
 // or two are equal. For identifiers, byte order of the strings equals the
 // order of their canonical encodings.
-func sortedIDSet(ids []string) ([]string, bool) {
-	out := make([]string, len(ids))
+func sortedIDSet(ids []string) ([]string, bool) { return sortedIDSetIn(nil, ids) }
+
+// sortedIDSetIn is sortedIDSet with the copy written in room when room
+// is not nil and has the capacity for it.
+func sortedIDSetIn(room, ids []string) ([]string, bool) {
+	var out []string
+	if room != nil && len(ids) <= cap(room) {
+		out = room[:len(ids):len(ids)]
+	} else {
+		out = make([]string, len(ids))
+	}
 	copy(out, ids)
 	for _, s := range out {
 		if !cjson.ValidID(s) {

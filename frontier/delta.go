@@ -8,17 +8,18 @@ import (
 )
 
 // ValueDelta is one sealed RValueDelta: a signed delivery of a value from a
-// declared source at a logical time. Its value digest, delivery id and delta
-// digest are derived once, when it is built, exactly as the contract says;
-// callers cannot choose them.
+// declared source at a logical time. Its value digest and delivery id are
+// derived once, when it is built, exactly as the contract says; callers
+// cannot choose them. Its delta digest is derived from its canonical bytes
+// where it is read (Digest, a transition's command digest): a delta that is
+// only published, as a workflow tick's, never needs it.
 type ValueDelta struct {
 	sourceID    string
 	logicalTime int64
 	diff        int8
 	dataflow    string
 	value       Value
-	deliveryID  string
-	digest      string // sha256 over the canonical RValueDelta
+	deliveryID  string // "" only in the zero ValueDelta
 }
 
 // NewValueDelta builds the delta that delivers v from sourceID at
@@ -36,19 +37,10 @@ func NewValueDelta(sourceID string, logicalTime int64, diff int, dataflowVersion
 	case !v.sealed():
 		return ValueDelta{}, reject(CodeMalformedValueDelta, "/value")
 	}
-	d := ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v}
-	// The delivery id and the delta's digest are written into one array
-	// and made one string, each cut from it; the canonical delta is
-	// written with the id's bytes from the array.
-	var both [deliveryIDLen + len("sha256:") + 2*sha256.Size]byte
-	id := (*[deliveryIDLen]byte)(both[:deliveryIDLen])
-	putDeliveryID(id, deliverySum(sourceID, logicalTime, dataflowVersion, v.kind, v.digest))
-	sum := cjson.SumWritten(func(b []byte) []byte { return appendCanonicalID(b, &d, id[:]) })
-	copy(both[deliveryIDLen:], "sha256:")
-	cjson.HexSum((*[2 * sha256.Size]byte)(both[deliveryIDLen+len("sha256:"):]), &sum)
-	ids := string(both[:])
-	d.deliveryID, d.digest = ids[:deliveryIDLen], ids[deliveryIDLen:]
-	return d, nil
+	var id [deliveryIDLen]byte
+	putDeliveryID(&id, deliverySum(sourceID, logicalTime, dataflowVersion, v.kind, v.digest))
+	return ValueDelta{sourceID: sourceID, logicalTime: logicalTime, diff: int8(diff), dataflow: dataflowVersion, value: v,
+		deliveryID: string(id[:])}, nil
 }
 
 // SourceID names the source frontier the delta belongs to.
@@ -67,7 +59,14 @@ func (d ValueDelta) Value() Value { return d.value }
 func (d ValueDelta) DeliveryID() string { return d.deliveryID }
 
 // Digest is the sha256 of the canonical RValueDelta.
-func (d ValueDelta) Digest() string { return d.digest }
+// Digest is the delta digest: SHA-256 over the canonical RValueDelta,
+// derived at each call ("" for the zero ValueDelta).
+func (d ValueDelta) Digest() string {
+	if d.deliveryID == "" {
+		return ""
+	}
+	return cjson.DigestWritten(d.appendCanonical)
+}
 
 // Retraction returns the -1 delta that retracts d's delivery.
 func (d ValueDelta) Retraction() ValueDelta {

@@ -10,10 +10,11 @@ import (
 	"flrh.dev/flrh/internal/racebuild"
 )
 
-// A delta's delivery id and digest, made one string, are what DeliveryID
-// spells and the digest of the delta's canonical bytes (MarshalJSON, its
-// strings checked as cjson checks them), and each is cut from one string.
-func TestDeltaIDsAreOneString(t *testing.T) {
+// A delta's delivery id is what DeliveryID spells and its digest, derived
+// where it is read, the digest of the delta's canonical bytes (MarshalJSON,
+// its strings checked as cjson checks them); building the delta makes one
+// allocation, its delivery id.
+func TestDeltaIDAndDigest(t *testing.T) {
 	v := mustVerdict(t, m3Verdict())
 	rapid.Check(t, func(rt *rapid.T) {
 		src := rapid.StringMatching(`[a-z][a-z0-9:._-]{0,30}`).Draw(rt, "source")

@@ -77,15 +77,24 @@ type keyedString struct {
 
 // sortedDigests returns the deltas' digests in byte order.
 func sortedDigests(ds []*ValueDelta) []string {
-	skip := commonPrefix(len(ds), func(i int) string { return ds[i].digest })
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Digest()
+	}
+	return sortDigests(out)
+}
+
+// sortDigests sorts digests in byte order, in place, and returns them.
+func sortDigests(out []string) []string {
+	skip := commonPrefix(len(out), func(i int) string { return out[i] })
 	var buf [8]keyedString // a few deltas' keys on the stack
 	keyed := buf[:0]
-	if len(ds) > len(buf) {
-		keyed = make([]keyedString, 0, len(ds))
+	if len(out) > len(buf) {
+		keyed = make([]keyedString, 0, len(out))
 	}
-	keyed = keyed[:len(ds)]
-	for i, d := range ds {
-		keyed[i] = keyedString{sortKey(d.digest, skip), d.digest}
+	keyed = keyed[:len(out)]
+	for i, s := range out {
+		keyed[i] = keyedString{sortKey(s, skip), s}
 	}
 	slices.SortFunc(keyed, func(a, b keyedString) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
@@ -93,7 +102,6 @@ func sortedDigests(ds []*ValueDelta) []string {
 		}
 		return cmp.Compare(a.s, b.s)
 	})
-	out := make([]string, len(ds))
 	for i, k := range keyed {
 		out[i] = k.s
 	}

@@ -171,7 +171,9 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher, into 
 	}
 	switch c := cmd.(type) {
 	case ApplyDeltaBatch:
-		digests, rej = applyDeltas(p, prior, next, c, &stats)
+		// The delta digests are bound only by the command digest, which
+		// a bare step does not take.
+		digests, rej = applyDeltas(p, prior, next, c, &stats, mode == stepRecord)
 	case AdvanceFrontier:
 		published, rej = advance(p, prior, next, c, &stats, h)
 	case GrantDemand:
@@ -209,9 +211,9 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher, into 
 }
 
 // applyDeltas validates a delta batch against the prior state and builds
-// the next open epochs. It returns the sorted, de-duplicated delta digests
-// the command digest binds.
-func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats) ([]string, *Rejection) {
+// the next open epochs. With withDigests, it returns the sorted,
+// de-duplicated delta digests the command digest binds.
+func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats, withDigests bool) ([]string, *Rejection) {
 	n := len(c.Deltas)
 	if n == 0 {
 		return nil, reject(CodeMalformedCommand, "/command/deltas")
@@ -223,7 +225,7 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 	// names the caller's index.
 	for i := range c.Deltas {
 		d := &c.Deltas[i]
-		if d.digest == "" {
+		if d.deliveryID == "" { // the zero ValueDelta
 			return nil, reject(CodeMalformedValueDelta, deltaPath(i, ""))
 		}
 		si := p.sourceIndex(d.sourceID)
@@ -267,7 +269,7 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 			return nil, r
 		}
 		for _, k := range group[1:] {
-			if k.d.digest != first.digest {
+			if k.d.Digest() != first.Digest() {
 				r := reject(CodeValueIdentityConflict, "/command/deltas").at(first.logicalTime)
 				r.Context.DeliveryID = first.deliveryID
 				return nil, r
@@ -276,7 +278,10 @@ func applyDeltas(p *Profile, prior, next *State, c ApplyDeltaBatch, stats *Stats
 		norm = append(norm, first)
 		i = j
 	}
-	digests := sortedDigests(norm)
+	var digests []string
+	if withDigests {
+		digests = sortedDigests(norm)
+	}
 
 	// Check every member against the active deliveries before building.
 	for _, d := range norm {

@@ -293,7 +293,7 @@ func TestEncodeCommandOrder(t *testing.T) {
 		}
 		for i := range doc.Deltas {
 			if d := a.Deltas[i]; !slices.ContainsFunc(doc.Deltas, func(m json.RawMessage) bool { return bytes.Equal(m, d.appendCanonical(nil)) }) {
-				rt.Fatalf("delta %s not written", d.digest)
+				rt.Fatalf("delta %s not written", d.Digest())
 			}
 			if i > 0 && bytes.Compare(doc.Deltas[i-1], doc.Deltas[i]) > 0 {
 				rt.Fatalf("deltas %d and %d out of canonical order", i-1, i)

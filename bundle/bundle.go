@@ -124,8 +124,27 @@ var (
 
 // Decide implements runner.Workflow.
 func (w *Workflow) Decide(state []byte, in runner.Accepted) (runner.Decision, error) {
-	r, err := w.Workflow.Decide(state, workflow.Input{Seq: in.Seq, Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor,
-		ActorRole: in.ActorRole, Capability: in.Capability})
+	r, err := w.Workflow.Decide(state, input(in))
+	return decision(r, err)
+}
+
+// DecideUntraced is Decide for a caller that reads no trace (a replay):
+// the same Decision without its Trace, decided by the workflow's
+// DecideUntraced, which writes no trace and takes none of the digests
+// only a trace records.
+func (w *Workflow) DecideUntraced(state []byte, in runner.Accepted) (runner.Decision, error) {
+	r, err := w.Workflow.DecideUntraced(state, input(in))
+	return decision(r, err)
+}
+
+// input is the workflow's form of an accepted input.
+func input(in runner.Accepted) workflow.Input {
+	return workflow.Input{Seq: in.Seq, Kind: in.Kind, Body: in.Body, Digest: in.Digest, Actor: in.Actor,
+		ActorRole: in.ActorRole, Capability: in.Capability}
+}
+
+// decision is the runner's form of what the workflow decided.
+func decision(r workflow.Result, err error) (runner.Decision, error) {
 	if errors.Is(err, workflow.ErrRuleBudget) {
 		return runner.Decision{}, fmt.Errorf("%w: %v", runner.ErrRuleBudget, err)
 	}

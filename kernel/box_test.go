@@ -105,7 +105,7 @@ func drawStepStrings(t *rapid.T) *stepStrings {
 		return new(stepStrings)
 	}
 	ss := new(stepStrings)
-	ss.sb.Grow(stepStringsSize(1, 1, true))
+	ss.sb.Grow(stepStringsSize(1, 1, true, true))
 	ss.of([]byte("derivation:earlier"))
 	return ss
 }
@@ -155,8 +155,23 @@ func TestStepStringsSizeIsExact(t *testing.T) {
 		for _, p := range tr.EffectProposals {
 			n += len(p.ProposalID) + len(p.ProposalDedupKey)
 		}
-		if want := stepStringsSize(len(tr.FactDeltas), len(tr.EffectProposals), true); n != want {
+		if want := stepStringsSize(len(tr.FactDeltas), len(tr.EffectProposals), true, true); n != want {
 			t.Fatalf("notify %v: the step's strings are %d bytes, sized %d", notify, n, want)
+		}
+		// A step without digests carves the ids alone.
+		ut, _, err := StepUntraced(d, s, nil, shopEvent(s, "evt:1", 1, "order.placed/1", order("order:1", 30, notify)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = 0
+		for _, f := range ut.FactDeltas {
+			n += len(f.DerivationID)
+		}
+		for _, p := range ut.EffectProposals {
+			n += len(p.ProposalID) + len(p.ProposalDedupKey)
+		}
+		if want := stepStringsSize(len(ut.FactDeltas), len(ut.EffectProposals), true, false); n != want {
+			t.Fatalf("notify %v: the untraced step's strings are %d bytes, sized %d", notify, n, want)
 		}
 	}
 }

@@ -248,11 +248,15 @@ func (ss *stepStrings) of(p []byte) string {
 }
 
 // stepStringsSize is what stepStrings holds for a step of facts facts and
-// proposals proposals, with the prior snapshot's digest when prior is set.
-func stepStringsSize(facts, proposals int, prior bool) int {
-	n := facts*derivationIDLen + proposals*(proposalIDLen+dedupKeyLen) + 2*digestLen
-	if prior {
-		n += digestLen
+// proposals proposals, with the prior snapshot's digest when prior is set
+// and the next snapshot's and the transition's when digests is.
+func stepStringsSize(facts, proposals int, prior, digests bool) int {
+	n := facts*derivationIDLen + proposals*(proposalIDLen+dedupKeyLen)
+	if digests {
+		n += 2 * digestLen
+		if prior {
+			n += digestLen
+		}
 	}
 	return n
 }

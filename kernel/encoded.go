@@ -15,7 +15,7 @@ import "flrh.dev/flrh/protocol"
 // way (nil otherwise: the caller encodes the snapshot itself); the
 // transition and the error are Step's.
 func StepEncoded(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (t *Transition, next []byte, err error) {
-	t, next, _, err = stepTyped(d, s, sBytes, "", e)
+	t, next, _, err = stepTyped(d, s, sBytes, "", e, true)
 	return t, next, err
 }
 
@@ -29,5 +29,18 @@ func StepEncoded(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) 
 // sBytes; it is used only with sBytes. nextDigest is the digest of next
 // ("sha256:" and the hex SHA-256 of the bytes), "" when next is nil.
 func StepDigested(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.AcceptedEvent) (t *Transition, next []byte, nextDigest string, err error) {
-	return stepTyped(d, s, sBytes, sDigest, e)
+	return stepTyped(d, s, sBytes, sDigest, e, true)
+}
+
+// StepUntraced is StepEncoded for a caller that records no transition
+// and keeps nothing a digest binds (a replay, which compares the states
+// and effects a run's inputs lead to): the transition's
+// PriorSnapshotDigest and TransitionDigest are empty, where StepEncoded
+// digests the prior snapshot, the next one, every fact and proposal and
+// the transition. Everything else — the transition's other members, the
+// next snapshot's bytes, every rejection — is StepEncoded's
+// (TestStepUntracedIsStepEncoded).
+func StepUntraced(d Domain, s Snapshot, sBytes []byte, e protocol.AcceptedEvent) (t *Transition, next []byte, err error) {
+	t, next, _, err = stepTyped(d, s, sBytes, "", e, false)
+	return t, next, err
 }

@@ -15,7 +15,7 @@ import (
 // Step applies one accepted event to a snapshot under a domain. It is
 // StepValue on the cjson value form of its typed arguments.
 func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
-	t, _, _, err := stepTyped(d, s, nil, "", e)
+	t, _, _, err := stepTyped(d, s, nil, "", e, true)
 	return t, err
 }
 
@@ -23,7 +23,10 @@ func Step(d Domain, s Snapshot, e protocol.AcceptedEvent) (*Transition, error) {
 // holds them (see StepEncoded), returning the next snapshot's when the
 // step wrote them on its fast path, with their digest. sDigest is "" or
 // the digest of sBytes (see StepDigested); it is used only with them.
-func stepTyped(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.AcceptedEvent) (*Transition, []byte, string, error) {
+// Without digests (see StepUntraced), the step takes no digest of its
+// own: the transition's PriorSnapshotDigest and TransitionDigest are
+// empty, and so is the next snapshot's digest.
+func stepTyped(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.AcceptedEvent, digests bool) (*Transition, []byte, string, error) {
 	// The typed fields are checked where they are; only an input that
 	// fails a check takes the value path, which finds the same fault and
 	// reports it as StepValue does.
@@ -36,11 +39,14 @@ func stepTyped(d Domain, s Snapshot, sBytes []byte, sDigest string, e protocol.A
 				if sBytes == nil {
 					sDigest = "" // the step wrote the prior bytes itself
 				}
-				return apply(d, p, ps, pe, prior, sDigest)
+				return apply(d, p, ps, pe, prior, sDigest, digests)
 			}
 		}
 	}
 	t, err := stepWire(d, s, e)
+	if t != nil && !digests {
+		t.PriorSnapshotDigest, t.TransitionDigest = "", ""
+	}
 	return t, nil, "", err
 }
 
@@ -284,7 +290,7 @@ func stepValue(d Domain, snapshot, event any, eventCanonical bool) (*Transition,
 	if rej := compatible(p, s, e); rej != nil {
 		return nil, rej
 	}
-	t, _, _, err := apply(d, p, s, e, prior, "")
+	t, _, _, err := apply(d, p, s, e, prior, "", true)
 	return t, err
 }
 
@@ -808,7 +814,7 @@ func invariant(name string, s *Snapshot, e *Event) *Rejection {
 // t.NextSnapshot: its state is the checked state's declared members, the
 // only ones of its non-kernel keys appendSnapshot writes — and nil
 // otherwise; nextDigest is their digest when nextCanon is not nil.
-func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDigest string) (t *Transition, nextCanon []byte, nextDigest string, err error) {
+func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDigest string, digests bool) (t *Transition, nextCanon []byte, nextDigest string, err error) {
 	ds, de := s, e
 	if !readsOnly(d) {
 		ds, de = copySnapshot(s), copyEvent(e)
@@ -841,7 +847,7 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 	own := readsOnly(d) // its emission is its own (see ReadOnly)
 	box := new(transitionBox)
 	ss := &box.strs
-	ss.sb.Grow(stepStringsSize(len(em.Facts), len(em.Proposals), priorDigest == ""))
+	ss.sb.Grow(stepStringsSize(len(em.Facts), len(em.Proposals), priorDigest == "", digests))
 	room := canonRooms.Get().(*canonRoom)
 	defer room.release()
 	facts := box.factSlice(len(em.Facts))
@@ -897,7 +903,9 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		return nil, nil, "", invariant(verdict, &s, &e)
 	}
 	next.State = nextState
-	if priorDigest == "" {
+	if !digests {
+		priorDigest = ""
+	} else if priorDigest == "" {
 		priorDigest = digestIn(ss, priorBytes)
 	}
 	t = &box.t
@@ -910,6 +918,14 @@ func apply(d Domain, p Profile, s Snapshot, e Event, priorBytes []byte, priorDig
 		NextSnapshot:        next,
 		FactDeltas:          facts,
 		EffectProposals:     proposals,
+	}
+	if !digests {
+		// Nothing the caller keeps is bound by a digest: the transition
+		// is the record's, and the caller records none.
+		if !fast {
+			return t, nil, "", nil
+		}
+		return t, nextBytes, "", nil
 	}
 	nextDigest = digestIn(ss, nextBytes)
 	t.TransitionDigest, err = transitionDigest(ss, t.EventID, t.PriorSnapshotDigest, nextDigest, factBytes, propBytes)

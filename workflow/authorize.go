@@ -58,11 +58,13 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		return nil, err
 	}
 	st.FHRChain = chain
-	body, ok := fhrNoteFrom(fhrBuf, d.FHRCanonical, d.Event, chain)
-	if !ok {
-		body, ok = fhrNote(d.FHR, d.Event, chain)
+	if !t.untraced {
+		body, ok := fhrNoteFrom(fhrBuf, d.FHRCanonical, d.Event, chain)
+		if !ok {
+			body, ok = fhrNote(d.FHR, d.Event, chain)
+		}
+		t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	}
-	t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	o := d.Outcomes[0]
 	t.outcome = o.Kind
 	t.explainOutcome(o, choices)

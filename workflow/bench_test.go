@@ -288,8 +288,18 @@ func BenchmarkNoteFHR(b *testing.B) {
 // grant yields planned with it) and every twentieth for a blocked payee
 // (no effect, no receipt). The inputs are built beforehand; the receipts
 // answer the effects each refund plans.
-func BenchmarkDecideRuns(b *testing.B) {
+func BenchmarkDecideRuns(b *testing.B) { benchmarkDecideRuns(b, false) }
+
+// BenchmarkDecideRunsUntraced is BenchmarkDecideRuns through
+// DecideUntraced, as a replay that reads no trace decides.
+func BenchmarkDecideRunsUntraced(b *testing.B) { benchmarkDecideRuns(b, true) }
+
+func benchmarkDecideRuns(b *testing.B, untraced bool) {
 	w := compileExample(b, "refund-agent")
+	decide := w.Decide
+	if untraced {
+		decide = w.DecideUntraced
+	}
 	type run struct {
 		id      string
 		refund  Input
@@ -322,12 +332,12 @@ func BenchmarkDecideRuns(b *testing.B) {
 	for b.Loop() {
 		for _, rn := range runs {
 			st, _ := w.Init(rn.id)
-			r, err := w.Decide(st, rn.refund)
+			r, err := decide(st, rn.refund)
 			if err != nil || r.Refusal != "" {
 				b.Fatal(err, r.Refusal)
 			}
 			if rn.receipt != nil {
-				if r, err = w.Decide(r.State, *rn.receipt); err != nil || r.Refusal != "" || r.Completion != Complete {
+				if r, err = decide(r.State, *rn.receipt); err != nil || r.Refusal != "" || r.Completion != Complete {
 					b.Fatal(err, r.Refusal, r.Completion)
 				}
 			}

@@ -130,12 +130,18 @@ type tick struct {
 	notes [6]Note
 	// room is where the notes written as bytes are written (noteroom.go).
 	room noteRoom
+	// untraced says the tick writes no trace and F takes no digests
+	// (DecideUntraced).
+	untraced bool
 }
 
 // noteValue records a trace note whose body holds typed records.
 func (t *tick) noteValue(kind string, body map[string]any) { t.note(kind, body) }
 
 func (t *tick) note(kind string, body map[string]any) {
+	if t.untraced {
+		return
+	}
 	b, err := cjson.Marshal(body)
 	if err != nil {
 		b, _ = cjson.Marshal(map[string]any{"unencodable": err.Error()})
@@ -151,8 +157,25 @@ func (w *Workflow) Decide(stateJSON []byte, in Input) (Result, error) {
 	return w.decide(stateJSON, in, nil)
 }
 
+// DecideUntraced is Decide for a caller that reads no trace: a replay,
+// which compares the states and effects a run's inputs lead to. Its
+// Result is Decide's — the same State bytes, Effects, Completion and
+// Refusal, or the same error — with no Trace, and the tick writes none
+// of its notes; F's step takes none of the digests that only its
+// transition record binds (kernel.StepUntraced): the prior and next
+// snapshots', the facts' and proposals' and the transition's
+// (TestDecideUntracedIsDecide).
+func (w *Workflow) DecideUntraced(stateJSON []byte, in Input) (Result, error) {
+	return w.decideTraced(stateJSON, in, nil, false)
+}
+
 // decide is Decide, collecting explanations in why when it is not nil.
 func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, error) {
+	return w.decideTraced(stateJSON, in, why, true)
+}
+
+// decideTraced is decide, writing the tick's trace when traced is set.
+func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, traced bool) (Result, error) {
 	st, key, taken, err := w.stateOf(stateJSON)
 	if err != nil {
 		return Result{}, err
@@ -163,7 +186,7 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 	}
 	// A tick writes three to five notes: room for them from the start,
 	// in the tick (TestTraceStartsInTheTick).
-	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why}
+	t := &tick{w: w, st: st, lt: in.Seq, in: in, why: why, untraced: !traced}
 	t.trace = t.notes[:0]
 	journeyStart := len(st.Machine.Journey)
 	var mat *logic.Materialization // owned by this tick once materialized
@@ -219,8 +242,10 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 			}
 			st.Pending = slices.Delete(st.Pending, j, j+1)
 		}
-		body, ok := receiptNote(&t.room, o.IntentID, o.ProposalID, outcome)
-		t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, outcome) })
+		if !t.untraced {
+			body, ok := receiptNote(&t.room, o.IntentID, o.ProposalID, outcome)
+			t.noteBytes("receipt", body, ok, func() map[string]any { return receiptNoteMap(o.IntentID, o.ProposalID, outcome) })
+		}
 		t.closeTest(o, outcome)
 		if w.ctl != nil {
 			obs = w.ctl.ofReceipt(outcome)
@@ -312,8 +337,10 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		}
 	}
 	st.Time = in.Seq
-	body, ok := journeyNote(&t.room, st.Machine, len(st.Pending), len(st.Open))
-	t.noteBytes("mrp.journey", body, ok, func() map[string]any { return journeyNoteMap(st.Machine, len(st.Pending), len(st.Open)) })
+	if !t.untraced {
+		body, ok := journeyNote(&t.room, st.Machine, len(st.Pending), len(st.Open))
+		t.noteBytes("mrp.journey", body, ok, func() map[string]any { return journeyNoteMap(st.Machine, len(st.Pending), len(st.Open)) })
+	}
 	completion := Continue
 	if w.failWhen != nil && holds(mat, *w.failWhen) {
 		completion = Fail
@@ -342,6 +369,9 @@ func (w *Workflow) decide(stateJSON []byte, in Input, why *explainer) (Result, e
 		w.cache.putResult(next, mat, st)
 	} else {
 		w.cache.drop(mat)
+	}
+	if t.untraced {
+		return Result{State: next, Effects: effects, Completion: completion}, nil
 	}
 	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
 }
@@ -539,7 +569,14 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 		known, knownDigest = st.Snapshot, st.snapDigest
 	}
 	t.rec = recorder{w.domain, &t.em, w.checkedVersions}
-	tr, nextBytes, nextDigest, err := kernel.StepDigested(&t.rec, snap, known, knownDigest, ev)
+	var tr *kernel.Transition
+	var nextBytes []byte
+	nextDigest := "" // none taken untraced: the next traced step digests the snapshot itself
+	if t.untraced {
+		tr, nextBytes, err = kernel.StepUntraced(&t.rec, snap, known, ev)
+	} else {
+		tr, nextBytes, nextDigest, err = kernel.StepDigested(&t.rec, snap, known, knownDigest, ev)
+	}
 	if err != nil {
 		return nil, nil, "F rejected the input: " + err.Error(), nil
 	}
@@ -556,11 +593,13 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 	st.canonSnapshot, st.parsed, st.kernelBytes, st.snapDigest = true, &tr.NextSnapshot, nextBytes != nil, nextDigest
 	// Room for the tick's notes from here on: this one, each proposal's
 	// verdict and outcome, and the journey.
-	t.room.reserve(noteRoomTick + noteRoomProposal*len(tr.EffectProposals))
-	body, ok := transitionNote(&t.room, ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
-	t.noteBytes("f.transition", body, ok, func() map[string]any {
-		return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
-	})
+	if !t.untraced {
+		t.room.reserve(noteRoomTick + noteRoomProposal*len(tr.EffectProposals))
+		body, ok := transitionNote(&t.room, ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
+		t.noteBytes("f.transition", body, ok, func() map[string]any {
+			return transitionNoteMap(ev.EventID, evType, tr.TransitionDigest, len(tr.FactDeltas), len(tr.EffectProposals))
+		})
+	}
 
 	// L
 	changes, supports, refusal := t.factChanges(tr.FactDeltas)

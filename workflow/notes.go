@@ -112,6 +112,9 @@ func journeyNoteMap(m mrp.Machine, pending, open int) map[string]any {
 // noteBytes records a note already written as canonical bytes, or, when
 // the writer refused, the note's map form through note.
 func (t *tick) noteBytes(kind string, b []byte, ok bool, body func() map[string]any) {
+	if t.untraced {
+		return
+	}
 	if !ok {
 		t.note(kind, body())
 		return
@@ -209,6 +212,9 @@ func (r *outcomeRec) asMap() map[string]any {
 }
 
 func (t *tick) noteOutcome(r *outcomeRec) {
+	if t.untraced {
+		return
+	}
 	b, ok := r.bytes(&t.room)
 	t.noteBytes("h.outcome", b, ok, r.asMap)
 }

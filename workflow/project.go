@@ -74,8 +74,10 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		v, _ := proj.Verdicts[0].SharedVerdict() // read only: the note writes its lists
 		t.why.verdicts[p.ProposalID] = v.Status
 	}
-	body, ok := rec.bytes(&t.room)
-	t.noteBytes("seam.verdict", body, ok, rec.asMap)
+	if !t.untraced {
+		body, ok := rec.bytes(&t.room)
+		t.noteBytes("seam.verdict", body, ok, rec.asMap)
+	}
 	return *proj.Command, ""
 }
 

@@ -233,6 +233,10 @@ type projector struct {
 	// verified: the binding profile's digest is known to be its own
 	// (VerifiedBinding), so it is not derived again.
 	verified bool
+	// undigested: while sealing, the batch digest and the projection's
+	// digest are not derived (SealAndProjectVerifiedUndigested); a
+	// rejection is Project's, which derives them.
+	undigested bool
 }
 
 // Project is project_lr: it binds one complete L materialization, the R
@@ -295,10 +299,24 @@ func (v VerifiedBinding) Profile() BindingProfile { return v.b }
 // binding profile's digest not derived again. The zero VerifiedBinding is
 // checked in full.
 func SealAndProjectVerified(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch) (*Projection, *Rejection) {
+	return sealAndProjectVerified(l, r, v, q, false)
+}
+
+// SealAndProjectVerifiedUndigested is SealAndProjectVerified for a caller
+// that reads neither the projection's digest nor the query batch's: the
+// projection's Digest and QueryBatchDigest are empty, and neither is
+// derived. Everything else it returns — the verdicts, the command, every
+// other member, every rejection — is SealAndProjectVerified's. (The
+// verdicts bind each query's digest, not the batch's.)
+func SealAndProjectVerifiedUndigested(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch) (*Projection, *Rejection) {
+	return sealAndProjectVerified(l, r, v, q, true)
+}
+
+func sealAndProjectVerified(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch, undigested bool) (*Projection, *Rejection) {
 	// The projector, its inputs and the digests it trusts live in one
 	// allocation.
 	f := &sealFrame{l: l, r: r, b: v.b, q: q}
-	f.p = projector{l: &f.l, r: &f.r, b: &f.b, sealing: true, verified: v.ok}
+	f.p = projector{l: &f.l, r: &f.r, b: &f.b, sealing: true, verified: v.ok, undigested: undigested}
 	if out, rej := projectWith(&f.p, &f.q, &f.trusted); rej == nil {
 		return out, nil
 	}
@@ -467,6 +485,9 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 		_, rej = s.checkQueries(q.Queries, diagnosticOrder(q.Queries))
 		return nil, "", rej
 	}
+	if s.undigested && s.sealing && len(queries) == 1 {
+		return queries, "", nil // one query is in order
+	}
 	if len(queries) == 1 {
 		// One query is in order; its canonical form is written into the
 		// batch preimage directly.
@@ -491,6 +512,9 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 	orderedCanon := make([][]byte, len(idx))
 	for i, j := range idx {
 		ordered[i], orderedCanon[i] = queries[j], canon[j]
+	}
+	if s.undigested && s.sealing {
+		return ordered, "", nil
 	}
 	want := batchDigest(q, orderedCanon)
 	if !s.sealing && q.QueryBatchDigest != want {
@@ -680,7 +704,9 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 		cmd.ProfileDigest, cmd.DataflowVersion, cmd.Deltas = s.r.Digest(), s.b.DataflowVersion, deltas
 		out.Command = cmd
 	}
-	out.Digest = projectionDigests.DigestWritten(out.appendPreimage)
+	if !s.undigested {
+		out.Digest = projectionDigests.DigestWritten(out.appendPreimage)
+	}
 	return out, nil
 }
 

@@ -40,39 +40,8 @@ func TestProjectorRoomsArePlain(t *testing.T) {
 	if !ok {
 		t.Fatal("binding profile does not verify")
 	}
-	subjects := []string{"true_only", "false_only", "both", "neither"}
 	rapid.Check(t, func(rt *rapid.T) {
-		four := truthFour(rt)
-		l := four
-		l.Facts = nil
-		for _, i := range rapid.Permutation([]int{0, 1, 2, 3}).Draw(rt, "facts order")[:rapid.IntRange(0, 4).Draw(rt, "facts")] {
-			l.Facts = append(l.Facts, four.Facts[i])
-		}
-		if rapid.Bool().Draw(rt, "only the facts' atoms declared") {
-			l.QueryAtoms = nil
-			for _, f := range l.Facts {
-				l.QueryAtoms = append(l.QueryAtoms, f.Atom)
-			}
-		}
-		var qs []Query
-		for i, n := 0, rapid.IntRange(1, 2).Draw(rt, "queries"); i < n; i++ {
-			var reqs []FactRequirement
-			var pre []string
-			for j, k := 0, rapid.IntRange(0, 3).Draw(rt, "requirements"); j < k; j++ {
-				id := fmt.Sprintf("p:%d", j)
-				reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
-					rapid.SampledFrom(subjects).Draw(rt, "subject")))
-				pre = append(pre, id)
-			}
-			var fr []string
-			if rapid.Bool().Draw(rt, "frontier") {
-				fr = []string{"frontier:c"}
-				pre = append(pre, fr...)
-			}
-			qs = append(qs, Query{Proposal: lrProposal(fmt.Sprintf("q%d", i), pre...), FactRequirements: reqs, FrontierPreconditionIDs: fr})
-		}
-		q := QueryBatch{BindingProfileDigest: b.ProfileDigest, LFixpointDigest: l.FixpointDigest,
-			RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: qs}
+		l, q := drawOneOrTwoQueries(rt, r, b)
 		want := outcomeJSON(projectPlain(l, r, b, q.Sealed()))
 		if got := outcomeJSON(SealAndProjectVerified(l, r, vb, q)); got != want {
 			rt.Fatalf("SealAndProjectVerified with its rooms\n got %s\nwant %s", got, want)
@@ -109,4 +78,43 @@ func TestOneQueryProjectionAllocations(t *testing.T) {
 	if a := testing.AllocsPerRun(50, func() { SealAndProjectVerified(l, r, v, q) }); a > 18 {
 		t.Fatalf("SealAndProjectVerified makes %v allocations, want at most 18", a)
 	}
+}
+
+// drawOneOrTwoQueries draws a materialization of none to four of
+// truthFour's facts in any order, its query atoms all four or the facts'
+// own, and a batch of one or two queries whose requirements name atoms
+// with and without a fact state.
+func drawOneOrTwoQueries(rt *rapid.T, r frontier.Profile, b BindingProfile) (Materialization, QueryBatch) {
+	subjects := []string{"true_only", "false_only", "both", "neither"}
+	four := truthFour(rt)
+	l := four
+	l.Facts = nil
+	for _, i := range rapid.Permutation([]int{0, 1, 2, 3}).Draw(rt, "facts order")[:rapid.IntRange(0, 4).Draw(rt, "facts")] {
+		l.Facts = append(l.Facts, four.Facts[i])
+	}
+	if rapid.Bool().Draw(rt, "only the facts' atoms declared") {
+		l.QueryAtoms = nil
+		for _, f := range l.Facts {
+			l.QueryAtoms = append(l.QueryAtoms, f.Atom)
+		}
+	}
+	var qs []Query
+	for i, n := 0, rapid.IntRange(1, 2).Draw(rt, "queries"); i < n; i++ {
+		var reqs []FactRequirement
+		var pre []string
+		for j, k := 0, rapid.IntRange(0, 3).Draw(rt, "requirements"); j < k; j++ {
+			id := fmt.Sprintf("p:%d", j)
+			reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
+				rapid.SampledFrom(subjects).Draw(rt, "subject")))
+			pre = append(pre, id)
+		}
+		var fr []string
+		if rapid.Bool().Draw(rt, "frontier") {
+			fr = []string{"frontier:c"}
+			pre = append(pre, fr...)
+		}
+		qs = append(qs, Query{Proposal: lrProposal(fmt.Sprintf("q%d", i), pre...), FactRequirements: reqs, FrontierPreconditionIDs: fr})
+	}
+	return l, QueryBatch{BindingProfileDigest: b.ProfileDigest, LFixpointDigest: l.FixpointDigest,
+		RuleBundleDigest: l.RuleBundleDigest, RProfileDigest: r.Digest(), Queries: qs}
 }

@@ -566,15 +566,14 @@ func DigestMatches(body []byte, digest string) bool {
 
 // SumMatches reports whether digest is SumText(sum), without building it:
 // the verifier checks every event's chain hash against ChainSum this way.
+// The sum's digits are written on the stack by cjson.HexSum, two a byte
+// from its table, and compared with digest's in one comparison, where
+// each digit was looked up and compared on its own.
 func SumMatches(digest string, sum [sha256.Size]byte) bool {
 	if len(digest) != sumTextLen || digest[:len(sumPrefix)] != sumPrefix {
 		return false
 	}
-	const digits = "0123456789abcdef"
-	for i, c := range sum {
-		if digest[len(sumPrefix)+2*i] != digits[c>>4] || digest[len(sumPrefix)+2*i+1] != digits[c&0xf] {
-			return false
-		}
-	}
-	return true
+	var digits [2 * sha256.Size]byte
+	cjson.HexSum(&digits, &sum)
+	return digest[len(sumPrefix):] == string(digits[:])
 }

@@ -52,11 +52,41 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
 	}
 	evs, ins := rec.events, rec.intents
-	committed := make(map[string]int, len(ins)) // an intent's index in ins
-	for i, in := range ins {
-		committed[in.ID] = i
+	// A run's few intents are found by a scan (see fewEffects); more are
+	// filed by id. plannedFew marks, intent by intent, those planned.
+	few := len(ins) <= fewEffects && fewEffectsScanned
+	var committed map[string]int // an intent's index in ins; nil when few
+	var planned map[string]bool  // nil when few
+	var plannedBuf [fewEffects]bool
+	var plannedFew []bool
+	if few {
+		plannedFew = plannedBuf[:len(ins)]
+	} else {
+		committed = make(map[string]int, len(ins))
+		for i, in := range ins {
+			committed[in.ID] = i
+		}
+		planned = map[string]bool{}
 	}
-	planned := map[string]bool{}
+	// plan marks the intents with id planned and returns the last one's
+	// index, as the map keeps it.
+	plan := func(id string) (int, bool) {
+		if !few {
+			planned[id] = true
+			k, ok := committed[id]
+			return k, ok
+		}
+		last := -1
+		for k := len(ins) - 1; k >= 0; k-- {
+			if ins[k].ID == id {
+				plannedFew[k] = true
+				if last < 0 {
+					last = k
+				}
+			}
+		}
+		return last, last >= 0
+	}
 	// canonical is whether state is vouched to be cjson's own encoding
 	// (Decision.StateCanonical): then a checkpoint holding the same bytes
 	// canonicalizes to them, and needs no decoding to be compared.
@@ -89,8 +119,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		for _, p := range d.Effects {
 			rep.Effects++
 			id := p.Intent.IntentID
-			planned[id] = true
-			k, ok := committed[id]
+			k, ok := plan(id)
 			if !ok {
 				continue // planned but not (yet) committed: waiting, or refused later
 			}
@@ -120,8 +149,8 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 			}
 		}
 	}
-	for _, in := range ins { // in commit order, so that reports compare
-		if !planned[in.ID] {
+	for k, in := range ins { // in commit order, so that reports compare
+		if few && !plannedFew[k] || !few && !planned[in.ID] {
 			fail("replay-effect", "intent "+in.ID, "committed, but replay never plans it")
 		}
 	}

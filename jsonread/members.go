@@ -185,11 +185,20 @@ func PlainTextBytes(b []byte) ([]byte, bool) {
 // scanner reads whole.
 func Elements(b []byte) ([][]byte, bool) {
 	var out [][]byte
+	ok := EachElement(b, func(el []byte) { out = append(out, el) })
+	return out, ok
+}
+
+// EachElement is Elements without the list: it calls f with each
+// element's raw text in order, and reports what Elements reports. When
+// the text is not an array the scanner reads whole, f may have been
+// called with the elements read before it gave up.
+func EachElement(b []byte, f func(el []byte)) bool {
 	s := NewScanner(b)
 	s.Array(func() {
 		start := s.i
 		s.Skip()
-		out = append(out, b[start:s.i])
+		f(b[start:s.i])
 	})
-	return out, s.End()
+	return s.End()
 }

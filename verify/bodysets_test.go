@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsonread"
 )
 
 // An accepted input's body in a record found canonical is judged by the
@@ -60,6 +61,48 @@ func TestCanonicalBodySetsAgreesWithCanonicalize(t *testing.T) {
 		got, whole := bodyCanonical(body, true, record), bodyCanonicalWhole(body, true, record)
 		if got != whole || got && !want {
 			t.Fatalf("%s: bodyCanonical %v, read whole %v, Canonicalize says %v", body, got, whole, want)
+		}
+	})
+}
+
+// elementsIncreaseListed is elementsIncrease as first written: every
+// array's elements gathered by jsonread.Elements, then compared.
+func elementsIncreaseListed(m [][]byte) bool {
+	for _, v := range m {
+		if v == nil {
+			continue
+		}
+		els, ok := jsonread.Elements(v)
+		if !ok {
+			return false
+		}
+		for i := 1; i < len(els); i++ {
+			if bytes.Compare(els[i-1], els[i]) >= 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// elementsIncrease, comparing each element with the one before as the
+// array is read, answers as gathering them first does: arrays in order,
+// out of order, with repeats, empty, nested, cut short or not arrays.
+func TestElementsIncreaseAsListed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		el := rapid.SampledFrom([]string{`"a"`, `"b"`, `"c"`, `1`, `2`, `[1]`, `{"x":"a"}`, `null`, `"a\"b"`})
+		m := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) []byte {
+			switch rapid.IntRange(0, 5).Draw(t, "shape") {
+			case 0:
+				return nil
+			case 1:
+				return []byte(rapid.SampledFrom([]string{`"a"`, `{}`, `[`, `["a",]`, `["a"]x`, `["b" "a"]`}).Draw(t, "not a list"))
+			}
+			els := rapid.SliceOfN(el, 0, 5).Draw(t, "elements")
+			return []byte("[" + strings.Join(els, ",") + "]")
+		}), 0, 4).Draw(t, "members")
+		if got, want := elementsIncrease(m), elementsIncreaseListed(m); got != want {
+			t.Fatalf("%q: elementsIncrease %v, listed %v", m, got, want)
 		}
 	})
 }

@@ -3,9 +3,11 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"flrh.dev/flrh/cjson"
@@ -337,8 +339,11 @@ func canonicalBodySets(body []byte) (canonical, known bool) {
 	if v == nil || v[0] != '"' {
 		return true, true // no kind, or not a string: no sets
 	}
-	kind, ok := jsonread.PlainString(v)
-	if !ok {
+	// The kind's bytes, read in place as PlainString reads them: a kind
+	// already asked of is looked up without a string made of them.
+	ks := jsonread.NewScanner(v)
+	kind := ks.StrBytes()
+	if !ks.End() {
 		return false, false
 	}
 	names, ok := setNamesAfterKind(kind)
@@ -360,17 +365,21 @@ func canonicalBodySets(body []byte) (canonical, known bool) {
 
 // setNames holds, for each kind with set-like paths that
 // setNamesAfterKind was asked of, its answer: the sets' member names in
-// increasing order, or nil when canonicalBodySets cannot read them.
-var setNames sync.Map // kind string -> []string
+// increasing order, or nil when canonicalBodySets cannot read them. A
+// stored map is never changed: a kind is added to a copy, which replaces
+// it (kinds are few, and each is added once).
+var setNames atomic.Pointer[map[string][]string]
 
 // setNamesAfterKind returns the root member names of kind's set-like paths
 // (cjson.SetLikePaths), sorted, when each is a root member named after
 // "kind"; ok is false otherwise.
-func setNamesAfterKind(kind string) (names []string, ok bool) {
-	if v, found := setNames.Load(kind); found {
-		names = v.([]string)
-		return names, names != nil
+func setNamesAfterKind(kindBytes []byte) (names []string, ok bool) {
+	if m := setNames.Load(); m != nil {
+		if names, found := (*m)[string(kindBytes)]; found {
+			return names, names != nil
+		}
 	}
+	kind := string(kindBytes)
 	paths := cjson.SetLikePaths(kind)
 	if len(paths) == 0 {
 		return nil, true // not kept: kinds without sets are any strings
@@ -389,7 +398,17 @@ func setNamesAfterKind(kind string) (names []string, ok bool) {
 			names = nil
 		}
 	}
-	setNames.Store(kind, names)
+	for {
+		old := setNames.Load()
+		next := map[string][]string{}
+		if old != nil {
+			maps.Copy(next, *old)
+		}
+		next[kind] = names
+		if setNames.CompareAndSwap(old, &next) {
+			break
+		}
+	}
 	return names, names != nil
 }
 
@@ -433,19 +452,23 @@ func setsInOrder(body []byte, paths []string) bool {
 
 // elementsIncrease reports whether each of the values m holds is absent
 // (nil) or an array whose elements' texts strictly increase.
+// Each element is compared with the one before as the array is read
+// (jsonread.EachElement), where the elements were gathered in a list.
 func elementsIncrease(m [][]byte) bool {
 	for _, v := range m {
 		if v == nil {
 			continue
 		}
-		els, ok := jsonread.Elements(v)
-		if !ok {
-			return false
-		}
-		for i := 1; i < len(els); i++ {
-			if bytes.Compare(els[i-1], els[i]) >= 0 {
-				return false
+		var prev []byte
+		n, increase := 0, true
+		ok := jsonread.EachElement(v, func(el []byte) {
+			if n > 0 && bytes.Compare(prev, el) >= 0 {
+				increase = false
 			}
+			prev, n = el, n+1
+		})
+		if !ok || !increase {
+			return false
 		}
 	}
 	return true

@@ -203,11 +203,22 @@ func (r *TextReader[T]) fill(text []byte, spans [][]byte, v *T) bool {
 				f.SetZero()
 				continue
 			}
-			out, ok := textStrings(raw, cut)
+			// The list is made in the field itself (Grow), its strings
+			// set in place: making it apart and setting the field from
+			// reflect.ValueOf of it boxed the slice, one allocation more
+			// a list. An empty list is [] as encoding/json makes it, not
+			// nil.
+			n, ok := textStrings(raw, nil)
 			if !ok {
 				return false
 			}
-			f.Set(reflect.ValueOf(out).Convert(f.Type()))
+			if n == 0 {
+				f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+				continue
+			}
+			f.Grow(n)
+			f.SetLen(n)
+			textStrings(raw, func(i int, b []byte) { f.Index(i).SetString(cut(b)) })
 		}
 	}
 	return true
@@ -217,26 +228,30 @@ func (r *TextReader[T]) fill(text []byte, spans [][]byte, v *T) bool {
 func offsetIn(text, b []byte) int { return cap(text) - cap(b) }
 
 // textStrings reads an array of strings whose text the text path accepted
-// (no escapes: a quote always ends a string), [] as an empty list, not nil;
-// cut makes each string of its bytes.
-func textStrings(raw []byte, cut func([]byte) string) ([]string, bool) {
+// (no escapes: a quote always ends a string), [] as an empty list: it
+// returns how many strings it holds, and calls each, when not nil, with
+// each string's index and bytes.
+func textStrings(raw []byte, each func(i int, b []byte)) (int, bool) {
 	if raw[0] != '[' {
-		return nil, false
+		return 0, false
 	}
-	out := []string{}
+	n := 0
 	i := skipWS(raw, 1)
 	if raw[i] == ']' {
-		return out, true
+		return 0, true
 	}
 	for {
 		if raw[i] != '"' {
-			return nil, false
+			return 0, false
 		}
 		j := bytes.IndexByte(raw[i+1:], '"')
-		out = append(out, cut(raw[i+1:i+1+j]))
+		if each != nil {
+			each(n, raw[i+1:i+1+j])
+		}
+		n++
 		i = skipWS(raw, i+2+j)
 		if raw[i] == ']' {
-			return out, true
+			return n, true
 		}
 		i = skipWS(raw, i+1) // past the comma
 	}

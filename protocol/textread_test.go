@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -263,5 +265,35 @@ func TestTextReaderCopiesTheTextOnce(t *testing.T) {
 		if after := show(before); after != kept {
 			t.Errorf("%s: overwriting the text changed what was read: %s, then %s", c.ptr, kept, after)
 		}
+	}
+}
+
+// A kept list is read as encoding/json reads it whatever its length: an
+// empty list is [] (not nil), and the strings of a longer one are in
+// order. (The fixtures' receipts name one output digest each.)
+func TestTextReaderReadsListsOfEveryLength(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "m0", "valid", "action-receipt.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(text, &v); err != nil {
+		t.Fatal(err)
+	}
+	digest := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	for _, list := range [][]string{{}, {digest("a")}, {digest("c"), digest("a"), digest("b")}} {
+		v["output_digests"] = list
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got ActionReceipt
+		if read, err := receiptFew.Validate(b, &got); err != nil || !read {
+			t.Fatalf("%d digests: read %v, error %v", len(list), read, err)
+		}
+		if got.OutputDigests == nil || len(got.OutputDigests) != len(list) {
+			t.Fatalf("%d digests: read %#v", len(list), got.OutputDigests)
+		}
+		checkTextReaders(t, b)
 	}
 }

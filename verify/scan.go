@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,7 +38,62 @@ type stepScratch struct {
 	evidence map[string]string
 	guards   map[string]bool
 	values   []keptValue
+	// openings are the midstates of the control records' openings met
+	// so far (see bodySum), by their bytes, kept from run to run;
+	// resumer is the hash they are continued in.
+	openings map[string]*cjson.Midstate
+	resumer  *cjson.Resumer
 }
+
+// maxOpenings bounds how many openings a stepScratch keeps: a table's
+// transitions give a few dozen; records that are not the runner's could
+// give any number, and past the bound are hashed whole.
+const maxOpenings = 128
+
+// eventIDKey is the member a control record's event id follows.
+var eventIDKey = []byte(`,"event_id":"`)
+
+// bodySum is sha256.Sum256 of an event's body. A control record opens
+// with the same bytes as every record of its transition (its acceptance,
+// actor role, capability, effects and event, about two blocks of twelve)
+// up to its event id: the whole blocks before the event id are hashed
+// once, and a later record that opens with those very bytes continues
+// from the hash's state after them (cjson.Midstate, which compares the
+// bytes before it uses the state). Every sum is the one sha256.Sum256
+// gives; which opening is kept changes only how much is hashed
+// (TestBodySumIsSum256). Other events are hashed whole.
+func (x *stepScratch) bodySum(kind string, b []byte) [sha256.Size]byte {
+	if !openingsKept || kind != runner.EventControl && kind != runner.EventRejected {
+		return sha256.Sum256(b)
+	}
+	i := bytes.Index(b, eventIDKey)
+	n := (i + len(eventIDKey)) &^ (sha256.BlockSize - 1)
+	if i < 0 || n == 0 {
+		return sha256.Sum256(b)
+	}
+	m, found := x.openings[string(b[:n])]
+	if !found {
+		if len(x.openings) >= maxOpenings {
+			return sha256.Sum256(b)
+		}
+		if x.openings == nil {
+			x.openings = map[string]*cjson.Midstate{}
+		}
+		m = cjson.NewMidstate(string(b[:n])) // nil where SHA-256 cannot resume
+		x.openings[string(b[:n])] = m
+	}
+	if m == nil {
+		return sha256.Sum256(b)
+	}
+	if x.resumer == nil {
+		x.resumer = cjson.GetResumer()
+	}
+	return m.Sum256(b, x.resumer)
+}
+
+// openingsKept is whether bodySum continues from kept openings; tests
+// turn it off to compare.
+var openingsKept = true
 
 // stepPool holds the scratch space of checkEvents' step inputs for the
 // next run to reuse, empty.

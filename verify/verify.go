@@ -25,7 +25,6 @@ package verify
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -139,7 +138,7 @@ func checkEvents(rep *Report, m *control.Machine, run store.Run, evs []store.Eve
 	for i, e := range evs {
 		// The stored digest, when it is the body's, is the text the body's
 		// digest would be: it is used as that text rather than building it.
-		sum := sha256.Sum256(e.Body)
+		sum := step.bodySum(e.Kind, e.Body)
 		digestOK := store.SumMatches(e.Digest, sum)
 		digest := e.Digest
 		if !digestOK {

@@ -199,9 +199,9 @@ type fhrWriter struct {
 	strict bool
 	// digestAt is where the fhr_digest member's value begins.
 	digestAt int
-	// openEnd is where the record's opening ends (see fhrOpenings): the
-	// previous digest's value when there is one, else the first
-	// resolution's ticket id; 0 for a record with neither.
+	// openEnd is where a run's first record's opening ends (see
+	// fhrOpenings): its first resolution's ticket id; 0 for a later
+	// record (one with a previous digest) or one without resolutions.
 	openEnd int
 }
 
@@ -297,9 +297,6 @@ func (w *fhrWriter) fhr(f FHR) {
 	w.lit(`,"kind":`)
 	w.str(f.Kind, "kind")
 	w.lit(`,"prev_fhr_digest":`)
-	if f.Prev != "" {
-		w.openEnd = len(w.B) + 1 // after the opening quote
-	}
 	w.str(f.Prev, "prev_fhr_digest")
 	w.lit(`,"resolutions":`)
 	w.listVal(len(f.Resolutions), f.Resolutions == nil, func(i int) {
@@ -321,7 +318,7 @@ func (w *fhrWriter) fhr(f FHR) {
 		w.lit(`,"outcome":`)
 		w.str(r.Outcome, "outcome")
 		w.lit(`,"ticket":`)
-		if w.openEnd == 0 {
+		if i == 0 && f.Prev == "" {
 			w.openEnd = len(w.B) + 1 // after the opening quote
 		}
 		w.str(r.Ticket, "ticket")

@@ -15,15 +15,17 @@ var fhrMidstates = [...]*cjson.Midstate{
 	cjson.NewMidstate(`{"budgets":{"deep_limit":0,"deep_used":0,"escalate_on_no_progress":`),
 }
 
-// fhrOpenings keeps the midstates of FHR openings learnt from earlier
-// seals: the bytes before the first member that differs from one turn to
-// the next of a run (the previous FHR's digest when there is one, else
-// the first resolution's ticket id). Those bytes are the budgets, the
-// kind, an empty previous digest and the first resolution's verdict,
-// about five blocks in a first turn, where fhrMidstates know two. It is
-// process-wide and consulted by comparing bytes, as cjson.Openings
-// always is: a seal whose opening no slot holds is hashed whole and its
-// state kept, so what it holds changes no digest.
+// fhrOpenings keeps the midstates of the openings of runs' first FHRs
+// learnt from earlier seals: the bytes before the first resolution's
+// ticket id, which are the budgets, the kind, an empty previous digest
+// and the first resolution's verdict, the same for the first turns of
+// most runs: about five blocks, where fhrMidstates know two. A later
+// turn's record is not looked up: its budgets count the run's turns, so
+// its opening would differ from run to run and turn to turn and each
+// miss would hash it whole. It is process-wide and consulted by
+// comparing bytes, as cjson.Openings always is: a seal whose opening no
+// slot holds is hashed whole and its state kept, so what it holds
+// changes no digest.
 var fhrOpenings cjson.Openings
 
 // sealSum is sha256.Sum256(b), continued from the state after b's first

@@ -61,7 +61,14 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 		RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow, QueryAtoms: atoms, Facts: facts}
 	q := seam.QueryBatch{BindingProfileDigest: w.binding.ProfileDigest, LFixpointDigest: fix, RuleBundleDigest: w.ruleDigest,
 		RProfileDigest: w.rProfile.Digest(), Queries: []seam.Query{{Proposal: p, FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}}}
-	proj, rej := seam.SealAndProjectVerified(l, w.rProfile, w.verifiedBinding, q)
+	// An untraced tick reads neither the projection's digest nor its
+	// query batch's (both are only noted in the trace), so neither is
+	// derived.
+	seal := seam.SealAndProjectVerified
+	if t.untraced {
+		seal = seam.SealAndProjectVerifiedUndigested
+	}
+	proj, rej := seal(l, w.rProfile, w.verifiedBinding, q)
 	if rej != nil {
 		return nil, fmt.Sprintf("the seam refused proposal %s: %s at %s", p.ProposalID, rej.Code, rej.Path)
 	}

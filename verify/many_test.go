@@ -404,3 +404,67 @@ func TestKnownBuffersComeBackZero(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadMany measures the store's part of a CheckMany pass alone:
+// every run of manyRuns' store read in consecutive batches of sixteen,
+// into memory lent back batch after batch, as a worker reads them. In
+// "recorded" the events lie as the runner wrote them (a run's mostly
+// together); in "interleaved" they are rewritten ordered by sequence
+// number and then run, so that no two events of a run are neighbours,
+// as runs recorded at once leave them at the most.
+func BenchmarkReadMany(b *testing.B) {
+	path, _, ids := manyRuns(b, 200)
+	mixed := filepath.Join(b.TempDir(), "interleaved.db")
+	interleave(b, path, mixed)
+	for _, c := range []struct{ name, path string }{{"recorded", path}, {"interleaved", mixed}} {
+		b.Run(c.name, func(b *testing.B) {
+			st, err := sqlite.Open(ctx, c.path, sqlite.Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			var mem [][]byte
+			for b.Loop() {
+				for lo := 0; lo < len(ids); lo += 16 {
+					_, errs := st.ReadRunRecordsReusing(ctx, ids[lo:min(lo+16, len(ids))], true, &mem)
+					for _, err := range errs {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// interleave writes a copy of the store at path to dst with its events
+// rewritten in the order of (seq, run_id): the same rows, each run's
+// events as far apart as the runs' number makes them.
+func interleave(tb testing.TB, path, dst string) {
+	tb.Helper()
+	image, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(dst, image, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, dst, sqlite.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer st.Close()
+	for _, q := range []string{
+		`DROP TRIGGER events_no_delete`,
+		`CREATE TEMP TABLE mixed AS SELECT * FROM events ORDER BY seq, run_id`,
+		`DELETE FROM events`,
+		`INSERT INTO events SELECT * FROM mixed ORDER BY seq, run_id`,
+		`DROP TABLE mixed`,
+		`PRAGMA wal_checkpoint(TRUNCATE)`,
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}

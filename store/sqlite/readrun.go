@@ -101,7 +101,8 @@ func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (stor
 // as that.
 type cells struct {
 	row [recordWidth]driver.Value
-	st  *libStmt
+	st  *libRow
+	lib libRow // what st points to while set
 	bad bool
 	// text is where strs gathers a row's texts, reused row after row.
 	text []byte

@@ -284,13 +284,15 @@ func (st *libStmt) query(ctx context.Context, args []driver.NamedValue, c *cells
 	if sqlite3.Xsqlite3_column_count(st.tls, st.p) != recordWidth {
 		return false, false
 	}
-	c.st = st
+	c.lib = libRow{st: st}
+	c.st = &c.lib
 	for n := 0; ; n++ {
 		if n&63 == 0 && ctx.Err() != nil {
 			return false, false
 		}
 		switch sqlite3.Xsqlite3_step(st.tls, st.p) {
 		case sqlite3.SQLITE_ROW:
+			c.lib.vals = [recordWidth]uintptr{}
 		case sqlite3.SQLITE_DONE:
 			return true, false
 		default:
@@ -327,6 +329,74 @@ func (st *libStmt) blobBytes(i int) []byte {
 		return nil
 	}
 	return libc.GoBytes(p, int(n))
+}
+
+// libRow is the current row of a record statement on a held connection,
+// its cells read through the values SQLite hands out for them
+// (sqlite3_column_value), each looked up once a row. Each column_* call
+// (libStmt's typ, int64, textBytes, blobBytes) looks the cell up again
+// and then checks the statement for a failed allocation, and a cell read
+// takes two or three of them; the value_* calls on the looked-up value
+// are what those calls make after the look-up. An allocation that fails
+// in a value_* call fails the statement's next step as it would after a
+// column_* call, and the read goes on by parts.
+type libRow struct {
+	st   *libStmt
+	vals [recordWidth]uintptr // the cells' values in this row; 0 until looked up
+}
+
+// val is cell i's value.
+func (r *libRow) val(i int) uintptr {
+	if v := r.vals[i]; v != 0 {
+		return v
+	}
+	v := sqlite3.Xsqlite3_column_value(r.st.tls, r.st.p, int32(i))
+	r.vals[i] = v
+	return v
+}
+
+func (r *libRow) typ(i int) int32 { return sqlite3.Xsqlite3_value_type(r.st.tls, r.val(i)) }
+
+func (r *libRow) int64(i int) int64 { return sqlite3.Xsqlite3_value_int64(r.st.tls, r.val(i)) }
+
+// textBytes and blobBytes are libStmt's, read from the cell's value.
+func (r *libRow) textBytes(i int) []byte {
+	v := r.val(i)
+	p := sqlite3.Xsqlite3_value_text(r.st.tls, v)
+	n := sqlite3.Xsqlite3_value_bytes(r.st.tls, v)
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return libc.GoBytes(p, int(n))
+}
+
+func (r *libRow) blobBytes(i int) []byte {
+	v := r.val(i)
+	p := sqlite3.Xsqlite3_value_blob(r.st.tls, v)
+	n := sqlite3.Xsqlite3_value_bytes(r.st.tls, v)
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return libc.GoBytes(p, int(n))
+}
+
+// value is libStmt's value, read from the cell's value.
+func (r *libRow) value(i int) driver.Value {
+	switch r.typ(i) {
+	case sqlite3.SQLITE_INTEGER:
+		return r.int64(i)
+	case sqlite3.SQLITE_FLOAT:
+		return sqlite3.Xsqlite3_value_double(r.st.tls, r.val(i))
+	case sqlite3.SQLITE_TEXT:
+		return string(r.textBytes(i))
+	case sqlite3.SQLITE_BLOB:
+		if b := r.blobBytes(i); b != nil {
+			return bytes.Clone(b)
+		}
+		return nil
+	default:
+		return nil
+	}
 }
 
 // value is cell i as the driver's Rows.Next hands it on for a column whose

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -80,4 +83,92 @@ func TestReadOnlyStoreReadsTheSameRecords(t *testing.T) {
 			}
 		}
 	}
+}
+
+// interleavedImage is image with its events rewritten in the order of
+// (seq, run_id): the same rows, no two events of a run neighbours, as
+// runs recorded at once leave them at the most.
+func interleavedImage(t *testing.T, dir string, image []byte) []byte {
+	ctx := context.Background()
+	path := filepath.Join(dir, "interleaved.db")
+	if err := os.WriteFile(path, image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TRIGGER events_no_delete`,
+		`CREATE TEMP TABLE mixed AS SELECT * FROM events ORDER BY seq, run_id`,
+		`DELETE FROM events`,
+		`INSERT INTO events SELECT * FROM mixed ORDER BY seq, run_id`,
+		`DROP TABLE mixed`,
+		`PRAGMA wal_checkpoint(TRUNCATE)`,
+	} {
+		if _, err := st.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st.Close()
+	out, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The batched reads (ReadRunRecords, ReadRunRecordsReusing with memory
+// lent again and again) return for every run exactly what the parts' own
+// reads return, records, their rows' order and errors: over the runs as
+// recorded and with their events interleaved, lists with runs that do
+// not exist and runs named twice, and a column of one run's rows set to
+// a drawn value (a damaged row), on a writable and on a read-only store.
+func TestBatchedReadsAreThePartsReads(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ids, recorded := recordImage(t, dir)
+	images := [][]byte{recorded, interleavedImage(t, dir, recorded)}
+	path := filepath.Join(dir, "copy.db")
+	tables := make([]string, 0, len(recordColumns))
+	for tb := range recordColumns {
+		tables = append(tables, tb)
+	}
+	slices.Sort(tables)
+	var mem [][]byte
+	rapid.Check(t, func(rt *rapid.T) {
+		image := images[rapid.IntRange(0, 1).Draw(rt, "interleaved")]
+		var tb, col, run string
+		var v any
+		if rapid.Bool().Draw(rt, "damage") {
+			tb = rapid.SampledFrom(tables).Draw(rt, "table")
+			col = rapid.SampledFrom(recordColumns[tb]).Draw(rt, "column")
+			run = rapid.SampledFrom(ids).Draw(rt, "run")
+			v = drawValue(rt)
+		}
+		st := damaged(rt, image, path, tb, col, run, v)
+		defer func() { st.Close() }() // the store read, which may be the read-only one below
+		if rapid.Bool().Draw(rt, "read-only") {
+			st.Close()
+			ro, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			st = ro
+		}
+		list := rapid.SliceOfN(rapid.SampledFrom(append([]string{"absent"}, ids...)), 1, 2*sqlite.RecordBatch+3).Draw(rt, "ids")
+		all := rapid.Bool().Draw(rt, "all")
+		check := func(how string, recs []store.RunRecord, errs []error) {
+			for i, id := range list {
+				want, werr := store.ReadRunRecordByParts(ctx, st, id, all)
+				if fmt.Sprint(errs[i]) != fmt.Sprint(werr) || store.CodeOf(errs[i]) != store.CodeOf(werr) || !reflect.DeepEqual(recs[i], want) {
+					rt.Fatalf("%s, run %s (all %v): %+v, %v; by parts %+v, %v", how, id, all, recs[i], errs[i], want, werr)
+				}
+			}
+		}
+		recs, errs := st.ReadRunRecords(ctx, list, all)
+		check("ReadRunRecords", recs, errs)
+		recs, errs = st.ReadRunRecordsReusing(ctx, list, all, &mem)
+		check("ReadRunRecordsReusing", recs, errs)
+	})
 }

@@ -174,7 +174,17 @@ func (r *Reader) Read(b []byte, v any) bool {
 // readValue reads b into s; with src, b is a slice of src.b, from whose
 // copy it cuts its strings.
 func (r *Reader) readValue(b []byte, s reflect.Value, strict bool, src *source) bool {
-	m, ok := readMembers(make([][]byte, len(r.keys)), b, strict, r.keys, r.index)
+	// The members' slots are on the stack for a struct of up to
+	// len(slots) members (a slice of a length known only here is made on
+	// the heap, one allocation a struct read).
+	var slots [32][]byte
+	out := slots[:0]
+	if len(r.keys) <= len(slots) {
+		out = slots[:len(r.keys)]
+	} else {
+		out = make([][]byte, len(r.keys))
+	}
+	m, ok := readMembers(out, b, strict, r.keys, r.index)
 	if !ok {
 		return false
 	}

@@ -18,7 +18,7 @@ func IsCanonical(text []byte) bool {
 	if !c.value(0, true) || c.i != len(text) {
 		return false
 	}
-	if setLikePaths[c.kind] != nil {
+	if setLikePaths[string(c.kind)] != nil {
 		out, err := Canonicalize(text)
 		return err == nil && bytes.Equal(out, text)
 	}
@@ -74,9 +74,12 @@ func canonicalSetAt(text []byte, depth int) bool {
 }
 
 type canonicalChecker struct {
-	b    []byte
-	i    int
-	kind string // the root object's string "kind" member
+	b []byte
+	i int
+	// kind is the root object's string "kind" member, as the text holds
+	// it (unescaped where it has escapes): looked up by its bytes, where
+	// a string of it was made for every text with a kind.
+	kind []byte
 }
 
 func (c *canonicalChecker) peek() byte {
@@ -143,7 +146,7 @@ func (c *canonicalChecker) object(depth int, root bool) bool {
 			if !ok {
 				return false
 			}
-			c.kind = string(v)
+			c.kind = v
 		} else if !c.value(depth+1, false) {
 			return false
 		}

@@ -43,3 +43,19 @@ func TestIsCanonicalDepth(t *testing.T) {
 		}
 	}
 }
+
+// IsCanonical reads a root object's kind in place: a canonical text with
+// a kind (every accepted input's record, every receipt) is checked
+// without an allocation.
+func TestIsCanonicalOfAKindAllocatesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	b := []byte(`{"a":1,"body":{"x":"y"},"kind":"input","z":[1,2]}`)
+	if !IsCanonical(b) {
+		t.Fatal("not canonical")
+	}
+	if n := testing.AllocsPerRun(100, func() { IsCanonical(b) }); n != 0 {
+		t.Fatalf("%v allocations a check", n)
+	}
+}

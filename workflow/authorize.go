@@ -40,8 +40,14 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
 	in.Choices, in.Checked, in.Resumed = choices, checked, resumed
 	in.ScorecardDigest = t.scorecard
-	fhrBuf := fhrNoteBuf(len(st.FHRChain))
-	in.FHRTo = fhrBuf[fhrNoteHead:]
+	// A traced tick has H write the FHR's canonical bytes into the room
+	// of its h.fhr note; an untraced one writes no note, so H seals the
+	// FHR in its own pooled buffer (the same digest) and no room is made.
+	var fhrBuf []byte
+	if !t.untraced {
+		fhrBuf = fhrNoteBuf(len(st.FHRChain))
+		in.FHRTo = fhrBuf[fhrNoteHead:]
+	}
 	// An approval request is decided again at once with a grant, over
 	// the same batch: the memo gives that decision the digests of the
 	// preimages it writes again byte for byte.

@@ -111,6 +111,12 @@ type Input struct {
 	// appended to, as Decisions.FHRCanonical: a caller that records the
 	// FHR gets the bytes its seal wrote instead of writing them again.
 	FHRTo []byte
+	// NoControlEvents says the caller reads no Outcome's ControlEvent:
+	// every outcome's is nil, and the digests only it binds (the input's,
+	// the capability evidence's, the policy verdict's and the event's id)
+	// are not taken. Every other member of the decisions, the FHR and
+	// the machine are the same as without it.
+	NoControlEvents bool
 	// Memo, when set, records the digests of the decision's preimages,
 	// and gives those of byte-identical preimages recorded by an earlier
 	// decision given the same memo (see DigestMemo).
@@ -952,6 +958,9 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 	intent := &r.intent
 	o.Kind, o.Event, o.Intent, o.Authority = OutcomeIntent, event, intent, &r.snap
 	if grant == nil {
+		if in.NoControlEvents {
+			return
+		}
 		w := a.writer(1024)
 		w.policyVerdictPreimage(in.ProfileDigest, in.Batch.Verdicts[i], snap)
 		verdict := w.mustDigestIn(a)
@@ -964,7 +973,9 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 		o.ControlEvent = &r.event
 		return
 	}
-	grantedEvent(o, a, in, i, seq, &snap, intent, grant, event)
+	if !in.NoControlEvents {
+		grantedEvent(o, a, in, i, seq, &snap, intent, grant, event)
+	}
 }
 
 // deliberationFacts returns the facts the proposal's choices and
@@ -1038,6 +1049,9 @@ func requestApproval(o *Outcome, a *strArena, in *Input, i int, p *protocol.Effe
 	ctx := newContext(a, in, *p, t, spec)
 	q := buildRequest(a, *p, snap, ctx)
 	o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
+	if in.NoControlEvents {
+		return
+	}
 	o.ControlEvent = controlEvent(a, EventApprovalRequired, inputDigest(a, in, i, seq), map[string]string{
 		"action_digest": ctx.ActionDigest, "risk_classification": risk,
 		"published_batch_digest": in.Batch.PublishedBatchDigest, "authority_digest": snap.AuthorityDigest,

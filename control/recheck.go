@@ -235,9 +235,9 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 	var in StepInputs
 	x := recordReader{b: stored, ok: true}
 	x.lit(`{"accepted":true,"actor_role":`)
-	in.ActorRole = x.name(m)
+	role := x.plain()
 	x.lit(`,"capability":`)
-	in.Capability = x.name(m)
+	capability := x.plain()
 	// The effects depend on the transition, which the event names: they
 	// are passed over to find the event, then read with the rest of the
 	// transition's form from mid.
@@ -254,6 +254,16 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 		return Configuration{}, StepInputs{}, false
 	}
 	f := &m.forms[ti]
+	// The actor role and capability are a pair the event's authority
+	// lists (Authorized), found by their bytes among the few it lists,
+	// which gives the table's own names: where each name was looked up
+	// in the table's names, and the pair in the event's authority, by
+	// hashing them.
+	pair, ok := f.authorized(role, capability)
+	if !ok {
+		return Configuration{}, StepInputs{}, false
+	}
+	in.ActorRole, in.Capability = pair.Role, pair.Capability
 	x.i = mid
 	x.lit(f.mid)
 	id := x.plain()
@@ -265,7 +275,7 @@ func (m *Machine) recheckStored(c Configuration, stored []byte) (Configuration, 
 	// and are no more fields than it reads. The event id is checked where
 	// it stands (the string does not outlive the call: one of up to 32
 	// bytes is not made on the heap).
-	if !cjson.ValidID(string(id)) || !m.Authorized(in.Event, in.ActorRole, in.Capability) {
+	if !cjson.ValidID(string(id)) {
 		return Configuration{}, StepInputs{}, false
 	}
 	next, ok := m.recheckNext(c, in.Event, f)
@@ -408,6 +418,21 @@ type recheckForm struct {
 	evidenceKeys []string
 	after        string
 	end          string
+	// authority is the (role, capability) pairs the transition's event
+	// lists, as declared (each name non-empty, as the table's patterns
+	// require).
+	authority []AuthorityPair
+}
+
+// authorized returns the pair of f's authority whose role and capability
+// are the bytes role and capability (ok false: none is).
+func (f *recheckForm) authorized(role, capability []byte) (AuthorityPair, bool) {
+	for _, p := range f.authority {
+		if p.Role == string(role) && p.Capability == string(capability) {
+			return p, true
+		}
+	}
+	return AuthorityPair{}, false
 }
 
 // recheckForms writes the form of every transition, once the table's
@@ -418,6 +443,9 @@ func (m *Machine) recheckForms() []recheckForm {
 		f := &forms[i]
 		_, f.interrupt = m.interruptOf[t.Event]
 		f.to = t.To
+		if k, ok := m.eventIdx[t.Event]; ok {
+			f.authority = m.events[k].Authority
+		}
 		if j, ok := m.honoredBy[t.Event]; ok {
 			f.honors = m.interrupts[j].Event
 		}

@@ -24,7 +24,16 @@ type statesKept struct {
 }
 
 func (w *statesKept) Decide(state []byte, in runner.Accepted) (runner.Decision, error) {
-	d, err := w.Workflow.Decide(state, in)
+	return w.keep(w.Workflow.Decide(state, in))
+}
+
+// DecideUntraced keeps the states a replay decides (verify.Replay asks a
+// workflow that has it) as Decide keeps the runner's.
+func (w *statesKept) DecideUntraced(state []byte, in runner.Accepted) (runner.Decision, error) {
+	return w.keep(w.Workflow.DecideUntraced(state, in))
+}
+
+func (w *statesKept) keep(d runner.Decision, err error) (runner.Decision, error) {
 	if err == nil {
 		w.mu.Lock()
 		w.held = append(w.held, d.State)

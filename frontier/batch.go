@@ -272,28 +272,38 @@ func newPublishedBatch(into *PublishedBatch, profileDigest, dataflow string, t, 
 	b = appendStableBatch(b, &pb.batch, ids[:digestLen], ids[digestLen:causeIDAt], ids[causeIDAt:publishedAt])
 	batchBytes := b[batchStart:]
 	// The published digest preimage shares the batch and the two value
-	// lists with the wire object; hash it from the pieces.
-	h.reset()
-	h.bytes(publishedPreimageOpen)
-	h.bytes(batchBytes)
-	h.bytes(publishedPreimageProposals)
+	// lists with the wire object; hash it from the pieces. A batch
+	// published undigested (PublishUndigested) takes none.
+	undigested := h.undigested
+	if !undigested {
+		h.reset()
+		h.bytes(publishedPreimageOpen)
+		h.bytes(batchBytes)
+		h.bytes(publishedPreimageProposals)
+	}
 	b = appendKey(b, "effect_proposals", false)
 	listStart := len(b)
 	b = appendValues(b, proposals)
-	h.bytes(b[listStart:])
-	h.bytes(publishedPreimageVerdicts)
+	if !undigested {
+		h.bytes(b[listStart:])
+		h.bytes(publishedPreimageVerdicts)
+	}
 	b = appendKey(b, "eligibility_verdicts", false)
 	listStart = len(b)
 	b = appendValues(b, verdicts)
-	h.bytes(b[listStart:])
-	h.bytes(closeBrace)
-	h.h.Sum(h.sum[:0])
-	writeDigest(ids[publishedAt:], &h.sum)
+	if !undigested {
+		h.bytes(b[listStart:])
+		h.bytes(closeBrace)
+		h.h.Sum(h.sum[:0])
+		writeDigest(ids[publishedAt:], &h.sum)
+	}
 	all := string(ids[:])
 	pb.batch.BatchDigest = all[:digestLen]
 	pb.batch.BatchID = all[digestLen:causeIDAt]
 	pb.batch.CauseID = all[causeIDAt:publishedAt]
-	pb.digest = all[publishedAt:]
+	if !undigested {
+		pb.digest = all[publishedAt:]
+	}
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RPublishedBatch")
 	b = appendKey(b, "published_batch_digest", false)

@@ -26,6 +26,9 @@ type hasher struct {
 	h   hash.Hash
 	sum [sha256.Size]byte
 	buf []byte
+	// undigested says the batches published with it take no published
+	// digest (PublishUndigested).
+	undigested bool
 }
 
 // scratch returns the hasher's buffer, emptied, with room for n bytes.
@@ -57,6 +60,7 @@ var hashers = sync.Pool{New: func() any { return newHasher() }}
 // putHasher gives h back to hashers; an outsized buffer is left to the
 // collector.
 func putHasher(h *hasher) {
+	h.undigested = false
 	if cap(h.buf) > 64<<10 {
 		h.buf = nil
 	}

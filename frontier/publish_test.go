@@ -100,6 +100,25 @@ func TestPublishIsStepState(t *testing.T) {
 		if rapid.Bool().Draw(rt, "dirty") {
 			dirtyHasher(rapid.SliceOf(rapid.Byte()).Draw(rt, "junk"))
 		}
+		// PublishUndigested is Publish but for each batch's published
+		// digest, empty, and the canonical bytes' member that holds it.
+		if rapid.Bool().Draw(rt, "dirty-undigested") {
+			dirtyHasher(rapid.SliceOf(rapid.Byte()).Draw(rt, "junk"))
+		}
+		und, undAt, undRej := PublishUndigested(prior, p, cmds)
+		if undAt != -1 && undAt != len(cmds)-1 || !reflect.DeepEqual(undRej, wantRej) || len(und) != len(want) && undRej == nil {
+			rt.Fatalf("PublishUndigested refused %+v at %d with %d batches, StepState %+v with %d", undRej, undAt, len(und), wantRej, len(want))
+		}
+		for k := range und {
+			if und[k].Digest() != "" {
+				rt.Fatalf("batch %d published undigested has a digest", k)
+			}
+			w := must(json.Marshal(want[k]))
+			w = bytes.Replace(w, []byte(`"published_batch_digest":"`+want[k].Digest()+`"`), []byte(`"published_batch_digest":""`), 1)
+			if !bytes.Equal(must(json.Marshal(und[k])), w) || !reflect.DeepEqual(und[k].Batch(), want[k].Batch()) {
+				rt.Fatalf("batch %d published undigested differs from StepState's", k)
+			}
+		}
 		got, at, rej := Publish(prior, p, cmds)
 		if !bytes.Equal(before, must(json.Marshal(prior))) {
 			rt.Fatal("Publish changed its prior state")

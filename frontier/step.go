@@ -78,9 +78,23 @@ func StepState(prior *State, profile Profile, cmd Command) (*State, []*Published
 // whole state per command — since nothing ever encodes or digests them; a
 // batch's identity does not depend on the state it was published from.
 func Publish(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, int, *Rejection) {
+	return publish(prior, profile, cmds, false)
+}
+
+// PublishUndigested is Publish for a caller that reads no batch's
+// published digest: each batch's Digest is empty, and so is the
+// published_batch_digest of its canonical bytes, and neither is derived.
+// Everything else — the batches' every other member, their order, the
+// index and rejection of a command refused — is Publish's.
+func PublishUndigested(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, int, *Rejection) {
+	return publish(prior, profile, cmds, true)
+}
+
+func publish(prior *State, profile Profile, cmds []Command, undigested bool) ([]*PublishedBatch, int, *Rejection) {
 	var out []*PublishedBatch
 	h := hashers.Get().(*hasher) // one hasher for every command's digests
 	defer putHasher(h)
+	h.undigested = undigested
 	// The states between the commands are only ever the next command's
 	// prior: two headers serve them all, each written over once the state
 	// it held is no longer the prior (its slices, shared with the states

@@ -75,6 +75,11 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		t.noteBytes("h.fhr", body, ok, func() map[string]any { return fhrNoteMap(d.FHR, d.Event, chain) })
 	}
 	o := d.Outcomes[0]
+	switch o.Kind {
+	case authority.OutcomeApprovalRequest, authority.OutcomeOptions, authority.OutcomeHeld, authority.OutcomeEscalated:
+		// The state keeps the batch: with its published digest.
+		b, checked = w.withPublished(b, checked)
+	}
 	t.outcome = o.Kind
 	t.explainOutcome(o, choices)
 	rec := &outcomeRec{proposalID: o.ProposalID, kind: o.Kind, ticketID: o.Ticket.TicketID, mrpState: string(o.MRPState),

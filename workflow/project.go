@@ -407,7 +407,15 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	all = advance(all, st.Watermark)
 	// Only the batches are kept: R's states between the commands are
 	// neither sealed nor digested, nor is its transition record taken.
-	published, at, rej := frontier.Publish(w.r0, prof, all)
+	// An untraced tick's batches take no published digest: H reads it
+	// only for its control events and the input digest they bind, which
+	// it does not build for the tick (authority.Input.NoControlEvents);
+	// the tick takes it where the state keeps the batch (withPublished).
+	publish := frontier.Publish
+	if t.untraced {
+		publish = frontier.PublishUndigested
+	}
+	published, at, rej := publish(w.r0, prof, all)
 	if rej != nil {
 		return nil, fmt.Errorf("workflow: R refused %T: %s at %s", all[at], rej.Code, rej.Path)
 	}
@@ -448,6 +456,22 @@ func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 	}
 	b.PublishedBatchDigest = authority.PublishedBatchDigest(b)
 	return sealedBatch{batch: b}
+}
+
+// withPublished is b with its published digest, when R left it out (an
+// untraced tick's batch), and checked sealed again with it: what the
+// state keeps of a batch, and what a grant's re-decision is given, are
+// then a traced tick's.
+func (w *Workflow) withPublished(b authority.PublishedBatch, checked authority.CheckedBatch) (authority.PublishedBatch, authority.CheckedBatch) {
+	if b.PublishedBatchDigest != "" {
+		return b, checked
+	}
+	d := authority.PublishedBatchDigest(b)
+	if sealed, c, err := authority.SealBatchDigested(b, w.rProfile.Digest(), d); err == nil {
+		return sealed, c
+	}
+	b.PublishedBatchDigest = d
+	return b, authority.CheckedBatch{}
 }
 
 // authorityBatch is R's published batch in H's input form, unsealed.

@@ -35,21 +35,7 @@ func TestStepEncodedIsStep(t *testing.T) {
 			s.Versions.Workflow, s.Versions.StateSchema, s.Versions.EventSchema = ObservationWorkflow, ObservationStateSchema, ObservationEventSchema
 		}
 		event := func(s Snapshot, lt int64, id string) protocol.AcceptedEvent {
-			obs := genObject(t, "obs")
-			if len(obs) == 0 {
-				obs["n"] = int64(1)
-			}
-			e := protocol.AcceptedEvent{
-				Kind: protocol.KindAcceptedEvent, EventID: id,
-				Payload: protocol.Object{"event_type": ObservationEventType, "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
-					"observation": obs, "mark_complete": rapid.Bool().Draw(t, "close"), "effect_request": nil},
-				OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: lt,
-				CorrelationID: "run:1", IdempotencyKey: "k:" + id, Versions: s.Versions,
-			}
-			if rapid.IntRange(0, 3).Draw(t, "mutate") == 0 {
-				e.Payload[rapid.SampledFrom([]string{"observation", "extra", "expected_revision", "event_type"}).Draw(t, "member")] = genValue(t, 1, "mutation")
-			}
-			return e
+			return drawObservationEvent(t, s, lt, id)
 		}
 		var d Domain = Observation{}
 		switch rapid.IntRange(0, 2).Draw(t, "domain") {
@@ -160,4 +146,25 @@ func TestEncodedCheckedIsEncoded(t *testing.T) {
 			t.Fatalf("checked %s (%v, %v)\nencoded %s (%v, %v)", got, gotKnown, gerr, want, wantKnown, werr)
 		}
 	})
+}
+
+// drawObservationEvent draws an observation event for s at logical time
+// lt: a drawn, never empty observation, completing or not, and one time
+// in four a member of its payload replaced by a drawn value.
+func drawObservationEvent(t *rapid.T, s Snapshot, lt int64, id string) protocol.AcceptedEvent {
+	obs := genObject(t, "obs")
+	if len(obs) == 0 {
+		obs["n"] = int64(1)
+	}
+	e := protocol.AcceptedEvent{
+		Kind: protocol.KindAcceptedEvent, EventID: id,
+		Payload: protocol.Object{"event_type": ObservationEventType, "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
+			"observation": obs, "mark_complete": rapid.Bool().Draw(t, "close"), "effect_request": nil},
+		OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: lt,
+		CorrelationID: "run:1", IdempotencyKey: "k:" + id, Versions: s.Versions,
+	}
+	if rapid.IntRange(0, 3).Draw(t, "mutate") == 0 {
+		e.Payload[rapid.SampledFrom([]string{"observation", "extra", "expected_revision", "event_type"}).Draw(t, "member")] = genValue(t, 1, "mutation")
+	}
+	return e
 }

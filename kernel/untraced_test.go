@@ -41,21 +41,7 @@ func TestStepUntracedIsStepEncoded(t *testing.T) {
 				s.Versions.Workflow, s.Versions.StateSchema, s.Versions.EventSchema = ObservationWorkflow, ObservationStateSchema, ObservationEventSchema
 			}
 			event = func(s Snapshot, lt int64, id string) protocol.AcceptedEvent {
-				obs := genObject(t, "obs")
-				if len(obs) == 0 {
-					obs["n"] = int64(1)
-				}
-				e := protocol.AcceptedEvent{
-					Kind: protocol.KindAcceptedEvent, EventID: id,
-					Payload: protocol.Object{"event_type": ObservationEventType, "aggregate_id": s.AggregateID, "expected_revision": s.Revision,
-						"observation": obs, "mark_complete": rapid.Bool().Draw(t, "close"), "effect_request": nil},
-					OccurredAt: "2026-01-01T00:00:00Z", ReceivedAt: "2026-01-01T00:00:00Z", LogicalTime: lt,
-					CorrelationID: "run:1", IdempotencyKey: "k:" + id, Versions: s.Versions,
-				}
-				if rapid.IntRange(0, 3).Draw(t, "mutate") == 0 {
-					e.Payload[rapid.SampledFrom([]string{"observation", "extra", "expected_revision", "event_type"}).Draw(t, "member")] = genValue(t, 1, "mutation")
-				}
-				return e
+				return drawObservationEvent(t, s, lt, id)
 			}
 			switch rapid.IntRange(0, 2).Draw(t, "observation") {
 			case 1:

@@ -248,16 +248,23 @@ func Project(l Materialization, r frontier.Profile, b BindingProfile, q QueryBat
 	var trusted Rejection // the digests validated so far
 	out, rej := project(&l, &r, &b, &q, &trusted, false)
 	if rej != nil {
-		if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
-			rej.LogicalTime = trusted.LogicalTime
-			rej.LFixpointDigest = trusted.LFixpointDigest
-			rej.RProfileDigest = trusted.RProfileDigest
-			rej.BindingProfileDigest = trusted.BindingProfileDigest
-			rej.QueryBatchDigest = trusted.QueryBatchDigest
-		}
-		return nil, rej
+		return nil, withTrusted(rej, &trusted)
 	}
 	return out, nil
+}
+
+// withTrusted gives rej the digests validated before it was met (trusted),
+// unless it is the invariant violation of an incomplete fact-state
+// projection, which names its own.
+func withTrusted(rej, trusted *Rejection) *Rejection {
+	if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
+		rej.LogicalTime = trusted.LogicalTime
+		rej.LFixpointDigest = trusted.LFixpointDigest
+		rej.RProfileDigest = trusted.RProfileDigest
+		rej.BindingProfileDigest = trusted.BindingProfileDigest
+		rej.QueryBatchDigest = trusted.QueryBatchDigest
+	}
+	return rej
 }
 
 // SealAndProject is Project(l, r, b, q.Sealed()): it derives each query's

@@ -15,14 +15,7 @@ func projectPlain(l Materialization, r frontier.Profile, b BindingProfile, q Que
 	var trusted Rejection
 	out, rej := projectWith(&projector{l: &l, r: &r, b: &b, plain: true}, &q, &trusted)
 	if rej != nil {
-		if rej.Code != CodeInvariantViolation || rej.Context.Invariant != "complete_fact_state_projection" {
-			rej.LogicalTime = trusted.LogicalTime
-			rej.LFixpointDigest = trusted.LFixpointDigest
-			rej.RProfileDigest = trusted.RProfileDigest
-			rej.BindingProfileDigest = trusted.BindingProfileDigest
-			rej.QueryBatchDigest = trusted.QueryBatchDigest
-		}
-		return nil, rej
+		return nil, withTrusted(rej, &trusted)
 	}
 	return out, nil
 }

@@ -138,14 +138,7 @@ func TestBatchedReadsAreThePartsReads(t *testing.T) {
 	var mem [][]byte
 	rapid.Check(t, func(rt *rapid.T) {
 		image := images[rapid.IntRange(0, 1).Draw(rt, "interleaved")]
-		var tb, col, run string
-		var v any
-		if rapid.Bool().Draw(rt, "damage") {
-			tb = rapid.SampledFrom(tables).Draw(rt, "table")
-			col = rapid.SampledFrom(recordColumns[tb]).Draw(rt, "column")
-			run = rapid.SampledFrom(ids).Draw(rt, "run")
-			v = drawValue(rt)
-		}
+		tb, col, run, v := drawDamage(rt, tables, ids)
 		st := damaged(rt, image, path, tb, col, run, v)
 		defer func() { st.Close() }() // the store read, which may be the read-only one below
 		if rapid.Bool().Draw(rt, "read-only") {

@@ -190,14 +190,7 @@ func TestReadRunRecordsRawIsTheSQLRead(t *testing.T) {
 	}
 	t.Logf("%d damages, %d runs read by parts", k, byParts)
 	rapid.Check(t, func(rt *rapid.T) {
-		var tb, col, run string
-		var v any
-		if rapid.Bool().Draw(rt, "damage") {
-			tb = rapid.SampledFrom(tables).Draw(rt, "table")
-			col = rapid.SampledFrom(recordColumns[tb]).Draw(rt, "column")
-			run = rapid.SampledFrom(ids).Draw(rt, "run")
-			v = drawValue(rt)
-		}
+		tb, col, run, v := drawDamage(rt, tables, ids)
 		st := damaged(rt, image, path, tb, col, run, v)
 		defer st.Close()
 		sameAsSQL(rt, st, rapid.SliceOfN(rapid.SampledFrom(append([]string{"absent"}, ids...)), 1, sqlite.RecordBatch).Draw(rt, "ids"))
@@ -262,4 +255,17 @@ func TestRecordBodiesAreEachTheirOwn(t *testing.T) {
 			t.Fatalf("body %d changed by an append to another", i)
 		}
 	}
+}
+
+// drawDamage draws, one time in two, a cell to damage: a table of
+// tables, one of its record columns, a run of ids and the value to write
+// there; otherwise none (empty names, nil).
+func drawDamage(rt *rapid.T, tables, ids []string) (tb, col, run string, v any) {
+	if rapid.Bool().Draw(rt, "damage") {
+		tb = rapid.SampledFrom(tables).Draw(rt, "table")
+		col = rapid.SampledFrom(recordColumns[tb]).Draw(rt, "column")
+		run = rapid.SampledFrom(ids).Draw(rt, "run")
+		v = drawValue(rt)
+	}
+	return tb, col, run, v
 }

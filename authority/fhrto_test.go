@@ -9,18 +9,7 @@ import (
 // FHR.AppendCanonical writes for the sealed FHR: the low- and high-risk
 // fixtures and the granted re-decision.
 func TestAuthorizeFHRToIsAppendCanonical(t *testing.T) {
-	internal, _ := fixtureInput(t, "internal")
-	public, _ := fixtureInput(t, "public")
-	ins := []Input{internal, public}
-	if d, err := Authorize(public); err == nil && d.Outcomes[0].ApprovalRequest != nil {
-		req := *d.Outcomes[0].ApprovalRequest
-		granted := public
-		granted.Approvals = []PresentedApproval{{Request: req, Approval: Grant(req, 110), Approver: Approver{ID: "actor:fixture-approver", Kind: "human", Role: ApproverRole, Scopes: []string{"scope:artifact-publishers"}}}}
-		granted.Now = 120
-		ins = append(ins, granted)
-	} else {
-		t.Fatal("no approval request", err)
-	}
+	ins := fixturesWithGrant(t, 110, 120)
 	for i, in := range ins {
 		want, err := Authorize(in)
 		if err != nil {
@@ -47,4 +36,28 @@ func TestAuthorizeFHRToIsAppendCanonical(t *testing.T) {
 			t.Fatalf("input %d: FHRCanonical\n%s\nAppendCanonical\n%s", i, canon1, fhr)
 		}
 	}
+}
+
+// fixturesWithGrant returns the low- and high-risk fixtures' inputs and
+// the high-risk one again with a person's grant of the approval it asks
+// for, issued at issuedAt (the request's own time when zero) and decided
+// at now (the fixture's own time when zero).
+func fixturesWithGrant(t *testing.T, issuedAt, now int64) []Input {
+	t.Helper()
+	internal, _ := fixtureInput(t, "internal")
+	public, _ := fixtureInput(t, "public")
+	d, err := Authorize(public)
+	if err != nil || d.Outcomes[0].ApprovalRequest == nil {
+		t.Fatal("no approval request", err)
+	}
+	req := *d.Outcomes[0].ApprovalRequest
+	if issuedAt == 0 {
+		issuedAt = req.RequestedAt
+	}
+	granted := public
+	granted.Approvals = []PresentedApproval{{Request: req, Approval: Grant(req, issuedAt), Approver: Approver{ID: "actor:fixture-approver", Kind: "human", Role: ApproverRole, Scopes: []string{"scope:artifact-publishers"}}}}
+	if now != 0 {
+		granted.Now = now
+	}
+	return []Input{internal, public, granted}
 }

@@ -10,17 +10,7 @@ import (
 // approval request, and the intent its grant authorizes, each with and
 // without a memo shared by the decisions.
 func TestAuthorizeNoControlEventsIsWithout(t *testing.T) {
-	internal, _ := fixtureInput(t, "internal")
-	public, _ := fixtureInput(t, "public")
-	ins := []Input{internal, public}
-	if d, err := Authorize(public); err == nil && d.Outcomes[0].ApprovalRequest != nil {
-		req := *d.Outcomes[0].ApprovalRequest
-		granted := public
-		granted.Approvals = []PresentedApproval{{Request: req, Approval: Grant(req, req.RequestedAt), Approver: Approver{ID: "actor:fixture-approver", Kind: "human", Role: ApproverRole, Scopes: []string{"scope:artifact-publishers"}}}}
-		ins = append(ins, granted)
-	} else {
-		t.Fatal("no approval request", err)
-	}
+	ins := fixturesWithGrant(t, 0, 0)
 	kinds := map[string]bool{}
 	for _, memo := range []bool{false, true} {
 		var m DigestMemo

@@ -153,14 +153,7 @@ func BenchmarkVerifyMany(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	events := 0
-	for _, id := range ids {
-		run, err := st.Run(ctx, id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events += int(run.Head)
-	}
+	events := eventsOf(b, st, ids)
 	verifyRun := func(b *testing.B, id string) {
 		rep, err := Run(ctx, st, nil, id)
 		if err != nil || !rep.OK() {
@@ -283,4 +276,18 @@ func decideOnly(b *testing.B, st store.Store, wf runner.Workflow, ids []string) 
 			}
 		}
 	}
+}
+
+// eventsOf is how many events the runs ids of st hold: their heads.
+func eventsOf(tb testing.TB, st store.Store, ids []string) int {
+	tb.Helper()
+	events := 0
+	for _, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		events += int(run.Head)
+	}
+	return events
 }

@@ -17,18 +17,9 @@ import (
 // one scratch, so that a changed record meets the state kept from its
 // honest twin.
 func TestBodySumIsSum256(t *testing.T) {
-	st := open(t, recorded(t), true)
 	var bodies [][]byte
-	for _, id := range []string{"small", "large"} {
-		evs, err := st.Events(ctx, id, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range evs {
-			if e.Kind == runner.EventControl {
-				bodies = append(bodies, e.Body)
-			}
-		}
+	for _, e := range recordedControls(t) {
+		bodies = append(bodies, e.Body)
 	}
 	if len(bodies) < 4 {
 		t.Fatalf("only %d control records", len(bodies))
@@ -59,9 +50,26 @@ func TestBodySumIsSum256(t *testing.T) {
 // A run's control records are hashed from the kept openings: for the
 // recorded runs, the openings are far fewer than the records.
 func TestBodySumKeepsFewOpenings(t *testing.T) {
-	st := open(t, recorded(t), true)
 	x := new(stepScratch)
-	records := 0
+	controls := recordedControls(t)
+	records := len(controls)
+	for _, e := range controls {
+		if !store.SumMatches(e.Digest, x.bodySum(e.Kind, e.Body)) {
+			t.Fatalf("event %d: digest %s is not its body's", e.Seq, e.Digest)
+		}
+	}
+	if len(x.openings) == 0 || len(x.openings) >= records {
+		t.Fatalf("%d openings kept for %d records", len(x.openings), records)
+	}
+	t.Logf("%d openings kept for %d control records", len(x.openings), records)
+}
+
+// recordedControls returns the control records of the recorded runs
+// "small" and "large", in order.
+func recordedControls(t *testing.T) []store.Event {
+	t.Helper()
+	st := open(t, recorded(t), true)
+	var out []store.Event
 	for _, id := range []string{"small", "large"} {
 		evs, err := st.Events(ctx, id, 0)
 		if err != nil {
@@ -69,15 +77,9 @@ func TestBodySumKeepsFewOpenings(t *testing.T) {
 		}
 		for _, e := range evs {
 			if e.Kind == runner.EventControl {
-				records++
-				if !store.SumMatches(e.Digest, x.bodySum(e.Kind, e.Body)) {
-					t.Fatalf("event %d: digest %s is not its body's", e.Seq, e.Digest)
-				}
+				out = append(out, e)
 			}
 		}
 	}
-	if len(x.openings) == 0 || len(x.openings) >= records {
-		t.Fatalf("%d openings kept for %d records", len(x.openings), records)
-	}
-	t.Logf("%d openings kept for %d control records", len(x.openings), records)
+	return out
 }

@@ -424,14 +424,7 @@ func BenchmarkReadMany(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			events := 0
-			for _, id := range ids {
-				run, err := st.Run(ctx, id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				events += int(run.Head)
-			}
+			events := eventsOf(b, st, ids)
 			var mem [][]byte
 			measure(b, events, func() {
 				for lo := 0; lo < len(ids); lo += 16 {

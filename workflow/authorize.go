@@ -40,9 +40,10 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 	in := w.input(b, spec, before, t.lt, st.EffectSeq, turn)
 	in.Choices, in.Checked, in.Resumed = choices, checked, resumed
 	in.ScorecardDigest = t.scorecard
-	// Nothing a tick returns or notes reads H's control events: an
-	// untraced tick, held to Decide's result, has H build none.
-	in.NoControlEvents = t.untraced
+	// Nothing a tick returns or notes reads H's control events (the
+	// runner's control records come from the run FSM, not from H): H
+	// builds none, nor the digests only they bind.
+	in.NoControlEvents = true
 	// A traced tick has H write the FHR's canonical bytes into the room
 	// of its h.fhr note; an untraced one writes no note, so H seals the
 	// FHR in its own pooled buffer (the same digest) and no room is made.
@@ -107,7 +108,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, approved, err := w.reauthorizeWith(pd, w.namedApprover(), checked, memo, t.untraced)
+		eff, approved, err := w.reauthorizeWith(pd, w.namedApprover(), checked, memo)
 		if err != nil {
 			// Not even a grant would let it through now (a restart in
 			// TEST): H holds it, and the run keeps it.
@@ -180,13 +181,13 @@ func fhrChain(prev, fhr string) (string, error) {
 // grant presented. The grant is issued at the request's own logical time:
 // the run's logical clock does not move while it waits for a person.
 func (w *Workflow) reauthorize(pd pending, by authority.Approver, checked authority.CheckedBatch) (Effect, mrp.Machine, error) {
-	return w.reauthorizeWith(pd, by, checked, nil, false)
+	return w.reauthorizeWith(pd, by, checked, nil)
 }
 
-// reauthorizeWith is reauthorize with H given memo (authority.Input.Memo),
-// building no control event when noEvents is set
+// reauthorizeWith is reauthorize with H given memo (authority.Input.Memo).
+// As for a tick's own decision, H builds no control event
 // (authority.Input.NoControlEvents).
-func (w *Workflow) reauthorizeWith(pd pending, by authority.Approver, checked authority.CheckedBatch, memo *authority.DigestMemo, noEvents bool) (Effect, mrp.Machine, error) {
+func (w *Workflow) reauthorizeWith(pd pending, by authority.Approver, checked authority.CheckedBatch, memo *authority.DigestMemo) (Effect, mrp.Machine, error) {
 	act, err1 := plain(pd.Action)
 	dest, err2 := plain(pd.Dest)
 	if err1 != nil || err2 != nil {
@@ -197,7 +198,7 @@ func (w *Workflow) reauthorizeWith(pd pending, by authority.Approver, checked au
 	in := w.input(pd.Batch, actionSpec(p.ProposalID, a), pd.Machine, pd.Now, pd.EffectSeq, pd.Turn)
 	in.Choices, in.Checked, in.Resumed = pd.Choices, checked, pd.Resumed
 	in.Approvals = []authority.PresentedApproval{{Request: pd.Request, Approval: authority.Grant(pd.Request, pd.Request.RequestedAt), Approver: by}}
-	in.Memo, in.NoControlEvents = memo, noEvents
+	in.Memo, in.NoControlEvents = memo, true
 	d, err := authority.Authorize(in)
 	if err != nil {
 		return Effect{}, mrp.Machine{}, fmt.Errorf("H refused the batch: %w", err)

@@ -2,7 +2,10 @@ package workflow
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
+	"hash"
 	"os"
 	"testing"
 
@@ -18,7 +21,9 @@ var update = flag.Bool("update", false, "rewrite the golden run digests")
 // seam, R, H and the state layout) so any change to what a run decides or
 // records shows up here, on every architecture. untraced picks the ticks
 // decided by DecideUntraced (nil: none), which must record the same.
-func goldenRun(t *testing.T, example string, inputs [][]byte, untraced func(seq int64) bool) []any {
+// When traces is not nil, every note of every tick's trace is written to
+// it, its kind and then its body.
+func goldenRun(t *testing.T, example string, inputs [][]byte, untraced func(seq int64) bool, traces hash.Hash) []any {
 	w := compileExample(t, example)
 	st, err := w.Init("golden-" + example)
 	if err != nil {
@@ -37,6 +42,12 @@ func goldenRun(t *testing.T, example string, inputs [][]byte, untraced func(seq 
 			t.Fatal(err)
 		}
 		st = r.State
+		if traces != nil {
+			for _, n := range r.Trace {
+				traces.Write([]byte(n.Kind))
+				traces.Write(n.Body)
+			}
+		}
 		var intents []any
 		for _, e := range r.Effects {
 			intents = append(intents, map[string]any{"intent_id": e.Intent.IntentID, "idempotency_key": e.Intent.IdempotencyKey,
@@ -72,18 +83,22 @@ func TestGoldenRuns(t *testing.T) {
 }
 
 func testGoldenRuns(t *testing.T, untraced func(seq int64) bool) {
+	var traces hash.Hash
+	if untraced == nil {
+		traces = sha256.New()
+	}
 	got, err := cjson.Marshal(map[string]any{
 		"refund-agent": goldenRun(t, "refund-agent", [][]byte{
 			refundInput("r-1", 40, "alice", "damaged"),
 			refundInput("r-2", 900, "bob", "late"),
 			refundInput("r-3", 20, "mallory", "damaged"),
 			refundInput("r-4", 30, "carol", "goodwill"),
-		}, untraced),
+		}, untraced, traces),
 		"ops-agent": goldenRun(t, "ops-agent", [][]byte{
 			opsInput("diagnostics.requested/1", "chk-1", "api", "dest:ops-api", "probe", "health"),
 			opsInput("restart.requested/1", "rst-1", "api", "dest:ops-api", "reason", "leak"),
 			opsInput("restart.requested/1", "rst-2", "billing", "dest:ops-billing", "reason", "slow"),
-		}, untraced),
+		}, untraced, traces),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +116,29 @@ func testGoldenRuns(t *testing.T, untraced func(seq int64) bool) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("golden runs differ from %s (rerun with -update if the change is intended)\n got %s", path, got)
+	}
+	if traces != nil {
+		goldenTraces(t, hex.EncodeToString(traces.Sum(nil))+"\n")
+	}
+}
+
+// goldenTraces holds the digest of the traced golden runs' notes (every
+// note's kind and body, in order) to testdata/golden-traces.txt: the
+// trace is not compared by a replay, so a change to what a tick notes,
+// or one that drops a note's input believing nothing notes it, shows up
+// here.
+func goldenTraces(t *testing.T, got string) {
+	const path = "testdata/golden-traces.txt"
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("the golden runs' traces digest to %s, %s holds %s (rerun with -update if the change is intended)", got, path, want)
 	}
 }

@@ -407,15 +407,13 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	all = advance(all, st.Watermark)
 	// Only the batches are kept: R's states between the commands are
 	// neither sealed nor digested, nor is its transition record taken.
-	// An untraced tick's batches take no published digest: H reads it
-	// only for its control events and the input digest they bind, which
-	// it does not build for the tick (authority.Input.NoControlEvents);
-	// the tick takes it where the state keeps the batch (withPublished).
-	publish := frontier.Publish
-	if t.untraced {
-		publish = frontier.PublishUndigested
-	}
-	published, at, rej := publish(w.r0, prof, all)
+	// No tick's batches take a published digest: H reads it only for its
+	// control events and the input digest they bind, which it builds for
+	// no tick (authority.Input.NoControlEvents), and for its batch check,
+	// which a batch SealBatchDigested sealed skips; no note writes it (the
+	// FHR binds tickets, signals and resolutions, not the batch). The
+	// tick takes it where the state keeps the batch (withPublished).
+	published, at, rej := frontier.PublishUndigested(w.r0, prof, all)
 	if rej != nil {
 		return nil, fmt.Errorf("workflow: R refused %T: %s at %s", all[at], rej.Code, rej.Path)
 	}
@@ -458,10 +456,10 @@ func (w *Workflow) toAuthority(pb *frontier.PublishedBatch) sealedBatch {
 	return sealedBatch{batch: b}
 }
 
-// withPublished is b with its published digest, when R left it out (an
-// untraced tick's batch), and checked sealed again with it: what the
-// state keeps of a batch, and what a grant's re-decision is given, are
-// then a traced tick's.
+// withPublished is b with its published digest, when R left it out (a
+// tick's batch), and checked sealed again with it: what the state keeps
+// of a batch, and what a grant's re-decision is given, are then the
+// batch R would have published with its digest.
 func (w *Workflow) withPublished(b authority.PublishedBatch, checked authority.CheckedBatch) (authority.PublishedBatch, authority.CheckedBatch) {
 	if b.PublishedBatchDigest != "" {
 		return b, checked

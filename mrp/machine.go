@@ -591,8 +591,12 @@ func (m Machine) Admits(v TicketView) bool {
 
 // Strip is the user-visible Journey Strip: each accepted state change
 // projected onto HOLD / OPTIONS / TEST / DECIDE.
-func (m Machine) Strip() []State {
-	out := []State{Hold}
+func (m Machine) Strip() []State { return m.AppendStrip(nil) }
+
+// AppendStrip appends the Journey Strip to dst: Strip's states, in a
+// list the caller may keep (a writer's room on its stack).
+func (m Machine) AppendStrip(dst []State) []State {
+	out := append(dst, Hold)
 	for _, e := range m.Journey {
 		if e.Rejected != "" {
 			continue

@@ -69,7 +69,10 @@ func fhrNoteFrom(buf, canon []byte, event, chain string) ([]byte, bool) {
 // journeyNote is the body of the mrp.journey note: the machine's state,
 // its Journey Strip and the counts of what the run holds open.
 func journeyNote(room *noteRoom, m mrp.Machine, pending, open int) ([]byte, bool) {
-	strip := m.Strip()
+	// The strip is a few states: written from a room on the stack, not
+	// collected into a list of its own.
+	var room0 [8]mrp.State
+	strip := m.AppendStrip(room0[:0])
 	w := noteWriter{cjson.Members{B: room.buf(160 + 24*len(strip))}}
 	w.Open()
 	w.Int("open_intents", int64(open))

@@ -148,13 +148,7 @@ func TestStepStringsSizeIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := len(tr.PriorSnapshotDigest) + len(next) + len(tr.TransitionDigest)
-		for _, f := range tr.FactDeltas {
-			n += len(f.DerivationID)
-		}
-		for _, p := range tr.EffectProposals {
-			n += len(p.ProposalID) + len(p.ProposalDedupKey)
-		}
+		n := len(tr.PriorSnapshotDigest) + len(next) + len(tr.TransitionDigest) + idsSize(tr)
 		if want := stepStringsSize(len(tr.FactDeltas), len(tr.EffectProposals), true, true); n != want {
 			t.Fatalf("notify %v: the step's strings are %d bytes, sized %d", notify, n, want)
 		}
@@ -163,13 +157,7 @@ func TestStepStringsSizeIsExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n = 0
-		for _, f := range ut.FactDeltas {
-			n += len(f.DerivationID)
-		}
-		for _, p := range ut.EffectProposals {
-			n += len(p.ProposalID) + len(p.ProposalDedupKey)
-		}
+		n = idsSize(ut)
 		if want := stepStringsSize(len(ut.FactDeltas), len(ut.EffectProposals), true, false); n != want {
 			t.Fatalf("notify %v: the untraced step's strings are %d bytes, sized %d", notify, n, want)
 		}
@@ -231,4 +219,17 @@ func TestCanonRoomLeftDirty(t *testing.T) {
 			t.Fatalf("after junk %d: %s\nwant %s", junk, got, want)
 		}
 	}
+}
+
+// idsSize is the length of the ids a step's transition carves: its fact
+// deltas' derivation ids and its proposals' ids and dedup keys.
+func idsSize(tr *Transition) int {
+	n := 0
+	for _, f := range tr.FactDeltas {
+		n += len(f.DerivationID)
+	}
+	for _, p := range tr.EffectProposals {
+		n += len(p.ProposalID) + len(p.ProposalDedupKey)
+	}
+	return n
 }

@@ -22,10 +22,7 @@ func TestOnlyReadOnlyStoresMapTheirFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	_, image := recordImage(t, dir)
-	path := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(path, image, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeCopy(t, dir, image)
 	for _, ro := range []bool{false, true} {
 		st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: ro})
 		if err != nil {
@@ -54,10 +51,7 @@ func TestReadOnlyStoreReadsTheSameRecords(t *testing.T) {
 	dir := t.TempDir()
 	ids, image := recordImage(t, dir)
 	ids = append(ids, "absent")
-	path := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(path, image, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeCopy(t, dir, image)
 	rw, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -204,10 +204,7 @@ func TestRecordBodiesAreEachTheirOwn(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	ids, image := recordImage(t, dir)
-	path := filepath.Join(dir, "copy.db")
-	if err := os.WriteFile(path, image, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeCopy(t, dir, image)
 	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +265,15 @@ func drawDamage(rt *rapid.T, tables, ids []string) (tb, col, run string, v any) 
 		v = drawValue(rt)
 	}
 	return tb, col, run, v
+}
+
+// writeCopy writes a store's image to copy.db in dir and returns its
+// path.
+func writeCopy(t *testing.T, dir string, image []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(path, image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

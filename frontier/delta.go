@@ -269,14 +269,12 @@ func appendCommandPreimage(b []byte, c Command, deltaDigests []string, flush fun
 // appendCommand appends the canonical wire form of the command. Deltas are
 // written in canonical (digest-sorted) order.
 func appendCommand(b []byte, c Command) []byte {
+	if x, ok := c.(ApplyDeltaBatch); ok {
+		return appendDeltaBatch(b, &x)
+	}
 	pd, df := c.base()
 	b = append(b, '{')
 	switch x := c.(type) {
-	case ApplyDeltaBatch:
-		b = appendKey(b, "dataflow_version", true)
-		b = appendString(b, df)
-		b = appendKey(b, "deltas", false)
-		b = appendDeltas(b, x.Deltas)
 	case AdvanceFrontier:
 		b = appendKey(b, "dataflow_version", true)
 		b = appendString(b, df)
@@ -384,13 +382,20 @@ func AppendDeltaBatch(b []byte, c *ApplyDeltaBatch) []byte {
 	if n := deltaBatchSize(c.Deltas); cap(b)-len(b) < n {
 		b = append(make([]byte, 0, len(b)+n), b...)
 	}
+	return appendDeltaBatch(b, c)
+}
+
+// appendDeltaBatch appends the canonical wire form of a delta batch, its
+// deltas in canonical (digest-sorted) order: appendCommand's for an
+// ApplyDeltaBatch.
+func appendDeltaBatch(b []byte, c *ApplyDeltaBatch) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "dataflow_version", true)
 	b = appendString(b, c.DataflowVersion)
 	b = appendKey(b, "deltas", false)
 	b = appendDeltas(b, c.Deltas)
 	b = appendKey(b, "kind", false)
-	b = appendString(b, ApplyDeltaBatch{}.commandKind())
+	b = appendString(b, c.commandKind())
 	b = appendKey(b, "profile_digest", false)
 	b = appendString(b, c.ProfileDigest)
 	b = appendKey(b, "schema_version", false)

@@ -315,16 +315,17 @@ func (st *libStmt) int64(i int) int64 { return sqlite3.Xsqlite3_column_int64(st.
 // before then.
 func (st *libStmt) textBytes(i int) []byte {
 	p := sqlite3.Xsqlite3_column_text(st.tls, st.p, int32(i))
-	n := sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i))
-	if p == 0 || n <= 0 {
-		return nil
-	}
-	return libc.GoBytes(p, int(n))
+	return cellBytes(p, sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i)))
 }
 
 func (st *libStmt) blobBytes(i int) []byte {
 	p := sqlite3.Xsqlite3_column_blob(st.tls, st.p, int32(i))
-	n := sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i))
+	return cellBytes(p, sqlite3.Xsqlite3_column_bytes(st.tls, st.p, int32(i)))
+}
+
+// cellBytes are the n bytes SQLite holds at p for a cell (nil when there
+// are none), until the statement steps on.
+func cellBytes(p uintptr, n int32) []byte {
 	if p == 0 || n <= 0 {
 		return nil
 	}
@@ -363,24 +364,18 @@ func (r *libRow) int64(i int) int64 { return sqlite3.Xsqlite3_value_int64(r.st.t
 func (r *libRow) textBytes(i int) []byte {
 	v := r.val(i)
 	p := sqlite3.Xsqlite3_value_text(r.st.tls, v)
-	n := sqlite3.Xsqlite3_value_bytes(r.st.tls, v)
-	if p == 0 || n <= 0 {
-		return nil
-	}
-	return libc.GoBytes(p, int(n))
+	return cellBytes(p, sqlite3.Xsqlite3_value_bytes(r.st.tls, v))
 }
 
 func (r *libRow) blobBytes(i int) []byte {
 	v := r.val(i)
 	p := sqlite3.Xsqlite3_value_blob(r.st.tls, v)
-	n := sqlite3.Xsqlite3_value_bytes(r.st.tls, v)
-	if p == 0 || n <= 0 {
-		return nil
-	}
-	return libc.GoBytes(p, int(n))
+	return cellBytes(p, sqlite3.Xsqlite3_value_bytes(r.st.tls, v))
 }
 
-// value is libStmt's value, read from the cell's value.
+// value is cell i as the driver's Rows.Next hands it on for a column whose
+// declared type is not a time's: an int64, a float64, a string, a []byte
+// (nil when empty) or nil.
 func (r *libRow) value(i int) driver.Value {
 	switch r.typ(i) {
 	case sqlite3.SQLITE_INTEGER:
@@ -391,27 +386,6 @@ func (r *libRow) value(i int) driver.Value {
 		return string(r.textBytes(i))
 	case sqlite3.SQLITE_BLOB:
 		if b := r.blobBytes(i); b != nil {
-			return bytes.Clone(b)
-		}
-		return nil
-	default:
-		return nil
-	}
-}
-
-// value is cell i as the driver's Rows.Next hands it on for a column whose
-// declared type is not a time's: an int64, a float64, a string, a []byte
-// (nil when empty) or nil.
-func (st *libStmt) value(i int) driver.Value {
-	switch st.typ(i) {
-	case sqlite3.SQLITE_INTEGER:
-		return st.int64(i)
-	case sqlite3.SQLITE_FLOAT:
-		return sqlite3.Xsqlite3_column_double(st.tls, st.p, int32(i))
-	case sqlite3.SQLITE_TEXT:
-		return string(st.textBytes(i))
-	case sqlite3.SQLITE_BLOB:
-		if b := st.blobBytes(i); b != nil {
 			return bytes.Clone(b)
 		}
 		return nil

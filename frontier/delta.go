@@ -119,18 +119,16 @@ func deliverySum(sourceID string, logicalTime int64, dataflowVersion string, kin
 	})
 }
 
-func (d *ValueDelta) appendCanonical(b []byte) []byte { return appendCanonicalID(b, d, d.deliveryID) }
-
-// appendCanonicalID appends the canonical RValueDelta d with the delivery
-// id id, which is d's (what DeliveryID spells: plain ASCII, written as
-// cjson.AppendChecked writes it).
-func appendCanonicalID[T string | []byte](b []byte, d *ValueDelta, id T) []byte {
+// appendCanonical appends the canonical RValueDelta d. Its delivery id
+// is plain ASCII (putDeliveryID), written as cjson.AppendChecked writes
+// it.
+func (d *ValueDelta) appendCanonical(b []byte) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "dataflow_version", true)
 	b = cjson.AppendChecked(b, d.dataflow)
 	b = appendKey(b, "delivery_id", false)
 	b = append(b, '"')
-	b = append(b, id...)
+	b = append(b, d.deliveryID...)
 	b = append(b, '"')
 	b = appendKey(b, "diff", false)
 	b = appendInt(b, int64(d.diff))

@@ -353,7 +353,7 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 		completion = Fail
 	}
 	st.normalize()
-	next, err := st.encode()
+	next, err := st.encodeKept()
 	if err != nil {
 		return Result{}, err
 	}

@@ -54,6 +54,9 @@ type state struct {
 	// bytes (the next step's prior snapshot digest), "" when none was
 	// returned. Only meaningful with kernelBytes.
 	snapDigest string
+	// supportsEnd is where appendCanonical last ended the supports'
+	// objects (the list's closing bracket), in the bytes it wrote.
+	supportsEnd int
 }
 
 // support is one live base support of L: a named fact and its provenance.
@@ -62,6 +65,19 @@ type support struct {
 	Predicate  string `json:"predicate"`
 	Args       []any  `json:"args"`
 	Provenance string `json:"provenance"`
+
+	// enc is the support's canonical object as the last document Decide
+	// returned holds it, cut from that document (nil: not yet encoded,
+	// as in a decoded state). A support never changes once made — F
+	// makes a new one for each fact it inserts, and normalize changes an
+	// argument's type, not its bytes — so the next tick's document
+	// copies these bytes rather than writing the support again
+	// (keepSupports). The document's bytes are never changed
+	// (decision 1725), so the cut stays valid as long as it is kept.
+	enc []byte
+	// at is where appendCanonical last wrote the support's object, in
+	// the bytes it wrote.
+	at int
 }
 
 type openIntent struct {
@@ -180,6 +196,22 @@ func (st *state) encode() ([]byte, error) {
 	return cjson.Marshal(st)
 }
 
+// encodeKept is encode for the document Decide returns, which nobody
+// changes (decision 1725): each support's object is then cut from it for
+// the next tick's document to copy (keepSupports).
+func (st *state) encodeKept() ([]byte, error) {
+	ok := false
+	b := cjson.Written(func(b []byte) []byte {
+		b, ok = st.appendCanonical(b)
+		return b
+	})
+	if ok {
+		st.keepSupports(b)
+		return b, nil
+	}
+	return cjson.Marshal(st)
+}
+
 // appendCanonical appends the members in byte order of their names. A
 // snapshot the tick encoded is written as it is, the MRP machine by its
 // own canonical writer; the other parts of other packages' types (the
@@ -281,42 +313,22 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '[')
-		for i, s := range st.Supports {
+		for i := range st.Supports {
+			s := &st.Supports[i]
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"args":`...)
-			if s.Args == nil {
-				b = append(b, "null"...)
-			} else {
-				b = append(b, '[')
-				for j, a := range s.Args {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					switch v := a.(type) {
-					case string:
-						str(v)
-					case int64:
-						b = cjson.AppendInt(b, v)
-					case json.Number:
-						n, err := strconv.ParseInt(string(v), 10, 64)
-						ok = ok && err == nil
-						b = cjson.AppendInt(b, n)
-					default:
-						ok = false
-					}
-				}
-				b = append(b, ']')
+			s.at = len(b)
+			if s.enc != nil {
+				// Written by an earlier tick, and unchanged since.
+				b = append(b, s.enc...)
+				continue
 			}
-			b = append(b, `,"id":`...)
-			str(s.ID)
-			b = append(b, `,"predicate":`...)
-			str(s.Predicate)
-			b = append(b, `,"provenance":`...)
-			str(s.Provenance)
-			b = append(b, '}')
+			if ok {
+				b, ok = appendSupport(b, s)
+			}
 		}
+		st.supportsEnd = len(b)
 		b = append(b, ']')
 	}
 	b = append(b, `,"turn":`...)
@@ -324,6 +336,59 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	b = append(b, `,"watermark":`...)
 	b = cjson.AppendInt(b, st.Watermark)
 	return append(b, '}'), ok
+}
+
+// appendSupport appends a support's canonical object; ok is false when
+// one of its strings breaks the string rule or an argument is neither a
+// string nor an integer.
+func appendSupport(b []byte, s *support) ([]byte, bool) {
+	ok := true
+	b = append(b, `{"args":`...)
+	if s.Args == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for j, a := range s.Args {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			switch v := a.(type) {
+			case string:
+				b, ok = appendStr(b, v, ok)
+			case int64:
+				b = cjson.AppendInt(b, v)
+			case json.Number:
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				ok = ok && err == nil
+				b = cjson.AppendInt(b, n)
+			default:
+				ok = false
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"id":`...)
+	b, ok = appendStr(b, s.ID, ok)
+	b = append(b, `,"predicate":`...)
+	b, ok = appendStr(b, s.Predicate, ok)
+	b = append(b, `,"provenance":`...)
+	b, ok = appendStr(b, s.Provenance, ok)
+	return append(b, '}'), ok
+}
+
+// keepSupports cuts each support's object from doc, the document encode
+// just wrote for st (appendCanonical's bytes, copied out whole), for the
+// next tick's document to copy (support.enc). Only a document nobody
+// changes is cut from: the one Decide returns.
+func (st *state) keepSupports(doc []byte) {
+	for i := range st.Supports {
+		end := st.supportsEnd
+		if i+1 < len(st.Supports) {
+			end = st.Supports[i+1].at - 1 // before the comma
+		}
+		s := &st.Supports[i]
+		s.enc = doc[s.at:end:end]
+	}
 }
 
 // appendNested appends v's canonical bytes as cjson writes a member of the

@@ -68,8 +68,28 @@ func init() {
 				return fmt.Errorf("cached state: the kept snapshot digest %s is not its bytes' (kernel bytes %v)", st.snapDigest, st.kernelBytes)
 			}
 		}
+		// Each support's kept object is what it encodes to, cut from the
+		// document it is cached under.
+		for _, s := range st.Supports {
+			if s.enc == nil {
+				continue
+			}
+			if b, ok := appendSupport(nil, &s); !ok || !bytes.Equal(b, s.enc) {
+				return fmt.Errorf("cached state: support %s keeps\n%s\nwhich is not its object\n%s", s.ID, s.enc, b)
+			}
+			if !bytes.Contains(stateJSON, s.enc) {
+				return fmt.Errorf("cached state: support %s keeps bytes its document does not hold", s.ID)
+			}
+		}
 		got := *st
-		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest = false, nil, false, ""
+		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest, got.supportsEnd = false, nil, false, "", 0
+		if st.Supports != nil {
+			got.Supports = make([]support, len(st.Supports))
+			for i, s := range st.Supports {
+				s.enc, s.at = nil, 0
+				got.Supports[i] = s
+			}
+		}
 		if st.Pending != nil {
 			got.Pending = make([]pending, len(st.Pending))
 			for i, pd := range st.Pending {

@@ -21,6 +21,17 @@ func (m *Materialization) baseIDs(t int, tup []int64) []string {
 	return slices.Clone(ids)
 }
 
+// sharedBaseIDs is baseIDs without the copy, for a caller that only reads
+// them: the fact decoded and its text written in the scratch s.
+func (m *Materialization) sharedBaseIDs(t int, tup []int64, s *supportScratch) []string {
+	if len(m.byFact) == 0 {
+		return nil
+	}
+	s.args = grown(s.args, len(tup))[:len(tup)]
+	s.key = m.decodeInto(t, tup, s.args).appendText(s.key[:0])
+	return m.byFact[string(s.key)]
+}
+
 // FactChange is one operation on a named base support, in the vocabulary
 // of the reference M2 contract: Diff +1 inserts the support ID for the
 // signed Fact (Neg is negative polarity), -1 retracts exactly that support.

@@ -141,15 +141,117 @@ func (m *Materialization) SupportsBoth(f Fact) (pos, neg []Support, posErr, negE
 	return pos, neg, posErr, negErr
 }
 
+// EachSupportBoth calls each with every support SupportsBoth returns for
+// f, as they are found rather than collected and sorted: those of f as a
+// positive fact with neg false, those of f negated with neg true. The
+// Support handed to each, and every list in it, is the lookup's scratch:
+// valid only during the call, and not to be changed or kept. A side's
+// error is SupportsBoth's; each may have been called for that side before
+// it, and those calls are then to be disregarded. For a caller that reads
+// each support once, such as one that names it by its text, no support's
+// lists are allocated (TestEachSupportBothIsSupportsBoth).
+func (m *Materialization) EachSupportBoth(f Fact, each func(neg bool, s *Support)) (posErr, negErr error) {
+	f.Neg = false
+	t, tup, ok, err := m.encode(f, false)
+	if err != nil {
+		return err, err
+	}
+	if !ok {
+		return nil, nil
+	}
+	l := m.lookup()
+	l.c.each = each
+	posErr = m.eachSupportIn(t, tup, l, false)
+	negErr = m.eachSupportIn(t+1, tup, l, true)
+	l.release()
+	return posErr, negErr
+}
+
+// eachSupportIn is supportsIn handing each support to l's collector's
+// each, with neg, as it is found, built in l's scratch.
+func (m *Materialization) eachSupportIn(t int, tup []int64, l *supportLookup, neg bool) error {
+	x, c := &l.x, &l.c
+	c.s, c.neg = &l.s, neg
+	tb := m.tables[t]
+	if r := tb.find(tup); r >= 0 && tb.alive(r) && m.base[t][r] > 0 {
+		l.s.sup = Support{Base: true, Rule: -1, BaseIDs: m.sharedBaseIDs(t, tup, &l.s)}
+		c.each(neg, &l.s.sup)
+	}
+	started := false
+	for _, r := range m.c.rules {
+		if r.head != t {
+			continue
+		}
+		if !started {
+			x.onMatch, started = l.q.match, true
+		}
+		if err := m.runSupportRule(x, c, r, tup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSupportRule runs rule r over the tuple tup for its instantiations,
+// each handed to c's match.
+func (m *Materialization) runSupportRule(x *exec, c *supportCollector, r *rule, tup []int64) error {
+	x.mode = emitCollect
+	for ai := range r.atoms {
+		x.views[ai] = view{hi: math.MaxInt32}
+	}
+	c.rr = r
+	x.target = tup
+	for k, e := range r.hargs {
+		if e.kind == exReg {
+			x.regs[e.reg] = tup[k]
+		}
+	}
+	x.err = nil
+	return x.runRule(r, r.headPlan)
+}
+
 // supportLookup is a supportQuery with its evaluator and collector in one
 // allocation, the collector's callback bound once. Lookups may run at the
 // same time on one materialization, so none is kept on it: a lookup takes
 // one from supportLookups and gives it back cleared, holding nothing of
-// the materialization or of what it returned.
+// the materialization or of what it returned. s is the scratch
+// EachSupportBoth builds supports in, whose arrays are kept, emptied.
 type supportLookup struct {
 	q supportQuery
 	x exec
 	c supportCollector
+	s supportScratch
+}
+
+// supportScratch is where EachSupportBoth builds each support it hands
+// out: the lists of one support at a time, reused for the next.
+type supportScratch struct {
+	sup     Support // the support handed out
+	prem    []Fact
+	args    []Value // the premises' arguments
+	absent  []Absence
+	wild    []bool  // the absences' wildcards
+	absArgs []Value // the absences' patterns' arguments
+	vals    []int64 // one absence's pattern, encoded
+	key     []byte  // a base fact's text, its ledger key
+}
+
+// clear drops every value the scratch holds, keeping its arrays.
+func (s *supportScratch) clear() {
+	s.sup = Support{}
+	clear(s.prem[:cap(s.prem)])
+	clear(s.args[:cap(s.args)])
+	clear(s.absent[:cap(s.absent)])
+	clear(s.absArgs[:cap(s.absArgs)])
+}
+
+// grown returns b emptied with room for n, reusing its array when it has
+// the room.
+func grown[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, 0, n)
+	}
+	return b[:0]
 }
 
 var supportLookups = sync.Pool{New: func() any {
@@ -172,6 +274,7 @@ func (m *Materialization) lookup() *supportLookup {
 // release clears l and returns it to supportLookups.
 func (l *supportLookup) release() {
 	l.x, l.c = exec{}, supportCollector{}
+	l.s.clear()
 	l.q.x, l.q.c = nil, nil
 	supportLookups.Put(l)
 }
@@ -221,19 +324,7 @@ func (m *Materialization) supportsIn(t int, tup []int64, q *supportQuery) ([]Sup
 			c.out = out
 			x.onMatch = q.match
 		}
-		x.mode = emitCollect
-		for ai := range r.atoms {
-			x.views[ai] = view{hi: math.MaxInt32}
-		}
-		c.rr = r
-		x.target = tup
-		for k, e := range r.hargs {
-			if e.kind == exReg {
-				x.regs[e.reg] = tup[k]
-			}
-		}
-		x.err = nil
-		if err := x.runRule(r, r.headPlan); err != nil {
+		if err := m.runSupportRule(x, c, r, tup); err != nil {
 			return nil, err
 		}
 	}
@@ -267,9 +358,17 @@ type supportCollector struct {
 	x   *exec
 	rr  *rule
 	out []Support
+	// each, when set (EachSupportBoth), is handed each support, built in
+	// s, with neg, instead of its being collected in out.
+	each func(neg bool, s *Support)
+	neg  bool
+	s    *supportScratch
 }
 
-func (c *supportCollector) match([]int64) bool {
+func (c *supportCollector) match(regs []int64) bool {
+	if c.each != nil {
+		return c.matchEach()
+	}
 	m, x, rr := c.m, c.x, c.rr
 	s := Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
 	if rr.npos > 0 {
@@ -328,6 +427,61 @@ func (c *supportCollector) match([]int64) bool {
 		s.Absent = append(s.Absent, ab)
 	}
 	c.out = append(c.out, s)
+	return true
+}
+
+// matchEach is match building the support in the scratch and handing it
+// to each: the same support, its premises and absences decoded alike,
+// without its premises' rows and tables, which only a collected support
+// keeps.
+func (c *supportCollector) matchEach() bool {
+	m, x, rr, sc := c.m, c.x, c.rr, c.s
+	sc.sup = Support{Rule: rr.id, RuleText: rr.text, RulePos: rr.pos}
+	s := &sc.sup
+	if rr.npos > 0 {
+		sc.prem = grown(sc.prem, rr.npos)[:rr.npos]
+		sc.args = grown(sc.args, rr.pargs)[:rr.pargs]
+		args := sc.args
+		for ai := 0; ai < rr.npos; ai++ {
+			at := rr.atoms[ai].table
+			n := len(rr.atoms[ai].args)
+			sc.prem[ai] = m.decodeInto(at, m.tables[at].tuple(x.rows[ai]), args[:n:n])
+			args = args[n:]
+		}
+		s.Premises = sc.prem
+	}
+	if n := len(rr.atoms) - rr.npos; n > 0 {
+		nargs := 0
+		for ai := rr.npos; ai < len(rr.atoms); ai++ {
+			nargs += len(rr.atoms[ai].args)
+		}
+		sc.absent = grown(sc.absent, n)
+		wild, pat := grown(sc.wild, nargs)[:nargs], grown(sc.absArgs, nargs)[:nargs]
+		sc.wild, sc.absArgs = wild, pat
+		for ai := rr.npos; ai < len(rr.atoms); ai++ {
+			a := &rr.atoms[ai]
+			k := len(a.args)
+			ab := Absence{Stratum: m.c.tstratum[a.table], Wildcard: wild[:k:k]}
+			sc.vals = grown(sc.vals, k)[:k]
+			for j, e := range a.args {
+				ab.Wildcard[j] = e == nil
+				sc.vals[j] = 0
+				if e != nil {
+					sc.vals[j], _ = x.eval(e)
+				}
+			}
+			ab.Pattern = m.decodeInto(a.table, sc.vals, pat[:k:k])
+			for j := range ab.Wildcard {
+				if ab.Wildcard[j] {
+					ab.Pattern.Args[j] = Value{}
+				}
+			}
+			sc.absent = append(sc.absent, ab)
+			wild, pat = wild[k:], pat[k:]
+		}
+		s.Absent = sc.absent
+	}
+	c.each(c.neg, s)
 	return true
 }
 

@@ -21,10 +21,10 @@ import (
 // measure the checks, not Decide.
 func benchDecide(b *testing.B) {
 	b.ReportAllocs()
-	saved, savedBatch, savedMatch, savedShared := verifyCachedState, verifySealedBatch, verifyMatch, verifyShared
-	verifyCachedState, verifySealedBatch, verifyMatch, verifyShared = nil, nil, nil, nil
+	saved, savedBatch, savedMatch, savedShared, savedIDs := verifyCachedState, verifySealedBatch, verifyMatch, verifyShared, verifySupportIDs
+	verifyCachedState, verifySealedBatch, verifyMatch, verifyShared, verifySupportIDs = nil, nil, nil, nil, nil
 	b.Cleanup(func() {
-		verifyCachedState, verifySealedBatch, verifyMatch, verifyShared = saved, savedBatch, savedMatch, savedShared
+		verifyCachedState, verifySealedBatch, verifyMatch, verifyShared, verifySupportIDs = saved, savedBatch, savedMatch, savedShared, savedIDs
 	})
 }
 

@@ -336,29 +336,61 @@ func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []a
 	}
 	// A rule support's id is the digest of its text, written where it is
 	// digested; the text opens with its rule's, digested from the state
-	// kept after its leading blocks (w.ruleTexts).
-	pos, neg, posErr, negErr := mat.SupportsBoth(f)
-	ids := func(sup []logic.Support, err error) []string {
-		if err != nil {
-			return []string{}
-		}
-		out := []string{}
-		for _, s := range sup {
-			if s.Base {
-				out = append(out, s.BaseIDs...)
-				continue
-			}
-			write := func(b []byte) []byte { b, _ = s.AppendText(b); return b }
-			if s.Rule >= 0 && s.Rule < len(w.ruleTexts) {
-				out = append(out, ruleSupportID(w.ruleTexts[s.Rule].SumWritten(write)))
-			} else {
-				out = append(out, ruleSupportID(cjson.SumWritten(write)))
-			}
-		}
-		slices.Sort(out)
-		return slices.Compact(out)
+	// kept after its leading blocks (w.ruleTexts). Each support is read
+	// as L finds it, in L's scratch (logic.EachSupportBoth), and named
+	// at once: none is collected (TestSupportIDsInIsBySupports holds the
+	// ids to those of the supports SupportsBoth collects).
+	c := supportIDCollector{w: w, ids: [2][]string{{}, {}}}
+	posErr, negErr := mat.EachSupportBoth(f, c.add)
+	pos, neg := c.list(0, posErr), c.list(1, negErr)
+	if verifySupportIDs != nil {
+		verifySupportIDs(w, mat, f, pos, neg)
 	}
-	return ids(pos, posErr), ids(neg, negErr)
+	return pos, neg
+}
+
+// verifySupportIDs, set by tests, is handed the ids supportIDsIn found
+// for every fact: it holds them to those of the supports SupportsBoth
+// collects (it panics if they differ).
+var verifySupportIDs func(w *Workflow, mat *logic.Materialization, f logic.Fact, pos, neg []string)
+
+// supportIDCollector gathers the ids of an atom's supports, the positive
+// side's in ids[0] and the negative side's in ids[1].
+type supportIDCollector struct {
+	w   *Workflow
+	ids [2][]string
+}
+
+// add is handed each support of the atom, neg saying of which side.
+func (c *supportIDCollector) add(neg bool, s *logic.Support) {
+	k := 0
+	if neg {
+		k = 1
+	}
+	if s.Base {
+		c.ids[k] = append(c.ids[k], s.BaseIDs...)
+		return
+	}
+	c.ids[k] = append(c.ids[k], c.w.ruleSupportIDOf(s))
+}
+
+// list is side k's ids, sorted and without duplicates, or none when L
+// failed to find them (err).
+func (c *supportIDCollector) list(k int, err error) []string {
+	if err != nil {
+		return []string{}
+	}
+	slices.Sort(c.ids[k])
+	return slices.Compact(c.ids[k])
+}
+
+// ruleSupportIDOf is the id of a rule support: the digest of its text.
+func (w *Workflow) ruleSupportIDOf(s *logic.Support) string {
+	write := func(b []byte) []byte { b, _ = s.AppendText(b); return b }
+	if s.Rule >= 0 && s.Rule < len(w.ruleTexts) {
+		return ruleSupportID(w.ruleTexts[s.Rule].SumWritten(write))
+	}
+	return ruleSupportID(cjson.SumWritten(write))
 }
 
 // ruleSupportID is a rule support's id, from the SHA-256 sum of its text:

@@ -143,7 +143,8 @@ func (m *Materialization) SupportsBoth(f Fact) (pos, neg []Support, posErr, negE
 
 // EachSupportBoth calls each with every support SupportsBoth returns for
 // f, as they are found rather than collected and sorted: those of f as a
-// positive fact with neg false, those of f negated with neg true. The
+// positive fact with neg false, then those of f negated with neg true
+// (every positive one before any negative one). The
 // Support handed to each, and every list in it, is the lookup's scratch:
 // valid only during the call, and not to be changed or kept. A side's
 // error is SupportsBoth's; each may have been called for that side before

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
@@ -340,9 +341,11 @@ func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []a
 	// as L finds it, in L's scratch (logic.EachSupportBoth), and named
 	// at once: none is collected (TestSupportIDsInIsBySupports holds the
 	// ids to those of the supports SupportsBoth collects).
-	c := supportIDCollector{w: w, ids: [2][]string{{}, {}}}
-	posErr, negErr := mat.EachSupportBoth(f, c.add)
-	pos, neg := c.list(0, posErr), c.list(1, negErr)
+	c := supportIDCollectors.Get().(*supportIDCollector)
+	c.w = w
+	posErr, negErr := mat.EachSupportBoth(f, c.each)
+	pos, neg := c.lists(posErr, negErr)
+	c.release()
 	if verifySupportIDs != nil {
 		verifySupportIDs(w, mat, f, pos, neg)
 	}
@@ -354,55 +357,96 @@ func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []a
 // collects (it panics if they differ).
 var verifySupportIDs func(w *Workflow, mat *logic.Materialization, f logic.Fact, pos, neg []string)
 
-// supportIDCollector gathers the ids of an atom's supports, the positive
-// side's in ids[0] and the negative side's in ids[1].
+// supportIDCollector gathers the ids of an atom's supports as L hands
+// them over, every positive one before any negative one: a base
+// support's ids as they are, a rule support's as the place of its
+// digest's hex digits in hex, made one string at the end. It is pooled
+// (supportIDCollectors) with its callback bound once, and nothing it
+// returns points into it.
 type supportIDCollector struct {
-	w   *Workflow
-	ids [2][]string
+	w     *Workflow
+	each  func(neg bool, s *logic.Support) // add, bound once
+	ids   []string                         // the ids, a rule support's "" until lists
+	rules []int                            // where each rule support's id goes in ids
+	hex   []byte                           // the rule supports' digests, as ruleSupportID spells them, one after another
+	npos  int                              // how many of ids are the positive side's
+}
+
+var supportIDCollectors = sync.Pool{New: func() any {
+	c := new(supportIDCollector)
+	c.each = c.add
+	return c
+}}
+
+// release empties c and returns it to supportIDCollectors.
+func (c *supportIDCollector) release() {
+	clear(c.ids)
+	c.w, c.ids, c.rules, c.hex, c.npos = nil, c.ids[:0], c.rules[:0], c.hex[:0], 0
+	supportIDCollectors.Put(c)
 }
 
 // add is handed each support of the atom, neg saying of which side.
 func (c *supportIDCollector) add(neg bool, s *logic.Support) {
-	k := 0
-	if neg {
-		k = 1
-	}
 	if s.Base {
-		c.ids[k] = append(c.ids[k], s.BaseIDs...)
-		return
+		c.ids = append(c.ids, s.BaseIDs...)
+	} else {
+		c.rules = append(c.rules, len(c.ids))
+		c.ids = append(c.ids, "")
+		c.hex = c.w.appendRuleSupportID(c.hex, s)
 	}
-	c.ids[k] = append(c.ids[k], c.w.ruleSupportIDOf(s))
+	if !neg {
+		c.npos = len(c.ids)
+	}
 }
 
-// list is side k's ids, sorted and without duplicates, or none when L
-// failed to find them (err).
-func (c *supportIDCollector) list(k int, err error) []string {
-	if err != nil {
-		return []string{}
+// lists are the two sides' ids, each sorted and without duplicates (none
+// for a side L failed to find, posErr or negErr), in one array, each
+// capped at its own.
+func (c *supportIDCollector) lists(posErr, negErr error) (pos, neg []string) {
+	if len(c.ids) == 0 {
+		return []string{}, []string{}
 	}
-	slices.Sort(c.ids[k])
-	return slices.Compact(c.ids[k])
+	all := make([]string, len(c.ids))
+	copy(all, c.ids)
+	if len(c.rules) > 0 {
+		ids := string(c.hex)
+		for i, at := range c.rules {
+			all[at] = ids[i*ruleSupportIDLen : (i+1)*ruleSupportIDLen]
+		}
+	}
+	side := func(ids []string, err error) []string {
+		if err != nil {
+			return []string{}
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		return ids[:len(ids):len(ids)]
+	}
+	return side(all[:c.npos:c.npos], posErr), side(all[c.npos:], negErr)
 }
 
-// ruleSupportIDOf is the id of a rule support: the digest of its text.
-func (w *Workflow) ruleSupportIDOf(s *logic.Support) string {
+// appendRuleSupportID appends the id of a rule support, the digest of its
+// text, as ruleSupportID spells it.
+func (w *Workflow) appendRuleSupportID(b []byte, s *logic.Support) []byte {
 	write := func(b []byte) []byte { b, _ = s.AppendText(b); return b }
+	var sum [sha256.Size]byte
 	if s.Rule >= 0 && s.Rule < len(w.ruleTexts) {
-		return ruleSupportID(w.ruleTexts[s.Rule].SumWritten(write))
+		sum = w.ruleTexts[s.Rule].SumWritten(write)
+	} else {
+		sum = cjson.SumWritten(write)
 	}
-	return ruleSupportID(cjson.SumWritten(write))
+	b = append(b, ruleSupportPrefix...)
+	var hex [2 * sha256.Size]byte
+	cjson.HexSum(&hex, &sum)
+	return append(b, hex[:]...)
 }
 
-// ruleSupportID is a rule support's id, from the SHA-256 sum of its text:
-// the derived prefix, "rule:" and the sum's hex digits, written into one
-// array.
-func ruleSupportID(sum [sha256.Size]byte) string {
-	const prefix = logic.DerivedPrefix + "rule:"
-	var id [len(prefix) + 2*sha256.Size]byte
-	copy(id[:], prefix)
-	cjson.HexSum((*[64]byte)(id[len(prefix):]), &sum)
-	return string(id[:])
-}
+// ruleSupportPrefix opens every rule support's id; ruleSupportIDLen is
+// the length of one.
+const (
+	ruleSupportPrefix = logic.DerivedPrefix + "rule:"
+	ruleSupportIDLen  = len(ruleSupportPrefix) + 2*sha256.Size
+)
 
 // react runs R: from the stored watermark, apply each projection's
 // command (one epoch each) and move both sources past the tick. Every

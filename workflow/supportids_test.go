@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"testing"
@@ -17,6 +18,12 @@ func init() {
 		wp, wn := supportIDsBySupports(w, mat, f)
 		if !slices.Equal(pos, wp) || !slices.Equal(neg, wn) || (pos == nil) != (wp == nil) || (neg == nil) != (wn == nil) {
 			panic(fmt.Sprintf("support ids of %s: %q | %q, by SupportsBoth %q | %q", f, pos, neg, wp, wn))
+		}
+		// The two lists share an array: each is capped at its length,
+		// so that an append to one moves it instead of writing over
+		// the other.
+		if cap(pos) != len(pos) || cap(neg) != len(neg) {
+			panic(fmt.Sprintf("support ids of %s: lists with room past their ids", f))
 		}
 	}
 }
@@ -76,4 +83,13 @@ func TestSupportIDsAreChecked(t *testing.T) {
 	if calls == 0 {
 		t.Fatal("no tick looked up support ids")
 	}
+}
+
+// ruleSupportID is a rule support's id, from the SHA-256 sum of its text,
+// as appendRuleSupportID spells it.
+func ruleSupportID(sum [sha256.Size]byte) string {
+	var id [ruleSupportIDLen]byte
+	copy(id[:], ruleSupportPrefix)
+	cjson.HexSum((*[64]byte)(id[len(ruleSupportPrefix):]), &sum)
+	return string(id[:])
 }

@@ -153,7 +153,7 @@ func (a *appends) foldFence(fence []any, inbox bool) {
 	if inbox {
 		write = fenceAheadInboxWrite
 	}
-	a.ctes = append(a.ctes, "f AS ("+write+" RETURNING 1)")
+	a.ctes = append(a.ctes, "f AS ("+write+" RETURNING "+fenceReturning+")")
 	a.from = "f"
 	a.guards = append(a.guards, `flrh_expect_one(count(*), 'fence')`)
 }

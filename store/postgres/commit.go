@@ -175,9 +175,10 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 }
 
 // commitAhead commits tick in one round trip, on what this store knows of
-// the run from its own last commit (h): BEGIN, a statement that locks the
-// run's row, reads the clock after the lock and moves the header on only
-// if the lease, the head and its hash are still what h says (guarded), the
+// the run from its own last commit (h): BEGIN, a statement that updates
+// the run's row, its condition reading the clock on the row it locks, and
+// moves the header on only if the lease, the head and its hash are still
+// what h says (guarded; see fenceAhead), the
 // tick's writes — each check the two-round-trip path makes by reading
 // first made here by a guard or a constraint — and COMMIT. done is false
 // when the server refused the attempt before COMMIT: nothing of it was
@@ -663,7 +664,7 @@ var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
 	// commitAhead); fenceAheadWrite is its write, which a tick's appended
 	// statement may take as its first part instead (see queueAppends).
-	fenceAheadSQL   = expectOne(fenceAheadWrite, "fence")
+	fenceAheadSQL   = `WITH w AS (` + fenceAheadWrite + ` RETURNING ` + fenceReturning + `) SELECT flrh_expect_one(count(*), 'fence') FROM w`
 	fenceAheadWrite = fenceAhead(false)
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
 	// submissions counted on the row it locks (its newest version, read
@@ -671,8 +672,9 @@ var (
 	// statement's snapshot (see fenceChecksInbox). The update finds the
 	// row it moves as the snapshot holds it, and goes on to its newest
 	// version only when that one matches its condition (READ COMMITTED):
-	// the condition compares the snapshot's count with the locked row's
-	// at no cost of its own.
+	// the condition compares the row's count with the snapshot's, read
+	// once (an InitPlan) and kept when the condition is evaluated again
+	// on the newest version.
 	fenceAheadInboxWrite = fenceAhead(true)
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
@@ -700,23 +702,64 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 	consumeSQL = expectOne(`UPDATE inbox SET consumed = true WHERE run_id = $1 AND inbound_id = $2 AND NOT consumed`, "inbound consumption")
 )
 
-// fenceAhead is the one-round-trip commit's fence (see commitAhead): it
-// locks the run's row, reads the clock after the lock and moves the header
-// on only if the lease, the head and its hash are still what the store
-// knows; with inbox, only if the submissions counted on the row it locked
-// are also those its snapshot's row counts (see fenceAheadInboxWrite).
+// fenceAhead is the one-round-trip commit's fence (see commitAhead): one
+// UPDATE of the run's row, by its key, that moves the header on only if
+// the lease, the head and its hash are still what the store knows; with
+// inbox, only if the submissions the row counts are also those the
+// statement's snapshot counts (see fenceAheadInboxWrite). Its rows are to
+// be returned as fenceReturning.
+//
+// At READ COMMITTED (the implicit transaction) an UPDATE that finds its
+// row changed by a transaction committed since its snapshot, or waits for
+// one that then commits a change, locks the row's newest version and
+// evaluates its whole condition again on it, the clock and the tick's
+// time (flrh.tick_at, set by the condition) included; at REPEATABLE READ
+// it fails with a serialization failure. So every check is made on the
+// row as it is locked, as when a SELECT … FOR NO KEY UPDATE locked it
+// first (fenceLocked), with two plan nodes where that took seven. What
+// differs is the clock's reading when the row was locked by a
+// transaction that then changed nothing: read before the wait, not after
+// it. Nothing changes a lease without changing the row, so that reading
+// decides no lease differently than one the commit itself outlasts.
+//
+// The tick's time is set in the condition, last of it, for the row found
+// by its key: the new header's updated_at and every part of the statement
+// after the fence read it. The runs' partial index runs_live (outcome and
+// quarantine empty) must not be the plan's way to the row: the two
+// checks are made as one, on the concatenation, which no index
+// predicate matches, so the plan reads the row by the run's key.
+// The inbox check's snapshot count is an InitPlan, evaluated once from
+// the statement's snapshot, and kept when the condition is evaluated
+// again on the newest row.
 func fenceAhead(inbox bool) string {
-	cols, carried, and := ``, ``, ``
+	and := ``
 	if inbox {
-		cols, carried, and = `, submissions`, `, r.submissions`, ` AND runs.submissions = c.submissions`
+		and = `
+	AND submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1)`
 	}
-	return `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash` + cols + `
+	return `UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN state ELSE $8 END, outcome = $10,
+	updated_at = current_setting('` + tickAt + `')::bigint
+WHERE run_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND quarantine || outcome = '' AND head_seq = $4 AND head_hash = $5` + and + `
+	AND lease_expires_at > set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint`
+}
+
+// fenceReturning is what the fence's update returns for its row: the
+// lazy setting turned on ($11) once the row is updated.
+const fenceReturning = `CASE WHEN $11 THEN ` + lazyExpr + ` END`
+
+// fenceLocked is the fence as a tick in a group sends it (fenceGroupSQL):
+// it locks the run's row first (NOWAIT there), reads the clock after the
+// lock and moves the header on only if the lease, the head and its hash
+// are still what the store knows. No inbox check: a group's tick does
+// not fold its fence.
+func fenceLocked() string {
+	return `WITH r AS MATERIALIZED (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
 	FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
-	CASE WHEN $11 THEN ` + lazyExpr + ` END` + carried + ` FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
+	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
 	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
 UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
-FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now` + and
+FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
 }
 
 // nextInboxSeq is the position of the next input of the run whose id is

@@ -52,7 +52,7 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 		oneWith := func(fence, name string, tick store.Tick) {
 			t.Helper()
 			sent := sentWrites(t, func() error { return s.Commit(ctx, l, tick) })
-			if len(sent) != 1 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS ("+fence+" RETURNING 1)") {
+			if len(sent) != 1 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS ("+fence+" RETURNING "+fenceReturning+")") {
 				t.Fatalf("%s: sent %d commits %q, want one of one statement with the fence folded in", name, len(sent), sent)
 			}
 		}
@@ -262,5 +262,71 @@ func TestATicksParametersFitTheirList(t *testing.T) {
 		if cap(args) != appendsParams {
 			t.Errorf("%s tick: %d parameters in a list of %d, want the list it started with (%d)", c.name, len(args), cap(args), appendsParams)
 		}
+	}
+}
+
+// A one-round-trip tick whose run's row another transaction changes while
+// the tick waits for it is judged on the row as that transaction left it:
+// a lease taken over or expired there refuses the tick, which writes
+// nothing; a change the fence does not check lets it commit, its time read
+// on that row, after the wait (the fence's update evaluates its whole
+// condition, the clock included, again on the newest row). It fails when
+// the fence's checks or its time are taken from the row as the
+// statement's snapshot held it.
+func TestFenceChecksTheRowItWaitedFor(t *testing.T) {
+	for _, c := range []struct {
+		change string
+		code   store.Code
+	}{
+		{"lease_generation = lease_generation + 1", store.CodeFenced},
+		{"lease_expires_at = 1", store.CodeFenced},
+		{"updated_at = updated_at + 1", ""},
+	} {
+		t.Run(c.change, func(t *testing.T) {
+			schema := freshSchema(t)
+			app := "flrh-fencewait-" + schema
+			s := openNamed(t, schema, app, Options{})
+			adm := admin(t)
+			l := oneEventRun(t, s)
+			runs := pgx.Identifier{schema, "runs"}.Sanitize()
+
+			holder := admin(t)
+			tx, err := holder.Begin(ctx)
+			must(t, err)
+			defer tx.Rollback(ctx)
+			_, err = tx.Exec(ctx, `UPDATE `+runs+` SET `+c.change+` WHERE run_id = 'r'`)
+			must(t, err)
+			var sent [][]string
+			testSent = func(sqls []string) { sent = append(sent, sqls) }
+			defer func() { testSent = nil }()
+			done := make(chan error, 1)
+			go func() {
+				done <- s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("B", `{"n":2}`)}})
+			}()
+			waitFor(t, func() bool { return lockWaits(t, adm, app) == 1 })
+			time.Sleep(50 * time.Millisecond)
+			var released int64
+			must(t, tx.QueryRow(ctx, `SELECT `+nowNanos).Scan(&released))
+			must(t, tx.Commit(ctx))
+			err = <-done
+			if len(sent) == 0 || len(sent[0]) != 1 || !strings.HasPrefix(sent[0][0], "WITH f AS ("+fenceAheadWrite) {
+				t.Fatalf("sent %q first, want the tick's one statement with its fence folded in", sent)
+			}
+			if c.code != "" {
+				mustCode(t, err, c.code)
+				if h := headOf(t, adm, schema, "r"); h != 1 {
+					t.Fatalf("a refused tick moved the head to %d", h)
+				}
+				return
+			}
+			must(t, err)
+			var updated, recorded int64
+			must(t, adm.QueryRow(ctx, `SELECT updated_at FROM `+runs+` WHERE run_id = 'r'`).Scan(&updated))
+			must(t, adm.QueryRow(ctx, `SELECT recorded_at FROM `+pgx.Identifier{schema, "events"}.Sanitize()+` WHERE run_id = 'r' AND seq = 2`).Scan(&recorded))
+			if headOf(t, adm, schema, "r") != 2 || updated != recorded || recorded <= released {
+				t.Fatalf("head %d, header's time %d, event's %d; want 2, one time, after the row was released at %d",
+					headOf(t, adm, schema, "r"), updated, recorded, released)
+			}
+		})
 	}
 }

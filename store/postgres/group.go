@@ -246,11 +246,12 @@ func rolledBack(err error) bool {
 	return errors.As(err, &pe) || errors.Is(err, errRolledBack)
 }
 
-// fenceGroupSQL is fenceAheadSQL for a tick in a group: it does not wait
-// for a run's row that another transaction holds (SQLSTATE 55P03 then
-// takes the tick out of the group, and it waits alone), so that one run's
-// lock holds up no other run's tick.
-var fenceGroupSQL = strings.Replace(fenceAheadSQL, " FOR NO KEY UPDATE)", " FOR NO KEY UPDATE NOWAIT)", 1)
+// fenceGroupSQL is fenceAheadSQL for a tick in a group, with its
+// parameters: it locks the run's row first and does not wait for one
+// that another transaction holds (SQLSTATE 55P03 then takes the tick out
+// of the group, and it waits alone), so that one run's lock holds up no
+// other run's tick.
+var fenceGroupSQL = expectOne(strings.Replace(fenceLocked(), " FOR NO KEY UPDATE)", " FOR NO KEY UPDATE NOWAIT)", 1), "fence")
 
 // aheadFenceArgs are fenceAheadSQL's parameters for tick after h, whose
 // events' chain hashes are chains; lazy turns synchronous_commit off for

@@ -155,7 +155,7 @@ func (a *appends) foldFence(fence []any, inbox bool) {
 	}
 	a.ctes = append(a.ctes, "f AS ("+write+" RETURNING "+fenceReturning+")")
 	a.from = "f"
-	a.guards = append(a.guards, `flrh_expect_one(count(*), 'fence')`)
+	a.guards = append(a.guards, guardOne(`count(*)`, "fence"))
 }
 
 // intent merges the tick's i-th intent and its outbox row (in flight with
@@ -224,7 +224,7 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 		// The statement's query counts the first result's rows itself
 		// (see from).
 		a.from = "ra" + k
-		a.guard(`flrh_expect_one(count(*), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
+		a.guard(guardOne(`count(*)`, "attempt result"), `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
 		return
 	}
 	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)

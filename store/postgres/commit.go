@@ -574,7 +574,7 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 			run := ap.arg(runV)
 			ap.shape.inboxEmpty = true
 			if ap.text {
-				ap.guard(`flrh_expect_one(CASE WHEN EXISTS (SELECT 1 FROM inbox WHERE run_id = ` + run + ` AND NOT consumed) THEN 0 ELSE 1 END, 'empty inbox')`)
+				ap.guard(`CASE WHEN EXISTS (SELECT 1 FROM inbox WHERE run_id = ` + run + ` AND NOT consumed) THEN flrh_expect_one(0, 'empty inbox') END`)
 			} else {
 				ap.guard("")
 			}
@@ -664,7 +664,7 @@ var (
 	// fenceAheadSQL is the one-round-trip commit's first statement (see
 	// commitAhead); fenceAheadWrite is its write, which a tick's appended
 	// statement may take as its first part instead (see queueAppends).
-	fenceAheadSQL   = `WITH w AS (` + fenceAheadWrite + ` RETURNING ` + fenceReturning + `) SELECT flrh_expect_one(count(*), 'fence') FROM w`
+	fenceAheadSQL   = `WITH w AS (` + fenceAheadWrite + ` RETURNING ` + fenceReturning + `) SELECT ` + guardOne(`count(*)`, "fence") + ` FROM w`
 	fenceAheadWrite = fenceAhead(false)
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
 	// submissions counted on the row it locks (its newest version, read

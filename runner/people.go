@@ -365,9 +365,8 @@ func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input
 		return false, err
 	}
 	var in store.Inbound
-	if u.zero() && canonicalPlainInput(input) {
-		// What decoding it, checking it and encoding it again gives.
-		in = r.inboundBytes(runID, KindInput, by, bytes.Clone(input))
+	if b, ok := plainInputBytes(input, u); ok {
+		in = r.inboundBytes(runID, KindInput, by, b)
 	} else if in, err = r.checkedInbound(runID, input, u, by); err != nil {
 		return false, err
 	}
@@ -379,6 +378,21 @@ func (r *Runner) SubmitAdvanceWithUsage(ctx context.Context, runID string, input
 	}
 	defer r.release(runID)
 	return r.advance(ctx, runID, &in)
+}
+
+// plainInputBytes is, without decoding the input, the inbox body
+// checkedInbound makes of an input without a usage report (u zero): what
+// decoding it, checking it and encoding it again gives. ok is false where
+// that cannot be told from its bytes alone, which checkedInbound then
+// tells.
+func plainInputBytes(input []byte, u Usage) ([]byte, bool) {
+	if !u.zero() {
+		return nil, false
+	}
+	if canonicalPlainInput(input) {
+		return bytes.Clone(input), true
+	}
+	return sortedPlainInput(input)
 }
 
 // canonicalPlainInput reports, without decoding it, that input is

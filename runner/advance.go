@@ -146,6 +146,13 @@ type passScratch struct {
 	// (fireAs): a digester the tick itself would make the tick escape
 	// to the heap, where the pass otherwise keeps it on its stack.
 	prover recordProver
+	// fold is the pass's copy of the input SubmitAdvance handed it
+	// (queueFold; tick.fold points here), and inbox the array of the
+	// pending inbox a pass takes as empty and appends that input to.
+	// Both are the pass's alone while it holds the scratch, and
+	// leaveScratch empties them.
+	fold  store.Inbound
+	inbox []store.Inbound
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
@@ -157,7 +164,7 @@ func (r *Runner) takeScratch(t *tick) {
 	}
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
 	t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
-	*s = passScratch{prover: recordProver{texts: s.prover.texts}} // t holds the rest
+	*s = passScratch{prover: recordProver{texts: s.prover.texts}, inbox: s.inbox} // t holds the rest
 	t.scratch = s
 }
 
@@ -176,8 +183,9 @@ func (r *Runner) leaveScratch(t *tick) {
 	if s == nil {
 		s = new(passScratch)
 	}
+	clear(s.inbox[:cap(s.inbox)])
 	*s = passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
-		tick: spareTick(&t.pending), prover: recordProver{texts: s.prover.texts}}
+		tick: spareTick(&t.pending), prover: recordProver{texts: s.prover.texts}, inbox: s.inbox[:0]}
 	r.scratch.Put(s)
 	t.scratch = nil
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
@@ -1290,10 +1298,21 @@ func (r *Runner) queueFold(ctx context.Context, t *tick, fold *store.Inbound) er
 			return nil
 		}
 	}
-	in := *fold
-	in.Seq = math.MaxInt64 // after every entry the store holds
-	t.fold = &in
-	t.inbox = append(t.inbox, in)
+	if t.scratch == nil {
+		t.scratch = new(passScratch)
+	}
+	// Held in the pass's scratch, as is the inbox the pass takes as
+	// empty: each would be an allocation of its own a pass.
+	s := t.scratch
+	s.fold = *fold
+	s.fold.Seq = math.MaxInt64 // after every entry the store holds
+	t.fold = &s.fold
+	if t.inbox == nil {
+		s.inbox = append(s.inbox[:0], s.fold)
+		t.inbox = s.inbox
+	} else {
+		t.inbox = append(t.inbox, s.fold)
+	}
 	return nil
 }
 
@@ -1382,7 +1401,10 @@ func (r *Runner) ingest(ctx context.Context, t *tick) (bool, error) {
 			if moved, err := r.reserveReport(t, u); moved || err != nil {
 				return moved, err
 			}
-			a.Body, a.Digest, a.Usage = body, store.BodyDigest(body), &u
+			// A copy of its own: u's address, taken, would move u to
+			// the heap on every input, reported or not.
+			report := u
+			a.Body, a.Digest, a.Usage = body, store.BodyDigest(body), &report
 		}
 	}
 	r.consume(t, in)

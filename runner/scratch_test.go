@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"context"
 	"maps"
+	"math"
 	"reflect"
 	"strconv"
 	"testing"
@@ -107,5 +109,41 @@ func TestScratchIsReused(t *testing.T) {
 	}
 	if !reflect.ValueOf(next.records[:1][0]).IsZero() {
 		t.Fatal("a finished pass's records were handed on uncleared")
+	}
+}
+
+// A pass holds the input SubmitAdvance hands it, and the inbox it takes
+// as empty, in its scratch: no allocation once a pass has left it, and
+// nothing of the input is left in it for the next.
+func TestFoldHeldInScratch(t *testing.T) {
+	r := &Runner{}
+	body := []byte(`{"a":1}`)
+	fold := &store.Inbound{ID: "input:1", RunID: "run", Kind: KindInput, Body: body, Seq: 7}
+	pass := func() *tick {
+		tk := &tick{inboxOK: true}
+		r.takeScratch(tk)
+		tk.records = append(tk.records[:0], control.Record{}) // a pass that left something to hand on
+		if err := r.queueFold(context.Background(), tk, fold); err != nil {
+			t.Fatal(err)
+		}
+		if tk.fold == nil || tk.fold == fold || tk.fold.ID != fold.ID || tk.fold.Seq != math.MaxInt64 || &tk.fold.Body[0] != &body[0] {
+			t.Fatalf("the pass's fold is %+v", tk.fold)
+		}
+		if len(tk.inbox) != 1 || tk.inbox[0].ID != fold.ID || tk.inbox[0].Seq != math.MaxInt64 {
+			t.Fatalf("the pass's inbox is %+v", tk.inbox)
+		}
+		if fold.Seq != 7 {
+			t.Fatal("the caller's input was changed")
+		}
+		return tk
+	}
+	tk := pass()
+	held := tk.scratch
+	r.leaveScratch(tk)
+	if !reflect.ValueOf(held.fold).IsZero() || len(held.inbox) != 0 || !reflect.ValueOf(held.inbox[:cap(held.inbox)][0]).IsZero() {
+		t.Fatal("a finished pass's scratch still holds its input")
+	}
+	if n := testing.AllocsPerRun(100, func() { r.leaveScratch(pass()) }); n > 1 {
+		t.Fatalf("%v allocations a pass, want at most the tick's", n)
 	}
 }

@@ -1515,7 +1515,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		// (what was approved) is unchanged.
 		if m := e.intentObject(); m != nil && m["approval_digest"] == nil {
 			m["approval_digest"] = grant.Digest
-			e.committed, e.intentBytes, e.prepared = nil, canonJSON{}, nil
+			e.committed, e.intentBytes, e.prepared = nil, canonJSON{}, keptPrepared{}
 		}
 		matched = true
 	}
@@ -1539,7 +1539,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 				t.cp.Open[i].ApprovalID = ""
 				if m := t.cp.Open[i].intentObject(); m != nil {
 					m["approval_digest"] = nil
-					t.cp.Open[i].committed, t.cp.Open[i].intentBytes, t.cp.Open[i].prepared = nil, canonJSON{}, nil
+					t.cp.Open[i].committed, t.cp.Open[i].intentBytes, t.cp.Open[i].prepared = nil, canonJSON{}, keptPrepared{}
 				}
 			}
 		}
@@ -1660,7 +1660,7 @@ func (r *Runner) bindContent(e *openEffect) ([]byte, error) {
 		// The request it prepares is kept for sending it.
 		var p effect.Prepared
 		if p, err = pr.Prepare(in); err == nil {
-			d, e.prepared = p.ContentDigest, &p
+			d, e.prepared = p.ContentDigest, keptPrepared{p: p, ok: true}
 		}
 	} else {
 		d, err = cd.ContentDigest(in)

@@ -113,17 +113,25 @@ type openEffect struct {
 	// prepared is the request an effect.Preparer prepared when binding
 	// bound ContentDigest to it, kept so that sending need not prepare it
 	// again; sent only while its digest is still ContentDigest (whatever
-	// edits Intent drops it too). Nil after a checkpoint is read.
-	prepared *effect.Prepared
+	// edits Intent drops it too). None after a checkpoint is read. Held
+	// in the effect itself, where a pointer to one was an allocation a
+	// step.
+	prepared keptPrepared
+}
+
+// keptPrepared is a request prepared for an open effect, when ok.
+type keptPrepared struct {
+	p  effect.Prepared
+	ok bool
 }
 
 // sendable is the request prepared when the effect's content was bound,
 // while the content digest is still the one bound to it, or nil.
 func (e *openEffect) sendable() *effect.Prepared {
-	if e.prepared == nil || e.prepared.ContentDigest != e.ContentDigest {
+	if !e.prepared.ok || e.prepared.p.ContentDigest != e.ContentDigest {
 		return nil
 	}
-	return e.prepared
+	return &e.prepared.p
 }
 
 // intentCanonical returns Intent's canonical bytes.

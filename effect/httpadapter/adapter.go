@@ -307,7 +307,7 @@ func Classify(o Observation) effect.Receipt {
 			r.Detail = fmt.Sprintf("HTTP %d, but the answer does not witness this request: %v", o.Status, err)
 			return r
 		}
-		r.Outcome, r.Code = effect.Succeeded, fmt.Sprintf("HTTP_%d", o.Status)
+		r.Outcome, r.Code = effect.Succeeded, statusCode(o.Status)
 		// The evidence is the result in canonical form: the decoded result
 		// re-encoded, which is the answer's own bytes when it was canonical.
 		r.Evidence = res.Encode()
@@ -322,7 +322,7 @@ func Classify(o Observation) effect.Receipt {
 	default:
 		r.Outcome = effect.Unknown
 	}
-	r.Code = fmt.Sprintf("HTTP_%d", o.Status)
+	r.Code = statusCode(o.Status)
 	if problem.Code != "" {
 		r.Code = problem.Code
 		r.Detail = fmt.Sprintf("HTTP %d: %s", o.Status, problem.Detail)
@@ -330,6 +330,23 @@ func Classify(o Observation) effect.Receipt {
 		r.Detail = fmt.Sprintf("HTTP %d", o.Status)
 	}
 	return r
+}
+
+// successCodes are statusCode's texts of the 2xx statuses, spelled once
+// rather than at every answer.
+var successCodes = func() (codes [100]string) {
+	for i := range codes {
+		codes[i] = fmt.Sprintf("HTTP_%d", 200+i)
+	}
+	return codes
+}()
+
+// statusCode is a receipt's code for an answer of HTTP status status.
+func statusCode(status int) string {
+	if status >= 200 && status < 300 {
+		return successCodes[status-200]
+	}
+	return fmt.Sprintf("HTTP_%d", status)
 }
 
 // evidence returns the canonical bytes of a destination answer and their

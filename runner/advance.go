@@ -113,6 +113,11 @@ type boundaryLists struct {
 	approvals []tripwire.Consumption
 	results   []tripwire.Result
 	receipts  []tripwire.Receipt
+	// open is the array the next tick's open effects are written into:
+	// never the one the last commit's view holds (tick.committed.open),
+	// which the next check compares them with. Once a tick commits, the
+	// view it replaces hands its array here (afterCommit).
+	open []tripwire.Effect
 }
 
 // clear empties the lists, dropping what their arrays refer to.
@@ -122,8 +127,9 @@ func (l *boundaryLists) clear() {
 	clear(l.approvals[:cap(l.approvals)])
 	clear(l.results[:cap(l.results)])
 	clear(l.receipts[:cap(l.receipts)])
+	clear(l.open[:cap(l.open)])
 	l.consumed, l.intents, l.approvals, l.results = l.consumed[:0], l.intents[:0], l.approvals[:0], l.results[:0]
-	l.receipts = l.receipts[:0]
+	l.receipts, l.open = l.receipts[:0], l.open[:0]
 }
 
 // passScratch is what a pass's ticks hold only until each commits: the
@@ -153,6 +159,8 @@ type passScratch struct {
 	// leaveScratch empties them.
 	fold  store.Inbound
 	inbox []store.Inbound
+	// begun is the array of the pass's begunSet (tick.begun), emptied.
+	begun begunSet
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
@@ -163,7 +171,7 @@ func (r *Runner) takeScratch(t *tick) {
 		return
 	}
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = s.records[:0], s.wire[:0], s.evMaps, 0, s.bodies[:0]
-	t.lists, t.pending, t.inputs = s.lists, s.tick, s.inputs[:0]
+	t.lists, t.pending, t.inputs, t.begun = s.lists, s.tick, s.inputs[:0], s.begun[:0]
 	*s = passScratch{prover: recordProver{texts: s.prover.texts}, inbox: s.inbox} // t holds the rest
 	t.scratch = s
 }
@@ -184,12 +192,13 @@ func (r *Runner) leaveScratch(t *tick) {
 		s = new(passScratch)
 	}
 	clear(s.inbox[:cap(s.inbox)])
+	clear(t.begun[:cap(t.begun)])
 	*s = passScratch{records: t.records[:0], wire: t.wire[:0], evMaps: t.evMaps, bodies: t.bodies[:0], inputs: t.inputs[:0], lists: t.lists,
-		tick: spareTick(&t.pending), prover: recordProver{texts: s.prover.texts}, inbox: s.inbox[:0]}
+		tick: spareTick(&t.pending), prover: recordProver{texts: s.prover.texts}, inbox: s.inbox[:0], begun: t.begun[:0]}
 	r.scratch.Put(s)
 	t.scratch = nil
 	t.records, t.wire, t.evMaps, t.evUsed, t.bodies = nil, nil, nil, 0, nil
-	t.lists, t.pending, t.inputs = boundaryLists{}, store.Tick{}, nil
+	t.lists, t.pending, t.inputs, t.begun = boundaryLists{}, store.Tick{}, nil, nil
 }
 
 // dropRecords forgets the pending tick's wires and records once it has

@@ -147,3 +147,29 @@ func TestFoldHeldInScratch(t *testing.T) {
 		t.Fatalf("%v allocations a pass, want at most the tick's", n)
 	}
 }
+
+// A pass's begun attempts are kept in an array the next pass takes,
+// emptied and cleared.
+func TestBegunArrayReused(t *testing.T) {
+	r := &Runner{}
+	tk := &tick{}
+	r.takeScratch(tk)
+	tk.records = append(tk.records[:0], control.Record{})
+	tk.begun.set(store.Attempt{IntentID: "i", N: 1, Status: store.AttemptStarted})
+	first := &tk.begun[0]
+	r.leaveScratch(tk)
+	if tk.begun != nil {
+		t.Fatal("a finished pass's tick still holds its begun attempts")
+	}
+	next := &tick{}
+	r.takeScratch(next)
+	if next.scratch == nil || cap(next.begun) == 0 {
+		t.Skip("the pool dropped the scratch")
+	}
+	if len(next.begun) != 0 || &next.begun[:1][0] != first || !reflect.ValueOf(next.begun[:1][0]).IsZero() {
+		t.Fatalf("the next pass's begun attempts: %+v", next.begun[:1])
+	}
+	if _, ok := next.begun.get("i"); ok {
+		t.Fatal("the next pass found the last pass's attempt")
+	}
+}

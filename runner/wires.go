@@ -34,9 +34,17 @@ func viewOf(cp *checkpoint) committedView {
 }
 
 func wireEffects(open []openEffect) []tripwire.Effect {
-	out := make([]tripwire.Effect, len(open))
-	for i, e := range open {
-		out[i] = tripwire.Effect{IntentID: e.IntentID, Stage: e.Stage, ApprovalID: e.ApprovalID}
+	return appendWireEffects(make([]tripwire.Effect, 0, len(open)), open)
+}
+
+// appendWireEffects is wireEffects written into out's array; never nil,
+// as wireEffects' list is not.
+func appendWireEffects(out []tripwire.Effect, open []openEffect) []tripwire.Effect {
+	if out == nil {
+		out = []tripwire.Effect{}
+	}
+	for _, e := range open {
+		out = append(out, tripwire.Effect{IntentID: e.IntentID, Stage: e.Stage, ApprovalID: e.ApprovalID})
 	}
 	return out
 }
@@ -93,7 +101,7 @@ func (r *Runner) commitBoundary(t *tick, p *store.Tick) tripwire.Boundary {
 	b := tripwire.Boundary{Phase: tripwire.PhaseCommit, RunID: t.run.ID,
 		Before: t.committed.control, After: t.cp.Control, Outcome: p.Outcome, Events: t.wire,
 		CursorBefore: t.committed.accepted, CursorAfter: t.cp.Accepted,
-		OpenBefore: t.committed.open, OpenAfter: wireEffects(t.cp.Open),
+		OpenBefore: t.committed.open, OpenAfter: appendWireEffects(t.lists.open[:0], t.cp.Open),
 		AwaitingBefore: t.committed.awaiting, AwaitingAfter: wireAwaiting(t.cp.Ingest),
 		Chain: tripwire.Chain{Known: c.Known, Observed: c.Known},
 		Lease: tripwire.Lease{Generation: t.lease.Generation, Newest: c.Newest},
@@ -145,7 +153,16 @@ func (r *Runner) afterCommit(t *tick, b tripwire.Boundary) {
 		r.forgetCarry(t.run.ID) // reseeded from the header next time
 	}
 	// What the wires compared the tick with is what it committed: the
-	// boundary's lists are the view's, not made again.
+	// boundary's lists are the view's, not made again. The array of the
+	// view it replaces is the next tick's to write its open effects into
+	// (when it is not the one the view keeps: a tick whose check found
+	// none writes nothing).
+	if old := t.committed.open; cap(old) > 0 && (cap(b.OpenAfter) == 0 || &old[:1][0] != &b.OpenAfter[:1][0]) {
+		clear(old[:cap(old)])
+		t.lists.open = old[:0]
+	} else {
+		t.lists.open = nil
+	}
 	t.committed = committedView{control: t.cp.Control, accepted: t.cp.Accepted, open: b.OpenAfter, awaiting: b.AwaitingAfter}
 	t.dropRecords()
 }

@@ -1444,7 +1444,7 @@ func (r *Runner) plan(ctx context.Context, t *tick) error {
 		}
 		return r.fire(t, "APPROVAL_REQUIRED", nil, evidence(map[string]any{"action_digest": digests, "risk_classification": "approval_required"}))
 	}
-	return r.fire(t, "EFFECT_AUTHORIZED", nil, t.evd("capability_digest", intentsEvidence("capability_digest", t.cp.Open, todo), "policy_verdict", evTextIn(t.texts(), "policy_verdict", "authorized")))
+	return r.fire(t, "EFFECT_AUTHORIZED", nil, t.evd("capability_digest", intentsEvidenceIn(t.texts(), "capability_digest", t.cp.Open, todo), "policy_verdict", evTextIn(t.texts(), "policy_verdict", "authorized")))
 }
 
 type approveBody struct {
@@ -2083,7 +2083,7 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	open, err := openDigest(t.cp.Open)
+	open, err := openDigestIn(t.texts(), t.cp.Open)
 	if err != nil {
 		return false, err
 	}

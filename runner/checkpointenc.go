@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"crypto/sha256"
 	"slices"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/store"
 )
 
 // The checkpoint's canonical bytes, written member by member from its
@@ -328,18 +330,30 @@ func appendAt(b []byte, v any, depth int) ([]byte, bool) {
 // openDigest is cjson.DigestOf(open), the digest of the open effects the
 // no-progress fingerprint reads, written by the checkpoint's writer (the
 // list at the root, its items' documents two containers deep).
-func openDigest(open []openEffect) (string, error) {
+func openDigest(open []openEffect) (string, error) { return openDigestIn(nil, open) }
+
+// openDigestIn is openDigest, its text spelled in texts when there are
+// any (store.DigestTexts).
+func openDigestIn(texts *store.DigestTexts, open []openEffect) (string, error) {
 	var ok bool
-	d := cjson.DigestWritten(func(b []byte) []byte {
+	sum := cjson.SumWritten(func(b []byte) []byte {
 		w := ckWriter{Members: cjson.Members{B: b}, ok: true}
 		w.open(open, 2)
 		ok = w.ok && w.Err == nil
 		return w.B
 	})
 	if ok {
-		return d, nil
+		return sumText(texts, sum), nil
 	}
 	return cjson.DigestOf(open)
+}
+
+// sumText is store.SumText(sum), spelled in texts when there are any.
+func sumText(texts *store.DigestTexts, sum [sha256.Size]byte) string {
+	if texts == nil {
+		return store.SumText(sum)
+	}
+	return texts.Sum(sum)
 }
 
 // intentsEvidence is evidenceItem(name, intents) for intents, the Intent
@@ -348,9 +362,15 @@ func openDigest(open []openEffect) (string, error) {
 // where it has them, which is what Intent encodes to), two containers
 // deep in {"evidence": name, "value": [...]}.
 func intentsEvidence(name string, open []openEffect, idx []int) string {
+	return intentsEvidenceIn(nil, name, open, idx)
+}
+
+// intentsEvidenceIn is intentsEvidence, its text spelled in texts when
+// there are any (store.DigestTexts).
+func intentsEvidenceIn(texts *store.DigestTexts, name string, open []openEffect, idx []int) string {
 	if cjson.Plain(name) {
 		var ok bool
-		d := cjson.DigestWritten(func(b []byte) []byte {
+		sum := cjson.SumWritten(func(b []byte) []byte {
 			w := ckWriter{Members: cjson.Members{B: evidenceHead(b, name)}, ok: true}
 			w.B = append(w.B, '[')
 			for n, i := range idx {
@@ -366,7 +386,7 @@ func intentsEvidence(name string, open []openEffect, idx []int) string {
 			return w.B
 		})
 		if ok {
-			return d
+			return sumText(texts, sum)
 		}
 	}
 	intents := make([]any, 0, len(idx))

@@ -13,6 +13,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/store"
 )
 
 // genText draws strings a checkpoint may hold: plain ones, ones to
@@ -97,12 +98,26 @@ func genOpen(t *rapid.T) []openEffect {
 // evidence, written by the checkpoint's writer, to cjson.DigestOf and
 // evidenceItem of the same values.
 func TestOpenDigestAndIntentsEvidenceMatchGeneric(t *testing.T) {
+	// One block of texts over all draws, as a pass's: every text spelled
+	// in it still reads as it did.
+	var texts store.DigestTexts
+	var spelled, spelledAs []string
 	rapid.Check(t, func(t *rapid.T) {
 		open := genOpen(t)
 		got, gerr := openDigest(open)
 		want, werr := cjson.DigestOf(open)
 		if got != want || (gerr == nil) != (werr == nil) {
 			t.Fatalf("openDigest = %s, %v; cjson.DigestOf = %s, %v", got, gerr, want, werr)
+		}
+		if in, err := openDigestIn(&texts, open); in != want || (err == nil) != (werr == nil) {
+			t.Fatalf("openDigestIn = %s, %v; cjson.DigestOf = %s, %v", in, err, want, werr)
+		} else if err == nil {
+			spelled, spelledAs = append(spelled, in), append(spelledAs, strings.Clone(in))
+		}
+		for i := range spelled {
+			if spelled[i] != spelledAs[i] {
+				t.Fatalf("text %d now reads %s, spelled %s", i, spelled[i], spelledAs[i])
+			}
 		}
 		var idx []int
 		var intents []any
@@ -118,6 +133,10 @@ func TestOpenDigestAndIntentsEvidenceMatchGeneric(t *testing.T) {
 		name := rapid.SampledFrom([]string{"capability_digest", "é", `a"b`}).Draw(t, "name")
 		if g, w := intentsEvidence(name, open, idx), evidenceItem(name, intents); g != w {
 			t.Fatalf("intentsEvidence = %s, evidenceItem = %s", g, w)
+		} else if in := intentsEvidenceIn(&texts, name, open, idx); in != w {
+			t.Fatalf("intentsEvidenceIn = %s, evidenceItem = %s", in, w)
+		} else {
+			spelled, spelledAs = append(spelled, in), append(spelledAs, strings.Clone(in))
 		}
 	})
 }

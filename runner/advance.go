@@ -1155,7 +1155,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "refusal", Body: refusal})
 	}
 	stateDigest := ""
-	if d, err := t.cp.stateDigest(); err == nil {
+	if d, err := t.cp.stateDigestIn(t.texts()); err == nil {
 		stateDigest = d
 	}
 	return r.fire(t, "EPOCH_STABLE", guardFrontierPassed,
@@ -2079,7 +2079,7 @@ func (r *Runner) verify(t *tick) error {
 // keeps taking inputs and never gets anything done ends NO_PROGRESS instead
 // of looping forever.
 func (r *Runner) observeRound(t *tick) (bool, error) {
-	state, err := t.cp.stateDigest()
+	state, err := t.cp.stateDigestIn(t.texts())
 	if err != nil {
 		return false, err
 	}

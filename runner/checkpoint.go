@@ -339,7 +339,12 @@ func (c *checkpoint) stateBytes() ([]byte, error) {
 
 // stateDigest is cjson.Digest of stateBytes, taken at most once per
 // state.
-func (c *checkpoint) stateDigest() (string, error) {
+func (c *checkpoint) stateDigest() (string, error) { return c.stateDigestIn(nil) }
+
+// stateDigestIn is stateDigest, its text spelled in texts when there are
+// any (digestText): a pass's, whose block the run's cached checkpoint
+// then keeps alive with the text, as it does its head's.
+func (c *checkpoint) stateDigestIn(texts *store.DigestTexts) (string, error) {
 	if c.digest != "" {
 		return c.digest, nil
 	}
@@ -347,7 +352,7 @@ func (c *checkpoint) stateDigest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.digest = cjson.Digest(b)
+	c.digest = digestText(texts, b)
 	return c.digest, nil
 }
 

@@ -672,7 +672,13 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 		if err != nil {
 			return nil, nil, "", err
 		}
-		effects = append(effects, e...)
+		switch {
+		case len(e) == 0:
+		case effects == nil:
+			effects = e // as it is: a tick's one batch, or the first with effects
+		default:
+			effects = append(effects, e...)
+		}
 	}
 	return effects, mat, "", nil
 }

@@ -444,11 +444,44 @@ func (w *fhrWriter) entry(e *Entry) {
 // written every tick. A string cjson would refuse is an error, with b
 // returned as it was.
 func (m Machine) AppendCanonical(b []byte) ([]byte, error) {
+	b, _, _, err := m.AppendCanonicalKept(b, nil, 0)
+	return b, err
+}
+
+// AppendCanonicalKept is AppendCanonical with the journey's first n
+// entries written as kept: the bytes AppendCanonical writes for exactly
+// those entries, comma-separated, as a document it wrote before holds
+// them (n is at most len(m.Journey); 0 writes every entry). It also
+// returns where the journey's entries begin and end in the bytes it
+// returns — after the list's '[' and before its ']' — for the caller to
+// keep for the next document; both are -1 for a nil journey. The Journey
+// Strip only grows, and its entries never change once recorded, so a
+// run's state writes only the entries recorded since the document before
+// (TestAppendCanonicalKeptIsAppendCanonical).
+func (m Machine) AppendCanonicalKept(b, kept []byte, n int) ([]byte, int, int, error) {
 	w := fhrWriter{Members: cjson.Members{B: b}, strict: true}
 	w.Open()
 	w.budgets(m.Budgets)
 	w.Bool("care_cooldown", m.Cooldown)
-	w.list("journey", len(m.Journey), m.Journey == nil, func(i int) { w.entry(&m.Journey[i]) })
+	w.Key("journey")
+	start, end := -1, -1
+	if m.Journey == nil {
+		w.lit("null")
+	} else {
+		w.lit("[")
+		start = len(w.B)
+		if n > 0 {
+			w.set(append(w.B, kept...))
+		}
+		for i := n; i < len(m.Journey); i++ {
+			if i > 0 {
+				w.lit(",")
+			}
+			w.entry(&m.Journey[i])
+		}
+		end = len(w.B)
+		w.lit("]")
+	}
 	w.strs("options", m.Options)
 	w.Bool("refusal", m.Refusal)
 	w.Bool("safe_mode", m.SafeMode)
@@ -456,7 +489,7 @@ func (m Machine) AppendCanonical(b []byte) ([]byte, error) {
 	w.Str("state", string(m.State))
 	w.Close()
 	if w.Err != nil {
-		return b, w.Err
+		return b, -1, -1, w.Err
 	}
-	return w.B, nil
+	return w.B, start, end, nil
 }

@@ -3,6 +3,7 @@ package mrp
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,6 +168,56 @@ func TestMachineAppendCanonicalIsMarshal(t *testing.T) {
 	})
 }
 
+// AppendCanonicalKept, handed the bytes a machine with the same first n
+// entries wrote for them, writes what AppendCanonical writes, and says
+// where the journey's entries are in it: for drawn machines (refused
+// ones included, which leave the prefix as it was) and every n.
+func TestAppendCanonicalKeptIsAppendCanonical(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := drawFHR(rt)
+		m := Machine{State: State(fhrText.Draw(rt, "state")), Refusal: rapid.Bool().Draw(rt, "refusal"),
+			SafeMode: rapid.Bool().Draw(rt, "safe"), SafeWhy: fhrText.Draw(rt, "why"), Cooldown: rapid.Bool().Draw(rt, "cool"),
+			Budgets: f.Budgets, Journey: f.Transitions}
+		if !rapid.Bool().Draw(rt, "options_nil") {
+			m.Options = rapid.SliceOfN(fhrText, 0, 3).Draw(rt, "options")
+		}
+		prefix := []byte(fhrText.Draw(rt, "prefix"))
+		want, werr := m.AppendCanonical(append([]byte{}, prefix...))
+		n := rapid.IntRange(0, len(m.Journey)).Draw(rt, "kept")
+		// The kept bytes, from another machine with the same first n
+		// entries, written after a prefix of its own.
+		other := m
+		other.Journey = m.Journey[:n:n]
+		other.State, other.Options = "OTHER", []string{"x"}
+		ob, os, oe, oerr := other.AppendCanonicalKept([]byte("{}"), nil, 0)
+		if oerr != nil {
+			return // an entry cjson refuses: nothing to keep
+		}
+		var kept []byte
+		if m.Journey != nil {
+			kept = ob[os:oe]
+		}
+		got, s, e, err := m.AppendCanonicalKept(append([]byte{}, prefix...), kept, n)
+		if (err != nil) != (werr != nil) || string(got) != string(want) {
+			rt.Fatalf("kept %d: %q (%v), AppendCanonical %q (%v)", n, got, err, want, werr)
+		}
+		if err != nil {
+			return
+		}
+		if m.Journey == nil {
+			if s != -1 || e != -1 {
+				rt.Fatalf("a nil journey at %d, %d", s, e)
+			}
+			return
+		}
+		all, _, _, _ := Machine{Journey: m.Journey}.AppendCanonicalKept(nil, nil, 0)
+		_, ws, we, _ := Machine{Journey: m.Journey}.AppendCanonicalKept(nil, nil, 0)
+		if string(got[s:e]) != string(all[ws:we]) || got[s-1] != '[' || got[e] != ']' {
+			rt.Fatalf("the journey's entries at %d, %d: %q, want %q", s, e, got[s:e], all[ws:we])
+		}
+	})
+}
+
 // SealAppend seals as Seal seals and appends what AppendCanonical writes
 // for the sealed record; where it declines (ok false) it leaves the
 // buffer as it was, and it declines only where the record holds a list
@@ -256,4 +307,32 @@ func TestSealInIsSeal(t *testing.T) {
 			rt.Fatalf("SealAppendIn = %+v, %q, %v, %v; SealAppend = %+v, %q, %v, %v", g, gb, gok, gerr, w, wb, wok, werr)
 		}
 	})
+}
+
+// AppendCanonicalKept over a machine of plain entries, for every n: the
+// drawn machines above are often refused, so every split is met here.
+func TestAppendCanonicalKeptSplits(t *testing.T) {
+	m := Machine{State: Decide, Budgets: Budgets{TurnLimit: 3}, Options: []string{"a"}}
+	for i := range 4 {
+		m.Journey = append(m.Journey, Entry{Seq: i + 1, From: Hold, To: Decide, Trigger: Trigger("T" + strconv.Itoa(i)),
+			ActorID: "actor", Role: "role", Cause: "cause " + strconv.Itoa(i), Row: "R1"})
+	}
+	want, err := m.AppendCanonical([]byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= len(m.Journey); n++ {
+		other := Machine{Journey: m.Journey[:n:n]}
+		ob, s, e, err := other.AppendCanonicalKept(nil, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gs, ge, err := m.AppendCanonicalKept([]byte("x"), ob[s:e], n)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("kept %d: %s (%v), want %s", n, got, err, want)
+		}
+		if got[gs-1] != '[' || got[ge] != ']' || strings.Count(string(got[gs:ge]), `"seq":`) != len(m.Journey) {
+			t.Fatalf("kept %d: the entries at %d, %d: %s", n, gs, ge, got[gs:ge])
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"flrh.dev/flrh/authority"
@@ -57,6 +58,17 @@ type state struct {
 	// supportsEnd is where appendCanonical last ended the supports'
 	// objects (the list's closing bracket), in the bytes it wrote.
 	supportsEnd int
+	// journeyKept is the machine's journey entries as the last document
+	// Decide returned holds them, cut from it, and journeyOf the entries
+	// they encode (nil: none kept). The Journey Strip only grows and a
+	// recorded entry never changes, but H's machine, or a grant's, is a
+	// new one: the next document copies the kept bytes only while its
+	// machine's journey opens with the same entries (appendCanonical).
+	journeyKept []byte
+	journeyOf   []mrp.Entry
+	// journeyAt and journeyEnd are where appendCanonical last wrote the
+	// journey's entries, in the bytes it wrote (-1: a nil journey).
+	journeyAt, journeyEnd int
 }
 
 // support is one live base support of L: a named fact and its provenance.
@@ -72,7 +84,7 @@ type support struct {
 	// makes a new one for each fact it inserts, and normalize changes an
 	// argument's type, not its bytes — so the next tick's document
 	// copies these bytes rather than writing the support again
-	// (keepSupports). The document's bytes are never changed
+	// (keep). The document's bytes are never changed
 	// (decision 1725), so the cut stays valid as long as it is kept.
 	enc []byte
 	// at is where appendCanonical last wrote the support's object, in
@@ -197,8 +209,9 @@ func (st *state) encode() ([]byte, error) {
 }
 
 // encodeKept is encode for the document Decide returns, which nobody
-// changes (decision 1725): each support's object is then cut from it for
-// the next tick's document to copy (keepSupports).
+// changes (decision 1725): each support's object and the journey's
+// entries are then cut from it for the next tick's document to copy
+// (keep).
 func (st *state) encodeKept() ([]byte, error) {
 	ok := false
 	b := cjson.Written(func(b []byte) []byte {
@@ -206,7 +219,7 @@ func (st *state) encodeKept() ([]byte, error) {
 		return b
 	})
 	if ok {
-		st.keepSupports(b)
+		st.keep(b)
 		return b, nil
 	}
 	return cjson.Marshal(st)
@@ -250,9 +263,14 @@ func (st *state) appendCanonical(b []byte) ([]byte, bool) {
 	b = append(b, `,"machine":`...)
 	if ok {
 		// The machine's Journey Strip grows with the run: written
-		// without reflection, byte for byte what cjson.Marshal writes.
-		if mb, err := st.Machine.AppendCanonical(b); err == nil {
-			b = mb
+		// without reflection, byte for byte what cjson.Marshal writes,
+		// the entries the document before held copied from it.
+		n, kept := 0, []byte(nil)
+		if k := len(st.journeyOf); k > 0 && k <= len(st.Machine.Journey) && slices.Equal(st.Machine.Journey[:k], st.journeyOf) {
+			n, kept = k, st.journeyKept
+		}
+		if mb, at, end, err := st.Machine.AppendCanonicalKept(b, kept, n); err == nil {
+			b, st.journeyAt, st.journeyEnd = mb, at, end
 		} else {
 			ok = false
 		}
@@ -376,11 +394,16 @@ func appendSupport(b []byte, s *support) ([]byte, bool) {
 	return append(b, '}'), ok
 }
 
-// keepSupports cuts each support's object from doc, the document encode
-// just wrote for st (appendCanonical's bytes, copied out whole), for the
-// next tick's document to copy (support.enc). Only a document nobody
-// changes is cut from: the one Decide returns.
-func (st *state) keepSupports(doc []byte) {
+// keep cuts each support's object and the machine's journey entries
+// from doc, the document encode just wrote for st (appendCanonical's
+// bytes, copied out whole), for the next tick's document to copy
+// (support.enc, journeyKept). Only a document nobody changes is cut
+// from: the one Decide returns.
+func (st *state) keep(doc []byte) {
+	st.journeyKept, st.journeyOf = nil, nil
+	if j := st.Machine.Journey; len(j) > 0 && st.journeyAt >= 0 {
+		st.journeyKept, st.journeyOf = doc[st.journeyAt:st.journeyEnd:st.journeyEnd], j[:len(j):len(j)]
+	}
 	for i := range st.Supports {
 		end := st.supportsEnd
 		if i+1 < len(st.Supports) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/kernel"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/protocol"
 )
 
@@ -81,8 +82,24 @@ func init() {
 				return fmt.Errorf("cached state: support %s keeps bytes its document does not hold", s.ID)
 			}
 		}
+		// The journey's kept entries are what the entries they keep
+		// encode to, cut from the document, and those entries the
+		// machine's.
+		if st.journeyOf != nil {
+			b, at, end, err := mrp.Machine{Journey: st.journeyOf}.AppendCanonicalKept(nil, nil, 0)
+			if err != nil || !bytes.Equal(b[at:end], st.journeyKept) {
+				return fmt.Errorf("cached state: the kept journey\n%s\nis not its entries'\n%s (%v)", st.journeyKept, b, err)
+			}
+			if !bytes.Contains(stateJSON, st.journeyKept) {
+				return fmt.Errorf("cached state: kept journey bytes its document does not hold")
+			}
+			if !reflect.DeepEqual(st.journeyOf, st.Machine.Journey) {
+				return fmt.Errorf("cached state: the kept journey's entries are not the machine's")
+			}
+		}
 		got := *st
 		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest, got.supportsEnd = false, nil, false, "", 0
+		got.journeyKept, got.journeyOf, got.journeyAt, got.journeyEnd = nil, nil, 0, 0
 		if st.Supports != nil {
 			got.Supports = make([]support, len(st.Supports))
 			for i, s := range st.Supports {

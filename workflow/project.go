@@ -339,8 +339,9 @@ func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []a
 	// digested; the text opens with its rule's, digested from the state
 	// kept after its leading blocks (w.ruleTexts). Each support is read
 	// as L finds it, in L's scratch (logic.EachSupportBoth), and named
-	// at once: none is collected (TestSupportIDsInIsBySupports holds the
-	// ids to those of the supports SupportsBoth collects).
+	// at once: none is collected (every test of the package holds the
+	// ids to those of the supports SupportsBoth collects, through
+	// verifySupportIDs).
 	c := supportIDCollectors.Get().(*supportIDCollector)
 	c.w = w
 	posErr, negErr := mat.EachSupportBoth(f, c.each)
@@ -359,8 +360,8 @@ var verifySupportIDs func(w *Workflow, mat *logic.Materialization, f logic.Fact,
 
 // supportIDCollector gathers the ids of an atom's supports as L hands
 // them over, every positive one before any negative one: a base
-// support's ids as they are, a rule support's as the place of its
-// digest's hex digits in hex, made one string at the end. It is pooled
+// support's ids as they are, a rule support's as a place in ids, its id
+// written into hex, all of them made one string at the end. It is pooled
 // (supportIDCollectors) with its callback bound once, and nothing it
 // returns points into it.
 type supportIDCollector struct {

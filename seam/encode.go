@@ -24,7 +24,12 @@ func (p *Projection) appendVerdicts(b []byte) []byte {
 }
 
 // appendPreimage writes the LRProjectionPreimage.
-func (p *Projection) appendPreimage(b []byte) []byte {
+func (p *Projection) appendPreimage(b []byte) []byte { return p.appendPreimageBatch(b, nil) }
+
+// appendPreimageBatch is appendPreimage with the query batch digest
+// written from batch, its spelling, when batch is not nil (a digest needs
+// no escape), in place of the projection's QueryBatchDigest.
+func (p *Projection) appendPreimageBatch(b, batch []byte) []byte {
 	b = append(b, `{"binding_profile_digest":`...)
 	b = cjson.AppendString(b, p.BindingProfileDigest)
 	b = append(b, `,"command":`...)
@@ -40,7 +45,11 @@ func (p *Projection) appendPreimage(b []byte) []byte {
 	b = append(b, `,"ordered_verdicts":`...)
 	b = p.appendVerdicts(b)
 	b = append(b, `,"query_batch_digest":`...)
-	b = cjson.AppendString(b, p.QueryBatchDigest)
+	if batch != nil {
+		b = append(append(append(b, '"'), batch...), '"')
+	} else {
+		b = cjson.AppendString(b, p.QueryBatchDigest)
+	}
 	b = append(b, `,"r_profile_digest":`...)
 	b = cjson.AppendString(b, p.RProfileDigest)
 	return append(b, '}')

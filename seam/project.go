@@ -2,6 +2,7 @@ package seam
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"slices"
 	"strconv"
 
@@ -171,6 +172,12 @@ func batchDigest(q *QueryBatch, orderedQueries [][]byte) string {
 	})
 }
 
+// appendOneQueryBatch appends the LRQueryBatchPreimage of a batch of one
+// query, pq: in order, its canonical form written into it directly.
+func appendOneQueryBatch(b []byte, q *QueryBatch, pq *parsedQuery) []byte {
+	return appendBatchPreimage(b, q, func(b []byte, _ int) []byte { return pq.appendCanonical(b) }, 1)
+}
+
 // appendBatchPreimage appends the LRQueryBatchPreimage of n queries, the
 // i-th in canonical order written by appendQuery.
 func appendBatchPreimage(b []byte, q *QueryBatch, appendQuery func(b []byte, i int) []byte, n int) []byte {
@@ -237,6 +244,21 @@ type projector struct {
 	// digest are not derived (SealAndProjectVerifiedUndigested); a
 	// rejection is Project's, which derives them.
 	undigested bool
+	// batchLater: while sealing a batch of one query, the batch digest
+	// is derived with the projection's (projection), and the two made
+	// one string.
+	batchLater bool
+}
+
+// digestLen is the length of a digest as cjson spells it: "sha256:" and
+// the sum's hex digits.
+const digestLen = len("sha256:") + 2*sha256.Size
+
+// putDigest writes a sum into dst, of digestLen bytes, as cjson.Digest
+// spells it.
+func putDigest(dst []byte, sum [sha256.Size]byte) {
+	copy(dst, "sha256:")
+	cjson.HexSum((*[2 * sha256.Size]byte)(dst[len("sha256:"):digestLen]), &sum)
 }
 
 // Project is project_lr: it binds one complete L materialization, the R
@@ -377,7 +399,7 @@ func projectWith(s *projector, q *QueryBatch, trusted *Rejection) (*Projection, 
 		return nil, reject(CodeInvariantViolation, "/l_result/next_materialization/fact_states").
 			invariant("complete_fact_state_projection", "")
 	}
-	return s.projection(batch, queries)
+	return s.projection(q, batch, queries)
 }
 
 func (s *projector) checkMaterialization() *Rejection {
@@ -495,12 +517,18 @@ func (s *projector) checkBatch(q *QueryBatch) ([]*parsedQuery, string, *Rejectio
 	if s.undigested && s.sealing && len(queries) == 1 {
 		return queries, "", nil // one query is in order
 	}
+	s.batchLater = false
 	if len(queries) == 1 {
+		if s.sealing && !s.plain {
+			// Sealed, the digest is only the projection's member and its
+			// preimage's, and a rejection is Project's: it is derived
+			// with the projection's digest, the two one string.
+			s.batchLater = true
+			return queries, "", nil
+		}
 		// One query is in order; its canonical form is written into the
 		// batch preimage directly.
-		want := batchDigests.DigestWritten(func(b []byte) []byte {
-			return appendBatchPreimage(b, q, func(b []byte, _ int) []byte { return queries[0].appendCanonical(b) }, 1)
-		})
+		want := batchDigests.DigestWritten(func(b []byte) []byte { return appendOneQueryBatch(b, q, queries[0]) })
 		if !s.sealing && q.QueryBatchDigest != want {
 			return nil, "", reject(CodeDigestMismatch, "/query_batch/query_batch_digest").expect(want, q.QueryBatchDigest)
 		}
@@ -652,7 +680,7 @@ func (s *projector) checkQuery(q *Query, qpath func() string, seen map[string]bo
 }
 
 // projection evaluates every validated query and assembles the result.
-func (s *projector) projection(batch string, queries []*parsedQuery) (*Projection, *Rejection) {
+func (s *projector) projection(q *QueryBatch, batch string, queries []*parsedQuery) (*Projection, *Rejection) {
 	// One query — each proposal's projection in a tick — takes its
 	// projection, verdict, deltas and command from one allocation; the
 	// lists are capped at their lengths, so an append copies them.
@@ -711,7 +739,19 @@ func (s *projector) projection(batch string, queries []*parsedQuery) (*Projectio
 		cmd.ProfileDigest, cmd.DataflowVersion, cmd.Deltas = s.r.Digest(), s.b.DataflowVersion, deltas
 		out.Command = cmd
 	}
-	if !s.undigested {
+	switch {
+	case s.undigested:
+	case s.batchLater:
+		// The batch digest is written into the projection's preimage
+		// from its bytes; both digests are then one string, each cut
+		// from it.
+		var digests [2 * digestLen]byte
+		batch := digests[:digestLen]
+		putDigest(batch, batchDigests.SumWritten(func(b []byte) []byte { return appendOneQueryBatch(b, q, queries[0]) }))
+		putDigest(digests[digestLen:], projectionDigests.SumWritten(func(b []byte) []byte { return out.appendPreimageBatch(b, batch) }))
+		both := string(digests[:])
+		out.QueryBatchDigest, out.Digest = both[:digestLen], both[digestLen:]
+	default:
 		out.Digest = projectionDigests.DigestWritten(out.appendPreimage)
 	}
 	return out, nil

@@ -66,9 +66,12 @@ type checkpoint struct {
 	// body after its commit.
 	written []byte
 	// rest is the length of the last checkpoint written into written less
-	// its state's (encodeReused): with the next state's length, about
-	// what the next one needs.
-	rest int
+	// its state's (encodeReused), and restBefore the one's before it: the
+	// larger, with the next state's length, is about what the next one
+	// needs. A governed step's two checkpoints alternate between one
+	// holding the open effect's intent and payload and one without, so
+	// the last one alone tells the next too little every other time.
+	rest, restBefore int
 	// ids spells the ids of the run's next transitions (fireAs).
 	ids eventIDs
 	// stored is what the run's last flush handed the store's Commit as
@@ -455,14 +458,14 @@ func (c *checkpoint) encodeReused() ([]byte, error) {
 	// buffer it outgrows is replaced by one of twice what this checkpoint
 	// is expected to need, rather than grown by append by a quarter at a
 	// time, which a run's next few steps outgrow again.
-	if need := c.rest + len(state); need > cap(c.written) {
+	if need := max(c.rest, c.restBefore) + len(state); need > cap(c.written) {
 		c.written = make([]byte, 0, 2*need)
 	}
 	b, ok := c.appendCanonical(c.written[:0], state)
 	if cap(b) > cap(c.written) {
 		c.written = b[:0]
 	}
-	c.rest = len(b) - len(state)
+	c.rest, c.restBefore = len(b)-len(state), c.rest
 	if ok {
 		return b[:len(b):len(b)], nil
 	}

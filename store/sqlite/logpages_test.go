@@ -26,6 +26,13 @@ import (
 // index, and rows per step. The figures are printed, not asserted:
 //
 //	FLRH_LOG_PAGES=1 go test ./store/sqlite -run LogPagesPerStep -v
+//	FLRH_LOG_PAGES=runs go test ./store/sqlite -run LogPagesPerStep -v
+//
+// The first counts five steps of one run in a store of three; the second
+// eighty steps in runs of ten, each run created by its first step, in a
+// store of ten runs, where a run's rows go into the middle of the
+// b-trees keyed by run (its id sorts among the others') as they do in a
+// store of many runs.
 func TestLogPagesPerStep(t *testing.T) {
 	if os.Getenv("FLRH_LOG_PAGES") == "" {
 		t.Skip("set FLRH_LOG_PAGES=1 to count the log pages a governed step writes")
@@ -72,13 +79,25 @@ func TestLogPagesPerStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for run := 0; run < 3; run++ { // warm-up: three runs of ten steps
+	// By default three runs of ten steps warm the store up and five steps
+	// of a fourth run are counted. With FLRH_LOG_PAGES=runs, ten runs
+	// warm it up and the next eight runs of ten steps are counted, each
+	// run's first step creating it, as bench/governedstep's steps do (few
+	// enough steps that the writer's own checkpoint, at 4,000 log pages,
+	// does not restart the log).
+	warm, runs, from := 3, 0, 2
+	if os.Getenv("FLRH_LOG_PAGES") == "runs" {
+		warm, runs, from = 10, 8, 0
+	}
+	for run := 0; run < warm; run++ {
 		for j := 0; j < 10; j++ {
 			step(run, j)
 		}
 	}
-	step(3, 0)
-	step(3, 1)
+	if runs == 0 {
+		step(warm, 0)
+		step(warm, 1)
+	}
 	rows := func() int64 {
 		t.Helper()
 		var n int64
@@ -92,14 +111,27 @@ func TestLogPagesPerStep(t *testing.T) {
 		return n
 	}
 	rows0 := rows()
-	if _, err := st.DB().Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	var busy, logFrames, copied int64
+	if err := st.DB().QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &copied); err != nil {
 		t.Fatal(err)
 	}
-	const steps = 5 // few enough that the log is not checkpointed meanwhile
-	for j := 2; j < 2+steps; j++ {
-		step(3, j)
+	if busy != 0 || logFrames != 0 {
+		t.Fatalf("the log was not truncated: busy %d, %d frames, %d copied", busy, logFrames, copied)
 	}
-	rowsPer := float64(rows()-rows0) / steps
+	steps := 5 // few enough that the log is not checkpointed meanwhile
+	if runs == 0 {
+		for j := from; j < from+steps; j++ {
+			step(warm, j)
+		}
+	} else {
+		steps = runs * 10
+		for run := warm; run < warm+runs; run++ {
+			for j := 0; j < 10; j++ {
+				step(run, j)
+			}
+		}
+	}
+	rowsPer := float64(rows()-rows0) / float64(steps)
 
 	names := map[uint32]string{1: "page 1 (header, schema)"}
 	rs, err := st.DB().Query(`SELECT name, pageno FROM dbstat`)
@@ -148,14 +180,14 @@ func TestLogPagesPerStep(t *testing.T) {
 	}
 	var sb2 strings.Builder
 	fmt.Fprintf(&sb2, "%d steps, %d commits, page size %d: %.1f log pages per step, %.1f per commit, %.1f rows per step\n",
-		steps, commits, pageSize, float64(frames)/steps, float64(frames)/float64(commits), rowsPer)
+		steps, commits, pageSize, float64(frames)/float64(steps), float64(frames)/float64(commits), rowsPer)
 	var ns []string
 	for n := range perTable {
 		ns = append(ns, n)
 	}
 	sort.Strings(ns)
 	for _, n := range ns {
-		fmt.Fprintf(&sb2, "  %-34s %5.1f pages per step\n", n, float64(perTable[n])/steps)
+		fmt.Fprintf(&sb2, "  %-34s %5.1f pages per step\n", n, float64(perTable[n])/float64(steps))
 	}
 	t.Log("\n" + sb2.String())
 }

@@ -62,6 +62,7 @@ func benchStepPair(b *testing.B, perRun int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cputime.Used()
+	pages0 := s.w.logPages.Load()
 	for n := 0; n < b.N; n++ {
 		if perRun > 0 && n > 0 && n%perRun == 0 {
 			runID = fmt.Sprintf("r%d", n/perRun)
@@ -95,4 +96,7 @@ func benchStepPair(b *testing.B, perRun int) {
 		head += 6
 	}
 	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.StopTimer()
+	s.DB() // commits the last step's lagging tick
+	b.ReportMetric(float64(s.w.logPages.Load()-pages0)/float64(b.N), "log-pages/op")
 }

@@ -66,6 +66,7 @@ func (s *Store) walFrames(tx *wtx) {
 		return
 	}
 	w := &s.w
+	w.logPages.Add(int64(n))
 	w.walFrames += n
 	if w.walFrames < s.ckpt.every {
 		return

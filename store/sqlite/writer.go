@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -92,6 +93,10 @@ type writer struct {
 	// walFrames counts the log pages COMMITs wrote since the checkpointer
 	// was last asked to run (walcheckpoint.go).
 	walFrames int
+	// logPages counts every log page the COMMITs wrote, for the
+	// benchmarks' log-pages/op; atomic, as a benchmark reads it while the
+	// writer runs.
+	logPages atomic.Int64
 }
 
 // knownRun is a run's row as a tick committed in the open transaction

@@ -175,14 +175,14 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 			return err
 		}
 		if slices.Contains(tick.Begin, in.ID) && !slices.Contains(begun, in.ID) {
-			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, attempts, updated_at) VALUES (?, ?, 'in_flight', 1, ?)`,
+			if _, err := s.exec(ctx, tx, insertOutboxInFlight,
 				in.ID, runArg, tsArg); err != nil {
 				return err
 			}
 			begun = append(begun, in.ID)
 			continue
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES (?, ?, 'pending', ?)`,
+		if _, err := s.exec(ctx, tx, insertOutboxPending,
 			in.ID, runArg, tsArg); err != nil {
 			return err
 		}
@@ -198,14 +198,14 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 	// set the row to what it already holds.
 	var closed []string
 	for _, r := range tick.Results {
-		res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, tsArg, r.IntentID, r.N, r.IntentID, runArg)
+		res, err := s.exec(ctx, tx, finishAttempt, string(r.Status), r.Detail, tsArg, r.IntentID, runArg, r.N)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "no attempt %d of intent %s in this run", r.N, r.IntentID)
 		}
-		res, err = s.exec(ctx, tx, `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_id = ?`,
+		res, err = s.exec(ctx, tx, moveOutbox,
 			string(r.Outbox), r.Route, tsArg, r.IntentID)
 		if err != nil {
 			return err
@@ -221,8 +221,8 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 		if i := slices.Index(begun, id); i >= 0 {
 			// Its outbox row was written in flight with the intent.
 			begun = slices.Delete(begun, i, i+1)
-			if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, 1, 'started', ?, ?)`,
-				id, genArg, tsArg); err != nil {
+			if _, err := s.exec(ctx, tx, insertAttempt,
+				id, id, 1, genArg, tsArg); err != nil {
 				return err
 			}
 			continue
@@ -242,8 +242,7 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 			continue
 		}
 		var status string
-		err := s.queryRow(ctx, tx, `SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
-WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, runArg).Scan(&status)
+		err := s.queryRow(ctx, tx, runIntentOutbox, rc.IntentID, runArg).Scan(&status)
 		if err == sql.ErrNoRows {
 			return store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "receipt for unknown intent %s", rc.IntentID)
 		} else if err != nil {
@@ -275,7 +274,7 @@ WHERE o.intent_id = ? AND i.run_id = ?`, rc.IntentID, runArg).Scan(&status)
 		if slices.Contains(closed, rc.IntentID) {
 			continue // set to done at ts by its result
 		}
-		if _, err := s.exec(ctx, tx, `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_id = ?`, tsArg, rc.IntentID); err != nil {
+		if _, err := s.exec(ctx, tx, closeOutbox, tsArg, rc.IntentID); err != nil {
 			return err
 		}
 	}
@@ -436,15 +435,48 @@ VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
 
 // finishAttempt records an attempt's result (status, detail, finish time)
-// if its intent (given twice) is the run's: the arguments are status,
-// detail, finished_at, intent_id, n, intent_id, run_id. The run is checked
-// by looking the one intent up by its key: an IN over the run's intents
-// made SQLite list every intent of the run (and build a filter of them)
-// for each result, a cost that grew with the run. The rows it changes are
-// the same (TestFinishAttemptMatchesListedIntents). Its parameters are
-// plain ? (the driver makes a string of each numbered parameter's name).
+// if its intent is the run's: the arguments are status, detail,
+// finished_at, intent_id, run_id, n. The one intent is looked up by its
+// key and the run (an IN over the run's intents made SQLite list every
+// intent of the run, and build a filter of them, for each result, a cost
+// that grew with the run), and its commit order keys the attempt (schema
+// version 9). The rows it changes are the same
+// (TestFinishAttemptMatchesListedIntents). Its parameters are plain ?
+// (the driver makes a string of each numbered parameter's name).
 const finishAttempt = `UPDATE attempts SET status = ?, detail = ?, finished_at = ?
-WHERE intent_id = ? AND n = ? AND (SELECT run_id FROM intents WHERE intent_id = ?) = ?`
+WHERE intent_order = (SELECT commit_order FROM intents WHERE intent_id = ? AND run_id = ?) AND n = ?`
+
+// The statements that find an intent's outbox row or attempts: schema
+// version 9 keys both by the intent's commit order, looked up by the
+// intent's id. A new outbox row is written by the statement after its
+// intent's INSERT and takes that intent's order, the rowid SQLite just
+// gave it (last_insert_rowid(); no other INSERT runs between). Each
+// row also keeps its intent's id, which no read of the store uses.
+const (
+	// insertAttempt begins an attempt: intent_id (twice: the order is
+	// looked up by it), n, generation, started_at.
+	insertAttempt = `INSERT INTO attempts (intent_order, intent_id, n, status, generation, started_at)
+VALUES ((SELECT commit_order FROM intents WHERE intent_id = ?), ?, ?, 'started', ?, ?)`
+	// runIntentOutbox reads the outbox status of an intent of the run:
+	// intent_id, run_id.
+	runIntentOutbox = `SELECT o.status FROM intents i JOIN outbox o ON o.intent_order = i.commit_order
+WHERE i.intent_id = ? AND i.run_id = ?`
+	// runIntentOutboxAttempts is runIntentOutbox with the attempts made.
+	runIntentOutboxAttempts = `SELECT o.status, o.attempts FROM intents i JOIN outbox o ON o.intent_order = i.commit_order
+WHERE i.intent_id = ? AND i.run_id = ?`
+	// moveOutbox sets an intent's outbox status and route after a
+	// result: status, route, updated_at, intent_id.
+	moveOutbox = `UPDATE outbox SET status = ?, route = ?, updated_at = ? WHERE intent_order = (SELECT commit_order FROM intents WHERE intent_id = ?)`
+	// closeOutbox sets an intent's outbox done: updated_at, intent_id.
+	closeOutbox = `UPDATE outbox SET status = 'done', updated_at = ? WHERE intent_order = (SELECT commit_order FROM intents WHERE intent_id = ?)`
+	// attemptOutbox sets an intent's outbox in flight for attempt n:
+	// attempts, updated_at, intent_id.
+	attemptOutbox = `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_order = (SELECT commit_order FROM intents WHERE intent_id = ?)`
+	// insertOutboxInFlight and insertOutboxPending write a new intent's
+	// outbox row: intent_id, run_id, updated_at.
+	insertOutboxInFlight = `INSERT INTO outbox (intent_order, intent_id, run_id, status, attempts, updated_at) VALUES (last_insert_rowid(), ?, ?, 'in_flight', 1, ?)`
+	insertOutboxPending  = `INSERT INTO outbox (intent_order, intent_id, run_id, status, updated_at) VALUES (last_insert_rowid(), ?, ?, 'pending', ?)`
+)
 
 // eventsPerInsert bounds the rows of one INSERT INTO events, well inside
 // SQLite's limit on bound parameters.
@@ -566,8 +598,7 @@ func (s *Store) beginAttempt(ctx context.Context, tx *wtx, lease store.Lease, in
 	const op = "begin attempt"
 	var status string
 	var attempts int64
-	err := s.queryRow(ctx, tx, `SELECT o.status, o.attempts FROM outbox o JOIN intents i ON i.intent_id = o.intent_id
-WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &attempts)
+	err := s.queryRow(ctx, tx, runIntentOutboxAttempts, intentID, lease.RunID).Scan(&status, &attempts)
 	if err == sql.ErrNoRows {
 		return store.Attempt{}, store.Errorf(store.CodeNotFound, op, lease.RunID, nil, "no intent %s in this run", intentID)
 	} else if err != nil {
@@ -579,11 +610,11 @@ WHERE o.intent_id = ? AND i.run_id = ?`, intentID, lease.RunID).Scan(&status, &a
 		return store.Attempt{}, store.Errorf(store.CodeInvalidTransition, op, lease.RunID, nil, "intent %s is %s, not attemptable", intentID, status)
 	}
 	at := store.Attempt{IntentID: intentID, N: attempts + 1, Status: store.AttemptStarted, Generation: lease.Generation, StartedAt: now.UTC()}
-	if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', ?, ?)`,
-		intentID, at.N, lease.Generation, nanos(now)); err != nil {
+	if _, err := s.exec(ctx, tx, insertAttempt,
+		intentID, intentID, at.N, lease.Generation, nanos(now)); err != nil {
 		return store.Attempt{}, err
 	}
-	_, err = s.exec(ctx, tx, `UPDATE outbox SET status = 'in_flight', attempts = ?, updated_at = ? WHERE intent_id = ?`, at.N, nanos(now), intentID)
+	_, err = s.exec(ctx, tx, attemptOutbox, at.N, nanos(now), intentID)
 	return at, err
 }
 

@@ -69,12 +69,12 @@ VALUES (?, ?, 1, ?, 'e', ?, 'c', x'00', 'd', 1, 1)`, id, r, order, "k-"+id); err
 					t.Fatal(err)
 				}
 				for k := 1; k <= attempts[id]; k++ {
-					if _, err := tx.Exec(`INSERT INTO attempts (intent_id, n, status, generation, started_at) VALUES (?, ?, 'started', 1, 1)`, id, k); err != nil {
+					if _, err := tx.Exec(`INSERT INTO attempts (intent_order, intent_id, n, status, generation, started_at) VALUES (?, ?, ?, 'started', 1, 1)`, order, id, k); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			args := []any{"succeeded", "done", 7, intent, n, intent, run}
+			args := []any{"succeeded", "done", 7, intent, run, n}
 			if stmt == finishAttemptByList {
 				args = []any{"succeeded", "done", 7, intent, n, run}
 			}

@@ -11,7 +11,9 @@ import (
 // The reads of a run's intents find them through intents_by_run (the run
 // and, as in every index, the rowid, which is the commit order since
 // schema version 8), in commit order without a sort; a commit's lookups
-// of an intent by id or idempotency key use their unique indexes; and no
+// of an intent by id or idempotency key use their unique indexes; an
+// intent's outbox row and attempts are found by its commit order, their
+// key since schema version 9, in every read and write of them; and no
 // plan scans a whole table.
 func TestIntentReadsUseTheirIndexes(t *testing.T) {
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), Options{})
@@ -24,16 +26,24 @@ func TestIntentReadsUseTheirIndexes(t *testing.T) {
 		args  []any
 		want  []string
 	}{
-		{`SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
-	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
-FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY i.commit_order`, []any{"r"}, []string{"intents_by_run (run_id=?)"}},
-		{`SELECT a.intent_id, a.n FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY a.intent_id, a.n`, []any{"r"}, []string{"intents_by_run (run_id=?)"}},
+		{intentsQuery, []any{"r"}, []string{"intents_by_run (run_id=?)", byOrder}},
+		{runAttemptsQuery, []any{"r"}, []string{"intents_by_run (run_id=?)", attemptsByOrder}},
+		{attemptsQuery, []any{"i"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", attemptsByOrder}},
 		{`SELECT content_digest FROM intents WHERE idempotency_key = ?`, []any{"k"}, []string{"sqlite_autoindex_intents_2 (idempotency_key=?)"}},
-		{`SELECT o.status FROM outbox o JOIN intents i ON i.intent_id = o.intent_id WHERE o.intent_id = ? AND i.run_id = ?`, []any{"i", "r"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)"}},
-		{finishAttempt, []any{"succeeded", "", 1, "i", 1, "i", "r"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)"}},
-		{recordAllQuery, []any{"r"}, []string{"intents_by_run (run_id=?)"}},
+		{runIntentOutbox, []any{"i", "r"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", byOrder}},
+		{runIntentOutboxAttempts, []any{"i", "r"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", byOrder}},
+		{finishAttempt, []any{"succeeded", "", 1, "i", "r", 1}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", "SEARCH attempts USING PRIMARY KEY (intent_order=? AND n=?)"}},
+		{insertAttempt, []any{"i", "i", 1, 1, 1}, []string{"sqlite_autoindex_intents_1 (intent_id=?)"}},
+		{moveOutbox, []any{"done", "", 1, "i"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", "SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{closeOutbox, []any{1, "i"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", "SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{attemptOutbox, []any{1, 1, "i"}, []string{"sqlite_autoindex_intents_1 (intent_id=?)", "SEARCH outbox USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{recordAllQuery, []any{"r"}, []string{"intents_by_run (run_id=?)", byOrder, attemptsByOrder}},
+		{recordBatchAllQuery, recordBatchArgs("r"), []string{"intents_by_run (run_id=?)", byOrder, attemptsByOrder}},
 	} {
 		plan := queryPlan(t, s.db, c.query, c.args...)
+		if len(plan) == 0 {
+			t.Errorf("no plan of %.60q", c.query)
+		}
 		text := strings.Join(plan, "\n")
 		for _, want := range c.want {
 			if !strings.Contains(text, want) {
@@ -41,14 +51,32 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 			}
 		}
 		for _, step := range plan {
-			if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "(subquery") {
+			// The batch's run ids are a table of values, scanned.
+			if strings.HasPrefix(step, "SCAN") && !strings.Contains(step, "(subquery") && step != "SCAN b" && step != "SCAN 16 CONSTANT ROWS" {
 				t.Errorf("plan of %.60q scans a whole table (%s):\n%s", c.query, step, text)
 			}
 		}
-		if strings.HasPrefix(c.query, "SELECT i.intent_id") && strings.Contains(text, "TEMP B-TREE") {
+		if c.query == intentsQuery && strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("plan of a run's intents sorts them:\n%s", text)
 		}
 	}
+}
+
+// The plans' steps that find an intent's outbox row and its attempts by
+// the intent's commit order.
+const (
+	byOrder         = "SEARCH o USING INTEGER PRIMARY KEY (rowid=?)"
+	attemptsByOrder = "USING PRIMARY KEY (intent_order=?)"
+)
+
+// recordBatchArgs are the batch statement's arguments for the runs ids:
+// their ids, then NULL up to RecordBatch.
+func recordBatchArgs(ids ...string) []any {
+	args := make([]any, RecordBatch)
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
 }
 
 // A migration run with foreign keys off (version 8 rebuilds intents)

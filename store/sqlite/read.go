@@ -96,9 +96,7 @@ WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVers
 
 // Intents implements store.Store.
 func (s *Store) Intents(ctx context.Context, runID string) ([]store.Intent, error) {
-	rows, err := s.read(ctx, `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
-	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
-FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY i.commit_order`, runID)
+	rows, err := s.read(ctx, intentsQuery, runID)
 	if err != nil {
 		return nil, mapErr("intents", runID, err)
 	}
@@ -119,17 +117,29 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ? ORD
 
 // Attempts implements store.Store.
 func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
-	return s.attempts(ctx, "", `SELECT intent_id, n, status, generation, detail, started_at, finished_at
-FROM attempts WHERE intent_id = ? ORDER BY n`, intentID)
+	return s.attempts(ctx, "", attemptsQuery, intentID)
 }
 
 // RunAttempts returns the attempts of every intent of a run, ordered by
 // intent and attempt number: one read where Attempts takes one per intent,
 // for a reader that checks a whole run (verify).
 func (s *Store) RunAttempts(ctx context.Context, runID string) ([]store.Attempt, error) {
-	return s.attempts(ctx, runID, `SELECT a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
-FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ? ORDER BY a.intent_id, a.n`, runID)
+	return s.attempts(ctx, runID, runAttemptsQuery, runID)
 }
+
+// The reads of a run's intents with their outbox rows, of an intent's
+// attempts and of a run's. The outbox and the attempts are keyed by
+// their intent's commit order (schema version 9); an attempt's intent id
+// is read from its intent.
+const (
+	intentsQuery = `SELECT i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts
+FROM intents i JOIN outbox o ON o.intent_order = i.commit_order WHERE i.run_id = ? ORDER BY i.commit_order`
+	attemptsQuery = `SELECT i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
+FROM intents i JOIN attempts a ON a.intent_order = i.commit_order WHERE i.intent_id = ? ORDER BY a.n`
+	runAttemptsQuery = `SELECT i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at
+FROM intents i JOIN attempts a ON a.intent_order = i.commit_order WHERE i.run_id = ? ORDER BY i.intent_id, a.n`
+)
 
 // attempts reads attempt rows selected by query with its one argument;
 // runID names the run in errors, if the read is a run's.

@@ -57,15 +57,15 @@ FROM (SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
 UNION ALL
 SELECT 3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
-FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = ?1`
+FROM intents i JOIN outbox o ON o.intent_order = i.commit_order WHERE i.run_id = ?1`
 
 const recordEffectArms = `
 UNION ALL
 SELECT 4, intent_id, outcome, body, digest, commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM receipts WHERE run_id = ?1
 UNION ALL
-SELECT 5, a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ?1
+SELECT 5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM intents i JOIN attempts a ON a.intent_order = i.commit_order WHERE i.run_id = ?1
 UNION ALL
 SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1`
@@ -613,15 +613,15 @@ FROM b JOIN checkpoints c ON c.run_id = b.rid AND c.n = (SELECT max(n) FROM chec
 UNION ALL
 SELECT b.k*8+3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
-FROM b JOIN intents i ON i.run_id = b.rid JOIN outbox o ON o.intent_id = i.intent_id`
+FROM b JOIN intents i ON i.run_id = b.rid JOIN outbox o ON o.intent_order = i.commit_order`
 
 	recordBatchEffectArms = `
 UNION ALL
 SELECT b.k*8+4, r.intent_id, r.outcome, r.body, r.digest, r.commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN receipts r ON r.run_id = b.rid
 UNION ALL
-SELECT b.k*8+5, a.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN intents i ON i.run_id = b.rid JOIN attempts a ON a.intent_id = i.intent_id
+SELECT b.k*8+5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN intents i ON i.run_id = b.rid JOIN attempts a ON a.intent_order = i.commit_order
 UNION ALL
 SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id`

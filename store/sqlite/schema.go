@@ -369,6 +369,57 @@ CREATE INDEX intents_by_run ON intents(run_id);
 CREATE TRIGGER intents_no_update BEFORE UPDATE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 `,
+	// 9: an intent's outbox row and its attempts are keyed by the
+	// intent's commit order (its rowid since version 8) instead of its
+	// id. Intent ids are digests, in no order, so each intent's outbox
+	// row and attempt went to a leaf of its own somewhere in those
+	// b-trees: a governed step, which finishes one intent's attempt and
+	// begins the next's, rewrote two leaves of each (and their parents
+	// as the leaves split). Keyed by commit order they are appended at
+	// the right edge, where the previous intent's rows are. The order is
+	// the rows' reference to their intent (an outbox row or attempt of
+	// no intent is refused, an intent still has at most one outbox row
+	// and its attempts are unique by number), and the reads take the
+	// intent's id from the intent. The id stays in both tables, written
+	// as before, for SQL that finds the rows by it; no read of the store
+	// uses it, and the store's reads of a run are those of version 8.
+	// Rows are copied unchanged; a row whose intent is gone (possible
+	// only with foreign keys off) gets order 0, which the check after
+	// the copy reports, and the migration is refused.
+	`
+CREATE TABLE outbox_v9 (
+	intent_order INTEGER PRIMARY KEY REFERENCES intents(commit_order),
+	intent_id    TEXT NOT NULL,
+	run_id       TEXT NOT NULL REFERENCES runs(run_id),
+	status       TEXT NOT NULL CHECK (status IN ('pending', 'in_flight', 'retry', 'reconcile', 'human', 'done')),
+	route        TEXT NOT NULL DEFAULT '',
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+INSERT INTO outbox_v9 (intent_order, intent_id, run_id, status, route, attempts, updated_at)
+	SELECT COALESCE((SELECT i.commit_order FROM intents i WHERE i.intent_id = o.intent_id), 0), o.intent_id, o.run_id, o.status, o.route, o.attempts, o.updated_at
+	FROM outbox o;
+DROP TABLE outbox;
+ALTER TABLE outbox_v9 RENAME TO outbox;
+
+CREATE TABLE attempts_v9 (
+	intent_order INTEGER NOT NULL REFERENCES intents(commit_order),
+	n            INTEGER NOT NULL CHECK (n >= 1),
+	intent_id    TEXT NOT NULL,
+	status       TEXT NOT NULL CHECK (status IN ('started', 'succeeded', 'failed_transient', 'failed_permanent', 'unknown', 'reconciled_applied', 'reconciled_not_applied')),
+	generation   INTEGER NOT NULL,
+	detail       TEXT NOT NULL DEFAULT '',
+	started_at   INTEGER NOT NULL,
+	finished_at  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (intent_order, n)
+) STRICT, WITHOUT ROWID;
+INSERT INTO attempts_v9 (intent_order, n, intent_id, status, generation, detail, started_at, finished_at)
+	SELECT COALESCE((SELECT i.commit_order FROM intents i WHERE i.intent_id = a.intent_id), 0), a.n, a.intent_id, a.status, a.generation, a.detail, a.started_at, a.finished_at
+	FROM attempts a;
+DROP TABLE attempts;
+ALTER TABLE attempts_v9 RENAME TO attempts;
+
+`,
 }
 
 // rebuiltParents are the tables a migration rebuilds that other tables
@@ -379,6 +430,7 @@ CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents BEGIN SELECT RAISE(ABO
 // (which references others) and every table that references it.
 var rebuiltParents = map[int64][]string{
 	8: {"intents", "outbox", "attempts", "receipts"},
+	9: {"outbox", "attempts"},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"flrh.dev/flrh/internal/tripcount"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
@@ -76,9 +78,10 @@ func TestRoundTrips(t *testing.T) {
 		in.Digest = store.BodyDigest(in.Body)
 		counted("Submit", 1, func() error { return s.Submit(ctx, in) })
 		counted("Submit again", 1, func() error { return s.Submit(ctx, in) })
-		// The first tick under a lease reads what it decides on.
+		// The first tick under a lease taken on a run without events
+		// starts from the row the lease was taken on (see seedHead).
 		first := store.Tick{ExpectHead: 0, Events: []store.Event{storetest.Ev("A", `{"n":0}`)}}
-		counted("Commit (first under the lease)", 2, func() error { return s.Commit(ctx, l, first) })
+		counted("Commit (first under the lease)", 1, func() error { return s.Commit(ctx, l, first) })
 
 		// The decision: three events, an intent begun at once, the input
 		// consumed, a checkpoint and four trace records.
@@ -465,5 +468,69 @@ func TestConcurrentBeginAttempts(t *testing.T) {
 	must(t, err)
 	if len(at) != 1 || at[0].N != 1 {
 		t.Fatalf("attempts: %+v", at)
+	}
+}
+
+// The first tick under a lease takes one round trip on a run without
+// events, whose checkpoint and trace positions the store takes to be
+// none, and two on a run with events, whose positions only a read tells;
+// when the guess is wrong (a checkpoint or trace row the run holds
+// without events) the guessed position's key refuses the one-round-trip
+// attempt and the tick goes the two-round-trip way, writing after what
+// the run holds.
+func TestFirstTickUnderALease(t *testing.T) {
+	tc := countTrips(t)
+	schema := freshSchema(t)
+	s, err := Open(ctx, tc.DSN(), Options{Schema: schema, MaxConns: 1})
+	must(t, err)
+	defer s.Close()
+	adm := admin(t)
+	q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
+	cp := []byte(`{"state":1}`)
+	tick := func(head int64) store.Tick {
+		return store.Tick{ExpectHead: head, Events: []store.Event{storetest.Ev("A", `{"n":1}`)},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: cp, Digest: store.BodyDigest(cp)},
+			Trace:      []store.TraceRecord{{Kind: "t", Body: []byte(`1`)}}}
+	}
+	first := func(run string, head, want int64, counted bool) {
+		t.Helper()
+		l, err := s.AcquireLease(ctx, run, "w", time.Hour)
+		must(t, err)
+		t0 := tc.Trips()
+		must(t, s.Commit(ctx, l, tick(head)))
+		if got := tc.Trips() - t0; counted && got != want {
+			t.Errorf("%s: the first tick under a lease took %d round trips, want %d", run, got, want)
+		}
+		must(t, s.ReleaseLease(ctx, l))
+	}
+	// Each case runs first on a run of its own, which prepares its
+	// statements on the connection; the second is counted.
+	for _, pass := range []string{"warm-", ""} {
+		for _, run := range []string{"fresh", "cp", "tr"} {
+			must(t, s.CreateRun(ctx, store.Run{ID: pass + run, WorkflowID: "wf", State: "S"}))
+		}
+		_, err = adm.Exec(ctx, `INSERT INTO `+q("checkpoints")+` (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES ($1, 1, 0, 1, '', '\x7b7d', 'sha256:x', 0, 1)`, pass+"cp")
+		must(t, err)
+		_, err = adm.Exec(ctx, `INSERT INTO `+q("trace")+` (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, 1, 2, '{a,b}', '{"\\x31","\\x32"}', 1)`, pass+"tr")
+		must(t, err)
+		counted := pass == ""
+		first(pass+"fresh", 0, 1, counted)
+		first(pass+"fresh", 1, 2, counted) // a lease again, on a run with an event
+		// The refused attempt, the ROLLBACK the store sends after any
+		// failed write, then the two round trips.
+		first(pass+"cp", 0, 4, counted)
+		first(pass+"tr", 0, 4, counted)
+	}
+	var n, last int64
+	must(t, adm.QueryRow(ctx, `SELECT max(n) FROM `+q("checkpoints")+` WHERE run_id = 'cp'`).Scan(&n))
+	must(t, adm.QueryRow(ctx, `SELECT max(last_seq) FROM `+q("trace")+` WHERE run_id = 'tr'`).Scan(&last))
+	if n != 2 || last != 3 {
+		t.Fatalf("the tick wrote checkpoint %d and trace up to %d, want 2 and 3: after what the runs held", n, last)
+	}
+	for _, run := range []string{"fresh", "cp", "tr"} {
+		if h := headOf(t, adm, schema, run); h != int64(map[string]int{"fresh": 2, "cp": 1, "tr": 1}[run]) {
+			t.Fatalf("%s: head %d", run, h)
+		}
 	}
 }

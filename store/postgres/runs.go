@@ -201,7 +201,9 @@ SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
 	case err != nil:
 		return store.Lease{}, err
 	case ok:
-		return store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}, nil
+		l := store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
+		s.seedHead(l, r)
+		return l, nil
 	case r.Quarantine != "":
 		return store.Lease{}, store.Errorf(store.CodeQuarantined, op, runID, nil, "%s", r.Quarantine)
 	case r.Lease.Owner != "" && r.Lease.Owner != owner && r.Lease.ExpiresAt.After(now):
@@ -209,6 +211,22 @@ SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
 			"held by %s (generation %d) until %s", r.Lease.Owner, r.Lease.Generation, r.Lease.ExpiresAt.Format(time.RFC3339Nano))
 	}
 	return store.Lease{}, changed(op, runID)
+}
+
+// seedHead lets the first tick under a lease just taken on a run without
+// events take the one-round-trip path, as every later tick does, from the
+// run's row the lease was taken on (r, locked): its head and hash, and no
+// checkpoint or trace row yet. Those two are a guess only (a tick without
+// events may have written a checkpoint, Release a trace row), and a guess
+// no higher than the truth: the tick's first checkpoint and trace row
+// then take position 1, which an existing one holds, its key refuses the
+// attempt, and the tick goes the two-round-trip way, which reads them. A
+// run with events has positions only a read tells.
+func (s *Store) seedHead(l store.Lease, r store.Run) {
+	if r.Head != 0 || r.Outcome != "" || r.Quarantine != "" {
+		return
+	}
+	s.heads.set(l, store.Tick{}, runHead{owner: l.Owner, generation: l.Generation, hash: r.HeadHash})
 }
 
 // RenewLease implements store.Store, in one round trip.

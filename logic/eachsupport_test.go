@@ -36,19 +36,7 @@ func TestEachSupportBothIsSupportsBoth(t *testing.T) {
 				t.Skip("evaluation error")
 			}
 		}
-		var facts []Fact
-		for _, rel := range c.rels {
-			for _, neg := range []bool{false, true} {
-				tups, _ := m.Tuples(rel.name, neg)
-				for _, tup := range tups {
-					facts = append(facts, Fact{Rel: rel.name, Neg: neg, Args: tup})
-				}
-			}
-		}
-		for range rapid.IntRange(0, 6).Draw(t, "extra") {
-			facts = append(facts, genFacts1(t))
-		}
-		for _, f := range facts {
+		for _, f := range lookedUpFacts(t, c, m) {
 			pos, neg, posErr, negErr := m.SupportsBoth(f)
 			var got [2][]string
 			gpErr, gnErr := m.EachSupportBoth(f, func(n bool, s *Support) {

@@ -19,19 +19,7 @@ func TestSupportsBothIsSupports(t *testing.T) {
 		if err != nil {
 			t.Skip("evaluation error")
 		}
-		var facts []Fact
-		for _, rel := range c.rels {
-			for _, neg := range []bool{false, true} {
-				tups, _ := m.Tuples(rel.name, neg)
-				for _, tup := range tups {
-					facts = append(facts, Fact{Rel: rel.name, Neg: neg, Args: tup})
-				}
-			}
-		}
-		for range rapid.IntRange(0, 6).Draw(t, "extra") {
-			facts = append(facts, genFacts1(t))
-		}
-		for _, f := range facts {
+		for _, f := range lookedUpFacts(t, c, m) {
 			pos, neg, posErr, negErr := m.SupportsBoth(f)
 			p, n := f, f
 			p.Neg, n.Neg = false, true
@@ -55,6 +43,25 @@ func TestSupportsBothIsSupports(t *testing.T) {
 			}
 		}
 	})
+}
+
+// lookedUpFacts is every fact m holds, of either sign, in every relation
+// of c, and up to six drawn facts that may hold or not: the facts whose
+// supports the tests look up.
+func lookedUpFacts(t *rapid.T, c *Compiled, m *Materialization) []Fact {
+	var facts []Fact
+	for _, rel := range c.rels {
+		for _, neg := range []bool{false, true} {
+			tups, _ := m.Tuples(rel.name, neg)
+			for _, tup := range tups {
+				facts = append(facts, Fact{Rel: rel.name, Neg: neg, Args: tup})
+			}
+		}
+	}
+	for range rapid.IntRange(0, 6).Draw(t, "extra") {
+		facts = append(facts, genFacts1(t))
+	}
+	return facts
 }
 
 // freshSupports is Supports on an evaluator and collector of its own, as

@@ -139,17 +139,24 @@ func TestFHRAppendCanonicalRejectsUnknownMove(t *testing.T) {
 	}
 }
 
+// drawMachine draws a machine whose budgets and journey are a drawn FHR's,
+// its options nil or drawn.
+func drawMachine(rt *rapid.T) Machine {
+	f := drawFHR(rt)
+	m := Machine{State: State(fhrText.Draw(rt, "state")), Refusal: rapid.Bool().Draw(rt, "refusal"),
+		SafeMode: rapid.Bool().Draw(rt, "safe"), SafeWhy: fhrText.Draw(rt, "why"), Cooldown: rapid.Bool().Draw(rt, "cool"),
+		Budgets: f.Budgets, Journey: f.Transitions}
+	if !rapid.Bool().Draw(rt, "options_nil") {
+		m.Options = rapid.SliceOfN(fhrText, 0, 3).Draw(rt, "options")
+	}
+	return m
+}
+
 // Machine.AppendCanonical writes what cjson.Marshal writes, and refuses
 // what it refuses, leaving the buffer as it was.
 func TestMachineAppendCanonicalIsMarshal(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		f := drawFHR(rt)
-		m := Machine{State: State(fhrText.Draw(rt, "state")), Refusal: rapid.Bool().Draw(rt, "refusal"),
-			SafeMode: rapid.Bool().Draw(rt, "safe"), SafeWhy: fhrText.Draw(rt, "why"), Cooldown: rapid.Bool().Draw(rt, "cool"),
-			Budgets: f.Budgets, Journey: f.Transitions}
-		if !rapid.Bool().Draw(rt, "options_nil") {
-			m.Options = rapid.SliceOfN(fhrText, 0, 3).Draw(rt, "options")
-		}
+		m := drawMachine(rt)
 		prefix := []byte(fhrText.Draw(rt, "prefix"))
 		got, err := m.AppendCanonical(prefix)
 		want, werr := cjson.Marshal(m)
@@ -174,13 +181,7 @@ func TestMachineAppendCanonicalIsMarshal(t *testing.T) {
 // ones included, which leave the prefix as it was) and every n.
 func TestAppendCanonicalKeptIsAppendCanonical(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		f := drawFHR(rt)
-		m := Machine{State: State(fhrText.Draw(rt, "state")), Refusal: rapid.Bool().Draw(rt, "refusal"),
-			SafeMode: rapid.Bool().Draw(rt, "safe"), SafeWhy: fhrText.Draw(rt, "why"), Cooldown: rapid.Bool().Draw(rt, "cool"),
-			Budgets: f.Budgets, Journey: f.Transitions}
-		if !rapid.Bool().Draw(rt, "options_nil") {
-			m.Options = rapid.SliceOfN(fhrText, 0, 3).Draw(rt, "options")
-		}
+		m := drawMachine(rt)
 		prefix := []byte(fhrText.Draw(rt, "prefix"))
 		want, werr := m.AppendCanonical(append([]byte{}, prefix...))
 		n := rapid.IntRange(0, len(m.Journey)).Draw(rt, "kept")

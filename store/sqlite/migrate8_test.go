@@ -20,13 +20,14 @@ import (
 	"flrh.dev/flrh/verify"
 )
 
-// writeVersion7 writes, at path, the database a version-7 build would hold
-// for the runs of src: the released migrations 1 to 7 and every row of
-// src, in src's order (the layout of version 7 differs from the current
-// one only in how intents are keyed).
-func writeVersion7(t *testing.T, src *sqlite.Store, srcPath, path string) {
+// writeVersion writes, at path, the database a build of schema version
+// would hold for the runs recorded at srcPath: the released migrations 1
+// to version and every row of the source, in its order (the outbox, the
+// attempts and the inbox are WITHOUT ROWID tables at versions 7 and 8,
+// read in key order).
+func writeVersion(t *testing.T, srcPath, path string, version int) {
 	t.Helper()
-	db := dbAtVersion(t, path, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)", 7)
+	db := dbAtVersion(t, path, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)", version)
 	defer db.Close()
 	exec := execOn(t, db)
 	exec(`ATTACH DATABASE ? AS src`, srcPath)
@@ -42,6 +43,33 @@ func writeVersion7(t *testing.T, src *sqlite.Store, srcPath, path string) {
 		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb + ` ORDER BY ` + order)
 	}
 	exec(`DETACH DATABASE src`)
+}
+
+// refusedMigration writes a database at schema version at path, runs
+// seed on it (foreign keys may be turned off by the first statement),
+// holds Open to refusing its migration with CORRUPT naming the outbox,
+// and returns the database opened without the store, for the caller to
+// check it was left as it was.
+func refusedMigration(t *testing.T, path string, version int, seed ...string) *sql.DB {
+	t.Helper()
+	db := dbAtVersion(t, path, "_pragma=journal_mode(WAL)", version)
+	for _, q := range seed {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	_, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	var se *store.Error
+	if !errors.As(err, &se) || se.Code != store.CodeCorrupt || !strings.Contains(err.Error(), "outbox") {
+		t.Fatalf("Open of a database with an outbox row of no intent: %v", err)
+	}
+	db, err = sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // tableColumns names the columns of table in db, comma-separated.
@@ -128,7 +156,7 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	if len(wantOrders) < 2 {
 		t.Fatalf("the runs committed %d intents", len(wantOrders))
 	}
-	writeVersion7(t, src, srcPath, v7Path)
+	writeVersion(t, srcPath, v7Path, 7)
 	src.Close()
 
 	st, err := sqlite.Open(ctx, v7Path, sqlite.Options{})
@@ -251,31 +279,12 @@ SELECT 1, 'y', run_id, seq, effect_type, 'ky', content_digest, body, digest, gen
 // migrated: Open fails with CORRUPT and the database is left as it was,
 // at version 7 with its intents in their old table.
 func TestMigrateFromVersion7RefusesBrokenReferences(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v7.db")
-	db := dbAtVersion(t, path, "_pragma=journal_mode(WAL)", 7)
-	for _, q := range []string{
+	db := refusedMigration(t, filepath.Join(t.TempDir(), "v7.db"), 7,
 		`PRAGMA foreign_keys = OFF`,
 		`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order) VALUES ('a', 'wf', '1', 'S', 'h', 1, 1, 1)`,
 		`INSERT INTO intents (intent_id, run_id, seq, commit_order, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('ia', 'a', 1, 1, 'e', 'ka', 'c', x'00', 'd', 1, 1)`,
 		`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ('ia', 'a', 'pending', 1), ('gone', 'a', 'pending', 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	_, err := sqlite.Open(ctx, path, sqlite.Options{})
-	var se *store.Error
-	if !errors.As(err, &se) || se.Code != store.CodeCorrupt || !strings.Contains(err.Error(), "outbox") {
-		t.Fatalf("Open of a database with an outbox row of no intent: %v", err)
-	}
-	db, err = sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	)
 	var v int64
 	var ddl string
 	db.QueryRow(`PRAGMA user_version`).Scan(&v)

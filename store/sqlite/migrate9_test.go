@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,30 +13,6 @@ import (
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
 )
-
-// writeVersion8 writes, at path, the database a version-8 build would hold
-// for the runs of src: the released migrations 1 to 8 and every row of
-// src, in src's order (version 8 keys the outbox and the attempts by
-// intent id).
-func writeVersion8(t *testing.T, srcPath, path string) {
-	t.Helper()
-	db := dbAtVersion(t, path, "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)", 8)
-	defer db.Close()
-	exec := execOn(t, db)
-	exec(`ATTACH DATABASE ? AS src`, srcPath)
-	for _, tb := range []string{"runs", "approvals", "intents", "outbox", "attempts", "receipts", "inbox", "checkpoints", "events", "trace"} {
-		cs := tableColumns(t, db, tb)
-		order := "rowid"
-		switch tb {
-		case "intents", "receipts":
-			order = "commit_order"
-		case "outbox", "attempts", "inbox":
-			order = "1" // WITHOUT ROWID at version 8: key order
-		}
-		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb + ` ORDER BY ` + order)
-	}
-	exec(`DETACH DATABASE src`)
-}
 
 // effectRows lists every outbox row and attempt with its intent's id and
 // the commit order it is keyed by, in the order of their intent's id:
@@ -104,7 +79,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 			}
 		}
 	}
-	writeVersion8(t, srcPath, v8Path)
+	writeVersion(t, srcPath, v8Path, 8)
 	src.Close()
 
 	st, err := sqlite.Open(ctx, v8Path, sqlite.Options{})
@@ -279,31 +254,12 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 // database is left as it was, at version 8 with its outbox keyed by
 // intent id.
 func TestMigrateFromVersion8RefusesAnOutboxRowOfNoIntent(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v8.db")
-	db := dbAtVersion(t, path, "_pragma=journal_mode(WAL)", 8)
-	for _, q := range []string{
+	db := refusedMigration(t, filepath.Join(t.TempDir(), "v8.db"), 8,
 		`PRAGMA foreign_keys = OFF`,
 		`INSERT INTO runs (run_id, workflow_id, workflow_version, state, head_hash, created_at, updated_at, created_order) VALUES ('a', 'wf', '1', 'S', 'h', 1, 1, 1)`,
 		`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, body, digest, generation, recorded_at) VALUES ('ia', 'a', 1, 'e', 'ka', 'c', x'00', 'd', 1, 1)`,
 		`INSERT INTO outbox (intent_id, run_id, status, updated_at) VALUES ('ia', 'a', 'pending', 1), ('gone', 'a', 'pending', 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-
-	_, err := sqlite.Open(ctx, path, sqlite.Options{})
-	var se *store.Error
-	if !errors.As(err, &se) || se.Code != store.CodeCorrupt || !strings.Contains(err.Error(), "outbox") {
-		t.Fatalf("Open of a database with an outbox row of no intent: %v", err)
-	}
-	db, err = sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	)
 	var v, tables int64
 	var ddl string
 	db.QueryRow(`PRAGMA user_version`).Scan(&v)

@@ -66,6 +66,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrentRunsFencedAlone", testConcurrentRunsFencedAlone},
 		{"RunDefinitionDigest", testRunDefinitionDigest},
 		{"MayLag", testMayLag},
+		{"CreateRunLeased", testCreateRunLeased},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

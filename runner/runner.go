@@ -79,6 +79,17 @@ type Config struct {
 	// finish after its context ends; then they are cancelled. Zero means
 	// half the lease TTL.
 	Drain time.Duration
+	// LeaseStarts says that this runner advances the runs it starts
+	// itself (Advance or AdvanceToIdle after Start, as a command that
+	// starts a run and takes it to rest does): Start then creates a run
+	// already leased to the runner, in one transaction where the store
+	// offers it (store.LeasedCreator), one commit where CreateRun and the
+	// first pass's AcquireLease took two. Until this runner lets the run
+	// go (a pass that leaves it waiting for a person, Close) or the lease
+	// lapses, no other runner advances it, and no claim (Claimer) takes
+	// it: leave it unset where another process, or Run with a Claimer,
+	// advances the runs this one starts.
+	LeaseStarts bool
 }
 
 // CutPoints names the places where a crash is most dangerous; the fault
@@ -300,12 +311,38 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	digest, proof := store.ProveDigest(body)
 	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
-	if err := r.cfg.Store.CreateRun(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
+	if err := r.create(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
 		undo()
 		r.takeFirst(runID)
 		return err
 	}
 	r.Wake()
+	return nil
+}
+
+// create writes a new run and its first input. A runner that advances
+// the runs it starts itself (Config.LeaseStarts) creates the run already
+// leased to itself when the store can (store.LeasedCreator): the run's
+// first pass would acquire the lease at once anyway, and the one
+// transaction is one commit (one log sync) where CreateRun and the pass's
+// AcquireLease took two. The lease is kept as lease keeps one it
+// acquires. The store itself is asked, not what it wraps: a wrapper that
+// observes CreateRun and AcquireLease offers the one call only if it
+// observes that too.
+func (r *Runner) create(ctx context.Context, run store.Run, first store.Inbound) error {
+	lc, ok := r.cfg.Store.(store.LeasedCreator)
+	if !ok || !r.cfg.LeaseStarts {
+		return r.cfg.Store.CreateRun(ctx, run, first)
+	}
+	l, err := lc.CreateRunLeased(ctx, run, r.cfg.Owner, r.cfg.LeaseTTL, first)
+	if err != nil {
+		// Nothing was written; any lease held on a run of that id (one
+		// that already exists) stays as it was, as after CreateRun.
+		return err
+	}
+	r.mu.Lock()
+	r.leases[run.ID] = l
+	r.mu.Unlock()
 	return nil
 }
 

@@ -53,7 +53,9 @@ func newFlrh(t testing.TB, st store.Store, tag string) *flrhSystem {
 	}
 	wf := openEnded(t)
 	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
-		Owner: "bench-" + tag, MaxTransitions: 1 << 40, Parallelism: 64})
+		Owner: "bench-" + tag, MaxTransitions: 1 << 40, Parallelism: 64,
+		// The harness advances every run it starts on this runner.
+		LeaseStarts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -386,6 +386,17 @@ func (c *countingStore) CreateRun(ctx context.Context, run store.Run, first ...s
 	defer c.count("CreateRun")()
 	return c.Store.CreateRun(ctx, run, first...)
 }
+
+// CreateRunLeased is counted as one write: the stores offer it (the
+// runner's LeaseStarts creates a run already leased through it).
+func (c *countingStore) CreateRunLeased(ctx context.Context, run store.Run, owner string, ttl time.Duration, first ...store.Inbound) (store.Lease, error) {
+	defer c.count("CreateRunLeased")()
+	lc, ok := c.Store.(store.LeasedCreator)
+	if !ok {
+		return store.Lease{}, fmt.Errorf("store %T cannot create a run leased", c.Store)
+	}
+	return lc.CreateRunLeased(ctx, run, owner, ttl, first...)
+}
 func (c *countingStore) Run(ctx context.Context, id string) (store.Run, error) {
 	defer c.count("Run")()
 	return c.Store.Run(ctx, id)
@@ -454,7 +465,7 @@ func (c *countingStore) writesReads() (writes, reads int64) {
 	defer c.mu.Unlock()
 	for name, cc := range c.calls {
 		switch name {
-		case "CreateRun", "AcquireLease", "RenewLease", "ReleaseLease", "Commit", "BeginAttempt", "Submit":
+		case "CreateRun", "CreateRunLeased", "AcquireLease", "RenewLease", "ReleaseLease", "Commit", "BeginAttempt", "Submit":
 			writes += cc.n
 		default:
 			reads += cc.n

@@ -142,8 +142,12 @@ func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.S
 		st.Close()
 		return nil, nil, err
 	}
+	// LeaseStarts: the one command that starts a run (run start) advances
+	// it on this runner right after, so the run is created already leased
+	// to it, one commit fewer.
 	r, err := runner.New(runner.Config{Store: st, Workflows: wfs, Adapters: reg, Owner: f.owner, LeaseTTL: f.leaseTTL,
-		Cut: faultCut(), Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
+		Cut: faultCut(), Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}},
+		LeaseStarts: true})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -263,7 +263,7 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 				case "effect_type":
 					v = o.EffectType
 				case "outcome":
-					v = outcome
+					v = outcomeValue(outcome)
 				case "action_digest":
 					v = o.ActionDigest
 				case "proposal_id":
@@ -482,6 +482,28 @@ func parseInputDecoded(body []byte) (typ string, typValue any, members map[strin
 // receiptEventTypeValue is ReceiptEventType as a receipt's payload holds
 // it, boxed once.
 var receiptEventTypeValue any = ReceiptEventType
+
+// outcomeValue is a receipt's outcome as its payload holds it: one of the
+// protocol's outcomes is its string boxed once (no allocation a receipt),
+// any other is boxed as it is. Either holds the same string
+// (TestOutcomeValueIsBoxed).
+func outcomeValue(outcome string) any {
+	switch outcome {
+	case protocol.OutcomeConfirmedSuccess:
+		return outcomeSuccessValue
+	case protocol.OutcomeConfirmedFailure:
+		return outcomeFailureValue
+	case protocol.OutcomeUnknown:
+		return outcomeUnknownValue
+	}
+	return outcome
+}
+
+var (
+	outcomeSuccessValue any = protocol.OutcomeConfirmedSuccess
+	outcomeFailureValue any = protocol.OutcomeConfirmedFailure
+	outcomeUnknownValue any = protocol.OutcomeUnknown
+)
 
 // logicalTimestamp derives a timestamp from logical time, so that an input
 // without its own time still steps deterministically.

@@ -449,6 +449,11 @@ const (
 	ruleSupportIDLen  = len(ruleSupportPrefix) + 2*sha256.Size
 )
 
+// reactRoom is how many commands react holds without an allocation:
+// the two advances to the stored watermark, a tick's epochs, and the two
+// past it.
+const reactRoom = 8
+
 // react runs R: from the stored watermark, apply each projection's
 // command (one epoch each) and move both sources past the tick. Every
 // epoch publishes within its tick: R starts from a state whose demand
@@ -475,7 +480,14 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	// an earlier tick (at most lt·EpochStride) never does. So the catch-up
 	// runs only for a watermark past this tick's first epoch, where R's
 	// refusal is the answer.
-	all := make([]frontier.Command, 0, len(cmds)+4)
+	// The commands are read by R and kept by nothing: for a tick of few
+	// epochs (one, a tick's one proposal) they are held on the stack,
+	// where a list of len(cmds)+4 was made on the heap every tick.
+	var room [reactRoom]frontier.Command
+	all := room[:0]
+	if n := len(cmds) + 4; n > len(room) {
+		all = make([]frontier.Command, 0, n)
+	}
 	if st.Watermark > t.lt*EpochStride {
 		all = advance(all, st.Watermark)
 	}

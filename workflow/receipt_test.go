@@ -100,3 +100,21 @@ func replaceOnce(s, old, new string) string {
 	}
 	return s
 }
+
+// TestOutcomeValueIsBoxed holds outcomeValue to the outcome boxed as it
+// is: the same string, for the protocol's outcomes (boxed once) and for
+// drawn others.
+func TestOutcomeValueIsBoxed(t *testing.T) {
+	known := []string{protocol.OutcomeConfirmedSuccess, protocol.OutcomeConfirmedFailure, protocol.OutcomeUnknown}
+	rapid.Check(t, func(t *rapid.T) {
+		o := rapid.OneOf(rapid.SampledFrom(known), rapid.String()).Draw(t, "outcome")
+		if got := outcomeValue(o); got != any(o) {
+			t.Fatalf("outcomeValue(%q) = %#v", o, got)
+		}
+	})
+	for _, o := range known {
+		if n := testing.AllocsPerRun(10, func() { _ = outcomeValue(o) }); n != 0 {
+			t.Fatalf("outcomeValue(%q): %v allocations", o, n)
+		}
+	}
+}

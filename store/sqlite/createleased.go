@@ -36,16 +36,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM
 		if err != nil {
 			return err
 		}
-		// The run is new, so its inbox is empty: the entries take
-		// positions 1, 2, ... in the order given (as CreateRun).
-		for i, in := range first {
-			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertFirstInbox(ctx, tx, run.ID, first, now)
 	})
 	if err != nil {
 		return store.Lease{}, err

@@ -372,6 +372,19 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
+// insertFirstInbox inserts a new run's first inbox entries: its inbox is
+// empty, so they take positions 1, 2, ... in the order given.
+func (s *Store) insertFirstInbox(ctx context.Context, tx *wtx, runID string, first []store.Inbound, now time.Time) error {
+	for i, in := range first {
+		if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
 	if err := store.ValidateNewRun(run, first); err != nil {
@@ -385,16 +398,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM
 		if err != nil {
 			return err
 		}
-		// The run is new, so its inbox is empty: the entries take
-		// positions 1, 2, ... in the order given.
-		for i, in := range first {
-			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertFirstInbox(ctx, tx, run.ID, first, now)
 	})
 }
 

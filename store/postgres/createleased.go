@@ -39,13 +39,7 @@ func (s *Store) CreateRunLeased(ctx context.Context, run store.Run, owner string
 		clock = 0 // read afresh on every try
 		tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest,
 			owner, ttl.Nanoseconds()).QueryRow(func(row pgx.Row) error { return row.Scan(&clock) })
-		// The run is new, so its inbox is empty: the entries take
-		// positions 1, 2, ... in the order given (as CreateRun).
-		for i, in := range first {
-			tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowParam(10)+`)`,
-				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.injected())
-		}
+		s.queueFirstInbox(tx, run.ID, first)
 		// A new run is new work, as CreateRun tells idle runners; leased, it
 		// is not theirs to claim until the lease lapses or is released.
 		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)

@@ -133,6 +133,16 @@ func changed(op, runID string) error {
 	return store.Errorf(store.CodeUnavailable, op, runID, nil, "the run changed under the statement; nothing was written")
 }
 
+// queueFirstInbox queues the inserts of a new run's first inbox entries:
+// its inbox is empty, so they take positions 1, 2, ... in the order given.
+func (s *Store) queueFirstInbox(tx *wtx, runID string, first []store.Inbound) {
+	for i, in := range first {
+		tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowParam(10)+`)`,
+			runID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.injected())
+	}
+}
+
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
 	if err := store.ValidateNewRun(run, first); err != nil {
@@ -144,13 +154,7 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inb
 		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at)
 VALUES ($1, $2, $3, $7, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest)
-		// The run is new, so its inbox is empty: the entries take
-		// positions 1, 2, ... in the order given.
-		for i, in := range first {
-			tx.Queue(`INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowParam(10)+`)`,
-				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.injected())
-		}
+		s.queueFirstInbox(tx, run.ID, first)
 		// A new run is new work: wake idle runners (delivered on commit).
 		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
 		return nil

@@ -125,20 +125,7 @@ func execOn(t *testing.T, db *sql.DB) func(q string, args ...any) {
 // intentOrders lists every intent's id with its commit order, in order.
 func intentOrders(t *testing.T, db *sql.DB) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT intent_id || '@' || commit_order || '/' || run_id || '/' || idempotency_key FROM intents ORDER BY commit_order`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return queryStrings(t, db, `SELECT intent_id || '@' || commit_order || '/' || run_id || '/' || idempotency_key FROM intents ORDER BY commit_order`)
 }
 
 // A database written at schema version 7 holding real runs (ended, one

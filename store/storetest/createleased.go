@@ -133,23 +133,9 @@ func testCreateRunLeased(t *testing.T, s store.Store, c *Clock) {
 // events, checkpoint, intents, receipts and trace.
 func everything(t *testing.T, s store.Store, id string) string {
 	t.Helper()
-	r, err := s.Run(ctx, id)
-	must(t, err)
-	in, err := s.Inbox(ctx, id, false)
-	must(t, err)
-	evs, err := s.Events(ctx, id, 0)
-	must(t, err)
-	cp, err := s.Checkpoint(ctx, id)
-	if store.CodeOf(err) != store.CodeNotFound {
-		must(t, err)
-	}
-	ins, err := s.Intents(ctx, id)
-	must(t, err)
-	rcs, err := s.Receipts(ctx, id)
-	must(t, err)
-	tr, err := s.Trace(ctx, id)
-	must(t, err)
-	return fmt.Sprintf("run=%+v inbox=%+v events=%+v checkpoint=%+v intents=%+v receipts=%+v trace=%+v", r, in, evs, cp, ins, rcs, tr)
+	r := readStored(t, s, id)
+	return fmt.Sprintf("run=%+v inbox=%+v events=%+v checkpoint=%+v intents=%+v receipts=%+v trace=%+v",
+		r.run, r.inbox, r.events, r.checkpoint, r.intents, r.receipts, r.trace)
 }
 
 // same is text with the run's id replaced, for two runs' texts to be

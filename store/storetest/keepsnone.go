@@ -228,6 +228,42 @@ func driveKeepsNone(t *testing.T, s store.Store, c, steps int, poison bool) []st
 	return out
 }
 
+// stored is what a store reads back of a run through its separate reads.
+type stored struct {
+	run        store.Run
+	inbox      []store.Inbound
+	events     []store.Event
+	checkpoint store.Checkpoint // zero when the run has none
+	intents    []store.Intent
+	receipts   []store.Receipt
+	trace      []store.TraceRecord
+}
+
+// readStored reads run id back through the store's separate reads; a run
+// without a checkpoint reads as one with a zero checkpoint.
+func readStored(t *testing.T, s store.Store, id string) stored {
+	t.Helper()
+	var r stored
+	var err error
+	r.run, err = s.Run(ctx, id)
+	must(t, err)
+	r.inbox, err = s.Inbox(ctx, id, false)
+	must(t, err)
+	r.events, err = s.Events(ctx, id, 0)
+	must(t, err)
+	r.checkpoint, err = s.Checkpoint(ctx, id)
+	if store.CodeOf(err) != store.CodeNotFound {
+		must(t, err)
+	}
+	r.intents, err = s.Intents(ctx, id)
+	must(t, err)
+	r.receipts, err = s.Receipts(ctx, id)
+	must(t, err)
+	r.trace, err = s.Trace(ctx, id)
+	must(t, err)
+	return r
+}
+
 // recordText is every record of run id the store reads back, as text.
 func recordText(t *testing.T, s store.Store, id string) string {
 	t.Helper()
@@ -260,23 +296,11 @@ func recordText(t *testing.T, s store.Store, id string) string {
 		}
 		return b.String()
 	}
-	run, err := s.Run(ctx, id)
-	must(t, err)
+	r := readStored(t, s, id)
+	run, cp, ins, rcs, tr, inb := r.run, r.checkpoint, r.intents, r.receipts, r.trace, r.inbox
 	run.Lease.ExpiresAt, run.CreatedAt, run.UpdatedAt = time.Time{}, time.Time{}, time.Time{}
-	evs, err := s.Events(ctx, id, 0)
-	must(t, err)
-	cp, err := s.Checkpoint(ctx, id)
-	must(t, err)
-	ins, err := s.Intents(ctx, id)
-	must(t, err)
-	rcs, err := s.Receipts(ctx, id)
-	must(t, err)
-	tr, err := s.Trace(ctx, id)
-	must(t, err)
-	inb, err := s.Inbox(ctx, id, false)
-	must(t, err)
 	fmt.Fprintf(&b, "%+v\n", run)
-	for _, e := range evs {
+	for _, e := range r.events {
 		fmt.Fprintf(&b, "event %d %s %s %s %s %d %q\n", e.Seq, e.Kind, e.Digest, e.PrevHash, e.ChainHash, e.Generation, e.Body)
 	}
 	fmt.Fprintf(&b, "checkpoint %d %d %s %s %q\n", cp.Seq, cp.FormatVersion, cp.BuildDigest, cp.Digest, cp.Body)

@@ -88,19 +88,7 @@ func TestPooledLookupsAreFresh(t *testing.T) {
 			if err != nil {
 				t.Skip("evaluation error")
 			}
-			var fs []Fact
-			for _, rel := range c.rels {
-				for _, neg := range []bool{false, true} {
-					tups, _ := m.Tuples(rel.name, neg)
-					for _, tup := range tups {
-						fs = append(fs, Fact{Rel: rel.name, Neg: neg, Args: tup})
-					}
-				}
-			}
-			for range rapid.IntRange(0, 4).Draw(t, "extra") {
-				fs = append(fs, genFacts1(t))
-			}
-			ms, facts = append(ms, m), append(facts, fs)
+			ms, facts = append(ms, m), append(facts, lookedUpFacts(t, c, m))
 		}
 		for i := 0; i < len(facts[0]) || i < len(facts[1]); i++ {
 			for k, m := range ms {

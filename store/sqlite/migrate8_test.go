@@ -122,6 +122,24 @@ func execOn(t *testing.T, db *sql.DB) func(q string, args ...any) {
 	}
 }
 
+// openMigrated opens the store at path, which migrates it, and holds it to
+// the schema version this build writes, at least version; the store is
+// closed when the test ends.
+func openMigrated(t *testing.T, path string, version int64) (*sqlite.Store, *sql.DB) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	db := st.DB()
+	var v int64
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqlite.SchemaVersion || v < version {
+		t.Fatalf("user_version %d (%v) after migration, build writes %d", v, err, sqlite.SchemaVersion)
+	}
+	return st, db
+}
+
 // intentOrders lists every intent's id with its commit order, in order.
 func intentOrders(t *testing.T, db *sql.DB) []string {
 	t.Helper()
@@ -146,16 +164,7 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	writeVersion(t, srcPath, v7Path, 7)
 	src.Close()
 
-	st, err := sqlite.Open(ctx, v7Path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db := st.DB()
-	var v int64
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqlite.SchemaVersion || v < 8 {
-		t.Fatalf("user_version %d (%v) after migration, build writes %d", v, err, sqlite.SchemaVersion)
-	}
+	st, db := openMigrated(t, v7Path, 8)
 	var pk string
 	if err := db.QueryRow(`SELECT name FROM pragma_table_info('intents') WHERE pk = 1`).Scan(&pk); err != nil || pk != "commit_order" {
 		t.Fatalf("intents keyed by %q (%v), want commit_order", pk, err)

@@ -82,16 +82,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	writeVersion(t, srcPath, v8Path, 8)
 	src.Close()
 
-	st, err := sqlite.Open(ctx, v8Path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db := st.DB()
-	var v int64
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != sqlite.SchemaVersion || v < 9 {
-		t.Fatalf("user_version %d (%v) after migration, build writes %d", v, err, sqlite.SchemaVersion)
-	}
+	st, db := openMigrated(t, v8Path, 9)
 	for _, tb := range []string{"outbox", "attempts"} {
 		var key string
 		if err := db.QueryRow(`SELECT name FROM pragma_table_info(?) WHERE pk = 1`, tb).Scan(&key); err != nil || key != "intent_order" {

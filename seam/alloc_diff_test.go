@@ -76,14 +76,13 @@ func TestSortedIDSetIsSortedCopy(t *testing.T) {
 }
 
 func TestNormalizeValueIsCopyingNormalize(t *testing.T) {
-	subjects := []string{"true_only", "false_only", "both", "neither"}
 	rapid.Check(t, func(rt *rapid.T) {
 		var reqs []FactRequirement
 		var pre []string
 		for j, k := 0, rapid.IntRange(0, 6).Draw(rt, "requirements"); j < k; j++ {
 			id := fmt.Sprintf("p:%d", rapid.IntRange(0, 9).Draw(rt, "id"))
 			reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
-				rapid.SampledFrom(subjects).Draw(rt, "subject")))
+				rapid.SampledFrom(truthSubjects).Draw(rt, "subject")))
 			pre = append(pre, id)
 		}
 		fr := rapid.SliceOfN(rapid.SampledFrom([]string{"frontier:a", "frontier:b", "frontier:c", "frontier:d"}), 0, 4).Draw(rt, "frontier")

@@ -78,7 +78,6 @@ func TestOneQueryProjectionAllocations(t *testing.T) {
 // own, and a batch of one or two queries whose requirements name atoms
 // with and without a fact state.
 func drawOneOrTwoQueries(rt *rapid.T, r frontier.Profile, b BindingProfile) (Materialization, QueryBatch) {
-	subjects := []string{"true_only", "false_only", "both", "neither"}
 	four := truthFour(rt)
 	l := four
 	l.Facts = nil
@@ -93,19 +92,7 @@ func drawOneOrTwoQueries(rt *rapid.T, r frontier.Profile, b BindingProfile) (Mat
 	}
 	var qs []Query
 	for i, n := 0, rapid.IntRange(1, 2).Draw(rt, "queries"); i < n; i++ {
-		var reqs []FactRequirement
-		var pre []string
-		for j, k := 0, rapid.IntRange(0, 3).Draw(rt, "requirements"); j < k; j++ {
-			id := fmt.Sprintf("p:%d", j)
-			reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
-				rapid.SampledFrom(subjects).Draw(rt, "subject")))
-			pre = append(pre, id)
-		}
-		var fr []string
-		if rapid.Bool().Draw(rt, "frontier") {
-			fr = []string{"frontier:c"}
-			pre = append(pre, fr...)
-		}
+		reqs, pre, fr := drawRequirements(rt, 3, "frontier:c")
 		qs = append(qs, Query{Proposal: lrProposal(fmt.Sprintf("q%d", i), pre...), FactRequirements: reqs, FrontierPreconditionIDs: fr})
 	}
 	return l, QueryBatch{BindingProfileDigest: b.ProfileDigest, LFixpointDigest: l.FixpointDigest,

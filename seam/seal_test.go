@@ -20,29 +20,36 @@ func outcomeJSON(p *Projection, rej *Rejection) string {
 	return "projected " + string(b)
 }
 
+// truthSubjects are the subjects of truthFour's four facts.
+var truthSubjects = []string{"true_only", "false_only", "both", "neither"}
+
+// drawRequirements draws up to most fact requirements over truthFour's
+// subjects, ids p:0, p:1, ..., and whether the query also names frontier
+// precondition frontierID; pre is every precondition the proposal names.
+func drawRequirements(rt *rapid.T, most int, frontierID string) (reqs []FactRequirement, pre, frontierIDs []string) {
+	for j, k := 0, rapid.IntRange(0, most).Draw(rt, "requirements"); j < k; j++ {
+		id := fmt.Sprintf("p:%d", j)
+		reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
+			rapid.SampledFrom(truthSubjects).Draw(rt, "subject")))
+		pre = append(pre, id)
+	}
+	if rapid.Bool().Draw(rt, "frontier") {
+		frontierIDs = []string{frontierID}
+		pre = append(pre, frontierIDs...)
+	}
+	return reqs, pre, frontierIDs
+}
+
 // SealAndProject answers exactly as Project over the sealed batch: the same
 // projection, or the same rejection (code, path, context and the digests
 // it trusts), whatever is wrong with the batch and in whichever order.
 func TestSealAndProjectIsProjectOfSealed(t *testing.T) {
 	r := lrRProfile(t)
-	subjects := []string{"true_only", "false_only", "both", "neither"}
 	rapid.Check(t, func(rt *rapid.T) {
 		l, b := truthFour(rt), lrBinding()
 		var qs []Query
 		for i, n := 0, rapid.IntRange(0, 4).Draw(rt, "queries"); i < n; i++ {
-			var reqs []FactRequirement
-			var pre []string
-			for j, k := 0, rapid.IntRange(0, 5).Draw(rt, "requirements"); j < k; j++ {
-				id := fmt.Sprintf("p:%d", j)
-				reqs = append(reqs, req(rt, id, rapid.SampledFrom([]Polarity{Positive, Negative}).Draw(rt, "polarity"),
-					rapid.SampledFrom(subjects).Draw(rt, "subject")))
-				pre = append(pre, id)
-			}
-			var frontierIDs []string
-			if rapid.Bool().Draw(rt, "frontier") {
-				frontierIDs = []string{fmt.Sprintf("frontier:%d", i)}
-				pre = append(pre, frontierIDs...)
-			}
+			reqs, pre, frontierIDs := drawRequirements(rt, 5, fmt.Sprintf("frontier:%d", i))
 			q := Query{Proposal: lrProposal(fmt.Sprintf("q%d", rapid.IntRange(0, 4).Draw(rt, "suffix")), pre...),
 				FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}
 			switch rapid.IntRange(0, 9).Draw(rt, "fault") {

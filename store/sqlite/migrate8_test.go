@@ -75,20 +75,7 @@ func refusedMigration(t *testing.T, path string, version int, seed ...string) *s
 // tableColumns names the columns of table in db, comma-separated.
 func tableColumns(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()
-	rows, err := db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var cs []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
-	return strings.Join(cs, ", ")
+	return strings.Join(queryStrings(t, db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table), ", ")
 }
 
 // dbAtVersion creates, at path (opened with the given URI parameters), a

@@ -33,10 +33,11 @@ FROM attempts a JOIN intents i ON i.intent_id = a.intent_id ORDER BY a.intent_id
 	return out
 }
 
-// queryStrings runs q on db and returns its one text column's values.
-func queryStrings(t *testing.T, db *sql.DB, q string) []string {
+// queryStrings runs q with args on db and returns its one text column's
+// values.
+func queryStrings(t *testing.T, db *sql.DB, q string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Query(q)
+	rows, err := db.Query(q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

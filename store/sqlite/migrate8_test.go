@@ -127,6 +127,24 @@ func openMigrated(t *testing.T, path string, version int64) (*sqlite.Store, *sql
 	return st, db
 }
 
+// runsGoOn holds the runs ids of a migrated store to what they read back
+// before (want), verifies and replays them, then records more runs, which
+// verify and replay too, and returns their ids.
+func runsGoOn(t *testing.T, ctx context.Context, st *sqlite.Store, ids []string, want map[string]runRecord) []string {
+	t.Helper()
+	for _, id := range ids {
+		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
+			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
+		}
+	}
+	verifyRuns(t, ctx, st, ids)
+	replayRuns(t, ctx, st, ids)
+	more := recordRuns(t, ctx, st, "after-", false)
+	verifyRuns(t, ctx, st, append(ids, more...))
+	replayRuns(t, ctx, st, more)
+	return more
+}
+
 // intentOrders lists every intent's id with its commit order, in order.
 func intentOrders(t *testing.T, db *sql.DB) []string {
 	t.Helper()
@@ -164,16 +182,7 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	if got := intentOrders(t, db); !reflect.DeepEqual(got, wantOrders) {
 		t.Fatalf("intents after migration:\n got %q\nwant %q", got, wantOrders)
 	}
-	for _, id := range ids {
-		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
-			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
-		}
-	}
-	verifyRuns(t, ctx, st, ids)
-	replayRuns(t, ctx, st, ids)
-	more := recordRuns(t, ctx, st, "after-", false)
-	verifyRuns(t, ctx, st, append(ids, more...))
-	replayRuns(t, ctx, st, more)
+	runsGoOn(t, ctx, st, ids, want)
 	// The new intents take the orders after the old ones, one each.
 	orders := intentOrders(t, db)
 	if len(orders) <= len(wantOrders) || !reflect.DeepEqual(orders[:len(wantOrders)], wantOrders) {

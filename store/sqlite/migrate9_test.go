@@ -104,16 +104,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	if mismatched != 0 {
 		t.Fatalf("%d rows keyed by another intent's order", mismatched)
 	}
-	for _, id := range ids {
-		if got := readRun(t, ctx, st, id); !reflect.DeepEqual(got, want[id]) {
-			t.Fatalf("run %s after migration:\n got %+v\nwant %+v", id, got, want[id])
-		}
-	}
-	verifyRuns(t, ctx, st, ids)
-	replayRuns(t, ctx, st, ids)
-	more := recordRuns(t, ctx, st, "after-", false)
-	verifyRuns(t, ctx, st, append(ids, more...))
-	replayRuns(t, ctx, st, more)
+	more := runsGoOn(t, ctx, st, ids, want)
 	var fk int64
 	if err := db.QueryRow(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
 		t.Fatalf("foreign key check: %d rows, %v", fk, err)

@@ -24,9 +24,9 @@ type LeasedCreator interface {
 	CreateRunLeased(ctx context.Context, run Run, owner string, ttl time.Duration, first ...Inbound) (Lease, error)
 }
 
-// ValidateLeaseRequest is AcquireLease's check of its owner and ttl, for
-// a store's CreateRunLeased to refuse them with the same error before it
-// writes anything.
+// ValidateLeaseRequest is the check of a lease request's owner and ttl
+// that a store's AcquireLease makes, and its CreateRunLeased before it
+// writes anything, so that both refuse alike.
 func ValidateLeaseRequest(runID, owner string, ttl time.Duration) error {
 	if owner == "" || ttl <= 0 {
 		return Errorf(CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")

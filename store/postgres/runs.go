@@ -193,8 +193,8 @@ ORDER BY created_order LIMIT $2`, after, limit)
 // AcquireLease implements store.Store, in one round trip.
 func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (store.Lease, error) {
 	const op = "acquire lease"
-	if owner == "" || ttl <= 0 {
-		return store.Lease{}, store.Errorf(store.CodeInvalidInput, op, runID, nil, "owner and a positive ttl are required")
+	if err := store.ValidateLeaseRequest(runID, owner, ttl); err != nil {
+		return store.Lease{}, err
 	}
 	r, now, ok, err := s.leaseWrite(ctx, op, runID, `,
 u AS (UPDATE runs SET lease_owner = $3, lease_generation = c.lease_generation + 1, lease_expires_at = c.now + $4, updated_at = c.now

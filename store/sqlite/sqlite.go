@@ -372,34 +372,54 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// insertFirstInbox inserts a new run's first inbox entries: its inbox is
-// empty, so they take positions 1, 2, ... in the order given.
-func (s *Store) insertFirstInbox(ctx context.Context, tx *wtx, runID string, first []store.Inbound, now time.Time) error {
-	for i, in := range first {
-		if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			runID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inbound) error {
 	if err := store.ValidateNewRun(run, first); err != nil {
 		return err
 	}
-	return s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		_, err := s.exec(ctx, tx, `
-INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
-			run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now))
-		if err != nil {
+	_, err := s.createRun(ctx, run, first, "", 0)
+	return err
+}
+
+// createRun inserts run's row and its first inbox entries in one
+// transaction. With an owner the row holds the lease AcquireLease would
+// then grant (generation 1, expiring ttl after the transaction's clock
+// reading), which it returns; without one its lease columns are the
+// table's defaults (no owner, generation 0), as AcquireLease finds a new
+// run. The new run's inbox is empty, so the entries take positions 1, 2,
+// ... in the order given.
+func (s *Store) createRun(ctx context.Context, run store.Run, first []store.Inbound, owner string, ttl time.Duration) (store.Lease, error) {
+	var lease store.Lease
+	err := s.write(ctx, "create run", run.ID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		// Set afresh on every try: a write retried after a busy database
+		// runs again at a later clock reading.
+		lease = store.Lease{}
+		var expires int64
+		if owner != "" {
+			lease = store.Lease{RunID: run.ID, Owner: owner, Generation: 1, ExpiresAt: now.Add(ttl).UTC()}
+			expires = nanos(lease.ExpiresAt)
+		}
+		if _, err := s.exec(ctx, tx, `
+INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order,
+	lease_owner, lease_generation, lease_expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now),
+			owner, lease.Generation, expires); err != nil {
 			return err
 		}
-		return s.insertFirstInbox(ctx, tx, run.ID, first, now)
+		for i, in := range first {
+			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return store.Lease{}, err
+	}
+	return lease, nil
 }
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
@@ -449,8 +469,8 @@ ORDER BY created_order LIMIT ?`, after, limit)
 
 // AcquireLease implements store.Store.
 func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.Duration) (store.Lease, error) {
-	if owner == "" || ttl <= 0 {
-		return store.Lease{}, store.Errorf(store.CodeInvalidInput, "acquire lease", runID, nil, "owner and a positive ttl are required")
+	if err := store.ValidateLeaseRequest(runID, owner, ttl); err != nil {
+		return store.Lease{}, err
 	}
 	var lease store.Lease
 	err := s.write(ctx, "acquire lease", runID, func(ctx context.Context, tx *wtx, now time.Time) error {

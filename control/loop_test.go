@@ -515,3 +515,51 @@ func TestPropertySoftCrossingOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestObserveKeepsTheWindowsLastRounds holds the window Observe returns
+// to the history's last rounds (at most WindowRounds of them), the
+// caller's window to what it was, and Observe to one allocation.
+func TestObserveKeepsTheWindowsLastRounds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		window := rapid.Int64Range(1, 6).Draw(t, "window")
+		np := NoProgress{Weights: Gain{1, 1, 1}, Epsilon: 1, WindowRounds: window, Threshold: window}
+		var w ProgressWindow
+		var history []RoundVerdict
+		for i := range rapid.IntRange(1, 20).Draw(t, "rounds") {
+			r := Round{Fingerprint: "sha256:" + strings.Repeat(rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "fp"), 64),
+				Gain: Gain{VerifiedReceipts: rapid.Int64Range(0, 2).Draw(t, "g")}}
+			before := slices.Clone(w.Rounds)
+			next, v, err := np.Observe(w, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(w.Rounds, before) {
+				t.Fatalf("round %d: the caller's window changed: %v, was %v", i, w.Rounds, before)
+			}
+			history = append(history, v.Round)
+			want := history[max(0, int64(len(history))-window):]
+			if !slices.Equal(next.Rounds, want) {
+				t.Fatalf("round %d: window %v, want %v", i, next.Rounds, want)
+			}
+			kept := slices.Clone(next.Rounds)
+			for j := range next.Rounds {
+				next.Rounds[j].Weighted = -7
+			}
+			if !slices.Equal(w.Rounds, before) {
+				t.Fatalf("round %d: the window returned shares the caller's array", i)
+			}
+			copy(next.Rounds, kept)
+			w = next
+		}
+	})
+	np := DefaultContract().NoProgress
+	w := ProgressWindow{Rounds: []RoundVerdict{{Fingerprint: "sha256:" + strings.Repeat("a", 64), Weighted: 2}}}
+	r := Round{Fingerprint: "sha256:" + strings.Repeat("b", 64), Gain: Gain{VerifiedReceipts: 1}}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, _, err := np.Observe(w, r); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 1 {
+		t.Fatalf("Observe made %v allocations, want 1", n)
+	}
+}

@@ -2,7 +2,6 @@ package control
 
 import (
 	"math"
-	"slices"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -146,7 +145,11 @@ func (np NoProgress) Observe(w ProgressWindow, r Round) (ProgressWindow, Progres
 		rv.Weighted = 0
 	}
 	rv.Stalled = rv.Weighted < np.Epsilon
-	rounds := append(slices.Clone(w.Rounds), rv)
+	// The window and the round in one new array: the caller's window is
+	// left as it was (append to a clone of it took a second array).
+	rounds := make([]RoundVerdict, len(w.Rounds)+1)
+	copy(rounds, w.Rounds)
+	rounds[len(w.Rounds)] = rv
 	if excess := int64(len(rounds)) - np.WindowRounds; excess > 0 {
 		rounds = rounds[excess:]
 	}

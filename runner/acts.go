@@ -80,11 +80,17 @@ type keptDecision struct {
 // the state and input it was made on: nil when the run is to record a
 // spent rule budget instead.
 func firstDecision(wf Workflow, runID string, input []byte, u Usage, by Actor) (*keptDecision, error) {
+	return firstDecisionDigested(wf, runID, input, store.BodyDigest(input), u, by)
+}
+
+// firstDecisionDigested is firstDecision for an input whose digest
+// (store.BodyDigest) its caller has made already.
+func firstDecisionDigested(wf Workflow, runID string, input []byte, digest string, u Usage, by Actor) (*keptDecision, error) {
 	state, err := wf.Init(runID)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s@%s: %w", wf.ID(), wf.Version(), err)
 	}
-	in := Accepted{Seq: 1, Kind: KindInput, Body: input, Digest: store.BodyDigest(input),
+	in := Accepted{Seq: 1, Kind: KindInput, Body: input, Digest: digest,
 		Actor: by.Name, ActorRole: by.Role, Capability: by.Capability}
 	if !u.zero() {
 		in.Usage = &u

@@ -276,18 +276,14 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	if !ok {
 		return fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
 	}
-	body, err := cjson.Canonicalize(input)
+	body, v, err := startInput(input, u)
 	if err != nil {
-		return fmt.Errorf("runner: run input: %w", err)
-	}
-	v, err := cjson.Decode(body)
-	if err != nil {
-		return fmt.Errorf("runner: run input: %w", err)
-	}
-	if err := plainInput(v); err != nil {
 		return err
 	}
-	first, err := firstDecision(wf, runID, body, u, by)
+	// The input's digest is the inbox entry's too when no usage is
+	// reported beside it: one hashing serves both.
+	digest, proof := store.ProveDigest(body)
+	first, err := firstDecisionDigested(wf, runID, body, digest, u, by)
 	if err != nil {
 		return err
 	}
@@ -300,6 +296,7 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 		if body, err = reportedBody(v, u); err != nil {
 			return err
 		}
+		digest, proof = store.ProveDigest(body)
 	}
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
 	if first != nil {
@@ -308,7 +305,6 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	// The run and its input in one transaction: a runner that takes the
 	// run at once finds the input waiting, and a crash leaves either both
 	// or neither, never a run with nothing to start from.
-	digest, proof := store.ProveDigest(body)
 	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
 	if err := r.create(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
@@ -318,6 +314,31 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	}
 	r.Wake()
 	return nil
+}
+
+// startInput is the canonical body of a new run's first input, checked
+// by plainInput, and, when a usage report comes beside it (u not zero),
+// the value the input decodes to, which the report's wrapper holds: the
+// body is cjson.Canonicalize's. An input plainInputBytes vouches for (no
+// report, canonical once its members are sorted, not a wrapper) is not
+// decoded, and its value is nil; any other is decoded, and refused with
+// the error decoding or plainInput gives.
+func startInput(input []byte, u Usage) ([]byte, any, error) {
+	if b, ok := plainInputBytes(input, u); ok {
+		return b, nil, nil
+	}
+	body, err := cjson.Canonicalize(input)
+	if err != nil {
+		return nil, nil, fmt.Errorf("runner: run input: %w", err)
+	}
+	v, err := cjson.Decode(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("runner: run input: %w", err)
+	}
+	if err := plainInput(v); err != nil {
+		return nil, nil, err
+	}
+	return body, v, nil
 }
 
 // create writes a new run and its first input. A runner that advances

@@ -161,6 +161,11 @@ type passScratch struct {
 	inbox []store.Inbound
 	// begun is the array of the pass's begunSet (tick.begun), emptied.
 	begun begunSet
+	// outputs holds a receipt's one output digest while close hands it
+	// to the receipt's check, which copies it: a list of its own moved to
+	// the heap with the observation, one allocation a receipt. Empty
+	// again once the receipt is made.
+	outputs [1]string
 }
 
 // takeScratch gives t the scratch a finished pass left, if any.
@@ -1896,14 +1901,20 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	t.pending.Results = append(results, store.AttemptResult{IntentID: e.IntentID, N: n, Status: status, Outbox: store.OutboxDone, Detail: detail})
 	var outputs []string
 	if evidenceDigest != "" {
-		outputs = []string{evidenceDigest}
+		t.texts() // the pass's scratch, made if the pass has none yet
+		outputs = t.scratch.outputs[:1:1]
+		outputs[0] = evidenceDigest
 	}
 	// The receipt's check encodes it and validates the bytes as text: they
 	// are the record's and, until the run accepts the receipt, the
-	// checkpoint's.
+	// checkpoint's. It copies the output digests (the receipt shares no
+	// list of its caller's), so the scratch's array is free again after.
 	checked, err := effect.NewCanonicalActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
 		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: attemptID(e.IntentID, n), Outcome: outcome,
 		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
+	if outputs != nil {
+		outputs[0] = ""
+	}
 	if err != nil {
 		return fmt.Errorf("receipt for %s: %w", e.IntentID, err)
 	}

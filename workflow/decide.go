@@ -505,12 +505,6 @@ var (
 	outcomeUnknownValue any = protocol.OutcomeUnknown
 )
 
-// logicalTimestamp derives a timestamp from logical time, so that an input
-// without its own time still steps deterministically.
-func logicalTimestamp(lt int64) string {
-	return time.Unix(lt, 0).UTC().Format(time.RFC3339)
-}
-
 // recorder is the bundle's declarative domain, keeping what Emit returned:
 // the proposals' action and destination objects, which the proposals
 // themselves bind only by digest.
@@ -573,12 +567,11 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 	if evTypeValue == nil {
 		evTypeValue = evType
 	}
-	payload := stampPayload(members, evTypeValue, snap.AggregateID, snap.Revision)
-	stamp := logicalTimestamp(t.lt)
+	payload := stampPayload(members, evTypeValue, st.aggregateValueOf(snap.AggregateID), snap.Revision)
+	eventID, idemKey, stamp := tickStrings(st.RunID, t.lt)
 	if occurred == "" {
 		occurred = stamp
 	}
-	eventID, idemKey := eventIDs(st.RunID, t.lt)
 	ev := protocol.AcceptedEvent{Kind: protocol.KindAcceptedEvent, EventID: eventID, Payload: payload,
 		OccurredAt: occurred, ReceivedAt: stamp, LogicalTime: t.lt, CorrelationID: st.RunID,
 		IdempotencyKey: idemKey, Versions: w.versions}
@@ -712,7 +705,9 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 // receipt — and read by nothing after F's event is built, so the stamps go
 // into it rather than into a copy of it (TestStampPayloadIsTheCopy).
 // evType is the event type as an interface value holding its string.
-func stampPayload(members map[string]any, evType any, aggregateID string, revision int64) protocol.Object {
+// aggregateID is the aggregate id as an interface value holding its
+// string (state.aggregateValueOf).
+func stampPayload(members map[string]any, evType, aggregateID any, revision int64) protocol.Object {
 	payload := protocol.Object(members)
 	if payload == nil {
 		payload = make(protocol.Object, 3)
@@ -727,6 +722,18 @@ func stampPayload(members map[string]any, evType any, aggregateID string, revisi
 		payload["expected_revision"] = revision
 	}
 	return payload
+}
+
+// aggregateValueOf returns id as an interface value: the one the state
+// keeps when it holds id, else id boxed, which the state then keeps. A
+// run's aggregate id is the same string tick after tick and a cached
+// state goes from one tick to the next, so the id is boxed once a state
+// rather than once a tick (TestAggregateValueOf).
+func (st *state) aggregateValueOf(id string) any {
+	if kept, ok := st.aggregateValue.(string); !ok || kept != id {
+		st.aggregateValue = id
+	}
+	return st.aggregateValue
 }
 
 func anySlice(s []string) []any {
@@ -1005,15 +1012,20 @@ func (w *Workflow) rebuild(supports []support, lt int64) (*logic.Materialization
 	return res.Materialization, nil
 }
 
-// eventIDs returns a tick's event id, "event:<run>:<time>", and its
-// idempotency key, "accepted:<run>:<time>", as two parts of one string.
-func eventIDs(runID string, lt int64) (eventID, idemKey string) {
+// tickStrings returns a tick's event id, "event:<run>:<time>", its
+// idempotency key, "accepted:<run>:<time>", and the timestamp derived from
+// its logical time (RFC 3339, UTC), so that an input without its own time
+// still steps deterministically: three parts of one string, one
+// allocation a tick where the timestamp took one of its own.
+func tickStrings(runID string, lt int64) (eventID, idemKey, stamp string) {
 	var num [20]byte
 	n := strconv.AppendInt(num[:0], lt, 10)
-	var buf [160]byte
+	var buf [192]byte
 	b := append(append(append(append(buf[:0], "event:"...), runID...), ':'), n...)
 	k := len(b)
 	b = append(append(append(append(b, "accepted:"...), runID...), ':'), n...)
+	j := len(b)
+	b = time.Unix(lt, 0).UTC().AppendFormat(b, time.RFC3339)
 	s := string(b)
-	return s[:k], s[k:]
+	return s[:k], s[k:j], s[j:]
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -28,8 +29,32 @@ func TestStampPayloadIsTheCopy(t *testing.T) {
 		for k, v := range members {
 			want[k] = v
 		}
-		if got := stampPayload(members, evType, agg, rev); !reflect.DeepEqual(got, want) {
+		if got := stampPayload(members, evType, any(agg), rev); !reflect.DeepEqual(got, want) {
 			rt.Fatalf("stampPayload %v, the copy %v", got, want)
 		}
 	})
+}
+
+// TestAggregateValueOf holds state.aggregateValueOf to the id boxed
+// afresh, for drawn sequences of ids (repeated and changed), and shows
+// that a repeated id is not boxed again.
+func TestAggregateValueOf(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		st := new(state)
+		ids := rapid.SliceOf(rapid.SampledFrom([]string{"", "run-1", "run-2", "a longer run id:7"})).Draw(rt, "ids")
+		for _, id := range ids {
+			if got := st.aggregateValueOf(id); got != any(id) {
+				rt.Fatalf("aggregateValueOf(%q) = %#v", id, got)
+			}
+			if kept := st.aggregateValue; kept != any(id) {
+				rt.Fatalf("aggregateValueOf(%q) kept %#v", id, kept)
+			}
+		}
+	})
+	st := new(state)
+	id := strings.Repeat("run-", 3)
+	st.aggregateValueOf(id)
+	if n := testing.AllocsPerRun(100, func() { st.aggregateValueOf(id) }); n != 0 {
+		t.Fatalf("a repeated id allocated %v times", n)
+	}
 }

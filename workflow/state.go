@@ -37,6 +37,11 @@ type state struct {
 	Offered   []offer         `json:"offered,omitempty"` // OPTIONS awaiting a choice, by proposal
 	AIF       *belief         `json:"aif,omitempty"`     // the AIF controller's belief, once it observed something
 
+	// aggregateValue is the snapshot's aggregate id as an interface value,
+	// the one the last tick's event payload held (nil: none yet); see
+	// aggregateValueOf.
+	aggregateValue any
+
 	// canonSnapshot says Snapshot holds canonical bytes, as cjson writes
 	// them nested in the state, so encode copies them as they are: true
 	// once a tick encoded the snapshot itself. The bytes of a decoded

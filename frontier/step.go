@@ -117,7 +117,19 @@ func publish(prior *State, profile Profile, cmds []Command, undigested bool) ([]
 			return nil, i, rej
 		}
 		s = t.Next
-		out = append(out, t.Published...)
+		switch {
+		case len(t.Published) == 0:
+		case out == nil:
+			// The first batches are the list as the step returned it,
+			// capped at its length (drain): a later command's batches
+			// are appended to a copy, and the states it shares an array
+			// with hold none of its elements. Nothing else keeps the
+			// step's list: a tick of one published epoch takes no list
+			// of its own.
+			out = t.Published
+		default:
+			out = append(out, t.Published...)
+		}
 	}
 	return out, -1, nil
 }

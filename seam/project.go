@@ -732,9 +732,14 @@ func (s *projector) projection(q *QueryBatch, batch string, queries []*parsedQue
 		return nil, reject(CodeLimitExceeded, "/command/deltas").limit(s.r.Limits().MaxDeltasPerCommand, n)
 	}
 	if len(deltas) > 0 {
-		cmd := &frontier.ApplyDeltaBatch{}
+		// The room's command, or one of its own: made only where it is
+		// used (&frontier.ApplyDeltaBatch{} made first was an allocation
+		// for every projection, the room's command then taking its place).
+		var cmd *frontier.ApplyDeltaBatch
 		if room != nil {
 			cmd = &room.cmd
+		} else {
+			cmd = new(frontier.ApplyDeltaBatch)
 		}
 		cmd.ProfileDigest, cmd.DataflowVersion, cmd.Deltas = s.r.Digest(), s.b.DataflowVersion, deltas
 		out.Command = cmd

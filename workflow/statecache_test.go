@@ -97,7 +97,16 @@ func init() {
 				return fmt.Errorf("cached state: the kept journey's entries are not the machine's")
 			}
 		}
+		// A kept aggregate id is one the state's snapshot holds, as an
+		// interface value holding its string.
+		if st.aggregateValue != nil {
+			snap, err := kernel.ParseSnapshot(w.domain, st.Snapshot)
+			if id, ok := st.aggregateValue.(string); err != nil || !ok || id != snap.AggregateID {
+				return fmt.Errorf("cached state: the kept aggregate id %#v is not its snapshot's (%v)", st.aggregateValue, err)
+			}
+		}
 		got := *st
+		got.aggregateValue = nil
 		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest, got.supportsEnd = false, nil, false, "", 0
 		got.journeyKept, got.journeyOf, got.journeyAt, got.journeyEnd = nil, nil, 0, 0
 		if st.Supports != nil {

@@ -29,6 +29,10 @@ type hasher struct {
 	// undigested says the batches published with it take no published
 	// digest (PublishUndigested).
 	undigested bool
+	// states are the two headers Publish steps its states through, each
+	// written whole before it is read; emptied when the hasher is put
+	// back, so that a pooled hasher holds no state's values.
+	states [2]State
 }
 
 // scratch returns the hasher's buffer, emptied, with room for n bytes.
@@ -61,6 +65,7 @@ var hashers = sync.Pool{New: func() any { return newHasher() }}
 // collector.
 func putHasher(h *hasher) {
 	h.undigested = false
+	h.states = [2]State{}
 	if cap(h.buf) > 64<<10 {
 		h.buf = nil
 	}

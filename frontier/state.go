@@ -133,6 +133,11 @@ type State struct {
 	// that precedes the tail (see hashPreimage), snapSize bytes apiece; nil
 	// if the hash could not be saved.
 	snaps []byte
+	// ownMarks says marks and known are this header's alone, written in
+	// place by the next advance: only a state Publish steps through in
+	// its own headers, which nothing else holds and which is dead once
+	// the state after it is made.
+	ownMarks bool
 }
 
 // InitialState is the state before any command: every source frontier

@@ -98,10 +98,12 @@ func publish(prior *State, profile Profile, cmds []Command, undigested bool) ([]
 	// The states between the commands are only ever the next command's
 	// prior: two headers serve them all, each written over once the state
 	// it held is no longer the prior (its slices, shared with the states
-	// after it and never written through, stay as they were).
+	// after it and never written through, stay as they were). They are
+	// the pooled hasher's, which nothing holds once Publish returns: the
+	// batches it returns hold no state.
 	var states *[2]State
 	if len(cmds) > 1 {
-		states = new([2]State)
+		states = &h.states
 	}
 	s := prior
 	for i, cmd := range cmds {
@@ -185,6 +187,9 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher, into 
 		demand:        prior.demand,
 		epochs:        prior.epochs,
 		ready:         prior.ready,
+		// In Publish's own headers (into) the prior is dead once this
+		// state is made: its own marks become this state's own.
+		ownMarks: into != nil && prior.ownMarks,
 	}
 	var (
 		stats     Stats
@@ -201,7 +206,7 @@ func step(prior *State, p *Profile, cmd Command, mode stepMode, h *hasher, into 
 		// a bare step does not take.
 		digests, rej = applyDeltas(p, prior, next, c, &stats, mode == stepRecord)
 	case AdvanceFrontier:
-		published, rej = advance(p, prior, next, c, &stats, h)
+		published, rej = advance(p, prior, next, c, &stats, h, into != nil)
 	case GrantDemand:
 		published, rej = grant(p, prior, next, c, &stats)
 	default:
@@ -474,7 +479,9 @@ func deltaPath(i int, sub string) string {
 
 // advance moves one source's low watermark and stabilizes every open epoch
 // the new global watermark strictly passes.
-func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats, h *hasher) ([]*PublishedBatch, *Rejection) {
+//
+// own says next is one of Publish's own headers (step's into).
+func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats, h *hasher, own bool) ([]*PublishedBatch, *Rejection) {
 	si := p.sourceIndex(c.SourceID)
 	if si < 0 {
 		r := reject(CodeUnknownFrontierSource, "/command/source_id")
@@ -491,8 +498,14 @@ func advance(p *Profile, prior, next *State, c AdvanceFrontier, stats *Stats, h 
 		r.Context.SourceID = c.SourceID
 		return nil, r
 	}
-	marks := slices.Clone(prior.marks)
-	known := slices.Clone(prior.known)
+	// A state of Publish's own headers after an advance holds marks of
+	// its own (next.ownMarks, set by step from its prior's): the next
+	// advance writes them in place. Any other state's are copied first.
+	marks, known := next.marks, next.known
+	if !next.ownMarks {
+		marks, known = slices.Clone(prior.marks), slices.Clone(prior.known)
+		next.ownMarks = own
+	}
 	marks[si], known[si] = c.LowWatermark, true
 	next.marks, next.known = marks, known
 

@@ -61,7 +61,8 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 	l := seam.Materialization{LogicalTime: et, FixpointDigest: fix, MaterializationDigest: matDigest, RuleBundleDigest: w.ruleDigest,
 		RuleSetVersion: w.versions.RuleSet, DataflowVersion: w.versions.Dataflow, QueryAtoms: atoms, Facts: facts}
 	q := seam.QueryBatch{BindingProfileDigest: w.binding.ProfileDigest, LFixpointDigest: fix, RuleBundleDigest: w.ruleDigest,
-		RProfileDigest: w.rProfile.Digest(), Queries: []seam.Query{{Proposal: p, FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}}}
+		RProfileDigest: w.rProfile.Digest(), Queries: room.query()}
+	q.Queries[0] = seam.Query{Proposal: p, FactRequirements: reqs, FrontierPreconditionIDs: frontierIDs}
 	// An untraced tick reads neither the projection's digest nor its
 	// query batch's (both are only noted in the trace), so neither is
 	// derived.
@@ -101,6 +102,7 @@ type projectRoom struct {
 	argv         [projectRoomArgs]any
 	vals         [projectRoomArgs]logic.Value
 	nargs, nvals int // how much of argv and vals is handed out
+	q            [1]seam.Query
 }
 
 // The preconditions and arguments a projectRoom has room for: as many as
@@ -126,6 +128,14 @@ func (r *projectRoom) lists(n int) ([]seam.FactRequirement, []seam.Atom, []seam.
 		return make([]seam.FactRequirement, 0, n), make([]seam.Atom, 0, n), make([]seam.FactState, 0, n)
 	}
 	return r.reqs[:0:n], r.atoms[:0:n], r.facts[:0:n]
+}
+
+// query is the batch's list of one query, zero: the room's own.
+func (r *projectRoom) query() []seam.Query {
+	if r == nil {
+		return make([]seam.Query, 1)
+	}
+	return r.q[:1:1]
 }
 
 // args is room for n rendered arguments.

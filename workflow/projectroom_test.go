@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -25,6 +26,11 @@ func TestProjectRoomIsApart(t *testing.T) {
 		reqs, atoms, facts := r.lists(n)
 		if len(reqs) != 0 || cap(reqs) != n || len(atoms) != 0 || cap(atoms) != n || len(facts) != 0 || cap(facts) != n {
 			rt.Fatalf("lists: %d/%d %d/%d %d/%d", len(reqs), cap(reqs), len(atoms), cap(atoms), len(facts), cap(facts))
+		}
+		// The query list: one zero query, capped, so that an append
+		// moves it.
+		if q := r.query(); len(q) != 1 || cap(q) != 1 || !reflect.DeepEqual(q[0], seam.Query{}) {
+			rt.Fatalf("query list: %d/%d %+v", len(q), cap(q), q)
 		}
 		grow := rapid.IntRange(0, 2).Draw(rt, "grow")
 		for i := range n + grow {

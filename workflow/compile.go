@@ -88,6 +88,7 @@ type Workflow struct {
 	// encoding is its bytes between quotes, as an interface value: an
 	// input's type read in place is found here (parseInputCanonical).
 	inputTypes      map[string]any
+	advances        *advanceMemo // R's advances past a run's first ticks, boxed once (nil: boxed every tick)
 	rules           *logic.Compiled
 	ruleTexts       []cjson.Prefix // one per rule: a rule support's text opens with its rule's
 	ruleDigest      string
@@ -246,7 +247,7 @@ func (c *compiler) compile() (*Workflow, *Error) {
 	if c.root["schema_version"] != SchemaVersion {
 		return nil, malformed("/schema_version", "must be %q", SchemaVersion)
 	}
-	w := &Workflow{cache: newMatCache(), limits: logic.Limits{MaxInputs: logic.ReferenceMaxInputs, MaxFirings: 1_000_000, MaxDepth: 10_000, MaxTuples: 1_000_000}}
+	w := &Workflow{cache: newMatCache(), advances: new(advanceMemo), limits: logic.Limits{MaxInputs: logic.ReferenceMaxInputs, MaxFirings: 1_000_000, MaxDepth: 10_000, MaxTuples: 1_000_000}}
 	var err *Error
 	if w.id, err = c.str("/id", c.root["id"], true); err != nil {
 		return nil, err

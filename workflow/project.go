@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
@@ -477,6 +478,9 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 	prof := w.rProfile
 	d, df := prof.Digest(), prof.DataflowVersion()
 	advance := func(all []frontier.Command, mark int64) []frontier.Command {
+		if pair := w.advances.pair(d, df, mark); pair != nil {
+			return append(all, pair[0], pair[1])
+		}
 		for _, src := range []string{ProposalSource, VerdictSource} {
 			all = append(all, frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: src, LowWatermark: mark})
 		}
@@ -529,6 +533,40 @@ func (t *tick) react(cmds []frontier.Command) ([]sealedBatch, error) {
 		}
 	}
 	return out, nil
+}
+
+// advanceMemoTicks is how many ticks' advances an advanceMemo holds.
+const advanceMemoTicks = 64
+
+// advanceMemo holds, for each of a run's first advanceMemoTicks ticks,
+// the two commands that move R's sources past it (react), as the
+// interface values R reads: every run's tick of that logical time
+// advances to the same watermark, so they are boxed once a workflow,
+// where each tick boxed two of its own. Entries are immutable once
+// stored; a tick that finds none stores its own (any of two racing
+// ticks' is as good).
+type advanceMemo [advanceMemoTicks]atomic.Pointer[[2]frontier.Command]
+
+// pair returns the advances of both sources (ProposalSource, then
+// VerdictSource) to mark under profile digest d and dataflow version df,
+// or nil when mark is not the end of one of the ticks it holds (the
+// caller boxes its own).
+func (m *advanceMemo) pair(d, df string, mark int64) *[2]frontier.Command {
+	i := mark/EpochStride - 1
+	if m == nil || mark%EpochStride != 0 || i < 0 || i >= int64(len(m)) {
+		return nil
+	}
+	if p := m[i].Load(); p != nil {
+		if a, ok := p[0].(frontier.AdvanceFrontier); ok && a.ProfileDigest == d && a.DataflowVersion == df && a.LowWatermark == mark {
+			return p
+		}
+	}
+	p := &[2]frontier.Command{
+		frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: ProposalSource, LowWatermark: mark},
+		frontier.AdvanceFrontier{ProfileDigest: d, DataflowVersion: df, SourceID: VerdictSource, LowWatermark: mark},
+	}
+	m[i].Store(p)
+	return p
 }
 
 // sealedBatch is a published batch in H's input form, with what

@@ -51,7 +51,7 @@ func (t *tick) project(mat *logic.Materialization, p protocol.EffectProposal, a 
 			continue
 		}
 		atoms = append(atoms, atom)
-		pos, neg := w.supportIDsIn(mat, e.relation, args, room.values(len(args)))
+		pos, neg := w.supportIDsIn(mat, e.relation, args, room.values(len(args)), room)
 		facts = append(facts, seam.FactState{Atom: atom, Positive: pos, Negative: neg})
 	}
 	slices.Sort(frontierIDs)
@@ -104,13 +104,18 @@ type projectRoom struct {
 	vals         [projectRoomArgs]logic.Value
 	nargs, nvals int // how much of argv and vals is handed out
 	q            [1]seam.Query
+	ids          [projectRoomIDs]string // the preconditions' support ids
+	nids         int                    // how much of ids is handed out
 }
 
 // The preconditions and arguments a projectRoom has room for: as many as
-// the seam keeps in a query of its own (smallReqs), some 480 bytes.
+// the seam keeps in a query of its own (smallReqs); and the support ids,
+// as many as a refund proposal's two preconditions name several times
+// over. With the query, some 1.1 KB.
 const (
 	projectRoomPreconditions = 2
 	projectRoomArgs          = 4
+	projectRoomIDs           = 8
 )
 
 // newProjectRoom is a room for a proposal of n preconditions, nil when
@@ -157,6 +162,16 @@ func (r *projectRoom) values(n int) []logic.Value {
 	v := r.vals[r.nvals : r.nvals+n : r.nvals+n]
 	r.nvals += n
 	return v
+}
+
+// idList is room for n support ids, empty strings.
+func (r *projectRoom) idList(n int) []string {
+	if r == nil || r.nids+n > len(r.ids) {
+		return make([]string, n)
+	}
+	ids := r.ids[r.nids : r.nids+n : r.nids+n]
+	r.nids += n
+	return ids
 }
 
 // lDigests are the digests of the L fixpoint and materialization the seam
@@ -331,12 +346,13 @@ func render(tmpl any, a action) any {
 // base supports by their derivation ids, rule supports by an id derived
 // from the rule instance.
 func (w *Workflow) supportIDs(mat *logic.Materialization, rel string, args []any) ([]string, []string) {
-	return w.supportIDsIn(mat, rel, args, make([]logic.Value, len(args)))
+	return w.supportIDsIn(mat, rel, args, make([]logic.Value, len(args)), nil)
 }
 
 // supportIDsIn is supportIDs with the atom's fact's arguments written into
-// vals, of len(args).
-func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []any, vals []logic.Value) ([]string, []string) {
+// vals, of len(args), and the id lists in room's (nil: a list of their
+// own).
+func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []any, vals []logic.Value, room *projectRoom) ([]string, []string) {
 	schema, _ := w.rules.SharedSchema(rel) // read only
 	f := logic.Fact{Rel: rel, Args: vals}
 	for i, a := range args {
@@ -356,7 +372,7 @@ func (w *Workflow) supportIDsIn(mat *logic.Materialization, rel string, args []a
 	c := supportIDCollectors.Get().(*supportIDCollector)
 	c.w = w
 	posErr, negErr := mat.EachSupportBoth(f, c.each)
-	pos, neg := c.lists(posErr, negErr)
+	pos, neg := c.lists(posErr, negErr, room)
 	c.release()
 	if verifySupportIDs != nil {
 		verifySupportIDs(w, mat, f, pos, neg)
@@ -413,12 +429,12 @@ func (c *supportIDCollector) add(neg bool, s *logic.Support) {
 
 // lists are the two sides' ids, each sorted and without duplicates (none
 // for a side L failed to find, posErr or negErr), in one array, each
-// capped at its own.
-func (c *supportIDCollector) lists(posErr, negErr error) (pos, neg []string) {
+// capped at its own: room's (projectRoom.idList), when it has room.
+func (c *supportIDCollector) lists(posErr, negErr error, room *projectRoom) (pos, neg []string) {
 	if len(c.ids) == 0 {
 		return []string{}, []string{}
 	}
-	all := make([]string, len(c.ids))
+	all := room.idList(len(c.ids))
 	copy(all, c.ids)
 	if len(c.rules) > 0 {
 		ids := string(c.hex)

@@ -11,8 +11,8 @@ import (
 	"flrh.dev/flrh/seam"
 )
 
-// TestProjectRoomIsApart hands out a projection room's lists, arguments
-// and values in drawn sizes, fills each (appending past its room, too),
+// TestProjectRoomIsApart hands out a projection room's lists, arguments,
+// values and support ids in drawn sizes, fills each (appending past its room, too),
 // and holds every piece to what was written into it: no piece reaches
 // another's, each is capped at its own length, and past the room each is
 // made on its own.
@@ -39,17 +39,22 @@ func TestProjectRoomIsApart(t *testing.T) {
 		}
 		var argsOut [][]any
 		var valsOut [][]logic.Value
+		var idsOut [][]string
 		for k := range rapid.IntRange(0, 6).Draw(rt, "pieces") {
 			m := rapid.IntRange(0, 5).Draw(rt, "size")
-			a, v := r.args(m), r.values(m)
-			if len(a) != m || cap(a) != m || len(v) != m || cap(v) != m {
-				rt.Fatalf("piece %d of %d: args %d/%d values %d/%d", k, m, len(a), cap(a), len(v), cap(v))
+			a, v, ids := r.args(m), r.values(m), r.idList(m)
+			if len(a) != m || cap(a) != m || len(v) != m || cap(v) != m || len(ids) != m || cap(ids) != m {
+				rt.Fatalf("piece %d of %d: args %d/%d values %d/%d ids %d/%d", k, m, len(a), cap(a), len(v), cap(v), len(ids), cap(ids))
 			}
 			for j := range m {
+				if ids[j] != "" {
+					rt.Fatalf("piece %d: id %d handed out as %q", k, j, ids[j])
+				}
 				a[j] = fmt.Sprint(k, "-", j)
 				v[j] = logic.Num(int64(100*k + j))
+				ids[j] = fmt.Sprint("id-", k, "-", j)
 			}
-			argsOut, valsOut = append(argsOut, a), append(valsOut, v)
+			argsOut, valsOut, idsOut = append(argsOut, a), append(valsOut, v), append(idsOut, ids)
 		}
 		for i := range n + grow {
 			if reqs[i].PreconditionID != fmt.Sprint("pre-", i) || facts[i].Positive[0] != fmt.Sprint("pos-", i) {
@@ -58,8 +63,8 @@ func TestProjectRoomIsApart(t *testing.T) {
 		}
 		for k := range argsOut {
 			for j := range argsOut[k] {
-				if argsOut[k][j] != fmt.Sprint(k, "-", j) || valsOut[k][j] != logic.Num(int64(100*k+j)) {
-					rt.Fatalf("piece %d entry %d changed: %v %v", k, j, argsOut[k][j], valsOut[k][j])
+				if argsOut[k][j] != fmt.Sprint(k, "-", j) || valsOut[k][j] != logic.Num(int64(100*k+j)) || idsOut[k][j] != fmt.Sprint("id-", k, "-", j) {
+					rt.Fatalf("piece %d entry %d changed: %v %v %v", k, j, argsOut[k][j], valsOut[k][j], idsOut[k][j])
 				}
 			}
 		}

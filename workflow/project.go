@@ -110,12 +110,12 @@ type projectRoom struct {
 
 // The preconditions and arguments a projectRoom has room for: as many as
 // the seam keeps in a query of its own (smallReqs); and the support ids,
-// as many as a refund proposal's two preconditions name several times
-// over. With the query, some 1.1 KB.
+// as many as a refund proposal's two preconditions name (eight cost the
+// room a larger size class for nothing). With the query, some 1 KB.
 const (
 	projectRoomPreconditions = 2
 	projectRoomArgs          = 4
-	projectRoomIDs           = 8
+	projectRoomIDs           = 4
 )
 
 // newProjectRoom is a room for a proposal of n preconditions, nil when

@@ -104,7 +104,7 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 			r.head, r.next = head, sum
 			rows = append(rows, r)
 		}
-		err := s.insertEventRows(ctx, tx, lease.RunID, lease.Generation, ts, rows)
+		err := s.insertEventRows(ctx, tx, lease.RunID, counters.order, lease.Generation, ts, rows)
 		clear(rows) // holds no event once bound
 		tx.w.evRows = rows[:0]
 		if err != nil {
@@ -495,21 +495,21 @@ type eventRow struct {
 	prev, next [32]byte
 }
 
-// insertEventRows inserts rows of run's events (generation gen, recorded
-// at ts) in one statement, after the run's row a lagging tick left to
+// insertEventRows inserts rows of run's events (the run's creation order
+// order, generation gen, recorded at ts) in one statement, after the run's row a lagging tick left to
 // write (flushRunRow). On the writing connection each value is bound as
 // it is, the sums from the row's arrays; via the driver as values
 // database/sql would hand on.
-func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, gen, ts int64, rows []eventRow) error {
+func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, order, gen, ts int64, rows []eventRow) error {
 	if tx.lc == nil {
-		args := make([]any, 0, 9*len(rows))
+		args := make([]any, 0, 11*len(rows))
 		for i := range rows {
 			r := &rows[i]
 			prev := packHash(r.prevText)
 			if r.prevText == "" {
 				prev = slices.Clone(r.prev[:])
 			}
-			args = append(args, run, r.head, r.kind, r.body, packHash(r.digest), prev, slices.Clone(r.next[:]), gen, ts)
+			args = append(args, eventKey(order, r.head), run, r.head, r.kind, r.body, packHash(r.digest), prev, slices.Clone(r.next[:]), gen, ts, order)
 		}
 		_, err := s.exec(ctx, tx, insertEvents(len(rows)), args...)
 		return err
@@ -529,6 +529,7 @@ func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, gen, t
 	var sum [32]byte
 	for i := range rows {
 		r := &rows[i]
+		b.int64(eventKey(order, r.head))
 		b.text(run)
 		b.int64(r.head)
 		b.text(r.kind)
@@ -542,10 +543,17 @@ func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, gen, t
 		b.blob(r.next[:])
 		b.int64(gen)
 		b.int64(ts)
+		b.int64(order)
 	}
 	_, err = b.exec()
 	return err
 }
+
+// eventKey is the key of event seq of the run created order-th
+// (schema version 10): the order times 2^32 plus the number, so that a
+// run's events are one range of the table, in their order. The table
+// checks it; a number or order out of its range is refused there.
+func eventKey(order, seq int64) int64 { return order<<32 + seq }
 
 // insertEvents is the statement that inserts n events. The texts for the
 // tick sizes a runner commits are built once: the statement cache is keyed
@@ -568,12 +576,12 @@ var insertEventsText = sync.OnceValue(func() []string {
 
 func buildInsertEvents(n int) string {
 	var q strings.Builder
-	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
+	q.WriteString(`INSERT INTO events (event_key, run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, run_order) VALUES `)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	return q.String()
 }

@@ -58,8 +58,11 @@ func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := s.read(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
-FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
+	// A run's events are the range of keys its creation order gives
+	// (eventKey), in their order.
+	rows, err := s.read(ctx, `SELECT e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at
+FROM runs r JOIN events e ON e.event_key > r.created_order * 4294967296 + ? AND e.event_key < (r.created_order + 1) * 4294967296
+WHERE r.run_id = ? ORDER BY e.event_key`, max(after, 0), runID)
 	if err != nil {
 		return nil, mapErr("events", runID, err)
 	}

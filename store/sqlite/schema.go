@@ -420,6 +420,50 @@ DROP TABLE attempts;
 ALTER TABLE attempts_v9 RENAME TO attempts;
 
 `,
+	// 10: a run's events are kept in the order of the run's creation and
+	// their number: each row's rowid, event_key, is the run's
+	// created_order (kept in the row as run_order) times 2^32 plus the
+	// event's number, and the unique index of (run_id, seq) is gone. Run
+	// ids sort in no order of their own, so each tick's events went into
+	// the middle of that index, where the run's id falls, and its full
+	// leaves split with their neighbours; the table's rows were appended
+	// in commit order, a run's scattered among the others'. Keyed by
+	// creation order, a tick of the newest run appends its rows at the
+	// table's right edge and writes no index; a run's events are one
+	// range of the table, read without an index. The key is checked to
+	// be its row's (SQLite checks it with the rowid it assigns, too), so
+	// an event's number is unique in its run as before, and the pair
+	// (run_order, run_id) references the run's (created_order, run_id),
+	// unique by the index made here, so the order is the event's own
+	// run's. The run's id stays in every row, written as before. Rows
+	// are copied unchanged; an event whose run is gone (possible only
+	// with foreign keys off) gets order 0, which its CHECK refuses, and
+	// the migration with it.
+	`
+CREATE UNIQUE INDEX runs_order_id ON runs(created_order, run_id);
+
+CREATE TABLE events_v10 (
+	event_key   INTEGER PRIMARY KEY CHECK (event_key = run_order * 4294967296 + seq),
+	run_id      TEXT NOT NULL,
+	seq         INTEGER NOT NULL CHECK (seq >= 1 AND seq < 4294967296),
+	kind        TEXT NOT NULL,
+	body        BLOB NOT NULL,
+	digest      ANY NOT NULL,
+	prev_hash   ANY NOT NULL,
+	chain_hash  ANY NOT NULL,
+	generation  INTEGER NOT NULL,
+	recorded_at INTEGER NOT NULL,
+	run_order   INTEGER NOT NULL CHECK (run_order >= 1 AND run_order < 2147483648),
+	FOREIGN KEY (run_order, run_id) REFERENCES runs(created_order, run_id)
+) STRICT;
+INSERT INTO events_v10 (event_key, run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, run_order)
+	SELECT COALESCE(r.created_order, 0) * 4294967296 + e.seq, e.run_id, e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at, COALESCE(r.created_order, 0)
+	FROM events e LEFT JOIN runs r ON r.run_id = e.run_id ORDER BY 1;
+DROP TABLE events;
+ALTER TABLE events_v10 RENAME TO events;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+`,
 }
 
 // rebuiltParents are the tables a migration rebuilds that other tables
@@ -429,8 +473,9 @@ ALTER TABLE attempts_v9 RENAME TO attempts;
 // foreign_key_check before the migration commits: the rebuilt table
 // (which references others) and every table that references it.
 var rebuiltParents = map[int64][]string{
-	8: {"intents", "outbox", "attempts", "receipts"},
-	9: {"outbox", "attempts"},
+	8:  {"intents", "outbox", "attempts", "receipts"},
+	9:  {"outbox", "attempts"},
+	10: {"events"},
 }
 
 // SchemaVersion is the schema version this build writes.

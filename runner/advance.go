@@ -1909,9 +1909,10 @@ func (r *Runner) close(t *tick, e *openEffect, intent protocol.EffectIntent, n i
 	// are the record's and, until the run accepts the receipt, the
 	// checkpoint's. It copies the output digests (the receipt shares no
 	// list of its caller's), so the scratch's array is free again after.
+	attempt, at := attemptAndTime(e.IntentID, n, r.cfg.Clock())
 	checked, err := effect.NewCanonicalActionReceipt(intent, effect.ReceiptBinding{CommandDigest: intent.ActionDigest, InputRootDigest: e.ContentDigest,
-		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: attemptID(e.IntentID, n), Outcome: outcome,
-		OutputDigests: outputs, RecordedAt: r.cfg.Clock().UTC().Format(time.RFC3339)})
+		PlatformDigest: r.cfg.PlatformDigest}, effect.Observation{AttemptID: attempt, Outcome: outcome,
+		OutputDigests: outputs, RecordedAt: at})
 	if outputs != nil {
 		outputs[0] = ""
 	}
@@ -1939,6 +1940,19 @@ func attemptID(intentID string, n int64) string {
 	var buf [160]byte
 	b := append(append(buf[:0], intentID...), "/attempt/"...)
 	return string(strconv.AppendInt(b, n, 10))
+}
+
+// attemptAndTime are a receipt's attempt id (attemptID) and its time,
+// now in UTC as RFC 3339 writes it, spelled in one string and cut from
+// it: one allocation where each was one of its own. The receipt's check
+// reads both and keeps neither past its bytes.
+func attemptAndTime(intentID string, n int64, now time.Time) (string, string) {
+	var buf [192]byte
+	b := append(append(buf[:0], intentID...), "/attempt/"...)
+	b = strconv.AppendInt(b, n, 10)
+	cut := len(b)
+	s := string(now.UTC().AppendFormat(b, time.RFC3339))
+	return s[:cut], s[cut:]
 }
 
 func (r *Runner) reconcile(t *tick) error {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/store"
 )
@@ -78,5 +80,28 @@ func TestCloseHandsTheOutputDigestInTheScratch(t *testing.T) {
 	tk.scratch.outputs[0] = "sha256:" + string(bytes.Repeat([]byte("f"), 64))
 	if !bytes.Equal(body, kept) {
 		t.Fatal("the receipt's bytes changed with the scratch")
+	}
+}
+
+// attemptAndTime spells what attemptID and the clock's RFC 3339 text
+// spelled apart, for ids and attempts of any length and times in any
+// zone, and takes one allocation for the receipts a run makes.
+func TestAttemptAndTimeSpellsBoth(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.StringMatching(`[a-z:/0-9-]{0,220}`).Draw(t, "id")
+		n := rapid.Int64().Draw(t, "n")
+		now := time.Unix(rapid.Int64Range(-1e11, 1e11).Draw(t, "sec"), rapid.Int64Range(0, 999999999).Draw(t, "nsec")).
+			In(time.FixedZone("z", rapid.IntRange(-50000, 50000).Draw(t, "offset")))
+		a, at := attemptAndTime(id, n, now)
+		if want := attemptID(id, n); a != want {
+			t.Fatalf("attempt %q, want %q", a, want)
+		}
+		if want := now.UTC().Format(time.RFC3339); at != want {
+			t.Fatalf("time %q, want %q", at, want)
+		}
+	})
+	now := time.Date(2026, 8, 8, 0, 0, 2, 0, time.UTC)
+	if n := testing.AllocsPerRun(100, func() { attemptAndTime("intent:sq-0:f0a1b2c3d4e5f60718293a4b5c6d7e8f", 1, now) }); n != 1 {
+		t.Fatalf("%v allocations, want 1", n)
 	}
 }

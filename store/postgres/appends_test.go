@@ -290,7 +290,7 @@ func TestAppendsWide(t *testing.T) {
 			t.Fatalf("%d statements, want the appended one", len(tx.pending))
 		}
 		sqls = append(sqls, tx.pending[0].SQL)
-		if n := len(tx.pending[0].Arguments); n != 10*len(tick.Intents)+1+8 {
+		if n := len(tx.pending[0].Arguments); n != 10*len(tick.Intents)+1+9 {
 			t.Fatalf("%d parameters", n)
 		}
 	}

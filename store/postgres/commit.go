@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -439,17 +438,14 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	}
 	var ev eventColumns
 	if n := len(tick.Events); n > 0 {
-		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n)}
-		ev.digests, ev.prevs, ev.chains = newHashColumns3(n)
-		prev := next.hash
+		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash, prevSum: hashSum(next.hash)}
+		ev.digests, ev.chains = newHashColumns2(n)
 		for i, e := range tick.Events {
 			ev.kinds[i], ev.bodies[i] = e.Kind, e.Body
 			ev.digests.add(e.Digest)
-			ev.prevs.add(prev)
 			ev.chains.add(chains[i])
-			prev = chains[i]
 		}
-		next.hash = prev
+		next.hash = chains[n-1]
 	}
 	from := next.head
 	next.head = head
@@ -505,39 +501,45 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			}
 		}
 		if len(tick.Events) > 0 {
+			// One row for the tick's events (see the schema's "events
+			// per tick").
+			run, first, last := ap.arg(runV), ap.arg(from+1), ap.arg(head)
 			kinds, bodies := ap.arg(ev.kinds), ap.arg(ev.bodies)
-			var cols, arrays []string
-			if ap.text {
-				cols, arrays = []string{"kind", "body"}, []string{kinds + "::text[]", bodies + "::bytea[]"}
-			}
-			sel := func(j int, c hashColumns, sum, text string) string {
+			hashes := func(j int, c hashColumns) string {
 				sums := ap.arg(c.sums)
 				if !c.anyText {
 					if !ap.text {
 						return ""
 					}
-					cols = append(cols, sum)
-					arrays = append(arrays, sums+"::bytea[]")
-					return "e." + sum + ", NULL"
+					return sums + "::bytea[], NULL"
 				}
 				ap.shape.texts |= 1 << j
 				texts := ap.arg(c.texts())
 				if !ap.text {
 					return ""
 				}
-				cols = append(cols, sum, text)
-				arrays = append(arrays, sums+"::bytea[]", texts+"::text[]")
-				return "e." + sum + ", e." + text
+				return sums + "::bytea[], " + texts + "::text[]"
 			}
-			d := sel(0, ev.digests, "digest_sum", "digest")
-			p := sel(1, ev.prevs, "prev_sum", "prev_hash")
-			c := sel(2, ev.chains, "chain_sum", "chain_hash")
-			run, seq, gen, at := ap.arg(runV), ap.arg(from), ap.arg(genV), ap.ts(ts)
+			d := hashes(0, ev.digests)
+			var p string
+			if ev.prevSum != nil {
+				p = ap.arg(ev.prevSum)
+				if ap.text {
+					p += "::bytea, NULL"
+				}
+			} else {
+				ap.shape.texts |= 1 << 1
+				p = ap.arg(ev.prev)
+				if ap.text {
+					p = "NULL, " + p + "::text"
+				}
+			}
+			c := hashes(2, ev.chains)
+			gen, at := ap.arg(genV), ap.ts(ts)
 			ap.shape.events = true
 			if ap.text {
-				ap.add(`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
-SELECT ` + run + `, ` + seq + `::bigint + e.i, e.kind, e.body, ` + d + ", " + p + ", " + c + `, ` + gen + `, ` + at + `
-FROM (SELECT ` + unnestSideBySide(arrays, cols) + `, generate_series(1, cardinality(` + arrays[0] + `)) AS i) e`)
+				ap.add(`INSERT INTO events (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at)
+VALUES (` + run + `, ` + first + `::bigint, ` + last + `::bigint, ` + kinds + `::text[], ` + bodies + `::bytea[], ` + d + `, ` + p + `, ` + c + `, ` + gen + `, ` + at + `)`)
 			} else {
 				ap.add("")
 			}
@@ -794,32 +796,16 @@ func firstIntent(tick store.Tick, i int) bool {
 	return true
 }
 
-// unnestSideBySide is the select list that unnests each of arrays (all
-// of one length) as the column of cols at its index: set-returning
-// functions in a select list advance together, one row per element, in
-// one ProjectSet node that reads each array an element at a time. The
-// events' insert numbers the rows with generate_series beside them. (A
-// function scan of the arrays WITH ORDINALITY sets up a function and its
-// tuple descriptor per array at every execution and copies each array
-// into a tuplestore before the first row: about 17,000 backend
-// instructions a tick more, a governed step inserting events twice.)
-func unnestSideBySide(arrays, cols []string) string {
-	var b strings.Builder
-	for i, a := range arrays {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("unnest(" + a + ") AS " + cols[i])
-	}
-	return b.String()
-}
-
-// eventColumns are a tick's events as the columns of their multi-row
-// insert.
+// eventColumns are a tick's events as the columns of their row: the
+// first event's previous hash (prevSum its sum, nil when it is kept as
+// its text) stands for every event's, each later one's being the chain
+// hash before it.
 type eventColumns struct {
-	kinds                  []string
-	bodies                 [][]byte
-	digests, prevs, chains hashColumns
+	kinds           []string
+	bodies          [][]byte
+	digests, chains hashColumns
+	prev            string
+	prevSum         []byte
 }
 
 // appendsParams is the room an appended statement's parameter list starts

@@ -33,7 +33,7 @@ AND (SELECT COALESCE(NULLIF(typbasetype, 0), oid) FROM pg_type WHERE oid = a.att
 		got[col] = method
 	}
 	must(t, rows.Err())
-	for _, col := range []string{"checkpoints.body", "trace.bodies", "events.body", "intents.body", "receipts.body", "inbox.body", "approvals.body"} {
+	for _, col := range []string{"checkpoints.body", "trace.bodies", "events.bodies", "intents.body", "receipts.body", "inbox.body", "approvals.body"} {
 		if got[col] != "l" {
 			t.Errorf("%s compression %q, want lz4 (l)", col, got[col])
 		}
@@ -62,13 +62,13 @@ AND (SELECT COALESCE(NULLIF(typbasetype, 0), oid) FROM pg_type WHERE oid = a.att
 			Trace:      []store.TraceRecord{{Kind: "a", Body: body}, {Kind: "b", Body: []byte(`{}`)}}}))
 	}
 	// The first tick as a server without the migration writes it.
-	for _, q := range []string{`ALTER TABLE checkpoints ALTER COLUMN body SET COMPRESSION pglz`, `ALTER TABLE events ALTER COLUMN body SET COMPRESSION pglz`,
+	for _, q := range []string{`ALTER TABLE checkpoints ALTER COLUMN body SET COMPRESSION pglz`, `ALTER TABLE events ALTER COLUMN bodies SET COMPRESSION pglz`,
 		`ALTER TABLE trace ALTER COLUMN bodies SET COMPRESSION pglz`} {
 		_, err := s.pool.Exec(ctx, q)
 		must(t, err)
 	}
 	commit(0, 0)
-	for _, q := range []string{`ALTER TABLE checkpoints ALTER COLUMN body SET COMPRESSION lz4`, `ALTER TABLE events ALTER COLUMN body SET COMPRESSION lz4`,
+	for _, q := range []string{`ALTER TABLE checkpoints ALTER COLUMN body SET COMPRESSION lz4`, `ALTER TABLE events ALTER COLUMN bodies SET COMPRESSION lz4`,
 		`ALTER TABLE trace ALTER COLUMN bodies SET COMPRESSION lz4`} {
 		_, err := s.pool.Exec(ctx, q)
 		must(t, err)
@@ -88,7 +88,7 @@ AND (SELECT COALESCE(NULLIF(typbasetype, 0), oid) FROM pg_type WHERE oid = a.att
 		t.Fatalf("checkpoints compressed with %v, want pglz then lz4", methods)
 	}
 	var ev string
-	must(t, s.pool.QueryRow(ctx, `SELECT COALESCE(pg_column_compression(body), 'none') FROM events WHERE run_id = 'r' AND seq = 2`).Scan(&ev))
+	must(t, s.pool.QueryRow(ctx, `SELECT COALESCE(pg_column_compression(bodies), 'none') FROM events WHERE run_id = 'r' AND seq = 2`).Scan(&ev))
 	if ev != "lz4" {
 		t.Fatalf("a large event compressed with %s, want lz4", ev)
 	}

@@ -383,7 +383,7 @@ func TestEvidenceAppendOnly(t *testing.T) {
 	must(t, s.Commit(ctx, l, bigTick(0, "ap1", nil)))
 	adm := admin(t)
 	for _, q := range []string{
-		`UPDATE events SET kind = 'B'`, `DELETE FROM events`, `TRUNCATE events CASCADE`,
+		`UPDATE events SET kinds = '{B}'`, `DELETE FROM events`, `TRUNCATE events CASCADE`,
 		`UPDATE intents SET effect_type = 'x'`, `DELETE FROM trace`, `UPDATE checkpoints SET body = '\x00'`,
 	} {
 		q = strings.NewReplacer("events", s.Schema()+".events", "intents", s.Schema()+".intents",

@@ -74,8 +74,11 @@ func TestFencedTickSkipsRowChecks(t *testing.T) {
 		// store wrote.
 		var bad int
 		must(t, s.pool.QueryRow(ctx, `SELECT
-	(SELECT count(*) FROM events e WHERE (e.digest_sum IS NULL) = (e.digest IS NULL) OR (e.prev_sum IS NULL) = (e.prev_hash IS NULL)
-		OR (e.chain_sum IS NULL) = (e.chain_hash IS NULL) OR NOT EXISTS (SELECT FROM runs r WHERE r.run_id = e.run_id))
+	(SELECT count(*) FROM events e WHERE (e.prev_sum IS NULL) = (e.prev_hash IS NULL)
+		OR cardinality(e.kinds) <> e.last_seq - e.seq + 1 OR cardinality(e.digest_sums) <> e.last_seq - e.seq + 1
+		OR EXISTS (SELECT FROM generate_series(1, cardinality(e.kinds)) i WHERE (e.digest_sums[i] IS NULL) = (e.digests[i] IS NULL)
+			OR (e.chain_sums[i] IS NULL) = (e.chain_hashes[i] IS NULL))
+		OR NOT EXISTS (SELECT FROM runs r WHERE r.run_id = e.run_id))
 	+ (SELECT count(*) FROM trace x WHERE cardinality(x.kinds) <> x.last_seq - x.seq + 1 OR cardinality(x.bodies) <> x.last_seq - x.seq + 1
 		OR NOT EXISTS (SELECT FROM runs r WHERE r.run_id = x.run_id))
 	+ (SELECT count(*) FROM checkpoints c WHERE NOT EXISTS (SELECT FROM runs r WHERE r.run_id = c.run_id))

@@ -1,5 +1,7 @@
 package postgres
 
+import "encoding/hex"
+
 // An event's hashes are stored as their 32-byte sums when they are
 // canonical ("sha256:" and 64 lowercase hex digits), else as the text they
 // are (see the schema's "event hashes as sums"): each hash is a pair of
@@ -31,16 +33,16 @@ func newHashColumns(n int) hashColumns {
 	return hashColumns{sums: make([][]byte, 0, n), all: make([]string, 0, n), buf: make([]byte, 0, 32*n)}
 }
 
-// newHashColumns3 returns three hash columns for n hashes each (an
-// event's digest, previous and chain hash), sharing three allocations.
-// Each column's slices are capped at its own part, so that none can
-// grow into the next.
-func newHashColumns3(n int) (a, b, c hashColumns) {
-	sums, all, buf := make([][]byte, 0, 3*n), make([]string, 0, 3*n), make([]byte, 0, 3*32*n)
+// newHashColumns2 returns two hash columns for n hashes each (a tick's
+// events' digests and chain hashes), sharing three allocations. Each
+// column's slices are capped at its own part, so that neither can grow
+// into the other.
+func newHashColumns2(n int) (a, b hashColumns) {
+	sums, all, buf := make([][]byte, 0, 2*n), make([]string, 0, 2*n), make([]byte, 0, 2*32*n)
 	col := func(i int) hashColumns {
 		return hashColumns{sums: sums[i*n : i*n : (i+1)*n], all: all[i*n : i*n : (i+1)*n], buf: buf[i*32*n : i*32*n : (i+1)*32*n]}
 	}
-	return col(0), col(1), col(2)
+	return col(0), col(1)
 }
 
 func (c *hashColumns) add(h string) {
@@ -105,7 +107,14 @@ var hexValue = func() (t [256]byte) {
 	return t
 }()
 
-// hashText reads a hash column pair back as the text it was written as.
-func hashText(sum, text string) string {
-	return `COALESCE(` + text + `, '` + hashPrefix + `' || encode(` + sum + `, 'hex'))`
+// sumText is a hash read back as the text it was written as: text when
+// it was kept as its text, else its sum's.
+func sumText(sum []byte, text *string) string {
+	if text != nil {
+		return *text
+	}
+	b := make([]byte, len(hashPrefix)+hex.EncodedLen(len(sum)))
+	copy(b, hashPrefix)
+	hex.Encode(b[len(hashPrefix):], sum)
+	return string(b)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -161,7 +162,9 @@ func TestSubmissionsMigration(t *testing.T) {
 	// The schema as the build before the migration leaves it, with a run
 	// and an input that build wrote.
 	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}, storetest.Inb("r", "a", "INPUT", `{}`)))
-	for _, q := range []string{`ALTER TABLE runs DROP COLUMN submissions`, `DELETE FROM schema_migrations WHERE version >= 16`} {
+	down, err := os.ReadFile("testdata/version19-events.sql")
+	must(t, err)
+	for _, q := range []string{string(down), `ALTER TABLE runs DROP COLUMN submissions`, `DELETE FROM schema_migrations WHERE version >= 16`} {
 		_, err := s.pool.Exec(ctx, q)
 		must(t, err)
 	}

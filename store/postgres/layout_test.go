@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +81,8 @@ func TestHashSum(t *testing.T) {
 	must(t, err)
 	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, Events: []store.Event{{Kind: "k", Body: []byte(`{}`), Digest: canon}}}))
 	var sums, texts int64
-	must(t, s.pool.QueryRow(ctx, `SELECT count(digest_sum) + count(prev_sum) + count(chain_sum), count(digest) + count(prev_hash) + count(chain_hash) FROM events`).Scan(&sums, &texts))
+	must(t, s.pool.QueryRow(ctx, `SELECT cardinality(array_remove(digest_sums, NULL)) + count(prev_sum) + cardinality(array_remove(chain_sums, NULL)),
+	count(digests) + count(prev_hash) + count(chain_hashes) FROM events GROUP BY digest_sums, chain_sums`).Scan(&sums, &texts))
 	if sums != 3 || texts != 0 {
 		t.Fatalf("a store-written event holds %d sums and %d texts, want 3 and 0", sums, texts)
 	}
@@ -90,22 +92,39 @@ func TestHashSum(t *testing.T) {
 		t.Fatalf("event reads back as %+v", evs)
 	}
 	// Exactly one of each pair, a sum of 32 bytes.
+	sum := `"\\x` + canon[7:] + `"`
+	row := func(digestSums, digests, prevSum, prevHash, chainSums, chainHashes string) string {
+		return `INSERT INTO events (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at)
+VALUES ('r', 2, 3, '{k,l}', '{"\\x00","\\x01"}', ` + digestSums + `, ` + digests + `, ` + prevSum + `, ` + prevHash + `, ` + chainSums + `, ` + chainHashes + `, 1, 0)`
+	}
+	sums2, prev := `'{`+sum+`,`+sum+`}'`, `'\x`+canon[7:]+`'`
 	for _, bad := range []string{
-		`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, chain_sum, generation, recorded_at)
-VALUES ('r', 2, 'k', '\x00', NULL, NULL, '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
-		`INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, chain_sum, generation, recorded_at)
-VALUES ('r', 2, 'k', '\x00', '\x` + canon[7:] + `', 'x', '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
-		`INSERT INTO events (run_id, seq, kind, body, digest_sum, prev_sum, chain_sum, generation, recorded_at)
-VALUES ('r', 2, 'k', '\x00', '\x` + canon[9:] + `', '\x` + canon[7:] + `', '\x` + canon[7:] + `', 1, 0)`,
+		row(`'{NULL,`+sum+`}'`, "NULL", prev, "NULL", sums2, "NULL"),
+		row(sums2, `'{x,NULL}'`, prev, "NULL", sums2, "NULL"),
+		row(sums2, "NULL", "NULL", "NULL", sums2, "NULL"),
+		row(sums2, "NULL", prev, "'x'", sums2, "NULL"),
+		row(sums2, "NULL", prev, "NULL", `'{`+sum+`,NULL}'`, `'{NULL,NULL}'`),
+		row(sums2, "NULL", `'\x`+canon[9:]+`'`, "NULL", sums2, "NULL"),
+		row(`'{`+sum+`,"\\x00"}'`, "NULL", prev, "NULL", sums2, "NULL"),
+		row(`'{`+sum+`}'`, "NULL", prev, "NULL", sums2, "NULL"),
+		row(sums2, "NULL", prev, "NULL", sums2, `'{x}'`),
 	} {
-		if _, err := s.pool.Exec(ctx, bad); err == nil {
-			t.Fatalf("%s was stored", bad)
+		if _, err := s.pool.Exec(ctx, bad); pgCode(err) != "23514" {
+			t.Fatalf("%s: err = %v, want the check's refusal", bad, err)
 		}
 	}
-	// The same row, well formed, is stored.
-	_, err = s.pool.Exec(ctx, `INSERT INTO events (run_id, seq, kind, body, digest, prev_sum, chain_sum, generation, recorded_at)
-VALUES ('r', 2, 'k', '\x00', 'x', '\x`+canon[7:]+`', '\x`+canon[7:]+`', 1, 0)`)
+	// Well-formed rows are stored: texts beside NULL sums, or no texts.
+	_, err = s.pool.Exec(ctx, row(`'{NULL,`+sum+`}'`, `'{x,NULL}'`, "NULL", "'p'", sums2, "NULL"))
 	must(t, err)
+	_, err = s.pool.Exec(ctx, strings.Replace(row(sums2, "NULL", prev, "NULL", sums2, "NULL"), "2, 3,", "4, 4,", 1))
+	if pgCode(err) != "23514" {
+		t.Fatal("a row of two events numbered as one was stored")
+	}
+	evs, err = s.Events(ctx, "r", 1)
+	must(t, err)
+	if len(evs) != 2 || evs[0].Digest != "x" || evs[0].PrevHash != "p" || evs[1].Digest != canon || evs[1].PrevHash != evs[0].ChainHash || evs[1].ChainHash != canon {
+		t.Fatalf("the hand-written row reads back as %+v", evs)
+	}
 }
 
 // An intent begun in its own tick is written in flight with its first

@@ -133,11 +133,16 @@ type mergedRows struct {
 	sbBody                                                [][]byte
 	sbT                                                   []int32
 
-	evRun, evKind               []string
-	evSeq, evGen                []int64
-	evBody, evDS, evPS, evCS    [][]byte
-	evD, evP, evC               []*string
+	evRun                       []string
+	evFirst, evLast, evGen      []int64
+	evLo, evHi                  []int32
+	evPS                        [][]byte
+	evP                         []*string
+	evDT, evCT                  []bool
 	evT                         []int32
+	evKind                      []string
+	evBody, evDS, evCS          [][]byte
+	evD, evC                    []*string
 	cpRun, cpBuild, cpDigest    []string
 	cpN, cpSeq, cpFormat, cpGen []int64
 	cpBody                      [][]byte
@@ -190,28 +195,40 @@ func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, 
 	if err != nil {
 		return err
 	}
-	prev := next.hash
-	for i, e := range tick.Events {
+	if n := len(tick.Events); n > 0 {
+		// One row for the tick's events, their columns slices lo:hi of
+		// the group's arrays (see the schema's "events per tick").
 		m.parts |= partEvents
-		m.evRun, m.evKind, m.evSeq, m.evGen, m.evBody = append(m.evRun, runID), append(m.evKind, e.Kind),
-			append(m.evSeq, next.head+int64(i)+1), append(m.evGen, lease.Generation), append(m.evBody, e.Body)
-		for _, c := range []struct {
-			sums  *[][]byte
-			texts *[]*string
-			h     string
-		}{{&m.evDS, &m.evD, e.Digest}, {&m.evPS, &m.evP, prev}, {&m.evCS, &m.evC, chains[i]}} {
-			sum := hashSum(c.h)
-			var text *string
-			if sum == nil {
-				h := c.h
-				text = &h
+		lo := int32(len(m.evKind)) + 1
+		var dt, ct bool
+		for i, e := range tick.Events {
+			m.evKind, m.evBody = append(m.evKind, e.Kind), append(m.evBody, e.Body)
+			for _, c := range []struct {
+				sums  *[][]byte
+				texts *[]*string
+				any   *bool
+				h     string
+			}{{&m.evDS, &m.evD, &dt, e.Digest}, {&m.evCS, &m.evC, &ct, chains[i]}} {
+				sum := hashSum(c.h)
+				var text *string
+				if sum == nil {
+					h := c.h
+					text, *c.any = &h, true
+				}
+				*c.sums, *c.texts = append(*c.sums, sum), append(*c.texts, text)
 			}
-			*c.sums, *c.texts = append(*c.sums, sum), append(*c.texts, text)
 		}
-		m.evT = append(m.evT, t)
-		prev = chains[i]
+		prevSum := hashSum(next.hash)
+		var prev *string
+		if prevSum == nil {
+			h := next.hash
+			prev = &h
+		}
+		m.evRun, m.evFirst, m.evLast, m.evGen = append(m.evRun, runID), append(m.evFirst, next.head+1), append(m.evLast, head), append(m.evGen, lease.Generation)
+		m.evLo, m.evHi, m.evPS, m.evP = append(m.evLo, lo), append(m.evHi, lo+int32(n)-1), append(m.evPS, prevSum), append(m.evP, prev)
+		m.evDT, m.evCT, m.evT = append(m.evDT, dt), append(m.evCT, ct), append(m.evT, t)
+		next.hash = chains[n-1]
 	}
-	next.hash = prev
 	next.head = head
 	if cp := tick.Checkpoint; cp != nil {
 		m.parts |= partCheckpoints
@@ -251,7 +268,8 @@ func (m *mergedRows) args() []any {
 		a = append(a, m.sbRun, m.sbID, m.sbKind, m.sbRole, m.sbActor, m.sbCap, m.sbBody, m.sbDigest, m.sbT)
 	}
 	if m.parts&partEvents != 0 {
-		a = append(a, m.evRun, m.evSeq, m.evKind, m.evBody, m.evDS, m.evD, m.evPS, m.evP, m.evCS, m.evC, m.evGen, m.evT)
+		a = append(a, m.evRun, m.evFirst, m.evLast, m.evLo, m.evHi, m.evPS, m.evP, m.evDT, m.evCT, m.evGen, m.evT,
+			m.evKind, m.evBody, m.evDS, m.evD, m.evCS, m.evC)
 	}
 	if m.parts&partCheckpoints != 0 {
 		a = append(a, m.cpRun, m.cpN, m.cpSeq, m.cpFormat, m.cpBuild, m.cpBody, m.cpDigest, m.cpGen, m.cpT)
@@ -325,10 +343,12 @@ func mergedSQL(parts mergedParts) string {
 	FROM unnest(`+cols+`) WITH ORDINALITY AS x(run, id, kind, role, actor, cap, body, digest, t, k), tm ORDER BY x.k)`)
 	}
 	if parts&partEvents != 0 {
-		cols := ps("text[]", "bigint[]", "text[]", "bytea[]", "bytea[]", "text[]", "bytea[]", "text[]", "bytea[]", "text[]", "bigint[]", "int[]")
-		ctes = append(ctes, `me AS (INSERT INTO events (run_id, seq, kind, body, digest_sum, digest, prev_sum, prev_hash, chain_sum, chain_hash, generation, recorded_at)
-	SELECT x.run, x.seq, x.kind, x.body, x.ds, x.d, x.ps, x.p, x.cs, x.c, x.gen, tm.a[x.t]
-	FROM unnest(`+cols+`) WITH ORDINALITY AS x(run, seq, kind, body, ds, d, ps, p, cs, c, gen, t, k), tm ORDER BY x.k)`)
+		cols := ps("text[]", "bigint[]", "bigint[]", "int[]", "int[]", "bytea[]", "text[]", "bool[]", "bool[]", "bigint[]", "int[]")
+		kinds, bodies, ds, d, cs, c := ps("text[]"), ps("bytea[]"), ps("bytea[]"), ps("text[]"), ps("bytea[]"), ps("text[]")
+		ctes = append(ctes, `me AS (INSERT INTO events (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at)
+	SELECT x.run, x.first, x.last, (`+kinds+`)[x.lo:x.hi], (`+bodies+`)[x.lo:x.hi], (`+ds+`)[x.lo:x.hi], CASE WHEN x.dt THEN (`+d+`)[x.lo:x.hi] END,
+		x.ps, x.p, (`+cs+`)[x.lo:x.hi], CASE WHEN x.ct THEN (`+c+`)[x.lo:x.hi] END, x.gen, tm.a[x.t]
+	FROM unnest(`+cols+`) WITH ORDINALITY AS x(run, first, last, lo, hi, ps, p, dt, ct, gen, t, k), tm ORDER BY x.k)`)
 	}
 	if parts&partCheckpoints != 0 {
 		cols := ps("text[]", "bigint[]", "bigint[]", "bigint[]", "text[]", "bytea[]", "text[]", "bigint[]", "int[]")

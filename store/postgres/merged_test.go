@@ -147,25 +147,25 @@ func TestMergedGroupsLeaveTheRowsTicksAloneLeave(t *testing.T) {
 	// the run's header the time of its last tick.
 	q := func(table, seq string) string {
 		return `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), table}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = ` + seq + ` AND e.recorded_at = x.recorded_at)`
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND ` + seq + ` BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.recorded_at)`
 	}
 	for _, c := range []struct{ what, sql string }{
 		{"intents", q("intents", "x.seq")},
 		{"checkpoints", q("checkpoints", "x.seq")},
 		{"inbox", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "inbox"}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = 3 AND e.recorded_at = x.recorded_at)`},
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND 3 BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.recorded_at)`},
 		{"receipts", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "receipts"}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = 4 AND e.recorded_at = x.recorded_at)`},
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND 4 BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.recorded_at)`},
 		{"trace", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "trace"}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = CASE x.seq WHEN 1 THEN 3 ELSE 4 END AND e.recorded_at = x.recorded_at)`},
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND CASE x.seq WHEN 1 THEN 3 ELSE 4 END BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.recorded_at)`},
 		{"outbox", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "outbox"}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = CASE x.status WHEN 'done' THEN 4 ELSE 3 END AND e.recorded_at = x.updated_at)`},
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND CASE x.status WHEN 'done' THEN 4 ELSE 3 END BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.updated_at)`},
 		{"attempts", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "attempts"}.Sanitize() + ` x JOIN ` + pgx.Identifier{s.Schema(), "intents"}.Sanitize() +
 			` i USING (intent_id) WHERE NOT EXISTS (SELECT 1 FROM ` + pgx.Identifier{s.Schema(), "events"}.Sanitize() +
-			` e WHERE e.run_id = i.run_id AND e.seq = 3 AND e.recorded_at = x.started_at) OR NOT EXISTS (SELECT 1 FROM ` + pgx.Identifier{s.Schema(), "events"}.Sanitize() +
-			` e WHERE e.run_id = i.run_id AND e.seq = 4 AND e.recorded_at = x.finished_at)`},
+			` e WHERE e.run_id = i.run_id AND 3 BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.started_at) OR NOT EXISTS (SELECT 1 FROM ` + pgx.Identifier{s.Schema(), "events"}.Sanitize() +
+			` e WHERE e.run_id = i.run_id AND 4 BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.finished_at)`},
 		{"runs", `SELECT count(*) FROM ` + pgx.Identifier{s.Schema(), "runs"}.Sanitize() + ` x WHERE NOT EXISTS (SELECT 1 FROM ` +
-			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND e.seq = x.head_seq AND e.recorded_at = x.updated_at)`},
+			pgx.Identifier{s.Schema(), "events"}.Sanitize() + ` e WHERE e.run_id = x.run_id AND x.head_seq BETWEEN e.seq AND e.last_seq AND e.recorded_at = x.updated_at)`},
 	} {
 		var bad int64
 		must(t, conn.QueryRow(ctx, c.sql).Scan(&bad))

@@ -60,22 +60,20 @@ func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, kind, body, `+hashText("digest_sum", "digest")+`, `+hashText("prev_sum", "prev_hash")+`,
-	`+hashText("chain_sum", "chain_hash")+`, generation, recorded_at
-FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
+	rows, err := s.pool.Query(ctx, `SELECT `+eventRowColumns+` FROM events WHERE run_id = $1 AND last_seq > $2 ORDER BY last_seq`, runID, after)
 	if err != nil {
 		return nil, s.mapErr("events", runID, err)
 	}
 	defer rows.Close()
 	var out []store.Event
+	var r eventRow
 	for rows.Next() {
-		var e store.Event
-		var at int64
-		if err := rows.Scan(&e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, s.mapErr("events", runID, err)
 		}
-		e.RecordedAt = fromNanos(at)
-		out = append(out, e)
+		if out, err = r.appendTo(out, after); err != nil {
+			return nil, s.mapErr("events", runID, err)
+		}
 	}
 	return out, s.mapErr("events", runID, rows.Err())
 }

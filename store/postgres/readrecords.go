@@ -44,10 +44,7 @@ FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ANY
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, a.approval_id`
 )
 
-// recordsEventsSQL is built once: hashText spells the hash columns.
-var recordsEventsSQL = `SELECT run_id, seq, kind, body, ` + hashText("digest_sum", "digest") + `, ` + hashText("prev_sum", "prev_hash") + `,
-	` + hashText("chain_sum", "chain_hash") + `, generation, recorded_at
-FROM events WHERE run_id = ANY($1) ORDER BY run_id, seq`
+const recordsEventsSQL = `SELECT run_id, ` + eventRowColumns + ` FROM events WHERE run_id = ANY($1) ORDER BY run_id, last_seq`
 
 // ReadRunRecords reads the records of the runs runIDs: recs[i] and
 // errs[i] are what reading run runIDs[i] by parts returns (its header
@@ -161,20 +158,20 @@ func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at
 			return err
 		}
 	}
+	var ev eventRow
+	evDest := append([]any{nil}, ev.dest()...)
 	if err := each(func(rows pgx.Rows) (string, error) {
 		var id string
-		var e store.Event
-		var at int64
-		if err := rows.Scan(&id, &e.Seq, &e.Kind, &e.Body, &e.Digest, &e.PrevHash, &e.ChainHash, &e.Generation, &at); err != nil {
+		evDest[0] = &id
+		if err := rows.Scan(evDest...); err != nil {
 			return "", err
 		}
-		e.RecordedAt = fromNanos(at)
 		i, err := pos(id)
 		if err != nil {
 			return "", err
 		}
-		got[i].Events = append(got[i].Events, e)
-		return id, nil
+		got[i].Events, err = ev.appendTo(got[i].Events, 0)
+		return id, err
 	}); err != nil {
 		return err
 	}

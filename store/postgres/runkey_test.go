@@ -11,14 +11,15 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// eventInsert is one statement inserting an event row per run in runs,
-// each at its own position, into table.
+// eventInsert is one statement inserting a row of one event per run in
+// runs, each at its own position, into table.
 func eventInsert(table string, runs []string, seq int) string {
 	vals := make([]string, len(runs))
 	for i, r := range runs {
-		vals[i] = fmt.Sprintf(`('%s', %d, 'k', '\x00', 'd', 'p', 'c', 1, 0)`, r, seq+i)
+		vals[i] = fmt.Sprintf(`('%s', %d, %d, '{k}', '{"\\x00"}', '{NULL}', '{d}', NULL, 'p', '{NULL}', '{c}', 1, 0)`, r, seq+i, seq+i)
 	}
-	return `INSERT INTO ` + table + ` (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES ` + strings.Join(vals, ", ")
+	return `INSERT INTO ` + table + ` (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at) VALUES ` +
+		strings.Join(vals, ", ")
 }
 
 // An event naming a run that does not exist is refused with the foreign

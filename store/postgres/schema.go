@@ -611,6 +611,103 @@ ALTER TABLE receipts DROP CONSTRAINT IF EXISTS receipts_intent_run_fkey;
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_intent_id_fkey;
 ALTER TABLE intents DROP CONSTRAINT IF EXISTS intents_intent_run;
 `},
+	// A tick's events in one row, as its trace records since migration 5:
+	// the events a commit appends cost one heap tuple and one index entry,
+	// with their write-ahead log records, where they cost one each. The
+	// row numbers its first and last event (seq, last_seq) and holds their
+	// kinds and bodies in order, and their digests and chain hashes as
+	// arrays of sums (an element NULL where the hash is kept as its text)
+	// beside arrays of texts (NULL when every hash of the row is a sum;
+	// else an element NULL where it is). Only the first event's previous
+	// hash is stored, as a pair as before: each later event's is the
+	// chain hash of the one before it, which is how the store writes
+	// them. The key is the row's last position, so that the events after
+	// a position are read from the first row ending past it. A row's
+	// checks (contiguous positions, arrays as long as its events, without
+	// NULL kinds or bodies, each hash as exactly one of sum and text,
+	// sums of 32 bytes, the run existing) are made by a row trigger,
+	// skipped under the fence as migration 18's. Its values are stored
+	// as the trace rows are: uncompressed in the row up to a page.
+	// Existing events become one-event rows with the same values; the
+	// table is rebuilt, its rows may not be updated.
+	{"events per tick", `
+CREATE TABLE event_ticks (
+	run_id       text NOT NULL,
+	seq          flrh_position NOT NULL,
+	last_seq     bigint NOT NULL,
+	kinds        flrh_trace_kinds NOT NULL,
+	bodies       flrh_trace_bodies NOT NULL,
+	digest_sums  bytea[] NOT NULL,
+	digests      text[],
+	prev_sum     bytea,
+	prev_hash    text,
+	chain_sums   bytea[] NOT NULL,
+	chain_hashes text[],
+	generation   bigint NOT NULL,
+	recorded_at  bigint NOT NULL,
+	PRIMARY KEY (run_id, last_seq)
+);
+INSERT INTO event_ticks (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at)
+SELECT run_id, seq, seq, ARRAY[kind], ARRAY[body], ARRAY[digest_sum::bytea], CASE WHEN digest IS NOT NULL THEN ARRAY[digest] END,
+	prev_sum, prev_hash, ARRAY[chain_sum::bytea], CASE WHEN chain_hash IS NOT NULL THEN ARRAY[chain_hash] END, generation, recorded_at
+FROM events ORDER BY run_id, seq;
+DROP TABLE events;
+DROP FUNCTION flrh_events_checked();
+ALTER TABLE event_ticks RENAME TO events;
+ALTER INDEX event_ticks_pkey RENAME TO events_pkey;
+ALTER TABLE events ALTER COLUMN run_id SET STORAGE MAIN, ALTER COLUMN kinds SET STORAGE MAIN,
+	ALTER COLUMN bodies SET STORAGE MAIN, ALTER COLUMN digest_sums SET STORAGE MAIN, ALTER COLUMN digests SET STORAGE MAIN,
+	ALTER COLUMN prev_sum SET STORAGE MAIN, ALTER COLUMN prev_hash SET STORAGE MAIN,
+	ALTER COLUMN chain_sums SET STORAGE MAIN, ALTER COLUMN chain_hashes SET STORAGE MAIN;
+ALTER TABLE events SET (toast_tuple_target = 8160);
+DO $$
+BEGIN
+	EXECUTE 'ALTER TABLE events ALTER COLUMN bodies SET COMPRESSION lz4';
+EXCEPTION WHEN feature_not_supported OR syntax_error THEN
+	NULL;
+END
+$$;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+DO $do$
+BEGIN
+	EXECUTE format($f$
+CREATE FUNCTION flrh_events_checked() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+BEGIN
+	IF num_nulls(NEW.run_id, NEW.seq, NEW.last_seq, NEW.kinds, NEW.bodies, NEW.digest_sums, NEW.chain_sums, NEW.generation, NEW.recorded_at) > 0 THEN
+		RETURN NEW; -- refused by the column's NOT NULL
+	END IF;
+	n := NEW.last_seq - NEW.seq + 1;
+	IF NOT (n >= 1 AND cardinality(NEW.kinds) = n AND cardinality(NEW.bodies) = n
+		AND array_ndims(NEW.digest_sums) = 1 AND array_lower(NEW.digest_sums, 1) = 1 AND cardinality(NEW.digest_sums) = n
+		AND array_ndims(NEW.chain_sums) = 1 AND array_lower(NEW.chain_sums, 1) = 1 AND cardinality(NEW.chain_sums) = n
+		AND array_lower(NEW.kinds, 1) = 1 AND array_lower(NEW.bodies, 1) = 1
+		AND (NEW.digests IS NULL OR (array_ndims(NEW.digests) = 1 AND array_lower(NEW.digests, 1) = 1 AND cardinality(NEW.digests) = n))
+		AND (NEW.chain_hashes IS NULL OR (array_ndims(NEW.chain_hashes) = 1 AND array_lower(NEW.chain_hashes, 1) = 1 AND cardinality(NEW.chain_hashes) = n))) THEN
+		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_records"'
+			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_records';
+	END IF;
+	IF (NEW.prev_sum IS NULL) = (NEW.prev_hash IS NULL) OR octet_length(NEW.prev_sum) <> 32
+		OR EXISTS (SELECT FROM generate_series(1, n) i WHERE (NEW.digest_sums[i] IS NULL) = (NEW.digests[i] IS NULL)
+			OR (NEW.chain_sums[i] IS NULL) = (NEW.chain_hashes[i] IS NULL)
+			OR octet_length(NEW.digest_sums[i]) <> 32 OR octet_length(NEW.chain_sums[i]) <> 32) THEN
+		RAISE EXCEPTION 'new row for relation "events" violates check constraint "event_hashes"'
+			USING ERRCODE = 'check_violation', TABLE = 'events', CONSTRAINT = 'event_hashes';
+	END IF;
+	IF NOT EXISTS (SELECT FROM %I.runs r WHERE r.run_id = NEW.run_id) THEN
+		RAISE EXCEPTION 'insert into table "events" violates its run key: run "%%" does not exist', NEW.run_id
+			USING ERRCODE = 'foreign_key_violation', TABLE = 'events', COLUMN = 'run_id';
+	END IF;
+	RETURN NEW;
+END
+$$$f$, current_schema());
+END
+$do$;
+CREATE TRIGGER events_checked BEFORE INSERT ON events FOR EACH ROW
+	WHEN (flrh_unfenced()) EXECUTE FUNCTION flrh_events_checked();
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

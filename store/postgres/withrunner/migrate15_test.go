@@ -35,6 +35,7 @@ DELETE FROM schema_migrations WHERE version > 14;`
 // the unique indexes on commit order that migration 17 dropped.
 func toVersion14(t *testing.T, schema string) {
 	t.Helper()
+	execInSchema(t, schema, version19Events)
 	execInSchema(t, schema, version18Keys)
 	execInSchema(t, schema, version16Orders)
 	execInSchema(t, schema, version14Events)

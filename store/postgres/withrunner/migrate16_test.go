@@ -22,6 +22,7 @@ func TestMigrateFromVersion15RealRuns(t *testing.T) {
 	ids := recordRuns(t, old, "", true)
 	want := readRuns(t, old, ids)
 	old.Close()
+	execInSchema(t, schema, version19Events)
 	execInSchema(t, schema, version15Runs)
 
 	st := openNamed(t, schema, "flrh-migrate15", postgres.Options{})

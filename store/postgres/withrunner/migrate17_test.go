@@ -41,6 +41,7 @@ func TestMigrateFromVersion16RealRuns(t *testing.T) {
 	ids := recordRuns(t, old, "", true)
 	want := readRuns(t, old, ids)
 	old.Close()
+	execInSchema(t, schema, version19Events)
 	execInSchema(t, schema, version16Orders)
 
 	st := openNamed(t, schema, "flrh-migrate16", postgres.Options{})

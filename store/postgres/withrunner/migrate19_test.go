@@ -56,6 +56,7 @@ func TestMigrateFromVersion18RealRuns(t *testing.T) {
 	old := openNamed(t, schema, "flrh-migrate18-old", postgres.Options{})
 	ids := recordRuns(t, old, "", true)
 	want := readRuns(t, old, ids)
+	execInSchema(t, schema, version19Events)
 	execInSchema(t, schema, version18Keys)
 	wantOld := []string{
 		"attempts.attempts_intent_id_fkey FOREIGN KEY (intent_id) REFERENCES intents(intent_id)",

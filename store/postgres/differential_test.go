@@ -129,7 +129,7 @@ func TestDifferentialAgainstSQLite(t *testing.T) {
 					head = r.Head
 				}
 				tick := store.Tick{ExpectHead: head + int64(rapid.SampledFrom([]int{0, 0, 0, 1}).Draw(rt, "head skew"))}
-				for i := rapid.IntRange(0, 2).Draw(rt, "events"); i > 0; i-- {
+				for i := rapid.IntRange(0, 4).Draw(rt, "events"); i > 0; i-- {
 					tick.Events = append(tick.Events, storetest.Ev("E", fmt.Sprintf(`{"n":%d}`, n)))
 				}
 				if rapid.Bool().Draw(rt, "intent") {
@@ -188,6 +188,24 @@ func TestDifferentialAgainstSQLite(t *testing.T) {
 			c2, e2 := pgs.Checkpoint(ctx, run)
 			codes("checkpoint", e1, e2)
 			same("checkpoint", c1, c2)
+			// A tick's events are one row in PostgreSQL, one each in
+			// SQLite: read from after every position, inside a row or at
+			// its end, they are the same.
+			for after := int64(0); after <= r1.Head+1; after++ {
+				v1, e1 := ref.Events(ctx, run, after)
+				v2, e2 := pgs.Events(ctx, run, after)
+				codes("events after", e1, e2)
+				same(fmt.Sprintf("events after %d", after), v1, v2)
+			}
+		}
+		// The records verify and replay read, several runs at a time.
+		for _, all := range []bool{false, true} {
+			recs1, errs1 := ref.ReadRunRecords(ctx, runs, all)
+			recs2, errs2 := pgs.ReadRunRecords(ctx, runs, all)
+			for i := range runs {
+				codes("records", errs1[i], errs2[i])
+				same("records", recs1[i], recs2[i])
+			}
 		}
 		for _, id := range intents {
 			a1, e1 := ref.Attempts(ctx, id)

@@ -52,12 +52,12 @@ ORDER BY 1`)
 func TestMigrateFromVersion10RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	old := openNamed(t, schema, "flrh-migrate10-old", postgres.Options{})
+	ids := recordRuns(t, old, "", true)
+	want := readRuns(t, old, ids)
 	toVersion10(t, schema)
 	if got, want := runKeys(t, old), []string{"fkey events_sums_run_id_fkey"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 10's run keys %v, want %v", got, want)
 	}
-	ids := recordRuns(t, old, "", true)
-	want := readRuns(t, old, ids)
 	old.Close()
 
 	st := openNamed(t, schema, "flrh-migrate10", postgres.Options{})

@@ -58,6 +58,8 @@ func toVersion11(t *testing.T, schema string) {
 func TestMigrateFromVersion11RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	old := openNamed(t, schema, "flrh-migrate11-old", postgres.Options{})
+	ids := recordRuns(t, old, "", true)
+	want := readRuns(t, old, ids)
 	toVersion11(t, schema)
 	tableChecks := func(st *postgres.Store) []string {
 		var out []string
@@ -74,8 +76,6 @@ func TestMigrateFromVersion11RealRuns(t *testing.T) {
 	if got, want := runKeys(t, old), []string{"trigger events.events_run_exists", "trigger runs.runs_no_delete", "trigger runs.runs_no_rename", "trigger runs.runs_no_truncate"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("version 11's run keys %v, want %v", got, want)
 	}
-	ids := recordRuns(t, old, "", true)
-	want := readRuns(t, old, ids)
 	old.Close()
 
 	st := openNamed(t, schema, "flrh-migrate11", postgres.Options{})

@@ -54,6 +54,8 @@ ORDER BY 1`)
 func TestMigrateFromVersion12RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	old := openNamed(t, schema, "flrh-migrate12-old", postgres.Options{})
+	ids := recordRuns(t, old, "", true)
+	want := readRuns(t, old, ids)
 	toVersion12(t, schema)
 	wantOld := []string{
 		"intents.intents_commit_order_key u UNIQUE (commit_order)",
@@ -67,8 +69,6 @@ func TestMigrateFromVersion12RealRuns(t *testing.T) {
 	if got := intentKeys(t, old); !reflect.DeepEqual(got, wantOld) {
 		t.Fatalf("version 12's keys\n%q\nwant\n%q", got, wantOld)
 	}
-	ids := recordRuns(t, old, "", true)
-	want := readRuns(t, old, ids)
 	var receipts int
 	must(t, old.Pool().QueryRow(ctx, `SELECT count(*) FROM receipts`).Scan(&receipts))
 	if receipts == 0 {

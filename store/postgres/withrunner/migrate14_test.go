@@ -55,12 +55,13 @@ FROM checkpoints WHERE run_id LIKE $1`, like).Scan(&compressed, &plain, &all))
 func TestMigrateFromVersion13RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	old := openNamed(t, schema, "flrh-migrate13-old", postgres.Options{})
+	execInSchema(t, schema, version13Storage)
+	ids := recordRuns(t, old, "", true)
+	want := readRuns(t, old, ids)
 	toVersion13(t, schema)
 	if got := storageOptions(t, old); len(got) != 0 {
 		t.Fatalf("version 13's storage parameters %q, want none", got)
 	}
-	ids := recordRuns(t, old, "", true)
-	want := readRuns(t, old, ids)
 	c, _, all := checkpointStorage(t, old, "%")
 	if all == 0 || c == 0 {
 		t.Fatalf("%d of %d version-13 checkpoints compressed: the test would prove nothing", c, all)

@@ -216,7 +216,7 @@ func TestMigrateFromVersion4RealRuns(t *testing.T) {
 	// Every canonical hash the version-4 rows held as text is now its sum.
 	var text int64
 	must(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE run_id <> 'odd'
-	AND (digest_sum IS NULL OR prev_sum IS NULL OR chain_sum IS NULL)`).Scan(&text))
+	AND (digests IS NOT NULL OR prev_sum IS NULL OR chain_hashes IS NOT NULL)`).Scan(&text))
 	if text != 0 {
 		t.Fatalf("%d events keep a canonical hash as text", text)
 	}

@@ -6,6 +6,14 @@ import (
 	"flrh.dev/flrh/store/postgres"
 )
 
+// version8Storage is what migration 9 changed: the checkpoints and trace
+// tables' columns EXTENDED.
+const version8Storage = `ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN build_digest SET STORAGE EXTENDED,
+	ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN digest SET STORAGE EXTENDED;
+ALTER TABLE trace ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN kinds SET STORAGE EXTENDED,
+	ALTER COLUMN bodies SET STORAGE EXTENDED;
+DELETE FROM schema_migrations WHERE version > 8;`
+
 // toVersion8 gives schema's checkpoints and trace tables back the storage
 // of the released version 8 (every column EXTENDED) and forgets the
 // migrations after 8 (version 9's checks first): what a version-8
@@ -13,11 +21,7 @@ import (
 func toVersion8(t *testing.T, schema string) {
 	t.Helper()
 	toVersion9(t, schema)
-	execInSchema(t, schema, `ALTER TABLE checkpoints ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN build_digest SET STORAGE EXTENDED,
-	ALTER COLUMN body SET STORAGE EXTENDED, ALTER COLUMN digest SET STORAGE EXTENDED;
-ALTER TABLE trace ALTER COLUMN run_id SET STORAGE EXTENDED, ALTER COLUMN kinds SET STORAGE EXTENDED,
-	ALTER COLUMN bodies SET STORAGE EXTENDED;
-DELETE FROM schema_migrations WHERE version > 8;`)
+	execInSchema(t, schema, version8Storage)
 }
 
 // toastRows counts the TOAST chunks of schema's checkpoints and trace.
@@ -41,12 +45,17 @@ func toastRows(t *testing.T, st *postgres.Store) int64 {
 func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	schema := freshSchema(t)
 	// This build's writes under version 8's storage: the store is opened
-	// (which migrates to this build's version) and then put back to
-	// version 8 underneath it; the migration is what this test is about.
+	// (which migrates to this build's version), its tables' storage put
+	// back to version 8's underneath it before the runs are written, and
+	// the rest after them (this build writes a tick's events in one row:
+	// they are put back to a row each); the migration is what this test
+	// is about.
 	old := openNamed(t, schema, "flrh-migrate8-old", postgres.Options{})
-	toVersion8(t, schema)
+	execInSchema(t, schema, version13Storage)
+	execInSchema(t, schema, version8Storage)
 	ids := recordRuns(t, old, "", true)
 	want := readRuns(t, old, ids)
+	toVersion8(t, schema)
 	var v int64
 	must(t, old.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v))
 	if v != 8 {

@@ -12,7 +12,7 @@ import (
 //
 // A group's ticks, each sent as it would be alone, take two statements
 // each (the fence and the appended statement): each statement an executor
-// start-up, and each insert into events a firing of its statement trigger.
+// start-up, and each events row a firing of its row trigger.
 // When every tick of a group has only those two (see mergedTick), the
 // group first goes as two statements in all: one fence for every tick's
 // run (mergedFenceSQL) and one statement with one multi-row write per

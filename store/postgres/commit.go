@@ -438,8 +438,12 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	}
 	var ev eventColumns
 	if n := len(tick.Events); n > 0 {
-		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash, prevSum: hashSum(next.hash)}
-		ev.digests, ev.chains = newHashColumns2(n)
+		var room []byte
+		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash}
+		ev.digests, ev.chains, room = newHashColumns2(n)
+		if sum := appendSum(room, next.hash); len(sum) > 0 {
+			ev.prevSum = sum
+		}
 		for i, e := range tick.Events {
 			ev.kinds[i], ev.bodies[i] = e.Kind, e.Body
 			ev.digests.add(e.Digest)

@@ -34,15 +34,16 @@ func newHashColumns(n int) hashColumns {
 }
 
 // newHashColumns2 returns two hash columns for n hashes each (a tick's
-// events' digests and chain hashes), sharing three allocations. Each
-// column's slices are capped at its own part, so that neither can grow
-// into the other.
-func newHashColumns2(n int) (a, b hashColumns) {
-	sums, all, buf := make([][]byte, 0, 2*n), make([]string, 0, 2*n), make([]byte, 0, 2*32*n)
+// events' digests and chain hashes) and room for one sum more (the first
+// event's previous hash), sharing three allocations. Each column's
+// slices, and the room, are capped at their own part, so that none can
+// grow into another.
+func newHashColumns2(n int) (a, b hashColumns, room []byte) {
+	sums, all, buf := make([][]byte, 0, 2*n), make([]string, 0, 2*n), make([]byte, 0, 2*32*n+32)
 	col := func(i int) hashColumns {
 		return hashColumns{sums: sums[i*n : i*n : (i+1)*n], all: all[i*n : i*n : (i+1)*n], buf: buf[i*32*n : i*32*n : (i+1)*32*n]}
 	}
-	return col(0), col(1)
+	return col(0), col(1), buf[2*32*n : 2*32*n : 2*32*n+32]
 }
 
 func (c *hashColumns) add(h string) {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"encoding/hex"
 	"reflect"
 	"strings"
@@ -9,9 +10,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestHashColumns2: two columns sharing their allocations hold what
-// columns of their own hold, even filled past the capacity they were
-// made for.
+// TestHashColumns2: two columns sharing their allocations (and a sum
+// beside them) hold what columns of their own hold, even filled past the
+// capacity they were made for.
 func TestHashColumns2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		hash := rapid.OneOf(rapid.Custom(func(t *rapid.T) string {
@@ -19,7 +20,10 @@ func TestHashColumns2(t *testing.T) {
 		}), rapid.StringMatching(`[a-z0-9:]{0,9}`))
 		n := rapid.IntRange(0, 4).Draw(t, "capacity")
 		var shared [2]hashColumns
-		shared[0], shared[1] = newHashColumns2(n)
+		var room []byte
+		shared[0], shared[1], room = newHashColumns2(n)
+		prev := hash.Draw(t, "previous hash")
+		room = appendSum(room, prev)
 		for i := range shared {
 			hs := rapid.SliceOfN(hash, 0, n+2).Draw(t, "hashes")
 			own := newHashColumns(n)
@@ -31,6 +35,9 @@ func TestHashColumns2(t *testing.T) {
 				own.anyText != shared[i].anyText || !reflect.DeepEqual(own.texts(), shared[i].texts()) {
 				t.Fatalf("column %d: %+v, own %+v", i, shared[i], own)
 			}
+		}
+		if !bytes.Equal(room, hashSum(prev)) {
+			t.Fatalf("the room holds %x, want the sum of %q", room, prev)
 		}
 		// Filling the later columns left the earlier ones as they were.
 		for i := range shared {

@@ -327,6 +327,12 @@ func startInput(input []byte, u Usage) ([]byte, any, error) {
 	if b, ok := plainInputBytes(input, u); ok {
 		return b, nil, nil
 	}
+	return decodedInput(input)
+}
+
+// decodedInput is a first input canonicalized, decoded again and checked:
+// what startInput does with an input its bytes alone cannot make a body.
+func decodedInput(input []byte) ([]byte, any, error) {
 	body, err := cjson.Canonicalize(input)
 	if err != nil {
 		return nil, nil, fmt.Errorf("runner: run input: %w", err)

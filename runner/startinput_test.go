@@ -2,39 +2,19 @@ package runner
 
 import (
 	"bytes"
-	"fmt"
 	"reflect"
 	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
-
-	"flrh.dev/flrh/cjson"
 )
-
-// startInputByDecoding is what StartWithUsage made of a first input
-// before startInput: canonicalized, decoded again and checked.
-func startInputByDecoding(input []byte) ([]byte, any, error) {
-	body, err := cjson.Canonicalize(input)
-	if err != nil {
-		return nil, nil, fmt.Errorf("runner: run input: %w", err)
-	}
-	v, err := cjson.Decode(body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("runner: run input: %w", err)
-	}
-	if err := plainInput(v); err != nil {
-		return nil, nil, err
-	}
-	return body, v, nil
-}
 
 // checkStartInput holds startInput to decoding: the same body (never the
 // caller's bytes), the same error, and the decoded value whenever a usage
 // report needs it.
 func checkStartInput(t interface{ Fatalf(string, ...any) }, text []byte, u Usage) {
 	body, v, err := startInput(text, u)
-	want, wantV, wantErr := startInputByDecoding(text)
+	want, wantV, wantErr := decodedInput(text)
 	if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 		t.Fatalf("%q: error %v, decoding gives %v", text, err, wantErr)
 	}
@@ -76,7 +56,7 @@ func TestStartInputMatchesDecoding(t *testing.T) {
 		checkStartInput(rt, text, u)
 	})
 	for _, c := range []string{
-		`{"type":"refund.requested/1","payload":{"amount":10,"payee":"p1","reason":"damaged item","refund_id":"r-1-1"}}`,
+		unsortedRefundInput,
 		`{"a":1}`, `{"b":1,"a":1.0}`, `{"b":1,"a":"\u0041"}`, `{"b":1,"a":2,"b":3}`,
 		`{"input":{},"format":` + string(reportedFormatText) + `}`, `{"format":"x","input":1}`, `[1,2]`, `"s"`, ``, `{`,
 	} {
@@ -88,25 +68,23 @@ func TestStartInputMatchesDecoding(t *testing.T) {
 // The governed step's first input, its members out of order, is made its
 // body in the one allocation of the body itself: not decoded.
 func TestStartInputAllocatesItsBytes(t *testing.T) {
-	in := []byte(`{"type":"refund.requested/1","payload":{"amount":10,"payee":"p1","reason":"damaged item","refund_id":"r-1-1"}}`)
-	if n := testing.AllocsPerRun(100, func() {
+	in := []byte(unsortedRefundInput)
+	wantOneAllocation(t, func() {
 		if _, _, err := startInput(in, Usage{}); err != nil {
 			t.Fatal(err)
 		}
-	}); n != 1 {
-		t.Fatalf("%v allocations, want 1", n)
-	}
+	})
 }
 
 // BenchmarkStartInput is the governed step's first input, its members out
 // of order, made its body as StartWithUsage made it before (canonicalized
 // and decoded again) and as it does now.
 func BenchmarkStartInput(b *testing.B) {
-	in := []byte(`{"type":"refund.requested/1","payload":{"amount":10,"payee":"p1","reason":"damaged item","refund_id":"r-1-1"}}`)
+	in := []byte(unsortedRefundInput)
 	b.Run("decoded", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := startInputByDecoding(in); err != nil {
+			if _, _, err := decodedInput(in); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -129,6 +129,36 @@ func openMigrated(t *testing.T, path string, version int64) (*sqlite.Store, *sql
 	return st, db
 }
 
+// heldConns holds n connections of db's pool at once (every idle one, and
+// more), each checked by check when it is not nil, so that what a test
+// asks of the schema is asked of every connection a store could use.
+func heldConns(t *testing.T, ctx context.Context, db *sql.DB, n int, check func(*sql.Conn)) []*sql.Conn {
+	t.Helper()
+	conns := make([]*sql.Conn, 0, n)
+	for range n {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check != nil {
+			check(conn)
+		}
+		conns = append(conns, conn)
+	}
+	return conns
+}
+
+// refusedOnEach fails t when any of conns accepts q with args: what names
+// the write the schema must refuse.
+func refusedOnEach(t *testing.T, ctx context.Context, conns []*sql.Conn, what, q string, args ...any) {
+	t.Helper()
+	for i, conn := range conns {
+		if _, err := conn.ExecContext(ctx, q, args...); err == nil {
+			t.Fatalf("%s was accepted after migration (connection %d)", what, i)
+		}
+	}
+}
+
 // runsGoOn holds the runs ids of a migrated store to what they read back
 // before (want), verifies and replays them, then records more runs, which
 // verify and replay too, and returns their ids.
@@ -207,18 +237,12 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 SELECT ?, run_id, seq, effect_type, ?, content_digest, body, digest, generation, recorded_at FROM intents WHERE intent_id = ?`
 	// Every idle connection of the pool, and more, held at once: each
 	// must enforce the keys.
-	var conns []*sql.Conn
-	for range 4 {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+	conns := heldConns(t, ctx, db, 4, func(conn *sql.Conn) {
 		var on int64
 		if err := conn.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&on); err != nil || on != 1 {
 			t.Fatalf("a connection with foreign_keys %d (%v) after migration", on, err)
 		}
-		conns = append(conns, conn)
-	}
+	})
 	for _, c := range []struct {
 		name string
 		q    string
@@ -233,11 +257,7 @@ SELECT 1, 'y', run_id, seq, effect_type, 'ky', content_digest, body, digest, gen
 		{"a changed intent", `UPDATE intents SET body = x'00' WHERE intent_id = ?`, []any{id}},
 		{"a deleted intent", `DELETE FROM intents WHERE intent_id = ?`, []any{id}},
 	} {
-		for i, conn := range conns {
-			if _, err := conn.ExecContext(ctx, c.q, c.args...); err == nil {
-				t.Fatalf("%s was accepted after migration (connection %d)", c.name, i)
-			}
-		}
+		refusedOnEach(t, ctx, conns, c.name, c.q, c.args...)
 	}
 	for _, conn := range conns {
 		conn.Close()

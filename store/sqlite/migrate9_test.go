@@ -131,14 +131,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 	if id == "" {
 		t.Fatal("no attempt to test the keys with")
 	}
-	var conns []*sql.Conn
-	for range 4 {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, conn)
-	}
+	conns := heldConns(t, ctx, db, 4, nil)
 	for _, c := range []struct {
 		name string
 		q    string
@@ -153,11 +146,7 @@ func TestMigrateFromVersion8RealRuns(t *testing.T) {
 		{"an attempt moved to no intent", `UPDATE attempts SET intent_order = ? WHERE intent_order = ?`, []any{1 << 40, order}},
 		{"an attempt numbered 0", `UPDATE attempts SET n = 0 WHERE intent_order = ?`, []any{order}},
 	} {
-		for i, conn := range conns {
-			if _, err := conn.ExecContext(ctx, c.q, c.args...); err == nil {
-				t.Fatalf("%s was accepted after migration (connection %d)", c.name, i)
-			}
-		}
+		refusedOnEach(t, ctx, conns, c.name, c.q, c.args...)
 	}
 	for _, conn := range conns {
 		conn.Close()

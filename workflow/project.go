@@ -146,32 +146,38 @@ func (r *projectRoom) query() []seam.Query {
 
 // args is room for n rendered arguments.
 func (r *projectRoom) args(n int) []any {
-	if r == nil || r.nargs+n > len(r.argv) {
+	if r == nil {
 		return make([]any, n)
 	}
-	a := r.argv[r.nargs : r.nargs+n : r.nargs+n]
-	r.nargs += n
-	return a
+	return carve(r.argv[:], &r.nargs, n)
 }
 
 // values is room for n argument values.
 func (r *projectRoom) values(n int) []logic.Value {
-	if r == nil || r.nvals+n > len(r.vals) {
+	if r == nil {
 		return make([]logic.Value, n)
 	}
-	v := r.vals[r.nvals : r.nvals+n : r.nvals+n]
-	r.nvals += n
-	return v
+	return carve(r.vals[:], &r.nvals, n)
 }
 
 // idList is room for n support ids, empty strings.
 func (r *projectRoom) idList(n int) []string {
-	if r == nil || r.nids+n > len(r.ids) {
+	if r == nil {
 		return make([]string, n)
 	}
-	ids := r.ids[r.nids : r.nids+n : r.nids+n]
-	r.nids += n
-	return ids
+	return carve(r.ids[:], &r.nids, n)
+}
+
+// carve is the n elements of buf after the *used already handed out, capped
+// so that an append copies rather than write over the next room, or a new
+// slice when buf has fewer than n left.
+func carve[T any](buf []T, used *int, n int) []T {
+	if *used+n > len(buf) {
+		return make([]T, n)
+	}
+	s := buf[*used : *used+n : *used+n]
+	*used += n
+	return s
 }
 
 // lDigests are the digests of the L fixpoint and materialization the seam

@@ -286,8 +286,8 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (checkpoint_key, run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at, run_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, eventKey(counters.order, n), runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg, counters.order); err != nil {
 			return err
 		}
 	}
@@ -314,8 +314,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 			}
 			frame = appendTraceRecord(frame, tr.Kind, body)
 		}
-		_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-			runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg)
+		_, err := s.exec(ctx, tx, `INSERT INTO trace (trace_key, run_id, seq, last_seq, records, recorded_at, run_order) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			eventKey(counters.order, last+1), runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg, counters.order)
 		tx.w.frame = frame[:0] // the driver copied it
 		if err != nil {
 			return err
@@ -550,9 +550,10 @@ func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, order,
 }
 
 // eventKey is the key of event seq of the run created order-th
-// (schema version 10): the order times 2^32 plus the number, so that a
-// run's events are one range of the table, in their order. The table
-// checks it; a number or order out of its range is refused there.
+// (schema version 10), and of its trace row or checkpoint numbered seq
+// (version 11): the order times 2^32 plus the number, so that a run's
+// rows are one range of each table, in their order. The tables check
+// it; a number or order out of its range is refused there.
 func eventKey(order, seq int64) int64 { return order<<32 + seq }
 
 // insertEvents is the statement that inserts n events. The texts for the
@@ -652,12 +653,12 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		return err
 	}
 	return s.write(ctx, op, rel.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		var traceSeq int64
+		var traceSeq, order int64
 		var exp, created, updated int64
 		var r store.Run
-		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq FROM runs WHERE run_id = ?`, rel.RunID).Scan(
+		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq, created_order FROM runs WHERE run_id = ?`, rel.RunID).Scan(
 			&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq)
+			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq, &order)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.Errorf(store.CodeNotFound, op, rel.RunID, nil, "no such run")
 		}
@@ -669,8 +670,8 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
-			rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now)); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO trace (trace_key, run_id, seq, last_seq, records, recorded_at, run_order) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			eventKey(order, seq), rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now), order); err != nil {
 			return err
 		}
 		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, trace_seq = ?, updated_at = ? WHERE run_id = ?`,

@@ -88,8 +88,9 @@ WHERE r.run_id = ? ORDER BY e.event_key`, max(after, 0), runID)
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	var n int64
-	err := s.readRow(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
-WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, blob{&c.Body}, &c.Digest)
+	err := s.readRow(ctx, `SELECT c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest
+FROM runs r JOIN checkpoints c ON c.checkpoint_key > r.created_order * 4294967296 AND c.checkpoint_key < (r.created_order + 1) * 4294967296
+WHERE r.run_id = ? ORDER BY c.checkpoint_key DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, blob{&c.Body}, &c.Digest)
 	if err != nil {
 		return c, mapErr("checkpoint", runID, err)
 	}
@@ -207,7 +208,9 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.read(ctx, `SELECT seq, last_seq, records FROM trace WHERE run_id = ? ORDER BY seq`, runID)
+	rows, err := s.read(ctx, `SELECT t.seq, t.last_seq, t.records
+FROM runs r JOIN trace t ON t.trace_key > r.created_order * 4294967296 AND t.trace_key < (r.created_order + 1) * 4294967296
+WHERE r.run_id = ? ORDER BY t.trace_key`, runID)
 	if err != nil {
 		return nil, mapErr("trace", runID, err)
 	}

@@ -53,7 +53,8 @@ SELECT 1, e.seq, CASE e.kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN '
 FROM runs r JOIN events e ON e.event_key > r.created_order * 4294967296 AND e.event_key < (r.created_order + 1) * 4294967296 WHERE r.run_id = ?1
 UNION ALL
 SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM (SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints WHERE run_id = ?1 ORDER BY n DESC LIMIT 1)
+FROM (SELECT c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest FROM runs r JOIN checkpoints c ON c.checkpoint_key > r.created_order * 4294967296 AND c.checkpoint_key < (r.created_order + 1) * 4294967296
+	WHERE r.run_id = ?1 ORDER BY c.checkpoint_key DESC LIMIT 1)
 UNION ALL
 SELECT 3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
@@ -609,7 +610,8 @@ SELECT b.k*8+1, e.seq, CASE e.kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 
 FROM b JOIN runs r ON r.run_id = b.rid JOIN events e ON e.event_key > r.created_order * 4294967296 AND e.event_key < (r.created_order + 1) * 4294967296
 UNION ALL
 SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN checkpoints c ON c.run_id = b.rid AND c.n = (SELECT max(n) FROM checkpoints WHERE run_id = b.rid)
+FROM b JOIN runs r ON r.run_id = b.rid JOIN checkpoints c ON c.checkpoint_key = (SELECT max(checkpoint_key) FROM checkpoints
+	WHERE checkpoint_key > r.created_order * 4294967296 AND checkpoint_key < (r.created_order + 1) * 4294967296)
 UNION ALL
 SELECT b.k*8+3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL

@@ -104,7 +104,7 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 			r.head, r.next = head, sum
 			rows = append(rows, r)
 		}
-		err := s.insertEventRows(ctx, tx, lease.RunID, counters.order, lease.Generation, ts, rows)
+		err := s.insertEventRows(ctx, tx, lease.RunID, lease.Generation, ts, rows)
 		clear(rows) // holds no event once bound
 		tx.w.evRows = rows[:0]
 		if err != nil {
@@ -286,8 +286,8 @@ func (s *Store) commitTick(ctx context.Context, tx *wtx, now time.Time, lease st
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (checkpoint_key, run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at, run_order)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, eventKey(counters.order, n), runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg, counters.order); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, genArg, tsArg); err != nil {
 			return err
 		}
 	}
@@ -314,8 +314,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, eventKey(counters.order, n), runArg, 
 			}
 			frame = appendTraceRecord(frame, tr.Kind, body)
 		}
-		_, err := s.exec(ctx, tx, `INSERT INTO trace (trace_key, run_id, seq, last_seq, records, recorded_at, run_order) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			eventKey(counters.order, last+1), runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg, counters.order)
+		_, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+			runArg, last+1, last+int64(len(tick.Trace)), frame, tsArg)
 		tx.w.frame = frame[:0] // the driver copied it
 		if err != nil {
 			return err
@@ -495,21 +495,21 @@ type eventRow struct {
 	prev, next [32]byte
 }
 
-// insertEventRows inserts rows of run's events (the run's creation order
-// order, generation gen, recorded at ts) in one statement, after the run's row a lagging tick left to
+// insertEventRows inserts rows of run's events (generation gen, recorded
+// at ts) in one statement, after the run's row a lagging tick left to
 // write (flushRunRow). On the writing connection each value is bound as
 // it is, the sums from the row's arrays; via the driver as values
 // database/sql would hand on.
-func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, order, gen, ts int64, rows []eventRow) error {
+func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, gen, ts int64, rows []eventRow) error {
 	if tx.lc == nil {
-		args := make([]any, 0, 11*len(rows))
+		args := make([]any, 0, 9*len(rows))
 		for i := range rows {
 			r := &rows[i]
 			prev := packHash(r.prevText)
 			if r.prevText == "" {
 				prev = slices.Clone(r.prev[:])
 			}
-			args = append(args, eventKey(order, r.head), run, r.head, r.kind, r.body, packHash(r.digest), prev, slices.Clone(r.next[:]), gen, ts, order)
+			args = append(args, run, r.head, r.kind, r.body, packHash(r.digest), prev, slices.Clone(r.next[:]), gen, ts)
 		}
 		_, err := s.exec(ctx, tx, insertEvents(len(rows)), args...)
 		return err
@@ -529,7 +529,6 @@ func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, order,
 	var sum [32]byte
 	for i := range rows {
 		r := &rows[i]
-		b.int64(eventKey(order, r.head))
 		b.text(run)
 		b.int64(r.head)
 		b.text(r.kind)
@@ -543,18 +542,10 @@ func (s *Store) insertEventRows(ctx context.Context, tx *wtx, run string, order,
 		b.blob(r.next[:])
 		b.int64(gen)
 		b.int64(ts)
-		b.int64(order)
 	}
 	_, err = b.exec()
 	return err
 }
-
-// eventKey is the key of event seq of the run created order-th
-// (schema version 10), and of its trace row or checkpoint numbered seq
-// (version 11): the order times 2^32 plus the number, so that a run's
-// rows are one range of each table, in their order. The tables check
-// it; a number or order out of its range is refused there.
-func eventKey(order, seq int64) int64 { return order<<32 + seq }
 
 // insertEvents is the statement that inserts n events. The texts for the
 // tick sizes a runner commits are built once: the statement cache is keyed
@@ -577,12 +568,12 @@ var insertEventsText = sync.OnceValue(func() []string {
 
 func buildInsertEvents(n int) string {
 	var q strings.Builder
-	q.WriteString(`INSERT INTO events (event_key, run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, run_order) VALUES `)
+	q.WriteString(`INSERT INTO events (run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at) VALUES `)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	return q.String()
 }
@@ -653,12 +644,12 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		return err
 	}
 	return s.write(ctx, op, rel.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		var traceSeq, order int64
+		var traceSeq int64
 		var exp, created, updated int64
 		var r store.Run
-		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq, created_order FROM runs WHERE run_id = ?`, rel.RunID).Scan(
+		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq FROM runs WHERE run_id = ?`, rel.RunID).Scan(
 			&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq, &order)
+			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.Errorf(store.CodeNotFound, op, rel.RunID, nil, "no such run")
 		}
@@ -670,8 +661,8 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO trace (trace_key, run_id, seq, last_seq, records, recorded_at, run_order) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			eventKey(order, seq), rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now), order); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, ?, ?, ?, ?)`,
+			rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now)); err != nil {
 			return err
 		}
 		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, trace_seq = ?, updated_at = ? WHERE run_id = ?`,

@@ -33,7 +33,7 @@ func TestFenceReadKeepsItsTexts(t *testing.T) {
 		var state, hash, owner string
 		read := func() {
 			row := s.queryRow(ctx, tx, fenceTickQuery, l.RunID)
-			err := row.check(11)
+			err := row.check(10)
 			err = row.str(err, 0, &state)
 			err = row.str(err, 3, &hash)
 			err = row.str(err, 4, &owner)

@@ -27,6 +27,7 @@ import (
 //
 //	FLRH_LOG_PAGES=1 go test ./store/sqlite -run LogPagesPerStep -v
 //	FLRH_LOG_PAGES=runs go test ./store/sqlite -run LogPagesPerStep -v
+//	FLRH_LOG_PAGES=interleaved go test ./store/sqlite -run LogPagesPerStep -v
 //
 // The first counts five steps of one run in a store of three; the second
 // eighty steps in runs of ten, each run created by its first step, in a
@@ -86,7 +87,8 @@ func TestLogPagesPerStep(t *testing.T) {
 	// enough steps that the writer's own checkpoint, at 4,000 log pages,
 	// does not restart the log).
 	warm, runs, from := 3, 0, 2
-	if os.Getenv("FLRH_LOG_PAGES") == "runs" {
+	shape := os.Getenv("FLRH_LOG_PAGES")
+	if shape == "runs" || shape == "interleaved" {
 		warm, runs, from = 10, 8, 0
 	}
 	for run := 0; run < warm; run++ {
@@ -125,9 +127,19 @@ func TestLogPagesPerStep(t *testing.T) {
 		}
 	} else {
 		steps = runs * 10
-		for run := warm; run < warm+runs; run++ {
+		if shape == "interleaved" {
+			// The eight runs in flight together, their steps taken in
+			// turn, as C=8 takes them (one writer, no commit shared).
 			for j := 0; j < 10; j++ {
-				step(run, j)
+				for run := warm; run < warm+runs; run++ {
+					step(run, j)
+				}
+			}
+		} else {
+			for run := warm; run < warm+runs; run++ {
+				for j := 0; j < 10; j++ {
+					step(run, j)
+				}
 			}
 		}
 	}

@@ -58,11 +58,8 @@ func (s *Store) Approval(ctx context.Context, approvalID string) (store.Approval
 
 // Events implements store.Store.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.Event, error) {
-	// A run's events are the range of keys its creation order gives
-	// (eventKey), in their order.
-	rows, err := s.read(ctx, `SELECT e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at
-FROM runs r JOIN events e ON e.event_key > r.created_order * 4294967296 + ? AND e.event_key < (r.created_order + 1) * 4294967296
-WHERE r.run_id = ? ORDER BY e.event_key`, max(after, 0), runID)
+	rows, err := s.read(ctx, `SELECT seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at
+FROM events WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, after)
 	if err != nil {
 		return nil, mapErr("events", runID, err)
 	}
@@ -88,9 +85,8 @@ WHERE r.run_id = ? ORDER BY e.event_key`, max(after, 0), runID)
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	var n int64
-	err := s.readRow(ctx, `SELECT c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest
-FROM runs r JOIN checkpoints c ON c.checkpoint_key > r.created_order * 4294967296 AND c.checkpoint_key < (r.created_order + 1) * 4294967296
-WHERE r.run_id = ? ORDER BY c.checkpoint_key DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, blob{&c.Body}, &c.Digest)
+	err := s.readRow(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
+WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, blob{&c.Body}, &c.Digest)
 	if err != nil {
 		return c, mapErr("checkpoint", runID, err)
 	}
@@ -208,9 +204,7 @@ func (s *Store) Receipts(ctx context.Context, runID string) ([]store.Receipt, er
 
 // Trace implements store.Store.
 func (s *Store) Trace(ctx context.Context, runID string) ([]store.TraceRecord, error) {
-	rows, err := s.read(ctx, `SELECT t.seq, t.last_seq, t.records
-FROM runs r JOIN trace t ON t.trace_key > r.created_order * 4294967296 AND t.trace_key < (r.created_order + 1) * 4294967296
-WHERE r.run_id = ? ORDER BY t.trace_key`, runID)
+	rows, err := s.read(ctx, `SELECT seq, last_seq, records FROM trace WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, mapErr("trace", runID, err)
 	}

@@ -49,12 +49,11 @@ const recordRunArm = `SELECT 0, ` + runColumns + ` FROM runs WHERE run_id = ?1`
 var eventKinds = [...]string{1: "control", 2: "accepted", 3: "control.rejected"}
 
 const recordCoreArms = `
-SELECT 1, e.seq, CASE e.kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE e.kind END, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
-FROM runs r JOIN events e ON e.event_key > r.created_order * 4294967296 AND e.event_key < (r.created_order + 1) * 4294967296 WHERE r.run_id = ?1
+SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
+FROM events WHERE run_id = ?1
 UNION ALL
 SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM (SELECT c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest FROM runs r JOIN checkpoints c ON c.checkpoint_key > r.created_order * 4294967296 AND c.checkpoint_key < (r.created_order + 1) * 4294967296
-	WHERE r.run_id = ?1 ORDER BY c.checkpoint_key DESC LIMIT 1)
+FROM (SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints WHERE run_id = ?1 ORDER BY n DESC LIMIT 1)
 UNION ALL
 SELECT 3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL
@@ -606,12 +605,11 @@ const (
 	recordBatchRunArm = `SELECT b.k*8, ` + runColumns + ` FROM b JOIN runs ON runs.run_id = b.rid`
 
 	recordBatchCoreArms = `
-SELECT b.k*8+1, e.seq, CASE e.kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE e.kind END, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN runs r ON r.run_id = b.rid JOIN events e ON e.event_key > r.created_order * 4294967296 AND e.event_key < (r.created_order + 1) * 4294967296
+SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN events ON events.run_id = b.rid
 UNION ALL
 SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN runs r ON r.run_id = b.rid JOIN checkpoints c ON c.checkpoint_key = (SELECT max(checkpoint_key) FROM checkpoints
-	WHERE checkpoint_key > r.created_order * 4294967296 AND checkpoint_key < (r.created_order + 1) * 4294967296)
+FROM b JOIN checkpoints c ON c.run_id = b.rid AND c.n = (SELECT max(n) FROM checkpoints WHERE run_id = b.rid)
 UNION ALL
 SELECT b.k*8+3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
 	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL

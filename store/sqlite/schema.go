@@ -420,109 +420,6 @@ DROP TABLE attempts;
 ALTER TABLE attempts_v9 RENAME TO attempts;
 
 `,
-	// 10: a run's events are kept in the order of the run's creation and
-	// their number: each row's rowid, event_key, is the run's
-	// created_order (kept in the row as run_order) times 2^32 plus the
-	// event's number, and the unique index of (run_id, seq) is gone. Run
-	// ids sort in no order of their own, so each tick's events went into
-	// the middle of that index, where the run's id falls, and its full
-	// leaves split with their neighbours; the table's rows were appended
-	// in commit order, a run's scattered among the others'. Keyed by
-	// creation order, a tick of the newest run appends its rows at the
-	// table's right edge and writes no index; a run's events are one
-	// range of the table, read without an index. The key is checked to
-	// be its row's (SQLite checks it with the rowid it assigns, too), so
-	// an event's number is unique in its run as before, and the pair
-	// (run_order, run_id) references the run's (created_order, run_id),
-	// unique by the index made here, so the order is the event's own
-	// run's. The run's id stays in every row, written as before. Rows
-	// are copied unchanged; an event whose run is gone (possible only
-	// with foreign keys off) gets order 0, which its CHECK refuses, and
-	// the migration with it.
-	`
-CREATE UNIQUE INDEX runs_order_id ON runs(created_order, run_id);
-
-CREATE TABLE events_v10 (
-	event_key   INTEGER PRIMARY KEY CHECK (event_key = run_order * 4294967296 + seq),
-	run_id      TEXT NOT NULL,
-	seq         INTEGER NOT NULL CHECK (seq >= 1 AND seq < 4294967296),
-	kind        TEXT NOT NULL,
-	body        BLOB NOT NULL,
-	digest      ANY NOT NULL,
-	prev_hash   ANY NOT NULL,
-	chain_hash  ANY NOT NULL,
-	generation  INTEGER NOT NULL,
-	recorded_at INTEGER NOT NULL,
-	run_order   INTEGER NOT NULL CHECK (run_order >= 1 AND run_order < 2147483648),
-	FOREIGN KEY (run_order, run_id) REFERENCES runs(created_order, run_id)
-) STRICT;
-INSERT INTO events_v10 (event_key, run_id, seq, kind, body, digest, prev_hash, chain_hash, generation, recorded_at, run_order)
-	SELECT COALESCE(r.created_order, 0) * 4294967296 + e.seq, e.run_id, e.seq, e.kind, e.body, e.digest, e.prev_hash, e.chain_hash, e.generation, e.recorded_at, COALESCE(r.created_order, 0)
-	FROM events e LEFT JOIN runs r ON r.run_id = e.run_id ORDER BY 1;
-DROP TABLE events;
-ALTER TABLE events_v10 RENAME TO events;
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-`,
-	// 11: a run's trace rows and checkpoints are kept as version 10
-	// keeps its events, in the order of the run's creation and their
-	// number: each row's rowid (trace_key, checkpoint_key) is the run's
-	// created_order (kept in the row as run_order) times 2^32 plus the
-	// row's number (a trace row's first record, a checkpoint's n), and
-	// the unique indexes of (run_id, seq) and (run_id, n) are gone. Those
-	// were two b-trees a tick wrote into the middle of, where the run's
-	// id falls; keyed by creation order, a tick of the newest run appends
-	// its trace row and checkpoint at the tables' right edges and writes
-	// no index, and a run's rows are one range of each table. The number
-	// is the writer's own (the fence reads the run's trace_seq and
-	// checkpoint_n), so the insert is a plain row. The key is checked to
-	// be its row's, so a number is unique in its run as before, and the
-	// pair (run_order, run_id) references the run's (created_order,
-	// run_id), so the order is the row's own run's. The run's id stays in
-	// every row, written as before. Rows are copied unchanged; a row
-	// whose run is gone (possible only with foreign keys off) gets order
-	// 0, and a row numbered outside 1 to 2^32 - 1 its own number: their
-	// CHECKs refuse them, and the migration with them.
-	`
-CREATE TABLE trace_v11 (
-	trace_key   INTEGER PRIMARY KEY CHECK (trace_key = run_order * 4294967296 + seq),
-	run_id      TEXT NOT NULL,
-	seq         INTEGER NOT NULL CHECK (seq >= 1 AND seq < 4294967296),
-	last_seq    INTEGER NOT NULL,
-	records     BLOB NOT NULL,
-	recorded_at INTEGER NOT NULL,
-	run_order   INTEGER NOT NULL CHECK (run_order >= 1 AND run_order < 2147483648),
-	FOREIGN KEY (run_order, run_id) REFERENCES runs(created_order, run_id)
-) STRICT;
-INSERT INTO trace_v11 (trace_key, run_id, seq, last_seq, records, recorded_at, run_order)
-	SELECT COALESCE(r.created_order, 0) * 4294967296 + t.seq, t.run_id, t.seq, t.last_seq, t.records, t.recorded_at, COALESCE(r.created_order, 0)
-	FROM trace t LEFT JOIN runs r ON r.run_id = t.run_id ORDER BY 1;
-DROP TABLE trace;
-ALTER TABLE trace_v11 RENAME TO trace;
-CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
-CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
-
-CREATE TABLE checkpoints_v11 (
-	checkpoint_key INTEGER PRIMARY KEY CHECK (checkpoint_key = run_order * 4294967296 + n),
-	run_id         TEXT NOT NULL,
-	n              INTEGER NOT NULL CHECK (n >= 1 AND n < 4294967296),
-	seq            INTEGER NOT NULL,
-	format_version INTEGER NOT NULL,
-	build_digest   TEXT NOT NULL,
-	body           BLOB NOT NULL,
-	digest         TEXT NOT NULL,
-	generation     INTEGER NOT NULL,
-	recorded_at    INTEGER NOT NULL,
-	run_order      INTEGER NOT NULL CHECK (run_order >= 1 AND run_order < 2147483648),
-	FOREIGN KEY (run_order, run_id) REFERENCES runs(created_order, run_id)
-) STRICT;
-INSERT INTO checkpoints_v11 (checkpoint_key, run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at, run_order)
-	SELECT COALESCE(r.created_order, 0) * 4294967296 + c.n, c.run_id, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, c.generation, c.recorded_at, COALESCE(r.created_order, 0)
-	FROM checkpoints c LEFT JOIN runs r ON r.run_id = c.run_id ORDER BY 1;
-DROP TABLE checkpoints;
-ALTER TABLE checkpoints_v11 RENAME TO checkpoints;
-CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
-`,
 }
 
 // rebuiltParents are the tables a migration rebuilds that other tables
@@ -532,10 +429,8 @@ CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints BEGIN SELECT R
 // foreign_key_check before the migration commits: the rebuilt table
 // (which references others) and every table that references it.
 var rebuiltParents = map[int64][]string{
-	8:  {"intents", "outbox", "attempts", "receipts"},
-	9:  {"outbox", "attempts"},
-	10: {"events"},
-	11: {"trace", "checkpoints"},
+	8: {"intents", "outbox", "attempts", "receipts"},
+	9: {"outbox", "attempts"},
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -537,10 +537,7 @@ func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease
 // pending when it began.
 type runCounters struct {
 	traceSeq, checkpointN int64
-	// order is the run's created_order, which keys its events (schema
-	// version 10).
-	order   int64
-	pending int64
+	pending               int64
 	// headSum is the run's head hash as its sum, when summed: when the
 	// row is known from a tick that chained events (knownRun), whose
 	// header then holds no HeadHash. The text is made only where the
@@ -577,9 +574,9 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	// Read column by column as Scan reads them (wrow.str, wrow.i64),
 	// the destinations never handed on as interfaces.
 	var row *wrow
-	cols := 11
+	cols := 10
 	if pending {
-		row, cols = s.queryRow(ctx, tx, fenceTickPendingQuery, lease.RunID, lease.RunID), 12
+		row, cols = s.queryRow(ctx, tx, fenceTickPendingQuery, lease.RunID, lease.RunID), 11
 	} else {
 		row = s.queryRow(ctx, tx, fenceTickQuery, lease.RunID)
 	}
@@ -594,9 +591,8 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 	err = row.str(err, 7, &r.Quarantine)
 	err = row.i64(err, 8, &c.traceSeq)
 	err = row.i64(err, 9, &c.checkpointN)
-	err = row.i64(err, 10, &c.order)
 	if pending {
-		err = row.i64(err, 11, &c.pending)
+		err = row.i64(err, 10, &c.pending)
 	}
 	if err != nil {
 		return r, c, err
@@ -607,11 +603,11 @@ func (s *Store) fenceTick(ctx context.Context, tx *wtx, op string, lease store.L
 }
 
 const (
-	fenceTickQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n, created_order FROM runs WHERE run_id = ?`
+	fenceTickQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n FROM runs WHERE run_id = ?`
 	// The count is read through inbox_pending, the partial index of
 	// pending entries. The run's id is given twice: the driver makes a
 	// string of each numbered parameter's name on every call.
-	fenceTickPendingQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n, created_order,
+	fenceTickPendingQuery = `SELECT state, outcome, head_seq, head_hash, lease_owner, lease_generation, lease_expires_at, quarantine, trace_seq, checkpoint_n,
 	(SELECT COUNT(*) FROM inbox WHERE run_id = ? AND consumed = 0) FROM runs WHERE run_id = ?`
 )
 

@@ -39,8 +39,6 @@ func writeVersion(t *testing.T, srcPath, path string, version int) {
 			order = "commit_order"
 		case "outbox", "attempts", "inbox":
 			order = "1" // WITHOUT ROWID: key order
-		case "events":
-			order = "recorded_at, run_id, seq" // commit order, as before version 10
 		}
 		exec(`INSERT INTO main.` + tb + ` (` + cs + `) SELECT ` + cs + ` FROM src.` + tb + ` ORDER BY ` + order)
 	}

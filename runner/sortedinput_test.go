@@ -90,19 +90,7 @@ func TestSortedInputMatchesDecoding(t *testing.T) {
 		}
 		text := writeMessy(rt, nil, v)
 		if rapid.IntRange(0, 3).Draw(rt, "damage") == 0 {
-			// Anything at all near the shapes it reads: cut, doubled,
-			// or with a byte put in.
-			i := rapid.IntRange(0, len(text)).Draw(rt, "at")
-			switch rapid.IntRange(0, 3).Draw(rt, "how") {
-			case 0:
-				text = text[:i]
-			case 1:
-				text = append(slices.Clone(text[:i]), text[i:]...)
-				text = append(text, text[:i]...)
-			default:
-				c := rapid.SampledFrom([]byte(`{}[]",:\ 01-.eE`+"\x00\xef")).Draw(rt, "byte")
-				text = slices.Insert(slices.Clone(text), i, c)
-			}
+			text = damaged(rt, text)
 			checkSortedInput(rt, text)
 			return
 		}
@@ -194,4 +182,20 @@ func BenchmarkInputBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// damaged is text made anything at all near the shapes an input reader
+// reads: cut, doubled in part, or with a byte put in.
+func damaged(rt *rapid.T, text []byte) []byte {
+	i := rapid.IntRange(0, len(text)).Draw(rt, "at")
+	switch rapid.IntRange(0, 3).Draw(rt, "how") {
+	case 0:
+		return text[:i]
+	case 1:
+		text = append(slices.Clone(text[:i]), text[i:]...)
+		return append(text, text[:i]...)
+	default:
+		c := rapid.SampledFrom([]byte(`{}[]",:\ 01-.eE`+"\x00\xef")).Draw(rt, "byte")
+		return slices.Insert(slices.Clone(text), i, c)
+	}
 }

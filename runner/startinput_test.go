@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"reflect"
-	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -37,17 +36,7 @@ func TestStartInputMatchesDecoding(t *testing.T) {
 		}
 		text := writeMessy(rt, nil, v)
 		if rapid.IntRange(0, 3).Draw(rt, "damage") == 0 {
-			i := rapid.IntRange(0, len(text)).Draw(rt, "at")
-			switch rapid.IntRange(0, 3).Draw(rt, "how") {
-			case 0:
-				text = text[:i]
-			case 1:
-				text = append(slices.Clone(text[:i]), text[i:]...)
-				text = append(text, text[:i]...)
-			default:
-				c := rapid.SampledFrom([]byte(`{}[]",:\ 01-.eE`+"\x00\xef")).Draw(rt, "byte")
-				text = slices.Insert(slices.Clone(text), i, c)
-			}
+			text = damaged(rt, text)
 		}
 		var u Usage
 		if rapid.Bool().Draw(rt, "usage") {

@@ -43,12 +43,23 @@ type flrhSystem struct {
 
 func newFlrh(t testing.TB, st store.Store, tag string) *flrhSystem {
 	t.Helper()
+	return newFlrhAdapter(t, st, tag, nil)
+}
+
+// newFlrhAdapter is newFlrh with the destination's adapter handed through
+// wrap, when not nil, before the runner gets it.
+func newFlrhAdapter(t testing.TB, st store.Store, tag string, wrap func(effect.Adapter) effect.Adapter) *flrhSystem {
+	t.Helper()
 	sb, err := sandbox.New(sandbox.Options{MaxMutations: 1 << 24})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var ad effect.Adapter = sb.Adapter()
+	if wrap != nil {
+		ad = wrap(ad)
+	}
 	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", sb.Adapter()); err != nil {
+	if err := reg.Register("refund.pay", "http/1", ad); err != nil {
 		t.Fatal(err)
 	}
 	wf := openEnded(t)

@@ -56,7 +56,12 @@ func (p *PublishedBatch) VerdictAt(i int) Value  { return p.verdicts[i] }
 func (p *PublishedBatch) Digest() string { return p.digest }
 
 // MarshalJSON writes the canonical RPublishedBatch.
-func (p *PublishedBatch) MarshalJSON() ([]byte, error) { return slices.Clone(p.canon), nil }
+func (p *PublishedBatch) MarshalJSON() ([]byte, error) {
+	if p.canon == nil {
+		return p.canonical(), nil // written for this call
+	}
+	return slices.Clone(p.canon), nil
+}
 
 // valueCount is the number of values the batch holds against max_active_values.
 func (p *PublishedBatch) valueCount() int { return len(p.proposals) + len(p.verdicts) }
@@ -70,7 +75,7 @@ func comparePublished(a, b *PublishedBatch) int {
 	case a.batch.LogicalTime > b.batch.LogicalTime:
 		return 1
 	}
-	return bytes.Compare(a.canon, b.canon)
+	return bytes.Compare(a.canonical(), b.canonical())
 }
 
 // buildBatch stabilizes one epoch at the given global low watermark. The
@@ -256,60 +261,100 @@ func newPublishedBatch(into *PublishedBatch, profileDigest, dataflow string, t, 
 		proposals: proposals,
 		verdicts:  verdicts,
 	}
-	// The members around the values take some 580 bytes, and every id
-	// some 75 in the batch and its lists.
-	size := 768 + 80*(len(pids)+len(vids))
-	for _, v := range proposals {
-		size += len(v.canon) + 1
+	if h.undigested {
+		// Published undigested: nothing is hashed over the batch's
+		// canonical bytes, and the caller that reads them (an order of
+		// several ready batches, MarshalJSON) writes them then
+		// (canonical). A tick's batch is read as values, never as bytes.
+		all := string(ids[:publishedAt])
+		pb.batch.BatchDigest = all[:digestLen]
+		pb.batch.BatchID = all[digestLen:causeIDAt]
+		pb.batch.CauseID = all[causeIDAt:publishedAt]
+		return pb
 	}
-	for _, v := range verdicts {
-		size += len(v.canon) + 1
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, pb.canonicalCap())
 	b = append(b, '{')
 	b = appendKey(b, "batch", true)
 	batchStart := len(b)
 	b = appendStableBatch(b, &pb.batch, ids[:digestLen], ids[digestLen:causeIDAt], ids[causeIDAt:publishedAt])
 	batchBytes := b[batchStart:]
 	// The published digest preimage shares the batch and the two value
-	// lists with the wire object; hash it from the pieces. A batch
-	// published undigested (PublishUndigested) takes none.
-	undigested := h.undigested
-	if !undigested {
-		h.reset()
-		h.bytes(publishedPreimageOpen)
-		h.bytes(batchBytes)
-		h.bytes(publishedPreimageProposals)
-	}
+	// lists with the wire object; hash it from the pieces.
+	h.reset()
+	h.bytes(publishedPreimageOpen)
+	h.bytes(batchBytes)
+	h.bytes(publishedPreimageProposals)
 	b = appendKey(b, "effect_proposals", false)
 	listStart := len(b)
 	b = appendValues(b, proposals)
-	if !undigested {
-		h.bytes(b[listStart:])
-		h.bytes(publishedPreimageVerdicts)
-	}
+	h.bytes(b[listStart:])
+	h.bytes(publishedPreimageVerdicts)
 	b = appendKey(b, "eligibility_verdicts", false)
 	listStart = len(b)
 	b = appendValues(b, verdicts)
-	if !undigested {
-		h.bytes(b[listStart:])
-		h.bytes(closeBrace)
-		h.h.Sum(h.sum[:0])
-		writeDigest(ids[publishedAt:], &h.sum)
-	}
+	h.bytes(b[listStart:])
+	h.bytes(closeBrace)
+	h.h.Sum(h.sum[:0])
+	writeDigest(ids[publishedAt:], &h.sum)
 	all := string(ids[:])
 	pb.batch.BatchDigest = all[:digestLen]
 	pb.batch.BatchID = all[digestLen:causeIDAt]
 	pb.batch.CauseID = all[causeIDAt:publishedAt]
-	if !undigested {
-		pb.digest = all[publishedAt:]
+	pb.digest = all[publishedAt:]
+	pb.canon = appendPublishedTail(b, pb.digest)
+	return pb
+}
+
+// canonicalLen is the length of the batch's canonical bytes when it keeps
+// them, and canonicalCap when it does not.
+func (p *PublishedBatch) canonicalLen() int {
+	if p.canon != nil {
+		return len(p.canon)
 	}
+	return p.canonicalCap()
+}
+
+// canonicalCap is the capacity the batch's canonical bytes are written
+// in: the members around the values take some 580 bytes, and every id
+// some 75 in the batch and its lists.
+func (p *PublishedBatch) canonicalCap() int {
+	size := 768 + 80*(len(p.batch.ProposalIDs)+len(p.batch.EligibilityVerdictIDs))
+	for _, v := range p.proposals {
+		size += len(v.canon) + 1
+	}
+	for _, v := range p.verdicts {
+		size += len(v.canon) + 1
+	}
+	return size
+}
+
+// canonical returns the batch's canonical RPublishedBatch bytes: those
+// written when it was published, or, for a batch published undigested
+// (which keeps none), the same bytes written now, into a slice of their
+// own (the batch is not written to: it may be read concurrently).
+func (p *PublishedBatch) canonical() []byte {
+	if p.canon != nil {
+		return p.canon
+	}
+	b := make([]byte, 0, p.canonicalCap())
+	b = append(b, '{')
+	b = appendKey(b, "batch", true)
+	b = appendStableBatch(b, &p.batch, p.batch.BatchDigest, p.batch.BatchID, p.batch.CauseID)
+	b = appendKey(b, "effect_proposals", false)
+	b = appendValues(b, p.proposals)
+	b = appendKey(b, "eligibility_verdicts", false)
+	b = appendValues(b, p.verdicts)
+	return appendPublishedTail(b, p.digest)
+}
+
+// appendPublishedTail closes an RPublishedBatch written up to its
+// eligibility verdicts: its kind and its published digest.
+func appendPublishedTail(b []byte, digest string) []byte {
 	b = appendKey(b, "kind", false)
 	b = appendString(b, "RPublishedBatch")
 	b = appendKey(b, "published_batch_digest", false)
-	b = appendString(b, pb.digest)
-	pb.canon = append(b, '}')
-	return pb
+	b = appendString(b, digest)
+	return append(b, '}')
 }
 
 // The constant pieces of the M3PublishedBatchPreimage around the batch and
@@ -335,7 +380,7 @@ func appendValues(b []byte, vs []Value) []byte {
 // The digest, the batch id and the cause id are given apart from s (which
 // need not hold them yet); they are a digest and two ids derived from its
 // hex, so none holds a byte JSON escapes and each is quoted as it is.
-func appendStableBatch(b []byte, s *StableProposalBatch, digest, batchID, causeID []byte) []byte {
+func appendStableBatch[S string | []byte](b []byte, s *StableProposalBatch, digest, batchID, causeID S) []byte {
 	b = append(b, '{')
 	b = appendKey(b, "batch_digest", true)
 	b = appendQuoted(b, digest)
@@ -358,7 +403,7 @@ func appendStableBatch(b []byte, s *StableProposalBatch, digest, batchID, causeI
 	return append(b, '}')
 }
 
-func appendQuoted(b, s []byte) []byte {
+func appendQuoted[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')

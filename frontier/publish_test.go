@@ -118,6 +118,19 @@ func TestPublishIsStepState(t *testing.T) {
 			if !bytes.Equal(must(json.Marshal(und[k])), w) || !reflect.DeepEqual(und[k].Batch(), want[k].Batch()) {
 				rt.Fatalf("batch %d published undigested differs from StepState's", k)
 			}
+			// It keeps no canonical bytes (a tick's batch is read as
+			// values): they are written when asked for, the same each
+			// time, and the batch is not changed by it.
+			if und[k].canon != nil || !bytes.Equal(und[k].canonical(), w) || und[k].canon != nil {
+				rt.Fatalf("batch %d published undigested: canonical bytes kept or not StepState's", k)
+			}
+		}
+		// Several batches ready at once are ordered by their canonical
+		// bytes, written for the comparison: the order is StepState's.
+		for k := 1; k < len(und); k++ {
+			if comparePublished(und[k-1], und[k]) != comparePublished(want[k-1], want[k]) {
+				rt.Fatalf("batches %d and %d published undigested order otherwise than StepState's", k-1, k)
+			}
 		}
 		got, at, rej := Publish(prior, p, cmds)
 		if !bytes.Equal(before, must(json.Marshal(prior))) {
@@ -140,6 +153,14 @@ func TestPublishIsStepState(t *testing.T) {
 		for k := range got {
 			if got[k].Digest() != want[k].Digest() || !bytes.Equal(must(json.Marshal(got[k])), must(json.Marshal(want[k]))) {
 				rt.Fatalf("batch %d differs from StepState's", k)
+			}
+			// The bytes a batch published undigested is written in when
+			// asked for are those a digested batch keeps, from the same
+			// members.
+			bare := *got[k]
+			bare.canon = nil
+			if !bytes.Equal(bare.canonical(), got[k].canon) || bare.canonicalLen() < len(got[k].canon) {
+				rt.Fatalf("batch %d: its canonical bytes written later differ from those kept", k)
 			}
 		}
 	})

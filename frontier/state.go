@@ -229,7 +229,7 @@ func (s *State) canonicalSize() int {
 		n += e.size + 1
 	}
 	for _, r := range s.ready {
-		n += len(r.canon) + 1
+		n += r.canonicalLen() + 1
 	}
 	return n
 }
@@ -257,7 +257,7 @@ func (s *State) writeOpen(w func([]byte)) {
 		if i > 0 {
 			w(comma)
 		}
-		w(r.canon)
+		w(r.canonical())
 	}
 	w(s.tail[:len(s.tail)-1])
 }
@@ -350,7 +350,7 @@ func (s *State) writePiece(h *hasher, i int) {
 		if j > 0 {
 			h.bytes(comma)
 		}
-		h.bytes(s.ready[j].canon)
+		h.bytes(s.ready[j].canonical())
 	}
 }
 

@@ -623,7 +623,7 @@ func (t *Transition) writeBody(b []byte, w func([]byte)) []byte {
 		if i > 0 {
 			w(comma)
 		}
-		w(p.canon)
+		w(p.canonical())
 	}
 	b = b[:0]
 	b = append(b, ']')
@@ -663,7 +663,7 @@ func (t *Transition) AppendCanonical(b []byte) []byte {
 func (t *Transition) bodySize() int {
 	n := 1024 + t.Next.canonicalSize()
 	for _, p := range t.Published {
-		n += len(p.canon) + 1
+		n += p.canonicalLen() + 1
 	}
 	return n
 }

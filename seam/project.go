@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"slices"
 	"strconv"
+	"sync"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/frontier"
@@ -343,14 +344,27 @@ func SealAndProjectVerifiedUndigested(l Materialization, r frontier.Profile, v V
 
 func sealAndProjectVerified(l Materialization, r frontier.Profile, v VerifiedBinding, q QueryBatch, undigested bool) (*Projection, *Rejection) {
 	// The projector, its inputs and the digests it trusts live in one
-	// allocation.
-	f := &sealFrame{l: l, r: r, b: v.b, q: q}
+	// frame, recycled: nothing the projection returns points into it (the
+	// verdict keeps a copy of its support ids, the values and the
+	// projection's room are allocations of their own, the evidence rows
+	// are hashed where they were written), and a rejection is Project's,
+	// made without it.
+	f := sealFrames.Get().(*sealFrame)
+	*f = sealFrame{l: l, r: r, b: v.b, q: q}
 	f.p = projector{l: &f.l, r: &f.r, b: &f.b, sealing: true, verified: v.ok, undigested: undigested}
-	if out, rej := projectWith(&f.p, &f.q, &f.trusted); rej == nil {
+	out, rej := projectWith(&f.p, &f.q, &f.trusted)
+	// Emptied before it is put back, so that a pooled frame holds none
+	// of the caller's values.
+	*f = sealFrame{}
+	sealFrames.Put(f)
+	if rej == nil {
 		return out, nil
 	}
 	return Project(l, r, v.b, q.Sealed())
 }
+
+// sealFrames recycles SealAndProjectVerified's frames (some 3 KB each).
+var sealFrames = sync.Pool{New: func() any { return new(sealFrame) }}
 
 // sealFrame holds what SealAndProjectVerified's projector points to.
 type sealFrame struct {

@@ -75,3 +75,62 @@ func TestCacheIsTransparent(t *testing.T) {
 		}
 	})
 }
+
+// A state whose supports a tick made is appended to in place by the next
+// tick (state.ownSupports): deciding from any state a run reached —
+// the latest, which the cache hands over with its list, or an earlier
+// one, decoded afresh, whose list a later tick may have appended to —
+// and refusals among them (a refund of nothing, a receipt for an intent
+// already answered) decide as a workflow without the cache does, byte
+// for byte, over runs long enough to grow the list several times.
+func TestSupportsAppendedInPlaceAreTransparent(t *testing.T) {
+	cached := compileExample(t, "refund-agent")
+	plain := *cached
+	plain.cache = nil
+	plain.empty = nil
+	rapid.Check(t, func(rt *rapid.T) {
+		type reached struct {
+			a, b []byte
+			seq  int64
+			open []Effect
+		}
+		runID := fmt.Sprintf("run-inplace-%d", rapid.IntRange(0, 3).Draw(rt, "run"))
+		a, _ := cached.Init(runID)
+		b, _ := plain.Init(runID)
+		states := []reached{{a: a, b: b}}
+		for i := 0; i < rapid.IntRange(1, 30).Draw(rt, "steps"); i++ {
+			from := len(states) - 1
+			if rapid.IntRange(0, 3).Draw(rt, "branch") == 0 {
+				from = rapid.IntRange(0, len(states)-1).Draw(rt, "from")
+			}
+			s := states[from]
+			var in Input
+			switch {
+			case len(s.open) > 0 && rapid.Bool().Draw(rt, "receipt"):
+				k := rapid.IntRange(0, len(s.open)-1).Draw(rt, "which")
+				in = Input{Seq: s.seq + 1, Kind: KindReceipt, Body: receiptFor(s.open[k], protocol.OutcomeConfirmedSuccess)}
+			default:
+				in = Input{Seq: s.seq + 1, Kind: KindInput, Body: refundInput(fmt.Sprintf("r-%d", i), rapid.Int64Range(0, 300).Draw(rt, "amount"),
+					rapid.SampledFrom([]string{"alice", "bob", "mallory"}).Draw(rt, "payee"), "late")}
+			}
+			ra, erra := cached.Decide(s.a, in)
+			rb, errb := plain.Decide(s.b, in)
+			if x, y := resultBytes(rt, ra, erra), resultBytes(rt, rb, errb); !bytes.Equal(x, y) {
+				rt.Fatalf("step %d (from state %d) differs with the cache\n%s\n%s", i, from, x, y)
+			}
+			if erra != nil || ra.Refusal != "" {
+				continue
+			}
+			open := append([]Effect{}, s.open...)
+			if in.Kind == KindReceipt {
+				open = nil
+				for _, e := range s.open {
+					if !bytes.Equal(receiptFor(e, protocol.OutcomeConfirmedSuccess), in.Body) {
+						open = append(open, e)
+					}
+				}
+			}
+			states = append(states, reached{a: ra.State, b: rb.State, seq: in.Seq, open: append(open, ra.Effects...)})
+		}
+	})
+}

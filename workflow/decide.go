@@ -629,7 +629,7 @@ func (t *tick) pipeline(prior *logic.Materialization, evType string, evTypeValue
 		}
 		return nil, nil, "L refused the facts: " + err.Error(), nil
 	}
-	st.Supports = supports
+	st.Supports, st.ownSupports = supports, true
 	mat := res.Materialization
 	if len(res.Conflicts) > 0 {
 		var cs []string
@@ -835,9 +835,15 @@ const factRoomColumns = 3
 // (nil: each allocated on its own).
 func (t *tick) factChangesIn(deltas []protocol.FactDelta, room *factRoom) ([]logic.FactChange, []support, string) {
 	// A copy with room for the tick's insertions, not grown by the first
-	// (nil stays nil, as slices.Clone keeps it).
+	// (nil stays nil, as slices.Clone keeps it); or, when the state owns
+	// its array (state.ownSupports) and the tick only inserts, the list
+	// itself, appended to in place (append grows it by doubling when it
+	// is full): a long run's tick no longer copies every live support.
 	var supports []support
-	if t.st.Supports != nil {
+	switch {
+	case t.st.ownSupports && insertsOnly(deltas):
+		supports = t.st.Supports
+	case t.st.Supports != nil:
 		supports = append(make([]support, 0, len(t.st.Supports)+len(deltas)), t.st.Supports...)
 	}
 	var changes []logic.FactChange
@@ -912,6 +918,16 @@ func (t *tick) factChangesIn(deltas []protocol.FactDelta, room *factRoom) ([]log
 	}
 	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 	return changes, supports, ""
+}
+
+// insertsOnly reports whether every delta inserts a support.
+func insertsOnly(deltas []protocol.FactDelta) bool {
+	for i := range deltas {
+		if deltas[i].Diff != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // supportKey is a support's fact: predicate and arguments.

@@ -60,6 +60,12 @@ type state struct {
 	// bytes (the next step's prior snapshot digest), "" when none was
 	// returned. Only meaningful with kernelBytes.
 	snapDigest string
+	// ownSupports says Supports' array was made by a tick of this run
+	// for this state alone (factChangesIn): nothing else holds it, so the
+	// next tick, which takes the state whole (a state is taken from the
+	// cache once, or decoded afresh), may append to it in place. A
+	// decoded or initial state's is false: its supports are copied first.
+	ownSupports bool
 	// supportsEnd is where appendCanonical last ended the supports'
 	// objects (the list's closing bracket), in the bytes it wrote.
 	supportsEnd int

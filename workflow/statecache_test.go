@@ -105,8 +105,16 @@ func init() {
 				return fmt.Errorf("cached state: the kept aggregate id %#v is not its snapshot's (%v)", st.aggregateValue, err)
 			}
 		}
+		// A state that owns its supports' array holds it alone: no
+		// other state cached holds any part of it (a tick appends to
+		// it in place).
+		if st.ownSupports && len(st.Supports) > 0 {
+			if err := ownsSupportsAlone(w, st); err != nil {
+				return err
+			}
+		}
 		got := *st
-		got.aggregateValue = nil
+		got.aggregateValue, got.ownSupports = nil, false
 		got.canonSnapshot, got.parsed, got.kernelBytes, got.snapDigest, got.supportsEnd = false, nil, false, "", 0
 		got.journeyKept, got.journeyOf, got.journeyAt, got.journeyEnd = nil, nil, 0, 0
 		if st.Supports != nil {
@@ -316,4 +324,26 @@ func TestHusksAreBounded(t *testing.T) {
 	if c.husk() != nil {
 		t.Fatal("a materialization handed out twice")
 	}
+}
+
+// ownsSupportsAlone checks that no other state in w's cache has a
+// supports list that shares st's array. Two slices of one array, each
+// taken to its capacity, both end at the array's last element.
+func ownsSupportsAlone(w *Workflow, st *state) error {
+	if w.cache == nil {
+		return nil
+	}
+	w.cache.mu.Lock()
+	defer w.cache.mu.Unlock()
+	mine := st.Supports[:cap(st.Supports)]
+	for _, e := range w.cache.m { //flrh:orderfree any sharing entry is an error
+		if e.st == nil || e.st == st || cap(e.st.Supports) == 0 {
+			continue
+		}
+		theirs := e.st.Supports[:cap(e.st.Supports)]
+		if &theirs[len(theirs)-1] == &mine[len(mine)-1] {
+			return fmt.Errorf("cached state: the supports' array it owns is shared with another cached state")
+		}
+	}
+	return nil
 }

@@ -42,6 +42,7 @@ type shape struct {
 	begun      uint64 // bit i: merged intent i is written begun
 	closed     uint8  // merged attempt results closed by their receipts
 	submit     bool   // the tick's one input, appended consumed
+	consumed   uint8  // inputs consumed from the inbox, each a part guarded
 	events     bool
 	texts      uint8 // bit j: event hash column j has a text (see hashColumns)
 	checkpoint bool
@@ -228,6 +229,33 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 		return
 	}
 	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
+}
+
+// consume merges the consumption of the tick's i-th input taken from the
+// inbox (store.FromInbox): what consumeSQL writes, its guard among the
+// statement's. The update finds the entry by its key and, when a
+// transaction committed since the statement's snapshot has consumed it,
+// re-reads it and updates nothing: the guard then fails the statement,
+// as the statement of its own failed. The guard is a subquery counting
+// the update's rows once and calling flrh_expect_one only when the count
+// is not one; the query evaluates it after the guards before it (the
+// fence's first), so the update runs after the fence has locked the run.
+// Its rows are not seen by the statement's snapshot: a tick that checks
+// its inbox is left empty does not merge it (see queueTick).
+func (a *appends) consume(i int, runID any, inboundID *string) {
+	run, id := a.arg(runID), a.arg(inboundID)
+	if i >= maxMerged {
+		a.shape.wide = true
+	} else {
+		a.shape.consumed = uint8(i + 1)
+	}
+	if !a.text {
+		a.shape.parts++ // the guard below
+		return
+	}
+	k := "ci" + itoa(i)
+	a.ctes = append(a.ctes, k+` AS (UPDATE inbox SET consumed = true WHERE run_id = `+run+` AND inbound_id = `+id+` AND NOT consumed RETURNING 1)`)
+	a.guard(`(SELECT ` + guardOne(`count(*)`, "inbound consumption") + ` FROM ` + k + `)`)
 }
 
 // sql returns the statement's text (building the text).

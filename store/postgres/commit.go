@@ -428,7 +428,16 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		tx.Queue(submitSQL,
 			runID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, ts)
 	}
-	for _, id := range store.FromInbox(tick) {
+	// Inputs consumed from the inbox go in the appended statement (see
+	// appends.consume), unless the tick checks that its inbox is left
+	// empty: that check reads the statement's snapshot, which a part of
+	// the same statement does not change.
+	fromInbox := store.FromInbox(tick)
+	consumeMerged := !tick.ExpectInboxEmpty
+	for _, id := range fromInbox {
+		if consumeMerged {
+			break // in the appended statement
+		}
 		tx.Queue(consumeSQL, runID, id)
 	}
 
@@ -489,6 +498,11 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 				if rc, ok := closed[r.IntentID]; ok {
 					ap.closed(i, string(r.Status), &r.Detail, runV, &r.IntentID, r.N, &r.Route, rc.Outcome, rc.Body, rc.Digest, genV, ts)
 				}
+			}
+		}
+		if consumeMerged {
+			for i := range fromInbox {
+				ap.consume(i, runV, &fromInbox[i])
 			}
 		}
 		if len(tick.Submit) == 1 {

@@ -88,8 +88,9 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 		inbox("own input", store.Tick{ExpectHead: 4, Events: []store.Event{storetest.Ev("E", `{"n":5}`)},
 			Submit:  []store.Inbound{{ID: "in1", RunID: "r", Kind: "input", ActorRole: "agent", Body: ib, Digest: store.BodyDigest(ib)}},
 			Consume: []string{"in1"}})
-		// A tick that consumes an input submitted earlier keeps the fence
-		// apart (its consumption is a statement of its own).
+		// A tick that consumes an input submitted earlier and checks that
+		// its inbox is left empty keeps the fence apart (its consumption is
+		// a statement of its own: see TestConsumptionInTheAppendedStatement).
 		must(t, s.Submit(ctx, storetest.Inb("r", "in2", "INPUT", `{}`)))
 		sent := sentWrites(t, func() error {
 			return s.Commit(ctx, l, store.Tick{ExpectHead: 5, Events: []store.Event{storetest.Ev("F", `{"n":6}`)}, Consume: []string{"in2"}, ExpectInboxEmpty: true})

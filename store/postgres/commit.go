@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strconv"
 	"sync"
@@ -197,7 +198,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
 		tx.implicit = implicitTick
-		fence := aheadFenceArgs(s, lease, tick, h, chains, tick.MayLag)
+		fence := aheadFenceArgs(s, lease, tick, h, &chains, tick.MayLag)
 		tx.Queue(fenceAheadSQL, fence...)
 		tx.fence, tx.fenceInbox = fence, fenceChecksInbox(tick)
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
@@ -347,7 +348,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // state is not "" (the two-round-trip path; the other has moved the header
 // already) — the run header. ts is the tick's time, or nil to read it back
 // from the header. It leaves next at the run as the tick leaves it.
-func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *runHead, chains []string, state string, begin []int64, ts any) error {
+func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *runHead, chains chain, state string, begin []int64, ts any) error {
 	const op = "commit"
 	runID := lease.RunID
 	head := next.head + int64(len(tick.Events))
@@ -456,9 +457,9 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		for i, e := range tick.Events {
 			ev.kinds[i], ev.bodies[i] = e.Kind, e.Body
 			ev.digests.add(e.Digest)
-			ev.chains.add(chains[i])
+			ev.chains.addSum(chains.sum(i))
 		}
-		next.hash = chains[n-1]
+		next.hash = chains.last
 	}
 	from := next.head
 	next.head = head
@@ -890,15 +891,46 @@ INSERT INTO attempts (intent_id, n, status, generation, started_at) SELECT inten
 	tsParam11 = `COALESCE($11::bigint, current_setting('` + tickAt + `')::bigint)`
 )
 
-// chainOf returns the chain hash of each event appended after head, whose
+// chain is the chain hashes of a tick's events, each after the one
+// before it: their 32-byte sums, as the events' row stores them, and the
+// last one's text, the run's new head hash. Each sum is hashed from the
+// one before it (store.ChainSumAfter), without its text made.
+type chain struct {
+	sums []byte // 32 bytes an event
+	last string // the last event's chain hash; "" without events
+}
+
+// chainOf returns the chain hashes of evs appended after head, whose
 // chain hash is prev.
-func chainOf(prev string, head int64, evs []store.Event) []string {
-	chains := make([]string, len(evs))
-	for i, ev := range evs {
-		prev = store.ChainHash(prev, head+int64(i)+1, ev.Digest)
-		chains[i] = prev
+func chainOf(prev string, head int64, evs []store.Event) chain {
+	if len(evs) == 0 {
+		return chain{}
 	}
-	return chains
+	c := chain{sums: make([]byte, 0, sha256.Size*len(evs))}
+	sum := store.ChainSum(prev, head+1, evs[0].Digest)
+	c.sums = append(c.sums, sum[:]...)
+	for i, ev := range evs[1:] {
+		sum = store.ChainSumAfter(sum, head+int64(i)+2, ev.Digest)
+		c.sums = append(c.sums, sum[:]...)
+	}
+	c.last = store.SumText(sum)
+	return c
+}
+
+// len is the number of chain hashes.
+func (c chain) len() int { return len(c.sums) / sha256.Size }
+
+// sum is the i-th chain hash's sum.
+func (c chain) sum(i int) []byte {
+	return c.sums[sha256.Size*i : sha256.Size*(i+1) : sha256.Size*(i+1)]
+}
+
+// text is the i-th chain hash as its text.
+func (c chain) text(i int) string {
+	if i == c.len()-1 {
+		return c.last
+	}
+	return store.SumText([sha256.Size]byte(c.sum(i)))
 }
 
 // tickReads is what a tick is decided on, read in the round trip that

@@ -254,7 +254,7 @@ func TestATicksParametersFitTheirList(t *testing.T) {
 	} {
 		chains := chainOf(h.hash, h.head, c.tick.Events)
 		tx := &wtx{}
-		fence := aheadFenceArgs(s, l, c.tick, h, chains, false)
+		fence := aheadFenceArgs(s, l, c.tick, h, &chains, false)
 		tx.Queue(fenceAheadSQL, fence...)
 		tx.fence, tx.fenceInbox = fence, fenceChecksInbox(c.tick)
 		next := h

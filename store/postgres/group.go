@@ -195,7 +195,7 @@ func (s *Store) commitTogether(ticks []*aheadReq) (out int, all bool) {
 		for i, r := range ticks {
 			r.next = r.h
 			chains := chainOf(r.h.hash, r.h.head, r.tick.Events)
-			t.Queue(fenceGroupSQL, aheadFenceArgs(s, r.lease, r.tick, r.h, chains, lazy)...)
+			t.Queue(fenceGroupSQL, aheadFenceArgs(s, r.lease, r.tick, r.h, &chains, lazy)...)
 			err := s.queueTick(t, r.lease, r.tick, &r.next, chains, "", aheadBegin(r.tick), nil)
 			ends[i] = len(t.pending)
 			if err != nil {
@@ -256,11 +256,11 @@ var fenceGroupSQL = expectOne(strings.Replace(fenceLocked(), " FOR NO KEY UPDATE
 // aheadFenceArgs are fenceAheadSQL's parameters for tick after h, whose
 // events' chain hashes are chains; lazy turns synchronous_commit off for
 // the transaction.
-func aheadFenceArgs(s *Store, lease store.Lease, tick store.Tick, h runHead, chains []string, lazy bool) []any {
+func aheadFenceArgs(s *Store, lease store.Lease, tick store.Tick, h runHead, chains *chain, lazy bool) []any {
 	prev := any(h.hash)
 	hash := prev
-	if n := len(chains); n > 0 {
-		hash = &chains[n-1] // sent as the string is, without boxing a copy
+	if chains.len() > 0 {
+		hash = &chains.last // sent as the string is, without boxing a copy
 	}
 	return []any{lease.RunID, lease.Owner, lease.Generation, h.head, prev,
 		h.head + int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, lazy}

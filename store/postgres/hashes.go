@@ -58,6 +58,14 @@ func (c *hashColumns) add(h string) {
 	c.sums = append(c.sums, c.buf[at:len(c.buf):len(c.buf)])
 }
 
+// addSum adds a canonical hash by its sum, copied.
+func (c *hashColumns) addSum(sum []byte) {
+	c.all = append(c.all, "")
+	at := len(c.buf)
+	c.buf = append(c.buf, sum...)
+	c.sums = append(c.sums, c.buf[at:len(c.buf):len(c.buf)])
+}
+
 // texts returns the text column: NULL for a hash stored as its sum.
 func (c *hashColumns) texts() []*string {
 	texts := make([]*string, len(c.all))

@@ -158,7 +158,7 @@ type mergedRows struct {
 
 // add adds tick (the group's t-th) after h, its events' chain hashes
 // chains, and leaves next at the run as the tick leaves it.
-func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, next *runHead, chains []string) error {
+func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, next *runHead, chains chain) error {
 	runID := lease.RunID
 	head := next.head + int64(len(tick.Events))
 	begun := map[string]bool{}
@@ -208,7 +208,7 @@ func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, 
 				texts *[]*string
 				any   *bool
 				h     string
-			}{{&m.evDS, &m.evD, &dt, e.Digest}, {&m.evCS, &m.evC, &ct, chains[i]}} {
+			}{{&m.evDS, &m.evD, &dt, e.Digest}, {&m.evCS, &m.evC, &ct, chains.text(i)}} {
 				sum := hashSum(c.h)
 				var text *string
 				if sum == nil {
@@ -227,7 +227,7 @@ func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, 
 		m.evRun, m.evFirst, m.evLast, m.evGen = append(m.evRun, runID), append(m.evFirst, next.head+1), append(m.evLast, head), append(m.evGen, lease.Generation)
 		m.evLo, m.evHi, m.evPS, m.evP = append(m.evLo, lo), append(m.evHi, lo+int32(n)-1), append(m.evPS, prevSum), append(m.evP, prev)
 		m.evDT, m.evCT, m.evT = append(m.evDT, dt), append(m.evCT, ct), append(m.evT, t)
-		next.hash = chains[n-1]
+		next.hash = chains.last
 	}
 	next.head = head
 	if cp := tick.Checkpoint; cp != nil {
@@ -407,8 +407,8 @@ func (s *Store) commitMerged(ticks []*aheadReq) bool {
 			nexts[i] = r.h
 			chains := chainOf(r.h.hash, r.h.head, r.tick.Events)
 			newHashes[i] = r.h.hash
-			if k := len(chains); k > 0 {
-				newHashes[i] = chains[k-1]
+			if chains.len() > 0 {
+				newHashes[i] = chains.last
 			}
 			if err := m.add(s, int32(i+1), r.lease, r.tick, &nexts[i], chains); err != nil {
 				return err

@@ -7,3 +7,7 @@ func MigrationsThrough(v int) []string { return migrations[:v] }
 // CheckpointEvery sets how many log pages the writer's COMMITs write
 // before the checkpointer runs; set before the first write.
 func CheckpointEvery(s *Store, frames int) { s.ckpt.every = frames }
+
+// WriteUnpacked makes s write checkpoints' bodies as they are, as a build
+// at schema version 9 wrote them.
+func WriteUnpacked(s *Store) { s.testUnpacked = true }

@@ -111,6 +111,9 @@ func recordedSource(t *testing.T, ctx context.Context, path string) (*sqlite.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Written as every version before 12 wrote its checkpoints: their
+	// bodies as they are (migration 6 reads them in SQL).
+	sqlite.WriteUnpacked(src)
 	ids := recordRuns(t, ctx, src, "", true)
 	want := map[string]runRecord{}
 	for _, id := range ids {

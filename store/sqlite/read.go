@@ -90,7 +90,7 @@ WHERE run_id = ? ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVers
 	if err != nil {
 		return c, mapErr("checkpoint", runID, err)
 	}
-	c.Body, err = store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: n}, c.Body)
+	c.Body, err = store.OpenPackedBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: n}, c.Body)
 	return c, err
 }
 

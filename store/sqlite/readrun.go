@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql/driver"
+	"flrh.dev/flrh/store/packed"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,6 +122,10 @@ type cells struct {
 	// lent, when set, is the caller's memory the BLOBs are copied into
 	// instead (ReadRunRecordsReusing).
 	lent *lender
+	// unpacker and unpacked unpack the packed bodies read, before they
+	// are kept.
+	unpacker packed.Packer
+	unpacked []byte
 }
 
 // bodyChunk is the size of the chunks BLOBs are copied into, the largest
@@ -237,6 +242,28 @@ func (c *cells) blob(i int) []byte {
 	var b []byte
 	c.bad = c.bad || blob{&b}.Scan(c.at(i)) != nil
 	return b
+}
+
+// packedBlob is blob for a body that may be stored packed (a
+// checkpoint's, since schema version 12): a packed one is unpacked, into
+// c's buffer, and that kept as blob keeps it. One that does not unpack
+// makes the row bad: the record is then read by parts, which says what is
+// damaged. A sealed body is left for record to open and unpack.
+func (c *cells) packedBlob(i int) []byte {
+	if c.st == nil || c.st.typ(i) != sqlite3.SQLITE_BLOB {
+		return c.blob(i)
+	}
+	raw := c.st.blobBytes(i)
+	if !packed.Is(raw) {
+		return c.keep(raw)
+	}
+	body, err := c.unpacker.Unpack(c.unpacked[:0], raw)
+	if err != nil {
+		c.bad = true
+		return nil
+	}
+	c.unpacked = body
+	return c.keep(body)
 }
 
 // hashes reads an event's three hash columns, from cell i on, into dst as
@@ -444,7 +471,7 @@ func (r *runRows) add(arm int64, c *cells) {
 	case armCheckpoint:
 		cp := &r.rec.Checkpoint
 		r.cpN = c.i64(1)
-		cp.Seq, cp.FormatVersion, cp.Body = c.i64(2), c.i64(3), c.blob(5)
+		cp.Seq, cp.FormatVersion, cp.Body = c.i64(2), c.i64(3), c.packedBlob(5)
 		c.strs([]int{4, 6}, []*string{&cp.BuildDigest, &cp.Digest})
 		c.bad = c.bad || r.rec.HasCheckpoint
 		r.rec.HasCheckpoint = true
@@ -487,7 +514,7 @@ func (r *runRows) record(s *Store, runID string, all bool) (store.RunRecord, boo
 	}
 	rec := r.rec
 	if rec.HasCheckpoint {
-		body, err := store.OpenBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: r.cpN}, rec.Checkpoint.Body)
+		body, err := store.OpenPackedBody(s.sealer, "checkpoint", store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: r.cpN}, rec.Checkpoint.Body)
 		if err != nil {
 			return store.RunRecord{}, false
 		}

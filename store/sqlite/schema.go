@@ -420,7 +420,30 @@ DROP TABLE attempts;
 ALTER TABLE attempts_v9 RENAME TO attempts;
 
 `,
+	// 10 and 11: withdrawn (events, trace and checkpoints keyed by run
+	// order, taken out again). No database is migrated to them; one at
+	// either is refused (withdrawnVersions). A database at 9 passes over
+	// them to 12.
+	withdrawn,
+	withdrawn,
+	// 12: checkpoints' bodies and trace rows may be stored packed
+	// (package store/packed; trace.go): nothing is rewritten, as a packed
+	// body is told from one stored as it is by its first byte, but a
+	// build at 9 would read packed bodies as damaged, so the version
+	// keeps it from opening the database.
+	nothingToRewrite,
 }
+
+// Migrations that change no table.
+const (
+	withdrawn        = ""
+	nothingToRewrite = ""
+)
+
+// withdrawnVersions are schema versions released and taken out again: a
+// database at one is refused, never migrated (its tables are not those
+// of any version before or after it).
+var withdrawnVersions = map[int64]bool{10: true, 11: true}
 
 // rebuiltParents are the tables a migration rebuilds that other tables
 // reference, by the version the rebuild brings the schema to. Such a

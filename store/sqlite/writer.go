@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"flrh.dev/flrh/store/packed"
 	"fmt"
 	"io"
 	"os"
@@ -57,6 +58,7 @@ type writer struct {
 	args   []driver.NamedValue // via the driver
 	evRows []eventRow          // a multi-row INSERT's events
 	frame  []byte              // a tick's trace frame
+	packer packed.Packer       // checkpoints' bodies packed
 	closed bool                // Close ran
 	// logSync: the connection is at synchronous=NORMAL in WAL mode and a
 	// durable COMMIT is followed by a sync of the log (linger.go). Unset

@@ -60,10 +60,10 @@ func (p *Packer) Pack(body []byte) []byte {
 		return body
 	}
 	out, ok := p.PackTo(p.out[:0], body)
+	p.out = out[:0] // its room kept, packed or not
 	if !ok {
 		return body
 	}
-	p.out = out
 	return out
 }
 
@@ -176,8 +176,8 @@ const hexDigits = "0123456789abcdef"
 // digits written as ':', sumMark and the 32 bytes, and returns it with
 // the number of digests so written (none: dst is not to be used).
 func binarySums(dst, body []byte) ([]byte, int) {
-	count, from, i := 0, 0, 0
-	for {
+	count, from := 0, 0
+	for i := 0; ; {
 		j := bytes.IndexByte(body[i:], ':')
 		if j < 0 {
 			break
@@ -187,24 +187,29 @@ func binarySums(dst, body []byte) ([]byte, int) {
 		if len(body)-p < 64 {
 			break
 		}
-		d := body[p : p+64]
-		ok := true
-		for k := 0; k < 64; k += 2 {
-			if hexValue[d[k]]|hexValue[d[k+1]] > 15 {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		d := (*[64]byte)(body[p : p+64])
+		if hexValue[d[0]]|hexValue[d[1]]|hexValue[d[63]] > 15 { // a key's ':', mostly
 			continue
 		}
 		if count == 0 {
 			dst = slicesGrow(dst, len(body))
 		}
+		undo := len(dst)
 		dst = append(dst, body[from:p]...)
 		dst = append(dst, sumMark)
-		for k := 0; k < 64; k += 2 {
-			dst = append(dst, hexValue[d[k]]<<4|hexValue[d[k+1]])
+		dst = slicesGrow(dst, 32)
+		at := len(dst)
+		dst = dst[:at+32]
+		out := (*[32]byte)(dst[at : at+32])
+		var bad byte
+		for k := range out {
+			hi, lo := hexValue[d[2*k]], hexValue[d[2*k+1]]
+			bad |= hi | lo
+			out[k] = hi<<4 | lo
+		}
+		if bad > 15 {
+			dst = dst[:undo]
+			continue
 		}
 		count++
 		i = p + 64

@@ -184,3 +184,19 @@ func BenchmarkUnpack(b *testing.B) {
 		dst, _ = Unpack(dst, st)
 	}
 }
+
+// A Packer keeps its buffers: packing allocates nothing once they have
+// grown, whether a body is packed or left as it is.
+func TestPackKeepsItsBuffers(t *testing.T) {
+	var p Packer
+	plain := append([]byte(`{"s":"`), bytes.Repeat([]byte("s"), 8<<10)...) // packs past MaxRatio: left as it is
+	b := body(40)
+	p.Pack(plain)
+	p.Pack(b)
+	if n := testing.AllocsPerRun(20, func() { p.Pack(b); p.Pack(plain) }); n != 0 {
+		t.Fatalf("%v allocations a pair", n)
+	}
+	if st := p.Pack(plain); !bytes.Equal(st, plain) {
+		t.Fatal("a body packing past MaxRatio was packed")
+	}
+}

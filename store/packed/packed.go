@@ -17,6 +17,7 @@ package packed
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -172,6 +173,32 @@ var hexValue = func() (t [256]byte) {
 
 const hexDigits = "0123456789abcdef"
 
+// unhex writes the 32 bytes 64 lowercase hex digits spell to out and
+// reports whether they were all such digits, eight at a time: each byte
+// of a word is tested to be in '0'–'9' or 'a'–'f' (no byte of the word's
+// carries into the next, as every byte is first held under 0x80), its
+// value is its low nibble, plus 9 for a letter (bit 6), and the values
+// are paired into bytes and gathered.
+func unhex(out *[32]byte, d *[64]byte) bool {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	var bad uint64
+	for k := range 8 {
+		x := binary.LittleEndian.Uint64(d[8*k : 8*k+8])
+		digit := (x + (0x80-'0')*ones) &^ (x + (0x80-'9'-1)*ones)
+		letter := (x + (0x80-'a')*ones) &^ (x + (0x80-'f'-1)*ones)
+		bad |= x&high | ^(digit|letter)&high
+		v := x&(0x0f*ones) + 9*(x>>6&ones)
+		v = (v&0x00ff00ff00ff00ff)<<4 | v>>8&0x00ff00ff00ff00ff // a byte in each 16-bit lane
+		v = (v | v>>8) & 0x0000ffff0000ffff
+		v = (v | v>>16) & 0xffffffff
+		binary.LittleEndian.PutUint32(out[4*k:4*k+4], uint32(v))
+	}
+	return bad == 0
+}
+
 // binarySums appends body to dst with every ':' and 64 lowercase hex
 // digits written as ':', sumMark and the 32 bytes, and returns it with
 // the number of digests so written (none: dst is not to be used).
@@ -188,7 +215,9 @@ func binarySums(dst, body []byte) ([]byte, int) {
 			break
 		}
 		d := (*[64]byte)(body[p : p+64])
-		if hexValue[d[0]]|hexValue[d[1]]|hexValue[d[63]] > 15 { // a key's ':', mostly
+		// Most ':' separate a key from its value, a few a time's digits
+		// from what follows: three digits looked up turn them away.
+		if hexValue[d[0]]|hexValue[d[20]]|hexValue[d[63]] > 15 {
 			continue
 		}
 		if count == 0 {
@@ -200,14 +229,7 @@ func binarySums(dst, body []byte) ([]byte, int) {
 		dst = slicesGrow(dst, 32)
 		at := len(dst)
 		dst = dst[:at+32]
-		out := (*[32]byte)(dst[at : at+32])
-		var bad byte
-		for k := range out {
-			hi, lo := hexValue[d[2*k]], hexValue[d[2*k+1]]
-			bad |= hi | lo
-			out[k] = hi<<4 | lo
-		}
-		if bad > 15 {
+		if !unhex((*[32]byte)(dst[at:at+32]), d) {
 			dst = dst[:undo]
 			continue
 		}

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/packed"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -112,11 +114,55 @@ func TestHonestRunsVerifyAndReplay(t *testing.T) {
 func tamper(t *testing.T, path string, stmts ...string) {
 	t.Helper()
 	st := open(t, path, false)
+	if strings.Contains(strings.Join(stmts, "\n"), "checkpoints") {
+		unpackCheckpoints(t, st.DB())
+	}
 	for _, s := range append([]string{
 		"DROP TRIGGER IF EXISTS events_no_update", "DROP TRIGGER IF EXISTS receipts_no_update", "DROP TRIGGER IF EXISTS intents_no_update",
 	}, stmts...) {
 		if _, err := st.DB().Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// unpackCheckpoints rewrites every checkpoint stored packed (SQLite
+// schema 12) as its body's own bytes, as a store before it kept them and
+// still reads them, so that an edit in SQL edits the body's text.
+func unpackCheckpoints(t *testing.T, db *sql.DB) {
+	t.Helper()
+	rows, err := db.Query(`SELECT run_id, n, body FROM checkpoints`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		run  string
+		n    int64
+		body []byte
+	}
+	var packedRows []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.run, &r.n, &r.body); err != nil {
+			t.Fatal(err)
+		}
+		if packed.Is(r.body) {
+			if r.body, err = packed.Unpack(nil, r.body); err != nil {
+				t.Fatal(err)
+			}
+			packedRows = append(packedRows, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if _, err := db.Exec(`DROP TRIGGER IF EXISTS checkpoints_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range packedRows {
+		if _, err := db.Exec(`UPDATE checkpoints SET body = ? WHERE run_id = ? AND n = ?`, r.body, r.run, r.n); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

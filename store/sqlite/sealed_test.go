@@ -5,11 +5,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/packed"
 	"flrh.dev/flrh/store/sealed"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -180,4 +182,64 @@ func TestSealedFileHasNoPlaintext(t *testing.T) {
 		t.Fatal(err)
 	}
 	scan() // the main file, after the WAL is folded in
+}
+
+// With a sealer, a checkpoint is packed and then sealed: what the sealer
+// opens is packed, what the store reads is the body given, and the
+// sealer's refusal of a body moved to another position still holds.
+func TestSealedCheckpointPackedFirst(t *testing.T) {
+	ctx := context.Background()
+	k, err := sealed.New(bytes.Repeat([]byte{9}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), Options{Sealer: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := leasedRun(t, s)
+	var bodies [][]byte
+	for n := range 2 {
+		var b bytes.Buffer
+		b.WriteString(`{"n":` + strconv.Itoa(n) + `,"sums":[`)
+		for i := range 40 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"sha256:` + store.BodyDigest([]byte{byte(n), byte(i)})[len("sha256:"):] + `"`)
+		}
+		b.WriteString(`]}`)
+		body := b.Bytes()
+		bodies = append(bodies, body)
+		if err := s.Commit(ctx, l, store.Tick{ExpectHead: int64(n), Events: []store.Event{storetest.Ev("E", `{}`)},
+			Checkpoint: &store.Checkpoint{FormatVersion: 1, Body: body, Digest: store.BodyDigest(body)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := rawSQLite{s}
+	for n := int64(1); n <= 2; n++ {
+		stored := raw.Body(t, "checkpoints", l.RunID, n)
+		if !store.IsSealed(stored) {
+			t.Fatalf("checkpoint %d stored in clear", n)
+		}
+		plain, err := k.Open(store.SealRef{RunID: l.RunID, Kind: store.SealCheckpoint, Seq: n}, stored)
+		if err != nil || !packed.Is(plain) {
+			t.Fatalf("checkpoint %d: opened %v, packed %v", n, err, packed.Is(plain))
+		}
+	}
+	cp, err := s.Checkpoint(ctx, l.RunID)
+	if err != nil || !bytes.Equal(cp.Body, bodies[1]) {
+		t.Fatalf("read back: %v", err)
+	}
+	rec, err := s.ReadRunRecord(ctx, l.RunID, true)
+	if err != nil || !bytes.Equal(rec.Checkpoint.Body, bodies[1]) {
+		t.Fatalf("the run's record: %v", err)
+	}
+	// The first checkpoint's sealed bytes put where the second's were:
+	// refused as corrupt, as before packing.
+	raw.SetBody(t, "checkpoints", l.RunID, 2, raw.Body(t, "checkpoints", l.RunID, 1))
+	if _, err := s.Checkpoint(ctx, l.RunID); store.CodeOf(err) != store.CodeCorrupt {
+		t.Fatalf("a checkpoint moved: %v", err)
+	}
 }

@@ -132,8 +132,8 @@ func (a *appends) guard(exprs ...string) {
 }
 
 // foldFence makes the tick's fence (fenceAheadWrite, or
-// fenceAheadInboxWrite when inbox; its parameters fence: the statement's
-// first) the statement's first part, f, and the
+// fenceAheadInboxWrite when inbox; its parameters fence, and then subs
+// when inbox: the statement's first) the statement's first part, f, and the
 // fence's guard its query's first expression, counting f's rows as the
 // query's aggregate. The server runs the query before the parts it does
 // not read, and its expressions in order, so the fence locks and checks
@@ -143,8 +143,11 @@ func (a *appends) guard(exprs ...string) {
 // closed): it updates nothing unless the fence moved the run, and the
 // fence runs before it changes a row, for the join has no row without
 // f's; two plan nodes fewer than a count of f and one of the update.
-func (a *appends) foldFence(fence []any, inbox bool) {
+func (a *appends) foldFence(fence []any, inbox bool, subs int64) {
 	a.vals = append(a.vals, fence...)
+	if inbox {
+		a.vals = append(a.vals, subs)
+	}
 	a.shape.fence, a.shape.fenceInbox = true, inbox
 	a.shape.parts++ // the guard
 	if !a.text {

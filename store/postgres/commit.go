@@ -56,7 +56,8 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		tx.lazy, tx.testSetting = tick.MayLag, testSetting
 		var rd tickReads
-		run, now, err := s.fence(ctx, tx, op, lease, rd.queue(lease.RunID, tick))
+		var subs int64
+		run, now, err := s.fence(ctx, tx, op, lease, &subs, rd.queue(lease.RunID, tick))
 		if err != nil {
 			return err
 		}
@@ -148,7 +149,7 @@ func (s *Store) Commit(ctx context.Context, lease store.Lease, tick store.Tick) 
 		}
 
 		next = runHead{owner: lease.Owner, generation: lease.Generation, head: run.Head, hash: run.HeadHash,
-			checkpoints: rd.checkpoints, trace: rd.trace}
+			checkpoints: rd.checkpoints, trace: rd.trace, submissions: subs}
 		if err := s.queueTick(tx, lease, tick, &next, chainOf(run.HeadHash, run.Head, tick.Events), run.State, begin, nanos(now)); err != nil {
 			return err
 		}
@@ -200,7 +201,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		tx.implicit = implicitTick
 		fence := aheadFenceArgs(s, lease, tick, h, &chains, tick.MayLag)
 		tx.Queue(fenceAheadSQL, fence...)
-		tx.fence, tx.fenceInbox = fence, fenceChecksInbox(tick)
+		tx.fence, tx.fenceInbox, tx.fenceSubs = fence, fenceChecksInbox(tick), h.submissions
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -246,13 +247,23 @@ var testSetting func(string)
 
 // runHead is what a store knows of a run after its own last commit of it:
 // the lease it wrote under, the head and its hash, the number of the last
-// checkpoint and trace record.
+// checkpoint and trace record, and the submissions the run's row counted
+// (runs.submissions) when a read under the row's lock last told it.
+//
+// submissions is never more than the row counted at the store's last
+// commit of the run: it is read from the row locked (the two-round-trip
+// commit, a lease taken), or 0 for a run just created, and carried
+// unchanged by the one-round-trip commits, which do not read it; the
+// count only grows. So a row that, locked, still counts submissions has
+// taken no submission since that commit, whose every input a later
+// snapshot holds (see fenceAheadInboxWrite).
 type runHead struct {
 	owner              string
 	generation         int64
 	head               int64
 	hash               string
 	checkpoints, trace int64
+	submissions        int64
 }
 
 // heads remembers, for the runs this store has lately committed, what the
@@ -689,13 +700,21 @@ var (
 	fenceAheadWrite = fenceAhead(false)
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
 	// submissions counted on the row it locks (its newest version, read
-	// again after any wait) to be those counted on the run's row in the
-	// statement's snapshot (see fenceChecksInbox). The update finds the
+	// again after any wait) to be those the store knew the row to count
+	// ($12, runHead.submissions) or those counted on the run's row in the
+	// statement's snapshot (see fenceChecksInbox). Either holds only when
+	// the snapshot holds every input submitted before the lock: the
+	// first, because the count known is never more than the row's at the
+	// store's last commit of the run, which the snapshot follows, and the
+	// count only grows; the second as its own check. The update finds the
 	// row it moves as the snapshot holds it, and goes on to its newest
 	// version only when that one matches its condition (READ COMMITTED):
-	// the condition compares the row's count with the snapshot's, read
-	// once (an InitPlan) and kept when the condition is evaluated again
-	// on the newest version.
+	// the condition compares the row's count with the one known and then
+	// with the snapshot's, read once (an InitPlan) and kept when the
+	// condition is evaluated again on the newest version. An InitPlan is
+	// run when its value is first needed: when the first comparison
+	// holds, as it does on every tick but those after an input was
+	// submitted meanwhile, the snapshot's row is not read at all.
 	fenceAheadInboxWrite = fenceAhead(true)
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
@@ -727,7 +746,8 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 // UPDATE of the run's row, by its key, that moves the header on only if
 // the lease, the head and its hash are still what the store knows; with
 // inbox, only if the submissions the row counts are also those the
-// statement's snapshot counts (see fenceAheadInboxWrite). Its rows are to
+// store knows it to count ($12) or the statement's snapshot counts (see
+// fenceAheadInboxWrite). Its rows are to
 // be returned as fenceReturning.
 //
 // At READ COMMITTED (the implicit transaction) an UPDATE that finds its
@@ -756,7 +776,7 @@ func fenceAhead(inbox bool) string {
 	and := ``
 	if inbox {
 		and = `
-	AND submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1)`
+	AND (submissions = $12::bigint OR submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1))`
 	}
 	return `UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN state ELSE $8 END, outcome = $10,
 	updated_at = current_setting('` + tickAt + `')::bigint
@@ -828,7 +848,7 @@ type eventColumns struct {
 }
 
 // appendsParams is the room an appended statement's parameter list starts
-// with: a governed step's ticks take 52 (the decision) and 43 (the
+// with: a governed step's ticks take 53 (the decision) and 43 (the
 // receipt) with their fences folded in, and a list regrown past its room
 // is copied into one twice its size.
 const appendsParams = 56
@@ -849,7 +869,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 		fence = nil // other statements of the tick come between
 	}
 	if fence != nil {
-		ap.foldFence(fence, tx.fenceInbox)
+		ap.foldFence(fence, tx.fenceInbox, tx.fenceSubs)
 	}
 	build(&ap)
 	if ap.shape.parts == 0 || fence != nil && ap.shape.parts == 1 {
@@ -867,7 +887,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	k := ap.shape
 	ap.reset(true)
 	if fence != nil {
-		ap.foldFence(fence, tx.fenceInbox)
+		ap.foldFence(fence, tx.fenceInbox, tx.fenceSubs)
 	}
 	build(&ap)
 	sql := ap.sql()
@@ -1121,7 +1141,7 @@ func (s *Store) BeginAttempt(ctx context.Context, lease store.Lease, intentID st
 	var at store.Attempt
 	err := s.write(ctx, op, lease.RunID, func(tx *wtx) error {
 		outbox := map[string]*outboxRow{}
-		_, now, err := s.fence(ctx, tx, op, lease, func(b *pgx.Batch) { queueOutboxRead(b, lease.RunID, intentID, outbox) })
+		_, now, err := s.fence(ctx, tx, op, lease, nil, func(b *pgx.Batch) { queueOutboxRead(b, lease.RunID, intentID, outbox) })
 		if err != nil {
 			return err
 		}

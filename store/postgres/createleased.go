@@ -49,6 +49,8 @@ func (s *Store) CreateRunLeased(ctx context.Context, run store.Run, owner string
 		return store.Lease{}, err
 	}
 	l := store.Lease{RunID: run.ID, Owner: owner, Generation: 1, ExpiresAt: fromNanos(clock).Add(ttl).UTC()}
-	s.seedHead(l, store.Run{ID: run.ID, State: run.State, HeadHash: store.GenesisHash})
+	// The run was created counting no submissions (its first inputs are
+	// not counted), and the count only grows.
+	s.seedHead(l, store.Run{ID: run.ID, State: run.State, HeadHash: store.GenesisHash}, 0)
 	return l, nil
 }

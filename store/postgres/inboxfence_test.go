@@ -52,9 +52,12 @@ func submitHeld(t *testing.T, adm *pgx.Conn, sub *Store, subApp, schema, run, id
 // HEAD_MISMATCH and writes nothing, and the input stays pending. A
 // REPEATABLE READ tick takes its snapshot before its lock waits, so the
 // check reads an inbox older than the lock unless Submit's commit changed
-// the run's row the tick locks.
+// the run's row the tick locks. The one-round-trip tick is refused both
+// when the store knows the submissions the row counted (the row's count
+// then differs from it) and when what it knows is stale (the row's count
+// then differs from the snapshot's too).
 func TestInputSubmittedWhileTickWaits(t *testing.T) {
-	for _, path := range []string{"two round trips", "one round trip"} {
+	for _, path := range []string{"two round trips", "one round trip", "one round trip, count stale"} {
 		t.Run(path, func(t *testing.T) {
 			forBothTicks(t, func(t *testing.T) {
 				schema := freshSchema(t)
@@ -63,8 +66,11 @@ func TestInputSubmittedWhileTickWaits(t *testing.T) {
 				sub := openNamed(t, schema, subApp, Options{})
 				adm := admin(t)
 				l := oneEventRun(t, s)
-				if path == "two round trips" {
+				switch path {
+				case "two round trips":
 					s.heads.forget("r")
+				case "one round trip, count stale":
+					staleCount(t, s, l)
 				}
 
 				release, submitted := submitHeld(t, adm, sub, subApp, schema, "r", "late")

@@ -28,8 +28,9 @@ func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 // lockSQL locks a run's header row and then reads the clock: the outer
 // projection is evaluated on rows the locking CTE has already returned, so
 // clock_timestamp() is read after the lock.
+// It reads the submissions the row counts after the run's columns.
 const lockSQL = `WITH r AS MATERIALIZED (
-	SELECT ` + runColumns + ` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE)
+	SELECT ` + runColumns + `, submissions FROM runs WHERE run_id = $1 FOR NO KEY UPDATE)
 SELECT r.*, ` + nowNanos + ` FROM r`
 
 // lockRun locks a run's header row for the rest of tx and reads the clock
@@ -40,14 +41,18 @@ SELECT r.*, ` + nowNanos + ` FROM r`
 // reads, when given, queue more reads on the same round trip: they run
 // after the lock, on the transaction's one snapshot, exactly as if they
 // were sent one by one after it, and their callbacks fill what the caller
-// decides on. They do not run when the run does not exist.
-func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
+// decides on. They do not run when the run does not exist. subs, when
+// not nil, is set to the submissions the locked row counts.
+func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string, subs *int64, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
 	var r store.Run
-	var clock int64
+	var clock, n int64
+	if subs == nil {
+		subs = &n
+	}
 	b := &pgx.Batch{}
 	b.Queue(lockSQL, runID).QueryRow(func(row pgx.Row) error {
 		var err error
-		r, err = scanRun(row, &clock)
+		r, err = scanRun(row, subs, &clock)
 		return err
 	})
 	for _, q := range reads {
@@ -65,9 +70,9 @@ func (s *Store) lockRun(ctx context.Context, tx *wtx, runID string, reads ...fun
 
 // fence locks the run and checks, inside tx, that lease is the run's
 // current, unexpired lease and that the run is not quarantined. reads are
-// lockRun's.
-func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
-	r, now, err := s.lockRun(ctx, tx, lease.RunID, reads...)
+// lockRun's, and so is subs.
+func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease, subs *int64, reads ...func(*pgx.Batch)) (store.Run, time.Time, error) {
+	r, now, err := s.lockRun(ctx, tx, lease.RunID, subs, reads...)
 	if err != nil {
 		return r, now, err
 	}
@@ -91,8 +96,9 @@ func checkFence(op string, lease store.Lease, r store.Run, now time.Time) error 
 }
 
 // lockedSQL begins a statement that locks a run's row ($1) and reads it
-// and then the clock ($2 when injected) after the lock, as c.
-const lockedSQL = `WITH r AS MATERIALIZED (SELECT ` + runColumns + ` FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+// (the run's columns and then the submissions it counts) and then the
+// clock ($2 when injected) after the lock, as c.
+const lockedSQL = `WITH r AS MATERIALIZED (SELECT ` + runColumns + `, submissions FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 c AS MATERIALIZED (SELECT r.*, ` + `COALESCE($2::bigint, ` + nowNanos + `) AS now FROM r)`
 
 // fenceSQL is checkFence in SQL, on c, for the lease owner $3 and
@@ -102,16 +108,20 @@ const fenceSQL = `c.quarantine = '' AND c.lease_owner = $3 AND c.lease_generatio
 // leaseWrite runs, in one round trip, one statement made of lockedSQL and
 // then more (which updates the run as u only where its condition holds
 // and selects c.*, the clock and how many rows u updated), and returns the
-// run as it was locked, the clock reading, and whether u updated it. The
-// database decides; the caller only explains a refusal.
-func (s *Store) leaseWrite(ctx context.Context, op, runID, more string, args ...any) (r store.Run, now time.Time, updated bool, err error) {
-	var clock, n int64
+// run as it was locked, the clock reading, and whether u updated it;
+// subs, when not nil, is set to the submissions the locked row counts.
+// The database decides; the caller only explains a refusal.
+func (s *Store) leaseWrite(ctx context.Context, op, runID string, subs *int64, more string, args ...any) (r store.Run, now time.Time, updated bool, err error) {
+	var clock, n, count int64
+	if subs == nil {
+		subs = &count
+	}
 	found := false
 	err = s.write(ctx, op, runID, func(tx *wtx) error {
 		found, n = false, 0
 		tx.Queue(lockedSQL+more, append([]any{runID, s.injected()}, args...)...).QueryRow(func(row pgx.Row) error {
 			var err error
-			r, err = scanRun(row, &clock, &n)
+			r, err = scanRun(row, subs, &clock, &n)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -196,7 +206,8 @@ func (s *Store) AcquireLease(ctx context.Context, runID, owner string, ttl time.
 	if err := store.ValidateLeaseRequest(runID, owner, ttl); err != nil {
 		return store.Lease{}, err
 	}
-	r, now, ok, err := s.leaseWrite(ctx, op, runID, `,
+	var subs int64
+	r, now, ok, err := s.leaseWrite(ctx, op, runID, &subs, `,
 u AS (UPDATE runs SET lease_owner = $3, lease_generation = c.lease_generation + 1, lease_expires_at = c.now + $4, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND c.quarantine = '' AND (c.lease_owner IN ('', $3) OR c.lease_expires_at <= c.now)
 	RETURNING 1)
@@ -206,7 +217,7 @@ SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
 		return store.Lease{}, err
 	case ok:
 		l := store.Lease{RunID: runID, Owner: owner, Generation: r.Lease.Generation + 1, ExpiresAt: now.Add(ttl).UTC()}
-		s.seedHead(l, r)
+		s.seedHead(l, r, subs)
 		return l, nil
 	case r.Quarantine != "":
 		return store.Lease{}, store.Errorf(store.CodeQuarantined, op, runID, nil, "%s", r.Quarantine)
@@ -225,12 +236,13 @@ SELECT c.*, (SELECT count(*) FROM u) FROM c`, owner, ttl.Nanoseconds())
 // no higher than the truth: the tick's first checkpoint and trace row
 // then take position 1, which an existing one holds, its key refuses the
 // attempt, and the tick goes the two-round-trip way, which reads them. A
-// run with events has positions only a read tells.
-func (s *Store) seedHead(l store.Lease, r store.Run) {
+// run with events has positions only a read tells. subs is the
+// submissions the row counted (see runHead).
+func (s *Store) seedHead(l store.Lease, r store.Run, subs int64) {
 	if r.Head != 0 || r.Outcome != "" || r.Quarantine != "" {
 		return
 	}
-	s.heads.set(l, store.Tick{}, runHead{owner: l.Owner, generation: l.Generation, hash: r.HeadHash})
+	s.heads.set(l, store.Tick{}, runHead{owner: l.Owner, generation: l.Generation, hash: r.HeadHash, submissions: subs})
 }
 
 // RenewLease implements store.Store, in one round trip.
@@ -239,7 +251,7 @@ func (s *Store) RenewLease(ctx context.Context, lease store.Lease, ttl time.Dura
 	if ttl <= 0 {
 		return store.Lease{}, store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "a positive ttl is required")
 	}
-	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, nil, `,
 u AS (UPDATE runs SET lease_expires_at = c.now + $5, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+`
 	RETURNING 1)
@@ -265,7 +277,7 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 	s.heads.forget(lease.RunID)
 	// A released live run may be claimed by another runner at once:
 	// notify, when released.
-	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, `,
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, nil, `,
 u AS (UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+`
 	RETURNING 1),
@@ -290,7 +302,7 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
 		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "a reason is required")
 	}
 	s.heads.forget(runID)
-	_, _, ok, err := s.leaseWrite(ctx, op, runID, `,
+	_, _, ok, err := s.leaseWrite(ctx, op, runID, nil, `,
 u AS (UPDATE runs SET quarantine = $3, lease_owner = '', lease_expires_at = 0, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id
 	RETURNING 1)
@@ -336,7 +348,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 	s.heads.forget(rel.RunID) // the trace grows outside a tick
 	return s.write(ctx, op, rel.RunID, func(tx *wtx) error {
 		var trace int64
-		r, now, err := s.lockRun(ctx, tx, rel.RunID, func(b *pgx.Batch) {
+		r, now, err := s.lockRun(ctx, tx, rel.RunID, nil, func(b *pgx.Batch) {
 			b.Queue(`SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0)`, rel.RunID).
 				QueryRow(func(row pgx.Row) error { return row.Scan(&trace) })
 		})

@@ -43,9 +43,11 @@ type wtx struct {
 	// fence, on the one-round-trip tick, is the fence's parameters: the
 	// fence is queued first, and queueAppends takes it out when it folds
 	// it into the tick's appended statement; fenceInbox says the folded
-	// fence checks the inbox (see fenceChecksInbox).
+	// fence checks the inbox (see fenceChecksInbox), against fenceSubs,
+	// the submissions the store last knew the run's row to count.
 	fence      []any
 	fenceInbox bool
+	fenceSubs  int64
 	// failed, after a round trip the server refused, is the refused
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.

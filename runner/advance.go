@@ -56,6 +56,9 @@ type tick struct {
 	moved   bool
 	inbox   []store.Inbound // pending inbox, read once per pass
 	inboxOK bool
+	// pre is the checkpoint read with the run's header (see takeUp),
+	// until load takes it.
+	pre *takenUp
 	// fold is an input handed in by SubmitAdvance and not yet durable: it
 	// waits at the end of the pending inbox, and the tick that accepts it
 	// appends it to the store's inbox in its own commit. folded reports
@@ -336,11 +339,13 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 		}
 	}()
 	var run store.Run
+	var pre *takenUp
+	var pending []store.Inbound
 	if useCache {
 		run, inboxEmpty, cached = r.heldRun(runID)
 	}
 	if !cached {
-		if run, err = r.cfg.Store.Run(ctx, runID); err != nil {
+		if run, pre, pending, err = r.takeUp(ctx, runID); err != nil {
 			return false, false, false, err
 		}
 	}
@@ -357,7 +362,10 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	} else if err != nil {
 		return false, false, false, err
 	}
-	t = &tick{run: run, lease: lease, wf: wf}
+	t = &tick{run: run, lease: lease, wf: wf, pre: pre}
+	if pre != nil {
+		t.inbox, t.inboxOK = pending, true
+	}
 	r.takeScratch(t)
 	r.beginTick(t)
 	defer r.settleLease(ctx, t)
@@ -533,7 +541,13 @@ func (r *Runner) settleLease(ctx context.Context, t *tick) {
 // load reads the run's checkpoint, or starts a fresh one. A checkpoint that
 // cannot be trusted quarantines the run: it never resumes silently.
 func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
-	stored, err := r.cfg.Store.Checkpoint(ctx, t.run.ID)
+	var stored store.Checkpoint
+	var err error
+	if pre := t.pre; pre != nil {
+		stored, err, t.pre = pre.cp, pre.cpErr, nil
+	} else {
+		stored, err = r.cfg.Store.Checkpoint(ctx, t.run.ID)
+	}
 	if store.CodeOf(err) == store.CodeNotFound && t.run.Head == 0 {
 		state, err := t.wf.Init(t.run.ID)
 		if err != nil {

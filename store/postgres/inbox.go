@@ -71,14 +71,26 @@ SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT digest FROM pr
 
 // Inbox implements store.Store.
 func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]store.Inbound, error) {
-	q := `SELECT inbound_id, run_id, kind, actor_role, actor, capability, body, digest, seq, consumed FROM inbox WHERE run_id = $1`
+	q := inboxSQL
 	if pendingOnly {
-		q += ` AND NOT consumed`
+		q = inboxPendingSQL
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY seq`, runID)
+	rows, err := s.pool.Query(ctx, q, runID)
 	if err != nil {
 		return nil, s.mapErr("inbox", runID, err)
 	}
+	return s.scanInbox(runID, rows)
+}
+
+// inboxSQL reads a run's inbox in order, inboxPendingSQL its pending
+// entries, as scanInbox takes them.
+const (
+	inboxSQL        = `SELECT inbound_id, run_id, kind, actor_role, actor, capability, body, digest, seq, consumed FROM inbox WHERE run_id = $1 ORDER BY seq`
+	inboxPendingSQL = `SELECT inbound_id, run_id, kind, actor_role, actor, capability, body, digest, seq, consumed FROM inbox WHERE run_id = $1 AND NOT consumed ORDER BY seq`
+)
+
+// scanInbox returns rows' entries and closes rows.
+func (s *Store) scanInbox(runID string, rows pgx.Rows) ([]store.Inbound, error) {
 	defer rows.Close()
 	var out []store.Inbound
 	for rows.Next() {

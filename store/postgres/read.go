@@ -82,8 +82,17 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
-WHERE run_id = $1 ORDER BY n DESC LIMIT 1`, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+	err := s.pool.QueryRow(ctx, checkpointSQL, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+	return s.openCheckpoint(runID, c, n, err)
+}
+
+// checkpointSQL reads a run's last checkpoint, as openCheckpoint takes it.
+const checkpointSQL = `SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints
+WHERE run_id = $1 ORDER BY n DESC LIMIT 1`
+
+// openCheckpoint is what Checkpoint returns for checkpoint number n, c, as
+// checkpointSQL's row scanned with err.
+func (s *Store) openCheckpoint(runID string, c store.Checkpoint, n int64, err error) (store.Checkpoint, error) {
 	if err != nil {
 		return c, s.mapErr("checkpoint", runID, err)
 	}

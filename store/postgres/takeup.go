@@ -12,26 +12,43 @@ import (
 // runner.TakeUpReader) in one round trip: the three statements Run,
 // Checkpoint and Inbox(ctx, runID, true) send, pipelined, each read and
 // returned as those calls return it.
-func (s *Store) TakeUp(ctx context.Context, runID string) (run store.Run, cp store.Checkpoint, cpErr error, pending []store.Inbound, err error) {
-	var n int64
+func (s *Store) TakeUp(ctx context.Context, runID string) (store.Run, store.Checkpoint, error, []store.Inbound, error) {
+	t := &takeUp{s: s, runID: runID}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID).QueryRow(func(row pgx.Row) error {
-		var err error
-		run, err = scanRun(row)
-		return s.mapErr("run", runID, err)
-	})
-	b.Queue(checkpointSQL, runID).QueryRow(func(row pgx.Row) error {
-		cpErr = row.Scan(&n, &cp.Seq, &cp.FormatVersion, &cp.BuildDigest, &cp.Body, &cp.Digest)
-		return nil
-	})
-	b.Queue(inboxPendingSQL, runID).Query(func(rows pgx.Rows) error {
-		var err error
-		pending, err = s.scanInbox(runID, rows)
-		return err
-	})
-	if err = s.pool.SendBatch(ctx, b).Close(); err != nil {
+	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID).QueryRow(t.scanRun)
+	b.Queue(checkpointSQL, runID).QueryRow(t.scanCheckpoint)
+	b.Queue(inboxPendingSQL, runID).Query(t.scanInbox)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return store.Run{}, store.Checkpoint{}, nil, nil, s.mapErr("run", runID, err)
 	}
-	cp, cpErr = s.openCheckpoint(runID, cp, n, cpErr)
-	return run, cp, cpErr, pending, nil
+	cp, cpErr := s.openCheckpoint(runID, t.cp, t.n, t.cpErr)
+	return t.run, cp, cpErr, t.pending, nil
+}
+
+// takeUp is what TakeUp reads, filled as each result arrives.
+type takeUp struct {
+	s       *Store
+	runID   string
+	run     store.Run
+	cp      store.Checkpoint
+	n       int64
+	cpErr   error
+	pending []store.Inbound
+}
+
+func (t *takeUp) scanRun(row pgx.Row) error {
+	var err error
+	t.run, err = scanRun(row)
+	return t.s.mapErr("run", t.runID, err)
+}
+
+func (t *takeUp) scanCheckpoint(row pgx.Row) error {
+	t.cpErr = row.Scan(&t.n, &t.cp.Seq, &t.cp.FormatVersion, &t.cp.BuildDigest, &t.cp.Body, &t.cp.Digest)
+	return nil
+}
+
+func (t *takeUp) scanInbox(rows pgx.Rows) error {
+	var err error
+	t.pending, err = t.s.scanInbox(t.runID, rows)
+	return err
 }

@@ -61,6 +61,17 @@ func lrRProfile(t tb) frontier.Profile {
 	return p
 }
 
+// lrVerified is the seam's LR fixture sealed and verified: its R profile,
+// binding profile and the binding's verified form.
+func lrVerified(t tb) (frontier.Profile, BindingProfile, VerifiedBinding) {
+	r, b := lrRProfile(t), lrBinding().Sealed()
+	vb, ok := VerifyBinding(b)
+	if !ok {
+		t.Fatal("binding profile does not verify")
+	}
+	return r, b, vb
+}
+
 func lrBinding() BindingProfile {
 	return BindingProfile{
 		RuleSetVersion: "rules/lr-test/1", DataflowVersion: "dataflow/0",

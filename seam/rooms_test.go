@@ -28,11 +28,7 @@ func projectPlain(l Materialization, r frontier.Profile, b BindingProfile, q Que
 // state, projected once (SealAndProjectVerified) and again through the
 // same projector's rooms after a rejection.
 func TestProjectorRoomsArePlain(t *testing.T) {
-	r, b := lrRProfile(t), lrBinding().Sealed()
-	vb, ok := VerifyBinding(b)
-	if !ok {
-		t.Fatal("binding profile does not verify")
-	}
+	r, b, vb := lrVerified(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		l, q := drawOneOrTwoQueries(rt, r, b)
 		want := outcomeJSON(projectPlain(l, r, b, q.Sealed()))
@@ -80,11 +76,7 @@ func TestOneQueryProjectionAllocations(t *testing.T) {
 // projections (sealed and undigested, of other batches), and a rejection
 // too.
 func TestSealFrameKeepsNothingReturned(t *testing.T) {
-	r, b := lrRProfile(t), lrBinding().Sealed()
-	vb, ok := VerifyBinding(b)
-	if !ok {
-		t.Fatal("binding profile does not verify")
-	}
+	r, b, vb := lrVerified(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		l, q := drawOneOrTwoQueries(rt, r, b)
 		p, rej := SealAndProjectVerified(l, r, vb, q)

@@ -12,11 +12,7 @@ import (
 // materializations and batches of one or two queries; and a successful
 // undigested projection hashes neither preimage (its digests are empty).
 func TestUndigestedIsSealAndProjectVerified(t *testing.T) {
-	r, b := lrRProfile(t), lrBinding().Sealed()
-	vb, ok := VerifyBinding(b)
-	if !ok {
-		t.Fatal("binding profile does not verify")
-	}
+	r, b, vb := lrVerified(t)
 	var projected, rejected int
 	defer func() {
 		if projected == 0 || rejected == 0 {

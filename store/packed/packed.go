@@ -17,10 +17,11 @@ package packed
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
+	"flrh.dev/flrh/cjson"
 	"github.com/klauspost/compress/s2"
 )
 
@@ -84,7 +85,7 @@ func (p *Packer) PackTo(dst, body []byte) ([]byte, bool) {
 	}
 	at := len(dst)
 	need := len(Prefix) + 1 + s2.MaxEncodedLen(len(src))
-	dst = slicesGrow(dst, need)
+	dst = slices.Grow(dst, need)
 	dst = append(dst, Prefix...)
 	dst = append(dst, flags)
 	room := dst[len(dst):cap(dst)]
@@ -171,34 +172,6 @@ var hexValue = func() (t [256]byte) {
 	return t
 }()
 
-const hexDigits = "0123456789abcdef"
-
-// unhex writes the 32 bytes 64 lowercase hex digits spell to out and
-// reports whether they were all such digits, eight at a time: each byte
-// of a word is tested to be in '0'–'9' or 'a'–'f' (no byte of the word's
-// carries into the next, as every byte is first held under 0x80), its
-// value is its low nibble, plus 9 for a letter (bit 6), and the values
-// are paired into bytes and gathered.
-func unhex(out *[32]byte, d *[64]byte) bool {
-	const (
-		ones = 0x0101010101010101
-		high = 0x8080808080808080
-	)
-	var bad uint64
-	for k := range 8 {
-		x := binary.LittleEndian.Uint64(d[8*k : 8*k+8])
-		digit := (x + (0x80-'0')*ones) &^ (x + (0x80-'9'-1)*ones)
-		letter := (x + (0x80-'a')*ones) &^ (x + (0x80-'f'-1)*ones)
-		bad |= x&high | ^(digit|letter)&high
-		v := x&(0x0f*ones) + 9*(x>>6&ones)
-		v = (v&0x00ff00ff00ff00ff)<<4 | v>>8&0x00ff00ff00ff00ff // a byte in each 16-bit lane
-		v = (v | v>>8) & 0x0000ffff0000ffff
-		v = (v | v>>16) & 0xffffffff
-		binary.LittleEndian.PutUint32(out[4*k:4*k+4], uint32(v))
-	}
-	return bad == 0
-}
-
 // binarySums appends body to dst with every ':' and 64 lowercase hex
 // digits written as ':', sumMark and the 32 bytes, and returns it with
 // the number of digests so written (none: dst is not to be used).
@@ -221,15 +194,15 @@ func binarySums(dst, body []byte) ([]byte, int) {
 			continue
 		}
 		if count == 0 {
-			dst = slicesGrow(dst, len(body))
+			dst = slices.Grow(dst, len(body))
 		}
 		undo := len(dst)
 		dst = append(dst, body[from:p]...)
 		dst = append(dst, sumMark)
-		dst = slicesGrow(dst, 32)
+		dst = slices.Grow(dst, 32)
 		at := len(dst)
 		dst = dst[:at+32]
-		if !unhex((*[32]byte)(dst[at:at+32]), d) {
+		if !cjson.UnhexSum((*[32]byte)(dst[at:at+32]), d) {
 			dst = dst[:undo]
 			continue
 		}
@@ -245,7 +218,7 @@ func binarySums(dst, body []byte) ([]byte, int) {
 
 // hexSums undoes binarySums, appending to dst.
 func hexSums(dst, mid []byte) ([]byte, error) {
-	dst = slicesGrow(dst, len(mid)+len(mid)/2)
+	dst = slices.Grow(dst, len(mid)+len(mid)/2)
 	for {
 		j := bytes.IndexByte(mid, sumMark)
 		if j < 0 {
@@ -255,18 +228,8 @@ func hexSums(dst, mid []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%w: a digest mark out of place", ErrCorrupt)
 		}
 		dst = append(dst, mid[:j]...)
-		for _, b := range mid[j+1 : j+33] {
-			dst = append(dst, hexDigits[b>>4], hexDigits[b&15])
-		}
+		dst = append(dst, make([]byte, 64)...)
+		cjson.HexSum((*[64]byte)(dst[len(dst)-64:]), (*[32]byte)(mid[j+1:j+33]))
 		mid = mid[j+33:]
 	}
-}
-
-func slicesGrow(b []byte, n int) []byte {
-	if cap(b)-len(b) >= n {
-		return b
-	}
-	nb := make([]byte, len(b), len(b)+n)
-	copy(nb, b)
-	return nb
 }

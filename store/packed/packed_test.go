@@ -211,47 +211,6 @@ func TestPackKeepsItsBuffers(t *testing.T) {
 	}
 }
 
-// unhex agrees with encoding/hex on every 64 bytes: valid lowercase
-// digits decode to the same bytes, anything else (upper case, any other
-// byte, bytes with the high bit set) is refused.
-func TestUnhexDifferential(t *testing.T) {
-	alphabet := []byte("0123456789abcdefABCDEFgz/:@`G\x00\x7f\x80\xb0\xe1\xff")
-	rapid.Check(t, func(t *rapid.T) {
-		var d [64]byte
-		if rapid.Bool().Draw(t, "valid") {
-			hex.Encode(d[:], rapid.SliceOfN(rapid.Byte(), 32, 32).Draw(t, "sum"))
-			if rapid.Bool().Draw(t, "damaged") {
-				d[rapid.IntRange(0, 63).Draw(t, "at")] = rapid.SampledFrom(alphabet).Draw(t, "with")
-			}
-		} else {
-			for i := range d {
-				d[i] = rapid.SampledFrom(alphabet).Draw(t, "b")
-			}
-		}
-		var got [32]byte
-		ok := unhex(&got, &d)
-		want, err := hex.DecodeString(string(d[:]))
-		lower := bytes.Equal(bytes.ToLower(d[:]), d[:])
-		if wantOK := err == nil && lower; ok != wantOK {
-			t.Fatalf("%q: unhex %v, want %v", d, ok, wantOK)
-		}
-		if ok && !bytes.Equal(got[:], want) {
-			t.Fatalf("%q: %x, want %x", d, got, want)
-		}
-	})
-	for c := 0; c < 256; c++ { // every byte in every position of a word
-		for at := range 8 {
-			d := [64]byte([]byte(strings.Repeat("0", 64)))
-			d[at] = byte(c)
-			var got [32]byte
-			wantOK := c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
-			if ok := unhex(&got, &d); ok != wantOK {
-				t.Fatalf("byte %#x at %d: %v", c, at, ok)
-			}
-		}
-	}
-}
-
 // FuzzPack: whatever is packed unpacks to itself.
 func FuzzPack(f *testing.F) {
 	f.Add(body(3))

@@ -1,6 +1,10 @@
 package postgres
 
-import "encoding/hex"
+import (
+	"encoding/hex"
+
+	"flrh.dev/flrh/cjson"
+)
 
 // An event's hashes are stored as their 32-byte sums when they are
 // canonical ("sha256:" and 64 lowercase hex digits), else as the text they
@@ -78,43 +82,19 @@ func (c *hashColumns) texts() []*string {
 }
 
 // appendSum appends the 32 bytes canonical hash h stands for to b, or
-// nothing when h is not canonical. Each pair of digits is read through
-// hexValue in one pass, into a sum that is appended only when every digit
-// was a lowercase hex digit.
+// nothing when h is not canonical (cjson.UnhexSum reads the digits).
 func appendSum(b []byte, h string) []byte {
 	if len(h) != len(hashPrefix)+64 || h[:len(hashPrefix)] != hashPrefix {
 		return b
 	}
+	var d [64]byte
 	var sum [32]byte
-	bad := byte(0)
-	digits := h[len(hashPrefix):]
-	for i := range sum {
-		hi, lo := hexValue[digits[2*i]], hexValue[digits[2*i+1]]
-		bad |= hi | lo
-		sum[i] = hi<<4 | lo
-	}
-	if bad&notHex != 0 {
+	copy(d[:], h[len(hashPrefix):])
+	if !cjson.UnhexSum(&sum, &d) {
 		return b
 	}
 	return append(b, sum[:]...)
 }
-
-// notHex marks a byte that is not a lowercase hex digit in hexValue.
-const notHex = 0x10
-
-// hexValue is each byte's value as a lowercase hex digit, or notHex.
-var hexValue = func() (t [256]byte) {
-	for i := range t {
-		t[i] = notHex
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = byte(c - '0')
-	}
-	for c := 'a'; c <= 'f'; c++ {
-		t[c] = byte(c - 'a' + 10)
-	}
-	return t
-}()
 
 // sumText is a hash read back as the text it was written as: text when
 // it was kept as its text, else its sum's.

@@ -25,38 +25,15 @@ func packHash(s string) any {
 }
 
 // unhexSum reads s, if it is "sha256:" and 64 lowercase hex digits, into
-// sum, and reports whether it was. Each digit's value is looked up in
-// hexValue, where a byte that is not a lowercase hex digit has a value
-// above 15: a pair is read with one test.
+// sum, and reports whether it was (cjson.UnhexSum reads the digits).
 func unhexSum(sum *[32]byte, s string) bool {
 	if len(s) != len(hashPrefix)+64 || s[:len(hashPrefix)] != hashPrefix {
 		return false
 	}
-	d := s[len(hashPrefix):]
-	for i := range sum {
-		hi, lo := hexValue[d[2*i]], hexValue[d[2*i+1]]
-		if hi|lo > 15 {
-			return false
-		}
-		sum[i] = hi<<4 | lo
-	}
-	return true
+	var d [64]byte
+	copy(d[:], s[len(hashPrefix):])
+	return cjson.UnhexSum(sum, &d)
 }
-
-// hexValue is each lowercase hex digit's value; every other byte's is 16.
-var hexValue = func() (t [256]byte) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9':
-			t[c] = byte(c - '0')
-		case 'a' <= c && c <= 'f':
-			t[c] = byte(c - 'a' + 10)
-		default:
-			t[c] = 16
-		}
-	}
-	return t
-}()
 
 // errHashColumn marks a hash column holding what packHash never writes.
 type errHashColumn struct{ v any }

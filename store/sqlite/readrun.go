@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql/driver"
-	"flrh.dev/flrh/store/packed"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/packed"
 )
 
 // A run's record read by one statement. Each of Run, Events, Checkpoint,

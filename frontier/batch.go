@@ -272,27 +272,16 @@ func newPublishedBatch(into *PublishedBatch, profileDigest, dataflow string, t, 
 		pb.batch.CauseID = all[causeIDAt:publishedAt]
 		return pb
 	}
-	b := make([]byte, 0, pb.canonicalCap())
-	b = append(b, '{')
-	b = appendKey(b, "batch", true)
-	batchStart := len(b)
-	b = appendStableBatch(b, &pb.batch, ids[:digestLen], ids[digestLen:causeIDAt], ids[causeIDAt:publishedAt])
-	batchBytes := b[batchStart:]
+	b, at := appendPublishedHead(make([]byte, 0, pb.canonicalCap()), pb, ids[:digestLen], ids[digestLen:causeIDAt], ids[causeIDAt:publishedAt])
 	// The published digest preimage shares the batch and the two value
 	// lists with the wire object; hash it from the pieces.
 	h.reset()
 	h.bytes(publishedPreimageOpen)
-	h.bytes(batchBytes)
+	h.bytes(b[at.batch[0]:at.batch[1]])
 	h.bytes(publishedPreimageProposals)
-	b = appendKey(b, "effect_proposals", false)
-	listStart := len(b)
-	b = appendValues(b, proposals)
-	h.bytes(b[listStart:])
+	h.bytes(b[at.proposals[0]:at.proposals[1]])
 	h.bytes(publishedPreimageVerdicts)
-	b = appendKey(b, "eligibility_verdicts", false)
-	listStart = len(b)
-	b = appendValues(b, verdicts)
-	h.bytes(b[listStart:])
+	h.bytes(b[at.verdicts[0]:at.verdicts[1]])
 	h.bytes(closeBrace)
 	h.h.Sum(h.sum[:0])
 	writeDigest(ids[publishedAt:], &h.sum)
@@ -336,15 +325,35 @@ func (p *PublishedBatch) canonical() []byte {
 	if p.canon != nil {
 		return p.canon
 	}
-	b := make([]byte, 0, p.canonicalCap())
+	b, _ := appendPublishedHead(make([]byte, 0, p.canonicalCap()), p, p.batch.BatchDigest, p.batch.BatchID, p.batch.CauseID)
+	return appendPublishedTail(b, p.digest)
+}
+
+// publishedPieces marks, in an RPublishedBatch written by
+// appendPublishedHead, where the three pieces its published digest's
+// preimage shares with it start and end: the batch and the two value
+// lists.
+type publishedPieces struct{ batch, proposals, verdicts [2]int }
+
+// appendPublishedHead writes p's RPublishedBatch up to its eligibility
+// verdicts (appendPublishedTail closes it), with the batch's digest and
+// ids given apart from p (which need not hold them yet).
+func appendPublishedHead[S string | []byte](b []byte, p *PublishedBatch, digest, batchID, causeID S) ([]byte, publishedPieces) {
+	var at publishedPieces
 	b = append(b, '{')
 	b = appendKey(b, "batch", true)
-	b = appendStableBatch(b, &p.batch, p.batch.BatchDigest, p.batch.BatchID, p.batch.CauseID)
+	at.batch[0] = len(b)
+	b = appendStableBatch(b, &p.batch, digest, batchID, causeID)
+	at.batch[1] = len(b)
 	b = appendKey(b, "effect_proposals", false)
+	at.proposals[0] = len(b)
 	b = appendValues(b, p.proposals)
+	at.proposals[1] = len(b)
 	b = appendKey(b, "eligibility_verdicts", false)
+	at.verdicts[0] = len(b)
 	b = appendValues(b, p.verdicts)
-	return appendPublishedTail(b, p.digest)
+	at.verdicts[1] = len(b)
+	return b, at
 }
 
 // appendPublishedTail closes an RPublishedBatch written up to its

@@ -82,8 +82,13 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]store.
 func (s *Store) Checkpoint(ctx context.Context, runID string) (store.Checkpoint, error) {
 	var c store.Checkpoint
 	var n int64
-	err := s.pool.QueryRow(ctx, checkpointSQL, runID).Scan(&n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
+	err := scanCheckpoint(s.pool.QueryRow(ctx, checkpointSQL, runID), &c, &n)
 	return s.openCheckpoint(runID, c, n, err)
+}
+
+// scanCheckpoint scans checkpointSQL's row into c and its number n.
+func scanCheckpoint(row pgx.Row, c *store.Checkpoint, n *int64) error {
+	return row.Scan(n, &c.Seq, &c.FormatVersion, &c.BuildDigest, &c.Body, &c.Digest)
 }
 
 // checkpointSQL reads a run's last checkpoint, as openCheckpoint takes it.

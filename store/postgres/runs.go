@@ -173,9 +173,12 @@ VALUES ($1, $2, $3, $7, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
 
 // Run implements store.Store.
 func (s *Store) Run(ctx context.Context, runID string) (store.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID))
+	r, err := scanRun(s.pool.QueryRow(ctx, runSQL, runID))
 	return r, s.mapErr("run", runID, err)
 }
+
+// runSQL reads a run's row, as scanRun takes it.
+const runSQL = `SELECT ` + runColumns + ` FROM runs WHERE run_id = $1`
 
 // Runs implements store.Store.
 func (s *Store) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {

@@ -15,7 +15,7 @@ import (
 func (s *Store) TakeUp(ctx context.Context, runID string) (store.Run, store.Checkpoint, error, []store.Inbound, error) {
 	t := &takeUp{s: s, runID: runID}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID).QueryRow(t.scanRun)
+	b.Queue(runSQL, runID).QueryRow(t.scanRun)
 	b.Queue(checkpointSQL, runID).QueryRow(t.scanCheckpoint)
 	b.Queue(inboxPendingSQL, runID).Query(t.scanInbox)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
@@ -43,7 +43,7 @@ func (t *takeUp) scanRun(row pgx.Row) error {
 }
 
 func (t *takeUp) scanCheckpoint(row pgx.Row) error {
-	t.cpErr = row.Scan(&t.n, &t.cp.Seq, &t.cp.FormatVersion, &t.cp.BuildDigest, &t.cp.Body, &t.cp.Digest)
+	t.cpErr = scanCheckpoint(row, &t.cp, &t.n)
 	return nil
 }
 

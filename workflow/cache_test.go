@@ -35,14 +35,21 @@ func resultBytes(t interface{ Fatal(...any) }, r Result, err error) []byte {
 	return b
 }
 
+// cachedAndPlain is the refund agent compiled, and a copy of it without
+// the materialization cache, evaluating every tick from scratch.
+func cachedAndPlain(t *testing.T) (cached, plain *Workflow) {
+	cached = compileExample(t, "refund-agent")
+	p := *cached
+	p.cache = nil
+	p.empty = nil
+	return cached, &p
+}
+
 // The materialization cache only saves work: a workflow with it and one
 // that evaluates every tick from scratch decide every input sequence
 // identically, byte for byte, trace included.
 func TestCacheIsTransparent(t *testing.T) {
-	cached := compileExample(t, "refund-agent")
-	plain := *cached
-	plain.cache = nil
-	plain.empty = nil
+	cached, plain := cachedAndPlain(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		runID := fmt.Sprintf("run-cache-%d", rapid.IntRange(0, 3).Draw(rt, "run"))
 		a, _ := cached.Init(runID)
@@ -84,10 +91,7 @@ func TestCacheIsTransparent(t *testing.T) {
 // already answered) decide as a workflow without the cache does, byte
 // for byte, over runs long enough to grow the list several times.
 func TestSupportsAppendedInPlaceAreTransparent(t *testing.T) {
-	cached := compileExample(t, "refund-agent")
-	plain := *cached
-	plain.cache = nil
-	plain.empty = nil
+	cached, plain := cachedAndPlain(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		type reached struct {
 			a, b []byte

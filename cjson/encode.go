@@ -419,9 +419,17 @@ func AppendQuoted(dst []byte, s string) ([]byte, bool) {
 	ascii := true
 	start := 0
 	for i < len(s) {
-		if i+8 <= len(s) && plainWord(word(s, i)) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			// The plain bytes of a word are passed over together: the
+			// lowest byte plainMask flags is the first that is not plain
+			// (a string with quotes or escapes in most of its words, an
+			// atom's text say, is not read byte by byte between them).
+			m := plainMask(word(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
 		}
 		c := s[i]
 		i++

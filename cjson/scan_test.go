@@ -196,6 +196,47 @@ func BenchmarkPlain(b *testing.B) {
 	}
 }
 
+// denseString draws strings in which bytes to escape, or above 0x7f, sit
+// in most words, at any distance apart: an atom's text, a JSON text held
+// as a string, UTF-8 between plain runs.
+var denseString = rapid.Custom(func(t *rapid.T) string {
+	parts := rapid.SliceOfN(rapid.SampledFrom([]string{
+		"a", "refund", "r-17", "payee-3", "0123456789abcdef", `"`, `\`, "\n", "\t", "\x00", "\x1f", "\x7f",
+		"é", "€", "\xff", "(", ",", ")", "{", ":",
+	}), 0, 40).Draw(t, "parts")
+	return strings.Join(parts, "")
+})
+
+func TestAppendQuotedDenseIsByteByByte(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := denseString.Draw(t, "s")
+		prefix := []byte(rapid.StringN(0, 3, -1).Draw(t, "prefix"))
+		got, gotASCII := AppendQuoted(append([]byte(nil), prefix...), s)
+		want, wantASCII := quotedBytes(append([]byte(nil), prefix...), s)
+		if string(got) != string(want) || gotASCII != wantASCII {
+			t.Fatalf("AppendQuoted(%q) = %q %v, byte by byte %q %v", s, got, gotASCII, want, wantASCII)
+		}
+	})
+}
+
+// quotedInputs are strings AppendQuoted escapes in: an atom's text, as a
+// state's supports and a decision's notes hold it, and a JSON text held
+// as a string.
+var quotedInputs = []string{
+	`refund_requested("r-17",42,"payee-3")`,
+	`{"amount":42,"payee":"payee-3","reason":"damaged item","refund_id":"r-17"}`,
+}
+
+func BenchmarkAppendQuotedEscaped(b *testing.B) {
+	buf := make([]byte, 0, 256)
+	for b.Loop() {
+		for _, s := range quotedInputs {
+			buf, _ = AppendQuoted(buf[:0], s)
+		}
+	}
+	scanSink += len(buf)
+}
+
 func BenchmarkAppendQuoted(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	for b.Loop() {

@@ -840,9 +840,11 @@ func (t *tick) factChangesIn(deltas []protocol.FactDelta, room *factRoom) ([]log
 	// itself, appended to in place (append grows it by doubling when it
 	// is full): a long run's tick no longer copies every live support.
 	var supports []support
+	ordered := 0 // how many leading supports are known to be in order
 	switch {
 	case t.st.ownSupports && insertsOnly(deltas):
 		supports = t.st.Supports
+		ordered = len(supports) // a tick's own list, sorted by that tick
 	case t.st.Supports != nil:
 		supports = append(make([]support, 0, len(t.st.Supports)+len(deltas)), t.st.Supports...)
 	}
@@ -916,8 +918,31 @@ func (t *tick) factChangesIn(deltas []protocol.FactDelta, room *factRoom) ([]log
 	if len(changes) == 0 {
 		changes = nil // as when nothing was appended
 	}
-	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
+	sortSupports(supports, ordered)
 	return changes, supports, ""
+}
+
+// sortSupports sorts supports by id, as slices.SortFunc does; the first
+// ordered of them are already in order. One support after them, the
+// tick's one insertion, is moved to where a binary search puts it: with
+// every id distinct there is one order, and SortFunc, which would compare
+// and swap over the whole list, finds the same. Anything else (an id met
+// twice, more than one insertion, nothing known in order) is sorted by
+// SortFunc, as before.
+func sortSupports(supports []support, ordered int) {
+	if n := len(supports); ordered > 0 && n == ordered+1 {
+		x := &supports[ordered]
+		at, found := slices.BinarySearchFunc(supports[:ordered], x.ID, func(s support, id string) int { return strings.Compare(s.ID, id) })
+		if !found {
+			if at < ordered {
+				s := *x
+				copy(supports[at+1:], supports[at:ordered])
+				supports[at] = s
+			}
+			return
+		}
+	}
+	slices.SortFunc(supports, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
 }
 
 // insertsOnly reports whether every delta inserts a support.

@@ -54,3 +54,29 @@ func ids(s []support) []string {
 	}
 	return out
 }
+
+// BenchmarkSortSupports orders a run's twenty supports after its tick's
+// one insertion, as sortSupports does and as SortFunc did.
+func BenchmarkSortSupports(b *testing.B) {
+	base := make([]support, 20)
+	for i := range base {
+		base[i] = support{ID: fmt.Sprintf("f:%064x", i*7919), Predicate: "refund_requested", Provenance: "prov"}
+	}
+	slices.SortFunc(base, func(a, b support) int { return strings.Compare(a.ID, b.ID) })
+	added := support{ID: fmt.Sprintf("f:%064x", 31337), Predicate: "refund_settled", Provenance: "prov"}
+	list := make([]support, 0, len(base)+1)
+	for _, c := range []struct {
+		name string
+		sort func([]support)
+	}{
+		{"sortSupports", func(s []support) { sortSupports(s, len(s)-1) }},
+		{"SortFunc", func(s []support) { slices.SortFunc(s, func(a, b support) int { return strings.Compare(a.ID, b.ID) }) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				list = append(append(list[:0], base...), added)
+				c.sort(list)
+			}
+		})
+	}
+}

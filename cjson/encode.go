@@ -240,15 +240,48 @@ const MaxIDLength = 128
 // ValidID reports whether s is a protocol identifier: it matches
 // ^[A-Za-z0-9][A-Za-z0-9._:/-]*$ and has at most MaxIDLength characters.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength || idByte[s[0]] != idAlnum {
+	n := len(s)
+	if n == 0 || n > MaxIDLength || idByte[s[0]] != idAlnum {
 		return false
 	}
-	for i := 1; i < len(s); i++ {
-		if idByte[s[i]]&(idAlnum|idPunct) == 0 {
-			return false
+	if n < 8 {
+		for i := 1; i < n; i++ {
+			if idByte[s[i]]&(idAlnum|idPunct) == 0 {
+				return false
+			}
 		}
+		return true
 	}
-	return true
+	// Eight bytes at a time (the first byte, already an alphanumeric, is
+	// in the class too), the last by the word that ends s, which overlaps
+	// the one before it: the digests and ids that are most identifiers
+	// (70 bytes and more) take a word's few operations for eight table
+	// reads and branches.
+	var bad uint64
+	for i := 0; i+8 <= n; i += 8 {
+		bad |= idWordMask(word(s, i))
+	}
+	return bad|idWordMask(word(s, n-8)) == 0
+}
+
+// idWordMask is zero exactly when each of the eight bytes of x is in
+// ValidID's class after the first byte, [A-Za-z0-9._:/-]. With every
+// byte's high bit set first, subtracting c from each byte borrows from
+// none of its neighbours and leaves the byte's high bit set exactly when
+// its low seven bits are at least c: a byte is in [c, d] when the
+// subtraction of c leaves the bit and that of d+1 clears it. The class
+// is the ranges "-./0123456789:", A–Z, "_" and a–z of the low seven bits
+// (with 0x20 set, those of a letter are a–z exactly when they were A–Z
+// or a–z), and a byte whose own high bit is set is outside it.
+// TestIDWordMaskIsTheTable holds it to the table for every byte.
+func idWordMask(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	y := x | hi
+	f := y | lo*0x20 // a letter of either case as its small one
+	in := (y - lo*'-') &^ (y - lo*(':'+1))
+	in |= (f - lo*'a') &^ (f - lo*('z'+1))
+	in |= (y - lo*'_') &^ (y - lo*('_'+1))
+	return (^in | x) & hi
 }
 
 // ValidVersion reports whether s is a protocol version label: an

@@ -24,14 +24,10 @@ type appends struct {
 	ctes   []string // merged writes, each "name AS (statement)"
 	parts  []string
 	guards []string // expressions of the query, when there are any
-	// from is the merged write whose rows the query's first guard counts
-	// as its aggregate (count(*) over from), or "": one plan node fewer
-	// than a count in a subquery of its own, set up at every execution.
-	from  string
-	vals  []any
-	tsRef string // the tick time's parameter, once added
-	tsSet bool   // the tick time's parameter is added
-	shape shape
+	vals   []any
+	tsRef  string // the tick time's parameter, once added
+	tsSet  bool   // the tick time's parameter is added
+	shape  shape
 }
 
 // shape is what an appended statement's text depends on. Two ticks of
@@ -50,6 +46,7 @@ type shape struct {
 	inboxEmpty bool
 	fence      bool   // the tick's fence folded in, as its first part
 	fenceInbox bool   // the folded fence checks the inbox (fenceAheadInboxWrite)
+	fenceKnown bool   // the folded fence is the empty inbox's check (fenceAheadKnownWrite)
 	parts      uint16 // parts and guards added
 	wide       bool   // too many merged rows for the fields above: never cached
 }
@@ -132,34 +129,35 @@ func (a *appends) guard(exprs ...string) {
 }
 
 // foldFence makes the tick's fence (fenceAheadWrite, or
-// fenceAheadInboxWrite when inbox; its parameters fence, and then subs
-// when inbox: the statement's first) the statement's first part, f, and the
-// fence's guard its query's first expression, counting f's rows as the
-// query's aggregate. The server runs the query before the parts it does
-// not read, and its expressions in order, so the fence locks and checks
-// the run and sets the tick's time before any other part runs. When the
-// tick merges an attempt result closed by its receipt, the first such
-// result's update joins f instead and the query counts the update (see
-// closed): it updates nothing unless the fence moved the run, and the
-// fence runs before it changes a row, for the join has no row without
-// f's; two plan nodes fewer than a count of f and one of the update.
-func (a *appends) foldFence(fence []any, inbox bool, subs int64) {
+// fenceAheadInboxWrite when inbox, fenceAheadKnownWrite when also known;
+// its parameters fence, and then subs when inbox: the statement's first)
+// the statement's first part, f, and the fence's guard (touchedOne) its
+// query's first expression. The server runs the query before the parts
+// it does not read, and its expressions in order, so the fence locks and
+// checks the run and sets the tick's time before any other part runs.
+// When the tick merges an attempt result closed by its receipt, the first
+// such result's update joins f instead and its guard takes the fence's
+// place (see closed): it updates nothing unless the fence moved the run,
+// and the fence runs before it changes a row, for the join has no row
+// without f's; a subquery of f fewer.
+func (a *appends) foldFence(fence []any, inbox, known bool, subs int64) {
 	a.vals = append(a.vals, fence...)
 	if inbox {
 		a.vals = append(a.vals, subs)
 	}
-	a.shape.fence, a.shape.fenceInbox = true, inbox
+	a.shape.fence, a.shape.fenceInbox, a.shape.fenceKnown = true, inbox, inbox && known
 	a.shape.parts++ // the guard
 	if !a.text {
 		return
 	}
 	write := fenceAheadWrite
-	if inbox {
+	if a.shape.fenceKnown {
+		write = fenceAheadKnownWrite
+	} else if inbox {
 		write = fenceAheadInboxWrite
 	}
 	a.ctes = append(a.ctes, "f AS ("+write+" RETURNING "+fenceReturning+")")
-	a.from = "f"
-	a.guards = append(a.guards, guardOne(`count(*)`, "fence"))
+	a.guards = append(a.guards, touchedOne("f", "fence"))
 }
 
 // intent merges the tick's i-th intent and its outbox row (in flight with
@@ -212,11 +210,11 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 	}
 	k := itoa(i)
 	from := ""
-	if a.from == "f" && len(a.guards) == 1 {
+	if a.shape.fence && len(a.guards) == 1 {
 		// The folded fence's only guard so far: the first result's
-		// update joins the fence's row instead, and the query counts the
-		// update (see foldFence).
-		a.from, a.guards, from = "", a.guards[:0], " FROM f"
+		// update joins the fence's row instead, and its guard takes the
+		// fence's place (see foldFence).
+		a.guards, from = a.guards[:0], " FROM f"
 	}
 	a.ctes = append(a.ctes,
 		"ra"+k+` AS (UPDATE attempts SET status = `+st+`::text, detail = `+det+`, finished_at = `+at+from+`
@@ -224,14 +222,7 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 		"ro"+k+` AS (UPDATE outbox SET status = 'done', route = `+rt+`, updated_at = `+at+` WHERE intent_id = `+id+` AND run_id = `+run+` RETURNING 1)`,
 		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
 	SELECT `+id+`, `+run+`, `+rest+`, `+at+` FROM ro`+k+`)`)
-	if a.from == "" && len(a.guards) == 0 {
-		// The statement's query counts the first result's rows itself
-		// (see from).
-		a.from = "ra" + k
-		a.guard(guardOne(`count(*)`, "attempt result"), `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
-		return
-	}
-	a.guard(`flrh_expect_one((SELECT count(*) FROM ra`+k+`), 'attempt result')`, `flrh_expect_one((SELECT count(*) FROM ro`+k+`), 'receipt')`)
+	a.guard(touchedOne("ra"+k, "attempt result"), touchedOne("ro"+k, "receipt"))
 }
 
 // consume merges the consumption of the tick's i-th input taken from the
@@ -239,9 +230,8 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 // statement's. The update finds the entry by its key and, when a
 // transaction committed since the statement's snapshot has consumed it,
 // re-reads it and updates nothing: the guard then fails the statement,
-// as the statement of its own failed. The guard is a subquery counting
-// the update's rows once and calling flrh_expect_one only when the count
-// is not one; the query evaluates it after the guards before it (the
+// as the statement of its own failed. The guard is touchedOne's; the
+// query evaluates it after the guards before it (the
 // fence's first), so the update runs after the fence has locked the run.
 // Its rows are not seen by the statement's snapshot: a tick that checks
 // its inbox is left empty does not merge it (see queueTick).
@@ -258,7 +248,7 @@ func (a *appends) consume(i int, runID any, inboundID *string) {
 	}
 	k := "ci" + itoa(i)
 	a.ctes = append(a.ctes, k+` AS (UPDATE inbox SET consumed = true WHERE run_id = `+run+` AND inbound_id = `+id+` AND NOT consumed RETURNING 1)`)
-	a.guard(`(SELECT ` + guardOne(`count(*)`, "inbound consumption") + ` FROM ` + k + `)`)
+	a.guard(touchedOne(k, "inbound consumption"))
 }
 
 // sql returns the statement's text (building the text).
@@ -313,10 +303,6 @@ func (a *appends) sql() string {
 			}
 			b.WriteString(g)
 		}
-		if a.from != "" {
-			b.WriteString(" FROM ")
-			b.WriteString(a.from)
-		}
 	}
 	return b.String()
 }
@@ -354,4 +340,15 @@ func (c *shapes) len() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.m)
+}
+
+// touchedOne is the guard on the statement's write named from, which
+// finds at most one row by its key: it fails the statement, as
+// flrh_expect_one does, when the write touched none, and calls the
+// function only then. A subquery returning the row, where a count of the
+// rows needed an aggregate: the aggregate's set-up at every execution
+// cost the server more than the subquery's (decision 1804). Were a key
+// ever to find two rows, the subquery would fail the statement too.
+func touchedOne(from, what string) string {
+	return `CASE WHEN (SELECT 1 FROM ` + from + `) IS NULL THEN flrh_expect_one(0, '` + what + `') END`
 }

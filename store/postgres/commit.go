@@ -202,6 +202,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		fence := aheadFenceArgs(s, lease, tick, h, &chains, tick.MayLag)
 		tx.Queue(fenceAheadSQL, fence...)
 		tx.fence, tx.fenceInbox, tx.fenceSubs = fence, fenceChecksInbox(tick), h.submissions
+		tx.fenceKnownEmpty = tick.ExpectInboxEmpty && h.inboxEmpty
 		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
 			return err
 		}
@@ -209,6 +210,11 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 	})
 	if err != nil && !commitSent {
 		return h, false, nil
+	}
+	if err == nil && tick.ExpectInboxEmpty {
+		// Checked, by its read or by the fence on a count for which it
+		// was known empty (see runHead.inboxEmpty).
+		next.inboxEmpty = true
 	}
 	return next, true, err
 }
@@ -264,6 +270,16 @@ type runHead struct {
 	hash               string
 	checkpoints, trace int64
 	submissions        int64
+	// inboxEmpty says that the run's inbox holds no pending entry while
+	// its row counts submissions and this head: a one-round-trip commit
+	// in this chain checked the inbox left empty (the row then counted at
+	// least submissions, the count only grows, and Submit moves it), and
+	// every later commit in it only appended inputs consumed or consumed
+	// them; any other writer's tick of the run moves its head. A tick
+	// that checks its inbox then needs no read of it: its fence requiring
+	// the row to count exactly submissions is the check (see
+	// fenceAheadKnownWrite).
+	inboxEmpty bool
 }
 
 // heads remembers, for the runs this store has lately committed, what the
@@ -597,7 +613,9 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 				ap.add("")
 			}
 		}
-		if tick.ExpectInboxEmpty {
+		if tick.ExpectInboxEmpty && !ap.shape.fenceKnown {
+			// (With fenceKnown the folded fence is the check: see
+			// fenceAheadKnownWrite.)
 			// Checked here on the one-round-trip path, which reads nothing
 			// first (the other decided on its read, under the run's lock),
 			// after the consumption above; the tick's own input is appended
@@ -716,6 +734,15 @@ var (
 	// holds, as it does on every tick but those after an input was
 	// submitted meanwhile, the snapshot's row is not read at all.
 	fenceAheadInboxWrite = fenceAhead(true)
+	// fenceAheadKnownWrite is fenceAheadWrite that also requires the row
+	// it locks (its newest version) to count exactly the submissions the
+	// store knows ($12), for a tick that checks its inbox left empty when
+	// the store knows it empty at that count (runHead.inboxEmpty): no
+	// input was submitted since, no other writer's tick appended one (the
+	// head would have moved), so none is pending, and the inbox is not
+	// read. Any other count refuses the tick, which goes the
+	// two-round-trip way and reads the inbox under the row's lock.
+	fenceAheadKnownWrite = fenceAheadKnown()
 	// resultClosedSQL writes an attempt result with the receipt that
 	// closes its intent; resultSQL an attempt result alone; receiptSQL a
 	// receipt alone; attemptSQL an attempt begun (see queueAttempt).
@@ -773,15 +800,27 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 // the statement's snapshot, and kept when the condition is evaluated
 // again on the newest row.
 func fenceAhead(inbox bool) string {
-	and := ``
-	if inbox {
-		and = `
-	AND (submissions = $12::bigint OR submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1))`
+	if !inbox {
+		return fenceAheadAnd(``)
 	}
+	return fenceAheadAnd(`
+	AND (submissions = $12::bigint OR submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1))`)
+}
+
+// fenceAheadAnd is the fence's update with the condition and among its
+// checks, before the clock is read.
+func fenceAheadAnd(and string) string {
 	return `UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN state ELSE $8 END, outcome = $10,
 	updated_at = current_setting('` + tickAt + `')::bigint
 WHERE run_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND quarantine || outcome = '' AND head_seq = $4 AND head_hash = $5` + and + `
 	AND lease_expires_at > set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint`
+}
+
+// fenceAheadKnown is fenceAhead with the submissions the row counts
+// required to be those the store knows (see fenceAheadKnownWrite).
+func fenceAheadKnown() string {
+	return fenceAheadAnd(`
+	AND submissions = $12::bigint`)
 }
 
 // fenceReturning is what the fence's update returns for its row: the
@@ -869,7 +908,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 		fence = nil // other statements of the tick come between
 	}
 	if fence != nil {
-		ap.foldFence(fence, tx.fenceInbox, tx.fenceSubs)
+		ap.foldFence(fence, tx.fenceInbox, tx.fenceKnownEmpty, tx.fenceSubs)
 	}
 	build(&ap)
 	if ap.shape.parts == 0 || fence != nil && ap.shape.parts == 1 {
@@ -887,7 +926,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	k := ap.shape
 	ap.reset(true)
 	if fence != nil {
-		ap.foldFence(fence, tx.fenceInbox, tx.fenceSubs)
+		ap.foldFence(fence, tx.fenceInbox, tx.fenceKnownEmpty, tx.fenceSubs)
 	}
 	build(&ap)
 	sql := ap.sql()

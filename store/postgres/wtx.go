@@ -48,6 +48,10 @@ type wtx struct {
 	fence      []any
 	fenceInbox bool
 	fenceSubs  int64
+	// fenceKnownEmpty says that the tick checks its inbox left empty and
+	// the store knows it empty while the row counts fenceSubs: the folded
+	// fence requires that count and is the check (fenceAheadKnownWrite).
+	fenceKnownEmpty bool
 	// failed, after a round trip the server refused, is the refused
 	// statement's place (from 1) among the writes queued for it, when it
 	// was one of them and the round trip went the direct way; else 0.

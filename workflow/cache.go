@@ -202,14 +202,17 @@ func (c *matCache) putResult(doc []byte, m *logic.Materialization, st *state) {
 	c.putKey(unchanged.String(doc), m, st)
 }
 
-// putKey is put under key, the document's bytes as a string.
+// putKey is put under key, the document's bytes as a string. It hashes
+// the document once, assigning without looking for an entry first: a
+// tick's new document is almost never there (the tick took the one it
+// decided from), and when it is, as when a state is decided again, the
+// entry's materialization is replaced and left to the collector rather
+// than its scratch kept, which changes nothing it computes (decision
+// 0934).
 func (c *matCache) putKey(key string, m *logic.Materialization, st *state) {
 	c.mu.Lock()
 	if len(c.m) >= maxCached {
 		c.startOver()
-	}
-	if old, ok := c.m[key]; ok && old.mat != m {
-		c.keepScratch(old.mat) // the entry's materialization is dropped
 	}
 	c.m[key] = cached{key: key, mat: m, st: st}
 	c.mu.Unlock()

@@ -347,3 +347,55 @@ func ownsSupportsAlone(w *Workflow, st *state) error {
 	}
 	return nil
 }
+
+// Putting a document that is already cached replaces its entry, state
+// and materialization both, as a state decided again leaves the newest
+// decision's; and deciding the same state and input twice, then going on
+// from it, decides byte for byte as a workflow without the cache
+// (decision 0934).
+func TestPutReplacesTheEntry(t *testing.T) {
+	w := compileExample(t, "refund-agent")
+	c := newMatCache()
+	doc := []byte(`{"doc":1}`)
+	first, second := &state{}, &state{}
+	m1, m2 := w.empty.Clone(), w.empty.Clone()
+	c.putResult(doc, m1, first)
+	c.put(doc, m2, second)
+	if len(c.m) != 1 {
+		t.Fatalf("%d entries for one document", len(c.m))
+	}
+	if key, st, mat := c.take(doc); st != second || mat != m2 || key != string(doc) {
+		t.Fatal("take did not return the state and materialization put last")
+	}
+	if _, st, _ := c.take(doc); st != nil {
+		t.Fatal("the entry is still there after take")
+	}
+
+	cached, plain := cachedAndPlain(t)
+	runID := "run-again"
+	sc, err := cached.Init(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := plain.Init(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 50, "alice", "late")}
+	for i := range 3 { // the same state and input decided again, as a replay does
+		rc, errc := cached.Decide(sc, in)
+		rp, errp := plain.Decide(sp, in)
+		if got, want := resultBytes(t, rc, errc), resultBytes(t, rp, errp); string(got) != string(want) {
+			t.Fatalf("decision %d differs from the plain workflow's:\n%s\n%s", i, got, want)
+		}
+		if i == 2 {
+			sc, sp = rc.State, rp.State
+		}
+	}
+	next := Input{Seq: 2, Kind: KindInput, Body: refundInput("r-2", 70, "alice", "late")}
+	rc, errc := cached.Decide(sc, next)
+	rp, errp := plain.Decide(sp, next)
+	if got, want := resultBytes(t, rc, errc), resultBytes(t, rp, errp); string(got) != string(want) {
+		t.Fatalf("the tick after differs from the plain workflow's:\n%s\n%s", got, want)
+	}
+}

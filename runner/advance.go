@@ -66,6 +66,9 @@ type tick struct {
 	// it).
 	fold   *store.Inbound
 	folded bool
+	// start is the run this pass creates with its first commit
+	// (StartAdvance), nil on a pass of a run that exists.
+	start *startRun
 	// inbox0 is how the pass knows the inbox it started from: read from
 	// the store, or taken as empty (as the last pass left it) until its
 	// first commit confirms it.
@@ -278,7 +281,7 @@ func (r *Runner) Advance(ctx context.Context, runID string) (moved bool, err err
 // advance returns without error: if no commit of the pass took it, it is
 // submitted on its own.
 func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound) (moved bool, err error) {
-	moved, folded, stale, err := r.pass(ctx, runID, fold, true)
+	moved, folded, stale, err := r.pass(ctx, runID, fold, true, nil)
 	if stale {
 		// The pass started from what this runner's last pass left (the
 		// run's header, an empty inbox) and the store says otherwise: it
@@ -291,7 +294,7 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 			again = nil
 		}
 		var foldedAgain bool
-		moved, foldedAgain, _, err = r.pass(ctx, runID, again, false)
+		moved, foldedAgain, _, err = r.pass(ctx, runID, again, false, nil)
 		folded = folded || foldedAgain
 	}
 	if fold == nil {
@@ -319,7 +322,11 @@ func (r *Runner) advance(ctx context.Context, runID string, fold *store.Inbound)
 // for a pass handed an input, an inbox that pass left empty. stale
 // reports that the store proved such a start wrong before anything
 // decided on it was kept, so the pass should be made again from the store.
-func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, useCache bool) (moved, folded, stale bool, err error) {
+//
+// With st not nil the run does not exist yet: the pass starts from the new
+// run st describes, leased to this runner, and its first commit creates
+// it (StartAdvance).
+func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, useCache bool, st *startRun) (moved, folded, stale bool, err error) {
 	var t *tick
 	var cached, inboxEmpty bool
 	defer func() {
@@ -344,7 +351,9 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	if useCache {
 		run, inboxEmpty, cached = r.heldRun(runID)
 	}
-	if !cached {
+	if st != nil {
+		run, pre, pending = st.taken()
+	} else if !cached {
 		if run, pre, pending, err = r.takeUp(ctx, runID); err != nil {
 			return false, false, false, err
 		}
@@ -356,13 +365,18 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	if err != nil {
 		return false, false, false, err
 	}
-	lease, err := r.lease(ctx, runID)
+	var lease store.Lease
+	if st != nil {
+		lease = st.lease
+	} else {
+		lease, err = r.lease(ctx, runID)
+	}
 	if store.CodeOf(err) == store.CodeLeaseHeld {
 		return false, false, false, nil
 	} else if err != nil {
 		return false, false, false, err
 	}
-	t = &tick{run: run, lease: lease, wf: wf, pre: pre}
+	t = &tick{run: run, lease: lease, wf: wf, pre: pre, start: st}
 	if pre != nil {
 		t.inbox, t.inboxOK = pending, true
 	}
@@ -502,6 +516,11 @@ func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, err
 		// tells which.
 		return t.moved, err
 	}
+	if t.start.pending() {
+		// The run was not created: nothing to park (a run id taken is
+		// another run's).
+		return t.moved, err
+	}
 	switch store.CodeOf(err) {
 	case store.CodeIdempotencyConflict, store.CodeExists:
 		r.forget(t.run.ID)
@@ -525,6 +544,9 @@ func (r *Runner) settleLease(ctx context.Context, t *tick) {
 		r.leases[t.run.ID] = t.lease // renewed during the pass
 	}
 	r.mu.Unlock()
+	if t.start.pending() {
+		return // the run was not created: no lease to settle
+	}
 	if t.cp == nil {
 		r.forget(t.run.ID)
 		return

@@ -259,7 +259,7 @@ func (r *Runner) endPass(t *tick, err error) {
 func (r *Runner) commit(ctx context.Context, t *tick, p *store.Tick) error {
 	_, sp := r.phase(ctx, t, "flrh.commit")
 	start := time.Now()
-	err := r.cfg.Store.Commit(ctx, t.lease, *p)
+	err := r.storeCommit(ctx, t, p)
 	elapsed := time.Since(start)
 	r.obs.metrics.Commit(elapsed)
 	if sp.IsRecording() {

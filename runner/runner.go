@@ -266,38 +266,58 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 // StartWithUsage is StartAs with the first input's usage report, checked
 // and charged as SubmitWithUsage does.
 func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) error {
-	if err := u.Check(); err != nil {
+	run, inbound, first, err := r.prepareStart(runID, workflowID, version, input, u, by)
+	if err != nil {
 		return err
 	}
+	return r.startPrepared(ctx, run, inbound, first)
+}
+
+// prepareStart checks what Start is asked for and makes the run's header,
+// its first inbox entry and the decision kept on it (nil if none), writing
+// nothing.
+func (r *Runner) prepareStart(runID, workflowID, version string, input []byte, u Usage, by Actor) (store.Run, store.Inbound, *keptDecision, error) {
+	if err := u.Check(); err != nil {
+		return store.Run{}, store.Inbound{}, nil, err
+	}
 	if !cjson.ValidID(runID) {
-		return fmt.Errorf("runner: invalid run id %q", runID)
+		return store.Run{}, store.Inbound{}, nil, fmt.Errorf("runner: invalid run id %q", runID)
 	}
 	wf, ok := r.workflows[workflowID+"@"+version]
 	if !ok {
-		return fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
+		return store.Run{}, store.Inbound{}, nil, fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
 	}
 	body, v, err := startInput(input, u)
 	if err != nil {
-		return err
+		return store.Run{}, store.Inbound{}, nil, err
 	}
 	// The input's digest is the inbox entry's too when no usage is
 	// reported beside it: one hashing serves both.
 	digest, proof := store.ProveDigest(body)
 	first, err := firstDecisionDigested(wf, runID, body, digest, u, by)
 	if err != nil {
-		return err
+		return store.Run{}, store.Inbound{}, nil, err
 	}
 	if first != nil {
 		if err := r.checkSendable(wf, first.d); err != nil {
-			return err
+			return store.Run{}, store.Inbound{}, nil, err
 		}
 	}
 	if !u.zero() {
 		if body, err = reportedBody(v, u); err != nil {
-			return err
+			return store.Run{}, store.Inbound{}, nil, err
 		}
 		digest, proof = store.ProveDigest(body)
 	}
+	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
+		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
+	run := store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}
+	return run, inbound, first, nil
+}
+
+// startPrepared is Start's write of what prepareStart made.
+func (r *Runner) startPrepared(ctx context.Context, run store.Run, inbound store.Inbound, first *keptDecision) error {
+	runID := run.ID
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
 	if first != nil {
 		r.keepFirst(runID, first)
@@ -305,9 +325,7 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	// The run and its input in one transaction: a runner that takes the
 	// run at once finds the input waiting, and a crash leaves either both
 	// or neither, never a run with nothing to start from.
-	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
-		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
-	if err := r.create(ctx, store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}, inbound); err != nil {
+	if err := r.create(ctx, run, inbound); err != nil {
 		undo()
 		r.takeFirst(runID)
 		return err

@@ -177,6 +177,11 @@ func (r *Runner) forgetCarry(runID string) {
 // in a tick of its own (or, if even that is refused, to the log), and the
 // run is quarantined until a person releases it.
 func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips []tripwire.Trip) error {
+	if t.start.pending() {
+		// The run was not created: nothing is written, and the run is
+		// started and advanced the ordinary way, which trips again.
+		return errStartAgain
+	}
 	t.pending = store.Tick{}
 	// b's events and the report keep the records and their evidence: none
 	// of them is handed on (leaveScratch).

@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunDefinitionDigest", testRunDefinitionDigest},
 		{"MayLag", testMayLag},
 		{"CreateRunLeased", testCreateRunLeased},
+		{"CreateRunCommit", testCreateRunCommit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

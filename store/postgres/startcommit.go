@@ -4,14 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"flrh.dev/flrh/store"
 )
 
 var _ store.StartCommitter = (*Store)(nil)
 
-// CreateRunCommit implements store.StartCommitter in one round trip:
+// CreateRunCommit implements store.StartCommitter in one round trip
+// (decision 1811):
 // CreateRunLeased's statements (the run's row with its lease, its first
 // inbox entries, the notification) and then the tick as the
 // one-round-trip commit sends it under a lease this store knows
@@ -55,13 +54,27 @@ func (s *Store) CreateRunCommit(ctx context.Context, run store.Run, owner string
 	// (seedHead): the fence checks it on the row the same transaction
 	// inserted.
 	h := runHead{owner: owner, generation: 1, hash: store.GenesisHash}
-	var clock int64
+	var sent time.Time
 	var next runHead
 	err := s.write(ctx, op, run.ID, func(tx *wtx) error {
-		clock, next = 0, h // read afresh on every try
+		// The lease's expiry is reckoned from a clock reading taken
+		// before the transaction is sent, not read back from the row: a
+		// statement whose result is read takes the round trip off the
+		// direct path, which costs two more. With the store's clock
+		// injected it is the reading the row holds; with the server's,
+		// the row's is taken later, so the lease returned never outlasts
+		// the one the server fences by (when the two clocks agree).
+		next = h // afresh on every try
+		var at any
+		if s.clock != nil {
+			sent = s.clock()
+			at = nanos(sent)
+		} else {
+			sent = time.Now()
+		}
 		tx.implicit = implicitTick
-		tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest,
-			owner, ttl.Nanoseconds()).QueryRow(func(row pgx.Row) error { return row.Scan(&clock) })
+		tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, at, run.WorkflowDigest,
+			owner, ttl.Nanoseconds())
 		s.queueFirstInbox(tx, run.ID, first)
 		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
 		chains := chainOf(h.hash, h.head, tick.Events)
@@ -76,7 +89,7 @@ func (s *Store) CreateRunCommit(ctx context.Context, run store.Run, owner string
 	if err != nil {
 		return store.Lease{}, err
 	}
-	lease.ExpiresAt = fromNanos(clock).Add(ttl).UTC()
+	lease.ExpiresAt = sent.Add(ttl).UTC()
 	if tick.ExpectInboxEmpty {
 		next.inboxEmpty = true
 	}

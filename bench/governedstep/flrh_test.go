@@ -1,6 +1,7 @@
 package governedstep
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -88,9 +89,10 @@ func (s *flrhSystem) run(i, k int, lat func(time.Duration)) error {
 		// waits for input (check counts every step's receipt).
 		var err error
 		if j == 0 {
-			if err = s.r.Start(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j)); err == nil {
-				_, err = s.r.Advance(ctx, id)
-			}
+			// The run's creation, its lease, its input and its first tick
+			// are one commit (one fewer than Start, then Advance), the
+			// input recorded as Start records it.
+			_, err = s.r.StartAdvance(ctx, id, s.wf.ID(), s.wf.Version(), refundInput(i, j), runner.Actor{Name: "runner", Role: "runner", Capability: "run.start"})
 		} else {
 			// The input is accepted by the tick it starts, in that tick's
 			// commit (one commit fewer than Submit, then Advance).
@@ -221,3 +223,14 @@ func pgFootprint(pool *pgxpool.Pool, schema string) (rows, bytes int64, err erro
 }
 
 func (s *flrhSystem) close() { s.done() }
+
+// CreateRunCommit is counted as one Commit, the write it is: a run's
+// creation with its first tick (runner.StartAdvance), one transaction.
+func (c *countingStore) CreateRunCommit(ctx context.Context, run store.Run, owner string, ttl time.Duration, first []store.Inbound, tick store.Tick) (store.Lease, error) {
+	defer c.count("Commit")()
+	sc, ok := c.Store.(store.StartCommitter)
+	if !ok {
+		return store.Lease{}, fmt.Errorf("store %T cannot create a run with its first tick", c.Store)
+	}
+	return sc.CreateRunCommit(ctx, run, owner, ttl, first, tick)
+}

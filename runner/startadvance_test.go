@@ -206,3 +206,47 @@ func TestStartAdvanceRunIDTaken(t *testing.T) {
 		t.Fatalf("the run changed:\n%s\nthen:\n%s", before, after)
 	}
 }
+
+// A crash at each cut point of a run's first pass under StartAdvance:
+// before the fused commit nothing is written (the run does not exist, and
+// starting it again succeeds); after it a fresh runner finishes the run
+// with exactly one mutation at the destination.
+func TestStartAdvanceCrashAtEveryCutPoint(t *testing.T) {
+	for _, point := range []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"} {
+		t.Run(point, func(t *testing.T) {
+			h := newHarness(t)
+			r := h.runner(crash{point}.cut)
+			if _, ok := any(h.store).(store.StartCommitter); !ok {
+				t.Fatal("the store does not offer CreateRunCommit")
+			}
+			func() {
+				defer func() {
+					if c, ok := recover().(crash); !ok || c.at != point {
+						t.Fatalf("did not stop at %s", point)
+					}
+				}()
+				r.StartAdvance(ctx, "run", "refunds", "1", []byte(small), inputter)
+			}()
+			if point == "before-intent-commit" {
+				if _, err := h.store.Run(ctx, "run"); store.CodeOf(err) != store.CodeNotFound {
+					t.Fatalf("a crash before the first commit left the run: %v", err)
+				}
+				if _, err := h.r.StartAdvance(ctx, "run", "refunds", "1", []byte(small), inputter); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.idle()
+			run := h.run("run")
+			if run.State != "SUCCEEDED" {
+				t.Fatalf("after recovery: %s (%s)", run.State, run.Quarantine)
+			}
+			if h.dest.count() != 1 {
+				t.Fatalf("%d mutations for one logical effect", h.dest.count())
+			}
+			rcs, _ := h.store.Receipts(ctx, "run")
+			if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
+				t.Fatalf("receipts %+v", rcs)
+			}
+		})
+	}
+}

@@ -624,7 +624,8 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	// A long pass renews its lease before it lapses; a renewal that fails
 	// (the lease was taken over) fences this pass out at the commit below.
-	if r.cfg.Clock().Add(r.cfg.LeaseTTL / 2).After(t.lease.ExpiresAt) {
+	// (A run this commit creates has no lease to renew yet.)
+	if !t.start.pending() && r.cfg.Clock().Add(r.cfg.LeaseTTL/2).After(t.lease.ExpiresAt) {
 		if l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL); err == nil {
 			t.lease = l
 		}

@@ -162,7 +162,7 @@ func (a *appends) foldFence(fence []any, inbox, known bool, subs int64) {
 
 // intent merges the tick's i-th intent and its outbox row (in flight with
 // its first attempt when begun): what intentSQL or intentBegunSQL writes.
-func (a *appends) intent(i int, begun bool, id *string, runID any, head int64, effect, key, content *string, approval any, body []byte, digest *string, gen, ts any) {
+func (a *appends) intent(i int, begun bool, id *string, runID, head any, effect, key, content *string, approval any, body []byte, digest *string, gen, ts any) {
 	vals := a.args(id, runID, head, effect, key, content, approval, body, digest, gen)
 	at := a.ts(ts)
 	if i >= maxMerged {
@@ -195,10 +195,13 @@ func (a *appends) intent(i int, begun bool, id *string, runID any, head int64, e
 // with its run), and the receipt's own key; a join to intents for it
 // took two plan nodes and an index lookup a tick.
 func (a *appends) closed(i int, status string, detail *string, runID any, intentID *string, n int64, route *string, outcome string, body []byte, digest string, gen, ts any) {
+	// The values not already pointers go as pointers into one allocation
+	// (see aheadFenceArgs).
+	v := &closedArgs{status: status, outcome: outcome, digest: digest, body: body, n: n}
 	run, id, at := a.arg(runID), a.arg(intentID), a.ts(ts)
-	st, det, num := a.arg(status), a.arg(detail), a.arg(n)
+	st, det, num := a.arg(&v.status), a.arg(detail), a.arg(&v.n)
 	rt := a.arg(route)
-	rest := a.args(outcome, body, digest, gen)
+	rest := a.args(&v.outcome, &v.body, &v.digest, gen)
 	if i >= maxMerged {
 		a.shape.wide = true
 	} else {
@@ -223,6 +226,13 @@ func (a *appends) closed(i int, status string, detail *string, runID any, intent
 		"rr"+k+` AS (INSERT INTO receipts (intent_id, run_id, outcome, body, digest, generation, recorded_at)
 	SELECT `+id+`, `+run+`, `+rest+`, `+at+` FROM ro`+k+`)`)
 	a.guard(touchedOne("ra"+k, "attempt result"), touchedOne("ro"+k, "receipt"))
+}
+
+// closedArgs hold closed's values that go as pointers.
+type closedArgs struct {
+	status, outcome, digest string
+	body                    []byte
+	n                       int64
 }
 
 // consume merges the consumption of the tick's i-th input taken from the

@@ -473,10 +473,13 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	if err != nil {
 		return err
 	}
-	var ev eventColumns
+	// The rows' columns and numbers go as pointers into one allocation
+	// (see aheadFenceArgs), where boxing each took one.
+	cols := &tickColumns{head: head, traceBodies: traceBodies, cpBody: cpBody}
+	ev := &cols.ev
 	if n := len(tick.Events); n > 0 {
 		var room []byte
-		ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash}
+		*ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash}
 		ev.digests, ev.chains, room = newHashColumns2(n)
 		if sum := appendSum(room, next.hash); len(sum) > 0 {
 			ev.prevSum = sum
@@ -488,38 +491,41 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		}
 		next.hash = chains.last
 	}
-	from := next.head
+	cols.first = next.head + 1
 	next.head = head
 	if tick.Checkpoint != nil {
 		next.checkpoints++
+		cols.checkpoint = next.checkpoints
 	}
-	var traceKinds []string
-	firstTrace := next.trace + 1
+	cols.firstTrace = next.trace + 1
 	if n := len(tick.Trace); n > 0 {
 		// One row for the tick's records (see the schema's "trace records
 		// per tick").
-		traceKinds = make([]string, n)
+		cols.traceKinds = make([]string, n)
 		for i, tr := range tick.Trace {
-			traceKinds[i] = tr.Kind
+			cols.traceKinds[i] = tr.Kind
 		}
 		next.trace += int64(n)
 	}
+	cols.lastTrace = next.trace
 	// The appended statement, built by build in one pass or two (see
 	// appends): each part adds its parameters, then (when ap.text) its
 	// text from their placeholders.
-	// The run and the lease generation go in several parts: boxed once.
+	// The run and the lease generation go in several parts: as pointers
+	// into cols, as its numbers and columns do.
 	// The tick's own strings go as pointers to its fields, which outlive
 	// the commit: a pointer goes into an interface without an allocation
 	// of its own, and a *string is sent as its string is (encodeOne, and
 	// pgx alike).
-	runV, genV := any(runID), any(lease.Generation)
+	cols.run, cols.gen = runID, lease.Generation
+	runV, genV := any(&cols.run), any(&cols.gen)
 	build := func(ap *appends) {
 		if merge {
 			for i := range tick.Intents {
 				in := &tick.Intents[i]
 				// A second intent of the same id fails on the key.
 				begun := begunNew[in.ID] && firstIntent(tick, i)
-				ap.intent(i, begun, &in.ID, runV, head, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest, approvalArg(in.ApprovalID), in.Body, &in.Digest, genV, ts)
+				ap.intent(i, begun, &in.ID, runV, &cols.head, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest, approvalArg(in.ApprovalID), in.Body, &in.Digest, genV, ts)
 			}
 			for i := range tick.Results {
 				r := &tick.Results[i]
@@ -549,10 +555,10 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		if len(tick.Events) > 0 {
 			// One row for the tick's events (see the schema's "events
 			// per tick").
-			run, first, last := ap.arg(runV), ap.arg(from+1), ap.arg(head)
-			kinds, bodies := ap.arg(ev.kinds), ap.arg(ev.bodies)
-			hashes := func(j int, c hashColumns) string {
-				sums := ap.arg(c.sums)
+			run, first, last := ap.arg(runV), ap.arg(&cols.first), ap.arg(&cols.head)
+			kinds, bodies := ap.arg(&ev.kinds), ap.arg(&ev.bodies)
+			hashes := func(j int, c *hashColumns) string {
+				sums := ap.arg(&c.sums)
 				if !c.anyText {
 					if !ap.text {
 						return ""
@@ -566,21 +572,21 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 				}
 				return sums + "::bytea[], " + texts + "::text[]"
 			}
-			d := hashes(0, ev.digests)
+			d := hashes(0, &ev.digests)
 			var p string
 			if ev.prevSum != nil {
-				p = ap.arg(ev.prevSum)
+				p = ap.arg(&ev.prevSum)
 				if ap.text {
 					p += "::bytea, NULL"
 				}
 			} else {
 				ap.shape.texts |= 1 << 1
-				p = ap.arg(ev.prev)
+				p = ap.arg(&ev.prev)
 				if ap.text {
 					p = "NULL, " + p + "::text"
 				}
 			}
-			c := hashes(2, ev.chains)
+			c := hashes(2, &ev.chains)
 			gen, at := ap.arg(genV), ap.ts(ts)
 			ap.shape.events = true
 			if ap.text {
@@ -591,8 +597,8 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `::bigint, ` + kinds + `:
 			}
 		}
 		if cp := tick.Checkpoint; cp != nil {
-			run, n := ap.arg(runV), ap.arg(next.checkpoints)
-			vals := ap.args(head, cp.FormatVersion, &cp.BuildDigest, cpBody, &cp.Digest, genV)
+			run, n := ap.arg(runV), ap.arg(&cols.checkpoint)
+			vals := ap.args(&cols.head, cp.FormatVersion, &cp.BuildDigest, &cols.cpBody, &cp.Digest, genV)
 			at := ap.ts(ts)
 			ap.shape.checkpoint = true
 			if ap.text {
@@ -603,8 +609,8 @@ VALUES (` + run + `, ` + n + `::bigint, ` + vals + `, ` + at + `)`)
 			}
 		}
 		if len(tick.Trace) > 0 {
-			run, first, last := ap.arg(runV), ap.arg(firstTrace), ap.arg(next.trace)
-			kinds, bodies, at := ap.arg(traceKinds), ap.arg(traceBodies), ap.ts(ts)
+			run, first, last := ap.arg(runV), ap.arg(&cols.firstTrace), ap.arg(&cols.lastTrace)
+			kinds, bodies, at := ap.arg(&cols.traceKinds), ap.arg(&cols.traceBodies), ap.ts(ts)
 			ap.shape.trace = true
 			if ap.text {
 				ap.add(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at)
@@ -872,6 +878,19 @@ func firstIntent(tick store.Tick, i int) bool {
 		}
 	}
 	return true
+}
+
+// tickColumns are the columns and numbers of a tick's appended
+// statement that go as pointers (see queueTick).
+type tickColumns struct {
+	ev                      eventColumns
+	traceKinds              []string
+	traceBodies             [][]byte
+	cpBody                  []byte
+	run                     string
+	gen                     int64
+	head, first, checkpoint int64
+	firstTrace, lastTrace   int64
 }
 
 // eventColumns are a tick's events as the columns of their row: the

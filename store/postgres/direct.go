@@ -205,6 +205,13 @@ func (d *directConn) encodeOne(m *pgtype.Map, oid uint32, a any) error {
 			return d.encodeOther(m, oid, a)
 		}
 		d.buf = binary.BigEndian.AppendUint64(d.buf, uint64(v))
+	case *int64:
+		if oid != oidInt8 {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil; !null {
+			d.buf = binary.BigEndian.AppendUint64(d.buf, uint64(*v))
+		}
 	case bool:
 		if oid != oidBool {
 			return d.encodeOther(m, oid, a)
@@ -221,12 +228,26 @@ func (d *directConn) encodeOne(m *pgtype.Map, oid uint32, a any) error {
 		if null = v == nil; !null {
 			d.buf = append(d.buf, v...)
 		}
+	case *[]byte:
+		if oid != oidBytea {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil || *v == nil; !null {
+			d.buf = append(d.buf, *v...)
+		}
 	case []string:
 		if oid != oidTextArray {
 			return d.encodeOther(m, oid, a)
 		}
 		if null = v == nil; !null {
-			d.buf = appendArray(d.buf, oidText, len(v), false, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), true })
+			d.buf = appendTextArray(d.buf, v)
+		}
+	case *[]string:
+		if oid != oidTextArray {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil || *v == nil; !null {
+			d.buf = appendTextArray(d.buf, *v)
 		}
 	case []*string:
 		if oid != oidTextArray {
@@ -249,11 +270,14 @@ func (d *directConn) encodeOne(m *pgtype.Map, oid uint32, a any) error {
 			return d.encodeOther(m, oid, a)
 		}
 		if null = v == nil; !null {
-			nulls := false
-			for _, s := range v {
-				nulls = nulls || s == nil
-			}
-			d.buf = appendArray(d.buf, oidBytea, len(v), nulls, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), v[i] != nil })
+			d.buf = appendByteaArray(d.buf, v)
+		}
+	case *[][]byte:
+		if oid != oidByteaArray {
+			return d.encodeOther(m, oid, a)
+		}
+		if null = v == nil || *v == nil; !null {
+			d.buf = appendByteaArray(d.buf, *v)
 		}
 	default:
 		return d.encodeOther(m, oid, a)
@@ -288,6 +312,21 @@ func (d *directConn) encodeOther(m *pgtype.Map, oid uint32, a any) error {
 	}
 	d.fmts = append(d.fmts, f)
 	return nil
+}
+
+// appendTextArray appends v as a text[] (see appendArray).
+func appendTextArray(b []byte, v []string) []byte {
+	return appendArray(b, oidText, len(v), false, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), true })
+}
+
+// appendByteaArray appends v as a bytea[], a nil element NULL (see
+// appendArray).
+func appendByteaArray(b []byte, v [][]byte) []byte {
+	nulls := false
+	for _, s := range v {
+		nulls = nulls || s == nil
+	}
+	return appendArray(b, oidBytea, len(v), nulls, func(b []byte, i int) ([]byte, bool) { return append(b, v[i]...), v[i] != nil })
 }
 
 // appendArray appends a one-dimensional array of n elements of type elem

@@ -256,14 +256,27 @@ var fenceGroupSQL = expectOne(strings.Replace(fenceLocked(), " FOR NO KEY UPDATE
 // aheadFenceArgs are fenceAheadSQL's parameters for tick after h, whose
 // events' chain hashes are chains; lazy turns synchronous_commit off for
 // the transaction.
+//
+// The list and its values share one allocation: each value goes as a
+// pointer into it (a pointer goes into an interface without an
+// allocation of its own, and is sent as what it points to; see
+// encodeOne), where boxing each took one.
 func aheadFenceArgs(s *Store, lease store.Lease, tick store.Tick, h runHead, chains *chain, lazy bool) []any {
-	prev := any(h.hash)
-	hash := prev
+	f := &fenceArgs{run: lease.RunID, owner: lease.Owner, prev: h.hash, state: tick.State, outcome: tick.Outcome,
+		gen: lease.Generation, head: h.head, last: h.head + int64(len(tick.Events))}
+	hash := &f.prev
 	if chains.len() > 0 {
-		hash = &chains.last // sent as the string is, without boxing a copy
+		hash = &chains.last // sent as the string is, without a copy
 	}
-	return []any{lease.RunID, lease.Owner, lease.Generation, h.head, prev,
-		h.head + int64(len(tick.Events)), hash, tick.State, s.injected(), tick.Outcome, lazy}
+	f.vals = [...]any{&f.run, &f.owner, &f.gen, &f.head, &f.prev, &f.last, hash, &f.state, s.injected(), &f.outcome, lazy}
+	return f.vals[:]
+}
+
+// fenceArgs holds aheadFenceArgs' list and the values it points to.
+type fenceArgs struct {
+	vals                             [11]any
+	run, owner, prev, state, outcome string
+	gen, head, last                  int64
 }
 
 // aheadBegin numbers the one-round-trip path's begun attempts: only

@@ -24,3 +24,17 @@ type StartCommitter interface {
 	// store keeps none of the tick past the call, as Commit keeps none.
 	CreateRunCommit(ctx context.Context, run Run, owner string, ttl time.Duration, first []Inbound, tick Tick) (Lease, error)
 }
+
+// ValidateStartCommit is the check CreateRunCommit makes before it writes
+// anything: the run and its first entries as CreateRun checks them, owner
+// and ttl as AcquireLease does, and the tick as Commit does, in that
+// order, so that every store refuses alike.
+func ValidateStartCommit(run Run, owner string, ttl time.Duration, first []Inbound, tick Tick) error {
+	if err := ValidateNewRun(run, first); err != nil {
+		return err
+	}
+	if err := ValidateLeaseRequest(run.ID, owner, ttl); err != nil {
+		return err
+	}
+	return ValidateTick(run.ID, tick)
+}

@@ -24,13 +24,7 @@ var _ store.StartCommitter = (*Store)(nil)
 // tick computed from another head than a new run's (CodeHeadMismatch).
 func (s *Store) CreateRunCommit(ctx context.Context, run store.Run, owner string, ttl time.Duration, first []store.Inbound, tick store.Tick) (store.Lease, error) {
 	const op = "create run"
-	if err := store.ValidateNewRun(run, first); err != nil {
-		return store.Lease{}, err
-	}
-	if err := store.ValidateLeaseRequest(run.ID, owner, ttl); err != nil {
-		return store.Lease{}, err
-	}
-	if err := store.ValidateTick(run.ID, tick); err != nil {
+	if err := store.ValidateStartCommit(run, owner, ttl, first, tick); err != nil {
 		return store.Lease{}, err
 	}
 	if tick.ExpectHead != 0 {

@@ -404,32 +404,42 @@ func (s *Store) createRun(ctx context.Context, run store.Run, first []store.Inbo
 		// Set afresh on every try: a write retried after a busy database
 		// runs again at a later clock reading.
 		lease = store.Lease{}
-		var expires int64
 		if owner != "" {
 			lease = store.Lease{RunID: run.ID, Owner: owner, Generation: 1, ExpiresAt: now.Add(ttl).UTC()}
-			expires = nanos(lease.ExpiresAt)
 		}
-		if _, err := s.exec(ctx, tx, `
-INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order,
-	lease_owner, lease_generation, lease_expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
-			run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now),
-			owner, lease.Generation, expires); err != nil {
-			return err
-		}
-		for i, in := range first {
-			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertRun(ctx, tx, now, run, first, lease)
 	})
 	if err != nil {
 		return store.Lease{}, err
 	}
 	return lease, nil
+}
+
+// insertRun writes a new run's row, holding lease (none when its owner is
+// empty: the table's defaults, as AcquireLease finds a new run), and its
+// first inbox entries at positions 1, 2, ... in the order given: the rows
+// CreateRun, CreateRunLeased and CreateRunCommit write for a new run.
+func (s *Store) insertRun(ctx context.Context, tx *wtx, now time.Time, run store.Run, first []store.Inbound, lease store.Lease) error {
+	var expires int64
+	if lease.Owner != "" {
+		expires = nanos(lease.ExpiresAt)
+	}
+	if _, err := s.exec(ctx, tx, `
+INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order,
+	lease_owner, lease_generation, lease_expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
+		run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now),
+		lease.Owner, lease.Generation, expires); err != nil {
+		return err
+	}
+	for i, in := range first {
+		if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, i+1, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,

@@ -66,21 +66,7 @@ func testCreateRunLeased(t *testing.T, s store.Store, c *Clock) {
 			Trace:      []store.TraceRecord{{Kind: "tick", Body: []byte(`{}`)}}}))
 	}
 	alike("after the first tick")
-	c.Advance(time.Second)
-	for _, l := range []store.Lease{pl, ll} {
-		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("C", `{"c":3}`)},
-			Trace: []store.TraceRecord{{Kind: "tick", Body: []byte(`{"n":2}`)}}}))
-	}
-	alike("after the second tick")
-	for _, l := range []store.Lease{pl, ll} {
-		l2, err := s.AcquireLease(ctx, l.RunID, "w", ttl)
-		must(t, err)
-		if l2.Generation != 2 {
-			t.Fatalf("%s: generation after acquiring again = %d, want 2", l.RunID, l2.Generation)
-		}
-		mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3}), store.CodeFenced)
-	}
-	alike("acquired again")
+	secondTickAlike(t, s, c, ttl, alike, pl, ll)
 
 	// Refusals write nothing: not the run, not its input, not a lease.
 	before := everything(t, s, "leased")
@@ -141,3 +127,27 @@ func everything(t *testing.T, s store.Store, id string) string {
 // same is text with the run's id replaced, for two runs' texts to be
 // compared.
 func same(text, id string) string { return strings.ReplaceAll(text, id, "RUN") }
+
+// secondTickAlike commits the same second tick (at head 2, a second
+// later) under each lease, holds the runs alike, then acquires each run
+// again as "w" and holds that the new lease is generation 2, that it
+// fences the old one out, and that the runs are still alike: the part of
+// testCreateRunLeased and testCreateRunCommit after the runs' first ticks.
+func secondTickAlike(t *testing.T, s store.Store, c *Clock, ttl time.Duration, alike func(when string), leases ...store.Lease) {
+	t.Helper()
+	c.Advance(time.Second)
+	for _, l := range leases {
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("C", `{"c":3}`)},
+			Trace: []store.TraceRecord{{Kind: "tick", Body: []byte(`{"n":2}`)}}}))
+	}
+	alike("after the second tick")
+	for _, l := range leases {
+		l2, err := s.AcquireLease(ctx, l.RunID, "w", ttl)
+		must(t, err)
+		if l2.Generation != 2 {
+			t.Fatalf("%s: generation after acquiring again = %d, want 2", l.RunID, l2.Generation)
+		}
+		mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3}), store.CodeFenced)
+	}
+	alike("acquired again")
+}

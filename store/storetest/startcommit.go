@@ -75,21 +75,7 @@ func testCreateRunCommit(t *testing.T, s store.Store, c *Clock) {
 	// The lease is the run's current one.
 	_, err = s.AcquireLease(ctx, "fused", "other", ttl)
 	mustCode(t, err, store.CodeLeaseHeld)
-	c.Advance(time.Second)
-	for _, l := range []store.Lease{pl, fl} {
-		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("C", `{"c":3}`)},
-			Trace: []store.TraceRecord{{Kind: "tick", Body: []byte(`{"n":2}`)}}}))
-	}
-	alike("after the second tick")
-	for _, l := range []store.Lease{pl, fl} {
-		l2, err := s.AcquireLease(ctx, l.RunID, "w", ttl)
-		must(t, err)
-		if l2.Generation != 2 {
-			t.Fatalf("%s: generation after acquiring again = %d, want 2", l.RunID, l2.Generation)
-		}
-		mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3}), store.CodeFenced)
-	}
-	alike("acquired again")
+	secondTickAlike(t, s, c, ttl, alike, pl, fl)
 
 	// Refusals write nothing: not the run, not its input, not a lease,
 	// not the tick.

@@ -1,0 +1,68 @@
+package bundle
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+	"testing/fstest"
+
+	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/workflow"
+)
+
+// FuzzLoadFS loads an example bundle with one of its files (the manifest,
+// a rule file, the domain or the capabilities) replaced by arbitrary
+// bytes, or an extra file added: LoadFS never panics, returns a workflow
+// or an error but not both, and a refusal is a *workflow.Error (or names
+// a missing manifest, when the name makes workflow.json a directory).
+func FuzzLoadFS(f *testing.F) {
+	names := examples.Names()
+	bundles := make([]fstest.MapFS, len(names))
+	for i, name := range names {
+		fsys, err := examples.Bundle(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		m := fstest.MapFS{}
+		entries, err := fs.ReadDir(fsys, ".")
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			b, err := fs.ReadFile(fsys, e.Name())
+			if err != nil {
+				f.Fatal(err)
+			}
+			m[e.Name()] = &fstest.MapFile{Data: b}
+			f.Add(uint8(i), e.Name(), b)
+		}
+		bundles[i] = m
+	}
+	f.Add(uint8(0), "extra.dl", []byte("p(X) :- q(X).\n"))
+	f.Add(uint8(0), workflow.ManifestFile, []byte(`{}`))
+	f.Fuzz(func(t *testing.T, which uint8, name string, data []byte) {
+		if !fs.ValidPath(name) || name == "." || len(data) > MaxFileSize {
+			return
+		}
+		src := bundles[int(which)%len(bundles)]
+		m := fstest.MapFS{}
+		for k, v := range src {
+			m[k] = v
+		}
+		m[name] = &fstest.MapFile{Data: data}
+		w, a, err := LoadFS(m)
+		if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
+			t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
+		}
+		if err == nil {
+			return
+		}
+		var ce *workflow.Error
+		if !errors.As(err, &ce) && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("untyped error %T: %v", err, err)
+		}
+	})
+}

@@ -921,7 +921,10 @@ const appendsParams = 56
 // fenceChecksInbox), and is taken out of the queue: the tick is one
 // statement.
 func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
-	ap := appends{vals: make([]any, 0, appendsParams)}
+	// The record is the transaction's (it outlives no call of build): one
+	// allocation fewer a tick than its own.
+	tx.ap = appends{vals: make([]any, 0, appendsParams)}
+	ap := &tx.ap
 	fence := tx.fence
 	if len(tx.pending) != 1 {
 		fence = nil // other statements of the tick come between
@@ -929,7 +932,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	if fence != nil {
 		ap.foldFence(fence, tx.fenceInbox, tx.fenceKnownEmpty, tx.fenceSubs)
 	}
-	build(&ap)
+	build(ap)
 	if ap.shape.parts == 0 || fence != nil && ap.shape.parts == 1 {
 		return // nothing appended: the fence, if queued, stays on its own
 	}
@@ -947,7 +950,7 @@ func (s *Store) queueAppends(tx *wtx, build func(*appends)) {
 	if fence != nil {
 		ap.foldFence(fence, tx.fenceInbox, tx.fenceKnownEmpty, tx.fenceSubs)
 	}
-	build(&ap)
+	build(ap)
 	sql := ap.sql()
 	if !k.wide {
 		s.shapes.put(k, sql)

@@ -62,6 +62,9 @@ type wtx struct {
 	queued     [4]pgx.QueuedQuery
 	used       int
 	pendingBuf [4]*pgx.QueuedQuery
+	// ap is the record queueAppends builds the tick's appended
+	// statement in, made afresh for each.
+	ap appends
 }
 
 // errRolledBack is the error of a COMMIT the server answered ROLLBACK.

@@ -129,12 +129,7 @@ func TestReceiptConformsAtEveryMembersEdges(t *testing.T) {
 		"2026-01-02 03:04:05Z", "read_only", "reversible", "high_risk_external", "unknown",
 		"confirmed_success", "confirmed_failure", "outcome_unknown", protocol.KindActionReceipt,
 		"sha256:" + strings.Repeat("0", 64), "SHA256:" + strings.Repeat("0", 64), d[:len(d)-1], d + "1"}
-	approval, trace := d, "trace-1"
-	base := protocol.ActionReceipt{Kind: protocol.KindActionReceipt, IntentID: "i-1", ActionDigest: d, CommandDigest: d,
-		InputRootDigest: d, PlatformDigest: d, CauseID: "c", CorrelationID: "k", Capability: "refund.pay", AuthorityDigest: d,
-		DestinationDigest: d, GoalID: "g", ObligationID: "o", AdapterVersion: "fake/1+2", AssessedRisk: protocol.RiskReversible,
-		ApprovalRequired: true, ApprovalDigest: &approval, TraceRef: &trace, AttemptID: "i-1/attempt/1", IdempotencyKey: "key-1",
-		Outcome: protocol.OutcomeConfirmedSuccess, OutputDigests: protocol.DigestSet{d}, RecordedAt: "2026-12-01T08:00:00Z"}
+	base := sampleReceipt(d)
 	check := func(r *protocol.ActionReceipt, what string) bool {
 		t.Helper()
 		canon, err := marshalReceipt(r)

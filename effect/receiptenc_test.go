@@ -55,14 +55,7 @@ func TestReceiptEncodingMatchesMarshal(t *testing.T) {
 			r.OutputDigests = rapid.SliceOfN(rapid.SampledFrom(outputDigests), 0, 11).Draw(t, "digests")
 		}
 		before := append(protocol.DigestSet(nil), r.OutputDigests...)
-		want, wantErr := cjson.Marshal(r)
-		got, gotErr := marshalReceipt(&r)
-		if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
-			t.Fatalf("errors: marshalReceipt %v, cjson.Marshal %v", gotErr, wantErr)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("marshalReceipt\n%s\ncjson.Marshal\n%s", got, want)
-		}
+		encodesAsMarshal(t, &r)
 		for i := range before {
 			if r.OutputDigests[i] != before[i] {
 				t.Fatalf("output digests changed: %q, were %q", r.OutputDigests, before)
@@ -88,4 +81,33 @@ func TestReceiptEncodingIsDirect(t *testing.T) {
 	if got := testing.AllocsPerRun(50, func() { _, _ = marshalReceipt(&r) }); got != 1 {
 		t.Errorf("marshalReceipt allocates %v times, want 1", got)
 	}
+}
+
+// encodesAsMarshal holds marshalReceipt to cjson.Marshal on r: the same
+// bytes, or the same refusal. It returns marshalReceipt's answer.
+func encodesAsMarshal(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, r *protocol.ActionReceipt) ([]byte, error) {
+	t.Helper()
+	want, wantErr := cjson.Marshal(*r)
+	got, gotErr := marshalReceipt(r)
+	if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+		t.Fatalf("errors: marshalReceipt %v, cjson.Marshal %v", gotErr, wantErr)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("marshalReceipt\n%s\ncjson.Marshal\n%s", got, want)
+	}
+	return got, gotErr
+}
+
+// sampleReceipt is a conforming receipt with every member set, its
+// digests d.
+func sampleReceipt(d string) protocol.ActionReceipt {
+	approval, trace := d, "trace-1"
+	return protocol.ActionReceipt{Kind: protocol.KindActionReceipt, IntentID: "i-1", ActionDigest: d, CommandDigest: d,
+		InputRootDigest: d, PlatformDigest: d, CauseID: "c", CorrelationID: "k", Capability: "refund.pay", AuthorityDigest: d,
+		DestinationDigest: d, GoalID: "g", ObligationID: "o", AdapterVersion: "fake/1+2", AssessedRisk: protocol.RiskReversible,
+		ApprovalRequired: true, ApprovalDigest: &approval, TraceRef: &trace, AttemptID: "i-1/attempt/1", IdempotencyKey: "key-1",
+		Outcome: protocol.OutcomeConfirmedSuccess, OutputDigests: protocol.DigestSet{d}, RecordedAt: "2026-12-01T08:00:00Z"}
 }

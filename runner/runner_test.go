@@ -69,6 +69,25 @@ func (h *harness) idle() {
 	}
 }
 
+// recovered advances the runs to idle, as a restarted runner would, and
+// holds run id to a recovered one-refund run: succeeded, one mutation at
+// the destination for its one logical effect, and one receipt, a
+// confirmed success.
+func (h *harness) recovered(id string) {
+	h.t.Helper()
+	h.idle()
+	if run := h.run(id); run.State != "SUCCEEDED" {
+		h.t.Fatalf("after recovery: %s (%s)", run.State, run.Quarantine)
+	}
+	if h.dest.count() != 1 {
+		h.t.Fatalf("%d mutations for one logical effect", h.dest.count())
+	}
+	rcs, _ := h.store.Receipts(ctx, id)
+	if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
+		h.t.Fatalf("receipts %+v", rcs)
+	}
+}
+
 func (h *harness) run(id string) store.Run {
 	h.t.Helper()
 	r, err := h.store.Run(ctx, id)
@@ -386,18 +405,7 @@ func TestCrashRecoveryAtEveryCutPoint(t *testing.T) {
 			// The dead runner's lease is released by its deferred cleanup in
 			// this in-process simulation only if it unwound; take over as a
 			// restarted runner with the same name would.
-			h.idle()
-			run := h.run("run")
-			if run.State != "SUCCEEDED" {
-				t.Fatalf("after recovery: %s (%s)", run.State, run.Quarantine)
-			}
-			if h.dest.count() != 1 {
-				t.Fatalf("%d mutations for one logical effect", h.dest.count())
-			}
-			rcs, _ := h.store.Receipts(ctx, "run")
-			if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
-				t.Fatalf("receipts %+v", rcs)
-			}
+			h.recovered("run")
 		})
 	}
 }

@@ -235,18 +235,7 @@ func TestStartAdvanceCrashAtEveryCutPoint(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.idle()
-			run := h.run("run")
-			if run.State != "SUCCEEDED" {
-				t.Fatalf("after recovery: %s (%s)", run.State, run.Quarantine)
-			}
-			if h.dest.count() != 1 {
-				t.Fatalf("%d mutations for one logical effect", h.dest.count())
-			}
-			rcs, _ := h.store.Receipts(ctx, "run")
-			if len(rcs) != 1 || rcs[0].Outcome != "confirmed_success" {
-				t.Fatalf("receipts %+v", rcs)
-			}
+			h.recovered("run")
 		})
 	}
 }

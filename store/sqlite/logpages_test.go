@@ -70,9 +70,7 @@ func TestLogPagesPerStep(t *testing.T) {
 		id := fmt.Sprint("run-", run)
 		var err error
 		if j == 0 {
-			if err = r.Start(ctx, id, wf.ID(), wf.Version(), input(run, j)); err == nil {
-				_, err = r.Advance(ctx, id)
-			}
+			_, err = r.StartAdvance(ctx, id, wf.ID(), wf.Version(), input(run, j), actor)
 		} else {
 			_, err = r.SubmitAdvance(ctx, id, input(run, j), actor)
 		}

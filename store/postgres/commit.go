@@ -199,11 +199,7 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		// statement, not in one of its own.
 		tx.lazy, tx.lazySent, tx.testSetting = tick.MayLag, tick.MayLag, testSetting
 		tx.implicit = implicitTick
-		fence := aheadFenceArgs(s, lease, tick, h, &chains, tick.MayLag)
-		tx.Queue(fenceAheadSQL, fence...)
-		tx.fence, tx.fenceInbox, tx.fenceSubs = fence, fenceChecksInbox(tick), h.submissions
-		tx.fenceKnownEmpty = tick.ExpectInboxEmpty && h.inboxEmpty
-		if err := s.queueTick(tx, lease, tick, &next, chains, "", begin, nil); err != nil {
+		if err := s.queueAhead(tx, lease, tick, h, &next, chains, begin, tick.MayLag); err != nil {
 			return err
 		}
 		return tx.commit(ctx)
@@ -217,6 +213,18 @@ func (s *Store) commitAhead(ctx context.Context, lease store.Lease, tick store.T
 		next.inboxEmpty = true
 	}
 	return next, true, err
+}
+
+// queueAhead queues a tick as the one-round-trip commit sends it under a
+// lease whose run's head the store knows to be h: the guarded fence
+// (fenceAheadSQL; lazy as aheadFenceArgs takes it), then the tick's
+// writes, next moving on as they do.
+func (s *Store) queueAhead(tx *wtx, lease store.Lease, tick store.Tick, h runHead, next *runHead, chains chain, begin []int64, lazy bool) error {
+	fence := aheadFenceArgs(s, lease, tick, h, &chains, lazy)
+	tx.Queue(fenceAheadSQL, fence...)
+	tx.fence, tx.fenceInbox, tx.fenceSubs = fence, fenceChecksInbox(tick), h.submissions
+	tx.fenceKnownEmpty = tick.ExpectInboxEmpty && h.inboxEmpty
+	return s.queueTick(tx, lease, tick, next, chains, "", begin, nil)
 }
 
 // fenceChecksInbox reports whether the one-round-trip commit of tick, when

@@ -37,12 +37,7 @@ func (s *Store) CreateRunLeased(ctx context.Context, run store.Run, owner string
 	var clock int64
 	err := s.write(ctx, "create run", run.ID, func(tx *wtx) error {
 		clock = 0 // read afresh on every try
-		tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest,
-			owner, ttl.Nanoseconds()).QueryRow(func(row pgx.Row) error { return row.Scan(&clock) })
-		s.queueFirstInbox(tx, run.ID, first)
-		// A new run is new work, as CreateRun tells idle runners; leased, it
-		// is not theirs to claim until the lease lapses or is released.
-		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
+		s.queueCreateLeased(tx, run, s.injected(), owner, ttl, first).QueryRow(func(row pgx.Row) error { return row.Scan(&clock) })
 		return nil
 	})
 	if err != nil {
@@ -53,4 +48,18 @@ func (s *Store) CreateRunLeased(ctx context.Context, run store.Run, owner string
 	// not counted), and the count only grows.
 	s.seedHead(l, store.Run{ID: run.ID, State: run.State, HeadHash: store.GenesisHash}, 0)
 	return l, nil
+}
+
+// queueCreateLeased queues a new run's row leased to owner for ttl from
+// the clock reading at (nil: the server's), its first inbox entries and
+// the notification of new work, and returns the row's insert, whose one
+// column is the clock reading the lease was reckoned from.
+func (s *Store) queueCreateLeased(tx *wtx, run store.Run, at any, owner string, ttl time.Duration, first []store.Inbound) *pgx.QueuedQuery {
+	q := tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, at, run.WorkflowDigest,
+		owner, ttl.Nanoseconds())
+	s.queueFirstInbox(tx, run.ID, first)
+	// A new run is new work, as CreateRun tells idle runners; leased, it
+	// is not theirs to claim until the lease lapses or is released.
+	tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
+	return q
 }

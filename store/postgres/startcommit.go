@@ -67,15 +67,9 @@ func (s *Store) CreateRunCommit(ctx context.Context, run store.Run, owner string
 			sent = time.Now()
 		}
 		tx.implicit = implicitTick
-		tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, at, run.WorkflowDigest,
-			owner, ttl.Nanoseconds())
-		s.queueFirstInbox(tx, run.ID, first)
-		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)
+		s.queueCreateLeased(tx, run, at, owner, ttl, first)
 		chains := chainOf(h.hash, h.head, tick.Events)
-		fence := aheadFenceArgs(s, lease, tick, h, &chains, false)
-		tx.Queue(fenceAheadSQL, fence...)
-		tx.fence, tx.fenceInbox, tx.fenceSubs = fence, fenceChecksInbox(tick), h.submissions
-		if err := s.queueTick(tx, lease, tick, &next, chains, "", aheadBegin(tick), nil); err != nil {
+		if err := s.queueAhead(tx, lease, tick, h, &next, chains, aheadBegin(tick), false); err != nil {
 			return err
 		}
 		return tx.commit(ctx)

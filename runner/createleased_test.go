@@ -46,16 +46,24 @@ func startRig(t *testing.T, now time.Time, leased, leaseStarts bool) (*foldRig, 
 	if leased {
 		st = startLeasing{sc}
 	}
+	return g, sc, countedRunner(t, g, st, 1000, leaseStarts)
+}
+
+// countedRunner is a runner named "runner" on st (a counting wrapper of
+// g's store) deciding the refunds workflow up to limit, paying through
+// g's destination, on g's clock.
+func countedRunner(t *testing.T, g *foldRig, st store.Store, limit int64, leaseStarts bool) *Runner {
+	t.Helper()
 	reg := &effect.Registry{}
 	if err := reg.Register("refund.pay", "fake/1", g.dest); err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Store: st, Workflows: []Workflow{counter{refunds{limit: 1000}}}, Adapters: reg, Owner: "runner", LeaseStarts: leaseStarts,
+	r, err := New(Config{Store: st, Workflows: []Workflow{counter{refunds{limit: limit}}}, Adapters: reg, Owner: "runner", LeaseStarts: leaseStarts,
 		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: g.clock.Now, Sleep: g.clock.Sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return g, sc, r
+	return r
 }
 
 // A run started on a store that creates runs leased is, byte for byte and

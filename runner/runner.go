@@ -266,66 +266,74 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 // StartWithUsage is StartAs with the first input's usage report, checked
 // and charged as SubmitWithUsage does.
 func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) error {
-	run, inbound, first, err := r.prepareStart(runID, workflowID, version, input, u, by)
+	n, err := r.prepareStart(runID, workflowID, version, input, u, by)
 	if err != nil {
 		return err
 	}
-	return r.startPrepared(ctx, run, inbound, first)
+	return r.startPrepared(ctx, n)
 }
 
-// prepareStart checks what Start is asked for and makes the run's header,
-// its first inbox entry and the decision kept on it (nil if none), writing
-// nothing.
-func (r *Runner) prepareStart(runID, workflowID, version string, input []byte, u Usage, by Actor) (store.Run, store.Inbound, *keptDecision, error) {
+// newRun is a run Start is asked for, checked and not yet written: its
+// header, its first input's inbox entry and the decision kept on that
+// input (nil if none).
+type newRun struct {
+	run   store.Run
+	input store.Inbound
+	kept  *keptDecision
+}
+
+// prepareStart checks what Start is asked for and makes the new run of
+// it, writing nothing.
+func (r *Runner) prepareStart(runID, workflowID, version string, input []byte, u Usage, by Actor) (newRun, error) {
 	if err := u.Check(); err != nil {
-		return store.Run{}, store.Inbound{}, nil, err
+		return newRun{}, err
 	}
 	if !cjson.ValidID(runID) {
-		return store.Run{}, store.Inbound{}, nil, fmt.Errorf("runner: invalid run id %q", runID)
+		return newRun{}, fmt.Errorf("runner: invalid run id %q", runID)
 	}
 	wf, ok := r.workflows[workflowID+"@"+version]
 	if !ok {
-		return store.Run{}, store.Inbound{}, nil, fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
+		return newRun{}, fmt.Errorf("runner: no workflow %s@%s", workflowID, version)
 	}
 	body, v, err := startInput(input, u)
 	if err != nil {
-		return store.Run{}, store.Inbound{}, nil, err
+		return newRun{}, err
 	}
 	// The input's digest is the inbox entry's too when no usage is
 	// reported beside it: one hashing serves both.
 	digest, proof := store.ProveDigest(body)
 	first, err := firstDecisionDigested(wf, runID, body, digest, u, by)
 	if err != nil {
-		return store.Run{}, store.Inbound{}, nil, err
+		return newRun{}, err
 	}
 	if first != nil {
 		if err := r.checkSendable(wf, first.d); err != nil {
-			return store.Run{}, store.Inbound{}, nil, err
+			return newRun{}, err
 		}
 	}
 	if !u.zero() {
 		if body, err = reportedBody(v, u); err != nil {
-			return store.Run{}, store.Inbound{}, nil, err
+			return newRun{}, err
 		}
 		digest, proof = store.ProveDigest(body)
 	}
 	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
 	run := store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}
-	return run, inbound, first, nil
+	return newRun{run: run, input: inbound, kept: first}, nil
 }
 
 // startPrepared is Start's write of what prepareStart made.
-func (r *Runner) startPrepared(ctx context.Context, run store.Run, inbound store.Inbound, first *keptDecision) error {
-	runID := run.ID
+func (r *Runner) startPrepared(ctx context.Context, n newRun) error {
+	runID := n.run.ID
 	undo := r.noteTrigger(ctx, runID) // before the run exists: a runner may take it at once
-	if first != nil {
-		r.keepFirst(runID, first)
+	if n.kept != nil {
+		r.keepFirst(runID, n.kept)
 	}
 	// The run and its input in one transaction: a runner that takes the
 	// run at once finds the input waiting, and a crash leaves either both
 	// or neither, never a run with nothing to start from.
-	if err := r.create(ctx, run, inbound); err != nil {
+	if err := r.create(ctx, n.run, n.input); err != nil {
 		undo()
 		r.takeFirst(runID)
 		return err

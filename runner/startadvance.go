@@ -82,7 +82,7 @@ func (r *Runner) StartAdvance(ctx context.Context, runID, workflowID, version st
 // StartAdvanceWithUsage is StartAdvance with the first input's usage
 // report, checked and charged as StartWithUsage does.
 func (r *Runner) StartAdvanceWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) (moved bool, err error) {
-	run, inbound, first, err := r.prepareStart(runID, workflowID, version, input, u, by)
+	n, err := r.prepareStart(runID, workflowID, version, input, u, by)
 	if err != nil {
 		return false, err
 	}
@@ -90,14 +90,14 @@ func (r *Runner) StartAdvanceWithUsage(ctx context.Context, runID, workflowID, v
 	if !ok || !r.claim(runID) {
 		// No fused commit, or a pass of a run of that id is under way
 		// here (Start then refuses the id).
-		return r.startThenAdvance(ctx, run, inbound, first)
+		return r.startThenAdvance(ctx, n)
 	}
 	defer r.release(runID)
 	undo := r.noteTrigger(ctx, runID)
-	if first != nil {
-		r.keepFirst(runID, first)
+	if n.kept != nil {
+		r.keepFirst(runID, n.kept)
 	}
-	st := &startRun{sc: sc, run: run, first: inbound,
+	st := &startRun{sc: sc, run: n.run, first: n.input,
 		lease: store.Lease{RunID: runID, Owner: r.cfg.Owner, Generation: 1, ExpiresAt: r.cfg.Clock().Add(r.cfg.LeaseTTL)}}
 	moved, _, _, err = r.pass(ctx, runID, nil, false, st)
 	if st.created {
@@ -112,14 +112,14 @@ func (r *Runner) StartAdvanceWithUsage(ctx context.Context, runID, workflowID, v
 	if st.tried {
 		return false, err // the fused commit's error: Start's would be the same
 	}
-	return r.startThenAdvance(ctx, run, inbound, first)
+	return r.startThenAdvance(ctx, n)
 }
 
 // startThenAdvance is Start's write of what prepareStart made, then
 // Advance.
-func (r *Runner) startThenAdvance(ctx context.Context, run store.Run, inbound store.Inbound, first *keptDecision) (bool, error) {
-	if err := r.startPrepared(ctx, run, inbound, first); err != nil {
+func (r *Runner) startThenAdvance(ctx context.Context, n newRun) (bool, error) {
+	if err := r.startPrepared(ctx, n); err != nil {
 		return false, err
 	}
-	return r.advance(ctx, run.ID, nil)
+	return r.advance(ctx, n.run.ID, nil)
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
 )
 
@@ -67,16 +66,7 @@ func startAdvanceRig(t *testing.T, now time.Time, limit int64) (*foldRig, *start
 	t.Helper()
 	g := newFoldRig(t, now, limit)
 	sc := &startCommitCounting{Store: g.st}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", g.dest); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: sc, Workflows: []Workflow{counter{refunds{limit: limit}}}, Adapters: reg, Owner: "runner", LeaseStarts: true,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: g.clock.Now, Sleep: g.clock.Sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, sc, r
+	return g, sc, countedRunner(t, g, sc, limit, true)
 }
 
 // runRecord is everything stored of a run, its header and its events'

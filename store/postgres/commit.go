@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -391,14 +392,15 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	// first attempt in the statement that writes it: its outbox row is
 	// written in flight, never pending and then moved. (Any further begin
 	// of it goes the usual way, and its guard refuses it.)
-	var begunNew map[string]bool
+	// The ids so begun are few: a slice on the stack, where a map took
+	// two allocations.
+	var begunRoom [4]string
+	begunNew := begunRoom[:0]
 	skip := make([]bool, len(tick.Begin))
 	for i, id := range tick.Begin {
-		if begin[i] == 1 && newIntent(tick, id) && !begunNew[id] {
-			if begunNew == nil {
-				begunNew = map[string]bool{}
-			}
-			begunNew[id], skip[i] = true, true
+		if begin[i] == 1 && newIntent(tick, id) && !slices.Contains(begunNew, id) {
+			begunNew = append(begunNew, id)
+			skip[i] = true
 		}
 	}
 	closed := closedWithResult(tick)
@@ -407,8 +409,11 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		if merge {
 			break // in the appended statement
 		}
-		begun := begunNew[in.ID]
-		delete(begunNew, in.ID) // a second intent of the same id fails on the key
+		// A second intent of the same id fails on the key.
+		begun := false
+		if j := slices.Index(begunNew, in.ID); j >= 0 {
+			begun, begunNew = true, slices.Delete(begunNew, j, j+1)
+		}
 		sql := intentSQL
 		if begun {
 			sql = intentBegunSQL
@@ -485,10 +490,19 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 	// (see aheadFenceArgs), where boxing each took one.
 	cols := &tickColumns{head: head, traceBodies: traceBodies, cpBody: cpBody}
 	ev := &cols.ev
-	if n := len(tick.Events); n > 0 {
+	// The events' kinds, their hash columns' texts and the trace's kinds
+	// share one allocation of strings, the events' bodies and their hash
+	// columns' sums one of byte slices; each part is capped at its end.
+	n, m := len(tick.Events), len(tick.Trace)
+	var strs []string
+	if k := 3*n + m; k > 0 {
+		strs = make([]string, k)
+	}
+	if n > 0 {
 		var room []byte
-		*ev = eventColumns{kinds: make([]string, n), bodies: make([][]byte, n), prev: next.hash}
-		ev.digests, ev.chains, room = newHashColumns2(n)
+		bs := make([][]byte, 3*n)
+		*ev = eventColumns{kinds: strs[:n:n], bodies: bs[:n:n], prev: next.hash}
+		ev.digests, ev.chains, room = newHashColumns2(n, strs[n:3*n], bs[n:3*n])
 		if sum := appendSum(room, next.hash); len(sum) > 0 {
 			ev.prevSum = sum
 		}
@@ -506,14 +520,14 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		cols.checkpoint = next.checkpoints
 	}
 	cols.firstTrace = next.trace + 1
-	if n := len(tick.Trace); n > 0 {
+	if m > 0 {
 		// One row for the tick's records (see the schema's "trace records
 		// per tick").
-		cols.traceKinds = make([]string, n)
+		cols.traceKinds = strs[3*n : 3*n+m : 3*n+m]
 		for i, tr := range tick.Trace {
 			cols.traceKinds[i] = tr.Kind
 		}
-		next.trace += int64(n)
+		next.trace += int64(m)
 	}
 	cols.lastTrace = next.trace
 	// The appended statement, built by build in one pass or two (see
@@ -532,7 +546,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			for i := range tick.Intents {
 				in := &tick.Intents[i]
 				// A second intent of the same id fails on the key.
-				begun := begunNew[in.ID] && firstIntent(tick, i)
+				begun := slices.Contains(begunNew, in.ID) && firstIntent(tick, i)
 				ap.intent(i, begun, &in.ID, runV, &cols.head, &in.EffectType, &in.IdempotencyKey, &in.ContentDigest, approvalArg(in.ApprovalID), in.Body, &in.Digest, genV, ts)
 			}
 			for i := range tick.Results {

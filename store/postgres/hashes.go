@@ -39,11 +39,12 @@ func newHashColumns(n int) hashColumns {
 
 // newHashColumns2 returns two hash columns for n hashes each (a tick's
 // events' digests and chain hashes) and room for one sum more (the first
-// event's previous hash), sharing three allocations. Each column's
-// slices, and the room, are capped at their own part, so that none can
-// grow into another.
-func newHashColumns2(n int) (a, b hashColumns, room []byte) {
-	sums, all, buf := make([][]byte, 0, 2*n), make([]string, 0, 2*n), make([]byte, 0, 2*32*n+32)
+// event's previous hash), on strs and sums (each of length 2n, parts of
+// the tick's other columns' allocations) and one allocation of bytes.
+// Each column's slices, and the room, are capped at their own part, so
+// that none can grow into another or past strs and sums.
+func newHashColumns2(n int, strs []string, sums [][]byte) (a, b hashColumns, room []byte) {
+	all, sums, buf := strs[:0:2*n], sums[:0:2*n], make([]byte, 0, 2*32*n+32)
 	col := func(i int) hashColumns {
 		return hashColumns{sums: sums[i*n : i*n : (i+1)*n], all: all[i*n : i*n : (i+1)*n], buf: buf[i*32*n : i*32*n : (i+1)*32*n]}
 	}

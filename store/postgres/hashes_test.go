@@ -21,7 +21,16 @@ func TestHashColumns2(t *testing.T) {
 		n := rapid.IntRange(0, 4).Draw(t, "capacity")
 		var shared [2]hashColumns
 		var room []byte
-		shared[0], shared[1], room = newHashColumns2(n)
+		// The columns' strings and sums are parts of larger allocations:
+		// what lies beside them stays as it was.
+		strs, sums := make([]string, 2*n+2), make([][]byte, 2*n+2)
+		strs[0], strs[2*n+1], sums[0], sums[2*n+1] = "before", "after", []byte("before"), []byte("after")
+		shared[0], shared[1], room = newHashColumns2(n, strs[1:2*n+1], sums[1:2*n+1])
+		defer func() {
+			if strs[0] != "before" || strs[2*n+1] != "after" || string(sums[0]) != "before" || string(sums[2*n+1]) != "after" {
+				t.Fatalf("beside the columns: %q %q %q %q", strs[0], strs[2*n+1], sums[0], sums[2*n+1])
+			}
+		}()
 		prev := hash.Draw(t, "previous hash")
 		room = appendSum(room, prev)
 		for i := range shared {

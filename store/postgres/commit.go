@@ -403,7 +403,8 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			skip[i] = true
 		}
 	}
-	closed := closedWithResult(tick)
+	var closedRoom [4]*store.Receipt
+	closed := closedWithResult(tick, closedRoom[:0])
 	merge := mergeable(tick, skip, closed)
 	for _, in := range tick.Intents {
 		if merge {
@@ -421,10 +422,10 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		tx.Queue(sql, in.ID, runID, head, in.EffectType, in.IdempotencyKey, in.ContentDigest, approvalArg(in.ApprovalID), in.Body, in.Digest, lease.Generation, ts)
 	}
 	for _, r := range tick.Results {
-		if _, ok := closed[r.IntentID]; ok && merge {
+		if _, ok := closed.get(r.IntentID); ok && merge {
 			continue // in the appended statement
 		}
-		if rc, ok := closed[r.IntentID]; ok {
+		if rc, ok := closed.get(r.IntentID); ok {
 			// The intent's only result and only receipt in this tick, and
 			// nothing begins it in between: one statement leaves what the
 			// two would (the outbox done, on the result's route), guarded
@@ -444,7 +445,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 		}
 	}
 	for _, rc := range tick.Receipts {
-		if _, ok := closed[rc.IntentID]; ok {
+		if _, ok := closed.get(rc.IntentID); ok {
 			continue // written with its result
 		}
 		// The guard is the check that the intent is this run's; the
@@ -551,7 +552,7 @@ func (s *Store) queueTick(tx *wtx, lease store.Lease, tick store.Tick, next *run
 			}
 			for i := range tick.Results {
 				r := &tick.Results[i]
-				if rc, ok := closed[r.IntentID]; ok {
+				if rc, ok := closed.get(r.IntentID); ok {
 					ap.closed(i, string(r.Status), &r.Detail, runV, &r.IntentID, r.N, &r.Route, rc.Outcome, rc.Body, rc.Digest, genV, ts)
 				}
 			}
@@ -679,7 +680,7 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 // when every one is closed by its receipt (closed) and the tick writes or
 // begins no intent. The appended statement must exist: the tick appends
 // something of its own.
-func mergeable(tick store.Tick, skip []bool, closed map[string]store.Receipt) bool {
+func mergeable(tick store.Tick, skip []bool, closed closedReceipts) bool {
 	if len(tick.Submit) != 1 && len(tick.Events) == 0 && tick.Checkpoint == nil && len(tick.Trace) == 0 && !tick.ExpectInboxEmpty {
 		return false
 	}
@@ -697,42 +698,61 @@ func mergeable(tick store.Tick, skip []bool, closed map[string]store.Receipt) bo
 	return false
 }
 
-// closedWithResult returns, by intent, the receipts of tick that may be
-// written with the intent's attempt result: the intent has exactly one
-// result and one receipt in the tick, and the tick neither begins nor
-// writes it (a begin comes between results and receipts).
-func closedWithResult(tick store.Tick) map[string]store.Receipt {
+// closedReceipts are a tick's receipts that closedWithResult finds, in
+// the tick's order: few, so looked up by a scan.
+type closedReceipts []*store.Receipt
+
+// get returns the receipt of intent id, if it is one of c.
+func (c closedReceipts) get(id string) (store.Receipt, bool) {
+	for _, rc := range c {
+		if rc.IntentID == id {
+			return *rc, true
+		}
+	}
+	return store.Receipt{}, false
+}
+
+// closedWithResult returns, appended to room, the receipts of tick that
+// may be written with the intent's attempt result: the intent has exactly
+// one result and one receipt in the tick, and the tick neither begins nor
+// writes it (a begin comes between results and receipts). A caller's room
+// on its stack, and counts held by value, take no allocation where a map
+// of pointers returned took three.
+func closedWithResult(tick store.Tick, room closedReceipts) closedReceipts {
 	if len(tick.Results) == 0 || len(tick.Receipts) == 0 {
 		return nil
 	}
 	type uses struct{ results, receipts, other int }
-	count := map[string]*uses{}
-	use := func(id string) *uses {
-		if count[id] == nil {
-			count[id] = &uses{}
-		}
-		return count[id]
-	}
+	count := map[string]uses{}
 	for _, r := range tick.Results {
-		use(r.IntentID).results++
+		u := count[r.IntentID]
+		u.results++
+		count[r.IntentID] = u
 	}
 	for _, rc := range tick.Receipts {
-		use(rc.IntentID).receipts++
+		u := count[rc.IntentID]
+		u.receipts++
+		count[rc.IntentID] = u
 	}
 	for _, id := range tick.Begin {
-		use(id).other++
+		u := count[id]
+		u.other++
+		count[id] = u
 	}
 	for _, in := range tick.Intents {
-		use(in.ID).other++
+		u := count[in.ID]
+		u.other++
+		count[in.ID] = u
 	}
-	var out map[string]store.Receipt
-	for _, rc := range tick.Receipts {
+	out := room[:0]
+	for i := range tick.Receipts {
+		rc := &tick.Receipts[i]
 		if u := count[rc.IntentID]; u.results == 1 && u.receipts == 1 && u.other == 0 {
-			if out == nil {
-				out = map[string]store.Receipt{}
-			}
-			out[rc.IntentID] = rc
+			out = append(out, rc)
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -91,7 +91,7 @@ func mergedTick(tick store.Tick) bool {
 	case len(tick.Intents) > 0:
 		return len(tick.Results) == 0 && len(tick.Receipts) == 0
 	case len(tick.Results) > 0 || len(tick.Receipts) > 0:
-		closed := closedWithResult(tick)
+		closed := closedWithResult(tick, nil)
 		return len(closed) == len(tick.Results) && len(closed) == len(tick.Receipts)
 	}
 	return true
@@ -177,9 +177,9 @@ func (m *mergedRows) add(s *Store, t int32, lease store.Lease, tick store.Tick, 
 		m.inApproval, m.inSeq, m.inGen = append(m.inApproval, approval), append(m.inSeq, head), append(m.inGen, lease.Generation)
 		m.inBody, m.inBegun, m.inT = append(m.inBody, in.Body), append(m.inBegun, begun[in.ID]), append(m.inT, t)
 	}
-	closed := closedWithResult(tick)
+	closed := closedWithResult(tick, nil)
 	for _, r := range tick.Results {
-		rc := closed[r.IntentID]
+		rc, _ := closed.get(r.IntentID)
 		m.parts |= partClosed
 		m.rcRun, m.rcID, m.rcStatus, m.rcDetail, m.rcRoute, m.rcOutcome, m.rcDigest = append(m.rcRun, runID), append(m.rcID, r.IntentID),
 			append(m.rcStatus, string(r.Status)), append(m.rcDetail, r.Detail), append(m.rcRoute, r.Route), append(m.rcOutcome, rc.Outcome), append(m.rcDigest, rc.Digest)

@@ -61,21 +61,7 @@ func openNamed(t testing.TB, schema, app string, opts Options) *Store {
 // state summarises everything a failed commit must leave untouched.
 func state(t testing.TB, s store.Store, run string) string {
 	t.Helper()
-	r, err := s.Run(ctx, run)
-	must(t, err)
-	evs, err := s.Events(ctx, run, 0)
-	must(t, err)
-	ins, err := s.Intents(ctx, run)
-	must(t, err)
-	rcs, err := s.Receipts(ctx, run)
-	must(t, err)
-	tr, err := s.Trace(ctx, run)
-	must(t, err)
-	in, err := s.Inbox(ctx, run, true)
-	must(t, err)
-	cp, _ := s.Checkpoint(ctx, run)
-	return fmt.Sprintf("head=%d hash=%s state=%s events=%d intents=%d receipts=%d trace=%d pending=%d cp=%d",
-		r.Head, r.HeadHash, r.State, len(evs), len(ins), len(rcs), len(tr), len(in), cp.Seq)
+	return storetest.Snapshot(t, s, run)
 }
 
 // bigTick touches every table a tick can write.

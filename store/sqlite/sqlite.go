@@ -360,6 +360,11 @@ func mapErr(op, runID string, err error) error {
 			return store.Errorf(store.CodeUnavailable, op, runID, err, "database busy")
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 			return store.Errorf(store.CodeCorrupt, op, runID, err, "database file damaged")
+		case sqlite3.SQLITE_FULL:
+			// SQLite rolls the transaction back (or the writer does), so
+			// the caller's tick is not in the file; a lagging tick that
+			// shared the transaction is lost with it, as MayLag allows.
+			return store.Errorf(store.CodeUnavailable, op, runID, err, "database disk full; nothing was written")
 		}
 		if strings.Contains(sqliteText(err), "append-only") {
 			return store.Errorf(store.CodeInvalidTransition, op, runID, err, "evidence is append-only")

@@ -88,7 +88,7 @@ func mustCode(t *testing.T, err error, code store.Code) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

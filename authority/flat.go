@@ -106,6 +106,9 @@ type flatLit struct {
 	name string
 	rel  int
 	args []fterm
+	// dup says a variable occurs more than once among args, as in
+	// p(A, A): a row matches only where those positions are equal.
+	dup bool
 }
 
 type flatCmp struct {
@@ -221,6 +224,9 @@ func compileFlat(prog *logic.Program, inputs map[string]bool, lim logic.Limits) 
 				ft, ok := compile(t)
 				if !ok {
 					return flatLit{}, false
+				}
+				for _, prev := range l.args {
+					l.dup = l.dup || ft.kind == termVar && prev.kind == termVar && prev.slot == ft.slot
 				}
 				l.args = append(l.args, ft)
 			}
@@ -769,24 +775,46 @@ rows:
 			}
 			n++
 		}
+		// A variable this literal repeats was bound at its first
+		// position above; the row must hold the same value at the others.
+		if lit.dup && !repeatsAgree(lit, b, row) {
+			unbind(rule, i, lit, b, fresh[:min(n, len(fresh))], n > len(fresh))
+			continue
+		}
 		err := r.join(a, rule, i+1, b, append(premises, logic.Fact{Rel: lit.name, Args: row}))
-		for j := 0; j < n && j < len(fresh); j++ {
-			b.set[fresh[j]] = false
-		}
-		if n > len(fresh) {
-			// More fresh variables than the fast list holds: recompute
-			// which ones this literal bound by rescanning it.
-			for _, t := range lit.args {
-				if t.kind == termVar {
-					b.set[t.slot] = b.set[t.slot] && slotBoundEarlier(rule, i, t.slot)
-				}
-			}
-		}
+		unbind(rule, i, lit, b, fresh[:min(n, len(fresh))], n > len(fresh))
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// repeatsAgree reports whether row holds, at every position of lit's
+// variables, the value the binding holds for that variable.
+func repeatsAgree(lit *flatLit, b *binding, row []logic.Value) bool {
+	for k, t := range lit.args {
+		if t.kind == termVar && !sameValue(b.vals[t.slot], row[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unbind undoes the bindings literal i made: the slots in fresh, or, when
+// it bound more than fresh holds (overflow), every slot of the literal
+// that no literal before it binds.
+func unbind(rule *flatRule, i int, lit *flatLit, b *binding, fresh []int, overflow bool) {
+	for _, s := range fresh {
+		b.set[s] = false
+	}
+	if overflow {
+		for _, t := range lit.args {
+			if t.kind == termVar {
+				b.set[t.slot] = b.set[t.slot] && slotBoundEarlier(rule, i, t.slot)
+			}
+		}
+	}
 }
 
 // slotBoundEarlier reports whether a variable slot is bound by a positive

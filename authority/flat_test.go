@@ -38,7 +38,13 @@ func drawFlatPolicy(rt *rapid.T) string {
 		var body []string
 		bindsN, bindsD := false, false
 		for j := rapid.IntRange(1, 3).Draw(rt, "lits"); j > 0; j-- {
-			switch rapid.IntRange(0, 12).Draw(rt, "lit") {
+			switch rapid.IntRange(0, 14).Draw(rt, "lit") {
+			case 13:
+				// A variable repeated within one literal: only a row equal
+				// at both positions matches (a parameter named as its value).
+				body = append(body, "param_sym(t, k, k)")
+			case 14:
+				body = append(body, rapid.SampledFrom([]string{"param_sym(x, x, _)", "param_sym(x, x, x)", "param_sym(t, x, x), side_effect(t, x)"}).Draw(rt, "repeat"))
 			case 10:
 				body = append(body, rapid.SampledFrom([]string{"big(t)", "calm(t)"}).Draw(rt, "helperLit"))
 			case 11:
@@ -131,6 +137,12 @@ func TestFlatEngineAgreesWithLogic(t *testing.T) {
 		params := map[string]any{"amount": rapid.Int64Range(0, 2000).Draw(rt, "amount")}
 		if rapid.Bool().Draw(rt, "toned") {
 			params["tone"] = rapid.SampledFrom([]string{"blunt", "warm"}).Draw(rt, "tone")
+		}
+		if rapid.Bool().Draw(rt, "echoed") {
+			// A parameter whose value is its name, and one whose value is
+			// a side effect's: rows a repeated variable can match.
+			params["echo"] = rapid.SampledFrom([]string{"echo", "other"}).Draw(rt, "echo")
+			params["WRITE"] = rapid.SampledFrom([]string{"WRITE", "READ"}).Draw(rt, "write")
 		}
 		spec := TicketSpec{TicketID: "ticket:r", Action: fmt.Sprintf("act.a%d", rapid.IntRange(0, 3).Draw(rt, "action")),
 			Destination: fmt.Sprintf("dest:d%d", rapid.IntRange(0, 3).Draw(rt, "dest")), Scope: "scope:s",

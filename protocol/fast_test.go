@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -865,5 +866,34 @@ func TestOnlyRefCompilesToItsTarget(t *testing.T) {
 	}
 	if got, err := fc.node(map[string]any{"$ref": "#/$defs/id", "description": "x"}); err != nil || got.ref != nil || got.pattern == nil {
 		t.Errorf("a $ref with an annotation does not compile to its target: %+v %v", got, err)
+	}
+}
+
+// Every proper prefix of every valid fixture, checked as every kind the
+// text path reads, is refused with a typed error and never panics: text cut
+// short inside an array, an object, a string or a number must not be read
+// past its end.
+func TestCutTextRefused(t *testing.T) {
+	entries, err := os.ReadDir("testdata/m0/valid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, e := range entries {
+		text := bytes.TrimSpace(mustRead("valid", strings.TrimSuffix(e.Name(), ".json")))
+		for _, kind := range textKinds {
+			for n := range len(text) {
+				err := Validate(kind, text[:n])
+				var pe *Error
+				var ce *cjson.Error
+				if !errors.As(err, &pe) && !errors.As(err, &ce) {
+					t.Fatalf("%s cut to %d bytes as %s: %v (%T), want an *Error or a *cjson.Error", e.Name(), n, kind, err, err)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no fixture was cut")
 	}
 }

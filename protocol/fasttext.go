@@ -90,6 +90,9 @@ type textValue struct {
 // scalarText reads the scalar at src[i]; end is just past it. known says
 // the text was already read once: a string then ends at the next quote.
 func scalarText(src []byte, i int, known bool) (v textValue, end int, ok bool) {
+	if i >= len(src) {
+		return v, 0, false // the text ends where a value should begin
+	}
 	switch c := src[i]; {
 	case c == '"' && known:
 		if j := bytes.IndexByte(src[i+1:], '"'); j >= 0 {
@@ -487,6 +490,9 @@ func (n *fastNode) arrayText(src []byte, i, depth, cdepth int, known bool) (int,
 	var elems [maxTextUnique][]byte
 	count := 0
 	for {
+		if i >= len(src) {
+			return 0, false // cut short after '[' or ','
+		}
 		if n.unique {
 			// Only strings are compared here; any other element is left
 			// to the full path.

@@ -3,6 +3,9 @@ package httpwire
 import (
 	"bytes"
 	"math"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
 
 	"flrh.dev/flrh/cjson"
 )
@@ -216,9 +219,21 @@ type Problem struct {
 	Detail string
 }
 
-// Encode returns the canonical bytes of the problem.
+// Encode returns the canonical bytes of the problem. A detail often quotes
+// what a request sent (a header's value, an error's text), which need not
+// be canonical text: it is made valid UTF-8 (each bad byte U+FFFD) in
+// Unicode NFC first, so that a problem always encodes.
 func (p Problem) Encode() []byte {
-	return mustEncode(map[string]any{"kind": KindProblem, "protocol": Protocol, "code": p.Code, "detail": p.Detail})
+	return mustEncode(map[string]any{"kind": KindProblem, "protocol": Protocol, "code": p.Code, "detail": canonicalText(p.Detail)})
+}
+
+// canonicalText is s as a canonical string can hold it: valid UTF-8, NFC.
+func canonicalText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if norm.NFC.IsNormalString(s) {
+		return s
+	}
+	return norm.NFC.String(s)
 }
 
 // DecodeProblem reads a problem answer.

@@ -178,6 +178,18 @@ func mutations(t *testing.T, base string) []map[string]any {
 	return doc.Mutations
 }
 
+// verifyAndReplay checks run's record with flrh verify and flrh replay:
+// it must verify, and replay byte for byte.
+func verifyAndReplay(t *testing.T, bin, run, storeFlag string) {
+	t.Helper()
+	if out, err := flrh(bin, nil, "verify", run, storeFlag); err != nil || !strings.Contains(out, "verified") {
+		t.Fatalf("verify %s: %v\n%s", run, err, out)
+	}
+	if out, err := flrh(bin, nil, "replay", run, storeFlag); err != nil || !strings.Contains(out, "identical") {
+		t.Fatalf("replay %s: %v\n%s", run, err, out)
+	}
+}
+
 func flrh(bin string, env []string, args ...string) (string, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -232,14 +244,7 @@ func TestCrashAtEveryCutPoint(t *testing.T) {
 			if n := len(mutations(t, base)); n != c.wantN {
 				t.Fatalf("destination has %d mutations for one logical effect", n)
 			}
-			out, err = flrh(bin, nil, "verify", "r", storeFlag)
-			if err != nil || !strings.Contains(out, "verified") {
-				t.Fatalf("verify after recovery: %v\n%s", err, out)
-			}
-			out, err = flrh(bin, nil, "replay", "r", storeFlag)
-			if err != nil || !strings.Contains(out, "identical") {
-				t.Fatalf("replay after recovery: %v\n%s", err, out)
-			}
+			verifyAndReplay(t, bin, "r", storeFlag)
 		})
 	}
 }
@@ -350,11 +355,7 @@ func TestCrashCampaign(t *testing.T) {
 			if n := len(mutations(t, base)); n != 1 {
 				t.Fatalf("%d mutations for one logical effect", n)
 			}
-			for _, check := range [][]string{{"verify", "r", storeFlag}, {"replay", "r", storeFlag}} {
-				if out, err := flrh(bin, nil, check...); err != nil {
-					t.Fatalf("%s: %v\n%s", check[0], err, out)
-				}
-			}
+			verifyAndReplay(t, bin, "r", storeFlag)
 		})
 	}
 }

@@ -56,14 +56,7 @@ func TestDiskFullMidRun(t *testing.T) {
 			if len(muts) != 12 || len(keys) != 12 {
 				t.Fatalf("%d mutations with %d idempotency keys at the destination, want 12 and 12", len(muts), len(keys))
 			}
-			out, err = flrh(bin, nil, "verify", "r", storeFlag)
-			if err != nil || !strings.Contains(out, "verified") {
-				t.Fatalf("verify after the full disk: %v\n%s", err, out)
-			}
-			out, err = flrh(bin, nil, "replay", "r", storeFlag)
-			if err != nil || !strings.Contains(out, "identical") {
-				t.Fatalf("replay after the full disk: %v\n%s", err, out)
-			}
+			verifyAndReplay(t, bin, "r", storeFlag)
 		})
 	}
 }

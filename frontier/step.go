@@ -85,7 +85,9 @@ func Publish(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, 
 // published digest: each batch's Digest is empty, and so is the
 // published_batch_digest of its canonical bytes, and neither is derived.
 // Everything else — the batches' every other member, their order, the
-// index and rejection of a command refused — is Publish's.
+// index and rejection of a command refused — is Publish's. A batch built
+// before (ready in prior, built by the steps that reached it) is
+// published as it was built, with the digest it was given then.
 func PublishUndigested(prior *State, profile Profile, cmds []Command) ([]*PublishedBatch, int, *Rejection) {
 	return publish(prior, profile, cmds, true)
 }

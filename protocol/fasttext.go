@@ -490,9 +490,6 @@ func (n *fastNode) arrayText(src []byte, i, depth, cdepth int, known bool) (int,
 	var elems [maxTextUnique][]byte
 	count := 0
 	for {
-		if i >= len(src) {
-			return 0, false // cut short after '[' or ','
-		}
 		if n.unique {
 			// Only strings are compared here; any other element is left
 			// to the full path.

@@ -12,9 +12,9 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// DiskFullTicks bounds the ticks DiskFull writes before the disk must have
+// diskFullTicks bounds the ticks DiskFull writes before the disk must have
 // filled; it grants as many approvals beforehand.
-const DiskFullTicks = 300
+const diskFullTicks = 300
 
 // DiskFullDisk is what a backend's test gives DiskFull: how to make the
 // disk under the store small, and how to give it space again.
@@ -43,7 +43,7 @@ func DiskFull(t *testing.T, s store.Store, disk DiskFullDisk) {
 	t.Helper()
 	ctx := context.Background()
 	must(t, s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))
-	for i := range DiskFullTicks {
+	for i := range diskFullTicks {
 		body := []byte(fmt.Sprintf(`{"approval_id":"ap%d"}`, i))
 		must(t, s.GrantApproval(ctx, store.Approval{ID: fmt.Sprintf("ap%d", i), RunID: "r", RequestDigest: "sha256:req",
 			Nonce: fmt.Sprintf("nonce%d", i), Body: body, Digest: store.BodyDigest(body), ExpiresAt: time.Now().Add(time.Hour)}))
@@ -55,8 +55,8 @@ func DiskFull(t *testing.T, s store.Store, disk DiskFullDisk) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	head := int64(0)
 	for i := 0; ; i++ {
-		if i == DiskFullTicks {
-			t.Fatalf("%d ticks fitted; the disk never filled", DiskFullTicks)
+		if i == diskFullTicks {
+			t.Fatalf("%d ticks fitted; the disk never filled", diskFullTicks)
 		}
 		tick := fullTick(head, i, rng)
 		before := Snapshot(t, s, "r")

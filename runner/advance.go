@@ -1526,6 +1526,12 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		r.traceNote(t, "approval_ignored", in.ID, err.Error())
 		return true, nil
 	}
+	// The ledger's columns are what the match below reads; a row whose
+	// body says otherwise was changed behind the store's back.
+	if err := CheckGrant(grant); err != nil {
+		r.traceNote(t, "approval_refused", in.ID, err.Error())
+		return true, nil
+	}
 	now := r.cfg.Clock()
 	matched := false
 	for i := range t.cp.Open {

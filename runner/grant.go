@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// GrantKind is the kind of an approval grant's body.
+const GrantKind = "flrh.approval.grant"
+
+// Grant is the body of an approval grant as the runner writes it into the
+// approvals ledger when a person approves (grantFor): the canonical JSON
+// of these members. The ledger row repeats some of them in columns of its
+// own (the run, the request's digest, the nonce, the expiry), which is
+// what the runner reads when the grant is consumed.
+type Grant struct {
+	Kind          string `json:"kind"`
+	RunID         string `json:"run_id"`
+	RequestID     string `json:"request_id"`
+	RequestDigest string `json:"request_digest"`
+	Actor         string `json:"actor"`
+	Role          string `json:"role"`
+	Nonce         string `json:"nonce"`
+	ExpiresAt     string `json:"expires_at"` // RFC 3339 with nanoseconds
+}
+
+// GrantMismatchError reports a grant whose ledger row says something its
+// own body does not: the columns were changed after it was granted, or
+// the body was never the runner's.
+type GrantMismatchError struct {
+	ID     string // the grant's ledger id
+	Member string // the body's member that disagrees, or "body"
+	Detail string
+}
+
+func (e *GrantMismatchError) Error() string {
+	return fmt.Sprintf("grant %s: %s: %s", e.ID, e.Member, e.Detail)
+}
+
+// CheckGrant reports whether a grant's ledger row agrees with its body:
+// the body is a grant (every member present, no other), for the row's run,
+// request digest and nonce, the row's id is the one its nonce names, and
+// its expiry is the body's. It does not check the body's digest (the
+// ledger's own check) or who granted it (the workflow's).
+func CheckGrant(a store.Approval) error {
+	var g Grant
+	dec := json.NewDecoder(bytes.NewReader(a.Body))
+	dec.DisallowUnknownFields()
+	mismatch := func(member, format string, args ...any) error {
+		return &GrantMismatchError{ID: a.ID, Member: member, Detail: fmt.Sprintf(format, args...)}
+	}
+	if err := dec.Decode(&g); err != nil {
+		return mismatch("body", "not a grant: %v", err)
+	}
+	if dec.More() {
+		return mismatch("body", "not a grant: text after the object")
+	}
+	switch {
+	case g.Kind != GrantKind:
+		return mismatch("kind", "%q, not %q", g.Kind, GrantKind)
+	case g.RunID != a.RunID:
+		return mismatch("run_id", "%q in the body, %q in the ledger", g.RunID, a.RunID)
+	case g.RequestDigest != a.RequestDigest:
+		return mismatch("request_digest", "%q in the body, %q in the ledger", g.RequestDigest, a.RequestDigest)
+	case g.Nonce != a.Nonce:
+		return mismatch("nonce", "%q in the body, %q in the ledger", g.Nonce, a.Nonce)
+	case a.ID != "grant:"+g.Nonce:
+		return mismatch("nonce", "the ledger id %q is not the nonce's", a.ID)
+	}
+	exp, err := time.Parse(time.RFC3339Nano, g.ExpiresAt)
+	if err != nil {
+		return mismatch("expires_at", "%v", err)
+	}
+	if !exp.Equal(a.ExpiresAt) {
+		return mismatch("expires_at", "%s in the body, %s in the ledger", exp.Format(time.RFC3339Nano), a.ExpiresAt.Format(time.RFC3339Nano))
+	}
+	return nil
+}

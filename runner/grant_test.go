@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
+)
+
+func TestGrantDescribesWhatGrantForWrites(t *testing.T) {
+	now := time.Date(2026, 12, 4, 5, 6, 7, 891011121, time.UTC)
+	need := ApprovalNeed{RequestID: "req-1", RequestDigest: store.BodyDigest([]byte("pay 500 to bob")), IntentID: "intent:b"}
+	a, err := grantFor("large", need, Actor{Name: "alice", Role: "human_approver"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckGrant(a); err != nil {
+		t.Fatalf("the runner's own grant: %v", err)
+	}
+	var g Grant
+	if err := json.Unmarshal(a.Body, &g); err != nil {
+		t.Fatal(err)
+	}
+	again, err := cjson.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, a.Body) {
+		t.Fatalf("Grant encodes as\n%s\ngrantFor wrote\n%s", again, a.Body)
+	}
+	if g.Actor != "alice" || g.Role != "human_approver" || g.RequestID != "req-1" || g.ExpiresAt != "2026-12-04T06:06:07.891011121Z" {
+		t.Fatalf("grant %+v", g)
+	}
+}
+
+func TestCheckGrantFindsARowThatDisagreesWithItsBody(t *testing.T) {
+	now := time.Date(2026, 12, 4, 5, 6, 7, 0, time.UTC)
+	need := ApprovalNeed{RequestID: "req-1", RequestDigest: store.BodyDigest([]byte("pay 500 to bob")), IntentID: "intent:b"}
+	good, err := grantFor("large", need, Actor{Name: "alice", Role: "human_approver"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		edit   func(a *store.Approval)
+		member string
+	}{
+		{"another run", func(a *store.Approval) { a.RunID = "small" }, "run_id"},
+		{"another request", func(a *store.Approval) { a.RequestDigest = store.BodyDigest([]byte("pay 5 to bob")) }, "request_digest"},
+		{"another nonce", func(a *store.Approval) { a.Nonce = strings.Repeat("0", 32) }, "nonce"},
+		{"an id not the nonce's", func(a *store.Approval) { a.ID = "grant:other" }, "nonce"},
+		{"a later expiry", func(a *store.Approval) { a.ExpiresAt = a.ExpiresAt.Add(time.Nanosecond) }, "expires_at"},
+		{"not JSON", func(a *store.Approval) { a.Body = []byte("{") }, "body"},
+		{"a member more", func(a *store.Approval) {
+			a.Body = bytes.Replace(a.Body, []byte(`{"actor"`), []byte(`{"amount":5,"actor"`), 1)
+		}, "body"},
+		{"text after", func(a *store.Approval) { a.Body = append(append([]byte(nil), a.Body...), " {}"...) }, "body"},
+		{"another kind", func(a *store.Approval) {
+			a.Body = bytes.Replace(a.Body, []byte(GrantKind), []byte("flrh.approval.deny"), 1)
+		}, "kind"},
+		{"an expiry that is no time", func(a *store.Approval) {
+			a.Body = bytes.Replace(a.Body, []byte(`"expires_at":"2026`), []byte(`"expires_at":"x026`), 1)
+		}, "expires_at"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := good
+			a.Body = append([]byte(nil), good.Body...)
+			c.edit(&a)
+			err := CheckGrant(a)
+			var m *GrantMismatchError
+			if !errors.As(err, &m) {
+				t.Fatalf("CheckGrant = %v, want a GrantMismatchError", err)
+			}
+			if m.Member != c.member || m.ID != a.ID {
+				t.Fatalf("mismatch %+v, want member %s of %s", m, c.member, a.ID)
+			}
+		})
+	}
+}
+
+// A grant whose ledger row was changed behind the store's back (its
+// expiry pushed past the time it is consumed) is refused when the run
+// comes to consume it: the run keeps waiting and nothing is sent.
+func TestAGrantWhoseRowWasChangedIsNotConsumed(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-g", large)
+	st, err := h.r.Inspect(ctx, "run-g")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	if err := h.r.Approve(ctx, "run-g", st.Waiting[0].RequestID, approver, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.store.DB().Exec(`UPDATE approvals SET expires_at = expires_at + ? WHERE run_id = 'run-g'`, int64(time.Hour))
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("tampering: %v, %d rows", err, n)
+	}
+	h.clock.Advance(2 * time.Minute) // past the expiry the grant was given
+	h.idle()
+	if r := h.run("run-g"); r.State != "WAIT_APPROVAL" || h.dest.count() != 0 {
+		t.Fatalf("a grant changed after it was given moved the run to %s with %d mutations", r.State, h.dest.count())
+	}
+	if ins, _ := h.store.Intents(ctx, "run-g"); len(ins) != 0 {
+		t.Fatalf("%d intents committed", len(ins))
+	}
+	var status string
+	if err := h.store.DB().QueryRow(`SELECT status FROM approvals WHERE run_id = 'run-g'`).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != string(store.ApprovalGranted) {
+		t.Fatalf("the changed grant is %s, want it left granted", status)
+	}
+}

@@ -267,6 +267,23 @@ func (r *record) approval(ctx context.Context, id string) (store.Approval, error
 	return r.st.Approval(ctx, id)
 }
 
+// grantIfAny returns a grant by id as approval does, and whether the
+// ledger has it (verify reports one it does not have); a record read
+// without a store (in tests) has only what was filed in it.
+func (r *record) grantIfAny(ctx context.Context, id string) (store.Approval, bool, error) {
+	if a, ok := r.approvals[id]; ok {
+		return a, true, nil
+	}
+	if r.st == nil {
+		return store.Approval{}, false, nil
+	}
+	a, err := r.st.Approval(ctx, id)
+	if store.CodeOf(err) == store.CodeNotFound {
+		return store.Approval{}, false, nil
+	}
+	return a, err == nil, err
+}
+
 // knownPool holds the buffers of vouched entries that verifying a run
 // fills, one per event, for the next run to reuse: a buffer is about 400
 // bytes per event, much of a verification's allocation, and is dead once

@@ -41,12 +41,12 @@ func Replay(ctx context.Context, st store.Store, wf runner.Workflow, runID strin
 	if err != nil {
 		return nil, err
 	}
-	return replayRecord(rec, wf, runID, state), nil
+	return replayRecord(ctx, rec, wf, runID, state)
 }
 
 // replayRecord replays a run read by load from the workflow's initial
-// state.
-func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *ReplayReport {
+// state. Its error is the store's, reading a grant the replay asks about.
+func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID string, state []byte) (*ReplayReport, error) {
 	rep := &ReplayReport{RunID: runID, Findings: []Finding{}}
 	fail := func(check, where, format string, args ...any) {
 		rep.Findings = append(rep.Findings, Finding{Check: check, Where: where, Detail: fmt.Sprintf(format, args...)})
@@ -117,7 +117,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		d, err := decide(state, in)
 		if err != nil {
 			fail("decide", where(), "the workflow failed on replay: %v", err)
-			return rep
+			return rep, nil
 		}
 		if d.Refusal != "" {
 			continue
@@ -131,6 +131,18 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 				continue // planned but not (yet) committed: waiting, or refused later
 			}
 			in := ins[k]
+			// An effect a person had to approve consumed a grant for the
+			// very request replay asks them about: the request's digest
+			// binds the exact amount and payee they were shown.
+			if p.Approval != nil && in.ApprovalID != "" {
+				a, found, err := rec.grantIfAny(ctx, in.ApprovalID)
+				if err != nil {
+					return nil, err
+				}
+				if found && a.RequestDigest != p.Approval.RequestDigest {
+					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
+				}
+			}
 			// The committed intent is the planned one, except that an
 			// approved intent names the grant it consumed. The digest
 			// the verifier read from it, when it read one, is tried
@@ -163,7 +175,7 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 	}
 	rep.State = store.BodyDigest(state)
 	if !rec.hasCP {
-		return rep
+		return rep, nil
 	}
 	cp := rec.cp
 	// A body whose members the verifier's scan read (five of them, none
@@ -182,22 +194,22 @@ func replayRecord(rec *record, wf runner.Workflow, runID string, state []byte) *
 		}
 		if err := json.Unmarshal(cp.Body, &body); err != nil {
 			fail("replay-state", "checkpoint", "unreadable: %v", err)
-			return rep
+			return rep, nil
 		}
 		stored = body.State
 	}
 	if canonical && bytes.Equal(stored, state) {
-		return rep
+		return rep, nil
 	}
 	recorded, err := cjson.Canonicalize(stored)
 	if err != nil {
 		fail("replay-state", "checkpoint", "state is not canonical: %v", err)
-		return rep
+		return rep, nil
 	}
 	if !bytes.Equal(recorded, state) {
 		fail("replay-state", "checkpoint", "replayed state differs from the checkpoint at byte %d", firstDiff(recorded, state))
 	}
-	return rep
+	return rep, nil
 }
 
 // acceptedInput decodes event i's accepted input as decodeAcceptedAs

@@ -63,7 +63,7 @@ func TestReplayComparesTheCheckpointState(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			init, _ := c.wf.Init("r")
-			rep := replayRecord(oneInput(c.checkpoint), c.wf, "r", init)
+			rep := mustReplay(t, oneInput(c.checkpoint), c.wf, "r", init)
 			if rep.Inputs != 1 {
 				t.Fatalf("replayed %d inputs, want 1: %+v", rep.Inputs, rep.Findings)
 			}
@@ -100,7 +100,7 @@ func TestReplayChecksTheInputDigest(t *testing.T) {
 		rec := oneInput(`{"n":0}`)
 		rec.events[0].Body = []byte(strings.Replace(string(rec.events[0].Body), good, c.digest, 1))
 		init, _ := wf.Init("r")
-		rep := replayRecord(rec, wf, "r", init)
+		rep := mustReplay(t, rec, wf, "r", init)
 		if got := rep.Inputs == 1 && rep.OK(); got != c.ok {
 			t.Fatalf("digest %q: replayed %d inputs, findings %+v; want ok %v", c.digest, rep.Inputs, rep.Findings, c.ok)
 		}
@@ -109,4 +109,15 @@ func TestReplayChecksTheInputDigest(t *testing.T) {
 			t.Fatalf("digest %q: findings %+v", c.digest, rep.Findings)
 		}
 	}
+}
+
+// mustReplay is replayRecord for a record whose replay reads nothing more
+// from a store.
+func mustReplay(t *testing.T, rec *record, wf runner.Workflow, runID string, state []byte) *ReplayReport {
+	t.Helper()
+	rep, err := replayRecord(ctx, rec, wf, runID, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

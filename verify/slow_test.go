@@ -167,6 +167,9 @@ func slowCheckApproval(ctx context.Context, rep *Report, rec *record, in store.I
 	if store.BodyDigest(a.Body) != a.Digest {
 		rep.fail("approval", where, "grant %s digest does not match its bytes", a.ID)
 	}
+	if err := runner.CheckGrant(a); err != nil {
+		rep.fail("approval", where, "%v", err)
+	}
 	if a.Status != store.ApprovalConsumed || a.ConsumedBy != in.ID {
 		rep.fail("approval", where, "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)
 	}

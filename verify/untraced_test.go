@@ -29,11 +29,11 @@ type tracedOnly struct{ runner.Workflow }
 func TestReplayAsksForNoTrace(t *testing.T) {
 	wf := untracedState{fixedState{`{"traced":1}`, true}, `{"untraced":1}`}
 	init, _ := wf.Init("r")
-	rep := replayRecord(oneInput(`{"untraced":1}`), wf, "r", init)
+	rep := mustReplay(t, oneInput(`{"untraced":1}`), wf, "r", init)
 	if !rep.OK() || rep.State != store.BodyDigest([]byte(`{"untraced":1}`)) {
 		t.Fatalf("replay without a trace: state %s, findings %+v", rep.State, rep.Findings)
 	}
-	rep = replayRecord(oneInput(`{"untraced":1}`), tracedOnly{wf}, "r", init)
+	rep = mustReplay(t, oneInput(`{"untraced":1}`), tracedOnly{wf}, "r", init)
 	if rep.OK() || rep.State != store.BodyDigest([]byte(`{"traced":1}`)) {
 		t.Fatalf("replay through Decide: state %s, findings %+v", rep.State, rep.Findings)
 	}

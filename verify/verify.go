@@ -87,7 +87,11 @@ func checkRecord(ctx context.Context, rec *record, m *control.Machine, wf runner
 	if err != nil {
 		return nil, nil, fmt.Errorf("workflow init: %w", err)
 	}
-	return rep, replayRecord(rec, wf, runID, state), nil
+	rp, err := replayRecord(ctx, rec, wf, runID, state)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep, rp, nil
 }
 
 // Check verifies a run and replays it with wf, reading the run from the
@@ -680,6 +684,9 @@ func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Inten
 	rep.Approvals++
 	if !store.DigestMatches(a.Body, a.Digest) {
 		rep.fail("approval", intentWhere(in.ID), "grant %s digest does not match its bytes", a.ID)
+	}
+	if err := runner.CheckGrant(a); err != nil {
+		rep.fail("approval", intentWhere(in.ID), "%v", err)
 	}
 	if a.Status != store.ApprovalConsumed || a.ConsumedBy != in.ID {
 		rep.fail("approval", intentWhere(in.ID), "grant %s is %s by %q, not consumed by this intent", a.ID, a.Status, a.ConsumedBy)

@@ -16,6 +16,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/verify"
@@ -76,7 +77,7 @@ func TestGoldenCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "golden.db"), sqlite.Options{})
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "golden.db"), importOptions)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +129,17 @@ func TestGoldenCorpus(t *testing.T) {
 
 func snippet(b []byte, i int) string { return string(b[max(0, i-40):min(len(b), i+80)]) }
 
-// importRun restores an exported run into an empty store through the
-// store's own API, one event per tick, re-acquiring the lease to reproduce
-// each recorded generation, and checks every digest and chain hash it is
-// handed. Grants get a far expiry: the store refuses to consume an expired
-// grant, and expiry times are not part of the export.
+// importOptions are the options of a store a recorded run is imported
+// into: its clock reads a time before any recorded grant expired, since
+// the store refuses to consume an expired grant, and a grant keeps the
+// expiry its body records (verify holds the ledger's to it).
+var importOptions = sqlite.Options{Clock: func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }}
+
+// importRun restores an exported run into an empty store (opened with
+// importOptions) through the store's own API, one event per tick,
+// re-acquiring the lease to reproduce each recorded generation, and checks
+// every digest and chain hash it is handed. A grant's expiry, not a
+// column of the export, is the one its body records.
 func importRun(ctx context.Context, st store.Store, data []byte) (*runExport, error) {
 	var x runExport
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -180,8 +187,16 @@ func importRun(ctx context.Context, st store.Store, data []byte) (*runExport, er
 		if err != nil {
 			return nil, err
 		}
+		var g runner.Grant
+		if err := json.Unmarshal(b, &g); err != nil {
+			return nil, fmt.Errorf("approval %s: %w", a.ID, err)
+		}
+		expires, err := time.Parse(time.RFC3339Nano, g.ExpiresAt)
+		if err != nil {
+			return nil, fmt.Errorf("approval %s: %w", a.ID, err)
+		}
 		if err := st.GrantApproval(ctx, store.Approval{ID: a.ID, RunID: x.Run.ID, RequestDigest: a.RequestDigest, Nonce: a.Nonce, Body: b,
-			Digest: a.Digest, ExpiresAt: time.Now().Add(24 * time.Hour), Status: store.ApprovalGranted}); err != nil {
+			Digest: a.Digest, ExpiresAt: expires, Status: store.ApprovalGranted}); err != nil {
 			return nil, err
 		}
 	}
@@ -355,7 +370,7 @@ func TestGoldenImportRefusesTampering(t *testing.T) {
 				t.Fatalf("the recorded run has no %s", c.from)
 			}
 			bad := bytes.Replace(recorded, []byte(c.from), []byte(c.to), 1)
-			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), sqlite.Options{})
+			st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"), importOptions)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +391,7 @@ func BenchmarkGoldenVerifyReplay(b *testing.B) {
 		b.Fatalf("no golden corpus: %v", err)
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "golden.db"), sqlite.Options{})
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "golden.db"), importOptions)
 	if err != nil {
 		b.Fatal(err)
 	}

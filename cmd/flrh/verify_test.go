@@ -22,7 +22,7 @@ func TestVerifyAndReplayManyRuns(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "many.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	st, err := sqlite.Open(ctx, path, importOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

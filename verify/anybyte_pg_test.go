@@ -1,0 +1,290 @@
+package verify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/store/postgres"
+	"pgregory.net/rapid"
+)
+
+// The PostgreSQL store reads a record through readers of its own (a tick's
+// events in one row, bulk reads of attempts and grants). Any one cell of
+// any of its tables changed, to any value its type takes, leaves verify
+// and its slow oracle failing alike or reporting alike for every run,
+// CheckMany reporting what Run and Replay report one run at a time, and
+// nothing panicking. Each draw changes a cell behind the store's back (its
+// triggers off for that session) and puts it back before the next.
+func TestAnyCellChangedIsCheckedAlikeOnPostgres(t *testing.T) { checkPostgresCells(t, nil) }
+
+// pgEvidence names, table by table, the columns of a finished run's
+// evidence in the PostgreSQL store and which rows of the table are
+// evidence (SQL over the table's own columns), as evidenceCells does for
+// SQLite: a tick's events (their bodies, kinds and hashes, each an array
+// element), the latest checkpoint, the intents, receipts and grants.
+var pgEvidence = map[string]struct {
+	where string
+	cols  []string
+}{
+	"events":      {"true", []string{"bodies", "kinds", "digest_sums", "digests", "prev_sum", "prev_hash", "chain_sums", "chain_hashes"}},
+	"checkpoints": {"n = (SELECT max(n) FROM %s.checkpoints c WHERE c.run_id = t.run_id)", []string{"body", "digest"}},
+	"intents":     {"true", []string{"body", "digest", "idempotency_key", "effect_type"}},
+	"receipts":    {"true", []string{"body", "digest", "outcome"}},
+	"approvals":   {"true", []string{"body", "digest", "request_digest", "status"}},
+}
+
+// Any one byte of a finished run's evidence in the PostgreSQL store
+// changed (or the value emptied) is found: verify reports it for that run
+// or cannot read the run, and every other run verifies as before.
+func TestAnyByteOfEvidenceChangedIsFoundOnPostgres(t *testing.T) { checkPostgresCells(t, pgEvidence) }
+
+// checkPostgresCells draws cells of a recorded PostgreSQL store to change:
+// any cell of any table (evidence nil), checked for agreement, or a cell
+// of evidence, which must also be found.
+func checkPostgresCells(t *testing.T, evidence map[string]struct {
+	where string
+	cols  []string
+}) {
+	t.Helper()
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	if testing.Short() {
+		t.Skip("a recorded store and a verification per draw")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_test_" + hex.EncodeToString(b[:])
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := st.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		st.Close()
+	})
+	wf, ids := recordMany(t, st, 5)
+	pool := st.Pool()
+	// A column of an array of texts or byte strings (a tick's events are
+	// kept in one row, their bodies and hashes in arrays) is changed in one
+	// element: its type is the element's.
+	type column struct {
+		table, col, typ string
+		array           bool
+		where           string // the rows drawn from
+	}
+	var cols []column
+	rows, err := pool.Query(ctx, `SELECT table_name, column_name,
+			CASE WHEN data_type = 'ARRAY' THEN ltrim(udt_name, '_') ELSE data_type END, data_type = 'ARRAY'
+		FROM information_schema.columns
+		WHERE table_schema = $1 AND (data_type IN ('bigint', 'integer', 'smallint', 'text', 'bytea', 'boolean')
+			OR data_type = 'ARRAY' AND udt_name IN ('_text', '_bytea'))
+		ORDER BY table_name, ordinal_position`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.table, &c.col, &c.typ, &c.array); err != nil {
+			t.Fatal(err)
+		}
+		c.where = "true"
+		if evidence != nil {
+			e, ok := evidence[c.table]
+			if !ok || !slices.Contains(e.cols, c.col) {
+				continue
+			}
+			c.where = e.where
+			if strings.Contains(c.where, "%s") {
+				c.where = fmt.Sprintf(c.where, schema)
+			}
+		}
+		cols = append(cols, c)
+	}
+	rows.Close()
+	want := 40
+	if evidence != nil {
+		want = 0
+		for _, e := range evidence {
+			want += len(e.cols)
+		}
+	}
+	if len(cols) < want {
+		t.Fatalf("only %d columns in %s, want %d", len(cols), schema, want)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Triggers fire in the origin role only: the append-only guards stay
+	// on for every other session.
+	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
+		t.Skipf("cannot turn triggers off for a session (needs a superuser): %v", err)
+	}
+	draws, changed := 0, 0
+	rapid.Check(t, func(rt *rapid.T) {
+		draws++
+		c := rapid.SampledFrom(cols).Draw(rt, "column")
+		table := schema + `.` + c.table
+		expr := c.col // the cell changed: the column, or one element of it
+		if c.array {
+			var card []int
+			rows, err := conn.Query(ctx, `SELECT coalesce(cardinality(`+c.col+`), 0) FROM `+table+` t WHERE `+c.where+` ORDER BY ctid`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var n int
+				if err := rows.Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				card = append(card, n)
+			}
+			rows.Close()
+			most := 0
+			for _, n := range card {
+				most = max(most, n)
+			}
+			if most == 0 {
+				rt.Skipf("%s.%s holds no elements", c.table, c.col)
+			}
+			expr = c.col + `[` + strconv.Itoa(rapid.IntRange(1, most).Draw(rt, "element")) + `]`
+		}
+		q := `SELECT ctid::text, coalesce(to_jsonb(t)->>'run_id', ''), ` + expr + `::text IS NULL, coalesce(` + expr + `::text, '') FROM ` + table + ` t WHERE ` + c.where + ` ORDER BY ctid`
+		if c.typ == "bytea" {
+			q = `SELECT ctid::text, coalesce(to_jsonb(t)->>'run_id', ''), ` + expr + ` IS NULL, coalesce(encode(` + expr + `, 'hex'), '') FROM ` + table + ` t WHERE ` + c.where + ` ORDER BY ctid`
+		}
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tids, runs, vals []string
+		var nulls []bool
+		for rows.Next() {
+			var tid, run, v string
+			var null bool
+			if err := rows.Scan(&tid, &run, &null, &v); err != nil {
+				t.Fatal(err)
+			}
+			tids, runs, nulls, vals = append(tids, tid), append(runs, run), append(nulls, null), append(vals, v)
+		}
+		rows.Close()
+		if len(tids) == 0 {
+			rt.Skipf("%s has no rows", c.table)
+		}
+		i := rapid.IntRange(0, len(tids)-1).Draw(rt, "row")
+		if nulls[i] {
+			rt.Skipf("%s.%s is null there", c.table, expr)
+		}
+		var v any
+		switch c.typ {
+		case "bigint", "integer", "smallint":
+			old, _ := strconv.ParseInt(vals[i], 10, 64)
+			switch rapid.IntRange(0, 2).Draw(rt, "how") {
+			case 0:
+				v = old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
+			case 1:
+				v = int64(0)
+			default:
+				v = rapid.Int64Range(-1<<31, 1<<31-1).Draw(rt, "value")
+			}
+		case "boolean":
+			v = vals[i] != "true"
+		case "text", "bytea":
+			s := []byte(vals[i])
+			if c.typ == "bytea" {
+				s, _ = hex.DecodeString(vals[i])
+			}
+			if len(s) == 0 && evidence != nil {
+				rt.Skipf("%s.%s is empty there", c.table, expr)
+			}
+			if len(s) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
+				s = s[:0]
+			} else {
+				s[rapid.IntRange(0, len(s)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, 127).Draw(rt, "xor"))
+			}
+			if c.typ == "text" {
+				v = string(s) // text takes valid UTF-8 without NUL only; others are refused below
+			} else {
+				v = s
+			}
+		}
+		var newTID string
+		err = conn.QueryRow(ctx, `UPDATE `+table+` SET `+expr+` = $1::`+c.typ+` WHERE ctid = $2::tid RETURNING ctid::text`, v, tids[i]).Scan(&newTID)
+		if err != nil {
+			rt.Skipf("%s.%s = %v: %v", c.table, expr, v, err)
+		}
+		changed++
+		defer func() {
+			restore := `UPDATE ` + table + ` SET ` + expr + ` = $1::text::` + c.typ + ` WHERE ctid = $2::tid`
+			if c.typ == "bytea" {
+				restore = `UPDATE ` + table + ` SET ` + expr + ` = decode($1, 'hex') WHERE ctid = $2::tid`
+			}
+			if _, err := conn.Exec(ctx, restore, vals[i], newTID); err != nil {
+				t.Fatalf("putting %s.%s back: %v", c.table, expr, err)
+			}
+		}()
+		var jobs []Job
+		var want []Checked
+		var firstErr error
+		for _, run := range ids {
+			rep, err := Run(ctx, st, nil, run)
+			slow, slowErr := slowRun(ctx, st, nil, run)
+			if (err == nil) != (slowErr == nil) {
+				rt.Fatalf("%s.%s = %v, run %s: verify error %v, the oracle's %v", c.table, expr, v, run, err, slowErr)
+			}
+			if err == nil && !reflect.DeepEqual(rep, slow) {
+				rt.Fatalf("%s.%s = %v, run %s: verify reports\n%+v\nthe oracle\n%+v", c.table, expr, v, run, rep, slow)
+			}
+			rp, rerr := Replay(ctx, st, wf, run)
+			jobs = append(jobs, Job{RunID: run, Workflow: wf})
+			if firstErr == nil {
+				switch {
+				case err != nil:
+					firstErr = err
+				case rerr != nil:
+					firstErr = rerr
+				default:
+					want = append(want, Checked{Report: rep, Replay: rp})
+				}
+			}
+		}
+		if evidence != nil {
+			for _, run := range ids {
+				rep, err := Run(ctx, st, nil, run)
+				if run == runs[i] && err == nil && rep.OK() {
+					rt.Fatalf("%s.%s of run %s = %v (was %s): verify finds nothing", c.table, expr, run, v, vals[i])
+				}
+				if run != runs[i] && (err != nil || !rep.OK()) {
+					rt.Fatalf("%s.%s of run %s = %v: run %s: %v %+v", c.table, expr, runs[i], v, run, err, rep)
+				}
+			}
+		}
+		got, err := CheckMany(ctx, st, nil, jobs)
+		if (err == nil) != (firstErr == nil) {
+			rt.Fatalf("%s.%s = %v: CheckMany error %v, one run at a time %v", c.table, expr, v, err, firstErr)
+		}
+		if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			rt.Fatalf("%s.%s = %v: CheckMany\n%+v\none run at a time\n%+v", c.table, expr, v, got, want)
+		}
+	})
+	// The record is put back after every draw: it verifies as recorded.
+	for _, run := range ids {
+		if rep, err := Run(ctx, st, nil, run); err != nil || !rep.OK() {
+			t.Fatalf("%s after the draws: %v %+v", run, err, rep)
+		}
+	}
+	t.Logf("%d draws, %d cells changed, over %d columns", draws, changed, len(cols))
+}

@@ -12,13 +12,20 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-func TestGrantDescribesWhatGrantForWrites(t *testing.T) {
-	now := time.Date(2026, 12, 4, 5, 6, 7, 891011121, time.UTC)
+// aliceGrant is the grant alice, a human approver, gives at now for an
+// hour, for a request to pay 500 to bob in run "large".
+func aliceGrant(t *testing.T, now time.Time) store.Approval {
+	t.Helper()
 	need := ApprovalNeed{RequestID: "req-1", RequestDigest: store.BodyDigest([]byte("pay 500 to bob")), IntentID: "intent:b"}
 	a, err := grantFor("large", need, Actor{Name: "alice", Role: "human_approver"}, now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+func TestGrantDescribesWhatGrantForWrites(t *testing.T) {
+	a := aliceGrant(t, time.Date(2026, 12, 4, 5, 6, 7, 891011121, time.UTC))
 	if err := CheckGrant(a); err != nil {
 		t.Fatalf("the runner's own grant: %v", err)
 	}
@@ -39,12 +46,7 @@ func TestGrantDescribesWhatGrantForWrites(t *testing.T) {
 }
 
 func TestCheckGrantFindsARowThatDisagreesWithItsBody(t *testing.T) {
-	now := time.Date(2026, 12, 4, 5, 6, 7, 0, time.UTC)
-	need := ApprovalNeed{RequestID: "req-1", RequestDigest: store.BodyDigest([]byte("pay 500 to bob")), IntentID: "intent:b"}
-	good, err := grantFor("large", need, Actor{Name: "alice", Role: "human_approver"}, now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := aliceGrant(t, time.Date(2026, 12, 4, 5, 6, 7, 0, time.UTC))
 	cases := []struct {
 		name   string
 		edit   func(a *store.Approval)

@@ -1,18 +1,13 @@
 package verify
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"flrh.dev/flrh/store/postgres"
 	"pgregory.net/rapid"
 )
 
@@ -54,26 +49,10 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 	cols  []string
 }) {
 	t.Helper()
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset")
-	}
 	if testing.Short() {
 		t.Skip("a recorded store and a verification per draw")
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_test_" + hex.EncodeToString(b[:])
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := st.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-		st.Close()
-	})
+	st, schema := postgresStore(t)
 	wf, ids := recordMany(t, st, 5)
 	pool := st.Pool()
 	// A column of an array of texts or byte strings (a tick's events are
@@ -192,14 +171,7 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 		switch c.typ {
 		case "bigint", "integer", "smallint":
 			old, _ := strconv.ParseInt(vals[i], 10, 64)
-			switch rapid.IntRange(0, 2).Draw(rt, "how") {
-			case 0:
-				v = old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
-			case 1:
-				v = int64(0)
-			default:
-				v = rapid.Int64Range(-1<<31, 1<<31-1).Draw(rt, "value")
-			}
+			v = drawInt(rt, old, -1<<31, 1<<31-1)
 		case "boolean":
 			v = vals[i] != "true"
 		case "text", "bytea":
@@ -210,11 +182,7 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 			if len(s) == 0 && evidence != nil {
 				rt.Skipf("%s.%s is empty there", c.table, expr)
 			}
-			if len(s) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
-				s = s[:0]
-			} else {
-				s[rapid.IntRange(0, len(s)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, 127).Draw(rt, "xor"))
-			}
+			s = drawBytes(rt, s, 127)
 			if c.typ == "text" {
 				v = string(s) // text takes valid UTF-8 without NUL only; others are refused below
 			} else {
@@ -236,48 +204,18 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 				t.Fatalf("putting %s.%s back: %v", c.table, expr, err)
 			}
 		}()
-		var jobs []Job
-		var want []Checked
-		var firstErr error
-		for _, run := range ids {
-			rep, err := Run(ctx, st, nil, run)
-			slow, slowErr := slowRun(ctx, st, nil, run)
-			if (err == nil) != (slowErr == nil) {
-				rt.Fatalf("%s.%s = %v, run %s: verify error %v, the oracle's %v", c.table, expr, v, run, err, slowErr)
-			}
-			if err == nil && !reflect.DeepEqual(rep, slow) {
-				rt.Fatalf("%s.%s = %v, run %s: verify reports\n%+v\nthe oracle\n%+v", c.table, expr, v, run, rep, slow)
-			}
-			rp, rerr := Replay(ctx, st, wf, run)
-			jobs = append(jobs, Job{RunID: run, Workflow: wf})
-			if firstErr == nil {
-				switch {
-				case err != nil:
-					firstErr = err
-				case rerr != nil:
-					firstErr = rerr
-				default:
-					want = append(want, Checked{Report: rep, Replay: rp})
-				}
-			}
-		}
+		what := fmt.Sprintf("%s.%s of run %s = %v", c.table, expr, runs[i], v)
+		checkedAlike(rt, st, wf, ids, what)
 		if evidence != nil {
 			for _, run := range ids {
 				rep, err := Run(ctx, st, nil, run)
 				if run == runs[i] && err == nil && rep.OK() {
-					rt.Fatalf("%s.%s of run %s = %v (was %s): verify finds nothing", c.table, expr, run, v, vals[i])
+					rt.Fatalf("%s (was %s): verify finds nothing", what, vals[i])
 				}
 				if run != runs[i] && (err != nil || !rep.OK()) {
-					rt.Fatalf("%s.%s of run %s = %v: run %s: %v %+v", c.table, expr, runs[i], v, run, err, rep)
+					rt.Fatalf("%s: run %s: %v %+v", what, run, err, rep)
 				}
 			}
-		}
-		got, err := CheckMany(ctx, st, nil, jobs)
-		if (err == nil) != (firstErr == nil) {
-			rt.Fatalf("%s.%s = %v: CheckMany error %v, one run at a time %v", c.table, expr, v, err, firstErr)
-		}
-		if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-			rt.Fatalf("%s.%s = %v: CheckMany\n%+v\none run at a time\n%+v", c.table, expr, v, got, want)
 		}
 	})
 	// The record is put back after every draw: it verifies as recorded.

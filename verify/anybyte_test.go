@@ -3,6 +3,7 @@ package verify
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"pgregory.net/rapid"
@@ -363,21 +365,9 @@ func TestAnyCellChangedIsCheckedAlike(t *testing.T) {
 		switch types[i] {
 		case "integer":
 			old, _ := strconv.ParseInt(string(vals[i]), 10, 64)
-			switch rapid.IntRange(0, 2).Draw(rt, "how") {
-			case 0:
-				v = old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
-			case 1:
-				v = int64(0)
-			default:
-				v = rapid.Int64().Draw(rt, "value")
-			}
+			v = drawInt(rt, old, math.MinInt64, math.MaxInt64)
 		case "text", "blob":
-			b := append([]byte(nil), vals[i]...)
-			if len(b) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
-				b = b[:0]
-			} else {
-				b[rapid.IntRange(0, len(b)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, 255).Draw(rt, "xor"))
-			}
+			b := drawBytes(rt, append([]byte(nil), vals[i]...), 255)
 			if types[i] == "text" {
 				v = string(b)
 			} else {
@@ -398,37 +388,70 @@ func TestAnyCellChangedIsCheckedAlike(t *testing.T) {
 			return
 		}
 		defer ro.Close()
-		var jobs []Job
-		var want []Checked
-		var firstErr error
-		for _, run := range []string{"small", "large"} {
-			rep, err := Run(ctx, ro, nil, run)
-			slow, slowErr := slowRun(ctx, ro, nil, run)
-			if (err == nil) != (slowErr == nil) {
-				rt.Fatalf("%s.%s[%s] = %v, run %s: verify error %v, the oracle's %v", c.table, c.col, keys[i], v, run, err, slowErr)
-			}
-			if err == nil && !reflect.DeepEqual(rep, slow) {
-				rt.Fatalf("%s.%s[%s] = %v, run %s: verify reports\n%+v\nthe oracle\n%+v", c.table, c.col, keys[i], v, run, rep, slow)
-			}
-			rp, rerr := Replay(ctx, ro, wf, run)
-			jobs = append(jobs, Job{RunID: run, Workflow: wf})
-			if firstErr == nil {
-				if err != nil {
-					firstErr = err
-				} else if rerr != nil {
-					firstErr = rerr
-				} else {
-					want = append(want, Checked{Report: rep, Replay: rp})
-				}
-			}
-		}
-		got, err := CheckMany(ctx, ro, nil, jobs)
-		if (err == nil) != (firstErr == nil) {
-			rt.Fatalf("%s.%s[%s] = %v: CheckMany error %v, one run at a time %v", c.table, c.col, keys[i], v, err, firstErr)
-		}
-		if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-			rt.Fatalf("%s.%s[%s] = %v: CheckMany\n%+v\none run at a time\n%+v", c.table, c.col, keys[i], v, got, want)
-		}
+		checkedAlike(rt, ro, wf, []string{"small", "large"}, fmt.Sprintf("%s.%s[%s] = %v", c.table, c.col, keys[i], v))
 	})
 	t.Logf("%d draws over %d columns", draws, len(cols))
+}
+
+// drawInt is an integer cell's new value: moved by one or two, zeroed, or
+// any value in [lo, hi].
+func drawInt(rt *rapid.T, old, lo, hi int64) int64 {
+	switch rapid.IntRange(0, 2).Draw(rt, "how") {
+	case 0:
+		return old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
+	case 1:
+		return 0
+	default:
+		return rapid.Int64Range(lo, hi).Draw(rt, "value")
+	}
+}
+
+// drawBytes is a text's or blob's new value: b with one byte changed by
+// an xor below limit, or, one time in ten (always when b is empty),
+// emptied. It changes b in place.
+func drawBytes(rt *rapid.T, b []byte, limit int) []byte {
+	if len(b) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
+		return b[:0]
+	}
+	b[rapid.IntRange(0, len(b)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, limit).Draw(rt, "xor"))
+	return b
+}
+
+// checkedAlike holds verify to its slow oracle on every run of a store
+// (failing alike, or reporting alike), and CheckMany to Run and Replay
+// one run at a time, replaying with wf; what names the change for a
+// failure's message.
+func checkedAlike(rt *rapid.T, st store.Store, wf runner.Workflow, runs []string, what string) {
+	var jobs []Job
+	var want []Checked
+	var firstErr error
+	for _, run := range runs {
+		rep, err := Run(ctx, st, nil, run)
+		slow, slowErr := slowRun(ctx, st, nil, run)
+		if (err == nil) != (slowErr == nil) {
+			rt.Fatalf("%s, run %s: verify error %v, the oracle's %v", what, run, err, slowErr)
+		}
+		if err == nil && !reflect.DeepEqual(rep, slow) {
+			rt.Fatalf("%s, run %s: verify reports\n%+v\nthe oracle\n%+v", what, run, rep, slow)
+		}
+		rp, rerr := Replay(ctx, st, wf, run)
+		jobs = append(jobs, Job{RunID: run, Workflow: wf})
+		if firstErr == nil {
+			switch {
+			case err != nil:
+				firstErr = err
+			case rerr != nil:
+				firstErr = rerr
+			default:
+				want = append(want, Checked{Report: rep, Replay: rp})
+			}
+		}
+	}
+	got, err := CheckMany(ctx, st, nil, jobs)
+	if (err == nil) != (firstErr == nil) {
+		rt.Fatalf("%s: CheckMany error %v, one run at a time %v", what, err, firstErr)
+	}
+	if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+		rt.Fatalf("%s: CheckMany\n%+v\none run at a time\n%+v", what, got, want)
+	}
 }

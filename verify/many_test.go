@@ -334,13 +334,11 @@ func TestTapered(t *testing.T) {
 	}
 }
 
-// perIntent hides a store's bulk reads.
-type perIntent struct{ store.Store }
-
-// PostgreSQL's bulk reads of attempts and grants give the reports reading
-// per intent gives, on runs that consumed approvals and runs that were
-// refused.
-func TestBulkReadsOnPostgres(t *testing.T) {
+// postgresStore opens a PostgreSQL store in a schema of its own, dropped
+// when the test ends, at the DSN in FLRH_TEST_POSTGRES; it skips the test
+// when that is unset.
+func postgresStore(t *testing.T) (*postgres.Store, string) {
+	t.Helper()
 	dsn := os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("FLRH_TEST_POSTGRES is unset")
@@ -358,6 +356,17 @@ func TestBulkReadsOnPostgres(t *testing.T) {
 		}
 		st.Close()
 	})
+	return st, schema
+}
+
+// perIntent hides a store's bulk reads.
+type perIntent struct{ store.Store }
+
+// PostgreSQL's bulk reads of attempts and grants give the reports reading
+// per intent gives, on runs that consumed approvals and runs that were
+// refused.
+func TestBulkReadsOnPostgres(t *testing.T) {
+	st, _ := postgresStore(t)
 	if _, ok := runReaderOf(st); !ok {
 		t.Fatal("the PostgreSQL store has no bulk reads")
 	}

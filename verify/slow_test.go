@@ -49,7 +49,29 @@ func slowRun(ctx context.Context, st store.Store, m *control.Machine, runID stri
 	if err := slowCheckRetries(ctx, rep, rec, cp); err != nil {
 		return nil, err
 	}
+	slowCheckAcceptedReceipts(rep, rec)
 	return rep, nil
+}
+
+// slowCheckAcceptedReceipts is checkAcceptedReceipts with every accepted
+// input decoded by encoding/json.
+func slowCheckAcceptedReceipts(rep *Report, rec *record) {
+	digests := map[string]bool{}
+	for _, rc := range rec.receipts {
+		digests[rc.Digest] = true
+	}
+	for _, e := range rec.events {
+		var in struct {
+			Kind   string `json:"kind"`
+			Digest string `json:"digest"`
+		}
+		if e.Kind != runner.EventAccepted || json.Unmarshal(e.Body, &in) != nil || in.Kind != "receipt" {
+			continue
+		}
+		if !digests[in.Digest] {
+			rep.fail("receipt-accepted", fmt.Sprintf("event %d", e.Seq), "the run accepted receipt %s as an input; the receipts ledger holds none with that digest", in.Digest)
+		}
+	}
 }
 
 // slowCheckpointBody is checkCheckpoint with the checkpoint always decoded.

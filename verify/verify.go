@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
@@ -122,7 +123,35 @@ func verifyRecord(ctx context.Context, rec *record, m *control.Machine, runID st
 	if err := checkRetries(ctx, rep, rec, cp, known); err != nil {
 		return nil, err
 	}
+	checkAcceptedReceipts(rep, rec, known)
 	return rep, nil
+}
+
+// checkAcceptedReceipts holds every receipt the run accepted as an input
+// to the receipts ledger, which must hold a receipt with its digest. An
+// effect removed whole from the tables (its intent, outbox row, attempts
+// and receipt, its grant put back) leaves no trace the other checks of
+// the effects can see; its receipt, accepted into the chained log, stays.
+func checkAcceptedReceipts(rep *Report, rec *record, known []vouched) {
+	for i, e := range rec.events {
+		if e.Kind != runner.EventAccepted {
+			continue
+		}
+		var d string
+		if a := acceptedInputOf(known, i, e.Body); a.read && a.digestRead {
+			if a.kind != "receipt" {
+				continue
+			}
+			d = a.digest
+		} else if rd, ok := acceptedReceiptDigest(e.Body); ok {
+			d = rd
+		} else {
+			continue
+		}
+		if !slices.ContainsFunc(rec.receipts, func(rc store.Receipt) bool { return rc.Digest == d }) {
+			rep.fail("receipt-accepted", "event "+strconv.FormatInt(e.Seq, 10), "the run accepted receipt %s as an input; the receipts ledger holds none with that digest", d)
+		}
+	}
 }
 
 // checkEvents verifies bytes, digests and the chain, and re-steps every

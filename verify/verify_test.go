@@ -227,6 +227,11 @@ func TestTamperingIsFound(t *testing.T) {
 		{"receipt without success attempt", []string{`UPDATE attempts SET status = 'failed_permanent'`}, false, "verified-success-only"},
 		{"outcome rewritten", []string{`UPDATE runs SET outcome = 'failure' WHERE run_id = 'small'`}, false, "run-outcome"},
 		{"fencing", []string{`UPDATE events SET generation = 99 WHERE run_id = 'small' AND seq = 2`}, false, "fencing"},
+		{"an effect removed whole", []string{"DROP TRIGGER IF EXISTS receipts_no_delete", "DROP TRIGGER IF EXISTS intents_no_delete",
+			`DELETE FROM receipts WHERE run_id = 'small'`,
+			`DELETE FROM attempts WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'small')`,
+			`DELETE FROM outbox WHERE run_id = 'small'`,
+			`DELETE FROM intents WHERE run_id = 'small'`}, false, "receipt-accepted"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

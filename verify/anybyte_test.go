@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -421,7 +422,7 @@ func drawBytes(rt *rapid.T, b []byte, limit int) []byte {
 // (failing alike, or reporting alike), and CheckMany to Run and Replay
 // one run at a time, replaying with wf; what names the change for a
 // failure's message.
-func checkedAlike(rt *rapid.T, st store.Store, wf runner.Workflow, runs []string, what string) {
+func checkedAlike(rt interface{ Fatalf(string, ...any) }, st store.Store, wf runner.Workflow, runs []string, what string) {
 	var jobs []Job
 	var want []Checked
 	var firstErr error
@@ -454,4 +455,115 @@ func checkedAlike(rt *rapid.T, st store.Store, wf runner.Workflow, runs []string
 	if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
 		rt.Fatalf("%s: CheckMany\n%+v\none run at a time\n%+v", what, got, want)
 	}
+}
+
+// evidenceRows names, table by table, the rows whose loss verify must
+// find, and the run each belongs to: every event, the latest checkpoint,
+// every intent, outbox row, attempt, receipt and grant, and the run's own
+// row.
+var evidenceRows = map[string]struct{ where, run string }{
+	"runs":        {"true", "run_id"},
+	"events":      {"true", "run_id"},
+	"checkpoints": {"n = (SELECT max(n) FROM checkpoints c WHERE c.run_id = checkpoints.run_id)", "run_id"},
+	"intents":     {"true", "run_id"},
+	"outbox":      {"true", "run_id"},
+	"attempts":    {"true", "(SELECT run_id FROM intents i WHERE i.intent_id = attempts.intent_id)"},
+	"receipts":    {"true", "run_id"},
+	"approvals":   {"true", "run_id"},
+}
+
+// Any one row of a finished run's evidence removed behind the store's
+// back is found (or the run cannot be read), verify's slow oracle and
+// CheckMany agree, and the other run verifies as before.
+func TestAnyRowOfEvidenceRemovedIsFound(t *testing.T) {
+	base := recorded(t)
+	type row struct{ table, key, run string }
+	var rows []row
+	{
+		st := open(t, base, true)
+		for table, e := range evidenceRows {
+			q := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s`, tableKeys[table], e.run, table, e.where)
+			rs, err := st.DB().Query(q)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			for rs.Next() {
+				r := row{table: table}
+				if err := rs.Scan(&r.key, &r.run); err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, r)
+			}
+			rs.Close()
+		}
+		st.Close()
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.table+"/"+a.key, b.table+"/"+b.key) })
+	dir := t.TempDir()
+	found := map[string]int{}
+	// Every row, not a draw of them: a finished record of two runs has a
+	// few dozen.
+	for n, r := range rows {
+		what := fmt.Sprintf("%s[%s] of run %s removed", r.table, r.key, r.run)
+		path := drawCopy(t, dir, n, base)
+		if err := removeRow(path, r.table, tableKeys[r.table], r.key); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		ro, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(ctx, ro, nil, r.run)
+		switch {
+		case err != nil:
+			found["(unreadable)"]++
+		case rep.OK():
+			t.Errorf("%s: verify finds nothing", what)
+		default:
+			found[rep.Findings[0].Check]++
+		}
+		other := map[string]string{"small": "large", "large": "small"}[r.run]
+		if orep, err := Run(ctx, ro, nil, other); err != nil || !orep.OK() {
+			t.Errorf("%s: the other run %s: %v %+v", what, other, err, orep)
+		}
+		checkedAlike(t, ro, wf, []string{"small", "large"}, what)
+		ro.Close()
+		removeDraw(path)
+	}
+	t.Logf("%d rows removed one at a time; the first finding of each: %v", len(rows), found)
+}
+
+// removeRow deletes one row of the database at path, as tamper does
+// (dropping the append-only triggers first), and closes the store.
+func removeRow(path, table, keyExpr, key string) error {
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// One connection: the foreign keys are turned off for it alone.
+	conn, err := st.DB().Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, trig := range []string{"events", "receipts", "intents", "trace"} {
+		if _, err := conn.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+trig+"_no_delete"); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return err
+	}
+	res, err := conn.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE %s = ?`, table, keyExpr), key)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%d rows removed", n)
+	}
+	if err := conn.Close(); err != nil {
+		return err
+	}
+	return st.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
 )
 
@@ -42,7 +43,8 @@ func (e *GrantMismatchError) Error() string {
 }
 
 // CheckGrant reports whether a grant's ledger row agrees with its body:
-// the body is a grant (every member present, no other), for the row's run,
+// the body is a grant (the canonical encoding of its members, every one
+// present and no other), for the row's run,
 // request digest and nonce, the row's id is the one its nonce names, and
 // its expiry is the body's. It does not check the body's digest (the
 // ledger's own check) or who granted it (the workflow's).
@@ -58,6 +60,12 @@ func CheckGrant(a store.Approval) error {
 	}
 	if dec.More() {
 		return mismatch("body", "not a grant: text after the object")
+	}
+	// encoding/json matches member names without regard to case and lets
+	// a later member replace an earlier one; the runner writes a grant as
+	// the canonical encoding of its members, and nothing else is one.
+	if again, err := cjson.Marshal(g); err != nil || !bytes.Equal(again, a.Body) {
+		return mismatch("body", "not a grant's canonical encoding")
 	}
 	switch {
 	case g.Kind != GrantKind:

@@ -62,6 +62,10 @@ func TestCheckGrantFindsARowThatDisagreesWithItsBody(t *testing.T) {
 			a.Body = bytes.Replace(a.Body, []byte(`{"actor"`), []byte(`{"amount":5,"actor"`), 1)
 		}, "body"},
 		{"text after", func(a *store.Approval) { a.Body = append(append([]byte(nil), a.Body...), " {}"...) }, "body"},
+		{"a member's name in capitals, given again", func(a *store.Approval) {
+			a.Body = bytes.Replace(a.Body, []byte(`"run_id":"large"`), []byte(`"run_id":"large","RUN_ID":"large"`), 1)
+		}, "body"},
+		{"spaces between members", func(a *store.Approval) { a.Body = bytes.Replace(a.Body, []byte(`,"`), []byte(`, "`), 1) }, "body"},
 		{"another kind", func(a *store.Approval) {
 			a.Body = bytes.Replace(a.Body, []byte(GrantKind), []byte("flrh.approval.deny"), 1)
 		}, "kind"},
@@ -118,4 +122,41 @@ func TestAGrantWhoseRowWasChangedIsNotConsumed(t *testing.T) {
 	if status != string(store.ApprovalGranted) {
 		t.Fatalf("the changed grant is %s, want it left granted", status)
 	}
+}
+
+// CheckGrant reads any bytes as a grant's body without panicking, and
+// passes a row only when its body is a grant naming exactly the row's run,
+// request digest, nonce, id and expiry.
+func FuzzCheckGrant(f *testing.F) {
+	good := func() store.Approval {
+		need := ApprovalNeed{RequestID: "req-1", RequestDigest: store.BodyDigest([]byte("pay 500 to bob")), IntentID: "intent:b"}
+		a, err := grantFor("large", need, Actor{Name: "alice", Role: "human_approver"}, time.Date(2026, 12, 4, 5, 6, 7, 8, time.UTC), time.Hour)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return a
+	}()
+	f.Add(good.Body, good.RunID, good.RequestDigest, good.Nonce, good.ID, good.ExpiresAt.UnixNano())
+	f.Add([]byte(`{"kind":"flrh.approval.grant","run_id":"r","request_digest":"d","nonce":"n","expires_at":"2026-01-01T00:00:00Z","RUN_ID":"x"}`), "r", "d", "n", "grant:n", int64(1767225600000000000))
+	f.Add([]byte(`{}`), "", "", "", "grant:", int64(0))
+	f.Fuzz(func(t *testing.T, body []byte, run, request, nonce, id string, expires int64) {
+		a := store.Approval{ID: id, RunID: run, RequestDigest: request, Nonce: nonce, Body: body, ExpiresAt: time.Unix(0, expires).UTC()}
+		err := CheckGrant(a)
+		if err == nil {
+			var g Grant
+			uerr := json.Unmarshal(body, &g)
+			again, _ := cjson.Marshal(g)
+			if uerr != nil || !bytes.Equal(again, body) || g.Kind != GrantKind || g.RunID != run || g.RequestDigest != request || g.Nonce != nonce || id != "grant:"+nonce {
+				t.Fatalf("CheckGrant passed %+v for the body %q", a, body)
+			}
+			if exp, perr := time.Parse(time.RFC3339Nano, g.ExpiresAt); perr != nil || !exp.Equal(a.ExpiresAt) {
+				t.Fatalf("CheckGrant passed expiry %s for %q", a.ExpiresAt, g.ExpiresAt)
+			}
+			return
+		}
+		var m *GrantMismatchError
+		if !errors.As(err, &m) || m.ID != id || m.Member == "" {
+			t.Fatalf("CheckGrant = %v, want a GrantMismatchError naming %s and a member", err, id)
+		}
+	})
 }

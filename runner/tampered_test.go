@@ -5,9 +5,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
+	"flrh.dev/flrh/internal/tamper"
 	"flrh.dev/flrh/store/sqlite"
 	"pgregory.net/rapid"
 )
@@ -45,86 +45,27 @@ func TestResumeAfterAnyCellChanged(t *testing.T) {
 		h.crashAt(point, "run", small)
 
 		// One cell, drawn over every table's columns and rows.
-		db := s.DB()
-		type cell struct{ table, col string }
-		var cols []cell
-		rows, err := db.Query(`SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid`)
+		cols, err := tamper.Columns(s.DB())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var c cell
-			if err := rows.Scan(&c.table, &c.col); err != nil {
-				t.Fatal(err)
-			}
-			cols = append(cols, c)
-		}
-		rows.Close()
 		c := rapid.SampledFrom(cols).Draw(rt, "column")
-		key := "rowid"
-		switch c.table { // the tables without a rowid, by their primary keys
-		case "attempts":
-			key = "intent_order || '/' || n"
-		case "inbox":
-			key = "run_id || '/' || seq"
-		}
-		var keys []string
-		var types []string
-		var vals [][]byte
-		rows, err = db.Query(fmt.Sprintf(`SELECT %s, typeof(%s), CAST(%s AS BLOB) FROM %s ORDER BY 1`, key, c.col, c.col, c.table))
+		cells, err := tamper.Cells(s.DB(), c, "true")
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var k string
-			var typ string
-			var v []byte
-			if err := rows.Scan(&k, &typ, &v); err != nil {
-				t.Fatal(err)
-			}
-			keys, types, vals = append(keys, k), append(types, typ), append(vals, v)
+		if len(cells) == 0 {
+			rt.Skipf("%s has no rows", c.Table)
 		}
-		rows.Close()
-		if len(keys) == 0 {
-			rt.Skipf("%s has no rows", c.table)
+		x := rapid.SampledFrom(cells).Draw(rt, "cell")
+		v, ok := tamper.Draw(rt, x.Type, x.Value, math.MinInt64, math.MaxInt64, 255)
+		if !ok {
+			rt.Skipf("%s.%s is %s", c.Table, c.Name, x.Type)
 		}
-		i := rapid.IntRange(0, len(keys)-1).Draw(rt, "row")
-		var v any
-		switch types[i] {
-		case "integer":
-			old, _ := strconv.ParseInt(string(vals[i]), 10, 64)
-			switch rapid.IntRange(0, 2).Draw(rt, "how") {
-			case 0:
-				v = old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
-			case 1:
-				v = int64(0)
-			default:
-				v = rapid.Int64Range(math.MinInt64, math.MaxInt64).Draw(rt, "value")
-			}
-		case "text", "blob":
-			b := append([]byte(nil), vals[i]...)
-			if len(b) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
-				b = b[:0]
-			} else {
-				b[rapid.IntRange(0, len(b)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, 255).Draw(rt, "xor"))
-			}
-			if types[i] == "text" {
-				v = string(b)
-			} else {
-				v = b
-			}
-		default:
-			rt.Skipf("%s.%s is %s", c.table, c.col, types[i])
+		if err := tamper.Set(s.DB(), c, x.Key, v); err != nil {
+			rt.Skipf("%s.%s = %v: %v", c.Table, c.Name, v, err)
 		}
-		for _, trig := range []string{"events", "receipts", "intents", "checkpoints", "trace"} {
-			if _, err := db.Exec("DROP TRIGGER IF EXISTS " + trig + "_no_update"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := db.Exec(fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s = ?`, c.table, c.col, key), v, keys[i]); err != nil {
-			rt.Skipf("%s.%s = %v: %v", c.table, c.col, v, err)
-		}
-		what := fmt.Sprintf("cut at %s, %s.%s[%s] = %v", point, c.table, c.col, keys[i], v)
+		what := fmt.Sprintf("cut at %s, %s.%s[%s] = %v", point, c.Table, c.Name, x.Key, v)
 
 		h.r = h.runner(nil)
 		var runErr error

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	tamperdb "flrh.dev/flrh/internal/tamper"
 	"pgregory.net/rapid"
 )
 
@@ -170,24 +171,21 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 		var v any
 		switch c.typ {
 		case "bigint", "integer", "smallint":
-			old, _ := strconv.ParseInt(vals[i], 10, 64)
-			v = drawInt(rt, old, -1<<31, 1<<31-1)
+			v, _ = tamperdb.Draw(rt, "integer", []byte(vals[i]), -1<<31, 1<<31-1, 127)
 		case "boolean":
 			v = vals[i] != "true"
-		case "text", "bytea":
-			s := []byte(vals[i])
-			if c.typ == "bytea" {
-				s, _ = hex.DecodeString(vals[i])
-			}
-			if len(s) == 0 && evidence != nil {
+		case "text":
+			// text takes valid UTF-8 without NUL only; others are refused below
+			if vals[i] == "" && evidence != nil {
 				rt.Skipf("%s.%s is empty there", c.table, expr)
 			}
-			s = drawBytes(rt, s, 127)
-			if c.typ == "text" {
-				v = string(s) // text takes valid UTF-8 without NUL only; others are refused below
-			} else {
-				v = s
+			v, _ = tamperdb.Draw(rt, "text", []byte(vals[i]), 0, 0, 127)
+		case "bytea":
+			old, _ := hex.DecodeString(vals[i])
+			if len(old) == 0 && evidence != nil {
+				rt.Skipf("%s.%s is empty there", c.table, expr)
 			}
+			v, _ = tamperdb.Draw(rt, "blob", old, 0, 0, 127)
 		}
 		var newTID string
 		err = conn.QueryRow(ctx, `UPDATE `+table+` SET `+expr+` = $1::`+c.typ+` WHERE ctid = $2::tid RETURNING ctid::text`, v, tids[i]).Scan(&newTID)

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	tamperdb "flrh.dev/flrh/internal/tamper"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -20,8 +20,8 @@ import (
 
 // evidenceCells lists the columns a finished run's evidence lives in: the
 // accepted events and their chain, the latest checkpoint, the intents, the
-// receipts and the approvals, each named by the table, a key that finds
-// its row, and which of the table's rows are evidence. A run's earlier
+// receipts and the approvals, each named by the table and which of the
+// table's rows are evidence. A run's earlier
 // checkpoints are history that nothing reads (a run resumes from its
 // latest, and replay starts from the events), so verify leaves them alone.
 // An intent's content_digest column is left out too: the digest of what
@@ -30,14 +30,14 @@ import (
 // reads it only to tell a reused key's refusal as a conflict rather than
 // a repeat; the key itself is unique either way.
 var evidenceCells = []struct {
-	table, key, where string
-	cols              []string
+	table, where string
+	cols         []string
 }{
-	{"events", "run_id || '/' || seq", "true", []string{"body", "digest", "prev_hash", "chain_hash", "kind"}},
-	{"checkpoints", "run_id || '/' || n", "n = (SELECT max(n) FROM checkpoints c WHERE c.run_id = checkpoints.run_id)", []string{"body", "digest"}},
-	{"intents", "intent_id", "true", []string{"body", "digest", "idempotency_key", "effect_type"}},
-	{"receipts", "intent_id", "true", []string{"body", "digest", "outcome"}},
-	{"approvals", "approval_id", "true", []string{"body", "digest", "request_digest", "status"}},
+	{"events", "true", []string{"body", "digest", "prev_hash", "chain_hash", "kind"}},
+	{"checkpoints", "n = (SELECT max(n) FROM checkpoints c WHERE c.run_id = checkpoints.run_id)", []string{"body", "digest"}},
+	{"intents", "true", []string{"body", "digest", "idempotency_key", "effect_type"}},
+	{"receipts", "true", []string{"body", "digest", "outcome"}},
+	{"approvals", "true", []string{"body", "digest", "request_digest", "status"}},
 }
 
 // cell is one value of evidence in the database.
@@ -54,7 +54,7 @@ func readCells(t *testing.T, db *sql.DB) []cell {
 	var out []cell
 	for _, e := range evidenceCells {
 		for _, col := range e.cols {
-			q := fmt.Sprintf(`SELECT %s, run_id, typeof(%s), CAST(%s AS BLOB) FROM %s WHERE %s ORDER BY 1`, e.key, col, col, e.table, e.where)
+			q := fmt.Sprintf(`SELECT %s, run_id, typeof(%s), CAST(%s AS BLOB) FROM %s WHERE %s ORDER BY 1`, tamperdb.Key(e.table), col, col, e.table, e.where)
 			rows, err := db.Query(q)
 			if err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -135,7 +135,7 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 		if c.typ == "text" {
 			arg = string(val)
 		}
-		if err := changeCell(path, c.table, evidenceKey(c.table), c.col, c.key, arg); err != nil {
+		if err := changeCell(path, tamperdb.Column{Table: c.table, Name: c.col}, c.key, arg); err != nil {
 			// A constraint of the schema refuses the value (a status
 			// outside its CHECK): nothing to find.
 			rt.Skipf("%s: %v", c, err)
@@ -186,16 +186,6 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 		}
 	})
 	t.Logf("%d draws; the first finding of each: %v", draws, found)
-}
-
-// evidenceKey is the key expression of evidenceCells for table.
-func evidenceKey(table string) string {
-	for _, e := range evidenceCells {
-		if e.table == table {
-			return e.key
-		}
-	}
-	panic("no evidence table " + table)
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -270,37 +260,19 @@ func removeDraw(path string) {
 	}
 }
 
-// changeCell sets one cell of the database at path, as tamper does
-// (dropping the append-only triggers first) but closing the store at
-// once, so that a draw leaves no file open. It returns the error of a
-// value the schema refuses; it fails when the key finds no single row.
-func changeCell(path, table, keyExpr, col, key string, v any) error {
+// changeCell sets one cell of the database at path (tamperdb.Set) and
+// closes the store at once, so that a draw leaves no file open. It
+// returns the error of a value the schema refuses.
+func changeCell(path string, c tamperdb.Column, key string, v any) error {
 	st, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer st.Close()
-	for _, trig := range []string{"events", "receipts", "intents", "checkpoints", "trace"} {
-		if _, err := st.DB().Exec("DROP TRIGGER IF EXISTS " + trig + "_no_update"); err != nil {
-			return err
-		}
-	}
-	res, err := st.DB().Exec(fmt.Sprintf(`UPDATE %s SET %s = ? WHERE %s = ?`, table, col, keyExpr), v, key)
-	if err != nil {
+	if err := tamperdb.Set(st.DB(), c, key, v); err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		panic(fmt.Sprintf("%s.%s[%s]: %d rows changed", table, col, key, n))
-	}
 	return st.Close()
-}
-
-// tableKeys names a row of each of the store's tables: the rowid, or the
-// primary key of a table without one.
-var tableKeys = map[string]string{
-	"runs": "rowid", "events": "rowid", "checkpoints": "rowid", "approvals": "rowid",
-	"intents": "rowid", "outbox": "rowid", "receipts": "rowid", "trace": "rowid",
-	"attempts": "intent_order || '/' || n", "inbox": "run_id || '/' || seq",
 }
 
 // Any one cell of any table of a finished record changed, to any value the
@@ -315,72 +287,36 @@ func TestAnyCellChangedIsCheckedAlike(t *testing.T) {
 		t.Skip("a recorded database per draw")
 	}
 	base := recorded(t)
-	type column struct{ table, col string }
-	var cols []column
-	{
-		st := open(t, base, true)
-		rows, err := st.DB().Query(`SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var c column
-			if err := rows.Scan(&c.table, &c.col); err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := tableKeys[c.table]; !ok {
-				t.Fatalf("table %s has no key to change its rows by", c.table)
-			}
-			cols = append(cols, c)
-		}
-		rows.Close()
-		st.Close()
+	st := open(t, base, true)
+	cols, err := tamperdb.Columns(st.DB())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	draws := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		c := rapid.SampledFrom(cols).Draw(rt, "column")
-		key := tableKeys[c.table]
 		st := open(t, base, true)
-		keys, types, vals := []string{}, []string{}, [][]byte{}
-		rows, err := st.DB().Query(fmt.Sprintf(`SELECT %s, typeof(%s), CAST(%s AS BLOB) FROM %s ORDER BY 1`, key, c.col, c.col, c.table))
+		cells, err := tamperdb.Cells(st.DB(), c, "true")
+		st.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for rows.Next() {
-			var k, typ string
-			var v []byte
-			if err := rows.Scan(&k, &typ, &v); err != nil {
-				t.Fatal(err)
-			}
-			keys, types, vals = append(keys, k), append(types, typ), append(vals, v)
+		if len(cells) == 0 {
+			rt.Skipf("%s has no rows", c.Table)
 		}
-		rows.Close()
-		st.Close()
-		if len(keys) == 0 {
-			rt.Skipf("%s has no rows", c.table)
+		x := rapid.SampledFrom(cells).Draw(rt, "cell")
+		v, ok := tamperdb.Draw(rt, x.Type, x.Value, math.MinInt64, math.MaxInt64, 255)
+		if !ok {
+			rt.Skipf("%s.%s is %s", c.Table, c.Name, x.Type)
 		}
-		i := rapid.IntRange(0, len(keys)-1).Draw(rt, "row")
-		var v any
-		switch types[i] {
-		case "integer":
-			old, _ := strconv.ParseInt(string(vals[i]), 10, 64)
-			v = drawInt(rt, old, math.MinInt64, math.MaxInt64)
-		case "text", "blob":
-			b := drawBytes(rt, append([]byte(nil), vals[i]...), 255)
-			if types[i] == "text" {
-				v = string(b)
-			} else {
-				v = b
-			}
-		default:
-			rt.Skipf("%s.%s is %s", c.table, c.col, types[i])
-		}
+		what := fmt.Sprintf("%s.%s[%s] = %v", c.Table, c.Name, x.Key, v)
 		path := drawCopy(t, dir, draws, base)
 		defer removeDraw(path)
-		if err := changeCell(path, c.table, key, c.col, keys[i], v); err != nil {
-			rt.Skipf("%s.%s[%s] = %v: %v", c.table, c.col, keys[i], v, err)
+		if err := changeCell(path, c, x.Key, v); err != nil {
+			rt.Skipf("%s: %v", what, err)
 		}
 		ro, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
 		if err != nil {
@@ -389,33 +325,9 @@ func TestAnyCellChangedIsCheckedAlike(t *testing.T) {
 			return
 		}
 		defer ro.Close()
-		checkedAlike(rt, ro, wf, []string{"small", "large"}, fmt.Sprintf("%s.%s[%s] = %v", c.table, c.col, keys[i], v))
+		checkedAlike(rt, ro, wf, []string{"small", "large"}, what)
 	})
 	t.Logf("%d draws over %d columns", draws, len(cols))
-}
-
-// drawInt is an integer cell's new value: moved by one or two, zeroed, or
-// any value in [lo, hi].
-func drawInt(rt *rapid.T, old, lo, hi int64) int64 {
-	switch rapid.IntRange(0, 2).Draw(rt, "how") {
-	case 0:
-		return old + int64(rapid.SampledFrom([]int{-2, -1, 1, 2}).Draw(rt, "step"))
-	case 1:
-		return 0
-	default:
-		return rapid.Int64Range(lo, hi).Draw(rt, "value")
-	}
-}
-
-// drawBytes is a text's or blob's new value: b with one byte changed by
-// an xor below limit, or, one time in ten (always when b is empty),
-// emptied. It changes b in place.
-func drawBytes(rt *rapid.T, b []byte, limit int) []byte {
-	if len(b) == 0 || rapid.IntRange(0, 9).Draw(rt, "empty") == 0 {
-		return b[:0]
-	}
-	b[rapid.IntRange(0, len(b)-1).Draw(rt, "byte")] ^= byte(rapid.IntRange(1, limit).Draw(rt, "xor"))
-	return b
 }
 
 // checkedAlike holds verify to its slow oracle on every run of a store
@@ -482,7 +394,7 @@ func TestAnyRowOfEvidenceRemovedIsFound(t *testing.T) {
 	{
 		st := open(t, base, true)
 		for table, e := range evidenceRows {
-			q := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s`, tableKeys[table], e.run, table, e.where)
+			q := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s`, tamperdb.Key(table), e.run, table, e.where)
 			rs, err := st.DB().Query(q)
 			if err != nil {
 				t.Fatalf("%s: %v", q, err)
@@ -506,7 +418,7 @@ func TestAnyRowOfEvidenceRemovedIsFound(t *testing.T) {
 	for n, r := range rows {
 		what := fmt.Sprintf("%s[%s] of run %s removed", r.table, r.key, r.run)
 		path := drawCopy(t, dir, n, base)
-		if err := removeRow(path, r.table, tableKeys[r.table], r.key); err != nil {
+		if err := removeRow(path, r.table, r.key); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		ro, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
@@ -533,36 +445,15 @@ func TestAnyRowOfEvidenceRemovedIsFound(t *testing.T) {
 	t.Logf("%d rows removed one at a time; the first finding of each: %v", len(rows), found)
 }
 
-// removeRow deletes one row of the database at path, as tamper does
-// (dropping the append-only triggers first), and closes the store.
-func removeRow(path, table, keyExpr, key string) error {
+// removeRow removes one row of the database at path (tamperdb.Remove) and
+// closes the store.
+func removeRow(path, table, key string) error {
 	st, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// One connection: the foreign keys are turned off for it alone.
-	conn, err := st.DB().Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	for _, trig := range []string{"events", "receipts", "intents", "trace"} {
-		if _, err := conn.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+trig+"_no_delete"); err != nil {
-			return err
-		}
-	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
-		return err
-	}
-	res, err := conn.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE %s = ?`, table, keyExpr), key)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("%d rows removed", n)
-	}
-	if err := conn.Close(); err != nil {
+	if err := tamperdb.Remove(st.DB(), table, key); err != nil {
 		return err
 	}
 	return st.Close()

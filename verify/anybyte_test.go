@@ -188,14 +188,15 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 	t.Logf("%d draws; the first finding of each: %v", draws, found)
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
+// copyFile copies the file from to the file to.
+func copyFile(tb testing.TB, from, to string) {
+	tb.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 

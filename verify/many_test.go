@@ -454,13 +454,7 @@ func BenchmarkReadMany(b *testing.B) {
 // events as far apart as the runs' number makes them.
 func interleave(tb testing.TB, path, dst string) {
 	tb.Helper()
-	image, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(dst, image, 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	copyFile(tb, path, dst)
 	st, err := sqlite.Open(ctx, dst, sqlite.Options{})
 	if err != nil {
 		tb.Fatal(err)

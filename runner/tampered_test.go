@@ -27,6 +27,7 @@ func TestResumeAfterAnyCellChanged(t *testing.T) {
 	points := []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"}
 	draws := 0
 	outcomes := map[string]int{}
+	tamper.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		point := rapid.SampledFrom(points).Draw(rt, "cut point")

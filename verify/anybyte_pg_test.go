@@ -114,6 +114,7 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 		t.Skipf("cannot turn triggers off for a session (needs a superuser): %v", err)
 	}
 	draws, changed := 0, 0
+	tamperdb.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		c := rapid.SampledFrom(cols).Draw(rt, "column")

@@ -117,6 +117,7 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 	}
 	dir := t.TempDir()
 	draws, found := 0, map[string]int{}
+	tamperdb.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		which := rapid.IntRange(0, 1).Draw(rt, "checkpoints as text")
@@ -296,6 +297,7 @@ func TestAnyCellChangedIsCheckedAlike(t *testing.T) {
 	}
 	dir := t.TempDir()
 	draws := 0
+	tamperdb.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		c := rapid.SampledFrom(cols).Draw(rt, "column")

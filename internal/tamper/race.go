@@ -1,0 +1,5 @@
+//go:build race
+
+package tamper
+
+const raceOn = true

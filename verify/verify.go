@@ -5,12 +5,15 @@
 // the event hash chain, re-steps every control record through the FSM table
 // and compares the result byte for byte, checks that every intent is a valid
 // protocol object bound to its idempotency key and (when required) to the
-// exact grant it consumed, that every receipt is bound to its intent, that
-// attempts, outbox and receipts tell one coherent story, that no write came
-// from a fenced-off lease generation, and that a run which ended has closed
-// every effect it owes. Replay goes further: it feeds the run's accepted
-// inputs to the workflow's pure Decide again and compares the state and the
-// effects with what was recorded.
+// exact grant it consumed, whose ledger row says what its body says, that
+// every receipt is bound to its intent and every receipt the run accepted
+// as an input is in the receipts ledger, that attempts, outbox and
+// receipts tell one coherent story, that no write came from a fenced-off
+// lease generation, and that a run which ended has closed every effect it
+// owes. Replay goes further: it feeds the run's accepted inputs to the
+// workflow's pure Decide again and compares the state and the effects with
+// what was recorded, and each consumed grant with the request it had to
+// answer.
 //
 // Each table of a run is read once (Check verifies and replays from one
 // read), and the checks compare bytes before they decode: a stored record

@@ -18,7 +18,7 @@ import (
 // and its slow oracle failing alike or reporting alike for every run,
 // CheckMany reporting what Run and Replay report one run at a time, and
 // nothing panicking. Each draw changes a cell behind the store's back (its
-// triggers off for that session) and puts it back before the next.
+// triggers off for that connection) and puts it back before the next.
 func TestAnyCellChangedIsCheckedAlikeOnPostgres(t *testing.T) { checkPostgresCells(t, nil) }
 
 // pgEvidence names, table by table, the columns of a finished run's
@@ -109,9 +109,9 @@ func checkPostgresCells(t *testing.T, evidence map[string]struct {
 	}
 	defer conn.Release()
 	// Triggers fire in the origin role only: the append-only guards stay
-	// on for every other session.
+	// on for every other connection.
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
-		t.Skipf("cannot turn triggers off for a session (needs a superuser): %v", err)
+		t.Skipf("cannot turn triggers off for a connection (needs a superuser): %v", err)
 	}
 	draws, changed := 0, 0
 	tamperdb.FewerChecksUnderRace(t, 10)
@@ -244,7 +244,7 @@ func TestAnyRowOfEvidenceRemovedIsFoundOnPostgres(t *testing.T) {
 	defer conn.Release()
 	// Triggers, foreign keys' among them, fire in the origin role only.
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
-		t.Skipf("cannot turn triggers off for a session (needs a superuser): %v", err)
+		t.Skipf("cannot turn triggers off for a connection (needs a superuser): %v", err)
 	}
 	where := map[string]string{
 		"runs": "true", "events": "true", "intents": "true", "outbox": "true", "attempts": "true", "receipts": "true", "approvals": "true",

@@ -39,7 +39,7 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 	must(t, err)
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, `SET session_replication_role = replica`); err != nil {
-		t.Skipf("cannot turn triggers off for a session (needs a superuser): %v", err)
+		t.Skipf("cannot turn triggers off for a connection (needs a superuser): %v", err)
 	}
 	sb, err := sandbox.New(sandbox.Options{})
 	must(t, err)

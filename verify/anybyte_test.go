@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"database/sql"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 	tamperdb "flrh.dev/flrh/internal/tamper"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sealed"
 	"flrh.dev/flrh/store/sqlite"
 	"pgregory.net/rapid"
 )
@@ -82,8 +84,9 @@ func readCells(t *testing.T, db *sql.DB) []cell {
 // which it also reports), the slow oracle and the parallel checks report
 // exactly the same, replay neither panics nor calls the run sound where
 // it cannot read it, and the other run verifies as before. Checkpoints
-// are drawn both as stored (packed) and as their body's own text, so a
-// changed byte lands in the packed form and in the document alike.
+// are drawn as stored (packed), as their body's own text, and sealed at
+// rest, so a changed byte lands in the packed form, in the document and
+// in the ciphertext alike.
 func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a recorded database per draw")
@@ -96,7 +99,15 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 		unpackCheckpoints(t, st.DB())
 		st.Close()
 	}
-	bases := []string{packedBase, textBase}
+	// A third record on a store that seals its checkpoints at rest
+	// (AES-GCM): a changed byte of a sealed body is found as well.
+	keys, err := sealed.New(bytes.Repeat([]byte{7}, sealed.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedBase := recordedWith(t, sqlite.Options{Sealer: keys})
+	bases := []string{packedBase, textBase, sealedBase}
+	opts := []sqlite.Options{{}, {}, {Sealer: keys}}
 	cells := make([][]cell, len(bases))
 	for i, b := range bases {
 		st := open(t, b, true)
@@ -120,7 +131,7 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 	tamperdb.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
-		which := rapid.IntRange(0, 1).Draw(rt, "checkpoints as text")
+		which := rapid.IntRange(0, len(bases)-1).Draw(rt, "record: packed, as text, sealed")
 		// A column first, then one of its cells: the events' many rows
 		// would otherwise take most draws.
 		col := rapid.SampledFrom(columns[which]).Draw(rt, "column")
@@ -142,7 +153,9 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 			rt.Skipf("%s: %v", c, err)
 		}
 
-		st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+		ro := opts[which]
+		ro.ReadOnly = true
+		st, err := sqlite.Open(ctx, path, ro)
 		if err != nil {
 			t.Fatal(err)
 		}

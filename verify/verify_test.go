@@ -39,8 +39,14 @@ var wf = demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination:
 // database path, closed, ready for read-only verification.
 func recorded(t *testing.T) string {
 	t.Helper()
+	return recordedWith(t, sqlite.Options{})
+}
+
+// recordedWith is recorded on a store opened with opts (a sealer, say).
+func recordedWith(t *testing.T, opts sqlite.Options) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	st, err := sqlite.Open(ctx, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

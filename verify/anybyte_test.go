@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/effect"
 	tamperdb "flrh.dev/flrh/internal/tamper"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -106,8 +107,14 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealedBase := recordedWith(t, sqlite.Options{Sealer: keys})
-	bases := []string{packedBase, textBase, sealedBase}
-	opts := []sqlite.Options{{}, {}, {Sealer: keys}}
+	// A fourth with a run still waiting for a person's approval: a live
+	// run's record is held to the same.
+	waitingBase := filepath.Join(t.TempDir(), "waiting.db")
+	copyFile(t, packedBase, waitingBase)
+	addWaitingRun(t, waitingBase)
+	bases := []string{packedBase, textBase, sealedBase, waitingBase}
+	opts := []sqlite.Options{{}, {}, {Sealer: keys}, {}}
+	runsOf := [][]string{{"small", "large"}, {"small", "large"}, {"small", "large"}, {"small", "large", "waiting"}}
 	cells := make([][]cell, len(bases))
 	for i, b := range bases {
 		st := open(t, b, true)
@@ -131,7 +138,7 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 	tamperdb.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
-		which := rapid.IntRange(0, len(bases)-1).Draw(rt, "record: packed, as text, sealed")
+		which := rapid.IntRange(0, len(bases)-1).Draw(rt, "record: packed, as text, sealed, with a live run")
 		// A column first, then one of its cells: the events' many rows
 		// would otherwise take most draws.
 		col := rapid.SampledFrom(columns[which]).Draw(rt, "column")
@@ -160,10 +167,13 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		other := "large"
-		if c.run == "large" {
-			other = "small"
+		var others []string
+		for _, r := range runsOf[which] {
+			if r != c.run {
+				others = append(others, r)
+			}
 		}
+		other := others[0]
 		rep, err := Run(ctx, st, nil, c.run)
 		slow, slowErr := slowRun(ctx, st, nil, c.run)
 		if (err == nil) != (slowErr == nil) {
@@ -194,9 +204,11 @@ func TestAnyByteOfEvidenceChangedIsFound(t *testing.T) {
 				rt.Fatalf("%s byte %d ^%#x: CheckMany replays\n%+v\nReplay\n%+v", c, pos, delta, got[0].Replay, rp)
 			}
 		}
-		orep, err := Run(ctx, st, nil, other)
-		if err != nil || !orep.OK() {
-			rt.Fatalf("%s byte %d ^%#x: the other run %s: %v %+v", c, pos, delta, other, err, orep)
+		for _, other := range others {
+			orep, err := Run(ctx, st, nil, other)
+			if err != nil || !orep.OK() {
+				rt.Fatalf("%s byte %d ^%#x: the other run %s: %v %+v", c, pos, delta, other, err, orep)
+			}
 		}
 	})
 	t.Logf("%d draws; the first finding of each: %v", draws, found)
@@ -272,6 +284,29 @@ func drawCopy(t *testing.T, dir string, n int, base string) string {
 func removeDraw(path string) {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		os.Remove(path + suffix)
+	}
+}
+
+// addWaitingRun adds to the record at path a run, "waiting", that waits
+// for a person to approve a large refund.
+func addWaitingRun(t *testing.T, path string) {
+	t.Helper()
+	st := open(t, path, false)
+	defer st.Close()
+	reg := &effect.Registry{}
+	reg.Register("refund.pay", "http/1", &payments{applied: map[string]string{}})
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "waiting", wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"w","amount":800,"payee":"dan","reason":"w"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RunToIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := st.Run(ctx, "waiting"); run.State != "WAIT_APPROVAL" {
+		t.Fatalf("the waiting run is %s", run.State)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"flrh.dev/flrh/store"
 	"pgregory.net/rapid"
 )
 
@@ -174,4 +175,25 @@ func onOne(db *sql.DB, suffix, stmt string, args ...any) error {
 		return fmt.Errorf("tamper: %d rows changed by %s", n, stmt)
 	}
 	return nil
+}
+
+// Resumed classifies a one-effect run a fresh runner resumed after a
+// change: how it stands (read is the run's row and readErr the error of
+// reading it, runErr the runner's), given the mutations the destination
+// applied for its one logical effect. Its error is a broken promise: more
+// than one mutation, or a run that SUCCEEDED without exactly one.
+func Resumed(run store.Run, readErr, runErr error, applied int) (string, error) {
+	switch {
+	case applied > 1:
+		return "", fmt.Errorf("%d mutations at the destination for one logical effect", applied)
+	case readErr != nil:
+		return "unreadable", nil
+	case run.State == "SUCCEEDED" && applied != 1:
+		return "", fmt.Errorf("the run SUCCEEDED with %d mutations", applied)
+	case run.Quarantine != "":
+		return "quarantined", nil
+	case runErr != nil:
+		return "error", nil
+	}
+	return run.State, nil
 }

@@ -7,6 +7,7 @@ package tamper
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,6 +108,26 @@ func Draw(rt *rapid.T, typ string, old []byte, lo, hi int64, limit int) (v any, 
 		return b, true
 	}
 	return nil, false
+}
+
+// DrawPostgres is Draw for a PostgreSQL value of SQL type typ (bigint,
+// integer, smallint, boolean, text or bytea) shown as text (a bytea in
+// hex): an integer in 32 bits, a boolean flipped, a text's or bytea's
+// bytes changed by an xor below 128 or emptied. It is nil for another type.
+func DrawPostgres(rt *rapid.T, typ, shown string) any {
+	var v any
+	switch typ {
+	case "bigint", "integer", "smallint":
+		v, _ = Draw(rt, "integer", []byte(shown), -1<<31, 1<<31-1, 127)
+	case "boolean":
+		v = shown != "true"
+	case "text":
+		v, _ = Draw(rt, "text", []byte(shown), 0, 0, 127)
+	case "bytea":
+		old, _ := hex.DecodeString(shown)
+		v, _ = Draw(rt, "blob", old, 0, 0, 127)
+	}
+	return v
 }
 
 // dropGuards drops, on conn, the triggers whose names end in suffix: those

@@ -2,7 +2,6 @@ package withrunner
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -143,18 +142,7 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 			rt.Skipf("%s has no rows of the run", c.table)
 		}
 		i := rapid.IntRange(0, len(tids)-1).Draw(rt, "row")
-		var v any
-		switch c.typ {
-		case "bigint", "integer":
-			v, _ = tamper.Draw(rt, "integer", []byte(vals[i]), -1<<31, 1<<31-1, 127)
-		case "boolean":
-			v = vals[i] != "true"
-		case "text":
-			v, _ = tamper.Draw(rt, "text", []byte(vals[i]), 0, 0, 127)
-		case "bytea":
-			old, _ := hex.DecodeString(vals[i])
-			v, _ = tamper.Draw(rt, "blob", old, 0, 0, 127)
-		}
+		v := tamper.DrawPostgres(rt, c.typ, vals[i])
 		if _, err := conn.Exec(ctx, `UPDATE `+table+` SET `+expr+` = $1::`+c.typ+` WHERE ctid = $2::tid`, v, tids[i]); err != nil {
 			rt.Skipf("%s.%s = %v: %v", c.table, expr, v, err)
 		}

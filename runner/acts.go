@@ -162,13 +162,13 @@ func checkApprover(wf Workflow, runID string, need ApprovalNeed, grant store.App
 // grantFor is the grant by would issue for need, and its ledger id.
 func grantFor(runID string, need ApprovalNeed, by Actor, now time.Time, ttl time.Duration) (store.Approval, error) {
 	nonce := cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", runID, need.RequestID, by.Name, now.UnixNano())))[:32]
-	grant := map[string]any{"kind": "flrh.approval.grant", "run_id": runID, "request_id": need.RequestID, "request_digest": need.RequestDigest,
-		"actor": by.Name, "role": by.Role, "nonce": nonce, "expires_at": now.Add(ttl).Format(time.RFC3339Nano)}
+	grant := Grant{Kind: GrantKind, RunID: runID, RequestID: need.RequestID, RequestDigest: need.RequestDigest,
+		Actor: by.Name, Role: by.Role, Nonce: nonce, ExpiresAt: now.Add(ttl).Format(time.RFC3339Nano)}
 	body, err := cjson.Marshal(grant)
 	if err != nil {
 		return store.Approval{}, err
 	}
-	return store.Approval{ID: "grant:" + nonce, RunID: runID, RequestDigest: need.RequestDigest, Nonce: nonce,
+	return store.Approval{ID: grantID(nonce), RunID: runID, RequestDigest: need.RequestDigest, Nonce: nonce,
 		Body: body, Digest: store.BodyDigest(body), ExpiresAt: now.Add(ttl)}, nil
 }
 

@@ -29,6 +29,12 @@ type Grant struct {
 	ExpiresAt     string `json:"expires_at"` // RFC 3339 with nanoseconds
 }
 
+// Expiry is the time the grant expires.
+func (g Grant) Expiry() (time.Time, error) { return time.Parse(time.RFC3339Nano, g.ExpiresAt) }
+
+// grantID is the ledger id of the grant with nonce.
+func grantID(nonce string) string { return "grant:" + nonce }
+
 // GrantMismatchError reports a grant whose ledger row says something its
 // own body does not: the columns were changed after it was granted, or
 // the body was never the runner's.
@@ -44,8 +50,7 @@ func (e *GrantMismatchError) Error() string {
 
 // CheckGrant reports whether a grant's ledger row agrees with its body:
 // the body is a grant (the canonical encoding of its members, every one
-// present and no other), for the row's run,
-// request digest and nonce, the row's id is the one its nonce names, and
+// present and no other), for the row's run, request digest and nonce, the row's id is the one its nonce names, and
 // its expiry is the body's. It does not check the body's digest (the
 // ledger's own check) or who granted it (the workflow's).
 func CheckGrant(a store.Approval) error {
@@ -72,10 +77,10 @@ func CheckGrant(a store.Approval) error {
 		return mismatch("request_digest", "%q in the body, %q in the ledger", g.RequestDigest, a.RequestDigest)
 	case g.Nonce != a.Nonce:
 		return mismatch("nonce", "%q in the body, %q in the ledger", g.Nonce, a.Nonce)
-	case a.ID != "grant:"+g.Nonce:
+	case a.ID != grantID(g.Nonce):
 		return mismatch("nonce", "the ledger id %q is not the nonce's", a.ID)
 	}
-	exp, err := time.Parse(time.RFC3339Nano, g.ExpiresAt)
+	exp, err := g.Expiry()
 	if err != nil {
 		return mismatch("expires_at", "%v", err)
 	}

@@ -191,7 +191,7 @@ func importRun(ctx context.Context, st store.Store, data []byte) (*runExport, er
 		if err := json.Unmarshal(b, &g); err != nil {
 			return nil, fmt.Errorf("approval %s: %w", a.ID, err)
 		}
-		expires, err := time.Parse(time.RFC3339Nano, g.ExpiresAt)
+		expires, err := g.Expiry()
 		if err != nil {
 			return nil, fmt.Errorf("approval %s: %w", a.ID, err)
 		}

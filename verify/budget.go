@@ -488,11 +488,7 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 				issued = append(issued, *cr)
 			}
 		case runner.EventAccepted:
-			if a := acceptedInputOf(known, i, e.Body); a.read && a.digestRead {
-				if a.kind == "receipt" {
-					accepted[a.digest] = true
-				}
-			} else if d, ok := acceptedReceiptDigest(e.Body); ok {
+			if d, ok := acceptedReceiptOf(known, i, e.Body); ok {
 				accepted[d] = true
 			}
 		}
@@ -569,6 +565,16 @@ func checkRetries(ctx context.Context, rep *Report, rec *record, cp *checkpoint,
 		}
 	}
 	return nil
+}
+
+// acceptedReceiptOf is the digest of event i's accepted input when it is a
+// receipt (ok false otherwise): as acceptedInputOf reads it, or, where its
+// member reader gave up, as acceptedReceiptDigest decodes it.
+func acceptedReceiptOf(known []vouched, i int, body []byte) (string, bool) {
+	if a := acceptedInputOf(known, i, body); a.read && a.digestRead {
+		return a.digest, a.kind == "receipt"
+	}
+	return acceptedReceiptDigest(body)
 }
 
 // acceptedReceiptDigest is the digest of an accepted input that

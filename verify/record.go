@@ -271,13 +271,10 @@ func (r *record) approval(ctx context.Context, id string) (store.Approval, error
 // ledger has it (verify reports one it does not have); a record read
 // without a store (in tests) has only what was filed in it.
 func (r *record) grantIfAny(ctx context.Context, id string) (store.Approval, bool, error) {
-	if a, ok := r.approvals[id]; ok {
-		return a, true, nil
-	}
-	if r.st == nil {
+	if _, ok := r.approvals[id]; !ok && r.st == nil {
 		return store.Approval{}, false, nil
 	}
-	a, err := r.st.Approval(ctx, id)
+	a, err := r.approval(ctx, id)
 	if store.CodeOf(err) == store.CodeNotFound {
 		return store.Approval{}, false, nil
 	}

@@ -140,15 +140,8 @@ func checkAcceptedReceipts(rep *Report, rec *record, known []vouched) {
 		if e.Kind != runner.EventAccepted {
 			continue
 		}
-		var d string
-		if a := acceptedInputOf(known, i, e.Body); a.read && a.digestRead {
-			if a.kind != "receipt" {
-				continue
-			}
-			d = a.digest
-		} else if rd, ok := acceptedReceiptDigest(e.Body); ok {
-			d = rd
-		} else {
+		d, ok := acceptedReceiptOf(known, i, e.Body)
+		if !ok {
 			continue
 		}
 		if !slices.ContainsFunc(rec.receipts, func(rc store.Receipt) bool { return rc.Digest == d }) {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"strconv"
 	"testing"
+
+	"flrh.dev/flrh/internal/racebuild"
 )
 
 // FewerChecksUnderRace sets rapid's number of checks (-rapid.checks) to n
@@ -13,7 +15,7 @@ import (
 // runner's goroutines under it.
 func FewerChecksUnderRace(t testing.TB, n int) {
 	f := flag.Lookup("rapid.checks")
-	if !raceOn || f == nil {
+	if !racebuild.Enabled || f == nil {
 		return
 	}
 	was := f.Value.String()

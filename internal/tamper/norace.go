@@ -1,5 +1,0 @@
-//go:build !race
-
-package tamper
-
-const raceOn = false

@@ -1,7 +1,6 @@
 package withrunner
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -95,6 +94,10 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
+		// Mutations are counted from here: a change to the run's input
+		// (its inbox body) may rename the payee, so the body cannot say
+		// whose a mutation is, but draws run one after another.
+		before := len(sb.Mutations())
 		point := rapid.SampledFrom(points).Draw(rt, "cut point")
 		crashed := newRunner(func(p string) {
 			if p == point {
@@ -157,12 +160,7 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 			}()
 			runErr = newRunner(nil).RunToIdle(ctx)
 		}()
-		applied := 0
-		for _, m := range sb.Mutations() {
-			if bytes.Contains(m.Body, []byte(`"`+payee+`"`)) {
-				applied++
-			}
-		}
+		applied := len(sb.Mutations()) - before
 		run, readErr := st.Run(ctx, id)
 		outcome, broken := tamper.Resumed(run, readErr, runErr, applied)
 		if broken != nil {

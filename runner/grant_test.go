@@ -160,3 +160,47 @@ func FuzzCheckGrant(f *testing.F) {
 		}
 	})
 }
+
+// A request answers to one grant at a time. A second approval while the
+// first is still to be taken — at the same instant, whose grant would
+// have the same nonce, or later — is refused as a NotWaitingError naming
+// the grant that stands, and writes nothing. Once that grant has expired
+// untaken, a new approval is taken and the run is paid once.
+func TestASecondApprovalOfAGrantStillToBeTakenIsRefused(t *testing.T) {
+	h := newHarness(t)
+	if err := h.r.Start(ctx, "large", "refunds", "1", []byte(`{"refunds":[{"id":"b","amount":500,"payee":"bob"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	st, err := h.r.Inspect(ctx, "large")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("waiting %+v, %v", st.Waiting, err)
+	}
+	req := st.Waiting[0].RequestID
+	if err := h.r.Approve(ctx, "large", req, approver, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	inbox := h.inboxLen("large")
+	for _, wait := range []time.Duration{0, time.Second, 58 * time.Second} {
+		h.clock.Advance(wait)
+		err := h.r.Approve(ctx, "large", req, Actor{Name: "dave", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour)
+		var nw *NotWaitingError
+		if !errors.As(err, &nw) || !strings.Contains(err.Error(), "grant grant:") || !strings.Contains(err.Error(), "yet to take it") {
+			t.Fatalf("a second approval %s after the first: %v", wait, err)
+		}
+		if n := h.inboxLen("large"); n != inbox {
+			t.Fatalf("the refused approval left %d inbox entries, not %d", n, inbox)
+		}
+	}
+	var grants int
+	if err := h.store.DB().QueryRow(`SELECT count(*) FROM approvals`).Scan(&grants); err != nil || grants != 1 {
+		t.Fatalf("%d grants (%v)", grants, err)
+	}
+	// The first grant expires before the run takes it: another approval
+	// stands in its place.
+	h.clock.Advance(time.Second)
+	if err := h.r.Approve(ctx, "large", req, approver, time.Hour); err != nil {
+		t.Fatalf("an approval after the first grant expired: %v", err)
+	}
+	h.recovered("large")
+}

@@ -218,6 +218,16 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 		return fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)
 	}
 	now := r.cfg.Clock().UTC()
+	// A request answers to one grant at a time: a second approval while
+	// the first is still to be taken (a double click, two approvers at
+	// once) would only be ignored by the run, so it is refused here and
+	// the person told which grant stands.
+	if g, ok, err := r.pendingGrant(ctx, inbox, need, now); err != nil {
+		return err
+	} else if ok {
+		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
+			requestID, g.ID, g.ExpiresAt.UTC().Format(time.RFC3339))}
+	}
 	grant, err := grantFor(runID, need, by, now, ttl)
 	if err != nil {
 		return err
@@ -229,6 +239,31 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 		return err
 	}
 	return r.submit(ctx, runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+}
+
+// pendingGrant finds a grant of the request need handed to the run and not
+// taken yet (inbox holds the run's pending entries) that the run would
+// still take at now: granted, unexpired and held to its body.
+func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need ApprovalNeed, now time.Time) (store.Approval, bool, error) {
+	for _, in := range inbox {
+		if in.Kind != KindApprove || in.Consumed {
+			continue
+		}
+		var body approveBody
+		if decodeInto(in.Body, &body) != nil || body.ApprovalID == "" {
+			continue
+		}
+		g, err := r.cfg.Store.Approval(ctx, body.ApprovalID)
+		if store.CodeOf(err) == store.CodeNotFound {
+			continue
+		} else if err != nil {
+			return store.Approval{}, false, err
+		}
+		if g.RequestDigest == need.RequestDigest && g.Status == store.ApprovalGranted && now.Before(g.ExpiresAt) && CheckGrant(g) == nil {
+			return g, true, nil
+		}
+	}
+	return store.Approval{}, false, nil
 }
 
 // Deny refuses the approval a run waits on; the run fails permanently.

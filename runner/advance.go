@@ -2049,9 +2049,16 @@ func (r *Runner) humanReconcile(ctx context.Context, t *tick) (bool, error) {
 		r.traceNote(t, "reconcile_ignored", in.ID, "no unknown effect "+body.IntentID)
 		return true, nil
 	}
-	if !r.machine.Authorized("HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability) && !r.machine.Authorized("ABANDON", in.ActorRole, in.Capability) {
-		// Let the FSM refuse and audit it.
-		err := r.fireAs(t, "HUMAN_RECEIPT_CONFIRMED", in.ActorRole, in.Capability, nil, evidence(nil))
+	// The resolution's own event decides who may give it: a person who may
+	// confirm an outcome may not abandon one for that, nor the other way
+	// round. Someone who may not is refused by the FSM and audited before
+	// anything is closed, and the effect stays unknown.
+	event := "HUMAN_RECEIPT_CONFIRMED"
+	if body.Resolution == "abandon" {
+		event = "ABANDON"
+	}
+	if !r.machine.Authorized(event, in.ActorRole, in.Capability) {
+		err := r.fireAs(t, event, in.ActorRole, in.Capability, nil, evidence(nil))
 		var refused *RefusedError
 		if errors.As(err, &refused) {
 			return true, nil

@@ -287,6 +287,57 @@ func TestAbandonedOutcomeEndsUnknown(t *testing.T) {
 	}
 }
 
+// A resolution is given by someone its own event authorizes: a person who
+// may confirm an outcome may not abandon it for that, nor may one who may
+// abandon it confirm it. Either is refused by the FSM and audited, the
+// effect stays unknown with nothing closed, and the run goes on waiting
+// for a person who may; every pass after the refusal runs cleanly.
+func TestAResolutionIsGivenOnlyBySomeoneItsEventAuthorizes(t *testing.T) {
+	h := newHarness(t)
+	h.dest.script = []effect.Outcome{effect.Unknown}
+	h.dest.lookupErr = true
+	h.start("run-6b", small)
+	st, _ := h.r.Inspect(ctx, "run-6b")
+	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	abandoner := Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}
+	wrong := []struct {
+		resolution, event string
+		by                Actor
+	}{
+		{"abandon", "ABANDON", reconciler},
+		{"confirmed_success", "HUMAN_RECEIPT_CONFIRMED", abandoner},
+		{"confirmed_failure", "HUMAN_RECEIPT_CONFIRMED", abandoner},
+	}
+	for i, w := range wrong {
+		if err := h.r.Reconcile(ctx, "run-6b", st.Unknown[0], w.resolution, w.by); err != nil {
+			t.Fatal(err)
+		}
+		h.idle()
+		if s, _ := h.r.Inspect(ctx, "run-6b"); s.State != "HUMAN_RECONCILIATION" || len(s.Unknown) != 1 {
+			t.Fatalf("%s by %s: the run is %s, unknown %v", w.resolution, w.by.Capability, s.State, s.Unknown)
+		}
+		rej := h.rejected("run-6b")
+		if len(rej) != i+1 || rej[i].Event != w.event {
+			t.Fatalf("%s by %s: refusals %+v", w.resolution, w.by.Capability, rej)
+		}
+		if rcs, _ := h.store.Receipts(ctx, "run-6b"); len(rcs) != 0 {
+			t.Fatalf("%s by %s closed the effect: %+v", w.resolution, w.by.Capability, rcs)
+		}
+		if pending, _ := h.store.Inbox(ctx, "run-6b", true); len(pending) != 0 {
+			t.Fatalf("%s by %s: %d entries left pending", w.resolution, w.by.Capability, len(pending))
+		}
+	}
+	if err := h.r.Reconcile(ctx, "run-6b", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.run("run-6b").State; s != "SUCCEEDED" || h.dest.count() != 1 {
+		t.Fatalf("after a reconciler's confirmation: %s, %d mutations", s, h.dest.count())
+	}
+}
+
 func TestTransientFailureRetriesWithTheSameKey(t *testing.T) {
 	h := newHarness(t)
 	h.dest.script = []effect.Outcome{effect.FailedTransient}

@@ -15,11 +15,11 @@ func TestInboundIDMatchesSprintf(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.String()
 		runID, kind := s.Draw(t, "run"), s.Draw(t, "kind")
-		by := Actor{Name: s.Draw(t, "name"), Role: s.Draw(t, "role")}
+		by := Actor{Name: s.Draw(t, "name"), Role: s.Draw(t, "role"), Capability: s.Draw(t, "capability")}
 		nanos := rapid.Int64().Draw(t, "nanos")
 		b := []byte(s.Draw(t, "body"))
-		want := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s",
-			runID, by.Name, by.Role, nanos, b)))[:32])
+		want := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s",
+			runID, by.Name, by.Role, by.Capability, nanos, b)))[:32])
 		if got := inboundID(runID, kind, by, nanos, b); got != want {
 			t.Fatalf("id %q, want %q", got, want)
 		}

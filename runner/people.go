@@ -510,8 +510,12 @@ func (r *Runner) inboundBytes(runID, kind string, by Actor, b []byte) store.Inbo
 }
 
 // inboundID is kind, a colon and the first 32 hex digits of the SHA-256 of
-// the run, the actor's name and role, the time and the body, separated by
-// NUL bytes (the bytes fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%s") wrote).
+// the run, the actor's name, role and capability, the time and the body,
+// separated by NUL bytes (the bytes
+// fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s") writes). Everything
+// that makes one act another is in it: the store takes an id it holds as
+// the same act submitted again, so two acts that differ only in the
+// capability exercised must not share one.
 func inboundID(runID, kind string, by Actor, nanos int64, b []byte) string {
 	sum := cjson.SumWritten(func(p []byte) []byte {
 		p = append(p, runID...)
@@ -519,6 +523,8 @@ func inboundID(runID, kind string, by Actor, nanos int64, b []byte) string {
 		p = append(p, by.Name...)
 		p = append(p, 0)
 		p = append(p, by.Role...)
+		p = append(p, 0)
+		p = append(p, by.Capability...)
 		p = append(p, 0)
 		p = strconv.AppendInt(p, nanos, 10)
 		p = append(p, 0)

@@ -418,8 +418,9 @@ type Store interface {
 	Approval(ctx context.Context, approvalID string) (Approval, error)
 
 	// Submit appends an inbound event to a run's inbox. The same id with the
-	// same content is accepted once and then ignored; with other content it is
-	// CodeExists. A run that has ended refuses new inbound events.
+	// same content (kind, actor, role, capability and body) is accepted once
+	// and then ignored; with other content it is CodeExists. A run that has
+	// ended refuses new inbound events.
 	Submit(ctx context.Context, in Inbound) error
 	// Inbox returns a run's inbound events in order; pendingOnly drops the
 	// consumed ones.

@@ -32,20 +32,22 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	// folded into its one statement compares the count on the row it
 	// locked with its snapshot's (see fenceChecksInbox).
 	var found, pending int64
-	var outcome, digest *string
+	var outcome *string
+	var same *bool // an entry with the id: whether it is this one
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
 		tx.Queue(`WITH r AS MATERIALIZED (SELECT run_id, outcome FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
 c AS MATERIALIZED (SELECT r.run_id, r.outcome, `+nowParam(10)+` AS now FROM r),
-prior AS MATERIALIZED (SELECT digest FROM inbox WHERE run_id = $1 AND inbound_id = $2),
+prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
+	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
 ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
 	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
 	RETURNING 1),
 woken AS (SELECT pg_notify($9, $1) FROM ins),
 counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)
-SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT digest FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`,
+SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`,
 			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &digest, &pending) })
+			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &same, &pending) })
 		err := tx.commit(ctx)
 		if c := pgConstraint(err); isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
 			return errRetryInbox
@@ -57,9 +59,9 @@ SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT digest FROM pr
 		return err
 	case found == 0:
 		return store.Errorf(store.CodeNotFound, op, in.RunID, nil, "not found")
-	case digest != nil && *digest == in.Digest:
+	case same != nil && *same:
 		return nil // the same event submitted again: idempotent
-	case digest != nil:
+	case same != nil:
 		return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
 	case outcome != nil && *outcome != "":
 		return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", *outcome)

@@ -20,10 +20,11 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		if err := s.queryRow(ctx, tx, `SELECT outcome, quarantine FROM runs WHERE run_id = ?`, in.RunID).Scan(&outcome, &quarantine); err != nil {
 			return err
 		}
-		var digest string
-		err := s.queryRow(ctx, tx, `SELECT digest FROM inbox WHERE run_id = ? AND inbound_id = ?`, in.RunID, in.ID).Scan(&digest)
+		var prior store.Inbound
+		err := s.queryRow(ctx, tx, `SELECT digest, kind, actor_role, actor, capability FROM inbox WHERE run_id = ? AND inbound_id = ?`, in.RunID, in.ID).
+			Scan(&prior.Digest, &prior.Kind, &prior.ActorRole, &prior.Actor, &prior.Capability)
 		switch {
-		case err == nil && digest == in.Digest:
+		case err == nil && prior.Digest == in.Digest && prior.Kind == in.Kind && prior.ActorRole == in.ActorRole && prior.Actor == in.Actor && prior.Capability == in.Capability:
 			return nil // the same event submitted again: idempotent
 		case err == nil:
 			return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)

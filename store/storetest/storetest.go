@@ -579,6 +579,18 @@ func testInbox(t *testing.T, s store.Store, _ *Clock) {
 	must(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":1}`)))
 	must(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":1}`))) // idempotent
 	mustCode(t, s.Submit(ctx, Inb("r", "a", "APPROVE", `{"x":2}`)), store.CodeExists)
+	// The same body from someone else, or under another role, capability
+	// or kind, is another act: never taken as this one submitted again.
+	for _, edit := range []func(in *store.Inbound){
+		func(in *store.Inbound) { in.Actor = "bob" },
+		func(in *store.Inbound) { in.ActorRole = "human_reconciler" },
+		func(in *store.Inbound) { in.Capability = "approval.deny" },
+		func(in *store.Inbound) { in.Kind = "DENY" },
+	} {
+		other := Inb("r", "a", "APPROVE", `{"x":1}`)
+		edit(&other)
+		mustCode(t, s.Submit(ctx, other), store.CodeExists)
+	}
 	must(t, s.Submit(ctx, Inb("r", "b", "CANCEL", `{}`)))
 	bad := Inb("r", "c", "X", `{}`)
 	bad.Digest = "sha256:00"

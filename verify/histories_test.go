@@ -1,0 +1,558 @@
+package verify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	tamperdb "flrh.dev/flrh/internal/tamper"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/workflow"
+	"pgregory.net/rapid"
+)
+
+// The kinds of refund a history asks for, each taking another path
+// through the refund-agent bundle.
+const (
+	kindSmall    = "small"    // paid outright
+	kindLarge    = "large"    // waits for finance-lead's approval
+	kindBlocked  = "blocked"  // payee on the block list: nothing is sent
+	kindGoodwill = "goodwill" // contested gates open OPTIONS for a person's choice
+)
+
+// modelRun is what the history did to one run, as far as the model needs
+// it to say how the run may end.
+type modelRun struct {
+	id, key        string // the run and its refund's idempotency key
+	kind           string
+	amount         int
+	payee          string
+	denied         bool // a denial was taken
+	cancelled      bool // a cancellation was taken
+	abandoned      bool // a person abandoned its effect
+	failedByPerson bool // a person reconciled its effect as failed
+	// junk counts acts taken that cannot move the run (a choice of
+	// nothing offered, a malformed request): enough of them end it for
+	// want of progress, as the loop contract says.
+	junk int
+}
+
+// lookups is an adapter whose lookups can be made to answer "still
+// unknown", as a destination that cannot be reached would; its requests
+// go to the sandbox as they are.
+type lookups struct {
+	effect.Adapter
+	down *atomic.Bool
+}
+
+func (l lookups) Lookup(ctx context.Context, key, contentDigest string) (effect.LookupResult, error) {
+	if l.down.Load() {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "UNREACHABLE"}, nil
+	}
+	return l.Adapter.Lookup(ctx, key, contentDigest)
+}
+
+// history is one drawn history: a store, a destination, the runners that
+// take turns on it and what the model knows.
+type history struct {
+	t     *rapid.T
+	st    historyStore
+	sb    *sandbox.Sandbox
+	wf    *bundle.Workflow
+	clock *stepClock
+	down  atomic.Bool
+	runs  []*modelRun
+	acts  map[string]int // how often each act was taken or refused, and each fault
+	// failing is set once the destination was told to fail requests: a run
+	// may then fail for good when its attempts run out.
+	failing bool
+}
+
+var (
+	financeLead = runner.Actor{Name: "finance-lead", Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	denyingLead = runner.Actor{Name: "finance-lead", Role: "human_approver", Capability: "approval.deny"}
+	stranger    = runner.Actor{Name: "mallory", Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	chooserOp   = runner.Actor{Name: "olga", Role: "operator", Capability: "mrp.choose_option"}
+	reconcilerP = runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.confirm_external"}
+	abandonerP  = runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}
+	requesterP  = runner.Actor{Name: "carol", Role: "authorized_requester", Capability: "run.cancel"}
+)
+
+func (h *history) runner(cut func(string)) *runner.Runner {
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "http/1", lookups{h.sb.Adapter(), &h.down}); err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.wf}, Adapters: reg, Owner: "runner-1",
+		Cut: cut, Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// idle runs every run as far as it goes, with a runner that may stop
+// dead at cut (nil: never).
+func (h *history) idle(cut string) {
+	var f func(string)
+	if cut != "" {
+		f = func(p string) {
+			if p == cut {
+				panic(crashed(p))
+			}
+		}
+	}
+	r := h.runner(f)
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != crashed(cut) {
+				h.t.Fatalf("the runner panicked: %v", p)
+			}
+		}()
+		err = r.RunToIdle(ctx)
+	}()
+	if err != nil {
+		h.t.Fatalf("running to idle: %v", err)
+	}
+}
+
+// crashed is what a cut point panics with to stop a runner where it
+// stands.
+type crashed string
+
+// fingerprint is what a refused act must leave as it was: the run's
+// header, its inbox and the approvals ledger.
+func (h *history) fingerprint(id string) string {
+	run, err := h.st.Run(ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	inbox, err := h.st.Inbox(ctx, id, false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	grants, err := h.st.grants()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return fmt.Sprintf("%+v inbox=%d grants=%d mutations=%d", run, len(inbox), grants, len(h.sb.Mutations()))
+}
+
+// act takes a person's act on run m and holds a refusal to its promise:
+// a typed error, and nothing changed.
+func (h *history) act(name string, m *modelRun, do func(r *runner.Runner) error) bool {
+	before := h.fingerprint(m.id)
+	err := do(h.runner(nil))
+	if err == nil {
+		h.acts[name+" taken"]++
+		return true
+	}
+	var nw *runner.NotWaitingError
+	var ended *runner.EndedError
+	var who *runner.ApproverRefusedError
+	var bad *runner.InputRefusedError
+	if !errors.As(err, &nw) && !errors.As(err, &ended) && !errors.As(err, &who) && !errors.As(err, &bad) {
+		h.t.Fatalf("%s on %s: an untyped refusal: %v", name, m.id, err)
+	}
+	if after := h.fingerprint(m.id); after != before {
+		h.t.Fatalf("%s on %s was refused (%v) and changed the run:\nbefore %s\nafter  %s", name, m.id, err, before, after)
+	}
+	h.acts[name+" refused"]++
+	return false
+}
+
+func (h *history) status(id string) runner.Status {
+	s, err := h.runner(nil).Inspect(ctx, id)
+	if err != nil {
+		h.t.Fatalf("inspect %s: %v", id, err)
+	}
+	return s
+}
+
+func (h *history) view(s runner.Status) workflow.View {
+	v, _ := s.View.(workflow.View)
+	return v
+}
+
+// mutations returns the destination's mutations under key.
+func (h *history) mutations(key string) []sandbox.Mutation {
+	var out []sandbox.Mutation
+	for _, m := range h.sb.Mutations() {
+		if m.IdempotencyKey == key {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// checkAll verifies and replays every run: whatever a history did, the
+// record must hold.
+func (h *history) checkAll(after string) {
+	for _, m := range h.runs {
+		rep, rp, err := Check(ctx, h.st, nil, h.wf, m.id)
+		if err != nil {
+			h.t.Fatalf("after %s: checking %s: %v", after, m.id, err)
+		}
+		if !rep.OK() || !rp.OK() {
+			h.t.Fatalf("after %s: %s does not verify: %+v %+v", after, m.id, rep.Findings, rp.Findings)
+		}
+	}
+}
+
+// Any history of runs of the refund-agent bundle — refunds of every kind,
+// people's acts valid and not, destinations that fail, apply and drop the
+// answer or cannot be asked, runners killed at any cut point, the clock
+// moving past leases — keeps the runtime's promises at every step and at
+// its end:
+//
+//   - no panic; a refused act is a typed error and changes nothing;
+//   - every run verifies and replays byte for byte after every step;
+//   - the destination applies a run's refund at most once, exactly as
+//     asked, never for a run that was denied or blocked;
+//   - once people answer what the runs wait on (approving, choosing,
+//     reconciling from what the destination says), every run ends, and it
+//     ends SUCCEEDED exactly when its refund was applied, where the model
+//     of what the history did allows it.
+func TestAnyHistoryKeepsThePromises(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a store and runs per draw")
+	}
+	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	checkHistories(t, clock, func(draw int) historyStore {
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("h%d.db", draw)), sqlite.Options{Clock: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return historyStore{Store: st, close: func() { st.Close() }, grants: func() (n int, err error) {
+			return n, st.DB().QueryRow(`SELECT count(*) FROM approvals`).Scan(&n)
+		}}
+	})
+}
+
+// On PostgreSQL as on SQLite: the draws share one schema, each with runs
+// of its own.
+func TestAnyHistoryKeepsThePromisesOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs per draw")
+	}
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset")
+	}
+	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_test_" + hex.EncodeToString(b[:])
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := st.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		st.Close()
+	}()
+	checkHistories(t, clock, func(draw int) historyStore {
+		return historyStore{Store: st, prefix: fmt.Sprintf("d%d-", draw), close: func() {}, grants: func() (n int, err error) {
+			return n, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+schema+`.approvals`).Scan(&n)
+		}}
+	})
+}
+
+// historyStore is the store a draw's history runs on.
+type historyStore struct {
+	store.Store
+	prefix string              // names the draw's runs apart from earlier draws' in a store they share
+	grants func() (int, error) // the approvals ledger's rows
+	close  func()
+}
+
+// checkHistories draws histories on the stores open gives, one a draw,
+// all on clock.
+func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyStore) {
+	wf, _ := refundAgent(t)
+	acts := map[string]int{}
+	outcomes := map[string]int{}
+	draws := 0
+	tamperdb.FewerChecksUnderRace(t, 10)
+	rapid.Check(t, func(rt *rapid.T) {
+		draws++
+		hs := open(draws)
+		defer hs.close()
+		sb, err := sandbox.New(sandbox.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &history{t: rt, st: hs, sb: sb, wf: wf, clock: clock, acts: acts}
+		pick := func(label string) *modelRun {
+			return h.runs[rapid.IntRange(0, len(h.runs)-1).Draw(rt, label)]
+		}
+		var elapsed time.Duration
+		steps := rapid.IntRange(1, 24).Draw(rt, "steps")
+		for step := 0; step < steps; step++ {
+			what := "start"
+			if len(h.runs) > 0 {
+				what = rapid.SampledFrom([]string{"start", "approve", "approve-stale", "approve-stranger", "deny", "choose",
+					"choose-nothing", "cancel", "reconcile", "submit", "fault-503", "fault-drop", "lookups", "crash", "idle", "clock"}).Draw(rt, "act")
+			}
+			switch what {
+			case "start":
+				n := len(h.runs)
+				m := &modelRun{id: fmt.Sprintf("%srun-%d", hs.prefix, n), kind: rapid.SampledFrom([]string{kindSmall, kindLarge, kindBlocked, kindGoodwill}).Draw(rt, "kind")}
+				m.amount, m.payee = rapid.IntRange(1, 100).Draw(rt, "small amount"), fmt.Sprintf("payee-%d", n)
+				reason := "damaged item"
+				switch m.kind {
+				case kindLarge:
+					m.amount = rapid.IntRange(101, 5000).Draw(rt, "large amount")
+				case kindBlocked:
+					m.payee = "mallory"
+				case kindGoodwill:
+					reason = "goodwill"
+				}
+				in, _ := json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
+					"refund_id": fmt.Sprintf("r-%s%d", hs.prefix, n), "amount": m.amount, "payee": m.payee, "reason": reason}})
+				if err := h.runner(nil).Start(ctx, m.id, wf.ID(), wf.Version(), in); err != nil {
+					rt.Fatalf("start %s: %v", m.id, err)
+				}
+				h.runs = append(h.runs, m)
+				if rapid.Bool().Draw(rt, "advance now") {
+					h.idle("")
+				}
+			case "approve", "approve-stale", "approve-stranger":
+				m := pick("run")
+				req := ""
+				if w := h.status(m.id).Waiting; len(w) > 0 {
+					req = w[0].RequestID
+				}
+				by := financeLead
+				switch what {
+				case "approve-stale":
+					req = "approval:" + m.id + "-elsewhere"
+				case "approve-stranger":
+					by = stranger
+				}
+				h.act(what, m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, req, by, time.Hour) })
+			case "deny":
+				m := pick("run")
+				req := ""
+				if w := h.status(m.id).Waiting; len(w) > 0 {
+					req = w[0].RequestID
+				}
+				if h.act(what, m, func(r *runner.Runner) error { return r.Deny(ctx, m.id, req, "not this one", denyingLead) }) {
+					m.denied = true
+				}
+			case "choose", "choose-nothing":
+				m := pick("run")
+				prop, opt := "proposal:none", "path:none"
+				if offers := h.view(h.status(m.id)).Offers; len(offers) > 0 && what == "choose" {
+					prop, opt = offers[0].ProposalID, rapid.SampledFrom(offers[0].Options).Draw(rt, "option")
+				}
+				if h.act(what, m, func(r *runner.Runner) error { return r.Choose(ctx, m.id, prop, opt, chooserOp) }) && prop == "proposal:none" {
+					m.junk++
+				}
+			case "cancel":
+				m := pick("run")
+				if h.act(what, m, func(r *runner.Runner) error { return r.Cancel(ctx, m.id, "changed my mind", requesterP) }) {
+					m.cancelled = true
+				}
+			case "reconcile":
+				m := pick("run")
+				intent := "intent:none"
+				if u := h.status(m.id).Unknown; len(u) > 0 {
+					intent = u[0]
+				}
+				// The truth as the destination tells it, an abandonment, or
+				// an abandonment by a reconciler who may only confirm (the
+				// run refuses and audits it, and goes on waiting).
+				resolution := rapid.SampledFrom([]string{"truth", "abandon", "abandon-unentitled"}).Draw(rt, "resolution")
+				by := reconcilerP
+				switch resolution {
+				case "truth":
+					resolution = "confirmed_failure"
+					if h.appliedFor(m) {
+						resolution = "confirmed_success"
+					}
+				case "abandon":
+					by = abandonerP
+				case "abandon-unentitled":
+					resolution = "abandon"
+				}
+				if h.act(what, m, func(r *runner.Runner) error { return r.Reconcile(ctx, m.id, intent, resolution, by) }) {
+					m.abandoned = m.abandoned || by == abandonerP
+					m.failedByPerson = m.failedByPerson || resolution == "confirmed_failure"
+				}
+			case "submit":
+				m := pick("run")
+				if h.act(what, m, func(r *runner.Runner) error {
+					return r.Submit(ctx, m.id, []byte(`{"type":"refund.requested/1","payload":{"refund_id":"again"}}`), requesterP)
+				}) {
+					m.junk++
+				}
+			case "fault-503":
+				times := rapid.IntRange(1, 3).Draw(rt, "failures")
+				if err := sb.Inject(sandbox.Fault{Times: int64(times), Status: 503}); err != nil {
+					t.Fatal(err)
+				}
+				h.failing = true
+			case "fault-drop":
+				if err := sb.Inject(sandbox.Fault{Times: 1, Drop: true}); err != nil {
+					t.Fatal(err)
+				}
+			case "lookups":
+				h.down.Store(!h.down.Load())
+			case "crash":
+				h.idle(rapid.SampledFrom(runner.CutPoints).Draw(rt, "cut point"))
+			case "idle":
+				h.idle("")
+			case "clock":
+				d := time.Duration(rapid.IntRange(1, 40).Draw(rt, "seconds")) * time.Second
+				if elapsed+d < 300*time.Second {
+					elapsed += d
+					clock.Advance(d)
+				}
+			}
+			if !strings.HasPrefix(what, "approve") && !strings.HasPrefix(what, "choose") && what != "deny" && what != "cancel" && what != "reconcile" && what != "submit" {
+				acts[what]++
+			}
+			h.learnKeys()
+			h.checkAll(what)
+		}
+
+		// People answer what the runs wait on, from what they see and what
+		// the destination says, until nothing moves.
+		sb.ClearFaults()
+		h.down.Store(false)
+		for round := 0; ; round++ {
+			if round == 8 {
+				rt.Fatalf("the runs still move after %d rounds of answers", round)
+			}
+			h.idle("")
+			h.learnKeys()
+			answered := false
+			for _, m := range h.runs {
+				s := h.status(m.id)
+				if s.Run.Outcome != "" {
+					continue
+				}
+				for _, w := range s.Waiting {
+					answered = h.act("approve", m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, w.RequestID, financeLead, time.Hour) }) || answered
+				}
+				for _, u := range s.Unknown {
+					res := "confirmed_failure"
+					if h.appliedFor(m) {
+						res = "confirmed_success"
+					}
+					if h.act("reconcile", m, func(r *runner.Runner) error { return r.Reconcile(ctx, m.id, u, res, reconcilerP) }) {
+						answered = true
+						m.failedByPerson = m.failedByPerson || res == "confirmed_failure"
+					}
+				}
+				for _, o := range h.view(s).Offers {
+					answered = h.act("choose", m, func(r *runner.Runner) error { return r.Choose(ctx, m.id, o.ProposalID, o.Options[0], chooserOp) }) || answered
+				}
+			}
+			if !answered {
+				break
+			}
+		}
+		h.checkAll("the answers")
+		for _, m := range h.runs {
+			h.holdEnd(m)
+			outcomes[m.kind+" "+h.status(m.id).Run.State]++
+		}
+	})
+	t.Logf("%d draws; acts: %v", draws, acts)
+	t.Logf("outcomes: %v", outcomes)
+}
+
+// learnKeys reads each run's refund idempotency key from its committed
+// intent once there is one.
+func (h *history) learnKeys() {
+	for _, m := range h.runs {
+		if m.key != "" {
+			continue
+		}
+		intents, err := h.st.Intents(ctx, m.id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(intents) > 1 {
+			h.t.Fatalf("%s committed %d intents for one refund", m.id, len(intents))
+		}
+		if len(intents) == 1 {
+			m.key = intents[0].IdempotencyKey
+		}
+	}
+}
+
+// appliedFor reports whether the destination applied run m's refund.
+func (h *history) appliedFor(m *modelRun) bool {
+	h.learnKeys()
+	return m.key != "" && len(h.mutations(m.key)) > 0
+}
+
+// holdEnd holds run m, once people have answered, to how it may end.
+func (h *history) holdEnd(m *modelRun) {
+	s := h.status(m.id)
+	applied := h.mutations(m.key)
+	if m.key == "" {
+		applied = nil
+	}
+	if len(applied) > 1 {
+		h.t.Fatalf("%s: %d mutations for one refund", m.id, len(applied))
+	}
+	if len(applied) == 1 {
+		body := string(applied[0].Body)
+		if !strings.Contains(body, fmt.Sprintf(`"amount":%d`, m.amount)) || !strings.Contains(body, fmt.Sprintf(`"payee":%q`, m.payee)) {
+			h.t.Fatalf("%s asked for %d to %s; the destination applied %s", m.id, m.amount, m.payee, body)
+		}
+	}
+	if (m.kind == kindBlocked || m.denied) && len(applied) > 0 {
+		h.t.Fatalf("%s (%s, denied %v) was paid", m.id, m.kind, m.denied)
+	}
+	receipts, err := h.st.Receipts(ctx, m.id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	confirmed := slices.ContainsFunc(receipts, func(r store.Receipt) bool { return r.Outcome == "confirmed_success" })
+	if confirmed != (len(applied) == 1) && !m.abandoned {
+		h.t.Fatalf("%s: a confirmed success in its receipts is %v, the destination applied %d", m.id, confirmed, len(applied))
+	}
+	if s.Run.State == "SUCCEEDED" && len(applied) != 1 {
+		h.t.Fatalf("%s SUCCEEDED with %d mutations", m.id, len(applied))
+	}
+	if m.kind == kindBlocked {
+		return // ineligible: it may rest or end, never paid
+	}
+	if s.Run.Outcome == "" {
+		h.t.Fatalf("%s (%s) did not end once people answered: %s, waiting %v, unknown %v", m.id, m.kind, s.Run.State, s.Waiting, s.Unknown)
+	}
+	excused := m.denied || m.cancelled || m.abandoned || m.failedByPerson
+	if !excused && len(applied) == 1 && s.Run.State != "SUCCEEDED" {
+		h.t.Fatalf("%s (%s) was paid and ended %s", m.id, m.kind, s.Run.State)
+	}
+	// Crashes, dropped answers, lookups that cannot be made and a clock
+	// moved past leases only delay a run: with nobody refusing it and no
+	// request failed at the destination, it is paid.
+	if !excused && !h.failing && s.Run.State != "SUCCEEDED" && !(m.junk > 0 && s.Run.State == "NO_PROGRESS") {
+		h.t.Fatalf("%s (%s) ended %s (%s) though nothing refused or failed it", m.id, m.kind, s.Run.State, s.Run.Outcome)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
 	tamperdb "flrh.dev/flrh/internal/tamper"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
@@ -51,6 +52,11 @@ type modelRun struct {
 	// nothing offered, a malformed request): enough of them end it for
 	// want of progress, as the loop contract says.
 	junk int
+	// steered is set once a person's transition of deliberation (a pause,
+	// an exit, an escalation, ...) was taken: the run may then rest or end
+	// where that leaves it.
+	steered bool
+	resumed bool // the answers resumed its deliberation
 }
 
 // lookups is an adapter whose lookups can be made to answer "still
@@ -311,7 +317,7 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 			what := "start"
 			if len(h.runs) > 0 {
 				what = rapid.SampledFrom([]string{"start", "approve", "approve-stale", "approve-stranger", "deny", "choose",
-					"choose-nothing", "cancel", "reconcile", "submit", "fault-503", "fault-drop", "lookups", "crash", "idle", "clock"}).Draw(rt, "act")
+					"choose-nothing", "cancel", "reconcile", "submit", "control", "fault-503", "fault-drop", "lookups", "crash", "idle", "clock"}).Draw(rt, "act")
 			}
 			switch what {
 			case "start":
@@ -349,7 +355,10 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 				case "approve-stranger":
 					by = stranger
 				}
-				h.act(what, m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, req, by, time.Hour) })
+				// A grant may expire before the run takes it (the clock moves
+				// up to 40 seconds a step).
+				ttl := rapid.SampledFrom([]time.Duration{10 * time.Second, time.Hour}).Draw(rt, "ttl")
+				h.act(what, m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, req, by, ttl) })
 			case "deny":
 				m := pick("run")
 				req := ""
@@ -406,6 +415,24 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 				}) {
 					m.junk++
 				}
+			case "control":
+				m := pick("run")
+				trigger := rapid.SampledFrom([]mrp.Trigger{mrp.Pause, mrp.Resume, mrp.HumanExit, mrp.HumanEscalate, mrp.RejectAll, mrp.RequestTest}).Draw(rt, "trigger")
+				capability, _ := mrp.RequiredCapability(trigger)
+				if rapid.Bool().Draw(rt, "unentitled") {
+					capability = "mrp.pause"
+					if trigger == mrp.Pause {
+						capability = "mrp.exit"
+					}
+				}
+				prop := ""
+				if offers := h.view(h.status(m.id)).Offers; len(offers) > 0 && rapid.Bool().Draw(rt, "about a proposal") {
+					prop = offers[0].ProposalID
+				}
+				by := runner.Actor{Name: "olga", Role: "operator", Capability: capability}
+				if h.act(what, m, func(r *runner.Runner) error { return r.Control(ctx, m.id, string(trigger), prop, "steered", by) }) {
+					m.steered = true
+				}
 			case "fault-503":
 				times := rapid.IntRange(1, 3).Draw(rt, "failures")
 				if err := sb.Inject(sandbox.Fault{Times: int64(times), Status: 503}); err != nil {
@@ -429,7 +456,7 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 					clock.Advance(d)
 				}
 			}
-			if !strings.HasPrefix(what, "approve") && !strings.HasPrefix(what, "choose") && what != "deny" && what != "cancel" && what != "reconcile" && what != "submit" {
+			if !strings.HasPrefix(what, "approve") && !strings.HasPrefix(what, "choose") && what != "deny" && what != "cancel" && what != "reconcile" && what != "submit" && what != "control" {
 				acts[what]++
 			}
 			h.learnKeys()
@@ -465,8 +492,17 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 						m.failedByPerson = m.failedByPerson || res == "confirmed_failure"
 					}
 				}
-				for _, o := range h.view(s).Offers {
+				v := h.view(s)
+				for _, o := range v.Offers {
 					answered = h.act("choose", m, func(r *runner.Runner) error { return r.Choose(ctx, m.id, o.ProposalID, o.Options[0], chooserOp) }) || answered
+				}
+				// Deliberation a person paused or escalated is resumed by
+				// one, once.
+				if (v.MRPState == string(mrp.Hold) || v.MRPState == string(mrp.Escalate)) && !m.resumed {
+					m.resumed = true
+					answered = h.act("resume", m, func(r *runner.Runner) error {
+						return r.Control(ctx, m.id, string(mrp.Resume), "", "answered", runner.Actor{Name: "olga", Role: "operator", Capability: "mrp.resume"})
+					}) || answered
 				}
 			}
 			if !answered {
@@ -477,6 +513,26 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 		for _, m := range h.runs {
 			h.holdEnd(m)
 			outcomes[m.kind+" "+h.status(m.id).Run.State]++
+		}
+		// Whatever a run rests in once nothing is in flight, a cancellation
+		// ends it.
+		cancelled := false
+		for _, m := range h.runs {
+			if h.status(m.id).Run.Outcome == "" {
+				if !h.act("cancel", m, func(r *runner.Runner) error { return r.Cancel(ctx, m.id, "closing", requesterP) }) {
+					rt.Fatalf("%s: a cancellation of a live run was refused", m.id)
+				}
+				cancelled = true
+			}
+		}
+		if cancelled {
+			h.idle("")
+			for _, m := range h.runs {
+				if s := h.status(m.id); s.Run.Outcome == "" {
+					rt.Fatalf("%s (%s) rests in %s after a cancellation", m.id, m.kind, s.Run.State)
+				}
+			}
+			h.checkAll("the cancellations")
 		}
 	})
 	t.Logf("%d draws; acts: %v", draws, acts)
@@ -542,10 +598,13 @@ func (h *history) holdEnd(m *modelRun) {
 	if m.kind == kindBlocked {
 		return // ineligible: it may rest or end, never paid
 	}
+	if m.steered && s.Run.Outcome == "" {
+		return // a person's exit or rejection may leave it resting
+	}
 	if s.Run.Outcome == "" {
 		h.t.Fatalf("%s (%s) did not end once people answered: %s, waiting %v, unknown %v", m.id, m.kind, s.Run.State, s.Waiting, s.Unknown)
 	}
-	excused := m.denied || m.cancelled || m.abandoned || m.failedByPerson
+	excused := m.denied || m.cancelled || m.abandoned || m.failedByPerson || m.steered
 	if !excused && len(applied) == 1 && s.Run.State != "SUCCEEDED" {
 		h.t.Fatalf("%s (%s) was paid and ended %s", m.id, m.kind, s.Run.State)
 	}

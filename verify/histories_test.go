@@ -28,26 +28,39 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The kinds of refund a history asks for, each taking another path
-// through the refund-agent bundle.
+// The kinds of run a history starts, each taking another path through
+// the refund-agent or the ops-agent bundle.
 const (
-	kindSmall    = "small"    // paid outright
-	kindLarge    = "large"    // waits for finance-lead's approval
-	kindBlocked  = "blocked"  // payee on the block list: nothing is sent
-	kindGoodwill = "goodwill" // contested gates open OPTIONS for a person's choice
+	kindSmall       = "small"       // a refund paid outright
+	kindLarge       = "large"       // a refund that waits for finance-lead's approval
+	kindBlocked     = "blocked"     // a refund to a payee on the block list: nothing is sent
+	kindGoodwill    = "goodwill"    // contested gates open OPTIONS for a person's choice
+	kindDiagnostic  = "diagnostic"  // a read-only probe, run outright
+	kindRestart     = "restart"     // a restart that waits for oncall-lead's approval
+	kindFrozen      = "frozen"      // a restart of a service under change freeze: nothing is sent
+	kindOutside     = "outside"     // a restart through a destination outside the network: refused
+	kindUnexplained = "unexplained" // a restart nobody explains: escalated to a person first
 )
+
+var kinds = []string{kindSmall, kindLarge, kindBlocked, kindGoodwill, kindDiagnostic, kindRestart, kindFrozen, kindOutside, kindUnexplained}
+
+// neverSent reports whether a kind of run may never reach the destination.
+func neverSent(kind string) bool {
+	return kind == kindBlocked || kind == kindFrozen || kind == kindOutside
+}
 
 // modelRun is what the history did to one run, as far as the model needs
 // it to say how the run may end.
 type modelRun struct {
-	id, key        string // the run and its refund's idempotency key
+	id, key        string // the run and its effect's idempotency key
 	kind           string
-	amount         int
-	payee          string
-	denied         bool // a denial was taken
-	cancelled      bool // a cancellation was taken
-	abandoned      bool // a person abandoned its effect
-	failedByPerson bool // a person reconciled its effect as failed
+	wf             *bundle.Workflow
+	approver       runner.Actor // who may approve its effect
+	expect         []string     // what the applied request's body says
+	denied         bool         // a denial was taken
+	cancelled      bool         // a cancellation was taken
+	abandoned      bool         // a person abandoned its effect
+	failedByPerson bool         // a person reconciled its effect as failed
 	// junk counts acts taken that cannot move the run (a choice of
 	// nothing offered, a malformed request): enough of them end it for
 	// want of progress, as the loop contract says.
@@ -77,14 +90,14 @@ func (l lookups) Lookup(ctx context.Context, key, contentDigest string) (effect.
 // history is one drawn history: a store, a destination, the runners that
 // take turns on it and what the model knows.
 type history struct {
-	t     *rapid.T
-	st    historyStore
-	sb    *sandbox.Sandbox
-	wf    *bundle.Workflow
-	clock *stepClock
-	down  atomic.Bool
-	runs  []*modelRun
-	acts  map[string]int // how often each act was taken or refused, and each fault
+	t            *rapid.T
+	st           historyStore
+	sb           *sandbox.Sandbox
+	refunds, ops *bundle.Workflow
+	clock        *stepClock
+	down         atomic.Bool
+	runs         []*modelRun
+	acts         map[string]int // how often each act was taken or refused, and each fault
 	// failing is set once the destination was told to fail requests: a run
 	// may then fail for good when its attempts run out.
 	failing bool
@@ -92,6 +105,7 @@ type history struct {
 
 var (
 	financeLead = runner.Actor{Name: "finance-lead", Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	oncallLead  = runner.Actor{Name: "oncall-lead", Role: "human_approver", Capability: "approval.grant_exact_hash"}
 	denyingLead = runner.Actor{Name: "finance-lead", Role: "human_approver", Capability: "approval.deny"}
 	stranger    = runner.Actor{Name: "mallory", Role: "human_approver", Capability: "approval.grant_exact_hash"}
 	chooserOp   = runner.Actor{Name: "olga", Role: "operator", Capability: "mrp.choose_option"}
@@ -102,10 +116,12 @@ var (
 
 func (h *history) runner(cut func(string)) *runner.Runner {
 	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "http/1", lookups{h.sb.Adapter(), &h.down}); err != nil {
-		h.t.Fatal(err)
+	for _, et := range []string{"refund.pay", "diag.read", "service.restart"} {
+		if err := reg.Register(et, "http/1", lookups{h.sb.Adapter(), &h.down}); err != nil {
+			h.t.Fatal(err)
+		}
 	}
-	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.wf}, Adapters: reg, Owner: "runner-1",
+	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.refunds, h.ops}, Adapters: reg, Owner: "runner-1",
 		Cut: cut, Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
 	if err != nil {
 		h.t.Fatal(err)
@@ -212,7 +228,7 @@ func (h *history) mutations(key string) []sandbox.Mutation {
 // record must hold.
 func (h *history) checkAll(after string) {
 	for _, m := range h.runs {
-		rep, rp, err := Check(ctx, h.st, nil, h.wf, m.id)
+		rep, rp, err := Check(ctx, h.st, nil, m.wf, m.id)
 		if err != nil {
 			h.t.Fatalf("after %s: checking %s: %v", after, m.id, err)
 		}
@@ -294,7 +310,11 @@ type historyStore struct {
 // checkHistories draws histories on the stores open gives, one a draw,
 // all on clock.
 func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyStore) {
-	wf, _ := refundAgent(t)
+	refunds, _ := refundAgent(t)
+	ops, _, err := bundle.LoadExample("ops-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
 	acts := map[string]int{}
 	outcomes := map[string]int{}
 	draws := 0
@@ -307,7 +327,7 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := &history{t: rt, st: hs, sb: sb, wf: wf, clock: clock, acts: acts}
+		h := &history{t: rt, st: hs, sb: sb, refunds: refunds, ops: ops, clock: clock, acts: acts}
 		pick := func(label string) *modelRun {
 			return h.runs[rapid.IntRange(0, len(h.runs)-1).Draw(rt, label)]
 		}
@@ -322,20 +342,46 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 			switch what {
 			case "start":
 				n := len(h.runs)
-				m := &modelRun{id: fmt.Sprintf("%srun-%d", hs.prefix, n), kind: rapid.SampledFrom([]string{kindSmall, kindLarge, kindBlocked, kindGoodwill}).Draw(rt, "kind")}
-				m.amount, m.payee = rapid.IntRange(1, 100).Draw(rt, "small amount"), fmt.Sprintf("payee-%d", n)
-				reason := "damaged item"
+				m := &modelRun{id: fmt.Sprintf("%srun-%d", hs.prefix, n), kind: rapid.SampledFrom(kinds).Draw(rt, "kind")}
+				var in []byte
 				switch m.kind {
-				case kindLarge:
-					m.amount = rapid.IntRange(101, 5000).Draw(rt, "large amount")
-				case kindBlocked:
-					m.payee = "mallory"
-				case kindGoodwill:
-					reason = "goodwill"
+				case kindSmall, kindLarge, kindBlocked, kindGoodwill:
+					amount, payee, reason := rapid.IntRange(1, 100).Draw(rt, "small amount"), fmt.Sprintf("payee-%d", n), "damaged item"
+					switch m.kind {
+					case kindLarge:
+						amount = rapid.IntRange(101, 5000).Draw(rt, "large amount")
+					case kindBlocked:
+						payee = "mallory"
+					case kindGoodwill:
+						reason = "goodwill"
+					}
+					m.wf, m.approver = refunds, financeLead
+					m.expect = []string{fmt.Sprintf(`"amount":%d`, amount), fmt.Sprintf(`"payee":%q`, payee)}
+					in, _ = json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
+						"refund_id": fmt.Sprintf("r-%s%d", hs.prefix, n), "amount": amount, "payee": payee, "reason": reason}})
+				case kindDiagnostic:
+					m.wf, m.approver = ops, oncallLead
+					check := fmt.Sprintf("chk-%s%d", hs.prefix, n)
+					m.expect = []string{fmt.Sprintf(`"check_id":%q`, check)}
+					in, _ = json.Marshal(map[string]any{"type": "diagnostics.requested/1", "payload": map[string]any{
+						"check_id": check, "service": "api", "target": "dest:ops-api", "probe": "health"}})
+				default:
+					service, target, reason := "api", "dest:ops-api", "memory leak"
+					switch m.kind {
+					case kindFrozen:
+						service, target = "billing", "dest:ops-billing"
+					case kindOutside:
+						target = "dest:elsewhere"
+					case kindUnexplained:
+						reason = "unknown"
+					}
+					m.wf, m.approver = ops, oncallLead
+					restart := fmt.Sprintf("rst-%s%d", hs.prefix, n)
+					m.expect = []string{fmt.Sprintf(`"restart_id":%q`, restart), fmt.Sprintf(`"service":%q`, service)}
+					in, _ = json.Marshal(map[string]any{"type": "restart.requested/1", "payload": map[string]any{
+						"restart_id": restart, "service": service, "target": target, "reason": reason}})
 				}
-				in, _ := json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
-					"refund_id": fmt.Sprintf("r-%s%d", hs.prefix, n), "amount": m.amount, "payee": m.payee, "reason": reason}})
-				if err := h.runner(nil).Start(ctx, m.id, wf.ID(), wf.Version(), in); err != nil {
+				if err := h.runner(nil).Start(ctx, m.id, m.wf.ID(), m.wf.Version(), in); err != nil {
 					rt.Fatalf("start %s: %v", m.id, err)
 				}
 				h.runs = append(h.runs, m)
@@ -348,7 +394,7 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 				if w := h.status(m.id).Waiting; len(w) > 0 {
 					req = w[0].RequestID
 				}
-				by := financeLead
+				by := m.approver
 				switch what {
 				case "approve-stale":
 					req = "approval:" + m.id + "-elsewhere"
@@ -480,7 +526,7 @@ func checkHistories(t *testing.T, clock *stepClock, open func(draw int) historyS
 					continue
 				}
 				for _, w := range s.Waiting {
-					answered = h.act("approve", m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, w.RequestID, financeLead, time.Hour) }) || answered
+					answered = h.act("approve", m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, w.RequestID, m.approver, time.Hour) }) || answered
 				}
 				for _, u := range s.Unknown {
 					res := "confirmed_failure"
@@ -577,11 +623,13 @@ func (h *history) holdEnd(m *modelRun) {
 	}
 	if len(applied) == 1 {
 		body := string(applied[0].Body)
-		if !strings.Contains(body, fmt.Sprintf(`"amount":%d`, m.amount)) || !strings.Contains(body, fmt.Sprintf(`"payee":%q`, m.payee)) {
-			h.t.Fatalf("%s asked for %d to %s; the destination applied %s", m.id, m.amount, m.payee, body)
+		for _, want := range m.expect {
+			if !strings.Contains(body, want) {
+				h.t.Fatalf("%s asked for %s; the destination applied %s", m.id, m.expect, body)
+			}
 		}
 	}
-	if (m.kind == kindBlocked || m.denied) && len(applied) > 0 {
+	if (neverSent(m.kind) || m.denied) && len(applied) > 0 {
 		h.t.Fatalf("%s (%s, denied %v) was paid", m.id, m.kind, m.denied)
 	}
 	receipts, err := h.st.Receipts(ctx, m.id)
@@ -595,8 +643,8 @@ func (h *history) holdEnd(m *modelRun) {
 	if s.Run.State == "SUCCEEDED" && len(applied) != 1 {
 		h.t.Fatalf("%s SUCCEEDED with %d mutations", m.id, len(applied))
 	}
-	if m.kind == kindBlocked {
-		return // ineligible: it may rest or end, never paid
+	if neverSent(m.kind) {
+		return // ineligible or refused: it may rest or end, never sent
 	}
 	if m.steered && s.Run.Outcome == "" {
 		return // a person's exit or rejection may leave it resting

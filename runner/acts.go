@@ -3,10 +3,13 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
-	"flrh.dev/flrh/effect"
 	"fmt"
 	"time"
+
+	"flrh.dev/flrh/effect"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
@@ -161,7 +164,15 @@ func checkApprover(wf Workflow, runID string, need ApprovalNeed, grant store.App
 
 // grantFor is the grant by would issue for need, and its ledger id.
 func grantFor(runID string, need ApprovalNeed, by Actor, now time.Time, ttl time.Duration) (store.Approval, error) {
-	nonce := cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%d", runID, need.RequestID, by.Name, now.UnixNano())))[:32]
+	// The nonce is 16 random bytes: one made of who, what and when alone
+	// repeats when the same person answers the same request twice within
+	// one tick of the clock (a coarse clock, a test's fixed one), and the
+	// second grant would be refused as a duplicate of the first.
+	var salt [16]byte
+	if _, err := rand.Read(salt[:]); err != nil {
+		return store.Approval{}, fmt.Errorf("runner: a grant's nonce: %w", err)
+	}
+	nonce := hex.EncodeToString(salt[:])
 	grant := Grant{Kind: GrantKind, RunID: runID, RequestID: need.RequestID, RequestDigest: need.RequestDigest,
 		Actor: by.Name, Role: by.Role, Nonce: nonce, ExpiresAt: now.Add(ttl).Format(time.RFC3339Nano)}
 	body, err := cjson.Marshal(grant)

@@ -204,3 +204,20 @@ func TestASecondApprovalOfAGrantStillToBeTakenIsRefused(t *testing.T) {
 	}
 	h.recovered("large")
 }
+
+// Two grants of the same request by the same person at the same instant
+// are two grants: the nonce is not made of who, what and when alone.
+func TestGrantsAtOneInstantHaveTheirOwnNonces(t *testing.T) {
+	now := time.Date(2026, 12, 4, 5, 6, 7, 0, time.UTC)
+	seen := map[string]bool{}
+	for range 100 {
+		g := aliceGrant(t, now)
+		if seen[g.Nonce] || len(g.Nonce) != 32 {
+			t.Fatalf("nonce %q (seen before: %v)", g.Nonce, seen[g.Nonce])
+		}
+		seen[g.Nonce] = true
+		if err := CheckGrant(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

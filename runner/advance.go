@@ -570,6 +570,26 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 	} else {
 		stored, err = r.cfg.Store.Checkpoint(ctx, t.run.ID)
 	}
+	// A pass that took the lease afresh read the run's header before it
+	// held it: a runner that held the lease until then may have committed
+	// in between, and the header is behind the checkpoint read after. Every
+	// commit that moves the head writes the checkpoint that follows it, so
+	// a checkpoint that is not the header's is held to the header as it is
+	// now, under this pass's lease, before anything is made of it: a run
+	// that moved on is taken where it stands (or left, if it ended), and
+	// only a disagreement that remains quarantines it.
+	if err == nil && stored.Seq != t.run.Head {
+		now, rerr := r.cfg.Store.Run(ctx, t.run.ID)
+		if rerr != nil {
+			return "", rerr
+		}
+		if now.Head != t.run.Head {
+			t.run = now
+			if now.Outcome != "" || now.Quarantine != "" {
+				return "", nil // nothing left to do; t.cp stays nil
+			}
+		}
+	}
 	if store.CodeOf(err) == store.CodeNotFound && t.run.Head == 0 {
 		state, err := t.wf.Init(t.run.ID)
 		if err != nil {

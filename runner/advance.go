@@ -382,7 +382,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	}
 	r.takeScratch(t)
 	r.beginTick(t)
-	defer r.settleLease(ctx, t)
+	defer func() { r.settleLease(ctx, t, err) }()
 	r.mu.Lock()
 	kept, ok := r.takeCached(runID) // a pass that fails leaves no cache behind
 	r.mu.Unlock()
@@ -538,7 +538,7 @@ func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, err
 // ended needs none; a run that waits for a person is let go, so whoever
 // acts for that person can advance it at once; a run that only waits for
 // its next input stays leased, saving a write per step.
-func (r *Runner) settleLease(ctx context.Context, t *tick) {
+func (r *Runner) settleLease(ctx context.Context, t *tick, failed error) {
 	r.mu.Lock()
 	if l, ok := r.leases[t.run.ID]; ok && l.Generation == t.lease.Generation {
 		r.leases[t.run.ID] = t.lease // renewed during the pass
@@ -546,6 +546,15 @@ func (r *Runner) settleLease(ctx context.Context, t *tick) {
 	r.mu.Unlock()
 	if t.start.pending() {
 		return // the run was not created: no lease to settle
+	}
+	if failed != nil {
+		// What the pass decided last, an end or a wait, is not what the
+		// store holds, and the lease is still the store's for this
+		// runner (a fenced pass has forgotten it already): it stays known,
+		// for the pass that retries the run under it or for Close to give
+		// up. Forgotten, it stayed held until it lapsed, keeping every
+		// other runner off the run.
+		return
 	}
 	if t.cp == nil {
 		r.forget(t.run.ID)

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +122,81 @@ func TestAHeaderReadBeforeTheLeaseIsNotTakenForDamage(t *testing.T) {
 	if run := h.run("moved"); run.State != "SUCCEEDED" || h.dest.count() != 1 {
 		t.Fatalf("the run is %s with %d mutations", run.State, h.dest.count())
 	}
+}
+
+// A pass that fails leaves no lease behind that the runner has forgotten
+// while the store still holds it for it: whether it failed loading the
+// run, or committing an end it had decided, the lease is given up then
+// or by Close, and another runner takes the run at once.
+func TestAFailedPassLeavesNoLeaseBehind(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fail func(s *hooked)
+	}{
+		{"the checkpoint unread", func(s *hooked) { s.failCP = true }},
+		{"the run's end uncommitted", func(s *hooked) { s.failEnd = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			s := &hooked{Store: h.store}
+			a := h.runnerOver(s, "runner-a")
+			if err := h.r.Start(ctx, "dropped", "refunds", "1", []byte(small)); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.r.Close(ctx); err != nil { // the starter lets its lease go
+				t.Fatal(err)
+			}
+			c.fail(s)
+			if _, err := a.Advance(ctx, "dropped"); !errors.Is(err, errInjected) && !strings.Contains(errString(err), "went away") {
+				t.Fatalf("the pass: %v", err)
+			}
+			if err := a.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if run := h.run("dropped"); run.Lease.Owner != "" && h.clock.Now().Before(run.Lease.ExpiresAt) {
+				t.Fatalf("%s still holds the run until %s", run.Lease.Owner, run.Lease.ExpiresAt)
+			}
+			b := h.runnerOver(h.store, "runner-b")
+			if err := b.RunToIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if run := h.run("dropped"); run.State != "SUCCEEDED" || h.dest.count() != 1 {
+				t.Fatalf("taken over: %s with %d mutations", run.State, h.dest.count())
+			}
+		})
+	}
+}
+
+// A lease whose renewal the store could not answer (a busy database, a
+// runner shutting down) is still this runner's as far as anyone knows: it
+// stays known, and Close gives it up.
+func TestALeaseTheStoreCouldNotRenewIsGivenUpByClose(t *testing.T) {
+	h := newHarness(t)
+	h.start("held", large) // waits for its approval, its lease let go
+	s := &hooked{Store: h.store}
+	a := h.runnerOver(s, "runner-a")
+	if _, err := a.lease(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(a.cfg.LeaseTTL * 3 / 5) // past half its life: renewed on the next use
+	s.failLease = 2                         // the renewal, then the fresh acquisition
+	if _, err := a.lease(ctx, "held"); !errors.Is(err, errInjected) {
+		t.Fatalf("the renewal: %v", err)
+	}
+	if run := h.run("held"); run.Lease.Owner != "runner-a" {
+		t.Fatalf("the run is leased to %q", run.Lease.Owner)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run := h.run("held"); run.Lease.Owner != "" && h.clock.Now().Before(run.Lease.ExpiresAt) {
+		t.Fatalf("%s still holds the run until %s", run.Lease.Owner, run.Lease.ExpiresAt)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

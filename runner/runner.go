@@ -462,6 +462,15 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 		l, err = r.cfg.Store.AcquireLease(ctx, runID, r.cfg.Owner, r.cfg.LeaseTTL)
 	}
 	if err != nil {
+		if ok && (store.CodeOf(err) == store.CodeUnavailable || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The store could not be asked (a busy database, a runner
+			// shutting down): the lease held is still this runner's as far
+			// as anyone knows, and stays known for Close to give up.
+			r.mu.Lock()
+			delete(r.cps, runID)
+			r.mu.Unlock()
+			return store.Lease{}, err
+		}
 		r.forget(runID)
 		return store.Lease{}, err
 	}
@@ -496,8 +505,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	sem := make(chan struct{}, r.cfg.Parallelism)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Deferred calls run last first: the passes in flight end before
+	// Close gives up the leases, so none is taken or renewed after it.
 	defer r.Close(context.WithoutCancel(ctx))
+	defer wg.Wait()
 	var sweep []string // live runs the current deadline sweep has still to visit
 	per := 0           // how many of them each pass visits
 	for {

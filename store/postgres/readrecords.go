@@ -59,6 +59,13 @@ func (s *Store) ReadRunRecords(ctx context.Context, runIDs []string, all bool) (
 	})
 }
 
+// ReadRunRecord reads run runID's record as ReadRunRecords reads it: one
+// round trip, one snapshot of the run, whatever runners commit meanwhile.
+func (s *Store) ReadRunRecord(ctx context.Context, runID string, all bool) (store.RunRecord, error) {
+	recs, errs := s.ReadRunRecords(ctx, []string{runID}, all)
+	return recs[0], errs[0]
+}
+
 // readRunRecords reads up to RecordBatch runs with one round trip into
 // recs; ok[i] is false where run ids[i] is to be read by parts (and for
 // every run when the batch fails).
@@ -106,7 +113,14 @@ func (s *Store) readRunRecords(ctx context.Context, ids []string, all bool, recs
 // header was read, cpN the number of each run's latest checkpoint.
 func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at map[string]int,
 	got []store.RunRecord, found []bool, cpN []int64) error {
+	// The statements read one snapshot: at the pool's READ COMMITTED each
+	// would read the tables as of its own start, and a run a runner
+	// commits to meanwhile would read as a header behind its log and a
+	// checkpoint ahead of both, a record that never was. The transaction
+	// is begun and ended in the batch itself, so the read stays one round
+	// trip.
 	var b pgx.Batch
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`)
 	if all {
 		b.Queue(recordsRunSQL, ids)
 	}
@@ -118,8 +132,12 @@ func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at
 		b.Queue(recordsAttemptsSQL, ids)
 		b.Queue(recordsApprovalsSQL, ids)
 	}
+	b.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, &b)
 	defer br.Close()
+	if _, err := br.Exec(); err != nil { // BEGIN
+		return err
+	}
 	// each reads one statement's rows, scanning a row with scan, which
 	// returns the run the row belongs to.
 	each := func(scan func(pgx.Rows) (string, error)) error {
@@ -209,7 +227,10 @@ func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at
 		return err
 	}
 	if !all {
-		return nil
+		if _, err := br.Exec(); err != nil { // COMMIT
+			return err
+		}
+		return br.Close()
 	}
 	if err := each(func(rows pgx.Rows) (string, error) {
 		var id string
@@ -262,6 +283,9 @@ func (s *Store) readRecordsBatch(ctx context.Context, ids []string, all bool, at
 		got[i].Approvals = append(got[i].Approvals, a)
 		return id, nil
 	}); err != nil {
+		return err
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
 		return err
 	}
 	return br.Close()

@@ -246,15 +246,24 @@ func TestUnknownOutcomeIsReconciledNotRetried(t *testing.T) {
 	}
 }
 
-func TestUnresolvedOutcomeGoesToAPerson(t *testing.T) {
-	h := newHarness(t)
+// unresolved starts run id with one small refund whose outcome is lost
+// and cannot be looked up, and returns its status: waiting for a person
+// to reconcile its one effect.
+func (h *harness) unresolved(id string) Status {
+	h.t.Helper()
 	h.dest.script = []effect.Outcome{effect.Unknown}
 	h.dest.lookupErr = true
-	h.start("run-5", small)
-	st, _ := h.r.Inspect(ctx, "run-5")
+	h.start(id, small)
+	st, _ := h.r.Inspect(ctx, id)
 	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
-		t.Fatalf("status %+v", st)
+		h.t.Fatalf("status %+v", st)
 	}
+	return st
+}
+
+func TestUnresolvedOutcomeGoesToAPerson(t *testing.T) {
+	h := newHarness(t)
+	st := h.unresolved("run-5")
 	if rcs, _ := h.store.Receipts(ctx, "run-5"); len(rcs) != 0 {
 		t.Fatal("an unknown outcome produced a receipt")
 	}
@@ -294,13 +303,7 @@ func TestAbandonedOutcomeEndsUnknown(t *testing.T) {
 // for a person who may; every pass after the refusal runs cleanly.
 func TestAResolutionIsGivenOnlyBySomeoneItsEventAuthorizes(t *testing.T) {
 	h := newHarness(t)
-	h.dest.script = []effect.Outcome{effect.Unknown}
-	h.dest.lookupErr = true
-	h.start("run-6b", small)
-	st, _ := h.r.Inspect(ctx, "run-6b")
-	if st.State != "HUMAN_RECONCILIATION" || len(st.Unknown) != 1 {
-		t.Fatalf("status %+v", st)
-	}
+	st := h.unresolved("run-6b")
 	abandoner := Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}
 	wrong := []struct {
 		resolution, event string

@@ -2,12 +2,9 @@ package verify
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -324,7 +321,12 @@ func TestAnyHistoryKeepsThePromises(t *testing.T) {
 		t.Skip("a store and runs per draw")
 	}
 	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-	checkHistories(t, clock, false, func(draw int) historyStore {
+	checkHistories(t, clock, false, sqliteHistories(t, clock))
+}
+
+// sqliteHistories opens a SQLite store of its own on clock for each draw.
+func sqliteHistories(t *testing.T, clock *stepClock) func(draw int) historyStore {
+	return func(draw int) historyStore {
 		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("h%d.db", draw)), sqlite.Options{Clock: clock.Now})
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +334,7 @@ func TestAnyHistoryKeepsThePromises(t *testing.T) {
 		return historyStore{Store: st, close: func() { st.Close() }, grants: func() (n int, err error) {
 			return n, st.DB().QueryRow(`SELECT count(*) FROM approvals`).Scan(&n)
 		}}
-	})
+	}
 }
 
 // On PostgreSQL as on SQLite: the draws share one schema, each with runs
@@ -349,23 +351,7 @@ func TestAnyHistoryKeepsThePromisesOnPostgres(t *testing.T) {
 // clock, dropped when the test ends, and gives each draw a prefix for its
 // runs; it skips the test when FLRH_TEST_POSTGRES is unset.
 func postgresHistories(t *testing.T, clock *stepClock) func(draw int) historyStore {
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_test_" + hex.EncodeToString(b[:])
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema, Clock: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := st.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-		st.Close()
-	})
+	st, schema := postgresStoreWith(t, postgres.Options{Clock: clock.Now})
 	return func(draw int) historyStore {
 		return historyStore{Store: st, prefix: fmt.Sprintf("d%d-", draw), leasesMayLapse: true, close: func() {}, grants: func() (n int, err error) {
 			return n, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+schema+`.approvals`).Scan(&n)
@@ -380,15 +366,7 @@ func TestAnyHistoryWithRunnersRacingKeepsThePromises(t *testing.T) {
 		t.Skip("a store and runs per draw")
 	}
 	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-	checkHistories(t, clock, true, func(draw int) historyStore {
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("h%d.db", draw)), sqlite.Options{Clock: clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return historyStore{Store: st, close: func() { st.Close() }, grants: func() (n int, err error) {
-			return n, st.DB().QueryRow(`SELECT count(*) FROM approvals`).Scan(&n)
-		}}
-	})
+	checkHistories(t, clock, true, sqliteHistories(t, clock))
 }
 
 func TestAnyHistoryWithRunnersRacingKeepsThePromisesOnPostgres(t *testing.T) {

@@ -339,6 +339,12 @@ func TestTapered(t *testing.T) {
 // when that is unset.
 func postgresStore(t *testing.T) (*postgres.Store, string) {
 	t.Helper()
+	return postgresStoreWith(t, postgres.Options{})
+}
+
+// postgresStoreWith is postgresStore with opts (its Schema is set here).
+func postgresStoreWith(t *testing.T, opts postgres.Options) (*postgres.Store, string) {
+	t.Helper()
 	dsn := os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("FLRH_TEST_POSTGRES is unset")
@@ -346,7 +352,8 @@ func postgresStore(t *testing.T) (*postgres.Store, string) {
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "flrh_test_" + hex.EncodeToString(b[:])
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	opts.Schema = schema
+	st, err := postgres.Open(ctx, dsn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

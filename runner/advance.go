@@ -564,12 +564,7 @@ func (r *Runner) settleLease(ctx context.Context, t *tick, failed error) {
 	case r.machine.Final(state):
 		r.forget(t.run.ID)
 	case state == "WAIT_APPROVAL" || state == "HUMAN_RECONCILIATION":
-		// A release the store could not make (a busy database) leaves the
-		// lease known, for the next pass or Close to give up.
-		err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), t.lease)
-		if err == nil || store.CodeOf(err) != store.CodeUnavailable {
-			r.forget(t.run.ID)
-		}
+		r.letGo(ctx, t.lease)
 	}
 }
 

@@ -212,15 +212,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		// that cannot tell, or visited by the sweep) was not touched: the
 		// lease, if the claim took one, is given back at once.
 		if holding {
-			err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), held)
-			if store.CodeOf(err) == store.CodeUnavailable {
-				// Not released (a busy database): the lease stays known,
-				// for this runner's next pass of the run or Close.
-				r.log.Warn("release lease", "run", runID, "err", err)
-				return false
-			}
-			r.forget(runID)
-			if err != nil && store.CodeOf(err) != store.CodeFenced {
+			if err := r.letGo(ctx, held); err != nil && store.CodeOf(err) != store.CodeFenced {
 				r.log.Warn("release lease", "run", runID, "err", err)
 			}
 		}

@@ -462,7 +462,7 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 		l, err = r.cfg.Store.AcquireLease(ctx, runID, r.cfg.Owner, r.cfg.LeaseTTL)
 	}
 	if err != nil {
-		if ok && (store.CodeOf(err) == store.CodeUnavailable || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		if ok && unanswered(err) {
 			// The store could not be asked (a busy database, a runner
 			// shutting down): the lease held is still this runner's as far
 			// as anyone knows, and stays known for Close to give up.
@@ -478,6 +478,25 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 	r.leases[runID] = l
 	r.mu.Unlock()
 	return l, nil
+}
+
+// unanswered reports whether err says the store could not be asked (a
+// busy database, a cancelled or expired context) rather than how the run
+// stands.
+func unanswered(err error) bool {
+	return store.CodeOf(err) == store.CodeUnavailable || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// letGo releases lease l and forgets it, unless the store could not
+// answer: the lease then stays known, for this runner's next pass of the
+// run or Close to give up, instead of staying the store's until it lapses.
+func (r *Runner) letGo(ctx context.Context, l store.Lease) error {
+	err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), l)
+	if err != nil && unanswered(err) {
+		return err
+	}
+	r.forget(l.RunID)
+	return err
 }
 
 func (r *Runner) forget(runID string) {

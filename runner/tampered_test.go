@@ -24,13 +24,12 @@ func TestResumeAfterAnyCellChanged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a store and a crashed run per draw")
 	}
-	points := []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"}
 	draws := 0
 	outcomes := map[string]int{}
 	tamper.FewerChecksUnderRace(t, 10)
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
-		point := rapid.SampledFrom(points).Draw(rt, "cut point")
+		point := rapid.SampledFrom(tamper.CutPoints).Draw(rt, "cut point")
 		dir, err := os.MkdirTemp(t.TempDir(), "draw")
 		if err != nil {
 			t.Fatal(err)

@@ -69,6 +69,16 @@ type cliRig struct {
 	dest, base string
 }
 
+// waiting starts two runs that wait for a person: "big", a large refund
+// waiting for the approval req, and "gw", a goodwill case whose proposal
+// waits for a choice among options.
+func (c *cliRig) waiting() (req, proposal string) {
+	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	req = approvalRequest.FindString(out)
+	out = c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
+	return req, proposalRef.FindString(out)
+}
+
 func newCLIRig(t *testing.T) *cliRig {
 	t.Helper()
 	if testing.Short() {
@@ -269,10 +279,7 @@ func TestReadingAMissingRun(t *testing.T) {
 // human output shows: the approval with its preview, the options offered.
 func TestRunShowAndListJSON(t *testing.T) {
 	c := newCLIRig(t)
-	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
-	req := approvalRequest.FindString(out)
-	out = c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
-	proposal := proposalRef.FindString(out)
+	req, proposal := c.waiting()
 
 	var big, gw struct {
 		Run struct {

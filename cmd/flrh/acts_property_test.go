@@ -50,10 +50,7 @@ func storeDigest(t *testing.T, path string) string {
 // No draw panics.
 func TestAnyActIsTakenOrRefusedWithoutATrace(t *testing.T) {
 	c := newCLIRig(t)
-	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
-	req := approvalRequest.FindString(out)
-	out = c.ok("run", "start", "example:support-agent", "--id", "gw", "--input-json", goodwillRefund, c.dest)
-	proposal := proposalRef.FindString(out)
+	req, proposal := c.waiting()
 	c.ok("run", "start", "example:refund-agent", "--id", "small", "--input-json",
 		`{"type":"refund.requested/1","payload":{"refund_id":"r-3","amount":20,"payee":"bob","reason":"damaged"}}`, c.dest)
 	if req == "" || proposal == "" {

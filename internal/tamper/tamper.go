@@ -198,6 +198,11 @@ func onOne(db *sql.DB, suffix, stmt string, args ...any) error {
 	return nil
 }
 
+// CutPoints are the cut points on a one-effect run's path where the resume
+// properties stop it: before its intent is committed, after, and after the
+// destination applied the effect but before its receipt.
+var CutPoints = []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"}
+
 // Resumed classifies a one-effect run a fresh runner resumed after a
 // change: how it stands (read is the run's row and readErr the error of
 // reading it, runErr the runner's), given the mutations the destination

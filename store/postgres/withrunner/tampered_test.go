@@ -80,7 +80,6 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 		}
 	}
 	tables := strings.Join(names, ", ")
-	points := []string{"before-intent-commit", "after-intent-commit", "after-apply-before-receipt"}
 	draws := 0
 	outcomes := map[string]int{}
 	tamper.FewerChecksUnderRace(t, 10)
@@ -98,7 +97,7 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 		// (its inbox body) may rename the payee, so the body cannot say
 		// whose a mutation is, but draws run one after another.
 		before := len(sb.Mutations())
-		point := rapid.SampledFrom(points).Draw(rt, "cut point")
+		point := rapid.SampledFrom(tamper.CutPoints).Draw(rt, "cut point")
 		crashed := newRunner(func(p string) {
 			if p == point {
 				panic(pgCrash(p))

@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"flrh.dev/flrh/effect"
-
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store"
 )
 

@@ -1567,7 +1567,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 		if e.Stage != stageAwaitingApproval || e.ApprovalID != "" || e.Approval.RequestDigest != grant.RequestDigest {
 			continue
 		}
-		if grant.Status != store.ApprovalGranted || !now.Before(grant.ExpiresAt) {
+		if !live(grant, now) {
 			r.traceNote(t, "approval_refused", in.ID, fmt.Sprintf("approval %s is %s, expires %s", grant.ID, grant.Status, grant.ExpiresAt))
 			return true, nil
 		}

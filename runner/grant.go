@@ -89,3 +89,10 @@ func CheckGrant(a store.Approval) error {
 	}
 	return nil
 }
+
+// live reports whether grant g may still be taken at now: granted (not
+// consumed or revoked) and unexpired. Approve and the run's taking of a
+// grant ask the same.
+func live(g store.Approval, now time.Time) bool {
+	return g.Status == store.ApprovalGranted && now.Before(g.ExpiresAt)
+}

@@ -259,7 +259,7 @@ func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need A
 		} else if err != nil {
 			return store.Approval{}, false, err
 		}
-		if g.RequestDigest == need.RequestDigest && g.Status == store.ApprovalGranted && now.Before(g.ExpiresAt) && CheckGrant(g) == nil {
+		if g.RequestDigest == need.RequestDigest && live(g, now) && CheckGrant(g) == nil {
 			return g, true, nil
 		}
 	}

@@ -45,3 +45,26 @@ type WorkWaiter interface {
 	Wait(ctx context.Context, poll time.Duration) (string, error)
 	Close() error
 }
+
+// Settler is implemented by stores that can remember that a run has
+// nothing to take from its inbox as it stands, so that it is not listed
+// or claimed as ready for entries it will not take. A run resting for a
+// person's approval, with a new input or a pause pending that its state
+// does not take until the approval comes, would otherwise be ready at
+// every poll: each runner would pass it, move nothing, and let it go,
+// for as long as the person takes.
+type Settler interface {
+	// Settle records, fenced by lease, that the run takes none of its
+	// pending inbox entries numbered up to seq (Inbound.Seq) in the state
+	// and at the head it holds now. Until its head or state changes, or
+	// an entry numbered after seq arrives, the run is ready (Ready,
+	// ClaimReady) only if its state is not a resting one. With release
+	// the lease is given up in the same transaction, as ReleaseLease
+	// would. A seq below zero or after the run's last inbox entry is
+	// CodeInvalidInput, and nothing is written.
+	Settle(ctx context.Context, lease Lease, seq int64, release bool) error
+}
+
+// SettlerOf returns the Settler of s, or of the first store it wraps that
+// has one.
+func SettlerOf(s Store) (Settler, bool) { return As[Settler](s) }

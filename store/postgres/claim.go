@@ -55,17 +55,17 @@ func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration,
 	}
 	rows, err := s.pool.Query(ctx, `WITH clock AS MATERIALIZED (SELECT `+nowParam(4)+` AS now),
 picked AS MATERIALIZED (
-	SELECT run_id, created_order FROM runs, clock
+	SELECT run_id, created_order FROM runs r, clock
 	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
-		AND (NOT (state = ANY($5)) OR EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = runs.run_id AND NOT i.consumed))
+		AND (NOT (state = ANY($5)) OR `+unsettledSQL+`)
 		AND ($6::text[] IS NULL OR workflow_digest = '' OR workflow_digest = ANY($6))
 	ORDER BY created_order LIMIT $3
-	FOR NO KEY UPDATE OF runs SKIP LOCKED)
-UPDATE runs r SET lease_owner = $1, lease_generation = r.lease_generation + 1,
+	FOR NO KEY UPDATE OF r SKIP LOCKED)
+UPDATE runs SET lease_owner = $1, lease_generation = runs.lease_generation + 1,
 	lease_expires_at = clock.now + $2, updated_at = clock.now
 FROM picked, clock
-WHERE r.run_id = picked.run_id
-RETURNING r.run_id, r.lease_generation, r.lease_expires_at, picked.created_order`,
+WHERE runs.run_id = picked.run_id
+RETURNING runs.run_id, runs.lease_generation, runs.lease_expires_at, picked.created_order`,
 		owner, ttl.Nanoseconds(), limit, s.injected(), resting, definitions)
 	if err != nil {
 		return nil, s.mapErr(op, "", err)

@@ -332,13 +332,60 @@ func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
 		resting = []string{}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
-	EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND NOT i.consumed) OR NOT (state = ANY($1)))
+	`+unsettledSQL+` OR NOT (state = ANY($1)))
 ORDER BY created_order`, resting)
 	if err != nil {
 		return nil, s.mapErr("ready", "", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, s.mapErr("ready", "", err)
+}
+
+// unsettledSQL holds for a run r with a pending inbox entry it has not
+// settled (Settle): one numbered after what it settled, or any while its
+// head or state is no longer what it settled at.
+const unsettledSQL = `EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND NOT i.consumed
+		AND i.seq > CASE WHEN r.settled_head = r.head_seq AND r.settled_state = r.state THEN r.settled_seq ELSE 0 END)`
+
+// Settle implements store.Settler, in one round trip.
+func (s *Store) Settle(ctx context.Context, lease store.Lease, seq int64, release bool) error {
+	const op = "settle"
+	if seq < 0 {
+		return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "inbox position %d is negative", seq)
+	}
+	if release {
+		s.heads.forget(lease.RunID)
+	}
+	// The head and state are the row's own: under the fence no other
+	// writer can have moved them since the holder read them. A released
+	// live run may be claimed by another runner at once (for entries
+	// after seq): notify, when released.
+	var last int64
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, nil, `,
+l AS MATERIALIZED (SELECT COALESCE(MAX(seq), 0) AS seq FROM inbox WHERE run_id = $1),
+u AS (UPDATE runs SET settled_seq = $5, settled_head = c.head_seq, settled_state = c.state,
+	lease_owner = CASE WHEN $6 THEN '' ELSE c.lease_owner END,
+	lease_expires_at = CASE WHEN $6 THEN 0 ELSE c.lease_expires_at END, updated_at = c.now
+	FROM c, l WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+` AND $5 <= l.seq
+	RETURNING 1),
+woken AS (SELECT pg_notify($7, $1) FROM u WHERE $6)
+SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, seq, release, s.channel())
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return nil
+	}
+	if err := checkFence(op, lease, r, now); err != nil {
+		return err
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE run_id = $1`, lease.RunID).Scan(&last); err != nil {
+		return s.mapErr(op, lease.RunID, err)
+	}
+	if seq > last {
+		return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "inbox position %d is after the run's last entry, %d", seq, last)
+	}
+	return changed(op, lease.RunID)
 }
 
 // Release implements store.Store: the run is locked, its park checked,
@@ -365,7 +412,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		}
 		tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, $2::bigint, $2, $3::text[], $4::bytea[], $5)`,
 			rel.RunID, seq, []string{store.ReleaseKind}, [][]byte{body}, nanos(now))
-		tx.Queue(`UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, updated_at = $2 WHERE run_id = $1`,
+		tx.Queue(`UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, settled_seq = 0, updated_at = $2 WHERE run_id = $1`,
 			rel.RunID, nanos(now))
 		return nil
 	})

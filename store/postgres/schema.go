@@ -708,6 +708,18 @@ $do$;
 CREATE TRIGGER events_checked BEFORE INSERT ON events FOR EACH ROW
 	WHEN (flrh_unfenced()) EXECUTE FUNCTION flrh_events_checked();
 `},
+	// A run remembers the inbox entries its holder found nothing to take
+	// in (Settle): those numbered up to settled_seq, in settled_state at
+	// head settled_head. Ready and ClaimReady take a resting run for
+	// pending entries after them only, while its head and state are
+	// still those. Columns a schema already has (the migration tests
+	// rebuild earlier versions' tables from runs this build wrote) are
+	// kept as they are: every value they hold is one this build wrote.
+	{"runs remember the inbox entries they found nothing to take in", `
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_seq bigint NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_head bigint NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_state text NOT NULL DEFAULT '';
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

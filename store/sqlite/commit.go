@@ -674,7 +674,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 			rel.RunID, seq, seq, appendTraceRecord(nil, store.ReleaseKind, body), nanos(now)); err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, trace_seq = ?, updated_at = ? WHERE run_id = ?`,
+		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = '', lease_owner = '', lease_expires_at = 0, settled_seq = 0, trace_seq = ?, updated_at = ? WHERE run_id = ?`,
 			seq, nanos(now), rel.RunID)
 		return err
 	})

@@ -152,5 +152,6 @@ func readyQuery(resting int) string {
 UNION
 SELECT r.run_id, r.created_order FROM inbox i INDEXED BY inbox_pending CROSS JOIN runs r ON r.run_id = i.run_id
 WHERE i.consumed = 0 AND r.outcome = '' AND r.quarantine = ''
+	AND i.seq > CASE WHEN r.settled_head = r.head_seq AND r.settled_state = r.state THEN r.settled_seq ELSE 0 END
 ORDER BY 2`
 }

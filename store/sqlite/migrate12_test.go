@@ -28,10 +28,10 @@ func checkpointForms(t *testing.T, db *sql.DB) (packedN, plainN int64) {
 }
 
 // A database written at schema version 9 (checkpoints' bodies as they
-// are) holding real runs migrates to version 12 without a row rewritten:
-// every run reads back exactly as before, from the store and from a
-// read-only store, verifies, replays and goes on, its new checkpoints
-// packed; the old and the new rows read side by side.
+// are) holding real runs migrates to version 12 and later without a row
+// rewritten: every run reads back exactly as before, from the store and
+// from a read-only store, verifies, replays and goes on, its new
+// checkpoints packed; the old and the new rows read side by side.
 func TestMigrateFromVersion9RealRuns(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -44,9 +44,6 @@ func TestMigrateFromVersion9RealRuns(t *testing.T) {
 	src.Close()
 
 	st, db := openMigrated(t, v9Path, 12)
-	if v := sqlite.SchemaVersion; v != 12 {
-		t.Fatalf("this build writes schema version %d", v)
-	}
 	more := runsGoOn(t, ctx, st, ids, want)
 	p, plain := checkpointForms(t, db)
 	if p < 3 || plain < 10 {

@@ -432,6 +432,15 @@ ALTER TABLE attempts_v9 RENAME TO attempts;
 	// build at 9 would read packed bodies as damaged, so the version
 	// keeps it from opening the database.
 	nothingToRewrite,
+	// 13: a run remembers the inbox entries its holder found nothing to
+	// take in (Settle): those numbered up to settled_seq, in settled_state
+	// at head settled_head. Ready lists a resting run for pending entries
+	// after them only, while the run's head and state are still those.
+	`
+ALTER TABLE runs ADD COLUMN settled_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN settled_head INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN settled_state TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // Migrations that change no table.

@@ -545,6 +545,34 @@ func (s *Store) ReleaseLease(ctx context.Context, lease store.Lease) error {
 	})
 }
 
+// Settle implements store.Settler.
+func (s *Store) Settle(ctx context.Context, lease store.Lease, seq int64, release bool) error {
+	const op = "settle"
+	if seq < 0 {
+		return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "inbox position %d is negative", seq)
+	}
+	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		if _, err := s.fence(ctx, tx, op, lease, now); err != nil {
+			return err
+		}
+		var last int64
+		if err := s.queryRow(ctx, tx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE run_id = ?`, lease.RunID).Scan(&last); err != nil {
+			return err
+		}
+		if seq > last {
+			return store.Errorf(store.CodeInvalidInput, op, lease.RunID, nil, "inbox position %d is after the run's last entry, %d", seq, last)
+		}
+		// The head and state are the row's own: under the fence no
+		// other writer can have moved them since the holder read them.
+		q := `UPDATE runs SET settled_seq = ?, settled_head = head_seq, settled_state = state, updated_at = ? WHERE run_id = ?`
+		if release {
+			q = `UPDATE runs SET settled_seq = ?, settled_head = head_seq, settled_state = state, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`
+		}
+		_, err := s.exec(ctx, tx, q, seq, nanos(now), lease.RunID)
+		return err
+	})
+}
+
 // fence checks, inside tx, that lease is the run's current, unexpired lease
 // and that the run is not quarantined. It returns the run header.
 func (s *Store) fence(ctx context.Context, tx *wtx, op string, lease store.Lease, now time.Time) (store.Run, error) {

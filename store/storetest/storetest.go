@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"MayLag", testMayLag},
 		{"CreateRunLeased", testCreateRunLeased},
 		{"CreateRunCommit", testCreateRunCommit},
+		{"Settle", testSettle},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

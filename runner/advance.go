@@ -73,6 +73,10 @@ type tick struct {
 	// the store, or taken as empty (as the last pass left it) until its
 	// first commit confirms it.
 	inbox0 inboxStart
+	// settle is the last position of the inbox entries the pass leaves
+	// pending, resting in a state that does not take them (leftPending);
+	// the run is settled there (store.Settler) as the pass lets it go.
+	settle int64
 	// begun is the attempt each intent has in flight by this pass's own
 	// commits (its number, and the lease generation it began under): the
 	// pass sends it without reading the intent's attempts back.
@@ -417,6 +421,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 			return false, false, false, err
 		}
 	}
+	idle := false // the pass stopped because nothing more could move
 	for i := 0; i < 10_000; i++ {
 		progressed, err := r.step(ctx, t)
 		if errors.Is(err, errTripped) {
@@ -426,6 +431,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 			return moved, false, false, err
 		}
 		if !progressed {
+			idle = true
 			break
 		}
 		t.moved = true
@@ -440,6 +446,9 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 		return true, false, false, nil
 	} else if err != nil {
 		return t.moved, false, false, err
+	}
+	if idle && restingState(t.cp.Control.State) {
+		t.settle = t.leftPending()
 	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
@@ -564,8 +573,34 @@ func (r *Runner) settleLease(ctx context.Context, t *tick, failed error) {
 	case r.machine.Final(state):
 		r.forget(t.run.ID)
 	case state == "WAIT_APPROVAL" || state == "HUMAN_RECONCILIATION":
-		r.letGo(ctx, t.lease)
+		r.letGoSettled(ctx, t.lease, t.settle)
+	case t.settle > 0 && r.cfg.Claimer != nil:
+		// Resting with entries it does not take, in a store whose runners
+		// claim work: let go, as the claiming runner would after the
+		// pass, but settled.
+		r.letGoSettled(ctx, t.lease, t.settle)
+	case t.settle > 0:
+		r.settleHeld(ctx, t.lease, t.settle)
 	}
+}
+
+// leftPending is the last position of the inbox entries the pass read
+// from the store and left pending, or 0 if it left none. When the pass
+// ends idle in a resting state those are entries the state does not take:
+// each step of the pass offers the state every pending entry of each kind
+// it takes. (An input handed in with SubmitAdvance and not taken is not
+// the store's yet; it is submitted after the pass, after every entry.)
+func (t *tick) leftPending() int64 {
+	if !t.inboxOK {
+		return 0
+	}
+	var last int64
+	for _, in := range t.inbox {
+		if in.Seq != math.MaxInt64 && in.Seq > last {
+			last = in.Seq
+		}
+	}
+	return last
 }
 
 // load reads the run's checkpoint, or starts a fresh one. A checkpoint that

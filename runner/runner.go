@@ -490,13 +490,43 @@ func unanswered(err error) bool {
 // letGo releases lease l and forgets it, unless the store could not
 // answer: the lease then stays known, for this runner's next pass of the
 // run or Close to give up, instead of staying the store's until it lapses.
-func (r *Runner) letGo(ctx context.Context, l store.Lease) error {
-	err := r.cfg.Store.ReleaseLease(context.WithoutCancel(ctx), l)
+func (r *Runner) letGo(ctx context.Context, l store.Lease) error { return r.letGoSettled(ctx, l, 0) }
+
+// letGoSettled is letGo that, with seq above 0 and a store that can,
+// settles the run at inbox position seq in the same write (store.Settler):
+// no runner is handed it again for the entries up to there, which its
+// state does not take.
+func (r *Runner) letGoSettled(ctx context.Context, l store.Lease, seq int64) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if st, ok := store.SettlerOf(r.cfg.Store); ok && seq > 0 {
+		err = st.Settle(ctx, l, seq, true)
+	} else {
+		err = r.cfg.Store.ReleaseLease(ctx, l)
+	}
 	if err != nil && unanswered(err) {
 		return err
 	}
 	r.forget(l.RunID)
 	return err
+}
+
+// settleHeld settles a run this runner keeps leased at inbox position
+// seq, when the store can. A lease the store says is no longer this
+// runner's is forgotten; any other refusal leaves the run as it was,
+// listed ready, and the next pass settles it again.
+func (r *Runner) settleHeld(ctx context.Context, l store.Lease, seq int64) {
+	st, ok := store.SettlerOf(r.cfg.Store)
+	if !ok {
+		return
+	}
+	switch err := st.Settle(context.WithoutCancel(ctx), l, seq, false); {
+	case err == nil:
+	case store.CodeOf(err) == store.CodeFenced || store.CodeOf(err) == store.CodeQuarantined:
+		r.forget(l.RunID)
+	default:
+		r.log.Warn("settle", "run_id", l.RunID, "err", err)
+	}
 }
 
 func (r *Runner) forget(runID string) {

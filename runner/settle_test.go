@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+)
+
+// A run resting for a person's approval with a new input pending, which
+// its state does not take until the approval comes, is passed once and
+// settled: the background loop does not pass it again at every poll. The
+// approval, an entry after the settled one, wakes it.
+func TestARunRestingWithInputItDoesNotTakeIsPassedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.start("waits", large)
+	if s := h.run("waits").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("seeded run is in %s", s)
+	}
+	if err := h.r.Submit(ctx, "waits", []byte(small), inputter); err != nil {
+		t.Fatal(err)
+	}
+	v := &visits{Store: h.store, reads: map[string]int{}}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(loop) }()
+	defer func() { stop(); <-done }()
+
+	time.Sleep(200 * time.Millisecond) // some forty polls
+	_, reads := v.snapshot()
+	// One pass: a header read and a lease. Each further pass would add
+	// two.
+	if n := reads["waits"]; n == 0 || n > 2 {
+		t.Fatalf("the loop read or leased the resting run %d times in 40 polls, want one pass", n)
+	}
+	if run := h.run("waits"); run.State != "WAIT_APPROVAL" || run.Lease.Owner != "" {
+		t.Fatalf("the settled run is in %s, leased by %q", run.State, run.Lease.Owner)
+	}
+	if in, err := h.store.Inbox(ctx, "waits", true); err != nil || len(in) != 1 {
+		t.Fatalf("pending inbox %+v, %v; want the input still there", in, err)
+	}
+
+	st, err := r.Inspect(ctx, "waits")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if err := r.Approve(ctx, "waits", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.run("waits").State != "SUCCEEDED" || h.dest.count() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("approved run still in %s with %d payments", h.run("waits").State, h.dest.count())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

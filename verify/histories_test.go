@@ -161,6 +161,36 @@ func (h *history) idle(cut string) {
 	if err != nil {
 		h.t.Fatalf("running to idle: %v", err)
 	}
+	if cut == "" && !h.racing {
+		h.noneReadyAtRest()
+	}
+}
+
+// noneReadyAtRest holds the runs, each as far as it goes, to not being
+// ready while they rest: a run resting with entries its state does not
+// take was settled by its pass, and no runner is handed it again until
+// something it takes arrives.
+func (h *history) noneReadyAtRest() {
+	rl, ok := store.ReadyListerOf(h.st)
+	if !ok {
+		return
+	}
+	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
+	ids, err := rl.Ready(ctx, resting)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, id := range ids {
+		run, err := h.st.Run(ctx, id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if slices.Contains(resting, run.State) {
+			in, _ := h.st.Inbox(ctx, id, true)
+			h.t.Fatalf("%s rests in %s with %d entries pending and is listed ready", id, run.State, len(in))
+		}
+		h.acts["ready after idle in "+run.State]++
+	}
 }
 
 // loops runs a runner loop for each owner until the returned stop is

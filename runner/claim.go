@@ -40,6 +40,10 @@ const maxIdlePolls = 8
 // runner to claim.
 const maxPassRetries = 5
 
+// sweepPass is the tries of a deadline sweep's visit: a failed one is not
+// retried, and the lease it took is given back (see claimedPass).
+const sweepPass = -1
+
 // retryPass is a run whose pass failed while this runner kept its lease.
 type retryPass struct {
 	runID string
@@ -155,7 +159,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			id := sweep[0]
 			sweep = sweep[1:]
 			if r.claim(id) {
-				start(id, maxPassRetries) // a failed sweep pass is not retried: the next sweep comes
+				start(id, sweepPass) // a failed sweep pass is not retried: the next sweep comes
 			}
 		}
 		wait := idle
@@ -197,10 +201,12 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 	return nil
 }
 
-// claimedPass advances a run this runner has claimed and settles its
-// lease: released when the run rests (another runner may take its next
-// input), forgotten when it ended or another runner took it over, kept for
-// a retry when the pass failed otherwise. It reports whether to retry.
+// claimedPass advances a run this runner has claimed (or visits on the
+// deadline sweep: tries is sweepPass) and settles its lease: released
+// when the run rests (another runner may take its next input), forgotten
+// when it ended or another runner took it over, kept for a retry when the
+// pass failed otherwise, and given back when a sweep's visit failed. It
+// reports whether to retry.
 func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool {
 	_, err := r.Advance(ctx, runID)
 	r.mu.Lock()
@@ -223,6 +229,20 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		return false
 	case ctx.Err() != nil:
 		return false // shutting down; Close releases what is held
+	case tries == sweepPass:
+		// A visit, not a claim: its run was not ready, and a failure here
+		// (a write race lost, the database briefly away) says nothing
+		// against it. Leaving the lease to lapse would keep every runner
+		// off it — a person's approval arriving meanwhile included — and
+		// outlive this runner's stop; it is given back, the next sweep
+		// visits again, and the run is claimed as soon as it is ready.
+		r.log.Warn("advance on the deadline sweep", "run", runID, "err", err)
+		if holding {
+			if err := r.letGo(ctx, held); err != nil && store.CodeOf(err) != store.CodeFenced {
+				r.log.Warn("release lease", "run", runID, "err", err)
+			}
+		}
+		return false
 	case tries >= maxPassRetries:
 		r.forget(runID)
 		r.log.Error("advance failed; leaving the run for its lease to lapse", "run", runID, "tries", tries+1, "err", err)

@@ -442,3 +442,30 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 		t.Errorf("a run claimed during shutdown was advanced: state %s, %d mutations", run.State, h.dest.count())
 	}
 }
+
+// A deadline sweep's visit that fails after taking the run's lease (the
+// store briefly unable to answer) gives the lease back: the run was not
+// claimed, nothing is retried, and neither the runners nor a person's
+// answer wait for the lease to lapse — nor does the runner, once stopped,
+// leave it held.
+func TestAFailedSweepVisitGivesItsLeaseBack(t *testing.T) {
+	h := newClaimHarness(t)
+	first := h.runner(h.st, h.dest, time.Second)
+	stop := background(t, first)
+	mustOK(t, first.Start(ctx, "x", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":500,"payee":"p"}]}`)))
+	before := h.waitRun("x", func(r store.Run) bool { return r.State == "WAIT_APPROVAL" && r.Lease.Owner == "" })
+	stop()
+
+	// A new runner's first sweep visits the run; its checkpoint read fails.
+	r := h.runner(&hooked{Store: h.st, failCP: true}, h.dest, time.Second)
+	r.lastSweep = time.Now().Add(-time.Hour) // a sweep is due at once
+	stop = background(t, r)
+	after := h.waitRun("x", func(r store.Run) bool { return r.Lease.Generation > before.Lease.Generation && r.Lease.Owner == "" })
+	stop()
+	if after.State != "WAIT_APPROVAL" || after.Lease.Generation != before.Lease.Generation+1 {
+		t.Fatalf("after the failed visit the run is %s at lease generation %d (was %d)", after.State, after.Lease.Generation, before.Lease.Generation)
+	}
+	if n := h.c.times("x"); n != 1 {
+		t.Fatalf("the resting run was claimed %d times, want once (its start)", n)
+	}
+}

@@ -59,9 +59,10 @@ func TestARestingRunIsNotClaimedForEntriesItDoesNotTake(t *testing.T) {
 	time.Sleep(time.Second) // a hundred polls each, the claim's backoff aside
 	after, err := st.Run(ctx, id)
 	must(t, err)
-	// One claim that settles it, and each runner's first deadline sweep.
-	if n := after.Lease.Generation - before.Lease.Generation; n < 1 || n > 3 {
-		t.Fatalf("the resting run was leased %d times in a second, want 1 to 3", n)
+	// One claim, whose pass settles it. (The deadline sweep, every 30 s,
+	// does not come within the second.)
+	if n := after.Lease.Generation - before.Lease.Generation; n != 1 {
+		t.Fatalf("the resting run was leased %d times in a second, want once", n)
 	}
 	if after.State != "WAIT_APPROVAL" || after.Lease.Owner != "" {
 		t.Fatalf("the settled run is in %s, leased by %q", after.State, after.Lease.Owner)

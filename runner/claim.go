@@ -131,6 +131,7 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 			for _, l := range leases {
 				r.mu.Lock()
 				r.leases[l.RunID] = l
+				delete(r.lapsing, l.RunID)
 				delete(r.cps, l.RunID) // a cached checkpoint belongs to an older generation
 				r.mu.Unlock()
 				if ctx.Err() != nil {
@@ -244,7 +245,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		}
 		return false
 	case tries >= maxPassRetries:
-		r.forget(runID)
+		r.leaveToLapse(runID)
 		r.log.Error("advance failed; leaving the run for its lease to lapse", "run", runID, "tries", tries+1, "err", err)
 		return false
 	default:

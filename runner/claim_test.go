@@ -244,7 +244,8 @@ func TestClaimingRunnerReleasesAtRest(t *testing.T) {
 // A pass that fails for a passing reason is retried by the same runner,
 // under the same lease; one that keeps failing is given up after
 // maxPassRetries retries, leaving its lease to lapse rather than released
-// for runners to take turns failing on.
+// for runners to take turns failing on — until the runner stops, which
+// gives it back with the leases it holds.
 func TestClaimingRunnerRetriesThenLetsTheLeaseLapse(t *testing.T) {
 	for _, c := range []struct {
 		fails    int
@@ -279,11 +280,14 @@ func TestClaimingRunnerRetriesThenLetsTheLeaseLapse(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 				time.Sleep(200 * time.Millisecond) // long past the next retry's pause
-				stop()
 				run, err := h.st.Run(ctx, "x")
 				mustOK(t, err)
 				if run.Lease.Owner != "claimer" || run.Lease.Generation != 2 || run.State != "WAIT_APPROVAL" {
 					t.Errorf("after giving up the run is %s leased to %q at %d; want its lease left to lapse", run.State, run.Lease.Owner, run.Lease.Generation)
+				}
+				stop()
+				if run, err = h.st.Run(ctx, "x"); err != nil || run.Lease.Owner != "" || run.Lease.Generation != 2 {
+					t.Errorf("the stopped runner left the run leased to %q at %d (%v); want its lease given back", run.Lease.Owner, run.Lease.Generation, err)
 				}
 			}
 			if got := flaky.failures(); got != c.want {

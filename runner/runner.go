@@ -119,10 +119,14 @@ type Runner struct {
 	mu          sync.Mutex
 	busy        map[string]bool
 	leases      map[string]store.Lease // leases this runner holds, kept between passes
-	cps         map[string]*cachedCheckpoint
-	cpSpare     []*cachedCheckpoint       // entries taken from cps, for reuse (takeCached)
-	carries     map[string]tripwire.Carry // what the wires remember of each run
-	statuses    statusCache               // what Inspect read from recent checkpoints
+	// lapsing are leases this runner gave up on and leaves to lapse (a run
+	// whose passes kept failing), so that no runner retries the run at
+	// once; Close gives them back, as it does those held.
+	lapsing  map[string]store.Lease
+	cps      map[string]*cachedCheckpoint
+	cpSpare  []*cachedCheckpoint       // entries taken from cps, for reuse (takeCached)
+	carries  map[string]tripwire.Carry // what the wires remember of each run
+	statuses statusCache               // what Inspect read from recent checkpoints
 	// first holds the decisions StartWithUsage made on new runs' first
 	// inputs, for the runs' first passes to take instead of deciding again;
 	// at most maxFirstDecisions (a run another runner takes leaves its
@@ -205,7 +209,7 @@ func New(cfg Config) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
-		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{},
+		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{}, lapsing: map[string]store.Lease{},
 		cps: map[string]*cachedCheckpoint{}, first: map[string]*keptDecision{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
 		authorities: map[string]control.AuthorityPair{}}
 	for _, e := range r.machine.Events() {
@@ -433,6 +437,12 @@ func (r *Runner) Close(ctx context.Context) error {
 	r.mu.Lock()
 	held := r.leases
 	r.leases = map[string]store.Lease{}
+	for id, l := range r.lapsing {
+		if _, ok := held[id]; !ok {
+			held[id] = l
+		}
+	}
+	clear(r.lapsing)
 	r.mu.Unlock()
 	var first error
 	for _, l := range held {
@@ -527,6 +537,25 @@ func (r *Runner) settleHeld(ctx context.Context, l store.Lease, seq int64) {
 	default:
 		r.log.Warn("settle", "run_id", l.RunID, "err", err)
 	}
+}
+
+// leaveToLapse forgets the lease held on runID for the passes, and keeps
+// it for Close to give back (lapsing). Leases of the list that have lapsed
+// by now are dropped from it.
+func (r *Runner) leaveToLapse(runID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Clock()
+	for id, l := range r.lapsing {
+		if !l.ExpiresAt.After(now) {
+			delete(r.lapsing, id)
+		}
+	}
+	if l, ok := r.leases[runID]; ok {
+		r.lapsing[runID] = l
+	}
+	delete(r.leases, runID)
+	delete(r.cps, runID)
 }
 
 func (r *Runner) forget(runID string) {

@@ -214,7 +214,6 @@ func (h *history) loops(owners ...string) (stop func()) {
 			return
 		}
 		stopped = true
-		lapse := false
 		cancel()
 		for range owners {
 			if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
@@ -227,16 +226,8 @@ func (h *history) loops(owners ...string) (stop func()) {
 				h.t.Fatal(err)
 			}
 			if run.Outcome == "" && run.Lease.Owner != "" && run.Lease.Owner != "runner-1" && h.clock.Now().Before(run.Lease.ExpiresAt) {
-				if !h.hs.leasesMayLapse {
-					h.t.Fatalf("%s: %s stopped and still holds its lease (generation %d) until %s", m.id, run.Lease.Owner, run.Lease.Generation, run.Lease.ExpiresAt)
-				}
-				h.acts["lease left to lapse"]++
-				lapse = true
+				h.t.Fatalf("%s: %s stopped and still holds its lease (generation %d) until %s", m.id, run.Lease.Owner, run.Lease.Generation, run.Lease.ExpiresAt)
 			}
-		}
-		if lapse {
-			// Let it lapse, as it would, before people answer.
-			h.clock.Advance(31 * time.Second)
 		}
 	}
 }
@@ -383,7 +374,7 @@ func TestAnyHistoryKeepsThePromisesOnPostgres(t *testing.T) {
 func postgresHistories(t *testing.T, clock *stepClock) func(draw int) historyStore {
 	st, schema := postgresStoreWith(t, postgres.Options{Clock: clock.Now})
 	return func(draw int) historyStore {
-		return historyStore{Store: st, prefix: fmt.Sprintf("d%d-", draw), leasesMayLapse: true, close: func() {}, grants: func() (n int, err error) {
+		return historyStore{Store: st, prefix: fmt.Sprintf("d%d-", draw), close: func() {}, grants: func() (n int, err error) {
 			return n, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+schema+`.approvals`).Scan(&n)
 		}}
 	}
@@ -414,14 +405,8 @@ func TestAnyHistoryWithRunnersRacingKeepsThePromisesOnPostgres(t *testing.T) {
 type historyStore struct {
 	store.Store
 	prefix string // names the draw's runs apart from earlier draws' in a store they share
-	// leasesMayLapse lets a stopped runner loop leave a lease to lapse
-	// instead of failing the draw: on PostgreSQL a claiming loop was seen,
-	// 4 times in 1,500 racing draws, to stop still holding a lease it
-	// had forgotten (docs/robustness.md). Fencing keeps it safe; the run
-	// waits out the lease's lifetime. The draws count it.
-	leasesMayLapse bool
-	grants         func() (int, error) // the approvals ledger's rows
-	close          func()
+	grants func() (int, error) // the approvals ledger's rows
+	close  func()
 }
 
 // checkHistories draws histories on the stores open gives, one a draw,
@@ -642,18 +627,22 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 		stop()
 		sb.ClearFaults()
 		h.down.Store(false)
+		var last []string // what the last round answered, and where
 		for round := 0; ; round++ {
 			if round == 8 {
-				rt.Fatalf("the runs still move after %d rounds of answers", round)
+				rt.Fatalf("the runs still move after %d rounds of answers; the last answered %s", round, strings.Join(last, "\n"))
 			}
 			h.idle("")
 			h.learnKeys()
 			answered := false
+			last = last[:0]
 			for _, m := range h.runs {
 				s := h.status(m.id)
 				if s.Run.Outcome != "" {
 					continue
 				}
+				was := answered
+				answered = false
 				for _, w := range s.Waiting {
 					answered = h.act("approve", m, func(r *runner.Runner) error { return r.Approve(ctx, m.id, w.RequestID, m.approver, time.Hour) }) || answered
 				}
@@ -679,6 +668,10 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 						return r.Control(ctx, m.id, string(mrp.Resume), "", "answered", runner.Actor{Name: "olga", Role: "operator", Capability: "mrp.resume"})
 					}) || answered
 				}
+				if answered {
+					last = append(last, m.id+" ("+m.kind+"): "+h.describe(m.id))
+				}
+				answered = answered || was
 			}
 			if !answered {
 				break

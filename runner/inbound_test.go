@@ -17,10 +17,11 @@ func TestInboundIDMatchesSprintf(t *testing.T) {
 		runID, kind := s.Draw(t, "run"), s.Draw(t, "kind")
 		by := Actor{Name: s.Draw(t, "name"), Role: s.Draw(t, "role"), Capability: s.Draw(t, "capability")}
 		nanos := rapid.Int64().Draw(t, "nanos")
+		act := rapid.Uint64().Draw(t, "act")
 		b := []byte(s.Draw(t, "body"))
-		want := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s",
-			runID, by.Name, by.Role, by.Capability, nanos, b)))[:32])
-		if got := inboundID(runID, kind, by, nanos, b); got != want {
+		want := fmt.Sprintf("%s:%s", kind, cjson.HexDigest([]byte(fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s",
+			runID, by.Name, by.Role, by.Capability, nanos, act, b)))[:32])
+		if got := inboundID(runID, kind, by, nanos, act, b); got != want {
 			t.Fatalf("id %q, want %q", got, want)
 		}
 	})
@@ -54,4 +55,34 @@ func TestInputBytesMatchMarshal(t *testing.T) {
 			t.Fatal("the input's bytes are shared with the caller")
 		}
 	})
+}
+
+// Alike acts one runner makes at one clock reading are each an act: each
+// reaches the run's inbox, none is taken for another's resubmission. (A
+// person answering again after a refusal, within one tick of a coarse
+// clock, was told the act was taken while it never reached the run.) One
+// act submitted twice is still taken once.
+func TestAlikeActsAtOneInstantAreEachTaken(t *testing.T) {
+	h := newHarness(t)
+	h.start("waits", large)
+	for range 3 {
+		if err := h.r.Submit(ctx, "waits", []byte(small), inputter); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := h.store.Inbox(ctx, "waits", true)
+	if err != nil || len(in) != 3 {
+		t.Fatalf("pending inbox %d entries (%v), want the three acts", len(in), err)
+	}
+	if in[0].ID == in[1].ID || in[1].ID == in[2].ID || in[0].ID == in[2].ID {
+		t.Fatalf("acts share ids: %s %s %s", in[0].ID, in[1].ID, in[2].ID)
+	}
+	again := in[0]
+	again.Consumed, again.Seq = false, 0
+	if err := h.store.Submit(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := h.store.Inbox(ctx, "waits", true); len(in) != 3 {
+		t.Fatalf("an act submitted again made %d entries, want 3", len(in))
+	}
 }

@@ -505,18 +505,24 @@ func (r *Runner) inboundBytes(runID, kind string, by Actor, b []byte) store.Inbo
 	// The id only has to be unique: it never reaches the pure steps (the
 	// store orders the inbox). Two people acting at once must not collide.
 	digest, proof := store.ProveDigest(b)
-	return store.Inbound{ID: inboundID(runID, kind, by, r.cfg.Clock().UnixNano(), b), RunID: runID, Kind: kind, ActorRole: by.Role,
+	id := inboundID(runID, kind, by, r.cfg.Clock().UnixNano(), r.actsMade.Add(1), b)
+	return store.Inbound{ID: id, RunID: runID, Kind: kind, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: b, Digest: digest, Proof: proof}
 }
 
 // inboundID is kind, a colon and the first 32 hex digits of the SHA-256 of
-// the run, the actor's name, role and capability, the time and the body,
-// separated by NUL bytes (the bytes
-// fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s") writes). Everything
-// that makes one act another is in it: the store takes an id it holds as
-// the same act submitted again, so two acts that differ only in the
-// capability exercised must not share one.
-func inboundID(runID, kind string, by Actor, nanos int64, b []byte) string {
+// the run, the actor's name, role and capability, the time, the act's
+// number in its runner and the body, separated by NUL bytes (the bytes
+// fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%d\x00%s") writes).
+// Everything that makes one act another is in it: the store takes an id
+// it holds as the same act submitted again, so two acts that differ only
+// in the capability exercised must not share one — nor two alike that one
+// runner (a server's) makes within one tick of the clock (a coarse clock,
+// a test's fixed one): the second, a person answering again after a
+// refusal, say, would be taken for the first and never reach the run.
+// The number tells those apart, and keeps a runner's ids what the same
+// acts in the same order make on another runner.
+func inboundID(runID, kind string, by Actor, nanos int64, act uint64, b []byte) string {
 	sum := cjson.SumWritten(func(p []byte) []byte {
 		p = append(p, runID...)
 		p = append(p, 0)
@@ -527,6 +533,8 @@ func inboundID(runID, kind string, by Actor, nanos int64, b []byte) string {
 		p = append(p, by.Capability...)
 		p = append(p, 0)
 		p = strconv.AppendInt(p, nanos, 10)
+		p = append(p, 0)
+		p = strconv.AppendUint(p, act, 10)
 		p = append(p, 0)
 		return append(p, b...)
 	})

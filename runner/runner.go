@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -119,6 +120,9 @@ type Runner struct {
 	mu          sync.Mutex
 	busy        map[string]bool
 	leases      map[string]store.Lease // leases this runner holds, kept between passes
+	// actsMade counts the inbound events this runner made; an act's number
+	// goes into its inbox id (inboundID).
+	actsMade atomic.Uint64
 	// lapsing are leases this runner gave up on and leaves to lapse (a run
 	// whose passes kept failing), so that no runner retries the run at
 	// once; Close gives them back, as it does those held.

@@ -56,6 +56,26 @@ func (v *visits) snapshot() (int, map[string]int) {
 	return v.live, m
 }
 
+// visitedLoop runs a background loop polling every 5 ms over the
+// harness's store wrapped in visits, until the test ends.
+func (h *harness) visitedLoop() (*Runner, *visits) {
+	h.t.Helper()
+	v := &visits{Store: h.store, reads: map[string]int{}}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	loop, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(loop) }()
+	h.t.Cleanup(func() { stop(); <-done })
+	return r, v
+}
+
 // The background loop, behind a wrapping store, still asks the SQLite
 // store which runs are ready: a run waiting for a person is not touched on
 // any pass, and is picked up as soon as its approval arrives.
@@ -66,19 +86,7 @@ func TestLoopSkipsWaitingRunsBehindAWrapper(t *testing.T) {
 	if s := h.run("waits").State; s != "WAIT_APPROVAL" {
 		t.Fatalf("seeded run is in %s", s)
 	}
-	v := &visits{Store: h.store, reads: map[string]int{}}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(loop) }()
-	defer func() { stop(); <-done }()
+	r, v := h.visitedLoop()
 
 	time.Sleep(100 * time.Millisecond) // many polls
 	live, reads := v.snapshot()

@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"flrh.dev/flrh/effect"
 )
 
 // A run resting for a person's approval with a new input pending, which
@@ -21,19 +18,7 @@ func TestARunRestingWithInputItDoesNotTakeIsPassedOnce(t *testing.T) {
 	if err := h.r.Submit(ctx, "waits", []byte(small), inputter); err != nil {
 		t.Fatal(err)
 	}
-	v := &visits{Store: h.store, reads: map[string]int{}}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: v, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(loop) }()
-	defer func() { stop(); <-done }()
+	r, v := h.visitedLoop()
 
 	time.Sleep(200 * time.Millisecond) // some forty polls
 	_, reads := v.snapshot()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -11,8 +12,37 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/postgres"
 )
+
+// sandboxRunners makes n runners of wf on schema, each with a store (a
+// connection pool) of its own as separate processes would have, paying
+// into one new sandbox; cfg gives the rest of their configuration. It
+// returns them, the first one's store and the sandbox.
+func sandboxRunners(t testing.TB, schema, app string, n int, wf runner.Workflow, cfg runner.Config) ([]*runner.Runner, *postgres.Store, *sandbox.Sandbox) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{})
+	must(t, err)
+	rs := make([]*runner.Runner, n)
+	var first *postgres.Store
+	for i := range rs {
+		s := openNamed(t, schema, fmt.Sprintf("%s-%d", app, i), postgres.Options{MaxConns: 4})
+		if first == nil {
+			first = s
+		}
+		reg := &effect.Registry{}
+		must(t, reg.Register("refund.pay", "http/1", sb.Adapter()))
+		c := cfg
+		c.Store, c.Workflows, c.Adapters, c.Owner = s, []runner.Workflow{wf}, reg, fmt.Sprintf("runner-%d", i)
+		r, err := runner.New(c)
+		must(t, err)
+		rs[i] = r
+	}
+	return rs, first, sb
+}
 
 var ctx = context.Background()
 

@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"flrh.dev/flrh/demo"
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/postgres"
 )
 
 // The runner works on this store unchanged. Three runners, each with its
@@ -21,25 +18,10 @@ import (
 // destination applies exactly one mutation per refund — leases and fencing
 // kept the runners from ever paying twice.
 func TestRunnersShareOneDatabase(t *testing.T) {
-	schema := freshSchema(t)
-	sb, err := sandbox.New(sandbox.Options{})
-	must(t, err)
 	wf := demo.Refunds{AutoLimit: 100, Blocked: []string{"mallory"}, Destination: "payments-sandbox"}
 	const runners, runs = 3, 24
-	rs := make([]*runner.Runner, runners)
-	var st *postgres.Store
-	for i := range rs {
-		s := openNamed(t, schema, fmt.Sprintf("flrh-runner-%d", i), postgres.Options{MaxConns: 4})
-		if st == nil {
-			st = s
-		}
-		reg := &effect.Registry{}
-		must(t, reg.Register("refund.pay", "http/1", sb.Adapter()))
-		r, err := runner.New(runner.Config{Store: s, Workflows: []runner.Workflow{wf}, Adapters: reg,
-			Owner: fmt.Sprintf("runner-%d", i), LeaseTTL: 5 * time.Second, Poll: 20 * time.Millisecond, Parallelism: 4})
-		must(t, err)
-		rs[i] = r
-	}
+	rs, st, sb := sandboxRunners(t, freshSchema(t), "flrh-runner", runners, wf,
+		runner.Config{LeaseTTL: 5 * time.Second, Poll: 20 * time.Millisecond, Parallelism: 4})
 	for i := 0; i < runs; i++ {
 		in := fmt.Sprintf(`{"refunds":[{"id":"r-%03d","amount":%d,"payee":"p%d","reason":"damaged item"}]}`, i, 10+i, i)
 		must(t, rs[i%runners].Start(ctx, fmt.Sprintf("run-%03d", i), wf.ID(), wf.Version(), []byte(in)))

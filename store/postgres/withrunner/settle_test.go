@@ -2,16 +2,12 @@ package withrunner
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/demo"
-	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/runner"
-	"flrh.dev/flrh/store/postgres"
 )
 
 // A run resting for a person's approval with an input pending, which its
@@ -20,24 +16,8 @@ import (
 // would raise its lease generation). The approval, an entry after the
 // settled one, is claimed at once, and the run ends with its one payment.
 func TestARestingRunIsNotClaimedForEntriesItDoesNotTake(t *testing.T) {
-	schema := freshSchema(t)
-	sb, err := sandbox.New(sandbox.Options{})
-	must(t, err)
 	wf := demo.Refunds{AutoLimit: 100, Destination: "payments-sandbox"}
-	rs := make([]*runner.Runner, 2)
-	var st *postgres.Store
-	for i := range rs {
-		s := openNamed(t, schema, fmt.Sprintf("flrh-settle-%d", i), postgres.Options{MaxConns: 4})
-		if st == nil {
-			st = s
-		}
-		reg := &effect.Registry{}
-		must(t, reg.Register("refund.pay", "http/1", sb.Adapter()))
-		r, err := runner.New(runner.Config{Store: s, Workflows: []runner.Workflow{wf}, Adapters: reg,
-			Owner: fmt.Sprintf("runner-%d", i), LeaseTTL: 5 * time.Second, Poll: 10 * time.Millisecond})
-		must(t, err)
-		rs[i] = r
-	}
+	rs, st, sb := sandboxRunners(t, freshSchema(t), "flrh-settle", 2, wf, runner.Config{LeaseTTL: 5 * time.Second, Poll: 10 * time.Millisecond})
 	const id = "waits"
 	must(t, rs[0].Start(ctx, id, wf.ID(), wf.Version(), []byte(`{"refunds":[{"id":"r-1","amount":900,"payee":"bob","reason":"damaged item"}]}`)))
 	must(t, rs[0].RunToIdle(ctx))

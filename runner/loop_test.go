@@ -76,6 +76,30 @@ func (h *harness) visitedLoop() (*Runner, *visits) {
 	return r, v
 }
 
+// approvedEnds approves the one request run id waits on through r, and
+// waits for the background loop to end the run SUCCEEDED with payments
+// made at the destination in all.
+func (h *harness) approvedEnds(r *Runner, id string, payments int) {
+	h.t.Helper()
+	st, err := r.Inspect(ctx, id)
+	if err != nil || len(st.Waiting) != 1 {
+		h.t.Fatalf("status %+v, %v", st, err)
+	}
+	if err := r.Approve(ctx, id, st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		h.t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for h.run(id).State != "SUCCEEDED" || h.dest.count() < payments {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("approved run still in %s with %d payments", h.run(id).State, h.dest.count())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h.dest.count() != payments {
+		h.t.Fatalf("%d payments, want %d", h.dest.count(), payments)
+	}
+}
+
 // The background loop, behind a wrapping store, still asks the SQLite
 // store which runs are ready: a run waiting for a person is not touched on
 // any pass, and is picked up as soon as its approval arrives.
@@ -93,23 +117,7 @@ func TestLoopSkipsWaitingRunsBehindAWrapper(t *testing.T) {
 	if live != 0 || len(reads) != 0 {
 		t.Fatalf("idle passes listed every live run %d times and read runs %v", live, reads)
 	}
-	st, err := r.Inspect(ctx, "waits")
-	if err != nil || len(st.Waiting) != 1 {
-		t.Fatalf("status %+v, %v", st, err)
-	}
-	if err := r.Approve(ctx, "waits", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for h.run("waits").State != "SUCCEEDED" {
-		if time.Now().After(deadline) {
-			t.Fatalf("approved run still in %s", h.run("waits").State)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if h.dest.count() != 2 {
-		t.Fatalf("%d payments, want 2", h.dest.count())
-	}
+	h.approvedEnds(r, "waits", 2)
 	if _, reads := v.snapshot(); reads["done"] != 0 {
 		t.Fatalf("the loop visited an ended run %d times", reads["done"])
 	}

@@ -34,18 +34,5 @@ func TestARunRestingWithInputItDoesNotTakeIsPassedOnce(t *testing.T) {
 		t.Fatalf("pending inbox %+v, %v; want the input still there", in, err)
 	}
 
-	st, err := r.Inspect(ctx, "waits")
-	if err != nil || len(st.Waiting) != 1 {
-		t.Fatalf("status %+v, %v", st, err)
-	}
-	if err := r.Approve(ctx, "waits", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for h.run("waits").State != "SUCCEEDED" || h.dest.count() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("approved run still in %s with %d payments", h.run("waits").State, h.dest.count())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.approvedEnds(r, "waits", 1)
 }

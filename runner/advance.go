@@ -380,6 +380,14 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	} else if err != nil {
 		return false, false, false, err
 	}
+	if fencedOut(run, lease) {
+		// The lease this runner holds is older than the run's: by its
+		// clock the lease had time to go, by the store's it lapsed and
+		// another runner took the run. The run is that runner's; the
+		// fencing wire would park it for everyone.
+		r.forget(runID)
+		return false, false, false, nil
+	}
 	t = &tick{run: run, lease: lease, wf: wf, pre: pre, start: st}
 	if pre != nil {
 		t.inbox, t.inboxOK = pending, true
@@ -603,6 +611,12 @@ func (t *tick) leftPending() int64 {
 	return last
 }
 
+// fencedOut reports whether run's header, read by a pass, shows a lease
+// newer than the pass's own: another runner took the run over.
+func fencedOut(run store.Run, l store.Lease) bool {
+	return run.Lease.Generation > l.Generation
+}
+
 // load reads the run's checkpoint, or starts a fresh one. A checkpoint that
 // cannot be trusted quarantines the run: it never resumes silently.
 func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
@@ -625,6 +639,14 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		now, rerr := r.cfg.Store.Run(ctx, t.run.ID)
 		if rerr != nil {
 			return "", rerr
+		}
+		if fencedOut(now, t.lease) {
+			// Another runner took the run since this pass took its
+			// lease (by the store's clock the lease lapsed): the pass
+			// is fenced, and leaves the run to that runner.
+			r.forget(t.run.ID)
+			return "", store.Errorf(store.CodeFenced, "load", t.run.ID, nil,
+				"lease generation %d of %q is stale; current is %d of %q", t.lease.Generation, t.lease.Owner, now.Lease.Generation, now.Lease.Owner)
 		}
 		if now.Head != t.run.Head {
 			t.run = now

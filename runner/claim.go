@@ -232,7 +232,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		return false // shutting down; Close releases what is held
 	case tries == sweepPass:
 		// A visit, not a claim: its run was not ready, and a failure here
-		// (a write race lost, the database briefly away) says nothing
+		// (a write race lost, the database away for a moment) says nothing
 		// against it. Leaving the lease to lapse would keep every runner
 		// off it — a person's approval arriving meanwhile included — and
 		// outlive this runner's stop; it is given back, the next sweep

@@ -448,7 +448,7 @@ func TestClaimInFlightAtShutdownIsReleased(t *testing.T) {
 }
 
 // A deadline sweep's visit that fails after taking the run's lease (the
-// store briefly unable to answer) gives the lease back: the run was not
+// store unable to answer for a moment) gives the lease back: the run was not
 // claimed, nothing is retried, and neither the runners nor a person's
 // answer wait for the lease to lapse — nor does the runner, once stopped,
 // leave it held.

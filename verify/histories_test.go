@@ -404,7 +404,7 @@ func TestAnyHistoryWithRunnersRacingKeepsThePromisesOnPostgres(t *testing.T) {
 // ready lists, one-read records).
 type historyStore struct {
 	store.Store
-	prefix string // names the draw's runs apart from earlier draws' in a store they share
+	prefix string              // names the draw's runs apart from earlier draws' in a store they share
 	grants func() (int, error) // the approvals ledger's rows
 	close  func()
 }

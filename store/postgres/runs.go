@@ -286,16 +286,27 @@ u AS (UPDATE runs SET lease_owner = '', lease_expires_at = 0, updated_at = c.now
 	RETURNING 1),
 woken AS (SELECT pg_notify($5, $1) FROM u)
 SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, s.channel())
-	switch {
-	case err != nil:
-		return err
-	case ok:
-		return nil
-	}
-	if err := checkFence(op, lease, r, now); err != nil {
+	if done, err := fenceVerdict(op, lease, r, now, ok, err); done {
 		return err
 	}
 	return changed(op, lease.RunID)
+}
+
+// fenceVerdict answers a fenced lease write (leaseWrite): done, with the
+// error that stopped it or nil, when it was made, failed, or was refused
+// by the fence; not done when the fence would have let it through and the
+// caller has something else to explain.
+func fenceVerdict(op string, lease store.Lease, r store.Run, now time.Time, made bool, err error) (bool, error) {
+	switch {
+	case err != nil:
+		return true, err
+	case made:
+		return true, nil
+	}
+	if err := checkFence(op, lease, r, now); err != nil {
+		return true, err
+	}
+	return false, nil
 }
 
 // Quarantine implements store.Store, in one round trip.
@@ -370,13 +381,7 @@ u AS (UPDATE runs SET settled_seq = $5, settled_head = c.head_seq, settled_state
 	RETURNING 1),
 woken AS (SELECT pg_notify($7, $1) FROM u WHERE $6)
 SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, seq, release, s.channel())
-	switch {
-	case err != nil:
-		return err
-	case ok:
-		return nil
-	}
-	if err := checkFence(op, lease, r, now); err != nil {
+	if done, err := fenceVerdict(op, lease, r, now, ok, err); done {
 		return err
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE run_id = $1`, lease.RunID).Scan(&last); err != nil {

@@ -343,7 +343,10 @@ func (r *Runner) spendRetries(ctx context.Context, t *tick, e *openEffect, n int
 	if err != nil {
 		return err
 	}
-	a := &attemptLedger{Intent: e.IntentID, Attempts: n, Limit: r.maxAttempts(t), Outcomes: make([]string, 0, n)}
+	// Sized by the rows read, not by n: n is the store's attempt number,
+	// and a number changed behind the store's back must not size an
+	// allocation (2^31 outcomes once ran the process out of memory).
+	a := &attemptLedger{Intent: e.IntentID, Attempts: n, Limit: r.maxAttempts(t), Outcomes: make([]string, 0, len(ats)+1)}
 	for _, at := range ats {
 		if at.N < n {
 			a.Outcomes = append(a.Outcomes, string(at.Status))

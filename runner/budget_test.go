@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -553,5 +554,28 @@ func TestBackgroundLoopTimesOutARestingRun(t *testing.T) {
 	}
 	if run := b.run("run"); run.State != "TIMED_OUT" {
 		t.Fatalf("a resting run past its budget is still %s", run.State)
+	}
+}
+
+// An attempt number changed behind the store's back does not size an
+// allocation: a run resumed after a crash with its attempt in flight,
+// whose attempt row now says it is attempt 2^24, spends its retries (the
+// number is past every limit) with the attempt ledger sized by the rows it
+// read. (Sized by the number, an attempt 2^31 ran the process out of
+// memory.)
+func TestAnAttemptNumberChangedBehindTheStoreSizesNoAllocation(t *testing.T) {
+	h := newHarness(t)
+	h.crashAt("after-intent-commit", "run", small)
+	if _, err := h.store.DB().Exec(`UPDATE attempts SET n = ?`, 1<<24); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Hour) // the dead runner's lease lapses
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := h.runner(nil)
+	r.RunToIdle(ctx) // what becomes of the run is the tamper tests'; here, what it costs
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("resuming the run allocated %d MiB", grew>>20)
 	}
 }

@@ -219,9 +219,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		// that cannot tell, or visited by the sweep) was not touched: the
 		// lease, if the claim took one, is given back at once.
 		if holding {
-			if err := r.letGo(ctx, held); err != nil && store.CodeOf(err) != store.CodeFenced {
-				r.log.Warn("release lease", "run", runID, "err", err)
-			}
+			r.giveBack(ctx, held)
 		}
 		return false
 	case code == store.CodeFenced || code == store.CodeLeaseHeld:
@@ -239,9 +237,7 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		// visits again, and the run is claimed as soon as it is ready.
 		r.log.Warn("advance on the deadline sweep", "run", runID, "err", err)
 		if holding {
-			if err := r.letGo(ctx, held); err != nil && store.CodeOf(err) != store.CodeFenced {
-				r.log.Warn("release lease", "run", runID, "err", err)
-			}
+			r.giveBack(ctx, held)
 		}
 		return false
 	case tries >= maxPassRetries:
@@ -251,6 +247,14 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 	default:
 		r.log.Warn("advance", "run", runID, "err", err, "try", tries+1)
 		return true
+	}
+}
+
+// giveBack lets a lease go after a pass that leaves it, logging a release
+// the store refused for any reason but another runner holding the run.
+func (r *Runner) giveBack(ctx context.Context, l store.Lease) {
+	if err := r.letGo(ctx, l); err != nil && store.CodeOf(err) != store.CodeFenced {
+		r.log.Warn("release lease", "run", l.RunID, "err", err)
 	}
 }
 

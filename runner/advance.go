@@ -580,12 +580,11 @@ func (r *Runner) settleLease(ctx context.Context, t *tick, failed error) {
 	switch state := t.cp.Control.State; {
 	case r.machine.Final(state):
 		r.forget(t.run.ID)
-	case state == "WAIT_APPROVAL" || state == "HUMAN_RECONCILIATION":
-		r.letGoSettled(ctx, t.lease, t.settle)
-	case t.settle > 0 && r.cfg.Claimer != nil:
-		// Resting with entries it does not take, in a store whose runners
-		// claim work: let go, as the claiming runner would after the
-		// pass, but settled.
+	case state == "WAIT_APPROVAL" || state == "HUMAN_RECONCILIATION", t.settle > 0 && r.cfg.Claimer != nil:
+		// Resting for a person, or with entries it does not take in a
+		// store whose runners claim work (the claiming runner would let
+		// it go after the pass anyway): let go, settled if there are such
+		// entries.
 		r.letGoSettled(ctx, t.lease, t.settle)
 	case t.settle > 0:
 		r.settleHeld(ctx, t.lease, t.settle)

@@ -371,7 +371,6 @@ func (s *Store) Settle(ctx context.Context, lease store.Lease, seq int64, releas
 	// writer can have moved them since the holder read them. A released
 	// live run may be claimed by another runner at once (for entries
 	// after seq): notify, when released.
-	var last int64
 	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, nil, `,
 l AS MATERIALIZED (SELECT COALESCE(MAX(seq), 0) AS seq FROM inbox WHERE run_id = $1),
 u AS (UPDATE runs SET settled_seq = $5, settled_head = c.head_seq, settled_state = c.state,
@@ -384,6 +383,7 @@ SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`,
 	if done, err := fenceVerdict(op, lease, r, now, ok, err); done {
 		return err
 	}
+	var last int64
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE run_id = $1`, lease.RunID).Scan(&last); err != nil {
 		return s.mapErr(op, lease.RunID, err)
 	}

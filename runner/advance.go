@@ -385,7 +385,7 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 		// clock the lease had time to go, by the store's it lapsed and
 		// another runner took the run. The run is that runner's; the
 		// fencing wire would park it for everyone.
-		r.forget(runID)
+		r.forgetLease(lease)
 		return false, false, false, nil
 	}
 	t = &tick{run: run, lease: lease, wf: wf, pre: pre, start: st}
@@ -643,7 +643,7 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 			// Another runner took the run since this pass took its
 			// lease (by the store's clock the lease lapsed): the pass
 			// is fenced, and leaves the run to that runner.
-			r.forget(t.run.ID)
+			r.forgetLease(t.lease)
 			return "", store.Errorf(store.CodeFenced, "load", t.run.ID, nil,
 				"lease generation %d of %q is stale; current is %d of %q", t.lease.Generation, t.lease.Owner, now.Lease.Generation, now.Lease.Owner)
 		}
@@ -735,7 +735,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	if err := r.commit(ctx, t, p); err != nil {
 		if store.CodeOf(err) == store.CodeFenced {
-			r.forget(t.run.ID)
+			r.forgetLease(t.lease)
 		}
 		return err
 	}

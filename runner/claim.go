@@ -209,6 +209,9 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 // pass failed otherwise, and given back when a sweep's visit failed. It
 // reports whether to retry.
 func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool {
+	r.mu.Lock()
+	before, heldBefore := r.leases[runID]
+	r.mu.Unlock()
 	_, err := r.Advance(ctx, runID)
 	r.mu.Lock()
 	held, holding := r.leases[runID]
@@ -223,7 +226,11 @@ func (r *Runner) claimedPass(ctx context.Context, runID string, tries int) bool 
 		}
 		return false
 	case code == store.CodeFenced || code == store.CodeLeaseHeld:
-		r.forget(runID)
+		// The pass forgot the lease it found stale; one the loop claimed
+		// while the pass ran is newer and stays.
+		if heldBefore {
+			r.forgetLease(before)
+		}
 		r.log.Warn("fenced: another runner holds the run now", "run", runID, "err", err)
 		return false
 	case ctx.Err() != nil:
@@ -298,7 +305,7 @@ func (r *Runner) fenceDispatch(ctx context.Context, t *tick) error {
 	l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL)
 	if err != nil {
 		if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
-			r.forget(t.run.ID)
+			r.forgetLease(t.lease)
 		}
 		return fmt.Errorf("runner: run %s: not sending: the lease could not be renewed: %w", t.run.ID, err)
 	}

@@ -473,3 +473,62 @@ func TestAFailedSweepVisitGivesItsLeaseBack(t *testing.T) {
 		t.Fatalf("the resting run was claimed %d times, want once (its start)", n)
 	}
 }
+
+// A pass that runs past its lease while its own runner claims the run
+// again is fenced; forgetting its stale lease must not forget the one the
+// claim just took. Stopped before a pass goes on under that lease, the
+// runner gives it back; forgotten, it stayed the store's until it lapsed,
+// keeping every runner (and a person's answer) off the run after this
+// runner had gone.
+func TestAFencedPassKeepsTheLeaseItsRunnerClaimedSince(t *testing.T) {
+	h := newClaimHarness(t)
+	bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
+	reg := &effect.Registry{}
+	mustOK(t, reg.Register("refund.pay", "fake/1", bd))
+	const ttl = 300 * time.Millisecond
+	r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Claimer: h.c, Owner: "claimer",
+		Poll: 5 * time.Millisecond, LeaseTTL: ttl, Drain: 10 * time.Second, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	mustOK(t, err)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	mustOK(t, r.Start(ctx, "p", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
+	<-bd.entered // the pass waits on the destination under its lease
+	deadline := time.Now().Add(20 * time.Second)
+	for h.c.times("p") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run was not claimed again once its lease lapsed")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	claimed, err := h.st.Run(ctx, "p")
+	mustOK(t, err)
+	// Stop the loop, then let the old pass finish: its receipt's commit is
+	// fenced by the newer lease, and no pass goes on under that lease.
+	cancel()
+	close(bd.release)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the runner did not stop")
+	}
+	run, err := h.st.Run(ctx, "p")
+	mustOK(t, err)
+	if run.Lease.Owner != "" {
+		t.Fatalf("after stopping, the runner still holds p (lease generation %d, claimed at %d, until %s)",
+			run.Lease.Generation, claimed.Lease.Generation, run.Lease.ExpiresAt)
+	}
+	if run.Lease.Generation != claimed.Lease.Generation {
+		t.Fatalf("the run's lease generation is %d, want %d (the claim's, given back)", run.Lease.Generation, claimed.Lease.Generation)
+	}
+	// The next runner reconciles the attempt the fenced pass made and
+	// finishes the run; the destination applied it once.
+	next := h.runner(h.st, h.dest, time.Second)
+	background(t, next)
+	next.Wake()
+	h.waitRun("p", func(r store.Run) bool { return r.State == "SUCCEEDED" })
+	if n := h.dest.count(); n != 1 {
+		t.Fatalf("%d mutations, want 1", n)
+	}
+}

@@ -469,6 +469,7 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 		return l, nil
 	}
 	var err error
+	old := l
 	if ok && l.ExpiresAt.After(now) {
 		l, err = r.cfg.Store.RenewLease(ctx, l, r.cfg.LeaseTTL)
 	}
@@ -485,7 +486,9 @@ func (r *Runner) lease(ctx context.Context, runID string) (store.Lease, error) {
 			r.mu.Unlock()
 			return store.Lease{}, err
 		}
-		r.forget(runID)
+		if ok {
+			r.forgetLease(old)
+		}
 		return store.Lease{}, err
 	}
 	r.mu.Lock()
@@ -521,7 +524,7 @@ func (r *Runner) letGoSettled(ctx context.Context, l store.Lease, seq int64) err
 	if err != nil && unanswered(err) {
 		return err
 	}
-	r.forget(l.RunID)
+	r.forgetLease(l)
 	return err
 }
 
@@ -537,7 +540,7 @@ func (r *Runner) settleHeld(ctx context.Context, l store.Lease, seq int64) {
 	switch err := st.Settle(context.WithoutCancel(ctx), l, seq, false); {
 	case err == nil:
 	case store.CodeOf(err) == store.CodeFenced || store.CodeOf(err) == store.CodeQuarantined:
-		r.forget(l.RunID)
+		r.forgetLease(l)
 	default:
 		r.log.Warn("settle", "run_id", l.RunID, "err", err)
 	}
@@ -562,10 +565,27 @@ func (r *Runner) leaveToLapse(runID string) {
 	delete(r.cps, runID)
 }
 
+// forget drops what this runner keeps of the run: the lease it holds and
+// its cached checkpoint.
 func (r *Runner) forget(runID string) {
 	r.mu.Lock()
 	delete(r.leases, runID)
 	delete(r.cps, runID)
+	r.mu.Unlock()
+}
+
+// forgetLease drops lease l, found stale or given up, and the run's cached
+// checkpoint — but not a newer lease this runner holds on the run: a claim
+// may have taken the run again while a pass ran past l (see runClaiming),
+// and that lease is the run's current one, for the pass that goes on
+// under it or for Close to give back. Forgotten, it would stay the
+// store's until it lapsed, with no runner left that knows it.
+func (r *Runner) forgetLease(l store.Lease) {
+	r.mu.Lock()
+	if held, ok := r.leases[l.RunID]; ok && held.Generation <= l.Generation {
+		delete(r.leases, l.RunID)
+	}
+	delete(r.cps, l.RunID)
 	r.mu.Unlock()
 }
 

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Serve processes on one PostgreSQL schema are killed with SIGKILL at
+// seeded random moments while runs are in flight — between a commit and
+// the send it makes durable, while the destination holds a request it has
+// applied and not yet answered, in the middle of a transaction — and a new
+// process takes each one's place. The survivors take the dead processes'
+// runs over once their leases lapse and reconcile every attempt left in
+// flight by asking the destination. Afterwards every run has succeeded
+// with one intent and one receipt, the destination applied one mutation
+// per refund, every record verifies, and nothing is left quarantined or
+// leased to a live run. FLRH_KILL_SEED picks another campaign.
+func TestServeProcessesSurviveSIGKILL(t *testing.T) {
+	storeURL, st := pgStoreURL(t)
+	seed := uint64(20261204)
+	if s := os.Getenv("FLRH_KILL_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("kill campaign seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	// Every request waits a little before it is applied and longer before
+	// it is answered: a kill often lands while a request the destination
+	// applied has no answer yet.
+	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"delay_ms":10,"delay_after_ms":150}`))
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("install delays: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	common := []string{"--store", storeURL, "--runners", "2", "--lease-ttl", "1s", "--destination", sb + "/v1/effects", "--grace", "10s"}
+	procs := []*serveProc{}
+	for range 3 {
+		procs = append(procs, startServe(t, bin, nil, common...))
+	}
+	const waves, perWave = 4, 15
+	killed := 0
+	for w := range waves {
+		// The wave's runs are started through the process about to be
+		// killed, all at once, so that it holds them when it dies; a
+		// start it did not answer is made again through a survivor (the
+		// run may exist already: then the first start committed).
+		victim := rnd.IntN(len(procs))
+		survivor := procs[(victim+1+rnd.IntN(len(procs)-1))%len(procs)]
+		p := procs[victim]
+		var wg sync.WaitGroup
+		errs := make(chan error, perWave)
+		for i := range perWave {
+			id, amount := fmt.Sprintf("k-%d-%02d", w, i), 10+rnd.IntN(80)
+			wg.Go(func() {
+				if postRefund(p.base, id, amount) == nil {
+					return
+				}
+				if err := postRefund(survivor.base, id, amount); err != nil && !strings.Contains(err.Error(), "already exists") {
+					errs <- err
+				}
+			})
+		}
+		time.Sleep(time.Duration(20+rnd.IntN(200)) * time.Millisecond)
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+		killed++
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		procs[victim] = startServe(t, bin, nil, common...)
+	}
+	runs := waves * perWave
+	ctx := context.Background()
+	eventually(t, "every run done", 180*time.Second, func() bool {
+		ids, err := st.Live(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids) == 0
+	})
+	states := map[string]int{}
+	attempts, takenOver := 0, 0
+	for w := range waves {
+		for i := range perWave {
+			id := fmt.Sprintf("k-%d-%02d", w, i)
+			rec := readRecord(t, st, id)
+			states[rec.Run.State]++
+			attempts += rec.Attempts
+			if rec.Run.Lease.Generation > 1 {
+				takenOver++
+			}
+			if rec.Run.State != "SUCCEEDED" || rec.Intents != 1 || rec.Receipts != 1 || rec.Run.Quarantine != "" {
+				t.Errorf("%s ended %s (%q) with %d intents, %d attempts and %d receipts; want SUCCEEDED with one intent and one receipt",
+					id, rec.Run.State, rec.Run.Quarantine, rec.Intents, rec.Attempts, rec.Receipts)
+			}
+		}
+	}
+	muts := mutations(t, sb)
+	keys := map[string]bool{}
+	for _, m := range muts {
+		keys[fmt.Sprint(m["idempotency_key"])] = true
+	}
+	if len(muts) != runs || len(keys) != runs {
+		t.Fatalf("the destination applied %d mutations under %d keys for %d refunds", len(muts), len(keys), runs)
+	}
+	if out, err := flrh(bin, nil, "verify", "--all", "--store", storeURL); err != nil {
+		t.Fatalf("flrh verify --all after %d kills: %v\n%s", killed, err, out)
+	}
+	if out, err := flrh(bin, nil, "store", "check", "--store", storeURL); err != nil {
+		t.Fatalf("store check after %d kills: %v\n%s", killed, err, out)
+	}
+	if takenOver == 0 {
+		t.Fatalf("no run was taken over from a killed process in %d kills: the campaign tested nothing", killed)
+	}
+	t.Logf("%d processes killed; runs %v, %d attempts, %d leased more than once", killed, states, attempts, takenOver)
+}

@@ -1,10 +1,15 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store/sqlite"
 
 	"flrh.dev/flrh/store"
 )
@@ -150,5 +155,51 @@ func TestActsOnAnEndedRunAreRefused(t *testing.T) {
 	}
 	if r := h.run("done"); r.Head != run.Head {
 		t.Fatalf("head moved from %d to %d", run.Head, r.Head)
+	}
+}
+
+// endsFirst ends its run (as a cancellation another runner committed
+// would) right before the next Submit reaches the store.
+type endsFirst struct {
+	*sqlite.Store
+	t    *testing.T
+	once sync.Once
+}
+
+func (s *endsFirst) Submit(ctx context.Context, in store.Inbound) error {
+	s.once.Do(func() {
+		run, err := s.Store.Run(ctx, in.RunID)
+		mustOK(s.t, err)
+		l, err := s.Store.AcquireLease(ctx, in.RunID, "elsewhere", time.Minute)
+		mustOK(s.t, err)
+		mustOK(s.t, s.Store.Commit(ctx, l, store.Tick{ExpectHead: run.Head, Outcome: "canceled", State: "CANCELED"}))
+	})
+	return s.Store.Submit(ctx, in)
+}
+
+// An approval the run refuses because it ended between the approver's
+// check and the write is refused whole: EndedError, and no grant left in
+// the approvals ledger without the entry that would have handed it over.
+func TestAnApprovalARunEndedMeanwhileLeavesNoGrant(t *testing.T) {
+	h := newHarness(t)
+	h.start("run-e", large)
+	st, err := h.r.Inspect(ctx, "run-e")
+	mustOK(t, err)
+	if len(st.Waiting) != 1 {
+		t.Fatalf("waiting %+v", st.Waiting)
+	}
+	reg := &effect.Registry{}
+	mustOK(t, reg.Register("refund.pay", "fake/1", h.dest))
+	r, err := New(Config{Store: &endsFirst{Store: h.store, t: t}, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg,
+		Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	mustOK(t, err)
+	var ended *EndedError
+	if err := r.Approve(ctx, "run-e", st.Waiting[0].RequestID, approver, time.Hour); !errors.As(err, &ended) {
+		t.Fatalf("approval of a run ended meanwhile: %v", err)
+	}
+	var grants int
+	mustOK(t, h.store.DB().QueryRow(`SELECT count(*) FROM approvals`).Scan(&grants))
+	if grants != 0 {
+		t.Fatalf("the refused approval left %d grants in the ledger", grants)
 	}
 }

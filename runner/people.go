@@ -235,10 +235,15 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	if err := checkApprover(wf, runID, need, grant, by, now); err != nil {
 		return err
 	}
-	if err := r.cfg.Store.GrantApproval(ctx, grant); err != nil {
+	// The grant is recorded with the entry that hands it to the run, in
+	// one write: a run that ended or was parked meanwhile refuses both,
+	// and no grant stays behind without the act that made it.
+	in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+	if err != nil {
 		return err
 	}
-	return r.submit(ctx, runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+	in.Grant = &grant
+	return r.submitInbound(ctx, in)
 }
 
 // pendingGrant finds a grant of the request need handed to the run and not

@@ -257,6 +257,14 @@ type Inbound struct {
 	// writer has one: a store then does not hash Body again (ValidateTick).
 	// Never set by a store; the zero value proves nothing.
 	Proof DigestProof
+	// Grant, with Submit only, is a grant for the approvals ledger that
+	// the entry hands to the run (a person's approval names it), recorded
+	// in the same write as the entry: both or neither. An approval the
+	// run refuses (it has ended, say) thus leaves no grant behind, and a
+	// grant is never in the ledger without the entry that hands it over.
+	// Submitting the same entry again records nothing. A tick's or a new
+	// run's entries carry none, and a store never returns one.
+	Grant *Approval
 }
 
 // TraceRecord is an append-only observation, never authoritative.

@@ -64,6 +64,9 @@ func ValidateTick(runID string, t Tick) error {
 		if !digestHolds(in.Proof, in.Body, in.Digest) {
 			return bad("submitted inbound %s digest does not match its body", in.ID)
 		}
+		if in.Grant != nil {
+			return bad("submitted inbound %s carries a grant: grants ride with Submit only", in.ID)
+		}
 		if submitted[in.ID] {
 			return bad("inbound %s is submitted twice", in.ID)
 		}
@@ -126,6 +129,26 @@ func ValidateInbound(op string, in Inbound) error {
 	if !digestHolds(in.Proof, in.Body, in.Digest) {
 		return Errorf(CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
+	if g := in.Grant; g != nil {
+		if g.RunID != in.RunID {
+			return Errorf(CodeInvalidInput, op, in.RunID, nil, "inbound %s carries a grant for run %q", in.ID, g.RunID)
+		}
+		if err := ValidateGrant(op, *g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateGrant checks what GrantApproval checks before touching the
+// database: the fields a grant needs, and its digest against its body.
+func ValidateGrant(op string, a Approval) error {
+	if a.ID == "" || a.RunID == "" || a.Nonce == "" || a.RequestDigest == "" || a.ExpiresAt.IsZero() {
+		return Errorf(CodeInvalidInput, op, a.RunID, nil, "id, run, nonce, request digest and expiry are required")
+	}
+	if BodyDigest(a.Body) != a.Digest {
+		return Errorf(CodeInvalidInput, op, a.RunID, nil, "digest does not match the grant body")
+	}
 	return nil
 }
 
@@ -144,6 +167,9 @@ func ValidateNewRun(run Run, first []Inbound) error {
 		}
 		if in.RunID != run.ID {
 			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s names run %q", in.ID, in.RunID)
+		}
+		if in.Grant != nil {
+			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s carries a grant: grants ride with Submit only", in.ID)
 		}
 		if seen[in.ID] {
 			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s given twice", in.ID)

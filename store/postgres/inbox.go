@@ -34,19 +34,15 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	var found, pending int64
 	var outcome *string
 	var same *bool // an entry with the id: whether it is this one
+	q, args := submitEntrySQL, []any{in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()}
+	if a := in.Grant; a != nil {
+		// The grant is written only with the entry: the data-modifying
+		// CTE inserts one row for each row ins returned.
+		q = submitEntryGrantSQL
+		args = append(args, a.ID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt))
+	}
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
-		tx.Queue(`WITH r AS MATERIALIZED (SELECT run_id, outcome FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-c AS MATERIALIZED (SELECT r.run_id, r.outcome, `+nowParam(10)+` AS now FROM r),
-prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
-	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
-ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
-	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
-	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
-	RETURNING 1),
-woken AS (SELECT pg_notify($9, $1) FROM ins),
-counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)
-SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`,
-			in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()).
+		tx.Queue(q, args...).
 			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &same, &pending) })
 		err := tx.commit(ctx)
 		if c := pgConstraint(err); isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
@@ -70,6 +66,27 @@ SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT same FROM prio
 	}
 	return nil
 }
+
+// submitEntrySQL is Submit's one statement (see Submit); submitEntryGrantSQL
+// is it with the grant an approval hands over, inserted with the entry.
+const (
+	submitEntryHead = `WITH r AS MATERIALIZED (SELECT run_id, outcome FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.run_id, r.outcome, COALESCE($10::bigint, ` + nowNanos + `) AS now FROM r),
+prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
+	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
+ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
+	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
+	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
+	RETURNING 1),
+woken AS (SELECT pg_notify($9, $1) FROM ins),
+counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)`
+	submitEntryTail     = `SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`
+	submitEntrySQL      = submitEntryHead + "\n" + submitEntryTail
+	submitEntryGrantSQL = submitEntryHead + `,
+granted AS (INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+	SELECT $11, $1, $12, $13, $14, $15, $16, 'granted', c.now FROM c, ins)
+` + submitEntryTail
+)
 
 // Inbox implements store.Store.
 func (s *Store) Inbox(ctx context.Context, runID string, pendingOnly bool) ([]store.Inbound, error) {

@@ -37,6 +37,12 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		_, err = s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.RunID, in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
+		if err != nil || in.Grant == nil {
+			return err
+		}
+		a := in.Grant
+		_, err = s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
 		return err
 	})
 }

@@ -21,11 +21,8 @@ func scanApproval(row scanner) (store.Approval, error) {
 
 // GrantApproval implements store.Store.
 func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
-	if a.ID == "" || a.RunID == "" || a.Nonce == "" || a.RequestDigest == "" || a.ExpiresAt.IsZero() {
-		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "id, run, nonce, request digest and expiry are required")
-	}
-	if store.BodyDigest(a.Body) != a.Digest {
-		return store.Errorf(store.CodeInvalidInput, "grant approval", a.RunID, nil, "digest does not match the grant body")
+	if err := store.ValidateGrant("grant approval", a); err != nil {
+		return err
 	}
 	return s.write(ctx, "grant approval", a.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)

@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"CreateRunLeased", testCreateRunLeased},
 		{"CreateRunCommit", testCreateRunCommit},
 		{"Settle", testSettle},
+		{"SubmitWithGrant", testSubmitWithGrant},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

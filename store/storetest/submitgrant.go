@@ -1,0 +1,116 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// grantWith is an entry handing grant id of run to it, with the grant.
+func grantWith(run, entry, id, nonce string, expires time.Time) store.Inbound {
+	body := []byte(fmt.Sprintf(`{"approval_id":%q,"nonce":%q}`, id, nonce))
+	in := Inb(run, entry, "approve", fmt.Sprintf(`{"approval_id":%q}`, id))
+	in.Grant = &store.Approval{ID: id, RunID: run, RequestDigest: store.BodyDigest([]byte("req")), Nonce: nonce,
+		Body: body, Digest: store.BodyDigest(body), ExpiresAt: expires}
+	return in
+}
+
+// An entry submitted with a grant writes both or neither: the grant is
+// in the ledger exactly when the entry that hands it to the run is in the
+// inbox. A run that ended or does not exist, a grant or an entry that
+// clashes with one already written, and a malformed grant each refuse the
+// whole submission; submitting the same entry again writes nothing more.
+// A tick's or a new run's entries carry no grant.
+func testSubmitWithGrant(t *testing.T, s store.Store, c *Clock) {
+	newRun(t, s, "r")
+	newRun(t, s, "done")
+	exp := c.Now().Add(time.Hour)
+	noGrant := func(id string) {
+		t.Helper()
+		if _, err := s.Approval(ctx, id); store.CodeOf(err) != store.CodeNotFound {
+			t.Fatalf("grant %s: %v, want not found", id, err)
+		}
+	}
+	pending := func(run string) int {
+		t.Helper()
+		in, err := s.Inbox(ctx, run, true)
+		must(t, err)
+		for _, e := range in {
+			if e.Grant != nil {
+				t.Fatalf("the store returned entry %s with a grant", e.ID)
+			}
+		}
+		return len(in)
+	}
+
+	// Both written; the grant is live and reads back as given.
+	in := grantWith("r", "e1", "g1", "n1", exp)
+	must(t, s.Submit(ctx, in))
+	g, err := s.Approval(ctx, "g1")
+	must(t, err)
+	if g.Status != store.ApprovalGranted || g.RunID != "r" || g.Nonce != "n1" || string(g.Body) != string(in.Grant.Body) || !g.ExpiresAt.Equal(exp.Truncate(time.Nanosecond)) {
+		t.Fatalf("grant read back %+v", g)
+	}
+	if n := pending("r"); n != 1 {
+		t.Fatalf("%d entries pending, want 1", n)
+	}
+	// The same entry again: taken once, nothing more written.
+	must(t, s.Submit(ctx, grantWith("r", "e1", "g1", "n1", exp)))
+	if n := pending("r"); n != 1 {
+		t.Fatalf("%d entries pending after a resubmission, want 1", n)
+	}
+
+	// Refusals write neither the entry nor the grant.
+	ld, _ := s.AcquireLease(ctx, "done", "w", time.Hour)
+	must(t, s.Commit(ctx, ld, store.Tick{Outcome: "success", State: "SUCCEEDED"}))
+	mustCode(t, s.Submit(ctx, grantWith("done", "e2", "g2", "n2", exp)), store.CodeInvalidTransition)
+	noGrant("g2")
+	mustCode(t, s.Submit(ctx, grantWith("nope", "e3", "g3", "n3", exp)), store.CodeNotFound)
+	noGrant("g3")
+	// A grant id or nonce already in the ledger: the entry is refused too.
+	mustCode(t, s.Submit(ctx, grantWith("r", "e4", "g1", "n4", exp)), store.CodeExists)
+	mustCode(t, s.Submit(ctx, grantWith("r", "e5", "g5", "n1", exp)), store.CodeExists)
+	noGrant("g5")
+	// An entry id taken with other content: the grant is not written.
+	clash := grantWith("r", "e1", "g6", "n6", exp)
+	mustCode(t, s.Submit(ctx, clash), store.CodeExists)
+	noGrant("g6")
+	// Malformed grants, checked before the database is touched.
+	for name, edit := range map[string]func(in *store.Inbound){
+		"another run":     func(in *store.Inbound) { in.Grant.RunID = "done" },
+		"no nonce":        func(in *store.Inbound) { in.Grant.Nonce = "" },
+		"no expiry":       func(in *store.Inbound) { in.Grant.ExpiresAt = time.Time{} },
+		"digest mismatch": func(in *store.Inbound) { in.Grant.Digest = "sha256:00" },
+	} {
+		bad := grantWith("r", "e7", "g7", "n7", exp)
+		edit(&bad)
+		if err := s.Submit(ctx, bad); store.CodeOf(err) != store.CodeInvalidInput {
+			t.Fatalf("%s: %v, want %s", name, err, store.CodeInvalidInput)
+		}
+		noGrant("g7")
+	}
+	if n := pending("r"); n != 1 {
+		t.Fatalf("%d entries pending after the refusals, want 1", n)
+	}
+
+	// Grants ride with Submit only.
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	mustCode(t, s.Commit(ctx, l, store.Tick{Submit: []store.Inbound{grantWith("r", "e8", "g8", "n8", exp)}, Consume: []string{"e8"}}), store.CodeInvalidInput)
+	mustCode(t, s.CreateRun(ctx, store.Run{ID: "new", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, grantWith("new", "e9", "g9", "n9", exp)), store.CodeInvalidInput)
+	noGrant("g8")
+	noGrant("g9")
+	if _, err := s.Run(ctx, "new"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a run created with a grant on its first entry: %v", err)
+	}
+
+	// The grant handed over is consumed as any other.
+	in1 := In("i1", "k1", "c-i1")
+	in1.ApprovalID = "g1"
+	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"e1"}, Intents: []store.Intent{in1}, Approvals: []store.ApprovalUse{{ApprovalID: "g1", IntentID: "i1"}}}))
+	if g, err := s.Approval(ctx, "g1"); err != nil || g.Status != store.ApprovalConsumed || g.ConsumedBy != "i1" {
+		t.Fatalf("after consumption %+v %v", g, err)
+	}
+}

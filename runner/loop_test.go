@@ -215,3 +215,72 @@ func TestSweepPace(t *testing.T) {
 		}
 	}
 }
+
+// On shutdown the polling loop, like the claiming one, lets a pass in
+// flight finish within Drain: the effect it is sending is applied and
+// recorded, never cut short into an unknown outcome. A pass that takes
+// longer is cancelled, its lease given back, and the next runner
+// reconciles the interrupted effect and applies it once.
+func TestPollingRunnerDrainsOnShutdown(t *testing.T) {
+	for _, finish := range []bool{true, false} {
+		t.Run(fmt.Sprintf("finishes=%v", finish), func(t *testing.T) {
+			h := newClaimHarness(t)
+			bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
+			drain := 5 * time.Second
+			if !finish {
+				drain = 50 * time.Millisecond
+			}
+			polling := func(adapter effect.Adapter, drain time.Duration) *Runner {
+				reg := &effect.Registry{}
+				mustOK(t, reg.Register("refund.pay", "fake/1", adapter))
+				r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Owner: "poller",
+					Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: drain, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+				mustOK(t, err)
+				if r.cfg.Claimer != nil {
+					t.Fatal("the SQLite store made the runner a claiming one")
+				}
+				return r
+			}
+			r := polling(bd, drain)
+			stop := background(t, r)
+			mustOK(t, r.Start(ctx, "d", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
+			r.Wake()
+			<-bd.entered
+			stopped := make(chan struct{})
+			go func() { stop(); close(stopped) }()
+			if finish {
+				select {
+				case <-stopped:
+					t.Fatal("Run returned while its pass was in flight")
+				case <-time.After(100 * time.Millisecond):
+				}
+				close(bd.release)
+				<-stopped
+				run, err := h.st.Run(ctx, "d")
+				mustOK(t, err)
+				if run.State != "SUCCEEDED" || h.dest.count() != 1 {
+					t.Fatalf("after draining the run is %s with %d mutations, want SUCCEEDED and 1", run.State, h.dest.count())
+				}
+				return
+			}
+			select {
+			case <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after its drain time")
+			}
+			run, err := h.st.Run(ctx, "d")
+			mustOK(t, err)
+			if run.Outcome != "" || run.Lease.Owner != "" {
+				t.Fatalf("after a cut-short drain the run is %s (%s) leased to %q; want live and released", run.State, run.Outcome, run.Lease.Owner)
+			}
+			close(bd.release)
+			next := polling(h.dest, time.Second)
+			background(t, next)
+			next.Wake()
+			h.waitRun("d", func(r store.Run) bool { return r.State == "SUCCEEDED" })
+			if h.dest.count() != 1 {
+				t.Fatalf("%d mutations, want 1", h.dest.count())
+			}
+		})
+	}
+}

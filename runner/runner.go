@@ -76,9 +76,9 @@ type Config struct {
 	// instead of polling every live run; see claim.go.
 	Claimer store.Claimer
 	Watcher store.WorkWatcher
-	// Drain bounds how long Run, with a Claimer, lets passes in flight
-	// finish after its context ends; then they are cancelled. Zero means
-	// half the lease TTL.
+	// Drain bounds how long Run lets passes in flight finish after its
+	// context ends; then they are cancelled. Zero means half the lease
+	// TTL.
 	Drain time.Duration
 	// LeaseStarts says that this runner advances the runs it starts
 	// itself (Advance or AdvanceToIdle after Start, as a command that
@@ -607,10 +607,17 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	sem := make(chan struct{}, r.cfg.Parallelism)
 	var wg sync.WaitGroup
+	// Passes are not cancelled with ctx: a pass cut short in the middle
+	// of a send leaves its effect's outcome unknown, for a lookup that
+	// may come before the destination has applied it and so hand the
+	// run to a person. On ctx's end no pass starts, and those in flight
+	// have Drain to finish before they are cancelled.
+	passCtx, cancelPasses := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelPasses()
 	// Deferred calls run last first: the passes in flight end before
 	// Close gives up the leases, so none is taken or renewed after it.
 	defer r.Close(context.WithoutCancel(ctx))
-	defer wg.Wait()
+	defer r.drain(&wg, cancelPasses)
 	var sweep []string // live runs the current deadline sweep has still to visit
 	per := 0           // how many of them each pass visits
 	for {
@@ -643,11 +650,11 @@ func (r *Runner) Run(ctx context.Context) error {
 			go func(id string) {
 				defer wg.Done()
 				defer func() { <-sem; r.release(id) }()
-				if _, err := r.Advance(ctx, id); errors.Is(err, ErrDefinitionNotLoaded) {
+				if _, err := r.Advance(passCtx, id); errors.Is(err, ErrDefinitionNotLoaded) {
 					// Another definition's run: left, untouched, to a runner
 					// that holds it. Not a warning: it is listed every poll.
 					r.log.Debug("advance: definition not loaded", "run_id", id, "err", err)
-				} else if err != nil && ctx.Err() == nil {
+				} else if err != nil && passCtx.Err() == nil {
 					r.log.Warn("advance", "run_id", id, "err", err)
 				}
 			}(id)
@@ -658,6 +665,22 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-r.wake:
 		case <-time.After(r.cfg.Poll):
 		}
+	}
+}
+
+// drain waits for the passes wg counts, cancelling them (cancel) once
+// Drain has passed.
+func (r *Runner) drain(wg *sync.WaitGroup, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(r.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.log.Warn("shutdown: cancelling passes still in flight")
+		cancel()
+		<-done
 	}
 }
 

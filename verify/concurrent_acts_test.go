@@ -1,0 +1,231 @@
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"pgregory.net/rapid"
+)
+
+// People acting on one run at the same moment, each through a runner of
+// their own (as servers in several processes would), while runner loops
+// may race them: approvals of the same request, a denial, a cancellation,
+// a stranger's approval. Whatever order the store puts them in:
+//
+//   - every act is taken or refused with a typed error;
+//   - the approvals ledger gains at most one grant for the run, and the
+//     destination applies its refund at most once, exactly as asked;
+//   - the run is paid exactly when it ends SUCCEEDED, and only when an
+//     approval was taken and its record holds no denial before it;
+//   - once idle, a run that any approval, denial or cancellation reached
+//     no longer waits for approval, and every run verifies and replays.
+func TestConcurrentActsOnOneRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a store and runs per draw")
+	}
+	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	checkConcurrentActs(t, clock, sqliteHistories(t, clock))
+}
+
+func TestConcurrentActsOnOneRunOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs per draw")
+	}
+	clock := &stepClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
+	checkConcurrentActs(t, clock, postgresHistories(t, clock))
+}
+
+// concurrentAct is one person's act in a draw: what it was and what it
+// returned.
+type concurrentAct struct {
+	kind string // approve, deny, cancel or stranger
+	err  error
+}
+
+func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) historyStore) {
+	refunds, _ := refundAgent(t)
+	ops, _, err := bundle.LoadExample("ops-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := map[string]int{}
+	draws := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		draws++
+		hs := open(draws)
+		defer hs.close()
+		sb, err := sandbox.New(sandbox.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &history{t: rt, st: hs.Store, hs: hs, sb: sb, refunds: refunds, ops: ops, clock: clock, acts: map[string]int{}}
+		m := &modelRun{id: hs.prefix + "one", kind: kindLarge, wf: refunds, approver: financeLead}
+		amount, payee := rapid.IntRange(101, 5000).Draw(rt, "amount"), "payee-one"
+		m.expect = []string{fmt.Sprintf(`"amount":%d`, amount), fmt.Sprintf(`"payee":%q`, payee)}
+		in, _ := json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
+			"refund_id": "r-" + hs.prefix + "one", "amount": amount, "payee": payee, "reason": "damaged item"}})
+		if err := h.runner(nil).Start(ctx, m.id, refunds.ID(), refunds.Version(), in); err != nil {
+			rt.Fatalf("start: %v", err)
+		}
+		h.runs = append(h.runs, m)
+		h.idle("")
+		waiting := h.status(m.id).Waiting
+		if len(waiting) != 1 {
+			rt.Fatalf("a large refund waits for %d approvals, want 1", len(waiting))
+		}
+		req := waiting[0].RequestID
+		grantsBefore, err := hs.grants()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// The acts race one another whether or not runner loops race them.
+		h.racing = true
+		stop := func() {}
+		if rapid.Bool().Draw(rt, "loops") {
+			stop = h.loops("runner-a", "runner-b")
+		}
+		defer stop()
+		acts := make([]concurrentAct, rapid.IntRange(2, 5).Draw(rt, "acts"))
+		for i := range acts {
+			acts[i].kind = rapid.SampledFrom([]string{"approve", "approve", "deny", "cancel", "stranger"}).Draw(rt, "act")
+		}
+		// Each person acts through a runner of their own; all start at
+		// once.
+		gate := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range acts {
+			a := &acts[i]
+			r := h.actor(fmt.Sprintf("server-%d", i))
+			wg.Go(func() {
+				<-gate
+				switch a.kind {
+				case "approve":
+					a.err = r.Approve(ctx, m.id, req, financeLead, time.Hour)
+				case "stranger":
+					a.err = r.Approve(ctx, m.id, req, stranger, time.Hour)
+				case "deny":
+					a.err = r.Deny(ctx, m.id, req, "not this one", denyingLead)
+				case "cancel":
+					a.err = r.Cancel(ctx, m.id, "changed my mind", requesterP)
+				}
+			})
+		}
+		close(gate)
+		wg.Wait()
+		stop()
+		h.idle("")
+
+		taken := map[string]int{}
+		for _, a := range acts {
+			if a.err == nil {
+				taken[a.kind]++
+				tally[a.kind+" taken"]++
+				continue
+			}
+			var nw *runner.NotWaitingError
+			var ended *runner.EndedError
+			var who *runner.ApproverRefusedError
+			var bad *runner.InputRefusedError
+			busy := store.CodeOf(a.err) == store.CodeUnavailable
+			if !errors.As(a.err, &nw) && !errors.As(a.err, &ended) && !errors.As(a.err, &who) && !errors.As(a.err, &bad) && !busy {
+				rt.Fatalf("%s: an untyped refusal: %v", a.kind, a.err)
+			}
+			if a.kind == "stranger" && who == nil && nw == nil && ended == nil && !busy {
+				rt.Fatalf("a stranger's approval refused for another reason: %v", a.err)
+			}
+			tally[a.kind+" refused"]++
+		}
+		if taken["stranger"] > 0 {
+			rt.Fatalf("a stranger's approval was taken")
+		}
+
+		// Each approval taken may have recorded a grant of its own; the
+		// run's one intent consumed one of them (learnKeys holds the run
+		// to one intent; verify, to its grant's consumption).
+		grantsAfter, err := hs.grants()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := grantsAfter - grantsBefore; n > taken["approve"] {
+			rt.Fatalf("%d grants recorded for %d approvals taken; acts %s", n, taken["approve"], describeActs(acts))
+		}
+		h.learnKeys()
+		applied := h.mutations(m.key)
+		if m.key == "" {
+			applied = nil
+		}
+		// A denial or cancellation taken may have come after the grant the
+		// run took, and then changed nothing: what the run's record holds
+		// decides (holdEnd with racing), and either excuses an end other
+		// than SUCCEEDED.
+		m.denied, m.cancelled, m.steered = taken["deny"] > 0, taken["cancel"] > 0, taken["approve"] == 0
+		receipts, err := h.st.Receipts(ctx, m.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		confirmed := 0
+		for _, rc := range receipts {
+			if rc.Outcome == "confirmed_success" {
+				confirmed++
+			}
+		}
+		if confirmed != len(applied) {
+			evs, _ := h.st.Events(ctx, m.id, 0)
+			var kinds []string
+			for _, e := range evs {
+				kinds = append(kinds, e.Kind+" "+string(e.Body))
+			}
+			rt.Fatalf("%d mutations and %d confirmed successes; acts %s; %s; receipts %+v; events %v", len(applied), confirmed, describeActs(acts), h.describe(m.id), receipts, kinds)
+		}
+		h.holdEnd(m)
+		s := h.status(m.id)
+		if (s.Run.State == "SUCCEEDED") != (len(applied) == 1) {
+			rt.Fatalf("the run ended %s with %d mutations", s.Run.State, len(applied))
+		}
+		if len(applied) == 1 && taken["approve"] == 0 {
+			rt.Fatalf("paid with no approval taken")
+		}
+		if len(applied) == 1 && h.fired(m.id, "APPROVAL_DENIED") {
+			rt.Fatalf("paid though its record holds a denial")
+		}
+		if taken["approve"]+taken["deny"]+taken["cancel"] > 0 && s.Run.State == "WAIT_APPROVAL" {
+			rt.Fatalf("an answer was taken and the run still waits for approval: %s", h.describe(m.id))
+		}
+		if s.Run.Quarantine != "" {
+			rt.Fatalf("parked: %s", s.Run.Quarantine)
+		}
+		tally["ended "+s.Run.State]++
+		h.checkAll("the acts")
+	})
+	t.Logf("%d draws; %v", draws, tally)
+}
+
+// actor is a runner of its own for one person's act, named apart from
+// every other runner.
+func (h *history) actor(owner string) *runner.Runner {
+	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.refunds}, Adapters: h.registry(), Owner: owner,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// describeActs says what each act of a draw was and what it returned.
+func describeActs(acts []concurrentAct) string {
+	var out string
+	for _, a := range acts {
+		out += fmt.Sprintf("[%s: %v] ", a.kind, a.err)
+	}
+	return out
+}

@@ -297,61 +297,80 @@ func TestClaimingRunnerRetriesThenLetsTheLeaseLapse(t *testing.T) {
 	}
 }
 
-// On shutdown a claiming runner lets a pass in flight finish within Drain
-// (the effect is applied and recorded), and cancels one that takes longer,
-// releasing its lease; the interrupted effect is reconciled by the next
-// runner, and applied once.
-func TestClaimingRunnerDrainsOnShutdown(t *testing.T) {
-	for _, finish := range []bool{true, false} {
-		t.Run(fmt.Sprintf("finishes=%v", finish), func(t *testing.T) {
-			h := newClaimHarness(t)
-			bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
-			drain := 5 * time.Second
-			if !finish {
-				drain = 50 * time.Millisecond
-			}
-			r := h.runner(h.st, bd, drain)
-			stop := background(t, r)
-			mustOK(t, r.Start(ctx, "d", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
-			<-bd.entered
-			stopped := make(chan struct{})
-			go func() { stop(); close(stopped) }()
-			if finish {
+// On shutdown a runner loop, claiming (decision 1011) or polling
+// (decision 1907), lets a pass in flight finish within Drain: the effect
+// it is sending is applied and recorded, never cut short into an unknown
+// outcome. A pass that takes longer is cancelled and its lease released;
+// the interrupted effect is reconciled by the next runner, and applied
+// once.
+func TestRunnerDrainsOnShutdown(t *testing.T) {
+	for _, claiming := range []bool{true, false} {
+		for _, finish := range []bool{true, false} {
+			t.Run(fmt.Sprintf("claiming=%v/finishes=%v", claiming, finish), func(t *testing.T) {
+				h := newClaimHarness(t)
+				loop := func(adapter effect.Adapter, drain time.Duration) *Runner {
+					if claiming {
+						return h.runner(h.st, adapter, drain)
+					}
+					reg := &effect.Registry{}
+					mustOK(t, reg.Register("refund.pay", "fake/1", adapter))
+					r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Owner: "poller",
+						Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: drain, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+					mustOK(t, err)
+					if r.cfg.Claimer != nil {
+						t.Fatal("the SQLite store made the runner a claiming one")
+					}
+					return r
+				}
+				bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
+				drain := 5 * time.Second
+				if !finish {
+					drain = 50 * time.Millisecond
+				}
+				r := loop(bd, drain)
+				stop := background(t, r)
+				mustOK(t, r.Start(ctx, "d", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
+				r.Wake()
+				<-bd.entered
+				stopped := make(chan struct{})
+				go func() { stop(); close(stopped) }()
+				if finish {
+					select {
+					case <-stopped:
+						t.Fatal("Run returned while its pass was in flight")
+					case <-time.After(100 * time.Millisecond):
+					}
+					close(bd.release)
+					<-stopped
+					run, err := h.st.Run(ctx, "d")
+					mustOK(t, err)
+					if run.State != "SUCCEEDED" || h.dest.count() != 1 {
+						t.Fatalf("after draining the run is %s with %d mutations, want SUCCEEDED and 1", run.State, h.dest.count())
+					}
+					return
+				}
 				select {
 				case <-stopped:
-					t.Fatal("Run returned while its pass was in flight")
-				case <-time.After(100 * time.Millisecond):
+				case <-time.After(10 * time.Second):
+					t.Fatal("Run did not return after its drain time")
 				}
-				close(bd.release)
-				<-stopped
 				run, err := h.st.Run(ctx, "d")
 				mustOK(t, err)
-				if run.State != "SUCCEEDED" || h.dest.count() != 1 {
-					t.Fatalf("after draining the run is %s with %d mutations, want SUCCEEDED and 1", run.State, h.dest.count())
+				if run.Outcome != "" || run.Lease.Owner != "" {
+					t.Fatalf("after a cut-short drain the run is %s (%s) leased to %q; want live and released", run.State, run.Outcome, run.Lease.Owner)
 				}
-				return
-			}
-			select {
-			case <-stopped:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not return after its drain time")
-			}
-			run, err := h.st.Run(ctx, "d")
-			mustOK(t, err)
-			if run.Outcome != "" || run.Lease.Owner != "" {
-				t.Fatalf("after a cut-short drain the run is %s (%s) leased to %q; want live and released", run.State, run.Outcome, run.Lease.Owner)
-			}
-			// The next runner reconciles the interrupted attempt and
-			// finishes the run.
-			close(bd.release)
-			next := h.runner(h.st, h.dest, time.Second)
-			background(t, next)
-			next.Wake()
-			h.waitRun("d", func(r store.Run) bool { return r.State == "SUCCEEDED" })
-			if h.dest.count() != 1 {
-				t.Fatalf("%d mutations, want 1", h.dest.count())
-			}
-		})
+				// The next runner reconciles the interrupted attempt and
+				// finishes the run.
+				close(bd.release)
+				next := loop(h.dest, time.Second)
+				background(t, next)
+				next.Wake()
+				h.waitRun("d", func(r store.Run) bool { return r.State == "SUCCEEDED" })
+				if h.dest.count() != 1 {
+					t.Fatalf("%d mutations, want 1", h.dest.count())
+				}
+			})
+		}
 	}
 }
 

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
-	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"pgregory.net/rapid"
@@ -52,22 +50,14 @@ type concurrentAct struct {
 }
 
 func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) historyStore) {
-	refunds, _ := refundAgent(t)
-	ops, _, err := bundle.LoadExample("ops-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	refunds, ops := exampleAgents(t)
 	tally := map[string]int{}
 	draws := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		draws++
 		hs := open(draws)
 		defer hs.close()
-		sb, err := sandbox.New(sandbox.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &history{t: rt, st: hs.Store, hs: hs, sb: sb, refunds: refunds, ops: ops, clock: clock, acts: map[string]int{}}
+		h := newHistory(t, rt, hs, refunds, ops, clock, map[string]int{})
 		m := &modelRun{id: hs.prefix + "one", kind: kindLarge, wf: refunds, approver: financeLead}
 		amount, payee := rapid.IntRange(101, 5000).Draw(rt, "amount"), "payee-one"
 		m.expect = []string{fmt.Sprintf(`"amount":%d`, amount), fmt.Sprintf(`"payee":%q`, payee)}

@@ -398,6 +398,27 @@ func TestAnyHistoryWithRunnersRacingKeepsThePromisesOnPostgres(t *testing.T) {
 	checkHistories(t, clock, true, postgresHistories(t, clock))
 }
 
+// exampleAgents loads the refund-agent and ops-agent bundles whose runs
+// the histories draw.
+func exampleAgents(t *testing.T) (refunds, ops *bundle.Workflow) {
+	refunds, _ = refundAgent(t)
+	ops, _, err := bundle.LoadExample("ops-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refunds, ops
+}
+
+// newHistory is a draw's history on hs, with a destination of its own,
+// counting acts into acts.
+func newHistory(t *testing.T, rt *rapid.T, hs historyStore, refunds, ops *bundle.Workflow, clock *stepClock, acts map[string]int) *history {
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &history{t: rt, st: hs.Store, hs: hs, sb: sb, refunds: refunds, ops: ops, clock: clock, acts: acts}
+}
+
 // historyStore is the store a draw's history runs on. The store itself
 // is handed to the runners and to verify as it is, not wrapped, so that
 // they find the interfaces it implements beside store.Store (claims,
@@ -418,11 +439,7 @@ type historyStore struct {
 // they are stopped, and must let go of what they hold, before people give
 // their last answers.
 func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw int) historyStore) {
-	refunds, _ := refundAgent(t)
-	ops, _, err := bundle.LoadExample("ops-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	refunds, ops := exampleAgents(t)
 	acts := map[string]int{}
 	outcomes := map[string]int{}
 	draws := 0
@@ -431,11 +448,8 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 		draws++
 		hs := open(draws)
 		defer hs.close()
-		sb, err := sandbox.New(sandbox.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &history{t: rt, st: hs.Store, hs: hs, sb: sb, refunds: refunds, ops: ops, clock: clock, acts: acts, racing: racing}
+		h := newHistory(t, rt, hs, refunds, ops, clock, acts)
+		h.racing = racing
 		stop := func() {}
 		if racing {
 			stop = h.loops("runner-a", "runner-b")
@@ -594,12 +608,12 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 				}
 			case "fault-503":
 				times := rapid.IntRange(1, 3).Draw(rt, "failures")
-				if err := sb.Inject(sandbox.Fault{Times: int64(times), Status: 503}); err != nil {
+				if err := h.sb.Inject(sandbox.Fault{Times: int64(times), Status: 503}); err != nil {
 					t.Fatal(err)
 				}
 				h.failing = true
 			case "fault-drop":
-				if err := sb.Inject(sandbox.Fault{Times: 1, Drop: true}); err != nil {
+				if err := h.sb.Inject(sandbox.Fault{Times: 1, Drop: true}); err != nil {
 					t.Fatal(err)
 				}
 			case "lookups":
@@ -625,7 +639,7 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 		// People answer what the runs wait on, from what they see and what
 		// the destination says, until nothing moves.
 		stop()
-		sb.ClearFaults()
+		h.sb.ClearFaults()
 		h.down.Store(false)
 		var last []string // what the last round answered, and where
 		for round := 0; ; round++ {

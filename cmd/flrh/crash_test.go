@@ -152,13 +152,23 @@ func crashRig(t *testing.T, bin, fault string) (base, storeFlag, dest string) {
 	dir := t.TempDir()
 	base = startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
 	if fault != "" {
-		resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(fault))
-		if err != nil || resp.StatusCode/100 != 2 {
-			t.Fatalf("install fault: %v %v", err, resp)
-		}
-		resp.Body.Close()
+		installFault(t, base, fault)
 	}
 	return base, "--store=sqlite:" + filepath.Join(dir, "flrh.db"), "--destination=" + base + "/v1/effects"
+}
+
+// installFault adds a fault rule (a sandbox.Fault as JSON) to the sandbox
+// at base.
+func installFault(t *testing.T, base, rule string) {
+	t.Helper()
+	resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(rule))
+	if err != nil {
+		t.Fatalf("install fault %s: %v", rule, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("install fault %s: %s", rule, resp.Status)
+	}
 }
 
 func mutations(t *testing.T, base string) []map[string]any {
@@ -318,11 +328,7 @@ func TestCrashCampaign(t *testing.T) {
 			dir := t.TempDir()
 			base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
 			if fault != "" {
-				resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(fault))
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
+				installFault(t, base, fault)
 			}
 			storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
 			dest := "--destination=" + base + "/v1/effects"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -313,11 +312,7 @@ func recordGolden(t *testing.T) {
 		dir := t.TempDir()
 		base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
 		if g.fault != "" {
-			resp, err := http.Post(base+"/_sandbox/faults", "application/json", strings.NewReader(g.fault))
-			if err != nil || resp.StatusCode/100 != 2 {
-				t.Fatalf("install fault: %v %v", err, resp)
-			}
-			resp.Body.Close()
+			installFault(t, base, g.fault)
 		}
 		storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
 		dest := "--destination=" + base + "/v1/effects"

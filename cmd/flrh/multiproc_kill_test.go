@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -36,11 +35,7 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 	// Every request waits a little before it is applied and longer before
 	// it is answered: a kill often lands while a request the destination
 	// applied has no answer yet.
-	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"delay_ms":10,"delay_after_ms":150}`))
-	if err != nil || resp.StatusCode/100 != 2 {
-		t.Fatalf("install delays: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	installFault(t, sb, `{"delay_ms":10,"delay_after_ms":150}`)
 	common := []string{"--store", storeURL, "--runners", "2", "--lease-ttl", "1s", "--destination", sb + "/v1/effects", "--grace", "10s"}
 	procs := []*serveProc{}
 	for range 3 {

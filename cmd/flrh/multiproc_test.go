@@ -271,11 +271,7 @@ func TestServeProcessesShareOnePostgres(t *testing.T) {
 	sb := startQuietSandbox(t, bin)
 	// Each mutation takes a little while, so that runs overlap and no one
 	// process can take them all.
-	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"times":100000,"delay_ms":25}`))
-	if err != nil || resp.StatusCode/100 != 2 {
-		t.Fatalf("install delay: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	installFault(t, sb, `{"times":100000,"delay_ms":25}`)
 	procs := make([]*serveProc, 3)
 	for i := range procs {
 		procs[i] = startServe(t, bin, nil, "--store", storeURL, "--runners", "2", "--lease-ttl", "5s",

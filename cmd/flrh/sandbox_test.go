@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,11 +76,7 @@ func startSandboxProcess(t *testing.T, state string) (*exec.Cmd, string) {
 func TestSandboxCommandSurvivesSIGKILL(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "sandbox.json")
 	p1, url := startSandboxProcess(t, state)
-	resp, err := http.Post(url+"/_sandbox/faults", "application/json", strings.NewReader(`{"key":"effect:cli","times":1,"drop":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	installFault(t, url, `{"key":"effect:cli","times":1,"drop":true}`)
 
 	approval := "sha256:1515151515151515151515151515151515151515151515151515151515151515"
 	in := effect.Intent{Payload: []byte(`{"amount":40,"payee":"acct:1"}`), Effect: protocol.EffectIntent{

@@ -25,11 +25,7 @@ func TestServeDrainsASendInFlightOnSIGTERM(t *testing.T) {
 	sb := startQuietSandbox(t, bin)
 	// The destination takes a while before it applies the request; the
 	// rule is spent, and no longer listed, once the request has arrived.
-	resp, err := http.Post(sb+"/_sandbox/faults", "application/json", strings.NewReader(`{"times":1,"delay_ms":600}`))
-	if err != nil || resp.StatusCode/100 != 2 {
-		t.Fatalf("install a delay: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	installFault(t, sb, `{"times":1,"delay_ms":600}`)
 	db := filepath.Join(t.TempDir(), "flrh.db")
 	p := startServe(t, bin, nil, "--store", "sqlite:"+db, "--destination", sb+"/v1/effects", "--grace", "20s")
 	started := make(chan error, 1)

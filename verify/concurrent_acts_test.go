@@ -17,15 +17,16 @@ import (
 // People acting on one run at the same moment, each through a runner of
 // their own (as servers in several processes would), while runner loops
 // may race them: approvals of the same request, a denial, a cancellation,
-// a stranger's approval. Whatever order the store puts them in:
+// a stranger's approval; or, on a run offering options, choices of either
+// option and a cancellation. Whatever order the store puts them in:
 //
 //   - every act is taken or refused with a typed error;
 //   - the approvals ledger gains at most one grant for the run, and the
 //     destination applies its refund at most once, exactly as asked;
 //   - the run is paid exactly when it ends SUCCEEDED, and only when an
-//     approval was taken and its record holds no denial before it;
-//   - once idle, a run that any approval, denial or cancellation reached
-//     no longer waits for approval, and every run verifies and replays.
+//     approval or a choice was taken and its record holds no denial;
+//   - once idle, a run that any answer or cancellation reached no longer
+//     waits for one, and every run verifies and replays.
 func TestConcurrentActsOnOneRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a store and runs per draw")
@@ -58,21 +59,39 @@ func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) his
 		hs := open(draws)
 		defer hs.close()
 		h := newHistory(t, rt, hs, refunds, ops, clock, map[string]int{})
+		// A large refund waits for an approval; a goodwill one offers
+		// options for a person's choice.
+		options := rapid.Bool().Draw(rt, "options")
 		m := &modelRun{id: hs.prefix + "one", kind: kindLarge, wf: refunds, approver: financeLead}
-		amount, payee := rapid.IntRange(101, 5000).Draw(rt, "amount"), "payee-one"
+		amount, payee, reason := rapid.IntRange(101, 5000).Draw(rt, "amount"), "payee-one", "damaged item"
 		m.expect = []string{fmt.Sprintf(`"amount":%d`, amount), fmt.Sprintf(`"payee":%q`, payee)}
+		if options {
+			m.kind, reason = kindGoodwill, "goodwill"
+			amount = rapid.IntRange(1, 100).Draw(rt, "small amount")
+			m.expect = []string{fmt.Sprintf(`"payee":%q`, payee)} // a partial refund pays less
+		}
 		in, _ := json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
-			"refund_id": "r-" + hs.prefix + "one", "amount": amount, "payee": payee, "reason": "damaged item"}})
+			"refund_id": "r-" + hs.prefix + "one", "amount": amount, "payee": payee, "reason": reason}})
 		if err := h.runner(nil).Start(ctx, m.id, refunds.ID(), refunds.Version(), in); err != nil {
 			rt.Fatalf("start: %v", err)
 		}
 		h.runs = append(h.runs, m)
 		h.idle("")
-		waiting := h.status(m.id).Waiting
-		if len(waiting) != 1 {
-			rt.Fatalf("a large refund waits for %d approvals, want 1", len(waiting))
+		var req, prop string
+		var opts []string
+		if options {
+			offers := h.view(h.status(m.id)).Offers
+			if len(offers) != 1 || len(offers[0].Options) < 2 {
+				rt.Fatalf("a goodwill refund offers %+v, want one proposal with two options or more", offers)
+			}
+			prop, opts = offers[0].ProposalID, offers[0].Options
+		} else {
+			waiting := h.status(m.id).Waiting
+			if len(waiting) != 1 {
+				rt.Fatalf("a large refund waits for %d approvals, want 1", len(waiting))
+			}
+			req = waiting[0].RequestID
 		}
-		req := waiting[0].RequestID
 		grantsBefore, err := hs.grants()
 		if err != nil {
 			t.Fatal(err)
@@ -86,8 +105,12 @@ func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) his
 		}
 		defer stop()
 		acts := make([]concurrentAct, rapid.IntRange(2, 5).Draw(rt, "acts"))
+		kinds := []string{"approve", "approve", "deny", "cancel", "stranger"}
+		if options {
+			kinds = []string{"choose-first", "choose-second", "cancel"}
+		}
 		for i := range acts {
-			acts[i].kind = rapid.SampledFrom([]string{"approve", "approve", "deny", "cancel", "stranger"}).Draw(rt, "act")
+			acts[i].kind = rapid.SampledFrom(kinds).Draw(rt, "act")
 		}
 		// Each person acts through a runner of their own; all start at
 		// once.
@@ -107,6 +130,10 @@ func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) his
 					a.err = r.Deny(ctx, m.id, req, "not this one", denyingLead)
 				case "cancel":
 					a.err = r.Cancel(ctx, m.id, "changed my mind", requesterP)
+				case "choose-first":
+					a.err = r.Choose(ctx, m.id, prop, opts[0], chooserOp)
+				case "choose-second":
+					a.err = r.Choose(ctx, m.id, prop, opts[1], chooserOp)
 				}
 			})
 		}
@@ -158,7 +185,8 @@ func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) his
 		// run took, and then changed nothing: what the run's record holds
 		// decides (holdEnd with racing), and either excuses an end other
 		// than SUCCEEDED.
-		m.denied, m.cancelled, m.steered = taken["deny"] > 0, taken["cancel"] > 0, taken["approve"] == 0
+		answers := taken["approve"] + taken["choose-first"] + taken["choose-second"] // what may let the run pay
+		m.denied, m.cancelled, m.steered = taken["deny"] > 0, taken["cancel"] > 0, answers == 0
 		receipts, err := h.st.Receipts(ctx, m.id)
 		if err != nil {
 			t.Fatal(err)
@@ -182,14 +210,14 @@ func checkConcurrentActs(t *testing.T, clock *stepClock, open func(draw int) his
 		if (s.Run.State == "SUCCEEDED") != (len(applied) == 1) {
 			rt.Fatalf("the run ended %s with %d mutations", s.Run.State, len(applied))
 		}
-		if len(applied) == 1 && taken["approve"] == 0 {
-			rt.Fatalf("paid with no approval taken")
+		if len(applied) == 1 && answers == 0 {
+			rt.Fatalf("paid with no approval or choice taken; acts %s", describeActs(acts))
 		}
 		if len(applied) == 1 && h.fired(m.id, "APPROVAL_DENIED") {
 			rt.Fatalf("paid though its record holds a denial")
 		}
-		if taken["approve"]+taken["deny"]+taken["cancel"] > 0 && s.Run.State == "WAIT_APPROVAL" {
-			rt.Fatalf("an answer was taken and the run still waits for approval: %s", h.describe(m.id))
+		if answers+taken["deny"]+taken["cancel"] > 0 && (s.Run.State == "WAIT_APPROVAL" || s.Run.Outcome == "" && len(h.view(s).Offers) > 0) {
+			rt.Fatalf("an answer was taken and the run still waits for it: %s; acts %s", h.describe(m.id), describeActs(acts))
 		}
 		if s.Run.Quarantine != "" {
 			rt.Fatalf("parked: %s", s.Run.Quarantine)

@@ -368,6 +368,11 @@ func CloneTick(t Tick) Tick {
 	c.Submit = slices.Clone(t.Submit)
 	for i := range c.Submit {
 		c.Submit[i].Body = bytes.Clone(c.Submit[i].Body)
+		if g := c.Submit[i].Grant; g != nil { // refused in a tick, but never shared
+			gc := *g
+			gc.Body = bytes.Clone(g.Body)
+			c.Submit[i].Grant = &gc
+		}
 	}
 	c.Trace = slices.Clone(t.Trace)
 	for i := range c.Trace {

@@ -224,7 +224,7 @@ func TestCloneTickSharesNothing(t *testing.T) {
 		Receipts:   []store.Receipt{{IntentID: "i", Body: b(`{"r":1}`)}},
 		Consume:    []string{"c"},
 		Begin:      []string{"i"},
-		Submit:     []store.Inbound{{ID: "s", Body: b(`{"s":1}`)}},
+		Submit:     []store.Inbound{{ID: "s", Body: b(`{"s":1}`), Grant: &store.Approval{ID: "g", Body: b(`{"g":1}`)}}},
 		Trace:      []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
 	}
 	var w writer

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -78,14 +77,7 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 		procs[victim] = startServe(t, bin, nil, common...)
 	}
 	runs := waves * perWave
-	ctx := context.Background()
-	eventually(t, "every run done", 180*time.Second, func() bool {
-		ids, err := st.Live(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ids) == 0
-	})
+	everyRunDone(t, st, 180*time.Second)
 	states := map[string]int{}
 	attempts, takenOver := 0, 0
 	for w := range waves {

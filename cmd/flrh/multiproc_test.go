@@ -209,6 +209,18 @@ func postRefund(base, runID string, amount int) error {
 	return nil
 }
 
+// everyRunDone waits, within the given time, until no run of st is live.
+func everyRunDone(t *testing.T, st store.Store, within time.Duration) {
+	t.Helper()
+	eventually(t, "every run done", within, func() bool {
+		ids, err := st.Live(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ids) == 0
+	})
+}
+
 func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -320,7 +332,7 @@ func TestServeProcessesShareOnePostgres(t *testing.T) {
 		t.Fatalf("the stopped process still holds %d live runs; its log:\n%s", held, quit.stderr)
 	}
 
-	eventually(t, "every run done", 90*time.Second, func() bool { return live() == 0 })
+	everyRunDone(t, st, 90*time.Second)
 	owners := map[string]int{}
 	for i := 0; i < runs; i++ {
 		id := fmt.Sprintf("mp-%03d", i)
@@ -543,14 +555,7 @@ func TestServeProcessesKeepToTheirDefinitions(t *testing.T) {
 		post(bundled.base, g, fmt.Sprintf(`{"type":"refund.requested/1","payload":{"refund_id":"%s-r","amount":%d,"payee":"p-%s","reason":"damaged item"}}`, g, 10+i, g))
 		owner[b], owner[g] = builtin, bundled
 	}
-	ctx := context.Background()
-	eventually(t, "every run done", 90*time.Second, func() bool {
-		ids, err := st.Live(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ids) == 0
-	})
+	everyRunDone(t, st, 90*time.Second)
 	digests := map[*serveProc]map[string]bool{builtin: {}, bundled: {}}
 	for id, p := range owner {
 		rec := readRecord(t, st, id)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,13 +17,14 @@ import (
 // Serve processes on one PostgreSQL schema are killed with SIGKILL at
 // seeded random moments while runs are in flight — between a commit and
 // the send it makes durable, while the destination holds a request it has
-// applied and not yet answered, in the middle of a transaction — and a new
-// process takes each one's place. The survivors take the dead processes'
-// runs over once their leases lapse and reconcile every attempt left in
-// flight by asking the destination. Afterwards every run has succeeded
-// with one intent and one receipt, the destination applied one mutation
-// per refund, every record verifies, and nothing is left quarantined or
-// leased to a live run. FLRH_KILL_SEED picks another campaign.
+// applied and not yet answered, in the middle of a transaction, while a
+// person's approval is on its way — and a new process takes each one's
+// place. The survivors take the dead processes' runs over once their
+// leases lapse and reconcile every attempt left in flight by asking the
+// destination. Afterwards every run has succeeded with one intent and one
+// receipt, the destination applied one mutation per refund, every record
+// verifies, and nothing is left quarantined or leased to a live run.
+// FLRH_KILL_SEED picks another campaign.
 func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 	storeURL, st := pgStoreURL(t)
 	seed := uint64(20261204)
@@ -36,11 +40,26 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 	// applied has no answer yet.
 	installFault(t, sb, `{"delay_ms":10,"delay_after_ms":150}`)
 	common := []string{"--store", storeURL, "--runners", "2", "--lease-ttl", "1s", "--destination", sb + "/v1/effects", "--grace", "10s"}
+	var mu sync.Mutex // guards procs, which the approver reads
 	procs := []*serveProc{}
 	for range 3 {
 		procs = append(procs, startServe(t, bin, nil, common...))
 	}
 	const waves, perWave = 4, 15
+	// Every fifth refund is large and waits for a person's approval; a
+	// person approves it through whichever process, all the while kills
+	// come and go.
+	large := func(i int) bool { return i%5 == 4 }
+	approved := &approver{procs: func() []*serveProc { mu.Lock(); defer mu.Unlock(); return slices.Clone(procs) }, seed: seed}
+	for w := range waves {
+		for i := range perWave {
+			if large(i) {
+				approved.ids = append(approved.ids, fmt.Sprintf("k-%d-%02d", w, i))
+			}
+		}
+	}
+	stopApprover := approved.run()
+	defer stopApprover()
 	killed := 0
 	for w := range waves {
 		// The wave's runs are started through the process about to be
@@ -54,6 +73,9 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 		errs := make(chan error, perWave)
 		for i := range perWave {
 			id, amount := fmt.Sprintf("k-%d-%02d", w, i), 10+rnd.IntN(80)
+			if large(i) {
+				amount = 700 + rnd.IntN(300)
+			}
 			wg.Go(func() {
 				if postRefund(p.base, id, amount) == nil {
 					return
@@ -74,10 +96,16 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		procs[victim] = startServe(t, bin, nil, common...)
+		next := startServe(t, bin, nil, common...)
+		mu.Lock()
+		procs[victim] = next
+		mu.Unlock()
 	}
 	runs := waves * perWave
 	everyRunDone(t, st, 180*time.Second)
+	if n := stopApprover(); n == 0 {
+		t.Fatal("no approval was taken")
+	}
 	states := map[string]int{}
 	attempts, takenOver := 0, 0
 	for w := range waves {
@@ -86,7 +114,7 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 			rec := readRecord(t, st, id)
 			states[rec.Run.State]++
 			attempts += rec.Attempts
-			if rec.Run.Lease.Generation > 1 {
+			if rec.Run.Lease.Generation > 1 && !large(i) { // a large run is leased again after its approval
 				takenOver++
 			}
 			if rec.Run.State != "SUCCEEDED" || rec.Intents != 1 || rec.Receipts != 1 || rec.Run.Quarantine != "" {
@@ -112,5 +140,76 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 	if takenOver == 0 {
 		t.Fatalf("no run was taken over from a killed process in %d kills: the campaign tested nothing", killed)
 	}
-	t.Logf("%d processes killed; runs %v, %d attempts, %d leased more than once", killed, states, attempts, takenOver)
+	t.Logf("%d processes killed; runs %v, %d attempts, %d small ones leased more than once", killed, states, attempts, takenOver)
+}
+
+// approver approves the large refunds ids as a person would, through a
+// process picked at random each time, until stopped: it reads the run's
+// page and approves the request it waits on, trying again on any failure
+// (a process killed under it, an approval that already stands).
+type approver struct {
+	procs func() []*serveProc
+	ids   []string
+	seed  uint64
+	stop  chan struct{}
+	done  chan int // approvals taken, once stopped
+}
+
+// run starts the approver; the returned function stops it (once or more)
+// and reports how many approvals were taken.
+func (a *approver) run() func() int {
+	a.stop, a.done = make(chan struct{}), make(chan int, 1)
+	rnd := rand.New(rand.NewPCG(a.seed, 1))
+	go func() {
+		taken := 0
+		for {
+			select {
+			case <-a.stop:
+				a.done <- taken
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			procs := a.procs()
+			for _, id := range a.ids {
+				p := procs[rnd.IntN(len(procs))]
+				if approveWaiting(p.base, id) {
+					taken++
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	var n int
+	return func() int {
+		once.Do(func() { close(a.stop); n = <-a.done })
+		return n
+	}
+}
+
+// approveWaiting approves the request run id waits on, through the
+// process at base, and reports whether the approval was taken.
+func approveWaiting(base, id string) bool {
+	resp, err := http.Get(base + "/v1/runs/" + id)
+	if err != nil {
+		return false
+	}
+	var page struct {
+		Waiting []struct {
+			RequestID     string `json:"request_id"`
+			RequestDigest string `json:"request_digest"`
+		} `json:"waiting"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || len(page.Waiting) == 0 {
+		return false
+	}
+	w := page.Waiting[0]
+	body := fmt.Sprintf(`{"request_id":%q,"request_digest":%q}`, w.RequestID, w.RequestDigest)
+	resp, err = http.Post(base+"/v1/runs/"+id+"/approve", "application/json", strings.NewReader(body))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusAccepted
 }

@@ -25,7 +25,7 @@ func TestServeDrainsASendInFlightOnSIGTERM(t *testing.T) {
 	sb := startQuietSandbox(t, bin)
 	// The destination takes a while before it applies the request; the
 	// rule is spent, and no longer listed, once the request has arrived.
-	installFault(t, sb, `{"times":1,"delay_ms":600}`)
+	installFault(t, sb, `{"times":1,"delay_ms":3000}`) // long enough that SIGTERM lands within it on a loaded machine
 	db := filepath.Join(t.TempDir(), "flrh.db")
 	p := startServe(t, bin, nil, "--store", "sqlite:"+db, "--destination", sb+"/v1/effects", "--grace", "20s")
 	started := make(chan error, 1)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/store/sqlite"
 
 	"flrh.dev/flrh/store"
@@ -188,11 +187,7 @@ func TestAnApprovalARunEndedMeanwhileLeavesNoGrant(t *testing.T) {
 	if len(st.Waiting) != 1 {
 		t.Fatalf("waiting %+v", st.Waiting)
 	}
-	reg := &effect.Registry{}
-	mustOK(t, reg.Register("refund.pay", "fake/1", h.dest))
-	r, err := New(Config{Store: &endsFirst{Store: h.store, t: t}, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg,
-		Clock: h.clock.Now, Sleep: h.clock.Sleep})
-	mustOK(t, err)
+	r := h.runnerOver(&endsFirst{Store: h.store, t: t}, "")
 	var ended *EndedError
 	if err := r.Approve(ctx, "run-e", st.Waiting[0].RequestID, approver, time.Hour); !errors.As(err, &ended) {
 		t.Fatalf("approval of a run ended meanwhile: %v", err)

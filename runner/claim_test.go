@@ -147,14 +147,20 @@ func newClaimHarness(t *testing.T) *claimHarness {
 	return &claimHarness{t: t, st: st, c: &listClaimer{st: st}, dest: newDestination()}
 }
 
-func (h *claimHarness) runner(s store.Store, adapter effect.Adapter, drain time.Duration) *Runner {
+// runner is a claiming runner on s sending to adapter, with Drain drain;
+// edits change its configuration before it is made.
+func (h *claimHarness) runner(s store.Store, adapter effect.Adapter, drain time.Duration, edits ...func(*Config)) *Runner {
 	h.t.Helper()
 	reg := &effect.Registry{}
 	if err := reg.Register("refund.pay", "fake/1", adapter); err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := New(Config{Store: s, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Claimer: h.c, Owner: "claimer",
-		Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: drain, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	cfg := Config{Store: s, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Claimer: h.c, Owner: "claimer",
+		Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: drain, Reconcile: effect.Plan{Backoff: []time.Duration{0}}}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	r, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -312,11 +318,7 @@ func TestRunnerDrainsOnShutdown(t *testing.T) {
 					if claiming {
 						return h.runner(h.st, adapter, drain)
 					}
-					reg := &effect.Registry{}
-					mustOK(t, reg.Register("refund.pay", "fake/1", adapter))
-					r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Owner: "poller",
-						Poll: 5 * time.Millisecond, LeaseTTL: time.Minute, Drain: drain, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-					mustOK(t, err)
+					r := h.runner(h.st, adapter, drain, func(c *Config) { c.Claimer, c.Owner = nil, "poller" })
 					if r.cfg.Claimer != nil {
 						t.Fatal("the SQLite store made the runner a claiming one")
 					}
@@ -502,12 +504,7 @@ func TestAFailedSweepVisitGivesItsLeaseBack(t *testing.T) {
 func TestAFencedPassKeepsTheLeaseItsRunnerClaimedSince(t *testing.T) {
 	h := newClaimHarness(t)
 	bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
-	reg := &effect.Registry{}
-	mustOK(t, reg.Register("refund.pay", "fake/1", bd))
-	const ttl = 300 * time.Millisecond
-	r, err := New(Config{Store: h.st, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Claimer: h.c, Owner: "claimer",
-		Poll: 5 * time.Millisecond, LeaseTTL: ttl, Drain: 10 * time.Second, Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-	mustOK(t, err)
+	r := h.runner(h.st, bd, 10*time.Second, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})

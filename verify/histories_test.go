@@ -128,8 +128,12 @@ func (h *history) registry() *effect.Registry {
 	return reg
 }
 
-func (h *history) runner(cut func(string)) *runner.Runner {
-	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.refunds, h.ops}, Adapters: h.registry(), Owner: "runner-1",
+func (h *history) runner(cut func(string)) *runner.Runner { return h.runnerAs("runner-1", cut) }
+
+// runnerAs is a runner of the history's bundles under the lease owner
+// name owner, that may stop dead at cut (nil: never).
+func (h *history) runnerAs(owner string, cut func(string)) *runner.Runner {
+	r, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{h.refunds, h.ops}, Adapters: h.registry(), Owner: owner,
 		Cut: cut, Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
 	if err != nil {
 		h.t.Fatal(err)
@@ -263,15 +267,11 @@ func (h *history) act(name string, m *modelRun, do func(r *runner.Runner) error)
 		h.acts[name+" taken"]++
 		return true
 	}
-	var nw *runner.NotWaitingError
-	var ended *runner.EndedError
-	var who *runner.ApproverRefusedError
-	var bad *runner.InputRefusedError
 	// Racing runners, a store may lose a write race too often and say so
 	// (CodeUnavailable: nothing was written, retry); the act is then
 	// refused like any other and must have changed nothing.
 	busy := h.racing && store.CodeOf(err) == store.CodeUnavailable
-	if !errors.As(err, &nw) && !errors.As(err, &ended) && !errors.As(err, &who) && !errors.As(err, &bad) && !busy {
+	if !refusedForAReason(err) && !busy {
 		h.t.Fatalf("%s on %s: an untyped refusal: %v", name, m.id, err)
 	}
 	if busy {
@@ -283,6 +283,17 @@ func (h *history) act(name string, m *modelRun, do func(r *runner.Runner) error)
 	h.acts[name+" refused"]++
 	m.refusal = name + ": " + err.Error()
 	return false
+}
+
+// refusedForAReason reports whether err is one of the typed refusals a
+// person's act may meet: not waiting, ended, an approver refused, an input
+// refused.
+func refusedForAReason(err error) bool {
+	var nw *runner.NotWaitingError
+	var ended *runner.EndedError
+	var who *runner.ApproverRefusedError
+	var bad *runner.InputRefusedError
+	return errors.As(err, &nw) || errors.As(err, &ended) || errors.As(err, &who) || errors.As(err, &bad)
 }
 
 func (h *history) status(id string) runner.Status {

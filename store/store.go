@@ -219,6 +219,17 @@ type Approval struct {
 	ConsumedBy    string // intent id, once consumed
 }
 
+// Clone returns a copy of a that shares nothing with it, its body copied
+// by keep; nil for nil.
+func (a *Approval) Clone(keep func([]byte) []byte) *Approval {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Body = keep(a.Body)
+	return &c
+}
+
 // ApprovalStatus is a grant's place in its one-time life.
 type ApprovalStatus string
 
@@ -368,11 +379,7 @@ func CloneTick(t Tick) Tick {
 	c.Submit = slices.Clone(t.Submit)
 	for i := range c.Submit {
 		c.Submit[i].Body = bytes.Clone(c.Submit[i].Body)
-		if g := c.Submit[i].Grant; g != nil { // refused in a tick, but never shared
-			gc := *g
-			gc.Body = bytes.Clone(g.Body)
-			c.Submit[i].Grant = &gc
-		}
+		c.Submit[i].Grant = c.Submit[i].Grant.Clone(bytes.Clone) // refused in a tick, but never shared
 	}
 	c.Trace = slices.Clone(t.Trace)
 	for i := range c.Trace {

@@ -713,11 +713,7 @@ func (w *writer) cloneTick(t store.Tick) store.Tick {
 	c.Submit = cloneIn(&a.submit, t.Submit)
 	for i := range c.Submit {
 		c.Submit[i].Body = w.keep(c.Submit[i].Body)
-		if g := c.Submit[i].Grant; g != nil { // refused in a tick, but never shared
-			gc := *g
-			gc.Body = w.keep(g.Body)
-			c.Submit[i].Grant = &gc
-		}
+		c.Submit[i].Grant = c.Submit[i].Grant.Clone(w.keep) // refused in a tick, but never shared
 	}
 	c.Trace = cloneIn(&a.trace, t.Trace)
 	for i := range c.Trace {

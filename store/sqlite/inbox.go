@@ -40,10 +40,7 @@ VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?,
 		if err != nil || in.Grant == nil {
 			return err
 		}
-		a := in.Grant
-		_, err = s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
-		return err
+		return s.insertGrant(ctx, tx, *in.Grant, now)
 	})
 }
 

@@ -25,10 +25,16 @@ func (s *Store) GrantApproval(ctx context.Context, a store.Approval) error {
 		return err
 	}
 	return s.write(ctx, "grant approval", a.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
-		return err
+		return s.insertGrant(ctx, tx, a, now)
 	})
+}
+
+// insertGrant records grant a, granted at now, in tx: for GrantApproval,
+// and for Submit with the entry that hands it over.
+func (s *Store) insertGrant(ctx context.Context, tx *wtx, a store.Approval, now time.Time) error {
+	_, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'granted', ?)`, a.ID, a.RunID, a.RequestDigest, a.Nonce, a.Body, a.Digest, nanos(a.ExpiresAt), nanos(now))
+	return err
 }
 
 // RevokeApproval implements store.Store.

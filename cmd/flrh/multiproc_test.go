@@ -209,6 +209,20 @@ func postRefund(base, runID string, amount int) error {
 	return nil
 }
 
+// onePerRefund holds the sandbox at base to one mutation under its own
+// idempotency key for each of the refunds.
+func onePerRefund(t *testing.T, base string, refunds int) {
+	t.Helper()
+	muts := mutations(t, base)
+	keys := map[string]bool{}
+	for _, m := range muts {
+		keys[fmt.Sprint(m["idempotency_key"])] = true
+	}
+	if len(muts) != refunds || len(keys) != refunds {
+		t.Fatalf("the destination applied %d mutations under %d keys for %d refunds", len(muts), len(keys), refunds)
+	}
+}
+
 // everyRunDone waits, within the given time, until no run of st is live.
 func everyRunDone(t *testing.T, st store.Store, within time.Duration) {
 	t.Helper()
@@ -342,14 +356,7 @@ func TestServeProcessesShareOnePostgres(t *testing.T) {
 		}
 		owners[rec.Run.Lease.Owner]++
 	}
-	muts := mutations(t, sb)
-	keys := map[string]bool{}
-	for _, m := range muts {
-		keys[fmt.Sprint(m["idempotency_key"])] = true
-	}
-	if len(muts) != runs || len(keys) != runs {
-		t.Fatalf("the destination applied %d mutations under %d keys for %d refunds", len(muts), len(keys), runs)
-	}
+	onePerRefund(t, sb, runs)
 	if len(owners) < 2 {
 		t.Fatalf("every run was finished by one process: %v", owners)
 	}

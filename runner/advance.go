@@ -457,6 +457,9 @@ func (r *Runner) pass(ctx context.Context, runID string, fold *store.Inbound, us
 	}
 	if idle && restingState(t.cp.Control.State) {
 		t.settle = t.leftPending()
+		if err := r.keepDue(ctx, t); err != nil {
+			return t.moved, false, false, err
+		}
 	}
 	r.mu.Lock()
 	if _, held := r.leases[runID]; held {
@@ -700,6 +703,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 		return nil
 	}
 	r.chargeClock(t)
+	p.DueAt = r.dueAt(t)
 	// Written into the run's own buffer, over the last flush's checkpoint:
 	// the store kept none of it (store.Store.Commit).
 	body, err := t.cp.encodeReused()
@@ -741,6 +745,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	}
 	r.afterCommit(t, b) // before the head moves: the carry is keyed by the head it knew
 	t.run.Head += int64(len(p.Events))
+	t.run.DueAt = p.DueAt
 	if t.inbox0 == inboxAssumed {
 		t.inbox0 = inboxConfirmed
 	}
@@ -788,8 +793,9 @@ func spareTick(p *store.Tick) store.Tick {
 // be derived again should a power loss take it, and nothing follows from
 // it before the store's next durable commit. It is so for a tick that
 // leaves the run in INGEST, waiting for its next input, and holds nothing
-// but events, the checkpoint, attempt results, receipts and trace records:
-// the events and checkpoint are the pure core's, derived again from the
+// but events, the checkpoint (and the due time it gives the header),
+// attempt results, receipts and trace records: the events and checkpoint
+// are the pure core's, derived again from the
 // durable records before them; a receipt and its result are what the
 // reconciler asks the destination for again by idempotency key when it
 // finds the attempt started under an earlier lease (the state a process
@@ -807,7 +813,7 @@ func mayLag(p *store.Tick) bool {
 		return false
 	}
 	rest := *p
-	rest.ExpectHead, rest.ExpectInboxEmpty, rest.State, rest.MayLag = 0, false, "", false
+	rest.ExpectHead, rest.ExpectInboxEmpty, rest.State, rest.MayLag, rest.DueAt = 0, false, "", false, time.Time{}
 	rest.Events, rest.Checkpoint, rest.Results, rest.Receipts, rest.Trace = nil, nil, nil, nil, nil
 	// An empty list holds nothing: a pending tick appends to the arrays
 	// of the tick before it (spareTick).

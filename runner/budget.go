@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -396,10 +397,80 @@ func (r *Runner) wait(ctx context.Context, t *tick, d time.Duration) error {
 	return nil
 }
 
+// dueAt is when the run, as t's checkpoint leaves it, next has something
+// to do by the clock alone: the first millisecond past its suspended-time
+// limit, while it rests with no breach recorded (checkTime then issues
+// TIMEOUT). Zero when nothing is due by the clock: the run is working
+// (and so ready anyway), has ended, has had its breach, or has no ledger.
+// Charging a resting run's time moves its reading and its suspended time
+// alike, so the due time stays put from one charge to the next.
+func (r *Runner) dueAt(t *tick) time.Time {
+	l := t.cp.Budget
+	state := t.cp.Control.State
+	if l == nil || l.Breach != nil || !l.Resting || !restingState(state) || r.machine.Final(state) {
+		return time.Time{}
+	}
+	// Breached when used > limit, used counting whole seconds started:
+	// when more than limit×1000 ms of rest are used.
+	const most = math.MaxInt64 / 2
+	limit := l.Limits.SuspendedSeconds
+	if limit < 0 || limit > most/1000 || l.ClockMillis > most || l.SuspendMillis < 0 {
+		return time.Time{} // beyond any clock this runs under
+	}
+	at := l.ClockMillis + max(limit*1000-l.SuspendMillis, 0) + 1
+	return time.UnixMilli(at).UTC()
+}
+
+// keepsDue reports whether the store records runs' due times (and so
+// lists and claims a resting run once its due time comes), sparing Run
+// the deadline sweep.
+func (r *Runner) keepsDue() bool {
+	_, ok := store.DueSetterOf(r.cfg.Store)
+	return ok
+}
+
+// dueBy is the clock reading Run hands the store for due times: the
+// runner's own clock, the one its ticks' due times come from, when the
+// store keeps them.
+func (r *Runner) dueBy() time.Time {
+	if !r.keepsDue() {
+		return time.Time{}
+	}
+	return r.cfg.Clock()
+}
+
+// keepDue records the run's due time, at the end of a pass that leaves it
+// resting, when the header read holds another: a run written before
+// stores kept due times (the migration marks those due at once), or one
+// whose ledger a pass opened afresh. Every tick records it otherwise, so
+// a pass whose header agrees writes nothing.
+func (r *Runner) keepDue(ctx context.Context, t *tick) error {
+	ds, ok := store.DueSetterOf(r.cfg.Store)
+	if !ok {
+		return nil
+	}
+	due := r.dueAt(t)
+	if due.Equal(t.run.DueAt) {
+		return nil
+	}
+	if err := ds.SetDue(ctx, t.lease, due, false); err != nil {
+		if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
+			r.forgetLease(t.lease)
+		}
+		return fmt.Errorf("runner: run %s: record its due time: %w", t.run.ID, err)
+	}
+	t.run.DueAt = due
+	return nil
+}
+
 // sweepDue reports whether Run should visit every live run this time, not
 // only those with something to do: time budgets run out while a run rests.
+// Only a store that does not keep due times needs it (keepsDue).
 // The first sweep comes one DeadlineSweep after the runner was made.
 func (r *Runner) sweepDue() bool {
+	if r.keepsDue() {
+		return false
+	}
 	now := r.cfg.Clock()
 	r.mu.Lock()
 	defer r.mu.Unlock()

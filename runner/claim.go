@@ -24,9 +24,11 @@ import (
 // frees while the last claim took all it could, and otherwise on a poll
 // whose interval doubles while nothing turns up, up to maxIdlePolls × Poll:
 // notifications can be lost, and a runner that died leaves leases that only
-// the clock frees. Every DeadlineSweep the loop also visits each live run,
-// resting ones included, as the polling loop does, so that time budgets run
-// out on runs that wait.
+// the clock frees. A resting run whose due time has come by this runner's
+// clock (store.Run.DueAt: its time budget runs out) is claimed as ready, so
+// that time budgets run out on runs that wait; with a store that keeps no
+// due times, the loop instead visits each live run every DeadlineSweep, as
+// the polling loop does.
 //
 // A run taken over from a runner that died or stalled is reconciled by the
 // pass itself: its attempt in flight carries the old generation, so the
@@ -116,9 +118,9 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 				// Only runs of the definitions this runner holds: another
 				// definition's run is left for a runner holding it, not
 				// leased and handed back on every claim.
-				leases, err = dc.ClaimReadyOf(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates, r.definitions)
+				leases, err = dc.ClaimReadyOf(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates, r.definitions, r.dueBy())
 			} else {
-				leases, err = r.cfg.Claimer.ClaimReady(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates)
+				leases, err = r.cfg.Claimer.ClaimReady(claimCtx, r.cfg.Owner, r.cfg.LeaseTTL, free, restingStates, r.dueBy())
 			}
 			cancelClaim()
 			if err != nil {
@@ -147,10 +149,11 @@ func (r *Runner) runClaiming(ctx context.Context) error {
 				start(l.RunID, 0)
 			}
 		}
-		// Now and then every live run is visited, resting or not, so that
-		// time budgets run out on runs waiting for a person. Those runs are
-		// not claimable; the pass takes each lease itself (a run another
-		// runner holds is skipped) and the pass settles it as any other.
+		// With a store that keeps no due times, every live run is visited
+		// now and then, resting or not, so that time budgets run out on
+		// runs waiting for a person. Those runs are not claimable; the
+		// pass takes each lease itself (a run another runner holds is
+		// skipped) and the pass settles it as any other.
 		if len(sweep) == 0 && r.sweepDue() {
 			if sweep, err = r.cfg.Store.Live(ctx); err != nil && ctx.Err() == nil {
 				r.log.Error("list live runs for the deadline sweep", "err", err)

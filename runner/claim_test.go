@@ -24,8 +24,8 @@ type listClaimer struct {
 	resting [][]string
 }
 
-func (c *listClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
-	ids, err := c.st.Ready(ctx, resting)
+func (c *listClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, due time.Time) ([]store.Lease, error) {
+	ids, err := c.st.Ready(ctx, resting, due)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (c *listClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Dur
 		if run.Lease.Owner != "" && run.Lease.ExpiresAt.After(time.Now()) {
 			continue
 		}
-		if slices.Contains(resting, run.State) {
+		if slices.Contains(resting, run.State) && (due.IsZero() || run.DueAt.IsZero() || run.DueAt.After(due)) {
 			pending, err := c.st.Inbox(ctx, id, true)
 			if err != nil {
 				return nil, err
@@ -383,31 +383,39 @@ func mustOK(t *testing.T, err error) {
 	}
 }
 
-// With a claimer, a run resting past its time budget is never claimable
-// (nothing in its inbox), yet the deadline sweep still visits it and times
-// it out, as the polling loop does.
+// With a claimer, a run resting for a person is claimed only once its
+// time budget runs out (its due time, recorded with its header by the
+// tick that left it resting), and then times out. No sweep visits it.
 func TestClaimingLoopTimesOutARestingRun(t *testing.T) {
 	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
 	b.pay("run", 0, 500)
-	if s := b.run("run").State; s != "WAIT_APPROVAL" {
-		t.Fatalf("state %s", s)
+	run := b.run("run")
+	if run.State != "WAIT_APPROVAL" {
+		t.Fatalf("state %s", run.State)
+	}
+	if left := run.DueAt.Sub(b.clock.Now()); left <= 9*time.Second || left > 10*time.Second+time.Millisecond {
+		t.Fatalf("due at %v, %v from now: want the suspended budget's 10 s from when the run came to rest", run.DueAt, left)
 	}
 	c := &listClaimer{st: b.store}
 	b.r.cfg.Claimer = c
-	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, 20*time.Second
-	b.clock.Advance(11 * time.Second)
+	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, time.Hour
 	stop := background(t, b.r)
+	b.clock.Advance(9 * time.Second)
+	time.Sleep(150 * time.Millisecond) // thirty polls
+	if n := c.times("run"); n != 0 {
+		t.Fatalf("the run was claimed %d times before its due time", n)
+	}
+	b.clock.Advance(2 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for b.run("run").State == "WAIT_APPROVAL" && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		b.clock.Advance(2 * time.Second)
+		time.Sleep(5 * time.Millisecond)
 	}
 	stop()
-	if run := b.run("run"); run.State != "TIMED_OUT" {
-		t.Fatalf("a resting run past its budget is still %s", run.State)
+	if run := b.run("run"); run.State != "TIMED_OUT" || !run.DueAt.IsZero() {
+		t.Fatalf("a resting run past its budget is %s, due at %v", run.State, run.DueAt)
 	}
-	if n := c.times("run"); n != 0 {
-		t.Fatalf("the resting run was claimed %d times; only the sweep should visit it", n)
+	if n := c.times("run"); n != 1 {
+		t.Fatalf("the run was claimed %d times; once its due time came, once is enough", n)
 	}
 }
 
@@ -422,9 +430,9 @@ type stoppingClaimer struct {
 	claimed int
 }
 
-func (c *stoppingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
+func (c *stoppingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, due time.Time) ([]store.Lease, error) {
 	c.once.Do(c.stop)
-	ls, err := c.listClaimer.ClaimReady(context.WithoutCancel(ctx), owner, ttl, limit, resting)
+	ls, err := c.listClaimer.ClaimReady(context.WithoutCancel(ctx), owner, ttl, limit, resting, due)
 	c.mu.Lock()
 	c.claimed += len(ls)
 	c.mu.Unlock()

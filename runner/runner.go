@@ -41,7 +41,9 @@ type Config struct {
 	Poll time.Duration
 	// DeadlineSweep is how often Run also visits runs resting with nothing
 	// to do, so that a run waiting for a person past its time budget times
-	// out (by Clock); 0 means 30 seconds.
+	// out (by Clock); 0 means 30 seconds. A store that keeps runs' due
+	// times (store.DueSetter) lists or hands out such a run when its time
+	// comes instead, and Run makes no sweep.
 	DeadlineSweep time.Duration
 	// MaxTransitions is the per-run step budget (control transitions).
 	MaxTransitions int64
@@ -693,7 +695,7 @@ var restingStates = []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 // deadline sweep's share); otherwise every live run.
 func (r *Runner) candidates(ctx context.Context) ([]string, error) {
 	if rl, ok := store.ReadyListerOf(r.cfg.Store); ok {
-		return rl.Ready(ctx, restingStates)
+		return rl.Ready(ctx, restingStates, r.dueBy())
 	}
 	return r.cfg.Store.Live(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -25,7 +26,7 @@ func TestNotifyCommitsKeepsTheReadyListing(t *testing.T) {
 	if err := st.CreateRun(context.Background(), store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := rl.Ready(context.Background(), []string{"INGEST"})
+	ids, err := rl.Ready(context.Background(), []string{"INGEST"}, time.Time{})
 	if err != nil || len(ids) != 0 {
 		t.Fatalf("a resting run with an empty inbox is ready: %v %v", ids, err)
 	}

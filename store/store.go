@@ -98,6 +98,11 @@ type Run struct {
 	Quarantine     string // why the run is parked, "" when it is not
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// DueAt is when the run, resting, next has something to do by the
+	// clock alone (a time budget runs out while it waits): a reading of
+	// the clock of the runner whose tick recorded it (Tick.DueAt). Zero
+	// when nothing is due by the clock.
+	DueAt time.Time
 }
 
 // Lease is a writer's claim on a run. Generation grows by one on every
@@ -347,6 +352,10 @@ type Tick struct {
 	// its own or a final outcome: what such a tick records must be durable
 	// before anything follows from it.
 	MayLag bool
+	// DueAt is the run's due time as the tick leaves it (Run.DueAt),
+	// recorded with the header by every tick; zero for none. A resting
+	// run is ready (ReadyLister, Claimer) once it has come.
+	DueAt time.Time
 }
 
 // CloneTick returns t with every slice and body its own: what a store, or
@@ -477,12 +486,13 @@ type Store interface {
 }
 
 // ReadyLister is implemented by stores that can tell which live runs have
-// something to do: a pending inbox entry, or a state that is not one of the
-// given resting states (a run mid-effect, say, whose runner died). A runner
+// something to do: a pending inbox entry, a state that is not one of the
+// given resting states (a run mid-effect, say, whose runner died), or,
+// when due is not zero, a due time (Run.DueAt) at or before due. A runner
 // polls it instead of advancing every live run, most of which are waiting
 // for a person or for input.
 type ReadyLister interface {
-	Ready(ctx context.Context, resting []string) ([]string, error)
+	Ready(ctx context.Context, resting []string, due time.Time) ([]string, error)
 }
 
 // Unwrapper is implemented by a store that wraps another one (to observe

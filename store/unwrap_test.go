@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/store"
 )
@@ -17,7 +18,9 @@ type ready struct {
 	name string
 }
 
-func (r ready) Ready(context.Context, []string) ([]string, error) { return []string{r.name}, nil }
+func (r ready) Ready(context.Context, []string, time.Time) ([]string, error) {
+	return []string{r.name}, nil
+}
 
 // wrapper wraps another store and says so.
 type wrapper struct{ store.Store }
@@ -52,7 +55,7 @@ func TestReadyListerOf(t *testing.T) {
 			if !ok {
 				return
 			}
-			ids, err := rl.Ready(context.Background(), nil)
+			ids, err := rl.Ready(context.Background(), nil, time.Time{})
 			if err != nil || len(ids) != 1 || ids[0] != c.want {
 				t.Fatalf("Ready = %v, %v; want [%s]", ids, err, c.want)
 			}

@@ -14,9 +14,12 @@ type Claimer interface {
 	// ClaimReady leases up to limit ready runs to owner for ttl, oldest
 	// first, each with its generation raised (fencing any earlier holder).
 	// A run is ready when it has not ended, is not quarantined, holds no
-	// unexpired lease, and either has a pending inbox entry or is in a
-	// state that is not one of resting (nil: every such run is ready).
-	ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]Lease, error)
+	// unexpired lease, and has a pending inbox entry, is in a state that
+	// is not one of resting (nil: every such run is ready), or, when due
+	// is not zero, has a due time (Run.DueAt) at or before due. due is a
+	// reading of the caller's clock, the one its ticks' due times come
+	// from.
+	ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, due time.Time) ([]Lease, error)
 }
 
 // DefinitionClaimer is implemented by Claimers that can leave alone the
@@ -28,7 +31,7 @@ type DefinitionClaimer interface {
 	// digest (Run.WorkflowDigest) is one of definitions, or "" (a run that
 	// records none, which any runner of its workflow id and version may
 	// take).
-	ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]Lease, error)
+	ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string, due time.Time) ([]Lease, error)
 }
 
 // WorkWatcher is implemented by stores that can tell a runner when there
@@ -58,7 +61,8 @@ type Settler interface {
 	// pending inbox entries numbered up to seq (Inbound.Seq) in the state
 	// and at the head it holds now. Until its head or state changes, or
 	// an entry numbered after seq arrives, the run is ready (Ready,
-	// ClaimReady) only if its state is not a resting one. With release
+	// ClaimReady) only if its state is not a resting one or its due time
+	// has come. With release
 	// the lease is given up in the same transaction, as ReleaseLease
 	// would. A seq below zero or after the run's last inbox entry is
 	// CodeInvalidInput, and nothing is written.
@@ -68,3 +72,18 @@ type Settler interface {
 // SettlerOf returns the Settler of s, or of the first store it wraps that
 // has one.
 func SettlerOf(s Store) (Settler, bool) { return As[Settler](s) }
+
+// DueSetter is implemented by stores that can record a run's due time
+// outside a tick: a runner that finds the recorded one wrong (a run
+// written before stores kept it, which the migration marks due at once)
+// records what the run's checkpoint says.
+type DueSetter interface {
+	// SetDue records, fenced by lease, the run's due time (zero: none).
+	// With release the lease is given up in the same transaction, as
+	// ReleaseLease would.
+	SetDue(ctx context.Context, lease Lease, due time.Time, release bool) error
+}
+
+// DueSetterOf returns the DueSetter of s, or of the first store it wraps
+// that has one.
+func DueSetterOf(s Store) (DueSetter, bool) { return As[DueSetter](s) }

@@ -180,7 +180,7 @@ func (h *history) noneReadyAtRest() {
 		return
 	}
 	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
-	ids, err := rl.Ready(ctx, resting)
+	ids, err := rl.Ready(ctx, resting, time.Time{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -26,23 +26,23 @@ var (
 // purpose: a row that another claimer leased and committed while this one
 // looked is re-checked against the latest version and dropped, rather than
 // failing the whole claim as REPEATABLE READ would. A run resting with an
-// empty inbox is never claimed, so that runners do not take turns leasing
-// runs that wait for a person or for input.
-func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
-	return s.claimReady(ctx, owner, ttl, limit, resting, nil)
+// empty inbox is not claimed before its due time, so that runners do not
+// take turns leasing runs that wait for a person or for input.
+func (s *Store) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, due time.Time) ([]store.Lease, error) {
+	return s.claimReady(ctx, owner, ttl, limit, resting, nil, due)
 }
 
 // ClaimReadyOf implements store.DefinitionClaimer: ClaimReady's statement,
 // with the runs' recorded definition digests filtered in the same scan.
-func (s *Store) ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]store.Lease, error) {
+func (s *Store) ClaimReadyOf(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string, due time.Time) ([]store.Lease, error) {
 	if definitions == nil {
 		definitions = []string{}
 	}
-	return s.claimReady(ctx, owner, ttl, limit, resting, definitions)
+	return s.claimReady(ctx, owner, ttl, limit, resting, definitions, due)
 }
 
 // claimReady is ClaimReady, limited to definitions when not nil.
-func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string) ([]store.Lease, error) {
+func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, definitions []string, due time.Time) ([]store.Lease, error) {
 	const op = "claim"
 	if owner == "" || ttl <= 0 || limit <= 0 {
 		return nil, store.Errorf(store.CodeInvalidInput, op, "", nil, "owner, a positive ttl and a positive limit are required")
@@ -57,7 +57,7 @@ func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration,
 picked AS MATERIALIZED (
 	SELECT run_id, created_order FROM runs r, clock
 	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
-		AND (NOT (state = ANY($5)) OR `+unsettledSQL+`)
+		AND (NOT (state = ANY($5)) OR r.due_at BETWEEN 1 AND $7::bigint OR `+unsettledSQL+`)
 		AND ($6::text[] IS NULL OR workflow_digest = '' OR workflow_digest = ANY($6))
 	ORDER BY created_order LIMIT $3
 	FOR NO KEY UPDATE OF r SKIP LOCKED)
@@ -66,7 +66,7 @@ UPDATE runs SET lease_owner = $1, lease_generation = runs.lease_generation + 1,
 FROM picked, clock
 WHERE runs.run_id = picked.run_id
 RETURNING runs.run_id, runs.lease_generation, runs.lease_expires_at, picked.created_order`,
-		owner, ttl.Nanoseconds(), limit, s.injected(), resting, definitions)
+		owner, ttl.Nanoseconds(), limit, s.injected(), resting, definitions, nanos(due))
 	if err != nil {
 		return nil, s.mapErr(op, "", err)
 	}

@@ -49,7 +49,7 @@ func TestClaimReadyExactlyOncePerRound(t *testing.T) {
 					defer wg.Done()
 					owner := fmt.Sprintf("runner-%d-%d", p, g)
 					for {
-						got, err := st.ClaimReady(ctx, owner, time.Minute, 3, nil)
+						got, err := st.ClaimReady(ctx, owner, time.Minute, 3, nil, time.Time{})
 						if err != nil {
 							t.Error(err)
 							return
@@ -85,18 +85,18 @@ func TestClaimReadyExactlyOncePerRound(t *testing.T) {
 	}
 	round(1)
 	// Nothing is ready while the leases are live.
-	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil); err != nil || len(got) != 0 {
+	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil, time.Time{}); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %v (%v) while every lease is live", got, err)
 	}
 	clock.Advance(2 * time.Minute)
 	round(2)
 	// The held run's ten-minute lease outlives both rounds; once it lapses
 	// it is claimable like the rest. The ended and parked runs never are.
-	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil); err != nil || len(got) != 0 {
+	if got, err := s.ClaimReady(ctx, "late", time.Minute, 100, nil, time.Time{}); err != nil || len(got) != 0 {
 		t.Fatalf("claimed %v (%v) while every lease is live", got, err)
 	}
 	clock.Advance(10 * time.Minute)
-	got, err := s.ClaimReady(ctx, "late", time.Minute, 1000, nil)
+	got, err := s.ClaimReady(ctx, "late", time.Minute, 1000, nil, time.Time{})
 	must(t, err)
 	gens := map[string]int64{}
 	for _, l := range got {
@@ -116,7 +116,7 @@ func TestClaimReadyOrder(t *testing.T) {
 		want = append(want, id)
 		must(t, s.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", State: "S"}))
 	}
-	got, err := s.ClaimReady(ctx, "w", time.Minute, 4, nil)
+	got, err := s.ClaimReady(ctx, "w", time.Minute, 4, nil, time.Time{})
 	must(t, err)
 	var ids []string
 	for _, l := range got {
@@ -125,11 +125,11 @@ func TestClaimReadyOrder(t *testing.T) {
 	if fmt.Sprint(ids) != fmt.Sprint(want[:4]) {
 		t.Fatalf("claimed %v, want %v", ids, want[:4])
 	}
-	_, err = s.ClaimReady(ctx, "", time.Minute, 4, nil)
+	_, err = s.ClaimReady(ctx, "", time.Minute, 4, nil, time.Time{})
 	mustCode(t, err, store.CodeInvalidInput)
-	_, err = s.ClaimReady(ctx, "w", 0, 4, nil)
+	_, err = s.ClaimReady(ctx, "w", 0, 4, nil, time.Time{})
 	mustCode(t, err, store.CodeInvalidInput)
-	_, err = s.ClaimReady(ctx, "w", time.Minute, 0, nil)
+	_, err = s.ClaimReady(ctx, "w", time.Minute, 0, nil, time.Time{})
 	mustCode(t, err, store.CodeInvalidInput)
 }
 
@@ -155,9 +155,9 @@ func TestClaimReadySkipsRestingRuns(t *testing.T) {
 	_, err = s.AcquireLease(ctx, "taken", "other", time.Minute)
 	must(t, err)
 
-	ready, err := s.Ready(ctx, resting)
+	ready, err := s.Ready(ctx, resting, time.Time{})
 	must(t, err)
-	got, err := s.ClaimReady(ctx, "w", time.Minute, 100, resting)
+	got, err := s.ClaimReady(ctx, "w", time.Minute, 100, resting, time.Time{})
 	must(t, err)
 	var ids []string
 	for _, l := range got {
@@ -168,7 +168,7 @@ func TestClaimReadySkipsRestingRuns(t *testing.T) {
 	}
 	// An input makes the idle run claimable; nothing else changed.
 	must(t, s.Submit(ctx, in("idle", "i1")))
-	got, err = s.ClaimReady(ctx, "w", time.Minute, 100, resting)
+	got, err = s.ClaimReady(ctx, "w", time.Minute, 100, resting, time.Time{})
 	must(t, err)
 	if len(got) != 1 || got[0].RunID != "idle" || got[0].Generation != 1 {
 		t.Fatalf("after an input claimed %+v, want idle at generation 1", got)

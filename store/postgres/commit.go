@@ -664,8 +664,8 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 		if tick.State != "" {
 			state = tick.State
 		}
-		tx.Queue(`UPDATE runs SET head_seq = $1::bigint, head_hash = $2, state = $3, outcome = $4, updated_at = $5 WHERE run_id = $6`,
-			head, next.hash, state, tick.Outcome, ts, runID)
+		tx.Queue(`UPDATE runs SET head_seq = $1::bigint, head_hash = $2, state = $3, outcome = $4, updated_at = $5, due_at = $7 WHERE run_id = $6`,
+			head, next.hash, state, tick.Outcome, ts, runID, nanos(tick.DueAt))
 	}
 	return nil
 }
@@ -767,7 +767,7 @@ var (
 	// fenceAheadInboxWrite is fenceAheadWrite that also requires the
 	// submissions counted on the row it locks (its newest version, read
 	// again after any wait) to be those the store knew the row to count
-	// ($12, runHead.submissions) or those counted on the run's row in the
+	// ($13, runHead.submissions) or those counted on the run's row in the
 	// statement's snapshot (see fenceChecksInbox). Either holds only when
 	// the snapshot holds every input submitted before the lock: the
 	// first, because the count known is never more than the row's at the
@@ -784,7 +784,7 @@ var (
 	fenceAheadInboxWrite = fenceAhead(true)
 	// fenceAheadKnownWrite is fenceAheadWrite that also requires the row
 	// it locks (its newest version) to count exactly the submissions the
-	// store knows ($12), for a tick that checks its inbox left empty when
+	// store knows ($13), for a tick that checks its inbox left empty when
 	// the store knows it empty at that count (runHead.inboxEmpty): no
 	// input was submitted since, no other writer's tick appended one (the
 	// head would have moved), so none is pending, and the inbox is not
@@ -818,10 +818,11 @@ SELECT flrh_expect_one((SELECT count(*) FROM o), 'attempt start')`
 )
 
 // fenceAhead is the one-round-trip commit's fence (see commitAhead): one
-// UPDATE of the run's row, by its key, that moves the header on only if
+// UPDATE of the run's row, by its key, that moves the header on (its due
+// time $12 included) only if
 // the lease, the head and its hash are still what the store knows; with
 // inbox, only if the submissions the row counts are also those the
-// store knows it to count ($12) or the statement's snapshot counts (see
+// store knows it to count ($13) or the statement's snapshot counts (see
 // fenceAheadInboxWrite). Its rows are to
 // be returned as fenceReturning.
 //
@@ -852,14 +853,14 @@ func fenceAhead(inbox bool) string {
 		return fenceAheadAnd(``)
 	}
 	return fenceAheadAnd(`
-	AND (submissions = $12::bigint OR submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1))`)
+	AND (submissions = $13::bigint OR submissions = (SELECT s.submissions FROM runs s WHERE s.run_id = $1))`)
 }
 
 // fenceAheadAnd is the fence's update with the condition and among its
 // checks, before the clock is read.
 func fenceAheadAnd(and string) string {
 	return `UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN state ELSE $8 END, outcome = $10,
-	updated_at = current_setting('` + tickAt + `')::bigint
+	due_at = $12::bigint, updated_at = current_setting('` + tickAt + `')::bigint
 WHERE run_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND quarantine || outcome = '' AND head_seq = $4 AND head_hash = $5` + and + `
 	AND lease_expires_at > set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint`
 }
@@ -868,7 +869,7 @@ WHERE run_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND quarantine 
 // required to be those the store knows (see fenceAheadKnownWrite).
 func fenceAheadKnown() string {
 	return fenceAheadAnd(`
-	AND submissions = $12::bigint`)
+	AND submissions = $13::bigint`)
 }
 
 // fenceReturning is what the fence's update returns for its row: the
@@ -886,7 +887,8 @@ func fenceLocked() string {
 c AS MATERIALIZED (SELECT r.run_id, set_config('` + tickAt + `', (` + nowParam(9) + `)::text, true)::bigint AS now,
 	CASE WHEN $11 THEN ` + lazyExpr + ` END FROM r WHERE r.lease_owner = $2 AND r.lease_generation = $3
 	AND r.quarantine = '' AND r.outcome = '' AND r.head_seq = $4 AND r.head_hash = $5)
-UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now
+UPDATE runs SET head_seq = $6::bigint, head_hash = $7, state = CASE WHEN $8 = '' THEN runs.state ELSE $8 END, outcome = $10, updated_at = c.now,
+	due_at = $12::bigint
 FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND runs.lease_expires_at > c.now`
 }
 

@@ -161,6 +161,9 @@ func TestDifferentialAgainstSQLite(t *testing.T) {
 				if rapid.IntRange(0, 19).Draw(rt, "ends") == 0 {
 					tick.State, tick.Outcome = "DONE", "success"
 				}
+				if rapid.Bool().Draw(rt, "due") {
+					tick.DueAt = time.Unix(0, rapid.Int64Range(1, 1<<62).Draw(rt, "due at")).UTC()
+				}
 				l := leases[run+owner]
 				e1 := ref.Commit(ctx, l, tick)
 				codes("commit", e1, pgs.Commit(ctx, l, tick))

@@ -263,20 +263,20 @@ var fenceGroupSQL = expectOne(strings.Replace(fenceLocked(), " FOR NO KEY UPDATE
 // encodeOne), where boxing each took one.
 func aheadFenceArgs(s *Store, lease store.Lease, tick store.Tick, h runHead, chains *chain, lazy bool) []any {
 	f := &fenceArgs{run: lease.RunID, owner: lease.Owner, prev: h.hash, state: tick.State, outcome: tick.Outcome,
-		gen: lease.Generation, head: h.head, last: h.head + int64(len(tick.Events))}
+		gen: lease.Generation, head: h.head, last: h.head + int64(len(tick.Events)), due: nanos(tick.DueAt)}
 	hash := &f.prev
 	if chains.len() > 0 {
 		hash = &chains.last // sent as the string is, without a copy
 	}
-	f.vals = [...]any{&f.run, &f.owner, &f.gen, &f.head, &f.prev, &f.last, hash, &f.state, s.injected(), &f.outcome, lazy}
+	f.vals = [...]any{&f.run, &f.owner, &f.gen, &f.head, &f.prev, &f.last, hash, &f.state, s.injected(), &f.outcome, lazy, &f.due}
 	return f.vals[:]
 }
 
 // fenceArgs holds aheadFenceArgs' list and the values it points to.
 type fenceArgs struct {
-	vals                             [11]any
+	vals                             [12]any
 	run, owner, prev, state, outcome string
-	gen, head, last                  int64
+	gen, head, last, due             int64
 }
 
 // aheadBegin numbers the one-round-trip path's begun attempts: only

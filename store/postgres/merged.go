@@ -35,7 +35,7 @@ const tickAts = "flrh.tick_ats"
 // and moves each run's header on only if its lease, head and hash are
 // what its tick expects, as fenceAheadSQL does for one tick; the guard
 // fails unless every run moved. $11 turns synchronous_commit off, $12 is
-// the number of ticks.
+// the number of ticks, $13 their due times (store.Tick.DueAt).
 //
 // As fenceAheadSQL, it names its runs by their key alone, in the lock and
 // in the UPDATE (run_id = ANY($1)), and checks the lease, state and head on
@@ -52,8 +52,8 @@ const tickAts = "flrh.tick_ats"
 // the tables scan the tables whole, a cost that grows with them (3.65
 // million backend instructions a step at C=8 between 240 and 560 steps,
 // against 2.74 million planned as index lookups).
-var mergedFenceSQL = `WITH x AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[])
-	WITH ORDINALITY AS x(run_id, owner, gen, head, hash, new_head, new_hash, state, outcome, k)),
+var mergedFenceSQL = `WITH x AS MATERIALIZED (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $13::bigint[])
+	WITH ORDINALITY AS x(run_id, owner, gen, head, hash, new_head, new_hash, state, outcome, due, k)),
 r AS MATERIALIZED (SELECT l.* FROM unnest($1::text[]) AS k(run_id), LATERAL (SELECT run_id, lease_owner, lease_generation, quarantine, outcome, head_seq, head_hash
 	FROM runs WHERE runs.run_id = k.run_id FOR NO KEY UPDATE NOWAIT) AS l),
 n AS MATERIALIZED (SELECT x.*, COALESCE(($10::bigint[])[x.k], ` + nowNanos + `) AS now FROM x, r WHERE r.run_id = x.run_id
@@ -61,7 +61,7 @@ n AS MATERIALIZED (SELECT x.*, COALESCE(($10::bigint[])[x.k], ` + nowNanos + `) 
 c AS MATERIALIZED (SELECT set_config('` + tickAts + `', (SELECT array_agg(now ORDER BY k) FROM n)::text, true),
 	set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
 	CASE WHEN $11 THEN ` + lazyExpr + ` END),
-w AS (UPDATE runs SET head_seq = n.new_head, head_hash = n.new_hash, state = CASE WHEN n.state = '' THEN runs.state ELSE n.state END, outcome = n.outcome, updated_at = n.now
+w AS (UPDATE runs SET head_seq = n.new_head, head_hash = n.new_hash, state = CASE WHEN n.state = '' THEN runs.state ELSE n.state END, outcome = n.outcome, updated_at = n.now, due_at = n.due
 	FROM n, c WHERE runs.run_id = ANY($1::text[]) AND runs.run_id = n.run_id AND runs.lease_expires_at > n.now RETURNING 1)
 SELECT flrh_expect_one(CASE WHEN (SELECT count(*) FROM w) = $12 THEN 1 ELSE 0 END, 'fence')`
 
@@ -388,12 +388,12 @@ func (s *Store) commitMerged(ticks []*aheadReq) bool {
 	lazy := true
 	n := len(ticks)
 	runs, owners, hashes, newHashes, states, outcomes := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	gens, heads, newHeads := make([]int64, n), make([]int64, n), make([]int64, n)
+	gens, heads, newHeads, dues := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	injected := make([]*int64, n)
 	for i, r := range ticks {
 		lazy = lazy && r.tick.MayLag
 		runs[i], owners[i], gens[i], heads[i], hashes[i] = r.lease.RunID, r.lease.Owner, r.lease.Generation, r.h.head, r.h.hash
-		newHeads[i], states[i], outcomes[i] = r.h.head+int64(len(r.tick.Events)), r.tick.State, r.tick.Outcome
+		newHeads[i], states[i], outcomes[i], dues[i] = r.h.head+int64(len(r.tick.Events)), r.tick.State, r.tick.Outcome, nanos(r.tick.DueAt)
 		if v, ok := s.injected().(int64); ok {
 			injected[i] = &v
 		}
@@ -414,7 +414,7 @@ func (s *Store) commitMerged(ticks []*aheadReq) bool {
 				return err
 			}
 		}
-		t.Queue(mergedFenceSQL, runs, owners, gens, heads, hashes, newHeads, newHashes, states, outcomes, injected, lazy, int64(n))
+		t.Queue(mergedFenceSQL, runs, owners, gens, heads, hashes, newHeads, newHashes, states, outcomes, injected, lazy, int64(n), dues)
 		t.Queue(mergedSQL(m.parts), m.args()...)
 		return t.commit(ctx)
 	})

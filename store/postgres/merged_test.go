@@ -57,6 +57,13 @@ func mergedRounds(runs int) [][]store.Tick {
 		if i%2 == 0 {
 			t3.Outcome = "SUCCEEDED"
 		}
+		// Each tick gives its run a due time of its own (round 2 on m1
+		// none), which every way of committing it records.
+		t1.DueAt = time.Date(2031, 1, 1, 0, 0, i, 1, time.UTC)
+		if i != 1 {
+			t2.DueAt = time.Date(2031, 1, 2, 0, 0, i, 2, time.UTC)
+		}
+		t3.DueAt = time.Date(2031, 1, 3, 0, 0, i, 3, time.UTC)
 		rounds[0] = append(rounds[0], t1)
 		rounds[1] = append(rounds[1], t2)
 		rounds[2] = append(rounds[2], t3)
@@ -88,6 +95,13 @@ func mergedScenario(t *testing.T, s *Store, runs int, concurrent bool) {
 			go func() { defer wg.Done(); must(t, s.Commit(ctx, leases[i], tick)) }()
 		}
 		wg.Wait()
+		for i, tick := range round {
+			r, err := s.Run(ctx, leases[i].RunID)
+			must(t, err)
+			if !r.DueAt.Equal(tick.DueAt) {
+				t.Fatalf("%s due at %v after its tick, want %v", r.ID, r.DueAt, tick.DueAt)
+			}
+		}
 	}
 }
 

@@ -179,7 +179,7 @@ func TestMergedFenceRefusesEveryStaleCondition(t *testing.T) {
 		tx, err := s.pool.Begin(ctx)
 		must(t, err)
 		_, err = tx.Exec(ctx, mergedFenceSQL, runs, owners, gens, heads, hashes, newHeads, newHashes, states, outcomes,
-			[]*int64{nil, nil, nil}, false, int64(len(runs)))
+			[]*int64{nil, nil, nil}, false, int64(len(runs)), make([]int64, len(runs)))
 		var moved int64
 		if err == nil {
 			err = tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE run_id = ANY($1) AND head_hash = 'sha256:next' AND state = 'NEXT'`, runs).Scan(&moved)

@@ -11,17 +11,17 @@ import (
 )
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at`
 
 func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 	var r store.Run
-	var exp, created, updated int64
+	var exp, created, updated, due int64
 	dest := append([]any{&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest}, extra...)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due}, extra...)
 	err := row.Scan(dest...)
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
-	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	r.CreatedAt, r.UpdatedAt, r.DueAt = fromNanos(created), fromNanos(updated), fromNanos(due)
 	return r, err
 }
 
@@ -338,13 +338,13 @@ func (s *Store) Live(ctx context.Context) ([]string, error) {
 }
 
 // Ready implements store.ReadyLister.
-func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
+func (s *Store) Ready(ctx context.Context, resting []string, due time.Time) ([]string, error) {
 	if resting == nil {
 		resting = []string{}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
-	`+unsettledSQL+` OR NOT (state = ANY($1)))
-ORDER BY created_order`, resting)
+	`+unsettledSQL+` OR NOT (state = ANY($1)) OR `+dueSQL+`)
+ORDER BY created_order`, resting, nanos(due))
 	if err != nil {
 		return nil, s.mapErr("ready", "", err)
 	}
@@ -357,6 +357,30 @@ ORDER BY created_order`, resting)
 // head or state is no longer what it settled at.
 const unsettledSQL = `EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AND NOT i.consumed
 		AND i.seq > CASE WHEN r.settled_head = r.head_seq AND r.settled_state = r.state THEN r.settled_seq ELSE 0 END)`
+
+// dueSQL holds for a run r whose due time has come by the caller's clock
+// $2 (0: never).
+const dueSQL = `r.due_at BETWEEN 1 AND $2::bigint`
+
+// SetDue implements store.DueSetter, in one round trip.
+func (s *Store) SetDue(ctx context.Context, lease store.Lease, due time.Time, release bool) error {
+	const op = "set due"
+	if release {
+		s.heads.forget(lease.RunID)
+	}
+	r, now, ok, err := s.leaseWrite(ctx, op, lease.RunID, nil, `,
+u AS (UPDATE runs SET due_at = $5,
+	lease_owner = CASE WHEN $6 THEN '' ELSE c.lease_owner END,
+	lease_expires_at = CASE WHEN $6 THEN 0 ELSE c.lease_expires_at END, updated_at = c.now
+	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id AND `+fenceSQL+`
+	RETURNING 1),
+woken AS (SELECT pg_notify($7, $1) FROM u WHERE $6)
+SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, lease.Owner, lease.Generation, nanos(due), release, s.channel())
+	if done, err := fenceVerdict(op, lease, r, now, ok, err); done {
+		return err
+	}
+	return changed(op, lease.RunID)
+}
 
 // Settle implements store.Settler, in one round trip.
 func (s *Store) Settle(ctx context.Context, lease store.Lease, seq int64, release bool) error {

@@ -720,6 +720,21 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_seq bigint NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_head bigint NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_state text NOT NULL DEFAULT '';
 `},
+	// A run's header records its due time (store.Run.DueAt, Unix
+	// nanoseconds, 0 for none), when it next has something to do by the
+	// clock alone, so that a resting run is claimed once its time budget
+	// runs out instead of runners visiting every resting run now and
+	// then. No index: every tick writes it, and an index on it would make
+	// every header update a non-HOT one; the claim reads it in the scan
+	// of live runs it makes anyway. A run written before cannot have it
+	// computed here (it is in the checkpoint's budget ledger): every run
+	// not ended is marked due at once (1 ns after the epoch), and the
+	// first runner to pass it records what its checkpoint says
+	// (store.DueSetter).
+	{"runs record when they are next due by the clock", `
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS due_at bigint NOT NULL DEFAULT 0;
+UPDATE runs SET due_at = 1 WHERE outcome = '';
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -335,7 +335,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 	// The run's row, written last (a lagging tick's write of it waits;
 	// see deferRunRow).
 	row := deferredRow{runID: lease.RunID, head: head, hash: hash, sum: sum, summed: summed, state: state, outcome: tick.Outcome,
-		ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN}
+		ts: ts, traceSeq: traceSeq, checkpointN: counters.checkpointN, due: nanos(tick.DueAt)}
 	if tick.MayLag {
 		// Written when the next statement runs, unless the next write
 		// is a tick of the run that takes this row known, which writes
@@ -349,7 +349,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 	// fence should that be the run's next tick (decision 1188). Set
 	// last: a tick refused on the way leaves nothing known.
 	known := run
-	known.Head, known.HeadHash, known.State, known.Outcome = head, hash, state, tick.Outcome
+	known.Head, known.HeadHash, known.State, known.Outcome, known.DueAt = head, hash, state, tick.Outcome, tick.DueAt
 	counters.headSum, counters.summed = sum, summed
 	counters.traceSeq = traceSeq
 	counters.pending -= int64(len(consumed))
@@ -358,7 +358,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 }
 
 // updateRunRow writes a tick's changes to its run's row.
-const updateRunRow = `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ? WHERE run_id = ?`
+const updateRunRow = `UPDATE runs SET head_seq = ?, head_hash = ?, state = ?, outcome = ?, updated_at = ?, trace_seq = ?, checkpoint_n = ?, due_at = ? WHERE run_id = ?`
 
 // deferredRow is a tick's write of its run's row (a lagging tick's, not
 // yet made): updateRunRow's arguments, the head hash as its text or, when
@@ -371,6 +371,7 @@ type deferredRow struct {
 	sum                       [32]byte
 	summed                    bool
 	ts, traceSeq, checkpointN int64
+	due                       int64
 }
 
 // writeRunRow runs updateRunRow for d, after the row a lagging tick left
@@ -383,7 +384,7 @@ func (s *Store) writeRunRow(ctx context.Context, tx *wtx, d *deferredRow) error 
 		if d.summed {
 			hash = store.SumText(d.sum)
 		}
-		_, err := s.exec(ctx, tx, updateRunRow, d.head, hash, d.state, d.outcome, d.ts, d.traceSeq, d.checkpointN, d.runID)
+		_, err := s.exec(ctx, tx, updateRunRow, d.head, hash, d.state, d.outcome, d.ts, d.traceSeq, d.checkpointN, d.due, d.runID)
 		return err
 	}
 	if err := s.flushRunRow(ctx, tx); err != nil {
@@ -402,6 +403,7 @@ func (s *Store) writeRunRow(ctx context.Context, tx *wtx, d *deferredRow) error 
 	b.int64(d.ts)
 	b.int64(d.traceSeq)
 	b.int64(d.checkpointN)
+	b.int64(d.due)
 	b.text(d.runID)
 	_, err = b.exec()
 	return err
@@ -654,11 +656,11 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 	}
 	return s.write(ctx, op, rel.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		var traceSeq int64
-		var exp, created, updated int64
+		var exp, created, updated, due int64
 		var r store.Run
 		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq FROM runs WHERE run_id = ?`, rel.RunID).Scan(
 			&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &traceSeq)
+			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due, &traceSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.Errorf(store.CodeNotFound, op, rel.RunID, nil, "no such run")
 		}

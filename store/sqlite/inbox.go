@@ -122,12 +122,16 @@ func (s *Store) consume(ctx context.Context, tx *wtx, runID string, ids []string
 // partial indexes of live runs and of pending inbox entries (named, so the
 // planner cannot prefer walking every run in creation order); their union
 // is sorted, oldest run first.
-func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
-	args := make([]any, 0, len(resting))
+func (s *Store) Ready(ctx context.Context, resting []string, due time.Time) ([]string, error) {
+	args := make([]any, 0, len(resting)+1)
 	for _, st := range resting {
 		args = append(args, st)
 	}
-	q := readyQuery(len(resting))
+	withDue := !due.IsZero() && len(resting) > 0 // with no resting state every live run is ready
+	if withDue {
+		args = append(args, nanos(due))
+	}
+	q := readyQuery(len(resting), withDue)
 	rows, err := s.read(ctx, q, args...)
 	if err != nil {
 		return nil, mapErr("ready", "", err)
@@ -145,11 +149,17 @@ func (s *Store) Ready(ctx context.Context, resting []string) ([]string, error) {
 	return out, mapErr("ready", "", rows.Err())
 }
 
-// readyQuery is the ready listing for that many resting states.
-func readyQuery(resting int) string {
+// readyQuery is the ready listing for that many resting states, with a
+// resting run's due time compared with the last argument when due. The
+// due times are read in the scan of the live runs the first half makes
+// anyway: no index of their own, which every tick would write.
+func readyQuery(resting int, due bool) string {
 	notResting := `1`
 	if resting > 0 {
 		notResting = `state NOT IN (` + strings.TrimSuffix(strings.Repeat("?, ", resting), ", ") + `)`
+		if due {
+			notResting = `(` + notResting + ` OR due_at BETWEEN 1 AND ?)`
+		}
 	}
 	return `SELECT run_id, created_order FROM runs INDEXED BY runs_live WHERE outcome = '' AND quarantine = '' AND ` + notResting + `
 UNION

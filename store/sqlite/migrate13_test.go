@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // A database written at schema version 12 holding real runs migrates to
@@ -18,7 +19,7 @@ func TestMigrateFromVersion12RealRuns(t *testing.T) {
 	srcPath, v12Path := filepath.Join(dir, "src.db"), filepath.Join(dir, "v12.db")
 	src, ids, want := recordedSource(t, ctx, srcPath)
 	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
-	wantReady, err := src.Ready(ctx, resting)
+	wantReady, err := src.Ready(ctx, resting, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestMigrateFromVersion12RealRuns(t *testing.T) {
 	if runs != len(ids) || settled != 0 {
 		t.Fatalf("%d runs, %d of them settled after migration; want %d and none", runs, settled, len(ids))
 	}
-	ready, err := st.Ready(ctx, resting)
+	ready, err := st.Ready(ctx, resting, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -56,7 +57,7 @@ VALUES (?, ?, ?, 'input', 'r', 'a', 'c', x'7b7d', 'd', ?, 0)`, id, seq+1, fmt.Sp
 			}
 		}
 		resting := rapid.SliceOfDistinct(rapid.SampledFrom(states), rapid.ID[string]).Draw(rt, "resting")
-		got, err := s.Ready(ctx, resting)
+		got, err := s.Ready(ctx, resting, time.Time{})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestReadyDoesNotScanEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	plan := queryPlan(t, s.db, readyQuery(1), "A")
+	plan := queryPlan(t, s.db, readyQuery(1, true), "A", int64(5))
 	text := strings.Join(plan, "\n")
 	for _, want := range []string{"INDEX runs_live", "INDEX inbox_pending", "SEARCH r USING INDEX"} {
 		if !strings.Contains(text, want) {

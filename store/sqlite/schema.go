@@ -441,6 +441,19 @@ ALTER TABLE runs ADD COLUMN settled_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN settled_head INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN settled_state TEXT NOT NULL DEFAULT '';
 `,
+	// 14: a run's header records its due time (store.Run.DueAt, Unix
+	// nanoseconds, 0 for none), when it next has something to do by the
+	// clock alone, so that Ready lists a resting run once its time budget
+	// runs out instead of runners visiting every resting run now and
+	// then. A run written before cannot have it computed here (it is in
+	// the checkpoint's budget ledger, which may be packed or sealed):
+	// every run not ended is marked due at once (1 ns after the epoch),
+	// and the first runner to pass it records what its checkpoint says
+	// (store.DueSetter).
+	`
+ALTER TABLE runs ADD COLUMN due_at INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET due_at = 1 WHERE outcome = '';
+`,
 }
 
 // Migrations that change no table.

@@ -448,18 +448,18 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 }
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(row scanner) (store.Run, error) {
 	var r store.Run
-	var exp, created, updated int64
+	var exp, created, updated, due int64
 	err := row.Scan(&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due)
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
-	r.CreatedAt, r.UpdatedAt = fromNanos(created), fromNanos(updated)
+	r.CreatedAt, r.UpdatedAt, r.DueAt = fromNanos(created), fromNanos(updated), fromNanos(due)
 	return r, err
 }
 
@@ -569,6 +569,22 @@ func (s *Store) Settle(ctx context.Context, lease store.Lease, seq int64, releas
 			q = `UPDATE runs SET settled_seq = ?, settled_head = head_seq, settled_state = state, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`
 		}
 		_, err := s.exec(ctx, tx, q, seq, nanos(now), lease.RunID)
+		return err
+	})
+}
+
+// SetDue implements store.DueSetter.
+func (s *Store) SetDue(ctx context.Context, lease store.Lease, due time.Time, release bool) error {
+	const op = "set due"
+	return s.write(ctx, op, lease.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		if _, err := s.fence(ctx, tx, op, lease, now); err != nil {
+			return err
+		}
+		q := `UPDATE runs SET due_at = ?, updated_at = ? WHERE run_id = ?`
+		if release {
+			q = `UPDATE runs SET due_at = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`
+		}
+		_, err := s.exec(ctx, tx, q, nanos(due), nanos(now), lease.RunID)
 		return err
 	})
 }

@@ -50,7 +50,7 @@ func testCreateRunLeased(t *testing.T, s store.Store, c *Clock) {
 	_, err = s.AcquireLease(ctx, "leased", "other", ttl)
 	mustCode(t, err, store.CodeLeaseHeld)
 	if cl, ok := s.(store.Claimer); ok {
-		got, err := cl.ClaimReady(ctx, "other", ttl, 10, nil)
+		got, err := cl.ClaimReady(ctx, "other", ttl, 10, nil, time.Time{})
 		must(t, err)
 		if len(got) != 0 {
 			t.Fatalf("runs leased as created were claimed by another owner: %+v", got)

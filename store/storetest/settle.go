@@ -23,7 +23,7 @@ func testSettle(t *testing.T, s store.Store, _ *Clock) {
 	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 	ready := func(id string) bool {
 		t.Helper()
-		ids, err := rl.Ready(ctx, resting)
+		ids, err := rl.Ready(ctx, resting, time.Time{})
 		must(t, err)
 		return slices.Contains(ids, id)
 	}
@@ -33,7 +33,7 @@ func testSettle(t *testing.T, s store.Store, _ *Clock) {
 		if !ok {
 			return ready(id)
 		}
-		got, err := cl.ClaimReady(ctx, "claimer", time.Minute, 10, resting)
+		got, err := cl.ClaimReady(ctx, "claimer", time.Minute, 10, resting, time.Time{})
 		must(t, err)
 		for _, l := range got {
 			must(t, s.ReleaseLease(ctx, l))

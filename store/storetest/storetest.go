@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"CreateRunLeased", testCreateRunLeased},
 		{"CreateRunCommit", testCreateRunCommit},
 		{"Settle", testSettle},
+		{"DueTimes", testDueTimes},
 		{"SubmitWithGrant", testSubmitWithGrant},
 	}
 	for _, tc := range tests {
@@ -854,7 +855,7 @@ func testReady(t *testing.T, s store.Store, _ *Clock) {
 	set("mail", "INGEST", "")
 	set("ended", "SUCCEEDED", "success")
 	must(t, s.Submit(ctx, Inb("mail", "m1", "input", `{}`)))
-	ids, err := rl.Ready(ctx, []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"})
+	ids, err := rl.Ready(ctx, []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}, time.Time{})
 	must(t, err)
 	if fmt.Sprint(ids) != "[busy mail]" {
 		t.Fatalf("ready = %v", ids)
@@ -950,7 +951,7 @@ func testCreateRunWithInput(t *testing.T, s store.Store, _ *Clock) {
 		t.Fatalf("inbox of a run created with input: %+v", in)
 	}
 	if rl, ok := s.(store.ReadyLister); ok {
-		ready, err := rl.Ready(ctx, []string{"CREATED"})
+		ready, err := rl.Ready(ctx, []string{"CREATED"}, time.Time{})
 		must(t, err)
 		if fmt.Sprint(ready) != "[r]" {
 			t.Fatalf("a resting run with pending input: Ready = %v, want [r]", ready)
@@ -1023,7 +1024,7 @@ func testRunDefinitionDigest(t *testing.T, s store.Store, c *Clock) {
 	check("created")
 
 	if dc, ok := s.(store.DefinitionClaimer); ok {
-		got, err := dc.ClaimReadyOf(ctx, "runner-b", time.Minute, 10, nil, []string{defB})
+		got, err := dc.ClaimReadyOf(ctx, "runner-b", time.Minute, 10, nil, []string{defB}, time.Time{})
 		must(t, err)
 		ids := []string{}
 		for _, l := range got {
@@ -1035,7 +1036,7 @@ func testRunDefinitionDigest(t *testing.T, s store.Store, c *Clock) {
 		for _, l := range got {
 			must(t, s.ReleaseLease(ctx, l))
 		}
-		got, err = dc.ClaimReadyOf(ctx, "runner-x", time.Minute, 10, nil, []string{})
+		got, err = dc.ClaimReadyOf(ctx, "runner-x", time.Minute, 10, nil, []string{}, time.Time{})
 		must(t, err)
 		if len(got) != 1 || got[0].RunID != "none" {
 			t.Fatalf("claim for no definition took %v, want only the run that records none", got)

@@ -149,8 +149,8 @@ func benchRefundRun(b *testing.B, inner store.Store) {
 // did before it claimed.
 type readyOnly struct{ *postgres.Store }
 
-func (s readyOnly) Ready(ctx context.Context, resting []string) ([]string, error) {
-	return s.Store.Ready(ctx, resting)
+func (s readyOnly) Ready(ctx context.Context, resting []string, due time.Time) ([]string, error) {
+	return s.Store.Ready(ctx, resting, due)
 }
 
 // countingClaimer counts each claim as a write transaction of c.
@@ -159,9 +159,9 @@ type countingClaimer struct {
 	c *counting
 }
 
-func (cc countingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string) ([]store.Lease, error) {
+func (cc countingClaimer) ClaimReady(ctx context.Context, owner string, ttl time.Duration, limit int, resting []string, due time.Time) ([]store.Lease, error) {
 	cc.c.w()
-	return cc.Claimer.ClaimReady(ctx, owner, ttl, limit, resting)
+	return cc.Claimer.ClaimReady(ctx, owner, ttl, limit, resting, due)
 }
 
 // BenchmarkRunLoop starts 32 refund runs and lets one runner's background

@@ -3,6 +3,7 @@ package withrunner
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/store/postgres"
 )
@@ -23,7 +24,7 @@ func TestMigrateFromVersion20RealRuns(t *testing.T) {
 	ids := recordRuns(t, old, "", true)
 	want := readRuns(t, old, ids)
 	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
-	wantReady, err := old.Ready(ctx, resting)
+	wantReady, err := old.Ready(ctx, resting, time.Time{})
 	must(t, err)
 	old.Close()
 	execInSchema(t, schema, version20Runs)
@@ -35,7 +36,7 @@ func TestMigrateFromVersion20RealRuns(t *testing.T) {
 	if runs != int64(len(ids)) || settled != 0 {
 		t.Fatalf("%d runs, %d of them settled after migration 21; want %d and none", runs, settled, len(ids))
 	}
-	ready, err := st.Ready(ctx, resting)
+	ready, err := st.Ready(ctx, resting, time.Time{})
 	must(t, err)
 	if !reflect.DeepEqual(ready, wantReady) {
 		t.Fatalf("ready after migration %v, before %v", ready, wantReady)

@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// readyCounter counts how often the store's ready listing names each run.
+type readyCounter struct {
+	store.Store
+	rl     store.ReadyLister
+	mu     sync.Mutex
+	listed map[string]int
+}
+
+func (c *readyCounter) Unwrap() store.Store { return c.Store }
+
+func (c *readyCounter) Ready(ctx context.Context, resting []string, due time.Time) ([]string, error) {
+	ids, err := c.rl.Ready(ctx, resting, due)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		c.listed[id]++
+	}
+	return ids, err
+}
+
+func (c *readyCounter) times(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listed[id]
+}
+
+// The due time a tick records is the first millisecond past the run's
+// suspended-time budget, counted from when it came to rest; a tick that
+// leaves a run working, or ended, records none.
+func TestATickRecordsItsRunsDueTime(t *testing.T) {
+	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+	b.pay("run", 0, 500)
+	run := b.run("run")
+	if run.State != "WAIT_APPROVAL" {
+		t.Fatalf("state %s", run.State)
+	}
+	// Nothing was sent: the run came to rest at the clock's reading, and
+	// is due 10 s and 1 ms after it.
+	if want := b.clock.Now().Truncate(time.Millisecond).Add(10*time.Second + time.Millisecond); !run.DueAt.Equal(want) {
+		t.Fatalf("due at %v, want %v", run.DueAt, want)
+	}
+	// A millisecond short of it, a pass leaves the run as it is.
+	b.clock.Advance(10 * time.Second)
+	if _, err := b.r.Advance(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	if after := b.run("run"); after.State != "WAIT_APPROVAL" || !after.DueAt.Equal(run.DueAt) {
+		t.Fatalf("a millisecond before its due time: %s, due at %v", after.State, after.DueAt)
+	}
+	b.clock.Advance(time.Millisecond)
+	if _, err := b.r.Advance(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	if run := b.run("run"); run.State != "TIMED_OUT" || !run.DueAt.IsZero() {
+		t.Fatalf("after its due time: %s, due at %v", run.State, run.DueAt)
+	}
+}
+
+// A run whose header was marked due at once, as the migration to due
+// times marks every run not ended, is visited, records its checkpoint's
+// due time, and is then left alone until that time comes, when it times
+// out. The polling loop makes no sweep: the store keeps due times.
+func TestARunMarkedDueRecordsItsDueTime(t *testing.T) {
+	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+	b.pay("run", 0, 500)
+	want := b.run("run").DueAt
+	if want.IsZero() {
+		t.Fatal("no due time recorded for a run resting with a time budget")
+	}
+	l, err := b.store.AcquireLease(ctx, "run", "migration", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.SetDue(ctx, l, time.Unix(0, 1), true); err != nil {
+		t.Fatal(err)
+	}
+	c := &readyCounter{Store: b.store, rl: b.store, listed: map[string]int{}}
+	b.r.cfg.Store = c
+	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, time.Hour
+	stop := background(t, b.r)
+	defer stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.run("run").DueAt.Equal(want) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := b.run("run").DueAt; !got.Equal(want) {
+		t.Fatalf("due at %v, want the checkpoint's %v", got, want)
+	}
+	n := c.times("run")
+	time.Sleep(150 * time.Millisecond) // thirty polls
+	if more := c.times("run") - n; more > 1 {
+		t.Fatalf("listed %d more times once its due time was recorded", more)
+	}
+	if s := b.run("run").State; s != "WAIT_APPROVAL" {
+		t.Fatalf("state %s before its due time", s)
+	}
+	b.clock.Advance(11 * time.Second)
+	for b.run("run").State == "WAIT_APPROVAL" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := b.run("run").State; s != "TIMED_OUT" {
+		t.Fatalf("state %s after its due time", s)
+	}
+}

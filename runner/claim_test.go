@@ -387,12 +387,7 @@ func mustOK(t *testing.T, err error) {
 // time budget runs out (its due time, recorded with its header by the
 // tick that left it resting), and then times out. No sweep visits it.
 func TestClaimingLoopTimesOutARestingRun(t *testing.T) {
-	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
-	b.pay("run", 0, 500)
-	run := b.run("run")
-	if run.State != "WAIT_APPROVAL" {
-		t.Fatalf("state %s", run.State)
-	}
+	b, run := waitingTenSeconds(t)
 	if left := run.DueAt.Sub(b.clock.Now()); left <= 9*time.Second || left > 10*time.Second+time.Millisecond {
 		t.Fatalf("due at %v, %v from now: want the suspended budget's 10 s from when the run came to rest", run.DueAt, left)
 	}

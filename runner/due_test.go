@@ -35,16 +35,24 @@ func (c *readyCounter) times(id string) int {
 	return c.listed[id]
 }
 
-// The due time a tick records is the first millisecond past the run's
-// suspended-time budget, counted from when it came to rest; a tick that
-// leaves a run working, or ended, records none.
-func TestATickRecordsItsRunsDueTime(t *testing.T) {
+// waitingTenSeconds starts a run whose suspended-time budget is 10 s and
+// which rests waiting for an approval (of a payment of 500).
+func waitingTenSeconds(t *testing.T) (*budgetRig, store.Run) {
+	t.Helper()
 	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
 	b.pay("run", 0, 500)
 	run := b.run("run")
 	if run.State != "WAIT_APPROVAL" {
 		t.Fatalf("state %s", run.State)
 	}
+	return b, run
+}
+
+// The due time a tick records is the first millisecond past the run's
+// suspended-time budget, counted from when it came to rest; a tick that
+// leaves a run working, or ended, records none.
+func TestATickRecordsItsRunsDueTime(t *testing.T) {
+	b, run := waitingTenSeconds(t)
 	// Nothing was sent: the run came to rest at the clock's reading, and
 	// is due 10 s and 1 ms after it.
 	if want := b.clock.Now().Truncate(time.Millisecond).Add(10*time.Second + time.Millisecond); !run.DueAt.Equal(want) {
@@ -72,9 +80,8 @@ func TestATickRecordsItsRunsDueTime(t *testing.T) {
 // due time, and is then left alone until that time comes, when it times
 // out. The polling loop makes no sweep: the store keeps due times.
 func TestARunMarkedDueRecordsItsDueTime(t *testing.T) {
-	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
-	b.pay("run", 0, 500)
-	want := b.run("run").DueAt
+	b, run := waitingTenSeconds(t)
+	want := run.DueAt
 	if want.IsZero() {
 		t.Fatal("no due time recorded for a run resting with a time budget")
 	}

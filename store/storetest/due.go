@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -21,36 +20,9 @@ func testDueTimes(t *testing.T, s store.Store, _ *Clock) {
 	if !ok || !listed {
 		t.Skip("this store does not keep due times")
 	}
-	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
 	due := time.Date(2031, 2, 3, 4, 5, 6, 7, time.UTC)
-	ready := func(id string, at time.Time) bool {
-		t.Helper()
-		ids, err := rl.Ready(ctx, resting, at)
-		must(t, err)
-		return slices.Contains(ids, id)
-	}
-	claimable := func(id string, at time.Time) bool {
-		t.Helper()
-		cl, ok := s.(store.Claimer)
-		if !ok {
-			return ready(id, at)
-		}
-		got, err := cl.ClaimReady(ctx, "claimer", time.Minute, 10, resting, at)
-		must(t, err)
-		for _, l := range got {
-			must(t, s.ReleaseLease(ctx, l))
-		}
-		return slices.ContainsFunc(got, func(l store.Lease) bool { return l.RunID == id })
-	}
-	both := func(id string, at time.Time, want bool, when string) {
-		t.Helper()
-		if got := ready(id, at); got != want {
-			t.Fatalf("%s: Ready lists %s: %v, want %v", when, id, got, want)
-		}
-		if got := claimable(id, at); got != want {
-			t.Fatalf("%s: ClaimReady takes %s: %v, want %v", when, id, got, want)
-		}
-	}
+	r := newReadiness(t, s, rl)
+	ready, both := r.listed, r.both
 	dueOf := func(id string) time.Time {
 		t.Helper()
 		r, err := s.Run(ctx, id)

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -20,35 +19,9 @@ func testSettle(t *testing.T, s store.Store, _ *Clock) {
 	if !ok || !listed {
 		t.Skip("this store does not settle runs")
 	}
-	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
-	ready := func(id string) bool {
-		t.Helper()
-		ids, err := rl.Ready(ctx, resting, time.Time{})
-		must(t, err)
-		return slices.Contains(ids, id)
-	}
-	claimable := func(id string) bool {
-		t.Helper()
-		cl, ok := s.(store.Claimer)
-		if !ok {
-			return ready(id)
-		}
-		got, err := cl.ClaimReady(ctx, "claimer", time.Minute, 10, resting, time.Time{})
-		must(t, err)
-		for _, l := range got {
-			must(t, s.ReleaseLease(ctx, l))
-		}
-		return slices.ContainsFunc(got, func(l store.Lease) bool { return l.RunID == id })
-	}
-	both := func(id string, want bool, when string) {
-		t.Helper()
-		if got := ready(id); got != want {
-			t.Fatalf("%s: Ready lists %s: %v, want %v", when, id, got, want)
-		}
-		if got := claimable(id); got != want {
-			t.Fatalf("%s: ClaimReady takes %s: %v, want %v", when, id, got, want)
-		}
-	}
+	r := newReadiness(t, s, rl)
+	ready := func(id string) bool { t.Helper(); return r.listed(id, time.Time{}) }
+	both := func(id string, want bool, when string) { t.Helper(); r.both(id, time.Time{}, want, when) }
 	submit := func(id, in string) { must(t, s.Submit(ctx, Inb(id, in, "input", fmt.Sprintf(`{"in":%q}`, in)))) }
 
 	newRun(t, s, "w")

@@ -9,12 +9,22 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// readyCounter counts how often the store's ready listing names each run.
+// readyCounter counts how often the store's ready listing names each
+// run, and the due times recorded outside a tick.
 type readyCounter struct {
 	store.Store
 	rl     store.ReadyLister
+	ds     store.DueSetter
 	mu     sync.Mutex
 	listed map[string]int
+	set    int
+}
+
+func (c *readyCounter) SetDue(ctx context.Context, l store.Lease, due time.Time, release bool) error {
+	c.mu.Lock()
+	c.set++
+	c.mu.Unlock()
+	return c.ds.SetDue(ctx, l, due, release)
 }
 
 func (c *readyCounter) Unwrap() store.Store { return c.Store }
@@ -92,7 +102,7 @@ func TestARunMarkedDueRecordsItsDueTime(t *testing.T) {
 	if err := b.store.SetDue(ctx, l, time.Unix(0, 1), true); err != nil {
 		t.Fatal(err)
 	}
-	c := &readyCounter{Store: b.store, rl: b.store, listed: map[string]int{}}
+	c := &readyCounter{Store: b.store, rl: b.store, ds: b.store, listed: map[string]int{}}
 	b.r.cfg.Store = c
 	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, time.Hour
 	stop := background(t, b.r)
@@ -118,5 +128,10 @@ func TestARunMarkedDueRecordsItsDueTime(t *testing.T) {
 	}
 	if s := b.run("run").State; s != "TIMED_OUT" {
 		t.Fatalf("state %s after its due time", s)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set != 1 {
+		t.Fatalf("%d due times recorded outside a tick; the one the migration left wrong is all", c.set)
 	}
 }

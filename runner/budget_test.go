@@ -396,6 +396,11 @@ func TestBudgetsWithDeferredInterrupts(t *testing.T) {
 	if s := b.run("run").State; s != "HUMAN_RECONCILIATION" || !strings.Contains(string(cp.Body), `"pending_interrupts":["TIMEOUT"]`) {
 		t.Fatalf("timeout not deferred: %s", s)
 	}
+	// The breach is recorded: nothing is due by the clock any more, or
+	// every poll would list the run again for a timeout already issued.
+	if due := b.run("run").DueAt; !due.IsZero() {
+		t.Fatalf("due at %v with its timeout deferred", due)
+	}
 	if err := b.r.Cancel(ctx, "run", "stop", requester); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +537,8 @@ func TestBackoffLongerThanTheLeaseKeepsTheLease(t *testing.T) {
 
 func TestBackgroundLoopTimesOutARestingRun(t *testing.T) {
 	// The run waits for an approval that never comes; nothing in its inbox
-	// makes it ready. The periodic sweep finds it past its budget.
+	// makes it ready. Its due time, recorded with its header, lists it once
+	// it is past its budget.
 	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
 	b.pay("run", 0, 500)
 	if s := b.run("run").State; s != "WAIT_APPROVAL" {

@@ -135,3 +135,29 @@ func TestARunMarkedDueRecordsItsDueTime(t *testing.T) {
 		t.Fatalf("%d due times recorded outside a tick; the one the migration left wrong is all", c.set)
 	}
 }
+
+// A run resting for its next input after paying is due as well: the
+// receipt's commit, which may lag, records the due time, and the polling
+// loop times the run out once it has come.
+func TestARunRestingForInputIsDue(t *testing.T) {
+	b := newBudgetRig(t, `{"budgets":{"suspended_seconds":10}}`)
+	b.pay("run", 0, 10)
+	run := b.run("run")
+	if run.State != "INGEST" || b.dest.count() != 1 {
+		t.Fatalf("state %s after %d payments", run.State, b.dest.count())
+	}
+	if left := run.DueAt.Sub(b.clock.Now()); left <= 9*time.Second || left > 10*time.Second+time.Millisecond {
+		t.Fatalf("due at %v, %v from now", run.DueAt, left)
+	}
+	b.r.cfg.Poll, b.r.cfg.DeadlineSweep = 5*time.Millisecond, time.Hour
+	stop := background(t, b.r)
+	defer stop()
+	b.clock.Advance(11 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for b.run("run").State == "INGEST" && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if run := b.run("run"); run.State != "TIMED_OUT" || b.dest.count() != 1 {
+		t.Fatalf("state %s after its due time, %d payments", run.State, b.dest.count())
+	}
+}

@@ -223,6 +223,22 @@ func onePerRefund(t *testing.T, base string, refunds int) {
 	}
 }
 
+// stopServe sends p SIGTERM and holds it to exiting 0 within 60 s.
+func stopServe(t *testing.T, p *serveProc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Fatalf("serve exited with %v after SIGTERM\n%s", p.err, p.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not stop within 60s of SIGTERM\n%s", p.stderr)
+	}
+}
+
 // everyRunDone waits, within the given time, until no run of st is live.
 func everyRunDone(t *testing.T, st store.Store, within time.Duration) {
 	t.Helper()
@@ -319,15 +335,7 @@ func TestServeProcessesShareOnePostgres(t *testing.T) {
 
 	// SIGTERM: the process finishes or releases what it holds and exits 0.
 	quit := procs[2]
-	quit.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-quit.exited:
-		if quit.err != nil {
-			t.Fatalf("serve exited with %v after SIGTERM\n%s", quit.err, quit.stderr)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not stop within 60s of SIGTERM")
-	}
+	stopServe(t, quit)
 	if !strings.Contains(quit.stdout.String(), "flrh serve: stopped") {
 		t.Fatalf("serve did not report a clean stop: %s", quit.stdout)
 	}

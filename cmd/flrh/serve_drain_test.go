@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,17 +42,7 @@ func TestServeDrainsASendInFlightOnSIGTERM(t *testing.T) {
 	if n := len(mutations(t, sb)); n != 0 {
 		t.Fatalf("%d mutations before the delay ran out", n)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.exited:
-		if p.err != nil {
-			t.Fatalf("serve exited with %v after SIGTERM\n%s", p.err, p.stderr)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not stop within 60s of SIGTERM")
-	}
+	stopServe(t, p)
 	<-started
 	st, err := sqlite.Open(context.Background(), db, sqlite.Options{ReadOnly: true})
 	if err != nil {

@@ -87,3 +87,27 @@ type DueSetter interface {
 // DueSetterOf returns the DueSetter of s, or of the first store it wraps
 // that has one.
 func DueSetterOf(s Store) (DueSetter, bool) { return As[DueSetter](s) }
+
+// OutboxLister is implemented by stores that can list the outbox entries
+// not yet done across every run in one read: what a health check reports
+// (flrh store check), without a read of each run's intents.
+type OutboxLister interface {
+	// OpenOutbox returns every intent whose outbox row is not done, in
+	// the order of their runs' creation (Runs) and then of the run's
+	// commits (Intents).
+	OpenOutbox(ctx context.Context) ([]OutboxEntry, error)
+}
+
+// OutboxEntry is an intent's outbox row, with what names the intent.
+type OutboxEntry struct {
+	RunID      string
+	IntentID   string
+	EffectType string
+	Status     OutboxStatus
+	Route      string
+	Attempts   int64
+}
+
+// OutboxListerOf returns the OutboxLister of s, or of the first store it
+// wraps that has one.
+func OutboxListerOf(s Store) (OutboxLister, bool) { return As[OutboxLister](s) }

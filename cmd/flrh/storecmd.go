@@ -130,7 +130,9 @@ type openOutbox struct {
 }
 
 // checkStore walks every run through the store interface, so it reports
-// the same way on every backend.
+// the same way on every backend. The open outbox comes from one read when
+// the store can list it (store.OutboxLister: both of flrh's), otherwise
+// from each run's intents.
 func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration) (storeReport, error) {
 	var rep storeReport
 	var err error
@@ -138,12 +140,41 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	if err != nil {
 		return rep, err
 	}
+	if err := walkStore(ctx, st, now, stuckAfter, &rep); err != nil {
+		return rep, err
+	}
+	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
+	if rep.SchemaVersion != rep.BuildSchemaVersion {
+		rep.Problems++
+	}
+	for _, o := range rep.OpenOutbox {
+		if o.Status == string(store.OutboxHuman) {
+			rep.Problems++
+		}
+	}
+	return rep, nil
+}
+
+// walkStore fills rep's counts of runs, its stuck leases, quarantined runs
+// and open outbox entries.
+func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration, rep *storeReport) error {
 	rep.StuckLeases, rep.Quarantined, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []openOutbox{}
+	ol, listsOutbox := store.OutboxListerOf(st)
+	if listsOutbox {
+		open, err := ol.OpenOutbox(ctx)
+		if err != nil {
+			return err
+		}
+		for _, e := range open {
+			rep.OpenOutbox = append(rep.OpenOutbox, openOutbox{RunID: e.RunID, IntentID: e.IntentID, Effect: e.EffectType,
+				Status: string(e.Status), Route: e.Route, Attempts: e.Attempts})
+		}
+	}
 	after := ""
 	for {
 		runs, err := st.Runs(ctx, after, 500)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if len(runs) == 0 {
 			break
@@ -161,9 +192,12 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 					rep.StuckLeases = append(rep.StuckLeases, stuckLease{RunID: r.ID, Owner: r.Lease.Owner, Generation: r.Lease.Generation, ExpiredAt: r.Lease.ExpiresAt})
 				}
 			}
+			if listsOutbox {
+				continue
+			}
 			ins, err := st.Intents(ctx, r.ID)
 			if err != nil {
-				return rep, err
+				return err
 			}
 			for _, in := range ins {
 				if in.Outbox != store.OutboxDone {
@@ -174,16 +208,7 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		}
 		after = runs[len(runs)-1].ID
 	}
-	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
-	if rep.SchemaVersion != rep.BuildSchemaVersion {
-		rep.Problems++
-	}
-	for _, o := range rep.OpenOutbox {
-		if o.Status == string(store.OutboxHuman) {
-			rep.Problems++
-		}
-	}
-	return rep, nil
+	return nil
 }
 
 func (r storeReport) print(w io.Writer) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,9 @@ func testStoreCommands(t *testing.T, spec string) {
 		len(rep.OpenOutbox) != 1 || rep.OpenOutbox[0].Status != "human" || rep.OpenOutbox[0].Attempts != 1 {
 		t.Fatalf("report %+v", rep)
 	}
+	// The open outbox read in one go is what walking each run's intents
+	// finds.
+	walkEachRun(t, spec)
 	// An hour's grace hides the just-expired lease.
 	out, _ = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "1h")
 	if !strings.Contains(out, "stuck leases: 0") || !strings.Contains(out, "open outbox entries: 1 (1 human)") || !strings.Contains(out, "2 problem(s)") {
@@ -108,6 +112,36 @@ func testStoreCommands(t *testing.T, spec string) {
 	_, err = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "-1s")
 	if exitCode(err) != exitUsage {
 		t.Fatalf("negative --stuck-after: exit %d", exitCode(err))
+	}
+}
+
+// walkOnly is a store that shows only the store interface: no
+// OutboxLister, so the check walks each run's intents.
+type walkOnly struct{ store.Store }
+
+// walkEachRun holds the check's walk of the store at spec, with the open
+// outbox listed in one read, to the walk that reads each run's intents.
+func walkEachRun(t *testing.T, spec string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := openStore(ctx, spec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, ok := store.OutboxListerOf(st); !ok {
+		t.Fatalf("the %s store does not list its open outbox", spec)
+	}
+	now := time.Now()
+	var listed, walked storeReport
+	if err := walkStore(ctx, st, now, 0, &listed); err != nil {
+		t.Fatal(err)
+	}
+	if err := walkStore(ctx, walkOnly{st}, now, 0, &walked); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(listed, walked) {
+		t.Fatalf("the check with the open outbox listed\n%+v\nwalking each run\n%+v", listed, walked)
 	}
 }
 

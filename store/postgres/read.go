@@ -125,6 +125,28 @@ FROM intents i JOIN outbox o ON o.intent_id = i.intent_id WHERE i.run_id = $1 OR
 	return out, s.mapErr("intents", runID, rows.Err())
 }
 
+// OpenOutbox implements store.OutboxLister, in one read.
+func (s *Store) OpenOutbox(ctx context.Context) ([]store.OutboxEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT i.run_id, i.intent_id, i.effect_type, o.status, o.route, o.attempts
+FROM outbox o JOIN intents i ON i.intent_id = o.intent_id JOIN runs r ON r.run_id = i.run_id
+WHERE o.status <> 'done' ORDER BY r.created_order, i.commit_order`)
+	if err != nil {
+		return nil, s.mapErr("open outbox", "", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxEntry
+	for rows.Next() {
+		var e store.OutboxEntry
+		var status string
+		if err := rows.Scan(&e.RunID, &e.IntentID, &e.EffectType, &status, &e.Route, &e.Attempts); err != nil {
+			return nil, s.mapErr("open outbox", "", err)
+		}
+		e.Status = store.OutboxStatus(status)
+		out = append(out, e)
+	}
+	return out, s.mapErr("open outbox", "", rows.Err())
+}
+
 // Attempts implements store.Store.
 func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
 	return s.attempts(ctx, "", `SELECT intent_id, n, status, generation, detail, started_at, finished_at

@@ -118,6 +118,28 @@ func (s *Store) Intents(ctx context.Context, runID string) ([]store.Intent, erro
 	return out, mapErr("intents", runID, rows.Err())
 }
 
+// OpenOutbox implements store.OutboxLister, in one read.
+func (s *Store) OpenOutbox(ctx context.Context) ([]store.OutboxEntry, error) {
+	rows, err := s.read(ctx, `SELECT i.run_id, i.intent_id, i.effect_type, o.status, o.route, o.attempts
+FROM outbox o JOIN intents i ON i.commit_order = o.intent_order JOIN runs r ON r.run_id = i.run_id
+WHERE o.status <> 'done' ORDER BY r.created_order, i.commit_order`)
+	if err != nil {
+		return nil, mapErr("open outbox", "", err)
+	}
+	defer rows.Close()
+	var out []store.OutboxEntry
+	for rows.Next() {
+		var e store.OutboxEntry
+		var status string
+		if err := rows.Scan(&e.RunID, &e.IntentID, &e.EffectType, &status, &e.Route, &e.Attempts); err != nil {
+			return nil, mapErr("open outbox", "", err)
+		}
+		e.Status = store.OutboxStatus(status)
+		out = append(out, e)
+	}
+	return out, mapErr("open outbox", "", rows.Err())
+}
+
 // Attempts implements store.Store.
 func (s *Store) Attempts(ctx context.Context, intentID string) ([]store.Attempt, error) {
 	return s.attempts(ctx, "", attemptsQuery, intentID)

@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"CreateRunCommit", testCreateRunCommit},
 		{"Settle", testSettle},
 		{"DueTimes", testDueTimes},
+		{"OpenOutbox", testOpenOutbox},
 		{"SubmitWithGrant", testSubmitWithGrant},
 	}
 	for _, tc := range tests {

@@ -2,9 +2,13 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"flrh.dev/flrh/store"
 )
@@ -160,4 +164,79 @@ func TestARunRestingForInputIsDue(t *testing.T) {
 	if run := b.run("run"); run.State != "TIMED_OUT" || b.dest.count() != 1 {
 		t.Fatalf("state %s after its due time, %d payments", run.State, b.dest.count())
 	}
+}
+
+// Against a model: runs come to rest at drawn clock readings, some for
+// their next input (paid) and some for an approval, under a drawn
+// suspended budget, and the clock moves in drawn steps down to the
+// millisecond. At every step the store lists as ready exactly the resting
+// runs whose rest has passed their budget (more than the budget's
+// milliseconds since they came to rest), and a pass of each times it out.
+// Any pass of every run (a new run's start visits them all) times out
+// those past their budget as well.
+func TestDueTimesListExactlyTheRunsPastTheirBudget(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		budget := rapid.Int64Range(1, 20).Draw(rt, "suspended seconds")
+		b := newBudgetRig(t, fmt.Sprintf(`{"budgets":{"suspended_seconds":%d}}`, budget))
+		type modelRun struct {
+			rest     int64 // the clock reading it came to rest at, in ms
+			timedOut bool
+		}
+		model := map[string]*modelRun{}
+		now := func() int64 { return b.clock.Now().UnixMilli() }
+		past := func(m *modelRun) bool { return !m.timedOut && now()-m.rest > budget*1000 }
+		step := func(d time.Duration) { b.clock.Advance(d) }
+		n := 0
+		for range rapid.IntRange(1, 12).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 2).Draw(rt, "what") {
+			case 0: // a new run; its start visits every live run
+				for _, m := range model {
+					if past(m) {
+						m.timedOut = true
+					}
+				}
+				id := fmt.Sprintf("run-%d", n)
+				n++
+				amount := int64(10)
+				if rapid.Bool().Draw(rt, "for approval") {
+					amount = 500
+				}
+				// Each run pays under its own payment id: one idempotency
+				// key per logical payment.
+				if err := b.r.Start(ctx, id, "counter", "1", []byte(fmt.Sprintf(`{"amount":%d,"id":%q,"payee":"p"}`, amount, id))); err != nil {
+					rt.Fatal(err)
+				}
+				b.idle()
+				if s := b.run(id).State; s != "INGEST" && s != "WAIT_APPROVAL" {
+					rt.Fatalf("%s is %s after its start", id, s)
+				}
+				model[id] = &modelRun{rest: now()}
+			case 1:
+				step(time.Duration(rapid.Int64Range(0, budget*1500).Draw(rt, "ms")) * time.Millisecond)
+			case 2:
+				step(time.Duration(rapid.SampledFrom([]int64{1, 999, 1000, budget*1000 - 1, budget * 1000}).Draw(rt, "near ms")) * time.Millisecond)
+			}
+			listed, err := b.store.Ready(ctx, restingStates, b.clock.Now())
+			if err != nil {
+				rt.Fatal(err)
+			}
+			for id, m := range model {
+				if got, want := slices.Contains(listed, id), past(m); got != want {
+					r := b.run(id)
+					rt.Fatalf("%s, at rest since %d ms, %d ms later: listed %v, want %v (budget %d s); %s due at %d", id, m.rest, now()-m.rest, got, want, budget, r.State, r.DueAt.UnixMilli())
+				}
+			}
+			for _, id := range listed {
+				if _, err := b.r.Advance(ctx, id); err != nil {
+					rt.Fatal(err)
+				}
+				model[id].timedOut = true
+			}
+			for id, m := range model {
+				if s := b.run(id).State; (s == "TIMED_OUT") != m.timedOut {
+					rt.Fatalf("%s is %s; timed out by the model: %v", id, s, m.timedOut)
+				}
+			}
+		}
+	})
 }

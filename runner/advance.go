@@ -795,11 +795,11 @@ func spareTick(p *store.Tick) store.Tick {
 // leaves the run in INGEST, waiting for its next input, and holds nothing
 // but events, the checkpoint (and the due time it gives the header),
 // attempt results, receipts and trace records: the events and checkpoint
-// are the pure core's, derived again from the
-// durable records before them; a receipt and its result are what the
-// reconciler asks the destination for again by idempotency key when it
-// finds the attempt started under an earlier lease (the state a process
-// killed after the destination applied and before the receipt leaves).
+// are the pure core's, derived again from the durable records before
+// them; a receipt and its result are what the reconciler asks the
+// destination for again by idempotency key when it finds the attempt
+// started under an earlier lease (the state a process killed after the
+// destination applied and before the receipt leaves).
 //
 // Anything else keeps the tick durable: an intent or an attempt's
 // beginning (an effect is sent after the commit), an approval's

@@ -57,7 +57,7 @@ func (s *Store) claimReady(ctx context.Context, owner string, ttl time.Duration,
 picked AS MATERIALIZED (
 	SELECT run_id, created_order FROM runs r, clock
 	WHERE outcome = '' AND quarantine = '' AND (lease_owner = '' OR lease_expires_at <= clock.now)
-		AND (NOT (state = ANY($5)) OR r.due_at BETWEEN 1 AND $7::bigint OR `+unsettledSQL+`)
+		AND (NOT (state = ANY($5)) OR `+dueSQL("$7")+` OR `+unsettledSQL+`)
 		AND ($6::text[] IS NULL OR workflow_digest = '' OR workflow_digest = ANY($6))
 	ORDER BY created_order LIMIT $3
 	FOR NO KEY UPDATE OF r SKIP LOCKED)

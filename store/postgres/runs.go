@@ -343,7 +343,7 @@ func (s *Store) Ready(ctx context.Context, resting []string, due time.Time) ([]s
 		resting = []string{}
 	}
 	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs r WHERE outcome = '' AND quarantine = '' AND (
-	`+unsettledSQL+` OR NOT (state = ANY($1)) OR `+dueSQL+`)
+	`+unsettledSQL+` OR NOT (state = ANY($1)) OR `+dueSQL("$2")+`)
 ORDER BY created_order`, resting, nanos(due))
 	if err != nil {
 		return nil, s.mapErr("ready", "", err)
@@ -359,8 +359,8 @@ const unsettledSQL = `EXISTS (SELECT 1 FROM inbox i WHERE i.run_id = r.run_id AN
 		AND i.seq > CASE WHEN r.settled_head = r.head_seq AND r.settled_state = r.state THEN r.settled_seq ELSE 0 END)`
 
 // dueSQL holds for a run r whose due time has come by the caller's clock
-// $2 (0: never).
-const dueSQL = `r.due_at BETWEEN 1 AND $2::bigint`
+// reading, the parameter param (0: never).
+func dueSQL(param string) string { return `r.due_at BETWEEN 1 AND ` + param + `::bigint` }
 
 // SetDue implements store.DueSetter, in one round trip.
 func (s *Store) SetDue(ctx context.Context, lease store.Lease, due time.Time, release bool) error {

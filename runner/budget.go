@@ -454,9 +454,7 @@ func (r *Runner) keepDue(ctx context.Context, t *tick) error {
 		return nil
 	}
 	if err := ds.SetDue(ctx, t.lease, due, false); err != nil {
-		if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
-			r.forgetLease(t.lease)
-		}
+		r.forgetIfTakenOver(t.lease, err)
 		return fmt.Errorf("runner: run %s: record its due time: %w", t.run.ID, err)
 	}
 	t.run.DueAt = due

@@ -307,9 +307,7 @@ func (r *Runner) fenceDispatch(ctx context.Context, t *tick) error {
 	}
 	l, err := r.cfg.Store.RenewLease(ctx, t.lease, r.cfg.LeaseTTL)
 	if err != nil {
-		if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
-			r.forgetLease(t.lease)
-		}
+		r.forgetIfTakenOver(t.lease, err)
 		return fmt.Errorf("runner: run %s: not sending: the lease could not be renewed: %w", t.run.ID, err)
 	}
 	t.lease = l

@@ -591,6 +591,14 @@ func (r *Runner) forgetLease(l store.Lease) {
 	r.mu.Unlock()
 }
 
+// forgetIfTakenOver forgets lease l (forgetLease) when err, from a write
+// under it, says another runner holds the run now.
+func (r *Runner) forgetIfTakenOver(l store.Lease, err error) {
+	if c := store.CodeOf(err); c == store.CodeFenced || c == store.CodeLeaseHeld {
+		r.forgetLease(l)
+	}
+}
+
 // Wake asks Run to look for work now.
 func (r *Runner) Wake() {
 	select {

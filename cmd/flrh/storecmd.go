@@ -166,8 +166,7 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 			return err
 		}
 		for _, e := range open {
-			rep.OpenOutbox = append(rep.OpenOutbox, openOutbox{RunID: e.RunID, IntentID: e.IntentID, Effect: e.EffectType,
-				Status: string(e.Status), Route: e.Route, Attempts: e.Attempts})
+			rep.addOpen(e)
 		}
 	}
 	after := ""
@@ -201,14 +200,20 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 			}
 			for _, in := range ins {
 				if in.Outbox != store.OutboxDone {
-					rep.OpenOutbox = append(rep.OpenOutbox, openOutbox{RunID: r.ID, IntentID: in.ID, Effect: in.EffectType,
-						Status: string(in.Outbox), Route: in.Route, Attempts: in.Attempts})
+					rep.addOpen(store.OutboxEntry{RunID: r.ID, IntentID: in.ID, EffectType: in.EffectType,
+						Status: in.Outbox, Route: in.Route, Attempts: in.Attempts})
 				}
 			}
 		}
 		after = runs[len(runs)-1].ID
 	}
 	return nil
+}
+
+// addOpen reports an outbox entry not yet done.
+func (r *storeReport) addOpen(e store.OutboxEntry) {
+	r.OpenOutbox = append(r.OpenOutbox, openOutbox{RunID: e.RunID, IntentID: e.IntentID, Effect: e.EffectType,
+		Status: string(e.Status), Route: e.Route, Attempts: e.Attempts})
 }
 
 func (r storeReport) print(w io.Writer) {

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/examples"
 	tamperdb "flrh.dev/flrh/internal/tamper"
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
@@ -68,6 +71,9 @@ type modelRun struct {
 	steered bool
 	resumed bool   // the answers resumed its deliberation
 	refusal string // why its last refused act was refused
+	// started is the clock reading it started at: it cannot have rested
+	// longer than the clock moved since.
+	started time.Time
 }
 
 // lookups is an adapter whose lookups can be made to answer "still
@@ -104,6 +110,13 @@ type history struct {
 	// failing is set once the destination was told to fail requests: a run
 	// may then fail for good when its attempts run out.
 	failing bool
+	// budget is the runs' suspended-time budget when the draw gave the
+	// bundles a short one (zero: the bundles' own day, which no history
+	// reaches).
+	budget time.Duration
+	// quiet is set once the racing loops have stopped: nothing but the
+	// history's own runner moves the runs from then on.
+	quiet bool
 }
 
 var (
@@ -165,7 +178,7 @@ func (h *history) idle(cut string) {
 	if err != nil {
 		h.t.Fatalf("running to idle: %v", err)
 	}
-	if cut == "" && !h.racing {
+	if cut == "" && (!h.racing || h.quiet) {
 		h.noneReadyAtRest()
 	}
 }
@@ -173,14 +186,15 @@ func (h *history) idle(cut string) {
 // noneReadyAtRest holds the runs, each as far as it goes, to not being
 // ready while they rest: a run resting with entries its state does not
 // take was settled by its pass, and no runner is handed it again until
-// something it takes arrives.
+// something it takes arrives; a run that rested past its budget was timed
+// out by the pass, so none is due at the clock's reading.
 func (h *history) noneReadyAtRest() {
 	rl, ok := store.ReadyListerOf(h.st)
 	if !ok {
 		return
 	}
 	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
-	ids, err := rl.Ready(ctx, resting, time.Time{})
+	ids, err := rl.Ready(ctx, resting, h.clock.Now())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -191,9 +205,83 @@ func (h *history) noneReadyAtRest() {
 		}
 		if slices.Contains(resting, run.State) {
 			in, _ := h.st.Inbox(ctx, id, true)
-			h.t.Fatalf("%s rests in %s with %d entries pending and is listed ready", id, run.State, len(in))
+			h.t.Fatalf("%s rests in %s with %d entries pending, due at %s (the clock reads %s), and is listed ready",
+				id, run.State, len(in), run.DueAt.Format(time.RFC3339Nano), h.clock.Now().Format(time.RFC3339Nano))
 		}
 		h.acts["ready after idle in "+run.State]++
+	}
+	h.dueWithinBudget(resting)
+}
+
+// dueWithinBudget holds every run resting after a pass to a due time
+// within its budget of the clock's reading: it has not rested less than
+// nothing, so what is left of its budget is at most the whole, and it is
+// due the first millisecond past that. Only a run whose timeout waits for
+// its effect to be reconciled is due never, and none is due yet: the
+// pass timed out every run that was.
+func (h *history) dueWithinBudget(resting []string) {
+	budget := h.budget
+	if budget == 0 {
+		budget = 24 * time.Hour
+	}
+	now := h.clock.Now()
+	for _, m := range h.runs {
+		run, err := h.st.Run(ctx, m.id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if run.Outcome != "" || !slices.Contains(resting, run.State) {
+			continue
+		}
+		switch {
+		case run.DueAt.IsZero() && !(run.State == "HUMAN_RECONCILIATION" && h.fired(m.id, "TIMEOUT")):
+			h.t.Fatalf("%s (%s) rests in %s, due never: %s", m.id, m.kind, run.State, h.describe(m.id))
+		case !run.DueAt.IsZero() && !run.DueAt.After(now):
+			h.t.Fatalf("%s (%s) rests in %s past its budget, due at %s (the clock reads %s)",
+				m.id, m.kind, run.State, run.DueAt.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+		case run.DueAt.After(now.Add(budget + time.Millisecond)):
+			h.t.Fatalf("%s (%s) rests in %s, due at %s: more than its budget of %s past the clock's %s",
+				m.id, m.kind, run.State, run.DueAt.Format(time.RFC3339Nano), budget, now.Format(time.RFC3339Nano))
+		case run.DueAt.IsZero():
+			h.acts["timeout deferred in HUMAN_RECONCILIATION"]++
+		default:
+			h.acts["due within "+budget.String()]++
+		}
+	}
+}
+
+// settle waits for the racing loops to time out every run resting past
+// its budget, as they must on their own: the store lists a run once it is
+// due, and a loop claims it. Their passes move the clock, so more runs may
+// come due as it waits; what must come is a moment when none is. A run
+// the history's own runner left leased when it stopped dead waits for its
+// lease to run out, and the clock may not move that far while nothing
+// else is to be done.
+func (h *history) settle() {
+	resting := []string{"INGEST", "WAIT_APPROVAL", "HUMAN_RECONCILIATION"}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		now, due := h.clock.Now(), ""
+		for _, m := range h.runs {
+			run, err := h.st.Run(ctx, m.id)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			held := run.Lease.Owner == "runner-1" && now.Before(run.Lease.ExpiresAt)
+			if run.Outcome == "" && slices.Contains(resting, run.State) && !run.DueAt.IsZero() && !run.DueAt.After(now) && !held {
+				due = m.id
+				break
+			}
+		}
+		if due == "" {
+			h.acts["settled"]++
+			return
+		}
+		if h.acts["settle waited"]++; time.Now().After(deadline) {
+			h.t.Fatalf("the runner loops left %s resting past its due time for 20 s (the clock reads %s): %s",
+				due, now.Format(time.RFC3339Nano), h.describe(due))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -337,11 +425,16 @@ func (h *history) checkAll(after string) {
 // Any history of runs of the refund-agent bundle — refunds of every kind,
 // people's acts valid and not, destinations that fail, apply and drop the
 // answer or cannot be asked, runners killed at any cut point, the clock
-// moving past leases — keeps the runtime's promises at every step and at
-// its end:
+// moving past leases and, under a short suspended-time budget, past the
+// runs' budgets — keeps the runtime's promises at every step and at its
+// end:
 //
 //   - no panic; a refused act is a typed error and changes nothing;
 //   - every run verifies and replays byte for byte after every step;
+//   - a run resting after a pass is due within its budget and not yet:
+//     a pass times out every run past it, and so do runner loops on
+//     their own; a run times out only once the clock has moved its
+//     budget since it started;
 //   - the destination applies a run's refund at most once, exactly as
 //     asked, never for a run that was denied or blocked;
 //   - once people answer what the runs wait on (approving, choosing,
@@ -420,6 +513,58 @@ func exampleAgents(t *testing.T) (refunds, ops *bundle.Workflow) {
 	return refunds, ops
 }
 
+// agents is a pair of the bundles a history's runs are drawn from.
+type agents struct{ refunds, ops *bundle.Workflow }
+
+// budgetedAgents returns the example bundles as they are (under zero)
+// and, under each of budgets, with a loop section giving them that
+// suspended-time budget instead of the contract's day.
+func budgetedAgents(t *testing.T, budgets ...time.Duration) map[time.Duration]agents {
+	refunds, ops := exampleAgents(t)
+	out := map[time.Duration]agents{0: {refunds, ops}}
+	for _, b := range budgets {
+		out[b] = agents{budgeted(t, "refund-agent", b), budgeted(t, "ops-agent", b)}
+	}
+	return out
+}
+
+// budgeted loads the example bundle name with a suspended-time budget of
+// b, written into its workflow.json as a user would.
+func budgeted(t *testing.T, name string, b time.Duration) *bundle.Workflow {
+	fsys, err := examples.Bundle(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fstest.MapFS{}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = &fstest.MapFile{Data: data}
+	}
+	var manifest map[string]json.RawMessage
+	if err := json.Unmarshal(files["workflow.json"].Data, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	manifest["loop"] = json.RawMessage(fmt.Sprintf(`{"budgets":{"suspended_seconds":%d}}`, int64(b/time.Second)))
+	if files["workflow.json"].Data, err = json.Marshal(manifest); err != nil {
+		t.Fatal(err)
+	}
+	wf, _, err := bundle.LoadFS(files)
+	if err != nil {
+		t.Fatalf("%s with a suspended budget of %s: %v", name, b, err)
+	}
+	if got := wf.LoopContract().Budgets.Limits.SuspendedSeconds; got != int64(b/time.Second) {
+		t.Fatalf("%s with a suspended budget of %s runs under %d s", name, b, got)
+	}
+	return wf
+}
+
 // newHistory is a draw's history on hs, with a destination of its own,
 // counting acts into acts.
 func newHistory(t *testing.T, rt *rapid.T, hs historyStore, refunds, ops *bundle.Workflow, clock *stepClock, acts map[string]int) *history {
@@ -450,7 +595,10 @@ type historyStore struct {
 // they are stopped, and must let go of what they hold, before people give
 // their last answers.
 func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw int) historyStore) {
-	refunds, ops := exampleAgents(t)
+	// Most draws keep the bundles' day; the others give them a budget the
+	// clock passes within a history (it moves up to 300 s), so that runs
+	// resting for people time out while runners race and crash.
+	bundles := budgetedAgents(t, 8*time.Second, 30*time.Second)
 	acts := map[string]int{}
 	outcomes := map[string]int{}
 	draws := 0
@@ -459,8 +607,9 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 		draws++
 		hs := open(draws)
 		defer hs.close()
-		h := newHistory(t, rt, hs, refunds, ops, clock, acts)
-		h.racing = racing
+		budget := rapid.SampledFrom([]time.Duration{0, 0, 8 * time.Second, 30 * time.Second}).Draw(rt, "suspended budget")
+		h := newHistory(t, rt, hs, bundles[budget].refunds, bundles[budget].ops, clock, acts)
+		h.racing, h.budget = racing, budget
 		stop := func() {}
 		if racing {
 			stop = h.loops("runner-a", "runner-b")
@@ -475,12 +624,12 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 			what := "start"
 			if len(h.runs) > 0 {
 				what = rapid.SampledFrom([]string{"start", "approve", "approve-stale", "approve-stranger", "deny", "choose",
-					"choose-nothing", "cancel", "reconcile", "submit", "control", "fault-503", "fault-drop", "lookups", "crash", "idle", "clock"}).Draw(rt, "act")
+					"choose-nothing", "cancel", "reconcile", "submit", "control", "fault-503", "fault-drop", "lookups", "crash", "idle", "clock", "clock", "settle"}).Draw(rt, "act")
 			}
 			switch what {
 			case "start":
 				n := len(h.runs)
-				m := &modelRun{id: fmt.Sprintf("%srun-%d", hs.prefix, n), kind: rapid.SampledFrom(kinds).Draw(rt, "kind")}
+				m := &modelRun{id: fmt.Sprintf("%srun-%d", hs.prefix, n), kind: rapid.SampledFrom(kinds).Draw(rt, "kind"), started: clock.Now()}
 				var in []byte
 				switch m.kind {
 				case kindSmall, kindLarge, kindBlocked, kindGoodwill:
@@ -493,12 +642,12 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 					case kindGoodwill:
 						reason = "goodwill"
 					}
-					m.wf, m.approver = refunds, financeLead
+					m.wf, m.approver = h.refunds, financeLead
 					m.expect = []string{fmt.Sprintf(`"amount":%d`, amount), fmt.Sprintf(`"payee":%q`, payee)}
 					in, _ = json.Marshal(map[string]any{"type": "refund.requested/1", "payload": map[string]any{
 						"refund_id": fmt.Sprintf("r-%s%d", hs.prefix, n), "amount": amount, "payee": payee, "reason": reason}})
 				case kindDiagnostic:
-					m.wf, m.approver = ops, oncallLead
+					m.wf, m.approver = h.ops, oncallLead
 					check := fmt.Sprintf("chk-%s%d", hs.prefix, n)
 					m.expect = []string{fmt.Sprintf(`"check_id":%q`, check)}
 					in, _ = json.Marshal(map[string]any{"type": "diagnostics.requested/1", "payload": map[string]any{
@@ -513,7 +662,7 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 					case kindUnexplained:
 						reason = "unknown"
 					}
-					m.wf, m.approver = ops, oncallLead
+					m.wf, m.approver = h.ops, oncallLead
 					restart := fmt.Sprintf("rst-%s%d", hs.prefix, n)
 					m.expect = []string{fmt.Sprintf(`"restart_id":%q`, restart), fmt.Sprintf(`"service":%q`, service)}
 					in, _ = json.Marshal(map[string]any{"type": "restart.requested/1", "payload": map[string]any{
@@ -633,6 +782,10 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 				h.idle(rapid.SampledFrom(runner.CutPoints).Draw(rt, "cut point"))
 			case "idle":
 				h.idle("")
+			case "settle":
+				if h.racing {
+					h.settle()
+				}
 			case "clock":
 				d := time.Duration(rapid.IntRange(1, 40).Draw(rt, "seconds")) * time.Second
 				if elapsed+d < 300*time.Second {
@@ -650,6 +803,7 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 		// People answer what the runs wait on, from what they see and what
 		// the destination says, until nothing moves.
 		stop()
+		h.quiet = true
 		h.sb.ClearFaults()
 		h.down.Store(false)
 		var last []string // what the last round answered, and where
@@ -841,6 +995,15 @@ func (h *history) holdEnd(m *modelRun) {
 	if s.Run.State == "SUCCEEDED" && len(applied) != 1 {
 		h.t.Fatalf("%s SUCCEEDED with %d mutations", m.id, len(applied))
 	}
+	// A run times out only under a budget the clock passed since it
+	// started: it cannot have rested longer than that.
+	timedOut := s.Run.State == "TIMED_OUT"
+	if timedOut && h.budget == 0 {
+		h.t.Fatalf("%s (%s) timed out under a day's budget: %s", m.id, m.kind, h.describe(m.id))
+	}
+	if since := h.clock.Now().Sub(m.started); timedOut && since < h.budget {
+		h.t.Fatalf("%s (%s) timed out %s after it started, within its budget of %s", m.id, m.kind, since, h.budget)
+	}
 	if neverSent(m.kind) {
 		return // ineligible or refused: it may rest or end, never sent
 	}
@@ -850,7 +1013,7 @@ func (h *history) holdEnd(m *modelRun) {
 	if s.Run.Outcome == "" {
 		h.t.Fatalf("%s (%s) did not end once people answered: %s, waiting %v, unknown %v; the last act refused: %s", m.id, m.kind, s.Run.State, s.Waiting, s.Unknown, m.refusal)
 	}
-	excused := m.denied || m.cancelled || m.abandoned || m.failedByPerson || m.steered
+	excused := m.denied || m.cancelled || m.abandoned || m.failedByPerson || m.steered || timedOut
 	if !excused && len(applied) == 1 && s.Run.State != "SUCCEEDED" {
 		h.t.Fatalf("%s (%s) was paid and ended %s", m.id, m.kind, s.Run.State)
 	}

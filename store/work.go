@@ -111,3 +111,28 @@ type OutboxEntry struct {
 // OutboxListerOf returns the OutboxLister of s, or of the first store it
 // wraps that has one.
 func OutboxListerOf(s Store) (OutboxLister, bool) { return As[OutboxLister](s) }
+
+// CensusTaker is implemented by stores that count their runs and find the
+// ones an operator must look at inside the database, from one snapshot:
+// what a health check reports (flrh store check) without handing the
+// caller every run's header, which takes minutes for millions of runs.
+type CensusTaker interface {
+	// Census counts the runs and returns the headers of the live runs
+	// that are quarantined and of the live, unquarantined runs whose
+	// lease has an owner and expired at or before expiredBy, each list in
+	// the order of the runs' creation (Runs).
+	Census(ctx context.Context, expiredBy time.Time) (Census, error)
+}
+
+// Census is what CensusTaker.Census finds. Runs = Live + Ended +
+// len(Quarantined): a run that ended is counted ended whether or not it
+// was quarantined, and a live run is quarantined or live.
+type Census struct {
+	Runs, Live, Ended int64
+	Quarantined       []Run // runs not ended and quarantined
+	Expired           []Run // live runs whose lease expired by the time asked, owner still named
+}
+
+// CensusTakerOf returns the CensusTaker of s, or of the first store it
+// wraps that has one.
+func CensusTakerOf(s Store) (CensusTaker, bool) { return As[CensusTaker](s) }

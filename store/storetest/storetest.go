@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 		{"Settle", testSettle},
 		{"DueTimes", testDueTimes},
 		{"OpenOutbox", testOpenOutbox},
+		{"Census", testCensus},
 		{"SubmitWithGrant", testSubmitWithGrant},
 	}
 	for _, tc := range tests {

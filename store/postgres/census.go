@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// The census's two reads: the counts, and the runs an operator must look
+// at.
+const (
+	censusCounts = `SELECT count(*), count(*) FILTER (WHERE outcome <> ''),
+	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs`
+	censusRuns = `SELECT ` + runColumns + ` FROM runs
+WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= $1) ORDER BY created_order`
+)
+
+// Census implements store.CensusTaker. Its two reads share one
+// read-only, repeatable-read transaction, so the counts and the lists are
+// of one snapshot.
+func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, error) {
+	var c store.Census
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return c, s.mapErr("census", "", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := tx.QueryRow(ctx, censusCounts).Scan(&c.Runs, &c.Ended, &c.Live); err != nil {
+		return store.Census{}, s.mapErr("census", "", err)
+	}
+	rows, err := tx.Query(ctx, censusRuns, nanos(expiredBy))
+	if err != nil {
+		return store.Census{}, s.mapErr("census", "", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return store.Census{}, s.mapErr("census", "", err)
+		}
+		if r.Quarantine != "" {
+			c.Quarantined = append(c.Quarantined, r)
+		} else {
+			c.Expired = append(c.Expired, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.Census{}, s.mapErr("census", "", err)
+	}
+	return c, nil
+}

@@ -129,10 +129,11 @@ type openOutbox struct {
 	Attempts int64  `json:"attempts"`
 }
 
-// checkStore walks every run through the store interface, so it reports
-// the same way on every backend. The open outbox comes from one read when
-// the store can list it (store.OutboxLister: both of flrh's), otherwise
-// from each run's intents.
+// checkStore reports the same way on every backend. A store that takes a
+// census and lists its open outbox (store.CensusTaker and
+// store.OutboxLister: both of flrh's) answers in a few reads, counted and
+// filtered inside the database; any other is walked through the store
+// interface, every run's header and intents.
 func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration) (storeReport, error) {
 	var rep storeReport
 	var err error
@@ -156,7 +157,8 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 }
 
 // walkStore fills rep's counts of runs, its stuck leases, quarantined runs
-// and open outbox entries.
+// and open outbox entries: from the store's census and open outbox when it
+// has both, otherwise by paging through every run.
 func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration, rep *storeReport) error {
 	rep.StuckLeases, rep.Quarantined, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []openOutbox{}
 	ol, listsOutbox := store.OutboxListerOf(st)
@@ -168,6 +170,20 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 		for _, e := range open {
 			rep.addOpen(e)
 		}
+	}
+	if ct, ok := store.CensusTakerOf(st); ok && listsOutbox {
+		c, err := ct.Census(ctx, now.Add(-stuckAfter))
+		if err != nil {
+			return err
+		}
+		rep.Runs, rep.Live, rep.Ended = int(c.Runs), int(c.Live), int(c.Ended)
+		for _, r := range c.Quarantined {
+			rep.addQuarantined(r)
+		}
+		for _, r := range c.Expired {
+			rep.addStuck(r)
+		}
+		return nil
 	}
 	after := ""
 	for {
@@ -184,11 +200,11 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 			case r.Outcome != "":
 				rep.Ended++
 			case r.Quarantine != "":
-				rep.Quarantined = append(rep.Quarantined, quarantined{RunID: r.ID, Reason: r.Quarantine})
+				rep.addQuarantined(r)
 			default:
 				rep.Live++
 				if r.Lease.Owner != "" && !r.Lease.ExpiresAt.Add(stuckAfter).After(now) {
-					rep.StuckLeases = append(rep.StuckLeases, stuckLease{RunID: r.ID, Owner: r.Lease.Owner, Generation: r.Lease.Generation, ExpiredAt: r.Lease.ExpiresAt})
+					rep.addStuck(r)
 				}
 			}
 			if listsOutbox {
@@ -208,6 +224,17 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 		after = runs[len(runs)-1].ID
 	}
 	return nil
+}
+
+// addQuarantined reports a run quarantined before it ended.
+func (r *storeReport) addQuarantined(run store.Run) {
+	r.Quarantined = append(r.Quarantined, quarantined{RunID: run.ID, Reason: run.Quarantine})
+}
+
+// addStuck reports a live run whose lease expired more than the check's
+// grace ago, its owner still named.
+func (r *storeReport) addStuck(run store.Run) {
+	r.StuckLeases = append(r.StuckLeases, stuckLease{RunID: run.ID, Owner: run.Lease.Owner, Generation: run.Lease.Generation, ExpiredAt: run.Lease.ExpiresAt})
 }
 
 // addOpen reports an outbox entry not yet done.

@@ -101,8 +101,8 @@ func testStoreCommands(t *testing.T, spec string) {
 		len(rep.OpenOutbox) != 1 || rep.OpenOutbox[0].Status != "human" || rep.OpenOutbox[0].Attempts != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	// The open outbox read in one go is what walking each run's intents
-	// finds.
+	// The census and the open outbox read in one go are what walking
+	// each run's header and intents finds.
 	walkEachRun(t, spec)
 	// An hour's grace hides the just-expired lease.
 	out, _ = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "1h")
@@ -116,11 +116,13 @@ func testStoreCommands(t *testing.T, spec string) {
 }
 
 // walkOnly is a store that shows only the store interface: no
-// OutboxLister, so the check walks each run's intents.
+// CensusTaker and no OutboxLister, so the check pages through every run
+// and reads each one's intents.
 type walkOnly struct{ store.Store }
 
-// walkEachRun holds the check's walk of the store at spec, with the open
-// outbox listed in one read, to the walk that reads each run's intents.
+// walkEachRun holds the check of the store at spec, answered by the
+// store's census and its open outbox listed in one read, to the walk of
+// every run's header and intents, with and without a grace for leases.
 func walkEachRun(t *testing.T, spec string) {
 	t.Helper()
 	ctx := context.Background()
@@ -132,16 +134,21 @@ func walkEachRun(t *testing.T, spec string) {
 	if _, ok := store.OutboxListerOf(st); !ok {
 		t.Fatalf("the %s store does not list its open outbox", spec)
 	}
+	if _, ok := store.CensusTakerOf(st); !ok {
+		t.Fatalf("the %s store takes no census", spec)
+	}
 	now := time.Now()
-	var listed, walked storeReport
-	if err := walkStore(ctx, st, now, 0, &listed); err != nil {
-		t.Fatal(err)
-	}
-	if err := walkStore(ctx, walkOnly{st}, now, 0, &walked); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(listed, walked) {
-		t.Fatalf("the check with the open outbox listed\n%+v\nwalking each run\n%+v", listed, walked)
+	for _, grace := range []time.Duration{0, time.Hour} {
+		var listed, walked storeReport
+		if err := walkStore(ctx, st, now, grace, &listed); err != nil {
+			t.Fatal(err)
+		}
+		if err := walkStore(ctx, walkOnly{st}, now, grace, &walked); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(listed, walked) {
+			t.Fatalf("with %s of grace, the check from the census and the open outbox\n%+v\nwalking each run\n%+v", grace, listed, walked)
+		}
 	}
 }
 

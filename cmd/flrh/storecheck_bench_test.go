@@ -67,7 +67,7 @@ FROM seq, (SELECT * FROM runs WHERE run_id = 'seed') t`, n)
 		}()
 		ctx := context.Background()
 		seedRuns(b, st, n, func(cols []string, exprs []string) error {
-			_, err := st.Pool().Exec(ctx, `INSERT INTO runs (`+strings.Join(cols, ", ")+`) SELECT `+strings.Join(exprs, ", ")+`
+			_, err := st.Pool().Exec(ctx, `INSERT INTO runs (`+strings.Join(cols, ", ")+`) OVERRIDING SYSTEM VALUE SELECT `+strings.Join(exprs, ", ")+`
 FROM generate_series(1, $1) n, (SELECT * FROM runs WHERE run_id = 'seed') t`, n)
 			if err == nil {
 				_, err = st.Pool().Exec(ctx, `ANALYZE runs`)

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/telemetry"
 )
 
@@ -55,29 +57,39 @@ func (m *metrics) observe(rt route, status int, d time.Duration) {
 	}
 }
 
-// runCollector reports runs by state and the approvals live runs wait for.
-// It reads the store at scrape time, at most once per scrapeEvery.
+// runCollector reports runs by state, the runs an operator must look at
+// and the approvals live runs wait for. It reads the store at scrape time,
+// at most once per scrapeEvery.
 type runCollector struct {
-	s       *Server
-	mu      sync.Mutex
-	at      time.Time
-	byState map[string]float64
-	waiting float64
-	failed  bool
+	s      *Server
+	mu     sync.Mutex
+	at     time.Time
+	g      runGauges
+	failed bool
+}
+
+// runGauges are the store's gauges as one read found them.
+type runGauges struct {
+	byState     map[string]float64
+	quarantined float64 // runs quarantined before they ended
+	expired     float64 // live runs whose lease expired, its owner still named
+	waiting     float64 // approval requests live runs wait on
 }
 
 const scrapeEvery = 5 * time.Second
 
 var (
-	descRuns     = prometheus.NewDesc("flrh_runs", "Runs in the store by run FSM state.", []string{"state"}, nil)
-	descWaiting  = prometheus.NewDesc("flrh_approvals_waiting", "Approval requests live runs wait on.", nil, nil)
-	descScrapeOK = prometheus.NewDesc("flrh_store_scrape_ok", "1 if the last read of run states succeeded.", nil, nil)
+	descRuns        = prometheus.NewDesc("flrh_runs", "Runs in the store by run FSM state.", []string{"state"}, nil)
+	descQuarantined = prometheus.NewDesc("flrh_runs_quarantined", "Runs quarantined before they ended: each needs a person.", nil, nil)
+	descExpired     = prometheus.NewDesc("flrh_leases_expired", "Live runs whose lease expired with its owner still named: a runner that stopped without giving it back.", nil, nil)
+	descWaiting     = prometheus.NewDesc("flrh_approvals_waiting", "Approval requests live runs wait on.", nil, nil)
+	descScrapeOK    = prometheus.NewDesc("flrh_store_scrape_ok", "1 if the last read of run states succeeded.", nil, nil)
 )
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descRuns
-	ch <- descWaiting
-	ch <- descScrapeOK
+	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descExpired, descWaiting, descScrapeOK} {
+		ch <- d
+	}
 }
 
 func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
@@ -86,10 +98,12 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	if time.Since(c.at) >= scrapeEvery {
 		c.refresh()
 	}
-	for state, n := range c.byState {
+	for state, n := range c.g.byState {
 		ch <- prometheus.MustNewConstMetric(descRuns, prometheus.GaugeValue, n, state)
 	}
-	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, c.waiting)
+	ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, c.g.quarantined)
+	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.GaugeValue, c.g.expired)
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, c.g.waiting)
 	ok := 1.0
 	if c.failed {
 		ok = 0
@@ -97,44 +111,79 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descScrapeOK, prometheus.GaugeValue, ok)
 }
 
+// refresh reads the gauges again. A read that fails or runs out of time
+// keeps the last complete gauges and reports the scrape failed.
 func (c *runCollector) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st := c.s.cfg.Store
-	byState := map[string]float64{}
-	var awaiting []string
-	c.at, c.failed = time.Now(), true
-	after := ""
-	for {
-		page, err := st.Runs(ctx, after, 1000)
-		if err != nil {
+	c.at = time.Now()
+	g, err := readRunGauges(ctx, c.s.cfg.Store, c.s.cfg.Runner.Inspect, c.at)
+	if c.failed = err != nil; err != nil {
+		if ctx.Err() == nil {
 			c.s.metrics.runner.StoreError(telemetry.SourceScrape, err)
-			return
 		}
-		for _, r := range page {
-			byState[r.State]++
-			after = r.ID
-			if r.State == "WAIT_APPROVAL" && r.Outcome == "" && r.Quarantine == "" {
-				awaiting = append(awaiting, r.ID)
+		return
+	}
+	c.g = g
+}
+
+// readRunGauges reads the store's gauges at now. A store that takes a
+// census (both of flrh's) counts and filters inside the database, and
+// lists the runs waiting for an approval from its index of live runs;
+// any other is paged through, every header. Only runs in WAIT_APPROVAL
+// can wait on a person's approval, and reading their checkpoints
+// (inspect) is the expensive part.
+func readRunGauges(ctx context.Context, st store.Store, inspect func(context.Context, string) (runner.Status, error), now time.Time) (runGauges, error) {
+	g := runGauges{byState: map[string]float64{}}
+	var awaiting []string
+	if ct, ok := store.CensusTakerOf(st); ok {
+		cs, err := ct.Census(ctx, now)
+		if err != nil {
+			return g, err
+		}
+		for state, n := range cs.States {
+			g.byState[state] = float64(n)
+		}
+		g.quarantined, g.expired = float64(len(cs.Quarantined)), float64(len(cs.Expired))
+		if awaiting, err = ct.LiveIn(ctx, "WAIT_APPROVAL"); err != nil {
+			return g, err
+		}
+	} else {
+		after := ""
+		for {
+			page, err := st.Runs(ctx, after, 1000)
+			if err != nil {
+				return g, err
+			}
+			for _, r := range page {
+				g.byState[r.State]++
+				after = r.ID
+				switch {
+				case r.Outcome != "":
+				case r.Quarantine != "":
+					g.quarantined++
+				case r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(now):
+					g.expired++
+					fallthrough
+				default:
+					if r.State == "WAIT_APPROVAL" {
+						awaiting = append(awaiting, r.ID)
+					}
+				}
+			}
+			if len(page) < 1000 {
+				break
 			}
 		}
-		if len(page) < 1000 {
-			break
-		}
 	}
-	c.byState = byState
-	// Only runs in WAIT_APPROVAL can wait on a person's approval; reading
-	// their checkpoints is the expensive part, so it is bounded by the
-	// timeout and the last complete count is kept if it runs out.
-	waiting := 0
 	for _, id := range awaiting {
-		status, err := c.s.cfg.Runner.Inspect(ctx, id)
+		status, err := inspect(ctx, id)
 		if ctx.Err() != nil {
-			return
+			return g, ctx.Err()
 		}
 		if err == nil {
-			waiting += len(status.Waiting)
+			g.waiting += float64(len(status.Waiting))
 		}
 	}
-	c.waiting, c.failed = float64(waiting), false
+	return g, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 )
 
 func refundBody(runID, refundID string, amount int) string {
@@ -184,5 +186,69 @@ func TestMetricsAfterRealRuns(t *testing.T) {
 	storeErrs := series(t, mfs, "flrh_store_errors_total")
 	if value(storeErrs["code=INVALID_TRANSITION,source=api"]) != 1 || sum(storeErrs) != 1 {
 		t.Fatalf("store errors %v", storeErrs)
+	}
+}
+
+// pagedOnly hides a store's census: the gauges are then read by paging
+// through every run's header.
+type pagedOnly struct{ store.Store }
+
+// The store's gauges — runs by state, quarantined runs, expired leases,
+// approvals waiting — are read from the store's census, and are what
+// paging through every header finds; /metrics serves them.
+func TestStoreGaugesFromTheCensus(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	if a := f.post("/v1/runs", tokOperator, refundBody("g-wait", "r-4001", 900)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("g-wait", tokViewer, "an approval wait", waiting)
+	if a := f.post("/v1/runs", tokOperator, refundBody("g-paid", "r-4002", 40)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("g-paid", tokViewer, "its end", ended)
+	ctx := context.Background()
+	// A run quarantined, and one whose runner stopped holding its lease:
+	// both resting, with nothing for the server's runner to do.
+	for _, id := range []string{"g-corrupt", "g-stale"} {
+		if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: "elsewhere", WorkflowVersion: "1", State: "INGEST"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.store.Quarantine(ctx, "g-corrupt", "checkpoint digest mismatch"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AcquireLease(ctx, "g-stale", "dead-runner", time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+
+	if _, ok := store.CensusTakerOf(f.store); !ok {
+		t.Fatal("the server's store takes no census")
+	}
+	now := time.Now()
+	got, err := readRunGauges(ctx, f.store, f.runner.Inspect, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paged, err := readRunGauges(ctx, pagedOnly{f.store}, f.runner.Inspect, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, paged) {
+		t.Fatalf("from the census %+v, paging %+v", got, paged)
+	}
+	want := runGauges{byState: map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1, waiting: 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("gauges %+v, want %+v", got, want)
+	}
+
+	mfs := f.scrape(t)
+	for name, want := range map[string]float64{"flrh_runs_quarantined": 1, "flrh_leases_expired": 1, "flrh_approvals_waiting": 1, "flrh_store_scrape_ok": 1} {
+		if got := value(series(t, mfs, name)[""]); got != want {
+			t.Fatalf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := value(series(t, mfs, "flrh_runs")["state=INGEST"]); got != 2 {
+		t.Fatalf("flrh_runs{state=INGEST} = %v, want 2", got)
 	}
 }

@@ -113,15 +113,19 @@ type OutboxEntry struct {
 func OutboxListerOf(s Store) (OutboxLister, bool) { return As[OutboxLister](s) }
 
 // CensusTaker is implemented by stores that count their runs and find the
-// ones an operator must look at inside the database, from one snapshot:
-// what a health check reports (flrh store check) without handing the
-// caller every run's header, which takes minutes for millions of runs.
+// ones an operator must look at inside the database: what a health check
+// (flrh store check) and a metrics scrape read without handing the caller
+// every run's header, which takes seconds for a million runs.
 type CensusTaker interface {
-	// Census counts the runs and returns the headers of the live runs
-	// that are quarantined and of the live, unquarantined runs whose
-	// lease has an owner and expired at or before expiredBy, each list in
-	// the order of the runs' creation (Runs).
+	// Census counts the runs, in all and by state, and returns the
+	// headers of the live runs that are quarantined and of the live,
+	// unquarantined runs whose lease has an owner and expired at or
+	// before expiredBy, each list in the order of the runs' creation
+	// (Runs). It reads one snapshot.
 	Census(ctx context.Context, expiredBy time.Time) (Census, error)
+	// LiveIn lists the live runs (not ended, not quarantined) in state,
+	// in the order of their creation, from an index of the live runs.
+	LiveIn(ctx context.Context, state string) ([]string, error)
 }
 
 // Census is what CensusTaker.Census finds. Runs = Live + Ended +
@@ -129,10 +133,21 @@ type CensusTaker interface {
 // was quarantined, and a live run is quarantined or live.
 type Census struct {
 	Runs, Live, Ended int64
-	Quarantined       []Run // runs not ended and quarantined
-	Expired           []Run // live runs whose lease expired by the time asked, owner still named
+	States            map[string]int64 // every run by its state; nil when there are none
+	Quarantined       []Run            // runs not ended and quarantined
+	Expired           []Run            // live runs whose lease expired by the time asked, owner still named
 }
 
 // CensusTakerOf returns the CensusTaker of s, or of the first store it
 // wraps that has one.
 func CensusTakerOf(s Store) (CensusTaker, bool) { return As[CensusTaker](s) }
+
+// Count adds n runs in state, of which ended have ended and live are
+// live, to the census's counts: how a store folds a grouped count.
+func (c *Census) Count(state string, n, ended, live int64) {
+	if c.States == nil {
+		c.States = map[string]int64{}
+	}
+	c.States[state] += n
+	c.Runs, c.Ended, c.Live = c.Runs+n, c.Ended+ended, c.Live+live
+}

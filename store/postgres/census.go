@@ -12,8 +12,8 @@ import (
 // The census's two reads: the counts, and the runs an operator must look
 // at.
 const (
-	censusCounts = `SELECT count(*), count(*) FILTER (WHERE outcome <> ''),
-	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs`
+	censusCounts = `SELECT state, count(*), count(*) FILTER (WHERE outcome <> ''),
+	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs GROUP BY state`
 	censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= $1) ORDER BY created_order`
 )
@@ -28,7 +28,20 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 		return c, s.mapErr("census", "", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := tx.QueryRow(ctx, censusCounts).Scan(&c.Runs, &c.Ended, &c.Live); err != nil {
+	counts, err := tx.Query(ctx, censusCounts)
+	if err != nil {
+		return store.Census{}, s.mapErr("census", "", err)
+	}
+	for counts.Next() {
+		var state string
+		var n, ended, live int64
+		if err := counts.Scan(&state, &n, &ended, &live); err != nil {
+			counts.Close()
+			return store.Census{}, s.mapErr("census", "", err)
+		}
+		c.Count(state, n, ended, live)
+	}
+	if err := counts.Err(); err != nil {
 		return store.Census{}, s.mapErr("census", "", err)
 	}
 	rows, err := tx.Query(ctx, censusRuns, nanos(expiredBy))
@@ -51,4 +64,15 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 		return store.Census{}, s.mapErr("census", "", err)
 	}
 	return c, nil
+}
+
+// LiveIn implements store.CensusTaker, from the live runs' index.
+func (s *Store) LiveIn(ctx context.Context, state string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs
+WHERE outcome = '' AND quarantine = '' AND state = $1 ORDER BY created_order`, state)
+	if err != nil {
+		return nil, s.mapErr("live in", "", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, s.mapErr("live in", "", err)
 }

@@ -10,8 +10,8 @@ import (
 // The census's two reads: the counts, and the runs an operator must look
 // at.
 const (
-	censusCounts = `SELECT count(*), count(*) FILTER (WHERE outcome <> ''),
-	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs`
+	censusCounts = `SELECT state, count(*), count(*) FILTER (WHERE outcome <> ''),
+	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs GROUP BY state`
 	censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= ?) ORDER BY created_order`
 )
@@ -26,7 +26,20 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 		return c, mapErr("census", "", err)
 	}
 	defer tx.Rollback()
-	if err := tx.QueryRowContext(ctx, censusCounts).Scan(&c.Runs, &c.Ended, &c.Live); err != nil {
+	counts, err := tx.QueryContext(ctx, censusCounts)
+	if err != nil {
+		return store.Census{}, mapErr("census", "", err)
+	}
+	defer counts.Close()
+	for counts.Next() {
+		var state string
+		var n, ended, live int64
+		if err := counts.Scan(&state, &n, &ended, &live); err != nil {
+			return store.Census{}, mapErr("census", "", err)
+		}
+		c.Count(state, n, ended, live)
+	}
+	if err := counts.Err(); err != nil {
 		return store.Census{}, mapErr("census", "", err)
 	}
 	rows, err := tx.QueryContext(ctx, censusRuns, nanos(expiredBy))
@@ -49,4 +62,24 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 		return store.Census{}, mapErr("census", "", err)
 	}
 	return c, nil
+}
+
+// LiveIn implements store.CensusTaker, from the live runs' index (state,
+// creation order, id).
+func (s *Store) LiveIn(ctx context.Context, state string) ([]string, error) {
+	rows, err := s.read(ctx, `SELECT run_id FROM runs INDEXED BY runs_live
+WHERE outcome = '' AND quarantine = '' AND state = ? ORDER BY created_order`, state)
+	if err != nil {
+		return nil, mapErr("live in", "", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr("live in", "", err)
+		}
+		out = append(out, id)
+	}
+	return out, mapErr("live in", "", rows.Err())
 }

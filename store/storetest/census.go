@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 		must(t, err)
 		return l
 	}
+	l := lease("cs-idle", time.Hour)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "WAIT_APPROVAL", Events: []store.Event{Ev("WAIT", `{}`)}}))
+	must(t, s.ReleaseLease(ctx, l))
 	lease("cs-lease10s", 10*time.Second)
 	lease("cs-lease1m", time.Minute)
 	must(t, s.ReleaseLease(ctx, lease("cs-released", time.Minute)))
@@ -54,7 +58,7 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 				return w
 			}
 			for _, r := range runs {
-				w.Runs++
+				w.Count(r.State, 1, 0, 0)
 				switch {
 				case r.Outcome != "":
 					w.Ended++
@@ -84,10 +88,34 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 		}
 		expired[d] = len(got.Expired)
 	}
+	if want := map[string]int64{"CREATED": 5, "WAIT_APPROVAL": 1, "SUCCEEDED": 2}; !reflect.DeepEqual(walk(now).States, want) {
+		t.Fatalf("runs by state %v, want %v", walk(now).States, want)
+	}
 	// Each lease counts as expired from its expiry on, not a nanosecond
 	// before; a released lease and one a quarantined run holds never do.
 	want := map[time.Duration]int{-time.Hour: 0, 0: 0, 10*time.Second - time.Nanosecond: 0, 10 * time.Second: 1, time.Minute - time.Nanosecond: 1, time.Minute: 2, time.Hour: 2}
 	if !reflect.DeepEqual(expired, want) {
 		t.Fatalf("expired leases by bound: %v, want %v", expired, want)
+	}
+
+	// The live runs in a state are the walk's, in creation order; none
+	// ended or quarantined.
+	live := map[string][]string{}
+	runs, err := s.Runs(ctx, "", 100)
+	must(t, err)
+	for _, r := range runs {
+		if r.Outcome == "" && r.Quarantine == "" {
+			live[r.State] = append(live[r.State], r.ID)
+		}
+	}
+	for _, state := range []string{"CREATED", "WAIT_APPROVAL", "SUCCEEDED", "NOWHERE"} {
+		got, err := ct.LiveIn(ctx, state)
+		must(t, err)
+		if !slices.Equal(got, live[state]) {
+			t.Fatalf("live runs in %s: %v, want %v", state, got, live[state])
+		}
+	}
+	if got := live["CREATED"]; !slices.Equal(got, []string{"cs-lease10s", "cs-lease1m", "cs-released"}) {
+		t.Fatalf("the walk's live runs in CREATED: %v", got)
 	}
 }

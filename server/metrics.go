@@ -137,7 +137,7 @@ func readRunGauges(ctx context.Context, st store.Store, inspect func(context.Con
 	g := runGauges{byState: map[string]float64{}}
 	var awaiting []string
 	if ct, ok := store.CensusTakerOf(st); ok {
-		cs, err := ct.Census(ctx, now)
+		cs, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now, ByState: true})
 		if err != nil {
 			return g, err
 		}

@@ -117,15 +117,24 @@ func OutboxListerOf(s Store) (OutboxLister, bool) { return As[OutboxLister](s) }
 // (flrh store check) and a metrics scrape read without handing the caller
 // every run's header, which takes seconds for a million runs.
 type CensusTaker interface {
-	// Census counts the runs, in all and by state, and returns the
+	// Census counts the runs (and by state, when asked) and returns the
 	// headers of the live runs that are quarantined and of the live,
 	// unquarantined runs whose lease has an owner and expired at or
-	// before expiredBy, each list in the order of the runs' creation
+	// before the time asked, each list in the order of the runs' creation
 	// (Runs). It reads one snapshot.
-	Census(ctx context.Context, expiredBy time.Time) (Census, error)
+	Census(ctx context.Context, q CensusQuery) (Census, error)
 	// LiveIn lists the live runs (not ended, not quarantined) in state,
 	// in the order of their creation, from an index of the live runs.
 	LiveIn(ctx context.Context, state string) ([]string, error)
+}
+
+// CensusQuery says what a census asks beyond the counts.
+type CensusQuery struct {
+	// ExpiredBy is the time by which a lease counts as expired.
+	ExpiredBy time.Time
+	// ByState asks for the runs counted by state too, which costs
+	// grouping every run (on SQLite, a sort: twice the census's time).
+	ByState bool
 }
 
 // Census is what CensusTaker.Census finds. Runs = Live + Ended +
@@ -133,7 +142,7 @@ type CensusTaker interface {
 // was quarantined, and a live run is quarantined or live.
 type Census struct {
 	Runs, Live, Ended int64
-	States            map[string]int64 // every run by its state; nil when there are none
+	States            map[string]int64 // every run by its state, when asked; nil when not or when there are none
 	Quarantined       []Run            // runs not ended and quarantined
 	Expired           []Run            // live runs whose lease expired by the time asked, owner still named
 }
@@ -143,11 +152,26 @@ type Census struct {
 func CensusTakerOf(s Store) (CensusTaker, bool) { return As[CensusTaker](s) }
 
 // Count adds n runs in state, of which ended have ended and live are
-// live, to the census's counts: how a store folds a grouped count.
+// live, to the census's counts: how a store folds a grouped count. An
+// empty state counts the runs alone.
 func (c *Census) Count(state string, n, ended, live int64) {
-	if c.States == nil {
-		c.States = map[string]int64{}
+	if state != "" {
+		if c.States == nil {
+			c.States = map[string]int64{}
+		}
+		c.States[state] += n
 	}
-	c.States[state] += n
 	c.Runs, c.Ended, c.Live = c.Runs+n, c.Ended+ended, c.Live+live
+}
+
+// CensusCounts is the census's count of runs: one row of an empty state
+// and the counts, or with byState a row for each state. Both stores'
+// dialects read it as it is.
+func CensusCounts(byState bool) string {
+	if byState {
+		return `SELECT state, count(*), count(*) FILTER (WHERE outcome <> ''),
+	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs GROUP BY state`
+	}
+	return `SELECT '', count(*), count(*) FILTER (WHERE outcome <> ''),
+	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs`
 }

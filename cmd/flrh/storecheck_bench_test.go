@@ -21,7 +21,9 @@ import (
 // runs (FLRH_BENCH_RUNS, default 100,000): a third ended, one in a
 // thousand quarantined and one in a thousand holding a lease long
 // expired, the rest live; answered by the store's census ("census") and
-// by paging through every header ("walk"). The runs are copies of one
+// by paging through every header ("walk"). "scrape-reads" times what a
+// metrics scrape reads besides checkpoints: the census by state and the
+// live runs in one state (about two thirds of the runs, here). The runs are copies of one
 // run made by SQL: the check reads headers only, and how they were
 // written does not change how they are read.
 func BenchmarkStoreCheck(b *testing.B) {
@@ -189,6 +191,20 @@ func benchCheck(b *testing.B, spec string, n int) {
 			}
 		})
 	}
+	// The reads of a metrics scrape: the census by state, and the live
+	// runs in one state from the live runs' index.
+	ct, _ := store.CensusTakerOf(st)
+	b.Run("scrape-reads", func(b *testing.B) {
+		for b.Loop() {
+			c, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: time.Now(), ByState: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ct.LiveIn(ctx, "INGEST"); err != nil || c.States["INGEST"] != int64(n+1) {
+				b.Fatalf("%d runs in INGEST counted, %v", c.States["INGEST"], err)
+			}
+		}
+	})
 	if r := reports[0]; r.Runs != n+1 || len(r.Quarantined) != (n+999)/1000 || len(r.StuckLeases) != (n+998)/1000 {
 		b.Fatalf("the census found %d runs, %d quarantined and %d stuck in %d", r.Runs, len(r.Quarantined), len(r.StuckLeases), n+1)
 	}

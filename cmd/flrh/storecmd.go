@@ -172,7 +172,7 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 		}
 	}
 	if ct, ok := store.CensusTakerOf(st); ok && listsOutbox {
-		c, err := ct.Census(ctx, now.Add(-stuckAfter))
+		c, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now.Add(-stuckAfter)})
 		if err != nil {
 			return err
 		}

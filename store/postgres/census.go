@@ -2,18 +2,15 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"flrh.dev/flrh/store"
 )
 
-// The census's two reads: the counts, and the runs an operator must look
-// at.
+// The runs an operator must look at, after the census's counts
+// (store.CensusCounts).
 const (
-	censusCounts = `SELECT state, count(*), count(*) FILTER (WHERE outcome <> ''),
-	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs GROUP BY state`
 	censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= $1) ORDER BY created_order`
 )
@@ -21,14 +18,14 @@ WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_
 // Census implements store.CensusTaker. Its two reads share one
 // read-only, repeatable-read transaction, so the counts and the lists are
 // of one snapshot.
-func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, error) {
+func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, error) {
 	var c store.Census
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return c, s.mapErr("census", "", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	counts, err := tx.Query(ctx, censusCounts)
+	counts, err := tx.Query(ctx, store.CensusCounts(q.ByState))
 	if err != nil {
 		return store.Census{}, s.mapErr("census", "", err)
 	}
@@ -44,7 +41,7 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 	if err := counts.Err(); err != nil {
 		return store.Census{}, s.mapErr("census", "", err)
 	}
-	rows, err := tx.Query(ctx, censusRuns, nanos(expiredBy))
+	rows, err := tx.Query(ctx, censusRuns, nanos(q.ExpiredBy))
 	if err != nil {
 		return store.Census{}, s.mapErr("census", "", err)
 	}

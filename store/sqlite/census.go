@@ -2,23 +2,20 @@ package sqlite
 
 import (
 	"context"
-	"time"
 
 	"flrh.dev/flrh/store"
 )
 
-// The census's two reads: the counts, and the runs an operator must look
-// at.
+// The runs an operator must look at, after the census's counts
+// (store.CensusCounts).
 const (
-	censusCounts = `SELECT state, count(*), count(*) FILTER (WHERE outcome <> ''),
-	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs GROUP BY state`
 	censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= ?) ORDER BY created_order`
 )
 
 // Census implements store.CensusTaker. Its two reads share one read
 // transaction, so the counts and the lists are of one moment.
-func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, error) {
+func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, error) {
 	s.settle(ctx)
 	var c store.Census
 	tx, err := s.rdb.BeginTx(ctx, nil)
@@ -26,7 +23,7 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 		return c, mapErr("census", "", err)
 	}
 	defer tx.Rollback()
-	counts, err := tx.QueryContext(ctx, censusCounts)
+	counts, err := tx.QueryContext(ctx, store.CensusCounts(q.ByState))
 	if err != nil {
 		return store.Census{}, mapErr("census", "", err)
 	}
@@ -42,7 +39,7 @@ func (s *Store) Census(ctx context.Context, expiredBy time.Time) (store.Census, 
 	if err := counts.Err(); err != nil {
 		return store.Census{}, mapErr("census", "", err)
 	}
-	rows, err := tx.QueryContext(ctx, censusRuns, nanos(expiredBy))
+	rows, err := tx.QueryContext(ctx, censusRuns, nanos(q.ExpiredBy))
 	if err != nil {
 		return store.Census{}, mapErr("census", "", err)
 	}

@@ -17,7 +17,7 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 		t.Skip("this store takes no census")
 	}
 	now := c.Now()
-	if got, err := ct.Census(ctx, now); err != nil || !reflect.DeepEqual(got, store.Census{}) {
+	if got, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now, ByState: true}); err != nil || !reflect.DeepEqual(got, store.Census{}) {
 		t.Fatalf("an empty store's census: %+v, %v", got, err)
 	}
 	// Created in an order that is not the ids' order.
@@ -78,8 +78,15 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 	for _, d := range []time.Duration{-time.Hour, 0, 10*time.Second - time.Nanosecond, 10 * time.Second, time.Minute - time.Nanosecond, time.Minute, time.Hour} {
 		by := now.Add(d)
 		want := walk(by)
-		got, err := ct.Census(ctx, by)
+		got, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: by, ByState: true})
 		must(t, err)
+		counts, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: by})
+		must(t, err)
+		bare := want
+		bare.States = nil // not asked for
+		if !reflect.DeepEqual(counts, bare) {
+			t.Fatalf("census not by state, with leases expired by now%+v:\n got %+v\nwant %+v", d, counts, bare)
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("census with leases expired by now%+v:\n got %+v\nwant %+v", d, got, want)
 		}

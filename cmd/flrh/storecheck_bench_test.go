@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
@@ -80,16 +83,7 @@ FROM generate_series(1, $1) n, (SELECT * FROM runs WHERE run_id = 'seed') t`, n)
 			if err != nil {
 				return nil, err
 			}
-			defer rows.Close()
-			var out []string
-			for rows.Next() {
-				var c string
-				if err := rows.Scan(&c); err != nil {
-					return nil, err
-				}
-				out = append(out, c)
-			}
-			return out, rows.Err()
+			return pgx.CollectRows(rows, pgx.RowTo[string])
 		}, "'seed-' || lpad(n::text, 7, '0')")
 		u := dsn + "&schema=" + schema
 		if !strings.Contains(dsn, "?") {
@@ -136,12 +130,7 @@ func seedRuns(b *testing.B, st store.Store, n int, insert func(cols, exprs []str
 }
 
 // columns reads one column of names.
-func columns(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close() error
-}, err error) ([]string, error) {
+func columns(rows *sql.Rows, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}

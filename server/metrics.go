@@ -39,7 +39,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5}}, []string{"route", "method"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flrh_event_streams", Help: "Open server-sent event streams."}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, &runCollector{s: s},
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, &runCollector{s: s, inspect: s.cfg.Runner.Inspect, budget: scrapeBudget},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
@@ -61,11 +61,13 @@ func (m *metrics) observe(rt route, status int, d time.Duration) {
 // and the approvals live runs wait for. It reads the store at scrape time,
 // at most once per scrapeEvery.
 type runCollector struct {
-	s      *Server
-	mu     sync.Mutex
-	at     time.Time
-	g      runGauges
-	failed bool
+	s       *Server
+	inspect func(context.Context, string) (runner.Status, error) // the runner's Inspect
+	budget  time.Duration                                        // how long one read may take
+	mu      sync.Mutex
+	at      time.Time
+	g       runGauges
+	failed  bool
 }
 
 // runGauges are the store's gauges as one read found them.
@@ -76,7 +78,10 @@ type runGauges struct {
 	waiting     float64 // approval requests live runs wait on
 }
 
-const scrapeEvery = 5 * time.Second
+const (
+	scrapeEvery  = 5 * time.Second
+	scrapeBudget = 5 * time.Second
+)
 
 var (
 	descRuns        = prometheus.NewDesc("flrh_runs", "Runs in the store by run FSM state.", []string{"state"}, nil)
@@ -111,79 +116,87 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descScrapeOK, prometheus.GaugeValue, ok)
 }
 
-// refresh reads the gauges again. A read that fails or runs out of time
-// keeps the last complete gauges and reports the scrape failed.
+// refresh reads the gauges again. A read of the store that fails or runs
+// out of time keeps the last complete gauges; a count of the approvals
+// waiting that does keeps the last complete count, and the store's gauges
+// read before it are kept fresh. Either way the scrape reports failure.
 func (c *runCollector) refresh() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), c.budget)
 	defer cancel()
 	c.at = time.Now()
-	g, err := readRunGauges(ctx, c.s.cfg.Store, c.s.cfg.Runner.Inspect, c.at)
-	if c.failed = err != nil; err != nil {
-		if ctx.Err() == nil {
-			c.s.metrics.runner.StoreError(telemetry.SourceScrape, err)
+	g, awaiting, err := readRunGauges(ctx, c.s.cfg.Store, c.at)
+	if err == nil {
+		last := c.g.waiting
+		c.g = g
+		if c.g.waiting, err = countWaiting(ctx, c.inspect, awaiting); err != nil {
+			c.g.waiting = last
 		}
-		return
 	}
-	c.g = g
+	if c.failed = err != nil; err != nil && ctx.Err() == nil {
+		c.s.metrics.runner.StoreError(telemetry.SourceScrape, err)
+	}
 }
 
-// readRunGauges reads the store's gauges at now. A store that takes a
-// census (both of flrh's) counts and filters inside the database, and
-// lists the runs waiting for an approval from its index of live runs;
-// any other is paged through, every header. Only runs in WAIT_APPROVAL
-// can wait on a person's approval, and reading their checkpoints
-// (inspect) is the expensive part.
-func readRunGauges(ctx context.Context, st store.Store, inspect func(context.Context, string) (runner.Status, error), now time.Time) (runGauges, error) {
-	g := runGauges{byState: map[string]float64{}}
-	var awaiting []string
+// readRunGauges reads the store's gauges at now, but for the approvals
+// waiting, and lists the live runs in WAIT_APPROVAL, the only ones that
+// can wait on a person's approval. A store that takes a census (both of
+// flrh's) counts and filters inside the database, and lists those runs
+// from its index of live runs; any other is paged through, every header.
+func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []string, err error) {
+	g.byState = map[string]float64{}
 	if ct, ok := store.CensusTakerOf(st); ok {
 		cs, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now, ByState: true})
 		if err != nil {
-			return g, err
+			return g, nil, err
 		}
 		for state, n := range cs.States {
 			g.byState[state] = float64(n)
 		}
 		g.quarantined, g.expired = float64(len(cs.Quarantined)), float64(len(cs.Expired))
-		if awaiting, err = ct.LiveIn(ctx, "WAIT_APPROVAL"); err != nil {
-			return g, err
+		awaiting, err = ct.LiveIn(ctx, "WAIT_APPROVAL")
+		return g, awaiting, err
+	}
+	after := ""
+	for {
+		page, err := st.Runs(ctx, after, 1000)
+		if err != nil {
+			return g, nil, err
 		}
-	} else {
-		after := ""
-		for {
-			page, err := st.Runs(ctx, after, 1000)
-			if err != nil {
-				return g, err
-			}
-			for _, r := range page {
-				g.byState[r.State]++
-				after = r.ID
-				switch {
-				case r.Outcome != "":
-				case r.Quarantine != "":
-					g.quarantined++
-				case r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(now):
-					g.expired++
-					fallthrough
-				default:
-					if r.State == "WAIT_APPROVAL" {
-						awaiting = append(awaiting, r.ID)
-					}
+		for _, r := range page {
+			g.byState[r.State]++
+			after = r.ID
+			switch {
+			case r.Outcome != "":
+			case r.Quarantine != "":
+				g.quarantined++
+			case r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(now):
+				g.expired++
+				fallthrough
+			default:
+				if r.State == "WAIT_APPROVAL" {
+					awaiting = append(awaiting, r.ID)
 				}
 			}
-			if len(page) < 1000 {
-				break
-			}
+		}
+		if len(page) < 1000 {
+			return g, awaiting, nil
 		}
 	}
-	for _, id := range awaiting {
+}
+
+// countWaiting counts the approval requests the runs ids wait on, from
+// their checkpoints (inspect): the expensive part of a scrape, bounded by
+// ctx.
+func countWaiting(ctx context.Context, inspect func(context.Context, string) (runner.Status, error), ids []string) (float64, error) {
+	n := 0
+	for _, id := range ids {
 		status, err := inspect(ctx, id)
 		if ctx.Err() != nil {
-			return g, ctx.Err()
+			return 0, ctx.Err()
 		}
 		if err == nil {
-			g.waiting += float64(len(status.Waiting))
+			n += len(status.Waiting)
 		}
 	}
-	return g, nil
+	return float64(n), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -226,20 +227,23 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 		t.Fatal("the server's store takes no census")
 	}
 	now := time.Now()
-	got, err := readRunGauges(ctx, f.store, f.runner.Inspect, now)
+	got, awaiting, err := readRunGauges(ctx, f.store, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	paged, err := readRunGauges(ctx, pagedOnly{f.store}, f.runner.Inspect, now)
+	paged, pagedAwaiting, err := readRunGauges(ctx, pagedOnly{f.store}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, paged) {
-		t.Fatalf("from the census %+v, paging %+v", got, paged)
+	if !reflect.DeepEqual(got, paged) || !slices.Equal(awaiting, pagedAwaiting) {
+		t.Fatalf("from the census %+v awaiting %v, paging %+v awaiting %v", got, awaiting, paged, pagedAwaiting)
 	}
-	want := runGauges{byState: map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1, waiting: 1}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("gauges %+v, want %+v", got, want)
+	want := runGauges{byState: map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1}
+	if !reflect.DeepEqual(got, want) || !slices.Equal(awaiting, []string{"g-wait"}) {
+		t.Fatalf("gauges %+v awaiting %v, want %+v awaiting [g-wait]", got, awaiting, want)
+	}
+	if n, err := countWaiting(ctx, f.runner.Inspect, awaiting); n != 1 || err != nil {
+		t.Fatalf("approvals waiting %v, %v; want 1", n, err)
 	}
 
 	mfs := f.scrape(t)
@@ -250,5 +254,39 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	}
 	if got := value(series(t, mfs, "flrh_runs")["state=INGEST"]); got != 2 {
 		t.Fatalf("flrh_runs{state=INGEST} = %v, want 2", got)
+	}
+}
+
+// A count of the approvals waiting that runs out of time keeps the last
+// complete count and reports the scrape failed, while the store's gauges
+// read before it are fresh.
+func TestScrapeKeepsItsStoreGaugesWhenApprovalsRunOutOfTime(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	if a := f.post("/v1/runs", tokOperator, refundBody("s-wait", "r-5001", 900)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("s-wait", tokViewer, "an approval wait", waiting)
+	slow := false
+	c := &runCollector{s: f.server, budget: 200 * time.Millisecond, inspect: func(ctx context.Context, id string) (runner.Status, error) {
+		if slow {
+			<-ctx.Done()
+			return runner.Status{}, ctx.Err()
+		}
+		return f.runner.Inspect(ctx, id)
+	}}
+	c.refresh()
+	if c.failed || c.g.waiting != 1 || c.g.byState["WAIT_APPROVAL"] != 1 {
+		t.Fatalf("first read: failed %v, gauges %+v", c.failed, c.g)
+	}
+	if err := f.store.CreateRun(context.Background(), store.Run{ID: "s-corrupt", WorkflowID: "elsewhere", WorkflowVersion: "1", State: "INGEST"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Quarantine(context.Background(), "s-corrupt", "checkpoint digest mismatch"); err != nil {
+		t.Fatal(err)
+	}
+	slow = true
+	c.refresh()
+	if !c.failed || c.g.waiting != 1 || c.g.quarantined != 1 || c.g.byState["INGEST"] != 1 {
+		t.Fatalf("a read whose approvals ran out of time: failed %v, gauges %+v", c.failed, c.g)
 	}
 }

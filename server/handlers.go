@@ -212,9 +212,6 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 	if err != nil {
 		return err
 	}
-	match := func(run store.Run) bool {
-		return (state == "" || run.State == state) && (wfID == "" || run.WorkflowID == wfID) && (wfVersion == "" || run.WorkflowVersion == wfVersion)
-	}
 	out := []RunView{}
 	next := ""
 	if state == "" && wf == "" {
@@ -230,9 +227,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 			out = append(out, runView(run))
 		}
 	} else {
-		// A filter scans (store.MatchingRuns): a request reads at most
-		// maxRunScan rows and hands back a cursor.
-		runs, cursor, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, match)
+		// A filter scans (store.MatchingRuns, inside the database on
+		// flrh's stores): a request reads at most maxRunScan rows and
+		// hands back a cursor.
+		runs, cursor, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan,
+			store.RunFilter{State: state, WorkflowID: wfID, WorkflowVersion: wfVersion})
 		if err != nil {
 			return err
 		}

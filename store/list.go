@@ -10,13 +10,41 @@ type RunLister interface {
 // listPage is how many run headers MatchingRuns reads at a time.
 const listPage = 500
 
+// RunFilter selects runs by state and workflow; an empty member selects
+// any.
+type RunFilter struct {
+	State, WorkflowID, WorkflowVersion string
+}
+
+// Match reports whether r is selected.
+func (f RunFilter) Match(r Run) bool {
+	return (f.State == "" || r.State == f.State) && (f.WorkflowID == "" || r.WorkflowID == f.WorkflowID) &&
+		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion)
+}
+
+// RunMatcher is implemented by stores that filter their runs inside the
+// database, where MatchingRuns would read every header to its filter.
+type RunMatcher interface {
+	// MatchRuns answers what MatchingRuns answers for the same arguments:
+	// the same runs and the same next.
+	MatchRuns(ctx context.Context, after string, limit, scan int, f RunFilter) (runs []Run, next string, err error)
+}
+
 // MatchingRuns reads runs after the run id after, in creation order, and
-// keeps those match accepts, until it has limit of them or has read scan
+// keeps those f selects, until it has limit of them or has read scan
 // headers (scan 0: no bound). next is where a following call goes on (the
-// last run read), or "" when the store was read to its end. The store
-// pages in creation order only, so a filter scans: the API bounds a
-// request's scan, the command line does not.
-func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan int, match func(Run) bool) (runs []Run, next string, err error) {
+// last run read), or "" when the store was read to its end. A store that
+// is a RunMatcher (or wraps one) filters inside the database; any other is
+// paged through, a header at a time: the API bounds a request's scan, the
+// command line does not.
+func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan int, f RunFilter) (runs []Run, next string, err error) {
+	if s, ok := st.(Store); ok {
+		if m, ok := As[RunMatcher](s); ok {
+			return m.MatchRuns(ctx, after, limit, scan, f)
+		}
+	} else if m, ok := st.(RunMatcher); ok {
+		return m.MatchRuns(ctx, after, limit, scan, f)
+	}
 	cursor, scanned := after, 0
 	for {
 		page, err := st.Runs(ctx, cursor, listPage)
@@ -26,7 +54,7 @@ func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan i
 		for _, run := range page {
 			cursor = run.ID
 			scanned++
-			if match(run) {
+			if f.Match(run) {
 				runs = append(runs, run)
 				if len(runs) == limit {
 					return runs, cursor, nil
@@ -40,4 +68,15 @@ func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan i
 			return runs, "", nil
 		}
 	}
+}
+
+// MatchNext is next for a RunMatcher that found runs with a limit, having
+// scanned up to the run boundID (the scan-th after the cursor; "" when
+// there were fewer or no bound): the limit-th run's id when it reached
+// the limit, else the bound's, else "" for the store read to its end.
+func MatchNext(runs []Run, limit int, boundID string) string {
+	if len(runs) == limit {
+		return runs[len(runs)-1].ID
+	}
+	return boundID
 }

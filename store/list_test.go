@@ -30,7 +30,7 @@ func TestMatchingRuns(t *testing.T) {
 		}
 		rs = append(rs, Run{ID: fmt.Sprintf("r-%04d", i), State: state})
 	}
-	waiting := func(r Run) bool { return r.State == "WAIT_APPROVAL" }
+	waiting := RunFilter{State: "WAIT_APPROVAL"}
 	ids := func(runs []Run) []string {
 		var out []string
 		for _, r := range runs {
@@ -42,7 +42,7 @@ func TestMatchingRuns(t *testing.T) {
 		name        string
 		after       string
 		limit, scan int
-		match       func(Run) bool
+		match       RunFilter
 		want        []string
 		next        string
 	}{
@@ -52,7 +52,7 @@ func TestMatchingRuns(t *testing.T) {
 			[]string{"r-0007", "r-0107", "r-0207", "r-0307", "r-0407", "r-0507"}, "r-0507"},
 		{"after a cursor", "r-0507", 2, 0, waiting, []string{"r-0607", "r-0707"}, "r-0707"},
 		{"the scan bound", "", 100, 300, waiting, []string{"r-0007", "r-0107", "r-0207"}, "r-0299"},
-		{"nothing matches", "", 10, 0, func(Run) bool { return false }, nil, ""},
+		{"nothing matches", "", 10, 0, RunFilter{State: "NOWHERE"}, nil, ""},
 		{"the last run exactly at the limit", "r-1200", 1, 0, waiting, []string{"r-1207"}, "r-1207"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

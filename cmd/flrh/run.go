@@ -51,10 +51,7 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		match := func(r store.Run) bool {
-			return (*lState == "" || r.State == *lState) && (wfID == "" || r.WorkflowID == wfID) && (wfVersion == "" || r.WorkflowVersion == wfVersion)
-		}
-		runs, _, err := store.MatchingRuns(cmd.Context(), st, *lAfter, *lLimit, 0, match)
+		runs, _, err := store.MatchingRuns(cmd.Context(), st, *lAfter, *lLimit, 0, store.RunFilter{State: *lState, WorkflowID: wfID, WorkflowVersion: wfVersion})
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,9 @@ import (
 // expired, the rest live; answered by the store's census ("census") and
 // by paging through every header ("walk"). "scrape-reads" times what a
 // metrics scrape reads besides checkpoints: the census by state and the
-// live runs in one state (about two thirds of the runs, here). The runs are copies of one
+// live runs in one state (about two thirds of the runs, here);
+// "list-filtered" and "list-paged" a run listing filtered by a state no
+// run is in, by the store and by paging. The runs are copies of one
 // run made by SQL: the check reads headers only, and how they were
 // written does not change how they are read.
 func BenchmarkStoreCheck(b *testing.B) {
@@ -153,6 +155,14 @@ type headersOnly struct {
 	store.OutboxLister
 }
 
+// listerOnly shows a store as a RunLister alone: a filtered listing then
+// pages through every header.
+type listerOnly struct{ st store.Store }
+
+func (l listerOnly) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
+	return l.st.Runs(ctx, after, limit)
+}
+
 // benchCheck times the check of the store at spec both ways, and holds
 // the two to one report.
 func benchCheck(b *testing.B, spec string, n int) {
@@ -194,6 +204,21 @@ func benchCheck(b *testing.B, spec string, n int) {
 			}
 		}
 	})
+	// flrh run list --state WAIT_APPROVAL, which no run is in: the whole
+	// store scanned, inside the database or a header at a time.
+	waiting := store.RunFilter{State: "WAIT_APPROVAL"}
+	for _, way := range []struct {
+		name string
+		st   store.RunLister
+	}{{"list-filtered", st}, {"list-paged", listerOnly{st}}} {
+		b.Run(way.name, func(b *testing.B) {
+			for b.Loop() {
+				if runs, next, err := store.MatchingRuns(ctx, way.st, "", 100, 0, waiting); err != nil || len(runs) != 0 || next != "" {
+					b.Fatalf("%d runs listed, next %q: %v", len(runs), next, err)
+				}
+			}
+		})
+	}
 	if r := reports[0]; r.Runs != n+1 || len(r.Quarantined) != (n+999)/1000 || len(r.StuckLeases) != (n+998)/1000 {
 		b.Fatalf("the census found %d runs, %d quarantined and %d stuck in %d", r.Runs, len(r.Quarantined), len(r.StuckLeases), n+1)
 	}

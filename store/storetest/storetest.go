@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"DueTimes", testDueTimes},
 		{"OpenOutbox", testOpenOutbox},
 		{"Census", testCensus},
+		{"MatchRuns", testMatchRuns},
 		{"SubmitWithGrant", testSubmitWithGrant},
 	}
 	for _, tc := range tests {

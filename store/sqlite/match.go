@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+
+	"flrh.dev/flrh/store"
+)
+
+// The filtered listing's two reads: the scan bound's run (the scan-th
+// after the cursor), and the runs the filter selects up to it.
+const (
+	matchBound = `SELECT created_order, run_id FROM runs
+WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0)
+ORDER BY created_order LIMIT 1 OFFSET ?`
+	matchRuns = `SELECT ` + runColumns + ` FROM runs
+WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0) AND created_order <= ?
+AND (? = '' OR state = ?) AND (? = '' OR workflow_id = ?) AND (? = '' OR workflow_version = ?)
+ORDER BY created_order LIMIT ?`
+)
+
+// MatchRuns implements store.RunMatcher. Its two reads share one read
+// transaction.
+func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f store.RunFilter) ([]store.Run, string, error) {
+	if limit <= 0 || scan < 0 {
+		return nil, "", store.Errorf(store.CodeInvalidInput, "match runs", "", nil, "limit %d and scan %d: the limit must be positive, the scan not negative", limit, scan)
+	}
+	s.settle(ctx)
+	tx, err := s.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, "", mapErr("match runs", "", err)
+	}
+	defer tx.Rollback()
+	bound, boundID := int64(math.MaxInt64), ""
+	if scan > 0 {
+		err := tx.QueryRowContext(ctx, matchBound, after, scan-1).Scan(&bound, &boundID)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, "", mapErr("match runs", "", err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, limit)
+	if err != nil {
+		return nil, "", mapErr("match runs", "", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, "", mapErr("match runs", "", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", mapErr("match runs", "", err)
+	}
+	return out, store.MatchNext(out, limit, boundID), nil
+}

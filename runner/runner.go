@@ -121,7 +121,15 @@ type Runner struct {
 	wake        chan struct{}
 	mu          sync.Mutex
 	busy        map[string]bool
-	leases      map[string]store.Lease // leases this runner holds, kept between passes
+	// listing numbers the polling loop's listings of candidates, from 1;
+	// passEnded holds, for a run whose pass ended since the listing before
+	// the current one began, the number of the listing current when it
+	// ended. A listing reads the store as of its start: a run whose pass
+	// ended after that is listed as it was before the pass, and is left
+	// to the next listing (claimListed).
+	listing   uint64
+	passEnded map[string]uint64
+	leases    map[string]store.Lease // leases this runner holds, kept between passes
 	// actsMade counts the inbound events this runner made; an act's number
 	// goes into its inbox id (inboundID).
 	actsMade atomic.Uint64
@@ -215,7 +223,7 @@ func New(cfg Config) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{cfg: cfg, machine: cfg.Machine, contract: cfg.Contract, workflows: map[string]Workflow{}, log: log,
-		wake: make(chan struct{}, 1), busy: map[string]bool{}, leases: map[string]store.Lease{}, lapsing: map[string]store.Lease{},
+		wake: make(chan struct{}, 1), busy: map[string]bool{}, passEnded: map[string]uint64{}, leases: map[string]store.Lease{}, lapsing: map[string]store.Lease{},
 		cps: map[string]*cachedCheckpoint{}, first: map[string]*keptDecision{}, carries: map[string]tripwire.Carry{}, obs: newObserver(cfg), lastSweep: cfg.Clock(),
 		authorities: map[string]control.AuthorityPair{}}
 	for _, e := range r.machine.Events() {
@@ -631,6 +639,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	var sweep []string // live runs the current deadline sweep has still to visit
 	per := 0           // how many of them each pass visits
 	for {
+		listing := r.beginListing()
 		ids, err := r.candidates(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("list live runs", "err", err)
@@ -647,7 +656,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		n := min(per, len(sweep))
 		ids, sweep = append(ids, sweep[:n]...), sweep[n:]
 		for _, id := range ids {
-			if !r.claim(id) {
+			if !r.claimListed(id, listing) {
 				continue
 			}
 			select {
@@ -734,7 +743,38 @@ func (r *Runner) claim(id string) bool {
 func (r *Runner) release(id string) {
 	r.mu.Lock()
 	delete(r.busy, id)
+	if r.listing > 0 {
+		r.passEnded[id] = r.listing
+	}
 	r.mu.Unlock()
+}
+
+// beginListing numbers a listing of candidates the polling loop is about
+// to read, and forgets the passes that ended before it began.
+func (r *Runner) beginListing() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listing++
+	for id, n := range r.passEnded {
+		if n < r.listing {
+			delete(r.passEnded, id)
+		}
+	}
+	return r.listing
+}
+
+// claimListed is claim for a run the listing numbered listing found: it
+// refuses a run whose pass ended after the listing began, which the
+// listing may show as it was before that pass (ready, where the pass
+// settled it). The next listing reads it afresh.
+func (r *Runner) claimListed(id string, listing uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[id] || r.passEnded[id] >= listing {
+		return false
+	}
+	r.busy[id] = true
+	return true
 }
 
 // RunToIdle advances every live run until none can move without outside

@@ -219,10 +219,11 @@ func benchCheck(b *testing.B, spec string, n int) {
 			}
 		})
 	}
-	if r := reports[0]; r.Runs != n+1 || len(r.Quarantined) != (n+999)/1000 || len(r.StuckLeases) != (n+998)/1000 {
+	// The checks hold what ran (-bench may select some ways only).
+	if r := reports[0]; r.Runs != 0 && (r.Runs != n+1 || len(r.Quarantined) != (n+999)/1000 || len(r.StuckLeases) != (n+998)/1000) {
 		b.Fatalf("the census found %d runs, %d quarantined and %d stuck in %d", r.Runs, len(r.Quarantined), len(r.StuckLeases), n+1)
 	}
-	if !reflect.DeepEqual(reports[0], reports[1]) {
+	if reports[0].Runs != 0 && reports[1].Runs != 0 && !reflect.DeepEqual(reports[0], reports[1]) {
 		b.Fatal("the census and the walk disagree")
 	}
 }

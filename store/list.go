@@ -38,6 +38,9 @@ type RunMatcher interface {
 // paged through, a header at a time: the API bounds a request's scan, the
 // command line does not.
 func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan int, f RunFilter) (runs []Run, next string, err error) {
+	if err := ValidateMatch(limit, scan); err != nil {
+		return nil, "", err
+	}
 	if s, ok := st.(Store); ok {
 		if m, ok := As[RunMatcher](s); ok {
 			return m.MatchRuns(ctx, after, limit, scan, f)
@@ -79,4 +82,13 @@ func MatchNext(runs []Run, limit int, boundID string) string {
 		return runs[len(runs)-1].ID
 	}
 	return boundID
+}
+
+// ValidateMatch refuses a limit below 1 or a negative scan bound, for
+// MatchingRuns and every RunMatcher alike.
+func ValidateMatch(limit, scan int) error {
+	if limit < 1 || scan < 0 {
+		return Errorf(CodeInvalidInput, "match runs", "", nil, "limit %d and scan %d: the limit must be at least 1, the scan bound not negative", limit, scan)
+	}
+	return nil
 }

@@ -63,3 +63,15 @@ func TestMatchingRuns(t *testing.T) {
 		})
 	}
 }
+
+// A limit below 1 or a negative scan bound is refused, typed, whatever
+// the store.
+func TestMatchingRunsRefusesBadBounds(t *testing.T) {
+	rs := runSlice{{ID: "r-1", State: "INGEST"}}
+	for _, bad := range [][2]int{{0, 0}, {-1, 0}, {1, -1}} {
+		runs, next, err := MatchingRuns(context.Background(), rs, "", bad[0], bad[1], RunFilter{})
+		if CodeOf(err) != CodeInvalidInput || runs != nil || next != "" {
+			t.Fatalf("limit %d scan %d: %v %q %v", bad[0], bad[1], runs, next, err)
+		}
+	}
+}

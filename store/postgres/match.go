@@ -25,8 +25,8 @@ ORDER BY created_order LIMIT $6`
 // MatchRuns implements store.RunMatcher. Its two reads share one
 // read-only, repeatable-read transaction.
 func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f store.RunFilter) ([]store.Run, string, error) {
-	if limit <= 0 || scan < 0 {
-		return nil, "", store.Errorf(store.CodeInvalidInput, "match runs", "", nil, "limit %d and scan %d: the limit must be positive, the scan not negative", limit, scan)
+	if err := store.ValidateMatch(limit, scan); err != nil {
+		return nil, "", err
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {

@@ -24,8 +24,8 @@ ORDER BY created_order LIMIT ?`
 // MatchRuns implements store.RunMatcher. Its two reads share one read
 // transaction.
 func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f store.RunFilter) ([]store.Run, string, error) {
-	if limit <= 0 || scan < 0 {
-		return nil, "", store.Errorf(store.CodeInvalidInput, "match runs", "", nil, "limit %d and scan %d: the limit must be positive, the scan not negative", limit, scan)
+	if err := store.ValidateMatch(limit, scan); err != nil {
+		return nil, "", err
 	}
 	s.settle(ctx)
 	tx, err := s.rdb.BeginTx(ctx, nil)

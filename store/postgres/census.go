@@ -10,10 +10,8 @@ import (
 
 // The runs an operator must look at, after the census's counts
 // (store.CensusCounts).
-const (
-	censusRuns = `SELECT ` + runColumns + ` FROM runs
+const censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= $1) ORDER BY created_order`
-)
 
 // Census implements store.CensusTaker. Its two reads share one
 // read-only, repeatable-read transaction, so the counts and the lists are

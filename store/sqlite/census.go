@@ -8,10 +8,8 @@ import (
 
 // The runs an operator must look at, after the census's counts
 // (store.CensusCounts).
-const (
-	censusRuns = `SELECT ` + runColumns + ` FROM runs
+const censusRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE outcome = '' AND (quarantine <> '' OR lease_owner <> '' AND lease_expires_at <= ?) ORDER BY created_order`
-)
 
 // Census implements store.CensusTaker. Its two reads share one read
 // transaction, so the counts and the lists are of one moment.

@@ -655,8 +655,10 @@ func (r *Runner) Run(ctx context.Context) error {
 		// to every resting run.
 		n := min(per, len(sweep))
 		ids, sweep = append(ids, sweep[:n]...), sweep[n:]
+		relist := false // a run was left to the next listing
 		for _, id := range ids {
-			if !r.claimListed(id, listing) {
+			claimed, stale := r.claimListed(id, listing)
+			if relist = relist || stale; !claimed {
 				continue
 			}
 			select {
@@ -678,11 +680,18 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			}(id)
 		}
+		// A run left to the next listing may have work its pass did not
+		// take (an input that came while it ran, whose wake this listing
+		// consumed): the next listing comes at once.
+		wait := r.cfg.Poll
+		if relist {
+			wait = 0
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.wake:
-		case <-time.After(r.cfg.Poll):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -764,17 +773,20 @@ func (r *Runner) beginListing() uint64 {
 }
 
 // claimListed is claim for a run the listing numbered listing found: it
-// refuses a run whose pass ended after the listing began, which the
-// listing may show as it was before that pass (ready, where the pass
+// refuses a run whose pass ended after the listing began (stale), which
+// the listing may show as it was before that pass (ready, where the pass
 // settled it). The next listing reads it afresh.
-func (r *Runner) claimListed(id string, listing uint64) bool {
+func (r *Runner) claimListed(id string, listing uint64) (claimed, stale bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.busy[id] || r.passEnded[id] >= listing {
-		return false
+	if r.busy[id] {
+		return false, false
+	}
+	if r.passEnded[id] >= listing {
+		return false, true
 	}
 	r.busy[id] = true
-	return true
+	return true, false
 }
 
 // RunToIdle advances every live run until none can move without outside

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,9 @@ type staleListing struct {
 	calls    int
 	listed   chan struct{} // closed once the second listing was read
 	waitedOK bool          // the pass had ended when the second listing was handed over
+	// settling is closed once a pass came to its settling write.
+	settling     chan struct{}
+	settlingOnce sync.Once
 }
 
 func (s *staleListing) Unwrap() store.Store { return s.visits }
@@ -75,9 +79,45 @@ func (s *staleListing) Ready(ctx context.Context, resting []string, due time.Tim
 }
 
 func (s *staleListing) Settle(ctx context.Context, l store.Lease, seq int64, release bool) error {
+	s.settlingOnce.Do(func() { close(s.settling) })
 	<-s.listed
 	st, _ := store.SettlerOf(s.visits.Store)
 	return st.Settle(ctx, l, seq, release)
+}
+
+// staleLoop starts a background loop polling every poll over the
+// harness's store behind a staleListing, for a run "waits" resting for an
+// approval with an input pending; stop ends the loop.
+func staleLoop(t *testing.T, h *harness, poll time.Duration) (s *staleListing, r *Runner, stop func()) {
+	h.start("waits", large)
+	if err := h.r.Submit(ctx, "waits", []byte(small), inputter); err != nil {
+		t.Fatal(err)
+	}
+	s = &staleListing{visits: &visits{Store: h.store, reads: map[string]int{}}, listed: make(chan struct{}), settling: make(chan struct{})}
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Store: s, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.r = r
+	loop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(loop) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return s, r, stop
 }
 
 // A listing read before a pass settled its run, and handed to the loop
@@ -85,28 +125,9 @@ func (s *staleListing) Settle(ctx context.Context, l store.Lease, seq int64, rel
 // the next listing, which reads it settled.
 func TestAListingOlderThanAPassDoesNotPassTheRunAgain(t *testing.T) {
 	h := newHarness(t)
-	h.start("waits", large)
-	if err := h.r.Submit(ctx, "waits", []byte(small), inputter); err != nil {
-		t.Fatal(err)
-	}
-	s := &staleListing{visits: &visits{Store: h.store, reads: map[string]int{}}, listed: make(chan struct{})}
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{Store: s, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Poll: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.r = r
-	loop, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(loop) }()
+	s, _, stop := staleLoop(t, h, 5*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
 	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	if !s.waitedOK || s.calls < 3 {
 		t.Fatalf("the rig did not hand over a listing older than the pass (waited %v, %d listings)", s.waitedOK, s.calls)
 	}
@@ -116,5 +137,40 @@ func TestAListingOlderThanAPassDoesNotPassTheRunAgain(t *testing.T) {
 	}
 	if in, err := h.store.Inbox(ctx, "waits", true); err != nil || len(in) != 1 {
 		t.Fatalf("pending inbox %+v, %v; want the input still there", in, err)
+	}
+}
+
+// An approval that comes while a pass of its run is under way wakes the
+// loop; the listing that wakening reads may come before the pass ends,
+// and leaves the run to the next listing, which comes at once: the
+// approval is taken without waiting for the next poll (an hour here).
+func TestWorkThatCameDuringAPassIsTakenWithoutWaitingForAPoll(t *testing.T) {
+	h := newHarness(t)
+	s, r, stop := staleLoop(t, h, time.Hour)
+	status, err := h.r.Inspect(ctx, "waits")
+	if err != nil || len(status.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", status, err)
+	}
+	// The first listing's pass is held at its settling write, having read
+	// the inbox, until the second listing is read; the approval's wake
+	// brings that listing.
+	select {
+	case <-s.settling:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loop's pass never came to settle the run")
+	}
+	if err := r.Approve(ctx, "waits", status.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.run("waits").State != "SUCCEEDED" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved run is still in %s after 5 s", h.run("waits").State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if !s.waitedOK {
+		t.Fatal("the rig did not hand over a listing older than the pass")
 	}
 }

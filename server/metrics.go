@@ -141,47 +141,20 @@ func (c *runCollector) refresh() {
 // waiting, and lists the live runs in WAIT_APPROVAL, the only ones that
 // can wait on a person's approval. A store that takes a census (both of
 // flrh's) counts and filters inside the database, and lists those runs
-// from its index of live runs; any other is paged through, every header.
+// from its index of live runs; any other is paged through
+// (store.TakeCensus, store.LiveRunsIn).
 func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []string, err error) {
+	cs, err := store.TakeCensus(ctx, st, store.CensusQuery{ExpiredBy: now, ByState: true})
+	if err != nil {
+		return g, nil, err
+	}
 	g.byState = map[string]float64{}
-	if ct, ok := store.CensusTakerOf(st); ok {
-		cs, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now, ByState: true})
-		if err != nil {
-			return g, nil, err
-		}
-		for state, n := range cs.States {
-			g.byState[state] = float64(n)
-		}
-		g.quarantined, g.expired = float64(len(cs.Quarantined)), float64(len(cs.Expired))
-		awaiting, err = ct.LiveIn(ctx, "WAIT_APPROVAL")
-		return g, awaiting, err
+	for state, n := range cs.States {
+		g.byState[state] = float64(n)
 	}
-	after := ""
-	for {
-		page, err := st.Runs(ctx, after, 1000)
-		if err != nil {
-			return g, nil, err
-		}
-		for _, r := range page {
-			g.byState[r.State]++
-			after = r.ID
-			switch {
-			case r.Outcome != "":
-			case r.Quarantine != "":
-				g.quarantined++
-			case r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(now):
-				g.expired++
-				fallthrough
-			default:
-				if r.State == "WAIT_APPROVAL" {
-					awaiting = append(awaiting, r.ID)
-				}
-			}
-		}
-		if len(page) < 1000 {
-			return g, awaiting, nil
-		}
-	}
+	g.quarantined, g.expired = float64(len(cs.Quarantined)), float64(len(cs.Expired))
+	awaiting, err = store.LiveRunsIn(ctx, st, "WAIT_APPROVAL")
+	return g, awaiting, err
 }
 
 // countWaiting counts the approval requests the runs ids wait on, from

@@ -41,11 +41,7 @@ func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan i
 	if err := ValidateMatch(limit, scan); err != nil {
 		return nil, "", err
 	}
-	if s, ok := st.(Store); ok {
-		if m, ok := As[RunMatcher](s); ok {
-			return m.MatchRuns(ctx, after, limit, scan, f)
-		}
-	} else if m, ok := st.(RunMatcher); ok {
+	if m, ok := listerAs[RunMatcher](st); ok {
 		return m.MatchRuns(ctx, after, limit, scan, f)
 	}
 	cursor, scanned := after, 0

@@ -157,12 +157,22 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 }
 
 // walkStore fills rep's counts of runs, its stuck leases, quarantined runs
-// and open outbox entries: from the store's census and open outbox when it
-// has both, otherwise by paging through every run.
+// and open outbox entries: from the store's census (store.TakeCensus) and
+// open outbox when it has them, otherwise by paging through every run.
 func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration, rep *storeReport) error {
 	rep.StuckLeases, rep.Quarantined, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []openOutbox{}
-	ol, listsOutbox := store.OutboxListerOf(st)
-	if listsOutbox {
+	c, err := store.TakeCensus(ctx, st, store.CensusQuery{ExpiredBy: now.Add(-stuckAfter)})
+	if err != nil {
+		return err
+	}
+	rep.Runs, rep.Live, rep.Ended = int(c.Runs), int(c.Live), int(c.Ended)
+	for _, r := range c.Quarantined {
+		rep.addQuarantined(r)
+	}
+	for _, r := range c.Expired {
+		rep.addStuck(r)
+	}
+	if ol, ok := store.OutboxListerOf(st); ok {
 		open, err := ol.OpenOutbox(ctx)
 		if err != nil {
 			return err
@@ -170,46 +180,15 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 		for _, e := range open {
 			rep.addOpen(e)
 		}
-	}
-	if ct, ok := store.CensusTakerOf(st); ok && listsOutbox {
-		c, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: now.Add(-stuckAfter)})
-		if err != nil {
-			return err
-		}
-		rep.Runs, rep.Live, rep.Ended = int(c.Runs), int(c.Live), int(c.Ended)
-		for _, r := range c.Quarantined {
-			rep.addQuarantined(r)
-		}
-		for _, r := range c.Expired {
-			rep.addStuck(r)
-		}
 		return nil
 	}
 	after := ""
 	for {
 		runs, err := st.Runs(ctx, after, 500)
-		if err != nil {
+		if err != nil || len(runs) == 0 {
 			return err
 		}
-		if len(runs) == 0 {
-			break
-		}
 		for _, r := range runs {
-			rep.Runs++
-			switch {
-			case r.Outcome != "":
-				rep.Ended++
-			case r.Quarantine != "":
-				rep.addQuarantined(r)
-			default:
-				rep.Live++
-				if r.Lease.Owner != "" && !r.Lease.ExpiresAt.Add(stuckAfter).After(now) {
-					rep.addStuck(r)
-				}
-			}
-			if listsOutbox {
-				continue
-			}
 			ins, err := st.Intents(ctx, r.ID)
 			if err != nil {
 				return err
@@ -223,7 +202,6 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 		}
 		after = runs[len(runs)-1].ID
 	}
-	return nil
 }
 
 // addQuarantined reports a run quarantined before it ended.

@@ -1,0 +1,77 @@
+package store
+
+import "context"
+
+// TakeCensus is the census of st: taken by the store when it is (or
+// wraps) a CensusTaker, otherwise by paging through every run's header,
+// which finds the same.
+func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error) {
+	if ct, ok := listerAs[CensusTaker](st); ok {
+		return ct.Census(ctx, q)
+	}
+	var c Census
+	err := eachRun(ctx, st, func(r Run) {
+		state := ""
+		if q.ByState {
+			state = r.State
+		}
+		switch {
+		case r.Outcome != "":
+			c.Count(state, 1, 1, 0)
+		case r.Quarantine != "":
+			c.Count(state, 1, 0, 0)
+			c.Quarantined = append(c.Quarantined, r)
+		default:
+			c.Count(state, 1, 0, 1)
+			if r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(q.ExpiredBy) {
+				c.Expired = append(c.Expired, r)
+			}
+		}
+	})
+	return c, err
+}
+
+// LiveRunsIn lists the live runs of st in state, in creation order: from
+// the store's index when it is a CensusTaker, otherwise by paging through
+// every run's header.
+func LiveRunsIn(ctx context.Context, st RunLister, state string) ([]string, error) {
+	if ct, ok := listerAs[CensusTaker](st); ok {
+		return ct.LiveIn(ctx, state)
+	}
+	var ids []string
+	err := eachRun(ctx, st, func(r Run) {
+		if r.Outcome == "" && r.Quarantine == "" && r.State == state {
+			ids = append(ids, r.ID)
+		}
+	})
+	return ids, err
+}
+
+// listerAs is As for a RunLister that may be a Store (searched through
+// its wrappers) or a bare lister.
+func listerAs[T any](st RunLister) (T, bool) {
+	if s, ok := st.(Store); ok {
+		return As[T](s)
+	}
+	t, ok := st.(T)
+	return t, ok
+}
+
+// eachRun hands every run of st to f, in creation order, a page at a
+// time.
+func eachRun(ctx context.Context, st RunLister, f func(Run)) error {
+	after := ""
+	for {
+		page, err := st.Runs(ctx, after, listPage)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			f(r)
+		}
+		if len(page) < listPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}

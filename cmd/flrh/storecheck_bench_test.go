@@ -18,6 +18,7 @@ import (
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
 )
 
 // BenchmarkStoreCheck measures flrh store check over a store of many
@@ -155,14 +156,6 @@ type headersOnly struct {
 	store.OutboxLister
 }
 
-// listerOnly shows a store as a RunLister alone: a filtered listing then
-// pages through every header.
-type listerOnly struct{ st store.Store }
-
-func (l listerOnly) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
-	return l.st.Runs(ctx, after, limit)
-}
-
 // benchCheck times the check of the store at spec both ways, and holds
 // the two to one report.
 func benchCheck(b *testing.B, spec string, n int) {
@@ -210,7 +203,7 @@ func benchCheck(b *testing.B, spec string, n int) {
 	for _, way := range []struct {
 		name string
 		st   store.RunLister
-	}{{"list-filtered", st}, {"list-paged", listerOnly{st}}} {
+	}{{"list-filtered", st}, {"list-paged", storetest.PagesOnly{Store: st}}} {
 		b.Run(way.name, func(b *testing.B) {
 			for b.Loop() {
 				if runs, next, err := store.MatchingRuns(ctx, way.st, "", 100, 0, waiting); err != nil || len(runs) != 0 || next != "" {

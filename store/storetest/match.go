@@ -9,12 +9,14 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// pagesOnly shows a store as a RunLister alone, so that MatchingRuns
-// pages through it: the oracle of a RunMatcher.
-type pagesOnly struct{ s store.Store }
+// PagesOnly shows a store as a RunLister alone, so that MatchingRuns and
+// TakeCensus page through it: the oracle of what the store does inside
+// the database.
+type PagesOnly struct{ Store store.Store }
 
-func (p pagesOnly) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
-	return p.s.Runs(ctx, after, limit)
+// Runs implements store.RunLister.
+func (p PagesOnly) Runs(ctx context.Context, after string, limit int) ([]store.Run, error) {
+	return p.Store.Runs(ctx, after, limit)
 }
 
 // testMatchRuns holds a store's filtered listing to paging through every
@@ -39,7 +41,7 @@ func testMatchRuns(t *testing.T, s store.Store, _ *Clock) {
 		for _, after := range []string{"", "m-00", "m-07", "m-33", "m-39", "no-such-run"} {
 			for _, limit := range []int{1, 2, 5, 100} {
 				for _, scan := range []int{0, 1, 3, 13, 40, 100} {
-					want, wantNext, err := store.MatchingRuns(ctx, pagesOnly{s}, after, limit, scan, f)
+					want, wantNext, err := store.MatchingRuns(ctx, PagesOnly{s}, after, limit, scan, f)
 					must(t, err)
 					got, next, err := m.MatchRuns(ctx, after, limit, scan, f)
 					must(t, err)

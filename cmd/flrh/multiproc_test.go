@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,16 +40,7 @@ func pgStoreURL(t *testing.T) (string, *postgres.Store) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_mp_" + hex.EncodeToString(b[:])
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("schema", schema)
-	u.RawQuery = q.Encode()
+	schema, spec := freshSchema(t, dsn, "flrh_mp_")
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
 	if err != nil {
@@ -69,7 +58,7 @@ func pgStoreURL(t *testing.T) (string, *postgres.Store) {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	return u.String(), st
+	return spec, st
 }
 
 // syncBuffer collects a process's standard error while the test reads it.

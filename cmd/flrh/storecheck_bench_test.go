@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -62,9 +60,7 @@ FROM seq, (SELECT * FROM runs WHERE run_id = 'seed') t`, n)
 		if dsn == "" {
 			b.Skip("FLRH_TEST_POSTGRES is unset")
 		}
-		var r [6]byte
-		rand.Read(r[:])
-		schema := "flrh_bench_" + hex.EncodeToString(r[:])
+		schema, spec := freshSchema(b, dsn, "flrh_bench_")
 		st, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
 		if err != nil {
 			b.Fatal(err)
@@ -88,11 +84,7 @@ FROM generate_series(1, $1) n, (SELECT * FROM runs WHERE run_id = 'seed') t`, n)
 			}
 			return pgx.CollectRows(rows, pgx.RowTo[string])
 		}, "'seed-' || lpad(n::text, 7, '0')")
-		u := dsn + "&schema=" + schema
-		if !strings.Contains(dsn, "?") {
-			u = dsn + "?schema=" + schema
-		}
-		benchCheck(b, u, n)
+		benchCheck(b, spec, n)
 	})
 }
 

@@ -177,9 +177,7 @@ func TestStoreCommandsPostgres(t *testing.T) {
 	if dsn == "" {
 		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN to run the PostgreSQL store commands")
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_cli_" + hex.EncodeToString(b[:])
+	schema, spec := freshSchema(t, dsn, "flrh_cli_")
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(context.Background(), dsn)
 		if err != nil {
@@ -189,14 +187,24 @@ func TestStoreCommandsPostgres(t *testing.T) {
 		defer conn.Close(context.Background())
 		conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 	})
+	testStoreCommands(t, spec)
+}
+
+// freshSchema names a schema no other test uses, starting with prefix,
+// and gives the store spec that opens it on the PostgreSQL at dsn.
+func freshSchema(tb testing.TB, dsn, prefix string) (schema, spec string) {
+	tb.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	schema = prefix + hex.EncodeToString(b[:])
 	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	q := u.Query()
 	q.Set("schema", schema)
 	u.RawQuery = q.Encode()
-	testStoreCommands(t, u.String())
+	return schema, u.String()
 }
 
 func TestStoreURLErrors(t *testing.T) {

@@ -387,6 +387,34 @@ func TestEvidenceAppendOnly(t *testing.T) {
 	}
 }
 
+// Pruning opens the evidence to deletion for a pruned run alone: an ended
+// run not pruned keeps its rows against SQL written by hand, and the
+// record of a pruning can be neither changed nor removed.
+func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
+	c := storetest.NewClock()
+	s := openTest(t, Options{Clock: c.Now})
+	storetest.EndedWithEverything(t, s, c, "a")
+	storetest.EndedWithEverything(t, s, c, "b")
+	r, err := s.Run(ctx, "a")
+	must(t, err)
+	must(t, s.Prune(ctx, store.Pruning{RunID: "a", HeadHash: r.HeadHash,
+		Kept: store.RecordCounts{Events: 3, Intents: 2, Attempts: 3, Receipts: 2, Grants: 3, Inbox: 2, Trace: 3}}))
+	adm := admin(t)
+	for _, q := range []string{
+		`DELETE FROM %s.events WHERE run_id = 'b'`, `DELETE FROM %s.intents WHERE run_id = 'b'`, `DELETE FROM %s.receipts WHERE run_id = 'b'`,
+		`DELETE FROM %s.trace WHERE run_id = 'b'`, `UPDATE %s.pruned SET archive = 'x'`, `DELETE FROM %s.pruned`, `TRUNCATE %s.pruned CASCADE`,
+		`DELETE FROM %s.runs WHERE run_id = 'a'`, `TRUNCATE %s.events`,
+	} {
+		q = fmt.Sprintf(q, s.Schema())
+		if _, err := adm.Exec(ctx, q); pgCode(err) != pgAppendOnly {
+			t.Errorf("%s: err = %v, want the append-only refusal", q, err)
+		}
+	}
+	if evs, err := s.Events(ctx, "b", 0); err != nil || len(evs) != 3 {
+		t.Fatalf("run b's events after the refused deletions: %d, %v", len(evs), err)
+	}
+}
+
 func TestReadOnly(t *testing.T) {
 	rw := openTest(t, Options{})
 	must(t, rw.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}))

@@ -735,6 +735,69 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS settled_state text NOT NULL DEFAULT ''
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS due_at bigint NOT NULL DEFAULT 0;
 UPDATE runs SET due_at = 1 WHERE outcome = '';
 `},
+	// An ended run's record may be pruned (store.Pruner) once it is
+	// archived: pruned records each pruning (append-only itself), and the
+	// evidence tables' row triggers let a row be deleted only for a run
+	// it names, so history is still never rewritten, and never removed
+	// behind the store's back; UPDATE and TRUNCATE stay refused. The
+	// header is never deleted (runs keeps its triggers): it holds the
+	// run's id and head hash. The two indexes serve the deletion: a run's
+	// grants by run, and the foreign key check that no intent names a
+	// grant being deleted (partial: only an intent that consumed a grant
+	// is in it, so a governed step without one writes nothing more).
+	// Everything is created only where it is missing, or replaced: the
+	// migration tests take a schema this build wrote back to an earlier
+	// version by undoing that version's successor alone.
+	{"ended runs' records may be pruned", `
+CREATE TABLE IF NOT EXISTS pruned (
+	run_id    text PRIMARY KEY REFERENCES runs(run_id),
+	head_hash text NOT NULL,
+	archive   text NOT NULL,
+	events    bigint NOT NULL,
+	intents   bigint NOT NULL,
+	attempts  bigint NOT NULL,
+	receipts  bigint NOT NULL,
+	grants    bigint NOT NULL,
+	inbox     bigint NOT NULL,
+	trace     bigint NOT NULL,
+	pruned_at bigint NOT NULL
+);
+DROP TRIGGER IF EXISTS pruned_append_only ON pruned;
+DROP TRIGGER IF EXISTS pruned_no_truncate ON pruned;
+CREATE TRIGGER pruned_append_only BEFORE UPDATE OR DELETE ON pruned FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER pruned_no_truncate BEFORE TRUNCATE ON pruned FOR EACH STATEMENT EXECUTE FUNCTION flrh_append_only();
+CREATE INDEX IF NOT EXISTS approvals_by_run ON approvals (run_id);
+CREATE INDEX IF NOT EXISTS intents_by_approval ON intents (approval_id) WHERE approval_id IS NOT NULL;
+DO $do$
+BEGIN
+	EXECUTE format($f$
+CREATE OR REPLACE FUNCTION flrh_deleted_if_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM %I.pruned p WHERE p.run_id = OLD.run_id) THEN
+		RETURN OLD;
+	END IF;
+	RAISE EXCEPTION '%% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$$f$, current_schema());
+END
+$do$;
+DROP TRIGGER IF EXISTS events_append_only ON events;
+DROP TRIGGER IF EXISTS events_deleted_if_pruned ON events;
+DROP TRIGGER IF EXISTS receipts_append_only ON receipts;
+DROP TRIGGER IF EXISTS receipts_deleted_if_pruned ON receipts;
+DROP TRIGGER IF EXISTS intents_append_only ON intents;
+DROP TRIGGER IF EXISTS intents_deleted_if_pruned ON intents;
+DROP TRIGGER IF EXISTS trace_append_only ON trace;
+DROP TRIGGER IF EXISTS trace_deleted_if_pruned ON trace;
+CREATE TRIGGER events_append_only BEFORE UPDATE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER receipts_append_only BEFORE UPDATE ON receipts FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER intents_append_only BEFORE UPDATE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER trace_append_only BEFORE UPDATE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER events_deleted_if_pruned BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
+CREATE TRIGGER receipts_deleted_if_pruned BEFORE DELETE ON receipts FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
+CREATE TRIGGER intents_deleted_if_pruned BEFORE DELETE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
+CREATE TRIGGER trace_deleted_if_pruned BEFORE DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

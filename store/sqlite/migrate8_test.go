@@ -206,8 +206,10 @@ func TestMigrateFromVersion7RealRuns(t *testing.T) {
 	}
 	var indexes int64
 	db.QueryRow(`SELECT COUNT(*) FROM pragma_index_list('intents')`).Scan(&indexes)
-	if indexes != 3 { // intent_id, idempotency_key, intents_by_run
-		t.Fatalf("intents has %d indexes after migration, want 3", indexes)
+	// intent_id, idempotency_key, intents_by_run; and intents_by_approval
+	// since version 15.
+	if indexes != 4 {
+		t.Fatalf("intents has %d indexes after migration, want 4", indexes)
 	}
 	if got := intentOrders(t, db); !reflect.DeepEqual(got, wantOrders) {
 		t.Fatalf("intents after migration:\n got %q\nwant %q", got, wantOrders)

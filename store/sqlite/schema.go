@@ -454,6 +454,46 @@ ALTER TABLE runs ADD COLUMN settled_state TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN due_at INTEGER NOT NULL DEFAULT 0;
 UPDATE runs SET due_at = 1 WHERE outcome = '';
 `,
+	// 15: an ended run's record may be pruned (store.Pruner) once it is
+	// archived: pruned records each pruning, and the evidence tables'
+	// rows may be deleted only for a run it names, so history is still
+	// never rewritten, and never removed behind the store's back (the
+	// header stays, with its head hash). The two indexes serve the
+	// deletion: a run's grants by run, and the foreign key check that no
+	// intent names a grant being deleted (only intents that consumed a
+	// grant are in it, so a governed step without one writes nothing
+	// more).
+	`
+CREATE TABLE pruned (
+	run_id    TEXT PRIMARY KEY REFERENCES runs(run_id),
+	head_hash TEXT NOT NULL,
+	archive   TEXT NOT NULL,
+	events    INTEGER NOT NULL,
+	intents   INTEGER NOT NULL,
+	attempts  INTEGER NOT NULL,
+	receipts  INTEGER NOT NULL,
+	grants    INTEGER NOT NULL,
+	inbox     INTEGER NOT NULL,
+	trace     INTEGER NOT NULL,
+	pruned_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TRIGGER pruned_no_update BEFORE UPDATE ON pruned BEGIN SELECT RAISE(ABORT, 'prunings are append-only'); END;
+CREATE TRIGGER pruned_no_delete BEFORE DELETE ON pruned BEGIN SELECT RAISE(ABORT, 'prunings are append-only'); END;
+CREATE INDEX approvals_by_run ON approvals(run_id);
+CREATE INDEX intents_by_approval ON intents(approval_id) WHERE approval_id IS NOT NULL;
+DROP TRIGGER events_no_delete;
+DROP TRIGGER receipts_no_delete;
+DROP TRIGGER intents_no_delete;
+DROP TRIGGER trace_no_delete;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
+CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
+CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+`,
 }
 
 // Migrations that change no table.

@@ -101,3 +101,34 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("write on read-only store: %v", err)
 	}
 }
+
+// Pruning opens the evidence to deletion for a pruned run alone: an ended
+// run not pruned keeps its rows against SQL written by hand, and the
+// record of a pruning can be neither changed nor removed.
+func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
+	ctx := context.Background()
+	c := storetest.NewClock()
+	s := open(t, c.Now).(*Store)
+	defer s.Close()
+	storetest.EndedWithEverything(t, s, c, "a")
+	storetest.EndedWithEverything(t, s, c, "b")
+	r, err := s.Run(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(ctx, store.Pruning{RunID: "a", HeadHash: r.HeadHash,
+		Kept: store.RecordCounts{Events: 3, Intents: 2, Attempts: 3, Receipts: 2, Grants: 3, Inbox: 2, Trace: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DELETE FROM events WHERE run_id = 'b'`, `DELETE FROM intents WHERE run_id = 'b'`, `DELETE FROM receipts WHERE run_id = 'b'`,
+		`DELETE FROM trace WHERE run_id = 'b'`, `UPDATE pruned SET archive = 'x'`, `DELETE FROM pruned`, `DELETE FROM runs WHERE run_id = 'a'`,
+	} {
+		if _, err := s.DB().Exec(q); err == nil {
+			t.Errorf("%s succeeded", q)
+		}
+	}
+	if evs, err := s.Events(ctx, "b", 0); err != nil || len(evs) != 3 {
+		t.Fatalf("run b's events after the refused deletions: %d, %v", len(evs), err)
+	}
+}

@@ -74,6 +74,7 @@ func Run(t *testing.T, open Opener) {
 		{"Census", testCensus},
 		{"MatchRuns", testMatchRuns},
 		{"SubmitWithGrant", testSubmitWithGrant},
+		{"Prune", testPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

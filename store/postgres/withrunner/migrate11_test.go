@@ -38,7 +38,7 @@ func runKeys(t *testing.T, st *postgres.Store) []string {
 WHERE conrelid = 'events'::regclass AND contype = 'f'
 UNION ALL
 SELECT 'trigger ' || tgrelid::regclass::text || '.' || tgname FROM pg_trigger
-WHERE tgrelid IN ('events'::regclass, 'runs'::regclass) AND NOT tgisinternal AND tgname NOT LIKE '%append_only' AND tgname NOT LIKE 'events_no_truncate'
+WHERE tgrelid IN ('events'::regclass, 'runs'::regclass) AND NOT tgisinternal AND tgname NOT LIKE '%append_only' AND tgname NOT LIKE '%deleted_if_pruned' AND tgname NOT LIKE 'events_no_truncate'
 ORDER BY 1`)
 	must(t, err)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])

@@ -1,0 +1,131 @@
+// Package archive writes an ended run's whole durable record as one
+// document, and reads it back byte for byte, so that a store may drop the
+// record (store.Pruner) and the run stay verifiable and replayable from
+// the archive alone (verify.Record).
+//
+// A document is canonical JSON (package cjson) of kind KindV1. Every body
+// a store keeps by digest (events, checkpoint, intents, receipts, grants,
+// inbox entries, trace records) is embedded as the JSON value it is when
+// its bytes are canonical, so that the archive reads as the run did, and
+// as base64 otherwise: either way Decode returns the exact bytes, and
+// their digests are those the store recorded. Times are RFC 3339 with
+// nanoseconds, in UTC.
+//
+// An archive holds the record in clear, as `flrh run export` prints it,
+// whatever the store sealed at rest: keep it where the store's key would
+// be needed to read it.
+package archive
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/store"
+)
+
+// KindV1 names the layout of an archive document.
+const KindV1 = "flrh-run-archive/1"
+
+// Archive is an ended run's whole record.
+type Archive struct {
+	// Record is the run as a verifier reads it (store.RunRecord): header,
+	// events, latest checkpoint, intents, receipts, every intent's
+	// attempts (ordered by intent id and number) and the grants its
+	// intents name (ordered by id).
+	Record store.RunRecord
+	// Grants are every grant recorded for the run (store.Pruner.Grants),
+	// ordered by id, consumed or not.
+	Grants []store.Approval
+	// Inbox holds the run's inbound events in order, consumed or not.
+	Inbox []store.Inbound
+	// Trace holds the run's trace records in order.
+	Trace []store.TraceRecord
+}
+
+// Counts counts the records a holds as store.Pruning.Kept counts them.
+func (a *Archive) Counts() store.RecordCounts {
+	r := &a.Record
+	return store.RecordCounts{Events: int64(len(r.Events)), Intents: int64(len(r.Intents)), Attempts: int64(len(r.Attempts)),
+		Receipts: int64(len(r.Receipts)), Grants: int64(len(a.Grants)), Inbox: int64(len(a.Inbox)), Trace: int64(len(a.Trace))}
+}
+
+// Pruning is the pruning that removes, from the store a was read from,
+// exactly the records a holds, its archive's document having digest
+// digest ("" when the record is discarded).
+func (a *Archive) Pruning(digest string) store.Pruning {
+	return store.Pruning{RunID: a.Record.Run.ID, HeadHash: a.Record.Run.HeadHash, Archive: digest, Kept: a.Counts()}
+}
+
+// Read reads runID's whole record from st, which must be (or wrap) a
+// store.Pruner. Each part is read as the store's method of that name
+// returns it; nothing ties the reads to one state of the store, which is
+// why Prune is handed the counts and head hash of what was read
+// (Pruning) and refuses when the run holds anything else.
+func Read(ctx context.Context, st store.Store, runID string) (*Archive, error) {
+	p, ok := store.PrunerOf(st)
+	if !ok {
+		return nil, fmt.Errorf("archive: the store cannot list a run's grants (it does not prune)")
+	}
+	parts, ok := st.(store.RecordParts)
+	if !ok {
+		parts = recordParts{st}
+	}
+	rec, err := store.ReadRunRecordByParts(ctx, parts, runID, true)
+	if err != nil {
+		return nil, err
+	}
+	a := &Archive{Record: rec}
+	if a.Grants, err = p.Grants(ctx, runID); err != nil {
+		return nil, err
+	}
+	if a.Inbox, err = st.Inbox(ctx, runID, false); err != nil {
+		return nil, err
+	}
+	if a.Trace, err = st.Trace(ctx, runID); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// recordParts reads a run's attempts and named grants intent by intent,
+// for a store without its own bulk reads (a wrapper, say).
+type recordParts struct{ store.Store }
+
+func (r recordParts) RunAttempts(ctx context.Context, runID string) ([]store.Attempt, error) {
+	ins, err := r.Intents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Attempt
+	for _, in := range ins {
+		ats, err := r.Attempts(ctx, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ats...)
+	}
+	slices.SortStableFunc(out, func(a, b store.Attempt) int { return strings.Compare(a.IntentID, b.IntentID) })
+	return out, nil
+}
+
+func (r recordParts) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
+	ins, err := r.Intents(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Approval
+	for _, in := range ins {
+		if in.ApprovalID == "" {
+			continue
+		}
+		a, err := r.Approval(ctx, in.ApprovalID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b store.Approval) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

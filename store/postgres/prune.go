@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// runIntents selects the ids of a run's intents ($1), the key its outbox
+// rows and attempts are found by.
+const runIntents = `SELECT intent_id FROM intents WHERE run_id = $1`
+
+// pruneCounts counts what Prune removes of a run, record by record (an
+// events or trace row holds the records seq..last_seq), then its open
+// outbox entries and whether it was pruned already.
+const pruneCounts = `SELECT
+	(SELECT coalesce(sum(last_seq - seq + 1), 0)::bigint FROM events WHERE run_id = $1),
+	(SELECT count(*) FROM intents WHERE run_id = $1),
+	(SELECT count(*) FROM attempts WHERE intent_id IN (` + runIntents + `)),
+	(SELECT count(*) FROM receipts WHERE run_id = $1),
+	(SELECT count(*) FROM approvals WHERE run_id = $1),
+	(SELECT count(*) FROM inbox WHERE run_id = $1),
+	(SELECT coalesce(sum(last_seq - seq + 1), 0)::bigint FROM trace WHERE run_id = $1),
+	(SELECT count(*) FROM outbox WHERE intent_id IN (` + runIntents + `) AND status <> 'done'),
+	(SELECT count(*) FROM pruned WHERE run_id = $1)`
+
+// pruneDeletes remove a run's record, children before the rows they
+// name. The evidence tables' delete triggers let a row go only once
+// pruned names its run, which Prune inserts first.
+var pruneDeletes = []string{
+	`DELETE FROM attempts WHERE intent_id IN (` + runIntents + `)`,
+	`DELETE FROM outbox WHERE intent_id IN (` + runIntents + `)`,
+	`DELETE FROM receipts WHERE run_id = $1`,
+	`DELETE FROM intents WHERE run_id = $1`,
+	`DELETE FROM approvals WHERE run_id = $1`,
+	`DELETE FROM events WHERE run_id = $1`,
+	`DELETE FROM checkpoints WHERE run_id = $1`,
+	`DELETE FROM inbox WHERE run_id = $1`,
+	`DELETE FROM trace WHERE run_id = $1`,
+}
+
+// Prune implements store.Pruner. The run's row lock, which every write to
+// the run takes, is held from the counts to the deletions: what is
+// counted is what is removed.
+func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
+	const op = "prune"
+	if err := store.ValidatePruning(op, p); err != nil {
+		return err
+	}
+	return s.write(ctx, op, p.RunID, func(tx *wtx) error {
+		var have store.RecordCounts
+		var open, pruned int64
+		r, now, err := s.lockRun(ctx, tx, p.RunID, nil, func(b *pgx.Batch) {
+			b.Queue(pruneCounts, p.RunID).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&have.Events, &have.Intents, &have.Attempts, &have.Receipts, &have.Grants, &have.Inbox, &have.Trace, &open, &pruned)
+			})
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, p.RunID, nil, "no such run")
+		}
+		if err != nil {
+			return err
+		}
+		if err := store.CheckPrunable(op, r, pruned > 0, open); err != nil {
+			return err
+		}
+		if err := store.CheckKept(op, p, r.HeadHash, have); err != nil {
+			return err
+		}
+		k := p.Kept
+		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now))
+		for _, q := range pruneDeletes {
+			tx.Queue(q, p.RunID)
+		}
+		return nil
+	})
+}
+
+// Pruning implements store.Pruner.
+func (s *Store) Pruning(ctx context.Context, runID string) (store.Pruning, error) {
+	p := store.Pruning{RunID: runID}
+	var at int64
+	k := &p.Kept
+	err := s.pool.QueryRow(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at FROM pruned WHERE run_id = $1`, runID).
+		Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Pruning{}, store.Errorf(store.CodeNotFound, "pruning", runID, nil, "the run was not pruned")
+	}
+	if err != nil {
+		return store.Pruning{}, s.mapErr("pruning", runID, err)
+	}
+	p.At = fromNanos(at)
+	return p, nil
+}
+
+// Grants implements store.Pruner.
+func (s *Store) Grants(ctx context.Context, runID string) ([]store.Approval, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = $1 ORDER BY approval_id`, runID)
+	if err != nil {
+		return nil, s.mapErr("grants", runID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Approval, error) { return scanApproval(row) })
+	return out, s.mapErr("grants", runID, err)
+}

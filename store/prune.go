@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Pruner is implemented by stores that can remove an ended run's record
+// once it is kept elsewhere (an archive, package archive), so that a store
+// serving runs for years does not grow without bound.
+//
+// Pruning keeps the run's header: its id stays taken (a client that starts
+// a run by id again is refused, as for any run that exists, and never
+// starts a second one that would redo its effects), its final state and
+// outcome stay listed and counted, and its head hash, which the chained
+// log commits to, stays to prove that an archive holds this run's record
+// and no other (the archive's events must chain to it).
+type Pruner interface {
+	// Grants returns every grant recorded for the run, whichever intent
+	// consumed it (if any), ordered by id: what Prune removes from the
+	// approvals ledger, which RunApprovals (the grants the run's intents
+	// name) may not all be.
+	Grants(ctx context.Context, runID string) ([]Approval, error)
+	// Prune removes, in one transaction, everything the store holds of
+	// the run but its header: events, checkpoints, intents with their
+	// outbox rows and attempts, receipts, grants, inbox entries and
+	// trace; and records p, with the store's clock reading as p.At. It
+	// refuses, changing nothing:
+	//   - CodeNotFound: no such run;
+	//   - CodeInvalidTransition: the run has not ended, is quarantined,
+	//     was pruned already, or has an intent whose outbox is not done
+	//     (an effect that may still reach the world is never forgotten);
+	//   - CodeHeadMismatch: the run's head hash is not p.HeadHash, or it
+	//     holds other numbers of records than p.Kept says: its record is
+	//     not the one the caller kept;
+	//   - CodeInvalidInput: p is malformed (ValidatePruning).
+	Prune(ctx context.Context, p Pruning) error
+	// Pruning returns what Prune recorded of a run; CodeNotFound when the
+	// run was not pruned (or does not exist).
+	Pruning(ctx context.Context, runID string) (Pruning, error)
+}
+
+// PrunerOf returns the Pruner of s, or of the first store it wraps that
+// has one.
+func PrunerOf(s Store) (Pruner, bool) { return As[Pruner](s) }
+
+// Pruning records that a run's record was removed from the store.
+type Pruning struct {
+	RunID string
+	// HeadHash is the run's chain hash when its record was read: the
+	// hash after its last event, which the kept record must reach.
+	HeadHash string
+	// Archive is the digest (sha256:<hex>) of the archive the record was
+	// written to before it was removed; "" when it was discarded.
+	Archive string
+	// Kept counts the records the caller kept (or chose to discard), by
+	// kind; Prune removes exactly these or nothing.
+	Kept RecordCounts
+	// At is when the store removed the record (its clock); set by Prune.
+	At time.Time
+}
+
+// RecordCounts counts a run's records by kind.
+type RecordCounts struct {
+	Events   int64 `json:"events"`
+	Intents  int64 `json:"intents"`
+	Attempts int64 `json:"attempts"`
+	Receipts int64 `json:"receipts"`
+	Grants   int64 `json:"grants"`
+	Inbox    int64 `json:"inbox"`
+	Trace    int64 `json:"trace"`
+}
+
+// ValidatePruning checks what a Pruning must hold before a store looks
+// at the run: a run id, a head hash of the chain's shape, an archive
+// digest of the shape sha256:<64 hex> or none, and no negative count.
+func ValidatePruning(op string, p Pruning) error {
+	switch {
+	case p.RunID == "":
+		return Errorf(CodeInvalidInput, op, "", nil, "a run id is required")
+	case !isDigest(p.HeadHash):
+		return Errorf(CodeInvalidInput, op, p.RunID, nil, "head hash %q is not sha256:<64 hex>", p.HeadHash)
+	case p.Archive != "" && !isDigest(p.Archive):
+		return Errorf(CodeInvalidInput, op, p.RunID, nil, "archive digest %q is not sha256:<64 hex>", p.Archive)
+	}
+	k := p.Kept
+	for _, n := range []int64{k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace} {
+		if n < 0 {
+			return Errorf(CodeInvalidInput, op, p.RunID, nil, "a negative count of kept records: %+v", k)
+		}
+	}
+	return nil
+}
+
+// CheckPrunable says why a run whose header is r may not be pruned, as
+// Prune refuses it, or nil: it has ended, is not quarantined, and was not
+// pruned already (pruned says whether the store holds a Pruning of it).
+// openOutbox is how many of its intents' outbox rows are not done.
+func CheckPrunable(op string, r Run, pruned bool, openOutbox int64) error {
+	switch {
+	case pruned:
+		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run was pruned already")
+	case r.Outcome == "":
+		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run has not ended (state %s)", r.State)
+	case r.Quarantine != "":
+		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run is quarantined: %s", r.Quarantine)
+	case openOutbox > 0:
+		return Errorf(CodeInvalidTransition, op, r.ID, nil, "%d of its effects' outbox entries are not done", openOutbox)
+	}
+	return nil
+}
+
+// CheckKept says whether the run's record is the one the caller kept:
+// head is the run's head hash, have the records it holds.
+func CheckKept(op string, p Pruning, head string, have RecordCounts) error {
+	switch {
+	case head != p.HeadHash:
+		return Errorf(CodeHeadMismatch, op, p.RunID, nil, "the run's head hash is %s, the kept record's %s", head, p.HeadHash)
+	case have != p.Kept:
+		return Errorf(CodeHeadMismatch, op, p.RunID, nil, "the run holds %+v, the kept record %+v", have, p.Kept)
+	}
+	return nil
+}
+
+func isDigest(s string) bool {
+	const prefix = "sha256:"
+	if len(s) != len(prefix)+64 || s[:len(prefix)] != prefix {
+		return false
+	}
+	for _, c := range s[len(prefix):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

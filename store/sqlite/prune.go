@@ -1,0 +1,126 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// runIntentOrders selects the commit orders of a run's intents (the
+// parameter), the key its outbox rows and attempts are found by.
+const runIntentOrders = `SELECT commit_order FROM intents WHERE run_id = ?`
+
+// pruneCounts counts what Prune removes of a run, record by record: a
+// trace row holds the records seq..last_seq.
+const pruneCounts = `SELECT
+	(SELECT count(*) FROM events WHERE run_id = ?1),
+	(SELECT count(*) FROM intents WHERE run_id = ?1),
+	(SELECT count(*) FROM attempts WHERE intent_order IN (SELECT commit_order FROM intents WHERE run_id = ?1)),
+	(SELECT count(*) FROM receipts WHERE run_id = ?1),
+	(SELECT count(*) FROM approvals WHERE run_id = ?1),
+	(SELECT count(*) FROM inbox WHERE run_id = ?1),
+	(SELECT coalesce(sum(last_seq - seq + 1), 0) FROM trace WHERE run_id = ?1),
+	(SELECT count(*) FROM outbox WHERE intent_order IN (SELECT commit_order FROM intents WHERE run_id = ?1) AND status <> 'done'),
+	(SELECT count(*) FROM pruned WHERE run_id = ?1)`
+
+// pruneDeletes remove a run's record, children before the rows they
+// name. The triggers that keep the evidence tables append-only let a row
+// go only once pruned names its run, which Prune inserts first.
+var pruneDeletes = []string{
+	`DELETE FROM attempts WHERE intent_order IN (` + runIntentOrders + `)`,
+	`DELETE FROM outbox WHERE intent_order IN (` + runIntentOrders + `)`,
+	`DELETE FROM receipts WHERE run_id = ?`,
+	`DELETE FROM intents WHERE run_id = ?`,
+	`DELETE FROM approvals WHERE run_id = ?`,
+	`DELETE FROM events WHERE run_id = ?`,
+	`DELETE FROM checkpoints WHERE run_id = ?`,
+	`DELETE FROM inbox WHERE run_id = ?`,
+	`DELETE FROM trace WHERE run_id = ?`,
+}
+
+// Prune implements store.Pruner: one write transaction checks the run
+// and the records it holds, records the pruning and removes them.
+func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
+	const op = "prune"
+	if err := store.ValidatePruning(op, p); err != nil {
+		return err
+	}
+	return s.write(ctx, op, p.RunID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		var r store.Run
+		err := s.queryRow(ctx, tx, `SELECT run_id, state, outcome, quarantine, head_hash FROM runs WHERE run_id = ?`, p.RunID).
+			Scan(&r.ID, &r.State, &r.Outcome, &r.Quarantine, &r.HeadHash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, p.RunID, nil, "no such run")
+		}
+		if err != nil {
+			return err
+		}
+		var have store.RecordCounts
+		var open, pruned int64
+		if err := s.queryRow(ctx, tx, pruneCounts, p.RunID).Scan(&have.Events, &have.Intents, &have.Attempts, &have.Receipts,
+			&have.Grants, &have.Inbox, &have.Trace, &open, &pruned); err != nil {
+			return err
+		}
+		if err := store.CheckPrunable(op, r, pruned > 0, open); err != nil {
+			return err
+		}
+		if err := store.CheckKept(op, p, r.HeadHash, have); err != nil {
+			return err
+		}
+		k := p.Kept
+		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now)); err != nil {
+			return err
+		}
+		for _, q := range pruneDeletes {
+			if _, err := s.exec(ctx, tx, q, p.RunID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Pruning implements store.Pruner.
+func (s *Store) Pruning(ctx context.Context, runID string) (store.Pruning, error) {
+	rows, err := s.read(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at FROM pruned WHERE run_id = ?`, runID)
+	if err != nil {
+		return store.Pruning{}, mapErr("pruning", runID, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return store.Pruning{}, mapErr("pruning", runID, err)
+		}
+		return store.Pruning{}, store.Errorf(store.CodeNotFound, "pruning", runID, nil, "the run was not pruned")
+	}
+	p := store.Pruning{RunID: runID}
+	var at int64
+	k := &p.Kept
+	if err := rows.Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at); err != nil {
+		return store.Pruning{}, mapErr("pruning", runID, err)
+	}
+	p.At = fromNanos(at)
+	return p, mapErr("pruning", runID, rows.Err())
+}
+
+// Grants implements store.Pruner.
+func (s *Store) Grants(ctx context.Context, runID string) ([]store.Approval, error) {
+	rows, err := s.read(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY approval_id`, runID)
+	if err != nil {
+		return nil, mapErr("grants", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, mapErr("grants", runID, err)
+		}
+		out = append(out, a)
+	}
+	return out, mapErr("grants", runID, rows.Err())
+}

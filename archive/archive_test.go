@@ -83,7 +83,7 @@ func genArchive(t *rapid.T) *archive.Archive {
 	r := &a.Record
 	r.Run = store.Run{ID: runID, WorkflowID: text.Draw(t, "wf"), WorkflowVersion: text.Draw(t, "v"), WorkflowDigest: text.Draw(t, "wd"),
 		State: text.Draw(t, "state"), Outcome: text.Draw(t, "outcome"), Head: rapid.Int64().Draw(t, "head"), HeadHash: text.Draw(t, "hh"),
-		Lease: store.Lease{RunID: runID, Owner: text.Draw(t, "owner"), Generation: rapid.Int64().Draw(t, "gen"), ExpiresAt: when.Draw(t, "exp")},
+		Lease:      store.Lease{RunID: runID, Owner: text.Draw(t, "owner"), Generation: rapid.Int64().Draw(t, "gen"), ExpiresAt: when.Draw(t, "exp")},
 		Quarantine: text.Draw(t, "q"), CreatedAt: when.Draw(t, "created"), UpdatedAt: when.Draw(t, "updated"), DueAt: when.Draw(t, "due")}
 	for i := range rapid.IntRange(0, 3).Draw(t, "events") {
 		r.Events = append(r.Events, store.Event{Seq: int64(i + 1), Kind: text.Draw(t, "kind"), Body: body.Draw(t, "body"), Digest: text.Draw(t, "d"),

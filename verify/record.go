@@ -264,7 +264,32 @@ func (r *record) approval(ctx context.Context, id string) (store.Approval, error
 	if a, ok := r.approvals[id]; ok {
 		return a, nil
 	}
+	if r.st == nil {
+		return store.Approval{}, store.Errorf(store.CodeNotFound, "approval", r.run.ID, nil, "grant %s is not in the record", id)
+	}
 	return r.st.Approval(ctx, id)
+}
+
+// pruned returns what the store recorded of the run's pruning when the
+// record is that of a pruned run (an ended run holding no event), nil
+// otherwise: a record read elsewhere than from a store, or from a store
+// that does not prune, is what it is.
+func (r *record) pruned(ctx context.Context) (*Pruned, error) {
+	if r.st == nil || r.run.Outcome == "" || len(r.events) > 0 {
+		return nil, nil
+	}
+	p, ok := store.PrunerOf(r.st)
+	if !ok {
+		return nil, nil
+	}
+	switch pr, err := p.Pruning(ctx, r.run.ID); {
+	case store.CodeOf(err) == store.CodeNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	default:
+		return &Pruned{At: pr.At, HeadHash: pr.HeadHash, Archive: pr.Archive}, nil
+	}
 }
 
 // grantIfAny returns a grant by id as approval does, and whether the

@@ -22,6 +22,9 @@ type ReplayReport struct {
 	Effects  int       `json:"effects_replayed"`
 	State    string    `json:"state_digest"` // digest of the replayed workflow state
 	Findings []Finding `json:"findings"`
+	// Pruned says the store no longer holds the run's record (Report.Pruned):
+	// nothing was replayed.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // OK reports whether the replay reproduced the record exactly.

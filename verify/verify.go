@@ -33,6 +33,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
@@ -60,6 +61,18 @@ type Report struct {
 	Receipts  int       `json:"receipts"`
 	Approvals int       `json:"approvals_consumed"`
 	Findings  []Finding `json:"findings"`
+	// Pruned is set when the store no longer holds the run's record but
+	// its header: it was pruned (store.Pruner), archived first unless it
+	// was discarded. Nothing of the record was checked here; its archive
+	// is checked by Record.
+	Pruned *Pruned `json:"pruned,omitempty"`
+}
+
+// Pruned is what a store recorded of a run it pruned.
+type Pruned struct {
+	At       time.Time `json:"at"`
+	HeadHash string    `json:"head_hash"`
+	Archive  string    `json:"archive"` // the archive's digest; "" when the record was discarded
 }
 
 // OK reports whether every check passed.
@@ -83,6 +96,16 @@ func Run(ctx context.Context, st store.Store, m *control.Machine, runID string) 
 // load (withRun|withEffects).
 func checkRecord(ctx context.Context, rec *record, m *control.Machine, wf runner.Workflow, runID string) (*Report, *ReplayReport, error) {
 	defer rec.releaseKnown()
+	if p, err := rec.pruned(ctx); err != nil || p != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		rep := &Report{RunID: runID, State: rec.run.State, Outcome: rec.run.Outcome, Findings: []Finding{}, Pruned: p}
+		if wf == nil {
+			return rep, nil, nil
+		}
+		return rep, &ReplayReport{RunID: runID, Findings: []Finding{}, Pruned: true}, nil
+	}
 	rep, err := verifyRecord(ctx, rec, m, runID)
 	if err != nil || wf == nil {
 		return rep, nil, err
@@ -96,6 +119,16 @@ func checkRecord(ctx context.Context, rec *record, m *control.Machine, wf runner
 		return nil, nil, err
 	}
 	return rep, rp, nil
+}
+
+// Record verifies a run's record read elsewhere than from a store (an
+// archive: package archive) as Run verifies a stored one, and, with wf,
+// replays it as Check does. The record must hold the run's header and its
+// effects (attempts and the grants its intents name, as store.RunRecord
+// says); a grant an intent names that the record lacks is missing from
+// the ledger.
+func Record(ctx context.Context, m *control.Machine, wf runner.Workflow, r store.RunRecord) (*Report, *ReplayReport, error) {
+	return checkRecord(ctx, fromRunRecord(nil, r, withRun|withEffects), m, wf, r.Run.ID)
 }
 
 // Check verifies a run and replays it with wf, reading the run from the

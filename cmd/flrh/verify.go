@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/verify"
 )
@@ -30,9 +33,25 @@ any check fails.`,
 	vStore := addStoreFlag(vc)
 	vJSON := vc.Flags().Bool("json", false, "print the reports as JSON")
 	vAll := vc.Flags().Bool("all", false, "verify every run in the store")
-	vc.Args = runsArgs(vAll)
+	vArchives := vc.Flags().StringArray("archive", nil, "verify a run's archive (flrh store prune) instead of a stored run; with --store, also that the store's header and pruning name it (repeatable)")
+	vc.Args = func(cmd *cobra.Command, args []string) error {
+		if len(*vArchives) > 0 {
+			if *vAll || len(args) > 0 {
+				return usagef("give archives or runs, not both")
+			}
+			return nil
+		}
+		return runsArgs(vAll)(cmd, args)
+	}
 	vc.RunE = func(cmd *cobra.Command, args []string) error {
 		defer collectorTarget(checkGCPercent)()
+		if len(*vArchives) > 0 {
+			spec := ""
+			if cmd.Flags().Changed("store") {
+				spec = *vStore
+			}
+			return verifyArchives(cmd.Context(), cmd.OutOrStdout(), *vArchives, spec, *vJSON)
+		}
 		st, err := openStore(cmd.Context(), *vStore, true)
 		if err != nil {
 			return err
@@ -149,6 +168,10 @@ were created). Exit status 1 if anything differs.`,
 				reports = append(reports, replayJSON{RunID: rep.RunID, Identical: ok, Verify: ver, Replay: rep})
 				continue
 			}
+			if rep.Pruned {
+				fmt.Fprintf(out, "run %s: pruned — its record is no longer in the store; nothing replayed\n", rep.RunID)
+				continue
+			}
 			verdict := "identical"
 			if !ok {
 				verdict = "DIFFERS"
@@ -195,6 +218,15 @@ were created). Exit status 1 if anything differs.`,
 const checkGCPercent = 400
 
 func printVerify(w io.Writer, rep *verify.Report) {
+	if p := rep.Pruned; p != nil {
+		kept := "discarded"
+		if p.Archive != "" {
+			kept = "archived as " + p.Archive + " (check it with flrh verify --archive FILE)"
+		}
+		fmt.Fprintf(w, "run %s: pruned at %s — %s, outcome %s; its record was %s\n",
+			rep.RunID, p.At.Format(time.RFC3339), rep.State, rep.Outcome, kept)
+		return
+	}
 	verdict := "verified"
 	if !rep.OK() {
 		verdict = fmt.Sprintf("FAILED (%d findings)", len(rep.Findings))
@@ -248,4 +280,101 @@ func runIDs(ctx context.Context, st store.Store, args []string, all bool) ([]str
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// verifyArchives verifies each archive file as verify does a stored run,
+// and, with a store (spec not ""), that the store holds the run's header
+// at the archive's head hash and, if it pruned the run, names this
+// archive's digest.
+func verifyArchives(ctx context.Context, w io.Writer, files []string, spec string, asJSON bool) error {
+	var st store.Store
+	if spec != "" {
+		var err error
+		if st, err = openStore(ctx, spec, true); err != nil {
+			return err
+		}
+		defer st.Close()
+	}
+	out := bufio.NewWriter(w)
+	defer out.Flush()
+	reports := []*verify.Report{}
+	failed := false
+	for _, f := range files {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		a, err := archive.Decode(doc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		rep, _, err := verify.Record(ctx, nil, nil, a.Record)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if st != nil {
+			if err := checkArchiveBinding(ctx, st, rep, a, store.BodyDigest(doc)); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
+		failed = failed || !rep.OK()
+		if asJSON {
+			reports = append(reports, rep)
+		} else {
+			printVerify(out, rep)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// checkArchiveBinding adds to rep what ties the archive (its document's
+// digest) to the store's run, or fails to.
+func checkArchiveBinding(ctx context.Context, st store.Store, rep *verify.Report, a *archive.Archive, digest string) error {
+	const check = "archive-binding"
+	id := a.Record.Run.ID
+	run, err := st.Run(ctx, id)
+	switch {
+	case store.CodeOf(err) == store.CodeNotFound:
+		rep.Findings = append(rep.Findings, verify.Finding{Check: check, Where: "run " + id, Detail: "the store holds no such run"})
+		return nil
+	case err != nil:
+		return err
+	}
+	if run.HeadHash != a.Record.Run.HeadHash {
+		rep.Findings = append(rep.Findings, verify.Finding{Check: check, Where: "run " + id,
+			Detail: fmt.Sprintf("the store's run is at head hash %s, the archive's %s", run.HeadHash, a.Record.Run.HeadHash)})
+	}
+	pr, ok := store.PrunerOf(st)
+	if !ok {
+		return nil
+	}
+	switch p, err := pr.Pruning(ctx, id); {
+	case store.CodeOf(err) == store.CodeNotFound:
+	case err != nil:
+		return err
+	case p.Archive != digest:
+		kept := "discarded its record"
+		if p.Archive != "" {
+			kept = "names archive " + p.Archive
+		}
+		rep.Findings = append(rep.Findings, verify.Finding{Check: check, Where: "run " + id,
+			Detail: fmt.Sprintf("the store's pruning %s, not this one (%s)", kept, digest)})
+	case p.Kept != a.Counts():
+		rep.Findings = append(rep.Findings, verify.Finding{Check: check, Where: "run " + id,
+			Detail: fmt.Sprintf("the store pruned %+v, the archive holds %+v", p.Kept, a.Counts())})
+	}
+	return nil
 }

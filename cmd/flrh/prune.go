@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/archive"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// archiveSuffix ends the name of an archive file; the name before it is
+// the run id, escaped as a URL path segment (so a run id is never a path).
+const archiveSuffix = ".flrh-archive.json"
+
+func init() {
+	prune := &cobra.Command{Use: "prune --ended-before AGE|TIME (--archive DIR | --discard)",
+		Short: "Archive the records of runs that ended long ago, then remove them from the store",
+		Long: `prune takes the runs that ended (and are not quarantined) before a time, and for
+each one, in the order the runs were created:
+  1. reads its whole record (events, checkpoint, intents, attempts, receipts,
+     grants, inbox and trace) and verifies it as flrh verify does;
+  2. writes it to DIR/RUN` + archiveSuffix + ` as one canonical document (written to a
+     temporary file, synced, renamed, the directory synced), and reads the file
+     back to check it holds exactly what was read;
+  3. removes the record from the store in one transaction, which refuses if
+     the run holds anything other than what was archived.
+The run's header stays: its id is never reused, and it is still listed and
+counted with its outcome; flrh verify reports it pruned, with its archive's
+digest. flrh verify --archive FILE checks an archive on its own, or against
+the store's header with --store.
+
+A run whose record fails verification, or whose archive file exists with
+other content, is left as it is and reported; prune then exits 1. --discard
+removes records without archiving them (still verified first). --dry-run
+reports what would be pruned and writes nothing.`,
+		Args: cobra.NoArgs}
+	pStore := addStoreFlag(prune)
+	pBefore := prune.Flags().String("ended-before", "", "prune runs that ended before this: an age (720h) or an RFC 3339 time")
+	pDir := prune.Flags().String("archive", "", "write each run's archive into this directory first")
+	pDiscard := prune.Flags().Bool("discard", false, "remove the records without archiving them")
+	pLimit := prune.Flags().Int("limit", 0, "prune at most this many runs (0: all that qualify)")
+	pDry := prune.Flags().Bool("dry-run", false, "report what would be pruned; write nothing")
+	pJSON := prune.Flags().Bool("json", false, "print JSON")
+	prune.RunE = func(cmd *cobra.Command, _ []string) error {
+		cutoff, err := endedBefore(*pBefore, time.Now())
+		switch {
+		case err != nil:
+			return err
+		case (*pDir == "") == !*pDiscard:
+			return usagef("give exactly one of --archive DIR and --discard")
+		case *pLimit < 0:
+			return usagef("--limit must not be negative")
+		}
+		st, err := openStore(cmd.Context(), *pStore, *pDry)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if *pDir != "" && !*pDry {
+			if err := os.MkdirAll(*pDir, 0o750); err != nil {
+				return err
+			}
+		}
+		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Cut: faultCut()})
+		out := cmd.OutOrStdout()
+		if *pJSON {
+			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
+				err = jerr
+			}
+		} else {
+			rep.print(out)
+		}
+		if err != nil {
+			return err
+		}
+		if len(rep.Skipped) > 0 {
+			return errChecksFailed
+		}
+		return nil
+	}
+	storeCmd.AddCommand(prune)
+}
+
+// endedBefore reads --ended-before: an age before now, or a time.
+func endedBefore(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, usagef("--ended-before is required (an age such as 720h, or an RFC 3339 time)")
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, usagef("--ended-before %s: an age must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, usagef("--ended-before %q is neither an age (720h) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+type pruneOptions struct {
+	Before time.Time // runs whose header was last written before this
+	Dir    string    // the archive directory; "" discards
+	Limit  int       // at most this many runs; 0 for all
+	DryRun bool
+	// Cut, when not nil, is called at prune's cut points for the crash
+	// tests (faultCut): "prune-archive-temp" once a run's archive is in
+	// its temporary file, "prune-archive-written" once it is durable under
+	// its name and the store has not yet removed the record.
+	Cut func(point string)
+}
+
+func (o pruneOptions) cut(point string) {
+	if o.Cut != nil {
+		o.Cut(point)
+	}
+}
+
+// pruneReport is what prune did, run by run.
+type pruneReport struct {
+	DryRun  bool         `json:"dry_run"`
+	Pruned  []prunedRun  `json:"pruned"`
+	Skipped []skippedRun `json:"skipped"`
+	Kept    store.RecordCounts `json:"records"`
+}
+
+type prunedRun struct {
+	RunID   string             `json:"run_id"`
+	Outcome string             `json:"outcome"`
+	File    string             `json:"file,omitempty"`
+	Archive string             `json:"archive,omitempty"` // the document's digest
+	Bytes   int                `json:"bytes"`
+	Kept    store.RecordCounts `json:"records"`
+}
+
+type skippedRun struct {
+	RunID  string `json:"run_id"`
+	Reason string `json:"reason"`
+}
+
+func (r *pruneReport) print(w io.Writer) {
+	verb, archived, discarded := "pruned", "archived to", "discarded"
+	if r.DryRun {
+		verb, archived, discarded = "would prune", "to be archived to", "to be discarded"
+	}
+	for _, p := range r.Pruned {
+		where := discarded
+		if p.File != "" {
+			where = fmt.Sprintf("%s %s (%s, %d bytes)", archived, p.File, p.Archive, p.Bytes)
+		}
+		fmt.Fprintf(w, "%s %s (%s): %d events, %d intents, %d receipts, %d trace records; %s\n",
+			verb, p.RunID, p.Outcome, p.Kept.Events, p.Kept.Intents, p.Kept.Receipts, p.Kept.Trace, where)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "left %s: %s\n", s.RunID, s.Reason)
+	}
+	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d\n",
+		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped))
+}
+
+// pruneRuns prunes the runs that qualify, as prune's help says.
+func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport, error) {
+	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}}
+	pr, ok := store.PrunerOf(st)
+	if !ok {
+		return rep, fmt.Errorf("this store cannot prune runs")
+	}
+	after := ""
+	for {
+		runs, err := st.Runs(ctx, after, 500)
+		if err != nil || len(runs) == 0 {
+			return rep, err
+		}
+		after = runs[len(runs)-1].ID
+		for _, r := range runs {
+			if o.Limit > 0 && len(rep.Pruned) >= o.Limit {
+				return rep, nil
+			}
+			if r.Outcome == "" || r.Quarantine != "" || !r.UpdatedAt.Before(o.Before) {
+				continue
+			}
+			switch _, err := pr.Pruning(ctx, r.ID); {
+			case err == nil:
+				continue // pruned before
+			case store.CodeOf(err) != store.CodeNotFound:
+				return rep, err
+			}
+			p, reason, err := pruneRun(ctx, st, pr, r.ID, o)
+			switch {
+			case err != nil:
+				return rep, fmt.Errorf("run %s: %w", r.ID, err)
+			case reason != "":
+				rep.Skipped = append(rep.Skipped, skippedRun{RunID: r.ID, Reason: reason})
+			default:
+				rep.Pruned = append(rep.Pruned, p)
+				k := &rep.Kept
+				k.Events += p.Kept.Events
+				k.Intents += p.Kept.Intents
+				k.Attempts += p.Kept.Attempts
+				k.Receipts += p.Kept.Receipts
+				k.Grants += p.Kept.Grants
+				k.Inbox += p.Kept.Inbox
+				k.Trace += p.Kept.Trace
+			}
+		}
+	}
+}
+
+// pruneRun archives and prunes one run. A reason is why the run was left
+// as it is; an error stops prune (the store or the disk failed).
+func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) (p prunedRun, reason string, err error) {
+	a, err := archive.Read(ctx, st, runID)
+	if err != nil {
+		return p, "", err
+	}
+	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
+	if err != nil {
+		return p, "", err
+	}
+	if !rep.OK() {
+		f := rep.Findings[0]
+		return p, fmt.Sprintf("its record fails verification (%d findings; first: %s at %s: %s)", len(rep.Findings), f.Check, f.Where, f.Detail), nil
+	}
+	doc, err := archive.Encode(a)
+	if err != nil {
+		return p, "", err
+	}
+	p = prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts()}
+	if o.Dir != "" {
+		p.Archive = store.BodyDigest(doc)
+		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)
+	}
+	if o.DryRun {
+		return p, "", nil
+	}
+	if p.File != "" {
+		if why, err := writeArchive(p.File, doc, o.cut); err != nil || why != "" {
+			return p, why, err
+		}
+		o.cut("prune-archive-written")
+	}
+	err = pr.Prune(ctx, a.Pruning(p.Archive))
+	if c := store.CodeOf(err); c == store.CodeHeadMismatch || c == store.CodeInvalidTransition {
+		// The run changed since it was read, or was pruned meanwhile: the
+		// archive written is left for the next prune to find the same.
+		return p, fmt.Sprintf("the store refused: %v", err), nil
+	}
+	return p, "", err
+}
+
+// writeArchive writes doc to path durably: a temporary file in the same
+// directory, synced, renamed over path, and the directory synced. An
+// existing file with the same bytes (from a prune interrupted before the
+// store removed the record) is kept; one with other bytes is never
+// overwritten, and the reason says so. The file is read back and decoded
+// to check it holds what was written.
+func writeArchive(path string, doc []byte, cut func(string)) (reason string, err error) {
+	switch old, err := os.ReadFile(path); {
+	case err == nil && bytes.Equal(old, doc):
+		return "", nil
+	case err == nil:
+		return fmt.Sprintf("%s exists with other content", path), nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".prune-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	if _, err := f.Write(doc); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	cut("prune-archive-temp")
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
+	}
+	if err := syncDir(dir); err != nil {
+		return "", err
+	}
+	back, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Equal(back, doc) {
+		return "", fmt.Errorf("%s reads back other bytes than were written", path)
+	}
+	if _, err := archive.Decode(back); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return "", nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/internal/refundruns"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+func TestPruneSQLite(t *testing.T) {
+	testPruneCommand(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"))
+}
+
+func TestPrunePostgres(t *testing.T) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to run the PostgreSQL prune test")
+	}
+	_, spec := freshSchema(t, dsn, "flrh_prune_")
+	testPruneCommand(t, spec)
+}
+
+// testPruneCommand drives flrh store prune through the binary against a
+// store holding runs a real runner wrote: what qualifies, a dry run, a
+// discarded record, an archive file in the way, a record that fails
+// verification, a process killed with SIGKILL between the archive and the
+// removal (and at the archive's temporary file), and the archives checked
+// on their own and against the store, tampered with or not.
+func testPruneCommand(t *testing.T, spec string) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := refundruns.Record(t, st, "", true, 800)
+	ended := map[string]bool{}
+	for _, id := range ids {
+		r, err := st.Run(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended[id] = r.Outcome != ""
+	}
+	st.Close()
+	if !ended["small"] || !ended["large"] || ended["agent-0"] {
+		t.Fatalf("runs ended: %v; want small and large only", ended)
+	}
+	dir := filepath.Join(t.TempDir(), "archive")
+	cli := func(env []string, args ...string) (string, int) {
+		t.Helper()
+		out, err := flrh(bin, env, append(args, "--store", spec)...)
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return out, 0
+		case errors.As(err, &ee):
+			return out, ee.ExitCode()
+		}
+		t.Fatalf("flrh %v: %v", args, err)
+		return "", 0
+	}
+	prune := func(args ...string) (pruneReport, string, int) {
+		t.Helper()
+		out, code := cli(nil, append([]string{"store", "prune", "--json"}, args...)...)
+		var rep pruneReport
+		if code <= 1 {
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("prune %v: exit %d, output %q: %v", args, code, out, err)
+			}
+		}
+		return rep, out, code
+	}
+	verifyAll := func() map[string]string {
+		t.Helper()
+		out, code := cli(nil, "verify", "--all")
+		if code != 0 {
+			t.Fatalf("verify --all: exit %d\n%s", code, out)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			id, rest, _ := strings.Cut(strings.TrimPrefix(line, "run "), ": ")
+			got[id], _, _ = strings.Cut(rest, " ")
+		}
+		return got
+	}
+	names := func(rs []prunedRun) (s []string) {
+		for _, r := range rs {
+			s = append(s, r.RunID)
+		}
+		return s
+	}
+
+	// Bad flags change nothing and say why.
+	for _, args := range [][]string{
+		{"store", "prune", "--archive", dir},
+		{"store", "prune", "--ended-before", "0s"},
+		{"store", "prune", "--ended-before", "0s", "--archive", dir, "--discard"},
+		{"store", "prune", "--ended-before", "tomorrow", "--archive", dir},
+		{"store", "prune", "--ended-before", "-1h", "--archive", dir},
+		{"store", "prune", "--ended-before", "0s", "--archive", dir, "--limit", "-1"},
+	} {
+		if out, code := cli(nil, args...); code != exitUsage {
+			t.Fatalf("%v: exit %d, want %d\n%s", args, code, exitUsage, out)
+		}
+	}
+	// Runs that ended a moment ago are not older than an hour.
+	if rep, out, code := prune("--ended-before", "1h", "--archive", dir); code != 0 || len(rep.Pruned)+len(rep.Skipped) != 0 {
+		t.Fatalf("an hour: exit %d\n%s", code, out)
+	}
+	// A dry run names the ended runs and writes nothing.
+	if rep, out, code := prune("--ended-before", "0s", "--archive", dir, "--dry-run"); code != 0 || strings.Join(names(rep.Pruned), ",") != "small,large" ||
+		rep.Pruned[0].Archive == "" || !rep.DryRun {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Fatalf("a dry run wrote %d files", len(files))
+	}
+	if got := verifyAll(); got["small"] != "verified" || got["large"] != "verified" {
+		t.Fatalf("after a dry run: %v", got)
+	}
+
+	// A record that fails verification is never pruned: large's attempt
+	// generations are changed behind the store's back, and then put back.
+	// small is discarded meanwhile.
+	rawExec(t, spec, `UPDATE attempts SET generation = generation + 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'large')`)
+	if rep, out, code := prune("--ended-before", "0s", "--discard"); code != 1 || strings.Join(names(rep.Pruned), ",") != "small" ||
+		rep.Pruned[0].Archive != "" || rep.Pruned[0].Kept.Events == 0 || len(rep.Skipped) != 1 || rep.Skipped[0].RunID != "large" ||
+		!strings.Contains(rep.Skipped[0].Reason, "fails verification") {
+		t.Fatalf("discard with large corrupt: exit %d\n%s", code, out)
+	}
+	rawExec(t, spec, `UPDATE attempts SET generation = generation - 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'large')`)
+	if got := verifyAll(); got["small"] != "pruned" || got["large"] != "verified" || got["agent-0"] != "verified" {
+		t.Fatalf("after discarding small: %v", got)
+	}
+
+	// An archive file in the way, with other content: the run is left.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large"+archiveSuffix)
+	if err := os.WriteFile(large, []byte("another archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 1 || len(rep.Pruned) != 0 || len(rep.Skipped) != 1 ||
+		!strings.Contains(rep.Skipped[0].Reason, "exists with other content") {
+		t.Fatalf("a file in the way: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(large); string(b) != "another archive" {
+		t.Fatalf("prune overwrote a file: %q", b)
+	}
+	os.Remove(large)
+
+	// Killed with the archive in its temporary file, and again with it
+	// durable but the record not yet removed: the run is left as it was,
+	// and the next prune finishes the work with the same archive.
+	for _, point := range []string{"prune-archive-temp", "prune-archive-written"} {
+		out, code := cli([]string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + point}, "store", "prune", "--ended-before", "0s", "--archive", dir)
+		if code != -1 || !strings.Contains(out, "SIGKILL at "+point) {
+			t.Fatalf("prune killed at %s: exit %d\n%s", point, code, out)
+		}
+		if got := verifyAll(); got["large"] != "verified" {
+			t.Fatalf("after a kill at %s: %v", point, got)
+		}
+	}
+	written, err := os.ReadFile(large)
+	if err != nil {
+		t.Fatalf("the archive made before the kill: %v", err)
+	}
+	rep, out, code := prune("--ended-before", "0s", "--archive", dir)
+	if code != 0 || strings.Join(names(rep.Pruned), ",") != "large" || rep.Pruned[0].File != large {
+		t.Fatalf("prune after the kills: exit %d\n%s", code, out)
+	}
+	if again, _ := os.ReadFile(large); !bytes.Equal(again, written) || store.BodyDigest(again) != rep.Pruned[0].Archive {
+		t.Fatal("the archive changed, or its digest is not the one recorded")
+	}
+	if got := verifyAll(); got["small"] != "pruned" || got["large"] != "pruned" || got["agent-0"] != "verified" {
+		t.Fatalf("after pruning: %v", got)
+	}
+	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 0 || len(rep.Pruned)+len(rep.Skipped) != 0 {
+		t.Fatalf("a second prune: exit %d\n%s", code, out)
+	}
+
+	// The archive verifies on its own and against the store.
+	for _, args := range [][]string{{"verify", "--archive", large}, {"verify", "--archive", large, "--store", spec}} {
+		out, err := flrh(bin, nil, args...)
+		if err != nil || !strings.Contains(out, "run large: verified") {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	// A byte changed in an event: the archive fails on its own, and its
+	// digest is no longer the one the store's pruning names.
+	tampered := filepath.Join(t.TempDir(), "large"+archiveSuffix)
+	i := bytes.Index(written, []byte(`"amount":500`))
+	if i < 0 {
+		t.Fatalf("no amount in the archive:\n%s", written)
+	}
+	changed := bytes.Clone(written)
+	changed[i+len(`"amount":`)] = '6'
+	if err := os.WriteFile(tampered, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = flrh(bin, nil, "verify", "--archive", tampered)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "FAILED") || strings.Contains(out, "archive-binding") {
+		t.Fatalf("a tampered archive alone: %v\n%s", err, out)
+	}
+	out, code = cli(nil, "verify", "--archive", tampered, "--json")
+	if code != 1 || !strings.Contains(out, "archive-binding") || !strings.Contains(out, "names archive "+rep.Pruned[0].Archive) {
+		t.Fatalf("a tampered archive against the store: exit %d\n%s", code, out)
+	}
+}
+
+// rawExec runs query on the store spec names, behind the store's back.
+func rawExec(t *testing.T, spec, query string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	switch s := st.(type) {
+	case *sqlite.Store:
+		_, err = s.DB().ExecContext(ctx, query)
+	case *postgres.Store:
+		_, err = s.Pool().Exec(ctx, query)
+	default:
+		t.Fatalf("store %T", st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}

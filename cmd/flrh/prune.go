@@ -130,9 +130,9 @@ func (o pruneOptions) cut(point string) {
 
 // pruneReport is what prune did, run by run.
 type pruneReport struct {
-	DryRun  bool         `json:"dry_run"`
-	Pruned  []prunedRun  `json:"pruned"`
-	Skipped []skippedRun `json:"skipped"`
+	DryRun  bool               `json:"dry_run"`
+	Pruned  []prunedRun        `json:"pruned"`
+	Skipped []skippedRun       `json:"skipped"`
 	Kept    store.RecordCounts `json:"records"`
 }
 

@@ -43,7 +43,7 @@ func testPruneCommand(t *testing.T, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := refundruns.Record(t, st, "", true, 800)
+	ids := refundruns.Record(t, st, "", true, 800, 30)
 	ended := map[string]bool{}
 	for _, id := range ids {
 		r, err := st.Run(ctx, id)
@@ -53,8 +53,8 @@ func testPruneCommand(t *testing.T, spec string) {
 		ended[id] = r.Outcome != ""
 	}
 	st.Close()
-	if !ended["small"] || !ended["large"] || ended["agent-0"] {
-		t.Fatalf("runs ended: %v; want small and large only", ended)
+	if !ended["small"] || !ended["large"] || ended["agent-0"] || !ended["agent-1"] {
+		t.Fatalf("runs ended: %v; want all but agent-0", ended)
 	}
 	dir := filepath.Join(t.TempDir(), "archive")
 	cli := func(env []string, args ...string) (string, int) {
@@ -119,7 +119,7 @@ func testPruneCommand(t *testing.T, spec string) {
 		t.Fatalf("an hour: exit %d\n%s", code, out)
 	}
 	// A dry run names the ended runs and writes nothing.
-	if rep, out, code := prune("--ended-before", "0s", "--archive", dir, "--dry-run"); code != 0 || strings.Join(names(rep.Pruned), ",") != "small,large" ||
+	if rep, out, code := prune("--ended-before", "0s", "--archive", dir, "--dry-run"); code != 0 || strings.Join(names(rep.Pruned), ",") != "small,large,agent-1" ||
 		rep.Pruned[0].Archive == "" || !rep.DryRun {
 		t.Fatalf("dry run: exit %d\n%s", code, out)
 	}
@@ -130,36 +130,38 @@ func testPruneCommand(t *testing.T, spec string) {
 		t.Fatalf("after a dry run: %v", got)
 	}
 
-	// A record that fails verification is never pruned: large's attempt
+	// A record that fails verification is never pruned: small's attempt
 	// generations are changed behind the store's back, and then put back.
-	// small is discarded meanwhile.
-	rawExec(t, spec, `UPDATE attempts SET generation = generation + 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'large')`)
-	if rep, out, code := prune("--ended-before", "0s", "--discard"); code != 1 || strings.Join(names(rep.Pruned), ",") != "small" ||
-		rep.Pruned[0].Archive != "" || rep.Pruned[0].Kept.Events == 0 || len(rep.Skipped) != 1 || rep.Skipped[0].RunID != "large" ||
+	// large is discarded meanwhile, and the limit stops prune there.
+	corrupt := `UPDATE attempts SET generation = generation + 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'small')`
+	rawExec(t, spec, corrupt)
+	if rep, out, code := prune("--ended-before", "0s", "--discard", "--limit", "1"); code != 1 || strings.Join(names(rep.Pruned), ",") != "large" ||
+		rep.Pruned[0].Archive != "" || rep.Pruned[0].Kept.Events == 0 || len(rep.Skipped) != 1 || rep.Skipped[0].RunID != "small" ||
 		!strings.Contains(rep.Skipped[0].Reason, "fails verification") {
-		t.Fatalf("discard with large corrupt: exit %d\n%s", code, out)
+		t.Fatalf("discard with small corrupt: exit %d\n%s", code, out)
 	}
-	rawExec(t, spec, `UPDATE attempts SET generation = generation - 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'large')`)
-	if got := verifyAll(); got["small"] != "pruned" || got["large"] != "verified" || got["agent-0"] != "verified" {
-		t.Fatalf("after discarding small: %v", got)
+	rawExec(t, spec, strings.Replace(corrupt, "+ 100", "- 100", 1))
+	if got := verifyAll(); got["small"] != "verified" || got["large"] != "pruned" || got["agent-1"] != "verified" {
+		t.Fatalf("after discarding large: %v", got)
 	}
 
-	// An archive file in the way, with other content: the run is left.
+	// An archive file in the way, with other content: the run is left,
+	// the next one archived.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	large := filepath.Join(dir, "large"+archiveSuffix)
-	if err := os.WriteFile(large, []byte("another archive"), 0o644); err != nil {
+	small, agent := filepath.Join(dir, "small"+archiveSuffix), filepath.Join(dir, "agent-1"+archiveSuffix)
+	if err := os.WriteFile(small, []byte("another archive"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 1 || len(rep.Pruned) != 0 || len(rep.Skipped) != 1 ||
-		!strings.Contains(rep.Skipped[0].Reason, "exists with other content") {
+	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 1 || strings.Join(names(rep.Pruned), ",") != "agent-1" ||
+		rep.Pruned[0].File != agent || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "exists with other content") {
 		t.Fatalf("a file in the way: exit %d\n%s", code, out)
 	}
-	if b, _ := os.ReadFile(large); string(b) != "another archive" {
+	if b, _ := os.ReadFile(small); string(b) != "another archive" {
 		t.Fatalf("prune overwrote a file: %q", b)
 	}
-	os.Remove(large)
+	os.Remove(small)
 
 	// Killed with the archive in its temporary file, and again with it
 	// durable but the record not yet removed: the run is left as it was,
@@ -169,39 +171,50 @@ func testPruneCommand(t *testing.T, spec string) {
 		if code != -1 || !strings.Contains(out, "SIGKILL at "+point) {
 			t.Fatalf("prune killed at %s: exit %d\n%s", point, code, out)
 		}
-		if got := verifyAll(); got["large"] != "verified" {
+		if got := verifyAll(); got["small"] != "verified" {
 			t.Fatalf("after a kill at %s: %v", point, got)
 		}
 	}
-	written, err := os.ReadFile(large)
+	written, err := os.ReadFile(small)
 	if err != nil {
 		t.Fatalf("the archive made before the kill: %v", err)
 	}
 	rep, out, code := prune("--ended-before", "0s", "--archive", dir)
-	if code != 0 || strings.Join(names(rep.Pruned), ",") != "large" || rep.Pruned[0].File != large {
+	if code != 0 || strings.Join(names(rep.Pruned), ",") != "small" || rep.Pruned[0].File != small {
 		t.Fatalf("prune after the kills: exit %d\n%s", code, out)
 	}
-	if again, _ := os.ReadFile(large); !bytes.Equal(again, written) || store.BodyDigest(again) != rep.Pruned[0].Archive {
+	if again, _ := os.ReadFile(small); !bytes.Equal(again, written) || store.BodyDigest(again) != rep.Pruned[0].Archive {
 		t.Fatal("the archive changed, or its digest is not the one recorded")
 	}
-	if got := verifyAll(); got["small"] != "pruned" || got["large"] != "pruned" || got["agent-0"] != "verified" {
+	if got := verifyAll(); got["small"] != "pruned" || got["large"] != "pruned" || got["agent-1"] != "pruned" || got["agent-0"] != "verified" {
 		t.Fatalf("after pruning: %v", got)
 	}
 	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 0 || len(rep.Pruned)+len(rep.Skipped) != 0 {
 		t.Fatalf("a second prune: exit %d\n%s", code, out)
 	}
 
-	// The archive verifies on its own and against the store.
-	for _, args := range [][]string{{"verify", "--archive", large}, {"verify", "--archive", large, "--store", spec}} {
+	// The archives verify on their own and against the store.
+	for _, args := range [][]string{{"verify", "--archive", small, "--archive", agent}, {"verify", "--archive", small, "--archive", agent, "--store", spec}} {
 		out, err := flrh(bin, nil, args...)
-		if err != nil || !strings.Contains(out, "run large: verified") {
+		if err != nil || !strings.Contains(out, "run small: verified") || !strings.Contains(out, "run agent-1: verified") {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 	}
+	// A bundle run's archive replays as the stored run did; the store's
+	// replay reports the run pruned.
+	if out, err := flrh(bin, nil, "replay", "--archive", agent); err != nil || !strings.Contains(out, "run agent-1: identical") {
+		t.Fatalf("replay --archive: %v\n%s", err, out)
+	}
+	if out, code := cli(nil, "replay", "agent-1", "agent-0"); code != 0 || !strings.Contains(out, "run agent-1: pruned") || !strings.Contains(out, "run agent-0: identical") {
+		t.Fatalf("replay after pruning: exit %d\n%s", code, out)
+	}
+	if out, code := cli(nil, "replay", "--all", "--archive", agent); code != exitUsage {
+		t.Fatalf("replay with both runs and archives: exit %d\n%s", code, out)
+	}
 	// A byte changed in an event: the archive fails on its own, and its
 	// digest is no longer the one the store's pruning names.
-	tampered := filepath.Join(t.TempDir(), "large"+archiveSuffix)
-	i := bytes.Index(written, []byte(`"amount":500`))
+	tampered := filepath.Join(t.TempDir(), "small"+archiveSuffix)
+	i := bytes.Index(written, []byte(`"amount":5`))
 	if i < 0 {
 		t.Fatalf("no amount in the archive:\n%s", written)
 	}

@@ -216,24 +216,32 @@ func (c *catalog) first(id, version string) (candidate, bool) {
 	return candidate{}, false
 }
 
+// checkpointDigest is the workflow digest a checkpoint's body records, ""
+// if it records none.
+func checkpointDigest(body []byte) string {
+	var cp struct {
+		WorkflowDigest string `json:"workflow_digest"`
+	}
+	if json.Unmarshal(body, &cp) != nil {
+		return ""
+	}
+	return cp.WorkflowDigest
+}
+
 // forRun returns the candidate a recorded run needs: its id and version,
 // and, among several, the one whose digest the run recorded when it was
 // created (or, for a run from a store that did not record it, the one its
-// checkpoint records). When exact is set and the run names a definition,
+// checkpoint records; st nil: a run read from an archive, whose
+// digest the caller took from its checkpoint). When exact is set and the run names a definition,
 // only that one will do: a runner holding another leaves the run alone.
 func (c *catalog) forRun(ctx context.Context, st store.Store, run store.Run, exact bool) (candidate, bool) {
 	digest := run.WorkflowDigest
 	var cpErr error
-	if digest == "" {
+	if digest == "" && st != nil {
 		var cp store.Checkpoint
 		cp, cpErr = st.Checkpoint(ctx, run.ID)
 		if cpErr == nil {
-			var body struct {
-				WorkflowDigest string `json:"workflow_digest"`
-			}
-			if json.Unmarshal(cp.Body, &body) == nil {
-				digest = body.WorkflowDigest
-			}
+			digest = checkpointDigest(cp.Body)
 		}
 	}
 	if digest != "" {

@@ -113,10 +113,29 @@ were created). Exit status 1 if anything differs.`,
 	rWorkflows := addWorkflowsFlag(rc)
 	rAll := rc.Flags().Bool("all", false, "replay every run in the store")
 	rJSON := rc.Flags().Bool("json", false, "print the reports as JSON")
-	rc.Args = runsArgs(rAll)
+	rArchives := rc.Flags().StringArray("archive", nil, "replay a run's archive (flrh store prune) instead of a stored run (repeatable)")
+	rc.Args = func(cmd *cobra.Command, args []string) error {
+		if len(*rArchives) > 0 {
+			if *rAll || len(args) > 0 {
+				return usagef("give archives or runs, not both")
+			}
+			return nil
+		}
+		return runsArgs(rAll)(cmd, args)
+	}
 	rc.RunE = func(cmd *cobra.Command, args []string) error {
 		defer collectorTarget(checkGCPercent)()
 		ctx := cmd.Context()
+		c, err := loadCatalog(*rWorkflows, len(*rWorkflows) > 0, "")
+		if err != nil {
+			return err
+		}
+		var results []verify.Checked
+		var resolveErr error
+		if len(*rArchives) > 0 {
+			results, resolveErr, err = replayArchives(ctx, c, *rArchives)
+			return printReplays(cmd.OutOrStdout(), results, err, resolveErr, *rJSON)
+		}
 		st, err := openStore(ctx, *rStore, true)
 		if err != nil {
 			return err
@@ -126,14 +145,9 @@ were created). Exit status 1 if anything differs.`,
 		if err != nil {
 			return err
 		}
-		c, err := loadCatalog(*rWorkflows, len(*rWorkflows) > 0, "")
-		if err != nil {
-			return err
-		}
 		// Workflows are resolved first, in order; a run whose workflow is
 		// not loaded stops there, after the runs before it are reported.
 		var jobs []verify.Job
-		var resolveErr error
 		for i, id := range ids {
 			var run store.Run
 			if listed != nil {
@@ -149,59 +163,8 @@ were created). Exit status 1 if anything differs.`,
 			}
 			jobs = append(jobs, verify.Job{RunID: id, Workflow: cd.wf})
 		}
-		results, err := verify.CheckMany(ctx, st, nil, jobs)
-		out := bufio.NewWriter(cmd.OutOrStdout()) // as verify's
-		defer out.Flush()
-		failed := false
-		type replayJSON struct {
-			RunID     string               `json:"run_id"`
-			Identical bool                 `json:"identical"`
-			Verify    *verify.Report       `json:"verify"`
-			Replay    *verify.ReplayReport `json:"replay"`
-		}
-		reports := []replayJSON{}
-		for _, r := range results {
-			ver, rep := r.Report, r.Replay
-			ok := rep.OK() && ver.OK()
-			failed = failed || !ok
-			if *rJSON {
-				reports = append(reports, replayJSON{RunID: rep.RunID, Identical: ok, Verify: ver, Replay: rep})
-				continue
-			}
-			if rep.Pruned {
-				fmt.Fprintf(out, "run %s: pruned — its record is no longer in the store; nothing replayed\n", rep.RunID)
-				continue
-			}
-			verdict := "identical"
-			if !ok {
-				verdict = "DIFFERS"
-			}
-			fmt.Fprintf(out, "run %s: %s — %d inputs, %d effects, %d control records re-stepped; state %s\n",
-				rep.RunID, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
-			for _, f := range append(ver.Findings, rep.Findings...) {
-				fmt.Fprintf(out, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
-			}
-		}
-		if *rJSON && err == nil && resolveErr == nil {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(reports); err != nil {
-				return err
-			}
-			if err := out.Flush(); err != nil {
-				return err
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if resolveErr != nil {
-			return resolveErr
-		}
-		if failed {
-			return errChecksFailed
-		}
-		return nil
+		results, err = verify.CheckMany(ctx, st, nil, jobs)
+		return printReplays(cmd.OutOrStdout(), results, err, resolveErr, *rJSON)
 	}
 	rootCmd.AddCommand(rc)
 }
@@ -377,4 +340,91 @@ func checkArchiveBinding(ctx context.Context, st store.Store, rep *verify.Report
 			Detail: fmt.Sprintf("the store pruned %+v, the archive holds %+v", p.Kept, a.Counts())})
 	}
 	return nil
+}
+
+// printReplays prints replay's results (checking, then resolving, failed
+// with err and resolveErr after them) and says how replay exits.
+func printReplays(w io.Writer, results []verify.Checked, err, resolveErr error, asJSON bool) error {
+	out := bufio.NewWriter(w) // as verify's
+	defer out.Flush()
+	failed := false
+	type replayJSON struct {
+		RunID     string               `json:"run_id"`
+		Identical bool                 `json:"identical"`
+		Verify    *verify.Report       `json:"verify"`
+		Replay    *verify.ReplayReport `json:"replay"`
+	}
+	reports := []replayJSON{}
+	for _, r := range results {
+		ver, rep := r.Report, r.Replay
+		ok := rep.OK() && ver.OK()
+		failed = failed || !ok
+		if asJSON {
+			reports = append(reports, replayJSON{RunID: rep.RunID, Identical: ok, Verify: ver, Replay: rep})
+			continue
+		}
+		if rep.Pruned {
+			fmt.Fprintf(out, "run %s: pruned — its record is no longer in the store; nothing replayed\n", rep.RunID)
+			continue
+		}
+		verdict := "identical"
+		if !ok {
+			verdict = "DIFFERS"
+		}
+		fmt.Fprintf(out, "run %s: %s — %d inputs, %d effects, %d control records re-stepped; state %s\n",
+			rep.RunID, verdict, rep.Inputs, rep.Effects, ver.Controls, rep.State)
+		for _, f := range append(ver.Findings, rep.Findings...) {
+			fmt.Fprintf(out, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
+		}
+	}
+	if asJSON && err == nil && resolveErr == nil {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if resolveErr != nil {
+		return resolveErr
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// replayArchives replays each archive file with the workflow its run was
+// started with, as replay does a stored run; a run whose workflow is not
+// loaded stops there (resolveErr), after the archives before it.
+func replayArchives(ctx context.Context, c *catalog, files []string) (results []verify.Checked, resolveErr, err error) {
+	for _, f := range files {
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			return results, nil, err
+		}
+		a, err := archive.Decode(doc)
+		if err != nil {
+			return results, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		run := a.Record.Run
+		if run.WorkflowDigest == "" && a.Record.HasCheckpoint {
+			run.WorkflowDigest = checkpointDigest(a.Record.Checkpoint.Body)
+		}
+		cd, ok := c.forRun(ctx, nil, run, false)
+		if !ok {
+			return results, fmt.Errorf("%s: run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", f, run.ID, run.WorkflowID, run.WorkflowVersion), nil
+		}
+		rep, rp, err := verify.Record(ctx, nil, cd.wf, a.Record)
+		if err != nil {
+			return results, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		results = append(results, verify.Checked{Report: rep, Replay: rp})
+	}
+	return results, nil, nil
 }

@@ -24,6 +24,7 @@ const (
 	TypeInvalid          = "invalid"                // 422: well-formed but against the schema
 	TypeUnavailable      = "unavailable"            // 503: the store is busy or the server is full
 	TypeInternal         = "internal"               // 500
+	TypeGone             = "gone"                   // 410: the run was pruned; its record is in an archive
 )
 
 // Error is an API failure: an HTTP status, a type from the list above, a

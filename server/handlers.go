@@ -294,6 +294,16 @@ type RunPage struct {
 	// StatusError says why the run's checkpoint could not be read (its
 	// workflow is not loaded here, for one); the header is still shown.
 	StatusError string `json:"status_error,omitempty"`
+	// Pruned is set when the store pruned the run (store.Pruner): it keeps
+	// the header alone, and the lists are empty.
+	Pruned *PrunedView `json:"pruned,omitempty"`
+}
+
+// PrunedView is what the store recorded of a run's pruning.
+type PrunedView struct {
+	At       time.Time `json:"at"`
+	HeadHash string    `json:"head_hash"`
+	Archive  string    `json:"archive"` // the archive's digest; "" when the record was discarded
 }
 
 func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
@@ -306,6 +316,16 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 		View: st.View}
 	if err != nil {
 		page.StatusError = err.Error()
+	}
+	// A pruned run (ended, its record gone) says so, instead of why its
+	// checkpoint could not be read.
+	if pr, ok := store.PrunerOf(s.cfg.Store); ok && st.Run.Outcome != "" {
+		switch p, perr := pr.Pruning(ctx, id); {
+		case perr == nil:
+			page.Pruned, page.StatusError = &PrunedView{At: p.At.UTC(), HeadHash: p.HeadHash, Archive: p.Archive}, ""
+		case store.CodeOf(perr) != store.CodeNotFound:
+			return RunPage{}, perr
+		}
 	}
 	if page.Waiting == nil {
 		page.Waiting = []runner.ApprovalNeed{}
@@ -407,12 +427,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ Principal) err
 	if err != nil {
 		return err
 	}
-	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+	run, err := s.cfg.Store.Run(r.Context(), id)
+	if err != nil {
 		return err
 	}
 	evs, err := s.cfg.Store.Events(r.Context(), id, after)
 	if err != nil {
 		return err
+	}
+	if len(evs) == 0 && after < run.Head {
+		if err := s.refusePruned(r.Context(), run); err != nil {
+			return err
+		}
 	}
 	body := map[string]any{}
 	if len(evs) > int(limit) {
@@ -428,6 +454,24 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ Principal) err
 	return nil
 }
 
+// refusePruned answers 410 for a run the store pruned: what it is asked
+// for is in the run's archive, not here.
+func (s *Server) refusePruned(ctx context.Context, run store.Run) error {
+	pr, ok := store.PrunerOf(s.cfg.Store)
+	if !ok || run.Outcome == "" {
+		return nil
+	}
+	switch p, err := pr.Pruning(ctx, run.ID); {
+	case err == nil && p.Archive == "":
+		return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s and its record discarded", run.ID, p.At.UTC().Format(time.RFC3339))
+	case err == nil:
+		return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s; its record is in the archive whose digest is %s", run.ID, p.At.UTC().Format(time.RFC3339), p.Archive)
+	case store.CodeOf(err) != store.CodeNotFound:
+		return err
+	}
+	return nil
+}
+
 func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	id, err := runID(r)
 	if err != nil {
@@ -436,7 +480,9 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) erro
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
-	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+	if run, err := s.cfg.Store.Run(r.Context(), id); err != nil {
+		return err
+	} else if err := s.refusePruned(r.Context(), run); err != nil {
 		return err
 	}
 	tr, err := s.cfg.Store.Trace(r.Context(), id)

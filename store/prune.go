@@ -24,8 +24,16 @@ type Pruner interface {
 	// Prune removes, in one transaction, everything the store holds of
 	// the run but its header: events, checkpoints, intents with their
 	// outbox rows and attempts, receipts, grants, inbox entries and
-	// trace; and records p, with the store's clock reading as p.At. It
-	// refuses, changing nothing:
+	// trace; and records p, with the store's clock reading as p.At.
+	//
+	// Each intent's idempotency key stays taken, bound to its content
+	// digest: an intent of another run with the key is refused as before
+	// (CodeExists with the same content, CodeIdempotencyConflict with
+	// other), so that pruning never lets an effect be committed twice. A
+	// destination may forget a key; the store does not. The run's reads
+	// (Intents and the rest) return nothing.
+	//
+	// It refuses, changing nothing:
 	//   - CodeNotFound: no such run;
 	//   - CodeInvalidTransition: the run has not ended, is quarantined,
 	//     was pruned already, or has an intent whose outbox is not done

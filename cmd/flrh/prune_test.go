@@ -192,6 +192,16 @@ func testPruneCommand(t *testing.T, spec string) {
 	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 0 || len(rep.Pruned)+len(rep.Skipped) != 0 {
 		t.Fatalf("a second prune: exit %d\n%s", code, out)
 	}
+	// What reads a pruned run's record says where it went; show shows
+	// its header and that.
+	if out, code := cli(nil, "run", "show", "small", "--json"); code != 0 || !strings.Contains(out, `"archive": "`+rep.Pruned[0].Archive+`"`) {
+		t.Fatalf("run show of a pruned run: exit %d\n%s", code, out)
+	}
+	for _, verb := range []string{"events", "trace", "export"} {
+		if out, code := cli(nil, "run", verb, "large"); code != 1 || !strings.Contains(out, "run large was pruned") || !strings.Contains(out, "record discarded") {
+			t.Fatalf("run %s of a discarded run: exit %d\n%s", verb, code, out)
+		}
+	}
 
 	// The archives verify on their own and against the store.
 	for _, args := range [][]string{{"verify", "--archive", small, "--archive", agent}, {"verify", "--archive", small, "--archive", agent, "--store", spec}} {

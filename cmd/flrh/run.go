@@ -16,6 +16,7 @@ import (
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -97,8 +98,13 @@ func init() {
 			v.Run.LeaseOwner = run.Lease.Owner
 		}
 		var status runner.Status
+		if v.Pruned, err = pruningOf(cmd.Context(), st, run); err != nil {
+			return err
+		}
 		wf, ok, err := workflowFor(cmd.Context(), st, run, *sWorkflows)
 		switch {
+		case v.Pruned != nil:
+			// Its record is elsewhere: there is nothing here to inspect.
 		case err != nil:
 			return err
 		case !ok:
@@ -166,6 +172,9 @@ func init() {
 		if run.Quarantine != "" {
 			fmt.Fprintf(out, "  QUARANTINED: %s\n", run.Quarantine)
 		}
+		if p := v.Pruned; p != nil {
+			fmt.Fprintf(out, "  %s\n", prunedError{id: run.ID, p: p}.Error())
+		}
 		if v.Unread != "" {
 			fmt.Fprintf(out, "  what it waits for cannot be read: %s\n", v.Unread)
 		}
@@ -211,7 +220,7 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		if _, err := readRun(cmd.Context(), st, args[0]); err != nil {
+		if _, err := readHeldRun(cmd.Context(), st, args[0]); err != nil {
 			return err
 		}
 		evs, err := st.Events(cmd.Context(), args[0], 0)
@@ -264,7 +273,7 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		if _, err := readRun(cmd.Context(), st, args[0]); err != nil {
+		if _, err := readHeldRun(cmd.Context(), st, args[0]); err != nil {
 			return err
 		}
 		tr, err := st.Trace(cmd.Context(), args[0])
@@ -321,6 +330,9 @@ type runShow struct {
 	// Inbox counts the inputs the run holds unread: handed to it while it
 	// waited for something else, or left unread when it ended.
 	Inbox int `json:"inbox_pending"`
+	// Pruned is set when the store pruned the run: it holds its header
+	// alone, and the lists are empty.
+	Pruned *verify.Pruned `json:"pruned,omitempty"`
 	// Unread says why what the run waits for could not be read (its
 	// workflow is not loaded, say); the lists above are then empty.
 	Unread string `json:"unread,omitempty"`
@@ -348,6 +360,55 @@ func readRun(ctx context.Context, st store.Store, id string) (store.Run, error) 
 		return run, noRunError{id: id, err: err}
 	}
 	return run, err
+}
+
+// readHeldRun reads a run's header as readRun does, for a command that
+// reads the run's record: a run the store pruned is refused with a
+// prunedError, which says where its record went.
+func readHeldRun(ctx context.Context, st store.Store, id string) (store.Run, error) {
+	run, err := readRun(ctx, st, id)
+	if err != nil {
+		return run, err
+	}
+	p, err := pruningOf(ctx, st, run)
+	if err != nil {
+		return run, err
+	}
+	if p != nil {
+		return run, prunedError{id: id, p: p}
+	}
+	return run, nil
+}
+
+// pruningOf returns what the store recorded of run's pruning, nil when it
+// was not pruned (only an ended run can have been).
+func pruningOf(ctx context.Context, st store.Store, run store.Run) (*verify.Pruned, error) {
+	pr, ok := store.PrunerOf(st)
+	if !ok || run.Outcome == "" {
+		return nil, nil
+	}
+	switch p, err := pr.Pruning(ctx, run.ID); {
+	case store.CodeOf(err) == store.CodeNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	default:
+		return &verify.Pruned{At: p.At, HeadHash: p.HeadHash, Archive: p.Archive}, nil
+	}
+}
+
+// prunedError reports a run whose record the store no longer holds.
+type prunedError struct {
+	id string
+	p  *verify.Pruned
+}
+
+func (e prunedError) Error() string {
+	if e.p.Archive == "" {
+		return fmt.Sprintf("run %s was pruned at %s and its record discarded; the store keeps its header alone", e.id, e.p.At.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("run %s was pruned at %s; its record is in the archive whose digest is %s (read it with flrh verify --archive FILE or flrh replay --archive FILE)",
+		e.id, e.p.At.Format(time.RFC3339), e.p.Archive)
 }
 
 // noRunError reports a run id the store does not hold; it unwraps to the
@@ -446,7 +507,7 @@ type exportApproval struct {
 
 // exportRun reads a run's durable record from st.
 func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, error) {
-	run, err := readRun(ctx, st, runID)
+	run, err := readHeldRun(ctx, st, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ func Key(table string) string {
 		return "intent_order || '/' || n"
 	case "inbox":
 		return "run_id || '/' || seq"
+	case "pruned":
+		return "run_id"
 	}
 	return "rowid"
 }

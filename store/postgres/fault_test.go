@@ -404,6 +404,10 @@ func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
 		`DELETE FROM %s.events WHERE run_id = 'b'`, `DELETE FROM %s.intents WHERE run_id = 'b'`, `DELETE FROM %s.receipts WHERE run_id = 'b'`,
 		`DELETE FROM %s.trace WHERE run_id = 'b'`, `UPDATE %s.pruned SET archive = 'x'`, `DELETE FROM %s.pruned`, `TRUNCATE %s.pruned CASCADE`,
 		`DELETE FROM %s.runs WHERE run_id = 'a'`, `TRUNCATE %s.events`,
+		// A pruned run's intents are kept, stripped to their keys: never
+		// deleted, never changed again.
+		`DELETE FROM %s.intents WHERE run_id = 'a'`, `UPDATE %s.intents SET content_digest = 'x' WHERE run_id = 'a'`,
+		`UPDATE %s.intents SET body = ''::bytea, digest = '', approval_id = NULL WHERE run_id = 'b'`,
 	} {
 		q = fmt.Sprintf(q, s.Schema())
 		if _, err := adm.Exec(ctx, q); pgCode(err) != pgAppendOnly {

@@ -28,13 +28,14 @@ const pruneCounts = `SELECT
 	(SELECT count(*) FROM pruned WHERE run_id = $1)`
 
 // pruneDeletes remove a run's record, children before the rows they
-// name. The evidence tables' delete triggers let a row go only once
-// pruned names its run, which Prune inserts first.
+// name, and strip its intents to their keys (see store.Pruner). The
+// evidence tables' triggers let a row go, or an intent be stripped, only
+// once pruned names its run, which Prune inserts first.
 var pruneDeletes = []string{
 	`DELETE FROM attempts WHERE intent_id IN (` + runIntents + `)`,
 	`DELETE FROM outbox WHERE intent_id IN (` + runIntents + `)`,
 	`DELETE FROM receipts WHERE run_id = $1`,
-	`DELETE FROM intents WHERE run_id = $1`,
+	`UPDATE intents SET approval_id = NULL, body = ''::bytea, digest = '' WHERE run_id = $1`,
 	`DELETE FROM approvals WHERE run_id = $1`,
 	`DELETE FROM events WHERE run_id = $1`,
 	`DELETE FROM checkpoints WHERE run_id = $1`,

@@ -739,7 +739,11 @@ UPDATE runs SET due_at = 1 WHERE outcome = '';
 	// archived: pruned records each pruning (append-only itself), and the
 	// evidence tables' row triggers let a row be deleted only for a run
 	// it names, so history is still never rewritten, and never removed
-	// behind the store's back; UPDATE and TRUNCATE stay refused. The
+	// behind the store's back; UPDATE and TRUNCATE stay refused. An
+	// intent is never deleted: a pruned run's intents are stripped to
+	// their idempotency keys, each still bound to its content digest and
+	// held by the keys' unique index, so that no later intent reuses one
+	// (the one update its trigger lets through). The
 	// header is never deleted (runs keeps its triggers): it holds the
 	// run's id and head hash. The two indexes serve the deletion: a run's
 	// grants by run, and the foreign key check that no intent names a
@@ -779,6 +783,18 @@ BEGIN
 	RAISE EXCEPTION '%% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
 END
 $$$f$, current_schema());
+	EXECUTE format($f$
+CREATE OR REPLACE FUNCTION flrh_intent_stripped_if_pruned() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM %I.pruned p WHERE p.run_id = OLD.run_id)
+		AND (NEW.intent_id, NEW.run_id, NEW.seq, NEW.commit_order, NEW.effect_type, NEW.idempotency_key, NEW.content_digest, NEW.generation, NEW.recorded_at)
+			IS NOT DISTINCT FROM (OLD.intent_id, OLD.run_id, OLD.seq, OLD.commit_order, OLD.effect_type, OLD.idempotency_key, OLD.content_digest, OLD.generation, OLD.recorded_at)
+		AND NEW.approval_id IS NULL AND NEW.body = ''::bytea AND NEW.digest = '' THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION '%% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$$f$, current_schema());
 END
 $do$;
 DROP TRIGGER IF EXISTS events_append_only ON events;
@@ -786,16 +802,16 @@ DROP TRIGGER IF EXISTS events_deleted_if_pruned ON events;
 DROP TRIGGER IF EXISTS receipts_append_only ON receipts;
 DROP TRIGGER IF EXISTS receipts_deleted_if_pruned ON receipts;
 DROP TRIGGER IF EXISTS intents_append_only ON intents;
-DROP TRIGGER IF EXISTS intents_deleted_if_pruned ON intents;
+DROP TRIGGER IF EXISTS intents_stripped_if_pruned ON intents;
 DROP TRIGGER IF EXISTS trace_append_only ON trace;
 DROP TRIGGER IF EXISTS trace_deleted_if_pruned ON trace;
 CREATE TRIGGER events_append_only BEFORE UPDATE ON events FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER receipts_append_only BEFORE UPDATE ON receipts FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
-CREATE TRIGGER intents_append_only BEFORE UPDATE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
+CREATE TRIGGER intents_append_only BEFORE DELETE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER trace_append_only BEFORE UPDATE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_append_only();
 CREATE TRIGGER events_deleted_if_pruned BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
 CREATE TRIGGER receipts_deleted_if_pruned BEFORE DELETE ON receipts FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
-CREATE TRIGGER intents_deleted_if_pruned BEFORE DELETE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
+CREATE TRIGGER intents_stripped_if_pruned BEFORE UPDATE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_intent_stripped_if_pruned();
 CREATE TRIGGER trace_deleted_if_pruned BEFORE DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
 `},
 }

@@ -27,13 +27,15 @@ const pruneCounts = `SELECT
 	(SELECT count(*) FROM pruned WHERE run_id = ?1)`
 
 // pruneDeletes remove a run's record, children before the rows they
-// name. The triggers that keep the evidence tables append-only let a row
-// go only once pruned names its run, which Prune inserts first.
+// name, and strip its intents to their keys (see store.Pruner). The
+// triggers that keep the evidence tables append-only let a row go, or an
+// intent be stripped, only once pruned names its run, which Prune inserts
+// first.
 var pruneDeletes = []string{
 	`DELETE FROM attempts WHERE intent_order IN (` + runIntentOrders + `)`,
 	`DELETE FROM outbox WHERE intent_order IN (` + runIntentOrders + `)`,
 	`DELETE FROM receipts WHERE run_id = ?`,
-	`DELETE FROM intents WHERE run_id = ?`,
+	`UPDATE intents SET approval_id = NULL, body = x'', digest = '' WHERE run_id = ?`,
 	`DELETE FROM approvals WHERE run_id = ?`,
 	`DELETE FROM events WHERE run_id = ?`,
 	`DELETE FROM checkpoints WHERE run_id = ?`,

@@ -458,11 +458,14 @@ UPDATE runs SET due_at = 1 WHERE outcome = '';
 	// archived: pruned records each pruning, and the evidence tables'
 	// rows may be deleted only for a run it names, so history is still
 	// never rewritten, and never removed behind the store's back (the
-	// header stays, with its head hash). The two indexes serve the
-	// deletion: a run's grants by run, and the foreign key check that no
-	// intent names a grant being deleted (only intents that consumed a
-	// grant are in it, so a governed step without one writes nothing
-	// more).
+	// header stays, with its head hash). An intent is never deleted: a
+	// pruned run's intents are stripped to their idempotency keys, each
+	// still bound to its content digest and held by the keys' unique
+	// index, so that no later intent reuses one (the one update the
+	// trigger lets through). The two indexes serve the deletion: a run's
+	// grants by run, and the foreign key check that no intent names a
+	// grant being deleted (only intents that consumed a grant are in it,
+	// so a governed step without one writes nothing more).
 	`
 CREATE TABLE pruned (
 	run_id    TEXT PRIMARY KEY REFERENCES runs(run_id),
@@ -483,13 +486,17 @@ CREATE INDEX approvals_by_run ON approvals(run_id);
 CREATE INDEX intents_by_approval ON intents(approval_id) WHERE approval_id IS NOT NULL;
 DROP TRIGGER events_no_delete;
 DROP TRIGGER receipts_no_delete;
-DROP TRIGGER intents_no_delete;
+DROP TRIGGER intents_no_update;
 DROP TRIGGER trace_no_delete;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
 BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER receipts_no_delete BEFORE DELETE ON receipts WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
 BEGIN SELECT RAISE(ABORT, 'receipts are append-only'); END;
-CREATE TRIGGER intents_no_delete BEFORE DELETE ON intents WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+CREATE TRIGGER intents_no_update BEFORE UPDATE ON intents WHEN NOT (EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
+	AND NEW.commit_order IS OLD.commit_order AND NEW.intent_id IS OLD.intent_id AND NEW.run_id IS OLD.run_id AND NEW.seq IS OLD.seq
+	AND NEW.effect_type IS OLD.effect_type AND NEW.idempotency_key IS OLD.idempotency_key AND NEW.content_digest IS OLD.content_digest
+	AND NEW.generation IS OLD.generation AND NEW.recorded_at IS OLD.recorded_at
+	AND NEW.approval_id IS NULL AND NEW.body = x'' AND NEW.digest = '')
 BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
 BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;

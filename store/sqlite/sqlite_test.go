@@ -123,6 +123,10 @@ func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
 	for _, q := range []string{
 		`DELETE FROM events WHERE run_id = 'b'`, `DELETE FROM intents WHERE run_id = 'b'`, `DELETE FROM receipts WHERE run_id = 'b'`,
 		`DELETE FROM trace WHERE run_id = 'b'`, `UPDATE pruned SET archive = 'x'`, `DELETE FROM pruned`, `DELETE FROM runs WHERE run_id = 'a'`,
+		// A pruned run's intents are kept, stripped to their keys: never
+		// deleted, never changed again.
+		`DELETE FROM intents WHERE run_id = 'a'`, `UPDATE intents SET content_digest = 'x' WHERE run_id = 'a'`,
+		`UPDATE intents SET body = x'' , digest = '', approval_id = NULL WHERE run_id = 'b'`,
 	} {
 		if _, err := s.DB().Exec(q); err == nil {
 			t.Errorf("%s succeeded", q)

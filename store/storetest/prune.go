@@ -221,6 +221,13 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 			t.Fatalf("census after pruning: %+v", cs)
 		}
 	}
+	// Its intents' keys stay taken, each bound to its content.
+	newRun(t, s, "pr-again")
+	la, err := s.AcquireLease(ctx, "pr-again", "w", time.Hour)
+	must(t, err)
+	mustCode(t, s.Commit(ctx, la, store.Tick{Intents: []store.Intent{In("pr-again-i1", "pr-a-k1", "refund 10")}}), store.CodeExists)
+	mustCode(t, s.Commit(ctx, la, store.Tick{Intents: []store.Intent{In("pr-again-i2", "pr-a-k2", "refund 99")}}), store.CodeIdempotencyConflict)
+	must(t, s.Commit(ctx, la, store.Tick{Intents: []store.Intent{In("pr-again-i3", "pr-again-k3", "refund 10")}}))
 	// Once is all: the run was pruned.
 	mustCode(t, p.Prune(ctx, ok1), store.CodeInvalidTransition)
 	mustCode(t, p.Prune(ctx, store.Pruning{RunID: "pr-a", HeadHash: a.Run.HeadHash}), store.CodeInvalidTransition)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/internal/refundruns"
+)
+
+// BenchmarkPrune measures flrh store prune per run, on runs a real runner
+// wrote (FLRH_BENCH_PRUNE_RUNS runs of the refund-agent bundle, default
+// 100, each paying one refund on its own: 18 events, 1 intent and its
+// attempt and receipt, 2 inbox entries, 9 trace records): reading the
+// record, verifying it, encoding it, and then, with "archive", writing
+// the archive durably and reading it back, or with "discard" nothing;
+// then the store's removal, one transaction each. The runs are recorded
+// outside the timer for each iteration.
+func BenchmarkPrune(b *testing.B) {
+	n := 100
+	if v := os.Getenv("FLRH_BENCH_PRUNE_RUNS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	amounts := make([]int, n)
+	for i := range amounts {
+		amounts[i] = 30
+	}
+	backends := []struct{ name, dsn string }{{"sqlite", ""}}
+	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
+		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})
+	}
+	for _, be := range backends {
+		for _, way := range []string{"archive", "discard"} {
+			b.Run(be.name+"/"+way, func(b *testing.B) {
+				ctx := context.Background()
+				var runs, bytes int
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					spec := "sqlite:" + filepath.Join(b.TempDir(), "prune.db")
+					if be.dsn != "" {
+						_, spec = freshSchema(b, be.dsn, "flrh_bench_prune_")
+					}
+					st, err := openStore(ctx, spec, false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					refundruns.Record(b, st, "", false, amounts...)
+					dir := ""
+					if way == "archive" {
+						dir = b.TempDir()
+					}
+					b.StartTimer()
+					rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir})
+					b.StopTimer()
+					if err != nil || len(rep.Pruned) != n || len(rep.Skipped) != 0 {
+						b.Fatalf("pruned %d of %d runs, left %d: %v", len(rep.Pruned), n, len(rep.Skipped), err)
+					}
+					for _, p := range rep.Pruned {
+						runs++
+						bytes += p.Bytes
+					}
+					st.Close()
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(runs), "ms/run")
+				b.ReportMetric(float64(bytes)/float64(runs), "archive-bytes/run")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}

@@ -34,17 +34,25 @@ func errorf(where, format string, args ...any) *Error {
 // The document's members. A body is exactly one of Body (its bytes are
 // canonical JSON, embedded as they are) and Base64 (any other bytes).
 type (
+	// document's members are pointers so that Decode tells a member
+	// missing (nil) from one empty; Checkpoint is null for none.
 	document struct {
-		Kind       string      `json:"kind"`
-		Run        docRun      `json:"run"`
-		Events     []docEvent  `json:"events"`
-		Checkpoint *docCP      `json:"checkpoint"`
-		Intents    []docIntent `json:"intents"`
-		Attempts   []docAtt    `json:"attempts"`
-		Receipts   []docRcpt   `json:"receipts"`
-		Grants     []docGrant  `json:"grants"`
-		Inbox      []docIn     `json:"inbox"`
-		Trace      []docTrace  `json:"trace"`
+		Kind       string       `json:"kind"`
+		Run        *docRun      `json:"run"`
+		Events     *[]docEvent  `json:"events"`
+		Checkpoint optionalCP   `json:"checkpoint"`
+		Intents    *[]docIntent `json:"intents"`
+		Attempts   *[]docAtt    `json:"attempts"`
+		Receipts   *[]docRcpt   `json:"receipts"`
+		Grants     *[]docGrant  `json:"grants"`
+		Inbox      *[]docIn     `json:"inbox"`
+		Trace      *[]docTrace  `json:"trace"`
+	}
+	// optionalCP is the checkpoint member: null (CP nil) when the run has
+	// no checkpoint; present says Decode found the member.
+	optionalCP struct {
+		CP      *docCP
+		present bool
 	}
 	docBody struct {
 		Body   json.RawMessage `json:"body,omitempty"`
@@ -142,6 +150,17 @@ type (
 	}
 )
 
+func (o *optionalCP) UnmarshalJSON(b []byte) error {
+	o.present = true
+	if string(b) == "null" {
+		return nil
+	}
+	o.CP = &docCP{}
+	return json.Unmarshal(b, o.CP)
+}
+
+func (o optionalCP) MarshalJSON() ([]byte, error) { return json.Marshal(o.CP) }
+
 // bodyDepth is how deep a body is embedded in the document (the root
 // object, an array, the record's object): a body may nest at most
 // cjson.MaxDepth less that deep to be embedded as JSON.
@@ -214,35 +233,44 @@ func parseTime(where, s string) (time.Time, error) {
 // contents) or a record that is not one run's.
 func Encode(a *Archive) ([]byte, error) {
 	r := &a.Record
-	d := document{Kind: KindV1, Events: []docEvent{}, Intents: []docIntent{}, Attempts: []docAtt{}, Receipts: []docRcpt{},
-		Grants: []docGrant{}, Inbox: []docIn{}, Trace: []docTrace{}}
+	var (
+		events   = []docEvent{}
+		intents  = []docIntent{}
+		attempts = []docAtt{}
+		receipts = []docRcpt{}
+		grantsD  = []docGrant{}
+		inbox    = []docIn{}
+		trace    = []docTrace{}
+	)
+	d := document{Kind: KindV1, Events: &events, Intents: &intents, Attempts: &attempts, Receipts: &receipts,
+		Grants: &grantsD, Inbox: &inbox, Trace: &trace}
 	h := r.Run
 	if h.ID == "" {
 		return nil, errorf("", "the record has no run header")
 	}
-	d.Run = docRun{ID: h.ID, WorkflowID: h.WorkflowID, WorkflowVersion: h.WorkflowVersion, WorkflowDigest: h.WorkflowDigest,
+	d.Run = &docRun{ID: h.ID, WorkflowID: h.WorkflowID, WorkflowVersion: h.WorkflowVersion, WorkflowDigest: h.WorkflowDigest,
 		State: h.State, Outcome: h.Outcome, Head: h.Head, HeadHash: h.HeadHash, LeaseOwner: h.Lease.Owner,
 		LeaseGeneration: h.Lease.Generation, LeaseExpiresAt: timeText(h.Lease.ExpiresAt), Quarantine: h.Quarantine,
 		CreatedAt: timeText(h.CreatedAt), UpdatedAt: timeText(h.UpdatedAt), DueAt: timeText(h.DueAt)}
 	for _, e := range r.Events {
-		d.Events = append(d.Events, docEvent{Seq: e.Seq, Kind: e.Kind, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash,
+		events = append(events, docEvent{Seq: e.Seq, Kind: e.Kind, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash,
 			Generation: e.Generation, RecordedAt: timeText(e.RecordedAt), docBody: body(e.Body)})
 	}
 	if r.HasCheckpoint {
-		cp := r.Checkpoint
-		d.Checkpoint = &docCP{Seq: cp.Seq, FormatVersion: cp.FormatVersion, BuildDigest: cp.BuildDigest, Digest: cp.Digest, docBody: body(cp.Body)}
+		c := r.Checkpoint
+		d.Checkpoint.CP = &docCP{Seq: c.Seq, FormatVersion: c.FormatVersion, BuildDigest: c.BuildDigest, Digest: c.Digest, docBody: body(c.Body)}
 	}
 	for _, in := range r.Intents {
-		d.Intents = append(d.Intents, docIntent{ID: in.ID, RunID: in.RunID, Seq: in.Seq, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey,
+		intents = append(intents, docIntent{ID: in.ID, RunID: in.RunID, Seq: in.Seq, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey,
 			ContentDigest: in.ContentDigest, ApprovalID: in.ApprovalID, Digest: in.Digest, Outbox: string(in.Outbox), Route: in.Route,
 			Attempts: in.Attempts, docBody: body(in.Body)})
 	}
 	for _, at := range r.Attempts {
-		d.Attempts = append(d.Attempts, docAtt{IntentID: at.IntentID, N: at.N, Status: string(at.Status), Generation: at.Generation,
+		attempts = append(attempts, docAtt{IntentID: at.IntentID, N: at.N, Status: string(at.Status), Generation: at.Generation,
 			Detail: at.Detail, StartedAt: timeText(at.StartedAt), FinishedAt: timeText(at.FinishedAt)})
 	}
 	for _, rc := range r.Receipts {
-		d.Receipts = append(d.Receipts, docRcpt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest, docBody: body(rc.Body)})
+		receipts = append(receipts, docRcpt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest, docBody: body(rc.Body)})
 	}
 	// The grants the intents name and the run's own, each once.
 	grants := map[string]store.Approval{}
@@ -259,15 +287,15 @@ func Encode(a *Archive) ([]byte, error) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		g := grants[id]
-		d.Grants = append(d.Grants, docGrant{ID: g.ID, RunID: g.RunID, RequestDigest: g.RequestDigest, Nonce: g.Nonce, Digest: g.Digest,
+		grantsD = append(grantsD, docGrant{ID: g.ID, RunID: g.RunID, RequestDigest: g.RequestDigest, Nonce: g.Nonce, Digest: g.Digest,
 			ExpiresAt: timeText(g.ExpiresAt), Status: string(g.Status), ConsumedBy: g.ConsumedBy, docBody: body(g.Body)})
 	}
 	for _, in := range a.Inbox {
-		d.Inbox = append(d.Inbox, docIn{ID: in.ID, RunID: in.RunID, Kind: in.Kind, ActorRole: in.ActorRole, Actor: in.Actor,
+		inbox = append(inbox, docIn{ID: in.ID, RunID: in.RunID, Kind: in.Kind, ActorRole: in.ActorRole, Actor: in.Actor,
 			Capability: in.Capability, Digest: in.Digest, Seq: in.Seq, Consumed: in.Consumed, docBody: body(in.Body)})
 	}
 	for _, t := range a.Trace {
-		d.Trace = append(d.Trace, docTrace{Kind: t.Kind, docBody: body(t.Body)})
+		trace = append(trace, docTrace{Kind: t.Kind, docBody: body(t.Body)})
 	}
 	b, err := cjson.Marshal(d)
 	if err != nil {
@@ -302,12 +330,18 @@ func Decode(text []byte) (*Archive, error) {
 	if d.Kind != KindV1 {
 		return nil, errorf("/kind", "kind %q, want %q", d.Kind, KindV1)
 	}
-	if err := required(text); err != nil {
-		return nil, err
+	for _, m := range []struct {
+		name    string
+		present bool
+	}{{"run", d.Run != nil}, {"events", d.Events != nil}, {"checkpoint", d.Checkpoint.present}, {"intents", d.Intents != nil},
+		{"attempts", d.Attempts != nil}, {"receipts", d.Receipts != nil}, {"grants", d.Grants != nil}, {"inbox", d.Inbox != nil}, {"trace", d.Trace != nil}} {
+		if !m.present {
+			return nil, errorf("/"+m.name, "missing")
+		}
 	}
 	a := &Archive{}
 	r := &a.Record
-	h := d.Run
+	h := *d.Run
 	if h.ID == "" {
 		return nil, errorf("/run/id", "a run id is required")
 	}
@@ -328,7 +362,7 @@ func Decode(text []byte) (*Archive, error) {
 			return nil, err
 		}
 	}
-	for i, e := range d.Events {
+	for i, e := range *d.Events {
 		where := fmt.Sprintf("/events/%d", i)
 		ev := store.Event{Seq: e.Seq, Kind: e.Kind, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash, Generation: e.Generation}
 		if ev.Body, err = e.bytes(where); err != nil {
@@ -339,7 +373,7 @@ func Decode(text []byte) (*Archive, error) {
 		}
 		r.Events = append(r.Events, ev)
 	}
-	if cp := d.Checkpoint; cp != nil {
+	if cp := d.Checkpoint.CP; cp != nil {
 		r.HasCheckpoint = true
 		r.Checkpoint = store.Checkpoint{Seq: cp.Seq, FormatVersion: cp.FormatVersion, BuildDigest: cp.BuildDigest, Digest: cp.Digest}
 		if r.Checkpoint.Body, err = cp.bytes("/checkpoint"); err != nil {
@@ -347,7 +381,7 @@ func Decode(text []byte) (*Archive, error) {
 		}
 	}
 	named := map[string]bool{}
-	for i, in := range d.Intents {
+	for i, in := range *d.Intents {
 		it := store.Intent{ID: in.ID, RunID: in.RunID, Seq: in.Seq, EffectType: in.EffectType, IdempotencyKey: in.IdempotencyKey,
 			ContentDigest: in.ContentDigest, ApprovalID: in.ApprovalID, Digest: in.Digest, Outbox: store.OutboxStatus(in.Outbox),
 			Route: in.Route, Attempts: in.Attempts}
@@ -359,7 +393,7 @@ func Decode(text []byte) (*Archive, error) {
 		}
 		r.Intents = append(r.Intents, it)
 	}
-	for i, at := range d.Attempts {
+	for i, at := range *d.Attempts {
 		where := fmt.Sprintf("/attempts/%d", i)
 		x := store.Attempt{IntentID: at.IntentID, N: at.N, Status: store.AttemptStatus(at.Status), Generation: at.Generation, Detail: at.Detail}
 		if x.StartedAt, err = parseTime(where+"/started_at", at.StartedAt); err != nil {
@@ -370,16 +404,16 @@ func Decode(text []byte) (*Archive, error) {
 		}
 		r.Attempts = append(r.Attempts, x)
 	}
-	for i, rc := range d.Receipts {
+	for i, rc := range *d.Receipts {
 		x := store.Receipt{IntentID: rc.IntentID, Outcome: rc.Outcome, Digest: rc.Digest}
 		if x.Body, err = rc.bytes(fmt.Sprintf("/receipts/%d", i)); err != nil {
 			return nil, err
 		}
 		r.Receipts = append(r.Receipts, x)
 	}
-	for i, g := range d.Grants {
+	for i, g := range *d.Grants {
 		where := fmt.Sprintf("/grants/%d", i)
-		if i > 0 && d.Grants[i-1].ID >= g.ID {
+		if i > 0 && (*d.Grants)[i-1].ID >= g.ID {
 			return nil, errorf(where+"/id", "grants are not ordered by id, each once")
 		}
 		x := store.Approval{ID: g.ID, RunID: g.RunID, RequestDigest: g.RequestDigest, Nonce: g.Nonce, Digest: g.Digest,
@@ -397,7 +431,7 @@ func Decode(text []byte) (*Archive, error) {
 			a.Grants = append(a.Grants, x)
 		}
 	}
-	for i, in := range d.Inbox {
+	for i, in := range *d.Inbox {
 		x := store.Inbound{ID: in.ID, RunID: in.RunID, Kind: in.Kind, ActorRole: in.ActorRole, Actor: in.Actor, Capability: in.Capability,
 			Digest: in.Digest, Seq: in.Seq, Consumed: in.Consumed}
 		if x.Body, err = in.bytes(fmt.Sprintf("/inbox/%d", i)); err != nil {
@@ -405,7 +439,7 @@ func Decode(text []byte) (*Archive, error) {
 		}
 		a.Inbox = append(a.Inbox, x)
 	}
-	for i, t := range d.Trace {
+	for i, t := range *d.Trace {
 		x := store.TraceRecord{Kind: t.Kind}
 		if x.Body, err = t.bytes(fmt.Sprintf("/trace/%d", i)); err != nil {
 			return nil, err
@@ -413,19 +447,4 @@ func Decode(text []byte) (*Archive, error) {
 		a.Trace = append(a.Trace, x)
 	}
 	return a, nil
-}
-
-// required checks that the document names every member of its root, so
-// that an archive missing a list is refused rather than read as empty.
-func required(text []byte) error {
-	var root map[string]json.RawMessage
-	if err := json.Unmarshal(text, &root); err != nil {
-		return errorf("", "%v", err)
-	}
-	for _, m := range []string{"run", "events", "checkpoint", "intents", "attempts", "receipts", "grants", "inbox", "trace"} {
-		if _, ok := root[m]; !ok {
-			return errorf("/"+m, "missing")
-		}
-	}
-	return nil
 }

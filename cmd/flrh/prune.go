@@ -264,8 +264,9 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 // directory, synced, renamed over path, and the directory synced. An
 // existing file with the same bytes (from a prune interrupted before the
 // store removed the record) is kept; one with other bytes is never
-// overwritten, and the reason says so. The file is read back and decoded
-// to check it holds what was written.
+// overwritten, and the reason says so. The file is read back to check it
+// holds the bytes written (Encode's, which decode to the archive: its
+// tests hold it to that).
 func writeArchive(path string, doc []byte, cut func(string)) (reason string, err error) {
 	switch old, err := os.ReadFile(path); {
 	case err == nil && bytes.Equal(old, doc):
@@ -306,9 +307,6 @@ func writeArchive(path string, doc []byte, cut func(string)) (reason string, err
 	}
 	if !bytes.Equal(back, doc) {
 		return "", fmt.Errorf("%s reads back other bytes than were written", path)
-	}
-	if _, err := archive.Decode(back); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return "", nil
 }

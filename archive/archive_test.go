@@ -172,44 +172,35 @@ func TestEveryArchiveRoundTrips(t *testing.T) {
 // either for none.
 func normal(a *archive.Archive) *archive.Archive {
 	c := *a
-	fix := func(b []byte) []byte {
-		if len(b) == 0 {
-			return []byte{}
-		}
-		return b
-	}
 	r := &c.Record
-	r.Events = append([]store.Event{}, r.Events...)
-	for i := range r.Events {
-		r.Events[i].Body = fix(r.Events[i].Body)
-	}
-	r.Checkpoint.Body = fix(r.Checkpoint.Body)
-	r.Intents = append([]store.Intent{}, r.Intents...)
-	for i := range r.Intents {
-		r.Intents[i].Body = fix(r.Intents[i].Body)
-	}
-	r.Receipts = append([]store.Receipt{}, r.Receipts...)
-	for i := range r.Receipts {
-		r.Receipts[i].Body = fix(r.Receipts[i].Body)
-	}
+	r.Events = normalized(r.Events, func(e *store.Event) *[]byte { return &e.Body })
+	r.Checkpoint.Body = fixBody(r.Checkpoint.Body)
+	r.Intents = normalized(r.Intents, func(in *store.Intent) *[]byte { return &in.Body })
+	r.Receipts = normalized(r.Receipts, func(rc *store.Receipt) *[]byte { return &rc.Body })
 	r.Attempts = append([]store.Attempt{}, r.Attempts...)
-	r.Approvals = append([]store.Approval{}, r.Approvals...)
-	for i := range r.Approvals {
-		r.Approvals[i].Body = fix(r.Approvals[i].Body)
-	}
-	c.Grants = append([]store.Approval{}, c.Grants...)
-	for i := range c.Grants {
-		c.Grants[i].Body = fix(c.Grants[i].Body)
-	}
-	c.Inbox = append([]store.Inbound{}, c.Inbox...)
-	for i := range c.Inbox {
-		c.Inbox[i].Body = fix(c.Inbox[i].Body)
-	}
-	c.Trace = append([]store.TraceRecord{}, c.Trace...)
-	for i := range c.Trace {
-		c.Trace[i].Body = fix(c.Trace[i].Body)
-	}
+	r.Approvals = normalized(r.Approvals, func(g *store.Approval) *[]byte { return &g.Body })
+	c.Grants = normalized(c.Grants, func(g *store.Approval) *[]byte { return &g.Body })
+	c.Inbox = normalized(c.Inbox, func(in *store.Inbound) *[]byte { return &in.Body })
+	c.Trace = normalized(c.Trace, func(tr *store.TraceRecord) *[]byte { return &tr.Body })
 	return &c
+}
+
+// normalized copies xs (never nil) with each one's body (at body) made
+// non-nil.
+func normalized[T any](xs []T, body func(*T) *[]byte) []T {
+	out := append([]T{}, xs...)
+	for i := range out {
+		b := body(&out[i])
+		*b = fixBody(*b)
+	}
+	return out
+}
+
+func fixBody(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte{}
+	}
+	return b
 }
 
 // A document that is not one Encode wrote is refused with an *Error that

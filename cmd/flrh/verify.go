@@ -84,12 +84,7 @@ any check fails.`,
 			if reports == nil {
 				reports = []*verify.Report{}
 			}
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(reports); err != nil {
-				return err
-			}
-			if err := out.Flush(); err != nil {
+			if err := writeIndented(out, reports); err != nil {
 				return err
 			}
 		}
@@ -288,9 +283,7 @@ func verifyArchives(ctx context.Context, w io.Writer, files []string, spec strin
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := writeIndented(out, reports); err != nil {
 			return err
 		}
 	}
@@ -378,12 +371,7 @@ func printReplays(w io.Writer, results []verify.Checked, err, resolveErr error, 
 		}
 	}
 	if asJSON && err == nil && resolveErr == nil {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
-			return err
-		}
-		if err := out.Flush(); err != nil {
+		if err := writeIndented(out, reports); err != nil {
 			return err
 		}
 	}
@@ -427,4 +415,14 @@ func replayArchives(ctx context.Context, c *catalog, files []string) (results []
 		results = append(results, verify.Checked{Report: rep, Replay: rp})
 	}
 	return results, nil, nil
+}
+
+// writeIndented writes v to out as indented JSON and flushes it.
+func writeIndented(out *bufio.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return out.Flush()
 }

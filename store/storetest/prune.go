@@ -238,6 +238,22 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("Pruning of a discarded record: %+v, %v", got, err)
 	}
 
+	// Two prunings of one run at once: one removes it, the other is told
+	// it was pruned already; nothing is half done.
+	EndedWithEverything(t, s, c, "pr-race")
+	race := readPruned(t, s, p, "pr-race")
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- p.Prune(ctx, store.Pruning{RunID: "pr-race", HeadHash: race.Run.HeadHash, Kept: race.counts()}) }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) || store.CodeOf(e1)+store.CodeOf(e2) != store.CodeInvalidTransition {
+		t.Fatalf("two prunings at once: %v and %v; want one to succeed and one INVALID_TRANSITION", e1, e2)
+	}
+	if after := readPruned(t, s, p, "pr-race"); after.counts() != (store.RecordCounts{}) {
+		t.Fatalf("after two prunings at once the run holds %+v", after.counts())
+	}
+
 	// An ended run with an effect not done, or quarantined, is refused,
 	// where the store lets such a run be.
 	newRun(t, s, "pr-open")

@@ -244,7 +244,9 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	race := readPruned(t, s, p, "pr-race")
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { errs <- p.Prune(ctx, store.Pruning{RunID: "pr-race", HeadHash: race.Run.HeadHash, Kept: race.counts()}) }()
+		go func() {
+			errs <- p.Prune(ctx, store.Pruning{RunID: "pr-race", HeadHash: race.Run.HeadHash, Kept: race.counts()})
+		}()
 	}
 	e1, e2 := <-errs, <-errs
 	if (e1 == nil) == (e2 == nil) || store.CodeOf(e1)+store.CodeOf(e2) != store.CodeInvalidTransition {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
@@ -886,9 +888,78 @@ func checkHistories(t *testing.T, clock *stepClock, racing bool, open func(draw 
 			}
 			h.checkAll("the cancellations")
 		}
+		h.pruneAll()
 	})
 	t.Logf("%d draws; acts: %v", draws, acts)
 	t.Logf("outcomes: %v", outcomes)
+}
+
+// pruneAll archives and prunes every run once all have ended: each
+// archive, decoded, verifies and replays exactly as the stored run did (a
+// differential test of the archive over every shape of record a history
+// leaves); the store prunes a run unless an effect of it is still open,
+// and refuses it then; a pruned run is reported pruned, with its head
+// hash, and the ledger loses exactly its grants.
+func (h *history) pruneAll() {
+	pr, ok := store.PrunerOf(h.st)
+	if !ok {
+		h.t.Fatalf("the history's store does not prune")
+	}
+	for _, m := range h.runs {
+		want, wantReplay, err := Check(ctx, h.st, nil, m.wf, m.id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		a, err := archive.Read(ctx, h.st, m.id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		doc, err := archive.Encode(a)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		back, err := archive.Decode(doc)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		got, gotReplay, err := Record(ctx, nil, m.wf, back.Record)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotReplay, wantReplay) {
+			h.t.Fatalf("%s (%s): its archive's reports differ from the store's:\nstore   %+v %+v\narchive %+v %+v", m.id, m.kind, want, wantReplay, got, gotReplay)
+		}
+		open := slices.ContainsFunc(a.Record.Intents, func(in store.Intent) bool { return in.Outbox != store.OutboxDone })
+		before, err := h.hs.grants()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		err = pr.Prune(ctx, a.Pruning(store.BodyDigest(doc)))
+		switch {
+		case open && store.CodeOf(err) == store.CodeInvalidTransition:
+			h.acts["prune refused: an effect open"]++
+			continue
+		case open:
+			h.t.Fatalf("%s (%s) ended with an effect open, and pruning it answered %v", m.id, m.kind, err)
+		case err != nil:
+			h.t.Fatalf("%s (%s): pruning: %v", m.id, m.kind, err)
+		}
+		h.acts["pruned"]++
+		after, err := h.hs.grants()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if before-after != len(a.Grants) {
+			h.t.Fatalf("%s: pruning took %d grants from the ledger, the archive holds %d", m.id, before-after, len(a.Grants))
+		}
+		rep, rp, err := Check(ctx, h.st, nil, m.wf, m.id)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if rep.Pruned == nil || rep.Pruned.HeadHash != a.Record.Run.HeadHash || rep.Outcome != a.Record.Run.Outcome || !rp.Pruned {
+			h.t.Fatalf("%s after pruning: %+v %+v", m.id, rep, rp)
+		}
+	}
 }
 
 // fired reports whether the run's record holds an accepted control

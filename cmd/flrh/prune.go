@@ -41,7 +41,10 @@ digest. flrh verify --archive FILE checks an archive on its own, or against
 the store's header with --store.
 
 A run whose record fails verification, or whose archive file exists with
-other content, is left as it is and reported; prune then exits 1. --discard
+other content, is left as it is and reported; prune then exits 1. A run
+that ended with an effect still open (its outcome unknown) is kept, and
+reported, without failing: an effect that may yet reach the world is never
+forgotten (flrh store check lists it). --discard
 removes records without archiving them (still verified first). --dry-run
 reports what would be pruned and writes nothing.`,
 		Args: cobra.NoArgs}
@@ -130,10 +133,15 @@ func (o pruneOptions) cut(point string) {
 
 // pruneReport is what prune did, run by run.
 type pruneReport struct {
-	DryRun  bool               `json:"dry_run"`
-	Pruned  []prunedRun        `json:"pruned"`
-	Skipped []skippedRun       `json:"skipped"`
-	Kept    store.RecordCounts `json:"records"`
+	DryRun  bool         `json:"dry_run"`
+	Pruned  []prunedRun  `json:"pruned"`
+	Skipped []skippedRun `json:"skipped"`
+	// Held are runs that ended with an effect whose outbox is not done
+	// (its outcome unknown, say): the store keeps them, and prune leaves
+	// them without counting it a failure; flrh store check lists their
+	// open entries.
+	Held []skippedRun       `json:"held"`
+	Kept store.RecordCounts `json:"records"`
 }
 
 type prunedRun struct {
@@ -166,13 +174,16 @@ func (r *pruneReport) print(w io.Writer) {
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "left %s: %s\n", s.RunID, s.Reason)
 	}
-	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d\n",
-		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped))
+	for _, s := range r.Held {
+		fmt.Fprintf(w, "kept %s: %s\n", s.RunID, s.Reason)
+	}
+	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d, kept %d with an effect open\n",
+		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped), len(r.Held))
 }
 
 // pruneRuns prunes the runs that qualify, as prune's help says.
 func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport, error) {
-	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}}
+	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}, Held: []skippedRun{}}
 	pr, ok := store.PrunerOf(st)
 	if !ok {
 		return rep, fmt.Errorf("this store cannot prune runs")
@@ -197,10 +208,12 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 			case store.CodeOf(err) != store.CodeNotFound:
 				return rep, err
 			}
-			p, reason, err := pruneRun(ctx, st, pr, r.ID, o)
+			p, reason, held, err := pruneRun(ctx, st, pr, r.ID, o)
 			switch {
 			case err != nil:
 				return rep, fmt.Errorf("run %s: %w", r.ID, err)
+			case held:
+				rep.Held = append(rep.Held, skippedRun{RunID: r.ID, Reason: reason})
 			case reason != "":
 				rep.Skipped = append(rep.Skipped, skippedRun{RunID: r.ID, Reason: reason})
 			default:
@@ -219,23 +232,29 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 }
 
 // pruneRun archives and prunes one run. A reason is why the run was left
-// as it is; an error stops prune (the store or the disk failed).
-func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) (p prunedRun, reason string, err error) {
+// as it is, held when it is one the store keeps (an effect still open);
+// an error stops prune (the store or the disk failed).
+func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) (p prunedRun, reason string, held bool, err error) {
 	a, err := archive.Read(ctx, st, runID)
 	if err != nil {
-		return p, "", err
+		return p, "", false, err
+	}
+	for _, in := range a.Record.Intents {
+		if in.Outbox != store.OutboxDone {
+			return p, fmt.Sprintf("effect %s is %s (%s): the store keeps a run until each of its effects is closed", in.ID, in.Outbox, in.Route), true, nil
+		}
 	}
 	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
 	if err != nil {
-		return p, "", err
+		return p, "", false, err
 	}
 	if !rep.OK() {
 		f := rep.Findings[0]
-		return p, fmt.Sprintf("its record fails verification (%d findings; first: %s at %s: %s)", len(rep.Findings), f.Check, f.Where, f.Detail), nil
+		return p, fmt.Sprintf("its record fails verification (%d findings; first: %s at %s: %s)", len(rep.Findings), f.Check, f.Where, f.Detail), false, nil
 	}
 	doc, err := archive.Encode(a)
 	if err != nil {
-		return p, "", err
+		return p, "", false, err
 	}
 	p = prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts()}
 	if o.Dir != "" {
@@ -243,11 +262,11 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)
 	}
 	if o.DryRun {
-		return p, "", nil
+		return p, "", false, nil
 	}
 	if p.File != "" {
 		if why, err := writeArchive(p.File, doc, o.cut); err != nil || why != "" {
-			return p, why, err
+			return p, why, false, err
 		}
 		o.cut("prune-archive-written")
 	}
@@ -255,9 +274,9 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	if c := store.CodeOf(err); c == store.CodeHeadMismatch || c == store.CodeInvalidTransition {
 		// The run changed since it was read, or was pruned meanwhile: the
 		// archive written is left for the next prune to find the same.
-		return p, fmt.Sprintf("the store refused: %v", err), nil
+		return p, fmt.Sprintf("the store refused: %v", err), false, nil
 	}
-	return p, "", err
+	return p, "", false, err
 }
 
 // writeArchive writes doc to path durably: a temporary file in the same

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
 )
 
 func TestPruneSQLite(t *testing.T) {
@@ -263,5 +265,39 @@ func rawExec(t *testing.T, spec, query string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A run that ended with an effect still open is kept, reported as held,
+// and is no failure of prune's: nothing of it is removed or archived.
+func TestPruneKeepsARunWithAnEffectOpen(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateRun(ctx, store.Run{ID: "open", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "open", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(ctx, l, store.Tick{State: "EFFECT_OUTCOME_UNKNOWN", Outcome: "effect_outcome_unknown", Events: []store.Event{storetest.Ev("END", `{}`)},
+		Intents: []store.Intent{storetest.In("i1", "k1", "pay 5")}}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir})
+	if err != nil || len(rep.Pruned)+len(rep.Skipped) != 0 || len(rep.Held) != 1 || rep.Held[0].RunID != "open" ||
+		!strings.Contains(rep.Held[0].Reason, "effect i1 is pending") {
+		t.Fatalf("prune of a run with an effect open: %+v, %v", rep, err)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Fatalf("an archive was written for a run kept: %d files", len(files))
+	}
+	if evs, err := st.Events(ctx, "open", 0); err != nil || len(evs) != 1 {
+		t.Fatalf("the run kept lost its events: %d, %v", len(evs), err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +29,7 @@ func init() {
 	prune := &cobra.Command{Use: "prune --ended-before AGE|TIME (--archive DIR | --discard)",
 		Short: "Archive the records of runs that ended long ago, then remove them from the store",
 		Long: `prune takes the runs that ended (and are not quarantined) before a time, and for
-each one, in the order the runs were created:
+each one (--parallel at once, reported in the order the runs were created):
   1. reads its whole record (events, checkpoint, intents, attempts, receipts,
      grants, inbox and trace) and verifies it as flrh verify does;
   2. writes it to DIR/RUN` + archiveSuffix + ` as one canonical document (written to a
@@ -53,6 +55,7 @@ reports what would be pruned and writes nothing.`,
 	pDir := prune.Flags().String("archive", "", "write each run's archive into this directory first")
 	pDiscard := prune.Flags().Bool("discard", false, "remove the records without archiving them")
 	pLimit := prune.Flags().Int("limit", 0, "prune at most this many runs (0: all that qualify)")
+	pParallel := prune.Flags().Int("parallel", runtime.GOMAXPROCS(0), "prune this many runs at once")
 	pDry := prune.Flags().Bool("dry-run", false, "report what would be pruned; write nothing")
 	pJSON := prune.Flags().Bool("json", false, "print JSON")
 	prune.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -64,6 +67,8 @@ reports what would be pruned and writes nothing.`,
 			return usagef("give exactly one of --archive DIR and --discard")
 		case *pLimit < 0:
 			return usagef("--limit must not be negative")
+		case *pParallel < 1:
+			return usagef("--parallel must be at least 1")
 		}
 		st, err := openStore(cmd.Context(), *pStore, *pDry)
 		if err != nil {
@@ -75,7 +80,7 @@ reports what would be pruned and writes nothing.`,
 				return err
 			}
 		}
-		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Cut: faultCut()})
+		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Cut: faultCut()})
 		out := cmd.OutOrStdout()
 		if *pJSON {
 			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
@@ -118,6 +123,9 @@ type pruneOptions struct {
 	Dir    string    // the archive directory; "" discards
 	Limit  int       // at most this many runs; 0 for all
 	DryRun bool
+	// Parallel is how many runs are pruned at once (below 1: one). Runs
+	// are reported in creation order whatever the order they finish in.
+	Parallel int
 	// Cut, when not nil, is called at prune's cut points for the crash
 	// tests (faultCut): "prune-archive-temp" once a run's archive is in
 	// its temporary file, "prune-archive-written" once it is durable under
@@ -188,10 +196,43 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 	if !ok {
 		return rep, fmt.Errorf("this store cannot prune runs")
 	}
+	workers := max(o.Parallel, 1)
+	var batch []string // candidates, in creation order, taken a batch at a time
+	flush := func() error {
+		for len(batch) > 0 {
+			n := min(len(batch), workers)
+			if o.Limit > 0 {
+				n = min(n, o.Limit-len(rep.Pruned))
+			}
+			if n <= 0 {
+				batch = nil
+				return nil
+			}
+			outs := make([]pruneOutcome, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() { outs[i] = pruneOne(ctx, st, pr, batch[i], o) })
+			}
+			wg.Wait()
+			// Reported in creation order; the first error stops prune,
+			// after the runs before it.
+			for i, out := range outs {
+				if out.err != nil {
+					return fmt.Errorf("run %s: %w", batch[i], out.err)
+				}
+				rep.add(batch[i], out)
+			}
+			batch = batch[n:]
+		}
+		return nil
+	}
 	after := ""
 	for {
 		runs, err := st.Runs(ctx, after, 500)
 		if err != nil || len(runs) == 0 {
+			if err == nil {
+				err = flush()
+			}
 			return rep, err
 		}
 		after = runs[len(runs)-1].ID
@@ -208,26 +249,46 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 			case store.CodeOf(err) != store.CodeNotFound:
 				return rep, err
 			}
-			p, reason, held, err := pruneRun(ctx, st, pr, r.ID, o)
-			switch {
-			case err != nil:
-				return rep, fmt.Errorf("run %s: %w", r.ID, err)
-			case held:
-				rep.Held = append(rep.Held, skippedRun{RunID: r.ID, Reason: reason})
-			case reason != "":
-				rep.Skipped = append(rep.Skipped, skippedRun{RunID: r.ID, Reason: reason})
-			default:
-				rep.Pruned = append(rep.Pruned, p)
-				k := &rep.Kept
-				k.Events += p.Kept.Events
-				k.Intents += p.Kept.Intents
-				k.Attempts += p.Kept.Attempts
-				k.Receipts += p.Kept.Receipts
-				k.Grants += p.Kept.Grants
-				k.Inbox += p.Kept.Inbox
-				k.Trace += p.Kept.Trace
+			if batch = append(batch, r.ID); len(batch) == workers {
+				if err := flush(); err != nil {
+					return rep, err
+				}
 			}
 		}
+	}
+}
+
+// pruneOutcome is what pruneRun answered for one run.
+type pruneOutcome struct {
+	p      prunedRun
+	reason string
+	held   bool
+	err    error
+}
+
+func pruneOne(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) pruneOutcome {
+	p, reason, held, err := pruneRun(ctx, st, pr, runID, o)
+	return pruneOutcome{p, reason, held, err}
+}
+
+// add files one run's outcome into the report.
+func (r *pruneReport) add(runID string, out pruneOutcome) {
+	switch {
+	case out.held:
+		r.Held = append(r.Held, skippedRun{RunID: runID, Reason: out.reason})
+	case out.reason != "":
+		r.Skipped = append(r.Skipped, skippedRun{RunID: runID, Reason: out.reason})
+	default:
+		p := out.p
+		r.Pruned = append(r.Pruned, p)
+		k := &r.Kept
+		k.Events += p.Kept.Events
+		k.Intents += p.Kept.Intents
+		k.Attempts += p.Kept.Attempts
+		k.Receipts += p.Kept.Receipts
+		k.Grants += p.Kept.Grants
+		k.Inbox += p.Kept.Inbox
+		k.Trace += p.Kept.Trace
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,40 +38,42 @@ func BenchmarkPrune(b *testing.B) {
 	}
 	for _, be := range backends {
 		for _, way := range []string{"archive", "discard"} {
-			b.Run(be.name+"/"+way, func(b *testing.B) {
-				ctx := context.Background()
-				var runs, bytes int
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					spec := "sqlite:" + filepath.Join(b.TempDir(), "prune.db")
-					if be.dsn != "" {
-						_, spec = freshSchema(b, be.dsn, "flrh_bench_prune_")
+			for _, parallel := range []int{1, 2, 4} {
+				b.Run(fmt.Sprintf("%s/%s/parallel=%d", be.name, way, parallel), func(b *testing.B) {
+					ctx := context.Background()
+					var runs, bytes int
+					for i := 0; i < b.N; i++ {
+						b.StopTimer()
+						spec := "sqlite:" + filepath.Join(b.TempDir(), "prune.db")
+						if be.dsn != "" {
+							_, spec = freshSchema(b, be.dsn, "flrh_bench_prune_")
+						}
+						st, err := openStore(ctx, spec, false)
+						if err != nil {
+							b.Fatal(err)
+						}
+						refundruns.Record(b, st, "", false, amounts...)
+						dir := ""
+						if way == "archive" {
+							dir = b.TempDir()
+						}
+						b.StartTimer()
+						rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: parallel})
+						b.StopTimer()
+						if err != nil || len(rep.Pruned) != n || len(rep.Skipped) != 0 {
+							b.Fatalf("pruned %d of %d runs, left %d: %v", len(rep.Pruned), n, len(rep.Skipped), err)
+						}
+						for _, p := range rep.Pruned {
+							runs++
+							bytes += p.Bytes
+						}
+						st.Close()
 					}
-					st, err := openStore(ctx, spec, false)
-					if err != nil {
-						b.Fatal(err)
-					}
-					refundruns.Record(b, st, "", false, amounts...)
-					dir := ""
-					if way == "archive" {
-						dir = b.TempDir()
-					}
-					b.StartTimer()
-					rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir})
-					b.StopTimer()
-					if err != nil || len(rep.Pruned) != n || len(rep.Skipped) != 0 {
-						b.Fatalf("pruned %d of %d runs, left %d: %v", len(rep.Pruned), n, len(rep.Skipped), err)
-					}
-					for _, p := range rep.Pruned {
-						runs++
-						bytes += p.Bytes
-					}
-					st.Close()
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(runs), "ms/run")
-				b.ReportMetric(float64(bytes)/float64(runs), "archive-bytes/run")
-				b.ReportMetric(0, "ns/op")
-			})
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(runs), "ms/run")
+					b.ReportMetric(float64(bytes)/float64(runs), "archive-bytes/run")
+					b.ReportMetric(0, "ns/op")
+				})
+			}
 		}
 	}
 }

@@ -301,3 +301,37 @@ func TestPruneKeepsARunWithAnEffectOpen(t *testing.T) {
 		t.Fatalf("the run kept lost its events: %d, %v", len(evs), err)
 	}
 }
+
+// Pruned several at a time, runs are reported in the order they were
+// created, a limit is kept exactly, and what is left is pruned by the
+// next prune: every ended run once.
+func TestPruneInParallel(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ids := refundruns.Record(t, st, "", false, 10, 20, 30, 40, 50, 60, 70)
+	dir := t.TempDir()
+	opts := pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: 3, Limit: 5}
+	first, err := pruneRuns(ctx, st, opts)
+	if err != nil || len(first.Pruned) != 5 || len(first.Skipped)+len(first.Held) != 0 {
+		t.Fatalf("first prune: %+v, %v", first, err)
+	}
+	opts.Limit = 0
+	second, err := pruneRuns(ctx, st, opts)
+	if err != nil || len(second.Pruned) != len(ids)-5 {
+		t.Fatalf("second prune: %+v, %v", second, err)
+	}
+	var got []string
+	for _, p := range append(first.Pruned, second.Pruned...) {
+		got = append(got, p.RunID)
+		if _, err := os.Stat(p.File); err != nil {
+			t.Fatalf("archive of %s: %v", p.RunID, err)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(ids, ",") {
+		t.Fatalf("pruned in the order %v, created %v", got, ids)
+	}
+}

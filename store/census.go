@@ -10,6 +10,7 @@ func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error
 		return ct.Census(ctx, q)
 	}
 	var c Census
+	var ended []string
 	err := eachRun(ctx, st, func(r Run) {
 		state := ""
 		if q.ByState {
@@ -18,6 +19,7 @@ func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error
 		switch {
 		case r.Outcome != "":
 			c.Count(state, 1, 1, 0)
+			ended = append(ended, r.ID)
 		case r.Quarantine != "":
 			c.Count(state, 1, 0, 0)
 			c.Quarantined = append(c.Quarantined, r)
@@ -28,7 +30,21 @@ func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error
 			}
 		}
 	})
-	return c, err
+	if err != nil {
+		return c, err
+	}
+	// Pruned runs, asked one by one: the fallback's price, as its paging.
+	if pr, ok := listerAs[Pruner](st); ok {
+		for _, id := range ended {
+			switch _, err := pr.Pruning(ctx, id); {
+			case err == nil:
+				c.Pruned++
+			case CodeOf(err) != CodeNotFound:
+				return c, err
+			}
+		}
+	}
+	return c, nil
 }
 
 // LiveRunsIn lists the live runs of st in state, in creation order: from

@@ -142,9 +142,13 @@ type CensusQuery struct {
 // was quarantined, and a live run is quarantined or live.
 type Census struct {
 	Runs, Live, Ended int64
-	States            map[string]int64 // every run by its state, when asked; nil when not or when there are none
-	Quarantined       []Run            // runs not ended and quarantined
-	Expired           []Run            // live runs whose lease expired by the time asked, owner still named
+	// Pruned counts the ended runs whose record was pruned (Pruner): the
+	// store holds their headers alone. Zero from a store that does not
+	// prune.
+	Pruned      int64
+	States      map[string]int64 // every run by its state, when asked; nil when not or when there are none
+	Quarantined []Run            // runs not ended and quarantined
+	Expired     []Run            // live runs whose lease expired by the time asked, owner still named
 }
 
 // CensusTakerOf returns the CensusTaker of s, or of the first store it

@@ -194,6 +194,10 @@ func testPruneCommand(t *testing.T, spec string) {
 	if rep, out, code := prune("--ended-before", "0s", "--archive", dir); code != 0 || len(rep.Pruned)+len(rep.Skipped) != 0 {
 		t.Fatalf("a second prune: exit %d\n%s", code, out)
 	}
+	// store check counts them.
+	if out, code := cli(nil, "store", "check", "--json"); code != 0 || !strings.Contains(out, `"pruned":3`) || !strings.Contains(out, `"ended":3`) {
+		t.Fatalf("store check after pruning: exit %d\n%s", code, out)
+	}
 	// What reads a pruned run's record says where it went; show shows
 	// its header and that.
 	if out, code := cli(nil, "run", "show", "small", "--json"); code != 0 || !strings.Contains(out, `"archive": "`+rep.Pruned[0].Archive+`"`) {

@@ -102,6 +102,7 @@ type storeReport struct {
 	Runs               int           `json:"runs"`
 	Live               int           `json:"live"`
 	Ended              int           `json:"ended"`
+	Pruned             int           `json:"pruned"` // ended runs whose record was pruned (flrh store prune)
 	StuckLeases        []stuckLease  `json:"stuck_leases"`
 	Quarantined        []quarantined `json:"quarantined"`
 	OpenOutbox         []openOutbox  `json:"open_outbox"`
@@ -165,7 +166,7 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 	if err != nil {
 		return err
 	}
-	rep.Runs, rep.Live, rep.Ended = int(c.Runs), int(c.Live), int(c.Ended)
+	rep.Runs, rep.Live, rep.Ended, rep.Pruned = int(c.Runs), int(c.Live), int(c.Ended), int(c.Pruned)
 	for _, r := range c.Quarantined {
 		rep.addQuarantined(r)
 	}
@@ -224,6 +225,9 @@ func (r *storeReport) addOpen(e store.OutboxEntry) {
 func (r storeReport) print(w io.Writer) {
 	fmt.Fprintf(w, "%s store, schema version %d (this build writes %d)\n", r.Backend, r.SchemaVersion, r.BuildSchemaVersion)
 	fmt.Fprintf(w, "runs: %d (%d live, %d ended, %d quarantined)\n", r.Runs, r.Live, r.Ended, len(r.Quarantined))
+	if r.Pruned > 0 {
+		fmt.Fprintf(w, "pruned runs: %d (the store keeps their headers; flrh store prune)\n", r.Pruned)
+	}
 	fmt.Fprintf(w, "stuck leases: %d\n", len(r.StuckLeases))
 	for _, l := range r.StuckLeases {
 		fmt.Fprintf(w, "  %s held by %s (generation %d), expired %s\n", l.RunID, l.Owner, l.Generation, l.ExpiredAt.Format(time.RFC3339))

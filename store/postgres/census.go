@@ -39,6 +39,9 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 	if err := counts.Err(); err != nil {
 		return store.Census{}, s.mapErr("census", "", err)
 	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM pruned`).Scan(&c.Pruned); err != nil {
+		return store.Census{}, s.mapErr("census", "", err)
+	}
 	rows, err := tx.Query(ctx, censusRuns, nanos(q.ExpiredBy))
 	if err != nil {
 		return store.Census{}, s.mapErr("census", "", err)

@@ -37,6 +37,9 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 	if err := counts.Err(); err != nil {
 		return store.Census{}, mapErr("census", "", err)
 	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pruned`).Scan(&c.Pruned); err != nil {
+		return store.Census{}, mapErr("census", "", err)
+	}
 	rows, err := tx.QueryContext(ctx, censusRuns, nanos(q.ExpiredBy))
 	if err != nil {
 		return store.Census{}, mapErr("census", "", err)

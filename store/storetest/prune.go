@@ -214,10 +214,19 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	if len(runs) != 3 || runs[0].ID != "pr-a" || runs[0].Outcome != "success" {
 		t.Fatalf("runs after pruning: %+v", runs)
 	}
+	// The census taken by paging (a store that prunes but takes no census)
+	// counts the pruned runs as the store's.
+	noCensus := struct {
+		store.Store
+		store.Pruner
+	}{s, p}
+	if pc, err := store.TakeCensus(ctx, noCensus, store.CensusQuery{ExpiredBy: c.Now()}); err != nil || pc.Pruned != 1 || pc.Ended != 2 {
+		t.Fatalf("census by paging after pruning: %+v, %v", pc, err)
+	}
 	if ct, ok := store.CensusTakerOf(s); ok {
 		cs, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: c.Now()})
 		must(t, err)
-		if cs.Runs != 3 || cs.Ended != 2 || cs.Live != 1 {
+		if cs.Runs != 3 || cs.Ended != 2 || cs.Live != 1 || cs.Pruned != 1 {
 			t.Fatalf("census after pruning: %+v", cs)
 		}
 	}

@@ -319,13 +319,11 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 	}
 	// A pruned run (ended, its record gone) says so, instead of why its
 	// checkpoint could not be read.
-	if pr, ok := store.PrunerOf(s.cfg.Store); ok && st.Run.Outcome != "" {
-		switch p, perr := pr.Pruning(ctx, id); {
-		case perr == nil:
-			page.Pruned, page.StatusError = &PrunedView{At: p.At.UTC(), HeadHash: p.HeadHash, Archive: p.Archive}, ""
-		case store.CodeOf(perr) != store.CodeNotFound:
-			return RunPage{}, perr
-		}
+	switch p, err := store.PruningOf(ctx, s.cfg.Store, st.Run); {
+	case err != nil:
+		return RunPage{}, err
+	case p != nil:
+		page.Pruned, page.StatusError = &PrunedView{At: p.At.UTC(), HeadHash: p.HeadHash, Archive: p.Archive}, ""
 	}
 	if page.Waiting == nil {
 		page.Waiting = []runner.ApprovalNeed{}
@@ -457,19 +455,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ Principal) err
 // refusePruned answers 410 for a run the store pruned: what it is asked
 // for is in the run's archive, not here.
 func (s *Server) refusePruned(ctx context.Context, run store.Run) error {
-	pr, ok := store.PrunerOf(s.cfg.Store)
-	if !ok || run.Outcome == "" {
-		return nil
-	}
-	switch p, err := pr.Pruning(ctx, run.ID); {
-	case err == nil && p.Archive == "":
-		return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s and its record discarded", run.ID, p.At.UTC().Format(time.RFC3339))
-	case err == nil:
-		return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s; its record is in the archive whose digest is %s", run.ID, p.At.UTC().Format(time.RFC3339), p.Archive)
-	case store.CodeOf(err) != store.CodeNotFound:
+	p, err := store.PruningOf(ctx, s.cfg.Store, run)
+	switch {
+	case err != nil || p == nil:
 		return err
+	case p.Archive == "":
+		return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s and its record discarded", run.ID, p.At.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return apiErr(http.StatusGone, TypeGone, "", "run %s was pruned at %s; its record is in the archive whose digest is %s", run.ID, p.At.UTC().Format(time.RFC3339), p.Archive)
 }
 
 func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) error {

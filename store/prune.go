@@ -52,6 +52,24 @@ type Pruner interface {
 // has one.
 func PrunerOf(s Store) (Pruner, bool) { return As[Pruner](s) }
 
+// PruningOf returns what st recorded of the pruning of run (a header it
+// read), or nil when run was not pruned: it has not ended, st does not
+// prune, or st holds no pruning of it.
+func PruningOf(ctx context.Context, st Store, run Run) (*Pruning, error) {
+	pr, ok := PrunerOf(st)
+	if !ok || run.Outcome == "" {
+		return nil, nil
+	}
+	switch p, err := pr.Pruning(ctx, run.ID); {
+	case CodeOf(err) == CodeNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	default:
+		return &p, nil
+	}
+}
+
 // Pruning records that a run's record was removed from the store.
 type Pruning struct {
 	RunID string

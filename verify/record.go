@@ -275,21 +275,14 @@ func (r *record) approval(ctx context.Context, id string) (store.Approval, error
 // otherwise: a record read elsewhere than from a store, or from a store
 // that does not prune, is what it is.
 func (r *record) pruned(ctx context.Context) (*Pruned, error) {
-	if r.st == nil || r.run.Outcome == "" || len(r.events) > 0 {
+	if r.st == nil || len(r.events) > 0 {
 		return nil, nil
 	}
-	p, ok := store.PrunerOf(r.st)
-	if !ok {
-		return nil, nil
-	}
-	switch pr, err := p.Pruning(ctx, r.run.ID); {
-	case store.CodeOf(err) == store.CodeNotFound:
-		return nil, nil
-	case err != nil:
+	p, err := store.PruningOf(ctx, r.st, r.run)
+	if p == nil || err != nil {
 		return nil, err
-	default:
-		return &Pruned{At: pr.At, HeadHash: pr.HeadHash, Archive: pr.Archive}, nil
 	}
+	return PrunedOf(*p), nil
 }
 
 // grantIfAny returns a grant by id as approval does, and whether the

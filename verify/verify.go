@@ -75,6 +75,11 @@ type Pruned struct {
 	Archive  string    `json:"archive"` // the archive's digest; "" when the record was discarded
 }
 
+// PrunedOf is a store's pruning as a report shows it.
+func PrunedOf(p store.Pruning) *Pruned {
+	return &Pruned{At: p.At, HeadHash: p.HeadHash, Archive: p.Archive}
+}
+
 // OK reports whether every check passed.
 func (r *Report) OK() bool { return len(r.Findings) == 0 }
 

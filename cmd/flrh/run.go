@@ -380,21 +380,14 @@ func readHeldRun(ctx context.Context, st store.Store, id string) (store.Run, err
 	return run, nil
 }
 
-// pruningOf returns what the store recorded of run's pruning, nil when it
-// was not pruned (only an ended run can have been).
+// pruningOf returns what the store recorded of run's pruning, as verify
+// reports it; nil when it was not pruned.
 func pruningOf(ctx context.Context, st store.Store, run store.Run) (*verify.Pruned, error) {
-	pr, ok := store.PrunerOf(st)
-	if !ok || run.Outcome == "" {
-		return nil, nil
-	}
-	switch p, err := pr.Pruning(ctx, run.ID); {
-	case store.CodeOf(err) == store.CodeNotFound:
-		return nil, nil
-	case err != nil:
+	p, err := store.PruningOf(ctx, st, run)
+	if p == nil || err != nil {
 		return nil, err
-	default:
-		return &verify.Pruned{At: p.At, HeadHash: p.HeadHash, Archive: p.Archive}, nil
 	}
+	return verify.PrunedOf(*p), nil
 }
 
 // prunedError reports a run whose record the store no longer holds.

@@ -19,8 +19,6 @@ package archive
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"flrh.dev/flrh/store"
 )
@@ -68,9 +66,9 @@ func Read(ctx context.Context, st store.Store, runID string) (*Archive, error) {
 	if !ok {
 		return nil, fmt.Errorf("archive: the store cannot list a run's grants (it does not prune)")
 	}
-	parts, ok := st.(store.RecordParts)
+	parts, ok := store.As[store.RecordParts](st)
 	if !ok {
-		parts = recordParts{st}
+		return nil, fmt.Errorf("archive: the store cannot read a run's attempts and grants at once")
 	}
 	rec, err := store.ReadRunRecordByParts(ctx, parts, runID, true)
 	if err != nil {
@@ -87,45 +85,4 @@ func Read(ctx context.Context, st store.Store, runID string) (*Archive, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// recordParts reads a run's attempts and named grants intent by intent,
-// for a store without its own bulk reads (a wrapper, say).
-type recordParts struct{ store.Store }
-
-func (r recordParts) RunAttempts(ctx context.Context, runID string) ([]store.Attempt, error) {
-	ins, err := r.Intents(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	var out []store.Attempt
-	for _, in := range ins {
-		ats, err := r.Attempts(ctx, in.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ats...)
-	}
-	slices.SortStableFunc(out, func(a, b store.Attempt) int { return strings.Compare(a.IntentID, b.IntentID) })
-	return out, nil
-}
-
-func (r recordParts) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
-	ins, err := r.Intents(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	var out []store.Approval
-	for _, in := range ins {
-		if in.ApprovalID == "" {
-			continue
-		}
-		a, err := r.Approval(ctx, in.ApprovalID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b store.Approval) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
 }

@@ -211,7 +211,7 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 			outs := make([]pruneOutcome, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				wg.Go(func() { outs[i] = pruneOne(ctx, st, pr, batch[i], o) })
+				wg.Go(func() { outs[i] = pruneRun(ctx, st, pr, batch[i], o) })
 			}
 			wg.Wait()
 			// Reported in creation order; the first error stops prune,
@@ -258,17 +258,14 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 	}
 }
 
-// pruneOutcome is what pruneRun answered for one run.
+// pruneOutcome is what pruneRun did with one run: pruned it (p), left it
+// (reason), or kept it (held, with a reason); err stops prune (the store
+// or the disk failed).
 type pruneOutcome struct {
 	p      prunedRun
 	reason string
 	held   bool
 	err    error
-}
-
-func pruneOne(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) pruneOutcome {
-	p, reason, held, err := pruneRun(ctx, st, pr, runID, o)
-	return pruneOutcome{p, reason, held, err}
 }
 
 // add files one run's outcome into the report.
@@ -292,42 +289,40 @@ func (r *pruneReport) add(runID string, out pruneOutcome) {
 	}
 }
 
-// pruneRun archives and prunes one run. A reason is why the run was left
-// as it is, held when it is one the store keeps (an effect still open);
-// an error stops prune (the store or the disk failed).
-func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) (p prunedRun, reason string, held bool, err error) {
+// pruneRun archives and prunes one run.
+func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) pruneOutcome {
 	a, err := archive.Read(ctx, st, runID)
 	if err != nil {
-		return p, "", false, err
+		return pruneOutcome{err: err}
 	}
 	for _, in := range a.Record.Intents {
 		if in.Outbox != store.OutboxDone {
-			return p, fmt.Sprintf("effect %s is %s (%s): the store keeps a run until each of its effects is closed", in.ID, in.Outbox, in.Route), true, nil
+			return pruneOutcome{reason: fmt.Sprintf("effect %s is %s (%s): the store keeps a run until each of its effects is closed", in.ID, in.Outbox, in.Route), held: true}
 		}
 	}
 	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
 	if err != nil {
-		return p, "", false, err
+		return pruneOutcome{err: err}
 	}
 	if !rep.OK() {
 		f := rep.Findings[0]
-		return p, fmt.Sprintf("its record fails verification (%d findings; first: %s at %s: %s)", len(rep.Findings), f.Check, f.Where, f.Detail), false, nil
+		return pruneOutcome{reason: fmt.Sprintf("its record fails verification (%d findings; first: %s at %s: %s)", len(rep.Findings), f.Check, f.Where, f.Detail)}
 	}
 	doc, err := archive.Encode(a)
 	if err != nil {
-		return p, "", false, err
+		return pruneOutcome{err: err}
 	}
-	p = prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts()}
+	p := prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts()}
 	if o.Dir != "" {
 		p.Archive = store.BodyDigest(doc)
 		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)
 	}
 	if o.DryRun {
-		return p, "", false, nil
+		return pruneOutcome{p: p}
 	}
 	if p.File != "" {
 		if why, err := writeArchive(p.File, doc, o.cut); err != nil || why != "" {
-			return p, why, false, err
+			return pruneOutcome{reason: why, err: err}
 		}
 		o.cut("prune-archive-written")
 	}
@@ -335,9 +330,9 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	if c := store.CodeOf(err); c == store.CodeHeadMismatch || c == store.CodeInvalidTransition {
 		// The run changed since it was read, or was pruned meanwhile: the
 		// archive written is left for the next prune to find the same.
-		return p, fmt.Sprintf("the store refused: %v", err), false, nil
+		return pruneOutcome{reason: fmt.Sprintf("the store refused: %v", err)}
 	}
-	return p, "", false, err
+	return pruneOutcome{p: p, err: err}
 }
 
 // writeArchive writes doc to path durably: a temporary file in the same

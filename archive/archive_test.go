@@ -22,26 +22,28 @@ import (
 
 var ctx = context.Background()
 
-func openStore(t *testing.T, c *storetest.Clock) *sqlite.Store {
+// storedRun reads, from a SQLite store of its own, an ended run holding a
+// record of every kind (storetest.EndedWithEverything).
+func storedRun(t *testing.T) *archive.Archive {
 	t.Helper()
+	c := storetest.NewClock()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{Clock: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// A stored run read whole, encoded and decoded, is the record read, and
-// encodes to the same bytes again.
-func TestAStoredRunRoundTrips(t *testing.T) {
-	c := storetest.NewClock()
-	s := openStore(t, c)
+	defer s.Close()
 	storetest.EndedWithEverything(t, s, c, "run-1")
 	a, err := archive.Read(ctx, s, "run-1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// A stored run read whole, encoded and decoded, is the record read, and
+// encodes to the same bytes again.
+func TestAStoredRunRoundTrips(t *testing.T) {
+	a := storedRun(t)
 	if got, want := a.Counts(), (store.RecordCounts{Events: 3, Intents: 2, Attempts: 3, Receipts: 2, Grants: 3, Inbox: 2, Trace: 3}); got != want {
 		t.Fatalf("counts %+v, want %+v", got, want)
 	}
@@ -206,13 +208,7 @@ func fixBody(b []byte) []byte {
 // A document that is not one Encode wrote is refused with an *Error that
 // says where.
 func TestDecodeRefuses(t *testing.T) {
-	c := storetest.NewClock()
-	s := openStore(t, c)
-	storetest.EndedWithEverything(t, s, c, "run-1")
-	a, err := archive.Read(ctx, s, "run-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := storedRun(t)
 	doc, err := archive.Encode(a)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +265,6 @@ func TestDecodeRefuses(t *testing.T) {
 // FuzzDecode: Decode never panics, refuses with an *Error, and what it
 // accepts encodes to a document that decodes to the same archive.
 func FuzzDecode(f *testing.F) {
-	c := storetest.NewClock()
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"attempts":[],"checkpoint":null,"events":[],"grants":[],"inbox":[],"intents":[],"kind":"flrh-run-archive/1","receipts":[],"run":{"id":"r"},"trace":[]}`))
 	f.Add([]byte(`{"attempts":[],"checkpoint":{"body_base64":"eA==","build_digest":"","digest":"","format_version":1,"seq":1},"events":[{"body":{},"chain_hash":"","digest":"","generation":1,"kind":"K","prev_hash":"","recorded_at":"","seq":1}],"grants":[],"inbox":[],"intents":[],"kind":"flrh-run-archive/1","receipts":[],"run":{"id":"r"},"trace":[{"body":[1],"kind":"t"}]}`))
@@ -294,5 +289,4 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode, encode, decode differs:\n%+v\n%+v", a, b)
 		}
 	})
-	_ = c
 }

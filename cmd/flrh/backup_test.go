@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/internal/refundruns"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+// flrh store backup, through the binary, on a store holding runs a real
+// runner wrote (one of them pruned): bad flags, the copy verified and
+// read as the store reads, a run that fails verification reported, a
+// process killed with SIGKILL before the copy is named, and the copy
+// restored in the store's place and written to.
+func TestBackupCommand(t *testing.T) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	spec := "sqlite:" + filepath.Join(dir, "flrh.db")
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refundruns.Record(t, st, "", true, 800, 30)
+	st.Close()
+	cli := func(env []string, args ...string) (string, int) {
+		t.Helper()
+		out, err := flrh(bin, env, args...)
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return out, 0
+		case errors.As(err, &ee):
+			return out, ee.ExitCode()
+		}
+		t.Fatalf("flrh %v: %v", args, err)
+		return "", 0
+	}
+	if out, code := cli(nil, "store", "prune", "--ended-before", "0s", "--discard", "--limit", "1", "--store", spec); code != 0 {
+		t.Fatalf("prune: exit %d\n%s", code, out)
+	}
+	verifyAll := func(spec string) string {
+		t.Helper()
+		out, code := cli(nil, "verify", "--all", "--store", spec)
+		if code != 0 {
+			t.Fatalf("verify --all --store %s: exit %d\n%s", spec, code, out)
+		}
+		return out
+	}
+	want := verifyAll(spec)
+	if !strings.Contains(want, "run small: pruned") {
+		t.Fatalf("the store before its backup:\n%s", want)
+	}
+
+	// Bad flags change nothing and say why.
+	taken := filepath.Join(dir, "taken.db")
+	if err := os.WriteFile(taken, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--store", spec}, "--to FILE is required"},
+		{[]string{"--store", spec, "--to", taken}, "never overwrites"},
+		{[]string{"--store", spec, "--to", filepath.Join(dir, "flrh.db")}, "never overwrites"},
+		{[]string{"--store", spec, "--to", filepath.Join(dir, "no", "b.db")}, "no such directory"},
+		{[]string{"--store", "sqlite:" + filepath.Join(dir, "none.db"), "--to", filepath.Join(dir, "b.db")}, "no store at"},
+		{[]string{"--store", "postgres://u@127.0.0.1:1/db", "--to", filepath.Join(dir, "b.db")}, "pg_dump"},
+	} {
+		out, code := cli(nil, append([]string{"store", "backup"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(out, tc.says) {
+			t.Errorf("backup %v: exit %d, want %d saying %q\n%s", tc.args, code, exitUsage, tc.says, out)
+		}
+	}
+	if b, _ := os.ReadFile(taken); string(b) != "mine" {
+		t.Fatalf("the file in the way now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); !os.IsNotExist(err) {
+		t.Fatalf("a refused backup wrote a file: %v", err)
+	}
+
+	// Killed with the copy whole but not yet named: no backup, and the
+	// next one replaces the partial file.
+	dest := filepath.Join(dir, "backup.db")
+	out, code := cli([]string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=backup-written"}, "store", "backup", "--store", spec, "--to", dest)
+	if code != -1 || !strings.Contains(out, "SIGKILL at backup-written") {
+		t.Fatalf("backup killed: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Fatalf("a killed backup named its copy: %v", err)
+	}
+	if _, err := os.Stat(dest + sqlite.PartialSuffix); err != nil {
+		t.Fatalf("the killed backup's partial file: %v", err)
+	}
+
+	out, code = cli(nil, "store", "backup", "--store", spec, "--to", dest, "--verify", "--json")
+	var rep backupReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("backup --verify: exit %d\n%s", code, out)
+	}
+	fi, err := os.Stat(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Path != dest || rep.Bytes != fi.Size() || rep.Runs != 4 || rep.SchemaVersion != sqlite.SchemaVersion ||
+		rep.Verified == nil || rep.Verified.Runs != 4 || rep.Verified.Pruned != 1 || rep.Verified.Failed != 0 {
+		t.Fatalf("backup --verify: %+v\n%s", rep, out)
+	}
+	if _, err := os.Stat(dest + sqlite.PartialSuffix); !os.IsNotExist(err) {
+		t.Fatalf("the partial file is left: %v", err)
+	}
+	if got := verifyAll("sqlite:" + dest); got != want {
+		t.Fatalf("the copy verifies otherwise:\n%s\nthe store:\n%s", got, want)
+	}
+	for _, args := range [][]string{{"run", "list"}, {"run", "events", "large"}, {"run", "trace", "agent-1"}, {"store", "check"}} {
+		a, ca := cli(nil, append(args, "--store", spec)...)
+		b, cb := cli(nil, append(args, "--store", "sqlite:"+dest)...)
+		if ca != 0 || cb != ca || a != b {
+			t.Fatalf("flrh %v reads otherwise from the copy (exit %d, %d):\n%s\nthe store:\n%s", args, cb, ca, b, a)
+		}
+	}
+
+	// A run that fails verification in the store fails in its copy, which
+	// is kept.
+	corrupt := `UPDATE attempts SET generation = generation + 100 WHERE intent_id IN (SELECT intent_id FROM intents WHERE run_id = 'large')`
+	rawExec(t, spec, corrupt)
+	bad := filepath.Join(dir, "bad.db")
+	out, code = cli(nil, "store", "backup", "--store", spec, "--to", bad, "--verify")
+	if code != 1 || !strings.Contains(out, "1 of 4 runs fail") || !strings.Contains(out, "run large:") {
+		t.Fatalf("backup --verify of a store with a run that fails: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(bad); err != nil {
+		t.Fatalf("the copy of a store that fails verification: %v", err)
+	}
+	rawExec(t, spec, strings.Replace(corrupt, "+ 100", "- 100", 1))
+
+	// Restored in a store's place, the copy is a store that runs write to.
+	restored := filepath.Join(t.TempDir(), "flrh.db")
+	b, err := os.ReadFile(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(restored, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := openStore(ctx, "sqlite:"+restored, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.AcquireLease(ctx, "agent-0", "restorer", time.Minute)
+	if err != nil {
+		t.Fatalf("a lease on the restored store: %v", err)
+	}
+	if err := rs.ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(restored + "-wal"); err != nil {
+		t.Fatalf("the restored store is not in WAL mode again: %v", err)
+	}
+}

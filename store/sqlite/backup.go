@@ -97,7 +97,7 @@ func (s *Store) Backup(ctx context.Context, dest string, opts BackupOptions) (Ba
 	if err != nil {
 		return Backup{}, store.Errorf(store.CodeUnavailable, op, "", err, "sync %s", tmp)
 	}
-	b, err := checkCopy(ctx, tmp)
+	b, err := checkCopy(ctx, op, tmp)
 	if err != nil {
 		return Backup{}, err
 	}
@@ -110,7 +110,7 @@ func (s *Store) Backup(ctx context.Context, dest string, opts BackupOptions) (Ba
 	// Renaming over a file that appeared since the check above would
 	// replace it; a hard link refuses instead, and the partial name is
 	// then removed.
-	if err := publish(tmp, dest); err != nil {
+	if err := publish(op, tmp, dest); err != nil {
 		return Backup{}, err
 	}
 	done = true
@@ -132,8 +132,7 @@ func backupErr(tmp string, err error) error {
 // checkCopy opens the copy at path read-only, runs SQLite's integrity
 // check over every page of it, and reads its schema version and its count
 // of runs.
-func checkCopy(ctx context.Context, path string) (Backup, error) {
-	const op = "backup"
+func checkCopy(ctx context.Context, op, path string) (Backup, error) {
 	q := url.Values{}
 	q.Add("mode", "ro")
 	q.Add("_pragma", "trusted_schema(0)")
@@ -142,23 +141,29 @@ func checkCopy(ctx context.Context, path string) (Backup, error) {
 		return Backup{}, store.Errorf(store.CodeUnavailable, op, "", err, "open %s", path)
 	}
 	defer db.Close()
+	damaged := func(err error) error {
+		if store.CodeOf(mapErr(op, "", err)) == store.CodeCorrupt {
+			return store.Errorf(store.CodeCorrupt, op, "", err, "%s fails SQLite's integrity check", path)
+		}
+		return mapErr(op, "", err)
+	}
 	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
-		return Backup{}, mapErr(op, "", err)
+		return Backup{}, damaged(err)
 	}
 	var problems []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
 			rows.Close()
-			return Backup{}, mapErr(op, "", err)
+			return Backup{}, damaged(err)
 		}
 		if line != "ok" {
 			problems = append(problems, line)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return Backup{}, mapErr(op, "", err)
+		return Backup{}, damaged(err)
 	}
 	if len(problems) > 0 {
 		return Backup{}, store.Errorf(store.CodeCorrupt, op, "", nil, "%s fails SQLite's integrity check: %s", path, strings.Join(problems, "; "))
@@ -203,14 +208,13 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// publish gives the finished copy at tmp the name dest. Renaming over a
+// publish gives the finished copy at tmp the name dest, for op. Renaming over a
 // file that appeared since Backup looked would replace it; a hard link
 // refuses instead, and the temporary name is then removed. On a file
 // system without hard links it renames, having looked once more.
-func publish(tmp, dest string) error {
-	const op = "backup"
+func publish(op, tmp, dest string) error {
 	exists := func() error {
-		return store.Errorf(store.CodeExists, op, "", nil, "%s exists; a backup never overwrites a file", dest)
+		return store.Errorf(store.CodeExists, op, "", nil, "%s exists; a %s never overwrites a file", dest, op)
 	}
 	err := os.Link(tmp, dest)
 	switch {

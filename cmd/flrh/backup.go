@@ -70,6 +70,72 @@ backups with archived WAL): see docs/postgres.md.`,
 		return nil
 	}
 	storeCmd.AddCommand(backup)
+
+	restore := &cobra.Command{Use: "restore --from BACKUP",
+		Short: "Put a backup in an embedded store's place; the store it replaces is set aside",
+		Long: `restore replaces the SQLite store with a copy of a backup flrh store backup
+wrote. The backup is checked first (page by page, and its schema version no
+newer than this build's). Nothing may have the store open: restore refuses
+while a runner, the server or any other command uses it. The store it replaces
+is never deleted: it is set aside, whole, as PATH` + sqlite.ReplacedInfix + `TIME. The copy is
+written as PATH` + sqlite.PartialSuffix + `, synced, and named PATH; killed, restore is simply
+run again.
+
+Restoring takes the store back to the backup's moment. What runs did after it
+is forgotten by the store, not by the world: an effect committed before the
+backup and executed after it is attempted again with the same idempotency key,
+which the destination answers with its first result; runs, approvals and
+inputs given after the backup must be given again.`,
+		Args: cobra.NoArgs}
+	rStore := addStoreFlag(restore)
+	rFrom := restore.Flags().String("from", "", "the backup to restore")
+	rJSON := restore.Flags().Bool("json", false, "print JSON")
+	restore.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *rFrom == "" {
+			return usagef("--from BACKUP is required")
+		}
+		path, err := sqlitePath(*rStore)
+		if err != nil {
+			return err
+		}
+		r, err := sqlite.Restore(cmd.Context(), *rFrom, path, sqlite.RestoreOptions{Cut: faultCut()})
+		if code := store.CodeOf(err); code == store.CodeInvalidInput || code == store.CodeExists {
+			return usagef("%v", err)
+		} else if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *rJSON {
+			return json.NewEncoder(out).Encode(restoreReport{Path: r.Path, SchemaVersion: r.SchemaVersion, Runs: r.Runs, Replaced: r.Replaced})
+		}
+		fmt.Fprintf(out, "restored %d runs from %s to %s (schema version %d)\n", r.Runs, *rFrom, r.Path, r.SchemaVersion)
+		if r.Replaced != "" {
+			fmt.Fprintf(out, "the store it replaced is set aside as %s\n", r.Replaced)
+		}
+		return nil
+	}
+	storeCmd.AddCommand(restore)
+}
+
+// restoreReport is what flrh store restore --json prints.
+type restoreReport struct {
+	Path          string `json:"path"`
+	SchemaVersion int64  `json:"schema_version"`
+	Runs          int64  `json:"runs"`
+	Replaced      string `json:"replaced,omitempty"`
+}
+
+// sqlitePath is the file of the SQLite store a --store value names; a
+// PostgreSQL store is restored by PostgreSQL's own means.
+func sqlitePath(spec string) (string, error) {
+	if strings.Contains(spec, "://") {
+		return "", usagef("flrh store restore restores an embedded (SQLite) store; restore a PostgreSQL store with pg_restore or from a base backup (docs/postgres.md)")
+	}
+	path := strings.TrimPrefix(spec, "sqlite:")
+	if path == "" {
+		return "", usagef("empty store path")
+	}
+	return path, nil
 }
 
 // backupReport is what flrh store backup prints.

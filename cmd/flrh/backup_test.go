@@ -168,3 +168,88 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatalf("the restored store is not in WAL mode again: %v", err)
 	}
 }
+
+// A store restored from a backup taken before a refund was approved and
+// paid: the run waits for its approval again, and approved again it pays
+// nothing twice (the destination answers the same idempotency key with
+// its first result). Restore refuses while the store is open, is killed
+// with SIGKILL at both cut points and run again, and sets the store it
+// replaces aside whole.
+func TestRestoreCommand(t *testing.T) {
+	c := newCLIRig(t)
+	ctx := context.Background()
+	path := strings.TrimPrefix(c.store, "--store=sqlite:")
+	out := c.ok("run", "start", "example:refund-agent", "--id", "big", "--input-json", largeRefund, c.dest)
+	req := approvalRequest.FindString(out)
+	if req == "" {
+		t.Fatalf("no approval request in:\n%s", out)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	c.ok("store", "backup", "--to", backup)
+	if out := c.ok("approve", "big", req, "--as", "finance-lead", c.dest); !strings.Contains(out, "SUCCEEDED (outcome success)") {
+		t.Fatalf("approve:\n%s", out)
+	}
+	if n := len(mutations(t, c.base)); n != 1 {
+		t.Fatalf("%d mutations after the approval", n)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"store", "restore"}, "--from BACKUP is required"},
+		{[]string{"store", "restore", "--from", filepath.Join(t.TempDir(), "none.db")}, "no backup at"},
+		{[]string{"store", "restore", "--from", path}, "is the store itself"},
+	} {
+		if out, code := c.run(tc.args...); code != exitUsage || !strings.Contains(out, tc.says) {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args, code, exitUsage, tc.says, out)
+		}
+	}
+	if out, err := flrh(c.bin, nil, "store", "restore", "--from", backup, "--store", "postgres://u@127.0.0.1:1/db"); exitStatus(t, err) != exitUsage || !strings.Contains(out, "pg_restore") {
+		t.Errorf("restore of a PostgreSQL store: %v\n%s", err, out)
+	}
+	held, err := openStore(ctx, "sqlite:"+path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := c.run("store", "restore", "--from", backup); code != 1 || !strings.Contains(out, "stop everything that uses it") {
+		t.Fatalf("restore while the store is open: exit %d\n%s", code, out)
+	}
+	held.Close()
+	if out := c.ok("run", "show", "big"); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("the store after a refused restore:\n%s", out)
+	}
+
+	for _, point := range []string{"restore-set-aside", "restore-written"} {
+		out, err := flrh(c.bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + point}, "store", "restore", "--from", backup, c.store)
+		if code := exitStatus(t, err); code != -1 || !strings.Contains(out, "SIGKILL at "+point) {
+			t.Fatalf("restore killed at %s: exit %d\n%s", point, code, out)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("killed at %s, a store is at the path: %v", point, err)
+		}
+	}
+	aside, _ := filepath.Glob(path + sqlite.ReplacedInfix + "*Z")
+	if len(aside) != 1 {
+		t.Fatalf("stores set aside: %v", aside)
+	}
+	out = c.ok("store", "restore", "--from", backup, "--json")
+	var rep restoreReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Path != path || rep.Runs != 1 || rep.Replaced != "" || rep.SchemaVersion != sqlite.SchemaVersion {
+		t.Fatalf("restore: %+v, %v\n%s", rep, err, out)
+	}
+	if out, err := flrh(c.bin, nil, "run", "show", "big", "--store", "sqlite:"+aside[0]); err != nil || !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("the store set aside: %v\n%s", err, out)
+	}
+
+	if out := c.ok("run", "show", "big"); !strings.Contains(out, "WAIT_APPROVAL") {
+		t.Fatalf("the restored run:\n%s", out)
+	}
+	if out := c.ok("approve", "big", req, "--as", "finance-lead", c.dest); !strings.Contains(out, "SUCCEEDED (outcome success)") {
+		t.Fatalf("approve again:\n%s", out)
+	}
+	if n := len(mutations(t, c.base)); n != 1 {
+		t.Fatalf("%d mutations after the restored run was approved again; want the first one only", n)
+	}
+	c.ok("verify", "--all")
+}

@@ -74,6 +74,7 @@ type runCollector struct {
 type runGauges struct {
 	byState     map[string]float64
 	quarantined float64 // runs quarantined before they ended
+	pruned      float64 // ended runs whose record the store pruned
 	expired     float64 // live runs whose lease expired, its owner still named
 	waiting     float64 // approval requests live runs wait on
 }
@@ -86,13 +87,14 @@ const (
 var (
 	descRuns        = prometheus.NewDesc("flrh_runs", "Runs in the store by run FSM state.", []string{"state"}, nil)
 	descQuarantined = prometheus.NewDesc("flrh_runs_quarantined", "Runs quarantined before they ended: each needs a person.", nil, nil)
+	descPruned      = prometheus.NewDesc("flrh_runs_pruned", "Ended runs whose record was archived and pruned: the store holds their headers alone (counted in flrh_runs too).", nil, nil)
 	descExpired     = prometheus.NewDesc("flrh_leases_expired", "Live runs whose lease expired with its owner still named: a runner that stopped without giving it back.", nil, nil)
 	descWaiting     = prometheus.NewDesc("flrh_approvals_waiting", "Approval requests live runs wait on.", nil, nil)
 	descScrapeOK    = prometheus.NewDesc("flrh_store_scrape_ok", "1 if the last read of run states succeeded.", nil, nil)
 )
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descExpired, descWaiting, descScrapeOK} {
+	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descPruned, descExpired, descWaiting, descScrapeOK} {
 		ch <- d
 	}
 }
@@ -107,6 +109,7 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRuns, prometheus.GaugeValue, n, state)
 	}
 	ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, c.g.quarantined)
+	ch <- prometheus.MustNewConstMetric(descPruned, prometheus.GaugeValue, c.g.pruned)
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.GaugeValue, c.g.expired)
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, c.g.waiting)
 	ok := 1.0
@@ -152,7 +155,7 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	for state, n := range cs.States {
 		g.byState[state] = float64(n)
 	}
-	g.quarantined, g.expired = float64(len(cs.Quarantined)), float64(len(cs.Expired))
+	g.quarantined, g.expired, g.pruned = float64(len(cs.Quarantined)), float64(len(cs.Expired)), float64(cs.Pruned)
 	awaiting, err = store.LiveRunsIn(ctx, st, "WAIT_APPROVAL")
 	return g, awaiting, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -222,6 +223,26 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Millisecond)
+	// A run that ended, pruned: still counted by its state, and as pruned.
+	if a := f.post("/v1/runs", tokOperator, refundBody("g-pruned", "r-4003", 30)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("g-pruned", tokViewer, "its end", ended)
+	a, err := archive.Read(ctx, f.store, "g-pruned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := archive.Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, ok := store.PrunerOf(f.store)
+	if !ok {
+		t.Fatal("the server's store does not prune")
+	}
+	if err := pr.Prune(ctx, a.Pruning(store.BodyDigest(doc))); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, ok := store.CensusTakerOf(f.store); !ok {
 		t.Fatal("the server's store takes no census")
@@ -235,10 +256,16 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A store seen only through store.Store neither takes a census nor
+	// prunes: it reports no run pruned, and the rest as the census does.
+	if paged.pruned != 0 {
+		t.Fatalf("a store that does not prune reports %v runs pruned", paged.pruned)
+	}
+	paged.pruned = got.pruned
 	if !reflect.DeepEqual(got, paged) || !slices.Equal(awaiting, pagedAwaiting) {
 		t.Fatalf("from the census %+v awaiting %v, paging %+v awaiting %v", got, awaiting, paged, pagedAwaiting)
 	}
-	want := runGauges{byState: map[string]float64{"SUCCEEDED": 1, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1}
+	want := runGauges{byState: map[string]float64{"SUCCEEDED": 2, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1, pruned: 1}
 	if !reflect.DeepEqual(got, want) || !slices.Equal(awaiting, []string{"g-wait"}) {
 		t.Fatalf("gauges %+v awaiting %v, want %+v awaiting [g-wait]", got, awaiting, want)
 	}
@@ -247,7 +274,7 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	}
 
 	mfs := f.scrape(t)
-	for name, want := range map[string]float64{"flrh_runs_quarantined": 1, "flrh_leases_expired": 1, "flrh_approvals_waiting": 1, "flrh_store_scrape_ok": 1} {
+	for name, want := range map[string]float64{"flrh_runs_quarantined": 1, "flrh_runs_pruned": 1, "flrh_leases_expired": 1, "flrh_approvals_waiting": 1, "flrh_store_scrape_ok": 1} {
 		if got := value(series(t, mfs, name)[""]); got != want {
 			t.Fatalf("%s = %v, want %v", name, got, want)
 		}

@@ -68,6 +68,7 @@ type runCollector struct {
 	at      time.Time
 	g       runGauges
 	failed  bool
+	waits   waitCounts // what each run waiting for approval was found to wait on
 }
 
 // runGauges are the store's gauges as one read found them.
@@ -131,7 +132,10 @@ func (c *runCollector) refresh() {
 	if err == nil {
 		last := c.g.waiting
 		c.g = g
-		if c.g.waiting, err = countWaiting(ctx, c.inspect, awaiting); err != nil {
+		if c.waits == nil {
+			c.waits = waitCounts{}
+		}
+		if c.g.waiting, err = c.waits.count(ctx, c.inspect, awaiting); err != nil {
 			c.g.waiting = last
 		}
 	}
@@ -146,7 +150,7 @@ func (c *runCollector) refresh() {
 // flrh's) counts and filters inside the database, and lists those runs
 // from its index of live runs; any other is paged through
 // (store.TakeCensus, store.LiveRunsIn).
-func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []string, err error) {
+func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []store.Run, err error) {
 	cs, err := store.TakeCensus(ctx, st, store.CensusQuery{ExpiredBy: now, ByState: true})
 	if err != nil {
 		return g, nil, err
@@ -160,18 +164,57 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	return g, awaiting, err
 }
 
-// countWaiting counts the approval requests the runs ids wait on, from
-// their checkpoints (inspect): the expensive part of a scrape, bounded by
-// ctx.
-func countWaiting(ctx context.Context, inspect func(context.Context, string) (runner.Status, error), ids []string) (float64, error) {
+// waitCounts remembers, for each run waiting for approval, how many
+// approval requests it waits on and the header that count was read at.
+// What a run waits on follows from its checkpoint, which changes only
+// with a write to its header: while the header a scrape lists is the one
+// remembered, the count stands, and the run's checkpoint is not read
+// again. A resting run is written to by nothing, so a scrape reads the
+// checkpoints of the runs that moved since the last one, not of all.
+type waitCounts map[string]waitCount
+
+type waitCount struct {
+	head     int64
+	headHash string
+	updated  time.Time
+	n        int
+}
+
+func (w waitCount) at(r store.Run) bool {
+	return w.head == r.Head && w.headHash == r.HeadHash && w.updated.Equal(r.UpdatedAt)
+}
+
+// count counts the approval requests the runs wait on: from what it
+// remembers of a run whose header has not moved, otherwise from its
+// checkpoint (inspect), remembered then under the header inspect read it
+// with. Runs no longer listed are forgotten once a count completes. It is
+// bounded by ctx; a count cut short keeps what it learnt.
+func (w waitCounts) count(ctx context.Context, inspect func(context.Context, string) (runner.Status, error), runs []store.Run) (float64, error) {
 	n := 0
-	for _, id := range ids {
-		status, err := inspect(ctx, id)
+	for _, r := range runs {
+		if c, ok := w[r.ID]; ok && c.at(r) {
+			n += c.n
+			continue
+		}
+		status, err := inspect(ctx, r.ID)
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		if err == nil {
-			n += len(status.Waiting)
+		if err != nil {
+			continue
+		}
+		n += len(status.Waiting)
+		w[r.ID] = waitCount{head: status.Run.Head, headHash: status.Run.HeadHash, updated: status.Run.UpdatedAt, n: len(status.Waiting)}
+	}
+	if len(w) > len(runs) {
+		listed := make(map[string]bool, len(runs))
+		for _, r := range runs {
+			listed[r.ID] = true
+		}
+		for id := range w {
+			if !listed[id] {
+				delete(w, id)
+			}
 		}
 	}
 	return float64(n), nil

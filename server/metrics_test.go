@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -262,14 +261,14 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 		t.Fatalf("a store that does not prune reports %v runs pruned", paged.pruned)
 	}
 	paged.pruned = got.pruned
-	if !reflect.DeepEqual(got, paged) || !slices.Equal(awaiting, pagedAwaiting) {
+	if !reflect.DeepEqual(got, paged) || !reflect.DeepEqual(awaiting, pagedAwaiting) {
 		t.Fatalf("from the census %+v awaiting %v, paging %+v awaiting %v", got, awaiting, paged, pagedAwaiting)
 	}
 	want := runGauges{byState: map[string]float64{"SUCCEEDED": 2, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1, pruned: 1}
-	if !reflect.DeepEqual(got, want) || !slices.Equal(awaiting, []string{"g-wait"}) {
+	if !reflect.DeepEqual(got, want) || len(awaiting) != 1 || awaiting[0].ID != "g-wait" {
 		t.Fatalf("gauges %+v awaiting %v, want %+v awaiting [g-wait]", got, awaiting, want)
 	}
-	if n, err := countWaiting(ctx, f.runner.Inspect, awaiting); n != 1 || err != nil {
+	if n, err := (waitCounts{}).count(ctx, f.runner.Inspect, awaiting); n != 1 || err != nil {
 		t.Fatalf("approvals waiting %v, %v; want 1", n, err)
 	}
 
@@ -311,9 +310,107 @@ func TestScrapeKeepsItsStoreGaugesWhenApprovalsRunOutOfTime(t *testing.T) {
 	if err := f.store.Quarantine(context.Background(), "s-corrupt", "checkpoint digest mismatch"); err != nil {
 		t.Fatal(err)
 	}
+	// The waiting run's header moves (a lease taken and given back), so
+	// the count must read its checkpoint again, and that read is slow.
+	l, err := f.store.AcquireLease(context.Background(), "s-wait", "someone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.ReleaseLease(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
 	slow = true
 	c.refresh()
 	if !c.failed || c.g.waiting != 1 || c.g.quarantined != 1 || c.g.byState["INGEST"] != 1 {
 		t.Fatalf("a read whose approvals ran out of time: failed %v, gauges %+v", c.failed, c.g)
 	}
+}
+
+// A scrape remembers what each run waiting for approval waits on, and
+// reads a run's checkpoint again only once its header has moved: the
+// count is always the one read afresh, a resting run's checkpoint is read
+// once, and a run that leaves the state is forgotten.
+func TestApprovalsWaitingRememberedUntilARunMoves(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	for _, id := range []string{"m-1", "m-2", "m-3"} {
+		if a := f.post("/v1/runs", tokOperator, refundBody(id, "r-"+id, 900)); a.status != 201 {
+			t.Fatalf("start: %d %s", a.status, a.body)
+		}
+	}
+	pages := map[string]RunPage{}
+	for _, id := range []string{"m-1", "m-2", "m-3"} {
+		pages[id] = f.waitFor(id, tokViewer, "an approval wait", waiting)
+	}
+	ctx := context.Background()
+	read := map[string]int{}
+	inspect := func(ctx context.Context, id string) (runner.Status, error) {
+		read[id]++
+		return f.runner.Inspect(ctx, id)
+	}
+	counts := waitCounts{}
+	scrape := func(want float64, wantRead map[string]int) {
+		t.Helper()
+		clear(read)
+		runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := counts.count(ctx, inspect, runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := (waitCounts{}).count(ctx, f.runner.Inspect, runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want || fresh != want || !reflect.DeepEqual(read, wantRead) {
+			t.Fatalf("counted %v (afresh %v), reading %v; want %v, reading %v", got, fresh, read, want, wantRead)
+		}
+		if len(counts) != len(runs) {
+			t.Fatalf("remembers %d runs, %d listed", len(counts), len(runs))
+		}
+	}
+	scrape(3, map[string]int{"m-1": 1, "m-2": 1, "m-3": 1})
+	// The runner settles each resting run once (a write to its header);
+	// from then on nothing writes to them, and nothing is read.
+	for quiet, passes := 0, 0; quiet < 2; passes++ {
+		if passes == 100 {
+			t.Fatalf("the waiting runs' headers still move after %d scrapes", passes)
+		}
+		if len(read) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(50 * time.Millisecond)
+		clear(read)
+		runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := counts.count(ctx, inspect, runs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scrape(3, map[string]int{})
+
+	// A write to one run's header (a lease taken and given back): that
+	// run's checkpoint is read again, and only that one.
+	l, err := f.store.AcquireLease(ctx, "m-2", "someone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	scrape(3, map[string]int{"m-2": 1})
+
+	// An approved run ends and is forgotten.
+	need := pages["m-1"].Waiting[0]
+	if a := f.post("/v1/runs/m-1/approve", tokApprover, fmt.Sprintf(`{"request_id":%q,"request_digest":%q}`, need.RequestID, need.RequestDigest)); a.status != 200 && a.status != 202 {
+		t.Fatalf("approve: %d %s", a.status, a.body)
+	}
+	f.waitFor("m-1", tokViewer, "its end", ended)
+	scrape(2, map[string]int{})
+	scrape(2, map[string]int{})
 }

@@ -13,8 +13,8 @@ import (
 
 // BenchmarkScrapeApprovalsWaiting measures what a /metrics scrape reads
 // for flrh_approvals_waiting over FLRH_BENCH_WAITING runs (default 500)
-// resting in WAIT_APPROVAL: the live runs in that state, then each one's
-// approval requests.
+// resting in WAIT_APPROVAL: the live runs in that state, then the
+// approval requests each one waits on.
 func BenchmarkScrapeApprovalsWaiting(b *testing.B) {
 	n := 500
 	if v := os.Getenv("FLRH_BENCH_WAITING"); v != "" {
@@ -45,16 +45,30 @@ func BenchmarkScrapeApprovalsWaiting(b *testing.B) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		ids, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
-		if err != nil {
-			b.Fatal(err)
+	// "every-checkpoint" reads every run's checkpoint, as each scrape did
+	// before it remembered counts; "remembered" is a scrape after the
+	// first, with no run moved since: the listing alone.
+	for _, remember := range []bool{false, true} {
+		name := "every-checkpoint"
+		if remember {
+			name = "remembered"
 		}
-		got, err := countWaiting(ctx, f.runner.Inspect, ids)
-		if err != nil || int(got) != n {
-			b.Fatalf("counted %v approvals waiting, %v; want %d", got, err, n)
-		}
+		b.Run(name, func(b *testing.B) {
+			counts := waitCounts{}
+			for b.Loop() {
+				if !remember {
+					clear(counts)
+				}
+				runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := counts.count(ctx, f.runner.Inspect, runs)
+				if err != nil || int(got) != n {
+					b.Fatalf("counted %v approvals waiting, %v; want %d", got, err, n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/run")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/run")
 }

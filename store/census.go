@@ -47,20 +47,20 @@ func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error
 	return c, nil
 }
 
-// LiveRunsIn lists the live runs of st in state, in creation order: from
-// the store's index when it is a CensusTaker, otherwise by paging through
-// every run's header.
-func LiveRunsIn(ctx context.Context, st RunLister, state string) ([]string, error) {
+// LiveRunsIn returns the headers of the live runs of st in state, in
+// creation order: from the store's index when it is a CensusTaker,
+// otherwise by paging through every run's header.
+func LiveRunsIn(ctx context.Context, st RunLister, state string) ([]Run, error) {
 	if ct, ok := listerAs[CensusTaker](st); ok {
 		return ct.LiveIn(ctx, state)
 	}
-	var ids []string
+	var runs []Run
 	err := eachRun(ctx, st, func(r Run) {
 		if r.Outcome == "" && r.Quarantine == "" && r.State == state {
-			ids = append(ids, r.ID)
+			runs = append(runs, r)
 		}
 	})
-	return ids, err
+	return runs, err
 }
 
 // listerAs is As for a RunLister that may be a Store (searched through

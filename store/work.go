@@ -123,9 +123,10 @@ type CensusTaker interface {
 	// before the time asked, each list in the order of the runs' creation
 	// (Runs). It reads one snapshot.
 	Census(ctx context.Context, q CensusQuery) (Census, error)
-	// LiveIn lists the live runs (not ended, not quarantined) in state,
-	// in the order of their creation, from an index of the live runs.
-	LiveIn(ctx context.Context, state string) ([]string, error)
+	// LiveIn returns the headers of the live runs (not ended, not
+	// quarantined) in state, in the order of their creation, from an
+	// index of the live runs.
+	LiveIn(ctx context.Context, state string) ([]Run, error)
 }
 
 // CensusQuery says what a census asks beyond the counts.

@@ -65,12 +65,20 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 }
 
 // LiveIn implements store.CensusTaker, from the live runs' index.
-func (s *Store) LiveIn(ctx context.Context, state string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs
+func (s *Store) LiveIn(ctx context.Context, state string) ([]store.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs
 WHERE outcome = '' AND quarantine = '' AND state = $1 ORDER BY created_order`, state)
 	if err != nil {
 		return nil, s.mapErr("live in", "", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return ids, s.mapErr("live in", "", err)
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, s.mapErr("live in", "", err)
+		}
+		out = append(out, r)
+	}
+	return out, s.mapErr("live in", "", rows.Err())
 }

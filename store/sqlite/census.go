@@ -64,20 +64,20 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 
 // LiveIn implements store.CensusTaker, from the live runs' index (state,
 // creation order, id).
-func (s *Store) LiveIn(ctx context.Context, state string) ([]string, error) {
-	rows, err := s.read(ctx, `SELECT run_id FROM runs INDEXED BY runs_live
+func (s *Store) LiveIn(ctx context.Context, state string) ([]store.Run, error) {
+	rows, err := s.read(ctx, `SELECT `+runColumns+` FROM runs INDEXED BY runs_live
 WHERE outcome = '' AND quarantine = '' AND state = ? ORDER BY created_order`, state)
 	if err != nil {
 		return nil, mapErr("live in", "", err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []store.Run
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		r, err := scanRun(rows)
+		if err != nil {
 			return nil, mapErr("live in", "", err)
 		}
-		out = append(out, id)
+		out = append(out, r)
 	}
 	return out, mapErr("live in", "", rows.Err())
 }

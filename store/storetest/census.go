@@ -105,24 +105,28 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("expired leases by bound: %v, want %v", expired, want)
 	}
 
-	// The live runs in a state are the walk's, in creation order; none
-	// ended or quarantined.
-	live := map[string][]string{}
+	// The live runs in a state are the walk's, in creation order, each
+	// header as the walk reads it; none ended or quarantined.
+	live := map[string][]store.Run{}
 	runs, err := s.Runs(ctx, "", 100)
 	must(t, err)
 	for _, r := range runs {
 		if r.Outcome == "" && r.Quarantine == "" {
-			live[r.State] = append(live[r.State], r.ID)
+			live[r.State] = append(live[r.State], r)
 		}
 	}
 	for _, state := range []string{"CREATED", "WAIT_APPROVAL", "SUCCEEDED", "NOWHERE"} {
 		got, err := ct.LiveIn(ctx, state)
 		must(t, err)
-		if !slices.Equal(got, live[state]) {
-			t.Fatalf("live runs in %s: %v, want %v", state, got, live[state])
+		if !reflect.DeepEqual(got, live[state]) {
+			t.Fatalf("live runs in %s: %+v, want %+v", state, got, live[state])
 		}
 	}
-	if got := live["CREATED"]; !slices.Equal(got, []string{"cs-lease10s", "cs-lease1m", "cs-released"}) {
-		t.Fatalf("the walk's live runs in CREATED: %v", got)
+	var ids []string
+	for _, r := range live["CREATED"] {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []string{"cs-lease10s", "cs-lease1m", "cs-released"}) {
+		t.Fatalf("the walk's live runs in CREATED: %v", ids)
 	}
 }

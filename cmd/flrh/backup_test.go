@@ -220,12 +220,21 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatalf("the store after a refused restore:\n%s", out)
 	}
 
-	for _, point := range []string{"restore-set-aside", "restore-written"} {
+	// Killed with the copy whole beside the store: the store is in its
+	// place. Killed with the store set aside: no store at the path.
+	for _, point := range []string{"restore-written", "restore-set-aside"} {
 		out, err := flrh(c.bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + point}, "store", "restore", "--from", backup, c.store)
 		if code := exitStatus(t, err); code != -1 || !strings.Contains(out, "SIGKILL at "+point) {
 			t.Fatalf("restore killed at %s: exit %d\n%s", point, code, out)
 		}
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
+		if _, err := os.Stat(path + sqlite.PartialSuffix); err != nil {
+			t.Fatalf("killed at %s, the copy: %v", point, err)
+		}
+		if point == "restore-written" {
+			if out := c.ok("run", "show", "big"); !strings.Contains(out, "SUCCEEDED") {
+				t.Fatalf("killed at %s, the store:\n%s", point, out)
+			}
+		} else if _, err := os.Stat(path); !os.IsNotExist(err) {
 			t.Fatalf("killed at %s, a store is at the path: %v", point, err)
 		}
 	}

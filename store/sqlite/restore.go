@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
@@ -31,9 +32,10 @@ type RestoreOptions struct {
 	// means the clock's reading.
 	Now time.Time
 	// Cut, when set, is called at restore's cut points for the crash
-	// tests: "restore-set-aside" once the store that was at the path is
-	// set aside, "restore-written" once the copy of the backup is whole
-	// and synced under its temporary name.
+	// tests: "restore-written" once the copy of the backup is whole and
+	// synced under its temporary name, the store still in its place;
+	// "restore-set-aside" once the store is set aside, the copy not yet
+	// named.
 	Cut func(point string)
 }
 
@@ -50,15 +52,17 @@ const ReplacedInfix = ".replaced-"
 // it may be a live store whose latest commits are in its log, not a
 // backup. The store at path, if there is one, must not be open anywhere:
 // Restore takes it out of WAL mode, which SQLite allows only to a
-// connection alone with the database (store.CodeUnavailable otherwise),
-// and sets the store, now one self-contained file, aside under path +
-// ReplacedInfix + the time. A store too damaged to open is set aside with
-// whatever log is beside it. The copy is then written as path +
-// PartialSuffix, synced, and named path, the directory synced.
+// connection alone with the database (store.CodeUnavailable otherwise).
+// The copy is then written whole as path + PartialSuffix and synced; a
+// copy that fails (a full disk) leaves the store as it was. Only then is
+// the store, checked alone once more and now one self-contained file, set
+// aside under path + ReplacedInfix + the time (a store too damaged to open
+// is set aside with whatever log is beside it), and the copy named path,
+// the directory synced.
 //
-// Killed anywhere, Restore leaves either the old store in place, or no
-// store at path and the old one set aside, or the restored store: run
-// again, it finishes.
+// Killed anywhere, Restore leaves the old store in place, or no store at
+// path and the old one set aside, or the restored store: run again, it
+// finishes.
 func Restore(ctx context.Context, from, path string, opts RestoreOptions) (Restored, error) {
 	const op = "restore"
 	cut := func(point string) {
@@ -95,16 +99,14 @@ func Restore(ctx context.Context, from, path string, opts RestoreOptions) (Resto
 	}
 	r := Restored{Path: path, SchemaVersion: b.SchemaVersion, Runs: b.Runs}
 
+	exists := false
 	switch _, err := os.Lstat(path); {
 	case err == nil:
-		now := opts.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
-		if r.Replaced, err = setAside(ctx, path, path+ReplacedInfix+now.UTC().Format("20060102T150405.000000000Z")); err != nil {
+		// Refused now, before anything is written, if the store is open.
+		if err := aloneWith(ctx, path); err != nil {
 			return Restored{}, err
 		}
-		cut("restore-set-aside")
+		exists = true
 	case !errors.Is(err, os.ErrNotExist):
 		return Restored{}, store.Errorf(store.CodeUnavailable, op, "", err, "%s", path)
 	default:
@@ -114,10 +116,10 @@ func Restore(ctx context.Context, from, path string, opts RestoreOptions) (Resto
 			return Restored{}, store.Errorf(store.CodeInvalidInput, op, "", nil,
 				"%s-wal holds a log without its database; move it away first", path)
 		}
-		os.Remove(path + "-wal")
-		os.Remove(path + "-shm")
 	}
 
+	// The copy is made whole beside the store before the store is moved:
+	// a copy that fails (a full disk) leaves the store where it was.
 	tmp := path + PartialSuffix
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return Restored{}, store.Errorf(store.CodeUnavailable, op, "", err, "remove the unfinished copy %s", tmp)
@@ -129,9 +131,26 @@ func Restore(ctx context.Context, from, path string, opts RestoreOptions) (Resto
 		}
 	}()
 	if err := copyFile(from, tmp); err != nil {
-		return Restored{}, store.Errorf(store.CodeUnavailable, op, "", err, "copy %s to %s", from, tmp)
+		if errors.Is(err, syscall.ENOSPC) {
+			return Restored{}, store.Errorf(store.CodeUnavailable, op, "", err, "disk full copying %s to %s; the store is as it was", from, tmp)
+		}
+		return Restored{}, store.Errorf(store.CodeUnavailable, op, "", err, "copy %s to %s; the store is as it was", from, tmp)
 	}
 	cut("restore-written")
+	if exists {
+		now := opts.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		var err error
+		if r.Replaced, err = setAside(ctx, path, path+ReplacedInfix+now.UTC().Format("20060102T150405.000000000Z")); err != nil {
+			return Restored{}, err
+		}
+		cut("restore-set-aside")
+	} else {
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
+	}
 	if err := publish(op, tmp, path); err != nil {
 		return Restored{}, err
 	}
@@ -162,31 +181,11 @@ func inWALMode(path string) (bool, error) {
 }
 
 // setAside renames the store at path to aside, its log and shared memory
-// with it. It first takes the store out of WAL mode, which SQLite does only
-// for a connection alone with the database, and which folds the log into
-// the file: a store open anywhere is refused, and one set aside is one
-// file. A store SQLite cannot read at all is set aside as it is.
+// with it, once aloneWith has found nothing else has it open.
 func setAside(ctx context.Context, path, aside string) (string, error) {
 	const op = "restore"
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(0)&_pragma=trusted_schema(0)")
-	if err != nil {
-		return "", store.Errorf(store.CodeUnavailable, op, "", err, "open %s", path)
-	}
-	var mode string
-	err = db.QueryRowContext(ctx, `PRAGMA journal_mode = DELETE`).Scan(&mode)
-	db.Close()
-	code, _ := sqliteCode(err)
-	switch {
-	case err == nil && mode == "delete":
-	case err == nil:
-		return "", store.Errorf(store.CodeUnavailable, op, "", nil, "%s stays in %s mode; is it open elsewhere?", path, mode)
-	case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
-		return "", store.Errorf(store.CodeUnavailable, op, "", err,
-			"the store at %s is open (a runner, the server, or another command); stop everything that uses it, then restore", path)
-	case code&0xff == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB:
-		// Damaged: set aside as it is, with its log.
-	default:
-		return "", mapErr(op, "", err)
+	if err := aloneWith(ctx, path); err != nil {
+		return "", err
 	}
 	if _, err := os.Lstat(aside); err == nil {
 		return "", store.Errorf(store.CodeExists, op, "", nil, "%s exists", aside)
@@ -203,6 +202,36 @@ func setAside(ctx context.Context, path, aside string) (string, error) {
 		return "", store.Errorf(store.CodeUnavailable, op, "", err, "sync %s", filepath.Dir(path))
 	}
 	return aside, nil
+}
+
+// aloneWith takes the store at path out of WAL mode, which SQLite does
+// only for a connection alone with the database, and which folds the log
+// into the file: a store open anywhere is refused, and one left alone is
+// one self-contained file. A store SQLite cannot read at all passes, to be
+// set aside as it is.
+func aloneWith(ctx context.Context, path string) error {
+	const op = "restore"
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(0)&_pragma=trusted_schema(0)")
+	if err != nil {
+		return store.Errorf(store.CodeUnavailable, op, "", err, "open %s", path)
+	}
+	var mode string
+	err = db.QueryRowContext(ctx, `PRAGMA journal_mode = DELETE`).Scan(&mode)
+	db.Close()
+	code, _ := sqliteCode(err)
+	switch {
+	case err == nil && mode == "delete":
+	case err == nil:
+		return store.Errorf(store.CodeUnavailable, op, "", nil, "%s stays in %s mode; is it open elsewhere?", path, mode)
+	case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
+		return store.Errorf(store.CodeUnavailable, op, "", err,
+			"the store at %s is open (a runner, the server, or another command); stop everything that uses it, then restore", path)
+	case code&0xff == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB:
+		// Damaged: set aside as it is, with its log.
+	default:
+		return mapErr(op, "", err)
+	}
+	return nil
 }
 
 // copyFile copies from to a new file to, synced.

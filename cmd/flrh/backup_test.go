@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,4 +262,93 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatalf("%d mutations after the restored run was approved again; want the first one only", n)
 	}
 	c.ok("verify", "--all")
+}
+
+// Backups taken by another process while flrh serve runs refunds: each
+// copy verifies, and holds every run as a prefix of what the store holds
+// once the server stops (the same events up to its head, by chain hash).
+// A restore while the server has the store open is refused.
+func TestBackupWhileServeRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "flrh.db")
+	p := startServe(t, bin, nil, "--store", "sqlite:"+db, "--destination", sb+"/v1/effects")
+	stop := make(chan struct{})
+	posted := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				posted <- nil
+				return
+			default:
+			}
+			if err := postRefund(p.base, fmt.Sprintf("bk-%03d", i), 10+i%50); err != nil {
+				posted <- err
+				return
+			}
+		}
+	}()
+	var backups []string
+	for i := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		b := filepath.Join(dir, fmt.Sprintf("backup-%d.db", i))
+		out, err := flrh(bin, nil, "store", "backup", "--store", "sqlite:"+db, "--to", b, "--verify")
+		if err != nil || !strings.Contains(out, "verified the copy") || !strings.Contains(out, "intact") {
+			t.Fatalf("backup %d while serve runs: %v\n%s", i, err, out)
+		}
+		backups = append(backups, b)
+	}
+	if out, err := flrh(bin, nil, "store", "restore", "--store", "sqlite:"+db, "--from", backups[0]); exitStatus(t, err) != 1 || !strings.Contains(out, "stop everything that uses it") {
+		t.Fatalf("restore while serve runs: %v\n%s", err, out)
+	}
+	close(stop)
+	if err := <-posted; err != nil {
+		t.Fatal(err)
+	}
+	stopServe(t, p)
+
+	ctx := context.Background()
+	final, err := sqlite.Open(ctx, db, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer final.Close()
+	prev := int64(0)
+	for i, b := range backups {
+		cp, err := sqlite.Open(ctx, b, sqlite.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := cp.Runs(ctx, "", 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(runs)) < prev || len(runs) == 0 {
+			t.Fatalf("backup %d holds %d runs, the one before %d", i, len(runs), prev)
+		}
+		prev = int64(len(runs))
+		live := 0
+		for _, r := range runs {
+			if r.Outcome == "" {
+				live++
+			}
+			evs, err := final.Events(ctx, r.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Head > int64(len(evs)) || (r.Head > 0 && evs[r.Head-1].ChainHash != r.HeadHash) {
+				t.Fatalf("backup %d: run %s at head %d (%s) is not a prefix of the store's %d events", i, r.ID, r.Head, r.HeadHash, len(evs))
+			}
+		}
+		t.Logf("backup %d: %d runs, %d of them live", i, len(runs), live)
+		cp.Close()
+	}
+	if out, err := flrh(bin, nil, "verify", "--all", "--store", "sqlite:"+db); err != nil {
+		t.Fatalf("verify --all after the backups: %v\n%s", err, out)
+	}
 }

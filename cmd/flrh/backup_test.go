@@ -352,3 +352,42 @@ func TestBackupWhileServeRuns(t *testing.T) {
 		t.Fatalf("verify --all after the backups: %v\n%s", err, out)
 	}
 }
+
+// flrh store check --integrity finds no fault in a sound store and each
+// fault of a damaged page, exiting 1; a PostgreSQL store is refused.
+func TestStoreCheckIntegrity(t *testing.T) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := openStore(ctx, "sqlite:"+path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refundruns.Record(t, st, "", true, 800)
+	st.Close()
+	out, err := flrh(bin, nil, "store", "check", "--integrity", "--json", "--store", "sqlite:"+path)
+	var rep storeReport
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.IntegrityChecked || len(rep.Integrity) != 0 || rep.Problems != 0 {
+		t.Fatalf("a sound store: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "store", "check", "--integrity", "--store", "sqlite:"+path); err != nil || !strings.Contains(out, "integrity: every page checked, no fault") {
+		t.Fatalf("a sound store: %v\n%s", err, out)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xa5", 512)), fi.Size()-4096+8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err = flrh(bin, nil, "store", "check", "--integrity", "--store", "sqlite:"+path)
+	if exitStatus(t, err) != 1 || !strings.Contains(out, "integrity: ") || !strings.Contains(out, "fault(s)") {
+		t.Fatalf("a damaged page: %v\n%s", err, out)
+	}
+	out, err = flrh(bin, nil, "store", "check", "--integrity", "--store", "postgres://u@127.0.0.1:1/db")
+	if exitStatus(t, err) != exitUsage || !strings.Contains(out, "PostgreSQL checks its own") {
+		t.Fatalf("--integrity on PostgreSQL: %v\n%s", err, out)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,14 +46,20 @@ func init() {
 		Long: "check reads the store without writing to it and reports its schema version, leases that\n" +
 			"expired on a live run (a runner that died or stalled), quarantined runs, and effect intents\n" +
 			"whose outbox is still open. It exits 1 when a run needs a person: a quarantined run,\n" +
-			"an outbox entry routed to a human, or a lease stuck longer than --stuck-after.",
+			"an outbox entry routed to a human, or a lease stuck longer than --stuck-after.\n" +
+			"With --integrity (an embedded store) it also runs SQLite's integrity check over every page,\n" +
+			"beside the runners, and counts each fault it finds as a problem.",
 		Args: cobra.NoArgs}
 	cStore := addStoreFlag(check)
 	cJSON := check.Flags().Bool("json", false, "print JSON")
 	cStuck := check.Flags().Duration("stuck-after", time.Minute, "report an expired lease on a live run once it has been expired this long")
+	cIntegrity := check.Flags().Bool("integrity", false, "also check every page of an embedded store (SQLite's integrity check)")
 	check.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *cStuck < 0 {
 			return usagef("--stuck-after must not be negative")
+		}
+		if *cIntegrity && strings.Contains(*cStore, "://") {
+			return usagef("--integrity checks an embedded store's pages; PostgreSQL checks its own (data checksums, amcheck)")
 		}
 		st, err := openStore(cmd.Context(), *cStore, true)
 		if err != nil {
@@ -62,6 +69,11 @@ func init() {
 		rep, err := checkStore(cmd.Context(), st, time.Now(), *cStuck)
 		if err != nil {
 			return err
+		}
+		if *cIntegrity {
+			if err := rep.checkIntegrity(cmd.Context(), st); err != nil {
+				return err
+			}
 		}
 		out := cmd.OutOrStdout()
 		if *cJSON {
@@ -106,7 +118,32 @@ type storeReport struct {
 	StuckLeases        []stuckLease  `json:"stuck_leases"`
 	Quarantined        []quarantined `json:"quarantined"`
 	OpenOutbox         []openOutbox  `json:"open_outbox"`
-	Problems           int           `json:"problems"`
+	// Integrity is what SQLite's integrity check found wrong, with
+	// --integrity (omitted when it found nothing).
+	Integrity []string `json:"integrity,omitempty"`
+	// IntegrityChecked says the check ran.
+	IntegrityChecked bool `json:"integrity_checked,omitempty"`
+	Problems         int  `json:"problems"`
+}
+
+// checkIntegrity runs the embedded store's integrity check and adds what
+// it finds to the report, each fault a problem. A store too damaged for
+// the check to run is one problem, reported as such.
+func (r *storeReport) checkIntegrity(ctx context.Context, st store.Store) error {
+	sq, ok := store.As[*sqlite.Store](st)
+	if !ok {
+		return usagef("--integrity checks an embedded store's pages; this store is not one")
+	}
+	problems, err := sq.Integrity(ctx)
+	switch {
+	case store.CodeOf(err) == store.CodeCorrupt:
+		problems = []string{err.Error()}
+	case err != nil:
+		return err
+	}
+	r.IntegrityChecked, r.Integrity = true, problems
+	r.Problems += len(problems)
+	return nil
 }
 
 type stuckLease struct {
@@ -259,6 +296,16 @@ func (r storeReport) print(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, o := range r.OpenOutbox {
 		fmt.Fprintf(w, "  %s %s %s: %s after %d attempts %s\n", o.RunID, o.IntentID, o.Effect, o.Status, o.Attempts, o.Route)
+	}
+	if r.IntegrityChecked {
+		if len(r.Integrity) == 0 {
+			fmt.Fprintln(w, "integrity: every page checked, no fault")
+		} else {
+			fmt.Fprintf(w, "integrity: %d fault(s) (restore the latest backup: flrh store restore)\n", len(r.Integrity))
+			for _, p := range r.Integrity {
+				fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(p, "\n", "\n  "))
+			}
+		}
 	}
 	if r.Problems == 0 {
 		fmt.Fprintln(w, "ok")

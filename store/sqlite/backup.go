@@ -141,29 +141,9 @@ func checkCopy(ctx context.Context, op, path string) (Backup, error) {
 		return Backup{}, store.Errorf(store.CodeUnavailable, op, "", err, "open %s", path)
 	}
 	defer db.Close()
-	damaged := func(err error) error {
-		if store.CodeOf(mapErr(op, "", err)) == store.CodeCorrupt {
-			return store.Errorf(store.CodeCorrupt, op, "", err, "%s fails SQLite's integrity check", path)
-		}
-		return mapErr(op, "", err)
-	}
-	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	problems, err := integrityProblems(ctx, op, path, db)
 	if err != nil {
-		return Backup{}, damaged(err)
-	}
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return Backup{}, damaged(err)
-		}
-		if line != "ok" {
-			problems = append(problems, line)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return Backup{}, damaged(err)
+		return Backup{}, err
 	}
 	if len(problems) > 0 {
 		return Backup{}, store.Errorf(store.CodeCorrupt, op, "", nil, "%s fails SQLite's integrity check: %s", path, strings.Join(problems, "; "))
@@ -176,6 +156,45 @@ func checkCopy(ctx context.Context, op, path string) (Backup, error) {
 		return Backup{}, mapErr(op, "", err)
 	}
 	return b, nil
+}
+
+// integrityProblems runs SQLite's integrity check over every page of the
+// database db (at path) and returns what it finds wrong, nothing when all
+// is well. A database too damaged for the check to run is CORRUPT.
+func integrityProblems(ctx context.Context, op, path string, db *sql.DB) ([]string, error) {
+	damaged := func(err error) error {
+		if store.CodeOf(mapErr(op, "", err)) == store.CodeCorrupt {
+			return store.Errorf(store.CodeCorrupt, op, "", err, "%s fails SQLite's integrity check", path)
+		}
+		return mapErr(op, "", err)
+	}
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return nil, damaged(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, damaged(err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, damaged(err)
+	}
+	return problems, nil
+}
+
+// Integrity runs SQLite's integrity check over every page of the store,
+// in one read transaction beside the writers, and returns what it finds
+// wrong: nothing when all is well. A store too damaged for the check to
+// run is store.CodeCorrupt.
+func (s *Store) Integrity(ctx context.Context) ([]string, error) {
+	return integrityProblems(ctx, "integrity", s.path, s.rdb)
 }
 
 // syncFile syncs the file at path to stable storage and returns its size.

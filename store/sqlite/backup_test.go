@@ -452,3 +452,33 @@ func TestBackupHoldsALaggingTick(t *testing.T) {
 		t.Fatalf("the backup's run: %+v, %v", r, err)
 	}
 }
+
+// Integrity finds nothing wrong with a store, and finds a damaged page.
+func TestIntegrity(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flrh.db")
+	c := storetest.NewClock()
+	s, err := Open(ctx, path, Options{Clock: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"a", "b", "c"} {
+		storetest.EndedWithEverything(t, s, c, run)
+	}
+	if problems, err := s.Integrity(ctx); err != nil || len(problems) != 0 {
+		t.Fatalf("a sound store: %v, %v", problems, err)
+	}
+	s.Close()
+	damagePage(t, path)
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	problems, err := ro.Integrity(ctx)
+	if len(problems) == 0 && store.CodeOf(err) != store.CodeCorrupt {
+		t.Fatalf("a damaged page: %v, %v", problems, err)
+	}
+	t.Logf("found: %q, %v", problems, err)
+}

@@ -46,7 +46,8 @@ func init() {
 		Long: "check reads the store without writing to it and reports its schema version, leases that\n" +
 			"expired on a live run (a runner that died or stalled), quarantined runs, and effect intents\n" +
 			"whose outbox is still open. It exits 1 when a run needs a person: a quarantined run,\n" +
-			"an outbox entry routed to a human, or a lease stuck longer than --stuck-after.\n" +
+			"an outbox entry of a live run routed to a human, or a lease stuck longer than --stuck-after.\n" +
+			"An effect a person abandoned (its run ended EFFECT_OUTCOME_UNKNOWN) is listed, not a problem.\n" +
 			"With --integrity (an embedded store) it also runs SQLite's integrity check over every page,\n" +
 			"beside the runners, and counts each fault it finds as a problem.",
 		Args: cobra.NoArgs}
@@ -165,6 +166,12 @@ type openOutbox struct {
 	Status   string `json:"status"`
 	Route    string `json:"route,omitempty"`
 	Attempts int64  `json:"attempts"`
+	// RunEnded says the run ended with the effect still open: a person
+	// abandoned it (the run's outcome is EFFECT_OUTCOME_UNKNOWN), and
+	// nothing will ever ask the destination again. It is listed, as an
+	// effect that may have reached the world, but it is no longer a
+	// problem: the person it was routed to has decided.
+	RunEnded bool `json:"run_ended,omitempty"`
 }
 
 // checkStore reports the same way on every backend. A store that takes a
@@ -186,8 +193,19 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	if rep.SchemaVersion != rep.BuildSchemaVersion {
 		rep.Problems++
 	}
-	for _, o := range rep.OpenOutbox {
-		if o.Status == string(store.OutboxHuman) {
+	ended := map[string]bool{}
+	for i, o := range rep.OpenOutbox {
+		e, ok := ended[o.RunID]
+		if !ok {
+			r, err := st.Run(ctx, o.RunID)
+			if err != nil {
+				return rep, err
+			}
+			e = r.Outcome != ""
+			ended[o.RunID] = e
+		}
+		rep.OpenOutbox[i].RunEnded = e
+		if o.Status == string(store.OutboxHuman) && !e {
 			rep.Problems++
 		}
 	}
@@ -295,7 +313,11 @@ func (r storeReport) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, o := range r.OpenOutbox {
-		fmt.Fprintf(w, "  %s %s %s: %s after %d attempts %s\n", o.RunID, o.IntentID, o.Effect, o.Status, o.Attempts, o.Route)
+		ended := ""
+		if o.RunEnded {
+			ended = " (the run ended with it open: abandoned by a person, not a problem)"
+		}
+		fmt.Fprintf(w, "  %s %s %s: %s after %d attempts %s%s\n", o.RunID, o.IntentID, o.Effect, o.Status, o.Attempts, o.Route, ended)
 	}
 	if r.IntegrityChecked {
 		if len(r.Integrity) == 0 {

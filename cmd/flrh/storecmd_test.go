@@ -33,8 +33,8 @@ func runStoreCmd(t *testing.T, args ...string) (string, error) {
 }
 
 // populate leaves one run of each kind check reports on: healthy, ended,
-// quarantined, holding a stuck lease, and waiting on a person to
-// reconcile an effect.
+// quarantined, holding a stuck lease, waiting on a person to reconcile an
+// effect, and ended with an effect a person abandoned.
 func populate(t *testing.T, spec string) {
 	t.Helper()
 	ctx := context.Background()
@@ -43,7 +43,7 @@ func populate(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for _, id := range []string{"healthy", "ended", "parked", "stuck", "human"} {
+	for _, id := range []string{"healthy", "ended", "parked", "stuck", "human", "abandoned"} {
 		if err := st.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "S"}); err != nil {
 			t.Fatal(err)
 		}
@@ -63,6 +63,10 @@ func populate(t *testing.T, spec string) {
 	must(st.Commit(ctx, l, store.Tick{Intents: []store.Intent{storetest.In("i1", "k1", "pay 5")}, Begin: []string{"i1"}}))
 	must(st.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{{IntentID: "i1", N: 1, Status: store.AttemptUnknown, Outbox: store.OutboxHuman, Route: "ambiguous"}}}))
 	must(st.ReleaseLease(ctx, l))
+	l, _ = st.AcquireLease(ctx, "abandoned", "w", time.Hour)
+	must(st.Commit(ctx, l, store.Tick{Intents: []store.Intent{storetest.In("i2", "k2", "pay 6")}, Begin: []string{"i2"}}))
+	must(st.Commit(ctx, l, store.Tick{Results: []store.AttemptResult{{IntentID: "i2", N: 1, Status: store.AttemptUnknown, Outbox: store.OutboxHuman, Route: "ambiguous"}}}))
+	must(st.Commit(ctx, l, store.Tick{State: "EFFECT_OUTCOME_UNKNOWN", Outcome: "unknown_external_outcome", Events: []store.Event{storetest.Ev("ABANDON", `{"by":"dana"}`)}}))
 }
 
 func testStoreCommands(t *testing.T, spec string) {
@@ -95,10 +99,12 @@ func testStoreCommands(t *testing.T, spec string) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Runs != 5 || rep.Ended != 1 || rep.Live != 3 || rep.Problems != 3 ||
+	// The effect a person abandoned is listed, but is not a problem.
+	if rep.Runs != 6 || rep.Ended != 2 || rep.Live != 3 || rep.Problems != 3 ||
 		len(rep.Quarantined) != 1 || rep.Quarantined[0].RunID != "parked" ||
 		len(rep.StuckLeases) != 1 || rep.StuckLeases[0].RunID != "stuck" || rep.StuckLeases[0].Owner != "dead-runner" ||
-		len(rep.OpenOutbox) != 1 || rep.OpenOutbox[0].Status != "human" || rep.OpenOutbox[0].Attempts != 1 {
+		len(rep.OpenOutbox) != 2 || rep.OpenOutbox[0].Status != "human" || rep.OpenOutbox[0].Attempts != 1 || rep.OpenOutbox[0].RunEnded ||
+		rep.OpenOutbox[1].RunID != "abandoned" || rep.OpenOutbox[1].Status != "human" || !rep.OpenOutbox[1].RunEnded {
 		t.Fatalf("report %+v", rep)
 	}
 	// The census and the open outbox read in one go are what walking
@@ -106,7 +112,8 @@ func testStoreCommands(t *testing.T, spec string) {
 	walkEachRun(t, spec)
 	// An hour's grace hides the just-expired lease.
 	out, _ = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "1h")
-	if !strings.Contains(out, "stuck leases: 0") || !strings.Contains(out, "open outbox entries: 1 (1 human)") || !strings.Contains(out, "2 problem(s)") {
+	if !strings.Contains(out, "stuck leases: 0") || !strings.Contains(out, "open outbox entries: 2 (2 human)") || !strings.Contains(out, "2 problem(s)") ||
+		!strings.Contains(out, "abandoned i2 refund: human after 1 attempts ambiguous (the run ended with it open: abandoned by a person, not a problem)") {
 		t.Fatalf("human report:\n%s", out)
 	}
 	_, err = runStoreCmd(t, "store", "check", "--store", spec, "--json=false", "--stuck-after", "-1s")

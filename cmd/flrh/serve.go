@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/demo"
@@ -25,6 +26,7 @@ import (
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/telemetry"
 )
 
@@ -84,6 +86,9 @@ Runs started through any of them are advanced by whichever is free.`,
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
 	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
 	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
+	backupDir := cmd.Flags().String("backup-dir", "", "back an embedded store up into this directory on a schedule (flrh-TIME.db, each checked as flrh store backup checks it)")
+	backupEvery := cmd.Flags().Duration("backup-every", 24*time.Hour, "with --backup-dir: how long after the newest backup the next is taken")
+	backupKeep := cmd.Flags().Int("backup-keep", 7, "with --backup-dir: how many of the newest backups to keep")
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
@@ -96,6 +101,17 @@ Runs started through any of them are advanced by whichever is free.`,
 		if *leaseTTL <= 0 {
 			// The runner would quietly take 30s instead.
 			return usagef("--lease-ttl must be positive, not %s", *leaseTTL)
+		}
+		switch {
+		case *backupDir == "" && (cmd.Flags().Changed("backup-every") || cmd.Flags().Changed("backup-keep")):
+			return usagef("--backup-every and --backup-keep need --backup-dir")
+		case *backupDir == "":
+		case strings.Contains(*storeSpec, "://"):
+			return usagef("--backup-dir backs up an embedded store; back a PostgreSQL store up with pg_dump or base backups (docs/postgres.md)")
+		case *backupEvery < time.Second:
+			return usagef("--backup-every must be at least 1s, not %s", *backupEvery)
+		case *backupKeep < 1:
+			return usagef("--backup-keep must be at least 1, not %d", *backupKeep)
 		}
 		var tokens *server.Tokens
 		if *tokensFile != "" {
@@ -192,10 +208,25 @@ Runs started through any of them are advanced by whichever is free.`,
 		if err != nil {
 			return err
 		}
+		metricsReg := prometheus.NewRegistry()
+		var backups *backupSchedule
+		if *backupDir != "" {
+			sq, ok := store.As[*sqlite.Store](st)
+			if !ok {
+				return usagef("--backup-dir backs up an embedded store")
+			}
+			if err := os.MkdirAll(*backupDir, 0o750); err != nil {
+				return usagef("--backup-dir: %v", err)
+			}
+			backups = newBackupSchedule(sq, *backupDir, *backupEvery, *backupKeep, log)
+			if err := backups.register(metricsReg); err != nil {
+				return err
+			}
+		}
 		catalog := server.Static(workflows)
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents,
-			Tracer: tracing.Provider})
+			Tracer: tracing.Provider, Metrics: metricsReg})
 		if err != nil {
 			return err
 		}
@@ -212,6 +243,12 @@ Runs started through any of them are advanced by whichever is free.`,
 		go func() { runDone <- r.Run(runCtx) }()
 		serveDone := make(chan error, 1)
 		go func() { serveDone <- hs.Serve(ln) }()
+		backupsDone := make(chan struct{})
+		if backups != nil {
+			go func() { defer close(backupsDone); backups.run(runCtx) }()
+		} else {
+			close(backupsDone)
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "flrh serve: http://%s/ (store %s, %d workflows, %d runners, %s)\n",
 			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens))
 
@@ -228,6 +265,7 @@ Runs started through any of them are advanced by whichever is free.`,
 		}
 		stopRunner()
 		<-runDone
+		<-backupsDone
 		if err := r.Close(context.Background()); err != nil {
 			log.Warn("releasing leases", "err", err.Error())
 		}

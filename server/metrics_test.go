@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -227,21 +226,7 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
 	f.waitFor("g-pruned", tokViewer, "its end", ended)
-	a, err := archive.Read(ctx, f.store, "g-pruned")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := archive.Encode(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, ok := store.PrunerOf(f.store)
-	if !ok {
-		t.Fatal("the server's store does not prune")
-	}
-	if err := pr.Prune(ctx, a.Pruning(store.BodyDigest(doc))); err != nil {
-		t.Fatal(err)
-	}
+	pruneRun(t, f.store, "g-pruned")
 
 	if _, ok := store.CensusTakerOf(f.store); !ok {
 		t.Fatal("the server's store takes no census")

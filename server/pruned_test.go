@@ -21,23 +21,7 @@ func TestAPrunedRunSaysWhereItsRecordWent(t *testing.T) {
 		}
 		f.waitFor(id, tokViewer, "its end", ended)
 	}
-	ctx := context.Background()
-	a, err := archive.Read(ctx, f.store, "gone")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := archive.Encode(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, ok := store.PrunerOf(f.store)
-	if !ok {
-		t.Fatal("the served store does not prune")
-	}
-	digest := store.BodyDigest(doc)
-	if err := pr.Prune(ctx, a.Pruning(digest)); err != nil {
-		t.Fatal(err)
-	}
+	a, digest := pruneRun(t, f.store, "gone")
 	p := f.page("gone", tokViewer)
 	if p.Pruned == nil || p.Pruned.Archive != digest || p.Pruned.HeadHash != a.Record.Run.HeadHash || p.StatusError != "" ||
 		p.Run.Outcome != a.Record.Run.Outcome || len(p.Effects) != 0 {
@@ -74,4 +58,28 @@ func TestAPrunedRunSaysWhereItsRecordWent(t *testing.T) {
 	if !strings.Contains(again.Run.Quarantine, "already committed") || len(f.sb.Mutations()) != paid {
 		t.Fatalf("the same refund again after pruning: %+v; %d mutations, %d before", again.Run, len(f.sb.Mutations()), paid)
 	}
+}
+
+// pruneRun archives the ended run id of st and prunes it, as flrh store
+// prune does, and returns its archive and the archive's digest.
+func pruneRun(t *testing.T, st store.Store, id string) (*archive.Archive, string) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := archive.Read(ctx, st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := archive.Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, ok := store.PrunerOf(st)
+	if !ok {
+		t.Fatal("the served store does not prune")
+	}
+	digest := store.BodyDigest(doc)
+	if err := pr.Prune(ctx, a.Pruning(digest)); err != nil {
+		t.Fatal(err)
+	}
+	return a, digest
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,15 +33,7 @@ func TestBackupCommand(t *testing.T) {
 	cli := func(env []string, args ...string) (string, int) {
 		t.Helper()
 		out, err := flrh(bin, env, args...)
-		var ee *exec.ExitError
-		switch {
-		case err == nil:
-			return out, 0
-		case errors.As(err, &ee):
-			return out, ee.ExitCode()
-		}
-		t.Fatalf("flrh %v: %v", args, err)
-		return "", 0
+		return out, exitStatus(t, err)
 	}
 	if out, code := cli(nil, "store", "prune", "--ended-before", "0s", "--discard", "--limit", "1", "--store", spec); code != 0 {
 		t.Fatalf("prune: exit %d\n%s", code, out)

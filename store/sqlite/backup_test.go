@@ -177,6 +177,22 @@ func TestBackupCopiesEveryRow(t *testing.T) {
 	}
 }
 
+// backupOpen backs s up to dest and opens the copy read-only, closed when
+// the test ends.
+func backupOpen(t *testing.T, s *Store, dest string, opts Options) *Store {
+	t.Helper()
+	if _, err := s.Backup(context.Background(), dest, BackupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	opts.ReadOnly = true
+	cp, err := Open(context.Background(), dest, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close() })
+	return cp
+}
+
 func archiveOf(t *testing.T, s store.Store, run string) []byte {
 	t.Helper()
 	a, err := archive.Read(context.Background(), s, run)
@@ -247,14 +263,7 @@ func TestBackupWhileWritersCommit(t *testing.T) {
 		for i := range floor {
 			floor[i] = committed[i].Load()
 		}
-		dest := filepath.Join(dir, fmt.Sprintf("backup-%d.db", n))
-		if _, err := s.Backup(ctx, dest, BackupOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		cp, err := Open(ctx, dest, Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp := backupOpen(t, s, filepath.Join(dir, fmt.Sprintf("backup-%d.db", n)), Options{})
 		for i := range runs {
 			id := fmt.Sprintf("r%d", i)
 			r, err := cp.Run(ctx, id)
@@ -287,7 +296,6 @@ func TestBackupWhileWritersCommit(t *testing.T) {
 				}
 			}
 		}
-		cp.Close()
 	}
 	close(stop)
 	wg.Wait()
@@ -401,15 +409,7 @@ func TestBackupOfAReadOnlyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	dest := filepath.Join(dir, "b.db")
-	if _, err := ro.Backup(ctx, dest, BackupOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cp, err := Open(ctx, dest, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp := backupOpen(t, ro, filepath.Join(dir, "b.db"), Options{})
 	if !reflect.DeepEqual(tableRows(t, cp.DB()), want) {
 		t.Fatal("the backup of a read-only store differs from it")
 	}
@@ -439,15 +439,7 @@ func TestBackupHoldsALaggingTick(t *testing.T) {
 	if !s.lingering() {
 		t.Fatal("the lagging tick's transaction is not open; the test tests nothing")
 	}
-	dest := filepath.Join(dir, "b.db")
-	if _, err := s.Backup(ctx, dest, BackupOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cp, err := Open(ctx, dest, Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
+	cp := backupOpen(t, s, filepath.Join(dir, "b.db"), Options{})
 	if r, err := cp.Run(ctx, "r"); err != nil || r.Head != 1 || r.State != "WAIT_INPUT" {
 		t.Fatalf("the backup's run: %+v, %v", r, err)
 	}

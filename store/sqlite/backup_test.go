@@ -24,41 +24,12 @@ import (
 // order, as text: two databases with the same rows give the same map.
 func tableRows(t *testing.T, db *sql.DB) map[string][]string {
 	t.Helper()
-	names, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for names.Next() {
-		var n string
-		if err := names.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	names.Close()
 	out := map[string][]string{}
-	for _, table := range tables {
-		rows, err := db.Query(`SELECT * FROM "` + table + `" ORDER BY 1, 2`)
-		if err != nil {
-			t.Fatal(err)
+	for _, name := range queryRows(t.Fatal, db, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`) {
+		table := name[0].(string)
+		for _, row := range queryRows(t.Fatal, db, `SELECT * FROM "`+table+`" ORDER BY 1, 2`) {
+			out[table] = append(out[table], fmt.Sprintf("%#v", row))
 		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			out[table] = append(out[table], fmt.Sprintf("%#v", vals))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
 	}
 	return out
 }
@@ -213,10 +184,7 @@ func archiveOf(t *testing.T, s store.Store, run string) []byte {
 func TestBackupWhileWritersCommit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, filepath.Join(dir, "flrh.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, filepath.Join(dir, "flrh.db"), nil)
 	defer s.Close()
 	const runs = 4
 	var committed [runs]atomic.Int64
@@ -420,10 +388,7 @@ func TestBackupOfAReadOnlyStore(t *testing.T) {
 func TestBackupHoldsALaggingTick(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := Open(ctx, filepath.Join(dir, "flrh.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, filepath.Join(dir, "flrh.db"), nil)
 	defer s.Close()
 	s.lingerFor = time.Hour
 	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {

@@ -160,3 +160,55 @@ func isDigest(s string) bool {
 	}
 	return true
 }
+
+// PrunableLister is implemented by stores that find the runs prune may
+// take inside the database, where PrunableRuns would read every header
+// and ask each ended run's pruning on its own.
+type PrunableLister interface {
+	// Prunable answers what PrunableRuns answers for the same arguments.
+	Prunable(ctx context.Context, before time.Time, after string, limit int) ([]Run, error)
+}
+
+// PrunableRuns returns, in creation order after the run id after ("" for
+// the start), at most limit headers of the runs that may be pruned: ended,
+// not quarantined, last written before before, and not pruned yet. Fewer
+// than limit means there are no more. A store that is a PrunableLister
+// (or wraps one) answers inside the database; any other is paged through,
+// its ended runs' prunings read one by one.
+func PrunableRuns(ctx context.Context, st Store, before time.Time, after string, limit int) ([]Run, error) {
+	if limit < 1 {
+		return nil, Errorf(CodeInvalidInput, "prunable runs", "", nil, "limit %d: it must be at least 1", limit)
+	}
+	if pl, ok := As[PrunableLister](st); ok {
+		return pl.Prunable(ctx, before, after, limit)
+	}
+	pr, ok := PrunerOf(st)
+	if !ok {
+		return nil, Errorf(CodeInvalidInput, "prunable runs", "", nil, "the store does not prune")
+	}
+	var out []Run
+	for {
+		page, err := st.Runs(ctx, after, listPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			if r.Outcome == "" || r.Quarantine != "" || !r.UpdatedAt.Before(before) {
+				continue
+			}
+			switch _, err := pr.Pruning(ctx, r.ID); {
+			case err == nil:
+				continue
+			case CodeOf(err) != CodeNotFound:
+				return nil, err
+			}
+			if out = append(out, r); len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(page) < listPage {
+			return out, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}

@@ -226,28 +226,18 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 		}
 		return nil
 	}
+	// The runs that qualify, a page at a time, found by the store where
+	// it can (store.PrunableRuns).
+	const page = 500
 	after := ""
 	for {
-		runs, err := st.Runs(ctx, after, 500)
-		if err != nil || len(runs) == 0 {
-			if err == nil {
-				err = flush()
-			}
+		runs, err := store.PrunableRuns(ctx, st, o.Before, after, page)
+		if err != nil {
 			return rep, err
 		}
-		after = runs[len(runs)-1].ID
 		for _, r := range runs {
 			if o.Limit > 0 && len(rep.Pruned) >= o.Limit {
 				return rep, nil
-			}
-			if r.Outcome == "" || r.Quarantine != "" || !r.UpdatedAt.Before(o.Before) {
-				continue
-			}
-			switch _, err := pr.Pruning(ctx, r.ID); {
-			case err == nil:
-				continue // pruned before
-			case store.CodeOf(err) != store.CodeNotFound:
-				return rep, err
 			}
 			if batch = append(batch, r.ID); len(batch) == workers {
 				if err := flush(); err != nil {
@@ -255,6 +245,10 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 				}
 			}
 		}
+		if len(runs) < page {
+			return rep, flush()
+		}
+		after = runs[len(runs)-1].ID
 	}
 }
 

@@ -27,7 +27,9 @@ import (
 // metrics scrape reads besides checkpoints: the census by state and the
 // live runs in one state (about two thirds of the runs, here);
 // "list-filtered" and "list-paged" a run listing filtered by a state no
-// run is in, by the store and by paging. The runs are copies of one
+// run is in, by the store and by paging; "prunable-listed" and
+// "prunable-paged" the runs flrh store prune would take, by the store and
+// by paging. The runs are copies of one
 // run made by SQL: the check reads headers only, and how they were
 // written does not change how they are read.
 func BenchmarkStoreCheck(b *testing.B) {
@@ -200,6 +202,43 @@ func benchCheck(b *testing.B, spec string, n int) {
 			for b.Loop() {
 				if runs, next, err := store.MatchingRuns(ctx, way.st, "", 100, 0, waiting); err != nil || len(runs) != 0 || next != "" {
 					b.Fatalf("%d runs listed, next %q: %v", len(runs), next, err)
+				}
+			}
+		})
+	}
+	// What flrh store prune reads to find its runs when every ended run
+	// qualifies (none pruned yet): every page of store.PrunableRuns, from
+	// the store or paged through headers and prunings.
+	pr, _ := store.PrunerOf(st)
+	ended := 0
+	for i := 1; i <= n; i++ {
+		if i%3 == 0 && i%1000 != 1 && i%1000 != 2 {
+			ended++
+		}
+	}
+	for _, way := range []struct {
+		name string
+		st   store.Store
+	}{{"prunable-listed", st}, {"prunable-paged", struct {
+		store.Store
+		store.Pruner
+	}{st, pr}}} {
+		b.Run(way.name, func(b *testing.B) {
+			for b.Loop() {
+				found, after := 0, ""
+				for {
+					runs, err := store.PrunableRuns(ctx, way.st, time.Now().Add(time.Hour), after, 500)
+					if err != nil {
+						b.Fatal(err)
+					}
+					found += len(runs)
+					if len(runs) < 500 {
+						break
+					}
+					after = runs[len(runs)-1].ID
+				}
+				if found != ended {
+					b.Fatalf("%d runs prunable, want %d", found, ended)
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -106,4 +107,27 @@ func (s *Store) Grants(ctx context.Context, runID string) ([]store.Approval, err
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Approval, error) { return scanApproval(row) })
 	return out, s.mapErr("grants", runID, err)
+}
+
+// Prunable implements store.PrunableLister: the runs in creation order,
+// each ended one probed in pruned by its key.
+func (s *Store) Prunable(ctx context.Context, before time.Time, after string, limit int) ([]store.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs r
+WHERE r.created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = $1), 0)
+  AND r.outcome <> '' AND r.quarantine = '' AND r.updated_at < $2
+  AND NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = r.run_id)
+ORDER BY r.created_order LIMIT $3`, after, nanos(before), limit)
+	if err != nil {
+		return nil, s.mapErr("prunable", "", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, s.mapErr("prunable", "", err)
+		}
+		out = append(out, r)
+	}
+	return out, s.mapErr("prunable", "", rows.Err())
 }

@@ -126,3 +126,26 @@ func (s *Store) Grants(ctx context.Context, runID string) ([]store.Approval, err
 	}
 	return out, mapErr("grants", runID, rows.Err())
 }
+
+// Prunable implements store.PrunableLister: the runs in creation order,
+// each ended one probed in pruned by its key.
+func (s *Store) Prunable(ctx context.Context, before time.Time, after string, limit int) ([]store.Run, error) {
+	rows, err := s.read(ctx, `SELECT `+runColumns+` FROM runs r
+WHERE r.created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0)
+  AND r.outcome <> '' AND r.quarantine = '' AND r.updated_at < ?
+  AND NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = r.run_id)
+ORDER BY r.created_order LIMIT ?`, after, nanos(before), limit)
+	if err != nil {
+		return nil, mapErr("prunable", "", err)
+	}
+	defer rows.Close()
+	var out []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, mapErr("prunable", "", err)
+		}
+		out = append(out, r)
+	}
+	return out, mapErr("prunable", "", rows.Err())
+}

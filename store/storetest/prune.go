@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -285,5 +286,64 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	if s.Quarantine(ctx, "pr-quarantined", "checkpoint digest mismatch") == nil {
 		q := readPruned(t, s, p, "pr-quarantined")
 		mustCode(t, p.Prune(ctx, store.Pruning{RunID: "pr-quarantined", HeadHash: q.Run.HeadHash, Kept: q.counts()}), store.CodeInvalidTransition)
+	}
+}
+
+// prunerOnly shows a store's Store and Pruner alone: PrunableRuns pages
+// through it.
+type prunerOnly struct {
+	store.Store
+	store.Pruner
+}
+
+// The runs prune may take, as the store lists them, are what paging
+// through every header and reading each ended run's pruning finds, for
+// every bound of time, cursor and limit: ended, not quarantined, written
+// before the bound, not pruned yet, in creation order.
+func testPrunable(t *testing.T, s store.Store, c *Clock) {
+	p, ok := store.PrunerOf(s)
+	if !ok {
+		t.Skip("this store does not prune")
+	}
+	t0 := c.Now()
+	EndedWithEverything(t, s, c, "pa-1")
+	c.Advance(time.Hour)
+	EndedWithEverything(t, s, c, "pa-2")
+	newRun(t, s, "pa-live")
+	EndedWithEverything(t, s, c, "pa-3")
+	quarantined := s.Quarantine(ctx, "pa-3", "checkpoint digest mismatch") == nil
+	c.Advance(time.Hour)
+	EndedWithEverything(t, s, c, "pa-4")
+	r2 := readPruned(t, s, p, "pa-2")
+	must(t, p.Prune(ctx, store.Pruning{RunID: "pa-2", HeadHash: r2.Run.HeadHash, Kept: r2.counts()}))
+
+	for _, before := range []time.Time{t0, t0.Add(time.Nanosecond), t0.Add(90 * time.Minute), c.Now().Add(time.Hour)} {
+		for _, after := range []string{"", "pa-1", "pa-live", "pa-4", "nowhere"} {
+			for _, limit := range []int{1, 2, 500} {
+				got, err := store.PrunableRuns(ctx, s, before, after, limit)
+				must(t, err)
+				want, err := store.PrunableRuns(ctx, prunerOnly{s, p}, before, after, limit)
+				must(t, err)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("prunable before %s after %q, %d at most: the store lists %+v, paging finds %+v", before, after, limit, got, want)
+				}
+			}
+		}
+	}
+	var ids []string
+	all, err := store.PrunableRuns(ctx, s, c.Now().Add(time.Hour), "", 500)
+	must(t, err)
+	for _, r := range all {
+		ids = append(ids, r.ID)
+	}
+	want := []string{"pa-1", "pa-3", "pa-4"}
+	if quarantined {
+		want = []string{"pa-1", "pa-4"}
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("prunable runs %v, want %v", ids, want)
+	}
+	if _, err := store.PrunableRuns(ctx, s, c.Now(), "", 0); store.CodeOf(err) != store.CodeInvalidInput {
+		t.Fatalf("a limit of 0: %v", err)
 	}
 }

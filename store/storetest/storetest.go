@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 		{"MatchRuns", testMatchRuns},
 		{"SubmitWithGrant", testSubmitWithGrant},
 		{"Prune", testPrune},
+		{"Prunable", testPrunable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

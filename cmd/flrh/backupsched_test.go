@@ -163,15 +163,84 @@ var backupsOK = regexp.MustCompile(`(?m)^flrh_backups_total\{outcome="ok"\} (\d+
 // process's /metrics.
 func backupsTaken(t *testing.T, base string) float64 {
 	t.Helper()
+	return metricOf(t, base, backupsOK)
+}
+
+var pruneMetric = regexp.MustCompile(`(?m)^flrh_prune_runs_total\{result="pruned"\} (\d+)$`)
+
+// flrh serve --prune-ended-after prunes the runs that ended, as flrh
+// store prune does, while it runs more: each archive verifies against the
+// store, and verify reports the runs pruned. Bad flags are refused.
+func TestServePrunesOnASchedule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	db, archives := filepath.Join(dir, "flrh.db"), filepath.Join(dir, "archive")
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--prune-archive", archives}, "need --prune-ended-after"},
+		{[]string{"--prune-ended-after", "1h"}, "exactly one of --prune-archive DIR and --prune-discard"},
+		{[]string{"--prune-ended-after", "1h", "--prune-archive", archives, "--prune-discard"}, "exactly one of"},
+		{[]string{"--prune-ended-after", "-1h", "--prune-discard"}, "must not be negative"},
+		{[]string{"--prune-ended-after", "1h", "--prune-discard", "--prune-every", "1ms"}, "at least 1s"},
+	} {
+		out, err := flrh(bin, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db}, tc.args...)...)
+		if exitStatus(t, err) != exitUsage || !strings.Contains(out, tc.says) {
+			t.Errorf("serve %v: %v, want a usage error saying %q\n%s", tc.args, err, tc.says, out)
+		}
+	}
+
+	sb := startQuietSandbox(t, bin)
+	p := startServe(t, bin, nil, "--store", "sqlite:"+db, "--destination", sb+"/v1/effects",
+		"--prune-ended-after", "1s", "--prune-archive", archives, "--prune-every", "1s")
+	const runs = 8
+	for i := range runs {
+		if err := postRefund(p.base, "pr-"+strconv.Itoa(i), 20+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every run pruned", 60*time.Second, func() bool { return metricOf(t, p.base, pruneMetric) >= runs })
+	stopServe(t, p)
+	files, err := filepath.Glob(filepath.Join(archives, "*"+archiveSuffix))
+	if err != nil || len(files) != runs {
+		t.Fatalf("archives: %v, %v", files, err)
+	}
+	out, err := flrh(bin, nil, append([]string{"verify", "--store", "sqlite:" + db}, prefixed("--archive", files)...)...)
+	if err != nil || strings.Count(out, "verified") < runs {
+		t.Fatalf("the archives against the store: %v\n%s", err, out)
+	}
+	out, err = flrh(bin, nil, "verify", "--all", "--store", "sqlite:"+db)
+	if err != nil || strings.Count(out, ": pruned") != runs {
+		t.Fatalf("verify --all after scheduled pruning: %v\n%s", err, out)
+	}
+}
+
+// prefixed puts flag before each value.
+func prefixed(flag string, values []string) []string {
+	var out []string
+	for _, v := range values {
+		out = append(out, flag, v)
+	}
+	return out
+}
+
+// metricOf reads the value re's one group captures from a serve process's
+// /metrics.
+func metricOf(t *testing.T, base string, re *regexp.Regexp) float64 {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	m := backupsOK.FindSubmatch(b)
+	m := re.FindSubmatch(b)
 	if m == nil {
-		t.Fatalf("no flrh_backups_total{outcome=\"ok\"} in /metrics:\n%s", b)
+		t.Fatalf("no %s in /metrics:\n%s", re, b)
 	}
 	n, _ := strconv.ParseFloat(string(m[1]), 64)
 	return n

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,6 +90,10 @@ Runs started through any of them are advanced by whichever is free.`,
 	backupDir := cmd.Flags().String("backup-dir", "", "back an embedded store up into this directory on a schedule (flrh-TIME.db, each checked as flrh store backup checks it)")
 	backupEvery := cmd.Flags().Duration("backup-every", 24*time.Hour, "with --backup-dir: how long after the newest backup the next is taken")
 	backupKeep := cmd.Flags().Int("backup-keep", 7, "with --backup-dir: how many of the newest backups to keep")
+	pruneAge := cmd.Flags().Duration("prune-ended-after", 0, "prune the runs that ended this long ago (720h, say), as flrh store prune does: at start, then every --prune-every; 0 prunes nothing")
+	pruneDir := cmd.Flags().String("prune-archive", "", "with --prune-ended-after: archive each run into this directory first")
+	pruneDiscard := cmd.Flags().Bool("prune-discard", false, "with --prune-ended-after: remove the records without archiving them")
+	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
@@ -112,6 +117,17 @@ Runs started through any of them are advanced by whichever is free.`,
 			return usagef("--backup-every must be at least 1s, not %s", *backupEvery)
 		case *backupKeep < 1:
 			return usagef("--backup-keep must be at least 1, not %d", *backupKeep)
+		}
+		pruning := *pruneAge > 0
+		switch {
+		case *pruneAge < 0:
+			return usagef("--prune-ended-after must not be negative")
+		case !pruning && (*pruneDir != "" || *pruneDiscard || cmd.Flags().Changed("prune-every")):
+			return usagef("--prune-archive, --prune-discard and --prune-every need --prune-ended-after")
+		case pruning && (*pruneDir == "") == !*pruneDiscard:
+			return usagef("with --prune-ended-after, give exactly one of --prune-archive DIR and --prune-discard")
+		case pruning && *pruneEvery < time.Second:
+			return usagef("--prune-every must be at least 1s, not %s", *pruneEvery)
 		}
 		var tokens *server.Tokens
 		if *tokensFile != "" {
@@ -223,6 +239,21 @@ Runs started through any of them are advanced by whichever is free.`,
 				return err
 			}
 		}
+		var pruner *pruneSchedule
+		if pruning {
+			if _, ok := store.PrunerOf(st); !ok {
+				return usagef("--prune-ended-after: this store cannot prune runs")
+			}
+			if *pruneDir != "" {
+				if err := os.MkdirAll(*pruneDir, 0o750); err != nil {
+					return usagef("--prune-archive: %v", err)
+				}
+			}
+			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, log)
+			if err := pruner.register(metricsReg); err != nil {
+				return err
+			}
+		}
 		catalog := server.Static(workflows)
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents,
@@ -243,11 +274,12 @@ Runs started through any of them are advanced by whichever is free.`,
 		go func() { runDone <- r.Run(runCtx) }()
 		serveDone := make(chan error, 1)
 		go func() { serveDone <- hs.Serve(ln) }()
-		backupsDone := make(chan struct{})
+		var chores sync.WaitGroup // scheduled backups and pruning
 		if backups != nil {
-			go func() { defer close(backupsDone); backups.run(runCtx) }()
-		} else {
-			close(backupsDone)
+			chores.Go(func() { backups.run(runCtx) })
+		}
+		if pruner != nil {
+			chores.Go(func() { pruner.run(runCtx) })
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "flrh serve: http://%s/ (store %s, %d workflows, %d runners, %s)\n",
 			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens))
@@ -265,7 +297,7 @@ Runs started through any of them are advanced by whichever is free.`,
 		}
 		stopRunner()
 		<-runDone
-		<-backupsDone
+		chores.Wait()
 		if err := r.Close(context.Background()); err != nil {
 			log.Warn("releasing leases", "err", err.Error())
 		}

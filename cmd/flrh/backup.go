@@ -53,16 +53,20 @@ backups with archived WAL): see docs/postgres.md.`,
 		}
 		defer st.Close()
 		rep, err := backupStore(ctx, st, *bTo, *bVerify, faultCut())
-		if err != nil {
+		if rep.Path == "" {
 			return err
 		}
+		// The copy is written: say so, even when verifying it could not be done.
 		out := cmd.OutOrStdout()
 		if *bJSON {
-			if err := json.NewEncoder(out).Encode(rep); err != nil {
-				return err
+			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
+				err = jerr
 			}
 		} else {
 			rep.print(out)
+		}
+		if err != nil {
+			return err
 		}
 		if rep.Verified != nil && rep.Verified.Failed > 0 {
 			return errChecksFailed
@@ -182,18 +186,21 @@ func backupStore(ctx context.Context, st store.Store, dest string, check bool, c
 	if !check {
 		return rep, nil
 	}
+	unverified := func(err error) error {
+		return fmt.Errorf("the backup is written, but could not be verified: %w", err)
+	}
 	cp, err := openStore(ctx, "sqlite:"+b.Path, true)
 	if err != nil {
-		return rep, fmt.Errorf("open the backup to verify it: %w", err)
+		return rep, unverified(err)
 	}
 	defer cp.Close()
 	ids, _, err := runIDs(ctx, cp, nil, true)
 	if err != nil {
-		return rep, err
+		return rep, unverified(err)
 	}
 	reports, err := verify.Many(ctx, cp, nil, ids)
 	if err != nil {
-		return rep, err
+		return rep, unverified(err)
 	}
 	v := &backupVerified{Runs: len(reports)}
 	for _, r := range reports {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -379,5 +381,33 @@ func TestStoreCheckIntegrity(t *testing.T) {
 	out, err = flrh(bin, nil, "store", "check", "--integrity", "--store", "postgres://u@127.0.0.1:1/db")
 	if exitStatus(t, err) != exitUsage || !strings.Contains(out, "PostgreSQL checks its own") {
 		t.Fatalf("--integrity on PostgreSQL: %v\n%s", err, out)
+	}
+}
+
+// A store encrypted at rest is backed up encrypted: --verify without the
+// key says the copy is written but could not be verified (exit 1); with
+// the key, the copy verifies.
+func TestBackupOfASealedStore(t *testing.T) {
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	spec := "sqlite:" + filepath.Join(dir, "flrh.db")
+	key := []string{"FLRH_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))}
+	if out, err := flrh(bin, key, "run", "start", "example:refund-agent", "--id", "s1", "--input-json", largeRefund, "--store", spec); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	plain := filepath.Join(dir, "plain.db")
+	out, err := flrh(bin, nil, "store", "backup", "--store", spec, "--to", plain, "--verify")
+	if exitStatus(t, err) != 1 || !strings.Contains(out, "backed up 1 runs") || !strings.Contains(out, "the backup is written, but could not be verified") || !strings.Contains(out, "SEALED") {
+		t.Fatalf("backup --verify without the key: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(plain); err != nil {
+		t.Fatal(err)
+	}
+	keyed := filepath.Join(dir, "keyed.db")
+	if out, err := flrh(bin, key, "store", "backup", "--store", spec, "--to", keyed, "--verify"); err != nil || !strings.Contains(out, "1 runs intact") {
+		t.Fatalf("backup --verify with the key: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "run", "trace", "s1", "--store", "sqlite:"+keyed); err == nil || !strings.Contains(out, "SEALED") {
+		t.Fatalf("the copy's trace read without the key: %v\n%s", err, out)
 	}
 }

@@ -19,6 +19,11 @@ const CodeSealed Code = "SEALED"
 const (
 	SealCheckpoint = "checkpoint"
 	SealTrace      = "trace"
+	// SealArchive is a pruned run's archive file (flrh store prune), sealed
+	// whole when the store it came from is encrypted. Its reference names
+	// no run: the document names its run, and the store's pruning records
+	// the digest of the document in clear.
+	SealArchive = "archive"
 )
 
 // SealRef names the record a body belongs to. A Sealer binds the body to
@@ -37,6 +42,9 @@ type SealRef struct {
 
 // String renders the reference for messages.
 func (r SealRef) String() string {
+	if r.Kind == SealArchive && r.RunID == "" {
+		return "archive"
+	}
 	return r.RunID + " " + r.Kind + " #" + strconv.FormatInt(r.Seq, 10)
 }
 

@@ -80,7 +80,11 @@ reports what would be pruned and writes nothing.`,
 				return err
 			}
 		}
-		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Cut: faultCut()})
+		sealer, err := storeSealer()
+		if err != nil {
+			return err
+		}
+		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Cut: faultCut()})
 		out := cmd.OutOrStdout()
 		if *pJSON {
 			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
@@ -126,6 +130,9 @@ type pruneOptions struct {
 	// Parallel is how many runs are pruned at once (below 1: one). Runs
 	// are reported in creation order whatever the order they finish in.
 	Parallel int
+	// Sealer, when not nil, encrypts each archive file whole (the store's
+	// keyring: a store encrypted at rest gives encrypted archives).
+	Sealer store.Sealer
 	// Cut, when not nil, is called at prune's cut points for the crash
 	// tests (faultCut): "prune-archive-temp" once a run's archive is in
 	// its temporary file, "prune-archive-written" once it is durable under
@@ -315,7 +322,19 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 		return pruneOutcome{p: p}
 	}
 	if p.File != "" {
-		if why, err := writeArchive(p.File, doc, o.cut); err != nil || why != "" {
+		file, same := doc, func(old []byte) bool { return bytes.Equal(old, doc) }
+		if o.Sealer != nil {
+			if file, err = o.Sealer.Seal(archiveSealRef, doc); err != nil {
+				return pruneOutcome{err: err}
+			}
+			// A sealed file is new bytes each time (a fresh nonce): an
+			// archive written before is the same when it opens to doc.
+			same = func(old []byte) bool {
+				plain, err := o.Sealer.Open(archiveSealRef, old)
+				return err == nil && bytes.Equal(plain, doc)
+			}
+		}
+		if why, err := writeArchive(p.File, file, same, o.cut); err != nil || why != "" {
 			return pruneOutcome{reason: why, err: err}
 		}
 		o.cut("prune-archive-written")
@@ -329,16 +348,19 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	return pruneOutcome{p: p, err: err}
 }
 
+// archiveSealRef is what a sealed archive file is bound to.
+var archiveSealRef = store.SealRef{Kind: store.SealArchive}
+
 // writeArchive writes doc to path durably: a temporary file in the same
 // directory, synced, renamed over path, and the directory synced. An
-// existing file with the same bytes (from a prune interrupted before the
-// store removed the record) is kept; one with other bytes is never
-// overwritten, and the reason says so. The file is read back to check it
-// holds the bytes written (Encode's, which decode to the archive: its
-// tests hold it to that).
-func writeArchive(path string, doc []byte, cut func(string)) (reason string, err error) {
+// existing file that holds the same archive (same says so: from a prune
+// interrupted before the store removed the record) is kept; one with
+// another is never overwritten, and the reason says so. The file is read
+// back to check it holds the bytes written (Encode's, which decode to the
+// archive: its tests hold it to that).
+func writeArchive(path string, doc []byte, same func(old []byte) bool, cut func(string)) (reason string, err error) {
 	switch old, err := os.ReadFile(path); {
-	case err == nil && bytes.Equal(old, doc):
+	case err == nil && same(old):
 		return "", nil
 	case err == nil:
 		return fmt.Sprintf("%s exists with other content", path), nil

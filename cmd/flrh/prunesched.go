@@ -17,7 +17,8 @@ type pruneSchedule struct {
 	st    store.Store
 	age   time.Duration
 	every time.Duration
-	dir   string // "" discards
+	dir   string       // "" discards
+	seal  store.Sealer // the store's keyring, if any: archives sealed as the store is
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -26,8 +27,8 @@ type pruneSchedule struct {
 	kept   prometheus.Gauge       // runs the last pass kept, each with an effect open
 }
 
-func newPruneSchedule(st store.Store, age, every time.Duration, dir string, log *slog.Logger) *pruneSchedule {
-	return &pruneSchedule{st: st, age: age, every: every, dir: dir, log: log, now: time.Now,
+func newPruneSchedule(st store.Store, age, every time.Duration, dir string, seal store.Sealer, log *slog.Logger) *pruneSchedule {
+	return &pruneSchedule{st: st, age: age, every: every, dir: dir, seal: seal, log: log, now: time.Now,
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_prune_passes_total",
 			Help: "Scheduled passes of pruning ended runs (flrh serve --prune-ended-after), by outcome: ok, or failed (the store or the disk failed)."}, []string{"outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_prune_runs_total",
@@ -71,7 +72,7 @@ func (p *pruneSchedule) run(ctx context.Context) {
 // pass tries it again.
 func (p *pruneSchedule) pass(ctx context.Context) {
 	start := p.now()
-	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Cut: faultCut()})
+	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Sealer: p.seal, Cut: faultCut()})
 	if ctx.Err() != nil {
 		return
 	}

@@ -249,7 +249,11 @@ Runs started through any of them are advanced by whichever is free.`,
 					return usagef("--prune-archive: %v", err)
 				}
 			}
-			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, log)
+			sealer, err := storeSealer()
+			if err != nil {
+				return err
+			}
+			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, sealer, log)
 			if err := pruner.register(metricsReg); err != nil {
 				return err
 			}

@@ -258,7 +258,7 @@ func verifyArchives(ctx context.Context, w io.Writer, files []string, spec strin
 	reports := []*verify.Report{}
 	failed := false
 	for _, f := range files {
-		doc, err := os.ReadFile(f)
+		doc, err := readArchiveFile(f)
 		if err != nil {
 			return err
 		}
@@ -392,7 +392,7 @@ func printReplays(w io.Writer, results []verify.Checked, err, resolveErr error, 
 // loaded stops there (resolveErr), after the archives before it.
 func replayArchives(ctx context.Context, c *catalog, files []string) (results []verify.Checked, resolveErr, err error) {
 	for _, f := range files {
-		doc, err := os.ReadFile(f)
+		doc, err := readArchiveFile(f)
 		if err != nil {
 			return results, nil, err
 		}
@@ -415,6 +415,28 @@ func replayArchives(ctx context.Context, c *catalog, files []string) (results []
 		results = append(results, verify.Checked{Report: rep, Replay: rp})
 	}
 	return results, nil, nil
+}
+
+// readArchiveFile reads the archive document in the file at path: as it
+// is, or opened with the store's keyring (--encryption-key-file or
+// FLRH_ENCRYPTION_KEY) when prune sealed it.
+func readArchiveFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil || !store.IsSealed(b) {
+		return b, err
+	}
+	sealer, err := storeSealer()
+	if err != nil {
+		return nil, err
+	}
+	if sealer == nil {
+		return nil, usagef("%s is encrypted (pruned from a store encrypted at rest); give the store's key: --encryption-key-file FILE or %s", path, encryptionKeyEnv)
+	}
+	doc, err := sealer.Open(archiveSealRef, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the encrypted archive does not open: %w", path, err)
+	}
+	return doc, nil
 }
 
 // writeIndented writes v to out as indented JSON and flushes it.

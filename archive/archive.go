@@ -11,9 +11,11 @@
 // their digests are those the store recorded. Times are RFC 3339 with
 // nanoseconds, in UTC.
 //
-// An archive holds the record in clear, as `flrh run export` prints it,
-// whatever the store sealed at rest: keep it where the store's key would
-// be needed to read it.
+// An archive document holds the record in clear, as `flrh run export`
+// prints it, whatever the store sealed at rest; flrh store prune seals the
+// file whole with the store's key when the store is encrypted
+// (store.SealArchive), and the store's pruning records the digest of the
+// document in clear.
 package archive
 
 import (

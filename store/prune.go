@@ -212,3 +212,67 @@ func PrunableRuns(ctx context.Context, st Store, before time.Time, after string,
 		after = page[len(page)-1].ID
 	}
 }
+
+// PrunedRun is what a store keeps of a pruned run: its header, its
+// pruning, and each of its intents stripped to its keys (ID, RunID, Seq,
+// EffectType, IdempotencyKey, ContentDigest; no body, digest or grant).
+type PrunedRun struct {
+	Run     Run
+	Pruning Pruning
+	Keys    []Intent
+}
+
+// PrunedMover is implemented by stores that hand over what they keep of a
+// pruned run and take in another store's: how runs archived and pruned in
+// one store (the embedded one, say) move to another (PostgreSQL) with
+// their ids still taken and their effects' idempotency keys still bound,
+// so that no run of the new store commits an effect an old run did.
+type PrunedMover interface {
+	// PrunedKeys returns a pruned run's intents as the store keeps them,
+	// stripped to their keys, in the order they were committed.
+	PrunedKeys(ctx context.Context, runID string) ([]Intent, error)
+	// ImportPruned writes r in one transaction: the header (unleased,
+	// with the times it holds; its place in the creation order is the
+	// store's next), the pruning (with its own time) and the keys. It
+	// returns false, writing nothing, when the store holds the same pruned
+	// run already (same head hash and archive): importing twice is
+	// importing once. It refuses, writing nothing:
+	//   - CodeInvalidInput: r is malformed (ValidatePrunedRun);
+	//   - CodeExists: the run id is taken by another run, or an intent id
+	//     or an idempotency key (with the same content) by another intent;
+	//   - CodeIdempotencyConflict: a key is bound to other content.
+	ImportPruned(ctx context.Context, r PrunedRun) (bool, error)
+}
+
+// PrunedMoverOf returns the PrunedMover of s, or of the first store it
+// wraps that has one.
+func PrunedMoverOf(s Store) (PrunedMover, bool) { return As[PrunedMover](s) }
+
+// ValidatePrunedRun refuses a pruned run that could not have been kept so:
+// a header that has not ended or is quarantined, a pruning of another run
+// or at another head hash, keys of another run or missing one of their
+// members, or another number of keys than the pruning kept.
+func ValidatePrunedRun(op string, r PrunedRun) error {
+	id := r.Run.ID
+	switch {
+	case id == "":
+		return Errorf(CodeInvalidInput, op, "", nil, "a run id is required")
+	case r.Run.Outcome == "":
+		return Errorf(CodeInvalidInput, op, id, nil, "the run has not ended (state %s)", r.Run.State)
+	case r.Run.Quarantine != "":
+		return Errorf(CodeInvalidInput, op, id, nil, "the run is quarantined")
+	case r.Pruning.RunID != id || r.Pruning.HeadHash != r.Run.HeadHash:
+		return Errorf(CodeInvalidInput, op, id, nil, "the pruning (run %s at %s) is not the header's (at %s)", r.Pruning.RunID, r.Pruning.HeadHash, r.Run.HeadHash)
+	case int64(len(r.Keys)) != r.Pruning.Kept.Intents:
+		return Errorf(CodeInvalidInput, op, id, nil, "%d keys, but the pruning kept %d intents", len(r.Keys), r.Pruning.Kept.Intents)
+	}
+	if err := ValidatePruning(op, r.Pruning); err != nil {
+		return err
+	}
+	for _, k := range r.Keys {
+		if k.RunID != id || k.ID == "" || k.IdempotencyKey == "" || k.ContentDigest == "" || k.EffectType == "" {
+			return Errorf(CodeInvalidInput, op, id, nil, "key of intent %q (run %q) is incomplete or of another run", k.ID, k.RunID)
+		}
+	}
+	return nil
+}

@@ -131,3 +131,70 @@ ORDER BY r.created_order LIMIT $3`, after, nanos(before), limit)
 	}
 	return out, s.mapErr("prunable", "", rows.Err())
 }
+
+// PrunedKeys implements store.PrunedMover.
+func (s *Store) PrunedKeys(ctx context.Context, runID string) ([]store.Intent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT intent_id, seq, effect_type, idempotency_key, content_digest FROM intents WHERE run_id = $1 ORDER BY commit_order`, runID)
+	if err != nil {
+		return nil, s.mapErr("pruned keys", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Intent
+	for rows.Next() {
+		k := store.Intent{RunID: runID}
+		if err := rows.Scan(&k.ID, &k.Seq, &k.EffectType, &k.IdempotencyKey, &k.ContentDigest); err != nil {
+			return nil, s.mapErr("pruned keys", runID, err)
+		}
+		out = append(out, k)
+	}
+	return out, s.mapErr("pruned keys", runID, rows.Err())
+}
+
+// ImportPruned implements store.PrunedMover.
+func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, error) {
+	const op = "import pruned"
+	if err := store.ValidatePrunedRun(op, r); err != nil {
+		return false, err
+	}
+	id := r.Run.ID
+	imported := false
+	err := s.write(ctx, op, id, func(tx *wtx) error {
+		imported = false
+		var headHash string
+		var archive *string
+		err := tx.QueryRow(ctx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = $1`, id).Scan(&headHash, &archive)
+		switch {
+		case err == nil && archive != nil && headHash == r.Run.HeadHash && *archive == r.Pruning.Archive:
+			return nil // this very run, imported before
+		case err == nil:
+			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		for _, k := range r.Keys {
+			var run, digest string
+			switch err := tx.QueryRow(ctx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = $1 OR intent_id = $2 LIMIT 1`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
+			case err == nil && digest != k.ContentDigest:
+				return store.Errorf(store.CodeIdempotencyConflict, op, id, nil, "idempotency key %s is bound to other content by run %s", k.IdempotencyKey, run)
+			case err == nil:
+				return store.Errorf(store.CodeExists, op, id, nil, "intent %s or its idempotency key %s is taken by run %s", k.ID, k.IdempotencyKey, run)
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
+			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt))
+		p, k := r.Pruning, r.Pruning.Kept
+		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At))
+		for _, in := range r.Keys {
+			tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+VALUES ($1, $2, $3, $4, $5, $6, NULL, ''::bytea, '', 0, $7)`, in.ID, id, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest, nanos(p.At))
+		}
+		imported = true
+		return nil
+	})
+	return imported && err == nil, err
+}

@@ -149,3 +149,77 @@ ORDER BY r.created_order LIMIT ?`, after, nanos(before), limit)
 	}
 	return out, mapErr("prunable", "", rows.Err())
 }
+
+// PrunedKeys implements store.PrunedMover.
+func (s *Store) PrunedKeys(ctx context.Context, runID string) ([]store.Intent, error) {
+	rows, err := s.read(ctx, `SELECT intent_id, seq, effect_type, idempotency_key, content_digest FROM intents WHERE run_id = ? ORDER BY commit_order`, runID)
+	if err != nil {
+		return nil, mapErr("pruned keys", runID, err)
+	}
+	defer rows.Close()
+	var out []store.Intent
+	for rows.Next() {
+		k := store.Intent{RunID: runID}
+		if err := rows.Scan(&k.ID, &k.Seq, &k.EffectType, &k.IdempotencyKey, &k.ContentDigest); err != nil {
+			return nil, mapErr("pruned keys", runID, err)
+		}
+		out = append(out, k)
+	}
+	return out, mapErr("pruned keys", runID, rows.Err())
+}
+
+// ImportPruned implements store.PrunedMover.
+func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, error) {
+	const op = "import pruned"
+	if err := store.ValidatePrunedRun(op, r); err != nil {
+		return false, err
+	}
+	id := r.Run.ID
+	imported := false
+	err := s.write(ctx, op, id, func(ctx context.Context, tx *wtx, _ time.Time) error {
+		imported = false
+		var headHash string
+		var archive sql.NullString
+		err := s.queryRow(ctx, tx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = ?`, id).Scan(&headHash, &archive)
+		switch {
+		case err == nil && archive.Valid && headHash == r.Run.HeadHash && archive.String == r.Pruning.Archive:
+			return nil // this very run, imported before
+		case err == nil:
+			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		for _, k := range r.Keys {
+			var run, digest string
+			switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
+			case err == nil && digest != k.ContentDigest:
+				return store.Errorf(store.CodeIdempotencyConflict, op, id, nil, "idempotency key %s is bound to other content by run %s", k.IdempotencyKey, run)
+			case err == nil:
+				return store.Errorf(store.CodeExists, op, id, nil, "intent %s or its idempotency key %s is taken by run %s", k.ID, k.IdempotencyKey, run)
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
+	created_at, updated_at, created_order)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
+			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
+			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt)); err != nil {
+			return err
+		}
+		p, k := r.Pruning, r.Pruning.Kept
+		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At)); err != nil {
+			return err
+		}
+		for _, in := range r.Keys {
+			if _, err := s.exec(ctx, tx, `INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, NULL, x'', '', 0, ?)`, in.ID, id, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest, nanos(p.At)); err != nil {
+				return err
+			}
+		}
+		imported = true
+		return nil
+	})
+	return imported && err == nil, err
+}

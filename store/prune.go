@@ -276,3 +276,25 @@ func ValidatePrunedRun(op string, r PrunedRun) error {
 	}
 	return nil
 }
+
+// ImportedBefore answers, for ImportPruned, a store that holds a run of
+// r's id already, at headHash and pruned with the archive digest archive
+// (nil when it is not pruned): nil when it is r, imported before, and
+// CodeExists when it is another run.
+func ImportedBefore(op string, r PrunedRun, headHash string, archive *string) error {
+	if archive != nil && headHash == r.Run.HeadHash && *archive == r.Pruning.Archive {
+		return nil
+	}
+	return Errorf(CodeExists, op, r.Run.ID, nil, "the run id is taken by another run")
+}
+
+// KeyTaken is ImportPruned's refusal of key k of run id, whose intent id
+// or idempotency key the store holds already for run (another), bound to
+// content digest: CodeIdempotencyConflict for other content, CodeExists
+// for the same.
+func KeyTaken(op, id string, k Intent, run, digest string) error {
+	if digest != k.ContentDigest {
+		return Errorf(CodeIdempotencyConflict, op, id, nil, "idempotency key %s is bound to other content by run %s", k.IdempotencyKey, run)
+	}
+	return Errorf(CodeExists, op, id, nil, "intent %s or its idempotency key %s is taken by run %s", k.ID, k.IdempotencyKey, run)
+}

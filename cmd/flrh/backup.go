@@ -57,21 +57,7 @@ backups with archived WAL): see docs/postgres.md.`,
 			return err
 		}
 		// The copy is written: say so, even when verifying it could not be done.
-		out := cmd.OutOrStdout()
-		if *bJSON {
-			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
-				err = jerr
-			}
-		} else {
-			rep.print(out)
-		}
-		if err != nil {
-			return err
-		}
-		if rep.Verified != nil && rep.Verified.Failed > 0 {
-			return errChecksFailed
-		}
-		return nil
+		return finishReport(cmd.OutOrStdout(), *bJSON, rep, err, rep.Verified != nil && rep.Verified.Failed > 0)
 	}
 	storeCmd.AddCommand(backup)
 

@@ -49,21 +49,7 @@ counted as such and not written again. Exit status 1 when any run is left.`,
 		}
 		defer dst.Close()
 		rep, err := importPruned(ctx, src, dst)
-		out := cmd.OutOrStdout()
-		if *iJSON {
-			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
-				err = jerr
-			}
-		} else {
-			rep.print(out)
-		}
-		if err != nil {
-			return err
-		}
-		if len(rep.Left) > 0 {
-			return errChecksFailed
-		}
-		return nil
+		return finishReport(cmd.OutOrStdout(), *iJSON, rep, err, len(rep.Left) > 0)
 	}
 	storeCmd.AddCommand(imp)
 }
@@ -74,6 +60,26 @@ type importReport struct {
 	Keys     int          `json:"keys"`    // idempotency keys imported
 	Already  []string     `json:"already"` // imported before
 	Left     []skippedRun `json:"left"`
+}
+
+// finishReport prints rep for people, or as JSON, then returns err, or
+// errChecksFailed when failed: how the store commands that report run by
+// run end.
+func finishReport(w io.Writer, asJSON bool, rep interface{ print(io.Writer) }, err error, failed bool) error {
+	if asJSON {
+		if jerr := json.NewEncoder(w).Encode(rep); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		rep.print(w)
+	}
+	if err != nil {
+		return err
+	}
+	if failed {
+		return errChecksFailed
+	}
+	return nil
 }
 
 func (r importReport) print(w io.Writer) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,21 +84,7 @@ reports what would be pruned and writes nothing.`,
 			return err
 		}
 		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Cut: faultCut()})
-		out := cmd.OutOrStdout()
-		if *pJSON {
-			if jerr := json.NewEncoder(out).Encode(rep); jerr != nil && err == nil {
-				err = jerr
-			}
-		} else {
-			rep.print(out)
-		}
-		if err != nil {
-			return err
-		}
-		if len(rep.Skipped) > 0 {
-			return errChecksFailed
-		}
-		return nil
+		return finishReport(cmd.OutOrStdout(), *pJSON, &rep, err, len(rep.Skipped) > 0)
 	}
 	storeCmd.AddCommand(prune)
 }

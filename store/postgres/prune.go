@@ -162,22 +162,17 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 		imported = false
 		var headHash string
 		var archive *string
-		err := tx.QueryRow(ctx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = $1`, id).Scan(&headHash, &archive)
-		switch {
-		case err == nil && archive != nil && headHash == r.Run.HeadHash && *archive == r.Pruning.Archive:
-			return nil // this very run, imported before
+		switch err := tx.QueryRow(ctx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = $1`, id).Scan(&headHash, &archive); {
 		case err == nil:
-			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+			return store.ImportedBefore(op, r, headHash, archive) // nil: this very run, imported before
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
 		for _, k := range r.Keys {
 			var run, digest string
 			switch err := tx.QueryRow(ctx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = $1 OR intent_id = $2 LIMIT 1`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
-			case err == nil && digest != k.ContentDigest:
-				return store.Errorf(store.CodeIdempotencyConflict, op, id, nil, "idempotency key %s is bound to other content by run %s", k.IdempotencyKey, run)
 			case err == nil:
-				return store.Errorf(store.CodeExists, op, id, nil, "intent %s or its idempotency key %s is taken by run %s", k.ID, k.IdempotencyKey, run)
+				return store.KeyTaken(op, id, k, run, digest)
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}

@@ -179,23 +179,18 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 	err := s.write(ctx, op, id, func(ctx context.Context, tx *wtx, _ time.Time) error {
 		imported = false
 		var headHash string
-		var archive sql.NullString
-		err := s.queryRow(ctx, tx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = ?`, id).Scan(&headHash, &archive)
-		switch {
-		case err == nil && archive.Valid && headHash == r.Run.HeadHash && archive.String == r.Pruning.Archive:
-			return nil // this very run, imported before
+		var archive *string
+		switch err := s.queryRow(ctx, tx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = ?`, id).Scan(&headHash, &archive); {
 		case err == nil:
-			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+			return store.ImportedBefore(op, r, headHash, archive) // nil: this very run, imported before
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
 		for _, k := range r.Keys {
 			var run, digest string
 			switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
-			case err == nil && digest != k.ContentDigest:
-				return store.Errorf(store.CodeIdempotencyConflict, op, id, nil, "idempotency key %s is bound to other content by run %s", k.IdempotencyKey, run)
 			case err == nil:
-				return store.Errorf(store.CodeExists, op, id, nil, "intent %s or its idempotency key %s is taken by run %s", k.ID, k.IdempotencyKey, run)
+				return store.KeyTaken(op, id, k, run, digest)
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}

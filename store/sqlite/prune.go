@@ -179,10 +179,12 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 	err := s.write(ctx, op, id, func(ctx context.Context, tx *wtx, _ time.Time) error {
 		imported = false
 		var headHash string
-		var archive *string
+		var archive sql.NullString
 		switch err := s.queryRow(ctx, tx, `SELECT r.head_hash, p.archive FROM runs r LEFT JOIN pruned p ON p.run_id = r.run_id WHERE r.run_id = ?`, id).Scan(&headHash, &archive); {
+		case err == nil && archive.Valid:
+			return store.ImportedBefore(op, r, headHash, &archive.String) // nil: this very run, imported before
 		case err == nil:
-			return store.ImportedBefore(op, r, headHash, archive) // nil: this very run, imported before
+			return store.ImportedBefore(op, r, headHash, nil)
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}

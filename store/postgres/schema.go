@@ -814,6 +814,16 @@ CREATE TRIGGER receipts_deleted_if_pruned BEFORE DELETE ON receipts FOR EACH ROW
 CREATE TRIGGER intents_stripped_if_pruned BEFORE UPDATE ON intents FOR EACH ROW EXECUTE FUNCTION flrh_intent_stripped_if_pruned();
 CREATE TRIGGER trace_deleted_if_pruned BEFORE DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
 `},
+	// 24: the lease one process of several sharing the database holds on
+	// a named piece of upkeep (store.Duties), such as scheduled pruning.
+	{"duties: one process at a time holds a named piece of upkeep", `
+CREATE TABLE IF NOT EXISTS duties (
+	name       text PRIMARY KEY,
+	holder     text NOT NULL,
+	generation bigint NOT NULL,
+	expires_at bigint NOT NULL
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

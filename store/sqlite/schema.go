@@ -501,6 +501,17 @@ BEGIN SELECT RAISE(ABORT, 'intents are append-only'); END;
 CREATE TRIGGER trace_no_delete BEFORE DELETE ON trace WHEN NOT EXISTS (SELECT 1 FROM pruned p WHERE p.run_id = OLD.run_id)
 BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
 `,
+	// 16: duties (store.Duties): the lease one process of several
+	// sharing the store holds on a named piece of upkeep, such as
+	// scheduled pruning, so that it is done by one at a time.
+	`
+CREATE TABLE duties (
+	name       TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	generation INTEGER NOT NULL CHECK (generation >= 1),
+	expires_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // Migrations that change no table.

@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 		{"SubmitWithGrant", testSubmitWithGrant},
 		{"Prune", testPrune},
 		{"Prunable", testPrunable},
+		{"Duties", testDuties},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

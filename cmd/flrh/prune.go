@@ -118,6 +118,10 @@ type pruneOptions struct {
 	// Sealer, when not nil, encrypts each archive file whole (the store's
 	// keyring: a store encrypted at rest gives encrypted archives).
 	Sealer store.Sealer
+	// Between, when not nil, is asked before each batch of runs whether
+	// to go on; false ends prune there, with the report Stopped. The
+	// scheduled pruning renews its duty in it (store.Duties).
+	Between func() bool
 	// Cut, when not nil, is called at prune's cut points for the crash
 	// tests (faultCut): "prune-archive-temp" once a run's archive is in
 	// its temporary file, "prune-archive-written" once it is durable under
@@ -140,8 +144,15 @@ type pruneReport struct {
 	// (its outcome unknown, say): the store keeps them, and prune leaves
 	// them without counting it a failure; flrh store check lists their
 	// open entries.
-	Held []skippedRun       `json:"held"`
-	Kept store.RecordCounts `json:"records"`
+	Held []skippedRun `json:"held"`
+	// Elsewhere are runs another prune removed while this one had them
+	// in hand (another flrh store prune, or a server's scheduled
+	// pruning): nothing is left to do for them, and it is no failure.
+	Elsewhere []skippedRun       `json:"pruned_elsewhere"`
+	Kept      store.RecordCounts `json:"records"`
+	// Stopped says prune ended before it had gone through every run that
+	// qualifies (pruneOptions.Between said so).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 type prunedRun struct {
@@ -177,13 +188,20 @@ func (r *pruneReport) print(w io.Writer) {
 	for _, s := range r.Held {
 		fmt.Fprintf(w, "kept %s: %s\n", s.RunID, s.Reason)
 	}
-	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d, kept %d with an effect open\n",
-		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped), len(r.Held))
+	for _, s := range r.Elsewhere {
+		fmt.Fprintf(w, "pruned elsewhere %s: %s\n", s.RunID, s.Reason)
+	}
+	elsewhere := ""
+	if len(r.Elsewhere) > 0 {
+		elsewhere = fmt.Sprintf("; %d pruned by another prune meanwhile", len(r.Elsewhere))
+	}
+	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d, kept %d with an effect open%s\n",
+		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped), len(r.Held), elsewhere)
 }
 
 // pruneRuns prunes the runs that qualify, as prune's help says.
 func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport, error) {
-	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}, Held: []skippedRun{}}
+	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}, Held: []skippedRun{}, Elsewhere: []skippedRun{}}
 	pr, ok := store.PrunerOf(st)
 	if !ok {
 		return rep, fmt.Errorf("this store cannot prune runs")
@@ -198,6 +216,11 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 			}
 			if n <= 0 {
 				batch = nil
+				return nil
+			}
+			if o.Between != nil && !o.Between() {
+				batch = nil
+				rep.Stopped = true
 				return nil
 			}
 			outs := make([]pruneOutcome, n)
@@ -228,7 +251,7 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 			return rep, err
 		}
 		for _, r := range runs {
-			if o.Limit > 0 && len(rep.Pruned) >= o.Limit {
+			if (o.Limit > 0 && len(rep.Pruned) >= o.Limit) || rep.Stopped {
 				return rep, nil
 			}
 			if batch = append(batch, r.ID); len(batch) == workers {
@@ -245,13 +268,15 @@ func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport
 }
 
 // pruneOutcome is what pruneRun did with one run: pruned it (p), left it
-// (reason), or kept it (held, with a reason); err stops prune (the store
-// or the disk failed).
+// (reason), kept it (held, with a reason), or found it pruned by another
+// prune (elsewhere, with a reason); err stops prune (the store or the
+// disk failed).
 type pruneOutcome struct {
-	p      prunedRun
-	reason string
-	held   bool
-	err    error
+	p         prunedRun
+	reason    string
+	held      bool
+	elsewhere bool
+	err       error
 }
 
 // add files one run's outcome into the report.
@@ -259,6 +284,8 @@ func (r *pruneReport) add(runID string, out pruneOutcome) {
 	switch {
 	case out.held:
 		r.Held = append(r.Held, skippedRun{RunID: runID, Reason: out.reason})
+	case out.elsewhere:
+		r.Elsewhere = append(r.Elsewhere, skippedRun{RunID: runID, Reason: out.reason})
 	case out.reason != "":
 		r.Skipped = append(r.Skipped, skippedRun{RunID: runID, Reason: out.reason})
 	default:
@@ -278,6 +305,13 @@ func (r *pruneReport) add(runID string, out pruneOutcome) {
 // pruneRun archives and prunes one run.
 func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string, o pruneOptions) pruneOutcome {
 	a, err := archive.Read(ctx, st, runID)
+	// The record is read a part at a time, and another prune may remove
+	// it meanwhile (in one transaction). Asked afterwards: not pruned now
+	// means not pruned before any part was read, so the record read is
+	// whole; pruned means there is nothing left to do.
+	if out, gone := prunedMeanwhile(ctx, pr, runID, ""); gone {
+		return out
+	}
 	if err != nil {
 		return pruneOutcome{err: err}
 	}
@@ -325,12 +359,41 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 		o.cut("prune-archive-written")
 	}
 	err = pr.Prune(ctx, a.Pruning(p.Archive))
+	if store.CodeOf(err) == store.CodeInvalidTransition {
+		if out, gone := prunedMeanwhile(ctx, pr, runID, p.Archive); gone {
+			return out
+		}
+	}
 	if c := store.CodeOf(err); c == store.CodeHeadMismatch || c == store.CodeInvalidTransition {
 		// The run changed since it was read, or was pruned meanwhile: the
 		// archive written is left for the next prune to find the same.
 		return pruneOutcome{reason: fmt.Sprintf("the store refused: %v", err)}
 	}
 	return pruneOutcome{p: p, err: err}
+}
+
+// prunedMeanwhile reports whether the store holds a pruning of runID (one
+// another prune made while this one had the run in hand), and the outcome
+// to report for it. ours is the digest of the archive this prune wrote,
+// if it got so far, reported beside the other's when they differ.
+func prunedMeanwhile(ctx context.Context, pr store.Pruner, runID, ours string) (pruneOutcome, bool) {
+	p, err := pr.Pruning(ctx, runID)
+	switch {
+	case store.CodeOf(err) == store.CodeNotFound:
+		return pruneOutcome{}, false
+	case err != nil:
+		return pruneOutcome{err: err}, true
+	}
+	why := "another prune removed the record meanwhile"
+	switch {
+	case p.Archive == "":
+		why += ", discarding it"
+	case ours != "" && p.Archive != ours:
+		why += fmt.Sprintf(", archived as %s (this prune wrote %s)", p.Archive, ours)
+	default:
+		why += ", archived as " + p.Archive
+	}
+	return pruneOutcome{reason: why, elsewhere: true}, true
 }
 
 // archiveSealRef is what a sealed archive file is bound to.

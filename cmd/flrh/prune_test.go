@@ -413,3 +413,72 @@ func TestPruneASealedStore(t *testing.T) {
 		t.Fatalf("verify --archive of a changed sealed archive: %v\n%s", err, out)
 	}
 }
+
+// Two prunes over the same runs at once (two operators, or a person and a
+// server's schedule) never report a run the other removed as left or
+// failed: a run pruned while one prune had it in hand, after its record
+// was read or once its archive was written, is reported pruned
+// elsewhere, with how the other kept it. Every run is pruned by exactly
+// one of them. The race is forced: the first prune, its first archive
+// written, waits while the second prunes every run.
+func TestPrunesRacing(t *testing.T) {
+	for _, secondDiscards := range []bool{false, true} {
+		t.Run(map[bool]string{false: "both archive", true: "the second discards"}[secondDiscards], func(t *testing.T) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			ids := refundruns.Record(t, st, "", false, 10, 20, 30, 40, 50)
+			secondOpts := pruneOptions{Before: time.Now().Add(time.Hour), Dir: t.TempDir(), Parallel: 2}
+			if secondDiscards {
+				secondOpts.Dir = ""
+			}
+			var second pruneReport
+			var secondErr error
+			raced := false
+			first, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: t.TempDir(), Parallel: 1,
+				Cut: func(point string) {
+					if point == "prune-archive-written" && !raced {
+						raced = true
+						second, secondErr = pruneRuns(ctx, st, secondOpts)
+					}
+				}})
+			if err != nil || secondErr != nil || !raced {
+				t.Fatalf("prunes: %v, %v (raced %v)", err, secondErr, raced)
+			}
+			if len(first.Skipped)+len(second.Skipped)+len(first.Held)+len(second.Held) != 0 || len(second.Elsewhere) != 0 {
+				t.Fatalf("a race was reported as a run left or held:\nfirst %+v\nsecond %+v", first, second)
+			}
+			var pruned, elsewhere []string
+			for _, p := range second.Pruned {
+				pruned = append(pruned, p.RunID)
+			}
+			for _, e := range first.Elsewhere {
+				elsewhere = append(elsewhere, e.RunID)
+				want := "archived as sha256:"
+				if secondDiscards {
+					want = "discarding it"
+				}
+				if !strings.Contains(e.Reason, want) {
+					t.Errorf("first prune on %s: %q, want it to say %q", e.RunID, e.Reason, want)
+				}
+			}
+			all := strings.Join(ids, ",")
+			if len(first.Pruned) != 0 || strings.Join(pruned, ",") != all || strings.Join(elsewhere, ",") != all {
+				t.Fatalf("first pruned %d, found %v pruned elsewhere; second pruned %v; runs %v", len(first.Pruned), elsewhere, pruned, ids)
+			}
+			for _, id := range ids {
+				if p, err := st.Pruning(ctx, id); err != nil || (p.Archive == "") != secondDiscards {
+					t.Fatalf("pruning of %s: %+v, %v", id, p, err)
+				}
+			}
+			var out bytes.Buffer
+			first.print(&out)
+			if !strings.Contains(out.String(), "; 5 pruned by another prune meanwhile") {
+				t.Errorf("the first prune's report does not count the runs pruned elsewhere:\n%s", out.String())
+			}
+		})
+	}
+}

@@ -70,7 +70,10 @@ With a PostgreSQL store (--store postgres://...), any number of serve processes,
 on one machine or many, share one database: each claims ready runs (FOR UPDATE
 SKIP LOCKED, no coordinator), --runners at a time, wakes on LISTEN/NOTIFY, and
 takes over the runs of a process that died once their leases (--lease-ttl) lapse.
-Runs started through any of them are advanced by whichever is free.`,
+Runs started through any of them are advanced by whichever is free. Each may be
+given the same --prune-ended-after: one at a time holds the store's pruning duty
+and prunes, the others skip their passes until it stops renewing it (given up at
+shutdown, or lapsed two --prune-every after a crash).`,
 		Example: `  flrh serve
   flrh serve --store sqlite:/var/lib/flrh/flrh.db --addr 0.0.0.0:7700 --tokens tokens.json
   flrh serve --store 'postgres://flrh@db:5432/flrh?schema=prod' --runners 8 --addr 127.0.0.1:0
@@ -217,7 +220,8 @@ Runs started through any of them are advanced by whichever is free.`,
 		claimer, _ := st.(store.Claimer)
 		watcher, _ := st.(store.WorkWatcher)
 		host, _ := os.Hostname()
-		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: fmt.Sprintf("serve:%s:%d", host, os.Getpid()),
+		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
+		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
 			Claimer: claimer, Watcher: watcher, Drain: *grace,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
@@ -253,7 +257,7 @@ Runs started through any of them are advanced by whichever is free.`,
 			if err != nil {
 				return err
 			}
-			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, sealer, log)
+			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, sealer, owner, log)
 			if err := pruner.register(metricsReg); err != nil {
 				return err
 			}

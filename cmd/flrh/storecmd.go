@@ -48,6 +48,7 @@ func init() {
 			"whose outbox is still open. It exits 1 when a run needs a person: a quarantined run,\n" +
 			"an outbox entry of a live run routed to a human, or a lease stuck longer than --stuck-after.\n" +
 			"An effect a person abandoned (its run ended EFFECT_OUTCOME_UNKNOWN) is listed, not a problem.\n" +
+			"It names the server that holds each upkeep duty (scheduled pruning), or says it lapsed.\n" +
 			"With --integrity (an embedded store) it also runs SQLite's integrity check over every page,\n" +
 			"beside the runners, and counts each fault it finds as a problem.",
 		Args: cobra.NoArgs}
@@ -119,6 +120,10 @@ type storeReport struct {
 	StuckLeases        []stuckLease  `json:"stuck_leases"`
 	Quarantined        []quarantined `json:"quarantined"`
 	OpenOutbox         []openOutbox  `json:"open_outbox"`
+	// Duties are the upkeep leases of the store (store.Duties) someone
+	// ever held: which server prunes on a schedule, say. None is a
+	// problem: a lapsed one is taken at another server's next pass.
+	Duties []dutyState `json:"duties"`
 	// Integrity is what SQLite's integrity check found wrong, with
 	// --integrity (omitted when it found nothing).
 	Integrity []string `json:"integrity,omitempty"`
@@ -144,6 +149,37 @@ func (r *storeReport) checkIntegrity(ctx context.Context, st store.Store) error 
 	}
 	r.IntegrityChecked, r.Integrity = true, problems
 	r.Problems += len(problems)
+	return nil
+}
+
+type dutyState struct {
+	Name       string    `json:"name"`
+	Holder     string    `json:"holder"` // "" once given up
+	Generation int64     `json:"generation"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	Lapsed     bool      `json:"lapsed,omitempty"` // its holder stopped renewing it
+}
+
+// storeDuties are the duties flrh's commands hold.
+var storeDuties = []string{pruneDuty}
+
+// readDuties adds the store's duties to the report.
+func (r *storeReport) readDuties(ctx context.Context, st store.Store, now time.Time) error {
+	duties, ok := store.DutiesOf(st)
+	if !ok {
+		return nil
+	}
+	for _, name := range storeDuties {
+		d, err := duties.Duty(ctx, name)
+		switch {
+		case store.CodeOf(err) == store.CodeNotFound:
+			continue
+		case err != nil:
+			return err
+		}
+		r.Duties = append(r.Duties, dutyState{Name: d.Name, Holder: d.Holder, Generation: d.Generation, ExpiresAt: d.ExpiresAt,
+			Lapsed: d.Holder != "" && !d.ExpiresAt.After(now)})
+	}
 	return nil
 }
 
@@ -189,9 +225,12 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	if err := walkStore(ctx, st, now, stuckAfter, &rep); err != nil {
 		return rep, err
 	}
+	rep.Duties = []dutyState{}
 	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
 	if rep.SchemaVersion != rep.BuildSchemaVersion {
 		rep.Problems++
+	} else if err := rep.readDuties(ctx, st, now); err != nil {
+		return rep, err
 	}
 	ended := map[string]bool{}
 	for i, o := range rep.OpenOutbox {
@@ -318,6 +357,17 @@ func (r storeReport) print(w io.Writer) {
 			ended = " (the run ended with it open: abandoned by a person, not a problem)"
 		}
 		fmt.Fprintf(w, "  %s %s %s: %s after %d attempts %s%s\n", o.RunID, o.IntentID, o.Effect, o.Status, o.Attempts, o.Route, ended)
+	}
+	for _, d := range r.Duties {
+		switch {
+		case d.Holder == "":
+			fmt.Fprintf(w, "duty %s: given up (generation %d); the next server to pass takes it\n", d.Name, d.Generation)
+		case d.Lapsed:
+			fmt.Fprintf(w, "duty %s: lapsed, last held by %s (generation %d) until %s; the next server to pass takes it\n",
+				d.Name, d.Holder, d.Generation, d.ExpiresAt.Format(time.RFC3339))
+		default:
+			fmt.Fprintf(w, "duty %s: held by %s (generation %d) until %s\n", d.Name, d.Holder, d.Generation, d.ExpiresAt.Format(time.RFC3339))
+		}
 	}
 	if r.IntegrityChecked {
 		if len(r.Integrity) == 0 {

@@ -273,3 +273,23 @@ func FuzzStoreURL(f *testing.F) {
 		}
 	})
 }
+
+// store check reports each duty as held, lapsed or given up, none of them
+// a problem.
+func TestStoreCheckPrintsDuties(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d    dutyState
+		says string
+	}{
+		{dutyState{Name: "prune", Holder: "serve:a:1", Generation: 3, ExpiresAt: at}, "duty prune: held by serve:a:1 (generation 3) until 2026-12-05T10:00:00Z\n"},
+		{dutyState{Name: "prune", Holder: "serve:a:1", Generation: 3, ExpiresAt: at, Lapsed: true}, "duty prune: lapsed, last held by serve:a:1 (generation 3) until 2026-12-05T10:00:00Z; the next server to pass takes it\n"},
+		{dutyState{Name: "prune", Generation: 4}, "duty prune: given up (generation 4); the next server to pass takes it\n"},
+	} {
+		var b strings.Builder
+		storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1, Duties: []dutyState{tc.d}}.print(&b)
+		if !strings.Contains(b.String(), tc.says) || !strings.HasSuffix(b.String(), "ok\n") {
+			t.Errorf("%+v printed\n%s\nwant a line %q and ok", tc.d, b.String(), tc.says)
+		}
+	}
+}

@@ -51,11 +51,24 @@ func (a *Archive) Counts() store.RecordCounts {
 		Receipts: int64(len(r.Receipts)), Grants: int64(len(a.Grants)), Inbox: int64(len(a.Inbox)), Trace: int64(len(a.Trace))}
 }
 
+// Open counts the intents a holds whose outbox is not done: effects whose
+// outcome no one learned before the run ended (a person abandoned them).
+func (a *Archive) Open() int64 {
+	var n int64
+	for _, in := range a.Record.Intents {
+		if in.Outbox != store.OutboxDone {
+			n++
+		}
+	}
+	return n
+}
+
 // Pruning is the pruning that removes, from the store a was read from,
 // exactly the records a holds, its archive's document having digest
-// digest ("" when the record is discarded).
+// digest ("" when the record is discarded): its effects open (Open)
+// included, which the store refuses to forget unless told how many.
 func (a *Archive) Pruning(digest string) store.Pruning {
-	return store.Pruning{RunID: a.Record.Run.ID, HeadHash: a.Record.Run.HeadHash, Archive: digest, Kept: a.Counts()}
+	return store.Pruning{RunID: a.Record.Run.ID, HeadHash: a.Record.Run.HeadHash, Archive: digest, Kept: a.Counts(), Open: a.Open()}
 }
 
 // Read reads runID's whole record from st, which must be (or wrap) a

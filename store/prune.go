@@ -37,9 +37,11 @@ type Pruner interface {
 	//   - CodeNotFound: no such run;
 	//   - CodeInvalidTransition: the run has not ended, is quarantined,
 	//     was pruned already, or has an intent whose outbox is not done
-	//     (an effect that may still reach the world is never forgotten);
-	//   - CodeHeadMismatch: the run's head hash is not p.HeadHash, or it
-	//     holds other numbers of records than p.Kept says: its record is
+	//     and p.Open is 0 (an effect that may have reached the world is
+	//     forgotten only when the caller says it kept it open);
+	//   - CodeHeadMismatch: the run's head hash is not p.HeadHash, it
+	//     holds other numbers of records than p.Kept says, or another
+	//     number of outbox entries not done than p.Open: its record is
 	//     not the one the caller kept;
 	//   - CodeInvalidInput: p is malformed (ValidatePruning).
 	Prune(ctx context.Context, p Pruning) error
@@ -82,6 +84,12 @@ type Pruning struct {
 	// Kept counts the records the caller kept (or chose to discard), by
 	// kind; Prune removes exactly these or nothing.
 	Kept RecordCounts
+	// Open counts the run's effects the caller kept with their outbox
+	// not done: effects a person abandoned when the run ended
+	// (EFFECT_OUTCOME_UNKNOWN), whose outcome no one learned. Their
+	// record (intent, attempts, and the outbox not done) is in the
+	// archive; their keys stay taken, as every pruned intent's do.
+	Open int64
 	// At is when the store removed the record (its clock); set by Prune.
 	At time.Time
 }
@@ -115,14 +123,19 @@ func ValidatePruning(op string, p Pruning) error {
 			return Errorf(CodeInvalidInput, op, p.RunID, nil, "a negative count of kept records: %+v", k)
 		}
 	}
+	if p.Open < 0 || p.Open > k.Intents {
+		return Errorf(CodeInvalidInput, op, p.RunID, nil, "%d effects kept open, of %d intents", p.Open, k.Intents)
+	}
 	return nil
 }
 
 // CheckPrunable says why a run whose header is r may not be pruned, as
 // Prune refuses it, or nil: it has ended, is not quarantined, and was not
 // pruned already (pruned says whether the store holds a Pruning of it).
-// openOutbox is how many of its intents' outbox rows are not done.
-func CheckPrunable(op string, r Run, pruned bool, openOutbox int64) error {
+// openOutbox is how many of its intents' outbox rows are not done; keptOpen
+// is how many the caller says it kept so (Pruning.Open): none refuses a run
+// with any, and CheckKept refuses another number.
+func CheckPrunable(op string, r Run, pruned bool, openOutbox, keptOpen int64) error {
 	switch {
 	case pruned:
 		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run was pruned already")
@@ -130,20 +143,23 @@ func CheckPrunable(op string, r Run, pruned bool, openOutbox int64) error {
 		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run has not ended (state %s)", r.State)
 	case r.Quarantine != "":
 		return Errorf(CodeInvalidTransition, op, r.ID, nil, "the run is quarantined: %s", r.Quarantine)
-	case openOutbox > 0:
+	case openOutbox > 0 && keptOpen == 0:
 		return Errorf(CodeInvalidTransition, op, r.ID, nil, "%d of its effects' outbox entries are not done", openOutbox)
 	}
 	return nil
 }
 
 // CheckKept says whether the run's record is the one the caller kept:
-// head is the run's head hash, have the records it holds.
-func CheckKept(op string, p Pruning, head string, have RecordCounts) error {
+// head is the run's head hash, have the records it holds, open its outbox
+// entries not done.
+func CheckKept(op string, p Pruning, head string, have RecordCounts, open int64) error {
 	switch {
 	case head != p.HeadHash:
 		return Errorf(CodeHeadMismatch, op, p.RunID, nil, "the run's head hash is %s, the kept record's %s", head, p.HeadHash)
 	case have != p.Kept:
 		return Errorf(CodeHeadMismatch, op, p.RunID, nil, "the run holds %+v, the kept record %+v", have, p.Kept)
+	case open != p.Open:
+		return Errorf(CodeHeadMismatch, op, p.RunID, nil, "the run has %d effects open, the kept record %d", open, p.Open)
 	}
 	return nil
 }

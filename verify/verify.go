@@ -73,11 +73,14 @@ type Pruned struct {
 	At       time.Time `json:"at"`
 	HeadHash string    `json:"head_hash"`
 	Archive  string    `json:"archive"` // the archive's digest; "" when the record was discarded
+	// OpenEffects counts the effects pruned with their outbox not done
+	// (abandoned, outcome unknown), open in the archive as they were.
+	OpenEffects int64 `json:"open_effects,omitempty"`
 }
 
 // PrunedOf is a store's pruning as a report shows it.
 func PrunedOf(p store.Pruning) *Pruned {
-	return &Pruned{At: p.At, HeadHash: p.HeadHash, Archive: p.Archive}
+	return &Pruned{At: p.At, HeadHash: p.HeadHash, Archive: p.Archive, OpenEffects: p.Open}
 }
 
 // OK reports whether every check passed.

@@ -183,6 +183,7 @@ func TestServePrunesOnASchedule(t *testing.T) {
 		says string
 	}{
 		{[]string{"--prune-archive", archives}, "need --prune-ended-after"},
+		{[]string{"--prune-abandoned"}, "need --prune-ended-after"},
 		{[]string{"--prune-ended-after", "1h"}, "exactly one of --prune-archive DIR and --prune-discard"},
 		{[]string{"--prune-ended-after", "1h", "--prune-archive", archives, "--prune-discard"}, "exactly one of"},
 		{[]string{"--prune-ended-after", "-1h", "--prune-discard"}, "must not be negative"},

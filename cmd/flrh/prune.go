@@ -43,9 +43,12 @@ the store's header with --store.
 
 A run whose record fails verification, or whose archive file exists with
 other content, is left as it is and reported; prune then exits 1. A run
-that ended with an effect still open (its outcome unknown) is kept, and
-reported, without failing: an effect that may yet reach the world is never
-forgotten (flrh store check lists it). --discard
+that ended with an effect still open (a person abandoned it, its outcome
+unknown) is kept, and reported, without failing (flrh store check lists the
+effect), unless --abandoned is given: then it is pruned too, the archive
+holding the effect open as it was, and its idempotency key stays taken in
+the store like every pruned intent's, so no later run can do it again.
+A run another prune removes meanwhile is reported pruned elsewhere. --discard
 removes records without archiving them (still verified first). --dry-run
 reports what would be pruned and writes nothing.`,
 		Args: cobra.NoArgs}
@@ -56,6 +59,7 @@ reports what would be pruned and writes nothing.`,
 	pLimit := prune.Flags().Int("limit", 0, "prune at most this many runs (0: all that qualify)")
 	pParallel := prune.Flags().Int("parallel", runtime.GOMAXPROCS(0), "prune this many runs at once")
 	pDry := prune.Flags().Bool("dry-run", false, "report what would be pruned; write nothing")
+	pAbandoned := prune.Flags().Bool("abandoned", false, "also prune runs that ended with an effect open (abandoned by a person), keeping it open in the archive")
 	pJSON := prune.Flags().Bool("json", false, "print JSON")
 	prune.RunE = func(cmd *cobra.Command, _ []string) error {
 		cutoff, err := endedBefore(*pBefore, time.Now())
@@ -83,7 +87,7 @@ reports what would be pruned and writes nothing.`,
 		if err != nil {
 			return err
 		}
-		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Cut: faultCut()})
+		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Abandoned: *pAbandoned, Cut: faultCut()})
 		return finishReport(cmd.OutOrStdout(), *pJSON, &rep, err, len(rep.Skipped) > 0)
 	}
 	storeCmd.AddCommand(prune)
@@ -112,6 +116,10 @@ type pruneOptions struct {
 	Dir    string    // the archive directory; "" discards
 	Limit  int       // at most this many runs; 0 for all
 	DryRun bool
+	// Abandoned prunes runs that ended with effects open too (their
+	// outcome unknown: a person abandoned them), kept open in the archive;
+	// without it such runs are held.
+	Abandoned bool
 	// Parallel is how many runs are pruned at once (below 1: one). Runs
 	// are reported in creation order whatever the order they finish in.
 	Parallel int
@@ -162,6 +170,9 @@ type prunedRun struct {
 	Archive string             `json:"archive,omitempty"` // the document's digest
 	Bytes   int                `json:"bytes"`
 	Kept    store.RecordCounts `json:"records"`
+	// Open counts the run's effects taken with their outbox not done
+	// (abandoned, outcome unknown), kept open in the archive.
+	Open int64 `json:"open_effects,omitempty"`
 }
 
 type skippedRun struct {
@@ -179,8 +190,12 @@ func (r *pruneReport) print(w io.Writer) {
 		if p.File != "" {
 			where = fmt.Sprintf("%s %s (%s, %d bytes)", archived, p.File, p.Archive, p.Bytes)
 		}
-		fmt.Fprintf(w, "%s %s (%s): %d events, %d intents, %d receipts, %d trace records; %s\n",
-			verb, p.RunID, p.Outcome, p.Kept.Events, p.Kept.Intents, p.Kept.Receipts, p.Kept.Trace, where)
+		open := ""
+		if p.Open > 0 {
+			open = fmt.Sprintf(", %d effects abandoned open", p.Open)
+		}
+		fmt.Fprintf(w, "%s %s (%s): %d events, %d intents, %d receipts, %d trace records%s; %s\n",
+			verb, p.RunID, p.Outcome, p.Kept.Events, p.Kept.Intents, p.Kept.Receipts, p.Kept.Trace, open, where)
 	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "left %s: %s\n", s.RunID, s.Reason)
@@ -316,8 +331,8 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 		return pruneOutcome{err: err}
 	}
 	for _, in := range a.Record.Intents {
-		if in.Outbox != store.OutboxDone {
-			return pruneOutcome{reason: fmt.Sprintf("effect %s is %s (%s): the store keeps a run until each of its effects is closed", in.ID, in.Outbox, in.Route), held: true}
+		if in.Outbox != store.OutboxDone && !o.Abandoned {
+			return pruneOutcome{reason: fmt.Sprintf("effect %s is %s (%s): the store keeps a run until each of its effects is closed, or prune --abandoned takes it open", in.ID, in.Outbox, in.Route), held: true}
 		}
 	}
 	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
@@ -332,7 +347,7 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	if err != nil {
 		return pruneOutcome{err: err}
 	}
-	p := prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts()}
+	p := prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts(), Open: a.Open()}
 	if o.Dir != "" {
 		p.Archive = store.BodyDigest(doc)
 		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)

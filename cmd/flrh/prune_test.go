@@ -482,3 +482,128 @@ func TestPrunesRacing(t *testing.T) {
 		})
 	}
 }
+
+func TestPruneAbandonedSQLite(t *testing.T) {
+	testPruneAbandoned(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"), "sqlite:"+filepath.Join(t.TempDir(), "to.db"))
+}
+
+func TestPruneAbandonedPostgres(t *testing.T) {
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to prune abandoned runs on PostgreSQL")
+	}
+	_, spec := freshSchema(t, dsn, "flrh_abandoned_")
+	_, to := freshSchema(t, dsn, "flrh_abandoned_")
+	testPruneAbandoned(t, spec, to)
+}
+
+// A run that ended with an effect a person abandoned (its outcome never
+// learned) is held by prune, and taken by prune --abandoned: the archive
+// holds the effect open as it was and verifies and replays, the store
+// records the pruning with the effect counted open, the effect's key
+// stays taken, store check no longer lists the entry, run show says what
+// was pruned open, and the pruning moves to another store with the count.
+func testPruneAbandoned(t *testing.T, spec, to string) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := refundruns.Record(t, st, "", false, 20)
+	ab := refundruns.Abandoned(t, st, "")
+	intents, err := st.Intents(ctx, ab)
+	if err != nil || len(intents) != 1 || intents[0].Outbox == store.OutboxDone {
+		t.Fatalf("the abandoned run's intents: %+v, %v", intents, err)
+	}
+	key := intents[0]
+	st.Close()
+	dir := t.TempDir()
+	cli := func(args ...string) (string, int) {
+		t.Helper()
+		out, err := flrh(bin, nil, append(args, "--store", spec)...)
+		return out, exitStatus(t, err)
+	}
+	check := func() storeReport {
+		t.Helper()
+		out, code := cli("store", "check", "--json")
+		var rep storeReport
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+			t.Fatalf("store check: exit %d\n%s", code, out)
+		}
+		return rep
+	}
+	if rep := check(); len(rep.OpenOutbox) != 1 || !rep.OpenOutbox[0].RunEnded || rep.OpenOutbox[0].RunID != ab {
+		t.Fatalf("store check before pruning lists %+v", rep.OpenOutbox)
+	}
+
+	out, code := cli("store", "prune", "--ended-before", "0s", "--archive", dir, "--json")
+	var rep pruneReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Pruned) != len(ids) || len(rep.Held) != 1 || rep.Held[0].RunID != ab ||
+		!strings.Contains(rep.Held[0].Reason, "prune --abandoned takes it open") {
+		t.Fatalf("prune without --abandoned: exit %d\n%s", code, out)
+	}
+	out, code = cli("store", "prune", "--ended-before", "0s", "--archive", dir, "--abandoned")
+	if code != 0 || !strings.Contains(out, "pruned "+ab+" (") || !strings.Contains(out, "1 effects abandoned open") {
+		t.Fatalf("prune --abandoned: exit %d\n%s", code, out)
+	}
+	file := filepath.Join(dir, ab+archiveSuffix)
+	if out, code := cli("verify", "--archive", file); code != 0 || !strings.Contains(out, "verified") {
+		t.Fatalf("verify --archive of the abandoned run: exit %d\n%s", code, out)
+	}
+	if out, code := cli("replay", "--archive", file); code != 0 {
+		t.Fatalf("replay --archive of the abandoned run: exit %d\n%s", code, out)
+	}
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, []byte(`"outbox":"`+string(intents[0].Outbox)+`"`)) {
+		t.Fatalf("the archive does not hold the effect open (%s)", intents[0].Outbox)
+	}
+	if rep := check(); len(rep.OpenOutbox) != 0 || rep.Problems != 0 || rep.Pruned != len(ids)+1 {
+		t.Fatalf("store check after pruning: %+v", rep)
+	}
+	if out, code := cli("run", "show", ab); code != 0 || !strings.Contains(out, "1 of its effects were pruned with their outcome unknown") {
+		t.Fatalf("run show of the abandoned run: exit %d\n%s", code, out)
+	}
+
+	st, err = openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := store.PrunerOf(st)
+	if p, err := pr.Pruning(ctx, ab); err != nil || p.Open != 1 || p.Kept.Intents != 1 {
+		t.Fatalf("the pruning of the abandoned run: %+v, %v", p, err)
+	}
+	// The key stays taken: no other run commits the effect again.
+	if err := st.CreateRun(ctx, store.Run{ID: "again", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "again", "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := storetest.In("again-i", key.IdempotencyKey, "another payment")
+	if err := st.Commit(ctx, l, store.Tick{Intents: []store.Intent{again}}); store.CodeOf(err) != store.CodeIdempotencyConflict {
+		t.Fatalf("an intent under the abandoned effect's key: %v, want IDEMPOTENCY_CONFLICT", err)
+	}
+	st.Close()
+
+	// The pruning moves to another store with its open count.
+	if out, err := flrh(bin, nil, "store", "migrate", "--store", to); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "store", "import", "--from", spec, "--store", to); exitStatus(t, err) != 1 || !strings.Contains(out, "imported 2 pruned runs (2 idempotency keys)") {
+		t.Fatalf("import (the run again, not pruned, is left): %v\n%s", err, out)
+	}
+	dst, err := openStore(ctx, to, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	dpr, _ := store.PrunerOf(dst)
+	if p, err := dpr.Pruning(ctx, ab); err != nil || p.Open != 1 {
+		t.Fatalf("the imported pruning of the abandoned run: %+v, %v", p, err)
+	}
+}

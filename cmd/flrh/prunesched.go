@@ -25,8 +25,11 @@ type pruneSchedule struct {
 	dir    string       // "" discards
 	seal   store.Sealer // the store's keyring, if any: archives sealed as the store is
 	holder string       // this server, as the duty's holder
-	log    *slog.Logger
-	now    func() time.Time
+	// abandoned prunes runs that ended with effects open too
+	// (pruneOptions.Abandoned).
+	abandoned bool
+	log       *slog.Logger
+	now       func() time.Time
 
 	duty store.Duty // as this server last held it (Held false: it does not)
 
@@ -165,7 +168,8 @@ func (p *pruneSchedule) pass(ctx context.Context) {
 		}
 		return held
 	}
-	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Sealer: p.seal, Cut: faultCut(), Between: between})
+	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Sealer: p.seal, Abandoned: p.abandoned,
+		Cut: faultCut(), Between: between})
 	if ctx.Err() != nil {
 		return
 	}

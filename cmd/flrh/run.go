@@ -397,11 +397,15 @@ type prunedError struct {
 }
 
 func (e prunedError) Error() string {
-	if e.p.Archive == "" {
-		return fmt.Sprintf("run %s was pruned at %s and its record discarded; the store keeps its header alone", e.id, e.p.At.Format(time.RFC3339))
+	open := ""
+	if e.p.OpenEffects > 0 {
+		open = fmt.Sprintf("; %d of its effects were pruned with their outcome unknown (abandoned), their keys still taken", e.p.OpenEffects)
 	}
-	return fmt.Sprintf("run %s was pruned at %s; its record is in the archive whose digest is %s (read it with flrh verify --archive FILE or flrh replay --archive FILE)",
-		e.id, e.p.At.Format(time.RFC3339), e.p.Archive)
+	if e.p.Archive == "" {
+		return fmt.Sprintf("run %s was pruned at %s and its record discarded; the store keeps its header alone%s", e.id, e.p.At.Format(time.RFC3339), open)
+	}
+	return fmt.Sprintf("run %s was pruned at %s; its record is in the archive whose digest is %s (read it with flrh verify --archive FILE or flrh replay --archive FILE)%s",
+		e.id, e.p.At.Format(time.RFC3339), e.p.Archive, open)
 }
 
 // noRunError reports a run id the store does not hold; it unwraps to the

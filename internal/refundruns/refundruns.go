@@ -75,3 +75,56 @@ func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts 
 	})
 	return ids
 }
+
+// Abandoned runs one refund of the refund-agent bundle on st whose payment
+// was sent and whose answer was lost (the destination never answers a
+// lookup either), so the run waits for a person; a person then abandons
+// the effect, and the run ends EFFECT_OUTCOME_UNKNOWN with the effect's
+// outbox entry open. It returns the run's id (prefix+"abandoned").
+func Abandoned(t testing.TB, st store.Store, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent, _, err := bundle.LoadExample("refund-agent")
+	must(err)
+	reg := &effect.Registry{}
+	must(reg.Register("refund.pay", "http/1", lostAnswers{}))
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{agent}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	must(err)
+	defer r.Close(ctx)
+	id := prefix + "abandoned"
+	must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(
+		`{"type":"refund.requested/1","payload":{"amount":25,"payee":"p-lost","reason":"damaged item","refund_id":"r-`+id+`"}}`)))
+	must(r.RunToIdle(ctx))
+	in, err := r.Inspect(ctx, id)
+	must(err)
+	if in.State != "HUMAN_RECONCILIATION" || len(in.Unknown) != 1 {
+		t.Fatalf("run %s is %s with %d effects unknown; want HUMAN_RECONCILIATION with one", id, in.State, len(in.Unknown))
+	}
+	must(r.Reconcile(ctx, id, in.Unknown[0], "abandon", runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}))
+	must(r.RunToIdle(ctx))
+	run, err := st.Run(ctx, id)
+	must(err)
+	if run.State != "EFFECT_OUTCOME_UNKNOWN" || run.Outcome == "" {
+		t.Fatalf("run %s ended %s/%s after the effect was abandoned", id, run.State, run.Outcome)
+	}
+	return id
+}
+
+// lostAnswers is a destination whose every answer is lost: an attempt's
+// outcome is unknown, and so is every lookup's.
+type lostAnswers struct{}
+
+func (lostAnswers) Execute(context.Context, effect.Intent) (effect.Receipt, error) {
+	return effect.Receipt{Outcome: effect.Unknown, Code: "TRANSPORT_AFTER_SEND"}, nil
+}
+
+func (lostAnswers) Lookup(context.Context, string, string) (effect.LookupResult, error) {
+	return effect.LookupResult{Status: effect.StillUnknown, Code: "UNREACHABLE"}, nil
+}

@@ -29,6 +29,8 @@ func Key(table string) string {
 		return "run_id || '/' || seq"
 	case "pruned":
 		return "run_id"
+	case "duties":
+		return "name"
 	}
 	return "rowid"
 }

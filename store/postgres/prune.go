@@ -66,15 +66,15 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 		if err != nil {
 			return err
 		}
-		if err := store.CheckPrunable(op, r, pruned > 0, open); err != nil {
+		if err := store.CheckPrunable(op, r, pruned > 0, open, p.Open); err != nil {
 			return err
 		}
-		if err := store.CheckKept(op, p, r.HeadHash, have); err != nil {
+		if err := store.CheckKept(op, p, r.HeadHash, have, open); err != nil {
 			return err
 		}
 		k := p.Kept
-		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now))
+		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now), p.Open)
 		for _, q := range pruneDeletes {
 			tx.Queue(q, p.RunID)
 		}
@@ -87,8 +87,8 @@ func (s *Store) Pruning(ctx context.Context, runID string) (store.Pruning, error
 	p := store.Pruning{RunID: runID}
 	var at int64
 	k := &p.Kept
-	err := s.pool.QueryRow(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at FROM pruned WHERE run_id = $1`, runID).
-		Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at)
+	err := s.pool.QueryRow(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects FROM pruned WHERE run_id = $1`, runID).
+		Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at, &p.Open)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Pruning{}, store.Errorf(store.CodeNotFound, "pruning", runID, nil, "the run was not pruned")
 	}
@@ -182,8 +182,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
 			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt))
 		p, k := r.Pruning, r.Pruning.Kept
-		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At))
+		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At), p.Open)
 		for _, in := range r.Keys {
 			tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, NULL, ''::bytea, '', 0, $7)`, in.ID, id, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest, nanos(p.At))

@@ -815,8 +815,12 @@ CREATE TRIGGER intents_stripped_if_pruned BEFORE UPDATE ON intents FOR EACH ROW 
 CREATE TRIGGER trace_deleted_if_pruned BEFORE DELETE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_deleted_if_pruned();
 `},
 	// 24: the lease one process of several sharing the database holds on
-	// a named piece of upkeep (store.Duties), such as scheduled pruning.
-	{"duties: one process at a time holds a named piece of upkeep", `
+	// a named piece of upkeep (store.Duties), such as scheduled pruning;
+	// and a pruning records how many of the run's effects it took with
+	// their outbox not done (store.Pruning.Open: effects a person
+	// abandoned).
+	{"duties: one process at a time holds a named piece of upkeep; prunings count the effects taken open", `
+ALTER TABLE pruned ADD COLUMN IF NOT EXISTS open_effects bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS duties (
 	name       text PRIMARY KEY,
 	holder     text NOT NULL,

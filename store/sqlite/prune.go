@@ -66,15 +66,15 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 			&have.Grants, &have.Inbox, &have.Trace, &open, &pruned); err != nil {
 			return err
 		}
-		if err := store.CheckPrunable(op, r, pruned > 0, open); err != nil {
+		if err := store.CheckPrunable(op, r, pruned > 0, open, p.Open); err != nil {
 			return err
 		}
-		if err := store.CheckKept(op, p, r.HeadHash, have); err != nil {
+		if err := store.CheckKept(op, p, r.HeadHash, have, open); err != nil {
 			return err
 		}
 		k := p.Kept
-		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now)); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now), p.Open); err != nil {
 			return err
 		}
 		for _, q := range pruneDeletes {
@@ -88,7 +88,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.Eve
 
 // Pruning implements store.Pruner.
 func (s *Store) Pruning(ctx context.Context, runID string) (store.Pruning, error) {
-	rows, err := s.read(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at FROM pruned WHERE run_id = ?`, runID)
+	rows, err := s.read(ctx, `SELECT head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects FROM pruned WHERE run_id = ?`, runID)
 	if err != nil {
 		return store.Pruning{}, mapErr("pruning", runID, err)
 	}
@@ -102,7 +102,7 @@ func (s *Store) Pruning(ctx context.Context, runID string) (store.Pruning, error
 	p := store.Pruning{RunID: runID}
 	var at int64
 	k := &p.Kept
-	if err := rows.Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at); err != nil {
+	if err := rows.Scan(&p.HeadHash, &p.Archive, &k.Events, &k.Intents, &k.Attempts, &k.Receipts, &k.Grants, &k.Inbox, &k.Trace, &at, &p.Open); err != nil {
 		return store.Pruning{}, mapErr("pruning", runID, err)
 	}
 	p.At = fromNanos(at)
@@ -205,8 +205,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 
 			return err
 		}
 		p, k := r.Pruning, r.Pruning.Kept
-		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At)); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At), p.Open); err != nil {
 			return err
 		}
 		for _, in := range r.Keys {

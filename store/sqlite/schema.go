@@ -503,8 +503,11 @@ BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
 `,
 	// 16: duties (store.Duties): the lease one process of several
 	// sharing the store holds on a named piece of upkeep, such as
-	// scheduled pruning, so that it is done by one at a time.
+	// scheduled pruning, so that it is done by one at a time. And a
+	// pruning records how many of the run's effects it took with their
+	// outbox not done (store.Pruning.Open: effects a person abandoned).
 	`
+ALTER TABLE pruned ADD COLUMN open_effects INTEGER NOT NULL DEFAULT 0 CHECK (open_effects >= 0);
 CREATE TABLE duties (
 	name       TEXT PRIMARY KEY,
 	holder     TEXT NOT NULL,

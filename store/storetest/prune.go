@@ -274,10 +274,45 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	if err := s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "FAILED", Outcome: "failure", Events: []store.Event{Ev("END", `{}`)},
 		Intents: []store.Intent{In("pr-open-i", "pr-open-k", "x")}}); err == nil {
 		open := readPruned(t, s, p, "pr-open")
-		mustCode(t, p.Prune(ctx, store.Pruning{RunID: "pr-open", HeadHash: open.Run.HeadHash, Kept: open.counts()}), store.CodeInvalidTransition)
-		if got := readPruned(t, s, p, "pr-open"); !reflect.DeepEqual(got, open) {
-			t.Fatal("a refused pruning changed the run with an open effect")
+		ok := store.Pruning{RunID: "pr-open", HeadHash: open.Run.HeadHash, Kept: open.counts(), Open: 1}
+		for _, tc := range []struct {
+			name string
+			p    store.Pruning
+			code store.Code
+		}{
+			{"its open effect not kept", with2(ok, func(q *store.Pruning) { q.Open = 0 }), store.CodeInvalidTransition},
+			{"a negative number of open effects", with2(ok, func(q *store.Pruning) { q.Open = -1 }), store.CodeInvalidInput},
+			{"more open effects than intents", with2(ok, func(q *store.Pruning) { q.Open = 2 }), store.CodeInvalidInput},
+			{"an intent more, both open", with2(ok, func(q *store.Pruning) { q.Open, q.Kept.Intents = 2, 2 }), store.CodeHeadMismatch},
+		} {
+			mustCode(t, p.Prune(ctx, tc.p), tc.code)
+			if got := readPruned(t, s, p, "pr-open"); !reflect.DeepEqual(got, open) {
+				t.Fatalf("a refused pruning (%s) changed the run with an open effect", tc.name)
+			}
 		}
+		// Kept open as the caller says, its effect goes with the record,
+		// counted in the pruning, and its key stays taken.
+		must(t, p.Prune(ctx, ok))
+		got, err := p.Pruning(ctx, "pr-open")
+		must(t, err)
+		if got.Open != 1 || got.Kept != open.counts() {
+			t.Fatalf("Pruning of a run taken with an effect open: %+v", got)
+		}
+		if after := readPruned(t, s, p, "pr-open"); after.counts() != (store.RecordCounts{}) {
+			t.Fatalf("a run pruned with an effect open still holds %+v", after.counts())
+		}
+		newRun(t, s, "pr-open-again")
+		la, err := s.AcquireLease(ctx, "pr-open-again", "w", time.Hour)
+		must(t, err)
+		mustCode(t, s.Commit(ctx, la, store.Tick{Intents: []store.Intent{In("pr-open-again-i", "pr-open-k", "x")}}), store.CodeExists)
+	}
+	// A run whose effects are all closed is refused when the caller says
+	// it kept one open: its record is not the one the caller kept.
+	EndedWithEverything(t, s, c, "pr-closed")
+	closed := readPruned(t, s, p, "pr-closed")
+	mustCode(t, p.Prune(ctx, store.Pruning{RunID: "pr-closed", HeadHash: closed.Run.HeadHash, Kept: closed.counts(), Open: 1}), store.CodeHeadMismatch)
+	if got := readPruned(t, s, p, "pr-closed"); !reflect.DeepEqual(got, closed) {
+		t.Fatal("a refused pruning changed a run with every effect closed")
 	}
 	newRun(t, s, "pr-quarantined")
 	l, err = s.AcquireLease(ctx, "pr-quarantined", "w", time.Hour)
@@ -288,6 +323,9 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 		mustCode(t, p.Prune(ctx, store.Pruning{RunID: "pr-quarantined", HeadHash: q.Run.HeadHash, Kept: q.counts()}), store.CodeInvalidTransition)
 	}
 }
+
+// with2 returns p edited.
+func with2(p store.Pruning, edit func(*store.Pruning)) store.Pruning { edit(&p); return p }
 
 // prunerOnly shows a store's Store and Pruner alone: PrunableRuns pages
 // through it.

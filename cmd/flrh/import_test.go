@@ -19,13 +19,21 @@ func TestImportPrunedIntoSQLite(t *testing.T) {
 }
 
 func TestImportPrunedIntoPostgres(t *testing.T) {
+	to, taken := twoPostgresSpecs(t, "flrh_import_", "import pruned runs into PostgreSQL")
+	testImportPruned(t, to, taken)
+}
+
+// twoPostgresSpecs returns the --store specs of two fresh schemas of the
+// test database, or skips the test, saying it needs one to do what.
+func twoPostgresSpecs(t *testing.T, prefix, what string) (string, string) {
+	t.Helper()
 	dsn := os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to import pruned runs into PostgreSQL")
+		t.Skipf("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to %s", what)
 	}
-	_, to := freshSchema(t, dsn, "flrh_import_")
-	_, taken := freshSchema(t, dsn, "flrh_import_")
-	testImportPruned(t, to, taken)
+	_, a := freshSchema(t, dsn, prefix)
+	_, b := freshSchema(t, dsn, prefix)
+	return a, b
 }
 
 // flrh store import, through the binary, moves the runs an embedded store

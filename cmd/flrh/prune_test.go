@@ -488,12 +488,7 @@ func TestPruneAbandonedSQLite(t *testing.T) {
 }
 
 func TestPruneAbandonedPostgres(t *testing.T) {
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to prune abandoned runs on PostgreSQL")
-	}
-	_, spec := freshSchema(t, dsn, "flrh_abandoned_")
-	_, to := freshSchema(t, dsn, "flrh_abandoned_")
+	spec, to := twoPostgresSpecs(t, "flrh_abandoned_", "prune abandoned runs on PostgreSQL")
 	testPruneAbandoned(t, spec, to)
 }
 

@@ -27,18 +27,10 @@ import (
 func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts ...int) []string {
 	t.Helper()
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	agent, _, err := bundle.LoadExample("refund-agent")
-	must(err)
+	must := mustOf(t)
 	sb, err := sandbox.New(sandbox.Options{})
 	must(err)
-	reg := &effect.Registry{}
-	must(reg.Register("refund.pay", "http/1", sb.Adapter()))
+	agent, reg := agentPaying(t, sb.Adapter())
 	run := func(wf runner.Workflow, start func(r *runner.Runner)) {
 		t.Helper()
 		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
@@ -84,16 +76,8 @@ func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts 
 func Abandoned(t testing.TB, st store.Store, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	agent, _, err := bundle.LoadExample("refund-agent")
-	must(err)
-	reg := &effect.Registry{}
-	must(reg.Register("refund.pay", "http/1", lostAnswers{}))
+	must := mustOf(t)
+	agent, reg := agentPaying(t, lostAnswers{})
 	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{agent}, Adapters: reg,
 		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
 	must(err)
@@ -127,4 +111,26 @@ func (lostAnswers) Execute(context.Context, effect.Intent) (effect.Receipt, erro
 
 func (lostAnswers) Lookup(context.Context, string, string) (effect.LookupResult, error) {
 	return effect.LookupResult{Status: effect.StillUnknown, Code: "UNREACHABLE"}, nil
+}
+
+// mustOf returns a function that fails t on an error.
+func mustOf(t testing.TB) func(error) {
+	return func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// agentPaying loads the refund-agent bundle and a registry whose
+// payments go to pay.
+func agentPaying(t testing.TB, pay effect.Adapter) (runner.Workflow, *effect.Registry) {
+	t.Helper()
+	must := mustOf(t)
+	agent, _, err := bundle.LoadExample("refund-agent")
+	must(err)
+	reg := &effect.Registry{}
+	must(reg.Register("refund.pay", "http/1", pay))
+	return agent, reg
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/internal/refundruns"
 )
 
 var (
@@ -176,6 +179,53 @@ func TestServersShareThePruningDuty(t *testing.T) {
 	t.Logf("the duty passed %s after its holder was killed", time.Since(killed).Round(100*time.Millisecond))
 	out, err = flrh(bin, nil, "verify", "--all", "--store", spec)
 	if err != nil || strings.Count(out, ": pruned") != started {
+		t.Fatalf("verify --all: %v\n%s", err, out)
+	}
+}
+
+var pruneKeptMetric = regexp.MustCompile(`(?m)^flrh_prune_kept_runs (\d+)$`)
+
+// flrh serve --prune-ended-after keeps a run that ended with an effect a
+// person abandoned, and says so in flrh_prune_kept_runs, pass after pass;
+// restarted with --prune-abandoned it prunes it, the archive holding the
+// effect open, and keeps nothing.
+func TestServePrunesAbandonedRunsWhenTold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, archives := filepath.Join(dir, "flrh.db"), filepath.Join(dir, "archive")
+	st, err := openStore(ctx, "sqlite:"+db, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := refundruns.Record(t, st, "", false, 20, 30)
+	ab := refundruns.Abandoned(t, st, "")
+	st.Close()
+
+	args := []string{"--store", "sqlite:" + db, "--prune-ended-after", "1ms", "--prune-archive", archives, "--prune-every", "1s"}
+	p := startServe(t, bin, nil, args...)
+	eventually(t, "the closed runs pruned", 30*time.Second, func() bool { return metricOf(t, p.base, pruneMetric) == float64(len(ids)) })
+	eventually(t, "the abandoned run kept", 30*time.Second, func() bool { return metricOf(t, p.base, pruneKeptMetric) == 1 })
+	stopServe(t, p)
+	if _, err := os.Stat(filepath.Join(archives, ab+archiveSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("the abandoned run was archived without --prune-abandoned: %v", err)
+	}
+
+	p = startServe(t, bin, nil, append(args, "--prune-abandoned")...)
+	eventually(t, "the abandoned run pruned", 30*time.Second, func() bool { return metricOf(t, p.base, pruneMetric) == 1 })
+	if n := metricOf(t, p.base, pruneKeptMetric); n != 0 {
+		t.Fatalf("with --prune-abandoned the pass kept %v runs", n)
+	}
+	stopServe(t, p)
+	doc, err := os.ReadFile(filepath.Join(archives, ab+archiveSuffix))
+	if err != nil || !strings.Contains(string(doc), `"outbox":"`) || strings.Count(string(doc), `"outbox":"done"`) != 0 {
+		t.Fatalf("the abandoned run's archive (%v) does not hold its effect open", err)
+	}
+	out, err := flrh(bin, nil, "verify", "--all", "--store", "sqlite:"+db)
+	if err != nil || strings.Count(out, ": pruned") != len(ids)+1 {
 		t.Fatalf("verify --all: %v\n%s", err, out)
 	}
 }

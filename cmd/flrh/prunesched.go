@@ -151,7 +151,10 @@ func (p *pruneSchedule) pass(ctx context.Context) {
 		p.log.Error("scheduled prune could not take the pruning duty; the next pass tries again", "after", p.every.String(), "err", err.Error())
 		return
 	case !held:
+		// The holder reports what its passes keep; summed over the
+		// servers, the gauge counts each kept run once.
 		p.passes.WithLabelValues("elsewhere").Inc()
+		p.kept.Set(0)
 		return
 	}
 	// The duty is renewed between runs once a third of its lease has

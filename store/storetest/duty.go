@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -128,4 +129,66 @@ func testDuties(t *testing.T, s store.Store, c *Clock) {
 		}
 	}
 	stored("race", winner, 1, c.Now().Add(ttl))
+
+	dutiesAgainstAModel(t, d, c)
+}
+
+// dutiesAgainstAModel walks a seeded random sequence of holds, releases
+// (current and stale) and clock moves by three holders over one duty, and
+// checks every answer and every stored lease against a model of the
+// contract kept apart from store.NextDuty.
+func dutiesAgainstAModel(t *testing.T, d store.Duties, c *Clock) {
+	const name = "model"
+	rng := rand.New(rand.NewPCG(1913, 5))
+	var holder string
+	var gen int64
+	var expires time.Time
+	last := map[string]store.Duty{} // each holder's last lease held
+	for step := range 600 {
+		h := fmt.Sprintf("h%d", rng.IntN(3))
+		switch op := rng.IntN(10); {
+		case op < 5:
+			ttl := time.Duration(1+rng.IntN(180)) * time.Second
+			got, err := d.HoldDuty(ctx, name, h, ttl)
+			must(t, err)
+			now := c.Now()
+			switch {
+			case holder == h:
+			case holder == "" || !expires.After(now):
+				holder, gen = h, gen+1
+			default:
+				if got.Held || got.Holder != holder || got.Generation != gen || !got.ExpiresAt.Equal(expires) {
+					t.Fatalf("step %d: %s asked for the duty %s holds until %s (generation %d), and got %+v", step, h, holder, expires, gen, got)
+				}
+				continue
+			}
+			expires = now.Add(ttl)
+			if !got.Held || got.Holder != h || got.Generation != gen || !got.ExpiresAt.Equal(expires) {
+				t.Fatalf("step %d: %s should hold the duty at generation %d until %s, got %+v", step, h, gen, expires, got)
+			}
+			last[h] = got
+		case op < 7:
+			l, ok := last[h]
+			if !ok {
+				continue
+			}
+			must(t, d.ReleaseDuty(ctx, l))
+			if holder == l.Holder && gen == l.Generation {
+				holder, expires = "", time.Time{}
+			}
+		default:
+			c.Advance(time.Duration(rng.IntN(120)) * time.Second)
+		}
+		if gen == 0 {
+			continue
+		}
+		got, err := d.Duty(ctx, name)
+		must(t, err)
+		if got.Holder != holder || got.Generation != gen || !got.ExpiresAt.Equal(expires) || got.Held {
+			t.Fatalf("step %d: the store holds %+v, the model %s at generation %d until %s", step, got, holder, gen, expires)
+		}
+	}
+	if gen < 10 {
+		t.Fatalf("the walk passed the duty on only %d times", gen)
+	}
 }

@@ -59,6 +59,7 @@ reports what would be pruned and writes nothing.`,
 	pLimit := prune.Flags().Int("limit", 0, "prune at most this many runs (0: all that qualify)")
 	pParallel := prune.Flags().Int("parallel", runtime.GOMAXPROCS(0), "prune this many runs at once")
 	pDry := prune.Flags().Bool("dry-run", false, "report what would be pruned; write nothing")
+	pCompress := prune.Flags().Bool("compress", false, "write each archive gzip-compressed (RUN"+archiveSuffix+".gz); flrh verify and replay --archive read either")
 	pAbandoned := prune.Flags().Bool("abandoned", false, "also prune runs that ended with an effect open (abandoned by a person), keeping it open in the archive")
 	pJSON := prune.Flags().Bool("json", false, "print JSON")
 	prune.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -68,6 +69,8 @@ reports what would be pruned and writes nothing.`,
 			return err
 		case (*pDir == "") == !*pDiscard:
 			return usagef("give exactly one of --archive DIR and --discard")
+		case *pCompress && *pDiscard:
+			return usagef("--compress compresses archives; --discard writes none")
 		case *pLimit < 0:
 			return usagef("--limit must not be negative")
 		case *pParallel < 1:
@@ -87,7 +90,7 @@ reports what would be pruned and writes nothing.`,
 		if err != nil {
 			return err
 		}
-		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Abandoned: *pAbandoned, Cut: faultCut()})
+		rep, err := pruneRuns(cmd.Context(), st, pruneOptions{Before: cutoff, Dir: *pDir, Limit: *pLimit, DryRun: *pDry, Parallel: *pParallel, Sealer: sealer, Abandoned: *pAbandoned, Compress: *pCompress, Cut: faultCut()})
 		return finishReport(cmd.OutOrStdout(), *pJSON, &rep, err, len(rep.Skipped) > 0)
 	}
 	storeCmd.AddCommand(prune)
@@ -120,6 +123,9 @@ type pruneOptions struct {
 	// outcome unknown: a person abandoned them), kept open in the archive;
 	// without it such runs are held.
 	Abandoned bool
+	// Compress writes each archive gzip-compressed (archive.Compress),
+	// named RUN.flrh-archive.json.gz.
+	Compress bool
 	// Parallel is how many runs are pruned at once (below 1: one). Runs
 	// are reported in creation order whatever the order they finish in.
 	Parallel int
@@ -164,12 +170,13 @@ type pruneReport struct {
 }
 
 type prunedRun struct {
-	RunID   string             `json:"run_id"`
-	Outcome string             `json:"outcome"`
-	File    string             `json:"file,omitempty"`
-	Archive string             `json:"archive,omitempty"` // the document's digest
-	Bytes   int                `json:"bytes"`
-	Kept    store.RecordCounts `json:"records"`
+	RunID     string             `json:"run_id"`
+	Outcome   string             `json:"outcome"`
+	File      string             `json:"file,omitempty"`
+	Archive   string             `json:"archive,omitempty"`    // the document's digest
+	Bytes     int                `json:"bytes"`                // the document's
+	FileBytes int                `json:"file_bytes,omitempty"` // the file's, compressed or sealed
+	Kept      store.RecordCounts `json:"records"`
 	// Open counts the run's effects taken with their outbox not done
 	// (abandoned, outcome unknown), kept open in the archive.
 	Open int64 `json:"open_effects,omitempty"`
@@ -189,6 +196,9 @@ func (r *pruneReport) print(w io.Writer) {
 		where := discarded
 		if p.File != "" {
 			where = fmt.Sprintf("%s %s (%s, %d bytes)", archived, p.File, p.Archive, p.Bytes)
+			if p.FileBytes != p.Bytes && p.FileBytes > 0 {
+				where = fmt.Sprintf("%s %s (%s, %d bytes, %d in the file)", archived, p.File, p.Archive, p.Bytes, p.FileBytes)
+			}
 		}
 		open := ""
 		if p.Open > 0 {
@@ -351,23 +361,34 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	if o.Dir != "" {
 		p.Archive = store.BodyDigest(doc)
 		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)
+		if o.Compress {
+			p.File += ".gz"
+		}
 	}
 	if o.DryRun {
 		return pruneOutcome{p: p}
 	}
 	if p.File != "" {
-		file, same := doc, func(old []byte) bool { return bytes.Equal(old, doc) }
+		file := doc
+		if o.Compress {
+			file = archive.Compress(doc)
+		}
+		// An archive written before (by a prune interrupted before the
+		// store removed the record) is the same when it holds doc: a
+		// sealed file is new bytes each time (a fresh nonce), so it is
+		// compared opened and decompressed.
+		same := func(old []byte) bool { return bytes.Equal(old, file) }
 		if o.Sealer != nil {
-			if file, err = o.Sealer.Seal(archiveSealRef, doc); err != nil {
+			plain := file
+			if file, err = o.Sealer.Seal(archiveSealRef, plain); err != nil {
 				return pruneOutcome{err: err}
 			}
-			// A sealed file is new bytes each time (a fresh nonce): an
-			// archive written before is the same when it opens to doc.
 			same = func(old []byte) bool {
-				plain, err := o.Sealer.Open(archiveSealRef, old)
-				return err == nil && bytes.Equal(plain, doc)
+				opened, err := o.Sealer.Open(archiveSealRef, old)
+				return err == nil && bytes.Equal(opened, plain)
 			}
 		}
+		p.FileBytes = len(file)
 		if why, err := writeArchive(p.File, file, same, o.cut); err != nil || why != "" {
 			return pruneOutcome{reason: why, err: err}
 		}

@@ -17,7 +17,8 @@ import (
 // 100, each paying one refund on its own: 18 events, 1 intent and its
 // attempt and receipt, 2 inbox entries, 9 trace records): reading the
 // record, verifying it, encoding it, and then, with "archive", writing
-// the archive durably and reading it back, or with "discard" nothing;
+// the archive durably and reading it back, with "compressed" the same
+// compressed first (--compress), or with "discard" nothing;
 // then the store's removal, one transaction each. The runs are recorded
 // outside the timer for each iteration.
 func BenchmarkPrune(b *testing.B) {
@@ -37,11 +38,11 @@ func BenchmarkPrune(b *testing.B) {
 		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})
 	}
 	for _, be := range backends {
-		for _, way := range []string{"archive", "discard"} {
+		for _, way := range []string{"archive", "compressed", "discard"} {
 			for _, parallel := range []int{1, 2, 4} {
 				b.Run(fmt.Sprintf("%s/%s/parallel=%d", be.name, way, parallel), func(b *testing.B) {
 					ctx := context.Background()
-					var runs, bytes int
+					var runs, bytes, fileBytes int
 					for i := 0; i < b.N; i++ {
 						b.StopTimer()
 						spec := "sqlite:" + filepath.Join(b.TempDir(), "prune.db")
@@ -54,11 +55,11 @@ func BenchmarkPrune(b *testing.B) {
 						}
 						refundruns.Record(b, st, "", false, amounts...)
 						dir := ""
-						if way == "archive" {
+						if way != "discard" {
 							dir = b.TempDir()
 						}
 						b.StartTimer()
-						rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: parallel})
+						rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: parallel, Compress: way == "compressed"})
 						b.StopTimer()
 						if err != nil || len(rep.Pruned) != n || len(rep.Skipped) != 0 {
 							b.Fatalf("pruned %d of %d runs, left %d: %v", len(rep.Pruned), n, len(rep.Skipped), err)
@@ -66,11 +67,13 @@ func BenchmarkPrune(b *testing.B) {
 						for _, p := range rep.Pruned {
 							runs++
 							bytes += p.Bytes
+							fileBytes += p.FileBytes
 						}
 						st.Close()
 					}
 					b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(runs), "ms/run")
 					b.ReportMetric(float64(bytes)/float64(runs), "archive-bytes/run")
+					b.ReportMetric(float64(fileBytes)/float64(runs), "file-bytes/run")
 					b.ReportMetric(0, "ns/op")
 				})
 			}

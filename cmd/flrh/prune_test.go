@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
@@ -600,5 +601,80 @@ func testPruneAbandoned(t *testing.T, spec, to string) {
 	dpr, _ := store.PrunerOf(dst)
 	if p, err := dpr.Pruning(ctx, ab); err != nil || p.Open != 1 {
 		t.Fatalf("the imported pruning of the abandoned run: %+v, %v", p, err)
+	}
+}
+
+// prune --compress writes each archive gzip-compressed, plain or sealed:
+// the files are a fraction of the documents, verify and replay --archive
+// read them as they read the others, a prune killed once a compressed
+// archive is written finds the same archive when run again, and a damaged
+// compressed file is refused saying so.
+func TestPruneCompressed(t *testing.T) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	for _, sealed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "sealed"}[sealed], func(t *testing.T) {
+			if sealed {
+				t.Setenv(encryptionKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32)))
+			} else {
+				t.Setenv(encryptionKeyEnv, "")
+			}
+			spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
+			st, err := openStore(ctx, spec, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refundruns.Record(t, st, "", false, 20, 30, 40)
+			st.Close()
+			dir := filepath.Join(t.TempDir(), "archive")
+			if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--discard", "--compress", "--store", spec); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--discard writes none") {
+				t.Fatalf("--compress with --discard: %v\n%s", err, out)
+			}
+			out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=prune-archive-written"}, "store", "prune", "--ended-before", "0s", "--archive", dir, "--compress", "--store", spec)
+			if exitStatus(t, err) != -1 || !strings.Contains(out, "SIGKILL at prune-archive-written") {
+				t.Fatalf("prune killed: %v\n%s", err, out)
+			}
+			out, err = flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--archive", dir, "--compress", "--store", spec, "--json")
+			var rep pruneReport
+			if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Pruned) != 3 || len(rep.Skipped) != 0 {
+				t.Fatalf("prune after the kill: %v\n%s", err, out)
+			}
+			var files []string
+			docBytes, fileBytes := 0, 0
+			for _, p := range rep.Pruned {
+				b, err := os.ReadFile(p.File)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasSuffix(p.File, archiveSuffix+".gz") || len(b) != p.FileBytes || p.FileBytes*3 > p.Bytes ||
+					store.IsSealed(b) != sealed || archive.IsCompressed(b) == sealed {
+					t.Fatalf("%s: %d bytes in the file for a document of %d (sealed %v)", p.File, len(b), p.Bytes, sealed)
+				}
+				docBytes += p.Bytes
+				fileBytes += p.FileBytes
+				files = append(files, p.File)
+			}
+			t.Logf("3 archives: %d bytes of documents in %d bytes of files (%.1f×)", docBytes, fileBytes, float64(docBytes)/float64(fileBytes))
+			out, err = flrh(bin, nil, append([]string{"verify", "--store", spec}, prefixed("--archive", files)...)...)
+			if err != nil || strings.Count(out, "verified") != 3 {
+				t.Fatalf("verify --archive of compressed archives against the store: %v\n%s", err, out)
+			}
+			if out, err := flrh(bin, nil, "replay", "--archive", files[0]); err != nil || !strings.Contains(out, "identical") {
+				t.Fatalf("replay --archive of a compressed archive: %v\n%s", err, out)
+			}
+			if sealed {
+				return
+			}
+			b, _ := os.ReadFile(files[0])
+			for name, bad := range map[string][]byte{"truncated": b[:len(b)/2], "appended to": append(bytes.Clone(b), b...)} {
+				f := filepath.Join(t.TempDir(), "bad"+archiveSuffix+".gz")
+				if err := os.WriteFile(f, bad, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := flrh(bin, nil, "verify", "--archive", f); err == nil || !strings.Contains(out, f+": archive: compressed file:") {
+					t.Fatalf("verify --archive of a %s compressed archive: %v\n%s", name, err, out)
+				}
+			}
+		})
 	}
 }

@@ -28,6 +28,7 @@ type pruneSchedule struct {
 	// abandoned prunes runs that ended with effects open too
 	// (pruneOptions.Abandoned).
 	abandoned bool
+	compress  bool // archives written compressed (pruneOptions.Compress)
 	log       *slog.Logger
 	now       func() time.Time
 
@@ -171,7 +172,7 @@ func (p *pruneSchedule) pass(ctx context.Context) {
 		}
 		return held
 	}
-	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Sealer: p.seal, Abandoned: p.abandoned,
+	rep, err := pruneRuns(ctx, p.st, pruneOptions{Before: start.Add(-p.age), Dir: p.dir, Parallel: 1, Sealer: p.seal, Abandoned: p.abandoned, Compress: p.compress,
 		Cut: faultCut(), Between: between})
 	if ctx.Err() != nil {
 		return

@@ -97,6 +97,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	pruneDir := cmd.Flags().String("prune-archive", "", "with --prune-ended-after: archive each run into this directory first")
 	pruneDiscard := cmd.Flags().Bool("prune-discard", false, "with --prune-ended-after: remove the records without archiving them")
 	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
+	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
 	pruneAbandoned := cmd.Flags().Bool("prune-abandoned", false, "with --prune-ended-after: also prune runs that ended with an effect open (abandoned by a person), as flrh store prune --abandoned does")
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -126,8 +127,10 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		switch {
 		case *pruneAge < 0:
 			return usagef("--prune-ended-after must not be negative")
-		case !pruning && (*pruneDir != "" || *pruneDiscard || *pruneAbandoned || cmd.Flags().Changed("prune-every")):
-			return usagef("--prune-archive, --prune-discard, --prune-abandoned and --prune-every need --prune-ended-after")
+		case !pruning && (*pruneDir != "" || *pruneDiscard || *pruneAbandoned || *pruneCompress || cmd.Flags().Changed("prune-every")):
+			return usagef("--prune-archive, --prune-discard, --prune-abandoned, --prune-compress and --prune-every need --prune-ended-after")
+		case *pruneCompress && *pruneDiscard:
+			return usagef("--prune-compress compresses archives; --prune-discard writes none")
 		case pruning && (*pruneDir == "") == !*pruneDiscard:
 			return usagef("with --prune-ended-after, give exactly one of --prune-archive DIR and --prune-discard")
 		case pruning && *pruneEvery < time.Second:
@@ -259,7 +262,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				return err
 			}
 			pruner = newPruneSchedule(st, *pruneAge, *pruneEvery, *pruneDir, sealer, owner, log)
-			pruner.abandoned = *pruneAbandoned
+			pruner.abandoned, pruner.compress = *pruneAbandoned, *pruneCompress
 			if err := pruner.register(metricsReg); err != nil {
 				return err
 			}

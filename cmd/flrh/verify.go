@@ -418,9 +418,24 @@ func replayArchives(ctx context.Context, c *catalog, files []string) (results []
 }
 
 // readArchiveFile reads the archive document in the file at path: as it
-// is, or opened with the store's keyring (--encryption-key-file or
-// FLRH_ENCRYPTION_KEY) when prune sealed it.
+// is, opened with the store's keyring (--encryption-key-file or
+// FLRH_ENCRYPTION_KEY) when prune sealed it, and decompressed when prune
+// compressed it (--compress).
 func readArchiveFile(path string) ([]byte, error) {
+	b, err := openArchiveFile(path)
+	if err != nil || !archive.IsCompressed(b) {
+		return b, err
+	}
+	doc, err := archive.Decompress(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc, nil
+}
+
+// openArchiveFile reads the file at path, opened with the store's keyring
+// when sealed: the document, or the document compressed.
+func openArchiveFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil || !store.IsSealed(b) {
 		return b, err

@@ -184,6 +184,8 @@ func TestServePrunesOnASchedule(t *testing.T) {
 	}{
 		{[]string{"--prune-archive", archives}, "need --prune-ended-after"},
 		{[]string{"--prune-abandoned"}, "need --prune-ended-after"},
+		{[]string{"--prune-compress"}, "need --prune-ended-after"},
+		{[]string{"--prune-ended-after", "1h", "--prune-discard", "--prune-compress"}, "--prune-discard writes none"},
 		{[]string{"--prune-ended-after", "1h"}, "exactly one of --prune-archive DIR and --prune-discard"},
 		{[]string{"--prune-ended-after", "1h", "--prune-archive", archives, "--prune-discard"}, "exactly one of"},
 		{[]string{"--prune-ended-after", "-1h", "--prune-discard"}, "must not be negative"},

@@ -187,8 +187,8 @@ var pruneKeptMetric = regexp.MustCompile(`(?m)^flrh_prune_kept_runs (\d+)$`)
 
 // flrh serve --prune-ended-after keeps a run that ended with an effect a
 // person abandoned, and says so in flrh_prune_kept_runs, pass after pass;
-// restarted with --prune-abandoned it prunes it, the archive holding the
-// effect open, and keeps nothing.
+// restarted with --prune-abandoned (and --prune-compress) it prunes it,
+// the compressed archive holding the effect open, and keeps nothing.
 func TestServePrunesAbandonedRunsWhenTold(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
@@ -214,13 +214,13 @@ func TestServePrunesAbandonedRunsWhenTold(t *testing.T) {
 		t.Fatalf("the abandoned run was archived without --prune-abandoned: %v", err)
 	}
 
-	p = startServe(t, bin, nil, append(args, "--prune-abandoned")...)
+	p = startServe(t, bin, nil, append(args, "--prune-abandoned", "--prune-compress")...)
 	eventually(t, "the abandoned run pruned", 30*time.Second, func() bool { return metricOf(t, p.base, pruneMetric) == 1 })
 	if n := metricOf(t, p.base, pruneKeptMetric); n != 0 {
 		t.Fatalf("with --prune-abandoned the pass kept %v runs", n)
 	}
 	stopServe(t, p)
-	doc, err := os.ReadFile(filepath.Join(archives, ab+archiveSuffix))
+	doc, err := readArchiveFile(filepath.Join(archives, ab+archiveSuffix+".gz"))
 	if err != nil || !strings.Contains(string(doc), `"outbox":"`) || strings.Count(string(doc), `"outbox":"done"`) != 0 {
 		t.Fatalf("the abandoned run's archive (%v) does not hold its effect open", err)
 	}

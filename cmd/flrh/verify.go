@@ -28,13 +28,27 @@ outbox and receipts coherent; fencing generations; and, for an ended run, that
 every effect it owes is closed. With --all it checks every run in the store.
 Several runs are checked at once, one per CPU; reports come in the order the
 runs were named (with --all, the order they were created). Exit status 1 if
-any check fails.`,
+any check fails.
+
+--archive FILE checks a pruned run's archive instead (with --store, also that
+the store names it). --archive-dir DIR audits a directory of archives against
+the store: every run the store pruned with an archive must have its file there
+(RUN` + archiveSuffix + `, or .gz), verify, and have the digest the pruning
+names; a missing or failing archive fails the audit, and files no pruning
+names are listed.`,
 	}
 	vStore := addStoreFlag(vc)
 	vJSON := vc.Flags().Bool("json", false, "print the reports as JSON")
 	vAll := vc.Flags().Bool("all", false, "verify every run in the store")
 	vArchives := vc.Flags().StringArray("archive", nil, "verify a run's archive (flrh store prune) instead of a stored run; with --store, also that the store's header and pruning name it (repeatable)")
+	vArchiveDir := vc.Flags().String("archive-dir", "", "audit a directory of archives against the store's prunings: none missing, each verified and named by its pruning")
 	vc.Args = func(cmd *cobra.Command, args []string) error {
+		if *vArchiveDir != "" {
+			if *vAll || len(args) > 0 || len(*vArchives) > 0 {
+				return usagef("--archive-dir audits a directory alone: give no runs, --all or --archive")
+			}
+			return nil
+		}
 		if len(*vArchives) > 0 {
 			if *vAll || len(args) > 0 {
 				return usagef("give archives or runs, not both")
@@ -45,6 +59,9 @@ any check fails.`,
 	}
 	vc.RunE = func(cmd *cobra.Command, args []string) error {
 		defer collectorTarget(checkGCPercent)()
+		if *vArchiveDir != "" {
+			return verifyArchiveDir(cmd.Context(), cmd.OutOrStdout(), *vStore, *vArchiveDir, *vJSON)
+		}
 		if len(*vArchives) > 0 {
 			spec := ""
 			if cmd.Flags().Changed("store") {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"flrh.dev/flrh/archive"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// archiveDirReport is what verify --archive-dir found: each archive the
+// store's prunings name, verified and bound to the store; the ones
+// missing from the directory; and the files there no pruning names.
+type archiveDirReport struct {
+	Reports []*verify.Report `json:"reports"`
+	// Missing are pruned runs whose pruning names an archive the
+	// directory does not hold.
+	Missing []skippedRun `json:"missing"`
+	// Unclaimed are archive files of runs the store holds no pruning of
+	// with their digest: left by a prune killed before the store removed
+	// the record (the next prune finds the same archive), or of another
+	// store. Reported, not failures.
+	Unclaimed []string `json:"unclaimed"`
+	Discarded int      `json:"discarded"` // pruned runs whose record was discarded: nothing to find
+}
+
+// OK reports whether every named archive is present and verifies.
+func (r *archiveDirReport) OK() bool {
+	if len(r.Missing) > 0 {
+		return false
+	}
+	for _, rep := range r.Reports {
+		if !rep.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *archiveDirReport) print(w io.Writer) {
+	for _, rep := range r.Reports {
+		printVerify(w, rep)
+	}
+	for _, m := range r.Missing {
+		fmt.Fprintf(w, "run %s: MISSING — %s\n", m.RunID, m.Reason)
+	}
+	for _, f := range r.Unclaimed {
+		fmt.Fprintf(w, "unclaimed %s: no pruning in the store names it\n", f)
+	}
+	fmt.Fprintf(w, "%d archives checked, %d missing, %d unclaimed files; %d pruned runs were discarded\n",
+		len(r.Reports), len(r.Missing), len(r.Unclaimed), r.Discarded)
+}
+
+// auditArchiveDir checks dir against every pruning the store holds: each
+// run pruned with an archive has its file in dir (RUN.flrh-archive.json,
+// or .gz), whose document verifies as flrh verify --archive checks it and
+// has the digest the pruning names.
+func auditArchiveDir(ctx context.Context, st store.Store, dir string) (archiveDirReport, error) {
+	rep := archiveDirReport{Reports: []*verify.Report{}, Missing: []skippedRun{}, Unclaimed: []string{}}
+	pr, ok := store.PrunerOf(st)
+	if !ok {
+		return rep, usagef("this store does not prune runs")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return rep, err
+	}
+	files := map[string]bool{} // the archive files in dir, by name
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && (strings.HasSuffix(n, archiveSuffix) || strings.HasSuffix(n, archiveSuffix+".gz")) {
+			files[n] = true
+		}
+	}
+	after := ""
+	for {
+		runs, err := st.Runs(ctx, after, 500)
+		if err != nil {
+			return rep, err
+		}
+		for _, r := range runs {
+			if r.Outcome == "" {
+				continue
+			}
+			p, err := pr.Pruning(ctx, r.ID)
+			switch {
+			case store.CodeOf(err) == store.CodeNotFound:
+				continue
+			case err != nil:
+				return rep, err
+			}
+			base := url.PathEscape(r.ID) + archiveSuffix
+			if p.Archive == "" {
+				rep.Discarded++
+				continue
+			}
+			var name string
+			for _, n := range []string{base, base + ".gz"} {
+				if files[n] {
+					delete(files, n)
+					if name == "" {
+						name = n
+					}
+				}
+			}
+			if name == "" {
+				rep.Missing = append(rep.Missing, skippedRun{RunID: r.ID, Reason: fmt.Sprintf("its pruning names archive %s; %s holds no %s or %s.gz", p.Archive, dir, base, base)})
+				continue
+			}
+			f := filepath.Join(dir, name)
+			doc, err := readArchiveFile(f)
+			if err != nil {
+				return rep, err
+			}
+			a, err := archive.Decode(doc)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", f, err)
+			}
+			vr, _, err := verify.Record(ctx, nil, nil, a.Record)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", f, err)
+			}
+			if a.Record.Run.ID != r.ID {
+				vr.Findings = append(vr.Findings, verify.Finding{Check: "archive-binding", Where: f, Detail: fmt.Sprintf("the file holds run %s, not %s", a.Record.Run.ID, r.ID)})
+			} else if err := checkArchiveBinding(ctx, st, vr, a, store.BodyDigest(doc)); err != nil {
+				return rep, fmt.Errorf("%s: %w", f, err)
+			}
+			rep.Reports = append(rep.Reports, vr)
+		}
+		if len(runs) < 500 {
+			break
+		}
+		after = runs[len(runs)-1].ID
+	}
+	for n := range files {
+		rep.Unclaimed = append(rep.Unclaimed, filepath.Join(dir, n))
+	}
+	sort.Strings(rep.Unclaimed)
+	return rep, nil
+}
+
+// verifyArchiveDir is flrh verify --archive-dir.
+func verifyArchiveDir(ctx context.Context, w io.Writer, spec, dir string, asJSON bool) error {
+	st, err := openStore(ctx, spec, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := auditArchiveDir(ctx, st, dir)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(w)
+	defer out.Flush()
+	if asJSON {
+		if err := writeIndented(out, rep); err != nil {
+			return err
+		}
+	} else {
+		rep.print(out)
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return errChecksFailed
+	}
+	return nil
+}

@@ -28,11 +28,7 @@ func TestVerifyArchiveDir(t *testing.T) {
 	refundruns.Record(t, st, "", false, 20, 30, 40, 50)
 	st.Close()
 	dir := t.TempDir()
-	cli := func(args ...string) (string, int) {
-		t.Helper()
-		out, err := flrh(bin, nil, append(args, "--store", spec)...)
-		return out, exitStatus(t, err)
-	}
+	cli := storeCLI(t, bin, spec)
 	for _, args := range [][]string{
 		{"store", "prune", "--ended-before", "0s", "--archive", dir, "--limit", "2"},
 		{"store", "prune", "--ended-before", "0s", "--archive", dir, "--limit", "1", "--compress"},
@@ -78,6 +74,16 @@ func TestVerifyArchiveDir(t *testing.T) {
 	out, code = cli("verify", "--archive-dir", dir, "--json")
 	if code != 1 || !strings.Contains(out, `"run_id": "agent-1"`) || !strings.Contains(out, "its pruning names archive sha256:") {
 		t.Fatalf("the audit with an archive missing: exit %d\n%s", code, out)
+	}
+}
+
+// storeCLI returns a function that runs the flrh binary bin with args and
+// --store spec, and returns its output and exit status.
+func storeCLI(t *testing.T, bin, spec string) func(args ...string) (string, int) {
+	return func(args ...string) (string, int) {
+		t.Helper()
+		out, err := flrh(bin, nil, append(args, "--store", spec)...)
+		return out, exitStatus(t, err)
 	}
 }
 

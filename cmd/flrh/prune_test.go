@@ -515,11 +515,7 @@ func testPruneAbandoned(t *testing.T, spec, to string) {
 	key := intents[0]
 	st.Close()
 	dir := t.TempDir()
-	cli := func(args ...string) (string, int) {
-		t.Helper()
-		out, err := flrh(bin, nil, append(args, "--store", spec)...)
-		return out, exitStatus(t, err)
-	}
+	cli := storeCLI(t, bin, spec)
 	check := func() storeReport {
 		t.Helper()
 		out, code := cli("store", "check", "--json")

@@ -9,7 +9,7 @@ import (
 // Duties is implemented by stores that let one process among several that
 // share the store hold a named duty at a time: upkeep that every server of
 // a deployment is configured to do (pruning ended runs on a schedule, say)
-// but that one of them should do at a time, with no server in charge of the others.
+// but one of them should do at a time, with no server in charge.
 //
 // A duty's lease is advisory. A holder paused past its lease and resumed
 // may still be working when its successor starts, so what a duty does must

@@ -5,13 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/verify"
 )
@@ -79,65 +77,37 @@ func auditArchiveDir(ctx context.Context, st store.Store, dir string) (archiveDi
 			files[n] = true
 		}
 	}
-	after := ""
-	for {
-		runs, err := st.Runs(ctx, after, 500)
-		if err != nil {
-			return rep, err
+	err = walkPrunings(ctx, st, pr, func(r store.Run, p *store.Pruning) error {
+		switch {
+		case p == nil:
+			return nil
+		case p.Archive == "":
+			rep.Discarded++
+			return nil
 		}
-		for _, r := range runs {
-			if r.Outcome == "" {
-				continue
-			}
-			p, err := pr.Pruning(ctx, r.ID)
-			switch {
-			case store.CodeOf(err) == store.CodeNotFound:
-				continue
-			case err != nil:
-				return rep, err
-			}
-			base := url.PathEscape(r.ID) + archiveSuffix
-			if p.Archive == "" {
-				rep.Discarded++
-				continue
-			}
-			var name string
-			for _, n := range []string{base, base + ".gz"} {
-				if files[n] {
-					delete(files, n)
-					if name == "" {
-						name = n
-					}
+		var name string
+		for _, n := range []string{archiveFileName(r.ID, false), archiveFileName(r.ID, true)} {
+			if files[n] {
+				delete(files, n)
+				if name == "" {
+					name = n
 				}
 			}
-			if name == "" {
-				rep.Missing = append(rep.Missing, skippedRun{RunID: r.ID, Reason: fmt.Sprintf("its pruning names archive %s; %s holds no %s or %s.gz", p.Archive, dir, base, base)})
-				continue
-			}
-			f := filepath.Join(dir, name)
-			doc, err := readArchiveFile(f)
-			if err != nil {
-				return rep, err
-			}
-			a, err := archive.Decode(doc)
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", f, err)
-			}
-			vr, _, err := verify.Record(ctx, nil, nil, a.Record)
-			if err != nil {
-				return rep, fmt.Errorf("%s: %w", f, err)
-			}
-			if a.Record.Run.ID != r.ID {
-				vr.Findings = append(vr.Findings, verify.Finding{Check: "archive-binding", Where: f, Detail: fmt.Sprintf("the file holds run %s, not %s", a.Record.Run.ID, r.ID)})
-			} else if err := checkArchiveBinding(ctx, st, vr, a, store.BodyDigest(doc)); err != nil {
-				return rep, fmt.Errorf("%s: %w", f, err)
-			}
-			rep.Reports = append(rep.Reports, vr)
 		}
-		if len(runs) < 500 {
-			break
+		if name == "" {
+			base := archiveFileName(r.ID, false)
+			rep.Missing = append(rep.Missing, skippedRun{RunID: r.ID, Reason: fmt.Sprintf("its pruning names archive %s; %s holds no %s or %s.gz", p.Archive, dir, base, base)})
+			return nil
 		}
-		after = runs[len(runs)-1].ID
+		vr, err := checkArchiveFile(ctx, st, filepath.Join(dir, name), r.ID)
+		if err != nil {
+			return err
+		}
+		rep.Reports = append(rep.Reports, vr)
+		return nil
+	})
+	if err != nil {
+		return rep, err
 	}
 	for n := range files {
 		rep.Unclaimed = append(rep.Unclaimed, filepath.Join(dir, n))

@@ -100,45 +100,65 @@ func importPruned(ctx context.Context, src, dst store.Store) (importReport, erro
 	if !ok || !ok2 || !ok3 {
 		return rep, usagef("these stores cannot move pruned runs")
 	}
+	err := walkPrunings(ctx, src, pr, func(r store.Run, p *store.Pruning) error {
+		left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
+		switch {
+		case r.Outcome == "":
+			left(fmt.Sprintf("it has not ended (state %s)", r.State))
+			return nil
+		case p == nil:
+			left("it is not pruned (flrh store prune it first)")
+			return nil
+		}
+		keys, err := from.PrunedKeys(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		imported, err := to.ImportPruned(ctx, store.PrunedRun{Run: r, Pruning: *p, Keys: keys})
+		switch c := store.CodeOf(err); {
+		case c == store.CodeExists || c == store.CodeIdempotencyConflict || c == store.CodeInvalidInput:
+			left(fmt.Sprintf("this store refused: %v", err))
+		case err != nil:
+			return fmt.Errorf("run %s: %w", r.ID, err)
+		case imported:
+			rep.Imported = append(rep.Imported, r.ID)
+			rep.Keys += len(keys)
+		default:
+			rep.Already = append(rep.Already, r.ID)
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// walkPrunings calls fn with each run of st in creation order and, for an
+// ended run pr pruned, its pruning (nil for any other); an error from fn
+// or the store stops the walk.
+func walkPrunings(ctx context.Context, st store.Store, pr store.Pruner, fn func(r store.Run, p *store.Pruning) error) error {
+	const page = 500
 	after := ""
 	for {
-		runs, err := src.Runs(ctx, after, 500)
+		runs, err := st.Runs(ctx, after, page)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		for _, r := range runs {
-			left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
-			if r.Outcome == "" {
-				left(fmt.Sprintf("it has not ended (state %s)", r.State))
-				continue
+			var p *store.Pruning
+			if r.Outcome != "" {
+				got, err := pr.Pruning(ctx, r.ID)
+				switch {
+				case err == nil:
+					p = &got
+				case store.CodeOf(err) != store.CodeNotFound:
+					return err
+				}
 			}
-			p, err := pr.Pruning(ctx, r.ID)
-			switch {
-			case store.CodeOf(err) == store.CodeNotFound:
-				left("it is not pruned (flrh store prune it first)")
-				continue
-			case err != nil:
-				return rep, err
-			}
-			keys, err := from.PrunedKeys(ctx, r.ID)
-			if err != nil {
-				return rep, err
-			}
-			imported, err := to.ImportPruned(ctx, store.PrunedRun{Run: r, Pruning: p, Keys: keys})
-			switch c := store.CodeOf(err); {
-			case c == store.CodeExists || c == store.CodeIdempotencyConflict || c == store.CodeInvalidInput:
-				left(fmt.Sprintf("this store refused: %v", err))
-			case err != nil:
-				return rep, fmt.Errorf("run %s: %w", r.ID, err)
-			case imported:
-				rep.Imported = append(rep.Imported, r.ID)
-				rep.Keys += len(keys)
-			default:
-				rep.Already = append(rep.Already, r.ID)
+			if err := fn(r, p); err != nil {
+				return err
 			}
 		}
-		if len(runs) < 500 {
-			return rep, nil
+		if len(runs) < page {
+			return nil
 		}
 		after = runs[len(runs)-1].ID
 	}

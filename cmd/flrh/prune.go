@@ -24,6 +24,16 @@ import (
 // the run id, escaped as a URL path segment (so a run id is never a path).
 const archiveSuffix = ".flrh-archive.json"
 
+// archiveFileName is the name of run runID's archive file in an archive
+// directory, compressed (archive.Compress) or not.
+func archiveFileName(runID string, compressed bool) string {
+	name := url.PathEscape(runID) + archiveSuffix
+	if compressed {
+		name += ".gz"
+	}
+	return name
+}
+
 func init() {
 	prune := &cobra.Command{Use: "prune --ended-before AGE|TIME (--archive DIR | --discard)",
 		Short: "Archive the records of runs that ended long ago, then remove them from the store",
@@ -360,10 +370,7 @@ func pruneRun(ctx context.Context, st store.Store, pr store.Pruner, runID string
 	p := prunedRun{RunID: runID, Outcome: a.Record.Run.Outcome, Bytes: len(doc), Kept: a.Counts(), Open: a.Open()}
 	if o.Dir != "" {
 		p.Archive = store.BodyDigest(doc)
-		p.File = filepath.Join(o.Dir, url.PathEscape(runID)+archiveSuffix)
-		if o.Compress {
-			p.File += ".gz"
-		}
+		p.File = filepath.Join(o.Dir, archiveFileName(runID, o.Compress))
 	}
 	if o.DryRun {
 		return pruneOutcome{p: p}

@@ -275,22 +275,9 @@ func verifyArchives(ctx context.Context, w io.Writer, files []string, spec strin
 	reports := []*verify.Report{}
 	failed := false
 	for _, f := range files {
-		doc, err := readArchiveFile(f)
+		rep, err := checkArchiveFile(ctx, st, f, "")
 		if err != nil {
 			return err
-		}
-		a, err := archive.Decode(doc)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		rep, _, err := verify.Record(ctx, nil, nil, a.Record)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		if st != nil {
-			if err := checkArchiveBinding(ctx, st, rep, a, store.BodyDigest(doc)); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
 		}
 		failed = failed || !rep.OK()
 		if asJSON {
@@ -311,6 +298,35 @@ func verifyArchives(ctx context.Context, w io.Writer, files []string, spec strin
 		return errChecksFailed
 	}
 	return nil
+}
+
+// checkArchiveFile reads the archive in file f, decodes it and verifies
+// its record as verify does a stored run. With a store (st not nil) it
+// also checks what ties the archive to the store's run
+// (checkArchiveBinding), unless want names a run and the file holds
+// another, which is the finding instead.
+func checkArchiveFile(ctx context.Context, st store.Store, f, want string) (*verify.Report, error) {
+	doc, err := readArchiveFile(f)
+	if err != nil {
+		return nil, err
+	}
+	a, err := archive.Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f, err)
+	}
+	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f, err)
+	}
+	switch {
+	case want != "" && a.Record.Run.ID != want:
+		rep.Findings = append(rep.Findings, verify.Finding{Check: "archive-binding", Where: f, Detail: fmt.Sprintf("the file holds run %s, not %s", a.Record.Run.ID, want)})
+	case st != nil:
+		if err := checkArchiveBinding(ctx, st, rep, a, store.BodyDigest(doc)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return rep, nil
 }
 
 // checkArchiveBinding adds to rep what ties the archive (its document's

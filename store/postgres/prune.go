@@ -72,14 +72,22 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 		if err := store.CheckKept(op, p, r.HeadHash, have, open); err != nil {
 			return err
 		}
-		k := p.Kept
-		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now), p.Open)
+		tx.Queue(insertPruned, prunedRow(p, now)...)
 		for _, q := range pruneDeletes {
 			tx.Queue(q, p.RunID)
 		}
 		return nil
 	})
+}
+
+// insertPruned records a pruning; prunedRow gives its values.
+const insertPruned = `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+// prunedRow is insertPruned's values for p, made at at.
+func prunedRow(p store.Pruning, at time.Time) []any {
+	k := p.Kept
+	return []any{p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(at), p.Open}
 }
 
 // Pruning implements store.Pruner.
@@ -181,9 +189,8 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
 			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt))
-		p, k := r.Pruning, r.Pruning.Kept
-		tx.Queue(`INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At), p.Open)
+		p := r.Pruning
+		tx.Queue(insertPruned, prunedRow(p, p.At)...)
 		for _, in := range r.Keys {
 			tx.Queue(`INSERT INTO intents (intent_id, run_id, seq, effect_type, idempotency_key, content_digest, approval_id, body, digest, generation, recorded_at)
 VALUES ($1, $2, $3, $4, $5, $6, NULL, ''::bytea, '', 0, $7)`, in.ID, id, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest, nanos(p.At))

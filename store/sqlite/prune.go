@@ -72,9 +72,7 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 		if err := store.CheckKept(op, p, r.HeadHash, have, open); err != nil {
 			return err
 		}
-		k := p.Kept
-		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(now), p.Open); err != nil {
+		if _, err := s.exec(ctx, tx, insertPruned, prunedRow(p, now)...); err != nil {
 			return err
 		}
 		for _, q := range pruneDeletes {
@@ -84,6 +82,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.RunID, p.HeadHash, p.Archive, k.
 		}
 		return nil
 	})
+}
+
+// insertPruned records a pruning; prunedRow gives its values.
+const insertPruned = `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// prunedRow is insertPruned's values for p, made at at.
+func prunedRow(p store.Pruning, at time.Time) []any {
+	k := p.Kept
+	return []any{p.RunID, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(at), p.Open}
 }
 
 // Pruning implements store.Pruner.
@@ -204,9 +212,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 
 			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt)); err != nil {
 			return err
 		}
-		p, k := r.Pruning, r.Pruning.Kept
-		if _, err := s.exec(ctx, tx, `INSERT INTO pruned (run_id, head_hash, archive, events, intents, attempts, receipts, grants, inbox, trace, pruned_at, open_effects)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, p.HeadHash, p.Archive, k.Events, k.Intents, k.Attempts, k.Receipts, k.Grants, k.Inbox, k.Trace, nanos(p.At), p.Open); err != nil {
+		p := r.Pruning
+		if _, err := s.exec(ctx, tx, insertPruned, prunedRow(p, p.At)...); err != nil {
 			return err
 		}
 		for _, in := range r.Keys {

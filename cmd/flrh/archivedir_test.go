@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,13 +91,8 @@ func storeCLI(t *testing.T, bin, spec string) func(args ...string) (string, int)
 // compressed, then audited whole: each pruning read, each file read,
 // decompressed, decoded, verified and bound to the store.
 func BenchmarkVerifyArchiveDir(b *testing.B) {
-	n := 100
-	if v := os.Getenv("FLRH_BENCH_PRUNE_RUNS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	amounts := benchPruneAmounts(b)
+	n := len(amounts)
 	for _, compress := range []bool{false, true} {
 		b.Run(map[bool]string{false: "plain", true: "compressed"}[compress], func(b *testing.B) {
 			ctx := context.Background()
@@ -107,10 +101,6 @@ func BenchmarkVerifyArchiveDir(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			amounts := make([]int, n)
-			for i := range amounts {
-				amounts[i] = 30
-			}
 			refundruns.Record(b, st, "", false, amounts...)
 			dir := b.TempDir()
 			if rep, err := pruneRuns(ctx, st, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: 1, Compress: compress}); err != nil || len(rep.Pruned) != n {

@@ -12,16 +12,9 @@ import (
 	"flrh.dev/flrh/internal/refundruns"
 )
 
-// BenchmarkPrune measures flrh store prune per run, on runs a real runner
-// wrote (FLRH_BENCH_PRUNE_RUNS runs of the refund-agent bundle, default
-// 100, each paying one refund on its own: 18 events, 1 intent and its
-// attempt and receipt, 2 inbox entries, 9 trace records): reading the
-// record, verifying it, encoding it, and then, with "archive", writing
-// the archive durably and reading it back, with "compressed" the same
-// compressed first (--compress), or with "discard" nothing;
-// then the store's removal, one transaction each. The runs are recorded
-// outside the timer for each iteration.
-func BenchmarkPrune(b *testing.B) {
+// benchPruneAmounts is the refund of each run the pruning benchmarks
+// record: FLRH_BENCH_PRUNE_RUNS runs (default 100) of 30 each.
+func benchPruneAmounts(b *testing.B) []int {
 	n := 100
 	if v := os.Getenv("FLRH_BENCH_PRUNE_RUNS"); v != "" {
 		var err error
@@ -33,6 +26,21 @@ func BenchmarkPrune(b *testing.B) {
 	for i := range amounts {
 		amounts[i] = 30
 	}
+	return amounts
+}
+
+// BenchmarkPrune measures flrh store prune per run, on runs a real runner
+// wrote (FLRH_BENCH_PRUNE_RUNS runs of the refund-agent bundle, default
+// 100, each paying one refund on its own: 18 events, 1 intent and its
+// attempt and receipt, 2 inbox entries, 9 trace records): reading the
+// record, verifying it, encoding it, and then, with "archive", writing
+// the archive durably and reading it back, with "compressed" the same
+// compressed first (--compress), or with "discard" nothing;
+// then the store's removal, one transaction each. The runs are recorded
+// outside the timer for each iteration.
+func BenchmarkPrune(b *testing.B) {
+	amounts := benchPruneAmounts(b)
+	n := len(amounts)
 	backends := []struct{ name, dsn string }{{"sqlite", ""}}
 	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
 		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})

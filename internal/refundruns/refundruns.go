@@ -33,9 +33,7 @@ func Record(t testing.TB, st store.Store, prefix string, withDemo bool, amounts 
 	agent, reg := agentPaying(t, sb.Adapter())
 	run := func(wf runner.Workflow, start func(r *runner.Runner)) {
 		t.Helper()
-		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
-			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-		must(err)
+		r := newRunner(t, st, wf, reg)
 		start(r)
 		must(r.RunToIdle(ctx))
 		must(r.Close(ctx))
@@ -78,9 +76,7 @@ func Abandoned(t testing.TB, st store.Store, prefix string) string {
 	ctx := context.Background()
 	must := mustOf(t)
 	agent, reg := agentPaying(t, lostAnswers{})
-	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{agent}, Adapters: reg,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
-	must(err)
+	r := newRunner(t, st, agent, reg)
 	defer r.Close(ctx)
 	id := prefix + "abandoned"
 	must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(
@@ -133,4 +129,14 @@ func agentPaying(t testing.TB, pay effect.Adapter) (runner.Workflow, *effect.Reg
 	reg := &effect.Registry{}
 	must(reg.Register("refund.pay", "http/1", pay))
 	return agent, reg
+}
+
+// newRunner is a runner of wf over st whose effects go through reg,
+// reconciling an unknown outcome at once.
+func newRunner(t testing.TB, st store.Store, wf runner.Workflow, reg *effect.Registry) *runner.Runner {
+	t.Helper()
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	mustOf(t)(err)
+	return r
 }

@@ -151,7 +151,7 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	}
 	unchanged("reading")
 
-	with := func(edit func(*store.Pruning)) store.Pruning { q := ok1; edit(&q); return q }
+	with := func(edit func(*store.Pruning)) store.Pruning { return edited(ok1, edit) }
 	for _, tc := range []struct {
 		name string
 		p    store.Pruning
@@ -280,10 +280,10 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 			p    store.Pruning
 			code store.Code
 		}{
-			{"its open effect not kept", with2(ok, func(q *store.Pruning) { q.Open = 0 }), store.CodeInvalidTransition},
-			{"a negative number of open effects", with2(ok, func(q *store.Pruning) { q.Open = -1 }), store.CodeInvalidInput},
-			{"more open effects than intents", with2(ok, func(q *store.Pruning) { q.Open = 2 }), store.CodeInvalidInput},
-			{"an intent more, both open", with2(ok, func(q *store.Pruning) { q.Open, q.Kept.Intents = 2, 2 }), store.CodeHeadMismatch},
+			{"its open effect not kept", edited(ok, func(q *store.Pruning) { q.Open = 0 }), store.CodeInvalidTransition},
+			{"a negative number of open effects", edited(ok, func(q *store.Pruning) { q.Open = -1 }), store.CodeInvalidInput},
+			{"more open effects than intents", edited(ok, func(q *store.Pruning) { q.Open = 2 }), store.CodeInvalidInput},
+			{"an intent more, both open", edited(ok, func(q *store.Pruning) { q.Open, q.Kept.Intents = 2, 2 }), store.CodeHeadMismatch},
 		} {
 			mustCode(t, p.Prune(ctx, tc.p), tc.code)
 			if got := readPruned(t, s, p, "pr-open"); !reflect.DeepEqual(got, open) {
@@ -324,8 +324,8 @@ func testPrune(t *testing.T, s store.Store, c *Clock) {
 	}
 }
 
-// with2 returns p edited.
-func with2(p store.Pruning, edit func(*store.Pruning)) store.Pruning { edit(&p); return p }
+// edited returns a copy of p changed by edit.
+func edited(p store.Pruning, edit func(*store.Pruning)) store.Pruning { edit(&p); return p }
 
 // prunerOnly shows a store's Store and Pruner alone: PrunableRuns pages
 // through it.

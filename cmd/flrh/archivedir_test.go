@@ -18,14 +18,8 @@ import (
 // failure; a discarded record is counted, not looked for.
 func TestVerifyArchiveDir(t *testing.T) {
 	bin := buildFlrh(t)
-	ctx := context.Background()
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
-	st, err := openStore(ctx, spec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refundruns.Record(t, st, "", false, 20, 30, 40, 50)
-	st.Close()
+	recordRuns(t, spec, false, 20, 30, 40, 50)
 	dir := t.TempDir()
 	cli := storeCLI(t, bin, spec)
 	for _, args := range [][]string{

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -26,12 +25,7 @@ func TestBackupCommand(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	spec := "sqlite:" + filepath.Join(dir, "flrh.db")
-	st, err := openStore(ctx, spec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refundruns.Record(t, st, "", true, 800, 30)
-	st.Close()
+	recordRuns(t, spec, true, 800, 30)
 	cli := func(env []string, args ...string) (string, int) {
 		t.Helper()
 		out, err := flrh(bin, env, args...)
@@ -349,14 +343,8 @@ func TestBackupWhileServeRuns(t *testing.T) {
 // fault of a damaged page, exiting 1; a PostgreSQL store is refused.
 func TestStoreCheckIntegrity(t *testing.T) {
 	bin := buildFlrh(t)
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	st, err := openStore(ctx, "sqlite:"+path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refundruns.Record(t, st, "", true, 800)
-	st.Close()
+	recordRuns(t, "sqlite:"+path, true, 800)
 	out, err := flrh(bin, nil, "store", "check", "--integrity", "--json", "--store", "sqlite:"+path)
 	var rep storeReport
 	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.IntegrityChecked || len(rep.Integrity) != 0 || rep.Problems != 0 {

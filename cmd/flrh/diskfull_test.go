@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/internal/smallfs"
 	"flrh.dev/flrh/store"
 )
@@ -81,12 +80,7 @@ func TestPruneOnAFullDisk(t *testing.T) {
 		t.Run(map[bool]string{false: "plain", true: "compressed"}[compress], func(t *testing.T) {
 			ctx := context.Background()
 			spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
-			st, err := openStore(ctx, spec, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := refundruns.Record(t, st, "", false, 20, 30, 40, 50, 60)
-			st.Close()
+			ids := recordRuns(t, spec, false, 20, 30, 40, 50, 60)
 			room := int64(2*27<<10 + 12<<10) // two archives and a half
 			if compress {
 				room = 2*7<<10 + 3<<10
@@ -114,7 +108,7 @@ func TestPruneOnAFullDisk(t *testing.T) {
 			if len(written) == 0 || len(written) >= len(ids) {
 				t.Fatalf("%d archives written of %d runs: the disk filled at no run", len(written), len(ids))
 			}
-			st, err = openStore(ctx, spec, true)
+			st, err := openStore(ctx, spec, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -46,12 +45,7 @@ func testImportPruned(t *testing.T, to, taken string) {
 	bin := buildFlrh(t)
 	ctx := context.Background()
 	from := "sqlite:" + filepath.Join(t.TempDir(), "from.db")
-	st, err := openStore(ctx, from, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refundruns.Record(t, st, "", true, 800, 30)
-	st.Close()
+	recordRuns(t, from, true, 800, 30)
 	dir := filepath.Join(t.TempDir(), "archive")
 	if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--archive", dir, "--store", from); err != nil {
 		t.Fatalf("prune: %v\n%s", err, out)

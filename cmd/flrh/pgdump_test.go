@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/storetest"
@@ -36,12 +35,7 @@ func TestPostgresDumpAndRestore(t *testing.T) {
 	bin := buildFlrh(t)
 	ctx := context.Background()
 	schema, spec := freshSchema(t, dsn, "flrh_dump_")
-	st, err := openStore(ctx, spec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refundruns.Record(t, st, "", true, 800, 30)
-	st.Close()
+	recordRuns(t, spec, true, 800, 30)
 	if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--discard", "--limit", "1", "--store", spec); err != nil {
 		t.Fatalf("prune: %v\n%s", err, out)
 	}

@@ -349,16 +349,10 @@ func TestPruneInParallel(t *testing.T) {
 // archive is written finds the same archive when run again.
 func TestPruneASealedStore(t *testing.T) {
 	bin := buildFlrh(t)
-	ctx := context.Background()
 	t.Setenv(encryptionKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)))
 	noKey := []string{encryptionKeyEnv + "="}
 	spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
-	st, err := openStore(ctx, spec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := refundruns.Record(t, st, "", true, 800, 30)
-	st.Close()
+	ids := recordRuns(t, spec, true, 800, 30)
 	dir := filepath.Join(t.TempDir(), "archive")
 
 	out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=prune-archive-written"}, "store", "prune", "--ended-before", "0s", "--archive", dir, "--store", spec)
@@ -607,7 +601,6 @@ func testPruneAbandoned(t *testing.T, spec, to string) {
 // compressed file is refused saying so.
 func TestPruneCompressed(t *testing.T) {
 	bin := buildFlrh(t)
-	ctx := context.Background()
 	for _, sealed := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "sealed"}[sealed], func(t *testing.T) {
 			if sealed {
@@ -616,12 +609,7 @@ func TestPruneCompressed(t *testing.T) {
 				t.Setenv(encryptionKeyEnv, "")
 			}
 			spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
-			st, err := openStore(ctx, spec, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			refundruns.Record(t, st, "", false, 20, 30, 40)
-			st.Close()
+			recordRuns(t, spec, false, 20, 30, 40)
 			dir := filepath.Join(t.TempDir(), "archive")
 			if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--discard", "--compress", "--store", spec); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--discard writes none") {
 				t.Fatalf("--compress with --discard: %v\n%s", err, out)
@@ -673,4 +661,17 @@ func TestPruneCompressed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordRuns writes refund runs to the store spec names through a real
+// runner (refundruns.Record: with demo, the demo's two runs first), then
+// closes it, and returns the runs' ids.
+func recordRuns(t *testing.T, spec string, demo bool, amounts ...int) []string {
+	t.Helper()
+	st, err := openStore(context.Background(), spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	return refundruns.Record(t, st, "", demo, amounts...)
 }

@@ -44,6 +44,11 @@ type Archive struct {
 	Trace []store.TraceRecord
 }
 
+// Whole is the run a holds, as a store takes it in (store.RunImporter).
+func (a *Archive) Whole() store.WholeRun {
+	return store.WholeRun{Record: a.Record, Grants: a.Grants, Inbox: a.Inbox, Trace: a.Trace}
+}
+
 // Counts counts the records a holds as store.Pruning.Kept counts them.
 func (a *Archive) Counts() store.RecordCounts {
 	r := &a.Record

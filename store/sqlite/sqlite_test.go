@@ -136,3 +136,5 @@ func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
 		t.Fatalf("run b's events after the refused deletions: %d, %v", len(evs), err)
 	}
 }
+
+func TestImportRuns(t *testing.T) { storetest.ImportRuns(t, open, open) }

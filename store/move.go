@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// WholeRun is everything a store keeps of one run that is not pruned, in
+// the terms every store reads it in: what moves when a run, live or ended,
+// moves from one store to another (RunImporter), and what an archive
+// document holds (package archive reads it, archive.Read).
+type WholeRun struct {
+	// Record is the run as a verifier reads it (RunRecord with the
+	// header): header, events, latest checkpoint, intents with their
+	// outbox state, receipts in commit order, every intent's attempts
+	// (ordered by intent id and number) and the grants its intents name.
+	Record RunRecord
+	// Grants are every grant recorded for the run (Pruner.Grants),
+	// consumed or not, ordered by id.
+	Grants []Approval
+	// Inbox holds the run's inbound events in order, consumed or not.
+	Inbox []Inbound
+	// Trace holds the run's trace records in order.
+	Trace []TraceRecord
+}
+
+// RunImporter is implemented by stores that take in a whole run another
+// store kept (WholeRun), so that a deployment moving from one store to
+// another (the embedded one to PostgreSQL) takes its live runs along:
+// runs waiting for a person, with effects in flight or input pending go
+// on in the new store where they stood.
+type RunImporter interface {
+	// ImportRun writes r in one transaction, and returns false, writing
+	// nothing, when the store holds the run already at r's head hash
+	// (importing twice is importing once; a run imported, then pruned, is
+	// imported still). Every record reads back as r holds it (events with
+	// their generations and times, attempts with theirs, the outbox, the
+	// inbox with its positions and what was consumed, grants with their
+	// status). The header is unleased, with r's lease generation, so that
+	// the next lease fences every record r holds, and with r's quarantine.
+	// Its place in the creation order is the store's next. What no read
+	// returns (when this store recorded an intent, a receipt, a grant, an
+	// inbox entry, a trace record or the checkpoint) is the import's.
+	//
+	// It refuses, writing nothing:
+	//   - CodeInvalidInput: r could not have been kept so
+	//     (ValidateWholeRun);
+	//   - CodeExists: the run id is taken by another run, an intent id or
+	//     idempotency key (with the same content) by another intent, or a
+	//     grant's id or nonce by another grant;
+	//   - CodeIdempotencyConflict: a key is bound to other content.
+	ImportRun(ctx context.Context, r WholeRun) (bool, error)
+}
+
+// RunImporterOf returns the RunImporter of s, or of the first store it
+// wraps that has one.
+func RunImporterOf(s Store) (RunImporter, bool) { return As[RunImporter](s) }
+
+// ValidateWholeRun refuses a whole run that no store could have kept: a
+// header without an id, workflow or state; events that are not numbered
+// 1 to the head, whose digests are not their bodies', or that do not chain
+// from GenesisHash to the header's head hash; a record written by a lease
+// generation beyond the header's; a checkpoint past the head or not its
+// body's digest; intents, receipts, attempts, grants or inbox entries of
+// another run, of an unknown intent, named twice, malformed, or in a
+// status no store writes.
+func ValidateWholeRun(op string, r WholeRun) error {
+	run := r.Record.Run
+	id := run.ID
+	bad := func(format string, args ...any) error {
+		return Errorf(CodeInvalidInput, op, id, nil, format, args...)
+	}
+	if id == "" || run.WorkflowID == "" || run.State == "" {
+		return bad("run id, workflow id and state are required")
+	}
+	gen := run.Lease.Generation
+	evs := r.Record.Events
+	if run.Head != int64(len(evs)) {
+		return bad("the header's head is %d, but %d events are given", run.Head, len(evs))
+	}
+	hash := GenesisHash
+	for i, e := range evs {
+		switch {
+		case e.Seq != int64(i)+1:
+			return bad("event %d is numbered %d", i+1, e.Seq)
+		case e.Kind == "" || len(e.Body) == 0:
+			return bad("event %d has no kind or no body", e.Seq)
+		case !DigestMatches(e.Body, e.Digest):
+			return bad("event %d's digest is not its body's", e.Seq)
+		case e.PrevHash != hash || e.ChainHash != ChainHash(hash, e.Seq, e.Digest):
+			return bad("event %d does not chain from the one before", e.Seq)
+		case e.Generation < 0 || e.Generation > gen:
+			return bad("event %d was written by lease generation %d, beyond the header's %d", e.Seq, e.Generation, gen)
+		}
+		hash = e.ChainHash
+	}
+	if hash != run.HeadHash {
+		return bad("the events chain to %s, the header's head hash is %s", hash, run.HeadHash)
+	}
+	if r.Record.HasCheckpoint {
+		cp := r.Record.Checkpoint
+		if cp.Seq < 0 || cp.Seq > run.Head || len(cp.Body) == 0 || !DigestMatches(cp.Body, cp.Digest) {
+			return bad("the checkpoint (after event %d) is past the head or not its body's digest", cp.Seq)
+		}
+	}
+	grants := make(map[string]Approval, len(r.Grants))
+	nonces := make(map[string]bool, len(r.Grants))
+	for _, g := range r.Grants {
+		if g.RunID != id {
+			return bad("grant %s is of run %q", g.ID, g.RunID)
+		}
+		if err := ValidateGrant(op, g); err != nil {
+			return err
+		}
+		if _, dup := grants[g.ID]; dup || nonces[g.Nonce] {
+			return bad("grant %s, or its nonce, is given twice", g.ID)
+		}
+		switch g.Status {
+		case ApprovalGranted, ApprovalRevoked:
+			if g.ConsumedBy != "" {
+				return bad("grant %s is %s but consumed by %s", g.ID, g.Status, g.ConsumedBy)
+			}
+		case ApprovalConsumed:
+		default:
+			return bad("grant %s is in status %q", g.ID, g.Status)
+		}
+		grants[g.ID], nonces[g.Nonce] = g, true
+	}
+	intents := make(map[string]Intent, len(r.Record.Intents))
+	keys := make(map[string]bool, len(r.Record.Intents))
+	for _, in := range r.Record.Intents {
+		switch {
+		case in.RunID != id || in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" || len(in.Body) == 0:
+			return bad("intent %q (run %q) is incomplete or of another run", in.ID, in.RunID)
+		case intents[in.ID].ID != "" || keys[in.IdempotencyKey]:
+			return bad("intent %s, or its idempotency key, is given twice", in.ID)
+		case in.Seq < 0 || in.Seq > run.Head:
+			return bad("intent %s follows event %d, past the head", in.ID, in.Seq)
+		case !DigestMatches(in.Body, in.Digest):
+			return bad("intent %s's digest is not its body's", in.ID)
+		case !validOutbox(in.Outbox) || in.Attempts < 0:
+			return bad("intent %s's outbox is %q after %d attempts", in.ID, in.Outbox, in.Attempts)
+		}
+		if in.ApprovalID != "" {
+			if g, ok := grants[in.ApprovalID]; !ok || g.Status != ApprovalConsumed || g.ConsumedBy != in.ID {
+				return bad("intent %s consumed grant %s, which is not among the run's grants as consumed by it", in.ID, in.ApprovalID)
+			}
+		}
+		intents[in.ID], keys[in.IdempotencyKey] = in, true
+	}
+	for _, g := range r.Grants {
+		if g.Status == ApprovalConsumed && intents[g.ConsumedBy].ApprovalID != g.ID {
+			return bad("grant %s is consumed by %q, which is no intent of the run that names it", g.ID, g.ConsumedBy)
+		}
+	}
+	made := make(map[string]int64, len(intents))
+	for _, a := range r.Record.Attempts {
+		in, ok := intents[a.IntentID]
+		switch {
+		case !ok:
+			return bad("attempt %d is of intent %q, not the run's", a.N, a.IntentID)
+		case a.N != made[in.ID]+1:
+			return bad("attempt %d of intent %s follows attempt %d", a.N, in.ID, made[in.ID])
+		case !validAttempt(a.Status):
+			return bad("attempt %d of intent %s is in status %q", a.N, in.ID, a.Status)
+		case a.Generation < 0 || a.Generation > gen:
+			return bad("attempt %d of intent %s was made by lease generation %d, beyond the header's %d", a.N, in.ID, a.Generation, gen)
+		}
+		made[in.ID] = a.N
+	}
+	receipted := make(map[string]bool, len(r.Record.Receipts))
+	for _, rc := range r.Record.Receipts {
+		switch in, ok := intents[rc.IntentID]; {
+		case !ok || receipted[rc.IntentID]:
+			return bad("a receipt closes intent %q, not the run's or closed twice", rc.IntentID)
+		case rc.Outcome == "" || len(rc.Body) == 0 || !DigestMatches(rc.Body, rc.Digest):
+			return bad("the receipt of intent %s has no outcome or is not its body's digest", rc.IntentID)
+		case in.Outbox != OutboxDone:
+			return bad("intent %s has a receipt, but its outbox is %s", rc.IntentID, in.Outbox)
+		}
+		receipted[rc.IntentID] = true
+	}
+	entries := make(map[string]bool, len(r.Inbox))
+	var last int64
+	for _, in := range r.Inbox {
+		if in.RunID != id {
+			return bad("inbound %s is of run %q", in.ID, in.RunID)
+		}
+		in.Grant = nil
+		if err := ValidateInbound(op, in); err != nil {
+			return err
+		}
+		if entries[in.ID] || in.Seq <= last {
+			return bad("inbound %s is given twice, or out of order (at %d after %d)", in.ID, in.Seq, last)
+		}
+		entries[in.ID], last = true, in.Seq
+	}
+	for i, tr := range r.Trace {
+		if tr.Kind == "" {
+			return bad("trace record %d has no kind", i+1)
+		}
+	}
+	return nil
+}
+
+func validOutbox(s OutboxStatus) bool {
+	switch s {
+	case OutboxPending, OutboxInFlight, OutboxRetry, OutboxReconcile, OutboxHuman, OutboxDone:
+		return true
+	}
+	return false
+}
+
+func validAttempt(s AttemptStatus) bool {
+	switch s {
+	case AttemptStarted, AttemptSucceeded, AttemptFailedTransient, AttemptFailedPermanent, AttemptUnknown,
+		AttemptReconciledApplied, AttemptReconciledNotApplied:
+		return true
+	}
+	return false
+}
+
+// movedAway begins the quarantine of a run that moved to another store.
+const movedAway = "moved to another store"
+
+// MovedAway is the quarantine that fences a run out of the store it moved
+// from, for good: prev is the quarantine it had before ("" for none),
+// which MovedFrom gives back, so that a move interrupted and taken up
+// again still knows what the run was.
+func MovedAway(prev string) string {
+	if prev == "" {
+		return movedAway
+	}
+	return fmt.Sprintf("%s (it was quarantined: %s)", movedAway, prev)
+}
+
+// MovedFrom reports whether quarantine is a MovedAway one, and the
+// quarantine the run had before it moved.
+func MovedFrom(quarantine string) (prev string, moved bool) {
+	rest, ok := strings.CutPrefix(quarantine, movedAway)
+	switch {
+	case !ok:
+		return "", false
+	case rest == "":
+		return "", true
+	}
+	inner, ok := strings.CutPrefix(rest, " (it was quarantined: ")
+	if !ok || !strings.HasSuffix(inner, ")") {
+		return "", false
+	}
+	return strings.TrimSuffix(inner, ")"), true
+}

@@ -1,0 +1,147 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+var _ store.RunImporter = (*Store)(nil)
+
+// ImportRun implements store.RunImporter. The rows are those the run's
+// ticks would have left, written at once: the events with their own
+// generations and times, the latest checkpoint as the run's first (so the
+// next is its second), the trace as one row, the outbox as the intents
+// stood. What no read returns is written as of the import: the intents',
+// receipts', grants' and inbox entries' times, the checkpoint's and trace
+// row's, and the generation of every row but the events and attempts (the
+// header's). The run has settled nothing (Settle): its first holder looks
+// at its inbox afresh.
+func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
+	const op = "import run"
+	if err := store.ValidateWholeRun(op, r); err != nil {
+		return false, err
+	}
+	run := r.Record.Run
+	id := run.ID
+	imported := false
+	err := s.write(ctx, op, id, func(ctx context.Context, tx *wtx, now time.Time) error {
+		imported = false
+		var headHash string
+		switch err := s.queryRow(ctx, tx, `SELECT head_hash FROM runs WHERE run_id = ?`, id).Scan(&headHash); {
+		case err == nil && headHash == run.HeadHash:
+			return nil // this very run, imported before
+		case err == nil:
+			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		for _, in := range r.Record.Intents {
+			var other, digest string
+			switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, in.IdempotencyKey, in.ID).Scan(&other, &digest); {
+			case err == nil:
+				return store.KeyTaken(op, id, in, other, digest)
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		for _, g := range r.Grants {
+			var other string
+			switch err := s.queryRow(ctx, tx, `SELECT run_id FROM approvals WHERE approval_id = ? OR nonce = ?`, g.ID, g.Nonce).Scan(&other); {
+			case err == nil:
+				return store.Errorf(store.CodeExists, op, id, nil, "grant %s, or its nonce, is taken by run %s", g.ID, other)
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		ts := nanos(now)
+		gen := run.Lease.Generation
+		var checkpointN int64
+		if r.Record.HasCheckpoint {
+			checkpointN = 1
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
+	lease_generation, quarantine, created_at, updated_at, created_order, trace_seq, checkpoint_n, due_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
+			id, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, run.Outcome, run.Head, run.HeadHash,
+			gen, run.Quarantine, nanos(run.CreatedAt), nanos(run.UpdatedAt), int64(len(r.Trace)), checkpointN, nanos(run.DueAt)); err != nil {
+			return err
+		}
+		for _, e := range r.Record.Events {
+			if _, err := s.exec(ctx, tx, insertEvents(1), id, e.Seq, e.Kind, e.Body, packHash(e.Digest), packHash(e.PrevHash), packHash(e.ChainHash),
+				e.Generation, nanos(e.RecordedAt)); err != nil {
+				return err
+			}
+		}
+		if r.Record.HasCheckpoint {
+			cp := r.Record.Checkpoint
+			body, err := store.PackSealBody(s.sealer, &tx.w.packer, op, store.SealRef{RunID: id, Kind: store.SealCheckpoint, Seq: checkpointN}, cp.Body)
+			if err != nil {
+				return err
+			}
+			if _, err := s.exec(ctx, tx, `INSERT INTO checkpoints (run_id, n, seq, format_version, build_digest, body, digest, generation, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, checkpointN, cp.Seq, cp.FormatVersion, cp.BuildDigest, body, cp.Digest, gen, ts); err != nil {
+				return err
+			}
+		}
+		for _, g := range r.Grants {
+			if _, err := s.exec(ctx, tx, `INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, consumed_by, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, g.ID, id, g.RequestDigest, g.Nonce, g.Body, g.Digest, nanos(g.ExpiresAt), string(g.Status), g.ConsumedBy, ts); err != nil {
+				return err
+			}
+		}
+		for _, in := range r.Record.Intents {
+			var approval any
+			if in.ApprovalID != "" {
+				approval = in.ApprovalID
+			}
+			if _, err := s.exec(ctx, tx, insertIntent,
+				in.ID, id, in.Seq, in.EffectType, in.IdempotencyKey, in.ContentDigest, approval, in.Body, in.Digest, gen, ts); err != nil {
+				return err
+			}
+			if _, err := s.exec(ctx, tx, `INSERT INTO outbox (intent_order, intent_id, run_id, status, route, attempts, updated_at)
+VALUES (last_insert_rowid(), ?, ?, ?, ?, ?, ?)`, in.ID, id, string(in.Outbox), in.Route, in.Attempts, ts); err != nil {
+				return err
+			}
+		}
+		for _, a := range r.Record.Attempts {
+			if _, err := s.exec(ctx, tx, `INSERT INTO attempts (intent_order, intent_id, n, status, generation, detail, started_at, finished_at)
+VALUES ((SELECT commit_order FROM intents WHERE intent_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
+				a.IntentID, a.IntentID, a.N, string(a.Status), a.Generation, a.Detail, nanos(a.StartedAt), nanos(a.FinishedAt)); err != nil {
+				return err
+			}
+		}
+		for _, rc := range r.Record.Receipts {
+			if _, err := s.exec(ctx, tx, insertReceipt, rc.IntentID, id, rc.Outcome, rc.Body, rc.Digest, gen, ts); err != nil {
+				return err
+			}
+		}
+		for _, in := range r.Inbox {
+			if _, err := s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, consumed, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, in.Seq, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, in.Consumed, ts); err != nil {
+				return err
+			}
+		}
+		if len(r.Trace) > 0 {
+			var frame []byte
+			for i, tr := range r.Trace {
+				body, err := store.SealBody(s.sealer, op, store.SealRef{RunID: id, Kind: store.SealTrace + "/" + tr.Kind, Seq: int64(i) + 1}, tr.Body)
+				if err != nil {
+					return err
+				}
+				frame = appendTraceRecord(frame, tr.Kind, body)
+			}
+			if _, err := s.exec(ctx, tx, `INSERT INTO trace (run_id, seq, last_seq, records, recorded_at) VALUES (?, 1, ?, ?, ?)`,
+				id, int64(len(r.Trace)), slices.Clip(frame), ts); err != nil {
+				return err
+			}
+		}
+		imported = true
+		return nil
+	})
+	return imported && err == nil, err
+}

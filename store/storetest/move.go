@@ -1,0 +1,325 @@
+package storetest
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/archive"
+	"flrh.dev/flrh/store"
+)
+
+// ImportRuns holds store.RunImporter to its contract, moving runs from a
+// store from opens to one to opens (two stores of one backend, or one of
+// each): every kind of run (ended with everything, waiting with an effect
+// in flight, a grant and input pending, parked, just created) reads back
+// in the new store as it was, bar its lease, and goes on there; importing
+// again writes nothing; malformed or conflicting runs are refused and
+// write nothing.
+func ImportRuns(t *testing.T, from, to Opener) {
+	c := NewClock()
+	src, dst := from(t, c.Now), to(t, c.Now)
+	t.Cleanup(func() { src.Close(); dst.Close() })
+	imp, ok := store.RunImporterOf(dst)
+	if !ok {
+		t.Fatal("the store does not import runs")
+	}
+
+	EndedWithEverything(t, src, c, "mv-ended")
+	liveLease := waitingMidEffect(t, src, c, "mv-live")
+	must(t, src.CreateRun(ctx, store.Run{ID: "mv-new", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, Inb("mv-new", "mv-new-start", "INPUT", `{"amount":3}`)))
+	newRun(t, src, "mv-parked")
+	l, err := src.AcquireLease(ctx, "mv-parked", "w", time.Hour)
+	must(t, err)
+	must(t, src.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "EXECUTE", Events: []store.Event{Ev("A", `{}`)}}))
+	must(t, src.Quarantine(ctx, "mv-parked", "tripwire: budget overrun"))
+	c.Advance(time.Minute)
+
+	runs := []string{"mv-ended", "mv-live", "mv-new", "mv-parked"}
+	whole := map[string]store.WholeRun{}
+	for _, id := range runs {
+		a, err := archive.Read(ctx, src, id)
+		must(t, err)
+		whole[id] = a.Whole()
+	}
+	if w := whole["mv-live"]; w.Record.Run.Lease.Generation != liveLease.Generation || w.Record.Run.Lease.Owner == "" {
+		t.Fatalf("the live run was read with lease %+v, want generation %d held", w.Record.Run.Lease, liveLease.Generation)
+	}
+
+	// Malformed runs are refused before anything is written.
+	for name, edit := range map[string]func(*store.WholeRun){
+		"no id":             func(w *store.WholeRun) { w.Record.Run.ID = "" },
+		"head past events":  func(w *store.WholeRun) { w.Record.Run.Head++ },
+		"broken chain":      func(w *store.WholeRun) { w.Record.Events[1].PrevHash = store.GenesisHash },
+		"event body edited": func(w *store.WholeRun) { w.Record.Events[0].Body = []byte(`{"amount":11}`) },
+		"head hash of another run": func(w *store.WholeRun) {
+			w.Record.Run.HeadHash = whole["mv-parked"].Record.Run.HeadHash
+		},
+		"generation beyond the lease's": func(w *store.WholeRun) { w.Record.Events[0].Generation = w.Record.Run.Lease.Generation + 1 },
+		"checkpoint past the head":      func(w *store.WholeRun) { w.Record.Checkpoint.Seq = w.Record.Run.Head + 1 },
+		"intent of another run":         func(w *store.WholeRun) { w.Record.Intents[0].RunID = "mv-new" },
+		"intent key twice": func(w *store.WholeRun) {
+			w.Record.Intents[1].IdempotencyKey = w.Record.Intents[0].IdempotencyKey
+		},
+		"outbox status unknown":     func(w *store.WholeRun) { w.Record.Intents[0].Outbox = "sent" },
+		"attempt of no intent":      func(w *store.WholeRun) { w.Record.Attempts[0].IntentID = "elsewhere" },
+		"attempt numbers skip":      func(w *store.WholeRun) { w.Record.Attempts[0].N = 2 },
+		"receipt of an open intent": func(w *store.WholeRun) { w.Record.Intents[0].Outbox = store.OutboxReconcile },
+		"grant of another run":      func(w *store.WholeRun) { w.Grants[0].RunID = "mv-new" },
+		"grant consumed by nothing": func(w *store.WholeRun) { w.Grants[0].ConsumedBy = "nobody" },
+		"nonce twice":               func(w *store.WholeRun) { w.Grants[1].Nonce = w.Grants[0].Nonce },
+		"inbox out of order":        func(w *store.WholeRun) { w.Inbox[0].Seq, w.Inbox[1].Seq = w.Inbox[1].Seq, w.Inbox[0].Seq },
+		"inbox body edited":         func(w *store.WholeRun) { w.Inbox[0].Body = []byte(`{"amount":99}`) },
+		"trace record without kind": func(w *store.WholeRun) { w.Trace[0].Kind = "" },
+	} {
+		w := copyWhole(whole["mv-ended"])
+		edit(&w)
+		_, err := imp.ImportRun(ctx, w)
+		if store.CodeOf(err) != store.CodeInvalidInput {
+			t.Errorf("%s: ImportRun = %v, want %s", name, err, store.CodeInvalidInput)
+		}
+	}
+	if got := listedRuns(t, dst); len(got) != 0 {
+		t.Fatalf("refused imports left runs %v", got)
+	}
+
+	for _, id := range runs {
+		ok, err := imp.ImportRun(ctx, whole[id])
+		if err != nil || !ok {
+			t.Fatalf("import %s: %v, %v", id, ok, err)
+		}
+	}
+	for _, id := range runs {
+		got := readWhole(t, dst, id)
+		if want := movedAs(whole[id]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s reads back otherwise:\n got %s\nwant %s", id, wholeText(got), wholeText(want))
+		}
+		if ok, err := imp.ImportRun(ctx, whole[id]); ok || err != nil {
+			t.Errorf("importing %s again = %v, %v; want false, nil", id, ok, err)
+		}
+		if again := readWhole(t, dst, id); !reflect.DeepEqual(again, got) {
+			t.Errorf("importing %s again changed it", id)
+		}
+	}
+	if got, want := listedRuns(t, dst), runs; !reflect.DeepEqual(got, want) {
+		t.Errorf("the store lists %v, want %v in the order imported", got, want)
+	}
+
+	// Conflicts, each refused whole.
+	other := copyWhole(whole["mv-parked"])
+	other.Record.Run.ID = "mv-ended" // another run under a taken id
+	mustCode(t, importErr(imp, other), store.CodeExists)
+	for name, tc := range map[string]struct {
+		edit func(*store.WholeRun)
+		code store.Code
+	}{
+		"key with the same content": {func(w *store.WholeRun) {}, store.CodeExists},
+		"key with other content":    {func(w *store.WholeRun) { w.Record.Intents[0].ContentDigest = store.BodyDigest([]byte("other")) }, store.CodeIdempotencyConflict},
+		"intent id taken": {func(w *store.WholeRun) {
+			for i := range w.Record.Intents {
+				w.Record.Intents[i].IdempotencyKey += "-fresh"
+			}
+		}, store.CodeExists},
+		"grant id taken, keys fresh": {func(w *store.WholeRun) { freshKeys(w) }, store.CodeExists},
+		"nonce taken, rest fresh": {func(w *store.WholeRun) {
+			freshKeys(w)
+			for i := range w.Grants {
+				w.Grants[i].ID += "-copy"
+			}
+			for i := range w.Record.Intents {
+				if w.Record.Intents[i].ApprovalID != "" {
+					w.Record.Intents[i].ApprovalID += "-copy"
+				}
+			}
+		}, store.CodeExists},
+	} {
+		w := renamed(whole["mv-ended"], "mv-copy")
+		tc.edit(&w)
+		if err := importErr(imp, w); store.CodeOf(err) != tc.code {
+			t.Errorf("%s: ImportRun = %v, want %s", name, err, tc.code)
+		}
+		if _, err := dst.Run(ctx, "mv-copy"); store.CodeOf(err) != store.CodeNotFound {
+			t.Fatalf("%s: the refused run was written: %v", name, err)
+		}
+	}
+	w := renamed(whole["mv-ended"], "mv-copy")
+	freshKeys(&w)
+	for i := range w.Grants {
+		w.Grants[i].ID += "-copy"
+		w.Grants[i].Nonce += "-copy"
+	}
+	for i := range w.Record.Intents {
+		if w.Record.Intents[i].ApprovalID != "" {
+			w.Record.Intents[i].ApprovalID += "-copy"
+		}
+	}
+	if ok, err := imp.ImportRun(ctx, w); !ok || err != nil {
+		t.Fatalf("a copy with its own ids: %v, %v", ok, err)
+	}
+
+	// The moved runs' keys stay bound in the new store.
+	nl, err := dst.AcquireLease(ctx, "mv-live", "next", time.Hour)
+	must(t, err)
+	if nl.Generation <= liveLease.Generation {
+		t.Fatalf("the first lease in the new store is generation %d, not past the old store's %d", nl.Generation, liveLease.Generation)
+	}
+	ended := whole["mv-ended"].Record.Intents[0]
+	reuse := In("mv-live-reuse", ended.IdempotencyKey, "something else")
+	mustCode(t, dst.Commit(ctx, nl, store.Tick{ExpectHead: 2, Intents: []store.Intent{reuse}}), store.CodeIdempotencyConflict)
+
+	// A stale writer of the old store is fenced in the new one too.
+	mustCode(t, dst.Commit(ctx, liveLease, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("LATE", `{}`)}}), store.CodeFenced)
+
+	// The live run goes on where it stood: its effect in flight ends
+	// with a receipt, its pending input is taken, its waiting grant is
+	// consumed by a new intent, and it ends.
+	live := whole["mv-live"]
+	inFlight := live.Record.Intents[1].ID
+	pending := live.Inbox[len(live.Inbox)-1].ID
+	rc := []byte(`{"outcome":"confirmed_success"}`)
+	next := In("mv-live-i3", "mv-live-k3", "refund 20")
+	next.ApprovalID = "mv-live-g2"
+	must(t, dst.Commit(ctx, nl, store.Tick{ExpectHead: 2, State: "DONE", Outcome: "success", Consume: []string{pending},
+		Events:    []store.Event{Ev("RESULT", `{"ok":true}`), Ev("END", `{}`)},
+		Results:   []store.AttemptResult{{IntentID: inFlight, N: 1, Status: store.AttemptSucceeded, Outbox: store.OutboxDone}},
+		Receipts:  []store.Receipt{{IntentID: inFlight, Outcome: "confirmed_success", Body: rc, Digest: store.BodyDigest(rc)}},
+		Intents:   []store.Intent{withRun(next, "mv-live")},
+		Approvals: []store.ApprovalUse{{ApprovalID: next.ApprovalID, IntentID: next.ID}}}))
+	after := readWhole(t, dst, "mv-live")
+	if after.Record.Run.Outcome != "success" || after.Record.Run.Head != 4 || len(after.Record.Receipts) != 2 {
+		t.Fatalf("the moved run did not go on: %+v", after.Record.Run)
+	}
+	if g, err := dst.Approval(ctx, "mv-live-g2"); err != nil || g.Status != store.ApprovalConsumed || g.ConsumedBy != next.ID {
+		t.Fatalf("the moved grant: %+v, %v", g, err)
+	}
+}
+
+// waitingMidEffect writes a run that stopped mid-way: its first intent
+// done with a grant consumed, its second in flight (attempt begun, no
+// outcome), a second grant waiting, an input pending, under a lease of
+// generation 2 that is still held.
+func waitingMidEffect(t *testing.T, s store.Store, c *Clock, run string) store.Lease {
+	t.Helper()
+	first := Inb(run, run+"-start", "INPUT", `{"amount":10}`)
+	must(t, s.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, first))
+	grant(t, s, run+"-g1", run, run+"-n1", c.Now().Add(time.Hour))
+	l, err := s.AcquireLease(ctx, run, "w", time.Minute)
+	must(t, err)
+	c.Advance(2 * time.Minute)
+	l, err = s.AcquireLease(ctx, run, "w2", time.Hour)
+	must(t, err)
+	in1, in2 := withRun(In(run+"-i1", run+"-k1", "refund 10"), run), withRun(In(run+"-i2", run+"-k2", "email"), run)
+	in1.ApprovalID = run + "-g1"
+	cp := []byte(`{"s":1}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "EXECUTE", Consume: []string{first.ID},
+		Events:     []store.Event{Ev("INPUT", `{"amount":10}`), Ev("AUTH", `{"ok":true}`)},
+		Checkpoint: &store.Checkpoint{FormatVersion: 1, BuildDigest: "build", Body: cp, Digest: store.BodyDigest(cp)},
+		Intents:    []store.Intent{in1, in2},
+		Approvals:  []store.ApprovalUse{{ApprovalID: in1.ApprovalID, IntentID: in1.ID}},
+		Begin:      []string{in1.ID},
+		Trace:      []store.TraceRecord{{Kind: "decision", Body: []byte(`{"d":1}`)}},
+		DueAt:      c.Now().Add(time.Hour)}))
+	rc := []byte(`{"outcome":"confirmed_success"}`)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2,
+		Results:  []store.AttemptResult{{IntentID: in1.ID, N: 1, Status: store.AttemptSucceeded, Detail: "200", Outbox: store.OutboxDone}},
+		Receipts: []store.Receipt{{IntentID: in1.ID, Outcome: "confirmed_success", Body: rc, Digest: store.BodyDigest(rc)}},
+		Begin:    []string{in2.ID}, Trace: []store.TraceRecord{{Kind: "effect", Body: []byte(`{"e":1}`)}}}))
+	grant(t, s, run+"-g2", run, run+"-n2", c.Now().Add(time.Hour))
+	must(t, s.Submit(ctx, Inb(run, run+"-more", "INPUT", `{"more":true}`)))
+	return l
+}
+
+func withRun(in store.Intent, run string) store.Intent { in.RunID = run; return in }
+
+func importErr(imp store.RunImporter, w store.WholeRun) error {
+	_, err := imp.ImportRun(ctx, w)
+	return err
+}
+
+// readWhole reads run id from s as an archive does.
+func readWhole(t *testing.T, s store.Store, id string) store.WholeRun {
+	t.Helper()
+	a, err := archive.Read(ctx, s, id)
+	must(t, err)
+	return a.Whole()
+}
+
+// movedAs is w as the store it moves to reads it back: unleased, with
+// its lease's generation.
+func movedAs(w store.WholeRun) store.WholeRun {
+	w = copyWhole(w)
+	w.Record.Run.Lease = store.Lease{RunID: w.Record.Run.Lease.RunID, Generation: w.Record.Run.Lease.Generation}
+	return w
+}
+
+// copyWhole copies w's slices, so that an edit of the copy leaves w be
+// (bodies are shared: no edit writes into one).
+func copyWhole(w store.WholeRun) store.WholeRun {
+	c := w
+	c.Record.Events = append([]store.Event(nil), w.Record.Events...)
+	c.Record.Intents = append([]store.Intent(nil), w.Record.Intents...)
+	c.Record.Attempts = append([]store.Attempt(nil), w.Record.Attempts...)
+	c.Record.Receipts = append([]store.Receipt(nil), w.Record.Receipts...)
+	c.Record.Approvals = append([]store.Approval(nil), w.Record.Approvals...)
+	c.Grants = append([]store.Approval(nil), w.Grants...)
+	c.Inbox = append([]store.Inbound(nil), w.Inbox...)
+	c.Trace = append([]store.TraceRecord(nil), w.Trace...)
+	return c
+}
+
+// renamed is a copy of w under run id id: the same records, keys, grant
+// ids and nonces.
+func renamed(w store.WholeRun, id string) store.WholeRun {
+	c := copyWhole(w)
+	c.Record.Run.ID, c.Record.Run.Lease.RunID = id, id
+	for i := range c.Record.Intents {
+		c.Record.Intents[i].RunID = id
+	}
+	for i := range c.Grants {
+		c.Grants[i].RunID = id
+	}
+	for i := range c.Record.Approvals {
+		c.Record.Approvals[i].RunID = id
+	}
+	for i := range c.Inbox {
+		c.Inbox[i].RunID = id
+	}
+	return c
+}
+
+// freshKeys gives w's intents ids and keys of their own.
+func freshKeys(w *store.WholeRun) {
+	ids := map[string]string{}
+	for i := range w.Record.Intents {
+		in := &w.Record.Intents[i]
+		ids[in.ID] = in.ID + "-copy"
+		in.ID, in.IdempotencyKey = in.ID+"-copy", in.IdempotencyKey+"-copy"
+	}
+	for i := range w.Record.Attempts {
+		w.Record.Attempts[i].IntentID = ids[w.Record.Attempts[i].IntentID]
+	}
+	for i := range w.Record.Receipts {
+		w.Record.Receipts[i].IntentID = ids[w.Record.Receipts[i].IntentID]
+	}
+	for i := range w.Grants {
+		if by := w.Grants[i].ConsumedBy; by != "" {
+			w.Grants[i].ConsumedBy = ids[by]
+		}
+	}
+}
+
+func listedRuns(t *testing.T, s store.Store) []string {
+	t.Helper()
+	runs, err := s.Runs(ctx, "", 100)
+	must(t, err)
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func wholeText(w store.WholeRun) string {
+	return fmt.Sprintf("%+v grants=%+v inbox=%+v trace=%+v", w.Record, w.Grants, w.Inbox, w.Trace)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // WholeRun is everything a store keeps of one run that is not pruned, in
@@ -250,4 +251,55 @@ func MovedFrom(quarantine string) (prev string, moved bool) {
 		return "", false
 	}
 	return strings.TrimSuffix(inner, ")"), true
+}
+
+// MoveFencer is implemented by stores live runs move out of: the other
+// side of RunImporter. A live run is fenced out before it is read for the
+// move, so that nothing it does in the old store after the read is lost,
+// and nothing is done twice: its runners' commits are refused there (it is
+// quarantined), and a runner of the old store started again by mistake
+// never takes it up.
+type MoveFencer interface {
+	// MoveOut fences a live run out of the store, at the store's clock,
+	// and returns its header as fenced: its quarantine MovedAway of the
+	// one it had, its lease given up. A run fenced out already is
+	// returned as it is (a move interrupted and taken up again). It
+	// refuses, changing nothing (MoveOutOf): CodeNotFound; CodeLeaseHeld
+	// while a runner's lease on it is live (stop the old store's runners
+	// first, or wait for their leases to run out); CodeInvalidTransition
+	// for a run that has ended (it moves as it is).
+	MoveOut(ctx context.Context, runID string) (Run, error)
+	// CancelMove lifts MoveOut, for a move that did not happen: the run's
+	// quarantine is again what it was. CodeInvalidTransition for a run
+	// that is not fenced out.
+	CancelMove(ctx context.Context, runID string) error
+}
+
+// MoveFencerOf returns the MoveFencer of s, or of the first store it
+// wraps that has one.
+func MoveFencerOf(s Store) (MoveFencer, bool) { return As[MoveFencer](s) }
+
+// MoveOutOf decides MoveOut for run r, read at now: the quarantine that
+// fences it out, or why not. Both stores decide with it.
+func MoveOutOf(op string, r Run, now time.Time) (string, error) {
+	if _, moved := MovedFrom(r.Quarantine); moved {
+		return r.Quarantine, nil
+	}
+	if r.Outcome != "" {
+		return "", Errorf(CodeInvalidTransition, op, r.ID, nil, "the run has ended (%s): it moves as it is", r.Outcome)
+	}
+	if r.Lease.Owner != "" && now.Before(r.Lease.ExpiresAt) {
+		return "", Errorf(CodeLeaseHeld, op, r.ID, nil, "runner %s holds the run until %s", r.Lease.Owner, r.Lease.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return MovedAway(r.Quarantine), nil
+}
+
+// MoveCancelled decides CancelMove for run r: the quarantine it had
+// before MoveOut, or why it cannot be given back.
+func MoveCancelled(op string, r Run) (string, error) {
+	prev, moved := MovedFrom(r.Quarantine)
+	if !moved {
+		return "", Errorf(CodeInvalidTransition, op, r.ID, nil, "the run is not moving out of this store")
+	}
+	return prev, nil
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -158,4 +159,54 @@ func queueEventRow(tx *wtx, run string, evs []store.Event) {
 	tx.Queue(`INSERT INTO events (run_id, seq, last_seq, kinds, bodies, digest_sums, digests, prev_sum, prev_hash, chain_sums, chain_hashes, generation, recorded_at)
 VALUES ($1, $2::bigint, $3::bigint, $4::text[], $5::bytea[], $6::bytea[], $7::text[], $8::bytea, $9::text, $10::bytea[], $11::text[], $12, $13)`,
 		run, evs[0].Seq, evs[n-1].Seq, kinds, bodies, digests.sums, texts(&digests), prevSum, prevHash, chains.sums, texts(&chains), evs[0].Generation, nanos(evs[0].RecordedAt))
+}
+
+var _ store.MoveFencer = (*Store)(nil)
+
+// MoveOut implements store.MoveFencer, deciding on the run's row locked
+// and the database's clock read after the lock (store.MoveOutOf).
+func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
+	const op = "move out"
+	var r store.Run
+	err := s.write(ctx, op, runID, func(tx *wtx) error {
+		var subs, clock int64
+		var err error
+		r, err = scanRun(tx.QueryRow(ctx, lockedSQL+` SELECT c.* FROM c`, runID, s.injected()), &subs, &clock)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		} else if err != nil {
+			return err
+		}
+		q, err := store.MoveOutOf(op, r, fromNanos(clock))
+		if err != nil || q == r.Quarantine {
+			return err
+		}
+		r.Quarantine, r.Lease.Owner, r.Lease.ExpiresAt, r.UpdatedAt = q, "", time.Time{}, fromNanos(clock)
+		tx.Queue(`UPDATE runs SET quarantine = $2, lease_owner = '', lease_expires_at = 0, updated_at = $3 WHERE run_id = $1`, runID, q, clock)
+		return nil
+	})
+	s.heads.forget(runID)
+	return r, err
+}
+
+// CancelMove implements store.MoveFencer (store.MoveCancelled).
+func (s *Store) CancelMove(ctx context.Context, runID string) error {
+	const op = "cancel move"
+	err := s.write(ctx, op, runID, func(tx *wtx) error {
+		var subs, clock int64
+		r, err := scanRun(tx.QueryRow(ctx, lockedSQL+` SELECT c.* FROM c`, runID, s.injected()), &subs, &clock)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		} else if err != nil {
+			return err
+		}
+		prev, err := store.MoveCancelled(op, r)
+		if err != nil {
+			return err
+		}
+		tx.Queue(`UPDATE runs SET quarantine = $2, updated_at = $3 WHERE run_id = $1`, runID, prev, clock)
+		return nil
+	})
+	s.heads.forget(runID)
+	return err
 }

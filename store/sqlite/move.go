@@ -145,3 +145,49 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, in.Seq, in.ID, in.Kind, in.ActorR
 	})
 	return imported && err == nil, err
 }
+
+var _ store.MoveFencer = (*Store)(nil)
+
+// MoveOut implements store.MoveFencer (store.MoveOutOf), in one write
+// transaction at the store's clock.
+func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
+	const op = "move out"
+	var r store.Run
+	err := s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		var err error
+		r, err = scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		} else if err != nil {
+			return err
+		}
+		q, err := store.MoveOutOf(op, r, now)
+		if err != nil || q == r.Quarantine {
+			return err
+		}
+		r.Quarantine, r.Lease.Owner, r.Lease.ExpiresAt, r.UpdatedAt = q, "", time.Time{}, fromNanos(nanos(now))
+		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
+			q, nanos(now), runID)
+		return err
+	})
+	return r, err
+}
+
+// CancelMove implements store.MoveFencer (store.MoveCancelled).
+func (s *Store) CancelMove(ctx context.Context, runID string) error {
+	const op = "cancel move"
+	return s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		} else if err != nil {
+			return err
+		}
+		prev, err := store.MoveCancelled(op, r)
+		if err != nil {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `UPDATE runs SET quarantine = ?, updated_at = ? WHERE run_id = ?`, prev, nanos(now), runID)
+		return err
+	})
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -364,4 +365,78 @@ func listedRuns(t *testing.T, s store.Store) []string {
 
 func wholeText(w store.WholeRun) string {
 	return fmt.Sprintf("%+v grants=%+v inbox=%+v trace=%+v", w.Record, w.Grants, w.Inbox, w.Trace)
+}
+
+// testMoveOut holds store.MoveFencer to its contract: a live run is
+// fenced out (no writer commits to it, none takes it up) unless a
+// runner's lease on it is live; fencing again changes nothing; the fence
+// is lifted back to the quarantine the run had; ended and unknown runs are
+// refused.
+func testMoveOut(t *testing.T, s store.Store, c *Clock) {
+	f, ok := store.MoveFencerOf(s)
+	if !ok {
+		t.Skip("runs do not move out of this store")
+	}
+	newRun(t, s, "mo-live")
+	old, err := s.AcquireLease(ctx, "mo-live", "w", time.Minute)
+	must(t, err)
+	must(t, s.Commit(ctx, old, store.Tick{ExpectHead: 0, State: "WAIT", Events: []store.Event{Ev("A", `{}`)}}))
+	before := Snapshot(t, s, "mo-live")
+	_, err = f.MoveOut(ctx, "mo-live")
+	mustCode(t, err, store.CodeLeaseHeld)
+	if r, _ := s.Run(ctx, "mo-live"); r.Quarantine != "" || r.Lease.Owner != "w" {
+		t.Fatalf("a refused move out changed the run: %+v", r)
+	}
+	c.Advance(2 * time.Minute) // the runner's lease runs out
+	r, err := f.MoveOut(ctx, "mo-live")
+	must(t, err)
+	if prev, moved := store.MovedFrom(r.Quarantine); !moved || prev != "" || r.Lease.Owner != "" {
+		t.Fatalf("moved out: %+v", r)
+	}
+	if got, err := s.Run(ctx, "mo-live"); err != nil || got.Quarantine != r.Quarantine || got.Lease.Owner != "" {
+		t.Fatalf("the store reads %+v, %v; MoveOut said %+v", got, err, r)
+	}
+	mustCode(t, s.Commit(ctx, old, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("LATE", `{}`)}}), store.CodeQuarantined)
+	if _, err := s.AcquireLease(ctx, "mo-live", "w2", time.Minute); err == nil {
+		t.Fatal("a runner took up a run moved out")
+	}
+	if live, _ := s.Live(ctx); slices.Contains(live, "mo-live") {
+		t.Fatal("a run moved out is listed live")
+	}
+	c.Advance(time.Second)
+	again, err := f.MoveOut(ctx, "mo-live")
+	must(t, err)
+	if again != r {
+		t.Fatalf("moving out again changed the run:\n%+v\n%+v", again, r)
+	}
+	must(t, f.CancelMove(ctx, "mo-live"))
+	mustCode(t, f.CancelMove(ctx, "mo-live"), store.CodeInvalidTransition)
+	l, err := s.AcquireLease(ctx, "mo-live", "w2", time.Minute)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("B", `{}`)}}))
+	if after := Snapshot(t, s, "mo-live"); after == before {
+		t.Fatal("the run did not go on after its move was cancelled")
+	}
+	must(t, s.ReleaseLease(ctx, l))
+
+	// A quarantined run keeps its reason through a move and back.
+	newRun(t, s, "mo-parked")
+	must(t, s.Quarantine(ctx, "mo-parked", "tripwire: budget overrun"))
+	r, err = f.MoveOut(ctx, "mo-parked")
+	must(t, err)
+	if prev, moved := store.MovedFrom(r.Quarantine); !moved || prev != "tripwire: budget overrun" {
+		t.Fatalf("moved out: %q", r.Quarantine)
+	}
+	must(t, f.CancelMove(ctx, "mo-parked"))
+	if r, _ := s.Run(ctx, "mo-parked"); r.Quarantine != "tripwire: budget overrun" {
+		t.Fatalf("after the move was cancelled the run is quarantined %q", r.Quarantine)
+	}
+
+	EndedWithEverything(t, s, c, "mo-ended")
+	_, err = f.MoveOut(ctx, "mo-ended")
+	mustCode(t, err, store.CodeInvalidTransition)
+	_, err = f.MoveOut(ctx, "mo-none")
+	mustCode(t, err, store.CodeNotFound)
+	mustCode(t, f.CancelMove(ctx, "mo-none"), store.CodeNotFound)
+	mustCode(t, f.CancelMove(ctx, "mo-ended"), store.CodeInvalidTransition)
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, open Opener) {
 		{"Prune", testPrune},
 		{"Prunable", testPrunable},
 		{"Duties", testDuties},
+		{"MoveOut", testMoveOut},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

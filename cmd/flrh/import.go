@@ -5,30 +5,52 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
 )
 
 func init() {
 	imp := &cobra.Command{Use: "import --from STORE",
-		Short: "Take another store's pruned runs in: their headers, prunings and idempotency keys",
-		Long: `import copies what another store keeps of each run it pruned (flrh store prune)
-into this one: the run's header, its pruning (the archive's digest) and each of
-its effects' idempotency keys, bound to the content they were committed with.
-The run's id is then taken in this store too, flrh verify --archive FILE --store
-ties each archive to it, and no run of this store can commit an effect an
-imported run committed: how runs move from the embedded store to PostgreSQL
+		Short: "Take another store's runs in: pruned runs by their keys, and with --ended and --live whole runs",
+		Long: `import moves runs from another store into this one, in that store's creation
+order: how a deployment moves from the embedded store to PostgreSQL
 (docs/postgres.md).
 
-A run the other store has not pruned is left and reported (prune it first; a
-run still live must end first). So is a run whose id, or one of whose keys,
-this store holds already for something else. A run imported before is
-counted as such and not written again. Exit status 1 when any run is left.`,
+A run the other store pruned (flrh store prune) moves as what it keeps of it:
+the run's header, its pruning (the archive's digest) and each of its effects'
+idempotency keys, bound to the content they were committed with. Its id is then
+taken in this store too, flrh verify --archive FILE --store ties each archive
+to it, and no run of this store can commit an effect it committed.
+
+With --ended, a run that ended and was not pruned moves whole: every event,
+its checkpoint, intents, attempts, receipts, grants, inbox and trace, as
+flrh verify and flrh replay read them in either store.
+
+With --live, a run that has not ended moves whole too, and goes on in this
+store where it stood: waiting for a person, with input pending, or with an
+effect in flight (this store's runners ask the destination what became of it
+before anything else, as after any runner's crash). The other store is then
+written: each such run is first fenced out of it (quarantined as moved to
+another store, its runners' commits refused), so that it never runs in both.
+A run a runner of the other store holds a live lease on is left: stop that
+store's runners first. A run this store refuses is let back into the other
+store as it was. An import interrupted half-way is taken up by running it
+again: a run fenced out and not yet imported is imported then.
+
+Any other run is left and reported, and so is a run whose id, one of whose
+keys or grants, this store holds already for something else. A run imported
+before is counted as such and not written again. Exit status 1 when any run
+is left.`,
 		Args: cobra.NoArgs}
 	iStore := addStoreFlag(imp)
-	iFrom := imp.Flags().String("from", "", "the store to take the pruned runs from (opened read-only)")
+	iFrom := imp.Flags().String("from", "", "the store to take the runs from (opened read-only unless --live)")
+	iEnded := imp.Flags().Bool("ended", false, "also move the ended runs the other store has not pruned, whole")
+	iLive := imp.Flags().Bool("live", false, "also move the runs that have not ended, whole, fencing each out of the other store")
 	iJSON := imp.Flags().Bool("json", false, "print JSON")
 	imp.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *iFrom == "" {
@@ -38,7 +60,7 @@ counted as such and not written again. Exit status 1 when any run is left.`,
 			return usagef("--from and --store name the same store")
 		}
 		ctx := cmd.Context()
-		src, err := openStore(ctx, *iFrom, true)
+		src, err := openStore(ctx, *iFrom, !*iLive)
 		if err != nil {
 			return err
 		}
@@ -48,7 +70,7 @@ counted as such and not written again. Exit status 1 when any run is left.`,
 			return err
 		}
 		defer dst.Close()
-		rep, err := importPruned(ctx, src, dst)
+		rep, err := importRuns(ctx, src, dst, importWhat{ended: *iEnded, live: *iLive, to: storeDescription(*iStore), cut: faultCut()})
 		return finishReport(cmd.OutOrStdout(), *iJSON, rep, err, len(rep.Left) > 0)
 	}
 	storeCmd.AddCommand(imp)
@@ -56,9 +78,11 @@ counted as such and not written again. Exit status 1 when any run is left.`,
 
 // importReport is what flrh store import did, run by run.
 type importReport struct {
-	Imported []string     `json:"imported"`
-	Keys     int          `json:"keys"`    // idempotency keys imported
-	Already  []string     `json:"already"` // imported before
+	Imported []string     `json:"imported"` // pruned runs
+	Keys     int          `json:"keys"`     // their idempotency keys
+	Ended    []string     `json:"ended"`    // ended runs moved whole
+	Live     []string     `json:"live"`     // live runs moved whole, fenced out of the other store
+	Already  []string     `json:"already"`  // imported before
 	Left     []skippedRun `json:"left"`
 }
 
@@ -86,49 +110,215 @@ func (r importReport) print(w io.Writer) {
 	for _, l := range r.Left {
 		fmt.Fprintf(w, "left %s: %s\n", l.RunID, l.Reason)
 	}
-	fmt.Fprintf(w, "imported %d pruned runs (%d idempotency keys); %d imported before; left %d\n", len(r.Imported), r.Keys, len(r.Already), len(r.Left))
+	fmt.Fprintf(w, "imported %d pruned runs (%d idempotency keys), %d ended runs whole, %d live runs whole; %d imported before; left %d\n",
+		len(r.Imported), r.Keys, len(r.Ended), len(r.Live), len(r.Already), len(r.Left))
 }
 
-// importPruned takes every run src pruned into dst, in src's creation
-// order. A run that cannot be taken (not pruned, or its id or a key taken
-// in dst) is left; a failure of either store stops it.
-func importPruned(ctx context.Context, src, dst store.Store) (importReport, error) {
-	rep := importReport{Imported: []string{}, Already: []string{}, Left: []skippedRun{}}
+// importWhat says which runs besides the pruned ones flrh store import
+// moves, and to describes the store they move to (storeDescription), as
+// the store they move from records it of a live run.
+type importWhat struct {
+	ended, live bool
+	to          string
+	// cut, when not nil, is called at the crash tests' cut points
+	// "import-fenced" (a live run fenced out of the store it moves from
+	// and read, not yet written into the other) and "import-written" (a
+	// live run written into the store it moves to).
+	cut func(string)
+}
+
+// storeDescription names the store spec names for the record of where a
+// run went: an embedded store by its absolute path, another by its URL
+// without a password.
+func storeDescription(spec string) string {
+	if strings.Contains(spec, "://") {
+		return redactURL(spec)
+	}
+	path := strings.TrimPrefix(spec, "sqlite:")
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "sqlite:" + path
+}
+
+// importRuns takes src's runs into dst, in src's creation order: the
+// pruned ones by their keys, and as what says the ended and live ones
+// whole. A run that cannot be taken is left; a failure of either store
+// stops it (a live run fenced out of src and not yet imported then stays
+// fenced out, and the next import takes it).
+func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (importReport, error) {
+	rep := importReport{Imported: []string{}, Ended: []string{}, Live: []string{}, Already: []string{}, Left: []skippedRun{}}
 	from, ok := store.PrunedMoverOf(src)
 	pr, ok2 := store.PrunerOf(src)
 	to, ok3 := store.PrunedMoverOf(dst)
 	if !ok || !ok2 || !ok3 {
 		return rep, usagef("these stores cannot move pruned runs")
 	}
+	var imp store.RunImporter
+	var fence store.MoveFencer
+	if what.ended || what.live {
+		if imp, ok = store.RunImporterOf(dst); !ok {
+			return rep, usagef("this store cannot take whole runs in")
+		}
+	}
+	if what.live {
+		if fence, ok = store.MoveFencerOf(src); !ok {
+			return rep, usagef("live runs cannot move out of the other store")
+		}
+	}
 	err := walkPrunings(ctx, src, pr, func(r store.Run, p *store.Pruning) error {
 		left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
 		switch {
+		case r.Outcome == "" && !what.live:
+			left(fmt.Sprintf("it has not ended (state %s): --live moves it", r.State))
+			return nil
 		case r.Outcome == "":
-			left(fmt.Sprintf("it has not ended (state %s)", r.State))
+			return importLive(ctx, src, dst, what, fence, imp, r, &rep)
+		case p == nil && !what.ended:
+			left("it is not pruned (flrh store prune it first, or --ended moves it whole)")
 			return nil
 		case p == nil:
-			left("it is not pruned (flrh store prune it first)")
-			return nil
+			w, err := readWhole(ctx, src, r.ID)
+			if refused(err) {
+				left(fmt.Sprintf("it cannot be read: %v", err))
+				return nil
+			} else if err != nil {
+				return err
+			}
+			imported, err := imp.ImportRun(ctx, w)
+			return tally(&rep, &rep.Ended, r.ID, imported, err)
 		}
 		keys, err := from.PrunedKeys(ctx, r.ID)
 		if err != nil {
 			return err
 		}
 		imported, err := to.ImportPruned(ctx, store.PrunedRun{Run: r, Pruning: *p, Keys: keys})
-		switch c := store.CodeOf(err); {
-		case c == store.CodeExists || c == store.CodeIdempotencyConflict || c == store.CodeInvalidInput:
-			left(fmt.Sprintf("this store refused: %v", err))
-		case err != nil:
-			return fmt.Errorf("run %s: %w", r.ID, err)
-		case imported:
-			rep.Imported = append(rep.Imported, r.ID)
+		if err == nil && imported {
 			rep.Keys += len(keys)
-		default:
-			rep.Already = append(rep.Already, r.ID)
 		}
-		return nil
+		return tally(&rep, &rep.Imported, r.ID, imported, err)
 	})
 	return rep, err
+}
+
+// importLive moves live run r: fenced out of src as moving to dst (which
+// to describes), or found fenced out so by an import before, read,
+// imported into dst. A run fenced out as moving to another store is left. A run dst refuses, or that
+// cannot be read, is let back into src, unless dst holds it already,
+// moved before and gone on since.
+func importLive(ctx context.Context, src, dst store.Store, what importWhat, fence store.MoveFencer, imp store.RunImporter, r store.Run, rep *importReport) error {
+	left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
+	cut := func(point string) {
+		if what.cut != nil {
+			what.cut(point)
+		}
+	}
+	to := what.to
+	out, err := fence.MoveOut(ctx, r.ID, to)
+	switch c := store.CodeOf(err); {
+	case c == store.CodeLeaseHeld:
+		left(fmt.Sprintf("%v: stop the other store's runners, or wait for the lease to run out", err))
+		return nil
+	case c == store.CodeInvalidTransition:
+		left(fmt.Sprintf("it changed while it was being moved: %v", err)) // it ended meanwhile: import it again
+		return nil
+	case err != nil:
+		return err
+	}
+	went, prev, _ := store.MovedFrom(out.Quarantine)
+	if went != to {
+		left(fmt.Sprintf("it moved to %s already", went))
+		return nil
+	}
+	letBack := func(why string) error {
+		if err := fence.CancelMove(ctx, r.ID); err != nil {
+			return fmt.Errorf("run %s: %s, and letting it back into the other store failed: %w", r.ID, why, err)
+		}
+		left(why + "; it stays in the other store")
+		return nil
+	}
+	w, err := readWhole(ctx, src, r.ID)
+	if refused(err) {
+		return letBack(fmt.Sprintf("it cannot be read: %v", err))
+	} else if err != nil {
+		return err
+	}
+	cut("import-fenced")
+	w.Record.Run.Quarantine = prev
+	imported, err := imp.ImportRun(ctx, w)
+	if refused(err) {
+		if movedBefore(ctx, dst, w.Record.Run) {
+			rep.Already = append(rep.Already, r.ID)
+			return nil
+		}
+		return letBack(fmt.Sprintf("this store refused it: %v", err))
+	}
+	if imported {
+		cut("import-written")
+	}
+	return tally(rep, &rep.Live, r.ID, imported, err)
+}
+
+// readWhole reads runID's whole record from st as an archive holds it.
+func readWhole(ctx context.Context, st store.Store, runID string) (store.WholeRun, error) {
+	a, err := archive.Read(ctx, st, runID)
+	if err != nil {
+		return store.WholeRun{}, err
+	}
+	return a.Whole(), nil
+}
+
+// refused reports whether err is a store's refusal of one run (what the
+// import leaves and goes on), not a failure of the store.
+func refused(err error) bool {
+	switch store.CodeOf(err) {
+	case store.CodeExists, store.CodeIdempotencyConflict, store.CodeInvalidInput, store.CodeCorrupt, store.CodeSealed:
+		return true
+	}
+	return false
+}
+
+// tally counts run id into imported, or as imported before, or left when
+// this store refused it.
+func tally(rep *importReport, imported *[]string, id string, written bool, err error) error {
+	switch {
+	case refused(err):
+		rep.Left = append(rep.Left, skippedRun{RunID: id, Reason: fmt.Sprintf("this store refused it: %v", err)})
+	case err != nil:
+		return fmt.Errorf("run %s: %w", id, err)
+	case written:
+		*imported = append(*imported, id)
+	default:
+		rep.Already = append(rep.Already, id)
+	}
+	return nil
+}
+
+// movedBefore reports whether dst holds run (as the store it moves from
+// holds it) moved into it before, and gone on since: the same workflow,
+// created at the same time, at or past its head, its events (when dst
+// still keeps them) chained through its head hash.
+func movedBefore(ctx context.Context, dst store.Store, run store.Run) bool {
+	got, err := dst.Run(ctx, run.ID)
+	if err != nil || got.WorkflowID != run.WorkflowID || !got.CreatedAt.Equal(run.CreatedAt) || got.Head < run.Head {
+		return false
+	}
+	if run.Head == 0 {
+		return true
+	}
+	evs, err := dst.Events(ctx, run.ID, run.Head-1)
+	if err != nil {
+		return false
+	}
+	if len(evs) == 0 {
+		p, ok := store.PrunerOf(dst)
+		if !ok {
+			return false
+		}
+		_, err := p.Pruning(ctx, run.ID)
+		return err == nil // pruned since: its events are in its archive
+	}
+	return evs[0].Seq == run.Head && evs[0].ChainHash == run.HeadHash
 }
 
 // walkPrunings calls fn with each run of st in creation order and, for an

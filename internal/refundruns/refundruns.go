@@ -75,10 +75,40 @@ func Abandoned(t testing.TB, st store.Store, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
 	must := mustOf(t)
+	id := prefix + "abandoned"
+	r, unknown := lostAnswer(t, st, id)
+	defer r.Close(ctx)
+	must(r.Reconcile(ctx, id, unknown, "abandon", runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}))
+	must(r.RunToIdle(ctx))
+	run, err := st.Run(ctx, id)
+	must(err)
+	if run.State != "EFFECT_OUTCOME_UNKNOWN" || run.Outcome == "" {
+		t.Fatalf("run %s ended %s/%s after the effect was abandoned", id, run.State, run.Outcome)
+	}
+	return id
+}
+
+// Lost runs one refund of the refund-agent bundle on st whose payment was
+// sent and whose answer was lost, and leaves it waiting for a person to
+// say what became of it (HUMAN_RECONCILIATION). It returns the run's id
+// (prefix+"lost").
+func Lost(t testing.TB, st store.Store, prefix string) string {
+	t.Helper()
+	id := prefix + "lost"
+	r, _ := lostAnswer(t, st, id)
+	mustOf(t)(r.Close(context.Background()))
+	return id
+}
+
+// lostAnswer starts run id on st, whose one payment's answer is lost, runs
+// it until it waits for a person to reconcile it, and returns the runner
+// and the effect.
+func lostAnswer(t testing.TB, st store.Store, id string) (*runner.Runner, string) {
+	t.Helper()
+	ctx := context.Background()
+	must := mustOf(t)
 	agent, reg := agentPaying(t, lostAnswers{})
 	r := newRunner(t, st, agent, reg)
-	defer r.Close(ctx)
-	id := prefix + "abandoned"
 	must(r.Start(ctx, id, agent.ID(), agent.Version(), []byte(
 		`{"type":"refund.requested/1","payload":{"amount":25,"payee":"p-lost","reason":"damaged item","refund_id":"r-`+id+`"}}`)))
 	must(r.RunToIdle(ctx))
@@ -87,14 +117,38 @@ func Abandoned(t testing.TB, st store.Store, prefix string) string {
 	if in.State != "HUMAN_RECONCILIATION" || len(in.Unknown) != 1 {
 		t.Fatalf("run %s is %s with %d effects unknown; want HUMAN_RECONCILIATION with one", id, in.State, len(in.Unknown))
 	}
-	must(r.Reconcile(ctx, id, in.Unknown[0], "abandon", runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.abandon_unknown"}))
+	return r, in.Unknown[0]
+}
+
+// Finish takes run id of the refund-agent bundle on st to its end with a
+// runner whose payments go to pay: finance-lead grants each approval it waits
+// for, and bob confirms each effect whose outcome is unknown as applied.
+// It returns the run's header.
+func Finish(t testing.TB, st store.Store, id string, pay effect.Adapter) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	must := mustOf(t)
+	agent, reg := agentPaying(t, pay)
+	r := newRunner(t, st, agent, reg)
+	defer r.Close(ctx)
 	must(r.RunToIdle(ctx))
+	for range 8 {
+		in, err := r.Inspect(ctx, id)
+		must(err)
+		if len(in.Waiting) == 0 && len(in.Unknown) == 0 {
+			break
+		}
+		for _, w := range in.Waiting {
+			must(r.Approve(ctx, id, w.RequestID, runner.Actor{Name: "finance-lead", Role: "human_approver", Capability: "approval.grant_exact_hash"}, time.Hour))
+		}
+		for _, u := range in.Unknown {
+			must(r.Reconcile(ctx, id, u, "confirmed_success", runner.Actor{Name: "bob", Role: "human_reconciler", Capability: "receipt.confirm_external"}))
+		}
+		must(r.RunToIdle(ctx))
+	}
 	run, err := st.Run(ctx, id)
 	must(err)
-	if run.State != "EFFECT_OUTCOME_UNKNOWN" || run.Outcome == "" {
-		t.Fatalf("run %s ended %s/%s after the effect was abandoned", id, run.State, run.Outcome)
-	}
-	return id
+	return run
 }
 
 // lostAnswers is a destination whose every answer is lost: an attempt's

@@ -250,12 +250,12 @@ func readWhole(t *testing.T, s store.Store, id string) store.WholeRun {
 	t.Helper()
 	a, err := archive.Read(ctx, s, id)
 	must(t, err)
-	return nilEmpty(a.Whole())
+	return NilEmpty(a.Whole())
 }
 
-// nilEmpty is w with its empty lists nil, as one store reads them and
+// NilEmpty is w with its empty lists nil, as one store reads them and
 // another may not.
-func nilEmpty(w store.WholeRun) store.WholeRun {
+func NilEmpty(w store.WholeRun) store.WholeRun {
 	w = copyWhole(w)
 	r := &w.Record
 	if len(r.Events) == 0 {
@@ -291,7 +291,7 @@ func nilEmpty(w store.WholeRun) store.WholeRun {
 // movedAs is w as the store it moves to reads it back: unleased, with
 // its lease's generation.
 func movedAs(w store.WholeRun) store.WholeRun {
-	w = nilEmpty(w)
+	w = NilEmpty(w)
 	w.Record.Run.Lease = store.Lease{RunID: w.Record.Run.Lease.RunID, Generation: w.Record.Run.Lease.Generation}
 	return w
 }
@@ -382,15 +382,15 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 	must(t, err)
 	must(t, s.Commit(ctx, old, store.Tick{ExpectHead: 0, State: "WAIT", Events: []store.Event{Ev("A", `{}`)}}))
 	before := Snapshot(t, s, "mo-live")
-	_, err = f.MoveOut(ctx, "mo-live")
+	_, err = f.MoveOut(ctx, "mo-live", "there")
 	mustCode(t, err, store.CodeLeaseHeld)
 	if r, _ := s.Run(ctx, "mo-live"); r.Quarantine != "" || r.Lease.Owner != "w" {
 		t.Fatalf("a refused move out changed the run: %+v", r)
 	}
 	c.Advance(2 * time.Minute) // the runner's lease runs out
-	r, err := f.MoveOut(ctx, "mo-live")
+	r, err := f.MoveOut(ctx, "mo-live", "there")
 	must(t, err)
-	if prev, moved := store.MovedFrom(r.Quarantine); !moved || prev != "" || r.Lease.Owner != "" {
+	if to, prev, moved := store.MovedFrom(r.Quarantine); !moved || to != "there" || prev != "" || r.Lease.Owner != "" {
 		t.Fatalf("moved out: %+v", r)
 	}
 	if got, err := s.Run(ctx, "mo-live"); err != nil || got.Quarantine != r.Quarantine || got.Lease.Owner != "" {
@@ -404,7 +404,7 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 		t.Fatal("a run moved out is listed live")
 	}
 	c.Advance(time.Second)
-	again, err := f.MoveOut(ctx, "mo-live")
+	again, err := f.MoveOut(ctx, "mo-live", "elsewhere") // moved to "there" already: as it is
 	must(t, err)
 	if again != r {
 		t.Fatalf("moving out again changed the run:\n%+v\n%+v", again, r)
@@ -422,9 +422,9 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 	// A quarantined run keeps its reason through a move and back.
 	newRun(t, s, "mo-parked")
 	must(t, s.Quarantine(ctx, "mo-parked", "tripwire: budget overrun"))
-	r, err = f.MoveOut(ctx, "mo-parked")
+	r, err = f.MoveOut(ctx, "mo-parked", "there")
 	must(t, err)
-	if prev, moved := store.MovedFrom(r.Quarantine); !moved || prev != "tripwire: budget overrun" {
+	if _, prev, moved := store.MovedFrom(r.Quarantine); !moved || prev != "tripwire: budget overrun" {
 		t.Fatalf("moved out: %q", r.Quarantine)
 	}
 	must(t, f.CancelMove(ctx, "mo-parked"))
@@ -433,9 +433,9 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 	}
 
 	EndedWithEverything(t, s, c, "mo-ended")
-	_, err = f.MoveOut(ctx, "mo-ended")
+	_, err = f.MoveOut(ctx, "mo-ended", "there")
 	mustCode(t, err, store.CodeInvalidTransition)
-	_, err = f.MoveOut(ctx, "mo-none")
+	_, err = f.MoveOut(ctx, "mo-none", "there")
 	mustCode(t, err, store.CodeNotFound)
 	mustCode(t, f.CancelMove(ctx, "mo-none"), store.CodeNotFound)
 	mustCode(t, f.CancelMove(ctx, "mo-ended"), store.CodeInvalidTransition)

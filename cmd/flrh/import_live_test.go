@@ -143,6 +143,22 @@ func testImportLive(t *testing.T, to, taken string) {
 			t.Fatalf("a runner of the old store took up %s after it moved", id)
 		}
 	}
+	// flrh store check on the old store lists them moved, not as
+	// problems: the payment whose answer was lost is the new store's to
+	// settle.
+	out, err := flrh(bin, nil, "store", "check", "--store", from, "--json")
+	var chk storeReport
+	if err != nil || json.Unmarshal([]byte(out), &chk) != nil {
+		t.Fatalf("store check on the old store: %v\n%s", err, out)
+	}
+	if chk.Problems != 0 || len(chk.Quarantined) != 0 || len(chk.Moved) != 2 || chk.Moved[1] != (movedRun{RunID: lost, To: storeDescription(to)}) ||
+		len(chk.OpenOutbox) != 1 || !chk.OpenOutbox[0].RunMoved {
+		t.Fatalf("store check on the old store:\n%s", out)
+	}
+	if out, _ := flrh(bin, nil, "store", "check", "--store", from); !strings.Contains(out, "runs moved to another store: 2") {
+		t.Fatalf("store check on the old store:\n%s", out)
+	}
+
 	dst, err := openStore(ctx, to, false)
 	if err != nil {
 		t.Fatal(err)

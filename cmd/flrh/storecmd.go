@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -119,7 +121,11 @@ type storeReport struct {
 	Pruned             int           `json:"pruned"` // ended runs whose record was pruned (flrh store prune)
 	StuckLeases        []stuckLease  `json:"stuck_leases"`
 	Quarantined        []quarantined `json:"quarantined"`
-	OpenOutbox         []openOutbox  `json:"open_outbox"`
+	// Moved are the live runs that moved to another store (flrh store
+	// import --live), fenced out of this one: where each went. None is
+	// a problem here; the store each went to runs it.
+	Moved      []movedRun   `json:"moved"`
+	OpenOutbox []openOutbox `json:"open_outbox"`
 	// Duties are the upkeep leases of the store (store.Duties) someone
 	// ever held: which server prunes on a schedule, say. None is a
 	// problem: a lapsed one is taken at another server's next pass.
@@ -195,6 +201,11 @@ type quarantined struct {
 	Reason string `json:"reason"`
 }
 
+type movedRun struct {
+	RunID string `json:"run_id"`
+	To    string `json:"to"`
+}
+
 type openOutbox struct {
 	RunID    string `json:"run_id"`
 	IntentID string `json:"intent_id"`
@@ -208,6 +219,9 @@ type openOutbox struct {
 	// effect that may have reached the world, but it is no longer a
 	// problem: the person it was routed to has decided.
 	RunEnded bool `json:"run_ended,omitempty"`
+	// RunMoved says the run moved to another store (Moved), the effect
+	// with it: the store it went to settles it, not this one.
+	RunMoved bool `json:"run_moved,omitempty"`
 }
 
 // checkStore reports the same way on every backend. A store that takes a
@@ -232,19 +246,21 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	} else if err := rep.readDuties(ctx, st, now); err != nil {
 		return rep, err
 	}
-	ended := map[string]bool{}
+	type where struct{ ended, moved bool }
+	runs := map[string]where{}
 	for i, o := range rep.OpenOutbox {
-		e, ok := ended[o.RunID]
+		w, ok := runs[o.RunID]
 		if !ok {
 			r, err := st.Run(ctx, o.RunID)
 			if err != nil {
 				return rep, err
 			}
-			e = r.Outcome != ""
-			ended[o.RunID] = e
+			_, _, moved := store.MovedFrom(r.Quarantine)
+			w = where{ended: r.Outcome != "", moved: moved}
+			runs[o.RunID] = w
 		}
-		rep.OpenOutbox[i].RunEnded = e
-		if o.Status == string(store.OutboxHuman) && !e {
+		rep.OpenOutbox[i].RunEnded, rep.OpenOutbox[i].RunMoved = w.ended, w.moved
+		if o.Status == string(store.OutboxHuman) && !w.ended && !w.moved {
 			rep.Problems++
 		}
 	}
@@ -255,7 +271,7 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 // and open outbox entries: from the store's census (store.TakeCensus) and
 // open outbox when it has them, otherwise by paging through every run.
 func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter time.Duration, rep *storeReport) error {
-	rep.StuckLeases, rep.Quarantined, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []openOutbox{}
+	rep.StuckLeases, rep.Quarantined, rep.Moved, rep.OpenOutbox = []stuckLease{}, []quarantined{}, []movedRun{}, []openOutbox{}
 	c, err := store.TakeCensus(ctx, st, store.CensusQuery{ExpiredBy: now.Add(-stuckAfter)})
 	if err != nil {
 		return err
@@ -299,8 +315,13 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 	}
 }
 
-// addQuarantined reports a run quarantined before it ended.
+// addQuarantined reports a run quarantined before it ended, or moved to
+// another store.
 func (r *storeReport) addQuarantined(run store.Run) {
+	if to, _, moved := store.MovedFrom(run.Quarantine); moved {
+		r.Moved = append(r.Moved, movedRun{RunID: run.ID, To: to})
+		return
+	}
 	r.Quarantined = append(r.Quarantined, quarantined{RunID: run.ID, Reason: run.Quarantine})
 }
 
@@ -329,6 +350,16 @@ func (r storeReport) print(w io.Writer) {
 	fmt.Fprintf(w, "quarantined runs: %d\n", len(r.Quarantined))
 	for _, q := range r.Quarantined {
 		fmt.Fprintf(w, "  %s: %s\n", q.RunID, q.Reason)
+	}
+	if len(r.Moved) > 0 {
+		to := map[string]int{}
+		for _, m := range r.Moved {
+			to[m.To]++
+		}
+		fmt.Fprintf(w, "runs moved to another store: %d (flrh store import --live)\n", len(r.Moved))
+		for _, dest := range slices.Sorted(maps.Keys(to)) {
+			fmt.Fprintf(w, "  %d to %s\n", to[dest], dest)
+		}
 	}
 	byStatus := map[string]int{}
 	for _, o := range r.OpenOutbox {

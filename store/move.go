@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -222,35 +221,35 @@ func validAttempt(s AttemptStatus) bool {
 	return false
 }
 
-// movedAway begins the quarantine of a run that moved to another store.
-const movedAway = "moved to another store"
+// The quarantine of a run that moved to another store: movedTo, where it
+// went, and, if it was quarantined before, quarantinedBefore and why.
+const (
+	movedTo           = "moved to another store: "
+	quarantinedBefore = "\nquarantined before: "
+)
 
 // MovedAway is the quarantine that fences a run out of the store it moved
-// from, for good: prev is the quarantine it had before ("" for none),
-// which MovedFrom gives back, so that a move interrupted and taken up
-// again still knows what the run was.
-func MovedAway(prev string) string {
-	if prev == "" {
-		return movedAway
+// from, for good: to says where it went (one line; a line break becomes
+// a space), prev is the quarantine it had before ("" for none). MovedFrom
+// gives both back, so that a move interrupted and taken up again still
+// knows what the run was, and that a run is not moved to a second store.
+func MovedAway(to, prev string) string {
+	q := movedTo + strings.NewReplacer("\r", " ", "\n", " ").Replace(to)
+	if prev != "" {
+		q += quarantinedBefore + prev
 	}
-	return fmt.Sprintf("%s (it was quarantined: %s)", movedAway, prev)
+	return q
 }
 
-// MovedFrom reports whether quarantine is a MovedAway one, and the
-// quarantine the run had before it moved.
-func MovedFrom(quarantine string) (prev string, moved bool) {
-	rest, ok := strings.CutPrefix(quarantine, movedAway)
-	switch {
-	case !ok:
-		return "", false
-	case rest == "":
-		return "", true
+// MovedFrom reports whether quarantine is a MovedAway one, where the run
+// went and the quarantine it had before it moved.
+func MovedFrom(quarantine string) (to, prev string, moved bool) {
+	rest, ok := strings.CutPrefix(quarantine, movedTo)
+	if !ok {
+		return "", "", false
 	}
-	inner, ok := strings.CutPrefix(rest, " (it was quarantined: ")
-	if !ok || !strings.HasSuffix(inner, ")") {
-		return "", false
-	}
-	return strings.TrimSuffix(inner, ")"), true
+	to, prev, _ = strings.Cut(rest, quarantinedBefore)
+	return to, prev, true
 }
 
 // MoveFencer is implemented by stores live runs move out of: the other
@@ -261,14 +260,16 @@ func MovedFrom(quarantine string) (prev string, moved bool) {
 // never takes it up.
 type MoveFencer interface {
 	// MoveOut fences a live run out of the store, at the store's clock,
-	// and returns its header as fenced: its quarantine MovedAway of the
-	// one it had, its lease given up. A run fenced out already is
-	// returned as it is (a move interrupted and taken up again). It
+	// as moving to the store to describes, and returns its header as
+	// fenced: its quarantine MovedAway(to, the one it had), its lease
+	// given up. A run fenced out already is returned as it is (a move
+	// interrupted and taken up again, or one to another store: MovedFrom
+	// tells). It
 	// refuses, changing nothing (MoveOutOf): CodeNotFound; CodeLeaseHeld
 	// while a runner's lease on it is live (stop the old store's runners
 	// first, or wait for their leases to run out); CodeInvalidTransition
 	// for a run that has ended (it moves as it is).
-	MoveOut(ctx context.Context, runID string) (Run, error)
+	MoveOut(ctx context.Context, runID, to string) (Run, error)
 	// CancelMove lifts MoveOut, for a move that did not happen: the run's
 	// quarantine is again what it was. CodeInvalidTransition for a run
 	// that is not fenced out.
@@ -279,10 +280,10 @@ type MoveFencer interface {
 // wraps that has one.
 func MoveFencerOf(s Store) (MoveFencer, bool) { return As[MoveFencer](s) }
 
-// MoveOutOf decides MoveOut for run r, read at now: the quarantine that
-// fences it out, or why not. Both stores decide with it.
-func MoveOutOf(op string, r Run, now time.Time) (string, error) {
-	if _, moved := MovedFrom(r.Quarantine); moved {
+// MoveOutOf decides MoveOut for run r, read at now, moving to to: the
+// quarantine that fences it out, or why not. Both stores decide with it.
+func MoveOutOf(op string, r Run, to string, now time.Time) (string, error) {
+	if _, _, moved := MovedFrom(r.Quarantine); moved {
 		return r.Quarantine, nil
 	}
 	if r.Outcome != "" {
@@ -291,13 +292,13 @@ func MoveOutOf(op string, r Run, now time.Time) (string, error) {
 	if r.Lease.Owner != "" && now.Before(r.Lease.ExpiresAt) {
 		return "", Errorf(CodeLeaseHeld, op, r.ID, nil, "runner %s holds the run until %s", r.Lease.Owner, r.Lease.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	return MovedAway(r.Quarantine), nil
+	return MovedAway(to, r.Quarantine), nil
 }
 
 // MoveCancelled decides CancelMove for run r: the quarantine it had
 // before MoveOut, or why it cannot be given back.
 func MoveCancelled(op string, r Run) (string, error) {
-	prev, moved := MovedFrom(r.Quarantine)
+	_, prev, moved := MovedFrom(r.Quarantine)
 	if !moved {
 		return "", Errorf(CodeInvalidTransition, op, r.ID, nil, "the run is not moving out of this store")
 	}

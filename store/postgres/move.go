@@ -165,7 +165,7 @@ var _ store.MoveFencer = (*Store)(nil)
 
 // MoveOut implements store.MoveFencer, deciding on the run's row locked
 // and the database's clock read after the lock (store.MoveOutOf).
-func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
+func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error) {
 	const op = "move out"
 	var r store.Run
 	err := s.write(ctx, op, runID, func(tx *wtx) error {
@@ -177,7 +177,7 @@ func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
 		} else if err != nil {
 			return err
 		}
-		q, err := store.MoveOutOf(op, r, fromNanos(clock))
+		q, err := store.MoveOutOf(op, r, to, fromNanos(clock))
 		if err != nil || q == r.Quarantine {
 			return err
 		}

@@ -150,7 +150,7 @@ var _ store.MoveFencer = (*Store)(nil)
 
 // MoveOut implements store.MoveFencer (store.MoveOutOf), in one write
 // transaction at the store's clock.
-func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
+func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error) {
 	const op = "move out"
 	var r store.Run
 	err := s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
@@ -161,7 +161,7 @@ func (s *Store) MoveOut(ctx context.Context, runID string) (store.Run, error) {
 		} else if err != nil {
 			return err
 		}
-		q, err := store.MoveOutOf(op, r, now)
+		q, err := store.MoveOutOf(op, r, to, now)
 		if err != nil || q == r.Quarantine {
 			return err
 		}

@@ -243,3 +243,25 @@ func TestSealedCheckpointPackedFirst(t *testing.T) {
 		t.Fatalf("a checkpoint moved: %v", err)
 	}
 }
+
+// Runs move between stores sealed with different keys, and between a
+// sealed store and one in clear, either way: each store opens what it
+// holds with its own key (the import seals anew).
+func TestImportRunsSealed(t *testing.T) {
+	sealedWith := func(b byte) storetest.Opener {
+		k, err := sealed.New(bytes.Repeat([]byte{b}, sealed.KeySize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(t *testing.T, clock func() time.Time) store.Store {
+			s, err := Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), Options{Clock: clock, Sealer: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	t.Run("SealedToSealed", func(t *testing.T) { storetest.ImportRuns(t, sealedWith(7), sealedWith(9)) })
+	t.Run("SealedToClear", func(t *testing.T) { storetest.ImportRuns(t, sealedWith(7), open) })
+	t.Run("ClearToSealed", func(t *testing.T) { storetest.ImportRuns(t, open, sealedWith(9)) })
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"flrh.dev/flrh/internal/refundruns"
+)
+
+// BenchmarkImport measures flrh store import per run, from an embedded
+// store a real runner wrote (FLRH_BENCH_PRUNE_RUNS runs of the
+// refund-agent bundle, default 100) into an empty store of each backend:
+// "ended" moves runs that paid their refund (18 events, 1 intent, its
+// attempt and receipt, 2 inbox entries, 9 trace records), reading each
+// whole and importing it in one transaction (--ended); "live" moves runs
+// waiting for an approval, each fenced out of the old store first
+// (--live). The runs are recorded outside the timer for each iteration.
+func BenchmarkImport(b *testing.B) {
+	n := len(benchPruneAmounts(b))
+	backends := []struct{ name, dsn string }{{"sqlite", ""}}
+	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
+		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})
+	}
+	for _, be := range backends {
+		for _, way := range []struct {
+			name   string
+			amount int
+			what   importWhat
+		}{{"ended", 30, importWhat{ended: true}}, {"live", 800, importWhat{live: true, to: "bench"}}} {
+			b.Run(be.name+"/"+way.name, func(b *testing.B) {
+				ctx := context.Background()
+				amounts := make([]int, n)
+				for i := range amounts {
+					amounts[i] = way.amount
+				}
+				runs := 0
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					src, err := openStore(ctx, "sqlite:"+filepath.Join(b.TempDir(), "from.db"), false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					refundruns.Record(b, src, "", false, amounts...)
+					spec := "sqlite:" + filepath.Join(b.TempDir(), "to.db")
+					if be.dsn != "" {
+						_, spec = freshSchema(b, be.dsn, "flrh_bench_import_")
+					}
+					dst, err := openStore(ctx, spec, false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					rep, err := importRuns(ctx, src, dst, way.what)
+					b.StopTimer()
+					if moved := len(rep.Ended) + len(rep.Live); err != nil || moved != n || len(rep.Left) != 0 {
+						b.Fatalf("moved %d of %d runs, left %v: %v", moved, n, rep.Left, err)
+					}
+					runs += n
+					src.Close()
+					dst.Close()
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(runs), "ms/run")
+			})
+		}
+	}
+}

@@ -39,7 +39,9 @@ func TestImportRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealedPG := func(t *testing.T, clock func() time.Time) store.Store { return openTest(t, Options{Clock: clock, Sealer: k9}) }
+	sealedPG := func(t *testing.T, clock func() time.Time) store.Store {
+		return openTest(t, Options{Clock: clock, Sealer: k9})
+	}
 	sealedLite := func(t *testing.T, clock func() time.Time) store.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{Clock: clock, Sealer: k7})
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -300,5 +301,94 @@ func TestImportLiveCrashes(t *testing.T) {
 	}
 	if n := len(sb.Mutations()); n != 1 {
 		t.Fatalf("the destination saw %d payments, want 1", n)
+	}
+}
+
+// A run killed mid-effect (SIGKILL at a runner cut point: the intent
+// committed and not sent; the payment applied at the destination and its
+// receipt not written) moves to another store once the dead runner's
+// lease lapses, and a runner there finishes it: one payment at the
+// destination, the record verifying and replaying. The old store's
+// runner, started again, does not touch it.
+func TestMoveARunKilledMidEffect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	targets := []struct{ name, spec string }{{"sqlite", ""}}
+	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
+		targets = append(targets, struct{ name, spec string }{"postgres", ""})
+	}
+	for _, cut := range []string{"after-intent-commit", "after-apply-before-receipt"} {
+		for _, target := range targets {
+			t.Run(cut+"/"+target.name, func(t *testing.T) {
+				base, oldStore, dest := crashRig(t, bin, "")
+				from := strings.TrimPrefix(oldStore, "--store=")
+				to := "sqlite:" + filepath.Join(t.TempDir(), "to.db")
+				if target.name == "postgres" {
+					_, to = freshSchema(t, os.Getenv("FLRH_TEST_POSTGRES"), "flrh_move_killed_")
+				}
+				out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + cut},
+					"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", `{"refunds":[{"id":"m1","amount":10,"payee":"alice","reason":"r"}]}`,
+					oldStore, dest, "--lease-ttl", crashLeaseTTL)
+				if !strings.Contains(out, "SIGKILL at "+cut) {
+					t.Fatalf("runner not killed at %s: %v\n%s", cut, err, out)
+				}
+				before := len(mutations(t, base))
+				// The dead runner's lease holds the run in the old store
+				// until it lapses.
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					out, err = flrh(bin, nil, "store", "import", "--live", "--from", from, "--store", to, "--json")
+					var rep importReport
+					if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+						t.Fatalf("import: %v\n%s", err, out)
+					}
+					if strings.Join(rep.Live, ",") == "r" {
+						break
+					}
+					if len(rep.Left) != 1 || !strings.Contains(rep.Left[0].Reason, "holds the run") || time.Now().After(deadline) {
+						t.Fatalf("import: %v\n%s", err, out)
+					}
+					time.Sleep(300 * time.Millisecond)
+				}
+				// The run moved as it stood: with the payment in flight
+				// (its attempt begun, no outcome) after the cut past the
+				// destination.
+				ctx := context.Background()
+				oldSt, err := openStore(ctx, from, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				newSt, err := openStore(ctx, to, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				was, is := storetest.NilEmpty(wholeRun(t, oldSt, "r")), storetest.NilEmpty(wholeRun(t, newSt, "r"))
+				oldSt.Close()
+				newSt.Close()
+				was.Record.Run.Lease, is.Record.Run.Lease = store.Lease{}, store.Lease{}
+				was.Record.Run.Quarantine, was.Record.Run.UpdatedAt = "", is.Record.Run.UpdatedAt
+				if !reflect.DeepEqual(was, is) {
+					t.Fatalf("the run moved otherwise:\nwas %+v\n is %+v", was.Record, is.Record)
+				}
+				inFlight := len(is.Record.Intents) == 1 && is.Record.Intents[0].Outbox == store.OutboxInFlight && len(is.Record.Attempts) == 1
+				if cut == "after-apply-before-receipt" && !inFlight {
+					t.Fatalf("the payment moved as %+v with attempts %+v, want in flight", is.Record.Intents, is.Record.Attempts)
+				}
+				out, err = flrh(bin, nil, "run", "resume", "r", "--store="+to, dest, "--wait", resumeWait)
+				if err != nil || !strings.Contains(out, "run r: SUCCEEDED") {
+					t.Fatalf("resume in the new store: %v\n%s", err, out)
+				}
+				if n := len(mutations(t, base)); n != 1 {
+					t.Fatalf("the destination has %d payments (%d before the move), want 1", n, before)
+				}
+				verifyAndReplay(t, bin, "r", "--store="+to)
+				out, _ = flrh(bin, nil, "run", "resume", "r", oldStore, dest, "--wait", "1s")
+				if n := len(mutations(t, base)); n != 1 || strings.Contains(out, "SUCCEEDED") {
+					t.Fatalf("the old store's runner went on with the moved run (%d payments):\n%s", n, out)
+				}
+			})
+		}
 	}
 }

@@ -221,12 +221,28 @@ func validAttempt(s AttemptStatus) bool {
 	return false
 }
 
-// The quarantine of a run that moved to another store: movedTo, where it
-// went, and, if it was quarantined before, quarantinedBefore and why.
+// The quarantine of a run that moved to another store: MovedToPrefix,
+// where it went, and, if it was quarantined before, quarantinedBefore and
+// why. A store that checks for it in its own query language matches the
+// prefix (it holds no quote, percent sign or underscore).
 const (
-	movedTo           = "moved to another store: "
+	MovedToPrefix     = "moved to another store: "
+	movedTo           = MovedToPrefix
 	quarantinedBefore = "\nquarantined before: "
 )
+
+// RefuseMoved is Submit's refusal of an entry for a run that moved to
+// another store (quarantine is MovedAway): CodeInvalidTransition, naming
+// where it went, so that a person or client still pointed at this store
+// learns where to submit it instead of handing it to a run that will never
+// take it. Nil for any other run.
+func RefuseMoved(op, runID, quarantine string) error {
+	to, _, moved := MovedFrom(quarantine)
+	if !moved {
+		return nil
+	}
+	return Errorf(CodeInvalidTransition, op, runID, nil, "the run moved to another store (%s): submit it there", to)
+}
 
 // MovedAway is the quarantine that fences a run out of the store it moved
 // from, for good: to says where it went (one line; a line break becomes

@@ -32,7 +32,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	// folded into its one statement compares the count on the row it
 	// locked with its snapshot's (see fenceChecksInbox).
 	var found, pending int64
-	var outcome *string
+	var outcome, quarantine *string
 	var same *bool // an entry with the id: whether it is this one
 	q, args := submitEntrySQL, []any{in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()}
 	if a := in.Grant; a != nil {
@@ -43,7 +43,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	}
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
 		tx.Queue(q, args...).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &same, &pending) })
+			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &quarantine, &same, &pending) })
 		err := tx.commit(ctx)
 		if c := pgConstraint(err); isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
 			return errRetryInbox
@@ -61,6 +61,8 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
 	case outcome != nil && *outcome != "":
 		return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", *outcome)
+	case quarantine != nil && store.RefuseMoved(op, in.RunID, *quarantine) != nil:
+		return store.RefuseMoved(op, in.RunID, *quarantine)
 	case pending != 1:
 		return store.Errorf(store.CodeUnavailable, op, in.RunID, nil, "inbound %s was not appended", in.ID)
 	}
@@ -70,17 +72,17 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 // submitEntrySQL is Submit's one statement (see Submit); submitEntryGrantSQL
 // is it with the grant an approval hands over, inserted with the entry.
 const (
-	submitEntryHead = `WITH r AS MATERIALIZED (SELECT run_id, outcome FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
-c AS MATERIALIZED (SELECT r.run_id, r.outcome, COALESCE($10::bigint, ` + nowNanos + `) AS now FROM r),
+	submitEntryHead = `WITH r AS MATERIALIZED (SELECT run_id, outcome, quarantine FROM runs WHERE run_id = $1 FOR NO KEY UPDATE),
+c AS MATERIALIZED (SELECT r.run_id, r.outcome, r.quarantine, COALESCE($10::bigint, ` + nowNanos + `) AS now FROM r),
 prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
 	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
 ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
-	FROM c WHERE c.outcome = '' AND NOT EXISTS (SELECT 1 FROM prior)
+	FROM c WHERE c.outcome = '' AND NOT starts_with(c.quarantine, '` + store.MovedToPrefix + `') AND NOT EXISTS (SELECT 1 FROM prior)
 	RETURNING 1),
 woken AS (SELECT pg_notify($9, $1) FROM ins),
 counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)`
-	submitEntryTail     = `SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`
+	submitEntryTail     = `SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT quarantine FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`
 	submitEntrySQL      = submitEntryHead + "\n" + submitEntryTail
 	submitEntryGrantSQL = submitEntryHead + `,
 granted AS (INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)

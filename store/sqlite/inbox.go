@@ -34,6 +34,9 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		if outcome != "" {
 			return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", outcome)
 		}
+		if err := store.RefuseMoved(op, in.RunID, quarantine); err != nil {
+			return err
+		}
 		_, err = s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.RunID, in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -403,6 +404,19 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 	if live, _ := s.Live(ctx); slices.Contains(live, "mo-live") {
 		t.Fatal("a run moved out is listed live")
 	}
+	// Input for it, and an approval with its grant, are refused, naming
+	// where it went: it would never take them here.
+	in := Inb("mo-live", "mo-late", "INPUT", `{"late":true}`)
+	if err := s.Submit(ctx, in); store.CodeOf(err) != store.CodeInvalidTransition || !strings.Contains(err.Error(), "there") {
+		t.Fatalf("input for a run moved out: %v", err)
+	}
+	mustCode(t, s.Submit(ctx, grantWith("mo-live", "mo-approve", "mo-g", "mo-n", c.Now().Add(time.Hour))), store.CodeInvalidTransition)
+	if got, _ := s.Inbox(ctx, "mo-live", false); len(got) != 0 {
+		t.Fatalf("refused input was written: %+v", got)
+	}
+	if _, err := s.Approval(ctx, "mo-g"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a refused approval's grant was written: %v", err)
+	}
 	c.Advance(time.Second)
 	again, err := f.MoveOut(ctx, "mo-live", "elsewhere") // moved to "there" already: as it is
 	must(t, err)
@@ -413,7 +427,8 @@ func testMoveOut(t *testing.T, s store.Store, c *Clock) {
 	mustCode(t, f.CancelMove(ctx, "mo-live"), store.CodeInvalidTransition)
 	l, err := s.AcquireLease(ctx, "mo-live", "w2", time.Minute)
 	must(t, err)
-	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("B", `{}`)}}))
+	must(t, s.Submit(ctx, in))
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{Ev("B", `{}`)}, Consume: []string{in.ID}}))
 	if after := Snapshot(t, s, "mo-live"); after == before {
 		t.Fatal("the run did not go on after its move was cancelled")
 	}

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WholeRun is everything a store keeps of one run that is not pruned, in
@@ -73,6 +75,9 @@ func ValidateWholeRun(op string, r WholeRun) error {
 	}
 	if id == "" || run.WorkflowID == "" || run.State == "" {
 		return bad("run id, workflow id and state are required")
+	}
+	if what := unheldText(r); what != "" {
+		return bad("%s is not text every store holds (UTF-8 without a NUL byte)", what)
 	}
 	gen := run.Lease.Generation
 	evs := r.Record.Events
@@ -202,6 +207,63 @@ func ValidateWholeRun(op string, r WholeRun) error {
 		}
 	}
 	return nil
+}
+
+// unheldText names the first text of r that is not valid UTF-8 or holds a
+// NUL byte, which PostgreSQL's text refuses; "" when there is none. Such
+// a run could not move to every store, so no store takes it.
+func unheldText(r WholeRun) string {
+	held := func(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+	run := r.Record.Run
+	for _, t := range [...]struct{ what, s string }{{"the run id", run.ID}, {"the workflow id", run.WorkflowID}, {"the workflow version", run.WorkflowVersion},
+		{"the workflow digest", run.WorkflowDigest}, {"the state", run.State}, {"the outcome", run.Outcome}, {"the quarantine", run.Quarantine},
+		{"the checkpoint's build digest", r.Record.Checkpoint.BuildDigest}} {
+		if !held(t.s) {
+			return t.what
+		}
+	}
+	for _, e := range r.Record.Events {
+		if !held(e.Kind) {
+			return fmt.Sprintf("event %d's kind", e.Seq)
+		}
+	}
+	for _, in := range r.Record.Intents {
+		for _, s := range [...]string{in.ID, in.EffectType, in.IdempotencyKey, in.ContentDigest, in.ApprovalID, in.Route} {
+			if !held(s) {
+				return fmt.Sprintf("a text of intent %q", in.ID)
+			}
+		}
+	}
+	for _, a := range r.Record.Attempts {
+		if !held(a.IntentID) || !held(a.Detail) {
+			return fmt.Sprintf("a text of attempt %d of intent %q", a.N, a.IntentID)
+		}
+	}
+	for _, rc := range r.Record.Receipts {
+		if !held(rc.IntentID) || !held(rc.Outcome) {
+			return fmt.Sprintf("a text of the receipt of intent %q", rc.IntentID)
+		}
+	}
+	for _, g := range r.Grants {
+		for _, s := range [...]string{g.ID, g.RequestDigest, g.Nonce, g.ConsumedBy} {
+			if !held(s) {
+				return fmt.Sprintf("a text of grant %q", g.ID)
+			}
+		}
+	}
+	for _, in := range r.Inbox {
+		for _, s := range [...]string{in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability} {
+			if !held(s) {
+				return fmt.Sprintf("a text of inbound %q", in.ID)
+			}
+		}
+	}
+	for i, tr := range r.Trace {
+		if !held(tr.Kind) {
+			return fmt.Sprintf("trace record %d's kind", i+1)
+		}
+	}
+	return ""
 }
 
 func validOutbox(s OutboxStatus) bool {

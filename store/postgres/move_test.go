@@ -51,3 +51,9 @@ func TestImportRuns(t *testing.T) {
 	}
 	t.Run("SealedSQLiteToSealedPostgres", func(t *testing.T) { storetest.ImportRuns(t, sealedLite, sealedPG) })
 }
+
+func TestImportRunsAnyRun(t *testing.T) {
+	dsn(t)
+	pg := func(t *testing.T, clock func() time.Time) store.Store { return openTest(t, Options{Clock: clock}) }
+	storetest.ImportRunsAnyRun(t, pg, pg)
+}

@@ -385,6 +385,10 @@ func mapErr(op, runID string, err error) error {
 			return store.Errorf(store.CodeUnavailable, op, runID, err, "database disk full; nothing was written")
 		case len(pe.Code) == 5 && pe.Code[:2] == "23":
 			return store.Errorf(store.CodeInvalidInput, op, runID, err, "record violates a constraint")
+		case len(pe.Code) == 5 && pe.Code[:2] == "22":
+			// A data exception: a value the database cannot hold (text
+			// with a NUL byte, a number out of range), refused whole.
+			return store.Errorf(store.CodeInvalidInput, op, runID, err, "a value the database cannot hold")
 		}
 	}
 	return store.Errorf(store.CodeUnavailable, op, runID, err, "database error")

@@ -138,3 +138,5 @@ func TestEvidenceDeletedOnlyForAPrunedRun(t *testing.T) {
 }
 
 func TestImportRuns(t *testing.T) { storetest.ImportRuns(t, open, open) }
+
+func TestImportRunsAnyRun(t *testing.T) { storetest.ImportRunsAnyRun(t, open, open) }

@@ -231,7 +231,7 @@ func waitingMidEffect(t *testing.T, s store.Store, c *Clock, run string) store.L
 	must(t, err)
 	rc := []byte(`{"outcome":"confirmed_success"}`)
 	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("EFFECT", `{"done":1}`)},
-		Results:  []store.AttemptResult{{IntentID: in1.ID, N: 1, Status: store.AttemptSucceeded, Detail: "200", Outbox: store.OutboxDone}},
+		Results:  []store.AttemptResult{{IntentID: in1.ID, N: 1, Status: store.AttemptSucceeded, Detail: "200", Outbox: store.OutboxDone, Route: "confirmed"}},
 		Receipts: []store.Receipt{{IntentID: in1.ID, Outcome: "confirmed_success", Body: rc, Digest: store.BodyDigest(rc)}},
 		Begin:    []string{in2.ID}, Trace: []store.TraceRecord{{Kind: "effect", Body: []byte(`{"e":1}`)}}}))
 	grant(t, s, run+"-g2", run, run+"-n2", c.Now().Add(time.Hour))
@@ -252,6 +252,15 @@ func readWhole(t *testing.T, s store.Store, id string) store.WholeRun {
 	a, err := archive.Read(ctx, s, id)
 	must(t, err)
 	return NilEmpty(a.Whole())
+}
+
+// readWholeErr reads run id from s as an archive does, or says why not.
+func readWholeErr(s store.Store, id string) (store.WholeRun, error) {
+	a, err := archive.Read(ctx, s, id)
+	if err != nil {
+		return store.WholeRun{}, err
+	}
+	return a.Whole(), nil
 }
 
 // NilEmpty is w with its empty lists nil, as one store reads them and

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +43,10 @@ store's runners first. A run this store refuses is let back into the other
 store as it was. An import interrupted half-way is taken up by running it
 again: a run fenced out and not yet imported is imported then.
 
+With --dry-run, nothing is written to either store: the report says what
+would move and what would be left (a key or grant this store holds for
+something else shows only when the import is made).
+
 Any other run is left and reported, and so is a run whose id, one of whose
 keys or grants, this store holds already for something else. A run imported
 before is counted as such and not written again. Exit status 1 when any run
@@ -51,6 +56,7 @@ is left.`,
 	iFrom := imp.Flags().String("from", "", "the store to take the runs from (opened read-only unless --live)")
 	iEnded := imp.Flags().Bool("ended", false, "also move the ended runs the other store has not pruned, whole")
 	iLive := imp.Flags().Bool("live", false, "also move the runs that have not ended, whole, fencing each out of the other store")
+	iDry := imp.Flags().Bool("dry-run", false, "say what would move and what would be left, writing nothing to either store")
 	iJSON := imp.Flags().Bool("json", false, "print JSON")
 	imp.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *iFrom == "" {
@@ -60,17 +66,17 @@ is left.`,
 			return usagef("--from and --store name the same store")
 		}
 		ctx := cmd.Context()
-		src, err := openStore(ctx, *iFrom, !*iLive)
+		src, err := openStore(ctx, *iFrom, !*iLive || *iDry)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		dst, err := openStore(ctx, *iStore, false)
+		dst, err := openStore(ctx, *iStore, *iDry)
 		if err != nil {
 			return err
 		}
 		defer dst.Close()
-		rep, err := importRuns(ctx, src, dst, importWhat{ended: *iEnded, live: *iLive, to: storeDescription(*iStore), cut: faultCut()})
+		rep, err := importRuns(ctx, src, dst, importWhat{ended: *iEnded, live: *iLive, dryRun: *iDry, to: storeDescription(*iStore), cut: faultCut()})
 		return finishReport(cmd.OutOrStdout(), *iJSON, rep, err, len(rep.Left) > 0)
 	}
 	storeCmd.AddCommand(imp)
@@ -84,6 +90,7 @@ type importReport struct {
 	Live     []string     `json:"live"`     // live runs moved whole, fenced out of the other store
 	Already  []string     `json:"already"`  // imported before
 	Left     []skippedRun `json:"left"`
+	DryRun   bool         `json:"dry_run,omitempty"` // what would be imported; nothing was written
 }
 
 // finishReport prints rep for people, or as JSON, then returns err, or
@@ -110,8 +117,12 @@ func (r importReport) print(w io.Writer) {
 	for _, l := range r.Left {
 		fmt.Fprintf(w, "left %s: %s\n", l.RunID, l.Reason)
 	}
-	fmt.Fprintf(w, "imported %d pruned runs (%d idempotency keys), %d ended runs whole, %d live runs whole; %d imported before; left %d\n",
-		len(r.Imported), r.Keys, len(r.Ended), len(r.Live), len(r.Already), len(r.Left))
+	verb := "imported"
+	if r.DryRun {
+		verb = "would import"
+	}
+	fmt.Fprintf(w, "%s %d pruned runs (%d idempotency keys), %d ended runs whole, %d live runs whole; %d imported before; left %d\n",
+		verb, len(r.Imported), r.Keys, len(r.Ended), len(r.Live), len(r.Already), len(r.Left))
 }
 
 // importWhat says which runs besides the pruned ones flrh store import
@@ -119,6 +130,12 @@ func (r importReport) print(w io.Writer) {
 // the store they move from records it of a live run.
 type importWhat struct {
 	ended, live bool
+	// dryRun writes nothing: a run is counted as it would be moved when
+	// the store it would move to does not hold its id (or holds it at its
+	// head hash: imported before), and, live, no runner's lease on it is
+	// live and it did not move elsewhere. A key or grant the store holds
+	// for something else shows only when the import is made.
+	dryRun bool
 	to          string
 	// cut, when not nil, is called at the crash tests' cut points
 	// "import-fenced" (a live run fenced out of the store it moves from
@@ -147,7 +164,7 @@ func storeDescription(spec string) string {
 // stops it (a live run fenced out of src and not yet imported then stays
 // fenced out, and the next import takes it).
 func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (importReport, error) {
-	rep := importReport{Imported: []string{}, Ended: []string{}, Live: []string{}, Already: []string{}, Left: []skippedRun{}}
+	rep := importReport{Imported: []string{}, Ended: []string{}, Live: []string{}, Already: []string{}, Left: []skippedRun{}, DryRun: what.dryRun}
 	from, ok := store.PrunedMoverOf(src)
 	pr, ok2 := store.PrunerOf(src)
 	to, ok3 := store.PrunedMoverOf(dst)
@@ -161,13 +178,16 @@ func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (imp
 			return rep, usagef("this store cannot take whole runs in")
 		}
 	}
-	if what.live {
+	if what.live && !what.dryRun {
 		if fence, ok = store.MoveFencerOf(src); !ok {
 			return rep, usagef("live runs cannot move out of the other store")
 		}
 	}
 	err := walkPrunings(ctx, src, pr, func(r store.Run, p *store.Pruning) error {
 		left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
+		if what.dryRun {
+			return wouldImport(ctx, dst, from, what, r, p, &rep)
+		}
 		switch {
 		case r.Outcome == "" && !what.live:
 			left(fmt.Sprintf("it has not ended (state %s): --live moves it", r.State))
@@ -199,6 +219,52 @@ func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (imp
 		return tally(&rep, &rep.Imported, r.ID, imported, err)
 	})
 	return rep, err
+}
+
+// wouldImport counts run r of the store moving out (pruned as p, nil for
+// none) where flrh store import --dry-run says it would go (importWhat.dryRun).
+func wouldImport(ctx context.Context, dst store.Store, from store.PrunedMover, what importWhat, r store.Run, p *store.Pruning, rep *importReport) error {
+	left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
+	into := &rep.Imported
+	switch {
+	case r.Outcome == "" && !what.live:
+		left(fmt.Sprintf("it has not ended (state %s): --live moves it", r.State))
+		return nil
+	case r.Outcome == "":
+		if went, _, moved := store.MovedFrom(r.Quarantine); moved && went != what.to {
+			left(fmt.Sprintf("it moved to %s already", went))
+			return nil
+		}
+		if _, err := store.MoveOutOf("move out", r, what.to, time.Now()); store.CodeOf(err) == store.CodeLeaseHeld {
+			left(fmt.Sprintf("%v: stop the other store's runners, or wait for the lease to run out", err))
+			return nil
+		}
+		into = &rep.Live
+	case p == nil && !what.ended:
+		left("it is not pruned (flrh store prune it first, or --ended moves it whole)")
+		return nil
+	case p == nil:
+		into = &rep.Ended
+	}
+	got, err := dst.Run(ctx, r.ID)
+	switch {
+	case err == nil && got.HeadHash == r.HeadHash, err == nil && r.Outcome == "" && movedBefore(ctx, dst, r):
+		rep.Already = append(rep.Already, r.ID)
+	case err == nil:
+		left("this store holds another run of this id")
+	case store.CodeOf(err) != store.CodeNotFound:
+		return err
+	default:
+		*into = append(*into, r.ID)
+		if p != nil {
+			keys, err := from.PrunedKeys(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			rep.Keys += len(keys)
+		}
+	}
+	return nil
 }
 
 // importLive moves live run r: fenced out of src as moving to dst (which

@@ -92,6 +92,20 @@ func testImportLive(t *testing.T, to, taken string) {
 		t.Fatalf("import without --ended and --live: exit %d, %+v", code, rep)
 	}
 
+	// A dry run says what would move, and writes nothing.
+	rep, code = imp(taken, "--ended", "--live", "--dry-run")
+	if left := leftFor(rep); code != 1 || !rep.DryRun || strings.Join(rep.Ended, ",") != ended || len(rep.Live) != 0 || len(left) != 2 ||
+		!strings.Contains(left["agent-0"], "old-runner") || !strings.Contains(left[lost], "holds another run of this id") {
+		t.Fatalf("dry run into the store holding the lost run's id: exit %d, %+v", code, rep)
+	}
+	if tk, err := openStore(ctx, taken, true); err != nil {
+		t.Fatal(err)
+	} else if got := listedIDs(t, tk); strings.Join(got, ",") != lost {
+		t.Fatalf("a dry run wrote runs: %v", got)
+	} else {
+		tk.Close()
+	}
+
 	// Into the other store: the ended runs move; the held run is left,
 	// and so is the lost run, refused there and let back into the old
 	// store as it was.
@@ -120,6 +134,19 @@ func testImportLive(t *testing.T, to, taken string) {
 	// The old runner lets go: everything moves.
 	if err := src.ReleaseLease(ctx, held); err != nil {
 		t.Fatal(err)
+	}
+	released := map[string]store.WholeRun{}
+	for _, id := range all {
+		released[id] = wholeRun(t, src, id)
+	}
+	rep, code = imp(to, "--ended", "--live", "--dry-run")
+	if code != 0 || strings.Join(rep.Ended, ",") != ended || strings.Join(rep.Live, ",") != "agent-0,"+lost || len(rep.Already)+len(rep.Left) != 0 {
+		t.Fatalf("dry run: exit %d, %+v", code, rep)
+	}
+	for _, id := range all {
+		if w := wholeRun(t, src, id); !reflect.DeepEqual(w, released[id]) {
+			t.Fatalf("a dry run changed run %s in the old store", id)
+		}
 	}
 	rep, code = imp(to, "--ended", "--live")
 	if code != 0 || strings.Join(rep.Ended, ",") != ended || strings.Join(rep.Live, ",") != "agent-0,"+lost || len(rep.Already)+len(rep.Left) != 0 {
@@ -201,6 +228,19 @@ func testImportLive(t *testing.T, to, taken string) {
 		t.Fatalf("the destination saw %d payments, want the waiting refund's one", n)
 	}
 	verified()
+}
+
+func listedIDs(t *testing.T, st store.Store) []string {
+	t.Helper()
+	runs, err := st.Runs(context.Background(), "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
 }
 
 func wholeRun(t *testing.T, st store.Store, id string) store.WholeRun {

@@ -136,7 +136,7 @@ type importWhat struct {
 	// live and it did not move elsewhere. A key or grant the store holds
 	// for something else shows only when the import is made.
 	dryRun bool
-	to          string
+	to     string
 	// cut, when not nil, is called at the crash tests' cut points
 	// "import-fenced" (a live run fenced out of the store it moves from
 	// and read, not yet written into the other) and "import-written" (a

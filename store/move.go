@@ -55,6 +55,22 @@ type RunImporter interface {
 	ImportRun(ctx context.Context, r WholeRun) (bool, error)
 }
 
+// ImportedRunBefore answers, for ImportRun, a store that holds a run of
+// r's id already, at headHash: nil when it is r, imported before (the same
+// head hash is the same chain of events), CodeExists for another run.
+func ImportedRunBefore(op string, r WholeRun, headHash string) error {
+	if headHash == r.Record.Run.HeadHash {
+		return nil
+	}
+	return Errorf(CodeExists, op, r.Record.Run.ID, nil, "the run id is taken by another run")
+}
+
+// GrantTaken is ImportRun's refusal of grant g of run id, whose id or
+// nonce the store holds already for run other.
+func GrantTaken(op, id string, g Approval, other string) error {
+	return Errorf(CodeExists, op, id, nil, "grant %s, or its nonce, is taken by run %s", g.ID, other)
+}
+
 // RunImporterOf returns the RunImporter of s, or of the first store it
 // wraps that has one.
 func RunImporterOf(s Store) (RunImporter, bool) { return As[RunImporter](s) }

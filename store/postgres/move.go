@@ -34,10 +34,8 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 		imported = false
 		var headHash string
 		switch err := tx.QueryRow(ctx, `SELECT head_hash FROM runs WHERE run_id = $1`, id).Scan(&headHash); {
-		case err == nil && headHash == run.HeadHash:
-			return nil // this very run, imported before
 		case err == nil:
-			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+			return store.ImportedRunBefore(op, r, headHash) // nil: this very run, imported before
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
@@ -54,7 +52,7 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 			var other string
 			switch err := tx.QueryRow(ctx, `SELECT run_id FROM approvals WHERE approval_id = $1 OR nonce = $2 LIMIT 1`, g.ID, g.Nonce).Scan(&other); {
 			case err == nil:
-				return store.Errorf(store.CodeExists, op, id, nil, "grant %s, or its nonce, is taken by run %s", g.ID, other)
+				return store.GrantTaken(op, id, g, other)
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}

@@ -33,10 +33,8 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 		imported = false
 		var headHash string
 		switch err := s.queryRow(ctx, tx, `SELECT head_hash FROM runs WHERE run_id = ?`, id).Scan(&headHash); {
-		case err == nil && headHash == run.HeadHash:
-			return nil // this very run, imported before
 		case err == nil:
-			return store.Errorf(store.CodeExists, op, id, nil, "the run id is taken by another run")
+			return store.ImportedRunBefore(op, r, headHash) // nil: this very run, imported before
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
@@ -53,7 +51,7 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 			var other string
 			switch err := s.queryRow(ctx, tx, `SELECT run_id FROM approvals WHERE approval_id = ? OR nonce = ?`, g.ID, g.Nonce).Scan(&other); {
 			case err == nil:
-				return store.Errorf(store.CodeExists, op, id, nil, "grant %s, or its nonce, is taken by run %s", g.ID, other)
+				return store.GrantTaken(op, id, g, other)
 			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}

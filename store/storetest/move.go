@@ -20,13 +20,7 @@ import (
 // again writes nothing; malformed or conflicting runs are refused and
 // write nothing.
 func ImportRuns(t *testing.T, from, to Opener) {
-	c := NewClock()
-	src, dst := from(t, c.Now), to(t, c.Now)
-	t.Cleanup(func() { src.Close(); dst.Close() })
-	imp, ok := store.RunImporterOf(dst)
-	if !ok {
-		t.Fatal("the store does not import runs")
-	}
+	c, src, dst, imp := storesToMove(t, from, to)
 
 	EndedWithEverything(t, src, c, "mv-ended")
 	liveLease := waitingMidEffect(t, src, c, "mv-live")
@@ -202,6 +196,20 @@ func ImportRuns(t *testing.T, from, to Opener) {
 	}
 }
 
+// storesToMove opens the store runs move from and the one they move to,
+// on one clock, closed when t ends, and the latter's RunImporter.
+func storesToMove(t *testing.T, from, to Opener) (*Clock, store.Store, store.Store, store.RunImporter) {
+	t.Helper()
+	c := NewClock()
+	src, dst := from(t, c.Now), to(t, c.Now)
+	t.Cleanup(func() { src.Close(); dst.Close() })
+	imp, ok := store.RunImporterOf(dst)
+	if !ok {
+		t.Fatal("the store does not import runs")
+	}
+	return c, src, dst, imp
+}
+
 // waitingMidEffect writes a run that stopped mid-way: its first intent
 // done with a grant consumed, its second in flight (attempt begun, no
 // outcome), a second grant waiting, an input pending; its events written
@@ -268,34 +276,17 @@ func readWholeErr(s store.Store, id string) (store.WholeRun, error) {
 func NilEmpty(w store.WholeRun) store.WholeRun {
 	w = copyWhole(w)
 	r := &w.Record
-	if len(r.Events) == 0 {
-		r.Events = nil
-	}
-	if len(r.Intents) == 0 {
-		r.Intents = nil
-	}
-	if len(r.Attempts) == 0 {
-		r.Attempts = nil
-	}
-	if len(r.Receipts) == 0 {
-		r.Receipts = nil
-	}
-	if len(r.Approvals) == 0 {
-		r.Approvals = nil
-	}
-	if len(r.Checkpoint.Body) == 0 {
-		r.Checkpoint.Body = nil
-	}
-	if len(w.Grants) == 0 {
-		w.Grants = nil
-	}
-	if len(w.Inbox) == 0 {
-		w.Inbox = nil
-	}
-	if len(w.Trace) == 0 {
-		w.Trace = nil
-	}
+	r.Events, r.Intents, r.Attempts = nilIfEmpty(r.Events), nilIfEmpty(r.Intents), nilIfEmpty(r.Attempts)
+	r.Receipts, r.Approvals, r.Checkpoint.Body = nilIfEmpty(r.Receipts), nilIfEmpty(r.Approvals), nilIfEmpty(r.Checkpoint.Body)
+	w.Grants, w.Inbox, w.Trace = nilIfEmpty(w.Grants), nilIfEmpty(w.Inbox), nilIfEmpty(w.Trace)
 	return w
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // movedAs is w as the store it moves to reads it back: unleased, with

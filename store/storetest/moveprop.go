@@ -21,13 +21,7 @@ import (
 // what the validation passes never fails a move with an error of its own
 // schema.
 func ImportRunsAnyRun(t *testing.T, from, to Opener) {
-	c := NewClock()
-	src, dst := from(t, c.Now), to(t, c.Now)
-	t.Cleanup(func() { src.Close(); dst.Close() })
-	imp, ok := store.RunImporterOf(dst)
-	if !ok {
-		t.Fatal("the store does not import runs")
-	}
+	c, src, dst, imp := storesToMove(t, from, to)
 	EndedWithEverything(t, src, c, "any-ended")
 	waitingMidEffect(t, src, c, "any-live")
 	bases := []store.WholeRun{readWhole(t, src, "any-ended"), readWhole(t, src, "any-live")}

@@ -43,7 +43,9 @@ type RunImporter interface {
 	// the next lease fences every record r holds, and with r's quarantine.
 	// Its place in the creation order is the store's next. What no read
 	// returns (when this store recorded an intent, a receipt, a grant, an
-	// inbox entry, a trace record or the checkpoint) is the import's.
+	// inbox entry, a trace record or the checkpoint, and the lease
+	// generation of each but the events and attempts: the header's) is
+	// the import's. The latest checkpoint is the only one kept.
 	//
 	// It refuses, writing nothing:
 	//   - CodeInvalidInput: r could not have been kept so

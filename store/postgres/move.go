@@ -12,16 +12,11 @@ import (
 
 var _ store.RunImporter = (*Store)(nil)
 
-// ImportRun implements store.RunImporter. The rows are those the run's
-// ticks would have left, written at once: the events in one row for each
-// stretch written by one lease generation at one time (what a tick
-// writes), the latest checkpoint as the run's first, the trace as one
-// row, the outbox as the intents stood. What no read returns is written
-// as of the import: the intents', receipts', grants' and inbox entries'
-// times, the checkpoint's and the trace row's, and the generation of
-// every row but the events and attempts (the header's). The run counts
-// no submissions and has settled nothing: its first holder reads its
-// inbox afresh. A run that is live wakes idle runners, as a new one does.
+// ImportRun implements store.RunImporter: the events go in one row for
+// each stretch one lease generation wrote at one time, as ticks write
+// them. The run counts no submissions and has settled nothing, so its
+// first holder reads its inbox afresh; a live one wakes idle runners, as
+// a new run does.
 func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 	const op = "import run"
 	if err := store.ValidateWholeRun(op, r); err != nil {

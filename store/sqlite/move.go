@@ -12,15 +12,10 @@ import (
 
 var _ store.RunImporter = (*Store)(nil)
 
-// ImportRun implements store.RunImporter. The rows are those the run's
-// ticks would have left, written at once: the events with their own
-// generations and times, the latest checkpoint as the run's first (so the
-// next is its second), the trace as one row, the outbox as the intents
-// stood. What no read returns is written as of the import: the intents',
-// receipts', grants' and inbox entries' times, the checkpoint's and trace
-// row's, and the generation of every row but the events and attempts (the
-// header's). The run has settled nothing (Settle): its first holder looks
-// at its inbox afresh.
+// ImportRun implements store.RunImporter, one insert a row: the trace
+// as one row, the checkpoint as the run's first (the next is its
+// second). The run has settled nothing (Settle), so its first holder
+// looks at its inbox afresh.
 func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 	const op = "import run"
 	if err := store.ValidateWholeRun(op, r); err != nil {

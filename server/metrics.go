@@ -74,7 +74,8 @@ type runCollector struct {
 // runGauges are the store's gauges as one read found them.
 type runGauges struct {
 	byState     map[string]float64
-	quarantined float64 // runs quarantined before they ended
+	quarantined float64 // runs quarantined before they ended, but those moved away
+	moved       float64 // runs moved to another store (store.MovedAway)
 	pruned      float64 // ended runs whose record the store pruned
 	expired     float64 // live runs whose lease expired, its owner still named
 	waiting     float64 // approval requests live runs wait on
@@ -88,6 +89,7 @@ const (
 var (
 	descRuns        = prometheus.NewDesc("flrh_runs", "Runs in the store by run FSM state.", []string{"state"}, nil)
 	descQuarantined = prometheus.NewDesc("flrh_runs_quarantined", "Runs quarantined before they ended: each needs a person.", nil, nil)
+	descMoved       = prometheus.NewDesc("flrh_runs_moved", "Runs moved to another store (flrh store import --live), fenced out of this one: the store each went to runs it, and none needs a person here.", nil, nil)
 	descPruned      = prometheus.NewDesc("flrh_runs_pruned", "Ended runs whose record was archived and pruned: the store holds their headers alone (counted in flrh_runs too).", nil, nil)
 	descExpired     = prometheus.NewDesc("flrh_leases_expired", "Live runs whose lease expired with its owner still named: a runner that stopped without giving it back.", nil, nil)
 	descWaiting     = prometheus.NewDesc("flrh_approvals_waiting", "Approval requests live runs wait on.", nil, nil)
@@ -95,7 +97,7 @@ var (
 )
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descPruned, descExpired, descWaiting, descScrapeOK} {
+	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descMoved, descPruned, descExpired, descWaiting, descScrapeOK} {
 		ch <- d
 	}
 }
@@ -110,6 +112,7 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRuns, prometheus.GaugeValue, n, state)
 	}
 	ch <- prometheus.MustNewConstMetric(descQuarantined, prometheus.GaugeValue, c.g.quarantined)
+	ch <- prometheus.MustNewConstMetric(descMoved, prometheus.GaugeValue, c.g.moved)
 	ch <- prometheus.MustNewConstMetric(descPruned, prometheus.GaugeValue, c.g.pruned)
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.GaugeValue, c.g.expired)
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, c.g.waiting)
@@ -159,7 +162,14 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	for state, n := range cs.States {
 		g.byState[state] = float64(n)
 	}
-	g.quarantined, g.expired, g.pruned = float64(len(cs.Quarantined)), float64(len(cs.Expired)), float64(cs.Pruned)
+	for _, r := range cs.Quarantined {
+		if _, _, moved := store.MovedFrom(r.Quarantine); moved {
+			g.moved++
+		} else {
+			g.quarantined++
+		}
+	}
+	g.expired, g.pruned = float64(len(cs.Expired)), float64(cs.Pruned)
 	awaiting, err = store.LiveRunsIn(ctx, st, "WAIT_APPROVAL")
 	return g, awaiting, err
 }

@@ -209,12 +209,17 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	ctx := context.Background()
 	// A run quarantined, and one whose runner stopped holding its lease:
 	// both resting, with nothing for the server's runner to do.
-	for _, id := range []string{"g-corrupt", "g-stale"} {
+	for _, id := range []string{"g-corrupt", "g-stale", "g-moved"} {
 		if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: "elsewhere", WorkflowVersion: "1", State: "INGEST"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := f.store.Quarantine(ctx, "g-corrupt", "checkpoint digest mismatch"); err != nil {
+		t.Fatal(err)
+	}
+	// A run moved to another store: counted as moved, not as needing a
+	// person.
+	if err := f.store.Quarantine(ctx, "g-moved", store.MovedAway("postgres://elsewhere/flrh", "")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.AcquireLease(ctx, "g-stale", "dead-runner", time.Nanosecond); err != nil {
@@ -249,7 +254,7 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	if !reflect.DeepEqual(got, paged) || !reflect.DeepEqual(awaiting, pagedAwaiting) {
 		t.Fatalf("from the census %+v awaiting %v, paging %+v awaiting %v", got, awaiting, paged, pagedAwaiting)
 	}
-	want := runGauges{byState: map[string]float64{"SUCCEEDED": 2, "WAIT_APPROVAL": 1, "INGEST": 2}, quarantined: 1, expired: 1, pruned: 1}
+	want := runGauges{byState: map[string]float64{"SUCCEEDED": 2, "WAIT_APPROVAL": 1, "INGEST": 3}, quarantined: 1, moved: 1, expired: 1, pruned: 1}
 	if !reflect.DeepEqual(got, want) || len(awaiting) != 1 || awaiting[0].ID != "g-wait" {
 		t.Fatalf("gauges %+v awaiting %v, want %+v awaiting [g-wait]", got, awaiting, want)
 	}
@@ -258,13 +263,13 @@ func TestStoreGaugesFromTheCensus(t *testing.T) {
 	}
 
 	mfs := f.scrape(t)
-	for name, want := range map[string]float64{"flrh_runs_quarantined": 1, "flrh_runs_pruned": 1, "flrh_leases_expired": 1, "flrh_approvals_waiting": 1, "flrh_store_scrape_ok": 1} {
+	for name, want := range map[string]float64{"flrh_runs_quarantined": 1, "flrh_runs_moved": 1, "flrh_runs_pruned": 1, "flrh_leases_expired": 1, "flrh_approvals_waiting": 1, "flrh_store_scrape_ok": 1} {
 		if got := value(series(t, mfs, name)[""]); got != want {
 			t.Fatalf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if got := value(series(t, mfs, "flrh_runs")["state=INGEST"]); got != 2 {
-		t.Fatalf("flrh_runs{state=INGEST} = %v, want 2", got)
+	if got := value(series(t, mfs, "flrh_runs")["state=INGEST"]); got != 3 {
+		t.Fatalf("flrh_runs{state=INGEST} = %v, want 3", got)
 	}
 }
 

@@ -66,6 +66,9 @@ is left.`,
 			return usagef("--from and --store name the same store")
 		}
 		ctx := cmd.Context()
+		if err := storeExists(*iFrom); err != nil {
+			return err // opened for writing (--live), a missing file would be made an empty store
+		}
 		src, err := openStore(ctx, *iFrom, !*iLive || *iDry)
 		if err != nil {
 			return err

@@ -85,6 +85,15 @@ func testImportLive(t *testing.T, to, taken string) {
 	all := []string{"small", "large", "agent-0", "agent-1", lost}
 	ended := "small,large,agent-1"
 
+	// A store that is not there is named, and not made.
+	missing := filepath.Join(t.TempDir(), "typo.db")
+	if out, err := flrh(bin, nil, "store", "import", "--live", "--from", "sqlite:"+missing, "--store", to); exitStatus(t, err) != exitUsage || !strings.Contains(out, "no store at "+missing) {
+		t.Fatalf("import --live from a store that is not there: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("import --live made the store it was to move from: %v", err)
+	}
+
 	// Without --ended and --live nothing but pruned runs moves.
 	rep, code := imp(to)
 	if left := leftFor(rep); code != 1 || len(left) != 5 || !strings.Contains(left["small"], "--ended moves it whole") ||

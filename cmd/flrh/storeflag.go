@@ -34,6 +34,21 @@ func addStoreFlag(cmd *cobra.Command) *string {
 }
 
 // openStore opens the store a --store value names.
+// storeExists refuses, as a mistake in the command line, an embedded
+// store spec names whose file is not there: what a command that opens a
+// store for writing, but must not make one, checks first. Any other spec
+// passes (a server's database is there or its opening says so).
+func storeExists(spec string) error {
+	if strings.Contains(spec, "://") {
+		return nil
+	}
+	path := strings.TrimPrefix(spec, "sqlite:")
+	if _, err := os.Stat(path); path != "" && err != nil {
+		return usagef("no store at %s (give --from sqlite:PATH)", path)
+	}
+	return nil
+}
+
 func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, error) {
 	sealer, err := storeSealer()
 	if err != nil {

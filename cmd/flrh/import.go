@@ -188,19 +188,16 @@ func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (imp
 	}
 	err := walkPrunings(ctx, src, pr, func(r store.Run, p *store.Pruning) error {
 		left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
-		if what.dryRun {
-			return wouldImport(ctx, dst, from, what, r, p, &rep)
-		}
+		way, why := what.way(r, p)
 		switch {
-		case r.Outcome == "" && !what.live:
-			left(fmt.Sprintf("it has not ended (state %s): --live moves it", r.State))
+		case why != "":
+			left(why)
 			return nil
-		case r.Outcome == "":
+		case what.dryRun:
+			return wouldImport(ctx, dst, from, what, way, r, &rep)
+		case way == wayLive:
 			return importLive(ctx, src, dst, what, fence, imp, r, &rep)
-		case p == nil && !what.ended:
-			left("it is not pruned (flrh store prune it first, or --ended moves it whole)")
-			return nil
-		case p == nil:
+		case way == wayEnded:
 			w, err := readWhole(ctx, src, r.ID)
 			if refused(err) {
 				left(fmt.Sprintf("it cannot be read: %v", err))
@@ -224,30 +221,71 @@ func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (imp
 	return rep, err
 }
 
-// wouldImport counts run r of the store moving out (pruned as p, nil for
-// none) where flrh store import --dry-run says it would go (importWhat.dryRun).
-func wouldImport(ctx context.Context, dst store.Store, from store.PrunedMover, what importWhat, r store.Run, p *store.Pruning, rep *importReport) error {
-	left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
-	into := &rep.Imported
+// runWay is how a run moves: as a pruned run, by its keys, or whole,
+// ended or live.
+type runWay int
+
+const (
+	wayPruned runWay = iota
+	wayEnded
+	wayLive
+)
+
+// list is the list of rep that counts the runs moved way.
+func (way runWay) list(rep *importReport) *[]string {
+	switch way {
+	case wayEnded:
+		return &rep.Ended
+	case wayLive:
+		return &rep.Live
+	}
+	return &rep.Imported
+}
+
+// way says how run r (pruned as p, nil for none) moves, or why it is left
+// instead, as far as its header and the flags tell: the import itself and
+// the dry run ask it alike.
+func (what importWhat) way(r store.Run, p *store.Pruning) (runWay, string) {
 	switch {
 	case r.Outcome == "" && !what.live:
-		left(fmt.Sprintf("it has not ended (state %s): --live moves it", r.State))
-		return nil
+		return 0, fmt.Sprintf("it has not ended (state %s): --live moves it", r.State)
 	case r.Outcome == "":
-		if went, _, moved := store.MovedFrom(r.Quarantine); moved && went != what.to {
-			left(fmt.Sprintf("it moved to %s already", went))
+		return wayLive, ""
+	case p == nil && !what.ended:
+		return 0, "it is not pruned (flrh store prune it first, or --ended moves it whole)"
+	case p == nil:
+		return wayEnded, ""
+	}
+	return wayPruned, ""
+}
+
+// leaseHeld is why a live run a runner of the other store holds is left.
+func leaseHeld(err error) string {
+	return fmt.Sprintf("%v: stop the other store's runners, or wait for the lease to run out", err)
+}
+
+// movedElsewhere is why live run r, fenced out of the other store as
+// moving to a store other than to, is left; "" when it is not.
+func movedElsewhere(r store.Run, to string) string {
+	if went, _, moved := store.MovedFrom(r.Quarantine); moved && went != to {
+		return fmt.Sprintf("it moved to %s already", went)
+	}
+	return ""
+}
+
+// wouldImport counts run r of the store moving out, which moves way,
+// where flrh store import --dry-run says it would go (importWhat.dryRun).
+func wouldImport(ctx context.Context, dst store.Store, from store.PrunedMover, what importWhat, way runWay, r store.Run, rep *importReport) error {
+	left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
+	if way == wayLive {
+		if why := movedElsewhere(r, what.to); why != "" {
+			left(why)
 			return nil
 		}
 		if _, err := store.MoveOutOf("move out", r, what.to, time.Now()); store.CodeOf(err) == store.CodeLeaseHeld {
-			left(fmt.Sprintf("%v: stop the other store's runners, or wait for the lease to run out", err))
+			left(leaseHeld(err))
 			return nil
 		}
-		into = &rep.Live
-	case p == nil && !what.ended:
-		left("it is not pruned (flrh store prune it first, or --ended moves it whole)")
-		return nil
-	case p == nil:
-		into = &rep.Ended
 	}
 	got, err := dst.Run(ctx, r.ID)
 	switch {
@@ -258,8 +296,9 @@ func wouldImport(ctx context.Context, dst store.Store, from store.PrunedMover, w
 	case store.CodeOf(err) != store.CodeNotFound:
 		return err
 	default:
-		*into = append(*into, r.ID)
-		if p != nil {
+		l := way.list(rep)
+		*l = append(*l, r.ID)
+		if way == wayPruned {
 			keys, err := from.PrunedKeys(ctx, r.ID)
 			if err != nil {
 				return err
@@ -272,9 +311,9 @@ func wouldImport(ctx context.Context, dst store.Store, from store.PrunedMover, w
 
 // importLive moves live run r: fenced out of src as moving to dst (which
 // to describes), or found fenced out so by an import before, read,
-// imported into dst. A run fenced out as moving to another store is left. A run dst refuses, or that
-// cannot be read, is let back into src, unless dst holds it already,
-// moved before and gone on since.
+// imported into dst. A run fenced out as moving to another store is
+// left. A run dst refuses, or that cannot be read, is let back into src,
+// unless dst holds it already, moved before and gone on since.
 func importLive(ctx context.Context, src, dst store.Store, what importWhat, fence store.MoveFencer, imp store.RunImporter, r store.Run, rep *importReport) error {
 	left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: r.ID, Reason: why}) }
 	cut := func(point string) {
@@ -286,7 +325,7 @@ func importLive(ctx context.Context, src, dst store.Store, what importWhat, fenc
 	out, err := fence.MoveOut(ctx, r.ID, to)
 	switch c := store.CodeOf(err); {
 	case c == store.CodeLeaseHeld:
-		left(fmt.Sprintf("%v: stop the other store's runners, or wait for the lease to run out", err))
+		left(leaseHeld(err))
 		return nil
 	case c == store.CodeInvalidTransition:
 		left(fmt.Sprintf("it changed while it was being moved: %v", err)) // it ended meanwhile: import it again
@@ -294,11 +333,11 @@ func importLive(ctx context.Context, src, dst store.Store, what importWhat, fenc
 	case err != nil:
 		return err
 	}
-	went, prev, _ := store.MovedFrom(out.Quarantine)
-	if went != to {
-		left(fmt.Sprintf("it moved to %s already", went))
+	if why := movedElsewhere(out, to); why != "" {
+		left(why)
 		return nil
 	}
+	_, prev, _ := store.MovedFrom(out.Quarantine)
 	letBack := func(why string) error {
 		if err := fence.CancelMove(ctx, r.ID); err != nil {
 			return fmt.Errorf("run %s: %s, and letting it back into the other store failed: %w", r.ID, why, err)

@@ -162,13 +162,7 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	for state, n := range cs.States {
 		g.byState[state] = float64(n)
 	}
-	for _, r := range cs.Quarantined {
-		if _, _, moved := store.MovedFrom(r.Quarantine); moved {
-			g.moved++
-		} else {
-			g.quarantined++
-		}
-	}
+	g.quarantined, g.moved = float64(len(cs.Quarantined)), float64(len(cs.Moved))
 	g.expired, g.pruned = float64(len(cs.Expired)), float64(cs.Pruned)
 	awaiting, err = store.LiveRunsIn(ctx, st, "WAIT_APPROVAL")
 	return g, awaiting, err

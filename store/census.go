@@ -22,7 +22,7 @@ func TakeCensus(ctx context.Context, st RunLister, q CensusQuery) (Census, error
 			ended = append(ended, r.ID)
 		case r.Quarantine != "":
 			c.Count(state, 1, 0, 0)
-			c.Quarantined = append(c.Quarantined, r)
+			c.AddQuarantined(r)
 		default:
 			c.Count(state, 1, 0, 1)
 			if r.Lease.Owner != "" && !r.Lease.ExpiresAt.After(q.ExpiredBy) {

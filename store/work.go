@@ -148,8 +148,19 @@ type Census struct {
 	// prune.
 	Pruned      int64
 	States      map[string]int64 // every run by its state, when asked; nil when not or when there are none
-	Quarantined []Run            // runs not ended and quarantined
+	Quarantined []Run            // runs not ended and quarantined, but those moved away
+	Moved       []Run            // runs not ended that moved to another store (MovedAway)
 	Expired     []Run            // live runs whose lease expired by the time asked, owner still named
+}
+
+// AddQuarantined adds run r, not ended and quarantined, to the census:
+// to Moved when it moved to another store, to Quarantined otherwise.
+func (c *Census) AddQuarantined(r Run) {
+	if _, _, moved := MovedFrom(r.Quarantine); moved {
+		c.Moved = append(c.Moved, r)
+		return
+	}
+	c.Quarantined = append(c.Quarantined, r)
 }
 
 // CensusTakerOf returns the CensusTaker of s, or of the first store it

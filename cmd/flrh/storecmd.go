@@ -280,6 +280,10 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 	for _, r := range c.Quarantined {
 		rep.addQuarantined(r)
 	}
+	for _, r := range c.Moved {
+		to, _, _ := store.MovedFrom(r.Quarantine)
+		rep.Moved = append(rep.Moved, movedRun{RunID: r.ID, To: to})
+	}
 	for _, r := range c.Expired {
 		rep.addStuck(r)
 	}
@@ -315,13 +319,8 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 	}
 }
 
-// addQuarantined reports a run quarantined before it ended, or moved to
-// another store.
+// addQuarantined reports a run quarantined before it ended.
 func (r *storeReport) addQuarantined(run store.Run) {
-	if to, _, moved := store.MovedFrom(run.Quarantine); moved {
-		r.Moved = append(r.Moved, movedRun{RunID: run.ID, To: to})
-		return
-	}
 	r.Quarantined = append(r.Quarantined, quarantined{RunID: run.ID, Reason: run.Quarantine})
 }
 

@@ -51,7 +51,7 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 			return store.Census{}, mapErr("census", "", err)
 		}
 		if r.Quarantine != "" {
-			c.Quarantined = append(c.Quarantined, r)
+			c.AddQuarantined(r)
 		} else {
 			c.Expired = append(c.Expired, r)
 		}

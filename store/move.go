@@ -307,7 +307,6 @@ func validAttempt(s AttemptStatus) bool {
 // prefix (it holds no quote, percent sign or underscore).
 const (
 	MovedToPrefix     = "moved to another store: "
-	movedTo           = MovedToPrefix
 	quarantinedBefore = "\nquarantined before: "
 )
 
@@ -330,7 +329,7 @@ func RefuseMoved(op, runID, quarantine string) error {
 // gives both back, so that a move interrupted and taken up again still
 // knows what the run was, and that a run is not moved to a second store.
 func MovedAway(to, prev string) string {
-	q := movedTo + strings.NewReplacer("\r", " ", "\n", " ").Replace(to)
+	q := MovedToPrefix + strings.NewReplacer("\r", " ", "\n", " ").Replace(to)
 	if prev != "" {
 		q += quarantinedBefore + prev
 	}
@@ -340,7 +339,7 @@ func MovedAway(to, prev string) string {
 // MovedFrom reports whether quarantine is a MovedAway one, where the run
 // went and the quarantine it had before it moved.
 func MovedFrom(quarantine string) (to, prev string, moved bool) {
-	rest, ok := strings.CutPrefix(quarantine, movedTo)
+	rest, ok := strings.CutPrefix(quarantine, MovedToPrefix)
 	if !ok {
 		return "", "", false
 	}

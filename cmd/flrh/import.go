@@ -66,10 +66,7 @@ is left.`,
 			return usagef("--from and --store name the same store")
 		}
 		ctx := cmd.Context()
-		if err := storeExists(*iFrom); err != nil {
-			return err // opened for writing (--live), a missing file would be made an empty store
-		}
-		src, err := openStore(ctx, *iFrom, !*iLive || *iDry)
+		src, err := openStoreThere(ctx, *iFrom, !*iLive || *iDry, true)
 		if err != nil {
 			return err
 		}

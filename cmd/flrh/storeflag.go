@@ -34,22 +34,14 @@ func addStoreFlag(cmd *cobra.Command) *string {
 }
 
 // openStore opens the store a --store value names.
-// storeExists refuses, as a mistake in the command line, an embedded
-// store spec names whose file is not there: what a command that opens a
-// store for writing, but must not make one, checks first. Any other spec
-// passes (a server's database is there or its opening says so).
-func storeExists(spec string) error {
-	if strings.Contains(spec, "://") {
-		return nil
-	}
-	path := strings.TrimPrefix(spec, "sqlite:")
-	if _, err := os.Stat(path); path != "" && err != nil {
-		return usagef("no store at %s (give --from sqlite:PATH)", path)
-	}
-	return nil
+func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, error) {
+	return openStoreThere(ctx, spec, readOnly, readOnly)
 }
 
-func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, error) {
+// openStoreThere is openStore, refusing (when existing) an embedded store
+// whose file is not there: a store opened to be read, or to be moved out
+// of, is never made empty.
+func openStoreThere(ctx context.Context, spec string, readOnly, existing bool) (store.Store, error) {
 	sealer, err := storeSealer()
 	if err != nil {
 		return nil, err
@@ -69,11 +61,11 @@ func openStore(ctx context.Context, spec string, readOnly bool) (store.Store, er
 		// SQLite answers a directory with a disk I/O error.
 		return nil, usagef("%s is a directory; give the store's file: --store sqlite:%s", path, filepath.Join(path, "flrh.db"))
 	}
-	if readOnly {
+	if existing {
 		// Reading a store that is not there is a mistake in the command
 		// line, not an empty store: say so rather than create one.
 		if _, err := os.Stat(path); err != nil {
-			return nil, usagef("no store at %s (give --store sqlite:PATH)", path)
+			return nil, usagef("no store at %s (give sqlite:PATH)", path)
 		}
 	}
 	st, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: readOnly, Sealer: sealer})

@@ -61,9 +61,13 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		return store.Errorf(store.CodeExists, op, in.RunID, nil, "inbound %s was submitted with other content", in.ID)
 	case outcome != nil && *outcome != "":
 		return store.Errorf(store.CodeInvalidTransition, op, in.RunID, nil, "run ended with %s", *outcome)
-	case quarantine != nil && store.RefuseMoved(op, in.RunID, *quarantine) != nil:
-		return store.RefuseMoved(op, in.RunID, *quarantine)
-	case pending != 1:
+	}
+	if quarantine != nil {
+		if err := store.RefuseMoved(op, in.RunID, *quarantine); err != nil {
+			return err // the statement appended nothing: see submitEntryHead
+		}
+	}
+	if pending != 1 {
 		return store.Errorf(store.CodeUnavailable, op, in.RunID, nil, "inbound %s was not appended", in.ID)
 	}
 	return nil

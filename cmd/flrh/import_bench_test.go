@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,11 +18,7 @@ import (
 // (--live). The runs are recorded outside the timer for each iteration.
 func BenchmarkImport(b *testing.B) {
 	n := len(benchPruneAmounts(b))
-	backends := []struct{ name, dsn string }{{"sqlite", ""}}
-	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
-		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})
-	}
-	for _, be := range backends {
+	for _, be := range storeBackends() {
 		for _, way := range []struct {
 			name   string
 			amount int

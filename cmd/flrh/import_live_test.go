@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/effect/sandbox"
 	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
@@ -254,11 +253,11 @@ func listedIDs(t *testing.T, st store.Store) []string {
 
 func wholeRun(t *testing.T, st store.Store, id string) store.WholeRun {
 	t.Helper()
-	a, err := archive.Read(context.Background(), st, id)
+	w, err := readWhole(context.Background(), st, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.Whole()
+	return w
 }
 
 // flrh store import --live killed (SIGKILL) with a run fenced out of the
@@ -364,18 +363,14 @@ func TestMoveARunKilledMidEffect(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	bin := buildFlrh(t)
-	targets := []struct{ name, spec string }{{"sqlite", ""}}
-	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
-		targets = append(targets, struct{ name, spec string }{"postgres", ""})
-	}
 	for _, cut := range []string{"after-intent-commit", "after-apply-before-receipt"} {
-		for _, target := range targets {
+		for _, target := range storeBackends() {
 			t.Run(cut+"/"+target.name, func(t *testing.T) {
 				base, oldStore, dest := crashRig(t, bin, "")
 				from := strings.TrimPrefix(oldStore, "--store=")
 				to := "sqlite:" + filepath.Join(t.TempDir(), "to.db")
-				if target.name == "postgres" {
-					_, to = freshSchema(t, os.Getenv("FLRH_TEST_POSTGRES"), "flrh_move_killed_")
+				if target.dsn != "" {
+					_, to = freshSchema(t, target.dsn, "flrh_move_killed_")
 				}
 				out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + cut},
 					"run", "start", "builtin:refund-agent", "--id", "r", "--input-json", `{"refunds":[{"id":"m1","amount":10,"payee":"alice","reason":"r"}]}`,

@@ -29,6 +29,20 @@ func benchPruneAmounts(b *testing.B) []int {
 	return amounts
 }
 
+// storeBackend is a store backend a test or benchmark runs on: an
+// embedded store (dsn "") or the PostgreSQL server dsn names.
+type storeBackend struct{ name, dsn string }
+
+// storeBackends are the backends the store tests and benchmarks run on:
+// the embedded store, and PostgreSQL when FLRH_TEST_POSTGRES names one.
+func storeBackends() []storeBackend {
+	backends := []storeBackend{{"sqlite", ""}}
+	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
+		backends = append(backends, storeBackend{"postgres", dsn})
+	}
+	return backends
+}
+
 // BenchmarkPrune measures flrh store prune per run, on runs a real runner
 // wrote (FLRH_BENCH_PRUNE_RUNS runs of the refund-agent bundle, default
 // 100, each paying one refund on its own: 18 events, 1 intent and its
@@ -41,11 +55,7 @@ func benchPruneAmounts(b *testing.B) []int {
 func BenchmarkPrune(b *testing.B) {
 	amounts := benchPruneAmounts(b)
 	n := len(amounts)
-	backends := []struct{ name, dsn string }{{"sqlite", ""}}
-	if dsn := os.Getenv("FLRH_TEST_POSTGRES"); dsn != "" {
-		backends = append(backends, struct{ name, dsn string }{"postgres", dsn})
-	}
-	for _, be := range backends {
+	for _, be := range storeBackends() {
 		for _, way := range []string{"archive", "compressed", "discard"} {
 			for _, parallel := range []int{1, 2, 4} {
 				b.Run(fmt.Sprintf("%s/%s/parallel=%d", be.name, way, parallel), func(b *testing.B) {

@@ -117,18 +117,8 @@ func ImportRuns(t *testing.T, from, to Opener) {
 				w.Record.Intents[i].IdempotencyKey += "-fresh"
 			}
 		}, store.CodeExists},
-		"grant id taken, keys fresh": {func(w *store.WholeRun) { freshKeys(w) }, store.CodeExists},
-		"nonce taken, rest fresh": {func(w *store.WholeRun) {
-			freshKeys(w)
-			for i := range w.Grants {
-				w.Grants[i].ID += "-copy"
-			}
-			for i := range w.Record.Intents {
-				if w.Record.Intents[i].ApprovalID != "" {
-					w.Record.Intents[i].ApprovalID += "-copy"
-				}
-			}
-		}, store.CodeExists},
+		"grant id taken, keys fresh": {func(w *store.WholeRun) { ownKeys(w, "-copy") }, store.CodeExists},
+		"nonce taken, rest fresh":    {func(w *store.WholeRun) { ownKeys(w, "-copy"); ownGrants(w, "-copy", false) }, store.CodeExists},
 	} {
 		w := renamed(whole["mv-ended"], "mv-copy")
 		tc.edit(&w)
@@ -140,16 +130,7 @@ func ImportRuns(t *testing.T, from, to Opener) {
 		}
 	}
 	w := renamed(whole["mv-ended"], "mv-copy")
-	freshKeys(&w)
-	for i := range w.Grants {
-		w.Grants[i].ID += "-copy"
-		w.Grants[i].Nonce += "-copy"
-	}
-	for i := range w.Record.Intents {
-		if w.Record.Intents[i].ApprovalID != "" {
-			w.Record.Intents[i].ApprovalID += "-copy"
-		}
-	}
+	own(&w, "-copy")
 	if ok, err := imp.ImportRun(ctx, w); !ok || err != nil {
 		t.Fatalf("a copy with its own ids: %v, %v", ok, err)
 	}
@@ -257,9 +238,9 @@ func importErr(imp store.RunImporter, w store.WholeRun) error {
 // readWhole reads run id from s as an archive does.
 func readWhole(t *testing.T, s store.Store, id string) store.WholeRun {
 	t.Helper()
-	a, err := archive.Read(ctx, s, id)
+	w, err := readWholeErr(s, id)
 	must(t, err)
-	return NilEmpty(a.Whole())
+	return NilEmpty(w)
 }
 
 // readWholeErr reads run id from s as an archive does, or says why not.
@@ -332,13 +313,21 @@ func renamed(w store.WholeRun, id string) store.WholeRun {
 	return c
 }
 
-// freshKeys gives w's intents ids and keys of their own.
-func freshKeys(w *store.WholeRun) {
+// own gives w's intents, grants and nonces ids of their own, ending in
+// suffix.
+func own(w *store.WholeRun, suffix string) {
+	ownKeys(w, suffix)
+	ownGrants(w, suffix, true)
+}
+
+// ownKeys gives w's intents ids and idempotency keys of their own, ending
+// in suffix; their attempts, receipts and the grants they consumed follow.
+func ownKeys(w *store.WholeRun, suffix string) {
 	ids := map[string]string{}
 	for i := range w.Record.Intents {
 		in := &w.Record.Intents[i]
-		ids[in.ID] = in.ID + "-copy"
-		in.ID, in.IdempotencyKey = in.ID+"-copy", in.IdempotencyKey+"-copy"
+		ids[in.ID] = in.ID + suffix
+		in.ID, in.IdempotencyKey = in.ID+suffix, in.IdempotencyKey+suffix
 	}
 	for i := range w.Record.Attempts {
 		w.Record.Attempts[i].IntentID = ids[w.Record.Attempts[i].IntentID]
@@ -353,15 +342,28 @@ func freshKeys(w *store.WholeRun) {
 	}
 }
 
+// ownGrants gives w's grants ids of their own, ending in suffix, and with
+// nonces their nonces too; the intents that consumed them follow.
+func ownGrants(w *store.WholeRun, suffix string, nonces bool) {
+	for i := range w.Grants {
+		w.Grants[i].ID += suffix
+		if nonces {
+			w.Grants[i].Nonce += suffix
+		}
+	}
+	for i := range w.Record.Intents {
+		if w.Record.Intents[i].ApprovalID != "" {
+			w.Record.Intents[i].ApprovalID += suffix
+		}
+	}
+	syncApprovals(w)
+}
+
 func listedRuns(t *testing.T, s store.Store) []string {
 	t.Helper()
 	runs, err := s.Runs(ctx, "", 100)
 	must(t, err)
-	var ids []string
-	for _, r := range runs {
-		ids = append(ids, r.ID)
-	}
-	return ids
+	return ids(runs)
 }
 
 func wholeText(w store.WholeRun) string {

@@ -57,34 +57,6 @@ func ImportRunsAnyRun(t *testing.T, from, to Opener) {
 	})
 }
 
-// own gives w's intents, grants and nonces ids of their own, ending in
-// suffix.
-func own(w *store.WholeRun, suffix string) {
-	ids := map[string]string{}
-	for i := range w.Record.Intents {
-		in := &w.Record.Intents[i]
-		ids[in.ID] = in.ID + suffix
-		in.ID, in.IdempotencyKey = in.ID+suffix, in.IdempotencyKey+suffix
-		if in.ApprovalID != "" {
-			in.ApprovalID += suffix
-		}
-	}
-	for i := range w.Record.Attempts {
-		w.Record.Attempts[i].IntentID = ids[w.Record.Attempts[i].IntentID]
-	}
-	for i := range w.Record.Receipts {
-		w.Record.Receipts[i].IntentID = ids[w.Record.Receipts[i].IntentID]
-	}
-	for i := range w.Grants {
-		g := &w.Grants[i]
-		g.ID, g.Nonce = g.ID+suffix, g.Nonce+suffix
-		if g.ConsumedBy != "" {
-			g.ConsumedBy = ids[g.ConsumedBy]
-		}
-	}
-	syncApprovals(w)
-}
-
 // anyText is a string of any characters, "" included.
 func anyText(rt *rapid.T, label string) string {
 	return rapid.OneOf(rapid.Just(""), rapid.String(), rapid.SampledFrom([]string{"ü", "a'b", "x\x00y", "sha256:ABC", "%_"})).Draw(rt, label)

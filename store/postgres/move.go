@@ -34,14 +34,8 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		for _, in := range r.Record.Intents {
-			var other, digest string
-			switch err := tx.QueryRow(ctx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = $1 OR intent_id = $2 LIMIT 1`, in.IdempotencyKey, in.ID).Scan(&other, &digest); {
-			case err == nil:
-				return store.KeyTaken(op, id, in, other, digest)
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
+		if err := keysFree(ctx, tx, op, id, r.Record.Intents); err != nil {
+			return err
 		}
 		for _, g := range r.Grants {
 			var other string
@@ -154,7 +148,33 @@ VALUES ($1, $2::bigint, $3::bigint, $4::text[], $5::bytea[], $6::bytea[], $7::te
 		run, evs[0].Seq, evs[n-1].Seq, kinds, bodies, digests.sums, texts(&digests), prevSum, prevHash, chains.sums, texts(&chains), evs[0].Generation, nanos(evs[0].RecordedAt))
 }
 
+// keysFree refuses, for an import of run id, the first of its intents
+// whose id or idempotency key the store holds already (store.KeyTaken).
+func keysFree(ctx context.Context, tx *wtx, op, id string, intents []store.Intent) error {
+	for _, in := range intents {
+		var other, digest string
+		switch err := tx.QueryRow(ctx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = $1 OR intent_id = $2 LIMIT 1`, in.IdempotencyKey, in.ID).Scan(&other, &digest); {
+		case err == nil:
+			return store.KeyTaken(op, id, in, other, digest)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+	}
+	return nil
+}
+
 var _ store.MoveFencer = (*Store)(nil)
+
+// movingRun locks runID's header in tx and reads it with the database's
+// clock after the lock, for MoveOut and CancelMove.
+func (s *Store) movingRun(ctx context.Context, tx *wtx, op, runID string) (store.Run, int64, error) {
+	var subs, clock int64
+	r, err := scanRun(tx.QueryRow(ctx, lockedSQL+` SELECT c.* FROM c`, runID, s.injected()), &subs, &clock)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, 0, store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+	}
+	return r, clock, err
+}
 
 // MoveOut implements store.MoveFencer, deciding on the run's row locked
 // and the database's clock read after the lock (store.MoveOutOf).
@@ -162,12 +182,9 @@ func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error
 	const op = "move out"
 	var r store.Run
 	err := s.write(ctx, op, runID, func(tx *wtx) error {
-		var subs, clock int64
+		var clock int64
 		var err error
-		r, err = scanRun(tx.QueryRow(ctx, lockedSQL+` SELECT c.* FROM c`, runID, s.injected()), &subs, &clock)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
-		} else if err != nil {
+		if r, clock, err = s.movingRun(ctx, tx, op, runID); err != nil {
 			return err
 		}
 		q, err := store.MoveOutOf(op, r, to, fromNanos(clock))
@@ -186,11 +203,8 @@ func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error
 func (s *Store) CancelMove(ctx context.Context, runID string) error {
 	const op = "cancel move"
 	err := s.write(ctx, op, runID, func(tx *wtx) error {
-		var subs, clock int64
-		r, err := scanRun(tx.QueryRow(ctx, lockedSQL+` SELECT c.* FROM c`, runID, s.injected()), &subs, &clock)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
-		} else if err != nil {
+		r, clock, err := s.movingRun(ctx, tx, op, runID)
+		if err != nil {
 			return err
 		}
 		prev, err := store.MoveCancelled(op, r)

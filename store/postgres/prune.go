@@ -176,14 +176,8 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		for _, k := range r.Keys {
-			var run, digest string
-			switch err := tx.QueryRow(ctx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = $1 OR intent_id = $2 LIMIT 1`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
-			case err == nil:
-				return store.KeyTaken(op, id, k, run, digest)
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
+		if err := keysFree(ctx, tx, op, id, r.Keys); err != nil {
+			return err
 		}
 		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

@@ -33,14 +33,8 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		for _, in := range r.Record.Intents {
-			var other, digest string
-			switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, in.IdempotencyKey, in.ID).Scan(&other, &digest); {
-			case err == nil:
-				return store.KeyTaken(op, id, in, other, digest)
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
+		if err := s.keysFree(ctx, tx, op, id, r.Record.Intents); err != nil {
+			return err
 		}
 		for _, g := range r.Grants {
 			var other string
@@ -139,7 +133,31 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, in.Seq, in.ID, in.Kind, in.ActorR
 	return imported && err == nil, err
 }
 
+// keysFree refuses, for an import of run id, the first of its intents
+// whose id or idempotency key the store holds already (store.KeyTaken).
+func (s *Store) keysFree(ctx context.Context, tx *wtx, op, id string, intents []store.Intent) error {
+	for _, in := range intents {
+		var other, digest string
+		switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, in.IdempotencyKey, in.ID).Scan(&other, &digest); {
+		case err == nil:
+			return store.KeyTaken(op, id, in, other, digest)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+	}
+	return nil
+}
+
 var _ store.MoveFencer = (*Store)(nil)
+
+// movingRun reads runID's header in tx, for MoveOut and CancelMove.
+func (s *Store) movingRun(ctx context.Context, tx *wtx, op, runID string) (store.Run, error) {
+	r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+	}
+	return r, err
+}
 
 // MoveOut implements store.MoveFencer (store.MoveOutOf), in one write
 // transaction at the store's clock.
@@ -148,10 +166,7 @@ func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error
 	var r store.Run
 	err := s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
 		var err error
-		r, err = scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
-		} else if err != nil {
+		if r, err = s.movingRun(ctx, tx, op, runID); err != nil {
 			return err
 		}
 		q, err := store.MoveOutOf(op, r, to, now)
@@ -170,10 +185,8 @@ func (s *Store) MoveOut(ctx context.Context, runID, to string) (store.Run, error
 func (s *Store) CancelMove(ctx context.Context, runID string) error {
 	const op = "cancel move"
 	return s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		r, err := scanRun(s.queryRow(ctx, tx, `SELECT `+runColumns+` FROM runs WHERE run_id = ?`, runID))
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
-		} else if err != nil {
+		r, err := s.movingRun(ctx, tx, op, runID)
+		if err != nil {
 			return err
 		}
 		prev, err := store.MoveCancelled(op, r)

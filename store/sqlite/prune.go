@@ -196,14 +196,8 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		for _, k := range r.Keys {
-			var run, digest string
-			switch err := s.queryRow(ctx, tx, `SELECT run_id, content_digest FROM intents WHERE idempotency_key = ? OR intent_id = ?`, k.IdempotencyKey, k.ID).Scan(&run, &digest); {
-			case err == nil:
-				return store.KeyTaken(op, id, k, run, digest)
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
+		if err := s.keysFree(ctx, tx, op, id, r.Keys); err != nil {
+			return err
 		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
 	created_at, updated_at, created_order)

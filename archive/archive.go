@@ -28,26 +28,14 @@ import (
 // KindV1 names the layout of an archive document.
 const KindV1 = "flrh-run-archive/1"
 
-// Archive is an ended run's whole record.
+// Archive is an ended run's whole record: the run as a store holds it
+// (store.WholeRun: record, every grant, inbox, trace).
 type Archive struct {
-	// Record is the run as a verifier reads it (store.RunRecord): header,
-	// events, latest checkpoint, intents, receipts, every intent's
-	// attempts (ordered by intent id and number) and the grants its
-	// intents name (ordered by id).
-	Record store.RunRecord
-	// Grants are every grant recorded for the run (store.Pruner.Grants),
-	// ordered by id, consumed or not.
-	Grants []store.Approval
-	// Inbox holds the run's inbound events in order, consumed or not.
-	Inbox []store.Inbound
-	// Trace holds the run's trace records in order.
-	Trace []store.TraceRecord
+	store.WholeRun
 }
 
 // Whole is the run a holds, as a store takes it in (store.RunImporter).
-func (a *Archive) Whole() store.WholeRun {
-	return store.WholeRun{Record: a.Record, Grants: a.Grants, Inbox: a.Inbox, Trace: a.Trace}
-}
+func (a *Archive) Whole() store.WholeRun { return a.WholeRun }
 
 // Counts counts the records a holds as store.Pruning.Kept counts them.
 func (a *Archive) Counts() store.RecordCounts {
@@ -94,7 +82,7 @@ func Read(ctx context.Context, st store.Store, runID string) (*Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Archive{Record: rec}
+	a := &Archive{WholeRun: store.WholeRun{Record: rec}}
 	if a.Grants, err = p.Grants(ctx, runID); err != nil {
 		return nil, err
 	}

@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/verify"
@@ -67,15 +65,13 @@ func auditArchiveDir(ctx context.Context, st store.Store, dir string) (archiveDi
 	if !ok {
 		return rep, usagef("this store does not prune runs")
 	}
-	entries, err := os.ReadDir(dir)
+	names, err := archiveFilesIn(dir)
 	if err != nil {
 		return rep, err
 	}
 	files := map[string]bool{} // the archive files in dir, by name
-	for _, e := range entries {
-		if n := e.Name(); e.Type().IsRegular() && (strings.HasSuffix(n, archiveSuffix) || strings.HasSuffix(n, archiveSuffix+".gz")) {
-			files[n] = true
-		}
+	for _, n := range names {
+		files[n] = true
 	}
 	err = walkPrunings(ctx, st, pr, func(r store.Run, p *store.Pruning) error {
 		switch {

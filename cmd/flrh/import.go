@@ -16,8 +16,8 @@ import (
 )
 
 func init() {
-	imp := &cobra.Command{Use: "import --from STORE",
-		Short: "Take another store's runs in: pruned runs by their keys, and with --ended and --live whole runs",
+	imp := &cobra.Command{Use: "import (--from STORE | --archive FILE|DIR...)",
+		Short: "Take runs in: another store's (pruned runs by their keys, with --ended and --live whole runs), or archived runs whole",
 		Long: `import moves runs from another store into this one, in that store's creation
 order: how a deployment moves from the embedded store to PostgreSQL
 (docs/postgres.md).
@@ -47,6 +47,16 @@ With --dry-run, nothing is written to either store: the report says what
 would move and what would be left (a key or grant this store holds for
 something else shows only when the import is made).
 
+With --archive instead of --from, the runs archives hold (files flrh store
+prune wrote, or directories of them) are taken in whole, in the order they
+were created: how ended runs are read again in a store (the run page, why,
+flrh run show), and how a store lost with no backup is rebuilt from its
+archives, each run's ids and effects' keys taken again so that no run
+commits an effect an archived run did. Every archive is read and verified
+first (flrh verify --archive); one that does not verify is left. A run this
+store pruned into the archive is left too: the store keeps its header and
+keys, the archive its record; import it into another store to hold it whole.
+
 Any other run is left and reported, and so is a run whose id, one of whose
 keys or grants, this store holds already for something else. A run imported
 before is counted as such and not written again. Exit status 1 when any run
@@ -54,13 +64,27 @@ is left.`,
 		Args: cobra.NoArgs}
 	iStore := addStoreFlag(imp)
 	iFrom := imp.Flags().String("from", "", "the store to take the runs from (opened read-only unless --live)")
+	iArchives := imp.Flags().StringArray("archive", nil, "an archive file (flrh store prune), or a directory of them, whose runs to take in whole instead (repeatable)")
 	iEnded := imp.Flags().Bool("ended", false, "also move the ended runs the other store has not pruned, whole")
 	iLive := imp.Flags().Bool("live", false, "also move the runs that have not ended, whole, fencing each out of the other store")
 	iDry := imp.Flags().Bool("dry-run", false, "say what would move and what would be left, writing nothing to either store")
 	iJSON := imp.Flags().Bool("json", false, "print JSON")
 	imp.RunE = func(cmd *cobra.Command, _ []string) error {
+		if len(*iArchives) > 0 {
+			if *iFrom != "" || *iEnded || *iLive {
+				return usagef("--archive takes archived runs in: give no --from, --ended or --live with it")
+			}
+			ctx := cmd.Context()
+			dst, err := openStore(ctx, *iStore, *iDry)
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			rep, err := importArchives(ctx, dst, *iArchives, *iDry)
+			return finishReport(cmd.OutOrStdout(), *iJSON, rep, err, len(rep.Left) > 0)
+		}
 		if *iFrom == "" {
-			return usagef("--from STORE is required")
+			return usagef("--from STORE or --archive FILE|DIR is required")
 		}
 		if *iFrom == *iStore {
 			return usagef("--from and --store name the same store")
@@ -88,9 +112,12 @@ type importReport struct {
 	Keys     int          `json:"keys"`     // their idempotency keys
 	Ended    []string     `json:"ended"`    // ended runs moved whole
 	Live     []string     `json:"live"`     // live runs moved whole, fenced out of the other store
+	Archived []string     `json:"archived"` // runs taken in whole from their archives
 	Already  []string     `json:"already"`  // imported before
 	Left     []skippedRun `json:"left"`
 	DryRun   bool         `json:"dry_run,omitempty"` // what would be imported; nothing was written
+	// fromArchives: the runs came from archives (--archive), not another store.
+	fromArchives bool
 }
 
 // finishReport prints rep for people, or as JSON, then returns err, or
@@ -113,13 +140,29 @@ func finishReport(w io.Writer, asJSON bool, rep interface{ print(io.Writer) }, e
 	return nil
 }
 
+// newImportReport is an import's report with nothing in it yet.
+func newImportReport(dryRun bool) importReport {
+	return importReport{Imported: []string{}, Ended: []string{}, Live: []string{}, Archived: []string{}, Already: []string{}, Left: []skippedRun{}, DryRun: dryRun}
+}
+
 func (r importReport) print(w io.Writer) {
 	for _, l := range r.Left {
-		fmt.Fprintf(w, "left %s: %s\n", l.RunID, l.Reason)
+		switch {
+		case l.File == "":
+			fmt.Fprintf(w, "left %s: %s\n", l.RunID, l.Reason)
+		case l.RunID == "":
+			fmt.Fprintf(w, "left %s: %s\n", l.File, l.Reason)
+		default:
+			fmt.Fprintf(w, "left %s (%s): %s\n", l.RunID, l.File, l.Reason)
+		}
 	}
 	verb := "imported"
 	if r.DryRun {
 		verb = "would import"
+	}
+	if r.fromArchives {
+		fmt.Fprintf(w, "%s %d runs whole from archives; %d imported before; left %d\n", verb, len(r.Archived), len(r.Already), len(r.Left))
+		return
 	}
 	fmt.Fprintf(w, "%s %d pruned runs (%d idempotency keys), %d ended runs whole, %d live runs whole; %d imported before; left %d\n",
 		verb, len(r.Imported), r.Keys, len(r.Ended), len(r.Live), len(r.Already), len(r.Left))
@@ -164,7 +207,7 @@ func storeDescription(spec string) string {
 // stops it (a live run fenced out of src and not yet imported then stays
 // fenced out, and the next import takes it).
 func importRuns(ctx context.Context, src, dst store.Store, what importWhat) (importReport, error) {
-	rep := importReport{Imported: []string{}, Ended: []string{}, Live: []string{}, Already: []string{}, Left: []skippedRun{}, DryRun: what.dryRun}
+	rep := newImportReport(what.dryRun)
 	from, ok := store.PrunedMoverOf(src)
 	pr, ok2 := store.PrunerOf(src)
 	to, ok3 := store.PrunedMoverOf(dst)

@@ -68,7 +68,7 @@ func testImportPruned(t *testing.T, to, taken string) {
 		return rep, code, out
 	}
 
-	if out, err := flrh(bin, nil, "store", "import", "--store", to); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--from STORE is required") {
+	if out, err := flrh(bin, nil, "store", "import", "--store", to); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--from STORE or --archive FILE|DIR is required") {
 		t.Fatalf("import without --from: %v\n%s", err, out)
 	}
 	rep, code, out := imp(to)

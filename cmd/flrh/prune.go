@@ -193,7 +193,11 @@ type prunedRun struct {
 }
 
 type skippedRun struct {
-	RunID  string `json:"run_id"`
+	RunID string `json:"run_id"`
+	// File is the archive file the run was read from, when it was
+	// (flrh store import --archive); a file left before its run was known
+	// has no RunID.
+	File   string `json:"file,omitempty"`
 	Reason string `json:"reason"`
 }
 

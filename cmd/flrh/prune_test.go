@@ -407,6 +407,22 @@ func TestPruneASealedStore(t *testing.T) {
 	if out, err := flrh(bin, nil, "verify", "--archive", changed); err == nil || !strings.Contains(out, "fails authentication") {
 		t.Fatalf("verify --archive of a changed sealed archive: %v\n%s", err, out)
 	}
+
+	// Another store encrypted at rest takes the sealed archives' runs in
+	// whole with the key, and nothing without it.
+	into := "sqlite:" + filepath.Join(t.TempDir(), "into.db")
+	if out, err := flrh(bin, noKey, "store", "import", "--archive", dir, "--store", "sqlite:"+filepath.Join(t.TempDir(), "nokey.db")); exitStatus(t, err) != exitUsage || !strings.Contains(out, "is encrypted") {
+		t.Fatalf("import --archive without the key: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "store", "import", "--archive", dir, "--store", into); err != nil || !strings.Contains(out, "imported 3 runs whole from archives; 0 imported before; left 0") {
+		t.Fatalf("import --archive with the key: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "verify", "--all", "--store", into); err != nil || strings.Count(out, ": verified") != 3 {
+		t.Fatalf("verify --all in the store the sealed archives were imported into: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, noKey, "run", "trace", "agent-1", "--store", into); err == nil || !strings.Contains(out, "encrypted, and no encryption key was given") {
+		t.Fatalf("a run's trace imported into a store encrypted at rest reads without the key:\n%s", out)
+	}
 }
 
 // Two prunes over the same runs at once (two operators, or a person and a

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"flrh.dev/flrh/archive"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// archiveFilesIn lists the archive files in dir (RUN.flrh-archive.json,
+// or .gz), by name.
+func archiveFilesIn(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && (strings.HasSuffix(n, archiveSuffix) || strings.HasSuffix(n, archiveSuffix+".gz")) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// archiveFiles expands paths, each an archive file or a directory of
+// them, into the archive files they name, a directory's by name. A path
+// that is not there is the caller's mistake.
+func archiveFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, usagef("--archive %s: %v", p, err)
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		names, err := archiveFilesIn(p)
+		if err != nil {
+			return nil, usagef("--archive %s: %v", p, err)
+		}
+		for _, n := range names {
+			files = append(files, filepath.Join(p, n))
+		}
+	}
+	return files, nil
+}
+
+// loadedArchive is an archive file read, decoded and verified: the run it
+// holds and its document's digest (what a pruning names).
+type loadedArchive struct {
+	path   string
+	a      *archive.Archive
+	digest string
+}
+
+// loadArchive reads, decodes and verifies the archive in file path as
+// flrh verify --archive does. why says why the file is left ("" when it
+// is not): it cannot be read, is not an archive, or its record does not
+// verify. An error is one the whole import stops at: a sealed archive
+// with no key given.
+func loadArchive(ctx context.Context, path string) (l loadedArchive, why string, err error) {
+	doc, err := readArchiveFile(path)
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		return l, "", err
+	case err != nil:
+		return l, fmt.Sprintf("it cannot be read: %v", err), nil
+	}
+	a, err := archive.Decode(doc)
+	if err != nil {
+		return l, fmt.Sprintf("it is not an archive: %v", err), nil
+	}
+	rep, _, err := verify.Record(ctx, nil, nil, a.Record)
+	if err != nil {
+		return l, fmt.Sprintf("it cannot be verified: %v", err), nil
+	}
+	if !rep.OK() {
+		f := rep.Findings[0]
+		return l, fmt.Sprintf("its record does not verify (%d findings; the first, %s at %s: %s): flrh verify --archive %s says more",
+			len(rep.Findings), f.Check, f.Where, f.Detail, path), nil
+	}
+	return loadedArchive{path: path, a: a, digest: store.BodyDigest(doc)}, "", nil
+}
+
+// importArchives takes the runs the archives at paths hold (files, or
+// directories of them) into dst whole, as flrh store import --archive:
+// every archive read and verified first, then the runs imported in the
+// order they were created. A run dst holds at the archive's head hash is
+// imported before, unless dst pruned it (it keeps the run's header and
+// keys, and the archive, not dst, is where its record is read); a run of
+// the archive's id dst holds at another head hash, an archive that does
+// not verify, and a second archive of one run with other contents are
+// left. With dryRun, nothing is written.
+func importArchives(ctx context.Context, dst store.Store, paths []string, dryRun bool) (importReport, error) {
+	rep := newImportReport(dryRun)
+	rep.fromArchives = true
+	imp, ok := store.RunImporterOf(dst)
+	if !ok {
+		return rep, usagef("this store cannot take whole runs in")
+	}
+	files, err := archiveFiles(paths)
+	if err != nil {
+		return rep, err
+	}
+	// The first pass keeps of each archive only what orders it, so that
+	// a directory of any size is not held in memory; the second reads
+	// each again as it imports it.
+	var runs []foundArchive
+	byRun := map[string]foundArchive{}
+	for _, f := range files {
+		l, why, err := loadArchive(ctx, f)
+		if err != nil {
+			return rep, err
+		}
+		if why != "" {
+			rep.Left = append(rep.Left, skippedRun{File: f, Reason: why})
+			continue
+		}
+		run := l.a.Record.Run
+		if seen, dup := byRun[run.ID]; dup {
+			if seen.digest != l.digest {
+				rep.Left = append(rep.Left, skippedRun{RunID: run.ID, File: f, Reason: fmt.Sprintf("%s holds run %s too, with other contents", seen.path, run.ID)})
+			}
+			continue // the same run twice (compressed and not, say): one import
+		}
+		fd := foundArchive{path: f, run: run.ID, head: run.HeadHash, digest: l.digest, created: run.CreatedAt}
+		byRun[run.ID] = fd
+		runs = append(runs, fd)
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		if !runs[i].created.Equal(runs[j].created) {
+			return runs[i].created.Before(runs[j].created)
+		}
+		return runs[i].run < runs[j].run
+	})
+	for _, fd := range runs {
+		left := func(why string) { rep.Left = append(rep.Left, skippedRun{RunID: fd.run, File: fd.path, Reason: why}) }
+		got, err := dst.Run(ctx, fd.run)
+		switch {
+		case store.CodeOf(err) == store.CodeNotFound:
+		case err != nil:
+			return rep, err
+		case got.HeadHash == fd.head:
+			p, err := store.PruningOf(ctx, dst, got)
+			switch {
+			case err != nil:
+				return rep, err
+			case p != nil && p.Archive == fd.digest:
+				left("this store pruned it into this very archive: it keeps the run's header and keys, the archive its record (flrh verify and flrh replay --archive read it; import it into another store to hold it whole)")
+			case p != nil:
+				left("this store pruned it, and its pruning names another archive or none")
+			default:
+				rep.Already = append(rep.Already, fd.run)
+			}
+			continue
+		default:
+			left("this store holds another run of this id")
+			continue
+		}
+		if dryRun {
+			rep.Archived = append(rep.Archived, fd.run)
+			continue
+		}
+		l, why, err := loadArchive(ctx, fd.path)
+		switch {
+		case err != nil:
+			return rep, err
+		case why != "":
+			left(why + " (on reading it again)")
+			continue
+		case l.digest != fd.digest:
+			left("it changed while it was being imported")
+			continue
+		}
+		imported, err := imp.ImportRun(ctx, l.a.Whole())
+		if err := tally(&rep, &rep.Archived, fd.run, imported, err); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// foundArchive is what importArchives keeps of an archive file between
+// its two passes: where it is, the run it holds (id, head hash, creation
+// time) and its document's digest.
+type foundArchive struct {
+	path, run, head, digest string
+	created                 time.Time
+}

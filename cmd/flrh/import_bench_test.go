@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/internal/refundruns"
 )
@@ -15,7 +18,12 @@ import (
 // attempt and receipt, 2 inbox entries, 9 trace records), reading each
 // whole and importing it in one transaction (--ended); "live" moves runs
 // waiting for an approval, each fenced out of the old store first
-// (--live). The runs are recorded outside the timer for each iteration.
+// (--live); "archive" takes the paid runs in from the archives flrh store
+// prune wrote of them (--archive DIR): each read, decoded and verified
+// (the import orders the runs by creation before it writes any), then
+// imported in one transaction ("archive-reread": decoded again before it is
+// imported, as an import does beyond keepDecoded). The runs are recorded (and for "archive" pruned)
+// outside the timer for each iteration.
 func BenchmarkImport(b *testing.B) {
 	n := len(benchPruneAmounts(b))
 	for _, be := range storeBackends() {
@@ -23,7 +31,7 @@ func BenchmarkImport(b *testing.B) {
 			name   string
 			amount int
 			what   importWhat
-		}{{"ended", 30, importWhat{ended: true}}, {"live", 800, importWhat{live: true, to: "bench"}}} {
+		}{{"ended", 30, importWhat{ended: true}}, {"live", 800, importWhat{live: true, to: "bench"}}, {"archive", 30, importWhat{}}, {"archive-reread", 30, importWhat{}}} {
 			b.Run(be.name+"/"+way.name, func(b *testing.B) {
 				ctx := context.Background()
 				amounts := make([]int, n)
@@ -38,6 +46,15 @@ func BenchmarkImport(b *testing.B) {
 						b.Fatal(err)
 					}
 					refundruns.Record(b, src, "", false, amounts...)
+					dir := filepath.Join(b.TempDir(), "archive")
+					if strings.HasPrefix(way.name, "archive") {
+						if err := os.Mkdir(dir, 0o750); err != nil {
+							b.Fatal(err)
+						}
+						if rep, err := pruneRuns(ctx, src, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: 1}); err != nil || len(rep.Pruned) != n {
+							b.Fatalf("pruned %d of %d runs: %v", len(rep.Pruned), n, err)
+						}
+					}
 					spec := "sqlite:" + filepath.Join(b.TempDir(), "to.db")
 					if be.dsn != "" {
 						_, spec = freshSchema(b, be.dsn, "flrh_bench_import_")
@@ -46,10 +63,19 @@ func BenchmarkImport(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					if way.name == "archive-reread" {
+						defer func(keep int64) { keepDecoded = keep }(keepDecoded)
+						keepDecoded = 0
+					}
 					b.StartTimer()
-					rep, err := importRuns(ctx, src, dst, way.what)
+					var rep importReport
+					if strings.HasPrefix(way.name, "archive") {
+						rep, err = importArchives(ctx, dst, []string{dir}, false)
+					} else {
+						rep, err = importRuns(ctx, src, dst, way.what)
+					}
 					b.StopTimer()
-					if moved := len(rep.Ended) + len(rep.Live); err != nil || moved != n || len(rep.Left) != 0 {
+					if moved := len(rep.Ended) + len(rep.Live) + len(rep.Archived); err != nil || moved != n || len(rep.Left) != 0 {
 						b.Fatalf("moved %d of %d runs, left %v: %v", moved, n, rep.Left, err)
 					}
 					runs += n

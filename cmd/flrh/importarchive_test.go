@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
@@ -219,5 +220,50 @@ func testImportArchives(t *testing.T, to, taken string) {
 	if code != 1 || strings.Join(rep.Archived, ",") != "small" || len(rep.Left) != 1 || rep.Left[0].RunID != "large" ||
 		!strings.Contains(rep.Left[0].Reason, "holds another run of this id") {
 		t.Fatalf("import into a store holding run large: exit %d\n%s", code, out)
+	}
+}
+
+// Whether importArchives keeps an archive decoded between its passes or
+// reads it again (keepDecoded: all, none, the first alone) changes
+// nothing in what it imports.
+func TestImportArchivesKeptOrReadAgain(t *testing.T) {
+	ctx := context.Background()
+	from := "sqlite:" + filepath.Join(t.TempDir(), "from.db")
+	recordRuns(t, from, true, 800, 30, 40)
+	src, err := openStore(ctx, from, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dir := t.TempDir()
+	if rep, err := pruneRuns(ctx, src, pruneOptions{Before: time.Now().Add(time.Hour), Dir: dir, Parallel: 1}); err != nil || len(rep.Pruned) != 4 {
+		t.Fatalf("pruned %+v: %v", rep.Pruned, err)
+	}
+	first, err := os.Stat(filepath.Join(dir, archiveFileName("small", false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(keep int64) { keepDecoded = keep }(keepDecoded)
+	var want map[string]store.WholeRun
+	for _, keep := range []int64{keepDecoded, 0, first.Size()} {
+		keepDecoded = keep
+		dst, err := openStore(ctx, "sqlite:"+filepath.Join(t.TempDir(), "to.db"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := importArchives(ctx, dst, []string{dir}, false)
+		if err != nil || strings.Join(rep.Archived, ",") != "small,large,agent-1,agent-2" || len(rep.Left)+len(rep.Already) != 0 {
+			t.Fatalf("keeping %d bytes decoded: %+v, %v", keep, rep, err)
+		}
+		got := map[string]store.WholeRun{}
+		for _, id := range rep.Archived {
+			got[id] = storetest.NilEmpty(wholeRun(t, dst, id))
+		}
+		dst.Close()
+		if want == nil {
+			want = got
+		} else if !reflect.DeepEqual(got, want) {
+			t.Fatalf("keeping %d bytes decoded, the runs imported differ", keep)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,8 @@ const (
 )
 
 // Load reads the bundle in dir and compiles it. Every regular file
-// directly in dir is read; workflow.json says which of them matter. A bad
+// directly in dir is read; the manifest (workflow.json, or workflow.yaml)
+// says which of them matter. A bad
 // bundle is a *workflow.Error (or an I/O error naming the file); nothing is
 // half loaded.
 func Load(dir string) (*Workflow, *Adapters, error) {
@@ -43,6 +45,18 @@ func Load(dir string) (*Workflow, *Adapters, error) {
 		return nil, nil, fmt.Errorf("%w (in %s)", err, dir)
 	}
 	return w, a, err
+}
+
+// IsDir reports whether dir holds a bundle's manifest (workflow.json, or
+// workflow.yaml or workflow.yml): how a directory of bundles is told from
+// a bundle.
+func IsDir(dir string) bool {
+	for _, n := range []string{workflow.ManifestFile, workflow.ManifestYAML, "workflow.yml"} {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoExample is the error LoadExample wraps for a name that is not an
@@ -100,8 +114,12 @@ func LoadFS(fsys fs.FS) (*Workflow, *Adapters, error) {
 		}
 		files[e.Name()] = b
 	}
-	if _, ok := files[workflow.ManifestFile]; !ok {
-		return nil, nil, fmt.Errorf("bundle: %s: %w", workflow.ManifestFile, fs.ErrNotExist)
+	if _, err := workflow.Manifest(files); err != nil {
+		var we *workflow.Error
+		if errors.As(err, &we) && we.Code == workflow.CodeMissingFile {
+			return nil, nil, fmt.Errorf("bundle: %s (or %s): %w", workflow.ManifestFile, workflow.ManifestYAML, fs.ErrNotExist)
+		}
+		return nil, nil, err
 	}
 	wf, err := workflow.Compile(files)
 	if err != nil {

@@ -1,12 +1,17 @@
 package bundle
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
 	"flrh.dev/flrh/examples"
+	"flrh.dev/flrh/internal/yamlbundle"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -63,6 +68,59 @@ func FuzzLoadFS(f *testing.F) {
 		var ce *workflow.Error
 		if !errors.As(err, &ce) && !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("untyped error %T: %v", err, err)
+		}
+	})
+}
+
+// FuzzLoadYAML loads the refund-agent bundle written in YAML with its
+// manifest or its domain replaced by arbitrary bytes: LoadFS never
+// panics, and a refusal is a *workflow.Error whose line, in a YAML file,
+// is one of the file's lines.
+func FuzzLoadYAML(f *testing.F) {
+	dir := yamlbundle.FromJSON(f, filepath.Join("..", "examples", "refund-agent"))
+	src := fstest.MapFS{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		src[e.Name()] = &fstest.MapFile{Data: b}
+	}
+	f.Add(false, src[workflow.ManifestYAML].Data)
+	f.Add(true, src["domain.yaml"].Data)
+	f.Add(false, []byte("id: [\n"))
+	f.Add(true, []byte("a: &x 1\nb: *x\n"))
+	f.Fuzz(func(t *testing.T, domain bool, data []byte) {
+		name := workflow.ManifestYAML
+		if domain {
+			name = "domain.yaml"
+		}
+		m := fstest.MapFS{}
+		for k, v := range src {
+			m[k] = v
+		}
+		m[name] = &fstest.MapFile{Data: data}
+		w, a, err := LoadFS(m)
+		if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
+			t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
+		}
+		if err == nil {
+			return
+		}
+		var ce *workflow.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("untyped error %T: %v", err, err)
+		}
+		if f, ok := m[ce.File]; ok && strings.HasSuffix(ce.File, ".yaml") {
+			// YAML breaks lines at \n, \r\n and a lone \r.
+			lines := bytes.Count(f.Data, []byte("\n")) + bytes.Count(f.Data, []byte("\r")) - bytes.Count(f.Data, []byte("\r\n")) + 1
+			if ce.Line > lines {
+				t.Fatalf("%v: line %d of a file of %d lines", err, ce.Line, lines)
+			}
 		}
 	})
 }

@@ -28,12 +28,12 @@ type Bundles struct {
 }
 
 // LoadBundles loads every bundle in dir: dir itself when it holds a
-// workflow.json, otherwise each subdirectory that does, in name order.
+// manifest (bundle.IsDir), otherwise each subdirectory that does, in name order.
 // getenv answers the adapters' endpoint variables (os.Getenv in
 // production). A bundle that does not compile is an error naming it.
 func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
 	var dirs []string
-	if isFile(filepath.Join(dir, "workflow.json")) {
+	if bundle.IsDir(dir) {
 		dirs = []string{dir}
 	} else {
 		entries, err := os.ReadDir(dir)
@@ -42,7 +42,7 @@ func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
 		}
 		for _, e := range entries {
 			sub := filepath.Join(dir, e.Name())
-			if e.IsDir() && isFile(filepath.Join(sub, "workflow.json")) {
+			if e.IsDir() && bundle.IsDir(sub) {
 				dirs = append(dirs, sub)
 			}
 		}
@@ -78,11 +78,6 @@ func MergeAdapters(dst, src *effect.Registry) error {
 		}
 	}
 	return nil
-}
-
-func isFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // IsNotExist reports whether a LoadBundles error means the directory is

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+
+	"flrh.dev/flrh/internal/yamlbundle"
 )
 
 func TestLoadBundles(t *testing.T) {
@@ -33,5 +36,19 @@ func TestLoadBundles(t *testing.T) {
 	}
 	if _, err := LoadBundles(filepath.Join(dir, "no-such-dir"), nil); err == nil || !IsNotExist(err) {
 		t.Fatalf("missing dir: %v", err)
+	}
+	// Bundles written in YAML, on their own or among others.
+	yamlRefund := yamlbundle.FromJSON(t, filepath.Join(dir, "refund-agent"))
+	parent := t.TempDir()
+	for name, from := range map[string]string{"refund": yamlRefund, "ops": yamlbundle.FromJSON(t, filepath.Join(dir, "ops-agent"))} {
+		if err := os.Rename(from, filepath.Join(parent, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for want, d := range map[int]string{1: filepath.Join(parent, "refund"), 2: parent} {
+		y, err := LoadBundles(d, func(string) string { return "http://127.0.0.1:1/v1/effects" })
+		if err != nil || len(y.Workflows) != want || len(y.Unwired) != 0 {
+			t.Fatalf("YAML bundles in %s: %+v, %v; want %d", d, y, err, want)
+		}
 	}
 }

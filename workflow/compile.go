@@ -23,12 +23,16 @@ import (
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/seam"
+	"flrh.dev/flrh/yamljson"
 )
 
 // Names fixed by the bundle format.
 const (
-	SchemaVersion    = "flrh-workflow/1"
-	ManifestFile     = "workflow.json"
+	SchemaVersion = "flrh-workflow/1"
+	ManifestFile  = "workflow.json"
+	// ManifestYAML is the manifest written in YAML instead (package
+	// yamljson), as is any JSON file of the bundle named *.yaml or *.yml.
+	ManifestYAML     = "workflow.yaml"
 	ReceiptEventType = "flrh.receipt/1" // the domain event a receipt becomes
 	ProposalSource   = "source:proposals"
 	VerdictSource    = "source:verdicts"
@@ -155,14 +159,57 @@ var manifestMembers = []string{"schema_version", "id", "version", "versions", "d
 var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
 	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
 
+// manifestNames are the names a bundle's manifest may have: one of them.
+var manifestNames = []string{ManifestFile, ManifestYAML, "workflow.yml"}
+
+// Manifest returns the name of the manifest among files (workflow.json,
+// or workflow.yaml or workflow.yml), or an *Error when there is none or
+// more than one.
+func Manifest(files map[string][]byte) (string, error) {
+	var found []string
+	for _, n := range manifestNames {
+		if _, ok := files[n]; ok {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", bundleErr(CodeMissingFile, ManifestFile, "", "a bundle has a %s (or %s)", ManifestFile, ManifestYAML)
+	case 1:
+		return found[0], nil
+	}
+	return "", bundleErr(CodeMalformed, found[1], "", "a bundle has one manifest, and %s is one too", found[0])
+}
+
+// isYAML reports whether the bundle's file name is written in YAML.
+func isYAML(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
 // Compile checks a bundle and builds its workflow. files maps each file
-// name, relative to the bundle directory, to its bytes; workflow.json must
-// be one of them. It is pure: it reads nothing but files. Any problem is
-// an *Error naming the file and the place in it; nothing is half built.
+// name, relative to the bundle directory, to its bytes; the manifest
+// (Manifest: workflow.json, or workflow.yaml) must be one of them. It is
+// pure: it reads nothing but files. Any problem is an *Error naming the
+// file and the place in it (a JSON Pointer, and in a YAML file its line
+// and column too); nothing is half built.
 func Compile(files map[string][]byte) (*Workflow, error) {
-	raw, ok := files[ManifestFile]
-	if !ok {
-		return nil, bundleErr(CodeMissingFile, ManifestFile, "", "a bundle has a %s", ManifestFile)
+	name, merr := Manifest(files)
+	if merr != nil {
+		return nil, merr
+	}
+	c := compiler{files: files, used: map[string]bool{name: true}}
+	w, cerr := c.compileManifest(name)
+	if cerr != nil {
+		return nil, c.located(cerr, name)
+	}
+	return w, nil
+}
+
+// compileManifest compiles the bundle whose manifest is file name.
+func (c *compiler) compileManifest(name string) (*Workflow, *Error) {
+	raw, yerr := c.document(name, c.files[name], false)
+	if yerr != nil {
+		return nil, yerr
 	}
 	v, err := cjson.Decode(raw)
 	if err != nil {
@@ -177,18 +224,65 @@ func Compile(files map[string][]byte) (*Workflow, error) {
 	if !ok {
 		return nil, bundleErr(CodeMalformed, ManifestFile, "/", "must be a JSON object")
 	}
-	c := compiler{files: files, root: root, used: map[string]bool{ManifestFile: true}}
-	w, cerr := c.compile()
-	if cerr != nil {
-		return nil, cerr
-	}
-	return w, nil
+	c.root = root
+	return c.compile()
 }
 
 type compiler struct {
 	files map[string][]byte
 	root  map[string]any
 	used  map[string]bool
+	// positions are where each value of the YAML files read so far was
+	// written, by file name.
+	positions map[string]yamljson.Positions
+}
+
+// document returns the JSON text of the bundle's file name, whose bytes
+// are b: b itself, or, for a file written in YAML, the canonical JSON of
+// the value it spells (yamljson.Convert; with floats, for a document read
+// as plain JSON, yamljson.ConvertFloats; where each value was written is
+// kept for located).
+func (c *compiler) document(name string, b []byte, floats bool) ([]byte, *Error) {
+	if !isYAML(name) {
+		return b, nil
+	}
+	convert := yamljson.Convert
+	if floats {
+		convert = yamljson.ConvertFloats
+	}
+	out, pos, err := convert(b)
+	if err != nil {
+		e := bundleErr(CodeMalformed, name, "", "not YAML flrh reads: %v", err)
+		var ye *yamljson.Error
+		if errors.As(err, &ye) {
+			e.Pointer, e.Line, e.Column, e.Detail = ye.Pointer, ye.Line, ye.Column, "not YAML flrh reads: "+ye.Detail
+		}
+		return nil, e
+	}
+	if c.positions == nil {
+		c.positions = map[string]yamljson.Positions{}
+	}
+	c.positions[name] = pos
+	return out, nil
+}
+
+// located is e with the manifest's name, manifest, where e names
+// workflow.json (the name every check of the manifest's members gives),
+// and, in a file written in YAML, the line and column of the value e's
+// JSON Pointer names.
+func (c *compiler) located(e *Error, manifest string) *Error {
+	if e.File == ManifestFile {
+		e.File = manifest
+	}
+	if pos, ok := c.positions[e.File]; ok && e.Line == 0 {
+		ptr := e.Pointer
+		if strings.HasPrefix(ptr, "/") || ptr == "" {
+			if p, ok := pos.At(ptr); ok {
+				e.Line, e.Column = p.Line, p.Column
+			}
+		}
+	}
+	return e
 }
 
 func malformed(ptr, format string, args ...any) *Error {
@@ -211,8 +305,15 @@ func (c *compiler) file(ptr string) (string, []byte, *Error) {
 	return c.fileNamed(ptr, c.lookup(ptr))
 }
 
-// fileNamed returns the bytes of the file named by v, found at ptr.
+// fileNamed returns the bytes of the file named by v, found at ptr (as
+// JSON, when it is written in YAML).
 func (c *compiler) fileNamed(ptr string, v any) (string, []byte, *Error) {
+	return c.fileAs(ptr, v, false)
+}
+
+// fileAs is fileNamed, a YAML file read with floating-point numbers taken
+// when floats is set (document).
+func (c *compiler) fileAs(ptr string, v any, floats bool) (string, []byte, *Error) {
 	name, err := c.str(ptr, v, false)
 	if err != nil {
 		return "", nil, err
@@ -226,7 +327,8 @@ func (c *compiler) fileNamed(ptr string, v any) (string, []byte, *Error) {
 		return "", nil, bundleErr(CodeMissingFile, name, "", "named by %s at %s, but not in the bundle", ManifestFile, ptr)
 	}
 	c.used[name] = true
-	return name, b, nil
+	b, err = c.document(name, b, floats)
+	return name, b, err
 }
 
 func (c *compiler) lookup(ptr string) any {

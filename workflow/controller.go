@@ -60,7 +60,7 @@ func (c *compiler) controller(w *Workflow) *Error {
 			return malformed("/controller/"+cjson.EscapePointer(k), "unknown member")
 		}
 	}
-	fname, src, err := c.fileNamed("/controller/model", m["model"])
+	fname, src, err := c.fileAs("/controller/model", m["model"], true) // a model's probabilities are floats
 	if err != nil {
 		return err
 	}

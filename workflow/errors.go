@@ -22,11 +22,20 @@ type Error struct {
 	Code    string
 	File    string
 	Pointer string
-	Detail  string
+	// Line and Column, 1-based, are where in a file written in YAML the
+	// value at Pointer was written; 0 in any other file.
+	Line, Column int
+	Detail       string
 }
 
 func (e *Error) Error() string {
 	where := e.File
+	if e.Line > 0 {
+		where += fmt.Sprintf(":%d", e.Line)
+		if e.Column > 0 {
+			where += fmt.Sprintf(":%d", e.Column)
+		}
+	}
 	if e.Pointer != "" {
 		where += " at " + e.Pointer
 	}

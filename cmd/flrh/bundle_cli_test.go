@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"flrh.dev/flrh/internal/yamlbundle"
 )
 
 var approvalRequest = regexp.MustCompile(`approval-request:[0-9a-f]{64}`)
@@ -226,5 +228,32 @@ func TestWorkflowsDirectoryOverTheCLI(t *testing.T) {
 		if out := run("replay", id, storeFlag, wfs); !strings.Contains(out, "identical") {
 			t.Fatalf("replay %s:\n%s", id, out)
 		}
+	}
+}
+
+// A bundle written in YAML runs from the command line as its JSON twin
+// does: named directly, or as one of a directory of bundles, and a run it
+// started replays against it.
+func TestRunAYAMLBundle(t *testing.T) {
+	c := newCLIRig(t)
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "refund")
+	if err := os.Rename(yamlbundle.FromJSON(t, filepath.Join("..", "..", "examples", "refund-agent")), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workflow.json")); err == nil {
+		t.Fatal("the YAML bundle has a workflow.json")
+	}
+	small := `{"type":"refund.requested/1","payload":{"refund_id":"r-9","amount":40,"payee":"alice","reason":"damaged"}}`
+	out := c.ok("run", "start", dir, "--id", "y1", "--input-json", small, c.dest)
+	if !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("run start with a YAML bundle:\n%s", out)
+	}
+	out = c.ok("run", "start", parent, "--id", "y2", "--input-json", largeRefund, c.dest)
+	if !strings.Contains(out, "WAIT_APPROVAL") {
+		t.Fatalf("run start with a directory holding a YAML bundle:\n%s", out)
+	}
+	if out := c.ok("replay", "y1", "--workflows", parent); !strings.Contains(out, "run y1: identical") {
+		t.Fatalf("replay against the YAML bundle:\n%s", out)
 	}
 }

@@ -186,7 +186,7 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		return nil
 	}
 	dirs := []string{ref}
-	if _, err := os.Stat(filepath.Join(ref, "workflow.json")); err != nil {
+	if !bundle.IsDir(ref) {
 		entries, err := os.ReadDir(ref)
 		if err != nil {
 			return err
@@ -194,7 +194,7 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		dirs = dirs[:0]
 		for _, e := range entries {
 			sub := filepath.Join(ref, e.Name())
-			if _, err := os.Stat(filepath.Join(sub, "workflow.json")); e.IsDir() && err == nil {
+			if e.IsDir() && bundle.IsDir(sub) {
 				dirs = append(dirs, sub)
 			}
 		}

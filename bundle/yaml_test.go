@@ -1,0 +1,157 @@
+package bundle
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/internal/yamlbundle"
+	"flrh.dev/flrh/workflow"
+)
+
+// yamlExample is the example bundle name with its JSON files written in
+// YAML (yamlbundle.FromJSON).
+func yamlExample(t *testing.T, name string) string {
+	t.Helper()
+	return yamlbundle.FromJSON(t, filepath.Join("..", "examples", name))
+}
+
+// prevLink is a control record's link to the record before it.
+var prevLink = regexp.MustCompile(`"prev":"sha256:[0-9a-f]{64}"`)
+
+// An example bundle written in YAML is the same workflow as in JSON: the
+// same versions and tools, and runs that decide alike, event for event,
+// under a digest of its own (the digest binds the files as written).
+func TestYAMLBundleDecidesAsItsJSON(t *testing.T) {
+	for _, c := range []struct {
+		example string
+		inputs  []string
+	}{
+		{"refund-agent", []string{refund("r-1", 40, "alice", "damaged item"), refund("r-2", 900, "bob", "cancelled order")}},
+		{"ops-agent", []string{ops("diagnostics.requested/1", "chk-1", "api", "probe", "health"), ops("restart.requested/1", "rst-1", "api", "reason", "memory leak")}},
+		{"support-agent", nil},
+	} {
+		t.Run(c.example, func(t *testing.T) {
+			jw, ja, err := Load(filepath.Join("..", "examples", c.example))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := yamlExample(t, c.example)
+			if !IsDir(dir) {
+				t.Fatal("a directory with workflow.yaml is not a bundle")
+			}
+			yw, ya, err := Load(dir)
+			if err != nil {
+				t.Fatalf("the YAML bundle: %v", err)
+			}
+			if yw.ID() != jw.ID() || yw.Version() != jw.Version() || yw.Versions() != jw.Versions() {
+				t.Fatalf("the YAML bundle is %s %s %+v, the JSON one %s %s %+v", yw.ID(), yw.Version(), yw.Versions(), jw.ID(), jw.Version(), jw.Versions())
+			}
+			if yw.Digest() == jw.Digest() {
+				t.Fatal("the YAML bundle has the JSON bundle's digest")
+			}
+			if len(ya.Specs()) != len(ja.Specs()) || len(yw.Manifests()) != len(jw.Manifests()) {
+				t.Fatalf("adapters %d vs %d, tools %d vs %d", len(ya.Specs()), len(ja.Specs()), len(yw.Manifests()), len(jw.Manifests()))
+			}
+			hj, hy := newHarnessWith(t, jw, ja), newHarnessWith(t, yw, ya)
+			for i, in := range c.inputs {
+				id := c.example + "-" + string(rune('a'+i))
+				hj.start(id, in)
+				hy.start(id, in)
+				sj, sy := hj.status(id), hy.status(id)
+				if sj.State != sy.State || len(sj.Waiting) != len(sy.Waiting) {
+					t.Fatalf("run %s: JSON %s waiting %d, YAML %s waiting %d", id, sj.State, len(sj.Waiting), sy.State, len(sy.Waiting))
+				}
+				ej, err := hj.st.Events(hj.ctx, id, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ey, err := hy.st.Events(hy.ctx, id, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ej) != len(ey) || len(ej) == 0 {
+					t.Fatalf("run %s: %d events in JSON, %d in YAML", id, len(ej), len(ey))
+				}
+				for k := range ej {
+					// The workflow's digest, and so each record's link to
+					// the one before it, are the YAML bundle's own.
+					want := prevLink.ReplaceAllString(strings.ReplaceAll(string(ej[k].Body), jw.Digest(), yw.Digest()), "")
+					if ej[k].Kind != ey[k].Kind || prevLink.ReplaceAllString(string(ey[k].Body), "") != want {
+						t.Fatalf("run %s, event %d differs:\nJSON %s\nYAML %s", id, k, ej[k].Body, ey[k].Body)
+					}
+				}
+				hy.checkRecord(id)
+			}
+		})
+	}
+}
+
+// A bundle's YAML files are refused where they are wrong, by line and
+// column: the YAML itself, and what the manifest's checks find in it.
+func TestYAMLBundleErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, file, find, replace string
+		code                      string
+		detail                    string
+		// at is what the line the error names holds ("" for a syntax
+		// error: the parser names where the construct it could not finish
+		// began).
+		at string
+	}{
+		{"a float in the manifest", "workflow.yaml", "ttl: ", "ttl: 1.5 #", workflow.CodeMalformed, "floating-point", "ttl: 1.5"},
+		{"a key twice", "workflow.yaml", "\nid: ", "\nid: again\nid: ", workflow.CodeMalformed, "written twice", "id: refund-agent"},
+		{"an alias", "workflow.yaml", "\nid: ", "\nid: &a refund-agent\nother: *a\nxid: ", workflow.CodeMalformed, "alias", "other: *a"},
+		{"a member the manifest does not know", "workflow.yaml", "\nid: ", "\nsurprise: 1\nid: ", workflow.CodeMalformed, "unknown member", "surprise: 1"},
+		{"a bad approval ttl", "workflow.yaml", "ttl: ", "ttl: -5 #", workflow.CodeMalformed, "2^40", "ttl: -5"},
+		{"a syntax error in the domain", "domain.yaml", "\n", "\n: : [\n", workflow.CodeMalformed, "not YAML", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := yamlExample(t, "refund-agent")
+			p := filepath.Join(dir, c.file)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), c.find) {
+				t.Fatalf("%s holds no %q:\n%s", c.file, c.find, b)
+			}
+			changed := strings.Replace(string(b), c.find, c.replace, 1)
+			if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w, a, err := Load(dir)
+			var we *workflow.Error
+			if w != nil || a != nil || !errors.As(err, &we) {
+				t.Fatalf("Load: %v", err)
+			}
+			if we.File != c.file || we.Code != c.code || !strings.Contains(we.Detail, c.detail) || we.Line == 0 {
+				t.Fatalf("Load: %v (file %s, line %d, column %d)", err, we.File, we.Line, we.Column)
+			}
+			lines := strings.Split(changed, "\n")
+			if we.Line > len(lines) {
+				t.Fatalf("line %d of %d", we.Line, len(lines))
+			}
+			if at := lines[we.Line-1]; !strings.Contains(at, c.at) {
+				t.Fatalf("Load: %v names line %d, %q; want the line with %q", err, we.Line, at, c.at)
+			}
+			if !strings.Contains(err.Error(), c.file+":") {
+				t.Fatalf("the error does not say file:line: %v", err)
+			}
+		})
+	}
+	t.Run("two manifests", func(t *testing.T) {
+		dir := yamlExample(t, "refund-agent")
+		if err := os.WriteFile(filepath.Join(dir, workflow.ManifestFile), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Load(dir)
+		var we *workflow.Error
+		if !errors.As(err, &we) || we.Code != workflow.CodeMalformed || !strings.Contains(we.Detail, "one manifest") {
+			t.Fatalf("Load: %v", err)
+		}
+	})
+}

@@ -155,3 +155,19 @@ func TestYAMLBundleErrors(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkLoadYAML loads the refund-agent bundle from its directory,
+// written in JSON and in YAML, side by side.
+func BenchmarkLoadYAML(b *testing.B) {
+	dirs := map[string]string{"json": filepath.Join("..", "examples", "refund-agent")}
+	dirs["yaml"] = yamlbundle.FromJSON(b, dirs["json"])
+	for _, name := range []string{"json", "yaml"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Load(dirs[name]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

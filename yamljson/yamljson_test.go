@@ -3,6 +3,8 @@ package yamljson_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -235,4 +237,39 @@ func ExampleConvert() {
 	// Output:
 	// {"amounts":[5,9],"version":"1"} <nil>
 	// yaml: line 3, column 6 (/b/c): 2.5 is a floating-point number; flrh takes integers only (use a scaled integer, or quote it for a string)
+}
+
+// BenchmarkConvert reads the refund-agent example's manifest written in
+// YAML (block style, as yaml.Marshal writes it): what loading a bundle
+// written in YAML adds, per file, to loading it in JSON.
+func BenchmarkConvert(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join("..", "examples", "refund-agent", "workflow.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := cjson.Decode(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	y, err := yaml.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("yaml", func(b *testing.B) {
+		b.SetBytes(int64(len(y)))
+		for b.Loop() {
+			if _, _, err := yamljson.Convert(y); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The same value read from its JSON, as a bundle written in JSON is.
+	b.Run("json", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			if _, err := cjson.Decode(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -256,4 +256,24 @@ func TestRunAYAMLBundle(t *testing.T) {
 	if out := c.ok("replay", "y1", "--workflows", parent); !strings.Contains(out, "run y1: identical") {
 		t.Fatalf("replay against the YAML bundle:\n%s", out)
 	}
+	// An input file written in YAML is the JSON value it spells; one
+	// YAML refuses changes nothing.
+	in := filepath.Join(t.TempDir(), "refund.yaml")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# a small refund\ntype: refund.requested/1\npayload:\n  refund_id: r-10\n  amount: 30\n  payee: bob\n  reason: late\n")
+	if out := c.ok("run", "start", dir, "--id", "y3", "--input", in, c.dest); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("run start with a YAML input:\n%s", out)
+	}
+	write("type: refund.requested/1\npayload:\n  refund_id: r-11\n  amount: 30.5\n")
+	if out, code := c.run("run", "start", dir, "--id", "y4", "--input", in, c.dest); code != exitUsage || !strings.Contains(out, "line 4") {
+		t.Fatalf("run start with a float in a YAML input: exit %d\n%s", code, out)
+	}
+	if out, code := c.run("run", "show", "y4"); code == 0 {
+		t.Fatalf("a refused input started run y4:\n%s", out)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/workflow"
+	"flrh.dev/flrh/yamljson"
 )
 
 // Fault injection for crash tests: when FLRH_FAULT_INJECTION=1 and
@@ -573,7 +574,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	sf := addRunnerFlags(start)
 	var runID, inputFile, input string
 	start.Flags().StringVar(&runID, "id", "", "the run's id (default: derived from the time)")
-	start.Flags().StringVar(&inputFile, "input", "", "file with the run's input (JSON)")
+	start.Flags().StringVar(&inputFile, "input", "", "file with the run's input (JSON, or YAML when named *.yaml)")
 	start.Flags().StringVar(&input, "input-json", "", "the run's input as a JSON string")
 	start.RunE = func(cmd *cobra.Command, args []string) error {
 		body, err := readInputFlags(inputFile, input)
@@ -773,7 +774,7 @@ keeps the input in its inbox and reads it when it next takes input. --tokens
 and --cost-micros report what producing the input cost; they are charged
 against the run's budgets in the commit that accepts it. An input the
 workflow refuses is recorded as refused and the command fails saying why.`
-	submit.Flags().StringVar(&subFile, "input", "", "file with the input (JSON)")
+	submit.Flags().StringVar(&subFile, "input", "", "file with the input (JSON, or YAML when named *.yaml)")
 	submit.Flags().StringVar(&subJSON, "input-json", "", "the input as a JSON string")
 	submit.Flags().Int64Var(&subTokens, "tokens", 0, "model tokens producing this input cost (charged to the run's tokens budget)")
 	submit.Flags().Int64Var(&subCost, "cost-micros", 0, "what producing this input cost, in millionths of the budget's currency")
@@ -822,6 +823,12 @@ func readInputFlags(file, text string) ([]byte, error) {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, usagef("--input: %v", err)
+		}
+		if strings.HasSuffix(file, ".yaml") || strings.HasSuffix(file, ".yml") {
+			// Written in YAML: the one JSON value it spells (yamljson).
+			if b, _, err = yamljson.Convert(b); err != nil {
+				return nil, usagef("--input %s: %v", file, err)
+			}
 		}
 		body = b
 	}

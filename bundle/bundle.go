@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -245,7 +246,10 @@ func (a *Adapters) Specs() map[string]workflow.AdapterSpec {
 // a value.
 func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error) {
 	reg := &effect.Registry{}
-	for et, spec := range a.specs {
+	// In effect type order, so that of several problems the same one is
+	// named each time.
+	for _, et := range slices.Sorted(maps.Keys(a.specs)) {
+		spec := a.specs[et]
 		url := getenv(spec.URLEnv)
 		if url == "" {
 			return nil, fmt.Errorf("bundle: effect type %s: %s is not set", et, spec.URLEnv)
@@ -306,6 +310,24 @@ func secretHeaders(et string, spec workflow.AdapterSpec, getenv func(string) str
 		}
 	}
 	return headers, values, nil
+}
+
+// Variables returns the names of every environment variable the
+// bundle's adapters read (endpoints, headers, secret parameters), sorted,
+// each once: what a deployment must set to run the bundle's effects.
+func (a *Adapters) Variables() []string {
+	var out []string
+	for _, spec := range a.specs {
+		out = append(out, spec.URLEnv)
+		for _, hs := range spec.Headers {
+			out = append(out, hs.Env)
+		}
+		for _, m := range spec.Secrets {
+			out = append(out, m.Env)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Secrets returns the values of every header and secret parameter the

@@ -19,13 +19,14 @@ const (
 // Error is a bundle that cannot be compiled: which file, where in it (a
 // JSON Pointer, or line:col for Datalog), and what is wrong.
 type Error struct {
-	Code    string
-	File    string
-	Pointer string
+	Code    string `json:"code"`
+	File    string `json:"file"`
+	Pointer string `json:"pointer,omitempty"`
 	// Line and Column, 1-based, are where in a file written in YAML the
 	// value at Pointer was written; 0 in any other file.
-	Line, Column int
-	Detail       string
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (e *Error) Error() string {

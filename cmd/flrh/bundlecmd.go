@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/workflow"
+)
+
+func init() {
+	cmd := &cobra.Command{Use: "bundle", Short: "Check workflow bundles before any run uses them"}
+	check := &cobra.Command{Use: "check DIR|example:NAME...",
+		Short: "Compile workflow bundles and say what is wrong, where, or what each defines",
+		Long: `check compiles each bundle as a runner would load it, and reports it: its
+workflow id and version, its digest (what a run records of the workflow it
+ran under), its manifest, its tools and the environment variables its
+adapters read; or the first problem found, with its code, the file, the JSON
+Pointer and, in a file written in YAML, the line and column.
+
+DIR is a bundle directory (one holding workflow.json or workflow.yaml) or a
+directory of bundle directories; example:NAME is a bundle the binary embeds.
+With --wired, a bundle fails too when this environment does not set every
+variable its adapters read (endpoints and credentials, named, never
+printed): how a deployment checks it can run the bundles it ships.
+
+Exit status: 0 when every bundle compiles (and, with --wired, is wired), 1
+when any does not, 2 when a DIR is not there or holds no bundle.`,
+		Args: cobra.MinimumNArgs(1)}
+	wired := check.Flags().Bool("wired", false, "also fail a bundle whose adapters' variables this environment does not set")
+	asJSON := check.Flags().Bool("json", false, "print JSON")
+	check.RunE = func(cmd *cobra.Command, args []string) error {
+		var reps []bundleReport
+		for _, a := range args {
+			rs, err := checkBundles(a, *wired, os.Getenv)
+			if err != nil {
+				return err
+			}
+			reps = append(reps, rs...)
+		}
+		failed := slices.ContainsFunc(reps, func(r bundleReport) bool { return !r.OK })
+		return finishReport(cmd.OutOrStdout(), *asJSON, bundleReports(reps), nil, failed)
+	}
+	cmd.AddCommand(check)
+	rootCmd.AddCommand(cmd)
+}
+
+// bundleReport is what flrh bundle check found of one bundle.
+type bundleReport struct {
+	Bundle   string   `json:"bundle"` // the directory, or example:NAME
+	OK       bool     `json:"ok"`
+	ID       string   `json:"id,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Digest   string   `json:"digest,omitempty"`
+	Manifest string   `json:"manifest,omitempty"` // workflow.json or workflow.yaml
+	Tools    []string `json:"tools,omitempty"`    // effect types
+	// Variables are the environment variables the adapters read, by
+	// name: endpoints and credentials.
+	Variables []string `json:"variables,omitempty"`
+	// Unwired says why this environment cannot run the bundle's effects
+	// (a variable not set), "" when it can.
+	Unwired string          `json:"unwired,omitempty"`
+	Error   *workflow.Error `json:"error,omitempty"`
+	// Failure is an error that is not the bundle's compilation (a file
+	// that cannot be read, say), or why --wired failed the bundle.
+	Failure string `json:"failure,omitempty"`
+}
+
+type bundleReports []bundleReport
+
+func (rs bundleReports) print(w io.Writer) {
+	bad := 0
+	for _, r := range rs {
+		switch {
+		case r.Error != nil:
+			fmt.Fprintf(w, "FAIL %s: %v\n", r.Bundle, r.Error)
+		case !r.OK:
+			fmt.Fprintf(w, "FAIL %s: %s\n", r.Bundle, r.Failure)
+		default:
+			fmt.Fprintf(w, "ok   %s: %s@%s %s (%s; tools %s)\n", r.Bundle, r.ID, r.Version, r.Digest, r.Manifest, strings.Join(r.Tools, ", "))
+			if r.Unwired != "" {
+				fmt.Fprintf(w, "     not wired here: %s\n", r.Unwired)
+			}
+		}
+		if !r.OK {
+			bad++
+		}
+	}
+	fmt.Fprintf(w, "%d bundles checked, %d failed\n", len(rs), bad)
+}
+
+// checkBundles checks the bundles ref names (checkBundle): a bundle
+// directory, a directory of bundle directories (each, in name order), or
+// example:NAME. A ref that names none is the caller's mistake.
+func checkBundles(ref string, wired bool, getenv func(string) string) ([]bundleReport, error) {
+	if name, ok := strings.CutPrefix(ref, "example:"); ok {
+		w, a, err := bundle.LoadExample(name)
+		if errors.Is(err, bundle.ErrNoExample) {
+			return nil, usagef("%v", err)
+		}
+		return []bundleReport{checkBundle(ref, w, a, err, wired, getenv)}, nil
+	}
+	fi, err := os.Stat(ref)
+	if err != nil || !fi.IsDir() {
+		return nil, usagef("%s is not a bundle directory or a directory of them", ref)
+	}
+	dirs := []string{ref}
+	if !bundle.IsDir(ref) {
+		entries, err := os.ReadDir(ref)
+		if err != nil {
+			return nil, usagef("%s: %v", ref, err)
+		}
+		dirs = dirs[:0]
+		for _, e := range entries {
+			if sub := filepath.Join(ref, e.Name()); e.IsDir() && bundle.IsDir(sub) {
+				dirs = append(dirs, sub)
+			}
+		}
+		if len(dirs) == 0 {
+			return nil, usagef("%s holds no workflow bundle (a directory with workflow.json or workflow.yaml)", ref)
+		}
+	}
+	var out []bundleReport
+	for _, d := range dirs {
+		w, a, err := bundle.Load(d)
+		out = append(out, checkBundle(d, w, a, err, wired, getenv))
+	}
+	return out, nil
+}
+
+// checkBundle reports the bundle at where, loaded as w and a, or refused
+// with err.
+func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error, wired bool, getenv func(string) string) bundleReport {
+	r := bundleReport{Bundle: where}
+	var we *workflow.Error
+	switch {
+	case errors.As(err, &we):
+		r.Error = we
+		return r
+	case err != nil:
+		r.Failure = err.Error()
+		return r
+	}
+	r.OK, r.ID, r.Version, r.Digest = true, w.ID(), w.Version(), w.Digest()
+	r.Manifest = workflow.ManifestFile
+	if !strings.HasPrefix(where, "example:") {
+		for _, n := range []string{workflow.ManifestYAML, "workflow.yml"} {
+			if _, err := os.Stat(filepath.Join(where, n)); err == nil {
+				r.Manifest = n
+			}
+		}
+	}
+	for et := range w.Manifests() {
+		r.Tools = append(r.Tools, et)
+	}
+	slices.Sort(r.Tools)
+	r.Variables = a.Variables()
+	var unset []string
+	for _, v := range r.Variables {
+		if getenv(v) == "" {
+			unset = append(unset, v)
+		}
+	}
+	if len(unset) > 0 {
+		r.Unwired = "not set: " + strings.Join(unset, ", ")
+	} else if _, err := a.Registry(getenv); err != nil {
+		r.Unwired = strings.TrimPrefix(err.Error(), "bundle: ")
+	}
+	if r.Unwired != "" {
+		if wired {
+			r.OK, r.Failure = false, "not wired here: "+r.Unwired
+		}
+	}
+	return r
+}

@@ -50,12 +50,13 @@ something else shows only when the import is made).
 With --archive instead of --from, the runs archives hold (files flrh store
 prune wrote, or directories of them) are taken in whole, in the order they
 were created: how ended runs are read again in a store (the run page, why,
-flrh run show), and how a store lost with no backup is rebuilt from its
-archives, each run's ids and effects' keys taken again so that no run
-commits an effect an archived run did. Every archive is read and verified
-first (flrh verify --archive); one that does not verify is left. A run this
-store pruned into the archive is left too: the store keeps its header and
-keys, the archive its record; import it into another store to hold it whole.
+flrh run show), and how a store restored from a backup, or lost with no
+backup, takes its pruned runs in again, each run's ids and effects' keys
+taken again so that no run commits an effect an archived run did. Every
+archive is read and verified first (flrh verify --archive); one that does
+not verify is left. A run this store pruned into the archive stays pruned
+and is counted apart, not left: the store keeps its header and keys, the
+archive its record (import it into another store to hold it whole).
 
 Any other run is left and reported, and so is a run whose id, one of whose
 keys or grants, this store holds already for something else. A run imported
@@ -108,14 +109,18 @@ is left.`,
 
 // importReport is what flrh store import did, run by run.
 type importReport struct {
-	Imported []string     `json:"imported"` // pruned runs
-	Keys     int          `json:"keys"`     // their idempotency keys
-	Ended    []string     `json:"ended"`    // ended runs moved whole
-	Live     []string     `json:"live"`     // live runs moved whole, fenced out of the other store
-	Archived []string     `json:"archived"` // runs taken in whole from their archives
-	Already  []string     `json:"already"`  // imported before
-	Left     []skippedRun `json:"left"`
-	DryRun   bool         `json:"dry_run,omitempty"` // what would be imported; nothing was written
+	Imported []string `json:"imported"` // pruned runs
+	Keys     int      `json:"keys"`     // their idempotency keys
+	Ended    []string `json:"ended"`    // ended runs moved whole
+	Live     []string `json:"live"`     // live runs moved whole, fenced out of the other store
+	Archived []string `json:"archived"` // runs taken in whole from their archives
+	// PrunedHere are runs of archives this store pruned into them: it
+	// keeps their headers and keys, the archives their records. Not left:
+	// nothing is missing.
+	PrunedHere []string     `json:"pruned_here,omitempty"`
+	Already    []string     `json:"already"` // imported before
+	Left       []skippedRun `json:"left"`
+	DryRun     bool         `json:"dry_run,omitempty"` // what would be imported; nothing was written
 	// fromArchives: the runs came from archives (--archive), not another store.
 	fromArchives bool
 }
@@ -161,7 +166,8 @@ func (r importReport) print(w io.Writer) {
 		verb = "would import"
 	}
 	if r.fromArchives {
-		fmt.Fprintf(w, "%s %d runs whole from archives; %d imported before; left %d\n", verb, len(r.Archived), len(r.Already), len(r.Left))
+		fmt.Fprintf(w, "%s %d runs whole from archives; %d imported before; %d pruned here into their archives; left %d\n",
+			verb, len(r.Archived), len(r.Already), len(r.PrunedHere), len(r.Left))
 		return
 	}
 	fmt.Fprintf(w, "%s %d pruned runs (%d idempotency keys), %d ended runs whole, %d live runs whole; %d imported before; left %d\n",

@@ -104,8 +104,9 @@ func loadArchive(ctx context.Context, path string, check bool) (l loadedArchive,
 // directories of them) into dst whole, as flrh store import --archive:
 // every archive read and verified first, then the runs imported in the
 // order they were created. A run dst holds at the archive's head hash is
-// imported before, unless dst pruned it (it keeps the run's header and
-// keys, and the archive, not dst, is where its record is read); a run of
+// imported before, unless dst pruned it into this archive (PrunedHere: it
+// keeps the run's header and keys, and the archive, not dst, is where its
+// record is read) or into another (left); a run of
 // the archive's id dst holds at another head hash, an archive that does
 // not verify, and a second archive of one run with other contents are
 // left. With dryRun, nothing is written.
@@ -172,7 +173,7 @@ func importArchives(ctx context.Context, dst store.Store, paths []string, dryRun
 			case err != nil:
 				return rep, err
 			case p != nil && p.Archive == fd.digest:
-				left("this store pruned it into this very archive: it keeps the run's header and keys, the archive its record (flrh verify and flrh replay --archive read it; import it into another store to hold it whole)")
+				rep.PrunedHere = append(rep.PrunedHere, fd.run)
 			case p != nil:
 				left("this store pruned it, and its pruning names another archive or none")
 			default:

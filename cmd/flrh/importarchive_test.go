@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/archive"
+	"flrh.dev/flrh/internal/refundruns"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -129,13 +130,8 @@ func testImportArchives(t *testing.T, to, taken string) {
 	// The store that pruned them takes none back: it keeps each run's
 	// header and keys, the archive its record.
 	rep, code, out := imp(from, "--archive", dir)
-	if code != 1 || len(rep.Archived)+len(rep.Already) != 0 || !leftAsWanted(rep, 3) {
+	if code != 1 || len(rep.Archived)+len(rep.Already) != 0 || strings.Join(rep.PrunedHere, ",") != ended || !leftAsWanted(rep, 0) {
 		t.Fatalf("import into the store that pruned them: exit %d\n%s", code, out)
-	}
-	for _, l := range rep.Left[len(left):] {
-		if !strings.Contains(l.Reason, "pruned it into this very archive") {
-			t.Fatalf("a run left in the store that pruned it, for %q", l.Reason)
-		}
 	}
 
 	// A dry run says what would be imported, in creation order, and
@@ -158,7 +154,7 @@ func testImportArchives(t *testing.T, to, taken string) {
 		t.Fatalf("import: exit %d\n%s", code, out)
 	}
 	human, err := flrh(bin, nil, "store", "import", "--store", to, "--archive", dir)
-	if exitStatus(t, err) != 1 || !strings.Contains(human, "imported 0 runs whole from archives; 3 imported before; left 2") ||
+	if exitStatus(t, err) != 1 || !strings.Contains(human, "imported 0 runs whole from archives; 3 imported before; 0 pruned here into their archives; left 2") ||
 		!strings.Contains(human, "left "+filepath.Join(dir, "junk"+archiveSuffix)+": it is not an archive") {
 		t.Fatalf("import again, for people: %v\n%s", err, human)
 	}
@@ -264,6 +260,98 @@ func TestImportArchivesKeptOrReadAgain(t *testing.T) {
 			want = got
 		} else if !reflect.DeepEqual(got, want) {
 			t.Fatalf("keeping %d bytes decoded, the runs imported differ", keep)
+		}
+	}
+}
+
+// A store lost after its last backup is rebuilt from the backup and the
+// archive directory: runs pruned before the backup stay pruned (the
+// backup keeps their headers and keys), runs that ended and were pruned
+// after it come back whole from their archives, and the archive of
+// another store's run under an id this store holds is left.
+func TestRebuildFromABackupAndArchives(t *testing.T) {
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	spec := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
+	dir := filepath.Join(t.TempDir(), "archive")
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := flrh(bin, nil, append(args, "--store", spec)...)
+		if err != nil {
+			t.Fatalf("flrh %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	recordRuns(t, spec, false, 800, 30) // agent-0 waits for an approval; agent-1 is paid
+	must("store", "prune", "--ended-before", "0s", "--archive", dir)
+	backup := filepath.Join(t.TempDir(), "flrh-backup.db")
+	must("store", "backup", "--to", backup)
+	st, err := openStore(ctx, spec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := refundruns.Record(t, st, "late-", false, 30, 40)
+	st.Close()
+	// A copy whose runs are pruned with their records discarded, not
+	// archived.
+	discarded := filepath.Join(t.TempDir(), "discarded.db")
+	must("store", "backup", "--to", discarded)
+	if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--discard", "--store", "sqlite:"+discarded); err != nil {
+		t.Fatalf("prune the copy, discarding: %v\n%s", err, out)
+	}
+	must("store", "prune", "--ended-before", "0s", "--archive", dir)
+	// Another store's archive of its own agent-0 lands in the directory,
+	// as if two stores' directories had been mixed up.
+	other := filepath.Join(t.TempDir(), "other.db")
+	recordRuns(t, "sqlite:"+other, false, 30, 30)
+	otherDir := filepath.Join(t.TempDir(), "other-archive")
+	if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--archive", otherDir, "--store", "sqlite:"+other); err != nil {
+		t.Fatalf("prune the other store: %v\n%s", err, out)
+	}
+	foreign, err := os.ReadFile(filepath.Join(otherDir, archiveFileName("agent-0", false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The store is lost; the backup is restored.
+	must("store", "restore", "--from", backup)
+	if out, err := flrh(bin, nil, "run", "show", late[0], "--store", spec); err == nil {
+		t.Fatalf("run %s outlived the restore:\n%s", late[0], out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "foreign"+archiveSuffix), foreign, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := flrh(bin, nil, "store", "import", "--archive", dir, "--store", spec, "--json")
+	var rep importReport
+	if exitStatus(t, err) != 1 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("import the archives: %v\n%s", err, out)
+	}
+	if strings.Join(rep.Archived, ",") != strings.Join(late, ",") || strings.Join(rep.PrunedHere, ",") != "agent-1" ||
+		len(rep.Left) != 1 || rep.Left[0].RunID != "agent-0" || !strings.Contains(rep.Left[0].Reason, "another run of this id") {
+		t.Fatalf("import the archives after the restore:\n%s", out)
+	}
+	// The copy that discarded the late runs' records takes none of them
+	// from their archives: it did not prune them into these.
+	out, err = flrh(bin, nil, "store", "import", "--archive", dir, "--store", "sqlite:"+discarded, "--json")
+	rep = importReport{}
+	if exitStatus(t, err) != 1 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Archived) != 0 {
+		t.Fatalf("import into the copy that discarded them: %v\n%s", err, out)
+	}
+	for _, id := range late {
+		found := false
+		for _, l := range rep.Left {
+			found = found || l.RunID == id && strings.Contains(l.Reason, "names another archive or none")
+		}
+		if !found {
+			t.Fatalf("run %s is not left for its discarded record:\n%s", id, out)
+		}
+	}
+	// The runs pruned after the backup are whole again, and agent-1 stays
+	// pruned; the waiting run is as the backup had it.
+	got := must("verify", "--all")
+	for _, want := range []string{"run " + late[0] + ": verified", "run " + late[1] + ": verified", "run agent-1: pruned", "run agent-0: verified"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("verify --all after the rebuild lacks %q:\n%s", want, got)
 		}
 	}
 }

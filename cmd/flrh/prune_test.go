@@ -414,7 +414,7 @@ func TestPruneASealedStore(t *testing.T) {
 	if out, err := flrh(bin, noKey, "store", "import", "--archive", dir, "--store", "sqlite:"+filepath.Join(t.TempDir(), "nokey.db")); exitStatus(t, err) != exitUsage || !strings.Contains(out, "is encrypted") {
 		t.Fatalf("import --archive without the key: %v\n%s", err, out)
 	}
-	if out, err := flrh(bin, nil, "store", "import", "--archive", dir, "--store", into); err != nil || !strings.Contains(out, "imported 3 runs whole from archives; 0 imported before; left 0") {
+	if out, err := flrh(bin, nil, "store", "import", "--archive", dir, "--store", into); err != nil || !strings.Contains(out, "imported 3 runs whole from archives; 0 imported before; 0 pruned here into their archives; left 0") {
 		t.Fatalf("import --archive with the key: %v\n%s", err, out)
 	}
 	if out, err := flrh(bin, nil, "verify", "--all", "--store", into); err != nil || strings.Count(out, ": verified") != 3 {

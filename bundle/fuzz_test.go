@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,15 +54,9 @@ func FuzzLoadFS(f *testing.F) {
 			return
 		}
 		src := bundles[int(which)%len(bundles)]
-		m := fstest.MapFS{}
-		for k, v := range src {
-			m[k] = v
-		}
+		m := maps.Clone(src)
 		m[name] = &fstest.MapFile{Data: data}
-		w, a, err := LoadFS(m)
-		if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
-			t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
-		}
+		err := loadsOrRefuses(t, m)
 		if err == nil {
 			return
 		}
@@ -70,6 +65,17 @@ func FuzzLoadFS(f *testing.F) {
 			t.Fatalf("untyped error %T: %v", err, err)
 		}
 	})
+}
+
+// loadsOrRefuses loads fsys: a workflow and its adapters, or an error
+// and neither (anything else fails t); it returns the error.
+func loadsOrRefuses(t *testing.T, fsys fs.FS) error {
+	t.Helper()
+	w, a, err := LoadFS(fsys)
+	if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
+		t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
+	}
+	return err
 }
 
 // FuzzLoadYAML loads the refund-agent bundle written in YAML with its
@@ -99,15 +105,9 @@ func FuzzLoadYAML(f *testing.F) {
 		if domain {
 			name = "domain.yaml"
 		}
-		m := fstest.MapFS{}
-		for k, v := range src {
-			m[k] = v
-		}
+		m := maps.Clone(src)
 		m[name] = &fstest.MapFile{Data: data}
-		w, a, err := LoadFS(m)
-		if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
-			t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
-		}
+		err := loadsOrRefuses(t, m)
 		if err == nil {
 			return
 		}

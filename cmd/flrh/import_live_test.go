@@ -17,7 +17,8 @@ import (
 )
 
 func TestImportLiveRunsIntoSQLite(t *testing.T) {
-	testImportLive(t, "sqlite:"+filepath.Join(t.TempDir(), "to.db"), "sqlite:"+filepath.Join(t.TempDir(), "taken.db"))
+	a, b := twoSQLiteSpecs(t)
+	testImportLive(t, a, b)
 }
 
 func TestImportLiveRunsIntoPostgres(t *testing.T) {

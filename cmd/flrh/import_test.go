@@ -14,12 +14,20 @@ import (
 )
 
 func TestImportPrunedIntoSQLite(t *testing.T) {
-	testImportPruned(t, "sqlite:"+filepath.Join(t.TempDir(), "to.db"), "sqlite:"+filepath.Join(t.TempDir(), "taken.db"))
+	a, b := twoSQLiteSpecs(t)
+	testImportPruned(t, a, b)
 }
 
 func TestImportPrunedIntoPostgres(t *testing.T) {
 	to, taken := twoPostgresSpecs(t, "flrh_import_", "import pruned runs into PostgreSQL")
 	testImportPruned(t, to, taken)
+}
+
+// twoSQLiteSpecs returns the --store specs of two new embedded stores,
+// each in a directory of its own: the SQLite side of a test that
+// twoPostgresSpecs gives the PostgreSQL side of.
+func twoSQLiteSpecs(t *testing.T) (string, string) {
+	return "sqlite:" + filepath.Join(t.TempDir(), "one.db"), "sqlite:" + filepath.Join(t.TempDir(), "two.db")
 }
 
 // twoPostgresSpecs returns the --store specs of two fresh schemas of the

@@ -17,7 +17,8 @@ import (
 )
 
 func TestImportArchivesIntoSQLite(t *testing.T) {
-	testImportArchives(t, "sqlite:"+filepath.Join(t.TempDir(), "to.db"), "sqlite:"+filepath.Join(t.TempDir(), "taken.db"))
+	a, b := twoSQLiteSpecs(t)
+	testImportArchives(t, a, b)
 }
 
 func TestImportArchivesIntoPostgres(t *testing.T) {

@@ -495,7 +495,8 @@ func TestPrunesRacing(t *testing.T) {
 }
 
 func TestPruneAbandonedSQLite(t *testing.T) {
-	testPruneAbandoned(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"), "sqlite:"+filepath.Join(t.TempDir(), "to.db"))
+	a, b := twoSQLiteSpecs(t)
+	testPruneAbandoned(t, a, b)
 }
 
 func TestPruneAbandonedPostgres(t *testing.T) {

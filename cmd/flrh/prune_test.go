@@ -210,6 +210,10 @@ func testPruneCommand(t *testing.T, spec string) {
 			t.Fatalf("run %s of a discarded run: exit %d\n%s", verb, code, out)
 		}
 	}
+	if out, code := cli(nil, "run", "events", "small"); code != 1 || !strings.Contains(out, "its record is in the archive whose digest is "+rep.Pruned[0].Archive) ||
+		!strings.Contains(out, "flrh store import --archive FILE") {
+		t.Fatalf("run events of an archived run: exit %d\n%s", code, out)
+	}
 
 	// The archives verify on their own and against the store.
 	for _, args := range [][]string{{"verify", "--archive", small, "--archive", agent}, {"verify", "--archive", small, "--archive", agent, "--store", spec}} {

@@ -404,7 +404,7 @@ func (e prunedError) Error() string {
 	if e.p.Archive == "" {
 		return fmt.Sprintf("run %s was pruned at %s and its record discarded; the store keeps its header alone%s", e.id, e.p.At.Format(time.RFC3339), open)
 	}
-	return fmt.Sprintf("run %s was pruned at %s; its record is in the archive whose digest is %s (read it with flrh verify --archive FILE or flrh replay --archive FILE)%s",
+	return fmt.Sprintf("run %s was pruned at %s; its record is in the archive whose digest is %s (check it with flrh verify --archive FILE or flrh replay --archive FILE; read it whole in another store after flrh store import --archive FILE there)%s",
 		e.id, e.p.At.Format(time.RFC3339), e.p.Archive, open)
 }
 

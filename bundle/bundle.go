@@ -90,30 +90,9 @@ func isCompileError(err error) bool {
 // LoadFS is Load over any file system: a directory, or a bundle embedded
 // in the binary. It reads the regular files at the root of fsys.
 func LoadFS(fsys fs.FS) (*Workflow, *Adapters, error) {
-	entries, err := fs.ReadDir(fsys, ".")
+	files, err := readFiles(fsys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bundle: %w", err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if len(files) == MaxFiles {
-			return nil, nil, fmt.Errorf("bundle: more than %d files", MaxFiles)
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, nil, fmt.Errorf("bundle: %w", err)
-		}
-		if info.Size() > MaxFileSize {
-			return nil, nil, fmt.Errorf("bundle: %s is larger than %d bytes", e.Name(), MaxFileSize)
-		}
-		b, err := fs.ReadFile(fsys, e.Name())
-		if err != nil {
-			return nil, nil, fmt.Errorf("bundle: %w", err)
-		}
-		files[e.Name()] = b
+		return nil, nil, err
 	}
 	if _, err := workflow.Manifest(files); err != nil {
 		var we *workflow.Error
@@ -127,6 +106,37 @@ func LoadFS(fsys fs.FS) (*Workflow, *Adapters, error) {
 		return nil, nil, err
 	}
 	return &Workflow{wf}, &Adapters{specs: wf.Adapters(), tool: wf.Versions().Tool}, nil
+}
+
+// readFiles reads the regular files at the root of fsys, within the
+// bounds MaxFiles and MaxFileSize.
+func readFiles(fsys fs.FS) (map[string][]byte, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if len(files) == MaxFiles {
+			return nil, fmt.Errorf("bundle: more than %d files", MaxFiles)
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+		if info.Size() > MaxFileSize {
+			return nil, fmt.Errorf("bundle: %s is larger than %d bytes", e.Name(), MaxFileSize)
+		}
+		b, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("bundle: %w", err)
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
 }
 
 // Workflow is a compiled bundle as a runner.Workflow (and

@@ -12,7 +12,6 @@ import (
 	"testing/fstest"
 
 	"flrh.dev/flrh/examples"
-	"flrh.dev/flrh/internal/yamlbundle"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -83,7 +82,7 @@ func loadsOrRefuses(t *testing.T, fsys fs.FS) error {
 // panics, and a refusal is a *workflow.Error whose line, in a YAML file,
 // is one of the file's lines.
 func FuzzLoadYAML(f *testing.F) {
-	dir := yamlbundle.FromJSON(f, filepath.Join("..", "examples", "refund-agent"))
+	dir := yamlExample(f, "refund-agent")
 	src := fstest.MapFS{}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,15 +9,19 @@ import (
 	"strings"
 	"testing"
 
-	"flrh.dev/flrh/internal/yamlbundle"
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/workflow"
+	"flrh.dev/flrh/yamljson"
 )
 
-// yamlExample is the example bundle name with its JSON files written in
-// YAML (yamlbundle.FromJSON).
-func yamlExample(t *testing.T, name string) string {
-	t.Helper()
-	return yamlbundle.FromJSON(t, filepath.Join("..", "examples", name))
+// yamlExample is the example bundle name written in YAML (WriteYAML).
+func yamlExample(tb testing.TB, name string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), "yaml")
+	if _, err := WriteYAML(filepath.Join("..", "examples", name), dst); err != nil {
+		tb.Fatal(err)
+	}
+	return dst
 }
 
 // prevLink is a control record's link to the record before it.
@@ -160,7 +165,7 @@ func TestYAMLBundleErrors(t *testing.T) {
 // written in JSON and in YAML, side by side.
 func BenchmarkLoadYAML(b *testing.B) {
 	dirs := map[string]string{"json": filepath.Join("..", "examples", "refund-agent")}
-	dirs["yaml"] = yamlbundle.FromJSON(b, dirs["json"])
+	dirs["yaml"] = yamlExample(b, "refund-agent")
 	for _, name := range []string{"json", "yaml"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
@@ -169,5 +174,103 @@ func BenchmarkLoadYAML(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// WriteYAML writes each example's JSON documents in YAML that reads back
+// as exactly the JSON value each held (the manifest's file names
+// renamed), in the members' order, and copies every other file; it
+// refuses a destination that exists, a bundle in YAML already, and a
+// bundle with a file in the way, writing nothing.
+func TestWriteYAML(t *testing.T) {
+	for _, name := range []string{"refund-agent", "ops-agent", "support-agent"} {
+		src := filepath.Join("..", "examples", name)
+		dst := filepath.Join(t.TempDir(), "yaml")
+		wrote, err := WriteYAML(src, dst)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil || len(wrote) != len(entries) {
+			t.Fatalf("%s: wrote %v of %d files (%v)", name, wrote, len(entries), err)
+		}
+		for _, e := range entries {
+			from, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := e.Name()
+			if strings.HasSuffix(to, ".json") {
+				to = strings.TrimSuffix(to, ".json") + ".yaml"
+			}
+			got, err := os.ReadFile(filepath.Join(dst, to))
+			if err != nil {
+				t.Fatalf("%s: %s was not written: %v", name, to, err)
+			}
+			if to == e.Name() {
+				if string(got) != string(from) {
+					t.Fatalf("%s: %s was not copied as it was", name, to)
+				}
+				continue
+			}
+			if !strings.HasPrefix(string(got), "# "+e.Name()+", written in YAML") {
+				t.Fatalf("%s: %s does not say where it came from:\n%.80s", name, to, got)
+			}
+			// The value it spells is the JSON's, the manifest's names renamed.
+			want := string(from)
+			if e.Name() == workflow.ManifestFile {
+				for _, f := range []string{"domain", "capabilities", "controller"} {
+					want = strings.ReplaceAll(want, `"`+f+`.json"`, `"`+f+`.yaml"`)
+				}
+				if !strings.HasPrefix(strings.SplitN(string(got), "\n", 2)[1], "schema_version: flrh-workflow/1\nid: "+name+"\n") {
+					t.Fatalf("%s: the manifest's members are not in their order:\n%.120s", name, got)
+				}
+			}
+			var wv, gv []byte
+			if v, err := cjson.Decode([]byte(want)); err == nil {
+				wv, _ = cjson.Encode(v)
+				gv, _, err = yamljson.Convert(got)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, to, err)
+				}
+			} else { // a model's floats: compared as plain JSON values
+				var a, b any
+				json.Unmarshal([]byte(want), &a)
+				g, _, err := yamljson.ConvertFloats(got)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", name, to, err)
+				}
+				json.Unmarshal(g, &b)
+				wv, _ = json.Marshal(a)
+				gv, _ = json.Marshal(b)
+			}
+			if string(gv) != string(wv) {
+				t.Fatalf("%s: %s reads back as\n%s\nnot\n%s", name, to, gv, wv)
+			}
+		}
+	}
+
+	src := filepath.Join("..", "examples", "refund-agent")
+	taken := t.TempDir()
+	if _, err := WriteYAML(src, taken); err == nil {
+		t.Fatal("WriteYAML wrote into a directory that exists")
+	}
+	yamlDir := yamlExample(t, "refund-agent")
+	if _, err := WriteYAML(yamlDir, filepath.Join(t.TempDir(), "again")); err == nil || !strings.Contains(err.Error(), "written in YAML already") {
+		t.Fatalf("WriteYAML of a YAML bundle: %v", err)
+	}
+	inTheWay := t.TempDir()
+	entries, _ := os.ReadDir(src)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(src, e.Name()))
+		os.WriteFile(filepath.Join(inTheWay, e.Name()), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(inTheWay, "domain.yaml"), []byte("# notes\n"), 0o644)
+	dst := filepath.Join(t.TempDir(), "yaml")
+	if _, err := WriteYAML(inTheWay, dst); err == nil || !strings.Contains(err.Error(), "holds domain.yaml already") {
+		t.Fatalf("WriteYAML with domain.yaml in the way: %v", err)
+	}
+	if _, err := os.Stat(dst); err == nil {
+		t.Fatal("a refused WriteYAML left its destination")
 	}
 }

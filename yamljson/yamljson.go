@@ -283,3 +283,71 @@ func (c *converter) scalar(n *yaml.Node, ptr string) (any, error) {
 	}
 	return nil, c.fail(n, ptr, "tag %s is not supported (quote the value for a string)", n.Tag)
 }
+
+// FromJSON writes the JSON document text as YAML in block style, its
+// members in the order the text has them, each string quoted where plain
+// YAML would read it as something else: Convert (or ConvertFloats, for a
+// document with floats) reads it back as the value text holds, but for
+// the strings replace names by JSON Pointer, which it holds instead (a
+// pointer that names no string is an *Error). The comment, when not "",
+// heads the document. Text that is not one JSON value is an *Error.
+func FromJSON(text []byte, comment string, replace map[string]string) ([]byte, error) {
+	if !json.Valid(text) {
+		return nil, &Error{Line: 1, Detail: "not a JSON document"}
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return nil, parseError(err, lineCount(text))
+	}
+	block(&doc)
+	if len(doc.Content) == 1 {
+		left := len(replace)
+		replaceAt(doc.Content[0], "", replace, &left)
+		if left > 0 {
+			return nil, &Error{Line: 1, Detail: fmt.Sprintf("%d of the pointers to replace name no string", left)}
+		}
+	}
+	if comment != "" && len(doc.Content) == 1 {
+		doc.Content[0].HeadComment = comment
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, &Error{Line: 1, Detail: err.Error()}
+	}
+	if err := enc.Close(); err != nil {
+		return nil, &Error{Line: 1, Detail: err.Error()}
+	}
+	return b.Bytes(), nil
+}
+
+// replaceAt sets the value of each string scalar at or below n (at JSON
+// Pointer ptr) that replace names, counting down left.
+func replaceAt(n *yaml.Node, ptr string, replace map[string]string, left *int) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if v, ok := replace[ptr]; ok && n.Tag == "!!str" {
+			n.Value = v
+			*left--
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			replaceAt(n.Content[i+1], ptr+"/"+cjson.EscapePointer(n.Content[i].Value), replace, left)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			replaceAt(c, ptr+"/"+strconv.Itoa(i), replace, left)
+		}
+	}
+}
+
+// block clears the flow and quoting styles JSON's syntax gave n and
+// every node below it, so that the encoder writes block style and quotes
+// only what needs it.
+func block(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		block(c)
+	}
+}

@@ -166,9 +166,9 @@ func genValue(t *rapid.T, depth int) any {
 	return m
 }
 
-// Any value, written as canonical JSON (which is YAML) or by a YAML
-// encoder in block style, converts to its canonical JSON bytes: the
-// oracle is cjson.Encode.
+// Any value, written as canonical JSON (which is YAML), by a YAML encoder
+// in block style, or by FromJSON, converts to its canonical JSON bytes:
+// the oracle is cjson.Encode.
 func TestConvertAgreesWithCJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := genValue(t, 0)
@@ -180,7 +180,11 @@ func TestConvertAgreesWithCJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("yaml.Marshal: %v", err)
 		}
-		for name, src := range map[string][]byte{"json": want, "block": block} {
+		fromJSON, err := yamljson.FromJSON(want, "", nil)
+		if err != nil {
+			t.Fatalf("FromJSON(%s): %v", want, err)
+		}
+		for name, src := range map[string][]byte{"json": want, "block": block, "FromJSON": fromJSON} {
 			got, _, err := yamljson.Convert(src)
 			if err != nil {
 				t.Fatalf("%s %q: %v", name, src, err)
@@ -272,4 +276,41 @@ func BenchmarkConvert(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestFromJSON(t *testing.T) {
+	src := []byte(`{"version": "1", "id": "refund-agent", "flags": ["yes", "no", "2026-12-05", "1.5", "null", ""], "ttl": 10, "on": true, "nested": {"b": [], "a": {}}, "text": "two\nlines"}`)
+	y, err := yamljson.FromJSON(src, "a comment", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# a comment\nversion: \"1\"\nid: refund-agent\nflags:\n  - \"yes\"\n"
+	if !strings.HasPrefix(string(y), "# a comment\nversion: \"1\"\nid: refund-agent\nflags:\n") {
+		t.Fatalf("FromJSON does not keep the members' order in block style:\n%s\nwant a start like\n%s", y, want)
+	}
+	back, _, err := yamljson.Convert(y)
+	if err != nil {
+		t.Fatalf("Convert(FromJSON): %v\n%s", err, y)
+	}
+	v, err := cjson.Decode(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := cjson.Encode(v)
+	if err != nil || string(back) != string(canon) {
+		t.Fatalf("Convert(FromJSON) = %s, want %s (%v)\n%s", back, canon, err, y)
+	}
+	if _, err := yamljson.FromJSON([]byte(`{"a": 1`), "", nil); err == nil {
+		t.Fatal("FromJSON took text that is not JSON")
+	}
+	// Strings replaced by pointer; a pointer that names no string is refused.
+	y, err = yamljson.FromJSON([]byte(`{"domain": "domain.json", "n": 1, "c": {"model": "m.json"}, "s": ["domain.json"]}`), "", map[string]string{"/domain": "domain.yaml", "/c/model": "m.yaml"})
+	if back, _, cerr := yamljson.Convert(y); err != nil || cerr != nil || string(back) != `{"c":{"model":"m.yaml"},"domain":"domain.yaml","n":1,"s":["domain.json"]}` {
+		t.Fatalf("FromJSON with replacements: %s, %v, %v", back, err, cerr)
+	}
+	for _, ptr := range []string{"/n", "/absent", "/c"} {
+		if _, err := yamljson.FromJSON([]byte(`{"n": 1, "c": {}}`), "", map[string]string{ptr: "x"}); err == nil {
+			t.Fatalf("FromJSON replaced %s, which is no string", ptr)
+		}
+	}
 }

@@ -48,7 +48,48 @@ when any does not, 2 when a DIR is not there or holds no bundle.`,
 		failed := slices.ContainsFunc(reps, func(r bundleReport) bool { return !r.OK })
 		return finishReport(cmd.OutOrStdout(), *asJSON, bundleReports(reps), nil, failed)
 	}
-	cmd.AddCommand(check)
+	toYAML := &cobra.Command{Use: "yaml DIR --to NEWDIR",
+		Short: "Write a bundle's JSON documents in YAML, as a new bundle",
+		Long: `yaml writes the bundle in DIR (its manifest workflow.json) to the new
+directory NEWDIR with its JSON documents written in YAML: workflow.yaml, and
+the domain, capabilities and controller model the manifest names, renamed
+*.yaml there. Members keep their order; a string is quoted where plain YAML
+would read it as something else; each file starts with a comment naming the
+file it came from. Rule and gate files, and any other file, are copied.
+
+The new bundle is checked to be the same workflow (id, version, version
+envelope and tools) before yaml succeeds; it has a digest of its own, since
+a bundle's digest binds its files as written, so runs started under the
+JSON bundle replay against the JSON bundle. Exit 2 when NEWDIR exists or DIR
+is not a bundle written in JSON.`,
+		Args: cobra.ExactArgs(1)}
+	to := toYAML.Flags().String("to", "", "the new directory to write the bundle in YAML to (must not exist)")
+	toYAML.RunE = func(cmd *cobra.Command, args []string) error {
+		if *to == "" {
+			return usagef("--to NEWDIR is required")
+		}
+		if _, err := os.Stat(*to); err == nil {
+			return usagef("%s exists: yaml writes a new directory", *to)
+		}
+		if !bundle.IsDir(args[0]) {
+			return usagef("%s is not a bundle directory", args[0])
+		}
+		wrote, err := bundle.WriteYAML(args[0], *to)
+		if err != nil {
+			var we *workflow.Error
+			if errors.As(err, &we) {
+				return err
+			}
+			return usagef("%v", err)
+		}
+		w, _, err := bundle.Load(*to)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s\n%s@%s %s\n", *to, strings.Join(wrote, ", "), w.ID(), w.Version(), w.Digest())
+		return nil
+	}
+	cmd.AddCommand(check, toYAML)
 	rootCmd.AddCommand(cmd)
 }
 

@@ -96,6 +96,21 @@ func TestBundleCheck(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 3 || got[0].Error == nil || got[0].Error.Line == 0 || !got[2].OK {
 		t.Fatalf("bundle check --json: %v\n%s", err, out)
 	}
+	// flrh bundle yaml writes a bundle in YAML that checks as the same
+	// workflow, and writes nothing over a directory that exists.
+	yamlDir := filepath.Join(t.TempDir(), "refund-yaml")
+	out, err = flrh(bin, nil, "bundle", "yaml", filepath.Join(examples, "refund-agent"), "--to", yamlDir)
+	if err != nil || !strings.Contains(out, "wrote "+yamlDir+": ") || !strings.Contains(out, "workflow.yaml") || !strings.Contains(out, "refund-agent@1 sha256:") {
+		t.Fatalf("bundle yaml: %v\n%s", err, out)
+	}
+	if reps, err := checkBundles(yamlDir, false, none); err != nil || !reps[0].OK || reps[0].Manifest != workflow.ManifestYAML || reps[0].ID != "refund-agent" {
+		t.Fatalf("the bundle written in YAML: %+v, %v", reps, err)
+	}
+	for _, args := range [][]string{{"bundle", "yaml", filepath.Join(examples, "refund-agent"), "--to", yamlDir}, {"bundle", "yaml", filepath.Join(examples, "refund-agent")}, {"bundle", "yaml", yamlDir, "--to", filepath.Join(t.TempDir(), "again")}} {
+		if out, err := flrh(bin, nil, args...); exitStatus(t, err) != exitUsage {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
 	out, err = flrh(bin, []string{"FLRH_OPS_URL=http://127.0.0.1:1/v1/effects"}, "bundle", "check", "example:ops-agent", "--wired")
 	if err != nil || !strings.Contains(out, "ok   example:ops-agent: ops-agent@1") || !strings.Contains(out, "1 bundles checked, 0 failed") {
 		t.Fatalf("bundle check --wired of a wired bundle: %v\n%s", err, out)

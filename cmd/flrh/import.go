@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -207,6 +208,43 @@ func storeDescription(spec string) string {
 	return "sqlite:" + path
 }
 
+// sameStore reports whether store descriptions a and b (storeDescription,
+// as a run fenced out records where it went) name one store however they
+// are spelled: an embedded store by its file's path with symbolic links
+// resolved; a PostgreSQL store by its host (in lower case), port (5432
+// when not given), database and flrh's schema parameter, whatever user,
+// password or other connection parameters reach it. So an import taken up
+// again with the store named another way finishes the move.
+func sameStore(a, b string) bool { return a == b || canonicalStore(a) == canonicalStore(b) }
+
+// canonicalStore is the spelling of store description d that sameStore
+// compares.
+func canonicalStore(d string) string {
+	if !strings.Contains(d, "://") {
+		path := strings.TrimPrefix(d, "sqlite:")
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+			path = filepath.Join(dir, filepath.Base(path))
+		}
+		return "sqlite:" + path
+	}
+	u, err := url.Parse(strings.Replace(d, "…@", "", 1))
+	if err != nil {
+		return d
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	c := url.URL{Scheme: "postgres", Host: strings.ToLower(u.Hostname()) + ":" + port, Path: u.Path}
+	if schema := u.Query().Get("schema"); schema != "" {
+		c.RawQuery = url.Values{"schema": {schema}}.Encode()
+	}
+	return c.String()
+}
+
 // importRuns takes src's runs into dst, in src's creation order: the
 // pruned ones by their keys, and as what says the ended and live ones
 // whole. A run that cannot be taken is left; a failure of either store
@@ -313,7 +351,7 @@ func leaseHeld(err error) string {
 // movedElsewhere is why live run r, fenced out of the other store as
 // moving to a store other than to, is left; "" when it is not.
 func movedElsewhere(r store.Run, to string) string {
-	if went, _, moved := store.MovedFrom(r.Quarantine); moved && went != to {
+	if went, _, moved := store.MovedFrom(r.Quarantine); moved && !sameStore(went, to) {
 		return fmt.Sprintf("it moved to %s already", went)
 	}
 	return ""

@@ -262,10 +262,10 @@ func wholeRun(t *testing.T, st store.Store, id string) store.WholeRun {
 }
 
 // flrh store import --live killed (SIGKILL) with a run fenced out of the
-// old store and not yet in the new one, then with a run written into the
-// new one: each run is in exactly one store that may run it, and the next
-// import finishes the move, even after the moved run went on in the new
-// store.
+// old store and not yet in the new one, then, the new store named another
+// way, with a run written into the new one: each run is in exactly one
+// store that may run it, and the next import finishes the move, even after
+// the moved run went on in the new store.
 func TestImportLiveCrashes(t *testing.T) {
 	bin := buildFlrh(t)
 	ctx := context.Background()
@@ -278,7 +278,14 @@ func TestImportLiveCrashes(t *testing.T) {
 	}
 	lost := refundruns.Lost(t, src, "")
 	src.Close()
-	importKilledAt := func(point string) {
+	// The new store named another way: through a link to its directory,
+	// as a plain path. An import taken up again so still finishes the move.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(filepath.Dir(strings.TrimPrefix(to, "sqlite:")), link); err != nil {
+		t.Fatal(err)
+	}
+	toLinked := filepath.Join(link, "to.db")
+	importKilledAt := func(point, to string) {
 		t.Helper()
 		out, err := flrh(bin, []string{"FLRH_FAULT_INJECTION=1", "FLRH_FAULT_CUT=" + point}, "store", "import", "--live", "--from", from, "--store", to)
 		if exitStatus(t, err) != -1 || !strings.Contains(out, "SIGKILL at "+point) {
@@ -311,11 +318,11 @@ func TestImportLiveCrashes(t *testing.T) {
 		return !fenced, err == nil
 	}
 
-	importKilledAt("import-fenced")
+	importKilledAt("import-fenced", to)
 	if old, moved := where("agent-0"); old || moved {
 		t.Fatalf("killed fenced: agent-0 runs in the old store %v, is in the new %v; want neither", old, moved)
 	}
-	importKilledAt("import-written")
+	importKilledAt("import-written", toLinked)
 	if old, moved := where("agent-0"); old || !moved {
 		t.Fatalf("killed written: agent-0 runs in the old store %v, is in the new %v; want the new only", old, moved)
 	}

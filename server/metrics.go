@@ -152,8 +152,9 @@ func (c *runCollector) refresh() {
 // can wait on a person's approval. A store that takes a census (both of
 // flrh's) counts and filters inside the database, and lists those runs
 // from its index of live runs; any other is paged through
-// (store.TakeCensus, store.LiveRunsIn).
-func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []store.Run, err error) {
+// (store.TakeCensus, store.LiveHeadsIn: where each stands, not its whole
+// header).
+func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGauges, awaiting []store.RunHead, err error) {
 	cs, err := store.TakeCensus(ctx, st, store.CensusQuery{ExpiredBy: now, ByState: true})
 	if err != nil {
 		return g, nil, err
@@ -164,7 +165,7 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	}
 	g.quarantined, g.moved = float64(len(cs.Quarantined)), float64(len(cs.Moved))
 	g.expired, g.pruned = float64(len(cs.Expired)), float64(cs.Pruned)
-	awaiting, err = store.LiveRunsIn(ctx, st, "WAIT_APPROVAL")
+	awaiting, err = store.LiveHeadsIn(ctx, st, "WAIT_APPROVAL")
 	return g, awaiting, err
 }
 
@@ -184,7 +185,7 @@ type waitCount struct {
 	n        int
 }
 
-func (w waitCount) at(r store.Run) bool {
+func (w waitCount) at(r store.RunHead) bool {
 	return w.head == r.Head && w.headHash == r.HeadHash && w.updated.Equal(r.UpdatedAt)
 }
 
@@ -193,7 +194,7 @@ func (w waitCount) at(r store.Run) bool {
 // checkpoint (inspect), remembered then under the header inspect read it
 // with. Runs no longer listed are forgotten once a count completes. It is
 // bounded by ctx; a count cut short keeps what it learnt.
-func (w waitCounts) count(ctx context.Context, inspect func(context.Context, string) (runner.Status, error), runs []store.Run) (float64, error) {
+func (w waitCounts) count(ctx context.Context, inspect func(context.Context, string) (runner.Status, error), runs []store.RunHead) (float64, error) {
 	n := 0
 	for _, r := range runs {
 		if c, ok := w[r.ID]; ok && c.at(r) {

@@ -341,7 +341,7 @@ func TestApprovalsWaitingRememberedUntilARunMoves(t *testing.T) {
 	scrape := func(want float64, wantRead map[string]int) {
 		t.Helper()
 		clear(read)
-		runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+		runs, err := store.LiveHeadsIn(ctx, f.store, "WAIT_APPROVAL")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +374,7 @@ func TestApprovalsWaitingRememberedUntilARunMoves(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		clear(read)
-		runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+		runs, err := store.LiveHeadsIn(ctx, f.store, "WAIT_APPROVAL")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func BenchmarkScrapeApprovalsWaiting(b *testing.B) {
 	ctx := context.Background()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		ids, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+		ids, err := store.LiveHeadsIn(ctx, f.store, "WAIT_APPROVAL")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func BenchmarkScrapeApprovalsWaiting(b *testing.B) {
 				if !remember {
 					clear(counts)
 				}
-				runs, err := store.LiveRunsIn(ctx, f.store, "WAIT_APPROVAL")
+				runs, err := store.LiveHeadsIn(ctx, f.store, "WAIT_APPROVAL")
 				if err != nil {
 					b.Fatal(err)
 				}

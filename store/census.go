@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // TakeCensus is the census of st: taken by the store when it is (or
 // wraps) a CensusTaker, otherwise by paging through every run's header,
@@ -61,6 +64,49 @@ func LiveRunsIn(ctx context.Context, st RunLister, state string) ([]Run, error) 
 		}
 	})
 	return runs, err
+}
+
+// RunHead is where a run's record stands: what a reader that remembers
+// something it read of the run (the approvals it waits on, say) compares
+// to know whether the run moved since, without reading its whole header.
+type RunHead struct {
+	ID        string
+	Head      int64
+	HeadHash  string
+	UpdatedAt time.Time
+}
+
+// HeadOf is r's RunHead.
+func HeadOf(r Run) RunHead {
+	return RunHead{ID: r.ID, Head: r.Head, HeadHash: r.HeadHash, UpdatedAt: r.UpdatedAt}
+}
+
+// LiveHeadLister is implemented by stores that list where their live runs
+// in a state stand, reading from their index of live runs four columns of
+// each header instead of all of them (a metrics scrape over tens of
+// thousands of runs waiting for a person).
+type LiveHeadLister interface {
+	// LiveHeadsIn answers, for each run LiveRunsIn lists and in its
+	// order, its RunHead.
+	LiveHeadsIn(ctx context.Context, state string) ([]RunHead, error)
+}
+
+// LiveHeadsIn returns where the live runs of st in state stand, in
+// creation order: from the store when it is a LiveHeadLister, otherwise
+// from LiveRunsIn's headers.
+func LiveHeadsIn(ctx context.Context, st RunLister, state string) ([]RunHead, error) {
+	if hl, ok := listerAs[LiveHeadLister](st); ok {
+		return hl.LiveHeadsIn(ctx, state)
+	}
+	runs, err := LiveRunsIn(ctx, st, state)
+	if err != nil {
+		return nil, err
+	}
+	var heads []RunHead
+	for _, r := range runs {
+		heads = append(heads, HeadOf(r))
+	}
+	return heads, nil
 }
 
 // listerAs is As for a RunLister that may be a Store (searched through

@@ -25,7 +25,8 @@ import (
 // expired, the rest live; answered by the store's census ("census") and
 // by paging through every header ("walk"). "scrape-reads" times what a
 // metrics scrape reads besides checkpoints: the census by state and the
-// live runs in one state (about two thirds of the runs, here);
+// live runs in one state (about two thirds of the runs, here), listed as
+// whole headers; "scrape-heads" the same listing where each run stands;
 // "list-filtered" and "list-paged" a run listing filtered by a state no
 // run is in, by the store and by paging; "prunable-listed" and
 // "prunable-paged" the runs flrh store prune would take, by the store and
@@ -188,6 +189,22 @@ func benchCheck(b *testing.B, spec string, n int) {
 			}
 			if _, err := ct.LiveIn(ctx, "INGEST"); err != nil || c.States["INGEST"] != int64(n+1) {
 				b.Fatalf("%d runs in INGEST counted, %v", c.States["INGEST"], err)
+			}
+		}
+	})
+	// The same with the live runs listed as where each stands (four
+	// columns, what a scrape compares), not as whole headers.
+	live, err := ct.LiveIn(ctx, "INGEST")
+	if err != nil || len(live) == 0 {
+		b.Fatalf("%d live runs in INGEST: %v", len(live), err)
+	}
+	b.Run("scrape-heads", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ct.Census(ctx, store.CensusQuery{ExpiredBy: time.Now(), ByState: true}); err != nil {
+				b.Fatal(err)
+			}
+			if heads, err := store.LiveHeadsIn(ctx, st, "INGEST"); err != nil || len(heads) != len(live) {
+				b.Fatalf("%d heads listed, %d live runs in INGEST: %v", len(heads), len(live), err)
 			}
 		}
 	})

@@ -62,6 +62,30 @@ func (s *Store) Census(ctx context.Context, q store.CensusQuery) (store.Census, 
 	return c, nil
 }
 
+var _ store.LiveHeadLister = (*Store)(nil)
+
+// LiveHeadsIn implements store.LiveHeadLister, from the live runs' index
+// as LiveIn.
+func (s *Store) LiveHeadsIn(ctx context.Context, state string) ([]store.RunHead, error) {
+	rows, err := s.read(ctx, `SELECT run_id, head_seq, head_hash, updated_at FROM runs INDEXED BY runs_live
+WHERE outcome = '' AND quarantine = '' AND state = ? ORDER BY created_order`, state)
+	if err != nil {
+		return nil, mapErr("live heads in", "", err)
+	}
+	defer rows.Close()
+	var out []store.RunHead
+	for rows.Next() {
+		var h store.RunHead
+		var updated int64
+		if err := rows.Scan(&h.ID, &h.Head, &h.HeadHash, &updated); err != nil {
+			return nil, mapErr("live heads in", "", err)
+		}
+		h.UpdatedAt = fromNanos(updated)
+		out = append(out, h)
+	}
+	return out, mapErr("live heads in", "", rows.Err())
+}
+
 // LiveIn implements store.CensusTaker, from the live runs' index (state,
 // creation order, id).
 func (s *Store) LiveIn(ctx context.Context, state string) ([]store.Run, error) {

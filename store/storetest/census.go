@@ -115,11 +115,29 @@ func testCensus(t *testing.T, s store.Store, c *Clock) {
 			live[r.State] = append(live[r.State], r)
 		}
 	}
+	hl, isHeadLister := store.As[store.LiveHeadLister](s)
 	for _, state := range []string{"CREATED", "WAIT_APPROVAL", "SUCCEEDED", "NOWHERE"} {
 		got, err := ct.LiveIn(ctx, state)
 		must(t, err)
 		if !reflect.DeepEqual(got, live[state]) {
 			t.Fatalf("live runs in %s: %+v, want %+v", state, got, live[state])
+		}
+		// Where each stands, as the store lists it and as the headers say.
+		var heads []store.RunHead
+		for _, r := range live[state] {
+			heads = append(heads, store.HeadOf(r))
+		}
+		if isHeadLister {
+			gotHeads, err := hl.LiveHeadsIn(ctx, state)
+			must(t, err)
+			if !reflect.DeepEqual(gotHeads, heads) {
+				t.Fatalf("live run heads in %s: %+v, want %+v", state, gotHeads, heads)
+			}
+		}
+		viaFallback, err := store.LiveHeadsIn(ctx, PagesOnly{Store: s}, state)
+		must(t, err)
+		if !reflect.DeepEqual(viaFallback, heads) {
+			t.Fatalf("live run heads in %s, paged: %+v, want %+v", state, viaFallback, heads)
 		}
 	}
 	var ids []string

@@ -106,10 +106,10 @@ func loadArchive(ctx context.Context, path string, check bool) (l loadedArchive,
 // order they were created. A run dst holds at the archive's head hash is
 // imported before, unless dst pruned it into this archive (PrunedHere: it
 // keeps the run's header and keys, and the archive, not dst, is where its
-// record is read) or into another (left); a run of
-// the archive's id dst holds at another head hash, an archive that does
-// not verify, and a second archive of one run with other contents are
-// left. With dryRun, nothing is written.
+// record is read) or into another (left). A run of the archive's id dst
+// holds at another head hash, an archive that does not verify, and a
+// second archive of one run with other contents are left. With dryRun,
+// nothing is written.
 func importArchives(ctx context.Context, dst store.Store, paths []string, dryRun bool) (importReport, error) {
 	rep := newImportReport(dryRun)
 	rep.fromArchives = true
@@ -146,11 +146,11 @@ func importArchives(ctx context.Context, dst store.Store, paths []string, dryRun
 			continue // the same run twice (compressed and not, say): one import
 		}
 		fd := foundArchive{path: f, run: run.ID, head: run.HeadHash, digest: l.digest, created: run.CreatedAt}
+		byRun[run.ID] = fd // without the archive: runs alone holds it, until it is imported
 		if kept+l.size <= keepDecoded {
 			kept += l.size
 			fd.a = l.a
 		}
-		byRun[run.ID] = fd
 		runs = append(runs, fd)
 	}
 	sort.SliceStable(runs, func(i, j int) bool {

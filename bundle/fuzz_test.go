@@ -53,9 +53,7 @@ func FuzzLoadFS(f *testing.F) {
 			return
 		}
 		src := bundles[int(which)%len(bundles)]
-		m := maps.Clone(src)
-		m[name] = &fstest.MapFile{Data: data}
-		err := loadsOrRefuses(t, m)
+		_, err := loadsOrRefuses(t, src, name, data)
 		if err == nil {
 			return
 		}
@@ -66,15 +64,18 @@ func FuzzLoadFS(f *testing.F) {
 	})
 }
 
-// loadsOrRefuses loads fsys: a workflow and its adapters, or an error
-// and neither (anything else fails t); it returns the error.
-func loadsOrRefuses(t *testing.T, fsys fs.FS) error {
+// loadsOrRefuses loads src with file name holding data instead: a
+// workflow and its adapters, or an error and neither (anything else fails
+// t). It returns the files loaded and the error.
+func loadsOrRefuses(t *testing.T, src fstest.MapFS, name string, data []byte) (fstest.MapFS, error) {
 	t.Helper()
-	w, a, err := LoadFS(fsys)
+	m := maps.Clone(src)
+	m[name] = &fstest.MapFile{Data: data}
+	w, a, err := LoadFS(m)
 	if (w == nil) != (err != nil) || (a == nil) != (err != nil) {
 		t.Fatalf("workflow %v, adapters %v, error %v", w, a, err)
 	}
-	return err
+	return m, err
 }
 
 // FuzzLoadYAML loads the refund-agent bundle written in YAML with its
@@ -104,9 +105,7 @@ func FuzzLoadYAML(f *testing.F) {
 		if domain {
 			name = "domain.yaml"
 		}
-		m := maps.Clone(src)
-		m[name] = &fstest.MapFile{Data: data}
-		err := loadsOrRefuses(t, m)
+		m, err := loadsOrRefuses(t, src, name, data)
 		if err == nil {
 			return
 		}

@@ -48,16 +48,39 @@ func Load(dir string) (*Workflow, *Adapters, error) {
 	return w, a, err
 }
 
-// IsDir reports whether dir holds a bundle's manifest (workflow.json, or
-// workflow.yaml or workflow.yml): how a directory of bundles is told from
-// a bundle.
-func IsDir(dir string) bool {
+// ManifestIn returns the name of the manifest dir holds (workflow.json,
+// or workflow.yaml or workflow.yml), or "" when it holds none.
+func ManifestIn(dir string) string {
 	for _, n := range []string{workflow.ManifestFile, workflow.ManifestYAML, "workflow.yml"} {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
-			return true
+			return n
 		}
 	}
-	return false
+	return ""
+}
+
+// IsDir reports whether dir holds a bundle's manifest (ManifestIn): how a
+// directory of bundles is told from a bundle.
+func IsDir(dir string) bool { return ManifestIn(dir) != "" }
+
+// Dirs returns the bundle directories dir names: dir itself when it is
+// one (IsDir), otherwise each of its subdirectories that is, in name
+// order (none when none is). An error is os.ReadDir's, as it returned it.
+func Dirs(dir string) ([]string, error) {
+	if IsDir(dir) {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries { // ReadDir returns them by name
+		if sub := filepath.Join(dir, e.Name()); e.IsDir() && IsDir(sub) {
+			dirs = append(dirs, sub)
+		}
+	}
+	return dirs, nil
 }
 
 // ErrNoExample is the error LoadExample wraps for a name that is not an

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
@@ -32,21 +29,9 @@ type Bundles struct {
 // getenv answers the adapters' endpoint variables (os.Getenv in
 // production). A bundle that does not compile is an error naming it.
 func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
-	var dirs []string
-	if bundle.IsDir(dir) {
-		dirs = []string{dir}
-	} else {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			sub := filepath.Join(dir, e.Name())
-			if e.IsDir() && bundle.IsDir(sub) {
-				dirs = append(dirs, sub)
-			}
-		}
-		slices.Sort(dirs)
+	dirs, err := bundle.Dirs(dir)
+	if err != nil {
+		return nil, err
 	}
 	out := &Bundles{Adapters: &effect.Registry{}}
 	for _, d := range dirs {

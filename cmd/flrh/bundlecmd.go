@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -152,21 +151,12 @@ func checkBundles(ref string, wired bool, getenv func(string) string) ([]bundleR
 	if err != nil || !fi.IsDir() {
 		return nil, usagef("%s is not a bundle directory or a directory of them", ref)
 	}
-	dirs := []string{ref}
-	if !bundle.IsDir(ref) {
-		entries, err := os.ReadDir(ref)
-		if err != nil {
-			return nil, usagef("%s: %v", ref, err)
-		}
-		dirs = dirs[:0]
-		for _, e := range entries {
-			if sub := filepath.Join(ref, e.Name()); e.IsDir() && bundle.IsDir(sub) {
-				dirs = append(dirs, sub)
-			}
-		}
-		if len(dirs) == 0 {
-			return nil, usagef("%s holds no workflow bundle (a directory with workflow.json or workflow.yaml)", ref)
-		}
+	dirs, err := bundle.Dirs(ref)
+	if err != nil {
+		return nil, usagef("%s: %v", ref, err)
+	}
+	if len(dirs) == 0 {
+		return nil, usagef("%s holds no workflow bundle (a directory with workflow.json or workflow.yaml)", ref)
 	}
 	var out []bundleReport
 	for _, d := range dirs {
@@ -190,13 +180,9 @@ func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error
 		return r
 	}
 	r.OK, r.ID, r.Version, r.Digest = true, w.ID(), w.Version(), w.Digest()
-	r.Manifest = workflow.ManifestFile
+	r.Manifest = workflow.ManifestFile // the examples' own
 	if !strings.HasPrefix(where, "example:") {
-		for _, n := range []string{workflow.ManifestYAML, "workflow.yml"} {
-			if _, err := os.Stat(filepath.Join(where, n)); err == nil {
-				r.Manifest = n
-			}
-		}
+		r.Manifest = bundle.ManifestIn(where)
 	}
 	for et := range w.Manifests() {
 		r.Tools = append(r.Tools, et)

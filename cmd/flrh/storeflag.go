@@ -185,24 +185,14 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref, unwired: errText(err)})
 		return nil
 	}
-	dirs := []string{ref}
-	if !bundle.IsDir(ref) {
-		entries, err := os.ReadDir(ref)
-		if err != nil {
-			return err
-		}
-		dirs = dirs[:0]
-		for _, e := range entries {
-			sub := filepath.Join(ref, e.Name())
-			if e.IsDir() && bundle.IsDir(sub) {
-				dirs = append(dirs, sub)
-			}
-		}
-		if len(dirs) == 0 {
-			return fmt.Errorf("%s holds no workflow bundle", ref)
-		}
+	dirs, err := bundle.Dirs(ref)
+	if err != nil {
+		return err
 	}
-	for _, d := range dirs { // ReadDir returns names in order
+	if len(dirs) == 0 {
+		return fmt.Errorf("%s holds no workflow bundle", ref)
+	}
+	for _, d := range dirs {
 		wf, ads, err := bundle.Load(d)
 		if err != nil {
 			return fmt.Errorf("bundle %s: %w", d, err)

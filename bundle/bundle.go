@@ -51,7 +51,7 @@ func Load(dir string) (*Workflow, *Adapters, error) {
 // ManifestIn returns the name of the manifest dir holds (workflow.json,
 // or workflow.yaml or workflow.yml), or "" when it holds none.
 func ManifestIn(dir string) string {
-	for _, n := range []string{workflow.ManifestFile, workflow.ManifestYAML, "workflow.yml"} {
+	for _, n := range workflow.ManifestNames {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
 			return n
 		}

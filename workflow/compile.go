@@ -159,15 +159,15 @@ var manifestMembers = []string{"schema_version", "id", "version", "versions", "d
 var requiredMembers = []string{"schema_version", "id", "version", "versions", "domain", "rules", "facts", "eligibility",
 	"gates", "tools", "capabilities", "operator_key", "approval", "adapters"}
 
-// manifestNames are the names a bundle's manifest may have: one of them.
-var manifestNames = []string{ManifestFile, ManifestYAML, "workflow.yml"}
+// ManifestNames are the names a bundle's manifest may have: one of them.
+var ManifestNames = []string{ManifestFile, ManifestYAML, "workflow.yml"}
 
 // Manifest returns the name of the manifest among files (workflow.json,
 // or workflow.yaml or workflow.yml), or an *Error when there is none or
 // more than one.
 func Manifest(files map[string][]byte) (string, error) {
 	var found []string
-	for _, n := range manifestNames {
+	for _, n := range ManifestNames {
 		if _, ok := files[n]; ok {
 			found = append(found, n)
 		}
@@ -179,11 +179,6 @@ func Manifest(files map[string][]byte) (string, error) {
 		return found[0], nil
 	}
 	return "", bundleErr(CodeMalformed, found[1], "", "a bundle has one manifest, and %s is one too", found[0])
-}
-
-// isYAML reports whether the bundle's file name is written in YAML.
-func isYAML(name string) bool {
-	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 }
 
 // Compile checks a bundle and builds its workflow. files maps each file
@@ -243,7 +238,7 @@ type compiler struct {
 // as plain JSON, yamljson.ConvertFloats; where each value was written is
 // kept for located).
 func (c *compiler) document(name string, b []byte, floats bool) ([]byte, *Error) {
-	if !isYAML(name) {
+	if !yamljson.Named(name) {
 		return b, nil
 	}
 	convert := yamljson.Convert

@@ -63,6 +63,12 @@ func (e *Error) Error() string {
 	return "yaml: " + where + ": " + e.Detail
 }
 
+// Named reports whether a file named name is written in YAML: its name
+// ends in .yaml or .yml.
+func Named(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
 // Pos is where a value was written: its first character's line and
 // column, 1-based.
 type Pos struct{ Line, Column int }

@@ -824,7 +824,7 @@ func readInputFlags(file, text string) ([]byte, error) {
 		if err != nil {
 			return nil, usagef("--input: %v", err)
 		}
-		if strings.HasSuffix(file, ".yaml") || strings.HasSuffix(file, ".yml") {
+		if yamljson.Named(file) {
 			// Written in YAML: the one JSON value it spells (yamljson).
 			if b, _, err = yamljson.Convert(b); err != nil {
 				return nil, usagef("--input %s: %v", file, err)

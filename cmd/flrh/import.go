@@ -230,7 +230,7 @@ func canonicalStore(d string) string {
 		}
 		return "sqlite:" + path
 	}
-	u, err := url.Parse(strings.Replace(d, "…@", "", 1))
+	u, err := url.Parse(d)
 	if err != nil {
 		return d
 	}

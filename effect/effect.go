@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/protocol"
@@ -75,6 +76,12 @@ type Receipt struct {
 	// Replayed reports that the destination answered from its idempotency
 	// record: an earlier attempt with this key had already applied it.
 	Replayed bool
+	// RetryAfter, on a transient failure, is how long the destination
+	// asked to be left alone before the next attempt (an HTTP destination's
+	// Retry-After); zero when it did not say. The runner waits at least
+	// this long, up to its own bound, before retrying. It is advice about
+	// timing, never part of the receipt's record.
+	RetryAfter time.Duration
 }
 
 // LookupStatus is what a destination's evidence says about an idempotency

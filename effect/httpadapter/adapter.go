@@ -239,8 +239,29 @@ func (a *Adapter) send(ctx context.Context, in effect.Intent, body []byte, diges
 	obs.Connected = true
 	obs.Status = resp.StatusCode
 	obs.Replayed = resp.Header.Get(httpwire.HeaderReplayed) == "true"
+	obs.RetryAfter = retryAfter(resp.Header)
 	obs.Body, obs.BodyErr = readLimited(resp.Body, httpwire.MaxAnswerBytes)
 	return Classify(obs), nil
+}
+
+// retryAfter reads an answer's Retry-After header, an HTTP-date read
+// against the answer's own Date when it has one (the destination's clock
+// on both sides), else against this machine's clock. A missing or
+// unreadable header is no wait.
+func retryAfter(h http.Header) time.Duration {
+	v := h.Get(httpwire.HeaderRetryAfter)
+	if v == "" {
+		return 0
+	}
+	now, err := httpwire.ParseHTTPDate(h.Get("Date"))
+	if err != nil {
+		now = time.Now()
+	}
+	d, err := httpwire.ParseRetryAfter(v, now)
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // errTooLarge reports an answer beyond the size limit.
@@ -271,6 +292,10 @@ type Observation struct {
 	Replayed bool
 	Body     []byte
 	BodyErr  error
+	// RetryAfter is the wait the answer's Retry-After header asked for,
+	// already read (zero when it had none); it reaches the receipt only on
+	// a transient failure, at most httpwire.MaxRetryAfter.
+	RetryAfter time.Duration
 }
 
 // Classify turns what an attempt saw into a receipt. It is pure.
@@ -319,6 +344,7 @@ func Classify(o Observation) effect.Receipt {
 		r.Outcome = effect.FailedPermanent
 	case httpwire.ClassTransient:
 		r.Outcome = effect.FailedTransient
+		r.RetryAfter = min(max(o.RetryAfter, 0), httpwire.MaxRetryAfter)
 	default:
 		r.Outcome = effect.Unknown
 	}

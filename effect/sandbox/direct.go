@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
@@ -66,6 +67,7 @@ func (d direct) send(ctx context.Context, in effect.Intent, body []byte, digest 
 			obs.TransportErr = errDropped
 		} else {
 			obs.Status, obs.Body, obs.Replayed = a.status, a.body, a.replayed
+			obs.RetryAfter = time.Duration(a.retryAfter) * time.Second
 		}
 	}
 	if ctx.Done() == nil {

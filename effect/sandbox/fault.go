@@ -33,7 +33,14 @@ type Fault struct {
 	// DelayAfterMillis waits this long after applying, before answering.
 	DelayAfterMillis int64 `json:"delay_after_ms"`
 	Drop             bool  `json:"drop"` // apply, then close the connection without answering
+	// RetryAfterSeconds, with Status, sends a Retry-After header of this
+	// many seconds: the destination asks to be left alone that long, as a
+	// rate-limited service does with 429.
+	RetryAfterSeconds int64 `json:"retry_after"`
 }
+
+// MaxRetryAfterSeconds bounds a fault rule's Retry-After.
+const MaxRetryAfterSeconds = 3600
 
 // Check reports whether the rule is well formed.
 func (f Fault) Check() error {
@@ -52,6 +59,10 @@ func (f Fault) Check() error {
 		return errors.New("sandbox: fault: status must be 0 or within 400..599")
 	case f.Status != 0 && f.Drop:
 		return errors.New("sandbox: fault: a rule either fails (status) or applies and drops (drop), not both")
+	case f.RetryAfterSeconds < 0 || f.RetryAfterSeconds > MaxRetryAfterSeconds:
+		return fmt.Errorf("sandbox: fault: retry_after must be within 0..%d seconds", MaxRetryAfterSeconds)
+	case f.RetryAfterSeconds != 0 && f.Status == 0:
+		return errors.New("sandbox: fault: retry_after goes with a failing status; a rule that applies asks no wait")
 	case f.Status == 0 && !f.Drop && f.DelayMillis == 0 && f.DelayAfterMillis == 0:
 		return errors.New("sandbox: fault: the rule does nothing; set delay_ms, delay_after_ms, status or drop")
 	}
@@ -59,8 +70,8 @@ func (f Fault) Check() error {
 }
 
 // DecodeFault reads a fault rule from JSON: an object with any of the
-// members key, times, delay_ms, delay_after_ms, status and drop, and no
-// others.
+// members key, times, delay_ms, delay_after_ms, status, drop and
+// retry_after, and no others.
 func DecodeFault(text []byte) (Fault, error) {
 	v, err := cjson.Decode(text)
 	if err != nil {
@@ -92,6 +103,8 @@ func DecodeFault(text []byte) (Fault, error) {
 			f.Status, ok = val.(int64)
 		case "drop":
 			f.Drop, ok = val.(bool)
+		case "retry_after":
+			f.RetryAfterSeconds, ok = val.(int64)
 		default:
 			return Fault{}, fmt.Errorf("sandbox: fault: unknown member %q", k)
 		}
@@ -103,7 +116,7 @@ func DecodeFault(text []byte) (Fault, error) {
 }
 
 func (f Fault) object() map[string]any {
-	return map[string]any{"key": f.Key, "times": f.Times, "delay_ms": f.DelayMillis, "delay_after_ms": f.DelayAfterMillis, "status": f.Status, "drop": f.Drop}
+	return map[string]any{"key": f.Key, "times": f.Times, "delay_ms": f.DelayMillis, "delay_after_ms": f.DelayAfterMillis, "status": f.Status, "drop": f.Drop, "retry_after": f.RetryAfterSeconds}
 }
 
 // Inject adds a fault rule.

@@ -41,6 +41,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,16 +215,20 @@ func (s *Sandbox) handleMutation(w http.ResponseWriter, r *http.Request) {
 	if a.replayed {
 		w.Header().Set(httpwire.HeaderReplayed, "true")
 	}
+	if a.retryAfter > 0 {
+		w.Header().Set(httpwire.HeaderRetryAfter, strconv.FormatInt(a.retryAfter, 10))
+	}
 	write(w, a.status, a.body)
 }
 
 // answer is what the sandbox does with one mutation request: answer status
 // and body, or (drop) close the connection without answering.
 type answer struct {
-	status   int
-	body     []byte
-	replayed bool
-	drop     bool
+	status     int
+	body       []byte
+	replayed   bool
+	drop       bool
+	retryAfter int64 // seconds, sent as Retry-After when positive
 }
 
 func problemAnswer(status int, code, detail string) answer {
@@ -310,7 +315,9 @@ func (s *Sandbox) mutateQuiet(key, digestField string, body []byte) answer {
 	}
 	if faulted && f.Status != 0 {
 		s.count(func(st *Stats) { st.Injected++ })
-		return problemAnswer(int(f.Status), httpwire.CodeInjected, fmt.Sprintf("injected failure %d; nothing was applied", f.Status))
+		a := problemAnswer(int(f.Status), httpwire.CodeInjected, fmt.Sprintf("injected failure %d; nothing was applied", f.Status))
+		a.retryAfter = f.RetryAfterSeconds
+		return a
 	}
 
 	a := s.apply(m)

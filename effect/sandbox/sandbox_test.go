@@ -293,7 +293,8 @@ func TestFaultRules(t *testing.T) {
 	if r := exec("effect:y"); r.Outcome != effect.Unknown {
 		t.Errorf("admin drop rule: %+v", r)
 	}
-	for _, bad := range []string{`{"status":200}`, `{"status":503,"drop":true}`, `{"status":503,"delay_after_ms":5}`, `{"delay_after_ms":-1}`, `{}`, `{"times":-1,"drop":true}`, `{"key":"bad key","drop":true}`, `{"drop":"yes"}`, `{"delay_ms":1.5}`, `{"colour":"red"}`, `[]`, `{"delay_ms":600001}`} {
+	for _, bad := range []string{`{"status":200}`, `{"status":503,"drop":true}`, `{"status":503,"delay_after_ms":5}`, `{"delay_after_ms":-1}`, `{}`, `{"times":-1,"drop":true}`, `{"key":"bad key","drop":true}`, `{"drop":"yes"}`, `{"delay_ms":1.5}`, `{"colour":"red"}`, `[]`, `{"delay_ms":600001}`,
+		`{"retry_after":5}`, `{"retry_after":5,"drop":true}`, `{"status":429,"retry_after":-1}`, `{"status":429,"retry_after":3601}`, `{"status":429,"retry_after":"5"}`} {
 		resp, err := http.Post(s.URL+"/_sandbox/faults", "application/json", strings.NewReader(bad))
 		if err != nil {
 			t.Fatal(err)
@@ -519,6 +520,7 @@ func FuzzDecodeLedger(f *testing.F) {
 func FuzzDecodeFault(f *testing.F) {
 	f.Add([]byte(`{"key":"effect:1","times":1,"drop":true}`))
 	f.Add([]byte(`{"times":3,"status":503,"delay_ms":10}`))
+	f.Add([]byte(`{"times":1,"status":429,"retry_after":30}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		fl, err := sandbox.DecodeFault(text)
 		if err == nil && fl.Check() != nil {

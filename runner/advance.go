@@ -1935,7 +1935,7 @@ func (r *Runner) executeOne(ctx context.Context, t *tick, e *openEffect) error {
 					Outbox: store.OutboxReconcile, Route: "retry_exhausted", Detail: rec.Code})
 				return r.lookupAndClose(ctx, t, e, intent, adapter, last.N, "retries exhausted")
 			}
-			delay, err := r.retryDelay(t, e, last.N)
+			delay, err := r.retryDelay(t, e, last.N, rec.RetryAfter)
 			if err != nil {
 				return err
 			}
@@ -1989,7 +1989,7 @@ func (r *Runner) lookupAndClose(ctx context.Context, t *tick, e *openEffect, int
 			return err
 		}
 		if v == retryGo {
-			delay, err := r.retryDelay(t, e, n)
+			delay, err := r.retryDelay(t, e, n, 0)
 			if err != nil {
 				return err
 			}

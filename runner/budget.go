@@ -273,11 +273,18 @@ func (r *Runner) maxAttempts(t *tick) int64 {
 	return l.MaxAttempts
 }
 
+// DefaultMaxRetryAfter is Config.MaxRetryAfter's default.
+const DefaultMaxRetryAfter = time.Minute
+
 // retryDelay is the wait before retry number attempt (1-based) of an
 // intent, as the contract's retry policy says: capped exponential backoff
 // with deterministic equal jitter from the run's recorded seed and the
-// effect's idempotency key. The decision is traced with the attempt.
-func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64) (time.Duration, error) {
+// effect's idempotency key. When the destination asked for a longer wait
+// (asked, from its Retry-After), the runner waits that instead, bounded by
+// Config.MaxRetryAfter: retrying a rate-limited service sooner than it
+// asked only spends the contract's retries on refusals. The decision is
+// traced with the attempt, the destination's ask beside the contract's.
+func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64, asked time.Duration) (time.Duration, error) {
 	d, err := r.contractFor(t.wf).Retry.Decide(control.ClassTransient, attempt, r.ledger(t).JitterSeed, e.idempotencyKey())
 	if err != nil {
 		return 0, err
@@ -285,13 +292,22 @@ func (r *Runner) retryDelay(t *tick, e *openEffect, attempt int64) (time.Duratio
 	if d.Action != control.ActionRetry {
 		return 0, fmt.Errorf("runner: retry %d of %s is not allowed (%s)", attempt, e.IntentID, d.Action)
 	}
-	b, err := cjson.Marshal(map[string]any{"kind": "retry_scheduled", "intent": e.IntentID, "retry": d.Retry,
-		"base_millis": d.BaseMillis, "delay_millis": d.DelayMillis})
+	rec := map[string]any{"kind": "retry_scheduled", "intent": e.IntentID, "retry": d.Retry,
+		"base_millis": d.BaseMillis, "delay_millis": d.DelayMillis}
+	wait := time.Duration(d.DelayMillis) * time.Millisecond
+	if asked > 0 && r.cfg.MaxRetryAfter > 0 {
+		// Whole milliseconds, as the contract's delays are.
+		honoured := min(asked, r.cfg.MaxRetryAfter).Round(time.Millisecond)
+		wait = max(wait, honoured)
+		rec["destination_asked_millis"] = asked.Milliseconds()
+		rec["wait_millis"] = wait.Milliseconds()
+	}
+	b, err := cjson.Marshal(rec)
 	if err != nil {
 		return 0, err
 	}
 	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: "retry_scheduled", Body: b})
-	return time.Duration(d.DelayMillis) * time.Millisecond, nil
+	return wait, nil
 }
 
 // retryVerdict is what follows a retryable failure of attempt n.

@@ -137,6 +137,8 @@ type destination struct {
 	mutations int
 	script    []effect.Outcome // outcomes to force on the next Execute calls
 	lookupErr bool             // lookups answer "still unknown"
+	// retryAfter is the wait a transient failure asks for (Retry-After).
+	retryAfter time.Duration
 }
 
 func newDestination() *destination { return &destination{applied: map[string]string{}} }
@@ -150,7 +152,7 @@ func (d *destination) Execute(_ context.Context, in effect.Intent) (effect.Recei
 		forced, d.script = d.script[0], d.script[1:]
 	}
 	if forced == effect.FailedTransient {
-		return effect.Receipt{Outcome: effect.FailedTransient, Code: "HTTP_503"}, nil
+		return effect.Receipt{Outcome: effect.FailedTransient, Code: "HTTP_503", RetryAfter: d.retryAfter}, nil
 	}
 	if prev, ok := d.applied[in.Effect.IdempotencyKey]; ok && prev != digest {
 		return effect.Receipt{Outcome: effect.FailedPermanent, Code: "IDEMPOTENCY_KEY_CONFLICT"}, nil

@@ -53,6 +53,13 @@ type Config struct {
 	// contract allows (its retries per transition plus one); 0 leaves the
 	// contract's number.
 	MaxAttempts int64
+	// MaxRetryAfter bounds how long a destination's ask (an HTTP
+	// Retry-After on a 429 or 503) may stretch the wait before a retry:
+	// the runner waits the contract's backoff or the destination's ask,
+	// whichever is longer, the ask at most this. 0 means one minute; a
+	// negative value ignores destinations' asks. The run's lease is renewed
+	// while it waits.
+	MaxRetryAfter time.Duration
 	// Clock is the shell's clock (receipt times, approval checks, the
 	// time budgets).
 	Clock func() time.Time
@@ -199,6 +206,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.MaxAttempts < 0 {
 		cfg.MaxAttempts = 0
+	}
+	if cfg.MaxRetryAfter == 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep

@@ -80,6 +80,7 @@ type runnerFlags struct {
 	owner       string
 	leaseTTL    time.Duration
 	wait        time.Duration
+	retryAfter  time.Duration
 }
 
 func addRunnerFlags(cmd *cobra.Command) *runnerFlags {
@@ -89,7 +90,22 @@ func addRunnerFlags(cmd *cobra.Command) *runnerFlags {
 	cmd.Flags().StringVar(&f.owner, "owner", fmt.Sprintf("cli:%s:%d", host, os.Getpid()), "this runner's name in leases")
 	cmd.Flags().DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long this runner's lease on a run lasts without renewal")
 	cmd.Flags().DurationVar(&f.wait, "wait", 0, "wait up to this long for another runner's lease to lapse")
+	cmd.Flags().DurationVar(&f.retryAfter, "max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
 	return f
+}
+
+const maxRetryAfterUsage = "the longest a destination's Retry-After may stretch the wait before a retry (the contract's backoff applies either way); 0 ignores it"
+
+// maxRetryAfter checks a --max-retry-after value and returns the runner's
+// setting for it: 0 on the command line ignores destinations' asks.
+func maxRetryAfter(d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, usagef("--max-retry-after must not be negative, not %s", d)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
 }
 
 // open opens the store and a runner over every workflow the command can
@@ -122,6 +138,10 @@ func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.S
 		// The runner would quietly take 30s instead.
 		return nil, nil, usagef("--lease-ttl must be positive, not %s", f.leaseTTL)
 	}
+	retryAfter, err := maxRetryAfter(f.retryAfter)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := openStore(ctx, *f.store, false)
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +168,7 @@ func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.S
 	// to it, one commit fewer.
 	r, err := runner.New(runner.Config{Store: st, Workflows: wfs, Adapters: reg, Owner: f.owner, LeaseTTL: f.leaseTTL,
 		Cut: faultCut(), Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}},
-		LeaseStarts: true})
+		LeaseStarts: true, MaxRetryAfter: retryAfter})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -27,6 +27,7 @@ func newSandboxCmd() *cobra.Command {
 			"It can be told to misbehave through POST /_sandbox/faults, for example\n" +
 			"  {\"key\":\"effect:1\",\"times\":1,\"drop\":true}     apply, then close without answering\n" +
 			"  {\"times\":3,\"status\":503}                     fail the next three requests, applying nothing\n" +
+			"  {\"times\":1,\"status\":429,\"retry_after\":5}     refuse the next one, asking for five seconds' rest\n" +
 			"  {\"times\":1,\"delay_ms\":2000}                  wait two seconds before applying (lookups\n" +
 			"                                               say in_progress meanwhile)\n" +
 			"  {\"times\":1,\"delay_after_ms\":2000}            apply, then answer two seconds late\n" +

@@ -87,6 +87,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
 	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (required to listen beyond loopback)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
+	retryAfterFlag := cmd.Flags().Duration("max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
 	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
 	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
@@ -111,6 +112,10 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if *leaseTTL <= 0 {
 			// The runner would quietly take 30s instead.
 			return usagef("--lease-ttl must be positive, not %s", *leaseTTL)
+		}
+		retryAfter, err := maxRetryAfter(*retryAfterFlag)
+		if err != nil {
+			return err
 		}
 		switch {
 		case *backupDir == "" && (cmd.Flags().Changed("backup-every") || cmd.Flags().Changed("backup-keep")):
@@ -227,7 +232,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
-			Claimer: claimer, Watcher: watcher, Drain: *grace,
+			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err

@@ -264,6 +264,9 @@ func (s *Sandbox) logAnswer(key, digestField string, a answer) {
 		if p, err := httpwire.DecodeProblem(a.body); err == nil {
 			attrs = append(attrs, slog.String("code", p.Code))
 		}
+		if a.retryAfter > 0 {
+			attrs = append(attrs, slog.Int64("retry_after", a.retryAfter))
+		}
 		s.opts.Logger.Info("refused", append(attrs, slog.Int("status", a.status))...)
 	}
 }

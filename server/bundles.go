@@ -26,9 +26,10 @@ type Bundles struct {
 
 // LoadBundles loads every bundle in dir: dir itself when it holds a
 // manifest (bundle.IsDir), otherwise each subdirectory that does, in name order.
-// getenv answers the adapters' endpoint variables (os.Getenv in
-// production). A bundle that does not compile is an error naming it.
-func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
+// env answers the adapters' variables (bundle.OSEnv in production, which
+// also reads NAME_FILE). A bundle that does not compile is an error naming
+// it; one that cannot be wired is listed in Unwired.
+func LoadBundles(dir string, env bundle.Env) (*Bundles, error) {
 	dirs, err := bundle.Dirs(dir)
 	if err != nil {
 		return nil, err
@@ -40,6 +41,11 @@ func LoadBundles(dir string, getenv func(string) string) (*Bundles, error) {
 			return nil, fmt.Errorf("bundle %s: %w", d, err)
 		}
 		out.Workflows = append(out.Workflows, wf)
+		getenv, err := ads.Resolve(env)
+		if err != nil {
+			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))
+			continue
+		}
 		out.Secrets = append(out.Secrets, ads.Secrets(getenv)...)
 		reg, err := ads.Registry(getenv)
 		if err != nil {

@@ -38,7 +38,7 @@ when any does not, 2 when a DIR is not there or holds no bundle.`,
 	check.RunE = func(cmd *cobra.Command, args []string) error {
 		var reps []bundleReport
 		for _, a := range args {
-			rs, err := checkBundles(a, *wired, os.Getenv)
+			rs, err := checkBundles(a, *wired, bundle.OSEnv())
 			if err != nil {
 				return err
 			}
@@ -139,13 +139,13 @@ func (rs bundleReports) print(w io.Writer) {
 // checkBundles checks the bundles ref names (checkBundle): a bundle
 // directory, a directory of bundle directories (each, in name order), or
 // example:NAME. A ref that names none is the caller's mistake.
-func checkBundles(ref string, wired bool, getenv func(string) string) ([]bundleReport, error) {
+func checkBundles(ref string, wired bool, env bundle.Env) ([]bundleReport, error) {
 	if name, ok := strings.CutPrefix(ref, "example:"); ok {
 		w, a, err := bundle.LoadExample(name)
 		if errors.Is(err, bundle.ErrNoExample) {
 			return nil, usagef("%v", err)
 		}
-		return []bundleReport{checkBundle(ref, w, a, err, wired, getenv)}, nil
+		return []bundleReport{checkBundle(ref, w, a, err, wired, env)}, nil
 	}
 	fi, err := os.Stat(ref)
 	if err != nil || !fi.IsDir() {
@@ -161,14 +161,14 @@ func checkBundles(ref string, wired bool, getenv func(string) string) ([]bundleR
 	var out []bundleReport
 	for _, d := range dirs {
 		w, a, err := bundle.Load(d)
-		out = append(out, checkBundle(d, w, a, err, wired, getenv))
+		out = append(out, checkBundle(d, w, a, err, wired, env))
 	}
 	return out, nil
 }
 
 // checkBundle reports the bundle at where, loaded as w and a, or refused
 // with err.
-func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error, wired bool, getenv func(string) string) bundleReport {
+func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error, wired bool, env bundle.Env) bundleReport {
 	r := bundleReport{Bundle: where}
 	var we *workflow.Error
 	switch {
@@ -189,16 +189,22 @@ func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error
 	}
 	slices.Sort(r.Tools)
 	r.Variables = a.Variables()
+	getenv, err := a.Resolve(env)
 	var unset []string
 	for _, v := range r.Variables {
-		if getenv(v) == "" {
+		if err == nil && getenv(v) == "" {
 			unset = append(unset, v)
 		}
 	}
-	if len(unset) > 0 {
-		r.Unwired = "not set: " + strings.Join(unset, ", ")
-	} else if _, err := a.Registry(getenv); err != nil {
+	switch {
+	case err != nil:
 		r.Unwired = strings.TrimPrefix(err.Error(), "bundle: ")
+	case len(unset) > 0:
+		r.Unwired = "not set: " + strings.Join(unset, ", ")
+	default:
+		if _, err := a.Registry(getenv); err != nil {
+			r.Unwired = strings.TrimPrefix(err.Error(), "bundle: ")
+		}
 	}
 	if r.Unwired != "" {
 		if wired {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/internal/yamlbundle"
 	"flrh.dev/flrh/workflow"
 )
@@ -16,7 +17,7 @@ import (
 // environment wires it; --wired fails an unwired one.
 func TestBundleCheck(t *testing.T) {
 	examples := filepath.Join("..", "..", "examples")
-	none := func(string) string { return "" }
+	none := bundle.Env{}
 	reps, err := checkBundles(examples, false, none)
 	if err != nil || len(reps) != 3 {
 		t.Fatalf("examples: %+v, %v", reps, err)
@@ -33,11 +34,11 @@ func TestBundleCheck(t *testing.T) {
 	}
 	env := map[string]string{"FLRH_OPS_URL": "http://127.0.0.1:1/v1/effects"}
 	for _, wired := range []bool{false, true} {
-		reps, err := checkBundles(filepath.Join(examples, "ops-agent"), wired, func(k string) string { return env[k] })
+		reps, err := checkBundles(filepath.Join(examples, "ops-agent"), wired, bundle.Vars(func(k string) string { return env[k] }))
 		if err != nil || len(reps) != 1 || !reps[0].OK || reps[0].Unwired != "" {
 			t.Fatalf("ops-agent wired (--wired %v): %+v, %v", wired, reps, err)
 		}
-		reps, err = checkBundles(filepath.Join(examples, "refund-agent"), wired, func(k string) string { return env[k] })
+		reps, err = checkBundles(filepath.Join(examples, "refund-agent"), wired, bundle.Vars(func(k string) string { return env[k] }))
 		if err != nil || len(reps) != 1 || reps[0].OK == wired || reps[0].Unwired != "not set: FLRH_PAYMENTS_URL" ||
 			wired && reps[0].Failure != "not wired here: not set: FLRH_PAYMENTS_URL" {
 			t.Fatalf("refund-agent unwired (--wired %v): %+v, %v", wired, reps, err)
@@ -45,8 +46,21 @@ func TestBundleCheck(t *testing.T) {
 	}
 	// An endpoint that is set but is no URL fails as the runner would.
 	env["FLRH_OPS_URL"] = "::not a url"
-	if reps, err := checkBundles(filepath.Join(examples, "ops-agent"), true, func(k string) string { return env[k] }); err != nil || reps[0].OK || !strings.Contains(reps[0].Unwired, "diag.read") {
+	if reps, err := checkBundles(filepath.Join(examples, "ops-agent"), true, bundle.Vars(func(k string) string { return env[k] })); err != nil || reps[0].OK || !strings.Contains(reps[0].Unwired, "diag.read") {
 		t.Fatalf("ops-agent with a bad endpoint: %+v, %v", reps, err)
+	}
+	// The endpoint from a file (NAME_FILE), and a file that is not there.
+	urlFile := filepath.Join(t.TempDir(), "ops-url")
+	if err := os.WriteFile(urlFile, []byte("http://127.0.0.1:1/v1/effects\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := bundle.Env{Getenv: func(k string) string { return map[string]string{"FLRH_OPS_URL_FILE": urlFile}[k] }, ReadFile: bundle.ReadValueFile}
+	if reps, err := checkBundles(filepath.Join(examples, "ops-agent"), true, fromFile); err != nil || !reps[0].OK || reps[0].Unwired != "" {
+		t.Fatalf("ops-agent wired from a file: %+v, %v", reps, err)
+	}
+	os.Remove(urlFile)
+	if reps, err := checkBundles(filepath.Join(examples, "ops-agent"), true, fromFile); err != nil || reps[0].OK || !strings.HasPrefix(reps[0].Unwired, "FLRH_OPS_URL_FILE: open ") {
+		t.Fatalf("ops-agent with its file gone: %+v, %v", reps, err)
 	}
 
 	// A directory of bundles written in YAML, one of them broken: each is

@@ -244,11 +244,7 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 		}
 		if strings.HasPrefix(ref, examplePrefix) || isDir {
 			own := &catalog{}
-			getenv := os.Getenv
-			if destination != "" {
-				getenv = func(string) string { return destination }
-			}
-			if err := own.addRef(ref, getenv); err != nil {
+			if err := own.addRef(ref, bundleEnv(destination)); err != nil {
 				return nil, usagef("%v", err)
 			}
 			if len(own.cands) != 1 {

@@ -125,12 +125,19 @@ func (c *capture) mutationsWith(name, value string) int {
 // tickets, FHRs, scorecards, verify, replay) and the CLI's run
 // show/events/trace --json. Neither secret, nor a plain SHA-256 of
 // either, appears anywhere; the destination received both with the one
-// mutation.
+// mutation. The secrets come from the environment, or from files named by
+// NAME_FILE variables (as container platforms mount them), each file
+// ending in a line break the destination must not receive.
 func TestSecretsAppearNowhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
 	bin := buildFlrh(t)
+	t.Run("from the environment", func(t *testing.T) { secretsAppearNowhere(t, bin, false) })
+	t.Run("from files", func(t *testing.T) { secretsAppearNowhere(t, bin, true) })
+}
+
+func secretsAppearNowhere(t *testing.T, bin string, fromFiles bool) {
 	bundleDir := secretBundle(t)
 	dir := t.TempDir()
 
@@ -151,6 +158,16 @@ func TestSecretsAppearNowhere(t *testing.T) {
 	dbPath := filepath.Join(dir, "flrh.db")
 	env := []string{"FLRH_PAYMENTS_URL=" + ts.URL + sandbox.EffectsPath, "FLRH_TEST_PAYMENTS_API_KEY=" + plantedAPIKey,
 		"FLRH_TEST_PAYMENTS_AUTH=" + plantedAuth}
+	if fromFiles {
+		env = env[:1]
+		for name, secret := range map[string]string{"FLRH_TEST_PAYMENTS_API_KEY": plantedAPIKey, "FLRH_TEST_PAYMENTS_AUTH": plantedAuth} {
+			f := filepath.Join(dir, strings.ToLower(name))
+			if err := os.WriteFile(f, []byte(secret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env = append(env, name+"_FILE="+f)
+		}
+	}
 	serve := exec.Command(bin, "serve", "--store", "sqlite:"+dbPath, "--workflows", bundleDir, "--addr", "127.0.0.1:0",
 		"--tokens", tokens, "--runners", "2")
 	serve.Env = append(os.Environ(), env...)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
@@ -175,7 +176,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		// version replaces the built-in one.
 		var workflows []runner.Workflow
 		adapters := &effect.Registry{}
-		b, err := server.LoadBundles(*workflowsDir, os.Getenv)
+		b, err := server.LoadBundles(*workflowsDir, bundle.OSEnv())
 		switch {
 		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
 		case err != nil && strings.HasPrefix(*workflowsDir, examplePrefix):

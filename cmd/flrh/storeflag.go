@@ -132,10 +132,7 @@ type catalog struct {
 // --workflows values; when none were given and ./workflows exists it is
 // used. destination, when set, overrides every adapter's url_env.
 func loadCatalog(refs []string, changed bool, destination string) (*catalog, error) {
-	getenv := os.Getenv
-	if destination != "" {
-		getenv = func(string) string { return destination }
-	}
+	env := bundleEnv(destination)
 	c := &catalog{}
 	if !changed && len(refs) == 0 {
 		if fi, err := os.Stat("workflows"); err == nil && fi.IsDir() {
@@ -143,7 +140,7 @@ func loadCatalog(refs []string, changed bool, destination string) (*catalog, err
 		}
 	}
 	for _, ref := range refs {
-		if err := c.addRef(ref, getenv); err != nil {
+		if err := c.addRef(ref, env); err != nil {
 			return nil, usagef("--workflows: %v", err)
 		}
 	}
@@ -163,15 +160,35 @@ func loadCatalog(refs []string, changed bool, destination string) (*catalog, err
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: "built-in"})
 	}
 	for _, name := range examples.Names() {
-		if err := c.addRef(examplePrefix+name, getenv); err != nil {
+		if err := c.addRef(examplePrefix+name, env); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
+// bundleEnv is where bundles' adapters read their variables: the
+// process's environment (NAME_FILE included), or, with --destination, that
+// endpoint for every variable and no files.
+func bundleEnv(destination string) bundle.Env {
+	if destination != "" {
+		return bundle.Vars(func(string) string { return destination })
+	}
+	return bundle.OSEnv()
+}
+
+// wire builds a bundle's adapters from env; the error says why it cannot
+// be wired here (its runs can still be read; its effects fail).
+func wire(ads *bundle.Adapters, env bundle.Env) (*effect.Registry, error) {
+	getenv, err := ads.Resolve(env)
+	if err != nil {
+		return nil, err
+	}
+	return ads.Registry(getenv)
+}
+
 // addRef loads one bundle reference and appends what it holds.
-func (c *catalog) addRef(ref string, getenv func(string) string) error {
+func (c *catalog) addRef(ref string, env bundle.Env) error {
 	if name, ok := strings.CutPrefix(ref, examplePrefix); ok {
 		wf, ads, err := bundle.LoadExample(name)
 		if errors.Is(err, bundle.ErrNoExample) {
@@ -181,7 +198,7 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 		// Unwired without its endpoint: its runs can be read and its effects fail.
-		reg, err := ads.Registry(getenv)
+		reg, err := wire(ads, env)
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref, unwired: errText(err)})
 		return nil
 	}
@@ -197,7 +214,7 @@ func (c *catalog) addRef(ref string, getenv func(string) string) error {
 		if err != nil {
 			return fmt.Errorf("bundle %s: %w", d, err)
 		}
-		reg, err := ads.Registry(getenv)
+		reg, err := wire(ads, env)
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: d, unwired: errText(err)})
 	}
 	return nil

@@ -299,7 +299,11 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 		if err != nil {
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}
-		ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: timeout, Headers: headers})
+		tlsConfig, err := tlsFor(et, spec.TLS, getenv)
+		if err != nil {
+			return nil, err
+		}
+		ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: timeout, Headers: headers, TLS: tlsConfig})
 		if err != nil {
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}
@@ -358,6 +362,13 @@ func (a *Adapters) Variables() []string {
 		for _, m := range spec.Secrets {
 			out = append(out, m.Env)
 		}
+		if t := spec.TLS; t != nil {
+			for _, v := range []string{t.CAEnv, t.CertEnv, t.KeyEnv} {
+				if v != "" {
+					out = append(out, v)
+				}
+			}
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -377,6 +388,11 @@ func (a *Adapters) Secrets(getenv func(string) string) []string {
 		for _, m := range spec.Secrets {
 			if v := getenv(m.Env); v != "" {
 				out = append(out, v)
+			}
+		}
+		if spec.TLS != nil && spec.TLS.KeyEnv != "" {
+			if v := getenv(spec.TLS.KeyEnv); v != "" {
+				out = append(out, v) // a client key
 			}
 		}
 	}

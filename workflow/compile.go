@@ -58,6 +58,27 @@ type AdapterSpec struct {
 	// environment variable by the shell and sent as the request header
 	// redact.HeaderName(member). Not part of the manifest's adapter object.
 	Secrets []redact.Member `json:"-"`
+	// TLS, when set, configures the connection to an https destination:
+	// a private CA and a client certificate (mutual TLS).
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSSpec says where an adapter's TLS material comes from: each value is
+// PEM, read by the shell from the named environment variable (or the file
+// its NAME_FILE names). The bundle names where the material is, never the
+// material: a client key is a secret, and a CA is deployment, not code.
+type TLSSpec struct {
+	// CAEnv holds the certificates (PEM) that may sign the destination's
+	// certificate, instead of the system's roots: a private CA.
+	CAEnv string `json:"ca_env,omitempty"`
+	// CertEnv and KeyEnv hold this runner's client certificate chain and
+	// its private key (PEM), presented for mutual TLS. Both or neither.
+	CertEnv string `json:"cert_env,omitempty"`
+	KeyEnv  string `json:"key_env,omitempty"`
+	// ServerName, when set, is the name the destination's certificate must
+	// carry, when it differs from the endpoint's host (an endpoint given by
+	// address, say).
+	ServerName string `json:"server_name,omitempty"`
 }
 
 // HeaderSpec says where the value of a request header comes from.
@@ -876,6 +897,11 @@ func (c *compiler) adapters(w *Workflow) *Error {
 				return malformed(hp+"/env", "must name the environment variable holding the value")
 			}
 		}
+		if a.TLS != nil {
+			if e := checkTLS(ptr+"/tls", *a.TLS); e != nil {
+				return e
+			}
+		}
 		a.Secrets = w.secrets[et]
 		w.adapters[et] = a
 	}
@@ -885,6 +911,46 @@ func (c *compiler) adapters(w *Workflow) *Error {
 		}
 	}
 	return nil
+}
+
+// checkTLS checks an adapter's tls object: variables that can be names,
+// a client certificate with its key, and something to configure.
+func checkTLS(ptr string, t TLSSpec) *Error {
+	for _, v := range []struct{ member, env string }{{"ca_env", t.CAEnv}, {"cert_env", t.CertEnv}, {"key_env", t.KeyEnv}} {
+		if v.env != "" && strings.ContainsAny(v.env, "= \x00") {
+			return malformed(ptr+"/"+v.member, "must name an environment variable")
+		}
+	}
+	switch {
+	case (t.CertEnv == "") != (t.KeyEnv == ""):
+		return malformed(ptr, "cert_env and key_env go together: a client certificate is presented with its key")
+	case t.CAEnv == "" && t.CertEnv == "":
+		return malformed(ptr, "names no ca_env and no cert_env: nothing to configure")
+	case t.ServerName != "" && !hostName(t.ServerName):
+		return malformed(ptr+"/server_name", "must be a host name (letters, digits, '-' and '.')")
+	}
+	return nil
+}
+
+// hostName reports whether s is a DNS host name: labels of letters, digits
+// and '-', not starting or ending with '-', joined by dots, at most 253
+// bytes.
+func hostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // strictDecode decodes a cjson value into a struct, refusing unknown

@@ -14,6 +14,8 @@
 //	other 409                                       unknown
 //	other 4xx, 1xx, 3xx (redirects not followed)    permanent failure
 //	transport failure before a connection existed   transient failure
+//	the destination refusing the TLS handshake      transient failure
+//	  (its alert in place of an answer)
 //	transport failure once a connection existed     unknown
 //	  (timeout, reset, EOF while reading)
 //
@@ -29,6 +31,7 @@ package httpadapter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +39,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,6 +71,11 @@ type Config struct {
 	// Transport, when set, replaces the adapter's own transport (which
 	// dials with ConnectTimeout and uses no proxy).
 	Transport http.RoundTripper
+	// TLS, when set, configures the adapter's own transport's TLS: the
+	// roots the destination's certificate must chain to, a client
+	// certificate for mutual TLS, the server name. It needs an https URL
+	// and the adapter's own transport. TLS 1.2 at least, whatever it says.
+	TLS *tls.Config
 	// Headers are sent with every request, mutations and lookups alike:
 	// credentials such as Authorization. They travel outside the body, so
 	// they are not part of the content digest, and the adapter never puts
@@ -96,6 +105,12 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.DestinationDigest != "" && !cjson.ValidDigest(cfg.DestinationDigest) {
 		return nil, fmt.Errorf("httpadapter: destination digest %q is not a sha256 digest", cfg.DestinationDigest)
+	}
+	if cfg.TLS != nil && u.Scheme != "https" {
+		return nil, fmt.Errorf("httpadapter: URL %q: TLS settings need an https URL", cfg.URL)
+	}
+	if cfg.TLS != nil && cfg.Transport != nil {
+		return nil, errors.New("httpadapter: TLS settings configure the adapter's own transport; give one or the other")
 	}
 	if cfg.ConnectTimeout < 0 || cfg.Timeout < 0 {
 		return nil, errors.New("httpadapter: timeouts must not be negative")
@@ -128,6 +143,11 @@ func New(cfg Config) (*Adapter, error) {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   cfg.ConnectTimeout,
 			ExpectContinueTimeout: time.Second,
+		}
+		if cfg.TLS != nil {
+			c := cfg.TLS.Clone()
+			c.MinVersion = max(c.MinVersion, tls.VersionTLS12)
+			rt.(*http.Transport).TLSClientConfig = c
 		}
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
@@ -233,6 +253,7 @@ func (a *Adapter) send(ctx context.Context, in effect.Intent, body []byte, diges
 	if err != nil {
 		obs.TransportErr = err
 		obs.Connected = connected.Load()
+		obs.HandshakeRefused = handshakeRefused(err)
 		return Classify(obs), nil
 	}
 	defer resp.Body.Close()
@@ -264,6 +285,37 @@ func retryAfter(h http.Header) time.Duration {
 	return d
 }
 
+// handshakeAlerts are the TLS alerts a server sends only while it
+// handshakes, before it reads any application data: a refused client
+// certificate above all. With TLS 1.3 a client finishes its side of the
+// handshake, and may send its request, before the server has checked the
+// client's certificate; the server's refusal then arrives as one of these
+// in place of an answer. The request was never handed to the destination.
+var handshakeAlerts = map[uint64]bool{
+	40:  true, // handshake_failure
+	42:  true, // bad_certificate
+	43:  true, // unsupported_certificate
+	44:  true, // certificate_revoked
+	45:  true, // certificate_expired
+	46:  true, // certificate_unknown
+	48:  true, // unknown_ca
+	49:  true, // access_denied
+	116: true, // certificate_required
+}
+
+// handshakeRefused reports whether err is the destination refusing the
+// TLS handshake with one of handshakeAlerts. crypto/tls reports a
+// received alert as a net.OpError of Op "remote error" whose Err is its
+// unexported alert type, a uint8 holding the alert's code.
+func handshakeRefused(err error) bool {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || op.Err == nil {
+		return false
+	}
+	v := reflect.ValueOf(op.Err)
+	return v.Kind() == reflect.Uint8 && handshakeAlerts[v.Uint()]
+}
+
 // errTooLarge reports an answer beyond the size limit.
 var errTooLarge = errors.New("answer exceeds the size limit")
 
@@ -287,6 +339,10 @@ type Observation struct {
 	// error, if there was no answer at all.
 	Connected    bool
 	TransportErr error
+	// HandshakeRefused reports that TransportErr is the destination
+	// refusing the TLS handshake (a client certificate it does not take):
+	// whatever was written, it processed nothing.
+	HandshakeRefused bool
 	// Status, Replayed, Body and BodyErr describe the answer, when one came.
 	Status   int
 	Replayed bool
@@ -302,6 +358,11 @@ type Observation struct {
 func Classify(o Observation) effect.Receipt {
 	r := effect.Receipt{ContentDigest: o.ContentDigest}
 	if o.TransportErr != nil {
+		if o.HandshakeRefused {
+			r.Outcome, r.Code = effect.FailedTransient, "TLS_HANDSHAKE_REFUSED"
+			r.Detail = "the destination refused the TLS handshake, so it processed nothing: " + o.TransportErr.Error()
+			return r
+		}
 		if !o.Connected {
 			r.Outcome, r.Code = effect.FailedTransient, "TRANSPORT_BEFORE_SEND"
 			r.Detail = "no connection to the destination was made, so nothing was sent: " + o.TransportErr.Error()

@@ -442,6 +442,7 @@ func TestClassifyTable(t *testing.T) {
 	}{
 		{"dial failed", httpadapter.Observation{TransportErr: boom}, effect.FailedTransient, "TRANSPORT_BEFORE_SEND"},
 		{"reset after connect", httpadapter.Observation{Connected: true, TransportErr: boom}, effect.Unknown, "TRANSPORT_AFTER_SEND"},
+		{"TLS handshake refused by the destination", httpadapter.Observation{Connected: true, HandshakeRefused: true, TransportErr: boom}, effect.FailedTransient, "TLS_HANDSHAKE_REFUSED"},
 		{"201 bound", httpadapter.Observation{Connected: true, Status: 201, Body: ok}, effect.Succeeded, "HTTP_201"},
 		{"201 replayed", httpadapter.Observation{Connected: true, Status: 201, Body: ok, Replayed: true}, effect.Succeeded, "HTTP_201"},
 		{"200 unreadable", httpadapter.Observation{Connected: true, Status: 200, BodyErr: boom}, effect.Unknown, "ANSWER_UNREADABLE"},

@@ -828,6 +828,50 @@ CREATE TABLE IF NOT EXISTS duties (
 	expires_at bigint NOT NULL
 );
 `},
+	// 25: a run's checkpoints and trace rows may be sealed again under
+	// the store's primary key (store.Resealer): while resealing names the
+	// run, inside the one transaction that reseals it, a checkpoint's body
+	// or a trace row's bodies (as many as before) may change and nothing
+	// else of the row. Outside it they stay append-only.
+	{"checkpoints and trace records may be sealed again under the primary key", `
+CREATE TABLE IF NOT EXISTS resealing (
+	run_id     text PRIMARY KEY REFERENCES runs(run_id),
+	started_at bigint NOT NULL
+);
+DO $do$
+BEGIN
+	EXECUTE format($f$
+CREATE OR REPLACE FUNCTION flrh_trace_resealed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM %I.resealing r WHERE r.run_id = OLD.run_id)
+		AND (NEW.run_id, NEW.seq, NEW.last_seq, NEW.kinds, NEW.recorded_at)
+			IS NOT DISTINCT FROM (OLD.run_id, OLD.seq, OLD.last_seq, OLD.kinds, OLD.recorded_at)
+		AND cardinality(NEW.bodies) = cardinality(OLD.bodies) AND array_position(NEW.bodies, NULL) IS NULL THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION '%% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$$f$, current_schema());
+	EXECUTE format($f$
+CREATE OR REPLACE FUNCTION flrh_checkpoint_resealed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM %I.resealing r WHERE r.run_id = OLD.run_id)
+		AND (NEW.run_id, NEW.n, NEW.seq, NEW.format_version, NEW.build_digest, NEW.digest, NEW.generation, NEW.recorded_at)
+			IS NOT DISTINCT FROM (OLD.run_id, OLD.n, OLD.seq, OLD.format_version, OLD.build_digest, OLD.digest, OLD.generation, OLD.recorded_at) THEN
+		RETURN NEW;
+	END IF;
+	RAISE EXCEPTION '%% is append-only', TG_TABLE_NAME USING ERRCODE = 'FL001';
+END
+$$$f$, current_schema());
+END
+$do$;
+DROP TRIGGER IF EXISTS trace_append_only ON trace;
+DROP TRIGGER IF EXISTS checkpoints_append_only ON checkpoints;
+DROP TRIGGER IF EXISTS trace_resealed_only ON trace;
+DROP TRIGGER IF EXISTS checkpoints_resealed_only ON checkpoints;
+CREATE TRIGGER trace_resealed_only BEFORE UPDATE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_trace_resealed();
+CREATE TRIGGER checkpoints_resealed_only BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION flrh_checkpoint_resealed();
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -515,6 +515,27 @@ CREATE TABLE duties (
 	expires_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 `,
+	// 17: a run's checkpoints and trace rows may be sealed again under
+	// the store's primary key (store.Resealer): while resealing names the
+	// run, inside the one transaction that reseals it, the triggers let a
+	// checkpoint's body or a trace row's records change and nothing else
+	// of the row. Outside it they stay append-only.
+	`
+CREATE TABLE resealing (
+	run_id     TEXT PRIMARY KEY REFERENCES runs(run_id),
+	started_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+DROP TRIGGER trace_no_update;
+DROP TRIGGER checkpoints_no_update;
+CREATE TRIGGER trace_no_update BEFORE UPDATE ON trace WHEN NOT (EXISTS (SELECT 1 FROM resealing r WHERE r.run_id = OLD.run_id)
+	AND NEW.run_id IS OLD.run_id AND NEW.seq IS OLD.seq AND NEW.last_seq IS OLD.last_seq AND NEW.recorded_at IS OLD.recorded_at)
+BEGIN SELECT RAISE(ABORT, 'trace is append-only'); END;
+CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints WHEN NOT (EXISTS (SELECT 1 FROM resealing r WHERE r.run_id = OLD.run_id)
+	AND NEW.run_id IS OLD.run_id AND NEW.n IS OLD.n AND NEW.seq IS OLD.seq AND NEW.format_version IS OLD.format_version
+	AND NEW.build_digest IS OLD.build_digest AND NEW.digest IS OLD.digest AND NEW.generation IS OLD.generation
+	AND NEW.recorded_at IS OLD.recorded_at)
+BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
+`,
 }
 
 // Migrations that change no table.

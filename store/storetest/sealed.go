@@ -236,6 +236,138 @@ func RunSealed(t *testing.T, open SealedOpener) {
 		_, err = s.Trace(ctx, "r")
 		mustCode(t, err, store.CodeSealed)
 	})
+	t.Run("Reseal", func(t *testing.T) { runReseal(t, open, marker) })
+}
+
+// resealer is s as a Resealer; every backend is one.
+func resealer(t *testing.T, s store.Store) store.Resealer {
+	t.Helper()
+	r, ok := s.(store.Resealer)
+	if !ok {
+		t.Fatalf("%T does not reseal", s)
+	}
+	return r
+}
+
+// keysOf lists the key each of run r's stored checkpoints (1..cps) and
+// trace records (1..traces) names, "clear" for one stored in clear.
+func keysOf(t *testing.T, raw Raw, cps, traces int64) []string {
+	t.Helper()
+	var out []string
+	for n := int64(1); n <= cps; n++ {
+		out = append(out, keyName(raw.Body(t, "checkpoints", "r", n)))
+	}
+	for n := int64(1); n <= traces; n++ {
+		out = append(out, keyName(raw.Body(t, "trace", "r", n)))
+	}
+	return out
+}
+
+func keyName(b []byte) string {
+	if id, ok := store.SealedKeyID(b); ok {
+		return id
+	}
+	return "clear"
+}
+
+func runReseal(t *testing.T, open SealedOpener, marker string) {
+	k1, k2 := sealed.KeyID(key1), sealed.KeyID(key2)
+	all := func(id string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = id
+		}
+		return out
+	}
+	t.Run("UnderTheNewKey", func(t *testing.T) {
+		// Sealed under key1, then rotated: one more tick under key2. The
+		// pass seals the nine old records under key2 and leaves the two
+		// new ones; then key1 can go.
+		s, _ := open(t, keyring(t, key1))
+		_, trace := sealedRun(t, s, marker)
+		s.Close()
+		s, raw := open(t, keyring(t, key2, key1))
+		l, err := s.AcquireLease(ctx, "r", "w", 60e9)
+		must(t, err)
+		body := []byte(`{"state":"after rotation"}`)
+		cp := store.Checkpoint{Seq: 4, FormatVersion: 1, BuildDigest: "b", Body: body, Digest: store.BodyDigest(body)}
+		tr := store.TraceRecord{Kind: "k", Body: []byte(`{"after":"rotation"}`)}
+		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, Events: []store.Event{Ev("E", `{"n":3}`)}, Checkpoint: &cp, Trace: []store.TraceRecord{tr}}))
+		trace = append(trace, tr)
+		n, err := resealer(t, s).Reseal(ctx, "r", false)
+		must(t, err)
+		if n != (store.Resealed{Resealed: 9, Current: 2}) {
+			t.Fatalf("resealed %+v, want 9 resealed and 2 current", n)
+		}
+		if got := keysOf(t, raw, 4, 7); fmt.Sprint(got) != fmt.Sprint(all(k2, 11)) {
+			t.Fatalf("keys after the pass %v", got)
+		}
+		mustRead(t, s, cp, trace)
+		// A second pass finds nothing to do and writes nothing.
+		before := raw.Body(t, "trace", "r", 1)
+		n, err = resealer(t, s).Reseal(ctx, "r", false)
+		must(t, err)
+		if n != (store.Resealed{Current: 11}) || !bytes.Equal(raw.Body(t, "trace", "r", 1), before) {
+			t.Fatalf("second pass %+v", n)
+		}
+		s.Close()
+		s, _ = open(t, keyring(t, key2)) // key1 dropped: everything still reads
+		mustRead(t, s, cp, trace)
+		s.Close()
+	})
+	t.Run("FromClear", func(t *testing.T) {
+		// A store written in clear, then encrypted: its old records are
+		// refused until a pass asked to seal records in clear seals them.
+		s, _ := open(t, nil)
+		cp, trace := sealedRun(t, s, marker)
+		s.Close()
+		s, raw := open(t, keyring(t, key1))
+		mustReadCode(t, s, store.CodeSealed)
+		n, err := resealer(t, s).Reseal(ctx, "r", false)
+		must(t, err)
+		if n != (store.Resealed{Clear: 9}) || fmt.Sprint(keysOf(t, raw, 3, 6)) != fmt.Sprint(all("clear", 9)) {
+			t.Fatalf("without clear: %+v", n)
+		}
+		n, err = resealer(t, s).Reseal(ctx, "r", true)
+		must(t, err)
+		if n != (store.Resealed{Resealed: 9}) || fmt.Sprint(keysOf(t, raw, 3, 6)) != fmt.Sprint(all(k1, 9)) {
+			t.Fatalf("with clear: %+v", n)
+		}
+		mustRead(t, s, cp, trace)
+		for i := int64(1); i <= 6; i++ {
+			if bytes.Contains(raw.Body(t, "trace", "r", i), []byte(marker)) {
+				t.Fatalf("trace record %d still holds the plaintext", i)
+			}
+		}
+	})
+	t.Run("AllOrNothing", func(t *testing.T) {
+		// A record that does not open stops the run's pass; nothing of the
+		// run is written, not even the records before it.
+		s, _ := open(t, keyring(t, key1))
+		sealedRun(t, s, marker)
+		s.Close()
+		s, raw := open(t, keyring(t, key2)) // key1 not held
+		_, err := resealer(t, s).Reseal(ctx, "r", false)
+		mustCode(t, err, store.CodeSealed)
+		s.Close()
+		s, raw = open(t, keyring(t, key2, key1))
+		b := raw.Body(t, "trace", "r", 6)
+		b[len(b)-1] ^= 1 // the last record fails authentication
+		raw.SetBody(t, "trace", "r", 6, b)
+		_, err = resealer(t, s).Reseal(ctx, "r", false)
+		mustCode(t, err, store.CodeCorrupt)
+		if got := keysOf(t, raw, 3, 5); fmt.Sprint(got) != fmt.Sprint(all(k1, 8)) {
+			t.Fatalf("a failed pass wrote: %v", got)
+		}
+		s.Close()
+		s, _ = open(t, nil)
+		_, err = resealer(t, s).Reseal(ctx, "r", true)
+		mustCode(t, err, store.CodeInvalidInput) // no key to seal under
+		s.Close()
+		s, _ = open(t, keyring(t, key1))
+		_, err = resealer(t, s).Reseal(ctx, "no-such-run", false)
+		mustCode(t, err, store.CodeNotFound)
+	})
 }
 
 func asSealError(err error, target **store.SealError) bool {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestResealOverTheCLI takes a store from clear to encrypted and through a
+// key rotation with flrh store reseal, through separate processes: a run
+// written in clear is refused under the key until reseal --clear seals
+// it, and then approved to its end; after a rotation, reseal moves every
+// record under the new key, and the old key can go: every run verifies,
+// replays and shows its trace with the new key alone.
+func TestResealOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	dest := "--destination=" + base + "/v1/effects"
+	key := func(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+	k1, k2, k3 := []string{"FLRH_ENCRYPTION_KEY=" + key(1)}, []string{"FLRH_ENCRYPTION_KEY=" + key(2) + "," + key(1)}, []string{"FLRH_ENCRYPTION_KEY=" + key(3)}
+	run := func(env []string, args ...string) (string, int) {
+		t.Helper()
+		out, err := flrh(bin, env, args...)
+		return out, exitStatus(t, err)
+	}
+	ok := func(env []string, args ...string) string {
+		t.Helper()
+		out, code := run(env, args...)
+		if code != 0 {
+			t.Fatalf("flrh %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+		return out
+	}
+	reseal := func(env []string, args ...string) resealReport {
+		t.Helper()
+		var rep resealReport
+		out := ok(env, append([]string{"store", "reseal", "--json", storeFlag}, args...)...)
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return rep
+	}
+	refund := func(id string, amount int) string {
+		return `{"type":"refund.requested/1","payload":{"refund_id":"` + id + `","amount":` + strconv.Itoa(amount) + `,"payee":"alice","reason":"damaged item"}}`
+	}
+
+	// Written in clear: one paid, one waiting for approval.
+	ok(nil, "run", "start", "example:refund-agent", "--id", "small", "--input-json", refund("r-1", 40), storeFlag, dest)
+	out := ok(nil, "run", "start", "example:refund-agent", "--id", "big", "--input-json", refund("r-2", 400), storeFlag, dest)
+	req := approvalRequest.FindString(out)
+	if req == "" {
+		t.Fatalf("no approval asked:\n%s", out)
+	}
+	// Encryption turned on: the old records are refused.
+	if out, code := run(k1, "approve", "big", req, "--as", "finance-lead", storeFlag, dest); code == 0 || !strings.Contains(out, "stored in clear") {
+		t.Fatalf("a run in clear was advanced under the key: exit %d\n%s", code, out)
+	}
+	if out, code := run(nil, "store", "reseal", storeFlag); code != 2 || !strings.Contains(out, "--encryption-key-file") {
+		t.Fatalf("reseal without a key: exit %d\n%s", code, out)
+	}
+	rep := reseal(k1)
+	if rep.Counts.Resealed != 0 || rep.Counts.Clear == 0 || rep.Runs != 2 || len(rep.Failed) != 0 {
+		t.Fatalf("reseal without --clear: %+v", rep)
+	}
+	inClear := rep.Counts.Clear
+	rep = reseal(k1, "--clear")
+	if rep.Counts.Resealed != inClear || rep.Counts.Clear != 0 || rep.Counts.Current != 0 {
+		t.Fatalf("reseal --clear: %+v, %d were in clear", rep, inClear)
+	}
+	if out := ok(k1, "approve", "big", req, "--as", "finance-lead", storeFlag, dest); !strings.Contains(out, "SUCCEEDED (outcome success)") {
+		t.Fatalf("approved after reseal:\n%s", out)
+	}
+
+	// Rotation: key 2 first, key 1 kept to read the old records; one more
+	// run under key 2; reseal; then key 1 goes.
+	ok(k2, "run", "start", "example:refund-agent", "--id", "after", "--input-json", refund("r-3", 30), storeFlag, dest)
+	rep = reseal(k2)
+	if rep.Counts.Resealed == 0 || rep.Counts.Current == 0 || rep.Counts.Clear != 0 || rep.Runs != 3 || len(rep.Failed) != 0 {
+		t.Fatalf("reseal after rotation: %+v", rep)
+	}
+	if again := reseal(k2); again.Counts.Resealed != 0 || again.Counts.Current != rep.Counts.Resealed+rep.Counts.Current {
+		t.Fatalf("a second pass: %+v after %+v", again, rep)
+	}
+	k2only := []string{"FLRH_ENCRYPTION_KEY=" + key(2)}
+	if out := ok(k2only, "verify", "--all", storeFlag); strings.Count(out, "verified") < 3 {
+		t.Fatalf("verify with the new key alone:\n%s", out)
+	}
+	for _, id := range []string{"small", "big", "after"} {
+		if out := ok(k2only, "replay", id, storeFlag); !strings.Contains(out, "identical") {
+			t.Fatalf("replay %s with the new key alone:\n%s", id, out)
+		}
+		ok(k2only, "run", "trace", id, storeFlag)
+	}
+
+	// A key that opens nothing: every run fails its pass, nothing is
+	// written, exit 1, and the report says to keep the keys.
+	out, code := run(k3, "store", "reseal", storeFlag)
+	if code != 1 || strings.Count(out, "not resealed (SEALED)") != 3 || !strings.Contains(out, "keep the older keys") {
+		t.Fatalf("reseal with a key that opens nothing: exit %d\n%s", code, out)
+	}
+	if out := ok(k2only, "verify", "--all", storeFlag); strings.Count(out, "verified") < 3 {
+		t.Fatalf("a failed pass changed the store:\n%s", out)
+	}
+}

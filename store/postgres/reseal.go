@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// Reseal implements store.Resealer: in one transaction holding the run's
+// row lock (which every write to the run takes), the run's checkpoints
+// and trace rows are read with the lock, resealed where store.ResealBody
+// says, and written back while resealing names the run (the triggers let
+// a body change, and nothing else of a row, only then).
+func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Resealed, error) {
+	const op = "reseal"
+	primary, err := store.CheckResealer(op, runID, s.sealer)
+	if err != nil {
+		return store.Resealed{}, err
+	}
+	type traceRow struct {
+		seq    int64
+		kinds  []string
+		bodies [][]byte
+	}
+	var total store.Resealed
+	err = s.write(ctx, op, runID, func(tx *wtx) error {
+		var cpN []int64
+		var cpBodies [][]byte
+		var rows []traceRow
+		_, now, err := s.lockRun(ctx, tx, runID, nil, func(b *pgx.Batch) {
+			b.Queue(`SELECT n, body FROM checkpoints WHERE run_id = $1 ORDER BY n`, runID).Query(func(r pgx.Rows) error {
+				for r.Next() {
+					var n int64
+					var body []byte
+					if err := r.Scan(&n, &body); err != nil {
+						return err
+					}
+					cpN, cpBodies = append(cpN, n), append(cpBodies, body)
+				}
+				return r.Err()
+			})
+			b.Queue(`SELECT seq, kinds, bodies FROM trace WHERE run_id = $1 ORDER BY seq`, runID).Query(func(r pgx.Rows) error {
+				for r.Next() {
+					var t traceRow
+					if err := r.Scan(&t.seq, &t.kinds, &t.bodies); err != nil {
+						return err
+					}
+					rows = append(rows, t)
+				}
+				return r.Err()
+			})
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		}
+		if err != nil {
+			return err
+		}
+		var n store.Resealed
+		tx.Queue(`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now))
+		for i, cn := range cpN {
+			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, cpBodies[i], clear, &n)
+			if err != nil {
+				return err
+			}
+			if changed {
+				tx.Queue(`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out)
+			}
+		}
+		for _, t := range rows {
+			if len(t.kinds) != len(t.bodies) {
+				return store.Errorf(store.CodeCorrupt, op, runID, nil, "trace row at %d holds %d kinds for %d bodies", t.seq, len(t.kinds), len(t.bodies))
+			}
+			changed := false
+			out := make([][]byte, len(t.bodies))
+			for i, body := range t.bodies {
+				b, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.kinds[i], Seq: t.seq + int64(i)}, body, clear, &n)
+				if err != nil {
+					return err
+				}
+				out[i], changed = b, changed || c
+			}
+			if changed {
+				tx.Queue(`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out)
+			}
+		}
+		tx.Queue(`DELETE FROM resealing WHERE run_id = $1`, runID)
+		total = n
+		return nil
+	})
+	if err != nil {
+		return store.Resealed{}, err
+	}
+	return total, nil
+}

@@ -1,0 +1,96 @@
+package store
+
+import "context"
+
+// Resealer is a store that can seal its records again: every checkpoint
+// and trace record of a run not under its sealer's primary key is opened
+// and sealed under it, in one write transaction per run, at the position
+// it was written for. What the records say does not change; a reader with
+// the primary key alone can then read them all, and older keys can be
+// dropped. With clear, records stored in clear (written before the store
+// was encrypted) are sealed too.
+//
+// Every record is opened on the way, those already under the primary key
+// included: one that does not open (a key the sealer lacks, a record that
+// fails authentication) fails the run's pass with its *SealError's code
+// and writes nothing of the run.
+type Resealer interface {
+	Reseal(ctx context.Context, runID string, clear bool) (Resealed, error)
+}
+
+// Resealed counts a pass over one run's checkpoints and trace records.
+type Resealed struct {
+	Resealed int64 `json:"resealed"` // sealed again under the primary key, from an older key or from clear
+	Current  int64 `json:"current"`  // already under the primary key, left as stored
+	Clear    int64 `json:"clear"`    // in clear and left so (clear was not asked)
+}
+
+// Add adds o's counts to r's.
+func (r *Resealed) Add(o Resealed) {
+	r.Resealed += o.Resealed
+	r.Current += o.Current
+	r.Clear += o.Clear
+}
+
+// PrimaryKeyed is a Sealer that names the key it seals with, in the form
+// a sealed body names its key (sealed.Keyring).
+type PrimaryKeyed interface {
+	Primary() string
+}
+
+// SealedKeyID returns the id of the key a sealed body names: the bytes
+// after SealedPrefix, a length byte and the id. False when the body is
+// not sealed or its header is cut short.
+func SealedKeyID(stored []byte) (string, bool) {
+	if !IsSealed(stored) {
+		return "", false
+	}
+	rest := stored[len(SealedPrefix):]
+	if len(rest) < 1 || len(rest) < 1+int(rest[0]) {
+		return "", false
+	}
+	return string(rest[1 : 1+int(rest[0])]), true
+}
+
+// CheckResealer returns the primary key id s seals with, or the error a
+// store's Reseal gives when it has nothing to seal under.
+func CheckResealer(op, runID string, s Sealer) (string, error) {
+	p, ok := s.(PrimaryKeyed)
+	if s == nil || !ok || p.Primary() == "" {
+		return "", Errorf(CodeInvalidInput, op, runID, nil, "this store has no encryption key to seal under")
+	}
+	return p.Primary(), nil
+}
+
+// ResealBody decides one stored record of a pass: it opens it (every
+// record, so that the pass also checks them) and returns what to store
+// for it and whether that differs from what is stored, counting it in n.
+// primary is CheckResealer's answer.
+func ResealBody(s Sealer, primary, op string, ref SealRef, stored []byte, clear bool, n *Resealed) ([]byte, bool, error) {
+	if !IsSealed(stored) {
+		if !clear {
+			n.Clear++
+			return stored, false, nil
+		}
+		out, err := SealBody(s, op, ref, stored)
+		if err != nil {
+			return nil, false, err
+		}
+		n.Resealed++
+		return out, true, nil
+	}
+	plain, err := OpenBody(s, op, ref, stored)
+	if err != nil {
+		return nil, false, err
+	}
+	if id, _ := SealedKeyID(stored); id == primary {
+		n.Current++
+		return stored, false, nil
+	}
+	out, err := SealBody(s, op, ref, plain)
+	if err != nil {
+		return nil, false, err
+	}
+	n.Resealed++
+	return out, true, nil
+}

@@ -60,10 +60,10 @@ on with the others; exit status 1 if any failed.`,
 
 // resealReport is what reseal did, run by run.
 type resealReport struct {
-	Key    string `json:"key"` // the key records are now sealed under
-	Runs   int    `json:"runs"`
-	Clear  bool   `json:"clear_asked"`
-	Counts store.Resealed `json:"records"`
+	Key    string          `json:"key"` // the key records are now sealed under
+	Runs   int             `json:"runs"`
+	Clear  bool            `json:"clear_asked"`
+	Counts store.Resealed  `json:"records"`
 	Failed []resealFailure `json:"failed"`
 }
 

@@ -15,7 +15,17 @@ import "context"
 // fails authentication) fails the run's pass with its *SealError's code
 // and writes nothing of the run.
 type Resealer interface {
-	Reseal(ctx context.Context, runID string, clear bool) (Resealed, error)
+	Reseal(ctx context.Context, runID string, opts ResealOptions) (Resealed, error)
+}
+
+// ResealOptions says what a pass does.
+type ResealOptions struct {
+	// Clear seals records stored in clear as well; without it they are
+	// counted and left.
+	Clear bool
+	// DryRun opens and counts every record as a pass would, and writes
+	// nothing: what a pass would do, and whether every record opens.
+	DryRun bool
 }
 
 // Resealed counts a pass over one run's checkpoints and trace records.

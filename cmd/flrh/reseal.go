@@ -22,6 +22,9 @@ position it was written for: what they say does not change, and flrh verify
 and flrh replay read them as before. Once it reports none failed, the older
 keys can be dropped from the key file.
 
+With --dry-run it opens and counts every record and writes nothing: what a
+pass would do, and whether every record opens with the keys given.
+
 With --clear it also seals records stored in clear: a store that held runs
 before encryption was turned on becomes wholly encrypted, and those runs
 can be read and advanced with the key.
@@ -37,6 +40,7 @@ on with the others; exit status 1 if any failed.`,
 	storeSpec := addStoreFlag(reseal)
 	clear := reseal.Flags().Bool("clear", false, "also seal records stored in clear (written before the store was encrypted)")
 	only := reseal.Flags().StringSlice("run", nil, "reseal these runs only (repeatable)")
+	dryRun := reseal.Flags().Bool("dry-run", false, "open and count every record as reseal would, and write nothing")
 	asJSON := reseal.Flags().Bool("json", false, "print JSON")
 	reseal.RunE = func(cmd *cobra.Command, _ []string) error {
 		sealer, err := storeSealer()
@@ -52,7 +56,7 @@ on with the others; exit status 1 if any failed.`,
 			return err
 		}
 		defer st.Close()
-		rep, err := resealStore(ctx, st, sealer, *only, *clear)
+		rep, err := resealStore(ctx, st, sealer, *only, store.ResealOptions{Clear: *clear, DryRun: *dryRun})
 		return finishReport(cmd.OutOrStdout(), *asJSON, rep, err, len(rep.Failed) > 0)
 	}
 	storeCmd.AddCommand(reseal)
@@ -63,6 +67,7 @@ type resealReport struct {
 	Key    string          `json:"key"` // the key records are now sealed under
 	Runs   int             `json:"runs"`
 	Clear  bool            `json:"clear_asked"`
+	DryRun bool            `json:"dry_run"`
 	Counts store.Resealed  `json:"records"`
 	Failed []resealFailure `json:"failed"`
 }
@@ -77,7 +82,11 @@ func (r resealReport) print(w io.Writer) {
 	for _, f := range r.Failed {
 		fmt.Fprintf(w, "run %s: not resealed (%s): %s\n", f.Run, f.Code, f.Error)
 	}
-	fmt.Fprintf(w, "%d records sealed again under key %s, %d already under it, over %d runs", r.Counts.Resealed, r.Key, r.Counts.Current, r.Runs)
+	verb := "sealed again"
+	if r.DryRun {
+		verb = "would be sealed again (dry run, nothing written)"
+	}
+	fmt.Fprintf(w, "%d records %s under key %s, %d already under it, over %d runs", r.Counts.Resealed, verb, r.Key, r.Counts.Current, r.Runs)
 	if r.Counts.Clear > 0 {
 		fmt.Fprintf(w, "; %d left in clear (--clear seals them)", r.Counts.Clear)
 	}
@@ -89,8 +98,8 @@ func (r resealReport) print(w io.Writer) {
 
 // resealStore reseals the named runs, or every run the store holds, one
 // transaction each, going on past a run that fails.
-func resealStore(ctx context.Context, st store.Store, sealer store.Sealer, only []string, clear bool) (resealReport, error) {
-	rep := resealReport{Clear: clear, Failed: []resealFailure{}}
+func resealStore(ctx context.Context, st store.Store, sealer store.Sealer, only []string, opts store.ResealOptions) (resealReport, error) {
+	rep := resealReport{Clear: opts.Clear, DryRun: opts.DryRun, Failed: []resealFailure{}}
 	if p, ok := sealer.(store.PrimaryKeyed); ok {
 		rep.Key = p.Primary()
 	}
@@ -103,7 +112,7 @@ func resealStore(ctx context.Context, st store.Store, sealer store.Sealer, only 
 		return rep, err
 	}
 	for _, id := range ids {
-		n, err := rs.Reseal(ctx, id, clear)
+		n, err := rs.Reseal(ctx, id, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, err

@@ -83,7 +83,11 @@ func TestResealOverTheCLI(t *testing.T) {
 	// Rotation: key 2 first, key 1 kept to read the old records; one more
 	// run under key 2; reseal; then key 1 goes.
 	ok(k2, "run", "start", "example:refund-agent", "--id", "after", "--input-json", refund("r-3", 30), storeFlag, dest)
+	dry := reseal(k2, "--dry-run")
 	rep = reseal(k2)
+	if dry.Counts != rep.Counts || !dry.DryRun {
+		t.Fatalf("the dry run counted %+v, the pass %+v", dry.Counts, rep.Counts)
+	}
 	if rep.Counts.Resealed == 0 || rep.Counts.Current == 0 || rep.Counts.Clear != 0 || rep.Runs != 3 || len(rep.Failed) != 0 {
 		t.Fatalf("reseal after rotation: %+v", rep)
 	}

@@ -14,7 +14,7 @@ import (
 // and trace rows are read with the lock, resealed where store.ResealBody
 // says, and written back while resealing names the run (the triggers let
 // a body change, and nothing else of a row, only then).
-func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Resealed, error) {
+func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptions) (store.Resealed, error) {
 	const op = "reseal"
 	primary, err := store.CheckResealer(op, runID, s.sealer)
 	if err != nil {
@@ -60,14 +60,20 @@ func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Res
 			return err
 		}
 		var n store.Resealed
-		tx.Queue(`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now))
+		// A dry run counts as a pass counts and queues nothing.
+		queue := func(sql string, args ...any) {
+			if !opts.DryRun {
+				tx.Queue(sql, args...)
+			}
+		}
+		queue(`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now))
 		for i, cn := range cpN {
-			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, cpBodies[i], clear, &n)
+			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, cpBodies[i], opts.Clear, &n)
 			if err != nil {
 				return err
 			}
 			if changed {
-				tx.Queue(`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out)
+				queue(`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out)
 			}
 		}
 		for _, t := range rows {
@@ -77,17 +83,17 @@ func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Res
 			changed := false
 			out := make([][]byte, len(t.bodies))
 			for i, body := range t.bodies {
-				b, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.kinds[i], Seq: t.seq + int64(i)}, body, clear, &n)
+				b, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.kinds[i], Seq: t.seq + int64(i)}, body, opts.Clear, &n)
 				if err != nil {
 					return err
 				}
 				out[i], changed = b, changed || c
 			}
 			if changed {
-				tx.Queue(`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out)
+				queue(`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out)
 			}
 		}
-		tx.Queue(`DELETE FROM resealing WHERE run_id = $1`, runID)
+		queue(`DELETE FROM resealing WHERE run_id = $1`, runID)
 		total = n
 		return nil
 	})

@@ -14,7 +14,7 @@ import (
 // row's body change, and nothing else of it, only while it does), each
 // checkpoint and each trace row is read, its records resealed where
 // store.ResealBody says, written back, and resealing forgets the run.
-func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Resealed, error) {
+func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptions) (store.Resealed, error) {
 	const op = "reseal"
 	primary, err := store.CheckResealer(op, runID, s.sealer)
 	if err != nil {
@@ -31,8 +31,11 @@ func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Res
 		if err != nil {
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO resealing (run_id, started_at) VALUES (?, ?)`, runID, now.UnixNano()); err != nil {
-			return err
+		// A dry run counts as a pass counts and writes nothing.
+		if !opts.DryRun {
+			if _, err := s.exec(ctx, tx, `INSERT INTO resealing (run_id, started_at) VALUES (?, ?)`, runID, now.UnixNano()); err != nil {
+				return err
+			}
 		}
 		for cn := int64(1); cn <= checkpoints; cn++ {
 			var body []byte
@@ -43,11 +46,11 @@ func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Res
 			if err != nil {
 				return err
 			}
-			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, body, clear, &n)
+			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, body, opts.Clear, &n)
 			if err != nil {
 				return err
 			}
-			if changed {
+			if changed && !opts.DryRun {
 				if _, err := s.exec(ctx, tx, `UPDATE checkpoints SET body = ? WHERE run_id = ? AND n = ?`, out, runID, cn); err != nil {
 					return err
 				}
@@ -72,21 +75,23 @@ func (s *Store) Reseal(ctx context.Context, runID string, clear bool) (store.Res
 			var rebuilt []byte
 			changed := false
 			for i, r := range recs {
-				out, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + r.kind, Seq: seq + int64(i)}, r.body, clear, &n)
+				out, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + r.kind, Seq: seq + int64(i)}, r.body, opts.Clear, &n)
 				if err != nil {
 					return err
 				}
 				changed = changed || c
 				rebuilt = appendTraceRecord(rebuilt, r.kind, out)
 			}
-			if changed {
+			if changed && !opts.DryRun {
 				if _, err := s.exec(ctx, tx, `UPDATE trace SET records = ? WHERE run_id = ? AND seq = ?`, rebuilt, runID, seq); err != nil {
 					return err
 				}
 			}
 		}
-		if _, err := s.exec(ctx, tx, `DELETE FROM resealing WHERE run_id = ?`, runID); err != nil {
-			return err
+		if !opts.DryRun {
+			if _, err := s.exec(ctx, tx, `DELETE FROM resealing WHERE run_id = ?`, runID); err != nil {
+				return err
+			}
 		}
 		total = n
 		return nil

@@ -294,7 +294,14 @@ func runReseal(t *testing.T, open SealedOpener, marker string) {
 		tr := store.TraceRecord{Kind: "k", Body: []byte(`{"after":"rotation"}`)}
 		must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, Events: []store.Event{Ev("E", `{"n":3}`)}, Checkpoint: &cp, Trace: []store.TraceRecord{tr}}))
 		trace = append(trace, tr)
-		n, err := resealer(t, s).Reseal(ctx, "r", false)
+		// A dry run counts what the pass will do and writes nothing.
+		n, err := resealer(t, s).Reseal(ctx, "r", store.ResealOptions{DryRun: true})
+		must(t, err)
+		if want := append(all(k1, 3), k2); n != (store.Resealed{Resealed: 9, Current: 2}) ||
+			fmt.Sprint(keysOf(t, raw, 4, 0)) != fmt.Sprint(want) || keyName(raw.Body(t, "trace", "r", 1)) != k1 {
+			t.Fatalf("dry run %+v, keys %v", n, keysOf(t, raw, 4, 7))
+		}
+		n, err = resealer(t, s).Reseal(ctx, "r", store.ResealOptions{})
 		must(t, err)
 		if n != (store.Resealed{Resealed: 9, Current: 2}) {
 			t.Fatalf("resealed %+v, want 9 resealed and 2 current", n)
@@ -305,7 +312,7 @@ func runReseal(t *testing.T, open SealedOpener, marker string) {
 		mustRead(t, s, cp, trace)
 		// A second pass finds nothing to do and writes nothing.
 		before := raw.Body(t, "trace", "r", 1)
-		n, err = resealer(t, s).Reseal(ctx, "r", false)
+		n, err = resealer(t, s).Reseal(ctx, "r", store.ResealOptions{})
 		must(t, err)
 		if n != (store.Resealed{Current: 11}) || !bytes.Equal(raw.Body(t, "trace", "r", 1), before) {
 			t.Fatalf("second pass %+v", n)
@@ -323,12 +330,16 @@ func runReseal(t *testing.T, open SealedOpener, marker string) {
 		s.Close()
 		s, raw := open(t, keyring(t, key1))
 		mustReadCode(t, s, store.CodeSealed)
-		n, err := resealer(t, s).Reseal(ctx, "r", false)
+		if n, err := resealer(t, s).Reseal(ctx, "r", store.ResealOptions{Clear: true, DryRun: true}); err != nil || n != (store.Resealed{Resealed: 9}) ||
+			keyName(raw.Body(t, "checkpoints", "r", 1)) != "clear" {
+			t.Fatalf("dry run with clear: %+v, %v", n, err)
+		}
+		n, err := resealer(t, s).Reseal(ctx, "r", store.ResealOptions{})
 		must(t, err)
 		if n != (store.Resealed{Clear: 9}) || fmt.Sprint(keysOf(t, raw, 3, 6)) != fmt.Sprint(all("clear", 9)) {
 			t.Fatalf("without clear: %+v", n)
 		}
-		n, err = resealer(t, s).Reseal(ctx, "r", true)
+		n, err = resealer(t, s).Reseal(ctx, "r", store.ResealOptions{Clear: true})
 		must(t, err)
 		if n != (store.Resealed{Resealed: 9}) || fmt.Sprint(keysOf(t, raw, 3, 6)) != fmt.Sprint(all(k1, 9)) {
 			t.Fatalf("with clear: %+v", n)
@@ -347,25 +358,25 @@ func runReseal(t *testing.T, open SealedOpener, marker string) {
 		sealedRun(t, s, marker)
 		s.Close()
 		s, raw := open(t, keyring(t, key2)) // key1 not held
-		_, err := resealer(t, s).Reseal(ctx, "r", false)
+		_, err := resealer(t, s).Reseal(ctx, "r", store.ResealOptions{})
 		mustCode(t, err, store.CodeSealed)
 		s.Close()
 		s, raw = open(t, keyring(t, key2, key1))
 		b := raw.Body(t, "trace", "r", 6)
 		b[len(b)-1] ^= 1 // the last record fails authentication
 		raw.SetBody(t, "trace", "r", 6, b)
-		_, err = resealer(t, s).Reseal(ctx, "r", false)
+		_, err = resealer(t, s).Reseal(ctx, "r", store.ResealOptions{})
 		mustCode(t, err, store.CodeCorrupt)
 		if got := keysOf(t, raw, 3, 5); fmt.Sprint(got) != fmt.Sprint(all(k1, 8)) {
 			t.Fatalf("a failed pass wrote: %v", got)
 		}
 		s.Close()
 		s, _ = open(t, nil)
-		_, err = resealer(t, s).Reseal(ctx, "r", true)
+		_, err = resealer(t, s).Reseal(ctx, "r", store.ResealOptions{Clear: true})
 		mustCode(t, err, store.CodeInvalidInput) // no key to seal under
 		s.Close()
 		s, _ = open(t, keyring(t, key1))
-		_, err = resealer(t, s).Reseal(ctx, "no-such-run", false)
+		_, err = resealer(t, s).Reseal(ctx, "no-such-run", store.ResealOptions{})
 		mustCode(t, err, store.CodeNotFound)
 	})
 }

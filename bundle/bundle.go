@@ -303,7 +303,11 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 		if err != nil {
 			return nil, err
 		}
-		ad, err := httpadapter.New(httpadapter.Config{URL: url, Timeout: timeout, Headers: headers, TLS: tlsConfig})
+		cfg := httpadapter.Config{URL: url, Timeout: timeout, Headers: headers, TLS: tlsConfig}
+		if l := spec.Limits; l != nil {
+			cfg.MaxInFlight, cfg.PerSecond, cfg.QueueWait = int(l.MaxInFlight), int(l.PerSecond), time.Duration(l.WaitMS)*time.Millisecond
+		}
+		ad, err := httpadapter.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("bundle: effect type %s: %w", et, err)
 		}

@@ -23,6 +23,13 @@ import (
 // set to tlsObj (JSON), and loads it.
 func withTLS(t *testing.T, tlsObj string) (*Workflow, *Adapters, error) {
 	t.Helper()
+	return withAdapterMember(t, "tls", tlsObj)
+}
+
+// withAdapterMember writes the refund-agent example with one member of
+// its adapter set to obj (JSON), and loads it.
+func withAdapterMember(t *testing.T, member, obj string) (*Workflow, *Adapters, error) {
+	t.Helper()
 	dir := copyExample(t, "refund-agent")
 	path := filepath.Join(dir, "workflow.json")
 	b, err := os.ReadFile(path)
@@ -34,10 +41,10 @@ func withTLS(t *testing.T, tlsObj string) (*Workflow, *Adapters, error) {
 		t.Fatal(err)
 	}
 	var v any
-	if err := json.Unmarshal([]byte(tlsObj), &v); err != nil {
+	if err := json.Unmarshal([]byte(obj), &v); err != nil {
 		t.Fatal(err)
 	}
-	m["adapters"].(map[string]any)["refund.pay"].(map[string]any)["tls"] = v
+	m["adapters"].(map[string]any)["refund.pay"].(map[string]any)[member] = v
 	out, _ := json.Marshal(m)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)

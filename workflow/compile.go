@@ -61,6 +61,19 @@ type AdapterSpec struct {
 	// TLS, when set, configures the connection to an https destination:
 	// a private CA and a client certificate (mutual TLS).
 	TLS *TLSSpec `json:"tls,omitempty"`
+	// Limits, when set, hold the adapter's requests to what the
+	// destination bears.
+	Limits *LimitsSpec `json:"limits,omitempty"`
+}
+
+// LimitsSpec bounds an adapter's requests (mutations and lookups), in
+// each process that runs the bundle: at most MaxInFlight open at once, at
+// most PerSecond started a second. A request waits at most WaitMS (0: the
+// shell's default) for room, and one that finds none is not sent.
+type LimitsSpec struct {
+	MaxInFlight int64 `json:"max_in_flight,omitempty"`
+	PerSecond   int64 `json:"per_second,omitempty"`
+	WaitMS      int64 `json:"wait_ms,omitempty"`
 }
 
 // TLSSpec says where an adapter's TLS material comes from: each value is
@@ -900,6 +913,18 @@ func (c *compiler) adapters(w *Workflow) *Error {
 		if a.TLS != nil {
 			if e := checkTLS(ptr+"/tls", *a.TLS); e != nil {
 				return e
+			}
+		}
+		if l := a.Limits; l != nil {
+			switch {
+			case l.MaxInFlight < 0 || l.MaxInFlight > 1024:
+				return malformed(ptr+"/limits/max_in_flight", "must be from 1 to 1024")
+			case l.PerSecond < 0 || l.PerSecond > 100_000:
+				return malformed(ptr+"/limits/per_second", "must be from 1 to 100000")
+			case l.WaitMS < 0 || l.WaitMS > 60_000:
+				return malformed(ptr+"/limits/wait_ms", "must be from 0 to 60000")
+			case l.MaxInFlight == 0 && l.PerSecond == 0:
+				return malformed(ptr+"/limits", "names no max_in_flight and no per_second: nothing to limit")
 			}
 		}
 		a.Secrets = w.secrets[et]

@@ -71,6 +71,16 @@ type Config struct {
 	// Transport, when set, replaces the adapter's own transport (which
 	// dials with ConnectTimeout and uses no proxy).
 	Transport http.RoundTripper
+	// MaxInFlight and PerSecond, when positive, hold the adapter's
+	// requests (mutations and lookups alike) to at most that many open at
+	// once and that many started a second, in this process. A request
+	// waits at most QueueWait (0: DefaultQueueWait) for room; one that
+	// finds none is not sent: a mutation is a transient failure,
+	// DESTINATION_BUSY, retried after the contract's backoff; a lookup is
+	// still unknown, LOOKUP_BUSY.
+	MaxInFlight int
+	PerSecond   int
+	QueueWait   time.Duration
 	// TLS, when set, configures the adapter's own transport's TLS: the
 	// roots the destination's certificate must chain to, a client
 	// certificate for mutual TLS, the server name. It needs an https URL
@@ -85,6 +95,7 @@ type Config struct {
 
 // Adapter is the HTTP effect adapter. It is safe for concurrent use.
 type Adapter struct {
+	limits  *limits
 	base    *url.URL
 	dest    string
 	timeout time.Duration
@@ -111,6 +122,10 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.TLS != nil && cfg.Transport != nil {
 		return nil, errors.New("httpadapter: TLS settings configure the adapter's own transport; give one or the other")
+	}
+	lim, err := newLimits(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.ConnectTimeout < 0 || cfg.Timeout < 0 {
 		return nil, errors.New("httpadapter: timeouts must not be negative")
@@ -153,6 +168,7 @@ func New(cfg Config) (*Adapter, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	return &Adapter{
+		limits:  lim,
 		base:    u,
 		headers: headers,
 		dest:    cfg.DestinationDigest,
@@ -232,6 +248,12 @@ func (a *Adapter) forDestination(in effect.Intent) error {
 
 // send makes the attempt with the request's prepared bytes.
 func (a *Adapter) send(ctx context.Context, in effect.Intent, body []byte, digest string) (effect.Receipt, error) {
+	release, err := a.limits.admit(ctx)
+	if err != nil {
+		return effect.Receipt{Outcome: effect.FailedTransient, Code: "DESTINATION_BUSY", ContentDigest: digest,
+			Detail: "nothing was sent: " + err.Error()}, nil
+	}
+	defer release()
 	cd, _ := httpwire.FormatContentDigest(digest)
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
@@ -472,6 +494,11 @@ func (a *Adapter) Lookup(ctx context.Context, key, contentDigest string) (effect
 	if !cjson.ValidDigest(contentDigest) {
 		return effect.LookupResult{}, fmt.Errorf("httpadapter: lookup: %q is not a content digest", contentDigest)
 	}
+	release, err := a.limits.admit(ctx)
+	if err != nil {
+		return effect.LookupResult{Status: effect.StillUnknown, Code: "LOOKUP_BUSY", Detail: "not asked: " + err.Error()}, nil
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.LookupURL(key, contentDigest), nil)

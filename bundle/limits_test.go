@@ -1,0 +1,115 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/workflow"
+)
+
+func TestLimitsObjectChecked(t *testing.T) {
+	for _, c := range []struct{ limits, pointer, detail string }{
+		{`{}`, "/adapters/refund.pay/limits", "nothing to limit"},
+		{`{"wait_ms":100}`, "/adapters/refund.pay/limits", "nothing to limit"},
+		{`{"max_in_flight":0,"per_second":0}`, "/adapters/refund.pay/limits", "nothing to limit"},
+		{`{"max_in_flight":-1}`, "/adapters/refund.pay/limits/max_in_flight", "from 1 to 1024"},
+		{`{"max_in_flight":1025}`, "/adapters/refund.pay/limits/max_in_flight", "from 1 to 1024"},
+		{`{"per_second":100001}`, "/adapters/refund.pay/limits/per_second", "from 1 to 100000"},
+		{`{"per_second":5,"wait_ms":60001}`, "/adapters/refund.pay/limits/wait_ms", "from 0 to 60000"},
+		{`{"per_second":1.5}`, "/adapters/refund.pay/limits/per_second", "floating-point"},
+		{`{"per_second":5,"burst":9}`, "/adapters/refund.pay", "unknown field"},
+	} {
+		_, _, err := withAdapterMember(t, "limits", c.limits)
+		var we *workflow.Error
+		if !errors.As(err, &we) || we.Pointer != c.pointer || !strings.Contains(we.Detail, c.detail) {
+			t.Errorf("limits %s: %v, want %s at %s", c.limits, err, c.detail, c.pointer)
+		}
+	}
+	if _, _, err := withAdapterMember(t, "limits", `{"max_in_flight":4,"per_second":20,"wait_ms":2000}`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Twelve refunds started at once by a runner reach a destination their
+// bundle limits to two requests at a time: never more than two are open,
+// and every refund is paid, once.
+func TestLimitedAdapterUnderTheRunner(t *testing.T) {
+	wf, a, err := withAdapterMember(t, "limits", `{"max_in_flight":2,"wait_ms":10000}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Inject(sandbox.Fault{DelayMillis: 40}); err != nil {
+		t.Fatal(err)
+	}
+	var now, most atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		sb.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	reg, err := a.Registry(func(string) string { return srv.URL + sandbox.EffectsPath })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/flrh.db", sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("limited-%d", i)
+			if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(refund(fmt.Sprintf("r-%d", i), 40, "alice", "damaged item"))); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := r.Advance(ctx, id); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < 12; i++ {
+		id := fmt.Sprintf("limited-%d", i)
+		s, err := r.Inspect(ctx, id)
+		if err != nil || s.State != "SUCCEEDED" {
+			t.Fatalf("%s: %s %v", id, s.State, err)
+		}
+	}
+	if n := len(sb.Mutations()); n != 12 {
+		t.Fatalf("%d mutations, want 12", n)
+	}
+	if m := most.Load(); m != 2 {
+		t.Fatalf("at most %d requests were open at once, want the bound 2", m)
+	}
+}

@@ -206,6 +206,25 @@ func (r *Registry) Register(effectType, version string, a Adapter) error {
 	return nil
 }
 
+// Set registers a or, when the pair is registered already, puts a in
+// its place: how a server swaps in adapters rebuilt with new credentials
+// while runs go on. A call that holds the old adapter finishes with it.
+func (r *Registry) Set(effectType, version string, a Adapter) error {
+	if !cjson.ValidID(effectType) || !cjson.ValidID(version) {
+		return fmt.Errorf("effect: set %q version %q: not identifiers", effectType, version)
+	}
+	if a == nil {
+		return fmt.Errorf("effect: set %q version %q: nil adapter", effectType, version)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[registryKey]Adapter)
+	}
+	r.m[registryKey{effectType, version}] = a
+	return nil
+}
+
 // Adapter returns the adapter for an effect type and version.
 func (r *Registry) Adapter(effectType, version string) (Adapter, bool) {
 	r.mu.RLock()

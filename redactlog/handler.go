@@ -19,52 +19,61 @@ func Handler(next slog.Handler, s *redact.Scrubber) slog.Handler {
 	if s.Len() == 0 {
 		return next
 	}
-	return &handler{next: next, s: s}
+	return &handler{next: next, s: func() *redact.Scrubber { return s }}
+}
+
+// HandlerFrom is Handler with the scrubber current calls returns at each
+// record: a server that learns new secrets while it runs (credentials
+// reloaded) scrubs them from the next record on.
+func HandlerFrom(next slog.Handler, current func() *redact.Scrubber) slog.Handler {
+	return &handler{next: next, s: current}
 }
 
 type handler struct {
 	next slog.Handler
-	s    *redact.Scrubber
+	s    func() *redact.Scrubber
 }
 
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.s.String(r.Message), r.PC)
+	s := h.s()
+	out := slog.NewRecord(r.Time, r.Level, s.String(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
+		out.AddAttrs(attr(s, a))
 		return true
 	})
 	return h.next.Handle(ctx, out)
 }
 
 func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	s := h.s()
 	clean := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
-		clean[i] = h.attr(a)
+		clean[i] = attr(s, a)
 	}
 	return &handler{next: h.next.WithAttrs(clean), s: h.s}
 }
 
 func (h *handler) WithGroup(name string) slog.Handler {
-	return &handler{next: h.next.WithGroup(h.s.String(name)), s: h.s}
+	return &handler{next: h.next.WithGroup(h.s().String(name)), s: h.s}
 }
 
-func (h *handler) attr(a slog.Attr) slog.Attr {
+func attr(s *redact.Scrubber, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.s.String(v.String()))
+		return slog.String(a.Key, s.String(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		clean := make([]any, len(g))
 		for i, c := range g {
-			clean[i] = h.attr(c)
+			clean[i] = attr(s, c)
 		}
 		return slog.Group(a.Key, clean...)
 	case slog.KindAny:
 		text := fmt.Sprintf("%+v", v.Any())
-		if scrubbed := h.s.String(text); scrubbed != text {
+		if scrubbed := s.String(text); scrubbed != text {
 			return slog.String(a.Key, scrubbed)
 		}
 		return slog.Attr{Key: a.Key, Value: v}

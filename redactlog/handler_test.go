@@ -43,3 +43,29 @@ func TestHandlerWithoutSecretsIsTheHandler(t *testing.T) {
 		t.Fatal("an empty scrubber wrapped the handler")
 	}
 }
+
+// HandlerFrom scrubs each record with the scrubber current then: a secret
+// learned while the logger is in use is scrubbed from the next record on,
+// and one scrubbed before still is.
+func TestHandlerFromFollowsTheCurrentScrubber(t *testing.T) {
+	const old, rotated = "tok-OLD-19c4e2a7", "tok-NEW-62b8f03d"
+	first, err := redact.NewScrubber(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := first
+	var buf bytes.Buffer
+	log := slog.New(HandlerFrom(slog.NewJSONHandler(&buf, nil), func() *redact.Scrubber { return current }))
+	log.Info("before", "a", old, "b", rotated)
+	if out := buf.String(); strings.Contains(out, old) || !strings.Contains(out, rotated) {
+		t.Fatalf("before the rotation: %s", out)
+	}
+	buf.Reset()
+	if current, err = redact.NewScrubber(old, rotated); err != nil {
+		t.Fatal(err)
+	}
+	log.With("ctx", rotated).Info("after "+rotated, "a", old, "b", rotated)
+	if out := buf.String(); strings.Contains(out, old) || strings.Contains(out, rotated) {
+		t.Fatalf("after the rotation: %s", out)
+	}
+}

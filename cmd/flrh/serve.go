@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -176,6 +177,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		// version replaces the built-in one.
 		var workflows []runner.Workflow
 		adapters := &effect.Registry{}
+		var reload *adapterReload // nil: no bundles to reload adapters for
 		b, err := server.LoadBundles(*workflowsDir, bundle.OSEnv())
 		switch {
 		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
@@ -191,7 +193,16 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			if err != nil {
 				return usagef("--workflows: %v", err)
 			}
-			log = slog.New(redactlog.Handler(log.Handler(), scrub))
+			// The scrubber grows when SIGHUP reloads adapters with new
+			// credentials.
+			scrubbing := &atomic.Pointer[redact.Scrubber]{}
+			scrubbing.Store(scrub)
+			log = slog.New(redactlog.HandlerFrom(log.Handler(), scrubbing.Load))
+			reload = &adapterReload{dir: *workflowsDir, env: bundle.OSEnv, loaded: map[string]string{}, live: adapters,
+				secrets: b.Secrets, scrubbing: scrubbing}
+			for _, wf := range b.Workflows {
+				reload.loaded[wf.ID()+"@"+wf.Version()] = wf.Digest()
+			}
 			workflows = append(workflows, b.Workflows...)
 			if err := server.MergeAdapters(adapters, b.Adapters); err != nil {
 				return usagef("--workflows: %v", err)
@@ -300,6 +311,29 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if pruner != nil {
 			chores.Go(func() { pruner.run(runCtx) })
 		}
+		// SIGHUP rebuilds the bundles' adapters with the environment and
+		// the files it names as they are now (adapterReload).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		chores.Go(func() {
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-hup:
+					if reload == nil {
+						log.Warn("SIGHUP: no bundles to reload adapters for")
+						continue
+					}
+					rep := reload.reload()
+					log.Info("adapters reloaded", "bundles", rep.Reloaded, "kept", len(rep.Kept))
+					for _, k := range rep.Kept {
+						log.Warn("adapters kept as they were", "bundle", k)
+					}
+				}
+			}
+		})
 		fmt.Fprintf(cmd.OutOrStdout(), "flrh serve: http://%s/ (store %s, %d workflows, %d runners, %s)\n",
 			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens))
 

@@ -27,7 +27,7 @@ func Key(table string) string {
 		return "intent_order || '/' || n"
 	case "inbox":
 		return "run_id || '/' || seq"
-	case "pruned":
+	case "pruned", "resealing":
 		return "run_id"
 	case "duties":
 		return "name"

@@ -95,8 +95,9 @@ WHERE conrelid = 'trace'::regclass AND contype = 'f'`).Scan(&traceKeys))
 	var triggers []string
 	must(t, st.Pool().QueryRow(ctx, `SELECT array_agg(tgname::text ORDER BY tgname) FROM pg_trigger
 WHERE tgrelid = 'trace'::regclass AND NOT tgisinternal`).Scan(&triggers))
-	// trace_deleted_if_pruned since migration 23.
-	if want := []string{"trace_append_only", "trace_checked", "trace_deleted_if_pruned", "trace_no_truncate"}; !reflect.DeepEqual(triggers, want) {
+	// trace_deleted_if_pruned since migration 23; trace_resealed_only in
+	// place of trace_append_only since migration 25.
+	if want := []string{"trace_checked", "trace_deleted_if_pruned", "trace_no_truncate", "trace_resealed_only"}; !reflect.DeepEqual(triggers, want) {
 		t.Fatalf("trace's triggers after migration %v, want %v", triggers, want)
 	}
 	// Neither trigger's function pins the search_path.

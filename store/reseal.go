@@ -62,20 +62,48 @@ func SealedKeyID(stored []byte) (string, bool) {
 	return string(rest[1 : 1+int(rest[0])]), true
 }
 
-// CheckResealer returns the primary key id s seals with, or the error a
-// store's Reseal gives when it has nothing to seal under.
-func CheckResealer(op, runID string, s Sealer) (string, error) {
+// ResealPass is one run's pass, as a backend's Reseal makes it: it
+// decides each stored record (Checkpoint, Trace) and counts them (Counts).
+type ResealPass struct {
+	s       Sealer
+	primary string
+	op      string
+	runID   string
+	Opts    ResealOptions
+	Counts  Resealed
+}
+
+// NewResealPass starts a pass over run runID with sealer s, or returns the
+// error a store's Reseal gives when it has no key to seal under.
+func NewResealPass(runID string, s Sealer, opts ResealOptions) (*ResealPass, error) {
+	const op = "reseal"
 	p, ok := s.(PrimaryKeyed)
 	if s == nil || !ok || p.Primary() == "" {
-		return "", Errorf(CodeInvalidInput, op, runID, nil, "this store has no encryption key to seal under")
+		return nil, Errorf(CodeInvalidInput, op, runID, nil, "this store has no encryption key to seal under")
 	}
-	return p.Primary(), nil
+	return &ResealPass{s: s, primary: p.Primary(), op: op, runID: runID, Opts: opts}, nil
+}
+
+// Checkpoint decides the run's checkpoint number n as stored: what to
+// store for it, and whether that must be written (never in a dry run).
+func (p *ResealPass) Checkpoint(n int64, stored []byte) ([]byte, bool, error) {
+	return p.body(SealRef{RunID: p.runID, Kind: SealCheckpoint, Seq: n}, stored)
+}
+
+// Trace decides the run's trace record seq, of kind kind, as stored.
+func (p *ResealPass) Trace(kind string, seq int64, stored []byte) ([]byte, bool, error) {
+	return p.body(SealRef{RunID: p.runID, Kind: SealTrace + "/" + kind, Seq: seq}, stored)
+}
+
+func (p *ResealPass) body(ref SealRef, stored []byte) ([]byte, bool, error) {
+	out, changed, err := ResealBody(p.s, p.primary, p.op, ref, stored, p.Opts.Clear, &p.Counts)
+	return out, changed && !p.Opts.DryRun, err
 }
 
 // ResealBody decides one stored record of a pass: it opens it (every
 // record, so that the pass also checks them) and returns what to store
 // for it and whether that differs from what is stored, counting it in n.
-// primary is CheckResealer's answer.
+// primary is the id of the key s seals with.
 func ResealBody(s Sealer, primary, op string, ref SealRef, stored []byte, clear bool, n *Resealed) ([]byte, bool, error) {
 	if !IsSealed(stored) {
 		if !clear {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/effect/sandbox"
 )
 
 // TestSIGHUPReloadsAdapterSecrets rotates a credential under a running
@@ -28,13 +26,7 @@ func TestSIGHUPReloadsAdapterSecrets(t *testing.T) {
 	bin := buildFlrh(t)
 	bundleDir := secretBundle(t)
 	dir := t.TempDir()
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dest := &capture{}
-	ts := httptest.NewServer(dest.wrap(sb))
-	t.Cleanup(ts.Close)
+	sb, dest, effectsURL := capturedSandbox(t)
 	const oldAuth, newAuth = "Bearer tok-OLD-3f9a51c07be2", "Bearer tok-NEW-8d20e6b4c1f7"
 	authFile, keyFile := filepath.Join(dir, "auth"), filepath.Join(dir, "key")
 	write := func(path, v string) {
@@ -48,7 +40,7 @@ func TestSIGHUPReloadsAdapterSecrets(t *testing.T) {
 	}
 	write(authFile, oldAuth)
 	write(keyFile, plantedAPIKey)
-	p := startServe(t, bin, []string{"FLRH_PAYMENTS_URL=" + ts.URL + sandbox.EffectsPath,
+	p := startServe(t, bin, []string{"FLRH_PAYMENTS_URL=" + effectsURL,
 		"FLRH_TEST_PAYMENTS_AUTH_FILE=" + authFile, "FLRH_TEST_PAYMENTS_API_KEY_FILE=" + keyFile},
 		"--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--workflows", bundleDir)
 

@@ -104,6 +104,21 @@ func (c *capture) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// capturedSandbox serves a sandbox behind a capture of every request's
+// headers until the test ends, and returns the sandbox, the capture and
+// the effects URL.
+func capturedSandbox(t *testing.T) (*sandbox.Sandbox, *capture, string) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := &capture{}
+	ts := httptest.NewServer(dest.wrap(sb))
+	t.Cleanup(ts.Close)
+	return sb, dest, ts.URL + sandbox.EffectsPath
+}
+
 func (c *capture) mutationsWith(name, value string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,13 +156,7 @@ func secretsAppearNowhere(t *testing.T, bin string, fromFiles bool) {
 	bundleDir := secretBundle(t)
 	dir := t.TempDir()
 
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dest := &capture{}
-	ts := httptest.NewServer(dest.wrap(sb))
-	defer ts.Close()
+	sb, dest, effectsURL := capturedSandbox(t)
 
 	tokens := filepath.Join(dir, "tokens.json")
 	const tokOp, tokApprover = "tok-op-0c5e1b7a93", "tok-fin-6d2a8f41c0"
@@ -156,7 +165,7 @@ func secretsAppearNowhere(t *testing.T, bin string, fromFiles bool) {
 		t.Fatal(err)
 	}
 	dbPath := filepath.Join(dir, "flrh.db")
-	env := []string{"FLRH_PAYMENTS_URL=" + ts.URL + sandbox.EffectsPath, "FLRH_TEST_PAYMENTS_API_KEY=" + plantedAPIKey,
+	env := []string{"FLRH_PAYMENTS_URL=" + effectsURL, "FLRH_TEST_PAYMENTS_API_KEY=" + plantedAPIKey,
 		"FLRH_TEST_PAYMENTS_AUTH=" + plantedAuth}
 	if fromFiles {
 		env = env[:1]

@@ -11,22 +11,22 @@ import (
 
 // Reseal implements store.Resealer: in one transaction holding the run's
 // row lock (which every write to the run takes), the run's checkpoints
-// and trace rows are read with the lock, resealed where store.ResealBody
-// says, and written back while resealing names the run (the triggers let
-// a body change, and nothing else of a row, only then).
+// and trace rows are read with the lock, resealed where the pass says,
+// and written back while resealing names the run (the triggers let a body
+// change, and nothing else of a row, only then). A dry run queues no
+// write.
 func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptions) (store.Resealed, error) {
-	const op = "reseal"
-	primary, err := store.CheckResealer(op, runID, s.sealer)
-	if err != nil {
-		return store.Resealed{}, err
-	}
 	type traceRow struct {
 		seq    int64
 		kinds  []string
 		bodies [][]byte
 	}
-	var total store.Resealed
-	err = s.write(ctx, op, runID, func(tx *wtx) error {
+	var counts store.Resealed
+	err := s.write(ctx, "reseal", runID, func(tx *wtx) error {
+		pass, err := store.NewResealPass(runID, s.sealer, opts)
+		if err != nil {
+			return err
+		}
 		var cpN []int64
 		var cpBodies [][]byte
 		var rows []traceRow
@@ -54,51 +54,50 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 			})
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+			return store.Errorf(store.CodeNotFound, "reseal", runID, nil, "no such run")
 		}
 		if err != nil {
 			return err
 		}
-		var n store.Resealed
-		// A dry run counts as a pass counts and queues nothing.
-		queue := func(sql string, args ...any) {
-			if !opts.DryRun {
-				tx.Queue(sql, args...)
-			}
-		}
-		queue(`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now))
+		var writes [][]any // SQL then arguments, queued once every record is decided
+		writes = append(writes, []any{`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now)})
 		for i, cn := range cpN {
-			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, cpBodies[i], opts.Clear, &n)
+			out, changed, err := pass.Checkpoint(cn, cpBodies[i])
 			if err != nil {
 				return err
 			}
 			if changed {
-				queue(`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out)
+				writes = append(writes, []any{`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out})
 			}
 		}
 		for _, t := range rows {
 			if len(t.kinds) != len(t.bodies) {
-				return store.Errorf(store.CodeCorrupt, op, runID, nil, "trace row at %d holds %d kinds for %d bodies", t.seq, len(t.kinds), len(t.bodies))
+				return store.Errorf(store.CodeCorrupt, "reseal", runID, nil, "trace row at %d holds %d kinds for %d bodies", t.seq, len(t.kinds), len(t.bodies))
 			}
 			changed := false
 			out := make([][]byte, len(t.bodies))
 			for i, body := range t.bodies {
-				b, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + t.kinds[i], Seq: t.seq + int64(i)}, body, opts.Clear, &n)
+				b, c, err := pass.Trace(t.kinds[i], t.seq+int64(i), body)
 				if err != nil {
 					return err
 				}
 				out[i], changed = b, changed || c
 			}
 			if changed {
-				queue(`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out)
+				writes = append(writes, []any{`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out})
 			}
 		}
-		queue(`DELETE FROM resealing WHERE run_id = $1`, runID)
-		total = n
+		writes = append(writes, []any{`DELETE FROM resealing WHERE run_id = $1`, runID})
+		if !opts.DryRun {
+			for _, w := range writes {
+				tx.Queue(w[0].(string), w[1:]...)
+			}
+		}
+		counts = pass.Counts
 		return nil
 	})
 	if err != nil {
 		return store.Resealed{}, err
 	}
-	return total, nil
+	return counts, nil
 }

@@ -12,30 +12,33 @@ import (
 // Reseal implements store.Resealer: in one write transaction, resealing
 // names the run (the append-only triggers let a checkpoint's or trace
 // row's body change, and nothing else of it, only while it does), each
-// checkpoint and each trace row is read, its records resealed where
-// store.ResealBody says, written back, and resealing forgets the run.
+// checkpoint and each trace row is read, its records resealed where the
+// pass says, written back, and resealing forgets the run. A dry run
+// writes nothing.
 func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptions) (store.Resealed, error) {
-	const op = "reseal"
-	primary, err := store.CheckResealer(op, runID, s.sealer)
-	if err != nil {
-		return store.Resealed{}, err
-	}
-	var total store.Resealed
-	err = s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		var n store.Resealed
+	var counts store.Resealed
+	err := s.write(ctx, "reseal", runID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		pass, err := store.NewResealPass(runID, s.sealer, opts)
+		if err != nil {
+			return err
+		}
 		var checkpoints int64
-		err := s.queryRow(ctx, tx, `SELECT checkpoint_n FROM runs WHERE run_id = ?`, runID).Scan(&checkpoints)
+		err = s.queryRow(ctx, tx, `SELECT checkpoint_n FROM runs WHERE run_id = ?`, runID).Scan(&checkpoints)
 		if errors.Is(err, sql.ErrNoRows) {
-			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+			return store.Errorf(store.CodeNotFound, "reseal", runID, nil, "no such run")
 		}
 		if err != nil {
 			return err
 		}
-		// A dry run counts as a pass counts and writes nothing.
-		if !opts.DryRun {
-			if _, err := s.exec(ctx, tx, `INSERT INTO resealing (run_id, started_at) VALUES (?, ?)`, runID, now.UnixNano()); err != nil {
-				return err
+		write := func(query string, args ...any) error {
+			if opts.DryRun {
+				return nil
 			}
+			_, err := s.exec(ctx, tx, query, args...)
+			return err
+		}
+		if err := write(`INSERT INTO resealing (run_id, started_at) VALUES (?, ?)`, runID, now.UnixNano()); err != nil {
+			return err
 		}
 		for cn := int64(1); cn <= checkpoints; cn++ {
 			var body []byte
@@ -46,14 +49,12 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 			if err != nil {
 				return err
 			}
-			out, changed, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealCheckpoint, Seq: cn}, body, opts.Clear, &n)
+			out, changed, err := pass.Checkpoint(cn, body)
+			if err == nil && changed {
+				err = write(`UPDATE checkpoints SET body = ? WHERE run_id = ? AND n = ?`, out, runID, cn)
+			}
 			if err != nil {
 				return err
-			}
-			if changed && !opts.DryRun {
-				if _, err := s.exec(ctx, tx, `UPDATE checkpoints SET body = ? WHERE run_id = ? AND n = ?`, out, runID, cn); err != nil {
-					return err
-				}
 			}
 		}
 		for after := int64(0); ; {
@@ -70,34 +71,29 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 			after = last
 			recs, err := splitTrace(frame, last-seq+1)
 			if err != nil {
-				return store.Errorf(store.CodeCorrupt, op, runID, err, "trace row at %d damaged", seq)
+				return store.Errorf(store.CodeCorrupt, "reseal", runID, err, "trace row at %d damaged", seq)
 			}
 			var rebuilt []byte
 			changed := false
 			for i, r := range recs {
-				out, c, err := store.ResealBody(s.sealer, primary, op, store.SealRef{RunID: runID, Kind: store.SealTrace + "/" + r.kind, Seq: seq + int64(i)}, r.body, opts.Clear, &n)
+				out, c, err := pass.Trace(r.kind, seq+int64(i), r.body)
 				if err != nil {
 					return err
 				}
 				changed = changed || c
 				rebuilt = appendTraceRecord(rebuilt, r.kind, out)
 			}
-			if changed && !opts.DryRun {
-				if _, err := s.exec(ctx, tx, `UPDATE trace SET records = ? WHERE run_id = ? AND seq = ?`, rebuilt, runID, seq); err != nil {
+			if changed {
+				if err := write(`UPDATE trace SET records = ? WHERE run_id = ? AND seq = ?`, rebuilt, runID, seq); err != nil {
 					return err
 				}
 			}
 		}
-		if !opts.DryRun {
-			if _, err := s.exec(ctx, tx, `DELETE FROM resealing WHERE run_id = ?`, runID); err != nil {
-				return err
-			}
-		}
-		total = n
-		return nil
+		counts = pass.Counts
+		return write(`DELETE FROM resealing WHERE run_id = ?`, runID)
 	})
 	if err != nil {
 		return store.Resealed{}, err
 	}
-	return total, nil
+	return counts, nil
 }

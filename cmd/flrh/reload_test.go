@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // TestSIGHUPReloadsAdapterSecrets rotates a credential under a running

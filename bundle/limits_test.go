@@ -54,7 +54,7 @@ func TestLimitedAdapterUnderTheRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.Inject(sandbox.Fault{DelayMillis: 40}); err != nil {
+	if err := sb.Inject(sandbox.Fault{DelayMillis: 150}); err != nil {
 		t.Fatal(err)
 	}
 	var now, most atomic.Int64

@@ -53,7 +53,9 @@ func TestMaxInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.Inject(sandbox.Fault{DelayMillis: 30}); err != nil { // every request takes a while
+	// Every request takes long enough that all sixteen are waiting for a
+	// slot before the first is done, however loaded the machine.
+	if err := sb.Inject(sandbox.Fault{DelayMillis: 200}); err != nil {
 		t.Fatal(err)
 	}
 	var c concurrency
@@ -94,7 +96,7 @@ func TestQueueWaitRunsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.Inject(sandbox.Fault{Key: "effect:slow", DelayMillis: 400}); err != nil {
+	if err := sb.Inject(sandbox.Fault{Key: "effect:slow", DelayMillis: 3000}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sb)
@@ -107,10 +109,14 @@ func TestQueueWaitRunsOut(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the slow one holds the only slot
 	in := fixture.Intent("effect:queued", payload)
-	began := time.Now()
 	r := execute(t, a, in)
-	if r.Outcome != effect.FailedTransient || r.Code != "DESTINATION_BUSY" || time.Since(began) > 300*time.Millisecond {
-		t.Fatalf("queued: %+v after %v", r, time.Since(began))
+	select {
+	case <-slow:
+		t.Fatal("the queued request waited for the slot to come free")
+	default:
+	}
+	if r.Outcome != effect.FailedTransient || r.Code != "DESTINATION_BUSY" {
+		t.Fatalf("queued: %+v", r)
 	}
 	if l := lookup(t, a, "effect:queued", digestOf(t, in)); l.Status != effect.StillUnknown || l.Code != "LOOKUP_BUSY" {
 		t.Fatalf("queued lookup: %+v", l)
@@ -145,7 +151,7 @@ func TestPerSecond(t *testing.T) {
 	b := limitedAdapter(t, s.EffectsURL, httpadapter.Config{PerSecond: 1, QueueWait: 100 * time.Millisecond})
 	lookup(t, b, "effect:rate-a", digestOf(t, fixture.Intent("effect:x", payload)))
 	began = time.Now()
-	if l := lookup(t, b, "effect:rate-b", digestOf(t, fixture.Intent("effect:x", payload))); l.Code != "LOOKUP_BUSY" || time.Since(began) > 50*time.Millisecond {
+	if l := lookup(t, b, "effect:rate-b", digestOf(t, fixture.Intent("effect:x", payload))); l.Code != "LOOKUP_BUSY" || time.Since(began) > 500*time.Millisecond {
 		t.Fatalf("second lookup at one a second: %+v after %v", l, time.Since(began))
 	}
 }

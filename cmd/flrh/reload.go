@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/redact"
@@ -26,6 +28,25 @@ type adapterReload struct {
 	live      *effect.Registry
 	secrets   []string // every secret scrubbed so far
 	scrubbing *atomic.Pointer[redact.Scrubber]
+	// bundles counts each bundle's outcome at each reload: reloaded or
+	// kept (its adapters left as they were).
+	bundles *prometheus.CounterVec
+}
+
+func newAdapterReload(dir string, loaded map[string]string, live *effect.Registry, secrets []string, scrubbing *atomic.Pointer[redact.Scrubber]) *adapterReload {
+	return &adapterReload{dir: dir, env: bundle.OSEnv, loaded: loaded, live: live, secrets: secrets, scrubbing: scrubbing,
+		bundles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_adapter_reloads_total",
+			Help: "Bundles whose adapters a SIGHUP rebuilt (reloaded) or left as they were (kept)."}, []string{"outcome"})}
+}
+
+// register adds the reload's counts to reg, both outcomes at zero.
+func (a *adapterReload) register(reg *prometheus.Registry) error {
+	if err := reg.Register(a.bundles); err != nil {
+		return err
+	}
+	a.bundles.WithLabelValues("reloaded")
+	a.bundles.WithLabelValues("kept")
+	return nil
 }
 
 // reloadReport says what one reload did, bundle by bundle.
@@ -38,6 +59,10 @@ func (a *adapterReload) reload() reloadReport {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var rep reloadReport
+	defer func() {
+		a.bundles.WithLabelValues("reloaded").Add(float64(len(rep.Reloaded)))
+		a.bundles.WithLabelValues("kept").Add(float64(len(rep.Kept)))
+	}()
 	keep := func(what, why string) { rep.Kept = append(rep.Kept, what+": "+why) }
 	dirs, err := bundle.Dirs(a.dir)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -111,6 +112,17 @@ func TestSIGHUPReloadsAdapterSecrets(t *testing.T) {
 	}
 	if n := len(sb.Mutations()); n != 3 {
 		t.Fatalf("%d mutations, want 3", n)
+	}
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`flrh_adapter_reloads_total{outcome="reloaded"} 1`, `flrh_adapter_reloads_total{outcome="kept"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
 	}
 	for _, secret := range []string{oldAuth, newAuth, plantedAPIKey} {
 		if strings.Contains(p.stderr.String(), secret) || strings.Contains(p.stderr.String(), secret[7:]) {

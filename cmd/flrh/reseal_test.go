@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,10 +21,26 @@ func TestResealOverTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
+	testResealOverTheCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"))
+}
+
+func TestResealOverTheCLIPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to reseal a PostgreSQL store through the CLI")
+	}
+	_, spec := freshSchema(t, dsn, "flrh_reseal_")
+	testResealOverTheCLI(t, spec)
+}
+
+func testResealOverTheCLI(t *testing.T, spec string) {
 	bin := buildFlrh(t)
 	dir := t.TempDir()
 	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	storeFlag := "--store=sqlite:" + filepath.Join(dir, "flrh.db")
+	storeFlag := "--store=" + spec
 	dest := "--destination=" + base + "/v1/effects"
 	key := func(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
 	k1, k2, k3 := []string{"FLRH_ENCRYPTION_KEY=" + key(1)}, []string{"FLRH_ENCRYPTION_KEY=" + key(2) + "," + key(1)}, []string{"FLRH_ENCRYPTION_KEY=" + key(3)}

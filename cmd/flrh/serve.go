@@ -198,8 +198,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			scrubbing := &atomic.Pointer[redact.Scrubber]{}
 			scrubbing.Store(scrub)
 			log = slog.New(redactlog.HandlerFrom(log.Handler(), scrubbing.Load))
-			reload = &adapterReload{dir: *workflowsDir, env: bundle.OSEnv, loaded: map[string]string{}, live: adapters,
-				secrets: b.Secrets, scrubbing: scrubbing}
+			reload = newAdapterReload(*workflowsDir, map[string]string{}, adapters, b.Secrets, scrubbing)
 			for _, wf := range b.Workflows {
 				reload.loaded[wf.ID()+"@"+wf.Version()] = wf.Digest()
 			}
@@ -261,6 +260,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			}
 			backups = newBackupSchedule(sq, *backupDir, *backupEvery, *backupKeep, log)
 			if err := backups.register(metricsReg); err != nil {
+				return err
+			}
+		}
+		if reload != nil {
+			if err := reload.register(metricsReg); err != nil {
 				return err
 			}
 		}

@@ -46,6 +46,26 @@ func FuzzLoadFS(f *testing.F) {
 		}
 		bundles[i] = m
 	}
+	// The refund agent's manifest with an adapter's tls and limits set,
+	// so that the fuzzer starts from them too.
+	for i, name := range names {
+		if name != "refund-agent" {
+			continue
+		}
+		manifest := bundles[i][workflow.ManifestFile].Data
+		with := bytes.Replace(manifest, []byte(`"url_env"`), []byte(`"tls": {"ca_env": "PAY_CA", "cert_env": "PAY_CERT", "key_env": "PAY_KEY", "server_name": "payments.internal"},
+      "limits": {"max_in_flight": 4, "per_second": 20, "wait_ms": 2000},
+      "url_env"`), 1)
+		if bytes.Equal(with, manifest) {
+			f.Fatal("the refund agent's manifest names no url_env")
+		}
+		m := maps.Clone(bundles[i])
+		m[workflow.ManifestFile] = &fstest.MapFile{Data: with}
+		if _, a, err := LoadFS(m); err != nil || a.Specs()["refund.pay"].Limits == nil {
+			f.Fatalf("the seed with tls and limits does not load: %v", err)
+		}
+		f.Add(uint8(i), workflow.ManifestFile, with)
+	}
 	f.Add(uint8(0), "extra.dl", []byte("p(X) :- q(X).\n"))
 	f.Add(uint8(0), workflow.ManifestFile, []byte(`{}`))
 	f.Fuzz(func(t *testing.T, which uint8, name string, data []byte) {

@@ -311,10 +311,6 @@ func (r *Runner) fenceDispatch(ctx context.Context, t *tick) error {
 		return fmt.Errorf("runner: run %s: not sending: the lease could not be renewed: %w", t.run.ID, err)
 	}
 	t.lease = l
-	r.mu.Lock()
-	if held, ok := r.leases[t.run.ID]; ok && held.Generation == l.Generation {
-		r.leases[t.run.ID] = l
-	}
-	r.mu.Unlock()
+	r.keptLease(l)
 	return nil
 }

@@ -506,14 +506,25 @@ func TestAFailedSweepVisitGivesItsLeaseBack(t *testing.T) {
 // runner had gone.
 func TestAFencedPassKeepsTheLeaseItsRunnerClaimedSince(t *testing.T) {
 	h := newClaimHarness(t)
-	bd := &blockingDest{destination: h.dest, entered: make(chan struct{}, 4), release: make(chan struct{})}
-	r := h.runner(h.st, bd, 10*time.Second, func(c *Config) { c.LeaseTTL = 300 * time.Millisecond })
+	// The pass stalls once the destination applied the effect, past the
+	// call (during which its lease is kept): a pause the lease does not
+	// survive, as a stopped process's.
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	var stalled sync.Once
+	r := h.runner(h.st, h.dest, 10*time.Second, func(c *Config) {
+		c.LeaseTTL = 300 * time.Millisecond
+		c.Cut = func(point string) {
+			if point == "after-apply-before-receipt" {
+				stalled.Do(func() { entered <- struct{}{}; <-release })
+			}
+		}
+	})
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.Run(rctx); close(done) }()
 	mustOK(t, r.Start(ctx, "p", "refunds", "1", []byte(`{"refunds":[{"id":"r","amount":10,"payee":"p"}]}`)))
-	<-bd.entered // the pass waits on the destination under its lease
+	<-entered // the pass stalls under its lease
 	deadline := time.Now().Add(20 * time.Second)
 	for h.c.times("p") < 2 {
 		if time.Now().After(deadline) {
@@ -526,7 +537,7 @@ func TestAFencedPassKeepsTheLeaseItsRunnerClaimedSince(t *testing.T) {
 	// Stop the loop, then let the old pass finish: its receipt's commit is
 	// fenced by the newer lease, and no pass goes on under that lease.
 	cancel()
-	close(bd.release)
+	close(release)
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):

@@ -535,7 +535,9 @@ func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter e
 	r.log.LogAttrs(ctx, slog.LevelInfo, "effect dispatched", slog.String("run_id", t.run.ID), slog.String("intent_id", e.IntentID),
 		slog.String("effect_type", in.Effect.EffectType), slog.Int64("attempt", n), slog.Int64("lease_generation", t.lease.Generation))
 	cctx, sp := r.phase(ctx, t, "flrh.execute")
+	keep := r.keepLease(ctx, t)
 	rec, used, err := execute(cctx, adapter, in, e.sendable())
+	keep.stop(t)
 	if bad := used.Check(); bad != nil {
 		// The adapter's defect: the call happened and its outcome stands,
 		// but what it cost is unknown, and it is charged as nothing rather
@@ -572,7 +574,9 @@ func (r *Runner) dispatch(ctx context.Context, t *tick, e *openEffect, adapter e
 // lookup asks the destination what became of an attempt, inside a span.
 func (r *Runner) lookup(ctx context.Context, t *tick, e *openEffect, a effect.Adapter, key, why string) (effect.Resolution, error) {
 	cctx, sp := r.phase(ctx, t, "flrh.reconcile")
+	keep := r.keepLease(ctx, t)
 	res, err := effect.Reconcile(cctx, a, key, e.ContentDigest, r.cfg.Reconcile)
+	keep.stop(t)
 	if sp.IsRecording() {
 		sp.SetAttributes(attribute.String("flrh.intent_id", e.IntentID), attribute.String("flrh.reconcile.why", why),
 			attribute.String("flrh.reconcile.status", res.Status.String()), attribute.Int("flrh.reconcile.lookups", len(res.Lookups)))

@@ -16,13 +16,9 @@ func TestResealingOpensBodiesAlone(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, time.Now).(*Store)
 	defer s.Close()
-	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-		t.Fatal(err)
-	}
-	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
 	body := []byte(`{"a":1}`)
 	cp := store.Checkpoint{Seq: 1, FormatVersion: 1, BuildDigest: "b", Body: body, Digest: store.BodyDigest(body)}
-	if err := s.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("A", `{}`)}, Checkpoint: &cp,
+	if err := s.Commit(ctx, leasedRun(t, s), store.Tick{Events: []store.Event{storetest.Ev("A", `{}`)}, Checkpoint: &cp,
 		Trace: []store.TraceRecord{{Kind: "k", Body: []byte(`{"t":1}`)}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -45,11 +45,7 @@ func TestEvidenceAppendOnly(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, time.Now).(*Store)
 	defer s.Close()
-	if err := s.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "wf", State: "S"}); err != nil {
-		t.Fatal(err)
-	}
-	l, _ := s.AcquireLease(ctx, "r", "w", time.Hour)
-	if err := s.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("A", `{}`)}}); err != nil {
+	if err := s.Commit(ctx, leasedRun(t, s), store.Tick{Events: []store.Event{storetest.Ev("A", `{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`UPDATE events SET kind = 'B'`, `DELETE FROM events`} {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"flrh.dev/flrh/effect"
 )
 
 // FileSuffix marks the variable that names a file holding another
@@ -111,4 +113,19 @@ func (a *Adapters) Resolve(e Env) (func(string) string, error) {
 		}
 		return getenv(name)
 	}, nil
+}
+
+// Wire builds the bundle's adapters from e: its variables resolved
+// (Resolve), then the registry (Registry). It returns the secrets the
+// adapters send, for a shell to scrub from its logs, whenever the
+// variables could be read, even when the registry could not be built;
+// the error says why the bundle cannot be wired here.
+func (a *Adapters) Wire(e Env) (*effect.Registry, []string, error) {
+	getenv, err := a.Resolve(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	secrets := a.Secrets(getenv)
+	reg, err := a.Registry(getenv)
+	return reg, secrets, err
 }

@@ -187,11 +187,8 @@ type registryKey struct{ effectType, version string }
 // Register adds an adapter. Registering the same pair twice is an error:
 // an intent's adapter version must name exactly one implementation.
 func (r *Registry) Register(effectType, version string, a Adapter) error {
-	if !cjson.ValidID(effectType) || !cjson.ValidID(version) {
-		return fmt.Errorf("effect: register %q version %q: not identifiers", effectType, version)
-	}
-	if a == nil {
-		return fmt.Errorf("effect: register %q version %q: nil adapter", effectType, version)
+	if err := checkEntry("register", effectType, version, a); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -210,11 +207,8 @@ func (r *Registry) Register(effectType, version string, a Adapter) error {
 // its place: how a server swaps in adapters rebuilt with new credentials
 // while runs go on. A call that holds the old adapter finishes with it.
 func (r *Registry) Set(effectType, version string, a Adapter) error {
-	if !cjson.ValidID(effectType) || !cjson.ValidID(version) {
-		return fmt.Errorf("effect: set %q version %q: not identifiers", effectType, version)
-	}
-	if a == nil {
-		return fmt.Errorf("effect: set %q version %q: nil adapter", effectType, version)
+	if err := checkEntry("set", effectType, version, a); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -222,6 +216,17 @@ func (r *Registry) Set(effectType, version string, a Adapter) error {
 		r.m = make(map[registryKey]Adapter)
 	}
 	r.m[registryKey{effectType, version}] = a
+	return nil
+}
+
+// checkEntry refuses an entry Register or Set (op) cannot hold.
+func checkEntry(op, effectType, version string, a Adapter) error {
+	if !cjson.ValidID(effectType) || !cjson.ValidID(version) {
+		return fmt.Errorf("effect: %s %q version %q: not identifiers", op, effectType, version)
+	}
+	if a == nil {
+		return fmt.Errorf("effect: %s %q version %q: nil adapter", op, effectType, version)
+	}
 	return nil
 }
 

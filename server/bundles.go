@@ -41,13 +41,8 @@ func LoadBundles(dir string, env bundle.Env) (*Bundles, error) {
 			return nil, fmt.Errorf("bundle %s: %w", d, err)
 		}
 		out.Workflows = append(out.Workflows, wf)
-		getenv, err := ads.Resolve(env)
-		if err != nil {
-			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))
-			continue
-		}
-		out.Secrets = append(out.Secrets, ads.Secrets(getenv)...)
-		reg, err := ads.Registry(getenv)
+		reg, secrets, err := ads.Wire(env)
+		out.Secrets = append(out.Secrets, secrets...)
 		if err != nil {
 			out.Unwired = append(out.Unwired, fmt.Sprintf("%s@%s: %v", wf.ID(), wf.Version(), err))
 			continue

@@ -85,17 +85,12 @@ func (a *adapterReload) reload() reloadReport {
 			keep(name, "its files changed; restart to run the new definition")
 			continue
 		}
-		getenv, err := ads.Resolve(env)
+		reg, sent, err := ads.Wire(env)
 		if err != nil {
 			keep(name, err.Error())
 			continue
 		}
-		reg, err := ads.Registry(getenv)
-		if err != nil {
-			keep(name, err.Error())
-			continue
-		}
-		secrets := append(append([]string(nil), a.secrets...), ads.Secrets(getenv)...)
+		secrets := append(append([]string(nil), a.secrets...), sent...)
 		scrub, err := redact.NewScrubber(secrets...)
 		if err != nil {
 			keep(name, err.Error())

@@ -177,16 +177,6 @@ func bundleEnv(destination string) bundle.Env {
 	return bundle.OSEnv()
 }
 
-// wire builds a bundle's adapters from env; the error says why it cannot
-// be wired here (its runs can still be read; its effects fail).
-func wire(ads *bundle.Adapters, env bundle.Env) (*effect.Registry, error) {
-	getenv, err := ads.Resolve(env)
-	if err != nil {
-		return nil, err
-	}
-	return ads.Registry(getenv)
-}
-
 // addRef loads one bundle reference and appends what it holds.
 func (c *catalog) addRef(ref string, env bundle.Env) error {
 	if name, ok := strings.CutPrefix(ref, examplePrefix); ok {
@@ -198,7 +188,7 @@ func (c *catalog) addRef(ref string, env bundle.Env) error {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 		// Unwired without its endpoint: its runs can be read and its effects fail.
-		reg, err := wire(ads, env)
+		reg, _, err := ads.Wire(env)
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: ref, unwired: errText(err)})
 		return nil
 	}
@@ -214,7 +204,7 @@ func (c *catalog) addRef(ref string, env bundle.Env) error {
 		if err != nil {
 			return fmt.Errorf("bundle %s: %w", d, err)
 		}
-		reg, err := wire(ads, env)
+		reg, _, err := ads.Wire(env)
 		c.cands = append(c.cands, candidate{wf: wf, adapters: reg, from: d, unwired: errText(err)})
 	}
 	return nil

@@ -59,15 +59,21 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 		if err != nil {
 			return err
 		}
-		var writes [][]any // SQL then arguments, queued once every record is decided
-		writes = append(writes, []any{`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now)})
+		// Queued statements are sent with the commit: a record that fails
+		// the pass ends the transaction before any is.
+		queue := func(sql string, args ...any) {
+			if !opts.DryRun {
+				tx.Queue(sql, args...)
+			}
+		}
+		queue(`INSERT INTO resealing (run_id, started_at) VALUES ($1, $2)`, runID, nanos(now))
 		for i, cn := range cpN {
 			out, changed, err := pass.Checkpoint(cn, cpBodies[i])
 			if err != nil {
 				return err
 			}
 			if changed {
-				writes = append(writes, []any{`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out})
+				queue(`UPDATE checkpoints SET body = $3 WHERE run_id = $1 AND n = $2`, runID, cn, out)
 			}
 		}
 		for _, t := range rows {
@@ -84,15 +90,10 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 				out[i], changed = b, changed || c
 			}
 			if changed {
-				writes = append(writes, []any{`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out})
+				queue(`UPDATE trace SET bodies = $3 WHERE run_id = $1 AND seq = $2`, runID, t.seq, out)
 			}
 		}
-		writes = append(writes, []any{`DELETE FROM resealing WHERE run_id = $1`, runID})
-		if !opts.DryRun {
-			for _, w := range writes {
-				tx.Queue(w[0].(string), w[1:]...)
-			}
-		}
+		queue(`DELETE FROM resealing WHERE run_id = $1`, runID)
 		counts = pass.Counts
 		return nil
 	})

@@ -28,6 +28,7 @@ func TestCloneTickSharesNoSlice(t *testing.T) {
 		Begin:      []string{"i"},
 		Submit:     []store.Inbound{storetest.Inb("r", "in", "input", `{"x":1}`)},
 		Trace:      []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
+		Notices:    []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`)}},
 	}
 	c := store.CloneTick(k)
 	kv, cv := reflect.ValueOf(k), reflect.ValueOf(c)

@@ -332,6 +332,9 @@ type Tick struct {
 	// for Submit to decide.
 	Submit []Inbound
 	Trace  []TraceRecord
+	// Notices are written with the tick (Notice), at most one of each
+	// kind; the store sets their IDs, run, position and time.
+	Notices []Notice
 	// MayLag lets the tick be committed without waiting for the disk:
 	// it is committed, visible to every reader, fenced and atomic as any
 	// other tick, but the store does not wait for it to reach stable
@@ -393,6 +396,10 @@ func CloneTick(t Tick) Tick {
 	c.Trace = slices.Clone(t.Trace)
 	for i := range c.Trace {
 		c.Trace[i].Body = bytes.Clone(c.Trace[i].Body)
+	}
+	c.Notices = slices.Clone(t.Notices)
+	for i := range c.Notices {
+		c.Notices[i].Body = bytes.Clone(c.Notices[i].Body)
 	}
 	return c
 }

@@ -88,8 +88,13 @@ func ValidateTick(runID string, t Tick) error {
 			return bad("attempt result %d does not finish the attempt", i)
 		}
 	}
+	if why := checkNotices(t.Notices); why != "" {
+		return bad("%s", why)
+	}
 	if t.MayLag {
 		switch {
+		case len(t.Notices) > 0:
+			return bad("a tick that writes a notice must be durable: the notice may be delivered at once")
 		case len(t.Intents) > 0, len(t.Approvals) > 0, len(t.Begin) > 0:
 			return bad("a tick that commits an intent, consumes an approval or begins an attempt must be durable before anything is sent")
 		case len(t.Submit) > 0:

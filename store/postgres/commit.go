@@ -660,6 +660,10 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 		}
 	}
 	s.queueAppends(tx, build)
+	for _, n := range tick.Notices {
+		tx.Queue(`INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at) VALUES ($1, $2, $3, $4, $5, `+tsParam(6)+`, `+tsParam(6)+`)
+ON CONFLICT (notice_id) DO NOTHING`, store.NoticeID(runID, head, cols.lastTrace, n.Kind), runID, head, n.Kind, n.Body, ts)
+	}
 	if state != "" {
 		if tick.State != "" {
 			state = tick.State

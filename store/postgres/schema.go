@@ -872,6 +872,28 @@ DROP TRIGGER IF EXISTS checkpoints_resealed_only ON checkpoints;
 CREATE TRIGGER trace_resealed_only BEFORE UPDATE ON trace FOR EACH ROW EXECUTE FUNCTION flrh_trace_resealed();
 CREATE TRIGGER checkpoints_resealed_only BEFORE UPDATE ON checkpoints FOR EACH ROW EXECUTE FUNCTION flrh_checkpoint_resealed();
 `},
+	// 26: notices (store.Noticeboard): messages for people outside, each
+	// written with the tick that caused it and deleted once delivered.
+	// No reference to runs: a run may be pruned before its notice is
+	// delivered. Claimed oldest due first (notices_due), by several
+	// processes at once (SKIP LOCKED).
+	{"notices: messages for people outside, written with the tick that caused them", `
+CREATE TABLE IF NOT EXISTS notices (
+	ord        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	notice_id  text NOT NULL UNIQUE,
+	run_id     text NOT NULL,
+	seq        bigint NOT NULL,
+	kind       text NOT NULL,
+	body       bytea NOT NULL,
+	created_at bigint NOT NULL,
+	attempts   integer NOT NULL DEFAULT 0,
+	next_at    bigint NOT NULL,
+	holder     text NOT NULL DEFAULT '',
+	held_until bigint NOT NULL DEFAULT 0,
+	last_error text NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS notices_due ON notices (next_at, ord);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

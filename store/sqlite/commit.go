@@ -332,6 +332,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, runArg, n, head, cp.FormatVersion, cp.Build
 	}
 
 	traceSeq := counters.traceSeq + int64(len(tick.Trace))
+	for _, n := range tick.Notices {
+		if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(lease.RunID, head, traceSeq, n.Kind), runArg, head, n.Kind, n.Body, tsArg, tsArg); err != nil {
+			return err
+		}
+	}
 	// The run's row, written last (a lagging tick's write of it waits;
 	// see deferRunRow).
 	row := deferredRow{runID: lease.RunID, head: head, hash: hash, sum: sum, summed: summed, state: state, outcome: tick.Outcome,
@@ -721,6 +726,10 @@ func (w *writer) cloneTick(t store.Tick) store.Tick {
 	for i := range c.Trace {
 		c.Trace[i].Body = w.keep(c.Trace[i].Body)
 	}
+	c.Notices = cloneIn(&a.notices, t.Notices)
+	for i := range c.Notices {
+		c.Notices[i].Body = w.keep(c.Notices[i].Body)
+	}
 	return c
 }
 
@@ -735,6 +744,7 @@ type tickArenas struct {
 	ids       []string
 	submit    []store.Inbound
 	trace     []store.TraceRecord
+	notices   []store.Notice
 }
 
 // reset empties the arenas, dropping what their copies referred to:
@@ -748,6 +758,7 @@ func (a *tickArenas) reset() {
 	resetArena(&a.ids)
 	resetArena(&a.submit)
 	resetArena(&a.trace)
+	resetArena(&a.notices)
 }
 
 func resetArena[T any](a *[]T) {

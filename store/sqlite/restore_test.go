@@ -250,17 +250,27 @@ func execAt(t *testing.T, path, q string) {
 	}
 }
 
-// damagePage overwrites the middle of the last page of the database at
-// path, a b-tree page of some table or index.
+// damagePage overwrites the middle of the root page of the events' b-tree
+// in the database at path: a page in use however the file's pages are
+// laid out (its last may be free).
 func damagePage(t *testing.T, path string) {
 	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root, size int64
+	err = db.QueryRow(`SELECT (SELECT rootpage FROM sqlite_schema WHERE name = 'events'), (SELECT page_size FROM pragma_page_size)`).Scan(&root, &size)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fi, _ := f.Stat()
-	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 512), fi.Size()-4096+8); err != nil {
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 512), (root-1)*size+8); err != nil {
 		t.Fatal(err)
 	}
 }

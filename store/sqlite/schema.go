@@ -536,6 +536,26 @@ CREATE TRIGGER checkpoints_no_update BEFORE UPDATE ON checkpoints WHEN NOT (EXIS
 	AND NEW.recorded_at IS OLD.recorded_at)
 BEGIN SELECT RAISE(ABORT, 'checkpoints are append-only'); END;
 `,
+	// 18: notices (store.Noticeboard): messages for people outside, each
+	// written with the tick that caused it and deleted once delivered.
+	// No reference to runs: a run may be pruned before its notice is
+	// delivered. Claimed oldest due first (notices_due).
+	`
+CREATE TABLE notices (
+	notice_id  TEXT NOT NULL UNIQUE,
+	run_id     TEXT NOT NULL,
+	seq        INTEGER NOT NULL CHECK (seq >= 0),
+	kind       TEXT NOT NULL,
+	body       BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	attempts   INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+	next_at    INTEGER NOT NULL,
+	holder     TEXT NOT NULL DEFAULT '',
+	held_until INTEGER NOT NULL DEFAULT 0,
+	last_error TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX notices_due ON notices (next_at);
+`,
 }
 
 // Migrations that change no table.

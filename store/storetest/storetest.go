@@ -78,6 +78,7 @@ func Run(t *testing.T, open Opener) {
 		{"Prunable", testPrunable},
 		{"Duties", testDuties},
 		{"MoveOut", testMoveOut},
+		{"Notices", testNotices},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Notice is a message for people outside the runtime: a run waits for
+// one of them, was frozen by a tripwire, or has ended. The runner adds it
+// to the tick that causes it (Tick.Notices), so the store holds it if
+// and only if it holds the tick: the transactional outbox pattern, with
+// nothing lost in a crash between deciding and telling. A notifier
+// (Noticeboard) claims notices, delivers them and deletes them; one
+// delivered and then claimed again, because its deliverer died before
+// it could say so, is delivered twice under the same ID, which receivers
+// use to drop the repeat.
+//
+// A body holds identifiers and states, never a run's inputs or an
+// effect's content: it is neither sealed nor pruned with its run, and it
+// goes to systems outside the store's protection.
+type Notice struct {
+	// Set by the writer of the tick.
+	Kind string // what happened: NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded
+	Body []byte // a JSON object
+
+	// Set by the store.
+	ID        string // run, head, trace position and kind: unique in the store, stable across deliveries
+	RunID     string
+	Seq       int64 // the run's head after the tick
+	CreatedAt time.Time
+	// Attempts counts deliveries begun, the one a claim starts
+	// included; LastError says why the one before failed.
+	Attempts  int
+	LastError string
+}
+
+// The kinds of notice the runner writes.
+const (
+	NoticeApproval       = "approval_waiting"       // the run waits for an approval
+	NoticeReconciliation = "reconciliation_waiting" // the run waits for a person to reconcile an effect
+	NoticeTripped        = "run_tripped"            // a tripwire froze the run until a person releases it
+	NoticeEnded          = "run_ended"              // the run reached a final state
+)
+
+// MaxNoticeBody bounds a notice's body: a notice names things, it does
+// not carry them.
+const MaxNoticeBody = 16 << 10
+
+// NoticeID is the ID of the notice of kind written for run by a tick
+// leaving it at head with trace records up to trace: a run reaches one
+// position once, save a tripwire's report, which moves the trace alone.
+func NoticeID(runID string, head, trace int64, kind string) string {
+	return runID + "/" + strconv.FormatInt(head, 10) + "/" + strconv.FormatInt(trace, 10) + "/" + kind
+}
+
+// checkNotices is ValidateTick's part for a tick's notices.
+func checkNotices(ns []Notice) string {
+	for i, n := range ns {
+		switch n.Kind {
+		case NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded:
+		default:
+			return fmt.Sprintf("notice %d has the unknown kind %q", i, n.Kind)
+		}
+		if len(n.Body) > MaxNoticeBody {
+			return fmt.Sprintf("notice %d body holds %d bytes, more than %d", i, len(n.Body), MaxNoticeBody)
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(n.Body, &obj) != nil || obj == nil {
+			return fmt.Sprintf("notice %d body is not a JSON object", i)
+		}
+		for j := range i {
+			if ns[j].Kind == n.Kind {
+				return fmt.Sprintf("notices %d and %d are both %s", j, i, n.Kind)
+			}
+		}
+	}
+	return ""
+}
+
+// Noticeboard is implemented by stores that keep notices (both of
+// flrh's). Notices are claimed for a while, as runs are leased: a
+// deliverer that dies holding some leaves them to be claimed again once
+// its hold has passed, so every notice is delivered at least once
+// whichever process of several sharing the store delivers it.
+type Noticeboard interface {
+	// ClaimNotices holds for holder, until hold from now, up to limit
+	// notices that are due (their next attempt's time has come) and
+	// not held by another, oldest first, and returns them with Attempts
+	// counting this one. None due is no notices and no error.
+	ClaimNotices(ctx context.Context, holder string, hold time.Duration, limit int) ([]Notice, error)
+	// NoticeDone deletes a notice holder holds: delivered, or given up.
+	// A notice holder no longer holds (its hold passed and another
+	// claimed it, or it is gone) is CodeFenced, and nothing changes.
+	NoticeDone(ctx context.Context, id, holder string) error
+	// NoticeRetry releases a notice holder holds until after from now,
+	// recording why the attempt failed; CodeFenced as NoticeDone.
+	NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string) error
+	// NoticeBacklog counts the notices not yet delivered and tells when
+	// the oldest was written (zero when there are none).
+	NoticeBacklog(ctx context.Context) (n int64, oldest time.Time, err error)
+}
+
+// NoticeboardOf returns the Noticeboard of s, or of the first store it
+// wraps that has one.
+func NoticeboardOf(s Store) (Noticeboard, bool) { return As[Noticeboard](s) }
+
+// ValidateClaim checks ClaimNotices' arguments, for both stores.
+func ValidateClaim(holder string, hold time.Duration, limit int) error {
+	switch {
+	case holder == "":
+		return Errorf(CodeInvalidInput, "claim notices", "", nil, "no holder")
+	case len(holder) > maxDutyText || !utf8.ValidString(holder):
+		return Errorf(CodeInvalidInput, "claim notices", "", nil, "the holder is not UTF-8 of at most %d bytes", maxDutyText)
+	case hold <= 0:
+		return Errorf(CodeInvalidInput, "claim notices", "", nil, "hold %v is not positive", hold)
+	case limit <= 0:
+		return Errorf(CodeInvalidInput, "claim notices", "", nil, "limit %d is not positive", limit)
+	}
+	return nil
+}
+
+// MaxNoticeError bounds the reason NoticeRetry keeps.
+const MaxNoticeError = 512
+
+// NoticeReason is reason cut to MaxNoticeError bytes at a character's
+// start.
+func NoticeReason(reason string) string {
+	if len(reason) <= MaxNoticeError {
+		return reason
+	}
+	cut := MaxNoticeError
+	for cut > 0 && reason[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return reason[:cut]
+}

@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// ClaimNotices implements store.Noticeboard: the oldest due notices no
+// one holds are locked, skipping those another claim has locked, and
+// held, in one statement at the database's clock.
+func (s *Store) ClaimNotices(ctx context.Context, holder string, hold time.Duration, limit int) ([]store.Notice, error) {
+	const op = "claim notices"
+	if err := store.ValidateClaim(holder, hold, limit); err != nil {
+		return nil, err
+	}
+	type claimed struct {
+		n         store.Notice
+		next, ord int64
+	}
+	var got []claimed
+	err := s.write(ctx, op, "", func(tx *wtx) error {
+		got = got[:0]
+		b := &pgx.Batch{}
+		b.Queue(`WITH clock AS (SELECT `+nowParam(3)+` AS now),
+due AS (SELECT ord FROM notices, clock WHERE next_at <= clock.now AND held_until <= clock.now ORDER BY next_at, ord LIMIT $4 FOR UPDATE OF notices SKIP LOCKED)
+UPDATE notices n SET holder = $1, held_until = clock.now + $2::bigint, attempts = n.attempts + 1 FROM due, clock WHERE n.ord = due.ord
+RETURNING n.notice_id, n.run_id, n.seq, n.kind, n.body, n.created_at, n.attempts, n.last_error, n.next_at, n.ord`,
+			holder, hold.Nanoseconds(), s.injected(), limit).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var c claimed
+				var created int64
+				if err := rows.Scan(&c.n.ID, &c.n.RunID, &c.n.Seq, &c.n.Kind, &c.n.Body, &created, &c.n.Attempts, &c.n.LastError, &c.next, &c.ord); err != nil {
+					return err
+				}
+				c.n.CreatedAt = fromNanos(created)
+				got = append(got, c)
+			}
+			return rows.Err()
+		})
+		return tx.SendBatch(ctx, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING follows no order: the claim's is the queue's.
+	slices.SortFunc(got, func(a, b claimed) int { return cmp.Or(cmp.Compare(a.next, b.next), cmp.Compare(a.ord, b.ord)) })
+	out := make([]store.Notice, len(got))
+	for i, c := range got {
+		out[i] = c.n
+	}
+	return out, nil
+}
+
+// NoticeDone implements store.Noticeboard.
+func (s *Store) NoticeDone(ctx context.Context, id, holder string) error {
+	return s.settleNotice(ctx, "notice done", id, holder,
+		`DELETE FROM notices WHERE notice_id = $1 AND holder = $2 AND held_until > `+nowParam(3), s.injected())
+}
+
+// NoticeRetry implements store.Noticeboard.
+func (s *Store) NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string) error {
+	if after < 0 {
+		return store.Errorf(store.CodeInvalidInput, "notice retry", "", nil, "negative delay %v", after)
+	}
+	return s.settleNotice(ctx, "notice retry", id, holder, `WITH clock AS (SELECT `+nowParam(3)+` AS now)
+UPDATE notices SET holder = '', held_until = 0, next_at = clock.now + $4::bigint, last_error = $5
+FROM clock WHERE notice_id = $1 AND holder = $2 AND held_until > clock.now`, s.injected(), after.Nanoseconds(), store.NoticeReason(reason))
+}
+
+// settleNotice runs query, which changes the notice $1 while $2 holds it,
+// with the arguments after those two, and refuses when it changed
+// nothing.
+func (s *Store) settleNotice(ctx context.Context, op, id, holder, query string, args ...any) error {
+	if id == "" || holder == "" {
+		return store.Errorf(store.CodeInvalidInput, op, "", nil, "a notice's id and holder are required")
+	}
+	return s.write(ctx, op, "", func(tx *wtx) error {
+		tag, err := tx.Exec(ctx, query, append([]any{id, holder}, args...)...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return store.Errorf(store.CodeFenced, op, "", nil, "notice %s is not held by %s", id, holder)
+		}
+		return nil
+	})
+}
+
+// NoticeBacklog implements store.Noticeboard.
+func (s *Store) NoticeBacklog(ctx context.Context) (int64, time.Time, error) {
+	var n, oldest int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(min(created_at), 0) FROM notices`).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, s.mapErr("notice backlog", "", err)
+	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
+	return n, fromNanos(oldest), nil
+}

@@ -1,0 +1,109 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// insertNotice writes a tick's notice; a second of the same ID (the same
+// tick's, committed again after a lost answer) changes nothing.
+const insertNotice = `INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (notice_id) DO NOTHING`
+
+// ClaimNotices implements store.Noticeboard: in one write transaction,
+// the oldest due notice not held is held, up to limit times.
+func (s *Store) ClaimNotices(ctx context.Context, holder string, hold time.Duration, limit int) ([]store.Notice, error) {
+	if err := store.ValidateClaim(holder, hold, limit); err != nil {
+		return nil, err
+	}
+	var out []store.Notice
+	err := s.write(ctx, "claim notices", "", func(ctx context.Context, tx *wtx, now time.Time) error {
+		out = out[:0]
+		at, until := now.UnixNano(), now.Add(hold).UnixNano()
+		for range limit {
+			var n store.Notice
+			var created int64
+			err := s.queryRow(ctx, tx, `UPDATE notices SET holder = ?, held_until = ?, attempts = attempts + 1
+WHERE rowid = (SELECT rowid FROM notices WHERE next_at <= ? AND held_until <= ? ORDER BY next_at, rowid LIMIT 1)
+RETURNING notice_id, run_id, seq, kind, body, created_at, attempts, last_error`, holder, until, at, at).
+				Scan(&n.ID, &n.RunID, &n.Seq, &n.Kind, blob{&n.Body}, &created, &n.Attempts, &n.LastError)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n.CreatedAt = fromNanos(created)
+			out = append(out, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// NoticeDone implements store.Noticeboard.
+func (s *Store) NoticeDone(ctx context.Context, id, holder string) error {
+	return s.settleNotice(ctx, "notice done", id, holder, func(now time.Time) (string, []any) {
+		return `DELETE FROM notices WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{id, holder, now.UnixNano()}
+	})
+}
+
+// NoticeRetry implements store.Noticeboard.
+func (s *Store) NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string) error {
+	if after < 0 {
+		return store.Errorf(store.CodeInvalidInput, "notice retry", "", nil, "negative delay %v", after)
+	}
+	return s.settleNotice(ctx, "notice retry", id, holder, func(now time.Time) (string, []any) {
+		return `UPDATE notices SET holder = '', held_until = 0, next_at = ?, last_error = ?
+WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{now.Add(after).UnixNano(), store.NoticeReason(reason), id, holder, now.UnixNano()}
+	})
+}
+
+// settleNotice runs the statement stmt makes at the transaction's time,
+// which changes the notice id while holder holds it, and refuses when it
+// changed nothing.
+func (s *Store) settleNotice(ctx context.Context, op, id, holder string, stmt func(now time.Time) (string, []any)) error {
+	if id == "" || holder == "" {
+		return store.Errorf(store.CodeInvalidInput, op, "", nil, "a notice's id and holder are required")
+	}
+	return s.write(ctx, op, "", func(ctx context.Context, tx *wtx, now time.Time) error {
+		query, args := stmt(now)
+		res, err := s.exec(ctx, tx, query, args...)
+		if err != nil {
+			return err
+		}
+		if res.n == 0 {
+			return store.Errorf(store.CodeFenced, op, "", nil, "notice %s is not held by %s", id, holder)
+		}
+		return nil
+	})
+}
+
+// NoticeBacklog implements store.Noticeboard.
+func (s *Store) NoticeBacklog(ctx context.Context) (int64, time.Time, error) {
+	rows, err := s.read(ctx, `SELECT count(*), coalesce(min(created_at), 0) FROM notices`)
+	if err != nil {
+		return 0, time.Time{}, mapErr("notice backlog", "", err)
+	}
+	defer rows.Close()
+	var n, oldest int64
+	if rows.Next() {
+		if err := rows.Scan(&n, &oldest); err != nil {
+			return 0, time.Time{}, mapErr("notice backlog", "", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, time.Time{}, mapErr("notice backlog", "", err)
+	}
+	if n == 0 {
+		return 0, time.Time{}, nil
+	}
+	return n, fromNanos(oldest), nil
+}

@@ -1,0 +1,213 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// testNotices holds the store's notices to store.Noticeboard: written
+// with their tick and only with it, under IDs that name the tick's place;
+// claimed oldest first, by one holder at a time, again once a hold has
+// passed; settled only by their holder; retried after a delay with the
+// reason kept; and each claimed once among claimers racing.
+func testNotices(t *testing.T, s store.Store, c *Clock) {
+	nb, ok := store.NoticeboardOf(s)
+	if !ok {
+		t.Skip("the store keeps no notices")
+	}
+	backlog := func(want int64, oldest time.Time) {
+		t.Helper()
+		n, at, err := nb.NoticeBacklog(ctx)
+		must(t, err)
+		if n != want || !at.Equal(oldest) {
+			t.Fatalf("backlog = %d since %v, want %d since %v", n, at, want, oldest)
+		}
+	}
+	claim := func(holder string, hold time.Duration, limit int) []store.Notice {
+		t.Helper()
+		got, err := nb.ClaimNotices(ctx, holder, hold, limit)
+		must(t, err)
+		return got
+	}
+	ids := func(ns []store.Notice) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = n.ID
+		}
+		return out
+	}
+	notice := func(kind, body string) store.Notice { return store.Notice{Kind: kind, Body: []byte(body)} }
+	backlog(0, time.Time{})
+	if got := claim("a", time.Minute, 10); len(got) != 0 {
+		t.Fatalf("empty store gave notices %v", ids(got))
+	}
+
+	// Refused ticks write no notice: a bad notice, a lagging tick with
+	// one, a stale head, a stale lease.
+	newRun(t, s, "r")
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	ok1 := notice(store.NoticeApproval, `{"run_id":"r"}`)
+	for name, tick := range map[string]store.Tick{
+		"unknown kind":    {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{notice("lunch", `{}`)}},
+		"not an object":   {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{notice(store.NoticeEnded, `[1]`)}},
+		"not JSON":        {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{notice(store.NoticeEnded, `{`)}},
+		"null":            {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{notice(store.NoticeEnded, `null`)}},
+		"twice one kind":  {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{ok1, ok1}},
+		"lagging":         {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{ok1}, MayLag: true},
+		"too large":       {Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{notice(store.NoticeEnded, fmt.Sprintf(`{"x":%q}`, make([]byte, store.MaxNoticeBody)))}},
+		"bad event first": {Events: []store.Event{{Kind: "E"}}, Notices: []store.Notice{ok1}},
+	} {
+		if err := s.Commit(ctx, l, tick); store.CodeOf(err) != store.CodeInvalidInput {
+			t.Fatalf("%s: commit = %v, want %s", name, err, store.CodeInvalidInput)
+		}
+		backlog(0, time.Time{})
+	}
+	mustCode(t, s.Commit(ctx, l, store.Tick{ExpectHead: 3, Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{ok1}}), store.CodeHeadMismatch)
+	stale := l
+	stale.Generation--
+	mustCode(t, s.Commit(ctx, stale, store.Tick{Events: []store.Event{Ev("E", `{}`)}, Notices: []store.Notice{ok1}}), store.CodeFenced)
+	backlog(0, time.Time{})
+
+	// Written with the tick: the run at 2 waits for an approval; a
+	// tripwire's report moves the trace alone; the run ends at 3.
+	t0 := c.Now()
+	must(t, s.Commit(ctx, l, store.Tick{Events: []store.Event{Ev("E", `{}`), Ev("E", `{}`)}, State: "WAIT_APPROVAL",
+		Notices: []store.Notice{notice(store.NoticeApproval, `{"requests":["q1"]}`)}}))
+	c.Advance(time.Second)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Trace: []store.TraceRecord{{Kind: "tripwire.report", Body: []byte(`{}`)}},
+		Notices: []store.Notice{notice(store.NoticeTripped, `{"wires":["w"]}`)}}))
+	c.Advance(time.Second)
+	must(t, s.Commit(ctx, l, store.Tick{ExpectHead: 2, Events: []store.Event{Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+		Trace:   []store.TraceRecord{{Kind: "x", Body: []byte(`{}`)}, {Kind: "x", Body: []byte(`{}`)}},
+		Notices: []store.Notice{notice(store.NoticeEnded, `{"outcome":"success"}`), notice(store.NoticeReconciliation, `{}`)}}))
+	backlog(4, t0)
+	want := []string{store.NoticeID("r", 2, 0, store.NoticeApproval), store.NoticeID("r", 2, 1, store.NoticeTripped),
+		store.NoticeID("r", 3, 3, store.NoticeEnded), store.NoticeID("r", 3, 3, store.NoticeReconciliation)}
+
+	// Oldest first, up to the limit; held, another holder gets the rest.
+	c.Advance(time.Second)
+	first := claim("a", time.Minute, 2)
+	if !slices.Equal(ids(first), want[:2]) {
+		t.Fatalf("claimed %v, want %v", ids(first), want[:2])
+	}
+	if n := first[0]; n.RunID != "r" || n.Seq != 2 || n.Kind != store.NoticeApproval || string(n.Body) != `{"requests":["q1"]}` ||
+		!n.CreatedAt.Equal(t0) || n.Attempts != 1 || n.LastError != "" {
+		t.Fatalf("claimed %+v", n)
+	}
+	second := claim("b", time.Minute, 10)
+	if !slices.Equal(ids(second), want[2:]) {
+		t.Fatalf("b claimed %v, want %v", ids(second), want[2:])
+	}
+	if got := claim("c", time.Minute, 10); len(got) != 0 {
+		t.Fatalf("c claimed held notices %v", ids(got))
+	}
+
+	// Settled by its holder alone; once done, gone.
+	mustCode(t, nb.NoticeDone(ctx, want[0], "b"), store.CodeFenced)
+	mustCode(t, nb.NoticeDone(ctx, "r/9/9/run_ended", "a"), store.CodeFenced)
+	must(t, nb.NoticeDone(ctx, want[0], "a"))
+	mustCode(t, nb.NoticeDone(ctx, want[0], "a"), store.CodeFenced)
+	backlog(3, t0.Add(time.Second))
+
+	// A retry releases the notice until its delay has passed, and the
+	// next claim sees why the last attempt failed.
+	long := fmt.Sprintf("%0600d", 7)
+	must(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "status 503 "+long))
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", time.Second, "again"), store.CodeFenced)
+	c.Advance(29 * time.Second)
+	if got := claim("c", time.Minute, 10); len(got) != 0 {
+		t.Fatalf("claimed %v before the retry was due", ids(got))
+	}
+	c.Advance(time.Second)
+	again := claim("c", time.Minute, 10)
+	if len(again) != 1 || again[0].ID != want[1] || again[0].Attempts != 2 || len(again[0].LastError) != store.MaxNoticeError ||
+		again[0].LastError[:11] != "status 503 " {
+		t.Fatalf("after the retry's delay claimed %+v", again)
+	}
+
+	// A hold that passes lets another claim; the first holder is then
+	// fenced. The retried notice, due last, comes last.
+	c.Advance(time.Minute)
+	taken := claim("d", time.Minute, 10)
+	if !slices.Equal(ids(taken), []string{want[2], want[3], want[1]}) || taken[0].Attempts != 2 || taken[2].Attempts != 3 {
+		t.Fatalf("after the holds passed d claimed %+v", taken)
+	}
+	mustCode(t, nb.NoticeDone(ctx, want[2], "b"), store.CodeFenced)
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "c", 0, "x"), store.CodeFenced)
+	for _, n := range taken {
+		must(t, nb.NoticeDone(ctx, n.ID, "d"))
+	}
+	backlog(0, time.Time{})
+
+	// Bad requests change nothing.
+	for _, bad := range []struct {
+		holder string
+		hold   time.Duration
+		limit  int
+	}{{"", time.Minute, 1}, {"a", 0, 1}, {"a", time.Minute, 0}, {"a\xff", time.Minute, 1}, {string(make([]byte, 201)), time.Minute, 1}} {
+		_, err := nb.ClaimNotices(ctx, bad.holder, bad.hold, bad.limit)
+		mustCode(t, err, store.CodeInvalidInput)
+	}
+	mustCode(t, nb.NoticeDone(ctx, "", "a"), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "", time.Second, ""), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "a", -time.Second, ""), store.CodeInvalidInput)
+
+	// Claimers racing share the notices: each is claimed once.
+	const runs = 24
+	for i := range runs {
+		id := fmt.Sprintf("race-%02d", i)
+		newRun(t, s, id)
+		rl, err := s.AcquireLease(ctx, id, "w", time.Hour)
+		must(t, err)
+		must(t, s.Commit(ctx, rl, store.Tick{Events: []store.Event{Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+			Notices: []store.Notice{notice(store.NoticeEnded, `{}`)}}))
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		holder := fmt.Sprintf("h%d", w)
+		wg.Go(func() {
+			for {
+				got, err := nb.ClaimNotices(ctx, holder, time.Hour, 3)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				for _, n := range got {
+					mu.Lock()
+					if other, dup := seen[n.ID]; dup {
+						mu.Unlock()
+						errs <- fmt.Errorf("%s claimed by %s and %s", n.ID, other, holder)
+						return
+					}
+					seen[n.ID] = holder
+					mu.Unlock()
+					if err := nb.NoticeDone(ctx, n.ID, holder); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != runs {
+		t.Fatalf("racing claimers settled %d notices, want %d", len(seen), runs)
+	}
+	backlog(0, time.Time{})
+}

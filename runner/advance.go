@@ -737,6 +737,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if trips := tripwire.Check(b); len(trips) > 0 {
 		return r.trip(ctx, t, b, trips)
 	}
+	r.addNotices(t, p)
 	if err := r.commit(ctx, t, p); err != nil {
 		if store.CodeOf(err) == store.CodeFenced {
 			r.forgetLease(t.lease)

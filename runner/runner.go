@@ -60,6 +60,11 @@ type Config struct {
 	// negative value ignores destinations' asks. The run's lease is renewed
 	// while it waits.
 	MaxRetryAfter time.Duration
+	// Notices has each tick that leaves its run waiting for an approval
+	// or a reconciliation, ends it, or freezes it on a tripwire write a
+	// store.Notice with it, for a notifier to deliver (notices.go). Off,
+	// nothing is written: a store no one delivers from keeps none.
+	Notices bool
 	// Clock is the shell's clock (receipt times, approval checks, the
 	// time budgets).
 	Clock func() time.Time

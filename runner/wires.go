@@ -195,17 +195,20 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	}
 	r.log.Error("tripwire", "run_id", t.run.ID, "tick", t.run.Head, "phase", string(b.Phase), "wires", strings.Join(names, ","))
 	r.observeTrip(ctx, t, b, trips)
+	park := "degraded_safe_mode"
+	if err == nil {
+		park = string(rep.Disposition.Park)
+	}
 	if err == nil {
 		if body, err := rep.Encode(); err == nil {
 			tick := store.Tick{ExpectHead: t.run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}
+			if r.cfg.Notices {
+				tick.Notices = []store.Notice{trippedNotice(t, park, names)}
+			}
 			if err := r.cfg.Store.Commit(ctx, t.lease, tick); err != nil {
 				r.log.Error("tripwire report not recorded", "run_id", t.run.ID, "err", err, "report", string(body))
 			}
 		}
-	}
-	park := "degraded_safe_mode"
-	if err == nil {
-		park = string(rep.Disposition.Park)
 	}
 	reason := store.ParkPrefix + park + ": " + strings.Join(names, ", ")
 	if len(trips) == 1 && trips[0].Wire == wireUnsendable {

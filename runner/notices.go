@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"encoding/json"
+
+	"flrh.dev/flrh/store"
+)
+
+// NoticeBody is the body of every notice the runner writes (a
+// store.Notice's Body, as JSON): what happened to which run, and what
+// the run waits for, by identifier. It carries no input, payload or
+// preview: a receiver that needs them reads the run through the API, as
+// someone allowed to.
+type NoticeBody struct {
+	Kind            string `json:"kind"`
+	RunID           string `json:"run_id"`
+	WorkflowID      string `json:"workflow_id"`
+	WorkflowVersion string `json:"workflow_version"`
+	State           string `json:"state"`
+	Seq             int64  `json:"seq"` // the run's last accepted event when the notice was written
+	// Outcome is the run's final outcome (run_ended).
+	Outcome string `json:"outcome,omitempty"`
+	// Requests are the approval requests the run waits on
+	// (approval_waiting).
+	Requests []string `json:"requests,omitempty"`
+	// Effects are the intents whose outcome a person must reconcile
+	// (reconciliation_waiting).
+	Effects []string `json:"effects,omitempty"`
+	// Park is where a tripwire parked the run and Wires the wires that
+	// tripped (run_tripped).
+	Park  string   `json:"park,omitempty"`
+	Wires []string `json:"wires,omitempty"`
+}
+
+// addNotices adds to p the notices its tick calls for, when the runner
+// writes notices: the run ends, or comes to wait for an approval or a
+// reconciliation. A tick with a notice is made durable (the notice may
+// be delivered as soon as it is committed, and a lagging tick can be
+// lost after that).
+func (r *Runner) addNotices(t *tick, p *store.Tick) {
+	p.Notices = p.Notices[:0] // a commit tried before and refused
+	if !r.cfg.Notices {
+		return
+	}
+	to := t.obs.from
+	if p.State != "" {
+		to = p.State
+	}
+	b := NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
+		Seq: p.ExpectHead + int64(len(p.Events))}
+	switch {
+	case p.Outcome != "":
+		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
+	case to == t.obs.from:
+		return
+	case to == "WAIT_APPROVAL":
+		b.Kind, b.Requests = store.NoticeApproval, awaitedRequests(t)
+	case to == "HUMAN_RECONCILIATION":
+		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
+	default:
+		return
+	}
+	p.Notices = append(p.Notices, store.Notice{Kind: b.Kind, Body: noticeJSON(b)})
+	p.MayLag = false
+}
+
+// trippedNotice is the notice of a run a tripwire froze, written with
+// the tick that records the wires' report.
+func trippedNotice(t *tick, park string, wires []string) store.Notice {
+	b := NoticeBody{Kind: store.NoticeTripped, RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion,
+		State: t.run.State, Seq: t.run.Head, Park: park, Wires: wires}
+	return store.Notice{Kind: b.Kind, Body: noticeJSON(b)}
+}
+
+func noticeJSON(b NoticeBody) []byte {
+	out, _ := json.Marshal(b) // strings and lists of them: it cannot fail
+	return out
+}
+
+// unknownEffects are the run's effects whose outcome is unknown.
+func unknownEffects(t *tick) []string {
+	var ids []string
+	if t.cp == nil {
+		return ids
+	}
+	for _, e := range t.cp.Open {
+		if e.Stage == stageUnknown {
+			ids = append(ids, e.IntentID)
+		}
+	}
+	return ids
+}

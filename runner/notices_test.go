@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/tripwire"
+)
+
+// noticing is h's runner writing notices, over the adapter given.
+func (h *harness) noticing(adapter effect.Adapter) *Runner {
+	h.t.Helper()
+	reg := &effect.Registry{}
+	if err := reg.Register("refund.pay", "fake/1", adapter); err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Notices: true,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// claimAll takes every notice due from h's store, settles it, and returns
+// their bodies in the store's order with the notices themselves.
+func (h *harness) claimAll() ([]NoticeBody, []store.Notice) {
+	h.t.Helper()
+	ns, err := h.store.ClaimNotices(ctx, "test", time.Minute, 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	bodies := make([]NoticeBody, len(ns))
+	for i, n := range ns {
+		dec := json.NewDecoder(bytes.NewReader(n.Body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&bodies[i]); err != nil {
+			h.t.Fatalf("notice %s: %v", n.ID, err)
+		}
+		if bodies[i].Kind != n.Kind || bodies[i].RunID != n.RunID || bodies[i].Seq != n.Seq {
+			h.t.Fatalf("notice %+v has the body %+v", n, bodies[i])
+		}
+		if err := h.store.NoticeDone(ctx, n.ID, "test"); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return bodies, ns
+}
+
+// A runner that writes notices writes one with the tick that leaves a run
+// waiting for an approval, one with the tick that ends it, one with the
+// tick that leaves it waiting for a person to reconcile, and one with the
+// report of a tripwire that froze it; each names the run, its state and
+// position, and what it waits for, and nothing of the refund itself.
+// A runner that does not write notices writes none.
+func TestNoticesFollowTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.start("quiet", large)
+	st, err := h.r.Inspect(ctx, "quiet")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if n, _, err := h.store.NoticeBacklog(ctx); err != nil || n != 0 {
+		t.Fatalf("a runner without notices wrote %d (%v)", n, err)
+	}
+
+	h.r = h.noticing(h.dest)
+	h.start("big", large)
+	st, err = h.r.Inspect(ctx, "big")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	run := h.run("big")
+	got, ns := h.claimAll()
+	want := []NoticeBody{{Kind: store.NoticeApproval, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "WAIT_APPROVAL",
+		Seq: run.Head, Requests: []string{st.Waiting[0].RequestID}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("notices %+v, want %+v", got, want)
+	}
+	for _, n := range ns {
+		for _, content := range []string{"bob", "amount", "payee"} {
+			if bytes.Contains(n.Body, []byte(content)) {
+				t.Fatalf("notice %s names %q: %s", n.ID, content, n.Body)
+			}
+		}
+	}
+	// Approved, the run ends: one notice, with its outcome.
+	if err := h.r.Approve(ctx, "big", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	run = h.run("big")
+	got, _ = h.claimAll()
+	want = []NoticeBody{{Kind: store.NoticeEnded, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "SUCCEEDED",
+		Seq: run.Head, Outcome: run.Outcome}}
+	if run.State != "SUCCEEDED" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("run %s; notices %+v, want %+v", run.State, got, want)
+	}
+
+	// An outcome no one can find out waits for a person.
+	st = h.unresolved("lost")
+	run = h.run("lost")
+	got, _ = h.claimAll()
+	want = []NoticeBody{{Kind: store.NoticeReconciliation, RunID: "lost", WorkflowID: "refunds", WorkflowVersion: "1",
+		State: "HUMAN_RECONCILIATION", Seq: run.Head, Effects: st.Unknown}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("notices %+v, want %+v", got, want)
+	}
+	// Reconciled as applied, it ends, and says so.
+	if err := h.r.Reconcile(ctx, "lost", st.Unknown[0], "confirmed_success", reconciler); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if got, _ = h.claimAll(); len(got) != 1 || got[0].Kind != store.NoticeEnded || got[0].RunID != "lost" || got[0].Outcome != "success" {
+		t.Fatalf("after reconciliation: %+v", got)
+	}
+
+	// A tripwire freezes a run: the notice comes with the wires' report.
+	h.dest.script, h.dest.lookupErr = nil, false
+	if err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = h.claimAll(); len(got) != 0 {
+		t.Fatalf("a run waiting for its pass wrote %+v", got)
+	}
+	h.r = h.noticing(picky{h.dest})
+	h.idle()
+	run = h.run("stuck")
+	got, _ = h.claimAll()
+	want = []NoticeBody{{Kind: store.NoticeTripped, RunID: "stuck", WorkflowID: "refunds", WorkflowVersion: "1", State: run.State,
+		Seq: run.Head, Park: string(tripwire.ParkSafeMode), Wires: []string{wireUnsendable}}}
+	if run.Quarantine == "" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("run parked %q; notices %+v, want %+v", run.Quarantine, got, want)
+	}
+}

@@ -64,6 +64,38 @@ func ReadValueFile(path string) ([]byte, error) {
 	return b, nil
 }
 
+// Value is the variable name's value: NAME itself, or, when it is unset
+// and NAME_FILE is set (and e reads files), the file's contents less one
+// final line break. Both set, a file that cannot be read and an empty
+// file are errors naming the variable and the file, never a value.
+func (e Env) Value(name string) (string, error) {
+	getenv := e.Getenv
+	if getenv == nil {
+		return "", nil
+	}
+	path := getenv(name + FileSuffix)
+	if path == "" || e.ReadFile == nil {
+		return getenv(name), nil
+	}
+	if getenv(name) != "" {
+		return "", fmt.Errorf("bundle: %s and %s%s are both set; set one", name, name, FileSuffix)
+	}
+	b, err := e.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("bundle: %s%s: %w", name, FileSuffix, err)
+	}
+	v := string(b)
+	if !strings.HasSuffix(v, "\r\n") {
+		v = strings.TrimSuffix(v, "\n")
+	} else {
+		v = v[:len(v)-2]
+	}
+	if v == "" {
+		return "", fmt.Errorf("bundle: %s%s: %s is empty", name, FileSuffix, path)
+	}
+	return v, nil
+}
+
 // Resolve reads every variable the bundle's adapters name (Variables) from
 // e and returns the getenv Registry and Secrets take. A variable that is
 // unset and whose NAME_FILE is set takes the file's contents, less one
@@ -82,25 +114,12 @@ func (a *Adapters) Resolve(e Env) (func(string) string, error) {
 	}
 	resolved := map[string]string{}
 	for _, name := range a.Variables() {
-		path := getenv(name + FileSuffix)
-		if path == "" {
+		if getenv(name+FileSuffix) == "" {
 			continue
 		}
-		if getenv(name) != "" {
-			return nil, fmt.Errorf("bundle: %s and %s%s are both set; set one", name, name, FileSuffix)
-		}
-		b, err := e.ReadFile(path)
+		v, err := e.Value(name)
 		if err != nil {
-			return nil, fmt.Errorf("bundle: %s%s: %w", name, FileSuffix, err)
-		}
-		v := string(b)
-		if !strings.HasSuffix(v, "\r\n") {
-			v = strings.TrimSuffix(v, "\n")
-		} else {
-			v = v[:len(v)-2]
-		}
-		if v == "" {
-			return nil, fmt.Errorf("bundle: %s%s: %s is empty", name, FileSuffix, path)
+			return nil, err
 		}
 		resolved[name] = v
 	}

@@ -24,6 +24,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/mcp"
+	"flrh.dev/flrh/notify"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
@@ -102,6 +103,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
 	pruneAbandoned := cmd.Flags().Bool("prune-abandoned", false, "with --prune-ended-after: also prune runs that ended with an effect open (abandoned by a person), as flrh store prune --abandoned does")
+	var nf noticeFlags
+	cmd.Flags().StringVar(&nf.url, "notify", "", "deliver notices (a run waits for an approval or a reconciliation, was frozen by a tripwire, or ended) to this webhook URL, signed; see docs/notices.md")
+	cmd.Flags().StringVar(&nf.secretEnv, "notify-secret-env", "FLRH_NOTIFY_SECRET", "with --notify: the variable (or NAME_FILE) holding the secret deliveries are signed with, 16 bytes at least")
+	cmd.Flags().DurationVar(&nf.timeout, "notify-timeout", notify.DefaultTimeout, "with --notify: how long one delivery may take")
+	cmd.Flags().DurationVar(&nf.giveUp, "notify-give-up", notify.DefaultGiveUp, "with --notify: drop a notice not delivered this long after it was written")
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
@@ -129,6 +135,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			return usagef("--backup-every must be at least 1s, not %s", *backupEvery)
 		case *backupKeep < 1:
 			return usagef("--backup-keep must be at least 1, not %d", *backupKeep)
+		}
+		if nf.url == "" && (cmd.Flags().Changed("notify-secret-env") || cmd.Flags().Changed("notify-timeout") || cmd.Flags().Changed("notify-give-up")) {
+			return usagef("--notify-secret-env, --notify-timeout and --notify-give-up need --notify")
 		}
 		pruning := *pruneAge > 0
 		switch {
@@ -243,12 +252,16 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
-			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter,
+			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.url != "",
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err
 		}
 		metricsReg := prometheus.NewRegistry()
+		hooks, err := nf.notifier(st, owner, log, metricsReg)
+		if err != nil {
+			return err
+		}
 		var backups *backupSchedule
 		if *backupDir != "" {
 			sq, ok := store.As[*sqlite.Store](st)
@@ -314,6 +327,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		}
 		if pruner != nil {
 			chores.Go(func() { pruner.run(runCtx) })
+		}
+		if hooks != nil {
+			chores.Go(func() { hooks.Run(runCtx) })
 		}
 		// SIGHUP rebuilds the bundles' adapters with the environment and
 		// the files it names as they are now (adapterReload).

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/notify"
+	"flrh.dev/flrh/store"
+)
+
+// noticeFlags are serve's webhook settings.
+type noticeFlags struct {
+	url, secretEnv  string
+	timeout, giveUp time.Duration
+}
+
+// notices builds serve's notifier from its flags, or nil without
+// --notify, with the metrics it reports into reg: deliveries by kind
+// and outcome, and the store's backlog read at each scrape.
+func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, reg *prometheus.Registry) (*notify.Notifier, error) {
+	if f.url == "" {
+		return nil, nil
+	}
+	board, ok := store.NoticeboardOf(st)
+	if !ok {
+		return nil, usagef("--notify: this store keeps no notices")
+	}
+	if f.secretEnv == "" {
+		return nil, usagef("--notify-secret-env must name a variable")
+	}
+	secret, err := bundle.OSEnv().Value(f.secretEnv)
+	if err != nil {
+		return nil, usagef("--notify: %v", err)
+	}
+	if secret == "" {
+		return nil, usagef("--notify: set %s (or %s%s) to the secret deliveries are signed with", f.secretEnv, f.secretEnv, bundle.FileSuffix)
+	}
+	if f.timeout <= 0 || f.giveUp <= 0 {
+		return nil, usagef("--notify-timeout and --notify-give-up must be positive")
+	}
+	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
+		Help: "Notice deliveries by kind and outcome: delivered, failed (to be tried again) or dropped."}, []string{"kind", "outcome"})
+	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_backlog",
+		Help: "Notices written and not yet delivered or dropped."}, func() float64 {
+		n, _, err := board.NoticeBacklog(context.Background())
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	})
+	for _, c := range []prometheus.Collector{delivered, backlog} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []string{store.NoticeApproval, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded} {
+		for _, o := range []string{"delivered", "failed", "dropped"} {
+			delivered.WithLabelValues(k, o)
+		}
+	}
+	n, err := notify.New(notify.Config{Board: board, URL: f.url, Secret: []byte(secret), Holder: holder + "/notify",
+		Timeout: f.timeout, GiveUp: f.giveUp, Logger: log.With("component", "notify"),
+		Observe: func(kind, outcome string) { delivered.WithLabelValues(kind, outcome).Inc() }})
+	if err != nil {
+		return nil, usagef("--notify: %v", err)
+	}
+	return n, nil
+}

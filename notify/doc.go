@@ -1,0 +1,23 @@
+// Package notify delivers a store's notices (store.Notice) to a webhook:
+// each notice is claimed from the store (store.Noticeboard), sent as one
+// signed HTTP POST, and deleted once the receiver answered 2xx; any other
+// answer, or none, is tried again after a growing delay, the receiver's
+// Retry-After heeded, until the notice is older than the configured
+// limit. Notices are written with the ticks that cause them, so none is
+// lost to a crash; a deliverer that dies between a delivery and its
+// deletion delivers the notice again after its hold passes, under the
+// same id. Receivers drop repeats by the Flrh-Notice-Id header.
+//
+// A request's body is
+//
+//	{"id": "...", "created_at": "RFC 3339", "attempt": 1, "notice": {...}}
+//
+// where notice is the body the runner wrote (runner.NoticeBody), and its
+// Flrh-Signature header is
+//
+//	t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>
+//
+// Verify checks one, with a bound on its age against replays.
+//
+// Notifier is shell: it reads the clock and does network I/O.
+package notify

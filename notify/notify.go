@@ -1,0 +1,246 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"flrh.dev/flrh/effect/httpwire"
+	"flrh.dev/flrh/store"
+)
+
+// Defaults of Config's zero members.
+const (
+	DefaultTimeout  = 10 * time.Second
+	DefaultPoll     = time.Second
+	DefaultBatch    = 16
+	DefaultMinDelay = time.Second
+	DefaultMaxDelay = 10 * time.Minute
+	DefaultGiveUp   = 72 * time.Hour
+)
+
+// Config configures a Notifier.
+type Config struct {
+	Board  store.Noticeboard
+	URL    string // http or https
+	Secret []byte // the HMAC key deliveries are signed with; required
+	// Holder names this deliverer to the store; several sharing a store
+	// need different ones.
+	Holder string
+	// Timeout bounds one delivery, from sending to the end of the
+	// answer's headers; DefaultTimeout when zero. A notice is held for
+	// its batch's deliveries and a margin.
+	Timeout time.Duration
+	// Poll is how long an idle notifier waits before it looks again;
+	// DefaultPoll when zero. Wake looks at once.
+	Poll time.Duration
+	// Batch is how many notices a pass claims; DefaultBatch when zero.
+	Batch int
+	// MinDelay and MaxDelay bound the wait before a failed delivery is
+	// tried again: MinDelay doubled with each attempt, or the receiver's
+	// Retry-After, at most MaxDelay.
+	MinDelay, MaxDelay time.Duration
+	// GiveUp is the age past which a notice that could not be delivered
+	// is dropped (logged, counted); DefaultGiveUp when zero.
+	GiveUp time.Duration
+	// Transport sends the requests; http.DefaultTransport when nil.
+	Transport http.RoundTripper
+	Clock     func() time.Time
+	Logger    *slog.Logger
+	// Observe, when set, is told each delivery's outcome: "delivered",
+	// "failed" (to be tried again) or "dropped".
+	Observe func(kind, outcome string)
+}
+
+// Notifier delivers a store's notices to one webhook.
+type Notifier struct {
+	cfg    Config
+	client *http.Client
+	wake   chan struct{}
+}
+
+// New checks cfg and returns its Notifier.
+func New(cfg Config) (*Notifier, error) {
+	u, err := url.Parse(cfg.URL)
+	switch {
+	case cfg.Board == nil:
+		return nil, errors.New("notify: the store keeps no notices")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return nil, fmt.Errorf("notify: %q is not an http or https URL", cfg.URL)
+	case u.User != nil:
+		return nil, errors.New("notify: the URL carries credentials; sign with the secret instead")
+	case len(cfg.Secret) < 16:
+		return nil, fmt.Errorf("notify: the signing secret holds %d bytes, fewer than 16", len(cfg.Secret))
+	case cfg.Holder == "":
+		return nil, errors.New("notify: no holder name")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.MinDelay <= 0 {
+		cfg.MinDelay = DefaultMinDelay
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	cfg.MaxDelay = max(cfg.MaxDelay, cfg.MinDelay)
+	if cfg.GiveUp <= 0 {
+		cfg.GiveUp = DefaultGiveUp
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = http.DefaultTransport
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = func(string, string) {}
+	}
+	client := &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout,
+		// A receiver that moved says so to its operator, not to us: a
+		// redirect is a failed delivery.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Notifier{cfg: cfg, client: client, wake: make(chan struct{}, 1)}, nil
+}
+
+// Wake has a running notifier look for notices at once.
+func (n *Notifier) Wake() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers notices until ctx ends, and returns nil then. A store
+// that fails is logged and tried again after the poll interval.
+func (n *Notifier) Run(ctx context.Context) error {
+	for {
+		claimed, err := n.Pass(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			n.cfg.Logger.Warn("notices not claimed", "err", err)
+		}
+		if claimed == n.cfg.Batch && err == nil {
+			continue // more may be due
+		}
+		timer := time.NewTimer(n.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-n.wake:
+			timer.Stop()
+		case <-timer.C:
+		}
+	}
+}
+
+// Pass claims one batch of due notices, delivers each, and settles it
+// in the store; it returns how many it claimed.
+func (n *Notifier) Pass(ctx context.Context) (int, error) {
+	hold := time.Duration(n.cfg.Batch)*n.cfg.Timeout + time.Minute
+	ns, err := n.cfg.Board.ClaimNotices(ctx, n.cfg.Holder, hold, n.cfg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, no := range ns {
+		if ctx.Err() != nil {
+			break // held until the hold passes, then claimed again
+		}
+		if err := n.deliver(ctx, no); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(ns), errors.Join(errs...)
+}
+
+// envelope is a delivery's body.
+type envelope struct {
+	ID        string          `json:"id"`
+	CreatedAt string          `json:"created_at"`
+	Attempt   int             `json:"attempt"`
+	Notice    json.RawMessage `json:"notice"`
+}
+
+// deliver sends one claimed notice and settles it; the error is the
+// store's, a failed delivery being the notice's to retry.
+func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
+	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
+	wait, why := n.send(ctx, no)
+	switch {
+	case why == "":
+		n.cfg.Observe(no.Kind, "delivered")
+		log.Info("notice delivered")
+		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+	case n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
+		n.cfg.Observe(no.Kind, "dropped")
+		log.Error("notice dropped: not delivered in time", "age", n.cfg.Clock().Sub(no.CreatedAt).Round(time.Second).String(), "err", why)
+		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+	}
+	n.cfg.Observe(no.Kind, "failed")
+	log.Warn("notice not delivered", "err", why, "retry_in", wait.String())
+	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, why)
+}
+
+// send posts the notice; why is "" when the receiver took it, and
+// otherwise says why not, with the wait before the next attempt.
+func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duration, why string) {
+	wait = n.delay(no.Attempts)
+	body, err := json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Notice: no.Body})
+	if err != nil {
+		return wait, "the notice's body is not JSON: " + err.Error()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return wait, err.Error()
+	}
+	now := n.cfg.Clock()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "flrh-notify/1")
+	req.Header.Set("Flrh-Notice-Id", no.ID)
+	req.Header.Set("Flrh-Notice-Kind", no.Kind)
+	req.Header.Set("Flrh-Notice-Attempt", strconv.Itoa(no.Attempts))
+	req.Header.Set(SignatureHeader, Sign(n.cfg.Secret, body, now.Unix()))
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return wait, err.Error()
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return 0, ""
+	}
+	if ask, err := httpwire.ParseRetryAfter(resp.Header.Get("Retry-After"), now); err == nil && ask > wait {
+		wait = min(ask, n.cfg.MaxDelay)
+	}
+	return wait, "the receiver answered " + resp.Status
+}
+
+// delay is the wait after a notice's attempt-th failed delivery.
+func (n *Notifier) delay(attempt int) time.Duration {
+	d := n.cfg.MinDelay
+	for i := 1; i < attempt && d < n.cfg.MaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, n.cfg.MaxDelay)
+}

@@ -1,0 +1,321 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
+)
+
+var ctx = context.Background()
+
+var secret = []byte("a secret of 24 bytes....")
+
+// delivery is one request a receiver took.
+type delivery struct {
+	id, kind, attempt string
+	env               envelope
+	verified          error
+}
+
+// receiver answers each request with the next status of its script (200
+// once the script runs out) and records it.
+type receiver struct {
+	mu     sync.Mutex
+	script []int
+	retry  string // Retry-After on a failure
+	got    []delivery
+	clock  func() time.Time
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	d := delivery{id: r.Header.Get("Flrh-Notice-Id"), kind: r.Header.Get("Flrh-Notice-Kind"), attempt: r.Header.Get("Flrh-Notice-Attempt"),
+		verified: Verify(secret, body, r.Header.Get(SignatureHeader), rc.clock(), 5*time.Minute)}
+	if err := json.Unmarshal(body, &d.env); err != nil || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+		d.verified = err
+		if err == nil {
+			d.verified = io.ErrUnexpectedEOF
+		}
+	}
+	rc.mu.Lock()
+	rc.got = append(rc.got, d)
+	status := http.StatusOK
+	if len(rc.script) > 0 {
+		status, rc.script = rc.script[0], rc.script[1:]
+	}
+	rc.mu.Unlock()
+	if status >= 300 && rc.retry != "" {
+		w.Header().Set("Retry-After", rc.retry)
+	}
+	if status >= 300 && status < 400 {
+		w.Header().Set("Location", "http://127.0.0.1:1/elsewhere")
+	}
+	w.WriteHeader(status)
+}
+
+func (rc *receiver) deliveries() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.got...)
+}
+
+type fixture struct {
+	t     *testing.T
+	store *sqlite.Store
+	clock *storetest.Clock
+	rc    *receiver
+	url   string
+	seen  map[string]int // outcomes observed
+	mu    sync.Mutex
+}
+
+func newFixture(t *testing.T, script ...int) *fixture {
+	t.Helper()
+	c := storetest.NewClock()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{Clock: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rc := &receiver{script: script, clock: c.Now}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, store: s, clock: c, rc: rc, url: srv.URL + "/hooks/flrh", seen: map[string]int{}}
+}
+
+// ended commits run id's end with its notice.
+func (f *fixture) ended(id string) string {
+	f.t.Helper()
+	if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		f.t.Fatal(err)
+	}
+	l, err := f.store.AcquireLease(ctx, id, "w", time.Hour)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	body := `{"kind":"run_ended","run_id":"` + id + `","outcome":"success"}`
+	if err := f.store.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+		Notices: []store.Notice{{Kind: store.NoticeEnded, Body: []byte(body)}}}); err != nil {
+		f.t.Fatal(err)
+	}
+	return store.NoticeID(id, 1, 0, store.NoticeEnded)
+}
+
+func (f *fixture) notifier(holder string, mod func(*Config)) *Notifier {
+	f.t.Helper()
+	cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: holder, Clock: f.clock.Now, Timeout: 5 * time.Second,
+		Observe: func(kind, outcome string) { f.mu.Lock(); f.seen[outcome]++; f.mu.Unlock() }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	n, err := New(cfg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func (f *fixture) pass(n *Notifier, want int) {
+	f.t.Helper()
+	got, err := n.Pass(ctx)
+	if err != nil || got != want {
+		f.t.Fatalf("pass claimed %d (%v), want %d", got, err, want)
+	}
+}
+
+func (f *fixture) backlog() int64 {
+	f.t.Helper()
+	n, _, err := f.store.NoticeBacklog(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// A notice is posted once, signed, with its id, kind and attempt in the
+// headers and the runner's body inside the envelope, and deleted when the
+// receiver takes it.
+func TestDelivered(t *testing.T) {
+	f := newFixture(t)
+	id := f.ended("r1")
+	n := f.notifier("a", nil)
+	f.pass(n, 1)
+	got := f.rc.deliveries()
+	if len(got) != 1 {
+		t.Fatalf("%d deliveries", len(got))
+	}
+	d := got[0]
+	if d.verified != nil || d.id != id || d.kind != store.NoticeEnded || d.attempt != "1" || d.env.ID != id || d.env.Attempt != 1 ||
+		d.env.CreatedAt != f.clock.Now().UTC().Format(time.RFC3339Nano) || string(d.env.Notice) != `{"kind":"run_ended","run_id":"r1","outcome":"success"}` {
+		t.Fatalf("delivery %+v (%s)", d, d.env.Notice)
+	}
+	if f.backlog() != 0 || f.seen["delivered"] != 1 {
+		t.Fatalf("backlog %d, outcomes %v", f.backlog(), f.seen)
+	}
+	f.pass(n, 0)
+}
+
+// A refusal, a redirect or no answer is tried again after a delay that
+// doubles with each attempt up to MaxDelay, or the receiver's
+// Retry-After if longer, under the same id; the notice waits in the store
+// meanwhile, and is delivered once the receiver takes it.
+func TestRetriedWithBackoff(t *testing.T) {
+	f := newFixture(t, 503, 500, 302, 500, 500)
+	id := f.ended("r1")
+	n := f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay = time.Second, 5*time.Second })
+	for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
+		f.pass(n, 1)
+		f.clock.Advance(wait - time.Millisecond)
+		f.pass(n, 0) // not yet
+		f.clock.Advance(time.Millisecond)
+		if f.backlog() != 1 {
+			t.Fatalf("after failure %d the backlog is %d", i+1, f.backlog())
+		}
+	}
+	f.pass(n, 1)
+	got := f.rc.deliveries()
+	if len(got) != 6 || f.backlog() != 0 || f.seen["failed"] != 5 || f.seen["delivered"] != 1 {
+		t.Fatalf("%d deliveries, backlog %d, outcomes %v", len(got), f.backlog(), f.seen)
+	}
+	for i, d := range got {
+		if d.id != id || d.attempt != strconv.Itoa(i+1) || d.env.Attempt != i+1 || d.verified != nil {
+			t.Fatalf("delivery %d: %+v", i, d)
+		}
+	}
+
+	// A receiver's Retry-After longer than the backoff is heeded, up to
+	// MaxDelay.
+	f = newFixture(t, 429, 429)
+	f.rc.retry = "3"
+	f.ended("r2")
+	n = f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay = time.Second, 10 * time.Second })
+	f.pass(n, 1)
+	f.clock.Advance(3*time.Second - time.Millisecond)
+	f.pass(n, 0)
+	f.clock.Advance(time.Millisecond)
+	f.rc.retry = "3600"
+	f.pass(n, 1)
+	f.clock.Advance(10*time.Second - time.Millisecond)
+	f.pass(n, 0)
+	f.clock.Advance(time.Millisecond)
+	f.pass(n, 1)
+	if f.backlog() != 0 || len(f.rc.deliveries()) != 3 {
+		t.Fatalf("backlog %d after %d deliveries", f.backlog(), len(f.rc.deliveries()))
+	}
+}
+
+// A notice that could not be delivered before GiveUp is dropped at its
+// next failure, and counted.
+func TestDroppedWhenTooOld(t *testing.T) {
+	f := newFixture(t, 500, 500, 500)
+	f.ended("r1")
+	n := f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90 * time.Second })
+	f.pass(n, 1)
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+	if f.backlog() != 1 {
+		t.Fatalf("dropped too soon: backlog %d", f.backlog())
+	}
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+	if f.backlog() != 0 || f.seen["dropped"] != 1 || f.seen["failed"] != 2 {
+		t.Fatalf("backlog %d, outcomes %v", f.backlog(), f.seen)
+	}
+}
+
+// A deliverer that dies after the receiver took a notice and before it
+// could delete it leaves it held; once the hold passes another delivers
+// it again, under the same id, as its next attempt; the dead one can no
+// longer settle it. Two deliverers sharing a store deliver each notice
+// once.
+func TestRedeliveredAfterACrash(t *testing.T) {
+	f := newFixture(t)
+	id := f.ended("r1")
+	crashed := &deadAfterSend{Noticeboard: f.store}
+	dead := f.notifier("dead", func(c *Config) { c.Board = crashed })
+	if _, err := dead.Pass(ctx); err == nil {
+		t.Fatal("the crash was not simulated")
+	}
+	live := f.notifier("live", nil)
+	f.pass(live, 0) // held
+	f.clock.Advance(DefaultBatch*5*time.Second + time.Minute)
+	f.pass(live, 1)
+	got := f.rc.deliveries()
+	if len(got) != 2 || got[0].id != id || got[1].id != id || got[0].attempt != "1" || got[1].attempt != "2" || f.backlog() != 0 {
+		t.Fatalf("deliveries %+v, backlog %d", got, f.backlog())
+	}
+	if err := f.store.NoticeDone(ctx, id, "dead"); store.CodeOf(err) != store.CodeFenced {
+		t.Fatalf("the dead deliverer settled: %v", err)
+	}
+
+	// Two at once.
+	f = newFixture(t)
+	const runs = 40
+	for i := range runs {
+		f.ended("run-" + strconv.Itoa(i))
+	}
+	a, b := f.notifier("a", func(c *Config) { c.Batch = 3 }), f.notifier("b", func(c *Config) { c.Batch = 3 })
+	var wg sync.WaitGroup
+	for _, n := range []*Notifier{a, b} {
+		wg.Go(func() {
+			for {
+				if k, err := n.Pass(ctx); err != nil || k == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ids := map[string]int{}
+	for _, d := range f.rc.deliveries() {
+		ids[d.id]++
+	}
+	if len(ids) != runs || f.backlog() != 0 {
+		t.Fatalf("%d notices delivered, backlog %d", len(ids), f.backlog())
+	}
+	for id, k := range ids {
+		if k != 1 {
+			t.Fatalf("%s delivered %d times", id, k)
+		}
+	}
+}
+
+// deadAfterSend is a store whose deliverer dies once its receiver took a
+// notice: nothing it would settle reaches the store.
+type deadAfterSend struct{ store.Noticeboard }
+
+func (d *deadAfterSend) NoticeDone(context.Context, string, string) error {
+	return store.Errorf(store.CodeUnavailable, "notice done", "", nil, "the process died")
+}
+
+// New refuses a configuration that could not deliver, or would deliver
+// unsigned or with credentials in the URL.
+func TestNewRefuses(t *testing.T) {
+	f := newFixture(t)
+	for name, mod := range map[string]func(*Config){
+		"no store":           func(c *Config) { c.Board = nil },
+		"no URL":             func(c *Config) { c.URL = "" },
+		"not http":           func(c *Config) { c.URL = "ftp://example.com/x" },
+		"no host":            func(c *Config) { c.URL = "http:///x" },
+		"credentials in URL": func(c *Config) { c.URL = "https://user:pass@example.com/x" },
+		"short secret":       func(c *Config) { c.Secret = []byte("fifteen bytes..") },
+		"no holder":          func(c *Config) { c.Holder = "" },
+	} {
+		cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: "a"}
+		mod(&cfg)
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

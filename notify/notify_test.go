@@ -199,7 +199,7 @@ func TestRetriedWithBackoff(t *testing.T) {
 	f = newFixture(t, 429, 429)
 	f.rc.retry = "3"
 	f.ended("r2")
-	n = f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay = time.Second, 10 * time.Second })
+	n = f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay = time.Second, 10*time.Second })
 	f.pass(n, 1)
 	f.clock.Advance(3*time.Second - time.Millisecond)
 	f.pass(n, 0)
@@ -220,7 +220,7 @@ func TestRetriedWithBackoff(t *testing.T) {
 func TestDroppedWhenTooOld(t *testing.T) {
 	f := newFixture(t, 500, 500, 500)
 	f.ended("r1")
-	n := f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90 * time.Second })
+	n := f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second })
 	f.pass(n, 1)
 	f.clock.Advance(time.Minute)
 	f.pass(n, 1)

@@ -36,8 +36,8 @@ type Config struct {
 	// need different ones.
 	Holder string
 	// Timeout bounds one delivery, from sending to the end of the
-	// answer's headers; DefaultTimeout when zero. A notice is held for
-	// its batch's deliveries and a margin.
+	// answer's headers; DefaultTimeout when zero. A claim holds its
+	// notices for Batch+1 times Timeout.
 	Timeout time.Duration
 	// Poll is how long an idle notifier waits before it looks again;
 	// DefaultPoll when zero. Wake looks at once.
@@ -157,7 +157,10 @@ func (n *Notifier) Run(ctx context.Context) error {
 // Pass claims one batch of due notices, delivers each, and settles it
 // in the store; it returns how many it claimed.
 func (n *Notifier) Pass(ctx context.Context) (int, error) {
-	hold := time.Duration(n.cfg.Batch)*n.cfg.Timeout + time.Minute
+	// Held for the batch's deliveries, one after another, each up to
+	// Timeout, and one more for the store's writes: a deliverer that
+	// died holding them leaves them to others after that.
+	hold := time.Duration(n.cfg.Batch+1) * n.cfg.Timeout
 	ns, err := n.cfg.Board.ClaimNotices(ctx, n.cfg.Holder, hold, n.cfg.Batch)
 	if err != nil {
 		return 0, err

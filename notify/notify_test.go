@@ -249,7 +249,7 @@ func TestRedeliveredAfterACrash(t *testing.T) {
 	}
 	live := f.notifier("live", nil)
 	f.pass(live, 0) // held
-	f.clock.Advance(DefaultBatch*5*time.Second + time.Minute)
+	f.clock.Advance((DefaultBatch + 1) * 5 * time.Second)
 	f.pass(live, 1)
 	got := f.rc.deliveries()
 	if len(got) != 2 || got[0].id != id || got[1].id != id || got[0].attempt != "1" || got[1].attempt != "2" || f.backlog() != 0 {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/notify"
+)
+
+// hookReceiver is a webhook receiver that checks each delivery's
+// signature and records it; while hold is set, the first delivery of
+// that kind is not answered until release is closed.
+type hookReceiver struct {
+	t      *testing.T
+	secret []byte
+	mu     sync.Mutex
+	got    []hookDelivery
+	hold   string
+	held   chan struct{} // closed when a held delivery arrived
+	free   chan struct{} // closed to answer it
+}
+
+type hookDelivery struct {
+	ID, Kind, Attempt string
+	Notice            struct {
+		Kind     string   `json:"kind"`
+		RunID    string   `json:"run_id"`
+		State    string   `json:"state"`
+		Outcome  string   `json:"outcome"`
+		Requests []string `json:"requests"`
+	}
+}
+
+func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if err := notify.Verify(h.secret, body, r.Header.Get(notify.SignatureHeader), time.Now(), time.Minute); err != nil {
+		h.t.Errorf("delivery refused: %v", err)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var env struct {
+		ID     string          `json:"id"`
+		Notice json.RawMessage `json:"notice"`
+	}
+	d := hookDelivery{ID: r.Header.Get("Flrh-Notice-Id"), Kind: r.Header.Get("Flrh-Notice-Kind"), Attempt: r.Header.Get("Flrh-Notice-Attempt")}
+	if err := json.Unmarshal(body, &env); err != nil || env.ID != d.ID || json.Unmarshal(env.Notice, &d.Notice) != nil {
+		h.t.Errorf("delivery %s: %s", d.ID, body)
+	}
+	h.mu.Lock()
+	h.got = append(h.got, d)
+	hold := h.hold != "" && d.Kind == h.hold
+	if hold {
+		h.hold = ""
+	}
+	h.mu.Unlock()
+	if hold {
+		close(h.held)
+		<-h.free
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// await waits for a delivery of kind for run and returns it.
+func (h *hookReceiver) await(kind, run, attempt string) hookDelivery {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, d := range h.got {
+			if d.Kind == kind && d.Notice.RunID == run && (attempt == "" || d.Attempt == attempt) {
+				h.mu.Unlock()
+				return d
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.t.Fatalf("no %s notice (attempt %q) for %s in %+v", kind, attempt, run, h.deliveries())
+	return hookDelivery{}
+}
+
+func (h *hookReceiver) deliveries() []hookDelivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookDelivery(nil), h.got...)
+}
+
+// TestNoticesThroughServe runs flrh serve with --notify: a refund that
+// needs an approval and its end reach the webhook signed, with the
+// secret read from a file; a small refund's end too. Then the process is
+// killed while the receiver holds a delivery it has taken and not
+// answered: restarted, it delivers the notice again under the same id as
+// its second attempt, once its hold has passed, and every other notice
+// was delivered once. No notice carries the refund's amount or payee.
+func TestNoticesThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	secret := "whsec-0f3a9c51d2e7b8461a"
+	secretFile := filepath.Join(dir, "hook-secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &hookReceiver{t: t, secret: []byte(secret), held: make(chan struct{}), free: make(chan struct{})}
+	recv := httptest.NewServer(h)
+	defer recv.Close()
+	defer func() {
+		select {
+		case <-h.free:
+		default:
+			close(h.free)
+		}
+	}()
+	env := []string{"FLRH_NOTIFY_SECRET_FILE=" + secretFile}
+	args := []string{"--store", "sqlite:" + filepath.Join(dir, "flrh.db"), "--destination", sb + "/v1/effects",
+		"--notify", recv.URL + "/hooks/flrh", "--notify-timeout", "1s"}
+	p := startServe(t, bin, env, args...)
+
+	startRefund(t, p.base, "big", 800)
+	if d := h.await("approval_waiting", "big", "1"); d.Notice.State != "WAIT_APPROVAL" || len(d.Notice.Requests) != 1 {
+		t.Fatalf("approval notice %+v", d)
+	}
+	if !approveWaiting(p.base, "big") {
+		t.Fatal("approval refused")
+	}
+	if d := h.await("run_ended", "big", "1"); d.Notice.Outcome != "success" || d.Notice.State != "SUCCEEDED" {
+		t.Fatalf("end notice %+v", d)
+	}
+	startRefund(t, p.base, "small", 40)
+	h.await("run_ended", "small", "1")
+
+	// Killed while the receiver holds a delivery.
+	h.mu.Lock()
+	h.hold = "approval_waiting"
+	h.mu.Unlock()
+	startRefund(t, p.base, "crash", 900)
+	select {
+	case <-h.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery to hold never came")
+	}
+	p.cmd.Process.Kill()
+	<-p.exited
+	close(h.free)
+	first := h.await("approval_waiting", "crash", "1")
+	start := time.Now()
+	p2 := startServe(t, bin, env, args...)
+	again := h.await("approval_waiting", "crash", "2")
+	t.Logf("delivered again %s after the restart", time.Since(start).Round(time.Millisecond))
+	if again.ID != first.ID {
+		t.Fatalf("delivered again as %s, first as %s", again.ID, first.ID)
+	}
+	if !approveWaiting(p2.base, "crash") {
+		t.Fatal("approval refused")
+	}
+	h.await("run_ended", "crash", "1")
+
+	time.Sleep(1500 * time.Millisecond) // anything more would come within a pass or two
+	counts := map[string]int{}
+	for _, d := range h.deliveries() {
+		counts[d.ID]++
+	}
+	if len(counts) != 5 {
+		t.Fatalf("%d notices delivered, want 5: %+v", len(counts), counts)
+	}
+	for id, n := range counts {
+		if want := map[bool]int{true: 2, false: 1}[id == first.ID]; n != want {
+			t.Errorf("%s delivered %d times, want %d", id, n, want)
+		}
+	}
+	resp, err := http.Get(p2.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`flrh_notices_total{kind="approval_waiting",outcome="delivered"} 1`,
+		`flrh_notices_total{kind="run_ended",outcome="delivered"} 1`, "flrh_notices_backlog 0"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
+	}
+	for _, logs := range []string{p.stderr.String(), p2.stderr.String()} {
+		if strings.Contains(logs, secret) {
+			t.Error("the logs hold the signing secret")
+		}
+	}
+}
+
+// serve refuses --notify without a secret, with one too short, with a
+// URL it cannot deliver to, and the other notify flags without --notify.
+func TestNotifyFlagsChecked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		says string
+	}{
+		{nil, []string{"--notify", "http://127.0.0.1:9/h"}, "FLRH_NOTIFY_SECRET"},
+		{[]string{"HOOK=short"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-secret-env", "HOOK"}, "fewer than 16"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "ftp://x/h"}, "not an http or https URL"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "FLRH_NOTIFY_SECRET_FILE=/nonexistent"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
+		{nil, []string{"--notify-timeout", "5s"}, "need --notify"},
+	} {
+		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", db}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.says) {
+			t.Errorf("serve %v: %v, said %q; want it to say %q", tc.args, err, out, tc.says)
+		}
+	}
+}

@@ -45,6 +45,8 @@ var tickMembers = map[string]tickMember{
 	"Trace":   {func(p *store.Tick) { p.Trace = []store.TraceRecord{{Kind: "note", Body: lagBody(`{}`)}} }, true},
 	"MayLag":  {func(p *store.Tick) { p.MayLag = true }, true}, // the rule's own answer, set after it
 	"Outcome": {func(p *store.Tick) { p.Outcome = "SUCCEEDED" }, false},
+	// A notice may be delivered as soon as it is committed.
+	"Notices": {func(p *store.Tick) { p.Notices = []store.Notice{{Kind: store.NoticeApproval, Body: lagBody(`{}`)}} }, false},
 	"Intents": {func(p *store.Tick) {
 		p.Intents = []store.Intent{{ID: "i2", EffectType: "refund.pay", IdempotencyKey: "k", ContentDigest: store.BodyDigest(lagBody(`{}`)),
 			Body: lagBody(`{}`), Digest: store.BodyDigest(lagBody(`{}`))}}

@@ -155,6 +155,18 @@ func TestNoticesThroughServe(t *testing.T) {
 	<-p.exited
 	close(h.free)
 	first := h.await("approval_waiting", "crash", "1")
+	// The store says the notice waits.
+	out, err := flrh(bin, nil, "store", "check", "--json", "--store", args[1])
+	var rep struct {
+		Pending int64     `json:"notices_pending"`
+		Oldest  time.Time `json:"oldest_notice"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Pending != 1 || rep.Oldest.IsZero() {
+		t.Fatalf("store check after the kill: %v, %+v\n%s", err, rep, out)
+	}
+	if out, err := flrh(bin, nil, "store", "check", "--store", args[1]); err != nil || !strings.Contains(out, "notices not yet delivered: 1 (the oldest written ") {
+		t.Fatalf("store check after the kill: %v\n%s", err, out)
+	}
 	start := time.Now()
 	p2 := startServe(t, bin, env, args...)
 	again := h.await("approval_waiting", "crash", "2")

@@ -130,6 +130,11 @@ type storeReport struct {
 	// ever held: which server prunes on a schedule, say. None is a
 	// problem: a lapsed one is taken at another server's next pass.
 	Duties []dutyState `json:"duties"`
+	// NoticesPending counts the notices written and not yet delivered
+	// (flrh serve --notify), OldestNotice when the oldest was written.
+	// None is a problem: a receiver that is down is retried.
+	NoticesPending int64     `json:"notices_pending"`
+	OldestNotice   time.Time `json:"oldest_notice,omitzero"`
 	// Integrity is what SQLite's integrity check found wrong, with
 	// --integrity (omitted when it found nothing).
 	Integrity []string `json:"integrity,omitempty"`
@@ -245,6 +250,10 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		rep.Problems++
 	} else if err := rep.readDuties(ctx, st, now); err != nil {
 		return rep, err
+	} else if nb, ok := store.NoticeboardOf(st); ok {
+		if rep.NoticesPending, rep.OldestNotice, err = nb.NoticeBacklog(ctx); err != nil {
+			return rep, err
+		}
 	}
 	type where struct{ ended, moved bool }
 	runs := map[string]where{}
@@ -349,6 +358,9 @@ func (r storeReport) print(w io.Writer) {
 	fmt.Fprintf(w, "quarantined runs: %d\n", len(r.Quarantined))
 	for _, q := range r.Quarantined {
 		fmt.Fprintf(w, "  %s: %s\n", q.RunID, q.Reason)
+	}
+	if r.NoticesPending > 0 {
+		fmt.Fprintf(w, "notices not yet delivered: %d (the oldest written %s; flrh serve --notify)\n", r.NoticesPending, r.OldestNotice.UTC().Format(time.RFC3339))
 	}
 	if len(r.Moved) > 0 {
 		to := map[string]int{}

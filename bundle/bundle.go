@@ -205,7 +205,7 @@ func decision(r workflow.Result, err error) (runner.Decision, error) {
 	}
 	// The workflow writes its state canonically, the bytes cjson.Marshal
 	// writes, under its own state kind, which has no set-like members.
-	d := runner.Decision{State: r.State, StateCanonical: true, Completion: runner.Completion(r.Completion), Refusal: r.Refusal}
+	d := runner.Decision{State: r.State, StateCanonical: true, Completion: runner.Completion(r.Completion), Refusal: r.Refusal, Offered: r.Offered}
 	for _, e := range r.Effects {
 		d.Effects = append(d.Effects, plan(e))
 	}

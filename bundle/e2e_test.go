@@ -43,7 +43,7 @@ func newHarnessTB(t testing.TB, example string) *harness {
 }
 
 // newHarnessWith runs an already loaded bundle.
-func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters) *harness {
+func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters, mods ...func(*runner.Config)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -73,8 +73,12 @@ func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner",
-		Reconcile: effect.Plan{Backoff: []time.Duration{0, 20 * time.Millisecond, 50 * time.Millisecond}}})
+	cfg := runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner",
+		Reconcile: effect.Plan{Backoff: []time.Duration{0, 20 * time.Millisecond, 50 * time.Millisecond}}}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	r, err := runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

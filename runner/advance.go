@@ -48,6 +48,9 @@ var ErrRuleBudget = errors.New("rule budget exhausted")
 // tick is one pass over a run under one lease: the state loaded from the
 // store, and everything decided since the last commit.
 type tick struct {
+	// offers are the proposals the inputs since the last commit left
+	// waiting for a person's choice (Decision.Offered), for its notice.
+	offers  []string
 	run     store.Run
 	lease   store.Lease
 	wf      Workflow
@@ -1264,6 +1267,9 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		return fmt.Errorf("workflow decide: %w", err)
 	}
 	t.pending.Trace = append(t.pending.Trace, d.Trace...)
+	if r.cfg.Notices && d.Refusal == "" {
+		t.offers = append(t.offers, d.Offered...)
+	}
 	if in.Kind == KindControl && d.Refusal == "" {
 		t.cp.RoundSteered = true
 	}

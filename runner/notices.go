@@ -23,6 +23,9 @@ type NoticeBody struct {
 	// Requests are the approval requests the run waits on
 	// (approval_waiting).
 	Requests []string `json:"requests,omitempty"`
+	// Proposals are the proposals waiting for a person to choose among
+	// their options (choice_waiting).
+	Proposals []string `json:"proposals,omitempty"`
 	// Effects are the intents whose outcome a person must reconcile
 	// (reconciliation_waiting).
 	Effects []string `json:"effects,omitempty"`
@@ -34,7 +37,7 @@ type NoticeBody struct {
 
 // addNotices adds to p the notices its tick calls for, when the runner
 // writes notices: the run ends, or comes to wait for an approval or a
-// reconciliation. A tick with a notice is made durable (the notice may
+// reconciliation, or an input left proposals waiting for a choice. A tick with a notice is made durable (the notice may
 // be delivered as soon as it is committed, and a lagging tick can be
 // lost after that).
 func (r *Runner) addNotices(t *tick, p *store.Tick) {
@@ -48,20 +51,27 @@ func (r *Runner) addNotices(t *tick, p *store.Tick) {
 	}
 	b := NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
 		Seq: p.ExpectHead + int64(len(p.Events))}
+	if len(t.offers) > 0 && p.Outcome == "" {
+		c := b
+		c.Kind, c.Proposals = store.NoticeChoice, t.offers
+		p.Notices = append(p.Notices, store.Notice{Kind: c.Kind, Body: noticeJSON(c)})
+	}
+	t.offers = t.offers[:0]
 	switch {
 	case p.Outcome != "":
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
 	case to == t.obs.from:
-		return
 	case to == "WAIT_APPROVAL":
 		b.Kind, b.Requests = store.NoticeApproval, awaitedRequests(t)
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
-	default:
-		return
 	}
-	p.Notices = append(p.Notices, store.Notice{Kind: b.Kind, Body: noticeJSON(b)})
-	p.MayLag = false
+	if b.Kind != "" {
+		p.Notices = append(p.Notices, store.Notice{Kind: b.Kind, Body: noticeJSON(b)})
+	}
+	if len(p.Notices) > 0 {
+		p.MayLag = false
+	}
 }
 
 // trippedNotice is the notice of a run a tripwire froze, written with

@@ -60,6 +60,9 @@ type Decision struct {
 	Completion     Completion
 	Refusal        string              // why the input was refused ("" if it was not); the state must not change
 	Trace          []store.TraceRecord // the turn's record (FHR, provenance), never authoritative
+	// Offered are the proposals the input left waiting for a person to
+	// choose among options; a runner writing notices tells of them.
+	Offered []string
 }
 
 // Completion says whether the run is done once its effects are closed.

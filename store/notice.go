@@ -24,7 +24,7 @@ import (
 // goes to systems outside the store's protection.
 type Notice struct {
 	// Set by the writer of the tick.
-	Kind string // what happened: NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded
+	Kind string // what happened: NoticeApproval, NoticeChoice, NoticeReconciliation, NoticeTripped, NoticeEnded
 	Body []byte // a JSON object
 
 	// Set by the store.
@@ -44,6 +44,7 @@ const (
 	NoticeReconciliation = "reconciliation_waiting" // the run waits for a person to reconcile an effect
 	NoticeTripped        = "run_tripped"            // a tripwire froze the run until a person releases it
 	NoticeEnded          = "run_ended"              // the run reached a final state
+	NoticeChoice         = "choice_waiting"         // the run waits for a person to choose among options
 )
 
 // MaxNoticeBody bounds a notice's body: a notice names things, it does
@@ -61,7 +62,7 @@ func NoticeID(runID string, head, trace int64, kind string) string {
 func checkNotices(ns []Notice) string {
 	for i, n := range ns {
 		switch n.Kind {
-		case NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded:
+		case NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded, NoticeChoice:
 		default:
 			return fmt.Sprintf("notice %d has the unknown kind %q", i, n.Kind)
 		}

@@ -400,6 +400,7 @@ type Ranked struct {
 // the controller as the chooser of record. Otherwise the ranked options
 // wait for a person.
 func (t *tick) offered(of offer, tk authority.Ticket) ([]Effect, error) {
+	t.offers = append(t.offers, of.ProposalID)
 	ctl := t.w.ctl
 	if ctl == nil {
 		return nil, nil

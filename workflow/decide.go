@@ -84,6 +84,10 @@ type Result struct {
 	Completion Completion
 	Refusal    string // non-empty: the input was refused and State is the prior state
 	Trace      []Note
+	// Offered are the proposals this input left waiting for a person to
+	// choose among options (OPTIONS): offered by this turn and not chosen
+	// by the controller in it.
+	Offered []string
 }
 
 // ErrRuleBudget wraps an L budget exhaustion: the run's rules ran out of
@@ -117,9 +121,12 @@ type tick struct {
 	// decision H is about to make, "" when there is none.
 	scorecard string
 	tried     map[string]bool // proposals the controller already chose for in this tick
-	why       *explainer      // nil but in Explain
-	consumed  bool            // L consumed the materialization the tick started from
-	outcome   string          // the kind of H's last outcome in this tick
+	// offers are the proposals this tick offered options for (Result.Offered
+	// keeps those still offered at its end: no controller chose).
+	offers   []string
+	why      *explainer // nil but in Explain
+	consumed bool       // L consumed the materialization the tick started from
+	outcome  string     // the kind of H's last outcome in this tick
 	// em and rec are F's emission and the domain the step is handed,
 	// kept in the tick (already on the heap) rather than allocated for
 	// the step.
@@ -370,10 +377,22 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 	} else {
 		w.cache.drop(mat)
 	}
+	offered := stillOffered(t.offers, st.Offered)
 	if t.untraced {
-		return Result{State: next, Effects: effects, Completion: completion}, nil
+		return Result{State: next, Effects: effects, Completion: completion, Offered: offered}, nil
 	}
-	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace}, nil
+	return Result{State: next, Effects: effects, Completion: completion, Trace: t.trace, Offered: offered}, nil
+}
+
+// stillOffered are the proposals of ids that offers holds, each once.
+func stillOffered(ids []string, offers []offer) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) && slices.ContainsFunc(offers, func(o offer) bool { return o.ProposalID == id }) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func holds(m *logic.Materialization, f logic.Fact) bool {

@@ -57,7 +57,7 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 			return nil, err
 		}
 	}
-	for _, k := range []string{store.NoticeApproval, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded} {
+	for _, k := range []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded} {
 		for _, o := range []string{"delivered", "failed", "dropped"} {
 			delivered.WithLabelValues(k, o)
 		}

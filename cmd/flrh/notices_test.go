@@ -238,3 +238,87 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestNoticesThroughServePostgres runs two flrh serve processes with
+// --notify on one PostgreSQL store: every notice of runs started through
+// either is delivered once, by one of them. The process holding a
+// delivery the receiver has taken and not answered is killed; the other
+// delivers the notice again under the same id once the hold passes.
+func TestNoticesThroughServePostgres(t *testing.T) {
+	spec, st := pgStoreURL(t)
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	secret := "whsec-pg-5b19e07c3d4a2f68"
+	h := &hookReceiver{t: t, secret: []byte(secret), held: make(chan struct{}), free: make(chan struct{})}
+	recv := httptest.NewServer(h)
+	defer recv.Close()
+	defer func() {
+		select {
+		case <-h.free:
+		default:
+			close(h.free)
+		}
+	}()
+	env := []string{"FLRH_NOTIFY_SECRET=" + secret}
+	args := []string{"--store", spec, "--destination", sb + "/v1/effects", "--notify", recv.URL + "/hooks/flrh", "--notify-timeout", "1s"}
+	procs := []*serveProc{startServe(t, bin, env, args...), startServe(t, bin, env, args...)}
+
+	for i, id := range []string{"pg-a", "pg-b", "pg-c", "pg-d"} {
+		startRefund(t, procs[i%2].base, id, 30+i)
+	}
+	for i, id := range []string{"pg-big-1", "pg-big-2"} {
+		startRefund(t, procs[i%2].base, id, 850)
+		h.await("approval_waiting", id, "1")
+		if !approveWaiting(procs[(i+1)%2].base, id) {
+			t.Fatalf("approval of %s refused", id)
+		}
+	}
+	for _, id := range []string{"pg-a", "pg-b", "pg-c", "pg-d", "pg-big-1", "pg-big-2"} {
+		h.await("run_ended", id, "1")
+	}
+
+	h.mu.Lock()
+	h.hold = "approval_waiting"
+	h.mu.Unlock()
+	startRefund(t, procs[0].base, "pg-crash", 950)
+	select {
+	case <-h.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery to hold never came")
+	}
+	var holder string
+	if err := st.Pool().QueryRow(t.Context(), `SELECT holder FROM notices WHERE run_id = 'pg-crash'`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	victim, survivor := procs[0], procs[1]
+	if holder == procs[1].owner()+"/notify" {
+		victim, survivor = procs[1], procs[0]
+	} else if holder != procs[0].owner()+"/notify" {
+		t.Fatalf("the notice is held by %q, neither process", holder)
+	}
+	victim.cmd.Process.Kill()
+	<-victim.exited
+	close(h.free)
+	first := h.await("approval_waiting", "pg-crash", "1")
+	again := h.await("approval_waiting", "pg-crash", "2")
+	if again.ID != first.ID {
+		t.Fatalf("delivered again as %s, first as %s", again.ID, first.ID)
+	}
+	if !approveWaiting(survivor.base, "pg-crash") {
+		t.Fatal("approval refused")
+	}
+	h.await("run_ended", "pg-crash", "1")
+	time.Sleep(1500 * time.Millisecond)
+	counts := map[string]int{}
+	for _, d := range h.deliveries() {
+		counts[d.ID]++
+	}
+	if len(counts) != 10 {
+		t.Fatalf("%d notices delivered, want 10: %+v", len(counts), counts)
+	}
+	for id, n := range counts {
+		if want := map[bool]int{true: 2, false: 1}[id == first.ID]; n != want {
+			t.Errorf("%s delivered %d times, want %d", id, n, want)
+		}
+	}
+}

@@ -70,3 +70,37 @@ func TestNotifyCommitsWakesOnRelease(t *testing.T) {
 		t.Fatal("the release did not wake the stream")
 	}
 }
+
+// A commit that wrote a notice calls the OnNotices hook; one without a
+// notice, and one refused, do not.
+func TestNotifyCommitsCallsOnNotices(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	wrapped, n := NotifyCommits(st)
+	calls := 0
+	n.OnNotices(func() { calls++ })
+	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.AcquireLease(ctx, "r", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(b string) store.Event {
+		return store.Event{Kind: "E", Body: []byte(b), Digest: store.BodyDigest([]byte(b))}
+	}
+	notice := []store.Notice{{Kind: store.NoticeApproval, Body: []byte(`{}`)}}
+	if err := wrapped.Commit(ctx, l, store.Tick{Events: []store.Event{ev(`{"n":1}`)}}); err != nil || calls != 0 {
+		t.Fatalf("a commit without a notice: %v, %d calls", err, calls)
+	}
+	if err := wrapped.Commit(ctx, l, store.Tick{ExpectHead: 7, Events: []store.Event{ev(`{"n":2}`)}, Notices: notice}); err == nil || calls != 0 {
+		t.Fatalf("a refused commit: %v, %d calls", err, calls)
+	}
+	if err := wrapped.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{ev(`{"n":2}`)}, Notices: notice}); err != nil || calls != 1 {
+		t.Fatalf("a commit with a notice: %v, %d calls", err, calls)
+	}
+}

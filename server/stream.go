@@ -17,7 +17,15 @@ import (
 type Notifier struct {
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+	// noticed is called after a commit that wrote a notice (OnNotices).
+	noticed func()
 }
+
+// OnNotices has f called after every commit through the wrapped store
+// that wrote a store.Notice: a notifier's wake-up, so that a notice is
+// delivered as soon as it is committed rather than at the next poll. Set
+// it before the store is used; f must not block.
+func (n *Notifier) OnNotices(f func()) { n.noticed = f }
 
 // NotifyCommits wraps st so that every successful Commit (and Quarantine,
 // and Release) notifies the returned Notifier. Give the wrapped store to the runner and
@@ -40,6 +48,9 @@ func (s notifyingStore) Commit(ctx context.Context, lease store.Lease, tick stor
 	err := s.Store.Commit(ctx, lease, tick)
 	if err == nil {
 		s.n.Notify(lease.RunID)
+		if len(tick.Notices) > 0 && s.n.noticed != nil {
+			s.n.noticed()
+		}
 	}
 	return err
 }

@@ -262,6 +262,10 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if err != nil {
 			return err
 		}
+		if hooks != nil {
+			// Before the runner starts: its commits read it.
+			notifier.OnNotices(hooks.Wake)
+		}
 		var backups *backupSchedule
 		if *backupDir != "" {
 			sq, ok := store.As[*sqlite.Store](st)

@@ -14,17 +14,7 @@ import (
 
 // noticing is h's runner writing notices, over the adapter given.
 func (h *harness) noticing(adapter effect.Adapter) *Runner {
-	h.t.Helper()
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", adapter); err != nil {
-		h.t.Fatal(err)
-	}
-	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Notices: true,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return r
+	return h.runnerWith(adapter, func(c *Config) { c.Notices = true })
 }
 
 // claimAll takes every notice due from h's store, settles it, and returns

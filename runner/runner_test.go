@@ -42,12 +42,23 @@ func newHarness(t *testing.T) *harness {
 }
 
 func (h *harness) runner(cut func(string)) *Runner {
+	return h.runnerWith(h.dest, func(c *Config) { c.Cut = cut })
+}
+
+// runnerWith is a runner of h's refunds over adapter, its configuration
+// changed by mod (when not nil).
+func (h *harness) runnerWith(adapter effect.Adapter, mod func(*Config)) *Runner {
+	h.t.Helper()
 	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", h.dest); err != nil {
+	if err := reg.Register("refund.pay", "fake/1", adapter); err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg, Cut: cut,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
+	cfg := Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg,
+		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
@@ -26,18 +25,7 @@ func (p picky) ContentDigest(in effect.Intent) (string, error) {
 	return cjson.Digest(in.Payload), nil
 }
 
-func (h *harness) pickyRunner() *Runner {
-	reg := &effect.Registry{}
-	if err := reg.Register("refund.pay", "fake/1", picky{h.dest}); err != nil {
-		h.t.Fatal(err)
-	}
-	r, err := New(Config{Store: h.store, Workflows: []Workflow{refunds{limit: 100}}, Adapters: reg,
-		Reconcile: effect.Plan{Backoff: []time.Duration{0}}, Clock: h.clock.Now, Sleep: h.clock.Sleep})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return r
-}
+func (h *harness) pickyRunner() *Runner { return h.runnerWith(picky{h.dest}, nil) }
 
 // An intent its adapter can never encode parks the run with the adapter's
 // reason instead of failing every pass with nothing recorded; nothing is

@@ -20,13 +20,14 @@ import (
 // signature and records it; while hold is set, the first delivery of
 // that kind is not answered until release is closed.
 type hookReceiver struct {
-	t      *testing.T
-	secret []byte
-	mu     sync.Mutex
-	got    []hookDelivery
-	hold   string
-	held   chan struct{} // closed when a held delivery arrived
-	free   chan struct{} // closed to answer it
+	t        *testing.T
+	secret   []byte
+	mu       sync.Mutex
+	got      []hookDelivery
+	hold     string
+	held     chan struct{} // closed when a held delivery arrived
+	free     chan struct{} // closed to answer it
+	freeOnce sync.Once
 }
 
 type hookDelivery struct {
@@ -88,6 +89,56 @@ func (h *hookReceiver) await(kind, run, attempt string) hookDelivery {
 	return hookDelivery{}
 }
 
+// newHookReceiver starts a receiver of deliveries signed with secret and
+// returns it with its URL; it stops with the test, a held delivery
+// answered first.
+func newHookReceiver(t *testing.T, secret string) (*hookReceiver, string) {
+	h := &hookReceiver{t: t, secret: []byte(secret), held: make(chan struct{}), free: make(chan struct{})}
+	recv := httptest.NewServer(h)
+	t.Cleanup(recv.Close)
+	t.Cleanup(h.release) // runs first: the held handler returns
+	return h, recv.URL + "/hooks/flrh"
+}
+
+// holdNext has the next delivery of kind held until release.
+func (h *hookReceiver) holdNext(kind string) {
+	h.mu.Lock()
+	h.hold = kind
+	h.mu.Unlock()
+}
+
+// waitHeld waits for the held delivery to arrive.
+func (h *hookReceiver) waitHeld() {
+	h.t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the delivery to hold never came")
+	}
+}
+
+// release answers the held delivery (once; later calls do nothing).
+func (h *hookReceiver) release() { h.freeOnce.Do(func() { close(h.free) }) }
+
+// deliveredOnce checks, after a moment for anything late, that n
+// notices were delivered, each once, but twice, delivered twice.
+func (h *hookReceiver) deliveredOnce(n int, twice string) {
+	h.t.Helper()
+	time.Sleep(1500 * time.Millisecond) // anything more would come within a pass or two
+	counts := map[string]int{}
+	for _, d := range h.deliveries() {
+		counts[d.ID]++
+	}
+	if len(counts) != n {
+		h.t.Fatalf("%d notices delivered, want %d: %+v", len(counts), n, counts)
+	}
+	for id, k := range counts {
+		if want := map[bool]int{true: 2, false: 1}[id == twice]; k != want {
+			h.t.Errorf("%s delivered %d times, want %d", id, k, want)
+		}
+	}
+}
+
 func (h *hookReceiver) deliveries() []hookDelivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -113,19 +164,10 @@ func TestNoticesThroughServe(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := &hookReceiver{t: t, secret: []byte(secret), held: make(chan struct{}), free: make(chan struct{})}
-	recv := httptest.NewServer(h)
-	defer recv.Close()
-	defer func() {
-		select {
-		case <-h.free:
-		default:
-			close(h.free)
-		}
-	}()
+	h, hookURL := newHookReceiver(t, secret)
 	env := []string{"FLRH_NOTIFY_SECRET_FILE=" + secretFile}
 	args := []string{"--store", "sqlite:" + filepath.Join(dir, "flrh.db"), "--destination", sb + "/v1/effects",
-		"--notify", recv.URL + "/hooks/flrh", "--notify-timeout", "1s"}
+		"--notify", hookURL, "--notify-timeout", "1s"}
 	p := startServe(t, bin, env, args...)
 
 	startRefund(t, p.base, "big", 800)
@@ -142,18 +184,12 @@ func TestNoticesThroughServe(t *testing.T) {
 	h.await("run_ended", "small", "1")
 
 	// Killed while the receiver holds a delivery.
-	h.mu.Lock()
-	h.hold = "approval_waiting"
-	h.mu.Unlock()
+	h.holdNext("approval_waiting")
 	startRefund(t, p.base, "crash", 900)
-	select {
-	case <-h.held:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the delivery to hold never came")
-	}
+	h.waitHeld()
 	p.cmd.Process.Kill()
 	<-p.exited
-	close(h.free)
+	h.release()
 	first := h.await("approval_waiting", "crash", "1")
 	// The store says the notice waits.
 	out, err := flrh(bin, nil, "store", "check", "--json", "--store", args[1])
@@ -179,19 +215,7 @@ func TestNoticesThroughServe(t *testing.T) {
 	}
 	h.await("run_ended", "crash", "1")
 
-	time.Sleep(1500 * time.Millisecond) // anything more would come within a pass or two
-	counts := map[string]int{}
-	for _, d := range h.deliveries() {
-		counts[d.ID]++
-	}
-	if len(counts) != 5 {
-		t.Fatalf("%d notices delivered, want 5: %+v", len(counts), counts)
-	}
-	for id, n := range counts {
-		if want := map[bool]int{true: 2, false: 1}[id == first.ID]; n != want {
-			t.Errorf("%s delivered %d times, want %d", id, n, want)
-		}
-	}
+	h.deliveredOnce(5, first.ID)
 	resp, err := http.Get(p2.base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -249,18 +273,9 @@ func TestNoticesThroughServePostgres(t *testing.T) {
 	bin := buildFlrh(t)
 	sb := startQuietSandbox(t, bin)
 	secret := "whsec-pg-5b19e07c3d4a2f68"
-	h := &hookReceiver{t: t, secret: []byte(secret), held: make(chan struct{}), free: make(chan struct{})}
-	recv := httptest.NewServer(h)
-	defer recv.Close()
-	defer func() {
-		select {
-		case <-h.free:
-		default:
-			close(h.free)
-		}
-	}()
+	h, hookURL := newHookReceiver(t, secret)
 	env := []string{"FLRH_NOTIFY_SECRET=" + secret}
-	args := []string{"--store", spec, "--destination", sb + "/v1/effects", "--notify", recv.URL + "/hooks/flrh", "--notify-timeout", "1s"}
+	args := []string{"--store", spec, "--destination", sb + "/v1/effects", "--notify", hookURL, "--notify-timeout", "1s"}
 	procs := []*serveProc{startServe(t, bin, env, args...), startServe(t, bin, env, args...)}
 
 	for i, id := range []string{"pg-a", "pg-b", "pg-c", "pg-d"} {
@@ -277,15 +292,9 @@ func TestNoticesThroughServePostgres(t *testing.T) {
 		h.await("run_ended", id, "1")
 	}
 
-	h.mu.Lock()
-	h.hold = "approval_waiting"
-	h.mu.Unlock()
+	h.holdNext("approval_waiting")
 	startRefund(t, procs[0].base, "pg-crash", 950)
-	select {
-	case <-h.held:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the delivery to hold never came")
-	}
+	h.waitHeld()
 	var holder string
 	if err := st.Pool().QueryRow(t.Context(), `SELECT holder FROM notices WHERE run_id = 'pg-crash'`).Scan(&holder); err != nil {
 		t.Fatal(err)
@@ -298,7 +307,7 @@ func TestNoticesThroughServePostgres(t *testing.T) {
 	}
 	victim.cmd.Process.Kill()
 	<-victim.exited
-	close(h.free)
+	h.release()
 	first := h.await("approval_waiting", "pg-crash", "1")
 	again := h.await("approval_waiting", "pg-crash", "2")
 	if again.ID != first.ID {
@@ -308,17 +317,5 @@ func TestNoticesThroughServePostgres(t *testing.T) {
 		t.Fatal("approval refused")
 	}
 	h.await("run_ended", "pg-crash", "1")
-	time.Sleep(1500 * time.Millisecond)
-	counts := map[string]int{}
-	for _, d := range h.deliveries() {
-		counts[d.ID]++
-	}
-	if len(counts) != 10 {
-		t.Fatalf("%d notices delivered, want 10: %+v", len(counts), counts)
-	}
-	for id, n := range counts {
-		if want := map[bool]int{true: 2, false: 1}[id == first.ID]; n != want {
-			t.Errorf("%s delivered %d times, want %d", id, n, want)
-		}
-	}
+	h.deliveredOnce(10, first.ID)
 }

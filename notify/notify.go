@@ -226,7 +226,7 @@ func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duratio
 	req.Header.Set(SignatureHeader, Sign(n.cfg.Secret, body, now.Unix()))
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return wait, err.Error()
+		return wait, sendError(err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -237,6 +237,17 @@ func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duratio
 		wait = min(ask, n.cfg.MaxDelay)
 	}
 	return wait, "the receiver answered " + resp.Status
+}
+
+// sendError says why a request was not answered without naming the URL:
+// a webhook's path often is its credential (chat services put their
+// token there), and the reason goes to logs and to the store.
+func sendError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return "POST to the webhook: " + err.Error()
 }
 
 // delay is the wait after a notice's attempt-th failed delivery.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -317,5 +319,27 @@ func TestNewRefuses(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// A receiver that cannot be reached is retried, and the reason kept and
+// logged names no part of the URL, whose path may be its credential.
+func TestUnreachableReasonHidesTheURL(t *testing.T) {
+	f := newFixture(t)
+	id := f.ended("r1")
+	var logs strings.Builder
+	n := f.notifier("a", func(c *Config) {
+		c.URL = "http://127.0.0.1:1/services/T0AB/B0CD/s3cr3tt0k3n"
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	f.pass(n, 1)
+	f.clock.Advance(time.Hour)
+	got, err := f.store.ClaimNotices(ctx, "b", time.Minute, 1)
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("claimed %+v, %v", got, err)
+	}
+	if !strings.HasPrefix(got[0].LastError, "POST to the webhook: ") || strings.Contains(got[0].LastError, "s3cr3t") ||
+		strings.Contains(got[0].LastError, "127.0.0.1:1/") || strings.Contains(logs.String(), "s3cr3t") {
+		t.Fatalf("the reason %q or the logs name the URL:\n%s", got[0].LastError, logs.String())
 	}
 }

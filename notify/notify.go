@@ -74,7 +74,8 @@ func New(cfg Config) (*Notifier, error) {
 	case cfg.Board == nil:
 		return nil, errors.New("notify: the store keeps no notices")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return nil, fmt.Errorf("notify: %q is not an http or https URL", cfg.URL)
+		// Not quoted: a webhook's URL may be its credential.
+		return nil, errors.New("notify: the webhook URL is not an http or https URL with a host")
 	case u.User != nil:
 		return nil, errors.New("notify: the URL carries credentials; sign with the secret instead")
 	case len(cfg.Secret) < 16:

@@ -18,6 +18,26 @@ type noticeFlags struct {
 	timeout, giveUp time.Duration
 }
 
+// notifyURLEnv names the variable that may hold the webhook's URL
+// instead of --notify: a chat service's webhook URL is its credential,
+// which a command line shows to every process listing.
+const notifyURLEnv = "FLRH_NOTIFY_URL"
+
+// resolveURL takes the URL from notifyURLEnv (or its _FILE) when
+// --notify is not given; both is an error.
+func (f *noticeFlags) resolveURL() error {
+	fromEnv, err := bundle.OSEnv().Value(notifyURLEnv)
+	switch {
+	case err != nil:
+		return usagef("%v", err)
+	case fromEnv != "" && f.url != "":
+		return usagef("--notify and %s are both set; set one", notifyURLEnv)
+	case fromEnv != "":
+		f.url = fromEnv
+	}
+	return nil
+}
+
 // notices builds serve's notifier from its flags, or nil without
 // --notify, with the metrics it reports into reg: deliveries by kind
 // and outcome, and the store's backlog read at each scrape.
@@ -66,6 +86,7 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		Timeout: f.timeout, GiveUp: f.giveUp, Logger: log.With("component", "notify"),
 		Observe: func(kind, outcome string) { delivered.WithLabelValues(kind, outcome).Inc() }})
 	if err != nil {
+		// The URL may be a credential: the error names none of it.
 		return nil, usagef("--notify: %v", err)
 	}
 	return n, nil

@@ -145,9 +145,9 @@ func (h *hookReceiver) deliveries() []hookDelivery {
 	return append([]hookDelivery(nil), h.got...)
 }
 
-// TestNoticesThroughServe runs flrh serve with --notify: a refund that
-// needs an approval and its end reach the webhook signed, with the
-// secret read from a file; a small refund's end too. Then the process is
+// TestNoticesThroughServe runs flrh serve with notices (the webhook's URL
+// in FLRH_NOTIFY_URL): a refund that needs an approval and its end reach
+// the webhook signed, with the secret read from a file; a small refund's end too. Then the process is
 // killed while the receiver holds a delivery it has taken and not
 // answered: restarted, it delivers the notice again under the same id as
 // its second attempt, once its hold has passed, and every other notice
@@ -165,9 +165,9 @@ func TestNoticesThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, hookURL := newHookReceiver(t, secret)
-	env := []string{"FLRH_NOTIFY_SECRET_FILE=" + secretFile}
-	args := []string{"--store", "sqlite:" + filepath.Join(dir, "flrh.db"), "--destination", sb + "/v1/effects",
-		"--notify", hookURL, "--notify-timeout", "1s"}
+	// The URL from the environment, as one holding a credential is given.
+	env := []string{"FLRH_NOTIFY_SECRET_FILE=" + secretFile, "FLRH_NOTIFY_URL=" + hookURL}
+	args := []string{"--store", "sqlite:" + filepath.Join(dir, "flrh.db"), "--destination", sb + "/v1/effects", "--notify-timeout", "1s"}
 	p := startServe(t, bin, env, args...)
 
 	startRefund(t, p.base, "big", 800)
@@ -253,12 +253,14 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "ftp://x/h"}, "not an http or https URL"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "FLRH_NOTIFY_SECRET_FILE=/nonexistent"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{nil, []string{"--notify-timeout", "5s"}, "need --notify"},
+		{[]string{"FLRH_NOTIFY_URL=http://127.0.0.1:9/h"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
+		{[]string{"FLRH_NOTIFY_URL=ftp://x/T0/s3cr3t", "FLRH_NOTIFY_SECRET=0123456789abcdef"}, nil, "not an http or https URL"},
 	} {
 		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", db}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)
 		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), tc.says) {
-			t.Errorf("serve %v: %v, said %q; want it to say %q", tc.args, err, out, tc.says)
+		if err == nil || !strings.Contains(string(out), tc.says) || strings.Contains(string(out), "s3cr3t") {
+			t.Errorf("serve %v: %v, said %q; want it to say %q, and name no URL", tc.args, err, out, tc.says)
 		}
 	}
 }

@@ -104,7 +104,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
 	pruneAbandoned := cmd.Flags().Bool("prune-abandoned", false, "with --prune-ended-after: also prune runs that ended with an effect open (abandoned by a person), as flrh store prune --abandoned does")
 	var nf noticeFlags
-	cmd.Flags().StringVar(&nf.url, "notify", "", "deliver notices (a run waits for an approval or a reconciliation, was frozen by a tripwire, or ended) to this webhook URL, signed; see docs/notices.md")
+	cmd.Flags().StringVar(&nf.url, "notify", "", "deliver notices (a run waits for an approval, a choice or a reconciliation, was frozen by a tripwire, or ended) to this webhook URL, signed (or set FLRH_NOTIFY_URL or FLRH_NOTIFY_URL_FILE, for a URL that holds a credential); see docs/notices.md")
 	cmd.Flags().StringVar(&nf.secretEnv, "notify-secret-env", "FLRH_NOTIFY_SECRET", "with --notify: the variable (or NAME_FILE) holding the secret deliveries are signed with, 16 bytes at least")
 	cmd.Flags().DurationVar(&nf.timeout, "notify-timeout", notify.DefaultTimeout, "with --notify: how long one delivery may take")
 	cmd.Flags().DurationVar(&nf.giveUp, "notify-give-up", notify.DefaultGiveUp, "with --notify: drop a notice not delivered this long after it was written")
@@ -136,8 +136,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		case *backupKeep < 1:
 			return usagef("--backup-keep must be at least 1, not %d", *backupKeep)
 		}
+		if err := nf.resolveURL(); err != nil {
+			return err
+		}
 		if nf.url == "" && (cmd.Flags().Changed("notify-secret-env") || cmd.Flags().Changed("notify-timeout") || cmd.Flags().Changed("notify-give-up")) {
-			return usagef("--notify-secret-env, --notify-timeout and --notify-give-up need --notify")
+			return usagef("--notify-secret-env, --notify-timeout and --notify-give-up need --notify (or FLRH_NOTIFY_URL)")
 		}
 		pruning := *pruneAge > 0
 		switch {

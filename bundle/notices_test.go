@@ -12,7 +12,7 @@ import (
 )
 
 // noticeBodies takes every notice due from h's store and settles it.
-func (h *harness) noticeBodies() []runner.NoticeBody {
+func (h *harness) noticeBodies() []store.NoticeBody {
 	h.t.Helper()
 	nb, ok := store.NoticeboardOf(h.st)
 	if !ok {
@@ -22,7 +22,7 @@ func (h *harness) noticeBodies() []runner.NoticeBody {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	out := make([]runner.NoticeBody, len(ns))
+	out := make([]store.NoticeBody, len(ns))
 	for i, n := range ns {
 		if err := json.Unmarshal(n.Body, &out[i]); err != nil || out[i].Kind != n.Kind {
 			h.t.Fatalf("notice %s: %s (%v)", n.ID, n.Body, err)

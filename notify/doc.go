@@ -12,7 +12,7 @@
 //
 //	{"id": "...", "created_at": "RFC 3339", "attempt": 1, "notice": {...}}
 //
-// where notice is the body the runner wrote (runner.NoticeBody), and its
+// where notice is the body the runner wrote (store.NoticeBody), and its
 // Flrh-Signature header is
 //
 //	t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" under the secret>

@@ -6,35 +6,6 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// NoticeBody is the body of every notice the runner writes (a
-// store.Notice's Body, as JSON): what happened to which run, and what
-// the run waits for, by identifier. It carries no input, payload or
-// preview: a receiver that needs them reads the run through the API, as
-// someone allowed to.
-type NoticeBody struct {
-	Kind            string `json:"kind"`
-	RunID           string `json:"run_id"`
-	WorkflowID      string `json:"workflow_id"`
-	WorkflowVersion string `json:"workflow_version"`
-	State           string `json:"state"`
-	Seq             int64  `json:"seq"` // the run's last accepted event when the notice was written
-	// Outcome is the run's final outcome (run_ended).
-	Outcome string `json:"outcome,omitempty"`
-	// Requests are the approval requests the run waits on
-	// (approval_waiting).
-	Requests []string `json:"requests,omitempty"`
-	// Proposals are the proposals waiting for a person to choose among
-	// their options (choice_waiting).
-	Proposals []string `json:"proposals,omitempty"`
-	// Effects are the intents whose outcome a person must reconcile
-	// (reconciliation_waiting).
-	Effects []string `json:"effects,omitempty"`
-	// Park is where a tripwire parked the run and Wires the wires that
-	// tripped (run_tripped).
-	Park  string   `json:"park,omitempty"`
-	Wires []string `json:"wires,omitempty"`
-}
-
 // addNotices adds to p the notices its tick calls for, when the runner
 // writes notices: the run ends, or comes to wait for an approval or a
 // reconciliation, or an input left proposals waiting for a choice. A tick with a notice is made durable (the notice may
@@ -49,7 +20,7 @@ func (r *Runner) addNotices(t *tick, p *store.Tick) {
 	if p.State != "" {
 		to = p.State
 	}
-	b := NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
+	b := store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
 		Seq: p.ExpectHead + int64(len(p.Events))}
 	if len(t.offers) > 0 && p.Outcome == "" {
 		c := b
@@ -77,12 +48,12 @@ func (r *Runner) addNotices(t *tick, p *store.Tick) {
 // trippedNotice is the notice of a run a tripwire froze, written with
 // the tick that records the wires' report.
 func trippedNotice(t *tick, park string, wires []string) store.Notice {
-	b := NoticeBody{Kind: store.NoticeTripped, RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion,
+	b := store.NoticeBody{Kind: store.NoticeTripped, RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion,
 		State: t.run.State, Seq: t.run.Head, Park: park, Wires: wires}
 	return store.Notice{Kind: b.Kind, Body: noticeJSON(b)}
 }
 
-func noticeJSON(b NoticeBody) []byte {
+func noticeJSON(b store.NoticeBody) []byte {
 	out, _ := json.Marshal(b) // strings and lists of them: it cannot fail
 	return out
 }

@@ -19,13 +19,13 @@ func (h *harness) noticing(adapter effect.Adapter) *Runner {
 
 // claimAll takes every notice due from h's store, settles it, and returns
 // their bodies in the store's order with the notices themselves.
-func (h *harness) claimAll() ([]NoticeBody, []store.Notice) {
+func (h *harness) claimAll() ([]store.NoticeBody, []store.Notice) {
 	h.t.Helper()
 	ns, err := h.store.ClaimNotices(ctx, "test", time.Minute, 100)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	bodies := make([]NoticeBody, len(ns))
+	bodies := make([]store.NoticeBody, len(ns))
 	for i, n := range ns {
 		dec := json.NewDecoder(bytes.NewReader(n.Body))
 		dec.DisallowUnknownFields()
@@ -67,7 +67,7 @@ func TestNoticesFollowTheRun(t *testing.T) {
 	}
 	run := h.run("big")
 	got, ns := h.claimAll()
-	want := []NoticeBody{{Kind: store.NoticeApproval, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "WAIT_APPROVAL",
+	want := []store.NoticeBody{{Kind: store.NoticeApproval, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "WAIT_APPROVAL",
 		Seq: run.Head, Requests: []string{st.Waiting[0].RequestID}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("notices %+v, want %+v", got, want)
@@ -86,7 +86,7 @@ func TestNoticesFollowTheRun(t *testing.T) {
 	h.idle()
 	run = h.run("big")
 	got, _ = h.claimAll()
-	want = []NoticeBody{{Kind: store.NoticeEnded, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "SUCCEEDED",
+	want = []store.NoticeBody{{Kind: store.NoticeEnded, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "SUCCEEDED",
 		Seq: run.Head, Outcome: run.Outcome}}
 	if run.State != "SUCCEEDED" || !reflect.DeepEqual(got, want) {
 		t.Fatalf("run %s; notices %+v, want %+v", run.State, got, want)
@@ -96,7 +96,7 @@ func TestNoticesFollowTheRun(t *testing.T) {
 	st = h.unresolved("lost")
 	run = h.run("lost")
 	got, _ = h.claimAll()
-	want = []NoticeBody{{Kind: store.NoticeReconciliation, RunID: "lost", WorkflowID: "refunds", WorkflowVersion: "1",
+	want = []store.NoticeBody{{Kind: store.NoticeReconciliation, RunID: "lost", WorkflowID: "refunds", WorkflowVersion: "1",
 		State: "HUMAN_RECONCILIATION", Seq: run.Head, Effects: st.Unknown}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("notices %+v, want %+v", got, want)
@@ -122,7 +122,7 @@ func TestNoticesFollowTheRun(t *testing.T) {
 	h.idle()
 	run = h.run("stuck")
 	got, _ = h.claimAll()
-	want = []NoticeBody{{Kind: store.NoticeTripped, RunID: "stuck", WorkflowID: "refunds", WorkflowVersion: "1", State: run.State,
+	want = []store.NoticeBody{{Kind: store.NoticeTripped, RunID: "stuck", WorkflowID: "refunds", WorkflowVersion: "1", State: run.State,
 		Seq: run.Head, Park: string(tripwire.ParkSafeMode), Wires: []string{wireUnsendable}}}
 	if run.Quarantine == "" || !reflect.DeepEqual(got, want) {
 		t.Fatalf("run parked %q; notices %+v, want %+v", run.Quarantine, got, want)

@@ -47,6 +47,35 @@ const (
 	NoticeChoice         = "choice_waiting"         // the run waits for a person to choose among options
 )
 
+// NoticeBody is the body of every notice the runner writes (a Notice's
+// Body, as JSON): what happened to which run, and what
+// the run waits for, by identifier. It carries no input, payload or
+// preview: a receiver that needs them reads the run through the API, as
+// someone allowed to.
+type NoticeBody struct {
+	Kind            string `json:"kind"`
+	RunID           string `json:"run_id"`
+	WorkflowID      string `json:"workflow_id"`
+	WorkflowVersion string `json:"workflow_version"`
+	State           string `json:"state"`
+	Seq             int64  `json:"seq"` // the run's last accepted event when the notice was written
+	// Outcome is the run's final outcome (run_ended).
+	Outcome string `json:"outcome,omitempty"`
+	// Requests are the approval requests the run waits on
+	// (approval_waiting).
+	Requests []string `json:"requests,omitempty"`
+	// Proposals are the proposals waiting for a person to choose among
+	// their options (choice_waiting).
+	Proposals []string `json:"proposals,omitempty"`
+	// Effects are the intents whose outcome a person must reconcile
+	// (reconciliation_waiting).
+	Effects []string `json:"effects,omitempty"`
+	// Park is where a tripwire parked the run and Wires the wires that
+	// tripped (run_tripped).
+	Park  string   `json:"park,omitempty"`
+	Wires []string `json:"wires,omitempty"`
+}
+
 // MaxNoticeBody bounds a notice's body: a notice names things, it does
 // not carry them.
 const MaxNoticeBody = 16 << 10

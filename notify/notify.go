@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/effect/httpwire"
@@ -32,6 +34,16 @@ type Config struct {
 	Board  store.Noticeboard
 	URL    string // http or https
 	Secret []byte // the HMAC key deliveries are signed with; required
+	// Format is the body's shape: FormatFlrh (the default) or
+	// FormatSlack.
+	Format string
+	// Link is the server's address as people reach it
+	// (https://flrh.example.com): deliveries then link to the run's page
+	// in the web UI. "" links nothing.
+	Link string
+	// Kinds are the kinds of notice delivered; others are deleted
+	// unsent (counted "skipped"). Nil delivers every kind.
+	Kinds []string
 	// Holder names this deliverer to the store; several sharing a store
 	// need different ones.
 	Holder string
@@ -55,8 +67,9 @@ type Config struct {
 	Transport http.RoundTripper
 	Clock     func() time.Time
 	Logger    *slog.Logger
-	// Observe, when set, is told each delivery's outcome: "delivered",
-	// "failed" (to be tried again) or "dropped".
+	// Observe, when set, is told each notice's outcome: "delivered",
+	// "failed" (to be tried again), "dropped" (too old) or "skipped" (a
+	// kind not in Kinds).
 	Observe func(kind, outcome string)
 }
 
@@ -82,6 +95,19 @@ func New(cfg Config) (*Notifier, error) {
 		return nil, fmt.Errorf("notify: the signing secret holds %d bytes, fewer than 16", len(cfg.Secret))
 	case cfg.Holder == "":
 		return nil, errors.New("notify: no holder name")
+	case cfg.Format != "" && cfg.Format != FormatFlrh && cfg.Format != FormatSlack:
+		return nil, fmt.Errorf("notify: format %q is neither %s nor %s", cfg.Format, FormatFlrh, FormatSlack)
+	}
+	if cfg.Link != "" {
+		if l, err := url.Parse(cfg.Link); err != nil || (l.Scheme != "http" && l.Scheme != "https") || l.Host == "" || l.User != nil ||
+			l.RawQuery != "" || l.Fragment != "" {
+			return nil, fmt.Errorf("notify: the link %q is not an http or https address without credentials, query or fragment", cfg.Link)
+		}
+	}
+	for _, k := range cfg.Kinds {
+		if !slices.Contains(Kinds, k) {
+			return nil, fmt.Errorf("notify: %q is not a kind of notice (%s)", k, strings.Join(Kinds, ", "))
+		}
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -183,6 +209,7 @@ type envelope struct {
 	ID        string          `json:"id"`
 	CreatedAt string          `json:"created_at"`
 	Attempt   int             `json:"attempt"`
+	Link      string          `json:"link,omitempty"` // the run's page in the web UI, with Config.Link
 	Notice    json.RawMessage `json:"notice"`
 }
 
@@ -190,6 +217,11 @@ type envelope struct {
 // store's, a failed delivery being the notice's to retry.
 func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
+	if n.cfg.Kinds != nil && !slices.Contains(n.cfg.Kinds, no.Kind) {
+		n.cfg.Observe(no.Kind, "skipped")
+		log.Debug("notice skipped: its kind is not delivered")
+		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+	}
 	wait, why := n.send(ctx, no)
 	switch {
 	case why == "":
@@ -210,7 +242,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 // otherwise says why not, with the wait before the next attempt.
 func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duration, why string) {
 	wait = n.delay(no.Attempts)
-	body, err := json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Notice: no.Body})
+	body, err := n.body(no)
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()
 	}

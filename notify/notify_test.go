@@ -25,6 +25,7 @@ var secret = []byte("a secret of 24 bytes....")
 
 // delivery is one request a receiver took.
 type delivery struct {
+	raw               []byte
 	id, kind, attempt string
 	env               envelope
 	verified          error
@@ -42,7 +43,7 @@ type receiver struct {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	d := delivery{id: r.Header.Get("Flrh-Notice-Id"), kind: r.Header.Get("Flrh-Notice-Kind"), attempt: r.Header.Get("Flrh-Notice-Attempt"),
+	d := delivery{raw: body, id: r.Header.Get("Flrh-Notice-Id"), kind: r.Header.Get("Flrh-Notice-Kind"), attempt: r.Header.Get("Flrh-Notice-Attempt"),
 		verified: Verify(secret, body, r.Header.Get(SignatureHeader), rc.clock(), 5*time.Minute)}
 	if err := json.Unmarshal(body, &d.env); err != nil || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
 		d.verified = err
@@ -313,6 +314,11 @@ func TestNewRefuses(t *testing.T) {
 		"credentials in URL": func(c *Config) { c.URL = "https://user:pass@example.com/x" },
 		"short secret":       func(c *Config) { c.Secret = []byte("fifteen bytes..") },
 		"no holder":          func(c *Config) { c.Holder = "" },
+		"unknown format":     func(c *Config) { c.Format = "teams" },
+		"link not http":      func(c *Config) { c.Link = "ftp://flrh.example.com" },
+		"link with a query":  func(c *Config) { c.Link = "https://flrh.example.com/?x=1" },
+		"link with a user":   func(c *Config) { c.Link = "https://u:p@flrh.example.com" },
+		"unknown kind":       func(c *Config) { c.Kinds = []string{store.NoticeEnded, "run_started"} },
 	} {
 		cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: "a"}
 		mod(&cfg)
@@ -341,5 +347,71 @@ func TestUnreachableReasonHidesTheURL(t *testing.T) {
 	if !strings.HasPrefix(got[0].LastError, "POST to the webhook: ") || strings.Contains(got[0].LastError, "s3cr3t") ||
 		strings.Contains(got[0].LastError, "127.0.0.1:1/") || strings.Contains(logs.String(), "s3cr3t") {
 		t.Fatalf("the reason %q or the logs name the URL:\n%s", got[0].LastError, logs.String())
+	}
+}
+
+func TestSlackText(t *testing.T) {
+	b := store.NoticeBody{RunID: "refund-7", WorkflowID: "refund-agent", WorkflowVersion: "1"}
+	with := func(mod func(*store.NoticeBody)) store.NoticeBody { c := b; mod(&c); return c }
+	const base = "https://flrh.example.com/"
+	for _, tc := range []struct {
+		b          store.NoticeBody
+		base, want string
+	}{
+		{with(func(c *store.NoticeBody) { c.Kind, c.Requests = store.NoticeApproval, []string{"q1"} }), base,
+			"flrh: Run *refund-7* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"},
+		{with(func(c *store.NoticeBody) { c.Kind, c.Requests = store.NoticeApproval, []string{"q1", "q2"} }), "",
+			"flrh: Run *refund-7* (refund-agent@1) waits for an approval (2 requests)."},
+		{with(func(c *store.NoticeBody) { c.Kind, c.Proposals = store.NoticeChoice, []string{"p"} }), base,
+			"flrh: Run *refund-7* (refund-agent@1) waits for a person to choose among options (1 proposal). <https://flrh.example.com/ui/#/run/refund-7|Open the run>"},
+		{with(func(c *store.NoticeBody) { c.Kind, c.Effects = store.NoticeReconciliation, []string{"i1", "i2"} }), base,
+			"flrh: Run *refund-7* (refund-agent@1) waits for a person to reconcile 2 effects whose outcome is unknown. <https://flrh.example.com/ui/#/run/refund-7|Open the run>"},
+		{with(func(c *store.NoticeBody) {
+			c.Kind, c.Park, c.Wires = store.NoticeTripped, "degraded_safe_mode", []string{"W1", "W2"}
+		}), "", "flrh: Run *refund-7* (refund-agent@1) was frozen by a tripwire (W1, W2; degraded_safe_mode): a person must release it."},
+		{with(func(c *store.NoticeBody) { c.Kind, c.Outcome = store.NoticeEnded, "success" }), "", "flrh: Run *refund-7* (refund-agent@1) ended: success."},
+		// Markup in a name is text, and a run id in a link is escaped.
+		{with(func(c *store.NoticeBody) { c.Kind, c.Outcome, c.RunID = store.NoticeEnded, "success", "a<b>&c d" }), base,
+			"flrh: Run *a&lt;b&gt;&amp;c d* (refund-agent@1) ended: success. <https://flrh.example.com/ui/#/run/a%3Cb%3E&c%20d|Open the run>"},
+	} {
+		if got := SlackText(tc.b, tc.base); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.b.Kind, got, tc.want)
+		}
+	}
+}
+
+// FormatSlack posts {"text": ...}, signed as any delivery; the flrh
+// format links the run's page when Link is set.
+func TestFormats(t *testing.T) {
+	f := newFixture(t)
+	f.ended("r1")
+	f.pass(f.notifier("a", func(c *Config) { c.Format, c.Link = FormatSlack, "https://flrh.example.com" }), 1)
+	f.ended("r2")
+	f.pass(f.notifier("a", func(c *Config) { c.Link = "https://flrh.example.com" }), 1)
+	got := f.rc.deliveries()
+	if len(got) != 2 {
+		t.Fatalf("%d deliveries", len(got))
+	}
+	var slack map[string]string
+	if err := json.Unmarshal(got[0].raw, &slack); err != nil || len(slack) != 1 ||
+		slack["text"] != "flrh: Run *r1* (@) ended: success. <https://flrh.example.com/ui/#/run/r1|Open the run>" {
+		t.Fatalf("slack body %s (%v)", got[0].raw, err)
+	}
+	if got[0].verified != nil || got[0].id != store.NoticeID("r1", 1, 0, store.NoticeEnded) {
+		t.Fatalf("slack delivery %+v", got[0])
+	}
+	if got[1].env.Link != "https://flrh.example.com/ui/#/run/r2" || got[1].verified != nil {
+		t.Fatalf("flrh body %s", got[1].raw)
+	}
+}
+
+// A kind not delivered is deleted unsent and counted skipped.
+func TestKindsSkipped(t *testing.T) {
+	f := newFixture(t)
+	f.ended("r1")
+	n := f.notifier("a", func(c *Config) { c.Kinds = []string{store.NoticeApproval} })
+	f.pass(n, 1)
+	if len(f.rc.deliveries()) != 0 || f.backlog() != 0 || f.seen["skipped"] != 1 {
+		t.Fatalf("%d deliveries, backlog %d, outcomes %v", len(f.rc.deliveries()), f.backlog(), f.seen)
 	}
 }

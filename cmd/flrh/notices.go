@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,8 +15,9 @@ import (
 
 // noticeFlags are serve's webhook settings.
 type noticeFlags struct {
-	url, secretEnv  string
-	timeout, giveUp time.Duration
+	url, secretEnv, format, link string
+	kinds                        []string
+	timeout, giveUp              time.Duration
 }
 
 // notifyURLEnv names the variable that may hold the webhook's URL
@@ -59,11 +61,14 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 	if secret == "" {
 		return nil, usagef("--notify: set %s (or %s%s) to the secret deliveries are signed with", f.secretEnv, f.secretEnv, bundle.FileSuffix)
 	}
+	if f.kinds != nil && len(f.kinds) == 0 {
+		return nil, usagef("--notify-kinds must name at least one kind (%s)", strings.Join(notify.Kinds, ", "))
+	}
 	if f.timeout <= 0 || f.giveUp <= 0 {
 		return nil, usagef("--notify-timeout and --notify-give-up must be positive")
 	}
 	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
-		Help: "Notice deliveries by kind and outcome: delivered, failed (to be tried again) or dropped."}, []string{"kind", "outcome"})
+		Help: "Notices by kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind not delivered)."}, []string{"kind", "outcome"})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_backlog",
 		Help: "Notices written and not yet delivered or dropped."}, func() float64 {
 		n, _, err := board.NoticeBacklog(context.Background())
@@ -77,13 +82,13 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 			return nil, err
 		}
 	}
-	for _, k := range []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded} {
-		for _, o := range []string{"delivered", "failed", "dropped"} {
+	for _, k := range notify.Kinds {
+		for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
 			delivered.WithLabelValues(k, o)
 		}
 	}
 	n, err := notify.New(notify.Config{Board: board, URL: f.url, Secret: []byte(secret), Holder: holder + "/notify",
-		Timeout: f.timeout, GiveUp: f.giveUp, Logger: log.With("component", "notify"),
+		Timeout: f.timeout, GiveUp: f.giveUp, Format: f.format, Link: f.link, Kinds: f.kinds, Logger: log.With("component", "notify"),
 		Observe: func(kind, outcome string) { delivered.WithLabelValues(kind, outcome).Inc() }})
 	if err != nil {
 		// The URL may be a credential: the error names none of it.

@@ -253,6 +253,11 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "ftp://x/h"}, "not an http or https URL"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "FLRH_NOTIFY_SECRET_FILE=/nonexistent"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{nil, []string{"--notify-timeout", "5s"}, "need --notify"},
+		{nil, []string{"--notify-link", "https://flrh.example.com"}, "need --notify"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-format", "teams"}, "neither flrh nor slack"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", "run_ended,run_started"}, "not a kind of notice"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", ""}, "at least one kind"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-link", "flrh.example.com"}, "not an http or https address"},
 		{[]string{"FLRH_NOTIFY_URL=http://127.0.0.1:9/h"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{[]string{"FLRH_NOTIFY_URL=ftp://x/T0/s3cr3t", "FLRH_NOTIFY_SECRET=0123456789abcdef"}, nil, "not an http or https URL"},
 	} {
@@ -320,4 +325,82 @@ func TestNoticesThroughServePostgres(t *testing.T) {
 	}
 	h.await("run_ended", "pg-crash", "1")
 	h.deliveredOnce(10, first.ID)
+}
+
+// With --notify-format slack, --notify-link and --notify-kinds, serve
+// posts a chat sentence linking the approvals inbox for the approval a
+// large refund waits on, and nothing for the runs that end.
+func TestSlackNoticesThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	secret := "whsec-slack-7c0d3e9a51b2"
+	var mu sync.Mutex
+	var texts []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m map[string]string
+		if err := json.Unmarshal(body, &m); err != nil || len(m) != 1 ||
+			notify.Verify([]byte(secret), body, r.Header.Get(notify.SignatureHeader), time.Now(), time.Minute) != nil {
+			t.Errorf("delivery %s", body)
+		}
+		mu.Lock()
+		texts = append(texts, m["text"])
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret}, "--store", "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"),
+		"--destination", sb+"/v1/effects", "--notify", recv.URL, "--notify-format", "slack", "--notify-link", "https://flrh.example.com",
+		"--notify-kinds", "approval_waiting,choice_waiting")
+	startRefund(t, p.base, "small", 30)
+	startRefund(t, p.base, "big", 800)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(texts)
+		mu.Unlock()
+		if n > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !approveWaiting(p.base, "big") {
+		t.Fatal("approval refused")
+	}
+	for _, id := range []string{"small", "big"} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get(p.base + "/v1/runs/" + id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page struct {
+				Run struct {
+					Outcome string `json:"outcome"`
+				} `json:"run"`
+			}
+			json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+			if page.Run.Outcome != "" || time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the ends' notices, skipped
+	mu.Lock()
+	defer mu.Unlock()
+	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
+	if len(texts) != 1 || texts[0] != want {
+		t.Fatalf("texts %q, want [%q]", texts, want)
+	}
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `flrh_notices_total{kind="run_ended",outcome="skipped"} 2`) {
+		t.Errorf("the metrics do not count the two ends skipped")
+	}
 }

@@ -108,6 +108,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	cmd.Flags().StringVar(&nf.secretEnv, "notify-secret-env", "FLRH_NOTIFY_SECRET", "with --notify: the variable (or NAME_FILE) holding the secret deliveries are signed with, 16 bytes at least")
 	cmd.Flags().DurationVar(&nf.timeout, "notify-timeout", notify.DefaultTimeout, "with --notify: how long one delivery may take")
 	cmd.Flags().DurationVar(&nf.giveUp, "notify-give-up", notify.DefaultGiveUp, "with --notify: drop a notice not delivered this long after it was written")
+	cmd.Flags().StringVar(&nf.format, "notify-format", notify.FormatFlrh, "with --notify: the body: flrh (the notice in a signed envelope) or slack ({\"text\": ...}, for chat incoming webhooks)")
+	cmd.Flags().StringVar(&nf.link, "notify-link", "", "with --notify: this server's address as people reach it (https://flrh.example.com), to link each notice to the run's page in the web UI")
+	cmd.Flags().StringSliceVar(&nf.kinds, "notify-kinds", nil, "with --notify: the kinds delivered, comma-separated ("+strings.Join(notify.Kinds, ", ")+"); all by default")
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {
@@ -139,8 +142,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if err := nf.resolveURL(); err != nil {
 			return err
 		}
-		if nf.url == "" && (cmd.Flags().Changed("notify-secret-env") || cmd.Flags().Changed("notify-timeout") || cmd.Flags().Changed("notify-give-up")) {
-			return usagef("--notify-secret-env, --notify-timeout and --notify-give-up need --notify (or FLRH_NOTIFY_URL)")
+		if nf.url == "" && slices.ContainsFunc([]string{"notify-secret-env", "notify-timeout", "notify-give-up", "notify-format", "notify-link", "notify-kinds"},
+			cmd.Flags().Changed) {
+			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL)")
 		}
 		pruning := *pruneAge > 0
 		switch {

@@ -1,0 +1,111 @@
+package notify
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// The formats a delivery's body takes (Config.Format).
+const (
+	// FormatFlrh is the envelope of the package doc: id, time, attempt
+	// and the notice's body, for a receiver of one's own.
+	FormatFlrh = "flrh"
+	// FormatSlack is {"text": "..."}: a sentence a person reads, with a
+	// link to the run when Config.Link is set, as Slack's incoming
+	// webhooks take it (and Mattermost's, and Rocket.Chat's).
+	FormatSlack = "slack"
+)
+
+// Kinds are the kinds of notice there are, in the order a person meets
+// them.
+var Kinds = []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded}
+
+// RunLink is the page of run id in the web UI served at base (the
+// server's address as people reach it), or "" without a base.
+func RunLink(base, id string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/ui/#/run/" + url.PathEscape(id)
+}
+
+// InboxLink is the web UI's approvals inbox at base, or "" without one.
+func InboxLink(base string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/ui/#/inbox"
+}
+
+// SlackText is the sentence FormatSlack sends for a notice: what the run
+// waits for, or how it ended, and where to act, in Slack's markup (&, <
+// and > escaped; links as <URL|text>).
+func SlackText(b store.NoticeBody, base string) string {
+	run := "Run *" + slackEscape(b.RunID) + "* (" + slackEscape(b.WorkflowID+"@"+b.WorkflowVersion) + ")"
+	var text, where string
+	switch b.Kind {
+	case store.NoticeApproval:
+		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")."
+		if l := InboxLink(base); l != "" {
+			where = "<" + l + "|Open the approvals inbox>"
+		}
+	case store.NoticeChoice:
+		text = run + " waits for a person to choose among options (" + count(len(b.Proposals), "proposal") + ")."
+	case store.NoticeReconciliation:
+		text = run + " waits for a person to reconcile " + count(len(b.Effects), "effect") + " whose outcome is unknown."
+	case store.NoticeTripped:
+		text = run + " was frozen by a tripwire (" + slackEscape(strings.Join(b.Wires, ", ")) + "; " + slackEscape(b.Park) + "): a person must release it."
+	case store.NoticeEnded:
+		text = run + " ended: " + slackEscape(b.Outcome) + "."
+	default:
+		text = run + ": " + slackEscape(b.Kind) + "."
+	}
+	if where == "" {
+		if l := RunLink(base, b.RunID); l != "" {
+			where = "<" + l + "|Open the run>"
+		}
+	}
+	if where != "" {
+		text += " " + where
+	}
+	return "flrh: " + text
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// slackEscape escapes the three characters Slack's markup reserves.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// body is what a delivery of no carries, in format f.
+func (n *Notifier) body(no store.Notice) ([]byte, error) {
+	if n.cfg.Format == FormatSlack {
+		var b store.NoticeBody
+		if err := json.Unmarshal(no.Body, &b); err != nil {
+			return nil, err
+		}
+		return json.Marshal(struct {
+			Text string `json:"text"`
+		}{SlackText(b, n.cfg.Link)})
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal(no.Body, &run) // a body without one has no link
+	link := ""
+	if run.RunID != "" {
+		link = RunLink(n.cfg.Link, run.RunID)
+	}
+	return json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Link: link, Notice: no.Body})
+}

@@ -78,7 +78,13 @@ type Notifier struct {
 	cfg    Config
 	client *http.Client
 	wake   chan struct{}
+	duties store.Duties // the store's, to say that it is delivered from; nil: it has none
+	held   time.Time    // when the notify duty was last renewed
 }
+
+// dutyRenewal is how often a notifier renews its hold of the store's
+// notify duty.
+const dutyRenewal = time.Minute
 
 // New checks cfg and returns its Notifier.
 func New(cfg Config) (*Notifier, error) {
@@ -144,7 +150,8 @@ func New(cfg Config) (*Notifier, error) {
 		// A receiver that moved says so to its operator, not to us: a
 		// redirect is a failed delivery.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return &Notifier{cfg: cfg, client: client, wake: make(chan struct{}, 1)}, nil
+	duties, _ := cfg.Board.(store.Duties)
+	return &Notifier{cfg: cfg, client: client, wake: make(chan struct{}, 1), duties: duties}, nil
 }
 
 // Wake has a running notifier look for notices at once.
@@ -183,7 +190,19 @@ func (n *Notifier) Run(ctx context.Context) error {
 
 // Pass claims one batch of due notices, delivers each, and settles it
 // in the store; it returns how many it claimed.
+//
+// It also renews, at most every minute, its hold of the store's notify
+// duty (store.NotifyDuty), which tells the store's other runners that
+// notices are delivered, so that they write them too. Another notifier
+// holding it is as good.
 func (n *Notifier) Pass(ctx context.Context) (int, error) {
+	if now := n.cfg.Clock(); n.duties != nil && (n.held.IsZero() || now.Sub(n.held) >= dutyRenewal || now.Before(n.held)) {
+		if _, err := n.duties.HoldDuty(ctx, store.NotifyDuty, n.cfg.Holder, store.NotifyDutyTTL); err != nil {
+			n.cfg.Logger.Warn("the notify duty not renewed", "err", err)
+		} else {
+			n.held = now
+		}
+	}
 	// Held for the batch's deliveries, one after another, each up to
 	// Timeout, and one more for the store's writes: a deliverer that
 	// died holding them leaves them to others after that.
@@ -220,6 +239,12 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 	if n.cfg.Kinds != nil && !slices.Contains(n.cfg.Kinds, no.Kind) {
 		n.cfg.Observe(no.Kind, "skipped")
 		log.Debug("notice skipped: its kind is not delivered")
+		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+	}
+	if age := n.cfg.Clock().Sub(no.CreatedAt); age >= n.cfg.GiveUp {
+		// Written while no one delivered, long ago: news no more.
+		n.cfg.Observe(no.Kind, "dropped")
+		log.Error("notice dropped unsent: written too long ago", "age", age.Round(time.Second).String())
 		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
 	}
 	wait, why := n.send(ctx, no)

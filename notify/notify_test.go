@@ -415,3 +415,49 @@ func TestKindsSkipped(t *testing.T) {
 		t.Fatalf("%d deliveries, backlog %d, outcomes %v", len(f.rc.deliveries()), f.backlog(), f.seen)
 	}
 }
+
+// A notifier holds the store's notify duty from its first pass, renews it
+// at most every minute, and a second notifier finds it held.
+func TestNotifyDutyHeld(t *testing.T) {
+	f := newFixture(t)
+	n := f.notifier("a", nil)
+	duty := func() store.Duty {
+		t.Helper()
+		d, err := f.store.Duty(ctx, store.NotifyDuty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	t0 := f.clock.Now()
+	f.pass(n, 0)
+	if d := duty(); d.Holder != "a" || !d.ExpiresAt.Equal(t0.Add(store.NotifyDutyTTL)) {
+		t.Fatalf("after the first pass: %+v", d)
+	}
+	f.clock.Advance(30 * time.Second)
+	f.pass(n, 0)
+	if d := duty(); !d.ExpiresAt.Equal(t0.Add(store.NotifyDutyTTL)) {
+		t.Fatalf("renewed within the minute: %+v", d)
+	}
+	f.clock.Advance(30 * time.Second)
+	f.pass(n, 0)
+	if d := duty(); !d.ExpiresAt.Equal(f.clock.Now().Add(store.NotifyDutyTTL)) {
+		t.Fatalf("not renewed after the minute: %+v", d)
+	}
+	f.pass(f.notifier("b", nil), 0)
+	if d := duty(); d.Holder != "a" {
+		t.Fatalf("another notifier took the held duty: %+v", d)
+	}
+}
+
+// A notice already older than GiveUp when claimed, written while no one
+// delivered, is dropped unsent.
+func TestStaleNoticeDroppedUnsent(t *testing.T) {
+	f := newFixture(t)
+	f.ended("r1")
+	f.clock.Advance(DefaultGiveUp)
+	f.pass(f.notifier("a", nil), 1)
+	if len(f.rc.deliveries()) != 0 || f.backlog() != 0 || f.seen["dropped"] != 1 {
+		t.Fatalf("%d deliveries, backlog %d, outcomes %v", len(f.rc.deliveries()), f.backlog(), f.seen)
+	}
+}

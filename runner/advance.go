@@ -740,7 +740,7 @@ func (r *Runner) flush(ctx context.Context, t *tick) error {
 	if trips := tripwire.Check(b); len(trips) > 0 {
 		return r.trip(ctx, t, b, trips)
 	}
-	r.addNotices(t, p)
+	r.addNotices(ctx, t, p)
 	if err := r.commit(ctx, t, p); err != nil {
 		if store.CodeOf(err) == store.CodeFenced {
 			r.forgetLease(t.lease)
@@ -1267,7 +1267,7 @@ func (r *Runner) accept(t *tick, in Accepted, inbound string, proof canonJSON) e
 		return fmt.Errorf("workflow decide: %w", err)
 	}
 	t.pending.Trace = append(t.pending.Trace, d.Trace...)
-	if r.cfg.Notices && d.Refusal == "" {
+	if (r.cfg.Notices || r.cfg.NoticesWhenDelivered) && d.Refusal == "" {
 		t.offers = append(t.offers, d.Offered...)
 	}
 	if in.Kind == KindControl && d.Refusal == "" {

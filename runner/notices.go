@@ -1,33 +1,29 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
+	"time"
 
 	"flrh.dev/flrh/store"
 )
 
 // addNotices adds to p the notices its tick calls for, when the runner
 // writes notices: the run ends, or comes to wait for an approval or a
-// reconciliation, or an input left proposals waiting for a choice. A tick with a notice is made durable (the notice may
-// be delivered as soon as it is committed, and a lagging tick can be
-// lost after that).
-func (r *Runner) addNotices(t *tick, p *store.Tick) {
+// reconciliation, or an input left proposals waiting for a choice. A tick
+// with a notice is made durable (the notice may be delivered as soon as
+// it is committed, and a lagging tick can be lost after that). Whether
+// the runner writes notices is asked only of a tick that has one.
+func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 	p.Notices = p.Notices[:0] // a commit tried before and refused
-	if !r.cfg.Notices {
-		return
-	}
+	offers := t.offers
+	t.offers = t.offers[:0]
 	to := t.obs.from
 	if p.State != "" {
 		to = p.State
 	}
 	b := store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
 		Seq: p.ExpectHead + int64(len(p.Events))}
-	if len(t.offers) > 0 && p.Outcome == "" {
-		c := b
-		c.Kind, c.Proposals = store.NoticeChoice, t.offers
-		p.Notices = append(p.Notices, store.Notice{Kind: c.Kind, Body: noticeJSON(c)})
-	}
-	t.offers = t.offers[:0]
 	switch {
 	case p.Outcome != "":
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
@@ -37,12 +33,49 @@ func (r *Runner) addNotices(t *tick, p *store.Tick) {
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
 	}
+	choice := len(offers) > 0 && p.Outcome == ""
+	if (b.Kind == "" && !choice) || !r.writesNotices(ctx) {
+		return
+	}
+	if choice {
+		c := b
+		c.Kind, c.Proposals = store.NoticeChoice, offers
+		p.Notices = append(p.Notices, store.Notice{Kind: c.Kind, Body: noticeJSON(c)})
+	}
 	if b.Kind != "" {
 		p.Notices = append(p.Notices, store.Notice{Kind: b.Kind, Body: noticeJSON(b)})
 	}
-	if len(p.Notices) > 0 {
-		p.MayLag = false
+	p.MayLag = false
+}
+
+// NoticeDutyCheck is how long a runner with Config.NoticesWhenDelivered
+// goes by what it last read of the store's notify duty.
+const NoticeDutyCheck = 10 * time.Second
+
+// writesNotices reports whether the runner writes notices now: always
+// with Config.Notices; with Config.NoticesWhenDelivered, while the
+// store's notify duty is held, as last read within NoticeDutyCheck. A
+// store without duties, or one that cannot be read, writes none.
+func (r *Runner) writesNotices(ctx context.Context) bool {
+	if r.cfg.Notices {
+		return true
 	}
+	if !r.cfg.NoticesWhenDelivered {
+		return false
+	}
+	now := r.cfg.Clock()
+	r.notices.Lock()
+	defer r.notices.Unlock()
+	if !r.notices.at.IsZero() && now.Sub(r.notices.at) < NoticeDutyCheck && !now.Before(r.notices.at) {
+		return r.notices.on
+	}
+	on := false
+	if ds, ok := store.DutiesOf(r.cfg.Store); ok {
+		d, err := ds.Duty(ctx, store.NotifyDuty)
+		on = err == nil && d.ExpiresAt.After(now)
+	}
+	r.notices.at, r.notices.on = now, on
+	return on
 }
 
 // trippedNotice is the notice of a run a tripwire froze, written with

@@ -128,3 +128,33 @@ func TestNoticesFollowTheRun(t *testing.T) {
 		t.Fatalf("run parked %q; notices %+v, want %+v", run.Quarantine, got, want)
 	}
 }
+
+// A runner with NoticesWhenDelivered writes notices while the store's
+// notify duty is held, as read at most every NoticeDutyCheck, and none
+// before it is held or once it has lapsed.
+func TestNoticesWhenDelivered(t *testing.T) {
+	h := newHarness(t)
+	h.r = h.runnerWith(h.dest, func(c *Config) { c.NoticesWhenDelivered = true })
+	h.start("before", large)
+	if n, _, _ := h.store.NoticeBacklog(ctx); n != 0 {
+		t.Fatalf("%d notices written with no one delivering", n)
+	}
+	if _, err := h.store.HoldDuty(ctx, store.NotifyDuty, "notifier", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.start("cached", large) // within NoticeDutyCheck of the last read
+	if n, _, _ := h.store.NoticeBacklog(ctx); n != 0 {
+		t.Fatalf("%d notices written before the duty was read again", n)
+	}
+	h.clock.Advance(NoticeDutyCheck)
+	h.start("delivered", large)
+	got, _ := h.claimAll()
+	if len(got) != 1 || got[0].Kind != store.NoticeApproval || got[0].RunID != "delivered" {
+		t.Fatalf("notices %+v, want the approval of delivered", got)
+	}
+	h.clock.Advance(time.Hour)
+	h.start("lapsed", large)
+	if got, _ = h.claimAll(); len(got) != 0 {
+		t.Fatalf("notices %+v after the duty lapsed", got)
+	}
+}

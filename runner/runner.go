@@ -60,11 +60,19 @@ type Config struct {
 	// negative value ignores destinations' asks. The run's lease is renewed
 	// while it waits.
 	MaxRetryAfter time.Duration
-	// Notices has each tick that leaves its run waiting for an approval
-	// or a reconciliation, ends it, or freezes it on a tripwire write a
-	// store.Notice with it, for a notifier to deliver (notices.go). Off,
-	// nothing is written: a store no one delivers from keeps none.
+	// Notices has each tick that leaves its run waiting for an approval,
+	// a choice or a reconciliation, ends it, or freezes it on a tripwire
+	// write a store.Notice with it, for a notifier to deliver
+	// (notices.go). Off, nothing is written: a store no one delivers from
+	// keeps none.
 	Notices bool
+	// NoticesWhenDelivered writes notices as Notices does while a
+	// notifier delivers them from the store: while the store's notify
+	// duty (store.NotifyDuty) is held. So a runner that delivers none
+	// itself (a command line's, a server's without --notify) writes the
+	// notices of the ticks it makes. The duty is read at most every
+	// NoticeDutyCheck.
+	NoticesWhenDelivered bool
 	// Clock is the shell's clock (receipt times, approval checks, the
 	// time budgets).
 	Clock func() time.Time
@@ -120,7 +128,14 @@ var CutPoints = []string{
 // Runner drives runs through the control FSM, calling the workflow's pure
 // steps and the effect adapters, committing every tick atomically.
 type Runner struct {
-	cfg     Config
+	cfg Config
+	// notices caches whether a notifier delivers from the store
+	// (Config.NoticesWhenDelivered).
+	notices struct {
+		sync.Mutex
+		at time.Time
+		on bool
+	}
 	machine *control.Machine
 	// authorities is each machine event's first authority pair, which the
 	// runner fires it under: read once at New rather than from a fresh

@@ -202,7 +202,7 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	if err == nil {
 		if body, err := rep.Encode(); err == nil {
 			tick := store.Tick{ExpectHead: t.run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}
-			if r.cfg.Notices {
+			if r.writesNotices(ctx) {
 				tick.Notices = []store.Notice{trippedNotice(t, park, names)}
 			}
 			if err := r.cfg.Store.Commit(ctx, t.lease, tick); err != nil {

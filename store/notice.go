@@ -76,6 +76,17 @@ type NoticeBody struct {
 	Wires []string `json:"wires,omitempty"`
 }
 
+// NotifyDuty is the duty (Duties) a notifier holds while it delivers a
+// store's notices, renewing it far more often than NotifyDutyTTL: while
+// it is held, runners that deliver none themselves write notices too
+// (runner.Config.NoticesWhenDelivered), and a notifier that stopped
+// leaves them written for a day, for it or another to deliver when it
+// comes back.
+const NotifyDuty = "notify"
+
+// NotifyDutyTTL is how long a notifier's hold of NotifyDuty lasts.
+const NotifyDutyTTL = 24 * time.Hour
+
 // MaxNoticeBody bounds a notice's body: a notice names things, it does
 // not carry them.
 const MaxNoticeBody = 16 << 10

@@ -168,7 +168,7 @@ func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.S
 	// to it, one commit fewer.
 	r, err := runner.New(runner.Config{Store: st, Workflows: wfs, Adapters: reg, Owner: f.owner, LeaseTTL: f.leaseTTL,
 		Cut: faultCut(), Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}},
-		LeaseStarts: true, MaxRetryAfter: retryAfter})
+		LeaseStarts: true, MaxRetryAfter: retryAfter, NoticesWhenDelivered: true})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

@@ -259,7 +259,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
-			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.url != "",
+			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.url != "", NoticesWhenDelivered: true,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err

@@ -171,7 +171,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			n.cfg.Logger.Warn("notices not claimed", "err", err)
+			n.cfg.Logger.Warn("notices: the store failed", "err", err)
 		}
 		if claimed == n.cfg.Batch && err == nil {
 			continue // more may be due

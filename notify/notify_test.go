@@ -139,11 +139,11 @@ func (f *fixture) pass(n *Notifier, want int) {
 
 func (f *fixture) backlog() int64 {
 	f.t.Helper()
-	n, _, err := f.store.NoticeBacklog(ctx)
+	b, err := f.store.NoticeBacklog(ctx)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return n
+	return b.Count
 }
 
 // A notice is posted once, signed, with its id, kind and attempt in the

@@ -55,8 +55,8 @@ func TestNoticesFollowTheRun(t *testing.T) {
 	if err != nil || len(st.Waiting) != 1 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
-	if n, _, err := h.store.NoticeBacklog(ctx); err != nil || n != 0 {
-		t.Fatalf("a runner without notices wrote %d (%v)", n, err)
+	if b, err := h.store.NoticeBacklog(ctx); err != nil || b.Count != 0 {
+		t.Fatalf("a runner without notices wrote %d (%v)", b.Count, err)
 	}
 
 	h.r = h.noticing(h.dest)
@@ -136,15 +136,15 @@ func TestNoticesWhenDelivered(t *testing.T) {
 	h := newHarness(t)
 	h.r = h.runnerWith(h.dest, func(c *Config) { c.NoticesWhenDelivered = true })
 	h.start("before", large)
-	if n, _, _ := h.store.NoticeBacklog(ctx); n != 0 {
-		t.Fatalf("%d notices written with no one delivering", n)
+	if b, _ := h.store.NoticeBacklog(ctx); b.Count != 0 {
+		t.Fatalf("%d notices written with no one delivering", b.Count)
 	}
 	if _, err := h.store.HoldDuty(ctx, store.NotifyDuty, "notifier", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	h.start("cached", large) // within NoticeDutyCheck of the last read
-	if n, _, _ := h.store.NoticeBacklog(ctx); n != 0 {
-		t.Fatalf("%d notices written before the duty was read again", n)
+	if b, _ := h.store.NoticeBacklog(ctx); b.Count != 0 {
+		t.Fatalf("%d notices written before the duty was read again", b.Count)
 	}
 	h.clock.Advance(NoticeDutyCheck)
 	h.start("delivered", large)

@@ -140,9 +140,18 @@ type Noticeboard interface {
 	// NoticeRetry releases a notice holder holds until after from now,
 	// recording why the attempt failed; CodeFenced as NoticeDone.
 	NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string) error
-	// NoticeBacklog counts the notices not yet delivered and tells when
-	// the oldest was written (zero when there are none).
-	NoticeBacklog(ctx context.Context) (n int64, oldest time.Time, err error)
+	// NoticeBacklog counts the notices not yet delivered and shows the
+	// oldest.
+	NoticeBacklog(ctx context.Context) (Backlog, error)
+}
+
+// Backlog is what a store holds of notices not yet delivered.
+type Backlog struct {
+	Count int64
+	// Oldest is the notice written first of those (without its body):
+	// its attempts and last error say why the backlog stands. Zero when
+	// Count is.
+	Oldest Notice
 }
 
 // NoticeboardOf returns the Noticeboard of s, or of the first store it

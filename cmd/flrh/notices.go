@@ -71,11 +71,11 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		Help: "Notices by kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind not delivered)."}, []string{"kind", "outcome"})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_backlog",
 		Help: "Notices written and not yet delivered or dropped."}, func() float64 {
-		n, _, err := board.NoticeBacklog(context.Background())
+		b, err := board.NoticeBacklog(context.Background())
 		if err != nil {
 			return -1
 		}
-		return float64(n)
+		return float64(b.Count)
 	})
 	for _, c := range []prometheus.Collector{delivered, backlog} {
 		if err := reg.Register(c); err != nil {

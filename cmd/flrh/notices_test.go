@@ -201,13 +201,16 @@ func TestNoticesThroughServe(t *testing.T) {
 	// The store says the notices wait.
 	out, err := flrh(bin, nil, "store", "check", "--json", "--store", args[1])
 	var rep struct {
-		Pending int64     `json:"notices_pending"`
-		Oldest  time.Time `json:"oldest_notice"`
+		Pending int64 `json:"notices_pending"`
+		Oldest  struct {
+			ID       string `json:"id"`
+			Attempts int    `json:"attempts"`
+		} `json:"oldest_notice"`
 	}
-	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Pending != 2 || rep.Oldest.IsZero() {
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Pending != 2 || rep.Oldest.ID != first.ID || rep.Oldest.Attempts != 1 {
 		t.Fatalf("store check after the kill: %v, %+v\n%s", err, rep, out)
 	}
-	if out, err := flrh(bin, nil, "store", "check", "--store", args[1]); err != nil || !strings.Contains(out, "notices not yet delivered: 2 (the oldest written ") {
+	if out, err := flrh(bin, nil, "store", "check", "--store", args[1]); err != nil || !strings.Contains(out, "notices not yet delivered: 2 (flrh serve --notify); the oldest, "+first.ID+", written ") {
 		t.Fatalf("store check after the kill: %v\n%s", err, out)
 	}
 	start := time.Now()

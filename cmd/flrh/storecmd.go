@@ -131,16 +131,26 @@ type storeReport struct {
 	// problem: a lapsed one is taken at another server's next pass.
 	Duties []dutyState `json:"duties"`
 	// NoticesPending counts the notices written and not yet delivered
-	// (flrh serve --notify), OldestNotice when the oldest was written.
-	// None is a problem: a receiver that is down is retried.
-	NoticesPending int64     `json:"notices_pending"`
-	OldestNotice   time.Time `json:"oldest_notice,omitzero"`
+	// (flrh serve --notify), OldestNotice shows the oldest: why it
+	// waits. None is a problem: a receiver that is down is retried.
+	NoticesPending int64         `json:"notices_pending"`
+	OldestNotice   *oldestNotice `json:"oldest_notice,omitempty"`
 	// Integrity is what SQLite's integrity check found wrong, with
 	// --integrity (omitted when it found nothing).
 	Integrity []string `json:"integrity,omitempty"`
 	// IntegrityChecked says the check ran.
 	IntegrityChecked bool `json:"integrity_checked,omitempty"`
 	Problems         int  `json:"problems"`
+}
+
+// oldestNotice is the oldest notice not yet delivered.
+type oldestNotice struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	RunID     string    `json:"run_id"`
+	WrittenAt time.Time `json:"written_at"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // checkIntegrity runs the embedded store's integrity check and adds what
@@ -251,8 +261,13 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	} else if err := rep.readDuties(ctx, st, now); err != nil {
 		return rep, err
 	} else if nb, ok := store.NoticeboardOf(st); ok {
-		if rep.NoticesPending, rep.OldestNotice, err = nb.NoticeBacklog(ctx); err != nil {
+		b, err := nb.NoticeBacklog(ctx)
+		if err != nil {
 			return rep, err
+		}
+		rep.NoticesPending = b.Count
+		if o := b.Oldest; b.Count > 0 {
+			rep.OldestNotice = &oldestNotice{ID: o.ID, Kind: o.Kind, RunID: o.RunID, WrittenAt: o.CreatedAt, Attempts: o.Attempts, LastError: o.LastError}
 		}
 	}
 	type where struct{ ended, moved bool }
@@ -359,8 +374,13 @@ func (r storeReport) print(w io.Writer) {
 	for _, q := range r.Quarantined {
 		fmt.Fprintf(w, "  %s: %s\n", q.RunID, q.Reason)
 	}
-	if r.NoticesPending > 0 {
-		fmt.Fprintf(w, "notices not yet delivered: %d (the oldest written %s; flrh serve --notify)\n", r.NoticesPending, r.OldestNotice.UTC().Format(time.RFC3339))
+	if o := r.OldestNotice; r.NoticesPending > 0 && o != nil {
+		fmt.Fprintf(w, "notices not yet delivered: %d (flrh serve --notify); the oldest, %s, written %s, %d attempts", r.NoticesPending,
+			o.ID, o.WrittenAt.UTC().Format(time.RFC3339), o.Attempts)
+		if o.LastError != "" {
+			fmt.Fprintf(w, ", the last: %s", o.LastError)
+		}
+		fmt.Fprintln(w)
 	}
 	if len(r.Moved) > 0 {
 		to := map[string]int{}

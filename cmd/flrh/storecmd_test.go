@@ -293,3 +293,19 @@ func TestStoreCheckPrintsDuties(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreCheckPrintsNotices(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1, NoticesPending: 3,
+		OldestNotice: &oldestNotice{ID: "r/5/0/approval_waiting", WrittenAt: at, Attempts: 4, LastError: "the receiver answered 503 Service Unavailable"}}.print(&b)
+	want := "notices not yet delivered: 3 (flrh serve --notify); the oldest, r/5/0/approval_waiting, written 2026-12-05T10:00:00Z, 4 attempts, the last: the receiver answered 503 Service Unavailable\n"
+	if !strings.Contains(b.String(), want) || !strings.HasSuffix(b.String(), "ok\n") {
+		t.Errorf("printed\n%s\nwant a line %q and ok", b.String(), want)
+	}
+	b.Reset()
+	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1}.print(&b)
+	if strings.Contains(b.String(), "notices") {
+		t.Errorf("no notices printed\n%s", b.String())
+	}
+}

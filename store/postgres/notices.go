@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -93,13 +94,18 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder, query string, 
 }
 
 // NoticeBacklog implements store.Noticeboard.
-func (s *Store) NoticeBacklog(ctx context.Context) (int64, time.Time, error) {
-	var n, oldest int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(min(created_at), 0) FROM notices`).Scan(&n, &oldest); err != nil {
-		return 0, time.Time{}, s.mapErr("notice backlog", "", err)
+func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
+	var b store.Backlog
+	o := &b.Oldest
+	var created int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error
+FROM notices ORDER BY created_at, ord LIMIT 1`).Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Backlog{}, nil
 	}
-	if n == 0 {
-		return 0, time.Time{}, nil
+	if err != nil {
+		return store.Backlog{}, s.mapErr("notice backlog", "", err)
 	}
-	return n, fromNanos(oldest), nil
+	o.CreatedAt = fromNanos(created)
+	return b, nil
 }

@@ -87,23 +87,22 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder string, stmt fu
 }
 
 // NoticeBacklog implements store.Noticeboard.
-func (s *Store) NoticeBacklog(ctx context.Context) (int64, time.Time, error) {
-	rows, err := s.read(ctx, `SELECT count(*), coalesce(min(created_at), 0) FROM notices`)
+func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
+	const op = "notice backlog"
+	var b store.Backlog
+	rows, err := s.read(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error
+FROM notices ORDER BY created_at, rowid LIMIT 1`)
 	if err != nil {
-		return 0, time.Time{}, mapErr("notice backlog", "", err)
+		return b, mapErr(op, "", err)
 	}
 	defer rows.Close()
-	var n, oldest int64
 	if rows.Next() {
-		if err := rows.Scan(&n, &oldest); err != nil {
-			return 0, time.Time{}, mapErr("notice backlog", "", err)
+		o := &b.Oldest
+		var created int64
+		if err := rows.Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError); err != nil {
+			return store.Backlog{}, mapErr(op, "", err)
 		}
+		o.CreatedAt = fromNanos(created)
 	}
-	if err := rows.Err(); err != nil {
-		return 0, time.Time{}, mapErr("notice backlog", "", err)
-	}
-	if n == 0 {
-		return 0, time.Time{}, nil
-	}
-	return n, fromNanos(oldest), nil
+	return b, mapErr(op, "", rows.Err())
 }

@@ -20,13 +20,14 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	if !ok {
 		t.Skip("the store keeps no notices")
 	}
-	backlog := func(want int64, oldest time.Time) {
+	backlog := func(want int64, oldest time.Time) store.Backlog {
 		t.Helper()
-		n, at, err := nb.NoticeBacklog(ctx)
+		b, err := nb.NoticeBacklog(ctx)
 		must(t, err)
-		if n != want || !at.Equal(oldest) {
-			t.Fatalf("backlog = %d since %v, want %d since %v", n, at, want, oldest)
+		if b.Count != want || !b.Oldest.CreatedAt.Equal(oldest) || (want == 0) != (b.Oldest.ID == "") || b.Oldest.Body != nil {
+			t.Fatalf("backlog = %+v, want %d since %v", b, want, oldest)
 		}
+		return b
 	}
 	claim := func(holder string, hold time.Duration, limit int) []store.Notice {
 		t.Helper()
@@ -120,6 +121,11 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	long := fmt.Sprintf("%0600d", 7)
 	must(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "status 503 "+long))
 	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", time.Second, "again"), store.CodeFenced)
+	// The oldest left says why it waits.
+	if o := backlog(3, t0.Add(time.Second)).Oldest; o.ID != want[1] || o.RunID != "r" || o.Seq != 2 || o.Kind != store.NoticeTripped ||
+		o.Attempts != 1 || len(o.LastError) != store.MaxNoticeError {
+		t.Fatalf("the oldest notice %+v", o)
+	}
 	c.Advance(29 * time.Second)
 	if got := claim("c", time.Minute, 10); len(got) != 0 {
 		t.Fatalf("claimed %v before the retry was due", ids(got))

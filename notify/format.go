@@ -52,7 +52,7 @@ func SlackText(b store.NoticeBody, base string) string {
 	case store.NoticeApproval:
 		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")."
 		if l := InboxLink(base); l != "" {
-			where = "<" + l + "|Open the approvals inbox>"
+			where = "<" + slackEscape(l) + "|Open the approvals inbox>"
 		}
 	case store.NoticeChoice:
 		text = run + " waits for a person to choose among options (" + count(len(b.Proposals), "proposal") + ")."
@@ -67,7 +67,7 @@ func SlackText(b store.NoticeBody, base string) string {
 	}
 	if where == "" {
 		if l := RunLink(base, b.RunID); l != "" {
-			where = "<" + l + "|Open the run>"
+			where = "<" + slackEscape(l) + "|Open the run>" // a run id's & stays in the path
 		}
 	}
 	if where != "" {

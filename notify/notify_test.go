@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
@@ -372,7 +374,7 @@ func TestSlackText(t *testing.T) {
 		{with(func(c *store.NoticeBody) { c.Kind, c.Outcome = store.NoticeEnded, "success" }), "", "flrh: Run *refund-7* (refund-agent@1) ended: success."},
 		// Markup in a name is text, and a run id in a link is escaped.
 		{with(func(c *store.NoticeBody) { c.Kind, c.Outcome, c.RunID = store.NoticeEnded, "success", "a<b>&c d" }), base,
-			"flrh: Run *a&lt;b&gt;&amp;c d* (refund-agent@1) ended: success. <https://flrh.example.com/ui/#/run/a%3Cb%3E&c%20d|Open the run>"},
+			"flrh: Run *a&lt;b&gt;&amp;c d* (refund-agent@1) ended: success. <https://flrh.example.com/ui/#/run/a%3Cb%3E&amp;c%20d|Open the run>"},
 	} {
 		if got := SlackText(tc.b, tc.base); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.b.Kind, got, tc.want)
@@ -460,4 +462,37 @@ func TestStaleNoticeDroppedUnsent(t *testing.T) {
 	if len(f.rc.deliveries()) != 0 || f.backlog() != 0 || f.seen["dropped"] != 1 {
 		t.Fatalf("%d deliveries, backlog %d, outcomes %v", len(f.rc.deliveries()), f.backlog(), f.seen)
 	}
+}
+
+// Whatever a run's id, workflow, outcome or wires hold, SlackText's only
+// markup is its own: no '<' or '>' but the link's, and every '&' begins
+// an escape, so a run named "<!channel>" mentions no one.
+func TestSlackTextEscapesEverything(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		text := rapid.StringOf(rapid.SampledFrom([]rune("<>&!@#|* abcé\n"))).Draw(rt, "text")
+		b := store.NoticeBody{Kind: rapid.SampledFrom(append([]string{"other"}, Kinds...)).Draw(rt, "kind"), RunID: text, WorkflowID: text,
+			WorkflowVersion: text, Outcome: text, Park: text, Wires: []string{text}}
+		base := rapid.SampledFrom([]string{"", "https://flrh.example.com"}).Draw(rt, "base")
+		s := SlackText(b, base)
+		if base != "" {
+			i := strings.LastIndex(s, " <https://flrh.example.com/ui/#/")
+			if i < 0 || !strings.HasSuffix(s, ">") {
+				rt.Fatalf("no link at the end of %q", s)
+			}
+			link, label, _ := strings.Cut(s[i+2:len(s)-1], "|")
+			if strings.ContainsAny(link, "<> |\n") || strings.Contains(strings.ReplaceAll(link, "&amp;", ""), "&") ||
+				(label != "Open the run" && label != "Open the approvals inbox") {
+				rt.Fatalf("the link %q (%q) holds markup", link, label)
+			}
+			s = s[:i]
+		}
+		if strings.ContainsAny(s, "<>") {
+			rt.Fatalf("markup in %q", s)
+		}
+		for i := range len(s) {
+			if s[i] == '&' && !strings.HasPrefix(s[i:], "&amp;") && !strings.HasPrefix(s[i:], "&lt;") && !strings.HasPrefix(s[i:], "&gt;") {
+				rt.Fatalf("a bare & in %q", s)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -94,5 +95,14 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		// The URL may be a credential: the error names none of it.
 		return nil, usagef("--notify: %v", err)
 	}
+	kinds := "all"
+	if f.kinds != nil {
+		kinds = strings.Join(f.kinds, ",")
+	}
+	host := ""
+	if u, err := url.Parse(f.url); err == nil {
+		host = u.Host // the host alone: a path may be a credential
+	}
+	log.Info("notices delivered to a webhook", "host", host, "format", f.format, "kinds", kinds)
 	return n, nil
 }

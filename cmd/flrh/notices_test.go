@@ -238,8 +238,11 @@ func TestNoticesThroughServe(t *testing.T) {
 		}
 	}
 	for _, logs := range []string{p.stderr.String(), p2.stderr.String()} {
-		if strings.Contains(logs, secret) {
-			t.Error("the logs hold the signing secret")
+		if strings.Contains(logs, secret) || strings.Contains(logs, "/hooks/flrh") {
+			t.Error("the logs hold the signing secret or the webhook's path")
+		}
+		if !strings.Contains(logs, `"msg":"notices delivered to a webhook","host":"127.0.0.1:`) {
+			t.Errorf("the logs do not say where notices go:\n%s", logs)
 		}
 	}
 }

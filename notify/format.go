@@ -62,6 +62,8 @@ func SlackText(b store.NoticeBody, base string) string {
 		text = run + " was frozen by a tripwire (" + slackEscape(strings.Join(b.Wires, ", ")) + "; " + slackEscape(b.Park) + "): a person must release it."
 	case store.NoticeEnded:
 		text = run + " ended: " + slackEscape(b.Outcome) + "."
+	case TestKind:
+		return "flrh: a test notice: notices reach this webhook."
 	default:
 		text = run + ": " + slackEscape(b.Kind) + "."
 	}

@@ -88,10 +88,19 @@ const dutyRenewal = time.Minute
 
 // New checks cfg and returns its Notifier.
 func New(cfg Config) (*Notifier, error) {
-	u, err := url.Parse(cfg.URL)
 	switch {
 	case cfg.Board == nil:
 		return nil, errors.New("notify: the store keeps no notices")
+	case cfg.Holder == "":
+		return nil, errors.New("notify: no holder name")
+	}
+	return newNotifier(cfg)
+}
+
+// newNotifier is New without a store: what Test needs.
+func newNotifier(cfg Config) (*Notifier, error) {
+	u, err := url.Parse(cfg.URL)
+	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		// Not quoted: a webhook's URL may be its credential.
 		return nil, errors.New("notify: the webhook URL is not an http or https URL with a host")
@@ -99,8 +108,6 @@ func New(cfg Config) (*Notifier, error) {
 		return nil, errors.New("notify: the URL carries credentials; sign with the secret instead")
 	case len(cfg.Secret) < 16:
 		return nil, fmt.Errorf("notify: the signing secret holds %d bytes, fewer than 16", len(cfg.Secret))
-	case cfg.Holder == "":
-		return nil, errors.New("notify: no holder name")
 	case cfg.Format != "" && cfg.Format != FormatFlrh && cfg.Format != FormatSlack:
 		return nil, fmt.Errorf("notify: format %q is neither %s nor %s", cfg.Format, FormatFlrh, FormatSlack)
 	}
@@ -153,6 +160,28 @@ func New(cfg Config) (*Notifier, error) {
 	duties, _ := cfg.Board.(store.Duties)
 	return &Notifier{cfg: cfg, client: client, wake: make(chan struct{}, 1), duties: duties}, nil
 }
+
+// Test posts one notice of kind "test", not from any store, as cfg
+// would deliver one (its URL, secret, format and timeout; Board and
+// Holder are not needed), and says whether the receiver took it: what an
+// operator runs to check a webhook before runs depend on it. The error
+// names no part of the URL.
+func Test(ctx context.Context, cfg Config) error {
+	n, err := newNotifier(cfg)
+	if err != nil {
+		return err
+	}
+	now := n.cfg.Clock()
+	body, _ := json.Marshal(store.NoticeBody{Kind: TestKind})
+	no := store.Notice{Kind: TestKind, Body: body, ID: "test/" + strconv.FormatInt(now.UnixNano(), 10), CreatedAt: now, Attempts: 1}
+	if _, why := n.send(ctx, no); why != "" {
+		return errors.New("notify: " + why)
+	}
+	return nil
+}
+
+// TestKind is the kind of the notice Test sends; runs never write it.
+const TestKind = "test"
 
 // Wake has a running notifier look for notices at once.
 func (n *Notifier) Wake() {

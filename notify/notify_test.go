@@ -496,3 +496,29 @@ func TestSlackTextEscapesEverything(t *testing.T) {
 		}
 	})
 }
+
+// Test posts one signed notice of kind test, needing no store, and says
+// whether the receiver took it, naming no part of the URL when not.
+func TestTestPosts(t *testing.T) {
+	f := newFixture(t, 503)
+	cfg := Config{URL: f.url, Secret: secret, Clock: f.clock.Now}
+	err := Test(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "503") || strings.Contains(err.Error(), "/hooks/flrh") {
+		t.Fatalf("a refusal: %v", err)
+	}
+	if err := Test(ctx, cfg); err != nil {
+		t.Fatalf("taken: %v", err)
+	}
+	cfg.Format = FormatSlack
+	if err := Test(ctx, cfg); err != nil {
+		t.Fatalf("taken: %v", err)
+	}
+	got := f.rc.deliveries()
+	if len(got) != 3 || got[1].kind != TestKind || got[1].verified != nil || !strings.HasPrefix(got[1].id, "test/") ||
+		string(got[2].raw) != `{"text":"flrh: a test notice: notices reach this webhook."}` {
+		t.Fatalf("deliveries %+v", got)
+	}
+	if Test(ctx, Config{URL: f.url, Secret: []byte("short")}) == nil {
+		t.Fatal("a short secret accepted")
+	}
+}

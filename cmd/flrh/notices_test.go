@@ -416,3 +416,30 @@ func TestSlackNoticesThroughServe(t *testing.T) {
 		t.Errorf("the metrics do not count the two ends skipped")
 	}
 }
+
+// flrh notify test posts a test notice the receiver checks, and fails,
+// naming no part of the URL, when the receiver refuses it.
+func TestNotifyTestCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	secret := "whsec-test-3e8a0c5f7d21"
+	h, hookURL := newHookReceiver(t, secret)
+	env := []string{"FLRH_NOTIFY_SECRET=" + secret, "FLRH_NOTIFY_URL=" + hookURL}
+	if out, err := flrh(bin, env, "notify", "test"); err != nil || !strings.Contains(out, "the webhook took the test notice") {
+		t.Fatalf("notify test: %v\n%s", err, out)
+	}
+	if got := h.deliveries(); len(got) != 1 || got[0].Kind != notify.TestKind || got[0].Attempt != "1" {
+		t.Fatalf("deliveries %+v", got)
+	}
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer refusing.Close()
+	out, err := flrh(bin, []string{"FLRH_NOTIFY_SECRET=" + secret}, "notify", "test", "--notify", refusing.URL+"/T0/s3cr3t")
+	if err == nil || !strings.Contains(out, "403") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("a refusal: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "notify", "test"); err == nil || !strings.Contains(out, "FLRH_NOTIFY_URL") {
+		t.Fatalf("no URL: %v\n%s", err, out)
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/mcp"
-	"flrh.dev/flrh/notify"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
@@ -104,13 +103,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
 	pruneAbandoned := cmd.Flags().Bool("prune-abandoned", false, "with --prune-ended-after: also prune runs that ended with an effect open (abandoned by a person), as flrh store prune --abandoned does")
 	var nf noticeFlags
-	cmd.Flags().StringVar(&nf.url, "notify", "", "deliver notices (a run waits for an approval, a choice or a reconciliation, was frozen by a tripwire, or ended) to this webhook URL, signed (or set FLRH_NOTIFY_URL or FLRH_NOTIFY_URL_FILE, for a URL that holds a credential); see docs/notices.md")
-	cmd.Flags().StringVar(&nf.secretEnv, "notify-secret-env", "FLRH_NOTIFY_SECRET", "with --notify: the variable (or NAME_FILE) holding the secret deliveries are signed with, 16 bytes at least")
-	cmd.Flags().DurationVar(&nf.timeout, "notify-timeout", notify.DefaultTimeout, "with --notify: how long one delivery may take")
-	cmd.Flags().DurationVar(&nf.giveUp, "notify-give-up", notify.DefaultGiveUp, "with --notify: drop a notice not delivered this long after it was written")
-	cmd.Flags().StringVar(&nf.format, "notify-format", notify.FormatFlrh, "with --notify: the body: flrh (the notice in a signed envelope) or slack ({\"text\": ...}, for chat incoming webhooks)")
-	cmd.Flags().StringVar(&nf.link, "notify-link", "", "with --notify: this server's address as people reach it (https://flrh.example.com), to link each notice to the run's page in the web UI")
-	cmd.Flags().StringSliceVar(&nf.kinds, "notify-kinds", nil, "with --notify: the kinds delivered, comma-separated ("+strings.Join(notify.Kinds, ", ")+"); all by default")
+	nf.register(cmd, true)
 	gcPercent := cmd.Flags().Int("gc-percent", serveGCPercent, "the garbage collector's target (GOGC), unless GOGC is set: how far the heap grows past what is live before a cycle; set GOMEMLIMIT to bound the heap")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *runners < 1 || *runners > 256 {

@@ -364,6 +364,9 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 	if err != nil {
 		return Result{}, err
 	}
+	// Read before the state goes to the cache, where the next tick of
+	// any run with this state may take it and change it.
+	offered := stillOffered(t.offers, st.Offered)
 	// A run that is over waits for nothing: complete or failed with no
 	// intent, request or offer open, the runner verifies it and takes no
 	// further input. Its state is not cached, where it would keep its
@@ -377,7 +380,6 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 	} else {
 		w.cache.drop(mat)
 	}
-	offered := stillOffered(t.offers, st.Offered)
 	if t.untraced {
 		return Result{State: next, Effects: effects, Completion: completion, Offered: offered}, nil
 	}

@@ -173,6 +173,28 @@ func (p *serveProc) stopped() bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'T'
 }
 
+// awaitOutcome waits up to 30 s for run id, through the serve process at
+// base, to end, and returns its outcome ("" if it did not end).
+func awaitOutcome(t *testing.T, base, id string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(base + "/v1/runs/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Run struct {
+				Outcome string `json:"outcome"`
+			} `json:"run"`
+		}
+		json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if page.Run.Outcome != "" || time.Now().After(deadline) {
+			return page.Run.Outcome
+		}
+	}
+}
+
 // startRefund starts a refund run through a serve process's API.
 func startRefund(t *testing.T, base, runID string, amount int) {
 	t.Helper()

@@ -382,21 +382,8 @@ func TestSlackNoticesThroughServe(t *testing.T) {
 		t.Fatal("approval refused")
 	}
 	for _, id := range []string{"small", "big"} {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			resp, err := http.Get(p.base + "/v1/runs/" + id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var page struct {
-				Run struct {
-					Outcome string `json:"outcome"`
-				} `json:"run"`
-			}
-			json.NewDecoder(resp.Body).Decode(&page)
-			resp.Body.Close()
-			if page.Run.Outcome != "" || time.Now().After(deadline) {
-				break
-			}
+		if o := awaitOutcome(t, p.base, id); o != "success" {
+			t.Fatalf("run %s: outcome %q", id, o)
 		}
 	}
 	time.Sleep(1500 * time.Millisecond) // the ends' notices, skipped

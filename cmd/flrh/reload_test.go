@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,26 +54,8 @@ func TestSIGHUPReloadsAdapterSecrets(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("start %s: %s", id, resp.Status)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			resp, err := http.Get(p.base + "/v1/runs/" + id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var page struct {
-				Run struct {
-					Outcome string `json:"outcome"`
-				} `json:"run"`
-			}
-			json.NewDecoder(resp.Body).Decode(&page)
-			resp.Body.Close()
-			if page.Run.Outcome == "success" {
-				return
-			}
-			if page.Run.Outcome != "" || time.Now().After(deadline) {
-				t.Fatalf("run %s: outcome %q", id, page.Run.Outcome)
-			}
-			time.Sleep(30 * time.Millisecond)
+		if o := awaitOutcome(t, p.base, id); o != "success" {
+			t.Fatalf("run %s: outcome %q", id, o)
 		}
 	}
 	hup := func(wantLog string, n int) {

@@ -18,12 +18,8 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 	p.Notices = p.Notices[:0] // a commit tried before and refused
 	offers := t.offers
 	t.offers = t.offers[:0]
-	to := t.obs.from
-	if p.State != "" {
-		to = p.State
-	}
-	b := store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: to,
-		Seq: p.ExpectHead + int64(len(p.Events))}
+	to := stateAfter(t, p)
+	b := noticeBody(t, to, p.ExpectHead+int64(len(p.Events)))
 	switch {
 	case p.Outcome != "":
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
@@ -40,10 +36,10 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 	if choice {
 		c := b
 		c.Kind, c.Proposals = store.NoticeChoice, offers
-		p.Notices = append(p.Notices, store.Notice{Kind: c.Kind, Body: noticeJSON(c)})
+		p.Notices = append(p.Notices, notice(c))
 	}
 	if b.Kind != "" {
-		p.Notices = append(p.Notices, store.Notice{Kind: b.Kind, Body: noticeJSON(b)})
+		p.Notices = append(p.Notices, notice(b))
 	}
 	p.MayLag = false
 }
@@ -81,14 +77,29 @@ func (r *Runner) writesNotices(ctx context.Context) bool {
 // trippedNotice is the notice of a run a tripwire froze, written with
 // the tick that records the wires' report.
 func trippedNotice(t *tick, park string, wires []string) store.Notice {
-	b := store.NoticeBody{Kind: store.NoticeTripped, RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion,
-		State: t.run.State, Seq: t.run.Head, Park: park, Wires: wires}
-	return store.Notice{Kind: b.Kind, Body: noticeJSON(b)}
+	b := noticeBody(t, t.run.State, t.run.Head)
+	b.Kind, b.Park, b.Wires = store.NoticeTripped, park, wires
+	return notice(b)
 }
 
-func noticeJSON(b store.NoticeBody) []byte {
-	out, _ := json.Marshal(b) // strings and lists of them: it cannot fail
-	return out
+// stateAfter is the run FSM state tick p leaves its run in.
+func stateAfter(t *tick, p *store.Tick) string {
+	if p.State != "" {
+		return p.State
+	}
+	return t.obs.from
+}
+
+// noticeBody is the part of a notice's body that names the run: its id,
+// workflow, state and position.
+func noticeBody(t *tick, state string, seq int64) store.NoticeBody {
+	return store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: state, Seq: seq}
+}
+
+// notice is the notice whose body is b.
+func notice(b store.NoticeBody) store.Notice {
+	body, _ := json.Marshal(b) // strings and lists of them: it cannot fail
+	return store.Notice{Kind: b.Kind, Body: body}
 }
 
 // unknownEffects are the run's effects whose outcome is unknown.

@@ -323,10 +323,7 @@ func (r *Runner) committed(ctx context.Context, t *tick, p *store.Tick, elapsed 
 		log.LogAttrs(ctx, slog.LevelInfo, "effect closed", slog.String("run_id", runID), slog.Int64("tick", head),
 			slog.String("intent_id", rc.IntentID), slog.String("outcome", rc.Outcome), slog.String("receipt_digest", rc.Digest))
 	}
-	to := t.obs.from
-	if p.State != "" {
-		to = p.State
-	}
+	to := stateAfter(t, p)
 	first := head
 	if len(p.Events) > 0 {
 		first = p.ExpectHead + 1

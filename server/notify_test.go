@@ -36,15 +36,7 @@ func TestNotifyCommitsKeepsTheReadyListing(t *testing.T) {
 // does; a refused one does not.
 func TestNotifyCommitsWakesOnRelease(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	wrapped, n := NotifyCommits(st)
-	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
-		t.Fatal(err)
-	}
+	st, wrapped, n := notifyingRun(t)
 	park := store.ParkPrefix + "DEGRADED_SAFE_MODE: wedge"
 	if err := st.Quarantine(ctx, "r", park); err != nil {
 		t.Fatal(err)
@@ -75,17 +67,9 @@ func TestNotifyCommitsWakesOnRelease(t *testing.T) {
 // notice, and one refused, do not.
 func TestNotifyCommitsCallsOnNotices(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	wrapped, n := NotifyCommits(st)
+	st, wrapped, n := notifyingRun(t)
 	calls := 0
 	n.OnNotices(func() { calls++ })
-	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
-		t.Fatal(err)
-	}
 	l, err := st.AcquireLease(ctx, "r", "w", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -103,4 +87,21 @@ func TestNotifyCommitsCallsOnNotices(t *testing.T) {
 	if err := wrapped.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{ev(`{"n":2}`)}, Notices: notice}); err != nil || calls != 1 {
 		t.Fatalf("a commit with a notice: %v, %d calls", err, calls)
 	}
+}
+
+// notifyingRun opens a store holding run "r" (resting in INGEST), closed
+// with the test, and wraps it with NotifyCommits.
+func notifyingRun(t *testing.T) (*sqlite.Store, store.Store, *Notifier) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateRun(ctx, store.Run{ID: "r", WorkflowID: "w", WorkflowVersion: "1", State: "INGEST"}); err != nil {
+		t.Fatal(err)
+	}
+	wrapped, n := NotifyCommits(st)
+	return st, wrapped, n
 }

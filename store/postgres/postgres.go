@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,6 +78,9 @@ type Store struct {
 	// testMerged, when set (tests only), is told the size of each merged
 	// group and whether it committed (see commitMerged).
 	testMerged func(n int, ok bool)
+	// slotsMade holds, by limit name, how many of its slots are known to
+	// have rows (see TakeSlot).
+	slotsMade sync.Map
 }
 
 var _ store.Store = (*Store)(nil)

@@ -894,6 +894,24 @@ CREATE TABLE IF NOT EXISTS notices (
 );
 CREATE INDEX IF NOT EXISTS notices_due ON notices (next_at, ord);
 `},
+	// 27: shared limits (store.SharedLimits): the slots of a limit on
+	// requests open at once, made once for each slot and then held by one
+	// request at a time until it is given back or its hold passes
+	// (taken with SKIP LOCKED, so that racing takers pass one another),
+	// and the theoretical arrival time of a limit on requests a second.
+	{"shared limits: requests open at once and started a second, for every process", `
+CREATE TABLE IF NOT EXISTS limit_slots (
+	name       text NOT NULL,
+	slot       integer NOT NULL,
+	holder     text NOT NULL DEFAULT '',
+	held_until bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (name, slot)
+);
+CREATE TABLE IF NOT EXISTS limit_rates (
+	name    text PRIMARY KEY,
+	arrival bigint NOT NULL
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -556,6 +556,24 @@ CREATE TABLE notices (
 ) STRICT;
 CREATE INDEX notices_due ON notices (next_at);
 `,
+	// 19: shared limits (store.SharedLimits): the slots of a limit on
+	// requests open at once, each held by one request until it is given
+	// back or its hold passes, and the theoretical arrival time of a limit
+	// on requests a second. Not evidence: written without waiting for the
+	// disk.
+	`
+CREATE TABLE limit_slots (
+	name       TEXT NOT NULL,
+	slot       INTEGER NOT NULL CHECK (slot >= 0),
+	holder     TEXT NOT NULL,
+	held_until INTEGER NOT NULL,
+	UNIQUE (name, slot)
+) STRICT;
+CREATE TABLE limit_rates (
+	name    TEXT NOT NULL UNIQUE,
+	arrival INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // Migrations that change no table.

@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener) {
 		{"Duties", testDuties},
 		{"MoveOut", testMoveOut},
 		{"Notices", testNotices},
+		{"SharedLimits", testSharedLimits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

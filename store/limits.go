@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+)
+
+// SharedLimits is implemented by stores that hold adapters' request
+// limits for every process sharing the store: a destination that bears
+// three requests at once bears three from the whole deployment, not three
+// from each of its processes.
+//
+// Both kinds of limit are read on the store's clock (the database's, for
+// a shared one), so processes on machines whose clocks differ agree on
+// them. Neither is evidence: nothing of a run is written, and a limit's
+// rows may be lost (a restored backup, say) at the cost of one burst.
+type SharedLimits interface {
+	// TakeSlot takes for holder, until hold past the store's clock, the
+	// lowest-numbered of the first max slots of the limit name that is
+	// free: one no one holds, or whose holder's hold has passed (a
+	// process that stopped while its request was open). ok is false when
+	// none is free; nothing is then written. A holder names one request:
+	// GiveSlot frees the slot only while that request holds it.
+	TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (slot int, ok bool, err error)
+	// GiveSlot frees slot of the limit name if holder still holds it, and
+	// otherwise changes nothing and returns nil: the slot's hold passed
+	// and it has moved on.
+	GiveSlot(ctx context.Context, name string, slot int, holder string) error
+	// TakeToken takes one request's room from the rate limit name, which
+	// lets perSecond requests start a second, in a burst of at most
+	// perSecond after a quiet second (NextArrival). When there is no room
+	// it takes none and returns how long until there will be, more than
+	// zero.
+	TakeToken(ctx context.Context, name string, perSecond int) (wait time.Duration, err error)
+}
+
+// SharedLimitsOf returns the SharedLimits of s, or of the first store it
+// wraps that has them.
+func SharedLimitsOf(s Store) (SharedLimits, bool) { return As[SharedLimits](s) }
+
+// Bounds of shared limits.
+const (
+	MaxSharedSlots     = 1024
+	MaxSharedPerSecond = 100_000
+	maxLimitText       = 200
+)
+
+// ValidateSlot checks TakeSlot's and GiveSlot's arguments (max and hold
+// only when take is true) before a store looks at the limit.
+func ValidateSlot(take bool, name string, slot, max int, holder string, hold time.Duration) error {
+	op := "give slot"
+	if take {
+		op = "take slot"
+	}
+	if err := validateLimitText(op, "name", name); err != nil {
+		return err
+	}
+	if err := validateLimitText(op, "holder", holder); err != nil {
+		return err
+	}
+	switch {
+	case take && (max < 1 || max > MaxSharedSlots):
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: max must be from 1 to %d, not %d", name, MaxSharedSlots, max)
+	case take && hold <= 0:
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q needs a positive hold, not %s", name, hold)
+	case !take && (slot < 0 || slot >= MaxSharedSlots):
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q has no slot %d", name, slot)
+	}
+	return nil
+}
+
+// ValidateToken checks TakeToken's arguments.
+func ValidateToken(name string, perSecond int) error {
+	const op = "take token"
+	if err := validateLimitText(op, "name", name); err != nil {
+		return err
+	}
+	if perSecond < 1 || perSecond > MaxSharedPerSecond {
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: per second must be from 1 to %d, not %d", name, MaxSharedPerSecond, perSecond)
+	}
+	return nil
+}
+
+func validateLimitText(op, what, s string) error {
+	switch {
+	case s == "":
+		return Errorf(CodeInvalidInput, op, "", nil, "a limit %s is required", what)
+	case len(s) > maxLimitText:
+		return Errorf(CodeInvalidInput, op, "", nil, "the limit %s is %d bytes, over %d", what, len(s), maxLimitText)
+	case !utf8.ValidString(s):
+		return Errorf(CodeInvalidInput, op, "", nil, "the limit %s is not UTF-8", what)
+	}
+	return nil
+}
+
+// NextArrival decides a TakeToken at the store's clock reading now, given
+// the rate limit's theoretical arrival time tat (the zero time for a limit
+// never used): the generic cell rate algorithm, one instant a limit,
+// which a store can hold in one column and decide on in the transaction
+// that reads it. Requests are spaced 1/perSecond apart, and may run
+// ahead of that spacing by perSecond-1 of them: a burst of perSecond once
+// the limit has been quiet for a second. It returns the arrival time to
+// write and no wait when there is room; otherwise tat unchanged and how
+// long until there is room (more than zero).
+func NextArrival(tat, now time.Time, perSecond int) (next time.Time, wait time.Duration) {
+	interval := time.Second / time.Duration(perSecond)
+	ahead := time.Duration(perSecond-1) * interval
+	base := tat
+	if base.Before(now) {
+		base = now
+	}
+	if early := base.Sub(now) - ahead; early > 0 {
+		return tat, early
+	}
+	return base.Add(interval).UTC(), 0
+}

@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+)
+
+// errRetryRate: two takers found no row for a rate limit and both
+// inserted it; the one whose insert was not made reads again.
+var errRetryRate = retryError{"rate limit first used concurrently"}
+
+// TakeSlot implements store.SharedLimits. Each slot is a row, made once
+// (all of a limit's slots the first time this store takes one, and again
+// if the limit grows); a take locks the lowest free row, skipping rows
+// another take has locked, and holds it, in one statement at the
+// database's clock. A take that finds every free row locked by racing
+// takes finds none free.
+func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (int, bool, error) {
+	const op = "take slot"
+	if err := store.ValidateSlot(true, name, 0, max, holder, hold); err != nil {
+		return 0, false, err
+	}
+	if made, _ := s.slotsMade.Load(name); made == nil || made.(int) < max {
+		err := s.write(ctx, op, "", func(tx *wtx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO limit_slots (name, slot) SELECT $1, g FROM generate_series(0, $2::integer - 1) g ON CONFLICT DO NOTHING`, name, max)
+			return err
+		})
+		if err != nil {
+			return 0, false, err
+		}
+		s.slotsMade.Store(name, max)
+	}
+	slot, ok := 0, false
+	err := s.write(ctx, op, "", func(tx *wtx) error {
+		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(5)+` AS now),
+free AS (SELECT slot FROM limit_slots, clock WHERE name = $1 AND slot < $2 AND held_until <= clock.now ORDER BY slot LIMIT 1 FOR UPDATE OF limit_slots SKIP LOCKED)
+UPDATE limit_slots l SET holder = $3, held_until = clock.now + $4::bigint FROM free, clock WHERE l.name = $1 AND l.slot = free.slot
+RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), s.injected()).Scan(&slot)
+		ok = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if !ok {
+		// Every slot held, or their rows gone (a database restored from
+		// before they were made): the next take makes them again.
+		s.slotsMade.Delete(name)
+	}
+	return slot, ok, nil
+}
+
+// GiveSlot implements store.SharedLimits.
+func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder string) error {
+	const op = "give slot"
+	if err := store.ValidateSlot(false, name, slot, 0, holder, 0); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(tx *wtx) error {
+		_, err := tx.Exec(ctx, `UPDATE limit_slots SET holder = '', held_until = 0 WHERE name = $1 AND slot = $2 AND holder = $3`, name, slot, holder)
+		return err
+	})
+}
+
+// TakeToken implements store.SharedLimits: the limit's row is locked,
+// decided on at the database's clock (store.NextArrival), and written, in
+// one transaction.
+func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time.Duration, error) {
+	const op = "take token"
+	if err := store.ValidateToken(name, perSecond); err != nil {
+		return 0, err
+	}
+	var wait time.Duration
+	err := s.write(ctx, op, "", func(tx *wtx) error {
+		var at, clock int64
+		var found bool
+		err := tx.QueryRow(ctx, `SELECT coalesce(r.arrival, 0), r.name IS NOT NULL, n.now FROM (SELECT `+nowParam(2)+` AS now) n
+LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, name, s.injected()).Scan(&at, &found, &clock)
+		if err != nil {
+			return err
+		}
+		var next time.Time
+		if next, wait = store.NextArrival(fromNanos(at), fromNanos(clock), perSecond); wait > 0 {
+			return nil
+		}
+		if found {
+			_, err = tx.Exec(ctx, `UPDATE limit_rates SET arrival = $2 WHERE name = $1`, name, nanos(next))
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO limit_rates (name, arrival) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, nanos(next))
+		if err == nil && tag.RowsAffected() == 0 {
+			return errRetryRate
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return wait, nil
+}

@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// The shared limits are written like a tick that may lag (store.Tick.MayLag):
+// committed without waiting for the disk. They are not evidence, and a
+// crash of the machine that loses their last writes loses one burst's
+// worth of spacing, while a log sync on each request would double the
+// cost of every request a limited adapter sends.
+const limitsMayLag = true
+
+// TakeSlot implements store.SharedLimits: the limit's held slots are read
+// and the lowest free one written in one write transaction, which no
+// other writer of the file interleaves.
+func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (int, bool, error) {
+	const op = "take slot"
+	if err := store.ValidateSlot(true, name, 0, max, holder, hold); err != nil {
+		return 0, false, err
+	}
+	slot, ok := 0, false
+	err := s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+		ok = false
+		// The lowest free slot is 0 or one past a held slot: the least of
+		// those candidates no one holds, -1 when none is below max.
+		at := now.UnixNano()
+		err := s.queryRow(ctx, tx, `SELECT coalesce(min(c.s), -1) FROM (SELECT 0 AS s UNION ALL SELECT slot + 1 FROM limit_slots WHERE name = ?1 AND held_until > ?2) c
+WHERE c.s < ?3 AND NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = ?1 AND l.slot = c.s AND l.held_until > ?2)`, name, at, max).Scan(&slot)
+		if err != nil || slot < 0 {
+			return err
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO limit_slots (name, slot, holder, held_until) VALUES (?, ?, ?, ?)
+ON CONFLICT (name, slot) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until`,
+			name, slot, holder, now.Add(hold).UnixNano())
+		ok = err == nil
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return slot, ok, nil
+}
+
+// GiveSlot implements store.SharedLimits.
+func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder string) error {
+	const op = "give slot"
+	if err := store.ValidateSlot(false, name, slot, 0, holder, 0); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+		_, err := s.exec(ctx, tx, `DELETE FROM limit_slots WHERE name = ? AND slot = ? AND holder = ?`, name, slot, holder)
+		return err
+	})
+}
+
+// TakeToken implements store.SharedLimits: the limit's arrival time is
+// read, decided on (store.NextArrival) and written in one write
+// transaction.
+func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time.Duration, error) {
+	const op = "take token"
+	if err := store.ValidateToken(name, perSecond); err != nil {
+		return 0, err
+	}
+	var wait time.Duration
+	err := s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+		var tat time.Time
+		var at int64
+		err := s.queryRow(ctx, tx, `SELECT arrival FROM limit_rates WHERE name = ?`, name).Scan(&at)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			tat = fromNanos(at)
+		}
+		var next time.Time
+		if next, wait = store.NextArrival(tat, now, perSecond); wait > 0 {
+			return nil
+		}
+		_, err = s.exec(ctx, tx, `INSERT INTO limit_rates (name, arrival) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET arrival = excluded.arrival`,
+			name, next.UnixNano())
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return wait, nil
+}

@@ -1,0 +1,166 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// testSharedLimits holds the store's shared limits to store.SharedLimits:
+// the lowest free slot taken, none past max, slots freed by their holder
+// alone or when their hold passes, limits independent by name, arguments
+// refused before anything is written, racing takers never sharing a slot
+// or a rate's room.
+func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
+	l, ok := store.SharedLimitsOf(s)
+	if !ok {
+		t.Skip("the store holds no shared limits")
+	}
+	const hold = 30 * time.Second
+	take := func(name string, max int, holder string) (int, bool) {
+		t.Helper()
+		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold)
+		must(t, err)
+		return slot, ok
+	}
+	wantSlot := func(name string, max int, holder string, want int) {
+		t.Helper()
+		if got, ok := take(name, max, holder); !ok || got != want {
+			t.Fatalf("%s takes slot %d (ok %v) of %s, want %d", holder, got, ok, name, want)
+		}
+	}
+	wantNone := func(name string, max int, holder string) {
+		t.Helper()
+		if got, ok := take(name, max, holder); ok {
+			t.Fatalf("%s takes slot %d of %s, all of its %d held", holder, got, name, max)
+		}
+	}
+
+	// Refusals.
+	for _, bad := range []func() error{
+		func() error { _, _, err := l.TakeSlot(ctx, "", 1, "a", hold); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 0, "a", hold); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", store.MaxSharedSlots+1, "a", hold); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "", hold); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "a", 0); return err },
+		func() error { return l.GiveSlot(ctx, "pay", -1, "a") },
+		func() error { return l.GiveSlot(ctx, "pay", 0, "") },
+		func() error { _, err := l.TakeToken(ctx, "pay", 0); return err },
+		func() error { _, err := l.TakeToken(ctx, "", 1); return err },
+	} {
+		mustCode(t, bad(), store.CodeInvalidInput)
+	}
+	// The refusals wrote nothing: a limit of one is free.
+	wantSlot("pay", 1, "a", 0)
+	must(t, l.GiveSlot(ctx, "pay", 0, "a"))
+
+	// Slots: the lowest free one, none past max.
+	wantSlot("pay", 2, "a", 0)
+	wantSlot("pay", 2, "b", 1)
+	wantNone("pay", 2, "c")
+	// Given back by its holder, the slot is free again; given back by
+	// another, it stays held.
+	must(t, l.GiveSlot(ctx, "pay", 0, "a"))
+	wantSlot("pay", 2, "c", 0)
+	must(t, l.GiveSlot(ctx, "pay", 0, "a"))
+	must(t, l.GiveSlot(ctx, "pay", 1, "c"))
+	wantNone("pay", 2, "d")
+	// A limit that grows has more slots; one that shrinks fewer.
+	wantSlot("pay", 3, "d", 2)
+	wantNone("pay", 3, "e")
+	must(t, l.GiveSlot(ctx, "pay", 0, "c"))
+	wantSlot("pay", 1, "e", 0)
+	wantNone("pay", 1, "f")
+	// Names are independent.
+	wantSlot("deploy", 1, "a", 0)
+	// A hold that passed frees the slot (its holder stopped); the old
+	// holder's give then changes nothing.
+	c.Advance(hold - time.Nanosecond)
+	wantNone("deploy", 1, "b")
+	c.Advance(time.Nanosecond)
+	wantSlot("deploy", 1, "b", 0)
+	must(t, l.GiveSlot(ctx, "deploy", 0, "a"))
+	wantNone("deploy", 1, "c")
+	must(t, l.GiveSlot(ctx, "deploy", 0, "b"))
+	wantSlot("deploy", 1, "c", 0)
+
+	// Racing takers of a fresh limit of three: distinct slots, none
+	// past three; once they are done, exactly three are held.
+	var mu sync.Mutex
+	var got []int
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			slot, ok, err := l.TakeSlot(ctx, "race", 3, fmt.Sprintf("r%d", i), hold)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				got = append(got, slot)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(got)
+	if len(got) == 0 || len(slices.Compact(slices.Clone(got))) != len(got) || got[len(got)-1] > 2 {
+		t.Fatalf("racing takers of three slots got %v", got)
+	}
+	for i := len(got); i < 3; i++ {
+		take("race", 3, fmt.Sprintf("late%d", i))
+	}
+	wantNone("race", 3, "last")
+
+	// Rates: a burst of per second, then one each 1/per second.
+	for i := range 2 {
+		wait, err := l.TakeToken(ctx, "lookups", 2)
+		must(t, err)
+		if wait != 0 {
+			t.Fatalf("request %d of a fresh limit of 2 a second waits %s", i, wait)
+		}
+	}
+	wait, err := l.TakeToken(ctx, "lookups", 2)
+	must(t, err)
+	if wait != 500*time.Millisecond {
+		t.Fatalf("the third waits %s, want 500ms", wait)
+	}
+	// The refusal took nothing: after the wait there is room, once.
+	c.Advance(wait)
+	for i, want := range []time.Duration{0, 500 * time.Millisecond} {
+		wait, err := l.TakeToken(ctx, "lookups", 2)
+		must(t, err)
+		if wait != want {
+			t.Fatalf("after the wait, request %d waits %s, want %s", i, wait, want)
+		}
+	}
+	// Names are independent.
+	if wait, err := l.TakeToken(ctx, "payments", 1); err != nil || wait != 0 {
+		t.Fatalf("another limit: wait %s, %v", wait, err)
+	}
+	// Racing takers of a fresh limit of four a second: four have room.
+	var admitted sync.Map
+	n := 0
+	for i := range 10 {
+		wg.Go(func() {
+			wait, err := l.TakeToken(ctx, "racing-rate", 4)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if wait == 0 {
+				admitted.Store(i, true)
+			}
+		})
+	}
+	wg.Wait()
+	admitted.Range(func(any, any) bool { n++; return true })
+	if n != 4 {
+		t.Fatalf("%d of ten racing takers had room in a limit of four a second", n)
+	}
+}

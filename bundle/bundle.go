@@ -278,6 +278,14 @@ func (a *Adapters) Specs() map[string]workflow.AdapterSpec {
 // redact). A variable that is unset is an error naming the variable, never
 // a value.
 func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error) {
+	return a.RegistrySharing(getenv, nil)
+}
+
+// RegistrySharing is Registry with shared holding the limits that adapters
+// share with other processes (limits.shared; a sharedlimit.Board bound
+// to the store, in a shell). Without one, an adapter whose limits are
+// shared is an error: its limits could not be held.
+func (a *Adapters) RegistrySharing(getenv func(string) string, shared httpadapter.Sharer) (*effect.Registry, error) {
 	reg := &effect.Registry{}
 	// In effect type order, so that of several problems the same one is
 	// named each time.
@@ -306,6 +314,12 @@ func (a *Adapters) Registry(getenv func(string) string) (*effect.Registry, error
 		cfg := httpadapter.Config{URL: url, Timeout: timeout, Headers: headers, TLS: tlsConfig}
 		if l := spec.Limits; l != nil {
 			cfg.MaxInFlight, cfg.PerSecond, cfg.QueueWait = int(l.MaxInFlight), int(l.PerSecond), time.Duration(l.WaitMS)*time.Millisecond
+			if l.Shared != "" {
+				if shared == nil {
+					return nil, fmt.Errorf("bundle: effect type %s: its limits are shared as %q, and nothing here holds shared limits", et, l.Shared)
+				}
+				cfg.Shared, cfg.SharedName = shared, l.Shared
+			}
 		}
 		ad, err := httpadapter.New(cfg)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/effect/httpadapter"
 )
 
 // FileSuffix marks the variable that names a file holding another
@@ -29,6 +30,9 @@ type Env struct {
 	// ReadFile reads the file a NAME_FILE variable names; nil reads none,
 	// so that NAME_FILE means nothing.
 	ReadFile func(string) ([]byte, error)
+	// Shared holds the limits adapters share with other processes
+	// (RegistrySharing); nil holds none.
+	Shared httpadapter.Sharer
 }
 
 // OSEnv is the process's environment, with NAME_FILE read from disk (a
@@ -145,6 +149,6 @@ func (a *Adapters) Wire(e Env) (*effect.Registry, []string, error) {
 		return nil, nil, err
 	}
 	secrets := a.Secrets(getenv)
-	reg, err := a.Registry(getenv)
+	reg, err := a.RegistrySharing(getenv, e.Shared)
 	return reg, secrets, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/sandbox"
+	"flrh.dev/flrh/effect/sharedlimit"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/workflow"
@@ -30,6 +31,11 @@ func TestLimitsObjectChecked(t *testing.T) {
 		{`{"per_second":5,"wait_ms":60001}`, "/adapters/refund.pay/limits/wait_ms", "from 0 to 60000"},
 		{`{"per_second":1.5}`, "/adapters/refund.pay/limits/per_second", "floating-point"},
 		{`{"per_second":5,"burst":9}`, "/adapters/refund.pay", "unknown field"},
+		{`{"per_second":5,"shared":"-payments"}`, "/adapters/refund.pay/limits/shared", "1 to 64 letters"},
+		{`{"per_second":5,"shared":"pay ments"}`, "/adapters/refund.pay/limits/shared", "1 to 64 letters"},
+		{`{"per_second":5,"shared":"` + strings.Repeat("p", 65) + `"}`, "/adapters/refund.pay/limits/shared", "1 to 64 letters"},
+		{`{"shared":"payments"}`, "/adapters/refund.pay/limits", "nothing to limit"},
+		{`{"per_second":5,"shared":7}`, "/adapters/refund.pay", "not an adapter"},
 	} {
 		_, _, err := withAdapterMember(t, "limits", c.limits)
 		var we *workflow.Error
@@ -39,6 +45,100 @@ func TestLimitsObjectChecked(t *testing.T) {
 	}
 	if _, _, err := withAdapterMember(t, "limits", `{"max_in_flight":4,"per_second":20,"wait_ms":2000}`); err != nil {
 		t.Fatal(err)
+	}
+	// Shared limits wire only where something holds them.
+	_, a, err := withAdapterMember(t, "limits", `{"max_in_flight":4,"shared":"stripe.acct-1:refunds"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(string) string { return "http://127.0.0.1:1/v1/effects" }
+	if _, err := a.Registry(url); err == nil || !strings.Contains(err.Error(), `shared as "stripe.acct-1:refunds"`) {
+		t.Fatalf("shared limits wired with nothing to hold them: %v", err)
+	}
+	if _, err := a.RegistrySharing(url, sharedlimit.New("p")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Twelve refunds started at once by two runners, each on its own handle
+// of one store file (as two processes would be), reach a destination
+// their bundle limits to two requests at a time, shared: never more than
+// two are open across both, and every refund is paid, once. Each runner
+// held to two of its own would open up to four.
+func TestSharedLimitsAcrossRunners(t *testing.T) {
+	wf, a, err := withAdapterMember(t, "limits", `{"max_in_flight":2,"wait_ms":20000,"shared":"refunds"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Inject(sandbox.Fault{DelayMillis: 150}); err != nil {
+		t.Fatal(err)
+	}
+	var now, most atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		sb.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	path := t.TempDir() + "/flrh.db"
+	var runners [2]*runner.Runner
+	for i := range runners {
+		st, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		board := sharedlimit.New(fmt.Sprintf("process-%d", i))
+		if !board.Bind(st) {
+			t.Fatal("the embedded store holds no shared limits")
+		}
+		reg, err := a.RegistrySharing(func(string) string { return srv.URL + sandbox.EffectsPath }, board)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: fmt.Sprintf("process-%d", i),
+			Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close(context.Background())
+		runners[i] = r
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 12; i++ {
+		wg.Go(func() {
+			r := runners[i%2]
+			id := fmt.Sprintf("shared-%d", i)
+			if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(refund(fmt.Sprintf("r-%d", i), 40, "alice", "damaged item"))); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := r.Advance(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := 0; i < 12; i++ {
+		id := fmt.Sprintf("shared-%d", i)
+		s, err := runners[0].Inspect(ctx, id)
+		if err != nil || s.State != "SUCCEEDED" {
+			t.Fatalf("%s: %s %v", id, s.State, err)
+		}
+	}
+	if n := len(sb.Mutations()); n != 12 {
+		t.Fatalf("%d mutations, want 12", n)
+	}
+	if m := most.Load(); m != 2 {
+		t.Fatalf("at most %d requests were open at once across both runners, want the shared bound 2", m)
 	}
 }
 

@@ -69,12 +69,20 @@ type AdapterSpec struct {
 // LimitsSpec bounds an adapter's requests (mutations and lookups), in
 // each process that runs the bundle: at most MaxInFlight open at once, at
 // most PerSecond started a second. A request waits at most WaitMS (0: the
-// shell's default) for room, and one that finds none is not sent.
+// shell's default) for room, and one that finds none is not sent. Shared,
+// when set, names the limits in the store, so that they hold for every
+// process sharing it together (adapters that reach one destination, in
+// one bundle or several, name the same limits).
 type LimitsSpec struct {
-	MaxInFlight int64 `json:"max_in_flight,omitempty"`
-	PerSecond   int64 `json:"per_second,omitempty"`
-	WaitMS      int64 `json:"wait_ms,omitempty"`
+	MaxInFlight int64  `json:"max_in_flight,omitempty"`
+	PerSecond   int64  `json:"per_second,omitempty"`
+	WaitMS      int64  `json:"wait_ms,omitempty"`
+	Shared      string `json:"shared,omitempty"`
 }
+
+// sharedLimitName is what a shared limit's name may be: short, and safe
+// in a log line and a metric label.
+var sharedLimitName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // TLSSpec says where an adapter's TLS material comes from: each value is
 // PEM, read by the shell from the named environment variable (or the file
@@ -925,6 +933,8 @@ func (c *compiler) adapters(w *Workflow) *Error {
 				return malformed(ptr+"/limits/wait_ms", "must be from 0 to 60000")
 			case l.MaxInFlight == 0 && l.PerSecond == 0:
 				return malformed(ptr+"/limits", "names no max_in_flight and no per_second: nothing to limit")
+			case l.Shared != "" && !sharedLimitName.MatchString(l.Shared):
+				return malformed(ptr+"/limits/shared", "must be a name of 1 to 64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit")
 			}
 		}
 		a.Secrets = w.secrets[et]

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/effect/sharedlimit"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -202,7 +203,8 @@ func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error
 	case len(unset) > 0:
 		r.Unwired = "not set: " + strings.Join(unset, ", ")
 	default:
-		if _, err := a.Registry(getenv); err != nil {
+		// Wired, not run: shared limits are held by a board no store backs.
+		if _, err := a.RegistrySharing(getenv, sharedlimit.New("check")); err != nil {
 			r.Unwired = strings.TrimPrefix(err.Error(), "bundle: ")
 		}
 	}

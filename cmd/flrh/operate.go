@@ -146,6 +146,9 @@ func (f *runnerFlags) openWith(ctx context.Context, c *catalog, pin func(store.S
 	if err != nil {
 		return nil, nil, err
 	}
+	// Before any effect is sent: adapters that share their limits hold
+	// them in this store.
+	c.shared.Bind(st)
 	var pinned []candidate
 	if pin != nil {
 		if pinned, err = pin(st, c); err != nil {
@@ -243,8 +246,8 @@ func pinStart(ref, destination string) func(store.Store, *catalog) ([]candidate,
 			isDir = true
 		}
 		if strings.HasPrefix(ref, examplePrefix) || isDir {
-			own := &catalog{}
-			if err := own.addRef(ref, bundleEnv(destination)); err != nil {
+			own := &catalog{shared: c.shared}
+			if err := own.addRef(ref, bundleEnv(destination, c.shared)); err != nil {
 				return nil, usagef("%v", err)
 			}
 			if len(own.cands) != 1 {

@@ -187,7 +187,12 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		var workflows []runner.Workflow
 		adapters := &effect.Registry{}
 		var reload *adapterReload // nil: no bundles to reload adapters for
-		b, err := server.LoadBundles(*workflowsDir, bundle.OSEnv())
+		// Adapters that share their limits with other processes hold them
+		// in the store, once it is open (shared.Bind below).
+		shared := newSharedLimits()
+		env := bundle.OSEnv()
+		env.Shared = shared
+		b, err := server.LoadBundles(*workflowsDir, env)
 		switch {
 		case err != nil && server.IsNotExist(err) && !cmd.Flags().Changed("workflows"):
 		case err != nil && strings.HasPrefix(*workflowsDir, examplePrefix):
@@ -208,6 +213,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			scrubbing.Store(scrub)
 			log = slog.New(redactlog.HandlerFrom(log.Handler(), scrubbing.Load))
 			reload = newAdapterReload(*workflowsDir, map[string]string{}, adapters, b.Secrets, scrubbing)
+			reload.env = func() bundle.Env { e := bundle.OSEnv(); e.Shared = shared; return e }
 			for _, wf := range b.Workflows {
 				reload.loaded[wf.ID()+"@"+wf.Version()] = wf.Digest()
 			}
@@ -243,6 +249,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			return err
 		}
 		defer st.Close()
+		shared.Bind(st)
 		wrapped, notifier := server.NotifyCommits(st)
 		// The wrapper hides the store's optional interfaces; a store that
 		// hands out ready runs (PostgreSQL) is claimed from directly.

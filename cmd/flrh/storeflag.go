@@ -16,6 +16,7 @@ import (
 	"flrh.dev/flrh/demo"
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
+	"flrh.dev/flrh/effect/sharedlimit"
 	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -126,14 +127,17 @@ type candidate struct {
 type catalog struct {
 	cands    []candidate
 	explicit int // how many of cands came from --workflows (they come first)
+	// shared holds the limits the catalog's adapters share with other
+	// processes; it is bound to the store once the store is open.
+	shared *sharedlimit.Board
 }
 
 // loadCatalog loads the workflows a command can use. refs are the
 // --workflows values; when none were given and ./workflows exists it is
 // used. destination, when set, overrides every adapter's url_env.
 func loadCatalog(refs []string, changed bool, destination string) (*catalog, error) {
-	env := bundleEnv(destination)
-	c := &catalog{}
+	c := &catalog{shared: newSharedLimits()}
+	env := bundleEnv(destination, c.shared)
 	if !changed && len(refs) == 0 {
 		if fi, err := os.Stat("workflows"); err == nil && fi.IsDir() {
 			refs = []string{"workflows"}
@@ -169,12 +173,22 @@ func loadCatalog(refs []string, changed bool, destination string) (*catalog, err
 
 // bundleEnv is where bundles' adapters read their variables: the
 // process's environment (NAME_FILE included), or, with --destination, that
-// endpoint for every variable and no files.
-func bundleEnv(destination string) bundle.Env {
+// endpoint for every variable and no files; and where they hold the
+// limits they share with other processes.
+func bundleEnv(destination string, shared *sharedlimit.Board) bundle.Env {
+	env := bundle.OSEnv()
 	if destination != "" {
-		return bundle.Vars(func(string) string { return destination })
+		env = bundle.Vars(func(string) string { return destination })
 	}
-	return bundle.OSEnv()
+	env.Shared = shared
+	return env
+}
+
+// newSharedLimits is this process's board of shared limits, unbound: its
+// requests' holders are named after the host and the process.
+func newSharedLimits() *sharedlimit.Board {
+	host, _ := os.Hostname()
+	return sharedlimit.New(fmt.Sprintf("%s:%d", host, os.Getpid()))
 }
 
 // addRef loads one bundle reference and appends what it holds.

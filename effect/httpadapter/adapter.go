@@ -81,6 +81,13 @@ type Config struct {
 	MaxInFlight int
 	PerSecond   int
 	QueueWait   time.Duration
+	// Shared, when set, holds MaxInFlight and PerSecond for every process
+	// Shared reaches (every process sharing a store, for package
+	// sharedlimit) under the limit named SharedName, on top of this
+	// process's own: room is found here first, then there, within the
+	// same QueueWait. It needs SharedName and a limit to share.
+	Shared     Sharer
+	SharedName string
 	// TLS, when set, configures the adapter's own transport's TLS: the
 	// roots the destination's certificate must chain to, a client
 	// certificate for mutual TLS, the server name. It needs an https URL

@@ -1,0 +1,159 @@
+// Package sharedlimit holds effect adapters' request limits for every
+// process that shares a store: a destination that bears three requests
+// at once bears three from the whole deployment (several `flrh serve`
+// processes on one PostgreSQL, or a server and the command line on one
+// embedded store), not three from each process.
+//
+// A Board is made before the store is opened, handed to the adapters as
+// their httpadapter.Sharer when the bundles are wired, and bound to the
+// store once it is open (Bind). Each request asks the store: one write to
+// take a slot of a limit on requests open at once and one to give it back,
+// one to take room under a limit on requests a second. There is no queue:
+// waiters ask again, backing off, until their wait runs out, so a busy
+// limit serves whoever asks at the right moment, not the longest waiting.
+package sharedlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// Errors Admit wraps.
+var (
+	// ErrUnbound: the board was never bound to a store that holds
+	// shared limits, so it cannot say whether there is room.
+	ErrUnbound = errors.New("no store holds the shared limits here")
+	// ErrNoRoom: no room was found before the caller's context was done.
+	ErrNoRoom = errors.New("no room")
+)
+
+// Polling bounds: a waiter for a slot asks again after firstPoll, doubling
+// up to lastPoll, each with up to a quarter more at random so that waiters
+// that found no room together do not ask together again.
+const (
+	firstPoll = 5 * time.Millisecond
+	lastPoll  = 200 * time.Millisecond
+	// giveTimeout bounds giving a slot back, which happens after the
+	// request, whatever became of the request's context. A slot not given
+	// back is free once its hold passes.
+	giveTimeout = 5 * time.Second
+)
+
+// Board admits requests under limits its store holds. The zero Board is
+// unbound and admits nothing; it is safe for concurrent use.
+type Board struct {
+	owner  string
+	seq    atomic.Uint64
+	limits atomic.Pointer[bound]
+}
+
+type bound struct{ l store.SharedLimits }
+
+// New returns an unbound board whose requests' holders are named after
+// owner (the process: a host and pid), each with its own sequence number.
+func New(owner string) *Board { return &Board{owner: owner} }
+
+// Bind has the board hold its limits in s from now on. It returns false,
+// and leaves the board as it was, when s holds no shared limits.
+func (b *Board) Bind(s store.Store) bool {
+	l, ok := store.SharedLimitsOf(s)
+	if ok {
+		b.limits.Store(&bound{l})
+	}
+	return ok
+}
+
+// Admit implements httpadapter.Sharer: it takes a slot of the limit name
+// (when maxInFlight > 0), then room under its rate (when perSecond > 0),
+// waiting until ctx is done. A rate's wait that ctx's deadline cannot
+// cover is refused at once. The slot is given back by the function it
+// returns, or when hold passes.
+func (b *Board) Admit(ctx context.Context, name string, maxInFlight, perSecond int, hold time.Duration) (func(), error) {
+	bd := b.limits.Load()
+	if bd == nil {
+		return nil, fmt.Errorf("shared limit %q: %w", name, ErrUnbound)
+	}
+	l := bd.l
+	release := func() {}
+	if maxInFlight > 0 {
+		holder := b.owner + "#" + strconv.FormatUint(b.seq.Add(1), 10)
+		slot, err := takeSlot(ctx, l, name, maxInFlight, holder, hold)
+		if err != nil {
+			return nil, err
+		}
+		release = func() {
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveTimeout)
+			defer cancel()
+			// An error leaves the slot held until its hold passes: the
+			// limit is then the lower for a while, never exceeded.
+			_ = l.GiveSlot(gctx, name, slot, holder)
+		}
+	}
+	if perSecond > 0 {
+		if err := takeToken(ctx, l, name, perSecond); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	return release, nil
+}
+
+func takeSlot(ctx context.Context, l store.SharedLimits, name string, max int, holder string, hold time.Duration) (int, error) {
+	poll := firstPoll
+	for {
+		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold)
+		switch {
+		case err == nil && ok:
+			return slot, nil
+		case ctx.Err() != nil:
+			// A take the end of the wait cut short may have been made: its
+			// slot is free again once its hold passes.
+			return 0, fmt.Errorf("shared limit %q (%d in flight): %w", name, max, ErrNoRoom)
+		case err != nil:
+			return 0, fmt.Errorf("shared limit %q: %w", name, err)
+		}
+		if !sleep(ctx, poll+rand.N(poll/4+1)) {
+			return 0, fmt.Errorf("shared limit %q (%d in flight): %w", name, max, ErrNoRoom)
+		}
+		poll = min(2*poll, lastPoll)
+	}
+}
+
+func takeToken(ctx context.Context, l store.SharedLimits, name string, perSecond int) error {
+	for {
+		wait, err := l.TakeToken(ctx, name, perSecond)
+		switch {
+		case err == nil && wait == 0:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
+		case err != nil:
+			return fmt.Errorf("shared limit %q: %w", name, err)
+		}
+		if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
+		}
+		if !sleep(ctx, wait) {
+			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
+		}
+	}
+}
+
+// sleep waits d, or until ctx is done; it says whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

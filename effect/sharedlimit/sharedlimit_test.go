@@ -21,7 +21,7 @@ import (
 
 // twoSQLite opens one embedded store file twice: two handles, each with
 // its own writer, as two processes would.
-func twoSQLite(t *testing.T) (store.Store, store.Store) {
+func twoSQLite(t testing.TB) (store.Store, store.Store) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "flrh.db")
 	var out [2]store.Store
@@ -37,7 +37,7 @@ func twoSQLite(t *testing.T) (store.Store, store.Store) {
 }
 
 // twoPostgres opens one fresh schema twice; it skips without a database.
-func twoPostgres(t *testing.T) (store.Store, store.Store) {
+func twoPostgres(t testing.TB) (store.Store, store.Store) {
 	t.Helper()
 	dsn := os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
@@ -85,7 +85,7 @@ func TestRateAcrossStoresPostgres(t *testing.T)  { testRateAcross(t, twoPostgres
 // testSlotsAcross: requests through two boards on two handles of one
 // store, limited to two in flight: never more than two open at once
 // across both, exactly two at the peak, every request admitted once.
-func testSlotsAcross(t *testing.T, open func(*testing.T) (store.Store, store.Store)) {
+func testSlotsAcross(t *testing.T, open func(testing.TB) (store.Store, store.Store)) {
 	a, b := open(t)
 	bs := boards(t, a, b)
 	var openNow, peak, done atomic.Int64
@@ -121,7 +121,7 @@ func testSlotsAcross(t *testing.T, open func(*testing.T) (store.Store, store.Sto
 // testRateAcross: twelve requests through two boards at five a second
 // between them: a burst of five, then one each 200 ms, so the last starts
 // no sooner than 1.4 s after the first.
-func testRateAcross(t *testing.T, open func(*testing.T) (store.Store, store.Store)) {
+func testRateAcross(t *testing.T, open func(testing.TB) (store.Store, store.Store)) {
 	a, b := open(t)
 	bs := boards(t, a, b)
 	var mu sync.Mutex
@@ -277,5 +277,34 @@ func TestUnbound(t *testing.T) {
 	}
 	if _, err := bd.Admit(context.Background(), "x", 0, 1, time.Second); !errors.Is(err, ErrUnbound) {
 		t.Fatalf("bound to a store without them: %v", err)
+	}
+}
+
+// BenchmarkAdmit: what one request's room costs, asked of the store: a
+// slot taken and given back, room under a rate, or both.
+func BenchmarkAdmit(b *testing.B) {
+	for _, backend := range []struct {
+		name string
+		open func(testing.TB) (store.Store, store.Store)
+	}{{"sqlite", twoSQLite}, {"postgres", twoPostgres}} {
+		for _, lim := range []struct {
+			name      string
+			max, rate int
+		}{{"slot", 4, 0}, {"rate", 0, 100_000}, {"both", 4, 100_000}} {
+			b.Run(backend.name+"/"+lim.name, func(b *testing.B) {
+				s, _ := backend.open(b)
+				bd := New("bench")
+				bd.Bind(s)
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					release, err := bd.Admit(ctx, "bench-"+lim.name, lim.max, lim.rate, time.Minute)
+					if err != nil {
+						b.Fatal(err)
+					}
+					release()
+				}
+			})
+		}
 	}
 }

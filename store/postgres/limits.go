@@ -10,6 +10,12 @@ import (
 	"flrh.dev/flrh/store"
 )
 
+// The shared limits' transactions commit without waiting for the WAL's
+// flush (as a tick that may lag does): they are not evidence, and a
+// database crash that loses their last writes loses one burst's worth of
+// spacing, where a flush on each would add two to every request a limited
+// adapter sends.
+
 // errRetryRate: two takers found no row for a rate limit and both
 // inserted it; the one whose insert was not made reads again.
 var errRetryRate = retryError{"rate limit first used concurrently"}
@@ -27,6 +33,7 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 	}
 	if made, _ := s.slotsMade.Load(name); made == nil || made.(int) < max {
 		err := s.write(ctx, op, "", func(tx *wtx) error {
+		tx.lazy = true
 			_, err := tx.Exec(ctx, `INSERT INTO limit_slots (name, slot) SELECT $1, g FROM generate_series(0, $2::integer - 1) g ON CONFLICT DO NOTHING`, name, max)
 			return err
 		})
@@ -37,6 +44,7 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 	}
 	slot, ok := 0, false
 	err := s.write(ctx, op, "", func(tx *wtx) error {
+		tx.lazy = true
 		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(5)+` AS now),
 free AS (SELECT slot FROM limit_slots, clock WHERE name = $1 AND slot < $2 AND held_until <= clock.now ORDER BY slot LIMIT 1 FOR UPDATE OF limit_slots SKIP LOCKED)
 UPDATE limit_slots l SET holder = $3, held_until = clock.now + $4::bigint FROM free, clock WHERE l.name = $1 AND l.slot = free.slot
@@ -65,6 +73,7 @@ func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder stri
 		return err
 	}
 	return s.write(ctx, op, "", func(tx *wtx) error {
+		tx.lazy = true
 		_, err := tx.Exec(ctx, `UPDATE limit_slots SET holder = '', held_until = 0 WHERE name = $1 AND slot = $2 AND holder = $3`, name, slot, holder)
 		return err
 	})
@@ -80,6 +89,7 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time
 	}
 	var wait time.Duration
 	err := s.write(ctx, op, "", func(tx *wtx) error {
+		tx.lazy = true
 		var at, clock int64
 		var found bool
 		err := tx.QueryRow(ctx, `SELECT coalesce(r.arrival, 0), r.name IS NOT NULL, n.now FROM (SELECT `+nowParam(2)+` AS now) n

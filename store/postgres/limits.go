@@ -33,7 +33,7 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 	}
 	if made, _ := s.slotsMade.Load(name); made == nil || made.(int) < max {
 		err := s.write(ctx, op, "", func(tx *wtx) error {
-		tx.lazy = true
+			tx.lazy = true
 			_, err := tx.Exec(ctx, `INSERT INTO limit_slots (name, slot) SELECT $1, g FROM generate_series(0, $2::integer - 1) g ON CONFLICT DO NOTHING`, name, max)
 			return err
 		})

@@ -249,7 +249,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			return err
 		}
 		defer st.Close()
-		shared.Bind(st)
+		if !shared.Bind(st) {
+			log.Warn("this store holds no shared limits: an adapter whose limits are shared sends nothing")
+		}
 		wrapped, notifier := server.NotifyCommits(st)
 		// The wrapper hides the store's optional interfaces; a store that
 		// hands out ready runs (PostgreSQL) is claimed from directly.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/effect/sandbox"
 )
@@ -126,5 +128,103 @@ func TestSharedLimitsAcrossServeProcesses(t *testing.T) {
 				t.Fatalf("the destination held %d requests open at once, want %d (runs per process: %v)", m, tc.most, owners)
 			}
 		})
+	}
+}
+
+// startedAt is a destination that records when each request began.
+type startedAt struct {
+	mu     sync.Mutex
+	starts []time.Time
+	open   atomic.Int64
+}
+
+func (s *startedAt) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.starts = append(s.starts, time.Now())
+		s.mu.Unlock()
+		s.open.Add(1)
+		defer s.open.Add(-1)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *startedAt) since(t time.Time) []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Duration
+	for _, st := range s.starts {
+		if st.After(t) {
+			out = append(out, st.Sub(t))
+		}
+	}
+	return out
+}
+
+// TestSharedLimitHeldByAKilledProcess: a serve process killed (SIGKILL)
+// while its payment holds the only shared slot never gives it back; the
+// other process sends nothing to the destination until the slot's hold
+// (the adapter's 5 s timeout and 5 s) has passed, then pays its own
+// refund and takes over the killed process's run, reconciling it: both
+// refunds paid, once each.
+func TestSharedLimitHeldByAKilledProcess(t *testing.T) {
+	storeURL, _ := pgStoreURL(t)
+	bin := buildFlrh(t)
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first payment hangs at the destination long enough to be killed
+	// mid-request.
+	if err := sb.Inject(sandbox.Fault{Times: 1, DelayMillis: 3000}); err != nil {
+		t.Fatal(err)
+	}
+	dest := &startedAt{}
+	ts := httptest.NewServer(dest.wrap(sb))
+	t.Cleanup(ts.Close)
+	bundleDir := limitedRefundBundle(t, `{"max_in_flight":1,"wait_ms":30000,"shared":"payments"}`)
+	env := []string{"FLRH_PAYMENTS_URL=" + ts.URL + sandbox.EffectsPath}
+	start := func(p *serveProc, id string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"type":"refund.requested/1","payload":{"refund_id":"r-%s","amount":40,"payee":"alice","reason":"damaged item"}}}`, id, id)
+		resp, err := http.Post(p.base+"/v1/runs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("start %s: %s", id, resp.Status)
+		}
+	}
+	a := startServe(t, bin, env, "--store", storeURL, "--lease-ttl", "3s", "--workflows", bundleDir)
+	start(a, "killed-1")
+	eventually(t, "the first payment open at the destination", 30*time.Second, func() bool { return dest.open.Load() == 1 })
+	held := time.Now()
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.exited
+	b := startServe(t, bin, env, "--store", storeURL, "--lease-ttl", "3s", "--workflows", bundleDir)
+	start(b, "live-2")
+	for _, id := range []string{"live-2", "killed-1"} {
+		if o := awaitOutcome(t, b.base, id); o != "success" {
+			t.Fatalf("run %s: outcome %q", id, o)
+		}
+	}
+	after := dest.since(held)
+	if len(after) == 0 {
+		t.Fatal("no request reached the destination after the kill")
+	}
+	// The slot was taken a moment before the request was seen open: its
+	// hold ends at most 10 s after that sighting, and not much sooner.
+	if after[0] < 9*time.Second {
+		t.Fatalf("a request reached the destination %s after the killed process took the only slot, before its hold passed", after[0])
+	}
+	keys := map[string]bool{}
+	for _, m := range sb.Mutations() {
+		keys[m.IdempotencyKey] = true
+	}
+	if n := len(sb.Mutations()); n != 2 || len(keys) != 2 {
+		t.Fatalf("%d mutations under %d keys for two refunds", n, len(keys))
 	}
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -110,4 +115,76 @@ func (a *adapterReload) reload() reloadReport {
 		rep.Reloaded = append(rep.Reloaded, name)
 	}
 	return rep
+}
+
+// fingerprint digests what a reload would wire now, bundle by bundle of
+// those the server runs: every variable the bundle's adapters read,
+// resolved as a reload resolves it (each NAME_FILE read again), or why it
+// cannot be. It keeps no value, only the digest of them all, so that a
+// change of any credential, certificate or endpoint, or of whether one
+// can be read, changes it.
+func (a *adapterReload) fingerprint() [sha256.Size]byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s", len(p), p)
+		}
+	}
+	dirs, err := bundle.Dirs(a.dir)
+	if err != nil {
+		field("dirs", err.Error())
+	}
+	env := a.env()
+	for _, d := range dirs {
+		wf, ads, err := bundle.Load(d)
+		if err != nil {
+			field("load", d, err.Error())
+			continue
+		}
+		if a.loaded[wf.ID()+"@"+wf.Version()] != wf.Digest() {
+			continue // a reload leaves it as it is
+		}
+		field("bundle", d)
+		getenv, err := ads.Resolve(env)
+		if err != nil {
+			field("unresolved", err.Error())
+			continue
+		}
+		for _, v := range ads.Variables() {
+			field(v, getenv(v))
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// watch reloads the adapters whenever their fingerprint changes, looking
+// every interval until ctx is done: a credential a platform rotates by
+// swapping a mounted file reaches the destination without a signal. Each
+// look reads every bundle's files and variables; nothing is rebuilt while
+// they stay the same.
+func (a *adapterReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
+	last := a.fingerprint()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fp := a.fingerprint()
+		if fp == last {
+			continue
+		}
+		last = fp
+		rep := a.reload()
+		log.Info("adapters reloaded", "why", "their variables changed", "bundles", rep.Reloaded, "kept", len(rep.Kept))
+		for _, k := range rep.Kept {
+			log.Warn("adapters kept as they were", "bundle", k)
+		}
+	}
 }

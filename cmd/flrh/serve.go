@@ -98,6 +98,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	backupKeep := cmd.Flags().Int("backup-keep", 7, "with --backup-dir: how many of the newest backups to keep")
 	pruneAge := cmd.Flags().Duration("prune-ended-after", 0, "prune the runs that ended this long ago (720h, say), as flrh store prune does: at start, then every --prune-every; 0 prunes nothing")
 	pruneDir := cmd.Flags().String("prune-archive", "", "with --prune-ended-after: archive each run into this directory first")
+	reloadEvery := cmd.Flags().Duration("reload-adapters-every", 0, "look this often at the variables and files the bundles' adapters read, and rebuild the adapters when they changed, as SIGHUP does (a credential rotated by swapping a mounted file); 0 looks only on SIGHUP")
 	pruneDiscard := cmd.Flags().Bool("prune-discard", false, "with --prune-ended-after: remove the records without archiving them")
 	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
@@ -116,6 +117,10 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if *leaseTTL <= 0 {
 			// The runner would quietly take 30s instead.
 			return usagef("--lease-ttl must be positive, not %s", *leaseTTL)
+		}
+		if *reloadEvery < 0 || (*reloadEvery > 0 && *reloadEvery < 100*time.Millisecond) {
+			// Each look reads every bundle: not a busy loop.
+			return usagef("--reload-adapters-every must be 0 or at least 100ms, not %s", *reloadEvery)
 		}
 		retryAfter, err := maxRetryAfter(*retryAfterFlag)
 		if err != nil {
@@ -343,6 +348,13 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		}
 		if hooks != nil {
 			chores.Go(func() { hooks.Run(runCtx) })
+		}
+		if *reloadEvery > 0 {
+			if reload == nil {
+				log.Warn("--reload-adapters-every: no bundles to reload adapters for")
+			} else {
+				chores.Go(func() { reload.watch(runCtx, *reloadEvery, log) })
+			}
 		}
 		// SIGHUP rebuilds the bundles' adapters with the environment and
 		// the files it names as they are now (adapterReload).

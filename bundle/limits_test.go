@@ -70,22 +70,7 @@ func TestSharedLimitsAcrossRunners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Inject(sandbox.Fault{DelayMillis: 150}); err != nil {
-		t.Fatal(err)
-	}
-	var now, most atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := now.Add(1)
-		defer now.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		sb.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	dest := newCountingDestination(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	path := t.TempDir() + "/flrh.db"
@@ -100,7 +85,7 @@ func TestSharedLimitsAcrossRunners(t *testing.T) {
 		if !board.Bind(st) {
 			t.Fatal("the embedded store holds no shared limits")
 		}
-		reg, err := a.RegistrySharing(func(string) string { return srv.URL + sandbox.EffectsPath }, board)
+		reg, err := a.RegistrySharing(func(string) string { return dest.url }, board)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,32 +97,11 @@ func TestSharedLimitsAcrossRunners(t *testing.T) {
 		defer r.Close(context.Background())
 		runners[i] = r
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < 12; i++ {
-		wg.Go(func() {
-			r := runners[i%2]
-			id := fmt.Sprintf("shared-%d", i)
-			if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(refund(fmt.Sprintf("r-%d", i), 40, "alice", "damaged item"))); err != nil {
-				t.Error(err)
-				return
-			}
-			if _, err := r.Advance(ctx, id); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	for i := 0; i < 12; i++ {
-		id := fmt.Sprintf("shared-%d", i)
-		s, err := runners[0].Inspect(ctx, id)
-		if err != nil || s.State != "SUCCEEDED" {
-			t.Fatalf("%s: %s %v", id, s.State, err)
-		}
-	}
-	if n := len(sb.Mutations()); n != 12 {
+	payTwelve(ctx, t, wf, "shared", runners[:]...)
+	if n := len(dest.sb.Mutations()); n != 12 {
 		t.Fatalf("%d mutations, want 12", n)
 	}
-	if m := most.Load(); m != 2 {
+	if m := dest.most.Load(); m != 2 {
 		t.Fatalf("at most %d requests were open at once across both runners, want the shared bound 2", m)
 	}
 }
@@ -150,23 +114,8 @@ func TestLimitedAdapterUnderTheRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sandbox.New(sandbox.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sb.Inject(sandbox.Fault{DelayMillis: 150}); err != nil {
-		t.Fatal(err)
-	}
-	var now, most atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := now.Add(1)
-		defer now.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		sb.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	reg, err := a.Registry(func(string) string { return srv.URL + sandbox.EffectsPath })
+	dest := newCountingDestination(t)
+	reg, err := a.Registry(func(string) string { return dest.url })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,12 +132,54 @@ func TestLimitedAdapterUnderTheRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close(context.Background())
+	payTwelve(ctx, t, wf, "limited", r)
+	if n := len(dest.sb.Mutations()); n != 12 {
+		t.Fatalf("%d mutations, want 12", n)
+	}
+	if m := dest.most.Load(); m != 2 {
+		t.Fatalf("at most %d requests were open at once, want the bound 2", m)
+	}
+}
+
+// countingDestination is a sandbox, each request delayed 150 ms, behind a
+// handler that keeps the most requests it held open at once.
+type countingDestination struct {
+	sb        *sandbox.Sandbox
+	url       string // its effects endpoint
+	now, most atomic.Int64
+}
+
+func newCountingDestination(t *testing.T) *countingDestination {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Inject(sandbox.Fault{DelayMillis: 150}); err != nil {
+		t.Fatal(err)
+	}
+	d := &countingDestination{sb: sb}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := d.now.Add(1)
+		defer d.now.Add(-1)
+		for m := d.most.Load(); n > m && !d.most.CompareAndSwap(m, n); m = d.most.Load() {
+		}
+		sb.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	d.url = srv.URL + sandbox.EffectsPath
+	return d
+}
+
+// payTwelve starts twelve small refunds at once, spread over runners,
+// advances each to its end, and holds every one to SUCCEEDED.
+func payTwelve(ctx context.Context, t *testing.T, wf *Workflow, prefix string, runners ...*runner.Runner) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := 0; i < 12; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := fmt.Sprintf("limited-%d", i)
+		wg.Go(func() {
+			r := runners[i%len(runners)]
+			id := fmt.Sprintf("%s-%d", prefix, i)
 			if err := r.Start(ctx, id, wf.ID(), wf.Version(), []byte(refund(fmt.Sprintf("r-%d", i), 40, "alice", "damaged item"))); err != nil {
 				t.Error(err)
 				return
@@ -196,20 +187,14 @@ func TestLimitedAdapterUnderTheRunner(t *testing.T) {
 			if _, err := r.Advance(ctx, id); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for i := 0; i < 12; i++ {
-		id := fmt.Sprintf("limited-%d", i)
-		s, err := r.Inspect(ctx, id)
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		s, err := runners[0].Inspect(ctx, id)
 		if err != nil || s.State != "SUCCEEDED" {
 			t.Fatalf("%s: %s %v", id, s.State, err)
 		}
-	}
-	if n := len(sb.Mutations()); n != 12 {
-		t.Fatalf("%d mutations, want 12", n)
-	}
-	if m := most.Load(); m != 2 {
-		t.Fatalf("at most %d requests were open at once, want the bound 2", m)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,10 +186,13 @@ func bundleEnv(destination string, shared *sharedlimit.Board) bundle.Env {
 }
 
 // newSharedLimits is this process's board of shared limits, unbound: its
-// requests' holders are named after the host and the process.
+// requests' holders are named after the host and the process, and a
+// random part, since a container restarted in place has the same host
+// name and process id as the process it replaces, whose slots may still
+// be held.
 func newSharedLimits() *sharedlimit.Board {
 	host, _ := os.Hostname()
-	return sharedlimit.New(fmt.Sprintf("%s:%d", host, os.Getpid()))
+	return sharedlimit.New(fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32()))
 }
 
 // addRef loads one bundle reference and appends what it holds.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -33,7 +35,54 @@ type SharedLimits interface {
 	// it takes none and returns how long until there will be, more than
 	// zero.
 	TakeToken(ctx context.Context, name string, perSecond int) (wait time.Duration, err error)
+	// LimitsInUse returns the limits in use at the store's clock: those
+	// with a slot held, and those whose rate is booked past now, sorted
+	// by name. It writes nothing.
+	LimitsInUse(ctx context.Context) ([]LimitUse, error)
 }
+
+// LimitUse is one shared limit in use: why a limited adapter waits.
+type LimitUse struct {
+	Name string
+	// Held are the slots held now, lowest first.
+	Held []SlotHold
+	// BookedUntil, when after the store's clock, is the limit's
+	// theoretical arrival time: its rate is spaced out until then (a
+	// request finds room once it is less than a second's worth away).
+	BookedUntil time.Time
+}
+
+// SlotHold is one slot held by one request.
+type SlotHold struct {
+	Slot   int
+	Holder string
+	Until  time.Time // when the hold passes if its holder never gives it back
+}
+
+// LimitUses gathers LimitsInUse's answer as a store reads it: slots held
+// and rates booked, in any order.
+type LimitUses struct{ uses []LimitUse }
+
+func (b *LimitUses) at(name string) *LimitUse {
+	i, found := slices.BinarySearchFunc(b.uses, name, func(u LimitUse, n string) int { return strings.Compare(u.Name, n) })
+	if !found {
+		b.uses = slices.Insert(b.uses, i, LimitUse{Name: name})
+	}
+	return &b.uses[i]
+}
+
+// Held adds a slot held of the limit name.
+func (b *LimitUses) Held(name string, h SlotHold) {
+	u := b.at(name)
+	i, _ := slices.BinarySearchFunc(u.Held, h.Slot, func(x SlotHold, slot int) int { return x.Slot - slot })
+	u.Held = slices.Insert(u.Held, i, h)
+}
+
+// Booked sets how far the limit name's rate is booked.
+func (b *LimitUses) Booked(name string, until time.Time) { b.at(name).BookedUntil = until }
+
+// List returns the limits gathered, sorted by name.
+func (b *LimitUses) List() []LimitUse { return b.uses }
 
 // SharedLimitsOf returns the SharedLimits of s, or of the first store it
 // wraps that has them.

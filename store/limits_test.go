@@ -112,3 +112,23 @@ func TestSharedLimitArgumentsChecked(t *testing.T) {
 		t.Errorf("no name: %v", err)
 	}
 }
+
+func TestLimitUsesGathered(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var b LimitUses
+	b.Held("pay", SlotHold{Slot: 2, Holder: "c", Until: at})
+	b.Booked("rate", at)
+	b.Held("deploy", SlotHold{Slot: 0, Holder: "a", Until: at})
+	b.Held("pay", SlotHold{Slot: 0, Holder: "b", Until: at})
+	b.Booked("pay", at.Add(time.Second))
+	got := b.List()
+	if len(got) != 3 || got[0].Name != "deploy" || got[1].Name != "pay" || got[2].Name != "rate" {
+		t.Fatalf("limits not sorted by name: %+v", got)
+	}
+	if p := got[1]; len(p.Held) != 2 || p.Held[0].Slot != 0 || p.Held[1].Slot != 2 || !p.BookedUntil.Equal(at.Add(time.Second)) {
+		t.Fatalf("pay: %+v", p)
+	}
+	if r := got[2]; len(r.Held) != 0 || !r.BookedUntil.Equal(at) {
+		t.Fatalf("rate: %+v", r)
+	}
+}

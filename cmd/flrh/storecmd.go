@@ -135,12 +135,29 @@ type storeReport struct {
 	// waits. None is a problem: a receiver that is down is retried.
 	NoticesPending int64         `json:"notices_pending"`
 	OldestNotice   *oldestNotice `json:"oldest_notice,omitempty"`
+	// SharedLimits are the adapters' shared limits in use (a slot held, a
+	// rate booked past now): why a limited adapter's requests wait. None
+	// is a problem: a slot a stopped process held frees itself.
+	SharedLimits []sharedLimit `json:"shared_limits"`
 	// Integrity is what SQLite's integrity check found wrong, with
 	// --integrity (omitted when it found nothing).
 	Integrity []string `json:"integrity,omitempty"`
 	// IntegrityChecked says the check ran.
 	IntegrityChecked bool `json:"integrity_checked,omitempty"`
 	Problems         int  `json:"problems"`
+}
+
+// sharedLimit is one shared limit in use.
+type sharedLimit struct {
+	Name        string     `json:"name"`
+	Held        []heldSlot `json:"held"`
+	BookedUntil *time.Time `json:"booked_until,omitempty"`
+}
+
+type heldSlot struct {
+	Slot   int       `json:"slot"`
+	Holder string    `json:"holder"`
+	Until  time.Time `json:"until"`
 }
 
 // oldestNotice is the oldest notice not yet delivered.
@@ -255,6 +272,7 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		return rep, err
 	}
 	rep.Duties = []dutyState{}
+	rep.SharedLimits = []sharedLimit{}
 	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
 	if rep.SchemaVersion != rep.BuildSchemaVersion {
 		rep.Problems++
@@ -268,6 +286,11 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		rep.NoticesPending = b.Count
 		if o := b.Oldest; b.Count > 0 {
 			rep.OldestNotice = &oldestNotice{ID: o.ID, Kind: o.Kind, RunID: o.RunID, WrittenAt: o.CreatedAt, Attempts: o.Attempts, LastError: o.LastError}
+		}
+	}
+	if rep.SchemaVersion == rep.BuildSchemaVersion {
+		if err := rep.readSharedLimits(ctx, st); err != nil {
+			return rep, err
 		}
 	}
 	type where struct{ ended, moved bool }
@@ -343,6 +366,31 @@ func walkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter ti
 	}
 }
 
+// readSharedLimits adds the shared limits in use, when the store holds
+// any.
+func (r *storeReport) readSharedLimits(ctx context.Context, st store.Store) error {
+	l, ok := store.SharedLimitsOf(st)
+	if !ok {
+		return nil
+	}
+	uses, err := l.LimitsInUse(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range uses {
+		sl := sharedLimit{Name: u.Name, Held: []heldSlot{}}
+		for _, h := range u.Held {
+			sl.Held = append(sl.Held, heldSlot{Slot: h.Slot, Holder: h.Holder, Until: h.Until})
+		}
+		if !u.BookedUntil.IsZero() {
+			b := u.BookedUntil
+			sl.BookedUntil = &b
+		}
+		r.SharedLimits = append(r.SharedLimits, sl)
+	}
+	return nil
+}
+
 // addQuarantined reports a run quarantined before it ended.
 func (r *storeReport) addQuarantined(run store.Run) {
 	r.Quarantined = append(r.Quarantined, quarantined{RunID: run.ID, Reason: run.Quarantine})
@@ -381,6 +429,30 @@ func (r storeReport) print(w io.Writer) {
 			fmt.Fprintf(w, ", the last: %s", o.LastError)
 		}
 		fmt.Fprintln(w)
+	}
+	if len(r.SharedLimits) > 0 {
+		fmt.Fprintf(w, "shared limits in use: %d\n", len(r.SharedLimits))
+		for _, l := range r.SharedLimits {
+			fmt.Fprintf(w, "  %s:", l.Name)
+			if len(l.Held) > 0 {
+				fmt.Fprintf(w, " %d slots held", len(l.Held))
+				for i, h := range l.Held {
+					sep := " ("
+					if i > 0 {
+						sep = ", "
+					}
+					fmt.Fprintf(w, "%s%d by %s until %s", sep, h.Slot, h.Holder, h.Until.UTC().Format(time.RFC3339))
+				}
+				fmt.Fprint(w, ")")
+			}
+			if l.BookedUntil != nil {
+				if len(l.Held) > 0 {
+					fmt.Fprint(w, ";")
+				}
+				fmt.Fprintf(w, " rate booked until %s", l.BookedUntil.UTC().Format(time.RFC3339Nano))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if len(r.Moved) > 0 {
 		to := map[string]int{}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
 )
 
@@ -307,5 +308,67 @@ func TestStoreCheckPrintsNotices(t *testing.T) {
 	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1}.print(&b)
 	if strings.Contains(b.String(), "notices") {
 		t.Errorf("no notices printed\n%s", b.String())
+	}
+}
+
+// TestStoreCheckShowsSharedLimits: the limits in use, read from the store
+// (slots held by whom until when, a rate booked), in JSON and in words,
+// none of them a problem; none once they are given back.
+func TestStoreCheckShowsSharedLimits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, h := range []string{"serve:a:1#1", "serve:b:2#7"} {
+		if _, ok, err := st.TakeSlot(ctx, "payments", 2, h, time.Hour); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	if _, err := st.TakeToken(ctx, "payments", 1); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json", "--stuck-after", "0s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep struct {
+		SharedLimits []struct {
+			Name string `json:"name"`
+			Held []struct {
+				Slot   int       `json:"slot"`
+				Holder string    `json:"holder"`
+				Until  time.Time `json:"until"`
+			} `json:"held"`
+			BookedUntil *time.Time `json:"booked_until"`
+		} `json:"shared_limits"`
+		Problems int `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.SharedLimits) != 1 || rep.Problems != 0 {
+		t.Fatalf("shared limits %+v, problems %d", rep.SharedLimits, rep.Problems)
+	}
+	l := rep.SharedLimits[0]
+	if l.Name != "payments" || len(l.Held) != 2 || l.Held[0].Holder != "serve:a:1#1" || l.Held[1].Slot != 1 || l.Held[1].Holder != "serve:b:2#7" ||
+		time.Until(l.Held[0].Until) < 59*time.Minute || l.BookedUntil == nil || time.Until(*l.BookedUntil) <= 0 {
+		t.Fatalf("payments in use: %+v", l)
+	}
+	out, err = runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")
+	if err != nil || !strings.Contains(out, "shared limits in use: 1\n  payments: 2 slots held (0 by serve:a:1#1 until ") || !strings.Contains(out, "rate booked until") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for i, h := range []string{"serve:a:1#1", "serve:b:2#7"} {
+		if err := st.GiveSlot(ctx, "payments", i, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // the rate catches up
+	out, err = runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")
+	if err != nil || strings.Contains(out, "shared limits") {
+		t.Fatalf("with none in use: %v\n%s", err, out)
 	}
 }

@@ -116,3 +116,30 @@ LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, nam
 	}
 	return wait, nil
 }
+
+// LimitsInUse implements store.SharedLimits, at the database's clock.
+func (s *Store) LimitsInUse(ctx context.Context) ([]store.LimitUse, error) {
+	const op = "limits in use"
+	var b store.LimitUses
+	rows, err := s.pool.Query(ctx, `WITH clock AS (SELECT `+nowParam(1)+` AS now)
+SELECT name, slot, holder, held_until FROM limit_slots, clock WHERE held_until > clock.now
+UNION ALL SELECT name, -1, '', arrival FROM limit_rates, clock WHERE arrival > clock.now`, s.injected())
+	if err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, holder string
+		var slot int32
+		var until int64
+		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
+			return nil, s.mapErr(op, "", err)
+		}
+		if slot < 0 {
+			b.Booked(name, fromNanos(until))
+		} else {
+			b.Held(name, store.SlotHold{Slot: int(slot), Holder: holder, Until: fromNanos(until)})
+		}
+	}
+	return b.List(), s.mapErr(op, "", rows.Err())
+}

@@ -41,6 +41,12 @@ type writeReq struct {
 	// lazy is a tick's store.Tick.MayLag: its COMMIT need not wait for
 	// the disk. A batch is committed so only when all of its writes are.
 	lazy bool
+	// prompt, with lazy, commits the write's batch at once, still without
+	// waiting for the disk, instead of leaving it open (linger.go): a
+	// write that is not a tick, which a refused joiner could not run
+	// again, and which other processes must see at once (a shared
+	// limit's slot).
+	prompt bool
 	// flush asks for a lagging batch's open transaction to be committed
 	// (linger.go); such a request has no work of its own.
 	flush bool
@@ -256,7 +262,7 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 			r.err = mapErr(r.op, r.runID, err)
 			return
 		}
-		if lazy && w.logSync && !s.closing.Load() {
+		if lazy && !r.prompt && w.logSync && !s.closing.Load() {
 			keep = true
 			s.beginLinger(tx, batch)
 			return
@@ -273,11 +279,12 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 	// receipt commit; the savepoint's journal of the pages it changes
 	// was most of what joining cost.
 	alone := held && work == 1 && !s.testSavepoints && s.canReplay()
-	landed, durable := 0, false
+	landed, durable, prompt := 0, false, false
 	for _, r := range batch {
 		if r.flush {
 			continue
 		}
+		prompt = prompt || r.prompt
 		if err := r.ctx.Err(); err != nil {
 			r.err = mapErr(r.op, r.runID, err)
 			continue
@@ -320,7 +327,7 @@ func (s *Store) runBatchIn(bctx context.Context, tx *wtx, batch []*writeReq, laz
 	if landed == 0 && !held {
 		return // every caller was refused; nothing to commit
 	}
-	if lazy && !flush && landed == work && w.logSync && !s.closing.Load() {
+	if lazy && !flush && !prompt && landed == work && w.logSync && !s.closing.Load() {
 		// Every write lags and was accepted: they join the open
 		// transaction and wait for the next batch's COMMIT.
 		keep = true

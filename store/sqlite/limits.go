@@ -9,12 +9,17 @@ import (
 	"flrh.dev/flrh/store"
 )
 
-// The shared limits are written like a tick that may lag (store.Tick.MayLag):
-// committed without waiting for the disk. They are not evidence, and a
-// crash of the machine that loses their last writes loses one burst's
-// worth of spacing, while a log sync on each request would double the
-// cost of every request a limited adapter sends.
-const limitsMayLag = true
+// limitWrite runs a shared limit's write: committed at once, for other
+// processes to see, but without waiting for the disk (as a tick that may
+// lag is). The limits are not evidence: a crash of the machine that loses
+// their last writes loses one burst's worth of spacing, where a log sync
+// on each would multiply the cost of every request a limited adapter
+// sends. Unlike a lagging tick's, the transaction is never left open for
+// the next write to join (linger.go): other processes wait for the write
+// lock meanwhile, and a joiner's refusal could not run these writes again.
+func (s *Store) limitWrite(ctx context.Context, op string, fn func(ctx context.Context, tx *wtx, now time.Time) error) error {
+	return s.enqueueWrite(&writeReq{ctx: ctx, op: op, fn: fn, lazy: true, prompt: true})
+}
 
 // TakeSlot implements store.SharedLimits: the limit's held slots are read
 // and the lowest free one written in one write transaction, which no
@@ -25,7 +30,7 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 		return 0, false, err
 	}
 	slot, ok := 0, false
-	err := s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		ok = false
 		// The lowest free slot is 0 or one past a held slot: the least of
 		// those candidates no one holds, -1 when none is below max.
@@ -53,7 +58,7 @@ func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder stri
 	if err := store.ValidateSlot(false, name, slot, 0, holder, 0); err != nil {
 		return err
 	}
-	return s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+	return s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		_, err := s.exec(ctx, tx, `DELETE FROM limit_slots WHERE name = ? AND slot = ? AND holder = ?`, name, slot, holder)
 		return err
 	})
@@ -68,7 +73,7 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time
 		return 0, err
 	}
 	var wait time.Duration
-	err := s.enqueue(ctx, op, "", limitsMayLag, func(ctx context.Context, tx *wtx, now time.Time) error {
+	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		var tat time.Time
 		var at int64
 		err := s.queryRow(ctx, tx, `SELECT arrival FROM limit_rates WHERE name = ?`, name).Scan(&at)
@@ -91,4 +96,31 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time
 		return 0, err
 	}
 	return wait, nil
+}
+
+// LimitsInUse implements store.SharedLimits.
+func (s *Store) LimitsInUse(ctx context.Context) ([]store.LimitUse, error) {
+	const op = "limits in use"
+	now := s.clock().UnixNano()
+	var b store.LimitUses
+	rows, err := s.read(ctx, `SELECT name, slot, holder, held_until FROM limit_slots WHERE held_until > ?1
+UNION ALL SELECT name, -1, '', arrival FROM limit_rates WHERE arrival > ?1`, now)
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, holder string
+		var slot int
+		var until int64
+		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
+			return nil, mapErr(op, "", err)
+		}
+		if slot < 0 {
+			b.Booked(name, fromNanos(until))
+		} else {
+			b.Held(name, store.SlotHold{Slot: slot, Holder: holder, Until: fromNanos(until)})
+		}
+	}
+	return b.List(), mapErr(op, "", rows.Err())
 }

@@ -77,6 +77,14 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	wantNone("pay", 1, "f")
 	// Names are independent.
 	wantSlot("deploy", 1, "a", 0)
+	// In use: every slot held, by whom and until when, limit by limit.
+	held := func(slot int, holder string) store.SlotHold {
+		return store.SlotHold{Slot: slot, Holder: holder, Until: c.Now().Add(hold)}
+	}
+	inUse(t, l, []store.LimitUse{
+		{Name: "deploy", Held: []store.SlotHold{held(0, "a")}},
+		{Name: "pay", Held: []store.SlotHold{held(0, "e"), held(1, "b"), held(2, "d")}},
+	})
 	// A hold that passed frees the slot (its holder stopped); the old
 	// holder's give then changes nothing.
 	c.Advance(hold - time.Nanosecond)
@@ -162,5 +170,42 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	admitted.Range(func(any, any) bool { n++; return true })
 	if n != 4 {
 		t.Fatalf("%d of ten racing takers had room in a limit of four a second", n)
+	}
+	// The rates booked past now are in use, each until its arrival time.
+	uses, err := l.LimitsInUse(ctx)
+	must(t, err)
+	booked := map[string]time.Time{}
+	for _, u := range uses {
+		if !u.BookedUntil.IsZero() {
+			booked[u.Name] = u.BookedUntil
+		}
+	}
+	now := c.Now()
+	if len(booked) != 3 || !booked["lookups"].Equal(now.Add(time.Second)) || !booked["payments"].Equal(now.Add(time.Second)) ||
+		!booked["racing-rate"].Equal(now.Add(time.Second)) {
+		t.Fatalf("rates in use at %s: %v", now, booked)
+	}
+	// Once every hold has passed and every rate caught up, none is.
+	c.Advance(time.Hour)
+	inUse(t, l, nil)
+}
+
+func inUse(t *testing.T, l store.SharedLimits, want []store.LimitUse) {
+	t.Helper()
+	got, err := l.LimitsInUse(ctx)
+	must(t, err)
+	if len(got) != len(want) {
+		t.Fatalf("limits in use: %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Name != w.Name || !g.BookedUntil.Equal(w.BookedUntil) || len(g.Held) != len(w.Held) {
+			t.Fatalf("limit in use %d: %+v, want %+v", i, g, w)
+		}
+		for j := range w.Held {
+			if g.Held[j].Slot != w.Held[j].Slot || g.Held[j].Holder != w.Held[j].Holder || !g.Held[j].Until.Equal(w.Held[j].Until) {
+				t.Fatalf("%s slot %d: %+v, want %+v", w.Name, j, g.Held[j], w.Held[j])
+			}
+		}
 	}
 }

@@ -195,6 +195,8 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		// Adapters that share their limits with other processes hold them
 		// in the store, once it is open (shared.Bind below).
 		shared := newSharedLimits()
+		// Told before any adapter asks; registered with the metrics below.
+		sharedMetrics := sharedLimitMetrics(shared)
 		env := bundle.OSEnv()
 		env.Shared = shared
 		b, err := server.LoadBundles(*workflowsDir, env)
@@ -272,6 +274,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			return err
 		}
 		metricsReg := prometheus.NewRegistry()
+		for _, c := range sharedMetrics {
+			if err := metricsReg.Register(c); err != nil {
+				return err
+			}
+		}
 		hooks, err := nf.notifier(st, owner, log, metricsReg)
 		if err != nil {
 			return err

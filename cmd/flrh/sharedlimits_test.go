@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,10 +52,11 @@ func limitedRefundBundle(t *testing.T, limits string) string {
 
 // openCounter is a destination that counts the requests it holds open at
 // once, keeping the most it saw.
-type openCounter struct{ now, most atomic.Int64 }
+type openCounter struct{ now, most, total atomic.Int64 }
 
 func (c *openCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.total.Add(1)
 		n := c.now.Add(1)
 		defer c.now.Add(-1)
 		for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
@@ -126,6 +129,15 @@ func TestSharedLimitsAcrossServeProcesses(t *testing.T) {
 			}
 			if m := dest.most.Load(); m != tc.most {
 				t.Fatalf("the destination held %d requests open at once, want %d (runs per process: %v)", m, tc.most, owners)
+			}
+			// Each request the destination saw was admitted by the shared
+			// limit once, in one process or the other.
+			admitted := 0.0
+			for _, p := range procs {
+				admitted += scrapeValue(t, p.base, `flrh_shared_limit_requests_total{limit="payments",outcome="admitted"}`)
+			}
+			if want := float64(dest.total.Load()); tc.most == 1 && admitted != want || tc.most != 1 && admitted != 0 {
+				t.Fatalf("the processes' metrics count %v requests admitted by the shared limit; the destination saw %d", admitted, dest.total.Load())
 			}
 		})
 	}
@@ -227,4 +239,29 @@ func TestSharedLimitHeldByAKilledProcess(t *testing.T) {
 	if n := len(sb.Mutations()); n != 2 || len(keys) != 2 {
 		t.Fatalf("%d mutations under %d keys for two refunds", n, len(keys))
 	}
+}
+
+// scrapeValue reads one sample of a serve process's /metrics, 0 when it is
+// not there.
+func scrapeValue(t *testing.T, base, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }

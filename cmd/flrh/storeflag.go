@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,16 +182,6 @@ func bundleEnv(destination string, shared *sharedlimit.Board) bundle.Env {
 	}
 	env.Shared = shared
 	return env
-}
-
-// newSharedLimits is this process's board of shared limits, unbound: its
-// requests' holders are named after the host and the process, and a
-// random part, since a container restarted in place has the same host
-// name and process id as the process it replaces, whose slots may still
-// be held.
-func newSharedLimits() *sharedlimit.Board {
-	host, _ := os.Hostname()
-	return sharedlimit.New(fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32()))
 }
 
 // addRef loads one bundle reference and appends what it holds.

@@ -49,10 +49,22 @@ const (
 // Board admits requests under limits its store holds. The zero Board is
 // unbound and admits nothing; it is safe for concurrent use.
 type Board struct {
+	// Observe, when set (before the board is first used), is told of each
+	// Admit: the limit, its outcome (Admitted, NoRoom or Failed) and how
+	// long it waited.
+	Observe func(limit, outcome string, waited time.Duration)
+
 	owner  string
 	seq    atomic.Uint64
 	limits atomic.Pointer[bound]
 }
+
+// Admit's outcomes, as Observe is told them.
+const (
+	Admitted = "admitted" // room found
+	NoRoom   = "no_room"  // none found within the wait: nothing sent
+	Failed   = "failed"   // the limit could not be read (no store, a store error): nothing sent
+)
 
 type bound struct{ l store.SharedLimits }
 
@@ -76,6 +88,23 @@ func (b *Board) Bind(s store.Store) bool {
 // cover is refused at once. The slot is given back by the function it
 // returns, or when hold passes.
 func (b *Board) Admit(ctx context.Context, name string, maxInFlight, perSecond int, hold time.Duration) (func(), error) {
+	if b.Observe == nil {
+		return b.admit(ctx, name, maxInFlight, perSecond, hold)
+	}
+	began := time.Now()
+	release, err := b.admit(ctx, name, maxInFlight, perSecond, hold)
+	outcome := Admitted
+	switch {
+	case errors.Is(err, ErrNoRoom):
+		outcome = NoRoom
+	case err != nil:
+		outcome = Failed
+	}
+	b.Observe(name, outcome, time.Since(began))
+	return release, err
+}
+
+func (b *Board) admit(ctx context.Context, name string, maxInFlight, perSecond int, hold time.Duration) (func(), error) {
 	bd := b.limits.Load()
 	if bd == nil {
 		return nil, fmt.Errorf("shared limit %q: %w", name, ErrUnbound)

@@ -308,3 +308,35 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	}
 }
+
+// TestObserve: each Admit is told, with its outcome and how long it
+// waited.
+func TestObserve(t *testing.T) {
+	type seen struct {
+		limit, outcome string
+		waited         time.Duration
+	}
+	var got []seen
+	bd := New("p")
+	bd.Observe = func(limit, outcome string, waited time.Duration) { got = append(got, seen{limit, outcome, waited}) }
+	ctx := context.Background()
+	if _, err := bd.Admit(ctx, "payments", 1, 0, time.Minute); !errors.Is(err, ErrUnbound) {
+		t.Fatal(err)
+	}
+	a, _ := twoSQLite(t)
+	bd.Bind(a)
+	release, err := bd.Admit(ctx, "payments", 1, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := bd.Admit(wctx, "payments", 1, 0, time.Minute); !errors.Is(err, ErrNoRoom) {
+		t.Fatal(err)
+	}
+	release()
+	if len(got) != 3 || got[0].outcome != Failed || got[1].outcome != Admitted || got[2].outcome != NoRoom ||
+		got[2].waited < 100*time.Millisecond || got[0].limit != "payments" {
+		t.Fatalf("observed %+v", got)
+	}
+}

@@ -81,6 +81,17 @@ func (b *LimitUses) Held(name string, h SlotHold) {
 // Booked sets how far the limit name's rate is booked.
 func (b *LimitUses) Booked(name string, until time.Time) { b.at(name).BookedUntil = until }
 
+// Row adds one row of the union both stores read the limits in use as:
+// a slot held (slot ≥ 0, its holder, its hold's end) or a rate booked
+// (slot < 0, its arrival time).
+func (b *LimitUses) Row(name string, slot int, holder string, until time.Time) {
+	if slot < 0 {
+		b.Booked(name, until)
+		return
+	}
+	b.Held(name, SlotHold{Slot: slot, Holder: holder, Until: until})
+}
+
 // List returns the limits gathered, sorted by name.
 func (b *LimitUses) List() []LimitUse { return b.uses }
 

@@ -135,11 +135,7 @@ UNION ALL SELECT name, -1, '', arrival FROM limit_rates, clock WHERE arrival > c
 		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
 			return nil, s.mapErr(op, "", err)
 		}
-		if slot < 0 {
-			b.Booked(name, fromNanos(until))
-		} else {
-			b.Held(name, store.SlotHold{Slot: int(slot), Holder: holder, Until: fromNanos(until)})
-		}
+		b.Row(name, int(slot), holder, fromNanos(until))
 	}
 	return b.List(), s.mapErr(op, "", rows.Err())
 }

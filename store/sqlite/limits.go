@@ -116,11 +116,7 @@ UNION ALL SELECT name, -1, '', arrival FROM limit_rates WHERE arrival > ?1`, now
 		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
 			return nil, mapErr(op, "", err)
 		}
-		if slot < 0 {
-			b.Booked(name, fromNanos(until))
-		} else {
-			b.Held(name, store.SlotHold{Slot: slot, Holder: holder, Until: fromNanos(until)})
-		}
+		b.Row(name, slot, holder, fromNanos(until))
 	}
 	return b.List(), mapErr(op, "", rows.Err())
 }

@@ -18,6 +18,9 @@ import (
 // be held.
 func newSharedLimits() *sharedlimit.Board {
 	host, _ := os.Hostname()
+	// A holder's name is at most 200 bytes (store.ValidateSlot); a host
+	// name may be 253.
+	host = host[:min(len(host), 64)]
 	return sharedlimit.New(fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32()))
 }
 

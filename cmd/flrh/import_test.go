@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,12 +33,8 @@ func twoSQLiteSpecs(t *testing.T) (string, string) {
 // test database, or skips the test, saying it needs one to do what.
 func twoPostgresSpecs(t *testing.T, prefix, what string) (string, string) {
 	t.Helper()
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skipf("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to %s", what)
-	}
-	_, a := freshSchema(t, dsn, prefix)
-	_, b := freshSchema(t, dsn, prefix)
+	_, a, _ := postgresSpec(t, prefix, what)
+	_, b, _ := postgresSpec(t, prefix, what)
 	return a, b
 }
 

@@ -33,31 +33,15 @@ import (
 // database, dropped when the test ends, and the store opened on it.
 func pgStoreURL(t *testing.T) (string, *postgres.Store) {
 	t.Helper()
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the multi-process tests")
-	}
-	if testing.Short() {
+	if os.Getenv("FLRH_TEST_POSTGRES") != "" && testing.Short() {
 		t.Skip("runs real processes")
 	}
-	schema, spec := freshSchema(t, dsn, "flrh_mp_")
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	schema, spec, dsn := postgresSpec(t, "flrh_mp_", "run the multi-process tests")
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		st.Close()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	t.Cleanup(func() { st.Close() }) // before the schema is dropped: cleanups run last first
 	return spec, st
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,10 +22,7 @@ import (
 // the original does, keeps its evidence append-only, and takes new runs
 // and ticks.
 func TestPostgresDumpAndRestore(t *testing.T) {
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to run the pg_dump/pg_restore test")
-	}
+	schema, spec, dsn := postgresSpec(t, "flrh_dump_", "run the pg_dump/pg_restore test")
 	for _, tool := range []string{"pg_dump", "pg_restore"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (it comes with PostgreSQL's client package): %v", tool, err)
@@ -34,7 +30,6 @@ func TestPostgresDumpAndRestore(t *testing.T) {
 	}
 	bin := buildFlrh(t)
 	ctx := context.Background()
-	schema, spec := freshSchema(t, dsn, "flrh_dump_")
 	recordRuns(t, spec, true, 800, 30)
 	if out, err := flrh(bin, nil, "store", "prune", "--ended-before", "0s", "--discard", "--limit", "1", "--store", spec); err != nil {
 		t.Fatalf("prune: %v\n%s", err, out)

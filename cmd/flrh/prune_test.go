@@ -26,11 +26,7 @@ func TestPruneSQLite(t *testing.T) {
 }
 
 func TestPrunePostgres(t *testing.T) {
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to run the PostgreSQL prune test")
-	}
-	_, spec := freshSchema(t, dsn, "flrh_prune_")
+	_, spec, _ := postgresSpec(t, "flrh_prune_", "run the PostgreSQL prune test")
 	testPruneCommand(t, spec)
 }
 

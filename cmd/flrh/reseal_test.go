@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,11 +27,7 @@ func TestResealOverTheCLIPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN to reseal a PostgreSQL store through the CLI")
-	}
-	_, spec := freshSchema(t, dsn, "flrh_reseal_")
+	_, spec, _ := postgresSpec(t, "flrh_reseal_", "reseal a PostgreSQL store through the CLI")
 	testResealOverTheCLI(t, spec)
 }
 

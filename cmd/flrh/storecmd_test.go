@@ -181,21 +181,34 @@ func TestReadOnlyCommandPointsToMigrate(t *testing.T) {
 }
 
 func TestStoreCommandsPostgres(t *testing.T) {
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	_, spec, _ := postgresSpec(t, "flrh_cli_", "run the PostgreSQL store commands")
+	testStoreCommands(t, spec)
+}
+
+// postgresSpec returns a fresh schema of the test database (named with
+// prefix, dropped when the test ends), the --store spec that opens it and
+// the database's DSN; without FLRH_TEST_POSTGRES it skips the test, saying
+// it needs the database to do what.
+func postgresSpec(tb testing.TB, prefix, what string) (schema, spec, dsn string) {
+	tb.Helper()
+	dsn = os.Getenv("FLRH_TEST_POSTGRES")
 	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN to run the PostgreSQL store commands")
+		tb.Skipf("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to %s", what)
 	}
-	schema, spec := freshSchema(t, dsn, "flrh_cli_")
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
+	schema, spec = freshSchema(tb, dsn, prefix)
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
-			t.Error(err)
+			tb.Errorf("cleanup: %v", err)
 			return
 		}
-		defer conn.Close(context.Background())
-		conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			tb.Errorf("cleanup: %v", err)
+		}
 	})
-	testStoreCommands(t, spec)
+	return schema, spec, dsn
 }
 
 // freshSchema names a schema no other test uses, starting with prefix,

@@ -29,12 +29,15 @@ type SharedLimits interface {
 	// otherwise changes nothing and returns nil: the slot's hold passed
 	// and it has moved on.
 	GiveSlot(ctx context.Context, name string, slot int, holder string) error
-	// TakeToken takes one request's room from the rate limit name, which
-	// lets perSecond requests start a second, in a burst of at most
-	// perSecond after a quiet second (NextArrival). When there is no room
-	// it takes none and returns how long until there will be, more than
-	// zero.
-	TakeToken(ctx context.Context, name string, perSecond int) (wait time.Duration, err error)
+	// TakeToken books one request's room under the rate limit name,
+	// which lets perSecond requests start a second, in a burst of at most
+	// perSecond after a quiet second (NextArrival): now, or the earliest
+	// moment not booked, when that is at most maxWait away. Booked, it
+	// returns how long the request must wait before it starts (0: at
+	// once); requests are so served in the order they booked. When the
+	// room is further away it books nothing and returns booked false and
+	// how long until there is room now.
+	TakeToken(ctx context.Context, name string, perSecond int, maxWait time.Duration) (wait time.Duration, booked bool, err error)
 	// LimitsInUse returns the limits in use at the store's clock: those
 	// with a slot held, and those whose rate is booked past now, sorted
 	// by name. It writes nothing.
@@ -131,13 +134,16 @@ func ValidateSlot(take bool, name string, slot, max int, holder string, hold tim
 }
 
 // ValidateToken checks TakeToken's arguments.
-func ValidateToken(name string, perSecond int) error {
+func ValidateToken(name string, perSecond int, maxWait time.Duration) error {
 	const op = "take token"
 	if err := validateLimitText(op, "name", name); err != nil {
 		return err
 	}
-	if perSecond < 1 || perSecond > MaxSharedPerSecond {
+	switch {
+	case perSecond < 1 || perSecond > MaxSharedPerSecond:
 		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: per second must be from 1 to %d, not %d", name, MaxSharedPerSecond, perSecond)
+	case maxWait < 0:
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: a negative wait %s", name, maxWait)
 	}
 	return nil
 }
@@ -160,18 +166,21 @@ func validateLimitText(op, what, s string) error {
 // which a store can hold in one column and decide on in the transaction
 // that reads it. Requests are spaced 1/perSecond apart, and may run
 // ahead of that spacing by perSecond-1 of them: a burst of perSecond once
-// the limit has been quiet for a second. It returns the arrival time to
-// write and no wait when there is room; otherwise tat unchanged and how
-// long until there is room (more than zero).
-func NextArrival(tat, now time.Time, perSecond int) (next time.Time, wait time.Duration) {
+// the limit has been quiet for a second. A request whose room is at most
+// maxWait away books it: NextArrival returns the arrival time to write,
+// how long the request waits before it starts, and true. Otherwise it
+// returns tat unchanged, how long until there is room (more than zero,
+// more than maxWait), and false.
+func NextArrival(tat, now time.Time, perSecond int, maxWait time.Duration) (next time.Time, wait time.Duration, booked bool) {
 	interval := time.Second / time.Duration(perSecond)
 	ahead := time.Duration(perSecond-1) * interval
 	base := tat
 	if base.Before(now) {
 		base = now
 	}
-	if early := base.Sub(now) - ahead; early > 0 {
-		return tat, early
+	wait = max(base.Sub(now)-ahead, 0)
+	if wait > maxWait {
+		return tat, wait, false
 	}
-	return base.Add(interval).UTC(), 0
+	return base.Add(interval).UTC(), wait, true
 }

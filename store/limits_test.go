@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -13,64 +14,81 @@ func TestNextArrivalBurstThenSpacing(t *testing.T) {
 	// A fresh limit of 5 a second lets five start at once, then one each
 	// 200 ms.
 	for i := range 5 {
-		next, wait := NextArrival(tat, now, 5)
-		if wait != 0 {
-			t.Fatalf("request %d of the burst waits %s", i, wait)
+		next, wait, booked := NextArrival(tat, now, 5, 0)
+		if wait != 0 || !booked {
+			t.Fatalf("request %d of the burst waits %s (booked %v)", i, wait, booked)
 		}
 		tat = next
 	}
-	next, wait := NextArrival(tat, now, 5)
-	if wait != 200*time.Millisecond || !next.Equal(tat) {
-		t.Fatalf("the sixth: next %s wait %s, want tat unchanged and 200ms", next, wait)
+	next, wait, booked := NextArrival(tat, now, 5, 0)
+	if wait != 200*time.Millisecond || booked || !next.Equal(tat) {
+		t.Fatalf("the sixth: next %s wait %s booked %v, want tat unchanged, 200ms, not booked", next, wait, booked)
 	}
-	if _, wait := NextArrival(tat, now.Add(wait-time.Nanosecond), 5); wait != time.Nanosecond {
+	if _, wait, _ := NextArrival(tat, now.Add(wait-time.Nanosecond), 5, 0); wait != time.Nanosecond {
 		t.Fatalf("a nanosecond early waits %s", wait)
 	}
-	if _, wait := NextArrival(tat, now.Add(200*time.Millisecond), 5); wait != 0 {
-		t.Fatalf("on time waits %s", wait)
+	if _, wait, booked := NextArrival(tat, now.Add(200*time.Millisecond), 5, 0); wait != 0 || !booked {
+		t.Fatalf("on time waits %s (booked %v)", wait, booked)
+	}
+	// Booked ahead: the sixth and seventh wait their turns.
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond} {
+		next, wait, booked := NextArrival(tat, now, 5, 400*time.Millisecond)
+		if wait != want || !booked {
+			t.Fatalf("booking %d waits %s (booked %v), want %s", i, wait, booked, want)
+		}
+		tat = next
+	}
+	if _, wait, booked := NextArrival(tat, now, 5, 400*time.Millisecond); wait != 600*time.Millisecond || booked {
+		t.Fatalf("a booking beyond the wait: %s booked %v", wait, booked)
 	}
 }
 
-// TestNextArrivalHoldsTheRate: whatever the requests' times, a limit of
-// p a second admits at most p + p·w requests in any window of w seconds,
-// admits a request whenever it said the wait had passed, and never says to
-// wait when it admits.
+// TestNextArrivalHoldsTheRate: whatever the requests' times and how long
+// each may wait, a limit of p a second starts at most p + p·w requests in
+// any window of w seconds (each starting when its booking says), never
+// books a wait longer than allowed, and has room, unbooked, once the wait
+// it told a refused request has passed.
 func TestNextArrivalHoldsTheRate(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := rapid.IntRange(1, 50).Draw(t, "perSecond")
 		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		var tat time.Time
-		var admitted []time.Time
+		var starts []time.Time
 		steps := rapid.IntRange(1, 300).Draw(t, "steps")
 		for i := range steps {
 			now = now.Add(time.Duration(rapid.Int64Range(0, int64(300*time.Millisecond)).Draw(t, "gap")))
-			next, wait := NextArrival(tat, now, p)
+			maxWait := time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(t, "maxWait"))
+			next, wait, booked := NextArrival(tat, now, p, maxWait)
 			if wait < 0 {
 				t.Fatalf("negative wait %s", wait)
 			}
-			if wait > 0 {
-				if !next.Equal(tat) {
-					t.Fatalf("a refusal moved the arrival time")
+			if !booked {
+				if !next.Equal(tat) || wait <= maxWait {
+					t.Fatalf("step %d: refused with wait %s (at most %s) and the arrival time moved %v", i, wait, maxWait, !next.Equal(tat))
 				}
-				// After the wait it is admitted.
-				if _, again := NextArrival(tat, now.Add(wait), p); again != 0 {
+				// After the wait it has room now.
+				if _, again, ok := NextArrival(tat, now.Add(wait), p, 0); again != 0 || !ok {
 					t.Fatalf("step %d: told to wait %s, then told %s more", i, wait, again)
 				}
 				continue
 			}
+			if wait > maxWait {
+				t.Fatalf("step %d: booked a wait of %s, over %s", i, wait, maxWait)
+			}
 			tat = next
-			admitted = append(admitted, now)
+			starts = append(starts, now.Add(wait))
 		}
-		for i, start := range admitted {
+		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+		for i, start := range starts {
 			for _, w := range []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Second, 3 * time.Second} {
 				n := 0
-				for _, a := range admitted[i:] {
+				for _, a := range starts[i:] {
 					if a.Sub(start) < w {
 						n++
 					}
 				}
 				if limit := float64(p) + float64(p)*w.Seconds(); float64(n) > limit {
-					t.Fatalf("%d admitted in %s from %s at %d a second (limit %.1f)", n, w, start, p, limit)
+					t.Fatalf("%d started in %s from %s at %d a second (limit %.1f)", n, w, start, p, limit)
 				}
 			}
 		}
@@ -104,12 +122,15 @@ func TestSharedLimitArgumentsChecked(t *testing.T) {
 		t.Error(err)
 	}
 	for _, p := range []int{0, -1, MaxSharedPerSecond + 1} {
-		if err := ValidateToken("n", p); CodeOf(err) != CodeInvalidInput {
+		if err := ValidateToken("n", p, 0); CodeOf(err) != CodeInvalidInput {
 			t.Errorf("per second %d: %v", p, err)
 		}
 	}
-	if err := ValidateToken("", 1); CodeOf(err) != CodeInvalidInput {
+	if err := ValidateToken("", 1, 0); CodeOf(err) != CodeInvalidInput {
 		t.Errorf("no name: %v", err)
+	}
+	if err := ValidateToken("n", 1, -time.Nanosecond); CodeOf(err) != CodeInvalidInput {
+		t.Errorf("a negative wait: %v", err)
 	}
 }
 

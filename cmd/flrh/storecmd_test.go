@@ -340,7 +340,7 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 			t.Fatal(ok, err)
 		}
 	}
-	if _, err := st.TakeToken(ctx, "payments", 1); err != nil {
+	if _, _, err := st.TakeToken(ctx, "payments", 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json", "--stuck-after", "0s")

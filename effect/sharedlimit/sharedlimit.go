@@ -8,9 +8,11 @@
 // their httpadapter.Sharer when the bundles are wired, and bound to the
 // store once it is open (Bind). Each request asks the store: one write to
 // take a slot of a limit on requests open at once and one to give it back,
-// one to take room under a limit on requests a second. There is no queue:
-// waiters ask again, backing off, until their wait runs out, so a busy
-// limit serves whoever asks at the right moment, not the longest waiting.
+// one to book its turn under a limit on requests a second. Turns under a
+// rate are booked ahead, so requests start in the order they asked,
+// across processes. Slots have no queue: waiters ask again, backing off,
+// until their wait runs out, so a busy limit on requests open at once
+// serves whoever asks at the right moment, not the longest waiting.
 package sharedlimit
 
 import (
@@ -44,6 +46,9 @@ const (
 	// request, whatever became of the request's context. A slot not given
 	// back is free once its hold passes.
 	giveTimeout = 5 * time.Second
+	// maxBooking bounds how far ahead a turn under a rate is booked when
+	// the caller sets no deadline: an adapter waits at most a minute.
+	maxBooking = time.Minute
 )
 
 // Board admits requests under limits its store holds. The zero Board is
@@ -84,8 +89,9 @@ func (b *Board) Bind(s store.Store) bool {
 
 // Admit implements httpadapter.Sharer: it takes a slot of the limit name
 // (when maxInFlight > 0), then room under its rate (when perSecond > 0),
-// waiting until ctx is done. A rate's wait that ctx's deadline cannot
-// cover is refused at once. The slot is given back by the function it
+// waiting until ctx is done. A rate's turn is booked, so that requests
+// start in the order they asked; one that ctx's deadline cannot cover is
+// refused at once. The slot is given back by the function it
 // returns, or when hold passes.
 func (b *Board) Admit(ctx context.Context, name string, maxInFlight, perSecond int, hold time.Duration) (func(), error) {
 	if b.Observe == nil {
@@ -155,24 +161,28 @@ func takeSlot(ctx context.Context, l store.SharedLimits, name string, max int, h
 	}
 }
 
+// takeToken books the request's turn under the rate, as far ahead as
+// ctx's deadline allows (at most maxBooking), and waits for it: requests
+// are served in the order they booked, across processes. A turn further
+// away is refused at once.
 func takeToken(ctx context.Context, l store.SharedLimits, name string, perSecond int) error {
-	for {
-		wait, err := l.TakeToken(ctx, name, perSecond)
-		switch {
-		case err == nil && wait == 0:
-			return nil
-		case ctx.Err() != nil:
-			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
-		case err != nil:
-			return fmt.Errorf("shared limit %q: %w", name, err)
-		}
-		if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
-		}
-		if !sleep(ctx, wait) {
-			return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
-		}
+	maxWait := maxBooking
+	if d, ok := ctx.Deadline(); ok {
+		maxWait = max(min(time.Until(d), maxBooking), 0)
 	}
+	wait, booked, err := l.TakeToken(ctx, name, perSecond, maxWait)
+	switch {
+	case err != nil && ctx.Err() != nil, err == nil && !booked:
+		return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
+	case err != nil:
+		return fmt.Errorf("shared limit %q: %w", name, err)
+	}
+	// A turn booked and not used (the caller gave up meanwhile) is lost:
+	// the rate is the lower for one request, never exceeded.
+	if wait > 0 && !sleep(ctx, wait) {
+		return fmt.Errorf("shared limit %q (%d a second): %w", name, perSecond, ErrNoRoom)
+	}
+	return nil
 }
 
 // sleep waits d, or until ctx is done; it says whether d passed.

@@ -82,12 +82,13 @@ func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder stri
 // TakeToken implements store.SharedLimits: the limit's row is locked,
 // decided on at the database's clock (store.NextArrival), and written, in
 // one transaction.
-func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time.Duration, error) {
+func (s *Store) TakeToken(ctx context.Context, name string, perSecond int, maxWait time.Duration) (time.Duration, bool, error) {
 	const op = "take token"
-	if err := store.ValidateToken(name, perSecond); err != nil {
-		return 0, err
+	if err := store.ValidateToken(name, perSecond, maxWait); err != nil {
+		return 0, false, err
 	}
 	var wait time.Duration
+	var booked bool
 	err := s.write(ctx, op, "", func(tx *wtx) error {
 		tx.lazy = true
 		var at, clock int64
@@ -98,7 +99,7 @@ LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, nam
 			return err
 		}
 		var next time.Time
-		if next, wait = store.NextArrival(fromNanos(at), fromNanos(clock), perSecond); wait > 0 {
+		if next, wait, booked = store.NextArrival(fromNanos(at), fromNanos(clock), perSecond, maxWait); !booked {
 			return nil
 		}
 		if found {
@@ -112,9 +113,9 @@ LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, nam
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return wait, nil
+	return wait, booked, nil
 }
 
 // LimitsInUse implements store.SharedLimits, at the database's clock.

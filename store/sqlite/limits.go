@@ -67,12 +67,13 @@ func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder stri
 // TakeToken implements store.SharedLimits: the limit's arrival time is
 // read, decided on (store.NextArrival) and written in one write
 // transaction.
-func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time.Duration, error) {
+func (s *Store) TakeToken(ctx context.Context, name string, perSecond int, maxWait time.Duration) (time.Duration, bool, error) {
 	const op = "take token"
-	if err := store.ValidateToken(name, perSecond); err != nil {
-		return 0, err
+	if err := store.ValidateToken(name, perSecond, maxWait); err != nil {
+		return 0, false, err
 	}
 	var wait time.Duration
+	var booked bool
 	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		var tat time.Time
 		var at int64
@@ -85,7 +86,7 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time
 			tat = fromNanos(at)
 		}
 		var next time.Time
-		if next, wait = store.NextArrival(tat, now, perSecond); wait > 0 {
+		if next, wait, booked = store.NextArrival(tat, now, perSecond, maxWait); !booked {
 			return nil
 		}
 		_, err = s.exec(ctx, tx, `INSERT INTO limit_rates (name, arrival) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET arrival = excluded.arrival`,
@@ -93,9 +94,9 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int) (time
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return wait, nil
+	return wait, booked, nil
 }
 
 // LimitsInUse implements store.SharedLimits.

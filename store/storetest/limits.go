@@ -49,8 +49,9 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "a", 0); return err },
 		func() error { return l.GiveSlot(ctx, "pay", -1, "a") },
 		func() error { return l.GiveSlot(ctx, "pay", 0, "") },
-		func() error { _, err := l.TakeToken(ctx, "pay", 0); return err },
-		func() error { _, err := l.TakeToken(ctx, "", 1); return err },
+		func() error { _, _, err := l.TakeToken(ctx, "pay", 0, 0); return err },
+		func() error { _, _, err := l.TakeToken(ctx, "", 1, 0); return err },
+		func() error { _, _, err := l.TakeToken(ctx, "pay", 1, -time.Second); return err },
 	} {
 		mustCode(t, bad(), store.CodeInvalidInput)
 	}
@@ -126,42 +127,42 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	wantNone("race", 3, "last")
 
 	// Rates: a burst of per second, then one each 1/per second.
-	for i := range 2 {
-		wait, err := l.TakeToken(ctx, "lookups", 2)
+	token := func(name string, perSecond int, maxWait, wantWait time.Duration, wantBooked bool) {
+		t.Helper()
+		wait, booked, err := l.TakeToken(ctx, name, perSecond, maxWait)
 		must(t, err)
-		if wait != 0 {
-			t.Fatalf("request %d of a fresh limit of 2 a second waits %s", i, wait)
+		if wait != wantWait || booked != wantBooked {
+			t.Fatalf("%s at %d a second, waiting at most %s: wait %s booked %v, want %s %v", name, perSecond, maxWait, wait, booked, wantWait, wantBooked)
 		}
 	}
-	wait, err := l.TakeToken(ctx, "lookups", 2)
-	must(t, err)
-	if wait != 500*time.Millisecond {
-		t.Fatalf("the third waits %s, want 500ms", wait)
-	}
-	// The refusal took nothing: after the wait there is room, once.
-	c.Advance(wait)
-	for i, want := range []time.Duration{0, 500 * time.Millisecond} {
-		wait, err := l.TakeToken(ctx, "lookups", 2)
-		must(t, err)
-		if wait != want {
-			t.Fatalf("after the wait, request %d waits %s, want %s", i, wait, want)
-		}
-	}
+	token("lookups", 2, 0, 0, true)
+	token("lookups", 2, 0, 0, true)
+	// No room now, and no wait allowed: nothing booked, told how long.
+	token("lookups", 2, 0, 500*time.Millisecond, false)
+	token("lookups", 2, 499*time.Millisecond, 500*time.Millisecond, false)
+	// The refusals booked nothing: after the wait there is room, once.
+	c.Advance(500 * time.Millisecond)
+	token("lookups", 2, 0, 0, true)
+	token("lookups", 2, 0, 500*time.Millisecond, false)
+	// Booked ahead: each request waits its turn, in the order booked, as
+	// far as it may wait.
+	token("lookups", 2, time.Second, 500*time.Millisecond, true)
+	token("lookups", 2, time.Second, time.Second, true)
+	token("lookups", 2, time.Second, 1500*time.Millisecond, false)
 	// Names are independent.
-	if wait, err := l.TakeToken(ctx, "payments", 1); err != nil || wait != 0 {
-		t.Fatalf("another limit: wait %s, %v", wait, err)
-	}
-	// Racing takers of a fresh limit of four a second: four have room.
+	token("payments", 1, 0, 0, true)
+	// Racing takers of a fresh limit of four a second: four have room
+	// now.
 	var admitted sync.Map
 	n := 0
 	for i := range 10 {
 		wg.Go(func() {
-			wait, err := l.TakeToken(ctx, "racing-rate", 4)
+			_, booked, err := l.TakeToken(ctx, "racing-rate", 4, 0)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if wait == 0 {
+			if booked {
 				admitted.Store(i, true)
 			}
 		})
@@ -170,6 +171,34 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	admitted.Range(func(any, any) bool { n++; return true })
 	if n != 4 {
 		t.Fatalf("%d of ten racing takers had room in a limit of four a second", n)
+	}
+	// Racing takers that may wait a second: each books its own turn, four
+	// at once and one each 250 ms after, none twice; the two beyond the
+	// second are refused.
+	var waitsMu sync.Mutex
+	var waits []time.Duration
+	refused := 0
+	for range 10 {
+		wg.Go(func() {
+			wait, booked, err := l.TakeToken(ctx, "booking-rate", 4, time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			waitsMu.Lock()
+			defer waitsMu.Unlock()
+			if booked {
+				waits = append(waits, wait)
+			} else {
+				refused++
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(waits)
+	q := 250 * time.Millisecond
+	if want := []time.Duration{0, 0, 0, 0, q, 2 * q, 3 * q, 4 * q}; !slices.Equal(waits, want) || refused != 2 {
+		t.Fatalf("racing bookings waited %v with %d refused, want %v and 2", waits, refused, want)
 	}
 	// The rates booked past now are in use, each until its arrival time.
 	uses, err := l.LimitsInUse(ctx)
@@ -181,8 +210,8 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 		}
 	}
 	now := c.Now()
-	if len(booked) != 3 || !booked["lookups"].Equal(now.Add(time.Second)) || !booked["payments"].Equal(now.Add(time.Second)) ||
-		!booked["racing-rate"].Equal(now.Add(time.Second)) {
+	if len(booked) != 4 || !booked["lookups"].Equal(now.Add(2*time.Second)) || !booked["payments"].Equal(now.Add(time.Second)) ||
+		!booked["racing-rate"].Equal(now.Add(time.Second)) || !booked["booking-rate"].Equal(now.Add(2*time.Second)) {
 		t.Fatalf("rates in use at %s: %v", now, booked)
 	}
 	// Once every hold has passed and every rate caught up, none is.

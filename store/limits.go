@@ -20,11 +20,20 @@ import (
 type SharedLimits interface {
 	// TakeSlot takes for holder, until hold past the store's clock, the
 	// lowest-numbered of the first max slots of the limit name that is
-	// free: one no one holds, or whose holder's hold has passed (a
-	// process that stopped while its request was open). ok is false when
-	// none is free; nothing is then written. A holder names one request:
-	// GiveSlot frees the slot only while that request holds it.
-	TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (slot int, ok bool, err error)
+	// free (one no one holds, or whose holder's hold has passed: a
+	// process that stopped while its request was open), unless the
+	// holders waiting in the limit's queue before it take up every free
+	// slot: free slots go to the longest waiting first. A holder not
+	// given a slot joins the queue, when queue is positive, or keeps its
+	// place there, for queue past the store's clock: a waiter that stops
+	// asking (its process stopped) leaves the queue when that passes.
+	// Given a slot, it leaves the queue. ok is false when it was not given
+	// one. A holder names one request: GiveSlot frees the slot only while
+	// that request holds it.
+	TakeSlot(ctx context.Context, name string, max int, holder string, hold, queue time.Duration) (slot int, ok bool, err error)
+	// LeaveQueue takes holder out of the limit's queue (a request that
+	// gave up waiting); nothing when it is not there.
+	LeaveQueue(ctx context.Context, name, holder string) error
 	// GiveSlot frees slot of the limit name if holder still holds it, and
 	// otherwise changes nothing and returns nil: the slot's hold passed
 	// and it has moved on.
@@ -109,9 +118,9 @@ const (
 	maxLimitText       = 200
 )
 
-// ValidateSlot checks TakeSlot's and GiveSlot's arguments (max and hold
-// only when take is true) before a store looks at the limit.
-func ValidateSlot(take bool, name string, slot, max int, holder string, hold time.Duration) error {
+// ValidateSlot checks TakeSlot's and GiveSlot's arguments (max, hold and
+// queue only when take is true) before a store looks at the limit.
+func ValidateSlot(take bool, name string, slot, max int, holder string, hold, queue time.Duration) error {
 	op := "give slot"
 	if take {
 		op = "take slot"
@@ -127,10 +136,20 @@ func ValidateSlot(take bool, name string, slot, max int, holder string, hold tim
 		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: max must be from 1 to %d, not %d", name, MaxSharedSlots, max)
 	case take && hold <= 0:
 		return Errorf(CodeInvalidInput, op, "", nil, "limit %q needs a positive hold, not %s", name, hold)
+	case take && queue < 0:
+		return Errorf(CodeInvalidInput, op, "", nil, "limit %q: a negative time in the queue %s", name, queue)
 	case !take && (slot < 0 || slot >= MaxSharedSlots):
 		return Errorf(CodeInvalidInput, op, "", nil, "limit %q has no slot %d", name, slot)
 	}
 	return nil
+}
+
+// MayTakeSlot decides a TakeSlot: holder, with ahead live waiters before
+// it in the limit's queue, may take a slot when one is free below max
+// (lowest ≥ 0) and fewer than the free slots' number are waiting before
+// it (held slots below max counted in held).
+func MayTakeSlot(max, held, ahead, lowest int) bool {
+	return lowest >= 0 && ahead < max-held
 }
 
 // ValidateToken checks TakeToken's arguments.

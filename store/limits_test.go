@@ -114,12 +114,15 @@ func TestSharedLimitArgumentsChecked(t *testing.T) {
 		{false, "n", "h", MaxSharedSlots, 0, 0},
 		{false, "n", "", 0, 0, 0},
 	} {
-		if err := ValidateSlot(tc.take, tc.name, tc.slot, tc.max, tc.holder, tc.hold); CodeOf(err) != CodeInvalidInput {
+		if err := ValidateSlot(tc.take, tc.name, tc.slot, tc.max, tc.holder, tc.hold, 0); CodeOf(err) != CodeInvalidInput {
 			t.Errorf("%+v: %v", tc, err)
 		}
 	}
-	if err := ValidateSlot(true, "n", 0, MaxSharedSlots, "h", time.Second); err != nil {
+	if err := ValidateSlot(true, "n", 0, MaxSharedSlots, "h", time.Second, time.Second); err != nil {
 		t.Error(err)
+	}
+	if err := ValidateSlot(true, "n", 0, 1, "h", time.Second, -time.Second); CodeOf(err) != CodeInvalidInput {
+		t.Errorf("a negative time in the queue: %v", err)
 	}
 	for _, p := range []int{0, -1, MaxSharedPerSecond + 1} {
 		if err := ValidateToken("n", p, 0); CodeOf(err) != CodeInvalidInput {
@@ -151,5 +154,23 @@ func TestLimitUsesGathered(t *testing.T) {
 	}
 	if r := got[2]; len(r.Held) != 0 || !r.BookedUntil.Equal(at) {
 		t.Fatalf("rate: %+v", r)
+	}
+}
+
+func TestMayTakeSlot(t *testing.T) {
+	for _, tc := range []struct {
+		max, held, ahead, lowest int
+		want                     bool
+	}{
+		{1, 0, 0, 0, true},   // free, no one waiting
+		{1, 0, 1, 0, false},  // free, but one waits before
+		{2, 0, 1, 0, true},   // two free, one waits before: room for both
+		{2, 1, 1, 1, false},  // one free, one waits before
+		{3, 3, 0, -1, false}, // none free
+		{2, 0, 0, -1, false}, // none below max though none counted held
+	} {
+		if got := MayTakeSlot(tc.max, tc.held, tc.ahead, tc.lowest); got != tc.want {
+			t.Errorf("%+v: %v", tc, got)
+		}
 	}
 }

@@ -336,7 +336,7 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 	}
 	defer st.Close()
 	for _, h := range []string{"serve:a:1#1", "serve:b:2#7"} {
-		if _, ok, err := st.TakeSlot(ctx, "payments", 2, h, time.Hour); err != nil || !ok {
+		if _, ok, err := st.TakeSlot(ctx, "payments", 2, h, time.Hour, 0); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 	}

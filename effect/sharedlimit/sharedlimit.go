@@ -10,9 +10,9 @@
 // take a slot of a limit on requests open at once and one to give it back,
 // one to book its turn under a limit on requests a second. Turns under a
 // rate are booked ahead, so requests start in the order they asked,
-// across processes. Slots have no queue: waiters ask again, backing off,
-// until their wait runs out, so a busy limit on requests open at once
-// serves whoever asks at the right moment, not the longest waiting.
+// across processes. Waiters for a slot ask again, backing off, until
+// their wait runs out, keeping their place in the limit's queue: a slot
+// given back goes to the longest waiting, across processes.
 package sharedlimit
 
 import (
@@ -46,6 +46,11 @@ const (
 	// request, whatever became of the request's context. A slot not given
 	// back is free once its hold passes.
 	giveTimeout = 5 * time.Second
+	// queueFor is how long a waiter's place in a limit's queue is kept
+	// without its asking again: several of its longest polls, so that a
+	// slow store or a pause does not lose it, and short enough that a
+	// stopped process's place is soon passed.
+	queueFor = 2 * time.Second
 	// maxBooking bounds how far ahead a turn under a rate is booked when
 	// the caller sets no deadline: an adapter waits at most a minute.
 	maxBooking = time.Minute
@@ -143,22 +148,33 @@ func (b *Board) admit(ctx context.Context, name string, maxInFlight, perSecond i
 func takeSlot(ctx context.Context, l store.SharedLimits, name string, max int, holder string, hold time.Duration) (int, error) {
 	poll := firstPoll
 	for {
-		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold)
+		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold, queueFor)
 		switch {
 		case err == nil && ok:
 			return slot, nil
 		case ctx.Err() != nil:
 			// A take the end of the wait cut short may have been made: its
 			// slot is free again once its hold passes.
+			leave(ctx, l, name, holder)
 			return 0, fmt.Errorf("shared limit %q (%d in flight): %w", name, max, ErrNoRoom)
 		case err != nil:
+			leave(ctx, l, name, holder)
 			return 0, fmt.Errorf("shared limit %q: %w", name, err)
 		}
 		if !sleep(ctx, poll+rand.N(poll/4+1)) {
+			leave(ctx, l, name, holder)
 			return 0, fmt.Errorf("shared limit %q (%d in flight): %w", name, max, ErrNoRoom)
 		}
 		poll = min(2*poll, lastPoll)
 	}
+}
+
+// leave takes a waiter that gives up out of the limit's queue, whatever
+// became of its context; if that fails, its place lapses after queueFor.
+func leave(ctx context.Context, l store.SharedLimits, name, holder string) {
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveTimeout)
+	defer cancel()
+	_ = l.LeaveQueue(gctx, name, holder)
 }
 
 // takeToken books the request's turn under the rate, as far ahead as

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,7 +215,7 @@ func TestWaitRunsOut(t *testing.T) {
 		t.Fatalf("no room under the rate: %v", err)
 	}
 	l, _ := store.SharedLimitsOf(a)
-	if _, ok, err := l.TakeSlot(ctx, "both", 1, "check", time.Minute); err != nil || !ok {
+	if _, ok, err := l.TakeSlot(ctx, "both", 1, "check", time.Minute, 0); err != nil || !ok {
 		t.Fatalf("the slot of a request refused under the rate is still held (%v)", err)
 	}
 }
@@ -224,7 +225,7 @@ func TestWaitRunsOut(t *testing.T) {
 func TestStoppedHolderPasses(t *testing.T) {
 	a, b := twoSQLite(t)
 	l, _ := store.SharedLimitsOf(a)
-	if _, ok, err := l.TakeSlot(context.Background(), "deploy", 1, "killed#1", 300*time.Millisecond); err != nil || !ok {
+	if _, ok, err := l.TakeSlot(context.Background(), "deploy", 1, "killed#1", 300*time.Millisecond, 0); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	bd := New("live")
@@ -338,5 +339,52 @@ func TestObserve(t *testing.T) {
 	if len(got) != 3 || got[0].outcome != Failed || got[1].outcome != Admitted || got[2].outcome != NoRoom ||
 		got[2].waited < 100*time.Millisecond || got[0].limit != "payments" {
 		t.Fatalf("observed %+v", got)
+	}
+}
+
+func TestSlotsLongestWaitingFirstSQLite(t *testing.T)   { testLongestWaitingFirst(t, twoSQLite) }
+func TestSlotsLongestWaitingFirstPostgres(t *testing.T) { testLongestWaitingFirst(t, twoPostgres) }
+
+// testLongestWaitingFirst: with the only slot held, five requests begin
+// waiting one after another, alternately in two "processes"; as the slot
+// is given back and taken again, they are admitted in the order they
+// began to wait, whatever their polling.
+func testLongestWaitingFirst(t *testing.T, open func(testing.TB) (store.Store, store.Store)) {
+	a, b := open(t)
+	bs := boards(t, a, b)
+	ctx := context.Background()
+	first, err := bs[0].Admit(ctx, "deploy", 1, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			release, err := bs[i%2].Admit(wctx, "deploy", 1, 0, time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			release()
+		})
+		// Each is waiting before the next begins: its first ask is made
+		// within a few milliseconds.
+		time.Sleep(60 * time.Millisecond)
+	}
+	// Let every waiter's polling slow to its longest, so that order comes
+	// from the queue and not from who asks first.
+	time.Sleep(500 * time.Millisecond)
+	first()
+	wg.Wait()
+	if !slices.Equal(order, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("admitted in the order %v, not the order they began to wait", order)
 	}
 }

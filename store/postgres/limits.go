@@ -22,13 +22,17 @@ var errRetryRate = retryError{"rate limit first used concurrently"}
 
 // TakeSlot implements store.SharedLimits. Each slot is a row, made once
 // (all of a limit's slots the first time this store takes one, and again
-// if the limit grows); a take locks the lowest free row, skipping rows
-// another take has locked, and holds it, in one statement at the
-// database's clock. A take that finds every free row locked by racing
-// takes finds none free.
-func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (int, bool, error) {
+// if the limit grows). A take reads, at the database's clock, the
+// holder's place in the limit's queue and how many slots are held; when
+// the holder may take one, it locks the lowest free row, skipping rows
+// another take has locked, and holds it; otherwise, or when every free
+// row is locked by racing takes, it joins the queue or keeps its place.
+// Racing takes read the queue each in its own snapshot: the slots are
+// never over-taken (their row locks see to that), but two takes at the
+// same moment may both pass a waiter.
+func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold, queue time.Duration) (int, bool, error) {
 	const op = "take slot"
-	if err := store.ValidateSlot(true, name, 0, max, holder, hold); err != nil {
+	if err := store.ValidateSlot(true, name, 0, max, holder, hold, queue); err != nil {
 		return 0, false, err
 	}
 	if made, _ := s.slotsMade.Load(name); made == nil || made.(int) < max {
@@ -42,23 +46,49 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 		}
 		s.slotsMade.Store(name, max)
 	}
-	slot, ok := 0, false
+	slot, ok, allowed := 0, false, false
 	err := s.write(ctx, op, "", func(tx *wtx) error {
 		tx.lazy = true
-		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(5)+` AS now),
-free AS (SELECT slot FROM limit_slots, clock WHERE name = $1 AND slot < $2 AND held_until <= clock.now ORDER BY slot LIMIT 1 FOR UPDATE OF limit_slots SKIP LOCKED)
-UPDATE limit_slots l SET holder = $3, held_until = clock.now + $4::bigint FROM free, clock WHERE l.name = $1 AND l.slot = free.slot
-RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), s.injected()).Scan(&slot)
-		ok = err == nil
-		if errors.Is(err, pgx.ErrNoRows) {
+		ok, allowed = false, false
+		var since, now int64
+		var ahead, held int
+		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(4)+` AS now),
+me AS (SELECT coalesce((SELECT q.since FROM limit_queue q, clock WHERE q.name = $1 AND q.holder = $3 AND q.seen_until > clock.now), (SELECT now FROM clock)) AS since)
+SELECT me.since, clock.now,
+	(SELECT count(*) FROM limit_queue q WHERE q.name = $1 AND q.seen_until > clock.now AND q.holder <> $3
+		AND (q.since < me.since OR (q.since = me.since AND q.holder COLLATE "C" < $3 COLLATE "C"))),
+	(SELECT count(*) FROM limit_slots l WHERE l.name = $1 AND l.slot < $2 AND l.held_until > clock.now)
+FROM me, clock`, name, max, holder, s.injected()).Scan(&since, &now, &ahead, &held)
+		if err != nil {
+			return err
+		}
+		if store.MayTakeSlot(max, held, ahead, 0) {
+			allowed = true
+			err = tx.QueryRow(ctx, `WITH free AS (SELECT slot FROM limit_slots WHERE name = $1 AND slot < $2 AND held_until <= $5 ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE limit_slots l SET holder = $3, held_until = $5 + $4::bigint FROM free WHERE l.name = $1 AND l.slot = free.slot
+RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), now).Scan(&slot)
+			switch {
+			case err == nil:
+				ok = true
+				// Out of the queue, and with it any place whose holder
+				// stopped asking a while ago.
+				_, err = tx.Exec(ctx, `DELETE FROM limit_queue WHERE name = $1 AND (holder = $2 OR seen_until <= $3)`, name, holder, now-time.Minute.Nanoseconds())
+				return err
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		if queue == 0 {
 			return nil
 		}
+		_, err = tx.Exec(ctx, `INSERT INTO limit_queue (name, holder, since, seen_until) VALUES ($1, $2, $3, $4)
+ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until`, name, holder, since, now+queue.Nanoseconds())
 		return err
 	})
 	if err != nil {
 		return 0, false, err
 	}
-	if !ok {
+	if allowed && !ok {
 		// Every slot held, or their rows gone (a database restored from
 		// before they were made): the next take makes them again.
 		s.slotsMade.Delete(name)
@@ -66,10 +96,23 @@ RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), s.injected()).Scan(&sl
 	return slot, ok, nil
 }
 
+// LeaveQueue implements store.SharedLimits.
+func (s *Store) LeaveQueue(ctx context.Context, name, holder string) error {
+	const op = "leave queue"
+	if err := store.ValidateSlot(false, name, 0, 0, holder, 0, 0); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(tx *wtx) error {
+		tx.lazy = true
+		_, err := tx.Exec(ctx, `DELETE FROM limit_queue WHERE name = $1 AND holder = $2`, name, holder)
+		return err
+	})
+}
+
 // GiveSlot implements store.SharedLimits.
 func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder string) error {
 	const op = "give slot"
-	if err := store.ValidateSlot(false, name, slot, 0, holder, 0); err != nil {
+	if err := store.ValidateSlot(false, name, slot, 0, holder, 0, 0); err != nil {
 		return err
 	}
 	return s.write(ctx, op, "", func(tx *wtx) error {

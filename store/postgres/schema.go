@@ -912,6 +912,17 @@ CREATE TABLE IF NOT EXISTS limit_rates (
 	arrival bigint NOT NULL
 );
 `},
+	// 28: the queue of a shared limit's slots: who waits for one, since
+	// when, and until when its place is kept without its asking again.
+	{"shared limits: the queue for a limit's slots, longest waiting first", `
+CREATE TABLE IF NOT EXISTS limit_queue (
+	name       text NOT NULL,
+	holder     text NOT NULL,
+	since      bigint NOT NULL,
+	seen_until bigint NOT NULL,
+	PRIMARY KEY (name, holder)
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

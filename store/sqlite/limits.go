@@ -21,28 +21,52 @@ func (s *Store) limitWrite(ctx context.Context, op string, fn func(ctx context.C
 	return s.enqueueWrite(&writeReq{ctx: ctx, op: op, fn: fn, lazy: true, prompt: true})
 }
 
-// TakeSlot implements store.SharedLimits: the limit's held slots are read
-// and the lowest free one written in one write transaction, which no
-// other writer of the file interleaves.
-func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold time.Duration) (int, bool, error) {
+// TakeSlot implements store.SharedLimits: the limit's held slots and its
+// queue are read, and the lowest free slot taken or the queue joined, in
+// one write transaction, which no other writer of the file interleaves.
+func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder string, hold, queue time.Duration) (int, bool, error) {
 	const op = "take slot"
-	if err := store.ValidateSlot(true, name, 0, max, holder, hold); err != nil {
+	if err := store.ValidateSlot(true, name, 0, max, holder, hold, queue); err != nil {
 		return 0, false, err
 	}
 	slot, ok := 0, false
 	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		ok = false
-		// The lowest free slot is 0 or one past a held slot: the least of
-		// those candidates no one holds, -1 when none is below max.
 		at := now.UnixNano()
-		err := s.queryRow(ctx, tx, `SELECT coalesce(min(c.s), -1) FROM (SELECT 0 AS s UNION ALL SELECT slot + 1 FROM limit_slots WHERE name = ?1 AND held_until > ?2) c
-WHERE c.s < ?3 AND NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = ?1 AND l.slot = c.s AND l.held_until > ?2)`, name, at, max).Scan(&slot)
-		if err != nil || slot < 0 {
+		// The lowest free slot is 0 or one past a held slot: the least of
+		// those candidates no one holds, -1 when none is below max. The
+		// holder's place in the queue is the number of live waiters
+		// before it: since earlier, or as early with a lesser name.
+		var held, ahead int
+		var since int64
+		err := s.queryRow(ctx, tx, `SELECT
+	coalesce((SELECT min(c.s) FROM (SELECT 0 AS s UNION ALL SELECT slot + 1 FROM limit_slots WHERE name = ?1 AND held_until > ?2) c
+		WHERE c.s < ?3 AND NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = ?1 AND l.slot = c.s AND l.held_until > ?2)), -1),
+	(SELECT count(*) FROM limit_slots WHERE name = ?1 AND slot < ?3 AND held_until > ?2),
+	coalesce((SELECT since FROM limit_queue WHERE name = ?1 AND holder = ?4 AND seen_until > ?2), ?2)`, name, at, max, holder).Scan(&slot, &held, &since)
+		if err != nil {
 			return err
 		}
-		_, err = s.exec(ctx, tx, `INSERT INTO limit_slots (name, slot, holder, held_until) VALUES (?, ?, ?, ?)
+		if err := s.queryRow(ctx, tx, `SELECT count(*) FROM limit_queue WHERE name = ?1 AND seen_until > ?2 AND holder <> ?3
+AND (since < ?4 OR (since = ?4 AND holder < ?3))`, name, at, holder, since).Scan(&ahead); err != nil {
+			return err
+		}
+		if !store.MayTakeSlot(max, held, ahead, slot) {
+			if queue == 0 {
+				return nil
+			}
+			_, err := s.exec(ctx, tx, `INSERT INTO limit_queue (name, holder, since, seen_until) VALUES (?, ?, ?, ?)
+ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until`, name, holder, since, now.Add(queue).UnixNano())
+			return err
+		}
+		if _, err := s.exec(ctx, tx, `INSERT INTO limit_slots (name, slot, holder, held_until) VALUES (?, ?, ?, ?)
 ON CONFLICT (name, slot) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until`,
-			name, slot, holder, now.Add(hold).UnixNano())
+			name, slot, holder, now.Add(hold).UnixNano()); err != nil {
+			return err
+		}
+		// Out of the queue, and with it any place whose holder stopped
+		// asking a while ago.
+		_, err = s.exec(ctx, tx, `DELETE FROM limit_queue WHERE name = ? AND (holder = ? OR seen_until <= ?)`, name, holder, now.Add(-time.Minute).UnixNano())
 		ok = err == nil
 		return err
 	})
@@ -52,10 +76,22 @@ ON CONFLICT (name, slot) DO UPDATE SET holder = excluded.holder, held_until = ex
 	return slot, ok, nil
 }
 
+// LeaveQueue implements store.SharedLimits.
+func (s *Store) LeaveQueue(ctx context.Context, name, holder string) error {
+	const op = "leave queue"
+	if err := store.ValidateSlot(false, name, 0, 0, holder, 0, 0); err != nil {
+		return err
+	}
+	return s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
+		_, err := s.exec(ctx, tx, `DELETE FROM limit_queue WHERE name = ? AND holder = ?`, name, holder)
+		return err
+	})
+}
+
 // GiveSlot implements store.SharedLimits.
 func (s *Store) GiveSlot(ctx context.Context, name string, slot int, holder string) error {
 	const op = "give slot"
-	if err := store.ValidateSlot(false, name, slot, 0, holder, 0); err != nil {
+	if err := store.ValidateSlot(false, name, slot, 0, holder, 0, 0); err != nil {
 		return err
 	}
 	return s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {

@@ -574,6 +574,17 @@ CREATE TABLE limit_rates (
 	arrival INTEGER NOT NULL
 ) STRICT;
 `,
+	// 20: the queue of a shared limit's slots: who waits for one, since
+	// when, and until when its place is kept without its asking again.
+	`
+CREATE TABLE limit_queue (
+	name       TEXT NOT NULL,
+	holder     TEXT NOT NULL,
+	since      INTEGER NOT NULL,
+	seen_until INTEGER NOT NULL,
+	UNIQUE (name, holder)
+) STRICT;
+`,
 }
 
 // Migrations that change no table.

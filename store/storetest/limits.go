@@ -23,7 +23,7 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	const hold = 30 * time.Second
 	take := func(name string, max int, holder string) (int, bool) {
 		t.Helper()
-		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold)
+		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold, 0)
 		must(t, err)
 		return slot, ok
 	}
@@ -42,11 +42,13 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 
 	// Refusals.
 	for _, bad := range []func() error{
-		func() error { _, _, err := l.TakeSlot(ctx, "", 1, "a", hold); return err },
-		func() error { _, _, err := l.TakeSlot(ctx, "pay", 0, "a", hold); return err },
-		func() error { _, _, err := l.TakeSlot(ctx, "pay", store.MaxSharedSlots+1, "a", hold); return err },
-		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "", hold); return err },
-		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "a", 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "", 1, "a", hold, 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 0, "a", hold, 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", store.MaxSharedSlots+1, "a", hold, 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "", hold, 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "a", 0, 0); return err },
+		func() error { _, _, err := l.TakeSlot(ctx, "pay", 1, "a", hold, -time.Second); return err },
+		func() error { return l.LeaveQueue(ctx, "", "a") },
 		func() error { return l.GiveSlot(ctx, "pay", -1, "a") },
 		func() error { return l.GiveSlot(ctx, "pay", 0, "") },
 		func() error { _, _, err := l.TakeToken(ctx, "pay", 0, 0); return err },
@@ -104,7 +106,7 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			slot, ok, err := l.TakeSlot(ctx, "race", 3, fmt.Sprintf("r%d", i), hold)
+			slot, ok, err := l.TakeSlot(ctx, "race", 3, fmt.Sprintf("r%d", i), hold, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -125,6 +127,80 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 		take("race", 3, fmt.Sprintf("late%d", i))
 	}
 	wantNone("race", 3, "last")
+
+	// The queue: a free slot goes to the longest waiting.
+	const queue = time.Second
+	queued := func(name string, max int, holder string) (int, bool) {
+		t.Helper()
+		slot, ok, err := l.TakeSlot(ctx, name, max, holder, hold, queue)
+		must(t, err)
+		return slot, ok
+	}
+	wantSlot("fifo", 1, "owner", 0)
+	for _, w := range []string{"w1", "w2"} {
+		if _, ok := queued("fifo", 1, w); ok {
+			t.Fatalf("%s took the only slot, held", w)
+		}
+		c.Advance(time.Millisecond)
+	}
+	must(t, l.GiveSlot(ctx, "fifo", 0, "owner"))
+	// w2 asks first, but w1 waited longer: the slot is w1's.
+	if _, ok := queued("fifo", 1, "w2"); ok {
+		t.Fatal("a later waiter took the slot ahead of an earlier one")
+	}
+	// Nor does a newcomer that does not wait pass them.
+	wantNone("fifo", 1, "newcomer")
+	if slot, ok := queued("fifo", 1, "w1"); !ok || slot != 0 {
+		t.Fatal("the longest waiting did not get the free slot")
+	}
+	must(t, l.GiveSlot(ctx, "fifo", 0, "w1"))
+	if slot, ok := queued("fifo", 1, "w2"); !ok || slot != 0 {
+		t.Fatal("the next waiter did not get the slot given back")
+	}
+	must(t, l.GiveSlot(ctx, "fifo", 0, "w2"))
+	// Two free slots go to the two longest waiting, and a third waiter
+	// is passed by neither.
+	wantSlot("pair", 2, "o1", 0)
+	wantSlot("pair", 2, "o2", 1)
+	for _, w := range []string{"p1", "p2", "p3"} {
+		queued("pair", 2, w)
+		c.Advance(time.Millisecond)
+	}
+	must(t, l.GiveSlot(ctx, "pair", 0, "o1"))
+	must(t, l.GiveSlot(ctx, "pair", 1, "o2"))
+	if _, ok := queued("pair", 2, "p3"); ok {
+		t.Fatal("the third waiter took a slot ahead of the first two")
+	}
+	for _, w := range []string{"p2", "p1"} {
+		if _, ok := queued("pair", 2, w); !ok {
+			t.Fatalf("%s, among the two longest waiting, got no slot", w)
+		}
+	}
+	// A waiter that stops asking loses its place once its time in the
+	// queue passes; one that keeps asking keeps its place.
+	wantSlot("lapse", 1, "owner", 0)
+	queued("lapse", 1, "gone")
+	c.Advance(time.Millisecond)
+	queued("lapse", 1, "kept")
+	for range 3 {
+		c.Advance(queue / 2)
+		queued("lapse", 1, "kept")
+	}
+	must(t, l.GiveSlot(ctx, "lapse", 0, "owner"))
+	if _, ok := queued("lapse", 1, "kept"); !ok {
+		t.Fatal("a waiter that stopped asking kept its place ahead of one that kept asking")
+	}
+	// One that gives up leaves at once.
+	wantSlot("leave", 1, "owner", 0)
+	queued("leave", 1, "quitter")
+	c.Advance(time.Millisecond)
+	queued("leave", 1, "stayer")
+	must(t, l.LeaveQueue(ctx, "leave", "quitter"))
+	must(t, l.LeaveQueue(ctx, "leave", "not-there"))
+	must(t, l.GiveSlot(ctx, "leave", 0, "owner"))
+	if _, ok := queued("leave", 1, "stayer"); !ok {
+		t.Fatal("a waiter that left still held its place")
+	}
 
 	// Rates: a burst of per second, then one each 1/per second.
 	token := func(name string, perSecond int, maxWait, wantWait time.Duration, wantBooked bool) {

@@ -48,8 +48,8 @@ type SharedLimits interface {
 	// how long until there is room now.
 	TakeToken(ctx context.Context, name string, perSecond int, maxWait time.Duration) (wait time.Duration, booked bool, err error)
 	// LimitsInUse returns the limits in use at the store's clock: those
-	// with a slot held, and those whose rate is booked past now, sorted
-	// by name. It writes nothing.
+	// with a slot held or a request waiting for one, and those whose rate
+	// is booked past now, sorted by name. It writes nothing.
 	LimitsInUse(ctx context.Context) ([]LimitUse, error)
 }
 
@@ -62,6 +62,8 @@ type LimitUse struct {
 	// theoretical arrival time: its rate is spaced out until then (a
 	// request finds room once it is less than a second's worth away).
 	BookedUntil time.Time
+	// Waiting counts the requests in the queue for a slot.
+	Waiting int
 }
 
 // SlotHold is one slot held by one request.
@@ -103,6 +105,9 @@ func (b *LimitUses) Row(name string, slot int, holder string, until time.Time) {
 	}
 	b.Held(name, SlotHold{Slot: slot, Holder: holder, Until: until})
 }
+
+// Waiting sets how many requests wait in the limit name's queue.
+func (b *LimitUses) Waiting(name string, n int) { b.at(name).Waiting = n }
 
 // List returns the limits gathered, sorted by name.
 func (b *LimitUses) List() []LimitUse { return b.uses }

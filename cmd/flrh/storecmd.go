@@ -152,6 +152,7 @@ type sharedLimit struct {
 	Name        string     `json:"name"`
 	Held        []heldSlot `json:"held"`
 	BookedUntil *time.Time `json:"booked_until,omitempty"`
+	Waiting     int        `json:"waiting"`
 }
 
 type heldSlot struct {
@@ -378,7 +379,7 @@ func (r *storeReport) readSharedLimits(ctx context.Context, st store.Store) erro
 		return err
 	}
 	for _, u := range uses {
-		sl := sharedLimit{Name: u.Name, Held: []heldSlot{}}
+		sl := sharedLimit{Name: u.Name, Held: []heldSlot{}, Waiting: u.Waiting}
 		for _, h := range u.Held {
 			sl.Held = append(sl.Held, heldSlot{Slot: h.Slot, Holder: h.Holder, Until: h.Until})
 		}
@@ -445,8 +446,11 @@ func (r storeReport) print(w io.Writer) {
 				}
 				fmt.Fprint(w, ")")
 			}
+			if l.Waiting > 0 {
+				fmt.Fprintf(w, "; %d waiting for a slot", l.Waiting)
+			}
 			if l.BookedUntil != nil {
-				if len(l.Held) > 0 {
+				if len(l.Held) > 0 || l.Waiting > 0 {
 					fmt.Fprint(w, ";")
 				}
 				fmt.Fprintf(w, " rate booked until %s", l.BookedUntil.UTC().Format(time.RFC3339Nano))

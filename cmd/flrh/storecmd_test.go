@@ -343,6 +343,9 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 	if _, _, err := st.TakeToken(ctx, "payments", 1, 0); err != nil {
 		t.Fatal(err)
 	}
+	if _, ok, err := st.TakeSlot(ctx, "payments", 2, "serve:c:3#1", time.Hour, time.Hour); err != nil || ok {
+		t.Fatal("a third request took one of two slots held", err)
+	}
 	out, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json", "--stuck-after", "0s")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -356,6 +359,7 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 				Until  time.Time `json:"until"`
 			} `json:"held"`
 			BookedUntil *time.Time `json:"booked_until"`
+			Waiting     int        `json:"waiting"`
 		} `json:"shared_limits"`
 		Problems int `json:"problems"`
 	}
@@ -367,17 +371,20 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 	}
 	l := rep.SharedLimits[0]
 	if l.Name != "payments" || len(l.Held) != 2 || l.Held[0].Holder != "serve:a:1#1" || l.Held[1].Slot != 1 || l.Held[1].Holder != "serve:b:2#7" ||
-		time.Until(l.Held[0].Until) < 59*time.Minute || l.BookedUntil == nil || time.Until(*l.BookedUntil) <= 0 {
+		time.Until(l.Held[0].Until) < 59*time.Minute || l.BookedUntil == nil || time.Until(*l.BookedUntil) <= 0 || l.Waiting != 1 {
 		t.Fatalf("payments in use: %+v", l)
 	}
 	out, err = runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")
-	if err != nil || !strings.Contains(out, "shared limits in use: 1\n  payments: 2 slots held (0 by serve:a:1#1 until ") || !strings.Contains(out, "rate booked until") {
+	if err != nil || !strings.Contains(out, "shared limits in use: 1\n  payments: 2 slots held (0 by serve:a:1#1 until ") || !strings.Contains(out, "; 1 waiting for a slot; rate booked until") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for i, h := range []string{"serve:a:1#1", "serve:b:2#7"} {
 		if err := st.GiveSlot(ctx, "payments", i, h); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := st.LeaveQueue(ctx, "payments", "serve:c:3#1"); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the rate catches up
 	out, err = runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")

@@ -181,5 +181,22 @@ UNION ALL SELECT name, -1, '', arrival FROM limit_rates, clock WHERE arrival > c
 		}
 		b.Row(name, int(slot), holder, fromNanos(until))
 	}
-	return b.List(), s.mapErr(op, "", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	rows.Close()
+	waiting, err := s.pool.Query(ctx, `SELECT name, count(*) FROM limit_queue WHERE seen_until > `+nowParam(1)+` GROUP BY name`, s.injected())
+	if err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	defer waiting.Close()
+	for waiting.Next() {
+		var name string
+		var n int64
+		if err := waiting.Scan(&name, &n); err != nil {
+			return nil, s.mapErr(op, "", err)
+		}
+		b.Waiting(name, int(n))
+	}
+	return b.List(), s.mapErr(op, "", waiting.Err())
 }

@@ -155,5 +155,22 @@ UNION ALL SELECT name, -1, '', arrival FROM limit_rates WHERE arrival > ?1`, now
 		}
 		b.Row(name, slot, holder, fromNanos(until))
 	}
-	return b.List(), mapErr(op, "", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	rows.Close()
+	waiting, err := s.read(ctx, `SELECT name, count(*) FROM limit_queue WHERE seen_until > ? GROUP BY name`, now)
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	defer waiting.Close()
+	for waiting.Next() {
+		var name string
+		var n int
+		if err := waiting.Scan(&name, &n); err != nil {
+			return nil, mapErr(op, "", err)
+		}
+		b.Waiting(name, n)
+	}
+	return b.List(), mapErr(op, "", waiting.Err())
 }

@@ -195,6 +195,13 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	queued("leave", 1, "quitter")
 	c.Advance(time.Millisecond)
 	queued("leave", 1, "stayer")
+	// In use: one slot held, two waiting.
+	uses, err := l.LimitsInUse(ctx)
+	must(t, err)
+	i := slices.IndexFunc(uses, func(u store.LimitUse) bool { return u.Name == "leave" })
+	if i < 0 || uses[i].Waiting != 2 || len(uses[i].Held) != 1 || uses[i].Held[0].Holder != "owner" {
+		t.Fatalf("limits in use: %+v, want leave held by owner with two waiting", uses)
+	}
 	must(t, l.LeaveQueue(ctx, "leave", "quitter"))
 	must(t, l.LeaveQueue(ctx, "leave", "not-there"))
 	must(t, l.GiveSlot(ctx, "leave", 0, "owner"))
@@ -277,7 +284,7 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("racing bookings waited %v with %d refused, want %v and 2", waits, refused, want)
 	}
 	// The rates booked past now are in use, each until its arrival time.
-	uses, err := l.LimitsInUse(ctx)
+	uses, err = l.LimitsInUse(ctx)
 	must(t, err)
 	booked := map[string]time.Time{}
 	for _, u := range uses {
@@ -304,7 +311,7 @@ func inUse(t *testing.T, l store.SharedLimits, want []store.LimitUse) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Name != w.Name || !g.BookedUntil.Equal(w.BookedUntil) || len(g.Held) != len(w.Held) {
+		if g.Name != w.Name || !g.BookedUntil.Equal(w.BookedUntil) || len(g.Held) != len(w.Held) || g.Waiting != w.Waiting {
 			t.Fatalf("limit in use %d: %+v, want %+v", i, g, w)
 		}
 		for j := range w.Held {

@@ -71,9 +71,9 @@ RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), now).Scan(&slot)
 			case err == nil:
 				ok = true
 				// Out of the queue, and with it any place whose holder
-				// stopped asking a while ago.
-				_, err = tx.Exec(ctx, `DELETE FROM limit_queue WHERE name = $1 AND (holder = $2 OR seen_until <= $3)`, name, holder, now-time.Minute.Nanoseconds())
-				return err
+				// stopped asking a while ago: sent with COMMIT.
+				tx.Queue(`DELETE FROM limit_queue WHERE name = $1 AND (holder = $2 OR seen_until <= $3)`, name, holder, now-time.Minute.Nanoseconds())
+				return nil
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}
@@ -81,9 +81,9 @@ RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), now).Scan(&slot)
 		if queue == 0 {
 			return nil
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO limit_queue (name, holder, since, seen_until) VALUES ($1, $2, $3, $4)
+		tx.Queue(`INSERT INTO limit_queue (name, holder, since, seen_until) VALUES ($1, $2, $3, $4)
 ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until`, name, holder, since, now+queue.Nanoseconds())
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, false, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -118,15 +117,7 @@ func (f *reloadFixture) write(path, v string) {
 // pay runs one small refund to success.
 func (f *reloadFixture) pay(id string) {
 	f.t.Helper()
-	body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"type":"refund.requested/1","payload":{"refund_id":"r-%s","amount":40,"payee":"alice","reason":"damaged item"}}}`, id, id)
-	resp, err := http.Post(f.p.base+"/v1/runs", "application/json", strings.NewReader(body))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		f.t.Fatalf("start %s: %s", id, resp.Status)
-	}
+	startSmallRefund(f.t, f.p.base, id)
 	if o := awaitOutcome(f.t, f.p.base, id); o != "success" {
 		f.t.Fatalf("run %s: outcome %q", id, o)
 	}

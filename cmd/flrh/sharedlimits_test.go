@@ -102,16 +102,7 @@ func TestSharedLimitsAcrossServeProcesses(t *testing.T) {
 			}
 			const runs = 12
 			for i := range runs {
-				id := fmt.Sprintf("lim-%02d", i)
-				body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"type":"refund.requested/1","payload":{"refund_id":"r-%s","amount":40,"payee":"alice","reason":"damaged item"}}}`, id, id)
-				resp, err := http.Post(procs[i%2].base+"/v1/runs", "application/json", strings.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
-					t.Fatalf("start %s: %s", id, resp.Status)
-				}
+				startSmallRefund(t, procs[i%2].base, fmt.Sprintf("lim-%02d", i))
 			}
 			owners := map[string]int{}
 			for i := range runs {
@@ -196,18 +187,7 @@ func TestSharedLimitHeldByAKilledProcess(t *testing.T) {
 	t.Cleanup(ts.Close)
 	bundleDir := limitedRefundBundle(t, `{"max_in_flight":1,"wait_ms":30000,"shared":"payments"}`)
 	env := []string{"FLRH_PAYMENTS_URL=" + ts.URL + sandbox.EffectsPath}
-	start := func(p *serveProc, id string) {
-		t.Helper()
-		body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"type":"refund.requested/1","payload":{"refund_id":"r-%s","amount":40,"payee":"alice","reason":"damaged item"}}}`, id, id)
-		resp, err := http.Post(p.base+"/v1/runs", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("start %s: %s", id, resp.Status)
-		}
-	}
+	start := func(p *serveProc, id string) { t.Helper(); startSmallRefund(t, p.base, id) }
 	a := startServe(t, bin, env, "--store", storeURL, "--lease-ttl", "3s", "--workflows", bundleDir)
 	start(a, "killed-1")
 	eventually(t, "the first payment open at the destination", 30*time.Second, func() bool { return dest.open.Load() == 1 })
@@ -264,4 +244,19 @@ func scrapeValue(t *testing.T, base, sample string) float64 {
 		}
 	}
 	return 0
+}
+
+// startSmallRefund starts, through a serve process's API, a refund-agent
+// run of a refund small enough to be paid without an approval.
+func startSmallRefund(t *testing.T, base, id string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":%q,"input":{"type":"refund.requested/1","payload":{"refund_id":"r-%s","amount":40,"payee":"alice","reason":"damaged item"}}}`, id, id)
+	resp, err := http.Post(base+"/v1/runs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("start %s: %s", id, resp.Status)
+	}
 }

@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/workflow"
 	"flrh.dev/flrh/yamljson"
 )
@@ -61,7 +63,11 @@ func TestYAMLBundleDecidesAsItsJSON(t *testing.T) {
 			if len(ya.Specs()) != len(ja.Specs()) || len(yw.Manifests()) != len(jw.Manifests()) {
 				t.Fatalf("adapters %d vs %d, tools %d vs %d", len(ya.Specs()), len(ja.Specs()), len(yw.Manifests()), len(jw.Manifests()))
 			}
-			hj, hy := newHarnessWith(t, jw, ja), newHarnessWith(t, yw, ya)
+			// One clock for both: a receipt carries the second it was
+			// made in, and the two runs may fall on either side of one.
+			at := time.Now().UTC().Truncate(time.Second)
+			clock := func(c *runner.Config) { c.Clock = func() time.Time { return at } }
+			hj, hy := newHarnessWith(t, jw, ja, clock), newHarnessWith(t, yw, ya, clock)
 			for i, in := range c.inputs {
 				id := c.example + "-" + string(rune('a'+i))
 				hj.start(id, in)

@@ -90,9 +90,9 @@ func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// body is what a delivery of no carries, in format f.
-func (n *Notifier) body(no store.Notice) ([]byte, error) {
-	if n.cfg.Format == FormatSlack {
+// body is what a delivery of no to r carries, in r's format.
+func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
+	if r.Format == FormatSlack {
 		var b store.NoticeBody
 		if err := json.Unmarshal(no.Body, &b); err != nil {
 			return nil, err

@@ -31,7 +31,12 @@ const (
 
 // Config configures a Notifier.
 type Config struct {
-	Board  store.Noticeboard
+	Board store.Noticeboard
+	// Routes are the webhooks notices go to, each with the kinds and
+	// workflows it takes; a notice goes to every route that takes it.
+	// Without Routes, URL, Secret, Format and Kinds make one route,
+	// named DefaultRoute; giving both is an error.
+	Routes []Route
 	URL    string // http or https
 	Secret []byte // the HMAC key deliveries are signed with; required
 	// Format is the body's shape: FormatFlrh (the default) or
@@ -49,7 +54,8 @@ type Config struct {
 	Holder string
 	// Timeout bounds one delivery, from sending to the end of the
 	// answer's headers; DefaultTimeout when zero. A claim holds its
-	// notices for Batch+1 times Timeout.
+	// notices for a delivery to each route of each notice it claimed,
+	// and one more.
 	Timeout time.Duration
 	// Poll is how long an idle notifier waits before it looks again;
 	// DefaultPoll when zero. Wake looks at once.
@@ -67,15 +73,16 @@ type Config struct {
 	Transport http.RoundTripper
 	Clock     func() time.Time
 	Logger    *slog.Logger
-	// Observe, when set, is told each notice's outcome: "delivered",
-	// "failed" (to be tried again), "dropped" (too old) or "skipped" (a
-	// kind not in Kinds).
-	Observe func(kind, outcome string)
+	// Observe, when set, is told each notice's outcome at each route:
+	// "delivered", "failed" (to be tried again), "dropped" (too old) or
+	// "skipped" (a kind or workflow the route does not take).
+	Observe func(route, kind, outcome string)
 }
 
-// Notifier delivers a store's notices to one webhook.
+// Notifier delivers a store's notices to its routes.
 type Notifier struct {
 	cfg    Config
+	routes []Route
 	client *http.Client
 	wake   chan struct{}
 	duties store.Duties // the store's, to say that it is delivered from; nil: it has none
@@ -99,27 +106,20 @@ func New(cfg Config) (*Notifier, error) {
 
 // newNotifier is New without a store: what Test needs.
 func newNotifier(cfg Config) (*Notifier, error) {
-	u, err := url.Parse(cfg.URL)
+	routes := cfg.Routes
 	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		// Not quoted: a webhook's URL may be its credential.
-		return nil, errors.New("notify: the webhook URL is not an http or https URL with a host")
-	case u.User != nil:
-		return nil, errors.New("notify: the URL carries credentials; sign with the secret instead")
-	case len(cfg.Secret) < 16:
-		return nil, fmt.Errorf("notify: the signing secret holds %d bytes, fewer than 16", len(cfg.Secret))
-	case cfg.Format != "" && cfg.Format != FormatFlrh && cfg.Format != FormatSlack:
-		return nil, fmt.Errorf("notify: format %q is neither %s nor %s", cfg.Format, FormatFlrh, FormatSlack)
+	case len(routes) > 0 && (cfg.URL != "" || cfg.Secret != nil || cfg.Format != "" || cfg.Kinds != nil):
+		return nil, errors.New("notify: give routes, or one webhook's URL, secret, format and kinds, not both")
+	case len(routes) == 0:
+		routes = []Route{{Name: DefaultRoute, URL: cfg.URL, Secret: cfg.Secret, Format: cfg.Format, Kinds: cfg.Kinds}}
+	}
+	if err := checkRoutes(routes); err != nil {
+		return nil, err
 	}
 	if cfg.Link != "" {
 		if l, err := url.Parse(cfg.Link); err != nil || (l.Scheme != "http" && l.Scheme != "https") || l.Host == "" || l.User != nil ||
 			l.RawQuery != "" || l.Fragment != "" {
 			return nil, fmt.Errorf("notify: the link %q is not an http or https address without credentials, query or fragment", cfg.Link)
-		}
-	}
-	for _, k := range cfg.Kinds {
-		if !slices.Contains(Kinds, k) {
-			return nil, fmt.Errorf("notify: %q is not a kind of notice (%s)", k, strings.Join(Kinds, ", "))
 		}
 	}
 	if cfg.Timeout <= 0 {
@@ -151,21 +151,22 @@ func newNotifier(cfg Config) (*Notifier, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Observe == nil {
-		cfg.Observe = func(string, string) {}
+		cfg.Observe = func(string, string, string) {}
 	}
 	client := &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout,
 		// A receiver that moved says so to its operator, not to us: a
 		// redirect is a failed delivery.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	duties, _ := cfg.Board.(store.Duties)
-	return &Notifier{cfg: cfg, client: client, wake: make(chan struct{}, 1), duties: duties}, nil
+	return &Notifier{cfg: cfg, routes: slices.Clone(routes), client: client, wake: make(chan struct{}, 1), duties: duties}, nil
 }
 
-// Test posts one notice of kind "test", not from any store, as cfg
-// would deliver one (its URL, secret, format and timeout; Board and
-// Holder are not needed), and says whether the receiver took it: what an
-// operator runs to check a webhook before runs depend on it. The error
-// names no part of the URL.
+// Test posts one notice of kind "test", not from any store, to each
+// route cfg names, as it would deliver one (URL, secret, format and
+// timeout; Board and Holder are not needed), and says whether every
+// receiver took it: what an operator runs to check webhooks before runs
+// depend on them. The error names each route that did not take it, and
+// no part of any URL.
 func Test(ctx context.Context, cfg Config) error {
 	n, err := newNotifier(cfg)
 	if err != nil {
@@ -174,8 +175,14 @@ func Test(ctx context.Context, cfg Config) error {
 	now := n.cfg.Clock()
 	body, _ := json.Marshal(store.NoticeBody{Kind: TestKind})
 	no := store.Notice{Kind: TestKind, Body: body, ID: "test/" + strconv.FormatInt(now.UnixNano(), 10), CreatedAt: now, Attempts: 1}
-	if _, why := n.send(ctx, no); why != "" {
-		return errors.New("notify: " + why)
+	var whys []string
+	for i := range n.routes {
+		if _, why := n.send(ctx, &n.routes[i], no); why != "" {
+			whys = append(whys, n.routes[i].said(why))
+		}
+	}
+	if whys != nil {
+		return errors.New("notify: " + strings.Join(whys, "; "))
 	}
 	return nil
 }
@@ -235,7 +242,7 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 	// Held for the batch's deliveries, one after another, each up to
 	// Timeout, and one more for the store's writes: a deliverer that
 	// died holding them leaves them to others after that.
-	hold := time.Duration(n.cfg.Batch+1) * n.cfg.Timeout
+	hold := time.Duration(n.cfg.Batch*len(n.routes)+1) * n.cfg.Timeout
 	ns, err := n.cfg.Board.ClaimNotices(ctx, n.cfg.Holder, hold, n.cfg.Batch)
 	if err != nil {
 		return 0, err
@@ -261,46 +268,99 @@ type envelope struct {
 	Notice    json.RawMessage `json:"notice"`
 }
 
-// deliver sends one claimed notice and settles it; the error is the
-// store's, a failed delivery being the notice's to retry.
+// deliver sends one claimed notice to each route that takes it and has
+// not yet, and settles it: done once every such route took it, or it is
+// too old; otherwise tried again later at the routes still to take it.
+// The error is the store's, a failed delivery being the notice's to
+// retry.
 func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
-	if n.cfg.Kinds != nil && !slices.Contains(n.cfg.Kinds, no.Kind) {
-		n.cfg.Observe(no.Kind, "skipped")
-		log.Debug("notice skipped: its kind is not delivered")
+	var b store.NoticeBody
+	if json.Unmarshal(no.Body, &b) != nil {
+		b = store.NoticeBody{} // of no workflow a route may name
+	}
+	// sent keeps the routes that took it and still are: a route renamed
+	// or removed since is no route to skip.
+	var sent []string
+	var pending []*Route
+	for i := range n.routes {
+		r := &n.routes[i]
+		switch {
+		case slices.Contains(no.Sent, r.Name):
+			sent = append(sent, r.Name)
+		case r.takes(no.Kind, b.WorkflowID):
+			pending = append(pending, r)
+		}
+	}
+	done := func() error {
+		for i := range n.routes {
+			if r := &n.routes[i]; !r.takes(no.Kind, b.WorkflowID) {
+				n.cfg.Observe(r.Name, no.Kind, "skipped")
+			}
+		}
 		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
 	}
-	if age := n.cfg.Clock().Sub(no.CreatedAt); age >= n.cfg.GiveUp {
+	if len(pending) == 0 {
+		log.Debug("notice skipped: no route still to take it takes its kind and workflow")
+		return done()
+	}
+	drop := func(rs []*Route, msg string, args ...any) error {
+		for _, r := range rs {
+			n.cfg.Observe(r.Name, no.Kind, "dropped")
+			log.Error(msg, append([]any{"route", r.Name, "age", n.cfg.Clock().Sub(no.CreatedAt).Round(time.Second).String()}, args...)...)
+		}
+		return done()
+	}
+	if n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp {
 		// Written while no one delivered, long ago: news no more.
-		n.cfg.Observe(no.Kind, "dropped")
-		log.Error("notice dropped unsent: written too long ago", "age", age.Round(time.Second).String())
-		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+		return drop(pending, "notice dropped unsent: written too long ago")
 	}
-	wait, why := n.send(ctx, no)
+	var failed []*Route
+	var whys []string
+	var wait time.Duration
+	for _, r := range pending {
+		w, why := n.send(ctx, r, no)
+		if why == "" {
+			n.cfg.Observe(r.Name, no.Kind, "delivered")
+			log.Info("notice delivered", "route", r.Name)
+			sent = append(sent, r.Name)
+			continue
+		}
+		// The latest of the routes' waits: no receiver is asked again
+		// sooner than it said, and the others wait with it.
+		failed, whys, wait = append(failed, r), append(whys, r.said(why)), max(wait, w)
+	}
 	switch {
-	case why == "":
-		n.cfg.Observe(no.Kind, "delivered")
-		log.Info("notice delivered")
-		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+	case failed == nil:
+		return done()
 	case n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
-		n.cfg.Observe(no.Kind, "dropped")
-		log.Error("notice dropped: not delivered in time", "age", n.cfg.Clock().Sub(no.CreatedAt).Round(time.Second).String(), "err", why)
-		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
+		return drop(failed, "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
 	}
-	n.cfg.Observe(no.Kind, "failed")
-	log.Warn("notice not delivered", "err", why, "retry_in", wait.String())
-	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, why)
+	for i, r := range failed {
+		n.cfg.Observe(r.Name, no.Kind, "failed")
+		log.Warn("notice not delivered", "route", r.Name, "err", whys[i], "retry_in", wait.String())
+	}
+	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, strings.Join(whys, "; "), n.sentOf(sent))
 }
 
-// send posts the notice; why is "" when the receiver took it, and
+// sentOf is sent as the store keeps it: nil for a notifier of one
+// route, whose notice is never part-delivered.
+func (n *Notifier) sentOf(sent []string) []string {
+	if len(n.routes) == 1 {
+		return nil
+	}
+	return sent
+}
+
+// send posts the notice to r; why is "" when the receiver took it, and
 // otherwise says why not, with the wait before the next attempt.
-func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duration, why string) {
+func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice) (wait time.Duration, why string) {
 	wait = n.delay(no.Attempts)
-	body, err := n.body(no)
+	body, err := n.body(r, no)
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))
 	if err != nil {
 		return wait, err.Error()
 	}
@@ -310,7 +370,7 @@ func (n *Notifier) send(ctx context.Context, no store.Notice) (wait time.Duratio
 	req.Header.Set("Flrh-Notice-Id", no.ID)
 	req.Header.Set("Flrh-Notice-Kind", no.Kind)
 	req.Header.Set("Flrh-Notice-Attempt", strconv.Itoa(no.Attempts))
-	req.Header.Set(SignatureHeader, Sign(n.cfg.Secret, body, now.Unix()))
+	req.Header.Set(SignatureHeader, Sign(r.Secret, body, now.Unix()))
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return wait, sendError(err)

@@ -41,12 +41,17 @@ type receiver struct {
 	retry  string // Retry-After on a failure
 	got    []delivery
 	clock  func() time.Time
+	secret []byte // what it verifies with; the package's secret when nil
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	key := rc.secret
+	if key == nil {
+		key = secret
+	}
 	d := delivery{raw: body, id: r.Header.Get("Flrh-Notice-Id"), kind: r.Header.Get("Flrh-Notice-Kind"), attempt: r.Header.Get("Flrh-Notice-Attempt"),
-		verified: Verify(secret, body, r.Header.Get(SignatureHeader), rc.clock(), 5*time.Minute)}
+		verified: Verify(key, body, r.Header.Get(SignatureHeader), rc.clock(), 5*time.Minute)}
 	if err := json.Unmarshal(body, &d.env); err != nil || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
 		d.verified = err
 		if err == nil {
@@ -81,7 +86,7 @@ type fixture struct {
 	clock *storetest.Clock
 	rc    *receiver
 	url   string
-	seen  map[string]int // outcomes observed
+	seen  map[string]int // outcomes observed, and route/outcome
 	mu    sync.Mutex
 }
 
@@ -120,7 +125,12 @@ func (f *fixture) ended(id string) string {
 func (f *fixture) notifier(holder string, mod func(*Config)) *Notifier {
 	f.t.Helper()
 	cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: holder, Clock: f.clock.Now, Timeout: 5 * time.Second,
-		Observe: func(kind, outcome string) { f.mu.Lock(); f.seen[outcome]++; f.mu.Unlock() }}
+		Observe: func(route, kind, outcome string) {
+			f.mu.Lock()
+			f.seen[outcome]++
+			f.seen[route+"/"+outcome]++
+			f.mu.Unlock()
+		}}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -36,6 +38,10 @@ type Notice struct {
 	// included; LastError says why the one before failed.
 	Attempts  int
 	LastError string
+	// Sent names the routes that took the notice in earlier attempts
+	// (NoticeRetry's sent), in the order given: a notifier delivering
+	// to several routes sends it again only to the others.
+	Sent []string
 }
 
 // The kinds of notice the runner writes.
@@ -138,8 +144,10 @@ type Noticeboard interface {
 	// claimed it, or it is gone) is CodeFenced, and nothing changes.
 	NoticeDone(ctx context.Context, id, holder string) error
 	// NoticeRetry releases a notice holder holds until after from now,
-	// recording why the attempt failed; CodeFenced as NoticeDone.
-	NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string) error
+	// recording why the attempt failed and the routes that have taken
+	// it so far (sent, which replaces what the notice held; nil for a
+	// notifier of one route); CodeFenced as NoticeDone.
+	NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string, sent []string) error
 	// NoticeBacklog counts the notices not yet delivered and shows the
 	// oldest.
 	NoticeBacklog(ctx context.Context) (Backlog, error)
@@ -171,6 +179,44 @@ func ValidateClaim(holder string, hold time.Duration, limit int) error {
 		return Errorf(CodeInvalidInput, "claim notices", "", nil, "limit %d is not positive", limit)
 	}
 	return nil
+}
+
+// Bounds of a notice's Sent: how many routes, and each name's bytes.
+const (
+	MaxNoticeRoutes    = 32
+	MaxNoticeRouteName = 64
+)
+
+// ValidateRetry checks NoticeRetry's arguments, for both stores.
+func ValidateRetry(after time.Duration, sent []string) error {
+	const op = "notice retry"
+	if after < 0 {
+		return Errorf(CodeInvalidInput, op, "", nil, "negative delay %v", after)
+	}
+	if len(sent) > MaxNoticeRoutes {
+		return Errorf(CodeInvalidInput, op, "", nil, "%d routes sent to, more than %d", len(sent), MaxNoticeRoutes)
+	}
+	for i, r := range sent {
+		if r == "" || len(r) > MaxNoticeRouteName || !utf8.ValidString(r) || strings.ContainsAny(r, ",\n\r") {
+			return Errorf(CodeInvalidInput, op, "", nil, "route %d sent to is not a name of 1 to %d bytes of UTF-8 without commas or line breaks", i, MaxNoticeRouteName)
+		}
+		if slices.Contains(sent[:i], r) {
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q sent to is named twice", r)
+		}
+	}
+	return nil
+}
+
+// JoinSent is a notice's Sent as a store keeps it: the names joined by
+// commas (ValidateRetry keeps commas out of them).
+func JoinSent(sent []string) string { return strings.Join(sent, ",") }
+
+// SplitSent is JoinSent undone: nil for "".
+func SplitSent(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // MaxNoticeError bounds the reason NoticeRetry keeps.

@@ -400,6 +400,7 @@ func CloneTick(t Tick) Tick {
 	c.Notices = slices.Clone(t.Notices)
 	for i := range c.Notices {
 		c.Notices[i].Body = bytes.Clone(c.Notices[i].Body)
+		c.Notices[i].Sent = slices.Clone(c.Notices[i].Sent)
 	}
 	return c
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -14,14 +16,21 @@ import (
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/notify"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/yamljson"
 )
 
-// noticeFlags are serve's webhook settings.
+// noticeFlags are serve's webhook settings: one webhook (--notify), or
+// the routes a file names (--notify-routes).
 type noticeFlags struct {
 	url, secretEnv, format, link string
 	kinds                        []string
 	timeout, giveUp              time.Duration
+	routes                       string // the routes file
+	changed                      func(string) bool
 }
+
+// delivers reports whether the flags name anywhere to deliver to.
+func (f *noticeFlags) delivers() bool { return f.url != "" || f.routes != "" }
 
 // notifyURLEnv names the variable that may hold the webhook's URL
 // instead of --notify: a chat service's webhook URL is its credential,
@@ -29,7 +38,9 @@ type noticeFlags struct {
 const notifyURLEnv = "FLRH_NOTIFY_URL"
 
 // resolveURL takes the URL from notifyURLEnv (or its _FILE) when
-// --notify is not given; both is an error.
+// --notify is not given; both is an error, and so is either with
+// --notify-routes, or a webhook's format or kinds with it (each route
+// says its own).
 func (f *noticeFlags) resolveURL() error {
 	fromEnv, err := bundle.OSEnv().Value(notifyURLEnv)
 	switch {
@@ -37,21 +48,73 @@ func (f *noticeFlags) resolveURL() error {
 		return usagef("%v", err)
 	case fromEnv != "" && f.url != "":
 		return usagef("--notify and %s are both set; set one", notifyURLEnv)
+	case f.routes != "" && (f.url != "" || fromEnv != ""):
+		return usagef("--notify-routes and --notify (or %s) are both set: a routes file names every webhook", notifyURLEnv)
+	case f.routes != "" && f.changed != nil && (f.changed("notify-format") || f.changed("notify-kinds")):
+		return usagef("--notify-format and --notify-kinds are each route's, in the --notify-routes file")
 	case fromEnv != "":
 		f.url = fromEnv
 	}
 	return nil
 }
 
+// routeConfigs reads the routes file and each route's URL and secret
+// from the variables (or files) it names. No error quotes a URL or a
+// secret.
+func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
+	data, err := os.ReadFile(f.routes)
+	if err != nil {
+		return nil, usagef("--notify-routes: %v", err)
+	}
+	specs, err := notify.ParseRoutes(data, yamljson.Named(f.routes))
+	if err != nil {
+		return nil, usagef("--notify-routes %s: %v", f.routes, err)
+	}
+	env := bundle.OSEnv()
+	routes := make([]notify.Route, len(specs))
+	for i, sp := range specs {
+		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Kinds: sp.Kinds, Workflows: sp.Workflows}
+		if sp.URLEnv != "" {
+			if r.URL, err = env.Value(sp.URLEnv); err != nil {
+				return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
+			}
+			if r.URL == "" {
+				return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to its webhook's URL", sp.Name, sp.URLEnv, sp.URLEnv, bundle.FileSuffix)
+			}
+		}
+		name := cmp.Or(sp.SecretEnv, f.secretEnv)
+		secret, err := env.Value(name)
+		if err != nil {
+			return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
+		}
+		if secret == "" {
+			return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to the secret its deliveries are signed with", sp.Name, name, name, bundle.FileSuffix)
+		}
+		r.Secret = []byte(secret)
+		routes[i] = r
+	}
+	return routes, nil
+}
+
 // config is the delivery the flags describe: the webhook, its secret
 // (read from the variable, or the file its _FILE names), format, link,
 // kinds and times.
 func (f noticeFlags) config() (notify.Config, error) {
-	if f.url == "" {
-		return notify.Config{}, usagef("give the webhook's URL: --notify URL, or %s (or %s%s)", notifyURLEnv, notifyURLEnv, bundle.FileSuffix)
+	if f.timeout <= 0 || f.giveUp <= 0 {
+		return notify.Config{}, usagef("--notify-timeout and --notify-give-up must be positive")
 	}
 	if f.secretEnv == "" {
 		return notify.Config{}, usagef("--notify-secret-env must name a variable")
+	}
+	if f.routes != "" {
+		routes, err := f.routeConfigs()
+		if err != nil {
+			return notify.Config{}, err
+		}
+		return notify.Config{Routes: routes, Timeout: f.timeout, GiveUp: f.giveUp, Link: f.link}, nil
+	}
+	if f.url == "" {
+		return notify.Config{}, usagef("give the webhook's URL: --notify URL, or %s (or %s%s); or --notify-routes FILE", notifyURLEnv, notifyURLEnv, bundle.FileSuffix)
 	}
 	secret, err := bundle.OSEnv().Value(f.secretEnv)
 	if err != nil {
@@ -62,9 +125,6 @@ func (f noticeFlags) config() (notify.Config, error) {
 	}
 	if f.kinds != nil && len(f.kinds) == 0 {
 		return notify.Config{}, usagef("--notify-kinds must name at least one kind (%s)", strings.Join(notify.Kinds, ", "))
-	}
-	if f.timeout <= 0 || f.giveUp <= 0 {
-		return notify.Config{}, usagef("--notify-timeout and --notify-give-up must be positive")
 	}
 	return notify.Config{URL: f.url, Secret: []byte(secret), Timeout: f.timeout, GiveUp: f.giveUp, Format: f.format, Link: f.link, Kinds: f.kinds}, nil
 }
@@ -77,6 +137,8 @@ func (f *noticeFlags) register(cmd *cobra.Command, serve bool) {
 	cmd.Flags().DurationVar(&f.timeout, "notify-timeout", notify.DefaultTimeout, "how long one delivery may take")
 	cmd.Flags().StringVar(&f.format, "notify-format", notify.FormatFlrh, "the body: flrh (the notice in a signed envelope) or slack ({\"text\": ...}, for chat incoming webhooks)")
 	cmd.Flags().StringVar(&f.link, "notify-link", "", "this server's address as people reach it (https://flrh.example.com), to link each notice to the run's page in the web UI")
+	cmd.Flags().StringVar(&f.routes, "notify-routes", "", "deliver notices to the webhooks this file (JSON, or YAML named .yaml/.yml) names, each with its own URL, secret, format, kinds and workflows, instead of --notify; see docs/notices.md")
+	f.changed = cmd.Flags().Changed
 	f.giveUp = notify.DefaultGiveUp
 	if serve {
 		cmd.Flags().DurationVar(&f.giveUp, "notify-give-up", notify.DefaultGiveUp, "drop a notice not delivered this long after it was written")
@@ -91,10 +153,12 @@ func init() {
 		Long: `test posts one notice of kind "test" to the webhook the flags name, signed and in
 the format flrh serve --notify would use, and reports whether the receiver
 answered 2xx: a check of the URL, the secret and the receiver before runs
-depend on them. It needs no store. Exit status 1 when the receiver did not
-take it; the reason names no part of the URL.`,
+depend on them. With --notify-routes, one to each route. It needs no store.
+Exit status 1 when a receiver did not take it; the reason names the route
+and no part of its URL.`,
 		Example: `  FLRH_NOTIFY_SECRET_FILE=/run/secrets/flrh-hook flrh notify test --notify https://hooks.example.com/flrh
-  FLRH_NOTIFY_URL_FILE=/run/secrets/slack-hook flrh notify test --notify-format slack`,
+  FLRH_NOTIFY_URL_FILE=/run/secrets/slack-hook flrh notify test --notify-format slack
+  flrh notify test --notify-routes notify-routes.yaml   # one test notice to each route`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.resolveURL(); err != nil {
@@ -107,6 +171,10 @@ take it; the reason names no part of the URL.`,
 			if err := notify.Test(cmd.Context(), cfg); err != nil {
 				return err
 			}
+			if f.routes != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "flrh notify test: every route took the test notice (%d)\n", len(cfg.Routes))
+				return nil
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), "flrh notify test: the webhook took the test notice")
 			return nil
 		}}
@@ -117,10 +185,11 @@ take it; the reason names no part of the URL.`,
 }
 
 // notices builds serve's notifier from its flags, or nil without
-// --notify, with the metrics it reports into reg: deliveries by kind
-// and outcome, and the store's backlog read at each scrape.
+// --notify or --notify-routes, with the metrics it reports into reg:
+// deliveries by route, kind and outcome, and the store's backlog read at
+// each scrape.
 func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, reg *prometheus.Registry) (*notify.Notifier, error) {
-	if f.url == "" {
+	if !f.delivers() {
 		return nil, nil
 	}
 	board, ok := store.NoticeboardOf(st)
@@ -131,8 +200,13 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 	if err != nil {
 		return nil, err
 	}
+	routes := cfg.Routes
+	if routes == nil {
+		routes = []notify.Route{{Name: notify.DefaultRoute, URL: cfg.URL, Format: cfg.Format, Kinds: cfg.Kinds}}
+	}
 	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
-		Help: "Notices by kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind not delivered)."}, []string{"kind", "outcome"})
+		Help: "Notices by route, kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind or workflow the route does not take)."},
+		[]string{"route", "kind", "outcome"})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_backlog",
 		Help: "Notices written and not yet delivered or dropped."}, func() float64 {
 		b, err := board.NoticeBacklog(context.Background())
@@ -146,26 +220,35 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 			return nil, err
 		}
 	}
-	for _, k := range notify.Kinds {
-		for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
-			delivered.WithLabelValues(k, o)
+	for _, r := range routes {
+		for _, k := range notify.Kinds {
+			for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
+				delivered.WithLabelValues(r.Name, k, o)
+			}
 		}
 	}
 	cfg.Board, cfg.Holder, cfg.Logger = board, holder+"/notify", log.With("component", "notify")
-	cfg.Observe = func(kind, outcome string) { delivered.WithLabelValues(kind, outcome).Inc() }
+	cfg.Observe = func(route, kind, outcome string) { delivered.WithLabelValues(route, kind, outcome).Inc() }
 	n, err := notify.New(cfg)
 	if err != nil {
 		// The URL may be a credential: the error names none of it.
 		return nil, usagef("--notify: %v", err)
 	}
-	kinds := "all"
-	if f.kinds != nil {
-		kinds = strings.Join(f.kinds, ",")
+	for _, r := range routes {
+		host := ""
+		if u, err := url.Parse(r.URL); err == nil {
+			host = u.Host // the host alone: a path may be a credential
+		}
+		log.Info("notices delivered to a webhook", "route", r.Name, "host", host, "format", cmp.Or(r.Format, notify.FormatFlrh),
+			"kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows))
 	}
-	host := ""
-	if u, err := url.Parse(f.url); err == nil {
-		host = u.Host // the host alone: a path may be a credential
-	}
-	log.Info("notices delivered to a webhook", "host", host, "format", f.format, "kinds", kinds)
 	return n, nil
+}
+
+// allOr is names joined by commas, or "all" for nil.
+func allOr(names []string) string {
+	if names == nil {
+		return "all"
+	}
+	return strings.Join(names, ",")
 }

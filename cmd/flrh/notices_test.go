@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/notify"
+	"flrh.dev/flrh/store"
 )
 
 // hookReceiver is a webhook receiver that checks each delivery's
@@ -225,15 +227,10 @@ func TestNoticesThroughServe(t *testing.T) {
 	}
 
 	h.deliveredOnce(5, first.ID)
-	resp, err := http.Get(p2.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`flrh_notices_total{kind="approval_waiting",outcome="delivered"} 1`,
-		`flrh_notices_total{kind="run_ended",outcome="delivered"} 1`, "flrh_notices_backlog 0"} {
-		if !strings.Contains(string(metrics), want) {
+	metrics := scrape(t, p2.base)
+	for _, want := range []string{`flrh_notices_total{kind="approval_waiting",outcome="delivered",route="default"} 1`,
+		`flrh_notices_total{kind="run_ended",outcome="delivered",route="default"} 1`, "flrh_notices_backlog 0"} {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("the metrics lack %s", want)
 		}
 	}
@@ -241,7 +238,7 @@ func TestNoticesThroughServe(t *testing.T) {
 		if strings.Contains(logs, secret) || strings.Contains(logs, "/hooks/flrh") {
 			t.Error("the logs hold the signing secret or the webhook's path")
 		}
-		if !strings.Contains(logs, `"msg":"notices delivered to a webhook","host":"127.0.0.1:`) {
+		if !strings.Contains(logs, `"msg":"notices delivered to a webhook","route":"default","host":"127.0.0.1:`) {
 			t.Errorf("the logs do not say where notices go:\n%s", logs)
 		}
 	}
@@ -254,7 +251,18 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	bin := buildFlrh(t)
-	db := "sqlite:" + filepath.Join(t.TempDir(), "flrh.db")
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "flrh.db")
+	routes := func(name, text string) string {
+		t.Helper()
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	good := routes("good.json", `{"routes": [{"name": "a", "url_env": "HOOK_URL"}]}`)
+	badKind := routes("bad.yaml", "routes:\n  - name: a\n    url: http://127.0.0.1:9/h\n  - name: b\n    url: http://127.0.0.1:9/h\n    kinds: [run_paged]\n")
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -272,6 +280,14 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-link", "flrh.example.com"}, "not an http or https address"},
 		{[]string{"FLRH_NOTIFY_URL=http://127.0.0.1:9/h"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{[]string{"FLRH_NOTIFY_URL=ftp://x/T0/s3cr3t", "FLRH_NOTIFY_SECRET=0123456789abcdef"}, nil, "not an http or https URL"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "HOOK_URL=http://127.0.0.1:9/h"}, []string{"--notify-routes", good, "--notify", "http://127.0.0.1:9/h"}, "both set"},
+		{[]string{"FLRH_NOTIFY_URL=http://127.0.0.1:9/h"}, []string{"--notify-routes", good}, "both set"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "HOOK_URL=http://127.0.0.1:9/h"}, []string{"--notify-routes", good, "--notify-kinds", "run_ended"}, "each route's"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify-routes", badKind}, `route 1, kinds: "run_paged" is not a kind`},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify-routes", filepath.Join(dir, "none.yaml")}, "no such file"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify-routes", good}, `route "a": set HOOK_URL (or HOOK_URL_FILE)`},
+		{[]string{"HOOK_URL=http://127.0.0.1:9/h"}, []string{"--notify-routes", good}, `route "a": set FLRH_NOTIFY_SECRET`},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "HOOK_URL=ftp://x/T0/s3cr3t"}, []string{"--notify-routes", good}, `route "a": the webhook URL is not`},
 	} {
 		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", db}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)
@@ -349,58 +365,176 @@ func TestSlackNoticesThroughServe(t *testing.T) {
 	bin := buildFlrh(t)
 	sb := startQuietSandbox(t, bin)
 	secret := "whsec-slack-7c0d3e9a51b2"
-	var mu sync.Mutex
-	var texts []string
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	chat := newTextReceiver(t, secret)
+	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret}, "--store", "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"),
+		"--destination", sb+"/v1/effects", "--notify", chat.url, "--notify-format", "slack", "--notify-link", "https://flrh.example.com",
+		"--notify-kinds", "approval_waiting,choice_waiting")
+	approveBigAfterSmall(t, p.base, chat)
+	time.Sleep(1500 * time.Millisecond) // the ends' notices, skipped
+	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
+	if texts := chat.texts(); len(texts) != 1 || texts[0] != want {
+		t.Fatalf("texts %q, want [%q]", texts, want)
+	}
+	if m := scrape(t, p.base); !strings.Contains(m, `flrh_notices_total{kind="run_ended",outcome="skipped",route="default"} 2`) {
+		t.Errorf("the metrics do not count the two ends skipped")
+	}
+}
+
+// textReceiver is a chat's incoming webhook: it takes {"text": ...},
+// checks the signature, and keeps the texts.
+type textReceiver struct {
+	mu  sync.Mutex
+	got []string
+	url string
+}
+
+func newTextReceiver(t *testing.T, secret string) *textReceiver {
+	rc := &textReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var m map[string]string
 		if err := json.Unmarshal(body, &m); err != nil || len(m) != 1 ||
 			notify.Verify([]byte(secret), body, r.Header.Get(notify.SignatureHeader), time.Now(), time.Minute) != nil {
 			t.Errorf("delivery %s", body)
 		}
-		mu.Lock()
-		texts = append(texts, m["text"])
-		mu.Unlock()
+		rc.mu.Lock()
+		rc.got = append(rc.got, m["text"])
+		rc.mu.Unlock()
 	}))
-	defer recv.Close()
-	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret}, "--store", "sqlite:"+filepath.Join(t.TempDir(), "flrh.db"),
-		"--destination", sb+"/v1/effects", "--notify", recv.URL, "--notify-format", "slack", "--notify-link", "https://flrh.example.com",
-		"--notify-kinds", "approval_waiting,choice_waiting")
-	startRefund(t, p.base, "small", 30)
-	startRefund(t, p.base, "big", 800)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		n := len(texts)
-		mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
-		}
+	t.Cleanup(srv.Close)
+	rc.url = srv.URL + "/services/T0/B0/s3cr3t"
+	return rc
+}
+
+func (rc *textReceiver) texts() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.got...)
+}
+
+// approveBigAfterSmall starts a small refund (paid at once) and a big
+// one (waiting for an approval), waits for chat to hear of something,
+// approves the big one, and waits for both to succeed.
+func approveBigAfterSmall(t *testing.T, base string, chat *textReceiver) {
+	t.Helper()
+	startRefund(t, base, "small", 30)
+	startRefund(t, base, "big", 800)
+	for deadline := time.Now().Add(30 * time.Second); len(chat.texts()) == 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !approveWaiting(p.base, "big") {
+	if !approveWaiting(base, "big") {
 		t.Fatal("approval refused")
 	}
 	for _, id := range []string{"small", "big"} {
-		if o := awaitOutcome(t, p.base, id); o != "success" {
+		if o := awaitOutcome(t, base, id); o != "success" {
 			t.Fatalf("run %s: outcome %q", id, o)
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the ends' notices, skipped
-	mu.Lock()
-	defer mu.Unlock()
-	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
-	if len(texts) != 1 || texts[0] != want {
-		t.Fatalf("texts %q, want [%q]", texts, want)
-	}
-	resp, err := http.Get(p.base + "/metrics")
+}
+
+// scrape reads the server's metrics.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), `flrh_notices_total{kind="run_ended",outcome="skipped"} 2`) {
-		t.Errorf("the metrics do not count the two ends skipped")
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestNoticeRoutesThroughServe runs flrh serve with a routes file in
+// YAML: a chat route (its URL in a file a variable names, its own
+// secret, Slack's format) takes the refund agent's approvals alone; an
+// audit route (the URL written in the file) takes everything; an
+// operations route takes the operations agent's runs alone, so nothing
+// here. Each receives exactly its notices, signed with its secret, and
+// the metrics count them by route. flrh notify test posts to every
+// route and names the one that refuses.
+func TestNoticeRoutesThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	chatSecret, auditSecret := "whsec-chat-5b1f0e7d93a2", "whsec-audit-0d9c2b8e4f61"
+	chat := newTextReceiver(t, chatSecret)
+	audit, auditURL := newHookReceiver(t, auditSecret)
+	ops, opsURL := newHookReceiver(t, auditSecret)
+	if err := os.WriteFile(filepath.Join(dir, "chat-url"), []byte(chat.url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	routes := filepath.Join(dir, "notify-routes.yaml")
+	writeRoutes := func(opsURL string) {
+		t.Helper()
+		yaml := `# where people hear of runs
+routes:
+  - name: approvals
+    url_env: CHAT_URL
+    secret_env: CHAT_SECRET
+    format: slack
+    kinds: [approval_waiting, choice_waiting]
+    workflows: [refund-agent]
+  - name: audit
+    url: ` + auditURL + `
+  - name: ops
+    url: ` + opsURL + `
+    workflows: [ops-agent]
+`
+		if err := os.WriteFile(routes, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeRoutes(opsURL)
+	env := []string{"CHAT_URL_FILE=" + filepath.Join(dir, "chat-url"), "CHAT_SECRET=" + chatSecret, "FLRH_NOTIFY_SECRET=" + auditSecret}
+	p := startServe(t, bin, env, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sb+"/v1/effects",
+		"--notify-routes", routes, "--notify-link", "https://flrh.example.com")
+	approveBigAfterSmall(t, p.base, chat)
+	audit.await(store.NoticeApproval, "big", "1")
+	audit.await(store.NoticeEnded, "small", "1")
+	audit.await(store.NoticeEnded, "big", "1")
+	audit.deliveredOnce(3, "")
+	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
+	if texts := chat.texts(); len(texts) != 1 || texts[0] != want {
+		t.Fatalf("the chat's texts %q, want [%q]", texts, want)
+	}
+	if got := ops.deliveries(); len(got) != 0 {
+		t.Fatalf("the operations route took %+v", got)
+	}
+	m := scrape(t, p.base)
+	for _, line := range []string{
+		`flrh_notices_total{kind="approval_waiting",outcome="delivered",route="approvals"} 1`,
+		`flrh_notices_total{kind="run_ended",outcome="skipped",route="approvals"} 2`,
+		`flrh_notices_total{kind="approval_waiting",outcome="delivered",route="audit"} 1`,
+		`flrh_notices_total{kind="run_ended",outcome="delivered",route="audit"} 2`,
+		`flrh_notices_total{kind="run_ended",outcome="skipped",route="ops"} 2`,
+		`flrh_notices_total{kind="approval_waiting",outcome="skipped",route="ops"} 1`,
+	} {
+		if !strings.Contains(m, line) {
+			t.Errorf("the metrics lack %s", line)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.exited
+	if logs := p.stderr.String(); strings.Contains(logs, "s3cr3t") || !strings.Contains(logs, `"route":"approvals"`) {
+		t.Error("the chat's URL reached the logs")
+	}
+
+	// One test notice to each route; a route that refuses is named.
+	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes); err != nil || !strings.Contains(out, "every route took the test notice (3)") {
+		t.Fatalf("notify test: %v\n%s", err, out)
+	}
+	if len(chat.texts()) != 2 || len(audit.deliveries()) != 4 || len(ops.deliveries()) != 1 {
+		t.Fatalf("test notices: chat %d, audit %d, ops %d", len(chat.texts()), len(audit.deliveries()), len(ops.deliveries()))
+	}
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer refusing.Close()
+	writeRoutes(refusing.URL + "/T0/s3cr3t")
+	out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes)
+	if err == nil || !strings.Contains(out, "route ops: the receiver answered 403") || strings.Contains(out, "s3cr3t") {
+		t.Fatalf("a refusing route: %v\n%s", err, out)
 	}
 }
 

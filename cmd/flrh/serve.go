@@ -140,9 +140,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if err := nf.resolveURL(); err != nil {
 			return err
 		}
-		if nf.url == "" && slices.ContainsFunc([]string{"notify-secret-env", "notify-timeout", "notify-give-up", "notify-format", "notify-link", "notify-kinds"},
+		if !nf.delivers() && slices.ContainsFunc([]string{"notify-secret-env", "notify-timeout", "notify-give-up", "notify-format", "notify-link", "notify-kinds"},
 			cmd.Flags().Changed) {
-			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL)")
+			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL) or --notify-routes")
 		}
 		pruning := *pruneAge > 0
 		switch {
@@ -268,7 +268,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
-			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.url != "", NoticesWhenDelivered: true,
+			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.delivers(), NoticesWhenDelivered: true,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err

@@ -923,6 +923,12 @@ CREATE TABLE IF NOT EXISTS limit_queue (
 	PRIMARY KEY (name, holder)
 );
 `},
+	// 29: the routes a notice was delivered to before its last failed
+	// attempt (comma-separated names), so that a notifier of several
+	// routes sends it again only to the others.
+	{"notices: the routes that took a notice", `
+ALTER TABLE notices ADD COLUMN IF NOT EXISTS sent text NOT NULL DEFAULT '';
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

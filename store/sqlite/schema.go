@@ -585,6 +585,12 @@ CREATE TABLE limit_queue (
 	UNIQUE (name, holder)
 ) STRICT;
 `,
+	// 21: the routes a notice was delivered to before its last failed
+	// attempt (comma-separated names), so that a notifier of several
+	// routes sends it again only to the others.
+	`
+ALTER TABLE notices ADD COLUMN sent TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // Migrations that change no table.

@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,8 +120,13 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	// A retry releases the notice until its delay has passed, and the
 	// next claim sees why the last attempt failed.
 	long := fmt.Sprintf("%0600d", 7)
-	must(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "status 503 "+long))
-	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", time.Second, "again"), store.CodeFenced)
+	// Routes named badly change nothing: the notice is still held.
+	for _, sent := range [][]string{{""}, {"chat,pager"}, {"chat\npager"}, {"chat", "chat"}, {"\xff"},
+		{strings.Repeat("r", store.MaxNoticeRouteName+1)}, make([]string, store.MaxNoticeRoutes+1)} {
+		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "bad", sent), store.CodeInvalidInput)
+	}
+	must(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "status 503 "+long, []string{"pager", "chat"}))
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", time.Second, "again", nil), store.CodeFenced)
 	// The oldest left says why it waits.
 	if o := backlog(3, t0.Add(time.Second)).Oldest; o.ID != want[1] || o.RunID != "r" || o.Seq != 2 || o.Kind != store.NoticeTripped ||
 		o.Attempts != 1 || len(o.LastError) != store.MaxNoticeError {
@@ -133,7 +139,7 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	c.Advance(time.Second)
 	again := claim("c", time.Minute, 10)
 	if len(again) != 1 || again[0].ID != want[1] || again[0].Attempts != 2 || len(again[0].LastError) != store.MaxNoticeError ||
-		again[0].LastError[:11] != "status 503 " {
+		again[0].LastError[:11] != "status 503 " || !slices.Equal(again[0].Sent, []string{"pager", "chat"}) {
 		t.Fatalf("after the retry's delay claimed %+v", again)
 	}
 
@@ -145,7 +151,15 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("after the holds passed d claimed %+v", taken)
 	}
 	mustCode(t, nb.NoticeDone(ctx, want[2], "b"), store.CodeFenced)
-	mustCode(t, nb.NoticeRetry(ctx, want[1], "c", 0, "x"), store.CodeFenced)
+	if taken[0].Sent != nil || taken[1].Sent != nil || !slices.Equal(taken[2].Sent, []string{"pager", "chat"}) {
+		t.Fatalf("routes sent to, after the holds passed: %q %q %q", taken[0].Sent, taken[1].Sent, taken[2].Sent)
+	}
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "c", 0, "x", nil), store.CodeFenced)
+	// A retry's routes replace those the notice held.
+	must(t, nb.NoticeRetry(ctx, want[1], "d", 0, "one more", []string{"audit"}))
+	if got := claim("d", time.Minute, 10); len(got) != 1 || got[0].ID != want[1] || !slices.Equal(got[0].Sent, []string{"audit"}) {
+		t.Fatalf("after a retry sent to audit claimed %+v", got)
+	}
 	for _, n := range taken {
 		must(t, nb.NoticeDone(ctx, n.ID, "d"))
 	}
@@ -161,8 +175,8 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		mustCode(t, err, store.CodeInvalidInput)
 	}
 	mustCode(t, nb.NoticeDone(ctx, "", "a"), store.CodeInvalidInput)
-	mustCode(t, nb.NoticeRetry(ctx, "x", "", time.Second, ""), store.CodeInvalidInput)
-	mustCode(t, nb.NoticeRetry(ctx, "x", "a", -time.Second, ""), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "", time.Second, "", nil), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "a", -time.Second, "", nil), store.CodeInvalidInput)
 
 	// Claimers racing share the notices: each is claimed once.
 	const runs = 24

@@ -1,0 +1,266 @@
+package notify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/yamljson"
+)
+
+// Route is one webhook notices go to, and which of them it takes.
+type Route struct {
+	// Name names the route in logs, metrics and the store (which keeps
+	// the routes a notice reached, to send it again only to the others):
+	// RouteName's letters, 1 to 64 of them.
+	Name   string
+	URL    string // http or https, with a host and no user or password
+	Secret []byte // the HMAC key its deliveries are signed with, 16 bytes at least
+	// Format is the body's shape: FormatFlrh ("" too) or FormatSlack.
+	Format string
+	// Kinds are the kinds of notice it takes; nil takes every kind.
+	Kinds []string
+	// Workflows are the workflow ids whose runs' notices it takes; nil
+	// takes every workflow's.
+	Workflows []string
+}
+
+// DefaultRoute names the one route of a Config that gives a URL rather
+// than Routes.
+const DefaultRoute = "default"
+
+// MaxRoutes bounds the routes of one notifier: the store keeps the names
+// of those a notice reached.
+const MaxRoutes = store.MaxNoticeRoutes
+
+// RouteName is what a route's name may be.
+var RouteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// takes reports whether r delivers notices of kind about runs of
+// workflow.
+func (r *Route) takes(kind, workflow string) bool {
+	return (r.Kinds == nil || slices.Contains(r.Kinds, kind)) && (r.Workflows == nil || slices.Contains(r.Workflows, workflow))
+}
+
+// said is why, said of r; the single default route says it alone, as
+// before there were routes.
+func (r *Route) said(why string) string {
+	if r.Name == DefaultRoute {
+		return why
+	}
+	return "route " + r.Name + ": " + why
+}
+
+// checkRoutes checks every route, none of the errors naming any part of
+// a URL (it may be a credential).
+func checkRoutes(routes []Route) error {
+	if len(routes) > MaxRoutes {
+		return fmt.Errorf("notify: %d routes, more than %d", len(routes), MaxRoutes)
+	}
+	for i := range routes {
+		r := &routes[i]
+		where := "notify: "
+		if len(routes) > 1 || r.Name != DefaultRoute {
+			where = fmt.Sprintf("notify: route %q: ", r.Name)
+		}
+		if !RouteName.MatchString(r.Name) {
+			return fmt.Errorf("notify: route %d's name %q is not 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit", i, r.Name)
+		}
+		for _, o := range routes[:i] {
+			if o.Name == r.Name {
+				return fmt.Errorf("notify: two routes are named %q", r.Name)
+			}
+		}
+		u, err := url.Parse(r.URL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			// Not quoted: a webhook's URL may be its credential.
+			return errors.New(where + "the webhook URL is not an http or https URL with a host")
+		case u.User != nil:
+			return errors.New(where + "the URL carries credentials; sign with the secret instead")
+		case len(r.Secret) < 16:
+			return fmt.Errorf("%sthe signing secret holds %d bytes, fewer than 16", where, len(r.Secret))
+		case r.Format != "" && r.Format != FormatFlrh && r.Format != FormatSlack:
+			return fmt.Errorf("%sformat %q is neither %s nor %s", where, r.Format, FormatFlrh, FormatSlack)
+		case r.Kinds != nil && len(r.Kinds) == 0:
+			return errors.New(where + "kinds names no kind: leave it out to take every kind")
+		case r.Workflows != nil && len(r.Workflows) == 0:
+			return errors.New(where + "workflows names no workflow: leave it out to take every workflow's runs")
+		}
+		for _, k := range r.Kinds {
+			if !slices.Contains(Kinds, k) {
+				return fmt.Errorf("%s%q is not a kind of notice (%s)", where, k, strings.Join(Kinds, ", "))
+			}
+		}
+		for _, w := range r.Workflows {
+			if w == "" {
+				return errors.New(where + "a workflow named is empty")
+			}
+		}
+	}
+	return nil
+}
+
+// RouteSpec is a route as a routes file writes it (ParseRoutes): its
+// URL given, or the variable that holds it named, and the variable that
+// holds its secret, to be read where the notifier runs.
+type RouteSpec struct {
+	Name string `json:"name"`
+	// URL is the webhook's address, or URLEnv the variable (or the file
+	// its _FILE variable names) that holds it: exactly one. A URL that
+	// is itself a credential (a chat service's) belongs in a variable.
+	URL    string `json:"url,omitempty"`
+	URLEnv string `json:"url_env,omitempty"`
+	// SecretEnv names the variable (or NAME_FILE) holding the secret;
+	// DefaultSecretEnv when empty.
+	SecretEnv string   `json:"secret_env,omitempty"`
+	Format    string   `json:"format,omitempty"`
+	Kinds     []string `json:"kinds,omitempty"`
+	Workflows []string `json:"workflows,omitempty"`
+}
+
+// DefaultSecretEnv is the variable a route's secret is read from when
+// its spec names none.
+const DefaultSecretEnv = "FLRH_NOTIFY_SECRET"
+
+// routesFile is a routes file's one member.
+type routesFile struct {
+	Routes []json.RawMessage `json:"routes"`
+}
+
+// RoutesError is a routes file ParseRoutes refuses: where (the route's
+// index and member, or the file's syntax) and why.
+type RoutesError struct {
+	Route  int    // the route's index from 0, or -1 for the file as a whole
+	Member string // the member at fault, "" for the route or file as a whole
+	Detail string
+}
+
+func (e *RoutesError) Error() string {
+	switch {
+	case e.Route < 0:
+		return "notify routes: " + e.Detail
+	case e.Member == "":
+		return fmt.Sprintf("notify routes: route %d: %s", e.Route, e.Detail)
+	}
+	return fmt.Sprintf("notify routes: route %d, %s: %s", e.Route, e.Member, e.Detail)
+}
+
+// ParseRoutes reads a routes file, JSON, or YAML when yaml is set:
+//
+//	{"routes": [{"name": "approvals", "url_env": "FLRH_SLACK_URL", "format": "slack",
+//	             "kinds": ["approval_waiting"], "workflows": ["refund-agent"]}, ...]}
+//
+// Every route is checked as Config's are, but for its URL and secret,
+// which are read where it runs; members unknown, written twice, or of
+// the wrong type are refused. The error is a *RoutesError (YAML that is
+// not YAML, a *yamljson.Error).
+func ParseRoutes(data []byte, yaml bool) ([]RouteSpec, error) {
+	var err error
+	if yaml {
+		if data, _, err = yamljson.Convert(data); err != nil {
+			return nil, err
+		}
+	} else if data, err = cjson.Canonicalize(data); err != nil {
+		return nil, &RoutesError{Route: -1, Detail: "not a JSON document of the canonical kind (no duplicate members, no floating-point numbers): " + err.Error()}
+	}
+	var f routesFile
+	if err := strictDecode(data, &f); err != nil {
+		return nil, &RoutesError{Route: -1, Detail: err.Error()}
+	}
+	switch {
+	case len(f.Routes) == 0:
+		return nil, &RoutesError{Route: -1, Detail: "no routes: give at least one"}
+	case len(f.Routes) > MaxRoutes:
+		return nil, &RoutesError{Route: -1, Detail: fmt.Sprintf("%d routes, more than %d", len(f.Routes), MaxRoutes)}
+	}
+	specs := make([]RouteSpec, len(f.Routes))
+	for i, raw := range f.Routes {
+		s := &specs[i]
+		if err := strictDecode(raw, s); err != nil {
+			return nil, &RoutesError{Route: i, Detail: err.Error()}
+		}
+		if err := s.check(i, specs[:i]); err != nil {
+			return nil, err
+		}
+	}
+	return specs, nil
+}
+
+// check checks spec i of a file, after those before it.
+func (s *RouteSpec) check(i int, before []RouteSpec) error {
+	bad := func(member, format string, args ...any) error {
+		return &RoutesError{Route: i, Member: member, Detail: fmt.Sprintf(format, args...)}
+	}
+	if !RouteName.MatchString(s.Name) {
+		return bad("name", "%q is not 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit", s.Name)
+	}
+	for _, o := range before {
+		if o.Name == s.Name {
+			return bad("name", "%q names an earlier route too", s.Name)
+		}
+	}
+	switch {
+	case (s.URL == "") == (s.URLEnv == ""):
+		return bad("url", "give the webhook's url, or url_env naming the variable that holds it: one of them")
+	case s.URL != "":
+		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return bad("url", "not an http or https URL with a host and without user or password")
+		}
+	case !envName.MatchString(s.URLEnv):
+		return bad("url_env", "%q is not a variable's name", s.URLEnv)
+	}
+	if s.SecretEnv != "" && !envName.MatchString(s.SecretEnv) {
+		return bad("secret_env", "%q is not a variable's name", s.SecretEnv)
+	}
+	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack {
+		return bad("format", "%q is neither %s nor %s", s.Format, FormatFlrh, FormatSlack)
+	}
+	if s.Kinds != nil && len(s.Kinds) == 0 {
+		return bad("kinds", "names no kind: leave it out to take every kind")
+	}
+	for j, k := range s.Kinds {
+		if !slices.Contains(Kinds, k) {
+			return bad("kinds", "%q is not a kind of notice (%s)", k, strings.Join(Kinds, ", "))
+		}
+		if slices.Contains(s.Kinds[:j], k) {
+			return bad("kinds", "%q is named twice", k)
+		}
+	}
+	if s.Workflows != nil && len(s.Workflows) == 0 {
+		return bad("workflows", "names no workflow: leave it out to take every workflow's runs")
+	}
+	for j, w := range s.Workflows {
+		if w == "" || len(w) > 256 {
+			return bad("workflows", "workflow %d is not an id of 1 to 256 bytes", j)
+		}
+		if slices.Contains(s.Workflows[:j], w) {
+			return bad("workflows", "%q is named twice", w)
+		}
+	}
+	return nil
+}
+
+// envName is what a variable's name may be.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// strictDecode decodes one JSON value into v, refusing members v does
+// not have and anything after the value.
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,482 @@
+package notify
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
+	"flrh.dev/flrh/yamljson"
+)
+
+// route starts another receiver, verifying with key, answering with
+// script, and returns it with a route to it named name.
+func (f *fixture) route(name string, key []byte, script ...int) (*receiver, Route) {
+	f.t.Helper()
+	rc := &receiver{script: script, clock: f.clock.Now, secret: key}
+	srv := httptest.NewServer(rc)
+	f.t.Cleanup(srv.Close)
+	return rc, Route{Name: name, URL: srv.URL + "/hooks/" + name, Secret: key}
+}
+
+// commit commits run id of workflow wf, ending it or leaving it waiting,
+// with the notice of kind, and returns the notice's id.
+func (f *fixture) commit(id, wf, kind string) string {
+	f.t.Helper()
+	if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: wf, WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		f.t.Fatal(err)
+	}
+	l, err := f.store.AcquireLease(ctx, id, "w", time.Hour)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	body, _ := json.Marshal(store.NoticeBody{Kind: kind, RunID: id, WorkflowID: wf, WorkflowVersion: "1"})
+	tick := store.Tick{Events: []store.Event{storetest.Ev("E", `{}`)}, State: "WAIT_APPROVAL", Notices: []store.Notice{{Kind: kind, Body: body}}}
+	if kind == store.NoticeEnded {
+		tick.State, tick.Outcome = "SUCCEEDED", "success"
+	}
+	if err := f.store.Commit(ctx, l, tick); err != nil {
+		f.t.Fatal(err)
+	}
+	return store.NoticeID(id, 1, 0, kind)
+}
+
+func ids(ds []delivery) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Each route takes the kinds and workflows it names, signed with its own
+// secret and in its own format; a notice no route takes is deleted
+// unsent and counted skipped by each.
+func TestRoutesTakeTheirKindsAndWorkflows(t *testing.T) {
+	f := newFixture(t)
+	chat, chatRoute := f.route("chat", []byte("the chat's secret, 24 b."))
+	pager, pagerRoute := f.route("pager", []byte("the pager's secret of 27 b."))
+	audit, auditRoute := f.route("audit", secret)
+	chatRoute.Format, chatRoute.Kinds, chatRoute.Workflows = FormatSlack, []string{store.NoticeApproval, store.NoticeChoice}, []string{"refunds"}
+	pagerRoute.Kinds = []string{store.NoticeReconciliation, store.NoticeTripped}
+	auditRoute.Kinds = []string{store.NoticeApproval, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded}
+
+	approval := f.commit("r-approve", "refunds", store.NoticeApproval)
+	opsApproval := f.commit("o-approve", "ops", store.NoticeApproval)
+	unknown := f.commit("r-unknown", "refunds", store.NoticeReconciliation)
+	f.commit("o-choice", "ops", store.NoticeChoice) // nobody's: the chat takes choices of refunds alone
+	ended := f.commit("r-ended", "refunds", store.NoticeEnded)
+
+	n := f.notifier("a", func(c *Config) {
+		c.URL, c.Secret = "", nil
+		c.Routes = []Route{chatRoute, pagerRoute, auditRoute}
+	})
+	f.pass(n, 5)
+	for _, c := range []struct {
+		name string
+		rc   *receiver
+		want []string
+	}{
+		{"chat", chat, []string{approval}},
+		{"pager", pager, []string{unknown}},
+		{"audit", audit, []string{opsApproval, approval, ended, unknown}},
+	} {
+		got := c.rc.deliveries()
+		if !slices.Equal(ids(got), c.want) {
+			t.Errorf("%s took %v, want %v", c.name, ids(got), c.want)
+		}
+		for _, d := range got {
+			if d.verified != nil || d.attempt != "1" {
+				t.Errorf("%s: %s not verified with its own secret (%v) or attempt %s", c.name, d.id, d.verified, d.attempt)
+			}
+		}
+	}
+	if got := chat.deliveries(); len(got) == 1 && !strings.HasPrefix(string(got[0].raw), `{"text":"flrh: Run *r-approve* (refunds@1) waits for an approval`) {
+		t.Errorf("the chat got %s", got[0].raw)
+	}
+	if f.backlog() != 0 {
+		t.Fatalf("backlog %d", f.backlog())
+	}
+	// Delivered 1 + 1 + 4; skipped where a route does not take a notice:
+	// chat 4, pager 4, audit 1 (the choice).
+	want := map[string]int{"delivered": 6, "skipped": 9, "chat/delivered": 1, "chat/skipped": 4, "pager/delivered": 1, "pager/skipped": 4,
+		"audit/delivered": 4, "audit/skipped": 1}
+	for k, v := range want {
+		if f.seen[k] != v {
+			t.Errorf("%s counted %d, want %d (all: %v)", k, f.seen[k], v, f.seen)
+		}
+	}
+}
+
+// A route that fails is tried again alone: the routes that took the
+// notice are kept with it in the store and not sent it again, even by
+// another notifier once the first is gone; the wait is the longest any
+// failed receiver asked for.
+func TestFailedRouteTriedAgainAlone(t *testing.T) {
+	f := newFixture(t)
+	chat, chatRoute := f.route("chat", secret)
+	pager, pagerRoute := f.route("pager", secret, 503, 502)
+	slow, slowRoute := f.route("slow", secret, 429)
+	slow.retry = "120"
+	id := f.ended("r1")
+	routes := func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute, slowRoute} }
+	n := f.notifier("a", func(c *Config) { routes(c); c.MinDelay = time.Second })
+	f.pass(n, 1)
+	claimed, err := f.store.ClaimNotices(ctx, "peek", time.Millisecond, 1)
+	if err != nil || len(claimed) != 0 {
+		t.Fatalf("claimed %v (%v) while waiting", claimed, err)
+	}
+	// The slow receiver asked for 120 s: nobody is asked before then.
+	f.clock.Advance(120*time.Second - time.Millisecond)
+	f.pass(n, 0)
+	f.clock.Advance(time.Millisecond)
+	// Another notifier (the first one gone) sends to the pager alone; the
+	// slow one takes it now.
+	other := f.notifier("b", routes)
+	f.pass(other, 1)
+	f.clock.Advance(4 * time.Second)
+	f.pass(other, 1)
+	if f.backlog() != 0 {
+		t.Fatalf("backlog %d", f.backlog())
+	}
+	for _, c := range []struct {
+		name     string
+		rc       *receiver
+		attempts []string
+	}{{"chat", chat, []string{"1"}}, {"pager", pager, []string{"1", "2", "3"}}, {"slow", slow, []string{"1", "2"}}} {
+		var got []string
+		for _, d := range c.rc.deliveries() {
+			if d.id != id {
+				t.Fatalf("%s took %s", c.name, d.id)
+			}
+			got = append(got, d.attempt)
+		}
+		if !slices.Equal(got, c.attempts) {
+			t.Errorf("%s took attempts %v, want %v", c.name, got, c.attempts)
+		}
+	}
+	if f.seen["chat/delivered"] != 1 || f.seen["pager/failed"] != 2 || f.seen["pager/delivered"] != 1 || f.seen["slow/failed"] != 1 ||
+		f.seen["slow/delivered"] != 1 || f.seen["delivered"] != 3 {
+		t.Fatalf("outcomes %v", f.seen)
+	}
+}
+
+// What the store keeps of a part-delivered notice: the routes that took
+// it, and why the others did not, each named.
+func TestPartDeliveryKept(t *testing.T) {
+	f := newFixture(t)
+	_, chatRoute := f.route("chat", secret)
+	_, pagerRoute := f.route("pager", secret, 503)
+	f.ended("r1")
+	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute} })
+	f.pass(n, 1)
+	f.clock.Advance(time.Hour)
+	got, err := f.store.ClaimNotices(ctx, "peek", time.Minute, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claimed %v (%v)", got, err)
+	}
+	if !slices.Equal(got[0].Sent, []string{"chat"}) || got[0].LastError != "route pager: the receiver answered 503 Service Unavailable" {
+		t.Fatalf("kept sent %q, last error %q", got[0].Sent, got[0].LastError)
+	}
+}
+
+// Routes renamed or removed since a notice reached them are forgotten:
+// the routes of the notifier that delivers now decide.
+func TestRoutesRenamed(t *testing.T) {
+	f := newFixture(t)
+	_, chatRoute := f.route("chat", secret)
+	_, pagerRoute := f.route("pager", secret, 503)
+	f.ended("r1")
+	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute} })
+	f.pass(n, 1)
+	f.clock.Advance(time.Hour)
+	renamed, renamedRoute := f.route("team-chat", secret)
+	n = f.notifier("b", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{renamedRoute, pagerRoute} })
+	f.pass(n, 1)
+	if len(renamed.deliveries()) != 1 || f.backlog() != 0 {
+		t.Fatalf("the renamed route took %d, backlog %d", len(renamed.deliveries()), f.backlog())
+	}
+}
+
+// A notice some routes took and others could not before GiveUp is
+// dropped for those, and counted dropped at each.
+func TestPartDeliveryDropped(t *testing.T) {
+	f := newFixture(t)
+	_, chatRoute := f.route("chat", secret)
+	pager, pagerRoute := f.route("pager", secret, 500, 500)
+	f.ended("r1")
+	n := f.notifier("a", func(c *Config) {
+		c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute}
+		c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second
+	})
+	f.pass(n, 1)
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+	if f.backlog() != 1 {
+		t.Fatalf("dropped too soon: backlog %d", f.backlog())
+	}
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+	if f.backlog() != 0 || len(pager.deliveries()) != 2 || f.seen["pager/dropped"] != 1 || f.seen["chat/delivered"] != 1 || f.seen["dropped"] != 1 {
+		t.Fatalf("backlog %d, outcomes %v", f.backlog(), f.seen)
+	}
+}
+
+// New refuses routes that cannot be delivered to, naming the route and
+// no part of its URL.
+func TestNewRefusesRoutes(t *testing.T) {
+	f := newFixture(t)
+	good := func(name string) Route {
+		return Route{Name: name, URL: "https://hooks.example.com/T0/secret-path", Secret: secret}
+	}
+	for name, c := range map[string]struct {
+		cfg  func(*Config)
+		find string
+	}{
+		"routes and a URL": {func(c *Config) { c.Routes = []Route{good("a")} }, "not both"},
+		"routes and a kind": {func(c *Config) {
+			c.URL, c.Secret, c.Kinds, c.Routes = "", nil, []string{"run_ended"}, []Route{good("a")}
+		}, "not both"},
+		"two of one name": {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("a"), good("a")} }, `two routes are named "a"`},
+		"a bad name":      {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("a,b")} }, `name "a,b"`},
+		"no name":         {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("")} }, `name ""`},
+		"too many":        {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, manyRoutes(MaxRoutes+1, good) }, "more than 32"},
+		"a short secret": {func(c *Config) {
+			r := good("b")
+			r.Secret = secret[:15]
+			c.URL, c.Secret, c.Routes = "", nil, []Route{good("a"), r}
+		}, `route "b": the signing secret holds 15 bytes`},
+		"a bad URL": {func(c *Config) {
+			r := good("b")
+			r.URL = "ftp://x/secret-path"
+			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
+		}, `route "b": the webhook URL`},
+		"no kinds": {func(c *Config) { r := good("b"); r.Kinds = []string{}; c.URL, c.Secret, c.Routes = "", nil, []Route{r} }, "kinds names no kind"},
+		"an unknown kind": {func(c *Config) {
+			r := good("b")
+			r.Kinds = []string{"paged"}
+			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
+		}, `"paged" is not a kind`},
+		"no workflows": {func(c *Config) {
+			r := good("b")
+			r.Workflows = []string{}
+			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
+		}, "workflows names no workflow"},
+		"an empty workflow": {func(c *Config) {
+			r := good("b")
+			r.Workflows = []string{""}
+			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
+		}, "a workflow named is empty"},
+		"an unknown format": {func(c *Config) { r := good("b"); r.Format = "teams"; c.URL, c.Secret, c.Routes = "", nil, []Route{r} }, `format "teams"`},
+		"credentials in URL": {func(c *Config) {
+			r := good("b")
+			r.URL = "https://u:p@x/secret-path"
+			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
+		}, "carries credentials"},
+	} {
+		cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: "a"}
+		c.cfg(&cfg)
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.find) || strings.Contains(err.Error(), "secret-path") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Thirty-two routes are allowed.
+	if _, err := New(Config{Board: f.store, Holder: "a", Routes: manyRoutes(MaxRoutes, good)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func manyRoutes(n int, good func(string) Route) []Route {
+	rs := make([]Route, n)
+	for i := range rs {
+		rs[i] = good("r" + strconv.Itoa(i))
+	}
+	return rs
+}
+
+// Test posts to every route and names each that did not take it.
+func TestTestPostsToEveryRoute(t *testing.T) {
+	f := newFixture(t)
+	chat, chatRoute := f.route("chat", secret)
+	pager, pagerRoute := f.route("pager", secret, 503)
+	chatRoute.Format = FormatSlack
+	err := Test(ctx, Config{Routes: []Route{chatRoute, pagerRoute}, Clock: f.clock.Now})
+	if err == nil || err.Error() != "notify: route pager: the receiver answered 503 Service Unavailable" {
+		t.Fatalf("Test: %v", err)
+	}
+	if len(chat.deliveries()) != 1 || len(pager.deliveries()) != 1 || chat.deliveries()[0].kind != TestKind {
+		t.Fatalf("chat %d, pager %d", len(chat.deliveries()), len(pager.deliveries()))
+	}
+}
+
+// A routes file, JSON or YAML, is read to what it says; any fault is a
+// *RoutesError naming the route and member.
+func TestParseRoutes(t *testing.T) {
+	const good = `{"routes": [
+  {"name": "approvals", "url_env": "FLRH_SLACK_URL", "format": "slack", "kinds": ["approval_waiting", "choice_waiting"], "workflows": ["refund-agent"]},
+  {"name": "oncall", "url": "https://pager.example.com/flrh", "secret_env": "PAGER_SECRET", "kinds": ["reconciliation_waiting", "run_tripped"]},
+  {"name": "audit", "url": "http://127.0.0.1:9000/"}
+]}`
+	want := []RouteSpec{
+		{Name: "approvals", URLEnv: "FLRH_SLACK_URL", Format: FormatSlack, Kinds: []string{"approval_waiting", "choice_waiting"}, Workflows: []string{"refund-agent"}},
+		{Name: "oncall", URL: "https://pager.example.com/flrh", SecretEnv: "PAGER_SECRET", Kinds: []string{"reconciliation_waiting", "run_tripped"}},
+		{Name: "audit", URL: "http://127.0.0.1:9000/"},
+	}
+	got, err := ParseRoutes([]byte(good), false)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("JSON: %+v (%v)", got, err)
+	}
+	y, err := yamljson.FromJSON([]byte(good), "routes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = ParseRoutes(y, true)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("YAML:\n%s\n%+v (%v)", y, got, err)
+	}
+
+	route := func(members string) string {
+		return `{"routes": [{"name": "a", "url": "https://x.example/h"}, {` + members + `}]}`
+	}
+	for _, c := range []struct {
+		name, file string
+		at         int
+		member     string
+		find       string
+	}{
+		{"not JSON", `{"routes": [`, -1, "", "not a JSON document"},
+		{"a key twice", `{"routes": [], "routes": []}`, -1, "", "not a JSON document"},
+		{"a float", route(`"name": "b", "url": "https://x.example/h", "n": 1.5`), -1, "", "not a JSON document"},
+		{"an unknown member at the top", `{"routes": [{"name": "a", "url": "https://x.example/h"}], "extra": 1}`, -1, "", "unknown field"},
+		{"no routes", `{"routes": []}`, -1, "", "no routes"},
+		{"no routes member", `{}`, -1, "", "no routes"},
+		{"too many routes", `{"routes": [` + strings.TrimSuffix(strings.Repeat(`{"name": "a", "url": "https://x.example/h"},`, MaxRoutes+1), ",") + `]}`, -1, "", "33 routes"},
+		{"an unknown member", route(`"name": "b", "url": "https://x.example/h", "secret": "inline"`), 1, "", `unknown field "secret"`},
+		{"a name of the wrong type", route(`"name": 7, "url": "https://x.example/h"`), 1, "", "cannot unmarshal number"},
+		{"a bad name", route(`"name": "b c", "url": "https://x.example/h"`), 1, "name", `"b c" is not`},
+		{"a name taken", route(`"name": "a", "url": "https://x.example/h"`), 1, "name", "earlier route"},
+		{"url and url_env", route(`"name": "b", "url": "https://x.example/h", "url_env": "X"`), 1, "url", "one of them"},
+		{"neither url", route(`"name": "b"`), 1, "url", "one of them"},
+		{"a bad url", route(`"name": "b", "url": "mailto:ops@example.com"`), 1, "url", "not an http or https URL"},
+		{"credentials in the url", route(`"name": "b", "url": "https://u:p@x.example/h"`), 1, "url", "without user or password"},
+		{"a bad variable", route(`"name": "b", "url_env": "1X"`), 1, "url_env", `"1X" is not a variable`},
+		{"a bad secret variable", route(`"name": "b", "url_env": "X", "secret_env": "A-B"`), 1, "secret_env", `"A-B" is not a variable`},
+		{"a bad format", route(`"name": "b", "url_env": "X", "format": "teams"`), 1, "format", `"teams" is neither`},
+		{"no kinds", route(`"name": "b", "url_env": "X", "kinds": []`), 1, "kinds", "names no kind"},
+		{"an unknown kind", route(`"name": "b", "url_env": "X", "kinds": ["run_paged"]`), 1, "kinds", `"run_paged" is not a kind`},
+		{"a kind twice", route(`"name": "b", "url_env": "X", "kinds": ["run_ended", "run_ended"]`), 1, "kinds", "named twice"},
+		{"no workflows", route(`"name": "b", "url_env": "X", "workflows": []`), 1, "workflows", "names no workflow"},
+		{"an empty workflow", route(`"name": "b", "url_env": "X", "workflows": [""]`), 1, "workflows", "workflow 0 is not an id"},
+		{"a workflow twice", route(`"name": "b", "url_env": "X", "workflows": ["w", "w"]`), 1, "workflows", "named twice"},
+	} {
+		_, err := ParseRoutes([]byte(c.file), false)
+		var re *RoutesError
+		if !errors.As(err, &re) || re.Route != c.at || re.Member != c.member || !strings.Contains(err.Error(), c.find) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	// YAML faults are placed by line.
+	_, err = ParseRoutes([]byte("routes:\n  - name: a\n    name: b\n"), true)
+	var ye *yamljson.Error
+	if !errors.As(err, &ye) || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("a YAML key twice: %v", err)
+	}
+}
+
+// Whatever ParseRoutes accepts, written again as JSON, reads back the
+// same.
+func TestParseRoutesRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 4).Draw(t, "n")
+		var specs []RouteSpec
+		for i := range n {
+			s := RouteSpec{Name: "r" + strconv.Itoa(i)}
+			if rapid.Bool().Draw(t, "inline") {
+				s.URL = "https://hooks.example.com/" + rapid.StringMatching(`[a-z0-9]{0,12}`).Draw(t, "path")
+			} else {
+				s.URLEnv = rapid.StringMatching(`[A-Z_][A-Z0-9_]{0,20}`).Draw(t, "env")
+			}
+			s.Format = rapid.SampledFrom([]string{"", FormatFlrh, FormatSlack}).Draw(t, "format")
+			if rapid.Bool().Draw(t, "kinds") {
+				s.Kinds = rapid.SliceOfNDistinct(rapid.SampledFrom(Kinds), 1, len(Kinds), rapid.ID).Draw(t, "kind list")
+			}
+			if rapid.Bool().Draw(t, "workflows") {
+				s.Workflows = rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z][a-z-]{0,15}`), 1, 3, rapid.ID).Draw(t, "workflow list")
+			}
+			specs = append(specs, s)
+		}
+		b, err := json.Marshal(struct {
+			Routes []RouteSpec `json:"routes"`
+		}{specs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseRoutes(b, false)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(specs) {
+			t.Fatalf("%s read as %+v (%v)", b, got, err)
+		}
+	})
+}
+
+// ParseRoutes never panics; what it accepts is a list of routes each of
+// which passes its own check again.
+func FuzzParseRoutes(f *testing.F) {
+	f.Add([]byte(`{"routes": [{"name": "a", "url": "https://x.example/h", "kinds": ["run_ended"]}]}`), false)
+	f.Add([]byte("routes:\n  - name: a\n    url_env: X\n    workflows: [w]\n"), true)
+	f.Add([]byte(`{"routes": [{"name": "a", "url_env": "X"}, {"name": "a", "url_env": "Y"}]}`), false)
+	f.Fuzz(func(t *testing.T, data []byte, yaml bool) {
+		specs, err := ParseRoutes(data, yaml)
+		if err != nil {
+			return
+		}
+		if len(specs) == 0 || len(specs) > MaxRoutes {
+			t.Fatalf("accepted %d routes", len(specs))
+		}
+		for i := range specs {
+			if err := specs[i].check(i, specs[:i]); err != nil {
+				t.Fatalf("accepted route %d fails its check: %v", i, err)
+			}
+		}
+	})
+}
+
+// A claim holds its notices long enough to deliver each to every route:
+// a deliverer that died holding one leaves it to others only after
+// that, and they deliver it again to every route, under its id.
+func TestHoldCoversEveryRoute(t *testing.T) {
+	f := newFixture(t)
+	var rcs []*receiver
+	var routes []Route
+	for _, name := range []string{"a", "b", "c"} {
+		rc, r := f.route(name, secret)
+		rcs, routes = append(rcs, rc), append(routes, r)
+	}
+	f.ended("r1")
+	with := func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, routes }
+	dead := f.notifier("dead", func(c *Config) { with(c); c.Board = &deadAfterSend{Noticeboard: f.store} })
+	if _, err := dead.Pass(ctx); err == nil {
+		t.Fatal("the crash was not simulated")
+	}
+	live := f.notifier("live", with)
+	hold := time.Duration(DefaultBatch*len(routes)+1) * 5 * time.Second
+	f.clock.Advance(hold - time.Millisecond)
+	f.pass(live, 0)
+	f.clock.Advance(time.Millisecond)
+	f.pass(live, 1)
+	for i, rc := range rcs {
+		if got := rc.deliveries(); len(got) != 2 || got[1].attempt != "2" {
+			t.Fatalf("route %s took %d deliveries", routes[i].Name, len(got))
+		}
+	}
+}

@@ -23,7 +23,7 @@ const (
 
 // Kinds are the kinds of notice there are, in the order a person meets
 // them.
-var Kinds = []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeEnded}
+var Kinds = []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeQuarantined, store.NoticeEnded}
 
 // RunLink is the page of run id in the web UI served at base (the
 // server's address as people reach it), or "" without a base.
@@ -60,6 +60,8 @@ func SlackText(b store.NoticeBody, base string) string {
 		text = run + " waits for a person to reconcile " + count(len(b.Effects), "effect") + " whose outcome is unknown."
 	case store.NoticeTripped:
 		text = run + " was frozen by a tripwire (" + slackEscape(strings.Join(b.Wires, ", ")) + "; " + slackEscape(b.Park) + "): a person must release it."
+	case store.NoticeQuarantined:
+		text = run + " was quarantined and cannot go on until a person mends it: " + slackEscape(b.Reason) + "."
 	case store.NoticeEnded:
 		text = run + " ended: " + slackEscape(b.Outcome) + "."
 	case TestKind:

@@ -548,7 +548,7 @@ func (r *Runner) parkIfStuck(ctx context.Context, t *tick, err error) (bool, err
 	case store.CodeIdempotencyConflict, store.CodeExists:
 		r.forget(t.run.ID)
 		r.log.Error("parking run: commit refused for good", "run_id", t.run.ID, "err", err)
-		if qerr := r.cfg.Store.Quarantine(context.WithoutCancel(ctx), t.run.ID, "commit refused for good: "+err.Error()); qerr != nil {
+		if qerr := r.quarantine(context.WithoutCancel(ctx), t, "commit refused for good: "+err.Error()); qerr != nil {
 			return t.moved, qerr
 		}
 		t.cp = nil
@@ -695,7 +695,7 @@ func (r *Runner) load(ctx context.Context, t *tick) (string, error) {
 		return stored.BuildDigest, nil
 	}
 	r.log.Error("quarantine", "run_id", t.run.ID, "reason", reason)
-	return "", r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
+	return "", r.quarantine(ctx, t, reason)
 }
 
 // flush commits everything decided since the last commit, with the

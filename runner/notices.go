@@ -74,8 +74,20 @@ func (r *Runner) writesNotices(ctx context.Context) bool {
 	return on
 }
 
+// quarantine quarantines t's run for reason, with its notice when the
+// runner writes notices: a run that cannot go on until a person mends it
+// is told of as one that waits for a person is.
+func (r *Runner) quarantine(ctx context.Context, t *tick, reason string) error {
+	if !r.writesNotices(ctx) {
+		return r.cfg.Store.Quarantine(ctx, t.run.ID, reason)
+	}
+	b := noticeBody(t, t.run.State, t.run.Head)
+	b.Kind, b.Reason = store.NoticeQuarantined, store.NoticeReason(reason)
+	return r.cfg.Store.Quarantine(ctx, t.run.ID, reason, notice(b))
+}
+
 // trippedNotice is the notice of a run a tripwire froze, written with
-// the tick that records the wires' report.
+// its park (Store.Quarantine), after the wires' report.
 func trippedNotice(t *tick, park string, wires []string) store.Notice {
 	b := noticeBody(t, t.run.State, t.run.Head)
 	b.Kind, b.Park, b.Wires = store.NoticeTripped, park, wires

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,60 @@ func TestNoticesWhenDelivered(t *testing.T) {
 	h.start("lapsed", large)
 	if got, _ = h.claimAll(); len(got) != 0 {
 		t.Fatalf("notices %+v after the duty lapsed", got)
+	}
+}
+
+// A run quarantined, not by a tripwire, is told of too, with why: its
+// checkpoint written by a newer build, or a commit the store refuses for
+// good (two runs planning one effect identity). A runner that does not
+// write notices quarantines the same runs and tells of none.
+func TestQuarantinedRunsTold(t *testing.T) {
+	for _, noticing := range []bool{false, true} {
+		h := newHarness(t)
+		if noticing {
+			h.r = h.noticing(h.dest)
+		}
+		h.start("newer", large)
+		h.claimAll() // its approval's
+		l, err := h.store.AcquireLease(ctx, "newer", "intruder", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, _ := h.store.Checkpoint(ctx, "newer")
+		run := h.run("newer")
+		ev := []byte(`{"x":1}`)
+		if err := h.store.Commit(ctx, l, store.Tick{ExpectHead: run.Head, Events: []store.Event{{Kind: "x", Body: ev, Digest: store.BodyDigest(ev)}},
+			Checkpoint: &store.Checkpoint{FormatVersion: 99, Body: cp.Body, Digest: cp.Digest}}); err != nil {
+			t.Fatal(err)
+		}
+		h.store.ReleaseLease(ctx, l)
+		h.start("first", small)
+		h.start("second", small) // the fixture derives the same intent id from the refund id
+		h.idle()
+		newer, second := h.run("newer"), h.run("second")
+		if !strings.Contains(newer.Quarantine, "format 99") || !strings.Contains(second.Quarantine, "commit refused for good") {
+			t.Fatalf("quarantines %q, %q", newer.Quarantine, second.Quarantine)
+		}
+		got, _ := h.claimAll()
+		var quarantined []store.NoticeBody
+		for _, b := range got {
+			if b.Kind == store.NoticeQuarantined {
+				quarantined = append(quarantined, b)
+			}
+		}
+		if !noticing {
+			if len(got) != 0 {
+				t.Fatalf("a runner without notices wrote %+v", got)
+			}
+			continue
+		}
+		want := []store.NoticeBody{
+			{Kind: store.NoticeQuarantined, RunID: "newer", WorkflowID: "refunds", WorkflowVersion: "1", State: newer.State, Seq: newer.Head, Reason: newer.Quarantine},
+			{Kind: store.NoticeQuarantined, RunID: "second", WorkflowID: "refunds", WorkflowVersion: "1", State: second.State, Seq: second.Head, Reason: second.Quarantine},
+		}
+		slices.SortFunc(quarantined, func(a, b store.NoticeBody) int { return strings.Compare(a.RunID, b.RunID) })
+		if !reflect.DeepEqual(quarantined, want) {
+			t.Fatalf("quarantine notices %+v,\nwant %+v", quarantined, want)
+		}
 	}
 }

@@ -202,9 +202,6 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 	if err == nil {
 		if body, err := rep.Encode(); err == nil {
 			tick := store.Tick{ExpectHead: t.run.Head, Trace: []store.TraceRecord{{Kind: tripwire.ReportKind, Body: body}}}
-			if r.writesNotices(ctx) {
-				tick.Notices = []store.Notice{trippedNotice(t, park, names)}
-			}
 			if err := r.cfg.Store.Commit(ctx, t.lease, tick); err != nil {
 				r.log.Error("tripwire report not recorded", "run_id", t.run.ID, "err", err, "report", string(body))
 			}
@@ -216,7 +213,13 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 		// and the run has no event that would say it.
 		reason += ": " + trips[0].Explanation
 	}
-	if err := r.cfg.Store.Quarantine(ctx, t.run.ID, reason); err != nil {
+	// The notice goes with the park, not with the report: a run frozen is
+	// told of even when its report could not be recorded.
+	var told []store.Notice
+	if r.writesNotices(ctx) {
+		told = []store.Notice{trippedNotice(t, park, names)}
+	}
+	if err := r.cfg.Store.Quarantine(ctx, t.run.ID, reason, told...); err != nil {
 		return err
 	}
 	t.cp = nil

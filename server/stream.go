@@ -55,10 +55,13 @@ func (s notifyingStore) Commit(ctx context.Context, lease store.Lease, tick stor
 	return err
 }
 
-func (s notifyingStore) Quarantine(ctx context.Context, runID, reason string) error {
-	err := s.Store.Quarantine(ctx, runID, reason)
+func (s notifyingStore) Quarantine(ctx context.Context, runID, reason string, notices ...store.Notice) error {
+	err := s.Store.Quarantine(ctx, runID, reason, notices...)
 	if err == nil {
 		s.n.Notify(runID)
+		if len(notices) > 0 && s.n.noticed != nil {
+			s.n.noticed()
+		}
 	}
 	return err
 }

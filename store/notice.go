@@ -51,6 +51,7 @@ const (
 	NoticeTripped        = "run_tripped"            // a tripwire froze the run until a person releases it
 	NoticeEnded          = "run_ended"              // the run reached a final state
 	NoticeChoice         = "choice_waiting"         // the run waits for a person to choose among options
+	NoticeQuarantined    = "run_quarantined"        // the run was quarantined: it cannot go on until a person mends it
 )
 
 // NoticeBody is the body of every notice the runner writes (a Notice's
@@ -80,6 +81,10 @@ type NoticeBody struct {
 	// tripped (run_tripped).
 	Park  string   `json:"park,omitempty"`
 	Wires []string `json:"wires,omitempty"`
+	// Reason is why the run was quarantined (run_quarantined), at most
+	// MaxNoticeError bytes: the runner's or the store's words, naming
+	// records by id, never their content.
+	Reason string `json:"reason,omitempty"`
 }
 
 // NotifyDuty is the duty (Duties) a notifier holds while it delivers a
@@ -104,11 +109,22 @@ func NoticeID(runID string, head, trace int64, kind string) string {
 	return runID + "/" + strconv.FormatInt(head, 10) + "/" + strconv.FormatInt(trace, 10) + "/" + kind
 }
 
+// ValidateQuarantine checks Quarantine's arguments, for both stores.
+func ValidateQuarantine(runID, reason string, notices []Notice) error {
+	if reason == "" {
+		return Errorf(CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
+	}
+	if why := checkNotices(notices); why != "" {
+		return Errorf(CodeInvalidInput, "quarantine", runID, nil, "%s", why)
+	}
+	return nil
+}
+
 // checkNotices is ValidateTick's part for a tick's notices.
 func checkNotices(ns []Notice) string {
 	for i, n := range ns {
 		switch n.Kind {
-		case NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded, NoticeChoice:
+		case NoticeApproval, NoticeReconciliation, NoticeTripped, NoticeEnded, NoticeChoice, NoticeQuarantined:
 		default:
 			return fmt.Sprintf("notice %d has the unknown kind %q", i, n.Kind)
 		}

@@ -479,8 +479,12 @@ type Store interface {
 	// Trace returns a run's trace records in order.
 	Trace(ctx context.Context, runID string) ([]TraceRecord, error)
 
-	// Quarantine parks a run; a quarantined run refuses every fenced write.
-	Quarantine(ctx context.Context, runID, reason string) error
+	// Quarantine parks a run; a quarantined run refuses every fenced
+	// write. Notices, when given (at most one of each kind, as a tick's),
+	// are written in the same transaction, each ID made as a tick's
+	// (NoticeID) from the run's head and trace position: the run is told
+	// of if and only if it is quarantined.
+	Quarantine(ctx context.Context, runID, reason string, notices ...Notice) error
 	// Release lifts a tripwire's park (IsPark) on a person's word, and
 	// records who released it, with which capability, why and when as a
 	// trace record of kind ReleaseKind, in one transaction. It refuses

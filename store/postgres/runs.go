@@ -310,17 +310,29 @@ func fenceVerdict(op string, lease store.Lease, r store.Run, now time.Time, made
 }
 
 // Quarantine implements store.Store, in one round trip.
-func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
+func (s *Store) Quarantine(ctx context.Context, runID, reason string, notices ...store.Notice) error {
 	const op = "quarantine"
-	if reason == "" {
-		return store.Errorf(store.CodeInvalidInput, op, runID, nil, "a reason is required")
+	if err := store.ValidateQuarantine(runID, reason, notices); err != nil {
+		return err
 	}
 	s.heads.forget(runID)
+	// The notices go in the statement, each ID made from the locked run's
+	// head and last trace record, as a tick's: $4 their kinds, $5 their
+	// bodies.
+	kinds, bodies := make([]string, len(notices)), make([][]byte, len(notices))
+	for i, n := range notices {
+		kinds[i], bodies[i] = n.Kind, n.Body
+	}
 	_, _, ok, err := s.leaseWrite(ctx, op, runID, nil, `,
 u AS (UPDATE runs SET quarantine = $3, lease_owner = '', lease_expires_at = 0, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id
-	RETURNING 1)
-SELECT c.*, (SELECT count(*) FROM u) FROM c`, reason)
+	RETURNING 1),
+t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0) AS last),
+n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
+	SELECT c.run_id || '/' || c.head_seq || '/' || t.last || '/' || k.kind, c.run_id, c.head_seq, k.kind, k.body, c.now, c.now
+	FROM c, t, unnest($4::text[], $5::bytea[]) AS k(kind, body) WHERE EXISTS (SELECT 1 FROM u)
+	ON CONFLICT (notice_id) DO NOTHING)
+SELECT c.*, (SELECT count(*) FROM u) FROM c`, reason, kinds, bodies)
 	if err == nil && !ok {
 		err = changed(op, runID)
 	}

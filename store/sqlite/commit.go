@@ -635,18 +635,24 @@ func (s *Store) beginAttempt(ctx context.Context, tx *wtx, lease store.Lease, in
 }
 
 // Quarantine implements store.Store.
-func (s *Store) Quarantine(ctx context.Context, runID, reason string) error {
-	if reason == "" {
-		return store.Errorf(store.CodeInvalidInput, "quarantine", runID, nil, "a reason is required")
+func (s *Store) Quarantine(ctx context.Context, runID, reason string, notices ...store.Notice) error {
+	if err := store.ValidateQuarantine(runID, reason, notices); err != nil {
+		return err
 	}
 	return s.write(ctx, "quarantine", runID, func(ctx context.Context, tx *wtx, now time.Time) error {
-		res, err := s.exec(ctx, tx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?`,
-			reason, nanos(now), runID)
+		var head, traceSeq int64
+		err := s.queryRow(ctx, tx, `UPDATE runs SET quarantine = ?, lease_owner = '', lease_expires_at = 0, updated_at = ? WHERE run_id = ?
+RETURNING head_seq, trace_seq`, reason, nanos(now), runID).Scan(&head, &traceSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.Errorf(store.CodeNotFound, "quarantine", runID, nil, "no such run")
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.Errorf(store.CodeNotFound, "quarantine", runID, nil, "no such run")
+		for _, n := range notices {
+			if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(runID, head, traceSeq, n.Kind), runID, head, n.Kind, n.Body, nanos(now), nanos(now)); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -231,3 +231,60 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	}
 	backlog(0, time.Time{})
 }
+
+// testQuarantineNotices holds Quarantine's notices: written in its
+// transaction under an ID naming the run's head and trace position, and
+// only when the run is quarantined; a bad notice, or a run that does not
+// exist, writes nothing; quarantining again at the same place tells once.
+func testQuarantineNotices(t *testing.T, s store.Store, c *Clock) {
+	nb, ok := store.NoticeboardOf(s)
+	if !ok {
+		t.Skip("the store keeps no notices")
+	}
+	count := func(want int64) {
+		t.Helper()
+		b, err := nb.NoticeBacklog(ctx)
+		must(t, err)
+		if b.Count != want {
+			t.Fatalf("%d notices, want %d", b.Count, want)
+		}
+	}
+	told := store.Notice{Kind: store.NoticeQuarantined, Body: []byte(`{"kind":"run_quarantined","reason":"checkpoint digest mismatch"}`)}
+	newRun(t, s, "q")
+	l, err := s.AcquireLease(ctx, "q", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{Events: []store.Event{Ev("E", `{}`), Ev("E", `{}`)},
+		Trace: []store.TraceRecord{{Kind: "x", Body: []byte(`{}`)}}}))
+
+	for name, ns := range map[string][]store.Notice{
+		"unknown kind":   {{Kind: "lunch", Body: []byte(`{}`)}},
+		"not an object":  {{Kind: store.NoticeQuarantined, Body: []byte(`[1]`)}},
+		"twice one kind": {told, told},
+	} {
+		mustCode(t, s.Quarantine(ctx, "q", "checkpoint digest mismatch", ns...), store.CodeInvalidInput)
+		r, err := s.Run(ctx, "q")
+		must(t, err)
+		if r.Quarantine != "" {
+			t.Fatalf("%s: a refused quarantine quarantined the run: %q", name, r.Quarantine)
+		}
+		count(0)
+	}
+	mustCode(t, s.Quarantine(ctx, "no-such-run", "checkpoint digest mismatch", told), store.CodeNotFound)
+	count(0)
+
+	t0 := c.Now()
+	must(t, s.Quarantine(ctx, "q", "checkpoint digest mismatch", told))
+	must(t, s.Quarantine(ctx, "q", "checkpoint digest mismatch", told)) // the same place: told once
+	count(1)
+	got, err := nb.ClaimNotices(ctx, "a", time.Minute, 10)
+	must(t, err)
+	if len(got) != 1 || got[0].ID != store.NoticeID("q", 2, 1, store.NoticeQuarantined) || got[0].RunID != "q" || got[0].Seq != 2 ||
+		got[0].Kind != store.NoticeQuarantined || string(got[0].Body) != string(told.Body) || !got[0].CreatedAt.Equal(t0) {
+		t.Fatalf("claimed %+v", got)
+	}
+	must(t, nb.NoticeDone(ctx, got[0].ID, "a"))
+	// Without notices, as before: nothing told.
+	newRun(t, s, "q2")
+	must(t, s.Quarantine(ctx, "q2", "commit refused for good"))
+	count(0)
+}

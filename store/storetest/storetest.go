@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener) {
 		{"Duties", testDuties},
 		{"MoveOut", testMoveOut},
 		{"Notices", testNotices},
+		{"QuarantineNotices", testQuarantineNotices},
 		{"SharedLimits", testSharedLimits},
 	}
 	for _, tc := range tests {

@@ -52,7 +52,7 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 	if err := store.ValidatePruning(op, p); err != nil {
 		return err
 	}
-	return s.write(ctx, op, p.RunID, func(tx *wtx) error {
+	err := s.write(ctx, op, p.RunID, func(tx *wtx) error {
 		var have store.RecordCounts
 		var open, pruned int64
 		r, now, err := s.lockRun(ctx, tx, p.RunID, nil, func(b *pgx.Batch) {
@@ -78,6 +78,17 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 		}
 		return nil
 	})
+	if store.CodeOf(err) == store.CodeExists {
+		// Two prunings at once: the transaction's snapshot is taken before
+		// it waits for the run's row lock, so the one that waited counted
+		// the run as it was, and its record of the pruning collided with
+		// the other's, which committed meanwhile. Nothing was written; the
+		// run was pruned, as a later pruning would be told.
+		if _, perr := s.Pruning(ctx, p.RunID); perr == nil {
+			return store.Errorf(store.CodeInvalidTransition, op, p.RunID, nil, "the run was pruned already, by a pruning at the same time")
+		}
+	}
+	return err
 }
 
 // insertPruned records a pruning; prunedRow gives its values.

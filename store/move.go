@@ -25,6 +25,12 @@ type WholeRun struct {
 	Inbox []Inbound
 	// Trace holds the run's trace records in order.
 	Trace []TraceRecord
+	// Notices are the run's notices not yet delivered
+	// (Noticeboard.RunNotices), with their IDs, times, attempts and the
+	// routes that took them: a store that takes the run in writes them
+	// too, due at once, so that moving a run waiting for a person does
+	// not lose the telling. Not evidence: archives hold none.
+	Notices []Notice
 }
 
 // RunImporter is implemented by stores that take in a whole run another
@@ -125,6 +131,26 @@ func ValidateWholeRun(op string, r WholeRun) error {
 		cp := r.Record.Checkpoint
 		if cp.Seq < 0 || cp.Seq > run.Head || len(cp.Body) == 0 || !DigestMatches(cp.Body, cp.Digest) {
 			return bad("the checkpoint (after event %d) is past the head or not its body's digest", cp.Seq)
+		}
+	}
+	if why := checkNotices(r.Notices); why != "" {
+		return bad("%s", why)
+	}
+	for i, n := range r.Notices {
+		switch {
+		case n.RunID != id || !strings.HasPrefix(n.ID, id+"/") || !utf8.ValidString(n.ID) || strings.ContainsRune(n.ID, 0):
+			return bad("notice %d is not the run's (id %q, run %q)", i, n.ID, n.RunID)
+		case n.Seq < 0 || n.Seq > run.Head || n.Attempts < 0 || n.CreatedAt.IsZero():
+			return bad("notice %s is past the head, or has no time or a negative attempt count", n.ID)
+		case len(n.LastError) > MaxNoticeError || !utf8.ValidString(n.LastError) || strings.ContainsRune(n.LastError, 0):
+			return bad("notice %s's last error is not text of at most %d bytes", n.ID, MaxNoticeError)
+		case ValidateRetry(0, n.Sent) != nil:
+			return bad("notice %s names the routes it reached badly", n.ID)
+		}
+		for _, o := range r.Notices[:i] {
+			if o.ID == n.ID {
+				return bad("notice %s is given twice", n.ID)
+			}
 		}
 	}
 	grants := make(map[string]Approval, len(r.Grants))

@@ -167,6 +167,9 @@ type Noticeboard interface {
 	// NoticeBacklog counts the notices not yet delivered and shows the
 	// oldest.
 	NoticeBacklog(ctx context.Context) (Backlog, error)
+	// RunNotices returns run runID's notices not yet delivered, oldest
+	// first, whole (held or not): what moves with the run (WholeRun).
+	RunNotices(ctx context.Context, runID string) ([]Notice, error)
 }
 
 // Backlog is what a store holds of notices not yet delivered.

@@ -451,13 +451,20 @@ func importLive(ctx context.Context, src, dst store.Store, what importWhat, fenc
 	return tally(rep, &rep.Live, r.ID, imported, err)
 }
 
-// readWhole reads runID's whole record from st as an archive holds it.
+// readWhole reads runID's whole record from st as an archive holds it,
+// with its notices not yet delivered, which move with it.
 func readWhole(ctx context.Context, st store.Store, runID string) (store.WholeRun, error) {
 	a, err := archive.Read(ctx, st, runID)
 	if err != nil {
 		return store.WholeRun{}, err
 	}
-	return a.Whole(), nil
+	w := a.Whole()
+	if nb, ok := store.NoticeboardOf(st); ok {
+		if w.Notices, err = nb.RunNotices(ctx, runID); err != nil {
+			return store.WholeRun{}, err
+		}
+	}
+	return w, nil
 }
 
 // refused reports whether err is a store's refusal of one run (what the

@@ -444,3 +444,58 @@ func TestMoveARunKilledMidEffect(t *testing.T) {
 		}
 	}
 }
+
+// TestImportCarriesNotices moves, with flrh store import, runs whose
+// notices were written and not yet delivered (the old store was delivered
+// from, its receiver down): the notices move with their runs, under their
+// ids, and a server on the new store delivers them, one approval waiting
+// and one end, as the next attempt of each.
+func TestImportCarriesNotices(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	ctx := context.Background()
+	from, to := twoSQLiteSpecs(t)
+	src, err := openStore(ctx, from, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	duties, _ := store.DutiesOf(src)
+	if _, err := duties.HoldDuty(ctx, store.NotifyDuty, "a server gone", store.NotifyDutyTTL); err != nil {
+		t.Fatal(err)
+	}
+	refundruns.Record(t, src, "", false, 800, 30)
+	board, _ := store.NoticeboardOf(src)
+	// One delivery was tried and failed.
+	claimed, err := board.ClaimNotices(ctx, "a server gone", time.Minute, 10)
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claimed %+v (%v)", claimed, err)
+	}
+	for _, n := range claimed {
+		if err := board.NoticeRetry(ctx, n.ID, "a server gone", time.Hour, "the receiver answered 503 Service Unavailable", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.Close()
+	if out, err := flrh(bin, nil, "store", "migrate", "--store", to); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "store", "import", "--ended", "--live", "--from", from, "--store", to); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	secret := "whsec-moved-2f8e6c1a9d03"
+	h, hook := newHookReceiver(t, secret)
+	sb := startQuietSandbox(t, bin)
+	startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret, "FLRH_NOTIFY_URL=" + hook}, "--store", to, "--destination", sb+"/v1/effects")
+	approval := h.await(store.NoticeApproval, "agent-0", "2")
+	ended := h.await(store.NoticeEnded, "agent-1", "2")
+	byKind := map[string]string{}
+	for _, n := range claimed {
+		byKind[n.Kind] = n.ID
+	}
+	if approval.ID != byKind[store.NoticeApproval] || ended.ID != byKind[store.NoticeEnded] || len(approval.Notice.Requests) != 1 {
+		t.Fatalf("delivered %+v and %+v; written as %v", approval, ended, byKind)
+	}
+	h.deliveredOnce(2, "")
+}

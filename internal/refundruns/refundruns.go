@@ -189,7 +189,9 @@ func agentPaying(t testing.TB, pay effect.Adapter) (runner.Workflow, *effect.Reg
 // reconciling an unknown outcome at once.
 func newRunner(t testing.TB, st store.Store, wf runner.Workflow, reg *effect.Registry) *runner.Runner {
 	t.Helper()
-	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg,
+	// Notices are written as every command line runner writes them: while
+	// the store is delivered from (its notify duty held).
+	r, err := runner.New(runner.Config{Store: st, Workflows: []runner.Workflow{wf}, Adapters: reg, NoticesWhenDelivered: true,
 		Reconcile: effect.Plan{Backoff: []time.Duration{0}}})
 	mustOf(t)(err)
 	return r

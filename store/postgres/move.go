@@ -109,6 +109,13 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, id, in.Seq, in.ID, in.Ki
 			tx.Queue(`INSERT INTO trace (run_id, seq, last_seq, kinds, bodies, recorded_at) VALUES ($1, 1, $2::bigint, $3::text[], $4::bytea[], $5)`,
 				id, int64(n), kinds, bodies, now)
 		}
+		for _, n := range r.Notices {
+			// Due at once, held by none; a notice of that id here already
+			// (delivered from here before, and written again) is kept.
+			tx.Queue(`INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, attempts, next_at, last_error, sent)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (notice_id) DO NOTHING`,
+				n.ID, id, n.Seq, n.Kind, n.Body, nanos(n.CreatedAt), n.Attempts, now, n.LastError, store.JoinSent(n.Sent))
+		}
 		if run.Outcome == "" && run.Quarantine == "" {
 			tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), id)
 		}

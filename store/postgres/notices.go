@@ -94,6 +94,27 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder, query string, 
 	})
 }
 
+// RunNotices implements store.Noticeboard.
+func (s *Store) RunNotices(ctx context.Context, runID string) ([]store.Notice, error) {
+	rows, err := s.pool.Query(ctx, `SELECT notice_id, run_id, seq, kind, body, created_at, attempts, last_error, sent
+FROM notices WHERE run_id = $1 ORDER BY created_at, ord`, runID)
+	if err != nil {
+		return nil, s.mapErr("run notices", runID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Notice, error) {
+		var n store.Notice
+		var created int64
+		var sent string
+		err := row.Scan(&n.ID, &n.RunID, &n.Seq, &n.Kind, &n.Body, &created, &n.Attempts, &n.LastError, &sent)
+		n.CreatedAt, n.Sent = fromNanos(created), store.SplitSent(sent)
+		return n, err
+	})
+	if err != nil {
+		return nil, s.mapErr("run notices", runID, err)
+	}
+	return out, nil
+}
+
 // NoticeBacklog implements store.Noticeboard.
 func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	var b store.Backlog

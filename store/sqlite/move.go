@@ -127,6 +127,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, in.Seq, in.ID, in.Kind, in.ActorR
 				return err
 			}
 		}
+		for _, n := range r.Notices {
+			// Due at once, held by none; a notice of that id here already
+			// (delivered from here before, and written again) is kept.
+			if _, err := s.exec(ctx, tx, `INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, attempts, next_at, last_error, sent)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (notice_id) DO NOTHING`,
+				n.ID, id, n.Seq, n.Kind, n.Body, nanos(n.CreatedAt), n.Attempts, ts, n.LastError, store.JoinSent(n.Sent)); err != nil {
+				return err
+			}
+		}
 		imported = true
 		return nil
 	})

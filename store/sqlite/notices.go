@@ -87,6 +87,29 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder string, stmt fu
 	})
 }
 
+// RunNotices implements store.Noticeboard.
+func (s *Store) RunNotices(ctx context.Context, runID string) ([]store.Notice, error) {
+	const op = "run notices"
+	rows, err := s.read(ctx, `SELECT notice_id, run_id, seq, kind, body, created_at, attempts, last_error, sent
+FROM notices WHERE run_id = ? ORDER BY created_at, rowid`, runID)
+	if err != nil {
+		return nil, mapErr(op, runID, err)
+	}
+	defer rows.Close()
+	var out []store.Notice
+	for rows.Next() {
+		var n store.Notice
+		var created int64
+		var sent string
+		if err := rows.Scan(&n.ID, &n.RunID, &n.Seq, &n.Kind, blob{&n.Body}, &created, &n.Attempts, &n.LastError, &sent); err != nil {
+			return nil, mapErr(op, runID, err)
+		}
+		n.CreatedAt, n.Sent = fromNanos(created), store.SplitSent(sent)
+		out = append(out, n)
+	}
+	return out, mapErr(op, runID, rows.Err())
+}
+
 // NoticeBacklog implements store.Noticeboard.
 func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	const op = "notice backlog"

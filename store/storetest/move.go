@@ -175,6 +175,93 @@ func ImportRuns(t *testing.T, from, to Opener) {
 	if g, err := dst.Approval(ctx, "mv-live-g2"); err != nil || g.Status != store.ApprovalConsumed || g.ConsumedBy != next.ID {
 		t.Fatalf("the moved grant: %+v, %v", g, err)
 	}
+	importNotices(t, c, src, dst, imp)
+}
+
+// importNotices holds ImportRun to the run's notices not yet delivered:
+// read whole from the store the run leaves (Noticeboard.RunNotices),
+// written in the new one as they were (ids, times, attempts, last error,
+// routes reached), due at once there; notices that cannot be the run's
+// refused, writing nothing.
+func importNotices(t *testing.T, c *Clock, src, dst store.Store, imp store.RunImporter) {
+	from, ok1 := store.NoticeboardOf(src)
+	to, ok2 := store.NoticeboardOf(dst)
+	if !ok1 || !ok2 {
+		return
+	}
+	newRun(t, src, "mv-told")
+	l, err := src.AcquireLease(ctx, "mv-told", "w", time.Hour)
+	must(t, err)
+	must(t, src.Commit(ctx, l, store.Tick{Events: []store.Event{Ev("E", `{}`)}, State: "WAIT_APPROVAL",
+		Notices: []store.Notice{{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting","requests":["q"]}`)}}}))
+	c.Advance(time.Second)
+	must(t, src.Quarantine(ctx, "mv-told", "checkpoint digest mismatch", store.Notice{Kind: store.NoticeQuarantined, Body: []byte(`{"kind":"run_quarantined"}`)}))
+	claimed, err := from.ClaimNotices(ctx, "deliverer", time.Minute, 10)
+	must(t, err)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d notices in the store the run leaves", len(claimed))
+	}
+	must(t, from.NoticeRetry(ctx, claimed[0].ID, "deliverer", time.Hour, "route pager: 503", []string{"chat"}))
+	// The other stays held by its deliverer: it moves all the same.
+	want, err := from.RunNotices(ctx, "mv-told")
+	must(t, err)
+	if len(want) != 2 || want[0].Kind != store.NoticeApproval || want[0].Attempts != 1 || !slices.Equal(want[0].Sent, []string{"chat"}) ||
+		want[0].LastError != "route pager: 503" || want[1].Kind != store.NoticeQuarantined || want[1].Attempts != 1 {
+		t.Fatalf("the run's notices in the store it leaves: %+v", want)
+	}
+	w := readWhole(t, src, "mv-told")
+	w.Notices = want
+
+	for name, edit := range map[string]func(*store.WholeRun){
+		"notice of another run":     func(w *store.WholeRun) { w.Notices[0].RunID = "mv-ended" },
+		"notice id of another run":  func(w *store.WholeRun) { w.Notices[0].ID = "mv-ended/1/0/approval_waiting" },
+		"notice past the head":      func(w *store.WholeRun) { w.Notices[0].Seq = w.Record.Run.Head + 1 },
+		"notice of an unknown kind": func(w *store.WholeRun) { w.Notices[1].Kind = "lunch" },
+		"notice twice":              func(w *store.WholeRun) { w.Notices[1].ID = w.Notices[0].ID },
+		"notice without a time":     func(w *store.WholeRun) { w.Notices[0].CreatedAt = time.Time{} },
+		"notice reaching a,b":       func(w *store.WholeRun) { w.Notices[0].Sent = []string{"a,b"} },
+		"notice body not an object": func(w *store.WholeRun) { w.Notices[0].Body = []byte(`[]`) },
+	} {
+		bad := copyWhole(w)
+		edit(&bad)
+		if _, err := imp.ImportRun(ctx, bad); store.CodeOf(err) != store.CodeInvalidInput {
+			t.Errorf("%s: ImportRun = %v, want %s", name, err, store.CodeInvalidInput)
+		}
+	}
+	if _, err := dst.Run(ctx, "mv-told"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a refused import left the run: %v", err)
+	}
+	if ns, err := to.RunNotices(ctx, "mv-told"); err != nil || len(ns) != 0 {
+		t.Fatalf("a refused import left notices %+v (%v)", ns, err)
+	}
+
+	c.Advance(time.Minute)
+	imported, err := imp.ImportRun(ctx, w)
+	must(t, err)
+	if !imported {
+		t.Fatal("the run with notices was not imported")
+	}
+	got, err := to.RunNotices(ctx, "mv-told")
+	must(t, err)
+	if len(got) != len(want) {
+		t.Fatalf("%d notices moved, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, x := got[i], want[i]
+		if g.ID != x.ID || g.RunID != x.RunID || g.Seq != x.Seq || g.Kind != x.Kind || string(g.Body) != string(x.Body) ||
+			!g.CreatedAt.Equal(x.CreatedAt) || g.Attempts != x.Attempts || g.LastError != x.LastError || !slices.Equal(g.Sent, x.Sent) {
+			t.Fatalf("notice %d moved as %+v, want %+v", i, g, x)
+		}
+	}
+	// Due at once in the new store, the one held in the old included.
+	due, err := to.ClaimNotices(ctx, "new-deliverer", time.Minute, 10)
+	must(t, err)
+	if len(due) != 2 || due[0].Attempts != 2 || due[1].Attempts != 2 {
+		t.Fatalf("claimed %+v in the new store", due)
+	}
+	for _, n := range due {
+		must(t, to.NoticeDone(ctx, n.ID, "new-deliverer"))
+	}
 }
 
 // storesToMove opens the store runs move from and the one they move to,
@@ -290,6 +377,7 @@ func copyWhole(w store.WholeRun) store.WholeRun {
 	c.Grants = append([]store.Approval(nil), w.Grants...)
 	c.Inbox = append([]store.Inbound(nil), w.Inbox...)
 	c.Trace = append([]store.TraceRecord(nil), w.Trace...)
+	c.Notices = append([]store.Notice(nil), w.Notices...)
 	return c
 }
 

@@ -381,7 +381,9 @@ func TestSlackText(t *testing.T) {
 		{with(func(c *store.NoticeBody) {
 			c.Kind, c.Park, c.Wires = store.NoticeTripped, "degraded_safe_mode", []string{"W1", "W2"}
 		}), "", "flrh: Run *refund-7* (refund-agent@1) was frozen by a tripwire (W1, W2; degraded_safe_mode): a person must release it."},
-		{with(func(c *store.NoticeBody) { c.Kind, c.Reason = store.NoticeQuarantined, "checkpoint format 99 is newer than <this build>" }), base,
+		{with(func(c *store.NoticeBody) {
+			c.Kind, c.Reason = store.NoticeQuarantined, "checkpoint format 99 is newer than <this build>"
+		}), base,
 			"flrh: Run *refund-7* (refund-agent@1) was quarantined and cannot go on until a person mends it: checkpoint format 99 is newer than &lt;this build&gt;. <https://flrh.example.com/ui/#/run/refund-7|Open the run>"},
 		{with(func(c *store.NoticeBody) { c.Kind, c.Outcome = store.NoticeEnded, "success" }), "", "flrh: Run *refund-7* (refund-agent@1) ended: success."},
 		// Markup in a name is text, and a run id in a link is escaped.

@@ -73,6 +73,14 @@ type Config struct {
 	Transport http.RoundTripper
 	Clock     func() time.Time
 	Logger    *slog.Logger
+	// OnTaken, when set, is called when this notifier has taken the
+	// store's notify duty that no one held, before it delivers anything,
+	// with when the last hold lapsed (since; zero when no one ever held
+	// it) and when this notifier took it (until), and again at later
+	// passes until it succeeds: runners wrote no notices while no one
+	// held it, so runs that came to wait for people meanwhile were not
+	// told of (runner.TellWaiting tells them).
+	OnTaken func(ctx context.Context, since, until time.Time) error
 	// Observe, when set, is told each notice's outcome at each route:
 	// "delivered", "failed" (to be tried again), "dropped" (too old) or
 	// "skipped" (a kind or workflow the route does not take).
@@ -87,7 +95,14 @@ type Notifier struct {
 	wake   chan struct{}
 	duties store.Duties // the store's, to say that it is delivered from; nil: it has none
 	held   time.Time    // when the notify duty was last renewed
+	// taken, once this notifier took a duty no one held, is the lapse
+	// OnTaken is to be given; nil when nothing is to be told.
+	taken *takenDuty
 }
+
+// takenDuty is an OnTaken call due for a duty lapsed at since and taken
+// at until.
+type takenDuty struct{ since, until time.Time }
 
 // dutyRenewal is how often a notifier renews its hold of the store's
 // notify duty.
@@ -232,11 +247,23 @@ func (n *Notifier) Run(ctx context.Context) error {
 // notices are delivered, so that they write them too. Another notifier
 // holding it is as good.
 func (n *Notifier) Pass(ctx context.Context) (int, error) {
-	if now := n.cfg.Clock(); n.duties != nil && (n.held.IsZero() || now.Sub(n.held) >= dutyRenewal || now.Before(n.held)) {
-		if _, err := n.duties.HoldDuty(ctx, store.NotifyDuty, n.cfg.Holder, store.NotifyDutyTTL); err != nil {
+	now := n.cfg.Clock()
+	if n.duties != nil && (n.held.IsZero() || now.Sub(n.held) >= dutyRenewal || now.Before(n.held)) {
+		lapsed, fresh := n.lapsed(ctx, now)
+		if d, err := n.duties.HoldDuty(ctx, store.NotifyDuty, n.cfg.Holder, store.NotifyDutyTTL); err != nil {
 			n.cfg.Logger.Warn("the notify duty not renewed", "err", err)
 		} else {
 			n.held = now
+			if fresh && d.Held && n.cfg.OnTaken != nil {
+				n.taken = &takenDuty{since: lapsed, until: now}
+			}
+		}
+	}
+	if t := n.taken; t != nil {
+		if err := n.cfg.OnTaken(ctx, t.since, t.until); err != nil {
+			n.cfg.Logger.Warn("runs waiting for people not told of yet", "err", err)
+		} else {
+			n.taken = nil
 		}
 	}
 	// Held for the batch's deliveries, one after another, each up to
@@ -257,6 +284,27 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 		}
 	}
 	return len(ns), errors.Join(errs...)
+}
+
+// lapsed reads, for a notifier about to hold the notify duty with OnTaken
+// set, whether no one holds it now (fresh), and since when (zero: never
+// held, or given up). A notifier that holds it by its own reckoning looks
+// no further.
+func (n *Notifier) lapsed(ctx context.Context, now time.Time) (since time.Time, fresh bool) {
+	if n.cfg.OnTaken == nil || (!n.held.IsZero() && now.Sub(n.held) < store.NotifyDutyTTL && !now.Before(n.held)) {
+		return time.Time{}, false
+	}
+	d, err := n.duties.Duty(ctx, store.NotifyDuty)
+	switch {
+	case store.CodeOf(err) == store.CodeNotFound:
+		return time.Time{}, true
+	case err != nil:
+		n.cfg.Logger.Warn("the notify duty not read", "err", err)
+		return time.Time{}, false
+	case d.Holder == "" || !d.ExpiresAt.After(now):
+		return d.ExpiresAt, true
+	}
+	return time.Time{}, false
 }
 
 // envelope is a delivery's body.

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -534,5 +535,54 @@ func TestTestPosts(t *testing.T) {
 	}
 	if Test(ctx, Config{URL: f.url, Secret: []byte("short")}) == nil {
 		t.Fatal("a short secret accepted")
+	}
+}
+
+// OnTaken is called once a notifier took the notify duty no one held,
+// at the pass that took it: never held (since zero), or lapsed (since its
+// expiry), until when it took it; again at later passes while it fails;
+// never for a notifier renewing its own hold, nor for one that finds the
+// duty held.
+func TestOnTakenWhenNoOneDelivered(t *testing.T) {
+	f := newFixture(t)
+	type call struct{ since, until time.Time }
+	var calls []call
+	var fail error
+	taking := func(holder string) *Notifier {
+		return f.notifier(holder, func(c *Config) {
+			c.OnTaken = func(_ context.Context, since, until time.Time) error {
+				calls = append(calls, call{since, until})
+				return fail
+			}
+		})
+	}
+	a := taking("a")
+	t0 := f.clock.Now()
+	fail = errors.New("the store is busy")
+	f.pass(a, 0)
+	fail = nil
+	f.clock.Advance(time.Second)
+	f.pass(a, 0)
+	if len(calls) != 2 || !calls[0].since.IsZero() || !calls[0].until.Equal(t0) || calls[1] != calls[0] {
+		t.Fatalf("calls %v, want two (one failed) since the zero time until %v", calls, t0)
+	}
+	for range 3 { // renewing its own hold tells nothing more
+		f.clock.Advance(time.Minute)
+		f.pass(a, 0)
+	}
+	f.pass(taking("b"), 0) // held by a
+	if len(calls) != 2 {
+		t.Fatalf("calls %v after renewals and a second notifier", calls)
+	}
+
+	// a stops; the duty lapses; c takes it and is told since when.
+	d, err := f.store.Duty(ctx, store.NotifyDuty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(store.NotifyDutyTTL + time.Hour)
+	f.pass(taking("c"), 0)
+	if len(calls) != 3 || !calls[2].since.Equal(d.ExpiresAt) || !calls[2].until.Equal(f.clock.Now()) {
+		t.Fatalf("after the lapse: calls %v, want the last since %v", calls, d.ExpiresAt)
 	}
 }

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -84,6 +86,107 @@ func (r *Runner) quarantine(ctx context.Context, t *tick, reason string) error {
 	b := noticeBody(t, t.run.State, t.run.Head)
 	b.Kind, b.Reason = store.NoticeQuarantined, store.NoticeReason(reason)
 	return r.cfg.Store.Quarantine(ctx, t.run.ID, reason, notice(b))
+}
+
+// TellWaiting writes the notice of every run that waits for a person now
+// (an approval, a reconciliation; frozen by a tripwire or quarantined)
+// and whose header was last written at since or after, and before until
+// (zero: no bound): runs that came to wait while no runner wrote notices
+// (none was delivered from the store), told when a notifier starts
+// delivering again. Each notice has the ID
+// the tick that left the run there would have given it
+// (store.Noticeboard.TellRun), so a run told of already and not yet
+// delivered is not told twice; one told and delivered before since is
+// told again under the same ID. A run that moves meanwhile is left to its
+// tick; one whose workflow this runner does not hold is skipped. Runs
+// waiting for a person's choice among options are not told: what they
+// were offered is in the input's deliberation, not the checkpoint. It
+// returns how many runs it told of.
+func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, error) {
+	between := func(run store.Run) bool {
+		return !run.UpdatedAt.Before(since) && (until.IsZero() || run.UpdatedAt.Before(until))
+	}
+	nb, ok := store.NoticeboardOf(r.cfg.Store)
+	if !ok {
+		return 0, errors.New("runner: the store keeps no notices")
+	}
+	told := 0
+	tell := func(run store.Run, b store.NoticeBody) error {
+		b.RunID, b.WorkflowID, b.WorkflowVersion, b.State, b.Seq = run.ID, run.WorkflowID, run.WorkflowVersion, run.State, run.Head
+		ok, err := nb.TellRun(ctx, run.ID, run.Head, notice(b))
+		if ok {
+			told++
+		}
+		if store.CodeOf(err) == store.CodeNotFound {
+			return nil // gone since it was listed
+		}
+		return err
+	}
+	for _, state := range []string{"WAIT_APPROVAL", "HUMAN_RECONCILIATION"} {
+		runs, err := store.LiveRunsIn(ctx, r.cfg.Store, state)
+		if err != nil {
+			return told, err
+		}
+		for _, run := range runs {
+			if !between(run) {
+				continue
+			}
+			st, err := r.Inspect(ctx, run.ID)
+			if err != nil {
+				r.log.Warn("a waiting run not told of", "run_id", run.ID, "err", err)
+				continue
+			}
+			var b store.NoticeBody
+			switch {
+			case st.Run.State == "WAIT_APPROVAL" && len(st.Waiting) > 0:
+				b.Kind = store.NoticeApproval
+				for _, w := range st.Waiting {
+					b.Requests = append(b.Requests, w.RequestID)
+				}
+			case st.Run.State == "HUMAN_RECONCILIATION":
+				b.Kind, b.Effects = store.NoticeReconciliation, st.Unknown
+			default:
+				continue // moved on since it was listed
+			}
+			if err := tell(st.Run, b); err != nil {
+				return told, err
+			}
+		}
+	}
+	census, err := store.TakeCensus(ctx, r.cfg.Store, store.CensusQuery{})
+	if err != nil {
+		return told, err
+	}
+	for _, run := range census.Quarantined {
+		if !between(run) {
+			continue
+		}
+		var b store.NoticeBody
+		if store.IsPark(run.Quarantine) {
+			b.Kind = store.NoticeTripped
+			b.Park, b.Wires = parkOf(run.Quarantine)
+		} else {
+			b.Kind, b.Reason = store.NoticeQuarantined, store.NoticeReason(run.Quarantine)
+		}
+		if err := tell(run, b); err != nil {
+			return told, err
+		}
+	}
+	return told, nil
+}
+
+// parkOf reads back where a tripwire parked a run and which wires
+// tripped from its quarantine (ParkPrefix, the park, ": ", the wires
+// joined by ", ", and for a single wire perhaps ": " and its
+// explanation).
+func parkOf(quarantine string) (park string, wires []string) {
+	rest := strings.TrimPrefix(quarantine, store.ParkPrefix)
+	park, rest, _ = strings.Cut(rest, ": ")
+	rest, _, _ = strings.Cut(rest, ": ")
+	if rest != "" {
+		wires = strings.Split(rest, ", ")
+	}
+	return park, wires
 }
 
 // trippedNotice is the notice of a run a tripwire froze, written with

@@ -215,3 +215,108 @@ func TestQuarantinedRunsTold(t *testing.T) {
 		}
 	}
 }
+
+// TellWaiting tells of every run waiting for a person that no runner told
+// of (its runner wrote no notices): an approval, a reconciliation, a run a
+// tripwire froze, runs quarantined (a checkpoint from a newer build, an
+// effect identity another run holds); with the very bodies and IDs the
+// ticks would have written, so that a run told of already is not told
+// twice, and told again nothing new is written. Runs last written before
+// since, or at or after until, are left.
+func TestTellWaiting(t *testing.T) {
+	h := newHarness(t)
+	h.start("big", large)
+	h.unresolved("lost")
+	h.dest.script, h.dest.lookupErr = nil, false
+	if err := h.r.Start(ctx, "stuck", "refunds", "1", []byte(`{"refunds":[{"id":"m1","amount":40,"payee":"mallory"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	quiet := h.r
+	h.r = h.runnerWith(picky{h.dest}, nil)
+	h.idle()
+	h.r = quiet
+	h.start("clash", small) // the lost run's refund again: its intent's identity is taken, the run quarantined
+	// A run whose checkpoint a newer build wrote: quarantined.
+	h.start("newer", large)
+	l, err := h.store.AcquireLease(ctx, "newer", "intruder", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := h.store.Checkpoint(ctx, "newer")
+	ev := []byte(`{"x":1}`)
+	if err := h.store.Commit(ctx, l, store.Tick{ExpectHead: h.run("newer").Head, Events: []store.Event{{Kind: "x", Body: ev, Digest: store.BodyDigest(ev)}},
+		Checkpoint: &store.Checkpoint{FormatVersion: 99, Body: cp.Body, Digest: cp.Digest}}); err != nil {
+		t.Fatal(err)
+	}
+	h.store.ReleaseLease(ctx, l)
+	h.idle()
+	if got, _ := h.claimAll(); len(got) != 0 {
+		t.Fatalf("a runner without notices wrote %+v", got)
+	}
+	// One more run, told of by a runner that writes notices: its notice
+	// waits, not yet delivered.
+	h.r = h.noticing(h.dest)
+	h.start("told", large)
+	h.r = quiet
+	before, err := h.store.NoticeBacklog(ctx)
+	if err != nil || before.Count != 1 {
+		t.Fatalf("backlog %+v (%v)", before, err)
+	}
+
+	if n, err := h.r.TellWaiting(ctx, h.clock.Now().Add(time.Hour), time.Time{}); err != nil || n != 0 {
+		t.Fatalf("told %d (%v) of runs written before since", n, err)
+	}
+	if n, err := h.r.TellWaiting(ctx, time.Time{}, h.clock.Now()); err != nil || n != 0 {
+		t.Fatalf("told %d (%v) of runs written after until", n, err)
+	}
+	n, err := h.r.TellWaiting(ctx, time.Time{}, h.clock.Now().Add(time.Nanosecond))
+	if err != nil || n != 6 {
+		t.Fatalf("told of %d runs (%v), want 6", n, err)
+	}
+	if n, err := h.r.TellWaiting(ctx, time.Time{}, time.Time{}); err != nil || n != 6 {
+		t.Fatalf("told again of %d (%v)", n, err)
+	}
+	got, ns := h.claimAll()
+	byRun := map[string]store.NoticeBody{}
+	for i, b := range got {
+		if _, twice := byRun[b.RunID]; twice {
+			t.Fatalf("run %s told of twice: %+v", b.RunID, got)
+		}
+		byRun[b.RunID] = b
+		run := h.run(b.RunID)
+		trace, err := h.store.Trace(ctx, b.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns[i].ID != store.NoticeID(b.RunID, run.Head, int64(len(trace)), b.Kind) {
+			t.Fatalf("run %s told of as %s", b.RunID, ns[i].ID)
+		}
+	}
+	big, _ := h.r.Inspect(ctx, "big")
+	lost, _ := h.r.Inspect(ctx, "lost")
+	stuck, newer, clash := h.run("stuck"), h.run("newer"), h.run("clash")
+	want := map[string]store.NoticeBody{
+		"big": {Kind: store.NoticeApproval, RunID: "big", WorkflowID: "refunds", WorkflowVersion: "1", State: "WAIT_APPROVAL", Seq: big.Run.Head,
+			Requests: []string{big.Waiting[0].RequestID}},
+		"told": byRun["told"], // as its tick wrote it
+		"lost": {Kind: store.NoticeReconciliation, RunID: "lost", WorkflowID: "refunds", WorkflowVersion: "1", State: "HUMAN_RECONCILIATION",
+			Seq: lost.Run.Head, Effects: lost.Unknown},
+		"stuck": {Kind: store.NoticeTripped, RunID: "stuck", WorkflowID: "refunds", WorkflowVersion: "1", State: stuck.State, Seq: stuck.Head,
+			Park: string(tripwire.ParkSafeMode), Wires: []string{wireUnsendable}},
+		"newer": {Kind: store.NoticeQuarantined, RunID: "newer", WorkflowID: "refunds", WorkflowVersion: "1", State: newer.State, Seq: newer.Head,
+			Reason: newer.Quarantine},
+		"clash": {Kind: store.NoticeQuarantined, RunID: "clash", WorkflowID: "refunds", WorkflowVersion: "1", State: clash.State, Seq: clash.Head,
+			Reason: clash.Quarantine},
+	}
+	if byRun["told"].Kind != store.NoticeApproval {
+		t.Fatalf("the told run's notice %+v", byRun["told"])
+	}
+	if len(byRun) != 6 || !strings.Contains(newer.Quarantine, "format 99") || !strings.Contains(clash.Quarantine, "commit refused for good") {
+		t.Fatalf("told of %v", byRun)
+	}
+	for id, w := range want {
+		if !reflect.DeepEqual(byRun[id], w) {
+			t.Errorf("run %s told of as %+v,\nwant %+v", id, byRun[id], w)
+		}
+	}
+}

@@ -170,6 +170,31 @@ type Noticeboard interface {
 	// RunNotices returns run runID's notices not yet delivered, oldest
 	// first, whole (held or not): what moves with the run (WholeRun).
 	RunNotices(ctx context.Context, runID string) ([]Notice, error)
+	// TellRun writes notices (at most one of each kind, as a tick's) of
+	// run runID while it stands at head, each ID made as the tick's that
+	// left it there would be (NoticeID, with the run's trace position):
+	// telling of a run that came to wait while no one wrote notices. It
+	// returns false, writing nothing, when the run has moved on (the tick
+	// that moved it tells of it); a notice of that ID already written is
+	// kept. CodeNotFound for no such run.
+	TellRun(ctx context.Context, runID string, head int64, notices ...Notice) (bool, error)
+}
+
+// ValidateTell checks TellRun's arguments, for both stores.
+func ValidateTell(runID string, head int64, notices []Notice) error {
+	const op = "tell run"
+	switch {
+	case runID == "":
+		return Errorf(CodeInvalidInput, op, "", nil, "a run id is required")
+	case head < 0:
+		return Errorf(CodeInvalidInput, op, runID, nil, "head %d is negative", head)
+	case len(notices) == 0:
+		return Errorf(CodeInvalidInput, op, runID, nil, "no notices to write")
+	}
+	if why := checkNotices(notices); why != "" {
+		return Errorf(CodeInvalidInput, op, runID, nil, "%s", why)
+	}
+	return nil
 }
 
 // Backlog is what a store holds of notices not yet delivered.

@@ -161,6 +161,23 @@ func (p *serveProc) stopped() bool {
 // base, to end, and returns its outcome ("" if it did not end).
 func awaitOutcome(t *testing.T, base, id string) string {
 	t.Helper()
+	return awaitRun(t, base, id, func(state, outcome string) bool { return outcome != "" }).outcome
+}
+
+// awaitState waits up to 30 s for run id, through the serve process at
+// base, to be in state, and fails t if it is not.
+func awaitState(t *testing.T, base, id, state string) {
+	t.Helper()
+	if got := awaitRun(t, base, id, func(s, _ string) bool { return s == state }); got.state != state {
+		t.Fatalf("run %s is %s, not %s", id, got.state, state)
+	}
+}
+
+// awaitRun reads run id through the serve process at base until done
+// says of its state and outcome that it is done, or 30 s have passed, and
+// returns them as last read.
+func awaitRun(t *testing.T, base, id string, done func(state, outcome string) bool) (last struct{ state, outcome string }) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		resp, err := http.Get(base + "/v1/runs/" + id)
 		if err != nil {
@@ -168,13 +185,15 @@ func awaitOutcome(t *testing.T, base, id string) string {
 		}
 		var page struct {
 			Run struct {
+				State   string `json:"state"`
 				Outcome string `json:"outcome"`
 			} `json:"run"`
 		}
 		json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
-		if page.Run.Outcome != "" || time.Now().After(deadline) {
-			return page.Run.Outcome
+		last.state, last.outcome = page.Run.State, page.Run.Outcome
+		if done(last.state, last.outcome) || time.Now().After(deadline) {
+			return last
 		}
 	}
 }

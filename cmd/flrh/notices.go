@@ -188,7 +188,12 @@ and no part of its URL.`,
 // --notify or --notify-routes, with the metrics it reports into reg:
 // deliveries by route, kind and outcome, and the store's backlog read at
 // each scrape.
-func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, reg *prometheus.Registry) (*notify.Notifier, error) {
+//
+// tell tells of the runs waiting for people that came to wait while no
+// one delivered notices (runner.TellWaiting), once this notifier takes
+// the store's notify duty no one held.
+func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, reg *prometheus.Registry,
+	tell func(ctx context.Context, since, until time.Time) (int, error)) (*notify.Notifier, error) {
 	if !f.delivers() {
 		return nil, nil
 	}
@@ -229,6 +234,13 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 	}
 	cfg.Board, cfg.Holder, cfg.Logger = board, holder+"/notify", log.With("component", "notify")
 	cfg.Observe = func(route, kind, outcome string) { delivered.WithLabelValues(route, kind, outcome).Inc() }
+	cfg.OnTaken = func(ctx context.Context, since, until time.Time) error {
+		n, err := tell(ctx, since, until)
+		if err == nil {
+			log.Info("runs waiting for people told of: they came to wait while no one delivered notices", "runs", n, "since", since)
+		}
+		return err
+	}
 	n, err := notify.New(cfg)
 	if err != nil {
 		// The URL may be a credential: the error names none of it.

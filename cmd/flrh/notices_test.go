@@ -564,3 +564,42 @@ func TestNotifyTestCommand(t *testing.T) {
 		t.Fatalf("no URL: %v\n%s", err, out)
 	}
 }
+
+// TestNoticesTellRunsWaitingBefore: a run that came to wait for an
+// approval on a server without notices is told of once a server delivers
+// notices from the store, as the tick that left it there would have told
+// of it; a server started again later tells nothing twice.
+func TestNoticesTellRunsWaitingBefore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	secret := "whsec-told-late-8c2e41f0"
+	h, hookURL := newHookReceiver(t, secret)
+	args := []string{"--store", "sqlite:" + filepath.Join(dir, "flrh.db"), "--destination", sb + "/v1/effects"}
+	quiet := startServe(t, bin, nil, args...)
+	startRefund(t, quiet.base, "big", 800)
+	awaitState(t, quiet.base, "big", "WAIT_APPROVAL")
+	quiet.cmd.Process.Signal(syscall.SIGTERM)
+	<-quiet.exited
+
+	env := []string{"FLRH_NOTIFY_SECRET=" + secret, "FLRH_NOTIFY_URL=" + hookURL}
+	p := startServe(t, bin, env, args...)
+	told := h.await(store.NoticeApproval, "big", "1")
+	if told.Notice.State != "WAIT_APPROVAL" || len(told.Notice.Requests) != 1 {
+		t.Fatalf("told of %+v", told)
+	}
+	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"runs waiting for people told of: they came to wait while no one delivered notices","runs":1`) {
+		t.Errorf("the server does not say it told of the waiting run:\n%s", logs)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.exited
+	p = startServe(t, bin, env, args...)
+	if !approveWaiting(p.base, "big") {
+		t.Fatal("approval refused")
+	}
+	h.await(store.NoticeEnded, "big", "1")
+	h.deliveredOnce(2, "")
+}

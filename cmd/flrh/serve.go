@@ -279,7 +279,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				return err
 			}
 		}
-		hooks, err := nf.notifier(st, owner, log, metricsReg)
+		hooks, err := nf.notifier(st, owner, log, metricsReg, r.TellWaiting)
 		if err != nil {
 			return err
 		}

@@ -94,6 +94,41 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder, query string, 
 	})
 }
 
+// TellRun implements store.Noticeboard, in one statement: the run's
+// head read under a share lock (a tick moving it waits, or is waited
+// for), the notices written only where it stands at head.
+func (s *Store) TellRun(ctx context.Context, runID string, head int64, notices ...store.Notice) (bool, error) {
+	const op = "tell run"
+	if err := store.ValidateTell(runID, head, notices); err != nil {
+		return false, err
+	}
+	kinds, bodies := make([]string, len(notices)), make([][]byte, len(notices))
+	for i, n := range notices {
+		kinds[i], bodies[i] = n.Kind, n.Body
+	}
+	var at *int64
+	err := s.write(ctx, op, runID, func(tx *wtx) error {
+		at = nil
+		b := &pgx.Batch{}
+		b.Queue(`WITH r AS MATERIALIZED (SELECT run_id, head_seq FROM runs WHERE run_id = $1 FOR SHARE),
+c AS (SELECT `+nowParam(5)+` AS now),
+t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0) AS last),
+n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
+	SELECT r.run_id || '/' || r.head_seq || '/' || t.last || '/' || k.kind, r.run_id, r.head_seq, k.kind, k.body, c.now, c.now
+	FROM r, t, c, unnest($3::text[], $4::bytea[]) AS k(kind, body) WHERE r.head_seq = $2
+	ON CONFLICT (notice_id) DO NOTHING)
+SELECT (SELECT head_seq FROM r)`, runID, head, kinds, bodies, s.injected()).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
+		return tx.SendBatch(ctx, b)
+	})
+	switch {
+	case err != nil:
+		return false, err
+	case at == nil:
+		return false, store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+	}
+	return *at == head, nil
+}
+
 // RunNotices implements store.Noticeboard.
 func (s *Store) RunNotices(ctx context.Context, runID string) ([]store.Notice, error) {
 	rows, err := s.pool.Query(ctx, `SELECT notice_id, run_id, seq, kind, body, created_at, attempts, last_error, sent

@@ -87,6 +87,36 @@ func (s *Store) settleNotice(ctx context.Context, op, id, holder string, stmt fu
 	})
 }
 
+// TellRun implements store.Noticeboard.
+func (s *Store) TellRun(ctx context.Context, runID string, head int64, notices ...store.Notice) (bool, error) {
+	const op = "tell run"
+	if err := store.ValidateTell(runID, head, notices); err != nil {
+		return false, err
+	}
+	told := false
+	err := s.write(ctx, op, runID, func(ctx context.Context, tx *wtx, now time.Time) error {
+		told = false
+		var at, traceSeq int64
+		err := s.queryRow(ctx, tx, `SELECT head_seq, trace_seq FROM runs WHERE run_id = ?`, runID).Scan(&at, &traceSeq)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
+		case err != nil:
+			return err
+		case at != head:
+			return nil // moved on
+		}
+		for _, n := range notices {
+			if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(runID, head, traceSeq, n.Kind), runID, head, n.Kind, n.Body, nanos(now), nanos(now)); err != nil {
+				return err
+			}
+		}
+		told = true
+		return nil
+	})
+	return told && err == nil, err
+}
+
 // RunNotices implements store.Noticeboard.
 func (s *Store) RunNotices(ctx context.Context, runID string) ([]store.Notice, error) {
 	const op = "run notices"

@@ -288,3 +288,63 @@ func testQuarantineNotices(t *testing.T, s store.Store, c *Clock) {
 	must(t, s.Quarantine(ctx, "q2", "commit refused for good"))
 	count(0)
 }
+
+// testTellRun holds TellRun: notices written for a run where it stands,
+// under the IDs its tick's would have had; none once it has moved on, or
+// for a run that is not there, or when badly made; told once at one
+// place.
+func testTellRun(t *testing.T, s store.Store, c *Clock) {
+	nb, ok := store.NoticeboardOf(s)
+	if !ok {
+		t.Skip("the store keeps no notices")
+	}
+	count := func(want int64) {
+		t.Helper()
+		b, err := nb.NoticeBacklog(ctx)
+		must(t, err)
+		if b.Count != want {
+			t.Fatalf("%d notices, want %d", b.Count, want)
+		}
+	}
+	told := store.Notice{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting","requests":["q"]}`)}
+	newRun(t, s, "tell")
+	l, err := s.AcquireLease(ctx, "tell", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{Events: []store.Event{Ev("E", `{}`), Ev("E", `{}`)}, State: "WAIT_APPROVAL",
+		Trace: []store.TraceRecord{{Kind: "x", Body: []byte(`{}`)}, {Kind: "x", Body: []byte(`{}`)}}}))
+
+	for name, call := range map[string]func() (bool, error){
+		"no run id":      func() (bool, error) { return nb.TellRun(ctx, "", 2, told) },
+		"negative head":  func() (bool, error) { return nb.TellRun(ctx, "tell", -1, told) },
+		"no notices":     func() (bool, error) { return nb.TellRun(ctx, "tell", 2) },
+		"unknown kind":   func() (bool, error) { return nb.TellRun(ctx, "tell", 2, store.Notice{Kind: "lunch", Body: []byte(`{}`)}) },
+		"twice one kind": func() (bool, error) { return nb.TellRun(ctx, "tell", 2, told, told) },
+	} {
+		ok, err := call()
+		if ok || store.CodeOf(err) != store.CodeInvalidInput {
+			t.Fatalf("%s: TellRun = %v, %v; want %s", name, ok, err, store.CodeInvalidInput)
+		}
+	}
+	if ok, err := nb.TellRun(ctx, "no-such-run", 0, told); ok || store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a missing run: %v, %v", ok, err)
+	}
+	if ok, err := nb.TellRun(ctx, "tell", 1, told); ok || err != nil {
+		t.Fatalf("a run moved on past head 1: %v, %v", ok, err)
+	}
+	count(0)
+
+	t0 := c.Now()
+	for range 2 { // told once at one place
+		if ok, err := nb.TellRun(ctx, "tell", 2, told); !ok || err != nil {
+			t.Fatalf("told at its head: %v, %v", ok, err)
+		}
+	}
+	count(1)
+	got, err := nb.ClaimNotices(ctx, "a", time.Minute, 10)
+	must(t, err)
+	if len(got) != 1 || got[0].ID != store.NoticeID("tell", 2, 2, store.NoticeApproval) || got[0].Seq != 2 || got[0].RunID != "tell" ||
+		string(got[0].Body) != string(told.Body) || !got[0].CreatedAt.Equal(t0) {
+		t.Fatalf("claimed %+v", got)
+	}
+	must(t, nb.NoticeDone(ctx, got[0].ID, "a"))
+}

@@ -80,6 +80,7 @@ func Run(t *testing.T, open Opener) {
 		{"MoveOut", testMoveOut},
 		{"Notices", testNotices},
 		{"QuarantineNotices", testQuarantineNotices},
+		{"TellRun", testTellRun},
 		{"SharedLimits", testSharedLimits},
 	}
 	for _, tc := range tests {

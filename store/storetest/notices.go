@@ -314,10 +314,12 @@ func testTellRun(t *testing.T, s store.Store, c *Clock) {
 		Trace: []store.TraceRecord{{Kind: "x", Body: []byte(`{}`)}, {Kind: "x", Body: []byte(`{}`)}}}))
 
 	for name, call := range map[string]func() (bool, error){
-		"no run id":      func() (bool, error) { return nb.TellRun(ctx, "", 2, told) },
-		"negative head":  func() (bool, error) { return nb.TellRun(ctx, "tell", -1, told) },
-		"no notices":     func() (bool, error) { return nb.TellRun(ctx, "tell", 2) },
-		"unknown kind":   func() (bool, error) { return nb.TellRun(ctx, "tell", 2, store.Notice{Kind: "lunch", Body: []byte(`{}`)}) },
+		"no run id":     func() (bool, error) { return nb.TellRun(ctx, "", 2, told) },
+		"negative head": func() (bool, error) { return nb.TellRun(ctx, "tell", -1, told) },
+		"no notices":    func() (bool, error) { return nb.TellRun(ctx, "tell", 2) },
+		"unknown kind": func() (bool, error) {
+			return nb.TellRun(ctx, "tell", 2, store.Notice{Kind: "lunch", Body: []byte(`{}`)})
+		},
 		"twice one kind": func() (bool, error) { return nb.TellRun(ctx, "tell", 2, told, told) },
 	} {
 		ok, err := call()

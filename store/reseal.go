@@ -132,3 +132,24 @@ func ResealBody(s Sealer, primary, op string, ref SealRef, stored []byte, clear 
 	n.Resealed++
 	return out, true, nil
 }
+
+// Compactor is implemented by stores that can rewrite their files so
+// that they keep no byte of what was rewritten or removed: records
+// resealed under a new key (or sealed from clear), pruned runs. Run it
+// after a reseal when the old key may have leaked, or after pruning when
+// what was pruned must not be read from the store's files again.
+type Compactor interface {
+	// Compact rewrites the store's files and reports their size before
+	// and after (bytes; -1 where a store cannot tell). It may hold
+	// writers back while it runs.
+	Compact(ctx context.Context) (Compacted, error)
+}
+
+// Compacted is what Compact did: the store's size on disk before and
+// after, in bytes (-1: unknown), and for a store of tables, which it
+// rewrote.
+type Compacted struct {
+	Before int64    `json:"bytes_before"`
+	After  int64    `json:"bytes_after"`
+	Tables []string `json:"tables,omitempty"`
+}

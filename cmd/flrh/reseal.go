@@ -42,6 +42,7 @@ on with the others; exit status 1 if any failed.`,
 	only := reseal.Flags().StringSlice("run", nil, "reseal these runs only (repeatable)")
 	dryRun := reseal.Flags().Bool("dry-run", false, "open and count every record as reseal would, and write nothing")
 	asJSON := reseal.Flags().Bool("json", false, "print JSON")
+	compact := reseal.Flags().Bool("compact", false, "then, when every run was resealed, rewrite the store's files so that they keep no byte of the old records (flrh store compact)")
 	reseal.RunE = func(cmd *cobra.Command, _ []string) error {
 		sealer, err := storeSealer()
 		if err != nil {
@@ -56,7 +57,15 @@ on with the others; exit status 1 if any failed.`,
 			return err
 		}
 		defer st.Close()
+		if *compact && *dryRun {
+			return usagef("--compact rewrites the store's files; a --dry-run writes nothing")
+		}
 		rep, err := resealStore(ctx, st, sealer, *only, store.ResealOptions{Clear: *clear, DryRun: *dryRun})
+		if err == nil && *compact && len(rep.Failed) == 0 {
+			var c compactReport
+			c, err = compactStore(ctx, st)
+			rep.Compacted = &c.Compacted
+		}
 		return finishReport(cmd.OutOrStdout(), *asJSON, rep, err, len(rep.Failed) > 0)
 	}
 	storeCmd.AddCommand(reseal)
@@ -70,6 +79,9 @@ type resealReport struct {
 	DryRun bool            `json:"dry_run"`
 	Counts store.Resealed  `json:"records"`
 	Failed []resealFailure `json:"failed"`
+	// Compacted is what --compact did, nil without it (or when a run
+	// failed: the old key is still needed, and so are its records).
+	Compacted *store.Compacted `json:"compacted,omitempty"`
 }
 
 type resealFailure struct {
@@ -94,6 +106,9 @@ func (r resealReport) print(w io.Writer) {
 		fmt.Fprintf(w, "; %d runs failed, keep the older keys until they are resealed", len(r.Failed))
 	}
 	fmt.Fprintln(w)
+	if r.Compacted != nil {
+		compactReport{*r.Compacted}.print(w)
+	}
 }
 
 // resealStore reseals the named runs, or every run the store holds, one

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"flrh.dev/flrh/store"
 )
 
 // TestResealOverTheCLI takes a store from clear to encrypted and through a
@@ -125,5 +128,100 @@ func testResealOverTheCLI(t *testing.T, spec string) {
 	}
 	if out := ok(k2only, "verify", "--all", storeFlag); strings.Count(out, "verified") < 3 {
 		t.Fatalf("a failed pass changed the store:\n%s", out)
+	}
+}
+
+// sealedKeys returns the key ids the sealed records in the embedded
+// store's files (database and log) name, read from the bytes themselves
+// (store.SealedPrefix, a length byte, the id): live records and what
+// freed pages still hold alike.
+func sealedKeys(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, p := range []string{path, path + "-wal"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for {
+			i := bytes.Index(b, []byte(store.SealedPrefix))
+			if i < 0 {
+				break
+			}
+			b = b[i+len(store.SealedPrefix):]
+			if len(b) > 0 && int(b[0]) < len(b) {
+				ids[string(b[1:1+int(b[0])])] = true
+			}
+		}
+	}
+	return ids
+}
+
+// TestResealCompactLeavesNoOldKey: after a rotation, reseal moves every
+// record under the new key, but the embedded store's files still hold
+// records sealed under the old one (freed pages, the log); reseal
+// --compact leaves none, and every run verifies with the new key alone.
+func TestResealCompactLeavesNoOldKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	base := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	path := filepath.Join(dir, "flrh.db")
+	storeFlag, dest := "--store=sqlite:"+path, "--destination="+base+"/v1/effects"
+	key := func(b byte) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, 32)) }
+	k1, k2 := []string{"FLRH_ENCRYPTION_KEY=" + key(1)}, []string{"FLRH_ENCRYPTION_KEY=" + key(2) + "," + key(1)}
+	ok := func(env []string, args ...string) string {
+		t.Helper()
+		out, err := flrh(bin, env, args...)
+		if err != nil {
+			t.Fatalf("flrh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	for i, amount := range []int{40, 400, 30} {
+		ok(k1, "run", "start", "example:refund-agent", "--id", "run-"+strconv.Itoa(i), "--input-json",
+			`{"type":"refund.requested/1","payload":{"refund_id":"r-`+strconv.Itoa(i)+`","amount":`+strconv.Itoa(amount)+`,"payee":"alice","reason":"damaged item"}}`, storeFlag, dest)
+	}
+	old := sealedKeys(t, path)
+	if len(old) != 1 {
+		t.Fatalf("records under %d keys before the rotation: %v", len(old), old)
+	}
+	ok(k2, "store", "reseal", storeFlag)
+	after := sealedKeys(t, path)
+	var newer []string
+	for id := range after {
+		if !old[id] {
+			newer = append(newer, id)
+		}
+	}
+	for id := range old {
+		if !after[id] {
+			t.Fatal("the files hold no record under the old key after a reseal without --compact: the test shows nothing")
+		}
+	}
+	if len(newer) != 1 {
+		t.Fatalf("after reseal: keys %v, before %v", after, old)
+	}
+	if out, err := flrh(bin, k2, "store", "reseal", "--compact", "--dry-run", storeFlag); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--dry-run writes nothing") {
+		t.Fatalf("--compact with --dry-run: %v\n%s", err, out)
+	}
+	var rep resealReport
+	if err := json.Unmarshal([]byte(ok(k2, "store", "reseal", "--compact", "--json", storeFlag)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Compacted == nil || rep.Compacted.After >= rep.Compacted.Before || rep.Counts.Resealed != 0 {
+		t.Fatalf("reseal --compact: %+v", rep)
+	}
+	if got := sealedKeys(t, path); len(got) != 1 || !got[newer[0]] {
+		t.Fatalf("after --compact the files hold records under %v, want the new key's alone %v", got, newer)
+	}
+	k2only := []string{"FLRH_ENCRYPTION_KEY=" + key(2)}
+	if out := ok(k2only, "verify", "--all", storeFlag); strings.Count(out, "verified") < 3 {
+		t.Fatalf("verify with the new key alone:\n%s", out)
+	}
+	if out := ok(nil, "store", "compact", storeFlag); !strings.HasPrefix(out, "compacted: ") {
+		t.Fatalf("store compact said:\n%s", out)
 	}
 }

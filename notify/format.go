@@ -19,6 +19,10 @@ const (
 	// link to the run when Config.Link is set, as Slack's incoming
 	// webhooks take it (and Mattermost's, and Rocket.Chat's).
 	FormatSlack = "slack"
+	// FormatTemplate is the body a route's Template writes: any JSON a
+	// receiver takes (a Discord or Microsoft Teams webhook, a ticketing
+	// API), from the notice's TemplateData.
+	FormatTemplate = "template"
 )
 
 // Kinds are the kinds of notice there are, in the order a person meets
@@ -45,33 +49,53 @@ func InboxLink(base string) string {
 // SlackText is the sentence FormatSlack sends for a notice: what the run
 // waits for, or how it ended, and where to act, in Slack's markup (&, <
 // and > escaped; links as <URL|text>).
-func SlackText(b store.NoticeBody, base string) string {
-	run := "Run *" + slackEscape(b.RunID) + "* (" + slackEscape(b.WorkflowID+"@"+b.WorkflowVersion) + ")"
+func SlackText(b store.NoticeBody, base string) string { return sentence(b, base, slackStyle) }
+
+// PlainText is SlackText without markup: the run's id as it is, and the
+// page to open after the sentence, for a route's template (Text).
+func PlainText(b store.NoticeBody, base string) string { return sentence(b, base, plainStyle) }
+
+// style is how a sentence marks a name, escapes text and writes a link.
+type style struct {
+	name, esc func(string) string
+	link      func(url, text string) string
+}
+
+var (
+	slackStyle = style{name: func(s string) string { return "*" + slackEscape(s) + "*" }, esc: slackEscape,
+		link: func(url, text string) string { return "<" + slackEscape(url) + "|" + text + ">" }} // a run id's & stays in the path
+	plainStyle = style{name: func(s string) string { return s }, esc: func(s string) string { return s },
+		link: func(url, text string) string { return text + ": " + url }}
+)
+
+// sentence is what a notice says to a person, in style st.
+func sentence(b store.NoticeBody, base string, st style) string {
+	run := "Run " + st.name(b.RunID) + " (" + st.esc(b.WorkflowID+"@"+b.WorkflowVersion) + ")"
 	var text, where string
 	switch b.Kind {
 	case store.NoticeApproval:
 		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")."
 		if l := InboxLink(base); l != "" {
-			where = "<" + slackEscape(l) + "|Open the approvals inbox>"
+			where = st.link(l, "Open the approvals inbox")
 		}
 	case store.NoticeChoice:
 		text = run + " waits for a person to choose among options (" + count(len(b.Proposals), "proposal") + ")."
 	case store.NoticeReconciliation:
 		text = run + " waits for a person to reconcile " + count(len(b.Effects), "effect") + " whose outcome is unknown."
 	case store.NoticeTripped:
-		text = run + " was frozen by a tripwire (" + slackEscape(strings.Join(b.Wires, ", ")) + "; " + slackEscape(b.Park) + "): a person must release it."
+		text = run + " was frozen by a tripwire (" + st.esc(strings.Join(b.Wires, ", ")) + "; " + st.esc(b.Park) + "): a person must release it."
 	case store.NoticeQuarantined:
-		text = run + " was quarantined and cannot go on until a person mends it: " + slackEscape(b.Reason) + "."
+		text = run + " was quarantined and cannot go on until a person mends it: " + st.esc(b.Reason) + "."
 	case store.NoticeEnded:
-		text = run + " ended: " + slackEscape(b.Outcome) + "."
+		text = run + " ended: " + st.esc(b.Outcome) + "."
 	case TestKind:
 		return "flrh: a test notice: notices reach this webhook."
 	default:
-		text = run + ": " + slackEscape(b.Kind) + "."
+		text = run + ": " + st.esc(b.Kind) + "."
 	}
 	if where == "" {
 		if l := RunLink(base, b.RunID); l != "" {
-			where = "<" + slackEscape(l) + "|Open the run>" // a run id's & stays in the path
+			where = st.link(l, "Open the run")
 		}
 	}
 	if where != "" {
@@ -94,6 +118,13 @@ func slackEscape(s string) string {
 
 // body is what a delivery of no to r carries, in r's format.
 func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
+	if r.Format == FormatTemplate {
+		var b store.NoticeBody
+		if err := json.Unmarshal(no.Body, &b); err != nil {
+			return nil, err
+		}
+		return r.render(templateData(no, b, n.cfg.Link))
+	}
 	if r.Format == FormatSlack {
 		var b store.NoticeBody
 		if err := json.Unmarshal(no.Body, &b); err != nil {

@@ -121,7 +121,7 @@ func New(cfg Config) (*Notifier, error) {
 
 // newNotifier is New without a store: what Test needs.
 func newNotifier(cfg Config) (*Notifier, error) {
-	routes := cfg.Routes
+	routes := slices.Clone(cfg.Routes)
 	switch {
 	case len(routes) > 0 && (cfg.URL != "" || cfg.Secret != nil || cfg.Format != "" || cfg.Kinds != nil):
 		return nil, errors.New("notify: give routes, or one webhook's URL, secret, format and kinds, not both")
@@ -173,7 +173,7 @@ func newNotifier(cfg Config) (*Notifier, error) {
 		// redirect is a failed delivery.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	duties, _ := cfg.Board.(store.Duties)
-	return &Notifier{cfg: cfg, routes: slices.Clone(routes), client: client, wake: make(chan struct{}, 1), duties: duties}, nil
+	return &Notifier{cfg: cfg, routes: routes, client: client, wake: make(chan struct{}, 1), duties: duties}, nil
 }
 
 // Test posts one notice of kind "test", not from any store, to each

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"text/template"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
@@ -23,13 +24,20 @@ type Route struct {
 	Name   string
 	URL    string // http or https, with a host and no user or password
 	Secret []byte // the HMAC key its deliveries are signed with, 16 bytes at least
-	// Format is the body's shape: FormatFlrh ("" too) or FormatSlack.
+	// Format is the body's shape: FormatFlrh ("" too), FormatSlack or
+	// FormatTemplate.
 	Format string
+	// Template, with FormatTemplate, writes the body (text/template over
+	// TemplateData, with a json function): it must write one JSON
+	// document for a notice of every kind, which New checks.
+	Template string
 	// Kinds are the kinds of notice it takes; nil takes every kind.
 	Kinds []string
 	// Workflows are the workflow ids whose runs' notices it takes; nil
 	// takes every workflow's.
 	Workflows []string
+
+	compiled *template.Template // Template, parsed and checked by New
 }
 
 // DefaultRoute names the one route of a Config that gives a URL rather
@@ -58,8 +66,8 @@ func (r *Route) said(why string) string {
 	return "route " + r.Name + ": " + why
 }
 
-// checkRoutes checks every route, none of the errors naming any part of
-// a URL (it may be a credential).
+// checkRoutes checks every route, and compiles its template, none of the
+// errors naming any part of a URL (it may be a credential).
 func checkRoutes(routes []Route) error {
 	if len(routes) > MaxRoutes {
 		return fmt.Errorf("notify: %d routes, more than %d", len(routes), MaxRoutes)
@@ -87,8 +95,10 @@ func checkRoutes(routes []Route) error {
 			return errors.New(where + "the URL carries credentials; sign with the secret instead")
 		case len(r.Secret) < 16:
 			return fmt.Errorf("%sthe signing secret holds %d bytes, fewer than 16", where, len(r.Secret))
-		case r.Format != "" && r.Format != FormatFlrh && r.Format != FormatSlack:
-			return fmt.Errorf("%sformat %q is neither %s nor %s", where, r.Format, FormatFlrh, FormatSlack)
+		case r.Format != "" && r.Format != FormatFlrh && r.Format != FormatSlack && r.Format != FormatTemplate:
+			return fmt.Errorf("%sformat %q is not %s, %s or %s", where, r.Format, FormatFlrh, FormatSlack, FormatTemplate)
+		case (r.Format == FormatTemplate) != (r.Template != ""):
+			return fmt.Errorf("%sa template is given with format %s, and only with it", where, FormatTemplate)
 		case r.Kinds != nil && len(r.Kinds) == 0:
 			return errors.New(where + "kinds names no kind: leave it out to take every kind")
 		case r.Workflows != nil && len(r.Workflows) == 0:
@@ -103,6 +113,13 @@ func checkRoutes(routes []Route) error {
 			if w == "" {
 				return errors.New(where + "a workflow named is empty")
 			}
+		}
+		if r.Template != "" {
+			t, err := compileTemplate(r.Template)
+			if err != nil {
+				return fmt.Errorf("%sthe template: %w", where, err)
+			}
+			r.compiled = t
 		}
 	}
 	return nil
@@ -120,8 +137,10 @@ type RouteSpec struct {
 	URLEnv string `json:"url_env,omitempty"`
 	// SecretEnv names the variable (or NAME_FILE) holding the secret;
 	// DefaultSecretEnv when empty.
-	SecretEnv string   `json:"secret_env,omitempty"`
-	Format    string   `json:"format,omitempty"`
+	SecretEnv string `json:"secret_env,omitempty"`
+	Format    string `json:"format,omitempty"`
+	// Template writes the body, with format "template" (Route.Template).
+	Template  string   `json:"template,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Workflows []string `json:"workflows,omitempty"`
 }
@@ -220,8 +239,16 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	if s.SecretEnv != "" && !envName.MatchString(s.SecretEnv) {
 		return bad("secret_env", "%q is not a variable's name", s.SecretEnv)
 	}
-	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack {
-		return bad("format", "%q is neither %s nor %s", s.Format, FormatFlrh, FormatSlack)
+	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack && s.Format != FormatTemplate {
+		return bad("format", "%q is not %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate)
+	}
+	if (s.Format == FormatTemplate) != (s.Template != "") {
+		return bad("template", "give a template with format %s, and only with it", FormatTemplate)
+	}
+	if s.Template != "" {
+		if _, err := compileTemplate(s.Template); err != nil {
+			return bad("template", "%v", err)
+		}
 	}
 	if s.Kinds != nil && len(s.Kinds) == 0 {
 		return bad("kinds", "names no kind: leave it out to take every kind")

@@ -372,7 +372,12 @@ func TestParseRoutes(t *testing.T) {
 		{"credentials in the url", route(`"name": "b", "url": "https://u:p@x.example/h"`), 1, "url", "without user or password"},
 		{"a bad variable", route(`"name": "b", "url_env": "1X"`), 1, "url_env", `"1X" is not a variable`},
 		{"a bad secret variable", route(`"name": "b", "url_env": "X", "secret_env": "A-B"`), 1, "secret_env", `"A-B" is not a variable`},
-		{"a bad format", route(`"name": "b", "url_env": "X", "format": "teams"`), 1, "format", `"teams" is neither`},
+		{"a bad format", route(`"name": "b", "url_env": "X", "format": "teams"`), 1, "format", `"teams" is not`},
+		{"a template without its format", route(`"name": "b", "url_env": "X", "template": "{}"`), 1, "template", "only with it"},
+		{"the template format without one", route(`"name": "b", "url_env": "X", "format": "template"`), 1, "template", "only with it"},
+		{"a template that does not parse", route(`"name": "b", "url_env": "X", "format": "template", "template": "{{json .Text"`), 1, "template", "unclosed action"},
+		{"a template writing no JSON", route(`"name": "b", "url_env": "X", "format": "template", "template": "{\"content\": {{.Text}}}"`), 1, "template", "wrote no JSON document"},
+		{"a template reading nothing there", route(`"name": "b", "url_env": "X", "format": "template", "template": "{{json .Nope}}"`), 1, "template", "can't evaluate field Nope"},
 		{"no kinds", route(`"name": "b", "url_env": "X", "kinds": []`), 1, "kinds", "names no kind"},
 		{"an unknown kind", route(`"name": "b", "url_env": "X", "kinds": ["run_paged"]`), 1, "kinds", `"run_paged" is not a kind`},
 		{"a kind twice", route(`"name": "b", "url_env": "X", "kinds": ["run_ended", "run_ended"]`), 1, "kinds", "named twice"},
@@ -478,5 +483,49 @@ func TestHoldCoversEveryRoute(t *testing.T) {
 		if got := rc.deliveries(); len(got) != 2 || got[1].attempt != "2" {
 			t.Fatalf("route %s took %d deliveries", routes[i].Name, len(got))
 		}
+	}
+}
+
+// A route of format template posts what its template writes from the
+// notice (a Discord-style body here), signed as any delivery, with the
+// run's sentence and link as text; every kind of notice is checked
+// against the template when the notifier is made.
+func TestTemplateRoute(t *testing.T) {
+	f := newFixture(t)
+	rc, r := f.route("discord", secret)
+	r.Format = FormatTemplate
+	r.Template = `{"username": "flrh", "content": {{json .Text}},
+  "embeds": [{"title": {{json .Kind}}, "url": {{json .Link}}, "footer": {"text": {{json .ID}}}, "fields": [{"name": "attempt", "value": "{{.Attempt}}"}]}]}`
+	f.commit("r-approve", "refunds", store.NoticeApproval)
+	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes, c.Link = "", nil, []Route{r}, "https://flrh.example.com" })
+	f.pass(n, 1)
+	got := rc.deliveries()
+	if len(got) != 1 || got[0].verified != nil {
+		t.Fatalf("deliveries %+v", got)
+	}
+	var body struct {
+		Username, Content string
+		Embeds            []struct {
+			Title, URL string
+			Footer     struct{ Text string }
+			Fields     []struct{ Name, Value string }
+		}
+	}
+	if err := json.Unmarshal(got[0].raw, &body); err != nil {
+		t.Fatalf("%s: %v", got[0].raw, err)
+	}
+	want := "flrh: Run r-approve (refunds@1) waits for an approval (0 requests). Open the approvals inbox: https://flrh.example.com/ui/#/inbox"
+	if body.Username != "flrh" || body.Content != want || len(body.Embeds) != 1 || body.Embeds[0].Title != store.NoticeApproval ||
+		body.Embeds[0].URL != "https://flrh.example.com/ui/#/inbox" || body.Embeds[0].Footer.Text != got[0].id || body.Embeds[0].Fields[0].Value != "1" {
+		t.Fatalf("the body %s", got[0].raw)
+	}
+
+	// A template that would write something else than JSON for some kind
+	// is refused before anything is delivered.
+	bad := r
+	bad.Template = `{{if eq .Kind "run_ended"}}done{{else}}{"content": {{json .Text}}}{{end}}`
+	_, err := New(Config{Board: f.store, Holder: "b", Routes: []Route{bad}})
+	if err == nil || !strings.Contains(err.Error(), `route "discord": the template: for a notice of kind run_ended`) {
+		t.Fatalf("a template failing one kind: %v", err)
 	}
 }

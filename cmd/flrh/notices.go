@@ -73,7 +73,7 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 	env := bundle.OSEnv()
 	routes := make([]notify.Route, len(specs))
 	for i, sp := range specs {
-		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Kinds: sp.Kinds, Workflows: sp.Workflows}
+		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows}
 		if sp.URLEnv != "" {
 			if r.URL, err = env.Value(sp.URLEnv); err != nil {
 				return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)

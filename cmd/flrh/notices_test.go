@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -274,7 +275,7 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "FLRH_NOTIFY_SECRET_FILE=/nonexistent"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{nil, []string{"--notify-timeout", "5s"}, "need --notify"},
 		{nil, []string{"--notify-link", "https://flrh.example.com"}, "need --notify"},
-		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-format", "teams"}, "neither flrh nor slack"},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-format", "teams"}, `format "teams" is not flrh, slack or template`},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", "run_ended,run_started"}, "not a kind of notice"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", ""}, "at least one kind"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-link", "flrh.example.com"}, "not an http or https address"},
@@ -380,8 +381,9 @@ func TestSlackNoticesThroughServe(t *testing.T) {
 	}
 }
 
-// textReceiver is a chat's incoming webhook: it takes {"text": ...},
-// checks the signature, and keeps the texts.
+// textReceiver is a chat's incoming webhook: it takes a JSON object of
+// one member ({"text": ...} from Slack's format, {"content": ...} from a
+// Discord-style template), checks the signature, and keeps its value.
 type textReceiver struct {
 	mu  sync.Mutex
 	got []string
@@ -398,7 +400,9 @@ func newTextReceiver(t *testing.T, secret string) *textReceiver {
 			t.Errorf("delivery %s", body)
 		}
 		rc.mu.Lock()
-		rc.got = append(rc.got, m["text"])
+		for _, text := range m {
+			rc.got = append(rc.got, text)
+		}
 		rc.mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
@@ -467,6 +471,8 @@ func TestNoticeRoutesThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := filepath.Join(dir, "notify-routes.yaml")
+	discord := newTextReceiver(t, auditSecret)
+	discordURL := discord.url
 	writeRoutes := func(opsURL string) {
 		t.Helper()
 		yaml := `# where people hear of runs
@@ -482,6 +488,11 @@ routes:
   - name: ops
     url: ` + opsURL + `
     workflows: [ops-agent]
+  - name: discord
+    url: ` + discordURL + `
+    format: template
+    kinds: [run_ended]
+    template: '{"content": {{json .Text}}}'
 `
 		if err := os.WriteFile(routes, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
@@ -503,6 +514,12 @@ routes:
 	if got := ops.deliveries(); len(got) != 0 {
 		t.Fatalf("the operations route took %+v", got)
 	}
+	ends := discord.texts()
+	slices.Sort(ends)
+	if want := []string{"flrh: Run big (refund-agent@1) ended: success. Open the run: https://flrh.example.com/ui/#/run/big",
+		"flrh: Run small (refund-agent@1) ended: success. Open the run: https://flrh.example.com/ui/#/run/small"}; !slices.Equal(ends, want) {
+		t.Fatalf("the templated route's texts %q, want %q", ends, want)
+	}
 	m := scrape(t, p.base)
 	for _, line := range []string{
 		`flrh_notices_total{kind="approval_waiting",outcome="delivered",route="approvals"} 1`,
@@ -523,11 +540,11 @@ routes:
 	}
 
 	// One test notice to each route; a route that refuses is named.
-	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes); err != nil || !strings.Contains(out, "every route took the test notice (3)") {
+	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes); err != nil || !strings.Contains(out, "every route took the test notice (4)") {
 		t.Fatalf("notify test: %v\n%s", err, out)
 	}
-	if len(chat.texts()) != 2 || len(audit.deliveries()) != 4 || len(ops.deliveries()) != 1 {
-		t.Fatalf("test notices: chat %d, audit %d, ops %d", len(chat.texts()), len(audit.deliveries()), len(ops.deliveries()))
+	if len(chat.texts()) != 2 || len(audit.deliveries()) != 4 || len(ops.deliveries()) != 1 || len(discord.texts()) != 3 {
+		t.Fatalf("test notices: chat %d, audit %d, ops %d, discord %d", len(chat.texts()), len(audit.deliveries()), len(ops.deliveries()), len(discord.texts()))
 	}
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
 	defer refusing.Close()

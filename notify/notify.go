@@ -214,8 +214,29 @@ func (n *Notifier) Wake() {
 }
 
 // Run delivers notices until ctx ends, and returns nil then. A store
-// that fails is logged and tried again after the poll interval.
+// that fails is logged and tried again after the poll interval. A store
+// that is a store.NoticeWatcher wakes it whenever any process writes a
+// notice; it still looks every poll interval.
 func (n *Notifier) Run(ctx context.Context) error {
+	if nw, ok := n.cfg.Board.(store.NoticeWatcher); ok {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { stop(); <-done }()
+		go func() {
+			defer close(done)
+			w := nw.WatchNotices(wctx)
+			defer w.Close()
+			for {
+				id, err := w.Wait(wctx, n.cfg.Poll)
+				if err != nil {
+					return // ctx ended
+				}
+				if id != "" {
+					n.Wake()
+				}
+			}
+		}()
+	}
 	for {
 		claimed, err := n.Pass(ctx)
 		if ctx.Err() != nil {

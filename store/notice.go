@@ -180,6 +180,15 @@ type Noticeboard interface {
 	TellRun(ctx context.Context, runID string, head int64, notices ...Notice) (bool, error)
 }
 
+// NoticeWatcher is implemented by stores whose writes of notices, by any
+// process, can wake a notifier at once (PostgreSQL's NOTIFY): the waiter
+// returns a run's id when notices were written, "" when its poll
+// elapsed. A notifier that watches still looks every poll: a wake may be
+// lost.
+type NoticeWatcher interface {
+	WatchNotices(ctx context.Context) WorkWaiter
+}
+
 // ValidateTell checks TellRun's arguments, for both stores.
 func ValidateTell(runID string, head int64, notices []Notice) error {
 	const op = "tell run"

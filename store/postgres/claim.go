@@ -101,20 +101,34 @@ RETURNING runs.run_id, runs.lease_generation, runs.lease_expires_at, picked.crea
 // stores in one database (one per schema) do not wake each other.
 func (s *Store) channel() string { return "flrh_work:" + s.schema }
 
+// noticeChannel is the NOTIFY channel on which the schema's writes of
+// notices wake notifiers, of this process or another.
+func (s *Store) noticeChannel() string { return "flrh_note:" + s.schema }
+
 // Watcher wakes a runner when there may be new work: a run created, an
 // inbound event submitted, a lease released. It listens on a dedicated
 // connection; when that connection is lost it falls back to polling and
 // reconnects on a later wait, so a runner never depends on a notification
 // arriving (notifications sent while it was disconnected are lost).
 type Watcher struct {
-	s    *Store
-	conn *pgx.Conn
+	s       *Store
+	channel string
+	conn    *pgx.Conn
 }
 
 // Watch starts a Watcher. It does not fail when the database is briefly
 // unreachable: the first Wait then polls.
 func (s *Store) Watch(ctx context.Context) *Watcher {
-	w := &Watcher{s: s}
+	w := &Watcher{s: s, channel: s.channel()}
+	w.connect(ctx)
+	return w
+}
+
+// WatchNotices implements store.NoticeWatcher: a Watcher of the channel
+// on which every write of a notice to the schema, by any process, wakes
+// notifiers (the payload is the run's id).
+func (s *Store) WatchNotices(ctx context.Context) store.WorkWaiter {
+	w := &Watcher{s: s, channel: s.noticeChannel()}
 	w.connect(ctx)
 	return w
 }
@@ -124,7 +138,7 @@ func (w *Watcher) connect(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{w.s.channel()}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{w.channel}.Sanitize()); err != nil {
 		conn.Close(ctx)
 		return
 	}

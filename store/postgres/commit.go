@@ -664,6 +664,11 @@ VALUES (` + run + `, ` + first + `::bigint, ` + last + `, ` + kinds + `::text[],
 		tx.Queue(`INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at) VALUES ($1, $2, $3, $4, $5, `+tsParam(6)+`, `+tsParam(6)+`)
 ON CONFLICT (notice_id) DO NOTHING`, store.NoticeID(runID, head, cols.lastTrace, n.Kind), runID, head, n.Kind, n.Body, ts)
 	}
+	if len(tick.Notices) > 0 {
+		// Notifiers of every process wake at the commit, not at their next
+		// look.
+		tx.Queue(`SELECT pg_notify($1, $2)`, s.noticeChannel(), runID)
+	}
 	if state != "" {
 		if tick.State != "" {
 			state = tick.State

@@ -119,6 +119,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (notice_id) DO NOTH
 		if run.Outcome == "" && run.Quarantine == "" {
 			tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), id)
 		}
+		if len(r.Notices) > 0 {
+			tx.Queue(`SELECT pg_notify($1, $2)`, s.noticeChannel(), id)
+		}
 		imported = true
 		return nil
 	})

@@ -116,8 +116,9 @@ t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq
 n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
 	SELECT r.run_id || '/' || r.head_seq || '/' || t.last || '/' || k.kind, r.run_id, r.head_seq, k.kind, k.body, c.now, c.now
 	FROM r, t, c, unnest($3::text[], $4::bytea[]) AS k(kind, body) WHERE r.head_seq = $2
-	ON CONFLICT (notice_id) DO NOTHING)
-SELECT (SELECT head_seq FROM r)`, runID, head, kinds, bodies, s.injected()).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
+	ON CONFLICT (notice_id) DO NOTHING),
+woken AS (SELECT pg_notify($6, $1) FROM r WHERE r.head_seq = $2)
+SELECT (SELECT head_seq FROM r) + 0 * (SELECT count(*) FROM woken)`, runID, head, kinds, bodies, s.injected(), s.noticeChannel()).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
 		return tx.SendBatch(ctx, b)
 	})
 	switch {

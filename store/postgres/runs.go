@@ -331,8 +331,9 @@ t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq
 n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
 	SELECT c.run_id || '/' || c.head_seq || '/' || t.last || '/' || k.kind, c.run_id, c.head_seq, k.kind, k.body, c.now, c.now
 	FROM c, t, unnest($4::text[], $5::bytea[]) AS k(kind, body) WHERE EXISTS (SELECT 1 FROM u)
-	ON CONFLICT (notice_id) DO NOTHING)
-SELECT c.*, (SELECT count(*) FROM u) FROM c`, reason, kinds, bodies)
+	ON CONFLICT (notice_id) DO NOTHING),
+woken AS (SELECT pg_notify($6, $1) FROM u WHERE cardinality($4::text[]) > 0)
+SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, reason, kinds, bodies, s.noticeChannel())
 	if err == nil && !ok {
 		err = changed(op, runID)
 	}

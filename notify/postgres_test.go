@@ -1,0 +1,118 @@
+package notify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/storetest"
+)
+
+// twoHandles opens two handles of one fresh PostgreSQL schema, as two
+// processes would, or skips the test without a database.
+func twoHandles(t *testing.T) (*postgres.Store, *postgres.Store) {
+	t.Helper()
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN to run the notifier's PostgreSQL tests")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "flrh_notify_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			conn.Close(context.Background())
+		}
+	})
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open()
+}
+
+// A notifier on one PostgreSQL handle is woken by a notice another
+// handle (another process) commits, long before its next look: its poll
+// here is an hour.
+func TestWokenByAnotherProcessOnPostgres(t *testing.T) {
+	writer, delivering := twoHandles(t)
+	rc := &receiver{clock: time.Now}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	n, err := New(Config{Board: delivering, Holder: "b", URL: srv.URL, Secret: secret, Poll: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(rctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // its first pass, and its LISTEN, done
+
+	for i, id := range []string{"r1", "r2"} {
+		if err := writer.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := writer.AcquireLease(ctx, id, "w", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := writer.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+			Notices: []store.Notice{{Kind: store.NoticeEnded, Body: []byte(`{"kind":"run_ended","run_id":"` + id + `"}`)}}}); err != nil {
+			t.Fatal(err)
+		}
+		for len(rc.deliveries()) <= i {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("notice %d not delivered 10 s after its commit, the notifier's poll being an hour", i+1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Logf("notice %d delivered %s after its commit", i+1, time.Since(start).Round(time.Millisecond))
+	}
+	// A quarantine's notice, and one told of a run outside a tick, wake
+	// it too.
+	for i, write := range []func(id string) error{
+		func(id string) error {
+			return writer.Quarantine(ctx, id, "checkpoint digest mismatch", store.Notice{Kind: store.NoticeQuarantined, Body: []byte(`{"kind":"run_quarantined"}`)})
+		},
+		func(id string) error {
+			_, err := writer.TellRun(ctx, id, 0, store.Notice{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting"}`)})
+			return err
+		},
+	} {
+		id := "q" + string(rune('1'+i))
+		if err := writer.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := write(id); err != nil {
+			t.Fatal(err)
+		}
+		for len(rc.deliveries()) <= 2+i {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("the %s notice not delivered 10 s after it was written", id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}

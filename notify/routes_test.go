@@ -28,6 +28,18 @@ func (f *fixture) route(name string, key []byte, script ...int) (*receiver, Rout
 	return rc, Route{Name: name, URL: srv.URL + "/hooks/" + name, Secret: key}
 }
 
+// routed is a notifier of holder's delivering to routes, on f's store
+// and clock, its configuration changed by mods.
+func (f *fixture) routed(holder string, routes []Route, mods ...func(*Config)) *Notifier {
+	f.t.Helper()
+	return f.notifier(holder, func(c *Config) {
+		c.URL, c.Secret, c.Routes = "", nil, routes
+		for _, m := range mods {
+			m(c)
+		}
+	})
+}
+
 // commit commits run id of workflow wf, ending it or leaving it waiting,
 // with the notice of kind, and returns the notice's id.
 func (f *fixture) commit(id, wf, kind string) string {
@@ -129,8 +141,8 @@ func TestFailedRouteTriedAgainAlone(t *testing.T) {
 	slow, slowRoute := f.route("slow", secret, 429)
 	slow.retry = "120"
 	id := f.ended("r1")
-	routes := func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute, slowRoute} }
-	n := f.notifier("a", func(c *Config) { routes(c); c.MinDelay = time.Second })
+	routes := []Route{chatRoute, pagerRoute, slowRoute}
+	n := f.routed("a", routes, func(c *Config) { c.MinDelay = time.Second })
 	f.pass(n, 1)
 	claimed, err := f.store.ClaimNotices(ctx, "peek", time.Millisecond, 1)
 	if err != nil || len(claimed) != 0 {
@@ -142,7 +154,7 @@ func TestFailedRouteTriedAgainAlone(t *testing.T) {
 	f.clock.Advance(time.Millisecond)
 	// Another notifier (the first one gone) sends to the pager alone; the
 	// slow one takes it now.
-	other := f.notifier("b", routes)
+	other := f.routed("b", routes)
 	f.pass(other, 1)
 	f.clock.Advance(4 * time.Second)
 	f.pass(other, 1)
@@ -178,7 +190,7 @@ func TestPartDeliveryKept(t *testing.T) {
 	_, chatRoute := f.route("chat", secret)
 	_, pagerRoute := f.route("pager", secret, 503)
 	f.ended("r1")
-	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute} })
+	n := f.routed("a", []Route{chatRoute, pagerRoute})
 	f.pass(n, 1)
 	f.clock.Advance(time.Hour)
 	got, err := f.store.ClaimNotices(ctx, "peek", time.Minute, 1)
@@ -197,11 +209,11 @@ func TestRoutesRenamed(t *testing.T) {
 	_, chatRoute := f.route("chat", secret)
 	_, pagerRoute := f.route("pager", secret, 503)
 	f.ended("r1")
-	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute} })
+	n := f.routed("a", []Route{chatRoute, pagerRoute})
 	f.pass(n, 1)
 	f.clock.Advance(time.Hour)
 	renamed, renamedRoute := f.route("team-chat", secret)
-	n = f.notifier("b", func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{renamedRoute, pagerRoute} })
+	n = f.routed("b", []Route{renamedRoute, pagerRoute})
 	f.pass(n, 1)
 	if len(renamed.deliveries()) != 1 || f.backlog() != 0 {
 		t.Fatalf("the renamed route took %d, backlog %d", len(renamed.deliveries()), f.backlog())
@@ -215,8 +227,7 @@ func TestPartDeliveryDropped(t *testing.T) {
 	_, chatRoute := f.route("chat", secret)
 	pager, pagerRoute := f.route("pager", secret, 500, 500)
 	f.ended("r1")
-	n := f.notifier("a", func(c *Config) {
-		c.URL, c.Secret, c.Routes = "", nil, []Route{chatRoute, pagerRoute}
+	n := f.routed("a", []Route{chatRoute, pagerRoute}, func(c *Config) {
 		c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second
 	})
 	f.pass(n, 1)
@@ -239,53 +250,33 @@ func TestNewRefusesRoutes(t *testing.T) {
 	good := func(name string) Route {
 		return Route{Name: name, URL: "https://hooks.example.com/T0/secret-path", Secret: secret}
 	}
+	// b is the good route b changed by edit.
+	b := func(edit func(*Route)) Route { r := good("b"); edit(&r); return r }
 	for name, c := range map[string]struct {
-		cfg  func(*Config)
-		find string
+		routes []Route
+		oneURL bool     // the single webhook's URL and secret given too
+		kinds  []string // the single webhook's kinds given too
+		find   string
 	}{
-		"routes and a URL": {func(c *Config) { c.Routes = []Route{good("a")} }, "not both"},
-		"routes and a kind": {func(c *Config) {
-			c.URL, c.Secret, c.Kinds, c.Routes = "", nil, []string{"run_ended"}, []Route{good("a")}
-		}, "not both"},
-		"two of one name": {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("a"), good("a")} }, `two routes are named "a"`},
-		"a bad name":      {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("a,b")} }, `name "a,b"`},
-		"no name":         {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, []Route{good("")} }, `name ""`},
-		"too many":        {func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, manyRoutes(MaxRoutes+1, good) }, "more than 32"},
-		"a short secret": {func(c *Config) {
-			r := good("b")
-			r.Secret = secret[:15]
-			c.URL, c.Secret, c.Routes = "", nil, []Route{good("a"), r}
-		}, `route "b": the signing secret holds 15 bytes`},
-		"a bad URL": {func(c *Config) {
-			r := good("b")
-			r.URL = "ftp://x/secret-path"
-			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
-		}, `route "b": the webhook URL`},
-		"no kinds": {func(c *Config) { r := good("b"); r.Kinds = []string{}; c.URL, c.Secret, c.Routes = "", nil, []Route{r} }, "kinds names no kind"},
-		"an unknown kind": {func(c *Config) {
-			r := good("b")
-			r.Kinds = []string{"paged"}
-			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
-		}, `"paged" is not a kind`},
-		"no workflows": {func(c *Config) {
-			r := good("b")
-			r.Workflows = []string{}
-			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
-		}, "workflows names no workflow"},
-		"an empty workflow": {func(c *Config) {
-			r := good("b")
-			r.Workflows = []string{""}
-			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
-		}, "a workflow named is empty"},
-		"an unknown format": {func(c *Config) { r := good("b"); r.Format = "teams"; c.URL, c.Secret, c.Routes = "", nil, []Route{r} }, `format "teams"`},
-		"credentials in URL": {func(c *Config) {
-			r := good("b")
-			r.URL = "https://u:p@x/secret-path"
-			c.URL, c.Secret, c.Routes = "", nil, []Route{r}
-		}, "carries credentials"},
+		"routes and a URL":   {routes: []Route{good("a")}, oneURL: true, find: "not both"},
+		"routes and a kind":  {routes: []Route{good("a")}, kinds: []string{"run_ended"}, find: "not both"},
+		"two of one name":    {routes: []Route{good("a"), good("a")}, find: `two routes are named "a"`},
+		"a bad name":         {routes: []Route{good("a,b")}, find: `name "a,b"`},
+		"no name":            {routes: []Route{good("")}, find: `name ""`},
+		"too many":           {routes: manyRoutes(MaxRoutes+1, good), find: "more than 32"},
+		"a short secret":     {routes: []Route{good("a"), b(func(r *Route) { r.Secret = secret[:15] })}, find: `route "b": the signing secret holds 15 bytes`},
+		"a bad URL":          {routes: []Route{b(func(r *Route) { r.URL = "ftp://x/secret-path" })}, find: `route "b": the webhook URL`},
+		"no kinds":           {routes: []Route{b(func(r *Route) { r.Kinds = []string{} })}, find: "kinds names no kind"},
+		"an unknown kind":    {routes: []Route{b(func(r *Route) { r.Kinds = []string{"paged"} })}, find: `"paged" is not a kind`},
+		"no workflows":       {routes: []Route{b(func(r *Route) { r.Workflows = []string{} })}, find: "workflows names no workflow"},
+		"an empty workflow":  {routes: []Route{b(func(r *Route) { r.Workflows = []string{""} })}, find: "a workflow named is empty"},
+		"an unknown format":  {routes: []Route{b(func(r *Route) { r.Format = "teams" })}, find: `format "teams"`},
+		"credentials in URL": {routes: []Route{b(func(r *Route) { r.URL = "https://u:p@x/secret-path" })}, find: "carries credentials"},
 	} {
-		cfg := Config{Board: f.store, URL: f.url, Secret: secret, Holder: "a"}
-		c.cfg(&cfg)
+		cfg := Config{Board: f.store, Holder: "a", Routes: c.routes, Kinds: c.kinds}
+		if c.oneURL {
+			cfg.URL, cfg.Secret = f.url, secret
+		}
 		_, err := New(cfg)
 		if err == nil || !strings.Contains(err.Error(), c.find) || strings.Contains(err.Error(), "secret-path") {
 			t.Errorf("%s: %v", name, err)
@@ -468,12 +459,11 @@ func TestHoldCoversEveryRoute(t *testing.T) {
 		rcs, routes = append(rcs, rc), append(routes, r)
 	}
 	f.ended("r1")
-	with := func(c *Config) { c.URL, c.Secret, c.Routes = "", nil, routes }
-	dead := f.notifier("dead", func(c *Config) { with(c); c.Board = &deadAfterSend{Noticeboard: f.store} })
+	dead := f.routed("dead", routes, func(c *Config) { c.Board = &deadAfterSend{Noticeboard: f.store} })
 	if _, err := dead.Pass(ctx); err == nil {
 		t.Fatal("the crash was not simulated")
 	}
-	live := f.notifier("live", with)
+	live := f.routed("live", routes)
 	hold := time.Duration(DefaultBatch*len(routes)+1) * 5 * time.Second
 	f.clock.Advance(hold - time.Millisecond)
 	f.pass(live, 0)
@@ -497,7 +487,7 @@ func TestTemplateRoute(t *testing.T) {
 	r.Template = `{"username": "flrh", "content": {{json .Text}},
   "embeds": [{"title": {{json .Kind}}, "url": {{json .Link}}, "footer": {"text": {{json .ID}}}, "fields": [{"name": "attempt", "value": "{{.Attempt}}"}]}]}`
 	f.commit("r-approve", "refunds", store.NoticeApproval)
-	n := f.notifier("a", func(c *Config) { c.URL, c.Secret, c.Routes, c.Link = "", nil, []Route{r}, "https://flrh.example.com" })
+	n := f.routed("a", []Route{r}, func(c *Config) { c.Link = "https://flrh.example.com" })
 	f.pass(n, 1)
 	got := rc.deliveries()
 	if len(got) != 1 || got[0].verified != nil {

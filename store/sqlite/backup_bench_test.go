@@ -26,19 +26,7 @@ import (
 func BenchmarkBackup(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	c := storetest.NewClock()
-	s, err := Open(ctx, filepath.Join(dir, "flrh.db"), Options{Clock: c.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	t := &testing.T{}
-	for i := range 2000 {
-		storetest.EndedWithEverything(t, s, c, fmt.Sprintf("run-%05d", i))
-	}
-	if t.Failed() {
-		b.Fatal("building the store failed")
-	}
+	s := endedRuns(b, dir, 2000)
 	first := filepath.Join(dir, "first.db")
 	bk, err := s.Backup(ctx, first, BackupOptions{})
 	if err != nil {
@@ -178,4 +166,25 @@ func BenchmarkBackup(b *testing.B) {
 			}
 		}
 	})
+}
+
+// endedRuns is a store in dir of n ended runs, every kind of record each
+// (storetest.EndedWithEverything), named run-00000, run-00001, ...;
+// closed when b ends.
+func endedRuns(b *testing.B, dir string, n int) *Store {
+	b.Helper()
+	c := storetest.NewClock()
+	s, err := Open(context.Background(), filepath.Join(dir, "flrh.db"), Options{Clock: c.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	t := &testing.T{}
+	for i := range n {
+		storetest.EndedWithEverything(t, s, c, fmt.Sprintf("run-%05d", i))
+	}
+	if t.Failed() {
+		b.Fatal("building the store failed")
+	}
+	return s
 }

@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"flrh.dev/flrh/archive"
-	"flrh.dev/flrh/store/storetest"
 )
 
 // BenchmarkCompact compacts a store of 2,000 ended runs (every kind of
@@ -18,19 +16,7 @@ import (
 // none. It reports the store's size and MB/s of it.
 func BenchmarkCompact(b *testing.B) {
 	ctx := context.Background()
-	c := storetest.NewClock()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "flrh.db"), Options{Clock: c.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	t := &testing.T{}
-	for i := range 2000 {
-		storetest.EndedWithEverything(t, s, c, fmt.Sprintf("run-%05d", i))
-	}
-	if t.Failed() {
-		b.Fatal("building the store failed")
-	}
+	s := endedRuns(b, b.TempDir(), 2000)
 	for i := 0; i < 2000; i += 2 {
 		a, err := archive.Read(ctx, s, fmt.Sprintf("run-%05d", i))
 		if err != nil {

@@ -241,14 +241,7 @@ func testQuarantineNotices(t *testing.T, s store.Store, c *Clock) {
 	if !ok {
 		t.Skip("the store keeps no notices")
 	}
-	count := func(want int64) {
-		t.Helper()
-		b, err := nb.NoticeBacklog(ctx)
-		must(t, err)
-		if b.Count != want {
-			t.Fatalf("%d notices, want %d", b.Count, want)
-		}
-	}
+	count := func(want int64) { t.Helper(); noticeCount(t, nb, want) }
 	told := store.Notice{Kind: store.NoticeQuarantined, Body: []byte(`{"kind":"run_quarantined","reason":"checkpoint digest mismatch"}`)}
 	newRun(t, s, "q")
 	l, err := s.AcquireLease(ctx, "q", "w", time.Hour)
@@ -298,14 +291,7 @@ func testTellRun(t *testing.T, s store.Store, c *Clock) {
 	if !ok {
 		t.Skip("the store keeps no notices")
 	}
-	count := func(want int64) {
-		t.Helper()
-		b, err := nb.NoticeBacklog(ctx)
-		must(t, err)
-		if b.Count != want {
-			t.Fatalf("%d notices, want %d", b.Count, want)
-		}
-	}
+	count := func(want int64) { t.Helper(); noticeCount(t, nb, want) }
 	told := store.Notice{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting","requests":["q"]}`)}
 	newRun(t, s, "tell")
 	l, err := s.AcquireLease(ctx, "tell", "w", time.Hour)
@@ -349,4 +335,14 @@ func testTellRun(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("claimed %+v", got)
 	}
 	must(t, nb.NoticeDone(ctx, got[0].ID, "a"))
+}
+
+// noticeCount fails t unless nb holds want notices not yet delivered.
+func noticeCount(t *testing.T, nb store.Noticeboard, want int64) {
+	t.Helper()
+	b, err := nb.NoticeBacklog(ctx)
+	must(t, err)
+	if b.Count != want {
+		t.Fatalf("%d notices, want %d", b.Count, want)
+	}
 }

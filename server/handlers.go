@@ -25,6 +25,7 @@ import (
 var routes = []route{
 	{Method: "GET", Pattern: "/v1/openapi.json", Perm: permPublic, handle: (*Server).openAPI},
 	{Method: "GET", Pattern: "/healthz", Perm: permPublic, handle: (*Server).health},
+	{Method: "GET", Pattern: "/readyz", Perm: permPublic, handle: (*Server).ready},
 	{Method: "GET", Pattern: "/metrics", Perm: permRead, handle: (*Server).serveMetrics},
 	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, handle: (*Server).whoami},
 	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
@@ -127,6 +128,38 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ Principal) err
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
+
+// readyWait bounds a readiness probe's question to the store.
+const readyWait = 2 * time.Second
+
+// ready answers a readiness probe: 200 while the server takes work and
+// its store answers; 503 once it drains (Drain) or while its store does
+// not answer within readyWait, so that a load balancer sends requests
+// elsewhere. What it says names no address or credential: the store's
+// error code alone.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readyWait)
+	defer cancel()
+	if err := store.Ping(ctx, s.cfg.Store); err != nil {
+		code := store.CodeOf(err)
+		if code == "" {
+			code = store.CodeUnavailable
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "store": string(code)})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// Drain has readiness probes answer 503 from now on: the server is
+// shutting down and takes no new work, though it still answers what it
+// is asked while it drains.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)

@@ -84,6 +84,7 @@ type Server struct {
 	metrics   *metrics
 	tracer    trace.Tracer // nil without tracing
 	streams   atomic.Int64
+	draining  atomic.Bool // Drain was called: readiness probes answer 503
 	done      chan struct{}
 	closeOnce sync.Once
 }

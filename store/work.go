@@ -191,3 +191,19 @@ func CensusCounts(byState bool) string {
 	return `SELECT '', count(*), count(*) FILTER (WHERE outcome <> ''),
 	count(*) FILTER (WHERE outcome = '' AND quarantine = '') FROM runs`
 }
+
+// Pinger is implemented by stores that can say cheaply whether they are
+// reachable and answering: a readiness probe's question.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Ping asks s whether it answers: its own Ping when it is (or wraps) a
+// Pinger, otherwise a read of one run header.
+func Ping(ctx context.Context, s Store) error {
+	if p, ok := As[Pinger](s); ok {
+		return p.Ping(ctx)
+	}
+	_, err := s.Runs(ctx, "", 1)
+	return err
+}

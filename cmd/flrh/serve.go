@@ -91,6 +91,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
 	retryAfterFlag := cmd.Flags().Duration("max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
+	drainDelay := cmd.Flags().Duration("drain-delay", 0, "on SIGTERM, keep serving this long with GET /readyz answering 503 before closing the listener, so that load balancers stop sending requests first")
 	otelExporter := cmd.Flags().String("otel", telemetry.ExportOff, "where spans go: off, stdout (JSON on standard output) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)")
 	logLevel := cmd.Flags().String("log-level", "info", "least severe log level written: debug (every tick and transition), info, warn or error")
 	backupDir := cmd.Flags().String("backup-dir", "", "back an embedded store up into this directory on a schedule (flrh-TIME.db, each checked as flrh store backup checks it)")
@@ -143,6 +144,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if !nf.delivers() && slices.ContainsFunc([]string{"notify-secret-env", "notify-timeout", "notify-give-up", "notify-format", "notify-link", "notify-kinds"},
 			cmd.Flags().Changed) {
 			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL) or --notify-routes")
+		}
+		if *drainDelay < 0 {
+			return usagef("--drain-delay must not be negative, not %s", *drainDelay)
 		}
 		pruning := *pruneAge > 0
 		switch {
@@ -395,6 +399,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		case serveErr = <-serveDone:
 		}
 		log.Info("shutting down")
+		srv.Drain()
+		if *drainDelay > 0 && serveErr == nil {
+			log.Info("draining: readiness answers 503 before the listener closes", "delay", drainDelay.String())
+			time.Sleep(*drainDelay)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), *grace)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {

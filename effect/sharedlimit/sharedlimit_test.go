@@ -69,6 +69,30 @@ func twoPostgres(t testing.TB) (store.Store, store.Store) {
 	return out[0], out[1]
 }
 
+// waiting waits up to 10 s for s to count n requests waiting for a slot
+// of limit name, and fails t if it does not.
+func waiting(t *testing.T, s store.Store, name string, n int) {
+	t.Helper()
+	sl, ok := store.As[store.SharedLimits](s)
+	if !ok {
+		t.Fatal("the store holds no shared limits")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		uses, err := sl.LimitsInUse(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range uses {
+			if u.Name == name && u.Waiting == n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests never waited for %s: %+v", n, name, uses)
+		}
+	}
+}
+
 func boards(t *testing.T, a, b store.Store) [2]*Board {
 	t.Helper()
 	out := [2]*Board{New("one"), New("two")}
@@ -85,11 +109,16 @@ func TestRateAcrossStoresPostgres(t *testing.T)  { testRateAcross(t, twoPostgres
 
 // testSlotsAcross: requests through two boards on two handles of one
 // store, limited to two in flight: never more than two open at once
-// across both, exactly two at the peak, every request admitted once.
+// across both, exactly two at the peak (the first two admitted hold
+// their slots until both are open, however slowly the machine runs),
+// every request admitted once.
 func testSlotsAcross(t *testing.T, open func(testing.TB) (store.Store, store.Store)) {
 	a, b := open(t)
 	bs := boards(t, a, b)
 	var openNow, peak, done atomic.Int64
+	var admitted atomic.Int64
+	both := make(chan struct{}) // closed when two are open at once
+	var bothOnce sync.Once
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {
@@ -105,6 +134,15 @@ func testSlotsAcross(t *testing.T, open func(testing.TB) (store.Store, store.Sto
 				p := peak.Load()
 				if n <= p || peak.CompareAndSwap(p, n) {
 					break
+				}
+			}
+			if n == 2 {
+				bothOnce.Do(func() { close(both) })
+			}
+			if admitted.Add(1) <= 2 {
+				select {
+				case <-both:
+				case <-ctx.Done():
 				}
 			}
 			time.Sleep(30 * time.Millisecond)
@@ -375,9 +413,9 @@ func testLongestWaitingFirst(t *testing.T, open func(testing.TB) (store.Store, s
 			time.Sleep(20 * time.Millisecond)
 			release()
 		})
-		// Each is waiting before the next begins: its first ask is made
-		// within a few milliseconds.
-		time.Sleep(60 * time.Millisecond)
+		// Each is in the queue before the next begins, however slowly
+		// the machine runs it.
+		waiting(t, a, "deploy", i+1)
 	}
 	// Let every waiter's polling slow to its longest, so that order comes
 	// from the queue and not from who asks first.

@@ -199,8 +199,9 @@ type dutyState struct {
 	Lapsed     bool      `json:"lapsed,omitempty"` // its holder stopped renewing it
 }
 
-// storeDuties are the duties flrh's commands hold.
-var storeDuties = []string{pruneDuty}
+// storeDuties are the duties flrh's commands hold: scheduled pruning,
+// and delivering notices (whose holder tells runners to write them).
+var storeDuties = []string{pruneDuty, store.NotifyDuty}
 
 // readDuties adds the store's duties to the report.
 func (r *storeReport) readDuties(ctx context.Context, st store.Store, now time.Time) error {

@@ -519,3 +519,16 @@ func TestTemplateRoute(t *testing.T) {
 		t.Fatalf("a template failing one kind: %v", err)
 	}
 }
+
+// The templated route docs/notices.md shows, written in YAML with a
+// block scalar, reads and compiles.
+func TestDocumentedTemplateRoute(t *testing.T) {
+	y := "routes:\n  - name: sre-discord\n    url_env: FLRH_DISCORD_HOOK_URL\n    format: template\n" +
+		"    kinds: [reconciliation_waiting, run_tripped, run_quarantined]\n    template: |\n" +
+		"      {\"username\": \"flrh\", \"content\": {{json .Text}},\n" +
+		"       \"embeds\": [{\"title\": {{json .Kind}}, \"url\": {{json .Link}}, \"footer\": {\"text\": {{json .ID}}}}]}\n"
+	specs, err := ParseRoutes([]byte(y), true)
+	if err != nil || len(specs) != 1 || specs[0].Format != FormatTemplate || !strings.Contains(specs[0].Template, "\n \"embeds\"") {
+		t.Fatalf("%+v (%v)", specs, err)
+	}
+}

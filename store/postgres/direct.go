@@ -407,7 +407,7 @@ func (t *wtx) commitDirect(ctx context.Context) (handled bool, err error) {
 	var sqlBuf [8]string // a tick's statements, on the stack
 	sqls := sqlBuf[:0]
 	if !t.begun && !implicit {
-		sqls = append(sqls, beginSQL)
+		sqls = append(sqls, t.begin())
 	}
 	for _, q := range t.pending {
 		sqls = append(sqls, q.SQL)

@@ -49,6 +49,13 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 	slot, ok, allowed := 0, false, false
 	err := s.write(ctx, op, "", func(tx *wtx) error {
 		tx.lazy = true
+		// Takes of one limit one at a time: each locks the limit's first
+		// slot row before it reads, and reads at READ COMMITTED what the
+		// take it waited for wrote. Two takes at one instant would
+		// otherwise each count the queue and the slots held without the
+		// other, and both pass a request waiting longer.
+		tx.readCommitted = true
+		tx.Queue(`SELECT 1 FROM limit_slots WHERE name = $1 AND slot = 0 FOR UPDATE`, name)
 		ok, allowed = false, false
 		var since, now int64
 		var ahead, held int

@@ -33,6 +33,13 @@ type wtx struct {
 	// testSetting, when set (tests only), is told synchronous_commit as
 	// the transaction has it just before COMMIT.
 	testSetting func(string)
+	// readCommitted begins the transaction at READ COMMITTED, each
+	// statement reading what was committed before it began: for a
+	// transaction that serializes itself with a row lock taken first and
+	// must then see what the transaction it waited for wrote (a shared
+	// limit's take; at REPEATABLE READ its snapshot would predate the
+	// wait).
+	readCommitted bool
 	// implicit lets a transaction whose whole is its commit's one round
 	// trip on the direct path go without BEGIN and COMMIT, as the
 	// pipeline's implicit transaction at the session's isolation level
@@ -72,6 +79,17 @@ var errRolledBack = errors.New("transaction rolled back by the server")
 
 const beginSQL = `BEGIN ISOLATION LEVEL REPEATABLE READ`
 
+// beginReadCommittedSQL begins a transaction with readCommitted set.
+const beginReadCommittedSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
+
+// begin is the statement that begins t.
+func (t *wtx) begin() string {
+	if t.readCommitted {
+		return beginReadCommittedSQL
+	}
+	return beginSQL
+}
+
 // lazySQL turns synchronous_commit off for the rest of the transaction.
 // The one-round-trip commit sets it in its first statement instead
 // (lazyExpr).
@@ -90,7 +108,7 @@ func (t *wtx) batch(b *pgx.Batch) *pgx.Batch {
 	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(t.pending)+len(b.QueuedQueries)+1)}
 	if !t.begun {
 		t.begun = true
-		nb.Queue(beginSQL)
+		nb.Queue(t.begin())
 	}
 	nb.QueuedQueries = append(nb.QueuedQueries, t.pending...)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)

@@ -276,7 +276,10 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 		} else {
 			n.held = now
 			if fresh && d.Held && n.cfg.OnTaken != nil {
-				n.taken = &takenDuty{since: lapsed, until: now}
+				// Both bounds on the store's clock, which runs' times are
+				// written on: the lapse read from the duty, the take from
+				// the lease just written.
+				n.taken = &takenDuty{since: lapsed, until: d.ExpiresAt.Add(-store.NotifyDutyTTL)}
 			}
 		}
 	}

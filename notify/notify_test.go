@@ -586,3 +586,19 @@ func TestOnTakenWhenNoOneDelivered(t *testing.T) {
 		t.Fatalf("after the lapse: calls %v, want the last since %v", calls, d.ExpiresAt)
 	}
 }
+
+// OnTaken's bounds are on the store's clock, which runs' times are
+// written on, not the notifier's: a notifier whose clock runs half an
+// hour ahead is told the take at the store's time.
+func TestOnTakenOnTheStoresClock(t *testing.T) {
+	f := newFixture(t)
+	var until time.Time
+	n := f.notifier("a", func(c *Config) {
+		c.Clock = func() time.Time { return f.clock.Now().Add(30 * time.Minute) }
+		c.OnTaken = func(_ context.Context, _, u time.Time) error { until = u; return nil }
+	})
+	f.pass(n, 0)
+	if !until.Equal(f.clock.Now()) {
+		t.Fatalf("told the take at %v, the store's clock reads %v", until, f.clock.Now())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"flrh.dev/flrh/effect/httpwire"
@@ -90,6 +91,7 @@ type Config struct {
 // Notifier delivers a store's notices to its routes.
 type Notifier struct {
 	cfg    Config
+	mu     sync.Mutex // guards routes, which SetRoutes replaces
 	routes []Route
 	client *http.Client
 	wake   chan struct{}
@@ -293,7 +295,8 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 	// Held for the batch's deliveries, one after another, each up to
 	// Timeout, and one more for the store's writes: a deliverer that
 	// died holding them leaves them to others after that.
-	hold := time.Duration(n.cfg.Batch*len(n.routes)+1) * n.cfg.Timeout
+	routes := n.currentRoutes()
+	hold := time.Duration(n.cfg.Batch*len(routes)+1) * n.cfg.Timeout
 	ns, err := n.cfg.Board.ClaimNotices(ctx, n.cfg.Holder, hold, n.cfg.Batch)
 	if err != nil {
 		return 0, err
@@ -303,7 +306,7 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 		if ctx.Err() != nil {
 			break // held until the hold passes, then claimed again
 		}
-		if err := n.deliver(ctx, no); err != nil {
+		if err := n.deliver(ctx, no, routes); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -345,7 +348,7 @@ type envelope struct {
 // too old; otherwise tried again later at the routes still to take it.
 // The error is the store's, a failed delivery being the notice's to
 // retry.
-func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
+func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route) error {
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
 	var b store.NoticeBody
 	if json.Unmarshal(no.Body, &b) != nil {
@@ -355,8 +358,8 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 	// or removed since is no route to skip.
 	var sent []string
 	var pending []*Route
-	for i := range n.routes {
-		r := &n.routes[i]
+	for i := range routes {
+		r := &routes[i]
 		switch {
 		case slices.Contains(no.Sent, r.Name):
 			sent = append(sent, r.Name)
@@ -365,8 +368,8 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 		}
 	}
 	done := func() error {
-		for i := range n.routes {
-			if r := &n.routes[i]; !r.takes(no.Kind, b.WorkflowID) {
+		for i := range routes {
+			if r := &routes[i]; !r.takes(no.Kind, b.WorkflowID) {
 				n.cfg.Observe(r.Name, no.Kind, "skipped")
 			}
 		}
@@ -412,16 +415,44 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice) error {
 		n.cfg.Observe(r.Name, no.Kind, "failed")
 		log.Warn("notice not delivered", "route", r.Name, "err", whys[i], "retry_in", wait.String())
 	}
-	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, strings.Join(whys, "; "), n.sentOf(sent))
+	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, strings.Join(whys, "; "), sentOf(routes, sent))
 }
 
 // sentOf is sent as the store keeps it: nil for a notifier of one
 // route, whose notice is never part-delivered.
-func (n *Notifier) sentOf(sent []string) []string {
-	if len(n.routes) == 1 {
+func sentOf(routes []Route, sent []string) []string {
+	if len(routes) == 1 {
 		return nil
 	}
 	return sent
+}
+
+// currentRoutes are the routes a pass delivers to: those of the last
+// SetRoutes, or New's.
+func (n *Notifier) currentRoutes() []Route {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.routes
+}
+
+// SetRoutes replaces the routes notices go to (a routes file read again
+// on SIGHUP, say), checked as New checks them, templates compiled; on an
+// error the routes are kept as they were. A pass under way finishes with
+// the routes it began with; a notice a removed route had not taken yet is
+// no longer sent to it, and a route added hears of every notice still
+// waiting.
+func (n *Notifier) SetRoutes(routes []Route) error {
+	rs := slices.Clone(routes)
+	if len(rs) == 0 {
+		return errors.New("notify: no routes")
+	}
+	if err := checkRoutes(rs); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.routes = rs
+	n.mu.Unlock()
+	return nil
 }
 
 // send posts the notice to r; why is "" when the receiver took it, and

@@ -532,3 +532,32 @@ func TestDocumentedTemplateRoute(t *testing.T) {
 		t.Fatalf("%+v (%v)", specs, err)
 	}
 }
+
+// SetRoutes replaces the routes at the next pass: a route added hears of
+// a notice still waiting; one removed is sent nothing more; routes that
+// cannot be delivered to are refused and the old ones kept.
+func TestSetRoutes(t *testing.T) {
+	f := newFixture(t)
+	chat, chatRoute := f.route("chat", secret)
+	pager, pagerRoute := f.route("pager", secret, 503)
+	n := f.routed("a", []Route{chatRoute, pagerRoute})
+	id := f.ended("r1")
+	f.pass(n, 1) // chat took it, the pager did not
+	audit, auditRoute := f.route("audit", secret)
+	bad := auditRoute
+	bad.Secret = secret[:10]
+	if err := n.SetRoutes([]Route{chatRoute, bad}); err == nil || !strings.Contains(err.Error(), `route "audit": the signing secret`) {
+		t.Fatalf("bad routes: %v", err)
+	}
+	if err := n.SetRoutes(nil); err == nil {
+		t.Fatal("no routes accepted")
+	}
+	if err := n.SetRoutes([]Route{chatRoute, auditRoute}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Hour)
+	f.pass(n, 1)
+	if len(chat.deliveries()) != 1 || len(pager.deliveries()) != 1 || len(audit.deliveries()) != 1 || audit.deliveries()[0].id != id || f.backlog() != 0 {
+		t.Fatalf("chat %d, pager %d, audit %d, backlog %d", len(chat.deliveries()), len(pager.deliveries()), len(audit.deliveries()), f.backlog())
+	}
+}

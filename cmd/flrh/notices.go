@@ -264,3 +264,25 @@ func allOr(names []string) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// reloadRoutes reads the routes file, and the variables and files it
+// names, again and hands them to the notifier (SIGHUP): a route added,
+// removed or changed takes effect at the next pass. A file that is wrong
+// now, or a variable not set, keeps the routes as they were, and says
+// why.
+func (f noticeFlags) reloadRoutes(n *notify.Notifier, log *slog.Logger) {
+	routes, err := f.routeConfigs()
+	if err == nil {
+		err = n.SetRoutes(routes)
+	}
+	if err != nil {
+		// The error names no URL or secret (routeConfigs, notify).
+		log.Warn("notice routes kept as they were", "file", f.routes, "err", err.Error())
+		return
+	}
+	names := make([]string, len(routes))
+	for i, r := range routes {
+		names[i] = r.Name
+	}
+	log.Info("notice routes reloaded", "file", f.routes, "routes", strings.Join(names, ","))
+}

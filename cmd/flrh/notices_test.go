@@ -623,3 +623,67 @@ func TestNoticesTellRunsWaitingBefore(t *testing.T) {
 	h.await(store.NoticeEnded, "big", "1")
 	h.deliveredOnce(2, "")
 }
+
+// TestNoticeRoutesReloadedOnSIGHUP: flrh serve reads its routes file
+// again on SIGHUP: a chat route added then takes the runs' ends; a file
+// broken afterwards keeps the routes as they were, and says why.
+func TestNoticeRoutesReloadedOnSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	secret := "whsec-reload-routes-4e1a"
+	audit, auditURL := newHookReceiver(t, secret)
+	chat := newTextReceiver(t, secret)
+	routes := filepath.Join(dir, "routes.json")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(routes, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	auditOnly := `{"routes": [{"name": "audit", "url": "` + auditURL + `"}]}`
+	write(auditOnly)
+	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret}, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"),
+		"--destination", sb+"/v1/effects", "--notify-routes", routes)
+	hup := func(says string) {
+		t.Helper()
+		before := strings.Count(p.stderr.String(), says)
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(p.stderr.String(), says) == before; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q after SIGHUP:\n%s", says, p.stderr)
+			}
+		}
+	}
+	startRefund(t, p.base, "big", 800)
+	audit.await(store.NoticeApproval, "big", "1")
+
+	write(`{"routes": [{"name": "audit", "url": "` + auditURL + `"},
+  {"name": "chat", "url": "` + chat.url + `", "format": "slack", "kinds": ["run_ended"]}]}`)
+	hup(`"msg":"notice routes reloaded"`)
+	if !approveWaiting(p.base, "big") {
+		t.Fatal("approval refused")
+	}
+	audit.await(store.NoticeEnded, "big", "1")
+	for deadline := time.Now().Add(10 * time.Second); len(chat.texts()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the route added on SIGHUP heard nothing")
+		}
+	}
+
+	write(`{"routes": [{"name": "audit", "url": "` + auditURL + `", "kinds": ["run_paged"]}]}`)
+	hup(`"msg":"notice routes kept as they were"`)
+	startRefund(t, p.base, "small", 30)
+	audit.await(store.NoticeEnded, "small", "1")
+	for deadline := time.Now().Add(10 * time.Second); len(chat.texts()) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a broken file dropped the chat route")
+		}
+	}
+	if logs := p.stderr.String(); !strings.Contains(logs, `run_paged`) || strings.Contains(logs, "s3cr3t") {
+		t.Errorf("the refusal does not say why, or names the chat's URL:\n%s", logs)
+	}
+}

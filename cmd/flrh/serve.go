@@ -378,6 +378,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				case <-runCtx.Done():
 					return
 				case <-hup:
+					if hooks != nil && nf.routes != "" {
+						nf.reloadRoutes(hooks, log)
+					}
 					if reload == nil {
 						log.Warn("SIGHUP: no bundles to reload adapters for")
 						continue

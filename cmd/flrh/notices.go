@@ -179,7 +179,7 @@ and no part of its URL.`,
 			return nil
 		}}
 	f.register(test, false)
-	group := &cobra.Command{Use: "notify", Short: "Check the webhook notices go to (see flrh serve --notify)"}
+	group := &cobra.Command{Use: "notify", Short: "Check the webhooks notices go to (see flrh serve --notify, --notify-routes)"}
 	group.AddCommand(test)
 	rootCmd.AddCommand(group)
 }

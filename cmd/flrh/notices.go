@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -285,4 +286,60 @@ func (f noticeFlags) reloadRoutes(n *notify.Notifier, log *slog.Logger) {
 		names[i] = r.Name
 	}
 	log.Info("notice routes reloaded", "file", f.routes, "routes", strings.Join(names, ","))
+}
+
+// routesFingerprint digests what reloadRoutes would read: the routes
+// file, and each variable (or file) its routes name, or why one cannot be
+// read. Only the digest is kept: the values are credentials.
+func (f noticeFlags) routesFingerprint() [sha256.Size]byte {
+	h := sha256.New()
+	put := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s", len(p), p)
+		}
+	}
+	data, err := os.ReadFile(f.routes)
+	if err != nil {
+		put("file", err.Error())
+		return [sha256.Size]byte(h.Sum(nil))
+	}
+	put("file", string(data))
+	specs, err := notify.ParseRoutes(data, yamljson.Named(f.routes))
+	if err != nil {
+		put("parse", err.Error())
+		return [sha256.Size]byte(h.Sum(nil))
+	}
+	env := bundle.OSEnv()
+	for _, sp := range specs {
+		for _, name := range []string{sp.URLEnv, cmp.Or(sp.SecretEnv, f.secretEnv)} {
+			if name == "" {
+				continue
+			}
+			v, err := env.Value(name)
+			if err != nil {
+				v = "error: " + err.Error()
+			}
+			put(sp.Name, name, v)
+		}
+	}
+	return [sha256.Size]byte(h.Sum(nil))
+}
+
+// watchRoutes looks at the routes file and what it names every interval,
+// and reloads the routes (reloadRoutes) when any of it changed.
+func (f noticeFlags) watchRoutes(ctx context.Context, every time.Duration, n *notify.Notifier, log *slog.Logger) {
+	last := f.routesFingerprint()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if fp := f.routesFingerprint(); fp != last {
+			last = fp
+			f.reloadRoutes(n, log)
+		}
+	}
 }

@@ -687,3 +687,61 @@ func TestNoticeRoutesReloadedOnSIGHUP(t *testing.T) {
 		t.Errorf("the refusal does not say why, or names the chat's URL:\n%s", logs)
 	}
 }
+
+// TestNoticeRoutesFollowTheirFiles: with --reload-adapters-every, a
+// route's URL file swapped under a running server (as a platform rotates
+// a mounted secret) is seen by itself: the next notice goes to the new
+// URL, none to the old.
+func TestNoticeRoutesFollowTheirFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	secret := "whsec-follow-files-77d0"
+	before, after := newTextReceiver(t, secret), newTextReceiver(t, secret)
+	urlFile := filepath.Join(dir, "chat-url")
+	swap := func(url string) {
+		t.Helper()
+		tmp := urlFile + ".new"
+		if err := os.WriteFile(tmp, []byte(url+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, urlFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap(before.url)
+	routes := filepath.Join(dir, "routes.yaml")
+	if err := os.WriteFile(routes, []byte("routes:\n  - name: chat\n    url_env: CHAT_URL\n    format: slack\n    kinds: [run_ended]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + secret, "CHAT_URL_FILE=" + urlFile}, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"),
+		"--destination", sb+"/v1/effects", "--notify-routes", routes, "--reload-adapters-every", "100ms")
+	await := func(rc *textReceiver, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); len(rc.texts()) < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d texts, want %d", len(rc.texts()), n)
+			}
+		}
+	}
+	startRefund(t, p.base, "one", 30)
+	await(before, 1)
+	swap(after.url)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), `"msg":"notice routes reloaded"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the swapped file was not seen:\n%s", p.stderr)
+		}
+	}
+	startRefund(t, p.base, "two", 30)
+	await(after, 1)
+	time.Sleep(300 * time.Millisecond)
+	if len(before.texts()) != 1 || !strings.Contains(after.texts()[0], "Run *two*") {
+		t.Fatalf("before %q, after %q", before.texts(), after.texts())
+	}
+	if strings.Contains(p.stderr.String(), "s3cr3t") {
+		t.Error("a chat URL reached the logs")
+	}
+}

@@ -99,7 +99,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	backupKeep := cmd.Flags().Int("backup-keep", 7, "with --backup-dir: how many of the newest backups to keep")
 	pruneAge := cmd.Flags().Duration("prune-ended-after", 0, "prune the runs that ended this long ago (720h, say), as flrh store prune does: at start, then every --prune-every; 0 prunes nothing")
 	pruneDir := cmd.Flags().String("prune-archive", "", "with --prune-ended-after: archive each run into this directory first")
-	reloadEvery := cmd.Flags().Duration("reload-adapters-every", 0, "look this often at the variables and files the bundles' adapters read, and rebuild the adapters when they changed, as SIGHUP does (a credential rotated by swapping a mounted file); 0 looks only on SIGHUP")
+	reloadEvery := cmd.Flags().Duration("reload-adapters-every", 0, "look this often at the variables and files the bundles' adapters read (and the --notify-routes file with those it names), and rebuild what changed, as SIGHUP does (a credential rotated by swapping a mounted file); 0 looks only on SIGHUP")
 	pruneDiscard := cmd.Flags().Bool("prune-discard", false, "with --prune-ended-after: remove the records without archiving them")
 	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
@@ -360,7 +360,10 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if hooks != nil {
 			chores.Go(func() { hooks.Run(runCtx) })
 		}
-		if *reloadEvery > 0 {
+		if *reloadEvery > 0 && hooks != nil && nf.routes != "" {
+			chores.Go(func() { nf.watchRoutes(runCtx, *reloadEvery, hooks, log) })
+		}
+		if *reloadEvery > 0 && (reload != nil || nf.routes == "") {
 			if reload == nil {
 				log.Warn("--reload-adapters-every: no bundles to reload adapters for")
 			} else {

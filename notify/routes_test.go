@@ -183,16 +183,22 @@ func TestFailedRouteTriedAgainAlone(t *testing.T) {
 	}
 }
 
-// What the store keeps of a part-delivered notice: the routes that took
-// it, and why the others did not, each named.
-func TestPartDeliveryKept(t *testing.T) {
+// partDelivered is a fixture whose one notice the chat route took and
+// the pager route refused (503) an hour ago, with the pager's route.
+func partDelivered(t *testing.T) (*fixture, Route) {
 	f := newFixture(t)
 	_, chatRoute := f.route("chat", secret)
 	_, pagerRoute := f.route("pager", secret, 503)
 	f.ended("r1")
-	n := f.routed("a", []Route{chatRoute, pagerRoute})
-	f.pass(n, 1)
+	f.pass(f.routed("a", []Route{chatRoute, pagerRoute}), 1)
 	f.clock.Advance(time.Hour)
+	return f, pagerRoute
+}
+
+// What the store keeps of a part-delivered notice: the routes that took
+// it, and why the others did not, each named.
+func TestPartDeliveryKept(t *testing.T) {
+	f, _ := partDelivered(t)
 	got, err := f.store.ClaimNotices(ctx, "peek", time.Minute, 1)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claimed %v (%v)", got, err)
@@ -205,15 +211,9 @@ func TestPartDeliveryKept(t *testing.T) {
 // Routes renamed or removed since a notice reached them are forgotten:
 // the routes of the notifier that delivers now decide.
 func TestRoutesRenamed(t *testing.T) {
-	f := newFixture(t)
-	_, chatRoute := f.route("chat", secret)
-	_, pagerRoute := f.route("pager", secret, 503)
-	f.ended("r1")
-	n := f.routed("a", []Route{chatRoute, pagerRoute})
-	f.pass(n, 1)
-	f.clock.Advance(time.Hour)
+	f, pagerRoute := partDelivered(t)
 	renamed, renamedRoute := f.route("team-chat", secret)
-	n = f.routed("b", []Route{renamedRoute, pagerRoute})
+	n := f.routed("b", []Route{renamedRoute, pagerRoute})
 	f.pass(n, 1)
 	if len(renamed.deliveries()) != 1 || f.backlog() != 0 {
 		t.Fatalf("the renamed route took %d, backlog %d", len(renamed.deliveries()), f.backlog())

@@ -293,11 +293,7 @@ func (f noticeFlags) reloadRoutes(n *notify.Notifier, log *slog.Logger) {
 // read. Only the digest is kept: the values are credentials.
 func (f noticeFlags) routesFingerprint() [sha256.Size]byte {
 	h := sha256.New()
-	put := func(parts ...string) {
-		for _, p := range parts {
-			fmt.Fprintf(h, "%d:%s", len(p), p)
-		}
-	}
+	put := func(parts ...string) { putFields(h, parts...) }
 	data, err := os.ReadFile(f.routes)
 	if err != nil {
 		put("file", err.Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -127,11 +128,7 @@ func (a *adapterReload) fingerprint() [sha256.Size]byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h := sha256.New()
-	field := func(parts ...string) {
-		for _, p := range parts {
-			fmt.Fprintf(h, "%d:%s", len(p), p)
-		}
-	}
+	field := func(parts ...string) { putFields(h, parts...) }
 	dirs, err := bundle.Dirs(a.dir)
 	if err != nil {
 		field("dirs", err.Error())
@@ -186,5 +183,13 @@ func (a *adapterReload) watch(ctx context.Context, every time.Duration, log *slo
 		for _, k := range rep.Kept {
 			log.Warn("adapters kept as they were", "bundle", k)
 		}
+	}
+}
+
+// putFields writes parts to h each prefixed with its length, so that no
+// two different lists of parts write the same bytes.
+func putFields(h io.Writer, parts ...string) {
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,27 +148,55 @@ func (f *noticeFlags) register(cmd *cobra.Command, serve bool) {
 	}
 }
 
+// namedRoutes are the routes of routes that names names, in the file's
+// order; a name no route has is a usage error.
+func namedRoutes(routes []notify.Route, names []string) ([]notify.Route, error) {
+	var out []notify.Route
+	for _, name := range names {
+		if !slices.ContainsFunc(routes, func(r notify.Route) bool { return r.Name == name }) {
+			return nil, usagef("--route %q: the routes file has no such route", name)
+		}
+	}
+	for _, r := range routes {
+		if slices.Contains(names, r.Name) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func init() {
 	var f noticeFlags
+	var only *[]string
 	test := &cobra.Command{Use: "test",
 		Short: "Post one test notice to a webhook, as flrh serve would, and say whether it took it",
 		Long: `test posts one notice of kind "test" to the webhook the flags name, signed and in
 the format flrh serve --notify would use, and reports whether the receiver
 answered 2xx: a check of the URL, the secret and the receiver before runs
-depend on them. With --notify-routes, one to each route. It needs no store.
+depend on them. With --notify-routes, one to each route, or to those --route
+names. It needs no store.
 Exit status 1 when a receiver did not take it; the reason names the route
 and no part of its URL.`,
 		Example: `  FLRH_NOTIFY_SECRET_FILE=/run/secrets/flrh-hook flrh notify test --notify https://hooks.example.com/flrh
   FLRH_NOTIFY_URL_FILE=/run/secrets/slack-hook flrh notify test --notify-format slack
-  flrh notify test --notify-routes notify-routes.yaml   # one test notice to each route`,
+  flrh notify test --notify-routes notify-routes.yaml   # one test notice to each route
+  flrh notify test --notify-routes notify-routes.yaml --route oncall`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.resolveURL(); err != nil {
 				return err
 			}
+			if len(*only) > 0 && f.routes == "" {
+				return usagef("--route names routes of a --notify-routes file")
+			}
 			cfg, err := f.config()
 			if err != nil {
 				return err
+			}
+			if len(*only) > 0 {
+				if cfg.Routes, err = namedRoutes(cfg.Routes, *only); err != nil {
+					return err
+				}
 			}
 			if err := notify.Test(cmd.Context(), cfg); err != nil {
 				return err
@@ -180,6 +209,7 @@ and no part of its URL.`,
 			return nil
 		}}
 	f.register(test, false)
+	only = test.Flags().StringSlice("route", nil, "with --notify-routes, test these routes only (repeatable)")
 	group := &cobra.Command{Use: "notify", Short: "Check the webhooks notices go to (see flrh serve --notify, --notify-routes)"}
 	group.AddCommand(test)
 	rootCmd.AddCommand(group)

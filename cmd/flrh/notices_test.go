@@ -549,6 +549,19 @@ routes:
 	if len(chat.texts()) != 2 || len(audit.deliveries()) != 4 || len(ops.deliveries()) != 1 || len(discord.texts()) != 3 {
 		t.Fatalf("test notices: chat %d, audit %d, ops %d, discord %d", len(chat.texts()), len(audit.deliveries()), len(ops.deliveries()), len(discord.texts()))
 	}
+	// One route alone; a route the file does not have; --route without a file.
+	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes, "--route", "discord"); err != nil || !strings.Contains(out, "(1)") {
+		t.Fatalf("notify test --route discord: %v\n%s", err, out)
+	}
+	if len(discord.texts()) != 4 || len(chat.texts()) != 2 || len(audit.deliveries()) != 4 {
+		t.Fatalf("--route discord reached other routes: discord %d, chat %d, audit %d", len(discord.texts()), len(chat.texts()), len(audit.deliveries()))
+	}
+	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes, "--route", "nope"); exitStatus(t, err) != exitUsage || !strings.Contains(out, `--route "nope": the routes file has no such route`) {
+		t.Fatalf("--route nope: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, env, "notify", "test", "--notify", auditURL, "--route", "audit"); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--route names routes of a --notify-routes file") {
+		t.Fatalf("--route without a routes file: %v\n%s", err, out)
+	}
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) }))
 	defer refusing.Close()
 	writeRoutes(refusing.URL + "/T0/s3cr3t")

@@ -354,18 +354,5 @@ func (f noticeFlags) routesFingerprint() [sha256.Size]byte {
 // watchRoutes looks at the routes file and what it names every interval,
 // and reloads the routes (reloadRoutes) when any of it changed.
 func (f noticeFlags) watchRoutes(ctx context.Context, every time.Duration, n *notify.Notifier, log *slog.Logger) {
-	last := f.routesFingerprint()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if fp := f.routesFingerprint(); fp != last {
-			last = fp
-			f.reloadRoutes(n, log)
-		}
-	}
+	watchChanges(ctx, every, f.routesFingerprint, func() { f.reloadRoutes(n, log) })
 }

@@ -164,7 +164,19 @@ func (a *adapterReload) fingerprint() [sha256.Size]byte {
 // look reads every bundle's files and variables; nothing is rebuilt while
 // they stay the same.
 func (a *adapterReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
-	last := a.fingerprint()
+	watchChanges(ctx, every, a.fingerprint, func() {
+		rep := a.reload()
+		log.Info("adapters reloaded", "why", "their variables changed", "bundles", rep.Reloaded, "kept", len(rep.Kept))
+		for _, k := range rep.Kept {
+			log.Warn("adapters kept as they were", "bundle", k)
+		}
+	})
+}
+
+// watchChanges takes fingerprint now and every interval until ctx is
+// done, and calls changed each time it differs from the one before.
+func watchChanges(ctx context.Context, every time.Duration, fingerprint func() [sha256.Size]byte, changed func()) {
+	last := fingerprint()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -173,15 +185,9 @@ func (a *adapterReload) watch(ctx context.Context, every time.Duration, log *slo
 			return
 		case <-t.C:
 		}
-		fp := a.fingerprint()
-		if fp == last {
-			continue
-		}
-		last = fp
-		rep := a.reload()
-		log.Info("adapters reloaded", "why", "their variables changed", "bundles", rep.Reloaded, "kept", len(rep.Kept))
-		for _, k := range rep.Kept {
-			log.Warn("adapters kept as they were", "bundle", k)
+		if fp := fingerprint(); fp != last {
+			last = fp
+			changed()
 		}
 	}
 }

@@ -56,7 +56,7 @@ func TestNewcomersDoNotBothPassAWaiter(t *testing.T) {
 }
 
 // Twenty requesters on two handles asking a limit of two for a second
-// and a half, each taking, holding briefly and giving back in a loop:
+// and a half, each taking, holding a moment and giving back in a loop:
 // takes one at a time under the limit's lock fail none (no deadlock, no
 // serialization error), never more than two are open, and the limit
 // keeps admitting.

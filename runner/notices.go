@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -173,20 +172,6 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 		}
 	}
 	return told, nil
-}
-
-// parkOf reads back where a tripwire parked a run and which wires
-// tripped from its quarantine (ParkPrefix, the park, ": ", the wires
-// joined by ", ", and for a single wire perhaps ": " and its
-// explanation).
-func parkOf(quarantine string) (park string, wires []string) {
-	rest := strings.TrimPrefix(quarantine, store.ParkPrefix)
-	park, rest, _ = strings.Cut(rest, ": ")
-	rest, _, _ = strings.Cut(rest, ": ")
-	if rest != "" {
-		wires = strings.Split(rest, ", ")
-	}
-	return park, wires
 }
 
 // trippedNotice is the notice of a run a tripwire froze, written with

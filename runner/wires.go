@@ -207,12 +207,13 @@ func (r *Runner) trip(ctx context.Context, t *tick, b tripwire.Boundary, trips [
 			}
 		}
 	}
-	reason := store.ParkPrefix + park + ": " + strings.Join(names, ", ")
+	explanation := ""
 	if len(trips) == 1 && trips[0].Wire == wireUnsendable {
 		// The adapter's refusal is the one thing a person needs to know,
 		// and the run has no event that would say it.
-		reason += ": " + trips[0].Explanation
+		explanation = trips[0].Explanation
 	}
+	reason := parkReason(park, names, explanation)
 	// The notice goes with the park, not with the report: a run frozen is
 	// told of even when its report could not be recorded.
 	var told []store.Notice
@@ -280,4 +281,27 @@ func (r *Runner) tripUnsendable(ctx context.Context, t *tick, i int, never *unse
 	trips := []tripwire.Trip{{Wire: wireUnsendable, Severity: tripwire.SeverityDegrade,
 		Where: "/open_after/" + strconv.Itoa(i), Explanation: never.Error()}}
 	return r.trip(ctx, t, b, trips)
+}
+
+// parkReason is the quarantine a tripwire parks a run with: ParkPrefix,
+// where it is parked, ": ", the wires that tripped joined by ", ", and
+// the explanation after ": " when there is one. parkOf reads it back.
+func parkReason(park string, wires []string, explanation string) string {
+	reason := store.ParkPrefix + park + ": " + strings.Join(wires, ", ")
+	if explanation != "" {
+		reason += ": " + explanation
+	}
+	return reason
+}
+
+// parkOf reads back where a tripwire parked a run and which wires
+// tripped from its quarantine (parkReason).
+func parkOf(quarantine string) (park string, wires []string) {
+	rest := strings.TrimPrefix(quarantine, store.ParkPrefix)
+	park, rest, _ = strings.Cut(rest, ": ")
+	rest, _, _ = strings.Cut(rest, ": ")
+	if rest != "" {
+		wires = strings.Split(rest, ", ")
+	}
+	return park, wires
 }

@@ -38,6 +38,16 @@ func RunLink(base, id string) string {
 	return strings.TrimSuffix(base, "/") + "/ui/#/run/" + url.PathEscape(id)
 }
 
+// pageFor is where a person acts on notice b in the web UI at base: the
+// approvals inbox for an approval, the run's page otherwise; "" without
+// a base.
+func pageFor(b store.NoticeBody, base string) string {
+	if b.Kind == store.NoticeApproval {
+		return InboxLink(base)
+	}
+	return RunLink(base, b.RunID)
+}
+
 // InboxLink is the web UI's approvals inbox at base, or "" without one.
 func InboxLink(base string) string {
 	if base == "" {
@@ -71,13 +81,10 @@ var (
 // sentence is what a notice says to a person, in style st.
 func sentence(b store.NoticeBody, base string, st style) string {
 	run := "Run " + st.name(b.RunID) + " (" + st.esc(b.WorkflowID+"@"+b.WorkflowVersion) + ")"
-	var text, where string
+	var text string
 	switch b.Kind {
 	case store.NoticeApproval:
 		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")."
-		if l := InboxLink(base); l != "" {
-			where = st.link(l, "Open the approvals inbox")
-		}
 	case store.NoticeChoice:
 		text = run + " waits for a person to choose among options (" + count(len(b.Proposals), "proposal") + ")."
 	case store.NoticeReconciliation:
@@ -93,13 +100,12 @@ func sentence(b store.NoticeBody, base string, st style) string {
 	default:
 		text = run + ": " + st.esc(b.Kind) + "."
 	}
-	if where == "" {
-		if l := RunLink(base, b.RunID); l != "" {
-			where = st.link(l, "Open the run")
+	if l := pageFor(b, base); l != "" {
+		what := "Open the run"
+		if b.Kind == store.NoticeApproval {
+			what = "Open the approvals inbox"
 		}
-	}
-	if where != "" {
-		text += " " + where
+		text += " " + st.link(l, what)
 	}
 	return "flrh: " + text
 }

@@ -82,10 +82,8 @@ func execTemplate(t *template.Template, d TemplateData) ([]byte, error) {
 // body is b, linked from base.
 func templateData(no store.Notice, b store.NoticeBody, base string) TemplateData {
 	link := ""
-	if b.Kind == store.NoticeApproval {
-		link = InboxLink(base)
-	} else if no.RunID != "" {
-		link = RunLink(base, no.RunID)
+	if no.RunID != "" { // a test notice is no run's
+		link = pageFor(b, base)
 	}
 	return TemplateData{ID: no.ID, Kind: no.Kind, Attempt: no.Attempts, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Link: link, Text: PlainText(b, base), Notice: b}

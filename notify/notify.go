@@ -435,6 +435,10 @@ func (n *Notifier) currentRoutes() []Route {
 	return n.routes
 }
 
+// Routes returns a copy of the routes notices go to now: Config's
+// Routes, or the one route (DefaultRoute) its URL makes.
+func (n *Notifier) Routes() []Route { return slices.Clone(n.currentRoutes()) }
+
 // SetRoutes replaces the routes notices go to (a routes file read again
 // on SIGHUP, say), checked as New checks them, templates compiled; on an
 // error the routes are kept as they were. A pass under way finishes with

@@ -236,10 +236,6 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 	if err != nil {
 		return nil, err
 	}
-	routes := cfg.Routes
-	if routes == nil {
-		routes = []notify.Route{{Name: notify.DefaultRoute, URL: cfg.URL, Format: cfg.Format, Kinds: cfg.Kinds}}
-	}
 	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
 		Help: "Notices by route, kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind or workflow the route does not take)."},
 		[]string{"route", "kind", "outcome"})
@@ -256,13 +252,6 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 			return nil, err
 		}
 	}
-	for _, r := range routes {
-		for _, k := range notify.Kinds {
-			for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
-				delivered.WithLabelValues(r.Name, k, o)
-			}
-		}
-	}
 	cfg.Board, cfg.Holder, cfg.Logger = board, holder+"/notify", log.With("component", "notify")
 	cfg.Observe = func(route, kind, outcome string) { delivered.WithLabelValues(route, kind, outcome).Inc() }
 	cfg.OnTaken = func(ctx context.Context, since, until time.Time) error {
@@ -277,7 +266,12 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		// The URL may be a credential: the error names none of it.
 		return nil, usagef("--notify: %v", err)
 	}
-	for _, r := range routes {
+	for _, r := range n.Routes() {
+		for _, k := range notify.Kinds {
+			for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
+				delivered.WithLabelValues(r.Name, k, o)
+			}
+		}
 		host := ""
 		if u, err := url.Parse(r.URL); err == nil {
 			host = u.Host // the host alone: a path may be a credential

@@ -150,6 +150,25 @@ func (f *fixture) pass(n *Notifier, want int) {
 	}
 }
 
+// giveUpSoon has a notifier try again a minute after each failure and
+// give up 90 s after a notice was written.
+func giveUpSoon(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second }
+
+// passUntilGivenUp runs three passes of n (giveUpSoon), a minute apart,
+// over one notice failing at each: the second leaves it waiting, the
+// third drops it.
+func (f *fixture) passUntilGivenUp(n *Notifier) {
+	f.t.Helper()
+	f.pass(n, 1)
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+	if f.backlog() != 1 {
+		f.t.Fatalf("dropped too soon: backlog %d", f.backlog())
+	}
+	f.clock.Advance(time.Minute)
+	f.pass(n, 1)
+}
+
 func (f *fixture) backlog() int64 {
 	f.t.Helper()
 	b, err := f.store.NoticeBacklog(ctx)
@@ -236,15 +255,7 @@ func TestRetriedWithBackoff(t *testing.T) {
 func TestDroppedWhenTooOld(t *testing.T) {
 	f := newFixture(t, 500, 500, 500)
 	f.ended("r1")
-	n := f.notifier("a", func(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second })
-	f.pass(n, 1)
-	f.clock.Advance(time.Minute)
-	f.pass(n, 1)
-	if f.backlog() != 1 {
-		t.Fatalf("dropped too soon: backlog %d", f.backlog())
-	}
-	f.clock.Advance(time.Minute)
-	f.pass(n, 1)
+	f.passUntilGivenUp(f.notifier("a", giveUpSoon))
 	if f.backlog() != 0 || f.seen["dropped"] != 1 || f.seen["failed"] != 2 {
 		t.Fatalf("backlog %d, outcomes %v", f.backlog(), f.seen)
 	}

@@ -227,17 +227,7 @@ func TestPartDeliveryDropped(t *testing.T) {
 	_, chatRoute := f.route("chat", secret)
 	pager, pagerRoute := f.route("pager", secret, 500, 500)
 	f.ended("r1")
-	n := f.routed("a", []Route{chatRoute, pagerRoute}, func(c *Config) {
-		c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second
-	})
-	f.pass(n, 1)
-	f.clock.Advance(time.Minute)
-	f.pass(n, 1)
-	if f.backlog() != 1 {
-		t.Fatalf("dropped too soon: backlog %d", f.backlog())
-	}
-	f.clock.Advance(time.Minute)
-	f.pass(n, 1)
+	f.passUntilGivenUp(f.routed("a", []Route{chatRoute, pagerRoute}, giveUpSoon))
 	if f.backlog() != 0 || len(pager.deliveries()) != 2 || f.seen["pager/dropped"] != 1 || f.seen["chat/delivered"] != 1 || f.seen["dropped"] != 1 {
 		t.Fatalf("backlog %d, outcomes %v", f.backlog(), f.seen)
 	}

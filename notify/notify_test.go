@@ -152,7 +152,9 @@ func (f *fixture) pass(n *Notifier, want int) {
 
 // giveUpSoon has a notifier try again a minute after each failure and
 // give up 90 s after a notice was written.
-func giveUpSoon(c *Config) { c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second }
+func giveUpSoon(c *Config) {
+	c.MinDelay, c.MaxDelay, c.GiveUp = time.Minute, time.Minute, 90*time.Second
+}
 
 // passUntilGivenUp runs three passes of n (giveUpSoon), a minute apart,
 // over one notice failing at each: the second leaves it waiting, the

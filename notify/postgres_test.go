@@ -2,54 +2,21 @@ package notify
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"flrh.dev/flrh/internal/pgtest"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/storetest"
 )
-
-// twoHandles opens two handles of one fresh PostgreSQL schema, as two
-// processes would, or skips the test without a database.
-func twoHandles(t *testing.T) (*postgres.Store, *postgres.Store) {
-	t.Helper()
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN to run the notifier's PostgreSQL tests")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_notify_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err == nil {
-			conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			conn.Close(context.Background())
-		}
-	})
-	open := func() *postgres.Store {
-		s, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	return open(), open()
-}
 
 // A notifier on one PostgreSQL handle is woken by a notice another
 // handle (another process) commits, long before its next look: its poll
 // here is an hour.
 func TestWokenByAnotherProcessOnPostgres(t *testing.T) {
-	writer, delivering := twoHandles(t)
+	h := pgtest.Handles(t, 2, "flrh_notify_", "run the notifier's PostgreSQL tests")
+	writer, delivering := h[0], h[1]
 	rc := &receiver{clock: time.Now}
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)

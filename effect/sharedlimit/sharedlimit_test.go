@@ -2,10 +2,7 @@ package sharedlimit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"flrh.dev/flrh/internal/pgtest"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/postgres"
 	"flrh.dev/flrh/store/sqlite"
 )
 
@@ -40,33 +35,8 @@ func twoSQLite(t testing.TB) (store.Store, store.Store) {
 // twoPostgres opens one fresh schema twice; it skips without a database.
 func twoPostgres(t testing.TB) (store.Store, store.Store) {
 	t.Helper()
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the shared limits over PostgreSQL")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "flrh_test_limits_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-	})
-	var out [2]store.Store
-	for i := range out {
-		s, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		out[i] = s
-	}
-	return out[0], out[1]
+	h := pgtest.Handles(t, 2, "flrh_test_limits_", "run the shared limits over PostgreSQL")
+	return h[0], h[1]
 }
 
 // waiting waits up to 10 s for s to count n requests waiting for a slot

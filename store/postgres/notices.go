@@ -102,21 +102,14 @@ func (s *Store) TellRun(ctx context.Context, runID string, head int64, notices .
 	if err := store.ValidateTell(runID, head, notices); err != nil {
 		return false, err
 	}
-	kinds, bodies := make([]string, len(notices)), make([][]byte, len(notices))
-	for i, n := range notices {
-		kinds[i], bodies[i] = n.Kind, n.Body
-	}
+	kinds, bodies := noticeArrays(notices)
 	var at *int64
 	err := s.write(ctx, op, runID, func(tx *wtx) error {
 		at = nil
 		b := &pgx.Batch{}
 		b.Queue(`WITH r AS MATERIALIZED (SELECT run_id, head_seq FROM runs WHERE run_id = $1 FOR SHARE),
 c AS (SELECT `+nowParam(5)+` AS now),
-t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0) AS last),
-n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
-	SELECT r.run_id || '/' || r.head_seq || '/' || t.last || '/' || k.kind, r.run_id, r.head_seq, k.kind, k.body, c.now, c.now
-	FROM r, t, c, unnest($3::text[], $4::bytea[]) AS k(kind, body) WHERE r.head_seq = $2
-	ON CONFLICT (notice_id) DO NOTHING),
+`+noticesInsertCTE("r", "(SELECT now FROM c)", "$3", "$4", "r.head_seq = $2")+`,
 woken AS (SELECT pg_notify($6, $1) FROM r WHERE r.head_seq = $2)
 SELECT (SELECT head_seq FROM r) + 0 * (SELECT count(*) FROM woken)`, runID, head, kinds, bodies, s.injected(), s.noticeChannel()).QueryRow(func(row pgx.Row) error { return row.Scan(&at) })
 		return tx.SendBatch(ctx, b)
@@ -128,6 +121,34 @@ SELECT (SELECT head_seq FROM r) + 0 * (SELECT count(*) FROM woken)`, runID, head
 		return false, store.Errorf(store.CodeNotFound, op, runID, nil, "no such run")
 	}
 	return *at == head, nil
+}
+
+// noticesInsertCTE is the part of a statement (the CTEs t and n) that
+// writes notices outside a tick (a quarantine's, a run told of) for the
+// run row named run (run_id $1, head_seq) where cond holds, at the time
+// now, from the arrays of their kinds and bodies (noticeArrays) in the
+// parameters kinds and bodies: each ID made from the run's head and last
+// trace record, as the tick that left it there would have made it.
+func noticesInsertCTE(run, now, kinds, bodies, cond string) string {
+	return `t AS (SELECT ` + lastTraceSQL + ` AS last),
+n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
+	SELECT ` + run + `.run_id || '/' || ` + run + `.head_seq || '/' || t.last || '/' || k.kind, ` + run + `.run_id, ` + run + `.head_seq, k.kind, k.body, ` + now + `, ` + now + `
+	FROM ` + run + `, t, unnest(` + kinds + `::text[], ` + bodies + `::bytea[]) AS k(kind, body) WHERE ` + cond + `
+	ON CONFLICT (notice_id) DO NOTHING)`
+}
+
+// lastTraceSQL is the position of run $1's last trace record, 0 with
+// none.
+const lastTraceSQL = `COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0)`
+
+// noticeArrays are notices' kinds and bodies as two arrays, for
+// noticesInsertCTE.
+func noticeArrays(notices []store.Notice) ([]string, [][]byte) {
+	kinds, bodies := make([]string, len(notices)), make([][]byte, len(notices))
+	for i, n := range notices {
+		kinds[i], bodies[i] = n.Kind, n.Body
+	}
+	return kinds, bodies
 }
 
 // RunNotices implements store.Noticeboard.

@@ -319,19 +319,12 @@ func (s *Store) Quarantine(ctx context.Context, runID, reason string, notices ..
 	// The notices go in the statement, each ID made from the locked run's
 	// head and last trace record, as a tick's: $4 their kinds, $5 their
 	// bodies.
-	kinds, bodies := make([]string, len(notices)), make([][]byte, len(notices))
-	for i, n := range notices {
-		kinds[i], bodies[i] = n.Kind, n.Body
-	}
+	kinds, bodies := noticeArrays(notices)
 	_, _, ok, err := s.leaseWrite(ctx, op, runID, nil, `,
 u AS (UPDATE runs SET quarantine = $3, lease_owner = '', lease_expires_at = 0, updated_at = c.now
 	FROM c WHERE runs.run_id = $1 AND runs.run_id = c.run_id
 	RETURNING 1),
-t AS (SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0) AS last),
-n AS (INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at)
-	SELECT c.run_id || '/' || c.head_seq || '/' || t.last || '/' || k.kind, c.run_id, c.head_seq, k.kind, k.body, c.now, c.now
-	FROM c, t, unnest($4::text[], $5::bytea[]) AS k(kind, body) WHERE EXISTS (SELECT 1 FROM u)
-	ON CONFLICT (notice_id) DO NOTHING),
+`+noticesInsertCTE("c", "c.now", "$4", "$5", "EXISTS (SELECT 1 FROM u)")+`,
 woken AS (SELECT pg_notify($6, $1) FROM u WHERE cardinality($4::text[]) > 0)
 SELECT c.*, (SELECT count(*) FROM u) + 0 * (SELECT count(*) FROM woken) FROM c`, reason, kinds, bodies, s.noticeChannel())
 	if err == nil && !ok {
@@ -441,7 +434,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 	return s.write(ctx, op, rel.RunID, func(tx *wtx) error {
 		var trace int64
 		r, now, err := s.lockRun(ctx, tx, rel.RunID, nil, func(b *pgx.Batch) {
-			b.Queue(`SELECT COALESCE((SELECT last_seq FROM trace WHERE run_id = $1 ORDER BY seq DESC LIMIT 1), 0)`, rel.RunID).
+			b.Queue(`SELECT `+lastTraceSQL, rel.RunID).
 				QueryRow(func(row pgx.Row) error { return row.Scan(&trace) })
 		})
 		if err != nil {

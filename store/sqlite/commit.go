@@ -649,12 +649,7 @@ RETURNING head_seq, trace_seq`, reason, nanos(now), runID).Scan(&head, &traceSeq
 		if err != nil {
 			return err
 		}
-		for _, n := range notices {
-			if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(runID, head, traceSeq, n.Kind), runID, head, n.Kind, n.Body, nanos(now), nanos(now)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertNotices(ctx, tx, runID, head, traceSeq, now, notices)
 	})
 }
 

@@ -14,6 +14,18 @@ import (
 const insertNotice = `INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, next_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (notice_id) DO NOTHING`
 
+// insertNotices writes notices of run runID outside a tick (a
+// quarantine's, a run told of), at its head and trace position, as the
+// tick that left it there would have.
+func (s *Store) insertNotices(ctx context.Context, tx *wtx, runID string, head, traceSeq int64, now time.Time, notices []store.Notice) error {
+	for _, n := range notices {
+		if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(runID, head, traceSeq, n.Kind), runID, head, n.Kind, n.Body, nanos(now), nanos(now)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ClaimNotices implements store.Noticeboard: in one write transaction,
 // the oldest due notice not held is held, up to limit times.
 func (s *Store) ClaimNotices(ctx context.Context, holder string, hold time.Duration, limit int) ([]store.Notice, error) {
@@ -106,13 +118,8 @@ func (s *Store) TellRun(ctx context.Context, runID string, head int64, notices .
 		case at != head:
 			return nil // moved on
 		}
-		for _, n := range notices {
-			if _, err := s.exec(ctx, tx, insertNotice, store.NoticeID(runID, head, traceSeq, n.Kind), runID, head, n.Kind, n.Body, nanos(now), nanos(now)); err != nil {
-				return err
-			}
-		}
 		told = true
-		return nil
+		return s.insertNotices(ctx, tx, runID, head, traceSeq, now, notices)
 	})
 	return told && err == nil, err
 }

@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"flrh.dev/flrh/internal/pgtest"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
@@ -191,24 +190,8 @@ func TestStoreCommandsPostgres(t *testing.T) {
 // it needs the database to do what.
 func postgresSpec(tb testing.TB, prefix, what string) (schema, spec, dsn string) {
 	tb.Helper()
-	dsn = os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		tb.Skipf("FLRH_TEST_POSTGRES is not set; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to %s", what)
-	}
-	schema, spec = freshSchema(tb, dsn, prefix)
-	tb.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			tb.Errorf("cleanup: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			tb.Errorf("cleanup: %v", err)
-		}
-	})
-	return schema, spec, dsn
+	dsn, schema = pgtest.Schema(tb, prefix, what)
+	return schema, schemaSpec(tb, dsn, schema), dsn
 }
 
 // freshSchema names a schema no other test uses, starting with prefix,
@@ -218,6 +201,13 @@ func freshSchema(tb testing.TB, dsn, prefix string) (schema, spec string) {
 	var b [6]byte
 	rand.Read(b[:])
 	schema = prefix + hex.EncodeToString(b[:])
+	return schema, schemaSpec(tb, dsn, schema)
+}
+
+// schemaSpec is the store spec that opens schema on the PostgreSQL at
+// dsn.
+func schemaSpec(tb testing.TB, dsn, schema string) string {
+	tb.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {
 		tb.Fatal(err)
@@ -225,7 +215,7 @@ func freshSchema(tb testing.TB, dsn, prefix string) (schema, spec string) {
 	q := u.Query()
 	q.Set("schema", schema)
 	u.RawQuery = q.Encode()
-	return schema, u.String()
+	return u.String()
 }
 
 func TestStoreURLErrors(t *testing.T) {

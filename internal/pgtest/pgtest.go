@@ -19,20 +19,37 @@ import (
 // Env is the variable that holds the test database's DSN.
 const Env = "FLRH_TEST_POSTGRES"
 
-// Handles opens n stores on one fresh schema (prefix, then random hex),
-// as n processes sharing a database would; they are closed, and the
-// schema dropped, when tb ends. what says what the test needs the
-// database for, in the skip message.
+// Handles opens n stores on one fresh schema (Schema), as n processes
+// sharing a database would; they are closed, and then the schema
+// dropped, when tb ends.
 func Handles(tb testing.TB, n int, prefix, what string) []*postgres.Store {
 	tb.Helper()
-	dsn := os.Getenv(Env)
+	dsn, schema := Schema(tb, prefix, what)
+	out := make([]*postgres.Store, n)
+	for i := range out {
+		s, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		out[i] = s
+	}
+	return out
+}
+
+// Schema returns the test database's DSN and the name of a schema no
+// other test uses (prefix, then random hex), dropped when tb ends, after
+// whatever tb opened on it later is closed. Without the database it
+// skips tb, saying it needs it to do what.
+func Schema(tb testing.TB, prefix, what string) (dsn, schema string) {
+	tb.Helper()
+	dsn = os.Getenv(Env)
 	if dsn == "" {
 		tb.Skip(Env + " is unset; set it to a PostgreSQL DSN (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to " + what)
 	}
 	var b [6]byte
 	rand.Read(b[:])
-	schema := prefix + hex.EncodeToString(b[:])
-	// Registered first, so it runs after the stores close.
+	schema = prefix + hex.EncodeToString(b[:])
 	tb.Cleanup(func() {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, dsn)
@@ -45,14 +62,5 @@ func Handles(tb testing.TB, n int, prefix, what string) []*postgres.Store {
 			tb.Errorf("cleanup: %v", err)
 		}
 	})
-	out := make([]*postgres.Store, n)
-	for i := range out {
-		s, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: schema})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { s.Close() })
-		out[i] = s
-	}
-	return out
+	return dsn, schema
 }

@@ -237,6 +237,10 @@ func (w *Workflow) View(state []byte) (any, error) { return w.Workflow.Inspect(s
 // Kept implements runner.Keeper: the proposals the run keeps for a person.
 func (w *Workflow) Kept(state []byte) (int, error) { return w.Workflow.Kept(state) }
 
+// Offered implements runner.Offerer: the proposals waiting for a person's
+// choice among options.
+func (w *Workflow) Offered(state []byte) ([]string, error) { return w.Workflow.Offered(state) }
+
 // CheckApproval implements runner.Workflow: the grant must answer exactly
 // this request, come from the approver the bundle names, and be unexpired.
 func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now time.Time) error {

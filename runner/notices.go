@@ -87,9 +87,9 @@ func (r *Runner) quarantine(ctx context.Context, t *tick, reason string) error {
 	return r.cfg.Store.Quarantine(ctx, t.run.ID, reason, notice(b))
 }
 
-// TellWaiting writes the notice of every run that waits for a person now
-// (an approval, a reconciliation; frozen by a tripwire or quarantined)
-// and whose header was last written at since or after, and before until
+// TellWaiting writes the notices of every run that waits for a person now
+// (an approval, a reconciliation, a choice among options; frozen by a
+// tripwire or quarantined) and whose header was last written at since or after, and before until
 // (zero: no bound): runs that came to wait while no runner wrote notices
 // (none was delivered from the store), told when a notifier starts
 // delivering again. Each notice has the ID
@@ -97,10 +97,11 @@ func (r *Runner) quarantine(ctx context.Context, t *tick, reason string) error {
 // (store.Noticeboard.TellRun), so a run told of already and not yet
 // delivered is not told twice; one told and delivered before since is
 // told again under the same ID. A run that moves meanwhile is left to its
-// tick; one whose workflow this runner does not hold is skipped. Runs
-// waiting for a person's choice among options are not told: what they
-// were offered is in the input's deliberation, not the checkpoint. It
-// returns how many runs it told of.
+// tick; one whose workflow this runner does not hold is skipped. A run
+// waiting for a choice is told of every proposal its state still offers
+// (an Offerer's), where the tick told of those its input offered; runs
+// of a workflow that is no Offerer are not told of choices. It returns
+// how many runs it told of.
 func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, error) {
 	between := func(run store.Run) bool {
 		return !run.UpdatedAt.Before(since) && (until.IsZero() || run.UpdatedAt.Before(until))
@@ -110,9 +111,13 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 		return 0, errors.New("runner: the store keeps no notices")
 	}
 	told := 0
-	tell := func(run store.Run, b store.NoticeBody) error {
-		b.RunID, b.WorkflowID, b.WorkflowVersion, b.State, b.Seq = run.ID, run.WorkflowID, run.WorkflowVersion, run.State, run.Head
-		ok, err := nb.TellRun(ctx, run.ID, run.Head, notice(b))
+	tell := func(run store.Run, bs ...store.NoticeBody) error {
+		ns := make([]store.Notice, len(bs))
+		for i, b := range bs {
+			b.RunID, b.WorkflowID, b.WorkflowVersion, b.State, b.Seq = run.ID, run.WorkflowID, run.WorkflowVersion, run.State, run.Head
+			ns[i] = notice(b)
+		}
+		ok, err := nb.TellRun(ctx, run.ID, run.Head, ns...)
 		if ok {
 			told++
 		}
@@ -121,7 +126,9 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 		}
 		return err
 	}
-	for _, state := range []string{"WAIT_APPROVAL", "HUMAN_RECONCILIATION"} {
+	// A choice is read only in INGEST, and the proposals offered stay
+	// offered while the run waits for an approval or a reconciliation.
+	for _, state := range []string{"WAIT_APPROVAL", "HUMAN_RECONCILIATION", "INGEST"} {
 		runs, err := store.LiveRunsIn(ctx, r.cfg.Store, state)
 		if err != nil {
 			return told, err
@@ -130,24 +137,36 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 			if !between(run) {
 				continue
 			}
+			if state == "INGEST" {
+				if wf, err := r.workflow(run); err != nil || !isOfferer(wf) {
+					continue // nothing but a choice waits in INGEST
+				}
+			}
 			st, err := r.Inspect(ctx, run.ID)
 			if err != nil {
 				r.log.Warn("a waiting run not told of", "run_id", run.ID, "err", err)
 				continue
 			}
-			var b store.NoticeBody
+			var bs []store.NoticeBody
+			if len(st.Offered) > 0 {
+				bs = append(bs, store.NoticeBody{Kind: store.NoticeChoice, Proposals: st.Offered})
+			}
 			switch {
-			case st.Run.State == "WAIT_APPROVAL" && len(st.Waiting) > 0:
-				b.Kind = store.NoticeApproval
+			case st.Run.State != state:
+				continue // moved on since it was listed
+			case state == "WAIT_APPROVAL" && len(st.Waiting) > 0:
+				b := store.NoticeBody{Kind: store.NoticeApproval}
 				for _, w := range st.Waiting {
 					b.Requests = append(b.Requests, w.RequestID)
 				}
-			case st.Run.State == "HUMAN_RECONCILIATION":
-				b.Kind, b.Effects = store.NoticeReconciliation, st.Unknown
-			default:
-				continue // moved on since it was listed
+				bs = append(bs, b)
+			case state == "HUMAN_RECONCILIATION":
+				bs = append(bs, store.NoticeBody{Kind: store.NoticeReconciliation, Effects: st.Unknown})
 			}
-			if err := tell(st.Run, b); err != nil {
+			if len(bs) == 0 {
+				continue
+			}
+			if err := tell(st.Run, bs...); err != nil {
 				return told, err
 			}
 		}
@@ -172,6 +191,12 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 		}
 	}
 	return told, nil
+}
+
+// isOfferer reports whether wf keeps proposals waiting for a choice.
+func isOfferer(wf Workflow) bool {
+	_, ok := wf.(Offerer)
+	return ok
 }
 
 // trippedNotice is the notice of a run a tripwire froze, written with

@@ -31,6 +31,7 @@ type Status struct {
 	State    string
 	Waiting  []ApprovalNeed // approvals the run waits on
 	Unknown  []string       // intents whose outcome a person must reconcile
+	Offered  []string       // proposals waiting for a person to choose among options (an Offerer's)
 	Open     int            // effects planned and not yet closed
 	Accepted int64
 	View     any           // the workflow's own view of its state (a Viewer), nil without one
@@ -67,6 +68,7 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	st.Accepted, st.Open, st.View, st.Budget = d.accepted, d.open, d.view, d.budget
 	st.Waiting = slices.Clone(d.waiting)
 	st.Unknown = slices.Clone(d.unknown)
+	st.Offered = slices.Clone(d.offered)
 	return st, nil
 }
 
@@ -121,6 +123,7 @@ type derived struct {
 	open           int
 	waiting        []ApprovalNeed
 	unknown        []string
+	offered        []string
 	view           any
 	budget         *BudgetStatus
 }
@@ -139,6 +142,15 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 			if view, err := v.View(state); err == nil {
 				d.view = view
 			}
+		}
+	}
+	if o, ok := wf.(Offerer); ok {
+		state, err := cp.stateBytes()
+		if err == nil {
+			d.offered, err = o.Offered(state)
+		}
+		if err != nil {
+			return derived{}, fmt.Errorf("the workflow's state: %w", err)
 		}
 	}
 	for _, e := range cp.Open {

@@ -110,6 +110,15 @@ type Keeper interface {
 	Kept(state []byte) (int, error)
 }
 
+// Offerer is implemented by workflows that keep proposals waiting for a
+// person to choose among options. Offered lists them, by proposal, as a
+// run's state keeps them: a notifier that starts delivering tells of a
+// run that came to wait for a choice while no one did (TellWaiting), as
+// the input that offered them would have.
+type Offerer interface {
+	Offered(state []byte) ([]string, error)
+}
+
 // Viewer is implemented by workflows that can show a person where their
 // own deliberation stands (the MRP state and Journey Strip, options offered
 // with their scores, what the run waits for). Inspect includes it.

@@ -101,6 +101,21 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	return v, nil
 }
 
+// Offered lists the proposals a run's state keeps waiting for a person to
+// choose among the options offered (the view's Offers), in the order
+// offered.
+func (w *Workflow) Offered(stateJSON []byte) ([]string, error) {
+	st, err := decodeState(stateJSON)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(st.Offered))
+	for i, o := range st.Offered {
+		ids[i] = o.ProposalID
+	}
+	return ids, nil
+}
+
 // Kept reports how many proposals a run's state keeps, held or escalated,
 // for a person to decide again (decision 0612): the run waits on a person
 // for them, as it does for an approval.

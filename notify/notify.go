@@ -343,11 +343,11 @@ type envelope struct {
 	Notice    json.RawMessage `json:"notice"`
 }
 
-// deliver sends one claimed notice to each route that takes it and has
-// not yet, and settles it: done once every such route took it, or it is
-// too old; otherwise tried again later at the routes still to take it.
-// The error is the store's, a failed delivery being the notice's to
-// retry.
+// deliver sends one claimed notice to each route that takes it, has not
+// yet and is not waiting to be tried again, and settles it: done once
+// every such route took it, or it is too old; otherwise tried again
+// later at the routes still to take it, each after its own wait. The
+// error is the store's, a failed delivery being the notice's to retry.
 func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route) error {
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
 	var b store.NoticeBody
@@ -355,15 +355,21 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		b = store.NoticeBody{} // of no workflow a route may name
 	}
 	// sent keeps the routes that took it and still are: a route renamed
-	// or removed since is no route to skip.
+	// or removed since is no route to skip, nor one to wait for. A route
+	// still waiting (later) is sent to on a later claim.
 	var sent []string
-	var pending []*Route
+	var pending, waiting []*Route
+	var later []store.RouteWait
 	for i := range routes {
 		r := &routes[i]
+		k := slices.IndexFunc(no.Waits, func(w store.RouteWait) bool { return w.Route == r.Name })
 		switch {
 		case slices.Contains(no.Sent, r.Name):
 			sent = append(sent, r.Name)
-		case r.takes(no.Kind, b.WorkflowID):
+		case !r.takes(no.Kind, b.WorkflowID):
+		case k >= 0:
+			waiting, later = append(waiting, r), append(later, no.Waits[k])
+		default:
 			pending = append(pending, r)
 		}
 	}
@@ -375,7 +381,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		}
 		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
 	}
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(later) == 0 {
 		log.Debug("notice skipped: no route still to take it takes its kind and workflow")
 		return done()
 	}
@@ -388,11 +394,10 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	}
 	if n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp {
 		// Written while no one delivered, long ago: news no more.
-		return drop(pending, "notice dropped unsent: written too long ago")
+		return drop(append(pending, waiting...), "notice dropped unsent: written too long ago")
 	}
 	var failed []*Route
 	var whys []string
-	var wait time.Duration
 	for _, r := range pending {
 		w, why := n.send(ctx, r, no)
 		if why == "" {
@@ -401,21 +406,27 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 			sent = append(sent, r.Name)
 			continue
 		}
-		// The latest of the routes' waits: no receiver is asked again
-		// sooner than it said, and the others wait with it.
-		failed, whys, wait = append(failed, r), append(whys, r.said(why)), max(wait, w)
+		// Each route waits as long as it said: no receiver is asked
+		// again sooner, and none holds back the others.
+		failed, whys = append(failed, r), append(whys, r.said(why))
+		later = append(later, store.RouteWait{Route: r.Name, After: w})
 	}
 	switch {
-	case failed == nil:
+	case len(later) == 0:
 		return done()
-	case n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
-		return drop(failed, "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
+	case failed != nil && n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
+		return drop(append(failed, waiting...), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
 	}
 	for i, r := range failed {
 		n.cfg.Observe(r.Name, no.Kind, "failed")
-		log.Warn("notice not delivered", "route", r.Name, "err", whys[i], "retry_in", wait.String())
+		w := later[len(later)-len(failed)+i].After
+		log.Warn("notice not delivered", "route", r.Name, "err", whys[i], "retry_in", w.String())
 	}
-	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, wait, strings.Join(whys, "; "), sentOf(routes, sent))
+	reason := no.LastError // none failed now: some wait still
+	if failed != nil {
+		reason = strings.Join(whys, "; ")
+	}
+	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, reason, sentOf(routes, sent), later)
 }
 
 // sentOf is sent as the store keeps it: nil for a notifier of one

@@ -132,8 +132,8 @@ func TestRoutesTakeTheirKindsAndWorkflows(t *testing.T) {
 
 // A route that fails is tried again alone: the routes that took the
 // notice are kept with it in the store and not sent it again, even by
-// another notifier once the first is gone; the wait is the longest any
-// failed receiver asked for.
+// another notifier once the first is gone; each failed route waits as
+// long as it asked, and one that asked for long holds back no other.
 func TestFailedRouteTriedAgainAlone(t *testing.T) {
 	f := newFixture(t)
 	chat, chatRoute := f.route("chat", secret)
@@ -142,21 +142,29 @@ func TestFailedRouteTriedAgainAlone(t *testing.T) {
 	slow.retry = "120"
 	id := f.ended("r1")
 	routes := []Route{chatRoute, pagerRoute, slowRoute}
-	n := f.routed("a", routes, func(c *Config) { c.MinDelay = time.Second })
-	f.pass(n, 1)
+	second := func(c *Config) { c.MinDelay = time.Second }
+	n := f.routed("a", routes, second)
+	f.pass(n, 1) // chat takes it; the pager waits 1 s, the slow one 120 s
 	claimed, err := f.store.ClaimNotices(ctx, "peek", time.Millisecond, 1)
 	if err != nil || len(claimed) != 0 {
 		t.Fatalf("claimed %v (%v) while waiting", claimed, err)
 	}
-	// The slow receiver asked for 120 s: nobody is asked before then.
-	f.clock.Advance(120*time.Second - time.Millisecond)
+	f.clock.Advance(time.Second - time.Millisecond)
 	f.pass(n, 0)
 	f.clock.Advance(time.Millisecond)
-	// Another notifier (the first one gone) sends to the pager alone; the
-	// slow one takes it now.
-	other := f.routed("b", routes)
+	// Another notifier (the first one gone) sends to the pager alone,
+	// twice (it waits 2 s after its second failure); the slow one is not
+	// asked before its 120 s.
+	other := f.routed("b", routes, second)
 	f.pass(other, 1)
-	f.clock.Advance(4 * time.Second)
+	f.clock.Advance(2 * time.Second)
+	f.pass(other, 1)
+	if got := len(pager.deliveries()); got != 3 || len(slow.deliveries()) != 1 {
+		t.Fatalf("after 3 s the pager took %d attempts, the slow route %d", got, len(slow.deliveries()))
+	}
+	f.clock.Advance(117*time.Second - time.Millisecond)
+	f.pass(other, 0)
+	f.clock.Advance(time.Millisecond)
 	f.pass(other, 1)
 	if f.backlog() != 0 {
 		t.Fatalf("backlog %d", f.backlog())
@@ -165,7 +173,7 @@ func TestFailedRouteTriedAgainAlone(t *testing.T) {
 		name     string
 		rc       *receiver
 		attempts []string
-	}{{"chat", chat, []string{"1"}}, {"pager", pager, []string{"1", "2", "3"}}, {"slow", slow, []string{"1", "2"}}} {
+	}{{"chat", chat, []string{"1"}}, {"pager", pager, []string{"1", "2", "3"}}, {"slow", slow, []string{"1", "4"}}} {
 		var got []string
 		for _, d := range c.rc.deliveries() {
 			if d.id != id {

@@ -144,7 +144,7 @@ func ValidateWholeRun(op string, r WholeRun) error {
 			return bad("notice %s is past the head, or has no time or a negative attempt count", n.ID)
 		case len(n.LastError) > MaxNoticeError || !utf8.ValidString(n.LastError) || strings.ContainsRune(n.LastError, 0):
 			return bad("notice %s's last error is not text of at most %d bytes", n.ID, MaxNoticeError)
-		case ValidateRetry(0, n.Sent) != nil:
+		case ValidateSent(n.Sent) != nil:
 			return bad("notice %s names the routes it reached badly", n.ID)
 		}
 		for _, o := range r.Notices[:i] {

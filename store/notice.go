@@ -42,6 +42,19 @@ type Notice struct {
 	// (NoticeRetry's sent), in the order given: a notifier delivering
 	// to several routes sends it again only to the others.
 	Sent []string
+	// Waits, set by ClaimNotices alone, are the routes a notice is not
+	// yet due to again at the claim (NoticeRetry's waits that have not
+	// passed), each with what is left of its wait: a notifier sends to
+	// them on a later claim, and to the others now.
+	Waits []RouteWait
+}
+
+// RouteWait is how long a notice waits before it is sent to one route
+// again: a route that failed waits as long as it asked (its backoff, its
+// receiver's Retry-After) without holding back the others.
+type RouteWait struct {
+	Route string
+	After time.Duration
 }
 
 // The kinds of notice the runner writes.
@@ -159,11 +172,14 @@ type Noticeboard interface {
 	// A notice holder no longer holds (its hold passed and another
 	// claimed it, or it is gone) is CodeFenced, and nothing changes.
 	NoticeDone(ctx context.Context, id, holder string) error
-	// NoticeRetry releases a notice holder holds until after from now,
-	// recording why the attempt failed and the routes that have taken
-	// it so far (sent, which replaces what the notice held; nil for a
-	// notifier of one route); CodeFenced as NoticeDone.
-	NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string, sent []string) error
+	// NoticeRetry releases a notice holder holds, recording why the
+	// attempt failed, the routes that have taken it so far (sent; nil
+	// for a notifier of one route) and how long each route still to take
+	// it waits (waits, at least one): the notice is due again when the
+	// soonest passes, and a later claim lists those that have not
+	// (Notice.Waits). Both replace what the notice held. CodeFenced as
+	// NoticeDone.
+	NoticeRetry(ctx context.Context, id, holder, reason string, sent []string, waits []RouteWait) error
 	// NoticeBacklog counts the notices not yet delivered and shows the
 	// oldest.
 	NoticeBacklog(ctx context.Context) (Backlog, error)
@@ -240,17 +256,44 @@ const (
 	MaxNoticeRouteName = 64
 )
 
-// ValidateRetry checks NoticeRetry's arguments, for both stores.
-func ValidateRetry(after time.Duration, sent []string) error {
+// ValidateRetry checks NoticeRetry's arguments, for both stores: routes
+// named well, none twice, a route that waits not one that took the
+// notice, at least one route waiting, no wait negative.
+func ValidateRetry(sent []string, waits []RouteWait) error {
 	const op = "notice retry"
-	if after < 0 {
-		return Errorf(CodeInvalidInput, op, "", nil, "negative delay %v", after)
+	if len(sent) > MaxNoticeRoutes || len(waits) > MaxNoticeRoutes {
+		return Errorf(CodeInvalidInput, op, "", nil, "%d routes sent to and %d waiting, more than %d", len(sent), len(waits), MaxNoticeRoutes)
 	}
+	if len(waits) == 0 {
+		return Errorf(CodeInvalidInput, op, "", nil, "no route waits: a notice every route took is done")
+	}
+	if err := ValidateSent(sent); err != nil {
+		return err
+	}
+	for i, w := range waits {
+		switch {
+		case !goodRouteName(w.Route):
+			return Errorf(CodeInvalidInput, op, "", nil, "route %d waiting is not a name of 1 to %d bytes of UTF-8 without commas or line breaks", i, MaxNoticeRouteName)
+		case w.After < 0:
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits a negative %v", w.Route, w.After)
+		case slices.Contains(sent, w.Route):
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q both took the notice and waits for it", w.Route)
+		case slices.ContainsFunc(waits[:i], func(x RouteWait) bool { return x.Route == w.Route }):
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q waiting is named twice", w.Route)
+		}
+	}
+	return nil
+}
+
+// ValidateSent checks the routes a notice reached (Notice.Sent): at most
+// MaxNoticeRoutes, named well, none twice.
+func ValidateSent(sent []string) error {
+	const op = "notice retry"
 	if len(sent) > MaxNoticeRoutes {
 		return Errorf(CodeInvalidInput, op, "", nil, "%d routes sent to, more than %d", len(sent), MaxNoticeRoutes)
 	}
 	for i, r := range sent {
-		if r == "" || len(r) > MaxNoticeRouteName || !utf8.ValidString(r) || strings.ContainsAny(r, ",\n\r") {
+		if !goodRouteName(r) {
 			return Errorf(CodeInvalidInput, op, "", nil, "route %d sent to is not a name of 1 to %d bytes of UTF-8 without commas or line breaks", i, MaxNoticeRouteName)
 		}
 		if slices.Contains(sent[:i], r) {
@@ -258,6 +301,57 @@ func ValidateRetry(after time.Duration, sent []string) error {
 		}
 	}
 	return nil
+}
+
+// goodRouteName reports whether r may name a route a store keeps.
+func goodRouteName(r string) bool {
+	return r != "" && len(r) <= MaxNoticeRouteName && utf8.ValidString(r) && !strings.ContainsAny(r, ",\n\r")
+}
+
+// JoinWaits is a retry's waits as a store keeps them, beside the
+// notice's due time: the soonest wait (when the notice is due again) and
+// each route's wait past it, "route=nanoseconds" joined by commas, by
+// route (ValidateRetry keeps commas out of names; a name's last '='
+// ends it).
+func JoinWaits(waits []RouteWait) (kept string, soonest time.Duration) {
+	ws := slices.Clone(waits)
+	slices.SortFunc(ws, func(a, b RouteWait) int { return strings.Compare(a.Route, b.Route) })
+	soonest = ws[0].After
+	for _, w := range ws[1:] {
+		soonest = min(soonest, w.After)
+	}
+	var b strings.Builder
+	for i, w := range ws {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(w.Route)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(int64(w.After-soonest), 10))
+	}
+	return b.String(), soonest
+}
+
+// SplitWaits is JoinWaits undone at a claim late past the notice's due
+// time: the routes whose wait has not passed, by route, each with what
+// is left of it. An entry that does not read as JoinWaits writes it is
+// taken as passed: a notice sent too soon is better than one never sent.
+func SplitWaits(kept string, late time.Duration) []RouteWait {
+	var out []RouteWait
+	for entry := range strings.SplitSeq(kept, ",") {
+		i := strings.LastIndexByte(entry, '=')
+		if i <= 0 {
+			continue
+		}
+		past, err := strconv.ParseInt(entry[i+1:], 10, 64)
+		if err != nil || past < 0 || !goodRouteName(entry[:i]) {
+			continue
+		}
+		if left := time.Duration(past) - late; left > 0 {
+			out = append(out, RouteWait{Route: entry[:i], After: left})
+		}
+	}
+	return out
 }
 
 // JoinSent is a notice's Sent as a store keeps it: the names joined by

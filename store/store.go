@@ -401,6 +401,7 @@ func CloneTick(t Tick) Tick {
 	for i := range c.Notices {
 		c.Notices[i].Body = bytes.Clone(c.Notices[i].Body)
 		c.Notices[i].Sent = slices.Clone(c.Notices[i].Sent)
+		c.Notices[i].Waits = slices.Clone(c.Notices[i].Waits)
 	}
 	return c
 }

@@ -31,16 +31,16 @@ func (s *Store) ClaimNotices(ctx context.Context, holder string, hold time.Durat
 		b.Queue(`WITH clock AS (SELECT `+nowParam(3)+` AS now),
 due AS (SELECT ord FROM notices, clock WHERE next_at <= clock.now AND held_until <= clock.now ORDER BY next_at, ord LIMIT $4 FOR UPDATE OF notices SKIP LOCKED)
 UPDATE notices n SET holder = $1, held_until = clock.now + $2::bigint, attempts = n.attempts + 1 FROM due, clock WHERE n.ord = due.ord
-RETURNING n.notice_id, n.run_id, n.seq, n.kind, n.body, n.created_at, n.attempts, n.last_error, n.sent, n.next_at, n.ord`,
+RETURNING n.notice_id, n.run_id, n.seq, n.kind, n.body, n.created_at, n.attempts, n.last_error, n.sent, n.waits, n.next_at, n.ord, clock.now`,
 			holder, hold.Nanoseconds(), s.injected(), limit).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var c claimed
-				var created int64
-				var sent string
-				if err := rows.Scan(&c.n.ID, &c.n.RunID, &c.n.Seq, &c.n.Kind, &c.n.Body, &created, &c.n.Attempts, &c.n.LastError, &sent, &c.next, &c.ord); err != nil {
+				var created, now int64
+				var sent, waits string
+				if err := rows.Scan(&c.n.ID, &c.n.RunID, &c.n.Seq, &c.n.Kind, &c.n.Body, &created, &c.n.Attempts, &c.n.LastError, &sent, &waits, &c.next, &c.ord, &now); err != nil {
 					return err
 				}
-				c.n.CreatedAt, c.n.Sent = fromNanos(created), store.SplitSent(sent)
+				c.n.CreatedAt, c.n.Sent, c.n.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(now-c.next))
 				got = append(got, c)
 			}
 			return rows.Err()
@@ -66,13 +66,14 @@ func (s *Store) NoticeDone(ctx context.Context, id, holder string) error {
 }
 
 // NoticeRetry implements store.Noticeboard.
-func (s *Store) NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string, sent []string) error {
-	if err := store.ValidateRetry(after, sent); err != nil {
+func (s *Store) NoticeRetry(ctx context.Context, id, holder, reason string, sent []string, waits []store.RouteWait) error {
+	if err := store.ValidateRetry(sent, waits); err != nil {
 		return err
 	}
+	kept, after := store.JoinWaits(waits)
 	return s.settleNotice(ctx, "notice retry", id, holder, `WITH clock AS (SELECT `+nowParam(3)+` AS now)
-UPDATE notices SET holder = '', held_until = 0, next_at = clock.now + $4::bigint, last_error = $5, sent = $6
-FROM clock WHERE notice_id = $1 AND holder = $2 AND held_until > clock.now`, s.injected(), after.Nanoseconds(), store.NoticeReason(reason), store.JoinSent(sent))
+UPDATE notices SET holder = '', held_until = 0, next_at = clock.now + $4::bigint, last_error = $5, sent = $6, waits = $7
+FROM clock WHERE notice_id = $1 AND holder = $2 AND held_until > clock.now`, s.injected(), after.Nanoseconds(), store.NoticeReason(reason), store.JoinSent(sent), kept)
 }
 
 // settleNotice runs query, which changes the notice $1 while $2 holds it,

@@ -929,6 +929,12 @@ CREATE TABLE IF NOT EXISTS limit_queue (
 	{"notices: the routes that took a notice", `
 ALTER TABLE notices ADD COLUMN IF NOT EXISTS sent text NOT NULL DEFAULT '';
 `},
+	// 30: how long each route still to take a notice waits past the
+	// notice's due time (store.JoinWaits), so that a route that asked to
+	// wait long does not hold back one that may be tried again soon.
+	{"notices: each route's wait", `
+ALTER TABLE notices ADD COLUMN IF NOT EXISTS waits text NOT NULL DEFAULT '';
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -731,6 +731,7 @@ func (w *writer) cloneTick(t store.Tick) store.Tick {
 	for i := range c.Notices {
 		c.Notices[i].Body = w.keep(c.Notices[i].Body)
 		c.Notices[i].Sent = slices.Clone(c.Notices[i].Sent) // the store's to set; a tick's is nil, cloned for nothing
+		c.Notices[i].Waits = slices.Clone(c.Notices[i].Waits)
 	}
 	return c
 }

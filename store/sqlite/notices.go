@@ -39,18 +39,19 @@ func (s *Store) ClaimNotices(ctx context.Context, holder string, hold time.Durat
 		for range limit {
 			var n store.Notice
 			var created int64
-			var sent string
+			var sent, waits string
+			var due int64
 			err := s.queryRow(ctx, tx, `UPDATE notices SET holder = ?, held_until = ?, attempts = attempts + 1
 WHERE rowid = (SELECT rowid FROM notices WHERE next_at <= ? AND held_until <= ? ORDER BY next_at, rowid LIMIT 1)
-RETURNING notice_id, run_id, seq, kind, body, created_at, attempts, last_error, sent`, holder, until, at, at).
-				Scan(&n.ID, &n.RunID, &n.Seq, &n.Kind, blob{&n.Body}, &created, &n.Attempts, &n.LastError, &sent)
+RETURNING notice_id, run_id, seq, kind, body, created_at, attempts, last_error, sent, waits, next_at`, holder, until, at, at).
+				Scan(&n.ID, &n.RunID, &n.Seq, &n.Kind, blob{&n.Body}, &created, &n.Attempts, &n.LastError, &sent, &waits, &due)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			n.CreatedAt, n.Sent = fromNanos(created), store.SplitSent(sent)
+			n.CreatedAt, n.Sent, n.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(at-due))
 			out = append(out, n)
 		}
 		return nil
@@ -69,13 +70,14 @@ func (s *Store) NoticeDone(ctx context.Context, id, holder string) error {
 }
 
 // NoticeRetry implements store.Noticeboard.
-func (s *Store) NoticeRetry(ctx context.Context, id, holder string, after time.Duration, reason string, sent []string) error {
-	if err := store.ValidateRetry(after, sent); err != nil {
+func (s *Store) NoticeRetry(ctx context.Context, id, holder, reason string, sent []string, waits []store.RouteWait) error {
+	if err := store.ValidateRetry(sent, waits); err != nil {
 		return err
 	}
+	kept, after := store.JoinWaits(waits)
 	return s.settleNotice(ctx, "notice retry", id, holder, func(now time.Time) (string, []any) {
-		return `UPDATE notices SET holder = '', held_until = 0, next_at = ?, last_error = ?, sent = ?
-WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{now.Add(after).UnixNano(), store.NoticeReason(reason), store.JoinSent(sent), id, holder, now.UnixNano()}
+		return `UPDATE notices SET holder = '', held_until = 0, next_at = ?, last_error = ?, sent = ?, waits = ?
+WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{now.Add(after).UnixNano(), store.NoticeReason(reason), store.JoinSent(sent), kept, id, holder, now.UnixNano()}
 	})
 }
 

@@ -226,7 +226,7 @@ func TestCloneTickSharesNothing(t *testing.T) {
 		Begin:      []string{"i"},
 		Submit:     []store.Inbound{{ID: "s", Body: b(`{"s":1}`), Grant: &store.Approval{ID: "g", Body: b(`{"g":1}`)}}},
 		Trace:      []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
-		Notices:    []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`), Sent: []string{"chat"}}},
+		Notices:    []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`), Sent: []string{"chat"}, Waits: []store.RouteWait{{Route: "pager", After: time.Second}}}},
 	}
 	var w writer
 	c, c2 := w.cloneTick(tk), w.cloneTick(tk)

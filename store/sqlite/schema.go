@@ -591,6 +591,12 @@ CREATE TABLE limit_queue (
 	`
 ALTER TABLE notices ADD COLUMN sent TEXT NOT NULL DEFAULT '';
 `,
+	// 22: how long each route still to take a notice waits past the
+	// notice's due time (store.JoinWaits), so that a route that asked to
+	// wait long does not hold back one that may be tried again soon.
+	`
+ALTER TABLE notices ADD COLUMN waits TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // Migrations that change no table.

@@ -120,13 +120,22 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	// A retry releases the notice until its delay has passed, and the
 	// next claim sees why the last attempt failed.
 	long := fmt.Sprintf("%0600d", 7)
-	// Routes named badly change nothing: the notice is still held.
+	wait := func(route string, after time.Duration) []store.RouteWait {
+		return []store.RouteWait{{Route: route, After: after}}
+	}
+	// Routes named badly, and waits that are none or bad, change
+	// nothing: the notice is still held.
 	for _, sent := range [][]string{{""}, {"chat,pager"}, {"chat\npager"}, {"chat", "chat"}, {"\xff"},
 		{strings.Repeat("r", store.MaxNoticeRouteName+1)}, make([]string, store.MaxNoticeRoutes+1)} {
-		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "bad", sent), store.CodeInvalidInput)
+		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", sent, wait("audit", time.Second)), store.CodeInvalidInput)
 	}
-	must(t, nb.NoticeRetry(ctx, want[1], "a", 30*time.Second, "status 503 "+long, []string{"pager", "chat"}))
-	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", time.Second, "again", nil), store.CodeFenced)
+	for _, waits := range [][]store.RouteWait{nil, wait("", time.Second), wait("a,b", time.Second), wait("audit", -time.Second),
+		wait("chat", time.Second), append(wait("audit", time.Second), wait("audit", 2*time.Second)...),
+		make([]store.RouteWait, store.MaxNoticeRoutes+1)} {
+		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", []string{"chat"}, waits), store.CodeInvalidInput)
+	}
+	must(t, nb.NoticeRetry(ctx, want[1], "a", "status 503 "+long, []string{"pager", "chat"}, wait("audit", 30*time.Second)))
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "again", nil, wait("audit", time.Second)), store.CodeFenced)
 	// The oldest left says why it waits.
 	if o := backlog(3, t0.Add(time.Second)).Oldest; o.ID != want[1] || o.RunID != "r" || o.Seq != 2 || o.Kind != store.NoticeTripped ||
 		o.Attempts != 1 || len(o.LastError) != store.MaxNoticeError {
@@ -139,7 +148,7 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	c.Advance(time.Second)
 	again := claim("c", time.Minute, 10)
 	if len(again) != 1 || again[0].ID != want[1] || again[0].Attempts != 2 || len(again[0].LastError) != store.MaxNoticeError ||
-		again[0].LastError[:11] != "status 503 " || !slices.Equal(again[0].Sent, []string{"pager", "chat"}) {
+		again[0].LastError[:11] != "status 503 " || !slices.Equal(again[0].Sent, []string{"pager", "chat"}) || again[0].Waits != nil {
 		t.Fatalf("after the retry's delay claimed %+v", again)
 	}
 
@@ -154,15 +163,49 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	if taken[0].Sent != nil || taken[1].Sent != nil || !slices.Equal(taken[2].Sent, []string{"pager", "chat"}) {
 		t.Fatalf("routes sent to, after the holds passed: %q %q %q", taken[0].Sent, taken[1].Sent, taken[2].Sent)
 	}
-	mustCode(t, nb.NoticeRetry(ctx, want[1], "c", 0, "x", nil), store.CodeFenced)
+	mustCode(t, nb.NoticeRetry(ctx, want[1], "c", "x", nil, wait("audit", 0)), store.CodeFenced)
 	// A retry's routes replace those the notice held.
-	must(t, nb.NoticeRetry(ctx, want[1], "d", 0, "one more", []string{"audit"}))
+	must(t, nb.NoticeRetry(ctx, want[1], "d", "one more", []string{"audit"}, wait("chat", 0)))
 	if got := claim("d", time.Minute, 10); len(got) != 1 || got[0].ID != want[1] || !slices.Equal(got[0].Sent, []string{"audit"}) {
 		t.Fatalf("after a retry sent to audit claimed %+v", got)
 	}
-	for _, n := range taken {
+	for _, n := range taken[:2] {
 		must(t, nb.NoticeDone(ctx, n.ID, "d"))
 	}
+	// Each route waits its own wait: the notice is due when the soonest
+	// passes, and a claim then names the routes still waiting, with what
+	// is left of their waits, until each has passed.
+	must(t, nb.NoticeRetry(ctx, want[1], "d", "three routes down", []string{"audit"},
+		[]store.RouteWait{{Route: "pager", After: time.Hour}, {Route: "chat", After: 10 * time.Second}, {Route: "mail", After: time.Minute}}))
+	c.Advance(9 * time.Second)
+	if got := claim("e", time.Minute, 10); len(got) != 0 {
+		t.Fatalf("claimed %v before any route's wait passed", ids(got))
+	}
+	c.Advance(3 * time.Second) // 2 s late
+	got := claim("e", time.Minute, 10)
+	if len(got) != 1 || got[0].ID != want[1] || !slices.Equal(got[0].Sent, []string{"audit"}) ||
+		!slices.Equal(got[0].Waits, []store.RouteWait{{Route: "mail", After: 48 * time.Second}, {Route: "pager", After: time.Hour - 12*time.Second}}) {
+		t.Fatalf("after chat's wait claimed %+v", got)
+	}
+	// The notifier passes them on with chat's new wait; a wait of zero is
+	// due at once.
+	must(t, nb.NoticeRetry(ctx, want[1], "e", "chat down again", []string{"audit"},
+		append(got[0].Waits, store.RouteWait{Route: "chat", After: 0})))
+	got = claim("e", time.Minute, 10)
+	if len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{{Route: "mail", After: 48 * time.Second}, {Route: "pager", After: time.Hour - 12*time.Second}}) {
+		t.Fatalf("after a wait of zero claimed %+v", got)
+	}
+	must(t, nb.NoticeRetry(ctx, want[1], "e", "chat down again", []string{"audit", "chat"}, got[0].Waits))
+	c.Advance(48 * time.Second)
+	if got = claim("e", time.Minute, 10); len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{{Route: "pager", After: time.Hour - time.Minute}}) {
+		t.Fatalf("after mail's wait claimed %+v", got)
+	}
+	must(t, nb.NoticeRetry(ctx, want[1], "e", "pager waits", []string{"audit", "chat", "mail"}, got[0].Waits))
+	c.Advance(time.Hour)
+	if got = claim("e", time.Minute, 10); len(got) != 1 || got[0].Waits != nil || !slices.Equal(got[0].Sent, []string{"audit", "chat", "mail"}) {
+		t.Fatalf("after every wait passed claimed %+v", got)
+	}
+	must(t, nb.NoticeDone(ctx, want[1], "e"))
 	backlog(0, time.Time{})
 
 	// Bad requests change nothing.
@@ -175,8 +218,8 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		mustCode(t, err, store.CodeInvalidInput)
 	}
 	mustCode(t, nb.NoticeDone(ctx, "", "a"), store.CodeInvalidInput)
-	mustCode(t, nb.NoticeRetry(ctx, "x", "", time.Second, "", nil), store.CodeInvalidInput)
-	mustCode(t, nb.NoticeRetry(ctx, "x", "a", -time.Second, "", nil), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "", "", nil, wait("chat", time.Second)), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRetry(ctx, "x", "a", "", nil, wait("chat", -time.Second)), store.CodeInvalidInput)
 
 	// Claimers racing share the notices: each is claimed once.
 	const runs = 24

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
 )
 
@@ -15,7 +16,7 @@ func TestMigrateNoticesToVersion29(t *testing.T) {
 	schema := freshSchema(t)
 	openNamed(t, schema, "flrh-migrate28-old", postgres.Options{}).Close()
 	execInSchema(t, schema, `
-ALTER TABLE notices DROP COLUMN sent;
+ALTER TABLE notices DROP COLUMN sent, DROP COLUMN waits;
 DELETE FROM schema_migrations WHERE version > 28;
 INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, attempts, next_at, holder, held_until, last_error)
 VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval_waiting"}'::bytea, 1, 2, 0, '', 0, 'the receiver answered 503');`)
@@ -29,8 +30,37 @@ VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval
 		string(n.Body) != `{"kind":"approval_waiting"}` {
 		t.Fatalf("after the migration the notice is %+v", n)
 	}
-	must(t, st.NoticeRetry(ctx, got[0].ID, "a", 0, "route pager: down", []string{"chat"}))
+	must(t, st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"}, []store.RouteWait{{Route: "pager"}}))
 	if got, err = st.ClaimNotices(ctx, "a", time.Minute, 10); err != nil || len(got) != 1 || !slices.Equal(got[0].Sent, []string{"chat"}) {
+		t.Fatalf("after a retry claimed %+v (%v)", got, err)
+	}
+}
+
+// A schema at version 29 holding a notice part-delivered migrates to
+// version 30, which keeps each route's wait: the notice is kept as it
+// was, no route waiting, and a retry then keeps each route's wait.
+func TestMigrateNoticesToVersion30(t *testing.T) {
+	schema := freshSchema(t)
+	openNamed(t, schema, "flrh-migrate29-old", postgres.Options{}).Close()
+	execInSchema(t, schema, `
+ALTER TABLE notices DROP COLUMN waits;
+DELETE FROM schema_migrations WHERE version > 29;
+INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, attempts, next_at, holder, held_until, last_error, sent)
+VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval_waiting"}'::bytea, 1, 2, 0, '', 0, 'route pager: down', 'chat');`)
+	st := openNamed(t, schema, "flrh-migrate29", postgres.Options{})
+	migratedTo(t, st, 30)
+	got, err := st.ClaimNotices(ctx, "a", time.Minute, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claimed %+v (%v)", got, err)
+	}
+	if n := got[0]; n.ID != "r/3/0/approval_waiting" || n.Attempts != 3 || !slices.Equal(n.Sent, []string{"chat"}) || n.Waits != nil {
+		t.Fatalf("after the migration the notice is %+v", n)
+	}
+	must(t, st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"},
+		[]store.RouteWait{{Route: "pager", After: time.Hour}, {Route: "mail"}}))
+	got, err = st.ClaimNotices(ctx, "a", time.Minute, 10)
+	if err != nil || len(got) != 1 || len(got[0].Waits) != 1 || got[0].Waits[0].Route != "pager" ||
+		got[0].Waits[0].After <= 59*time.Minute || got[0].Waits[0].After > time.Hour {
 		t.Fatalf("after a retry claimed %+v (%v)", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,11 @@ type SharedLimits interface {
 	// free (one no one holds, or whose holder's hold has passed: a
 	// process that stopped while its request was open), unless the
 	// holders waiting in the limit's queue before it take up every free
-	// slot: free slots go to the longest waiting first. A holder not
+	// slot: free slots go to the longest waiting first. Processes may
+	// declare one limit with different bounds (two bundles, or a bound
+	// changed in a rolling deploy): the strictest bound declared by a
+	// request holding a slot or waiting for one holds for every take
+	// (SlotBound), and every slot held counts against it. A holder not
 	// given a slot joins the queue, when queue is positive, or keeps its
 	// place there, for queue past the store's clock: a waiter that stops
 	// asking (its process stopped) leaves the queue when that passes.
@@ -41,7 +46,9 @@ type SharedLimits interface {
 	// TakeToken books one request's room under the rate limit name,
 	// which lets perSecond requests start a second, in a burst of at most
 	// perSecond after a quiet second (NextArrival): now, or the earliest
-	// moment not booked, when that is at most maxWait away. Booked, it
+	// moment not booked, when that is at most maxWait away. A slower rate
+	// another process booked under within RateBoundFor holds instead
+	// (RateBound). Booked, it
 	// returns how long the request must wait before it starts (0: at
 	// once); requests are so served in the order they booked. When the
 	// room is further away it books nothing and returns booked false and
@@ -64,6 +71,14 @@ type LimitUse struct {
 	BookedUntil time.Time
 	// Waiting counts the requests in the queue for a slot.
 	Waiting int
+	// Bounds are the bounds (max) declared by the requests holding a
+	// slot or waiting for one, each once, ascending: more than one means
+	// processes disagree, and the first holds.
+	Bounds []int
+	// PerSecond is the rate the limit is booked under while BookedUntil
+	// is after the store's clock: the slowest declared within
+	// RateBoundFor.
+	PerSecond int
 }
 
 // SlotHold is one slot held by one request.
@@ -71,6 +86,7 @@ type SlotHold struct {
 	Slot   int
 	Holder string
 	Until  time.Time // when the hold passes if its holder never gives it back
+	Bound  int       // the limit's max as its holder declared it (0: not recorded)
 }
 
 // LimitUses gathers LimitsInUse's answer as a store reads it: slots held
@@ -90,24 +106,56 @@ func (b *LimitUses) Held(name string, h SlotHold) {
 	u := b.at(name)
 	i, _ := slices.BinarySearchFunc(u.Held, h.Slot, func(x SlotHold, slot int) int { return x.Slot - slot })
 	u.Held = slices.Insert(u.Held, i, h)
+	u.bound(h.Bound)
 }
 
-// Booked sets how far the limit name's rate is booked.
-func (b *LimitUses) Booked(name string, until time.Time) { b.at(name).BookedUntil = until }
+// bound adds a bound declared by a request holding or waiting.
+func (u *LimitUse) bound(n int) {
+	if i, found := slices.BinarySearch(u.Bounds, n); !found && n > 0 {
+		u.Bounds = slices.Insert(u.Bounds, i, n)
+	}
+}
+
+// Booked sets how far the limit name's rate is booked, and under which
+// rate.
+func (b *LimitUses) Booked(name string, until time.Time, perSecond int) {
+	u := b.at(name)
+	u.BookedUntil, u.PerSecond = until, perSecond
+}
 
 // Row adds one row of the union both stores read the limits in use as:
-// a slot held (slot ≥ 0, its holder, its hold's end) or a rate booked
-// (slot < 0, its arrival time).
-func (b *LimitUses) Row(name string, slot int, holder string, until time.Time) {
+// a slot held (slot ≥ 0, its holder, its hold's end, its holder's
+// bound) or a rate booked (slot < 0, its arrival time, its rate as
+// bound).
+func (b *LimitUses) Row(name string, slot int, holder string, until time.Time, bound int) {
 	if slot < 0 {
-		b.Booked(name, until)
+		b.Booked(name, until, bound)
 		return
 	}
-	b.Held(name, SlotHold{Slot: slot, Holder: holder, Until: until})
+	b.Held(name, SlotHold{Slot: slot, Holder: holder, Until: until, Bound: bound})
 }
 
-// Waiting sets how many requests wait in the limit name's queue.
-func (b *LimitUses) Waiting(name string, n int) { b.at(name).Waiting = n }
+// Waiting sets how many requests wait in the limit name's queue, and
+// adds the bounds they declared.
+func (b *LimitUses) Waiting(name string, n int, bounds ...int) {
+	u := b.at(name)
+	u.Waiting = n
+	for _, x := range bounds {
+		u.bound(x)
+	}
+}
+
+// SplitBounds reads bounds a store joined with commas (SQL's
+// group_concat or string_agg), skipping what is not a number.
+func SplitBounds(s string) []int {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // List returns the limits gathered, sorted by name.
 func (b *LimitUses) List() []LimitUse { return b.uses }
@@ -152,9 +200,39 @@ func ValidateSlot(take bool, name string, slot, max int, holder string, hold, qu
 // MayTakeSlot decides a TakeSlot: holder, with ahead live waiters before
 // it in the limit's queue, may take a slot when one is free below max
 // (lowest ≥ 0) and fewer than the free slots' number are waiting before
-// it (held slots below max counted in held).
+// it (every slot held counted in held, wherever it is: one taken under a
+// larger bound is a request open all the same).
 func MayTakeSlot(max, held, ahead, lowest int) bool {
 	return lowest >= 0 && ahead < max-held
+}
+
+// SlotBound is the bound a TakeSlot declaring max takes under, given the
+// strictest bound declared by the other requests holding a slot or
+// waiting for one (0: none, or none recorded): the lesser. A destination
+// that bears two at once bears two, whichever process says more.
+func SlotBound(max, strictest int) int {
+	if strictest > 0 && strictest < max {
+		return strictest
+	}
+	return max
+}
+
+// RateBoundFor is how long the rate a request booked under binds other
+// processes that declare the same limit faster: a process that stopped
+// booking (stopped, or its bundle changed) stops binding after it.
+const RateBoundFor = time.Minute
+
+// RateBound decides the rate a TakeToken declaring perSecond books under,
+// given the rate the limit was last booked under (kept, 0 for none) and
+// until when it binds: a slower rate that binds still holds, and binds
+// no longer than it did; otherwise the request's own, binding for
+// RateBoundFor from now. It returns the rate and until when it binds,
+// both written with a booking.
+func RateBound(perSecond, kept int, keptUntil, now time.Time) (int, time.Time) {
+	if kept > 0 && kept < perSecond && keptUntil.After(now) {
+		return kept, keptUntil
+	}
+	return perSecond, now.Add(RateBoundFor).UTC()
 }
 
 // ValidateToken checks TakeToken's arguments.

@@ -140,20 +140,66 @@ func TestSharedLimitArgumentsChecked(t *testing.T) {
 func TestLimitUsesGathered(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var b LimitUses
-	b.Held("pay", SlotHold{Slot: 2, Holder: "c", Until: at})
-	b.Booked("rate", at)
+	b.Held("pay", SlotHold{Slot: 2, Holder: "c", Until: at, Bound: 4})
+	b.Booked("rate", at, 5)
 	b.Held("deploy", SlotHold{Slot: 0, Holder: "a", Until: at})
-	b.Held("pay", SlotHold{Slot: 0, Holder: "b", Until: at})
-	b.Booked("pay", at.Add(time.Second))
+	b.Row("pay", 0, "b", at, 2)
+	b.Row("pay", -1, "", at.Add(time.Second), 3)
+	b.Waiting("pay", 3, 4, 0, 1)
 	got := b.List()
 	if len(got) != 3 || got[0].Name != "deploy" || got[1].Name != "pay" || got[2].Name != "rate" {
 		t.Fatalf("limits not sorted by name: %+v", got)
 	}
-	if p := got[1]; len(p.Held) != 2 || p.Held[0].Slot != 0 || p.Held[1].Slot != 2 || !p.BookedUntil.Equal(at.Add(time.Second)) {
+	if p := got[1]; len(p.Held) != 2 || p.Held[0].Slot != 0 || p.Held[0].Bound != 2 || p.Held[1].Slot != 2 || !p.BookedUntil.Equal(at.Add(time.Second)) ||
+		p.PerSecond != 3 || p.Waiting != 3 || !slices.Equal(p.Bounds, []int{1, 2, 4}) {
 		t.Fatalf("pay: %+v", p)
 	}
-	if r := got[2]; len(r.Held) != 0 || !r.BookedUntil.Equal(at) {
+	if d := got[0]; d.Bounds != nil {
+		t.Fatalf("deploy, held with no bound recorded: %+v", d)
+	}
+	if r := got[2]; len(r.Held) != 0 || !r.BookedUntil.Equal(at) || r.PerSecond != 5 {
 		t.Fatalf("rate: %+v", r)
+	}
+	if got := SplitBounds("2,x,,10"); !slices.Equal(got, []int{2, 10}) {
+		t.Fatalf("SplitBounds: %v", got)
+	}
+}
+
+// The strictest bound declared holds, whoever declares it; none
+// recorded (0) binds nothing.
+func TestSlotBound(t *testing.T) {
+	for _, tc := range []struct{ max, strictest, want int }{
+		{4, 0, 4}, {4, 2, 2}, {2, 4, 2}, {3, 3, 3}, {1, 1024, 1},
+	} {
+		if got := SlotBound(tc.max, tc.strictest); got != tc.want {
+			t.Errorf("SlotBound(%d, %d) = %d, want %d", tc.max, tc.strictest, got, tc.want)
+		}
+	}
+}
+
+// A slower rate binds faster declarations until it lapses; a faster one
+// never binds a slower; a request's own rate binds for RateBoundFor.
+func TestRateBound(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later := now.Add(30 * time.Second)
+	for _, tc := range []struct {
+		name      string
+		perSecond int
+		kept      int
+		keptUntil time.Time
+		want      int
+		wantUntil time.Time
+	}{
+		{"never booked", 5, 0, time.Time{}, 5, now.Add(RateBoundFor)},
+		{"a slower rate binding", 5, 2, later, 2, later},
+		{"a slower rate lapsed", 5, 2, now, 5, now.Add(RateBoundFor)},
+		{"a faster rate binding", 2, 5, later, 2, now.Add(RateBoundFor)},
+		{"the same rate renewed", 5, 5, later, 5, now.Add(RateBoundFor)},
+	} {
+		got, until := RateBound(tc.perSecond, tc.kept, tc.keptUntil, now)
+		if got != tc.want || !until.Equal(tc.wantUntil) {
+			t.Errorf("%s: %d until %v, want %d until %v", tc.name, got, until, tc.want, tc.wantUntil)
+		}
 	}
 }
 

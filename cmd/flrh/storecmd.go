@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -152,13 +153,18 @@ type sharedLimit struct {
 	Name        string     `json:"name"`
 	Held        []heldSlot `json:"held"`
 	BookedUntil *time.Time `json:"booked_until,omitempty"`
+	PerSecond   int        `json:"per_second,omitempty"` // the rate booked under, with booked_until
 	Waiting     int        `json:"waiting"`
+	// Bounds are the bounds declared by the requests holding or waiting,
+	// ascending: more than one, and processes disagree (the first holds).
+	Bounds []int `json:"bounds,omitempty"`
 }
 
 type heldSlot struct {
 	Slot   int       `json:"slot"`
 	Holder string    `json:"holder"`
 	Until  time.Time `json:"until"`
+	Bound  int       `json:"bound,omitempty"` // the limit's max as its holder declared it
 }
 
 // oldestNotice is the oldest notice not yet delivered.
@@ -380,13 +386,13 @@ func (r *storeReport) readSharedLimits(ctx context.Context, st store.Store) erro
 		return err
 	}
 	for _, u := range uses {
-		sl := sharedLimit{Name: u.Name, Held: []heldSlot{}, Waiting: u.Waiting}
+		sl := sharedLimit{Name: u.Name, Held: []heldSlot{}, Waiting: u.Waiting, Bounds: u.Bounds}
 		for _, h := range u.Held {
-			sl.Held = append(sl.Held, heldSlot{Slot: h.Slot, Holder: h.Holder, Until: h.Until})
+			sl.Held = append(sl.Held, heldSlot{Slot: h.Slot, Holder: h.Holder, Until: h.Until, Bound: h.Bound})
 		}
 		if !u.BookedUntil.IsZero() {
 			b := u.BookedUntil
-			sl.BookedUntil = &b
+			sl.BookedUntil, sl.PerSecond = &b, u.PerSecond
 		}
 		r.SharedLimits = append(r.SharedLimits, sl)
 	}
@@ -455,8 +461,14 @@ func (r storeReport) print(w io.Writer) {
 					fmt.Fprint(w, ";")
 				}
 				fmt.Fprintf(w, " rate booked until %s", l.BookedUntil.UTC().Format(time.RFC3339Nano))
+				if l.PerSecond > 0 {
+					fmt.Fprintf(w, " at %d a second", l.PerSecond)
+				}
 			}
 			fmt.Fprintln(w)
+			if len(l.Bounds) > 1 {
+				fmt.Fprintf(w, "    declared with bounds %s by the requests using it: the strictest, %d, holds for all\n", joinInts(l.Bounds), l.Bounds[0])
+			}
 		}
 	}
 	if len(r.Moved) > 0 {
@@ -523,4 +535,16 @@ func (r storeReport) print(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "%d problem(s) need attention\n", r.Problems)
 	}
+}
+
+// joinInts writes ns as "2, 3 and 4".
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

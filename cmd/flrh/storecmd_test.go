@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -333,8 +334,8 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 	if _, _, err := st.TakeToken(ctx, "payments", 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := st.TakeSlot(ctx, "payments", 2, "serve:c:3#1", time.Hour, time.Hour); err != nil || ok {
-		t.Fatal("a third request took one of two slots held", err)
+	if _, ok, err := st.TakeSlot(ctx, "payments", 4, "serve:c:3#1", time.Hour, time.Hour); err != nil || ok {
+		t.Fatal("a third request took a slot while two were open under a bound of two", err)
 	}
 	out, err := runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json", "--stuck-after", "0s")
 	if err != nil {
@@ -347,9 +348,12 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 				Slot   int       `json:"slot"`
 				Holder string    `json:"holder"`
 				Until  time.Time `json:"until"`
+				Bound  int       `json:"bound"`
 			} `json:"held"`
 			BookedUntil *time.Time `json:"booked_until"`
+			PerSecond   int        `json:"per_second"`
 			Waiting     int        `json:"waiting"`
+			Bounds      []int      `json:"bounds"`
 		} `json:"shared_limits"`
 		Problems int `json:"problems"`
 	}
@@ -361,11 +365,13 @@ func TestStoreCheckShowsSharedLimits(t *testing.T) {
 	}
 	l := rep.SharedLimits[0]
 	if l.Name != "payments" || len(l.Held) != 2 || l.Held[0].Holder != "serve:a:1#1" || l.Held[1].Slot != 1 || l.Held[1].Holder != "serve:b:2#7" ||
-		time.Until(l.Held[0].Until) < 59*time.Minute || l.BookedUntil == nil || time.Until(*l.BookedUntil) <= 0 || l.Waiting != 1 {
+		time.Until(l.Held[0].Until) < 59*time.Minute || l.BookedUntil == nil || time.Until(*l.BookedUntil) <= 0 || l.Waiting != 1 ||
+		l.Held[0].Bound != 2 || l.PerSecond != 1 || !slices.Equal(l.Bounds, []int{2, 4}) {
 		t.Fatalf("payments in use: %+v", l)
 	}
 	out, err = runStoreCmd(t, "store", "check", "--store", "sqlite:"+path, "--json=false", "--stuck-after", "0s")
-	if err != nil || !strings.Contains(out, "shared limits in use: 1\n  payments: 2 slots held (0 by serve:a:1#1 until ") || !strings.Contains(out, "; 1 waiting for a slot; rate booked until") {
+	if err != nil || !strings.Contains(out, "shared limits in use: 1\n  payments: 2 slots held (0 by serve:a:1#1 until ") || !strings.Contains(out, "; 1 waiting for a slot; rate booked until") ||
+		!strings.Contains(out, " at 1 a second\n    declared with bounds 2 and 4 by the requests using it: the strictest, 2, holds for all\n") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for i, h := range []string{"serve:a:1#1", "serve:b:2#7"} {

@@ -58,22 +58,24 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 		tx.Queue(`SELECT 1 FROM limit_slots WHERE name = $1 AND slot = 0 FOR UPDATE`, name)
 		ok, allowed = false, false
 		var since, now int64
-		var ahead, held int
-		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(4)+` AS now),
-me AS (SELECT coalesce((SELECT q.since FROM limit_queue q, clock WHERE q.name = $1 AND q.holder = $3 AND q.seen_until > clock.now), (SELECT now FROM clock)) AS since)
+		var ahead, held, strictest int
+		err := tx.QueryRow(ctx, `WITH clock AS (SELECT `+nowParam(3)+` AS now),
+me AS (SELECT coalesce((SELECT q.since FROM limit_queue q, clock WHERE q.name = $1 AND q.holder = $2 AND q.seen_until > clock.now), (SELECT now FROM clock)) AS since)
 SELECT me.since, clock.now,
-	(SELECT count(*) FROM limit_queue q WHERE q.name = $1 AND q.seen_until > clock.now AND q.holder <> $3
-		AND (q.since < me.since OR (q.since = me.since AND q.holder COLLATE "C" < $3 COLLATE "C"))),
-	(SELECT count(*) FROM limit_slots l WHERE l.name = $1 AND l.slot < $2 AND l.held_until > clock.now)
-FROM me, clock`, name, max, holder, s.injected()).Scan(&since, &now, &ahead, &held)
+	(SELECT count(*) FROM limit_queue q WHERE q.name = $1 AND q.seen_until > clock.now AND q.holder <> $2
+		AND (q.since < me.since OR (q.since = me.since AND q.holder COLLATE "C" < $2 COLLATE "C"))),
+	(SELECT count(*) FROM limit_slots l WHERE l.name = $1 AND l.held_until > clock.now),
+	coalesce(least((SELECT min(l.bound) FROM limit_slots l WHERE l.name = $1 AND l.held_until > clock.now AND l.bound > 0),
+		(SELECT min(q.bound) FROM limit_queue q WHERE q.name = $1 AND q.seen_until > clock.now AND q.bound > 0)), 0)
+FROM me, clock`, name, holder, s.injected()).Scan(&since, &now, &ahead, &held, &strictest)
 		if err != nil {
 			return err
 		}
-		if store.MayTakeSlot(max, held, ahead, 0) {
+		if bound := store.SlotBound(max, strictest); store.MayTakeSlot(bound, held, ahead, 0) {
 			allowed = true
 			err = tx.QueryRow(ctx, `WITH free AS (SELECT slot FROM limit_slots WHERE name = $1 AND slot < $2 AND held_until <= $5 ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
-UPDATE limit_slots l SET holder = $3, held_until = $5 + $4::bigint FROM free WHERE l.name = $1 AND l.slot = free.slot
-RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), now).Scan(&slot)
+UPDATE limit_slots l SET holder = $3, held_until = $5 + $4::bigint, bound = $6 FROM free WHERE l.name = $1 AND l.slot = free.slot
+RETURNING l.slot`, name, bound, holder, hold.Nanoseconds(), now, max).Scan(&slot)
 			switch {
 			case err == nil:
 				ok = true
@@ -88,8 +90,8 @@ RETURNING l.slot`, name, max, holder, hold.Nanoseconds(), now).Scan(&slot)
 		if queue == 0 {
 			return nil
 		}
-		tx.Queue(`INSERT INTO limit_queue (name, holder, since, seen_until) VALUES ($1, $2, $3, $4)
-ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until`, name, holder, since, now+queue.Nanoseconds())
+		tx.Queue(`INSERT INTO limit_queue (name, holder, since, seen_until, bound) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until, bound = excluded.bound`, name, holder, since, now+queue.Nanoseconds(), max)
 		return nil
 	})
 	if err != nil {
@@ -141,22 +143,26 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int, maxWa
 	var booked bool
 	err := s.write(ctx, op, "", func(tx *wtx) error {
 		tx.lazy = true
-		var at, clock int64
+		var at, clock, until int64
+		var kept int
 		var found bool
-		err := tx.QueryRow(ctx, `SELECT coalesce(r.arrival, 0), r.name IS NOT NULL, n.now FROM (SELECT `+nowParam(2)+` AS now) n
-LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, name, s.injected()).Scan(&at, &found, &clock)
+		err := tx.QueryRow(ctx, `SELECT coalesce(r.arrival, 0), coalesce(r.per_second, 0), coalesce(r.bound_until, 0), r.name IS NOT NULL, n.now
+FROM (SELECT `+nowParam(2)+` AS now) n
+LEFT JOIN (SELECT * FROM limit_rates WHERE name = $1 FOR UPDATE) r ON true`, name, s.injected()).Scan(&at, &kept, &until, &found, &clock)
 		if err != nil {
 			return err
 		}
+		rate, binds := store.RateBound(perSecond, kept, fromNanos(until), fromNanos(clock))
 		var next time.Time
-		if next, wait, booked = store.NextArrival(fromNanos(at), fromNanos(clock), perSecond, maxWait); !booked {
+		if next, wait, booked = store.NextArrival(fromNanos(at), fromNanos(clock), rate, maxWait); !booked {
 			return nil
 		}
 		if found {
-			_, err = tx.Exec(ctx, `UPDATE limit_rates SET arrival = $2 WHERE name = $1`, name, nanos(next))
+			_, err = tx.Exec(ctx, `UPDATE limit_rates SET arrival = $2, per_second = $3, bound_until = $4 WHERE name = $1`, name, nanos(next), rate, nanos(binds))
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO limit_rates (name, arrival) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, nanos(next))
+		tag, err := tx.Exec(ctx, `INSERT INTO limit_rates (name, arrival, per_second, bound_until) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
+			name, nanos(next), rate, nanos(binds))
 		if err == nil && tag.RowsAffected() == 0 {
 			return errRetryRate
 		}
@@ -173,37 +179,37 @@ func (s *Store) LimitsInUse(ctx context.Context) ([]store.LimitUse, error) {
 	const op = "limits in use"
 	var b store.LimitUses
 	rows, err := s.pool.Query(ctx, `WITH clock AS (SELECT `+nowParam(1)+` AS now)
-SELECT name, slot, holder, held_until FROM limit_slots, clock WHERE held_until > clock.now
-UNION ALL SELECT name, -1, '', arrival FROM limit_rates, clock WHERE arrival > clock.now`, s.injected())
+SELECT name, slot, holder, held_until, bound FROM limit_slots, clock WHERE held_until > clock.now
+UNION ALL SELECT name, -1, '', arrival, per_second FROM limit_rates, clock WHERE arrival > clock.now`, s.injected())
 	if err != nil {
 		return nil, s.mapErr(op, "", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name, holder string
-		var slot int32
+		var slot, bound int32
 		var until int64
-		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
+		if err := rows.Scan(&name, &slot, &holder, &until, &bound); err != nil {
 			return nil, s.mapErr(op, "", err)
 		}
-		b.Row(name, int(slot), holder, fromNanos(until))
+		b.Row(name, int(slot), holder, fromNanos(until), int(bound))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.mapErr(op, "", err)
 	}
 	rows.Close()
-	waiting, err := s.pool.Query(ctx, `SELECT name, count(*) FROM limit_queue WHERE seen_until > `+nowParam(1)+` GROUP BY name`, s.injected())
+	waiting, err := s.pool.Query(ctx, `SELECT name, count(*), string_agg(DISTINCT bound::text, ',') FROM limit_queue WHERE seen_until > `+nowParam(1)+` GROUP BY name`, s.injected())
 	if err != nil {
 		return nil, s.mapErr(op, "", err)
 	}
 	defer waiting.Close()
 	for waiting.Next() {
-		var name string
+		var name, bounds string
 		var n int64
-		if err := waiting.Scan(&name, &n); err != nil {
+		if err := waiting.Scan(&name, &n, &bounds); err != nil {
 			return nil, s.mapErr(op, "", err)
 		}
-		b.Waiting(name, int(n))
+		b.Waiting(name, int(n), store.SplitBounds(bounds)...)
 	}
 	return b.List(), s.mapErr(op, "", waiting.Err())
 }

@@ -935,6 +935,16 @@ ALTER TABLE notices ADD COLUMN IF NOT EXISTS sent text NOT NULL DEFAULT '';
 	{"notices: each route's wait", `
 ALTER TABLE notices ADD COLUMN IF NOT EXISTS waits text NOT NULL DEFAULT '';
 `},
+	// 31: the bound each request holding or waiting for a shared limit's
+	// slot declared, and the rate a limit was last booked under and until
+	// when it binds, so that the strictest a process declares holds for
+	// all (store.SlotBound, store.RateBound).
+	{"shared limits: the strictest bound declared holds", `
+ALTER TABLE limit_slots ADD COLUMN IF NOT EXISTS bound integer NOT NULL DEFAULT 0;
+ALTER TABLE limit_queue ADD COLUMN IF NOT EXISTS bound integer NOT NULL DEFAULT 0;
+ALTER TABLE limit_rates ADD COLUMN IF NOT EXISTS per_second integer NOT NULL DEFAULT 0;
+ALTER TABLE limit_rates ADD COLUMN IF NOT EXISTS bound_until bigint NOT NULL DEFAULT 0;
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

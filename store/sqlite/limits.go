@@ -33,35 +33,42 @@ func (s *Store) TakeSlot(ctx context.Context, name string, max int, holder strin
 	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
 		ok = false
 		at := now.UnixNano()
-		// The lowest free slot is 0 or one past a held slot: the least of
-		// those candidates no one holds, -1 when none is below max. The
-		// holder's place in the queue is the number of live waiters
-		// before it: since earlier, or as early with a lesser name.
-		var held, ahead int
+		// The slots held, the strictest bound declared by the requests
+		// holding or waiting (0: none), and the holder's place in the
+		// queue: the number of live waiters before it, since earlier, or
+		// as early with a lesser name.
+		var held, ahead, strictest int
 		var since int64
 		err := s.queryRow(ctx, tx, `SELECT
-	coalesce((SELECT min(c.s) FROM (SELECT 0 AS s UNION ALL SELECT slot + 1 FROM limit_slots WHERE name = ?1 AND held_until > ?2) c
-		WHERE c.s < ?3 AND NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = ?1 AND l.slot = c.s AND l.held_until > ?2)), -1),
-	(SELECT count(*) FROM limit_slots WHERE name = ?1 AND slot < ?3 AND held_until > ?2),
-	coalesce((SELECT since FROM limit_queue WHERE name = ?1 AND holder = ?4 AND seen_until > ?2), ?2)`, name, at, max, holder).Scan(&slot, &held, &since)
+	(SELECT count(*) FROM limit_slots WHERE name = ?1 AND held_until > ?2),
+	coalesce((SELECT min(b) FROM (SELECT bound AS b FROM limit_slots WHERE name = ?1 AND held_until > ?2 AND bound > 0
+		UNION ALL SELECT bound FROM limit_queue WHERE name = ?1 AND seen_until > ?2 AND bound > 0)), 0),
+	coalesce((SELECT since FROM limit_queue WHERE name = ?1 AND holder = ?3 AND seen_until > ?2), ?2)`, name, at, holder).Scan(&held, &strictest, &since)
 		if err != nil {
+			return err
+		}
+		// The lowest free slot is 0 or one past a held slot: the least of
+		// those candidates no one holds, -1 when none is below the bound.
+		if err := s.queryRow(ctx, tx, `SELECT coalesce((SELECT min(c.s) FROM (SELECT 0 AS s UNION ALL SELECT slot + 1 FROM limit_slots WHERE name = ?1 AND held_until > ?2) c
+	WHERE c.s < ?3 AND NOT EXISTS (SELECT 1 FROM limit_slots l WHERE l.name = ?1 AND l.slot = c.s AND l.held_until > ?2)), -1)`,
+			name, at, store.SlotBound(max, strictest)).Scan(&slot); err != nil {
 			return err
 		}
 		if err := s.queryRow(ctx, tx, `SELECT count(*) FROM limit_queue WHERE name = ?1 AND seen_until > ?2 AND holder <> ?3
 AND (since < ?4 OR (since = ?4 AND holder < ?3))`, name, at, holder, since).Scan(&ahead); err != nil {
 			return err
 		}
-		if !store.MayTakeSlot(max, held, ahead, slot) {
+		if !store.MayTakeSlot(store.SlotBound(max, strictest), held, ahead, slot) {
 			if queue == 0 {
 				return nil
 			}
-			_, err := s.exec(ctx, tx, `INSERT INTO limit_queue (name, holder, since, seen_until) VALUES (?, ?, ?, ?)
-ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until`, name, holder, since, now.Add(queue).UnixNano())
+			_, err := s.exec(ctx, tx, `INSERT INTO limit_queue (name, holder, since, seen_until, bound) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (name, holder) DO UPDATE SET since = excluded.since, seen_until = excluded.seen_until, bound = excluded.bound`, name, holder, since, now.Add(queue).UnixNano(), max)
 			return err
 		}
-		if _, err := s.exec(ctx, tx, `INSERT INTO limit_slots (name, slot, holder, held_until) VALUES (?, ?, ?, ?)
-ON CONFLICT (name, slot) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until`,
-			name, slot, holder, now.Add(hold).UnixNano()); err != nil {
+		if _, err := s.exec(ctx, tx, `INSERT INTO limit_slots (name, slot, holder, held_until, bound) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (name, slot) DO UPDATE SET holder = excluded.holder, held_until = excluded.held_until, bound = excluded.bound`,
+			name, slot, holder, now.Add(hold).UnixNano(), max); err != nil {
 			return err
 		}
 		// Out of the queue, and with it any place whose holder stopped
@@ -111,22 +118,25 @@ func (s *Store) TakeToken(ctx context.Context, name string, perSecond int, maxWa
 	var wait time.Duration
 	var booked bool
 	err := s.limitWrite(ctx, op, func(ctx context.Context, tx *wtx, now time.Time) error {
-		var tat time.Time
-		var at int64
-		err := s.queryRow(ctx, tx, `SELECT arrival FROM limit_rates WHERE name = ?`, name).Scan(&at)
+		var tat, boundUntil time.Time
+		var at, until int64
+		var kept int
+		err := s.queryRow(ctx, tx, `SELECT arrival, per_second, bound_until FROM limit_rates WHERE name = ?`, name).Scan(&at, &kept, &until)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
 		default:
-			tat = fromNanos(at)
+			tat, boundUntil = fromNanos(at), fromNanos(until)
 		}
+		rate, binds := store.RateBound(perSecond, kept, boundUntil, now)
 		var next time.Time
-		if next, wait, booked = store.NextArrival(tat, now, perSecond, maxWait); !booked {
+		if next, wait, booked = store.NextArrival(tat, now, rate, maxWait); !booked {
 			return nil
 		}
-		_, err = s.exec(ctx, tx, `INSERT INTO limit_rates (name, arrival) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET arrival = excluded.arrival`,
-			name, next.UnixNano())
+		_, err = s.exec(ctx, tx, `INSERT INTO limit_rates (name, arrival, per_second, bound_until) VALUES (?, ?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET arrival = excluded.arrival, per_second = excluded.per_second, bound_until = excluded.bound_until`,
+			name, next.UnixNano(), rate, binds.UnixNano())
 		return err
 	})
 	if err != nil {
@@ -140,37 +150,37 @@ func (s *Store) LimitsInUse(ctx context.Context) ([]store.LimitUse, error) {
 	const op = "limits in use"
 	now := s.clock().UnixNano()
 	var b store.LimitUses
-	rows, err := s.read(ctx, `SELECT name, slot, holder, held_until FROM limit_slots WHERE held_until > ?1
-UNION ALL SELECT name, -1, '', arrival FROM limit_rates WHERE arrival > ?1`, now)
+	rows, err := s.read(ctx, `SELECT name, slot, holder, held_until, bound FROM limit_slots WHERE held_until > ?1
+UNION ALL SELECT name, -1, '', arrival, per_second FROM limit_rates WHERE arrival > ?1`, now)
 	if err != nil {
 		return nil, mapErr(op, "", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name, holder string
-		var slot int
+		var slot, bound int
 		var until int64
-		if err := rows.Scan(&name, &slot, &holder, &until); err != nil {
+		if err := rows.Scan(&name, &slot, &holder, &until, &bound); err != nil {
 			return nil, mapErr(op, "", err)
 		}
-		b.Row(name, slot, holder, fromNanos(until))
+		b.Row(name, slot, holder, fromNanos(until), bound)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(op, "", err)
 	}
 	rows.Close()
-	waiting, err := s.read(ctx, `SELECT name, count(*) FROM limit_queue WHERE seen_until > ? GROUP BY name`, now)
+	waiting, err := s.read(ctx, `SELECT name, count(*), group_concat(DISTINCT bound) FROM limit_queue WHERE seen_until > ? GROUP BY name`, now)
 	if err != nil {
 		return nil, mapErr(op, "", err)
 	}
 	defer waiting.Close()
 	for waiting.Next() {
-		var name string
+		var name, bounds string
 		var n int
-		if err := waiting.Scan(&name, &n); err != nil {
+		if err := waiting.Scan(&name, &n, &bounds); err != nil {
 			return nil, mapErr(op, "", err)
 		}
-		b.Waiting(name, n)
+		b.Waiting(name, n, store.SplitBounds(bounds)...)
 	}
 	return b.List(), mapErr(op, "", waiting.Err())
 }

@@ -597,6 +597,16 @@ ALTER TABLE notices ADD COLUMN sent TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE notices ADD COLUMN waits TEXT NOT NULL DEFAULT '';
 `,
+	// 23: the bound each request holding or waiting for a shared limit's
+	// slot declared, and the rate a limit was last booked under and until
+	// when it binds, so that the strictest a process declares holds for
+	// all (store.SlotBound, store.RateBound).
+	`
+ALTER TABLE limit_slots ADD COLUMN bound INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE limit_queue ADD COLUMN bound INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE limit_rates ADD COLUMN per_second INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE limit_rates ADD COLUMN bound_until INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // Migrations that change no table.

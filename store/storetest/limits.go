@@ -72,21 +72,38 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	must(t, l.GiveSlot(ctx, "pay", 0, "a"))
 	must(t, l.GiveSlot(ctx, "pay", 1, "c"))
 	wantNone("pay", 2, "d")
-	// A limit that grows has more slots; one that shrinks fewer.
-	wantSlot("pay", 3, "d", 2)
-	wantNone("pay", 3, "e")
+	// Declared with another bound (a second bundle, a rolling deploy),
+	// the strictest bound of the requests holding a slot holds, and
+	// every slot held counts against it: a limit grows once no request
+	// under the smaller bound holds, and shrinks at once.
+	wantNone("pay", 3, "d") // b and c hold under 2
 	must(t, l.GiveSlot(ctx, "pay", 0, "c"))
-	wantSlot("pay", 1, "e", 0)
-	wantNone("pay", 1, "f")
+	wantSlot("pay", 3, "d", 0)
+	wantNone("pay", 3, "e") // b holds under 2: two open
+	must(t, l.GiveSlot(ctx, "pay", 1, "b"))
+	wantSlot("pay", 3, "e", 1)
+	wantSlot("pay", 3, "f", 2)
+	wantNone("pay", 4, "g")
+	wantNone("pay", 2, "g") // three open under a bound of two: none more
+	must(t, l.GiveSlot(ctx, "pay", 0, "d"))
+	must(t, l.GiveSlot(ctx, "pay", 1, "e"))
+	wantNone("pay", 1, "g") // f holds slot 2: one open
+	must(t, l.GiveSlot(ctx, "pay", 2, "f"))
+	wantSlot("pay", 1, "g", 0)
+	wantNone("pay", 3, "h") // g holds under 1
 	// Names are independent.
 	wantSlot("deploy", 1, "a", 0)
-	// In use: every slot held, by whom and until when, limit by limit.
-	held := func(slot int, holder string) store.SlotHold {
-		return store.SlotHold{Slot: slot, Holder: holder, Until: c.Now().Add(hold)}
+	wantSlot("pay-2", 2, "a", 0)
+	wantSlot("pay-2", 5, "b", 1)
+	// In use: every slot held, by whom and until when and under which
+	// bound, limit by limit, and the bounds declared.
+	held := func(slot int, holder string, bound int) store.SlotHold {
+		return store.SlotHold{Slot: slot, Holder: holder, Until: c.Now().Add(hold), Bound: bound}
 	}
 	inUse(t, l, []store.LimitUse{
-		{Name: "deploy", Held: []store.SlotHold{held(0, "a")}},
-		{Name: "pay", Held: []store.SlotHold{held(0, "e"), held(1, "b"), held(2, "d")}},
+		{Name: "deploy", Held: []store.SlotHold{held(0, "a", 1)}, Bounds: []int{1}},
+		{Name: "pay", Held: []store.SlotHold{held(0, "g", 1)}, Bounds: []int{1}},
+		{Name: "pay-2", Held: []store.SlotHold{held(0, "a", 2), held(1, "b", 5)}, Bounds: []int{2, 5}},
 	})
 	// A hold that passed frees the slot (its holder stopped); the old
 	// holder's give then changes nothing.
@@ -194,13 +211,13 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	wantSlot("leave", 1, "owner", 0)
 	queued("leave", 1, "quitter")
 	c.Advance(time.Millisecond)
-	queued("leave", 1, "stayer")
-	// In use: one slot held, two waiting.
+	queued("leave", 3, "stayer")
+	// In use: one slot held, two waiting, each bound declared once.
 	uses, err := l.LimitsInUse(ctx)
 	must(t, err)
 	i := slices.IndexFunc(uses, func(u store.LimitUse) bool { return u.Name == "leave" })
-	if i < 0 || uses[i].Waiting != 2 || len(uses[i].Held) != 1 || uses[i].Held[0].Holder != "owner" {
-		t.Fatalf("limits in use: %+v, want leave held by owner with two waiting", uses)
+	if i < 0 || uses[i].Waiting != 2 || len(uses[i].Held) != 1 || uses[i].Held[0].Holder != "owner" || !slices.Equal(uses[i].Bounds, []int{1, 3}) {
+		t.Fatalf("limits in use: %+v, want leave held by owner with two waiting, bounds 1 and 3", uses)
 	}
 	must(t, l.LeaveQueue(ctx, "leave", "quitter"))
 	must(t, l.LeaveQueue(ctx, "leave", "not-there"))
@@ -208,6 +225,13 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 	if _, ok := queued("leave", 1, "stayer"); !ok {
 		t.Fatal("a waiter that left still held its place")
 	}
+	// A waiter's bound binds as a holder's does: with one waiting under
+	// a bound of one, a request declaring three takes no second slot.
+	wantSlot("strict", 3, "o", 0)
+	queued("strict", 1, "w")
+	wantNone("strict", 3, "x")
+	must(t, l.LeaveQueue(ctx, "strict", "w"))
+	wantSlot("strict", 3, "x", 1)
 
 	// Rates: a burst of per second, then one each 1/per second.
 	token := func(name string, perSecond int, maxWait, wantWait time.Duration, wantBooked bool) {
@@ -297,6 +321,18 @@ func testSharedLimits(t *testing.T, s store.Store, c *Clock) {
 		!booked["racing-rate"].Equal(now.Add(time.Second)) || !booked["booking-rate"].Equal(now.Add(2*time.Second)) {
 		t.Fatalf("rates in use at %s: %v", now, booked)
 	}
+	// A slower rate booked binds a faster declaration of the same limit
+	// for store.RateBoundFor: one declared ten a second is spaced 500 ms
+	// after two declared two a second, then the next at 100 ms.
+	c.Advance(time.Hour)
+	token("mixed", 2, 0, 0, true)
+	token("mixed", 2, 0, 0, true)
+	token("mixed", 10, time.Second, 500*time.Millisecond, true)
+	token("mixed", 10, 0, time.Second, false)
+	c.Advance(store.RateBoundFor)
+	token("mixed", 10, 0, 0, true)
+	token("mixed", 10, 0, 0, true)
+	inUse(t, l, []store.LimitUse{{Name: "mixed", BookedUntil: c.Now().Add(200 * time.Millisecond), PerSecond: 10}})
 	// Once every hold has passed and every rate caught up, none is.
 	c.Advance(time.Hour)
 	inUse(t, l, nil)
@@ -311,11 +347,12 @@ func inUse(t *testing.T, l store.SharedLimits, want []store.LimitUse) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Name != w.Name || !g.BookedUntil.Equal(w.BookedUntil) || len(g.Held) != len(w.Held) || g.Waiting != w.Waiting {
+		if g.Name != w.Name || !g.BookedUntil.Equal(w.BookedUntil) || len(g.Held) != len(w.Held) || g.Waiting != w.Waiting || !slices.Equal(g.Bounds, w.Bounds) ||
+			g.PerSecond != w.PerSecond && !w.BookedUntil.IsZero() {
 			t.Fatalf("limit in use %d: %+v, want %+v", i, g, w)
 		}
 		for j := range w.Held {
-			if g.Held[j].Slot != w.Held[j].Slot || g.Held[j].Holder != w.Held[j].Holder || !g.Held[j].Until.Equal(w.Held[j].Until) {
+			if g.Held[j].Slot != w.Held[j].Slot || g.Held[j].Holder != w.Held[j].Holder || !g.Held[j].Until.Equal(w.Held[j].Until) || g.Held[j].Bound != w.Held[j].Bound {
 				t.Fatalf("%s slot %d: %+v, want %+v", w.Name, j, g.Held[j], w.Held[j])
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/postgres"
+	"flrh.dev/flrh/store/storetest"
 )
 
 // A schema at version 28 holding a notice migrates to version 29, which
@@ -37,8 +38,7 @@ VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval
 }
 
 // A schema at version 29 holding a notice part-delivered migrates to
-// version 30, which keeps each route's wait: the notice is kept as it
-// was, no route waiting, and a retry then keeps each route's wait.
+// version 30, which keeps each route's wait.
 func TestMigrateNoticesToVersion30(t *testing.T) {
 	schema := freshSchema(t)
 	openNamed(t, schema, "flrh-migrate29-old", postgres.Options{}).Close()
@@ -49,18 +49,5 @@ INSERT INTO notices (notice_id, run_id, seq, kind, body, created_at, attempts, n
 VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval_waiting"}'::bytea, 1, 2, 0, '', 0, 'route pager: down', 'chat');`)
 	st := openNamed(t, schema, "flrh-migrate29", postgres.Options{})
 	migratedTo(t, st, 30)
-	got, err := st.ClaimNotices(ctx, "a", time.Minute, 10)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("claimed %+v (%v)", got, err)
-	}
-	if n := got[0]; n.ID != "r/3/0/approval_waiting" || n.Attempts != 3 || !slices.Equal(n.Sent, []string{"chat"}) || n.Waits != nil {
-		t.Fatalf("after the migration the notice is %+v", n)
-	}
-	must(t, st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"},
-		[]store.RouteWait{{Route: "pager", After: time.Hour}, {Route: "mail"}}))
-	got, err = st.ClaimNotices(ctx, "a", time.Minute, 10)
-	if err != nil || len(got) != 1 || len(got[0].Waits) != 1 || got[0].Waits[0].Route != "pager" ||
-		got[0].Waits[0].After <= 59*time.Minute || got[0].Waits[0].After > time.Hour {
-		t.Fatalf("after a retry claimed %+v (%v)", got, err)
-	}
+	storetest.MigratedWaits(t, st)
 }

@@ -92,6 +92,16 @@ func (b *Board) Bind(s store.Store) bool {
 	return ok
 }
 
+// InUse reads the limits in use in the store the board is bound to
+// (store.SharedLimits.LimitsInUse): ErrUnbound before it is bound.
+func (b *Board) InUse(ctx context.Context) ([]store.LimitUse, error) {
+	l := b.limits.Load()
+	if l == nil {
+		return nil, ErrUnbound
+	}
+	return l.l.LimitsInUse(ctx)
+}
+
 // Admit implements httpadapter.Sharer: it takes a slot of the limit name
 // (when maxInFlight > 0), then room under its rate (when perSecond > 0),
 // waiting until ctx is done. A rate's turn is booked, so that requests

@@ -312,8 +312,11 @@ func goodRouteName(r string) bool {
 // notice's due time: the soonest wait (when the notice is due again) and
 // each route's wait past it, "route=nanoseconds" joined by commas, by
 // route (ValidateRetry keeps commas out of names; a name's last '='
-// ends it).
+// ends it). No waits is "" and due at once.
 func JoinWaits(waits []RouteWait) (kept string, soonest time.Duration) {
+	if len(waits) == 0 {
+		return "", 0
+	}
 	ws := slices.Clone(waits)
 	slices.SortFunc(ws, func(a, b RouteWait) int { return strings.Compare(a.Route, b.Route) })
 	soonest = ws[0].After

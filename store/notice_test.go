@@ -41,6 +41,13 @@ func TestWaitsKeptAndReadBack(t *testing.T) {
 	})
 }
 
+// No waits are kept as none, due at once.
+func TestJoinNoWaits(t *testing.T) {
+	if kept, soonest := JoinWaits(nil); kept != "" || soonest != 0 || SplitWaits(kept, 0) != nil {
+		t.Fatalf("no waits kept as %q, due after %v", kept, soonest)
+	}
+}
+
 // Retries with bad routes or waits are refused, each saying why.
 func TestValidateRetry(t *testing.T) {
 	w := func(route string, after time.Duration) RouteWait { return RouteWait{Route: route, After: after} }

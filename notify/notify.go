@@ -194,7 +194,7 @@ func Test(ctx context.Context, cfg Config) error {
 	no := store.Notice{Kind: TestKind, Body: body, ID: "test/" + strconv.FormatInt(now.UnixNano(), 10), CreatedAt: now, Attempts: 1}
 	var whys []string
 	for i := range n.routes {
-		if _, why := n.send(ctx, &n.routes[i], no); why != "" {
+		if _, why := n.send(ctx, &n.routes[i], no, 1); why != "" {
 			whys = append(whys, n.routes[i].said(why))
 		}
 	}
@@ -356,10 +356,12 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	}
 	// sent keeps the routes that took it and still are: a route renamed
 	// or removed since is no route to skip, nor one to wait for. A route
-	// still waiting (later) is sent to on a later claim.
+	// still waiting (later) is sent to on a later claim; one whose wait
+	// passed is sent to now, its failures (failed) counted on.
 	var sent []string
 	var pending, waiting []*Route
 	var later []store.RouteWait
+	failed := map[string]int{}
 	for i := range routes {
 		r := &routes[i]
 		k := slices.IndexFunc(no.Waits, func(w store.RouteWait) bool { return w.Route == r.Name })
@@ -367,9 +369,12 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		case slices.Contains(no.Sent, r.Name):
 			sent = append(sent, r.Name)
 		case !r.takes(no.Kind, b.WorkflowID):
-		case k >= 0:
+		case k >= 0 && no.Waits[k].After > 0:
 			waiting, later = append(waiting, r), append(later, no.Waits[k])
 		default:
+			if k >= 0 {
+				failed[r.Name] = no.Waits[k].Failures
+			}
 			pending = append(pending, r)
 		}
 	}
@@ -396,10 +401,13 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		// Written while no one delivered, long ago: news no more.
 		return drop(append(pending, waiting...), "notice dropped unsent: written too long ago")
 	}
-	var failed []*Route
+	var failing []*Route
 	var whys []string
 	for _, r := range pending {
-		w, why := n.send(ctx, r, no)
+		// The envelope says the notice's attempt (deliveries begun, a
+		// crashed deliverer's included); the backoff grows with the
+		// route's own failures.
+		w, why := n.send(ctx, r, no, failed[r.Name]+1)
 		if why == "" {
 			n.cfg.Observe(r.Name, no.Kind, "delivered")
 			log.Info("notice delivered", "route", r.Name)
@@ -408,22 +416,22 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		}
 		// Each route waits as long as it said: no receiver is asked
 		// again sooner, and none holds back the others.
-		failed, whys = append(failed, r), append(whys, r.said(why))
-		later = append(later, store.RouteWait{Route: r.Name, After: w})
+		failing, whys = append(failing, r), append(whys, r.said(why))
+		later = append(later, store.RouteWait{Route: r.Name, After: w, Failures: failed[r.Name] + 1})
 	}
 	switch {
 	case len(later) == 0:
 		return done()
-	case failed != nil && n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
-		return drop(append(failed, waiting...), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
+	case failing != nil && n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
+		return drop(append(failing, waiting...), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
 	}
-	for i, r := range failed {
+	for i, r := range failing {
 		n.cfg.Observe(r.Name, no.Kind, "failed")
-		w := later[len(later)-len(failed)+i].After
-		log.Warn("notice not delivered", "route", r.Name, "err", whys[i], "retry_in", w.String())
+		w := later[len(later)-len(failing)+i]
+		log.Warn("notice not delivered", "route", r.Name, "route_failures", w.Failures, "err", whys[i], "retry_in", w.After.String())
 	}
 	reason := no.LastError // none failed now: some wait still
-	if failed != nil {
+	if failing != nil {
 		reason = strings.Join(whys, "; ")
 	}
 	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, reason, sentOf(routes, sent), later)
@@ -470,10 +478,11 @@ func (n *Notifier) SetRoutes(routes []Route) error {
 	return nil
 }
 
-// send posts the notice to r; why is "" when the receiver took it, and
-// otherwise says why not, with the wait before the next attempt.
-func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice) (wait time.Duration, why string) {
-	wait = n.delay(no.Attempts)
+// send posts the notice to r, its attempt-th at r; why is "" when the
+// receiver took it, and otherwise says why not, with the wait before the
+// next attempt.
+func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt int) (wait time.Duration, why string) {
+	wait = n.delay(attempt)
 	body, err := n.body(r, no)
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()

@@ -559,3 +559,44 @@ func TestSetRoutes(t *testing.T) {
 		t.Fatalf("chat %d, pager %d, audit %d, backlog %d", len(chat.deliveries()), len(pager.deliveries()), len(audit.deliveries()), f.backlog())
 	}
 }
+
+// A route backs off by its own failures: one added while another has
+// failed three times waits a second after its first failure, not the
+// eight the notice's fourth attempt would give; the envelope still says
+// the notice's attempt.
+func TestRouteBacksOffByItsOwnFailures(t *testing.T) {
+	f := newFixture(t)
+	old, oldRoute := f.route("old", secret, 503, 503, 503, 503, 503)
+	added, addedRoute := f.route("added", secret, 503)
+	f.ended("r1")
+	n := f.routed("a", []Route{oldRoute}, func(c *Config) { c.MinDelay, c.MaxDelay = time.Second, time.Hour })
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		f.pass(n, 1)
+		f.clock.Advance(wait)
+	}
+	if err := n.SetRoutes([]Route{oldRoute, addedRoute}); err != nil {
+		t.Fatal(err)
+	}
+	f.pass(n, 1) // old fails a fourth time (8 s), added its first (1 s)
+	f.clock.Advance(time.Second - time.Millisecond)
+	f.pass(n, 0)
+	f.clock.Advance(time.Millisecond)
+	f.pass(n, 1)
+	var attempts []string
+	for _, d := range added.deliveries() {
+		attempts = append(attempts, d.attempt)
+	}
+	if !slices.Equal(attempts, []string{"4", "5"}) || len(old.deliveries()) != 4 {
+		t.Fatalf("the added route took attempts %v, the old route %d deliveries", attempts, len(old.deliveries()))
+	}
+	got, err := f.store.ClaimNotices(ctx, "peek", time.Minute, 1)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("claimed %+v (%v) while the old route waits", got, err)
+	}
+	f.clock.Advance(7 * time.Second)
+	got, err = f.store.ClaimNotices(ctx, "peek", time.Minute, 1)
+	if err != nil || len(got) != 1 || !slices.Equal(got[0].Sent, []string{"added"}) ||
+		!slices.Equal(got[0].Waits, []store.RouteWait{{Route: "old", After: 0, Failures: 4}}) {
+		t.Fatalf("after the old route's wait claimed %+v (%v)", got, err)
+	}
+}

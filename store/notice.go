@@ -42,19 +42,22 @@ type Notice struct {
 	// (NoticeRetry's sent), in the order given: a notifier delivering
 	// to several routes sends it again only to the others.
 	Sent []string
-	// Waits, set by ClaimNotices alone, are the routes a notice is not
-	// yet due to again at the claim (NoticeRetry's waits that have not
-	// passed), each with what is left of its wait: a notifier sends to
-	// them on a later claim, and to the others now.
+	// Waits, set by ClaimNotices alone, are the routes that failed to
+	// take the notice before (NoticeRetry's waits), by route, each with
+	// how often it failed and what is left of its wait at the claim: a
+	// notifier sends now to those whose wait has passed (After 0) and to
+	// routes never tried, and to the others on a later claim.
 	Waits []RouteWait
 }
 
 // RouteWait is how long a notice waits before it is sent to one route
 // again: a route that failed waits as long as it asked (its backoff, its
-// receiver's Retry-After) without holding back the others.
+// receiver's Retry-After) without holding back the others, and backs off
+// by its own failures.
 type RouteWait struct {
-	Route string
-	After time.Duration
+	Route    string
+	After    time.Duration
+	Failures int // how often the route failed to take the notice (at least 1)
 }
 
 // The kinds of notice the runner writes.
@@ -276,6 +279,8 @@ func ValidateRetry(sent []string, waits []RouteWait) error {
 			return Errorf(CodeInvalidInput, op, "", nil, "route %d waiting is not a name of 1 to %d bytes of UTF-8 without commas or line breaks", i, MaxNoticeRouteName)
 		case w.After < 0:
 			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits a negative %v", w.Route, w.After)
+		case w.Failures < 1:
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits with %d failures: a route waits after one at least", w.Route, w.Failures)
 		case slices.Contains(sent, w.Route):
 			return Errorf(CodeInvalidInput, op, "", nil, "route %q both took the notice and waits for it", w.Route)
 		case slices.ContainsFunc(waits[:i], func(x RouteWait) bool { return x.Route == w.Route }):
@@ -310,9 +315,10 @@ func goodRouteName(r string) bool {
 
 // JoinWaits is a retry's waits as a store keeps them, beside the
 // notice's due time: the soonest wait (when the notice is due again) and
-// each route's wait past it, "route=nanoseconds" joined by commas, by
-// route (ValidateRetry keeps commas out of names; a name's last '='
-// ends it). No waits is "" and due at once.
+// each route's wait past it with its failures,
+// "route=nanoseconds:failures" joined by commas, by route
+// (ValidateRetry keeps commas out of names; a name's last '=' ends it).
+// No waits is "" and due at once.
 func JoinWaits(waits []RouteWait) (kept string, soonest time.Duration) {
 	if len(waits) == 0 {
 		return "", 0
@@ -331,14 +337,17 @@ func JoinWaits(waits []RouteWait) (kept string, soonest time.Duration) {
 		b.WriteString(w.Route)
 		b.WriteByte('=')
 		b.WriteString(strconv.FormatInt(int64(w.After-soonest), 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(w.Failures))
 	}
 	return b.String(), soonest
 }
 
 // SplitWaits is JoinWaits undone at a claim late past the notice's due
-// time: the routes whose wait has not passed, by route, each with what
-// is left of it. An entry that does not read as JoinWaits writes it is
-// taken as passed: a notice sent too soon is better than one never sent.
+// time: every route kept, by route, with its failures and what is left
+// of its wait (0 once it has passed). An entry that does not read as
+// JoinWaits writes it is dropped, its route then tried as one never
+// tried: a notice sent too soon is better than one never sent.
 func SplitWaits(kept string, late time.Duration) []RouteWait {
 	var out []RouteWait
 	for entry := range strings.SplitSeq(kept, ",") {
@@ -346,13 +355,13 @@ func SplitWaits(kept string, late time.Duration) []RouteWait {
 		if i <= 0 {
 			continue
 		}
-		past, err := strconv.ParseInt(entry[i+1:], 10, 64)
-		if err != nil || past < 0 || !goodRouteName(entry[:i]) {
+		offset, failures, ok := strings.Cut(entry[i+1:], ":")
+		past, err := strconv.ParseInt(offset, 10, 64)
+		n, nerr := strconv.Atoi(failures)
+		if !ok || err != nil || nerr != nil || past < 0 || n < 1 || !goodRouteName(entry[:i]) {
 			continue
 		}
-		if left := time.Duration(past) - late; left > 0 {
-			out = append(out, RouteWait{Route: entry[:i], After: left})
-		}
+		out = append(out, RouteWait{Route: entry[:i], After: max(time.Duration(past)-late, 0), Failures: n})
 	}
 	return out
 }

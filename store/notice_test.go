@@ -10,15 +10,16 @@ import (
 )
 
 // What a store keeps of a retry's waits gives back, at any claim after
-// the notice fell due, exactly the routes whose wait has not passed, each
-// with what is left of it, by route; and the notice falls due when the
+// the notice fell due, every route by name with its failures and what
+// is left of its wait (0 once passed); and the notice falls due when the
 // soonest wait passes.
 func TestWaitsKeptAndReadBack(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		names := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z][a-z0-9=_-]{0,8}`), 1, MaxNoticeRoutes, rapid.ID[string]).Draw(t, "routes")
 		waits := make([]RouteWait, len(names))
 		for i, n := range names {
-			waits[i] = RouteWait{Route: n, After: time.Duration(rapid.Int64Range(0, int64(48*time.Hour)).Draw(t, "after"))}
+			waits[i] = RouteWait{Route: n, After: time.Duration(rapid.Int64Range(0, int64(48*time.Hour)).Draw(t, "after")),
+				Failures: rapid.IntRange(1, 1000).Draw(t, "failures")}
 		}
 		if err := ValidateRetry(nil, waits); err != nil {
 			t.Fatalf("valid waits refused: %v", err)
@@ -30,9 +31,7 @@ func TestWaitsKeptAndReadBack(t *testing.T) {
 		late := time.Duration(rapid.Int64Range(0, int64(49*time.Hour)).Draw(t, "late"))
 		var want []RouteWait
 		for _, w := range waits {
-			if left := w.After - soonest - late; left > 0 {
-				want = append(want, RouteWait{Route: w.Route, After: left})
-			}
+			want = append(want, RouteWait{Route: w.Route, After: max(w.After-soonest-late, 0), Failures: w.Failures})
 		}
 		slices.SortFunc(want, func(a, b RouteWait) int { return strings.Compare(a.Route, b.Route) })
 		if got := SplitWaits(kept, late); !slices.Equal(got, want) {
@@ -50,7 +49,9 @@ func TestJoinNoWaits(t *testing.T) {
 
 // Retries with bad routes or waits are refused, each saying why.
 func TestValidateRetry(t *testing.T) {
-	w := func(route string, after time.Duration) RouteWait { return RouteWait{Route: route, After: after} }
+	w := func(route string, after time.Duration) RouteWait {
+		return RouteWait{Route: route, After: after, Failures: 1}
+	}
 	for _, c := range []struct {
 		sent  []string
 		waits []RouteWait
@@ -60,6 +61,7 @@ func TestValidateRetry(t *testing.T) {
 		{nil, []RouteWait{w("", 0)}, "route 0 waiting is not a name"},
 		{nil, []RouteWait{w("a\nb", 0)}, "route 0 waiting is not a name"},
 		{nil, []RouteWait{w("chat", -1)}, `route "chat" waits a negative`},
+		{nil, []RouteWait{{Route: "chat"}}, `route "chat" waits with 0 failures`},
 		{[]string{"chat"}, []RouteWait{w("chat", 0)}, `route "chat" both took the notice and waits for it`},
 		{nil, []RouteWait{w("chat", 0), w("chat", 1)}, `route "chat" waiting is named twice`},
 		{[]string{"a", "a"}, []RouteWait{w("chat", 0)}, `route "a" sent to is named twice`},
@@ -76,14 +78,14 @@ func TestValidateRetry(t *testing.T) {
 // not read as JoinWaits writes them are taken as passed, and what is read
 // names routes a retry may name, each with a wait still to run.
 func FuzzSplitWaits(f *testing.F) {
-	kept, _ := JoinWaits([]RouteWait{{Route: "chat", After: time.Second}, {Route: "a=b", After: time.Hour}})
-	for _, s := range []string{"", kept, "chat=", "=5", "chat=-1", "chat=99999999999999999999", ",,", "x=1,x=2", "\xff=3"} {
+	kept, _ := JoinWaits([]RouteWait{{Route: "chat", After: time.Second, Failures: 1}, {Route: "a=b", After: time.Hour, Failures: 7}})
+	for _, s := range []string{"", kept, "chat=", "=5:1", "chat=-1:1", "chat=1:0", "chat=5", "chat=99999999999999999999:1", ",,", "x=1:1,x=2:3", "\xff=3:1"} {
 		f.Add(s, int64(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, late int64) {
 		got := SplitWaits(s, time.Duration(late))
 		for _, w := range got {
-			if !goodRouteName(w.Route) || w.After <= 0 {
+			if !goodRouteName(w.Route) || w.After < 0 || w.Failures < 1 {
 				t.Fatalf("read %v from %q", w, s)
 			}
 		}

@@ -473,7 +473,7 @@ func TestImportCarriesNotices(t *testing.T) {
 		t.Fatalf("claimed %+v (%v)", claimed, err)
 	}
 	for _, n := range claimed {
-		if err := board.NoticeRetry(ctx, n.ID, "a server gone", "the receiver answered 503 Service Unavailable", nil, []store.RouteWait{{Route: "default", After: time.Hour}}); err != nil {
+		if err := board.NoticeRetry(ctx, n.ID, "a server gone", "the receiver answered 503 Service Unavailable", nil, []store.RouteWait{{Route: "default", After: time.Hour, Failures: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,7 @@ VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', CAST('{"kind":"app
 		string(n.Body) != `{"kind":"approval_waiting"}` {
 		t.Fatalf("after the migration the notice is %+v", n)
 	}
-	if err := st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"}, []store.RouteWait{{Route: "pager"}}); err != nil {
+	if err := st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"}, []store.RouteWait{{Route: "pager", Failures: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = st.ClaimNotices(ctx, "a", time.Minute, 10); err != nil || len(got) != 1 || !slices.Equal(got[0].Sent, []string{"chat"}) {

@@ -23,10 +23,10 @@ func MigratedWaits(t *testing.T, nb store.Noticeboard) {
 		t.Fatalf("after the migration the notice is %+v", n)
 	}
 	must(t, nb.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"},
-		[]store.RouteWait{{Route: "pager", After: time.Hour}, {Route: "mail"}}))
+		[]store.RouteWait{{Route: "pager", After: time.Hour, Failures: 2}, {Route: "mail", Failures: 1}}))
 	got, err = nb.ClaimNotices(ctx, "a", time.Minute, 10)
-	if err != nil || len(got) != 1 || len(got[0].Waits) != 1 || got[0].Waits[0].Route != "pager" ||
-		got[0].Waits[0].After <= 59*time.Minute || got[0].Waits[0].After > time.Hour {
+	if err != nil || len(got) != 1 || len(got[0].Waits) != 2 || got[0].Waits[0] != (store.RouteWait{Route: "mail", Failures: 1}) ||
+		got[0].Waits[1].Route != "pager" || got[0].Waits[1].Failures != 2 || got[0].Waits[1].After <= 59*time.Minute || got[0].Waits[1].After > time.Hour {
 		t.Fatalf("after a retry claimed %+v (%v)", got, err)
 	}
 }

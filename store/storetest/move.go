@@ -201,7 +201,7 @@ func importNotices(t *testing.T, c *Clock, src, dst store.Store, imp store.RunIm
 	if len(claimed) != 2 {
 		t.Fatalf("claimed %d notices in the store the run leaves", len(claimed))
 	}
-	must(t, from.NoticeRetry(ctx, claimed[0].ID, "deliverer", "route pager: 503", []string{"chat"}, []store.RouteWait{{Route: "pager", After: time.Hour}}))
+	must(t, from.NoticeRetry(ctx, claimed[0].ID, "deliverer", "route pager: 503", []string{"chat"}, []store.RouteWait{{Route: "pager", After: time.Hour, Failures: 1}}))
 	// The other stays held by its deliverer: it moves all the same.
 	want, err := from.RunNotices(ctx, "mv-told")
 	must(t, err)

@@ -121,7 +121,7 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	// next claim sees why the last attempt failed.
 	long := fmt.Sprintf("%0600d", 7)
 	wait := func(route string, after time.Duration) []store.RouteWait {
-		return []store.RouteWait{{Route: route, After: after}}
+		return []store.RouteWait{{Route: route, After: after, Failures: 1}}
 	}
 	// Routes named badly, and waits that are none or bad, change
 	// nothing: the notice is still held.
@@ -130,7 +130,7 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", sent, wait("audit", time.Second)), store.CodeInvalidInput)
 	}
 	for _, waits := range [][]store.RouteWait{nil, wait("", time.Second), wait("a,b", time.Second), wait("audit", -time.Second),
-		wait("chat", time.Second), append(wait("audit", time.Second), wait("audit", 2*time.Second)...),
+		wait("chat", time.Second), append(wait("audit", time.Second), wait("audit", 2*time.Second)...), {{Route: "audit"}},
 		make([]store.RouteWait, store.MaxNoticeRoutes+1)} {
 		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", []string{"chat"}, waits), store.CodeInvalidInput)
 	}
@@ -148,7 +148,8 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	c.Advance(time.Second)
 	again := claim("c", time.Minute, 10)
 	if len(again) != 1 || again[0].ID != want[1] || again[0].Attempts != 2 || len(again[0].LastError) != store.MaxNoticeError ||
-		again[0].LastError[:11] != "status 503 " || !slices.Equal(again[0].Sent, []string{"pager", "chat"}) || again[0].Waits != nil {
+		again[0].LastError[:11] != "status 503 " || !slices.Equal(again[0].Sent, []string{"pager", "chat"}) ||
+		!slices.Equal(again[0].Waits, []store.RouteWait{{Route: "audit", Failures: 1}}) {
 		t.Fatalf("after the retry's delay claimed %+v", again)
 	}
 
@@ -173,10 +174,14 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		must(t, nb.NoticeDone(ctx, n.ID, "d"))
 	}
 	// Each route waits its own wait: the notice is due when the soonest
-	// passes, and a claim then names the routes still waiting, with what
-	// is left of their waits, until each has passed.
+	// passes, and a claim then names every route that failed before, with
+	// its failures and what is left of its wait (0: due), until it takes
+	// the notice.
+	rw := func(route string, after time.Duration, failures int) store.RouteWait {
+		return store.RouteWait{Route: route, After: after, Failures: failures}
+	}
 	must(t, nb.NoticeRetry(ctx, want[1], "d", "three routes down", []string{"audit"},
-		[]store.RouteWait{{Route: "pager", After: time.Hour}, {Route: "chat", After: 10 * time.Second}, {Route: "mail", After: time.Minute}}))
+		[]store.RouteWait{rw("pager", time.Hour, 1), rw("chat", 10*time.Second, 2), rw("mail", time.Minute, 1)}))
 	c.Advance(9 * time.Second)
 	if got := claim("e", time.Minute, 10); len(got) != 0 {
 		t.Fatalf("claimed %v before any route's wait passed", ids(got))
@@ -184,25 +189,26 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	c.Advance(3 * time.Second) // 2 s late
 	got := claim("e", time.Minute, 10)
 	if len(got) != 1 || got[0].ID != want[1] || !slices.Equal(got[0].Sent, []string{"audit"}) ||
-		!slices.Equal(got[0].Waits, []store.RouteWait{{Route: "mail", After: 48 * time.Second}, {Route: "pager", After: time.Hour - 12*time.Second}}) {
+		!slices.Equal(got[0].Waits, []store.RouteWait{rw("chat", 0, 2), rw("mail", 48*time.Second, 1), rw("pager", time.Hour-12*time.Second, 1)}) {
 		t.Fatalf("after chat's wait claimed %+v", got)
 	}
-	// The notifier passes them on with chat's new wait; a wait of zero is
-	// due at once.
+	// The notifier passes the others on with chat's new wait and failure;
+	// a wait of zero is due at once.
 	must(t, nb.NoticeRetry(ctx, want[1], "e", "chat down again", []string{"audit"},
-		append(got[0].Waits, store.RouteWait{Route: "chat", After: 0})))
+		[]store.RouteWait{got[0].Waits[1], got[0].Waits[2], rw("chat", 0, 3)}))
 	got = claim("e", time.Minute, 10)
-	if len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{{Route: "mail", After: 48 * time.Second}, {Route: "pager", After: time.Hour - 12*time.Second}}) {
+	if len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{rw("chat", 0, 3), rw("mail", 48*time.Second, 1), rw("pager", time.Hour-12*time.Second, 1)}) {
 		t.Fatalf("after a wait of zero claimed %+v", got)
 	}
-	must(t, nb.NoticeRetry(ctx, want[1], "e", "chat down again", []string{"audit", "chat"}, got[0].Waits))
+	must(t, nb.NoticeRetry(ctx, want[1], "e", "chat took it", []string{"audit", "chat"}, got[0].Waits[1:]))
 	c.Advance(48 * time.Second)
-	if got = claim("e", time.Minute, 10); len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{{Route: "pager", After: time.Hour - time.Minute}}) {
+	if got = claim("e", time.Minute, 10); len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{rw("mail", 0, 1), rw("pager", time.Hour-time.Minute, 1)}) {
 		t.Fatalf("after mail's wait claimed %+v", got)
 	}
-	must(t, nb.NoticeRetry(ctx, want[1], "e", "pager waits", []string{"audit", "chat", "mail"}, got[0].Waits))
+	must(t, nb.NoticeRetry(ctx, want[1], "e", "pager waits", []string{"audit", "chat", "mail"}, got[0].Waits[1:]))
 	c.Advance(time.Hour)
-	if got = claim("e", time.Minute, 10); len(got) != 1 || got[0].Waits != nil || !slices.Equal(got[0].Sent, []string{"audit", "chat", "mail"}) {
+	if got = claim("e", time.Minute, 10); len(got) != 1 || !slices.Equal(got[0].Waits, []store.RouteWait{rw("pager", 0, 1)}) ||
+		!slices.Equal(got[0].Sent, []string{"audit", "chat", "mail"}) {
 		t.Fatalf("after every wait passed claimed %+v", got)
 	}
 	must(t, nb.NoticeDone(ctx, want[1], "e"))

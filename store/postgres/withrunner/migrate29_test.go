@@ -31,7 +31,7 @@ VALUES ('r/3/0/approval_waiting', 'r', 3, 'approval_waiting', '{"kind":"approval
 		string(n.Body) != `{"kind":"approval_waiting"}` {
 		t.Fatalf("after the migration the notice is %+v", n)
 	}
-	must(t, st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"}, []store.RouteWait{{Route: "pager"}}))
+	must(t, st.NoticeRetry(ctx, got[0].ID, "a", "route pager: down", []string{"chat"}, []store.RouteWait{{Route: "pager", Failures: 1}}))
 	if got, err = st.ClaimNotices(ctx, "a", time.Minute, 10); err != nil || len(got) != 1 || !slices.Equal(got[0].Sent, []string{"chat"}) {
 		t.Fatalf("after a retry claimed %+v (%v)", got, err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -397,11 +398,8 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 }
 
 func (s *Server) showRun(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r)
 	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	page, err := s.runPage(r, id)
@@ -442,14 +440,11 @@ func rawJSON(b []byte) json.RawMessage {
 const maxEventPage = 1000
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r, "after", "limit")
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkQuery(q, "after", "limit"); err != nil {
-		return err
-	}
 	after, err := intParam(q, "after", 0, 0, 1<<62)
 	if err != nil {
 		return err
@@ -499,11 +494,8 @@ func (s *Server) refusePruned(ctx context.Context, run store.Run) error {
 }
 
 func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r)
 	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	if run, err := s.cfg.Store.Run(r.Context(), id); err != nil {
@@ -528,11 +520,8 @@ func (s *Server) trace(w http.ResponseWriter, r *http.Request, _ Principal) erro
 }
 
 func (s *Server) verify(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r)
 	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
@@ -550,11 +539,8 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, _ Principal) err
 }
 
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r)
 	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	run, err := s.cfg.Store.Run(r.Context(), id)
@@ -628,12 +614,8 @@ type SubmitInput struct {
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[SubmitInput](s, w, r, "submit_input")
 	if err != nil {
-		return err
-	}
-	var req SubmitInput
-	if err := s.decode(w, r, "submit_input", &req); err != nil {
 		return err
 	}
 	var u runner.Usage
@@ -654,12 +636,8 @@ type Approve struct {
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Approve](s, w, r, "approve")
 	if err != nil {
-		return err
-	}
-	var req Approve
-	if err := s.decode(w, r, "approve", &req); err != nil {
 		return err
 	}
 	// The approver approves what they were shown: the digest they send must
@@ -701,18 +679,11 @@ type Deny struct {
 }
 
 func (s *Server) deny(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Deny](s, w, r, "deny")
 	if err != nil {
 		return err
 	}
-	var req Deny
-	if err := s.decode(w, r, "deny", &req); err != nil {
-		return err
-	}
-	reason := req.Reason
-	if reason == "" {
-		reason = "denied by " + p.Actor
-	}
+	reason := cmp.Or(req.Reason, "denied by "+p.Actor)
 	if err := s.cfg.Runner.Deny(r.Context(), id, req.RequestID, reason, denierActor(p)); err != nil {
 		return err
 	}
@@ -726,18 +697,11 @@ type Cancel struct {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Cancel](s, w, r, "cancel")
 	if err != nil {
 		return err
 	}
-	var req Cancel
-	if err := s.decode(w, r, "cancel", &req); err != nil {
-		return err
-	}
-	reason := req.Reason
-	if reason == "" {
-		reason = "cancelled by " + p.Actor
-	}
+	reason := cmp.Or(req.Reason, "cancelled by "+p.Actor)
 	if _, err := s.cfg.Store.Run(r.Context(), id); err != nil {
 		return err
 	}
@@ -754,12 +718,8 @@ type Reconcile struct {
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Reconcile](s, w, r, "reconcile")
 	if err != nil {
-		return err
-	}
-	var req Reconcile
-	if err := s.decode(w, r, "reconcile", &req); err != nil {
 		return err
 	}
 	if err := s.cfg.Runner.Reconcile(r.Context(), id, req.IntentID, req.Resolution, reconcilerActor(p, req.Resolution)); err != nil {
@@ -775,18 +735,11 @@ type Release struct {
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Release](s, w, r, "release")
 	if err != nil {
 		return err
 	}
-	var req Release
-	if err := s.decode(w, r, "release", &req); err != nil {
-		return err
-	}
-	reason := req.Reason
-	if reason == "" {
-		reason = "released by " + p.Actor
-	}
+	reason := cmp.Or(req.Reason, "released by "+p.Actor)
 	summoned, err := s.cfg.Runner.Summoned(r.Context(), id)
 	if err != nil {
 		return err
@@ -823,6 +776,28 @@ func runID(r *http.Request) (string, error) {
 		return "", apiErr(http.StatusBadRequest, TypeMalformed, "{id}", "%q is not a valid run id", id)
 	}
 	return id, nil
+}
+
+// runBody reads a request's run id from its path and its JSON body
+// (named name in errors) into a T, refusing either as runID and decode
+// do.
+func runBody[T any](s *Server, w http.ResponseWriter, r *http.Request, name string) (string, T, error) {
+	var req T
+	id, err := runID(r)
+	if err == nil {
+		err = s.decode(w, r, name, &req)
+	}
+	return id, req, err
+}
+
+// runQuery reads a request's run id from its path and refuses query
+// parameters other than known (checkQuery).
+func runQuery(r *http.Request, known ...string) (string, error) {
+	id, err := runID(r)
+	if err == nil {
+		err = checkQuery(r.URL.Query(), known...)
+	}
+	return id, err
 }
 
 // checkQuery refuses query parameters the endpoint does not know, and

@@ -87,12 +87,8 @@ func (s *Server) notPending(ctx context.Context, id, proposal, field, format str
 }
 
 func (s *Server) choose(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[Choose](s, w, r, "choose")
 	if err != nil {
-		return err
-	}
-	var req Choose
-	if err := s.decode(w, r, "choose", &req); err != nil {
 		return err
 	}
 	v, err := s.deliberation(r.Context(), id)
@@ -119,12 +115,8 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request, p Principal) err
 }
 
 func (s *Server) steer(w http.ResponseWriter, r *http.Request, p Principal) error {
-	id, err := runID(r)
+	id, req, err := runBody[MRPTransition](s, w, r, "mrp")
 	if err != nil {
-		return err
-	}
-	var req MRPTransition
-	if err := s.decode(w, r, "mrp", &req); err != nil {
 		return err
 	}
 	// The schema admits exactly the lower-case names of the control

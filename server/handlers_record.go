@@ -225,11 +225,8 @@ func (s *Server) tickets(ctx context.Context, id string) ([]TicketRecord, error)
 
 // recordOf answers a trace-backed list endpoint.
 func (s *Server) recordOf(w http.ResponseWriter, r *http.Request, member string, pick func(record) any) error {
-	id, err := runID(r)
+	id, err := runQuery(r)
 	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	tr, err := s.runTrace(r.Context(), id)

@@ -28,14 +28,11 @@ const maxFactText = 1000
 // an L fact over the run's latest state. Nothing is stored for it: the
 // run's accepted inputs are decided again, purely, with explanations on.
 func (s *Server) why(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r, "proposal", "fact")
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkQuery(q, "proposal", "fact"); err != nil {
-		return err
-	}
 	proposal, fact := q.Get("proposal"), q.Get("fact")
 	switch {
 	case (proposal == "") == (fact == ""):

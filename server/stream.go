@@ -125,14 +125,11 @@ const heartbeat = 15 * time.Second
 // ended and every event is sent, a final "event: end" carries the run's
 // header and the stream closes.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	id, err := runID(r)
+	id, err := runQuery(r, "after")
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkQuery(q, "after"); err != nil {
-		return err
-	}
 	after, err := intParam(q, "after", 0, 0, 1<<62)
 	if err != nil {
 		return err

@@ -145,6 +145,27 @@ type Compactor interface {
 	Compact(ctx context.Context) (Compacted, error)
 }
 
+// LogEmptier is implemented by stores that zero what pruning and
+// resealing remove as they remove it but keep earlier copies of it in a
+// write-ahead log until the log is emptied (SQLite): EmptyLog copies the
+// log into the database and truncates it, so that neither file holds a
+// byte of what was removed, without rewriting the database as Compact
+// does. It holds writers back only while the log is copied; a reader
+// holding the log keeps it from being emptied: CodeUnavailable, to be
+// run again.
+type LogEmptier interface {
+	EmptyLog(ctx context.Context) error
+}
+
+// EmptyLog empties s's write-ahead log when s keeps one (LogEmptier), and
+// otherwise does nothing.
+func EmptyLog(ctx context.Context, s Store) error {
+	if e, ok := As[LogEmptier](s); ok {
+		return e.EmptyLog(ctx)
+	}
+	return nil
+}
+
 // Compacted is what Compact did: the store's size on disk before and
 // after, in bytes (-1: unknown), and for a store of tables, which it
 // rewrote.

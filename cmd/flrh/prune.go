@@ -177,6 +177,9 @@ type pruneReport struct {
 	// Stopped says prune ended before it had gone through every run that
 	// qualifies (pruneOptions.Between said so).
 	Stopped bool `json:"stopped,omitempty"`
+	// Log is what emptying the store's log after pruning did (SQLite;
+	// omitted for a store that keeps none, a dry run, or nothing pruned).
+	Log *logEmptied `json:"log,omitempty"`
 }
 
 type prunedRun struct {
@@ -236,10 +239,20 @@ func (r *pruneReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%s %d runs (%d events, %d intents, %d receipts, %d grants, %d inbox entries, %d trace records); left %d, kept %d with an effect open%s\n",
 		verb, len(r.Pruned), r.Kept.Events, r.Kept.Intents, r.Kept.Receipts, r.Kept.Grants, r.Kept.Inbox, r.Kept.Trace, len(r.Skipped), len(r.Held), elsewhere)
+	r.Log.print(w, "pruned runs")
 }
 
 // pruneRuns prunes the runs that qualify, as prune's help says.
 func pruneRuns(ctx context.Context, st store.Store, o pruneOptions) (pruneReport, error) {
+	rep, err := pruneEach(ctx, st, o)
+	if !o.DryRun && len(rep.Pruned) > 0 {
+		rep.Log = emptyStoreLog(ctx, st)
+	}
+	return rep, err
+}
+
+// pruneEach prunes the runs that qualify, as pruneRuns.
+func pruneEach(ctx context.Context, st store.Store, o pruneOptions) (pruneReport, error) {
 	rep := pruneReport{DryRun: o.DryRun, Pruned: []prunedRun{}, Skipped: []skippedRun{}, Held: []skippedRun{}, Elsewhere: []skippedRun{}}
 	pr, ok := store.PrunerOf(st)
 	if !ok {

@@ -190,6 +190,9 @@ func (p *pruneSchedule) pass(ctx context.Context) {
 	}
 	p.passes.WithLabelValues("ok").Inc()
 	p.kept.Set(float64(len(rep.Held)))
+	if rep.Log != nil && !rep.Log.Emptied {
+		p.log.Warn("scheduled prune: the store's log not emptied; the pruned runs stay in it until its next checkpoint", "err", rep.Log.Error)
+	}
 	if len(rep.Pruned)+len(rep.Skipped)+len(rep.Held)+len(rep.Elsewhere) > 0 || rep.Stopped {
 		p.log.Info("scheduled prune", "pruned", len(rep.Pruned), "left", len(rep.Skipped), "kept", len(rep.Held),
 			"elsewhere", len(rep.Elsewhere), "stopped", rep.Stopped, "events", rep.Kept.Events, "took", p.now().Sub(start).String())

@@ -61,6 +61,9 @@ on with the others; exit status 1 if any failed.`,
 			return usagef("--compact rewrites the store's files; a --dry-run writes nothing")
 		}
 		rep, err := resealStore(ctx, st, sealer, *only, store.ResealOptions{Clear: *clear, DryRun: *dryRun})
+		if !*dryRun && !*compact && rep.Counts.Resealed > 0 {
+			rep.Log = emptyStoreLog(ctx, st)
+		}
 		if err == nil && *compact && len(rep.Failed) == 0 {
 			var c compactReport
 			c, err = compactStore(ctx, st)
@@ -82,6 +85,10 @@ type resealReport struct {
 	// Compacted is what --compact did, nil without it (or when a run
 	// failed: the old key is still needed, and so are its records).
 	Compacted *store.Compacted `json:"compacted,omitempty"`
+	// Log is what emptying the store's log after the pass did (SQLite;
+	// omitted for a store that keeps none, a dry run, nothing resealed, or
+	// with --compact, which empties it too).
+	Log *logEmptied `json:"log,omitempty"`
 }
 
 type resealFailure struct {
@@ -106,6 +113,7 @@ func (r resealReport) print(w io.Writer) {
 		fmt.Fprintf(w, "; %d runs failed, keep the older keys until they are resealed", len(r.Failed))
 	}
 	fmt.Fprintln(w)
+	r.Log.print(w, "records as they were sealed before")
 	if r.Compacted != nil {
 		compactReport{*r.Compacted}.print(w)
 	}

@@ -157,11 +157,12 @@ func sealedKeys(t *testing.T, path string) map[string]bool {
 	return ids
 }
 
-// TestResealCompactLeavesNoOldKey: after a rotation, reseal moves every
-// record under the new key, but the embedded store's files still hold
-// records sealed under the old one (freed pages, the log); reseal
-// --compact leaves none, and every run verifies with the new key alone.
-func TestResealCompactLeavesNoOldKey(t *testing.T) {
+// TestResealLeavesNoOldKey: after a rotation, reseal moves every record
+// under the new key, zeroing the old ones as it rewrites them, and
+// empties the embedded store's log: its files hold no record sealed
+// under the old key, with no compaction; reseal --compact then rewrites
+// the files, and every run verifies with the new key alone.
+func TestResealLeavesNoOldKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
@@ -188,7 +189,13 @@ func TestResealCompactLeavesNoOldKey(t *testing.T) {
 	if len(old) != 1 {
 		t.Fatalf("records under %d keys before the rotation: %v", len(old), old)
 	}
-	ok(k2, "store", "reseal", storeFlag)
+	var rep resealReport
+	if err := json.Unmarshal([]byte(ok(k2, "store", "reseal", "--json", storeFlag)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Counts.Resealed == 0 || rep.Log == nil || !rep.Log.Emptied || rep.Compacted != nil {
+		t.Fatalf("reseal: %+v", rep)
+	}
 	after := sealedKeys(t, path)
 	var newer []string
 	for id := range after {
@@ -196,22 +203,20 @@ func TestResealCompactLeavesNoOldKey(t *testing.T) {
 			newer = append(newer, id)
 		}
 	}
-	for id := range old {
-		if !after[id] {
-			t.Fatal("the files hold no record under the old key after a reseal without --compact: the test shows nothing")
-		}
+	if len(newer) != 1 || len(after) != 1 {
+		t.Fatalf("after reseal the files hold records under %v, want the new key's alone (before: %v)", after, old)
 	}
-	if len(newer) != 1 {
-		t.Fatalf("after reseal: keys %v, before %v", after, old)
+	if out := ok(k2, "store", "reseal", storeFlag); strings.Contains(out, "log emptied") {
+		t.Fatalf("a reseal that rewrote nothing emptied the log:\n%s", out)
 	}
 	if out, err := flrh(bin, k2, "store", "reseal", "--compact", "--dry-run", storeFlag); exitStatus(t, err) != exitUsage || !strings.Contains(out, "--dry-run writes nothing") {
 		t.Fatalf("--compact with --dry-run: %v\n%s", err, out)
 	}
-	var rep resealReport
+	rep = resealReport{}
 	if err := json.Unmarshal([]byte(ok(k2, "store", "reseal", "--compact", "--json", storeFlag)), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Compacted == nil || rep.Compacted.After >= rep.Compacted.Before || rep.Counts.Resealed != 0 {
+	if rep.Compacted == nil || rep.Compacted.After <= 0 || rep.Compacted.After > rep.Compacted.Before || rep.Counts.Resealed != 0 || rep.Log != nil {
 		t.Fatalf("reseal --compact: %+v", rep)
 	}
 	if got := sealedKeys(t, path); len(got) != 1 || !got[newer[0]] {

@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"flrh.dev/flrh/store"
 )
@@ -46,16 +49,53 @@ func (s *Store) Compact(ctx context.Context) (store.Compacted, error) {
 	if _, err := conn.ExecContext(ctx, `VACUUM`); err != nil {
 		return c, mapErr(op, "", err)
 	}
+	err = emptyLog(ctx, conn, op, "the database was compacted but ")
+	c.After = s.fileBytes()
+	return c, err
+}
+
+// EmptyLog implements store.LogEmptier: the log is checkpointed and
+// truncated (wal_checkpoint(TRUNCATE)). Pruning and resealing zero what
+// they remove in the pages they write (secure_delete), so once the log
+// holding the pages as they were is gone, neither file holds it. Writers
+// wait while it runs, and it waits for readers at most emptyLogWait (a
+// scheduled prune must not hold a busy server's writers for the busy
+// timeout): past that, CodeUnavailable, the log left for another time.
+func (s *Store) EmptyLog(ctx context.Context) error {
+	const op = "empty log"
+	if s.ro {
+		return store.Errorf(store.CodeInvalidInput, op, "", nil, "the store is open read-only")
+	}
+	s.settle(ctx) // a lagging batch's open transaction would hold the log
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return mapErr(op, "", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, emptyLogWait.Milliseconds())); err != nil {
+		return mapErr(op, "", err)
+	}
+	// The connection goes back to the pool: with the pool's timeout.
+	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(`PRAGMA busy_timeout = %d`, s.busy.Milliseconds()))
+	return emptyLog(ctx, conn, op, "")
+}
+
+// emptyLogWait bounds how long EmptyLog waits for readers (and writers
+// for it).
+const emptyLogWait = 250 * time.Millisecond
+
+// emptyLog checkpoints and truncates the log on conn; a reader that kept
+// it from being emptied is CodeUnavailable, said after done.
+func emptyLog(ctx context.Context, conn *sql.Conn, op, done string) error {
 	var busy, log, copied int64
 	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &log, &copied); err != nil {
-		return c, mapErr(op, "", err)
+		return mapErr(op, "", err)
 	}
-	c.After = s.fileBytes()
 	if busy != 0 {
-		return c, store.Errorf(store.CodeUnavailable, op, "", nil,
-			"the database was compacted but a reader kept the log from being emptied (%d of %d pages copied): run compact again", copied, log)
+		return store.Errorf(store.CodeUnavailable, op, "", nil,
+			"%sa reader kept the log from being emptied (%d of %d pages copied): run it again", done, copied, log)
 	}
-	return c, nil
+	return nil
 }
 
 // fileBytes is the size of the database file and its log together.

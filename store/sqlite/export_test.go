@@ -11,3 +11,7 @@ func CheckpointEvery(s *Store, frames int) { s.ckpt.every = frames }
 // WriteUnpacked makes s write checkpoints' bodies as they are, as a build
 // at schema version 9 wrote them.
 func WriteUnpacked(s *Store) { s.testUnpacked = true }
+
+// PruneWithoutZeroing makes s prune and reseal as a build before they
+// zeroed what they removed did: the bytes stay in the file's free space.
+func PruneWithoutZeroing(s *Store) { s.testNoZeroing = true }

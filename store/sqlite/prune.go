@@ -75,6 +75,11 @@ func (s *Store) Prune(ctx context.Context, p store.Pruning) error {
 		if _, err := s.exec(ctx, tx, insertPruned, prunedRow(p, now)...); err != nil {
 			return err
 		}
+		off, err := s.secureDelete(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer off()
 		for _, q := range pruneDeletes {
 			if _, err := s.exec(ctx, tx, q, p.RunID); err != nil {
 				return err
@@ -220,4 +225,20 @@ VALUES (?, ?, ?, ?, ?, ?, NULL, x'', '', 0, ?)`, in.ID, id, in.Seq, in.EffectTyp
 		return nil
 	})
 	return imported && err == nil, err
+}
+
+// secureDelete has SQLite zero what the transaction's writes remove, the
+// cells deleted or rewritten and the pages freed, until the function it
+// returns turns it off again (the writing connection's other writes do
+// not pay for it): pruning and resealing leave nothing of what they
+// removed in the database's pages, and once the log is emptied
+// (EmptyLog), in neither file.
+func (s *Store) secureDelete(ctx context.Context, tx *wtx) (func(), error) {
+	if s.testNoZeroing {
+		return func() {}, nil
+	}
+	if _, err := s.exec(ctx, tx, `PRAGMA secure_delete = ON`); err != nil {
+		return nil, err
+	}
+	return func() { s.exec(context.WithoutCancel(ctx), tx, `PRAGMA secure_delete = FAST`) }, nil
 }

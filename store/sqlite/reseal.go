@@ -40,6 +40,13 @@ func (s *Store) Reseal(ctx context.Context, runID string, opts store.ResealOptio
 		if err := write(`INSERT INTO resealing (run_id, started_at) VALUES (?, ?)`, runID, now.UnixNano()); err != nil {
 			return err
 		}
+		if !opts.DryRun {
+			off, err := s.secureDelete(ctx, tx)
+			if err != nil {
+				return err
+			}
+			defer off()
+		}
 		for cn := int64(1); cn <= checkpoints; cn++ {
 			var body []byte
 			err := s.queryRow(ctx, tx, `SELECT body FROM checkpoints WHERE run_id = ? AND n = ?`, runID, cn).Scan(blob{&body})

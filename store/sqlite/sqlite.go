@@ -50,8 +50,9 @@ type Store struct {
 	rstmts statements  // prepared on rdb
 	rrecs  recordConns // reading connections held for the runs' records (readrun_raw.go)
 	sealer store.Sealer
-	group  group        // concurrent writes, batched into shared transactions
-	ckpt   checkpointer // the log's checkpoints, off the commit path (walcheckpoint.go)
+	group  group         // concurrent writes, batched into shared transactions
+	ckpt   checkpointer  // the log's checkpoints, off the commit path (walcheckpoint.go)
+	busy   time.Duration // the connections' busy timeout
 
 	// Test hooks, nil outside this package's tests: testBatch sees each
 	// batch's callers' contexts in the order they will run, before any of
@@ -67,6 +68,9 @@ type Store struct {
 	// transaction alone in a savepoint, as one of several is, instead of
 	// without one.
 	testSavepoints bool
+	// testNoZeroing has pruning and resealing leave what they remove in
+	// the file's free space, as builds before secureDelete did.
+	testNoZeroing bool
 	// testNoKnown makes every tick read its run's row, as if no tick
 	// before it in the transaction had left it known.
 	testNoKnown bool
@@ -129,6 +133,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", readOnlyMmap))
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
+		// What a write removes is zeroed where it costs no I/O (on pages
+		// written anyway: the cells dropped, the space a page split
+		// leaves), and pruning and resealing zero all of it
+		// (secureDelete): no stale copy of a pruned run is left behind.
+		q.Add("_pragma", "secure_delete(FAST)")
 		q.Add("_txlock", "immediate")
 	}
 	file := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
@@ -141,7 +150,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor, ckpt: newCheckpointer()}
+	s := &Store{db: db, rdb: db, clock: clock, ro: opts.ReadOnly, sealer: opts.Sealer, path: path, lingerFor: lingerFor, ckpt: newCheckpointer(), busy: busy}
 	s.rrecs.dsn = file + q.Encode()
 	s.w.dsn = s.rrecs.dsn
 	err = s.migrate(ctx)

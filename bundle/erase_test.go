@@ -1,14 +1,13 @@
 package bundle
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"testing"
 
 	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
+	"flrh.dev/flrh/store/storetest"
 )
 
 // Runs of a real workflow, written as a store in use writes them (ticks,
@@ -36,19 +35,7 @@ func TestPrunedRunsLeaveNoBytesBehind(t *testing.T) {
 	if err := st.DB().QueryRowContext(h.ctx, `PRAGMA database_list`).Scan(&seq, &name, &path); err != nil {
 		t.Fatal(err)
 	}
-	holds := func(marker string) bool {
-		t.Helper()
-		for _, p := range []string{path, path + "-wal"} {
-			b, err := os.ReadFile(p)
-			if err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-			if bytes.Contains(b, []byte(marker)) {
-				return true
-			}
-		}
-		return false
-	}
+	holds := func(marker string) bool { return storetest.FilesHold(t, marker, path, path+"-wal") }
 	if err := st.EmptyLog(h.ctx); err != nil {
 		t.Fatal(err)
 	}

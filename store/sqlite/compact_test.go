@@ -1,9 +1,7 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,16 +16,27 @@ import (
 // fileHolds reports whether the database file or its log holds marker.
 func fileHolds(t *testing.T, path, marker string) bool {
 	t.Helper()
-	for _, p := range []string{path, path + "-wal"} {
-		b, err := os.ReadFile(p)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte(marker)) {
-			return true
-		}
+	return storetest.FilesHold(t, marker, path, path+"-wal")
+}
+
+// writeMarked writes an ended run id whose event and trace bodies repeat
+// marker.
+func writeMarked(t *testing.T, st *sqlite.Store, id, marker string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
+		t.Fatal(err)
 	}
-	return false
+	l, err := st.AcquireLease(ctx, id, "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"note":"` + strings.Repeat(marker+" ", 40) + `"}`
+	if err := st.Commit(ctx, l, store.Tick{State: "SUCCEEDED", Outcome: "success",
+		Events: []store.Event{storetest.Ev("NOTE", body), storetest.Ev("END", `{}`)},
+		Trace:  []store.TraceRecord{{Kind: "note", Body: []byte(body)}}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A pruned run's bytes stay in the database's free pages until Compact,
@@ -43,22 +52,7 @@ func TestCompactLeavesNoOldBytes(t *testing.T) {
 	defer st.Close()
 	sqlite.PruneWithoutZeroing(st) // a store pruned by a build that left the bytes
 	const gone, kept = "PRUNED-PLAINTEXT-5b0e", "KEPT-PLAINTEXT-91c4"
-	write := func(id, marker string) {
-		t.Helper()
-		if err := st.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
-			t.Fatal(err)
-		}
-		l, err := st.AcquireLease(ctx, id, "w", time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := `{"note":"` + strings.Repeat(marker+" ", 40) + `"}`
-		if err := st.Commit(ctx, l, store.Tick{State: "SUCCEEDED", Outcome: "success",
-			Events: []store.Event{storetest.Ev("NOTE", body), storetest.Ev("END", `{}`)},
-			Trace:  []store.TraceRecord{{Kind: "note", Body: []byte(body)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(id, marker string) { writeMarked(t, st, id, marker) }
 	for i := range 20 {
 		write("gone-"+string(rune('a'+i)), gone)
 	}

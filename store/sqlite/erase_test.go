@@ -12,7 +12,6 @@ import (
 	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
-	"flrh.dev/flrh/store/storetest"
 )
 
 // Pruning zeroes what it removes as it removes it: once the log is
@@ -27,22 +26,7 @@ func TestPruneThenEmptyLogLeavesNoOldBytes(t *testing.T) {
 	}
 	defer st.Close()
 	const gone, kept = "PRUNED-PLAINTEXT-77aa", "KEPT-PLAINTEXT-03fe"
-	write := func(id, marker string) {
-		t.Helper()
-		if err := st.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
-			t.Fatal(err)
-		}
-		l, err := st.AcquireLease(ctx, id, "w", time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body := `{"note":"` + strings.Repeat(marker+" ", 40) + `"}`
-		if err := st.Commit(ctx, l, store.Tick{State: "SUCCEEDED", Outcome: "success",
-			Events: []store.Event{storetest.Ev("NOTE", body), storetest.Ev("END", `{}`)},
-			Trace:  []store.TraceRecord{{Kind: "note", Body: []byte(body)}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(id, marker string) { writeMarked(t, st, id, marker) }
 	for i := range 20 {
 		write("gone-"+string(rune('a'+i)), gone)
 	}
@@ -112,16 +96,7 @@ func TestEmptyLogHeldByAReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.CreateRun(ctx, store.Run{ID: "r1", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
-		t.Fatal(err)
-	}
-	l, err := st.AcquireLease(ctx, "r1", "w", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Commit(ctx, l, store.Tick{Events: []store.Event{storetest.Ev("NOTE", `{"n":1}`)}}); err != nil {
-		t.Fatal(err)
-	}
+	writeMarked(t, st, "r1", "READ-WHILE-EMPTYING")
 	tx, err := st.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

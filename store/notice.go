@@ -229,8 +229,9 @@ func ValidateTell(runID string, head int64, notices []Notice) error {
 type Backlog struct {
 	Count int64
 	// Oldest is the notice written first of those (without its body):
-	// its attempts and last error say why the backlog stands. Zero when
-	// Count is.
+	// its attempts, last error, the routes it reached (Sent) and those
+	// that failed, each with its failures and what is left of its wait
+	// now (Waits), say why the backlog stands. Zero when Count is.
 	Oldest Notice
 }
 

@@ -175,6 +175,16 @@ type oldestNotice struct {
 	WrittenAt time.Time `json:"written_at"`
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`
+	// Reached are the routes that took it; Failed those that failed,
+	// each with its failures and the wait left before it is tried again.
+	Reached []string      `json:"reached,omitempty"`
+	Failed  []routeFailed `json:"failed_routes,omitempty"`
+}
+
+type routeFailed struct {
+	Route    string  `json:"route"`
+	Failures int     `json:"failures"`
+	Left     float64 `json:"retry_in_seconds"`
 }
 
 // checkIntegrity runs the embedded store's integrity check and adds what
@@ -293,7 +303,10 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		}
 		rep.NoticesPending = b.Count
 		if o := b.Oldest; b.Count > 0 {
-			rep.OldestNotice = &oldestNotice{ID: o.ID, Kind: o.Kind, RunID: o.RunID, WrittenAt: o.CreatedAt, Attempts: o.Attempts, LastError: o.LastError}
+			rep.OldestNotice = &oldestNotice{ID: o.ID, Kind: o.Kind, RunID: o.RunID, WrittenAt: o.CreatedAt, Attempts: o.Attempts, LastError: o.LastError, Reached: o.Sent}
+			for _, w := range o.Waits {
+				rep.OldestNotice.Failed = append(rep.OldestNotice.Failed, routeFailed{Route: w.Route, Failures: w.Failures, Left: w.After.Seconds()})
+			}
 		}
 	}
 	if rep.SchemaVersion == rep.BuildSchemaVersion {
@@ -435,6 +448,24 @@ func (r storeReport) print(w io.Writer) {
 			o.ID, o.WrittenAt.UTC().Format(time.RFC3339), o.Attempts)
 		if o.LastError != "" {
 			fmt.Fprintf(w, ", the last: %s", o.LastError)
+		}
+		if len(o.Reached) > 0 {
+			fmt.Fprintf(w, "; reached %s", strings.Join(o.Reached, ", "))
+		}
+		for i, f := range o.Failed {
+			sep := "; failed at "
+			if i > 0 {
+				sep = ", "
+			}
+			left := "due now"
+			if f.Left > 0 {
+				left = "again in " + time.Duration(f.Left*float64(time.Second)).Round(time.Second).String()
+			}
+			times := "once"
+			if f.Failures != 1 {
+				times = strconv.Itoa(f.Failures) + " times"
+			}
+			fmt.Fprintf(w, "%s%s (%s, %s)", sep, f.Route, times, left)
 		}
 		fmt.Fprintln(w)
 	}

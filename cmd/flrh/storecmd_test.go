@@ -309,6 +309,14 @@ func TestStoreCheckPrintsNotices(t *testing.T) {
 		t.Errorf("printed\n%s\nwant a line %q and ok", b.String(), want)
 	}
 	b.Reset()
+	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1, NoticesPending: 1,
+		OldestNotice: &oldestNotice{ID: "r/5/0/run_ended", WrittenAt: at, Attempts: 3, LastError: "route pager: 503", Reached: []string{"chat", "audit"},
+			Failed: []routeFailed{{Route: "pager", Failures: 2, Left: 95.4}, {Route: "mail", Failures: 1}}}}.print(&b)
+	want = "the oldest, r/5/0/run_ended, written 2026-12-05T10:00:00Z, 3 attempts, the last: route pager: 503; reached chat, audit; failed at pager (2 times, again in 1m35s), mail (once, due now)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("printed\n%s\nwant a line ending %q", b.String(), want)
+	}
+	b.Reset()
 	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1}.print(&b)
 	if strings.Contains(b.String(), "notices") {
 		t.Errorf("no notices printed\n%s", b.String())

@@ -177,15 +177,17 @@ FROM notices WHERE run_id = $1 ORDER BY created_at, ord`, runID)
 func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	var b store.Backlog
 	o := &b.Oldest
-	var created int64
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error
-FROM notices ORDER BY created_at, ord LIMIT 1`).Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError)
+	var created, due, now int64
+	var sent, waits string
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error, sent, waits, next_at, `+nowParam(1)+`
+FROM notices ORDER BY created_at, ord LIMIT 1`, s.injected()).Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError, &sent, &waits, &due, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Backlog{}, nil
 	}
 	if err != nil {
 		return store.Backlog{}, s.mapErr("notice backlog", "", err)
 	}
-	o.CreatedAt = fromNanos(created)
+	// Read before its due time, a wait has that much more left.
+	o.CreatedAt, o.Sent, o.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(now-due))
 	return b, nil
 }

@@ -153,7 +153,8 @@ FROM notices WHERE run_id = ? ORDER BY created_at, rowid`, runID)
 func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	const op = "notice backlog"
 	var b store.Backlog
-	rows, err := s.read(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error
+	now := s.clock().UnixNano()
+	rows, err := s.read(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error, sent, waits, next_at
 FROM notices ORDER BY created_at, rowid LIMIT 1`)
 	if err != nil {
 		return b, mapErr(op, "", err)
@@ -161,11 +162,13 @@ FROM notices ORDER BY created_at, rowid LIMIT 1`)
 	defer rows.Close()
 	if rows.Next() {
 		o := &b.Oldest
-		var created int64
-		if err := rows.Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError); err != nil {
+		var created, due int64
+		var sent, waits string
+		if err := rows.Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError, &sent, &waits, &due); err != nil {
 			return store.Backlog{}, mapErr(op, "", err)
 		}
-		o.CreatedAt = fromNanos(created)
+		// Read before its due time, a wait has that much more left.
+		o.CreatedAt, o.Sent, o.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(now-due))
 	}
 	return b, mapErr(op, "", rows.Err())
 }

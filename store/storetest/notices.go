@@ -138,10 +138,14 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "again", nil, wait("audit", time.Second)), store.CodeFenced)
 	// The oldest left says why it waits.
 	if o := backlog(3, t0.Add(time.Second)).Oldest; o.ID != want[1] || o.RunID != "r" || o.Seq != 2 || o.Kind != store.NoticeTripped ||
-		o.Attempts != 1 || len(o.LastError) != store.MaxNoticeError {
+		o.Attempts != 1 || len(o.LastError) != store.MaxNoticeError || !slices.Equal(o.Sent, []string{"pager", "chat"}) ||
+		!slices.Equal(o.Waits, []store.RouteWait{{Route: "audit", After: 30 * time.Second, Failures: 1}}) {
 		t.Fatalf("the oldest notice %+v", o)
 	}
 	c.Advance(29 * time.Second)
+	if o := backlog(3, t0.Add(time.Second)).Oldest; !slices.Equal(o.Waits, []store.RouteWait{{Route: "audit", After: time.Second, Failures: 1}}) {
+		t.Fatalf("29 s later the oldest notice's routes wait %+v", o.Waits)
+	}
 	if got := claim("c", time.Minute, 10); len(got) != 0 {
 		t.Fatalf("claimed %v before the retry was due", ids(got))
 	}

@@ -3,24 +3,48 @@ package notify
 import (
 	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/internal/pgtest"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
 )
 
-// A notifier on one PostgreSQL handle is woken by a notice another
+// A notifier on one handle of a store is woken by a notice another
 // handle (another process) commits, long before its next look: its poll
-// here is an hour.
+// here is an hour. PostgreSQL wakes it with NOTIFY; the embedded store's
+// watcher sees the file change.
 func TestWokenByAnotherProcessOnPostgres(t *testing.T) {
 	h := pgtest.Handles(t, 2, "flrh_notify_", "run the notifier's PostgreSQL tests")
-	writer, delivering := h[0], h[1]
+	testWokenByAnotherProcess(t, h[0], h[1])
+}
+
+func TestWokenByAnotherProcessOnSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flrh.db")
+	var h [2]store.Store
+	for i := range h {
+		s, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		h[i] = s
+	}
+	testWokenByAnotherProcess(t, h[0], h[1])
+}
+
+func testWokenByAnotherProcess(t *testing.T, writer, delivering store.Store) {
+	nb, ok := store.NoticeboardOf(delivering)
+	if !ok {
+		t.Fatal("the store keeps no notices")
+	}
 	rc := &receiver{clock: time.Now}
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	n, err := New(Config{Board: delivering, Holder: "b", URL: srv.URL, Secret: secret, Poll: time.Hour})
+	n, err := New(Config{Board: nb, Holder: "b", URL: srv.URL, Secret: secret, Poll: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +57,7 @@ func TestWokenByAnotherProcessOnPostgres(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // its first pass, and its LISTEN, done
+	time.Sleep(200 * time.Millisecond) // its first pass, and its LISTEN or first look, done
 
 	for i, id := range []string{"r1", "r2"} {
 		if err := writer.CreateRun(ctx, store.Run{ID: id, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}); err != nil {
@@ -63,7 +87,8 @@ func TestWokenByAnotherProcessOnPostgres(t *testing.T) {
 			return writer.Quarantine(ctx, id, "checkpoint digest mismatch", store.Notice{Kind: store.NoticeQuarantined, Body: []byte(`{"kind":"run_quarantined"}`)})
 		},
 		func(id string) error {
-			_, err := writer.TellRun(ctx, id, 0, store.Notice{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting"}`)})
+			wb, _ := store.NoticeboardOf(writer)
+			_, err := wb.TellRun(ctx, id, 0, store.Notice{Kind: store.NoticeApproval, Body: []byte(`{"kind":"approval_waiting"}`)})
 			return err
 		},
 	} {

@@ -196,8 +196,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			db.Close()
 			return nil, store.Errorf(store.CodeUnavailable, "open", "", err, "open %s for reading", path)
 		}
-		rdb.SetMaxOpenConns(readers)
-		rdb.SetMaxIdleConns(readers)
+		// One more than the readers: a notice watcher holds one
+		// (noticewatch.go).
+		rdb.SetMaxOpenConns(readers + 1)
+		rdb.SetMaxIdleConns(readers + 1)
 		s.rdb, s.rrecs.dsn = rdb, file+rq.Encode()
 	}
 	return s, nil

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"flrh.dev/flrh/archive"
-	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
 )
@@ -53,7 +52,7 @@ func TestPrunedRunsLeaveNoBytesBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := store.EmptyLog(h.ctx, st); err != nil {
+	if err := st.EmptyLog(h.ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i := range runs {

@@ -157,15 +157,6 @@ type LogEmptier interface {
 	EmptyLog(ctx context.Context) error
 }
 
-// EmptyLog empties s's write-ahead log when s keeps one (LogEmptier), and
-// otherwise does nothing.
-func EmptyLog(ctx context.Context, s Store) error {
-	if e, ok := As[LogEmptier](s); ok {
-		return e.EmptyLog(ctx)
-	}
-	return nil
-}
-
 // Compacted is what Compact did: the store's size on disk before and
 // after, in bytes (-1: unknown), and for a store of tables, which it
 // rewrote.

@@ -21,10 +21,11 @@ type logEmptied struct {
 
 // emptyStoreLog empties st's log when it keeps one; nil when it does not.
 func emptyStoreLog(ctx context.Context, st store.Store) *logEmptied {
-	if _, ok := store.As[store.LogEmptier](st); !ok {
+	e, ok := store.As[store.LogEmptier](st)
+	if !ok {
 		return nil
 	}
-	if err := store.EmptyLog(ctx, st); err != nil {
+	if err := e.EmptyLog(ctx); err != nil {
 		return &logEmptied{Error: err.Error()}
 	}
 	return &logEmptied{Emptied: true}

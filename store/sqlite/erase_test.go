@@ -49,7 +49,7 @@ func TestPruneThenEmptyLogLeavesNoOldBytes(t *testing.T) {
 		}
 	}
 	before := fileSize(t, path)
-	if err := store.EmptyLog(ctx, st); err != nil {
+	if err := st.EmptyLog(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if fileHolds(t, path, gone) {

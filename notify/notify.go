@@ -357,11 +357,11 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	// sent keeps the routes that took it and still are: a route renamed
 	// or removed since is no route to skip, nor one to wait for. A route
 	// still waiting (later) is sent to on a later claim; one whose wait
-	// passed is sent to now, its failures (failed) counted on.
+	// passed is sent to now, its failures counted on.
 	var sent []string
 	var pending, waiting []*Route
 	var later []store.RouteWait
-	failed := map[string]int{}
+	failures := map[string]int{} // a route's failures before this claim
 	for i := range routes {
 		r := &routes[i]
 		k := slices.IndexFunc(no.Waits, func(w store.RouteWait) bool { return w.Route == r.Name })
@@ -373,7 +373,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 			waiting, later = append(waiting, r), append(later, no.Waits[k])
 		default:
 			if k >= 0 {
-				failed[r.Name] = no.Waits[k].Failures
+				failures[r.Name] = no.Waits[k].Failures
 			}
 			pending = append(pending, r)
 		}
@@ -407,7 +407,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		// The envelope says the notice's attempt (deliveries begun, a
 		// crashed deliverer's included); the backoff grows with the
 		// route's own failures.
-		w, why := n.send(ctx, r, no, failed[r.Name]+1)
+		w, why := n.send(ctx, r, no, failures[r.Name]+1)
 		if why == "" {
 			n.cfg.Observe(r.Name, no.Kind, "delivered")
 			log.Info("notice delivered", "route", r.Name)
@@ -417,7 +417,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		// Each route waits as long as it said: no receiver is asked
 		// again sooner, and none holds back the others.
 		failing, whys = append(failing, r), append(whys, r.said(why))
-		later = append(later, store.RouteWait{Route: r.Name, After: w, Failures: failed[r.Name] + 1})
+		later = append(later, store.RouteWait{Route: r.Name, After: w, Failures: failures[r.Name] + 1})
 	}
 	switch {
 	case len(later) == 0:

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -81,7 +82,7 @@ func (w *noticeWatcher) look(ctx context.Context) (string, bool) {
 	var id string
 	err := w.conn.QueryRowContext(ctx, `SELECT run_id FROM notices WHERE next_at <= ? AND held_until <= ? LIMIT 1`, now, now).Scan(&id)
 	if err != nil {
-		if err != sql.ErrNoRows {
+		if !errors.Is(err, sql.ErrNoRows) {
 			w.drop()
 		}
 		return "", false

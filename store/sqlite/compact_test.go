@@ -19,6 +19,17 @@ func fileHolds(t *testing.T, path, marker string) bool {
 	return storetest.FilesHold(t, marker, path, path+"-wal")
 }
 
+// openFile opens the embedded store at path, closed when the test ends.
+func openFile(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // writeMarked writes an ended run id whose event and trace bodies repeat
 // marker.
 func writeMarked(t *testing.T, st *sqlite.Store, id, marker string) {
@@ -45,11 +56,7 @@ func writeMarked(t *testing.T, st *sqlite.Store, id, marker string) {
 func TestCompactLeavesNoOldBytes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openFile(t, path)
 	sqlite.PruneWithoutZeroing(st) // a store pruned by a build that left the bytes
 	const gone, kept = "PRUNED-PLAINTEXT-5b0e", "KEPT-PLAINTEXT-91c4"
 	write := func(id, marker string) { writeMarked(t, st, id, marker) }

@@ -11,7 +11,6 @@ import (
 
 	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/sqlite"
 )
 
 // Pruning zeroes what it removes as it removes it: once the log is
@@ -20,11 +19,7 @@ import (
 func TestPruneThenEmptyLogLeavesNoOldBytes(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openFile(t, path)
 	const gone, kept = "PRUNED-PLAINTEXT-77aa", "KEPT-PLAINTEXT-03fe"
 	write := func(id, marker string) { writeMarked(t, st, id, marker) }
 	for i := range 20 {
@@ -91,11 +86,7 @@ func fileSize(t *testing.T, path string) int64 {
 func TestEmptyLogHeldByAReader(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openFile(t, path)
 	writeMarked(t, st, "r1", "READ-WHILE-EMPTYING")
 	tx, err := st.DB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

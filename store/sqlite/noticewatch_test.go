@@ -19,15 +19,7 @@ import (
 func TestNoticeWatcher(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "flrh.db")
-	var h [2]*sqlite.Store
-	for i := range h {
-		s, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		h[i] = s
-	}
+	h := [2]*sqlite.Store{openFile(t, path), openFile(t, path)}
 	w := h[1].WatchNotices(ctx)
 	defer w.Close()
 	if id, err := w.Wait(ctx, 120*time.Millisecond); id != "" || err != nil {

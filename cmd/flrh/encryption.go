@@ -1,7 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,25 +21,66 @@ import (
 // named: base64 of 32 bytes each, comma-separated, the first one current.
 const encryptionKeyEnv = "FLRH_ENCRYPTION_KEY"
 
-// encryptionKeyFile is the value of --encryption-key-file of the command
-// being run.
-var encryptionKeyFile string
+// encryptionKeyCommandEnv names a command that prints the keys, as
+// --encryption-key-command does.
+const encryptionKeyCommandEnv = "FLRH_ENCRYPTION_KEY_COMMAND"
 
-// addEncryptionFlag adds --encryption-key-file to a command that opens a
-// store.
+// encryptionKeyFile and encryptionKeyCommand are the values of
+// --encryption-key-file and --encryption-key-command of the command being
+// run.
+var encryptionKeyFile, encryptionKeyCommand string
+
+// keyCommandTimeout bounds the key command: a key service that does not
+// answer fails the command that needed the key rather than hanging it.
+// A variable so that tests can shorten it.
+var keyCommandTimeout = 30 * time.Second
+
+// keyCommandMaxOutput bounds what the key command may print. A keyring of
+// a thousand keys is under 46 KiB; more is a command printing something
+// else.
+const keyCommandMaxOutput = 64 << 10
+
+// addEncryptionFlag adds --encryption-key-file and --encryption-key-command
+// to a command that opens a store.
 func addEncryptionFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&encryptionKeyFile, "encryption-key-file", "",
 		"encrypt checkpoints and traces at rest with the keys in this file (base64 of 32 bytes a line, the first current, the rest older keys still read); default: "+encryptionKeyEnv+" if set")
+	cmd.Flags().StringVar(&encryptionKeyCommand, "encryption-key-command", "",
+		"run this shell command once and read the keys from what it prints, in the key file's format (a key service's CLI: nothing written to disk); default: "+encryptionKeyCommandEnv+" if set")
+}
+
+// keyCommandRun remembers the keyring the key command gave, so that a
+// process asks the key service once however many stores it opens.
+var keyCommandRun struct {
+	command string
+	keys    *sealed.Keyring
 }
 
 // storeSealer returns the keyring for encryption at rest from
-// --encryption-key-file or FLRH_ENCRYPTION_KEY, or nil when neither is
-// given. Naming both is refused rather than guessed at.
+// --encryption-key-file, FLRH_ENCRYPTION_KEY, or the key command, or nil
+// when none is given. Naming more than one is refused rather than guessed
+// at.
 func storeSealer() (store.Sealer, error) {
 	env := os.Getenv(encryptionKeyEnv)
+	command, commandFrom := encryptionKeyCommand, "--encryption-key-command"
+	if command == "" {
+		command, commandFrom = os.Getenv(encryptionKeyCommandEnv), encryptionKeyCommandEnv
+	}
+	var given []string
+	for _, s := range []struct{ name, value string }{
+		{"--encryption-key-file", encryptionKeyFile},
+		{encryptionKeyEnv, env},
+		{"--encryption-key-command", encryptionKeyCommand},
+		{encryptionKeyCommandEnv, os.Getenv(encryptionKeyCommandEnv)},
+	} {
+		if s.value != "" {
+			given = append(given, s.name)
+		}
+	}
+	if len(given) > 1 {
+		return nil, usagef("%s are all set; give one source of encryption keys", strings.Join(given, " and "))
+	}
 	switch {
-	case encryptionKeyFile != "" && env != "":
-		return nil, usagef("both --encryption-key-file and %s are set; give one", encryptionKeyEnv)
 	case encryptionKeyFile != "":
 		fi, err := os.Stat(encryptionKeyFile)
 		if err != nil {
@@ -55,6 +104,102 @@ func storeSealer() (store.Sealer, error) {
 			return nil, usagef("%s: %v", encryptionKeyEnv, err)
 		}
 		return k, nil
+	case command != "":
+		if keyCommandRun.keys != nil && keyCommandRun.command == command {
+			return keyCommandRun.keys, nil
+		}
+		k, err := keysFromCommand(commandFrom, command)
+		if err != nil {
+			return nil, err
+		}
+		keyCommandRun.command, keyCommandRun.keys = command, k
+		return k, nil
 	}
 	return nil, nil
+}
+
+// keysFromCommand runs command with /bin/sh, with no input, in the
+// process's environment (a key service's CLI finds its credentials there),
+// and parses what it prints as a key file. The command's process group is
+// killed when it outlasts keyCommandTimeout, so a child it left behind
+// holding its output open does not hang the caller. The error names the
+// source (from), the exit status and the last line the command wrote to
+// standard error, never the command (it may carry a token) nor what it
+// printed (it may be a key).
+func keysFromCommand(from, command string) (*sealed.Keyring, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), keyCommandTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = time.Second
+	stdout := &cappedBuffer{max: keyCommandMaxOutput}
+	stderr := &cappedBuffer{max: 4 << 10, keepLast: true}
+	c.Stdout, c.Stderr = stdout, stderr
+	err := c.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && c.ProcessState.Success() {
+		// The command finished, and left a child of its own holding its
+		// output open: what it printed before it exited is its answer.
+		err = nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s did not finish within %v%s", from, keyCommandTimeout, stderr.lastLine())
+	case err != nil:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return nil, fmt.Errorf("%s failed (%v)%s", from, exit.ProcessState, stderr.lastLine())
+		}
+		return nil, fmt.Errorf("%s: %v", from, err)
+	case stdout.over:
+		return nil, usagef("%s printed more than %d KiB; it should print the keys alone", from, keyCommandMaxOutput>>10)
+	}
+	k, err := sealed.Parse(stdout.String())
+	if err != nil {
+		return nil, usagef("%s printed no keyring: %v", from, err)
+	}
+	return k, nil
+}
+
+// cappedBuffer keeps at most max bytes of what is written to it: the
+// first ones, or with keepLast the latest. It takes everything offered,
+// so that the writer is never blocked or broken by it.
+type cappedBuffer struct {
+	buf      bytes.Buffer // not embedded: its ReadFrom would bypass the cap
+	max      int
+	keepLast bool
+	over     bool
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.max - b.buf.Len(); len(p) > room {
+		b.over = true
+		if !b.keepLast {
+			p = p[:max(room, 0)]
+		}
+	}
+	b.buf.Write(p)
+	if b.keepLast && b.buf.Len() > b.max {
+		keep := bytes.Clone(b.buf.Bytes()[b.buf.Len()-b.max:])
+		b.buf.Reset()
+		b.buf.Write(keep)
+	}
+	return n, nil
+}
+
+// lastLine is the last non-blank line written, quoted and cut to 200
+// bytes, as the tail of an error message; empty when nothing was written.
+func (b *cappedBuffer) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	if len(last) > 200 {
+		last = last[:200] + "…"
+	}
+	return fmt.Sprintf(": %q", last)
 }

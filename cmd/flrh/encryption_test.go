@@ -66,6 +66,15 @@ func TestEncryptedRunOverTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(nil, "verify", "enc", storeFlag, "--encryption-key-file", keyFile)
+	// So does a command printing the keys, as a key service's CLI would,
+	// named by the flag or the variable; one that fails is refused.
+	if out := run(nil, "replay", "enc", storeFlag, "--encryption-key-command", "cat "+keyFile); !strings.Contains(out, "identical") {
+		t.Fatalf("replay with the key from a command:\n%s", out)
+	}
+	run([]string{encryptionKeyCommandEnv + "=cat " + keyFile}, "verify", "enc", storeFlag)
+	if out, err := flrh(bin, nil, "verify", "enc", storeFlag, "--encryption-key-command", "echo key service unreachable >&2; exit 1"); err == nil || !strings.Contains(out, `"key service unreachable"`) {
+		t.Fatalf("a failing key command: %v\n%s", err, out)
+	}
 	os.Chmod(keyFile, 0o644)
 	if out, err := flrh(bin, nil, "verify", "enc", storeFlag, "--encryption-key-file", keyFile); err == nil || !strings.Contains(out, "readable by others") {
 		t.Fatalf("a world-readable key file was used: %v\n%s", err, out)

@@ -43,21 +43,25 @@ type Notice struct {
 	// to several routes sends it again only to the others.
 	Sent []string
 	// Waits, set by ClaimNotices alone, are the routes that failed to
-	// take the notice before (NoticeRetry's waits), by route, each with
-	// how often it failed and what is left of its wait at the claim: a
-	// notifier sends now to those whose wait has passed (After 0) and to
-	// routes never tried, and to the others on a later claim.
+	// take the notice before, or are told of it later (NoticeRetry's
+	// waits), by route, each with how often it failed and what is left
+	// of its wait at the claim: a notifier sends now to those whose wait
+	// has passed (After 0) and to routes never tried, and to the others
+	// on a later claim.
 	Waits []RouteWait
 }
 
 // RouteWait is how long a notice waits before it is sent to one route
-// again: a route that failed waits as long as it asked (its backoff, its
-// receiver's Retry-After) without holding back the others, and backs off
-// by its own failures.
+// (again): a route that failed waits as long as it asked (its backoff,
+// its receiver's Retry-After) without holding back the others, and backs
+// off by its own failures; a route told only of runs that have waited
+// long (an escalation) waits, without a failure, until they have.
 type RouteWait struct {
-	Route    string
-	After    time.Duration
-	Failures int // how often the route failed to take the notice (at least 1)
+	Route string
+	After time.Duration
+	// Failures counts how often the route failed to take the notice; 0
+	// for a route not yet tried, waiting to be told later.
+	Failures int
 }
 
 // The kinds of notice the runner writes.
@@ -176,7 +180,8 @@ type Noticeboard interface {
 	// claimed it, or it is gone) is CodeFenced, and nothing changes.
 	NoticeDone(ctx context.Context, id, holder string) error
 	// NoticeRetry releases a notice holder holds, recording why the
-	// attempt failed, the routes that have taken it so far (sent; nil
+	// attempt failed ("" when no route failed and the notice waits for
+	// routes told later: Backlog.Held), the routes that have taken it so far (sent; nil
 	// for a notifier of one route) and how long each route still to take
 	// it waits (waits, at least one): the notice is due again when the
 	// soonest passes, and a later claim lists those that have not
@@ -228,12 +233,18 @@ func ValidateTell(runID string, head int64, notices []Notice) error {
 // Backlog is what a store holds of notices not yet delivered.
 type Backlog struct {
 	Count int64
-	// Oldest is the notice written first of those (without its body):
-	// its attempts, last error, the routes it reached (Sent) and those
-	// that failed, each with its failures and what is left of its wait
-	// now (Waits), say why the backlog stands. Zero when Count is.
+	// Held counts those of Count that wait for nothing but routes told
+	// later (an escalation): released by NoticeRetry without a reason (no
+	// route failed), and not due yet. Their age is no delivery's delay.
+	Held int64
+	// Oldest is the notice written first of those not held (without its
+	// body): its attempts, last error, the routes it reached (Sent) and
+	// those that failed, each with its failures and what is left of its
+	// wait now (Waits), say why the backlog stands. Zero when every
+	// notice is held.
 	Oldest Notice
 }
+
 
 // NoticeboardOf returns the Noticeboard of s, or of the first store it
 // wraps that has one.
@@ -280,8 +291,8 @@ func ValidateRetry(sent []string, waits []RouteWait) error {
 			return Errorf(CodeInvalidInput, op, "", nil, "route %d waiting is not a name of 1 to %d bytes of UTF-8 without commas or line breaks", i, MaxNoticeRouteName)
 		case w.After < 0:
 			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits a negative %v", w.Route, w.After)
-		case w.Failures < 1:
-			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits with %d failures: a route waits after one at least", w.Route, w.Failures)
+		case w.Failures < 0:
+			return Errorf(CodeInvalidInput, op, "", nil, "route %q waits with %d failures", w.Route, w.Failures)
 		case slices.Contains(sent, w.Route):
 			return Errorf(CodeInvalidInput, op, "", nil, "route %q both took the notice and waits for it", w.Route)
 		case slices.ContainsFunc(waits[:i], func(x RouteWait) bool { return x.Route == w.Route }):
@@ -359,7 +370,7 @@ func SplitWaits(kept string, late time.Duration) []RouteWait {
 		offset, failures, ok := strings.Cut(entry[i+1:], ":")
 		past, err := strconv.ParseInt(offset, 10, 64)
 		n, nerr := strconv.Atoi(failures)
-		if !ok || err != nil || nerr != nil || past < 0 || n < 1 || !goodRouteName(entry[:i]) {
+		if !ok || err != nil || nerr != nil || past < 0 || n < 0 || !goodRouteName(entry[:i]) {
 			continue
 		}
 		out = append(out, RouteWait{Route: entry[:i], After: max(time.Duration(past)-late, 0), Failures: n})

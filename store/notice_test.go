@@ -19,7 +19,7 @@ func TestWaitsKeptAndReadBack(t *testing.T) {
 		waits := make([]RouteWait, len(names))
 		for i, n := range names {
 			waits[i] = RouteWait{Route: n, After: time.Duration(rapid.Int64Range(0, int64(48*time.Hour)).Draw(t, "after")),
-				Failures: rapid.IntRange(1, 1000).Draw(t, "failures")}
+				Failures: rapid.IntRange(0, 1000).Draw(t, "failures")}
 		}
 		if err := ValidateRetry(nil, waits); err != nil {
 			t.Fatalf("valid waits refused: %v", err)
@@ -61,7 +61,7 @@ func TestValidateRetry(t *testing.T) {
 		{nil, []RouteWait{w("", 0)}, "route 0 waiting is not a name"},
 		{nil, []RouteWait{w("a\nb", 0)}, "route 0 waiting is not a name"},
 		{nil, []RouteWait{w("chat", -1)}, `route "chat" waits a negative`},
-		{nil, []RouteWait{{Route: "chat"}}, `route "chat" waits with 0 failures`},
+		{nil, []RouteWait{{Route: "chat", Failures: -1}}, `route "chat" waits with -1 failures`},
 		{[]string{"chat"}, []RouteWait{w("chat", 0)}, `route "chat" both took the notice and waits for it`},
 		{nil, []RouteWait{w("chat", 0), w("chat", 1)}, `route "chat" waiting is named twice`},
 		{[]string{"a", "a"}, []RouteWait{w("chat", 0)}, `route "a" sent to is named twice`},
@@ -79,13 +79,13 @@ func TestValidateRetry(t *testing.T) {
 // names routes a retry may name, each with a wait still to run.
 func FuzzSplitWaits(f *testing.F) {
 	kept, _ := JoinWaits([]RouteWait{{Route: "chat", After: time.Second, Failures: 1}, {Route: "a=b", After: time.Hour, Failures: 7}})
-	for _, s := range []string{"", kept, "chat=", "=5:1", "chat=-1:1", "chat=1:0", "chat=5", "chat=99999999999999999999:1", ",,", "x=1:1,x=2:3", "\xff=3:1"} {
+	for _, s := range []string{"", kept, "chat=", "=5:1", "chat=-1:1", "chat=1:0", "chat=1:-1", "chat=5", "chat=99999999999999999999:1", ",,", "x=1:1,x=2:3", "\xff=3:1"} {
 		f.Add(s, int64(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, late int64) {
 		got := SplitWaits(s, time.Duration(late))
 		for _, w := range got {
-			if !goodRouteName(w.Route) || w.After < 0 || w.Failures < 1 {
+			if !goodRouteName(w.Route) || w.After < 0 || w.Failures < 0 {
 				t.Fatalf("read %v from %q", w, s)
 			}
 		}

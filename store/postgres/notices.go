@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -177,17 +176,25 @@ FROM notices WHERE run_id = $1 ORDER BY created_at, ord`, runID)
 func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	var b store.Backlog
 	o := &b.Oldest
-	var created, due, now int64
-	var sent, waits string
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error, sent, waits, next_at, `+nowParam(1)+`
-FROM notices ORDER BY created_at, ord LIMIT 1`, s.injected()).Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError, &sent, &waits, &due, &now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Backlog{}, nil
-	}
+	var id, runID, kind, lastError, sent, waits *string
+	var seq, created, due, attempts *int64
+	var now int64
+	// The counts and the oldest notice not held (Backlog.Held), in one
+	// statement: one snapshot of the table.
+	err := s.pool.QueryRow(ctx, `WITH t AS (SELECT `+nowParam(1)+` AS now),
+h AS (SELECT notices.*, (last_error = '' AND waits <> '' AND next_at > t.now) AS held FROM notices, t)
+SELECT c.n, c.held, o.notice_id, o.run_id, o.seq, o.kind, o.created_at, o.attempts::bigint, o.last_error, o.sent, o.waits, o.next_at, t.now
+FROM t, (SELECT count(*) AS n, count(*) FILTER (WHERE held) AS held FROM h) AS c
+LEFT JOIN (SELECT * FROM h WHERE NOT held ORDER BY created_at, ord LIMIT 1) AS o ON true`, s.injected()).
+		Scan(&b.Count, &b.Held, &id, &runID, &seq, &kind, &created, &attempts, &lastError, &sent, &waits, &due, &now)
 	if err != nil {
 		return store.Backlog{}, s.mapErr("notice backlog", "", err)
 	}
+	if id == nil {
+		return b, nil
+	}
+	o.ID, o.RunID, o.Seq, o.Kind, o.Attempts, o.LastError = *id, *runID, *seq, *kind, int(*attempts), *lastError
 	// Read before its due time, a wait has that much more left.
-	o.CreatedAt, o.Sent, o.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(now-due))
+	o.CreatedAt, o.Sent, o.Waits = fromNanos(*created), store.SplitSent(*sent), store.SplitWaits(*waits, time.Duration(now-*due))
 	return b, nil
 }

@@ -154,21 +154,29 @@ func (s *Store) NoticeBacklog(ctx context.Context) (store.Backlog, error) {
 	const op = "notice backlog"
 	var b store.Backlog
 	now := s.clock().UnixNano()
-	rows, err := s.read(ctx, `SELECT (SELECT count(*) FROM notices), notice_id, run_id, seq, kind, created_at, attempts, last_error, sent, waits, next_at
-FROM notices ORDER BY created_at, rowid LIMIT 1`)
+	// The counts and the oldest notice not held (Backlog.Held), in one
+	// statement: one state of the table.
+	rows, err := s.read(ctx, `WITH h AS (SELECT *, rowid AS r, (last_error = '' AND waits <> '' AND next_at > ?) AS held FROM notices)
+SELECT c.n, c.held, o.notice_id, o.run_id, o.seq, o.kind, o.created_at, o.attempts, o.last_error, o.sent, o.waits, o.next_at
+FROM (SELECT count(*) AS n, coalesce(sum(held), 0) AS held FROM h) AS c
+LEFT JOIN (SELECT * FROM h WHERE NOT held ORDER BY created_at, r LIMIT 1) AS o ON true`, now)
 	if err != nil {
 		return b, mapErr(op, "", err)
 	}
 	defer rows.Close()
 	if rows.Next() {
 		o := &b.Oldest
-		var created, due int64
-		var sent, waits string
-		if err := rows.Scan(&b.Count, &o.ID, &o.RunID, &o.Seq, &o.Kind, &created, &o.Attempts, &o.LastError, &sent, &waits, &due); err != nil {
+		var id, runID, kind, lastError, sent, waits sql.NullString
+		var seq, created, due, attempts sql.NullInt64
+		if err := rows.Scan(&b.Count, &b.Held, &id, &runID, &seq, &kind, &created, &attempts, &lastError, &sent, &waits, &due); err != nil {
 			return store.Backlog{}, mapErr(op, "", err)
 		}
+		if !id.Valid {
+			return b, mapErr(op, "", rows.Err())
+		}
+		o.ID, o.RunID, o.Seq, o.Kind, o.Attempts, o.LastError = id.String, runID.String, seq.Int64, kind.String, int(attempts.Int64), lastError.String
 		// Read before its due time, a wait has that much more left.
-		o.CreatedAt, o.Sent, o.Waits = fromNanos(created), store.SplitSent(sent), store.SplitWaits(waits, time.Duration(now-due))
+		o.CreatedAt, o.Sent, o.Waits = fromNanos(created.Int64), store.SplitSent(sent.String), store.SplitWaits(waits.String, time.Duration(now-due.Int64))
 	}
 	return b, mapErr(op, "", rows.Err())
 }

@@ -130,7 +130,7 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", sent, wait("audit", time.Second)), store.CodeInvalidInput)
 	}
 	for _, waits := range [][]store.RouteWait{nil, wait("", time.Second), wait("a,b", time.Second), wait("audit", -time.Second),
-		wait("chat", time.Second), append(wait("audit", time.Second), wait("audit", 2*time.Second)...), {{Route: "audit"}},
+		wait("chat", time.Second), append(wait("audit", time.Second), wait("audit", 2*time.Second)...), {{Route: "audit", Failures: -1}},
 		make([]store.RouteWait, store.MaxNoticeRoutes+1)} {
 		mustCode(t, nb.NoticeRetry(ctx, want[1], "a", "bad", []string{"chat"}, waits), store.CodeInvalidInput)
 	}
@@ -216,6 +216,51 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("after every wait passed claimed %+v", got)
 	}
 	must(t, nb.NoticeDone(ctx, want[1], "e"))
+	backlog(0, time.Time{})
+
+	// A notice delivered to every route due, waiting without a failure
+	// for a route told later (an escalation), is held: counted apart,
+	// and not the oldest of the backlog, until its wait passes.
+	held := func(count, heldN int64, oldest string) store.Backlog {
+		t.Helper()
+		b, err := nb.NoticeBacklog(ctx)
+		must(t, err)
+		if b.Count != count || b.Held != heldN || b.Oldest.ID != oldest {
+			t.Fatalf("backlog = %+v, want %d notices, %d held, the oldest not held %q", b, count, heldN, oldest)
+		}
+		return b
+	}
+	var escalated []string
+	for _, id := range []string{"waits-long", "fails"} {
+		newRun(t, s, id)
+		hl, err := s.AcquireLease(ctx, id, "w", time.Hour)
+		must(t, err)
+		must(t, s.Commit(ctx, hl, store.Tick{Events: []store.Event{Ev("E", `{}`)}, State: "WAIT_APPROVAL",
+			Notices: []store.Notice{notice(store.NoticeApproval, `{}`)}}))
+		escalated = append(escalated, store.NoticeID(id, 1, 0, store.NoticeApproval))
+		c.Advance(time.Second)
+	}
+	held(2, 0, escalated[0])
+	if got := claim("f", time.Minute, 10); !slices.Equal(ids(got), escalated) {
+		t.Fatalf("claimed %v, want %v", ids(got), escalated)
+	}
+	must(t, nb.NoticeRetry(ctx, escalated[0], "f", "", []string{"chat"}, []store.RouteWait{rw("manager", time.Hour, 0)}))
+	held(2, 1, escalated[1]) // the other, claimed, is due: not held
+	must(t, nb.NoticeRetry(ctx, escalated[1], "f", "chat down", nil, []store.RouteWait{rw("chat", time.Minute, 1), rw("manager", time.Hour, 0)}))
+	if o := held(2, 1, escalated[1]).Oldest; !slices.Equal(o.Waits, []store.RouteWait{rw("chat", time.Minute, 1), rw("manager", time.Hour, 0)}) {
+		t.Fatalf("the oldest notice not held waits %+v", o.Waits)
+	}
+	c.Advance(time.Hour)
+	if o := held(2, 0, escalated[0]).Oldest; !slices.Equal(o.Waits, []store.RouteWait{rw("manager", 0, 0)}) || !slices.Equal(o.Sent, []string{"chat"}) {
+		t.Fatalf("its wait passed, the escalated notice %+v", o)
+	}
+	got = claim("f", time.Minute, 10)
+	if len(got) != 2 || got[1].ID != escalated[0] || !slices.Equal(got[1].Waits, []store.RouteWait{rw("manager", 0, 0)}) {
+		t.Fatalf("after the escalation's wait claimed %+v", got)
+	}
+	for _, n := range got {
+		must(t, nb.NoticeDone(ctx, n.ID, "f"))
+	}
 	backlog(0, time.Time{})
 
 	// Bad requests change nothing.

@@ -124,12 +124,16 @@ func slackEscape(s string) string {
 
 // body is what a delivery of no to r carries, in r's format.
 func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
+	after := r.After
+	if no.Kind == TestKind {
+		after = 0 // a test of the route, no run's wait
+	}
 	if r.Format == FormatTemplate {
 		var b store.NoticeBody
 		if err := json.Unmarshal(no.Body, &b); err != nil {
 			return nil, err
 		}
-		return r.render(templateData(no, b, n.cfg.Link))
+		return r.render(templateData(no, b, n.cfg.Link, after))
 	}
 	if r.Format == FormatSlack {
 		var b store.NoticeBody
@@ -138,11 +142,35 @@ func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
 		}
 		return json.Marshal(struct {
 			Text string `json:"text"`
-		}{SlackText(b, n.cfg.Link)})
+		}{stillWaiting(SlackText(b, n.cfg.Link), after)})
 	}
 	link := ""
 	if no.RunID != "" { // a test notice is no run's
 		link = RunLink(n.cfg.Link, no.RunID)
 	}
-	return json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Link: link, Notice: no.Body})
+	return json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Link: link,
+		EscalatedAfter: int64(after / time.Second), Notice: no.Body})
+}
+
+// stillWaiting is a notice's sentence as an escalation after a wait
+// says it: "flrh: Still waiting after 4h. Run …"; text as it is without
+// one.
+func stillWaiting(text string, after time.Duration) string {
+	if after <= 0 {
+		return text
+	}
+	return "flrh: Still waiting after " + Span(after) + ". " + strings.TrimPrefix(text, "flrh: ")
+}
+
+// Span writes a duration as people say it: 4h, 90m, 1h30m, 45s, without
+// the zero units time.Duration's String writes ("4h0m0s").
+func Span(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

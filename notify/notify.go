@@ -83,9 +83,14 @@ type Config struct {
 	// told of (runner.TellWaiting tells them).
 	OnTaken func(ctx context.Context, since, until time.Time) error
 	// Observe, when set, is told each notice's outcome at each route:
-	// "delivered", "failed" (to be tried again), "dropped" (too old) or
-	// "skipped" (a kind or workflow the route does not take).
+	// "delivered", "failed" (to be tried again), "dropped" (too old),
+	// "skipped" (a kind or workflow the route does not take) or "moot"
+	// (an escalation route's run moved on before its wait passed).
 	Observe func(route, kind, outcome string)
+	// StillWaits reports whether run runID still stands where a notice
+	// written at its event seq found it: live, with no event accepted
+	// since. A run gone (pruned) does not. Required by routes with After.
+	StillWaits func(ctx context.Context, runID string, seq int64) (bool, error)
 }
 
 // Notifier delivers a store's notices to its routes.
@@ -118,7 +123,25 @@ func New(cfg Config) (*Notifier, error) {
 	case cfg.Holder == "":
 		return nil, errors.New("notify: no holder name")
 	}
-	return newNotifier(cfg)
+	n, err := newNotifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.checkStill(n.routes); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// checkStill refuses escalation routes when nothing can tell whether a
+// run still waits.
+func (n *Notifier) checkStill(routes []Route) error {
+	for _, r := range routes {
+		if r.After > 0 && n.cfg.StillWaits == nil {
+			return fmt.Errorf("notify: route %q is told after a wait, and Config.StillWaits is not set", r.Name)
+		}
+	}
+	return nil
 }
 
 // newNotifier is New without a store: what Test needs.
@@ -157,6 +180,9 @@ func newNotifier(cfg Config) (*Notifier, error) {
 	cfg.MaxDelay = max(cfg.MaxDelay, cfg.MinDelay)
 	if cfg.GiveUp <= 0 {
 		cfg.GiveUp = DefaultGiveUp
+	}
+	if err := checkAfter(routes, cfg.GiveUp); err != nil {
+		return nil, err
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport
@@ -340,7 +366,10 @@ type envelope struct {
 	CreatedAt string          `json:"created_at"`
 	Attempt   int             `json:"attempt"`
 	Link      string          `json:"link,omitempty"` // the run's page in the web UI, with Config.Link
-	Notice    json.RawMessage `json:"notice"`
+	// EscalatedAfter is the route's After in seconds, for a route told
+	// of runs that have waited that long.
+	EscalatedAfter int64           `json:"escalated_after_seconds,omitempty"`
+	Notice         json.RawMessage `json:"notice"`
 }
 
 // deliver sends one claimed notice to each route that takes it, has not
@@ -362,19 +391,26 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	var pending, waiting []*Route
 	var later []store.RouteWait
 	failures := map[string]int{} // a route's failures before this claim
+	age := n.cfg.Clock().Sub(no.CreatedAt)
 	for i := range routes {
 		r := &routes[i]
 		k := slices.IndexFunc(no.Waits, func(w store.RouteWait) bool { return w.Route == r.Name })
+		if k >= 0 {
+			failures[r.Name] = no.Waits[k].Failures
+		}
 		switch {
 		case slices.Contains(no.Sent, r.Name):
 			sent = append(sent, r.Name)
 		case !r.takes(no.Kind, b.WorkflowID):
 		case k >= 0 && no.Waits[k].After > 0:
 			waiting, later = append(waiting, r), append(later, no.Waits[k])
+		case r.After > age:
+			// An escalation not yet due: the notice waits for it, with
+			// no failure (a route made an escalation after it failed
+			// starts afresh). Read from the notice's age each time, so
+			// that a route added or changed since holds too.
+			waiting, later = append(waiting, r), append(later, store.RouteWait{Route: r.Name, After: r.After - age})
 		default:
-			if k >= 0 {
-				failures[r.Name] = no.Waits[k].Failures
-			}
 			pending = append(pending, r)
 		}
 	}
@@ -397,13 +433,35 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		}
 		return done()
 	}
-	if n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp {
+	if age >= n.cfg.GiveUp {
 		// Written while no one delivered, long ago: news no more.
 		return drop(append(pending, waiting...), "notice dropped unsent: written too long ago")
 	}
 	var failing []*Route
 	var whys []string
+	var still, asked bool
+	var stillErr error
 	for _, r := range pending {
+		if r.After > 0 {
+			// An escalation tells of a run that still waits: asked once
+			// for the notice, at the time it is due.
+			if !asked {
+				still, stillErr = n.cfg.StillWaits(ctx, no.RunID, no.Seq)
+				asked = true
+			}
+			if stillErr == nil && !still {
+				n.cfg.Observe(r.Name, no.Kind, "moot")
+				log.Info("notice not escalated: the run moved on before the route's wait passed", "route", r.Name, "after", r.After.String())
+				sent = append(sent, r.Name)
+				continue
+			}
+			if stillErr != nil {
+				why := "whether the run still waits was not read: " + stillErr.Error()
+				failing, whys = append(failing, r), append(whys, r.said(why))
+				later = append(later, store.RouteWait{Route: r.Name, After: n.delay(failures[r.Name] + 1), Failures: failures[r.Name] + 1})
+				continue
+			}
+		}
 		// The envelope says the notice's attempt (deliveries begun, a
 		// crashed deliverer's included); the backoff grows with the
 		// route's own failures.
@@ -430,9 +488,14 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		w := later[len(later)-len(failing)+i]
 		log.Warn("notice not delivered", "route", r.Name, "route_failures", w.Failures, "err", whys[i], "retry_in", w.After.String())
 	}
-	reason := no.LastError // none failed now: some wait still
+	// The reason stays while a route that failed waits; with none
+	// failing, the notice waits for escalations alone, and says nothing
+	// (the store then counts it held, not late).
+	reason := ""
 	if failing != nil {
 		reason = strings.Join(whys, "; ")
+	} else if slices.ContainsFunc(later, func(w store.RouteWait) bool { return w.Failures > 0 }) {
+		reason = no.LastError
 	}
 	return n.cfg.Board.NoticeRetry(context.WithoutCancel(ctx), no.ID, n.cfg.Holder, reason, sentOf(routes, sent), later)
 }
@@ -470,6 +533,12 @@ func (n *Notifier) SetRoutes(routes []Route) error {
 		return errors.New("notify: no routes")
 	}
 	if err := checkRoutes(rs); err != nil {
+		return err
+	}
+	if err := checkAfter(rs, n.cfg.GiveUp); err != nil {
+		return err
+	}
+	if err := n.checkStill(rs); err != nil {
 		return err
 	}
 	n.mu.Lock()

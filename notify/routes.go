@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/store"
@@ -36,6 +37,13 @@ type Route struct {
 	// Workflows are the workflow ids whose runs' notices it takes; nil
 	// takes every workflow's.
 	Workflows []string
+	// After, when positive, makes the route an escalation: it is told of
+	// a run waiting for a person (a notice of one of WaitingKinds; Kinds
+	// nil takes them all) only once the notice is After old, and only if
+	// the run still stands where the notice found it then
+	// (Config.StillWaits): a run that moved on meanwhile is never told of
+	// to it. Less than Config.GiveUp.
+	After time.Duration
 
 	compiled *template.Template // Template, parsed and checked by New
 }
@@ -51,10 +59,32 @@ const MaxRoutes = store.MaxNoticeRoutes
 // RouteName is what a route's name may be.
 var RouteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
+// WaitingKinds are the kinds of notice that say a run waits for a
+// person: those an escalation route (Route.After) takes.
+var WaitingKinds = []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeQuarantined}
+
 // takes reports whether r delivers notices of kind about runs of
 // workflow.
 func (r *Route) takes(kind, workflow string) bool {
+	if r.After > 0 && !slices.Contains(WaitingKinds, kind) {
+		return false
+	}
 	return (r.Kinds == nil || slices.Contains(r.Kinds, kind)) && (r.Workflows == nil || slices.Contains(r.Workflows, workflow))
+}
+
+// checkAfter checks the routes' escalations against giveUp, the age at
+// which a notice is dropped: an escalation due at or after it would
+// never be told.
+func checkAfter(routes []Route, giveUp time.Duration) error {
+	for _, r := range routes {
+		switch {
+		case r.After < 0:
+			return fmt.Errorf("notify: route %q: after %v is negative", r.Name, r.After)
+		case r.After > 0 && r.After >= giveUp:
+			return fmt.Errorf("notify: route %q: after %v is not less than the give-up age %v: it would never be told", r.Name, r.After, giveUp)
+		}
+	}
+	return nil
 }
 
 // said is why, said of r; the single default route says it alone, as
@@ -108,6 +138,9 @@ func checkRoutes(routes []Route) error {
 			if !slices.Contains(Kinds, k) {
 				return fmt.Errorf("%s%q is not a kind of notice (%s)", where, k, strings.Join(Kinds, ", "))
 			}
+			if r.After > 0 && !slices.Contains(WaitingKinds, k) {
+				return fmt.Errorf("%s%s is no run waiting for a person: a route told after a wait takes only %s", where, k, strings.Join(WaitingKinds, ", "))
+			}
 		}
 		for _, w := range r.Workflows {
 			if w == "" {
@@ -143,6 +176,16 @@ type RouteSpec struct {
 	Template  string   `json:"template,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Workflows []string `json:"workflows,omitempty"`
+	// After, a Go duration ("4h", "30m"), makes the route an escalation
+	// (Route.After).
+	After string `json:"after,omitempty"`
+}
+
+// AfterDuration is the spec's After, checked by ParseRoutes; 0 when
+// none is given.
+func (s *RouteSpec) AfterDuration() time.Duration {
+	d, _ := time.ParseDuration(s.After)
+	return d
 }
 
 // DefaultSecretEnv is the variable a route's secret is read from when
@@ -259,6 +302,14 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 		}
 		if slices.Contains(s.Kinds[:j], k) {
 			return bad("kinds", "%q is named twice", k)
+		}
+		if s.After != "" && !slices.Contains(WaitingKinds, k) {
+			return bad("kinds", "%s is no run waiting for a person: a route with after takes only %s", k, strings.Join(WaitingKinds, ", "))
+		}
+	}
+	if s.After != "" {
+		if d, err := time.ParseDuration(s.After); err != nil || d <= 0 {
+			return bad("after", "%q is not a positive duration such as 30m or 4h", s.After)
 		}
 	}
 	if s.Workflows != nil && len(s.Workflows) == 0 {

@@ -270,6 +270,10 @@ func TestNewRefusesRoutes(t *testing.T) {
 		"an empty workflow":  {routes: []Route{b(func(r *Route) { r.Workflows = []string{""} })}, find: "a workflow named is empty"},
 		"an unknown format":  {routes: []Route{b(func(r *Route) { r.Format = "teams" })}, find: `format "teams"`},
 		"credentials in URL": {routes: []Route{b(func(r *Route) { r.URL = "https://u:p@x/secret-path" })}, find: "carries credentials"},
+		"after the give-up":  {routes: []Route{b(func(r *Route) { r.After = DefaultGiveUp })}, find: `route "b": after 72h0m0s is not less than the give-up age`},
+		"after, negative":    {routes: []Route{b(func(r *Route) { r.After = -time.Hour })}, find: "is negative"},
+		"after, of ends":     {routes: []Route{b(func(r *Route) { r.After, r.Kinds = time.Hour, []string{"run_ended"} })}, find: "run_ended is no run waiting for a person"},
+		"after, no StillWaits": {routes: []Route{b(func(r *Route) { r.After = time.Hour })}, find: `route "b" is told after a wait, and Config.StillWaits is not set`},
 	} {
 		cfg := Config{Board: f.store, Holder: "a", Routes: c.routes, Kinds: c.kinds}
 		if c.oneURL {
@@ -315,16 +319,21 @@ func TestParseRoutes(t *testing.T) {
 	const good = `{"routes": [
   {"name": "approvals", "url_env": "FLRH_SLACK_URL", "format": "slack", "kinds": ["approval_waiting", "choice_waiting"], "workflows": ["refund-agent"]},
   {"name": "oncall", "url": "https://pager.example.com/flrh", "secret_env": "PAGER_SECRET", "kinds": ["reconciliation_waiting", "run_tripped"]},
-  {"name": "audit", "url": "http://127.0.0.1:9000/"}
+  {"name": "audit", "url": "http://127.0.0.1:9000/"},
+  {"name": "manager", "url_env": "FLRH_MANAGER_URL", "kinds": ["approval_waiting"], "after": "4h"}
 ]}`
 	want := []RouteSpec{
 		{Name: "approvals", URLEnv: "FLRH_SLACK_URL", Format: FormatSlack, Kinds: []string{"approval_waiting", "choice_waiting"}, Workflows: []string{"refund-agent"}},
 		{Name: "oncall", URL: "https://pager.example.com/flrh", SecretEnv: "PAGER_SECRET", Kinds: []string{"reconciliation_waiting", "run_tripped"}},
 		{Name: "audit", URL: "http://127.0.0.1:9000/"},
+		{Name: "manager", URLEnv: "FLRH_MANAGER_URL", Kinds: []string{"approval_waiting"}, After: "4h"},
 	}
 	got, err := ParseRoutes([]byte(good), false)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("JSON: %+v (%v)", got, err)
+	}
+	if got[3].AfterDuration() != 4*time.Hour || got[2].AfterDuration() != 0 {
+		t.Fatalf("after: %v, %v", got[3].AfterDuration(), got[2].AfterDuration())
 	}
 	y, err := yamljson.FromJSON([]byte(good), "routes", nil)
 	if err != nil {
@@ -373,6 +382,11 @@ func TestParseRoutes(t *testing.T) {
 		{"no workflows", route(`"name": "b", "url_env": "X", "workflows": []`), 1, "workflows", "names no workflow"},
 		{"an empty workflow", route(`"name": "b", "url_env": "X", "workflows": [""]`), 1, "workflows", "workflow 0 is not an id"},
 		{"a workflow twice", route(`"name": "b", "url_env": "X", "workflows": ["w", "w"]`), 1, "workflows", "named twice"},
+		{"after no duration", route(`"name": "b", "url_env": "X", "after": "soon"`), 1, "after", `"soon" is not a positive duration`},
+		{"after a number", route(`"name": "b", "url_env": "X", "after": 3600`), 1, "", "cannot unmarshal number"},
+		{"after nothing", route(`"name": "b", "url_env": "X", "after": "0s"`), 1, "after", "not a positive duration"},
+		{"after a negative wait", route(`"name": "b", "url_env": "X", "after": "-1h"`), 1, "after", "not a positive duration"},
+		{"after, of runs that ended", route(`"name": "b", "url_env": "X", "after": "1h", "kinds": ["approval_waiting", "run_ended"]`), 1, "kinds", "run_ended is no run waiting"},
 	} {
 		_, err := ParseRoutes([]byte(c.file), false)
 		var re *RoutesError

@@ -19,8 +19,12 @@ type TemplateData struct {
 	// Link is the run's page in the web UI (or the approvals inbox, for
 	// an approval), "" without Config.Link.
 	Link string
-	// Text is the sentence a person reads (PlainText), link included.
+	// Text is the sentence a person reads (PlainText), link included;
+	// for an escalation, saying how long the run has waited.
 	Text string
+	// EscalatedAfter is, for a route told of runs that have waited long
+	// (Route.After), that wait as people say it ("4h"); "" otherwise.
+	EscalatedAfter string
 	// Notice is the notice's body: run, workflow, state, and what the run
 	// waits for.
 	Notice store.NoticeBody
@@ -55,7 +59,7 @@ func compileTemplate(text string) (*template.Template, error) {
 		b := sample
 		b.Kind = kind
 		no := store.Notice{ID: "refund-7/5/0/" + kind, Kind: kind, RunID: b.RunID, Attempts: 1, CreatedAt: time.Unix(1796471234, 0)}
-		if _, err := execTemplate(t, templateData(no, b, "https://flrh.example.com")); err != nil {
+		if _, err := execTemplate(t, templateData(no, b, "https://flrh.example.com", 4*time.Hour)); err != nil {
 			return nil, fmt.Errorf("for a notice of kind %s: %w", kind, err)
 		}
 	}
@@ -79,14 +83,19 @@ func execTemplate(t *template.Template, d TemplateData) ([]byte, error) {
 }
 
 // templateData is what a route's template reads of notice no, whose
-// body is b, linked from base.
-func templateData(no store.Notice, b store.NoticeBody, base string) TemplateData {
+// body is b, linked from base, for a route told after a wait of after
+// (0: at once).
+func templateData(no store.Notice, b store.NoticeBody, base string, after time.Duration) TemplateData {
 	link := ""
 	if no.RunID != "" { // a test notice is no run's
 		link = pageFor(b, base)
 	}
-	return TemplateData{ID: no.ID, Kind: no.Kind, Attempt: no.Attempts, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano),
-		Link: link, Text: PlainText(b, base), Notice: b}
+	d := TemplateData{ID: no.ID, Kind: no.Kind, Attempt: no.Attempts, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano),
+		Link: link, Text: stillWaiting(PlainText(b, base), after), Notice: b}
+	if after > 0 {
+		d.EscalatedAfter = Span(after)
+	}
+	return d
 }
 
 // render is r's body for d.

@@ -75,7 +75,8 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 	env := bundle.OSEnv()
 	routes := make([]notify.Route, len(specs))
 	for i, sp := range specs {
-		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows}
+		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows,
+			After: sp.AfterDuration()}
 		if sp.URLEnv != "" {
 			if r.URL, err = env.Value(sp.URLEnv); err != nil {
 				return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
@@ -237,23 +238,41 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		return nil, err
 	}
 	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
-		Help: "Notices by route, kind and outcome: delivered, failed (to be tried again), dropped (too old) or skipped (a kind or workflow the route does not take)."},
+		Help: "Notices by route, kind and outcome: delivered, failed (to be tried again), dropped (too old), skipped (a kind or workflow the route does not take) or moot (an escalation whose run moved on before its wait passed)."},
 		[]string{"route", "kind", "outcome"})
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_backlog",
-		Help: "Notices written and not yet delivered or dropped."}, func() float64 {
+		Help: "Notices written and not yet delivered or dropped, but for those held for escalation routes alone (flrh_notices_held)."}, func() float64 {
 		b, err := board.NoticeBacklog(context.Background())
 		if err != nil {
 			return -1
 		}
-		return float64(b.Count)
+		return float64(b.Count - b.Held)
 	})
-	for _, c := range []prometheus.Collector{delivered, backlog} {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flrh_notices_held",
+		Help: "Notices delivered to every route due and held for escalation routes (told once a run has waited long) alone."}, func() float64 {
+		b, err := board.NoticeBacklog(context.Background())
+		if err != nil {
+			return -1
+		}
+		return float64(b.Held)
+	})
+	for _, c := range []prometheus.Collector{delivered, backlog, held} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	cfg.Board, cfg.Holder, cfg.Logger = board, holder+"/notify", log.With("component", "notify")
 	cfg.Observe = func(route, kind, outcome string) { delivered.WithLabelValues(route, kind, outcome).Inc() }
+	cfg.StillWaits = func(ctx context.Context, runID string, seq int64) (bool, error) {
+		r, err := st.Run(ctx, runID)
+		if store.CodeOf(err) == store.CodeNotFound {
+			return false, nil // pruned: waits for no one
+		}
+		if err != nil {
+			return false, err
+		}
+		return r.Outcome == "" && r.Head == seq, nil
+	}
 	cfg.OnTaken = func(ctx context.Context, since, until time.Time) error {
 		n, err := tell(ctx, since, until)
 		if err == nil {
@@ -268,7 +287,7 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 	}
 	for _, r := range n.Routes() {
 		for _, k := range notify.Kinds {
-			for _, o := range []string{"delivered", "failed", "dropped", "skipped"} {
+			for _, o := range []string{"delivered", "failed", "dropped", "skipped", "moot"} {
 				delivered.WithLabelValues(r.Name, k, o)
 			}
 		}
@@ -276,8 +295,11 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 		if u, err := url.Parse(r.URL); err == nil {
 			host = u.Host // the host alone: a path may be a credential
 		}
-		log.Info("notices delivered to a webhook", "route", r.Name, "host", host, "format", cmp.Or(r.Format, notify.FormatFlrh),
-			"kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows))
+		args := []any{"route", r.Name, "host", host, "format", cmp.Or(r.Format, notify.FormatFlrh), "kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows)}
+		if r.After > 0 {
+			args = append(args, "after", notify.Span(r.After))
+		}
+		log.Info("notices delivered to a webhook", args...)
 	}
 	return n, nil
 }

@@ -35,6 +35,8 @@ type hookReceiver struct {
 
 type hookDelivery struct {
 	ID, Kind, Attempt string
+	EscalatedAfter    int64 // the envelope's escalated_after_seconds
+	At                time.Time
 	Notice            struct {
 		Kind     string   `json:"kind"`
 		RunID    string   `json:"run_id"`
@@ -52,13 +54,15 @@ func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var env struct {
-		ID     string          `json:"id"`
-		Notice json.RawMessage `json:"notice"`
+		ID             string          `json:"id"`
+		EscalatedAfter int64           `json:"escalated_after_seconds"`
+		Notice         json.RawMessage `json:"notice"`
 	}
-	d := hookDelivery{ID: r.Header.Get("Flrh-Notice-Id"), Kind: r.Header.Get("Flrh-Notice-Kind"), Attempt: r.Header.Get("Flrh-Notice-Attempt")}
+	d := hookDelivery{ID: r.Header.Get("Flrh-Notice-Id"), Kind: r.Header.Get("Flrh-Notice-Kind"), Attempt: r.Header.Get("Flrh-Notice-Attempt"), At: time.Now()}
 	if err := json.Unmarshal(body, &env); err != nil || env.ID != d.ID || json.Unmarshal(env.Notice, &d.Notice) != nil {
 		h.t.Errorf("delivery %s: %s", d.ID, body)
 	}
+	d.EscalatedAfter = env.EscalatedAfter
 	h.mu.Lock()
 	h.got = append(h.got, d)
 	hold := h.hold != "" && d.Kind == h.hold
@@ -568,6 +572,72 @@ routes:
 	out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes)
 	if err == nil || !strings.Contains(out, "route ops: the receiver answered 403") || strings.Contains(out, "s3cr3t") {
 		t.Fatalf("a refusing route: %v\n%s", err, out)
+	}
+}
+
+// TestEscalationThroughServe: a route with after hears of a run waiting
+// for an approval only once it has waited that long, and only if it
+// still waits: of two refunds waiting, the one approved at once is never
+// escalated; meanwhile the store check counts the notices held apart,
+// and the metrics say what became of each.
+func TestEscalationThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	const hookSecret = "whsec-escalation-7c2e91a4"
+	team, teamURL := newHookReceiver(t, hookSecret)
+	manager, managerURL := newHookReceiver(t, hookSecret)
+	routes := filepath.Join(dir, "notify-routes.yaml")
+	yaml := "routes:\n  - name: team\n    url: " + teamURL + "\n  - name: manager\n    url: " + managerURL +
+		"\n    kinds: [approval_waiting]\n    after: 4s\n"
+	if err := os.WriteFile(routes, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite:" + filepath.Join(dir, "flrh.db")
+	p := startServe(t, bin, []string{"FLRH_NOTIFY_SECRET=" + hookSecret}, "--store", db, "--destination", sb+"/v1/effects", "--notify-routes", routes)
+	start := time.Now()
+	startRefund(t, p.base, "waits", 800)
+	startRefund(t, p.base, "approved", 900)
+	team.await(store.NoticeApproval, "waits", "1")
+	team.await(store.NoticeApproval, "approved", "1")
+	if !approveWaiting(p.base, "approved") {
+		t.Fatal("approval refused")
+	}
+	team.await(store.NoticeEnded, "approved", "1")
+	out, err := flrh(bin, nil, "store", "check", "--json", "--store", db)
+	var rep struct {
+		Pending int64 `json:"notices_pending"`
+		Held    int64 `json:"notices_held"`
+	}
+	if time.Since(start) < 4*time.Second && (err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Pending != 2 || rep.Held != 2) {
+		t.Fatalf("store check while the escalations wait: %v, %+v\n%s", err, rep, out)
+	}
+	got := manager.await(store.NoticeApproval, "waits", "")
+	if waited := got.At.Sub(start); waited < 4*time.Second || got.EscalatedAfter != 4 {
+		t.Fatalf("the manager heard after %v (escalated after %d s)", waited, got.EscalatedAfter)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(scrape(t, p.base), `flrh_notices_total{kind="approval_waiting",outcome="moot",route="manager"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the approved run's escalation not counted moot:\n%s", scrape(t, p.base))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m := scrape(t, p.base)
+	for _, line := range []string{`flrh_notices_total{kind="approval_waiting",outcome="delivered",route="manager"} 1`,
+		`flrh_notices_total{kind="run_ended",outcome="skipped",route="manager"} 1`, "flrh_notices_backlog 0", "flrh_notices_held 0"} {
+		if !strings.Contains(m, line) {
+			t.Errorf("the metrics lack %s", line)
+		}
+	}
+	if n := len(manager.deliveries()); n != 1 {
+		t.Fatalf("the manager heard %d times: %+v", n, manager.deliveries())
+	}
+	if logs := p.stderr.String(); !strings.Contains(logs, `"route":"manager"`) || !strings.Contains(logs, `"after":"4s"`) {
+		t.Errorf("the logs do not say the manager's route escalates:\n%s", logs)
 	}
 }
 

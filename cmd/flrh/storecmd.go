@@ -132,9 +132,12 @@ type storeReport struct {
 	// problem: a lapsed one is taken at another server's next pass.
 	Duties []dutyState `json:"duties"`
 	// NoticesPending counts the notices written and not yet delivered
-	// (flrh serve --notify), OldestNotice shows the oldest: why it
-	// waits. None is a problem: a receiver that is down is retried.
+	// (flrh serve --notify), OldestNotice shows the oldest not held:
+	// why it waits. NoticesHeld counts those of them delivered to every
+	// route due and held for escalation routes alone. None is a
+	// problem: a receiver that is down is retried.
 	NoticesPending int64         `json:"notices_pending"`
+	NoticesHeld    int64         `json:"notices_held"`
 	OldestNotice   *oldestNotice `json:"oldest_notice,omitempty"`
 	// SharedLimits are the adapters' shared limits in use (a slot held, a
 	// rate booked past now): why a limited adapter's requests wait. None
@@ -176,9 +179,17 @@ type oldestNotice struct {
 	Attempts  int       `json:"attempts"`
 	LastError string    `json:"last_error,omitempty"`
 	// Reached are the routes that took it; Failed those that failed,
-	// each with its failures and the wait left before it is tried again.
-	Reached []string      `json:"reached,omitempty"`
-	Failed  []routeFailed `json:"failed_routes,omitempty"`
+	// each with its failures and the wait left before it is tried again;
+	// Escalations the routes told later if the run still waits then,
+	// each with the wait left.
+	Reached     []string      `json:"reached,omitempty"`
+	Failed      []routeFailed `json:"failed_routes,omitempty"`
+	Escalations []escalation  `json:"escalations,omitempty"`
+}
+
+type escalation struct {
+	Route string  `json:"route"`
+	Left  float64 `json:"in_seconds"`
 }
 
 type routeFailed struct {
@@ -301,10 +312,14 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 		if err != nil {
 			return rep, err
 		}
-		rep.NoticesPending = b.Count
-		if o := b.Oldest; b.Count > 0 {
+		rep.NoticesPending, rep.NoticesHeld = b.Count, b.Held
+		if o := b.Oldest; o.ID != "" {
 			rep.OldestNotice = &oldestNotice{ID: o.ID, Kind: o.Kind, RunID: o.RunID, WrittenAt: o.CreatedAt, Attempts: o.Attempts, LastError: o.LastError, Reached: o.Sent}
 			for _, w := range o.Waits {
+				if w.Failures == 0 {
+					rep.OldestNotice.Escalations = append(rep.OldestNotice.Escalations, escalation{Route: w.Route, Left: w.After.Seconds()})
+					continue
+				}
 				rep.OldestNotice.Failed = append(rep.OldestNotice.Failed, routeFailed{Route: w.Route, Failures: w.Failures, Left: w.After.Seconds()})
 			}
 		}
@@ -443,9 +458,16 @@ func (r storeReport) print(w io.Writer) {
 	for _, q := range r.Quarantined {
 		fmt.Fprintf(w, "  %s: %s\n", q.RunID, q.Reason)
 	}
-	if o := r.OldestNotice; r.NoticesPending > 0 && o != nil {
-		fmt.Fprintf(w, "notices not yet delivered: %d (flrh serve --notify); the oldest, %s, written %s, %d attempts", r.NoticesPending,
-			o.ID, o.WrittenAt.UTC().Format(time.RFC3339), o.Attempts)
+	held := ""
+	if r.NoticesHeld > 0 {
+		held = fmt.Sprintf(", %d held for escalation routes alone", r.NoticesHeld)
+	}
+	if o := r.OldestNotice; o == nil && r.NoticesPending > 0 {
+		fmt.Fprintf(w, "notices not yet delivered: %d (flrh serve --notify)%s\n", r.NoticesPending, held)
+	}
+	if o := r.OldestNotice; o != nil {
+		fmt.Fprintf(w, "notices not yet delivered: %d (flrh serve --notify)%s; the oldest, %s, written %s, %d attempts", r.NoticesPending,
+			held, o.ID, o.WrittenAt.UTC().Format(time.RFC3339), o.Attempts)
 		if o.LastError != "" {
 			fmt.Fprintf(w, ", the last: %s", o.LastError)
 		}
@@ -466,6 +488,13 @@ func (r storeReport) print(w io.Writer) {
 				times = strconv.Itoa(f.Failures) + " times"
 			}
 			fmt.Fprintf(w, "%s%s (%s, %s)", sep, f.Route, times, left)
+		}
+		for i, e := range o.Escalations {
+			sep := "; escalates to "
+			if i > 0 {
+				sep = ", "
+			}
+			fmt.Fprintf(w, "%s%s (if the run still waits, in %s)", sep, e.Route, time.Duration(e.Left*float64(time.Second)).Round(time.Second))
 		}
 		fmt.Fprintln(w)
 	}

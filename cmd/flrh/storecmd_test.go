@@ -316,6 +316,21 @@ func TestStoreCheckPrintsNotices(t *testing.T) {
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("printed\n%s\nwant a line ending %q", b.String(), want)
 	}
+	// Held for escalations: counted apart; the oldest not held says
+	// which routes it escalates to; every one held, none is the oldest.
+	b.Reset()
+	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1, NoticesPending: 3, NoticesHeld: 1,
+		OldestNotice: &oldestNotice{ID: "r/5/0/approval_waiting", WrittenAt: at, Attempts: 2, LastError: "route chat: 503", Reached: []string{"audit"},
+			Failed: []routeFailed{{Route: "chat", Failures: 1, Left: 4}}, Escalations: []escalation{{Route: "manager", Left: 3599.6}}}}.print(&b)
+	want = "notices not yet delivered: 3 (flrh serve --notify), 1 held for escalation routes alone; the oldest, r/5/0/approval_waiting, written 2026-12-05T10:00:00Z, 2 attempts, the last: route chat: 503; reached audit; failed at chat (once, again in 4s); escalates to manager (if the run still waits, in 1h0m0s)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("printed\n%s\nwant a line %q", b.String(), want)
+	}
+	b.Reset()
+	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1, NoticesPending: 2, NoticesHeld: 2}.print(&b)
+	if want := "notices not yet delivered: 2 (flrh serve --notify), 2 held for escalation routes alone\n"; !strings.Contains(b.String(), want) || !strings.HasSuffix(b.String(), "ok\n") {
+		t.Errorf("printed\n%s\nwant a line %q and ok", b.String(), want)
+	}
 	b.Reset()
 	storeReport{Backend: "sqlite", SchemaVersion: 1, BuildSchemaVersion: 1}.print(&b)
 	if strings.Contains(b.String(), "notices") {

@@ -362,10 +362,10 @@ func (n *Notifier) lapsed(ctx context.Context, now time.Time) (since time.Time, 
 
 // envelope is a delivery's body.
 type envelope struct {
-	ID        string          `json:"id"`
-	CreatedAt string          `json:"created_at"`
-	Attempt   int             `json:"attempt"`
-	Link      string          `json:"link,omitempty"` // the run's page in the web UI, with Config.Link
+	ID        string `json:"id"`
+	CreatedAt string `json:"created_at"`
+	Attempt   int    `json:"attempt"`
+	Link      string `json:"link,omitempty"` // the run's page in the web UI, with Config.Link
 	// EscalatedAfter is the route's After in seconds, for a route told
 	// of runs that have waited that long.
 	EscalatedAfter int64           `json:"escalated_after_seconds,omitempty"`

@@ -245,7 +245,6 @@ type Backlog struct {
 	Oldest Notice
 }
 
-
 // NoticeboardOf returns the Noticeboard of s, or of the first store it
 // wraps that has one.
 func NoticeboardOf(s Store) (Noticeboard, bool) { return As[Noticeboard](s) }

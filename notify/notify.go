@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,12 @@ type Config struct {
 	// "skipped" (a kind or workflow the route does not take) or "moot"
 	// (an escalation route's run moved on before its wait passed).
 	Observe func(route, kind, outcome string)
+	// RootCAs are the authorities an e-mail route's mail server is
+	// checked against; nil: the system's (SSL_CERT_FILE adds one).
+	RootCAs *x509.CertPool
+	// Hostname is the name an e-mail route's EHLO gives; "localhost"
+	// when empty.
+	Hostname string
 	// StillWaits reports whether run runID still stands where a notice
 	// written at its event seq found it: live, with no event accepted
 	// since. A run gone (pruned) does not. Required by routes with After.
@@ -552,6 +559,12 @@ func (n *Notifier) SetRoutes(routes []Route) error {
 // next attempt.
 func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt int) (wait time.Duration, why string) {
 	wait = n.delay(attempt)
+	if r.Format == FormatEmail {
+		if why := n.sendEmail(ctx, r, no); why != "" {
+			return wait, why
+		}
+		return 0, ""
+	}
 	body, err := n.body(r, no)
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()

@@ -25,8 +25,9 @@ type Route struct {
 	Name   string
 	URL    string // http or https, with a host and no user or password
 	Secret []byte // the HMAC key its deliveries are signed with, 16 bytes at least
-	// Format is the body's shape: FormatFlrh ("" too), FormatSlack or
-	// FormatTemplate.
+	// Format is the body's shape: FormatFlrh ("" too), FormatSlack,
+	// FormatTemplate, or FormatEmail (an e-mail through the SMTP server
+	// URL names, from From to To; no Secret).
 	Format string
 	// Template, with FormatTemplate, writes the body (text/template over
 	// TemplateData, with a json function): it must write one JSON
@@ -37,6 +38,10 @@ type Route struct {
 	// Workflows are the workflow ids whose runs' notices it takes; nil
 	// takes every workflow's.
 	Workflows []string
+	// From and To are an e-mail route's sender and recipients, each a
+	// bare address (name@example.com).
+	From string
+	To   []string
 	// After, when positive, makes the route an escalation: it is told of
 	// a run waiting for a person (a notice of one of WaitingKinds; Kinds
 	// nil takes them all) only once the notice is After old, and only if
@@ -117,6 +122,21 @@ func checkRoutes(routes []Route) error {
 			}
 		}
 		u, err := url.Parse(r.URL)
+		if r.Format == FormatEmail {
+			if err != nil {
+				return errors.New(where + "the mail server's URL does not parse")
+			}
+			if err := checkEmail(r, u, where); err != nil {
+				return err
+			}
+			if err := r.checkTakes(where); err != nil {
+				return err
+			}
+			continue
+		}
+		if r.From != "" || r.To != nil {
+			return errors.New(where + "from and to are an e-mail route's (format email)")
+		}
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			// Not quoted: a webhook's URL may be its credential.
@@ -126,26 +146,12 @@ func checkRoutes(routes []Route) error {
 		case len(r.Secret) < 16:
 			return fmt.Errorf("%sthe signing secret holds %d bytes, fewer than 16", where, len(r.Secret))
 		case r.Format != "" && r.Format != FormatFlrh && r.Format != FormatSlack && r.Format != FormatTemplate:
-			return fmt.Errorf("%sformat %q is not %s, %s or %s", where, r.Format, FormatFlrh, FormatSlack, FormatTemplate)
+			return fmt.Errorf("%sformat %q is not %s, %s, %s or %s", where, r.Format, FormatFlrh, FormatSlack, FormatTemplate, FormatEmail)
 		case (r.Format == FormatTemplate) != (r.Template != ""):
 			return fmt.Errorf("%sa template is given with format %s, and only with it", where, FormatTemplate)
-		case r.Kinds != nil && len(r.Kinds) == 0:
-			return errors.New(where + "kinds names no kind: leave it out to take every kind")
-		case r.Workflows != nil && len(r.Workflows) == 0:
-			return errors.New(where + "workflows names no workflow: leave it out to take every workflow's runs")
 		}
-		for _, k := range r.Kinds {
-			if !slices.Contains(Kinds, k) {
-				return fmt.Errorf("%s%q is not a kind of notice (%s)", where, k, strings.Join(Kinds, ", "))
-			}
-			if r.After > 0 && !slices.Contains(WaitingKinds, k) {
-				return fmt.Errorf("%s%s is no run waiting for a person: a route told after a wait takes only %s", where, k, strings.Join(WaitingKinds, ", "))
-			}
-		}
-		for _, w := range r.Workflows {
-			if w == "" {
-				return errors.New(where + "a workflow named is empty")
-			}
+		if err := r.checkTakes(where); err != nil {
+			return err
 		}
 		if r.Template != "" {
 			t, err := compileTemplate(r.Template)
@@ -153,6 +159,30 @@ func checkRoutes(routes []Route) error {
 				return fmt.Errorf("%sthe template: %w", where, err)
 			}
 			r.compiled = t
+		}
+	}
+	return nil
+}
+
+// checkTakes checks the kinds and workflows a route takes.
+func (r *Route) checkTakes(where string) error {
+	switch {
+	case r.Kinds != nil && len(r.Kinds) == 0:
+		return errors.New(where + "kinds names no kind: leave it out to take every kind")
+	case r.Workflows != nil && len(r.Workflows) == 0:
+		return errors.New(where + "workflows names no workflow: leave it out to take every workflow's runs")
+	}
+	for _, k := range r.Kinds {
+		if !slices.Contains(Kinds, k) {
+			return fmt.Errorf("%s%q is not a kind of notice (%s)", where, k, strings.Join(Kinds, ", "))
+		}
+		if r.After > 0 && !slices.Contains(WaitingKinds, k) {
+			return fmt.Errorf("%s%s is no run waiting for a person: a route told after a wait takes only %s", where, k, strings.Join(WaitingKinds, ", "))
+		}
+	}
+	for _, w := range r.Workflows {
+		if w == "" {
+			return errors.New(where + "a workflow named is empty")
 		}
 	}
 	return nil
@@ -179,6 +209,9 @@ type RouteSpec struct {
 	// After, a Go duration ("4h", "30m"), makes the route an escalation
 	// (Route.After).
 	After string `json:"after,omitempty"`
+	// From and To, with format email (Route.From, Route.To).
+	From string   `json:"from,omitempty"`
+	To   []string `json:"to,omitempty"`
 }
 
 // AfterDuration is the spec's After, checked by ParseRoutes; 0 when
@@ -272,6 +305,10 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	switch {
 	case (s.URL == "") == (s.URLEnv == ""):
 		return bad("url", "give the webhook's url, or url_env naming the variable that holds it: one of them")
+	case s.URL != "" && s.Format == FormatEmail:
+		if u, err := url.Parse(s.URL); err != nil || !emailScheme(u) || u.Host == "" || u.User != nil {
+			return bad("url", "not an smtp or smtps URL with a host and without user or password (a mail server's credentials go in url_env)")
+		}
 	case s.URL != "":
 		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			return bad("url", "not an http or https URL with a host and without user or password")
@@ -282,8 +319,33 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	if s.SecretEnv != "" && !envName.MatchString(s.SecretEnv) {
 		return bad("secret_env", "%q is not a variable's name", s.SecretEnv)
 	}
-	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack && s.Format != FormatTemplate {
-		return bad("format", "%q is not %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate)
+	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack && s.Format != FormatTemplate && s.Format != FormatEmail {
+		return bad("format", "%q is not %s, %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate, FormatEmail)
+	}
+	if s.Format == FormatEmail {
+		switch {
+		case s.SecretEnv != "":
+			return bad("secret_env", "an e-mail is not signed: the mail server's credentials go in the URL of url_env")
+		case s.From == "":
+			return bad("from", "an e-mail route needs the sender's address")
+		case len(s.To) == 0:
+			return bad("to", "an e-mail route needs one recipient at least")
+		case len(s.To) > MaxRecipients:
+			return bad("to", "%d recipients, more than %d", len(s.To), MaxRecipients)
+		}
+		if err := oneAddress(s.From); err != nil {
+			return bad("from", "%q: %v", s.From, err)
+		}
+		for j, a := range s.To {
+			if err := oneAddress(a); err != nil {
+				return bad("to", "%q: %v", a, err)
+			}
+			if slices.Contains(s.To[:j], a) {
+				return bad("to", "%q is named twice", a)
+			}
+		}
+	} else if s.From != "" || s.To != nil {
+		return bad("from", "from and to are an e-mail route's (format email)")
 	}
 	if (s.Format == FormatTemplate) != (s.Template != "") {
 		return bad("template", "give a template with format %s, and only with it", FormatTemplate)

@@ -320,13 +320,15 @@ func TestParseRoutes(t *testing.T) {
   {"name": "approvals", "url_env": "FLRH_SLACK_URL", "format": "slack", "kinds": ["approval_waiting", "choice_waiting"], "workflows": ["refund-agent"]},
   {"name": "oncall", "url": "https://pager.example.com/flrh", "secret_env": "PAGER_SECRET", "kinds": ["reconciliation_waiting", "run_tripped"]},
   {"name": "audit", "url": "http://127.0.0.1:9000/"},
-  {"name": "manager", "url_env": "FLRH_MANAGER_URL", "kinds": ["approval_waiting"], "after": "4h"}
+  {"name": "manager", "url_env": "FLRH_MANAGER_URL", "kinds": ["approval_waiting"], "after": "4h"},
+  {"name": "mail", "url": "smtp://mail.example.com:587", "format": "email", "from": "flrh@example.com", "to": ["finance@example.com"]}
 ]}`
 	want := []RouteSpec{
 		{Name: "approvals", URLEnv: "FLRH_SLACK_URL", Format: FormatSlack, Kinds: []string{"approval_waiting", "choice_waiting"}, Workflows: []string{"refund-agent"}},
 		{Name: "oncall", URL: "https://pager.example.com/flrh", SecretEnv: "PAGER_SECRET", Kinds: []string{"reconciliation_waiting", "run_tripped"}},
 		{Name: "audit", URL: "http://127.0.0.1:9000/"},
 		{Name: "manager", URLEnv: "FLRH_MANAGER_URL", Kinds: []string{"approval_waiting"}, After: "4h"},
+		{Name: "mail", URL: "smtp://mail.example.com:587", Format: FormatEmail, From: "flrh@example.com", To: []string{"finance@example.com"}},
 	}
 	got, err := ParseRoutes([]byte(good), false)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
@@ -385,6 +387,14 @@ func TestParseRoutes(t *testing.T) {
 		{"after no duration", route(`"name": "b", "url_env": "X", "after": "soon"`), 1, "after", `"soon" is not a positive duration`},
 		{"after a number", route(`"name": "b", "url_env": "X", "after": 3600`), 1, "", "cannot unmarshal number"},
 		{"after nothing", route(`"name": "b", "url_env": "X", "after": "0s"`), 1, "after", "not a positive duration"},
+		{"email with a secret", route(`"name": "b", "url_env": "X", "format": "email", "from": "f@example.com", "to": ["t@example.com"], "secret_env": "S"`), 1, "secret_env", "not signed"},
+		{"email without from", route(`"name": "b", "url_env": "X", "format": "email", "to": ["t@example.com"]`), 1, "from", "sender's address"},
+		{"email without to", route(`"name": "b", "url_env": "X", "format": "email", "from": "f@example.com"`), 1, "to", "one recipient"},
+		{"email to a name", route(`"name": "b", "url_env": "X", "format": "email", "from": "f@example.com", "to": ["Finance <t@example.com>"]`), 1, "to", "address alone"},
+		{"email to one twice", route(`"name": "b", "url_env": "X", "format": "email", "from": "f@example.com", "to": ["t@example.com", "t@example.com"]`), 1, "to", "named twice"},
+		{"email over http", route(`"name": "b", "url": "https://x.example/h", "format": "email", "from": "f@example.com", "to": ["t@example.com"]`), 1, "url", "not an smtp or smtps URL"},
+		{"email with a password written", route(`"name": "b", "url": "smtp://u:p@mail.example.com", "format": "email", "from": "f@example.com", "to": ["t@example.com"]`), 1, "url", "credentials go in url_env"},
+		{"a webhook to someone", route(`"name": "b", "url_env": "X", "to": ["t@example.com"]`), 1, "from", "e-mail route's"},
 		{"after a negative wait", route(`"name": "b", "url_env": "X", "after": "-1h"`), 1, "after", "not a positive duration"},
 		{"after, of runs that ended", route(`"name": "b", "url_env": "X", "after": "1h", "kinds": ["approval_waiting", "run_ended"]`), 1, "kinds", "run_ended is no run waiting"},
 	} {

@@ -76,7 +76,7 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 	routes := make([]notify.Route, len(specs))
 	for i, sp := range specs {
 		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows,
-			After: sp.AfterDuration()}
+			After: sp.AfterDuration(), From: sp.From, To: sp.To}
 		if sp.URLEnv != "" {
 			if r.URL, err = env.Value(sp.URLEnv); err != nil {
 				return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
@@ -84,6 +84,10 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 			if r.URL == "" {
 				return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to its webhook's URL", sp.Name, sp.URLEnv, sp.URLEnv, bundle.FileSuffix)
 			}
+		}
+		if sp.Format == notify.FormatEmail {
+			routes[i] = r // not signed: the mail server's credentials are in its URL
+			continue
 		}
 		name := cmp.Or(sp.SecretEnv, f.secretEnv)
 		secret, err := env.Value(name)
@@ -114,7 +118,8 @@ func (f noticeFlags) config() (notify.Config, error) {
 		if err != nil {
 			return notify.Config{}, err
 		}
-		return notify.Config{Routes: routes, Timeout: f.timeout, GiveUp: f.giveUp, Link: f.link}, nil
+		host, _ := os.Hostname() // what an e-mail route's EHLO says
+		return notify.Config{Routes: routes, Timeout: f.timeout, GiveUp: f.giveUp, Link: f.link, Hostname: host}, nil
 	}
 	if f.url == "" {
 		return notify.Config{}, usagef("give the webhook's URL: --notify URL, or %s (or %s%s); or --notify-routes FILE", notifyURLEnv, notifyURLEnv, bundle.FileSuffix)

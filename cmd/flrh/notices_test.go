@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/mail"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/smtptest"
+	"flrh.dev/flrh/internal/testpki"
 	"flrh.dev/flrh/notify"
 	"flrh.dev/flrh/store"
 )
@@ -638,6 +643,58 @@ func TestEscalationThroughServe(t *testing.T) {
 	}
 	if logs := p.stderr.String(); !strings.Contains(logs, `"route":"manager"`) || !strings.Contains(logs, `"after":"4s"`) {
 		t.Errorf("the logs do not say the manager's route escalates:\n%s", logs)
+	}
+}
+
+// TestEmailNoticesThroughServe: a route of format email, its mail server
+// (credentials included) in a variable and its CA in SSL_CERT_FILE, no
+// signing secret set: flrh notify test reaches it, and flrh serve mails
+// the approval a refund waits for, over STARTTLS, authenticated, from and
+// to the addresses the route names. The password reaches no log.
+func TestEmailNoticesThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	pki := testpki.New(t, "mail CA")
+	srv := smtptest.Start(t, smtptest.Options{TLS: &tls.Config{Certificates: []tls.Certificate{pki.Issue(t, "mail", false, "localhost")}}})
+	caFile := filepath.Join(dir, "ca.pem")
+	routes := filepath.Join(dir, "notify-routes.yaml")
+	yaml := "routes:\n  - name: finance-mail\n    url_env: FLRH_MAIL_URL\n    format: email\n    from: flrh@example.com\n" +
+		"    to: [finance@example.com]\n    kinds: [approval_waiting]\n"
+	if os.WriteFile(caFile, pki.CAPEM, 0o600) != nil || os.WriteFile(routes, []byte(yaml), 0o600) != nil {
+		t.Fatal("writing the CA and routes")
+	}
+	env := []string{"SSL_CERT_FILE=" + caFile, "FLRH_MAIL_URL=smtp://flrh:pw-5d1e0b@localhost:" + srv.Port()}
+	if out, err := flrh(bin, env, "notify", "test", "--notify-routes", routes); err != nil || !strings.Contains(out, "every route took the test notice (1)") {
+		t.Fatalf("notify test: %v\n%s", err, out)
+	}
+	p := startServe(t, bin, env, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sb+"/v1/effects",
+		"--notify-routes", routes, "--notify-link", "https://flrh.example.com")
+	startRefund(t, p.base, "big", 800)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(srv.Messages()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval mailed: %+v", srv.Messages())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m := srv.Messages()[1]
+	msg, err := mail.ReadMessage(strings.NewReader(string(m.Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if !m.TLS || m.User != "flrh" || m.Pass != "pw-5d1e0b" || m.From != "flrh@example.com" || !slices.Equal(m.To, []string{"finance@example.com"}) ||
+		subject != "flrh: Run big (refund-agent@1) waits for an approval (1 request)." || msg.Header.Get("X-Flrh-Notice-Kind") != store.NoticeApproval {
+		t.Fatalf("mailed TLS %v, user %q, from %q, to %q, subject %q, headers %v", m.TLS, m.User, m.From, m.To, subject, msg.Header)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.exited
+	if strings.Contains(p.stderr.String(), "pw-5d1e0b") {
+		t.Error("the mail server's password reached the logs")
 	}
 }
 

@@ -1,0 +1,174 @@
+package notify
+
+import (
+	"crypto/tls"
+	"io"
+	"mime"
+	"mime/quotedprintable"
+	"net/mail"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/internal/smtptest"
+	"flrh.dev/flrh/internal/testpki"
+	"flrh.dev/flrh/store"
+)
+
+// mailServer starts a test mail server with a certificate for localhost
+// signed by a CA of its own, and returns it with that CA's pool.
+func mailServer(t *testing.T, o smtptest.Options) (*smtptest.Server, *testpki.PKI) {
+	t.Helper()
+	pki := testpki.New(t, "mail CA")
+	cert := pki.Issue(t, "mail", false, "localhost")
+	o.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	return smtptest.Start(t, o), pki
+}
+
+// readMail parses a message the server took: its headers, subject
+// decoded, and its body, quoted-printable decoded.
+func readMail(t *testing.T, m smtptest.Message) (mail.Header, string, string) {
+	t.Helper()
+	msg, err := mail.ReadMessage(strings.NewReader(string(m.Data)))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, m.Data)
+	}
+	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Header.Get("Content-Transfer-Encoding") != "quoted-printable" {
+		t.Fatalf("transfer encoding %q", msg.Header.Get("Content-Transfer-Encoding"))
+	}
+	body, err := io.ReadAll(quotedprintable.NewReader(msg.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg.Header, subject, string(body)
+}
+
+// An e-mail route sends each notice as a message through its mail server:
+// over STARTTLS checked against the CA given, authenticated with the
+// URL's user and password, from and to the addresses it names, the
+// sentence as subject and body, the notice's id in its headers and one
+// Message-ID for every delivery of it. A refused message is tried again
+// after its backoff; the reason kept names the server's answer, never the
+// password.
+func TestEmailRoute(t *testing.T) {
+	f := newFixture(t)
+	srv, pki := mailServer(t, smtptest.Options{Script: []int{451}})
+	route := Route{Name: "mail", URL: "smtp://flrh:pw-9f2c81@localhost:" + srv.Port(), Format: FormatEmail,
+		From: "flrh@example.com", To: []string{"finance@example.com", "audit@example.com"}}
+	n := f.routed("a", []Route{route}, func(c *Config) {
+		c.RootCAs, c.MinDelay, c.Link, c.Hostname = pki.Pool(), time.Second, "https://flrh.example.com", "runner-1.example.com"
+	})
+	id := f.commit("r1", "refund-agent", store.NoticeApproval)
+	f.pass(n, 1)
+	b, err := f.store.NoticeBacklog(ctx)
+	if err != nil || b.Count != 1 || b.Oldest.LastError != "route mail: the mail server answered the end of the message with 451 try again later" {
+		t.Fatalf("backlog %+v (%v)", b, err)
+	}
+	f.clock.Advance(time.Second)
+	f.pass(n, 1)
+	msgs := srv.Messages()
+	if len(msgs) != 2 || f.seen["mail/delivered"] != 1 || f.seen["mail/failed"] != 1 {
+		t.Fatalf("the server took %d messages; outcomes %v", len(msgs), f.seen)
+	}
+	var ids []string
+	for i, m := range msgs {
+		if !m.TLS || m.User != "flrh" || m.Pass != "pw-9f2c81" || m.From != "flrh@example.com" ||
+			!slices.Equal(m.To, []string{"finance@example.com", "audit@example.com"}) {
+			t.Fatalf("message %d: TLS %v, user %q, from %q, to %q", i, m.TLS, m.User, m.From, m.To)
+		}
+		h, subject, body := readMail(t, m)
+		if want := "flrh: Run r1 (refund-agent@1) waits for an approval (0 requests)."; subject != want {
+			t.Errorf("subject %q, want %q", subject, want)
+		}
+		if !strings.Contains(body, "Open the approvals inbox: https://flrh.example.com/ui/#/inbox") || !strings.Contains(body, "Notice "+id) {
+			t.Errorf("body %q", body)
+		}
+		if h.Get("X-Flrh-Notice-Id") != id || h.Get("X-Flrh-Notice-Kind") != store.NoticeApproval || h.Get("X-Flrh-Notice-Attempt") != []string{"1", "2"}[i] ||
+			h.Get("Auto-Submitted") != "auto-generated" || h.Get("To") != "finance@example.com, audit@example.com" || h.Get("From") != "flrh@example.com" {
+			t.Errorf("headers %v", h)
+		}
+		if _, err := h.Date(); err != nil {
+			t.Errorf("date: %v", err)
+		}
+		ids = append(ids, h.Get("Message-Id"))
+	}
+	if ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("Message-IDs %q", ids)
+	}
+	if count, _ := f.heldBacklog(); count != 0 {
+		t.Fatalf("backlog %d", count)
+	}
+}
+
+// smtps speaks TLS from the first byte; a mail server on this machine
+// without TLS is written to in clear (nothing crosses a network), and a
+// mail server that refuses a recipient is named with its answer.
+func TestEmailRouteTransports(t *testing.T) {
+	f := newFixture(t)
+	implicit, pki := mailServer(t, smtptest.Options{Implicit: true})
+	plain := smtptest.Start(t, smtptest.Options{RefuseRcpt: map[string]int{"nobody@example.com": 550}})
+	routes := []Route{
+		{Name: "smtps", URL: "smtps://localhost:" + implicit.Port(), Format: FormatEmail, From: "flrh@example.com", To: []string{"ops@example.com"}},
+		{Name: "local", URL: "smtp://127.0.0.1:" + plain.Port(), Format: FormatEmail, From: "flrh@example.com", To: []string{"ops@example.com"}},
+		{Name: "refused", URL: "smtp://127.0.0.1:" + plain.Port(), Format: FormatEmail, From: "flrh@example.com", To: []string{"nobody@example.com"}},
+	}
+	n := f.routed("a", routes, func(c *Config) { c.RootCAs = pki.Pool() })
+	f.ended("done")
+	f.pass(n, 1)
+	if m := implicit.Messages(); len(m) != 1 || !m[0].TLS {
+		t.Fatalf("smtps took %+v", m)
+	}
+	if m := plain.Messages(); len(m) != 1 || m[0].TLS || !slices.Equal(m[0].To, []string{"ops@example.com"}) {
+		t.Fatalf("the local server took %+v", m)
+	}
+	b, err := f.store.NoticeBacklog(ctx)
+	if err != nil || b.Oldest.LastError != "route refused: the mail server answered RCPT TO nobody@example.com with 550 no such mailbox" {
+		t.Fatalf("backlog %+v (%v)", b, err)
+	}
+	for host, want := range map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true, "127.0.0.53": true,
+		"mail.example.com": false, "10.0.0.1": false, "": false} {
+		if loopback(host) != want {
+			t.Errorf("loopback(%q) = %v", host, !want)
+		}
+	}
+}
+
+// An e-mail route is refused without what it needs, and with what only a
+// webhook takes; a webhook with an e-mail route's members too.
+func TestNewRefusesEmailRoutes(t *testing.T) {
+	f := newFixture(t)
+	good := func(edit func(*Route)) Route {
+		r := Route{Name: "mail", URL: "smtp://u:secret-pw@mail.example.com", Format: FormatEmail, From: "flrh@example.com", To: []string{"a@example.com"}}
+		edit(&r)
+		return r
+	}
+	if _, err := New(Config{Board: f.store, Holder: "a", Routes: []Route{good(func(*Route) {})}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		r    Route
+		find string
+	}{
+		"an http URL":        {good(func(r *Route) { r.URL = "https://mail.example.com/x" }), "smtp://HOST[:PORT] or smtps://"},
+		"a path":             {good(func(r *Route) { r.URL = "smtp://mail.example.com/inbox" }), "no path, query or fragment"},
+		"no from":            {good(func(r *Route) { r.From = "" }), "needs from"},
+		"no to":              {good(func(r *Route) { r.To = nil }), "needs to"},
+		"a named sender":     {good(func(r *Route) { r.From = "Flrh <flrh@example.com>" }), "give the address alone"},
+		"not an address":     {good(func(r *Route) { r.To = []string{"finance"} }), `"finance": not an e-mail address`},
+		"too many":           {good(func(r *Route) { r.To = slices.Repeat([]string{"a@example.com"}, MaxRecipients+1) }), "more than 50"},
+		"a template":         {good(func(r *Route) { r.Template = "{}" }), "takes no template"},
+		"an unknown kind":    {good(func(r *Route) { r.Kinds = []string{"paged"} }), `"paged" is not a kind`},
+		"a webhook's from":   {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, From: "flrh@example.com"}, "from and to are an e-mail route's"},
+		"a webhook via smtp": {Route{Name: "hook", URL: "smtp://mail.example.com", Secret: secret}, "the webhook URL is not an http or https URL"},
+	} {
+		_, err := New(Config{Board: f.store, Holder: "a", Routes: []Route{c.r}})
+		if err == nil || !strings.Contains(err.Error(), c.find) || strings.Contains(err.Error(), "secret-pw") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -42,6 +42,10 @@ func TestProgramErrors(t *testing.T) {
 		{"unsupported directive", ".pragma \"x\"\n", UnsupportedFeature, "t.dl:1:1", "directive .pragma is not supported"},
 		{"disjunction", decls + "edge(x, y) :- edge(x, y); edge(y, x).\n", UnsupportedFeature, "t.dl:3:25", "disjunction"},
 		{"functor", decls + "edge(x, y) :- edge(x, y), y = max(x, 1).\n", UnsupportedFeature, "t.dl:3:31", "functor"},
+		{"count", decls + "edge(x, n) :- edge(x, _), n = count : edge(x, _).\n", UnsupportedFeature, "t.dl:3:31", "aggregate count is not supported"},
+		{"sum", decls + "edge(x, n) :- edge(x, _), n = sum y : { edge(x, y) }.\n", UnsupportedFeature, "t.dl:3:31", "aggregate sum is not supported"},
+		{"min first", decls + "edge(x, n) :- edge(x, _), min y : edge(x, y) = n.\n", UnsupportedFeature, "t.dl:3:27", "aggregate min is not supported"},
+		{"max of a number", decls + "edge(x, n) :- edge(x, _), n = max 1 : edge(x, _).\n", UnsupportedFeature, "t.dl:3:31", "aggregate max is not supported"},
 		{"number out of range", decls + "edge(9223372036854775808, 1).\n", SyntaxError, "t.dl:3:6", `number "9223372036854775808" is out of range`},
 		{"negative number out of range", decls + "edge(-9223372036854775809, 1).\n", SyntaxError, "t.dl:3:7", `number "9223372036854775809" is out of range`},
 		{"hex out of range", decls + "edge(0x10000000000000000, 1).\n", SyntaxError, "t.dl:3:6", "is out of range"},
@@ -151,5 +155,21 @@ func TestLeastNumberInProgramAndFacts(t *testing.T) {
 	}
 	if len(facts) != 2 || facts[0].Args[0] != Num(math.MinInt64) {
 		t.Fatalf("fact reader gave %v", facts)
+	}
+}
+
+// The names of Soufflé's aggregates stay variables where no aggregate
+// could be meant.
+func TestAggregateNamesAreVariables(t *testing.T) {
+	c, err := Load("t.dl", []byte(".decl e(count: number)\n.decl n(sum: number)\ne(1). e(5).\nn(count) :- e(count), count < 3, max = count + 1, max > min, min = 0.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(c, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Tuples("n", false); err != nil || len(got) != 1 || got[0][0] != Num(1) {
+		t.Fatalf("n = %v (%v)", got, err)
 	}
 }

@@ -672,6 +672,10 @@ func (p *parser) unary() (Term, *Error) {
 	return p.primary()
 }
 
+// aggregates are Soufflé's aggregate functions, which this language
+// refuses by name rather than as a syntax error.
+var aggregates = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "mean": true}
+
 func (p *parser) primary() (Term, *Error) {
 	t := p.tok
 	switch {
@@ -689,6 +693,11 @@ func (p *parser) primary() (Term, *Error) {
 		}
 		if la.kind == tPunct && la.text == "(" {
 			return nil, errorf(UnsupportedFeature, t.pos, "functor or atom %q is not allowed inside a term", t.text)
+		}
+		if aggregates[t.text] && (la.kind == tPunct && la.text == ":" || la.kind == tIdent || la.kind == tNumber || la.kind == tPunct && la.text == "(") {
+			// Soufflé's `count : a(…)`, `sum x : {…}`: a variable is
+			// never followed by either, so this misreads nothing.
+			return nil, errorf(UnsupportedFeature, t.pos, "aggregate %s is not supported: count, sum, min and max over a relation are not part of this language; compute them where the facts come from, or with comparisons over a relation that holds them", t.text)
 		}
 		return &Var{Pos: t.pos, Name: t.text}, p.advance()
 	case p.is("_"):

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,73 +50,122 @@ func addEncryptionFlag(cmd *cobra.Command) {
 		"run this shell command once and read the keys from what it prints, in the key file's format (a key service's CLI: nothing written to disk); default: "+encryptionKeyCommandEnv+" if set")
 }
 
-// keyCommandRun remembers the keyring the key command gave, so that a
-// process asks the key service once however many stores it opens.
-var keyCommandRun struct {
-	command string
-	keys    *sealed.Keyring
+// processKeys is the keyring this process opens its stores with, in a
+// sealed.Ring that flrh serve replaces on SIGHUP (reloadKeys), read once
+// however many stores the process opens (so a key service is asked
+// once), and again only when the source given changes (tests run many
+// commands in one process).
+var processKeys struct {
+	given string // the source and what it names, as read
+	from  keySource
+	ring  *sealed.Ring
 }
 
-// storeSealer returns the keyring for encryption at rest from
-// --encryption-key-file, FLRH_ENCRYPTION_KEY, or the key command, or nil
-// when none is given. Naming more than one is refused rather than guessed
-// at.
-func storeSealer() (store.Sealer, error) {
-	env := os.Getenv(encryptionKeyEnv)
-	command, commandFrom := encryptionKeyCommand, "--encryption-key-command"
-	if command == "" {
-		command, commandFrom = os.Getenv(encryptionKeyCommandEnv), encryptionKeyCommandEnv
-	}
-	var given []string
-	for _, s := range []struct{ name, value string }{
+// keySource is where the keys come from: the flag or variable, and what
+// it holds.
+type keySource struct{ name, value string }
+
+// keySourceGiven returns the one source of keys given, or none; giving
+// more than one is refused rather than guessed at.
+func keySourceGiven() (keySource, error) {
+	var given []keySource
+	for _, s := range []keySource{
 		{"--encryption-key-file", encryptionKeyFile},
-		{encryptionKeyEnv, env},
+		{encryptionKeyEnv, os.Getenv(encryptionKeyEnv)},
 		{"--encryption-key-command", encryptionKeyCommand},
 		{encryptionKeyCommandEnv, os.Getenv(encryptionKeyCommandEnv)},
 	} {
 		if s.value != "" {
-			given = append(given, s.name)
+			given = append(given, s)
 		}
 	}
-	if len(given) > 1 {
-		return nil, usagef("%s are all set; give one source of encryption keys", strings.Join(given, " and "))
+	switch len(given) {
+	case 0:
+		return keySource{}, nil
+	case 1:
+		return given[0], nil
 	}
-	switch {
-	case encryptionKeyFile != "":
-		fi, err := os.Stat(encryptionKeyFile)
+	names := make([]string, len(given))
+	for i, g := range given {
+		names[i] = g.name
+	}
+	return keySource{}, usagef("%s are all set; give one source of encryption keys", strings.Join(names, " and "))
+}
+
+// storeSealer returns the keyring for encryption at rest from
+// --encryption-key-file, FLRH_ENCRYPTION_KEY or the key command, or nil
+// when none is given.
+func storeSealer() (store.Sealer, error) {
+	src, err := keySourceGiven()
+	if err != nil || src.value == "" {
+		return nil, err
+	}
+	if processKeys.ring != nil && processKeys.given == src.name+"\x00"+src.value {
+		return processKeys.ring, nil
+	}
+	k, err := src.read()
+	if err != nil {
+		return nil, err
+	}
+	processKeys.given, processKeys.from, processKeys.ring = src.name+"\x00"+src.value, src, sealed.NewRing(k)
+	return processKeys.ring, nil
+}
+
+// read reads the keyring from the source.
+func (src keySource) read() (*sealed.Keyring, error) {
+	switch src.name {
+	case "--encryption-key-file":
+		fi, err := os.Stat(src.value)
 		if err != nil {
 			return nil, usagef("--encryption-key-file: %v", err)
 		}
 		if fi.Mode().Perm()&0o077 != 0 {
-			return nil, usagef("--encryption-key-file %s is readable by others (mode %v); chmod 600 it", encryptionKeyFile, fi.Mode().Perm())
+			return nil, usagef("--encryption-key-file %s is readable by others (mode %v); chmod 600 it", src.value, fi.Mode().Perm())
 		}
-		b, err := os.ReadFile(encryptionKeyFile)
+		b, err := os.ReadFile(src.value)
 		if err != nil {
 			return nil, usagef("--encryption-key-file: %v", err)
 		}
 		k, err := sealed.Parse(string(b))
 		if err != nil {
-			return nil, usagef("--encryption-key-file %s: %v", encryptionKeyFile, err)
+			return nil, usagef("--encryption-key-file %s: %v", src.value, err)
 		}
 		return k, nil
-	case env != "":
-		k, err := sealed.Parse(env)
+	case encryptionKeyEnv:
+		k, err := sealed.Parse(src.value)
 		if err != nil {
 			return nil, usagef("%s: %v", encryptionKeyEnv, err)
 		}
 		return k, nil
-	case command != "":
-		if keyCommandRun.keys != nil && keyCommandRun.command == command {
-			return keyCommandRun.keys, nil
-		}
-		k, err := keysFromCommand(commandFrom, command)
-		if err != nil {
-			return nil, err
-		}
-		keyCommandRun.command, keyCommandRun.keys = command, k
-		return k, nil
 	}
-	return nil, nil
+	return keysFromCommand(src.name, src.value)
+}
+
+// reloadKeys reads the keys again from where the process read them (the
+// file again, the command run again) and puts them in place of the old
+// ones for every store the process opened: a rotation without a restart
+// (flrh serve on SIGHUP). New keys that lack the one records are sealed
+// under now are refused, and so is a source that fails: the keys stay as
+// they were, and the log says why. Keys from FLRH_ENCRYPTION_KEY cannot
+// change in a running process.
+func reloadKeys(log *slog.Logger) {
+	ring, src := processKeys.ring, processKeys.from
+	switch {
+	case ring == nil:
+		return
+	case src.name == encryptionKeyEnv:
+		log.Info("encryption keys kept: " + encryptionKeyEnv + " is read at start only")
+		return
+	}
+	k, err := src.read()
+	if err == nil {
+		err = ring.Swap(k)
+	}
+	if err != nil {
+		log.Warn("encryption keys kept as they were", "source", src.name, "err", err.Error())
+		return
+	}
+	log.Info("encryption keys reloaded", "source", src.name, "primary", ring.Primary())
 }
 
 // keysFromCommand runs command with /bin/sh, with no input, in the

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 )
@@ -169,4 +171,101 @@ func dbFiles(t *testing.T, dir string) []dbFile {
 		out = append(out, dbFile{filepath.Base(m), b})
 	}
 	return out
+}
+
+// TestKeysRotatedOnSIGHUP: flrh serve reads its key file again on SIGHUP
+// and seals what it writes next under the new key, while the records
+// under the old one still open; new keys that drop the key it seals under
+// now are refused, the keys kept, the log saying why; and a key read from
+// a command is read again by running it again.
+func TestKeysRotatedOnSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "flrh.db")
+	k1, k2, k3 := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32)),
+		base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
+	keyFile := filepath.Join(dir, "keys")
+	writeKeys := func(keys ...string) {
+		t.Helper()
+		if err := os.WriteFile(keyFile, []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	only := func(name, key string) string {
+		t.Helper()
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	k1File, k2File := only("k1", k1), only("k2", k2)
+	hup := func(p *serveProc, says string) {
+		t.Helper()
+		before := strings.Count(p.stderr.String(), says)
+		p.cmd.Process.Signal(syscall.SIGHUP)
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(p.stderr.String(), says) == before; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q after SIGHUP:\n%s", says, p.stderr.String())
+			}
+		}
+	}
+	verifiesWith := func(run, keys string) bool {
+		t.Helper()
+		out, err := flrh(bin, nil, "verify", run, "--store", db, "--encryption-key-file", keys)
+		if err != nil && !strings.Contains(out, "SEALED") {
+			t.Fatalf("verify %s: %v\n%s", run, err, out)
+		}
+		return err == nil
+	}
+
+	writeKeys(k1)
+	p := startServe(t, bin, nil, "--store", db, "--destination", sb+"/v1/effects", "--encryption-key-file", keyFile)
+	startRefund(t, p.base, "before", 20)
+	if got := awaitOutcome(t, p.base, "before"); got != "success" {
+		t.Fatalf("before the rotation: %q", got)
+	}
+	writeKeys(k2, k1) // the new key first, the old after it
+	hup(p, `"msg":"encryption keys reloaded"`)
+	startRefund(t, p.base, "after", 20)
+	if got := awaitOutcome(t, p.base, "after"); got != "success" {
+		t.Fatalf("after the rotation: %q", got)
+	}
+	// The current key dropped: kept as they were; still sealing under k2.
+	writeKeys(k3)
+	hup(p, `"msg":"encryption keys kept as they were"`)
+	startRefund(t, p.base, "kept", 20)
+	if got := awaitOutcome(t, p.base, "kept"); got != "success" {
+		t.Fatalf("after a refused reload: %q", got)
+	}
+	stopServe(t, p)
+	for _, c := range []struct {
+		run    string
+		k1, k2 bool
+	}{{"before", true, false}, {"after", false, true}, {"kept", false, true}} {
+		if verifiesWith(c.run, k1File) != c.k1 || verifiesWith(c.run, k2File) != c.k2 {
+			t.Errorf("run %s: opens with k1 %v, k2 %v; want %v, %v", c.run, !c.k1, !c.k2, c.k1, c.k2)
+		}
+	}
+	if logs := p.stderr.String(); !strings.Contains(logs, "the new keys do not hold k1-") || strings.Contains(logs, k2) {
+		t.Errorf("the refusal does not say why, or the log quotes a key:\n%s", logs)
+	}
+
+	// From a command: run again on SIGHUP.
+	writeKeys(k2)
+	p = startServe(t, bin, nil, "--store", db, "--destination", sb+"/v1/effects", "--encryption-key-command", "cat "+keyFile)
+	writeKeys(k3, k2)
+	hup(p, `"msg":"encryption keys reloaded"`)
+	startRefund(t, p.base, "by-command", 20)
+	if got := awaitOutcome(t, p.base, "by-command"); got != "success" {
+		t.Fatalf("after the command's rotation: %q", got)
+	}
+	stopServe(t, p)
+	if verifiesWith("by-command", k2File) || !verifiesWith("by-command", only("k3", k3)) {
+		t.Error("the run after the command's rotation is not sealed under k3 alone")
+	}
 }

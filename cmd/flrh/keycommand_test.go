@@ -35,7 +35,7 @@ func TestKeysFromACommand(t *testing.T) {
 	keysOf := func(t *testing.T, file, command, commandEnv string) (*sealed.Keyring, error) {
 		t.Helper()
 		encryptionKeyFile, encryptionKeyCommand = file, command
-		keyCommandRun.command, keyCommandRun.keys = "", nil
+		processKeys.ring = nil
 		t.Setenv(encryptionKeyEnv, "")
 		t.Setenv(encryptionKeyCommandEnv, commandEnv)
 		defer func() { encryptionKeyFile, encryptionKeyCommand = "", "" }()
@@ -43,8 +43,7 @@ func TestKeysFromACommand(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		k, _ := s.(*sealed.Keyring)
-		return k, nil
+		return s.(*sealed.Ring).Keyring(), nil
 	}
 	primary := func(k string) string {
 		b, _ := base64.StdEncoding.DecodeString(k)
@@ -145,7 +144,7 @@ func TestKeysFromACommand(t *testing.T) {
 
 	t.Run("asked once", func(t *testing.T) {
 		encryptionKeyCommand = "echo run >> " + counter + "; cat " + keyFile
-		keyCommandRun.command, keyCommandRun.keys = "", nil
+		processKeys.ring = nil
 		t.Setenv(encryptionKeyEnv, "")
 		t.Setenv(encryptionKeyCommandEnv, "")
 		defer func() { encryptionKeyCommand = "" }()

@@ -370,8 +370,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				chores.Go(func() { reload.watch(runCtx, *reloadEvery, log) })
 			}
 		}
-		// SIGHUP rebuilds the bundles' adapters with the environment and
-		// the files it names as they are now (adapterReload).
+		// SIGHUP reads the encryption keys again (reloadKeys) and
+		// rebuilds the bundles' adapters with the environment and the
+		// files it names as they are now (adapterReload).
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
@@ -381,6 +382,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				case <-runCtx.Done():
 					return
 				case <-hup:
+					reloadKeys(log)
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)
 					}

@@ -145,7 +145,7 @@ func (f *noticeFlags) register(cmd *cobra.Command, serve bool) {
 	cmd.Flags().DurationVar(&f.timeout, "notify-timeout", notify.DefaultTimeout, "how long one delivery may take")
 	cmd.Flags().StringVar(&f.format, "notify-format", notify.FormatFlrh, "the body: flrh (the notice in a signed envelope) or slack ({\"text\": ...}, for chat incoming webhooks)")
 	cmd.Flags().StringVar(&f.link, "notify-link", "", "this server's address as people reach it (https://flrh.example.com), to link each notice to the run's page in the web UI")
-	cmd.Flags().StringVar(&f.routes, "notify-routes", "", "deliver notices to the webhooks this file (JSON, or YAML named .yaml/.yml) names, each with its own URL, secret, format, kinds and workflows, instead of --notify; see docs/notices.md")
+	cmd.Flags().StringVar(&f.routes, "notify-routes", "", "deliver notices to the webhooks and mailboxes this file (JSON, or YAML named .yaml/.yml) names, each with its own URL, secret, format, kinds, workflows and escalation delay (after), instead of --notify; see docs/notices.md")
 	f.changed = cmd.Flags().Changed
 	f.giveUp = notify.DefaultGiveUp
 	if serve {

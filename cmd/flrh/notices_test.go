@@ -287,7 +287,7 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "FLRH_NOTIFY_SECRET_FILE=/nonexistent"}, []string{"--notify", "http://127.0.0.1:9/h"}, "both set"},
 		{nil, []string{"--notify-timeout", "5s"}, "need --notify"},
 		{nil, []string{"--notify-link", "https://flrh.example.com"}, "need --notify"},
-		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-format", "teams"}, `format "teams" is not flrh, slack or template`},
+		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-format", "teams"}, `format "teams" is not flrh, slack, template or email`},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", "run_ended,run_started"}, "not a kind of notice"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-kinds", ""}, "at least one kind"},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify", "http://127.0.0.1:9/h", "--notify-link", "flrh.example.com"}, "not an http or https address"},

@@ -32,7 +32,9 @@ func (r *Ring) Keyring() *Keyring { return r.k.Load() }
 func (r *Ring) Primary() string { return r.k.Load().primary }
 
 // Seal implements store.Sealer.
-func (r *Ring) Seal(ref store.SealRef, plain []byte) ([]byte, error) { return r.k.Load().Seal(ref, plain) }
+func (r *Ring) Seal(ref store.SealRef, plain []byte) ([]byte, error) {
+	return r.k.Load().Seal(ref, plain)
+}
 
 // Open implements store.Sealer.
 func (r *Ring) Open(ref store.SealRef, stored []byte) ([]byte, error) {

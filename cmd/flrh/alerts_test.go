@@ -191,4 +191,3 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("%d rules read", rules)
 	}
 }
-

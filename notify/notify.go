@@ -237,6 +237,17 @@ func Test(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// Check checks cfg as New does, but for the store, and returns the
+// routes notices would go to, without sending anything: what an operator
+// runs to check a routes file before a server reads it.
+func Check(cfg Config) ([]Route, error) {
+	n, err := newNotifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return n.Routes(), nil
+}
+
 // TestKind is the kind of the notice Test sends; runs never write it.
 const TestKind = "test"
 

@@ -216,9 +216,58 @@ and no part of its URL.`,
 		}}
 	f.register(test, false)
 	only = test.Flags().StringSlice("route", nil, "with --notify-routes, test these routes only (repeatable)")
-	group := &cobra.Command{Use: "notify", Short: "Check the webhooks notices go to (see flrh serve --notify, --notify-routes)"}
-	group.AddCommand(test)
+	var cf noticeFlags
+	check := &cobra.Command{Use: "check",
+		Short: "Check the webhooks and mailboxes notices would go to, sending nothing",
+		Long: `check reads the routes file (or the --notify flags) as flrh serve would, with
+the variables and files it names, checks every route, and lists each: its
+format, the host it reaches (never the rest of its URL: it may be a
+credential), the kinds and workflows it takes and, for an escalation, after
+how long. Nothing is sent and no store is opened: a check for a deployment's
+pipeline. Exit status 2 when a route is wrong or a variable it names is not
+set.`,
+		Example: `  flrh notify check --notify-routes notify-routes.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cf.resolveURL(); err != nil {
+				return err
+			}
+			cfg, err := cf.config()
+			if err != nil {
+				return err
+			}
+			routes, err := notify.Check(cfg)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			w := cmd.OutOrStdout()
+			for _, r := range routes {
+				fmt.Fprintf(w, "route %s: %s to %s", r.Name, cmp.Or(r.Format, notify.FormatFlrh), hostOf(r.URL))
+				if r.Format == notify.FormatEmail {
+					fmt.Fprintf(w, " (from %s to %s)", r.From, strings.Join(r.To, ", "))
+				}
+				fmt.Fprintf(w, "; kinds %s; workflows %s", allOr(r.Kinds), allOr(r.Workflows))
+				if r.After > 0 {
+					fmt.Fprintf(w, "; after %s, if the run still waits", notify.Span(r.After))
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "flrh notify check: %d routes, nothing sent\n", len(routes))
+			return nil
+		}}
+	cf.register(check, false)
+	group := &cobra.Command{Use: "notify", Short: "Check the webhooks and mailboxes notices go to (see flrh serve --notify, --notify-routes)"}
+	group.AddCommand(test, check)
 	rootCmd.AddCommand(group)
+}
+
+// hostOf is the host a route's URL reaches, alone: a path, a query or a
+// user may be a credential.
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "(no host)"
 }
 
 // notices builds serve's notifier from its flags, or nil without
@@ -296,11 +345,7 @@ func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, r
 				delivered.WithLabelValues(r.Name, k, o)
 			}
 		}
-		host := ""
-		if u, err := url.Parse(r.URL); err == nil {
-			host = u.Host // the host alone: a path may be a credential
-		}
-		args := []any{"route", r.Name, "host", host, "format", cmp.Or(r.Format, notify.FormatFlrh), "kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows)}
+		args := []any{"route", r.Name, "host", hostOf(r.URL), "format", cmp.Or(r.Format, notify.FormatFlrh), "kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows)}
 		if r.After > 0 {
 			args = append(args, "after", notify.Span(r.After))
 		}

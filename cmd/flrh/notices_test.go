@@ -885,3 +885,60 @@ func TestNoticeRoutesFollowTheirFiles(t *testing.T) {
 		t.Error("a chat URL reached the logs")
 	}
 }
+
+// TestNotifyCheckCommand: flrh notify check lists every route of a
+// routes file as flrh serve would read it (format, host alone, kinds,
+// workflows, escalation) and sends nothing; a route whose variable is not
+// set, or a file that is wrong, is a usage error naming it.
+func TestNotifyCheckCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	routes := filepath.Join(dir, "notify-routes.yaml")
+	yaml := `routes:
+  - name: approvals
+    url_env: CHAT_URL
+    format: slack
+    kinds: [approval_waiting]
+  - name: manager
+    url: https://hooks.example.com/manager
+    kinds: [approval_waiting]
+    after: 4h
+  - name: finance-mail
+    url_env: MAIL_URL
+    format: email
+    from: flrh@example.com
+    to: [finance@example.com, audit@example.com]
+    workflows: [refund-agent]
+`
+	if err := os.WriteFile(routes, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CHAT_URL=https://chat.example.com/T0/s3cr3t-path", "MAIL_URL=smtp://flrh:pw-77@mail.example.com:587", "FLRH_NOTIFY_SECRET=0123456789abcdef0123"}
+	out, err := flrh(bin, env, "notify", "check", "--notify-routes", routes)
+	want := []string{
+		"route approvals: slack to chat.example.com; kinds approval_waiting; workflows all\n",
+		"route manager: flrh to hooks.example.com; kinds approval_waiting; workflows all; after 4h, if the run still waits\n",
+		"route finance-mail: email to mail.example.com:587 (from flrh@example.com to finance@example.com, audit@example.com); kinds all; workflows refund-agent\n",
+		"flrh notify check: 3 routes, nothing sent\n",
+	}
+	if err != nil || out != strings.Join(want, "") {
+		t.Fatalf("notify check: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "pw-77") {
+		t.Fatal("the check quotes a credential")
+	}
+	out, err = flrh(bin, env[1:], "notify", "check", "--notify-routes", routes)
+	if exitStatus(t, err) != exitUsage || !strings.Contains(out, `route "approvals": set CHAT_URL`) {
+		t.Fatalf("a variable not set: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(routes, []byte(strings.Replace(yaml, "after: 4h", "after: 100h", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = flrh(bin, env, "notify", "check", "--notify-routes", routes)
+	if exitStatus(t, err) != exitUsage || !strings.Contains(out, `route "manager": after 100h0m0s is not less than the give-up age`) {
+		t.Fatalf("an escalation past the give-up age: %v\n%s", err, out)
+	}
+}

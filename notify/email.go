@@ -184,7 +184,8 @@ func (n *Notifier) helloName() string {
 
 // emailMessage is the message no makes for route r: headers naming the
 // notice (its Message-ID the same at every delivery, so mail clients and
-// archives keep one), the sentence a person reads as subject and body.
+// archives keep one; its run's thread in References), the sentence a
+// person reads as subject and body.
 func (n *Notifier) emailMessage(r *Route, no store.Notice) ([]byte, error) {
 	var b store.NoticeBody
 	if err := json.Unmarshal(no.Body, &b); err != nil {
@@ -204,6 +205,14 @@ func (n *Notifier) emailMessage(r *Route, no store.Notice) ([]byte, error) {
 	header("Subject", mime.QEncoding.Encode("utf-8", subject))
 	header("Date", n.cfg.Clock().UTC().Format(time.RFC1123Z))
 	header("Message-ID", "<"+hex.EncodeToString(sum[:16])+"@notice.flrh>")
+	if no.RunID != "" {
+		// Every notice of one run refers to one message of its own, so
+		// that mail clients keep a run's notices in one thread.
+		run := sha256.Sum256([]byte(no.RunID))
+		thread := "<" + hex.EncodeToString(run[:16]) + "@run.flrh>"
+		header("In-Reply-To", thread)
+		header("References", thread)
+	}
 	header("X-Flrh-Notice-Id", mime.QEncoding.Encode("utf-8", no.ID))
 	header("X-Flrh-Notice-Kind", no.Kind)
 	header("X-Flrh-Notice-Attempt", fmt.Sprint(no.Attempts))

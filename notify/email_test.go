@@ -14,6 +14,7 @@ import (
 	"flrh.dev/flrh/internal/smtptest"
 	"flrh.dev/flrh/internal/testpki"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/storetest"
 )
 
 // mailServer starts a test mail server with a certificate for localhost
@@ -99,6 +100,38 @@ func TestEmailRoute(t *testing.T) {
 	}
 	if ids[0] == "" || ids[0] != ids[1] {
 		t.Fatalf("Message-IDs %q", ids)
+	}
+	// The run's end, mailed too, is in the approval's thread: both refer
+	// to the run's own message, which another run's notices do not.
+	l, err := f.store.AcquireLease(ctx, "r1", "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"kind":"run_ended","run_id":"r1","workflow_id":"refund-agent","workflow_version":"1","outcome":"success"}`
+	if err := f.store.Commit(ctx, l, store.Tick{ExpectHead: 1, Events: []store.Event{storetest.Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+		Notices: []store.Notice{{Kind: store.NoticeEnded, Body: []byte(body)}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.commit("r2", "refund-agent", store.NoticeApproval)
+	f.pass(n, 2)
+	all := srv.Messages()
+	if len(all) != 4 {
+		t.Fatalf("%d messages", len(all))
+	}
+	thread := map[string]string{}
+	for _, m := range all {
+		h, subject, _ := readMail(t, m)
+		if h.Get("In-Reply-To") != h.Get("References") || !strings.HasSuffix(h.Get("References"), "@run.flrh>") {
+			t.Fatalf("%q: in reply to %q, references %q", subject, h.Get("In-Reply-To"), h.Get("References"))
+		}
+		run := strings.Fields(subject)[2] // "flrh: Run r1 …"
+		if was, ok := thread[run]; ok && was != h.Get("References") {
+			t.Fatalf("run %s's notices in two threads: %q, %q", run, was, h.Get("References"))
+		}
+		thread[run] = h.Get("References")
+	}
+	if len(thread) != 2 || thread["r1"] == thread["r2"] {
+		t.Fatalf("threads %v", thread)
 	}
 	if count, _ := f.heldBacklog(); count != 0 {
 		t.Fatalf("backlog %d", count)

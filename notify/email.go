@@ -16,6 +16,7 @@ import (
 	"net/smtp"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,7 +129,11 @@ func (n *Notifier) sendEmail(ctx context.Context, r *Route, no store.Notice) (wh
 	}
 	if u.User != nil {
 		pass, _ := u.User.Password()
-		if err := c.Auth(smtp.PlainAuth("", u.User.Username(), pass, host)); err != nil {
+		auth, why := chooseAuth(c, u.User.Username(), pass, host)
+		if why != "" {
+			return why
+		}
+		if err := c.Auth(auth); err != nil {
 			return smtpError("AUTH", err)
 		}
 	}
@@ -152,6 +157,54 @@ func (n *Notifier) sendEmail(ctx context.Context, r *Route, no store.Notice) (wh
 	}
 	c.Quit() // taken: what QUIT answers changes nothing
 	return ""
+}
+
+// chooseAuth picks how to authenticate among what the server offers:
+// PLAIN, or LOGIN where PLAIN is not offered (Microsoft 365's submission
+// port, among others). Both send the password as it is, so either only
+// over TLS or to this machine (net/smtp's PlainAuth refuses otherwise;
+// loginAuth does the same).
+func chooseAuth(c *smtp.Client, user, pass, host string) (smtp.Auth, string) {
+	ok, offered := c.Extension("AUTH")
+	if !ok {
+		return nil, "the mail server offers no AUTH, and the URL names a user"
+	}
+	mechs := strings.Fields(strings.ToUpper(offered))
+	switch {
+	case slices.Contains(mechs, "PLAIN"):
+		return smtp.PlainAuth("", user, pass, host), ""
+	case slices.Contains(mechs, "LOGIN"):
+		return &loginAuth{user: user, pass: pass, host: host}, ""
+	}
+	return nil, "the mail server offers AUTH " + offered + ", neither PLAIN nor LOGIN"
+}
+
+// loginAuth is the LOGIN mechanism: the server prompts for the user name
+// and then the password.
+type loginAuth struct{ user, pass, host string }
+
+func (a *loginAuth) Start(server *smtp.ServerInfo) (string, []byte, error) {
+	if !server.TLS && !loopback(server.Name) {
+		return "", nil, errors.New("refusing to send the password without TLS")
+	}
+	if server.Name != a.host {
+		return "", nil, errors.New("wrong host name")
+	}
+	return "LOGIN", nil, nil
+}
+
+func (a *loginAuth) Next(fromServer []byte, more bool) ([]byte, error) {
+	if !more {
+		return nil, nil
+	}
+	switch prompt := strings.ToLower(strings.TrimSpace(string(fromServer))); {
+	case strings.HasPrefix(prompt, "username"):
+		return []byte(a.user), nil
+	case strings.HasPrefix(prompt, "password"):
+		return []byte(a.pass), nil
+	default:
+		return nil, fmt.Errorf("unexpected LOGIN prompt %q", fromServer)
+	}
 }
 
 // smtpError says what the mail server answered to a step, or why it

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"mime/quotedprintable"
 	"net/mail"
+	"net/smtp"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,54 @@ func TestNewRefusesEmailRoutes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.find) || strings.Contains(err.Error(), "secret-pw") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A mail server offering LOGIN alone (Microsoft 365's submission port,
+// among others) is logged in to with LOGIN, one offering PLAIN too with
+// PLAIN; one offering neither is a failure naming what it offers. LOGIN,
+// like PLAIN, sends the password only over TLS or to this machine.
+func TestEmailAuthMechanisms(t *testing.T) {
+	for _, c := range []struct {
+		offers, used, why string
+	}{
+		{offers: "LOGIN", used: "LOGIN"},
+		{offers: "PLAIN LOGIN", used: "PLAIN"},
+		{offers: "LOGIN PLAIN", used: "PLAIN"},
+		{offers: "CRAM-MD5", why: "route mail: the mail server offers AUTH CRAM-MD5, neither PLAIN nor LOGIN"},
+	} {
+		t.Run(c.offers, func(t *testing.T) {
+			f := newFixture(t)
+			srv, pki := mailServer(t, smtptest.Options{Auth: c.offers})
+			route := Route{Name: "mail", URL: "smtp://flrh%40example.com:pw%3A1@localhost:" + srv.Port(), Format: FormatEmail,
+				From: "flrh@example.com", To: []string{"ops@example.com"}}
+			n := f.routed("a", []Route{route}, func(cfg *Config) { cfg.RootCAs = pki.Pool() })
+			f.ended("r1")
+			f.pass(n, 1)
+			msgs := srv.Messages()
+			if c.why != "" {
+				b, err := f.store.NoticeBacklog(ctx)
+				if err != nil || len(msgs) != 0 || b.Oldest.LastError != c.why {
+					t.Fatalf("backlog %+v (%v), %d messages", b, err, len(msgs))
+				}
+				return
+			}
+			if len(msgs) != 1 || !msgs[0].TLS || msgs[0].Mechanism != c.used || msgs[0].User != "flrh@example.com" || msgs[0].Pass != "pw:1" {
+				t.Fatalf("messages %+v", msgs)
+			}
+		})
+	}
+	a := &loginAuth{user: "u", pass: "p", host: "mail.example.com"}
+	if _, _, err := a.Start(&smtp.ServerInfo{Name: "mail.example.com"}); err == nil {
+		t.Fatal("LOGIN without TLS to another machine was allowed")
+	}
+	if _, _, err := a.Start(&smtp.ServerInfo{Name: "other.example.com", TLS: true}); err == nil {
+		t.Fatal("LOGIN to another host than the URL's was allowed")
+	}
+	if mech, _, err := a.Start(&smtp.ServerInfo{Name: "mail.example.com", TLS: true}); err != nil || mech != "LOGIN" {
+		t.Fatalf("LOGIN over TLS: %q, %v", mech, err)
+	}
+	if _, err := a.Next([]byte("Who are you?"), true); err == nil {
+		t.Fatal("an unknown prompt was answered")
 	}
 }

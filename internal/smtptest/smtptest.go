@@ -1,5 +1,5 @@
 // Package smtptest runs a mail server for tests of e-mail delivery: it
-// speaks enough SMTP (EHLO, STARTTLS, AUTH PLAIN, MAIL, RCPT, DATA, RSET,
+// speaks enough SMTP (EHLO, STARTTLS, AUTH PLAIN or LOGIN, MAIL, RCPT, DATA, RSET,
 // NOOP, QUIT) for net/smtp's client, records what it was sent, and
 // answers the end of a message as its script says.
 package smtptest
@@ -21,7 +21,8 @@ type Message struct {
 	To         []string
 	Data       []byte
 	TLS        bool   // sent over TLS (STARTTLS or from the first byte)
-	User, Pass string // AUTH PLAIN's, "" without
+	User, Pass string // AUTH's, "" without
+	Mechanism  string // the AUTH mechanism used, "" without
 	Code       int    // what the server answered its end with
 }
 
@@ -36,17 +37,20 @@ type Server struct {
 	mu       sync.Mutex
 	script   []int // answers to the ends of messages, then 250
 	rcpt     map[string]int
+	auth     string // the mechanisms EHLO offers
 	msgs     []Message
 	wg       sync.WaitGroup
 }
 
 // Options say how a server talks: with TLS (offered as STARTTLS, or
-// from the first byte with Implicit), answering the ends of messages
-// with Script (250 once it runs out) and the recipients RefuseRcpt
-// names with their code.
+// from the first byte with Implicit), offering the AUTH mechanisms Auth
+// names ("PLAIN" when empty; "LOGIN", or "PLAIN LOGIN"), answering the
+// ends of messages with Script (250 once it runs out) and the
+// recipients RefuseRcpt names with their code.
 type Options struct {
 	TLS        *tls.Config
 	Implicit   bool
+	Auth       string
 	Script     []int
 	RefuseRcpt map[string]int
 }
@@ -58,7 +62,10 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: ln.Addr().String(), ln: ln, tls: o.TLS, implicit: o.Implicit, script: o.Script, rcpt: o.RefuseRcpt}
+	s := &Server{Addr: ln.Addr().String(), ln: ln, tls: o.TLS, implicit: o.Implicit, script: o.Script, rcpt: o.RefuseRcpt, auth: o.Auth}
+	if s.auth == "" {
+		s.auth = "PLAIN"
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -115,11 +122,11 @@ func (s *Server) serve(c net.Conn) {
 		case "EHLO", "HELO":
 			if s.tls != nil && !secure {
 				reply("250-smtptest")
-				reply("250-AUTH PLAIN")
+				reply("250-AUTH %s", s.auth)
 				reply("250 STARTTLS")
 			} else {
 				reply("250-smtptest")
-				reply("250 AUTH PLAIN")
+				reply("250 AUTH %s", s.auth)
 			}
 		case "STARTTLS":
 			if s.tls == nil || secure {
@@ -136,13 +143,42 @@ func (s *Server) serve(c net.Conn) {
 			m = Message{}
 		case "AUTH":
 			mech, resp, _ := strings.Cut(arg, " ")
-			b, err := base64.StdEncoding.DecodeString(resp)
-			parts := strings.Split(string(b), "\x00")
-			if !strings.EqualFold(mech, "PLAIN") || err != nil || len(parts) != 3 {
-				reply("535 bad credentials")
+			mech = strings.ToUpper(mech)
+			if !strings.Contains(" "+s.auth+" ", " "+mech+" ") {
+				reply("504 mechanism not offered")
 				continue
 			}
-			m.User, m.Pass = parts[1], parts[2]
+			switch mech {
+			case "PLAIN":
+				b, err := base64.StdEncoding.DecodeString(resp)
+				parts := strings.Split(string(b), "\x00")
+				if err != nil || len(parts) != 3 {
+					reply("535 bad credentials")
+					continue
+				}
+				m.User, m.Pass = parts[1], parts[2]
+			case "LOGIN":
+				// RFC-less but common: a prompt for each, base64 both ways.
+				var answers []string
+				for _, prompt := range []string{"Username:", "Password:"} {
+					reply("334 %s", base64.StdEncoding.EncodeToString([]byte(prompt)))
+					line, err := tp.ReadLine()
+					if err != nil {
+						return
+					}
+					b, err := base64.StdEncoding.DecodeString(line)
+					if err != nil {
+						break
+					}
+					answers = append(answers, string(b))
+				}
+				if len(answers) != 2 {
+					reply("535 bad credentials")
+					continue
+				}
+				m.User, m.Pass = answers[0], answers[1]
+			}
+			m.Mechanism = mech
 			reply("235 ok")
 		case "MAIL":
 			m.From = addr(arg)
@@ -174,9 +210,9 @@ func (s *Server) serve(c net.Conn) {
 			} else {
 				reply("%d try again later", m.Code)
 			}
-			m = Message{User: m.User, Pass: m.Pass}
+			m = Message{User: m.User, Pass: m.Pass, Mechanism: m.Mechanism}
 		case "RSET":
-			m = Message{User: m.User, Pass: m.Pass}
+			m = Message{User: m.User, Pass: m.Pass, Mechanism: m.Mechanism}
 			reply("250 ok")
 		case "NOOP":
 			reply("250 ok")

@@ -244,10 +244,7 @@ func (n *Notifier) emailMessage(r *Route, no store.Notice) ([]byte, error) {
 	if err := json.Unmarshal(no.Body, &b); err != nil {
 		return nil, err
 	}
-	after := r.After
-	if no.Kind == TestKind {
-		after = 0
-	}
+	after := r.escalatedAfter(no)
 	subject := stillWaiting(PlainText(b, ""), after)
 	text := stillWaiting(PlainText(b, n.cfg.Link), after)
 	sum := sha256.Sum256([]byte(no.ID))

@@ -124,10 +124,7 @@ func slackEscape(s string) string {
 
 // body is what a delivery of no to r carries, in r's format.
 func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
-	after := r.After
-	if no.Kind == TestKind {
-		after = 0 // a test of the route, no run's wait
-	}
+	after := r.escalatedAfter(no)
 	if r.Format == FormatTemplate {
 		var b store.NoticeBody
 		if err := json.Unmarshal(no.Body, &b); err != nil {
@@ -150,6 +147,16 @@ func (n *Notifier) body(r *Route, no store.Notice) ([]byte, error) {
 	}
 	return json.Marshal(envelope{ID: no.ID, CreatedAt: no.CreatedAt.UTC().Format(time.RFC3339Nano), Attempt: no.Attempts, Link: link,
 		EscalatedAfter: int64(after / time.Second), Notice: no.Body})
+}
+
+// escalatedAfter is how long the run had waited when r, an escalation,
+// is told of notice no: r.After, or 0 for a route told at once and for
+// a test notice (no run's wait).
+func (r *Route) escalatedAfter(no store.Notice) time.Duration {
+	if no.Kind == TestKind {
+		return 0
+	}
+	return r.After
 }
 
 // stillWaiting is a notice's sentence as an escalation after a wait

@@ -56,9 +56,8 @@ func addEncryptionFlag(cmd *cobra.Command) {
 // once), and again only when the source given changes (tests run many
 // commands in one process).
 var processKeys struct {
-	given string // the source and what it names, as read
-	from  keySource
-	ring  *sealed.Ring
+	from keySource // the source read, and what it names
+	ring *sealed.Ring
 }
 
 // keySource is where the keys come from: the flag or variable, and what
@@ -100,14 +99,14 @@ func storeSealer() (store.Sealer, error) {
 	if err != nil || src.value == "" {
 		return nil, err
 	}
-	if processKeys.ring != nil && processKeys.given == src.name+"\x00"+src.value {
+	if processKeys.ring != nil && processKeys.from == src {
 		return processKeys.ring, nil
 	}
 	k, err := src.read()
 	if err != nil {
 		return nil, err
 	}
-	processKeys.given, processKeys.from, processKeys.ring = src.name+"\x00"+src.value, src, sealed.NewRing(k)
+	processKeys.from, processKeys.ring = src, sealed.NewRing(k)
 	return processKeys.ring, nil
 }
 

@@ -45,21 +45,36 @@ func checkEmail(r *Route, u *url.URL, where string) error {
 		return errors.New(where + "an e-mail route's URL is smtp://HOST[:PORT] or smtps://HOST[:PORT]")
 	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
 		return errors.New(where + "an e-mail route's URL has no path, query or fragment")
-	case r.From == "":
-		return errors.New(where + "an e-mail route needs from, the sender's address")
-	case len(r.To) == 0:
-		return errors.New(where + "an e-mail route needs to, one address at least")
-	case len(r.To) > MaxRecipients:
-		return fmt.Errorf("%s%d recipients, more than %d", where, len(r.To), MaxRecipients)
 	case r.Template != "":
 		return errors.New(where + "an e-mail route takes no template")
 	}
-	for _, a := range append([]string{r.From}, r.To...) {
-		if err := oneAddress(a); err != nil {
-			return fmt.Errorf("%s%q: %v", where, a, err)
-		}
+	if _, why := checkRecipients(r.From, r.To); why != "" {
+		return errors.New(where + why)
 	}
 	return nil
+}
+
+// checkRecipients checks an e-mail route's sender and recipients, for a
+// Route and for a routes file's spec alike: why is "" when they are
+// good, and otherwise says what is wrong with member, from or to.
+func checkRecipients(from string, to []string) (member, why string) {
+	switch {
+	case from == "":
+		return "from", "an e-mail route needs from, the sender's address"
+	case len(to) == 0:
+		return "to", "an e-mail route needs to, one recipient at least"
+	case len(to) > MaxRecipients:
+		return "to", fmt.Sprintf("%d recipients, more than %d", len(to), MaxRecipients)
+	}
+	if err := oneAddress(from); err != nil {
+		return "from", fmt.Sprintf("%q: %v", from, err)
+	}
+	for _, a := range to {
+		if err := oneAddress(a); err != nil {
+			return "to", fmt.Sprintf("%q: %v", a, err)
+		}
+	}
+	return "", ""
 }
 
 // oneAddress checks that a is one bare address (name@domain), which the

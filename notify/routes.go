@@ -323,23 +323,13 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 		return bad("format", "%q is not %s, %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate, FormatEmail)
 	}
 	if s.Format == FormatEmail {
-		switch {
-		case s.SecretEnv != "":
+		if s.SecretEnv != "" {
 			return bad("secret_env", "an e-mail is not signed: the mail server's credentials go in the URL of url_env")
-		case s.From == "":
-			return bad("from", "an e-mail route needs the sender's address")
-		case len(s.To) == 0:
-			return bad("to", "an e-mail route needs one recipient at least")
-		case len(s.To) > MaxRecipients:
-			return bad("to", "%d recipients, more than %d", len(s.To), MaxRecipients)
 		}
-		if err := oneAddress(s.From); err != nil {
-			return bad("from", "%q: %v", s.From, err)
+		if member, why := checkRecipients(s.From, s.To); why != "" {
+			return bad(member, "%s", why)
 		}
 		for j, a := range s.To {
-			if err := oneAddress(a); err != nil {
-				return bad("to", "%q: %v", a, err)
-			}
 			if slices.Contains(s.To[:j], a) {
 				return bad("to", "%q is named twice", a)
 			}

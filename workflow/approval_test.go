@@ -81,3 +81,69 @@ func TestApprovalFlow(t *testing.T) {
 		t.Fatal("a settled request was authorized again")
 	}
 }
+
+// An approval policy naming a group takes a grant from any of its members,
+// and from no one else: not an outsider, not someone named like the group.
+// H sees the group its request named, so a member's grant authorizes the
+// very intent the named approver's would have.
+func TestApprovalByAGroupMember(t *testing.T) {
+	files := editBundle(t, func(m map[string]any) {
+		m["approval"].(map[string]any)["members"] = []any{"alice", "bob"}
+	}, nil)
+	w, err := Compile(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := compileExample(t, "refund-agent")
+	if w.Digest() == plain.Digest() {
+		t.Fatal("the members are not bound by the workflow's digest")
+	}
+	st, _ := w.Init("run-group")
+	r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-9", 700, "bob", "late")})
+	if err != nil || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
+		t.Fatalf("%v %v", err, outcomes(r))
+	}
+	planned := r.Effects[0]
+	need := *planned.Approval
+	for _, who := range []string{"alice", "bob"} {
+		e, err := w.AuthorizeApproved(r.State, need, grantFor(need, who, "human_approver"))
+		if err != nil {
+			t.Fatalf("%s, a member: %v", who, err)
+		}
+		a, _ := cjson.Marshal(e.Intent)
+		b, _ := cjson.Marshal(planned.Intent)
+		if string(a) != string(b) {
+			t.Fatalf("%s's grant authorized another intent\n%s\n%s", who, a, b)
+		}
+	}
+	for _, c := range []struct{ who, role, want string }{
+		{"mallory", "human_approver", `"mallory", who is not among the members of "finance-lead" the approval policy names (alice, bob)`},
+		{"finance-lead", "human_approver", `"finance-lead", who is not among the members`},
+		{"alice", "operator", `role "operator"`},
+	} {
+		if _, err := w.AuthorizeApproved(r.State, need, grantFor(need, c.who, c.role)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s as %s: got %v, want %q", c.who, c.role, err, c.want)
+		}
+		if err := w.CheckGrant(need, grantFor(need, c.who, c.role)); err == nil {
+			t.Errorf("CheckGrant took %s as %s", c.who, c.role)
+		}
+	}
+	v, err := w.Inspect(r.State)
+	if err != nil || len(v.Pending) != 1 || v.Pending[0].Approver != "finance-lead" || strings.Join(v.Pending[0].Members, ",") != "alice,bob" {
+		t.Fatalf("the view of the pending approval: %v %+v", err, v.Pending)
+	}
+	// Without members the policy names a person, and the view lists none.
+	ps, _ := plain.Init("run-plain")
+	pr, err := plain.Decide(ps, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-9", 700, "bob", "late")})
+	if err != nil || len(pr.Effects) != 1 || pr.Effects[0].Approval == nil {
+		t.Fatalf("%v %v", err, outcomes(pr))
+	}
+	pv, err := plain.Inspect(pr.State)
+	if err != nil || len(pv.Pending) != 1 || pv.Pending[0].Members != nil {
+		t.Fatalf("a person's approval lists members: %v %+v", err, pv.Pending)
+	}
+	pneed := *pr.Effects[0].Approval
+	if _, err := plain.AuthorizeApproved(pr.State, pneed, grantFor(pneed, "alice", "human_approver")); err == nil || !strings.Contains(err.Error(), `the approval policy names "finance-lead"`) {
+		t.Fatalf("a person's policy and someone else's grant: %v", err)
+	}
+}

@@ -278,10 +278,8 @@ func (w *Workflow) CheckGrant(need ApprovalNeed, g Grant) error {
 		return errors.New("the grant answers another request: the action, destination or scope changed")
 	case b.Role != authority.ApproverRole:
 		return fmt.Errorf("the grant was issued in role %q, not %s", b.Role, authority.ApproverRole)
-	case b.Actor != w.approval.Approver:
-		return fmt.Errorf("the grant was issued by %q; the approval policy names %q", b.Actor, w.approval.Approver)
 	}
-	return nil
+	return w.approval.mayAnswer(b.Actor)
 }
 
 // AuthorizeApproved authorizes the effect waiting on need once the grant
@@ -314,7 +312,10 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if b.Role != authority.ApproverRole {
 		kind = "unknown"
 	}
-	eff, _, err := w.reauthorize(pd, authority.Approver{ID: b.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}}, authority.CheckedBatch{})
+	// H's request names the approver the policy names: a person, or a
+	// group for which the member who granted (checked above, recorded in
+	// the grant) answers. H sees the name its request bound.
+	eff, _, err := w.reauthorize(pd, authority.Approver{ID: w.approval.Approver, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}}, authority.CheckedBatch{})
 	if err != nil {
 		return Effect{}, err
 	}

@@ -111,8 +111,65 @@ type HeaderSpec struct {
 type ApprovalPolicy struct {
 	PolicyVersion string `json:"policy_version"`
 	ApproverScope string `json:"approver_scope"`
-	Approver      string `json:"approver"` // the person (actor name) a request names
-	TTL           int64  `json:"ttl"`      // logical time units a request stays open
+	Approver      string `json:"approver"` // the person (actor name) or the group a request names
+	// Members, when given, makes Approver the name of a group: a grant
+	// from any one of these people answers a request that names it.
+	// Without members Approver is a person, the only one who may answer.
+	Members []string `json:"members,omitempty"`
+	TTL     int64    `json:"ttl"` // logical time units a request stays open
+}
+
+// maxMembers bounds an approver group: a list longer than a team is more
+// likely a directory pasted by mistake than a set of people who decide.
+const maxMembers = 100
+
+// checkMembers checks an approver group: ids, distinct, at most
+// maxMembers, and the group's own name not among them (a name that is
+// both a person and the group would leave a grant's meaning to guesswork).
+func checkMembers(p ApprovalPolicy) *Error {
+	if p.Members == nil {
+		return nil
+	}
+	if len(p.Members) == 0 || len(p.Members) > maxMembers {
+		return malformed("/approval/members", "must list from 1 to %d people who may answer for %q", maxMembers, p.Approver)
+	}
+	for i, m := range p.Members {
+		ptr := fmt.Sprintf("/approval/members/%d", i)
+		switch {
+		case !cjson.ValidID(m):
+			return malformed(ptr, "%q is not an id", m)
+		case m == p.Approver:
+			return malformed(ptr, "%q is the group's own name: approver names the group, members the people in it", m)
+		case slices.Contains(p.Members[:i], m):
+			return malformed(ptr, "%q is listed twice", m)
+		}
+	}
+	return nil
+}
+
+// membersOf lists the people who may answer a request naming approver:
+// the policy's members when it names this group, nil otherwise (a request
+// made under another policy version lists no one it cannot vouch for).
+func (p ApprovalPolicy) membersOf(approver string) []string {
+	if p.Members == nil || approver != p.Approver {
+		return nil
+	}
+	return slices.Clone(p.Members)
+}
+
+// mayAnswer reports whether a grant from actor answers the requests the
+// policy names, and if not, why.
+func (p ApprovalPolicy) mayAnswer(actor string) error {
+	if p.Members == nil {
+		if actor != p.Approver {
+			return fmt.Errorf("the grant was issued by %q; the approval policy names %q", actor, p.Approver)
+		}
+		return nil
+	}
+	if !slices.Contains(p.Members, actor) {
+		return fmt.Errorf("the grant was issued by %q, who is not among the members of %q the approval policy names (%s)", actor, p.Approver, strings.Join(p.Members, ", "))
+	}
+	return nil
 }
 
 type eligibility struct {
@@ -834,6 +891,9 @@ func (c *compiler) authority(w *Workflow) *Error {
 		if !cjson.ValidID(f.v) {
 			return malformed("/approval/"+f.k, "must be an id")
 		}
+	}
+	if err := checkMembers(w.approval); err != nil {
+		return err
 	}
 	if w.approval.TTL < 1 || w.approval.TTL > 1<<40 {
 		return malformed("/approval/ttl", "must be from 1 to 2^40 logical time units")

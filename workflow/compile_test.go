@@ -105,6 +105,18 @@ func TestCompileErrors(t *testing.T) {
 		{"tampered capability", nil, nil, nil, CodeBadCapability, "capabilities.json", "/chains/0", ""},
 		{"approval ttl", sub("approval", "ttl", int64(0)), nil, nil, CodeMalformed, ManifestFile, "/approval/ttl", ""},
 		{"approval member", sub("approval", "who", "x"), nil, nil, CodeMalformed, ManifestFile, "/approval", "unknown field"},
+		{"approver group empty", sub("approval", "members", []any{}), nil, nil, CodeMalformed, ManifestFile, "/approval/members", "from 1 to 100 people"},
+		{"approver group member not an id", sub("approval", "members", []any{"alice", "not an id"}), nil, nil, CodeMalformed, ManifestFile, "/approval/members/1", "not an id"},
+		{"approver group member twice", sub("approval", "members", []any{"alice", "bob", "alice"}), nil, nil, CodeMalformed, ManifestFile, "/approval/members/2", "listed twice"},
+		{"approver group names itself", sub("approval", "members", []any{"alice", "finance-lead"}), nil, nil, CodeMalformed, ManifestFile, "/approval/members/1", "the group's own name"},
+		{"approver group too large", sub("approval", "members", func() []any {
+			var ms []any
+			for i := range 101 {
+				ms = append(ms, "person-"+string(rune('a'+i/26))+string(rune('a'+i%26)))
+			}
+			return ms
+		}()), nil, nil, CodeMalformed, ManifestFile, "/approval/members", "from 1 to 100 people"},
+		{"approver group not a list", sub("approval", "members", "alice"), nil, nil, CodeMalformed, ManifestFile, "/approval", ""},
 		{"adapter for unknown effect", sub("adapters", "mail.send", map[string]any{"kind": "http", "url_env": "X"}), nil, nil, CodeBadBinding, ManifestFile, "/adapters/mail.send", ""},
 		{"adapter kind", sub("adapters", "refund.pay", map[string]any{"kind": "smtp", "url_env": "X"}), nil, nil, CodeMalformed, ManifestFile, "/adapters/refund.pay/kind", ""},
 		{"tool without adapter", set("adapters", map[string]any{}), nil, nil, CodeBadBinding, ManifestFile, "/adapters", "no adapter"},

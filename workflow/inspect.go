@@ -64,6 +64,9 @@ type PendingApproval struct {
 	IntentID      string `json:"intent_id"`
 	ProposalID    string `json:"proposal_id"`
 	Approver      string `json:"approver"`
+	// Members are the people who may answer for Approver when the
+	// approval policy names a group; absent when it names a person.
+	Members []string `json:"members,omitempty"`
 }
 
 // Inspect reads a state produced by this workflow.
@@ -81,7 +84,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	}
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
-			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor})
+			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor)})
 	}
 	for _, o := range st.Offered {
 		v.Offers = append(v.Offers, Offer{ProposalID: o.ProposalID, TicketID: o.TicketID, Options: append([]string{}, o.Options...),

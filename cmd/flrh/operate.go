@@ -540,14 +540,18 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 // must see, indented under its request), choices among the options H
 // offered, effects whose outcome is unknown.
 func printWaits(out io.Writer, id string, st runner.Status) {
+	v, viewed := st.View.(workflow.View)
 	for _, w := range st.Waiting {
 		fmt.Fprintf(out, "  waits for approval %s (request %s)\n", w.RequestID, w.RequestDigest)
 		for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
 			fmt.Fprintf(out, "    | %s\n", line)
 		}
+		if k := slices.IndexFunc(v.Pending, func(p workflow.PendingApproval) bool { return p.RequestID == w.RequestID }); viewed && k >= 0 {
+			fmt.Fprintf(out, "    who may approve: %s\n", whoMayApprove(v.Pending[k]))
+		}
 		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
 	}
-	if v, ok := st.View.(workflow.View); ok {
+	if viewed {
 		// The offers outlive a turn that left OPTIONS (a pause, an exit);
 		// only a machine that takes a choice now gets the command.
 		capName, _ := mrp.RequiredCapability(mrp.ChooseOption)
@@ -573,6 +577,15 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 	for _, u := range st.Unknown {
 		fmt.Fprintf(out, "  outcome of %s unknown — after checking the destination: flrh reconcile %s %s --confirmed|--failed|--abandon --as NAME\n", u, id, u)
 	}
+}
+
+// whoMayApprove says who may answer a pending approval: the person the
+// policy names, or any one of the members of the group it names.
+func whoMayApprove(p workflow.PendingApproval) string {
+	if len(p.Members) == 0 {
+		return p.Approver
+	}
+	return fmt.Sprintf("any one of %s (members of %s)", strings.Join(p.Members, ", "), p.Approver)
 }
 
 func init() {

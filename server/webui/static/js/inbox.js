@@ -35,12 +35,7 @@ async function detail(item, signal) {
     const effect = (page.effects || []).find((e) => e.intent_id === need.intent_id);
     const extra = [];
     const pd = pending.find((p) => field(p, 'request_id', 'RequestID') === need.request_id);
-    if (pd) {
-      const who = field(pd, 'approver', 'Approver');
-      const prop = field(pd, 'proposal_id', 'ProposalID');
-      if (who) extra.push(['Approver named by policy', who]);
-      if (prop) extra.push(['Proposal', prop]);
-    }
+    extra.push(...pendingFields(pd));
     for (const [k, v] of ticketFields(tickets, need)) extra.push([k, v]);
     return { run: item.run, need, effect, extra };
   });
@@ -98,4 +93,18 @@ export async function inboxPage(el, signal) {
   await load();
   const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, 2000);
   signal.addEventListener('abort', () => clearInterval(timer));
+}
+
+// pendingFields are what a pending approval says of who may answer it and
+// what it came from: the approver the policy names (a person, or a group
+// with the people in it) and the proposal.
+export function pendingFields(pd) {
+  if (!pd) return [];
+  const out = [];
+  const who = field(pd, 'approver', 'Approver');
+  const members = field(pd, 'members', 'Members') || [];
+  if (who) out.push(['Approver named by policy', members.length ? `${who}: any one of ${members.join(', ')}` : who]);
+  const prop = field(pd, 'proposal_id', 'ProposalID');
+  if (prop) out.push(['Proposal', prop]);
+  return out;
 }

@@ -6,7 +6,7 @@
 import { get, post, runPath, optional, stream } from './api.js';
 import { h, replace, short, when, stateBadge, field, gate, may } from './dom.js';
 import { approvalCard, journeyStrip, jsonView, scoreTable, scorecard } from './widgets.js';
-import { ticketFields } from './inbox.js';
+import { pendingFields, ticketFields } from './inbox.js';
 import { whyView } from './why.js';
 
 async function shell() { return import('./app.js'); }
@@ -86,8 +86,7 @@ export async function runPage(el, signal, id) {
       const effect = (page.effects || []).find((e) => e.intent_id === need.intent_id);
       const extra = [];
       const pd = pending.find((p) => field(p, 'request_id', 'RequestID') === need.request_id);
-      if (pd && field(pd, 'approver', 'Approver')) extra.push(['Approver named by policy', field(pd, 'approver', 'Approver')]);
-      if (pd && field(pd, 'proposal_id', 'ProposalID')) extra.push(['Proposal', field(pd, 'proposal_id', 'ProposalID')]);
+      extra.push(...pendingFields(pd));
       extra.push(...ticketFields(tickets, need));
       parts.push(approvalCard(id, need, effect, extra, refreshSoon));
     }

@@ -1,0 +1,91 @@
+package bundle
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/runner"
+)
+
+// A refund bundle whose approval policy names a group: any member's grant
+// pays the large refund, once; anyone else is refused before a grant is
+// stored; a member may deny; the record verifies and replays.
+func TestRefundApprovedByAGroupMember(t *testing.T) {
+	dir := copyExample(t, "refund-agent")
+	manifest := filepath.Join(dir, "workflow.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `"approver": "finance-lead",`
+	if !strings.Contains(string(b), old) {
+		t.Fatal("the example's approval policy changed; update this test")
+	}
+	b = []byte(strings.Replace(string(b), old, `"approver": "finance-leads", "members": ["alice", "bob"],`, 1))
+	if err := os.WriteFile(manifest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, ads, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, wf, ads)
+	approver := func(name string) runner.Actor {
+		return runner.Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	}
+
+	h.start("refund-group", refund("r-3001", 5000, "dave", "damaged"))
+	s := h.status("refund-group")
+	if s.State != "WAIT_APPROVAL" || len(s.Waiting) != 1 {
+		t.Fatalf("state %s, waiting %d", s.State, len(s.Waiting))
+	}
+	w := s.Waiting[0]
+	var ar *runner.ApproverRefusedError
+	for _, who := range []string{"mallory", "finance-leads", "finance-lead"} {
+		if err := h.r.Approve(h.ctx, "refund-group", w.RequestID, approver(who), time.Minute); !errors.As(err, &ar) ||
+			!strings.Contains(ar.Reason, `not among the members of "finance-leads" the approval policy names (alice, bob)`) {
+			t.Fatalf("approval by %s: %v", who, err)
+		}
+	}
+	h.idle()
+	if s := h.status("refund-group"); s.State != "WAIT_APPROVAL" || len(h.intents("refund-group")) != 0 || len(h.sb.Mutations()) != 0 {
+		t.Fatalf("a refused approval moved the run: %s", s.State)
+	}
+	h.approveAll("refund-group", "bob")
+	if s := h.status("refund-group"); s.State != "SUCCEEDED" {
+		t.Fatalf("after bob's approval: %s", s.State)
+	}
+	ins := h.intents("refund-group")
+	if len(ins) != 1 || ins[0].ApprovalID == "" || ins[0].ID != w.IntentID || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		t.Fatalf("intents %+v (want %s with a grant)", ins, w.IntentID)
+	}
+	g, err := h.st.Approval(h.ctx, ins[0].ApprovalID)
+	if err != nil || !strings.Contains(string(g.Body), `"actor":"bob"`) {
+		t.Fatalf("the grant consumed does not name bob: %v %s", err, g.Body)
+	}
+	h.checkRecord("refund-group")
+
+	// A member may deny; an outsider may not.
+	h.start("refund-group-denied", refund("r-3002", 5000, "erin", "damaged"))
+	s = h.status("refund-group-denied")
+	if len(s.Waiting) != 1 {
+		t.Fatalf("state %s", s.State)
+	}
+	if err := h.r.Deny(h.ctx, "refund-group-denied", s.Waiting[0].RequestID, "no", runner.Actor{Name: "mallory",
+		Role: "human_approver", Capability: "approval.deny"}); !errors.As(err, &ar) {
+		t.Fatalf("denial by an outsider: %v", err)
+	}
+	if err := h.r.Deny(h.ctx, "refund-group-denied", s.Waiting[0].RequestID, "not this one", runner.Actor{Name: "alice",
+		Role: "human_approver", Capability: "approval.deny"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.status("refund-group-denied"); s.State != "FAILED_PERMANENT" {
+		t.Fatalf("after alice's denial: %s", s.State)
+	}
+	h.checkRecord("refund-group-denied")
+}

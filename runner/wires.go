@@ -122,7 +122,7 @@ func (r *Runner) commitBoundary(t *tick, p *store.Tick) tripwire.Boundary {
 		l.intents = append(l.intents, tripwire.Intent{ID: in.ID, Digest: in.Digest, ApprovalID: in.ApprovalID})
 	}
 	for _, a := range p.Approvals {
-		l.approvals = append(l.approvals, tripwire.Consumption{ApprovalID: a.ApprovalID, IntentID: a.IntentID})
+		l.approvals = append(l.approvals, tripwire.Consumption{ApprovalID: a.ApprovalID, IntentID: a.IntentID, Concurs: a.Concurs})
 	}
 	for _, res := range p.Results {
 		l.results = append(l.results, tripwire.Result{IntentID: res.IntentID, N: res.N, Status: string(res.Status), Outbox: string(res.Outbox)})

@@ -198,9 +198,19 @@ func ValidateWholeRun(op string, r WholeRun) error {
 		}
 		intents[in.ID], keys[in.IdempotencyKey] = in, true
 	}
+	// A consumed grant is named by the intent that consumed it, or concurs
+	// with the grant that intent names: one of the same request, as a
+	// quorum's approvals are.
 	for _, g := range r.Grants {
-		if g.Status == ApprovalConsumed && intents[g.ConsumedBy].ApprovalID != g.ID {
-			return bad("grant %s is consumed by %q, which is no intent of the run that names it", g.ID, g.ConsumedBy)
+		if g.Status != ApprovalConsumed {
+			continue
+		}
+		in, ok := intents[g.ConsumedBy]
+		if !ok || in.ApprovalID == "" {
+			return bad("grant %s is consumed by %q, which is no intent of the run that names a grant", g.ID, g.ConsumedBy)
+		}
+		if in.ApprovalID != g.ID && grants[in.ApprovalID].RequestDigest != g.RequestDigest {
+			return bad("grant %s is consumed by %s, which names grant %s of another request", g.ID, in.ID, in.ApprovalID)
 		}
 	}
 	made := make(map[string]int64, len(intents))

@@ -20,8 +20,9 @@ type RunRecord struct {
 	Intents       []Intent
 	// Receipts, Attempts and Approvals, when the reader asked for the
 	// run's effects: Attempts every intent's attempts ordered by intent id
-	// and number, Approvals the grants the run's intents name, ordered by
-	// id (whichever run each belongs to).
+	// and number, Approvals the grants the run's intents name (whichever
+	// run each belongs to) and those its intents consumed with them (a
+	// quorum's concurring approvals, ApprovalUse.Concurs), ordered by id.
 	Receipts  []Receipt
 	Attempts  []Attempt
 	Approvals []Approval

@@ -248,10 +248,17 @@ const (
 // the stored grant and the transaction's own clock reading; it must be the
 // pure revalidation against the exact current request. A non-nil error
 // aborts the whole commit with CodeApprovalRejected.
+//
+// An intent names one grant (Intent.ApprovalID). Where a request needs the
+// approvals of several people (a quorum), the others are consumed by the
+// same intent in the same commit, each a use with Concurs set: the record
+// of who approved is the set of grants the intent consumed.
 type ApprovalUse struct {
 	ApprovalID string
 	IntentID   string
 	Check      func(grant Approval, now time.Time) error
+	// Concurs marks a grant consumed alongside the one the intent names.
+	Concurs bool
 }
 
 // Inbound is an event submitted to a run from outside the runner: a person's

@@ -24,6 +24,7 @@ func ValidateTick(runID string, t Tick) error {
 		return bad("checkpoint digest %s does not match its body", cp.Digest)
 	}
 	uses := map[string]bool{}
+	named := map[string]string{} // intent id → the grant it names, for this tick's intents
 	for i, in := range t.Intents {
 		if in.ID == "" || in.IdempotencyKey == "" || in.ContentDigest == "" || in.EffectType == "" {
 			return bad("intent %d lacks an id, effect type, idempotency key or content digest", i)
@@ -33,11 +34,38 @@ func ValidateTick(runID string, t Tick) error {
 		}
 		if in.ApprovalID != "" {
 			uses[in.ApprovalID+"\x00"+in.ID] = true
+			named[in.ID] = in.ApprovalID
 		}
 	}
 	// Every approval an intent names must be consumed in the same commit,
-	// and every consumption must belong to one of the tick's intents.
+	// and every consumption must belong to one of the tick's intents: the
+	// grant it names, or (Concurs) another grant it consumes with that one.
+	// A concurring grant is used once, and is no intent's named grant.
+	var concurs map[string]bool
 	for _, u := range t.Approvals {
+		if !u.Concurs {
+			continue
+		}
+		if g, ok := named[u.IntentID]; !ok || g == u.ApprovalID {
+			return bad("approval %s concurs for intent %s, which names no other approval in this tick", u.ApprovalID, u.IntentID)
+		}
+		for _, g := range named {
+			if g == u.ApprovalID {
+				return bad("approval %s concurs for intent %s and is named by another", u.ApprovalID, u.IntentID)
+			}
+		}
+		if concurs[u.ApprovalID] {
+			return bad("approval %s concurs twice in this tick", u.ApprovalID)
+		}
+		if concurs == nil {
+			concurs = map[string]bool{}
+		}
+		concurs[u.ApprovalID] = true
+	}
+	for _, u := range t.Approvals {
+		if u.Concurs {
+			continue
+		}
 		key := u.ApprovalID + "\x00" + u.IntentID
 		if !uses[key] {
 			return bad("approval %s is consumed for intent %s, which does not name it in this tick", u.ApprovalID, u.IntentID)

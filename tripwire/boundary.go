@@ -120,6 +120,9 @@ type Consumption struct {
 	IntentID    string `json:"intent_id"`
 	GrantRunID  string `json:"grant_run_id,omitempty"`
 	GrantStatus string `json:"grant_status,omitempty"`
+	// Concurs marks a grant consumed alongside the one the intent names
+	// (a quorum's other approvals; store.ApprovalUse.Concurs).
+	Concurs bool `json:"concurs,omitempty"`
 }
 
 // Result is how an attempt ended and the outbox status that follows.

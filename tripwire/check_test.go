@@ -110,6 +110,21 @@ func TestMutationsTrip(t *testing.T) {
 					b.Ledger.Intents[i].ApprovalID = ""
 				}
 			}, WireApprovalConsumption},
+		{"a second grant that does not say it concurs", committing, func(b *Boundary) {
+			b.Approvals = append(b.Approvals, Consumption{ApprovalID: "grant:other", IntentID: b.Approvals[0].IntentID, GrantRunID: b.RunID, GrantStatus: "granted"})
+		}, WireApprovalConsumption},
+		{"a concurring grant for an intent resting on none", committing, func(b *Boundary) {
+			for i := range b.Intents {
+				b.Intents[i].ApprovalID = ""
+			}
+			b.Approvals = []Consumption{{ApprovalID: "grant:other", IntentID: b.Intents[0].ID, GrantRunID: b.RunID, GrantStatus: "granted", Concurs: true}}
+		}, WireApprovalConsumption},
+		{"the named grant said to concur", committing, func(b *Boundary) { b.Approvals[0].Concurs = true }, WireApprovalConsumption},
+		{"a concurring grant consumed by no intent of the run", func(b Boundary) bool {
+			return b.Phase == PhaseIdle && len(b.Ledger.Approvals) > 0 && b.Ledger.Approvals[0].Status == "consumed"
+		}, func(b *Boundary) {
+			b.Ledger.Approvals = append(b.Ledger.Approvals, LedgerApproval{ID: "grant:other", RunID: b.RunID, Status: "consumed", ConsumedBy: "intent:elsewhere"})
+		}, WireApprovalConsumption},
 		{"a stale writer", committing, func(b *Boundary) { b.Lease.Newest = b.Lease.Generation + 1 }, WireFencing},
 		{"no lease", committing, func(b *Boundary) { b.Lease = Lease{} }, WireFencing},
 		{"generations go backwards", loading, func(b *Boundary) { b.Chain.Links[0].Generation = b.Chain.Links[1].Generation + 1 }, WireFencing},
@@ -352,5 +367,23 @@ func TestAfterCommitFollowsTheStore(t *testing.T) {
 	}
 	if _, err := AfterCommit(c, Boundary{Phase: PhaseIdle}); err == nil {
 		t.Fatal("AfterCommit accepted an idle boundary")
+	}
+}
+
+// A quorum's grants pass: an intent resting on one grant consumes others
+// marked as concurring, in its commit and in the stored ledger after.
+func TestConcurringGrantsPass(t *testing.T) {
+	bs := cleanRun(t)
+	b := first(t, bs, commitWith(func(b Boundary) bool { return len(b.Intents) > 0 && len(b.Approvals) > 0 }))
+	b.Approvals = append(b.Approvals, Consumption{ApprovalID: "grant:second", IntentID: b.Approvals[0].IntentID, GrantRunID: b.RunID, GrantStatus: "granted", Concurs: true})
+	if trips := Check(b); len(trips) > 0 {
+		t.Fatalf("a concurring grant tripped:%s", describe(trips))
+	}
+	idle := first(t, bs, func(b Boundary) bool {
+		return b.Phase == PhaseIdle && len(b.Ledger.Approvals) > 0 && b.Ledger.Approvals[0].Status == "consumed"
+	})
+	idle.Ledger.Approvals = append(idle.Ledger.Approvals, LedgerApproval{ID: "grant:second", RunID: idle.RunID, Status: "consumed", ConsumedBy: idle.Ledger.Approvals[0].ConsumedBy})
+	if trips := Check(idle); len(trips) > 0 {
+		t.Fatalf("a concurring grant in the ledger tripped:%s", describe(trips))
 	}
 }

@@ -184,11 +184,24 @@ func (s *Store) attempts(ctx context.Context, runID, query, arg string) ([]store
 	return out, s.mapErr("attempts", runID, rows.Err())
 }
 
+// concurringGrants is the condition on a grant a that it concurs:
+// consumed by an intent of its run that names another grant, as a
+// quorum's other approvals are (store.ApprovalUse). A run's record holds
+// them with the grants its intents name.
+const concurringGrants = `a.status = 'consumed'
+	AND a.consumed_by IN (SELECT intent_id FROM intents WHERE run_id = a.run_id AND approval_id IS NOT NULL)
+	AND a.approval_id NOT IN (SELECT approval_id FROM intents WHERE run_id = a.run_id AND approval_id IS NOT NULL)`
+
 // RunApprovals returns the grants a run's intents name, whichever run each
-// grant belongs to, in one read.
+// grant belongs to, and the run's other grants consumed (a quorum's
+// concurring approvals), in one read.
 func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approval, error) {
 	rows, err := s.pool.Query(ctx, `SELECT a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
-FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = $1 ORDER BY a.approval_id`, runID)
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = $1
+UNION ALL
+SELECT a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
+FROM approvals a WHERE a.run_id = $1 AND `+concurringGrants+`
+ORDER BY 1`, runID)
 	if err != nil {
 		return nil, s.mapErr("approvals", runID, err)
 	}

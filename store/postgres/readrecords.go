@@ -41,7 +41,11 @@ WHERE run_id = ANY($1) ORDER BY run_id, commit_order`
 FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, a.intent_id, a.n`
 
 	recordsApprovalsSQL = `SELECT i.run_id, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
-FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ANY($1) ORDER BY i.run_id, a.approval_id`
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ANY($1)
+UNION ALL
+SELECT a.run_id, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
+FROM approvals a WHERE a.run_id = ANY($1) AND ` + concurringGrants + `
+ORDER BY 1, 2`
 )
 
 const recordsEventsSQL = `SELECT run_id, ` + eventRowColumns + ` FROM events WHERE run_id = ANY($1) ORDER BY run_id, last_seq`

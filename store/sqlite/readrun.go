@@ -69,7 +69,10 @@ SELECT 5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.fi
 FROM intents i JOIN attempts a ON a.intent_order = i.commit_order WHERE i.run_id = ?1
 UNION ALL
 SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
-FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1`
+FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1
+UNION ALL
+SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+FROM approvals a WHERE a.run_id = ?1 AND ` + concurringGrants
 
 // The two statements: with the run's header and effects, and without.
 const (
@@ -652,7 +655,10 @@ SELECT b.k*8+5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at
 FROM b JOIN intents i ON i.run_id = b.rid JOIN attempts a ON a.intent_order = i.commit_order
 UNION ALL
 SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id`
+FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id
+UNION ALL
+SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+FROM b JOIN approvals a ON a.run_id = b.rid WHERE ` + concurringGrants
 )
 
 // The batch statements, with the run's header and effects and without.

@@ -30,9 +30,10 @@ func ImportRuns(t *testing.T, from, to Opener) {
 	must(t, err)
 	must(t, src.Commit(ctx, l, store.Tick{ExpectHead: 0, State: "EXECUTE", Events: []store.Event{Ev("A", `{}`)}}))
 	must(t, src.Quarantine(ctx, "mv-parked", "tripwire: budget overrun"))
+	quorumRun(t, src, c, "mv-quorum")
 	c.Advance(time.Minute)
 
-	runs := []string{"mv-ended", "mv-live", "mv-new", "mv-parked"}
+	runs := []string{"mv-ended", "mv-live", "mv-new", "mv-parked", "mv-quorum"}
 	whole := map[string]store.WholeRun{}
 	for _, id := range runs {
 		a, err := archive.Read(ctx, src, id)
@@ -73,6 +74,21 @@ func ImportRuns(t *testing.T, from, to Opener) {
 		edit(&w)
 		_, err := imp.ImportRun(ctx, w)
 		if store.CodeOf(err) != store.CodeInvalidInput {
+			t.Errorf("%s: ImportRun = %v, want %s", name, err, store.CodeInvalidInput)
+		}
+	}
+	// A grant consumed alongside another must be of the same request.
+	if q := whole["mv-quorum"]; len(q.Grants) != 2 || q.Grants[1].ConsumedBy != q.Record.Intents[0].ID {
+		t.Fatalf("the quorum's run was read with grants %+v", q.Grants)
+	}
+	for name, edit := range map[string]func(*store.WholeRun){
+		"concurring grant of another request": func(w *store.WholeRun) { w.Grants[1].RequestDigest = store.BodyDigest([]byte("other")) },
+		"concurring grant of no intent":       func(w *store.WholeRun) { w.Grants[1].ConsumedBy = "nobody" },
+		"intent naming no grant":              func(w *store.WholeRun) { w.Record.Intents[0].ApprovalID, w.Grants[0].Status, w.Grants[0].ConsumedBy = "", store.ApprovalGranted, "" },
+	} {
+		w := copyWhole(whole["mv-quorum"])
+		edit(&w)
+		if _, err := imp.ImportRun(ctx, w); store.CodeOf(err) != store.CodeInvalidInput {
 			t.Errorf("%s: ImportRun = %v, want %s", name, err, store.CodeInvalidInput)
 		}
 	}

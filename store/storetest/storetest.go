@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"HeadMismatch", testHeadMismatch},
 		{"AtomicTickOnApprovalFailure", testAtomicApproval},
 		{"ApprovalOneTimeAndExpiry", testApprovalLifecycle},
+		{"ConcurringApprovals", testConcurringApprovals},
 		{"IdempotencyKeys", testIdempotency},
 		{"AttemptsAndReceipts", testAttempts},
 		{"QuarantineRefusesWrites", testQuarantine},

@@ -84,7 +84,9 @@ func ImportRuns(t *testing.T, from, to Opener) {
 	for name, edit := range map[string]func(*store.WholeRun){
 		"concurring grant of another request": func(w *store.WholeRun) { w.Grants[1].RequestDigest = store.BodyDigest([]byte("other")) },
 		"concurring grant of no intent":       func(w *store.WholeRun) { w.Grants[1].ConsumedBy = "nobody" },
-		"intent naming no grant":              func(w *store.WholeRun) { w.Record.Intents[0].ApprovalID, w.Grants[0].Status, w.Grants[0].ConsumedBy = "", store.ApprovalGranted, "" },
+		"intent naming no grant": func(w *store.WholeRun) {
+			w.Record.Intents[0].ApprovalID, w.Grants[0].Status, w.Grants[0].ConsumedBy = "", store.ApprovalGranted, ""
+		},
 	} {
 		w := copyWhole(whole["mv-quorum"])
 		edit(&w)

@@ -250,6 +250,10 @@ func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now ti
 	return w.Workflow.CheckGrant(need(n), workflow.Grant{LedgerRequestDigest: g.RequestDigest, Body: g.Body})
 }
 
+// Quorum implements runner.Quorate: how many people the bundle's approval
+// policy asks to approve each request.
+func (w *Workflow) Quorum(runner.ApprovalNeed) int { return w.Workflow.ApprovalQuorum() }
+
 // AuthorizeApproved implements runner.ApprovalAuthorizer.
 func (w *Workflow) AuthorizeApproved(state []byte, n runner.ApprovalNeed, g store.Approval, _ int64) (runner.EffectPlan, error) {
 	e, err := w.Workflow.AuthorizeApproved(state, need(n), workflow.Grant{LedgerRequestDigest: g.RequestDigest, Body: g.Body})

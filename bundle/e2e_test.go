@@ -29,6 +29,7 @@ type harness struct {
 	sb  *sandbox.Sandbox
 	url string // the sandbox's effect endpoint
 	r   *runner.Runner
+	db  string // the store's file
 }
 
 func newHarness(t *testing.T, example string) *harness { return newHarnessTB(t, example) }
@@ -47,7 +48,8 @@ func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters, mods ...func(*run
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	db := filepath.Join(t.TempDir(), "flrh.db")
+	st, err := sqlite.Open(ctx, db, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func newHarnessWith(t testing.TB, wf *Workflow, ads *Adapters, mods ...func(*run
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close(context.Background()) })
-	return &harness{t: t, ctx: ctx, wf: wf, st: st, sb: sb, url: url, r: r}
+	return &harness{t: t, ctx: ctx, wf: wf, st: st, sb: sb, url: url, r: r, db: db}
 }
 
 func (h *harness) start(runID, input string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestPropertyAgentInputNeverAuthorizes(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		if after.State != "WAIT_APPROVAL" || len(after.Waiting) != 1 || after.Waiting[0] != w {
+		if after.State != "WAIT_APPROVAL" || len(after.Waiting) != 1 || !reflect.DeepEqual(after.Waiting[0], w) {
 			rt.Fatalf("after %v the run is %s waiting for %+v", forgeries, after.State, after.Waiting)
 		}
 		if its, err := f.st.Intents(ctx, runID); err != nil || len(its) != 0 {

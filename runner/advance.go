@@ -1644,6 +1644,12 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			r.traceNote(t, "approval_refused", in.ID, err.Error())
 			return true, nil
 		}
+		if q := quorumOf(t.wf, *e.Approval); q > 1 {
+			done, err := r.concur(ctx, t, e, in, grant, q, now)
+			if err != nil || !done {
+				return true, err
+			}
+		}
 		if aa, ok := t.wf.(ApprovalAuthorizer); ok {
 			state, err := t.cp.stateBytes()
 			if err != nil {
@@ -1661,7 +1667,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			if err != nil {
 				return true, err
 			}
-			approved.Stage, approved.Approval = e.Stage, e.Approval
+			approved.Stage, approved.Approval, approved.Concurring = e.Stage, e.Approval, e.Concurring
 			*e = approved
 		}
 		e.ApprovalID = grant.ID
@@ -1710,6 +1716,60 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 	return true, nil
 }
 
+// concur counts grant, from the entry in, toward e's quorum of q people.
+// The grants taken before that no longer stand (expired, revoked) are
+// dropped first. A second grant by one person is ignored; one that leaves
+// the quorum short is kept in e.Concurring. It reports whether grant
+// completes the quorum, and is then the grant e's intent names.
+func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.Inbound, grant store.Approval, q int, now time.Time) (bool, error) {
+	kept := e.Concurring[:0:0]
+	for _, c := range e.Concurring {
+		g, err := r.cfg.Store.Approval(ctx, c.ApprovalID)
+		if err != nil && store.CodeOf(err) != store.CodeNotFound {
+			return false, err
+		}
+		if err != nil || !live(g, now) {
+			r.traceNote(t, "approval_lapsed", in.ID, fmt.Sprintf("%s's approval %s of %s no longer stands (%s): it counts no more toward the quorum of %d",
+				c.Actor, c.ApprovalID, e.Approval.RequestID, lapsed(g, err), q))
+			continue
+		}
+		kept = append(kept, c)
+	}
+	e.Concurring = kept
+	if len(e.Concurring) == 0 {
+		e.Concurring = nil
+	}
+	actor := GrantActor(grant)
+	if slices.ContainsFunc(kept, func(c concurrence) bool { return c.Actor == actor }) {
+		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s has approved %s already: a quorum of %d needs other people", actor, e.Approval.RequestID, q))
+		return false, nil
+	}
+	if len(kept)+1 >= q {
+		return true, nil
+	}
+	// The grant that completes the quorum fires APPROVAL_GRANTED, which
+	// the machine refuses from anyone but a person holding the approver's
+	// capability; the ones before it are held to the same rule here.
+	if !r.machine.Authorized("APPROVAL_GRANTED", in.ActorRole, in.Capability) {
+		r.traceNote(t, "approval_refused", in.ID, fmt.Sprintf("(%s, %s) may not approve", in.ActorRole, in.Capability))
+		return false, nil
+	}
+	e.Concurring = append(kept, concurrence{ApprovalID: grant.ID, Actor: actor})
+	r.traceNote(t, "approval_concurred", in.ID, fmt.Sprintf("%s approved %s (%d of %d)", actor, e.Approval.RequestID, len(e.Concurring), q))
+	return false, nil
+}
+
+// lapsed says why a grant taken toward a quorum no longer stands.
+func lapsed(g store.Approval, err error) string {
+	switch {
+	case err != nil:
+		return "gone from the ledger"
+	case g.Status != store.ApprovalGranted:
+		return string(g.Status)
+	}
+	return "expired at " + g.ExpiresAt.UTC().Format(time.RFC3339)
+}
+
 func (r *Runner) traceNote(t *tick, kind, inbound, detail string) {
 	b, _ := cjson.Marshal(map[string]any{"kind": kind, "inbound": inbound, "detail": detail})
 	t.pending.Trace = append(t.pending.Trace, store.TraceRecord{Kind: kind, Body: b})
@@ -1752,8 +1812,11 @@ func (r *Runner) commitIntents(ctx context.Context, t *tick) error {
 		t.pending.Intents = append(t.pending.Intents, in)
 		if e.ApprovalID != "" {
 			need, wf := *e.Approval, t.wf
-			t.pending.Approvals = append(t.pending.Approvals, store.ApprovalUse{ApprovalID: e.ApprovalID, IntentID: e.IntentID,
-				Check: func(g store.Approval, now time.Time) error { return wf.CheckApproval(need, g, now) }})
+			check := func(g store.Approval, now time.Time) error { return wf.CheckApproval(need, g, now) }
+			t.pending.Approvals = append(t.pending.Approvals, store.ApprovalUse{ApprovalID: e.ApprovalID, IntentID: e.IntentID, Check: check})
+			for _, c := range e.Concurring {
+				t.pending.Approvals = append(t.pending.Approvals, store.ApprovalUse{ApprovalID: c.ApprovalID, IntentID: e.IntentID, Check: check, Concurs: true})
+			}
 		}
 		r.begin(t, e.IntentID)
 		e.Stage = stageCommitted

@@ -96,7 +96,11 @@ type openEffect struct {
 	ContentDigest string        `json:"content_digest"`
 	Approval      *ApprovalNeed `json:"approval"`
 	ApprovalID    string        `json:"approval_id"`
-	Usage         *Usage        `json:"usage,omitempty"` // what the adapter reported its attempts cost so far
+	// Concurring are the grants the run took toward the request's quorum
+	// (Quorate) before the one it names in ApprovalID: each consumed with
+	// the intent.
+	Concurring []concurrence `json:"concurring,omitempty"`
+	Usage      *Usage        `json:"usage,omitempty"` // what the adapter reported its attempts cost so far
 
 	// committed is Intent as planned kept it (asDecoded) or commitIntents
 	// decoded it, kept so that binding, sending and reconciling need not
@@ -120,6 +124,13 @@ type openEffect struct {
 	// in the effect itself, where a pointer to one was an allocation a
 	// step.
 	prepared keptPrepared
+}
+
+// concurrence is a grant a run took toward a request's quorum, and the
+// person who gave it.
+type concurrence struct {
+	ApprovalID string `json:"approval_id"`
+	Actor      string `json:"actor"`
 }
 
 // keptPrepared is a request prepared for an open effect, when ok.

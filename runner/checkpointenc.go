@@ -220,13 +220,29 @@ func (w *ckWriter) open(open []openEffect, d int) {
 			w.B = append(w.B, "null"...)
 		} else {
 			w.Open()
+			if len(a.ApprovedBy) > 0 {
+				w.Key("approved_by")
+				w.strings(a.ApprovedBy, "approved_by")
+			}
 			w.Str("intent_id", a.IntentID)
 			w.Str("preview", a.Preview)
+			if a.Quorum != 0 {
+				w.Int("quorum", int64(a.Quorum))
+			}
 			w.Str("request_digest", a.RequestDigest)
 			w.Str("request_id", a.RequestID)
 			w.Close()
 		}
 		w.Str("approval_id", e.ApprovalID)
+		if len(e.Concurring) > 0 {
+			w.Key("concurring")
+			list(w, e.Concurring, func(c *concurrence) {
+				w.Open()
+				w.Str("actor", c.Actor)
+				w.Str("approval_id", c.ApprovalID)
+				w.Close()
+			})
+		}
 		w.Str("content_digest", e.ContentDigest)
 		w.Key("intent")
 		if e.intentBytes.kept() {

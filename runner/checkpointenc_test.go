@@ -81,7 +81,15 @@ func genOpen(t *rapid.T) []openEffect {
 			ApprovalID: genText().Draw(t, "approval id"), Usage: genUsage(t, "open usage")}
 		if rapid.Bool().Draw(t, "approval") {
 			e.Approval = &ApprovalNeed{RequestID: genText().Draw(t, "rid"), RequestDigest: genText().Draw(t, "rd"), IntentID: genText().Draw(t, "aid"),
-				Preview: genText().Draw(t, "preview")}
+				Preview: genText().Draw(t, "preview"), Quorum: rapid.IntRange(0, 3).Draw(t, "quorum")}
+			if rapid.Bool().Draw(t, "approved by") {
+				e.Approval.ApprovedBy = rapid.SliceOfN(genText(), 0, 2).Draw(t, "approvers")
+			}
+		}
+		if rapid.Bool().Draw(t, "concurring") {
+			for range rapid.IntRange(0, 2).Draw(t, "nconcurring") {
+				e.Concurring = append(e.Concurring, concurrence{ApprovalID: genText().Draw(t, "concurring id"), Actor: genText().Draw(t, "concurring actor")})
+			}
 		}
 		e.Intent, e.intentBytes = genDoc(t, "intent")
 		if e.intentBytes.kept() && rapid.Bool().Draw(t, "intent read") {
@@ -292,9 +300,10 @@ func TestCheckpointWriterKnowsEveryMember(t *testing.T) {
 		{control.Usage{}, "steps tool_calls wall_seconds suspended_seconds tokens cost_micros recursion_depth parallelism"},
 		{budgetBreach{}, "dimension limit used requested event state"},
 		{attemptLedger{}, "intent attempts limit outcomes"},
-		{openEffect{}, "intent_id stage intent payload content_digest approval approval_id usage,omitempty"},
+		{openEffect{}, "intent_id stage intent payload content_digest approval approval_id concurring,omitempty usage,omitempty"},
+		{concurrence{}, "approval_id actor"},
 		{pendingReceipt{}, "intent_id digest receipt usage,omitempty"},
-		{ApprovalNeed{}, "request_id request_digest intent_id preview"},
+		{ApprovalNeed{}, "request_id request_digest intent_id preview quorum,omitempty approved_by,omitempty"},
 		{Usage{}, "tokens cost_micros"},
 	} {
 		rt := reflect.TypeOf(tc.v)

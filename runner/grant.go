@@ -93,6 +93,16 @@ func CheckGrant(a store.Approval) error {
 // live reports whether grant g may still be taken at now: granted (not
 // consumed or revoked) and unexpired. Approve and the run's taking of a
 // grant ask the same.
+// GrantActor is the person who gave grant g, as its body says ("" for a
+// body that is no grant; CheckGrant reports those).
+func GrantActor(g store.Approval) string {
+	var b Grant
+	if json.Unmarshal(g.Body, &b) != nil {
+		return ""
+	}
+	return b.Actor
+}
+
 func live(g store.Approval, now time.Time) bool {
 	return g.Status == store.ApprovalGranted && now.Before(g.ExpiresAt)
 }

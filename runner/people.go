@@ -157,7 +157,14 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 		switch e.Stage {
 		case stageAwaitingApproval:
 			if e.ApprovalID == "" {
-				d.waiting = append(d.waiting, *e.Approval)
+				need := *e.Approval
+				if q := quorumOf(wf, need); q > 1 {
+					need.Quorum = q
+					for _, c := range e.Concurring {
+						need.ApprovedBy = append(need.ApprovedBy, c.Actor)
+					}
+				}
+				d.waiting = append(d.waiting, need)
 			}
 		case stageUnknown:
 			d.unknown = append(d.unknown, e.IntentID)
@@ -233,8 +240,18 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// A request answers to one grant at a time: a second approval while
 	// the first is still to be taken (a double click, two approvers at
 	// once) would only be ignored by the run, so it is refused here and
-	// the person told which grant stands.
-	if g, ok, err := r.pendingGrant(ctx, inbox, need, now); err != nil {
+	// the person told which grant stands. Where the request needs several
+	// people's approvals (a quorum), only a second one by the same person
+	// is: the run takes each of the others toward the quorum.
+	if slices.Contains(need.ApprovedBy, by.Name) {
+		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
+			requestID, by.Name, by.Name, need.Quorum)}
+	}
+	only := ""
+	if need.Quorum > 1 {
+		only = by.Name
+	}
+	if g, ok, err := r.pendingGrant(ctx, inbox, need, now, only); err != nil {
 		return err
 	} else if ok {
 		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
@@ -260,8 +277,9 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 
 // pendingGrant finds a grant of the request need handed to the run and not
 // taken yet (inbox holds the run's pending entries) that the run would
-// still take at now: granted, unexpired and held to its body.
-func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need ApprovalNeed, now time.Time) (store.Approval, bool, error) {
+// still take at now: granted, unexpired and held to its body; given by
+// actor, unless actor is "".
+func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need ApprovalNeed, now time.Time, actor string) (store.Approval, bool, error) {
 	for _, in := range inbox {
 		if in.Kind != KindApprove || in.Consumed {
 			continue
@@ -276,7 +294,7 @@ func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need A
 		} else if err != nil {
 			return store.Approval{}, false, err
 		}
-		if g.RequestDigest == need.RequestDigest && live(g, now) && CheckGrant(g) == nil {
+		if g.RequestDigest == need.RequestDigest && live(g, now) && CheckGrant(g) == nil && (actor == "" || GrantActor(g) == actor) {
 			return g, true, nil
 		}
 	}

@@ -88,6 +88,37 @@ type ApprovalNeed struct {
 	RequestDigest string `json:"request_digest"`
 	IntentID      string `json:"intent_id"`
 	Preview       string `json:"preview"` // exactly what the person is shown
+
+	// Quorum and ApprovedBy say, where a request needs the approvals of
+	// several people (a Quorate workflow's), how many, and whose the run
+	// holds so far. Inspect fills them in; they are no part of what a run
+	// records of the request.
+	Quorum     int      `json:"quorum,omitempty"`
+	ApprovedBy []string `json:"approved_by,omitempty"`
+}
+
+// Quorate is implemented by workflows whose approval requests may need the
+// approvals of several people (a quorum: the four-eyes rule for a large
+// payment). The run takes grants from that many distinct people, each
+// answering the request exactly, before the effect's intent commits, and
+// the intent consumes them all in its commit (store.ApprovalUse.Concurs).
+// A grant that lapses (expires, is revoked) before the quorum is complete
+// no longer counts. One denial still ends the request.
+type Quorate interface {
+	// Quorum is how many distinct people's grants need needs; less than
+	// two means one.
+	Quorum(need ApprovalNeed) int
+}
+
+// quorumOf is how many people's grants need needs from wf: 1 unless wf is
+// Quorate and says more.
+func quorumOf(wf Workflow, need ApprovalNeed) int {
+	if q, ok := wf.(Quorate); ok {
+		if n := q.Quorum(need); n > 1 {
+			return n
+		}
+	}
+	return 1
 }
 
 // ApprovalAuthorizer is implemented by workflows whose authority decides

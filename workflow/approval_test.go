@@ -147,3 +147,43 @@ func TestApprovalByAGroupMember(t *testing.T) {
 		t.Fatalf("a person's policy and someone else's grant: %v", err)
 	}
 }
+
+// A quorum is the policy's: each request asks that many of the group, the
+// view says so, and a quorum of one (or none) is the plain rule.
+func TestApprovalQuorum(t *testing.T) {
+	for _, c := range []struct {
+		quorum any
+		want   int
+	}{{nil, 1}, {int64(1), 1}, {int64(2), 2}, {int64(3), 3}} {
+		files := editBundle(t, func(m map[string]any) {
+			a := m["approval"].(map[string]any)
+			a["members"] = []any{"alice", "bob", "carol"}
+			if c.quorum != nil {
+				a["quorum"] = c.quorum
+			}
+		}, nil)
+		w, err := Compile(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.ApprovalQuorum(); got != c.want {
+			t.Errorf("quorum %v: ApprovalQuorum %d, want %d", c.quorum, got, c.want)
+		}
+		st, _ := w.Init("run-q")
+		r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-9", 700, "bob", "late")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := w.Inspect(r.State)
+		shown := c.want
+		if shown == 1 {
+			shown = 0 // a view says nothing of a quorum of one
+		}
+		if err != nil || len(v.Pending) != 1 || v.Pending[0].Quorum != shown {
+			t.Errorf("quorum %v: view %v %+v", c.quorum, err, v.Pending)
+		}
+	}
+	if q := compileExample(t, "refund-agent").ApprovalQuorum(); q != 1 {
+		t.Errorf("the example asks %d people", q)
+	}
+}

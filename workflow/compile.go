@@ -116,7 +116,11 @@ type ApprovalPolicy struct {
 	// from any one of these people answers a request that names it.
 	// Without members Approver is a person, the only one who may answer.
 	Members []string `json:"members,omitempty"`
-	TTL     int64    `json:"ttl"` // logical time units a request stays open
+	// Quorum, with Members, is how many of them must each approve a
+	// request before its effect may happen (the four-eyes rule: 2);
+	// absent, one.
+	Quorum int   `json:"quorum,omitempty"`
+	TTL    int64 `json:"ttl"` // logical time units a request stays open
 }
 
 // maxMembers bounds an approver group: a list longer than a team is more
@@ -127,6 +131,14 @@ const maxMembers = 100
 // maxMembers, and the group's own name not among them (a name that is
 // both a person and the group would leave a grant's meaning to guesswork).
 func checkMembers(p ApprovalPolicy) *Error {
+	switch {
+	case p.Quorum < 0 || p.Quorum > maxMembers:
+		return malformed("/approval/quorum", "must be from 1 to the number of members")
+	case p.Quorum > 1 && p.Members == nil:
+		return malformed("/approval/quorum", "%d people's approvals need members: approver %q is one person", p.Quorum, p.Approver)
+	case p.Quorum > len(p.Members) && p.Members != nil:
+		return malformed("/approval/quorum", "%d people's approvals, but %q has %d members", p.Quorum, p.Approver, len(p.Members))
+	}
 	if p.Members == nil {
 		return nil
 	}
@@ -147,6 +159,14 @@ func checkMembers(p ApprovalPolicy) *Error {
 	return nil
 }
 
+// quorum is how many people must each approve a request: 1 unless the
+// policy says more.
+func (p ApprovalPolicy) quorum() int { return max(p.Quorum, 1) }
+
+// ApprovalQuorum is how many distinct people's grants each approval
+// request of this workflow needs before its effect may happen.
+func (w *Workflow) ApprovalQuorum() int { return w.approval.quorum() }
+
 // membersOf lists the people who may answer a request naming approver:
 // the policy's members when it names this group, nil otherwise (a request
 // made under another policy version lists no one it cannot vouch for).
@@ -155,6 +175,15 @@ func (p ApprovalPolicy) membersOf(approver string) []string {
 		return nil
 	}
 	return slices.Clone(p.Members)
+}
+
+// quorumOf is how many people must each answer a request naming
+// approver, when more than one (0 otherwise).
+func (p ApprovalPolicy) quorumOf(approver string) int {
+	if q := p.quorum(); q > 1 && approver == p.Approver {
+		return q
+	}
+	return 0
 }
 
 // mayAnswer reports whether a grant from actor answers the requests the

@@ -116,6 +116,15 @@ func TestCompileErrors(t *testing.T) {
 			}
 			return ms
 		}()), nil, nil, CodeMalformed, ManifestFile, "/approval/members", "from 1 to 100 people"},
+		{"quorum of one person", sub("approval", "quorum", int64(2)), nil, nil, CodeMalformed, ManifestFile, "/approval/quorum", `2 people's approvals need members: approver "finance-lead" is one person`},
+		{"quorum past the group", func(m map[string]any) {
+			m["approval"].(map[string]any)["members"] = []any{"alice", "bob"}
+			m["approval"].(map[string]any)["quorum"] = int64(3)
+		}, nil, nil, CodeMalformed, ManifestFile, "/approval/quorum", `3 people's approvals, but "finance-lead" has 2 members`},
+		{"negative quorum", func(m map[string]any) {
+			m["approval"].(map[string]any)["members"] = []any{"alice", "bob"}
+			m["approval"].(map[string]any)["quorum"] = int64(-1)
+		}, nil, nil, CodeMalformed, ManifestFile, "/approval/quorum", "from 1 to the number of members"},
 		{"approver group not a list", sub("approval", "members", "alice"), nil, nil, CodeMalformed, ManifestFile, "/approval", ""},
 		{"adapter for unknown effect", sub("adapters", "mail.send", map[string]any{"kind": "http", "url_env": "X"}), nil, nil, CodeBadBinding, ManifestFile, "/adapters/mail.send", ""},
 		{"adapter kind", sub("adapters", "refund.pay", map[string]any{"kind": "smtp", "url_env": "X"}), nil, nil, CodeMalformed, ManifestFile, "/adapters/refund.pay/kind", ""},

@@ -67,6 +67,9 @@ type PendingApproval struct {
 	// Members are the people who may answer for Approver when the
 	// approval policy names a group; absent when it names a person.
 	Members []string `json:"members,omitempty"`
+	// Quorum is how many of the members must each approve, when more
+	// than one.
+	Quorum int `json:"quorum,omitempty"`
 }
 
 // Inspect reads a state produced by this workflow.
@@ -84,7 +87,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	}
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
-			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor)})
+			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: w.approval.quorumOf(p.Request.Actor)})
 	}
 	for _, o := range st.Offered {
 		v.Offers = append(v.Offers, Offer{ProposalID: o.ProposalID, TicketID: o.TicketID, Options: append([]string{}, o.Options...),

@@ -1,18 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// A bundle whose approval policy names a group: run start says who may
-// approve, an approval by someone outside the group fails the command
-// with the members named and changes nothing, and a member's pays the
-// refund, which verifies.
-func TestApprovalGroupOverTheCLI(t *testing.T) {
-	c := newCLIRig(t)
+// groupBundleDir copies the refund example into a directory of its own
+// with its approver replaced by policy (members of the approval object).
+func groupBundleDir(t *testing.T, policy string) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join("..", "..", "examples", "refund-agent")
 	entries, err := os.ReadDir(src)
@@ -25,7 +25,7 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		if e.Name() == "workflow.json" {
-			s := strings.Replace(string(b), `"approver": "finance-lead",`, `"approver": "finance-leads", "members": ["alice", "bob"],`, 1)
+			s := strings.Replace(string(b), `"approver": "finance-lead",`, policy, 1)
 			if s == string(b) {
 				t.Fatal("the example's approval policy changed; update this test")
 			}
@@ -35,6 +35,16 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// A bundle whose approval policy names a group: run start says who may
+// approve, an approval by someone outside the group fails the command
+// with the members named and changes nothing, and a member's pays the
+// refund, which verifies.
+func TestApprovalGroupOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob"],`)
 	wfs := "--workflows=" + dir
 
 	out := c.ok("run", "start", "example:refund-agent", "--id", "one", "--input-json", largeRefund, c.dest)
@@ -59,4 +69,59 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 		t.Fatalf("after bob's approval:\n%s", out)
 	}
 	c.ok("verify", "grp")
+}
+
+// Two people's approvals over the CLI: run start and each approval say who
+// has approved so far, a second approval by one person fails the command,
+// the second person's pays the refund, and the run verifies and replays.
+func TestApprovalQuorumOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2,`)
+	wfs := "--workflows=" + dir
+	out := c.ok("run", "start", dir, "--id", "q", "--input-json", largeRefund, c.dest)
+	req := approvalRequest.FindString(out)
+	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving\n", "    approved so far: no one yet (0 of 2)\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("run start lacks %q:\n%s", want, out)
+		}
+	}
+	out = c.ok("approve", "q", req, "--as", "alice", wfs, c.dest)
+	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
+		t.Fatalf("after alice's approval:\n%s", out)
+	}
+	before := c.events("q")
+	out, code := c.run("approve", "q", req, "--as", "alice", wfs, c.dest)
+	if code != 1 || !strings.Contains(out, "a quorum of 2 needs other people") {
+		t.Fatalf("alice again: exit %d\n%s", code, out)
+	}
+	if n := c.events("q"); n != before {
+		t.Fatalf("a refused approval wrote %d events", n-before)
+	}
+	out = c.ok("approve", "q", req, "--as", "carol", wfs, c.dest)
+	if !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("after carol's approval:\n%s", out)
+	}
+	if out := c.ok("verify", "q"); !strings.Contains(out, "1 approvals consumed and 1 more for a quorum") {
+		t.Fatalf("verify:\n%s", out)
+	}
+	c.ok("replay", "q", wfs)
+	var x struct {
+		Approvals []struct {
+			ConsumedBy string         `json:"consumed_by"`
+			Body       map[string]any `json:"body"`
+		} `json:"approvals"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("run", "export", "q")), &x); err != nil {
+		t.Fatal(err)
+	}
+	var people []string
+	for _, a := range x.Approvals {
+		if a.ConsumedBy == "" {
+			t.Fatalf("an exported grant not consumed: %+v", a)
+		}
+		people = append(people, a.Body["actor"].(string))
+	}
+	if slices.Sort(people); strings.Join(people, ",") != "alice,carol" {
+		t.Fatalf("the export holds grants by %v", people)
+	}
 }

@@ -549,6 +549,13 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 		if k := slices.IndexFunc(v.Pending, func(p workflow.PendingApproval) bool { return p.RequestID == w.RequestID }); viewed && k >= 0 {
 			fmt.Fprintf(out, "    who may approve: %s\n", whoMayApprove(v.Pending[k]))
 		}
+		if w.Quorum > 1 {
+			so := "no one yet"
+			if len(w.ApprovedBy) > 0 {
+				so = strings.Join(w.ApprovedBy, ", ")
+			}
+			fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(w.ApprovedBy), w.Quorum)
+		}
 		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
 	}
 	if viewed {
@@ -580,10 +587,14 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 }
 
 // whoMayApprove says who may answer a pending approval: the person the
-// policy names, or any one of the members of the group it names.
+// policy names, or any one of the members of the group it names, or as
+// many of them as its quorum asks, each approving.
 func whoMayApprove(p workflow.PendingApproval) string {
-	if len(p.Members) == 0 {
+	switch {
+	case len(p.Members) == 0:
 		return p.Approver
+	case p.Quorum > 1:
+		return fmt.Sprintf("%d of %s (members of %s), each approving", p.Quorum, strings.Join(p.Members, ", "), p.Approver)
 	}
 	return fmt.Sprintf("any one of %s (members of %s)", strings.Join(p.Members, ", "), p.Approver)
 }

@@ -502,6 +502,17 @@ type exportApproval struct {
 	ConsumedBy    string `json:"consumed_by"`
 }
 
+// addApproval adds grant a to the export, its body decoded by body.
+func (x *runExport) addApproval(a store.Approval, body func(string, []byte) (any, error)) error {
+	b, err := body("approval "+a.ID, a.Body)
+	if err != nil {
+		return err
+	}
+	x.Approvals = append(x.Approvals, exportApproval{ID: a.ID, RequestDigest: a.RequestDigest, Nonce: a.Nonce, Body: b, Digest: a.Digest,
+		Status: string(a.Status), ConsumedBy: a.ConsumedBy})
+	return nil
+}
+
 // exportRun reads a run's durable record from st.
 func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, error) {
 	run, err := readHeldRun(ctx, st, runID)
@@ -564,12 +575,24 @@ func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, e
 			if err != nil {
 				return nil, err
 			}
-			b, err := body("approval "+a.ID, a.Body)
-			if err != nil {
+			if err := x.addApproval(a, body); err != nil {
 				return nil, err
 			}
-			x.Approvals = append(x.Approvals, exportApproval{ID: a.ID, RequestDigest: a.RequestDigest, Nonce: a.Nonce, Body: b, Digest: a.Digest,
-				Status: string(a.Status), ConsumedBy: a.ConsumedBy})
+		}
+	}
+	// The grants intents consumed beside the ones they name (a quorum's
+	// other approvals), by id, after them.
+	if rp, ok := store.As[store.RecordParts](st); ok && len(x.Approvals) > 0 {
+		aps, err := rp.RunApprovals(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range aps {
+			if !slices.ContainsFunc(x.Approvals, func(e exportApproval) bool { return e.ID == a.ID }) {
+				if err := x.addApproval(a, body); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	rcs, err := st.Receipts(ctx, runID)

@@ -103,7 +103,9 @@ export function pendingFields(pd) {
   const out = [];
   const who = field(pd, 'approver', 'Approver');
   const members = field(pd, 'members', 'Members') || [];
-  if (who) out.push(['Approver named by policy', members.length ? `${who}: any one of ${members.join(', ')}` : who]);
+  const quorum = field(pd, 'quorum', 'Quorum') || 0;
+  const some = quorum > 1 ? `${quorum} of ${members.join(', ')}, each approving` : `any one of ${members.join(', ')}`;
+  if (who) out.push(['Approver named by policy', members.length ? `${who}: ${some}` : who]);
   const prop = field(pd, 'proposal_id', 'ProposalID');
   if (prop) out.push(['Proposal', prop]);
   return out;

@@ -79,6 +79,11 @@ export function approvalCard(runID, need, effect, extra, onDone) {
     ['Request digest (what you approve)', h('code', { class: 'digest' }, need.request_digest)],
     ['Intent', h('code', {}, need.intent_id)],
   ];
+  if (need.quorum > 1) {
+    // Several people must each approve: who has, so far.
+    const by = need.approved_by || [];
+    fields.push(['Approved so far', `${by.length ? by.join(', ') : 'no one yet'} (${by.length} of ${need.quorum})`]);
+  }
   if (effect) {
     fields.push(['Effect type', h('code', {}, effect.effect_type)]);
     fields.push(['Content digest', h('code', {}, effect.content_digest)]);

@@ -1,0 +1,256 @@
+package bundle
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// groupBundle loads the refund example with its approval policy naming the
+// group finance-leads of alice, bob and carol, and quorum people's
+// approvals asked of each request (none: the member omitted).
+func groupBundle(t *testing.T, quorum int) (*Workflow, *Adapters) {
+	t.Helper()
+	dir := copyExample(t, "refund-agent")
+	manifest := filepath.Join(dir, "workflow.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `"approver": "finance-lead",`
+	group := `"approver": "finance-leads", "members": ["alice", "bob", "carol"],`
+	if quorum > 0 {
+		group += ` "quorum": ` + string(rune('0'+quorum)) + `,`
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatal("the example's approval policy changed; update this test")
+	}
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(b), old, group, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, ads, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf, ads
+}
+
+func approverNamed(name string) runner.Actor {
+	return runner.Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
+}
+
+// The four-eyes rule: a refund whose policy asks two people's approvals
+// waits after the first, refuses the same person twice, pays once after
+// the second, and consumes both grants with its intent; the record
+// verifies and replays, and a record with one approval fewer, or two by
+// one person, does not.
+func TestRefundNeedsTwoApprovals(t *testing.T) {
+	wf, ads := groupBundle(t, 2)
+	h := newHarnessWith(t, wf, ads)
+	const run = "refund-quorum"
+	h.start(run, refund("r-4001", 5000, "dave", "damaged"))
+	s := h.status(run)
+	if s.State != "WAIT_APPROVAL" || len(s.Waiting) != 1 || s.Waiting[0].Quorum != 2 || len(s.Waiting[0].ApprovedBy) != 0 {
+		t.Fatalf("state %s, waiting %+v", s.State, s.Waiting)
+	}
+	w := s.Waiting[0]
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Her second click before the run took the first: refused.
+	var nw *runner.NotWaitingError
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) {
+		t.Fatalf("alice's second approval, pending: %v", err)
+	}
+	h.idle()
+	s = h.status(run)
+	if s.State != "WAIT_APPROVAL" || len(s.Waiting) != 1 || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"alice"}) {
+		t.Fatalf("after alice: state %s, waiting %+v", s.State, s.Waiting)
+	}
+	if len(h.intents(run)) != 0 || len(h.sb.Mutations()) != 0 {
+		t.Fatal("one approval of two let the refund through")
+	}
+	if tr := h.trace(run, "approval_concurred"); len(tr) != 1 || !strings.Contains(tr[0]["detail"].(string), "alice approved") || !strings.Contains(tr[0]["detail"].(string), "(1 of 2)") {
+		t.Fatalf("concurrence trace %v", tr)
+	}
+	// Her second approval after the run took the first: refused too.
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) || !strings.Contains(nw.What, "needs other people") {
+		t.Fatalf("alice's second approval, taken: %v", err)
+	}
+	var ar *runner.ApproverRefusedError
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("mallory"), 10*time.Minute); !errors.As(err, &ar) {
+		t.Fatalf("mallory's approval: %v", err)
+	}
+	h.approveAll(run, "bob")
+	if s := h.status(run); s.State != "SUCCEEDED" {
+		t.Fatalf("after bob's approval: %s", s.State)
+	}
+	ins := h.intents(run)
+	if len(ins) != 1 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		t.Fatalf("intents %+v", ins)
+	}
+	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
+	if err != nil || len(grants) != 2 {
+		t.Fatalf("the run's grants: %v %v", grants, err)
+	}
+	var people []string
+	for _, g := range grants {
+		if g.Status != store.ApprovalConsumed || g.ConsumedBy != ins[0].ID {
+			t.Fatalf("grant %s is %s by %q, not consumed by the intent", g.ID, g.Status, g.ConsumedBy)
+		}
+		people = append(people, runner.GrantActor(g))
+	}
+	if slices.Sort(people); !slices.Equal(people, []string{"alice", "bob"}) {
+		t.Fatalf("the grants consumed are by %v", people)
+	}
+	if g, _ := h.st.Approval(h.ctx, ins[0].ApprovalID); runner.GrantActor(g) != "bob" {
+		t.Fatalf("the intent names %s's grant, not the one that completed the quorum", runner.GrantActor(g))
+	}
+	h.checkRecord(run)
+
+	db, err := sql.Open("sqlite", "file:"+h.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var aliceGrant string
+	for _, g := range grants {
+		if runner.GrantActor(g) == "alice" {
+			aliceGrant = g.ID
+		}
+	}
+
+	// A second grant by bob, consumed by the intent, forged into the ledger.
+	forged := runner.Grant{Kind: runner.GrantKind, RunID: run, RequestID: w.RequestID, RequestDigest: w.RequestDigest, Actor: "bob",
+		Role: "human_approver", Nonce: "forged", ExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}
+	body, err := cjson.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, _ := forged.Expiry()
+	if err := h.st.GrantApproval(h.ctx, store.Approval{ID: "grant:forged", RunID: run, RequestDigest: w.RequestDigest, Nonce: "forged",
+		Body: body, Digest: store.BodyDigest(body), ExpiresAt: exp}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE approvals SET status = 'consumed', consumed_by = ? WHERE approval_id = 'grant:forged'`, ins[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(h.ctx, h.st, control.Default(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Findings, func(f verify.Finding) bool {
+		return f.Check == "approval" && strings.Contains(f.Detail, `grant:forged is a second approval by "bob"`)
+	}) {
+		t.Fatalf("a second grant by bob went unnoticed: %+v", rep.Findings)
+	}
+	if _, err := db.Exec(`DELETE FROM approvals WHERE approval_id = 'grant:forged'`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Alice's grant set back as never used: one approval of two.
+	if _, err := db.Exec(`UPDATE approvals SET status = 'granted', consumed_by = '' WHERE approval_id = ?`, aliceGrant); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := verify.Replay(h.ctx, h.st, h.wf, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, "consumed 1 approval(s); the workflow's approval policy asks for 2 people's")
+	}) {
+		t.Fatalf("a refund paid on one approval of two went unnoticed on replay: %+v", rp.Findings)
+	}
+}
+
+// An approval that lapses before the quorum is complete counts no more:
+// the run asks for another, and the intent consumes the two that stand.
+func TestQuorumApprovalLapses(t *testing.T) {
+	wf, ads := groupBundle(t, 2)
+	h := newHarnessWith(t, wf, ads)
+	const run = "refund-lapse"
+	h.start(run, refund("r-4002", 5000, "erin", "damaged"))
+	w := h.status(run).Waiting[0]
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.status(run); !slices.Equal(s.Waiting[0].ApprovedBy, []string{"alice"}) {
+		t.Fatalf("after alice: %+v", s.Waiting)
+	}
+	time.Sleep(400 * time.Millisecond)
+	h.approveAll(run, "bob")
+	s := h.status(run)
+	if s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"bob"}) {
+		t.Fatalf("after alice's lapsed and bob's: state %s, %+v", s.State, s.Waiting)
+	}
+	if tr := h.trace(run, "approval_lapsed"); len(tr) != 1 || !strings.Contains(tr[0]["detail"].(string), "alice's approval") {
+		t.Fatalf("lapse trace %v", tr)
+	}
+	h.approveAll(run, "carol")
+	if s := h.status(run); s.State != "SUCCEEDED" {
+		t.Fatalf("after carol: %s", s.State)
+	}
+	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var people []string
+	for _, g := range grants {
+		people = append(people, runner.GrantActor(g))
+	}
+	if slices.Sort(people); !slices.Equal(people, []string{"bob", "carol"}) {
+		t.Fatalf("the grants consumed are by %v", people)
+	}
+	h.checkRecord(run)
+}
+
+// The approvals a run holds toward a quorum are in its checkpoint: a new
+// runner, the bundle loaded afresh, takes the second and pays once.
+func TestQuorumSurvivesARestart(t *testing.T) {
+	wf, ads := groupBundle(t, 2)
+	h := newHarnessWith(t, wf, ads)
+	const run = "refund-quorum-restart"
+	h.start(run, refund("r-4003", 5000, "frank", "damaged"))
+	h.approveAll(run, "carol")
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) {
+		t.Fatalf("after carol: %s %+v", s.State, s.Waiting)
+	}
+	if err := h.r.Close(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := ads.Registry(func(string) string { return h.url })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close(context.Background())
+	h.r = r2
+	if s := h.status(run); !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) || s.Waiting[0].Quorum != 2 {
+		t.Fatalf("the new runner reads %+v", s.Waiting)
+	}
+	h.approveAll(run, "alice")
+	if s := h.status(run); s.State != "SUCCEEDED" {
+		t.Fatalf("after restart and alice's approval: %s", s.State)
+	}
+	ins := h.intents(run)
+	if len(ins) != 1 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		t.Fatalf("intents %+v", ins)
+	}
+	h.checkRecord(run)
+}

@@ -237,13 +237,15 @@ func TestCheckManyMatchesSequential(t *testing.T) {
 		t.Errorf("findings in %d runs, want 11: %v", len(failed), failed)
 	}
 	// A store without the bulk reads is asked per intent, to the same
-	// effect.
+	// effect, but for the grants an intent consumed beside the one it
+	// names, which it cannot list (refund-0014's own grant, consumed by
+	// its intent, which was made to name another run's).
 	for i, id := range ids {
 		rep, err := Run(ctx, perIntent{st}, nil, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(rep, want[i].Report) {
+		if !reflect.DeepEqual(rep, withoutConcurring(want[i].Report)) {
 			t.Fatalf("per intent, %s: %+v, want %+v", id, rep, want[i].Report)
 		}
 	}
@@ -368,6 +370,18 @@ func postgresStoreWith(t *testing.T, opts postgres.Options) (*postgres.Store, st
 
 // perIntent hides a store's bulk reads.
 type perIntent struct{ store.Store }
+
+// withoutConcurring is rep as a reader that cannot list the grants an
+// intent consumed beside the one it names reports it.
+func withoutConcurring(rep *Report) *Report {
+	if rep == nil || rep.Concurring == 0 {
+		return rep
+	}
+	out := *rep
+	out.Concurring = 0
+	out.Findings = slices.DeleteFunc(slices.Clone(rep.Findings), func(f Finding) bool { return strings.HasPrefix(f.Detail, "concurring grant ") })
+	return &out
+}
 
 // PostgreSQL's bulk reads of attempts and grants give the reports reading
 // per intent gives, on runs that consumed approvals and runs that were

@@ -258,6 +258,38 @@ func attemptsIn(ats []store.Attempt, id string) []store.Attempt {
 	return ats[lo:hi:hi]
 }
 
+// concurring returns the grants in consumed besides the one it names (a
+// quorum's other approvals), by id, as the record's bulk read holds them
+// (none when the store reads no run's grants at once).
+func (r *record) concurring(in store.Intent) []store.Approval {
+	var out []store.Approval
+	for _, a := range r.approvals { //flrh:orderfree sorted below
+		if a.ConsumedBy == in.ID && a.ID != in.ApprovalID && a.Status == store.ApprovalConsumed {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Approval) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// concurringFor is concurring, reading the run's grants first when the
+// record was read without its effects (a replay on its own).
+func (r *record) concurringFor(ctx context.Context, runID string, in store.Intent) ([]store.Approval, error) {
+	if !r.bulk && r.approvals == nil && r.st != nil {
+		if rr, ok := runReaderOf(r.st); ok {
+			aps, err := rr.RunApprovals(ctx, runID)
+			if err != nil {
+				return nil, err
+			}
+			r.approvals = make(map[string]store.Approval, len(aps))
+			for _, a := range aps {
+				r.approvals[a.ID] = a
+			}
+		}
+	}
+	return r.concurring(in), nil
+}
+
 // approval returns a grant by id. One the bulk read did not return is
 // looked up on its own, so that "not in the ledger" is the store's answer.
 func (r *record) approval(ctx context.Context, id string) (store.Approval, error) {

@@ -145,6 +145,16 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 				if found && a.RequestDigest != p.Approval.RequestDigest {
 					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
 				}
+				// As many people approved as the workflow's policy asks.
+				if q, ok := wf.(runner.Quorate); ok && q.Quorum(*p.Approval) > 1 {
+					others, err := rec.concurringFor(ctx, runID, in)
+					if err != nil {
+						return nil, err
+					}
+					if n, want := 1+len(others), q.Quorum(*p.Approval); n < want {
+						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow's approval policy asks for %d people's", n, want)
+					}
+				}
 			}
 			// The committed intent is the planned one, except that an
 			// approved intent names the grant it consumed. The digest

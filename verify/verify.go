@@ -52,15 +52,20 @@ type Finding struct {
 
 // Report is the result of verifying one run.
 type Report struct {
-	RunID     string    `json:"run_id"`
-	State     string    `json:"state"`
-	Outcome   string    `json:"outcome"`
-	Events    int       `json:"events"`
-	Controls  int       `json:"control_records"`
-	Intents   int       `json:"intents"`
-	Receipts  int       `json:"receipts"`
-	Approvals int       `json:"approvals_consumed"`
-	Findings  []Finding `json:"findings"`
+	RunID     string `json:"run_id"`
+	State     string `json:"state"`
+	Outcome   string `json:"outcome"`
+	Events    int    `json:"events"`
+	Controls  int    `json:"control_records"`
+	Intents   int    `json:"intents"`
+	Receipts  int    `json:"receipts"`
+	Approvals int    `json:"approvals_consumed"`
+	// Concurring counts the grants intents consumed beside the one each
+	// names (a quorum's other approvals), as far as the store lists them:
+	// one that reads no run's grants at once (no RunApprovals) lists
+	// none, and they are not checked.
+	Concurring int       `json:"concurring_approvals,omitempty"`
+	Findings   []Finding `json:"findings"`
 	// Pruned is set when the store no longer holds the run's record but
 	// its header: it was pruned (store.Pruner), archived first unless it
 	// was discarded. Nothing of the record was checked here; its archive
@@ -762,6 +767,29 @@ func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Inten
 	}
 	if intent.ApprovalDigest == nil || *intent.ApprovalDigest != a.Digest {
 		rep.fail("approval", intentWhere(in.ID), "the intent does not name the grant it consumed")
+	}
+	// The grants it consumed with that one (a quorum's) answer the same
+	// request, in this run, each from another person.
+	people := []string{runner.GrantActor(a)}
+	for _, c := range rec.concurring(in) {
+		rep.Concurring++
+		if !store.DigestMatches(c.Body, c.Digest) {
+			rep.fail("approval", intentWhere(in.ID), "concurring grant %s digest does not match its bytes", c.ID)
+		}
+		if err := runner.CheckGrant(c); err != nil {
+			rep.fail("approval", intentWhere(in.ID), "%v", err)
+		}
+		if c.RequestDigest != a.RequestDigest {
+			rep.fail("approval", intentWhere(in.ID), "concurring grant %s answers request %s, not %s as grant %s does", c.ID, c.RequestDigest, a.RequestDigest, a.ID)
+		}
+		if c.RunID != rec.run.ID {
+			rep.fail("approval", intentWhere(in.ID), "concurring grant %s belongs to run %s", c.ID, c.RunID)
+		}
+		who := runner.GrantActor(c)
+		if slices.Contains(people, who) {
+			rep.fail("approval", intentWhere(in.ID), "concurring grant %s is a second approval by %q", c.ID, who)
+		}
+		people = append(people, who)
 	}
 	return nil
 }

@@ -210,8 +210,12 @@ func printVerify(w io.Writer, rep *verify.Report) {
 	if rep.Outcome != "" {
 		outcome = "outcome " + rep.Outcome
 	}
-	fmt.Fprintf(w, "run %s: %s — %s, %s; %d events, %d control records, %d intents, %d receipts, %d approvals consumed\n",
-		rep.RunID, verdict, rep.State, outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals)
+	concurring := ""
+	if rep.Concurring > 0 {
+		concurring = fmt.Sprintf(" and %d more for a quorum", rep.Concurring)
+	}
+	fmt.Fprintf(w, "run %s: %s — %s, %s; %d events, %d control records, %d intents, %d receipts, %d approvals consumed%s\n",
+		rep.RunID, verdict, rep.State, outcome, rep.Events, rep.Controls, rep.Intents, rep.Receipts, rep.Approvals, concurring)
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "  %s at %s: %s\n", f.Check, f.Where, f.Detail)
 	}

@@ -254,6 +254,9 @@ func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now ti
 // policy asks to approve each request.
 func (w *Workflow) Quorum(runner.ApprovalNeed) int { return w.Workflow.ApprovalQuorum() }
 
+// SeparatesDuties implements runner.DutySeparator.
+func (w *Workflow) SeparatesDuties() bool { return w.Workflow.SeparatesDuties() }
+
 // AuthorizeApproved implements runner.ApprovalAuthorizer.
 func (w *Workflow) AuthorizeApproved(state []byte, n runner.ApprovalNeed, g store.Approval, _ int64) (runner.EffectPlan, error) {
 	e, err := w.Workflow.AuthorizeApproved(state, need(n), workflow.Grant{LedgerRequestDigest: g.RequestDigest, Body: g.Body})

@@ -254,3 +254,114 @@ func TestQuorumSurvivesARestart(t *testing.T) {
 	}
 	h.checkRecord(run)
 }
+
+// groupBundleWith is groupBundle with more members of the approval policy
+// (JSON members, each followed by a comma).
+func groupBundleWith(t *testing.T, more string) (*Workflow, *Adapters) {
+	t.Helper()
+	dir := copyExample(t, "refund-agent")
+	manifest := filepath.Join(dir, "workflow.json")
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `"approver": "finance-lead",`
+	if !strings.Contains(string(b), old) {
+		t.Fatal("the example's approval policy changed; update this test")
+	}
+	policy := `"approver": "finance-leads", "members": ["alice", "bob", "carol"], ` + more
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(b), old, policy, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, ads, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf, ads
+}
+
+// Maker-checker: whoever handed the run an input may not approve it, at
+// the act and again when the run takes a grant; they may still deny.
+// Replay holds a record to the rule.
+func TestApprovalSeparatesDuties(t *testing.T) {
+	wf, ads := groupBundleWith(t, `"separate_duties": true,`)
+	h := newHarnessWith(t, wf, ads)
+	const run = "refund-maker"
+	alice := runner.Actor{Name: "alice", Role: "operator", Capability: "run.start"}
+	if err := h.r.StartAs(h.ctx, run, wf.ID(), wf.Version(), []byte(refund("r-5001", 5000, "gina", "damaged")), alice); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	w := h.status(run).Waiting[0]
+	var ar *runner.ApproverRefusedError
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &ar) ||
+		!strings.Contains(ar.Reason, "alice handed this run an input (event 2); the approval policy separates duties: someone else must approve") {
+		t.Fatalf("alice approving the refund she asked for: %v", err)
+	}
+	// Carol approves, then hands the run an input before it takes her
+	// grant: the run refuses the grant when it comes to it.
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("carol"), 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	carolIn := runner.Actor{Name: "carol", Role: "operator", Capability: "run.submit"}
+	if err := h.r.Submit(h.ctx, run, []byte(refund("r-5002", 10, "gina", "damaged")), carolIn); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || len(h.intents(run)) != 0 {
+		t.Fatalf("carol's grant, given before her input, was used: %s", s.State)
+	}
+	if tr := h.trace(run, "approval_refused"); len(tr) != 1 || !strings.Contains(tr[0]["detail"].(string), "carol handed this run an input") {
+		t.Fatalf("refusal trace %v", tr)
+	}
+	h.approveAll(run, "bob")
+	if s := h.status(run); s.State != "SUCCEEDED" && s.State != "INGEST" {
+		t.Fatalf("after bob's approval: %s", s.State)
+	}
+	ins := h.intents(run)
+	if len(ins) == 0 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
+		t.Fatalf("intents %+v", ins)
+	}
+	if g, _ := h.st.Approval(h.ctx, ins[0].ApprovalID); runner.GrantActor(g) != "bob" {
+		t.Fatalf("the refund rests on %s's grant", runner.GrantActor(g))
+	}
+	h.checkRecord(run)
+
+	// A maker may deny what they asked for.
+	h2 := newHarnessWith(t, wf, ads)
+	if err := h2.r.StartAs(h2.ctx, "refund-maker-deny", wf.ID(), wf.Version(), []byte(refund("r-5003", 5000, "hal", "damaged")), alice); err != nil {
+		t.Fatal(err)
+	}
+	h2.idle()
+	if err := h2.r.Deny(h2.ctx, "refund-maker-deny", h2.status("refund-maker-deny").Waiting[0].RequestID, "asked in error",
+		runner.Actor{Name: "alice", Role: "human_approver", Capability: "approval.deny"}); err != nil {
+		t.Fatal(err)
+	}
+	h2.idle()
+	if s := h2.status("refund-maker-deny"); s.State != "FAILED_PERMANENT" {
+		t.Fatalf("after alice's denial: %s", s.State)
+	}
+
+	// A run recorded under a policy without the rule, where the maker
+	// approved, is caught by replay under the one with it.
+	plain, plainAds := groupBundleWith(t, "")
+	h3 := newHarnessWith(t, plain, plainAds)
+	if err := h3.r.StartAs(h3.ctx, "refund-self", plain.ID(), plain.Version(), []byte(refund("r-5004", 5000, "ian", "damaged")), alice); err != nil {
+		t.Fatal(err)
+	}
+	h3.idle()
+	h3.approveAll("refund-self", "alice")
+	if s := h3.status("refund-self"); s.State != "SUCCEEDED" {
+		t.Fatalf("without the rule, alice's own approval: %s", s.State)
+	}
+	h3.checkRecord("refund-self")
+	rp, err := verify.Replay(h3.ctx, h3.st, wf, "refund-self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, `was given by "alice", who handed the run an input`)
+	}) {
+		t.Fatalf("a maker's approval went unnoticed on replay: %+v", rp.Findings)
+	}
+}

@@ -1644,6 +1644,12 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			r.traceNote(t, "approval_refused", in.ID, err.Error())
 			return true, nil
 		}
+		if why, err := r.dutyRefusal(ctx, t.wf, t.run.ID, GrantActor(grant), t.inbox); err != nil {
+			return true, err
+		} else if why != "" {
+			r.traceNote(t, "approval_refused", in.ID, why)
+			return true, nil
+		}
 		if q := quorumOf(t.wf, *e.Approval); q > 1 {
 			done, err := r.concur(ctx, t, e, in, grant, q, now)
 			if err != nil || !done {

@@ -264,6 +264,11 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	if err := checkApprover(wf, runID, need, grant, by, now); err != nil {
 		return err
 	}
+	if why, err := r.dutyRefusal(ctx, wf, runID, by.Name, inbox); err != nil {
+		return err
+	} else if why != "" {
+		return &ApproverRefusedError{RunID: runID, RequestID: requestID, Actor: by.Name, Reason: why}
+	}
 	// The grant is recorded with the entry that hands it to the run, in
 	// one write: a run that ended or was parked meanwhile refuses both,
 	// and no grant stays behind without the act that made it.

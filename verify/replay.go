@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"flrh.dev/flrh/cjson"
@@ -101,6 +102,11 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 	if u, ok := wf.(untracedWorkflow); ok {
 		decide = u.DecideUntraced
 	}
+	// Who handed the run its inputs so far, where the workflow keeps them
+	// from approving (runner.DutySeparator).
+	ds, separated := wf.(runner.DutySeparator)
+	separated = separated && ds.SeparatesDuties()
+	var makers []string
 	for i, e := range evs {
 		if e.Kind != runner.EventAccepted {
 			continue
@@ -117,6 +123,9 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 			continue
 		}
 		rep.Inputs++
+		if in.Kind == runner.KindInput && separated && !slices.Contains(makers, in.Actor) {
+			makers = append(makers, in.Actor)
+		}
 		d, err := decide(state, in)
 		if err != nil {
 			fail("decide", where(), "the workflow failed on replay: %v", err)
@@ -146,6 +155,11 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
 				}
 				// As many people approved as the workflow's policy asks.
+				if separated && found {
+					if err := checkDuties(ctx, rec, runID, in, a, makers, func(format string, args ...any) { fail("replay-approval", "intent "+id, format, args...) }); err != nil {
+						return nil, err
+					}
+				}
 				if q, ok := wf.(runner.Quorate); ok && q.Quorum(*p.Approval) > 1 {
 					others, err := rec.concurringFor(ctx, runID, in)
 					if err != nil {
@@ -303,4 +317,20 @@ func intentWithoutApproval(v any) ([]byte, error) {
 // or the same error, with no Trace.
 type untracedWorkflow interface {
 	DecideUntraced(state []byte, in runner.Accepted) (runner.Decision, error)
+}
+
+// checkDuties reports every grant intent in consumed (named, the grant
+// named; and those beside it) given by someone who had handed the run an
+// input by then (makers).
+func checkDuties(ctx context.Context, rec *record, runID string, in store.Intent, named store.Approval, makers []string, fail func(string, ...any)) error {
+	others, err := rec.concurringFor(ctx, runID, in)
+	if err != nil {
+		return err
+	}
+	for _, g := range append([]store.Approval{named}, others...) {
+		if who := runner.GrantActor(g); slices.Contains(makers, who) {
+			fail("grant %s was given by %q, who handed the run an input; the workflow's approval policy separates duties", g.ID, who)
+		}
+	}
+	return nil
 }

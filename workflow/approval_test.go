@@ -187,3 +187,28 @@ func TestApprovalQuorum(t *testing.T) {
 		t.Errorf("the example asks %d people", q)
 	}
 }
+
+// The rule that keeps makers from approving is the policy's, and the view
+// of a pending approval says so.
+func TestSeparatesDuties(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		files := editBundle(t, func(m map[string]any) {
+			if on {
+				m["approval"].(map[string]any)["separate_duties"] = true
+			}
+		}, nil)
+		w, err := Compile(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := w.Init("run-sd")
+		r, err := w.Decide(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-9", 700, "bob", "late")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := w.Inspect(r.State)
+		if err != nil || w.SeparatesDuties() != on || len(v.Pending) != 1 || v.Pending[0].SeparateDuties != on {
+			t.Errorf("separate_duties %v: SeparatesDuties %v, view %v %+v", on, w.SeparatesDuties(), err, v.Pending)
+		}
+	}
+}

@@ -119,8 +119,11 @@ type ApprovalPolicy struct {
 	// Quorum, with Members, is how many of them must each approve a
 	// request before its effect may happen (the four-eyes rule: 2);
 	// absent, one.
-	Quorum int   `json:"quorum,omitempty"`
-	TTL    int64 `json:"ttl"` // logical time units a request stays open
+	Quorum int `json:"quorum,omitempty"`
+	// SeparateDuties keeps anyone who handed a run an input (started it,
+	// or added to it) from approving its requests: maker-checker.
+	SeparateDuties bool  `json:"separate_duties,omitempty"`
+	TTL            int64 `json:"ttl"` // logical time units a request stays open
 }
 
 // maxMembers bounds an approver group: a list longer than a team is more
@@ -166,6 +169,10 @@ func (p ApprovalPolicy) quorum() int { return max(p.Quorum, 1) }
 // ApprovalQuorum is how many distinct people's grants each approval
 // request of this workflow needs before its effect may happen.
 func (w *Workflow) ApprovalQuorum() int { return w.approval.quorum() }
+
+// SeparatesDuties reports whether the approval policy keeps anyone who
+// handed a run an input from approving its requests (runner.DutySeparator).
+func (w *Workflow) SeparatesDuties() bool { return w.approval.SeparateDuties }
 
 // membersOf lists the people who may answer a request naming approver:
 // the policy's members when it names this group, nil otherwise (a request

@@ -125,6 +125,7 @@ func TestCompileErrors(t *testing.T) {
 			m["approval"].(map[string]any)["members"] = []any{"alice", "bob"}
 			m["approval"].(map[string]any)["quorum"] = int64(-1)
 		}, nil, nil, CodeMalformed, ManifestFile, "/approval/quorum", "from 1 to the number of members"},
+		{"separate duties not a boolean", sub("approval", "separate_duties", "yes"), nil, nil, CodeMalformed, ManifestFile, "/approval", ""},
 		{"approver group not a list", sub("approval", "members", "alice"), nil, nil, CodeMalformed, ManifestFile, "/approval", ""},
 		{"adapter for unknown effect", sub("adapters", "mail.send", map[string]any{"kind": "http", "url_env": "X"}), nil, nil, CodeBadBinding, ManifestFile, "/adapters/mail.send", ""},
 		{"adapter kind", sub("adapters", "refund.pay", map[string]any{"kind": "smtp", "url_env": "X"}), nil, nil, CodeMalformed, ManifestFile, "/adapters/refund.pay/kind", ""},

@@ -70,6 +70,9 @@ type PendingApproval struct {
 	// Quorum is how many of the members must each approve, when more
 	// than one.
 	Quorum int `json:"quorum,omitempty"`
+	// SeparateDuties says that no one who handed the run an input may
+	// approve.
+	SeparateDuties bool `json:"separate_duties,omitempty"`
 }
 
 // Inspect reads a state produced by this workflow.
@@ -87,7 +90,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	}
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
-			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: w.approval.quorumOf(p.Request.Actor)})
+			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: w.approval.quorumOf(p.Request.Actor), SeparateDuties: w.approval.SeparateDuties})
 	}
 	for _, o := range st.Offered {
 		v.Offers = append(v.Offers, Offer{ProposalID: o.ProposalID, TicketID: o.TicketID, Options: append([]string{}, o.Options...),

@@ -76,11 +76,11 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 // the second person's pays the refund, and the run verifies and replays.
 func TestApprovalQuorumOverTheCLI(t *testing.T) {
 	c := newCLIRig(t)
-	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2,`)
+	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`)
 	wfs := "--workflows=" + dir
 	out := c.ok("run", "start", dir, "--id", "q", "--input-json", largeRefund, c.dest)
 	req := approvalRequest.FindString(out)
-	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving\n", "    approved so far: no one yet (0 of 2)\n"} {
+	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving; no one who handed the run an input\n", "    approved so far: no one yet (0 of 2)\n"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("run start lacks %q:\n%s", want, out)
 		}

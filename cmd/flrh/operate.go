@@ -590,13 +590,19 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 // policy names, or any one of the members of the group it names, or as
 // many of them as its quorum asks, each approving.
 func whoMayApprove(p workflow.PendingApproval) string {
+	var who string
 	switch {
 	case len(p.Members) == 0:
-		return p.Approver
+		who = p.Approver
 	case p.Quorum > 1:
-		return fmt.Sprintf("%d of %s (members of %s), each approving", p.Quorum, strings.Join(p.Members, ", "), p.Approver)
+		who = fmt.Sprintf("%d of %s (members of %s), each approving", p.Quorum, strings.Join(p.Members, ", "), p.Approver)
+	default:
+		who = fmt.Sprintf("any one of %s (members of %s)", strings.Join(p.Members, ", "), p.Approver)
 	}
-	return fmt.Sprintf("any one of %s (members of %s)", strings.Join(p.Members, ", "), p.Approver)
+	if p.SeparateDuties {
+		who += "; no one who handed the run an input"
+	}
+	return who
 }
 
 func init() {

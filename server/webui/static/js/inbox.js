@@ -106,6 +106,7 @@ export function pendingFields(pd) {
   const quorum = field(pd, 'quorum', 'Quorum') || 0;
   const some = quorum > 1 ? `${quorum} of ${members.join(', ')}, each approving` : `any one of ${members.join(', ')}`;
   if (who) out.push(['Approver named by policy', members.length ? `${who}: ${some}` : who]);
+  if (field(pd, 'separate_duties', 'SeparateDuties')) out.push(['Duties separated', 'no one who handed this run an input may approve it']);
   const prop = field(pd, 'proposal_id', 'ProposalID');
   if (prop) out.push(['Proposal', prop]);
   return out;

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,29 +11,28 @@ import (
 // with its approver replaced by policy (members of the approval object).
 func groupBundleDir(t *testing.T, policy string) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join("..", "..", "examples", "refund-agent")
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
+	return refundExampleWith(t, "refund-group", func(b []byte) []byte {
+		s := strings.Replace(string(b), `"approver": "finance-lead",`, policy, 1)
+		if s == string(b) {
+			t.Fatal("the example's approval policy changed; update this test")
+		}
+		return []byte(s)
+	})
+}
+
+// refusedApproval approves request req of run as the person named, under
+// the workflows flag wfs, and fails the test unless the command fails
+// (exit 1) saying want and writes nothing to the run's log.
+func (c *cliRig) refusedApproval(run, req, as, wfs, want string) {
+	c.t.Helper()
+	before := c.events(run)
+	out, code := c.run("approve", run, req, "--as", as, wfs, c.dest)
+	if code != 1 || !strings.Contains(out, want) {
+		c.t.Fatalf("approval by %s: exit %d, want 1 saying %q\n%s", as, code, want, out)
 	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Name() == "workflow.json" {
-			s := strings.Replace(string(b), `"approver": "finance-lead",`, policy, 1)
-			if s == string(b) {
-				t.Fatal("the example's approval policy changed; update this test")
-			}
-			b = []byte(s)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if n := c.events(run); n != before {
+		c.t.Fatalf("a refused approval wrote %d events", n-before)
 	}
-	return dir
 }
 
 // A bundle whose approval policy names a group: run start says who may
@@ -56,14 +53,7 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 	if req == "" || !strings.Contains(out, "    who may approve: any one of alice, bob (members of finance-leads)\n") {
 		t.Fatalf("run start:\n%s", out)
 	}
-	before := c.events("grp")
-	out, code := c.run("approve", "grp", req, "--as", "mallory", wfs, c.dest)
-	if code != 1 || !strings.Contains(out, `"mallory", who is not among the members of "finance-leads" the approval policy names (alice, bob)`) {
-		t.Fatalf("approval by mallory: exit %d\n%s", code, out)
-	}
-	if n := c.events("grp"); n != before {
-		t.Fatalf("a refused approval wrote %d events", n-before)
-	}
+	c.refusedApproval("grp", req, "mallory", wfs, `"mallory", who is not among the members of "finance-leads" the approval policy names (alice, bob)`)
 	out = c.ok("approve", "grp", req, "--as", "bob", wfs, c.dest)
 	if !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("after bob's approval:\n%s", out)
@@ -89,14 +79,7 @@ func TestApprovalQuorumOverTheCLI(t *testing.T) {
 	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
 		t.Fatalf("after alice's approval:\n%s", out)
 	}
-	before := c.events("q")
-	out, code := c.run("approve", "q", req, "--as", "alice", wfs, c.dest)
-	if code != 1 || !strings.Contains(out, "a quorum of 2 needs other people") {
-		t.Fatalf("alice again: exit %d\n%s", code, out)
-	}
-	if n := c.events("q"); n != before {
-		t.Fatalf("a refused approval wrote %d events", n-before)
-	}
+	c.refusedApproval("q", req, "alice", wfs, "a quorum of 2 needs other people")
 	out = c.ok("approve", "q", req, "--as", "carol", wfs, c.dest)
 	if !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("after carol's approval:\n%s", out)

@@ -37,8 +37,16 @@ const (
 // both read from the environment.
 func secretBundle(t *testing.T) string {
 	t.Helper()
+	return refundExampleWith(t, "refund-secret", func(b []byte) []byte { return withSecrets(t, b) })
+}
+
+// refundExampleWith copies the refund-agent example into a directory
+// named name, its workflow.json rewritten by edit, and returns the
+// directory.
+func refundExampleWith(t *testing.T, name string, edit func(manifest []byte) []byte) string {
+	t.Helper()
 	src := filepath.Join("..", "..", "examples", "refund-agent")
-	dst := filepath.Join(t.TempDir(), "refund-secret")
+	dst := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +60,7 @@ func secretBundle(t *testing.T) string {
 			t.Fatal(err)
 		}
 		if e.Name() == "workflow.json" {
-			b = withSecrets(t, b)
+			b = edit(b)
 		}
 		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)

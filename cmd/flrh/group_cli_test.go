@@ -65,7 +65,16 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 // has approved so far, a second approval by one person fails the command,
 // the second person's pays the refund, and the run verifies and replays.
 func TestApprovalQuorumOverTheCLI(t *testing.T) {
-	c := newCLIRig(t)
+	t.Run("sqlite", func(t *testing.T) { approvalQuorumOverTheCLI(t, newCLIRig(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		c := newCLIRig(t)
+		spec, _ := pgStoreURL(t)
+		c.store = "--store=" + spec
+		approvalQuorumOverTheCLI(t, c)
+	})
+}
+
+func approvalQuorumOverTheCLI(t *testing.T, c *cliRig) {
 	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`)
 	wfs := "--workflows=" + dir
 	out := c.ok("run", "start", dir, "--id", "q", "--input-json", largeRefund, c.dest)

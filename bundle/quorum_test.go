@@ -187,7 +187,8 @@ func TestRefundNeedsTwoApprovals(t *testing.T) {
 }
 
 // An approval that lapses before the quorum is complete counts no more:
-// the run asks for another, and the intent consumes the two that stand.
+// the run asks for another, its giver may approve again, and the intent
+// consumes the two that stand.
 func TestQuorumApprovalLapses(t *testing.T) {
 	wf, ads := groupBundle(t, 2)
 	h := newHarnessWith(t, wf, ads)
@@ -202,17 +203,24 @@ func TestQuorumApprovalLapses(t *testing.T) {
 		t.Fatalf("after alice: %+v", s.Waiting)
 	}
 	time.Sleep(400 * time.Millisecond)
-	h.approveAll(run, "bob")
+	// Her grant has lapsed: she may approve again, and the run counts the
+	// new grant in place of the old.
+	h.approveAll(run, "alice")
 	s := h.status(run)
-	if s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"bob"}) {
-		t.Fatalf("after alice's lapsed and bob's: state %s, %+v", s.State, s.Waiting)
+	if s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"alice"}) {
+		t.Fatalf("after alice's second approval: state %s, %+v", s.State, s.Waiting)
 	}
 	if tr := h.trace(run, "approval_lapsed"); len(tr) != 1 || !strings.Contains(tr[0]["detail"].(string), "alice's approval") {
 		t.Fatalf("lapse trace %v", tr)
 	}
-	h.approveAll(run, "carol")
+	// Now that hers stands, not a third time.
+	var nw *runner.NotWaitingError
+	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) {
+		t.Fatalf("alice's third approval: %v", err)
+	}
+	h.approveAll(run, "bob")
 	if s := h.status(run); s.State != "SUCCEEDED" {
-		t.Fatalf("after carol: %s", s.State)
+		t.Fatalf("after bob: %s", s.State)
 	}
 	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
 	if err != nil {
@@ -222,7 +230,7 @@ func TestQuorumApprovalLapses(t *testing.T) {
 	for _, g := range grants {
 		people = append(people, runner.GrantActor(g))
 	}
-	if slices.Sort(people); !slices.Equal(people, []string{"bob", "carol"}) {
+	if slices.Sort(people); !slices.Equal(people, []string{"alice", "bob"}) || len(grants) != 2 {
 		t.Fatalf("the grants consumed are by %v", people)
 	}
 	h.checkRecord(run)

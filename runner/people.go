@@ -162,6 +162,7 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 					need.Quorum = q
 					for _, c := range e.Concurring {
 						need.ApprovedBy = append(need.ApprovedBy, c.Actor)
+						need.approvedWith = append(need.approvedWith, c.ApprovalID)
 					}
 				}
 				d.waiting = append(d.waiting, need)
@@ -243,9 +244,17 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// the person told which grant stands. Where the request needs several
 	// people's approvals (a quorum), only a second one by the same person
 	// is: the run takes each of the others toward the quorum.
-	if slices.Contains(need.ApprovedBy, by.Name) {
-		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
-			requestID, by.Name, by.Name, need.Quorum)}
+	// One whose grant has lapsed meanwhile (expired, revoked) may approve
+	// again: the run counts that grant no more.
+	if k := slices.Index(need.ApprovedBy, by.Name); k >= 0 {
+		g, err := r.cfg.Store.Approval(ctx, need.approvedWith[k])
+		if err != nil && store.CodeOf(err) != store.CodeNotFound {
+			return err
+		}
+		if err == nil && live(g, now) {
+			return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
+				requestID, by.Name, by.Name, need.Quorum)}
+		}
 	}
 	only := ""
 	if need.Quorum > 1 {

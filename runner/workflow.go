@@ -95,6 +95,8 @@ type ApprovalNeed struct {
 	// records of the request.
 	Quorum     int      `json:"quorum,omitempty"`
 	ApprovedBy []string `json:"approved_by,omitempty"`
+	// approvedWith are the grants ApprovedBy gave, in the same order.
+	approvedWith []string
 }
 
 // Quorate is implemented by workflows whose approval requests may need the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -174,7 +175,7 @@ func TestLargeRefundWaitsAndAgentCannotApprove(t *testing.T) {
 	f.r.Wake()
 	time.Sleep(300 * time.Millisecond)
 	det := call[RunDetail](t, cs, "get_run", map[string]any{"run_id": "large-1"})
-	if det.Run.State != "WAIT_APPROVAL" || len(det.Run.Approvals) != 1 || det.Run.Approvals[0] != w {
+	if det.Run.State != "WAIT_APPROVAL" || len(det.Run.Approvals) != 1 || !reflect.DeepEqual(det.Run.Approvals[0], w) {
 		t.Fatalf("after the forged approval: %+v", det.Run)
 	}
 	if len(det.Effects) != 0 || len(f.sb.Mutations()) != 0 {

@@ -58,10 +58,12 @@ type RunView struct {
 
 // ApprovalWaiting is an approval a person must give or refuse.
 type ApprovalWaiting struct {
-	RequestID     string `json:"request_id"`
-	RequestDigest string `json:"request_digest" jsonschema:"the exact digest an approval must bind"`
-	IntentID      string `json:"intent_id"`
-	Preview       string `json:"preview" jsonschema:"exactly what the approver is shown"`
+	RequestID     string   `json:"request_id"`
+	RequestDigest string   `json:"request_digest" jsonschema:"the exact digest an approval must bind"`
+	IntentID      string   `json:"intent_id"`
+	Preview       string   `json:"preview" jsonschema:"exactly what the approver is shown"`
+	Quorum        int      `json:"quorum,omitempty" jsonschema:"how many people must each approve, when more than one"`
+	ApprovedBy    []string `json:"approved_by,omitempty" jsonschema:"who has approved so far, toward the quorum"`
 }
 
 // Progress is what start_run and submit_input report.
@@ -164,8 +166,13 @@ func view(st runner.Status) RunView {
 	v := RunView{RunHeader: header(st.Run), Head: st.Run.Head, AcceptedInputs: st.Accepted, OpenEffects: st.Open,
 		WaitsFor: []string{}, Approvals: []ApprovalWaiting{}, Unknown: []string{}}
 	for _, w := range st.Waiting {
-		v.Approvals = append(v.Approvals, ApprovalWaiting{RequestID: w.RequestID, RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview})
-		v.WaitsFor = append(v.WaitsFor, fmt.Sprintf("a person's approval or denial of request %s (%s); an agent cannot give it", w.RequestID, w.Preview))
+		v.Approvals = append(v.Approvals, ApprovalWaiting{RequestID: w.RequestID, RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview,
+			Quorum: w.Quorum, ApprovedBy: w.ApprovedBy})
+		who := "a person's approval"
+		if w.Quorum > 1 {
+			who = fmt.Sprintf("%d people's approvals (%d so far)", w.Quorum, len(w.ApprovedBy))
+		}
+		v.WaitsFor = append(v.WaitsFor, fmt.Sprintf("%s or denial of request %s (%s); an agent cannot give it", who, w.RequestID, w.Preview))
 	}
 	for _, u := range st.Unknown {
 		v.Unknown = append(v.Unknown, u)

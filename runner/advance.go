@@ -1730,13 +1730,13 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.Inbound, grant store.Approval, q int, now time.Time) (bool, error) {
 	kept := e.Concurring[:0:0]
 	for _, c := range e.Concurring {
-		g, err := r.cfg.Store.Approval(ctx, c.ApprovalID)
-		if err != nil && store.CodeOf(err) != store.CodeNotFound {
+		why, err := r.lapsed(ctx, c.ApprovalID, now)
+		if err != nil {
 			return false, err
 		}
-		if err != nil || !live(g, now) {
+		if why != "" {
 			r.traceNote(t, "approval_lapsed", in.ID, fmt.Sprintf("%s's approval %s of %s no longer stands (%s): it counts no more toward the quorum of %d",
-				c.Actor, c.ApprovalID, e.Approval.RequestID, lapsed(g, err), q))
+				c.Actor, c.ApprovalID, e.Approval.RequestID, why, q))
 			continue
 		}
 		kept = append(kept, c)
@@ -1765,15 +1765,21 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 	return false, nil
 }
 
-// lapsed says why a grant taken toward a quorum no longer stands.
-func lapsed(g store.Approval, err error) string {
+// lapsed says why grant id, taken toward a quorum, no longer stands at
+// now: "" while it does.
+func (r *Runner) lapsed(ctx context.Context, id string, now time.Time) (string, error) {
+	g, err := r.cfg.Store.Approval(ctx, id)
 	switch {
+	case store.CodeOf(err) == store.CodeNotFound:
+		return "gone from the ledger", nil
 	case err != nil:
-		return "gone from the ledger"
+		return "", err
 	case g.Status != store.ApprovalGranted:
-		return string(g.Status)
+		return string(g.Status), nil
+	case !live(g, now):
+		return "expired at " + g.ExpiresAt.UTC().Format(time.RFC3339), nil
 	}
-	return "expired at " + g.ExpiresAt.UTC().Format(time.RFC3339)
+	return "", nil
 }
 
 func (r *Runner) traceNote(t *tick, kind, inbound, detail string) {

@@ -243,15 +243,13 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// once) would only be ignored by the run, so it is refused here and
 	// the person told which grant stands. Where the request needs several
 	// people's approvals (a quorum), only a second one by the same person
-	// is: the run takes each of the others toward the quorum.
-	// One whose grant has lapsed meanwhile (expired, revoked) may approve
+	// is: the run takes each of the others toward the quorum. One whose
+	// grant toward it has lapsed meanwhile (expired, revoked) may approve
 	// again: the run counts that grant no more.
 	if k := slices.Index(need.ApprovedBy, by.Name); k >= 0 {
-		g, err := r.cfg.Store.Approval(ctx, need.approvedWith[k])
-		if err != nil && store.CodeOf(err) != store.CodeNotFound {
+		if why, err := r.lapsed(ctx, need.approvedWith[k], now); err != nil {
 			return err
-		}
-		if err == nil && live(g, now) {
+		} else if why == "" {
 			return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
 				requestID, by.Name, by.Name, need.Quorum)}
 		}

@@ -212,3 +212,25 @@ func TestSeparatesDuties(t *testing.T) {
 		}
 	}
 }
+
+// Who may approve, as people read it, for every shape of policy.
+func TestWhoMayApprove(t *testing.T) {
+	for _, c := range []struct {
+		p    PendingApproval
+		want string
+	}{
+		{PendingApproval{Approver: "finance-lead"}, "finance-lead"},
+		{PendingApproval{Approver: "finance-lead", SeparateDuties: true}, "finance-lead; no one who handed the run an input"},
+		{PendingApproval{Approver: "leads", Members: []string{"alice", "bob"}}, "any one of alice, bob (members of leads)"},
+		{PendingApproval{Approver: "leads", Members: []string{"alice", "bob"}, Quorum: 2}, "2 of alice, bob (members of leads), each approving"},
+		{PendingApproval{Approver: "leads", Members: []string{"alice", "bob", "carol"}, Quorum: 2, SeparateDuties: true},
+			"2 of alice, bob, carol (members of leads), each approving; no one who handed the run an input"},
+	} {
+		if got := c.p.WhoMayApprove(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+	if got := compileExample(t, "refund-agent").WhoMayApprove(); got != "finance-lead" {
+		t.Errorf("the refund example: %q", got)
+	}
+}

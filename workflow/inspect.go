@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"flrh.dev/flrh/mrp"
 )
@@ -73,6 +74,37 @@ type PendingApproval struct {
 	// SeparateDuties says that no one who handed the run an input may
 	// approve.
 	SeparateDuties bool `json:"separate_duties,omitempty"`
+}
+
+// WhoMayApprove says who may answer the pending approval (see
+// Workflow.WhoMayApprove).
+func (p PendingApproval) WhoMayApprove() string {
+	return whoMayApprove(p.Approver, p.Members, p.Quorum, p.SeparateDuties)
+}
+
+// WhoMayApprove says who may answer this workflow's approval requests: the
+// person its approval policy names; or any one of the members of the group
+// it names, or as many of them as its quorum asks, each approving; and,
+// where it separates duties, no one who handed the run an input.
+func (w *Workflow) WhoMayApprove() string {
+	p := w.approval
+	return whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), p.SeparateDuties)
+}
+
+func whoMayApprove(approver string, members []string, quorum int, separate bool) string {
+	var who string
+	switch {
+	case len(members) == 0:
+		who = approver
+	case quorum > 1:
+		who = fmt.Sprintf("%d of %s (members of %s), each approving", quorum, strings.Join(members, ", "), approver)
+	default:
+		who = fmt.Sprintf("any one of %s (members of %s)", strings.Join(members, ", "), approver)
+	}
+	if separate {
+		who += "; no one who handed the run an input"
+	}
+	return who
 }
 
 // Inspect reads a state produced by this workflow.

@@ -102,6 +102,8 @@ type bundleReport struct {
 	Digest   string   `json:"digest,omitempty"`
 	Manifest string   `json:"manifest,omitempty"` // workflow.json or workflow.yaml
 	Tools    []string `json:"tools,omitempty"`    // effect types
+	// Approvers says who may approve the workflow's approval requests.
+	Approvers string `json:"approvers,omitempty"`
 	// Variables are the environment variables the adapters read, by
 	// name: endpoints and credentials.
 	Variables []string `json:"variables,omitempty"`
@@ -126,6 +128,7 @@ func (rs bundleReports) print(w io.Writer) {
 			fmt.Fprintf(w, "FAIL %s: %s\n", r.Bundle, r.Failure)
 		default:
 			fmt.Fprintf(w, "ok   %s: %s@%s %s (%s; tools %s)\n", r.Bundle, r.ID, r.Version, r.Digest, r.Manifest, strings.Join(r.Tools, ", "))
+			fmt.Fprintf(w, "     approved by: %s\n", r.Approvers)
 			if r.Unwired != "" {
 				fmt.Fprintf(w, "     not wired here: %s\n", r.Unwired)
 			}
@@ -189,6 +192,7 @@ func checkBundle(where string, w *bundle.Workflow, a *bundle.Adapters, err error
 		r.Tools = append(r.Tools, et)
 	}
 	slices.Sort(r.Tools)
+	r.Approvers = w.WhoMayApprove()
 	r.Variables = a.Variables()
 	getenv, err := a.Resolve(env)
 	var unset []string

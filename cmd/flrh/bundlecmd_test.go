@@ -29,8 +29,14 @@ func TestBundleCheck(t *testing.T) {
 		}
 	}
 	ops := reps[0]
-	if ops.ID != "ops-agent" || strings.Join(ops.Tools, ",") != "diag.read,service.restart" || strings.Join(ops.Variables, ",") != "FLRH_OPS_URL" {
+	if ops.ID != "ops-agent" || strings.Join(ops.Tools, ",") != "diag.read,service.restart" || strings.Join(ops.Variables, ",") != "FLRH_OPS_URL" || ops.Approvers != "oncall-lead" {
 		t.Fatalf("ops-agent: %+v", ops)
+	}
+	// Who approves, as the bundle's approval policy says.
+	group := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`)
+	if reps, err := checkBundles(group, false, none); err != nil || len(reps) != 1 ||
+		reps[0].Approvers != "2 of alice, bob, carol (members of finance-leads), each approving; no one who handed the run an input" {
+		t.Fatalf("a group's bundle: %+v, %v", reps, err)
 	}
 	env := map[string]string{"FLRH_OPS_URL": "http://127.0.0.1:1/v1/effects"}
 	for _, wired := range []bool{false, true} {

@@ -547,7 +547,7 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 			fmt.Fprintf(out, "    | %s\n", line)
 		}
 		if k := slices.IndexFunc(v.Pending, func(p workflow.PendingApproval) bool { return p.RequestID == w.RequestID }); viewed && k >= 0 {
-			fmt.Fprintf(out, "    who may approve: %s\n", whoMayApprove(v.Pending[k]))
+			fmt.Fprintf(out, "    who may approve: %s\n", v.Pending[k].WhoMayApprove())
 		}
 		if w.Quorum > 1 {
 			so := "no one yet"
@@ -584,25 +584,6 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 	for _, u := range st.Unknown {
 		fmt.Fprintf(out, "  outcome of %s unknown — after checking the destination: flrh reconcile %s %s --confirmed|--failed|--abandon --as NAME\n", u, id, u)
 	}
-}
-
-// whoMayApprove says who may answer a pending approval: the person the
-// policy names, or any one of the members of the group it names, or as
-// many of them as its quorum asks, each approving.
-func whoMayApprove(p workflow.PendingApproval) string {
-	var who string
-	switch {
-	case len(p.Members) == 0:
-		who = p.Approver
-	case p.Quorum > 1:
-		who = fmt.Sprintf("%d of %s (members of %s), each approving", p.Quorum, strings.Join(p.Members, ", "), p.Approver)
-	default:
-		who = fmt.Sprintf("any one of %s (members of %s)", strings.Join(p.Members, ", "), p.Approver)
-	}
-	if p.SeparateDuties {
-		who += "; no one who handed the run an input"
-	}
-	return who
 }
 
 func init() {

@@ -74,6 +74,8 @@ type PendingApproval struct {
 	// SeparateDuties says that no one who handed the run an input may
 	// approve.
 	SeparateDuties bool `json:"separate_duties,omitempty"`
+	// Who is all of the above in a sentence (WhoMayApprove), for people.
+	Who string `json:"who_may_approve"`
 }
 
 // WhoMayApprove says who may answer the pending approval (see
@@ -123,6 +125,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
 			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: w.approval.quorumOf(p.Request.Actor), SeparateDuties: w.approval.SeparateDuties})
+		v.Pending[len(v.Pending)-1].Who = v.Pending[len(v.Pending)-1].WhoMayApprove()
 	}
 	for _, o := range st.Offered {
 		v.Offers = append(v.Offers, Offer{ProposalID: o.ProposalID, TicketID: o.TicketID, Options: append([]string{}, o.Options...),

@@ -96,17 +96,14 @@ export async function inboxPage(el, signal) {
 }
 
 // pendingFields are what a pending approval says of who may answer it and
-// what it came from: the approver the policy names (a person, or a group
-// with the people in it) and the proposal.
+// what it came from: the workflow's sentence of who may approve (the
+// person, or the group's people, its quorum, whether makers are kept out)
+// and the proposal.
 export function pendingFields(pd) {
   if (!pd) return [];
   const out = [];
-  const who = field(pd, 'approver', 'Approver');
-  const members = field(pd, 'members', 'Members') || [];
-  const quorum = field(pd, 'quorum', 'Quorum') || 0;
-  const some = quorum > 1 ? `${quorum} of ${members.join(', ')}, each approving` : `any one of ${members.join(', ')}`;
-  if (who) out.push(['Approver named by policy', members.length ? `${who}: ${some}` : who]);
-  if (field(pd, 'separate_duties', 'SeparateDuties')) out.push(['Duties separated', 'no one who handed this run an input may approve it']);
+  const who = field(pd, 'who_may_approve', 'Who') || field(pd, 'approver', 'Approver');
+  if (who) out.push(['Who may approve', who]);
   const prop = field(pd, 'proposal_id', 'ProposalID');
   if (prop) out.push(['Proposal', prop]);
   return out;

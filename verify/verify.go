@@ -770,8 +770,12 @@ func checkApproval(ctx context.Context, rep *Report, rec *record, in store.Inten
 	}
 	// The grants it consumed with that one (a quorum's) answer the same
 	// request, in this run, each from another person.
+	others := rec.concurring(in)
+	if len(others) == 0 {
+		return nil
+	}
 	people := []string{runner.GrantActor(a)}
-	for _, c := range rec.concurring(in) {
+	for _, c := range others {
 		rep.Concurring++
 		if !store.DigestMatches(c.Body, c.Digest) {
 			rep.fail("approval", intentWhere(in.ID), "concurring grant %s digest does not match its bytes", c.ID)

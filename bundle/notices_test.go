@@ -119,3 +119,27 @@ func (h *harness) claimNotices() []store.Notice {
 	}
 	return ns
 }
+
+// An approval's notice says who may give it, in the workflow's words, as
+// the tick that came to wait writes it and as TellWaiting tells of a run
+// that waited while no one wrote notices.
+func TestApprovalNoticeSaysWhoMayApprove(t *testing.T) {
+	wf, ads := groupBundleWith(t, `"quorum": 2, "separate_duties": true,`)
+	noticing := newHarnessWith(t, wf, ads, func(c *runner.Config) { c.Notices = true })
+	quiet := newHarnessWith(t, wf, ads)
+	for _, h := range []*harness{noticing, quiet} {
+		h.start("refund-big", refund("r-6001", 5000, "dave", "damaged"))
+	}
+	want := noticing.claimNotices()
+	var b store.NoticeBody
+	if len(want) != 1 || json.Unmarshal(want[0].Body, &b) != nil || b.Kind != store.NoticeApproval ||
+		b.Approvers != "2 of alice, bob, carol (members of finance-leads), each approving; no one who handed the run an input" {
+		t.Fatalf("the approval's notice: %+v %+v", want, b)
+	}
+	if n, err := quiet.r.TellWaiting(quiet.ctx, time.Time{}, time.Time{}); err != nil || n != 1 {
+		t.Fatalf("told of %d runs (%v), want 1", n, err)
+	}
+	if got := quiet.claimNotices(); len(got) != 1 || got[0].ID != want[0].ID || string(got[0].Body) != string(want[0].Body) {
+		t.Fatalf("told of %+v,\nwant %+v", got, want)
+	}
+}

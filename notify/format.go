@@ -84,7 +84,11 @@ func sentence(b store.NoticeBody, base string, st style) string {
 	var text string
 	switch b.Kind {
 	case store.NoticeApproval:
-		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")."
+		text = run + " waits for an approval (" + count(len(b.Requests), "request") + ")"
+		if b.Approvers != "" {
+			text += " from " + st.esc(b.Approvers)
+		}
+		text += "."
 	case store.NoticeChoice:
 		text = run + " waits for a person to choose among options (" + count(len(b.Proposals), "proposal") + ")."
 	case store.NoticeReconciliation:

@@ -388,6 +388,10 @@ func TestSlackText(t *testing.T) {
 			"flrh: Run *refund-7* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"},
 		{with(func(c *store.NoticeBody) { c.Kind, c.Requests = store.NoticeApproval, []string{"q1", "q2"} }), "",
 			"flrh: Run *refund-7* (refund-agent@1) waits for an approval (2 requests)."},
+		{with(func(c *store.NoticeBody) {
+			c.Kind, c.Requests, c.Approvers = store.NoticeApproval, []string{"q1"}, "2 of alice, bob & <carol> (members of leads), each approving"
+		}), "",
+			"flrh: Run *refund-7* (refund-agent@1) waits for an approval (1 request) from 2 of alice, bob &amp; &lt;carol&gt; (members of leads), each approving."},
 		{with(func(c *store.NoticeBody) { c.Kind, c.Proposals = store.NoticeChoice, []string{"p"} }), base,
 			"flrh: Run *refund-7* (refund-agent@1) waits for a person to choose among options (1 proposal). <https://flrh.example.com/ui/#/run/refund-7|Open the run>"},
 		{with(func(c *store.NoticeBody) { c.Kind, c.Effects = store.NoticeReconciliation, []string{"i1", "i2"} }), base,

@@ -53,7 +53,7 @@ func compileTemplate(text string) (*template.Template, error) {
 		return nil, err
 	}
 	sample := store.NoticeBody{RunID: "refund-7", WorkflowID: "refund-agent", WorkflowVersion: "1", State: "WAIT_APPROVAL", Seq: 5,
-		Outcome: "success", Requests: []string{"req-1"}, Proposals: []string{"p-1"}, Effects: []string{"intent-1"},
+		Outcome: "success", Requests: []string{"req-1"}, Approvers: "any one of alice, bob (members of finance-leads)", Proposals: []string{"p-1"}, Effects: []string{"intent-1"},
 		Park: "degraded_safe_mode", Wires: []string{"W1"}, Reason: `a "quoted" reason`}
 	for _, kind := range append(Kinds, TestKind) {
 		b := sample

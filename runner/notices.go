@@ -26,7 +26,7 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
 	case to == t.obs.from:
 	case to == "WAIT_APPROVAL":
-		b.Kind, b.Requests = store.NoticeApproval, awaitedRequests(t)
+		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, awaitedRequests(t), approversOf(t.wf)
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
 	}
@@ -156,6 +156,9 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 				continue // moved on since it was listed
 			case state == "WAIT_APPROVAL" && len(st.Waiting) > 0:
 				b := store.NoticeBody{Kind: store.NoticeApproval}
+				if wf, err := r.workflow(st.Run); err == nil {
+					b.Approvers = approversOf(wf)
+				}
 				for _, w := range st.Waiting {
 					b.Requests = append(b.Requests, w.RequestID)
 				}
@@ -219,6 +222,22 @@ func stateAfter(t *tick, p *store.Tick) string {
 // workflow, state and position.
 func noticeBody(t *tick, state string, seq int64) store.NoticeBody {
 	return store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: state, Seq: seq}
+}
+
+// ApproverTeller is implemented by workflows that can say who may approve
+// their requests (bundle workflows: the approval policy's person, group,
+// quorum and separation of duties in a sentence). An approval's notice
+// carries it, so that the people told know whether it is theirs to give.
+type ApproverTeller interface {
+	WhoMayApprove() string
+}
+
+// approversOf is who may approve wf's requests, "" when it does not say.
+func approversOf(wf Workflow) string {
+	if a, ok := wf.(ApproverTeller); ok {
+		return a.WhoMayApprove()
+	}
+	return ""
 }
 
 // notice is the notice whose body is b.

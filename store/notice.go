@@ -88,9 +88,11 @@ type NoticeBody struct {
 	Seq             int64  `json:"seq"` // the run's last accepted event when the notice was written
 	// Outcome is the run's final outcome (run_ended).
 	Outcome string `json:"outcome,omitempty"`
-	// Requests are the approval requests the run waits on
+	// Requests are the approval requests the run waits on, and
+	// Approvers who may approve them, in the workflow's words
 	// (approval_waiting).
-	Requests []string `json:"requests,omitempty"`
+	Requests  []string `json:"requests,omitempty"`
+	Approvers string   `json:"approvers,omitempty"`
 	// Proposals are the proposals waiting for a person to choose among
 	// their options (choice_waiting).
 	Proposals []string `json:"proposals,omitempty"`

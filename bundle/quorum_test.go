@@ -58,6 +58,29 @@ func groupBundle(t *testing.T, quorum int) (*Workflow, *Adapters) {
 	return groupBundleWith(t, fmt.Sprintf(`"quorum": %d,`, quorum))
 }
 
+// consumedFrom returns the grants of run's record and fails the test
+// unless there is one from each of people (sorted) and no other, every one
+// consumed by the run's one intent.
+func (h *harness) consumedFrom(run string, people ...string) []store.Approval {
+	h.t.Helper()
+	ins := h.intents(run)
+	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
+	if err != nil || len(ins) != 1 {
+		h.t.Fatalf("the run's grants: %v %v, intents %+v", grants, err, ins)
+	}
+	var by []string
+	for _, g := range grants {
+		if g.Status != store.ApprovalConsumed || g.ConsumedBy != ins[0].ID {
+			h.t.Fatalf("grant %s is %s by %q, not consumed by the intent", g.ID, g.Status, g.ConsumedBy)
+		}
+		by = append(by, runner.GrantActor(g))
+	}
+	if slices.Sort(by); !slices.Equal(by, people) {
+		h.t.Fatalf("the grants consumed are by %v, want %v", by, people)
+	}
+	return grants
+}
+
 func approverNamed(name string) runner.Actor {
 	return runner.Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
 }
@@ -112,20 +135,7 @@ func TestRefundNeedsTwoApprovals(t *testing.T) {
 	if len(ins) != 1 || h.mutationsFor(ins[0].IdempotencyKey) != 1 {
 		t.Fatalf("intents %+v", ins)
 	}
-	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
-	if err != nil || len(grants) != 2 {
-		t.Fatalf("the run's grants: %v %v", grants, err)
-	}
-	var people []string
-	for _, g := range grants {
-		if g.Status != store.ApprovalConsumed || g.ConsumedBy != ins[0].ID {
-			t.Fatalf("grant %s is %s by %q, not consumed by the intent", g.ID, g.Status, g.ConsumedBy)
-		}
-		people = append(people, runner.GrantActor(g))
-	}
-	if slices.Sort(people); !slices.Equal(people, []string{"alice", "bob"}) {
-		t.Fatalf("the grants consumed are by %v", people)
-	}
+	grants := h.consumedFrom(run, "alice", "bob")
 	if g, _ := h.st.Approval(h.ctx, ins[0].ApprovalID); runner.GrantActor(g) != "bob" {
 		t.Fatalf("the intent names %s's grant, not the one that completed the quorum", runner.GrantActor(g))
 	}
@@ -222,17 +232,7 @@ func TestQuorumApprovalLapses(t *testing.T) {
 	if s := h.status(run); s.State != "SUCCEEDED" {
 		t.Fatalf("after bob: %s", s.State)
 	}
-	grants, err := h.st.(store.RecordParts).RunApprovals(h.ctx, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var people []string
-	for _, g := range grants {
-		people = append(people, runner.GrantActor(g))
-	}
-	if slices.Sort(people); !slices.Equal(people, []string{"alice", "bob"}) || len(grants) != 2 {
-		t.Fatalf("the grants consumed are by %v", people)
-	}
+	h.consumedFrom(run, "alice", "bob")
 	h.checkRecord(run)
 }
 

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -10,6 +11,8 @@ import (
 func FuzzCompile(f *testing.F) {
 	files := readBundle(f, "../examples/refund-agent")
 	f.Add(files[ManifestFile])
+	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
+		`"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, 1)))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"schema_version":"flrh-workflow/1","facts":{"x":[1]}}`))
 	f.Fuzz(func(t *testing.T, manifest []byte) {

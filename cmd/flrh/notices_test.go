@@ -384,7 +384,7 @@ func TestSlackNoticesThroughServe(t *testing.T) {
 		"--notify-kinds", "approval_waiting,choice_waiting")
 	approveBigAfterSmall(t, p.base, chat)
 	time.Sleep(1500 * time.Millisecond) // the ends' notices, skipped
-	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request) from finance-lead. <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
+	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
 	if texts := chat.texts(); len(texts) != 1 || texts[0] != want {
 		t.Fatalf("texts %q, want [%q]", texts, want)
 	}
@@ -519,7 +519,7 @@ routes:
 	audit.await(store.NoticeEnded, "small", "1")
 	audit.await(store.NoticeEnded, "big", "1")
 	audit.deliveredOnce(3, "")
-	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request) from finance-lead. <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
+	want := "flrh: Run *big* (refund-agent@1) waits for an approval (1 request). <https://flrh.example.com/ui/#/inbox|Open the approvals inbox>"
 	if texts := chat.texts(); len(texts) != 1 || texts[0] != want {
 		t.Fatalf("the chat's texts %q, want [%q]", texts, want)
 	}
@@ -688,7 +688,7 @@ func TestEmailNoticesThroughServe(t *testing.T) {
 	}
 	subject, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
 	if !m.TLS || m.User != "flrh" || m.Pass != "pw-5d1e0b" || m.From != "flrh@example.com" || !slices.Equal(m.To, []string{"finance@example.com"}) ||
-		subject != "flrh: Run big (refund-agent@1) waits for an approval (1 request) from finance-lead." || msg.Header.Get("X-Flrh-Notice-Kind") != store.NoticeApproval {
+		subject != "flrh: Run big (refund-agent@1) waits for an approval (1 request)." || msg.Header.Get("X-Flrh-Notice-Kind") != store.NoticeApproval {
 		t.Fatalf("mailed TLS %v, user %q, from %q, to %q, subject %q, headers %v", m.TLS, m.User, m.From, m.To, subject, msg.Header)
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)

@@ -502,6 +502,18 @@ func TestBrowser(t *testing.T) {
 		if preview != need.Preview || digest != need.RequestDigest {
 			t.Fatalf("inbox shows preview %q digest %q; the run waits on %q %q", preview, digest, need.Preview, need.RequestDigest)
 		}
+		// Who may approve, in the workflow's words.
+		who := value(w, "who may approve", chromedp.Evaluate[string](`(() => {
+			const dt = [...document.querySelectorAll('article.approval[data-run="big-refund"] dt')].find((d) => d.textContent === 'Who may approve');
+			return dt ? dt.nextElementSibling.textContent : '';
+		})()`))
+		refunds, _, err := bundle.LoadExample("refund-agent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := refunds.WhoMayApprove(); who != want || want == "" {
+			t.Fatalf("the inbox says %q may approve; the workflow says %q", who, want)
+		}
 		w.run("inbox count", waitText("#inbox-count", "1"))
 		w.checkA11y("inbox")
 		w.shot("2-inbox")

@@ -213,8 +213,11 @@ func TestQuorumApprovalLapses(t *testing.T) {
 		t.Fatalf("after alice: %+v", s.Waiting)
 	}
 	time.Sleep(400 * time.Millisecond)
-	// Her grant has lapsed: she may approve again, and the run counts the
-	// new grant in place of the old.
+	// Her grant has lapsed: the run's status no longer counts it, she may
+	// approve again, and the run counts the new grant in place of the old.
+	if s := h.status(run); s.Waiting[0].Quorum != 2 || len(s.Waiting[0].ApprovedBy) != 0 {
+		t.Fatalf("after alice's grant lapsed: %+v", s.Waiting)
+	}
 	h.approveAll(run, "alice")
 	s := h.status(run)
 	if s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"alice"}) {

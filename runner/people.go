@@ -69,7 +69,37 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	st.Waiting = slices.Clone(d.waiting)
 	st.Unknown = slices.Clone(d.unknown)
 	st.Offered = slices.Clone(d.offered)
+	if err := r.standing(ctx, st.Waiting); err != nil {
+		return st, err
+	}
 	return st, nil
+}
+
+// standing leaves in each waiting approval's ApprovedBy only the people
+// whose grants toward its quorum still stand now: the checkpoint keeps a
+// grant until the run's next look at the quorum (concur), and one that
+// lapsed meanwhile (expired, revoked) no longer counts. The approvals are
+// the caller's copies; their lists are not shared with the cache.
+func (r *Runner) standing(ctx context.Context, waiting []ApprovalNeed) error {
+	now := r.cfg.Clock()
+	for i := range waiting {
+		w := &waiting[i]
+		if len(w.ApprovedBy) == 0 {
+			continue
+		}
+		var by, with []string
+		for k, id := range w.approvedWith {
+			why, err := r.lapsed(ctx, id, now)
+			if err != nil {
+				return err
+			}
+			if why == "" {
+				by, with = append(by, w.ApprovedBy[k]), append(with, id)
+			}
+		}
+		w.ApprovedBy, w.approvedWith = by, with
+	}
+	return nil
 }
 
 // maxRereads bounds how often readRun reads a run again that keeps moving.
@@ -245,14 +275,11 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// people's approvals (a quorum), only a second one by the same person
 	// is: the run takes each of the others toward the quorum. One whose
 	// grant toward it has lapsed meanwhile (expired, revoked) may approve
-	// again: the run counts that grant no more.
-	if k := slices.Index(need.ApprovedBy, by.Name); k >= 0 {
-		if why, err := r.lapsed(ctx, need.approvedWith[k], now); err != nil {
-			return err
-		} else if why == "" {
-			return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
-				requestID, by.Name, by.Name, need.Quorum)}
-		}
+	// again: the run counts that grant no more (Inspect lists only the
+	// grants that stand).
+	if slices.Contains(need.ApprovedBy, by.Name) {
+		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
+			requestID, by.Name, by.Name, need.Quorum)}
 	}
 	only := ""
 	if need.Quorum > 1 {

@@ -28,6 +28,15 @@ type RunRecord struct {
 	Approvals []Approval
 }
 
+// ConcurringGrants is the SQL condition on a grant a, joined to the intent
+// i that consumed it (i.intent_id = a.consumed_by), that it concurs: i is
+// of a's run and names another grant, as a quorum's other approvals are
+// (ApprovalUse.Concurs). A run's record holds them with the grants its
+// intents name. Joined so, a run's grants are found by its index and each
+// one's consumer by its key: the run's few grants cost a probe each. Both
+// stores' dialects read it as it is.
+const ConcurringGrants = `a.status = 'consumed' AND i.run_id = a.run_id AND i.approval_id <> a.approval_id`
+
 // RecordParts reads a run's record table by table: a Store that also
 // reads all of a run's attempts, and the grants its intents name, at once.
 type RecordParts interface {

@@ -154,19 +154,26 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 				if found && a.RequestDigest != p.Approval.RequestDigest {
 					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
 				}
-				// As many people approved as the workflow's policy asks.
-				if separated && found {
-					if err := checkDuties(ctx, rec, runID, in, a, makers, func(format string, args ...any) { fail("replay-approval", "intent "+id, format, args...) }); err != nil {
-						return nil, err
-					}
+				quorum := 1
+				if q, ok := wf.(runner.Quorate); ok {
+					quorum = q.Quorum(*p.Approval)
 				}
-				if q, ok := wf.(runner.Quorate); ok && q.Quorum(*p.Approval) > 1 {
+				if separated && found || quorum > 1 {
 					others, err := rec.concurringFor(ctx, runID, in)
 					if err != nil {
 						return nil, err
 					}
-					if n, want := 1+len(others), q.Quorum(*p.Approval); n < want {
-						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow's approval policy asks for %d people's", n, want)
+					// No one who handed the run an input by then approved.
+					if separated && found {
+						for _, g := range append([]store.Approval{a}, others...) {
+							if who := runner.GrantActor(g); slices.Contains(makers, who) {
+								fail("replay-approval", "intent "+id, "grant %s was given by %q, who handed the run an input; the workflow's approval policy separates duties", g.ID, who)
+							}
+						}
+					}
+					// As many people approved as the workflow's policy asks.
+					if n := 1 + len(others); n < quorum {
+						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow's approval policy asks for %d people's", n, quorum)
 					}
 				}
 			}
@@ -317,20 +324,4 @@ func intentWithoutApproval(v any) ([]byte, error) {
 // or the same error, with no Trace.
 type untracedWorkflow interface {
 	DecideUntraced(state []byte, in runner.Accepted) (runner.Decision, error)
-}
-
-// checkDuties reports every grant intent in consumed (named, the grant
-// named; and those beside it) given by someone who had handed the run an
-// input by then (makers).
-func checkDuties(ctx context.Context, rec *record, runID string, in store.Intent, named store.Approval, makers []string, fail func(string, ...any)) error {
-	others, err := rec.concurringFor(ctx, runID, in)
-	if err != nil {
-		return err
-	}
-	for _, g := range append([]store.Approval{named}, others...) {
-		if who := runner.GrantActor(g); slices.Contains(makers, who) {
-			fail("grant %s was given by %q, who handed the run an input; the workflow's approval policy separates duties", g.ID, who)
-		}
-	}
-	return nil
 }

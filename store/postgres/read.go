@@ -184,14 +184,6 @@ func (s *Store) attempts(ctx context.Context, runID, query, arg string) ([]store
 	return out, s.mapErr("attempts", runID, rows.Err())
 }
 
-// concurringGrants is the condition on a grant a, joined to the intent i
-// that consumed it (i.intent_id = a.consumed_by), that it concurs: i is
-// of a's run and names another grant, as a quorum's other approvals are
-// (store.ApprovalUse). A run's record holds them with the grants its
-// intents name. Joined so, a run's grants are found by its index and each
-// one's consumer by its key: the run's few grants cost a probe each.
-const concurringGrants = `a.status = 'consumed' AND i.run_id = a.run_id AND i.approval_id <> a.approval_id`
-
 // RunApprovals returns the grants a run's intents name, whichever run each
 // grant belongs to, and the run's other grants consumed (a quorum's
 // concurring approvals), in one read.
@@ -200,7 +192,7 @@ func (s *Store) RunApprovals(ctx context.Context, runID string) ([]store.Approva
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = $1
 UNION ALL
 SELECT a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
-FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = $1 AND `+concurringGrants+`
+FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = $1 AND `+store.ConcurringGrants+`
 ORDER BY 1`, runID)
 	if err != nil {
 		return nil, s.mapErr("approvals", runID, err)

@@ -44,7 +44,7 @@ FROM intents i JOIN attempts a ON a.intent_id = i.intent_id WHERE i.run_id = ANY
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ANY($1)
 UNION ALL
 SELECT a.run_id, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by
-FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = ANY($1) AND ` + concurringGrants + `
+FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = ANY($1) AND ` + store.ConcurringGrants + `
 ORDER BY 1, 2`
 )
 

@@ -72,7 +72,7 @@ SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, 
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1
 UNION ALL
 SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
-FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = ?1 AND ` + concurringGrants
+FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = ?1 AND ` + store.ConcurringGrants
 
 // The two statements: with the run's header and effects, and without.
 const (
@@ -658,7 +658,7 @@ SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.di
 FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id
 UNION ALL
 SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
-FROM b JOIN approvals a ON a.run_id = b.rid JOIN intents i ON i.intent_id = a.consumed_by WHERE ` + concurringGrants
+FROM b JOIN approvals a ON a.run_id = b.rid JOIN intents i ON i.intent_id = a.consumed_by WHERE ` + store.ConcurringGrants
 )
 
 // The batch statements, with the run's header and effects and without.

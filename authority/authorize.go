@@ -187,6 +187,12 @@ type Outcome struct {
 	Held     string    `json:"held"`
 	MRPState mrp.State `json:"mrp_state"`
 	Refusal  bool      `json:"refusal"`
+	// Quorum is, for an approval request the gate policy asks more than
+	// one person to answer (its Quorum relation), how many, and
+	// QuorumReason the rule instance that asks for them; 0 and nil
+	// otherwise.
+	Quorum       int     `json:"quorum,omitempty"`
+	QuorumReason *Reason `json:"quorum_reason,omitempty"`
 }
 
 // Outcome kinds.
@@ -792,6 +798,9 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 	keys := appendSortedKeys(keysArr[:0], t.Parameters)
 	// The reasons' fact strings are cut from the decision's arena.
 	ev := in.Policy.Policy.evaluateIn(&rec.ev, a, t, keys, joinFacts(base[:nb], more)...)
+	// The ticket the gates judged, for the quorum they may ask of an
+	// approval request below.
+	gated := t
 	risk := ev.AssessedRisk
 	declaredRank, _ := riskRank(manifest.DeclaredRisk)
 	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {
@@ -920,6 +929,19 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 		if t.Completeness != Complete {
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return
+		}
+		if in.Policy.Policy.maxQuorum > 0 {
+			// How many people must approve is the gates' to say, over
+			// the facts they decided on; a policy that cannot say holds
+			// the action rather than ask too few.
+			n, why, err := in.Policy.Policy.quorum(gated, joinFacts(base[:nb], more)...)
+			if err != nil {
+				o.Kind, o.Held = OutcomeHeld, "held: the gate policy's quorum: "+err.Error()
+				return
+			}
+			if n > 1 {
+				o.Quorum, o.QuorumReason = n, &why
+			}
 		}
 		requestApproval(o, a, in, i, p, t, snap, spec, seq, risk)
 		return

@@ -222,6 +222,94 @@ type Policy struct {
 	// change; a decision remembers this one as plain (strArena.plain), and
 	// a Digest still equal to it is written without the test.
 	digest string
+	// maxQuorum is the largest count a quorum rule's head writes, 0 when
+	// the policy derives no quorum.
+	maxQuorum int
+}
+
+// Quorum is the relation a gate policy may declare and derive,
+// quorum(n, rule), to ask that n people each approve an action the gates
+// send to a person (ASK_FIRST, or high risk): the four-eyes rule for a
+// large payment, one approval below the limit. The count is written in
+// each rule's head, from 2 to MaxQuorum; where several rules fire, the
+// largest count stands. The quorum only ever adds people: a request no
+// rule names needs as many as the workflow's approval policy says.
+const Quorum = "quorum"
+
+// MaxQuorum bounds a quorum rule's count (as the workflow bounds a group
+// of approvers).
+const MaxQuorum = 100
+
+// MaxQuorum is the largest count the policy's quorum rules ask for, 0 when
+// it has none: a workflow checks it against the people who may approve.
+func (p *Policy) MaxQuorum() int { return p.maxQuorum }
+
+// checkQuorumHead checks a quorum rule's head: a positive atom whose count
+// is a number from 2 to MaxQuorum and whose rule id is a constant, so that
+// the workflow can tell before any run whether its approvers can ever meet
+// it. It returns the count.
+func checkQuorumHead(h *logic.AtomExpr) (int, error) {
+	if h.Neg {
+		return 0, fmt.Errorf("%s: quorum cannot be derived false: a rule only asks for more people", h.Pos)
+	}
+	if len(h.Args) != 2 {
+		return 0, fmt.Errorf("%s: quorum takes a count and a rule id, quorum(2, \"g2.large-refund\")", h.Pos)
+	}
+	n, ok := h.Args[0].(*logic.NumConst)
+	if !ok {
+		return 0, fmt.Errorf("%s: quorum's count must be a number written in the rule's head, not %s", h.Pos, h.Args[0])
+	}
+	if n.Val < 2 || n.Val > MaxQuorum {
+		return 0, fmt.Errorf("%s: quorum's count must be from 2 to %d (one person's approval is what every request needs already), not %d", n.Pos, MaxQuorum, n.Val)
+	}
+	if _, ok := h.Args[1].(*logic.SymConst); !ok {
+		return 0, fmt.Errorf("%s: quorum's rule id must be a string written in the rule's head, not %s", h.Pos, h.Args[1])
+	}
+	return int(n.Val), nil
+}
+
+// quorum is how many people the policy asks to approve the ticket (0 when
+// no quorum rule fires) and the rule instance that asks for the most. A
+// policy that fails to evaluate, or derives a quorum both true and false,
+// is an error: the caller holds the action rather than guess.
+func (p *Policy) quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
+	le, ok := p.oracle.(logicEngine)
+	if !ok || p.maxQuorum == 0 {
+		return 0, Reason{}, nil
+	}
+	m, err := logic.Evaluate(le.c, TicketFacts(t, extra...), le.lim)
+	if err != nil {
+		return 0, Reason{}, err
+	}
+	cs, err := m.Conflicts()
+	if err != nil {
+		return 0, Reason{}, err
+	}
+	for _, c := range cs {
+		if c.Atom.Rel == Quorum {
+			return 0, Reason{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
+		}
+	}
+	rows, err := m.Tuples(Quorum, false)
+	if err != nil {
+		return 0, Reason{}, err
+	}
+	var best []logic.Value
+	for _, r := range rows {
+		// The largest count; among equal ones, the first rule id in byte
+		// order, so that the reason given does not depend on row order.
+		if best == nil || r[0].Int() > best[0].Int() || r[0].Int() == best[0].Int() && r[1].Str() < best[1].Str() {
+			best = r
+		}
+	}
+	if best == nil {
+		return 0, Reason{}, nil
+	}
+	why, err := provenance(m, logic.Fact{Rel: Quorum, Args: best}, best[1].Str())
+	if err != nil {
+		return 0, Reason{}, err
+	}
+	return int(best[0].Int()), why, nil
 }
 
 // Delegates reports whether the policy lets the controller choose among the
@@ -281,9 +369,25 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 			return nil, &PolicyError{err}
 		}
 	}
+	maxQuorum := 0
+	if ts, declared := c.SharedSchema(Quorum); declared {
+		if len(ts) != 2 || ts[0] != logic.TypeNumber || ts[1] != logic.TypeSymbol {
+			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(n: number, rule: symbol)", Quorum, Quorum)}
+		}
+		for _, cl := range prog.Clauses {
+			if cl.Head.Name != Quorum {
+				continue
+			}
+			n, err := checkQuorumHead(cl.Head)
+			if err != nil {
+				return nil, &PolicyError{err}
+			}
+			maxQuorum = max(maxQuorum, n)
+		}
+	}
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
-	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest}
+	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum}
 	if flat := compileFlat(prog, inputs, limits); flat != nil {
 		p.engine, p.Flat = flat, true
 	}

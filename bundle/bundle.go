@@ -222,13 +222,13 @@ func plan(e workflow.Effect) runner.EffectPlan {
 	p := runner.EffectPlan{Intent: e.Intent, Payload: e.Payload, ContentDigest: e.ContentDigest}
 	if e.Approval != nil {
 		p.Approval = &runner.ApprovalNeed{RequestID: e.Approval.RequestID, RequestDigest: e.Approval.RequestDigest,
-			IntentID: e.Approval.IntentID, Preview: e.Approval.Preview}
+			IntentID: e.Approval.IntentID, Preview: e.Approval.Preview, Quorum: e.Approval.Quorum}
 	}
 	return p
 }
 
 func need(n runner.ApprovalNeed) workflow.ApprovalNeed {
-	return workflow.ApprovalNeed{RequestID: n.RequestID, RequestDigest: n.RequestDigest, IntentID: n.IntentID, Preview: n.Preview}
+	return workflow.ApprovalNeed{RequestID: n.RequestID, RequestDigest: n.RequestDigest, IntentID: n.IntentID, Preview: n.Preview, Quorum: n.Quorum}
 }
 
 // View implements runner.Viewer: the workflow's view of a run's state.

@@ -23,7 +23,27 @@ import (
 // policy (members of the approval object, each followed by a comma).
 func policyBundle(t *testing.T, policy string) (*Workflow, *Adapters) {
 	t.Helper()
+	return policyBundleWithGates(t, policy, "")
+}
+
+// policyBundleWithGates is policyBundle with rules added to the example's
+// gate policy.
+func policyBundleWithGates(t *testing.T, policy, gates string) (*Workflow, *Adapters) {
+	t.Helper()
 	dir := copyExample(t, "refund-agent")
+	if gates != "" {
+		f, err := os.OpenFile(filepath.Join(dir, "gates.dl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(gates)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	manifest := filepath.Join(dir, "workflow.json")
 	b, err := os.ReadFile(manifest)
 	if err != nil {
@@ -185,7 +205,7 @@ func TestRefundNeedsTwoApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
-		return f.Check == "replay-approval" && strings.Contains(f.Detail, "consumed 1 approval(s); the workflow's approval policy asks for 2 people's")
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, "consumed 1 approval(s); the workflow asks 2 people's approvals of this request")
 	}) {
 		t.Fatalf("a refund paid on one approval of two went unnoticed on replay: %+v", rp.Findings)
 	}

@@ -1650,7 +1650,7 @@ func (r *Runner) waitApproval(ctx context.Context, t *tick) (bool, error) {
 			r.traceNote(t, "approval_refused", in.ID, why)
 			return true, nil
 		}
-		if q := quorumOf(t.wf, *e.Approval); q > 1 {
+		if q := QuorumOf(t.wf, *e.Approval); q > 1 {
 			done, err := r.concur(ctx, t, e, in, grant, q, now)
 			if err != nil || !done {
 				return true, err

@@ -26,7 +26,7 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
 	case to == t.obs.from:
 	case to == "WAIT_APPROVAL":
-		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, awaitedRequests(t), approversOf(t.wf)
+		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, awaitedRequests(t), approversOf(t.wf, awaitedQuorum(t))
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
 	}
@@ -156,11 +156,12 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 				continue // moved on since it was listed
 			case state == "WAIT_APPROVAL" && len(st.Waiting) > 0:
 				b := store.NoticeBody{Kind: store.NoticeApproval}
-				if wf, err := r.workflow(st.Run); err == nil {
-					b.Approvers = approversOf(wf)
-				}
+				quorum := 0
 				for _, w := range st.Waiting {
-					b.Requests = append(b.Requests, w.RequestID)
+					b.Requests, quorum = append(b.Requests, w.RequestID), max(quorum, w.Quorum)
+				}
+				if wf, err := r.workflow(st.Run); err == nil {
+					b.Approvers = approversOf(wf, quorum)
 				}
 				bs = append(bs, b)
 			case state == "HUMAN_RECONCILIATION":
@@ -229,13 +230,18 @@ func noticeBody(t *tick, state string, seq int64) store.NoticeBody {
 // quorum and separation of duties in a sentence). An approval's notice
 // carries it, so that the people told know whether it is theirs to give.
 type ApproverTeller interface {
-	WhoMayApprove() string
+	// WhoMayApproveQuorum says who may approve a request that needs
+	// quorum people's grants as planned (ApprovalNeed.Quorum; 0 when the
+	// plan asked for no more than the workflow's policy).
+	WhoMayApproveQuorum(quorum int) string
 }
 
-// approversOf is who may approve wf's requests, "" when it does not say.
-func approversOf(wf Workflow) string {
+// approversOf is who may approve wf's requests that need quorum people as
+// planned, "" when wf does not say. A notice of several requests names the
+// largest quorum among them.
+func approversOf(wf Workflow, quorum int) string {
 	if a, ok := wf.(ApproverTeller); ok {
-		return a.WhoMayApprove()
+		return a.WhoMayApproveQuorum(quorum)
 	}
 	return ""
 }

@@ -385,6 +385,21 @@ func awaitedRequests(t *tick) []string {
 	return ids
 }
 
+// awaitedQuorum is the largest quorum the plans of the approvals the run
+// awaits ask for (ApprovalNeed.Quorum), 0 when none asks for one.
+func awaitedQuorum(t *tick) int {
+	q := 0
+	if t.cp == nil {
+		return q
+	}
+	for _, e := range t.cp.Open {
+		if e.Stage == stageAwaitingApproval && e.Approval != nil && e.ApprovalID == "" {
+			q = max(q, e.Approval.Quorum)
+		}
+	}
+	return q
+}
+
 // observeTrip reports a run a wire parked: the tick ends tripped.
 func (r *Runner) observeTrip(ctx context.Context, t *tick, b tripwire.Boundary, trips []tripwire.Trip) {
 	names := make([]string, len(trips))

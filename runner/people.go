@@ -188,7 +188,7 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 		case stageAwaitingApproval:
 			if e.ApprovalID == "" {
 				need := *e.Approval
-				if q := quorumOf(wf, need); q > 1 {
+				if q := QuorumOf(wf, need); q > 1 {
 					need.Quorum = q
 					for _, c := range e.Concurring {
 						need.ApprovedBy = append(need.ApprovedBy, c.Actor)

@@ -89,10 +89,13 @@ type ApprovalNeed struct {
 	IntentID      string `json:"intent_id"`
 	Preview       string `json:"preview"` // exactly what the person is shown
 
-	// Quorum and ApprovedBy say, where a request needs the approvals of
-	// several people (a Quorate workflow's), how many, and whose the run
-	// holds so far. Inspect fills them in; they are no part of what a run
-	// records of the request.
+	// Quorum says, where a request needs the approvals of several people,
+	// how many. A workflow that plans the request may set it (a bundle's
+	// gate policy asking a quorum of this one action); the run records it
+	// with the request and takes as many grants as it says, or as the
+	// workflow says of all its requests (Quorate), whichever is more.
+	// Inspect fills in the larger. ApprovedBy, also Inspect's, says whose
+	// grants the run holds so far; it is no part of what a run records.
 	Quorum     int      `json:"quorum,omitempty"`
 	ApprovedBy []string `json:"approved_by,omitempty"`
 	// approvedWith are the grants ApprovedBy gave, in the same order.
@@ -112,15 +115,15 @@ type Quorate interface {
 	Quorum(need ApprovalNeed) int
 }
 
-// quorumOf is how many people's grants need needs from wf: 1 unless wf is
-// Quorate and says more.
-func quorumOf(wf Workflow, need ApprovalNeed) int {
+// QuorumOf is how many distinct people's grants need needs from wf: the
+// quorum its plan recorded, or the one wf says (Quorate), whichever is
+// more; at least 1.
+func QuorumOf(wf Workflow, need ApprovalNeed) int {
+	n := max(need.Quorum, 1)
 	if q, ok := wf.(Quorate); ok {
-		if n := q.Quorum(need); n > 1 {
-			return n
-		}
+		n = max(n, q.Quorum(need))
 	}
-	return 1
+	return n
 }
 
 // ApprovalAuthorizer is implemented by workflows whose authority decides

@@ -154,10 +154,7 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 				if found && a.RequestDigest != p.Approval.RequestDigest {
 					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
 				}
-				quorum := 1
-				if q, ok := wf.(runner.Quorate); ok {
-					quorum = q.Quorum(*p.Approval)
-				}
+				quorum := runner.QuorumOf(wf, *p.Approval)
 				if separated && found || quorum > 1 {
 					others, err := rec.concurringFor(ctx, runID, in)
 					if err != nil {
@@ -171,9 +168,9 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 							}
 						}
 					}
-					// As many people approved as the workflow's policy asks.
+					// As many people approved as the workflow asks of the request.
 					if n := 1 + len(others); n < quorum {
-						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow's approval policy asks for %d people's", n, quorum)
+						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow asks %d people's approvals of this request (its approval policy, or its gates)", n, quorum)
 					}
 				}
 			}

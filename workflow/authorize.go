@@ -105,7 +105,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		actionJSON, _ := cjson.Marshal(a.Action)
 		destJSON, _ := cjson.Marshal(a.Destination)
 		pd := pending{RequestID: q.RequestID, Request: q, Batch: b, Action: actionJSON, Dest: destJSON, Machine: before,
-			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed}
+			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed, Quorum: o.Quorum}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
 		eff, approved, err := w.reauthorizeWith(pd, w.namedApprover(), checked, memo)
@@ -120,8 +120,11 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		}
 		pd.IntentID, pd.approved = eff.Intent.IntentID, &approved
 		rec.intentID, rec.requestID, rec.requestDigest = &eff.Intent.IntentID, &q.RequestID, &q.RequestDigest
+		if o.QuorumReason != nil {
+			rec.quorum, rec.quorumRule = o.Quorum, o.QuorumReason.Rule
+		}
 		t.noteOutcome(rec)
-		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview}
+		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview, Quorum: o.Quorum}
 		st.EffectSeq++
 		st.Pending = append(st.Pending, pd)
 		st.Open = append(st.Open, openIntent{IntentID: eff.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: eff.Intent.ActionDigest})

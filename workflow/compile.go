@@ -931,6 +931,16 @@ func (c *compiler) authority(w *Workflow) *Error {
 	if err := checkMembers(w.approval); err != nil {
 		return err
 	}
+	// The gates may ask more people than the approval policy: each of them
+	// must be able to, before any run waits on a quorum no one can meet.
+	if q := pol.MaxQuorum(); q > 0 {
+		switch {
+		case w.approval.Members == nil:
+			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but approver %q is one person: name a group and its members", name, q, w.approval.Approver)
+		case q > len(w.approval.Members):
+			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but %q has %d members", name, q, w.approval.Approver, len(w.approval.Members))
+		}
+	}
 	if w.approval.TTL < 1 || w.approval.TTL > 1<<40 {
 		return malformed("/approval/ttl", "must be from 1 to 2^40 logical time units")
 	}

@@ -55,6 +55,11 @@ type ApprovalNeed struct {
 	RequestDigest string
 	IntentID      string
 	Preview       string
+	// Quorum is how many people the gate policy asks to approve it, when
+	// more than one (0 otherwise): the runner records it with the request
+	// and takes that many grants, or the approval policy's quorum if
+	// larger, before the intent commits.
+	Quorum int
 }
 
 // Effect is one effect H authorized, or would authorize once approved.

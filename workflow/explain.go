@@ -32,6 +32,11 @@ type Why struct {
 	Resolution  ResolutionWhy    `json:"resolution"`
 	MRPState    string           `json:"mrp_state"`
 	Choices     []string         `json:"choices,omitempty"` // options chosen and presented to the gates
+	// Quorum is how many people the gate policy asks to approve the
+	// request, when more than one, and QuorumReason the rule instance
+	// that asks.
+	Quorum       int               `json:"quorum,omitempty"`
+	QuorumReason *authority.Reason `json:"quorum_reason,omitempty"`
 }
 
 // WhyRejection is H's outright rejection: a code and where.
@@ -167,7 +172,7 @@ func (t *tick) explainOutcome(o authority.Outcome, choices []authority.Choice) {
 	}
 	y := Why{Seq: t.in.Seq, InputKind: t.in.Kind, ProposalID: o.ProposalID, TicketID: o.Ticket.TicketID, Outcome: o.Kind, Held: o.Held,
 		Audit: nonNil(o.Audit), Verdict: t.why.verdicts[o.ProposalID], Eligibility: t.why.eligibility[o.ProposalID], Gates: []GateWhy{},
-		MRPState: string(o.MRPState)}
+		MRPState: string(o.MRPState), Quorum: o.Quorum, QuorumReason: o.QuorumReason}
 	if y.Eligibility == nil {
 		y.Eligibility = []EligibilityWhy{}
 	}

@@ -81,19 +81,31 @@ type PendingApproval struct {
 // WhoMayApprove says who may answer the pending approval (see
 // Workflow.WhoMayApprove).
 func (p PendingApproval) WhoMayApprove() string {
-	return whoMayApprove(p.Approver, p.Members, p.Quorum, p.SeparateDuties)
+	return whoMayApprove(p.Approver, p.Members, p.Quorum, 0, p.SeparateDuties)
 }
 
 // WhoMayApprove says who may answer this workflow's approval requests: the
 // person its approval policy names; or any one of the members of the group
-// it names, or as many of them as its quorum asks, each approving; and,
-// where it separates duties, no one who handed the run an input.
+// it names, or as many of them as its quorum asks, each approving; where
+// the gate policy may ask more of them, up to how many; and, where it
+// separates duties, no one who handed the run an input.
 func (w *Workflow) WhoMayApprove() string {
-	p := w.approval
-	return whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), p.SeparateDuties)
+	p, most := w.approval, 0
+	if w.policy.Policy != nil {
+		most = w.policy.Policy.MaxQuorum()
+	}
+	return whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), most, p.SeparateDuties)
 }
 
-func whoMayApprove(approver string, members []string, quorum int, separate bool) string {
+// WhoMayApproveQuorum says who may answer a request of this workflow that
+// the gate policy asked quorum people to approve (0: a request it asked
+// nothing of): as WhoMayApprove, for that one request.
+func (w *Workflow) WhoMayApproveQuorum(quorum int) string {
+	p := w.approval
+	return whoMayApprove(p.Approver, p.Members, max(p.quorumOf(p.Approver), quorum), 0, p.SeparateDuties)
+}
+
+func whoMayApprove(approver string, members []string, quorum, most int, separate bool) string {
 	var who string
 	switch {
 	case len(members) == 0:
@@ -102,6 +114,9 @@ func whoMayApprove(approver string, members []string, quorum int, separate bool)
 		who = fmt.Sprintf("%d of %s (members of %s), each approving", quorum, strings.Join(members, ", "), approver)
 	default:
 		who = fmt.Sprintf("any one of %s (members of %s)", strings.Join(members, ", "), approver)
+	}
+	if most > max(quorum, 1) {
+		who += fmt.Sprintf("; up to %d of them where the gate policy asks", most)
 	}
 	if separate {
 		who += "; no one who handed the run an input"
@@ -124,7 +139,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	}
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
-			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: w.approval.quorumOf(p.Request.Actor), SeparateDuties: w.approval.SeparateDuties})
+			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: max(w.approval.quorumOf(p.Request.Actor), p.Quorum), SeparateDuties: w.approval.SeparateDuties})
 		v.Pending[len(v.Pending)-1].Who = v.Pending[len(v.Pending)-1].WhoMayApprove()
 	}
 	for _, o := range st.Offered {

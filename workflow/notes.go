@@ -153,6 +153,10 @@ type outcomeRec struct {
 	rejection                                           *[2]string // code, path
 	intentID                                            *string
 	requestID, requestDigest                            *string
+	// quorum and quorumRule: how many people the gate policy asks to
+	// approve the request, and the rule that asks (0 and "": no rule does).
+	quorum     int
+	quorumRule string
 }
 
 func (r *outcomeRec) bytes(room *noteRoom) ([]byte, bool) {
@@ -172,6 +176,10 @@ func (r *outcomeRec) bytes(room *noteRoom) ([]byte, bool) {
 	w.Str("outcome", r.kind)
 	w.Str("preview", r.preview)
 	w.Str("proposal_id", r.proposalID)
+	if r.quorum != 0 {
+		w.Int("quorum", int64(r.quorum))
+		w.Str("quorum_rule", r.quorumRule)
+	}
 	if r.rejection != nil {
 		w.Key("rejection")
 		w.Open()
@@ -210,6 +218,9 @@ func (r *outcomeRec) asMap() map[string]any {
 	}
 	if r.requestDigest != nil {
 		rec["request_digest"] = *r.requestDigest
+	}
+	if r.quorum != 0 {
+		rec["quorum"], rec["quorum_rule"] = int64(r.quorum), r.quorumRule
 	}
 	return rec
 }

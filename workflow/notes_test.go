@@ -159,6 +159,9 @@ func TestOutcomeNoteIsMarshal(t *testing.T) {
 		if rapid.Bool().Draw(rt, "rejected") {
 			r.rejection = &[2]string{s("code"), s("path")}
 		}
+		if rapid.Bool().Draw(rt, "quorate") {
+			r.quorum, r.quorumRule = rapid.IntRange(2, 100).Draw(rt, "quorum"), s("quorum_rule")
+		}
 		got, ok := r.bytes(nil)
 		checkNote(rt, got, ok, r.asMap())
 	})

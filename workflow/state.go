@@ -129,6 +129,10 @@ type pending struct {
 	// Resumed is the person's RESUME presented when the request was
 	// decided (a held proposal decided again), presented again with it.
 	Resumed []authority.Resumption `json:"resumed,omitempty"`
+	// Quorum is how many people the gate policy asked to approve the
+	// request (authority.Quorum), when it asked for more than one; the
+	// request needs the larger of it and the approval policy's quorum.
+	Quorum int `json:"quorum,omitempty"`
 
 	// approved is the MRP machine H leaves once the grant is used, when
 	// the tick that wrote the request computed it (deciding the intent a

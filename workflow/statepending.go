@@ -108,6 +108,10 @@ func (w *pendingWriter) pending(p *pending) {
 	}
 	w.lit(`,"now":`)
 	w.int(p.Now)
+	if p.Quorum != 0 {
+		w.lit(`,"quorum":`)
+		w.int(int64(p.Quorum))
+	}
 	w.lit(`,"request":`)
 	w.request(&p.Request)
 	w.lit(`,"request_id":`)

@@ -53,6 +53,9 @@ func drawPending(rt *rapid.T) pending {
 	s := func(l string) string { return drawStr(rt, l) }
 	p := pending{RequestID: s("request_id"), IntentID: s("intent_id"), Action: drawRaw(rt, "action"), Dest: drawRaw(rt, "dest"),
 		Machine: mrp.New(mrp.Budgets{}), EffectSeq: rapid.Int64().Draw(rt, "seq"), Now: rapid.Int64().Draw(rt, "now"), Turn: rapid.Int64().Draw(rt, "turn")}
+	if rapid.Bool().Draw(rt, "quorate") {
+		p.Quorum = rapid.IntRange(2, 100).Draw(rt, "quorum")
+	}
 	p.Request = authority.ApprovalRequest{Kind: s("kind"), RequestID: s("rid"), ProposalID: s("pid"), Capability: s("cap"), AuthorityDigest: s("ad"),
 		AdapterVersion: s("av"), RequestedAt: rapid.Int64().Draw(rt, "at"), ContextDigest: s("cd"), PolicyVersion: s("pv"), ApproverScope: s("as"),
 		RunID: s("run"), WorkflowVersion: s("wv"), ActionDigest: s("act"), ArtifactDigest: s("art"), DestinationDigest: s("dd"), Visibility: s("vis"),

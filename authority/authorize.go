@@ -188,7 +188,7 @@ type Outcome struct {
 	MRPState mrp.State `json:"mrp_state"`
 	Refusal  bool      `json:"refusal"`
 	// Quorum is, for an approval request the gate policy asks more than
-	// one person to answer (its Quorum relation), how many, and
+	// one person to answer (its QuorumRelation), how many, and
 	// QuorumReason the rule instance that asks for them; 0 and nil
 	// otherwise.
 	Quorum       int     `json:"quorum,omitempty"`
@@ -934,7 +934,7 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 			// How many people must approve is the gates' to say, over
 			// the facts they decided on; a policy that cannot say holds
 			// the action rather than ask too few.
-			n, why, err := in.Policy.Policy.quorum(gated, joinFacts(base[:nb], more)...)
+			n, why, err := in.Policy.Policy.Quorum(gated, joinFacts(base[:nb], more)...)
 			if err != nil {
 				o.Kind, o.Held = OutcomeHeld, "held: the gate policy's quorum: "+err.Error()
 				return

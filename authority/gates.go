@@ -227,14 +227,14 @@ type Policy struct {
 	maxQuorum int
 }
 
-// Quorum is the relation a gate policy may declare and derive,
+// QuorumRelation is the relation a gate policy may declare and derive,
 // quorum(n, rule), to ask that n people each approve an action the gates
 // send to a person (ASK_FIRST, or high risk): the four-eyes rule for a
 // large payment, one approval below the limit. The count is written in
 // each rule's head, from 2 to MaxQuorum; where several rules fire, the
 // largest count stands. The quorum only ever adds people: a request no
 // rule names needs as many as the workflow's approval policy says.
-const Quorum = "quorum"
+const QuorumRelation = "quorum"
 
 // MaxQuorum bounds a quorum rule's count (as the workflow bounds a group
 // of approvers).
@@ -268,11 +268,12 @@ func checkQuorumHead(h *logic.AtomExpr) (int, error) {
 	return int(n.Val), nil
 }
 
-// quorum is how many people the policy asks to approve the ticket (0 when
-// no quorum rule fires) and the rule instance that asks for the most. A
-// policy that fails to evaluate, or derives a quorum both true and false,
-// is an error: the caller holds the action rather than guess.
-func (p *Policy) quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
+// Quorum is how many people the policy asks to approve the ticket (0 when
+// no quorum rule fires) and the rule instance that asks for the most;
+// extra are the ticket's further facts, as for Evaluate. A policy that
+// fails to evaluate, or derives a quorum both true and false, is an
+// error: Authorize then holds the action rather than ask too few.
+func (p *Policy) Quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
 	le, ok := p.oracle.(logicEngine)
 	if !ok || p.maxQuorum == 0 {
 		return 0, Reason{}, nil
@@ -286,11 +287,11 @@ func (p *Policy) quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
 		return 0, Reason{}, err
 	}
 	for _, c := range cs {
-		if c.Atom.Rel == Quorum {
+		if c.Atom.Rel == QuorumRelation {
 			return 0, Reason{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
 		}
 	}
-	rows, err := m.Tuples(Quorum, false)
+	rows, err := m.Tuples(QuorumRelation, false)
 	if err != nil {
 		return 0, Reason{}, err
 	}
@@ -305,7 +306,7 @@ func (p *Policy) quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
 	if best == nil {
 		return 0, Reason{}, nil
 	}
-	why, err := provenance(m, logic.Fact{Rel: Quorum, Args: best}, best[1].Str())
+	why, err := provenance(m, logic.Fact{Rel: QuorumRelation, Args: best}, best[1].Str())
 	if err != nil {
 		return 0, Reason{}, err
 	}
@@ -370,12 +371,12 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 		}
 	}
 	maxQuorum := 0
-	if ts, declared := c.SharedSchema(Quorum); declared {
+	if ts, declared := c.SharedSchema(QuorumRelation); declared {
 		if len(ts) != 2 || ts[0] != logic.TypeNumber || ts[1] != logic.TypeSymbol {
-			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(n: number, rule: symbol)", Quorum, Quorum)}
+			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(n: number, rule: symbol)", QuorumRelation, QuorumRelation)}
 		}
 		for _, cl := range prog.Clauses {
-			if cl.Head.Name != Quorum {
+			if cl.Head.Name != QuorumRelation {
 				continue
 			}
 			n, err := checkQuorumHead(cl.Head)

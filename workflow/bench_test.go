@@ -345,3 +345,37 @@ func benchmarkDecideRuns(b *testing.B, untraced bool) {
 	}
 	reportCPU(b, cpu0)
 }
+
+// BenchmarkDecideLargeRefund is a tick whose refund waits for the
+// approval of one of a group: H's request, and the intent a grant would
+// yield, planned.
+func BenchmarkDecideLargeRefund(b *testing.B) {
+	w, err := Compile(editBundle(b, func(m map[string]any) {
+		m["approval"].(map[string]any)["members"] = []any{"alice", "bob", "carol"}
+	}, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecideApproval(b, w)
+}
+
+// BenchmarkDecideLargeRefundGatesQuorum is BenchmarkDecideLargeRefund
+// under gates that ask two people's approvals of it: the cost of asking
+// the gates how many.
+func BenchmarkDecideLargeRefundGatesQuorum(b *testing.B) {
+	benchDecideApproval(b, quorumBundle(b, nil))
+}
+
+func benchDecideApproval(b *testing.B, w *Workflow) {
+	st, _ := w.Init("run-bench")
+	in := Input{Seq: 1, Kind: KindInput, Body: refundInput("r-1", 3000, "alice", "damaged")}
+	benchDecide(b)
+	cpu0 := cputime.Used()
+	for b.Loop() {
+		r, err := w.Decide(st, in)
+		if err != nil || len(r.Effects) != 1 || r.Effects[0].Approval == nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, cpu0)
+}

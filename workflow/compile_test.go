@@ -11,7 +11,7 @@ import (
 
 // edit returns a copy of the refund bundle with its workflow.json changed
 // by f (on the decoded document) and other files replaced or removed.
-func editBundle(t *testing.T, f func(m map[string]any), files map[string]string, drop ...string) map[string][]byte {
+func editBundle(t testing.TB, f func(m map[string]any), files map[string]string, drop ...string) map[string][]byte {
 	t.Helper()
 	b := maps.Clone(readBundle(t, "../examples/refund-agent"))
 	if f != nil {

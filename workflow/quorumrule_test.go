@@ -12,7 +12,7 @@ import (
 
 // quorumGates are the refund example's gates with two quorum rules: two
 // people approve a refund above 1,000, three one above 5,000.
-func quorumGates(t *testing.T) string {
+func quorumGates(t testing.TB) string {
 	t.Helper()
 	src, err := os.ReadFile("../examples/refund-agent/gates.dl")
 	if err != nil {
@@ -27,7 +27,7 @@ quorum(3, "g2.huge-refund") :- action(t, "refund.pay"), param_num(t, "amount", n
 
 // quorumBundle is the refund example with a group of three approvers,
 // the approval policy's own quorum (nil: none) and the quorum rules.
-func quorumBundle(t *testing.T, policyQuorum any) *Workflow {
+func quorumBundle(t testing.TB, policyQuorum any) *Workflow {
 	t.Helper()
 	w, err := Compile(editBundle(t, func(m map[string]any) {
 		a := m["approval"].(map[string]any)

@@ -130,7 +130,7 @@ type pending struct {
 	// decided (a held proposal decided again), presented again with it.
 	Resumed []authority.Resumption `json:"resumed,omitempty"`
 	// Quorum is how many people the gate policy asked to approve the
-	// request (authority.Quorum), when it asked for more than one; the
+	// request (authority.QuorumRelation), when it asked for more than one; the
 	// request needs the larger of it and the approval policy's quorum.
 	Quorum int `json:"quorum,omitempty"`
 

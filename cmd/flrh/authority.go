@@ -109,6 +109,12 @@ id to treat as verified for the ticket. Exit 1 when the outcome is a refusal.`,
 			if err != nil {
 				return err
 			}
+			// How many people must approve, should the action go to a
+			// person; a quorum that cannot be evaluated holds the action.
+			quorum, quorumWhy, qerr := p.Quorum(t, extra...)
+			if qerr != nil {
+				return fmt.Errorf("the policy's quorum: %w", qerr)
+			}
 			if len(res.Constraints) > 0 {
 				if shaped, err := authority.Shape(t, res.Constraints...); err == nil {
 					t = shaped
@@ -116,13 +122,17 @@ id to treat as verified for the ticket. Exit 1 when the outcome is a refusal.`,
 			}
 			out := cmd.OutOrStdout()
 			if gatesJSON {
-				b, err := cjson.Marshal(map[string]any{"ticket": t, "evaluation": ev, "resolution": res})
+				doc := map[string]any{"ticket": t, "evaluation": ev, "resolution": res}
+				if quorum > 1 {
+					doc["quorum"], doc["quorum_reason"] = quorum, quorumWhy
+				}
+				b, err := cjson.Marshal(doc)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintln(out, string(b))
 			} else {
-				printGates(out, t, ev, res)
+				printGates(out, t, ev, res, quorum, quorumWhy)
 			}
 			if res.Decision == authority.Refuse {
 				return errChecksFailed
@@ -168,7 +178,7 @@ func readTicketSpec(raw []byte) (authority.TicketSpec, error) {
 	return s, nil
 }
 
-func printGates(w io.Writer, t authority.Ticket, ev authority.Evaluation, res authority.Resolution) {
+func printGates(w io.Writer, t authority.Ticket, ev authority.Evaluation, res authority.Resolution, quorum int, quorumWhy authority.Reason) {
 	for _, g := range ev.Gates {
 		d := g.Decision.String()
 		if d == "" {
@@ -201,6 +211,9 @@ func printGates(w io.Writer, t authority.Ticket, ev authority.Evaluation, res au
 	fmt.Fprintln(w)
 	if ev.AssessedRisk != "" {
 		fmt.Fprintf(w, "assessed risk %s\n", ev.AssessedRisk)
+	}
+	if quorum > 1 {
+		fmt.Fprintf(w, "an approval needs %d people, each approving: %s [%s] at %s\n", quorum, quorumWhy.Rule, strings.Join(quorumWhy.Facts, ", "), quorumWhy.Detail)
 	}
 	fmt.Fprintf(w, "\n%s", t.Preview)
 }

@@ -87,6 +87,25 @@ decision("H1", "REFUSE", "h1.ceiling") :- param_num(t, "amount", n), n > 10000.
 	if !errors.Is(err, errChecksFailed) || !strings.Contains(out, `"highest_tier":0`) {
 		t.Fatalf("ceiling: %v\n%s", err, out)
 	}
+	// A quorum the policy asks: printed with the rule and the facts it
+	// matched, and in the JSON; none below the limit.
+	os.WriteFile(policy, []byte(`decision("G2", "ALLOW", "g2.pay") :- action(t, "payment.send"), capability(t, _).
+.decl quorum(n: number, rule: symbol)
+quorum(2, "g2.four-eyes") :- param_num(t, "amount", n), n > 1000.
+`), 0o644)
+	out, err = runAuthority(t, "authority", "gates", "--json=false", policy, ticket, "--capability", "c")
+	if err != nil || !strings.Contains(out, `an approval needs 2 people, each approving: g2.four-eyes [param_num("ticket:1", "amount", 50000)] at `+policy+`:3:1`) {
+		t.Fatalf("quorum: %v\n%s", err, out)
+	}
+	out, err = runAuthority(t, "authority", "gates", "--json", policy, ticket, "--capability", "c")
+	if err != nil || !strings.Contains(out, `"quorum":2,"quorum_reason":{`) {
+		t.Fatalf("quorum, JSON: %v\n%s", err, out)
+	}
+	os.WriteFile(ticket, []byte(`{"ticket_id":"ticket:1","action":"payment.send","destination":"dest:shop","scope":"scope:team","parameters":{"amount":50},"side_effects":["EXTERNAL"],"assessed_risk":"reversible"}`), 0o644)
+	out, err = runAuthority(t, "authority", "gates", "--json=false", policy, ticket, "--capability", "c")
+	if err != nil || strings.Contains(out, "approval needs") {
+		t.Fatalf("no quorum below the limit: %v\n%s", err, out)
+	}
 	// A decision for a gate the matrix does not know: written as a
 	// constant, the policy is refused when it loads, with the position;
 	// bound from the ticket, it is refused when evaluated, and the human

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -115,5 +117,51 @@ func approvalQuorumOverTheCLI(t *testing.T, c *cliRig) {
 	}
 	if slices.Sort(people); strings.Join(people, ",") != "alice,carol" {
 		t.Fatalf("the export holds grants by %v", people)
+	}
+}
+
+// A quorum the gates ask of a larger refund, over the CLI: bundle check
+// says up to how many people may be asked, run start says how many this
+// refund needs, and two approvals pay it; a smaller refund needs one.
+func TestGatesQuorumOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"],`)
+	f, err := os.OpenFile(filepath.Join(dir, "gates.dl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n.decl quorum(n: number, rule: symbol)\nquorum(2, \"g2.four-eyes\") :- param_num(t, \"amount\", n), n > 1000.\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wfs := "--workflows=" + dir
+	if out := c.must("bundle", "check", dir); !strings.Contains(out, "approved by: any one of alice, bob, carol (members of finance-leads); up to 2 of them where the gate policy asks\n") {
+		t.Fatalf("bundle check:\n%s", out)
+	}
+	out := c.ok("run", "start", dir, "--id", "small", "--input-json", largeRefund, c.dest)
+	if !strings.Contains(out, "    who may approve: any one of alice, bob, carol (members of finance-leads)\n") || strings.Contains(out, "approved so far") {
+		t.Fatalf("run start, 600:\n%s", out)
+	}
+	c.ok("approve", "small", approvalRequest.FindString(out), "--as", "carol", wfs, c.dest)
+	out = c.ok("run", "start", dir, "--id", "large", "--input-json", strings.Replace(largeRefund, `"amount":600`, `"amount":3000`, 1), c.dest)
+	req := approvalRequest.FindString(out)
+	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving\n", "    approved so far: no one yet (0 of 2)\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("run start, 3,000, lacks %q:\n%s", want, out)
+		}
+	}
+	out = c.ok("approve", "large", req, "--as", "alice", wfs, c.dest)
+	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
+		t.Fatalf("after alice's approval:\n%s", out)
+	}
+	c.refusedApproval("large", req, "alice", wfs, "a quorum of 2 needs other people")
+	if out = c.ok("approve", "large", req, "--as", "bob", wfs, c.dest); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("after bob's approval:\n%s", out)
+	}
+	for _, run := range []string{"small", "large"} {
+		c.ok("verify", run)
+		c.ok("replay", run, wfs)
 	}
 }

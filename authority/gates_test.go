@@ -205,6 +205,7 @@ func FuzzCompilePolicy(f *testing.F) {
 	f.Add(`decision("G2", "ALLOW", "r") :- action(t, a), a != "x", !missing(t, _).`)
 	f.Add(`decision(_, "ALLOW", "r") :- ticket(t).`)
 	f.Add(`option("G4", "r", p) :- param_sym(t, "p", p).`)
+	f.Add(".decl quorum(n: number, rule: symbol)\n" + `quorum(2, "q") :- param_num(t, "amount", n), n > 10.` + "\n" + fixturePolicy)
 	tk, _ := DraftTicket(TicketSpec{TicketID: "ticket:f", Action: "payment.send", Destination: "dest:shop", Scope: "scope:s",
 		Parameters: map[string]any{"amount": int64(50), "p": "x"}, SideEffects: []SideEffect{SideEffectExternal}, AssessedRisk: RiskReversible})
 	f.Fuzz(func(t *testing.T, text string) {
@@ -219,6 +220,10 @@ func FuzzCompilePolicy(f *testing.F) {
 		ev := p.Evaluate(tk, CapabilityFact(tk.TicketID, "c"))
 		if _, err := Resolve(ev.Signals); err != nil {
 			t.Fatalf("gates produced a malformed signal: %v", err)
+		}
+		// A quorum is within the bound the policy compiled with, or none.
+		if n, _, err := p.Quorum(tk, CapabilityFact(tk.TicketID, "c")); err == nil && (n > p.MaxQuorum() || n == 1 || n < 0) {
+			t.Fatalf("quorum %d, the policy's most %d", n, p.MaxQuorum())
 		}
 		if p.Flat {
 			got, e1 := p.engine.derive(facts)

@@ -15,10 +15,15 @@ func FuzzCompile(f *testing.F) {
 		`"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, 1)))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"schema_version":"flrh-workflow/1","facts":{"x":[1]}}`))
+	// The same manifests against gates that ask a quorum of large refunds.
+	quorumGates := append(append([]byte(nil), files["gates.dl"]...), "\n.decl quorum(n: number, rule: symbol)\nquorum(2, \"q\") :- param_num(t, \"amount\", n), n > 1000.\n"...)
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		fs := map[string][]byte{}
 		for k, v := range files {
 			fs[k] = v
+		}
+		if len(manifest)%2 == 1 {
+			fs["gates.dl"] = quorumGates
 		}
 		fs[ManifestFile] = manifest
 		w, err := Compile(fs)

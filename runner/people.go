@@ -251,21 +251,50 @@ func (c *statusCache) put(runID string, d derived) {
 // that has ended (EndedError) or a request the run does not wait on
 // (NotWaitingError) is refused before the grant is stored.
 func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) error {
-	wf, need, err := r.waitingApproval(ctx, runID, requestID)
+	grant, err := r.approvable(ctx, runID, requestID, by, ttl)
 	if err != nil {
 		return err
+	}
+	// The grant is recorded with the entry that hands it to the run, in
+	// one write: a run that ended or was parked meanwhile refuses both,
+	// and no grant stays behind without the act that made it.
+	in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+	if err != nil {
+		return err
+	}
+	in.Grant = &grant
+	return r.submitInbound(ctx, in)
+}
+
+// MayApprove reports whether by may approve request requestID of run
+// runID now: nil, or the error Approve would return, found by the same
+// checks (the request waits, the person is among those the policy names,
+// has not approved it already, handed the run no input where duties are
+// separated, …). It writes nothing: an approver's inbox asks it of every
+// request it lists.
+func (r *Runner) MayApprove(ctx context.Context, runID, requestID string, by Actor) error {
+	_, err := r.approvable(ctx, runID, requestID, by, time.Minute)
+	return err
+}
+
+// approvable runs Approve's checks and returns the grant Approve would
+// store, expiring after ttl.
+func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) (store.Approval, error) {
+	wf, need, err := r.waitingApproval(ctx, runID, requestID)
+	if err != nil {
+		return store.Approval{}, err
 	}
 	// A person's EXIT handed in before the grant ended deliberation: the
 	// run would refuse the grant (see waitApproval), so it is refused now.
 	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
 	if err != nil {
-		return err
+		return store.Approval{}, err
 	}
 	if ex, ok := exitBefore(inbox, math.MaxInt64); ok {
-		return &NotWaitingError{RunID: runID, What: exitRefusal(requestID, ex)}
+		return store.Approval{}, &NotWaitingError{RunID: runID, What: exitRefusal(requestID, ex)}
 	}
 	if ttl <= 0 {
-		return fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)
+		return store.Approval{}, fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)
 	}
 	now := r.cfg.Clock().UTC()
 	// A request answers to one grant at a time: a second approval while
@@ -278,7 +307,7 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// again: the run counts that grant no more (Inspect lists only the
 	// grants that stand).
 	if slices.Contains(need.ApprovedBy, by.Name) {
-		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
+		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
 			requestID, by.Name, by.Name, need.Quorum)}
 	}
 	only := ""
@@ -286,32 +315,24 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 		only = by.Name
 	}
 	if g, ok, err := r.pendingGrant(ctx, inbox, need, now, only); err != nil {
-		return err
+		return store.Approval{}, err
 	} else if ok {
-		return &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
+		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
 			requestID, g.ID, g.ExpiresAt.UTC().Format(time.RFC3339))}
 	}
 	grant, err := grantFor(runID, need, by, now, ttl)
 	if err != nil {
-		return err
+		return store.Approval{}, err
 	}
 	if err := checkApprover(wf, runID, need, grant, by, now); err != nil {
-		return err
+		return store.Approval{}, err
 	}
 	if why, err := r.dutyRefusal(ctx, wf, runID, by.Name, inbox); err != nil {
-		return err
+		return store.Approval{}, err
 	} else if why != "" {
-		return &ApproverRefusedError{RunID: runID, RequestID: requestID, Actor: by.Name, Reason: why}
+		return store.Approval{}, &ApproverRefusedError{RunID: runID, RequestID: requestID, Actor: by.Name, Reason: why}
 	}
-	// The grant is recorded with the entry that hands it to the run, in
-	// one write: a run that ended or was parked meanwhile refuses both,
-	// and no grant stays behind without the act that made it.
-	in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
-	if err != nil {
-		return err
-	}
-	in.Grant = &grant
-	return r.submitInbound(ctx, in)
+	return grant, nil
 }
 
 // pendingGrant finds a grant of the request need handed to the run and not

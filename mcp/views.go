@@ -64,6 +64,7 @@ type ApprovalWaiting struct {
 	Preview       string   `json:"preview" jsonschema:"exactly what the approver is shown"`
 	Quorum        int      `json:"quorum,omitempty" jsonschema:"how many people must each approve, when more than one"`
 	ApprovedBy    []string `json:"approved_by,omitempty" jsonschema:"who has approved so far, toward the quorum"`
+	WhoMayApprove string   `json:"who_may_approve,omitempty" jsonschema:"who may give it, where the workflow says: a person, a group's members, how many"`
 }
 
 // Progress is what start_run and submit_input report.
@@ -167,7 +168,7 @@ func view(st runner.Status) RunView {
 		WaitsFor: []string{}, Approvals: []ApprovalWaiting{}, Unknown: []string{}}
 	for _, w := range st.Waiting {
 		v.Approvals = append(v.Approvals, ApprovalWaiting{RequestID: w.RequestID, RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview,
-			Quorum: w.Quorum, ApprovedBy: w.ApprovedBy})
+			Quorum: w.Quorum, ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove})
 		who := "a person's approval"
 		if w.Quorum > 1 {
 			who = fmt.Sprintf("%d people's approvals (%d so far)", w.Quorum, len(w.ApprovedBy))

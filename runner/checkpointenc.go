@@ -231,6 +231,9 @@ func (w *ckWriter) open(open []openEffect, d int) {
 			}
 			w.Str("request_digest", a.RequestDigest)
 			w.Str("request_id", a.RequestID)
+			if a.WhoMayApprove != "" {
+				w.Str("who_may_approve", a.WhoMayApprove)
+			}
 			w.Close()
 		}
 		w.Str("approval_id", e.ApprovalID)

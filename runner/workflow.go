@@ -98,6 +98,10 @@ type ApprovalNeed struct {
 	// grants the run holds so far; it is no part of what a run records.
 	Quorum     int      `json:"quorum,omitempty"`
 	ApprovedBy []string `json:"approved_by,omitempty"`
+	// WhoMayApprove says who may give it, in a sentence, where the
+	// workflow says (ApproverTeller); Inspect fills it in, and it is no
+	// part of what a run records.
+	WhoMayApprove string `json:"who_may_approve,omitempty"`
 	// approvedWith are the grants ApprovedBy gave, in the same order.
 	approvedWith []string
 }

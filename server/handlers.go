@@ -31,6 +31,7 @@ var routes = []route{
 	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, handle: (*Server).whoami},
 	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
+	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},
 	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},
 	{Method: "GET", Pattern: "/v1/runs/{id}", Perm: permRead, handle: (*Server).showRun},
 	{Method: "GET", Pattern: "/v1/runs/{id}/events", Perm: permRead, handle: (*Server).events},

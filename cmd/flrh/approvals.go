@@ -10,7 +10,6 @@ import (
 
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/workflow"
 )
 
 // waitingApproval is one approval a run waits for, as `flrh approvals`
@@ -128,17 +127,9 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 				list = append(list, waitingApproval{RunID: run.ID, Workflow: name, Unread: err.Error()})
 				continue
 			}
-			view, viewed := status.View.(workflow.View)
 			for _, need := range status.Waiting {
 				w := waitingApproval{RunID: run.ID, Workflow: name, RequestID: need.RequestID, RequestDigest: need.RequestDigest,
-					Preview: need.Preview, Quorum: need.Quorum, ApprovedBy: need.ApprovedBy}
-				if viewed {
-					for _, p := range view.Pending {
-						if p.RequestID == need.RequestID {
-							w.WhoMayApprove = p.WhoMayApprove()
-						}
-					}
-				}
+					Preview: need.Preview, Quorum: need.Quorum, ApprovedBy: need.ApprovedBy, WhoMayApprove: need.WhoMayApprove}
 				if as != "" {
 					err := r.MayApprove(ctx, run.ID, need.RequestID, runner.Actor{Name: as, Role: "human_approver", Capability: "approval.grant_exact_hash"})
 					may := err == nil

@@ -546,8 +546,8 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 		for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
 			fmt.Fprintf(out, "    | %s\n", line)
 		}
-		if k := slices.IndexFunc(v.Pending, func(p workflow.PendingApproval) bool { return p.RequestID == w.RequestID }); viewed && k >= 0 {
-			fmt.Fprintf(out, "    who may approve: %s\n", v.Pending[k].WhoMayApprove())
+		if w.WhoMayApprove != "" {
+			fmt.Fprintf(out, "    who may approve: %s\n", w.WhoMayApprove)
 		}
 		if w.Quorum > 1 {
 			so := "no one yet"

@@ -514,6 +514,18 @@ func TestBrowser(t *testing.T) {
 		if want := refunds.WhoMayApprove(); who != want || want == "" {
 			t.Fatalf("the inbox says %q may approve; the workflow says %q", who, want)
 		}
+		// Whether the signed-in person may approve it, by the checks an
+		// approval makes; the list narrowed to theirs keeps it.
+		w.run("for you", chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="big-refund"][data-you="may"]`)))
+		forYou := value(w, "for you", chromedp.Evaluate[string](`(() => {
+			const dt = [...document.querySelectorAll('article.approval[data-run="big-refund"] dt')].find((d) => d.textContent === 'For you');
+			return dt ? dt.nextElementSibling.textContent : '';
+		})()`))
+		if forYou != "You may approve this now." {
+			t.Fatalf("the inbox tells finance-lead %q", forYou)
+		}
+		w.run("only mine", chromedp.Click(chromedp.CSS("#inbox-mine")), waitText("#inbox-info", "1 approval waiting for you."),
+			chromedp.WaitVisible(chromedp.CSS(`article.approval[data-run="big-refund"]`)))
 		w.run("inbox count", waitText("#inbox-count", "1"))
 		w.checkA11y("inbox")
 		w.shot("2-inbox")

@@ -62,11 +62,35 @@ export function ticketFields(tickets, need) {
   return out;
 }
 
+// forYou maps run id and request id to whether the signed-in person may
+// approve it now, and why not (GET /v1/approvals, which asks the checks an
+// approval makes); null when the server does not say.
+export async function forYou(signal, max = 500) {
+  const out = new Map();
+  let after = '';
+  let seen = 0;
+  for (;;) {
+    const p = new URLSearchParams({ limit: '100' });
+    if (after) p.set('after', after);
+    const page = await optional('/v1/approvals?' + p, signal);
+    if (page === null) return null;
+    for (const a of page.approvals || []) {
+      if (a.request_id) out.set(a.run_id + '\u0000' + a.request_id, { may: !!a.you_may_approve, why: a.why_not || '' });
+      seen++;
+    }
+    after = page.next_after || '';
+    if (!after || seen >= max) break;
+  }
+  return out;
+}
+
 export async function inboxPage(el, signal) {
   const list = h('div', { id: 'inbox-list' });
-  const info = h('p', { class: 'muted', 'aria-live': 'polite' });
+  const info = h('p', { class: 'muted', id: 'inbox-info', 'aria-live': 'polite' });
+  const mineBox = h('input', { type: 'checkbox', id: 'inbox-mine' });
   replace(el, h('h1', {}, 'Approvals inbox'),
     h('p', {}, 'Every run waiting for an approval. Read the preview and the bound fields, then approve exactly this action or deny it.'),
+    h('p', {}, h('label', { for: 'inbox-mine' }, mineBox, ' Only what I may approve now')),
     info, list);
   let busy = false;
   const load = async () => {
@@ -74,22 +98,33 @@ export async function inboxPage(el, signal) {
     busy = true;
     try {
       const runs = await waitingApprovals(signal);
-      const items = (await Promise.all(runs.map((r) => detail(r, signal).catch(() => [])))).flat();
-      info.textContent = items.length ? `${items.length} approval${items.length === 1 ? '' : 's'} waiting.` : 'Nothing is waiting for approval.';
+      let items = (await Promise.all(runs.map((r) => detail(r, signal).catch(() => [])))).flat();
+      let yours = null;
+      try { yours = await forYou(signal); } catch { yours = null; }
+      for (const it of items) {
+        const y = yours && yours.get(it.run.id + '\u0000' + it.need.request_id);
+        it.you = y ? (y.may ? 'may' : 'not') : '';
+        if (y) it.extra.push(['For you', y.may ? 'You may approve this now.' : 'Not yours to approve now: ' + y.why]);
+      }
+      if (mineBox.checked) items = items.filter((it) => it.you === 'may');
+      info.textContent = items.length ? `${items.length} approval${items.length === 1 ? '' : 's'} waiting${mineBox.checked ? ' for you' : ''}.` :
+        mineBox.checked ? 'Nothing is waiting for your approval.' : 'Nothing is waiting for approval.';
       // Keep cards the person may be reading; add new ones, drop gone ones.
-      const want = new Map(items.map((it) => [it.run.id + '\u0000' + it.need.request_id + '\u0000' + it.need.request_digest, it]));
+      const want = new Map(items.map((it) => [it.run.id + '\u0000' + it.need.request_id + '\u0000' + it.need.request_digest + '\u0000' + it.you, it]));
       for (const card of [...list.children]) if (!want.has(card.dataset.key)) card.remove();
       const have = new Set([...list.children].map((c) => c.dataset.key));
       for (const [key, it] of want) {
         if (have.has(key)) continue;
         const card = approvalCard(it.run.id, it.need, it.effect, it.extra, load);
         card.dataset.key = key;
+        if (it.you) card.dataset.you = it.you;
         list.appendChild(card);
       }
     } finally {
       busy = false;
     }
   };
+  mineBox.addEventListener('change', () => { load().catch(() => {}); });
   await load();
   const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, 2000);
   signal.addEventListener('abort', () => clearInterval(timer));

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"net/http"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/store"
+)
+
+// WaitingApproval is an approval a live run waits for, as GET /v1/approvals
+// lists it for the caller: the request, what the approver is shown, who
+// may give it, and whether the caller may, now.
+type WaitingApproval struct {
+	RunID         string   `json:"run_id"`
+	Workflow      string   `json:"workflow"`
+	Version       string   `json:"version"`
+	RequestID     string   `json:"request_id,omitempty"`
+	RequestDigest string   `json:"request_digest,omitempty"`
+	IntentID      string   `json:"intent_id,omitempty"`
+	Preview       string   `json:"preview,omitempty"`
+	Quorum        int      `json:"quorum,omitempty"`
+	ApprovedBy    []string `json:"approved_by,omitempty"`
+	WhoMayApprove string   `json:"who_may_approve,omitempty"`
+	// YouMayApprove is whether the caller may approve it now, by the
+	// checks an approval makes (runner.Runner.MayApprove); WhyNot, when
+	// not, is the refusal an approval would get.
+	YouMayApprove bool   `json:"you_may_approve"`
+	WhyNot        string `json:"why_not,omitempty"`
+	// Unread says why a run waiting for approval could not be read; the
+	// request's fields are then empty.
+	Unread string `json:"unread,omitempty"`
+}
+
+// listApprovals answers GET /v1/approvals: the approvals live runs wait
+// for, oldest run first, each with whether the caller may give it now;
+// mine=true keeps only those. A page reads at most limit runs (and scans
+// at most maxRunScan) and hands back a cursor, as GET /v1/runs does.
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Principal) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "after", "limit", "mine"); err != nil {
+		return err
+	}
+	after := q.Get("after")
+	if after != "" && !cjson.ValidID(after) {
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?after", "after must be a run id")
+	}
+	limit, err := intParam(q, "limit", defaultRunPage, 1, maxRunPage)
+	if err != nil {
+		return err
+	}
+	mine := false
+	switch q.Get("mine") {
+	case "", "false":
+	case "true":
+		mine = true
+	default:
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?mine", "mine must be true or false")
+	}
+	runs, next, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, store.RunFilter{State: "WAIT_APPROVAL"})
+	if err != nil {
+		return err
+	}
+	out := []WaitingApproval{}
+	for _, run := range runs {
+		if run.Outcome != "" {
+			continue
+		}
+		st, err := s.cfg.Runner.Inspect(r.Context(), run.ID)
+		if err != nil {
+			if !mine {
+				out = append(out, WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, Unread: err.Error()})
+			}
+			continue
+		}
+		for _, need := range st.Waiting {
+			a := WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, RequestID: need.RequestID,
+				RequestDigest: need.RequestDigest, IntentID: need.IntentID, Preview: need.Preview, Quorum: need.Quorum,
+				ApprovedBy: need.ApprovedBy, WhoMayApprove: need.WhoMayApprove}
+			switch {
+			case !p.may(permApprove):
+				a.WhyNot = "the caller's token holds no role that approves (" + RoleApprover + ")"
+			default:
+				if err := s.cfg.Runner.MayApprove(r.Context(), run.ID, need.RequestID, approverActor(p)); err != nil {
+					a.WhyNot = err.Error()
+				} else {
+					a.YouMayApprove = true
+				}
+			}
+			if mine && !a.YouMayApprove {
+				continue
+			}
+			out = append(out, a)
+		}
+	}
+	body := map[string]any{"approvals": out}
+	if next != "" {
+		body["next_after"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}

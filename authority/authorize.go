@@ -798,9 +798,6 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 	keys := appendSortedKeys(keysArr[:0], t.Parameters)
 	// The reasons' fact strings are cut from the decision's arena.
 	ev := in.Policy.Policy.evaluateIn(&rec.ev, a, t, keys, joinFacts(base[:nb], more)...)
-	// The ticket the gates judged, for the quorum they may ask of an
-	// approval request below.
-	gated := t
 	risk := ev.AssessedRisk
 	declaredRank, _ := riskRank(manifest.DeclaredRisk)
 	if assessedRank, _ := riskRank(risk); declaredRank > assessedRank {
@@ -930,18 +927,11 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return
 		}
-		if in.Policy.Policy.maxQuorum > 0 {
-			// How many people must approve is the gates' to say, over
-			// the facts they decided on; a policy that cannot say holds
-			// the action rather than ask too few.
-			n, why, err := in.Policy.Policy.Quorum(gated, joinFacts(base[:nb], more)...)
-			if err != nil {
-				o.Kind, o.Held = OutcomeHeld, "held: the gate policy's quorum: "+err.Error()
-				return
-			}
-			if n > 1 {
-				o.Quorum, o.QuorumReason = n, &why
-			}
+		// How many people must approve is the gates' to say, in the
+		// evaluation that decided the action goes to a person (a policy
+		// that failed to evaluate refused it above).
+		if ev.quorum > 1 {
+			o.Quorum, o.QuorumReason = ev.quorum, ev.quorumWhy
 		}
 		requestApproval(o, a, in, i, p, t, snap, spec, seq, risk)
 		return

@@ -54,7 +54,7 @@ type guardKey struct {
 
 // flatOutputs are the gate output relations in a fixed order; a run keeps
 // the tuples of each in its own slot.
-var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess"}
+var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation}
 
 // The slots of flatOutputs, by name.
 const (
@@ -63,6 +63,7 @@ const (
 	outShapeScope
 	outOption
 	outAssess
+	outQuorum
 )
 
 // flatGroup is the rules of one derived helper relation.
@@ -148,7 +149,10 @@ func (e *flatEngine) relOf(name string) (int, bool) {
 	return id, ok
 }
 
-var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true}
+// gateOutputs are the relations a policy's rules conclude: the
+// vocabulary's outputs and the quorum a policy may declare
+// (QuorumRelation), whose rows the evaluators hand over with their reasons.
+var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true, QuorumRelation: true}
 
 // compileFlat returns a flat engine for the program, or nil when the
 // program is not flat.
@@ -1193,6 +1197,11 @@ func (r *flatRun) result() derived {
 		why := t.why
 		why.Rule = t.args[1].Str()
 		d.risks = append(d.risks, derivedRisk{risk: t.args[0].Str(), why: why})
+	}
+	for _, t := range r.sorted(outQuorum) {
+		why := t.why
+		why.Rule = t.args[1].Str()
+		d.quorums = append(d.quorums, derivedQuorum{n: t.args[0].Int(), why: why})
 	}
 	return d
 }

@@ -90,9 +90,35 @@ type derived struct {
 	caps      map[[2]string][]capSpec // (gate, rule) -> SHAPE constraints
 	options   map[[2]string][]string  // (gate, rule) -> safe paths
 	risks     []derivedRisk
+	// quorums are the quorum rows a policy that declares QuorumRelation
+	// derived, with their reasons (whose Rule is the row's rule id).
+	quorums []derivedQuorum
 	// slots, given to deriveInto, is room for the firings' lists of
 	// fact strings; it is not part of the result.
 	slots []string
+}
+
+type derivedQuorum struct {
+	n   int64
+	why Reason
+}
+
+// bestQuorum is the largest count among qs and the reason of the row that
+// asks it (among equal counts, the first rule id in byte order, so the
+// reason does not depend on the order rows were derived); 0 when qs is
+// empty.
+func bestQuorum(qs []derivedQuorum) (int, Reason) {
+	var best *derivedQuorum
+	for i := range qs {
+		q := &qs[i]
+		if best == nil || q.n > best.n || q.n == best.n && q.why.Rule < best.why.Rule {
+			best = q
+		}
+	}
+	if best == nil {
+		return 0, Reason{}
+	}
+	return int(best.n), best.why
 }
 
 type derivedDecision struct {
@@ -127,7 +153,7 @@ func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
 	} else {
 		for _, c := range cs {
 			switch c.Atom.Rel {
-			case "decision", "shape_max", "shape_scope", "option", "assess":
+			case "decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation:
 				return derived{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
 			}
 		}
@@ -176,6 +202,18 @@ func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
 			return derived{}, err
 		}
 		d.risks = append(d.risks, derivedRisk{risk: r[0].Str(), why: why})
+	}
+	if _, declared := e.c.SharedSchema(QuorumRelation); declared {
+		if rows, err = m.Tuples(QuorumRelation, false); err != nil {
+			return derived{}, err
+		}
+		for _, r := range rows {
+			why, err := provenance(m, logic.Fact{Rel: QuorumRelation, Args: r}, r[1].Str())
+			if err != nil {
+				return derived{}, err
+			}
+			d.quorums = append(d.quorums, derivedQuorum{n: r[0].Int(), why: why})
+		}
 	}
 	return d, nil
 }
@@ -270,47 +308,20 @@ func checkQuorumHead(h *logic.AtomExpr) (int, error) {
 
 // Quorum is how many people the policy asks to approve the ticket (0 when
 // no quorum rule fires) and the rule instance that asks for the most;
-// extra are the ticket's further facts, as for Evaluate. A policy that
-// fails to evaluate, or derives a quorum both true and false, is an
-// error: Authorize then holds the action rather than ask too few.
+// extra are the ticket's further facts, as for Evaluate. It evaluates the
+// policy as Evaluate does (the direct evaluator for flat policies); one
+// that fails to evaluate, or derives a quorum both true and false, is an
+// error. Authorize reads the quorum from the evaluation it makes anyway.
 func (p *Policy) Quorum(t Ticket, extra ...logic.Fact) (int, Reason, error) {
-	le, ok := p.oracle.(logicEngine)
-	if !ok || p.maxQuorum == 0 {
+	if p.maxQuorum == 0 {
 		return 0, Reason{}, nil
 	}
-	m, err := logic.Evaluate(le.c, TicketFacts(t, extra...), le.lim)
+	d, err := p.engine.derive(TicketFacts(t, extra...))
 	if err != nil {
 		return 0, Reason{}, err
 	}
-	cs, err := m.Conflicts()
-	if err != nil {
-		return 0, Reason{}, err
-	}
-	for _, c := range cs {
-		if c.Atom.Rel == QuorumRelation {
-			return 0, Reason{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
-		}
-	}
-	rows, err := m.Tuples(QuorumRelation, false)
-	if err != nil {
-		return 0, Reason{}, err
-	}
-	var best []logic.Value
-	for _, r := range rows {
-		// The largest count; among equal ones, the first rule id in byte
-		// order, so that the reason given does not depend on row order.
-		if best == nil || r[0].Int() > best[0].Int() || r[0].Int() == best[0].Int() && r[1].Str() < best[1].Str() {
-			best = r
-		}
-	}
-	if best == nil {
-		return 0, Reason{}, nil
-	}
-	why, err := provenance(m, logic.Fact{Rel: QuorumRelation, Args: best}, best[1].Str())
-	if err != nil {
-		return 0, Reason{}, err
-	}
-	return int(best[0].Int()), why, nil
+	n, why := bestQuorum(d.quorums)
+	return n, why, nil
 }
 
 // Delegates reports whether the policy lets the controller choose among the
@@ -411,6 +422,13 @@ type Evaluation struct {
 	Signals      []Signal     `json:"signals"`
 	AssessedRisk string       `json:"assessed_risk"`
 	RiskReasons  []Reason     `json:"risk_reasons"`
+	// quorum and quorumWhy are how many people the policy asks to approve
+	// the ticket, and why (Policy.Quorum), should it go to a person: no
+	// part of the gates' record, read by Authorize when it asks for an
+	// approval. The reason is behind a pointer: an outcome holds its
+	// evaluation, and a batch of one's records keep to a size class.
+	quorum    int
+	quorumWhy *Reason
 }
 
 // riskRank orders the risk vocabulary (READ_ONLY 1 to
@@ -763,6 +781,13 @@ func (p *Policy) evaluateIn(rec *evalRecords, a *strArena, t Ticket, keys []stri
 		if g2 := &slot(GateG2).res; g2.Decision == NoDecision {
 			g2.Decision = Refuse
 			g2.Reasons = append(g2.Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
+		}
+		if len(d.quorums) > 0 {
+			// The reason outlives the engines' recycled buffers: its
+			// lists are copied (only when a quorum rule fired).
+			n, why := bestQuorum(d.quorums)
+			why.Facts, why.Absent = slices.Clone(why.Facts), slices.Clone(why.Absent)
+			ev.quorum, ev.quorumWhy = n, &why
 		}
 		for _, r := range d.risks {
 			rr, ok := riskRank(r.risk)

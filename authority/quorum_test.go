@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -124,5 +125,45 @@ quorum(2, "q.internal") :- param_sym(t, "audience", "internal").
 				t.Fatalf("the quorum changed what the gates concluded: %s/%s against %s/%s", o.Evaluation.AssessedRisk, o.MRPState, b.Evaluation.AssessedRisk, b.MRPState)
 			}
 		})
+	}
+}
+
+// A flat policy's quorum rows come from the direct evaluator, with the
+// reasons the logic engine gives them: the two agree row for row.
+func TestFlatQuorumAgreesWithTheEngine(t *testing.T) {
+	p, err := CompilePolicy("authority/1", "q.dl", []byte(fixturePolicy+quorumDecl+`
+quorum(2, "q.public") :- action(t, "artifact.publish"), param_sym(t, "audience", "public").
+quorum(3, "q.big") :- param_sym(t, "artifact", "big.tgz"), !param_sym(t, "audience", "internal").
+quorum(3, "q.also-big") :- param_sym(t, "artifact", "big.tgz").
+`), logic.Limits{MaxFirings: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Flat {
+		t.Fatal("the policy is not evaluated by the direct evaluator")
+	}
+	for _, params := range []map[string]any{
+		{"artifact": "big.tgz", "audience": "public"},
+		{"artifact": "pkg.tgz", "audience": "public"},
+		{"artifact": "big.tgz", "audience": "internal"},
+		{"artifact": "pkg.tgz", "audience": "internal"},
+	} {
+		tk, err := DraftTicket(TicketSpec{TicketID: "ticket:q", Action: "artifact.publish", Destination: "dest:registry", Scope: "scope:s",
+			Parameters: params, SideEffects: []SideEffect{SideEffectWrite}, AssessedRisk: RiskReversible})
+		if err != nil {
+			t.Fatal(err)
+		}
+		facts := TicketFacts(tk, CapabilityFact(tk.TicketID, "c"))
+		flat, e1 := p.engine.derive(facts)
+		engine, e2 := p.oracle.derive(facts)
+		if e1 != nil || e2 != nil || !reflect.DeepEqual(flat.quorums, engine.quorums) {
+			t.Fatalf("%v: flat %+v (%v), engine %+v (%v)", params, flat.quorums, e1, engine.quorums, e2)
+		}
+		// And Evaluate carries the best of them.
+		ev := p.Evaluate(tk, CapabilityFact(tk.TicketID, "c"))
+		n, why, err := p.Quorum(tk, CapabilityFact(tk.TicketID, "c"))
+		if err != nil || ev.quorum != n || (n > 0) != (ev.quorumWhy != nil) || (n > 0 && !reflect.DeepEqual(*ev.quorumWhy, why)) {
+			t.Fatalf("%v: Evaluate says %d (%+v), Quorum %d (%+v, %v)", params, ev.quorum, ev.quorumWhy, n, why, err)
+		}
 	}
 }

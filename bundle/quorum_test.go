@@ -101,6 +101,26 @@ func (h *harness) consumedFrom(run string, people ...string) []store.Approval {
 	return grants
 }
 
+// restart closes the harness's runner and puts in its place a new one
+// over the same store, with wf loaded afresh and its adapters wired to the
+// harness's destination; the new runner is closed with the test.
+func (h *harness) restart(wf *Workflow, ads *Adapters) {
+	h.t.Helper()
+	if err := h.r.Close(h.ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	reg, err := ads.Registry(func(string) string { return h.url })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r2, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner-2"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { r2.Close(context.Background()) })
+	h.r = r2
+}
+
 func approverNamed(name string) runner.Actor {
 	return runner.Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
 }
@@ -265,19 +285,7 @@ func TestQuorumSurvivesARestart(t *testing.T) {
 	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) {
 		t.Fatalf("after carol: %s %+v", s.State, s.Waiting)
 	}
-	if err := h.r.Close(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := ads.Registry(func(string) string { return h.url })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close(context.Background())
-	h.r = r2
+	h.restart(wf, ads)
 	if s := h.status(run); !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) || s.Waiting[0].Quorum != 2 {
 		t.Fatalf("the new runner reads %+v", s.Waiting)
 	}

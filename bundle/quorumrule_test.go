@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -72,19 +71,7 @@ func TestGatesAskMorePeopleOfALargerRefund(t *testing.T) {
 	const huge = "refund-huge"
 	h.start(huge, refund("r-huge", 8000, "erin", "damaged"))
 	h.approveAll(huge, "carol")
-	if err := h.r.Close(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := ads.Registry(func(string) string { return h.url })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := runner.New(runner.Config{Store: h.st, Workflows: []runner.Workflow{wf}, Adapters: reg, Owner: "test-runner-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r2.Close(context.Background())
-	h.r = r2
+	h.restart(wf, ads)
 	if s := h.status(huge); s.State != "WAIT_APPROVAL" || s.Waiting[0].Quorum != 3 || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) {
 		t.Fatalf("the new runner reads %s %+v", s.State, s.Waiting)
 	}

@@ -26,7 +26,8 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
 	case to == t.obs.from:
 	case to == "WAIT_APPROVAL":
-		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, awaitedRequests(t), approversOf(t.wf, awaitedQuorum(t))
+		ids, quorum := awaited(t)
+		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, ids, approversOf(t.wf, quorum)
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
 	}

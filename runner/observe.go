@@ -373,31 +373,23 @@ func controlRecord(t *tick, p *store.Tick, i int) *control.Record {
 }
 
 func awaitedRequests(t *tick) []string {
-	var ids []string
-	if t.cp == nil {
-		return ids
-	}
-	for _, e := range t.cp.Open {
-		if e.Stage == stageAwaitingApproval && e.Approval != nil && e.ApprovalID == "" {
-			ids = append(ids, e.Approval.RequestID)
-		}
-	}
+	ids, _ := awaited(t)
 	return ids
 }
 
-// awaitedQuorum is the largest quorum the plans of the approvals the run
-// awaits ask for (ApprovalNeed.Quorum), 0 when none asks for one.
-func awaitedQuorum(t *tick) int {
-	q := 0
+// awaited lists the requests the run awaits an approval of, and the
+// largest quorum their plans ask for (ApprovalNeed.Quorum; 0 when none
+// asks for one).
+func awaited(t *tick) (ids []string, quorum int) {
 	if t.cp == nil {
-		return q
+		return ids, 0
 	}
 	for _, e := range t.cp.Open {
 		if e.Stage == stageAwaitingApproval && e.Approval != nil && e.ApprovalID == "" {
-			q = max(q, e.Approval.Quorum)
+			ids, quorum = append(ids, e.Approval.RequestID), max(quorum, e.Approval.Quorum)
 		}
 	}
-	return q
+	return ids, quorum
 }
 
 // observeTrip reports a run a wire parked: the tick ends tripped.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -164,19 +163,7 @@ func printWaitingApprovals(out io.Writer, list []waitingApproval, as string, all
 		}
 		shown++
 		fmt.Fprintf(out, "run %s (%s) waits for approval %s (request %s)\n", w.RunID, w.Workflow, w.RequestID, w.RequestDigest)
-		for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
-			fmt.Fprintf(out, "    | %s\n", line)
-		}
-		if w.WhoMayApprove != "" {
-			fmt.Fprintf(out, "    who may approve: %s\n", w.WhoMayApprove)
-		}
-		if w.Quorum > 1 {
-			so := "no one yet"
-			if len(w.ApprovedBy) > 0 {
-				so = strings.Join(w.ApprovedBy, ", ")
-			}
-			fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(w.ApprovedBy), w.Quorum)
-		}
+		printApprovalWait(out, w.Preview, w.WhoMayApprove, w.Quorum, w.ApprovedBy)
 		switch {
 		case w.MayApprove == nil:
 			fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", w.RunID, w.RequestID)

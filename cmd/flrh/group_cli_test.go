@@ -22,6 +22,28 @@ func groupBundleDir(t *testing.T, policy string) string {
 	})
 }
 
+// firstOfTwo starts run under the bundle dir with input, which must wait
+// for two people's approvals, who (run start says) to be given; approves
+// it as alice, checks that the run waits for one more, and that a second
+// approval by alice is refused. It returns the request's id.
+func (c *cliRig) firstOfTwo(dir, run, input, who string) string {
+	c.t.Helper()
+	wfs := "--workflows=" + dir
+	out := c.ok("run", "start", dir, "--id", run, "--input-json", input, c.dest)
+	req := approvalRequest.FindString(out)
+	for _, want := range []string{"    who may approve: " + who + "\n", "    approved so far: no one yet (0 of 2)\n"} {
+		if !strings.Contains(out, want) {
+			c.t.Fatalf("run start lacks %q:\n%s", want, out)
+		}
+	}
+	out = c.ok("approve", run, req, "--as", "alice", wfs, c.dest)
+	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
+		c.t.Fatalf("after alice's approval:\n%s", out)
+	}
+	c.refusedApproval(run, req, "alice", wfs, "a quorum of 2 needs other people")
+	return req
+}
+
 // refusedApproval approves request req of run as the person named, under
 // the workflows flag wfs, and fails the test unless the command fails
 // (exit 1) saying want and writes nothing to the run's log.
@@ -79,19 +101,8 @@ func TestApprovalQuorumOverTheCLI(t *testing.T) {
 func approvalQuorumOverTheCLI(t *testing.T, c *cliRig) {
 	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`)
 	wfs := "--workflows=" + dir
-	out := c.ok("run", "start", dir, "--id", "q", "--input-json", largeRefund, c.dest)
-	req := approvalRequest.FindString(out)
-	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving; no one who handed the run an input\n", "    approved so far: no one yet (0 of 2)\n"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("run start lacks %q:\n%s", want, out)
-		}
-	}
-	out = c.ok("approve", "q", req, "--as", "alice", wfs, c.dest)
-	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
-		t.Fatalf("after alice's approval:\n%s", out)
-	}
-	c.refusedApproval("q", req, "alice", wfs, "a quorum of 2 needs other people")
-	out = c.ok("approve", "q", req, "--as", "carol", wfs, c.dest)
+	req := c.firstOfTwo(dir, "q", largeRefund, "2 of alice, bob, carol (members of finance-leads), each approving; no one who handed the run an input")
+	out := c.ok("approve", "q", req, "--as", "carol", wfs, c.dest)
 	if !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("after carol's approval:\n%s", out)
 	}
@@ -145,18 +156,7 @@ func TestGatesQuorumOverTheCLI(t *testing.T) {
 		t.Fatalf("run start, 600:\n%s", out)
 	}
 	c.ok("approve", "small", approvalRequest.FindString(out), "--as", "carol", wfs, c.dest)
-	out = c.ok("run", "start", dir, "--id", "large", "--input-json", strings.Replace(largeRefund, `"amount":600`, `"amount":3000`, 1), c.dest)
-	req := approvalRequest.FindString(out)
-	for _, want := range []string{"    who may approve: 2 of alice, bob, carol (members of finance-leads), each approving\n", "    approved so far: no one yet (0 of 2)\n"} {
-		if !strings.Contains(out, want) {
-			t.Fatalf("run start, 3,000, lacks %q:\n%s", want, out)
-		}
-	}
-	out = c.ok("approve", "large", req, "--as", "alice", wfs, c.dest)
-	if !strings.Contains(out, "WAIT_APPROVAL") || !strings.Contains(out, "    approved so far: alice (1 of 2)\n") {
-		t.Fatalf("after alice's approval:\n%s", out)
-	}
-	c.refusedApproval("large", req, "alice", wfs, "a quorum of 2 needs other people")
+	req := c.firstOfTwo(dir, "large", strings.Replace(largeRefund, `"amount":600`, `"amount":3000`, 1), "2 of alice, bob, carol (members of finance-leads), each approving")
 	if out = c.ok("approve", "large", req, "--as", "bob", wfs, c.dest); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("after bob's approval:\n%s", out)
 	}

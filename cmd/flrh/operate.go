@@ -535,6 +535,24 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 	}
 }
 
+// printApprovalWait prints, under an approval a run waits for, the preview
+// the approver must see, who may approve it and, for a quorum, who has.
+func printApprovalWait(out io.Writer, preview, who string, quorum int, approvedBy []string) {
+	for _, line := range strings.Split(strings.TrimRight(preview, "\n"), "\n") {
+		fmt.Fprintf(out, "    | %s\n", line)
+	}
+	if who != "" {
+		fmt.Fprintf(out, "    who may approve: %s\n", who)
+	}
+	if quorum > 1 {
+		so := "no one yet"
+		if len(approvedBy) > 0 {
+			so = strings.Join(approvedBy, ", ")
+		}
+		fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(approvedBy), quorum)
+	}
+}
+
 // printWaits prints what a live run waits for from a person, each with the
 // command that answers it: approvals (with the preview the approver
 // must see, indented under its request), choices among the options H
@@ -543,19 +561,7 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 	v, viewed := st.View.(workflow.View)
 	for _, w := range st.Waiting {
 		fmt.Fprintf(out, "  waits for approval %s (request %s)\n", w.RequestID, w.RequestDigest)
-		for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
-			fmt.Fprintf(out, "    | %s\n", line)
-		}
-		if w.WhoMayApprove != "" {
-			fmt.Fprintf(out, "    who may approve: %s\n", w.WhoMayApprove)
-		}
-		if w.Quorum > 1 {
-			so := "no one yet"
-			if len(w.ApprovedBy) > 0 {
-				so = strings.Join(w.ApprovedBy, ", ")
-			}
-			fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(w.ApprovedBy), w.Quorum)
-		}
+		printApprovalWait(out, w.Preview, w.WhoMayApprove, w.Quorum, w.ApprovedBy)
 		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
 	}
 	if viewed {

@@ -10,7 +10,16 @@ import (
 // person may give now (by Approve's own checks), each with its command,
 // and --all the rest with why not. It writes nothing.
 func TestApprovalsInboxOverTheCLI(t *testing.T) {
-	c := newCLIRig(t)
+	t.Run("sqlite", func(t *testing.T) { approvalsInboxOverTheCLI(t, newCLIRig(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		c := newCLIRig(t)
+		spec, _ := pgStoreURL(t)
+		c.store = "--store=" + spec
+		approvalsInboxOverTheCLI(t, c)
+	})
+}
+
+func approvalsInboxOverTheCLI(t *testing.T, c *cliRig) {
 	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2,`)
 	wfs := []string{"--workflows=" + dir, "--workflows=example:refund-agent"}
 	one := approvalRequest.FindString(c.ok("run", "start", "example:refund-agent", "--id", "one", "--input-json", largeRefund, c.dest))

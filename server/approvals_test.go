@@ -60,13 +60,43 @@ func TestListApprovals(t *testing.T) {
 	if a := f.get("/v1/approvals", ""); a.status != 401 {
 		t.Fatalf("without a token: %d", a.status)
 	}
+	// Pages: a second waiting run, one run a page, the cursor between.
+	if a := f.post("/v1/runs", tokOperator, startBody("refund-large-2", strings.Replace(largeRefund, "r-2001", "r-2003", 1))); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("refund-large-2", tokViewer, "an approval wait", waiting)
+	var runs []string
+	for after, pages := "", 0; ; pages++ {
+		q := "?limit=1"
+		if after != "" {
+			q += "&after=" + after
+		}
+		a := f.get("/v1/approvals"+q, tokApprover)
+		var body struct {
+			Approvals []WaitingApproval `json:"approvals"`
+			Next      string            `json:"next_after"`
+		}
+		if a.status != 200 || json.Unmarshal(a.body, &body) != nil || len(body.Approvals) > 1 || pages > 3 {
+			t.Fatalf("page %d: %d %s", pages, a.status, a.body)
+		}
+		for _, w := range body.Approvals {
+			runs = append(runs, w.RunID)
+		}
+		if body.Next == "" {
+			break
+		}
+		after = body.Next
+	}
+	if strings.Join(runs, ",") != "refund-large,refund-large-2" {
+		t.Fatalf("paged through %v", runs)
+	}
 
 	approve := fmt.Sprintf(`{"request_id":%q,"request_digest":%q}`, need.RequestID, need.RequestDigest)
 	if a := f.post("/v1/runs/refund-large/approve", tokApprover, approve); a.status != 202 {
 		t.Fatalf("approve: %d %s", a.status, a.body)
 	}
 	f.waitFor("refund-large", tokViewer, "the large refund's end", ended)
-	if got := list(tokApprover, ""); len(got) != 0 {
+	if got := list(tokApprover, ""); len(got) != 1 || got[0].RunID != "refund-large-2" {
 		t.Fatalf("an ended run still listed: %+v", got)
 	}
 }

@@ -173,7 +173,11 @@ func view(st runner.Status) RunView {
 		if w.Quorum > 1 {
 			who = fmt.Sprintf("%d people's approvals (%d so far)", w.Quorum, len(w.ApprovedBy))
 		}
-		v.WaitsFor = append(v.WaitsFor, fmt.Sprintf("%s or denial of request %s (%s); an agent cannot give it", who, w.RequestID, w.Preview))
+		from := ""
+		if w.WhoMayApprove != "" {
+			from = "; who may approve: " + w.WhoMayApprove
+		}
+		v.WaitsFor = append(v.WaitsFor, fmt.Sprintf("%s or denial of request %s (%s)%s; an agent cannot give it", who, w.RequestID, w.Preview, from))
 	}
 	for _, u := range st.Unknown {
 		v.Unknown = append(v.Unknown, u)

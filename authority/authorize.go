@@ -193,6 +193,10 @@ type Outcome struct {
 	// otherwise.
 	Quorum       int     `json:"quorum,omitempty"`
 	QuorumReason *Reason `json:"quorum_reason,omitempty"`
+	// ApproverReason is, for an approval request whose approver the gate
+	// policy named (its ApproverRelation), the rule instance that names
+	// it; the request's actor is the approver.
+	ApproverReason *Reason `json:"approver_reason,omitempty"`
 }
 
 // Outcome kinds.
@@ -882,9 +886,17 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 	needApproval := res.Decision == AskFirst || risk == RiskHighRiskExternal
 	// A valid exact-hash grant satisfies ASK_FIRST and stands for the
 	// person having seen the preview and confirmed the action.
+	// Who must approve: the approver the gates name for this ticket, or
+	// the approval policy's ("" when the gates name several).
+	approver := in.Policy.Approver
+	if q := ev.asked; q != nil && q.approvers != nil {
+		approver = ""
+	} else if q != nil && q.approver != "" {
+		approver = q.approver
+	}
 	var grant *PresentedApproval
 	if needApproval && res.Decision <= AskFirst && res.Move <= mrp.MoveAskFirst && res.Move != mrp.MoveOptions && len(in.Approvals) > 0 {
-		grant, t = grantFor(o, a, in, p, snap, t, spec)
+		grant, t = grantFor(o, a, in, p, snap, t, spec, approver)
 	}
 	trigger := mrp.TriggerFor(res.Move, res.HighestTier == 0 && res.Move == mrp.MoveRefuse)
 	if grant != nil && res.Move == mrp.MoveAskFirst {
@@ -927,13 +939,20 @@ func decideOne(o *Outcome, in *Input, i int, p *protocol.EffectProposal, m *mrp.
 			o.Kind, o.Held = OutcomeHeld, "held: ticket incomplete"
 			return
 		}
-		// How many people must approve is the gates' to say, in the
-		// evaluation that decided the action goes to a person (a policy
+		// How many people must approve, and who, is the gates' to say, in
+		// the evaluation that decided the action goes to a person (a policy
 		// that failed to evaluate refused it above).
-		if ev.quorum > 1 {
-			o.Quorum, o.QuorumReason = ev.quorum, ev.quorumWhy
+		if q := ev.asked; q != nil {
+			if q.approvers != nil {
+				o.Kind, o.Held = OutcomeHeld, "held: the gate policy names more than one approver for this action: "+strings.Join(q.approvers, ", ")
+				return
+			}
+			if q.quorum > 1 {
+				o.Quorum, o.QuorumReason = q.quorum, q.quorumWhy
+			}
+			o.ApproverReason = q.approverWhy
 		}
-		requestApproval(o, a, in, i, p, t, snap, spec, seq, risk)
+		requestApproval(o, a, in, i, p, t, snap, spec, seq, risk, approver)
 		return
 	}
 	if !m.Admits(rec.view) {
@@ -1030,10 +1049,16 @@ func deliberationFacts(o *Outcome, in *Input, p *protocol.EffectProposal, m *mrp
 // grantFor returns the first of the proposal's presented approvals that
 // is still valid, and the ticket it confirms (t when none), auditing in o
 // those that are not. Apart from decideOne: most decisions present none.
-func grantFor(o *Outcome, a *strArena, in *Input, p *protocol.EffectProposal, snap AuthoritySnapshot, t Ticket, spec ActionSpec) (*PresentedApproval, Ticket) {
+func grantFor(o *Outcome, a *strArena, in *Input, p *protocol.EffectProposal, snap AuthoritySnapshot, t Ticket, spec ActionSpec, approver string) (*PresentedApproval, Ticket) {
 	for k := range in.Approvals {
 		pa := in.Approvals[k]
 		if pa.Request.ProposalID != p.ProposalID {
+			continue
+		}
+		// The request must name the approver the gates (or the approval
+		// policy) name for the action now.
+		if pa.Request.Actor != approver {
+			o.Audit = append(o.Audit, fmt.Sprintf("approval %s: APPROVER_CHANGED: the request names %q; the policy names %q", pa.Approval.ApprovalDigest, pa.Request.Actor, approver))
 			continue
 		}
 		want := expectedRequest(a, *p, snap, t, spec, pa.Request)
@@ -1057,8 +1082,8 @@ func grantFor(o *Outcome, a *strArena, in *Input, p *protocol.EffectProposal, sn
 // requestApproval writes in o the approval request a decision that must
 // ask first makes, and its control event. Apart from decideOne: most
 // decisions request none.
-func requestApproval(o *Outcome, a *strArena, in *Input, i int, p *protocol.EffectProposal, t Ticket, snap AuthoritySnapshot, spec ActionSpec, seq int64, risk string) {
-	ctx := newContext(a, in, *p, t, spec)
+func requestApproval(o *Outcome, a *strArena, in *Input, i int, p *protocol.EffectProposal, t Ticket, snap AuthoritySnapshot, spec ActionSpec, seq int64, risk, approver string) {
+	ctx := newContext(a, in, *p, t, spec, approver)
 	q := buildRequest(a, *p, snap, ctx)
 	o.Kind, o.Event, o.ApprovalRequest = OutcomeApprovalRequest, EventApprovalRequired, &q
 	if in.NoControlEvents {
@@ -1125,13 +1150,13 @@ func stepIn(m *mrp.Machine, room []mrp.Entry, t mrp.Trigger, v *mrp.TicketView, 
 	*m = next
 }
 
-// newContext builds the approval context a new request binds, its digest
-// written through a's writer.
-func newContext(a *strArena, in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec) ApprovalContext {
+// newContext builds the approval context a new request binds, naming
+// approver, its digest written through a's writer.
+func newContext(a *strArena, in *Input, p protocol.EffectProposal, t Ticket, spec ActionSpec, approver string) ApprovalContext {
 	b := Binding{
 		RunID: p.CorrelationID, WorkflowVersion: p.Versions.Workflow, ActionDigest: p.ActionDigest,
 		ArtifactDigest: spec.ArtifactDigest, DestinationDigest: p.DestinationDigest,
-		Visibility: spec.Visibility, Scope: t.Scope, Actor: in.Policy.Approver,
+		Visibility: spec.Visibility, Scope: t.Scope, Actor: approver,
 		ExpiresAt: in.Now + in.Policy.ApprovalTTL, Nonce: spec.Nonce, Rationale: spec.Rationale,
 	}
 	if len(t.Constraints) > 0 {

@@ -54,7 +54,7 @@ type guardKey struct {
 
 // flatOutputs are the gate output relations in a fixed order; a run keeps
 // the tuples of each in its own slot.
-var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation}
+var flatOutputs = [...]string{"decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation, ApproverRelation}
 
 // The slots of flatOutputs, by name.
 const (
@@ -64,6 +64,7 @@ const (
 	outOption
 	outAssess
 	outQuorum
+	outApprover
 )
 
 // flatGroup is the rules of one derived helper relation.
@@ -150,9 +151,10 @@ func (e *flatEngine) relOf(name string) (int, bool) {
 }
 
 // gateOutputs are the relations a policy's rules conclude: the
-// vocabulary's outputs and the quorum a policy may declare
-// (QuorumRelation), whose rows the evaluators hand over with their reasons.
-var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true, QuorumRelation: true}
+// vocabulary's outputs, and the quorum and approver a policy may declare
+// (QuorumRelation, ApproverRelation), whose rows the evaluators hand over
+// with their reasons.
+var gateOutputs = map[string]bool{"decision": true, "shape_max": true, "shape_scope": true, "option": true, "assess": true, QuorumRelation: true, ApproverRelation: true}
 
 // compileFlat returns a flat engine for the program, or nil when the
 // program is not flat.
@@ -1202,6 +1204,11 @@ func (r *flatRun) result() derived {
 		why := t.why
 		why.Rule = t.args[1].Str()
 		d.quorums = append(d.quorums, derivedQuorum{n: t.args[0].Int(), why: why})
+	}
+	for _, t := range r.sorted(outApprover) {
+		why := t.why
+		why.Rule = t.args[1].Str()
+		d.approvers = append(d.approvers, derivedApprover{name: t.args[0].Str(), why: why})
 	}
 	return d
 }

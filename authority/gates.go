@@ -93,6 +93,9 @@ type derived struct {
 	// quorums are the quorum rows a policy that declares QuorumRelation
 	// derived, with their reasons (whose Rule is the row's rule id).
 	quorums []derivedQuorum
+	// approvers are the approver rows of a policy that declares
+	// ApproverRelation, with their reasons.
+	approvers []derivedApprover
 	// slots, given to deriveInto, is room for the firings' lists of
 	// fact strings; it is not part of the result.
 	slots []string
@@ -101,6 +104,32 @@ type derived struct {
 type derivedQuorum struct {
 	n   int64
 	why Reason
+}
+
+type derivedApprover struct {
+	name string
+	why  Reason
+}
+
+// chosenApprover is the one approver the rows name and the reason of the
+// first row naming it (by rule id); when they name several, ok is false
+// and names lists them, sorted.
+func chosenApprover(as []derivedApprover) (name string, why Reason, names []string, ok bool) {
+	var best *derivedApprover
+	for i := range as {
+		a := &as[i]
+		if !slices.Contains(names, a.name) {
+			names = append(names, a.name)
+		}
+		if best == nil || a.why.Rule < best.why.Rule {
+			best = a
+		}
+	}
+	if best == nil {
+		return "", Reason{}, nil, true
+	}
+	slices.Sort(names)
+	return best.name, best.why, names, len(names) == 1
 }
 
 // bestQuorum is the largest count among qs and the reason of the row that
@@ -153,7 +182,7 @@ func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
 	} else {
 		for _, c := range cs {
 			switch c.Atom.Rel {
-			case "decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation:
+			case "decision", "shape_max", "shape_scope", "option", "assess", QuorumRelation, ApproverRelation:
 				return derived{}, fmt.Errorf("policy derives %s both true and false", c.Atom)
 			}
 		}
@@ -215,6 +244,18 @@ func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
 			d.quorums = append(d.quorums, derivedQuorum{n: r[0].Int(), why: why})
 		}
 	}
+	if _, declared := e.c.SharedSchema(ApproverRelation); declared {
+		if rows, err = m.Tuples(ApproverRelation, false); err != nil {
+			return derived{}, err
+		}
+		for _, r := range rows {
+			why, err := provenance(m, logic.Fact{Rel: ApproverRelation, Args: r}, r[1].Str())
+			if err != nil {
+				return derived{}, err
+			}
+			d.approvers = append(d.approvers, derivedApprover{name: r[0].Str(), why: why})
+		}
+	}
 	return d, nil
 }
 
@@ -263,6 +304,45 @@ type Policy struct {
 	// maxQuorum is the largest count a quorum rule's head writes, 0 when
 	// the policy derives no quorum.
 	maxQuorum int
+	// approvers are the names approver rules' heads write, sorted, nil
+	// when the policy names none.
+	approvers []string
+}
+
+// ApproverRelation is the relation a gate policy may declare and derive,
+// approver(name, rule), to say who must answer an approval request for
+// the ticket: a person or group the workflow's approval policy knows
+// (production restarts by the SRE leads, refunds by finance). A request
+// no rule names an approver for goes to the approval policy's approver.
+// The name is written in each rule's head, so the workflow can tell
+// before any run that it knows everyone its gates may name; where the
+// rules that fire name more than one, the action is held.
+const ApproverRelation = "approver"
+
+// Approvers lists the names the policy's approver rules may give, sorted:
+// a workflow checks each against the people and groups it knows.
+func (p *Policy) Approvers() []string { return slices.Clone(p.approvers) }
+
+// checkApproverHead checks an approver rule's head: a positive atom whose
+// name and rule id are strings written in the head. It returns the name.
+func checkApproverHead(h *logic.AtomExpr) (string, error) {
+	if h.Neg {
+		return "", fmt.Errorf("%s: approver cannot be derived false: a rule names who approves", h.Pos)
+	}
+	if len(h.Args) != 2 {
+		return "", fmt.Errorf("%s: approver takes a name and a rule id, approver(\"sre-leads\", \"g2.production\")", h.Pos)
+	}
+	n, ok := h.Args[0].(*logic.SymConst)
+	if !ok {
+		return "", fmt.Errorf("%s: approver's name must be a string written in the rule's head, not %s", h.Pos, h.Args[0])
+	}
+	if !ValidID(n.Val) {
+		return "", fmt.Errorf("%s: approver's name %q is not an id", n.Pos, n.Val)
+	}
+	if _, ok := h.Args[1].(*logic.SymConst); !ok {
+		return "", fmt.Errorf("%s: approver's rule id must be a string written in the rule's head, not %s", h.Pos, h.Args[1])
+	}
+	return n.Val, nil
 }
 
 // QuorumRelation is the relation a gate policy may declare and derive,
@@ -397,9 +477,28 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 			maxQuorum = max(maxQuorum, n)
 		}
 	}
+	var approvers []string
+	if ts, declared := c.SharedSchema(ApproverRelation); declared {
+		if len(ts) != 2 || ts[0] != logic.TypeSymbol || ts[1] != logic.TypeSymbol {
+			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(name: symbol, rule: symbol)", ApproverRelation, ApproverRelation)}
+		}
+		for _, cl := range prog.Clauses {
+			if cl.Head.Name != ApproverRelation {
+				continue
+			}
+			name, err := checkApproverHead(cl.Head)
+			if err != nil {
+				return nil, &PolicyError{err}
+			}
+			if !slices.Contains(approvers, name) {
+				approvers = append(approvers, name)
+			}
+		}
+		slices.Sort(approvers)
+	}
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
-	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum}
+	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum, approvers: approvers}
 	if flat := compileFlat(prog, inputs, limits); flat != nil {
 		p.engine, p.Flat = flat, true
 	}
@@ -422,13 +521,24 @@ type Evaluation struct {
 	Signals      []Signal     `json:"signals"`
 	AssessedRisk string       `json:"assessed_risk"`
 	RiskReasons  []Reason     `json:"risk_reasons"`
-	// quorum and quorumWhy are how many people the policy asks to approve
-	// the ticket, and why (Policy.Quorum), should it go to a person: no
-	// part of the gates' record, read by Authorize when it asks for an
-	// approval. The reason is behind a pointer: an outcome holds its
+	// asked is what the policy asks of an approval of the ticket, should
+	// it go to a person (how many people, which approver), nil when it
+	// asks nothing: no part of the gates' record, read by Authorize when
+	// it asks for an approval. It is behind a pointer: an outcome holds its
 	// evaluation, and a batch of one's records keep to a size class.
+	asked *approvalAsked
+}
+
+// approvalAsked is what a gate policy asks of an approval of one ticket.
+type approvalAsked struct {
 	quorum    int
 	quorumWhy *Reason
+	// approver is the approver the policy names (ApproverRelation), with
+	// the reason; approvers lists the names when its rules name more than
+	// one, and approver is then "".
+	approver    string
+	approverWhy *Reason
+	approvers   []string
 }
 
 // riskRank orders the risk vocabulary (READ_ONLY 1 to
@@ -782,12 +892,24 @@ func (p *Policy) evaluateIn(rec *evalRecords, a *strArena, t Ticket, keys []stri
 			g2.Decision = Refuse
 			g2.Reasons = append(g2.Reasons, Reason{Rule: "default-deny", Facts: []string{}, Absent: []string{}, Detail: "no policy rule decides this ticket"})
 		}
-		if len(d.quorums) > 0 {
-			// The reason outlives the engines' recycled buffers: its
-			// lists are copied (only when a quorum rule fired).
-			n, why := bestQuorum(d.quorums)
-			why.Facts, why.Absent = slices.Clone(why.Facts), slices.Clone(why.Absent)
-			ev.quorum, ev.quorumWhy = n, &why
+		if len(d.quorums) > 0 || len(d.approvers) > 0 {
+			// The reasons outlive the engines' recycled buffers: their
+			// lists are copied (only when a quorum or approver rule fired).
+			ev.asked = new(approvalAsked)
+			if len(d.quorums) > 0 {
+				n, why := bestQuorum(d.quorums)
+				why.Facts, why.Absent = slices.Clone(why.Facts), slices.Clone(why.Absent)
+				ev.asked.quorum, ev.asked.quorumWhy = n, &why
+			}
+			if len(d.approvers) > 0 {
+				name, why, names, one := chosenApprover(d.approvers)
+				if one {
+					why.Facts, why.Absent = slices.Clone(why.Facts), slices.Clone(why.Absent)
+					ev.asked.approver, ev.asked.approverWhy = name, &why
+				} else {
+					ev.asked.approvers = names
+				}
+			}
 		}
 		for _, r := range d.risks {
 			rr, ok := riskRank(r.risk)

@@ -128,13 +128,15 @@ quorum(2, "q.internal") :- param_sym(t, "audience", "internal").
 	}
 }
 
-// A flat policy's quorum rows come from the direct evaluator, with the
+// A flat policy's quorum and approver rows come from the direct evaluator, with the
 // reasons the logic engine gives them: the two agree row for row.
 func TestFlatQuorumAgreesWithTheEngine(t *testing.T) {
 	p, err := CompilePolicy("authority/1", "q.dl", []byte(fixturePolicy+quorumDecl+`
 quorum(2, "q.public") :- action(t, "artifact.publish"), param_sym(t, "audience", "public").
 quorum(3, "q.big") :- param_sym(t, "artifact", "big.tgz"), !param_sym(t, "audience", "internal").
 quorum(3, "q.also-big") :- param_sym(t, "artifact", "big.tgz").
+`+approverDecl+`approver("release-leads", "a.public") :- param_sym(t, "audience", "public").
+approver("security", "a.big") :- param_sym(t, "artifact", "big.tgz"), !param_sym(t, "audience", "internal").
 `), logic.Limits{MaxFirings: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -156,14 +158,18 @@ quorum(3, "q.also-big") :- param_sym(t, "artifact", "big.tgz").
 		facts := TicketFacts(tk, CapabilityFact(tk.TicketID, "c"))
 		flat, e1 := p.engine.derive(facts)
 		engine, e2 := p.oracle.derive(facts)
-		if e1 != nil || e2 != nil || !reflect.DeepEqual(flat.quorums, engine.quorums) {
-			t.Fatalf("%v: flat %+v (%v), engine %+v (%v)", params, flat.quorums, e1, engine.quorums, e2)
+		if e1 != nil || e2 != nil || !reflect.DeepEqual(flat.quorums, engine.quorums) || !reflect.DeepEqual(flat.approvers, engine.approvers) {
+			t.Fatalf("%v: flat %+v %+v (%v), engine %+v %+v (%v)", params, flat.quorums, flat.approvers, e1, engine.quorums, engine.approvers, e2)
 		}
 		// And Evaluate carries the best of them.
 		ev := p.Evaluate(tk, CapabilityFact(tk.TicketID, "c"))
 		n, why, err := p.Quorum(tk, CapabilityFact(tk.TicketID, "c"))
-		if err != nil || ev.quorum != n || (n > 0) != (ev.quorumWhy != nil) || (n > 0 && !reflect.DeepEqual(*ev.quorumWhy, why)) {
-			t.Fatalf("%v: Evaluate says %d (%+v), Quorum %d (%+v, %v)", params, ev.quorum, ev.quorumWhy, n, why, err)
+		got, gotWhy := 0, (*Reason)(nil)
+		if ev.asked != nil {
+			got, gotWhy = ev.asked.quorum, ev.asked.quorumWhy
+		}
+		if err != nil || got != n || (n > 0) != (gotWhy != nil) || (n > 0 && !reflect.DeepEqual(*gotWhy, why)) {
+			t.Fatalf("%v: Evaluate says %d (%+v), Quorum %d (%+v, %v)", params, got, gotWhy, n, why, err)
 		}
 	}
 }

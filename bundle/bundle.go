@@ -222,13 +222,20 @@ func plan(e workflow.Effect) runner.EffectPlan {
 	p := runner.EffectPlan{Intent: e.Intent, Payload: e.Payload, ContentDigest: e.ContentDigest}
 	if e.Approval != nil {
 		p.Approval = &runner.ApprovalNeed{RequestID: e.Approval.RequestID, RequestDigest: e.Approval.RequestDigest,
-			IntentID: e.Approval.IntentID, Preview: e.Approval.Preview, Quorum: e.Approval.Quorum}
+			IntentID: e.Approval.IntentID, Preview: e.Approval.Preview, Quorum: e.Approval.Quorum, Approver: e.Approval.Approver}
 	}
 	return p
 }
 
 func need(n runner.ApprovalNeed) workflow.ApprovalNeed {
-	return workflow.ApprovalNeed{RequestID: n.RequestID, RequestDigest: n.RequestDigest, IntentID: n.IntentID, Preview: n.Preview, Quorum: n.Quorum}
+	return workflow.ApprovalNeed{RequestID: n.RequestID, RequestDigest: n.RequestDigest, IntentID: n.IntentID, Preview: n.Preview,
+		Quorum: n.Quorum, Approver: n.Approver}
+}
+
+// WhoMayApproveFor implements runner.ApproverTeller: who may approve the
+// request need, in the workflow's words.
+func (w *Workflow) WhoMayApproveFor(n runner.ApprovalNeed) string {
+	return w.Workflow.WhoMayApproveRequest(n.Approver, n.Quorum)
 }
 
 // View implements runner.Viewer: the workflow's view of a run's state.

@@ -224,6 +224,9 @@ func (w *ckWriter) open(open []openEffect, d int) {
 				w.Key("approved_by")
 				w.strings(a.ApprovedBy, "approved_by")
 			}
+			if a.Approver != "" {
+				w.Str("approver", a.Approver)
+			}
 			w.Str("intent_id", a.IntentID)
 			w.Str("preview", a.Preview)
 			if a.Quorum != 0 {

@@ -85,6 +85,9 @@ func genOpen(t *rapid.T) []openEffect {
 			if rapid.Bool().Draw(t, "approved by") {
 				e.Approval.ApprovedBy = rapid.SliceOfN(genText(), 0, 2).Draw(t, "approvers")
 			}
+			if rapid.Bool().Draw(t, "named") {
+				e.Approval.Approver = genText().Draw(t, "approver")
+			}
 			if rapid.Bool().Draw(t, "who") {
 				e.Approval.WhoMayApprove = genText().Draw(t, "who may approve")
 			}
@@ -306,7 +309,7 @@ func TestCheckpointWriterKnowsEveryMember(t *testing.T) {
 		{openEffect{}, "intent_id stage intent payload content_digest approval approval_id concurring,omitempty usage,omitempty"},
 		{concurrence{}, "approval_id actor"},
 		{pendingReceipt{}, "intent_id digest receipt usage,omitempty"},
-		{ApprovalNeed{}, "request_id request_digest intent_id preview quorum,omitempty approved_by,omitempty who_may_approve,omitempty"},
+		{ApprovalNeed{}, "request_id request_digest intent_id preview quorum,omitempty approved_by,omitempty approver,omitempty who_may_approve,omitempty"},
 		{Usage{}, "tokens cost_micros"},
 	} {
 		rt := reflect.TypeOf(tc.v)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -26,8 +28,11 @@ func (r *Runner) addNotices(ctx context.Context, t *tick, p *store.Tick) {
 		b.Kind, b.Outcome = store.NoticeEnded, p.Outcome
 	case to == t.obs.from:
 	case to == "WAIT_APPROVAL":
-		ids, quorum := awaited(t)
-		b.Kind, b.Requests, b.Approvers = store.NoticeApproval, ids, approversOf(t.wf, quorum)
+		needs := awaited(t)
+		b.Kind, b.Approvers = store.NoticeApproval, approversOf(t.wf, needs...)
+		for _, n := range needs {
+			b.Requests = append(b.Requests, n.RequestID)
+		}
 	case to == "HUMAN_RECONCILIATION":
 		b.Kind, b.Effects = store.NoticeReconciliation, unknownEffects(t)
 	}
@@ -157,12 +162,11 @@ func (r *Runner) TellWaiting(ctx context.Context, since, until time.Time) (int, 
 				continue // moved on since it was listed
 			case state == "WAIT_APPROVAL" && len(st.Waiting) > 0:
 				b := store.NoticeBody{Kind: store.NoticeApproval}
-				quorum := 0
 				for _, w := range st.Waiting {
-					b.Requests, quorum = append(b.Requests, w.RequestID), max(quorum, w.Quorum)
+					b.Requests = append(b.Requests, w.RequestID)
 				}
 				if wf, err := r.workflow(st.Run); err == nil {
-					b.Approvers = approversOf(wf, quorum)
+					b.Approvers = approversOf(wf, st.Waiting...)
 				}
 				bs = append(bs, b)
 			case state == "HUMAN_RECONCILIATION":
@@ -231,20 +235,25 @@ func noticeBody(t *tick, state string, seq int64) store.NoticeBody {
 // quorum and separation of duties in a sentence). An approval's notice
 // carries it, so that the people told know whether it is theirs to give.
 type ApproverTeller interface {
-	// WhoMayApproveQuorum says who may approve a request that needs
-	// quorum people's grants as planned (ApprovalNeed.Quorum; 0 when the
-	// plan asked for no more than the workflow's policy).
-	WhoMayApproveQuorum(quorum int) string
+	// WhoMayApproveFor says who may approve the request need, as planned
+	// (its Approver and Quorum, where the plan set them).
+	WhoMayApproveFor(need ApprovalNeed) string
 }
 
-// approversOf is who may approve wf's requests that need quorum people as
-// planned, "" when wf does not say. A notice of several requests names the
-// largest quorum among them.
-func approversOf(wf Workflow, quorum int) string {
-	if a, ok := wf.(ApproverTeller); ok {
-		return a.WhoMayApproveQuorum(quorum)
+// approversOf is who may approve wf's requests needs, "" when wf does not
+// say: each request's sentence once, in the order of the requests.
+func approversOf(wf Workflow, needs ...ApprovalNeed) string {
+	a, ok := wf.(ApproverTeller)
+	if !ok {
+		return ""
 	}
-	return ""
+	var says []string
+	for _, n := range needs {
+		if s := a.WhoMayApproveFor(n); !slices.Contains(says, s) {
+			says = append(says, s)
+		}
+	}
+	return strings.Join(says, " / ")
 }
 
 // notice is the notice whose body is b.

@@ -373,23 +373,25 @@ func controlRecord(t *tick, p *store.Tick, i int) *control.Record {
 }
 
 func awaitedRequests(t *tick) []string {
-	ids, _ := awaited(t)
+	var ids []string
+	for _, n := range awaited(t) {
+		ids = append(ids, n.RequestID)
+	}
 	return ids
 }
 
-// awaited lists the requests the run awaits an approval of, and the
-// largest quorum their plans ask for (ApprovalNeed.Quorum; 0 when none
-// asks for one).
-func awaited(t *tick) (ids []string, quorum int) {
+// awaited lists the requests the run awaits an approval of, as planned.
+func awaited(t *tick) []ApprovalNeed {
+	var needs []ApprovalNeed
 	if t.cp == nil {
-		return ids, 0
+		return needs
 	}
 	for _, e := range t.cp.Open {
 		if e.Stage == stageAwaitingApproval && e.Approval != nil && e.ApprovalID == "" {
-			ids, quorum = append(ids, e.Approval.RequestID), max(quorum, e.Approval.Quorum)
+			needs = append(needs, *e.Approval)
 		}
 	}
-	return ids, quorum
+	return needs
 }
 
 // observeTrip reports a run a wire parked: the tick ends tripped.

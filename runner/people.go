@@ -195,7 +195,7 @@ func derive(stored store.Checkpoint, wf Workflow) (derived, error) {
 						need.approvedWith = append(need.approvedWith, c.ApprovalID)
 					}
 				}
-				need.WhoMayApprove = approversOf(wf, need.Quorum)
+				need.WhoMayApprove = approversOf(wf, need)
 				d.waiting = append(d.waiting, need)
 			}
 		case stageUnknown:

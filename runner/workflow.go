@@ -98,6 +98,11 @@ type ApprovalNeed struct {
 	// grants the run holds so far; it is no part of what a run records.
 	Quorum     int      `json:"quorum,omitempty"`
 	ApprovedBy []string `json:"approved_by,omitempty"`
+	// Approver is the approver the request names, where the workflow's
+	// plan named one other than the one it names for all its requests (a
+	// bundle's gates choosing who approves this action); the run records
+	// it with the request, and the workflow holds grants to it.
+	Approver string `json:"approver,omitempty"`
 	// WhoMayApprove says who may give it, in a sentence, where the
 	// workflow says (ApproverTeller); Inspect fills it in, and it is no
 	// part of what a run records.

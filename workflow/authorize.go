@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,7 +109,7 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 			EffectSeq: st.EffectSeq, Now: t.lt, Turn: turn, Choices: choices, Resumed: resumed, Quorum: o.Quorum}
 		// The intent a grant would yield, computed now so the run plans
 		// exactly the effect a person approves.
-		eff, approved, err := w.reauthorizeWith(pd, w.namedApprover(), checked, memo)
+		eff, approved, err := w.reauthorizeWith(pd, w.approverNamed(q.Actor), checked, memo)
 		if err != nil {
 			// Not even a grant would let it through now (a restart in
 			// TEST): H holds it, and the run keeps it.
@@ -125,6 +126,9 @@ func (t *tick) authorize(b authority.PublishedBatch, a action, choices []authori
 		}
 		t.noteOutcome(rec)
 		eff.Approval = &ApprovalNeed{RequestID: q.RequestID, RequestDigest: q.RequestDigest, IntentID: eff.Intent.IntentID, Preview: o.Ticket.Preview, Quorum: o.Quorum}
+		if q.Actor != w.approval.Approver {
+			eff.Approval.Approver = q.Actor
+		}
 		st.EffectSeq++
 		st.Pending = append(st.Pending, pd)
 		st.Open = append(st.Open, openIntent{IntentID: eff.Intent.IntentID, ProposalID: p.ProposalID, EffectType: p.EffectType, ActionDigest: eff.Intent.ActionDigest})
@@ -229,10 +233,10 @@ func (w *Workflow) reauthorizeWith(pd pending, by authority.Approver, checked au
 	return Effect{Intent: intent, Payload: payload, ContentDigest: cjson.Digest(payload)}, d.Machine, nil
 }
 
-// namedApprover is the person the approval policy names, as the ledger
-// would know them.
-func (w *Workflow) namedApprover() authority.Approver {
-	return authority.Approver{ID: w.approval.Approver, Kind: "human", Role: authority.ApproverRole, Scopes: []string{w.approval.ApproverScope}}
+// approverNamed is the approver a request names (the approval policy's,
+// or the one the gates named), as the ledger would know them.
+func (w *Workflow) approverNamed(name string) authority.Approver {
+	return authority.Approver{ID: name, Kind: "human", Role: authority.ApproverRole, Scopes: []string{w.approval.ApproverScope}}
 }
 
 // approvedMachine is the MRP machine once the grant for pd was used: H's
@@ -244,7 +248,7 @@ func (w *Workflow) approvedMachine(pd pending) (mrp.Machine, bool) {
 	if pd.approved != nil {
 		return *pd.approved, true
 	}
-	_, m, err := w.reauthorize(pd, w.namedApprover(), authority.CheckedBatch{})
+	_, m, err := w.reauthorize(pd, w.approverNamed(pd.Request.Actor), authority.CheckedBatch{})
 	return m, err == nil
 }
 
@@ -282,7 +286,11 @@ func (w *Workflow) CheckGrant(need ApprovalNeed, g Grant) error {
 	case b.Role != authority.ApproverRole:
 		return fmt.Errorf("the grant was issued in role %q, not %s", b.Role, authority.ApproverRole)
 	}
-	return w.approval.mayAnswer(b.Actor)
+	approver := need.Approver
+	if approver == "" {
+		approver = w.approval.Approver
+	}
+	return w.approval.mayAnswer(approver, b.Actor)
 }
 
 // AuthorizeApproved authorizes the effect waiting on need once the grant
@@ -304,6 +312,9 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if pd.Request.RequestDigest != need.RequestDigest || pd.IntentID != need.IntentID {
 		return Effect{}, errors.New("the pending request differs from the one approved")
 	}
+	if named := cmp.Or(need.Approver, w.approval.Approver); pd.Request.Actor != named {
+		return Effect{}, fmt.Errorf("the pending request names approver %q, not %q", pd.Request.Actor, named)
+	}
 	// Deliberation ended after the request (a person's EXIT, a closure
 	// budget): nothing it left undecided is carried out, the request
 	// included.
@@ -315,10 +326,10 @@ func (w *Workflow) AuthorizeApproved(stateJSON []byte, need ApprovalNeed, g Gran
 	if b.Role != authority.ApproverRole {
 		kind = "unknown"
 	}
-	// H's request names the approver the policy names: a person, or a
-	// group for which the member who granted (checked above, recorded in
-	// the grant) answers. H sees the name its request bound.
-	eff, _, err := w.reauthorize(pd, authority.Approver{ID: w.approval.Approver, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}}, authority.CheckedBatch{})
+	// H's request names the approver the policy (or its gates) named: a
+	// person, or a group for which the member who granted (checked above,
+	// recorded in the grant) answers. H sees the name its request bound.
+	eff, _, err := w.reauthorize(pd, authority.Approver{ID: pd.Request.Actor, Kind: kind, Role: b.Role, Scopes: []string{w.approval.ApproverScope}}, authority.CheckedBatch{})
 	if err != nil {
 		return Effect{}, err
 	}

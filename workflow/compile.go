@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -120,6 +121,12 @@ type ApprovalPolicy struct {
 	// request before its effect may happen (the four-eyes rule: 2);
 	// absent, one.
 	Quorum int `json:"quorum,omitempty"`
+	// Groups are further groups of approvers, name to members, that the
+	// gate policy may name for an action (authority.ApproverRelation):
+	// production restarts by the SRE leads, the rest by Approver. A
+	// request naming one is answered by its members; Quorum and
+	// SeparateDuties hold for them as for Approver's.
+	Groups map[string][]string `json:"groups,omitempty"`
 	// SeparateDuties keeps anyone who handed a run an input (started it,
 	// or added to it) from approving its requests: maker-checker.
 	SeparateDuties bool  `json:"separate_duties,omitempty"`
@@ -142,21 +149,46 @@ func checkMembers(p ApprovalPolicy) *Error {
 	case p.Quorum > len(p.Members) && p.Members != nil:
 		return malformed("/approval/quorum", "%d people's approvals, but %q has %d members", p.Quorum, p.Approver, len(p.Members))
 	}
-	if p.Members == nil {
-		return nil
+	if p.Members != nil {
+		if err := checkGroup("/approval/members", p.Approver, p.Members); err != nil {
+			return err
+		}
 	}
-	if len(p.Members) == 0 || len(p.Members) > maxMembers {
-		return malformed("/approval/members", "must list from 1 to %d people who may answer for %q", maxMembers, p.Approver)
+	for _, name := range slices.Sorted(maps.Keys(p.Groups)) {
+		ptr := "/approval/groups/" + name
+		members := p.Groups[name]
+		switch {
+		case !cjson.ValidID(name):
+			return malformed(ptr, "%q is not an id", name)
+		case name == p.Approver:
+			return malformed(ptr, "%q is the approver's own name: groups name the others the gate policy may choose", name)
+		case p.Quorum > len(members) && members != nil:
+			return malformed(ptr, "the approval policy's quorum is %d, but %q has %d members", p.Quorum, name, len(members))
+		}
+		if err := checkGroup(ptr, name, members); err != nil {
+			return err
+		}
 	}
-	for i, m := range p.Members {
-		ptr := fmt.Sprintf("/approval/members/%d", i)
+	return nil
+}
+
+// checkGroup checks the members of the group name, listed at ptr: from 1
+// to maxMembers ids, distinct, and not the group's own name (a name that
+// is both a person and the group would leave a grant's meaning to
+// guesswork).
+func checkGroup(ptr, name string, members []string) *Error {
+	if len(members) == 0 || len(members) > maxMembers {
+		return malformed(ptr, "must list from 1 to %d people who may answer for %q", maxMembers, name)
+	}
+	for i, m := range members {
+		at := fmt.Sprintf("%s/%d", ptr, i)
 		switch {
 		case !cjson.ValidID(m):
-			return malformed(ptr, "%q is not an id", m)
-		case m == p.Approver:
-			return malformed(ptr, "%q is the group's own name: approver names the group, members the people in it", m)
-		case slices.Contains(p.Members[:i], m):
-			return malformed(ptr, "%q is listed twice", m)
+			return malformed(at, "%q is not an id", m)
+		case m == name:
+			return malformed(at, "%q is the group's own name: approver names the group, members the people in it", m)
+		case slices.Contains(members[:i], m):
+			return malformed(at, "%q is listed twice", m)
 		}
 	}
 	return nil
@@ -175,35 +207,43 @@ func (w *Workflow) ApprovalQuorum() int { return w.approval.quorum() }
 func (w *Workflow) SeparatesDuties() bool { return w.approval.SeparateDuties }
 
 // membersOf lists the people who may answer a request naming approver:
-// the policy's members when it names this group, nil otherwise (a request
-// made under another policy version lists no one it cannot vouch for).
+// the policy's members when it names Approver's group or one of its
+// Groups, nil otherwise (a person, or a request made under another policy
+// version, which lists no one it cannot vouch for).
 func (p ApprovalPolicy) membersOf(approver string) []string {
-	if p.Members == nil || approver != p.Approver {
-		return nil
+	if approver == p.Approver {
+		return slices.Clone(p.Members)
 	}
-	return slices.Clone(p.Members)
+	return slices.Clone(p.Groups[approver])
+}
+
+// knows reports whether the policy names approver: its approver, or one
+// of its groups.
+func (p ApprovalPolicy) knows(approver string) bool {
+	_, group := p.Groups[approver]
+	return approver == p.Approver || group
 }
 
 // quorumOf is how many people must each answer a request naming
 // approver, when more than one (0 otherwise).
 func (p ApprovalPolicy) quorumOf(approver string) int {
-	if q := p.quorum(); q > 1 && approver == p.Approver {
+	if q := p.quorum(); q > 1 && p.knows(approver) {
 		return q
 	}
 	return 0
 }
 
-// mayAnswer reports whether a grant from actor answers the requests the
-// policy names, and if not, why.
-func (p ApprovalPolicy) mayAnswer(actor string) error {
-	if p.Members == nil {
-		if actor != p.Approver {
-			return fmt.Errorf("the grant was issued by %q; the approval policy names %q", actor, p.Approver)
-		}
-		return nil
-	}
-	if !slices.Contains(p.Members, actor) {
-		return fmt.Errorf("the grant was issued by %q, who is not among the members of %q the approval policy names (%s)", actor, p.Approver, strings.Join(p.Members, ", "))
+// mayAnswer reports whether a grant from actor answers a request naming
+// approver, and if not, why.
+func (p ApprovalPolicy) mayAnswer(approver, actor string) error {
+	members := p.membersOf(approver)
+	switch {
+	case !p.knows(approver):
+		return fmt.Errorf("the request names %q, whom the approval policy does not name", approver)
+	case members == nil && actor != approver:
+		return fmt.Errorf("the grant was issued by %q; the approval policy names %q", actor, approver)
+	case members != nil && !slices.Contains(members, actor):
+		return fmt.Errorf("the grant was issued by %q, who is not among the members of %q the approval policy names (%s)", actor, approver, strings.Join(members, ", "))
 	}
 	return nil
 }
@@ -939,6 +979,19 @@ func (c *compiler) authority(w *Workflow) *Error {
 			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but approver %q is one person: name a group and its members", name, q, w.approval.Approver)
 		case q > len(w.approval.Members):
 			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but %q has %d members", name, q, w.approval.Approver, len(w.approval.Members))
+		}
+		for _, g := range slices.Sorted(maps.Keys(w.approval.Groups)) {
+			if n := len(w.approval.Groups[g]); q > n {
+				return malformed("/approval/groups/"+g, "the gate policy (%s) asks up to %d people to approve (quorum), but %q has %d members", name, q, g, n)
+			}
+		}
+	}
+	// Everyone the gates may name must be someone the approval policy
+	// knows: its approver, or one of its groups.
+	for _, a := range pol.Approvers() {
+		if !w.approval.knows(a) {
+			known := append([]string{w.approval.Approver}, slices.Sorted(maps.Keys(w.approval.Groups))...)
+			return malformed("/approval/groups", "the gate policy (%s) names approver %q, whom the approval policy does not name (it names %s)", name, a, strings.Join(known, ", "))
 		}
 	}
 	if w.approval.TTL < 1 || w.approval.TTL > 1<<40 {

@@ -60,6 +60,11 @@ type ApprovalNeed struct {
 	// and takes that many grants, or the approval policy's quorum if
 	// larger, before the intent commits.
 	Quorum int
+	// Approver is the approver the request names when the gate policy
+	// named one other than the approval policy's ("" otherwise): the
+	// runner records it with the request, and a grant must come from them
+	// (or their group's members).
+	Approver string
 }
 
 // Effect is one effect H authorized, or would authorize once approved.

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -87,22 +88,41 @@ func (p PendingApproval) WhoMayApprove() string {
 // WhoMayApprove says who may answer this workflow's approval requests: the
 // person its approval policy names; or any one of the members of the group
 // it names, or as many of them as its quorum asks, each approving; where
-// the gate policy may ask more of them, up to how many; and, where it
-// separates duties, no one who handed the run an input.
+// the gate policy may ask more of them, up to how many; the groups the
+// gate policy may name instead for some actions; and, where it separates
+// duties, no one who handed the run an input.
 func (w *Workflow) WhoMayApprove() string {
 	p, most := w.approval, 0
+	var named []string
 	if w.policy.Policy != nil {
-		most = w.policy.Policy.MaxQuorum()
+		most, named = w.policy.Policy.MaxQuorum(), w.policy.Policy.Approvers()
 	}
-	return whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), most, p.SeparateDuties)
+	who := whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), most, false)
+	for _, g := range named {
+		if g != p.Approver {
+			who += "; or, where the gate policy names them, " + whoMayApprove(g, p.Groups[g], p.quorumOf(g), most, false)
+		}
+	}
+	return who + separated(p.SeparateDuties)
 }
 
-// WhoMayApproveQuorum says who may answer a request of this workflow that
-// the gate policy asked quorum people to approve (0: a request it asked
-// nothing of): as WhoMayApprove, for that one request.
-func (w *Workflow) WhoMayApproveQuorum(quorum int) string {
+// WhoMayApproveRequest says who may answer a request of this workflow that
+// names approver ("": the approval policy's) and that the gate policy
+// asked quorum people to approve (0: a request it asked nothing of): as
+// WhoMayApprove, for that one request.
+func (w *Workflow) WhoMayApproveRequest(approver string, quorum int) string {
 	p := w.approval
-	return whoMayApprove(p.Approver, p.Members, max(p.quorumOf(p.Approver), quorum), 0, p.SeparateDuties)
+	approver = cmp.Or(approver, p.Approver)
+	return whoMayApprove(approver, p.membersOf(approver), max(p.quorumOf(approver), quorum), 0, p.SeparateDuties)
+}
+
+// separated is the clause that says makers may not approve, where duties
+// are separated.
+func separated(separate bool) string {
+	if separate {
+		return "; no one who handed the run an input"
+	}
+	return ""
 }
 
 func whoMayApprove(approver string, members []string, quorum, most int, separate bool) string {
@@ -118,10 +138,7 @@ func whoMayApprove(approver string, members []string, quorum, most int, separate
 	if most > max(quorum, 1) {
 		who += fmt.Sprintf("; up to %d of them where the gate policy asks", most)
 	}
-	if separate {
-		who += "; no one who handed the run an input"
-	}
-	return who
+	return who + separated(separate)
 }
 
 // Inspect reads a state produced by this workflow.

@@ -122,8 +122,8 @@ func TestWhoMayApproveWithTheGatesQuorum(t *testing.T) {
 	w := quorumBundle(t, nil)
 	for _, c := range []struct{ got, want string }{
 		{w.WhoMayApprove(), "any one of alice, bob, carol (members of finance-lead); up to 3 of them where the gate policy asks"},
-		{w.WhoMayApproveQuorum(0), "any one of alice, bob, carol (members of finance-lead)"},
-		{w.WhoMayApproveQuorum(2), "2 of alice, bob, carol (members of finance-lead), each approving"},
+		{w.WhoMayApproveRequest("", 0), "any one of alice, bob, carol (members of finance-lead)"},
+		{w.WhoMayApproveRequest("", 2), "2 of alice, bob, carol (members of finance-lead), each approving"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%q, want %q", c.got, c.want)

@@ -113,7 +113,9 @@ func TestApproverGroupsAreChecked(t *testing.T) {
 		{"a group named as the approver", func(a map[string]any) {
 			a["groups"] = map[string]any{"treasury": []any{"carol"}, "finance-lead": []any{"erin"}}
 		}, "", "/approval/groups/finance-lead", "the approver's own name"},
-		{"a group's name not an id", func(a map[string]any) { a["groups"] = map[string]any{"tre asury": []any{"carol"}, "treasury": []any{"carol"}} }, "", "/approval/groups/tre asury", "is not an id"},
+		{"a group's name not an id", func(a map[string]any) {
+			a["groups"] = map[string]any{"tre asury": []any{"carol"}, "treasury": []any{"carol"}}
+		}, "", "/approval/groups/tre asury", "is not an id"},
 		{"a group smaller than the policy's quorum", func(a map[string]any) {
 			a["members"], a["quorum"] = []any{"alice", "bob"}, int64(2)
 			a["groups"] = map[string]any{"treasury": []any{"carol"}}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsonread"
@@ -154,11 +155,25 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 				if found && a.RequestDigest != p.Approval.RequestDigest {
 					fail("replay-approval", "intent "+id, "consumed grant %s answers request %s; replay asks approval of %s", a.ID, a.RequestDigest, p.Approval.RequestDigest)
 				}
+				// Its giver may answer the request replay plans (the
+				// approver or group it names); expiry is the commit's to
+				// judge, at the store's clock.
+				mayAnswer := func(g store.Approval) {
+					if err := wf.CheckApproval(*p.Approval, g, g.ExpiresAt.Add(-time.Nanosecond)); err != nil {
+						fail("replay-approval", "intent "+id, "consumed grant %s: %v", g.ID, err)
+					}
+				}
+				if found && a.RequestDigest == p.Approval.RequestDigest {
+					mayAnswer(a)
+				}
 				quorum := runner.QuorumOf(wf, *p.Approval)
 				if separated && found || quorum > 1 {
 					others, err := rec.concurringFor(ctx, runID, in)
 					if err != nil {
 						return nil, err
+					}
+					for _, g := range others {
+						mayAnswer(g)
 					}
 					// No one who handed the run an input by then approved.
 					if separated && found {

@@ -73,6 +73,13 @@ func TestGatesNameTheApprover(t *testing.T) {
 			if err != nil || len(v.Pending) != 1 || v.Pending[0].Approver != c.approver || v.Pending[0].Who != c.who {
 				t.Fatalf("view %v %+v", err, v.Pending)
 			}
+			// The provenance of the decision names the approver and the
+			// rule, where the gates named one.
+			_, whys, err := w.Explain(st, Input{Seq: 1, Kind: KindInput, Body: refundInput("r-9", c.amount, "bob", "late")})
+			if err != nil || len(whys) != 1 || whys[0].Approver != c.needNames ||
+				(c.needNames != "") != (whys[0].ApproverReason != nil) || (c.needNames != "" && whys[0].ApproverReason.Rule != "g2.treasury") {
+				t.Fatalf("why: %v %+v", err, whys)
+			}
 			if got := w.WhoMayApproveRequest(need.Approver, need.Quorum); got != c.who {
 				t.Fatalf("who may approve the request: %q, want %q", got, c.who)
 			}

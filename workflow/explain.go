@@ -37,6 +37,10 @@ type Why struct {
 	// that asks.
 	Quorum       int               `json:"quorum,omitempty"`
 	QuorumReason *authority.Reason `json:"quorum_reason,omitempty"`
+	// Approver is who must approve the request, where the gate policy
+	// named them, and ApproverReason the rule instance that names them.
+	Approver       string            `json:"approver,omitempty"`
+	ApproverReason *authority.Reason `json:"approver_reason,omitempty"`
 }
 
 // WhyRejection is H's outright rejection: a code and where.
@@ -172,7 +176,10 @@ func (t *tick) explainOutcome(o authority.Outcome, choices []authority.Choice) {
 	}
 	y := Why{Seq: t.in.Seq, InputKind: t.in.Kind, ProposalID: o.ProposalID, TicketID: o.Ticket.TicketID, Outcome: o.Kind, Held: o.Held,
 		Audit: nonNil(o.Audit), Verdict: t.why.verdicts[o.ProposalID], Eligibility: t.why.eligibility[o.ProposalID], Gates: []GateWhy{},
-		MRPState: string(o.MRPState), Quorum: o.Quorum, QuorumReason: o.QuorumReason}
+		MRPState: string(o.MRPState), Quorum: o.Quorum, QuorumReason: o.QuorumReason, ApproverReason: o.ApproverReason}
+	if o.ApproverReason != nil && o.ApprovalRequest != nil {
+		y.Approver = o.ApprovalRequest.Actor
+	}
 	if y.Eligibility == nil {
 		y.Eligibility = []EligibilityWhy{}
 	}

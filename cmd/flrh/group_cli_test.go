@@ -137,16 +137,7 @@ func approvalQuorumOverTheCLI(t *testing.T, c *cliRig) {
 func TestGatesQuorumOverTheCLI(t *testing.T) {
 	c := newCLIRig(t)
 	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"],`)
-	f, err := os.OpenFile(filepath.Join(dir, "gates.dl"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("\n.decl quorum(n: number, rule: symbol)\nquorum(2, \"g2.four-eyes\") :- param_num(t, \"amount\", n), n > 1000.\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendGates(t, dir, "\n.decl quorum(n: number, rule: symbol)\nquorum(2, \"g2.four-eyes\") :- param_num(t, \"amount\", n), n > 1000.\n")
 	wfs := "--workflows=" + dir
 	if out := c.must("bundle", "check", dir); !strings.Contains(out, "approved by: any one of alice, bob, carol (members of finance-leads); up to 2 of them where the gate policy asks\n") {
 		t.Fatalf("bundle check:\n%s", out)
@@ -164,4 +155,48 @@ func TestGatesQuorumOverTheCLI(t *testing.T) {
 		c.ok("verify", run)
 		c.ok("replay", run, wfs)
 	}
+}
+
+// appendGates adds rules to the gate policy of the bundle in dir.
+func appendGates(t *testing.T, dir, rules string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "gates.dl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(rules)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The gates choose who approves, over the CLI: bundle check names the
+// group they may choose, run start says who may approve this refund, the
+// inbox lists it for the group's members, anyone else's approval fails
+// and a member's pays; the run verifies and replays.
+func TestGatesChooseTheApproverOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	dir := groupBundleDir(t, `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave"]},`)
+	appendGates(t, dir, "\n.decl approver(name: symbol, rule: symbol)\napprover(\"treasury\", \"g2.treasury\") :- param_num(t, \"amount\", n), n > 1000.\n")
+	wfs := "--workflows=" + dir
+	if out := c.must("bundle", "check", dir); !strings.Contains(out, "approved by: finance-lead; or, where the gate policy names them, any one of carol, dave (members of treasury)\n") {
+		t.Fatalf("bundle check:\n%s", out)
+	}
+	out := c.ok("run", "start", dir, "--id", "large", "--input-json", strings.Replace(largeRefund, `"amount":600`, `"amount":3000`, 1), c.dest)
+	req := approvalRequest.FindString(out)
+	if !strings.Contains(out, "    who may approve: any one of carol, dave (members of treasury)\n") {
+		t.Fatalf("run start:\n%s", out)
+	}
+	if out := c.ok("approvals", wfs, "--as", "dave"); !strings.Contains(out, "    dave may approve: flrh approve large "+req+" --as dave\n") {
+		t.Fatalf("dave's inbox:\n%s", out)
+	}
+	c.refusedApproval("large", req, "finance-lead", wfs, `"finance-lead", who is not among the members of "treasury" the approval policy names (carol, dave)`)
+	if out := c.ok("approve", "large", req, "--as", "dave", wfs, c.dest); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("after dave's approval:\n%s", out)
+	}
+	c.ok("verify", "large")
+	c.ok("replay", "large", wfs)
 }

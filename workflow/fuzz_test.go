@@ -13,17 +13,24 @@ func FuzzCompile(f *testing.F) {
 	f.Add(files[ManifestFile])
 	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
 		`"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, 1)))
+	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
+		`"approver": "finance-lead", "groups": {"treasury": ["carol", "dave"], "board": ["erin"]},`, 1)))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"schema_version":"flrh-workflow/1","facts":{"x":[1]}}`))
-	// The same manifests against gates that ask a quorum of large refunds.
+	// The same manifests against gates that ask a quorum of large refunds,
+	// or name who approves them.
 	quorumGates := append(append([]byte(nil), files["gates.dl"]...), "\n.decl quorum(n: number, rule: symbol)\nquorum(2, \"q\") :- param_num(t, \"amount\", n), n > 1000.\n"...)
+	approverGates := append(append([]byte(nil), files["gates.dl"]...), "\n.decl approver(name: symbol, rule: symbol)\napprover(\"treasury\", \"a\") :- param_num(t, \"amount\", n), n > 1000.\n"...)
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		fs := map[string][]byte{}
 		for k, v := range files {
 			fs[k] = v
 		}
-		if len(manifest)%2 == 1 {
+		switch len(manifest) % 3 {
+		case 1:
 			fs["gates.dl"] = quorumGates
+		case 2:
+			fs["gates.dl"] = approverGates
 		}
 		fs[ManifestFile] = manifest
 		w, err := Compile(fs)

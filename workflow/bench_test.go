@@ -370,3 +370,14 @@ func benchDecideApproval(b *testing.B, w *Workflow, body []byte) {
 	}
 	reportCPU(b, cpu0)
 }
+
+// BenchmarkDecideLargeRefundGatesApprover is BenchmarkDecideLargeRefund
+// under gates that send it to another group: the cost of asking the
+// gates who.
+func BenchmarkDecideLargeRefundGatesApprover(b *testing.B) {
+	w, err := treasuryBundle(b, func(a map[string]any) { a["members"] = []any{"alice", "bob", "carol"} })
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecideApproval(b, w, refundInput("r-1", 3000, "alice", "damaged"))
+}

@@ -222,41 +222,43 @@ func (e logicEngine) derive(facts []logic.Fact) (derived, error) {
 		k := [2]string{r[0].Str(), r[1].Str()}
 		d.options[k] = append(d.options[k], r[2].Str())
 	}
-	if rows, err = m.Tuples("assess", false); err != nil {
+	// The rows whose rule id is their second column, each with its
+	// reason: the vocabulary's assessments, and the quorum and approver a
+	// policy may declare.
+	err = reasonedRows(m, "assess", func(r []logic.Value, why Reason) {
+		d.risks = append(d.risks, derivedRisk{risk: r[0].Str(), why: why})
+	})
+	if _, declared := e.c.SharedSchema(QuorumRelation); declared && err == nil {
+		err = reasonedRows(m, QuorumRelation, func(r []logic.Value, why Reason) {
+			d.quorums = append(d.quorums, derivedQuorum{n: r[0].Int(), why: why})
+		})
+	}
+	if _, declared := e.c.SharedSchema(ApproverRelation); declared && err == nil {
+		err = reasonedRows(m, ApproverRelation, func(r []logic.Value, why Reason) {
+			d.approvers = append(d.approvers, derivedApprover{name: r[0].Str(), why: why})
+		})
+	}
+	if err != nil {
 		return derived{}, err
 	}
-	for _, r := range rows {
-		why, err := provenance(m, logic.Fact{Rel: "assess", Args: r}, r[1].Str())
-		if err != nil {
-			return derived{}, err
-		}
-		d.risks = append(d.risks, derivedRisk{risk: r[0].Str(), why: why})
-	}
-	if _, declared := e.c.SharedSchema(QuorumRelation); declared {
-		if rows, err = m.Tuples(QuorumRelation, false); err != nil {
-			return derived{}, err
-		}
-		for _, r := range rows {
-			why, err := provenance(m, logic.Fact{Rel: QuorumRelation, Args: r}, r[1].Str())
-			if err != nil {
-				return derived{}, err
-			}
-			d.quorums = append(d.quorums, derivedQuorum{n: r[0].Int(), why: why})
-		}
-	}
-	if _, declared := e.c.SharedSchema(ApproverRelation); declared {
-		if rows, err = m.Tuples(ApproverRelation, false); err != nil {
-			return derived{}, err
-		}
-		for _, r := range rows {
-			why, err := provenance(m, logic.Fact{Rel: ApproverRelation, Args: r}, r[1].Str())
-			if err != nil {
-				return derived{}, err
-			}
-			d.approvers = append(d.approvers, derivedApprover{name: r[0].Str(), why: why})
-		}
-	}
 	return d, nil
+}
+
+// reasonedRows hands add each row of rel that m derived, with its reason
+// (the row's rule id is its second column).
+func reasonedRows(m *logic.Materialization, rel string, add func(row []logic.Value, why Reason)) error {
+	rows, err := m.Tuples(rel, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		why, err := provenance(m, logic.Fact{Rel: rel, Args: r}, r[1].Str())
+		if err != nil {
+			return err
+		}
+		add(r, why)
+	}
+	return nil
 }
 
 // provenance names the rule instance behind a derived fact: the rule id

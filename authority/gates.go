@@ -325,6 +325,29 @@ const ApproverRelation = "approver"
 // a workflow checks each against the people and groups it knows.
 func (p *Policy) Approvers() []string { return slices.Clone(p.approvers) }
 
+// checkHeads checks the relation rel a policy may declare to ask something
+// of an approval (QuorumRelation, ApproverRelation): declared, it must be
+// (first, symbol), as decl spells it, and check must accept the head of
+// every rule deriving it. A policy that does not declare it passes.
+func checkHeads(c *logic.Compiled, prog *logic.Program, rel, decl string, first logic.Type, check func(*logic.AtomExpr) error) error {
+	ts, declared := c.SharedSchema(rel)
+	if !declared {
+		return nil
+	}
+	if len(ts) != 2 || ts[0] != first || ts[1] != logic.TypeSymbol {
+		return &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(%s)", rel, rel, decl)}
+	}
+	for _, cl := range prog.Clauses {
+		if cl.Head.Name != rel {
+			continue
+		}
+		if err := check(cl.Head); err != nil {
+			return &PolicyError{err}
+		}
+	}
+	return nil
+}
+
 // checkApproverHead checks an approver rule's head: a positive atom whose
 // name and rule id are strings written in the head. It returns the name.
 func checkApproverHead(h *logic.AtomExpr) (string, error) {
@@ -464,40 +487,24 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 		}
 	}
 	maxQuorum := 0
-	if ts, declared := c.SharedSchema(QuorumRelation); declared {
-		if len(ts) != 2 || ts[0] != logic.TypeNumber || ts[1] != logic.TypeSymbol {
-			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(n: number, rule: symbol)", QuorumRelation, QuorumRelation)}
-		}
-		for _, cl := range prog.Clauses {
-			if cl.Head.Name != QuorumRelation {
-				continue
-			}
-			n, err := checkQuorumHead(cl.Head)
-			if err != nil {
-				return nil, &PolicyError{err}
-			}
-			maxQuorum = max(maxQuorum, n)
-		}
+	if err := checkHeads(c, prog, QuorumRelation, "n: number, rule: symbol", logic.TypeNumber, func(h *logic.AtomExpr) error {
+		n, err := checkQuorumHead(h)
+		maxQuorum = max(maxQuorum, n)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	var approvers []string
-	if ts, declared := c.SharedSchema(ApproverRelation); declared {
-		if len(ts) != 2 || ts[0] != logic.TypeSymbol || ts[1] != logic.TypeSymbol {
-			return nil, &PolicyError{fmt.Errorf("relation %s must be declared .decl %s(name: symbol, rule: symbol)", ApproverRelation, ApproverRelation)}
+	if err := checkHeads(c, prog, ApproverRelation, "name: symbol, rule: symbol", logic.TypeSymbol, func(h *logic.AtomExpr) error {
+		name, err := checkApproverHead(h)
+		if err == nil && !slices.Contains(approvers, name) {
+			approvers = append(approvers, name)
 		}
-		for _, cl := range prog.Clauses {
-			if cl.Head.Name != ApproverRelation {
-				continue
-			}
-			name, err := checkApproverHead(cl.Head)
-			if err != nil {
-				return nil, &PolicyError{err}
-			}
-			if !slices.Contains(approvers, name) {
-				approvers = append(approvers, name)
-			}
-		}
-		slices.Sort(approvers)
+		return err
+	}); err != nil {
+		return nil, err
 	}
+	slices.Sort(approvers)
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
 	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum, approvers: approvers}

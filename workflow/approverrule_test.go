@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 )
@@ -11,14 +10,10 @@ import (
 // refunds above 1,000 to the treasury group.
 func treasuryGates(t testing.TB) string {
 	t.Helper()
-	src, err := os.ReadFile("../examples/refund-agent/gates.dl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(src) + `
+	return exampleGatesWith(t, `
 .decl approver(name: symbol, rule: symbol)
 approver("treasury", "g2.treasury") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
-`
+`)
 }
 
 // treasuryBundle is the refund example whose approval policy knows the

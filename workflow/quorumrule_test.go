@@ -14,15 +14,21 @@ import (
 // people approve a refund above 1,000, three one above 5,000.
 func quorumGates(t testing.TB) string {
 	t.Helper()
+	return exampleGatesWith(t, `
+.decl quorum(n: number, rule: symbol)
+quorum(2, "g2.very-large-refund") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
+quorum(3, "g2.huge-refund") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 5000.
+`)
+}
+
+// exampleGatesWith is the refund example's gate policy with rules added.
+func exampleGatesWith(t testing.TB, rules string) string {
+	t.Helper()
 	src, err := os.ReadFile("../examples/refund-agent/gates.dl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(src) + `
-.decl quorum(n: number, rule: symbol)
-quorum(2, "g2.very-large-refund") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
-quorum(3, "g2.huge-refund") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 5000.
-`
+	return string(src) + rules
 }
 
 // quorumBundle is the refund example with a group of three approvers,

@@ -9,15 +9,7 @@ import (
 // flrh approvals lists what runs wait for, oldest run first; with --as, only what that
 // person may give now (by Approve's own checks), each with its command,
 // and --all the rest with why not. It writes nothing.
-func TestApprovalsInboxOverTheCLI(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { approvalsInboxOverTheCLI(t, newCLIRig(t)) })
-	t.Run("postgres", func(t *testing.T) {
-		c := newCLIRig(t)
-		spec, _ := pgStoreURL(t)
-		c.store = "--store=" + spec
-		approvalsInboxOverTheCLI(t, c)
-	})
-}
+func TestApprovalsInboxOverTheCLI(t *testing.T) { onBothStores(t, approvalsInboxOverTheCLI) }
 
 func approvalsInboxOverTheCLI(t *testing.T, c *cliRig) {
 	dir := groupBundleDir(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2,`)

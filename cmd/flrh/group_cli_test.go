@@ -88,13 +88,17 @@ func TestApprovalGroupOverTheCLI(t *testing.T) {
 // Two people's approvals over the CLI: run start and each approval say who
 // has approved so far, a second approval by one person fails the command,
 // the second person's pays the refund, and the run verifies and replays.
-func TestApprovalQuorumOverTheCLI(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { approvalQuorumOverTheCLI(t, newCLIRig(t)) })
+func TestApprovalQuorumOverTheCLI(t *testing.T) { onBothStores(t, approvalQuorumOverTheCLI) }
+
+// onBothStores runs test with a rig on the embedded store and with one on
+// PostgreSQL (skipped, saying so, where FLRH_TEST_POSTGRES is unset).
+func onBothStores(t *testing.T, test func(t *testing.T, c *cliRig)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, newCLIRig(t)) })
 	t.Run("postgres", func(t *testing.T) {
 		c := newCLIRig(t)
 		spec, _ := pgStoreURL(t)
 		c.store = "--store=" + spec
-		approvalQuorumOverTheCLI(t, c)
+		test(t, c)
 	})
 }
 

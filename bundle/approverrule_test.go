@@ -37,7 +37,7 @@ func TestGatesChooseTheApprover(t *testing.T) {
 	if small.WhoMayApprove != "finance-lead" || small.Approver != "" {
 		t.Fatalf("the small refund's approval: %+v", small)
 	}
-	if err := h.r.Approve(h.ctx, "refund-small", small.RequestID, approverNamed("carol"), 10*time.Minute); !errors.As(err, &ar) {
+	if err := h.r.Approve(h.ctx, "refund-small", small.RequestID, runner.ApproverActor("carol"), 10*time.Minute); !errors.As(err, &ar) {
 		t.Fatalf("carol approving a refund of 600: %v", err)
 	}
 	h.approveAll("refund-small", "finance-lead")
@@ -55,14 +55,14 @@ func TestGatesChooseTheApprover(t *testing.T) {
 		t.Fatalf("the large refund's notice: %+v", ns)
 	}
 	before := len(h.grants("refund-large"))
-	err := h.r.Approve(h.ctx, "refund-large", large.RequestID, approverNamed("finance-lead"), 10*time.Minute)
+	err := h.r.Approve(h.ctx, "refund-large", large.RequestID, runner.ApproverActor("finance-lead"), 10*time.Minute)
 	if !errors.As(err, &ar) || !strings.Contains(ar.Reason, `"finance-lead", who is not among the members of "treasury" the approval policy names (carol, dave)`) {
 		t.Fatalf("finance-lead approving a refund of 3,000: %v", err)
 	}
 	if n := len(h.grants("refund-large")); n != before {
 		t.Fatalf("a refused approval stored %d grants", n-before)
 	}
-	if err := h.r.MayApprove(h.ctx, "refund-large", large.RequestID, approverNamed("dave")); err != nil {
+	if err := h.r.MayApprove(h.ctx, "refund-large", large.RequestID, runner.ApproverActor("dave")); err != nil {
 		t.Fatalf("may dave approve? %v", err)
 	}
 	h.restart(wf, ads)

@@ -24,7 +24,7 @@ func TestRefundApprovedByAGroupMember(t *testing.T) {
 	w := s.Waiting[0]
 	var ar *runner.ApproverRefusedError
 	for _, who := range []string{"mallory", "finance-leads", "finance-lead"} {
-		if err := h.r.Approve(h.ctx, "refund-group", w.RequestID, approverNamed(who), time.Minute); !errors.As(err, &ar) ||
+		if err := h.r.Approve(h.ctx, "refund-group", w.RequestID, runner.ApproverActor(who), time.Minute); !errors.As(err, &ar) ||
 			!strings.Contains(ar.Reason, `not among the members of "finance-leads" the approval policy names (alice, bob)`) {
 			t.Fatalf("approval by %s: %v", who, err)
 		}

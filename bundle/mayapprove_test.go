@@ -49,11 +49,11 @@ func TestMayApproveAnswersAsApproveWould(t *testing.T) {
 		{"carol", req, false, false}, // the run has ended
 	} {
 		before := written()
-		may := h.r.MayApprove(h.ctx, run, c.request, approverNamed(c.who))
+		may := h.r.MayApprove(h.ctx, run, c.request, runner.ApproverActor(c.who))
 		if after := written(); after != before {
 			t.Fatalf("step %d: MayApprove wrote: %s, then %s", i, before, after)
 		}
-		did := h.r.Approve(h.ctx, run, c.request, approverNamed(c.who), 10*time.Minute)
+		did := h.r.Approve(h.ctx, run, c.request, runner.ApproverActor(c.who), 10*time.Minute)
 		if text(may) != text(did) || (may == nil) != c.may {
 			t.Fatalf("step %d, %s: MayApprove says %s, Approve %s; want may=%v", i, c.who, text(may), text(did), c.may)
 		}

@@ -121,10 +121,6 @@ func (h *harness) restart(wf *Workflow, ads *Adapters) {
 	h.r = r2
 }
 
-func approverNamed(name string) runner.Actor {
-	return runner.Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
-}
-
 // The four-eyes rule: a refund whose policy asks two people's approvals
 // waits after the first, refuses the same person twice, pays once after
 // the second, and consumes both grants with its intent; the record
@@ -140,12 +136,12 @@ func TestRefundNeedsTwoApprovals(t *testing.T) {
 		t.Fatalf("state %s, waiting %+v", s.State, s.Waiting)
 	}
 	w := s.Waiting[0]
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); err != nil {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// Her second click before the run took the first: refused.
 	var nw *runner.NotWaitingError
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 10*time.Minute); !errors.As(err, &nw) {
 		t.Fatalf("alice's second approval, pending: %v", err)
 	}
 	h.idle()
@@ -160,11 +156,11 @@ func TestRefundNeedsTwoApprovals(t *testing.T) {
 		t.Fatalf("concurrence trace %v", tr)
 	}
 	// Her second approval after the run took the first: refused too.
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) || !strings.Contains(nw.What, "needs other people") {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 10*time.Minute); !errors.As(err, &nw) || !strings.Contains(nw.What, "needs other people") {
 		t.Fatalf("alice's second approval, taken: %v", err)
 	}
 	var ar *runner.ApproverRefusedError
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("mallory"), 10*time.Minute); !errors.As(err, &ar) {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("mallory"), 10*time.Minute); !errors.As(err, &ar) {
 		t.Fatalf("mallory's approval: %v", err)
 	}
 	h.approveAll(run, "bob")
@@ -240,7 +236,7 @@ func TestQuorumApprovalLapses(t *testing.T) {
 	const run = "refund-lapse"
 	h.start(run, refund("r-4002", 5000, "erin", "damaged"))
 	w := h.status(run).Waiting[0]
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 300*time.Millisecond); err != nil {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	h.idle()
@@ -263,7 +259,7 @@ func TestQuorumApprovalLapses(t *testing.T) {
 	}
 	// Now that hers stands, not a third time.
 	var nw *runner.NotWaitingError
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &nw) {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 10*time.Minute); !errors.As(err, &nw) {
 		t.Fatalf("alice's third approval: %v", err)
 	}
 	h.approveAll(run, "bob")
@@ -308,13 +304,13 @@ func TestApprovalSeparatesDuties(t *testing.T) {
 	h.idle()
 	w := h.status(run).Waiting[0]
 	var ar *runner.ApproverRefusedError
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("alice"), 10*time.Minute); !errors.As(err, &ar) ||
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("alice"), 10*time.Minute); !errors.As(err, &ar) ||
 		!strings.Contains(ar.Reason, "alice handed this run an input (event 2); the approval policy separates duties: someone else must approve") {
 		t.Fatalf("alice approving the refund she asked for: %v", err)
 	}
 	// Carol approves, then hands the run an input before it takes her
 	// grant: the run refuses the grant when it comes to it.
-	if err := h.r.Approve(h.ctx, run, w.RequestID, approverNamed("carol"), 10*time.Minute); err != nil {
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("carol"), 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	carolIn := runner.Actor{Name: "carol", Role: "operator", Capability: "run.submit"}

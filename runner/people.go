@@ -267,6 +267,39 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	return r.submitInbound(ctx, in)
 }
 
+// ApproverActor is name as a person approving: the role and capability the
+// run FSM expects of a grant.
+func ApproverActor(name string) Actor {
+	return Actor{Name: name, Role: "human_approver", Capability: "approval.grant_exact_hash"}
+}
+
+// Awaited is an approval a run waits for and, where someone was asked
+// about, whether they may give it now: MayNot is nil, or the refusal
+// Approve would give.
+type Awaited struct {
+	ApprovalNeed
+	MayNot error
+}
+
+// Awaiting lists the approvals run runID waits for (Inspect's Waiting),
+// asking MayApprove of each for by when by is not nil. It writes nothing:
+// an approver's inbox is a list of these.
+func (r *Runner) Awaiting(ctx context.Context, runID string, by *Actor) ([]Awaited, error) {
+	st, err := r.Inspect(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Awaited, 0, len(st.Waiting))
+	for _, need := range st.Waiting {
+		a := Awaited{ApprovalNeed: need}
+		if by != nil {
+			a.MayNot = r.MayApprove(ctx, runID, need.RequestID, *by)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // MayApprove reports whether by may approve request requestID of run
 // runID now: nil, or the error Approve would return, found by the same
 // checks (the request waits, the person is among those the policy names,

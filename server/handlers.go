@@ -73,7 +73,7 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request, p Principal) error 
 // The actors the runner records for each act: the authenticated name with
 // the (role, capability) pair the run FSM expects for that act.
 func approverActor(p Principal) runner.Actor {
-	return runner.Actor{Name: p.Actor, Role: "human_approver", Capability: "approval.grant_exact_hash"}
+	return runner.ApproverActor(p.Actor)
 }
 
 // starterActor records who started a run: the authenticated name under the

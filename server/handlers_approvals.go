@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
 
@@ -65,26 +66,28 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 		if run.Outcome != "" {
 			continue
 		}
-		st, err := s.cfg.Runner.Inspect(r.Context(), run.ID)
+		// A caller whose token approves nothing is not asked about.
+		var by *runner.Actor
+		if p.may(permApprove) {
+			actor := approverActor(p)
+			by = &actor
+		}
+		waits, err := s.cfg.Runner.Awaiting(r.Context(), run.ID, by)
 		if err != nil {
 			if !mine {
 				out = append(out, WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, Unread: err.Error()})
 			}
 			continue
 		}
-		for _, need := range st.Waiting {
-			a := WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, RequestID: need.RequestID,
-				RequestDigest: need.RequestDigest, IntentID: need.IntentID, Preview: need.Preview, Quorum: need.Quorum,
-				ApprovedBy: need.ApprovedBy, WhoMayApprove: need.WhoMayApprove}
+		for _, w := range waits {
+			a := WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, RequestID: w.RequestID,
+				RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview, Quorum: w.Quorum,
+				ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, YouMayApprove: by != nil && w.MayNot == nil}
 			switch {
-			case !p.may(permApprove):
+			case by == nil:
 				a.WhyNot = "the caller's token holds no role that approves (" + RoleApprover + ")"
-			default:
-				if err := s.cfg.Runner.MayApprove(r.Context(), run.ID, need.RequestID, approverActor(p)); err != nil {
-					a.WhyNot = err.Error()
-				} else {
-					a.YouMayApprove = true
-				}
+			case w.MayNot != nil:
+				a.WhyNot = w.MayNot.Error()
 			}
 			if mine && !a.YouMayApprove {
 				continue

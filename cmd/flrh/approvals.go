@@ -96,6 +96,11 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 			r.Close(ctx)
 		}
 	}()
+	var by *runner.Actor
+	if as != "" {
+		actor := runner.ApproverActor(as)
+		by = &actor
+	}
 	list := []waitingApproval{}
 	after := ""
 	for {
@@ -121,20 +126,19 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 				}
 				runners[cd.wf] = r
 			}
-			status, err := r.Inspect(ctx, run.ID)
+			waits, err := r.Awaiting(ctx, run.ID, by)
 			if err != nil {
 				list = append(list, waitingApproval{RunID: run.ID, Workflow: name, Unread: err.Error()})
 				continue
 			}
-			for _, need := range status.Waiting {
-				w := waitingApproval{RunID: run.ID, Workflow: name, RequestID: need.RequestID, RequestDigest: need.RequestDigest,
-					Preview: need.Preview, Quorum: need.Quorum, ApprovedBy: need.ApprovedBy, WhoMayApprove: need.WhoMayApprove}
-				if as != "" {
-					err := r.MayApprove(ctx, run.ID, need.RequestID, runner.Actor{Name: as, Role: "human_approver", Capability: "approval.grant_exact_hash"})
-					may := err == nil
+			for _, a := range waits {
+				w := waitingApproval{RunID: run.ID, Workflow: name, RequestID: a.RequestID, RequestDigest: a.RequestDigest,
+					Preview: a.Preview, Quorum: a.Quorum, ApprovedBy: a.ApprovedBy, WhoMayApprove: a.WhoMayApprove}
+				if by != nil {
+					may := a.MayNot == nil
 					w.MayApprove = &may
-					if err != nil {
-						w.WhyNot = err.Error()
+					if !may {
+						w.WhyNot = a.MayNot.Error()
 					}
 				}
 				list = append(list, w)

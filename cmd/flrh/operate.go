@@ -741,7 +741,7 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	}
 	approve := act("approve RUN REQUEST", "Approve exactly what a run waits for (bound to the request digest)", 2, []string{"approval_refused", "approval_ignored"}, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {
-			return r.Approve(cmd.Context(), args[0], args[1], runner.Actor{Name: as, Role: "human_approver", Capability: "approval.grant_exact_hash"}, 15*time.Minute)
+			return r.Approve(cmd.Context(), args[0], args[1], runner.ApproverActor(as), 15*time.Minute)
 		})
 	deny := act("deny RUN REQUEST", "Deny the approval a run waits for; the run fails permanently", 2, nil, nil,
 		func(cmd *cobra.Command, r *runner.Runner, args []string, as string) error {

@@ -101,7 +101,7 @@ func (*Literal) bodyItem()    {}
 func (*Comparison) bodyItem() {}
 
 // Term is an argument or expression: *Var, *Wildcard, *NumConst,
-// *SymConst or *BinExpr.
+// *SymConst, *BinExpr or, as a whole side of a comparison, *Aggregate.
 type Term interface {
 	termPos() Pos
 	String() string
@@ -135,6 +135,48 @@ type BinExpr struct {
 	Op  byte
 	L   Term
 	R   Term
+}
+
+// Aggregate is `count : {body}`, `sum e : {body}`, `min e : {body}` or
+// `max e : {body}` (a single atom may stand for the braces): a number
+// computed over every instantiation of its body, given the values of the
+// variables it shares with the rest of its rule. It may only stand as a
+// whole side of a comparison, most often `n = count : {…}`.
+type Aggregate struct {
+	Pos    Pos
+	Func   string // count, sum, min or max
+	Target Term   // the expression summed or compared; nil for count
+	Body   []BodyItem
+}
+
+func (t *Aggregate) termPos() Pos { return t.Pos }
+
+func (t *Aggregate) String() string {
+	var b strings.Builder
+	b.WriteString(t.Func)
+	if t.Target != nil {
+		b.WriteByte(' ')
+		b.WriteString(t.Target.String())
+	}
+	b.WriteString(" : { ")
+	writeBody(&b, t.Body)
+	b.WriteString(" }")
+	return b.String()
+}
+
+// writeBody writes body items separated by commas.
+func writeBody(b *strings.Builder, body []BodyItem) {
+	for i, it := range body {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch it := it.(type) {
+		case *Literal:
+			b.WriteString(it.String())
+		case *Comparison:
+			b.WriteString(it.String())
+		}
+	}
 }
 
 func (t *Var) termPos() Pos      { return t.Pos }
@@ -182,17 +224,7 @@ func (c *Clause) String() string {
 	b.WriteString(c.Head.String())
 	if len(c.Body) > 0 {
 		b.WriteString(" :- ")
-		for i, it := range c.Body {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			switch it := it.(type) {
-			case *Literal:
-				b.WriteString(it.String())
-			case *Comparison:
-				b.WriteString(it.String())
-			}
-		}
+		writeBody(&b, c.Body)
 	}
 	b.WriteByte('.')
 	return b.String()

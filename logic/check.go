@@ -2,6 +2,8 @@ package logic
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -56,6 +58,9 @@ type stratum struct {
 	// relations names the tables, as StratumStats lists them (an
 	// evaluation's stats refer to it; Stats and Progress hand out copies).
 	relations []string
+	// aggReads are the tables its rules' aggregates read, ascending: a
+	// change to one makes an update evaluate the stratum afresh.
+	aggReads []int
 }
 
 // Relations lists the declared relations in declaration order.
@@ -311,6 +316,40 @@ type rule struct {
 	// headPlan enumerates instantiations with the head's variables bound
 	// (for supports, proofs and rederivation).
 	headPlan *plan
+	// aggs are the rule's aggregates, in source order; a plan computes
+	// each (stAgg) once the variables it shares with the rule are bound.
+	aggs []aggRef
+}
+
+// aggFunc is an aggregate's function.
+type aggFunc uint8
+
+const (
+	aggCount aggFunc = iota
+	aggSum
+	aggMin
+	aggMax
+)
+
+var aggFuncs = map[string]aggFunc{"count": aggCount, "sum": aggSum, "min": aggMin, "max": aggMax}
+
+// aggRef is a compiled aggregate. Its body is compiled as a rule without a
+// head over the registers of the rule it belongs to: the rule's variables
+// it shares (params) are read from the rule's registers, its own (local)
+// variables have registers of their own. Every table it reads is in a
+// lower stratum than the rule's head, so its value is fixed while the
+// stratum is evaluated.
+type aggRef struct {
+	pos     Pos
+	fn      aggFunc
+	target  *expr // sum, min, max: the value taken from each instantiation
+	body    *rule // atoms, npos and cmps; no head
+	plan    *plan // the body's plan with the params bound
+	params  []int // the rule's registers the body reads, ascending
+	reg     int   // the register the result is written to
+	tables  []int // the tables the body reads, ascending
+	divides bool  // the body or the target divides (see buildPlan)
+	text    string
 }
 
 type ruleCtx struct {
@@ -372,6 +411,8 @@ func (rc *ruleCtx) term(t Term, want Type, what string) (*expr, Type, *Error) {
 		return &expr{kind: exConst, val: rc.c.intern(t.Val), pos: t.Pos}, TypeSymbol, nil
 	case *Wildcard:
 		return nil, 0, errorf(UnsafeVariable, t.Pos, "wildcard _ is not allowed %s", what)
+	case *Aggregate:
+		return nil, 0, errorf(UnsupportedFeature, t.Pos, "aggregate %s stands %s; an aggregate may only be a whole side of a comparison: bind it first, as in n = %s", t.String(), what, t.String())
 	case *BinExpr:
 		if want == TypeSymbol {
 			return nil, 0, errorf(TypeMismatch, t.Pos, "arithmetic result is a number, used as symbol %s", what)
@@ -418,62 +459,53 @@ func exprVars(e *expr, into []int) []int {
 	return into
 }
 
-func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
-	rc := &ruleCtx{c: c, vars: map[string]int{}}
-	r := &rule{id: id, pos: cl.Pos, text: cl.String()}
-	var negs []atomRef
-	// Matched atoms first: they fix the types of their variables.
-	for _, it := range cl.Body {
-		l, ok := it.(*Literal)
-		if !ok || l.Not {
+// bodyAtom compiles an atom of a body, matched or default-negated.
+func (rc *ruleCtx) bodyAtom(l *Literal) (atomRef, *Error) {
+	t, rel, err := rc.c.resolveAtom(l.Atom)
+	if err != nil {
+		return atomRef{}, err
+	}
+	ar := atomRef{pos: l.Pos, table: t, not: l.Not, text: l.String()}
+	for i, a := range l.Atom.Args {
+		if _, ok := a.(*Wildcard); ok {
+			ar.args = append(ar.args, nil)
 			continue
 		}
-		t, rel, err := c.resolveAtom(l.Atom)
+		e, _, err := rc.term(a, rel.types[i], fmt.Sprintf("in argument %d (%s) of %s", i+1, rel.attrs[i], rel.name))
 		if err != nil {
-			return nil, err
+			return atomRef{}, err
 		}
-		ar := atomRef{pos: l.Pos, table: t, text: l.String()}
-		for i, a := range l.Atom.Args {
-			if _, ok := a.(*Wildcard); ok {
-				ar.args = append(ar.args, nil)
-				continue
-			}
-			e, _, err := rc.term(a, rel.types[i], fmt.Sprintf("in argument %d (%s) of %s", i+1, rel.attrs[i], rel.name))
-			if err != nil {
-				return nil, err
-			}
-			ar.args = append(ar.args, e)
+		ar.args = append(ar.args, e)
+	}
+	return ar, nil
+}
+
+// body compiles a body's atoms and comparisons into r: the matched atoms
+// first (they fix the types of their variables), then the negated ones,
+// then the comparisons, whose aggregates agg compiles (nil refuses them).
+func (rc *ruleCtx) body(r *rule, items []BodyItem, agg func(*Aggregate) (*expr, *Error)) *Error {
+	var negs []atomRef
+	for _, it := range items {
+		l, ok := it.(*Literal)
+		if !ok {
+			continue
 		}
-		r.atoms = append(r.atoms, ar)
+		ar, err := rc.bodyAtom(l)
+		if err != nil {
+			return err
+		}
+		if l.Not {
+			negs = append(negs, ar)
+		} else {
+			r.atoms = append(r.atoms, ar)
+		}
 	}
 	r.npos = len(r.atoms)
 	for _, a := range r.atoms {
 		r.pargs += len(a.args)
 	}
-	for _, it := range cl.Body {
-		l, ok := it.(*Literal)
-		if !ok || !l.Not {
-			continue
-		}
-		t, rel, err := c.resolveAtom(l.Atom)
-		if err != nil {
-			return nil, err
-		}
-		ar := atomRef{pos: l.Pos, table: t, not: true, text: l.String()}
-		for i, a := range l.Atom.Args {
-			if _, ok := a.(*Wildcard); ok {
-				ar.args = append(ar.args, nil)
-				continue
-			}
-			e, _, err := rc.term(a, rel.types[i], fmt.Sprintf("in argument %d (%s) of %s", i+1, rel.attrs[i], rel.name))
-			if err != nil {
-				return nil, err
-			}
-			ar.args = append(ar.args, e)
-		}
-		negs = append(negs, ar)
-	}
-	for _, it := range cl.Body {
+	r.atoms = append(r.atoms, negs...)
+	for _, it := range items {
 		cm, ok := it.(*Comparison)
 		if !ok {
 			continue
@@ -483,27 +515,48 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 		case "<", "<=", ">", ">=":
 			want = TypeNumber
 		}
-		// Infer the type from whichever side knows it.
-		l, lt, err := rc.term(cm.L, want, "in comparison "+cm.String())
-		if err != nil {
-			return nil, err
+		what := "in comparison " + cm.String()
+		side := func(t Term, want Type) (*expr, Type, *Error) {
+			if a, ok := t.(*Aggregate); ok && agg != nil {
+				if want == TypeSymbol {
+					return nil, 0, errorf(TypeMismatch, a.Pos, "aggregate %s is a number, compared with a symbol %s", a.String(), what)
+				}
+				e, err := agg(a)
+				return e, TypeNumber, err
+			}
+			return rc.term(t, want, what)
 		}
-		rr, rt, err := rc.term(cm.R, want, "in comparison "+cm.String())
+		// Infer the type from whichever side knows it.
+		l, lt, err := side(cm.L, want)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		rr, rt, err := side(cm.R, want)
+		if err != nil {
+			return err
 		}
 		if lt == 0 && rt != 0 {
-			if l, _, err = rc.term(cm.L, rt, "in comparison "+cm.String()); err != nil {
-				return nil, err
+			if l, _, err = rc.term(cm.L, rt, what); err != nil {
+				return err
 			}
 		} else if rt == 0 && lt != 0 {
-			if rr, _, err = rc.term(cm.R, lt, "in comparison "+cm.String()); err != nil {
-				return nil, err
+			if rr, _, err = rc.term(cm.R, lt, what); err != nil {
+				return err
 			}
 		} else if lt != 0 && rt != 0 && lt != rt {
-			return nil, errorf(TypeMismatch, cm.Pos, "comparison %s compares a %s with a %s", cm.String(), lt, rt)
+			return errorf(TypeMismatch, cm.Pos, "comparison %s compares a %s with a %s", cm.String(), lt, rt)
 		}
 		r.cmps = append(r.cmps, cmpRef{pos: cm.Pos, op: cm.Op, l: l, r: rr, text: cm.String()})
+	}
+	return nil
+}
+
+func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
+	rc := &ruleCtx{c: c, vars: map[string]int{}}
+	r := &rule{id: id, pos: cl.Pos, text: cl.String()}
+	outer := outerNames(cl)
+	if err := rc.body(r, cl.Body, func(a *Aggregate) (*expr, *Error) { return rc.aggregate(r, a, outer) }); err != nil {
+		return nil, err
 	}
 	// Head.
 	ht, hrel, err := c.resolveAtom(cl.Head)
@@ -522,26 +575,14 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 		}
 		r.hargs = append(r.hargs, e)
 	}
-	r.atoms = append(r.atoms, negs...)
 	// Safety: a variable is bound by a matched atom (as a plain variable
-	// argument) or by an equality whose other side is bound.
-	for _, a := range r.atoms[:r.npos] {
-		for _, e := range a.args {
-			if e != nil && e.kind == exReg {
-				rc.bound[e.reg] = true
-			}
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for _, cm := range r.cmps {
-			if cm.op != "=" {
-				continue
-			}
-			if cm.l.kind == exReg && !rc.bound[cm.l.reg] && allBound(rc.bound, cm.r) {
-				rc.bound[cm.l.reg], changed = true, true
-			} else if cm.r.kind == exReg && !rc.bound[cm.r.reg] && allBound(rc.bound, cm.l) {
-				rc.bound[cm.r.reg], changed = true, true
+	// argument), by an equality whose other side is bound, or as an
+	// aggregate's result once the variables the aggregate shares are.
+	bindings(rc.bound, r)
+	for _, a := range r.aggs {
+		for _, reg := range a.params {
+			if !rc.bound[reg] {
+				return nil, errorf(UnsafeVariable, firstUse(cl, rc.names[reg]), "variable %s is used in aggregate %s and outside it, so it must be bound outside it by a positive body atom (ungrounded variable)", rc.names[reg], a.text)
 			}
 		}
 	}
@@ -549,11 +590,10 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 		if rc.bound[reg] {
 			continue
 		}
-		where := "in this rule"
 		if len(cl.Body) == 0 {
 			return nil, errorf(UnsafeVariable, rc.tpos[reg], "variable %s in fact %s: facts must be ground", rc.names[reg], cl.Head.String())
 		}
-		return nil, errorf(UnsafeVariable, firstUse(cl, rc.names[reg]), "variable %s is not bound by a positive body atom %s (ungrounded variable)", rc.names[reg], where)
+		return nil, errorf(UnsafeVariable, firstUse(cl, rc.names[reg]), "variable %s is not bound by a positive body atom in this rule (ungrounded variable)", rc.names[reg])
 	}
 	for reg, t := range rc.types {
 		if t == 0 {
@@ -562,7 +602,205 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 	}
 	r.nvars = len(rc.names)
 	r.vars = rc.names
+	for i := range r.aggs {
+		r.aggs[i].body.nvars = r.nvars
+	}
 	return r, nil
+}
+
+// bindings marks in bound the registers r's body binds: plain variable
+// arguments of its matched atoms, then, until nothing changes, variables
+// an equality equates with bound values and the results of aggregates
+// whose params are bound.
+func bindings(bound []bool, r *rule) {
+	for _, a := range r.atoms[:r.npos] {
+		for _, e := range a.args {
+			if e != nil && e.kind == exReg {
+				bound[e.reg] = true
+			}
+		}
+	}
+	assignable := func(e *expr) bool {
+		return e.kind == exReg && !bound[e.reg] && !slices.ContainsFunc(r.aggs, func(a aggRef) bool { return a.reg == e.reg })
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, cm := range r.cmps {
+			if cm.op != "=" {
+				continue
+			}
+			if assignable(cm.l) && allBound(bound, cm.r) {
+				bound[cm.l.reg], changed = true, true
+			} else if assignable(cm.r) && allBound(bound, cm.l) {
+				bound[cm.r.reg], changed = true, true
+			}
+		}
+		for _, a := range r.aggs {
+			if !bound[a.reg] && !slices.ContainsFunc(a.params, func(p int) bool { return !bound[p] }) {
+				bound[a.reg], changed = true, true
+			}
+		}
+	}
+}
+
+// outerNames are the names of the variables a clause uses outside its
+// aggregates: an aggregate shares these with its rule, and every other
+// variable in it is its own.
+func outerNames(cl *Clause) map[string]bool {
+	names := map[string]bool{}
+	var walk func(t Term)
+	walk = func(t Term) {
+		switch t := t.(type) {
+		case *Var:
+			names[t.Name] = true
+		case *BinExpr:
+			walk(t.L)
+			walk(t.R)
+		}
+	}
+	for _, a := range cl.Head.Args {
+		walk(a)
+	}
+	for _, it := range cl.Body {
+		switch it := it.(type) {
+		case *Literal:
+			for _, a := range it.Atom.Args {
+				walk(a)
+			}
+		case *Comparison:
+			walk(it.L)
+			walk(it.R)
+		}
+	}
+	return names
+}
+
+// aggregateVars calls f with every variable an aggregate uses, in order.
+func aggregateVars(a *Aggregate, f func(*Var)) {
+	var walk func(t Term)
+	walk = func(t Term) {
+		switch t := t.(type) {
+		case *Var:
+			f(t)
+		case *BinExpr:
+			walk(t.L)
+			walk(t.R)
+		}
+	}
+	if a.Target != nil {
+		walk(a.Target)
+	}
+	for _, it := range a.Body {
+		switch it := it.(type) {
+		case *Literal:
+			for _, t := range it.Atom.Args {
+				walk(t)
+			}
+		case *Comparison:
+			walk(it.L)
+			walk(it.R)
+		}
+	}
+}
+
+// aggregate compiles an aggregate of rule r into r.aggs and returns the
+// register its result is written to. outer names the rule's variables
+// outside its aggregates; every other variable of the aggregate is local
+// to it (the same name in two aggregates is two variables).
+func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*expr, *Error) {
+	fn, ok := aggFuncs[ag.Func]
+	if !ok {
+		return nil, errorf(UnsupportedFeature, ag.Pos, "aggregate %s is not supported (count, sum, min and max are)", ag.Func)
+	}
+	a := aggRef{pos: ag.Pos, fn: fn, text: ag.String()}
+	// The rule's variables get their registers in the rule's scope, the
+	// aggregate's own in a scope that ends with it.
+	aggregateVars(ag, func(v *Var) {
+		if outer[v.Name] {
+			rc.varReg(v)
+		}
+	})
+	saved := rc.vars
+	rc.vars = maps.Clone(saved)
+	defer func() { rc.vars = saved }()
+	first := len(rc.names)
+	a.body = &rule{id: r.id, pos: r.pos, text: r.text, head: -1}
+	if err := rc.body(a.body, ag.Body, nil); err != nil {
+		return nil, err
+	}
+	if ag.Target != nil {
+		t, _, err := rc.term(ag.Target, TypeNumber, "as the value "+ag.Func+" takes")
+		if err != nil {
+			return nil, err
+		}
+		a.target = t
+	}
+	// Locals are registers made in the aggregate's scope. They must be
+	// bound inside it, with the params bound.
+	inner := make([]bool, len(rc.names))
+	for _, reg := range rc.vars {
+		if reg < first {
+			inner[reg] = true
+		}
+	}
+	bindings(inner, a.body)
+	for reg := first; reg < len(rc.names); reg++ {
+		if !inner[reg] {
+			name := rc.names[reg]
+			return nil, errorf(UnsafeVariable, aggregateUse(ag, name), "variable %s in aggregate %s is not bound by a positive atom of its body (ungrounded variable)", name, a.text)
+		}
+		rc.bound[reg] = true // checked here, not again by the rule
+	}
+	params := map[int]bool{}
+	collect := func(e *expr) {
+		for _, v := range exprVars(e, nil) {
+			if v < first {
+				params[v] = true
+			}
+		}
+	}
+	for _, at := range a.body.atoms {
+		for _, e := range at.args {
+			collect(e)
+		}
+		a.tables = append(a.tables, at.table)
+		a.divides = a.divides || slices.ContainsFunc(at.args, divides)
+	}
+	for _, cm := range a.body.cmps {
+		collect(cm.l)
+		collect(cm.r)
+		a.divides = a.divides || divides(cm.l) || divides(cm.r)
+	}
+	if a.target != nil {
+		collect(a.target)
+		a.divides = a.divides || divides(a.target)
+	}
+	for p := range params {
+		a.params = append(a.params, p)
+	}
+	slices.Sort(a.params)
+	slices.Sort(a.tables)
+	a.tables = slices.Compact(a.tables)
+	a.reg = len(rc.names)
+	rc.names = append(rc.names, a.text)
+	rc.types = append(rc.types, TypeNumber)
+	rc.tpos = append(rc.tpos, ag.Pos)
+	rc.bound = append(rc.bound, false)
+	r.aggs = append(r.aggs, a)
+	return &expr{kind: exReg, reg: a.reg, pos: ag.Pos}, nil
+}
+
+// aggregateUse is the position of a variable's first use in an
+// aggregate, or the aggregate's.
+func aggregateUse(a *Aggregate, name string) Pos {
+	found := a.Pos
+	done := false
+	aggregateVars(a, func(v *Var) {
+		if !done && v.Name == name {
+			found, done = v.Pos, true
+		}
+	})
+	return found
 }
 
 func allBound(bound []bool, e *expr) bool {
@@ -591,6 +829,8 @@ func firstUse(cl *Clause, name string) Pos {
 		case *BinExpr:
 			walk(t.L)
 			walk(t.R)
+		case *Aggregate:
+			aggregateVars(t, func(v *Var) { walk(v) })
 		}
 	}
 	for _, a := range cl.Head.Args {
@@ -618,6 +858,7 @@ func firstUse(cl *Clause, name string) Pos {
 type depEdge struct {
 	to   int // head table
 	neg  bool
+	agg  bool // the body table is read by an aggregate
 	rule int
 	pos  Pos
 }
@@ -632,6 +873,11 @@ func (c *Compiled) stratify() *Error {
 	for _, r := range c.rules {
 		for _, a := range r.atoms {
 			adj[a.table] = append(adj[a.table], depEdge{to: r.head, neg: a.not, rule: r.id, pos: a.pos})
+		}
+		for _, ag := range r.aggs {
+			for _, a := range ag.body.atoms {
+				adj[a.table] = append(adj[a.table], depEdge{to: r.head, agg: true, rule: r.id, pos: a.pos})
+			}
 		}
 	}
 	index := make([]int, n)
@@ -697,7 +943,7 @@ func (c *Compiled) stratify() *Error {
 	for from := 0; from < n; from++ {
 		for i := range adj[from] {
 			e := &adj[from][i]
-			if e.neg && comp[from] == comp[e.to] {
+			if (e.neg || e.agg) && comp[from] == comp[e.to] {
 				if bad == nil || e.rule < bad.rule || (e.rule == bad.rule && posLess(e.pos, bad.pos)) {
 					bad, badFrom = e, from
 				}
@@ -711,9 +957,17 @@ func (c *Compiled) stratify() *Error {
 			names = append(names, tableName(c, t))
 		}
 		var b strings.Builder
-		b.WriteString("!" + tableName(c, badFrom))
+		if bad.agg {
+			b.WriteString(tableName(c, badFrom))
+		} else {
+			b.WriteString("!" + tableName(c, badFrom))
+		}
 		for _, t := range cycle {
 			b.WriteString(" -> " + tableName(c, t))
+		}
+		if bad.agg {
+			return &Error{Code: RecursiveAggregate, Pos: bad.pos, Cycle: names,
+				Msg: fmt.Sprintf("an aggregate over %s in a rule for %s is inside a recursive cycle: %s (an aggregate must range over a lower stratum)", tableName(c, badFrom), tableName(c, bad.to), b.String())}
 		}
 		return &Error{Code: NegativeRecursion, Pos: bad.pos, Cycle: names,
 			Msg: fmt.Sprintf("default negation of %s in a rule for %s is inside a recursive cycle: %s (negation must refer to a lower stratum)", tableName(c, badFrom), tableName(c, bad.to), b.String())}
@@ -742,7 +996,15 @@ func (c *Compiled) stratify() *Error {
 		if len(c.strata[r.stratum].rules) == 0 {
 			c.ruled++
 		}
-		c.strata[r.stratum].rules = append(c.strata[r.stratum].rules, r.id)
+		st := c.strata[r.stratum]
+		st.rules = append(st.rules, r.id)
+		for _, ag := range r.aggs {
+			st.aggReads = append(st.aggReads, ag.tables...)
+		}
+	}
+	for _, st := range c.strata {
+		slices.Sort(st.aggReads)
+		st.aggReads = slices.Compact(st.aggReads)
 	}
 	return nil
 }
@@ -803,6 +1065,8 @@ func (c *Compiled) warnSingletons(cl *Clause) {
 		case *BinExpr:
 			walk(t.L)
 			walk(t.R)
+		case *Aggregate:
+			aggregateVars(t, func(v *Var) { walk(v) })
 		}
 	}
 	for _, a := range cl.Head.Args {
@@ -831,7 +1095,11 @@ func (c *Compiled) warnSingletons(cl *Clause) {
 func (c *Compiled) warnEmpty() {
 	warned := map[int]bool{}
 	for _, r := range c.rules {
-		for _, a := range r.atoms {
+		atoms := r.atoms
+		for _, ag := range r.aggs {
+			atoms = append(slices.Clip(atoms), ag.body.atoms...)
+		}
+		for _, a := range atoms {
 			rel := c.rels[a.table/2]
 			if rel.input || rel.hasRules[a.table%2] || warned[a.table] {
 				continue

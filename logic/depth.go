@@ -56,6 +56,11 @@ func (c *Compiled) boundDepth() int {
 				return -1
 			}
 		}
+		for _, a := range r.aggs {
+			if a.divides {
+				return -1
+			}
+		}
 	}
 	h := make([]int, 2*len(c.rels))
 	// Each pass settles at least one more level of the matched-atom

@@ -12,15 +12,18 @@ type Code string
 
 // Program errors (found by Parse and Check).
 const (
-	SyntaxError         Code = "SYNTAX_ERROR"
-	UndeclaredRelation  Code = "UNDECLARED_RELATION"
-	DuplicateDecl       Code = "DUPLICATE_DECLARATION"
-	UnknownType         Code = "UNKNOWN_TYPE"
-	ArityMismatch       Code = "ARITY_MISMATCH"
-	TypeMismatch        Code = "TYPE_MISMATCH"
-	UnsafeVariable      Code = "UNSAFE_VARIABLE"
-	UnsupportedFeature  Code = "UNSUPPORTED_FEATURE"
-	NegativeRecursion   Code = "OUTSIDE_V0_NEGATIVE_RECURSION"
+	SyntaxError        Code = "SYNTAX_ERROR"
+	UndeclaredRelation Code = "UNDECLARED_RELATION"
+	DuplicateDecl      Code = "DUPLICATE_DECLARATION"
+	UnknownType        Code = "UNKNOWN_TYPE"
+	ArityMismatch      Code = "ARITY_MISMATCH"
+	TypeMismatch       Code = "TYPE_MISMATCH"
+	UnsafeVariable     Code = "UNSAFE_VARIABLE"
+	UnsupportedFeature Code = "UNSUPPORTED_FEATURE"
+	NegativeRecursion  Code = "OUTSIDE_V0_NEGATIVE_RECURSION"
+	// RecursiveAggregate: an aggregate reads a relation of its own rule's
+	// recursive cycle (aggregates, like negation, must be stratified).
+	RecursiveAggregate  Code = "RECURSIVE_AGGREGATE"
 	MalformedFact       Code = "MALFORMED_FACT"
 	DivisionByZero      Code = "DIVISION_BY_ZERO"
 	ArithmeticOverflow  Code = "ARITHMETIC_OVERFLOW"

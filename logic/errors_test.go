@@ -11,6 +11,8 @@ const decls = `.decl edge(x: number, y: number)
 .decl name(n: symbol)
 `
 
+const aggDecls = decls + ".decl tally(x: number, n: number)\n"
+
 func TestProgramErrors(t *testing.T) {
 	cases := []struct {
 		name string
@@ -42,10 +44,19 @@ func TestProgramErrors(t *testing.T) {
 		{"unsupported directive", ".pragma \"x\"\n", UnsupportedFeature, "t.dl:1:1", "directive .pragma is not supported"},
 		{"disjunction", decls + "edge(x, y) :- edge(x, y); edge(y, x).\n", UnsupportedFeature, "t.dl:3:25", "disjunction"},
 		{"functor", decls + "edge(x, y) :- edge(x, y), y = max(x, 1).\n", UnsupportedFeature, "t.dl:3:31", "functor"},
-		{"count", decls + "edge(x, n) :- edge(x, _), n = count : edge(x, _).\n", UnsupportedFeature, "t.dl:3:31", "aggregate count is not supported"},
-		{"sum", decls + "edge(x, n) :- edge(x, _), n = sum y : { edge(x, y) }.\n", UnsupportedFeature, "t.dl:3:31", "aggregate sum is not supported"},
-		{"min first", decls + "edge(x, n) :- edge(x, _), min y : edge(x, y) = n.\n", UnsupportedFeature, "t.dl:3:27", "aggregate min is not supported"},
-		{"max of a number", decls + "edge(x, n) :- edge(x, _), n = max 1 : edge(x, _).\n", UnsupportedFeature, "t.dl:3:31", "aggregate max is not supported"},
+		{"aggregate in recursion", decls + "edge(x, n) :- edge(x, _), n = count : edge(x, _).\n", RecursiveAggregate, "t.dl:3:39", "an aggregate over edge in a rule for edge is inside a recursive cycle: edge -> edge"},
+		{"mean", aggDecls + "tally(x, n) :- edge(x, _), n = mean y : edge(x, y).\n", UnsupportedFeature, "t.dl:4:32", "aggregate mean is not supported"},
+		{"nested aggregate", aggDecls + "tally(x, n) :- edge(x, _), n = count : { edge(x, y), y = count : edge(y, _) }.\n", UnsupportedFeature, "t.dl:4:58", "an aggregate inside an aggregate"},
+		{"count of an expression", aggDecls + "tally(x, n) :- edge(x, _), n = count y : edge(x, y).\n", SyntaxError, "t.dl:4:38", "count takes no expression"},
+		{"sum of nothing", aggDecls + "tally(x, n) :- edge(x, _), n = sum : edge(x, _).\n", SyntaxError, "t.dl:4:36", "sum needs the expression"},
+		{"aggregate body not an atom", aggDecls + "tally(x, n) :- edge(x, _), n = count : 3.\n", SyntaxError, "t.dl:4:40", "expected an atom or '{'"},
+		{"aggregate in arithmetic", aggDecls + "tally(x, n) :- edge(x, _), n = 1 + count : edge(x, _).\n", UnsupportedFeature, "t.dl:4:36", "may only be a whole side of a comparison"},
+		{"aggregate as an argument", aggDecls + "tally(x, 1) :- edge(x, _), tally(count : edge(x, _), 2).\n", UnsupportedFeature, "t.dl:4:34", "may only be a whole side of a comparison"},
+		{"unbound in aggregate", aggDecls + "tally(x, n) :- edge(x, _), n = sum z : edge(x, _).\n", UnsafeVariable, "t.dl:4:36", "variable z in aggregate sum z : { edge(x, _) } is not bound"},
+		{"bound only in aggregate", aggDecls + "tally(x, n) :- n = count : edge(x, _).\n", UnsafeVariable, "t.dl:4:7", "variable x is used in aggregate count : { edge(x, _) } and outside it"},
+		{"sum of symbols", aggDecls + "tally(1, n) :- n = sum s : name(s).\n", TypeMismatch, "t.dl:4:24", "variable s is used as number as the value sum takes but is symbol"},
+		{"aggregate against a symbol", aggDecls + "tally(x, 1) :- edge(x, _), count : edge(x, _) = \"a\".\n", TypeMismatch, "t.dl:4:28", "compares a number with a symbol"},
+		{"aggregate through negation", aggDecls + ".decl q(x: number)\nq(x) :- tally(x, _).\ntally(x, n) :- edge(x, _), n = count : q(x).\n", RecursiveAggregate, "t.dl:6:40", "tally -> q"},
 		{"number out of range", decls + "edge(9223372036854775808, 1).\n", SyntaxError, "t.dl:3:6", `number "9223372036854775808" is out of range`},
 		{"negative number out of range", decls + "edge(-9223372036854775809, 1).\n", SyntaxError, "t.dl:3:7", `number "9223372036854775809" is out of range`},
 		{"hex out of range", decls + "edge(0x10000000000000000, 1).\n", SyntaxError, "t.dl:3:6", "is out of range"},

@@ -477,6 +477,10 @@ type exec struct {
 	pend  []int64  // queued head tuples, arity values each
 	pendH []uint64 // their hashes, filled by flush
 	in    execInline
+	// sub evaluates the rule's aggregates (aggExec); acc is what an
+	// aggregate evaluator accumulates.
+	sub *exec
+	acc aggAcc
 }
 
 // execInline is room inside the evaluator itself for the scratch of a
@@ -861,6 +865,13 @@ func (x *exec) run(i int) bool {
 		v, ok := x.eval(s.e)
 		if !ok {
 			return false
+		}
+		x.regs[s.reg] = v
+		return x.run(i + 1)
+	case stAgg:
+		v, ok := x.aggregate(&x.r.aggs[s.atom], false)
+		if !ok {
+			return x.err == nil
 		}
 		x.regs[s.reg] = v
 		return x.run(i + 1)

@@ -721,13 +721,18 @@ func (m *Materialization) applyChanges(changes []Change) error {
 			}
 			continue
 		}
-		// 1. Over-delete, reading the old state.
+		// 1. Over-delete, reading the old state. A stratum whose
+		// aggregates read a table that changed is evaluated afresh
+		// instead: an aggregate's value is not the sum of its deltas'.
 		clearTables(allD, s.tables)
 		var recompute bool
 		var err error
-		if s.recursive {
+		switch {
+		case m.changedAny(s.aggReads):
+			recompute = true
+		case s.recursive:
 			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD)
-		} else {
+		default:
 			err = m.overDeleteOnce(si, x, baseDoomed, allD)
 		}
 		if err != nil {
@@ -959,7 +964,18 @@ func (m *Materialization) idleStratum(s *stratum, noInserts bool, baseDoomed [][
 			}
 		}
 	}
-	return true
+	return !m.changedAny(s.aggReads)
+}
+
+// changedAny reports whether this update has so far changed any of the
+// tables.
+func (m *Materialization) changedAny(tables []int) bool {
+	for _, t := range tables {
+		if len(m.deltaPlus[t]) > 0 || len(m.deltaMinus[t]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // recomputeStratum re-evaluates stratum si from scratch in fresh tables

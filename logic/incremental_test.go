@@ -88,6 +88,16 @@ func TestApplyRecomputeMatchesFromScratch(t *testing.T) {
 	rapid.Check(t, checkApply)
 }
 
+// The same over programs whose every rule has an aggregate: each update
+// that reaches one evaluates its stratum afresh.
+func TestApplyWithAggregatesMatchesFromScratch(t *testing.T) {
+	defer func() { genAggMin = 0 }()
+	genAggMin = 1
+	for range 10 {
+		rapid.Check(t, checkApply)
+	}
+}
+
 func checkApply(t *rapid.T) {
 	{
 		c, src := genLoaded(t)

@@ -99,9 +99,9 @@ func splitBody(body string) []string {
 	depth, start := 0, 0
 	for i, r := range body {
 		switch r {
-		case '(':
+		case '(', '{':
 			depth++
-		case ')':
+		case ')', '}':
 			depth--
 		case ',':
 			if depth == 0 {

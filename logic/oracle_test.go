@@ -13,6 +13,7 @@ import (
 type naive struct {
 	c     *Compiled
 	facts map[string]map[string][]Value // table name ("p" or "-p") -> key -> tuple
+	outer map[string]bool               // the rule in hand's variables outside its aggregates
 }
 
 func tkey(vals []Value) string {
@@ -42,6 +43,7 @@ func naiveEval(c *Compiled, base []Fact) (*naive, error) {
 			changed = false
 			for _, ri := range c.strata[si].rules {
 				cl := c.prog.Clauses[ri]
+				n.outer = outerOf(cl)
 				var heads [][]Value
 				err := n.solve(cl, cl.Body, map[string]Value{}, func(env map[string]Value) error {
 					h := make([]Value, len(cl.Head.Args))
@@ -89,6 +91,8 @@ func (n *naive) value(t Term, env map[string]Value) (Value, error) {
 		return Num(t.Val), nil
 	case *SymConst:
 		return Sym(t.Val), nil
+	case *Aggregate:
+		return n.aggregate(t, env)
 	case *BinExpr:
 		l, err := n.value(t.L, env)
 		if err != nil {
@@ -123,7 +127,117 @@ func (n *naive) value(t Term, env map[string]Value) (Value, error) {
 var (
 	errUnbound = fmt.Errorf("unbound")
 	errDivZero = fmt.Errorf("division by zero")
+	errNoValue = fmt.Errorf("min or max of nothing")
 )
+
+// aggregate computes an aggregate by enumerating its body's solutions
+// under env, once every variable it shares with its rule is bound there.
+func (n *naive) aggregate(a *Aggregate, env map[string]Value) (Value, error) {
+	inner := map[string]Value{}
+	var unbound bool
+	walkAggregate(a, func(v *Var) {
+		if n.outer[v.Name] {
+			val, ok := env[v.Name]
+			if !ok {
+				unbound = true
+			}
+			inner[v.Name] = val
+		}
+	})
+	if unbound {
+		return Value{}, errUnbound
+	}
+	var cnt, acc int64
+	err := n.solve(nil, a.Body, inner, func(e map[string]Value) error {
+		var v int64
+		if a.Target != nil {
+			tv, err := n.value(a.Target, e)
+			if err != nil {
+				return err
+			}
+			v = tv.n
+		}
+		switch {
+		case a.Func == "sum":
+			acc += v
+		case a.Func == "min" && (cnt == 0 || v < acc), a.Func == "max" && (cnt == 0 || v > acc):
+			acc = v
+		}
+		cnt++
+		return nil
+	})
+	if err != nil {
+		return Value{}, err
+	}
+	switch a.Func {
+	case "count":
+		return Num(cnt), nil
+	case "sum":
+		return Num(acc), nil
+	}
+	if cnt == 0 {
+		return Value{}, errNoValue
+	}
+	return Num(acc), nil
+}
+
+// walkAggregate calls f with each variable of an aggregate.
+func walkAggregate(a *Aggregate, f func(*Var)) {
+	var walk func(t Term)
+	walk = func(t Term) {
+		switch t := t.(type) {
+		case *Var:
+			f(t)
+		case *BinExpr:
+			walk(t.L)
+			walk(t.R)
+		}
+	}
+	if a.Target != nil {
+		walk(a.Target)
+	}
+	for _, it := range a.Body {
+		switch it := it.(type) {
+		case *Literal:
+			for _, t := range it.Atom.Args {
+				walk(t)
+			}
+		case *Comparison:
+			walk(it.L)
+			walk(it.R)
+		}
+	}
+}
+
+// outerOf names the variables a clause uses outside its aggregates.
+func outerOf(cl *Clause) map[string]bool {
+	out := map[string]bool{}
+	var walk func(t Term)
+	walk = func(t Term) {
+		switch t := t.(type) {
+		case *Var:
+			out[t.Name] = true
+		case *BinExpr:
+			walk(t.L)
+			walk(t.R)
+		}
+	}
+	for _, t := range cl.Head.Args {
+		walk(t)
+	}
+	for _, it := range cl.Body {
+		switch it := it.(type) {
+		case *Literal:
+			for _, t := range it.Atom.Args {
+				walk(t)
+			}
+		case *Comparison:
+			walk(it.L)
+			walk(it.R)
+		}
+	}
+	return out
+}
 
 // solve enumerates substitutions satisfying items: positive atoms first
 // (by scanning), then comparisons and equalities whenever they can be
@@ -186,6 +300,9 @@ func (n *naive) solve(cl *Clause, items []BodyItem, env map[string]Value, yield 
 		r, rerr := n.value(cm.R, env)
 		if lerr == errDivZero || rerr == errDivZero {
 			return errDivZero
+		}
+		if lerr == errNoValue || rerr == errNoValue {
+			return nil
 		}
 		if lerr != nil || rerr != nil {
 			if cm.Op == "=" {

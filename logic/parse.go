@@ -91,7 +91,7 @@ func (lx *lexer) skipSpace() *Error {
 	return nil
 }
 
-var puncts = []string{":-", "<=", ">=", "!=", "<:", ";", "|", "[", "(", ")", ",", ".", ":", "!", "-", "+", "*", "/", "%", "<", ">", "=", "_"}
+var puncts = []string{":-", "<=", ">=", "!=", "<:", ";", "|", "[", "(", ")", "{", "}", ",", ".", ":", "!", "-", "+", "*", "/", "%", "<", ">", "=", "_"}
 
 func (lx *lexer) next() (token, *Error) {
 	if err := lx.skipSpace(); err != nil {
@@ -211,6 +211,9 @@ type parser struct {
 	peek  *token
 	prog  *Program
 	depth int // expression nesting, bounded so no input can exhaust the stack
+	// inAggregate is set while an aggregate's body is parsed: aggregates
+	// do not nest.
+	inAggregate bool
 }
 
 // maxNesting bounds parentheses and unary minus chains in one expression.
@@ -672,9 +675,73 @@ func (p *parser) unary() (Term, *Error) {
 	return p.primary()
 }
 
-// aggregates are Soufflé's aggregate functions, which this language
-// refuses by name rather than as a syntax error.
+// aggregates are Soufflé's aggregate functions. mean is refused by name
+// rather than as a syntax error.
 var aggregates = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "mean": true}
+
+// aggregate parses `count : {body}`, `sum e : {body}`, `min e : …` or
+// `max e : …`, where a single atom may stand for the braces.
+func (p *parser) aggregate() (Term, *Error) {
+	t := p.tok
+	if t.text == "mean" {
+		return nil, errorf(UnsupportedFeature, t.pos, "aggregate mean is not supported: numbers are integers; divide a sum by a count")
+	}
+	if p.inAggregate {
+		return nil, errorf(UnsupportedFeature, t.pos, "an aggregate inside an aggregate is not supported: derive the inner one into a relation of its own")
+	}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	a := &Aggregate{Pos: t.pos, Func: t.text}
+	switch {
+	case t.text == "count" && !p.is(":"):
+		return nil, errorf(SyntaxError, p.tok.pos, "count takes no expression: write count : {…}, found %s", describe(p.tok))
+	case t.text != "count":
+		if p.is(":") {
+			return nil, errorf(SyntaxError, p.tok.pos, "%s needs the expression it takes before ':', as in %s x : {…}", t.text, t.text)
+		}
+		x, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		a.Target = x
+	}
+	if err := p.expect(":", "':' after "+t.text); err != nil {
+		return nil, err
+	}
+	p.inAggregate = true
+	defer func() { p.inAggregate = false }()
+	if !p.is("{") {
+		pos := p.tok.pos
+		neg := p.is("-")
+		if !neg && p.tok.kind != tIdent {
+			return nil, errorf(SyntaxError, pos, "expected an atom or '{' after %s :, found %s", t.text, describe(p.tok))
+		}
+		at, err := p.atom(true)
+		if err != nil {
+			return nil, err
+		}
+		a.Body = []BodyItem{&Literal{Pos: pos, Atom: at}}
+		return a, nil
+	}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	for {
+		it, err := p.bodyItem()
+		if err != nil {
+			return nil, err
+		}
+		a.Body = append(a.Body, it)
+		if p.is("}") {
+			break
+		}
+		if err := p.expect(",", "',' or '}' in the body of "+t.text); err != nil {
+			return nil, err
+		}
+	}
+	return a, p.advance()
+}
 
 func (p *parser) primary() (Term, *Error) {
 	t := p.tok
@@ -694,10 +761,10 @@ func (p *parser) primary() (Term, *Error) {
 		if la.kind == tPunct && la.text == "(" {
 			return nil, errorf(UnsupportedFeature, t.pos, "functor or atom %q is not allowed inside a term", t.text)
 		}
-		if aggregates[t.text] && (la.kind == tPunct && la.text == ":" || la.kind == tIdent || la.kind == tNumber || la.kind == tPunct && la.text == "(") {
+		if aggregates[t.text] && (la.kind == tPunct && la.text == ":" || la.kind == tIdent || la.kind == tNumber || la.kind == tString) {
 			// Soufflé's `count : a(…)`, `sum x : {…}`: a variable is
 			// never followed by either, so this misreads nothing.
-			return nil, errorf(UnsupportedFeature, t.pos, "aggregate %s is not supported: count, sum, min and max over a relation are not part of this language; compute them where the facts come from, or with comparisons over a relation that holds them", t.text)
+			return p.aggregate()
 		}
 		return &Var{Pos: t.pos, Name: t.text}, p.advance()
 	case p.is("_"):

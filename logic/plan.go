@@ -1,5 +1,7 @@
 package logic
 
+import "slices"
+
 // A plan is one join order for a rule: a sequence of steps run by a nested
 // loop over registers. Each rule has one plan per choice of delta atom (the
 // semi-naive variants), one that reads everything in full, and one with the
@@ -13,6 +15,7 @@ const (
 	stFilter                 // comparison
 	stAssign                 // reg = expr (an equality that binds)
 	stHead                   // head plan: the computed head equals the target
+	stAgg                    // reg = the value of aggregate atom of the rule
 )
 
 type colReg struct{ col, reg int }
@@ -64,6 +67,15 @@ func (c *Compiled) plan() {
 			}
 		}
 		r.headPlan = c.buildPlan(r, -1, pre)
+		for i := range r.aggs {
+			a := &r.aggs[i]
+			pre := make([]bool, r.nvars)
+			for _, p := range a.params {
+				pre[p] = true
+			}
+			a.plan = c.buildPlan(a.body, -1, pre)
+			a.plan.steps = a.plan.steps[:len(a.plan.steps)-1] // no head to check
+		}
 	}
 	c.scratch = c.measureScratch()
 }
@@ -87,6 +99,11 @@ func (c *Compiled) measureScratch() scratchSize {
 		}
 		z.regs = max(z.regs, r.headPlan.nregs)
 		z.steps = max(z.steps, len(r.headPlan.steps))
+		for _, a := range r.aggs {
+			z.atoms = max(z.atoms, len(a.body.atoms))
+			z.regs = max(z.regs, a.plan.nregs)
+			z.steps = max(z.steps, len(a.plan.steps))
+		}
 	}
 	for _, rel := range c.rels {
 		z.arity = max(z.arity, len(rel.types))
@@ -127,6 +144,12 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 	}
 	negDone := make([]bool, len(r.atoms))
 	placed := make([]bool, len(r.atoms))
+	aggDone := make([]bool, len(r.aggs))
+	// An aggregate's result is bound by computing it only: an equality
+	// with it compares, whichever is placed first.
+	assignable := func(reg int) bool {
+		return !slices.ContainsFunc(r.aggs, func(a aggRef) bool { return a.reg == reg })
+	}
 
 	scan := func(ai int, useIndex bool) {
 		a := &r.atoms[ai]
@@ -192,10 +215,10 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 				switch {
 				case lb && rb:
 					st = step{kind: stFilter, op: cm.op, l: cm.l, r: cm.r}
-				case cm.op == "=" && cm.l.kind == exReg && !lb && rb:
+				case cm.op == "=" && cm.l.kind == exReg && !lb && rb && assignable(cm.l.reg):
 					st = step{kind: stAssign, reg: cm.l.reg, e: cm.r}
 					bound[cm.l.reg] = true
-				case cm.op == "=" && cm.r.kind == exReg && !rb && lb:
+				case cm.op == "=" && cm.r.kind == exReg && !rb && lb && assignable(cm.r.reg):
 					st = step{kind: stAssign, reg: cm.r.reg, e: cm.l}
 					bound[cm.r.reg] = true
 				default:
@@ -239,6 +262,19 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 				}
 				p.steps = append(p.steps, st)
 				negDone[ai] = true
+				changed = true
+			}
+			// An aggregate is computed once the variables it shares are
+			// bound; one that divides waits, as a comparison that does.
+			for i := range r.aggs {
+				a := &r.aggs[i]
+				if aggDone[i] || a.divides && !allowDiv || slices.ContainsFunc(a.params, func(p int) bool { return !bound[p] }) {
+					continue
+				}
+				// Its result register is its own: no head binds it.
+				p.steps = append(p.steps, step{kind: stAgg, atom: i, reg: a.reg})
+				bound[a.reg] = true
+				aggDone[i] = true
 				changed = true
 			}
 		}

@@ -96,7 +96,10 @@ type Support struct {
 	RulePos  Pos
 	Premises []Fact
 	Absent   []Absence
-	rows     []int32 // premise rows, parallel to Premises
+	// Aggregates are the values the rule's aggregates took, in the
+	// rule's order.
+	Aggregates []Aggregation
+	rows       []int32 // premise rows, parallel to Premises
 	tables   []int32 // premise tables, parallel to Premises
 }
 
@@ -427,6 +430,9 @@ func (c *supportCollector) match(regs []int64) bool {
 		}
 		s.Absent = append(s.Absent, ab)
 	}
+	if len(rr.aggs) > 0 {
+		s.Aggregates = m.aggregations(x)
+	}
 	c.out = append(c.out, s)
 	return true
 }
@@ -482,6 +488,9 @@ func (c *supportCollector) matchEach() bool {
 		}
 		s.Absent = sc.absent
 	}
+	if len(rr.aggs) > 0 {
+		s.Aggregates = m.aggregations(x)
+	}
 	c.each(c.neg, s)
 	return true
 }
@@ -517,6 +526,9 @@ type Proof struct {
 	RulePos  Pos
 	Premises []*Proof
 	Absent   []Absence
+	// Aggregates are the values the rule's aggregates took, with the
+	// facts each ranged over (see [Aggregation]).
+	Aggregates []Aggregation
 }
 
 // Explanation is the answer to "why": an atom's state and one proof for
@@ -696,7 +708,7 @@ func (m *Materialization) explainRow(t int, r int32) (*Proof, error) {
 			return nil, errorf(UnknownFact, Pos{}, "internal error: %s has no well-founded support", p.Fact)
 		}
 		s := n.sups[best]
-		p.Rule, p.RuleText, p.RulePos, p.Absent = s.Rule, s.RuleText, s.RulePos, s.Absent
+		p.Rule, p.RuleText, p.RulePos, p.Absent, p.Aggregates = s.Rule, s.RuleText, s.RulePos, s.Absent, s.Aggregates
 		for k, pr := range s.rows {
 			sub, err := build(index[[2]int32{int32(s.tables[k]), pr}])
 			if err != nil {

@@ -161,5 +161,29 @@ func (s Support) AppendText(b []byte) ([]byte, error) {
 		}
 		b = a.appendText(b)
 	}
+	for i, a := range s.Aggregates {
+		if i == 0 && len(s.Premises) == 0 && len(s.Absent) == 0 {
+			b = append(b, " with "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = a.appendText(b)
+	}
 	return b, nil
+}
+
+// appendText writes `count : { a(x, _) } = 2 over a(1, 2); a(1, 3)`.
+func (a Aggregation) appendText(b []byte) []byte {
+	b = append(b, a.Text...)
+	b = append(b, " = "...)
+	b = strconv.AppendInt(b, a.Value, 10)
+	for i, f := range a.Over {
+		if i == 0 {
+			b = append(b, " over "...)
+		} else {
+			b = append(b, "; "...)
+		}
+		b = f.appendText(b)
+	}
+	return b
 }

@@ -100,7 +100,7 @@ type Support struct {
 	// rule's order.
 	Aggregates []Aggregation
 	rows       []int32 // premise rows, parallel to Premises
-	tables   []int32 // premise tables, parallel to Premises
+	tables     []int32 // premise tables, parallel to Premises
 }
 
 func (s Support) String() string {

@@ -280,6 +280,9 @@ func provenance(m *logic.Materialization, f logic.Fact, rule string) (Reason, er
 	for _, a := range s.Absent {
 		why.Absent = append(why.Absent, a.String())
 	}
+	for _, a := range s.Aggregates {
+		why.Aggregates = append(why.Aggregates, a.String())
+	}
 	if s.Base {
 		why.Detail = "asserted as a base fact"
 	} else {

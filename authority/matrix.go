@@ -113,6 +113,9 @@ type Reason struct {
 	Facts  []string `json:"facts"`
 	Absent []string `json:"absent"`
 	Detail string   `json:"detail"`
+	// Aggregates are the values the rule's aggregates took, each with the
+	// facts it ranged over; none for a rule without one.
+	Aggregates []string `json:"aggregates,omitempty"`
 }
 
 // Signal is one input to the Meta-Priority Matrix.

@@ -41,6 +41,7 @@ func (x *exec) aggExec() *exec {
 		x.sub = x.m.newExec()
 		x.sub.mode = emitCollect
 		x.sub.onMatch = x.sub.aggMatch
+		x.sub.parent = x
 	}
 	return x.sub
 }
@@ -75,6 +76,15 @@ func (x *exec) aggregate(a *aggRef, collect bool) (int64, bool) {
 func (x *exec) aggMatch(_ []int64) bool {
 	acc := &x.acc
 	a := acc.a
+	// An evaluation counts the instantiations of an aggregate's body as
+	// firings of its rule: they are the rule's work, and the rule budget
+	// bounds it. Queries (supports, proofs, depth) count none.
+	if p := x.parent; p.mode != emitCollect {
+		p.firings++
+		if lim := x.m.lim.MaxFirings; lim > 0 && x.m.stats.Firings+p.firings > lim {
+			return x.fail(errorf(RuleBudgetExhausted, p.r.pos, "more than %d rule firings: the rule budget is exhausted (last rule: %s)", lim, p.r.text))
+		}
+	}
 	var v int64
 	if a.target != nil {
 		var ok bool

@@ -154,9 +154,14 @@ func (t *Aggregate) termPos() Pos { return t.Pos }
 func (t *Aggregate) String() string {
 	var b strings.Builder
 	b.WriteString(t.Func)
-	if t.Target != nil {
-		b.WriteByte(' ')
-		b.WriteString(t.Target.String())
+	switch x := t.Target.(type) {
+	case nil:
+	case *BinExpr:
+		// Without its outer parentheses, which would read back as a
+		// functor's: `sum y * 2 : {…}`.
+		b.WriteString(" " + x.L.String() + " " + string(x.Op) + " " + x.R.String())
+	default:
+		b.WriteString(" " + x.String())
 	}
 	b.WriteString(" : { ")
 	writeBody(&b, t.Body)

@@ -479,8 +479,9 @@ type exec struct {
 	in    execInline
 	// sub evaluates the rule's aggregates (aggExec); acc is what an
 	// aggregate evaluator accumulates.
-	sub *exec
-	acc aggAcc
+	sub    *exec
+	parent *exec // an aggregate evaluator's: the rule's
+	acc    aggAcc
 }
 
 // execInline is room inside the evaluator itself for the scratch of a

@@ -18,6 +18,8 @@ func FuzzParse(f *testing.F) {
 		".type T <: symbol\n.decl p(x: T)\n.input p(filename=\"a.tsv\")\n-p(\"a\\tb\").\n",
 		"/* c */ // d\n.decl p(x: number)\n.decl q(x: number)\nq(x) :- p(x), !-p(x), x != 3.\n",
 		".decl p()\np().\n",
+		".decl e(x: number, y: number)\n.decl n(x: number, c: number, s: number)\nn(x, c, s) :- e(x, _), c = count : e(x, _), s = sum y : { e(x, y), y > 1 }.\n",
+		".decl e(x: number, y: number)\n.decl m(x: number)\nm(x) :- e(x, _), min y : { e(x, y), !e(y, x) } < max y : -e(x, y).\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -29,6 +31,14 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
+		}
+		// A rule's text, which supports and proofs show, reads back as
+		// the same rule.
+		for _, cl := range c.prog.Clauses {
+			p, err := Parse("r.dl", []byte(cl.String()))
+			if err != nil || len(p.Clauses) != 1 || p.Clauses[0].String() != cl.String() {
+				t.Fatalf("rule text %q does not read back (%v)", cl.String(), err)
+			}
 		}
 		// The memory budget is checked every 16 tuples so that fuzzed
 		// programs reach it, not only the tuple budget.

@@ -214,6 +214,9 @@ type parser struct {
 	// inAggregate is set while an aggregate's body is parsed: aggregates
 	// do not nest.
 	inAggregate bool
+	// aggColon is set once an aggregate's ':' is read: past it, what
+	// follows can only be an aggregate's body.
+	aggColon bool
 }
 
 // maxNesting bounds parentheses and unary minus chains in one expression.
@@ -693,6 +696,7 @@ func (p *parser) aggregate() (Term, *Error) {
 		return nil, err
 	}
 	a := &Aggregate{Pos: t.pos, Func: t.text}
+	p.aggColon = false
 	switch {
 	case t.text == "count" && !p.is(":"):
 		return nil, errorf(SyntaxError, p.tok.pos, "count takes no expression: write count : {…}, found %s", describe(p.tok))
@@ -709,6 +713,7 @@ func (p *parser) aggregate() (Term, *Error) {
 	if err := p.expect(":", "':' after "+t.text); err != nil {
 		return nil, err
 	}
+	p.aggColon = true
 	p.inAggregate = true
 	defer func() { p.inAggregate = false }()
 	if !p.is("{") {
@@ -759,6 +764,17 @@ func (p *parser) primary() (Term, *Error) {
 			return nil, err
 		}
 		if la.kind == tPunct && la.text == "(" {
+			if t.text == "sum" || t.text == "min" || t.text == "max" {
+				// `sum (y + 1) * 2 : {…}` is an aggregate, `max(x, 1)` a
+				// functor: it is the latter if no ':' follows the first
+				// expression.
+				lx, tok, peek := p.lx, p.tok, *p.peek
+				a, err := p.aggregate()
+				if err == nil || p.aggColon {
+					return a, err
+				}
+				p.lx, p.tok, p.peek = lx, tok, &peek
+			}
 			return nil, errorf(UnsupportedFeature, t.pos, "functor or atom %q is not allowed inside a term", t.text)
 		}
 		if aggregates[t.text] && (la.kind == tPunct && la.text == ":" || la.kind == tIdent || la.kind == tNumber || la.kind == tString) {

@@ -97,6 +97,9 @@ type ProofNode struct {
 	RulePos  string       `json:"rule_position,omitempty"`
 	Premises []*ProofNode `json:"premises,omitempty"`
 	Absent   []string     `json:"absent,omitempty"` // patterns with no support once their stratum is complete
+	// Aggregates are the values the rule's aggregates took, each with the
+	// facts it ranged over (`sum a : { paid(o, _, a) } = 1100 over …`).
+	Aggregates []string `json:"aggregates,omitempty"`
 }
 
 func explanation(e *logic.Explanation) *Explanation {
@@ -118,6 +121,9 @@ func proofNode(p *logic.Proof) *ProofNode {
 	}
 	for _, a := range p.Absent {
 		n.Absent = append(n.Absent, a.String())
+	}
+	for _, a := range p.Aggregates {
+		n.Aggregates = append(n.Aggregates, a.String())
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -126,5 +127,45 @@ func TestWhyFact(t *testing.T) {
 	}
 	if _, err := w.WhyFact(r.State, `nosuch("x")`); err == nil {
 		t.Fatal("an undeclared relation was explained")
+	}
+}
+
+// A precondition decided by an aggregate is explained with the value the
+// aggregate took and the facts it ranged over.
+func TestExplainNamesAnAggregate(t *testing.T) {
+	files := readBundle(t, filepath.Join("..", "examples", "refund-agent"))
+	files["rules.dl"] = append(files["rules.dl"], []byte(`
+.decl over_cap(payee: symbol)
+over_cap(p) :- refund_requested(_, _, p), sum a : refund_requested(_, a, p) > 150.
+-over_cap(p) :- refund_requested(_, _, p), sum a : refund_requested(_, a, p) <= 150.
+`)...)
+	replace := func(file, old, new string) {
+		if !strings.Contains(string(files[file]), old) {
+			t.Fatalf("%s no longer holds %q", file, old)
+		}
+		files[file] = []byte(strings.Replace(string(files[file]), old, new, 1))
+	}
+	replace("workflow.json", `"payee:not-blocked": {`, `"payee:under-cap": {"relation": "over_cap", "args": ["$action.payee"], "polarity": "negative"}, "payee:not-blocked": {`)
+	replace("domain.json", `"payee:not-blocked"]`, `"payee:not-blocked", "payee:under-cap"]`)
+	w, err := Compile(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, whys := explainOne(t, w, refundInput("r-1", 400, "bob", "damaged"))
+	if len(whys) != 1 || whys[0].Outcome != "REJECTED" || whys[0].Verdict != "ineligible" {
+		t.Fatalf("whys %+v", whys)
+	}
+	lit := findLiteral(whys[0], `-over_cap("bob")`)
+	if lit == nil || lit.Explanation == nil || lit.Explanation.State != "TRUE_ONLY" || lit.Explanation.Positive == nil {
+		t.Fatalf("eligibility %+v", whys[0].Eligibility)
+	}
+	p := lit.Explanation.Positive
+	want := `sum a : { refund_requested(_, a, p) } = 400 over refund_requested("r-1", 400, "bob")`
+	if len(p.Aggregates) != 1 || p.Aggregates[0] != want {
+		t.Fatalf("proof's aggregates %q, want %q", p.Aggregates, want)
+	}
+	b, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(b), `"aggregates":[`) {
+		t.Fatalf("proof JSON %s (%v)", b, err)
 	}
 }

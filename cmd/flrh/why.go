@@ -98,7 +98,7 @@ func printProof(w io.Writer, p *logic.Proof, first, rest string, seen map[*logic
 	}
 	seen[p] = true
 	fmt.Fprintf(w, "%s%s\n", first, proofLine(p))
-	n := len(p.Premises) + len(p.Absent)
+	n := len(p.Premises) + len(p.Absent) + len(p.Aggregates)
 	i := 0
 	for _, q := range p.Premises {
 		i++
@@ -116,6 +116,14 @@ func printProof(w io.Writer, p *logic.Proof, first, rest string, seen map[*logic
 		}
 		fmt.Fprintf(w, "%s%s%s  [absent: no support once stratum %d is complete]\n", rest, branch, a, a.Stratum)
 	}
+	for _, a := range p.Aggregates {
+		i++
+		branch := "├─ "
+		if i == n {
+			branch = "└─ "
+		}
+		fmt.Fprintf(w, "%s%s%s  [aggregate over a complete lower stratum]\n", rest, branch, a)
+	}
 }
 
 type proofJSON struct {
@@ -126,6 +134,14 @@ type proofJSON struct {
 	RulePos  string       `json:"rule_position,omitempty"`
 	Premises []*proofJSON `json:"premises,omitempty"`
 	Absent   []absentJSON `json:"absent,omitempty"`
+	// Aggregates: each aggregate's text, value and the facts it ranged over.
+	Aggregates []aggregateJSON `json:"aggregates,omitempty"`
+}
+
+type aggregateJSON struct {
+	Aggregate string   `json:"aggregate"`
+	Value     int64    `json:"value"`
+	Over      []string `json:"over"`
 }
 
 type absentJSON struct {
@@ -163,6 +179,13 @@ func toProofJSON(p *logic.Proof) *proofJSON {
 	}
 	for _, a := range p.Absent {
 		j.Absent = append(j.Absent, absentJSON{Pattern: a.String(), Stratum: a.Stratum})
+	}
+	for _, a := range p.Aggregates {
+		over := make([]string, 0, len(a.Over))
+		for _, f := range a.Over {
+			over = append(over, f.String())
+		}
+		j.Aggregates = append(j.Aggregates, aggregateJSON{Aggregate: a.Text, Value: a.Value, Over: over})
 	}
 	return j
 }

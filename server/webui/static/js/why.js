@@ -26,9 +26,10 @@ export function proof(node) {
       h('code', {}, node.fact),
       node.base ? h('span', { class: 'muted' }, 'base fact' + ((node.base_ids || []).length ? ' (' + node.base_ids.join(', ') + ')' : '')) : null,
       node.rule ? h('span', { class: 'muted' }, 'by rule ', h('code', {}, node.rule), node.rule_position ? ' at ' + node.rule_position : '') : null),
-    (node.premises || []).length || (node.absent || []).length ? h('ul', { class: 'tree' },
+    (node.premises || []).length || (node.absent || []).length || (node.aggregates || []).length ? h('ul', { class: 'tree' },
       (node.premises || []).map((p) => h('li', {}, proof(p))),
-      (node.absent || []).map((a) => h('li', {}, h('span', { class: 'badge bad' }, 'absent'), ' ', h('code', {}, a)))) : null);
+      (node.absent || []).map((a) => h('li', {}, h('span', { class: 'badge bad' }, 'absent'), ' ', h('code', {}, a))),
+      (node.aggregates || []).map((a) => h('li', {}, h('span', { class: 'badge' }, 'aggregate'), ' ', h('code', {}, a)))) : null);
 }
 
 function explanation(e) {
@@ -83,7 +84,8 @@ function decision(d, i) {
       (g.reasons || []).length ? h('ul', { class: 'tree' }, g.reasons.map((r) => h('li', {},
         'rule ', h('code', {}, r.rule), r.detail ? ' — ' + r.detail : '',
         (r.facts || []).length ? h('div', {}, 'because ', r.facts.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
-        (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
+        (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
+        (r.aggregates || []).length ? h('div', {}, 'where ', r.aggregates.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
     h('h4', {}, 'Resolution'),
     d.resolution ? h('p', {}, [`highest tier ${d.resolution.highest_tier}`, d.resolution.decision && `decision ${d.resolution.decision}`,
       d.resolution.move && `move ${d.resolution.move}`, d.resolution.contestable && `contestable, options ${(d.resolution.options || []).join(', ')}`]

@@ -1,0 +1,223 @@
+package logic
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+const aggProgram = `.decl e(x: number, y: number)
+.decl f(x: number)
+.decl node(x: number)
+.decl r(x: number, n: number)
+node(1). node(2). node(3).
+`
+
+// What each aggregate computes, table by table: one value per
+// instantiation of its body (each combination of matching facts), zero
+// for a count or sum of nothing, no value (and no derivation) for a min
+// or max of nothing.
+func TestAggregateSemantics(t *testing.T) {
+	facts := "e(1, 5). e(1, 7). e(1, 7 + 0). e(2, 4). f(5). f(7). -f(4).\n"
+	for _, c := range []struct {
+		name, rule string
+		want       string // r's tuples
+	}{
+		{"count per group, zero for none", "r(x, n) :- node(x), n = count : e(x, _).", "[[1 2] [2 1] [3 0]]"},
+		{"count with a constant", "r(x, n) :- node(x), n = count : e(1, _).", "[[1 2] [2 2] [3 2]]"},
+		{"sum", "r(x, n) :- node(x), n = sum y : e(x, y).", "[[1 12] [2 4] [3 0]]"},
+		{"sum of an expression", "r(x, n) :- node(x), n = sum y * 10 + 1 : e(x, y).", "[[1 122] [2 41] [3 0]]"},
+		{"sum of a constant counts", "r(x, n) :- node(x), n = sum 2 : e(x, _).", "[[1 4] [2 2] [3 0]]"},
+		{"min: none for an empty group", "r(x, n) :- node(x), n = min y : e(x, y).", "[[1 5] [2 4]]"},
+		{"max", "r(x, n) :- node(x), n = max y : e(x, y).", "[[1 7] [2 4]]"},
+		{"a join counts combinations", "r(x, n) :- node(x), n = count : { e(x, y), f(y) }.", "[[1 2] [2 0] [3 0]]"},
+		{"a comparison inside", "r(x, n) :- node(x), n = count : { e(x, y), y > 5 }.", "[[1 1] [2 0] [3 0]]"},
+		{"default negation inside", "r(x, n) :- node(x), n = count : { e(x, y), !f(y) }.", "[[1 0] [2 1] [3 0]]"},
+		{"explicit negation inside", "r(x, n) :- node(x), n = count : { e(x, y), -f(y) }.", "[[1 0] [2 1] [3 0]]"},
+		{"a bare negative atom", "r(x, n) :- node(x), n = count : -f(_).", "[[1 1] [2 1] [3 1]]"},
+		{"a comparison with an aggregate on the left", "r(x, 0) :- node(x), count : e(x, _) >= 1.", "[[1 0] [2 0]]"},
+		{"on the right", "r(x, 0) :- node(x), 6 < sum y : e(x, y).", "[[1 0]]"},
+		{"an equality compares once the value is known", "r(x, 0) :- node(x), count : e(x, _) = 0.", "[[3 0]]"},
+		{"the same local name in two aggregates", "r(x, n) :- node(x), n = count : e(x, y), m = max y : e(x, y), m > 4.", "[[1 2]]"},
+		{"a param bound by an equality", "r(x, n) :- node(z), x = z - 1, n = count : e(x, _).", "[[0 0] [1 2] [2 1]]"},
+		{"one aggregate's value is another's param", "r(n, m) :- n = count : e(1, _), m = count : e(n, _).", "[[2 1]]"},
+		{"no params: a global count", "r(n, 0) :- n = count : e(_, _).", "[[3 0]]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			comp, err := Load("t.dl", []byte(aggProgram+facts+c.rule+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Evaluate(comp, nil, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := m.Tuples("r", false)
+			if fmt.Sprint(got) != c.want {
+				t.Fatalf("r = %v, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// A sum wraps as every arithmetic does; a division by zero in an
+// aggregate is the typed evaluation error.
+func TestAggregateArithmetic(t *testing.T) {
+	src := aggProgram + fmt.Sprintf("e(1, %d). e(1, 2).\n", int64(math.MaxInt64)) + "r(x, n) :- node(x), x = 1, n = sum y : e(x, y).\n"
+	comp, err := Load("t.dl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(comp, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Tuples("r", false); fmt.Sprint(got) != fmt.Sprintf("[[1 %d]]", int64(math.MinInt64)+1) {
+		t.Fatalf("r = %v", got)
+	}
+	comp, err = Load("t.dl", []byte(aggProgram+"e(1, 0).\nr(x, n) :- node(x), n = sum 10 / y : e(x, y).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if _, err := Evaluate(comp, nil, Limits{}); !errors.As(err, &e) || e.Code != DivisionByZero {
+		t.Fatalf("err = %v, want DIVISION_BY_ZERO", err)
+	}
+}
+
+// Supports and proofs give each aggregate's value and the facts it ranged
+// over: all of them for a count or sum, those that attain the value for a
+// min or max; an aggregate adds nothing to a proof's height.
+func TestAggregateProvenance(t *testing.T) {
+	src := aggProgram + "e(1, 5). e(1, 7). e(2, 7). e(3, 5).\n" +
+		"r(x, n) :- node(x), n = sum y : e(x, y), m = min y : e(x, y), m > 4.\n"
+	comp, err := Load("t.dl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(comp, nil, Limits{MaxDepth: 1})
+	if err != nil {
+		t.Fatalf("a proof through an aggregate is one rule high: %v", err)
+	}
+	sups, err := m.Supports(Fact{Rel: "r", Args: []Value{Num(1), Num(12)}})
+	if err != nil || len(sups) != 1 {
+		t.Fatalf("supports %v (%v)", sups, err)
+	}
+	want := `rule r(x, n) :- node(x), n = sum y : { e(x, y) }, m = min y : { e(x, y) }, m > 4. (t.dl:7:1) with node(1), ` +
+		`sum y : { e(x, y) } = 12 over e(1, 5); e(1, 7), min y : { e(x, y) } = 5 over e(1, 5)`
+	if got := sups[0].String(); got != want {
+		t.Fatalf("support\n got %s\nwant %s", got, want)
+	}
+	p, err := m.Explain(Fact{Rel: "r", Args: []Value{Num(1), Num(12)}})
+	if err != nil || len(p.Premises) != 1 || len(p.Aggregates) != 2 || p.Aggregates[1].Value != 5 || len(p.Aggregates[1].Over) != 1 {
+		t.Fatalf("proof %+v (%v)", p, err)
+	}
+	var seen int
+	if _, err := m.EachSupportBoth(Fact{Rel: "r", Args: []Value{Num(1), Num(12)}}, func(neg bool, s *Support) {
+		seen++
+		if neg || s.String() != want {
+			t.Fatalf("each support %s", s)
+		}
+	}); err != nil || seen != 1 {
+		t.Fatalf("EachSupportBoth: %d supports (%v)", seen, err)
+	}
+}
+
+// An update that changes what an aggregate reads changes its value: a
+// new fact, a retracted one, and one that empties a group.
+func TestAggregateUpdates(t *testing.T) {
+	comp, err := Load("t.dl", []byte(aggProgram+"r(x, n) :- node(x), n = sum y : e(x, y).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := func(x, y int64) Fact { return Fact{Rel: "e", Args: []Value{Num(x), Num(y)}} }
+	m, err := Evaluate(comp, []Fact{e(1, 5), e(2, 4)}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		changes []Change
+		want    string
+	}{
+		{[]Change{{e(1, 7), 1}}, "[[1 12] [2 4] [3 0]]"},
+		{[]Change{{e(1, 5), -1}, {e(3, 1), 1}}, "[[1 7] [2 4] [3 1]]"},
+		{[]Change{{e(2, 4), -1}}, "[[1 7] [2 0] [3 1]]"},
+	} {
+		if m, err = m.Apply(step.changes); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := m.Tuples("r", false); fmt.Sprint(got) != step.want {
+			t.Fatalf("after %v: r = %v, want %s", step.changes, got, step.want)
+		}
+	}
+}
+
+// An aggregate's rule text reads back as written, and a singleton
+// variable inside an aggregate is warned about as one outside.
+func TestAggregateTextAndWarnings(t *testing.T) {
+	p, err := Parse("t.dl", []byte("r(x, n) :- node(x), n = sum y*2 : { e(x, y), y > 1, !f(y) }, count : e(x, z) > 0.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "r(x, n) :- node(x), n = sum y * 2 : { e(x, y), y > 1, !f(y) }, count : { e(x, z) } > 0."
+	if got := p.Clauses[0].String(); got != want {
+		t.Fatalf("text %s", got)
+	}
+	comp, err := Load("t.dl", []byte(aggProgram+want+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, w := range comp.Warnings() {
+		warned = append(warned, w.Error())
+	}
+	if len(warned) != 3 || !strings.Contains(warned[0], "variable z occurs only once") || !strings.Contains(warned[1], "e has no rules") || !strings.Contains(warned[2], "f has no rules") {
+		t.Fatalf("warnings %q", warned)
+	}
+	// A parenthesised target is an aggregate's, a functor call is not.
+	p, err = Parse("t.dl", []byte("r(x, n) :- node(x), n = max (y + 1) * 2 : e(x, y).\n"))
+	if err != nil || p.Clauses[0].String() != "r(x, n) :- node(x), n = max (y + 1) * 2 : { e(x, y) }." {
+		t.Fatalf("parenthesised target: %v %v", p, err)
+	}
+	var e *Error
+	if _, err := Parse("t.dl", []byte("r(x, n) :- node(x), n = max(x, 1).\n")); !errors.As(err, &e) || e.Code != UnsupportedFeature || !strings.Contains(e.Msg, "functor") {
+		t.Fatalf("functor: %v", err)
+	}
+	if _, err := Parse("t.dl", []byte("r(x, n) :- node(x), n = max (x) : { e(x, }.\n")); !errors.As(err, &e) || e.Code != SyntaxError {
+		t.Fatalf("a broken aggregate body: %v", err)
+	}
+}
+
+// The instantiations of an aggregate's body count against the rule
+// budget, so an aggregate over a large join stops at it.
+func TestAggregateWorkIsBudgeted(t *testing.T) {
+	comp, err := Load("t.dl", []byte(aggProgram+"r(x, n) :- node(x), n = count : { e(_, _), e(_, _), e(_, _) }.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts []Fact
+	for i := range int64(20) {
+		facts = append(facts, Fact{Rel: "e", Args: []Value{Num(i), Num(i)}})
+	}
+	var e *Error
+	if _, err := Evaluate(comp, facts, Limits{MaxFirings: 5000}); !errors.As(err, &e) || e.Code != RuleBudgetExhausted {
+		t.Fatalf("err = %v, want RULE_BUDGET_EXHAUSTED", err)
+	}
+	m, err := Evaluate(comp, facts, Limits{MaxFirings: 9000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Tuples("r", false); fmt.Sprint(got) != "[[1 8000] [2 8000] [3 8000]]" {
+		t.Fatalf("r = %v", got)
+	}
+	// It shares no variable with its rule, so it is computed once, not
+	// once for each node: 8,000 instantiations, three facts, three heads.
+	if f := m.Stats().Firings; f != 8006 {
+		t.Fatalf("%d firings, want 8006", f)
+	}
+	if _, err := m.Supports(Fact{Rel: "r", Args: []Value{Num(1), Num(8000)}}); err != nil {
+		t.Fatalf("a support lookup counts against the budget: %v", err)
+	}
+}

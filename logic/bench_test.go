@@ -217,3 +217,48 @@ func BenchmarkWriteFactsSGTree20000(b *testing.B) {
 		b.SetBytes(n)
 	}
 }
+
+// degreeProgram gives each node with out-edges its out-degree, the sum of its
+// successors and the largest one.
+const degreeProgram = `
+.decl edge(x: number, y: number)
+.input edge
+.decl node(x: number)
+node(x) :- edge(x, _).
+node(y) :- edge(_, y).
+.decl deg(x: number, n: number, s: number, m: number)
+.output deg
+deg(x, n, s, m) :- node(x), n = count : edge(x, _), s = sum y : edge(x, y), m = max y : edge(x, y).
+`
+
+// BenchmarkAggregateRandom5000: three aggregates per node over about
+// 100,000 edges.
+func BenchmarkAggregateRandom5000(b *testing.B) {
+	benchEval(b, degreeProgram, randomGraph(5000, 0.004, 1), "deg", 5000)
+}
+
+// An edge inserted and removed: each update evaluates the aggregates'
+// stratum afresh.
+func BenchmarkUpdateAggregateRandom5000(b *testing.B) {
+	benchUpdate(b, degreeProgram, randomGraph(5000, 0.004, 1), Fact{Rel: "edge", Args: []Value{Num(4999), Num(0)}})
+}
+
+// capProgram is the shape a run's rules have: a sum per payee over a
+// run's refunds, against a cap.
+const capProgram = `
+.decl refund(r: number, amount: number, payee: number)
+.input refund
+.decl over_cap(p: number)
+over_cap(p) :- refund(_, _, p), sum a : refund(_, a, p) > 150.
+-over_cap(p) :- refund(_, _, p), sum a : refund(_, a, p) <= 150.
+`
+
+// A run's fiftieth refund added to (and taken from) the forty-nine before
+// it, over five payees: what one tick of a capped run pays for its rules.
+func BenchmarkUpdateAggregateCap(b *testing.B) {
+	var facts []Fact
+	for i := range int64(49) {
+		facts = append(facts, Fact{Rel: "refund", Args: []Value{Num(i), Num(10 + i%7), Num(i % 5)}})
+	}
+	benchUpdate(b, capProgram, facts, Fact{Rel: "refund", Args: []Value{Num(49), Num(30), Num(2)}})
+}

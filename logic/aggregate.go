@@ -33,17 +33,27 @@ type aggAcc struct {
 	rows    [][2]int32
 }
 
+// aggState is an evaluator's part in aggregates: a rule's evaluator
+// holds the evaluator its aggregates run in (sub), which holds the rule's
+// (parent) and what the aggregate in hand accumulates.
+type aggState struct {
+	sub    *exec
+	parent *exec
+	acc    aggAcc
+}
+
 // aggExec returns the evaluator x computes its aggregates with, made on
 // the first: an aggregate's body runs to the end for each binding of the
 // rule's variables it shares, with registers of its own.
 func (x *exec) aggExec() *exec {
-	if x.sub == nil {
-		x.sub = x.m.newExec()
-		x.sub.mode = emitCollect
-		x.sub.onMatch = x.sub.aggMatch
-		x.sub.parent = x
+	if x.ag == nil {
+		sub := x.m.newExec()
+		sub.mode = emitCollect
+		sub.onMatch = sub.aggMatch
+		sub.ag = &aggState{parent: x}
+		x.ag = &aggState{sub: sub}
 	}
-	return x.sub
+	return x.ag.sub
 }
 
 // aggregate computes aggregate a over the current registers. It reports
@@ -56,7 +66,8 @@ func (x *exec) aggregate(a *aggRef, collect bool) (int64, bool) {
 	for ai := range a.body.atoms {
 		sub.views[ai] = view{hi: math.MaxInt32}
 	}
-	sub.acc = aggAcc{a: a, collect: collect, rows: sub.acc.rows[:0]}
+	acc := &sub.ag.acc
+	*acc = aggAcc{a: a, collect: collect, rows: acc.rows[:0]}
 	sub.err, sub.stopped = nil, false
 	sub.run(0)
 	if sub.err != nil {
@@ -64,22 +75,22 @@ func (x *exec) aggregate(a *aggRef, collect bool) (int64, bool) {
 	}
 	switch a.fn {
 	case aggCount:
-		return sub.acc.n, true
+		return acc.n, true
 	case aggSum:
-		return sub.acc.val, true
+		return acc.val, true
 	}
-	return sub.acc.val, sub.acc.n > 0
+	return acc.val, acc.n > 0
 }
 
 // aggMatch is an aggregate evaluator's callback: one instantiation of the
 // body.
 func (x *exec) aggMatch(_ []int64) bool {
-	acc := &x.acc
+	acc := &x.ag.acc
 	a := acc.a
 	// An evaluation counts the instantiations of an aggregate's body as
 	// firings of its rule: they are the rule's work, and the rule budget
 	// bounds it. Queries (supports, proofs, depth) count none.
-	if p := x.parent; p.mode != emitCollect {
+	if p := x.ag.parent; p.mode != emitCollect {
 		p.firings++
 		if lim := x.m.lim.MaxFirings; lim > 0 && x.m.stats.Firings+p.firings > lim {
 			return x.fail(errorf(RuleBudgetExhausted, p.r.pos, "more than %d rule firings: the rule budget is exhausted (last rule: %s)", lim, p.r.text))
@@ -123,7 +134,7 @@ func (m *Materialization) aggregations(x *exec) []Aggregation {
 		a := &r.aggs[i]
 		v, _ := x.aggregate(a, true)
 		ag := Aggregation{Text: a.text, Value: v}
-		rows := x.sub.acc.rows
+		rows := x.ag.sub.ag.acc.rows
 		slices.SortFunc(rows, func(p, q [2]int32) int {
 			if p[0] != q[0] {
 				return int(p[0] - q[0])

@@ -477,11 +477,10 @@ type exec struct {
 	pend  []int64  // queued head tuples, arity values each
 	pendH []uint64 // their hashes, filled by flush
 	in    execInline
-	// sub evaluates the rule's aggregates (aggExec); acc is what an
-	// aggregate evaluator accumulates.
-	sub    *exec
-	parent *exec // an aggregate evaluator's: the rule's
-	acc    aggAcc
+	// ag is what aggregates need, made by the first (aggExec): one
+	// pointer here, so that evaluators of programs without them stay as
+	// small as they were.
+	ag *aggState
 }
 
 // execInline is room inside the evaluator itself for the scratch of a

@@ -34,6 +34,18 @@ sg(x, y) :- edge(p, x), edge(p, y), x != y.
 sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
 `
 
+// DegreeProgram gives each node with out-edges its out-degree, the sum of
+// its successors and the largest one: three aggregates per node.
+const DegreeProgram = `.decl edge(x: number, y: number)
+.input edge
+.decl node(x: number)
+node(x) :- edge(x, _).
+node(y) :- edge(_, y).
+.decl deg(x: number, n: number, s: number, m: number)
+.output deg
+deg(x, n, s, m) :- node(x), n = count : edge(x, _), s = sum y : edge(x, y), m = max y : edge(x, y).
+`
+
 // Edge is a directed edge.
 type Edge [2]int64
 
@@ -90,6 +102,9 @@ func Workloads(heavy bool) []Workload {
 	ws := []Workload{
 		{Name: "tc-chain-2000", Program: TCProgram, Edges: Chain(2000), Output: "tc", SouffleSeconds: 0.67, MangleSeconds: 19.7},
 		{Name: "sg-tree-20000", Program: SGProgram, Edges: RandomTree(20000, 50, 1), Output: "sg", SouffleSeconds: 0.22, MangleSeconds: 9.9},
+		// About 100,000 edges; every update reaches the aggregates, whose
+		// stratum is then evaluated afresh.
+		{Name: "agg-random-5000", Program: DegreeProgram, Edges: RandomGraph(5000, 0.004, 1), Output: "deg"},
 	}
 	if heavy {
 		ws = append(ws,

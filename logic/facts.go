@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReadFacts parses a Soufflé fact file for relation rel: one tuple per
@@ -20,27 +21,42 @@ func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]F
 		return nil, errorf(UndeclaredRelation, Pos{File: name}, "relation %s is not declared", rel)
 	}
 	info := c.rels[ri]
-	var out []Fact
+	arity := len(info.types)
+	// Facts are read from one copy of the file, without splitting lines
+	// or columns into strings of their own: numbers are parsed in place,
+	// and only a symbol is copied out (a substring would keep the whole
+	// file alive as long as the symbol table holds it). Every fact's
+	// arguments are carved from blocks of argsBlock facts' worth.
+	text := string(data)
+	out := make([]Fact, 0, min(strings.Count(text, "\n")+1, factsPrealloc))
+	var args []Value
 	line := 0
-	for len(data) > 0 {
+	for len(text) > 0 {
 		line++
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
+		var l string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
 		} else {
-			l, data = data, nil
+			l, text = text, ""
 		}
-		if len(info.types) == 0 {
+		if arity == 0 {
 			out = append(out, Fact{Rel: rel, Neg: neg})
 			continue
 		}
-		cols := strings.Split(string(l), "\t")
-		if len(cols) != len(info.types) {
-			return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: 1}, "%s has %d column(s) but %s is declared with %d", describeLine(l), len(cols), rel, len(info.types))
+		if n := strings.Count(l, "\t") + 1; n != arity {
+			return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: 1}, "%s has %d column(s) but %s is declared with %d", describeLine(l), n, rel, arity)
 		}
-		f := Fact{Rel: rel, Neg: neg, Args: make([]Value, len(cols))}
+		if cap(args)-len(args) < arity {
+			args = make([]Value, 0, argsBlock*arity)
+		}
+		f := Fact{Rel: rel, Neg: neg, Args: args[len(args) : len(args)+arity : len(args)+arity]}
+		args = args[:len(args)+arity]
 		col := 1
-		for i, s := range cols {
+		for i := range arity {
+			s := l
+			if j := strings.IndexByte(l, '\t'); j >= 0 {
+				s, l = l[:j], l[j+1:]
+			}
 			if info.types[i] == TypeNumber {
 				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 				if err != nil {
@@ -48,10 +64,10 @@ func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]F
 				}
 				f.Args[i] = Num(n)
 			} else {
-				if !utf8Valid(s) {
+				if !utf8.ValidString(s) {
 					return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: col}, "column %d (%s) of %s is not valid UTF-8", i+1, info.attrs[i], rel)
 				}
-				f.Args[i] = Sym(s)
+				f.Args[i] = Sym(strings.Clone(s))
 			}
 			col += len(s) + 1
 		}
@@ -60,14 +76,20 @@ func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]F
 	return out, nil
 }
 
-func describeLine(l []byte) string {
+// factsPrealloc bounds the facts ReadFacts makes room for up front, by
+// counting lines: a file of empty lines is refused at its first, and
+// must not cost a list of a fact per byte first.
+const factsPrealloc = 1 << 16
+
+// argsBlock is how many facts' arguments ReadFacts allocates at once.
+const argsBlock = 1024
+
+func describeLine(l string) string {
 	if len(l) == 0 {
 		return "empty line"
 	}
 	return "line"
 }
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // WriteFacts renders one side of a relation in the Soufflé output format:
 // one tuple per line in sorted order (numbers numerically, symbols

@@ -144,3 +144,19 @@ func TestDatalogReleasesByTheClockUntilStop(t *testing.T) {
 		t.Fatalf("released by the clock after stop: %d → %d", after, ticks)
 	}
 }
+
+// The clock keeps its period while releases are cheap and backs off to
+// ten times a release's cost when they are not.
+func TestNextWaitBacksOff(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{0, releaseEvery},
+		{10 * time.Microsecond, releaseEvery},
+		{25 * time.Microsecond, releaseEvery},
+		{100 * time.Microsecond, time.Millisecond},
+		{3 * time.Millisecond, 30 * time.Millisecond},
+	} {
+		if got := nextWait(releaseEvery, c.took); got != c.want {
+			t.Errorf("after a release of %v: wait %v, want %v", c.took, got, c.want)
+		}
+	}
+}

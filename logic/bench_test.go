@@ -1,6 +1,7 @@
 package logic
 
 import (
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -261,4 +262,25 @@ func BenchmarkUpdateAggregateCap(b *testing.B) {
 		facts = append(facts, Fact{Rel: "refund", Args: []Value{Num(i), Num(10 + i%7), Num(i % 5)}})
 	}
 	benchUpdate(b, capProgram, facts, Fact{Rel: "refund", Args: []Value{Num(49), Num(30), Num(2)}})
+}
+
+// BenchmarkReadFacts reads a 100,000-line fact file of two numbers and a
+// symbol a line.
+func BenchmarkReadFacts(b *testing.B) {
+	c, err := Load("r.dl", []byte(".decl e(x: number, y: number, s: symbol)\n.input e\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var data []byte
+	for i := range 100000 {
+		data = fmt.Appendf(data, "%d\t%d\tnode-%d\n", i, i*7%1000, i%500)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		facts, err := ReadFacts(c, "e", false, "e.facts", data)
+		if err != nil || len(facts) != 100000 {
+			b.Fatalf("%d facts (%v)", len(facts), err)
+		}
+	}
 }

@@ -738,10 +738,8 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 	// Locals are registers made in the aggregate's scope. They must be
 	// bound inside it, with the params bound.
 	inner := make([]bool, len(rc.names))
-	for _, reg := range rc.vars {
-		if reg < first {
-			inner[reg] = true
-		}
+	for reg := range first {
+		inner[reg] = true // the rule's variables: bound outside, or reported there
 	}
 	bindings(inner, a.body)
 	for reg := first; reg < len(rc.names); reg++ {
@@ -751,11 +749,10 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 		}
 		rc.bound[reg] = true // checked here, not again by the rule
 	}
-	params := map[int]bool{}
 	collect := func(e *expr) {
 		for _, v := range exprVars(e, nil) {
 			if v < first {
-				params[v] = true
+				a.params = append(a.params, v)
 			}
 		}
 	}
@@ -775,10 +772,8 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 		collect(a.target)
 		a.divides = a.divides || divides(a.target)
 	}
-	for p := range params {
-		a.params = append(a.params, p)
-	}
 	slices.Sort(a.params)
+	a.params = slices.Compact(a.params)
 	slices.Sort(a.tables)
 	a.tables = slices.Compact(a.tables)
 	a.reg = len(rc.names)

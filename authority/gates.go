@@ -281,7 +281,7 @@ func provenance(m *logic.Materialization, f logic.Fact, rule string) (Reason, er
 		why.Absent = append(why.Absent, a.String())
 	}
 	for _, a := range s.Aggregates {
-		why.Aggregates = append(why.Aggregates, a.String())
+		why.Facts = append(why.Facts, a.String())
 	}
 	if s.Base {
 		why.Detail = "asserted as a base fact"

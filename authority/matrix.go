@@ -107,15 +107,16 @@ const (
 )
 
 // Reason is the provenance of a signal: which rule fired over which facts,
-// and which facts were required to be absent.
+// and which facts were required to be absent. A rule's aggregates are
+// among its facts, after the facts it matched, each with its value and
+// the facts it ranged over (`count : { param_sym(t, _, _) } = 3 over
+// …`); a member of their own would have grown every reason a decision
+// records, aggregates or not.
 type Reason struct {
 	Rule   string   `json:"rule"`
 	Facts  []string `json:"facts"`
 	Absent []string `json:"absent"`
 	Detail string   `json:"detail"`
-	// Aggregates are the values the rule's aggregates took, each with the
-	// facts it ranged over; none for a rule without one.
-	Aggregates []string `json:"aggregates,omitempty"`
 }
 
 // Signal is one input to the Meta-Priority Matrix.

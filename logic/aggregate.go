@@ -40,6 +40,27 @@ type aggState struct {
 	sub    *exec
 	parent *exec
 	acc    aggAcc
+	// memo holds, for one pass of a rule (runRule), each aggregate's
+	// value by its params' values: the tables an aggregate reads do not
+	// change while its rule runs, and a rule often meets the same params
+	// again (a sum per payee, for every refund to that payee).
+	memo map[aggKey]aggValue
+}
+
+// aggKey names an aggregate of the rule in hand (by its result register)
+// and the values of its params; memoParams bounds the params a memoised
+// aggregate may have, so that a key is a value and costs no allocation.
+type aggKey struct {
+	reg int
+	p   [memoParams]int64
+}
+
+const memoParams = 3
+
+// aggValue is a memoised aggregate's result.
+type aggValue struct {
+	v  int64
+	ok bool
 }
 
 // aggExec returns the evaluator x computes its aggregates with, made on
@@ -61,6 +82,37 @@ func (x *exec) aggExec() *exec {
 // it failed (x.err is then set).
 func (x *exec) aggregate(a *aggRef, collect bool) (int64, bool) {
 	sub := x.aggExec()
+	if collect || len(a.params) > memoParams {
+		return x.aggregateIn(sub, a, collect)
+	}
+	ag := x.ag
+	k := aggKey{reg: a.reg}
+	for i, p := range a.params {
+		k.p[i] = x.regs[p]
+	}
+	if r, ok := ag.memo[k]; ok {
+		return r.v, r.ok
+	}
+	v, ok := x.aggregateIn(sub, a, false)
+	if x.err != nil {
+		return v, ok
+	}
+	if ag.memo == nil {
+		ag.memo = map[aggKey]aggValue{}
+	}
+	if len(ag.memo) < memoEntries {
+		ag.memo[k] = aggValue{v, ok}
+	}
+	return v, ok
+}
+
+// memoEntries bounds a pass's memo: where params rarely repeat (a value
+// per node of a large graph) a memo of every one would cost megabytes and
+// save nothing.
+const memoEntries = 4096
+
+// aggregateIn is aggregate computed by enumeration in sub.
+func (x *exec) aggregateIn(sub *exec, a *aggRef, collect bool) (int64, bool) {
 	copy(sub.regs, x.regs)
 	sub.r, sub.p = a.body, a.plan
 	for ai := range a.body.atoms {

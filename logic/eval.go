@@ -602,6 +602,9 @@ func (m *Materialization) carveExec(x *exec) {
 
 func (x *exec) runRule(r *rule, p *plan) error {
 	x.r, x.p = r, p
+	if x.ag != nil && len(x.ag.memo) > 0 {
+		clear(x.ag.memo) // the values of another pass, or another rule's
+	}
 	x.run(0)
 	if x.err == nil {
 		x.flush()

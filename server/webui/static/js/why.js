@@ -84,8 +84,7 @@ function decision(d, i) {
       (g.reasons || []).length ? h('ul', { class: 'tree' }, g.reasons.map((r) => h('li', {},
         'rule ', h('code', {}, r.rule), r.detail ? ' — ' + r.detail : '',
         (r.facts || []).length ? h('div', {}, 'because ', r.facts.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
-        (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null,
-        (r.aggregates || []).length ? h('div', {}, 'where ', r.aggregates.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
+        (r.absent || []).length ? h('div', {}, 'and no ', r.absent.map((f, k) => [k ? ', ' : '', h('code', {}, f)])) : null))) : null))) : h('p', { class: 'muted' }, 'no gates'),
     h('h4', {}, 'Resolution'),
     d.resolution ? h('p', {}, [`highest tier ${d.resolution.highest_tier}`, d.resolution.decision && `decision ${d.resolution.decision}`,
       d.resolution.move && `move ${d.resolution.move}`, d.resolution.contestable && `contestable, options ${(d.resolution.options || []).join(', ')}`]

@@ -242,8 +242,29 @@ func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materiali
 	}
 	m := newMaterialization(c, lim)
 	m.unbatched = unbatched
+	// Many base facts: size each table's base counts for its facts at
+	// once rather than growing the map through every doubling.
+	if len(facts) >= presizeBase {
+		n := make([]int, len(m.tables))
+		for _, f := range facts {
+			if ri, ok := c.relByName[f.Rel]; ok {
+				t := ri * 2
+				if f.Neg {
+					t++
+				}
+				n[t]++
+			}
+		}
+		for t, k := range n {
+			if k > 0 {
+				m.base[t] = make(map[int32]int32, k)
+			}
+		}
+	}
+	// A fact's tuple is encoded into buf: the table copies what it keeps.
+	var buf [8]int64
 	for i, f := range facts {
-		t, tup, _, err := m.encode(f, true)
+		t, tup, _, err := m.encodeInto(f, true, buf[:0])
 		if err != nil {
 			e := err.(*Error)
 			e.Msg = fmt.Sprintf("base fact %d: %s", i+1, e.Msg)
@@ -266,6 +287,10 @@ func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materiali
 	}
 	return m, nil
 }
+
+// presizeBase is how many base facts an evaluation takes before it sizes
+// the tables' base counts for them first.
+const presizeBase = 1024
 
 func (m *Materialization) checkTuples() *Error {
 	if m.lim.MaxTuples > 0 && m.live > m.lim.MaxTuples {

@@ -207,6 +207,7 @@ func FuzzCompilePolicy(f *testing.F) {
 	f.Add(`option("G4", "r", p) :- param_sym(t, "p", p).`)
 	f.Add(".decl quorum(n: number, rule: symbol)\n" + `quorum(2, "q") :- param_num(t, "amount", n), n > 10.` + "\n" + fixturePolicy)
 	f.Add(".decl approver(name: symbol, rule: symbol)\n" + `approver("leads", "a") :- param_num(t, "amount", n), n > 10.` + "\n" + fixturePolicy)
+	f.Add(`decision("G2", "DENY", "many") :- action(t, _), count : param_sym(t, _, _) > 1, sum n : param_num(t, _, n) >= 50.` + "\n" + fixturePolicy)
 	tk, _ := DraftTicket(TicketSpec{TicketID: "ticket:f", Action: "payment.send", Destination: "dest:shop", Scope: "scope:s",
 		Parameters: map[string]any{"amount": int64(50), "p": "x"}, SideEffects: []SideEffect{SideEffectExternal}, AssessedRisk: RiskReversible})
 	f.Fuzz(func(t *testing.T, text string) {

@@ -648,30 +648,7 @@ func bindings(bound []bool, r *rule) {
 // variable in it is its own.
 func outerNames(cl *Clause) map[string]bool {
 	names := map[string]bool{}
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			names[t.Name] = true
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
-		}
-	}
-	for _, a := range cl.Head.Args {
-		walk(a)
-	}
-	for _, it := range cl.Body {
-		switch it := it.(type) {
-		case *Literal:
-			for _, a := range it.Atom.Args {
-				walk(a)
-			}
-		case *Comparison:
-			walk(it.L)
-			walk(it.R)
-		}
-	}
+	eachVar(cl, false, func(v *Var) { names[v.Name] = true })
 	return names
 }
 
@@ -690,17 +667,7 @@ func aggregateVars(a *Aggregate, f func(*Var)) {
 	if a.Target != nil {
 		walk(a.Target)
 	}
-	for _, it := range a.Body {
-		switch it := it.(type) {
-		case *Literal:
-			for _, t := range it.Atom.Args {
-				walk(t)
-			}
-		case *Comparison:
-			walk(it.L)
-			walk(it.R)
-		}
-	}
+	eachBodyTerm(a.Body, walk)
 }
 
 // aggregate compiles an aggregate of rule r into r.aggs and returns the
@@ -810,42 +777,52 @@ func allBound(bound []bool, e *expr) bool {
 // firstUse finds the position of the first occurrence of a variable in a
 // clause, head first, for error messages.
 func firstUse(cl *Clause, name string) Pos {
-	var found Pos
+	found := cl.Pos
+	done := false
+	eachVar(cl, true, func(v *Var) {
+		if !done && v.Name == name {
+			found, done = v.Pos, true
+		}
+	})
+	return found
+}
+
+// eachVar calls f with every variable of a clause in source order, the
+// head's first; inAggregates says whether those inside aggregates count.
+func eachVar(cl *Clause, inAggregates bool, f func(*Var)) {
 	var walk func(t Term)
 	walk = func(t Term) {
-		if found.Line != 0 {
-			return
-		}
 		switch t := t.(type) {
 		case *Var:
-			if t.Name == name {
-				found = t.Pos
-			}
+			f(t)
 		case *BinExpr:
 			walk(t.L)
 			walk(t.R)
 		case *Aggregate:
-			aggregateVars(t, func(v *Var) { walk(v) })
+			if inAggregates {
+				aggregateVars(t, f)
+			}
 		}
 	}
 	for _, a := range cl.Head.Args {
 		walk(a)
 	}
-	for _, it := range cl.Body {
+	eachBodyTerm(cl.Body, walk)
+}
+
+// eachBodyTerm calls f with every argument and comparison side of a body.
+func eachBodyTerm(body []BodyItem, f func(Term)) {
+	for _, it := range body {
 		switch it := it.(type) {
 		case *Literal:
 			for _, a := range it.Atom.Args {
-				walk(a)
+				f(a)
 			}
 		case *Comparison:
-			walk(it.L)
-			walk(it.R)
+			f(it.L)
+			f(it.R)
 		}
 	}
-	if found.Line == 0 {
-		return cl.Pos
-	}
-	return found
 }
 
 // ---- stratification ----
@@ -1048,36 +1025,13 @@ func (c *Compiled) warnSingletons(cl *Clause) {
 	count := map[string]int{}
 	first := map[string]Pos{}
 	var order []string
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			if count[t.Name] == 0 {
-				first[t.Name] = t.Pos
-				order = append(order, t.Name)
-			}
-			count[t.Name]++
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
-		case *Aggregate:
-			aggregateVars(t, func(v *Var) { walk(v) })
+	eachVar(cl, true, func(v *Var) {
+		if count[v.Name] == 0 {
+			first[v.Name] = v.Pos
+			order = append(order, v.Name)
 		}
-	}
-	for _, a := range cl.Head.Args {
-		walk(a)
-	}
-	for _, it := range cl.Body {
-		switch it := it.(type) {
-		case *Literal:
-			for _, a := range it.Atom.Args {
-				walk(a)
-			}
-		case *Comparison:
-			walk(it.L)
-			walk(it.R)
-		}
-	}
+		count[v.Name]++
+	})
 	for _, name := range order {
 		if count[name] == 1 && name[0] != '_' {
 			c.warnings = append(c.warnings, errorf(VariableOccursOnce, first[name], "variable %s occurs only once in this rule; write _ if that is intended", name))

@@ -2,6 +2,10 @@ package logic
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -71,6 +75,12 @@ func FuzzReadFacts(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, rel := range []string{"r", "u", "z"} {
 			facts, err := ReadFacts(c, rel, false, "in.facts", data)
+			// The reader agrees with the plain one that splits lines and
+			// columns into strings, fact for fact and error for error.
+			want, werr := naiveReadFacts(c, rel, "in.facts", data)
+			if fmt.Sprint(err) != fmt.Sprint(werr) || (err == nil && len(facts)+len(want) > 0 && !reflect.DeepEqual(facts, want)) {
+				t.Fatalf("%s: read %v (%v), the plain reader %v (%v)", rel, facts, err, want, werr)
+			}
 			if err != nil {
 				var e *Error
 				if !errors.As(err, &e) || e.Pos.Line == 0 || e.Code != MalformedFact {
@@ -122,4 +132,48 @@ func FuzzParseFact(f *testing.F) {
 			t.Fatalf("%q -> %s -> %v, %v", text, fact, again, err)
 		}
 	})
+}
+
+// naiveReadFacts is the plain reading of a fact file the reader is held
+// to: a string per line, split at tabs.
+func naiveReadFacts(c *Compiled, rel, name string, data []byte) ([]Fact, error) {
+	info := c.rels[c.relByName[rel]]
+	var out []Fact
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i, l := range lines {
+		if len(info.types) == 0 {
+			out = append(out, Fact{Rel: rel})
+			continue
+		}
+		cols := strings.Split(l, "\t")
+		if len(cols) != len(info.types) {
+			what := "line"
+			if l == "" {
+				what = "empty line"
+			}
+			return nil, errorf(MalformedFact, Pos{File: name, Line: i + 1, Col: 1}, "%s has %d column(s) but %s is declared with %d", what, len(cols), rel, len(info.types))
+		}
+		f := Fact{Rel: rel, Args: make([]Value, len(cols))}
+		col := 1
+		for k, s := range cols {
+			if info.types[k] == TypeNumber {
+				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				if err != nil {
+					return nil, errorf(MalformedFact, Pos{File: name, Line: i + 1, Col: col}, "column %d (%s) of %s must be a number, found %q", k+1, info.attrs[k], rel, s)
+				}
+				f.Args[k] = Num(n)
+			} else {
+				if strings.ToValidUTF8(s, "\uFFFD") != s {
+					return nil, errorf(MalformedFact, Pos{File: name, Line: i + 1, Col: col}, "column %d (%s) of %s is not valid UTF-8", k+1, info.attrs[k], rel)
+				}
+				f.Args[k] = Sym(s)
+			}
+			col += len(s) + 1
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

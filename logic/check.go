@@ -653,21 +653,23 @@ func outerNames(cl *Clause) map[string]bool {
 }
 
 // aggregateVars calls f with every variable an aggregate uses, in order.
-func aggregateVars(a *Aggregate, f func(*Var)) {
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			f(t)
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
+func aggregateVars(a *Aggregate, f func(*Var)) { termVars(a, f) }
+
+// termVars calls f with every variable of a term, in order, those of an
+// aggregate's target and body included.
+func termVars(t Term, f func(*Var)) {
+	switch t := t.(type) {
+	case *Var:
+		f(t)
+	case *BinExpr:
+		termVars(t.L, f)
+		termVars(t.R, f)
+	case *Aggregate:
+		if t.Target != nil {
+			termVars(t.Target, f)
 		}
+		eachBodyTerm(t.Body, func(t Term) { termVars(t, f) })
 	}
-	if a.Target != nil {
-		walk(a.Target)
-	}
-	eachBodyTerm(a.Body, walk)
 }
 
 // aggregate compiles an aggregate of rule r into r.aggs and returns the
@@ -790,19 +792,11 @@ func firstUse(cl *Clause, name string) Pos {
 // eachVar calls f with every variable of a clause in source order, the
 // head's first; inAggregates says whether those inside aggregates count.
 func eachVar(cl *Clause, inAggregates bool, f func(*Var)) {
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			f(t)
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
-		case *Aggregate:
-			if inAggregates {
-				aggregateVars(t, f)
-			}
+	walk := func(t Term) {
+		if _, agg := t.(*Aggregate); agg && !inAggregates {
+			return
 		}
+		termVars(t, f)
 	}
 	for _, a := range cl.Head.Args {
 		walk(a)

@@ -9,7 +9,9 @@ import (
 // naive is an independent, deliberately simple evaluator used as the
 // oracle in differential tests: it works on the syntax tree, keeps facts as
 // strings in maps, and re-runs every rule of a stratum until nothing
-// changes. It shares only the stratum assignment with the engine.
+// changes. It shares with the engine only the stratum assignment and the
+// walks that name a clause's variables (which of an aggregate's are its
+// rule's).
 type naive struct {
 	c     *Compiled
 	facts map[string]map[string][]Value // table name ("p" or "-p") -> key -> tuple
@@ -43,7 +45,7 @@ func naiveEval(c *Compiled, base []Fact) (*naive, error) {
 			changed = false
 			for _, ri := range c.strata[si].rules {
 				cl := c.prog.Clauses[ri]
-				n.outer = outerOf(cl)
+				n.outer = outerNames(cl)
 				var heads [][]Value
 				err := n.solve(cl, cl.Body, map[string]Value{}, func(env map[string]Value) error {
 					h := make([]Value, len(cl.Head.Args))
@@ -135,7 +137,7 @@ var (
 func (n *naive) aggregate(a *Aggregate, env map[string]Value) (Value, error) {
 	inner := map[string]Value{}
 	var unbound bool
-	walkAggregate(a, func(v *Var) {
+	aggregateVars(a, func(v *Var) {
 		if n.outer[v.Name] {
 			val, ok := env[v.Name]
 			if !ok {
@@ -179,64 +181,6 @@ func (n *naive) aggregate(a *Aggregate, env map[string]Value) (Value, error) {
 		return Value{}, errNoValue
 	}
 	return Num(acc), nil
-}
-
-// walkAggregate calls f with each variable of an aggregate.
-func walkAggregate(a *Aggregate, f func(*Var)) {
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			f(t)
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
-		}
-	}
-	if a.Target != nil {
-		walk(a.Target)
-	}
-	for _, it := range a.Body {
-		switch it := it.(type) {
-		case *Literal:
-			for _, t := range it.Atom.Args {
-				walk(t)
-			}
-		case *Comparison:
-			walk(it.L)
-			walk(it.R)
-		}
-	}
-}
-
-// outerOf names the variables a clause uses outside its aggregates.
-func outerOf(cl *Clause) map[string]bool {
-	out := map[string]bool{}
-	var walk func(t Term)
-	walk = func(t Term) {
-		switch t := t.(type) {
-		case *Var:
-			out[t.Name] = true
-		case *BinExpr:
-			walk(t.L)
-			walk(t.R)
-		}
-	}
-	for _, t := range cl.Head.Args {
-		walk(t)
-	}
-	for _, it := range cl.Body {
-		switch it := it.(type) {
-		case *Literal:
-			for _, t := range it.Atom.Args {
-				walk(t)
-			}
-		case *Comparison:
-			walk(it.L)
-			walk(it.R)
-		}
-	}
-	return out
 }
 
 // solve enumerates substitutions satisfying items: positive atoms first

@@ -15,7 +15,9 @@
 //	path(x, z) :- path(x, y), edge(y, z).
 //
 // with `.decl` (attributes typed `symbol` or `number`, or a `.type` alias of
-// one), `.input`, `.output`, inline facts, variables and `_`, `!` default
+// one), `.input`, `.output`, inline facts, variables and `_`, aggregates
+// (`n = count : e(x, _)`, `sum y : {…}`, `min`, `max`; see [Aggregation]
+// for what a proof says of them), `!` default
 // negation, comparisons `< <= > >= = !=`, integer arithmetic `+ - * / %` with
 // C semantics (truncating division; division by zero is a typed evaluation
 // error), `//` and `/* */` comments. On top of Soufflé it has explicit

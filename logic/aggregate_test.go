@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -219,5 +220,63 @@ func TestAggregateWorkIsBudgeted(t *testing.T) {
 	}
 	if _, err := m.Supports(Fact{Rel: "r", Args: []Value{Num(1), Num(8000)}}); err != nil {
 		t.Fatalf("a support lookup counts against the budget: %v", err)
+	}
+}
+
+// Queries are safe to run at once (each lookup has its own evaluators,
+// an aggregate's included): supports and proofs of facts an aggregate
+// decided, asked from eight goroutines, are what one asks alone.
+func TestAggregateQueriesRunConcurrently(t *testing.T) {
+	comp, err := Load("t.dl", []byte(aggProgram+"e(1, 5). e(1, 7). e(2, 4). e(3, 9).\n"+
+		"r(x, n) :- node(x), n = sum y : e(x, y), count : e(x, _) >= 1.\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Evaluate(comp, nil, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := []Fact{
+		{Rel: "r", Args: []Value{Num(1), Num(12)}},
+		{Rel: "r", Args: []Value{Num(2), Num(4)}},
+		{Rel: "r", Args: []Value{Num(3), Num(9)}},
+	}
+	answer := func(f Fact) string {
+		sups, err := m.Supports(f)
+		if err != nil {
+			return err.Error()
+		}
+		p, err := m.Explain(f)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprint(sups, p.Aggregates)
+	}
+	want := make([]string, len(facts))
+	for i, f := range facts {
+		want[i] = answer(f)
+		if !strings.Contains(want[i], "sum y : { e(x, y) } =") {
+			t.Fatalf("%s: %s", f, want[i])
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 50 {
+				i := (g + k) % len(facts)
+				if got := answer(facts[i]); got != want[i] {
+					errs <- fmt.Sprintf("%s: %s, want %s", facts[i], got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

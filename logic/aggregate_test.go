@@ -280,3 +280,24 @@ func TestAggregateQueriesRunConcurrently(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A rule whose body is an aggregate alone is a rule applied: its facts
+// are one derivation deep, as with a body of absences alone.
+func TestAggregateOnlyRuleIsOneDeep(t *testing.T) {
+	comp, err := Load("t.dl", []byte(aggProgram+".decl s(n: number)\ne(1, 5).\nr(n, 0) :- n = count : e(_, _).\ns(n) :- r(n, _).\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if _, err := Evaluate(comp, nil, Limits{MaxDepth: 1}); !errors.As(err, &e) || e.Code != DepthExceeded {
+		t.Fatalf("s(1) needs two rules applied: %v", err)
+	}
+	m, err := Evaluate(comp, nil, Limits{MaxDepth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Explain(Fact{Rel: "s", Args: []Value{Num(1)}})
+	if err != nil || len(p.Premises) != 1 || len(p.Premises[0].Aggregates) != 1 || p.Premises[0].Base {
+		t.Fatalf("proof %+v (%v)", p, err)
+	}
+}

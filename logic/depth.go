@@ -31,7 +31,7 @@ var depthShortcut = true
 // whatever the facts: 0 for a table no rule derives (its facts are base
 // facts), and for a rule's head one more than the bound of its highest
 // matched premise, as match counts (1 for a rule with only negated
-// atoms, 0 for an inline fact); a fact's shortest proof is no higher than
+// atoms or aggregates, 0 for an inline fact); a fact's shortest proof is no higher than
 // any of its proofs. It is -1, no bound, when the heights grow without
 // end (a rule recursive through its matched atoms), and when a rule does
 // arithmetic that can fail (division or remainder): the enumeration
@@ -69,7 +69,7 @@ func (c *Compiled) boundDepth() int {
 		changed := false
 		for _, r := range c.rules {
 			hgt := 0
-			if len(r.atoms) > 0 {
+			if len(r.atoms) > 0 || len(r.aggs) > 0 {
 				hgt = 1
 			}
 			for _, a := range r.atoms[:r.npos] {
@@ -166,8 +166,8 @@ type depthCheck struct {
 func (d *depthCheck) match([]int64) bool {
 	rr, x := d.rr, d.x
 	var hgt int32
-	if len(rr.atoms) > 0 || rr.npos > 0 {
-		hgt = 1
+	if len(rr.atoms) > 0 || len(rr.aggs) > 0 {
+		hgt = 1 // a rule applied, over premises, absences or aggregates
 	}
 	for ai := 0; ai < rr.npos; ai++ {
 		ph := d.height[rr.atoms[ai].table][x.rows[ai]]

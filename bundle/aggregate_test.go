@@ -1,8 +1,6 @@
 package bundle
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,39 +19,13 @@ over_cap(p) :- refund_requested(_, _, p), sum a : refund_requested(_, a, p) > 15
 done("three") :- count : refund_settled(_, "confirmed_success") >= 3.
 `
 
-// edit replaces old with new in a bundle file, failing when old is not
-// there.
-func edit(t *testing.T, dir, file, old, new string) {
-	t.Helper()
-	p := filepath.Join(dir, file)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(b), old) {
-		t.Fatalf("%s no longer holds %q; update this test", file, old)
-	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A rule file's aggregates decide a precondition across a run's inputs:
 // each payee may be refunded at most 150 over the run, so a third refund
 // that takes bob past it is rejected while carol's is paid, and the run
 // ends with its third paid refund. The record verifies and replays.
 func TestAggregatesCapARunsRefunds(t *testing.T) {
 	dir := copyExample(t, "refund-agent")
-	f, err := os.OpenFile(filepath.Join(dir, "rules.dl"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(capRules); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendTo(t, dir, "rules.dl", capRules)
 	edit(t, dir, "workflow.json", `"payee:not-blocked": {"relation": "blocked", "args": ["$action.payee"], "polarity": "negative"}`,
 		`"payee:not-blocked": {"relation": "blocked", "args": ["$action.payee"], "polarity": "negative"},
     "payee:under-cap": {"relation": "over_cap", "args": ["$action.payee"], "polarity": "negative"}`)

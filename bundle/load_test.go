@@ -31,6 +31,39 @@ func copyExample(t *testing.T, name string) string {
 	return dir
 }
 
+// appendTo adds text at the end of a file of the bundle in dir.
+func appendTo(t *testing.T, dir, file, text string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, file), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// edit replaces old with new in a file of the bundle in dir, failing when
+// old is not there.
+func edit(t *testing.T, dir, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s no longer holds %q; update this test", file, old)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	t.Run("no directory", func(t *testing.T) {
 		if _, _, err := Load(filepath.Join(t.TempDir(), "absent")); !errors.Is(err, fs.ErrNotExist) {

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -32,30 +30,9 @@ func policyBundleWithGates(t *testing.T, policy, gates string) (*Workflow, *Adap
 	t.Helper()
 	dir := copyExample(t, "refund-agent")
 	if gates != "" {
-		f, err := os.OpenFile(filepath.Join(dir, "gates.dl"), os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.WriteString(gates)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		appendTo(t, dir, "gates.dl", gates)
 	}
-	manifest := filepath.Join(dir, "workflow.json")
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := `"approver": "finance-lead",`
-	if !strings.Contains(string(b), old) {
-		t.Fatal("the example's approval policy changed; update this test")
-	}
-	if err := os.WriteFile(manifest, []byte(strings.Replace(string(b), old, policy, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	edit(t, dir, "workflow.json", `"approver": "finance-lead",`, policy)
 	wf, ads, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -621,7 +621,7 @@ func bindings(bound []bool, r *rule) {
 		}
 	}
 	assignable := func(e *expr) bool {
-		return e.kind == exReg && !bound[e.reg] && !slices.ContainsFunc(r.aggs, func(a aggRef) bool { return a.reg == e.reg })
+		return e.kind == exReg && !bound[e.reg] && !r.aggResult(e.reg)
 	}
 	for changed := true; changed; {
 		changed = false
@@ -643,6 +643,12 @@ func bindings(bound []bool, r *rule) {
 	}
 }
 
+// aggResult reports whether reg holds one of r's aggregates' results,
+// which only computing the aggregate binds: an equality with it compares.
+func (r *rule) aggResult(reg int) bool {
+	return slices.ContainsFunc(r.aggs, func(a aggRef) bool { return a.reg == reg })
+}
+
 // outerNames are the names of the variables a clause uses outside its
 // aggregates: an aggregate shares these with its rule, and every other
 // variable in it is its own.
@@ -651,9 +657,6 @@ func outerNames(cl *Clause) map[string]bool {
 	eachVar(cl, false, func(v *Var) { names[v.Name] = true })
 	return names
 }
-
-// aggregateVars calls f with every variable an aggregate uses, in order.
-func aggregateVars(a *Aggregate, f func(*Var)) { termVars(a, f) }
 
 // termVars calls f with every variable of a term, in order, those of an
 // aggregate's target and body included.
@@ -684,7 +687,7 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 	a := aggRef{pos: ag.Pos, fn: fn, text: ag.String()}
 	// The rule's variables get their registers in the rule's scope, the
 	// aggregate's own in a scope that ends with it.
-	aggregateVars(ag, func(v *Var) {
+	termVars(ag, func(v *Var) {
 		if outer[v.Name] {
 			rc.varReg(v)
 		}
@@ -759,7 +762,7 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 func aggregateUse(a *Aggregate, name string) Pos {
 	found := a.Pos
 	done := false
-	aggregateVars(a, func(v *Var) {
+	termVars(a, func(v *Var) {
 		if !done && v.Name == name {
 			found, done = v.Pos, true
 		}

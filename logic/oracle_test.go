@@ -137,7 +137,7 @@ var (
 func (n *naive) aggregate(a *Aggregate, env map[string]Value) (Value, error) {
 	inner := map[string]Value{}
 	var unbound bool
-	aggregateVars(a, func(v *Var) {
+	termVars(a, func(v *Var) {
 		if n.outer[v.Name] {
 			val, ok := env[v.Name]
 			if !ok {

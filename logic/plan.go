@@ -145,11 +145,6 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 	negDone := make([]bool, len(r.atoms))
 	placed := make([]bool, len(r.atoms))
 	aggDone := make([]bool, len(r.aggs))
-	// An aggregate's result is bound by computing it only: an equality
-	// with it compares, whichever is placed first.
-	assignable := func(reg int) bool {
-		return !slices.ContainsFunc(r.aggs, func(a aggRef) bool { return a.reg == reg })
-	}
 
 	scan := func(ai int, useIndex bool) {
 		a := &r.atoms[ai]
@@ -215,10 +210,10 @@ func (c *Compiled) buildPlan(r *rule, delta int, pre []bool) *plan {
 				switch {
 				case lb && rb:
 					st = step{kind: stFilter, op: cm.op, l: cm.l, r: cm.r}
-				case cm.op == "=" && cm.l.kind == exReg && !lb && rb && assignable(cm.l.reg):
+				case cm.op == "=" && cm.l.kind == exReg && !lb && rb && !r.aggResult(cm.l.reg):
 					st = step{kind: stAssign, reg: cm.l.reg, e: cm.r}
 					bound[cm.l.reg] = true
-				case cm.op == "=" && cm.r.kind == exReg && !rb && lb && assignable(cm.r.reg):
+				case cm.op == "=" && cm.r.kind == exReg && !rb && lb && !r.aggResult(cm.r.reg):
 					st = step{kind: stAssign, reg: cm.r.reg, e: cm.l}
 					bound[cm.r.reg] = true
 				default:

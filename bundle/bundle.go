@@ -172,6 +172,7 @@ var (
 	_ runner.Workflow           = (*Workflow)(nil)
 	_ runner.ApprovalAuthorizer = (*Workflow)(nil)
 	_ runner.ContractedWorkflow = (*Workflow)(nil)
+	_ runner.Paneled            = (*Workflow)(nil)
 )
 
 // Decide implements runner.Workflow.
@@ -260,6 +261,12 @@ func (w *Workflow) CheckApproval(n runner.ApprovalNeed, g store.Approval, now ti
 // Quorum implements runner.Quorate: how many people the bundle's approval
 // policy asks to approve each request.
 func (w *Workflow) Quorum(runner.ApprovalNeed) int { return w.Workflow.ApprovalQuorum() }
+
+// Panel implements runner.Paneled: the groups of the panel the request
+// names, each of which a different person must answer for.
+func (w *Workflow) Panel(n runner.ApprovalNeed) []runner.PanelGroup {
+	return w.Workflow.ApprovalPanel(n.Approver)
+}
 
 // SeparatesDuties implements runner.DutySeparator.
 func (w *Workflow) SeparatesDuties() bool { return w.Workflow.SeparatesDuties() }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flrh.dev/flrh/panel"
 	"fmt"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/cjson"
@@ -1750,7 +1752,17 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s has approved %s already: a quorum of %d needs other people", actor, e.Approval.RequestID, q))
 		return false, nil
 	}
-	if len(kept)+1 >= q {
+	people := make([]string, len(kept))
+	for i, c := range kept {
+		people[i] = c.Actor
+	}
+	groups := PanelOf(t.wf, *e.Approval)
+	if !panel.Adds(groups, q, people, actor) {
+		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s's approval of %s adds nothing to those the run holds (%s): it waits for a member of %s",
+			actor, e.Approval.RequestID, strings.Join(people, ", "), strings.Join(panel.Unanswered(groups, people), " and of ")))
+		return false, nil
+	}
+	if panel.Short(groups, q, append(people, actor)) == 0 {
 		return true, nil
 	}
 	// The grant that completes the quorum fires APPROVAL_GRANTED, which
@@ -1761,7 +1773,11 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 		return false, nil
 	}
 	e.Concurring = append(kept, concurrence{ApprovalID: grant.ID, Actor: actor})
-	r.traceNote(t, "approval_concurred", in.ID, fmt.Sprintf("%s approved %s (%d of %d)", actor, e.Approval.RequestID, len(e.Concurring), q))
+	detail := fmt.Sprintf("%s approved %s (%d of %d)", actor, e.Approval.RequestID, len(e.Concurring), q)
+	if waits := panel.Unanswered(groups, append(people, actor)); len(waits) > 0 {
+		detail += ": it waits for a member of " + strings.Join(waits, " and of ")
+	}
+	r.traceNote(t, "approval_concurred", in.ID, detail)
 	return false, nil
 }
 

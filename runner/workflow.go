@@ -125,10 +125,10 @@ type Quorate interface {
 }
 
 // QuorumOf is how many distinct people's grants need needs from wf: the
-// quorum its plan recorded, or the one wf says (Quorate), whichever is
-// more; at least 1.
+// quorum its plan recorded, the one wf says (Quorate), or one for each
+// group of the panel it names (Paneled), whichever is most; at least 1.
 func QuorumOf(wf Workflow, need ApprovalNeed) int {
-	n := max(need.Quorum, 1)
+	n := max(need.Quorum, 1, len(PanelOf(wf, need)))
 	if q, ok := wf.(Quorate); ok {
 		n = max(n, q.Quorum(need))
 	}

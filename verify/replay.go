@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsonread"
+	"flrh.dev/flrh/panel"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
@@ -186,6 +188,19 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 					// As many people approved as the workflow asks of the request.
 					if n := 1 + len(others); n < quorum {
 						fail("replay-approval", "intent "+id, "consumed %d approval(s); the workflow asks %d people's approvals of this request (its approval policy, or its gates)", n, quorum)
+					}
+					// And, where it names a panel, one of each of its groups
+					// answered for by a different person.
+					if groups := runner.PanelOf(wf, *p.Approval); groups != nil && found {
+						var people []string
+						for _, g := range append([]store.Approval{a}, others...) {
+							if who := runner.GrantActor(g); !slices.Contains(people, who) {
+								people = append(people, who)
+							}
+						}
+						if waits := panel.Unanswered(groups, people); len(waits) > 0 {
+							fail("replay-approval", "intent "+id, "the approvals consumed are %s's; the request names a panel, and none of them could answer for %s besides the groups the others answer for", strings.Join(people, "'s, "), strings.Join(waits, " or "))
+						}
 					}
 				}
 			}

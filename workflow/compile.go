@@ -21,6 +21,7 @@ import (
 	"flrh.dev/flrh/frontier"
 	"flrh.dev/flrh/kernel"
 	"flrh.dev/flrh/logic"
+	"flrh.dev/flrh/panel"
 	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/seam"
@@ -127,6 +128,16 @@ type ApprovalPolicy struct {
 	// request naming one is answered by its members; Quorum and
 	// SeparateDuties hold for them as for Approver's.
 	Groups map[string][]string `json:"groups,omitempty"`
+	// Panels are approvers made of several groups, name to group names
+	// (Approver's, when it is a group, or Groups'), each of which a
+	// different person must answer for: a production change signed off by
+	// an SRE lead and by someone from security. A grant from a member of
+	// any of them answers a request naming the panel; the request is
+	// approved once the people whose grants stand can be paired with its
+	// groups, one person to a group, and are at least as many as the
+	// quorum. Approver may name a panel (without Members); the gate policy
+	// may name one for an action.
+	Panels map[string][]string `json:"panels,omitempty"`
 	// SeparateDuties keeps anyone who handed a run an input (started it,
 	// or added to it) from approving its requests: maker-checker.
 	SeparateDuties bool  `json:"separate_duties,omitempty"`
@@ -144,7 +155,7 @@ func checkMembers(p ApprovalPolicy) *Error {
 	switch {
 	case p.Quorum < 0 || p.Quorum > maxMembers:
 		return malformed("/approval/quorum", "must be from 1 to the number of members")
-	case p.Quorum > 1 && p.Members == nil:
+	case p.Quorum > 1 && p.Members == nil && p.Panels[p.Approver] == nil:
 		return malformed("/approval/quorum", "%d people's approvals need members: approver %q is one person", p.Quorum, p.Approver)
 	case p.Quorum > len(p.Members) && p.Members != nil:
 		return malformed("/approval/quorum", "%d people's approvals, but %q has %d members", p.Quorum, p.Approver, len(p.Members))
@@ -169,7 +180,71 @@ func checkMembers(p ApprovalPolicy) *Error {
 			return err
 		}
 	}
+	panels := slices.Sorted(maps.Keys(p.Panels))
+	for _, name := range panels {
+		ptr := "/approval/panels/" + name
+		switch {
+		case !cjson.ValidID(name):
+			return malformed(ptr, "%q is not an id", name)
+		case name == p.Approver && p.Members != nil:
+			return malformed(ptr, "%q is the approver's group: a panel names groups, members the people in one", name)
+		case p.Groups[name] != nil:
+			return malformed(ptr, "%q is also a group's name", name)
+		}
+	}
+	for _, name := range panels {
+		if err := p.checkPanel(name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// maxPanelGroups bounds a panel: sign-off by more groups than this is a
+// process, better run as several approvals in turn.
+const maxPanelGroups = 10
+
+// checkPanel checks the groups of the panel name, whose name checkMembers
+// has checked (an id no group goes by; the approver's only where the
+// approver has no members): 2 to maxPanelGroups distinct groups the policy
+// lists with their members, whose members can answer for every group with
+// a different person. (Each group has as many members as the quorum, so
+// a panel has too.)
+func (p ApprovalPolicy) checkPanel(name string) *Error {
+	ptr := "/approval/panels/" + name
+	groups := p.Panels[name]
+	switch {
+	case len(groups) < 2 || len(groups) > maxPanelGroups:
+		return malformed(ptr, "must list from 2 to %d groups, each answered for by a different person (one group is a group: name it)", maxPanelGroups)
+	}
+	for i, g := range groups {
+		at := fmt.Sprintf("%s/%d", ptr, i)
+		switch {
+		case slices.Contains(groups[:i], g):
+			return malformed(at, "%q is listed twice", g)
+		case g == name:
+			return malformed(at, "%q is the panel's own name", g)
+		case p.Panels[g] != nil:
+			return malformed(at, "%q is a panel: a panel names groups", g)
+		case g == p.Approver && p.Members == nil, g != p.Approver && p.Groups[g] == nil:
+			return malformed(at, "%q is not a group the approval policy lists with its members (%s)", g, strings.Join(p.groupNames(), ", "))
+		}
+	}
+	if waits := panel.Unanswered(p.panelOf(name), p.membersOf(name)); len(waits) > 0 {
+		return malformed(ptr, "no one is left to answer for %s once the other groups have a person each: each group needs a different person", strings.Join(waits, " and "))
+	}
+	return nil
+}
+
+// groupNames lists the groups of the policy with their members, sorted:
+// the approver's (when it is one) and the others.
+func (p ApprovalPolicy) groupNames() []string {
+	names := slices.Sorted(maps.Keys(p.Groups))
+	if p.Members != nil {
+		names = append(names, p.Approver)
+		slices.Sort(names)
+	}
+	return names
 }
 
 // checkGroup checks the members of the group name, listed at ptr: from 1
@@ -202,6 +277,16 @@ func (p ApprovalPolicy) quorum() int { return max(p.Quorum, 1) }
 // request of this workflow needs before its effect may happen.
 func (w *Workflow) ApprovalQuorum() int { return w.approval.quorum() }
 
+// ApprovalPanel lists the groups of the panel a request naming approver
+// ("": the approval policy's own) stands for, each with its members, nil
+// when approver names no panel.
+func (w *Workflow) ApprovalPanel(approver string) []panel.Group {
+	if approver == "" {
+		approver = w.approval.Approver
+	}
+	return w.approval.panelOf(approver)
+}
+
 // SeparatesDuties reports whether the approval policy keeps anyone who
 // handed a run an input from approving its requests (runner.DutySeparator).
 func (w *Workflow) SeparatesDuties() bool { return w.approval.SeparateDuties }
@@ -211,23 +296,53 @@ func (w *Workflow) SeparatesDuties() bool { return w.approval.SeparateDuties }
 // Groups, nil otherwise (a person, or a request made under another policy
 // version, which lists no one it cannot vouch for).
 func (p ApprovalPolicy) membersOf(approver string) []string {
+	if groups, ok := p.Panels[approver]; ok {
+		var all []string
+		for _, g := range groups {
+			for _, m := range p.membersOf(g) {
+				if !slices.Contains(all, m) {
+					all = append(all, m)
+				}
+			}
+		}
+		return all
+	}
 	if approver == p.Approver {
 		return slices.Clone(p.Members)
 	}
 	return slices.Clone(p.Groups[approver])
 }
 
-// knows reports whether the policy names approver: its approver, or one
-// of its groups.
+// panelOf lists the groups of the panel approver, with their members, in
+// the policy's order; nil when approver is no panel.
+func (p ApprovalPolicy) panelOf(approver string) []panel.Group {
+	groups := p.Panels[approver]
+	if groups == nil {
+		return nil
+	}
+	out := make([]panel.Group, len(groups))
+	for i, g := range groups {
+		out[i] = panel.Group{Name: g, Members: p.membersOf(g)}
+	}
+	return out
+}
+
+// knows reports whether the policy names approver: its approver, one of
+// its groups, or one of its panels.
 func (p ApprovalPolicy) knows(approver string) bool {
 	_, group := p.Groups[approver]
-	return approver == p.Approver || group
+	_, panel := p.Panels[approver]
+	return approver == p.Approver || group || panel
 }
 
 // quorumOf is how many people must each answer a request naming
-// approver, when more than one (0 otherwise).
+// approver, when more than one (0 otherwise): the policy's quorum, or one
+// for each group of a panel, whichever is more.
 func (p ApprovalPolicy) quorumOf(approver string) int {
-	if q := p.quorum(); q > 1 && p.knows(approver) {
+	if !p.knows(approver) {
+		return 0
+	}
+	if q := max(p.quorum(), len(p.Panels[approver])); q > 1 {
 		return q
 	}
 	return 0
@@ -975,6 +1090,7 @@ func (c *compiler) authority(w *Workflow) *Error {
 	// must be able to, before any run waits on a quorum no one can meet.
 	if q := pol.MaxQuorum(); q > 0 {
 		switch {
+		case w.approval.Panels[w.approval.Approver] != nil:
 		case w.approval.Members == nil:
 			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but approver %q is one person: name a group and its members", name, q, w.approval.Approver)
 		case q > len(w.approval.Members):
@@ -991,6 +1107,7 @@ func (c *compiler) authority(w *Workflow) *Error {
 	for _, a := range pol.Approvers() {
 		if !w.approval.knows(a) {
 			known := append([]string{w.approval.Approver}, slices.Sorted(maps.Keys(w.approval.Groups))...)
+			known = append(known, slices.Sorted(maps.Keys(w.approval.Panels))...)
 			return malformed("/approval/groups", "the gate policy (%s) names approver %q, whom the approval policy does not name (it names %s)", name, a, strings.Join(known, ", "))
 		}
 	}

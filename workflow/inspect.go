@@ -3,6 +3,7 @@ package workflow
 import (
 	"cmp"
 	"encoding/json"
+	"flrh.dev/flrh/panel"
 	"fmt"
 	"strings"
 
@@ -69,6 +70,10 @@ type PendingApproval struct {
 	// Members are the people who may answer for Approver when the
 	// approval policy names a group; absent when it names a person.
 	Members []string `json:"members,omitempty"`
+	// Panel, when Approver names a panel, lists its groups, each of which
+	// a different person must answer for; Members are then everyone in
+	// them.
+	Panel []panel.Group `json:"panel,omitempty"`
 	// Quorum is how many of the members must each approve, when more
 	// than one.
 	Quorum int `json:"quorum,omitempty"`
@@ -82,7 +87,7 @@ type PendingApproval struct {
 // WhoMayApprove says who may answer the pending approval (see
 // Workflow.WhoMayApprove).
 func (p PendingApproval) WhoMayApprove() string {
-	return whoMayApprove(p.Approver, p.Members, p.Quorum, 0, p.SeparateDuties)
+	return whoMayApprove(p.Approver, p.Members, p.Panel, p.Quorum, 0, p.SeparateDuties)
 }
 
 // WhoMayApprove says who may answer this workflow's approval requests: the
@@ -97,10 +102,10 @@ func (w *Workflow) WhoMayApprove() string {
 	if w.policy.Policy != nil {
 		most, named = w.policy.Policy.MaxQuorum(), w.policy.Policy.Approvers()
 	}
-	who := whoMayApprove(p.Approver, p.Members, p.quorumOf(p.Approver), most, false)
+	who := whoMayApprove(p.Approver, p.membersOf(p.Approver), p.panelOf(p.Approver), p.quorumOf(p.Approver), most, false)
 	for _, g := range named {
 		if g != p.Approver {
-			who += "; or, where the gate policy names them, " + whoMayApprove(g, p.Groups[g], p.quorumOf(g), most, false)
+			who += "; or, where the gate policy names them, " + whoMayApprove(g, p.membersOf(g), p.panelOf(g), p.quorumOf(g), most, false)
 		}
 	}
 	return who + separated(p.SeparateDuties)
@@ -113,7 +118,7 @@ func (w *Workflow) WhoMayApprove() string {
 func (w *Workflow) WhoMayApproveRequest(approver string, quorum int) string {
 	p := w.approval
 	approver = cmp.Or(approver, p.Approver)
-	return whoMayApprove(approver, p.membersOf(approver), max(p.quorumOf(approver), quorum), 0, p.SeparateDuties)
+	return whoMayApprove(approver, p.membersOf(approver), p.panelOf(approver), max(p.quorumOf(approver), quorum), 0, p.SeparateDuties)
 }
 
 // separated is the clause that says makers may not approve, where duties
@@ -125,9 +130,18 @@ func separated(separate bool) string {
 	return ""
 }
 
-func whoMayApprove(approver string, members []string, quorum, most int, separate bool) string {
+func whoMayApprove(approver string, members []string, groups []panel.Group, quorum, most int, separate bool) string {
 	var who string
 	switch {
+	case groups != nil:
+		each := make([]string, len(groups))
+		for i, g := range groups {
+			each[i] = fmt.Sprintf("%s (%s)", g.Name, strings.Join(g.Members, ", "))
+		}
+		who = fmt.Sprintf("one member of each of %s and %s, each a different person (panel %s)", strings.Join(each[:len(each)-1], ", "), each[len(each)-1], approver)
+		if quorum > len(groups) {
+			who += fmt.Sprintf(", %d people in all", quorum)
+		}
 	case len(members) == 0:
 		who = approver
 	case quorum > 1:
@@ -156,7 +170,7 @@ func (w *Workflow) Inspect(stateJSON []byte) (View, error) {
 	}
 	for _, p := range st.Pending {
 		v.Pending = append(v.Pending, PendingApproval{RequestID: p.RequestID, RequestDigest: p.Request.RequestDigest,
-			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Quorum: max(w.approval.quorumOf(p.Request.Actor), p.Quorum), SeparateDuties: w.approval.SeparateDuties})
+			IntentID: p.IntentID, ProposalID: p.Request.ProposalID, Approver: p.Request.Actor, Members: w.approval.membersOf(p.Request.Actor), Panel: w.approval.panelOf(p.Request.Actor), Quorum: max(w.approval.quorumOf(p.Request.Actor), p.Quorum), SeparateDuties: w.approval.SeparateDuties})
 		v.Pending[len(v.Pending)-1].Who = v.Pending[len(v.Pending)-1].WhoMayApprove()
 	}
 	for _, o := range st.Offered {

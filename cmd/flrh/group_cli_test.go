@@ -204,3 +204,36 @@ func TestGatesChooseTheApproverOverTheCLI(t *testing.T) {
 	c.ok("verify", "large")
 	c.ok("replay", "large", wfs)
 }
+
+// A panel over the CLI: bundle check and run start say who may approve,
+// the run shows whom it holds, a second member of a group already answered
+// for is refused with the group it waits for named and nothing written,
+// the inbox of a member of that group says why not, and a member of the
+// other group pays; the run verifies and replays.
+func TestPanelOverTheCLI(t *testing.T) {
+	c := newCLIRig(t)
+	dir := groupBundleDir(t, `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave"], "legal": ["erin"]}, "panels": {"board": ["treasury", "legal"]},`)
+	appendGates(t, dir, "\n.decl approver(name: symbol, rule: symbol)\napprover(\"board\", \"g2.board\") :- param_num(t, \"amount\", n), n > 1000.\n")
+	wfs := "--workflows=" + dir
+	const who = "one member of each of treasury (carol, dave) and legal (erin), each a different person (panel board)"
+	if out := c.must("bundle", "check", dir); !strings.Contains(out, "approved by: finance-lead; or, where the gate policy names them, "+who+"\n") {
+		t.Fatalf("bundle check:\n%s", out)
+	}
+	out := c.ok("run", "start", dir, "--id", "board", "--input-json", strings.Replace(largeRefund, `"amount":600`, `"amount":3000`, 1), c.dest)
+	req := approvalRequest.FindString(out)
+	if !strings.Contains(out, "    who may approve: "+who+"\n") || !strings.Contains(out, "    approved so far: no one yet (0 of 2)\n") {
+		t.Fatalf("run start:\n%s", out)
+	}
+	if out := c.ok("approve", "board", req, "--as", "carol", wfs, c.dest); !strings.Contains(out, "    approved so far: carol (1 of 2)\n") {
+		t.Fatalf("after carol's approval:\n%s", out)
+	}
+	c.refusedApproval("board", req, "dave", wfs, "the run holds carol's; it waits for a member of legal")
+	if out := c.ok("approvals", wfs, "--as", "dave", "--all"); !strings.Contains(out, "it waits for a member of legal") {
+		t.Fatalf("dave's inbox:\n%s", out)
+	}
+	if out := c.ok("approve", "board", req, "--as", "erin", wfs, c.dest); !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("after erin's approval:\n%s", out)
+	}
+	c.ok("verify", "board")
+	c.ok("replay", "board", wfs)
+}

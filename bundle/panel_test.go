@@ -1,0 +1,154 @@
+package bundle
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/verify"
+)
+
+// boardRule sends refunds above 1,000 to the panel board.
+const boardRule = `
+.decl approver(name: symbol, rule: symbol)
+approver("board", "g2.board") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
+`
+
+// boardPolicy knows treasury (carol, dave, frank) and legal (dave, erin),
+// and the board of both; dave is in both groups.
+const boardPolicy = `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave", "frank"], "legal": ["dave", "erin"]},
+	"panels": {"board": ["treasury", "legal"]},`
+
+// A refund the gates send to a panel waits until a member of each of its
+// groups, each a different person, has approved: a second member of a
+// group already answered for is refused before anything is stored (and
+// ignored by the run if it came anyway), a person in both groups answers
+// for one, whichever the others leave. Each run pays once, its intent
+// consuming the grants that made the panel; the records verify and
+// replay, and a record whose grants leave a group unanswered does not.
+func TestPanelApprovesARefund(t *testing.T) {
+	wf, ads := policyBundleWithGates(t, boardPolicy, boardRule)
+	h := newHarnessWith(t, wf, ads, func(c *runner.Config) { c.Notices = true })
+	var nw *runner.NotWaitingError
+	var ar *runner.ApproverRefusedError
+	const who = "one member of each of treasury (carol, dave, frank) and legal (dave, erin), each a different person (panel board)"
+
+	const run = "refund-board"
+	h.claimNotices()
+	h.start(run, refund("r-7001", 3000, "zoe", "damaged"))
+	w := h.status(run).Waiting[0]
+	if w.Approver != "board" || w.Quorum != 2 || w.WhoMayApprove != who {
+		t.Fatalf("the board's approval: %+v", w)
+	}
+	var told store.NoticeBody
+	if ns := h.claimNotices(); len(ns) != 1 || json.Unmarshal(ns[0].Body, &told) != nil || told.Approvers != who {
+		t.Fatalf("the notice: %+v", ns)
+	}
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("finance-lead"), 10*time.Minute); !errors.As(err, &ar) {
+		t.Fatalf("finance-lead approving for the board: %v", err)
+	}
+	h.approveAll(run, "carol")
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) || len(h.intents(run)) != 0 {
+		t.Fatalf("after carol: %s %+v", s.State, s.Waiting)
+	}
+	if tr := h.trace(run, "approval_concurred"); len(tr) != 1 || !strings.HasSuffix(tr[0]["detail"].(string), "(1 of 2): it waits for a member of legal") {
+		t.Fatalf("concurrence trace %v", tr)
+	}
+	before := len(h.grants(run))
+	err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("frank"), 10*time.Minute)
+	if !errors.As(err, &nw) || !strings.Contains(nw.What, "the run holds carol's; it waits for a member of legal") {
+		t.Fatalf("frank, of treasury, after carol: %v", err)
+	}
+	if err := h.r.MayApprove(h.ctx, run, w.RequestID, runner.ApproverActor("frank")); !errors.As(err, &nw) {
+		t.Fatalf("may frank approve? %v", err)
+	}
+	if n := len(h.grants(run)); n != before {
+		t.Fatalf("a refused approval stored %d grants", n-before)
+	}
+	// dave, in both groups, answers for legal beside carol.
+	h.approveAll(run, "dave")
+	h.paid(run)
+	grants := h.consumedFrom(run, "carol", "dave")
+	h.checkRecord(run)
+
+	// dave first stands for treasury; erin then answers for legal.
+	h.start("refund-board-2", refund("r-7002", 3000, "zoe", "damaged"))
+	h.approveAll("refund-board-2", "dave")
+	h.approveAll("refund-board-2", "erin")
+	h.paid("refund-board-2")
+	h.consumedFrom("refund-board-2", "dave", "erin")
+	h.checkRecord("refund-board-2")
+
+	// dave first, then carol: dave moves to legal so that carol answers
+	// for treasury.
+	h.start("refund-board-3", refund("r-7003", 3000, "zoe", "damaged"))
+	h.approveAll("refund-board-3", "dave")
+	h.approveAll("refund-board-3", "carol")
+	h.paid("refund-board-3")
+	h.consumedFrom("refund-board-3", "carol", "dave")
+
+	// Two members of treasury whose grants reach the run together: the
+	// run takes carol's and ignores frank's, which adds nothing.
+	const both = "refund-board-4"
+	h.start(both, refund("r-7004", 3000, "zoe", "damaged"))
+	w4 := h.status(both).Waiting[0]
+	for _, by := range []string{"carol", "frank"} {
+		if err := h.r.Approve(h.ctx, both, w4.RequestID, runner.ApproverActor(by), 10*time.Minute); err != nil {
+			t.Fatalf("%s: %v", by, err)
+		}
+	}
+	h.idle()
+	if s := h.status(both); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) {
+		t.Fatalf("after carol and frank together: %s %+v", s.State, s.Waiting)
+	}
+	if tr := h.trace(both, "approval_ignored"); len(tr) != 1 || !strings.Contains(tr[0]["detail"].(string), "frank's approval of "+w4.RequestID+" adds nothing to those the run holds (carol): it waits for a member of legal") {
+		t.Fatalf("ignored trace %v", tr)
+	}
+	h.approveAll(both, "erin")
+	h.paid(both)
+	h.consumedFrom(both, "carol", "erin")
+	h.checkRecord(both)
+
+	// The first run's dave rewritten as frank (its digest made to match):
+	// both grants are treasury's, and replay, which has the bundle, says
+	// legal went unanswered.
+	var dave store.Approval
+	for _, g := range grants {
+		if runner.GrantActor(g) == "dave" {
+			dave = g
+		}
+	}
+	var body map[string]any
+	if err := json.Unmarshal(dave.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	body["actor"] = "frank"
+	forged, err := cjson.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+h.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE approvals SET body = ?, digest = ? WHERE approval_id = ?`, forged, store.BodyDigest(forged), dave.ID); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := verify.Replay(h.ctx, h.st, h.wf, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, "the request names a panel, and none of them could answer for legal")
+	}) {
+		t.Fatalf("a board approved by treasury alone went unnoticed on replay: %+v", rp.Findings)
+	}
+}

@@ -135,3 +135,37 @@ func TestMatchingIsMaximum(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkShort asks the largest panel a policy may name (10 groups of
+// 100 members each, every member in two groups) about ten people, the
+// question every grant toward it asks.
+func BenchmarkShort(b *testing.B) {
+	var big []Group
+	for g := range 10 {
+		var members []string
+		for m := range 100 {
+			members = append(members, fmt.Sprintf("p%d", (g*50+m)%500))
+		}
+		big = append(big, Group{Name: fmt.Sprint("g", g), Members: members})
+	}
+	var people []string
+	for p := range 10 {
+		people = append(people, fmt.Sprintf("p%d", p*50+25))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if Short(big, 10, people) != 0 {
+			b.Fatal("ten people, one in each group, fall short")
+		}
+	}
+}
+
+// BenchmarkShortBoard asks a panel of three small groups about two people.
+func BenchmarkShortBoard(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if Short(board, 0, []string{"dave", "bob"}) != 1 {
+			b.Fatal("dave and bob answer for sre and security")
+		}
+	}
+}

@@ -15,6 +15,10 @@ func FuzzCompile(f *testing.F) {
 		`"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, 1)))
 	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
 		`"approver": "finance-lead", "groups": {"treasury": ["carol", "dave"], "board": ["erin"]},`, 1)))
+	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
+		`"approver": "finance-lead", "groups": {"treasury": ["carol", "dave"], "legal": ["dave", "erin"]}, "panels": {"board": ["treasury", "legal"]},`, 1)))
+	f.Add([]byte(strings.Replace(string(files[ManifestFile]), `"approver": "finance-lead",`,
+		`"approver": "board", "groups": {"treasury": ["carol"], "legal": ["carol"]}, "panels": {"board": ["treasury", "legal", "treasury"]},`, 1)))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"schema_version":"flrh-workflow/1","facts":{"x":[1]}}`))
 	// The same manifests against gates that ask a quorum of large refunds,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Limits bound an evaluation. A zero field means "no limit". Exceeding a
@@ -29,6 +30,10 @@ type Limits struct {
 	// evaluation completes, in order. It lets a shell time strata or show
 	// progress; it must not call back into the materialization.
 	Progress func(StratumStats)
+	// Loaded, when set, is called by EvaluateFiles once the files' facts
+	// are in their relations, before the first stratum is evaluated: a
+	// shell times reading apart from evaluating with it.
+	Loaded func()
 }
 
 // StratumStats describes the evaluation of one stratum.
@@ -242,8 +247,6 @@ func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materiali
 	}
 	m := newMaterialization(c, lim)
 	m.unbatched = unbatched
-	// Many base facts: size each table's base counts for its facts at
-	// once rather than growing the map through every doubling.
 	if len(facts) >= presizeBase {
 		n := make([]int, len(m.tables))
 		for _, f := range facts {
@@ -255,11 +258,7 @@ func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materiali
 				n[t]++
 			}
 		}
-		for t, k := range n {
-			if k > 0 {
-				m.base[t] = make(map[int32]int32, k)
-			}
-		}
+		m.presizeBase(n)
 	}
 	// A fact's tuple is encoded into buf: the table copies what it keeps.
 	var buf [8]int64
@@ -270,19 +269,126 @@ func evaluate(c *Compiled, facts []Fact, lim Limits, unbatched bool) (*Materiali
 			e.Msg = fmt.Sprintf("base fact %d: %s", i+1, e.Msg)
 			return nil, e
 		}
-		r, added := m.tables[t].insert(tup, 0)
-		if added {
-			m.live++
-			m.base[t][r] = 1
+		m.addBase(t, tup)
+	}
+	if err := m.evalBase(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// presizeBase sizes each table's base counts for the n[t] base facts it
+// is about to take, at once rather than through every doubling of the
+// map.
+func (m *Materialization) presizeBase(n []int) {
+	for t, k := range n {
+		if k > 0 {
+			m.base[t] = make(map[int32]int32, k)
 		}
 	}
+}
+
+// addBase takes tup into table t as a base fact; one already there is one
+// base support still.
+func (m *Materialization) addBase(t int, tup []int64) {
+	if r, added := m.tables[t].insert(tup, 0); added {
+		m.live++
+		m.base[t][r] = 1
+	}
+}
+
+// evalBase evaluates every rule over the base facts taken.
+func (m *Materialization) evalBase() error {
 	if err := m.checkTuples(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := m.evalAll(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := m.checkDepth(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// FactFile is one relation's facts in a Soufflé fact file, as ReadFacts
+// reads them: Name is the file's name in error positions.
+type FactFile struct {
+	Rel  string
+	Neg  bool
+	Name string
+	Data []byte
+}
+
+// EvaluateFiles is Evaluate over the facts files hold: the materialization
+// and the errors are those of Evaluate over every file's ReadFacts in
+// turn. The files are read straight into the relations, so that a large
+// input costs its tuples and not a Fact and its arguments a line besides
+// (the command line's loading of 100,000 edges, say).
+func EvaluateFiles(c *Compiled, files []FactFile, lim Limits) (*Materialization, error) {
+	m := newMaterialization(c, lim)
+	// A relation not declared is said when its file's turn comes, after
+	// the files before it have read, as ReadFacts in turn would.
+	scans := make([]*factScanner, 0, len(files))
+	var undeclared error
+	n, total := make([]int, len(m.tables)), 0
+	for _, f := range files {
+		sc, err := scanFacts(c, f.Rel, f.Name, f.Data)
+		if err != nil {
+			undeclared = err
+			break
+		}
+		t := c.relByName[f.Rel] * 2
+		if f.Neg {
+			t++
+		}
+		k := sc.lines()
+		n[t] += k
+		total += k
+		scans = append(scans, sc)
+	}
+	if total >= presizeBase {
+		m.presizeBase(n)
+	}
+	var buf [8]int64
+	for i, sc := range scans {
+		t := c.relByName[sc.rel] * 2
+		if files[i].Neg {
+			t++
+		}
+		tup := buf[:0]
+		if len(sc.cols) > len(buf) {
+			tup = make([]int64, 0, len(sc.cols))
+		}
+		tup = tup[:len(sc.cols)]
+		for sc.next() {
+			for k, v := range sc.cols {
+				if !v.sym {
+					tup[k] = v.n
+				} else if id, ok := m.symID[v.s]; ok {
+					tup[k] = id
+				} else {
+					// A symbol first seen is copied out of the file,
+					// which the symbol table must not keep alive.
+					tup[k] = m.internSym(strings.Clone(v.s))
+				}
+			}
+			m.addBase(t, tup)
+		}
+		if sc.err != nil {
+			return nil, sc.err
+		}
+	}
+	if undeclared != nil {
+		return nil, undeclared
+	}
+	if lim.MaxInputs > 0 && total > lim.MaxInputs {
+		return nil, errorf(InputBudgetExceeded, Pos{}, "%d base facts exceed the input budget of %d", total, lim.MaxInputs)
+	}
+	if lim.Loaded != nil {
+		lim.Loaded()
+	}
+	if err := m.evalBase(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -16,64 +16,118 @@ import (
 // by [Materialization.WriteFacts] reads back unchanged. name is used in error positions (name:line:col).
 // Negative evidence can be supplied with neg.
 func ReadFacts(c *Compiled, rel string, neg bool, name string, data []byte) ([]Fact, error) {
-	ri, ok := c.relByName[rel]
-	if !ok {
-		return nil, errorf(UndeclaredRelation, Pos{File: name}, "relation %s is not declared", rel)
+	sc, err := scanFacts(c, rel, name, data)
+	if err != nil {
+		return nil, err
 	}
-	info := c.rels[ri]
-	arity := len(info.types)
 	// Facts are read from one copy of the file, without splitting lines
 	// or columns into strings of their own: numbers are parsed in place,
 	// and only a symbol is copied out (a substring would keep the whole
 	// file alive as long as the symbol table holds it). Every fact's
 	// arguments are carved from blocks of argsBlock facts' worth.
-	text := string(data)
-	out := make([]Fact, 0, min(strings.Count(text, "\n")+1, factsPrealloc))
+	out := make([]Fact, 0, min(sc.lines(), factsPrealloc))
+	arity := len(sc.cols)
 	var args []Value
-	line := 0
-	for len(text) > 0 {
-		line++
-		var l string
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			l, text = text[:i], text[i+1:]
-		} else {
-			l, text = text, ""
-		}
+	for sc.next() {
 		if arity == 0 {
 			out = append(out, Fact{Rel: rel, Neg: neg})
 			continue
-		}
-		if n := strings.Count(l, "\t") + 1; n != arity {
-			return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: 1}, "%s has %d column(s) but %s is declared with %d", describeLine(l), n, rel, arity)
 		}
 		if cap(args)-len(args) < arity {
 			args = make([]Value, 0, argsBlock*arity)
 		}
 		f := Fact{Rel: rel, Neg: neg, Args: args[len(args) : len(args)+arity : len(args)+arity]}
 		args = args[:len(args)+arity]
-		col := 1
-		for i := range arity {
-			s := l
-			if j := strings.IndexByte(l, '\t'); j >= 0 {
-				s, l = l[:j], l[j+1:]
+		for i, v := range sc.cols {
+			if v.sym {
+				v.s = strings.Clone(v.s)
 			}
-			if info.types[i] == TypeNumber {
-				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-				if err != nil {
-					return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: col}, "column %d (%s) of %s must be a number, found %q", i+1, info.attrs[i], rel, s)
-				}
-				f.Args[i] = Num(n)
-			} else {
-				if !utf8.ValidString(s) {
-					return nil, errorf(MalformedFact, Pos{File: name, Line: line, Col: col}, "column %d (%s) of %s is not valid UTF-8", i+1, info.attrs[i], rel)
-				}
-				f.Args[i] = Sym(strings.Clone(s))
-			}
-			col += len(s) + 1
+			f.Args[i] = v
 		}
 		out = append(out, f)
 	}
+	if sc.err != nil {
+		return nil, sc.err
+	}
 	return out, nil
+}
+
+// factScanner reads a fact file a line at a time: after each next, cols
+// holds the line's values, a symbol's text a substring of the file's.
+type factScanner struct {
+	rel, name string
+	info      *relInfo
+	text      string // what is left to read
+	line      int
+	cols      []Value
+	err       error
+}
+
+// scanFacts starts reading data as rel's facts, or says rel is not
+// declared.
+func scanFacts(c *Compiled, rel, name string, data []byte) (*factScanner, error) {
+	ri, ok := c.relByName[rel]
+	if !ok {
+		return nil, errorf(UndeclaredRelation, Pos{File: name}, "relation %s is not declared", rel)
+	}
+	info := c.rels[ri]
+	return &factScanner{rel: rel, name: name, info: info, text: string(data), cols: make([]Value, len(info.types))}, nil
+}
+
+// lines is how many facts what is left holds, if every line reads: one a
+// line, a final one without its newline included.
+func (sc *factScanner) lines() int {
+	n := strings.Count(sc.text, "\n")
+	if len(sc.text) > 0 && sc.text[len(sc.text)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// next reads the next line into cols; false at the end, or at a line
+// that does not read (err then says where and why).
+func (sc *factScanner) next() bool {
+	if len(sc.text) == 0 || sc.err != nil {
+		return false
+	}
+	sc.line++
+	var l string
+	if i := strings.IndexByte(sc.text, '\n'); i >= 0 {
+		l, sc.text = sc.text[:i], sc.text[i+1:]
+	} else {
+		l, sc.text = sc.text, ""
+	}
+	arity := len(sc.cols)
+	if arity == 0 {
+		return true
+	}
+	if n := strings.Count(l, "\t") + 1; n != arity {
+		sc.err = errorf(MalformedFact, Pos{File: sc.name, Line: sc.line, Col: 1}, "%s has %d column(s) but %s is declared with %d", describeLine(l), n, sc.rel, arity)
+		return false
+	}
+	col := 1
+	for i := range arity {
+		s := l
+		if j := strings.IndexByte(l, '\t'); j >= 0 {
+			s, l = l[:j], l[j+1:]
+		}
+		if sc.info.types[i] == TypeNumber {
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				sc.err = errorf(MalformedFact, Pos{File: sc.name, Line: sc.line, Col: col}, "column %d (%s) of %s must be a number, found %q", i+1, sc.info.attrs[i], sc.rel, s)
+				return false
+			}
+			sc.cols[i] = Num(n)
+		} else {
+			if !utf8.ValidString(s) {
+				sc.err = errorf(MalformedFact, Pos{File: sc.name, Line: sc.line, Col: col}, "column %d (%s) of %s is not valid UTF-8", i+1, sc.info.attrs[i], sc.rel)
+				return false
+			}
+			sc.cols[i] = Sym(s)
+		}
+		col += len(s) + 1
+	}
+	return true
 }
 
 // factsPrealloc bounds the facts ReadFacts makes room for up front, by

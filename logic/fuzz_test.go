@@ -75,6 +75,9 @@ func FuzzReadFacts(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, rel := range []string{"r", "u", "z"} {
 			facts, err := ReadFacts(c, rel, false, "in.facts", data)
+			if _, derr := EvaluateFiles(c, []FactFile{{Rel: rel, Name: "in.facts", Data: data}}, Limits{}); fmt.Sprint(derr) != fmt.Sprint(err) {
+				t.Fatalf("%s: EvaluateFiles says %v, ReadFacts %v", rel, derr, err)
+			}
 			// The reader agrees with the plain one that splits lines and
 			// columns into strings, fact for fact and error for error.
 			want, werr := naiveReadFacts(c, rel, "in.facts", data)
@@ -91,6 +94,15 @@ func FuzzReadFacts(f *testing.F) {
 			m, err := Evaluate(c, facts, Limits{})
 			if err != nil {
 				t.Fatalf("facts that read must evaluate: %v", err)
+			}
+			// Read straight into the relations, the file evaluates to the
+			// same facts.
+			direct, err := EvaluateFiles(c, []FactFile{{Rel: rel, Name: "in.facts", Data: data}}, Limits{})
+			if err != nil {
+				t.Fatalf("EvaluateFiles: %v", err)
+			}
+			if a, b := writeAll(t, m), writeAll(t, direct); a != b {
+				t.Fatalf("EvaluateFiles:\n%s\nEvaluate:\n%s", b, a)
 			}
 			// What is written reads back to the same set.
 			out, _ := m.WriteFacts(rel, false)

@@ -147,8 +147,36 @@ func TestPanelApprovesARefund(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
-		return f.Check == "replay-approval" && strings.Contains(f.Detail, "the request names a panel, and none of them could answer for legal")
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, "the request names a panel, and they leave it short of a member of legal")
 	}) {
 		t.Fatalf("a board approved by treasury alone went unnoticed on replay: %+v", rp.Findings)
 	}
+}
+
+// Two of treasury and one of legal: a panel listing treasury twice takes
+// a second member of treasury, refuses a third, and pays once legal has
+// answered; the intent consumes the three grants.
+func TestPanelAsksTwoOfAGroup(t *testing.T) {
+	wf, ads := policyBundleWithGates(t, `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave", "frank"], "legal": ["erin", "gina"]},
+	"panels": {"board": ["treasury", "legal", "treasury"]},`, boardRule)
+	h := newHarnessWith(t, wf, ads)
+	const run = "refund-pair"
+	h.start(run, refund("r-7101", 3000, "zoe", "damaged"))
+	w := h.status(run).Waiting[0]
+	if w.Quorum != 3 || w.WhoMayApprove != "2 of treasury (carol, dave, frank) and one of legal (erin, gina), each a different person (panel board)" {
+		t.Fatalf("the approval: %+v", w)
+	}
+	h.approveAll(run, "carol")
+	h.approveAll(run, "frank")
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol", "frank"}) {
+		t.Fatalf("after carol and frank: %s %+v", s.State, s.Waiting)
+	}
+	var nw *runner.NotWaitingError
+	if err := h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor("dave"), 10*time.Minute); !errors.As(err, &nw) || !strings.Contains(nw.What, "it waits for a member of legal") {
+		t.Fatalf("a third of treasury: %v", err)
+	}
+	h.approveAll(run, "gina")
+	h.paid(run)
+	h.consumedFrom(run, "carol", "frank", "gina")
+	h.checkRecord(run)
 }

@@ -1,12 +1,17 @@
 // Package panel decides when the people who approved a request answer
 // for a panel: several groups of approvers, each of which a different
 // person must answer for (a production change signed off by an SRE lead
-// and by someone from security). A person in two of its groups answers
-// for one of them. It is pure: the runner, the workflow that checks a
+// and by someone from security). A group may be listed more than once,
+// for as many of its members (two of treasury and one of legal). A person
+// in two of its groups answers for one of them. It is pure: the runner, the workflow that checks a
 // bundle's panels and the replay that checks a record all ask it.
 package panel
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Group is one group of a panel: its name and the people who may answer
 // for it.
@@ -94,4 +99,28 @@ func Unanswered(panel []Group, people []string) []string {
 		}
 	}
 	return out
+}
+
+// Awaited says whom a request still waits for, given the groups
+// Unanswered names: "a member of legal", "2 members of treasury and a
+// member of legal", in the order the groups first appear; "" when it
+// names none.
+func Awaited(groups []string) string {
+	var names []string
+	count := map[string]int{}
+	for _, g := range groups {
+		if count[g] == 0 {
+			names = append(names, g)
+		}
+		count[g]++
+	}
+	parts := make([]string, len(names))
+	for i, g := range names {
+		if n := count[g]; n > 1 {
+			parts[i] = fmt.Sprintf("%d members of %s", n, g)
+		} else {
+			parts[i] = "a member of " + g
+		}
+	}
+	return strings.Join(parts, " and ")
 }

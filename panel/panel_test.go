@@ -60,6 +60,38 @@ func TestShort(t *testing.T) {
 	}
 }
 
+// Two of treasury and one of legal: a group listed twice asks two of its
+// members; whom a request waits for is said with how many.
+func TestAGroupListedTwice(t *testing.T) {
+	pair := []Group{
+		{Name: "treasury", Members: []string{"carol", "dave", "frank"}},
+		{Name: "legal", Members: []string{"dave", "erin"}},
+		{Name: "treasury", Members: []string{"carol", "dave", "frank"}},
+	}
+	for _, c := range []struct {
+		people []string
+		short  int
+		waits  string
+	}{
+		{nil, 3, "2 members of treasury and a member of legal"},
+		{[]string{"carol"}, 2, "a member of legal and a member of treasury"},
+		{[]string{"carol", "frank"}, 1, "a member of legal"},
+		// dave answers for legal once carol and frank hold treasury.
+		{[]string{"dave", "carol", "frank"}, 0, ""},
+		{[]string{"dave", "erin"}, 1, "a member of treasury"},
+	} {
+		if got := Short(pair, 0, c.people); got != c.short {
+			t.Errorf("%v: Short %d, want %d", c.people, got, c.short)
+		}
+		if got := Awaited(Unanswered(pair, c.people)); got != c.waits {
+			t.Errorf("%v: waits for %q, want %q", c.people, got, c.waits)
+		}
+	}
+	if Adds(pair, 0, []string{"carol", "frank"}, "dave") != true || Adds(pair, 0, []string{"erin", "dave"}, "carol") != true || Adds(pair, 0, []string{"erin"}, "dave") != true {
+		t.Error("Adds")
+	}
+}
+
 // pairs is the most groups of panel that people can answer for, one person
 // to a group, found by trying every assignment: the oracle for matching.
 func pairs(panel []Group, people []string) int {
@@ -88,6 +120,11 @@ func TestMatchingIsMaximum(t *testing.T) {
 		names := []string{"a", "b", "c", "d", "e", "f"}
 		var panel []Group
 		for g := range rapid.IntRange(1, 5).Draw(t, "groups") {
+			// A group listed again, as a panel asking two of it does.
+			if g > 0 && rapid.IntRange(0, 3).Draw(t, fmt.Sprint("again", g)) == 0 {
+				panel = append(panel, panel[rapid.IntRange(0, g-1).Draw(t, fmt.Sprint("which", g))])
+				continue
+			}
 			members := rapid.SliceOfNDistinct(rapid.SampledFrom(names), 1, 4, rapid.ID[string]).Draw(t, fmt.Sprint("members", g))
 			panel = append(panel, Group{Name: fmt.Sprint("g", g), Members: members})
 		}

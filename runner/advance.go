@@ -1758,8 +1758,8 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 	}
 	groups := PanelOf(t.wf, *e.Approval)
 	if !panel.Adds(groups, q, people, actor) {
-		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s's approval of %s adds nothing to those the run holds (%s): it waits for a member of %s",
-			actor, e.Approval.RequestID, strings.Join(people, ", "), strings.Join(panel.Unanswered(groups, people), " and of ")))
+		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s's approval of %s adds nothing to those the run holds (%s): it waits for %s",
+			actor, e.Approval.RequestID, strings.Join(people, ", "), panel.Awaited(panel.Unanswered(groups, people))))
 		return false, nil
 	}
 	if panel.Short(groups, q, append(people, actor)) == 0 {
@@ -1775,7 +1775,7 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 	e.Concurring = append(kept, concurrence{ApprovalID: grant.ID, Actor: actor})
 	detail := fmt.Sprintf("%s approved %s (%d of %d)", actor, e.Approval.RequestID, len(e.Concurring), q)
 	if waits := panel.Unanswered(groups, append(people, actor)); len(waits) > 0 {
-		detail += ": it waits for a member of " + strings.Join(waits, " and of ")
+		detail += ": it waits for " + panel.Awaited(waits)
 	}
 	r.traceNote(t, "approval_concurred", in.ID, detail)
 	return false, nil

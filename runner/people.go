@@ -367,8 +367,8 @@ func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Act
 	// answered for adds nothing (the run would ignore the grant): the
 	// person is told whom it waits for.
 	if groups := PanelOf(wf, need); groups != nil && !panel.Adds(groups, need.Quorum, need.ApprovedBy, by.Name) {
-		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("an approval of %s by %s (the run holds %s's; it waits for a member of %s)",
-			requestID, by.Name, strings.Join(need.ApprovedBy, "'s, "), strings.Join(panel.Unanswered(groups, need.ApprovedBy), " and of "))}
+		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("an approval of %s by %s (the run holds %s's; it waits for %s)",
+			requestID, by.Name, strings.Join(need.ApprovedBy, "'s, "), panel.Awaited(panel.Unanswered(groups, need.ApprovedBy)))}
 	}
 	if why, err := r.dutyRefusal(ctx, wf, runID, by.Name, inbox); err != nil {
 		return store.Approval{}, err

@@ -199,7 +199,7 @@ func replayRecord(ctx context.Context, rec *record, wf runner.Workflow, runID st
 							}
 						}
 						if waits := panel.Unanswered(groups, people); len(waits) > 0 {
-							fail("replay-approval", "intent "+id, "the approvals consumed are %s's; the request names a panel, and none of them could answer for %s besides the groups the others answer for", strings.Join(people, "'s, "), strings.Join(waits, " or "))
+							fail("replay-approval", "intent "+id, "the approvals consumed are %s's; the request names a panel, and they leave it short of %s", strings.Join(people, "'s, "), panel.Awaited(waits))
 						}
 					}
 				}

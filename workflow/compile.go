@@ -200,28 +200,25 @@ func checkMembers(p ApprovalPolicy) *Error {
 	return nil
 }
 
-// maxPanelGroups bounds a panel: sign-off by more groups than this is a
+// maxPanelGroups bounds a panel: sign-off by more people than this is a
 // process, better run as several approvals in turn.
 const maxPanelGroups = 10
 
 // checkPanel checks the groups of the panel name, whose name checkMembers
 // has checked (an id no group goes by; the approver's only where the
-// approver has no members): 2 to maxPanelGroups distinct groups the policy
-// lists with their members, whose members can answer for every group with
-// a different person. (Each group has as many members as the quorum, so
-// a panel has too.)
+// approver has no members): 2 to maxPanelGroups groups the policy lists
+// with their members, a group listed n times asking n of its members,
+// whose members can answer for every place with a different person.
+// (Each group has as many members as the quorum, so a panel has too.)
 func (p ApprovalPolicy) checkPanel(name string) *Error {
 	ptr := "/approval/panels/" + name
 	groups := p.Panels[name]
-	switch {
-	case len(groups) < 2 || len(groups) > maxPanelGroups:
-		return malformed(ptr, "must list from 2 to %d groups, each answered for by a different person (one group is a group: name it)", maxPanelGroups)
+	if len(groups) < 2 || len(groups) > maxPanelGroups {
+		return malformed(ptr, "must list from 2 to %d groups, each answered for by a different person, a group once for each of its members it asks (one group once is a group: name it)", maxPanelGroups)
 	}
 	for i, g := range groups {
 		at := fmt.Sprintf("%s/%d", ptr, i)
 		switch {
-		case slices.Contains(groups[:i], g):
-			return malformed(at, "%q is listed twice", g)
 		case g == name:
 			return malformed(at, "%q is the panel's own name", g)
 		case p.Panels[g] != nil:
@@ -231,7 +228,7 @@ func (p ApprovalPolicy) checkPanel(name string) *Error {
 		}
 	}
 	if waits := panel.Unanswered(p.panelOf(name), p.membersOf(name)); len(waits) > 0 {
-		return malformed(ptr, "no one is left to answer for %s once the other groups have a person each: each group needs a different person", strings.Join(waits, " and "))
+		return malformed(ptr, "its groups' members cannot give it a different person for each place: it would always wait for %s", panel.Awaited(waits))
 	}
 	return nil
 }

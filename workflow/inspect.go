@@ -134,11 +134,37 @@ func whoMayApprove(approver string, members []string, groups []panel.Group, quor
 	var who string
 	switch {
 	case groups != nil:
-		each := make([]string, len(groups))
-		for i, g := range groups {
-			each[i] = fmt.Sprintf("%s (%s)", g.Name, strings.Join(g.Members, ", "))
+		// Each group once, where it first appears, with how many of its
+		// members the panel asks.
+		var each []string
+		count, members := map[string]int{}, map[string][]string{}
+		for _, g := range groups {
+			if count[g.Name] == 0 {
+				each, members[g.Name] = append(each, g.Name), g.Members
+			}
+			count[g.Name]++
 		}
-		who = fmt.Sprintf("one member of each of %s and %s, each a different person (panel %s)", strings.Join(each[:len(each)-1], ", "), each[len(each)-1], approver)
+		repeats := len(each) < len(groups)
+		for i, g := range each {
+			list := strings.Join(members[g], ", ")
+			switch {
+			case !repeats:
+				each[i] = fmt.Sprintf("%s (%s)", g, list)
+			case count[g] == 1:
+				each[i] = fmt.Sprintf("one of %s (%s)", g, list)
+			default:
+				each[i] = fmt.Sprintf("%d of %s (%s)", count[g], g, list)
+			}
+		}
+		list := each[0]
+		if len(each) > 1 {
+			list = strings.Join(each[:len(each)-1], ", ") + " and " + each[len(each)-1]
+		}
+		if repeats {
+			who = fmt.Sprintf("%s, each a different person (panel %s)", list, approver)
+		} else {
+			who = fmt.Sprintf("one member of each of %s, each a different person (panel %s)", list, approver)
+		}
 		if quorum > len(groups) {
 			who += fmt.Sprintf(", %d people in all", quorum)
 		}

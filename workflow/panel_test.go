@@ -84,6 +84,20 @@ func TestGatesNameAPanel(t *testing.T) {
 			t.Fatalf("%s's grant answers a request naming the board", by)
 		}
 	}
+	// A group listed twice asks two of its members.
+	w2, err := boardBundle(t, func(a map[string]any) {
+		a["groups"] = map[string]any{"treasury": []any{"carol", "dave", "frank"}, "legal": []any{"dave", "erin"}}
+		a["panels"] = map[string]any{"board": []any{"treasury", "legal", "treasury"}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w2.WhoMayApproveRequest("board", 0); got != "2 of treasury (carol, dave, frank) and one of legal (dave, erin), each a different person (panel board)" {
+		t.Fatalf("who may approve, two of treasury: %q", got)
+	}
+	if got := w2.ApprovalPanel("board"); len(got) != 3 || got[2].Name != "treasury" {
+		t.Fatalf("the panel: %+v", got)
+	}
 	// A quorum beyond the panel's groups asks for more people in all.
 	w3, err := boardBundle(t, func(a map[string]any) {
 		a["groups"] = map[string]any{"treasury": []any{"carol", "dave", "frank"}, "legal": []any{"dave", "erin", "gina"}}
@@ -143,7 +157,11 @@ func TestPanelsAreChecked(t *testing.T) {
 			}
 			a["groups"], a["panels"] = gs, map[string]any{"board": names}
 		}, "", "/approval/panels/board", "must list from 2 to 10 groups"},
-		{"a group twice", func(a map[string]any) { a["panels"] = map[string]any{"board": []any{"treasury", "treasury"}} }, "", "/approval/panels/board/1", `"treasury" is listed twice`},
+		{"three of a group of two", func(a map[string]any) {
+			a["panels"] = map[string]any{"board": []any{"treasury", "treasury", "treasury"}}
+		}, "", "/approval/panels/board",
+			"it would always wait for a member of treasury"},
+		{"two of a group of two", func(a map[string]any) { a["panels"] = map[string]any{"board": []any{"treasury", "treasury"}} }, "", "", ""},
 		{"an unknown group", func(a map[string]any) { a["panels"] = map[string]any{"board": []any{"treasury", "audit"}} }, "", "/approval/panels/board/1",
 			`"audit" is not a group the approval policy lists with its members (legal, treasury)`},
 		{"a person for a group", func(a map[string]any) { a["panels"] = map[string]any{"board": []any{"treasury", "finance-lead"}} }, "", "/approval/panels/board/1",
@@ -162,13 +180,15 @@ func TestPanelsAreChecked(t *testing.T) {
 		}, "", "/approval/panels/bo ard", "is not an id"},
 		{"one person for two groups", func(a map[string]any) {
 			a["groups"] = map[string]any{"treasury": []any{"dave"}, "legal": []any{"dave"}}
-		}, "", "/approval/panels/board", "no one is left to answer for legal"},
+		}, "", "/approval/panels/board", "its groups' members cannot give it a different person for each place: it would always wait for a member of legal"},
 		{"a quorum of four over three groups", func(a map[string]any) {
 			a["approver"], a["members"], a["quorum"] = "finance-leads", []any{"alice", "bob", "erin", "frank"}, int64(4)
 			a["groups"] = map[string]any{"treasury": []any{"carol", "dave", "x1", "x2"}, "legal": []any{"dave", "erin", "x3", "x4"}}
 			a["panels"] = map[string]any{"board": []any{"treasury", "legal", "finance-leads"}}
 		}, "", "", ""},
-		{"the gates' quorum beyond a panel's group", func(a map[string]any) { a["members"], a["approver"] = []any{"alice", "bob", "erin", "frank"}, "finance-leads" },
+		{"the gates' quorum beyond a panel's group", func(a map[string]any) {
+			a["members"], a["approver"] = []any{"alice", "bob", "erin", "frank"}, "finance-leads"
+		},
 			".decl quorum(n: number, rule: symbol)\nquorum(4, \"q\") :- param_num(t, \"amount\", n), n > 5000.\n", "/approval/groups/legal", `asks up to 4 people to approve (quorum), but "legal" has 2 members`},
 		{"the gates name an unknown panel", func(a map[string]any) { delete(a, "panels") }, "", "/approval/groups",
 			`names approver "board", whom the approval policy does not name (it names finance-lead, legal, treasury)`},

@@ -52,7 +52,8 @@
 // in the vocabulary of the reference M2 contract, a logical time, and the
 // next materialization, net fact changes and conflicts in return.
 // [ReadFacts] and [Materialization.WriteFacts] speak Soufflé's
-// tab-separated fact files.
+// tab-separated fact files; [EvaluateFiles] evaluates a program over such
+// files read straight into its relations, as Evaluate over ReadFacts would.
 //
 // A [Compiled] program is immutable and may be shared. Queries on a
 // [Materialization] are read-only; [Materialization.Apply] and [Solve]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"flrh.dev/flrh/panel"
 	"fmt"
 	"math"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsonread"
+	"flrh.dev/flrh/panel"
 	"flrh.dev/flrh/store"
 )
 

@@ -3,11 +3,11 @@ package workflow
 import (
 	"cmp"
 	"encoding/json"
-	"flrh.dev/flrh/panel"
 	"fmt"
 	"strings"
 
 	"flrh.dev/flrh/mrp"
+	"flrh.dev/flrh/panel"
 )
 
 // View is what a person (or a UI) needs to see of a run's workflow state:

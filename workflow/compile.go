@@ -131,12 +131,12 @@ type ApprovalPolicy struct {
 	// Panels are approvers made of several groups, name to group names
 	// (Approver's, when it is a group, or Groups'), each of which a
 	// different person must answer for: a production change signed off by
-	// an SRE lead and by someone from security. A grant from a member of
-	// any of them answers a request naming the panel; the request is
-	// approved once the people whose grants stand can be paired with its
-	// groups, one person to a group, and are at least as many as the
-	// quorum. Approver may name a panel (without Members); the gate policy
-	// may name one for an action.
+	// an SRE lead and by someone from security. A group listed n times
+	// asks n of its members. A grant from a member of any of them answers
+	// a request naming the panel; the request is approved once the people
+	// whose grants stand can be paired with its places, one person to a
+	// place, and are at least as many as the quorum. Approver may name a
+	// panel (without Members); the gate policy may name one for an action.
 	Panels map[string][]string `json:"panels,omitempty"`
 	// SeparateDuties keeps anyone who handed a run an input (started it,
 	// or added to it) from approving its requests: maker-checker.
@@ -328,8 +328,8 @@ func (p ApprovalPolicy) panelOf(approver string) []panel.Group {
 // its groups, or one of its panels.
 func (p ApprovalPolicy) knows(approver string) bool {
 	_, group := p.Groups[approver]
-	_, panel := p.Panels[approver]
-	return approver == p.Approver || group || panel
+	_, isPanel := p.Panels[approver]
+	return approver == p.Approver || group || isPanel
 }
 
 // quorumOf is how many people must each answer a request naming
@@ -1088,6 +1088,7 @@ func (c *compiler) authority(w *Workflow) *Error {
 	if q := pol.MaxQuorum(); q > 0 {
 		switch {
 		case w.approval.Panels[w.approval.Approver] != nil:
+			// A panel's people are its groups', checked below.
 		case w.approval.Members == nil:
 			return malformed("/approval/members", "the gate policy (%s) asks up to %d people to approve (quorum), but approver %q is one person: name a group and its members", name, q, w.approval.Approver)
 		case q > len(w.approval.Members):

@@ -137,16 +137,16 @@ func whoMayApprove(approver string, members []string, groups []panel.Group, quor
 		// Each group once, where it first appears, with how many of its
 		// members the panel asks.
 		var each []string
-		count, members := map[string]int{}, map[string][]string{}
+		count, of := map[string]int{}, map[string][]string{}
 		for _, g := range groups {
 			if count[g.Name] == 0 {
-				each, members[g.Name] = append(each, g.Name), g.Members
+				each, of[g.Name] = append(each, g.Name), g.Members
 			}
 			count[g.Name]++
 		}
 		repeats := len(each) < len(groups)
 		for i, g := range each {
-			list := strings.Join(members[g], ", ")
+			list := strings.Join(of[g], ", ")
 			switch {
 			case !repeats:
 				each[i] = fmt.Sprintf("%s (%s)", g, list)

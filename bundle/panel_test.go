@@ -44,7 +44,7 @@ func TestPanelApprovesARefund(t *testing.T) {
 	h.claimNotices()
 	h.start(run, refund("r-7001", 3000, "zoe", "damaged"))
 	w := h.status(run).Waiting[0]
-	if w.Approver != "board" || w.Quorum != 2 || w.WhoMayApprove != who {
+	if w.Approver != "board" || w.Quorum != 2 || w.WhoMayApprove != who || w.Awaiting != "a member of treasury and a member of legal" {
 		t.Fatalf("the board's approval: %+v", w)
 	}
 	var told store.NoticeBody
@@ -55,7 +55,7 @@ func TestPanelApprovesARefund(t *testing.T) {
 		t.Fatalf("finance-lead approving for the board: %v", err)
 	}
 	h.approveAll(run, "carol")
-	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) || len(h.intents(run)) != 0 {
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) || s.Waiting[0].Awaiting != "a member of legal" || len(h.intents(run)) != 0 {
 		t.Fatalf("after carol: %s %+v", s.State, s.Waiting)
 	}
 	if tr := h.trace(run, "approval_concurred"); len(tr) != 1 || !strings.HasSuffix(tr[0]["detail"].(string), "(1 of 2): it waits for a member of legal") {
@@ -163,12 +163,13 @@ func TestPanelAsksTwoOfAGroup(t *testing.T) {
 	const run = "refund-pair"
 	h.start(run, refund("r-7101", 3000, "zoe", "damaged"))
 	w := h.status(run).Waiting[0]
-	if w.Quorum != 3 || w.WhoMayApprove != "2 of treasury (carol, dave, frank) and one of legal (erin, gina), each a different person (panel board)" {
+	if w.Quorum != 3 || w.WhoMayApprove != "2 of treasury (carol, dave, frank) and one of legal (erin, gina), each a different person (panel board)" ||
+		w.Awaiting != "2 members of treasury and a member of legal" {
 		t.Fatalf("the approval: %+v", w)
 	}
 	h.approveAll(run, "carol")
 	h.approveAll(run, "frank")
-	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol", "frank"}) {
+	if s := h.status(run); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol", "frank"}) || s.Waiting[0].Awaiting != "a member of legal" {
 		t.Fatalf("after carol and frank: %s %+v", s.State, s.Waiting)
 	}
 	var nw *runner.NotWaitingError

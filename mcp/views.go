@@ -65,6 +65,7 @@ type ApprovalWaiting struct {
 	Quorum        int      `json:"quorum,omitempty" jsonschema:"how many people must each approve, when more than one"`
 	ApprovedBy    []string `json:"approved_by,omitempty" jsonschema:"who has approved so far, toward the quorum"`
 	WhoMayApprove string   `json:"who_may_approve,omitempty" jsonschema:"who may give it, where the workflow says: a person, a group's members, how many"`
+	Awaiting      string   `json:"awaiting,omitempty" jsonschema:"whom a panel still waits for, given the approvals so far"`
 }
 
 // Progress is what start_run and submit_input report.
@@ -168,10 +169,13 @@ func view(st runner.Status) RunView {
 		WaitsFor: []string{}, Approvals: []ApprovalWaiting{}, Unknown: []string{}}
 	for _, w := range st.Waiting {
 		v.Approvals = append(v.Approvals, ApprovalWaiting{RequestID: w.RequestID, RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview,
-			Quorum: w.Quorum, ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove})
+			Quorum: w.Quorum, ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, Awaiting: w.Awaiting})
 		who := "a person's approval"
 		if w.Quorum > 1 {
 			who = fmt.Sprintf("%d people's approvals (%d so far)", w.Quorum, len(w.ApprovedBy))
+		}
+		if w.Awaiting != "" {
+			who += ", still from " + w.Awaiting
 		}
 		from := ""
 		if w.WhoMayApprove != "" {

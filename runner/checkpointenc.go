@@ -227,6 +227,9 @@ func (w *ckWriter) open(open []openEffect, d int) {
 			if a.Approver != "" {
 				w.Str("approver", a.Approver)
 			}
+			if a.Awaiting != "" {
+				w.Str("awaiting", a.Awaiting)
+			}
 			w.Str("intent_id", a.IntentID)
 			w.Str("preview", a.Preview)
 			if a.Quorum != 0 {

@@ -91,6 +91,9 @@ func genOpen(t *rapid.T) []openEffect {
 			if rapid.Bool().Draw(t, "who") {
 				e.Approval.WhoMayApprove = genText().Draw(t, "who may approve")
 			}
+			if rapid.Bool().Draw(t, "awaiting") {
+				e.Approval.Awaiting = genText().Draw(t, "awaiting")
+			}
 		}
 		if rapid.Bool().Draw(t, "concurring") {
 			for range rapid.IntRange(0, 2).Draw(t, "nconcurring") {
@@ -309,7 +312,7 @@ func TestCheckpointWriterKnowsEveryMember(t *testing.T) {
 		{openEffect{}, "intent_id stage intent payload content_digest approval approval_id concurring,omitempty usage,omitempty"},
 		{concurrence{}, "approval_id actor"},
 		{pendingReceipt{}, "intent_id digest receipt usage,omitempty"},
-		{ApprovalNeed{}, "request_id request_digest intent_id preview quorum,omitempty approved_by,omitempty approver,omitempty who_may_approve,omitempty"},
+		{ApprovalNeed{}, "request_id request_digest intent_id preview quorum,omitempty approved_by,omitempty approver,omitempty who_may_approve,omitempty awaiting,omitempty"},
 		{Usage{}, "tokens cost_micros"},
 	} {
 		rt := reflect.TypeOf(tc.v)

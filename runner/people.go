@@ -74,6 +74,11 @@ func (r *Runner) Inspect(ctx context.Context, runID string) (Status, error) {
 	if err := r.standing(ctx, st.Waiting); err != nil {
 		return st, err
 	}
+	for i, w := range st.Waiting {
+		if groups := PanelOf(wf, w); groups != nil {
+			st.Waiting[i].Awaiting = panel.Awaited(panel.Unanswered(groups, w.ApprovedBy))
+		}
+	}
 	return st, nil
 }
 

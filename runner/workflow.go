@@ -107,6 +107,10 @@ type ApprovalNeed struct {
 	// workflow says (ApproverTeller); Inspect fills it in, and it is no
 	// part of what a run records.
 	WhoMayApprove string `json:"who_may_approve,omitempty"`
+	// Awaiting says, where the request names a panel (Paneled), whom it
+	// still waits for given the grants that stand ("a member of legal");
+	// Inspect fills it in, and it is no part of what a run records.
+	Awaiting string `json:"awaiting,omitempty"`
 	// approvedWith are the grants ApprovedBy gave, in the same order.
 	approvedWith []string
 }

@@ -22,6 +22,7 @@ type WaitingApproval struct {
 	Quorum        int      `json:"quorum,omitempty"`
 	ApprovedBy    []string `json:"approved_by,omitempty"`
 	WhoMayApprove string   `json:"who_may_approve,omitempty"`
+	Awaiting      string   `json:"awaiting,omitempty"`
 	// YouMayApprove is whether the caller may approve it now, by the
 	// checks an approval makes (runner.Runner.MayApprove); WhyNot, when
 	// not, is the refusal an approval would get.
@@ -82,7 +83,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 		for _, w := range waits {
 			a := WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, RequestID: w.RequestID,
 				RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview, Quorum: w.Quorum,
-				ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, YouMayApprove: by != nil && w.MayNot == nil}
+				ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, Awaiting: w.Awaiting, YouMayApprove: by != nil && w.MayNot == nil}
 			switch {
 			case by == nil:
 				a.WhyNot = "the caller's token holds no role that approves (" + RoleApprover + ")"

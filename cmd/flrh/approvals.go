@@ -22,6 +22,7 @@ type waitingApproval struct {
 	WhoMayApprove string   `json:"who_may_approve,omitempty"`
 	Quorum        int      `json:"quorum,omitempty"`
 	ApprovedBy    []string `json:"approved_by,omitempty"`
+	Awaiting      string   `json:"awaiting,omitempty"` // whom a panel still waits for
 	// MayApprove and WhyNot answer --as: whether the person may approve
 	// it now, and if not, why (Approve's refusal, word for word).
 	MayApprove *bool  `json:"may_approve,omitempty"`
@@ -133,7 +134,7 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 			}
 			for _, a := range waits {
 				w := waitingApproval{RunID: run.ID, Workflow: name, RequestID: a.RequestID, RequestDigest: a.RequestDigest,
-					Preview: a.Preview, Quorum: a.Quorum, ApprovedBy: a.ApprovedBy, WhoMayApprove: a.WhoMayApprove}
+					Preview: a.Preview, Quorum: a.Quorum, ApprovedBy: a.ApprovedBy, WhoMayApprove: a.WhoMayApprove, Awaiting: a.Awaiting}
 				if by != nil {
 					may := a.MayNot == nil
 					w.MayApprove = &may
@@ -167,7 +168,8 @@ func printWaitingApprovals(out io.Writer, list []waitingApproval, as string, all
 		}
 		shown++
 		fmt.Fprintf(out, "run %s (%s) waits for approval %s (request %s)\n", w.RunID, w.Workflow, w.RequestID, w.RequestDigest)
-		printApprovalWait(out, w.Preview, w.WhoMayApprove, w.Quorum, w.ApprovedBy)
+		printApprovalWait(out, runner.ApprovalNeed{Preview: w.Preview, WhoMayApprove: w.WhoMayApprove, Quorum: w.Quorum,
+			ApprovedBy: w.ApprovedBy, Awaiting: w.Awaiting})
 		switch {
 		case w.MayApprove == nil:
 			fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", w.RunID, w.RequestID)

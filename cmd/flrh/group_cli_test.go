@@ -224,12 +224,15 @@ func TestPanelOverTheCLI(t *testing.T) {
 	if !strings.Contains(out, "    who may approve: "+who+"\n") || !strings.Contains(out, "    approved so far: no one yet (0 of 2)\n") {
 		t.Fatalf("run start:\n%s", out)
 	}
-	if out := c.ok("approve", "board", req, "--as", "carol", wfs, c.dest); !strings.Contains(out, "    approved so far: carol (1 of 2)\n") {
+	if out := c.ok("approve", "board", req, "--as", "carol", wfs, c.dest); !strings.Contains(out, "    approved so far: carol (1 of 2)\n    still to approve: a member of legal\n") {
 		t.Fatalf("after carol's approval:\n%s", out)
 	}
 	c.refusedApproval("board", req, "dave", wfs, "the run holds carol's; it waits for a member of legal")
 	if out := c.ok("approvals", wfs, "--as", "dave", "--all"); !strings.Contains(out, "it waits for a member of legal") {
 		t.Fatalf("dave's inbox:\n%s", out)
+	}
+	if out := c.ok("approvals", wfs, "--json"); !strings.Contains(out, `"awaiting":"a member of legal"`) {
+		t.Fatalf("the approvals as JSON:\n%s", out)
 	}
 	if out := c.ok("approve", "board", req, "--as", "erin", wfs, c.dest); !strings.Contains(out, "SUCCEEDED") {
 		t.Fatalf("after erin's approval:\n%s", out)

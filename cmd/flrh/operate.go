@@ -535,21 +535,25 @@ func printDecisions(out io.Writer, recs []store.TraceRecord) {
 	}
 }
 
-// printApprovalWait prints, under an approval a run waits for, the preview
-// the approver must see, who may approve it and, for a quorum, who has.
-func printApprovalWait(out io.Writer, preview, who string, quorum int, approvedBy []string) {
-	for _, line := range strings.Split(strings.TrimRight(preview, "\n"), "\n") {
+// printApprovalWait prints, under an approval w a run waits for, the
+// preview the approver must see, who may approve it and, for a quorum, who
+// has and, for a panel, whom it still waits for.
+func printApprovalWait(out io.Writer, w runner.ApprovalNeed) {
+	for _, line := range strings.Split(strings.TrimRight(w.Preview, "\n"), "\n") {
 		fmt.Fprintf(out, "    | %s\n", line)
 	}
-	if who != "" {
-		fmt.Fprintf(out, "    who may approve: %s\n", who)
+	if w.WhoMayApprove != "" {
+		fmt.Fprintf(out, "    who may approve: %s\n", w.WhoMayApprove)
 	}
-	if quorum > 1 {
+	if w.Quorum > 1 {
 		so := "no one yet"
-		if len(approvedBy) > 0 {
-			so = strings.Join(approvedBy, ", ")
+		if len(w.ApprovedBy) > 0 {
+			so = strings.Join(w.ApprovedBy, ", ")
 		}
-		fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(approvedBy), quorum)
+		fmt.Fprintf(out, "    approved so far: %s (%d of %d)\n", so, len(w.ApprovedBy), w.Quorum)
+	}
+	if w.Awaiting != "" {
+		fmt.Fprintf(out, "    still to approve: %s\n", w.Awaiting)
 	}
 }
 
@@ -561,7 +565,7 @@ func printWaits(out io.Writer, id string, st runner.Status) {
 	v, viewed := st.View.(workflow.View)
 	for _, w := range st.Waiting {
 		fmt.Fprintf(out, "  waits for approval %s (request %s)\n", w.RequestID, w.RequestDigest)
-		printApprovalWait(out, w.Preview, w.WhoMayApprove, w.Quorum, w.ApprovedBy)
+		printApprovalWait(out, w)
 		fmt.Fprintf(out, "    approve with: flrh approve %s %s --as NAME\n", id, w.RequestID)
 	}
 	if viewed {

@@ -264,17 +264,23 @@ func BenchmarkUpdateAggregateCap(b *testing.B) {
 	benchUpdate(b, capProgram, facts, Fact{Rel: "refund", Args: []Value{Num(49), Num(30), Num(2)}})
 }
 
-// BenchmarkReadFacts reads a 100,000-line fact file of two numbers and a
-// symbol a line.
+// benchFactFile is a 100,000-line fact file of two numbers and a symbol a
+// line, 500 symbols in all.
+func benchFactFile() []byte {
+	var data []byte
+	for i := range 100000 {
+		data = fmt.Appendf(data, "%d\t%d\tnode-%d\n", i, i*7%1000, i%500)
+	}
+	return data
+}
+
+// BenchmarkReadFacts reads benchFactFile.
 func BenchmarkReadFacts(b *testing.B) {
 	c, err := Load("r.dl", []byte(".decl e(x: number, y: number, s: symbol)\n.input e\n"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var data []byte
-	for i := range 100000 {
-		data = fmt.Appendf(data, "%d\t%d\tnode-%d\n", i, i*7%1000, i%500)
-	}
+	data := benchFactFile()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
@@ -285,7 +291,7 @@ func BenchmarkReadFacts(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadFacts takes BenchmarkReadFacts' 100,000 lines into a
+// BenchmarkLoadFacts takes benchFactFile's 100,000 lines into a
 // program's relation, through ReadFacts and Evaluate ("facts") and
 // straight from the file (EvaluateFiles, "files"), side by side.
 func BenchmarkLoadFacts(b *testing.B) {
@@ -293,10 +299,7 @@ func BenchmarkLoadFacts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var data []byte
-	for i := range 100000 {
-		data = fmt.Appendf(data, "%d\t%d\tnode-%d\n", i, i*7%1000, i%500)
-	}
+	data := benchFactFile()
 	check := func(m *Materialization, err error) {
 		if err != nil || m.Count("e", false) != 100000 {
 			b.Fatalf("%v", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,22 @@ func (h *harness) checkRecord(runID string) {
 	}
 	if !rp.OK() {
 		h.t.Errorf("%s: replay findings: %+v", runID, rp.Findings)
+	}
+}
+
+// replayFinds replays run's record under wf and fails the test, saying
+// what went unnoticed, unless a replay-approval finding's detail holds
+// want.
+func (h *harness) replayFinds(wf runner.Workflow, run, want, what string) {
+	h.t.Helper()
+	rp, err := verify.Replay(h.ctx, h.st, wf, run)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
+		return f.Check == "replay-approval" && strings.Contains(f.Detail, want)
+	}) {
+		h.t.Fatalf("%s went unnoticed on replay: %+v", what, rp.Findings)
 	}
 }
 

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -9,17 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/verify"
 )
 
 // boardRule sends refunds above 1,000 to the panel board.
-const boardRule = `
-.decl approver(name: symbol, rule: symbol)
-approver("board", "g2.board") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
-`
+var boardRule = largeRefundsTo("board")
 
 // boardPolicy knows treasury (carol, dave, frank) and legal (dave, erin),
 // and the board of both; dave is in both groups.
@@ -125,32 +119,8 @@ func TestPanelApprovesARefund(t *testing.T) {
 			dave = g
 		}
 	}
-	var body map[string]any
-	if err := json.Unmarshal(dave.Body, &body); err != nil {
-		t.Fatal(err)
-	}
-	body["actor"] = "frank"
-	forged, err := cjson.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+h.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`UPDATE approvals SET body = ?, digest = ? WHERE approval_id = ?`, forged, store.BodyDigest(forged), dave.ID); err != nil {
-		t.Fatal(err)
-	}
-	rp, err := verify.Replay(h.ctx, h.st, h.wf, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(rp.Findings, func(f verify.Finding) bool {
-		return f.Check == "replay-approval" && strings.Contains(f.Detail, "the request names a panel, and they leave it short of a member of legal")
-	}) {
-		t.Fatalf("a board approved by treasury alone went unnoticed on replay: %+v", rp.Findings)
-	}
+	h.regive(dave, "frank")
+	h.replayFinds(h.wf, run, "the request names a panel, and they leave it short of a member of legal", "a board approved by treasury alone")
 }
 
 // Two of treasury and one of legal: a panel listing treasury twice takes

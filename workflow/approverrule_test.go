@@ -2,18 +2,38 @@ package workflow
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
 
-// treasuryGates are the refund example's gates with a rule that sends
-// refunds above 1,000 to the treasury group.
-func treasuryGates(t testing.TB) string {
+// gatesSendingTo are the refund example's gates with a rule that sends
+// refunds above 1,000 to approver name (a group or a panel), by the rule
+// g2.<name>.
+func gatesSendingTo(t testing.TB, name string) string {
 	t.Helper()
-	return exampleGatesWith(t, `
+	return exampleGatesWith(t, fmt.Sprintf(`
 .decl approver(name: symbol, rule: symbol)
-approver("treasury", "g2.treasury") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
-`)
+approver(%q, "g2.%s") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
+`, name, name))
+}
+
+// treasuryGates send refunds above 1,000 to the treasury group.
+func treasuryGates(t testing.TB) string { return gatesSendingTo(t, "treasury") }
+
+// bundleSendingTo is the refund example whose gates send large refunds to
+// name, with its approval policy edited by each of edits in turn (a nil
+// one skipped).
+func bundleSendingTo(t testing.TB, name string, edits ...func(a map[string]any)) (*Workflow, error) {
+	t.Helper()
+	return Compile(editBundle(t, func(m map[string]any) {
+		a := m["approval"].(map[string]any)
+		for _, edit := range edits {
+			if edit != nil {
+				edit(a)
+			}
+		}
+	}, map[string]string{"gates.dl": gatesSendingTo(t, name)}))
 }
 
 // treasuryBundle is the refund example whose approval policy knows the
@@ -21,13 +41,9 @@ approver("treasury", "g2.treasury") :- action(t, "refund.pay"), param_num(t, "am
 // large refunds to it; more edits the approval policy further.
 func treasuryBundle(t testing.TB, more func(a map[string]any)) (*Workflow, error) {
 	t.Helper()
-	return Compile(editBundle(t, func(m map[string]any) {
-		a := m["approval"].(map[string]any)
+	return bundleSendingTo(t, "treasury", func(a map[string]any) {
 		a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}}
-		if more != nil {
-			more(a)
-		}
-	}, map[string]string{"gates.dl": treasuryGates(t)}))
+	}, more)
 }
 
 // The gates choose who approves each action: a refund of 600 goes to

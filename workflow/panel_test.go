@@ -9,30 +9,18 @@ import (
 	"flrh.dev/flrh/panel"
 )
 
-// boardGates are the refund example's gates with a rule that sends refunds
-// above 1,000 to the panel board.
-func boardGates(t testing.TB) string {
-	t.Helper()
-	return exampleGatesWith(t, `
-.decl approver(name: symbol, rule: symbol)
-approver("board", "g2.board") :- action(t, "refund.pay"), param_num(t, "amount", n), n > 1000.
-`)
+// boardPolicy knows the groups treasury (carol, dave) and legal (dave,
+// erin) and the panel board of both.
+func boardPolicy(a map[string]any) {
+	a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}, "legal": []any{"dave", "erin"}}
+	a["panels"] = map[string]any{"board": []any{"treasury", "legal"}}
 }
 
-// boardBundle is the refund example whose approval policy knows the groups
-// treasury (carol, dave) and legal (dave, erin) and the panel board of
-// both, and whose gates send large refunds to the board; more edits the
-// approval policy further.
+// boardBundle is the refund example with boardPolicy, whose gates send
+// large refunds to the board; more edits the approval policy further.
 func boardBundle(t testing.TB, more func(a map[string]any)) (*Workflow, error) {
 	t.Helper()
-	return Compile(editBundle(t, func(m map[string]any) {
-		a := m["approval"].(map[string]any)
-		a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}, "legal": []any{"dave", "erin"}}
-		a["panels"] = map[string]any{"board": []any{"treasury", "legal"}}
-		if more != nil {
-			more(a)
-		}
-	}, map[string]string{"gates.dl": boardGates(t)}))
+	return bundleSendingTo(t, "board", boardPolicy, more)
 }
 
 // A request naming a panel: a member of either group may answer it, no one
@@ -204,10 +192,9 @@ func TestPanelsAreChecked(t *testing.T) {
 			if c.gates != "" {
 				_, err = Compile(editBundle(t, func(m map[string]any) {
 					a := m["approval"].(map[string]any)
-					a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}, "legal": []any{"dave", "erin"}}
-					a["panels"] = map[string]any{"board": []any{"treasury", "legal"}}
+					boardPolicy(a)
 					c.edit(a)
-				}, map[string]string{"gates.dl": boardGates(t) + c.gates}))
+				}, map[string]string{"gates.dl": gatesSendingTo(t, "board") + c.gates}))
 			}
 			var e *Error
 			if !errors.As(err, &e) || e.Code != CodeMalformed || e.Pointer != c.ptr || !strings.Contains(e.Detail, c.want) {

@@ -26,6 +26,12 @@ func treasuryGates(t testing.TB) string { return gatesSendingTo(t, "treasury") }
 // one skipped).
 func bundleSendingTo(t testing.TB, name string, edits ...func(a map[string]any)) (*Workflow, error) {
 	t.Helper()
+	return compileSendingTo(t, name, "", edits...)
+}
+
+// compileSendingTo is bundleSendingTo with more rules in the gates.
+func compileSendingTo(t testing.TB, name, more string, edits ...func(a map[string]any)) (*Workflow, error) {
+	t.Helper()
 	return Compile(editBundle(t, func(m map[string]any) {
 		a := m["approval"].(map[string]any)
 		for _, edit := range edits {
@@ -33,7 +39,39 @@ func bundleSendingTo(t testing.TB, name string, edits ...func(a map[string]any))
 				edit(a)
 			}
 		}
-	}, map[string]string{"gates.dl": gatesSendingTo(t, name)}))
+	}, map[string]string{"gates.dl": gatesSendingTo(t, name) + more}))
+}
+
+// policyCase is an approval policy a bundle must refuse: edit changes the
+// policy, gates adds rules to the gates, and the error is at ptr saying
+// want; a case with no ptr must load.
+type policyCase struct {
+	name  string
+	edit  func(a map[string]any)
+	gates string
+	ptr   string
+	want  string
+}
+
+// checkPolicyCases compiles, for each case, the refund example whose
+// gates send large refunds to name, with its approval policy set by base
+// and then edited by the case, and holds the outcome to the case's.
+func checkPolicyCases(t *testing.T, name string, base func(a map[string]any), cases []policyCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := compileSendingTo(t, name, c.gates, base, c.edit)
+			if c.ptr == "" {
+				if err != nil {
+					t.Fatalf("a well-formed policy: %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeMalformed || e.Pointer != c.ptr || !strings.Contains(e.Detail, c.want) {
+				t.Fatalf("error %v, want %s at %s: %s", err, CodeMalformed, c.ptr, c.want)
+			}
+		})
+	}
 }
 
 // treasuryBundle is the refund example whose approval policy knows the
@@ -117,13 +155,7 @@ func TestGatesNameTheApprover(t *testing.T) {
 // or whose groups are malformed, does not compile: the place and what is
 // wrong are said.
 func TestApproverGroupsAreChecked(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		edit  func(a map[string]any)
-		gates string
-		ptr   string
-		want  string
-	}{
+	checkPolicyCases(t, "treasury", func(a map[string]any) { a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}} }, []policyCase{
 		{"the gates name an unknown group", func(a map[string]any) { delete(a, "groups") }, "", "/approval/groups",
 			`the gate policy (gates.dl) names approver "treasury", whom the approval policy does not name (it names finance-lead)`},
 		{"a group without members", func(a map[string]any) { a["groups"] = map[string]any{"treasury": []any{}} }, "", "/approval/groups/treasury", "must list from 1 to 100 people"},
@@ -140,18 +172,5 @@ func TestApproverGroupsAreChecked(t *testing.T) {
 		}, "", "/approval/groups/treasury", `the approval policy's quorum is 2, but "treasury" has 1 members`},
 		{"a group smaller than the gates' quorum", func(a map[string]any) { a["members"] = []any{"alice", "bob", "erin"} },
 			".decl quorum(n: number, rule: symbol)\nquorum(3, \"q\") :- param_num(t, \"amount\", n), n > 5000.\n", "/approval/groups/treasury", `asks up to 3 people to approve (quorum), but "treasury" has 2 members`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			files := editBundle(t, func(m map[string]any) {
-				a := m["approval"].(map[string]any)
-				a["groups"] = map[string]any{"treasury": []any{"carol", "dave"}}
-				c.edit(a)
-			}, map[string]string{"gates.dl": treasuryGates(t) + c.gates})
-			_, err := Compile(files)
-			var e *Error
-			if !errors.As(err, &e) || e.Code != CodeMalformed || e.Pointer != c.ptr || !strings.Contains(e.Detail, c.want) {
-				t.Fatalf("error %v, want %s at %s: %s", err, CodeMalformed, c.ptr, c.want)
-			}
-		})
-	}
+	})
 }

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -130,13 +129,7 @@ func TestApproverIsAPanel(t *testing.T) {
 
 // A malformed panel does not compile: the place and what is wrong are said.
 func TestPanelsAreChecked(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		edit  func(a map[string]any)
-		gates string
-		ptr   string
-		want  string
-	}{
+	checkPolicyCases(t, "board", boardPolicy, []policyCase{
 		{"one group", func(a map[string]any) { a["panels"] = map[string]any{"board": []any{"treasury"}} }, "", "/approval/panels/board", "must list from 2 to 10 groups"},
 		{"eleven groups", func(a map[string]any) {
 			gs, names := map[string]any{}, []any{}
@@ -180,28 +173,7 @@ func TestPanelsAreChecked(t *testing.T) {
 			".decl quorum(n: number, rule: symbol)\nquorum(4, \"q\") :- param_num(t, \"amount\", n), n > 5000.\n", "/approval/groups/legal", `asks up to 4 people to approve (quorum), but "legal" has 2 members`},
 		{"the gates name an unknown panel", func(a map[string]any) { delete(a, "panels") }, "", "/approval/groups",
 			`names approver "board", whom the approval policy does not name (it names finance-lead, legal, treasury)`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := boardBundle(t, func(a map[string]any) { c.edit(a) })
-			if c.ptr == "" {
-				if err != nil {
-					t.Fatalf("a well-formed panel: %v", err)
-				}
-				return
-			}
-			if c.gates != "" {
-				_, err = Compile(editBundle(t, func(m map[string]any) {
-					a := m["approval"].(map[string]any)
-					boardPolicy(a)
-					c.edit(a)
-				}, map[string]string{"gates.dl": gatesSendingTo(t, "board") + c.gates}))
-			}
-			var e *Error
-			if !errors.As(err, &e) || e.Code != CodeMalformed || e.Pointer != c.ptr || !strings.Contains(e.Detail, c.want) {
-				t.Fatalf("error %v, want %s at %s: %s", err, CodeMalformed, c.ptr, c.want)
-			}
-		})
-	}
+	})
 }
 
 // The panel a policy describes is the one the pairing works on: its groups

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )
@@ -88,16 +89,21 @@ func TestPanelApprovesARefund(t *testing.T) {
 	h.paid("refund-board-3")
 	h.consumedFrom("refund-board-3", "carol", "dave")
 
-	// Two members of treasury whose grants reach the run together: the
-	// run takes carol's and ignores frank's, which adds nothing.
+	// Two members of treasury at once: while carol's grant waits to be
+	// taken, frank's is refused, counting hers.
 	const both = "refund-board-4"
 	h.start(both, refund("r-7004", 3000, "zoe", "damaged"))
 	w4 := h.status(both).Waiting[0]
-	for _, by := range []string{"carol", "frank"} {
-		if err := h.r.Approve(h.ctx, both, w4.RequestID, runner.ApproverActor(by), 10*time.Minute); err != nil {
-			t.Fatalf("%s: %v", by, err)
-		}
+	if err := h.r.Approve(h.ctx, both, w4.RequestID, runner.ApproverActor("carol"), 10*time.Minute); err != nil {
+		t.Fatal(err)
 	}
+	err = h.r.Approve(h.ctx, both, w4.RequestID, runner.ApproverActor("frank"), 10*time.Minute)
+	if !errors.As(err, &nw) || !strings.Contains(nw.What, "the run has yet to take carol's; it waits for a member of legal") {
+		t.Fatalf("frank while carol's grant waits to be taken: %v", err)
+	}
+	// One that reaches the run anyway (handed in behind Approve's
+	// checks, as by a runner that had yet to see carol's) is ignored.
+	h.handGrant(both, w4, "frank")
 	h.idle()
 	if s := h.status(both); s.State != "WAIT_APPROVAL" || !slices.Equal(s.Waiting[0].ApprovedBy, []string{"carol"}) {
 		t.Fatalf("after carol and frank together: %s %+v", s.State, s.Waiting)
@@ -150,4 +156,31 @@ func TestPanelAsksTwoOfAGroup(t *testing.T) {
 	h.paid(run)
 	h.consumedFrom(run, "carol", "frank", "gina")
 	h.checkRecord(run)
+}
+
+// handGrant hands run a grant of the request need from actor, with the
+// entry that tells the run, straight to the store: past every check
+// Runner.Approve makes, as a grant another runner let through would be.
+func (h *harness) handGrant(run string, need runner.ApprovalNeed, actor string) {
+	h.t.Helper()
+	g := runner.Grant{Kind: runner.GrantKind, RunID: run, RequestID: need.RequestID, RequestDigest: need.RequestDigest, Actor: actor,
+		Role: "human_approver", Nonce: "handed-" + actor, ExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}
+	body, err := cjson.Marshal(g)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	exp, _ := g.Expiry()
+	grant := store.Approval{ID: "grant:" + g.Nonce, RunID: run, RequestDigest: need.RequestDigest, Nonce: g.Nonce, Body: body,
+		Digest: store.BodyDigest(body), ExpiresAt: exp}
+	tell, err := cjson.Marshal(map[string]any{"approval_id": grant.ID})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	digest, proof := store.ProveDigest(tell)
+	by := runner.ApproverActor(actor)
+	in := store.Inbound{ID: "approve:handed-" + actor, RunID: run, Kind: runner.KindApprove, ActorRole: by.Role, Actor: by.Name,
+		Capability: by.Capability, Body: tell, Digest: digest, Proof: proof, Grant: &grant}
+	if err := h.st.Submit(h.ctx, in); err != nil {
+		h.t.Fatal(err)
+	}
 }

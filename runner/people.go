@@ -351,15 +351,15 @@ func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Act
 		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a second approval of %s by %s (the run holds %s's; a quorum of %d needs other people)",
 			requestID, by.Name, by.Name, need.Quorum)}
 	}
-	only := ""
-	if need.Quorum > 1 {
-		only = by.Name
-	}
-	if g, ok, err := r.pendingGrant(ctx, inbox, need, now, only); err != nil {
+	pending, err := r.pendingGrants(ctx, inbox, need, now)
+	if err != nil {
 		return store.Approval{}, err
-	} else if ok {
-		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
-			requestID, g.ID, g.ExpiresAt.UTC().Format(time.RFC3339))}
+	}
+	for _, g := range pending {
+		if need.Quorum <= 1 || GrantActor(g) == by.Name {
+			return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("another approval of %s (grant %s stands until %s; the run has yet to take it)",
+				requestID, g.ID, g.ExpiresAt.UTC().Format(time.RFC3339))}
+		}
 	}
 	grant, err := grantFor(runID, need, by, now, ttl)
 	if err != nil {
@@ -369,11 +369,28 @@ func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Act
 		return store.Approval{}, err
 	}
 	// Where the request names a panel, a member of a group already
-	// answered for adds nothing (the run would ignore the grant): the
-	// person is told whom it waits for.
-	if groups := PanelOf(wf, need); groups != nil && !panel.Adds(groups, need.Quorum, need.ApprovedBy, by.Name) {
-		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("an approval of %s by %s (the run holds %s's; it waits for %s)",
-			requestID, by.Name, strings.Join(need.ApprovedBy, "'s, "), panel.Awaited(panel.Unanswered(groups, need.ApprovedBy)))}
+	// answered for adds nothing (the run would ignore the grant), counting
+	// the grants the run has yet to take: the person is told whom it
+	// waits for.
+	if groups := PanelOf(wf, need); groups != nil {
+		people := slices.Clone(need.ApprovedBy)
+		var coming []string
+		for _, g := range pending {
+			if who := GrantActor(g); !slices.Contains(people, who) {
+				people, coming = append(people, who), append(coming, who)
+			}
+		}
+		if !panel.Adds(groups, need.Quorum, people, by.Name) {
+			holds := "the run holds " + strings.Join(need.ApprovedBy, "'s, ") + "'s"
+			switch {
+			case len(need.ApprovedBy) == 0:
+				holds = "the run has yet to take " + strings.Join(coming, "'s, ") + "'s"
+			case len(coming) > 0:
+				holds += " and has yet to take " + strings.Join(coming, "'s, ") + "'s"
+			}
+			return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("an approval of %s by %s (%s; it waits for %s)",
+				requestID, by.Name, holds, panel.Awaited(panel.Unanswered(groups, people)))}
+		}
 	}
 	if why, err := r.dutyRefusal(ctx, wf, runID, by.Name, inbox); err != nil {
 		return store.Approval{}, err
@@ -383,11 +400,11 @@ func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Act
 	return grant, nil
 }
 
-// pendingGrant finds a grant of the request need handed to the run and not
-// taken yet (inbox holds the run's pending entries) that the run would
-// still take at now: granted, unexpired and held to its body; given by
-// actor, unless actor is "".
-func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need ApprovalNeed, now time.Time, actor string) (store.Approval, bool, error) {
+// pendingGrants finds the grants of the request need handed to the run
+// and not taken yet (inbox holds the run's pending entries) that the run
+// would still take at now: granted, unexpired and held to their bodies.
+func (r *Runner) pendingGrants(ctx context.Context, inbox []store.Inbound, need ApprovalNeed, now time.Time) ([]store.Approval, error) {
+	var out []store.Approval
 	for _, in := range inbox {
 		if in.Kind != KindApprove || in.Consumed {
 			continue
@@ -400,13 +417,13 @@ func (r *Runner) pendingGrant(ctx context.Context, inbox []store.Inbound, need A
 		if store.CodeOf(err) == store.CodeNotFound {
 			continue
 		} else if err != nil {
-			return store.Approval{}, false, err
+			return nil, err
 		}
-		if g.RequestDigest == need.RequestDigest && live(g, now) && CheckGrant(g) == nil && (actor == "" || GrantActor(g) == actor) {
-			return g, true, nil
+		if g.RequestDigest == need.RequestDigest && live(g, now) && CheckGrant(g) == nil {
+			out = append(out, g)
 		}
 	}
-	return store.Approval{}, false, nil
+	return out, nil
 }
 
 // Deny refuses the approval a run waits on; the run fails permanently.

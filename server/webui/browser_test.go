@@ -745,6 +745,23 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("panel card", func(t *testing.T) {
+		w.t = t
+		// A request naming a panel: the card says whom it still waits
+		// for; one that names none says nothing of it. Drawn from a need
+		// as the server sends it.
+		got := value(w, "card", chromedp.Evaluate[map[string]string](`import('/ui/js/widgets.js').then((m) => {
+  const field = (el, name) => { const dt = [...el.querySelectorAll('dt')].find((d) => d.textContent === name); return dt ? dt.nextElementSibling.textContent : '(none)'; };
+  const need = {request_id: 'approval-request:p', request_digest: 'sha256:p', intent_id: 'intent:p', preview: 'pay', quorum: 2, approved_by: ['carol']};
+  const panel = m.approvalCard('r', {...need, awaiting: 'a member of legal'}, null, [], null);
+  const plain = m.approvalCard('r', need, null, [], null);
+  return {still: field(panel, 'Still to approve'), so: field(panel, 'Approved so far'), plain: field(plain, 'Still to approve')};
+})`, chromedp.EvalAwaitPromise))
+		if got["still"] != "a member of legal" || got["so"] != "carol (1 of 2)" || got["plain"] != "(none)" {
+			t.Fatalf("a panel's approval card: %v", got)
+		}
+	})
+
 	t.Run("held", func(t *testing.T) {
 		w.t = t
 		// An unexplained restart is escalated and kept: the run page says

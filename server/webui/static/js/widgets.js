@@ -84,6 +84,10 @@ export function approvalCard(runID, need, effect, extra, onDone) {
     const by = need.approved_by || [];
     fields.push(['Approved so far', `${by.length ? by.join(', ') : 'no one yet'} (${by.length} of ${need.quorum})`]);
   }
+  if (need.awaiting) {
+    // A panel of groups: whom it still waits for, given those approvals.
+    fields.push(['Still to approve', need.awaiting]);
+  }
   if (effect) {
     fields.push(['Effect type', h('code', {}, effect.effect_type)]);
     fields.push(['Content digest', h('code', {}, effect.content_digest)]);

@@ -754,6 +754,14 @@ func TestNoticesTellRunsWaitingBefore(t *testing.T) {
 	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"runs waiting for people told of: they came to wait while no one delivered notices","runs":1`) {
 		t.Errorf("the server does not say it told of the waiting run:\n%s", logs)
 	}
+	// The receiver has the notice; the server stops once it has heard so
+	// (a stop while the answer is on its way would leave the notice to be
+	// delivered again, as it should: at least once).
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), `"msg":"notice delivered","component":"notify","notice_id":"big/5/0/approval_waiting"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never says it delivered the notice:\n%s", p.stderr)
+		}
+	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.exited
 	p = startServe(t, bin, env, args...)

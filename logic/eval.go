@@ -329,7 +329,7 @@ func EvaluateFiles(c *Compiled, files []FactFile, lim Limits) (*Materialization,
 	m := newMaterialization(c, lim)
 	// A relation not declared is said when its file's turn comes, after
 	// the files before it have read, as ReadFacts in turn would.
-	scans := make([]*factScanner, 0, len(files))
+	scans, tables := make([]*factScanner, 0, len(files)), make([]int, 0, len(files))
 	var undeclared error
 	n, total := make([]int, len(m.tables)), 0
 	for _, f := range files {
@@ -345,17 +345,14 @@ func EvaluateFiles(c *Compiled, files []FactFile, lim Limits) (*Materialization,
 		k := sc.lines()
 		n[t] += k
 		total += k
-		scans = append(scans, sc)
+		scans, tables = append(scans, sc), append(tables, t)
 	}
 	if total >= presizeBase {
 		m.presizeBase(n)
 	}
 	var buf [8]int64
 	for i, sc := range scans {
-		t := c.relByName[sc.rel] * 2
-		if files[i].Neg {
-			t++
-		}
+		t := tables[i]
 		tup := buf[:0]
 		if len(sc.cols) > len(buf) {
 			tup = make([]int64, 0, len(sc.cols))

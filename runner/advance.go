@@ -1756,13 +1756,17 @@ func (r *Runner) concur(ctx context.Context, t *tick, e *openEffect, in store.In
 	for i, c := range kept {
 		people[i] = c.Actor
 	}
+	// How far the request is from approval before and with this grant:
+	// one that brings it no closer is ignored, one that leaves nothing
+	// short completes it.
 	groups := PanelOf(t.wf, *e.Approval)
-	if !panel.Adds(groups, q, people, actor) {
+	short, after := panel.Short(groups, q, people), panel.Short(groups, q, append(people, actor))
+	if after >= short {
 		r.traceNote(t, "approval_ignored", in.ID, fmt.Sprintf("%s's approval of %s adds nothing to those the run holds (%s): it waits for %s",
 			actor, e.Approval.RequestID, strings.Join(people, ", "), panel.Awaited(panel.Unanswered(groups, people))))
 		return false, nil
 	}
-	if panel.Short(groups, q, append(people, actor)) == 0 {
+	if after == 0 {
 		return true, nil
 	}
 	// The grant that completes the quorum fires APPROVAL_GRANTED, which

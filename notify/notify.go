@@ -346,15 +346,36 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var errs []error
-	for _, no := range ns {
+	for i, no := range ns {
 		if ctx.Err() != nil {
-			break // held until the hold passes, then claimed again
+			// Shutting down: a delivery begun is finished (deliver), the
+			// rest handed back, due at once to the store's other
+			// deliverers, rather than held until the hold passes.
+			errs = append(errs, n.release(ctx, ns[i:]))
+			break
 		}
 		if err := n.deliver(ctx, no, routes); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return len(ns), errors.Join(errs...)
+}
+
+// release hands back claimed notices not begun, once ctx has ended,
+// within one delivery's timeout; one it could not hand back is held
+// until its hold passes, as a crashed deliverer's is.
+func (n *Notifier) release(ctx context.Context, ns []store.Notice) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
+	defer cancel()
+	var errs []error
+	for _, no := range ns {
+		if err := n.cfg.Board.NoticeRelease(rctx, no.ID, n.cfg.Holder); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n.cfg.Logger.Debug("notice handed back: shutting down", "notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID)
+	}
+	return errors.Join(errs...)
 }
 
 // lapsed reads, for a notifier about to hold the notify duty with OnTaken
@@ -395,7 +416,15 @@ type envelope struct {
 // every such route took it, or it is too old; otherwise tried again
 // later at the routes still to take it, each after its own wait. The
 // error is the store's, a failed delivery being the notice's to retry.
+//
+// Once begun, a delivery outlives ctx: a send under way is finished
+// (each bounded by Config.Timeout) and what it did is settled, for a
+// receiver that took a notice is not to be sent it again because the
+// deliverer was told to stop. Routes not yet sent to when ctx ends are
+// left due at once, to whichever deliverer claims the notice next.
 func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route) error {
+	stopping := ctx
+	ctx = context.WithoutCancel(ctx)
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
 	var b store.NoticeBody
 	if json.Unmarshal(no.Body, &b) != nil {
@@ -455,11 +484,15 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		// Written while no one delivered, long ago: news no more.
 		return drop(append(pending, waiting...), "notice dropped unsent: written too long ago")
 	}
-	var failing []*Route
+	var failing, stopped []*Route
 	var whys []string
 	var still, asked bool
 	var stillErr error
 	for _, r := range pending {
+		if stopping.Err() != nil {
+			stopped = append(stopped, r)
+			continue
+		}
 		if r.After > 0 {
 			// An escalation tells of a run that still waits: asked once
 			// for the notice, at the time it is due.
@@ -496,15 +529,19 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		later = append(later, store.RouteWait{Route: r.Name, After: w, Failures: failures[r.Name] + 1})
 	}
 	switch {
-	case len(later) == 0:
+	case len(later) == 0 && stopped == nil:
 		return done()
 	case failing != nil && n.cfg.Clock().Sub(no.CreatedAt) >= n.cfg.GiveUp:
-		return drop(append(failing, waiting...), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
+		return drop(slices.Concat(failing, waiting, stopped), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
 	}
 	for i, r := range failing {
 		n.cfg.Observe(r.Name, no.Kind, "failed")
 		w := later[len(later)-len(failing)+i]
 		log.Warn("notice not delivered", "route", r.Name, "route_failures", w.Failures, "err", whys[i], "retry_in", w.After.String())
+	}
+	for _, r := range stopped {
+		later = append(later, store.RouteWait{Route: r.Name, Failures: failures[r.Name]})
+		log.Info("notice left to the next deliverer: shutting down", "route", r.Name)
 	}
 	// The reason stays while a route that failed waits; with none
 	// failing, the notice waits for escalations alone, and says nothing

@@ -43,6 +43,7 @@ type receiver struct {
 	got    []delivery
 	clock  func() time.Time
 	secret []byte // what it verifies with; the package's secret when nil
+	stall  func() // when set, called before each answer
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +67,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, rc.script = rc.script[0], rc.script[1:]
 	}
 	rc.mu.Unlock()
+	if rc.stall != nil {
+		rc.stall()
+	}
 	if status >= 300 && rc.retry != "" {
 		w.Header().Set("Retry-After", rc.retry)
 	}

@@ -190,6 +190,11 @@ type Noticeboard interface {
 	// (Notice.Waits). Both replace what the notice held. CodeFenced as
 	// NoticeDone.
 	NoticeRetry(ctx context.Context, id, holder, reason string, sent []string, waits []RouteWait) error
+	// NoticeRelease hands back a notice holder holds and has not begun
+	// to deliver (a deliverer shutting down): it is due at once, to any
+	// holder, as it was before the claim, its attempt uncounted, instead
+	// of waiting for the hold to pass. CodeFenced as NoticeDone.
+	NoticeRelease(ctx context.Context, id, holder string) error
 	// NoticeBacklog counts the notices not yet delivered and shows the
 	// oldest.
 	NoticeBacklog(ctx context.Context) (Backlog, error)

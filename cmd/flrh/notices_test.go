@@ -746,7 +746,9 @@ func TestNoticesTellRunsWaitingBefore(t *testing.T) {
 	<-quiet.exited
 
 	env := []string{"FLRH_NOTIFY_SECRET=" + secret, "FLRH_NOTIFY_URL=" + hookURL}
+	h.holdNext(store.NoticeApproval)
 	p := startServe(t, bin, env, args...)
+	h.waitHeld()
 	told := h.await(store.NoticeApproval, "big", "1")
 	if told.Notice.State != "WAIT_APPROVAL" || len(told.Notice.Requests) != 1 {
 		t.Fatalf("told of %+v", told)
@@ -754,16 +756,20 @@ func TestNoticesTellRunsWaitingBefore(t *testing.T) {
 	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"runs waiting for people told of: they came to wait while no one delivered notices","runs":1`) {
 		t.Errorf("the server does not say it told of the waiting run:\n%s", logs)
 	}
-	// The receiver has the notice; the server stops once it has heard so
-	// (a stop while the answer is on its way would leave the notice to be
-	// delivered again, as it should: at least once).
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), `"msg":"notice delivered","component":"notify","notice_id":"big/5/0/approval_waiting"`); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server never says it delivered the notice:\n%s", p.stderr)
-		}
-	}
+	// Stopped while the receiver holds the notice, the server waits for
+	// its answer (up to --notify-timeout) and settles the delivery before
+	// it exits: the next server does not send it again.
 	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		t.Fatalf("the server exited with a delivery under way:\n%s", p.stderr)
+	case <-time.After(time.Second):
+	}
+	h.release()
 	<-p.exited
+	if logs := p.stderr.String(); !strings.Contains(logs, `"msg":"notice delivered","component":"notify","notice_id":"big/5/0/approval_waiting"`) {
+		t.Fatalf("the server does not say it delivered the notice:\n%s", logs)
+	}
 	p = startServe(t, bin, env, args...)
 	if !approveWaiting(p.base, "big") {
 		t.Fatal("approval refused")

@@ -75,6 +75,15 @@ UPDATE notices SET holder = '', held_until = 0, next_at = clock.now + $4::bigint
 FROM clock WHERE notice_id = $1 AND holder = $2 AND held_until > clock.now`, s.injected(), after.Nanoseconds(), store.NoticeReason(reason), store.JoinSent(sent), kept)
 }
 
+// NoticeRelease implements store.Noticeboard, and wakes the store's
+// notifiers, as a notice written does: one of them takes it at once.
+func (s *Store) NoticeRelease(ctx context.Context, id, holder string) error {
+	return s.settleNotice(ctx, "notice release", id, holder, `WITH clock AS (SELECT `+nowParam(3)+` AS now),
+r AS (UPDATE notices SET holder = '', held_until = 0, attempts = GREATEST(attempts - 1, 0)
+FROM clock WHERE notice_id = $1 AND holder = $2 AND held_until > clock.now RETURNING run_id)
+SELECT pg_notify($4, run_id) FROM r`, s.injected(), s.noticeChannel())
+}
+
 // settleNotice runs query, which changes the notice $1 while $2 holds it,
 // with the arguments after those two, and refuses when it changed
 // nothing.

@@ -81,6 +81,14 @@ WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{now.Add(after).Uni
 	})
 }
 
+// NoticeRelease implements store.Noticeboard.
+func (s *Store) NoticeRelease(ctx context.Context, id, holder string) error {
+	return s.settleNotice(ctx, "notice release", id, holder, func(now time.Time) (string, []any) {
+		return `UPDATE notices SET holder = '', held_until = 0, attempts = max(attempts - 1, 0)
+WHERE notice_id = ? AND holder = ? AND held_until > ?`, []any{id, holder, now.UnixNano()}
+	})
+}
+
 // settleNotice runs the statement stmt makes at the transaction's time,
 // which changes the notice id while holder holds it, and refuses when it
 // changed nothing.

@@ -263,7 +263,46 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 	}
 	backlog(0, time.Time{})
 
+	// A notice released is due at once to another holder, as it was
+	// before its claim: the attempt uncounted, why it last failed and
+	// where it went kept. Only its holder releases it, while it holds it.
+	newRun(t, s, "released")
+	rl, err := s.AcquireLease(ctx, "released", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, rl, store.Tick{Events: []store.Event{Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+		Notices: []store.Notice{notice(store.NoticeEnded, `{}`)}}))
+	rid := store.NoticeID("released", 1, 0, store.NoticeEnded)
+	if got = claim("g", time.Minute, 10); len(got) != 1 || got[0].ID != rid || got[0].Attempts != 1 {
+		t.Fatalf("claimed %+v", got)
+	}
+	must(t, nb.NoticeRetry(ctx, rid, "g", "chat down", []string{"audit"}, []store.RouteWait{rw("chat", 0, 1)}))
+	if got = claim("g", time.Minute, 10); len(got) != 1 || got[0].Attempts != 2 {
+		t.Fatalf("claimed again %+v", got)
+	}
+	mustCode(t, nb.NoticeRelease(ctx, rid, "h"), store.CodeFenced)
+	must(t, nb.NoticeRelease(ctx, rid, "g"))
+	mustCode(t, nb.NoticeRelease(ctx, rid, "g"), store.CodeFenced)
+	mustCode(t, nb.NoticeDone(ctx, rid, "g"), store.CodeFenced)
+	for range 2 {
+		got = claim("h", time.Minute, 10)
+		if len(got) != 1 || got[0].ID != rid || got[0].Attempts != 2 || got[0].LastError != "chat down" ||
+			!slices.Equal(got[0].Sent, []string{"audit"}) || !slices.Equal(got[0].Waits, []store.RouteWait{rw("chat", 0, 1)}) {
+			t.Fatalf("after a release claimed %+v", got)
+		}
+		must(t, nb.NoticeRelease(ctx, rid, "h"))
+	}
+	claim("h", time.Minute, 10)
+	c.Advance(time.Minute)
+	mustCode(t, nb.NoticeRelease(ctx, rid, "h"), store.CodeFenced) // its hold passed
+	if got = claim("g", time.Minute, 10); len(got) != 1 || got[0].Attempts != 3 {
+		t.Fatalf("after a hold passed claimed %+v", got)
+	}
+	must(t, nb.NoticeDone(ctx, rid, "g"))
+	backlog(0, time.Time{})
+
 	// Bad requests change nothing.
+	mustCode(t, nb.NoticeRelease(ctx, "", "a"), store.CodeInvalidInput)
+	mustCode(t, nb.NoticeRelease(ctx, "x", ""), store.CodeInvalidInput)
 	for _, bad := range []struct {
 		holder string
 		hold   time.Duration
@@ -328,6 +367,48 @@ func testNotices(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("racing claimers settled %d notices, want %d", len(seen), runs)
 	}
 	backlog(0, time.Time{})
+}
+
+// testNoticeReleaseWakes holds a store that wakes notifiers to a notice
+// written to wake them to one released too, which another deliverer is
+// then to take at once; a claim wakes none.
+func testNoticeReleaseWakes(t *testing.T, s store.Store, c *Clock) {
+	nb, ok := store.NoticeboardOf(s)
+	nw, watches := store.As[store.NoticeWatcher](s)
+	if !ok || !watches {
+		t.Skip("the store wakes no notifier")
+	}
+	w := nw.WatchNotices(ctx)
+	defer w.Close()
+	quiet := func(what string) {
+		t.Helper()
+		if id, err := w.Wait(ctx, 300*time.Millisecond); id != "" || err != nil {
+			t.Fatalf("%s: woke for %q (%v)", what, id, err)
+		}
+	}
+	woken := func(what string) {
+		t.Helper()
+		if id, err := w.Wait(ctx, 5*time.Second); id != "told" || err != nil {
+			t.Fatalf("%s: woke for %q (%v), want the run told", what, id, err)
+		}
+	}
+	quiet("nothing written")
+	newRun(t, s, "told")
+	l, err := s.AcquireLease(ctx, "told", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{Events: []store.Event{Ev("END", `{}`)}, State: "SUCCEEDED", Outcome: "success",
+		Notices: []store.Notice{{Kind: store.NoticeEnded, Body: []byte(`{}`)}}}))
+	woken("a notice written")
+	for id, _ := w.Wait(ctx, 300*time.Millisecond); id != ""; id, _ = w.Wait(ctx, 300*time.Millisecond) {
+	}
+	got, err := nb.ClaimNotices(ctx, "a", time.Hour, 10)
+	must(t, err)
+	if len(got) != 1 {
+		t.Fatalf("claimed %d notices", len(got))
+	}
+	quiet("a notice claimed")
+	must(t, nb.NoticeRelease(ctx, got[0].ID, "a"))
+	woken("a notice released")
 }
 
 // testQuarantineNotices holds Quarantine's notices: written in its

@@ -81,6 +81,7 @@ func Run(t *testing.T, open Opener) {
 		{"MoveOut", testMoveOut},
 		{"Notices", testNotices},
 		{"QuarantineNotices", testQuarantineNotices},
+		{"NoticeReleaseWakes", testNoticeReleaseWakes},
 		{"TellRun", testTellRun},
 		{"SharedLimits", testSharedLimits},
 	}
